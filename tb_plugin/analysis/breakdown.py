@@ -1,0 +1,136 @@
+"""Step time breakdown: where every microsecond of every step goes.
+
+Definition: each µs of a step is assigned to exactly one category, the first one in this priority
+order that has an event active at that moment (on any thread, process or device):
+
+1. ``kernel``: GPU kernels, except communication kernels;
+2. ``memcpy``: device memory copies;
+3. ``memset``: device memory sets;
+4. ``communication``: NCCL/RCCL/Gloo kernels, plus the host communication ops themselves
+   (``nccl:*``, ``gloo:*``, ``c10d::*``, ``record_param_comms``…);
+5. ``runtime``: CUDA/HIP runtime calls and driver calls (``cuLaunchKernel`` from Triton and
+   torch.compile — we differ from torch-tb-profiler, which ignores driver calls);
+6. ``dataloader``: ``enumerate(DataLoader)…`` / ``enumerate(DataPipe)…`` ranges;
+7. ``cpu_exec``: any other operator, ``user_annotation`` or ``python_function`` event (and events of
+   unrecognized category in generic Chrome traces), except the ``ProfilerStep#`` markers. The
+   ``gpu_user_annotation`` copies are device-side labels and excluded (we differ from the incumbent,
+   which counts them);
+8. ``other``: what is left.
+
+The categories of a step add up to the step's length exactly (µs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..trace.categories import (
+    COMM_KERNEL_MARKERS,
+    COMM_OP_NAMES,
+    COMM_OP_PREFIXES,
+    DATALOADER_PREFIXES,
+    PROFILER_STEP_PREFIX,
+    Kind,
+)
+from ..trace.links import launch_of
+from ..trace.model import Trace
+from .intervals import covers, merge
+from .steps import Steps
+
+CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
+
+
+@dataclasses.dataclass
+class Breakdown:
+    """``per_step[i, c]`` is the µs of step ``i`` assigned to ``CATEGORIES[c]``."""
+
+    per_step: np.ndarray
+
+    def step(self, i: int) -> dict[str, float]:
+        return {f"{c}_us": float(self.per_step[i, j]) for j, c in enumerate(CATEGORIES)}
+
+    def average(self) -> dict[str, float]:
+        if len(self.per_step) == 0:
+            return {f"{c}_us": 0.0 for c in CATEGORIES}
+        mean = self.per_step.mean(axis=0)
+        return {f"{c}_us": float(mean[j]) for j, c in enumerate(CATEGORIES)}
+
+
+def category_masks(trace: Trace) -> dict[str, np.ndarray]:
+    """Boolean event masks of the seven active categories (``other`` is what none covers)."""
+    ev = trace.events
+    kind = ev.kind
+    host_op = (kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION)
+    comm_op = host_op & trace.name_mask(_is_comm_op_name)
+    kernel = kind == Kind.KERNEL
+    comm_kernel = kernel & (trace.name_mask(_is_comm_kernel_name) | _launched_by(trace, comm_op))
+    host_work = np.isin(kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST))
+    dataloader = host_work & trace.name_mask(lambda s: s.startswith(DATALOADER_PREFIXES))
+    marker = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
+    return {
+        "kernel": kernel & ~comm_kernel,
+        "memcpy": kind == Kind.MEMCPY,
+        "memset": kind == Kind.MEMSET,
+        "communication": comm_kernel | comm_op,
+        "runtime": (kind == Kind.RUNTIME) | (kind == Kind.DRIVER),
+        "dataloader": dataloader,
+        "cpu_exec": host_work & ~marker & ~dataloader,
+    }
+
+
+def compute_breakdown(trace: Trace, steps: Steps) -> Breakdown:
+    """Assign each µs of each step to one category (see the module docstring)."""
+    n = len(steps)
+    per_step = np.zeros((n, len(CATEGORIES)))
+    if n == 0:
+        return Breakdown(per_step)
+    ev = trace.events
+    lo, hi = steps.window
+    masks = category_masks(trace)
+    merged = []
+    bounds = [steps.start, steps.end]
+    for name in CATEGORIES[:-1]:
+        rows = masks[name]
+        s, e = merge(np.clip(ev.ts[rows], lo, hi), np.clip(ev.ts[rows] + ev.dur[rows], lo, hi))
+        keep = e > s
+        merged.append((s[keep], e[keep]))
+        bounds += [s[keep], e[keep]]
+    edges = np.unique(np.concatenate(bounds))
+    seg_start, seg_len = edges[:-1], np.diff(edges)
+    # Each elementary segment lies entirely inside or outside every merged interval.
+    mid = seg_start + seg_len / 2
+    owner = np.full(len(seg_start), len(CATEGORIES) - 1)
+    unclaimed = np.ones(len(seg_start), dtype=bool)
+    for c, (s, e) in enumerate(merged):
+        hit = unclaimed & covers(s, e, mid)
+        owner[hit] = c
+        unclaimed &= ~hit
+    step_idx = np.searchsorted(steps.start, mid, side="right") - 1
+    inside = (step_idx >= 0) & (mid < steps.end[np.maximum(step_idx, 0)])
+    flat = step_idx[inside] * len(CATEGORIES) + owner[inside]
+    per_step = np.bincount(flat, weights=seg_len[inside], minlength=n * len(CATEGORIES)).reshape(n, -1)
+    return Breakdown(per_step)
+
+
+def _is_comm_op_name(name: str) -> bool:
+    return name.startswith(COMM_OP_PREFIXES) or name in COMM_OP_NAMES
+
+
+def _is_comm_kernel_name(name: str) -> bool:
+    lower = name.lower()
+    return any(marker in lower for marker in COMM_KERNEL_MARKERS)
+
+
+def _launched_by(trace: Trace, ops: np.ndarray) -> np.ndarray:
+    """Device events whose launch carries the External id of one of the ``ops`` events."""
+    ev = trace.events
+    ids = np.unique(ev.external_id[ops & (ev.external_id >= 0)])
+    out = np.zeros(len(ev), dtype=bool)
+    if len(ids) == 0:
+        return out
+    launcher = launch_of(trace)
+    linked = launcher >= 0
+    out[linked] = np.isin(ev.external_id[launcher[linked]], ids)
+    return out

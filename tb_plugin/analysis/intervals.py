@@ -1,0 +1,44 @@
+"""Interval arithmetic on numpy arrays (times in µs)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals ``[starts[i], ends[i])`` as sorted, disjoint ``(starts, ends)``."""
+    if len(starts) == 0:
+        return np.zeros(0), np.zeros(0)
+    order = np.argsort(starts, kind="stable")
+    s = np.asarray(starts, dtype=np.float64)[order]
+    e = np.asarray(ends, dtype=np.float64)[order]
+    reach = np.maximum.accumulate(e)
+    # a new group starts where the start is past everything seen before it
+    new_group = np.empty(len(s), dtype=bool)
+    new_group[0] = True
+    new_group[1:] = s[1:] > reach[:-1]
+    group = np.cumsum(new_group) - 1
+    out_s = s[new_group]
+    out_e = np.zeros(len(out_s))
+    np.maximum.at(out_e, group, reach)
+    out_e = np.maximum(out_e, out_s)
+    return out_s, out_e
+
+
+def covered_length(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
+    """Length of the union of the intervals inside ``[lo, hi]`` (µs)."""
+    if hi <= lo or len(starts) == 0:
+        return 0.0
+    s, e = merge(np.clip(starts, lo, hi), np.clip(ends, lo, hi))
+    return float(np.sum(e - s))
+
+
+def covers(merged_starts: np.ndarray, merged_ends: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """For each point, whether it lies inside one of the merged (disjoint, sorted) intervals."""
+    if len(merged_starts) == 0:
+        return np.zeros(len(points), dtype=bool)
+    idx = np.searchsorted(merged_starts, points, side="right") - 1
+    ok = idx >= 0
+    out = np.zeros(len(points), dtype=bool)
+    out[ok] = points[ok] < merged_ends[idx[ok]]
+    return out

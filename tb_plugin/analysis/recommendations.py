@@ -1,0 +1,93 @@
+"""Plain-text performance recommendations derived from the Overview numbers.
+
+Rules (thresholds are percentages of the average step time unless said otherwise):
+
+- DataLoader > 5 % → raise ``num_workers`` / prefetch.
+- Communication > 10 % → overlap or shrink communication.
+- Any GPU's utilization < 50 % → name the dominant non-kernel category of the step.
+- Compute capability ≥ 7, no tensor-core kernel time, and kernels launched by tensor-core-eligible
+  operators take time → try AMP.
+- Peak allocated memory > 90 % of a device's memory → activation checkpointing or AMP.
+- Unbalanced steps: the slowest step is more than 1.5× the median step and 10 % of the mean above
+  it → name that step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DATALOADER_PCT = 5.0
+COMMUNICATION_PCT = 10.0
+LOW_UTILIZATION_PCT = 50.0
+MEMORY_PEAK_FRACTION = 0.9
+UNBALANCED_RATIO = 1.5
+
+_LABELS = {
+    "kernel_us": "Kernel", "memcpy_us": "Memcpy", "memset_us": "Memset", "communication_us": "Communication",
+    "runtime_us": "Runtime (CUDA/HIP API calls)", "dataloader_us": "DataLoader", "cpu_exec_us": "CPU Exec",
+    "other_us": "Other (host idle or unprofiled work)",
+}
+
+
+def recommend(average: dict[str, float], step_totals: list[float], step_names: list[str], gpus: list,
+              eligible_kernel_us: float, peak_memory: dict[int, int]) -> list[str]:
+    """Return recommendations, most important first. ``average`` holds the ``*_us`` keys."""
+    out: list[str] = []
+    total = average.get("total_us", 0.0)
+    if total <= 0:
+        return out
+    pct = {k: 100.0 * v / total for k, v in average.items() if k != "total_us"}
+    if pct.get("dataloader_us", 0) > DATALOADER_PCT:
+        out.append(
+            f"DataLoader takes {pct['dataloader_us']:.1f}% of the average step. Load data in parallel: "
+            "raise num_workers in torch.utils.data.DataLoader, and set pin_memory=True and "
+            "persistent_workers=True."
+        )
+    if pct.get("communication_us", 0) > COMMUNICATION_PCT:
+        out.append(
+            f"Communication takes {pct['communication_us']:.1f}% of the average step without overlapping "
+            "computation. Overlap it (DDP bucket_cap_mb, gradient accumulation with no_sync) or send less "
+            "(compress gradients, a larger batch per rank)."
+        )
+    for gpu in gpus:
+        if gpu.utilization_pct < LOW_UTILIZATION_PCT:
+            worst = max((k for k in pct if k != "kernel_us"), key=lambda k: pct[k])
+            out.append(
+                f"GPU {gpu.id} is busy with kernels only {gpu.utilization_pct:.1f}% of the steps window. "
+                f"The largest non-kernel share of the step is {_LABELS[worst]} at {pct[worst]:.1f}%: "
+                "reduce it first."
+            )
+    for gpu in gpus:
+        major = _major(gpu.compute_capability)
+        if major is not None and major >= 7 and gpu.tensor_core_pct == 0.0 and eligible_kernel_us > 0:
+            out.append(
+                f"GPU {gpu.id} supports tensor cores (compute capability {gpu.compute_capability}) but no kernel "
+                f"uses them, while matmul/convolution operators spend {eligible_kernel_us / 1000:.1f} ms in "
+                "kernels. Enable automatic mixed precision (torch.autocast with float16 or bfloat16)."
+            )
+    for gpu in gpus:
+        peak = peak_memory.get(gpu.id)
+        if peak and gpu.memory_bytes and peak > MEMORY_PEAK_FRACTION * gpu.memory_bytes:
+            out.append(
+                f"GPU {gpu.id} peaks at {peak / 2**30:.1f} GiB allocated, over 90% of its "
+                f"{gpu.memory_bytes / 2**30:.1f} GiB. Use activation checkpointing or mixed precision to leave "
+                "headroom."
+            )
+    if len(step_totals) >= 3:
+        totals = np.asarray(step_totals)
+        median = float(np.median(totals))
+        worst = int(np.argmax(totals))
+        if median > 0 and totals[worst] > UNBALANCED_RATIO * median and totals[worst] > 1.1 * totals.mean():
+            out.append(
+                f"Step {step_names[worst]} takes {totals[worst] / 1000:.1f} ms, {totals[worst] / median:.1f}× the "
+                f"median step ({median / 1000:.1f} ms). Look for what is special about it (warm-up, "
+                "checkpointing, evaluation, a data stall)."
+            )
+    return out
+
+
+def _major(capability: str | None) -> int | None:
+    try:
+        return int(str(capability).split(".")[0])
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,157 @@
+"""Training steps: where each step starts and ends, on the host and on the device.
+
+Definitions (µs):
+
+- **Host steps**: every ``ProfilerStep#N`` event of kind operator or ``user_annotation`` gives the
+  interval ``[ts, ts + dur)`` named ``N``. Their ``gpu_user_annotation`` copies are ignored. With no
+  markers there is one step named ``"0"`` over all host events, or over all events when the trace has
+  no host events (we differ from torch-tb-profiler there: it finds no step).
+- **Device extent** of a step: the device work (kernel, memcpy, memset) launched by the runtime or
+  driver calls that lie entirely inside the host step.
+- **Step bounds**: ``start = max(previous end, host start)`` and ``end = max(host end, device end)``.
+  The first step's "previous end" is its host start, or, when it has device work, the latest end of
+  device work not launched from any step that finished before the step's first device work.
+- **Tail trim** (only in a trace with device work): trailing steps with no device work are dropped,
+  then the last step is dropped when it has fewer than 0.8× the device events of the step before it
+  (the profiler cut its kernels off). A CPU-only trace keeps every step.
+- **Steps window**: ``[first step start, last step end]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..trace.categories import PROFILER_STEP_PREFIX, Kind
+from ..trace.links import device_mask, launch_mask, launch_of
+from ..trace.model import Trace
+
+TAIL_DEVICE_EVENT_RATIO = 0.8
+
+
+@dataclasses.dataclass
+class Steps:
+    """Kept steps, in time order. Arrays are µs (absolute trace time)."""
+
+    names: list[str]
+    start: np.ndarray
+    end: np.ndarray
+    host_start: np.ndarray
+    host_end: np.ndarray
+    device_events: np.ndarray  # number of device events launched inside each step
+    has_markers: bool
+    has_device_work: bool
+    dropped_tail: list[str]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def window(self) -> tuple[float, float]:
+        """``[first start, last end]`` of the kept steps (µs)."""
+        if not self.names:
+            return 0.0, 0.0
+        return float(self.start[0]), float(self.end[-1])
+
+
+def host_steps(trace: Trace) -> tuple[list[str], np.ndarray, np.ndarray, bool]:
+    """Host-side step intervals from ``ProfilerStep#N`` markers, or the single fallback step."""
+    ev = trace.events
+    kind = ev.kind
+    is_marker = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
+    is_marker &= (kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION)
+    rows = np.flatnonzero(is_marker)
+    if len(rows):
+        # one marker per (name, start): a trace may carry the same range twice
+        seen: dict[tuple[int, float], int] = {}
+        for r in rows:
+            seen.setdefault((int(ev.name[r]), float(ev.ts[r])), int(r))
+        rows = np.array(sorted(seen.values(), key=lambda r: (ev.ts[r], r)), dtype=np.int64)
+        names = [trace.strings[ev.name[r]][len(PROFILER_STEP_PREFIX):] for r in rows]
+        return names, ev.ts[rows].copy(), (ev.ts[rows] + ev.dur[rows]), True
+    host = np.isin(kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST,
+                          Kind.RUNTIME, Kind.DRIVER))
+    if not host.any():
+        host = kind != Kind.IGNORED
+    if not host.any():
+        return [], np.zeros(0), np.zeros(0), False
+    start = float(ev.ts[host].min())
+    end = float((ev.ts[host] + ev.dur[host]).max())
+    return ["0"], np.array([start]), np.array([end]), False
+
+
+def compute_steps(trace: Trace) -> Steps:
+    """Apply the step rules of this module's docstring."""
+    names, h_start, h_end, has_markers = host_steps(trace)
+    ev = trace.events
+    is_device = device_mask(trace)
+    has_device_work = bool(is_device.any())
+    n = len(names)
+    dev_start = np.full(n, np.inf)
+    dev_end = np.full(n, -np.inf)
+    dev_count = np.zeros(n, dtype=np.int64)
+    device_step = np.full(len(ev), -1, dtype=np.int64)
+    if n and has_device_work:
+        launch_step = _launch_steps(trace, h_start, h_end)
+        launcher = launch_of(trace)
+        dev_rows = np.flatnonzero(is_device & (launcher >= 0))
+        step_of_dev = launch_step[launcher[dev_rows]]
+        inside = step_of_dev >= 0
+        dev_rows, step_of_dev = dev_rows[inside], step_of_dev[inside]
+        device_step[dev_rows] = step_of_dev
+        np.minimum.at(dev_start, step_of_dev, ev.ts[dev_rows])
+        np.maximum.at(dev_end, step_of_dev, ev.ts[dev_rows] + ev.dur[dev_rows])
+        dev_count = np.bincount(step_of_dev, minlength=n)
+
+    start = np.zeros(n)
+    end = np.zeros(n)
+    prev_end = h_start[0] if n else 0.0
+    if n and dev_count[0] > 0:
+        unmatched = is_device & (device_step < 0)
+        ends = ev.ts[unmatched] + ev.dur[unmatched]
+        before = ends[ends <= dev_start[0]]
+        if len(before):
+            prev_end = float(before.max())
+    for i in range(n):
+        start[i] = max(prev_end, h_start[i])
+        end[i] = max(h_end[i], dev_end[i]) if dev_count[i] else h_end[i]
+        end[i] = max(end[i], start[i])
+        prev_end = end[i]
+
+    keep = n
+    if has_device_work and has_markers and dev_count.any():
+        while keep > 1 and dev_count[keep - 1] == 0:
+            keep -= 1
+        if keep > 1 and dev_count[keep - 1] < TAIL_DEVICE_EVENT_RATIO * dev_count[keep - 2]:
+            keep -= 1
+    return Steps(
+        names=names[:keep],
+        start=start[:keep],
+        end=end[:keep],
+        host_start=h_start[:keep],
+        host_end=h_end[:keep],
+        device_events=dev_count[:keep],
+        has_markers=has_markers,
+        has_device_work=has_device_work,
+        dropped_tail=names[keep:],
+    )
+
+
+def _launch_steps(trace: Trace, h_start: np.ndarray, h_end: np.ndarray) -> np.ndarray:
+    """For every event, the index of the host step that fully contains it if it is a launch, else -1."""
+    ev = trace.events
+    out = np.full(len(ev), -1, dtype=np.int64)
+    rows = np.flatnonzero(launch_mask(trace))
+    if len(rows) == 0:
+        return out
+    ts = ev.ts[rows]
+    te = ts + ev.dur[rows]
+    # Host steps do not overlap; the candidate is the last step starting at or before the launch.
+    order = np.argsort(h_start, kind="stable")
+    idx = np.searchsorted(h_start[order], ts, side="right") - 1
+    ok = idx >= 0
+    cand = np.where(ok, order[np.maximum(idx, 0)], 0)
+    ok &= (ts >= h_start[cand]) & (te <= h_end[cand])
+    out[rows[ok]] = cand[ok]
+    return out

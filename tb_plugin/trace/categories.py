@@ -1,0 +1,78 @@
+"""Event kinds: the one place that maps Kineto/PyTorch category spellings to normalized kinds.
+
+Kineto 2021 traces say ``Operator``/``Runtime``/``Kernel``/``Memcpy``/``Memset``; PyTorch 2.x says
+``cpu_op``/``cuda_runtime``/``kernel``/``gpu_memcpy``/``gpu_memset``; ROCm traces reuse the CUDA names
+with HIP calls inside. Everything after ``trace/`` sees only :class:`Kind` values.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Kind(enum.IntEnum):
+    """Normalized kind of a duration event (stored as ``uint8``)."""
+
+    UNKNOWN_HOST = 0  # missing or unrecognized category (generic Chrome traces: Composer, Lightning)
+    CPU_OP = 1  # Operator / cpu_op
+    USER_ANNOTATION = 2  # record_function ranges (ProfilerStep#N, DataLoader spans in 2.x)
+    PYTHON_FUNCTION = 3  # python_function (with_stack)
+    RUNTIME = 4  # cuda_runtime / Runtime / *_runtime (hip calls too)
+    DRIVER = 5  # cuda_driver: cuLaunchKernel & friends (Triton, torch.compile)
+    KERNEL = 6
+    MEMCPY = 7
+    MEMSET = 8
+    GPU_USER_ANNOTATION = 9  # device-side copy of record_function ranges
+    IGNORED = 10  # known categories that carry no step-time meaning (Trace span, overhead, cuda_sync)
+
+
+DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+LAUNCH_KINDS = (Kind.RUNTIME, Kind.DRIVER)
+HOST_WORK_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST)
+
+_CATEGORY_TO_KIND = {
+    "operator": Kind.CPU_OP,
+    "cpu_op": Kind.CPU_OP,
+    "user_annotation": Kind.USER_ANNOTATION,
+    "python_function": Kind.PYTHON_FUNCTION,
+    "runtime": Kind.RUNTIME,
+    "cuda_runtime": Kind.RUNTIME,
+    "cuda_driver": Kind.DRIVER,
+    "kernel": Kind.KERNEL,
+    "memcpy": Kind.MEMCPY,
+    "gpu_memcpy": Kind.MEMCPY,
+    "memset": Kind.MEMSET,
+    "gpu_memset": Kind.MEMSET,
+    "gpu_user_annotation": Kind.GPU_USER_ANNOTATION,
+    "trace": Kind.IGNORED,
+    "overhead": Kind.IGNORED,
+    "cuda_sync": Kind.IGNORED,
+    "cuda_profiler_range": Kind.IGNORED,
+    "cpu_instant_event": Kind.IGNORED,
+    "python_function_enter": Kind.IGNORED,
+}
+
+
+def kind_of_category(cat: str | None) -> tuple[Kind, bool]:
+    """Return ``(kind, known)`` for a raw ``cat`` string; ``known`` is False for unrecognized ones.
+
+    ``xpu_runtime``, ``mtia_runtime``, ``privateuse1_runtime``… are Runtime; ``*_driver`` is Driver.
+    """
+    if not cat:
+        return Kind.UNKNOWN_HOST, False
+    key = cat.lower()
+    kind = _CATEGORY_TO_KIND.get(key)
+    if kind is not None:
+        return kind, True
+    if key.endswith("_runtime"):
+        return Kind.RUNTIME, True
+    if key.endswith("_driver"):
+        return Kind.DRIVER, True
+    return Kind.UNKNOWN_HOST, False
+
+
+PROFILER_STEP_PREFIX = "ProfilerStep#"
+DATALOADER_PREFIXES = ("enumerate(DataLoader)", "enumerate(DataPipe)")
+COMM_OP_PREFIXES = ("nccl:", "gloo:", "mpi:", "ucc:", "c10d::", "c10d_functional::", "_c10d_functional::")
+COMM_OP_NAMES = frozenset({"record_param_comms"})
+COMM_KERNEL_MARKERS = ("nccl", "rccl")

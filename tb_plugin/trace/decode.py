@@ -1,0 +1,527 @@
+"""Decode Chrome-trace JSON bytes into a columnar :class:`~tb_plugin.trace.model.Trace`.
+
+Decoding is two-pass and never builds a dict per event:
+
+1. msgspec splits the document into the top-level facts and a list of ``msgspec.Raw`` slices, one
+   per event (zero-copy views into the input buffer);
+2. the slices are decoded in batches into small typed structs that keep only the fields we use,
+   and each batch is turned into numpy columns at once, so peak memory stays near the input size.
+
+Both forms are accepted: the object form ``{"traceEvents": [...], ...}`` and the array form
+``[{...}, ...]``, whose closing ``]`` may be missing (the Chrome trace format allows that).
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable
+
+import msgspec
+import numpy as np
+
+from .categories import Kind, kind_of_category
+from .errors import TraceReadError
+from .model import EVENT_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
+
+BATCH_EVENTS = 100_000
+
+
+class _Args(msgspec.Struct):
+    correlation: Any = None
+    external_id: Any = msgspec.field(default=None, name="External id")
+    external_id_old: Any = msgspec.field(default=None, name="external id")
+    device: Any = None
+    stream: Any = None
+    grid: Any = None
+    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    bytes: Any = msgspec.field(default=None, name="Bytes")
+    addr: Any = msgspec.field(default=None, name="Addr")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    name: Any = None  # metadata events: process_name / thread_name
+
+
+class _Event(msgspec.Struct):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | None = None
+
+
+class _LooseEvent(msgspec.Struct):
+    """Fallback when a batch has an odd-typed field: args stay generic Python objects."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: Any = None
+
+
+class _ObjectForm(msgspec.Struct):
+    traceEvents: list[msgspec.Raw] | msgspec.UnsetType = msgspec.UNSET
+    deviceProperties: Any = None
+    computeProperties: Any = None
+    distributedInfo: Any = None
+    schemaVersion: Any = None
+    displayTimeUnit: Any = None
+    traceName: Any = None
+    baseTimeNanoseconds: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    hip_runtime_version: Any = None
+    roctracer_version: Any = None
+    rocprof_version: Any = None
+    pytorch_version: Any = None  # not written by Kineto today; kept if a tool adds it
+
+
+_BATCH_DECODER = msgspec.json.Decoder(list[_Event])
+_ONE_DECODER = msgspec.json.Decoder(_LooseEvent)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_OBJECT_DECODER = msgspec.json.Decoder(_ObjectForm)
+
+
+def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float], None] | None = None) -> Trace:
+    """Decode a whole trace document. Raises :class:`TraceReadError` when it is not a trace."""
+    buf = memoryview(data)
+    first = _first_non_space(buf)
+    if first is None:
+        raise TraceReadError("file holds only whitespace: not a JSON trace")
+    warnings: list[str] = []
+    top: dict[str, Any] = {}
+    if first == ord("{"):
+        raws, top = _split_object_form(buf)
+        form = "object"
+    elif first == ord("["):
+        raws, recovered = _split_array_form(buf)
+        form = "array"
+        if recovered:
+            warnings.append(recovered)
+    else:
+        raise TraceReadError(f"not a JSON trace: the document starts with {chr(first)!r}, expected '{{' or '['")
+    builder = _ColumnBuilder()
+    total = len(raws)
+    for start in range(0, total, BATCH_EVENTS):
+        builder.add_batch(raws[start : start + BATCH_EVENTS])
+        if progress:
+            progress(min(1.0, (start + BATCH_EVENTS) / max(total, 1)))
+    del raws
+    trace = builder.finish(top, form)
+    trace.warnings[:0] = warnings
+    return trace
+
+
+def _first_non_space(buf: memoryview) -> int | None:
+    for i in range(min(len(buf), 1 << 16)):
+        b = buf[i]
+        if b not in (0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF):  # whitespace and a UTF-8 BOM
+            return b
+    return None
+
+
+def _decode_error(exc: Exception) -> TraceReadError:
+    return TraceReadError(f"invalid JSON: {exc}")
+
+
+def _split_object_form(buf: memoryview) -> tuple[list[msgspec.Raw], dict[str, Any]]:
+    try:
+        head = _OBJECT_DECODER.decode(buf)
+    except msgspec.ValidationError as exc:
+        raise TraceReadError(f"'traceEvents' is not a list of events: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise _decode_error(exc) from None
+    if head.traceEvents is msgspec.UNSET:
+        raise TraceReadError("JSON object has no 'traceEvents' key: not a Chrome/Kineto trace")
+    top = {f: getattr(head, f) for f in head.__struct_fields__ if f != "traceEvents"}
+    return head.traceEvents, top
+
+
+def _split_array_form(buf: memoryview) -> tuple[list[msgspec.Raw], str | None]:
+    try:
+        return _RAW_LIST.decode(buf), None
+    except msgspec.ValidationError as exc:
+        raise TraceReadError(f"unexpected trace layout: {exc}") from None
+    except msgspec.DecodeError as exc:
+        first_error = exc
+    # The array form may lack its closing bracket, or end mid-event when a job was killed:
+    # keep the complete events before the cut.
+    data = bytes(buf)
+    end = len(data)
+    for _ in range(8):
+        candidate = data[:end].rstrip().rstrip(b",").rstrip()
+        try:
+            raws = _RAW_LIST.decode(candidate + b"]")
+        except msgspec.DecodeError:
+            end = data.rfind(b"}", 0, max(len(candidate) - 1, 0))
+            if end < 0:
+                break
+            end += 1
+            continue
+        return raws, (
+            f"the trace array was cut off (file ends at byte {len(data)} without its closing ']'); "
+            f"recovered {len(raws)} complete events"
+        )
+    raise _decode_error(first_error)
+
+
+# --------------------------------------------------------------------------------------------
+# Batches of events → columns
+# --------------------------------------------------------------------------------------------
+
+_EVENT_PHASES = ("X",)
+_INSTANT_PHASES = ("i", "I")
+_FLOW_PHASES = ("s", "t", "f")
+
+
+def _float_column(values: list) -> np.ndarray:
+    """float64 column; None and unparseable values become NaN (numeric strings are parsed)."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([_to_float(v) for v in values], dtype=np.float64)
+
+
+def _to_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _int_column(values: list, dtype=np.int64) -> np.ndarray:
+    """Integer column; None and unparseable values become -1."""
+    as_float = _float_column(values)
+    out = np.full(len(values), -1, dtype=dtype)
+    ok = np.isfinite(as_float)
+    out[ok] = as_float[ok].astype(dtype)
+    # float64 keeps integers exactly only below 2**53; re-read the rare larger ones as Python ints.
+    big = ok & (np.abs(as_float) >= 2.0**53)
+    for i in np.flatnonzero(big):
+        try:
+            out[i] = int(values[i])
+        except (TypeError, ValueError, OverflowError):
+            out[i] = -1
+    return out
+
+
+def _grid_size(grid: Any) -> int:
+    try:
+        x, y, z = grid
+        return int(x) * int(y) * int(z)
+    except (TypeError, ValueError):
+        return -1
+
+
+class _ColumnBuilder:
+    """Accumulates decoded batches; string id 0 is reserved for "missing"."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = [""]
+        self._ids: dict[Any, int] = {None: 0}
+        self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
+        self.memory_rows: list[tuple] = []
+        self.begin_end: list[tuple] = []
+        self.process_names: dict[str, str] = {}
+        self.thread_names: dict[str, str] = {}
+        self.phase_counts: collections.Counter = collections.Counter()
+        self.no_dur = 0
+        self.no_ts = 0
+        self.bad_args = 0
+        self.string_pids = 0
+
+    # -- interning -------------------------------------------------------------------------
+    def intern(self, values: list) -> np.ndarray:
+        table = self._ids
+        before = len(table)
+        try:
+            ids = [table.setdefault(v, len(table)) for v in values]
+        except TypeError:  # an unhashable value (a list where a name should be): use its text
+            values = [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
+            ids = [table.setdefault(v, len(table)) for v in values]
+        if len(table) > before:
+            new_keys = list(table)[before:]
+            self.strings.extend(k if isinstance(k, str) else str(k) for k in new_keys)
+        return np.array(ids, dtype=np.int32)
+
+    # -- batches ---------------------------------------------------------------------------
+    def add_batch(self, raws: list[msgspec.Raw]) -> None:
+        events = self._decode_batch(raws)
+        xs = []
+        for ev in events:
+            ph = ev.ph
+            if ph == "X":
+                xs.append(ev)
+            else:
+                self._other(ev, ph)
+        self.phase_counts["X"] += len(xs)
+        if xs:
+            self._add_complete_events(xs)
+
+    def _decode_batch(self, raws: list[msgspec.Raw]) -> list[_Event]:
+        joined = b"[" + b",".join(raws) + b"]"
+        try:
+            return _BATCH_DECODER.decode(joined)
+        except msgspec.ValidationError:
+            pass
+        events = []
+        for raw in raws:
+            try:
+                events.append(_ONE_BATCH_DECODER.decode(raw))
+            except msgspec.ValidationError:
+                loose = _ONE_DECODER.decode(raw)
+                if not isinstance(loose, _LooseEvent):  # pragma: no cover
+                    continue
+                self.bad_args += 1
+                events.append(
+                    _Event(loose.ph, loose.cat, loose.name, loose.pid, loose.tid, loose.ts, loose.dur, None)
+                )
+        return events
+
+    def _other(self, ev: _Event, ph: Any) -> None:
+        self.phase_counts[ph if isinstance(ph, str) else "?"] += 1
+        if ph in _INSTANT_PHASES:
+            if ev.name == "[memory]" and ev.args is not None:
+                a = ev.args
+                self.memory_rows.append(
+                    (ev.ts, ev.pid, ev.tid, a.bytes, a.addr, a.total_allocated, a.total_reserved, a.device_type, a.device_id)
+                )
+        elif ph == "B" or ph == "E":
+            self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end)))
+        elif ph == "M" and ev.args is not None and isinstance(ev.args.name, str):
+            if ev.name == "process_name":
+                self.process_names[str(ev.pid)] = ev.args.name
+            elif ev.name == "thread_name":
+                self.thread_names[f"{ev.pid}/{ev.tid}"] = ev.args.name
+
+    def _add_complete_events(self, xs: list[_Event]) -> None:
+        none = _Args()
+        args = [e.args if e.args is not None else none for e in xs]
+        ts = _float_column([e.ts for e in xs])
+        dur = _float_column([e.dur for e in xs])
+        self._append(
+            cat=self.intern([e.cat for e in xs]),
+            name=self.intern([e.name for e in xs]),
+            pid_values=[e.pid for e in xs],
+            tid=self.intern([e.tid for e in xs]),
+            ts=ts,
+            dur=dur,
+            args=args,
+        )
+
+    def _append(self, *, cat, name, pid_values, tid, ts, dur, args) -> None:
+        n = len(ts)
+        for i in [i for i, p in enumerate(pid_values) if isinstance(p, str)]:
+            # Kineto's own "Traces"/"Spans" bookkeeping rows always have string pids: not worth a word.
+            if kind_of_category(self.strings[cat[i]])[0] != Kind.IGNORED:
+                self.string_pids += 1
+        missing_ts = np.isnan(ts)
+        self.no_ts += int(missing_ts.sum())
+        missing_dur = np.isnan(dur)
+        self.no_dur += int(missing_dur.sum())
+        dur = np.where(missing_dur, 0.0, np.maximum(dur, 0.0))
+        external = _int_column([a.external_id for a in args])
+        old_external = _int_column([a.external_id_old for a in args])
+        external = np.where(external >= 0, external, old_external)
+        device = _int_column([a.device for a in args], np.int32)
+        pid_numeric = _int_column([p if isinstance(p, (int, float)) else None for p in pid_values], np.int32)
+        device = np.where(device >= 0, device, pid_numeric)
+        columns = {
+            "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
+            "cat": cat,
+            "name": name,
+            "pid": self.intern(pid_values),
+            "tid": tid,
+            "ts": ts,
+            "dur": dur,
+            "correlation": _int_column([a.correlation for a in args]),
+            "external_id": external,
+            "device": device,
+            "stream": _int_column([a.stream for a in args]),
+            "grid_size": np.array([_grid_size(a.grid) if a.grid is not None else -1 for a in args], dtype=np.int64),
+            "blocks_per_sm": _float_column([a.blocks_per_sm for a in args]),
+            "occupancy_pct": _float_column([a.occupancy for a in args]),
+        }
+        keep = ~missing_ts
+        for key, col in columns.items():
+            self.chunks[key].append(col if keep.all() else col[keep])
+
+    # -- B/E pairs ---------------------------------------------------------------------------
+    def _pair_begin_end(self) -> tuple[int, int]:
+        """Match ``B``/``E`` events per (pid, tid) by nesting; return (unmatched B, unmatched E)."""
+        if not self.begin_end:
+            return 0, 0
+        by_thread: dict[tuple, list[tuple]] = collections.defaultdict(list)
+        for row in self.begin_end:
+            by_thread[(str(row[0]), str(row[1]))].append(row)
+        pairs = []
+        unmatched_b = unmatched_e = 0
+        for rows in by_thread.values():
+            rows.sort(key=lambda r: (_to_float(r[2]), r[7]))
+            stack: list[tuple] = []
+            for row in rows:
+                if row[3] == "B":
+                    stack.append(row)
+                elif stack:
+                    begin = stack.pop()
+                    pairs.append((begin, row))
+                else:
+                    unmatched_e += 1
+            unmatched_b += len(stack)
+        if pairs:
+            begins = [b for b, _ in pairs]
+            ts = _float_column([b[2] for b in begins])
+            end = _float_column([e[2] for _, e in pairs])
+            self._append(
+                cat=self.intern([b[5] for b in begins]),
+                name=self.intern([b[4] for b in begins]),
+                pid_values=[b[0] for b in begins],
+                tid=self.intern([b[1] for b in begins]),
+                ts=ts,
+                dur=end - ts,
+                args=[b[6] if b[6] is not None else _Args() for b in begins],
+            )
+        return unmatched_b, unmatched_e
+
+    # -- the result ----------------------------------------------------------------------------
+    def finish(self, top: dict[str, Any], form: str) -> Trace:
+        unmatched_b, unmatched_e = self._pair_begin_end()
+        cols = {
+            k: (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False)
+            for k, v in self.chunks.items()
+        }
+        self.chunks = {}
+        order = np.argsort(cols["ts"], kind="stable")
+        if len(order) and not np.all(order[1:] > order[:-1]):
+            cols = {k: v[order] for k, v in cols.items()}
+        kind_table, known = _kind_table(self.strings)
+        cols["kind"] = kind_table[cols["cat"]]
+        is_device = np.isin(cols["kind"], (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION))
+        cols["device"] = np.where(is_device, cols["device"], -1).astype(np.int32)
+        warnings = self._warnings(cols, known, unmatched_b, unmatched_e)
+        meta = _meta(top, form, self.strings, cols, self.phase_counts)
+        meta["process_names"] = self.process_names
+        meta["thread_names"] = self.thread_names
+        return Trace(
+            strings=self.strings,
+            events=Table(cols),
+            memory=self._memory_table(),
+            devices=_devices(top),
+            distributed=top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else None,
+            meta=meta,
+            warnings=warnings,
+        )
+
+    def _memory_table(self) -> Table:
+        if not self.memory_rows:
+            return Table.empty(MEMORY_COLUMNS)
+        fields = list(zip(*self.memory_rows))
+        cols = {"ts": _float_column(list(fields[0])), "pid": self.intern(list(fields[1])), "tid": self.intern(list(fields[2]))}
+        for key, values in zip(("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id"), fields[3:]):
+            cols[key] = _int_column(list(values), MEMORY_COLUMNS[key])
+        order = np.argsort(cols["ts"], kind="stable")
+        return Table({k: v[order] for k, v in cols.items()})
+
+    def _warnings(self, cols, known, unmatched_b, unmatched_e) -> list[str]:
+        out = []
+        cats = cols["cat"]
+        counts = np.bincount(cats, minlength=len(self.strings)) if len(cats) else np.zeros(len(self.strings), int)
+        if counts[0]:
+            out.append(f"{int(counts[0])} duration events have no 'cat'; they are analysed as host (CPU) work")
+        unknown = [(self.strings[i], int(counts[i])) for i in np.flatnonzero(counts) if i and not known[i]]
+        if unknown:
+            unknown.sort(key=lambda x: -x[1])
+            listed = ", ".join(f"{name!r} ×{n}" for name, n in unknown[:8])
+            more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
+            total = sum(n for _, n in unknown)
+            out.append(f"{total} events in unrecognized categories ({listed}{more}); they are analysed as host (CPU) work")
+        if self.no_dur:
+            out.append(f"{self.no_dur} complete ('X') events had no 'dur'; taken as 0 µs")
+        if self.no_ts:
+            out.append(f"{self.no_ts} duration events had no usable 'ts' and were skipped")
+        if self.bad_args:
+            out.append(f"{self.bad_args} events had malformed 'args' (not an object or odd types); their args were ignored")
+        if unmatched_b or unmatched_e:
+            out.append(f"{unmatched_b} 'B' events without an 'E' and {unmatched_e} 'E' events without a 'B' were skipped")
+        if self.string_pids:
+            out.append(f"{self.string_pids} duration events have a string 'pid' (kept as a label)")
+        no_duration = {k: v for k, v in self.phase_counts.items() if k not in ("X", "B", "E")}
+        if no_duration:
+            listed = ", ".join(f"{_PHASE_NAMES.get(k, repr(k))} ×{v}" for k, v in sorted(no_duration.items(), key=lambda kv: -kv[1]))
+            out.append(f"{sum(no_duration.values())} events carry no duration ({listed}); they are not step work")
+        return out
+
+
+_PHASE_NAMES = {"i": "instant", "I": "instant", "s": "flow start", "t": "flow step", "f": "flow end",
+                "M": "metadata", "C": "counter", "b": "async begin", "e": "async end", "n": "async instant"}
+
+_ONE_BATCH_DECODER = msgspec.json.Decoder(_Event)
+
+
+def _kind_table(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    kinds = np.zeros(len(strings) + 1, dtype=np.uint8)
+    known = np.zeros(len(strings) + 1, dtype=bool)
+    for i, s in enumerate(strings):
+        if i == 0:
+            kinds[0], known[0] = Kind.UNKNOWN_HOST, False
+            continue
+        k, is_known = kind_of_category(s)
+        kinds[i], known[i] = k, is_known
+    return kinds, known
+
+
+def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
+    """Normalize ``deviceProperties`` (2021+) and the older ``computeProperties`` layout."""
+    raw = top.get("deviceProperties") or top.get("computeProperties") or []
+    out = []
+    if not isinstance(raw, list):
+        return out
+    for entry in raw:
+        if not isinstance(entry, dict):
+            continue
+        try:
+            dev_id = int(entry.get("id"))
+        except (TypeError, ValueError):
+            continue
+
+        def num(*keys):
+            for k in keys:
+                v = entry.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    return int(v)
+            return None
+
+        name = entry.get("name")
+        out.append(
+            DeviceInfo(
+                id=dev_id,
+                name=name if isinstance(name, str) else None,
+                memory_bytes=num("totalGlobalMem"),
+                compute_major=num("computeMajor", "major"),
+                compute_minor=num("computeMinor", "minor"),
+                num_sms=num("numSms", "multiProcessorCount"),
+            )
+        )
+    return out
+
+
+def _meta(top: dict[str, Any], form: str, strings: list[str], cols: dict, phases) -> dict[str, Any]:
+    cats = {strings[i] for i in np.unique(cols["cat"])} if len(cols["cat"]) else set()
+    if cats & {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"}:
+        fmt = "kineto-2021"
+    elif cats & {"cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "user_annotation", "python_function"}:
+        fmt = "pytorch-2.x"
+    else:
+        fmt = "chrome-array" if form == "array" else "chrome"
+    meta = {k: v for k, v in top.items() if v is not None and isinstance(v, (str, int, float))}
+    meta.update(form=form, trace_format=fmt, event_count=int(len(cols["ts"])), phase_counts=dict(phases))
+    return meta

@@ -1,0 +1,115 @@
+"""The parsed trace: compact numpy columns plus an interned string table.
+
+One row per duration event (``ph: "X"``, or a matched ``B``/``E`` pair). Times are µs, float64,
+as written in the file (Kineto writes µs; ``displayTimeUnit`` is only a display hint). Missing
+integers are ``-1``; missing floats are ``NaN``. String columns hold indices into ``strings``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+#: Duration-event columns: name → dtype. The on-disk cache stores exactly these.
+EVENT_COLUMNS: dict[str, Any] = {
+    "kind": np.uint8,  # trace.categories.Kind
+    "cat": np.int32,  # raw category, index into strings (-1 = missing)
+    "name": np.int32,
+    "pid": np.int32,  # the pid as written (int or string), index into strings
+    "tid": np.int32,
+    "ts": np.float64,  # start, µs
+    "dur": np.float64,  # duration, µs (0 when the file had none)
+    "correlation": np.int64,  # launch ↔ device work link (args.correlation)
+    "external_id": np.int64,  # operator ↔ launch link ("External id" / "external id")
+    "device": np.int32,  # device index of device work: args.device, else the integer pid
+    "stream": np.int64,
+    "grid_size": np.int64,  # gridX·gridY·gridZ of a kernel
+    "blocks_per_sm": np.float64,  # kernel arg "blocks per SM"
+    "occupancy_pct": np.float64,  # kernel arg "est. achieved occupancy %"
+}
+
+#: ``[memory]`` instant-event columns (bytes are signed: > 0 allocates, < 0 frees).
+MEMORY_COLUMNS: dict[str, Any] = {
+    "ts": np.float64,
+    "pid": np.int32,
+    "tid": np.int32,
+    "bytes": np.int64,
+    "addr": np.int64,
+    "total_allocated": np.int64,
+    "total_reserved": np.int64,
+    "device_type": np.int32,  # 0 = CPU, 1 = GPU
+    "device_id": np.int32,
+}
+
+
+@dataclasses.dataclass
+class Table:
+    """A set of equally long named numpy columns."""
+
+    columns: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def __getattr__(self, key: str) -> np.ndarray:
+        try:
+            return self.__dict__["columns"][key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    @classmethod
+    def empty(cls, spec: dict[str, Any]) -> "Table":
+        return cls({k: np.zeros(0, dtype=t) for k, t in spec.items()})
+
+
+@dataclasses.dataclass
+class DeviceInfo:
+    """One entry of ``deviceProperties`` (or the older ``computeProperties``)."""
+
+    id: int
+    name: str | None
+    memory_bytes: int | None
+    compute_major: int | None
+    compute_minor: int | None
+    num_sms: int | None
+
+    @property
+    def compute_capability(self) -> str | None:
+        if self.compute_major is None:
+            return None
+        return f"{self.compute_major}.{self.compute_minor or 0}"
+
+
+@dataclasses.dataclass
+class Trace:
+    """A decoded trace file. ``meta`` holds small top-level facts (JSON-serializable)."""
+
+    strings: list[str]
+    events: Table
+    memory: Table
+    devices: list[DeviceInfo]
+    distributed: dict[str, Any] | None
+    meta: dict[str, Any]
+    warnings: list[str]
+    derived: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    def string(self, index: int) -> str | None:
+        return self.strings[index] if index >= 0 else None
+
+    def name_ids(self, predicate) -> np.ndarray:
+        """Indices of strings for which ``predicate(str)`` holds (for vectorized name tests)."""
+        return np.fromiter((i for i, s in enumerate(self.strings) if predicate(s)), dtype=np.int64)
+
+    def name_mask(self, predicate) -> np.ndarray:
+        """Boolean mask over events whose name satisfies ``predicate``."""
+        lookup = np.zeros(len(self.strings) + 1, dtype=bool)
+        lookup[self.name_ids(predicate)] = True
+        return lookup[self.events.name]
+
+    def device_info(self, device_id: int) -> DeviceInfo | None:
+        for info in self.devices:
+            if info.id == device_id:
+                return info
+        return None
