@@ -62,7 +62,7 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
         if major is not None and major >= 7 and gpu.tensor_core_pct == 0.0 and eligible_kernel_us > 0:
             out.append(
                 f"GPU {gpu.id} supports tensor cores (compute capability {gpu.compute_capability}) but no kernel "
-                f"uses them, while matmul/convolution operators spend {eligible_kernel_us / 1000:.1f} ms in "
+                f"uses them, while matmul/convolution operators spend {_duration(eligible_kernel_us)} in "
                 "kernels. Enable automatic mixed precision (torch.autocast with float16 or bfloat16)."
             )
     for gpu in gpus:
@@ -84,6 +84,10 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
                 "checkpointing, evaluation, a data stall)."
             )
     return out
+
+
+def _duration(us: float) -> str:
+    return f"{us / 1000:.1f} ms" if us >= 1000 else f"{us:.0f} µs"
 
 
 def _major(capability: str | None) -> int | None:

@@ -1,0 +1,136 @@
+"""``kinetoscope``: headless reports from the same analyses as the TensorBoard tab.
+
+    kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache]
+
+Prints a readable table (or, with ``--json``, the document described in the README). Progress goes
+to stderr. The exit status is 1 when any trace file failed to load, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+import orjson
+
+from .analysis.overview import CATEGORY_KEYS
+from .runs import ERROR, RunRegistry
+from .storage.cache import ParseCache
+
+_LABELS = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kinetoscope", description="PyTorch profiler trace reports")
+    sub = parser.add_subparsers(dest="command", required=True)
+    report = sub.add_parser("report", help="Overview of every trace under a logdir")
+    report.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
+    report.add_argument("--run", help="only this run (its path relative to the logdir; '.' for the root)")
+    report.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    report.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
+    args = parser.parse_args(argv)
+    return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr)
+
+
+def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO) -> int:
+    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
+    registry.scan()
+    files = [st for st in registry.files() if run is None or st.run == run]
+    if run is not None and not files:
+        err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")
+        return 2
+    bar = _ProgressBar(err, len(files))
+    for i, st in enumerate(files):
+        bar.file(i, st.entry.rel)
+        registry.load(st, progress=bar.update)
+    bar.done()
+    doc = {"runs": []}
+    for st in files:
+        if not doc["runs"] or doc["runs"][-1]["name"] != st.run:
+            doc["runs"].append({"name": st.run, "workers": []})
+        overview = st.overview
+        if overview is not None:
+            overview = dict(overview)
+            overview["configuration"] = dict(overview["configuration"], workers_in_run=registry.workers_in_run(st.run))
+        doc["runs"][-1]["workers"].append(
+            {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
+             "warnings": st.warnings, "overview": overview}
+        )
+    if as_json:
+        out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        _print_tables(doc, out)
+    failed = [st for st in files if st.state == ERROR]
+    for st in failed:
+        err.write(f"kinetoscope: {st.entry.rel}: {st.error}\n")
+    if not files:
+        err.write(f"kinetoscope: no trace files under {logdir}\n")
+    return 1 if failed else 0
+
+
+def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
+    for run in doc["runs"]:
+        for w in run["workers"]:
+            out.write(f"\n== run {run['name']}  worker {w['worker']}  span {w['span']}  ({w['path']})\n")
+            if w["error"]:
+                out.write(f"   ERROR: {w['error']}\n")
+                continue
+            for warning in w["warnings"]:
+                out.write(f"   warning: {warning}\n")
+            ov = w["overview"]
+            avg = ov["average"]
+            total = avg["total_us"] or 1.0
+            out.write(f"   steps: {len(ov['steps'])}   average step: {avg['total_us'] / 1000:.3f} ms\n")
+            out.write(f"   {'Category':<15}{'avg µs':>14}{'% of step':>11}\n")
+            for key, label in zip(CATEGORY_KEYS, _LABELS):
+                out.write(f"   {label:<15}{avg[key]:>14.1f}{100 * avg[key] / total:>10.2f}%\n")
+            for g in ov["gpus"]:
+                out.write(
+                    f"   GPU {g['id']} {g['name'] or '(unknown device)'}: utilization {_pct(g['utilization_pct'])}, "
+                    f"SM efficiency {_pct(g['sm_efficiency_pct'])}, occupancy {_pct(g['achieved_occupancy_pct'])}, "
+                    f"tensor cores {_pct(g['tensor_core_pct'])}\n"
+                )
+            for rec in ov["recommendations"]:
+                out.write(f"   * {rec}\n")
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}%"
+
+
+class _ProgressBar:
+    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.stream, self.total = stream, total
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.index, self.name, self._last = 0, "", -1
+
+    def file(self, index: int, name: str) -> None:
+        self.index, self.name, self._last = index, name, -1
+        if not self.tty:
+            self.stream.write(f"[{index + 1}/{self.total}] loading {name}\n")
+        self.update(0.0)
+
+    def update(self, fraction: float) -> None:
+        if not self.tty:
+            return
+        pct = int(100 * fraction)
+        if pct == self._last:
+            return
+        self._last = pct
+        filled = int(self.WIDTH * fraction)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {pct:3d}%  "
+                          f"{self.index + 1}/{self.total} {self.name[-50:]}\x1b[K")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty and self.total:
+            self.stream.write("\n")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

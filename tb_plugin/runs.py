@@ -1,0 +1,252 @@
+"""The run registry: logdir → runs → workers → spans, with background loading and progress.
+
+A *run* is a directory (relative to the logdir, "/" separators, "." for the root) that directly holds
+trace files. Each file is one (worker, span) of its run (see :mod:`.storage.naming`). A scanner
+thread re-lists the logdir every ``reload_interval`` seconds, so new runs and files appear without a
+restart and changed files are read again; a loader thread parses queued files one at a time (the
+one a user asked for first), stores the parsed columns in the parse cache, and keeps the Overview.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import posixpath
+import threading
+import time
+from typing import Any, Callable
+
+from .analysis.overview import compute_overview
+from .storage.cache import ParseCache
+from .storage.fs import FileEntry, list_trace_files, open_logdir
+from .storage.naming import assign_spans
+from .storage.sniff import SniffCache
+from .trace.errors import TraceReadError
+from .trace.load import load_trace_file
+from .trace.model import Trace
+
+logger = logging.getLogger(__name__)
+
+QUEUED, LOADING, READY, ERROR = "queued", "loading", "ready", "error"
+TRACE_MEMORY_BUDGET_BYTES = 1536 << 20  # parsed traces kept in memory for the detail views
+
+
+@dataclasses.dataclass
+class FileState:
+    entry: FileEntry
+    worker: str
+    span: str
+    state: str = QUEUED
+    progress: float = 0.0
+    error: str | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    overview: dict[str, Any] | None = None
+    load_seconds: float | None = None
+    from_cache: bool = False
+
+    @property
+    def run(self) -> str:
+        return self.entry.run
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "span": self.span,
+            "path": self.entry.rel,
+            "size_bytes": self.entry.size,
+            "state": self.state,
+            "progress": round(self.progress, 4),
+            "error": self.error,
+            "warnings": list(self.warnings),
+        }
+
+
+class RunRegistry:
+    """Thread-safe registry of the trace files under one logdir."""
+
+    def __init__(self, logdir: str, cache: ParseCache | None = None, reload_interval: float = 10.0) -> None:
+        self.logdir = str(logdir)
+        self.fs, self.root = open_logdir(self.logdir)
+        self.cache = cache
+        self.reload_interval = max(1.0, float(reload_interval))
+        self._sniff = SniffCache()
+        self._files: dict[str, FileState] = {}
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
+        self._wanted: collections.deque[str] = collections.deque()
+        self._traces: collections.OrderedDict[str, Trace] = collections.OrderedDict()
+        self._scanned = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> "RunRegistry":
+        """Start the scanner and loader threads (daemons)."""
+        for target, name in ((self._scan_loop, "kinetoscope-scan"), (self._load_loop, "kinetoscope-load")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+
+    def wait_scanned(self, timeout: float | None = None) -> bool:
+        return self._scanned.wait(timeout)
+
+    # -- scanning -----------------------------------------------------------------------------
+    def scan(self) -> None:
+        """List the logdir once and reconcile the registry with it."""
+        try:
+            entries = list_trace_files(self.fs, self.root, self._sniff)
+        except Exception:  # a flaky bucket must not kill the scanner
+            logger.exception("listing %s failed", self.logdir)
+            return
+        by_run: dict[str, list[FileEntry]] = collections.defaultdict(list)
+        for e in entries:
+            by_run[e.run].append(e)
+        with self._lock:
+            seen = set()
+            for run_entries in by_run.values():
+                spans = assign_spans([e.name for e in run_entries])
+                for e in run_entries:
+                    worker, span = spans[e.name]
+                    seen.add(e.rel)
+                    old = self._files.get(e.rel)
+                    if old is None or old.entry.version != e.version:
+                        self._files[e.rel] = FileState(entry=e, worker=worker, span=span)
+                        self._traces.pop(e.rel, None)
+                    else:
+                        old.worker, old.span = worker, span
+            for rel in list(self._files):
+                if rel not in seen:
+                    del self._files[rel]
+                    self._traces.pop(rel, None)
+            self._wake.notify_all()
+        self._scanned.set()
+
+    def _scan_loop(self) -> None:
+        while not self._stop.is_set():
+            self.scan()
+            self._stop.wait(self.reload_interval)
+
+    # -- loading ------------------------------------------------------------------------------
+    def _load_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._wake:
+                state = self._next_queued()
+                if state is None:
+                    self._wake.wait(timeout=self.reload_interval)
+                    continue
+                state.state, state.progress = LOADING, 0.0
+            self.load(state)
+
+    def _next_queued(self) -> FileState | None:
+        while self._wanted:
+            rel = self._wanted.popleft()
+            st = self._files.get(rel)
+            if st is not None and st.state == QUEUED:
+                return st
+        for st in sorted(self._files.values(), key=lambda s: s.entry.rel):
+            if st.state == QUEUED:
+                return st
+        return None
+
+    def want(self, state: FileState) -> None:
+        """Load this file next (a user is looking at it)."""
+        with self._wake:
+            if state.state == QUEUED:
+                self._wanted.appendleft(state.entry.rel)
+                self._wake.notify_all()
+
+    def load(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
+        """Parse (or fetch from the cache) and analyse one file now, in this thread."""
+        started = time.perf_counter()
+        state.state = LOADING
+
+        def report(fraction: float) -> None:
+            state.progress = fraction
+            if progress:
+                progress(fraction)
+
+        try:
+            trace = self._parse(state, report)
+            overview = compute_overview(trace)
+        except TraceReadError as exc:
+            state.error, state.state = str(exc), ERROR
+        except MemoryError:
+            state.error, state.state = "not enough memory to load this trace", ERROR
+        except Exception as exc:  # an analysis bug must stay one file's problem
+            logger.exception("analysing %s failed", state.entry.rel)
+            state.error, state.state = f"internal error while analysing this file: {type(exc).__name__}: {exc}", ERROR
+        else:
+            state.warnings = list(trace.warnings)
+            state.overview = overview
+            self._remember(state.entry.rel, trace)
+            state.progress, state.state = 1.0, READY
+        state.load_seconds = time.perf_counter() - started
+        return state
+
+    def _parse(self, state: FileState, report: Callable[[float], None]) -> Trace:
+        entry = state.entry
+        url = self.fs.unstrip_protocol(entry.path)
+        if self.cache is not None:
+            cached = self.cache.get(url, entry.version)
+            if cached is not None:
+                state.from_cache = True
+                return cached
+        trace = load_trace_file(entry.path, fs=self.fs, size=entry.size, progress=report)
+        if self.cache is not None:
+            self.cache.put(url, entry.version, trace)
+        return trace
+
+    def _remember(self, rel: str, trace: Trace) -> None:
+        with self._lock:
+            self._traces[rel] = trace
+            self._traces.move_to_end(rel)
+            total = sum(_trace_bytes(t) for t in self._traces.values())
+            while len(self._traces) > 1 and total > TRACE_MEMORY_BUDGET_BYTES:
+                _, dropped = self._traces.popitem(last=False)
+                total -= _trace_bytes(dropped)
+
+    # -- queries ------------------------------------------------------------------------------
+    def files(self) -> list[FileState]:
+        with self._lock:
+            return sorted(self._files.values(), key=lambda s: (s.run, s.worker, int(s.span)))
+
+    def find(self, run: str, worker: str, span: str) -> FileState | None:
+        with self._lock:
+            for st in self._files.values():
+                if st.run == run and st.worker == worker and st.span == span:
+                    return st
+        return None
+
+    def workers_in_run(self, run: str) -> int:
+        with self._lock:
+            return len({st.worker for st in self._files.values() if st.run == run})
+
+    def snapshot(self) -> dict[str, Any]:
+        """The ``runs`` document of docs/http_api.md."""
+        files = self.files()
+        runs: dict[str, dict[str, list]] = {}
+        for st in files:
+            runs.setdefault(st.run, {}).setdefault(st.worker, []).append(st.as_json())
+        done = sum(1 for st in files if st.state in (READY, ERROR))
+        return {
+            "logdir": self.logdir,
+            "loading": {"files_total": len(files), "files_done": done},
+            "runs": [
+                {"name": run, "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()]}
+                for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
+            ],
+        }
+
+
+def _run_sort_key(name: str) -> tuple:
+    return (name != ".", posixpath.normpath(name))
+
+
+def _trace_bytes(trace: Trace) -> int:
+    return sum(a.nbytes for a in trace.events.columns.values()) + sum(a.nbytes for a in trace.memory.columns.values())

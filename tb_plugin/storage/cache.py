@@ -1,0 +1,105 @@
+"""On-disk cache of parsed traces, so a restart does not parse an unchanged file again.
+
+One file per trace, named by a hash of (logdir URL of the file, size, mtime or etag), under
+``$KINETOSCOPE_CACHE_DIR`` or the platform's user cache directory. The format version, which
+includes a fingerprint of the column layout, is part of the directory name: a new layout never
+reads an old entry (self-invalidating). Entries are written atomically (temp file + rename). A
+corrupt or unreadable entry is treated as a miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+import orjson
+
+from ..trace.model import EVENT_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
+
+FORMAT_REVISION = 1
+
+
+def _layout_fingerprint() -> str:
+    spec = repr(sorted((k, np.dtype(v).str) for k, v in EVENT_COLUMNS.items()))
+    spec += repr(sorted((k, np.dtype(v).str) for k, v in MEMORY_COLUMNS.items()))
+    spec += repr([f.name for f in dataclasses.fields(DeviceInfo)])
+    return hashlib.sha256(spec.encode()).hexdigest()[:10]
+
+
+CACHE_VERSION = f"v{FORMAT_REVISION}-{_layout_fingerprint()}"
+
+
+def default_cache_dir() -> str:
+    env = os.environ.get("KINETOSCOPE_CACHE_DIR")
+    if env:
+        return env
+    import platformdirs
+
+    return platformdirs.user_cache_dir("kinetoscope", appauthor=False)
+
+
+class ParseCache:
+    """Get and put parsed :class:`Trace` objects by file identity."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.directory = os.path.join(directory or default_cache_dir(), CACHE_VERSION)
+
+    def _path(self, url: str, version: str) -> str:
+        key = hashlib.sha256(f"{url}\0{version}".encode()).hexdigest()
+        return os.path.join(self.directory, key[:2], key + ".npz")
+
+    def get(self, url: str, version: str) -> Trace | None:
+        path = self._path(url, version)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                header = orjson.loads(data["header"].tobytes())
+                events = Table({k: data["e." + k] for k in EVENT_COLUMNS})
+                memory = Table({k: data["m." + k] for k in MEMORY_COLUMNS})
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, orjson.JSONDecodeError):
+            return None  # corrupt or partial entry: parse again
+        return Trace(
+            strings=header["strings"],
+            events=events,
+            memory=memory,
+            devices=[DeviceInfo(**d) for d in header["devices"]],
+            distributed=header["distributed"],
+            meta=header["meta"],
+            warnings=header["warnings"],
+        )
+
+    def put(self, url: str, version: str, trace: Trace) -> None:
+        path = self._path(url, version)
+        header = orjson.dumps(
+            {
+                "strings": trace.strings,
+                "devices": [dataclasses.asdict(d) for d in trace.devices],
+                "distributed": trace.distributed,
+                "meta": trace.meta,
+                "warnings": trace.warnings,
+            },
+            option=orjson.OPT_SERIALIZE_NUMPY,
+            default=str,
+        )
+        arrays = {"header": np.frombuffer(header, dtype=np.uint8)}
+        arrays.update({"e." + k: v for k, v in trace.events.columns.items()})
+        arrays.update({"m." + k: v for k, v in trace.memory.columns.items()})
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except (OSError, UnboundLocalError):
+                pass
+
+
+__all__ = ["ParseCache", "CACHE_VERSION", "default_cache_dir"]

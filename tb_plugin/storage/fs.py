@@ -1,0 +1,66 @@
+"""List a logdir through fsspec: local paths and ``s3://``, ``gs://``, ``az://`` URLs alike."""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+
+import fsspec
+
+from .naming import is_candidate, is_certain_trace
+from .sniff import SniffCache
+
+
+@dataclasses.dataclass(frozen=True)
+class FileEntry:
+    """A trace file: ``path`` on ``fs``, ``rel`` relative to the logdir ("/" separators)."""
+
+    path: str
+    rel: str
+    size: int
+    version: str  # changes when the file changes: mtime or etag, with the size
+
+    @property
+    def run(self) -> str:
+        parent = posixpath.dirname(self.rel)
+        return parent or "."
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.rel)
+
+
+def open_logdir(logdir: str):
+    """``(fs, root)`` for a logdir path or URL."""
+    fs, root = fsspec.core.url_to_fs(str(logdir))
+    return fs, root.rstrip("/") or "/"
+
+
+def _version(info: dict) -> str:
+    for key in ("mtime", "ETag", "etag", "generation", "LastModified", "last_modified", "updated", "created"):
+        if info.get(key) is not None:
+            return f"{info.get('size')}:{info[key]}"
+    return str(info.get("size"))
+
+
+def list_trace_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
+    """Every trace file under ``root`` at any depth, sorted by relative path."""
+    try:
+        found = fs.find(root, detail=True)
+    except FileNotFoundError:
+        return []
+    out = []
+    prefix = root.rstrip("/") + "/"
+    for path, info in found.items():
+        if info.get("type") not in (None, "file"):
+            continue
+        name = posixpath.basename(path)
+        if not (is_certain_trace(name) or is_candidate(name)):
+            continue
+        version = _version(info)
+        if is_candidate(name) and not sniff.is_trace(fs, path, version):
+            continue
+        rel = path[len(prefix):] if path.startswith(prefix) else name
+        out.append(FileEntry(path=path, rel=rel, size=int(info.get("size") or 0), version=version))
+    out.sort(key=lambda e: e.rel)
+    return out
