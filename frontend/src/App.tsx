@@ -1,0 +1,53 @@
+import { ErrorBoundary } from "./components/ErrorBoundary";
+import { FileProgress } from "./components/FileProgress";
+import { Notice } from "./components/Notice";
+import { Selectors } from "./components/Selectors";
+import { useHashSelection } from "./hooks/useHashSelection";
+import { useOverview } from "./hooks/useOverview";
+import { useRuns } from "./hooks/useRuns";
+import { useTheme } from "./hooks/useTheme";
+import { findRun, findSpan } from "./state/selection";
+import { SelectedFile } from "./views/SelectedFile";
+
+/** The whole plugin page: selectors and progress on top, the selected file's view below. */
+export function App() {
+  const theme = useTheme();
+  const { data, error } = useRuns();
+  const { selection, select } = useHashSelection(data);
+  const span = findSpan(data, selection);
+  const overview = useOverview(selection, span?.state);
+
+  return (
+    <div className="app" data-theme={theme}>
+      <header className="toolbar">
+        <div className="brand">Kinetoscope</div>
+        {data && selection ? <Selectors runs={data.runs} selection={selection} onSelect={select} /> : null}
+      </header>
+      <main className="content">
+        {error ? (
+          <Notice kind="warning">
+            {data ? "Lost contact with the server; showing the last known state. " : "Cannot load the run list. "}
+            {error}
+          </Notice>
+        ) : null}
+        {!data && !error ? <Notice>Loading the run list…</Notice> : null}
+        {data && data.runs.length === 0 ? (
+          <Notice>
+            No PyTorch profiler traces found under {data.logdir}. Files named *.pt.trace.json(.gz) appear here as
+            soon as they are written.
+          </Notice>
+        ) : null}
+        {data && selection ? (
+          <>
+            <FileProgress loading={data.loading} run={findRun(data.runs, selection.run)} />
+            {span ? (
+              <ErrorBoundary key={`${selection.run}\u0000${selection.worker}\u0000${selection.span}`}>
+                <SelectedFile selection={selection} span={span} overview={overview} theme={theme} />
+              </ErrorBoundary>
+            ) : null}
+          </>
+        ) : null}
+      </main>
+    </div>
+  );
+}

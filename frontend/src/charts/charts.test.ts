@@ -1,0 +1,113 @@
+import { describe, expect, it } from "vitest";
+import type { OverviewReady } from "../api/types";
+import overviewFixture from "../__fixtures__/overview_resnet50.json";
+import { buildDonutOption, buildExecutionRows } from "./executionDonutOption";
+import { buildStepChartModel, buildStepChartOption } from "./stepChartOption";
+import { makeStepTooltipFormatter, pieTooltipFormatter } from "./tooltipFormatters";
+
+const overview = overviewFixture as unknown as OverviewReady;
+const EVIL = "<img src=x onerror=alert(1)>";
+
+/** Parses tooltip HTML the way ECharts would show it, to check what becomes an element. */
+function asDom(html: string): HTMLDivElement {
+  const div = document.createElement("div");
+  div.innerHTML = html;
+  return div;
+}
+
+describe("tooltip formatters escape trace strings", () => {
+  it("step tooltip shows a malicious series and step name as text", () => {
+    const format = makeStepTooltipFormatter({ label: "ms", divisor: 1000 });
+    const html = format([
+      { seriesName: EVIL, name: `${EVIL}step`, value: 84.2105, color: "#4e79a7" },
+      { seriesName: "Memcpy", name: `${EVIL}step`, value: 3.12025, color: "red;background:url(x)" },
+      { seriesName: "Memset", name: `${EVIL}step`, value: 0, color: "#edc948" },
+    ]);
+    expect(html).not.toContain("<img");
+    expect(html).not.toContain("url(x)");
+    const dom = asDom(html);
+    expect(dom.querySelector("img")).toBeNull();
+    expect(dom.textContent).toContain(`Step ${EVIL}step`);
+    expect(dom.textContent).toContain(`${EVIL}: 84.21 ms`);
+    expect(dom.textContent).toContain("Memcpy: 3.12 ms");
+    expect(dom.textContent).not.toContain("Memset"); // zero categories are left out
+    expect(dom.textContent).toContain("Total: 87.33 ms");
+  });
+
+  it("pie tooltip shows a malicious category name as text", () => {
+    const html = pieTooltipFormatter({ name: EVIL, value: 84445.4, percent: 75.67, color: "#4e79a7" });
+    const dom = asDom(html);
+    expect(dom.querySelector("img")).toBeNull();
+    expect(dom.textContent).toBe(`${EVIL}84,445.4 µs (75.67 %)`);
+  });
+});
+
+describe("step chart option", () => {
+  it("has one bar per step and one stacked series per category, in ms for 100 ms steps", () => {
+    const model = buildStepChartModel(overview);
+    expect(model.unit.label).toBe("ms");
+    expect(model.stepNames).toEqual(["5", "6", "7", "8", "9"]);
+    expect(model.series.map((s) => s.name)).toEqual([
+      "Kernel",
+      "Memcpy",
+      "Memset",
+      "Communication",
+      "Runtime",
+      "DataLoader",
+      "CPU Exec",
+      "Other",
+    ]);
+    const dataloader = model.series.find((s) => s.key === "dataloader_us");
+    expect(dataloader?.values).toEqual([1.52, 1.48875, 39.2505, 1.50225, 1.4765]);
+    // The stacked values of each step add up to its total.
+    model.stepNames.forEach((_, i) => {
+      const sum = model.series.reduce((acc, s) => acc + (s.values[i] ?? 0), 0);
+      expect(sum).toBeCloseTo((overview.steps[i]?.total_us ?? 0) / 1000, 6);
+    });
+
+    const option = buildStepChartOption(model, "#212121");
+    const series = option.series as { type: string; stack: string; name: string }[];
+    expect(series).toHaveLength(8);
+    expect(series.every((s) => s.type === "bar" && s.stack === "step")).toBe(true);
+    expect((option.yAxis as { name: string }).name).toBe("Step time (ms)");
+  });
+
+  it("stays in µs for short steps", () => {
+    const model = buildStepChartModel({
+      categories: ["kernel_us", "other_us"],
+      steps: [{ step: "1", start_us: 0, end_us: 900, total_us: 900, kernel_us: 800, other_us: 100 }],
+    });
+    expect(model.unit.label).toBe("µs");
+    expect(model.series.map((s) => s.values)).toEqual([[800], [100]]);
+  });
+});
+
+describe("execution summary rows", () => {
+  it("gives each category its average µs and share of the average step", () => {
+    const rows = buildExecutionRows(overview);
+    const kernel = rows.find((r) => r.key === "kernel_us");
+    expect(kernel?.us).toBe(84445.4);
+    expect(kernel?.pct).toBeCloseTo(75.6721, 3);
+    const total = rows.reduce((acc, r) => acc + (r.pct ?? 0), 0);
+    expect(total).toBeCloseTo(100, 6);
+  });
+
+  it("leaves zero categories out of the donut", () => {
+    const option = buildDonutOption(buildExecutionRows(overview), "#000");
+    const [pie] = option.series as { data: { name: string; value: number }[] }[];
+    expect(pie?.data.map((d) => d.name)).toEqual([
+      "Kernel",
+      "Memcpy",
+      "Memset",
+      "Runtime",
+      "DataLoader",
+      "CPU Exec",
+      "Other",
+    ]);
+  });
+
+  it("has no percentages when the average step is 0", () => {
+    const rows = buildExecutionRows({ categories: ["kernel_us"], average: { total_us: 0, kernel_us: 0 } });
+    expect(rows[0]?.pct).toBeNull();
+  });
+});

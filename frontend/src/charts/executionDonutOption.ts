@@ -1,0 +1,52 @@
+// The Execution Summary donut: the average step's time split by category.
+import type { OverviewReady } from "../api/types";
+import { categoryLabel, categoryValue } from "../util/categories";
+import type { ChartOption } from "./echarts";
+import { categoryColor } from "./palette";
+import { pieTooltipFormatter } from "./tooltipFormatters";
+
+export interface ExecutionRow {
+  key: string;
+  label: string;
+  color: string;
+  us: number;
+  /** Share of the average step, 0-100; null when the average step is 0. */
+  pct: number | null;
+}
+
+export function buildExecutionRows(data: Pick<OverviewReady, "average" | "categories">): ExecutionRow[] {
+  const total = data.average.total_us;
+  return data.categories.map((key, index) => {
+    const us = categoryValue(data.average, key);
+    return {
+      key,
+      label: categoryLabel(key),
+      color: categoryColor(key, index),
+      us,
+      pct: total > 0 ? (us / total) * 100 : null,
+    };
+  });
+}
+
+export function buildDonutOption(rows: ExecutionRow[], textColor: string): ChartOption {
+  return {
+    backgroundColor: "transparent",
+    animation: false,
+    tooltip: { trigger: "item", confine: true, formatter: pieTooltipFormatter as never },
+    series: [
+      {
+        type: "pie",
+        radius: ["48%", "78%"],
+        center: ["50%", "50%"],
+        avoidLabelOverlap: true,
+        label: { show: false },
+        labelLine: { show: false },
+        itemStyle: { borderColor: "transparent", borderWidth: 1 },
+        emphasis: { label: { show: true, color: textColor, fontWeight: "bold", formatter: "{d}%" } },
+        data: rows
+          .filter((r) => r.us > 0)
+          .map((r) => ({ name: r.label, value: r.us, itemStyle: { color: r.color } })),
+      },
+    ],
+  };
+}

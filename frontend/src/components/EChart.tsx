@@ -1,0 +1,50 @@
+import { useEffect, useRef } from "react";
+import { echarts, type ChartOption } from "../charts/echarts";
+import type { Theme } from "../hooks/useTheme";
+
+interface EChartProps {
+  option: ChartOption;
+  theme: Theme;
+  height: number;
+  testId?: string;
+  ariaLabel: string;
+}
+
+/**
+ * An ECharts instance bound to a div. It is re-created when the theme changes (ECharts themes are
+ * fixed at init), updated in place when the option changes, and resized with its container.
+ */
+export function EChart({ option, theme, height, testId, ariaLabel }: EChartProps) {
+  const containerRef = useRef<HTMLDivElement>(null);
+  const chartRef = useRef<ReturnType<typeof echarts.init> | null>(null);
+
+  useEffect(() => {
+    const el = containerRef.current;
+    if (!el) return;
+    const chart = echarts.init(el, theme === "dark" ? "dark" : undefined, { renderer: "canvas" });
+    chartRef.current = chart;
+    const observer =
+      typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => chart.resize()) : undefined;
+    observer?.observe(el);
+    return () => {
+      observer?.disconnect();
+      chart.dispose();
+      chartRef.current = null;
+    };
+  }, [theme]);
+
+  useEffect(() => {
+    chartRef.current?.setOption(option, { notMerge: true });
+  }, [option, theme]);
+
+  return (
+    <div
+      ref={containerRef}
+      className="chart"
+      style={{ height }}
+      data-testid={testId}
+      role="img"
+      aria-label={ariaLabel}
+    />
+  );
+}

@@ -1,0 +1,35 @@
+// The selection as React state, backed by location.hash. What the hash asks for is resolved against the
+// registry (falling back to the first run/worker/span), and the hash is rewritten to what is shown.
+import { useCallback, useEffect, useMemo, useState } from "react";
+import type { RunsResponse, Selection } from "../api/types";
+import { parseHash, writeHash, type PartialSelection } from "../state/hashState";
+import { resolveSelection } from "../state/selection";
+
+export interface HashSelection {
+  selection: Selection | null;
+  select: (wanted: PartialSelection) => void;
+}
+
+export function useHashSelection(data: RunsResponse | null, win: Window = window): HashSelection {
+  const [wanted, setWanted] = useState<PartialSelection>(() => parseHash(win.location.hash));
+
+  useEffect(() => {
+    const onHashChange = () => setWanted(parseHash(win.location.hash));
+    win.addEventListener("hashchange", onHashChange);
+    return () => win.removeEventListener("hashchange", onHashChange);
+  }, [win]);
+
+  const selection = useMemo(
+    () => (data ? resolveSelection(data.runs, wanted) : null),
+    [data, wanted],
+  );
+
+  // Keep the hash in step with what is shown. Only once the registry is known: before that, the hash
+  // is left alone so a reload during startup does not lose it.
+  useEffect(() => {
+    if (selection) writeHash(selection, win);
+  }, [selection, win]);
+
+  const select = useCallback((next: PartialSelection) => setWanted(next), []);
+  return { selection, select };
+}

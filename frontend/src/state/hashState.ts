@@ -1,0 +1,48 @@
+// The selected run/worker/span lives in the iframe's own location.hash ("#run=a&worker=b&span=1"), so a
+// reload restores it. Values are URL-encoded by URLSearchParams, so "/", "&", "#", spaces and any
+// unicode survive the round trip.
+import type { Selection } from "../api/types";
+
+export type PartialSelection = Partial<Selection>;
+
+const KEYS = ["run", "worker", "span"] as const;
+
+/** Reads a hash ("#run=..." or "run=...") into whatever keys it names. Unknown keys are ignored. */
+export function parseHash(hash: string): PartialSelection {
+  const text = hash.startsWith("#") ? hash.slice(1) : hash;
+  const params = new URLSearchParams(text);
+  const out: PartialSelection = {};
+  for (const key of KEYS) {
+    const value = params.get(key);
+    if (value !== null) out[key] = value;
+  }
+  return out;
+}
+
+/** Writes a selection as a hash, with the leading "#". Keys always come in the order run, worker, span. */
+export function serializeHash(sel: PartialSelection): string {
+  const params = new URLSearchParams();
+  for (const key of KEYS) {
+    const value = sel[key];
+    if (value !== undefined) params.set(key, value);
+  }
+  const text = params.toString();
+  return text === "" ? "" : `#${text}`;
+}
+
+/**
+ * The absolute URL of the current page with a new hash. An absolute URL matters: history.replaceState
+ * resolves a relative URL against <base href="plugin/kinetoscope/">, which would change the path.
+ */
+export function urlWithHash(href: string, hash: string): string {
+  const url = new URL(href);
+  url.hash = hash;
+  return url.href;
+}
+
+/** Replaces the current history entry's hash, without a new entry and without a hashchange event. */
+export function writeHash(sel: PartialSelection, win: Window = window): void {
+  const hash = serializeHash(sel);
+  if (win.location.hash === hash || (hash === "" && win.location.hash === "")) return;
+  win.history.replaceState(win.history.state, "", urlWithHash(win.location.href, hash));
+}

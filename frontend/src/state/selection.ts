@@ -1,0 +1,40 @@
+// Turns what the hash asks for into a selection that exists, falling back level by level to the first
+// run, worker and span.
+import type { RunInfo, RunsResponse, Selection, SpanInfo, WorkerInfo } from "../api/types";
+import type { PartialSelection } from "./hashState";
+
+export function resolveSelection(runs: RunInfo[], wanted: PartialSelection): Selection | null {
+  const run = runs.find((r) => r.name === wanted.run) ?? runs[0];
+  if (!run) return null;
+  const worker = run.workers.find((w) => w.worker === wanted.worker) ?? run.workers[0];
+  if (!worker) return null;
+  const span = worker.spans.find((s) => s.span === wanted.span) ?? worker.spans[0];
+  if (!span) return null;
+  return { run: run.name, worker: worker.worker, span: span.span };
+}
+
+export function findRun(runs: RunInfo[], name: string): RunInfo | undefined {
+  return runs.find((r) => r.name === name);
+}
+
+export function findWorker(run: RunInfo | undefined, worker: string): WorkerInfo | undefined {
+  return run?.workers.find((w) => w.worker === worker);
+}
+
+export function findSpan(data: RunsResponse | null, sel: Selection | null): SpanInfo | undefined {
+  if (!data || !sel) return undefined;
+  return findWorker(findRun(data.runs, sel.run), sel.worker)?.spans.find((s) => s.span === sel.span);
+}
+
+/** True while any file in the registry still has to be parsed. */
+export function isAnythingLoading(data: RunsResponse): boolean {
+  if (data.loading.files_done < data.loading.files_total) return true;
+  return data.runs.some((r) =>
+    r.workers.some((w) => w.spans.some((s) => s.state === "queued" || s.state === "loading")),
+  );
+}
+
+export function sameSelection(a: Selection | null, b: Selection | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.run === b.run && a.worker === b.worker && a.span === b.span;
+}

@@ -1,0 +1,43 @@
+import type { OverviewReady } from "../api/types";
+import { ConfigurationCard } from "../components/ConfigurationCard";
+import { ErrorBoundary } from "../components/ErrorBoundary";
+import { ExecutionSummary } from "../components/ExecutionSummary";
+import { GpuSummaryCard } from "../components/GpuSummaryCard";
+import { Recommendations } from "../components/Recommendations";
+import { StepTimeChart } from "../components/StepTimeChart";
+import { WarningsList } from "../components/WarningsList";
+import type { Theme } from "../hooks/useTheme";
+
+interface OverviewProps {
+  data: OverviewReady;
+  theme: Theme;
+}
+
+/**
+ * The Overview of one file. Each card has its own error boundary, so a card that cannot render
+ * (an unexpected value) does not take the others down.
+ */
+export function Overview({ data, theme }: OverviewProps) {
+  return (
+    <div className="overview" data-testid="overview">
+      <WarningsList warnings={data.warnings} />
+      <div className="grid-2">
+        <ErrorBoundary title="Configuration failed to render">
+          <ConfigurationCard configuration={data.configuration} />
+        </ErrorBoundary>
+        <ErrorBoundary title="GPU Summary failed to render">
+          <GpuSummaryCard gpus={data.gpus} />
+        </ErrorBoundary>
+      </div>
+      <ErrorBoundary title="Execution Summary failed to render">
+        <ExecutionSummary data={data} theme={theme} />
+      </ErrorBoundary>
+      <ErrorBoundary title="Step Time Breakdown failed to render">
+        <StepTimeChart data={data} theme={theme} />
+      </ErrorBoundary>
+      <ErrorBoundary title="Recommendations failed to render">
+        <Recommendations items={data.recommendations} />
+      </ErrorBoundary>
+    </div>
+  );
+}

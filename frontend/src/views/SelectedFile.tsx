@@ -1,0 +1,62 @@
+import type { Selection, SpanInfo } from "../api/types";
+import { ErrorCard } from "../components/ErrorCard";
+import { Notice } from "../components/Notice";
+import { WarningsList } from "../components/WarningsList";
+import type { OverviewState } from "../hooks/useOverview";
+import type { Theme } from "../hooks/useTheme";
+import { Overview } from "./Overview";
+
+interface SelectedFileProps {
+  selection: Selection;
+  span: SpanInfo;
+  overview: OverviewState;
+  theme: Theme;
+}
+
+/** What the selected file has to show: its Overview, its progress, or why it failed. */
+export function SelectedFile({ selection, span, overview, theme }: SelectedFileProps) {
+  if (span.state === "error") {
+    return (
+      <>
+        <ErrorCard
+          title={`This file could not be read: ${span.path}`}
+          message={span.error ?? "Unknown error"}
+          detail="Other files and runs are not affected; pick one above."
+        />
+        <WarningsList warnings={span.warnings} />
+      </>
+    );
+  }
+  if (span.state === "queued") return <Notice>Waiting to parse {span.path}…</Notice>;
+  if (span.state === "loading") {
+    return (
+      <Notice>
+        Parsing {span.path}: {Math.round(span.progress * 100)} %
+      </Notice>
+    );
+  }
+  switch (overview.kind) {
+    case "idle":
+    case "fetching":
+      return <Notice>Loading the overview of {span.path}…</Notice>;
+    case "not-ready":
+      return (
+        <Notice>
+          Parsing {span.path}
+          {overview.progress !== null ? `: ${Math.round(overview.progress * 100)} %` : "…"}
+        </Notice>
+      );
+    case "file-error":
+      return <ErrorCard title={`This file could not be read: ${span.path}`} message={overview.error} />;
+    case "fetch-error":
+      return (
+        <ErrorCard
+          title="The overview could not be fetched"
+          message={overview.error}
+          detail={`run ${selection.run}, worker ${selection.worker}, span ${selection.span}`}
+        />
+      );
+    case "ready":
+      return <Overview data={overview.data} theme={theme} />;
+  }
+}
