@@ -1,0 +1,45 @@
+"""Kinetoscope: the PyTorch Profiler for TensorBoard. ``pip install .`` needs no Node: the built
+frontend in ``tb_plugin/static/`` is committed."""
+
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "tb_plugin" / "__init__.py").read_text()).group(1)
+
+setup(
+    name="kinetoscope",
+    version=VERSION,
+    description="PyTorch Profiler for TensorBoard: fast, offline, correct on every Kineto trace format",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8") if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
+    python_requires=">=3.9",
+    packages=find_packages(include=["tb_plugin", "tb_plugin.*"]),
+    package_data={"tb_plugin": ["static/*"]},
+    include_package_data=True,
+    install_requires=[
+        "tensorboard>=2.11",
+        "numpy>=1.22",
+        "fsspec>=2023.1.0",
+        "msgspec>=0.18",
+        "orjson>=3.9",
+        "platformdirs>=3",
+        "werkzeug>=1.0",
+    ],
+    extras_require={
+        "s3": ["s3fs>=2026.9.0"],
+        "gcs": ["gcsfs>=2026.10.1"],
+        "azure": ["adlfs>=2026.8.0"],
+    },
+    entry_points={
+        "tensorboard_plugins": ["kinetoscope = tb_plugin.plugin:KinetoscopePlugin"],
+        "console_scripts": ["kinetoscope = tb_plugin.cli:main"],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

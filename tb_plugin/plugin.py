@@ -1,0 +1,94 @@
+"""The TensorBoard plugin: frontend metadata and the route table. Each route is a few lines.
+
+TensorBoard loads ``index.js`` (our built frontend, ``static/index.js``) into the plugin iframe,
+whose base URL is ``data/plugin/kinetoscope/``; every other request of the UI is relative to it.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+
+import orjson
+from tensorboard.backend import http_util
+from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
+
+from . import api
+from .runs import RunRegistry
+from .storage.cache import ParseCache
+
+PLUGIN_NAME = "kinetoscope"
+STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
+FIRST_SCAN_WAIT_S = 3.0
+
+
+class KinetoscopePlugin(base_plugin.TBPlugin):
+    """PyTorch Profiler tab: Overview of the profiler traces under the logdir."""
+
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context: base_plugin.TBContext) -> None:
+        self._logdir = context.logdir or ""
+        flags = context.flags
+        reload_interval = getattr(flags, "reload_interval", None) or 10.0
+        self._registry = None
+        if self._logdir:
+            self._registry = RunRegistry(self._logdir, cache=ParseCache(), reload_interval=reload_interval).start()
+        self._static = {name for name in os.listdir(STATIC_DIR)} if os.path.isdir(STATIC_DIR) else set()
+
+    # -- TBPlugin interface -------------------------------------------------------------------
+    def get_plugin_apps(self):
+        return {
+            "/index.js": self._serve_index_js,
+            "/static/*": self._serve_static,
+            "/runs": self._serve_runs,
+            "/overview": self._serve_overview,
+        }
+
+    def is_active(self) -> bool:
+        if self._registry is None:
+            return False
+        self._registry.wait_scanned(FIRST_SCAN_WAIT_S)
+        return bool(self._registry.files())
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="PyTorch Profiler")
+
+    # -- routes -------------------------------------------------------------------------------
+    @wrappers.Request.application
+    def _serve_index_js(self, request):
+        return self._static_file(request, "index.js")
+
+    @wrappers.Request.application
+    def _serve_static(self, request):
+        name = request.path.rsplit("/static/", 1)[-1]
+        return self._static_file(request, name)
+
+    @wrappers.Request.application
+    def _serve_runs(self, request):
+        if self._registry is None:
+            return _json(request, 200, {"logdir": "", "loading": {"files_total": 0, "files_done": 0}, "runs": []})
+        self._registry.wait_scanned(FIRST_SCAN_WAIT_S)
+        return _json(request, *api.runs(self._registry))
+
+    @wrappers.Request.application
+    def _serve_overview(self, request):
+        if self._registry is None:
+            return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
+        return _json(request, *api.overview(self._registry, request.args))
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _static_file(self, request, name: str):
+        if name not in self._static:  # a fixed whitelist: no path from the URL reaches the disk
+            return http_util.Respond(request, "not found", "text/plain", code=404)
+        with open(os.path.join(STATIC_DIR, name), "rb") as f:
+            body = f.read()
+        content_type = "text/javascript" if name.endswith((".js", ".mjs")) else (
+            mimetypes.guess_type(name)[0] or "application/octet-stream")
+        return http_util.Respond(request, body, content_type)
+
+
+def _json(request, status: int, doc) -> wrappers.Response:
+    body = orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    return http_util.Respond(request, body, "application/json", code=status)
