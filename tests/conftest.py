@@ -1,0 +1,41 @@
+"""Shared test helpers. Real traces are read from ../shared/samples (never copied into the repo)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = Path(os.environ.get("KINETOSCOPE_SAMPLES", REPO.parent / "shared" / "samples"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own parse-cache directory."""
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+def sample(rel: str) -> Path:
+    path = SAMPLES / rel
+    if not path.exists():
+        pytest.fail(f"shared sample missing: {path} (tests need ../shared/samples)")
+    return path
+
+
+def write_json(path: Path, doc, gz: bool = False) -> Path:
+    data = json.dumps(doc).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def x(name, cat, ts, dur, pid=1, tid=1, **args):
+    """A complete ('X') event."""
+    ev = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    if args:
+        ev["args"] = {k.replace("_", " ") if k not in ("correlation", "device", "stream") else k: v for k, v in args.items()}
+    return ev

@@ -1,0 +1,111 @@
+"""Logdir discovery, worker/span naming, sniffing and the parse cache."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+from conftest import sample, write_json
+from tb_plugin.storage.cache import CACHE_VERSION, ParseCache
+from tb_plugin.storage.fs import list_trace_files, open_logdir
+from tb_plugin.storage.naming import assign_spans, split_worker
+from tb_plugin.storage.sniff import SniffCache, looks_like_trace
+from tb_plugin.trace.load import load_trace_file
+
+
+@pytest.mark.parametrize(
+    "name, worker, key",
+    [
+        ("worker0.1623143089861.pt.trace.json.gz", "worker0", 1623143089861),
+        ("worker0_step_12.1694128201545.pt.trace.json", "worker0_step_12", 1694128201545),
+        ("rank-0.json.gz", "rank-0", None),
+        ("0_trace.json", "0_trace", None),
+        ("Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "Qwen_Qwen1.5-0.5B-Chat__1016005", None),
+        ("rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", "rank-34.Jul_15_10_52_41", 1074),
+        ("host.trace.json", "host", None),
+        ("123.json", "123", None),
+    ],
+)
+def test_split_worker(name, worker, key):
+    assert split_worker(name) == (worker, key)
+
+
+def test_spans_order_by_numeric_key_and_keyless_first():
+    spans = assign_spans(["w.200.pt.trace.json", "w.1000.pt.trace.json", "w.pt.trace.json", "v.5.json"])
+    assert spans == {
+        "w.pt.trace.json": ("w", "1"),
+        "w.200.pt.trace.json": ("w", "2"),
+        "w.1000.pt.trace.json": ("w", "3"),
+        "v.5.json": ("v", "1"),
+    }
+
+
+def test_sniff_forms():
+    assert looks_like_trace(b'{"schemaVersion": 1, "traceEvents": [')
+    assert looks_like_trace(b'[{"name": "a", "ph": "X", "ts": 1')
+    assert looks_like_trace(b'[\n{"name": "a", "ph": "B"')  # array form, cut off
+    assert looks_like_trace(gzip.compress(b'{"traceEvents": []}'))
+    assert not looks_like_trace(b'{"loss": 0.5, "epoch": 1}')
+    assert not looks_like_trace(b'[1, 2, 3]')
+    assert not looks_like_trace(b"")
+    assert not looks_like_trace(b"\x1f\x8bgarbage")
+
+
+class _CountingFS:
+    """Wraps a filesystem and counts open() calls."""
+
+    def __init__(self, fs):
+        self.fs, self.opens = fs, 0
+
+    def open(self, *a, **k):
+        self.opens += 1
+        return self.fs.open(*a, **k)
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+
+def test_discovery_runs_at_any_depth_and_sniffing(tmp_path):
+    trace = {"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}
+    write_json(tmp_path / "root.pt.trace.json", trace)
+    write_json(tmp_path / "a" / "b" / "c" / "rank-0.json.gz", trace, gz=True)
+    write_json(tmp_path / "a" / "metrics.json", {"loss": [1, 2]})  # not a trace
+    (tmp_path / "a" / "notes.txt").write_text("hello")
+    fs, root = open_logdir(str(tmp_path))
+    counting = _CountingFS(fs)
+    sniff = SniffCache()
+    entries = list_trace_files(counting, root, sniff)
+    assert [(e.run, e.name) for e in entries] == [("a/b/c", "rank-0.json.gz"), (".", "root.pt.trace.json")]
+    first = counting.opens
+    assert first == 2  # the two candidate .json files were sniffed once each
+    list_trace_files(counting, root, sniff)
+    assert counting.opens == first  # cached by path and version: no second read
+
+
+def test_cache_roundtrip_is_exact(tmp_path):
+    path = sample("kineto/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz")
+    parsed = load_trace_file(str(path))
+    cache = ParseCache(str(tmp_path))
+    assert cache.get("file://x", "1:2") is None
+    cache.put("file://x", "1:2", parsed)
+    back = cache.get("file://x", "1:2")
+    assert back.strings == parsed.strings
+    for key, col in parsed.events.columns.items():
+        np.testing.assert_array_equal(back.events.columns[key], col)
+        assert back.events.columns[key].dtype == col.dtype
+    assert back.devices == parsed.devices and back.warnings == parsed.warnings
+    assert cache.get("file://x", "1:3") is None  # another version is another entry
+    assert os.path.isdir(os.path.join(tmp_path, CACHE_VERSION))
+
+
+def test_corrupt_cache_entry_is_a_miss(tmp_path):
+    cache = ParseCache(str(tmp_path))
+    parsed = load_trace_file(str(sample("kineto/gpu_metrics_input.json")))
+    cache.put("u", "v", parsed)
+    (entry,) = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs]
+    with open(entry, "r+b") as f:
+        f.truncate(100)
+    assert cache.get("u", "v") is None
