@@ -1,0 +1,69 @@
+"""Write the project's synthetic demo traces into samples/ with tb_plugin.synth.
+
+Each folder is a TensorBoard run; each file is named like the files torch.profiler's
+tensorboard_trace_handler writes (``<worker>.<timestamp>.pt.trace.json.gz``). Next to each trace,
+``<file>.expected.json`` holds the answers known by construction (synth.expected_overview).
+
+The output is deterministic: rerunning gives byte-identical files.
+
+Usage (from the repository root):
+    python samples/make_samples.py [--out samples]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tb_plugin.synth import SynthSpec, expected_overview, synthesize, write_trace  # noqa: E402
+
+#: folder -> [(file name, spec)]. Timestamps in names are fixed so reruns are identical.
+SAMPLES: dict[str, list[tuple[str, SynthSpec]]] = {
+    "synthetic_resnet": [
+        ("worker0.1751410836000.pt.trace.json.gz",
+         SynthSpec(style="pytorch2", steps=4, seed=1, layers=4, with_cuda_graph=True,
+                   with_driver_launch=True, with_python_stack=True)),
+    ],
+    "synthetic_ddp": [
+        (f"rank{r}.1751410900000.pt.trace.json.gz",
+         SynthSpec(style="pytorch2", steps=3, seed=2, ranks=2, rank=r, layers=3))
+        for r in range(2)
+    ],
+    "synthetic_kineto2021": [
+        ("worker0.1623143089861.pt.trace.json.gz",
+         SynthSpec(style="kineto2021", steps=4, seed=3, layers=4, backward_thread=True,
+                   with_python_stack=True, tail="truncated")),
+    ],
+}
+
+
+def write_samples(out: str) -> list[str]:
+    """Write every sample and its expected answers under out; returns the written paths."""
+    written = []
+    for folder, files in SAMPLES.items():
+        d = os.path.join(out, folder)
+        os.makedirs(d, exist_ok=True)
+        for name, spec in files:
+            path = os.path.join(d, name)
+            write_trace(synthesize(spec), path)
+            exp_path = path + ".expected.json"
+            with open(exp_path, "w") as f:
+                json.dump(expected_overview(spec), f, indent=1, sort_keys=True)
+                f.write("\n")
+            written += [path, exp_path]
+    return written
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    args = ap.parse_args()
+    for p in write_samples(args.out):
+        print(f"{os.path.relpath(p)}  {os.path.getsize(p)} bytes")
+
+
+if __name__ == "__main__":
+    main()
