@@ -241,29 +241,33 @@ class _ColumnBuilder:
 
     # -- interning -------------------------------------------------------------------------
     def intern(self, values: list) -> np.ndarray:
+        """String-table ids of ``values`` (ints and other scalars are interned as their text)."""
         table = self._ids
-        before = len(table)
         try:
-            ids = [table.setdefault(v, len(table)) for v in values]
+            ids = list(map(table.get, values))  # C-speed lookups; misses come back as None
         except TypeError:  # an unhashable value (a list where a name should be): use its text
             values = [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
-            ids = [table.setdefault(v, len(table)) for v in values]
-        if len(table) > before:
-            new_keys = list(table)[before:]
-            self.strings.extend(k if isinstance(k, str) else str(k) for k in new_keys)
+            ids = list(map(table.get, values))
+        if None in ids:
+            for v in {v for v, got in zip(values, ids) if got is None}:
+                table[v] = len(self.strings)
+                self.strings.append(v if isinstance(v, str) else str(v))
+            ids = list(map(table.get, values))
         return np.array(ids, dtype=np.int32)
 
     # -- batches ---------------------------------------------------------------------------
     def add_batch(self, raws: list[msgspec.Raw]) -> None:
         events = self._decode_batch(raws)
-        xs = []
-        for ev in events:
-            ph = ev.ph
-            if ph == "X":
-                xs.append(ev)
-            else:
-                self._other(ev, ph)
-        self.phase_counts["X"] += len(xs)
+        phases = [e.ph for e in events]
+        counts = collections.Counter(phases)
+        self.phase_counts.update(counts)
+        if counts.get("X", 0) == len(events):
+            xs = events
+        else:
+            xs = [e for e, ph in zip(events, phases) if ph == "X"]
+            for e, ph in zip(events, phases):
+                if ph != "X" and ph not in _FLOW_PHASES:
+                    self._other(e, ph)
         if xs:
             self._add_complete_events(xs)
 
@@ -288,7 +292,6 @@ class _ColumnBuilder:
         return events
 
     def _other(self, ev: _Event, ph: Any) -> None:
-        self.phase_counts[ph if isinstance(ph, str) else "?"] += 1
         if ph in _INSTANT_PHASES:
             if ev.name == "[memory]" and ev.args is not None:
                 a = ev.args
@@ -454,7 +457,7 @@ class _ColumnBuilder:
             out.append(f"{unmatched_b} 'B' events without an 'E' and {unmatched_e} 'E' events without a 'B' were skipped")
         if self.string_pids:
             out.append(f"{self.string_pids} duration events have a string 'pid' (kept as a label)")
-        no_duration = {k: v for k, v in self.phase_counts.items() if k not in ("X", "B", "E")}
+        no_duration = {str(k): v for k, v in self.phase_counts.items() if k not in ("X", "B", "E")}
         if no_duration:
             listed = ", ".join(f"{_PHASE_NAMES.get(k, repr(k))} ×{v}" for k, v in sorted(no_duration.items(), key=lambda kv: -kv[1]))
             out.append(f"{sum(no_duration.values())} events carry no duration ({listed}); they are not step work")

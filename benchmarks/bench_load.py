@@ -1,0 +1,94 @@
+"""Load benchmark: the JSON floor vs. Kinetoscope cold and warm, each in its own subprocess.
+
+    python benchmarks/bench_load.py TRACE [--repeat N]
+
+- floor:  read the file (+ gunzip) and ``orjson.loads`` the whole document: the least any loader
+          that builds Python objects must do;
+- cold:   Kinetoscope from an empty parse cache to a finished Overview (parse + cache write + analysis);
+- warm:   the same with the cache filled by the cold run.
+
+Times are wall seconds of the work itself (imports excluded); peak RSS is the cold run's
+(``ru_maxrss``). The machine is noisy: read the ratios, which are measured side by side in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+FLOOR = r"""
+import gzip, json, resource, sys, time, orjson
+path = sys.argv[1]
+t = time.perf_counter()
+with open(path, "rb") as f:
+    data = f.read()
+if data[:2] == b"\x1f\x8b":
+    data = gzip.decompress(data)
+doc = orjson.loads(data)
+seconds = time.perf_counter() - t
+print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+OURS = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+from tb_plugin.runs import RunRegistry
+from tb_plugin.storage.cache import ParseCache
+path = sys.argv[1]
+t = time.perf_counter()
+reg = RunRegistry(os.path.dirname(path), cache=ParseCache())
+reg.scan()
+(state,) = [s for s in reg.files() if s.entry.name == os.path.basename(path)]
+reg.load(state)
+seconds = time.perf_counter() - t
+assert state.state == "ready", state.error
+print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "from_cache": state.from_cache, "steps": len(state.overview["steps"]),
+                  "avg_step_us": state.overview["average"]["total_us"]}))
+"""
+
+
+def _measure(script: str, args: list[str], env: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", script, *args], env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each figure; the best is kept")
+    args = parser.parse_args()
+    trace = os.path.abspath(args.trace)
+    best: dict[str, dict] = {}
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-") as cache_dir:
+            env = dict(os.environ, KINETOSCOPE_CACHE_DIR=cache_dir)
+            figures = {
+                "floor": _measure(FLOOR, [trace], env),
+                "cold": _measure(OURS, [trace, REPO], env),
+                "warm": _measure(OURS, [trace, REPO], env),
+            }
+        assert not figures["cold"]["from_cache"] and figures["warm"]["from_cache"]
+        for key, fig in figures.items():
+            if key not in best or fig["seconds"] < best[key]["seconds"]:
+                best[key] = fig
+    size_mb = os.path.getsize(trace) / 2**20
+    floor, cold, warm = (best[k]["seconds"] for k in ("floor", "cold", "warm"))
+    print(f"trace: {trace} ({size_mb:.1f} MB), {best['cold']['steps']} steps, "
+          f"average step {best['cold']['avg_step_us'] / 1000:.3f} ms")
+    print(f"floor (gunzip + orjson.loads): {floor:8.2f} s   peak RSS {best['floor']['peak_rss_mb']:7.0f} MB")
+    print(f"kinetoscope cold:              {cold:8.2f} s   peak RSS {best['cold']['peak_rss_mb']:7.0f} MB")
+    print(f"kinetoscope warm:              {warm:8.2f} s   peak RSS {best['warm']['peak_rss_mb']:7.0f} MB")
+    print(f"floor_s={floor:.3f} cold_s={cold:.3f} warm_s={warm:.3f} cold_over_floor={cold / floor:.3f} "
+          f"warm_over_cold={warm / cold:.3f} peak_rss_mb={best['cold']['peak_rss_mb']:.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
