@@ -1,0 +1,95 @@
+"""Browser-test fixtures: a real TensorBoard with the plugin, and headless Debian chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("KINETOSCOPE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 90.0) -> None:
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except Exception as exc:  # not up yet
+            last = exc
+        time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer: {last}")
+
+
+@contextlib.contextmanager
+def tensorboard(logdir: Path, cache_dir: Path, path_prefix: str = ""):
+    """Run ``tensorboard`` on a free loopback port; yields its base URL (with the prefix)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
+           "--host", "127.0.0.1", "--reload_interval", "2"]
+    if path_prefix:
+        cmd += ["--path_prefix", path_prefix]
+    env = dict(os.environ, KINETOSCOPE_CACHE_DIR=str(cache_dir))
+    log = open(cache_dir / "tensorboard.log", "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}{path_prefix}"
+    try:
+        wait_http(base + "/data/plugins_listing")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Debian chromium is required for browser tests: apt-get install chromium ({CHROMIUM} missing)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+def build_logdir(root: Path, samples: Path) -> Path:
+    """Two resnet spans, a PyTorch 2.x H100 trace, and a broken file."""
+    (root / "resnet50").mkdir(parents=True)
+    for f in sorted((samples / "kineto" / "resnet50_num_workers_0").glob("*.gz")):
+        shutil.copy(f, root / "resnet50" / f.name)
+    (root / "h100").mkdir()
+    shutil.copy(samples / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
+                root / "h100" / "bert.1.pt.trace.json.gz")
+    (root / "broken").mkdir()
+    (root / "broken" / "empty.pt.trace.json").write_bytes(b"")
+    return root
