@@ -1,0 +1,77 @@
+"""A fresh Python virtualenv: ``pip install .`` (no Node needed) next to torch-tb-profiler 0.4.3.
+
+Both plugins must load in the same TensorBoard and both tabs must serve the same logdir; our code
+must not print warnings at start-up. Needs the package registry (pip) like the rest of CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+import venv
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SAMPLES
+from tests.e2e.conftest import free_port, wait_http
+
+
+@pytest.fixture(scope="module")
+def side_by_side_env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("venv")
+    venv.create(root, with_pip=True)
+    py = root / "bin" / "python"
+    src = tmp_path_factory.mktemp("src") / "kinetoscope"
+    # install from a copy without frontend/node_modules: proves no Node is needed
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns("node_modules", ".git", "artifacts", "*.egg-info",
+                                                              "__pycache__", "build"))
+    env = dict(os.environ, PATH=f"{root / 'bin'}:/usr/bin:/bin")
+    subprocess.run([str(py), "-m", "pip", "install", "-q", str(src), "torch-tb-profiler==0.4.3"],
+                   check=True, env=env, timeout=900)
+    return py, env
+
+
+def test_both_tabs_work_in_one_tensorboard(side_by_side_env, tmp_path):
+    py, env = side_by_side_env
+    logdir = tmp_path / "logdir" / "resnet"
+    logdir.mkdir(parents=True)
+    shutil.copy(SAMPLES / "kineto" / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz", logdir)
+    port = free_port()
+    log = tmp_path / "tb.log"
+    env = dict(env, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"), PYTHONWARNINGS="default")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(py), "-m", "tensorboard.main", "--logdir", str(tmp_path / "logdir"),
+                                 "--port", str(port), "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT,
+                                env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(base + "/data/plugins_listing", timeout=120)
+        listing = json.load(urllib.request.urlopen(base + "/data/plugins_listing"))
+        assert listing["kinetoscope"]["tab_name"] == "PyTorch Profiler"
+        assert "pytorch_profiler" in listing
+        assert listing["kinetoscope"]["enabled"]
+        ours = theirs = None
+        for _ in range(300):
+            ours = json.load(urllib.request.urlopen(base + "/data/plugin/kinetoscope/runs"))
+            theirs = json.load(urllib.request.urlopen(base + "/data/plugin/pytorch_profiler/runs"))
+            if ours["loading"]["files_done"] == 1 and theirs.get("runs"):
+                break
+            time.sleep(0.5)
+        assert [r["name"] for r in ours["runs"]] == ["resnet"]
+        assert theirs["runs"] == ["resnet"]
+        doc = json.load(urllib.request.urlopen(base + "/data/plugin/kinetoscope/overview?run=resnet&worker=worker0&span=1"))
+        assert doc["gpus"][0]["utilization_pct"] == pytest.approx(55.5141, abs=1e-3)
+        with urllib.request.urlopen(base + "/data/plugin/kinetoscope/index.js") as r:
+            assert r.status == 200 and b"render" in r.read()
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    text = log.read_text(errors="replace")
+    ours_warnings = [line for line in text.splitlines() if "tb_plugin" in line and "Warning" in line]
+    assert ours_warnings == [], ours_warnings
