@@ -35,9 +35,12 @@ function standardServer(url: string): Response {
   return json({ error: "not found" }, 404);
 }
 
-beforeEach(() => {
+beforeEach(async () => {
   requests = [];
   window.history.replaceState(null, "", "/data/plugin_entry.html?name=kinetoscope");
+  window.sessionStorage.clear();
+  // happy-dom (unlike browsers) fires hashchange for replaceState; let it pass before the next render.
+  await new Promise((resolve) => setTimeout(resolve, 0));
 });
 
 afterEach(() => {
@@ -109,6 +112,45 @@ describe("App", () => {
     const card = await screen.findByTestId("error-card");
     expect(card.textContent).toContain("The overview could not be fetched");
     expect(card.textContent).toContain("HTTP 500: analysis crashed: KeyError 'ts'");
+  });
+
+  it("restores the last selection from sessionStorage when TensorBoard recreated the iframe without a hash", async () => {
+    window.sessionStorage.setItem("kinetoscope.selection", "#run=resnet50_num_workers_0&worker=worker1&span=1");
+    serve(standardServer);
+    render(<App />);
+    await screen.findByTestId("error-card");
+    expect((screen.getByTestId("worker-select") as HTMLSelectElement).value).toBe("worker1");
+    expect(window.location.hash).toBe("#run=resnet50_num_workers_0&worker=worker1&span=1");
+  });
+
+  it("polls while the selected file loads and fetches its overview once it is ready", async () => {
+    const loadingRuns = structuredClone(runsFixture);
+    const span = loadingRuns.runs[0]!.workers[0]!.spans[0]!;
+    span.state = "loading";
+    span.progress = 0.25;
+    let runsCalls = 0;
+    serve((url) => {
+      if (url === "runs") {
+        runsCalls += 1;
+        return json(runsCalls === 1 ? loadingRuns : runsFixture);
+      }
+      return standardServer(url);
+    });
+    render(<App />);
+    expect(await screen.findByText(/Parsing resnet50_num_workers_0\/worker0\.1623143089861\.pt\.trace\.json\.gz: 25 %/)).toBeTruthy();
+    expect(requests.some((r) => r.startsWith("overview?"))).toBe(false);
+    const util = await screen.findByTestId("gpu-utilization", {}, { timeout: 4000 });
+    expect(util.textContent).toBe("57.42 %");
+    expect(runsCalls).toBe(2);
+  });
+
+  it("follows a hash edited by hand", async () => {
+    serve(standardServer);
+    render(<App />);
+    await screen.findByTestId("gpu-utilization");
+    window.location.hash = "#run=resnet50_num_workers_0&worker=worker1&span=1";
+    const card = await screen.findByTestId("error-card");
+    expect(card.textContent).toContain("gzip stream is truncated");
   });
 
   it("says so when the run list cannot be loaded", async () => {

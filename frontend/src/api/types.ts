@@ -47,6 +47,8 @@ export interface Configuration {
   steps_window_us: number;
   average_step_us: number;
   has_step_markers: boolean;
+  /** Names of trailing steps left out because their device work was cut off; optional for old servers. */
+  dropped_tail_steps?: string[];
   distributed: DistributedInfo | null;
   trace_format: string;
   pytorch_version: string | null;

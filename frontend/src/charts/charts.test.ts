@@ -20,7 +20,7 @@ describe("tooltip formatters escape trace strings", () => {
     const format = makeStepTooltipFormatter({ label: "ms", divisor: 1000 });
     const html = format([
       { seriesName: EVIL, name: `${EVIL}step`, value: 84.2105, color: "#4e79a7" },
-      { seriesName: "Memcpy", name: `${EVIL}step`, value: 3.12025, color: "red;background:url(x)" },
+      { seriesName: "Memcpy", name: `${EVIL}step`, value: 0.002, color: "red;background:url(x)" },
       { seriesName: "Memset", name: `${EVIL}step`, value: 0, color: "#edc948" },
     ]);
     expect(html).not.toContain("<img");
@@ -29,9 +29,9 @@ describe("tooltip formatters escape trace strings", () => {
     expect(dom.querySelector("img")).toBeNull();
     expect(dom.textContent).toContain(`Step ${EVIL}step`);
     expect(dom.textContent).toContain(`${EVIL}: 84.21 ms`);
-    expect(dom.textContent).toContain("Memcpy: 3.12 ms");
+    expect(dom.textContent).toContain("Memcpy: 2.00 µs"); // small values keep a readable unit
     expect(dom.textContent).not.toContain("Memset"); // zero categories are left out
-    expect(dom.textContent).toContain("Total: 87.33 ms");
+    expect(dom.textContent).toContain("Total: 84.21 ms");
   });
 
   it("pie tooltip shows a malicious category name as text", () => {

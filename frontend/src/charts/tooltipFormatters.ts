@@ -1,7 +1,7 @@
 // ECharts tooltips are HTML. These formatters build that HTML themselves and escape every string that
 // comes from a trace (step names, category names), so a name like "<img onerror=...>" shows as text.
 import { escapeHtml } from "../util/escapeHtml";
-import { formatInUnit, formatNumber, formatPct, type TimeUnit } from "../util/format";
+import { formatDuration, formatNumber, formatPct, type TimeUnit } from "../util/format";
 
 /** The subset of ECharts' callback parameters the formatters read. */
 export interface TooltipItem {
@@ -23,7 +23,8 @@ function asNumber(value: unknown): number | null {
 
 /**
  * Axis tooltip for the step chart: the step name, then one line per non-zero category, then the total.
- * Values arrive in the chart's unit; `unit` turns them back into text.
+ * Values arrive in the chart's unit; `unit` turns them back into µs, and each is shown in the unit
+ * that reads best for it (a 2 µs memcpy next to 98 ms of kernels is "2.00 µs", not "0.00 ms").
  */
 export function makeStepTooltipFormatter(unit: TimeUnit): (params: TooltipItem | TooltipItem[]) => string {
   return (params) => {
@@ -39,13 +40,13 @@ export function makeStepTooltipFormatter(unit: TimeUnit): (params: TooltipItem |
       if (value === 0) continue;
       lines.push(
         `<div>${swatch(item.color)}${escapeHtml(item.seriesName ?? "")}: ` +
-          `<b>${escapeHtml(formatInUnit(value * unit.divisor, unit))}</b></div>`,
+          `<b>${escapeHtml(formatDuration(value * unit.divisor))}</b></div>`,
       );
     }
     return (
       `<div><b>Step ${escapeHtml(first.name ?? "")}</b></div>` +
       lines.join("") +
-      `<div style="margin-top:4px">Total: <b>${escapeHtml(formatInUnit(total * unit.divisor, unit))}</b></div>`
+      `<div style="margin-top:4px">Total: <b>${escapeHtml(formatDuration(total * unit.divisor))}</b></div>`
     );
   };
 }

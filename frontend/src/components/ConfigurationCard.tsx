@@ -18,6 +18,9 @@ export function ConfigurationCard({ configuration: c }: { configuration: Configu
     ["Workers in run", formatNumber(c.workers_in_run)],
     ["Steps", formatNumber(c.step_count)],
     ["Step markers in trace", formatBool(c.has_step_markers)],
+    ...(c.dropped_tail_steps && c.dropped_tail_steps.length > 0
+      ? ([["Incomplete last steps left out", c.dropped_tail_steps.join(", ")]] as [ReactNode, string][])
+      : []),
     [<InfoTooltip key="avg" label="Average step time" text={DEFINITIONS.stepTime} />, formatDuration(c.average_step_us)],
     ["Steps window", formatDuration(c.steps_window_us)],
     ["Distributed", distributedText(c.distributed)],

@@ -3,7 +3,7 @@ import type { OverviewReady } from "../api/types";
 import { buildDonutOption, buildExecutionRows } from "../charts/executionDonutOption";
 import type { Theme } from "../hooks/useTheme";
 import { DEFINITIONS } from "../util/definitions";
-import { formatNumber, formatPct } from "../util/format";
+import { formatDuration, formatNumber, formatPct } from "../util/format";
 import { Card } from "./Card";
 import { EChart } from "./EChart";
 import { InfoTooltip } from "./InfoTooltip";
@@ -53,7 +53,19 @@ export function ExecutionSummary({ data, theme }: ExecutionSummaryProps) {
             </tr>
           </tfoot>
         </table>
-        <EChart option={option} theme={theme} height={240} testId="execution-donut" ariaLabel="Average step time by category" />
+        <div className="donut">
+          <EChart
+            option={option}
+            theme={theme}
+            height={240}
+            testId="execution-donut"
+            ariaLabel="Average step time by category"
+          />
+          <div className="donut-center" data-testid="donut-center">
+            <span className="donut-center-label">Average step</span>
+            <span className="donut-center-value">{formatDuration(total)}</span>
+          </div>
+        </div>
       </div>
     </Card>
   );

@@ -1,9 +1,11 @@
 // The selection as React state, backed by location.hash. What the hash asks for is resolved against the
 // registry (falling back to the first run/worker/span), and the hash is rewritten to what is shown.
+// With no hash (TensorBoard itself was reloaded), the selection remembered in sessionStorage is used.
 import { useCallback, useEffect, useMemo, useState } from "react";
 import type { RunsResponse, Selection } from "../api/types";
 import { parseHash, writeHash, type PartialSelection } from "../state/hashState";
 import { resolveSelection } from "../state/selection";
+import { initialSelection, rememberSelection } from "../state/selectionMemory";
 
 export interface HashSelection {
   selection: Selection | null;
@@ -11,10 +13,14 @@ export interface HashSelection {
 }
 
 export function useHashSelection(data: RunsResponse | null, win: Window = window): HashSelection {
-  const [wanted, setWanted] = useState<PartialSelection>(() => parseHash(win.location.hash));
+  const [wanted, setWanted] = useState<PartialSelection>(() => initialSelection(win.location.hash));
 
   useEffect(() => {
-    const onHashChange = () => setWanted(parseHash(win.location.hash));
+    // A hash edited by hand selects what it names; an emptied hash keeps the current selection.
+    const onHashChange = () => {
+      const next = parseHash(win.location.hash);
+      if (Object.keys(next).length > 0) setWanted(next);
+    };
     win.addEventListener("hashchange", onHashChange);
     return () => win.removeEventListener("hashchange", onHashChange);
   }, [win]);
@@ -27,7 +33,9 @@ export function useHashSelection(data: RunsResponse | null, win: Window = window
   // Keep the hash in step with what is shown. Only once the registry is known: before that, the hash
   // is left alone so a reload during startup does not lose it.
   useEffect(() => {
-    if (selection) writeHash(selection, win);
+    if (!selection) return;
+    writeHash(selection, win);
+    rememberSelection(selection);
   }, [selection, win]);
 
   const select = useCallback((next: PartialSelection) => setWanted(next), []);

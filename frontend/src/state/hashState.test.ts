@@ -70,3 +70,32 @@ describe("hash state", () => {
     expect(writes).toBe(0);
   });
 });
+
+describe("selection memory", () => {
+  it("prefers the hash, else recalls the stored selection", async () => {
+    const { initialSelection, rememberSelection, STORAGE_KEY } = await import("./selectionMemory");
+    const store = new Map<string, string>();
+    const storage = {
+      getItem: (k: string) => store.get(k) ?? null,
+      setItem: (k: string, v: string) => void store.set(k, v),
+    } as unknown as Storage;
+    rememberSelection({ run: "a/b #c", worker: "w", span: "2" }, storage);
+    expect(store.get(STORAGE_KEY)).toBe("#run=a%2Fb+%23c&worker=w&span=2");
+    expect(initialSelection("", storage)).toEqual({ run: "a/b #c", worker: "w", span: "2" });
+    expect(initialSelection("#run=x", storage)).toEqual({ run: "x" });
+  });
+
+  it("survives storage that throws", async () => {
+    const { initialSelection, rememberSelection } = await import("./selectionMemory");
+    const broken = {
+      getItem: () => {
+        throw new DOMException("denied", "SecurityError");
+      },
+      setItem: () => {
+        throw new DOMException("denied", "SecurityError");
+      },
+    } as unknown as Storage;
+    expect(() => rememberSelection({ run: "r" }, broken)).not.toThrow();
+    expect(initialSelection("", broken)).toEqual({});
+  });
+});

@@ -53,6 +53,13 @@ describe("Overview view", () => {
     expect(valueOf("PyTorch version")).toBe("–");
     expect(valueOf("Trace format")).toBe("kineto-2021");
     expect(valueOf("Step markers in trace")).toBe("Yes");
+    expect(screen.queryByText("Incomplete last steps left out")).toBeNull();
+  });
+
+  it("names the tail steps the server left out", () => {
+    const withDropped = { ...overview, configuration: { ...overview.configuration, dropped_tail_steps: ["10", "11"] } };
+    render(<Overview data={withDropped} theme="light" />);
+    expect(valueOf("Incomplete last steps left out")).toBe("10, 11");
   });
 
   it("renders the execution summary table with times and shares of the average step", () => {
@@ -68,6 +75,7 @@ describe("Overview view", () => {
     expect(rows[rows.length - 1]).toEqual(["Average step", "111,593.6", "100.00 %"]);
     const donut = screen.getByTestId("execution-donut");
     expect(donut.dataset.points).toBe("[7]"); // zero-valued Communication is not drawn
+    expect(screen.getByTestId("donut-center").textContent).toBe("Average step111.59 ms");
   });
 
   it("renders the step chart with one series per category", () => {
