@@ -18,7 +18,7 @@ import zipfile
 import numpy as np
 import orjson
 
-from ..trace.model import EVENT_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
+from ..trace.model import EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
 FORMAT_REVISION = 1
 
@@ -26,6 +26,7 @@ FORMAT_REVISION = 1
 def _layout_fingerprint() -> str:
     spec = repr(sorted((k, np.dtype(v).str) for k, v in EVENT_COLUMNS.items()))
     spec += repr(sorted((k, np.dtype(v).str) for k, v in MEMORY_COLUMNS.items()))
+    spec += repr(sorted((k, np.dtype(v).str) for k, v in FLOW_COLUMNS.items()))
     spec += repr([f.name for f in dataclasses.fields(DeviceInfo)])
     return hashlib.sha256(spec.encode()).hexdigest()[:10]
 
@@ -59,6 +60,7 @@ class ParseCache:
                 header = orjson.loads(data["header"].tobytes())
                 events = Table({k: data["e." + k] for k in EVENT_COLUMNS})
                 memory = Table({k: data["m." + k] for k in MEMORY_COLUMNS})
+                flows = Table({k: data["f." + k] for k in FLOW_COLUMNS})
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, zipfile.BadZipFile, orjson.JSONDecodeError):
@@ -67,6 +69,7 @@ class ParseCache:
             strings=header["strings"],
             events=events,
             memory=memory,
+            flows=flows,
             devices=[DeviceInfo(**d) for d in header["devices"]],
             distributed=header["distributed"],
             meta=header["meta"],
@@ -89,6 +92,7 @@ class ParseCache:
         arrays = {"header": np.frombuffer(header, dtype=np.uint8)}
         arrays.update({"e." + k: v for k, v in trace.events.columns.items()})
         arrays.update({"m." + k: v for k, v in trace.memory.columns.items()})
+        arrays.update({"f." + k: v for k, v in trace.flows.columns.items()})
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")

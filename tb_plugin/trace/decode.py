@@ -21,7 +21,7 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .errors import TraceReadError
-from .model import EVENT_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
+from .model import EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
 BATCH_EVENTS = 100_000
 
@@ -42,6 +42,15 @@ class _Args(msgspec.Struct):
     device_type: Any = msgspec.field(default=None, name="Device Type")
     device_id: Any = msgspec.field(default=None, name="Device Id")
     name: Any = None  # metadata events: process_name / thread_name
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+    input_dims_old: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input dims")
+    call_stack: Any = msgspec.field(default=None, name="Call stack")
+    flops: Any = None
+    python_id: Any = msgspec.field(default=None, name="Python id")
+    python_parent_id: Any = msgspec.field(default=None, name="Python parent id")
 
 
 class _Event(msgspec.Struct):
@@ -53,6 +62,7 @@ class _Event(msgspec.Struct):
     ts: Any = None
     dur: Any = None
     args: _Args | None = None
+    id: Any = None  # flow events
 
 
 class _LooseEvent(msgspec.Struct):
@@ -214,6 +224,22 @@ def _int_column(values: list, dtype=np.int64) -> np.ndarray:
     return out
 
 
+def _list_text(value: Any) -> str | None:
+    """``[13, 1, 1]`` → ``"[13, 1, 1]"``; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def _json_text(raw: bytes) -> str:
+    try:
+        return repr(msgspec.json.decode(raw)) if raw.strip()[:1] in (b"[", b"{") else raw.decode("utf-8", "replace")
+    except msgspec.DecodeError:
+        return raw.decode("utf-8", "replace")
+
+
 def _grid_size(grid: Any) -> int:
     try:
         x, y, z = grid
@@ -230,6 +256,8 @@ class _ColumnBuilder:
         self._ids: dict[Any, int] = {None: 0}
         self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
         self.memory_rows: list[tuple] = []
+        self.flow_rows: list[tuple] = []
+        self._json_ids: dict[bytes, int] = {}
         self.begin_end: list[tuple] = []
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[str, str] = {}
@@ -255,6 +283,20 @@ class _ColumnBuilder:
             ids = list(map(table.get, values))
         return np.array(ids, dtype=np.int32)
 
+    def intern_json(self, raws: list) -> np.ndarray:
+        """String ids for raw JSON values (``msgspec.Raw``), shown as Python-style text."""
+        table = self._json_ids
+        keys = [bytes(r) if len(r) else None for r in raws]
+        texts = {}
+        for k in set(keys):
+            if k is not None and k not in table:
+                texts[k] = _json_text(k)
+        if texts:
+            ids = self.intern(list(texts.values()))
+            table.update(zip(texts.keys(), ids.tolist()))
+        table_get = table.get
+        return np.array([table_get(k, 0) if k is not None else 0 for k in keys], dtype=np.int32)
+
     # -- batches ---------------------------------------------------------------------------
     def add_batch(self, raws: list[msgspec.Raw]) -> None:
         events = self._decode_batch(raws)
@@ -266,7 +308,10 @@ class _ColumnBuilder:
         else:
             xs = [e for e, ph in zip(events, phases) if ph == "X"]
             for e, ph in zip(events, phases):
-                if ph != "X" and ph not in _FLOW_PHASES:
+                if ph in _FLOW_PHASES:
+                    if e.cat == "fwdbwd":
+                        self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
+                elif ph != "X":
                     self._other(e, ph)
         if xs:
             self._add_complete_events(xs)
@@ -353,6 +398,15 @@ class _ColumnBuilder:
             "grid_size": np.array([_grid_size(a.grid) if a.grid is not None else -1 for a in args], dtype=np.int64),
             "blocks_per_sm": _float_column([a.blocks_per_sm for a in args]),
             "occupancy_pct": _float_column([a.occupancy for a in args]),
+            "grid": self.intern([_list_text(a.grid) if a.grid is not None else None for a in args]),
+            "block": self.intern([_list_text(a.block) if a.block is not None else None for a in args]),
+            "registers": _int_column([a.registers for a in args], np.int32),
+            "shared_memory": _int_column([a.shared_memory for a in args]),
+            "input_dims": self.intern_json([a.input_dims if len(a.input_dims) else a.input_dims_old for a in args]),
+            "call_stack": self.intern([a.call_stack if isinstance(a.call_stack, str) else None for a in args]),
+            "flops": _float_column([a.flops for a in args]),
+            "python_id": _int_column([a.python_id for a in args]),
+            "python_parent_id": _int_column([a.python_parent_id for a in args]),
         }
         keep = ~missing_ts
         for key, col in columns.items():
@@ -418,6 +472,7 @@ class _ColumnBuilder:
             strings=self.strings,
             events=Table(cols),
             memory=self._memory_table(),
+            flows=self._flow_table(),
             devices=_devices(top),
             distributed=top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else None,
             meta=meta,
@@ -433,6 +488,14 @@ class _ColumnBuilder:
             cols[key] = _int_column(list(values), MEMORY_COLUMNS[key])
         order = np.argsort(cols["ts"], kind="stable")
         return Table({k: v[order] for k, v in cols.items()})
+
+    def _flow_table(self) -> Table:
+        if not self.flow_rows:
+            return Table.empty(FLOW_COLUMNS)
+        ids, phase, ts, pid, tid = (list(f) for f in zip(*self.flow_rows))
+        cols = {"id": _int_column(ids), "phase": np.array(phase, dtype=np.uint8), "ts": _float_column(ts),
+                "pid": self.intern(pid), "tid": self.intern(tid)}
+        return Table(cols)
 
     def _warnings(self, cols, known, unmatched_b, unmatched_e) -> list[str]:
         out = []

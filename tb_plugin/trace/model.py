@@ -28,6 +28,24 @@ EVENT_COLUMNS: dict[str, Any] = {
     "grid_size": np.int64,  # gridX·gridY·gridZ of a kernel
     "blocks_per_sm": np.float64,  # kernel arg "blocks per SM"
     "occupancy_pct": np.float64,  # kernel arg "est. achieved occupancy %"
+    "grid": np.int32,  # kernel launch grid as text "[x, y, z]" (string id; 0 = missing)
+    "block": np.int32,  # kernel launch block as text
+    "registers": np.int32,  # kernel "registers per thread"
+    "shared_memory": np.int64,  # kernel "shared memory", bytes
+    "input_dims": np.int32,  # operator "Input Dims" as text (string id)
+    "call_stack": np.int32,  # operator "Call stack" (2021 traces; frames joined by ";"), string id
+    "flops": np.float64,  # operator "flops" (with_flops=True)
+    "python_id": np.int64,  # python_function "Python id"
+    "python_parent_id": np.int64,  # python_function "Python parent id"
+}
+
+#: ``fwdbwd`` flow events: a start (forward op) and an end (backward op) share an ``id``.
+FLOW_COLUMNS: dict[str, Any] = {
+    "id": np.int64,
+    "phase": np.uint8,  # 0 = start ("s"), 1 = end ("f"/"t")
+    "ts": np.float64,
+    "pid": np.int32,
+    "tid": np.int32,
 }
 
 #: ``[memory]`` instant-event columns (bytes are signed: > 0 allocates, < 0 frees).
@@ -93,6 +111,7 @@ class Trace:
     distributed: dict[str, Any] | None
     meta: dict[str, Any]
     warnings: list[str]
+    flows: Table = dataclasses.field(default_factory=lambda: Table.empty(FLOW_COLUMNS))
     derived: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def string(self, index: int) -> str | None:
