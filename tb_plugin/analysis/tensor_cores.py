@@ -28,9 +28,12 @@ TENSOR_CORE_ELIGIBLE_OPS = (
     "aten::linear", "aten::addbmm", "aten::baddbmm", "aten::bmm", "aten::chain_matmul",
     "aten::linalg_multi_dot", "aten::_thnn_fused_lstm_cell", "aten::_thnn_fused_gru_cell",
     "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
+    "aten::convolution_backward", "aten::cudnn_convolution_backward", "aten::cudnn_convolution_transpose_backward",
 )
 _ELIGIBLE_BACKWARD = re.compile(
-    r"(Convolution|Cudnn|Addmm|Mm|Bmm|Baddbmm|Addbmm|Mv|Addmv|Addr|Prelu|Linear|Matmul)\w*Backward", re.IGNORECASE
+    r"^(autograd::engine::evaluate_function: )?"
+    r"(Cudnn|Mkldnn)?(Convolution|ConvolutionTranspose|Addmm|Mm|Bmm|Baddbmm|Addbmm|Mv|Addmv|Addr|Prelu|Linear|Matmul)"
+    r"Backward\d*$"
 )
 
 

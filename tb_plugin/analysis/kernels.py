@@ -1,0 +1,95 @@
+"""GPU Kernel view: kernels grouped by name, or by name + launching operator + launch configuration.
+
+Definitions, per group (µs): ``calls`` = number of kernel events; ``total/mean/min/max`` of their
+durations; ``blocks_per_sm`` and ``achieved_occupancy_pct`` = duration-weighted means over the calls
+that carry the arg (``null`` when none does); ``tensor_cores`` = the name matches a tensor-core kernel
+pattern (:mod:`.tensor_cores`). The launching operator is the innermost operator around the kernel's
+launch (:mod:`.operators`). Kernels are recognized by category (``Kernel``/``kernel``) on NVIDIA and
+AMD alike; a missing launch arg leaves its cell ``null``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.categories import Kind
+from ..trace.links import _cached
+from ..trace.model import Trace
+from .operators import op_times
+from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
+
+GROUPINGS = ("kernel", "kernel_op_config")
+
+
+def kernel_rows(trace: Trace, group_by: str = "kernel") -> list[dict]:
+    if group_by not in GROUPINGS:
+        raise ValueError(f"group_by must be one of {GROUPINGS}")
+    return _cached(trace, "kernel_rows:" + group_by, lambda: _kernel_rows(trace, group_by))
+
+
+def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
+    ev = trace.events
+    rows = np.flatnonzero(ev.kind == Kind.KERNEL)
+    if len(rows) == 0:
+        return []
+    by_config = group_by == "kernel_op_config"
+    owner = op_times(trace).owner[rows]
+    op_name = np.where(owner >= 0, ev.name[np.maximum(owner, 0)], 0).astype(np.int64)
+    parts = [ev.name[rows].astype(np.int64)]
+    if by_config:
+        parts += [op_name, ev.grid[rows].astype(np.int64), ev.block[rows].astype(np.int64),
+                  ev.registers[rows].astype(np.int64), ev.shared_memory[rows].astype(np.int64)]
+    stacked = np.stack(parts, axis=1)
+    uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    size = len(uniq)
+    dur = ev.dur[rows]
+    calls = np.bincount(inverse, minlength=size)
+    total = np.bincount(inverse, weights=dur, minlength=size)
+    mins = np.full(size, np.inf)
+    maxs = np.full(size, -np.inf)
+    np.minimum.at(mins, inverse, dur)
+    np.maximum.at(maxs, inverse, dur)
+    bps = _weighted_mean(ev.blocks_per_sm[rows], dur, inverse, size)
+    occ = _weighted_mean(ev.occupancy_pct[rows], dur, inverse, size)
+    out = []
+    for g in range(size):
+        name = trace.strings[uniq[g, 0]]
+        row = {"key": str(g), "name": name, "op": None, "grid": None, "block": None, "registers_per_thread": None,
+               "shared_memory_bytes": None, "tc_eligible": None}
+        if by_config:
+            op, grid, block, regs, smem = (int(v) for v in uniq[g, 1:])
+            row.update(op=trace.strings[op] if op else None, grid=trace.strings[grid] if grid else None,
+                       block=trace.strings[block] if block else None,
+                       registers_per_thread=regs if regs >= 0 else None,
+                       shared_memory_bytes=smem if smem >= 0 else None,
+                       tc_eligible=is_tensor_core_eligible_op(trace.strings[op]) if op else None)
+        row.update(calls=int(calls[g]), total_us=float(total[g]), mean_us=float(total[g] / calls[g]),
+                   min_us=float(mins[g]), max_us=float(maxs[g]), blocks_per_sm=bps[g], achieved_occupancy_pct=occ[g],
+                   tensor_cores=uses_tensor_cores(name))
+        out.append(row)
+    return out
+
+
+def _weighted_mean(values: np.ndarray, weights: np.ndarray, inverse: np.ndarray, size: int) -> list:
+    ok = values >= 0  # NaN (missing) and negative values are skipped
+    w = np.bincount(inverse[ok], weights=weights[ok], minlength=size)
+    s = np.bincount(inverse[ok], weights=values[ok] * weights[ok], minlength=size)
+    n = np.bincount(inverse[ok], minlength=size)
+    out = []
+    for g in range(size):
+        if n[g] == 0:
+            out.append(None)
+        elif w[g] > 0:
+            out.append(float(s[g] / w[g]))
+        else:  # only zero-length calls carry the value: plain mean
+            out.append(float(values[ok][inverse[ok] == g].mean()))
+    return out
+
+
+def tensor_core_split(trace: Trace) -> dict[str, float]:
+    """Kernel time on tensor cores vs. the rest (µs)."""
+    ev = trace.events
+    kernel = ev.kind == Kind.KERNEL
+    tc = kernel & trace.name_mask(uses_tensor_cores)
+    return {"tensor_core_us": float(ev.dur[tc].sum()), "other_us": float(ev.dur[kernel & ~tc].sum())}

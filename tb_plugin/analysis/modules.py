@@ -1,0 +1,127 @@
+"""Module view: the ``nn.Module`` hierarchy of ``with_modules`` traces.
+
+Module calls are ``python_function`` events named ``nn.Module: <Class>_<n>``; a module's parent is
+the nearest enclosing module call on the same thread. Calls with the same path from the root are one
+node; ``occurrences`` counts them. Per node (µs):
+
+- **host total** = Σ durations of its calls; **host self** = host total − its children's host totals;
+- **device self** = device self time of the operators whose innermost module is this one, plus the
+  device total of the backward operators linked to those operators by ``fwdbwd`` flows (the module is
+  credited with the backward work of its ops); **device total** = self + children's totals;
+- **operators** = operator calls whose innermost module is this one.
+
+Returns ``None`` when the trace has no module events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.categories import Kind
+from ..trace.links import _cached
+from ..trace.model import Trace
+from .op_tree import op_tree
+from .operators import op_times
+
+MODULE_PREFIX = "nn.Module: "
+
+
+def module_tree(trace: Trace) -> list[dict] | None:
+    return _cached(trace, "module_tree", lambda: _module_tree(trace)) or None
+
+
+def _module_tree(trace: Trace) -> list[dict]:
+    ev = trace.events
+    is_module = (ev.kind == Kind.PYTHON_FUNCTION) & trace.name_mask(lambda s: s.startswith(MODULE_PREFIX))
+    if not is_module.any():
+        return []
+    py_parent = op_tree(trace).py_parent
+    times = op_times(trace)
+
+    nearest: dict[int, int] = {}  # python row → nearest module row at or above it (-1: none)
+
+    def module_at(row: int) -> int:
+        path = []
+        while row >= 0 and row not in nearest:
+            path.append(row)
+            row = row if is_module[row] else int(py_parent[row])
+            if path[-1] == row:  # a module: itself
+                break
+        found = nearest.get(row, -1) if row >= 0 and not is_module[row] else row
+        for r in path:
+            nearest[r] = found
+        return found
+
+    module_rows = np.flatnonzero(is_module)
+    parent_module = {int(r): (module_at(int(py_parent[r])) if py_parent[r] >= 0 else -1) for r in module_rows}
+    node_of: dict[int, tuple] = {}
+
+    def path_of(row: int) -> tuple:
+        got = node_of.get(row)
+        if got is None:
+            parent = parent_module[row]
+            name = trace.strings[ev.name[row]][len(MODULE_PREFIX):]
+            got = node_of[row] = (path_of(parent) if parent >= 0 else ()) + (name,)
+        return got
+
+    nodes: dict[tuple, dict] = {}
+    for r in module_rows.tolist():
+        node = nodes.setdefault(path_of(r), _empty(path_of(r)[-1]))
+        node["occurrences"] += 1
+        node["host_total_us"] += float(ev.dur[r])
+
+    # operators → innermost module
+    op_rows = np.flatnonzero(times.is_op & (py_parent >= 0))
+    op_module = np.array([module_at(int(p)) for p in py_parent[op_rows]], dtype=np.int64) if len(op_rows) else op_rows
+    for r, m in zip(op_rows.tolist(), op_module.tolist()):
+        if m >= 0:
+            node = nodes[path_of(m)]
+            node["operators"] += 1
+            node["device_self_us"] += float(times.device_self[r])
+    for fwd, bwd in _forward_backward_pairs(trace):
+        p = py_parent[fwd]
+        m = module_at(int(p)) if p >= 0 else -1
+        if m >= 0:
+            nodes[path_of(m)]["device_self_us"] += float(times.device_total[bwd])
+
+    roots: list[dict] = []
+    for path in sorted(nodes, key=len):
+        node = nodes[path]
+        (nodes[path[:-1]]["children"] if len(path) > 1 else roots).append(node)
+    for root in roots:
+        _roll_up(root)
+    return roots
+
+
+def _empty(name: str) -> dict:
+    return {"name": name, "occurrences": 0, "operators": 0, "host_total_us": 0.0, "host_self_us": 0.0,
+            "device_total_us": 0.0, "device_self_us": 0.0, "children": []}
+
+
+def _roll_up(node: dict) -> None:
+    for child in node["children"]:
+        _roll_up(child)
+    node["host_self_us"] = max(0.0, node["host_total_us"] - sum(c["host_total_us"] for c in node["children"]))
+    node["device_total_us"] = node["device_self_us"] + sum(c["device_total_us"] for c in node["children"])
+    node["children"].sort(key=lambda c: -c["host_total_us"])
+
+
+def _forward_backward_pairs(trace: Trace) -> list[tuple[int, int]]:
+    """(forward op row, backward op row) for each ``fwdbwd`` flow whose ends sit on operators."""
+    flows = trace.flows
+    if len(flows) == 0:
+        return []
+    ev = trace.events
+    is_op = op_times(trace).is_op
+    at: dict[tuple, int] = {}
+    for r in op_tree(trace).order.tolist():  # nesting order: the innermost op at a timestamp wins
+        if is_op[r]:
+            at[(int(ev.pid[r]), int(ev.tid[r]), float(ev.ts[r]))] = r
+    starts: dict[int, int] = {}
+    ends: dict[int, int] = {}
+    for fid, phase, ts, pid, tid in zip(flows.id.tolist(), flows.phase.tolist(), flows.ts.tolist(),
+                                        flows.pid.tolist(), flows.tid.tolist()):
+        row = at.get((pid, tid, ts))
+        if row is not None:
+            (starts if phase == 0 else ends)[fid] = row
+    return [(starts[f], ends[f]) for f in starts if f in ends]

@@ -1,0 +1,77 @@
+"""Host nesting: for every host event, its innermost enclosing operator and Python frame.
+
+Per thread (pid, tid), events are ordered by (start, −end); an event's parent is the innermost
+earlier event that contains it: ``parent.ts ≤ ts`` and ``end ≤ parent.end`` (µs). Operators are
+``cpu_op``/``Operator`` and ``user_annotation`` events; launches (runtime/driver calls) and Python
+frames (``python_function``) are placed too. An event that crosses a would-be parent (starts inside
+it, ends after it) is malformed: it is counted and the would-be parent is closed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..trace.categories import Kind
+from ..trace.links import _cached
+from ..trace.model import Trace
+
+_RANK = {int(Kind.PYTHON_FUNCTION): 0, int(Kind.USER_ANNOTATION): 1, int(Kind.CPU_OP): 2,
+         int(Kind.RUNTIME): 3, int(Kind.DRIVER): 3}
+
+
+@dataclasses.dataclass
+class OpTree:
+    op_parent: np.ndarray  # innermost enclosing operator row, or -1 (for every event)
+    py_parent: np.ndarray  # innermost enclosing python_function row, or -1
+    crossings: int  # malformed (crossing) events seen
+    order: np.ndarray  # host rows in nesting order (parents before children)
+
+
+def op_tree(trace: Trace) -> OpTree:
+    return _cached(trace, "op_tree", lambda: _build(trace))
+
+
+def _build(trace: Trace) -> OpTree:
+    ev = trace.events
+    n = len(ev)
+    op_parent = np.full(n, -1, dtype=np.int64)
+    py_parent = np.full(n, -1, dtype=np.int64)
+    kind = ev.kind
+    rank_table = np.full(256, -1, dtype=np.int64)
+    for k, r in _RANK.items():
+        rank_table[k] = r
+    rank = rank_table[kind]
+    rows = np.flatnonzero(rank >= 0)
+    if len(rows) == 0:
+        return OpTree(op_parent, py_parent, 0, rows)
+    thread = ev.pid[rows].astype(np.int64) << 32 | ev.tid[rows].astype(np.int64)
+    start = ev.ts[rows]
+    end = start + ev.dur[rows]
+    order = np.lexsort((rank[rows], -end, start, thread))
+    rows, thread, start, end, rank = rows[order], thread[order], start[order], end[order], rank[rows][order]
+    op_out = op_parent
+    py_out = py_parent
+    crossings = 0
+    ops: list[tuple[float, int]] = []  # (end, row)
+    pys: list[tuple[float, int]] = []
+    current = None
+    for row, th, s, e, r in zip(rows.tolist(), thread.tolist(), start.tolist(), end.tolist(), rank.tolist()):
+        if th != current:
+            current, ops, pys = th, [], []
+        while ops and ops[-1][0] < e:
+            if ops[-1][0] > s:
+                crossings += 1
+            ops.pop()
+        while pys and pys[-1][0] < e:
+            pys.pop()
+        if ops:
+            op_out[row] = ops[-1][1]
+        if pys:
+            py_out[row] = pys[-1][1]
+        if r == 1 or r == 2:
+            ops.append((e, row))
+        elif r == 0:
+            pys.append((e, row))
+    return OpTree(op_parent, py_parent, crossings, rows)

@@ -1,0 +1,188 @@
+"""Operator view: host and device time attributed to operators.
+
+Definitions (µs), per operator event (``cpu_op``/``Operator`` and ``user_annotation`` ranges):
+
+- **Host total** = its duration.
+- **Host self** = host total − durations of its direct child operators − durations of its own
+  runtime/driver calls (the launches directly inside it on the same thread).
+- **Device self** = GPU time (kernels, memcpy, memset) of the work its own launches started. A launch
+  belongs to the innermost operator that encloses it on its thread, so a backward op on the autograd
+  thread owns the kernels it launched. ``cuda_driver`` launches (Triton, torch.compile) and
+  ``cudaGraphLaunch`` replays are attributed the same way.
+- **Device total** = device self + device total of its child operators.
+- **Calls** = number of events in the group. Rows group by name, by name + input shapes
+  (``Input Dims``), or by name + call stack.
+- **Tensor cores**: an op is *eligible* when its name is a tensor-core-capable op (or an autograd
+  backward node of one); ``tc_self_pct``/``tc_total_pct`` = share of its self/total kernel time spent
+  in tensor-core kernels (``null`` without kernel time).
+- **FLOPs** = Σ of the ``flops`` arg (``with_flops=True``); TFLOP/s = FLOPs ÷ device total time.
+
+``ProfilerStep#N`` markers, DataLoader ranges and the wrappers ``DataParallel.forward``,
+``DistributedDataParallel.forward`` and ``Optimizer.*`` are not rows, but their children are. An op
+whose only child op has the same name (``aten::div`` calling ``aten::div``) is one call: the child
+is merged into it, its self times added to the parent's (as torch-tb-profiler counts calls).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
+from ..trace.links import device_mask, launch_mask, launch_of, _cached
+from ..trace.model import Trace
+from .call_stacks import stack_ids
+from .op_tree import op_tree
+from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
+
+EXCLUDED_PREFIXES = (PROFILER_STEP_PREFIX, "DataParallel.forward", "DistributedDataParallel.forward", "Optimizer.",
+                     *DATALOADER_PREFIXES)
+GROUPINGS = ("operator", "input_shape", "call_stack")
+
+
+@dataclasses.dataclass
+class OpTimes:
+    """Per-event arrays (length = number of events; meaningful on operator rows)."""
+
+    is_op: np.ndarray
+    host_self: np.ndarray
+    device_self: np.ndarray
+    device_total: np.ndarray
+    tc_self: np.ndarray  # tensor-core kernel time, self
+    tc_total: np.ndarray
+    kernel_self: np.ndarray  # kernel time, self (denominator of the tc shares)
+    kernel_total: np.ndarray
+    owner: np.ndarray  # for device work: the operator row its launch belongs to, else -1
+    merged: np.ndarray  # operator rows merged into their same-name only-child parent (not table rows)
+
+
+def op_times(trace: Trace) -> OpTimes:
+    return _cached(trace, "op_times", lambda: _op_times(trace))
+
+
+def _op_times(trace: Trace) -> OpTimes:
+    ev = trace.events
+    n = len(ev)
+    tree = op_tree(trace)
+    is_op = (ev.kind == Kind.CPU_OP) | (ev.kind == Kind.USER_ANNOTATION)
+    parent = tree.op_parent
+    host_self = np.where(is_op, ev.dur, 0.0)
+    children = np.flatnonzero((is_op | launch_mask(trace)) & (parent >= 0))
+    np.subtract.at(host_self, parent[children], ev.dur[children])
+    host_self = np.maximum(host_self, 0.0)
+
+    launcher = launch_of(trace)
+    dev = np.flatnonzero(device_mask(trace) & (launcher >= 0))
+    owner = np.full(n, -1, dtype=np.int64)
+    owner[dev] = parent[launcher[dev]]
+    owned = dev[owner[dev] >= 0]
+    kernel = ev.kind == Kind.KERNEL
+    tc = kernel & trace.name_mask(uses_tensor_cores)
+
+    def accumulate(weights_mask):
+        out = np.zeros(n)
+        rows = owned[weights_mask[owned]] if weights_mask is not None else owned
+        np.add.at(out, owner[rows], ev.dur[rows])
+        return out
+
+    device_self = accumulate(None)
+    kernel_self = accumulate(kernel)
+    tc_self = accumulate(tc)
+    totals = [device_self.copy(), kernel_self.copy(), tc_self.copy()]
+    ops_in_order = tree.order[is_op[tree.order]]
+    parents = parent[ops_in_order]
+    # children come after their parents in nesting order: sweep backwards to roll totals up
+    for row, par in zip(ops_in_order[::-1].tolist(), parents[::-1].tolist()):
+        if par >= 0:
+            for arr in totals:
+                arr[par] += arr[row]
+    # an op whose single child op has the same name: merge the child into it
+    op_children = np.flatnonzero(is_op & (parent >= 0))
+    n_children = np.bincount(parent[op_children], minlength=n)
+    same = op_children[(n_children[parent[op_children]] == 1) & (ev.name[op_children] == ev.name[parent[op_children]])]
+    merged = np.zeros(n, dtype=bool)
+    merged[same] = True
+    table_self = [host_self.copy(), device_self.copy(), kernel_self.copy(), tc_self.copy()]
+    for arr in table_self:  # children first, so chains of same-name ops fold all the way up
+        for row in sorted(same.tolist(), key=lambda r: -ev.ts[r]):
+            arr[parent[row]] += arr[row]
+    return OpTimes(is_op, table_self[0], table_self[1], totals[0], table_self[3], totals[2], table_self[2], totals[1],
+                   owner, merged)
+
+
+def _groups(trace: Trace, group_by: str):
+    """``(rows, inverse, keys)``: operator rows and their group index; keys = name id << 32 | second id."""
+    if group_by not in GROUPINGS:
+        raise ValueError(f"group_by must be one of {GROUPINGS}")
+
+    def build():
+        ev = trace.events
+        excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))
+        times = op_times(trace)
+        rows = np.flatnonzero(times.is_op & ~excluded & ~times.merged)
+        if group_by == "operator":
+            second = np.zeros(len(rows), dtype=np.int64)
+        elif group_by == "input_shape":
+            second = ev.input_dims[rows].astype(np.int64)
+        else:
+            second = stack_ids(trace)[rows].astype(np.int64)
+        keys = ev.name[rows].astype(np.int64) << 32 | second
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        return rows, inverse, uniq
+
+    return _cached(trace, "op_groups:" + group_by, build)
+
+
+def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
+    """Operator table rows, grouped as asked (see the module docstring)."""
+    rows, inverse, uniq = _groups(trace, group_by)
+    if len(rows) == 0:
+        return []
+    ev = trace.events
+    t = op_times(trace)
+    size = len(uniq)
+
+    def total(values):
+        return np.bincount(inverse, weights=values[rows], minlength=size)
+
+    calls = np.bincount(inverse, minlength=size)
+    sums = {k: total(v) for k, v in (("host_self_us", t.host_self), ("host_total_us", ev.dur),
+                                     ("device_self_us", t.device_self), ("device_total_us", t.device_total),
+                                     ("kernel_self", t.kernel_self), ("kernel_total", t.kernel_total),
+                                     ("tc_self", t.tc_self), ("tc_total", t.tc_total))}
+    flops_values = np.nan_to_num(ev.flops[rows], nan=0.0)
+    has_flops = np.bincount(inverse, weights=(~np.isnan(ev.flops[rows])).astype(float), minlength=size) > 0
+    flops = np.bincount(inverse, weights=flops_values, minlength=size)
+    out = []
+    for g, key in enumerate(uniq.tolist()):
+        name = trace.strings[key >> 32]
+        sec = key & 0xFFFFFFFF
+        dev_total = float(sums["device_total_us"][g])
+        out.append({
+            "key": str(g),
+            "name": name,
+            "input_shape": trace.strings[sec] if group_by == "input_shape" and sec else None,
+            "call_stack": trace.strings[sec] if group_by == "call_stack" and sec else None,
+            "calls": int(calls[g]),
+            "host_self_us": float(sums["host_self_us"][g]),
+            "host_total_us": float(sums["host_total_us"][g]),
+            "device_self_us": float(sums["device_self_us"][g]),
+            "device_total_us": dev_total,
+            "tc_eligible": is_tensor_core_eligible_op(name),
+            "tc_self_pct": _pct(sums["tc_self"][g], sums["kernel_self"][g]),
+            "tc_total_pct": _pct(sums["tc_total"][g], sums["kernel_total"][g]),
+            "flops": float(flops[g]) if has_flops[g] else None,
+            "tflops_per_s": (float(flops[g]) / dev_total / 1e6) if has_flops[g] and dev_total > 0 else None,
+        })
+    return out
+
+
+def group_members(trace: Trace, group_by: str, key: int) -> np.ndarray:
+    """Event rows of the table row with this ``key`` (its group index)."""
+    rows, inverse, _ = _groups(trace, group_by)
+    return rows[inverse == key]
+
+
+def _pct(part: float, whole: float) -> float | None:
+    return float(100.0 * part / whole) if whole > 0 else None
