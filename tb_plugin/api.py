@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from . import query
+from .analysis.call_stacks import parse_frame
 from .runs import ERROR, LOADING, QUEUED, RunRegistry
 
 MAX_PARAM_CHARS = 4096
@@ -31,20 +33,145 @@ def runs(registry: RunRegistry) -> tuple[int, dict[str, Any]]:
     return 200, registry.snapshot()
 
 
-def overview(registry: RunRegistry, args: Mapping[str, str]) -> tuple[int, dict[str, Any]]:
+def _ready_file(registry: RunRegistry, args: Mapping[str, str]):
+    """``(state, None)`` for a loaded file, or ``(None, (status, doc))`` to answer right away."""
     try:
         run, worker, span = _param(args, "run"), _param(args, "worker"), _param(args, "span")
     except BadRequest as exc:
-        return 400, {"error": str(exc)}
+        return None, (400, {"error": str(exc)})
     state = registry.find(run, worker, span)
     if state is None:
-        return 404, {"error": f"no trace for run {run!r}, worker {worker!r}, span {span!r}"}
+        return None, (404, {"error": f"no trace for run {run!r}, worker {worker!r}, span {span!r}"})
     if state.state in (QUEUED, LOADING):
         registry.want(state)
-        return 200, {"state": state.state, "progress": round(state.progress, 4)}
+        return None, (200, {"state": state.state, "progress": round(state.progress, 4)})
     if state.state == ERROR:
-        return 200, {"state": ERROR, "error": state.error, "path": state.entry.rel}
+        return None, (200, {"state": ERROR, "error": state.error, "path": state.entry.rel})
+    return state, None
+
+
+def _choice(args: Mapping[str, str], key: str, choices: tuple, default: str) -> str:
+    value = args.get(key) or default
+    if value not in choices:
+        raise BadRequest(f"parameter '{key}' must be one of {', '.join(choices)}")
+    return value
+
+
+def _int(args: Mapping[str, str], key: str, default: int, lo: int, hi: int) -> int:
+    raw = args.get(key)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"parameter '{key}' must be an integer") from None
+    if not lo <= value <= hi:
+        raise BadRequest(f"parameter '{key}' must be between {lo} and {hi}")
+    return value
+
+
+def overview(registry: RunRegistry, args: Mapping[str, str]) -> tuple[int, dict[str, Any]]:
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    run, worker, span = args["run"], args["worker"], args["span"]
     doc = dict(state.overview or {})
     doc["configuration"] = dict(doc.get("configuration", {}), workers_in_run=registry.workers_in_run(run))
     doc.update(state="ready", run=run, worker=worker, span=span, path=state.entry.rel, warnings=list(state.warnings))
     return 200, doc
+
+
+OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
+KERNEL_GROUPS = ("kernel", "kernel_op_config")
+OPERATOR_COLUMNS = ["name", "input_shape", "call_stack", "calls", "host_self_us", "host_total_us", "device_self_us",
+                    "device_total_us", "tc_eligible", "tc_self_pct", "tc_total_pct", "flops", "tflops_per_s"]
+KERNEL_COLUMNS = ["name", "op", "grid", "block", "registers_per_thread", "shared_memory_bytes", "tc_eligible", "calls",
+                  "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct", "tensor_cores"]
+
+
+def _table_query(args: Mapping[str, str], columns: list[str], default_sort: str) -> dict[str, Any]:
+    sort = args.get("sort") or default_sort
+    if sort not in columns:
+        raise BadRequest(f"parameter 'sort' must be a column: {', '.join(columns)}")
+    return {
+        "sort": sort,
+        "descending": _choice(args, "order", ("desc", "asc"), "desc") == "desc",
+        "offset": _int(args, "offset", 0, 0, 10**9),
+        "limit": _int(args, "limit", 100, 1, query.MAX_LIMIT),
+        "search": (args.get("search") or "")[:MAX_PARAM_CHARS],
+        "op_search": (args.get("op_search") or "")[:MAX_PARAM_CHARS],
+    }
+
+
+def operators(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = False):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    try:
+        group_by = _choice(args, "group_by", OPERATOR_GROUPS, "operator")
+        tables = registry.tables(state)
+        has_device = tables.has_device
+        default_sort = "device_self_us" if has_device else "host_self_us"
+        q = _table_query(args, OPERATOR_COLUMNS, default_sort)
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    all_rows = tables.operators(group_by)
+    rows = query.sort_rows(query.filter_rows(all_rows, q["search"]), q["sort"], q["descending"])
+    columns = [c for c in OPERATOR_COLUMNS if not (c == "input_shape" and group_by != "input_shape")
+               and not (c == "call_stack" and group_by != "call_stack")]
+    if as_csv:
+        return 200, query.to_csv(rows, columns)
+    return 200, {
+        "state": "ready", "group_by": group_by, "has_device": has_device, "default_sort": default_sort,
+        "sort": q["sort"], "order": "desc" if q["descending"] else "asc",
+        "total_rows": len(rows), "offset": q["offset"], "rows": rows[q["offset"]: q["offset"] + q["limit"]],
+        "top": {k: query.top(all_rows, k) for k in ("device_self_us", "device_total_us", "host_self_us", "host_total_us")},
+    }
+
+
+def operator_stacks(registry: RunRegistry, args: Mapping[str, str]):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    try:
+        group_by = _choice(args, "group_by", OPERATOR_GROUPS, "operator")
+        key = _int(args, "key", 0, 0, 10**9)
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    stacks = registry.tables(state).stacks(group_by, key)
+    if stacks is None:
+        return 404, {"error": f"no operator row {key}"}
+    for s in stacks:
+        s["frames"] = [parse_frame(f) for f in s.pop("text").split("\n")] if s.get("text") else []
+    return 200, {"stacks": stacks}
+
+
+def kernels(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = False):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    try:
+        group_by = _choice(args, "group_by", KERNEL_GROUPS, "kernel")
+        q = _table_query(args, KERNEL_COLUMNS, "total_us")
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    tables = registry.tables(state)
+    all_rows = tables.kernels(group_by)
+    rows = query.sort_rows(query.filter_rows(all_rows, q["search"], q["op_search"]), q["sort"], q["descending"])
+    columns = KERNEL_COLUMNS if group_by == "kernel_op_config" else [
+        c for c in KERNEL_COLUMNS if c not in ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes",
+                                               "tc_eligible")]
+    if as_csv:
+        return 200, query.to_csv(rows, columns)
+    return 200, {
+        "state": "ready", "group_by": group_by, "sort": q["sort"], "order": "desc" if q["descending"] else "asc",
+        "total_rows": len(rows), "offset": q["offset"], "rows": rows[q["offset"]: q["offset"] + q["limit"]],
+        "top": query.top(all_rows, "total_us"), "tensor_core": tables.tensor_core_split(),
+    }
+
+
+def modules(registry: RunRegistry, args: Mapping[str, str]):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    return 200, {"state": "ready", "modules": registry.tables(state).modules()}

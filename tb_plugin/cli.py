@@ -18,6 +18,9 @@ from .analysis.overview import CATEGORY_KEYS
 from .runs import ERROR, RunRegistry
 from .storage.cache import ParseCache
 
+_OPERATOR_KEYS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "tc_eligible"]
+_KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct",
+                "tensor_cores"]
 _LABELS = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"]
 
 
@@ -53,10 +56,14 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
         if overview is not None:
             overview = dict(overview)
             overview["configuration"] = dict(overview["configuration"], workers_in_run=registry.workers_in_run(st.run))
-        doc["runs"][-1]["workers"].append(
-            {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
-             "warnings": st.warnings, "overview": overview}
-        )
+        entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
+                 "warnings": st.warnings, "overview": overview, "operators": None, "kernels": None, "modules": None}
+        if overview is not None:
+            views = registry.tables(st)
+            entry["operators"] = [{k: r[k] for k in _OPERATOR_KEYS} for r in views.operators("operator")]
+            entry["kernels"] = [{k: r[k] for k in _KERNEL_KEYS} for r in views.kernels("kernel")]
+            entry["modules"] = views.modules()
+        doc["runs"][-1]["workers"].append(entry)
     if as_json:
         out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:

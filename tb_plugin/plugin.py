@@ -44,6 +44,12 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/static/*": self._serve_static,
             "/runs": self._serve_runs,
             "/overview": self._serve_overview,
+            "/operators": self._table_route(api.operators),
+            "/operators.csv": self._table_route(api.operators, as_csv=True),
+            "/operator_stacks": self._table_route(api.operator_stacks),
+            "/kernels": self._table_route(api.kernels),
+            "/kernels.csv": self._table_route(api.kernels, as_csv=True),
+            "/modules": self._table_route(api.modules),
         }
 
     def is_active(self) -> bool:
@@ -77,6 +83,19 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         if self._registry is None:
             return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
         return _json(request, *api.overview(self._registry, request.args))
+
+    def _table_route(self, handler, as_csv: bool = False):
+        @wrappers.Request.application
+        def serve(request):
+            if self._registry is None:
+                return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
+            status, doc = handler(self._registry, request.args, as_csv=True) if as_csv else handler(
+                self._registry, request.args)
+            if as_csv and isinstance(doc, str):
+                return http_util.Respond(request, doc, "text/csv", code=status)
+            return _json(request, status, doc)
+
+        return serve
 
     # -- helpers ------------------------------------------------------------------------------
     def _static_file(self, request, name: str):

@@ -18,6 +18,7 @@ import time
 from typing import Any, Callable
 
 from .analysis.overview import compute_overview
+from .file_views import FileViews
 from .storage.cache import ParseCache
 from .storage.fs import FileEntry, list_trace_files, open_logdir
 from .storage.naming import assign_spans
@@ -74,7 +75,7 @@ class RunRegistry:
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._wanted: collections.deque[str] = collections.deque()
-        self._traces: collections.OrderedDict[str, Trace] = collections.OrderedDict()
+        self._views: collections.OrderedDict[str, FileViews] = collections.OrderedDict()
         self._scanned = threading.Event()
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -117,13 +118,13 @@ class RunRegistry:
                     old = self._files.get(e.rel)
                     if old is None or old.entry.version != e.version:
                         self._files[e.rel] = FileState(entry=e, worker=worker, span=span)
-                        self._traces.pop(e.rel, None)
+                        self._views.pop(e.rel, None)
                     else:
                         old.worker, old.span = worker, span
             for rel in list(self._files):
                 if rel not in seen:
                     del self._files[rel]
-                    self._traces.pop(rel, None)
+                    self._views.pop(rel, None)
             self._wake.notify_all()
         self._scanned.set()
 
@@ -174,6 +175,8 @@ class RunRegistry:
         try:
             trace = self._parse(state, report)
             overview = compute_overview(trace)
+            views = FileViews(trace)
+            views.compute_all()
         except TraceReadError as exc:
             state.error, state.state = str(exc), ERROR
         except MemoryError:
@@ -184,7 +187,7 @@ class RunRegistry:
         else:
             state.warnings = list(trace.warnings)
             state.overview = overview
-            self._remember(state.entry.rel, trace)
+            self._remember(state.entry.rel, views)
             state.progress, state.state = 1.0, READY
         state.load_seconds = time.perf_counter() - started
         return state
@@ -202,14 +205,26 @@ class RunRegistry:
             self.cache.put(url, entry.version, trace)
         return trace
 
-    def _remember(self, rel: str, trace: Trace) -> None:
+    def _remember(self, rel: str, views: FileViews) -> None:
         with self._lock:
-            self._traces[rel] = trace
-            self._traces.move_to_end(rel)
-            total = sum(_trace_bytes(t) for t in self._traces.values())
-            while len(self._traces) > 1 and total > TRACE_MEMORY_BUDGET_BYTES:
-                _, dropped = self._traces.popitem(last=False)
-                total -= _trace_bytes(dropped)
+            self._views[rel] = views
+            self._views.move_to_end(rel)
+            total = sum(_trace_bytes(v.trace) for v in self._views.values())
+            while len(self._views) > 1 and total > TRACE_MEMORY_BUDGET_BYTES:
+                _, dropped = self._views.popitem(last=False)
+                total -= _trace_bytes(dropped.trace)
+
+    def tables(self, state: FileState) -> FileViews:
+        """The detail views of a loaded file (re-read from the parse cache if it was evicted)."""
+        rel = state.entry.rel
+        with self._lock:
+            views = self._views.get(rel)
+            if views is not None:
+                self._views.move_to_end(rel)
+                return views
+        views = FileViews(self._parse(state, lambda _: None))
+        self._remember(rel, views)
+        return views
 
     # -- queries ------------------------------------------------------------------------------
     def files(self) -> list[FileState]:

@@ -1,0 +1,56 @@
+"""Server-side table queries: filter, sort and page rows computed by ``analysis`` (no computation).
+
+A table is a list of flat dicts. ``search`` is a case-insensitive substring of ``name`` (and
+``op_search`` of ``op``); ``sort`` names a column; ``None`` values sort last in either order.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+MAX_LIMIT = 1000
+TOP_N = 10
+
+
+def filter_rows(rows: list[dict], search: str | None, op_search: str | None = None) -> list[dict]:
+    if search:
+        needle = search.lower()
+        rows = [r for r in rows if needle in r["name"].lower()]
+    if op_search:
+        needle = op_search.lower()
+        rows = [r for r in rows if r.get("op") and needle in r["op"].lower()]
+    return rows
+
+
+def sort_rows(rows: list[dict], key: str, descending: bool) -> list[dict]:
+    present = [r for r in rows if r.get(key) is not None]
+    missing = [r for r in rows if r.get(key) is None]
+    present.sort(key=lambda r: (r[key], r["name"]) if not isinstance(r[key], str) else (r[key].lower(), r["name"]),
+                 reverse=descending)
+    return present + missing
+
+
+def top(rows: list[dict], key: str, n: int = TOP_N) -> list[dict[str, Any]]:
+    """The ``n`` largest rows by ``key`` and one ``Other`` entry for the rest (over all rows)."""
+    ranked = sorted((r for r in rows if (r.get(key) or 0) > 0), key=lambda r: -r[key])
+    out = [{"name": _label(r), "value": r[key]} for r in ranked[:n]]
+    rest = sum(r[key] for r in ranked[n:])
+    if rest > 0:
+        out.append({"name": "Other", "value": rest})
+    return out
+
+
+def _label(row: dict) -> str:
+    extra = row.get("input_shape") or ""
+    return f"{row['name']} {extra}".strip()
+
+
+def to_csv(rows: list[dict], columns: list[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(columns)
+    for r in rows:
+        writer.writerow(["" if r.get(c) is None else r.get(c) for c in columns])
+    return buf.getvalue()
