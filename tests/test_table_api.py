@@ -61,7 +61,7 @@ def test_search_sort_ascending_and_csv(registry):
 
 
 def test_call_stacks_and_frames(registry):
-    _, doc = api.operators(registry, dict(R, search="aten::cudnn_convolution", limit="1"))
+    _, doc = api.operators(registry, dict(R, search="aten::conv2d", limit="1"))
     code, stacks = api.operator_stacks(registry, dict(R, key=doc["rows"][0]["key"]))
     assert code == 200 and stacks["stacks"]
     with_frames = [s for s in stacks["stacks"] if s["frames"]]
