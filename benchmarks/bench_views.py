@@ -1,0 +1,82 @@
+"""Views benchmark: Operator, Kernel and Module views vs. the JSON floor, in one run.
+
+    python benchmarks/bench_views.py TRACE
+
+Prints the floor (gunzip + ``orjson.loads``, own subprocess), the time to compute all three views
+of the loaded trace (own subprocess; parsing excluded, every grouping included), and the slowest
+answer of each table route once the views exist (server-side paging and sorting). Last line:
+``floor_s=… views_s=… views_over_floor=… slowest_table_ms=…``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_load import FLOOR, REPO  # noqa: E402
+
+VIEWS = r"""
+import json, os, sys, time
+sys.path.insert(0, sys.argv[2])
+from tb_plugin import api
+from tb_plugin.runs import RunRegistry
+from tb_plugin.storage.cache import ParseCache
+path = sys.argv[1]
+reg = RunRegistry(os.path.dirname(path), cache=ParseCache())
+reg.scan()
+(state,) = [s for s in reg.files() if s.entry.name == os.path.basename(path)]
+trace = reg._parse(state, lambda _: None)
+from tb_plugin.file_views import FileViews
+t = time.perf_counter()
+views = FileViews(trace)
+for g in ("operator", "input_shape", "call_stack"):
+    views.operators(g)
+for g in ("kernel", "kernel_op_config"):
+    views.kernels(g)
+views.modules()
+views.tensor_core_split()
+views_s = time.perf_counter() - t
+reg.load(state)
+reg._views[state.entry.rel] = views
+q = {"run": state.run, "worker": state.worker, "span": state.span}
+timings = {}
+requests = [("operators", api.operators, dict(q, group_by=g, sort=s, search=f)) for g in ("operator", "input_shape", "call_stack")
+            for s in ("device_self_us", "name") for f in ("", "aten")]
+requests += [("kernels", api.kernels, dict(q, group_by=g, sort=s)) for g in ("kernel", "kernel_op_config") for s in ("total_us", "name")]
+requests += [("modules", api.modules, q)]
+_, ops = api.operators(reg, q)
+requests += [("operator_stacks", api.operator_stacks, dict(q, key=ops["rows"][0]["key"]))]
+for name, fn, args in requests:
+    t = time.perf_counter()
+    code, _ = fn(reg, args)
+    assert code == 200, (name, args)
+    timings[name] = max(timings.get(name, 0), (time.perf_counter() - t) * 1000)
+print(json.dumps({"views_s": views_s, "table_ms": timings, "rows": {g: len(views.operators(g)) for g in ("operator", "input_shape", "call_stack")}}))
+"""
+
+
+def main() -> int:
+    trace = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-") as cache_dir:
+        env = dict(os.environ, KINETOSCOPE_CACHE_DIR=cache_dir)
+        floor = json.loads(subprocess.run([sys.executable, "-c", FLOOR, trace], env=env, check=True,
+                                          capture_output=True, text=True).stdout.splitlines()[-1])
+        ours = json.loads(subprocess.run([sys.executable, "-c", VIEWS, trace, REPO], env=env, check=True,
+                                         capture_output=True, text=True).stdout.splitlines()[-1])
+    slowest = max(ours["table_ms"].values())
+    print(f"trace: {trace}")
+    print(f"floor (gunzip + orjson.loads):   {floor['seconds']:8.2f} s")
+    print(f"all three views (every grouping): {ours['views_s']:8.2f} s   operator rows {ours['rows']}")
+    for name, ms in ours["table_ms"].items():
+        print(f"slowest {name:<16} answer: {ms:8.1f} ms")
+    print(f"floor_s={floor['seconds']:.3f} views_s={ours['views_s']:.3f} "
+          f"views_over_floor={ours['views_s'] / floor['seconds']:.3f} slowest_table_ms={slowest:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
