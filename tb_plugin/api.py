@@ -113,20 +113,28 @@ def operators(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = Fal
         has_device = tables.has_device
         default_sort = "device_self_us" if has_device else "host_self_us"
         q = _table_query(args, OPERATOR_COLUMNS, default_sort)
+        q["op_search"] = ""  # operator rows have no launching op
     except BadRequest as exc:
         return 400, {"error": str(exc)}
     all_rows = tables.operators(group_by)
-    rows = query.sort_rows(query.filter_rows(all_rows, q["search"]), q["sort"], q["descending"])
     columns = [c for c in OPERATOR_COLUMNS if not (c == "input_shape" and group_by != "input_shape")
                and not (c == "call_stack" and group_by != "call_stack")]
     if as_csv:
-        return 200, query.to_csv(rows, columns)
-    return 200, {
-        "state": "ready", "group_by": group_by, "has_device": has_device, "default_sort": default_sort,
-        "sort": q["sort"], "order": "desc" if q["descending"] else "asc",
-        "total_rows": len(rows), "offset": q["offset"], "rows": rows[q["offset"]: q["offset"] + q["limit"]],
-        "top": {k: query.top(all_rows, k) for k in ("device_self_us", "device_total_us", "host_self_us", "host_total_us")},
-    }
+        return 200, query.to_csv(_selected(all_rows, q), columns)
+    top = {k: query.top(all_rows, k) for k in ("device_self_us", "device_total_us", "host_self_us", "host_total_us")}
+    return 200, _page(all_rows, q, group_by=group_by, has_device=has_device, default_sort=default_sort, top=top)
+
+
+def _selected(rows: list[dict], q: dict[str, Any]) -> list[dict]:
+    """The rows a query shows, filtered and sorted, before paging."""
+    return query.sort_rows(query.filter_rows(rows, q["search"], q["op_search"]), q["sort"], q["descending"])
+
+
+def _page(all_rows: list[dict], q: dict[str, Any], **extra) -> dict[str, Any]:
+    rows = _selected(all_rows, q)
+    return {"state": "ready", "sort": q["sort"], "order": "desc" if q["descending"] else "asc",
+            "total_rows": len(rows), "offset": q["offset"], "rows": rows[q["offset"]: q["offset"] + q["limit"]],
+            **extra}
 
 
 def operator_stacks(registry: RunRegistry, args: Mapping[str, str]):
@@ -157,17 +165,13 @@ def kernels(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = False
         return 400, {"error": str(exc)}
     tables = registry.tables(state)
     all_rows = tables.kernels(group_by)
-    rows = query.sort_rows(query.filter_rows(all_rows, q["search"], q["op_search"]), q["sort"], q["descending"])
     columns = KERNEL_COLUMNS if group_by == "kernel_op_config" else [
         c for c in KERNEL_COLUMNS if c not in ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes",
                                                "tc_eligible")]
     if as_csv:
-        return 200, query.to_csv(rows, columns)
-    return 200, {
-        "state": "ready", "group_by": group_by, "sort": q["sort"], "order": "desc" if q["descending"] else "asc",
-        "total_rows": len(rows), "offset": q["offset"], "rows": rows[q["offset"]: q["offset"] + q["limit"]],
-        "top": query.top(all_rows, "total_us"), "tensor_core": tables.tensor_core_split(),
-    }
+        return 200, query.to_csv(_selected(all_rows, q), columns)
+    return 200, _page(all_rows, q, group_by=group_by, top=query.top(all_rows, "total_us"),
+                      tensor_core=tables.tensor_core_split())
 
 
 def modules(registry: RunRegistry, args: Mapping[str, str]):

@@ -65,16 +65,9 @@ class _Event(msgspec.Struct):
     id: Any = None  # flow events
 
 
-class _LooseEvent(msgspec.Struct):
+class _LooseEvent(_Event):
     """Fallback when a batch has an odd-typed field: args stay generic Python objects."""
 
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
     args: Any = None
 
 
