@@ -143,6 +143,11 @@ class RunRegistry:
                     continue
                 state.state, state.progress = LOADING, 0.0
             self.load(state)
+            if state.state == READY:  # warm the detail views so table requests only page and sort
+                try:
+                    self.tables(state).compute_all()
+                except Exception:
+                    logger.exception("computing the views of %s failed", state.entry.rel)
 
     def _next_queued(self) -> FileState | None:
         while self._wanted:
@@ -176,7 +181,6 @@ class RunRegistry:
             trace = self._parse(state, report)
             overview = compute_overview(trace)
             views = FileViews(trace)
-            views.compute_all()
         except TraceReadError as exc:
             state.error, state.state = str(exc), ERROR
         except MemoryError:
