@@ -6,6 +6,7 @@ whose base URL is ``data/plugin/kinetoscope/``; every other request of the UI is
 
 from __future__ import annotations
 
+import logging
 import mimetypes
 import os
 
@@ -18,6 +19,7 @@ from . import api
 from .runs import RunRegistry
 from .storage.cache import ParseCache
 
+logger = logging.getLogger(__name__)
 PLUGIN_NAME = "kinetoscope"
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 FIRST_SCAN_WAIT_S = 3.0
@@ -89,8 +91,12 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         def serve(request):
             if self._registry is None:
                 return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
-            status, doc = handler(self._registry, request.args, as_csv=True) if as_csv else handler(
-                self._registry, request.args)
+            try:
+                status, doc = handler(self._registry, request.args, as_csv=True) if as_csv else handler(
+                    self._registry, request.args)
+            except Exception as exc:  # an analysis bug must stay one view's problem
+                logger.exception("%s failed", request.path)
+                return _json(request, 500, {"error": f"internal error computing this view: {type(exc).__name__}: {exc}"})
             if as_csv and isinstance(doc, str):
                 return http_util.Respond(request, doc, "text/csv", code=status)
             return _json(request, status, doc)
