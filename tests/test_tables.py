@@ -146,3 +146,19 @@ def test_module_repeated_calls_and_absent_modules():
     assert root["name"] == "Sequential_0" and root["occurrences"] == 3  # three profiled steps
     assert {c["name"]: c["occurrences"] for c in root["children"]}["Linear_0"] == 3
     assert module_tree(load_trace_file(str(sample("kineto/gpu_metrics_input.json")))) is None
+
+
+def test_flops_and_tflops():
+    events = [
+        _ev("aten::mm", "cpu_op", 0, 50, flops=2_000_000_000),
+        _ev("cudaLaunchKernel", "cuda_runtime", 10, 5, correlation=1),
+        _ev("aten::mm", "cpu_op", 100, 50, flops=2_000_000_000),
+        _ev("cudaLaunchKernel", "cuda_runtime", 110, 5, correlation=2),
+        _ev("aten::relu", "cpu_op", 200, 10),
+        _kernel("gemm", 20, 100, 1),
+        _kernel("gemm", 130, 100, 2),
+    ]
+    ops = {o["name"]: o for o in operator_rows(decode_trace(json.dumps({"traceEvents": events}).encode()))}
+    assert ops["aten::mm"]["flops"] == 4e9
+    assert ops["aten::mm"]["tflops_per_s"] == pytest.approx(4e9 / 200e-6 / 1e12)  # 20 TFLOP/s
+    assert ops["aten::relu"]["flops"] is None and ops["aten::relu"]["tflops_per_s"] is None
