@@ -2,7 +2,11 @@ import { ErrorBoundary } from "./components/ErrorBoundary";
 import { FileProgress } from "./components/FileProgress";
 import { Notice } from "./components/Notice";
 import { Selectors } from "./components/Selectors";
+import { modulesUrl } from "./api/client";
+import type { ModulesReady } from "./api/types";
 import { useHashSelection } from "./hooks/useHashSelection";
+import { useRemote } from "./hooks/useRemote";
+import { useView, type ViewId } from "./hooks/useView";
 import { useOverview } from "./hooks/useOverview";
 import { useRuns } from "./hooks/useRuns";
 import { useTheme } from "./hooks/useTheme";
@@ -16,12 +20,39 @@ export function App() {
   const { selection, select } = useHashSelection(data);
   const span = findSpan(data, selection);
   const overview = useOverview(selection, span?.state);
+  const [view, setView] = useView();
+  const modules = useRemote<ModulesReady>(
+    selection && span?.state === "ready" ? modulesUrl(selection) : null,
+  );
+  // The Module tab exists only when the trace has module information.
+  const hasModules = modules.kind === "ready" && modules.data.modules !== null;
+  const tabs: { id: ViewId; label: string }[] = [
+    { id: "overview", label: "Overview" },
+    { id: "operator", label: "Operator" },
+    { id: "kernel", label: "GPU Kernel" },
+    ...(hasModules || view === "module" ? [{ id: "module" as ViewId, label: "Module" }] : []),
+  ];
 
   return (
     <div className="app" data-theme={theme}>
       <header className="toolbar">
         <div className="brand">Kinetoscope</div>
         {data && selection ? <Selectors runs={data.runs} selection={selection} onSelect={select} /> : null}
+        <nav className="view-tabs" role="tablist" aria-label="Views">
+          {tabs.map((t) => (
+            <button
+              key={t.id}
+              type="button"
+              role="tab"
+              className="view-tab"
+              data-testid={`tab-${t.id}`}
+              aria-selected={view === t.id}
+              onClick={() => setView(t.id)}
+            >
+              {t.label}
+            </button>
+          ))}
+        </nav>
       </header>
       <main className="content">
         {error ? (
@@ -42,7 +73,14 @@ export function App() {
             <FileProgress loading={data.loading} run={findRun(data.runs, selection.run)} />
             {span ? (
               <ErrorBoundary key={`${selection.run}\u0000${selection.worker}\u0000${selection.span}`}>
-                <SelectedFile selection={selection} span={span} overview={overview} theme={theme} />
+                <SelectedFile
+                  selection={selection}
+                  span={span}
+                  overview={overview}
+                  theme={theme}
+                  view={view}
+                  modules={modules}
+                />
               </ErrorBoundary>
             ) : null}
           </>

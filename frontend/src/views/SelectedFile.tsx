@@ -1,4 +1,10 @@
-import type { Selection, SpanInfo } from "../api/types";
+import type { ModulesReady, Selection, SpanInfo } from "../api/types";
+import { RemoteStatus } from "../components/RemoteStatus";
+import type { RemoteState } from "../hooks/useRemote";
+import type { ViewId } from "../hooks/useView";
+import { KernelView } from "./KernelView";
+import { ModuleView } from "./ModuleView";
+import { OperatorView } from "./OperatorView";
 import { ErrorCard } from "../components/ErrorCard";
 import { Notice } from "../components/Notice";
 import { WarningsList } from "../components/WarningsList";
@@ -11,10 +17,12 @@ interface SelectedFileProps {
   span: SpanInfo;
   overview: OverviewState;
   theme: Theme;
+  view?: ViewId;
+  modules?: RemoteState<ModulesReady>;
 }
 
 /** What the selected file has to show: its Overview, its progress, or why it failed. */
-export function SelectedFile({ selection, span, overview, theme }: SelectedFileProps) {
+export function SelectedFile({ selection, span, overview, theme, view = "overview", modules }: SelectedFileProps) {
   if (span.state === "error") {
     return (
       <>
@@ -34,6 +42,18 @@ export function SelectedFile({ selection, span, overview, theme }: SelectedFileP
         Parsing {span.path}: {Math.round(span.progress * 100)} %
       </Notice>
     );
+  }
+  if (view === "operator") return <OperatorView selection={selection} theme={theme} />;
+  if (view === "kernel") return <KernelView selection={selection} theme={theme} />;
+  if (view === "module") {
+    if (modules?.kind === "ready") {
+      return modules.data.modules ? (
+        <ModuleView modules={modules.data.modules} />
+      ) : (
+        <Notice>This trace has no module information (profile with with_modules=True).</Notice>
+      );
+    }
+    return modules ? <RemoteStatus state={modules} what="module tree" /> : null;
   }
   switch (overview.kind) {
     case "idle":

@@ -1,0 +1,170 @@
+// The GPU Kernel view: top kernels and tensor-core share donuts, and the kernel table, sorted,
+// searched (by kernel and by operator name) and paged on the server.
+import { useMemo, useState } from "react";
+import { tableCsvUrl, tableUrl, type TableQuery } from "../api/client";
+import type { KernelGroupBy, KernelRow, KernelsReady, Selection, SortOrder } from "../api/types";
+import { Card } from "../components/Card";
+import { ErrorBoundary } from "../components/ErrorBoundary";
+import { PagedTable, type Column } from "../components/PagedTable";
+import { RemoteStatus } from "../components/RemoteStatus";
+import { TopDonut } from "../components/TopDonut";
+import { useDebounced } from "../hooks/useDebounced";
+import { remoteData, useRemote } from "../hooks/useRemote";
+import type { Theme } from "../hooks/useTheme";
+import { DASH, formatBool, formatDuration, formatNumber, formatPct, formatText } from "../util/format";
+import { KERNEL_DEFS } from "../util/tableDefinitions";
+import { PAGE_SIZE } from "./OperatorView";
+
+const GROUPS: { id: KernelGroupBy; label: string }[] = [
+  { id: "kernel", label: "Kernel" },
+  { id: "kernel_op_config", label: "Kernel + Op + Launch config" },
+];
+
+function num(v: number | null, digits = 0): string {
+  return v === null ? DASH : formatNumber(v, digits);
+}
+
+export function kernelColumns(groupBy: KernelGroupBy): Column<KernelRow>[] {
+  const cols: Column<KernelRow>[] = [
+    { key: "name", label: "Kernel", render: (r) => <span className="cell-name cell-kernel">{r.name}</span>, className: "name" },
+  ];
+  if (groupBy === "kernel_op_config")
+    cols.push(
+      { key: "op", label: "Operator", tooltip: KERNEL_DEFS.op, render: (r) => formatText(r.op) },
+      { key: "grid", label: "Grid", tooltip: KERNEL_DEFS.grid, render: (r) => formatText(r.grid) },
+      { key: "block", label: "Block", tooltip: KERNEL_DEFS.block, render: (r) => formatText(r.block) },
+      { key: "registers_per_thread", label: "Regs/Thread", numeric: true, tooltip: KERNEL_DEFS.registers_per_thread, render: (r) => num(r.registers_per_thread) },
+      { key: "shared_memory_bytes", label: "Shared Mem (B)", numeric: true, tooltip: KERNEL_DEFS.shared_memory_bytes, render: (r) => num(r.shared_memory_bytes) },
+      { key: "tc_eligible", label: "Op TC Eligible", tooltip: KERNEL_DEFS.tc_eligible, render: (r) => formatBool(r.tc_eligible) },
+    );
+  cols.push(
+    { key: "tensor_cores", label: "Tensor Cores", tooltip: KERNEL_DEFS.tensor_cores, render: (r) => formatBool(r.tensor_cores) },
+    { key: "calls", label: "Calls", numeric: true, tooltip: KERNEL_DEFS.calls, render: (r) => formatNumber(r.calls) },
+    { key: "total_us", label: "Total", numeric: true, tooltip: KERNEL_DEFS.total_us, render: (r) => formatDuration(r.total_us) },
+    { key: "mean_us", label: "Mean", numeric: true, tooltip: KERNEL_DEFS.mean_us, render: (r) => formatDuration(r.mean_us) },
+    { key: "min_us", label: "Min", numeric: true, tooltip: KERNEL_DEFS.min_us, render: (r) => formatDuration(r.min_us) },
+    { key: "max_us", label: "Max", numeric: true, tooltip: KERNEL_DEFS.max_us, render: (r) => formatDuration(r.max_us) },
+    { key: "blocks_per_sm", label: "Blocks/SM", numeric: true, tooltip: KERNEL_DEFS.blocks_per_sm, render: (r) => num(r.blocks_per_sm, 2) },
+    { key: "achieved_occupancy_pct", label: "Occupancy", numeric: true, tooltip: KERNEL_DEFS.achieved_occupancy_pct, render: (r) => formatPct(r.achieved_occupancy_pct, 1) },
+  );
+  return cols;
+}
+
+export function KernelView({ selection, theme }: { selection: Selection; theme: Theme }) {
+  const [groupBy, setGroupBy] = useState<KernelGroupBy>("kernel");
+  const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
+  const [offset, setOffset] = useState(0);
+  const [searchText, setSearchText] = useState("");
+  const [opSearchText, setOpSearchText] = useState("");
+  const search = useDebounced(searchText.trim(), 250);
+  const opSearch = useDebounced(opSearchText.trim(), 250);
+
+  const query: TableQuery = {
+    group_by: groupBy,
+    sort: sort?.key,
+    order: sort?.order,
+    search,
+    op_search: opSearch,
+    offset,
+    limit: PAGE_SIZE,
+  };
+  const state = useRemote<KernelsReady>(tableUrl("kernels", selection, query));
+  const data = remoteData(state);
+  const columns = useMemo(() => kernelColumns(data?.group_by ?? groupBy), [data, groupBy]);
+  const shownSort = sort?.key ?? data?.sort ?? "total_us";
+  const shownOrder: SortOrder = sort?.order ?? data?.order ?? "desc";
+  const csvUrl = tableCsvUrl("kernels", selection, { ...query, sort: shownSort, order: shownOrder });
+  const tcItems = useMemo(
+    () =>
+      data
+        ? [
+            { name: "Tensor cores", value: data.tensor_core.tensor_core_us },
+            { name: "Other", value: data.tensor_core.other_us },
+          ]
+        : [],
+    [data],
+  );
+
+  return (
+    <div className="table-view" data-testid="kernel-view">
+      <div className="view-controls">
+        <label className="selector">
+          <span className="selector-label">Group by</span>
+          <select
+            data-testid="kernel-group-by"
+            value={groupBy}
+            onChange={(e) => {
+              setGroupBy(e.target.value as KernelGroupBy);
+              setOffset(0);
+            }}
+          >
+            {GROUPS.map((g) => (
+              <option key={g.id} value={g.id}>
+                {g.label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="selector">
+          <span className="selector-label">Kernel</span>
+          <input
+            type="search"
+            data-testid="kernel-search"
+            placeholder="kernel name"
+            value={searchText}
+            onChange={(e) => {
+              setSearchText(e.target.value);
+              setOffset(0);
+            }}
+          />
+        </label>
+        <label className="selector">
+          <span className="selector-label">Operator</span>
+          <input
+            type="search"
+            data-testid="kernel-op-search"
+            placeholder="operator name"
+            value={opSearchText}
+            onChange={(e) => {
+              setOpSearchText(e.target.value);
+              setOffset(0);
+            }}
+          />
+        </label>
+        <a className="csv-link" data-testid="csv-link" href={csvUrl} download>
+          Download CSV
+        </a>
+      </div>
+      <RemoteStatus state={state} what="kernel table" />
+      {data ? (
+        <>
+          <ErrorBoundary title="Kernel charts failed to render">
+            <div className="grid-2">
+              <TopDonut title="Top Kernels by Total Time" items={data.top} theme={theme} testId="donut-kernels" />
+              <TopDonut title="Tensor Core Usage" items={tcItems} theme={theme} testId="donut-tensor-core" />
+            </div>
+          </ErrorBoundary>
+          <Card title="GPU Kernels">
+            <PagedTable
+              testId="kernel-table"
+              columns={columns}
+              rows={data.rows}
+              rowKey={(r) => r.key}
+              totalRows={data.total_rows}
+              offset={offset}
+              limit={PAGE_SIZE}
+              sort={shownSort}
+              order={shownOrder}
+              onSort={(key, order) => {
+                setSort({ key, order });
+                setOffset(0);
+              }}
+              onOffset={setOffset}
+              busy={state.kind === "fetching"}
+            />
+          </Card>
+        </>
+      ) : null}
+    </div>
+  );
+}
