@@ -9,8 +9,13 @@ import numpy as np
 from .analysis.kernels import kernel_rows, tensor_core_split
 from .analysis.modules import module_tree
 from .analysis.operators import group_members, op_times, operator_rows
+from .analysis import timeline_query
 from .analysis.call_stacks import stack_ids
+from .analysis.counters import counters
+from .analysis.steps import compute_steps
+from .analysis.timeline import timeline_index
 from .trace.links import device_mask
+from .trace.args import event_args
 from .trace.model import Trace
 
 
@@ -22,6 +27,7 @@ class FileViews:
         self.has_device = bool(device_mask(trace).any())
         self._memo: dict[str, object] = {}
         self._lock = threading.Lock()
+        self._index_lock = threading.Lock()
 
     def _get(self, key: str, make):
         with self._lock:
@@ -70,3 +76,53 @@ class FileViews:
             })
         out.sort(key=lambda s: (-s["device_total_us"], -s["host_total_us"]))
         return out
+
+    # -- timeline -------------------------------------------------------------------------------
+    def timeline_meta(self) -> dict:
+        def build():
+            with self._lock_index():
+                timeline_index(self.trace)
+            base = timeline_query.origin(self.trace)
+            steps = compute_steps(self.trace)
+            return {
+                "origin_us": base,
+                "base_time_ns": self.trace.meta.get("baseTimeNanoseconds"),
+                "end_us": timeline_query.extent(self.trace)[1],
+                "tracks": timeline_query.tracks_meta(self.trace),
+                "steps": [{"step": n, "start_us": float(a - base), "end_us": float(b - base)}
+                          for n, a, b in zip(steps.names, steps.start, steps.end)],
+            }
+
+        return self._get("timeline_meta", build)
+
+    def _lock_index(self):
+        return self._index_lock
+
+    def timeline_window(self, t0: float, t1: float, width_px: int, track_ids=None) -> dict:
+        self.timeline_meta()
+        base = timeline_query.origin(self.trace)
+        doc = timeline_query.window(self.trace, t0, t1, width_px, track_ids)
+        doc["counters"] = counters(self.trace, t0 + base, t1 + base, min(width_px, 4000))
+        return doc
+
+    def timeline_search(self, pattern: str, regex: bool) -> dict:
+        self.timeline_meta()
+        return timeline_query.search(self.trace, pattern, regex)
+
+    def event(self, row: int) -> dict | None:
+        self.timeline_meta()
+        ev = self.trace.events
+        if not 0 <= row < len(ev):
+            return None
+        base = timeline_query.origin(self.trace)
+        return {
+            "row": row,
+            "name": self.trace.strings[ev.name[row]],
+            "category": self.trace.strings[ev.cat[row]] or None,
+            "start_us": round(float(ev.ts[row] - base), 3),
+            "dur_us": round(float(ev.dur[row]), 3),
+            "track": int(timeline_query.track_of_events(self.trace)[row]),
+            "args": event_args(self.trace, row),
+            "parents": timeline_query.parents(self.trace, row),
+            "flows": timeline_query.flow_partners(self.trace, row),
+        }

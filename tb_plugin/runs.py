@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import os
 import posixpath
 import threading
 import time
@@ -204,9 +205,22 @@ class RunRegistry:
             if cached is not None:
                 state.from_cache = True
                 return cached
-        trace = load_trace_file(entry.path, fs=self.fs, size=entry.size, progress=report)
-        if self.cache is not None:
-            self.cache.put(url, entry.version, trace)
+        if self.cache is None:
+            return load_trace_file(entry.path, fs=self.fs, size=entry.size, progress=report)
+        events_path = self.cache.events_path(url, entry.version)
+        tmp = f"{events_path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(events_path), exist_ok=True)
+            with open(tmp, "wb") as sink:
+                trace = load_trace_file(entry.path, fs=self.fs, size=entry.size, progress=report, events_sink=sink)
+            os.replace(tmp, events_path)
+            trace.meta["events_file"] = events_path
+        except OSError:  # an unwritable cache only costs the full event args
+            trace = load_trace_file(entry.path, fs=self.fs, size=entry.size, progress=report)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        self.cache.put(url, entry.version, trace)
         return trace
 
     def _remember(self, rel: str, views: FileViews) -> None:

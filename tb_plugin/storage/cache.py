@@ -53,6 +53,10 @@ class ParseCache:
         key = hashlib.sha256(f"{url}\0{version}".encode()).hexdigest()
         return os.path.join(self.directory, key[:2], key + ".npz")
 
+    def events_path(self, url: str, version: str) -> str:
+        """Where the raw events of this file go (for the timeline's full event args)."""
+        return self._path(url, version)[: -len(".npz")] + ".events.bin"  # not ".json": a logdir scan must never take it for a trace
+
     def get(self, url: str, version: str) -> Trace | None:
         path = self._path(url, version)
         try:

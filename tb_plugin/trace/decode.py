@@ -94,8 +94,13 @@ _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _OBJECT_DECODER = msgspec.json.Decoder(_ObjectForm)
 
 
-def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float], None] | None = None) -> Trace:
-    """Decode a whole trace document. Raises :class:`TraceReadError` when it is not a trace."""
+def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float], None] | None = None,
+                 events_sink=None) -> Trace:
+    """Decode a whole trace document. Raises :class:`TraceReadError` when it is not a trace.
+
+    With ``events_sink`` (a binary file), the raw JSON of every event is written there and each
+    duration event records where (``src_offset``/``src_length``), so its full args can be read back.
+    """
     buf = memoryview(data)
     first = _first_non_space(buf)
     if first is None:
@@ -112,7 +117,7 @@ def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float
             warnings.append(recovered)
     else:
         raise TraceReadError(f"not a JSON trace: the document starts with {chr(first)!r}, expected '{{' or '['")
-    builder = _ColumnBuilder()
+    builder = _ColumnBuilder(events_sink)
     total = len(raws)
     for start in range(0, total, BATCH_EVENTS):
         builder.add_batch(raws[start : start + BATCH_EVENTS])
@@ -244,7 +249,9 @@ def _grid_size(grid: Any) -> int:
 class _ColumnBuilder:
     """Accumulates decoded batches; string id 0 is reserved for "missing"."""
 
-    def __init__(self) -> None:
+    def __init__(self, events_sink=None) -> None:
+        self.sink = events_sink
+        self.sink_pos = 0
         self.strings: list[str] = [""]
         self._ids: dict[Any, int] = {None: 0}
         self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
@@ -292,25 +299,38 @@ class _ColumnBuilder:
 
     # -- batches ---------------------------------------------------------------------------
     def add_batch(self, raws: list[msgspec.Raw]) -> None:
-        events = self._decode_batch(raws)
+        joined = b"[" + b",".join(raws) + b"]"
+        events = self._decode_batch(joined, raws)
+        offsets = self._sink(joined, raws)
         phases = [e.ph for e in events]
         counts = collections.Counter(phases)
         self.phase_counts.update(counts)
         if counts.get("X", 0) == len(events):
-            xs = events
+            xs, x_offsets = events, offsets
         else:
-            xs = [e for e, ph in zip(events, phases) if ph == "X"]
-            for e, ph in zip(events, phases):
+            x_index = [i for i, ph in enumerate(phases) if ph == "X"]
+            xs = [events[i] for i in x_index]
+            x_offsets = offsets[x_index] if offsets is not None else None
+            for i, (e, ph) in enumerate(zip(events, phases)):
                 if ph in _FLOW_PHASES:
                     if e.cat == "fwdbwd":
                         self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
                 elif ph != "X":
-                    self._other(e, ph)
+                    self._other(e, ph, offsets[i] if offsets is not None else None)
         if xs:
-            self._add_complete_events(xs)
+            self._add_complete_events(xs, x_offsets)
 
-    def _decode_batch(self, raws: list[msgspec.Raw]) -> list[_Event]:
-        joined = b"[" + b",".join(raws) + b"]"
+    def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
+        """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
+        if self.sink is None:
+            return None
+        lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
+        starts = 1 + np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) + self.sink_pos
+        self.sink.write(joined)
+        self.sink_pos += len(joined)
+        return np.stack([starts, lengths], axis=1)
+
+    def _decode_batch(self, joined: bytes, raws: list[msgspec.Raw]) -> list[_Event]:
         try:
             return _BATCH_DECODER.decode(joined)
         except msgspec.ValidationError:
@@ -329,7 +349,7 @@ class _ColumnBuilder:
                 )
         return events
 
-    def _other(self, ev: _Event, ph: Any) -> None:
+    def _other(self, ev: _Event, ph: Any, offset=None) -> None:
         if ph in _INSTANT_PHASES:
             if ev.name == "[memory]" and ev.args is not None:
                 a = ev.args
@@ -337,14 +357,15 @@ class _ColumnBuilder:
                     (ev.ts, ev.pid, ev.tid, a.bytes, a.addr, a.total_allocated, a.total_reserved, a.device_type, a.device_id)
                 )
         elif ph == "B" or ph == "E":
-            self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end)))
+            self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end),
+                                   offset))
         elif ph == "M" and ev.args is not None and isinstance(ev.args.name, str):
             if ev.name == "process_name":
                 self.process_names[str(ev.pid)] = ev.args.name
             elif ev.name == "thread_name":
                 self.thread_names[f"{ev.pid}/{ev.tid}"] = ev.args.name
 
-    def _add_complete_events(self, xs: list[_Event]) -> None:
+    def _add_complete_events(self, xs: list[_Event], offsets=None) -> None:
         none = _Args()
         args = [e.args if e.args is not None else none for e in xs]
         ts = _float_column([e.ts for e in xs])
@@ -357,9 +378,10 @@ class _ColumnBuilder:
             ts=ts,
             dur=dur,
             args=args,
+            offsets=offsets,
         )
 
-    def _append(self, *, cat, name, pid_values, tid, ts, dur, args) -> None:
+    def _append(self, *, cat, name, pid_values, tid, ts, dur, args, offsets=None) -> None:
         n = len(ts)
         for i in [i for i, p in enumerate(pid_values) if isinstance(p, str)]:
             # Kineto's own "Traces"/"Spans" bookkeeping rows always have string pids: not worth a word.
@@ -400,6 +422,8 @@ class _ColumnBuilder:
             "flops": _float_column([a.flops for a in args]),
             "python_id": _int_column([a.python_id for a in args]),
             "python_parent_id": _int_column([a.python_parent_id for a in args]),
+            "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),
+            "src_length": offsets[:, 1].astype(np.int32) if offsets is not None else np.full(n, -1, dtype=np.int32),
         }
         keep = ~missing_ts
         for key, col in columns.items():
@@ -439,6 +463,7 @@ class _ColumnBuilder:
                 ts=ts,
                 dur=end - ts,
                 args=[b[6] if b[6] is not None else _Args() for b in begins],
+                offsets=np.array([b[8] if b[8] is not None else (-1, -1) for b in begins], dtype=np.int64).reshape(-1, 2),
             )
         return unmatched_b, unmatched_e
 

@@ -37,6 +37,8 @@ EVENT_COLUMNS: dict[str, Any] = {
     "flops": np.float64,  # operator "flops" (with_flops=True)
     "python_id": np.int64,  # python_function "Python id"
     "python_parent_id": np.int64,  # python_function "Python parent id"
+    "src_offset": np.int64,  # byte offset of the raw event in the events side file (-1: none)
+    "src_length": np.int32,  # its length in bytes
 }
 
 #: ``fwdbwd`` flow events: a start (forward op) and an end (backward op) share an ``id``.

@@ -1,0 +1,125 @@
+"""Counter tracks of the timeline, at a resolution that follows the zoom (one value per pixel bin).
+
+For bins of equal width over a window (µs):
+
+- **GPU Utilization** of a device, per bin = the fraction of the bin with at least one kernel running
+  (0–1), the same definition as the Overview's but per bin;
+- **Est. SM Efficiency**, per bin = the bin average of min(1, Σ blocks-per-SM of running kernels);
+- **Memory allocated / reserved** per device, per bin = the largest ``Total Allocated`` /
+  ``Total Reserved`` seen in the bin, or the value carried in from before it (bytes). Without totals
+  the allocated curve is the running sum of ``Bytes``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.categories import Kind
+from ..trace.links import _cached
+from ..trace.model import Trace
+from .gpu import blocks_per_sm, gpu_devices
+from .intervals import merge
+
+
+def _coverage_function(starts: np.ndarray, ends: np.ndarray):
+    """C(t) = length of the union of intervals before t, as (breakpoints, cumulative) arrays."""
+    s, e = merge(starts, ends)
+    cum = np.concatenate([[0.0], np.cumsum(e - s)])
+    return s, e, cum
+
+
+def _covered_before(fn, t: np.ndarray) -> np.ndarray:
+    s, e, cum = fn
+    if len(s) == 0:
+        return np.zeros(len(t))
+    i = np.searchsorted(s, t, side="right") - 1
+    out = np.where(i >= 0, cum[np.maximum(i, 0)], 0.0)
+    inside = np.where(i >= 0, np.clip(t - s[np.maximum(i, 0)], 0, (e - s)[np.maximum(i, 0)]), 0.0)
+    return out + inside
+
+
+def _sm_function(trace: Trace, rows: np.ndarray, num_sms):
+    """The piecewise-constant min(1, S(t)) as breakpoints, values and cumulative integral."""
+    ev = trace.events
+    bps = blocks_per_sm(trace, rows, num_sms)
+    ok = bps > 0
+    ts, te = ev.ts[rows][ok], (ev.ts[rows] + ev.dur[rows])[ok]
+    times = np.concatenate([ts, te])
+    delta = np.concatenate([bps[ok], -bps[ok]])
+    order = np.argsort(times, kind="stable")
+    times = times[order]
+    value = np.clip(np.cumsum(delta[order]), 0.0, 1.0)
+    seg = np.diff(times, append=times[-1] if len(times) else 0.0)
+    cum = np.concatenate([[0.0], np.cumsum(value * seg)])[:-1] if len(times) else np.zeros(0)
+    return times, value, cum
+
+
+def _integral_before(fn, t: np.ndarray) -> np.ndarray:
+    times, value, cum = fn
+    if len(times) == 0:
+        return np.zeros(len(t))
+    i = np.searchsorted(times, t, side="right") - 1
+    ok = i >= 0
+    j = np.maximum(i, 0)
+    return np.where(ok, cum[j] + value[j] * (t - times[j]), 0.0)
+
+
+def _functions(trace: Trace) -> dict:
+    def build():
+        ev = trace.events
+        out = {}
+        for dev in gpu_devices(trace):
+            rows = np.flatnonzero((ev.kind == Kind.KERNEL) & (ev.device == dev))
+            info = trace.device_info(dev)
+            out[dev] = (_coverage_function(ev.ts[rows], ev.ts[rows] + ev.dur[rows]),
+                        _sm_function(trace, rows, info.num_sms if info else None))
+        return out
+
+    return _cached(trace, "counter_functions", build)
+
+
+def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
+    """Counter series over absolute ``[a0, a1]`` in ``bins`` bins. Values are per bin."""
+    bins = max(1, int(bins))
+    edges = np.linspace(a0, a1, bins + 1)
+    width = max(a1 - a0, 1e-9) / bins
+    out = []
+    for dev, (cover, sm) in _functions(trace).items():
+        busy = np.diff(_covered_before(cover, edges)) / width
+        out.append({"name": f"GPU {dev} Utilization", "unit": "fraction", "values": np.round(busy, 4).tolist()})
+        if len(sm[0]):
+            eff = np.diff(_integral_before(sm, edges)) / width
+            out.append({"name": f"GPU {dev} Est. SM Efficiency", "unit": "fraction",
+                        "values": np.round(eff, 4).tolist()})
+    out += _memory(trace, edges)
+    return out
+
+
+def _memory(trace: Trace, edges: np.ndarray) -> list[dict]:
+    mem = trace.memory
+    out = []
+    if len(mem) == 0:
+        return out
+    for dtype, did in sorted({(int(t), int(d)) for t, d in zip(mem.device_type, mem.device_id) if t in (0, 1)}):
+        rows = np.flatnonzero((mem.device_type == dtype) & (mem.device_id == did))
+        label = "CPU" if dtype == 0 else f"GPU {did}"
+        allocated = mem.total_allocated[rows]
+        if not (allocated >= 0).any():
+            allocated = np.cumsum(mem.bytes[rows])
+        for name, series in ((f"{label} Memory Allocated", allocated), (f"{label} Memory Reserved", mem.total_reserved[rows])):
+            if not (series >= 0).any():
+                continue
+            out.append({"name": name, "unit": "bytes", "values": _step_max(mem.ts[rows], series, edges).tolist()})
+    return out
+
+
+def _step_max(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bin: max of the step function (value held from each event to the next) over the bin."""
+    before = np.searchsorted(ts, edges[:-1], side="right") - 1  # last event at or before the bin start
+    carried = np.where(before >= 0, values[np.maximum(before, 0)], 0)
+    first = np.searchsorted(ts, edges[:-1], side="right")
+    last = np.searchsorted(ts, edges[1:], side="right")
+    out = carried.astype(np.int64)
+    for k in np.flatnonzero(last > first).tolist():
+        out[k] = max(out[k], int(values[first[k]:last[k]].max()))
+    return np.maximum(out, 0)

@@ -1,0 +1,220 @@
+"""Timeline level-of-detail index: tracks, nesting depth, and a pyramid of merged slices.
+
+Tracks: one per CPU thread (pid, tid) for host events; one per GPU stream (device, stream) for
+kernels and GPU-side annotations; one "Memcpy" and one "Memset" track per device.
+
+Level 0 holds every event of a track. Level ``l ≥ 1`` has bucket width ``B_l = 4**(l-1)`` µs: items of
+level ``l-1`` shorter than ``B_l`` that share a depth and a bucket are merged into one item that keeps
+the depth, the count of events it hides, and the dominant name (the name with the largest summed
+duration). Longer items are kept as they are. A query for a window of ``W`` pixels answers from the
+coarsest level whose bucket is at most one pixel, so at most a few items are drawn per pixel and depth,
+and at full zoom the answer is exactly the events of the window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..trace.categories import Kind
+from ..trace.links import _cached
+from ..trace.model import Trace
+
+LEVEL_FACTOR = 4
+
+
+@dataclasses.dataclass
+class Level:
+    """Items of one track at one level, sorted by start (µs, absolute)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    depth: np.ndarray  # int32
+    name: np.ndarray  # int32 string id (dominant name of merged items)
+    count: np.ndarray  # int64 events behind the item (1 = a real event)
+    row: np.ndarray  # int64 event row, -1 for merged items
+    reach: np.ndarray  # running max of end, for window search
+
+    @classmethod
+    def build(cls, start, end, depth, name, count, row) -> "Level":
+        order = np.lexsort((depth, start))
+        start, end = start[order], end[order]
+        return cls(start, end, depth[order], name[order], count[order], row[order],
+                   np.maximum.accumulate(end) if len(end) else end)
+
+    def window(self, t0: float, t1: float) -> np.ndarray:
+        """Indices of items overlapping ``[t0, t1]``."""
+        lo = int(np.searchsorted(self.reach, t0, side="left"))
+        hi = int(np.searchsorted(self.start, t1, side="right"))
+        if hi <= lo:
+            return np.zeros(0, dtype=np.int64)
+        idx = np.arange(lo, hi)
+        return idx[self.end[idx] >= t0]
+
+
+@dataclasses.dataclass
+class Track:
+    id: int
+    kind: str  # "thread" | "stream" | "memcpy" | "memset"
+    process: str  # group label: process name or GPU
+    name: str
+    max_depth: int
+    levels: list[Level]  # levels[0] = events; levels[l] has bucket 4**(l-1) µs
+
+    def bucket(self, level: int) -> float:
+        return 0.0 if level == 0 else float(LEVEL_FACTOR ** (level - 1))
+
+
+def timeline_index(trace: Trace) -> list[Track]:
+    return _cached(trace, "timeline_index", lambda: _build(trace))
+
+
+def track_of_events(trace: Trace) -> np.ndarray:
+    """Track id of every event (all events belong to a track)."""
+    timeline_index(trace)
+    return trace.derived["track_of"]
+
+
+def _build(trace: Trace) -> list[Track]:
+    ev = trace.events
+    n = len(ev)
+    kind = ev.kind
+    is_stream = (kind == Kind.KERNEL) | (kind == Kind.GPU_USER_ANNOTATION)
+    is_copy, is_set = kind == Kind.MEMCPY, kind == Kind.MEMSET
+    host = ~(is_stream | is_copy | is_set)
+    stream = np.where(ev.stream >= 0, ev.stream, ev.tid.astype(np.int64))
+    # one integer key per track: (category, a, b)
+    cat = np.where(host, 0, np.where(is_stream, 1, np.where(is_copy, 2, 3))).astype(np.int64)
+    a = np.where(host, ev.pid.astype(np.int64), ev.device.astype(np.int64))
+    b = np.where(host, ev.tid.astype(np.int64), np.where(is_stream, stream, 0))
+    keys = np.stack([cat, a, b], axis=1)
+    uniq, track_of = np.unique(keys, axis=0, return_inverse=True) if n else (np.zeros((0, 3), int), np.zeros(0, int))
+    track_of = track_of.reshape(-1)
+    trace.derived["track_of"] = track_of
+    depth = _depths(ev.ts, ev.ts + ev.dur, track_of)
+    order_tracks = sorted(range(len(uniq)), key=lambda t: _track_sort_key(trace, uniq[t]))
+    tracks = []
+    by_track = np.argsort(track_of, kind="stable")
+    bounds = np.searchsorted(track_of[by_track], np.arange(len(uniq) + 1))
+    for new_id, t in enumerate(order_tracks):
+        rows = by_track[bounds[t]:bounds[t + 1]]
+        c, x, y = (int(v) for v in uniq[t])
+        kind_name, process, name = _labels(trace, c, x, y)
+        levels = _pyramid(ev.ts[rows], ev.ts[rows] + ev.dur[rows], depth[rows], ev.name[rows], ev.dur[rows], rows)
+        tracks.append(Track(new_id, kind_name, process, name, int(depth[rows].max()) if len(rows) else 0, levels))
+    remap = np.empty(len(uniq), dtype=np.int64)
+    remap[order_tracks] = np.arange(len(uniq))
+    trace.derived["track_of"] = remap[track_of] if len(track_of) else track_of
+    return tracks
+
+
+def _labels(trace: Trace, c: int, x: int, y: int) -> tuple[str, str, str]:
+    if c == 0:
+        pid, tid = trace.strings[x], trace.strings[y]
+        process = trace.meta.get("process_names", {}).get(pid) or f"process {pid}"
+        thread = trace.meta.get("thread_names", {}).get(f"{pid}/{tid}") or f"thread {tid}"
+        return "thread", f"{process} ({pid})", thread
+    gpu = f"GPU {x}"
+    if c == 1:
+        return "stream", gpu, f"stream {y}"
+    return ("memcpy", gpu, "Memcpy") if c == 2 else ("memset", gpu, "Memset")
+
+
+def _track_sort_key(trace: Trace, key) -> tuple:
+    c, x, y = (int(v) for v in key)
+    if c == 0:
+        return (0, _num(trace.strings[x]), trace.strings[x], _num(trace.strings[y]), trace.strings[y])
+    return (1, x, "", c, str(y).zfill(12))
+
+
+def _num(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("inf")
+
+
+def _depths(start: np.ndarray, end: np.ndarray, track: np.ndarray) -> np.ndarray:
+    """Nesting depth per event within its track (0 = outermost). Crossing slices go one level deeper
+    than the slice they cross, like chrome://tracing does; zero and negative durations are points."""
+    n = len(start)
+    depth = np.zeros(n, dtype=np.int32)
+    if n == 0:
+        return depth
+    end = np.maximum(end, start)
+    order = np.lexsort((-end, start, track))
+    stack: list[float] = []
+    current = -1
+    for i, t, s, e in zip(order.tolist(), track[order].tolist(), start[order].tolist(), end[order].tolist()):
+        if t != current:
+            current, stack = t, []
+        while stack and stack[-1] <= s and not (stack[-1] == s == e):
+            stack.pop()
+        # stack holds the ends of the open slices that contain (or cross into) this one
+        depth[i] = len(stack)
+        stack.append(e)
+    return depth
+
+
+def _pyramid(start, end, depth, name, dur, rows) -> list[Level]:
+    end = np.maximum(end, start)
+    levels = [Level.build(start, end, depth, name.astype(np.int32), np.ones(len(start), dtype=np.int64),
+                          rows.astype(np.int64))]
+    weight = np.maximum(dur, 0.0)
+    span = float(end.max() - start.min()) if len(start) else 0.0
+    bucket = 1.0
+    cur = levels[0]
+    cur_weight = weight[np.lexsort((depth, start))]
+    while len(cur.start) > 1 and bucket <= max(span, 1.0) * LEVEL_FACTOR:
+        cur, cur_weight = _merge(cur, cur_weight, bucket)
+        levels.append(cur)
+        bucket *= LEVEL_FACTOR
+    return levels
+
+
+def _merge(level: Level, weight: np.ndarray, bucket: float) -> tuple[Level, np.ndarray]:
+    short = (level.end - level.start) < bucket
+    keep = ~short
+    s_idx = np.flatnonzero(short)
+    if len(s_idx) == 0:
+        return level, weight
+    cell = np.floor(level.start[s_idx] / bucket).astype(np.int64)
+    key = np.stack([level.depth[s_idx].astype(np.int64), cell], axis=1)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    g = len(uniq)
+    m_start = np.full(g, np.inf)
+    m_end = np.full(g, -np.inf)
+    np.minimum.at(m_start, inv, level.start[s_idx])
+    np.maximum.at(m_end, inv, level.end[s_idx])
+    m_count = np.bincount(inv, weights=level.count[s_idx], minlength=g).astype(np.int64)
+    m_weight = np.bincount(inv, weights=weight[s_idx], minlength=g)
+    # dominant name: the (group, name) pair with the largest summed duration
+    pair = np.stack([inv.astype(np.int64), level.name[s_idx].astype(np.int64)], axis=1)
+    pairs, pinv = np.unique(pair, axis=0, return_inverse=True)
+    pw = np.bincount(pinv.reshape(-1), weights=weight[s_idx] + 1e-9, minlength=len(pairs))
+    best = np.lexsort((-pw, pairs[:, 0]))
+    first = np.ones(len(best), dtype=bool)
+    first[1:] = pairs[best[1:], 0] != pairs[best[:-1], 0]
+    m_name = np.zeros(g, dtype=np.int32)
+    m_name[pairs[best[first], 0]] = pairs[best[first], 1]
+    merged_single = m_count == 1
+    # a group of one real event stays that event
+    single_rows = np.full(g, -1, dtype=np.int64)
+    if merged_single.any():
+        lone = np.flatnonzero(np.bincount(inv, minlength=g) == 1)
+        where = np.zeros(g, dtype=np.int64)
+        where[inv] = s_idx
+        single_rows[lone] = level.row[where[lone]]
+    new = Level.build(
+        np.concatenate([level.start[keep], m_start]),
+        np.concatenate([level.end[keep], m_end]),
+        np.concatenate([level.depth[keep], uniq[:, 0].astype(np.int32)]),
+        np.concatenate([level.name[keep], m_name]),
+        np.concatenate([level.count[keep], m_count]),
+        np.concatenate([level.row[keep], single_rows]),
+    )
+    w = np.concatenate([weight[keep], m_weight])
+    order = np.lexsort((np.concatenate([level.depth[keep], uniq[:, 0]]), np.concatenate([level.start[keep], m_start])))
+    return new, w[order]
