@@ -179,3 +179,80 @@ def modules(registry: RunRegistry, args: Mapping[str, str]):
     if answer:
         return answer
     return 200, {"state": "ready", "modules": registry.tables(state).modules()}
+
+
+MAX_WIDTH_PX = 10_000
+
+
+def _float(args: Mapping[str, str], key: str, default: float | None = None) -> float:
+    raw = args.get(key)
+    if raw in (None, ""):
+        if default is None:
+            raise BadRequest(f"missing parameter '{key}'")
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadRequest(f"parameter '{key}' must be a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise BadRequest(f"parameter '{key}' must be finite")
+    return value
+
+
+def timeline_meta(registry: RunRegistry, args: Mapping[str, str]):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    return 200, dict(registry.tables(state).timeline_meta(), state="ready")
+
+
+def timeline(registry: RunRegistry, args: Mapping[str, str]):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    views = registry.tables(state)
+    meta = views.timeline_meta()
+    try:
+        t0 = _float(args, "start_us", 0.0)
+        t1 = _float(args, "end_us", meta["end_us"])
+        width = _int(args, "width_px", 2000, 1, MAX_WIDTH_PX)
+        raw_tracks = args.get("tracks")
+        track_ids = None
+        if raw_tracks:
+            try:
+                track_ids = {int(t) for t in raw_tracks.split(",")[:10_000]}
+            except ValueError:
+                raise BadRequest("parameter 'tracks' must be comma-separated integers") from None
+        if t1 <= t0:
+            raise BadRequest("'end_us' must be greater than 'start_us'")
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    return 200, dict(views.timeline_window(t0, t1, width, track_ids), state="ready")
+
+
+def timeline_search(registry: RunRegistry, args: Mapping[str, str]):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    try:
+        pattern = _param(args, "q")
+        if len(pattern) > 500:
+            raise BadRequest("search pattern is too long (500 characters at most)")
+        regex = _choice(args, "regex", ("0", "1"), "0") == "1"
+        return 200, dict(registry.tables(state).timeline_search(pattern, regex), state="ready")
+    except (BadRequest, ValueError) as exc:
+        return 400, {"error": str(exc)}
+
+
+def timeline_event(registry: RunRegistry, args: Mapping[str, str]):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    try:
+        row = _int(args, "row", 0, 0, 10**12)
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    doc = registry.tables(state).event(row)
+    if doc is None:
+        return 404, {"error": f"no event {row}"}
+    return 200, dict(doc, state="ready")

@@ -84,9 +84,12 @@ class FileViews:
                 timeline_index(self.trace)
             base = timeline_query.origin(self.trace)
             steps = compute_steps(self.trace)
+            base_ns = self.trace.meta.get("baseTimeNanoseconds")
             return {
                 "origin_us": base,
-                "base_time_ns": self.trace.meta.get("baseTimeNanoseconds"),
+                "base_time_ns": base_ns,
+                # wall clock of the origin, for aligning ranks: baseTimeNanoseconds when the trace has it
+                "wall_origin_us": base + (base_ns / 1000.0 if isinstance(base_ns, (int, float)) else 0.0),
                 "end_us": timeline_query.extent(self.trace)[1],
                 "tracks": timeline_query.tracks_meta(self.trace),
                 "steps": [{"step": n, "start_us": float(a - base), "end_us": float(b - base)}

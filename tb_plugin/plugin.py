@@ -52,6 +52,11 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/kernels": self._table_route(api.kernels),
             "/kernels.csv": self._table_route(api.kernels, as_csv=True),
             "/modules": self._table_route(api.modules),
+            "/timeline_meta": self._table_route(api.timeline_meta),
+            "/timeline": self._table_route(api.timeline),
+            "/timeline_search": self._table_route(api.timeline_search),
+            "/timeline_event": self._table_route(api.timeline_event),
+            "/trace_file": self._serve_trace_file,
         }
 
     def is_active(self) -> bool:
@@ -85,6 +90,22 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         if self._registry is None:
             return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
         return _json(request, *api.overview(self._registry, request.args))
+
+    @wrappers.Request.application
+    def _serve_trace_file(self, request):
+        """The original trace file of a (run, worker, span), for "Download trace" and Perfetto."""
+        if self._registry is None:
+            return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
+        state = self._registry.find(request.args.get("run", ""), request.args.get("worker", ""),
+                                    request.args.get("span", ""))
+        if state is None:  # the path comes from the registry, never from the request
+            return _json(request, 404, {"error": "no such trace"})
+        with self._registry.fs.open(state.entry.path, "rb") as f:
+            body = f.read()
+        name = state.entry.name.replace('"', "")
+        response = wrappers.Response(body, content_type="application/octet-stream")
+        response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
 
     def _table_route(self, handler, as_csv: bool = False):
         @wrappers.Request.application
