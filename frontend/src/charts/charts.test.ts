@@ -111,3 +111,24 @@ describe("execution summary rows", () => {
     expect(rows[0]?.pct).toBeNull();
   });
 });
+
+describe("top-N donuts", () => {
+  it("colors items in order, Other grey, keeps zero items in the legend but not in the chart", async () => {
+    const { buildTopDonutOption, colorTopItems, OTHER_COLOR } = await import("./topDonutOption");
+    const items = colorTopItems(
+      [
+        { name: "Tensor cores", value: 0 },
+        { name: "<b>x</b>", value: 30 },
+        { name: "Other", value: 10 },
+      ],
+      ["#111111", "#222222"],
+    );
+    expect(items.map((i) => [i.color, i.pct])).toEqual([
+      ["#111111", 0],
+      ["#222222", 75],
+      [OTHER_COLOR, 25],
+    ]);
+    const [pie] = buildTopDonutOption(items).series as { data: { name: string }[] }[];
+    expect(pie?.data.map((d) => d.name)).toEqual(["<b>x</b>", "Other"]);
+  });
+});

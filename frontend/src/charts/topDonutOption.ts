@@ -3,14 +3,34 @@ import type { TopItem } from "../api/types";
 import type { ChartOption } from "./echarts";
 import { pieTooltipFormatter } from "./tooltipFormatters";
 
-const OTHER_COLOR = "#9e9e9e";
-const COLORS = [
+export const OTHER_COLOR = "#9e9e9e";
+export const TOP_COLORS = [
   "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
 ];
 
-/** Names are long (C++ kernel signatures): the legend is off, the tooltip (escaped) names them. */
-export function buildTopDonutOption(items: TopItem[], colors: string[] = COLORS): ChartOption {
+export interface ColoredItem extends TopItem {
+  color: string;
+  /** Share of the donut, 0-100. */
+  pct: number;
+}
+
+/**
+ * The items with their colors ("Other" is grey; the others take the palette in order, zeros
+ * included, so a fixed pair like tensor cores / other keeps its colors) and shares. Negative or
+ * missing values count as 0. The legend and the chart agree.
+ */
+export function colorTopItems(items: TopItem[], colors: string[] = TOP_COLORS): ColoredItem[] {
+  const total = items.reduce((s, it) => s + (it.value > 0 ? it.value : 0), 0);
   let i = 0;
+  return items.map((it) => ({
+    ...it,
+    color: it.name === "Other" ? OTHER_COLOR : (colors[i++ % colors.length] as string),
+    pct: total > 0 && it.value > 0 ? (it.value / total) * 100 : 0,
+  }));
+}
+
+/** Names are long (C++ kernel signatures): no ECharts legend; the tooltip (escaped) names them. */
+export function buildTopDonutOption(items: ColoredItem[]): ChartOption {
   return {
     backgroundColor: "transparent",
     animation: false,
@@ -18,17 +38,11 @@ export function buildTopDonutOption(items: TopItem[], colors: string[] = COLORS)
     series: [
       {
         type: "pie",
-        radius: ["45%", "78%"],
+        radius: ["45%", "80%"],
         center: ["50%", "50%"],
         label: { show: false },
         labelLine: { show: false },
-        data: items
-          .filter((it) => it.value > 0)
-          .map((it) => ({
-            name: it.name,
-            value: it.value,
-            itemStyle: { color: it.name === "Other" ? OTHER_COLOR : (colors[i++ % colors.length] as string) },
-          })),
+        data: items.filter((it) => it.value > 0).map((it) => ({ name: it.name, value: it.value, itemStyle: { color: it.color } })),
       },
     ],
   };

@@ -1,17 +1,43 @@
 import { useMemo } from "react";
 import type { TopItem } from "../api/types";
-import { buildTopDonutOption } from "../charts/topDonutOption";
+import { buildTopDonutOption, colorTopItems } from "../charts/topDonutOption";
 import type { Theme } from "../hooks/useTheme";
+import { formatDuration, formatPct } from "../util/format";
 import { Card } from "./Card";
 import { EChart } from "./EChart";
 
-/** One titled donut of a top-N list. */
-export function TopDonut({ title, items, theme, testId }: { title: string; items: TopItem[]; theme: Theme; testId: string }) {
-  const option = useMemo(() => buildTopDonutOption(items), [items]);
-  const empty = items.every((it) => !(it.value > 0));
+interface TopDonutProps {
+  title: string;
+  items: TopItem[];
+  theme: Theme;
+  testId: string;
+  colors?: string[];
+  /** How many legend lines to list under the donut. */
+  legend?: number;
+}
+
+/** One titled donut of a top-N list, with a text legend of the largest entries under it. */
+export function TopDonut({ title, items, theme, testId, colors, legend = 5 }: TopDonutProps) {
+  const colored = useMemo(() => colorTopItems(items, colors), [items, colors]);
+  const option = useMemo(() => buildTopDonutOption(colored), [colored]);
   return (
     <Card title={title} className="donut-card" testId={testId}>
-      {empty ? <div className="muted donut-empty">No time recorded.</div> : <EChart option={option} theme={theme} height={200} ariaLabel={title} />}
+      {!colored.some((it) => it.value > 0) ? (
+        <div className="muted donut-empty">No time recorded.</div>
+      ) : (
+        <>
+          <EChart option={option} theme={theme} height={170} ariaLabel={title} />
+          <ul className="donut-legend">
+            {colored.slice(0, legend).map((it, i) => (
+              <li key={i} title={`${it.name}: ${formatDuration(it.value)}`}>
+                <span className="swatch" style={{ background: it.color }} />
+                <span className="donut-legend-name">{it.name}</span>
+                <span className="donut-legend-value">{formatPct(it.pct, 1)}</span>
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
     </Card>
   );
 }

@@ -15,6 +15,8 @@ import { DASH, formatBool, formatDuration, formatNumber, formatPct, formatText }
 import { KERNEL_DEFS } from "../util/tableDefinitions";
 import { PAGE_SIZE } from "./OperatorView";
 
+const TC_COLORS = ["#2ca02c", "#9e9e9e"];
+
 const GROUPS: { id: KernelGroupBy; label: string }[] = [
   { id: "kernel", label: "Kernel" },
   { id: "kernel_op_config", label: "Kernel + Op + Launch config" },
@@ -79,7 +81,7 @@ export function KernelView({ selection, theme }: { selection: Selection; theme: 
       data
         ? [
             { name: "Tensor cores", value: data.tensor_core.tensor_core_us },
-            { name: "Other", value: data.tensor_core.other_us },
+            { name: "Other kernels", value: data.tensor_core.other_us },
           ]
         : [],
     [data],
@@ -141,7 +143,13 @@ export function KernelView({ selection, theme }: { selection: Selection; theme: 
           <ErrorBoundary title="Kernel charts failed to render">
             <div className="grid-2">
               <TopDonut title="Top Kernels by Total Time" items={data.top} theme={theme} testId="donut-kernels" />
-              <TopDonut title="Tensor Core Usage" items={tcItems} theme={theme} testId="donut-tensor-core" />
+              <TopDonut
+                title="Tensor Core Usage (kernel time)"
+                items={tcItems}
+                theme={theme}
+                testId="donut-tensor-core"
+                colors={TC_COLORS}
+              />
             </div>
           </ErrorBoundary>
           <Card title="GPU Kernels">

@@ -122,6 +122,30 @@ describe("OperatorView", () => {
     expect(screen.getByTestId("toast").textContent).toContain(`${frame.file}:${frame.line}`);
   });
 
+  it("pages with next/prev, 100 rows a page, and shows loading and error states", async () => {
+    const big = { ...operatorsFixture, total_rows: 250 };
+    let calls = 0;
+    vi.stubGlobal("fetch", async (url: string) => {
+      requests.push(url);
+      calls += 1;
+      if (calls === 1) return json({ state: "loading", progress: 0.5 });
+      if (query(url).get("offset") === "200") return json({ error: "boom" }, 500);
+      return json(big);
+    });
+    render(<OperatorView selection={SEL} theme="light" />);
+    expect((await screen.findByText(/Parsing the trace: 50 %/)).textContent).toBeTruthy();
+    await screen.findByTestId("operator-table", {}, { timeout: 4000 });
+    expect(screen.getByTestId("row-count").textContent).toBe("1–5 of 250 rows");
+    const [prev, next] = within(screen.getByTestId("pager")).getAllByRole("button") as [HTMLButtonElement, HTMLButtonElement];
+    expect(prev.disabled).toBe(true);
+    fireEvent.click(next);
+    await waitFor(() => expect(query(requests.at(-1) as string).get("offset")).toBe("100"));
+    await waitFor(() => expect(screen.getByTestId("row-count").textContent).toBe("101–105 of 250 rows"));
+    fireEvent.click(next);
+    const card = await screen.findByTestId("error-card");
+    expect(card.textContent).toContain("HTTP 500: boom");
+  });
+
   it("renders server strings as text", async () => {
     const evil = { ...operatorsFixture, rows: [{ ...operatorsFixture.rows[0], name: "<img src=x onerror=alert(1)>" }] };
     vi.stubGlobal("fetch", async () => json(evil));
