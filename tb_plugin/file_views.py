@@ -13,7 +13,7 @@ from .analysis import timeline_query
 from .analysis.call_stacks import stack_ids
 from .analysis.counters import counters
 from .analysis.steps import compute_steps
-from .analysis.timeline import timeline_index
+from .analysis.timeline import pack_index, timeline_index, unpack_index
 from .trace.links import device_mask
 from .trace.args import event_args
 from .trace.model import Trace
@@ -22,8 +22,10 @@ from .trace.model import Trace
 class FileViews:
     """Operator, Kernel and Module views of one trace, memoized per grouping. Thread-safe."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, store=None) -> None:
+        """``store``: optional ``(get(kind), put(kind, header, arrays))`` for derived indexes (parse cache)."""
         self.trace = trace
+        self._store = store
         self.has_device = bool(device_mask(trace).any())
         self._memo: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -53,6 +55,7 @@ class FileViews:
         self.kernels("kernel")
         self.modules()
         self.tensor_core_split()
+        self.timeline_meta()
 
     def stacks(self, group_by: str, key: int) -> list[dict] | None:
         """Distinct call stacks of one operator row, most device time first (µs)."""
@@ -81,7 +84,7 @@ class FileViews:
     def timeline_meta(self) -> dict:
         def build():
             with self._lock_index():
-                timeline_index(self.trace)
+                self._load_or_build_index()
             base = timeline_query.origin(self.trace)
             steps = compute_steps(self.trace)
             base_ns = self.trace.meta.get("baseTimeNanoseconds")
@@ -97,6 +100,17 @@ class FileViews:
             }
 
         return self._get("timeline_meta", build)
+
+    def _load_or_build_index(self) -> None:
+        if "timeline_index" in self.trace.derived:
+            return
+        if self._store is not None:
+            got = self._store[0]("timeline")
+            if got is not None and unpack_index(self.trace, *got):
+                return
+        timeline_index(self.trace)
+        if self._store is not None:
+            self._store[1]("timeline", *pack_index(self.trace))
 
     def _lock_index(self):
         return self._index_lock

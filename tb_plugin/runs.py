@@ -181,7 +181,7 @@ class RunRegistry:
         try:
             trace = self._parse(state, report)
             overview = compute_overview(trace)
-            views = FileViews(trace)
+            views = self._views_of(state, trace)
         except TraceReadError as exc:
             state.error, state.state = str(exc), ERROR
         except MemoryError:
@@ -240,9 +240,17 @@ class RunRegistry:
             if views is not None:
                 self._views.move_to_end(rel)
                 return views
-        views = FileViews(self._parse(state, lambda _: None))
+        views = self._views_of(state, self._parse(state, lambda _: None))
         self._remember(rel, views)
         return views
+
+    def _views_of(self, state: FileState, trace: Trace) -> FileViews:
+        if self.cache is None:
+            return FileViews(trace)
+        url, version = self.fs.unstrip_protocol(state.entry.path), state.entry.version
+        cache = self.cache
+        return FileViews(trace, store=(lambda kind: cache.get_blob(url, version, kind),
+                                       lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)))
 
     # -- queries ------------------------------------------------------------------------------
     def files(self) -> list[FileState]:

@@ -95,22 +95,34 @@ def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
     return out
 
 
-def _memory(trace: Trace, edges: np.ndarray) -> list[dict]:
-    mem = trace.memory
-    out = []
-    if len(mem) == 0:
-        return out
-    for dtype, did in sorted({(int(t), int(d)) for t, d in zip(mem.device_type, mem.device_id) if t in (0, 1)}):
-        rows = np.flatnonzero((mem.device_type == dtype) & (mem.device_id == did))
-        label = "CPU" if dtype == 0 else f"GPU {did}"
-        allocated = mem.total_allocated[rows]
-        if not (allocated >= 0).any():
-            allocated = np.cumsum(mem.bytes[rows])
-        for name, series in ((f"{label} Memory Allocated", allocated), (f"{label} Memory Reserved", mem.total_reserved[rows])):
-            if not (series >= 0).any():
+def _memory_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """``(name, ts, bytes)`` step series of allocated/reserved memory per device, built once."""
+    def build():
+        mem = trace.memory
+        out = []
+        if len(mem) == 0:
+            return out
+        pairs = np.unique(np.stack([mem.device_type.astype(np.int64), mem.device_id.astype(np.int64)], axis=1), axis=0)
+        for dtype, did in pairs.tolist():
+            if dtype not in (0, 1):
                 continue
-            out.append({"name": name, "unit": "bytes", "values": _step_max(mem.ts[rows], series, edges).tolist()})
-    return out
+            rows = np.flatnonzero((mem.device_type == dtype) & (mem.device_id == did))
+            label = "CPU" if dtype == 0 else f"GPU {did}"
+            allocated = mem.total_allocated[rows]
+            if not (allocated >= 0).any():
+                allocated = np.cumsum(mem.bytes[rows])
+            for name, series in ((f"{label} Memory Allocated", allocated),
+                                 (f"{label} Memory Reserved", mem.total_reserved[rows])):
+                if (series >= 0).any():
+                    out.append((name, mem.ts[rows], series))
+        return out
+
+    return _cached(trace, "memory_series", build)
+
+
+def _memory(trace: Trace, edges: np.ndarray) -> list[dict]:
+    return [{"name": name, "unit": "bytes", "values": _step_max(ts, series, edges).tolist()}
+            for name, ts, series in _memory_series(trace)]
 
 
 def _step_max(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarray:

@@ -66,8 +66,43 @@ class Track:
         return 0.0 if level == 0 else float(LEVEL_FACTOR ** (level - 1))
 
 
+INDEX_FORMAT = 1
+_LEVEL_FIELDS = ("start", "end", "depth", "name", "count", "row")
+
+
 def timeline_index(trace: Trace) -> list[Track]:
     return _cached(trace, "timeline_index", lambda: _build(trace))
+
+
+def pack_index(trace: Trace) -> tuple[dict, dict[str, np.ndarray]]:
+    """The index as a JSON header plus flat arrays, for the parse cache."""
+    tracks = timeline_index(trace)
+    header = {"format": INDEX_FORMAT, "tracks": []}
+    arrays: dict[str, np.ndarray] = {"track_of": trace.derived["track_of"]}
+    for t in tracks:
+        header["tracks"].append({"id": t.id, "kind": t.kind, "process": t.process, "name": t.name,
+                                 "max_depth": t.max_depth, "levels": len(t.levels)})
+        for l, level in enumerate(t.levels):
+            for f in _LEVEL_FIELDS:
+                arrays[f"{t.id}.{l}.{f}"] = getattr(level, f)
+    return header, arrays
+
+
+def unpack_index(trace: Trace, header: dict, arrays) -> bool:
+    """Install a cached index on ``trace``; False when it is of another format."""
+    if header.get("format") != INDEX_FORMAT:
+        return False
+    tracks = []
+    for t in header["tracks"]:
+        levels = []
+        for l in range(t["levels"]):
+            cols = {f: arrays[f"{t['id']}.{l}.{f}"] for f in _LEVEL_FIELDS}
+            cols["reach"] = np.maximum.accumulate(cols["end"]) if len(cols["end"]) else cols["end"]
+            levels.append(Level(**cols))
+        tracks.append(Track(t["id"], t["kind"], t["process"], t["name"], t["max_depth"], levels))
+    trace.derived["track_of"] = arrays["track_of"]
+    trace.derived["timeline_index"] = tracks
+    return True
 
 
 def track_of_events(trace: Trace) -> np.ndarray:
@@ -88,8 +123,9 @@ def _build(trace: Trace) -> list[Track]:
     cat = np.where(host, 0, np.where(is_stream, 1, np.where(is_copy, 2, 3))).astype(np.int64)
     a = np.where(host, ev.pid.astype(np.int64), ev.device.astype(np.int64))
     b = np.where(host, ev.tid.astype(np.int64), np.where(is_stream, stream, 0))
-    keys = np.stack([cat, a, b], axis=1)
-    uniq, track_of = np.unique(keys, axis=0, return_inverse=True) if n else (np.zeros((0, 3), int), np.zeros(0, int))
+    packed = cat << 58 | (a & 0x3FFFFFF) << 32 | (b & 0xFFFFFFFF)
+    uniq_packed, track_of = np.unique(packed, return_inverse=True)
+    uniq = np.stack([uniq_packed >> 58, (uniq_packed >> 32) & 0x3FFFFFF, uniq_packed & 0xFFFFFFFF], axis=1)
     track_of = track_of.reshape(-1)
     trace.derived["track_of"] = track_of
     depth = _depths(ev.ts, ev.ts + ev.dur, track_of)
@@ -179,42 +215,40 @@ def _merge(level: Level, weight: np.ndarray, bucket: float) -> tuple[Level, np.n
     s_idx = np.flatnonzero(short)
     if len(s_idx) == 0:
         return level, weight
-    cell = np.floor(level.start[s_idx] / bucket).astype(np.int64)
-    key = np.stack([level.depth[s_idx].astype(np.int64), cell], axis=1)
-    uniq, inv = np.unique(key, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    cell = np.floor((level.start[s_idx] - level.start[0]) / bucket).astype(np.int64)
+    key = level.depth[s_idx].astype(np.int64) << 40 | cell
+    uniq, inv = np.unique(key, return_inverse=True)
     g = len(uniq)
-    m_start = np.full(g, np.inf)
-    m_end = np.full(g, -np.inf)
-    np.minimum.at(m_start, inv, level.start[s_idx])
-    np.maximum.at(m_end, inv, level.end[s_idx])
+    by_group = np.argsort(inv, kind="stable")
+    group_starts = np.searchsorted(inv[by_group], np.arange(g))
+    m_start = np.minimum.reduceat(level.start[s_idx][by_group], group_starts)
+    m_end = np.maximum.reduceat(level.end[s_idx][by_group], group_starts)
     m_count = np.bincount(inv, weights=level.count[s_idx], minlength=g).astype(np.int64)
     m_weight = np.bincount(inv, weights=weight[s_idx], minlength=g)
+    m_depth = (uniq >> 40).astype(np.int32)
     # dominant name: the (group, name) pair with the largest summed duration
-    pair = np.stack([inv.astype(np.int64), level.name[s_idx].astype(np.int64)], axis=1)
-    pairs, pinv = np.unique(pair, axis=0, return_inverse=True)
-    pw = np.bincount(pinv.reshape(-1), weights=weight[s_idx] + 1e-9, minlength=len(pairs))
-    best = np.lexsort((-pw, pairs[:, 0]))
+    pair = inv.astype(np.int64) << 32 | level.name[s_idx].astype(np.int64)
+    pairs, pinv = np.unique(pair, return_inverse=True)
+    pw = np.bincount(pinv, weights=weight[s_idx] + 1e-9, minlength=len(pairs))
+    p_group = pairs >> 32
+    best = np.lexsort((-pw, p_group))
     first = np.ones(len(best), dtype=bool)
-    first[1:] = pairs[best[1:], 0] != pairs[best[:-1], 0]
+    first[1:] = p_group[best[1:]] != p_group[best[:-1]]
     m_name = np.zeros(g, dtype=np.int32)
-    m_name[pairs[best[first], 0]] = pairs[best[first], 1]
-    merged_single = m_count == 1
+    m_name[p_group[best[first]]] = (pairs[best[first]] & 0xFFFFFFFF).astype(np.int32)
     # a group of one real event stays that event
     single_rows = np.full(g, -1, dtype=np.int64)
-    if merged_single.any():
-        lone = np.flatnonzero(np.bincount(inv, minlength=g) == 1)
+    lone = np.flatnonzero(np.bincount(inv, minlength=g) == 1)
+    if len(lone):
         where = np.zeros(g, dtype=np.int64)
         where[inv] = s_idx
         single_rows[lone] = level.row[where[lone]]
-    new = Level.build(
-        np.concatenate([level.start[keep], m_start]),
-        np.concatenate([level.end[keep], m_end]),
-        np.concatenate([level.depth[keep], uniq[:, 0].astype(np.int32)]),
-        np.concatenate([level.name[keep], m_name]),
-        np.concatenate([level.count[keep], m_count]),
-        np.concatenate([level.row[keep], single_rows]),
-    )
-    w = np.concatenate([weight[keep], m_weight])
-    order = np.lexsort((np.concatenate([level.depth[keep], uniq[:, 0]]), np.concatenate([level.start[keep], m_start])))
-    return new, w[order]
+        single_rows[lone[m_count[lone] != 1]] = -1
+    starts = np.concatenate([level.start[keep], m_start])
+    depths = np.concatenate([level.depth[keep], m_depth])
+    order = np.lexsort((depths, starts))
+    new = Level(starts[order], np.concatenate([level.end[keep], m_end])[order], depths[order],
+                np.concatenate([level.name[keep], m_name])[order], np.concatenate([level.count[keep], m_count])[order],
+                np.concatenate([level.row[keep], single_rows])[order], np.zeros(0))
+    new.reach = np.maximum.accumulate(new.end)
+    return new, np.concatenate([weight[keep], m_weight])[order]

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from ..trace.links import device_mask, launch_of
+from ..trace.links import _cached, device_mask, launch_of
 from ..trace.model import Trace
 from .timeline import Track, timeline_index, track_of_events  # noqa: F401 (re-exported)
 
@@ -19,8 +19,12 @@ MAX_SEARCH_RESULTS = 1_000
 
 
 def origin(trace: Trace) -> float:
-    ev = trace.events
-    return float(ev.ts.min()) if len(ev) else 0.0
+    """The earliest event start (absolute µs): time 0 of every timeline response."""
+    def build():
+        ev = trace.events
+        return float(ev.ts.min()) if len(ev) else 0.0
+
+    return _cached(trace, "timeline_origin", build)
 
 
 def extent(trace: Trace) -> tuple[float, float]:
@@ -84,10 +88,8 @@ def window(trace: Trace, t0: float, t1: float, width_px: int, track_ids: list[in
 def flows_in_window(trace: Trace, a0: float, a1: float) -> dict:
     """Launch → device flows (correlation) with an end inside the window (absolute µs in, relative out)."""
     ev = trace.events
-    launcher = launch_of(trace)
-    dev = np.flatnonzero(device_mask(trace) & (launcher >= 0))
-    src = launcher[dev]
-    inside = ((ev.ts[dev] >= a0) & (ev.ts[dev] <= a1)) | ((ev.ts[src] >= a0) & (ev.ts[src] <= a1))
+    dev, src, dev_ts, src_ts = _launch_pairs(trace)
+    inside = ((dev_ts >= a0) & (dev_ts <= a1)) | ((src_ts >= a0) & (src_ts <= a1))
     dev, src = dev[inside], src[inside]
     total = len(dev)
     dev, src = dev[:MAX_FLOWS], src[:MAX_FLOWS]
@@ -99,6 +101,17 @@ def flows_in_window(trace: Trace, a0: float, a1: float) -> dict:
         "to_row": dev.tolist(), "to_track": track_of[dev].tolist(), "to_us": np.round(ev.ts[dev] - base, 3).tolist(),
         "hidden": int(max(total - MAX_FLOWS, 0)),
     }
+
+
+def _launch_pairs(trace: Trace):
+    def build():
+        ev = trace.events
+        launcher = launch_of(trace)
+        dev = np.flatnonzero(device_mask(trace) & (launcher >= 0))
+        src = launcher[dev]
+        return dev, src, ev.ts[dev], ev.ts[src]
+
+    return _cached(trace, "launch_pairs", build)
 
 
 def search(trace: Trace, pattern: str, regex: bool = False, limit: int = MAX_SEARCH_RESULTS) -> dict:

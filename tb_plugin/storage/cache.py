@@ -57,6 +57,23 @@ class ParseCache:
         """Where the raw events of this file go (for the timeline's full event args)."""
         return self._path(url, version)[: -len(".npz")] + ".events.bin"  # not ".json": a logdir scan must never take it for a trace
 
+    def get_blob(self, url: str, version: str, kind: str) -> tuple[dict, dict] | None:
+        """A derived index stored beside the parsed columns (``kind`` names it), or None."""
+        path = self._path(url, version)[: -len(".npz")] + f".{kind}.npz"
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                header = orjson.loads(data["header"].tobytes())
+                arrays = {k: data[k] for k in data.files if k != "header"}
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, orjson.JSONDecodeError):
+            return None
+        return header, arrays
+
+    def put_blob(self, url: str, version: str, kind: str, header: dict, arrays: dict) -> None:
+        path = self._path(url, version)[: -len(".npz")] + f".{kind}.npz"
+        self._write(path, dict(arrays, header=np.frombuffer(orjson.dumps(header), dtype=np.uint8)))
+
     def get(self, url: str, version: str) -> Trace | None:
         path = self._path(url, version)
         try:
@@ -97,6 +114,12 @@ class ParseCache:
         arrays.update({"e." + k: v for k, v in trace.events.columns.items()})
         arrays.update({"m." + k: v for k, v in trace.memory.columns.items()})
         arrays.update({"f." + k: v for k, v in trace.flows.columns.items()})
+        self._write(path, arrays)
+
+    @staticmethod
+    def _write(path: str, arrays: dict) -> None:
+        """Write an npz atomically (temp file + rename); a failure only costs the cache entry."""
+        tmp = None
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
@@ -104,10 +127,8 @@ class ParseCache:
                 np.savez(f, **arrays)
             os.replace(tmp, path)
         except OSError:
-            try:
+            if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
-            except (OSError, UnboundLocalError):
-                pass
 
 
 __all__ = ["ParseCache", "CACHE_VERSION", "default_cache_dir"]
