@@ -11,12 +11,18 @@ from .analysis.modules import module_tree
 from .analysis.operators import group_members, op_times, operator_rows
 from .analysis import timeline_query
 from .analysis.call_stacks import stack_ids
-from .analysis.counters import counters
+from .analysis.counters import counters, warm_counter_inputs
 from .analysis.steps import compute_steps
 from .analysis.timeline import pack_index, timeline_index, unpack_index
 from .trace.links import device_mask
 from .trace.args import event_args
 from .trace.model import Trace
+
+
+def warm_timeline_inputs(trace: Trace) -> None:
+    """Build what every timeline request reuses (counter functions, launch pairs) ahead of time."""
+    warm_counter_inputs(trace)
+    timeline_query.launch_pairs(trace)
 
 
 class FileViews:
@@ -85,6 +91,7 @@ class FileViews:
         def build():
             with self._lock_index():
                 self._load_or_build_index()
+                warm_timeline_inputs(self.trace)
             base = timeline_query.origin(self.trace)
             steps = compute_steps(self.trace)
             base_ns = self.trace.meta.get("baseTimeNanoseconds")

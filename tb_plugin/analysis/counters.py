@@ -135,3 +135,9 @@ def _step_max(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarr
     for k in np.flatnonzero(last > first).tolist():
         out[k] = max(out[k], int(values[first[k]:last[k]].max()))
     return np.maximum(out, 0)
+
+
+def warm_counter_inputs(trace: Trace) -> None:
+    """Precompute the per-device functions and memory series that every counter request uses."""
+    _functions(trace)
+    _memory_series(trace)

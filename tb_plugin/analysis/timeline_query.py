@@ -88,7 +88,7 @@ def window(trace: Trace, t0: float, t1: float, width_px: int, track_ids: list[in
 def flows_in_window(trace: Trace, a0: float, a1: float) -> dict:
     """Launch → device flows (correlation) with an end inside the window (absolute µs in, relative out)."""
     ev = trace.events
-    dev, src, dev_ts, src_ts = _launch_pairs(trace)
+    dev, src, dev_ts, src_ts = launch_pairs(trace)
     inside = ((dev_ts >= a0) & (dev_ts <= a1)) | ((src_ts >= a0) & (src_ts <= a1))
     dev, src = dev[inside], src[inside]
     total = len(dev)
@@ -103,7 +103,7 @@ def flows_in_window(trace: Trace, a0: float, a1: float) -> dict:
     }
 
 
-def _launch_pairs(trace: Trace):
+def launch_pairs(trace: Trace):
     def build():
         ev = trace.events
         launcher = launch_of(trace)
