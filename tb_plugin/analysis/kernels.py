@@ -15,7 +15,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.links import _cached
 from ..trace.model import Trace
-from .operators import op_times
+from .operators import _longest_member, op_times
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
 GROUPINGS = ("kernel", "kernel_op_config")
@@ -52,6 +52,7 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
     np.maximum.at(maxs, inverse, dur)
     bps = _weighted_mean(ev.blocks_per_sm[rows], dur, inverse, size)
     occ = _weighted_mean(ev.occupancy_pct[rows], dur, inverse, size)
+    longest = _longest_member(rows, inverse, dur, size)
     out = []
     for g in range(size):
         name = trace.strings[uniq[g, 0]]
@@ -66,7 +67,7 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
                        tc_eligible=is_tensor_core_eligible_op(trace.strings[op]) if op else None)
         row.update(calls=int(calls[g]), total_us=float(total[g]), mean_us=float(total[g] / calls[g]),
                    min_us=float(mins[g]), max_us=float(maxs[g]), blocks_per_sm=bps[g], achieved_occupancy_pct=occ[g],
-                   tensor_cores=uses_tensor_cores(name))
+                   tensor_cores=uses_tensor_cores(name), longest_row=int(longest[g]))
         out.append(row)
     return out
 

@@ -154,6 +154,7 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
     flops_values = np.nan_to_num(ev.flops[rows], nan=0.0)
     has_flops = np.bincount(inverse, weights=(~np.isnan(ev.flops[rows])).astype(float), minlength=size) > 0
     flops = np.bincount(inverse, weights=flops_values, minlength=size)
+    longest = _longest_member(rows, inverse, ev.dur[rows], size)
     out = []
     for g, key in enumerate(uniq.tolist()):
         name = trace.strings[key >> 32]
@@ -174,7 +175,18 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
             "tc_total_pct": _pct(sums["tc_total"][g], sums["kernel_total"][g]),
             "flops": float(flops[g]) if has_flops[g] else None,
             "tflops_per_s": (float(flops[g]) / dev_total / 1e6) if has_flops[g] and dev_total > 0 else None,
+            "longest_row": int(longest[g]),
         })
+    return out
+
+
+def _longest_member(rows: np.ndarray, inverse: np.ndarray, dur: np.ndarray, size: int) -> np.ndarray:
+    """Per group, the event row of its longest call (for "show in trace")."""
+    order = np.lexsort((-dur, inverse))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = inverse[order[1:]] != inverse[order[:-1]]
+    out = np.full(size, -1, dtype=np.int64)
+    out[inverse[order[first]]] = rows[order[first]]
     return out
 
 
