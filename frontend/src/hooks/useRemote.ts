@@ -10,7 +10,7 @@ export type RemoteState<T> =
   | { kind: "ready"; data: T }
   | { kind: "not-ready"; progress: number | null }
   | { kind: "file-error"; error: string }
-  | { kind: "fetch-error"; error: string };
+  | { kind: "fetch-error"; error: string; previous?: T | null };
 
 const RETRY_MS = 1500;
 
@@ -36,12 +36,16 @@ export function useRemote<T>(url: string | null): RemoteState<T> {
         } else setState({ kind: "ready", data: body as T });
       } catch (err) {
         if (stopped) return;
-        setState({ kind: "fetch-error", error: err instanceof Error ? err.message : String(err) });
+        const error = err instanceof Error ? err.message : String(err);
+        // A failed page keeps the last good one on screen (with the error above it), so the
+        // pager and sort headers stay there to step back.
+        setState((prev) => ({ kind: "fetch-error", error, previous: prev.kind === "fetching" ? prev.previous : null }));
       }
     };
     setState((prev) => ({
       kind: "fetching",
-      previous: prev.kind === "ready" ? prev.data : prev.kind === "fetching" ? prev.previous : null,
+      previous:
+        prev.kind === "ready" ? prev.data : prev.kind === "fetching" || prev.kind === "fetch-error" ? (prev.previous ?? null) : null,
     }));
     void load();
     return () => {
@@ -57,6 +61,6 @@ export function useRemote<T>(url: string | null): RemoteState<T> {
 /** The data to show: the current answer, or the previous one while the next loads. */
 export function remoteData<T>(state: RemoteState<T>): T | null {
   if (state.kind === "ready") return state.data;
-  if (state.kind === "fetching") return state.previous;
+  if (state.kind === "fetching" || state.kind === "fetch-error") return state.previous ?? null;
   return null;
 }

@@ -159,7 +159,7 @@ export function KernelView({ selection, theme }: { selection: Selection; theme: 
               rows={data.rows}
               rowKey={(r) => r.key}
               totalRows={data.total_rows}
-              offset={offset}
+              offset={data.offset ?? offset}
               limit={PAGE_SIZE}
               sort={shownSort}
               order={shownOrder}

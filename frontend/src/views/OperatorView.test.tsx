@@ -130,7 +130,7 @@ describe("OperatorView", () => {
       calls += 1;
       if (calls === 1) return json({ state: "loading", progress: 0.5 });
       if (query(url).get("offset") === "200") return json({ error: "boom" }, 500);
-      return json(big);
+      return json({ ...big, offset: Number(query(url).get("offset")) });
     });
     render(<OperatorView selection={SEL} theme="light" />);
     expect((await screen.findByText(/Parsing the trace: 50 %/)).textContent).toBeTruthy();
@@ -144,6 +144,11 @@ describe("OperatorView", () => {
     fireEvent.click(next);
     const card = await screen.findByTestId("error-card");
     expect(card.textContent).toContain("HTTP 500: boom");
+    // the last good page stays, so the user can step back
+    expect(screen.getByTestId("row-count").textContent).toBe("101–105 of 250 rows");
+    fireEvent.click(within(screen.getByTestId("pager")).getAllByRole("button")[0] as HTMLElement);
+    await waitFor(() => expect(screen.queryByTestId("error-card")).toBeNull());
+    expect(screen.getByTestId("row-count").textContent).toBe("1–5 of 250 rows");
   });
 
   it("renders server strings as text", async () => {

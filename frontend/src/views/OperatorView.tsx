@@ -167,7 +167,7 @@ export function OperatorView({ selection, theme }: OperatorViewProps) {
               rows={data.rows}
               rowKey={(r) => r.key}
               totalRows={data.total_rows}
-              offset={offset}
+              offset={data.offset ?? offset}
               limit={PAGE_SIZE}
               sort={shownSort}
               order={shownOrder}
