@@ -119,8 +119,10 @@ describe("App", () => {
     serve(standardServer);
     render(<App />);
     await screen.findByTestId("error-card");
-    expect((screen.getByTestId("worker-select") as HTMLSelectElement).value).toBe("worker1");
-    expect(window.location.hash).toBe("#run=resnet50_num_workers_0&worker=worker1&span=1");
+    await waitFor(() => {
+      expect((screen.getByTestId("worker-select") as HTMLSelectElement).value).toBe("worker1");
+      expect(window.location.hash).toBe("#run=resnet50_num_workers_0&worker=worker1&span=1");
+    });
   });
 
   it("polls while the selected file loads and fetches its overview once it is ready", async () => {
@@ -151,6 +153,17 @@ describe("App", () => {
     window.location.hash = "#run=resnet50_num_workers_0&worker=worker1&span=1";
     const card = await screen.findByTestId("error-card");
     expect(card.textContent).toContain("gzip stream is truncated");
+  });
+
+  it("corrects a hand-edited hash that names nothing", async () => {
+    serve(standardServer);
+    render(<App />);
+    await screen.findByTestId("gpu-utilization");
+    window.location.hash = "#run=no_such_run";
+    await waitFor(() =>
+      expect(window.location.hash).toBe("#run=resnet50_num_workers_0&worker=worker0&span=1"),
+    );
+    expect(screen.getByTestId("gpu-utilization").textContent).toBe("57.42 %");
   });
 
   it("says so when the run list cannot be loaded", async () => {
