@@ -20,7 +20,7 @@ import orjson
 
 from ..trace.model import EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
-FORMAT_REVISION = 1
+FORMAT_REVISION = 2  # 2: pid/tid ids canonical by text
 
 
 def _layout_fingerprint() -> str:

@@ -486,16 +486,28 @@ class _ColumnBuilder:
         meta = _meta(top, form, self.strings, cols, self.phase_counts)
         meta["process_names"] = self.process_names
         meta["thread_names"] = self.thread_names
+        memory, flows = self._memory_table(), self._flow_table()
+        # pid/tid 25738 and "25738" name the same thread: one id per text
+        canon = self._canonical_ids()
+        for table in (cols, memory.columns, flows.columns):
+            for key in ("pid", "tid"):
+                if len(table[key]):
+                    table[key] = canon[table[key]]
         return Trace(
             strings=self.strings,
             events=Table(cols),
-            memory=self._memory_table(),
-            flows=self._flow_table(),
+            memory=memory,
+            flows=flows,
             devices=_devices(top),
             distributed=top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else None,
             meta=meta,
             warnings=warnings,
         )
+
+    def _canonical_ids(self) -> np.ndarray:
+        """For every string id, the first id with the same text."""
+        first: dict[str, int] = {}
+        return np.array([first.setdefault(text, i) for i, text in enumerate(self.strings)], dtype=np.int32)
 
     def _memory_table(self) -> Table:
         if not self.memory_rows:

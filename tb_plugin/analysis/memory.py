@@ -1,0 +1,220 @@
+"""Memory view from profiler traces (``[memory]`` instant events).
+
+Definitions (bytes; times µs relative to the trace's first event):
+
+- **Devices**: ``Device Type`` 0 is "CPU", 1 is "GPU<Device Id>"; other types are ignored.
+- **Curve**: ``Total Allocated`` and ``Total Reserved`` after each event, as a step function. When a
+  trace lacks ``Total Allocated`` (older traces), the allocated curve is the running sum of ``Bytes``
+  (``reconstructed`` is true). We differ from torch-tb-profiler, which shows no curve then.
+- **Attribution**: an allocation (``Bytes`` > 0) belongs to the innermost operator on its thread whose
+  ``[start, end)`` contains it; a free (``Bytes`` < 0) belongs to the operator of the allocation with the
+  same ``Addr`` on the same device, or, without ``Addr``, to the innermost operator at the free.
+- **Per operator**, self (its own events) and total (self + descendants): *size increase* = Σ signed
+  Bytes; *allocation size* = Σ positive Bytes; *allocations* = count of positive events; *calls* = the
+  number of the operator's events (as in the Operator view).
+- **Pairing**: an allocation pairs with the next free of the same ``Addr`` on the same device. An
+  allocation never freed stays open (no release time); a free without an allocation has no
+  allocation time. Without ``Addr`` no pairs can be made and the reason is reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..trace.links import _cached
+from ..trace.model import Trace
+from .op_tree import op_tree
+from .operators import EXCLUDED_PREFIXES, op_times
+
+
+def device_label(device_type: int, device_id: int) -> str | None:
+    if device_type == 0:
+        return "CPU"
+    if device_type == 1:
+        return f"GPU{device_id}"
+    return None
+
+
+@dataclasses.dataclass
+class MemoryData:
+    device: list[str]  # label per memory event ("" when ignored)
+    op: np.ndarray  # attributed operator row per memory event (-1: none)
+    has_addr: bool
+    origin: float
+
+
+def memory_data(trace: Trace) -> MemoryData:
+    return _cached(trace, "memory_data", lambda: _memory_data(trace))
+
+
+def _memory_data(trace: Trace) -> MemoryData:
+    mem = trace.memory
+    ev = trace.events
+    labels = [device_label(int(t), int(d)) or "" for t, d in zip(mem.device_type.tolist(), mem.device_id.tolist())]
+    origin = float(ev.ts.min()) if len(ev) else (float(mem.ts.min()) if len(mem) else 0.0)
+    op = _innermost_ops(trace)
+    has_addr = bool((mem.addr >= 0).any()) if len(mem) else False
+    if has_addr:  # frees inherit the op of their allocation
+        live: dict[tuple, int] = {}
+        for i, (addr, b, lab) in enumerate(zip(mem.addr.tolist(), mem.bytes.tolist(), labels)):
+            if addr < 0 or not lab:
+                continue
+            if b > 0:
+                live[(lab, addr)] = int(op[i])
+            elif b < 0 and (lab, addr) in live:
+                op[i] = live.pop((lab, addr))
+    return MemoryData(labels, op, has_addr, origin)
+
+
+def _innermost_ops(trace: Trace) -> np.ndarray:
+    """Innermost operator (by [start, end)) on the memory event's thread, per memory event."""
+    mem = trace.memory
+    ev = trace.events
+    out = np.full(len(mem), -1, dtype=np.int64)
+    if len(mem) == 0:
+        return out
+    is_op = op_times(trace).is_op
+    ops = op_tree(trace).order
+    ops = ops[is_op[ops]]
+    by_thread: dict[tuple, list[int]] = {}
+    for r in ops.tolist():
+        by_thread.setdefault((int(ev.pid[r]), int(ev.tid[r])), []).append(r)
+    mem_threads: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip(mem.pid.tolist(), mem.tid.tolist())):
+        mem_threads.setdefault(key, []).append(i)
+    for key, idx in mem_threads.items():
+        rows = by_thread.get(key)
+        if not rows:
+            continue
+        idx.sort(key=lambda i: mem.ts[i])
+        stack: list[tuple[float, int]] = []
+        k = 0
+        starts = ev.ts[rows].tolist()
+        ends = (ev.ts[rows] + ev.dur[rows]).tolist()
+        for i in idx:
+            t = float(mem.ts[i])
+            while k < len(rows) and starts[k] <= t:
+                while stack and stack[-1][0] <= starts[k]:
+                    stack.pop()
+                stack.append((ends[k], rows[k]))
+                k += 1
+            while stack and stack[-1][0] <= t:
+                stack.pop()
+            if stack:
+                out[i] = stack[-1][1]
+    return out
+
+
+def curves(trace: Trace) -> list[dict]:
+    """Per device: the allocated/reserved step curves and their peaks."""
+    mem = trace.memory
+    data = memory_data(trace)
+    out = []
+    for label in sorted({d for d in data.device if d}, key=_device_order):
+        rows = np.array([i for i, d in enumerate(data.device) if d == label], dtype=np.int64)
+        allocated = mem.total_allocated[rows]
+        reconstructed = not (allocated >= 0).any()
+        if reconstructed:
+            allocated = np.cumsum(mem.bytes[rows])
+        reserved = mem.total_reserved[rows]
+        ts = mem.ts[rows] - data.origin
+        peak = int(np.argmax(allocated))
+        out.append({
+            "device": label,
+            "ts_us": ts,
+            "allocated_bytes": allocated,
+            "reserved_bytes": reserved if (reserved >= 0).any() else None,
+            "reconstructed": reconstructed,
+            "peak_allocated_bytes": int(allocated[peak]),
+            "peak_allocated_ts": float(ts[peak]),
+            "peak_reserved_bytes": int(reserved.max()) if (reserved >= 0).any() else None,
+        })
+    return out
+
+
+def _device_order(label: str) -> tuple:
+    return (0, 0) if label == "CPU" else (1, int(label[3:]) if label[3:].isdigit() else 0)
+
+
+def allocation_pairs(trace: Trace) -> dict:
+    """Allocation ↔ free pairs (see the module docstring). ``reason`` explains an empty table."""
+    mem = trace.memory
+    data = memory_data(trace)
+    if not data.has_addr:
+        return {"rows": [], "reason": "this trace's memory events have no 'Addr', so allocations cannot be "
+                                      "paired with their frees (the curve and the statistics still work)"}
+    ev = trace.events
+    rows = []
+    open_allocs: dict[tuple, int] = {}
+    for i, (addr, b, lab) in enumerate(zip(mem.addr.tolist(), mem.bytes.tolist(), data.device)):
+        if not lab or addr < 0 or b == 0:
+            continue
+        if b > 0:
+            open_allocs[(lab, addr)] = len(rows)
+            rows.append({"device": lab, "addr": addr, "size_bytes": b, "alloc_us": float(mem.ts[i] - data.origin),
+                         "free_us": None, "duration_us": None, "op": _op_name(trace, int(data.op[i]))})
+        else:
+            k = open_allocs.pop((lab, addr), None)
+            t = float(mem.ts[i] - data.origin)
+            if k is None:
+                rows.append({"device": lab, "addr": addr, "size_bytes": -b, "alloc_us": None, "free_us": t,
+                             "duration_us": None, "op": _op_name(trace, int(data.op[i]))})
+            else:
+                rows[k]["free_us"] = t
+                rows[k]["duration_us"] = t - rows[k]["alloc_us"]
+    del ev
+    return {"rows": rows, "reason": None}
+
+
+def _op_name(trace: Trace, row: int) -> str | None:
+    return trace.strings[trace.events.name[row]] if row >= 0 else None
+
+
+def operator_stats(trace: Trace, device: str) -> list[dict]:
+    """Per operator name, for one device: calls, and self/total size increase, allocation size and count."""
+    mem = trace.memory
+    ev = trace.events
+    data = memory_data(trace)
+    n = len(ev)
+    on_device = np.array([d == device for d in data.device], dtype=bool)
+    idx = np.flatnonzero(on_device & (data.op >= 0))
+    if len(idx) == 0:
+        return []
+    b = mem.bytes[idx].astype(np.float64)
+    owner = data.op[idx]
+    self_inc = np.bincount(owner, weights=b, minlength=n)
+    self_alloc = np.bincount(owner, weights=np.where(b > 0, b, 0), minlength=n)
+    self_count = np.bincount(owner, weights=(b > 0).astype(float), minlength=n)
+    totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
+    tree = op_tree(trace)
+    is_op = op_times(trace).is_op
+    order = tree.order[is_op[tree.order]]
+    parents = tree.op_parent[order]
+    for row, par in zip(order[::-1].tolist(), parents[::-1].tolist()):
+        if par >= 0:
+            for arr in totals:
+                arr[par] += arr[row]
+    excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))
+    rows = np.flatnonzero(is_op & ~excluded)
+    keys, inv = np.unique(ev.name[rows], return_inverse=True)
+    g = len(keys)
+
+    def s(arr):
+        return np.bincount(inv, weights=arr[rows], minlength=g)
+
+    calls = np.bincount(inv, minlength=g)
+    cols = [s(x) for x in (self_inc, self_alloc, self_count, *totals)]
+    out = []
+    for k in range(g):
+        if cols[1][k] == 0 and cols[4][k] == 0 and cols[0][k] == 0 and cols[3][k] == 0:
+            continue  # an operator that never touched this device's memory
+        out.append({
+            "name": trace.strings[keys[k]], "calls": int(calls[k]),
+            "self_size_increase_bytes": int(cols[0][k]), "self_allocation_bytes": int(cols[1][k]),
+            "self_allocations": int(cols[2][k]),
+            "size_increase_bytes": int(cols[3][k]), "allocation_bytes": int(cols[4][k]), "allocations": int(cols[5][k]),
+        })
+    out.sort(key=lambda r: -r["size_increase_bytes"])
+    return out
