@@ -256,3 +256,93 @@ def timeline_event(registry: RunRegistry, args: Mapping[str, str]):
     if doc is None:
         return 404, {"error": f"no event {row}"}
     return 200, dict(doc, state="ready")
+
+
+MEMORY_EVENT_COLUMNS = ["op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"]
+MEMORY_STAT_COLUMNS = ["name", "calls", "size_increase_bytes", "self_size_increase_bytes", "allocations",
+                       "self_allocations", "allocation_bytes", "self_allocation_bytes"]
+
+
+def memory(registry: RunRegistry, args: Mapping[str, str]):
+    """Per device: peaks and the allocated/reserved curves, downsampled to the requested window."""
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    views = registry.tables(state)
+    devices = views.memory_curves()
+    try:
+        width = _int(args, "width_px", 2000, 1, MAX_WIDTH_PX)
+        lo = _float(args, "start_us", 0.0)
+        hi = _float(args, "end_us", max((float(d["ts_us"].max()) for d in devices if len(d["ts_us"])), default=0.0))
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    from .analysis.memory import downsample_curve
+
+    out = []
+    for d in devices:
+        entry = {k: v for k, v in d.items() if k not in ("ts_us", "allocated_bytes", "reserved_bytes")}
+        entry["allocated"] = downsample_curve(d["ts_us"], d["allocated_bytes"], lo, hi, width)
+        entry["reserved"] = (downsample_curve(d["ts_us"], d["reserved_bytes"], lo, hi, width)
+                             if d["reserved_bytes"] is not None else None)
+        out.append(entry)
+    return 200, {"state": "ready", "devices": out, "pairs_reason": views.memory_pairs()["reason"]}
+
+
+def _range(args: Mapping[str, str]) -> tuple[float | None, float | None]:
+    lo = _float(args, "start_us", float("-inf")) if args.get("start_us") else None
+    hi = _float(args, "end_us", float("inf")) if args.get("end_us") else None
+    return lo, hi
+
+
+def memory_events(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = False):
+    """Allocation/free pairs, filtered by device, time range (lifetime overlaps it), size and op name."""
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    try:
+        lo, hi = _range(args)
+        min_b = _int(args, "min_bytes", 0, 0, 2**62)
+        max_b = _int(args, "max_bytes", 2**62, 0, 2**62)
+        q = _table_query(args, MEMORY_EVENT_COLUMNS, "size_bytes")
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    pairs = registry.tables(state).memory_pairs()
+    device = args.get("device")
+    needle = q["search"].lower()
+    rows = []
+    for r in pairs["rows"]:
+        if device and r["device"] != device:
+            continue
+        if not min_b <= r["size_bytes"] <= max_b:
+            continue
+        start = r["alloc_us"] if r["alloc_us"] is not None else float("-inf")
+        end = r["free_us"] if r["free_us"] is not None else float("inf")
+        if (lo is not None and end < lo) or (hi is not None and start > hi):
+            continue
+        if needle and needle not in (r["op"] or "").lower():
+            continue
+        rows.append(dict(r, name=r["op"] or ""))
+    rows = query.sort_rows(rows, q["sort"], q["descending"])
+    if as_csv:
+        return 200, query.to_csv(rows, MEMORY_EVENT_COLUMNS)
+    return 200, {"state": "ready", "reason": pairs["reason"], "sort": q["sort"],
+                 "order": "desc" if q["descending"] else "asc", "total_rows": len(rows), "offset": q["offset"],
+                 "rows": rows[q["offset"]: q["offset"] + q["limit"]]}
+
+
+def memory_stats(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = False):
+    """Per-operator memory statistics of one device, optionally restricted to a time range."""
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    try:
+        device = _param(args, "device")
+        lo, hi = _range(args)
+        q = _table_query(args, MEMORY_STAT_COLUMNS, "size_increase_bytes")
+        q["op_search"] = ""
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    rows = registry.tables(state).memory_stats(device, lo, hi)
+    if as_csv:
+        return 200, query.to_csv(_selected(rows, q), MEMORY_STAT_COLUMNS)
+    return 200, _page(rows, q, device=device)

@@ -57,12 +57,14 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
             overview = dict(overview)
             overview["configuration"] = dict(overview["configuration"], workers_in_run=registry.workers_in_run(st.run))
         entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
-                 "warnings": st.warnings, "overview": overview, "operators": None, "kernels": None, "modules": None}
+                 "warnings": st.warnings, "overview": overview, "operators": None, "kernels": None, "modules": None,
+                 "memory": None}
         if overview is not None:
             views = registry.tables(st)
             entry["operators"] = [{k: r[k] for k in _OPERATOR_KEYS} for r in views.operators("operator")]
             entry["kernels"] = [{k: r[k] for k in _KERNEL_KEYS} for r in views.kernels("kernel")]
             entry["modules"] = views.modules()
+            entry["memory"] = views.memory_summary()
         doc["runs"][-1]["workers"].append(entry)
     if as_json:
         out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")

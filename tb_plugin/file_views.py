@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 
+from .analysis import memory as memory_analysis
 from .analysis.kernels import kernel_rows, tensor_core_split
 from .analysis.modules import module_tree
 from .analysis.operators import group_members, op_times, operator_rows
@@ -150,3 +151,18 @@ class FileViews:
             "parents": timeline_query.parents(self.trace, row),
             "flows": timeline_query.flow_partners(self.trace, row),
         }
+
+    # -- memory ---------------------------------------------------------------------------------
+    def memory_curves(self) -> list[dict]:
+        return self._get("memory_curves", lambda: memory_analysis.curves(self.trace))
+
+    def memory_pairs(self) -> dict:
+        return self._get("memory_pairs", lambda: memory_analysis.allocation_pairs(self.trace))
+
+    def memory_stats(self, device: str, start_us=None, end_us=None) -> list[dict]:
+        if start_us is None and end_us is None:
+            return self._get("memory_stats:" + device, lambda: memory_analysis.operator_stats(self.trace, device))
+        return memory_analysis.operator_stats(self.trace, device, start_us, end_us)
+
+    def memory_summary(self) -> dict:
+        return self._get("memory_summary", lambda: memory_analysis.memory_summary(self.trace))

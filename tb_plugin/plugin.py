@@ -57,6 +57,11 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/timeline_search": self._table_route(api.timeline_search),
             "/timeline_event": self._table_route(api.timeline_event),
             "/trace_file": self._serve_trace_file,
+            "/memory": self._table_route(api.memory),
+            "/memory_events": self._table_route(api.memory_events),
+            "/memory_events.csv": self._table_route(api.memory_events, as_csv=True),
+            "/memory_stats": self._table_route(api.memory_stats),
+            "/memory_stats.csv": self._table_route(api.memory_stats, as_csv=True),
         }
 
     def is_active(self) -> bool:

@@ -172,13 +172,19 @@ def _op_name(trace: Trace, row: int) -> str | None:
     return trace.strings[trace.events.name[row]] if row >= 0 else None
 
 
-def operator_stats(trace: Trace, device: str) -> list[dict]:
-    """Per operator name, for one device: calls, and self/total size increase, allocation size and count."""
+def operator_stats(trace: Trace, device: str, start_us: float | None = None, end_us: float | None = None) -> list[dict]:
+    """Per operator name, for one device: calls, and self/total size increase, allocation size and count.
+
+    With a time range (µs relative to the first event), only memory events inside it count."""
     mem = trace.memory
     ev = trace.events
     data = memory_data(trace)
     n = len(ev)
     on_device = np.array([d == device for d in data.device], dtype=bool)
+    if start_us is not None:
+        on_device &= mem.ts - data.origin >= start_us
+    if end_us is not None:
+        on_device &= mem.ts - data.origin <= end_us
     idx = np.flatnonzero(on_device & (data.op >= 0))
     if len(idx) == 0:
         return []
@@ -218,3 +224,45 @@ def operator_stats(trace: Trace, device: str) -> list[dict]:
         })
     out.sort(key=lambda r: -r["size_increase_bytes"])
     return out
+
+
+def downsample_curve(ts: np.ndarray, values: np.ndarray, start: float, end: float, bins: int) -> dict:
+    """A step curve reduced to at most ``2 × bins`` points over ``[start, end]``: per bin its first
+    value and its maximum, so peaks survive at any zoom."""
+    keep = (ts >= start) & (ts <= end)
+    before = np.flatnonzero(ts < start)
+    idx = np.flatnonzero(keep)
+    if len(before):
+        idx = np.concatenate([[before[-1]], idx])
+    if len(idx) <= 2 * bins:
+        return {"ts_us": ts[idx].tolist(), "bytes": values[idx].tolist()}
+    cell = np.clip(((ts[idx] - start) / max(end - start, 1e-9) * bins).astype(np.int64), 0, bins - 1)
+    first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+    peaks = np.maximum.reduceat(values[idx], first)
+    out_t, out_v = [], []
+    bounds = np.r_[first, len(idx)]
+    for k, f in enumerate(first.tolist()):
+        out_t.append(float(ts[idx[f]]))
+        out_v.append(int(values[idx[f]]))
+        seg = idx[bounds[k]:bounds[k + 1]]
+        j = seg[int(np.argmax(values[seg]))]
+        if j != idx[f]:
+            out_t.append(float(ts[j]))
+            out_v.append(int(peaks[k]))
+    return {"ts_us": out_t, "bytes": out_v}
+
+
+def memory_summary(trace: Trace, top: int = 20) -> dict:
+    """The headless report's ``memory``: per-device peaks and the top operators over all devices."""
+    devices = [{"device": c["device"], "peak_allocated_bytes": c["peak_allocated_bytes"],
+                "peak_allocated_ts": c["peak_allocated_ts"], "peak_reserved_bytes": c["peak_reserved_bytes"]}
+               for c in curves(trace)]
+    merged: dict[str, dict] = {}
+    for d in devices:
+        for row in operator_stats(trace, d["device"]):
+            acc = merged.setdefault(row["name"], {"name": row["name"], "size_increase_bytes": 0,
+                                                  "allocation_bytes": 0, "allocations": 0})
+            for key in ("size_increase_bytes", "allocation_bytes", "allocations"):
+                acc[key] += row[key]
+    ranked = sorted(merged.values(), key=lambda r: (-r["allocation_bytes"], r["name"]))
+    return {"devices": devices, "top_operators": ranked[:top]}

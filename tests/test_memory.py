@@ -1,0 +1,115 @@
+"""Memory view from traces: curve, pairing and per-operator statistics, exact on a known trace."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import sample
+from tb_plugin.analysis.memory import allocation_pairs, curves, downsample_curve, memory_summary, operator_stats
+from tb_plugin.trace.decode import decode_trace
+from tb_plugin.trace.load import load_trace_file
+
+
+def _op(name, ts, dur, tid=1):
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+
+def _mem(ts, nbytes, addr=None, total=None, reserved=None, dev=1, tid=1):
+    args = {"Bytes": nbytes, "Device Type": dev, "Device Id": 0}
+    if addr is not None:
+        args["Addr"] = addr
+    if total is not None:
+        args["Total Allocated"] = total
+    if reserved is not None:
+        args["Total Reserved"] = reserved
+    return {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": tid, "ts": ts, "args": args}
+
+
+KNOWN = [
+    _op("aten::linear", 0, 100),
+    _op("aten::empty", 10, 5),
+    _op("aten::mm", 20, 30),
+    _op("aten::relu", 200, 10),
+    _mem(12, 1000, addr=1, total=1000, reserved=2048),  # linear > empty
+    _mem(25, 500, addr=2, total=1500, reserved=2048),  # linear > mm
+    _mem(60, -1000, addr=1, total=500, reserved=2048),  # freed in linear itself; inherits empty
+    _mem(205, 300, addr=3, total=800, reserved=4096),  # relu, never freed
+    _mem(300, -500, addr=2, total=300, reserved=4096),  # outside any op; inherits mm
+    _mem(305, -64, addr=99, total=236, reserved=4096),  # a free without an allocation
+    _mem(45, 4, addr=7, total=4, dev=0),  # a CPU allocation inside mm
+]
+
+
+@pytest.fixture
+def known():
+    return decode_trace(json.dumps({"traceEvents": KNOWN}).encode())
+
+
+def test_curve_and_peak(known):
+    by = {c["device"]: c for c in curves(known)}
+    gpu = by["GPU0"]
+    assert list(gpu["ts_us"]) == [12, 25, 60, 205, 300, 305]
+    assert list(gpu["allocated_bytes"]) == [1000, 1500, 500, 800, 300, 236]
+    assert (gpu["peak_allocated_bytes"], gpu["peak_allocated_ts"], gpu["peak_reserved_bytes"]) == (1500, 25, 4096)
+    assert not gpu["reconstructed"]
+    assert by["CPU"]["peak_allocated_bytes"] == 4
+
+
+def test_pairing(known):
+    rows = allocation_pairs(known)["rows"]
+    got = {(r["device"], r["addr"]): (r["op"], r["size_bytes"], r["alloc_us"], r["free_us"], r["duration_us"])
+           for r in rows}
+    assert got == {
+        ("GPU0", 1): ("aten::empty", 1000, 12, 60, 48),
+        ("GPU0", 2): ("aten::mm", 500, 25, 300, 275),
+        ("GPU0", 3): ("aten::relu", 300, 205, None, None),
+        ("GPU0", 99): (None, 64, None, 305, None),
+        ("CPU", 7): ("aten::mm", 4, 45, None, None),
+    }
+
+
+def test_operator_statistics_self_and_total(known):
+    stats = {r["name"]: r for r in operator_stats(known, "GPU0")}
+    assert stats["aten::empty"] == {"name": "aten::empty", "calls": 1, "self_size_increase_bytes": 0,
+                                    "self_allocation_bytes": 1000, "self_allocations": 1, "size_increase_bytes": 0,
+                                    "allocation_bytes": 1000, "allocations": 1}
+    assert (stats["aten::mm"]["self_size_increase_bytes"], stats["aten::mm"]["self_allocation_bytes"]) == (0, 500)
+    linear = stats["aten::linear"]
+    assert (linear["self_allocations"], linear["allocations"], linear["allocation_bytes"]) == (0, 2, 1500)
+    assert stats["aten::relu"]["size_increase_bytes"] == 300
+    window = {r["name"]: r for r in operator_stats(known, "GPU0", start_us=0, end_us=30)}
+    assert window["aten::linear"]["size_increase_bytes"] == 1500  # the frees come later
+
+
+def test_reconstructed_curve_without_totals():
+    events = [_op("aten::empty", 0, 10), _mem(1, 100), _mem(2, 50), _mem(3, -100)]
+    trace = decode_trace(json.dumps({"traceEvents": events}).encode())
+    (gpu,) = curves(trace)
+    assert gpu["reconstructed"] and list(gpu["allocated_bytes"]) == [100, 150, 50]
+    pairs = allocation_pairs(trace)
+    assert pairs["rows"] == [] and "no 'Addr'" in pairs["reason"]
+    assert operator_stats(trace, "GPU0")[0]["size_increase_bytes"] == 50
+
+
+def test_downsampled_curve_keeps_the_peak():
+    import numpy as np
+
+    ts = np.arange(100_000, dtype=float)
+    values = np.zeros(100_000, dtype=np.int64)
+    values[54_321] = 10**9
+    out = downsample_curve(ts, values, 0, 100_000, 500)
+    assert len(out["ts_us"]) <= 1000 and max(out["bytes"]) == 10**9
+    assert 54_321.0 in out["ts_us"]
+
+
+def test_real_traces():
+    resnet = load_trace_file(str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")))
+    summary = memory_summary(resnet)
+    gpu = next(d for d in summary["devices"] if d["device"] == "GPU0")
+    assert gpu["peak_allocated_bytes"] == 2791636480  # running sum of Bytes: no totals in 2021 traces
+    assert summary["top_operators"][0]["name"] == "aten::empty"
+    assert allocation_pairs(resnet)["reason"]
+    bert = load_trace_file(str(sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz")))
+    assert len(allocation_pairs(bert)["rows"]) == 118
