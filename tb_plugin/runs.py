@@ -21,7 +21,10 @@ from typing import Any, Callable
 from .analysis.overview import compute_overview
 from .file_views import FileViews
 from .storage.cache import ParseCache
-from .storage.fs import FileEntry, list_trace_files, open_logdir
+from .artifact_views import SnapshotViews, TimelineExportViews
+from .memsnap.snapshot import SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
+from .memsnap.timeline_export import TimelineExportError, load_timeline_export
+from .storage.fs import FileEntry, list_files, open_logdir
 from .storage.naming import assign_spans
 from .storage.sniff import SniffCache
 from .trace.errors import TraceReadError
@@ -63,6 +66,24 @@ class FileState:
         }
 
 
+@dataclasses.dataclass
+class ArtifactState:
+    """A memory artifact of a run: an allocator snapshot or a memory-timeline export."""
+
+    entry: FileEntry
+    state: str = QUEUED
+    error: str | None = None
+    views: Any = None
+
+    @property
+    def run(self) -> str:
+        return self.entry.run
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.entry.rel, "kind": self.entry.kind, "size_bytes": self.entry.size,
+                "state": self.state, "error": self.error}
+
+
 class RunRegistry:
     """Thread-safe registry of the trace files under one logdir."""
 
@@ -73,6 +94,8 @@ class RunRegistry:
         self.reload_interval = max(1.0, float(reload_interval))
         self._sniff = SniffCache()
         self._files: dict[str, FileState] = {}
+        self._artifacts: dict[str, ArtifactState] = {}
+        self._artifact_lock = threading.Lock()
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._wanted: collections.deque[str] = collections.deque()
@@ -102,10 +125,12 @@ class RunRegistry:
     def scan(self) -> None:
         """List the logdir once and reconcile the registry with it."""
         try:
-            entries = list_trace_files(self.fs, self.root, self._sniff)
+            found = list_files(self.fs, self.root, self._sniff)
         except Exception:  # a flaky bucket must not kill the scanner
             logger.exception("listing %s failed", self.logdir)
             return
+        entries = [e for e in found if e.kind == "trace"]
+        self._reconcile_artifacts([e for e in found if e.kind != "trace"])
         by_run: dict[str, list[FileEntry]] = collections.defaultdict(list)
         for e in entries:
             by_run[e.run].append(e)
@@ -129,6 +154,66 @@ class RunRegistry:
             self._wake.notify_all()
         self._scanned.set()
 
+    def _reconcile_artifacts(self, entries: list[FileEntry]) -> None:
+        with self._lock:
+            seen = set()
+            for e in entries:
+                seen.add(e.rel)
+                old = self._artifacts.get(e.rel)
+                if old is None or old.entry.version != e.version:
+                    self._artifacts[e.rel] = ArtifactState(entry=e)
+            for rel in list(self._artifacts):
+                if rel not in seen:
+                    del self._artifacts[rel]
+
+    def artifacts(self, run: str | None = None) -> list[ArtifactState]:
+        with self._lock:
+            return sorted((a for a in self._artifacts.values() if run is None or a.run == run),
+                          key=lambda a: a.entry.rel)
+
+    def find_artifact(self, run: str, path: str) -> ArtifactState | None:
+        """The artifact with this logdir-relative path in this run (a lookup, never a file path)."""
+        with self._lock:
+            a = self._artifacts.get(path)
+        return a if a is not None and a.run == run else None
+
+    def load_artifact(self, art: ArtifactState) -> ArtifactState:
+        """Read, parse (or fetch from the cache) and index one artifact, in this thread."""
+        with self._artifact_lock:
+            if art.state not in (READY, ERROR):
+                self._load_artifact(art)
+        return art
+
+    def _load_artifact(self, art: ArtifactState) -> None:
+        art.state = LOADING
+        entry = art.entry
+        url = self.fs.unstrip_protocol(entry.path)
+        try:
+            if entry.kind == "snapshot":
+                snap = None
+                if self.cache is not None:
+                    got = self.cache.get_blob(url, entry.version, "snapshot")
+                    snap = unpack_snapshot(*got) if got else None
+                if snap is None:
+                    with self.fs.open(entry.path, "rb") as f:
+                        snap = load_snapshot(f.read())
+                    if self.cache is not None:
+                        self.cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
+                art.views = SnapshotViews(snap)
+                art.views.summary()
+            else:
+                with self.fs.open(entry.path, "rb") as f:
+                    art.views = TimelineExportViews(load_timeline_export(f.read()))
+        except (SnapshotError, TimelineExportError) as exc:
+            art.error, art.state = str(exc), ERROR
+        except OSError as exc:
+            art.error, art.state = f"cannot read file: {exc}", ERROR
+        except Exception as exc:  # one bad file must stay one file's problem
+            logger.exception("reading %s failed", entry.rel)
+            art.error, art.state = f"internal error while reading this file: {type(exc).__name__}: {exc}", ERROR
+        else:
+            art.state = READY
+
     def _scan_loop(self) -> None:
         while not self._stop.is_set():
             self.scan()
@@ -139,10 +224,17 @@ class RunRegistry:
         while not self._stop.is_set():
             with self._wake:
                 state = self._next_queued()
+                art = None
                 if state is None:
-                    self._wake.wait(timeout=self.reload_interval)
-                    continue
-                state.state, state.progress = LOADING, 0.0
+                    art = next((a for a in self._artifacts.values() if a.state == QUEUED), None)
+                    if art is None:
+                        self._wake.wait(timeout=self.reload_interval)
+                        continue
+                else:
+                    state.state, state.progress = LOADING, 0.0
+            if art is not None:
+                self.load_artifact(art)
+                continue
             self.load(state)
             if state.state == READY:  # warm the detail views so table requests only page and sort
                 try:
@@ -271,15 +363,21 @@ class RunRegistry:
     def snapshot(self) -> dict[str, Any]:
         """The ``runs`` document of docs/http_api.md."""
         files = self.files()
+        artifacts = self.artifacts()
         runs: dict[str, dict[str, list]] = {}
         for st in files:
             runs.setdefault(st.run, {}).setdefault(st.worker, []).append(st.as_json())
+        by_run: dict[str, list] = {}
+        for a in artifacts:
+            runs.setdefault(a.run, {})
+            by_run.setdefault(a.run, []).append(a.as_json())
         done = sum(1 for st in files if st.state in (READY, ERROR))
         return {
             "logdir": self.logdir,
             "loading": {"files_total": len(files), "files_done": done},
             "runs": [
-                {"name": run, "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()]}
+                {"name": run, "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()],
+                 "artifacts": by_run.get(run, [])}
                 for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
             ],
         }

@@ -11,7 +11,12 @@ Definitions (bytes; times µs relative to the trace's first event):
   same ``Addr`` on the same device, or, without ``Addr``, to the innermost operator at the free.
 - **Per operator**, self (its own events) and total (self + descendants): *size increase* = Σ signed
   Bytes; *allocation size* = Σ positive Bytes; *allocations* = count of positive events; *calls* = the
-  number of the operator's events (as in the Operator view).
+  number of the operator's events, counted as in the Operator view. Events whose innermost operator
+  is not a row (``ProfilerStep#``, DataLoader, ``Optimizer.*``) count for no row, as in
+  torch-tb-profiler. **We differ** on frees when the trace has ``Addr``: torch-tb-profiler books a
+  free to the operator running when it happens; we book it to the allocating operator, so an op's
+  size increase is the memory it allocated and did not give back. Without ``Addr`` both book it to
+  the operator running at the free.
 - **Pairing**: an allocation pairs with the next free of the same ``Addr`` on the same device. An
   allocation never freed stays open (no release time); a free without an allocation has no
   allocation time. Without ``Addr`` no pairs can be made and the reason is reported.
@@ -202,8 +207,12 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
         if par >= 0:
             for arr in totals:
                 arr[par] += arr[row]
+    merged = op_times(trace).merged  # an op's same-name only child is one call with it
+    for arr in (self_inc, self_alloc, self_count):
+        for row in sorted(np.flatnonzero(merged).tolist(), key=lambda r: -ev.ts[r]):
+            arr[tree.op_parent[row]] += arr[row]
     excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))
-    rows = np.flatnonzero(is_op & ~excluded)
+    rows = np.flatnonzero(is_op & ~excluded & ~merged)
     keys, inv = np.unique(ev.name[rows], return_inverse=True)
     g = len(keys)
 

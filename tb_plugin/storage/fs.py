@@ -7,7 +7,7 @@ import posixpath
 
 import fsspec
 
-from .naming import is_candidate, is_certain_trace
+from .naming import artifact_kind, is_candidate, is_certain_trace
 from .sniff import SniffCache
 
 
@@ -19,6 +19,7 @@ class FileEntry:
     rel: str
     size: int
     version: str  # changes when the file changes: mtime or etag, with the size
+    kind: str = "trace"  # "trace" | "snapshot" | "memory_timeline"
 
     @property
     def run(self) -> str:
@@ -45,6 +46,12 @@ def _version(info: dict) -> str:
 
 def list_trace_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
     """Every trace file under ``root`` at any depth, sorted by relative path."""
+    return [e for e in list_files(fs, root, sniff) if e.kind == "trace"]
+
+
+def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
+    """Every profiler artifact under ``root`` at any depth (traces, allocator snapshots, memory
+    timeline exports), sorted by relative path."""
     try:
         found = fs.find(root, detail=True)
     except FileNotFoundError:
@@ -55,12 +62,16 @@ def list_trace_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
         if info.get("type") not in (None, "file"):
             continue
         name = posixpath.basename(path)
-        if not (is_certain_trace(name) or is_candidate(name)):
-            continue
         version = _version(info)
-        if is_candidate(name) and not sniff.is_trace(fs, path, version):
+        kind = artifact_kind(name)
+        if kind is None:
+            if is_certain_trace(name):
+                kind = "trace"
+            elif is_candidate(name):
+                kind = sniff.kind(fs, path, version)
+        if kind is None:
             continue
         rel = path[len(prefix):] if path.startswith(prefix) else name
-        out.append(FileEntry(path=path, rel=rel, size=int(info.get("size") or 0), version=version))
+        out.append(FileEntry(path=path, rel=rel, size=int(info.get("size") or 0), version=version, kind=kind))
     out.sort(key=lambda e: e.rel)
     return out

@@ -53,3 +53,17 @@ def assign_spans(file_names: list[str]) -> dict[str, tuple[str, str]]:
         for position, (_, name) in enumerate(files, start=1):
             out[name] = (worker, str(position))
     return out
+
+
+SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
+TIMELINE_EXPORT_SUFFIXES = (".raw.json.gz", ".raw.json", ".raw.gz")
+
+
+def artifact_kind(name: str) -> str | None:
+    """``"snapshot"`` for allocator snapshot pickles, ``"memory_timeline"`` for raw
+    ``export_memory_timeline`` files, else None (``[times, sizes]`` JSON is found by sniffing)."""
+    if name.endswith(SNAPSHOT_SUFFIXES):
+        return "snapshot"
+    if name.endswith(TIMELINE_EXPORT_SUFFIXES):
+        return "memory_timeline"
+    return None

@@ -27,14 +27,30 @@ def looks_like_trace(head: bytes) -> bool:
     return False
 
 
+def sniff_kind(head: bytes) -> str | None:
+    """``"trace"``, ``"memory_timeline"`` (a ``[times, sizes]`` export) or None for a JSON file's head."""
+    if looks_like_trace(head):
+        return "trace"
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+        except zlib.error:
+            return None
+    text = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if re.match(rb"^\[\s*\[\s*-?[0-9]", text):
+        return "memory_timeline"
+    return None
+
+
 class SniffCache:
     """Sniff results keyed by ``(path, version)`` so a refresh does not read the file again."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, str], bool] = {}
+        self._known: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
 
-    def is_trace(self, fs, path: str, version: str) -> bool:
+    def kind(self, fs, path: str, version: str) -> str | None:
+        """:func:`sniff_kind` of the file, read once per (path, version)."""
         key = (path, version)
         with self._lock:
             if key in self._known:
@@ -42,9 +58,9 @@ class SniffCache:
         try:
             with fs.open(path, "rb") as f:
                 head = f.read(SNIFF_BYTES)
-            result = looks_like_trace(head)
+            result = sniff_kind(head)
         except (OSError, ValueError):
-            result = False
+            result = None
         with self._lock:
             self._known[key] = result
         return result

@@ -1,0 +1,74 @@
+"""Views of memory artifacts other than traces, computed once per loaded file."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .analysis import snapshot as snap_analysis
+from .memsnap.snapshot import Snapshot
+from .memsnap.timeline_export import CATEGORIES
+
+MAX_EXPORT_POINTS = 4000
+
+
+class SnapshotViews:
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._memo: dict = {}
+        self._lock = threading.Lock()
+
+    def _get(self, key, make):
+        with self._lock:
+            if key not in self._memo:
+                self._memo[key] = make()
+            return self._memo[key]
+
+    def devices(self) -> list[int]:
+        return sorted(self.snapshot.devices)
+
+    def summary(self) -> dict:
+        def build():
+            snap = self.snapshot
+            return {
+                "layout": snap.layout, "time_unit": "us" if snap.has_time else "entry",
+                "devices": [snap_analysis.device_summary(snap, d) for d in self.devices()],
+                "segment_devices": sorted({s["device"] for s in snap.segments}),
+                "history_recorded": bool(snap.devices),
+                "annotations": snap.annotations[:1000],
+                "markers": {f"GPU{d}": snap_analysis.markers(snap, d) for d in self.devices()},
+            }
+
+        return self._get("summary", build)
+
+    def timeline(self, device: int, start, end, width_px: int) -> dict:
+        return snap_analysis.timeline(self.snapshot, device, start, end, width_px)
+
+    def segments(self, device: int) -> list[dict]:
+        return self._get(("segments", device), lambda: snap_analysis.segments_state(self.snapshot, device))
+
+    def allocations(self, device: int, limit: int) -> list[dict]:
+        return snap_analysis.top_allocations(self.snapshot, device, limit)
+
+    def stack(self, index: int) -> list[dict] | None:
+        stacks = self.snapshot.stacks
+        return stacks[index] if 0 <= index < len(stacks) else None
+
+
+class TimelineExportViews:
+    def __init__(self, data: dict) -> None:
+        self.data = data
+
+    def series(self) -> dict:
+        t = self.data["times_us"]
+        b = self.data["bytes"]
+        if len(t) > MAX_EXPORT_POINTS:  # keep evenly spaced points and the peak of the total
+            keep = np.unique(np.r_[np.linspace(0, len(t) - 1, MAX_EXPORT_POINTS).astype(int), np.argmax(b.sum(axis=0))])
+            t, b = t[keep], b[:, keep]
+        total = b.sum(axis=0) if b.size else np.zeros(0)
+        peak = int(np.argmax(total)) if len(total) else 0
+        return {"form": self.data["form"], "categories": self.data["categories"] or list(CATEGORIES),
+                "times_us": t.tolist(), "bytes": b.astype(np.int64).tolist(),
+                "peak_bytes": int(total[peak]) if len(total) else 0,
+                "peak_time_us": float(t[peak]) if len(t) else None}

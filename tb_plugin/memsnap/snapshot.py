@@ -1,0 +1,135 @@
+"""CUDA caching-allocator snapshots (``torch.cuda.memory._dump_snapshot``) as columns.
+
+Layouts accepted (all that PyTorch has written):
+- a dict with ``segments`` and ``device_traces`` (one list of entries per device), optionally
+  ``allocator_settings`` and ``external_annotations`` (current);
+- the same with empty ``device_traces`` (history not recorded);
+- a bare list of segments (``torch.cuda.memory_snapshot()``);
+- entries without ``time_us`` (older): the timeline then runs on the entry index.
+Entry actions: ``alloc``, ``free_requested``, ``free_completed`` (older: ``free``), ``segment_alloc``,
+``segment_free``, ``segment_map``, ``segment_unmap``, ``snapshot``, ``oom``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .unpickle import RefusedPickle, restricted_loads
+
+ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
+           "segment_unmap", "snapshot", "oom", "free", "other")
+_ACTION_CODE = {a: i for i, a in enumerate(ACTIONS)}
+
+
+class SnapshotError(Exception):
+    """The file is not a readable allocator snapshot. The message is shown as is."""
+
+
+@dataclasses.dataclass
+class DeviceTrace:
+    """One device's history: parallel arrays, in recorded order."""
+
+    action: np.ndarray  # uint8 code into ACTIONS
+    addr: np.ndarray  # int64
+    size: np.ndarray  # int64 bytes
+    time: np.ndarray  # float64 µs, NaN when the snapshot has no time_us
+    stack: np.ndarray  # int32 index into Snapshot.stacks (-1: no frames)
+
+
+@dataclasses.dataclass
+class Snapshot:
+    devices: dict[int, DeviceTrace]
+    segments: list[dict]  # {device, address, total_size, stream, segment_type, blocks: [{address, size, state, stack}]}
+    stacks: list[list[dict]]  # interned frame lists: [{filename, line, name}]
+    annotations: list[dict]  # external_annotations / user_metadata
+    has_time: bool
+    layout: str
+
+
+def load_snapshot(data: bytes) -> Snapshot:
+    try:
+        obj = restricted_loads(data)
+    except RefusedPickle as exc:
+        raise SnapshotError(str(exc)) from None
+    return parse_snapshot(obj)
+
+
+def parse_snapshot(obj: Any) -> Snapshot:
+    stacks: list[list[dict]] = []
+    stack_ids: dict[tuple, int] = {}
+
+    def stack_of(frames) -> int:
+        if not frames:
+            return -1
+        try:
+            key = tuple((f.get("filename", ""), f.get("line", 0), f.get("name", "")) for f in frames)
+        except AttributeError:
+            return -1
+        got = stack_ids.get(key)
+        if got is None:
+            got = stack_ids[key] = len(stacks)
+            stacks.append([{"filename": a, "line": b, "name": c} for a, b, c in key])
+        return got
+
+    if isinstance(obj, list):
+        layout, segments_raw, traces_raw, annotations = "segments-only", obj, [], []
+    elif isinstance(obj, dict) and ("segments" in obj or "device_traces" in obj):
+        layout = "snapshot"
+        segments_raw = obj.get("segments") or []
+        traces_raw = obj.get("device_traces") or []
+        annotations = list(obj.get("external_annotations") or []) + list(obj.get("user_metadata") or [])
+    else:
+        raise SnapshotError("not a CUDA allocator snapshot: expected a dict with 'segments'/'device_traces' "
+                            "or a list of segments")
+    if not isinstance(segments_raw, list) or not isinstance(traces_raw, list):
+        raise SnapshotError("not a CUDA allocator snapshot: 'segments' and 'device_traces' must be lists")
+    segments = []
+    for seg in segments_raw:
+        if not isinstance(seg, dict):
+            continue
+        blocks = [{"address": int(b.get("address", 0)), "size": int(b.get("size", 0)),
+                   "requested_size": int(b.get("requested_size", b.get("size", 0)) or 0),
+                   "state": str(b.get("state", "")), "stack": stack_of(b.get("frames"))}
+                  for b in seg.get("blocks") or [] if isinstance(b, dict)]
+        segments.append({"device": int(seg.get("device", 0)), "address": int(seg.get("address", 0)),
+                         "total_size": int(seg.get("total_size", 0)), "stream": seg.get("stream"),
+                         "segment_type": seg.get("segment_type"), "blocks": blocks})
+    devices: dict[int, DeviceTrace] = {}
+    has_time = False
+    for dev, entries in enumerate(traces_raw):
+        if not isinstance(entries, list) or not entries:
+            continue
+        entries = [e for e in entries if isinstance(e, dict)]
+        times = [e.get("time_us") for e in entries]
+        has_time = has_time or any(t is not None for t in times)
+        devices[dev] = DeviceTrace(
+            action=np.array([_ACTION_CODE.get(e.get("action"), _ACTION_CODE["other"]) for e in entries], dtype=np.uint8),
+            addr=np.array([int(e.get("addr", 0) or 0) for e in entries], dtype=np.int64),
+            size=np.array([int(e.get("size", 0) or 0) for e in entries], dtype=np.int64),
+            time=np.array([t if t is not None else np.nan for t in times], dtype=np.float64),
+            stack=np.array([stack_of(e.get("frames")) for e in entries], dtype=np.int32),
+        )
+    annotations = [a for a in annotations if isinstance(a, dict)]
+    return Snapshot(devices, segments, stacks, annotations, has_time, layout)
+
+
+_FIELDS = ("action", "addr", "size", "time", "stack")
+
+
+def pack_snapshot(snap: Snapshot) -> tuple[dict, dict]:
+    """A snapshot as a JSON header plus flat arrays, for the parse cache."""
+    header = {"format": 1, "segments": snap.segments, "stacks": snap.stacks, "annotations": snap.annotations,
+              "has_time": snap.has_time, "layout": snap.layout, "devices": sorted(snap.devices)}
+    arrays = {f"{d}.{f}": getattr(t, f) for d, t in snap.devices.items() for f in _FIELDS}
+    return header, arrays
+
+
+def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
+    if header.get("format") != 1:
+        return None
+    devices = {int(d): DeviceTrace(**{f: arrays[f"{d}.{f}"] for f in _FIELDS}) for d in header["devices"]}
+    return Snapshot(devices, header["segments"], header["stacks"], header["annotations"], header["has_time"],
+                    header["layout"])
