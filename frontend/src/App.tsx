@@ -1,3 +1,4 @@
+import { useCallback, useState } from "react";
 import { ErrorBoundary } from "./components/ErrorBoundary";
 import { FileProgress } from "./components/FileProgress";
 import { Notice } from "./components/Notice";
@@ -12,6 +13,7 @@ import { useRuns } from "./hooks/useRuns";
 import { useTheme } from "./hooks/useTheme";
 import { findRun, findSpan } from "./state/selection";
 import { SelectedFile } from "./views/SelectedFile";
+import type { TraceFocus } from "./views/TraceView";
 
 /** The whole plugin page: selectors and progress on top, the selected file's view below. */
 export function App() {
@@ -21,6 +23,18 @@ export function App() {
   const span = findSpan(data, selection);
   const overview = useOverview(selection, span?.state);
   const [view, setView] = useView();
+  const [traceFocus, setTraceFocus] = useState<TraceFocus | null>(null);
+  const showInTrace = useCallback(
+    (row: number) => {
+      setTraceFocus((prev) => ({ row, nonce: (prev?.nonce ?? 0) + 1 }));
+      setView("trace");
+    },
+    [setView],
+  );
+  const run = data && selection ? findRun(data.runs, selection.run) : undefined;
+  const runWorkers = (run?.workers ?? [])
+    .filter((w) => w.spans.some((s) => s.span === selection?.span && s.state === "ready"))
+    .map((w) => w.worker);
   const modules = useRemote<ModulesReady>(
     selection && span?.state === "ready" ? modulesUrl(selection) : null,
   );
@@ -31,6 +45,7 @@ export function App() {
     { id: "operator", label: "Operator" },
     { id: "kernel", label: "GPU Kernel" },
     ...(hasModules || view === "module" ? [{ id: "module" as ViewId, label: "Module" }] : []),
+    { id: "trace", label: "Trace" },
   ];
 
   return (
@@ -45,7 +60,7 @@ export function App() {
               type="button"
               role="tab"
               className="view-tab"
-              data-testid={`tab-${t.id}`}
+              data-testid={t.id === "trace" ? "trace-tab" : `tab-${t.id}`}
               aria-selected={view === t.id}
               onClick={() => setView(t.id)}
             >
@@ -80,6 +95,9 @@ export function App() {
                   theme={theme}
                   view={view}
                   modules={modules}
+                  workers={runWorkers}
+                  traceFocus={traceFocus}
+                  onShowInTrace={showInTrace}
                 />
               </ErrorBoundary>
             ) : null}

@@ -140,6 +140,8 @@ export interface OperatorRow {
   tc_total_pct: number | null;
   flops: number | null;
   tflops_per_s: number | null;
+  /** Event row of the longest call ("show in trace"); absent from older servers. */
+  longest_row?: number;
 }
 
 export type OperatorTimeKey = "device_self_us" | "device_total_us" | "host_self_us" | "host_total_us";
@@ -195,6 +197,7 @@ export interface KernelRow {
   blocks_per_sm: number | null;
   achieved_occupancy_pct: number | null;
   tensor_cores: boolean;
+  longest_row?: number;
 }
 
 export interface KernelsReady {

@@ -1,10 +1,10 @@
-// The current view (Overview, Operator, GPU Kernel, Module) as React state, kept in the hash as
+// The current view (Overview, Operator, GPU Kernel, Module, Trace) as React state, kept in the hash as
 // "view=<id>" next to the selection (absent for the Overview) and in sessionStorage for reloads of
 // TensorBoard's own page, which recreate the iframe without a hash.
 import { useCallback, useEffect, useState } from "react";
 import { readHashParam, writeHashParam } from "../state/hashState";
 
-export const VIEWS = ["overview", "operator", "kernel", "module"] as const;
+export const VIEWS = ["overview", "operator", "kernel", "module", "trace"] as const;
 export type ViewId = (typeof VIEWS)[number];
 
 const STORAGE_KEY = "kinetoscope.view";

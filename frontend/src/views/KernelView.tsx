@@ -6,6 +6,7 @@ import type { KernelGroupBy, KernelRow, KernelsReady, Selection, SortOrder } fro
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";
 import { PagedTable, type Column } from "../components/PagedTable";
+import { traceColumn } from "../components/ShowInTrace";
 import { RemoteStatus } from "../components/RemoteStatus";
 import { TopDonut } from "../components/TopDonut";
 import { useDebounced } from "../hooks/useDebounced";
@@ -52,7 +53,15 @@ export function kernelColumns(groupBy: KernelGroupBy): Column<KernelRow>[] {
   return cols;
 }
 
-export function KernelView({ selection, theme }: { selection: Selection; theme: Theme }) {
+export function KernelView({
+  selection,
+  theme,
+  onShowInTrace,
+}: {
+  selection: Selection;
+  theme: Theme;
+  onShowInTrace?: (row: number) => void;
+}) {
   const [groupBy, setGroupBy] = useState<KernelGroupBy>("kernel");
   const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
   const [offset, setOffset] = useState(0);
@@ -72,7 +81,10 @@ export function KernelView({ selection, theme }: { selection: Selection; theme: 
   };
   const state = useRemote<KernelsReady>(tableUrl("kernels", selection, query));
   const data = remoteData(state);
-  const columns = useMemo(() => kernelColumns(data?.group_by ?? groupBy), [data, groupBy]);
+  const columns = useMemo(
+    () => [...kernelColumns(data?.group_by ?? groupBy), ...(onShowInTrace ? [traceColumn<KernelRow>(onShowInTrace)] : [])],
+    [data, groupBy, onShowInTrace],
+  );
   const shownSort = sort?.key ?? data?.sort ?? "total_us";
   const shownOrder: SortOrder = sort?.order ?? data?.order ?? "desc";
   const csvUrl = tableCsvUrl("kernels", selection, { ...query, sort: shownSort, order: shownOrder });

@@ -6,6 +6,7 @@ import type { OperatorGroupBy, OperatorRow, OperatorsReady, Selection, SortOrder
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";
 import { PagedTable, type Column } from "../components/PagedTable";
+import { traceColumn } from "../components/ShowInTrace";
 import { RemoteStatus } from "../components/RemoteStatus";
 import { Toast } from "../components/Toast";
 import { TopDonut } from "../components/TopDonut";
@@ -65,9 +66,11 @@ export function operatorColumns(groupBy: OperatorGroupBy, rows: OperatorRow[], h
 interface OperatorViewProps {
   selection: Selection;
   theme: Theme;
+  /** "show in trace": switches to the Trace view zoomed to this event row. */
+  onShowInTrace?: (row: number) => void;
 }
 
-export function OperatorView({ selection, theme }: OperatorViewProps) {
+export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewProps) {
   const [groupBy, setGroupBy] = useState<OperatorGroupBy>("operator");
   const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
   const [offset, setOffset] = useState(0);
@@ -88,8 +91,11 @@ export function OperatorView({ selection, theme }: OperatorViewProps) {
   const state = useRemote<OperatorsReady>(url);
   const data = remoteData(state);
   const columns = useMemo(
-    () => (data ? operatorColumns(data.group_by, data.rows, data.has_device) : []),
-    [data],
+    () =>
+      data
+        ? [...operatorColumns(data.group_by, data.rows, data.has_device), ...(onShowInTrace ? [traceColumn<OperatorRow>(onShowInTrace)] : [])]
+        : [],
+    [data, onShowInTrace],
   );
 
   // Everything that changes which rows exist starts again at the first page, collapsed.

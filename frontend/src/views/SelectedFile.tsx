@@ -5,6 +5,7 @@ import type { ViewId } from "../hooks/useView";
 import { KernelView } from "./KernelView";
 import { ModuleView } from "./ModuleView";
 import { OperatorView } from "./OperatorView";
+import { TraceView, type TraceFocus } from "./TraceView";
 import { ErrorCard } from "../components/ErrorCard";
 import { Notice } from "../components/Notice";
 import { WarningsList } from "../components/WarningsList";
@@ -19,10 +20,14 @@ interface SelectedFileProps {
   theme: Theme;
   view?: ViewId;
   modules?: RemoteState<ModulesReady>;
+  /** Workers of the run with this span ready (the Trace view's "all ranks"). */
+  workers?: string[];
+  traceFocus?: TraceFocus | null;
+  onShowInTrace?: (row: number) => void;
 }
 
 /** What the selected file has to show: its Overview, its progress, or why it failed. */
-export function SelectedFile({ selection, span, overview, theme, view = "overview", modules }: SelectedFileProps) {
+export function SelectedFile({ selection, span, overview, theme, view = "overview", modules, workers, traceFocus, onShowInTrace }: SelectedFileProps) {
   if (span.state === "error") {
     return (
       <>
@@ -43,8 +48,9 @@ export function SelectedFile({ selection, span, overview, theme, view = "overvie
       </Notice>
     );
   }
-  if (view === "operator") return <OperatorView selection={selection} theme={theme} />;
-  if (view === "kernel") return <KernelView selection={selection} theme={theme} />;
+  if (view === "operator") return <OperatorView selection={selection} theme={theme} onShowInTrace={onShowInTrace} />;
+  if (view === "kernel") return <KernelView selection={selection} theme={theme} onShowInTrace={onShowInTrace} />;
+  if (view === "trace") return <TraceView selection={selection} workers={workers} focus={traceFocus} theme={theme} />;
   if (view === "module") {
     if (modules?.kind === "ready") {
       return modules.data.modules ? (

@@ -1,0 +1,202 @@
+"""Drive the Trace view (issue 4) in headless Debian chromium against a real TensorBoard.
+
+On the resnet50 sample: open the Trace view and time its first canvas paint with data (the view's own
+``window.__kinetoscopeTimeline`` hook), zoom ×1000 onto one kernel of the GPU stream track, click it on
+the canvas, and check the details panel names it with its duration. ``KINETOSCOPE_BIG_TRACE`` (a path to
+a large trace) runs the same on that file as a manual benchmark; without it that variant is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+from tests.e2e.conftest import build_logdir, tensorboard
+from tests.e2e.test_browser import _plugin_frame
+
+FIRST_PAINT_MS = float(os.environ.get("KINETOSCOPE_FIRST_PAINT_MS", "2000"))
+HOOK = "window.__kinetoscopeTimeline"
+
+
+def _api(base: str, route: str, **params) -> dict:
+    url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"
+    for _ in range(3000):
+        with urllib.request.urlopen(url, timeout=120) as r:
+            doc = json.load(r)
+        if doc.get("state") not in ("loading", "queued"):
+            return doc
+        time.sleep(0.2)
+    raise TimeoutError(url)
+
+
+def format_time_us(us: float) -> str:
+    """The view's formatTimeUs (frontend/src/timeline/math.ts)."""
+    a = abs(us)
+    if a < 1:
+        return f"{us * 1000:.1f} ns"
+    if a < 1000:
+        return f"{us:.3f} µs"
+    if a < 1e6:
+        return f"{us / 1000:.3f} ms"
+    return f"{us / 1e6:.3f} s"
+
+
+def _pick_kernel(base: str, sel: dict, meta: dict) -> dict:
+    """A real (unmerged) kernel on the first GPU stream track, long enough to click after a ×1000 zoom."""
+    stream = next(t for t in meta["tracks"] if t["kind"] == "stream")
+    best = None
+    # look step by step (or at the whole file) with fine bins, so kernels come back unmerged
+    windows = [(s["start_us"], s["end_us"]) for s in meta["steps"][:3]] or [(0, meta["end_us"])]
+    for start, end in windows:
+        doc = _api(base, "timeline", **sel, start_us=start, end_us=end, width_px=4000, tracks=stream["id"])
+        items = next(t for t in doc["tracks"] if t["id"] == stream["id"])["items"]
+        for i, row in enumerate(items["row"]):
+            if items["count"][i] == 1 and row >= 0 and (best is None or items["dur"][i] > best[1]):
+                best = (row, items["dur"][i])
+    assert best is not None, "no unmerged kernel on the stream track"
+    event = _api(base, "timeline_event", **sel, row=best[0])
+    assert event["track"] == stream["id"]
+    return event
+
+
+def _open_trace(browser, base: str, sel: dict, artifacts: Path, tag: str) -> None:
+    meta = _api(base, "timeline_meta", **sel)
+    kernel = _pick_kernel(base, sel, meta)
+
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(base + "/#kinetoscope")
+    frame = _plugin_frame(page)
+    frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+    frame.select_option('[data-testid="run-select"]', sel["run"])
+    frame.select_option('[data-testid="worker-select"]', sel["worker"])
+    frame.select_option('[data-testid="span-select"]', sel["span"])
+    frame.locator('[data-testid="gpu-utilization"]').first.wait_for(timeout=300_000)
+
+    # first paint: from opening the view to the first canvas draw with data
+    frame.click('[data-testid="trace-tab"]')
+    frame.wait_for_function(f"() => {HOOK} && {HOOK}.firstPaintMs !== null", timeout=60_000)
+    first_paint = frame.evaluate(f"{HOOK}.firstPaintMs")
+    print(f"[{tag}] Trace view first paint: {first_paint:.0f} ms ({meta['end_us'] / 1000:.1f} ms of trace)")
+    assert first_paint < FIRST_PAINT_MS, first_paint
+    assert "view=trace" in frame.url
+    frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
+    page.screenshot(path=str(artifacts / f"trace_{tag}_full.png"), full_page=True)
+
+    # zoom ×1000 around the kernel
+    full = frame.evaluate(f"{HOOK}.getWindow()")
+    span = (full["end"] - full["start"]) / 1000
+    mid = kernel["start_us"] + kernel["dur_us"] / 2
+    span = max(span, kernel["dur_us"] * 1.5)
+    frame.evaluate(f"([s, e]) => {HOOK}.setWindow(s, e)", [mid - span / 2, mid + span / 2])
+    frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
+    frame.wait_for_function(f"(row) => {HOOK}.rectOf(row) !== null", arg=kernel["row"], timeout=30_000)
+    rect = frame.evaluate(f"(row) => {HOOK}.rectOf(row)", kernel["row"])
+    assert rect["w"] >= 3, rect
+    x, y = rect["x"] + rect["w"] / 2, rect["y"] + rect["h"] / 2
+    hit = frame.evaluate(f"([x, y]) => {HOOK}.itemAt(x, y)", [x, y])
+    assert hit and hit["row"] == kernel["row"] and hit["count"] == 1, hit
+
+    canvas = frame.locator('[data-testid="timeline-canvas"]')
+    canvas.scroll_into_view_if_needed()
+    canvas.click(position={"x": x, "y": y})
+    details = frame.locator('[data-testid="timeline-details"]')
+    details.locator('[data-testid="event-name"]').wait_for(timeout=30_000)
+    text = details.inner_text()
+    assert kernel["name"] in text, text
+    assert format_time_us(kernel["dur_us"]) in details.locator('[data-testid="event-duration"]').inner_text()
+    page.screenshot(path=str(artifacts / f"trace_{tag}_kernel.png"), full_page=True)
+
+    # the launch partner is listed; clicking it jumps and selects it
+    if any(f["type"] == "launch" for f in kernel["flows"]):
+        launch = next(f for f in kernel["flows"] if f["type"] == "launch")
+        details.locator('[data-testid="event-flow"]').first.click()
+        frame.wait_for_function(
+            "(name) => document.querySelector('[data-testid=event-name]')?.textContent === name",
+            arg=launch["name"], timeout=30_000)
+        page.screenshot(path=str(artifacts / f"trace_{tag}_launch.png"), full_page=True)
+
+    # search: highlights and "n of N"; next zooms to the first match
+    frame.fill('[data-testid="timeline-search"]', "sgemm" if tag == "resnet50" else kernel["name"][:12])
+    frame.wait_for_function(
+        "() => /of [0-9,]+/.test(document.querySelector('[data-testid=match-count]').textContent)", timeout=30_000)
+    frame.click('[data-testid="match-next"]')
+    frame.wait_for_function(
+        "() => document.querySelector('[data-testid=match-count]').textContent.startsWith('1 of')", timeout=30_000)
+    frame.locator('[data-testid="timeline-details"] [data-testid="event-name"]').wait_for(timeout=30_000)
+
+    # step selector zooms to the step
+    if meta["steps"]:
+        frame.select_option('[data-testid="step-select"]', "0")
+        frame.wait_for_function(
+            f"(s) => Math.abs({HOOK}.getWindow().start - s) < 1", arg=meta["steps"][0]["start_us"], timeout=10_000)
+        frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
+        page.screenshot(path=str(artifacts / f"trace_{tag}_step.png"), full_page=True)
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    return build_logdir(tmp_path_factory.mktemp("logdir"), SAMPLES)
+
+
+def test_trace_view_resnet(browser, logdir, tmp_path, artifacts):
+    with tensorboard(logdir, tmp_path) as base:
+        _open_trace(browser, base, {"run": "resnet50", "worker": "worker0", "span": "1"}, artifacts, "resnet50")
+
+
+def test_show_in_trace_from_kernel_table(browser, logdir, tmp_path, artifacts):
+    """The kernel table's "show in trace" opens the Trace view on that kernel, selected."""
+    with tensorboard(logdir, tmp_path) as base:
+        sel = {"run": "resnet50", "worker": "worker0", "span": "1"}
+        top = _api(base, "kernels", **sel)["rows"][0]
+        event = _api(base, "timeline_event", **sel, row=top["longest_row"])
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(base + "/#kinetoscope")
+        frame = _plugin_frame(page)
+        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+        frame.select_option('[data-testid="run-select"]', sel["run"])
+        frame.select_option('[data-testid="worker-select"]', sel["worker"])
+        frame.select_option('[data-testid="span-select"]', sel["span"])
+        frame.click('[data-testid="tab-kernel"]')
+        frame.locator('[data-testid="kernel-table"] [data-testid="show-in-trace"]').first.click()
+        details = frame.locator('[data-testid="timeline-details"]')
+        details.locator('[data-testid="event-name"]').wait_for(timeout=30_000)
+        assert details.locator('[data-testid="event-name"]').inner_text() == event["name"]
+        assert "view=trace" in frame.url
+        win = frame.evaluate(f"{HOOK}.getWindow()")
+        assert win["start"] <= event["start_us"] and event["start_us"] + event["dur_us"] <= win["end"]
+        assert (win["end"] - win["start"]) == pytest.approx(max(3 * event["dur_us"], 1), rel=1e-6)
+        frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
+        page.screenshot(path=str(artifacts / "trace_show_in_trace.png"), full_page=True)
+        page.close()
+
+
+@pytest.mark.skipif(not os.environ.get("KINETOSCOPE_BIG_TRACE"), reason="manual benchmark: set KINETOSCOPE_BIG_TRACE")
+def test_trace_view_big_trace(browser, tmp_path, artifacts):
+    src = Path(os.environ["KINETOSCOPE_BIG_TRACE"])
+    root = tmp_path / "logdir" / "big"
+    root.mkdir(parents=True)
+    name = src.name if ".pt.trace.json" in src.name else "big.1.pt.trace.json" + (".gz" if src.suffix == ".gz" else "")
+    shutil.copy(src, root / name)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with tensorboard(tmp_path / "logdir", cache) as base:
+        runs = _api(base, "runs")
+        for _ in range(3000):
+            run = next(r for r in runs["runs"] if r["name"] == "big")
+            span = run["workers"][0]["spans"][0]
+            if span["state"] in ("ready", "error"):
+                break
+            time.sleep(0.5)
+            runs = _api(base, "runs")
+        assert span["state"] == "ready", span
+        sel = {"run": "big", "worker": run["workers"][0]["worker"], "span": span["span"]}
+        _open_trace(browser, base, sel, artifacts, "big")
