@@ -346,3 +346,100 @@ def memory_stats(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = 
     if as_csv:
         return 200, query.to_csv(_selected(rows, q), MEMORY_STAT_COLUMNS)
     return 200, _page(rows, q, device=device)
+
+
+def _artifact(registry: RunRegistry, args: Mapping[str, str], kind: str):
+    """``(artifact, None)`` when loaded, else ``(None, (status, doc))``. Loads on first use."""
+    try:
+        run, path = _param(args, "run"), _param(args, "path")
+    except BadRequest as exc:
+        return None, (400, {"error": str(exc)})
+    art = registry.find_artifact(run, path)
+    if art is None or art.entry.kind != kind:
+        return None, (404, {"error": f"no {kind.replace('_', ' ')} {path!r} in run {run!r}"})
+    registry.load_artifact(art)
+    if art.state == ERROR:
+        return None, (200, {"state": ERROR, "error": art.error, "path": path})
+    return art, None
+
+
+def _snapshot_device(art, args) -> int:
+    devices = art.views.devices()
+    raw = args.get("device")
+    if raw in (None, ""):
+        if not devices:
+            raise BadRequest("this snapshot has no recorded history (device_traces is empty)")
+        return devices[0]
+    try:
+        device = int(raw.removeprefix("GPU"))
+    except ValueError:
+        raise BadRequest("parameter 'device' must be a device index like 0 or GPU0") from None
+    if device not in devices:
+        raise BadRequest(f"no history for device {device}; recorded: {devices}")
+    return device
+
+
+def snapshot(registry: RunRegistry, args: Mapping[str, str]):
+    art, answer = _artifact(registry, args, "snapshot")
+    if answer:
+        return answer
+    return 200, dict(art.views.summary(), state="ready", path=art.entry.rel)
+
+
+def snapshot_timeline(registry: RunRegistry, args: Mapping[str, str]):
+    art, answer = _artifact(registry, args, "snapshot")
+    if answer:
+        return answer
+    try:
+        device = _snapshot_device(art, args)
+        width = _int(args, "width_px", 1000, 1, MAX_WIDTH_PX)
+        start = _float(args, "start", 0.0) if args.get("start") else None
+        end = _float(args, "end", 0.0) if args.get("end") else None
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    return 200, dict(art.views.timeline(device, start, end, width), state="ready", device=f"GPU{device}")
+
+
+def snapshot_segments(registry: RunRegistry, args: Mapping[str, str]):
+    art, answer = _artifact(registry, args, "snapshot")
+    if answer:
+        return answer
+    try:
+        device = _int(args, "device", 0, 0, 1024) if not str(args.get("device", "")).startswith("GPU") else int(
+            args["device"][3:])
+    except (BadRequest, ValueError) as exc:
+        return 400, {"error": str(exc)}
+    return 200, {"state": "ready", "device": f"GPU{device}", "segments": art.views.segments(device)}
+
+
+def snapshot_allocations(registry: RunRegistry, args: Mapping[str, str]):
+    art, answer = _artifact(registry, args, "snapshot")
+    if answer:
+        return answer
+    try:
+        device = _snapshot_device(art, args)
+        limit = _int(args, "limit", 100, 1, 10_000)
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    return 200, {"state": "ready", "device": f"GPU{device}", "rows": art.views.allocations(device, limit)}
+
+
+def snapshot_stack(registry: RunRegistry, args: Mapping[str, str]):
+    art, answer = _artifact(registry, args, "snapshot")
+    if answer:
+        return answer
+    try:
+        index = _int(args, "stack", 0, 0, 10**9)
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    frames = art.views.stack(index)
+    if frames is None:
+        return 404, {"error": f"no stack {index}"}
+    return 200, {"state": "ready", "frames": frames}
+
+
+def memory_timeline_export(registry: RunRegistry, args: Mapping[str, str]):
+    art, answer = _artifact(registry, args, "memory_timeline")
+    if answer:
+        return answer
+    return 200, dict(art.views.series(), state="ready", path=art.entry.rel)

@@ -66,16 +66,43 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
             entry["modules"] = views.modules()
             entry["memory"] = views.memory_summary()
         doc["runs"][-1]["workers"].append(entry)
+    failed_artifacts = _add_snapshots(registry, doc, run)
     if as_json:
         out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         _print_tables(doc, out)
-    failed = [st for st in files if st.state == ERROR]
+    failed = [st for st in files if st.state == ERROR] + failed_artifacts
     for st in failed:
         err.write(f"kinetoscope: {st.entry.rel}: {st.error}\n")
-    if not files:
+    if not files and not registry.artifacts():
         err.write(f"kinetoscope: no trace files under {logdir}\n")
     return 1 if failed else 0
+
+
+def _add_snapshots(registry: RunRegistry, doc: dict, run: str | None) -> list:
+    """Each run gains ``snapshots`` (allocator snapshots: peaks and the largest live allocations)."""
+    failed = []
+    runs = {r["name"]: r for r in doc["runs"]}
+    for art in registry.artifacts(run):
+        if art.entry.kind != "snapshot":
+            continue
+        registry.load_artifact(art)
+        entry = runs.get(art.run)
+        if entry is None:
+            entry = runs[art.run] = {"name": art.run, "workers": []}
+            doc["runs"].append(entry)
+        item = {"path": art.entry.rel, "error": art.error, "devices": []}
+        if art.error:
+            failed.append(art)
+        else:
+            item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
+                                "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
+                               for d in art.views.summary()["devices"]]
+        entry.setdefault("snapshots", []).append(item)
+    for entry in doc["runs"]:
+        entry.setdefault("snapshots", [])
+    doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
+    return failed
 
 
 def _print_tables(doc: dict[str, Any], out: TextIO) -> None:

@@ -62,6 +62,12 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/memory_events.csv": self._table_route(api.memory_events, as_csv=True),
             "/memory_stats": self._table_route(api.memory_stats),
             "/memory_stats.csv": self._table_route(api.memory_stats, as_csv=True),
+            "/snapshot": self._table_route(api.snapshot),
+            "/snapshot_timeline": self._table_route(api.snapshot_timeline),
+            "/snapshot_segments": self._table_route(api.snapshot_segments),
+            "/snapshot_allocations": self._table_route(api.snapshot_allocations),
+            "/snapshot_stack": self._table_route(api.snapshot_stack),
+            "/memory_timeline_export": self._table_route(api.memory_timeline_export),
         }
 
     def is_active(self) -> bool:

@@ -1,0 +1,86 @@
+"""Synthetic CUDA allocator snapshots in every layout PyTorch has written (for tests and benchmarks).
+
+The published layout (``torch.cuda.memory._snapshot()``): a dict with ``segments`` (each with
+``device``, ``address``, ``total_size``, ``stream``, ``segment_type`` and ``blocks`` of ``address``,
+``size``, ``state``, ``frames``) and ``device_traces`` (per device, a list of entries with ``action``,
+``addr``, ``size``, ``stream``, ``frames`` and, since 2.1, ``time_us``). Older or partial forms:
+no ``time_us``; a bare list of segments (``torch.cuda.memory_snapshot()``); empty ``device_traces``
+when history was not recorded; Windows paths in frames; ``snapshot``, ``oom`` and ``segment_alloc``
+actions.
+"""
+
+from __future__ import annotations
+
+import random
+
+LAYOUTS = ("current", "no_time", "segments_only", "empty_history")
+SEGMENT_BYTES = 1 << 26
+
+
+def _frames(rng: random.Random, depth: int, windows: bool) -> list[dict]:
+    root = "C:\\\\work\\\\train" if windows else "/work/train"
+    sep = "\\\\" if windows else "/"
+    out = [{"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"}]
+    for k in range(max(depth - 1, 0)):
+        out.append({"filename": f"{root}{sep}model_{rng.randint(0, 3)}.py", "line": rng.randint(1, 400),
+                    "name": f"layer{k}"})
+    return out[:depth]
+
+
+def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int = 3, windows_paths: bool = False,
+                        with_oom: bool = True, seed: int = 0):
+    """A snapshot object (dict, or list for ``segments_only``) with ``entries`` history entries."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}")
+    rng = random.Random(seed)
+    base = 0x7F0000000000
+    history: list[dict] = [{"action": "segment_alloc", "addr": base, "size": SEGMENT_BYTES, "stream": 0,
+                            "frames": _frames(rng, frames, windows_paths)}]
+    live: list[tuple[int, int]] = []
+    next_addr = base
+    t = 1_700_000_000_000_000
+    for i in range(entries):
+        t += rng.randint(1, 50)
+        if len(live) > 8 and (rng.random() < 0.45 or next_addr - base > SEGMENT_BYTES // 2):
+            addr, size = live.pop(rng.randrange(len(live)))
+            history.append({"action": "free_requested", "addr": addr, "size": size, "stream": 0, "frames": []})
+            history.append({"action": "free_completed", "addr": addr, "size": size, "stream": 0, "frames": []})
+        else:
+            size = 512 * rng.randint(1, 4096)
+            history.append({"action": "alloc", "addr": next_addr, "size": size, "stream": 0,
+                            "frames": _frames(rng, frames, windows_paths)})
+            live.append((next_addr, size))
+            next_addr += size
+        if with_oom and i == entries // 2:
+            history.append({"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "frames": []})
+        for e in history[-2:]:
+            e.setdefault("time_us", t)
+    if with_oom:
+        history.append({"action": "oom", "addr": 0, "size": 1 << 34, "stream": 0, "frames": [], "time_us": t + 1})
+    if layout == "no_time":
+        for e in history:
+            e.pop("time_us", None)
+    blocks = [{"address": a, "size": s, "requested_size": s, "state": "active_allocated",
+               "frames": _frames(rng, frames, windows_paths)} for a, s in live]
+    segments = [{"device": 0, "address": base, "total_size": SEGMENT_BYTES, "allocated_size": sum(s for _, s in live),
+                 "active_size": sum(s for _, s in live), "requested_size": sum(s for _, s in live), "stream": 0,
+                 "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False, "blocks": blocks,
+                 "frames": []}]
+    if layout == "segments_only":
+        return segments
+    return {"segments": segments, "device_traces": [] if layout == "empty_history" else [history],
+            "allocator_settings": {}, "external_annotations": [{"device": 0, "stage": "forward", "name": "step 1"}]}
+
+
+def replay_peak(obj) -> int:
+    """Peak of Σ alloc − Σ free_completed over device 0's history: the direct replay tests compare to."""
+    if isinstance(obj, list) or not obj.get("device_traces"):
+        return 0
+    active = peak = 0
+    for e in obj["device_traces"][0]:
+        if e["action"] == "alloc":
+            active += e["size"]
+        elif e["action"] in ("free_completed", "free"):
+            active -= e["size"]
+        peak = max(peak, active)
+    return peak
