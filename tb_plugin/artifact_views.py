@@ -43,7 +43,9 @@ class SnapshotViews:
         return self._get("summary", build)
 
     def timeline(self, device: int, start, end, width_px: int) -> dict:
-        return snap_analysis.timeline(self.snapshot, device, start, end, width_px)
+        arrays = self._get(("timeline_arrays", device), dict)
+        with self._lock:
+            return snap_analysis.timeline(self.snapshot, device, start, end, width_px, cache=arrays)
 
     def segments(self, device: int) -> list[dict]:
         return self._get(("segments", device), lambda: snap_analysis.segments_state(self.snapshot, device))

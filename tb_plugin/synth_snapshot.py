@@ -29,7 +29,7 @@ def _frames(rng: random.Random, depth: int, windows: bool) -> list[dict]:
 
 def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int = 3, windows_paths: bool = False,
                         with_oom: bool = True, seed: int = 0):
-    """A snapshot object (dict, or list for ``segments_only``) with ``entries`` history entries."""
+    """A snapshot object (dict, or list for ``segments_only``) with about ``entries`` history entries."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}")
     rng = random.Random(seed)
@@ -39,7 +39,9 @@ def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int
     live: list[tuple[int, int]] = []
     next_addr = base
     t = 1_700_000_000_000_000
-    for i in range(entries):
+    i = 0
+    while len(history) < entries:
+        i += 1
         t += rng.randint(1, 50)
         if len(live) > 8 and (rng.random() < 0.45 or next_addr - base > SEGMENT_BYTES // 2):
             addr, size = live.pop(rng.randrange(len(live)))
@@ -51,7 +53,7 @@ def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int
                             "frames": _frames(rng, frames, windows_paths)})
             live.append((next_addr, size))
             next_addr += size
-        if with_oom and i == entries // 2:
+        if with_oom and i == entries // 3:
             history.append({"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "frames": []})
         for e in history[-2:]:
             e.setdefault("time_us", t)

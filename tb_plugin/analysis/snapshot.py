@@ -48,19 +48,21 @@ def reserved_bytes(trace: DeviceTrace) -> np.ndarray:
 
 
 def lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
-    """``(alloc_index, free_index)`` per allocation; free_index = len when never freed."""
-    allocs, frees = [], []
-    open_at: dict[int, int] = {}
-    for i, (a, addr) in enumerate(zip(trace.action.tolist(), trace.addr.tolist())):
-        if a == _ALLOC:
-            open_at[addr] = len(allocs)
-            allocs.append(i)
-            frees.append(len(trace.action))
-        elif a in _FREES:
-            k = open_at.pop(addr, None)
-            if k is not None:
-                frees[k] = i
-    return np.array(allocs, dtype=np.int64), np.array(frees, dtype=np.int64)
+    """``(alloc_index, free_index)`` per allocation: the next free of the same address after it;
+    ``free_index`` = number of entries when it is never freed."""
+    n = len(trace.action)
+    is_alloc = trace.action == _ALLOC
+    is_free = np.isin(trace.action, _FREES)
+    rows = np.flatnonzero(is_alloc | is_free)
+    order = rows[np.lexsort((rows, trace.addr[rows]))]  # by address, then time
+    allocs = np.flatnonzero(is_alloc)
+    frees = np.full(len(allocs), n, dtype=np.int64)
+    if len(order) > 1:
+        a, b = order[:-1], order[1:]
+        matched = is_alloc[a] & is_free[b] & (trace.addr[a] == trace.addr[b])
+        pos = np.searchsorted(allocs, a[matched])
+        frees[pos] = b[matched]
+    return allocs, frees
 
 
 def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
@@ -123,12 +125,16 @@ def top_allocations(snapshot: Snapshot, device: int, limit: int = 100) -> list[d
 
 
 def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | None, width_px: int,
-             bands: int = 200) -> dict:
+             bands: int = 200, cache: dict | None = None) -> dict:
     """Active/reserved curves downsampled to ``width_px`` bins (per bin its maximum), and the
-    ``bands`` largest allocations alive in the window, stacked by allocation order."""
+    ``bands`` largest allocations alive in the window, stacked by allocation order. ``cache`` keeps
+    the per-device arrays between calls."""
     trace = snapshot.devices[device]
-    t = time_axis(trace)
-    active, reserved = active_bytes(trace), reserved_bytes(trace)
+    cache = {} if cache is None else cache
+    if "t" not in cache:
+        cache.update(t=time_axis(trace), active=active_bytes(trace), reserved=reserved_bytes(trace),
+                     lifetimes=lifetimes(trace))
+    t, active, reserved = cache["t"], cache["active"], cache["reserved"]
     lo = float(t[0]) if start is None else start
     hi = float(t[-1]) if end is None else end
     if hi <= lo:
@@ -136,14 +142,23 @@ def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | 
     edges = np.linspace(lo, hi, width_px + 1)
 
     def per_bin(values):
-        idx = np.searchsorted(t, edges, side="right") - 1
-        out = np.zeros(width_px, dtype=np.int64)
-        for k in range(width_px):
-            a, b = max(idx[k], 0), max(idx[k + 1], 0)
-            out[k] = values[a:b + 1].max() if b >= a and len(values) else 0
-        return out.tolist()
+        """Per bin: the largest value held during it (the value entering it, and every change inside)."""
+        if len(values) == 0:
+            return [0] * width_px
+        enter = np.searchsorted(t, edges[:-1], side="right") - 1  # last entry at or before the bin start
+        stop = np.searchsorted(t, edges[1:], side="right")  # entries inside: (enter, stop)
+        held = np.where(enter >= 0, values[np.maximum(enter, 0)], 0)
+        first = np.maximum(enter + 1, 0)
+        has = stop > first
+        out = held.copy()
+        if has.any():
+            inside = values[: max(int(stop[-1]), 1)]  # nothing after the window's end
+            peaks = np.maximum.reduceat(inside, np.minimum(first, len(inside) - 1))
+            # reduceat runs to the next start: bins are contiguous, so it covers exactly [first, next first)
+            out[has] = np.maximum(out[has], peaks[has])
+        return out.astype(np.int64).tolist()
 
-    allocs, frees = lifetimes(trace)
+    allocs, frees = cache.get("lifetimes") or lifetimes(trace)
     n = len(t)
     free_t = np.where(frees < n, t[np.minimum(frees, n - 1)], np.inf)
     alloc_t = t[allocs]

@@ -49,6 +49,44 @@ class Snapshot:
     layout: str
 
 
+def _field(entries: list[dict], key: str) -> list:
+    try:
+        return [e[key] for e in entries]  # the common case: every entry has it
+    except KeyError:
+        return [e.get(key) for e in entries]
+
+
+def _action_codes(entries: list[dict]) -> np.ndarray:
+    names = _field(entries, "action")
+    uniq = {a for a in set(names) if isinstance(a, str)} if len(names) else set()
+    table = {a: _ACTION_CODE.get(a, _ACTION_CODE["other"]) for a in uniq}
+    other = _ACTION_CODE["other"]
+    get = table.get
+    return np.array([get(a, other) for a in names], dtype=np.uint8)
+
+
+def _floats(values: list) -> np.ndarray:
+    """float64 column; None becomes NaN."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([v if isinstance(v, (int, float)) else np.nan for v in values], dtype=np.float64)
+
+
+def _ints(values: list) -> np.ndarray:
+    """int64 column; missing or odd values become 0."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        out = np.zeros(len(values), dtype=np.int64)
+        for i, v in enumerate(values):
+            try:
+                out[i] = int(v)
+            except (TypeError, ValueError, OverflowError):
+                pass
+        return out
+
+
 def load_snapshot(data: bytes) -> Snapshot:
     try:
         obj = restricted_loads(data)
@@ -102,15 +140,19 @@ def parse_snapshot(obj: Any) -> Snapshot:
     for dev, entries in enumerate(traces_raw):
         if not isinstance(entries, list) or not entries:
             continue
-        entries = [e for e in entries if isinstance(e, dict)]
-        times = [e.get("time_us") for e in entries]
-        has_time = has_time or any(t is not None for t in times)
+        try:
+            times = [e.get("time_us") for e in entries]
+        except AttributeError:  # a non-dict entry: keep the dicts
+            entries = [e for e in entries if isinstance(e, dict)]
+            times = [e.get("time_us") for e in entries]
+        timed = times.count(None) != len(times)
+        has_time = has_time or timed
         devices[dev] = DeviceTrace(
-            action=np.array([_ACTION_CODE.get(e.get("action"), _ACTION_CODE["other"]) for e in entries], dtype=np.uint8),
-            addr=np.array([int(e.get("addr", 0) or 0) for e in entries], dtype=np.int64),
-            size=np.array([int(e.get("size", 0) or 0) for e in entries], dtype=np.int64),
-            time=np.array([t if t is not None else np.nan for t in times], dtype=np.float64),
-            stack=np.array([stack_of(e.get("frames")) for e in entries], dtype=np.int32),
+            action=_action_codes(entries),
+            addr=_ints(_field(entries, "addr")),
+            size=_ints(_field(entries, "size")),
+            time=_floats(times) if timed else np.full(len(entries), np.nan),
+            stack=np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32),
         )
     annotations = [a for a in annotations if isinstance(a, dict)]
     return Snapshot(devices, segments, stacks, annotations, has_time, layout)
