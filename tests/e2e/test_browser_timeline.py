@@ -200,3 +200,68 @@ def test_trace_view_big_trace(browser, tmp_path, artifacts):
         assert span["state"] == "ready", span
         sel = {"run": "big", "worker": run["workers"][0]["worker"], "span": span["span"]}
         _open_trace(browser, base, sel, artifacts, "big")
+
+
+def test_trace_interaction(browser, logdir, tmp_path, artifacts):
+    """Wheel zooms around the cursor, drag pans, W/S/A/D on the focused canvas, shift-drag box-selects."""
+    with tensorboard(logdir, tmp_path) as base:
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(base + "/#kinetoscope")
+        frame = _plugin_frame(page)
+        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+        frame.select_option('[data-testid="run-select"]', "resnet50")
+        frame.select_option('[data-testid="worker-select"]', "worker0")
+        frame.select_option('[data-testid="span-select"]', "1")
+        frame.click('[data-testid="trace-tab"]')
+        frame.wait_for_function(f"() => {HOOK} && {HOOK}.firstPaintMs !== null", timeout=60_000)
+        canvas = frame.locator('[data-testid="timeline-canvas"]')
+        box = canvas.bounding_box()
+        win0 = frame.evaluate(f"{HOOK}.getWindow()")
+
+        # wheel up at 60 % of the plot: zooms in, the time under the cursor stays put
+        x_plot0 = 190
+        plot_w = box["width"] - 190 - 8
+        cx = x_plot0 + plot_w * 0.6
+        t_before = win0["start"] + (cx - x_plot0) / plot_w * (win0["end"] - win0["start"])
+        page.mouse.move(box["x"] + cx, box["y"] + 200)
+        for _ in range(5):
+            page.mouse.wheel(0, -100)
+        frame.wait_for_function(f"(s) => ({HOOK}.getWindow().end - {HOOK}.getWindow().start) < s * 0.6",
+                                arg=win0["end"] - win0["start"], timeout=10_000)
+        win1 = frame.evaluate(f"{HOOK}.getWindow()")
+        t_after = win1["start"] + (cx - x_plot0) / plot_w * (win1["end"] - win1["start"])
+        assert t_after == pytest.approx(t_before, abs=(win1["end"] - win1["start"]) * 0.01)
+
+        # drag right by 100 px: the view moves to earlier times by 100 px worth
+        page.mouse.move(box["x"] + cx, box["y"] + 200)
+        page.mouse.down()
+        page.mouse.move(box["x"] + cx + 50, box["y"] + 200, steps=3)
+        page.mouse.move(box["x"] + cx + 100, box["y"] + 200, steps=3)
+        page.mouse.up()
+        win2 = frame.evaluate(f"{HOOK}.getWindow()")
+        per_px = (win1["end"] - win1["start"]) / plot_w
+        assert win2["start"] == pytest.approx(win1["start"] - 100 * per_px, rel=0.02)
+
+        # keys on the focused canvas
+        canvas.focus()
+        page.keyboard.press("w")
+        win3 = frame.evaluate(f"{HOOK}.getWindow()")
+        assert win3["end"] - win3["start"] == pytest.approx((win2["end"] - win2["start"]) * 0.8, rel=1e-6)
+        page.keyboard.press("d")
+        win4 = frame.evaluate(f"{HOOK}.getWindow()")
+        assert win4["start"] > win3["start"]
+
+        # shift-drag: a time range with its duration and the slices' stats
+        frame.evaluate(f"([s, e]) => {HOOK}.setWindow(s, e)", [win0["start"], win0["end"]])
+        frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
+        page.keyboard.down("Shift")
+        page.mouse.move(box["x"] + x_plot0 + plot_w * 0.2, box["y"] + 150)
+        page.mouse.down()
+        page.mouse.move(box["x"] + x_plot0 + plot_w * 0.4, box["y"] + box["height"] - 5, steps=5)
+        page.mouse.up()
+        page.keyboard.up("Shift")
+        rng = frame.locator('[data-testid="timeline-range"]')
+        rng.wait_for(timeout=10_000)
+        assert "Selected range:" in rng.inner_text() and rng.locator("tbody tr").count() == 10
+        page.screenshot(path=str(artifacts / "trace_resnet50_range.png"), full_page=True)
+        page.close()

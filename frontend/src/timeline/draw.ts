@@ -251,6 +251,10 @@ export function drawLanes(ctx: CanvasRenderingContext2D, s: DrawState): number {
     const resp = s.data.get(r.worker);
     if (!resp) continue;
     const off = g.offsets.get(r.worker) ?? 0;
+    if (r.kind === "counter") {
+      ctx.fillStyle = p.muted;
+      ctx.fillText(counterScale(resp, r.name, r.unit), 14, y + 24);
+    }
     ctx.save();
     ctx.beginPath();
     ctx.rect(g.x0, y, g.width, r.h);
@@ -377,9 +381,15 @@ function drawCounter(
   ctx.globalAlpha = 1;
   ctx.strokeStyle = color;
   ctx.stroke();
-  ctx.fillStyle = s.palette.muted;
-  const label = isFraction ? "100 %" : formatBytes(max);
-  ctx.fillText(label, g.x0 + 4, y + 8);
+}
+
+/** The counter's scale, shown under its name: "0–100 %" or "max 2.6 GiB" (of the current answer). */
+function counterScale(resp: TimelineResponse, name: string, unit: string): string {
+  const c = resp.counters.find((k) => k.name === name);
+  if (unit === "fraction") return "0–100 %";
+  let max = 0;
+  for (const v of c?.values ?? []) if (v > max) max = v;
+  return unit === "bytes" ? `max ${formatBytes(max)}` : `max ${max.toPrecision(3)}`;
 }
 
 function drawFlows(ctx: CanvasRenderingContext2D, s: DrawState): void {

@@ -578,7 +578,12 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
         </button>
         {workers && workers.length > 1 ? (
           <label className="check">
-            <input type="checkbox" data-testid="all-ranks" checked={allRanks} onChange={(e) => setAllRanks(e.target.checked)} /> All ranks on one clock
+            <input type="checkbox" data-testid="all-ranks" checked={allRanks} onChange={(e) => {
+                setAllRanks(e.target.checked);
+                setWinState(null);
+                setSelected(null);
+                setBox(null);
+              }} /> All ranks on one clock
           </label>
         ) : null}
         <a className="csv-link" data-testid="trace-download" href={fileUrl} download>
