@@ -54,8 +54,7 @@ class SnapshotViews:
         return snap_analysis.top_allocations(self.snapshot, device, limit)
 
     def stack(self, index: int) -> list[dict] | None:
-        stacks = self.snapshot.stacks
-        return stacks[index] if 0 <= index < len(stacks) else None
+        return self.snapshot.stack_frames(index)
 
 
 class TimelineExportViews:

@@ -17,7 +17,26 @@ LAYOUTS = ("current", "no_time", "segments_only", "empty_history")
 SEGMENT_BYTES = 1 << 26
 
 
+CALL_SITES = 400  # distinct allocation call sites: real programs allocate from a limited set of places
+
+
 def _frames(rng: random.Random, depth: int, windows: bool) -> list[dict]:
+    """A fresh frame list (new objects each time, as torch writes them) for one of the call sites."""
+    site = rng.randrange(CALL_SITES)
+    return [dict(f) for f in _site_frames(site, depth, windows)]
+
+
+_SITES: dict = {}
+
+
+def _site_frames(site: int, depth: int, windows: bool) -> list[dict]:
+    key = (site, depth, windows)
+    if key not in _SITES:
+        _SITES[key] = _make_frames(random.Random(site), depth, windows)
+    return _SITES[key]
+
+
+def _make_frames(rng: random.Random, depth: int, windows: bool) -> list[dict]:
     root = "C:\\\\work\\\\train" if windows else "/work/train"
     sep = "\\\\" if windows else "/"
     out = [{"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"}]

@@ -68,7 +68,7 @@ def lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
 def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
     if stack < 0:
         return None
-    frames = snapshot.stacks[stack]
+    frames = snapshot.stack_frames(stack)
     for f in frames:
         if str(f["filename"]).endswith(".py"):
             return f"{f['filename']}:{f['line']}:{f['name']}"

@@ -13,6 +13,7 @@ Entry actions: ``alloc``, ``free_requested``, ``free_completed`` (older: ``free`
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 import numpy as np
@@ -43,10 +44,16 @@ class DeviceTrace:
 class Snapshot:
     devices: dict[int, DeviceTrace]
     segments: list[dict]  # {device, address, total_size, stream, segment_type, blocks: [{address, size, state, stack}]}
-    stacks: list[list[dict]]  # interned frame lists: [{filename, line, name}]
+    stacks: list[list[int]]  # interned stacks: lists of indices into ``frames``
     annotations: list[dict]  # external_annotations / user_metadata
     has_time: bool
     layout: str
+    frames: list[dict] = dataclasses.field(default_factory=list)  # unique {filename, line, name}
+
+    def stack_frames(self, index: int) -> list[dict] | None:
+        if not 0 <= index < len(self.stacks):
+            return None
+        return [self.frames[i] for i in self.stacks[index]]
 
 
 def _field(entries: list[dict], key: str) -> list:
@@ -96,20 +103,33 @@ def load_snapshot(data: bytes) -> Snapshot:
 
 
 def parse_snapshot(obj: Any) -> Snapshot:
-    stacks: list[list[dict]] = []
+    stacks: list[list[int]] = []
     stack_ids: dict[tuple, int] = {}
+    frames: list[dict] = []
+    frame_ids: dict[tuple, int] = {}
+    getter = operator.itemgetter("filename", "line", "name")
 
-    def stack_of(frames) -> int:
-        if not frames:
+    def stack_of(raw_frames) -> int:
+        if not raw_frames:
             return -1
         try:
-            key = tuple((f.get("filename", ""), f.get("line", 0), f.get("name", "")) for f in frames)
-        except AttributeError:
-            return -1
+            key = tuple(map(getter, raw_frames))
+        except (KeyError, TypeError):
+            try:
+                key = tuple((f.get("filename", ""), f.get("line", 0), f.get("name", "")) for f in raw_frames)
+            except AttributeError:
+                return -1
         got = stack_ids.get(key)
         if got is None:
             got = stack_ids[key] = len(stacks)
-            stacks.append([{"filename": a, "line": b, "name": c} for a, b, c in key])
+            ids = []
+            for frame in key:
+                fid = frame_ids.get(frame)
+                if fid is None:
+                    fid = frame_ids[frame] = len(frames)
+                    frames.append({"filename": frame[0], "line": frame[1], "name": frame[2]})
+                ids.append(fid)
+            stacks.append(ids)
         return got
 
     if isinstance(obj, list):
@@ -155,7 +175,7 @@ def parse_snapshot(obj: Any) -> Snapshot:
             stack=np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32),
         )
     annotations = [a for a in annotations if isinstance(a, dict)]
-    return Snapshot(devices, segments, stacks, annotations, has_time, layout)
+    return Snapshot(devices, segments, stacks, annotations, has_time, layout, frames)
 
 
 _FIELDS = ("action", "addr", "size", "time", "stack")
@@ -163,15 +183,21 @@ _FIELDS = ("action", "addr", "size", "time", "stack")
 
 def pack_snapshot(snap: Snapshot) -> tuple[dict, dict]:
     """A snapshot as a JSON header plus flat arrays, for the parse cache."""
-    header = {"format": 1, "segments": snap.segments, "stacks": snap.stacks, "annotations": snap.annotations,
+    header = {"format": 2, "segments": snap.segments, "frames": snap.frames, "annotations": snap.annotations,
               "has_time": snap.has_time, "layout": snap.layout, "devices": sorted(snap.devices)}
     arrays = {f"{d}.{f}": getattr(t, f) for d, t in snap.devices.items() for f in _FIELDS}
+    lengths = np.array([len(x) for x in snap.stacks], dtype=np.int64)
+    arrays["stack_lengths"] = lengths
+    arrays["stack_frames"] = np.fromiter((i for x in snap.stacks for i in x), dtype=np.int32, count=int(lengths.sum()))
     return header, arrays
 
 
 def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
-    if header.get("format") != 1:
+    if header.get("format") != 2:
         return None
     devices = {int(d): DeviceTrace(**{f: arrays[f"{d}.{f}"] for f in _FIELDS}) for d in header["devices"]}
-    return Snapshot(devices, header["segments"], header["stacks"], header["annotations"], header["has_time"],
-                    header["layout"])
+    flat = arrays["stack_frames"].tolist()
+    bounds = np.concatenate([[0], np.cumsum(arrays["stack_lengths"])]).tolist()
+    stacks = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    return Snapshot(devices, header["segments"], stacks, header["annotations"], header["has_time"],
+                    header["layout"], header["frames"])
