@@ -51,6 +51,13 @@ class _Args(msgspec.Struct):
     flops: Any = None
     python_id: Any = msgspec.field(default=None, name="Python id")
     python_parent_id: Any = msgspec.field(default=None, name="Python parent id")
+    input_types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+    collective: Any = msgspec.field(default=None, name="Collective name")
+    in_msg_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_msg_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Any = None
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    process_group: Any = msgspec.field(default=None, name="Process Group Name")
 
 
 class _Event(msgspec.Struct):
@@ -422,6 +429,13 @@ class _ColumnBuilder:
             "flops": _float_column([a.flops for a in args]),
             "python_id": _int_column([a.python_id for a in args]),
             "python_parent_id": _int_column([a.python_parent_id for a in args]),
+            "input_types": self.intern_json([a.input_types for a in args]),
+            "collective": self.intern([a.collective if isinstance(a.collective, str) else None for a in args]),
+            "in_msg_nelems": _int_column([a.in_msg_nelems for a in args]),
+            "out_msg_nelems": _int_column([a.out_msg_nelems for a in args]),
+            "dtype": self.intern([a.dtype if isinstance(a.dtype, str) else None for a in args]),
+            "group_size": _int_column([a.group_size for a in args], np.int32),
+            "process_group": self.intern([str(a.process_group) if a.process_group is not None else None for a in args]),
             "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),
             "src_length": offsets[:, 1].astype(np.int32) if offsets is not None else np.full(n, -1, dtype=np.int32),
         }

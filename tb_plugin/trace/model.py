@@ -37,6 +37,13 @@ EVENT_COLUMNS: dict[str, Any] = {
     "flops": np.float64,  # operator "flops" (with_flops=True)
     "python_id": np.int64,  # python_function "Python id"
     "python_parent_id": np.int64,  # python_function "Python parent id"
+    "input_types": np.int32,  # operator "Input type" as text (string id)
+    "collective": np.int32,  # "Collective name" (PyTorch 2.x comms), string id
+    "in_msg_nelems": np.int64,  # "In msg nelems"
+    "out_msg_nelems": np.int64,  # "Out msg nelems"
+    "dtype": np.int32,  # comms "dtype", string id
+    "group_size": np.int32,  # "Group size"
+    "process_group": np.int32,  # "Process Group Name", string id
     "src_offset": np.int64,  # byte offset of the raw event in the events side file (-1: none)
     "src_length": np.int32,  # its length in bytes
 }
