@@ -443,3 +443,21 @@ def memory_timeline_export(registry: RunRegistry, args: Mapping[str, str]):
     if answer:
         return answer
     return 200, dict(art.views.series(), state="ready", path=art.entry.rel)
+
+
+def distributed(registry: RunRegistry, args: Mapping[str, str]):
+    try:
+        run = _param(args, "run")
+        span = str(_int(args, "span", 1, 1, 10**6))
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    if not any(st.run == run for st in registry.files()):
+        return 404, {"error": f"no run {run!r} with traces"}
+    return 200, registry.distributed(run, span)
+
+
+def insights(registry: RunRegistry, args: Mapping[str, str]):
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    return 200, dict(registry.tables(state).insights(), state="ready")

@@ -58,14 +58,22 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
             overview["configuration"] = dict(overview["configuration"], workers_in_run=registry.workers_in_run(st.run))
         entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
                  "warnings": st.warnings, "overview": overview, "operators": None, "kernels": None, "modules": None,
-                 "memory": None}
+                 "memory": None, "insights": None}
         if overview is not None:
             views = registry.tables(st)
             entry["operators"] = [{k: r[k] for k in _OPERATOR_KEYS} for r in views.operators("operator")]
             entry["kernels"] = [{k: r[k] for k in _KERNEL_KEYS} for r in views.kernels("kernel")]
             entry["modules"] = views.modules()
             entry["memory"] = views.memory_summary()
+            found = views.insights()
+            entry["insights"] = {
+                "idle": {k: found["idle"][k] for k in ("host_wait_us", "short_gap_us", "other_us")},
+                "launch_delay_us": {"p50": found["launch"]["p50"], "p95": found["launch"]["p95"]},
+                "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us",
+                                                              "idle_us")},
+            }
         doc["runs"][-1]["workers"].append(entry)
+    _add_distributed(registry, doc)
     failed_artifacts = _add_snapshots(registry, doc, run)
     if as_json:
         out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -77,6 +85,27 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     if not files and not registry.artifacts():
         err.write(f"kinetoscope: no trace files under {logdir}\n")
     return 1 if failed else 0
+
+
+def _add_distributed(registry: RunRegistry, doc: dict) -> None:
+    """Runs with more than one rank gain ``distributed`` (span 1)."""
+    for entry in doc["runs"]:
+        workers = {w["worker"] for w in entry["workers"] if w["error"] is None}
+        if len(workers) < 2:
+            continue
+        result = registry.distributed(entry["name"], "1")
+        view = result["view"]
+        if view is None:
+            continue
+        entry["distributed"] = {
+            "world_size": view["world_size"],
+            "ranks": [{k: r[k] for k in ("rank", "worker", "computation_us", "overlap_us", "communication_us",
+                                         "other_us", "transfer_us", "sync_us")} for r in view["ranks"]],
+            "collectives": [{k: c[k] for k in ("name", "calls", "bytes", "transfer_us", "sync_us", "algbw_gbps",
+                                               "busbw_gbps")} for c in view["collectives"]],
+            "stragglers": view["stragglers"],
+            "messages": result["messages"],
+        }
 
 
 def _add_snapshots(registry: RunRegistry, doc: dict, run: str | None) -> list:

@@ -152,6 +152,16 @@ class FileViews:
             "flows": timeline_query.flow_partners(self.trace, row),
         }
 
+    # -- insights -------------------------------------------------------------------------------
+    def insights(self) -> dict:
+        def build():
+            from .analysis.insights import insight_recommendations, insights
+
+            doc = insights(self.trace)
+            return dict(doc, recommendations=insight_recommendations(doc))
+
+        return self._get("insights", build)
+
     # -- memory ---------------------------------------------------------------------------------
     def memory_curves(self) -> list[dict]:
         return self._get("memory_curves", lambda: memory_analysis.curves(self.trace))

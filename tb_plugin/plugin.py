@@ -68,6 +68,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/snapshot_allocations": self._table_route(api.snapshot_allocations),
             "/snapshot_stack": self._table_route(api.snapshot_stack),
             "/memory_timeline_export": self._table_route(api.memory_timeline_export),
+            "/distributed": self._table_route(api.distributed),
+            "/insights": self._table_route(api.insights),
         }
 
     def is_active(self) -> bool:

@@ -356,6 +356,37 @@ class RunRegistry:
                     return st
         return None
 
+    def distributed(self, run: str, span: str = "1") -> dict:
+        """The distributed view of a run's ranks at one span (see analysis.distributed)."""
+        from .analysis.distributed import distributed_view, rank_of
+
+        states = sorted((st for st in self.files() if st.run == run and st.span == span), key=lambda s: s.worker)
+        messages = []
+        ranks = []
+        for position, st in enumerate(states):
+            if st.state in (QUEUED, LOADING):
+                self.load(st)
+            if st.state != READY:
+                messages.append(f"{st.entry.rel}: not analysed ({st.error})")
+                continue
+            trace = self.tables(st).trace
+            rank, source = rank_of(trace, st.worker, position)
+            if source != "distributedInfo":
+                messages.append(f"{st.worker}: no distributedInfo; rank {rank} taken from the {source}")
+            ranks.append((rank, st.worker, trace))
+        if len({r for r, _, _ in ranks}) < len(ranks):
+            messages.append("two files claim the same rank: ranks are compared in worker order instead")
+            ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
+        spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
+        if len(ranks) < 2:
+            messages.append("only one rank in this run at this span: there is nothing to compare across ranks")
+            return {"state": "ready", "run": run, "span": span, "spans": spans, "view": None, "messages": messages}
+        view = distributed_view(ranks)
+        if view["instances"]["total"] == 0:
+            messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
+                            "need GPU collectives")
+        return {"state": "ready", "run": run, "span": span, "spans": spans, "view": view, "messages": messages}
+
     def workers_in_run(self, run: str) -> int:
         with self._lock:
             return len({st.worker for st in self._files.values() if st.run == run})

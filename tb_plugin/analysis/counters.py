@@ -5,6 +5,7 @@ For bins of equal width over a window (µs):
 - **GPU Utilization** of a device, per bin = the fraction of the bin with at least one kernel running
   (0–1), the same definition as the Overview's but per bin;
 - **Est. SM Efficiency**, per bin = the bin average of min(1, Σ blocks-per-SM of running kernels);
+- **Queue length** of each GPU stream, per bin = the most kernels launched but not yet started;
 - **Memory allocated / reserved** per device, per bin = the largest ``Total Allocated`` /
   ``Total Reserved`` seen in the bin, or the value carried in from before it (bytes). Without totals
   the allocated curve is the running sum of ``Bytes``.
@@ -92,7 +93,17 @@ def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
             out.append({"name": f"GPU {dev} Est. SM Efficiency", "unit": "fraction",
                         "values": np.round(eff, 4).tolist()})
     out += _memory(trace, edges)
+    out += _queues(trace, edges)
     return out
+
+
+def _queues(trace: Trace, edges: np.ndarray) -> list[dict]:
+    """Per stream, the longest queue of launched-but-not-started kernels in each bin."""
+    from .insights import queue_length
+
+    return [{"name": f"GPU {q['device']} stream {q['stream']} queue", "unit": "kernels",
+             "values": _step_max(q["times"], q["lengths"].astype(np.int64), edges).tolist()}
+            for q in queue_length(trace)]
 
 
 def _memory_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -139,5 +150,8 @@ def _step_max(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarr
 
 def warm_counter_inputs(trace: Trace) -> None:
     """Precompute the per-device functions and memory series that every counter request uses."""
+    from .insights import queue_length
+
     _functions(trace)
     _memory_series(trace)
+    queue_length(trace)
