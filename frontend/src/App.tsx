@@ -13,6 +13,8 @@ import { useRuns } from "./hooks/useRuns";
 import { useTheme } from "./hooks/useTheme";
 import { findRun, findSpan } from "./state/selection";
 import { SelectedFile } from "./views/SelectedFile";
+import { SnapshotView } from "./views/SnapshotView";
+import { useMemoryAvailable } from "./memory/useMemoryAvailable";
 import type { TraceFocus } from "./views/TraceView";
 
 /** The whole plugin page: selectors and progress on top, the selected file's view below. */
@@ -40,13 +42,21 @@ export function App() {
   );
   // The Module tab exists only when the trace has module information.
   const hasModules = modules.kind === "ready" && modules.data.modules !== null;
-  const tabs: { id: ViewId; label: string }[] = [
+  // Memory: the tab exists when the trace has [memory] events; Snapshots when the run has artifacts.
+  const hasMemory = useMemoryAvailable(selection, span?.state === "ready");
+  const artifacts = run?.artifacts ?? [];
+  const artifactsOnly = run !== undefined && run.workers.length === 0 && artifacts.length > 0;
+  const showArtifacts = artifacts.length > 0 && (artifactsOnly || view === "snapshots");
+  const allTabs: { id: ViewId; label: string }[] = [
     { id: "overview", label: "Overview" },
     { id: "operator", label: "Operator" },
     { id: "kernel", label: "GPU Kernel" },
     ...(hasModules || view === "module" ? [{ id: "module" as ViewId, label: "Module" }] : []),
     { id: "trace", label: "Trace" },
+    ...(hasMemory || view === "memory" ? [{ id: "memory" as ViewId, label: "Memory" }] : []),
+    ...(artifacts.length > 0 ? [{ id: "snapshots" as ViewId, label: "Snapshots" }] : []),
   ];
+  const tabs = artifactsOnly ? allTabs.filter((t) => t.id === "snapshots") : allTabs;
 
   return (
     <div className="app" data-theme={theme}>
@@ -60,8 +70,8 @@ export function App() {
               type="button"
               role="tab"
               className="view-tab"
-              data-testid={t.id === "trace" ? "trace-tab" : `tab-${t.id}`}
-              aria-selected={view === t.id}
+              data-testid={t.id === "trace" ? "trace-tab" : t.id === "memory" ? "memory-tab" : `tab-${t.id}`}
+              aria-selected={view === t.id || (artifactsOnly && t.id === "snapshots")}
               onClick={() => setView(t.id)}
             >
               {t.label}
@@ -86,7 +96,11 @@ export function App() {
         {data && selection ? (
           <>
             <FileProgress loading={data.loading} run={findRun(data.runs, selection.run)} />
-            {span ? (
+            {showArtifacts && run ? (
+              <ErrorBoundary key={`artifacts\u0000${run.name}`}>
+                <SnapshotView run={run.name} artifacts={artifacts} theme={theme} />
+              </ErrorBoundary>
+            ) : span ? (
               <ErrorBoundary key={`${selection.run}\u0000${selection.worker}\u0000${selection.span}`}>
                 <SelectedFile
                   selection={selection}

@@ -1,6 +1,8 @@
 // Types for the JSON the server sends. They mirror docs/http_api.md field by field; keep them in step.
 // Units are in the field names: _us microseconds, _bytes bytes, _pct percent (0-100).
 
+import type { ArtifactInfo } from "./memoryTypes";
+
 export type SpanState = "queued" | "loading" | "ready" | "error";
 
 export interface SpanInfo {
@@ -25,6 +27,8 @@ export interface RunInfo {
   /** Path relative to the logdir with "/" separators; "." is the logdir itself. */
   name: string;
   workers: WorkerInfo[];
+  /** Allocator snapshots and memory-timeline exports of the run (issue 5); absent on old servers. */
+  artifacts?: ArtifactInfo[];
 }
 
 export interface RunsResponse {

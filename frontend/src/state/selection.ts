@@ -7,7 +7,8 @@ export function resolveSelection(runs: RunInfo[], wanted: PartialSelection): Sel
   const run = runs.find((r) => r.name === wanted.run) ?? runs[0];
   if (!run) return null;
   const worker = run.workers.find((w) => w.worker === wanted.worker) ?? run.workers[0];
-  if (!worker) return null;
+  // A run with memory artifacts but no trace files is selected by run alone.
+  if (!worker) return run.artifacts?.length ? { run: run.name, worker: "", span: "" } : null;
   const span = worker.spans.find((s) => s.span === wanted.span) ?? worker.spans[0];
   if (!span) return null;
   return { run: run.name, worker: worker.worker, span: span.span };

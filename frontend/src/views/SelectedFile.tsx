@@ -3,6 +3,7 @@ import { RemoteStatus } from "../components/RemoteStatus";
 import type { RemoteState } from "../hooks/useRemote";
 import type { ViewId } from "../hooks/useView";
 import { KernelView } from "./KernelView";
+import { MemoryView } from "./MemoryView";
 import { ModuleView } from "./ModuleView";
 import { OperatorView } from "./OperatorView";
 import { TraceView, type TraceFocus } from "./TraceView";
@@ -50,6 +51,7 @@ export function SelectedFile({ selection, span, overview, theme, view = "overvie
   }
   if (view === "operator") return <OperatorView selection={selection} theme={theme} onShowInTrace={onShowInTrace} />;
   if (view === "kernel") return <KernelView selection={selection} theme={theme} onShowInTrace={onShowInTrace} />;
+  if (view === "memory") return <MemoryView selection={selection} theme={theme} />;
   if (view === "trace") return <TraceView selection={selection} workers={workers} focus={traceFocus} theme={theme} />;
   if (view === "module") {
     if (modules?.kind === "ready") {

@@ -1,0 +1,400 @@
+// The Memory view of one trace file: device selector, the allocated/reserved step curve with its peak,
+// a drag-selected time range that filters the events and statistics tables (and zooms the curve, which
+// is refetched at that window so peaks stay exact), and the two server-paged tables with CSV links.
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { memoryEventsUrl, memoryStatsUrl, memoryUrl, type TimeRange } from "../api/memory";
+import type { MemoryEventRow, MemoryEventsReady, MemoryReady, MemoryStatRow, MemoryStatsReady } from "../api/memoryTypes";
+import type { Selection, SortOrder } from "../api/types";
+import { Card } from "../components/Card";
+import { ErrorBoundary } from "../components/ErrorBoundary";
+import { Notice } from "../components/Notice";
+import type { Column } from "../components/PagedTable";
+import { RemoteStatus } from "../components/RemoteStatus";
+import { chartTextColor } from "../components/chartColors";
+import { useDebounced } from "../hooks/useDebounced";
+import { remoteData, useRemote } from "../hooks/useRemote";
+import type { Theme } from "../hooks/useTheme";
+import { formatBytes, formatDuration, formatNumber } from "../util/format";
+import { MEM_EVENT_DEFS, MEM_STAT_DEFS, RECONSTRUCTED_NOTICE } from "../memory/definitions";
+import type { MemChartInstance } from "../memory/echarts";
+import { formatAddress, parseBytes } from "../memory/layout";
+import { MemChart } from "../memory/MemChart";
+import { MemTable } from "../memory/MemTable";
+import { memoryCurveOption } from "../memory/options";
+import { useMemoryStyles } from "../memory/useMemoryStyles";
+
+export const MEMORY_PAGE_SIZE = 100;
+const CURVE_WIDTH_PX = 1600;
+
+/** The browser-test hook: select a range without dragging, read the current one. */
+export interface MemoryTestHook {
+  selectRange: (startUs: number, endUs: number) => void;
+  reset: () => void;
+  range: () => TimeRange | null;
+  device: () => string;
+}
+
+declare global {
+  interface Window {
+    __kinetoscopeMemory?: MemoryTestHook;
+  }
+}
+
+interface MemoryViewProps {
+  selection: Selection;
+  theme: Theme;
+}
+
+export function eventKey(r: MemoryEventRow, i: number): string {
+  return `${r.addr ?? "?"}:${r.alloc_us ?? "?"}:${r.free_us ?? "?"}:${i}`;
+}
+
+export function MemoryView({ selection, theme }: MemoryViewProps) {
+  useMemoryStyles();
+  const [device, setDevice] = useState<string | null>(null);
+  const [range, setRange] = useState<TimeRange | null>(null);
+  const memState = useRemote<MemoryReady>(memoryUrl(selection, range, CURVE_WIDTH_PX));
+  const mem = remoteData(memState);
+  const devices = mem?.devices ?? [];
+  const dev = devices.find((d) => d.device === device) ?? devices.find((d) => d.device.startsWith("GPU")) ?? devices[0];
+  const deviceName = dev?.device ?? null;
+
+  const [selected, setSelected] = useState<{ key: string; row: MemoryEventRow } | null>(null);
+  const chartRef = useRef<MemChartInstance | null>(null);
+
+  const selectRange = useCallback((a: number, b: number) => {
+    const start = Math.min(a, b);
+    const end = Math.max(a, b);
+    if (!(end > start)) return;
+    setRange({ start_us: start, end_us: end });
+  }, []);
+  const reset = useCallback(() => setRange(null), []);
+
+  useEffect(() => {
+    const hook: MemoryTestHook = {
+      selectRange,
+      reset,
+      range: () => range,
+      device: () => deviceName ?? "",
+    };
+    window.__kinetoscopeMemory = hook;
+    return () => {
+      if (window.__kinetoscopeMemory === hook) delete window.__kinetoscopeMemory;
+    };
+  }, [selectRange, reset, range, deviceName]);
+
+  const textColor = chartTextColor(theme);
+  const highlight = useMemo(() => {
+    if (!selected) return null;
+    const r = selected.row;
+    const lo = range?.start_us ?? 0;
+    const hi = range?.end_us ?? Math.max(...(dev?.allocated.ts_us ?? [0]));
+    return { start: r.alloc_us ?? lo, end: r.free_us ?? hi, label: formatBytes(r.size_bytes) };
+  }, [selected, range, dev]);
+  const option = useMemo(
+    () =>
+      dev
+        ? memoryCurveOption({
+            device: dev,
+            textColor,
+            highlight,
+            extent: range ? { start: range.start_us, end: range.end_us } : null,
+          })
+        : null,
+    [dev, textColor, highlight, range],
+  );
+
+  // The brush: a drag on the curve selects a range on x.
+  const onReady = useCallback(
+    (chart: MemChartInstance | null) => {
+      chartRef.current = chart;
+      if (!chart) return;
+      chart.off("brushEnd");
+      chart.on("brushEnd", (params: unknown) => {
+        const areas = (params as { areas?: { coordRange?: [number, number] }[] }).areas ?? [];
+        const cr = areas[0]?.coordRange;
+        if (cr && cr.length === 2) selectRange(cr[0], cr[1]);
+        chart.dispatchAction({ type: "brush", areas: [] });
+      });
+      chart.dispatchAction({
+        type: "takeGlobalCursor",
+        key: "brush",
+        brushOption: { brushType: "lineX", brushMode: "single" },
+      });
+    },
+    [selectRange],
+  );
+
+  if (!mem) return <RemoteStatus state={memState} what="memory curve" />;
+  if (devices.length === 0 || !dev || !deviceName) {
+    return <Notice>This trace has no memory events (profile with profile_memory=True).</Notice>;
+  }
+
+  return (
+    <div className="mem-view" data-testid="memory-view">
+      <div className="mem-controls">
+        <label className="selector">
+          <span className="selector-label">Device</span>
+          <select
+            data-testid="memory-device-select"
+            value={deviceName}
+            onChange={(e) => {
+              setDevice(e.target.value);
+              setSelected(null);
+            }}
+          >
+            {devices.map((d) => (
+              <option key={d.device} value={d.device}>
+                {d.device}
+              </option>
+            ))}
+          </select>
+        </label>
+        <div className="mem-range" data-testid="memory-range">
+          {range
+            ? `Range ${formatDuration(range.start_us)} – ${formatDuration(range.end_us)}`
+            : "Whole trace (drag on the curve to select a range)"}
+        </div>
+        <button type="button" data-testid="memory-reset-range" disabled={!range} onClick={reset}>
+          Reset range
+        </button>
+      </div>
+      <Card title={`Memory curve: ${deviceName}`}>
+        {dev.reconstructed ? (
+          <Notice kind="warning">
+            <span data-testid="memory-reconstructed">{RECONSTRUCTED_NOTICE}</span>
+          </Notice>
+        ) : null}
+        <dl className="mem-summary">
+          <div>
+            <dt>Peak allocated</dt>
+            <dd data-testid="memory-peak-allocated">{formatBytes(dev.peak_allocated_bytes)}</dd>
+          </div>
+          <div>
+            <dt>at</dt>
+            <dd>{formatDuration(dev.peak_allocated_ts)}</dd>
+          </div>
+          <div>
+            <dt>Peak reserved</dt>
+            <dd>{formatBytes(dev.peak_reserved_bytes)}</dd>
+          </div>
+        </dl>
+        <ErrorBoundary title="The memory curve failed to render">
+          {option ? (
+            <MemChart option={option} theme={theme} height={300} testId="memory-curve" ariaLabel={`Memory curve of ${deviceName}`} onReady={onReady} />
+          ) : null}
+        </ErrorBoundary>
+        <p className="mem-hint">Drag across the curve to select a time range; select a row below to see its lifetime.</p>
+      </Card>
+      <MemoryEvents
+        selection={selection}
+        device={deviceName}
+        range={range}
+        reason={mem.pairs_reason}
+        selectedKey={selected?.key ?? null}
+        onSelect={(key, row) => setSelected((prev) => (prev?.key === key ? null : { key, row }))}
+      />
+      <MemoryStats selection={selection} device={deviceName} range={range} />
+    </div>
+  );
+}
+
+function eventColumns(): Column<MemoryEventRow>[] {
+  return [
+    { key: "op", label: "Operator", tooltip: MEM_EVENT_DEFS.op, className: "name", render: (r) => <span className="cell-name">{r.op ?? "\u2013"}</span> },
+    { key: "size_bytes", label: "Size", numeric: true, tooltip: MEM_EVENT_DEFS.size_bytes, render: (r) => formatBytes(r.size_bytes) },
+    { key: "alloc_us", label: "Alloc time", numeric: true, tooltip: MEM_EVENT_DEFS.alloc_us, render: (r) => formatDuration(r.alloc_us) },
+    { key: "free_us", label: "Free time", numeric: true, tooltip: MEM_EVENT_DEFS.free_us, render: (r) => formatDuration(r.free_us) },
+    { key: "duration_us", label: "Duration", numeric: true, tooltip: MEM_EVENT_DEFS.duration_us, render: (r) => formatDuration(r.duration_us) },
+    { key: "addr", label: "Address", tooltip: MEM_EVENT_DEFS.addr, render: (r) => <code>{formatAddress(r.addr)}</code> },
+  ];
+}
+
+interface EventsProps {
+  selection: Selection;
+  device: string;
+  range: TimeRange | null;
+  reason: string | null;
+  selectedKey: string | null;
+  onSelect: (key: string, row: MemoryEventRow) => void;
+}
+
+function MemoryEvents({ selection, device, range, reason, selectedKey, onSelect }: EventsProps) {
+  const [minText, setMinText] = useState("");
+  const [maxText, setMaxText] = useState("");
+  const [searchText, setSearchText] = useState("");
+  const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
+  const [offset, setOffset] = useState(0);
+  const search = useDebounced(searchText.trim(), 250);
+  const minParsed = parseBytes(minText);
+  const maxParsed = parseBytes(maxText);
+  const min = useDebounced(minParsed === undefined ? null : minParsed, 250);
+  const max = useDebounced(maxParsed === undefined ? null : maxParsed, 250);
+  // a new range or device starts at the first page
+  useEffect(() => setOffset(0), [range, device, min, max, search]);
+  const q = { device, range, min_bytes: min, max_bytes: max, search, sort: sort?.key, order: sort?.order };
+  const state = useRemote<MemoryEventsReady>(
+    reason ? null : memoryEventsUrl(selection, { ...q, offset, limit: MEMORY_PAGE_SIZE }),
+  );
+  const data = remoteData(state);
+  const why = reason ?? data?.reason ?? null;
+  const columns = useMemo(eventColumns, []);
+  const shownSort = sort?.key ?? data?.sort ?? "size_bytes";
+  const shownOrder: SortOrder = sort?.order ?? data?.order ?? "desc";
+  const csv = memoryEventsUrl(selection, { ...q, sort: shownSort, order: shownOrder }, false);
+
+  return (
+    <Card title="Memory events">
+      {why ? (
+        <Notice>
+          <span data-testid="memory-events-reason">{why}</span>
+        </Notice>
+      ) : (
+        <>
+          <div className="mem-controls">
+            <label className="selector">
+              <span className="selector-label">Min size</span>
+              <input
+                type="text"
+                data-testid="memory-min-size"
+                placeholder="e.g. 1 MiB"
+                className={minParsed === undefined ? "mem-input-invalid" : undefined}
+                value={minText}
+                onChange={(e) => setMinText(e.target.value)}
+              />
+            </label>
+            <label className="selector">
+              <span className="selector-label">Max size</span>
+              <input
+                type="text"
+                data-testid="memory-max-size"
+                placeholder="e.g. 2 GiB"
+                className={maxParsed === undefined ? "mem-input-invalid" : undefined}
+                value={maxText}
+                onChange={(e) => setMaxText(e.target.value)}
+              />
+            </label>
+            <label className="selector">
+              <span className="selector-label">Search</span>
+              <input
+                type="search"
+                data-testid="memory-events-search"
+                placeholder="operator name"
+                value={searchText}
+                onChange={(e) => setSearchText(e.target.value)}
+              />
+            </label>
+            <a className="csv-link" data-testid="memory-events-csv" href={csv} download>
+              Download CSV
+            </a>
+          </div>
+          <RemoteStatus state={state} what="memory events" />
+          {data ? (
+            <MemTable
+              testId="memory-events-table"
+              rowTestId="memory-event-row"
+              columns={columns}
+              rows={data.rows}
+              rowKey={(r, i) => eventKey(r, i + (data.offset ?? 0))}
+              totalRows={data.total_rows}
+              offset={data.offset ?? offset}
+              limit={MEMORY_PAGE_SIZE}
+              sort={shownSort}
+              order={shownOrder}
+              onSort={(key, order) => {
+                setSort({ key, order });
+                setOffset(0);
+              }}
+              onOffset={setOffset}
+              selectedKey={selectedKey}
+              onRowClick={(row, key) => onSelect(key, row)}
+              busy={state.kind === "fetching"}
+            />
+          ) : null}
+        </>
+      )}
+    </Card>
+  );
+}
+
+function statColumns(): Column<MemoryStatRow>[] {
+  const bytes = (key: keyof MemoryStatRow, label: string): Column<MemoryStatRow> => ({
+    key,
+    label,
+    numeric: true,
+    tooltip: MEM_STAT_DEFS[key],
+    render: (r) => formatBytes(r[key] as number),
+  });
+  const count = (key: keyof MemoryStatRow, label: string): Column<MemoryStatRow> => ({
+    key,
+    label,
+    numeric: true,
+    tooltip: MEM_STAT_DEFS[key],
+    render: (r) => formatNumber(r[key] as number),
+  });
+  return [
+    { key: "name", label: "Operator", className: "name", render: (r) => <span className="cell-name">{r.name}</span> },
+    count("calls", "Calls"),
+    bytes("size_increase_bytes", "Size increase"),
+    bytes("self_size_increase_bytes", "Self size increase"),
+    count("allocations", "Allocations"),
+    count("self_allocations", "Self allocations"),
+    bytes("allocation_bytes", "Allocation size"),
+    bytes("self_allocation_bytes", "Self allocation size"),
+  ];
+}
+
+function MemoryStats({ selection, device, range }: { selection: Selection; device: string; range: TimeRange | null }) {
+  const [searchText, setSearchText] = useState("");
+  const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
+  const [offset, setOffset] = useState(0);
+  const search = useDebounced(searchText.trim(), 250);
+  useEffect(() => setOffset(0), [range, device, search]);
+  const q = { device, range, search, sort: sort?.key, order: sort?.order };
+  const state = useRemote<MemoryStatsReady>(memoryStatsUrl(selection, { ...q, offset, limit: MEMORY_PAGE_SIZE }));
+  const data = remoteData(state);
+  const columns = useMemo(statColumns, []);
+  const shownSort = sort?.key ?? data?.sort ?? "size_increase_bytes";
+  const shownOrder: SortOrder = sort?.order ?? data?.order ?? "desc";
+  const csv = memoryStatsUrl(selection, { ...q, sort: shownSort, order: shownOrder }, false);
+  return (
+    <Card title="Memory statistics by operator">
+      <div className="mem-controls">
+        <label className="selector">
+          <span className="selector-label">Search</span>
+          <input
+            type="search"
+            data-testid="memory-stats-search"
+            placeholder="operator name"
+            value={searchText}
+            onChange={(e) => setSearchText(e.target.value)}
+          />
+        </label>
+        <a className="csv-link" data-testid="memory-stats-csv" href={csv} download>
+          Download CSV
+        </a>
+      </div>
+      <RemoteStatus state={state} what="memory statistics" />
+      {data ? (
+        <MemTable
+          testId="memory-stats-table"
+          rowTestId="memory-stat-row"
+          columns={columns}
+          rows={data.rows}
+          rowKey={(r) => r.name}
+          totalRows={data.total_rows}
+          offset={data.offset ?? offset}
+          limit={MEMORY_PAGE_SIZE}
+          sort={shownSort}
+          order={shownOrder}
+          onSort={(key, order) => {
+            setSort({ key, order });
+            setOffset(0);
+          }}
+          onOffset={setOffset}
+          busy={state.kind === "fetching"}
+        />
+      ) : null}
+    </Card>
+  );
+}
