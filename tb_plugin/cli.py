@@ -43,6 +43,9 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     if run is not None and not files:
         err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")
         return 2
+    workers = registry.parse_in_parallel(files)
+    if workers:
+        err.write(f"parsed {len(files)} files with {workers} worker processes\n")
     bar = _ProgressBar(err, len(files))
     for i, st in enumerate(files):
         bar.file(i, st.entry.rel)

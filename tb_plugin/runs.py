@@ -235,6 +235,9 @@ class RunRegistry:
             if art is not None:
                 self.load_artifact(art)
                 continue
+            queued = [st for st in self.files() if st.state == QUEUED]
+            if len(queued) >= 2 and self.cache is not None:
+                self.parse_in_parallel(queued)  # the loads that follow become cache hits
             self.load(state)
             if state.state == READY:  # warm the detail views so table requests only page and sort
                 try:
@@ -288,6 +291,44 @@ class RunRegistry:
             state.progress, state.state = 1.0, READY
         state.load_seconds = time.perf_counter() - started
         return state
+
+    def parse_in_parallel(self, states: list[FileState]) -> int:
+        """Parse not-yet-cached files in a process pool straight into the parse cache, so the loads
+        that follow are cache hits. Returns the number of worker processes used (0: nothing to do).
+        The pool is sized to the cores and to the memory available: a worker needs about
+        :data:`PARSE_MEMORY_FACTOR` × the file's decompressed size."""
+        if self.cache is None:
+            return 0
+        todo = []
+        for st in states:
+            url = self.fs.unstrip_protocol(st.entry.path)
+            if st.state == QUEUED and not self.cache.has(url, st.entry.version):
+                todo.append((st.entry.path, url, st.entry.version, st.entry.size))
+        if len(todo) < 2:
+            return 0
+        workers = parallel_workers([size * (GZIP_RATIO_GUESS if path.endswith(".gz") else 1)
+                                    for path, _, _, size in todo])
+        if workers < 2:
+            return 0
+        busy = [st for st in states if st.state == QUEUED]
+        for st in busy:  # shown as loading while the pool works; queued again for the (cached) load
+            st.state = LOADING
+        import concurrent.futures
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")  # no forked threads or locks
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = [pool.submit(_parse_into_cache, self.logdir, path, url, version, size, self.cache.root)
+                       for path, url, version, size in todo]
+            for f in futures:
+                try:
+                    f.result()
+                except Exception:  # the serial load that follows reports the error properly
+                    logger.debug("parallel parse failed", exc_info=True)
+        for st in busy:
+            if st.state == LOADING:
+                st.state = QUEUED
+        return workers
 
     def _parse(self, state: FileState, report: Callable[[float], None]) -> Trace:
         entry = state.entry
@@ -412,6 +453,39 @@ class RunRegistry:
                 for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
             ],
         }
+
+
+PARSE_MEMORY_FACTOR = 3  # peak RSS of one parse ≈ this × the decompressed trace size
+GZIP_RATIO_GUESS = 12  # decompressed ÷ compressed size assumed for .gz traces
+
+
+def parallel_workers(decompressed_sizes: list[int]) -> int:
+    """Worker processes for parallel parsing: at most the cores, and as many as fit in the available
+    memory at :data:`PARSE_MEMORY_FACTOR` × the largest file's decompressed size each."""
+    cores = os.cpu_count() or 1
+    biggest = max(decompressed_sizes) if decompressed_sizes else 0
+    need = PARSE_MEMORY_FACTOR * biggest
+    available = _available_memory()
+    by_memory = int(available // max(need, 1)) if available else cores
+    return max(1, min(cores, len(decompressed_sizes), by_memory))
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _parse_into_cache(logdir: str, path: str, url: str, version: str, size: int, cache_root: str) -> None:
+    """Worker-process body: parse one file into the parse cache."""
+    reg = RunRegistry(logdir, cache=ParseCache(os.path.dirname(cache_root)))
+    entry = FileEntry(path=path, rel=path, size=size, version=version)
+    reg._parse(FileState(entry=entry, worker="", span="1"), lambda _: None)
 
 
 def _run_sort_key(name: str) -> tuple:

@@ -48,6 +48,10 @@ class ParseCache:
 
     def __init__(self, directory: str | None = None) -> None:
         self.directory = os.path.join(directory or default_cache_dir(), CACHE_VERSION)
+        self.root = self.directory
+
+    def has(self, url: str, version: str) -> bool:
+        return os.path.exists(self._path(url, version))
 
     def _path(self, url: str, version: str) -> str:
         key = hashlib.sha256(f"{url}\0{version}".encode()).hexdigest()
