@@ -461,3 +461,29 @@ def insights(registry: RunRegistry, args: Mapping[str, str]):
     if answer:
         return answer
     return 200, dict(registry.tables(state).insights(), state="ready")
+
+
+def diff(registry: RunRegistry, args: Mapping[str, str]):
+    """Baseline vs experiment: steps, operator-tree level at ``path`` (a JSON list), kernels."""
+    import json as _json
+
+    from .analysis.diff import kernel_diff, op_diff, step_diff
+
+    sides = []
+    for side in ("base", "exp"):
+        sub = {k[len(side) + 1:]: v for k, v in args.items() if k.startswith(side + "_")}
+        state, answer = _ready_file(registry, sub)
+        if answer:
+            status, doc = answer
+            return status, dict(doc, side=side) if isinstance(doc, dict) else doc
+        sides.append(state)
+    try:
+        path = _json.loads(args.get("path") or "[]")
+        if not isinstance(path, list) or not all(isinstance(p, str) for p in path) or len(path) > 256:
+            raise ValueError
+    except ValueError:
+        return 400, {"error": "parameter 'path' must be a JSON list of operator names"}
+    b, e = (registry.tables(s) for s in sides)
+    return 200, {"state": "ready", "steps": step_diff(sides[0].overview, sides[1].overview),
+                 "path": path, "operators": op_diff(b.trace, e.trace, tuple(path)),
+                 "kernels": kernel_diff(b.trace, e.trace)[:500]}

@@ -32,8 +32,70 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--run", help="only this run (its path relative to the logdir; '.' for the root)")
     report.add_argument("--json", action="store_true", help="print JSON instead of tables")
     report.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
+    diff = sub.add_parser("diff", help="compare a baseline trace with an experiment")
+    diff.add_argument("base", help="a trace file or a run directory (local or bucket URL)")
+    diff.add_argument("exp", help="a trace file or a run directory (local or bucket URL)")
+    for side in ("base", "exp"):
+        diff.add_argument(f"--{side}-worker", help="worker (default: the first)")
+        diff.add_argument(f"--{side}-span", default="1", help="span (default: 1)")
+    diff.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    diff.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
     args = parser.parse_args(argv)
+    if args.command == "diff":
+        return run_diff(args, sys.stdout, sys.stderr)
     return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr)
+
+
+def _pick(target: str, worker: str | None, span: str, use_cache: bool, err: TextIO):
+    """The loaded FileState of a file or of a run directory's worker/span, and its registry."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(target)
+    is_file = fs.isfile(path)
+    root = target.rsplit("/", 1)[0] if is_file else target
+    registry = RunRegistry(root or ".", cache=ParseCache() if use_cache else None)
+    registry.scan()
+    files = [st for st in registry.files() if st.run == "."]
+    if is_file:
+        files = [st for st in files if st.entry.name == path.rsplit("/", 1)[-1]]
+    else:
+        worker = worker or (files[0].worker if files else None)
+        files = [st for st in files if st.worker == worker and st.span == span]
+    if not files:
+        err.write(f"kinetoscope: no trace for {target} (worker {worker}, span {span})\n")
+        return None, None
+    state = registry.load(files[0])
+    if state.error:
+        err.write(f"kinetoscope: {state.entry.rel}: {state.error}\n")
+        return None, None
+    return registry, state
+
+
+def run_diff(args, out: TextIO, err: TextIO) -> int:
+    from .analysis.diff import kernel_diff, op_diff_flat, step_diff
+
+    base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache, err)
+    exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache, err)
+    if base is None or exp is None:
+        return 1
+    b, e = base_reg.tables(base).trace, exp_reg.tables(exp).trace
+    doc = {"baseline": base.entry.path, "experiment": exp.entry.path,
+           "steps": step_diff(base.overview, exp.overview), "operators": op_diff_flat(b, e), "kernels": kernel_diff(b, e)}
+    if args.json:
+        out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    steps = doc["steps"]
+    out.write(f"baseline:   {doc['baseline']}\nexperiment: {doc['experiment']}\n")
+    out.write(f"{'Category':<15}{'baseline µs':>14}{'experiment µs':>15}{'delta µs':>12}{'delta %':>9}\n")
+    for key, label in zip(["total_us"] + CATEGORY_KEYS, ["Step"] + _LABELS):
+        rel = steps["relative_pct"][key]
+        out.write(f"{label:<15}{steps['baseline'][key]:>14.1f}{steps['experiment'][key]:>15.1f}"
+                  f"{steps['delta'][key]:>12.1f}{'' if rel is None else f'{rel:8.1f}%':>9}\n")
+    out.write("\nLargest operator changes (per average step):\n")
+    for row in sorted(doc["operators"], key=lambda r: -abs(r["delta"]["host_total_us"]))[:15]:
+        out.write(f"  {row['status']:<9} {' > '.join(row['path'])[-90:]}: host {row['delta']['host_total_us']:+.1f} µs, "
+                  f"device {row['delta']['device_total_us']:+.1f} µs\n")
+    return 0
 
 
 def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO) -> int:

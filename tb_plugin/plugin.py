@@ -70,6 +70,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/memory_timeline_export": self._table_route(api.memory_timeline_export),
             "/distributed": self._table_route(api.distributed),
             "/insights": self._table_route(api.insights),
+            "/diff": self._table_route(api.diff),
         }
 
     def is_active(self) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 
-import fsspec
-
 from .naming import artifact_kind, is_candidate, is_certain_trace
+from .remote import StorageError, is_local_fs
+from .remote import open_logdir as _open_logdir
 from .sniff import SniffCache
 
 
@@ -32,9 +32,9 @@ class FileEntry:
 
 
 def open_logdir(logdir: str):
-    """``(fs, root)`` for a logdir path or URL."""
-    fs, root = fsspec.core.url_to_fs(str(logdir))
-    return fs, root.rstrip("/") or "/"
+    """``(fs, root)`` for a logdir path or URL (raises :class:`~.remote.StorageError` naming the
+    extra to install when a cloud URL's fsspec package is missing)."""
+    return _open_logdir(logdir)
 
 
 def _version(info: dict) -> str:
@@ -53,9 +53,11 @@ def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
     """Every profiler artifact under ``root`` at any depth (traces, allocator snapshots, memory
     timeline exports), sorted by relative path."""
     try:
-        found = fs.find(root, detail=True)
+        found = fs.find(root, detail=True)  # one recursive listing
     except FileNotFoundError:
-        return []
+        if is_local_fs(fs):
+            return []
+        raise StorageError(f"bucket or container not found: {fs.unstrip_protocol(root)}") from None
     out = []
     prefix = root.rstrip("/") + "/"
     for path, info in found.items():

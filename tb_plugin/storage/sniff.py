@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import threading
 import zlib
@@ -43,24 +45,61 @@ def sniff_kind(head: bytes) -> str | None:
 
 
 class SniffCache:
-    """Sniff results keyed by ``(path, version)`` so a refresh does not read the file again."""
+    """Sniff results keyed by ``(path, version)`` so a refresh does not read the file again.
 
-    def __init__(self) -> None:
+    The head is one ranged read of :data:`SNIFF_BYTES` (``fs.cat_file(path, 0, SNIFF_BYTES)``: a
+    single ``Range`` request on S3, GCS and Azure, never a read-ahead block of several MB). With
+    ``store`` (a JSON file, e.g. in the parse cache directory), results survive a restart: a file
+    whose version (size + etag or mtime) did not change is never read again."""
+
+    def __init__(self, store: str | None = None) -> None:
         self._known: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
+        self._store = store
+        self.reads = 0  # ranged reads done (tests count them)
+        if store:
+            try:
+                with open(store, "rb") as f:
+                    for key, kind in json.load(f).items():
+                        path, _, version = key.partition("\0")
+                        self._known[(path, version)] = kind
+            except (OSError, ValueError, AttributeError):
+                pass
 
     def kind(self, fs, path: str, version: str) -> str | None:
         """:func:`sniff_kind` of the file, read once per (path, version)."""
-        key = (path, version)
+        key = (_url(fs, path), version)
         with self._lock:
             if key in self._known:
                 return self._known[key]
         try:
-            with fs.open(path, "rb") as f:
-                head = f.read(SNIFF_BYTES)
+            self.reads += 1
+            head = fs.cat_file(path, start=0, end=SNIFF_BYTES)
             result = sniff_kind(head)
-        except (OSError, ValueError):
-            result = None
+        except FileNotFoundError:
+            return None  # deleted since the listing: not cached, the next listing decides
+        except Exception:  # unreadable (permissions, network): not a trace for now, retried next refresh
+            return None
         with self._lock:
             self._known[key] = result
+            self._save()
         return result
+
+    def _save(self) -> None:
+        if not self._store:
+            return
+        try:
+            os.makedirs(os.path.dirname(self._store) or ".", exist_ok=True)
+            tmp = f"{self._store}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({f"{p}\0{v}": k for (p, v), k in self._known.items()}, f)
+            os.replace(tmp, self._store)
+        except OSError:
+            pass
+
+
+def _url(fs, path: str) -> str:
+    try:
+        return fs.unstrip_protocol(path)
+    except Exception:
+        return path

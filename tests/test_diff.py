@@ -1,0 +1,59 @@
+"""Diff view: steps, aligned operator tree, kernels, and the headless `kinetoscope diff`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import sample
+from tb_plugin import api
+from tb_plugin.analysis.diff import kernel_diff, op_diff
+from tb_plugin.cli import main
+from tb_plugin.runs import RunRegistry
+from tb_plugin.trace.load import load_trace_file
+
+NW0 = "kineto/resnet50_num_workers_0"
+NW4 = "kineto/resnet50_num_workers_4"
+
+
+def test_cli_diff_dataloader_shrinks_by_the_overview_difference(capsys):
+    assert main(["diff", str(sample(NW0)), str(sample(NW4)), "--json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    steps = doc["steps"]
+    assert steps["delta"]["dataloader_us"] == pytest.approx(1186.1666666 - 59261.8333333, abs=1e-3)
+    assert steps["delta"]["total_us"] == pytest.approx(steps["experiment"]["total_us"] - steps["baseline"]["total_us"])
+    dl = next(r for r in doc["operators"] if r["path"] == ["ProfilerStep", "enumerate(DataLoader)"])
+    assert dl["status"] == "faster" and dl["delta"]["host_total_us"] < -50_000
+    assert {"name", "baseline_calls", "experiment_calls", "delta_per_step_us"} <= set(doc["kernels"][0])
+
+
+def test_identical_traces_are_unchanged():
+    trace = load_trace_file(str(sample(NW0) / "worker0.1623143089861.pt.trace.json.gz"))
+    other = load_trace_file(str(sample(NW0) / "worker0.1623143089861.pt.trace.json.gz"))
+    rows = op_diff(trace, other)
+    assert rows and all(r["status"] == "unchanged" and r["delta"]["host_total_us"] == 0 for r in rows)
+    assert all(k["delta_per_step_us"] == 0 for k in kernel_diff(trace, other))
+
+
+def test_diff_route_drills_down(tmp_path):
+    shutil.copytree(sample(NW0), tmp_path / "nw0")
+    shutil.copytree(sample(NW4), tmp_path / "nw4")
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    for st in reg.files():
+        reg.load(st)
+    q = {"base_run": "nw0", "base_worker": "worker0", "base_span": "1",
+         "exp_run": "nw4", "exp_worker": "worker0", "exp_span": "1"}
+    code, top = api.diff(reg, q)
+    assert code == 200 and "ProfilerStep" in [r["name"] for r in top["operators"]]
+    code, level2 = api.diff(reg, dict(q, path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"])))
+    assert code == 200 and level2["operators"] and all(r["path"][:2] == ["ProfilerStep", "enumerate(DataLoader)"]
+                                                     for r in level2["operators"])
+    cumulative = [r["cumulative_delta_us"] for r in level2["operators"]]
+    assert cumulative[-1] == pytest.approx(sum(
+        r["delta"]["device_total_us"] if (r["baseline"]["device_total_us"] or r["experiment"]["device_total_us"])
+        else r["delta"]["host_total_us"] for r in level2["operators"]))
+    assert api.diff(reg, dict(q, path="{not json"))[0] == 400
+    assert api.diff(reg, dict(q, exp_run="missing"))[0] == 404
