@@ -18,7 +18,7 @@ import zipfile
 import numpy as np
 import orjson
 
-from ..trace.model import EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
+from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
 FORMAT_REVISION = 2  # 2: pid/tid ids canonical by text
 
@@ -27,6 +27,7 @@ def _layout_fingerprint() -> str:
     spec = repr(sorted((k, np.dtype(v).str) for k, v in EVENT_COLUMNS.items()))
     spec += repr(sorted((k, np.dtype(v).str) for k, v in MEMORY_COLUMNS.items()))
     spec += repr(sorted((k, np.dtype(v).str) for k, v in FLOW_COLUMNS.items()))
+    spec += repr(sorted((k, np.dtype(v).str) for k, v in COUNTER_COLUMNS.items()))
     spec += repr([f.name for f in dataclasses.fields(DeviceInfo)])
     return hashlib.sha256(spec.encode()).hexdigest()[:10]
 
@@ -86,6 +87,7 @@ class ParseCache:
                 events = Table({k: data["e." + k] for k in EVENT_COLUMNS})
                 memory = Table({k: data["m." + k] for k in MEMORY_COLUMNS})
                 flows = Table({k: data["f." + k] for k in FLOW_COLUMNS})
+                counters = Table({k: data["c." + k] for k in COUNTER_COLUMNS})
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, zipfile.BadZipFile, orjson.JSONDecodeError):
@@ -95,6 +97,7 @@ class ParseCache:
             events=events,
             memory=memory,
             flows=flows,
+            counters=counters,
             devices=[DeviceInfo(**d) for d in header["devices"]],
             distributed=header["distributed"],
             meta=header["meta"],
@@ -118,6 +121,7 @@ class ParseCache:
         arrays.update({"e." + k: v for k, v in trace.events.columns.items()})
         arrays.update({"m." + k: v for k, v in trace.memory.columns.items()})
         arrays.update({"f." + k: v for k, v in trace.flows.columns.items()})
+        arrays.update({"c." + k: v for k, v in trace.counters.columns.items()})
         self._write(path, arrays)
 
     @staticmethod

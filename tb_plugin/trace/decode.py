@@ -21,7 +21,7 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .errors import TraceReadError
-from .model import EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
+from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
 BATCH_EVENTS = 100_000
 
@@ -58,6 +58,9 @@ class _Args(msgspec.Struct):
     dtype: Any = None
     group_size: Any = msgspec.field(default=None, name="Group size")
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
+    epoch: Any = None  # Composer engine events
+    batch: Any = None
+    value: Any = None  # metadata events such as clock_sync_timestamp_us
 
 
 class _Event(msgspec.Struct):
@@ -264,6 +267,8 @@ class _ColumnBuilder:
         self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
         self.memory_rows: list[tuple] = []
         self.flow_rows: list[tuple] = []
+        self.counter_rows: list[tuple] = []
+        self.metadata_values: dict[str, Any] = {}
         self._json_ids: dict[bytes, int] = {}
         self.begin_end: list[tuple] = []
         self.process_names: dict[str, str] = {}
@@ -319,6 +324,9 @@ class _ColumnBuilder:
             xs = [events[i] for i in x_index]
             x_offsets = offsets[x_index] if offsets is not None else None
             for i, (e, ph) in enumerate(zip(events, phases)):
+                if ph == "C":
+                    self._counter(e, raws[i])
+                    continue
                 if ph in _FLOW_PHASES:
                     if e.cat == "fwdbwd":
                         self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
@@ -356,6 +364,19 @@ class _ColumnBuilder:
                 )
         return events
 
+    def _counter(self, ev: _Event, raw: msgspec.Raw) -> None:
+        """``C`` events: one row per numeric arg (series ``name/arg``, or ``name`` for ``value``)."""
+        try:
+            args = msgspec.json.decode(raw).get("args")
+        except (msgspec.DecodeError, AttributeError):
+            return
+        if not isinstance(args, dict):
+            return
+        for key, value in args.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                series = str(ev.name) if key == "value" else f"{ev.name}/{key}"
+                self.counter_rows.append((ev.ts, series, value))
+
     def _other(self, ev: _Event, ph: Any, offset=None) -> None:
         if ph in _INSTANT_PHASES:
             if ev.name == "[memory]" and ev.args is not None:
@@ -366,6 +387,9 @@ class _ColumnBuilder:
         elif ph == "B" or ph == "E":
             self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end),
                                    offset))
+        elif ph == "M" and ev.args is not None and isinstance(ev.args.value, (int, float, str)) and isinstance(
+                ev.name, str):
+            self.metadata_values[ev.name] = ev.args.value  # e.g. Composer's clock_sync_timestamp_us, global_rank
         elif ph == "M" and ev.args is not None and isinstance(ev.args.name, str):
             if ev.name == "process_name":
                 self.process_names[str(ev.pid)] = ev.args.name
@@ -436,6 +460,8 @@ class _ColumnBuilder:
             "dtype": self.intern([a.dtype if isinstance(a.dtype, str) else None for a in args]),
             "group_size": _int_column([a.group_size for a in args], np.int32),
             "process_group": self.intern([str(a.process_group) if a.process_group is not None else None for a in args]),
+            "epoch": _int_column([a.epoch for a in args], np.int32),
+            "batch": _int_column([a.batch for a in args]),
             "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),
             "src_length": offsets[:, 1].astype(np.int32) if offsets is not None else np.full(n, -1, dtype=np.int32),
         }
@@ -445,7 +471,7 @@ class _ColumnBuilder:
 
     # -- B/E pairs ---------------------------------------------------------------------------
     def _pair_begin_end(self) -> tuple[int, int]:
-        """Match ``B``/``E`` events per (pid, tid) by nesting; return (unmatched B, unmatched E)."""
+        """Match ``B``/``E`` events per (pid, tid) by nesting and name; return (unmatched B, unmatched E)."""
         if not self.begin_end:
             return 0, 0
         by_thread: dict[tuple, list[tuple]] = collections.defaultdict(list)
@@ -459,9 +485,15 @@ class _ColumnBuilder:
             for row in rows:
                 if row[3] == "B":
                     stack.append(row)
-                elif stack:
-                    begin = stack.pop()
-                    pairs.append((begin, row))
+                    continue
+                # an E closes the innermost open B of the same name (Composer's E args differ from its
+                # B's, so args cannot pair them); a nameless E closes the innermost open B
+                k = len(stack) - 1
+                if row[4] is not None:
+                    while k >= 0 and stack[k][4] != row[4]:
+                        k -= 1
+                if k >= 0:
+                    pairs.append((stack.pop(k), row))
                 else:
                     unmatched_e += 1
             unmatched_b += len(stack)
@@ -499,6 +531,7 @@ class _ColumnBuilder:
         warnings = self._warnings(cols, known, unmatched_b, unmatched_e)
         meta = _meta(top, form, self.strings, cols, self.phase_counts)
         meta["process_names"] = self.process_names
+        meta["metadata_values"] = self.metadata_values
         meta["thread_names"] = self.thread_names
         memory, flows = self._memory_table(), self._flow_table()
         # pid/tid 25738 and "25738" name the same thread: one id per text
@@ -512,11 +545,20 @@ class _ColumnBuilder:
             events=Table(cols),
             memory=memory,
             flows=flows,
+            counters=self._counter_table(),
             devices=_devices(top),
             distributed=top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else None,
             meta=meta,
             warnings=warnings,
         )
+
+    def _counter_table(self) -> Table:
+        if not self.counter_rows:
+            return Table.empty(COUNTER_COLUMNS)
+        ts, series, value = (list(c) for c in zip(*self.counter_rows))
+        cols = {"ts": _float_column(ts), "series": self.intern(series), "value": _float_column(value)}
+        order = np.argsort(cols["ts"], kind="stable")
+        return Table({k: v[order] for k, v in cols.items()})
 
     def _canonical_ids(self) -> np.ndarray:
         """For every string id, the first id with the same text."""

@@ -44,8 +44,17 @@ EVENT_COLUMNS: dict[str, Any] = {
     "dtype": np.int32,  # comms "dtype", string id
     "group_size": np.int32,  # "Group size"
     "process_group": np.int32,  # "Process Group Name", string id
+    "epoch": np.int32,  # Composer engine events' "epoch" arg
+    "batch": np.int64,  # and "batch"
     "src_offset": np.int64,  # byte offset of the raw event in the events side file (-1: none)
     "src_length": np.int32,  # its length in bytes
+}
+
+#: ``C`` counter events: one row per numeric arg; ``series`` is "name/arg" (or "name" for ``value``).
+COUNTER_COLUMNS: dict[str, Any] = {
+    "ts": np.float64,
+    "series": np.int32,
+    "value": np.float64,
 }
 
 #: ``fwdbwd`` flow events: a start (forward op) and an end (backward op) share an ``id``.
@@ -121,6 +130,7 @@ class Trace:
     meta: dict[str, Any]
     warnings: list[str]
     flows: Table = dataclasses.field(default_factory=lambda: Table.empty(FLOW_COLUMNS))
+    counters: Table = dataclasses.field(default_factory=lambda: Table.empty(COUNTER_COLUMNS))
     derived: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def string(self, index: int) -> str | None:
