@@ -101,6 +101,9 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
 def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO) -> int:
     registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
     registry.scan()
+    if registry.error is not None:  # missing extra, no credentials, access denied, missing bucket
+        err.write(f"kinetoscope: {logdir}: {registry.error}\n")
+        return 1
     files = [st for st in registry.files() if run is None or st.run == run]
     if run is not None and not files:
         err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")

@@ -18,6 +18,7 @@ from werkzeug import wrappers
 from . import api
 from .runs import RunRegistry
 from .storage.cache import ParseCache
+from .storage.logdirs import MultiRegistry, parse_logdir_spec
 
 logger = logging.getLogger(__name__)
 PLUGIN_NAME = "kinetoscope"
@@ -34,9 +35,13 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         self._logdir = context.logdir or ""
         flags = context.flags
         reload_interval = getattr(flags, "reload_interval", None) or 10.0
+        spec = getattr(flags, "logdir_spec", None) or ""
         self._registry = None
-        if self._logdir:
+        if self._logdir:  # a local path or a cloud URL (s3://, gs://, az://, abfs://, …)
             self._registry = RunRegistry(self._logdir, cache=ParseCache(), reload_interval=reload_interval).start()
+        elif spec:  # name1:path1,name2:path2: one registry per logdir
+            self._registry = MultiRegistry(parse_logdir_spec(spec), cache=ParseCache(),
+                                           reload_interval=reload_interval).start()
         self._static = {name for name in os.listdir(STATIC_DIR)} if os.path.isdir(STATIC_DIR) else set()
 
     # -- TBPlugin interface -------------------------------------------------------------------
@@ -77,7 +82,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         if self._registry is None:
             return False
         self._registry.wait_scanned(FIRST_SCAN_WAIT_S)
-        return bool(self._registry.files())
+        return bool(self._registry.files()) or self._registry.error is not None  # the tab shows the error
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="PyTorch Profiler")
@@ -114,8 +119,13 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                                     request.args.get("span", ""))
         if state is None:  # the path comes from the registry, never from the request
             return _json(request, 404, {"error": "no such trace"})
-        with self._registry.fs.open(state.entry.path, "rb") as f:
-            body = f.read()
+        try:
+            with self._registry.fs_of(state).open(state.entry.path, "rb") as f:
+                body = f.read()
+        except Exception as exc:  # a deleted object or a dropped connection: one request's problem
+            from .storage.remote import describe_error
+
+            return _json(request, 502, {"error": f"cannot read {state.entry.rel}: {describe_error(exc)}"})
         name = state.entry.name.replace('"', "")
         response = wrappers.Response(body, content_type="application/octet-stream")
         response.headers["Content-Disposition"] = f'attachment; filename="{name}"'

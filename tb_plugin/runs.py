@@ -26,6 +26,7 @@ from .memsnap.snapshot import SnapshotError, load_snapshot, pack_snapshot, unpac
 from .memsnap.timeline_export import TimelineExportError, load_timeline_export
 from .storage.fs import FileEntry, list_files, open_logdir
 from .storage.naming import assign_spans
+from .storage.remote import StorageError, describe_error
 from .storage.sniff import SniffCache
 from .trace.errors import TraceReadError
 from .trace.load import load_trace_file
@@ -87,12 +88,18 @@ class ArtifactState:
 class RunRegistry:
     """Thread-safe registry of the trace files under one logdir."""
 
-    def __init__(self, logdir: str, cache: ParseCache | None = None, reload_interval: float = 10.0) -> None:
+    def __init__(self, logdir: str, cache: ParseCache | None = None, reload_interval: float = 10.0,
+                 prefix: str = "") -> None:
         self.logdir = str(logdir)
-        self.fs, self.root = open_logdir(self.logdir)
+        self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
+        self.error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
+        try:
+            self.fs, self.root = open_logdir(self.logdir)
+        except StorageError as exc:
+            self.fs, self.root, self.error = None, "", str(exc)
         self.cache = cache
         self.reload_interval = max(1.0, float(reload_interval))
-        self._sniff = SniffCache()
+        self._sniff = SniffCache(os.path.join(cache.root, "sniff.json") if cache is not None else None)
         self._files: dict[str, FileState] = {}
         self._artifacts: dict[str, ArtifactState] = {}
         self._artifact_lock = threading.Lock()
@@ -124,11 +131,19 @@ class RunRegistry:
     # -- scanning -----------------------------------------------------------------------------
     def scan(self) -> None:
         """List the logdir once and reconcile the registry with it."""
+        if self.fs is None:  # could not even be opened: self.error says why
+            self._scanned.set()
+            return
         try:
             found = list_files(self.fs, self.root, self._sniff)
-        except Exception:  # a flaky bucket must not kill the scanner
-            logger.exception("listing %s failed", self.logdir)
+        except Exception as exc:  # a flaky bucket must not kill the scanner; loaded runs stay
+            self.error = str(exc) if isinstance(exc, StorageError) else describe_error(exc, self.logdir)
+            logger.warning("listing %s failed: %s", self.logdir, self.error)
+            self._scanned.set()
             return
+        self.error = None
+        if self.prefix:
+            found = [dataclasses.replace(e, rel=f"{self.prefix}/{e.rel}") for e in found]
         entries = [e for e in found if e.kind == "trace"]
         self._reconcile_artifacts([e for e in found if e.kind != "trace"])
         by_run: dict[str, list[FileEntry]] = collections.defaultdict(list)
@@ -444,15 +459,24 @@ class RunRegistry:
             runs.setdefault(a.run, {})
             by_run.setdefault(a.run, []).append(a.as_json())
         done = sum(1 for st in files if st.state in (READY, ERROR))
+        if self.error is not None:
+            runs.setdefault(self.prefix or ".", {})
         return {
             "logdir": self.logdir,
             "loading": {"files_total": len(files), "files_done": done},
+            "errors": [] if self.error is None else [
+                {"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}],
             "runs": [
                 {"name": run, "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()],
-                 "artifacts": by_run.get(run, [])}
+                 "artifacts": by_run.get(run, []),
+                 "error": self.error if self.error is not None and run == (self.prefix or ".") else None}
                 for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
             ],
         }
+
+    def fs_of(self, state: FileState):
+        """The filesystem holding this file."""
+        return self.fs
 
 
 PARSE_MEMORY_FACTOR = 3  # peak RSS of one parse ≈ this × the decompressed trace size
