@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..trace.categories import Kind
+from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX, Kind
 from ..trace.model import Trace
 from .breakdown import CATEGORIES, compute_breakdown
 from .gpu import compute_gpu_summary
@@ -73,7 +73,41 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
         "average": average,
         "gpus": [_gpu_json(g) for g in gpus],
         "recommendations": recommendations,
+        "trainer_events": trainer_events(trace, steps),
+        "system_metrics": system_metrics(trace, origin),
     }
+
+
+def trainer_events(trace: Trace, steps) -> list[dict]:
+    """Composer engine events (``event/forward``, ``event/backward``…) outside the exclusive breakdown:
+    total µs inside the kept steps and the mean per step."""
+    ev = trace.events
+    rows = np.flatnonzero(trace.name_mask(lambda s: s.startswith(COMPOSER_EVENT_PREFIX) and s != COMPOSER_BATCH
+                                         and not s.startswith("event/dataloader")))
+    if len(rows) == 0 or len(steps) == 0:
+        return []
+    lo, hi = steps.window
+    clipped = np.clip(ev.ts[rows] + ev.dur[rows], lo, hi) - np.clip(ev.ts[rows], lo, hi)
+    names, inv = np.unique(ev.name[rows], return_inverse=True)
+    totals = np.bincount(inv, weights=clipped, minlength=len(names))
+    out = [{"name": trace.strings[n], "total_us": float(t), "mean_per_step_us": float(t) / len(steps)}
+           for n, t in zip(names, totals)]
+    return sorted(out, key=lambda r: -r["total_us"])
+
+
+MAX_METRIC_POINTS = 2000
+
+
+def system_metrics(trace: Trace, origin: float) -> list[dict]:
+    """Counter series (``C`` events: Composer's cpu, memory, disk, network) relative to the first step."""
+    c = trace.counters
+    out = []
+    for sid in np.unique(c.series) if len(c) else []:
+        rows = np.flatnonzero(c.series == sid)
+        if len(rows) > MAX_METRIC_POINTS:
+            rows = rows[np.linspace(0, len(rows) - 1, MAX_METRIC_POINTS).astype(int)]
+        out.append({"name": trace.strings[sid], "ts_us": (c.ts[rows] - origin).tolist(), "values": c.value[rows].tolist()})
+    return out
 
 
 def _gpu_json(gpu) -> dict[str, Any]:

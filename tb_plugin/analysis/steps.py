@@ -4,8 +4,12 @@ Definitions (µs):
 
 - **Host steps**: every ``ProfilerStep#N`` event of kind operator or ``user_annotation`` gives the
   interval ``[ts, ts + dur)`` named ``N``. Their ``gpu_user_annotation`` copies are ignored. With no
-  markers there is one step named ``"0"`` over all host events, or over all events when the trace has
-  no host events (we differ from torch-tb-profiler there: it finds no step).
+  markers, Composer traces use their ``event/batch`` ranges: a step is named by its batch number and
+  begins where loading its batch begins (the ``dataloader/<split>`` or ``event/dataloader`` range
+  with the same ``{epoch, batch}`` that starts before it), so data loading falls inside the step as it
+  does inside ``ProfilerStep#N``. Otherwise there is one step named ``"0"`` over all host events, or
+  over all events when the trace has no host events (we differ from torch-tb-profiler there: it
+  finds no step).
 - **Device extent** of a step: the device work (kernel, memcpy, memset) launched by the runtime or
   driver calls that lie entirely inside the host step.
 - **Step bounds**: ``start = max(previous end, host start)`` and ``end = max(host end, device end)``.
@@ -23,7 +27,7 @@ import dataclasses
 
 import numpy as np
 
-from ..trace.categories import PROFILER_STEP_PREFIX, Kind
+from ..trace.categories import COMPOSER_BATCH, PROFILER_STEP_PREFIX, Kind
 from ..trace.links import device_mask, launch_mask, launch_of
 from ..trace.model import Trace
 
@@ -70,6 +74,9 @@ def host_steps(trace: Trace) -> tuple[list[str], np.ndarray, np.ndarray, bool]:
         rows = np.array(sorted(seen.values(), key=lambda r: (ev.ts[r], r)), dtype=np.int64)
         names = [trace.strings[ev.name[r]][len(PROFILER_STEP_PREFIX):] for r in rows]
         return names, ev.ts[rows].copy(), (ev.ts[rows] + ev.dur[rows]), True
+    composer = _composer_steps(trace)
+    if composer is not None:
+        return composer
     host = np.isin(kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST,
                           Kind.RUNTIME, Kind.DRIVER))
     if not host.any():
@@ -79,6 +86,28 @@ def host_steps(trace: Trace) -> tuple[list[str], np.ndarray, np.ndarray, bool]:
     start = float(ev.ts[host].min())
     end = float((ev.ts[host] + ev.dur[host]).max())
     return ["0"], np.array([start]), np.array([end]), False
+
+
+def _composer_steps(trace: Trace):
+    ev = trace.events
+    batches = np.flatnonzero(trace.name_mask(lambda s: s == COMPOSER_BATCH) & (ev.dur > 0))
+    if len(batches) == 0:
+        return None
+    batches = batches[np.argsort(ev.ts[batches], kind="stable")]
+    loads = np.flatnonzero(trace.name_mask(lambda s: s.startswith(("dataloader/", "event/dataloader"))))
+    load_start: dict[tuple, float] = {}
+    for r in loads[np.argsort(ev.ts[loads], kind="stable")].tolist():
+        load_start[(int(ev.epoch[r]), int(ev.batch[r]), int(ev.pid[r]), int(ev.tid[r]))] = float(ev.ts[r])
+    names, starts, ends = [], [], []
+    for r in batches.tolist():
+        start = float(ev.ts[r])
+        loaded = load_start.get((int(ev.epoch[r]), int(ev.batch[r]), int(ev.pid[r]), int(ev.tid[r])))
+        if loaded is not None and loaded < start and (not ends or loaded >= ends[-1]):
+            start = loaded
+        names.append(str(int(ev.batch[r])) if ev.batch[r] >= 0 else str(len(names)))
+        starts.append(start)
+        ends.append(float(ev.ts[r] + ev.dur[r]))
+    return names, np.array(starts), np.array(ends), True
 
 
 def compute_steps(trace: Trace) -> Steps:

@@ -72,7 +72,9 @@ def kind_of_category(cat: str | None) -> tuple[Kind, bool]:
 
 
 PROFILER_STEP_PREFIX = "ProfilerStep#"
-DATALOADER_PREFIXES = ("enumerate(DataLoader)", "enumerate(DataPipe)")
+DATALOADER_PREFIXES = ("enumerate(DataLoader)", "enumerate(DataPipe)", "dataloader/", "event/dataloader")
+COMPOSER_BATCH = "event/batch"  # Composer's engine event around one training batch
+COMPOSER_EVENT_PREFIX = "event/"
 COMM_OP_PREFIXES = ("nccl:", "gloo:", "mpi:", "ucc:", "c10d::", "c10d_functional::", "_c10d_functional::")
 COMM_OP_NAMES = frozenset({"record_param_comms"})
 COMM_KERNEL_MARKERS = ("nccl", "rccl")

@@ -526,6 +526,9 @@ class _ColumnBuilder:
             cols = {k: v[order] for k, v in cols.items()}
         kind_table, known = _kind_table(self.strings)
         cols["kind"] = kind_table[cols["cat"]]
+        # old exports without categories (pre-Kineto Lightning): ATen-style names are operators
+        op_like = np.array([s.startswith(_OP_NAME_PREFIXES) for s in self.strings] + [False], dtype=bool)
+        cols["kind"] = np.where((cols["cat"] == 0) & op_like[cols["name"]], np.uint8(Kind.CPU_OP), cols["kind"])
         is_device = np.isin(cols["kind"], (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION))
         cols["device"] = np.where(is_device, cols["device"], -1).astype(np.int32)
         warnings = self._warnings(cols, known, unmatched_b, unmatched_e)
@@ -613,6 +616,7 @@ class _ColumnBuilder:
         return out
 
 
+_OP_NAME_PREFIXES = ("aten::", "prim::", "c10d::", "torch::", "quantized::", "cudnn::")
 _PHASE_NAMES = {"i": "instant", "I": "instant", "s": "flow start", "t": "flow step", "f": "flow end",
                 "M": "metadata", "C": "counter", "b": "async begin", "e": "async end", "n": "async instant"}
 
