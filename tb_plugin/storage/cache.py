@@ -20,7 +20,7 @@ import orjson
 
 from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
-FORMAT_REVISION = 2  # 2: pid/tid ids canonical by text
+FORMAT_REVISION = 3  # 2: pid/tid ids canonical by text; 3: ATen-named uncategorized events are ops
 
 
 def _layout_fingerprint() -> str:
