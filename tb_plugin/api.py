@@ -175,10 +175,7 @@ def kernels(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = False
 
 
 def modules(registry: RunRegistry, args: Mapping[str, str]):
-    state, answer = _ready_file(registry, args)
-    if answer:
-        return answer
-    return 200, {"state": "ready", "modules": registry.tables(state).modules()}
+    return _file_view(registry, args, lambda views: {"modules": views.modules()})
 
 
 MAX_WIDTH_PX = 10_000
@@ -199,11 +196,16 @@ def _float(args: Mapping[str, str], key: str, default: float | None = None) -> f
     return value
 
 
-def timeline_meta(registry: RunRegistry, args: Mapping[str, str]):
+def _file_view(registry: RunRegistry, args: Mapping[str, str], view):
+    """Answer with ``view(FileViews)`` of a loaded file, or with its loading/error state."""
     state, answer = _ready_file(registry, args)
     if answer:
         return answer
-    return 200, dict(registry.tables(state).timeline_meta(), state="ready")
+    return 200, dict(view(registry.tables(state)), state="ready")
+
+
+def timeline_meta(registry: RunRegistry, args: Mapping[str, str]):
+    return _file_view(registry, args, lambda views: views.timeline_meta())
 
 
 def timeline(registry: RunRegistry, args: Mapping[str, str]):
@@ -457,10 +459,7 @@ def distributed(registry: RunRegistry, args: Mapping[str, str]):
 
 
 def insights(registry: RunRegistry, args: Mapping[str, str]):
-    state, answer = _ready_file(registry, args)
-    if answer:
-        return answer
-    return 200, dict(registry.tables(state).insights(), state="ready")
+    return _file_view(registry, args, lambda views: views.insights())
 
 
 def diff(registry: RunRegistry, args: Mapping[str, str]):

@@ -14,14 +14,21 @@ _ARRAY_EVENT = re.compile(rb'^\[\s*\{')
 _EVENT_KEYS = re.compile(rb'"ph"\s*:\s*"')
 
 
-def looks_like_trace(head: bytes) -> bool:
-    """Object form with a ``traceEvents`` key, or an array form whose first item is an event."""
+def _head_text(head: bytes) -> bytes | None:
+    """The first 64 KB as text (gunzipped when needed, BOM and leading whitespace stripped)."""
     if head[:2] == b"\x1f\x8b":
         try:
             head = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
         except zlib.error:
-            return False
-    text = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+            return None
+    return head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+
+
+def looks_like_trace(head: bytes) -> bool:
+    """Object form with a ``traceEvents`` key, or an array form whose first item is an event."""
+    text = _head_text(head)
+    if text is None:
+        return False
     if text.startswith(b"{"):
         return bool(_OBJECT_HINT.search(text))
     if text.startswith(b"["):
@@ -33,13 +40,8 @@ def sniff_kind(head: bytes) -> str | None:
     """``"trace"``, ``"memory_timeline"`` (a ``[times, sizes]`` export) or None for a JSON file's head."""
     if looks_like_trace(head):
         return "trace"
-    if head[:2] == b"\x1f\x8b":
-        try:
-            head = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
-        except zlib.error:
-            return None
-    text = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
-    if re.match(rb"^\[\s*\[\s*-?[0-9]", text):
+    text = _head_text(head)
+    if text is not None and re.match(rb"^\[\s*\[\s*-?[0-9]", text):
         return "memory_timeline"
     return None
 
