@@ -81,8 +81,10 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
         curve = frame.locator('[data-testid="memory-curve"]')
         assert curve.locator("canvas").count() >= 1
         page.screenshot(path=str(artifacts / "memory_tab.png"), full_page=True)
+        frame.locator('[data-testid="memory-stats-table"]').screenshot(path=str(artifacts / "memory_stats_table.png"))
 
         # a real mouse drag across the middle of the curve
+        curve.scroll_into_view_if_needed()
         box = curve.bounding_box()
         y = box["y"] + box["height"] * 0.55
         page.mouse.move(box["x"] + box["width"] * 0.45, y)
@@ -154,4 +156,6 @@ def test_snapshot_only_run(browser, tmp_path, artifacts):
         assert segs.count() == len(_api(base, "snapshot_segments", run="snap", path=path, device=0)["segments"])
         frame.locator('[data-testid="snapshot-allocation-row"]').first.wait_for(timeout=30_000)
         page.screenshot(path=str(artifacts / "snapshot_view.png"), full_page=True)
+        frame.locator('[data-testid="snapshot-segments"]').screenshot(path=str(artifacts / "snapshot_segments.png"))
+        frame.locator('[data-testid="snapshot-allocations-table"]').screenshot(path=str(artifacts / "snapshot_allocations.png"))
         page.close()

@@ -136,11 +136,13 @@ export function snapshotTimelineOption(
   const centers = binCenters(tl.start, tl.end, tl.active_bytes.length);
   const unit = tl.time_unit;
   const markers: SnapshotMarker[] = tl.markers ?? [];
+  // untimed or segment-less snapshots have no reserved curve (all zero): leave it out
+  const hasReserved = tl.reserved_bytes.some((v) => v > 0);
   const option: MemChartOption = {
     backgroundColor: "transparent",
     animation: false,
     textStyle: { color: textColor },
-    legend: { type: "plain", top: 0, textStyle: { color: textColor }, data: ["Active", "Reserved", "Largest allocations"] },
+    legend: { type: "plain", top: 0, textStyle: { color: textColor }, data: hasReserved ? ["Active", "Reserved", "Largest allocations"] : ["Active", "Largest allocations"] },
     grid: { left: 16, right: 24, top: 40, bottom: 64, containLabel: true },
     tooltip: { trigger: "item", confine: true },
     dataZoom: [
@@ -218,17 +220,21 @@ export function snapshotTimelineOption(
             }
           : undefined,
       },
-      {
-        type: "line",
-        name: "Reserved",
-        step: "middle",
-        showSymbol: false,
-        data: centers.map((t, i) => [t, tl.reserved_bytes[i] ?? 0]),
-        lineStyle: { width: 1, color: RESERVED_COLOR, type: "dashed" },
-        itemStyle: { color: RESERVED_COLOR },
-        tooltip: { show: false },
-        z: 3,
-      },
+      ...(hasReserved
+        ? [
+            {
+              type: "line" as const,
+              name: "Reserved",
+              step: "middle" as const,
+              showSymbol: false,
+              data: centers.map((t, i) => [t, tl.reserved_bytes[i] ?? 0]),
+              lineStyle: { width: 1, color: RESERVED_COLOR, type: "dashed" as const },
+              itemStyle: { color: RESERVED_COLOR },
+              tooltip: { show: false },
+              z: 3,
+            },
+          ]
+        : []),
     ],
   };
   return { option, placed };

@@ -268,7 +268,7 @@ function SegmentsCard({ artifact, device }: { artifact: ArtifactRef; device: num
             {rows.map((row) => (
               <div className="mem-seg-row" key={row.segment.address} data-testid="snapshot-segment">
                 <span className="mem-seg-label" title={`stream ${row.segment.stream}, ${row.segment.segment_type}`}>
-                  {formatAddress(row.segment.address)} {formatBytes(row.segment.total_size)} ({formatBytes(row.activeBytes)} active)
+                  {formatAddress(row.segment.address)} {formatBytes(row.segment.total_size)}, {formatBytes(row.activeBytes)} active
                 </span>
                 <div className="mem-seg-bar" style={{ width: `${row.widthPct}%` }}>
                   {row.blocks.map((b) => (
