@@ -75,3 +75,22 @@ def test_old_lightning_export_has_overview_and_operators():
     assert ops["aten::empty"]["host_total_us"] == pytest.approx(sum(e["dur"] for e in raw if e["name"] == "aten::empty"))
     assert all(o["host_self_us"] <= o["host_total_us"] + 1e-6 for o in ops.values())
     assert any("no 'cat'" in w for w in trace.warnings)
+
+
+def test_lightning_module_scopes_feed_the_module_view():
+    from tb_plugin.analysis.modules import module_tree
+
+    def x(name, cat, ts, dur):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+    events = [
+        x("[pl][profile]run_training_batch", "user_annotation", 0, 100),
+        x("[pl][module]mymodel.Net: ", "user_annotation", 1, 90),
+        x("[pl][module]torch.nn.modules.linear.Linear: layer.0", "user_annotation", 2, 40),
+        x("aten::linear", "cpu_op", 3, 30),
+        x("[pl][module]torch.nn.modules.linear.Linear: layer.1", "user_annotation", 50, 30),
+        x("aten::linear", "cpu_op", 51, 20),
+    ]
+    (root,) = module_tree(decode_trace(json.dumps({"traceEvents": events}).encode()))
+    assert root["name"] == "Net" and root["host_total_us"] == 90 and root["host_self_us"] == 20
+    assert [(c["name"], c["operators"]) for c in root["children"]] == [("layer.0 (Linear)", 1), ("layer.1 (Linear)", 1)]

@@ -1,7 +1,8 @@
 """Module view: the ``nn.Module`` hierarchy of ``with_modules`` traces.
 
-Module calls are ``python_function`` events named ``nn.Module: <Class>_<n>``; a module's parent is
-the nearest enclosing module call on the same thread. Calls with the same path from the root are one
+Module calls are ``python_function`` events named ``nn.Module: <Class>_<n>`` (``with_modules``), or
+Lightning's ``[pl][module]<class>: <name>`` ranges; a module's parent is the nearest enclosing module
+call on the same thread. Calls with the same path from the root are one
 node; ``occurrences`` counts them. Per node (µs):
 
 - **host total** = Σ durations of its calls; **host self** = host total − its children's host totals;
@@ -24,6 +25,7 @@ from .op_tree import op_tree
 from .operators import op_times
 
 MODULE_PREFIX = "nn.Module: "
+PL_MODULE_PREFIX = "[pl][module]"
 
 
 def module_tree(trace: Trace) -> list[dict] | None:
@@ -32,10 +34,18 @@ def module_tree(trace: Trace) -> list[dict] | None:
 
 def _module_tree(trace: Trace) -> list[dict]:
     ev = trace.events
+    tree = op_tree(trace)
     is_module = (ev.kind == Kind.PYTHON_FUNCTION) & trace.name_mask(lambda s: s.startswith(MODULE_PREFIX))
+    py_parent = tree.py_parent
+    label = _python_module_name
+    if not is_module.any():
+        # Lightning's PyTorchProfiler: "[pl][module]<class>: <name>" record_function ranges, nested
+        # like operators
+        is_module = (ev.kind == Kind.USER_ANNOTATION) & trace.name_mask(lambda s: s.startswith(PL_MODULE_PREFIX))
+        py_parent = tree.op_parent
+        label = _lightning_module_name
     if not is_module.any():
         return []
-    py_parent = op_tree(trace).py_parent
     times = op_times(trace)
 
     nearest: dict[int, int] = {}  # python row → nearest module row at or above it (-1: none)
@@ -60,7 +70,7 @@ def _module_tree(trace: Trace) -> list[dict]:
         got = node_of.get(row)
         if got is None:
             parent = parent_module[row]
-            name = trace.strings[ev.name[row]][len(MODULE_PREFIX):]
+            name = label(trace.strings[ev.name[row]])
             got = node_of[row] = (path_of(parent) if parent >= 0 else ()) + (name,)
         return got
 
@@ -71,7 +81,7 @@ def _module_tree(trace: Trace) -> list[dict]:
         node["host_total_us"] += float(ev.dur[r])
 
     # operators → innermost module
-    op_rows = np.flatnonzero(times.is_op & (py_parent >= 0))
+    op_rows = np.flatnonzero(times.is_op & ~is_module & (py_parent >= 0))
     op_module = np.array([module_at(int(p)) for p in py_parent[op_rows]], dtype=np.int64) if len(op_rows) else op_rows
     for r, m in zip(op_rows.tolist(), op_module.tolist()):
         if m >= 0:
@@ -91,6 +101,18 @@ def _module_tree(trace: Trace) -> list[dict]:
     for root in roots:
         _roll_up(root)
     return roots
+
+
+def _python_module_name(text: str) -> str:
+    return text[len(MODULE_PREFIX):]
+
+
+def _lightning_module_name(text: str) -> str:
+    """``[pl][module]torch.nn.modules.linear.Linear: layer.0`` → ``layer.0 (Linear)``."""
+    body = text[len(PL_MODULE_PREFIX):]
+    cls, _, name = body.partition(": ")
+    short = cls.rsplit(".", 1)[-1]
+    return f"{name} ({short})" if name else short
 
 
 def _empty(name: str) -> dict:
