@@ -129,6 +129,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         name = state.entry.name.replace('"', "")
         response = wrappers.Response(body, content_type="application/octet-stream")
         response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+        response.headers["X-Content-Type-Options"] = "nosniff"
         return response
 
     def _table_route(self, handler, as_csv: bool = False):

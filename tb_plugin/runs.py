@@ -35,7 +35,9 @@ from .trace.model import Trace
 logger = logging.getLogger(__name__)
 
 QUEUED, LOADING, READY, ERROR = "queued", "loading", "ready", "error"
-TRACE_MEMORY_BUDGET_BYTES = 1536 << 20  # parsed traces kept in memory for the detail views
+# Parsed traces kept in memory for the detail views (least recently used evicted; reloaded from the
+# parse cache on demand). Set KINETOSCOPE_MEMORY_BUDGET_MB to change it.
+TRACE_MEMORY_BUDGET_BYTES = int(os.environ.get("KINETOSCOPE_MEMORY_BUDGET_MB", "1536")) << 20
 
 
 @dataclasses.dataclass
