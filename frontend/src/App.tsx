@@ -14,6 +14,7 @@ import { useTheme } from "./hooks/useTheme";
 import { findRun, findSpan } from "./state/selection";
 import { SelectedFile } from "./views/SelectedFile";
 import { SnapshotView } from "./views/SnapshotView";
+import { DistributedView } from "./views/DistributedView";
 import { useMemoryAvailable } from "./memory/useMemoryAvailable";
 import type { TraceFocus } from "./views/TraceView";
 
@@ -45,6 +46,8 @@ export function App() {
   // Memory: the tab exists when the trace has [memory] events; Snapshots when the run has artifacts.
   const hasMemory = useMemoryAvailable(selection, span?.state === "ready");
   const artifacts = run?.artifacts ?? [];
+  // Distributed: the run's workers compared as ranks; only when the run has two or more.
+  const isMultiRank = (run?.workers.length ?? 0) >= 2;
   const artifactsOnly = run !== undefined && run.workers.length === 0 && artifacts.length > 0;
   const showArtifacts = artifacts.length > 0 && (artifactsOnly || view === "snapshots");
   const allTabs: { id: ViewId; label: string }[] = [
@@ -55,6 +58,8 @@ export function App() {
     { id: "trace", label: "Trace" },
     ...(hasMemory || view === "memory" ? [{ id: "memory" as ViewId, label: "Memory" }] : []),
     ...(artifacts.length > 0 ? [{ id: "snapshots" as ViewId, label: "Snapshots" }] : []),
+    { id: "insights", label: "Insights" },
+    ...(isMultiRank || view === "distributed" ? [{ id: "distributed" as ViewId, label: "Distributed" }] : []),
   ];
   const tabs = artifactsOnly ? allTabs.filter((t) => t.id === "snapshots") : allTabs;
 
@@ -70,7 +75,7 @@ export function App() {
               type="button"
               role="tab"
               className="view-tab"
-              data-testid={t.id === "trace" ? "trace-tab" : t.id === "memory" ? "memory-tab" : `tab-${t.id}`}
+              data-testid={["trace", "memory", "distributed", "insights"].includes(t.id) ? `${t.id}-tab` : `tab-${t.id}`}
               aria-selected={view === t.id || (artifactsOnly && t.id === "snapshots")}
               onClick={() => setView(t.id)}
             >
@@ -96,7 +101,15 @@ export function App() {
         {data && selection ? (
           <>
             <FileProgress loading={data.loading} run={findRun(data.runs, selection.run)} />
-            {showArtifacts && run ? (
+            {view === "distributed" && run && !showArtifacts ? (
+              <ErrorBoundary key={`distributed\u0000${run.name}`}>
+                {isMultiRank ? (
+                  <DistributedView run={run.name} theme={theme} />
+                ) : (
+                  <Notice>Run {run.name} has a single worker: the Distributed view compares two or more ranks.</Notice>
+                )}
+              </ErrorBoundary>
+            ) : showArtifacts && run ? (
               <ErrorBoundary key={`artifacts\u0000${run.name}`}>
                 <SnapshotView run={run.name} artifacts={artifacts} theme={theme} />
               </ErrorBoundary>

@@ -6,6 +6,7 @@ import { GpuSummaryCard } from "../components/GpuSummaryCard";
 import { Recommendations } from "../components/Recommendations";
 import { StepTimeChart } from "../components/StepTimeChart";
 import { WarningsList } from "../components/WarningsList";
+import { InsightsCard } from "../distributed/InsightsCard";
 import type { Theme } from "../hooks/useTheme";
 
 interface OverviewProps {
@@ -37,6 +38,9 @@ export function Overview({ data, theme }: OverviewProps) {
       </ErrorBoundary>
       <ErrorBoundary title="Recommendations failed to render">
         <Recommendations items={data.recommendations} />
+      </ErrorBoundary>
+      <ErrorBoundary title="Insights failed to render">
+        <InsightsCard selection={{ run: data.run, worker: data.worker, span: data.span }} />
       </ErrorBoundary>
     </div>
   );

@@ -4,6 +4,7 @@ import type { RemoteState } from "../hooks/useRemote";
 import type { ViewId } from "../hooks/useView";
 import { KernelView } from "./KernelView";
 import { MemoryView } from "./MemoryView";
+import { InsightsView } from "./InsightsView";
 import { ModuleView } from "./ModuleView";
 import { OperatorView } from "./OperatorView";
 import { TraceView, type TraceFocus } from "./TraceView";
@@ -52,6 +53,7 @@ export function SelectedFile({ selection, span, overview, theme, view = "overvie
   if (view === "operator") return <OperatorView selection={selection} theme={theme} onShowInTrace={onShowInTrace} />;
   if (view === "kernel") return <KernelView selection={selection} theme={theme} onShowInTrace={onShowInTrace} />;
   if (view === "memory") return <MemoryView selection={selection} theme={theme} />;
+  if (view === "insights") return <InsightsView selection={selection} theme={theme} />;
   if (view === "trace") return <TraceView selection={selection} workers={workers} focus={traceFocus} theme={theme} />;
   if (view === "module") {
     if (modules?.kind === "ready") {

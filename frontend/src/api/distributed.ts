@@ -1,0 +1,72 @@
+// The `distributed?run=&span=` route (docs/http_api.md, "Distributed and insights"): the run's workers
+// compared as ranks of one job at one span. Times are µs, sizes bytes, bandwidths GB/s.
+
+export interface RankStep {
+  step: string;
+  computation_us: number;
+  overlap_us: number;
+  communication_us: number;
+  other_us: number;
+  total_us: number;
+}
+
+export interface CommOp {
+  name: string;
+  calls: number;
+  total_bytes: number | null;
+  mean_bytes: number | null;
+  latency_us: number;
+  transfer_us: number | null;
+  sync_us: number | null;
+}
+
+export interface RankRow {
+  rank: number;
+  worker: string;
+  /** Averages per step. */
+  computation_us: number;
+  overlap_us: number;
+  communication_us: number;
+  other_us: number;
+  total_us: number;
+  /** Sums over collectives. */
+  transfer_us: number | null;
+  sync_us: number | null;
+  latency_us: number | null;
+  steps: RankStep[];
+  comm_ops: CommOp[];
+}
+
+export interface Collective {
+  name: string;
+  calls: number;
+  bytes: number | null;
+  transfer_us: number | null;
+  sync_us: number | null;
+  group_size: number | null;
+  algbw_gbps: number | null;
+  busbw_gbps: number | null;
+}
+
+export interface DistributedData {
+  world_size: number | null;
+  ranks_present: number;
+  instances: { matched: number; total: number };
+  stragglers: number[];
+  collectives: Collective[];
+  ranks: RankRow[];
+}
+
+export interface DistributedResponse {
+  state: "ready";
+  run: string;
+  span: string;
+  spans: string[];
+  messages: string[];
+  view: DistributedData | null;
+}
+
+export function distributedUrl(run: string, span: string): string {
+  const params = new URLSearchParams({ run, span });
+  return `distributed?${params.toString()}`;
+}

@@ -1,0 +1,62 @@
+import { insightsUrl, type InsightsReady } from "../api/insightsTypes";
+import type { Selection } from "../api/types";
+import { Card } from "../components/Card";
+import { InfoTooltip } from "../components/InfoTooltip";
+import { RemoteStatus } from "../components/RemoteStatus";
+import { useRemote } from "../hooks/useRemote";
+import { formatDuration } from "../util/format";
+import { ExposedBar } from "./ExposedBar";
+import { INSIGHT_DEFS } from "./definitions";
+import { openView } from "./openView";
+import { Stat } from "./Stat";
+import { useDistributedStyles } from "./useDistributedStyles";
+
+/** The Overview's compact Insights: idle totals, launch delay p50/p95, exposed bar, recommendations. */
+export function InsightsCard({ selection }: { selection: Selection }) {
+  useDistributedStyles();
+  const state = useRemote<InsightsReady>(insightsUrl(selection));
+  return (
+    <Card title={<InfoTooltip label="Insights" text={INSIGHT_DEFS.idle} />} testId="insights-card">
+      {state.kind === "ready" ? (
+        <InsightsSummary data={state.data} />
+      ) : state.kind === "fetch-error" || state.kind === "file-error" ? (
+        // A secondary card: its failure is a quiet line, not an error card competing with the file's own.
+        <p className="muted" data-testid="insights-card-error">
+          Insights are not available: {state.error}
+        </p>
+      ) : (
+        <RemoteStatus state={state} what="insights" />
+      )}
+    </Card>
+  );
+}
+
+function InsightsSummary({ data }: { data: InsightsReady }) {
+  return (
+    <>
+      <div className="stat-grid">
+        <Stat label={<InfoTooltip label="Host wait" text={INSIGHT_DEFS.hostWait} />} value={formatDuration(data.idle.host_wait_us)} />
+        <Stat label={<InfoTooltip label="Short gaps" text={INSIGHT_DEFS.shortGap} />} value={formatDuration(data.idle.short_gap_us)} />
+        <Stat label={<InfoTooltip label="Other idle" text={INSIGHT_DEFS.otherGap} />} value={formatDuration(data.idle.other_us)} />
+        <Stat label={<InfoTooltip label="Launch delay p50" text={INSIGHT_DEFS.launchDelay} />} value={formatDuration(data.launch.p50)} testId="card-launch-p50" />
+        <Stat label="Launch delay p95" value={formatDuration(data.launch.p95)} />
+      </div>
+      <div className="exposed-row-title">
+        <InfoTooltip label="Exposed time over the steps window" text={INSIGHT_DEFS.exposed} />
+      </div>
+      <ExposedBar parts={data.exposed} />
+      {data.recommendations.length > 0 ? (
+        <ul className="recommendations" style={{ marginTop: 12 }} data-testid="insights-recommendations">
+          {data.recommendations.map((text, i) => (
+            <li key={i}>{text}</li>
+          ))}
+        </ul>
+      ) : null}
+      <div className="insights-card-foot">
+        <button type="button" className="link-button" data-testid="open-insights" onClick={() => openView("insights")}>
+          Open the Insights tab ›
+        </button>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,37 @@
+// Tooltip text for the Distributed and Insights views, from docs/http_api.md ("Distributed and
+// insights") and the docstring of tb_plugin/analysis/insights.py.
+export const DIST_DEFS = {
+  computation:
+    "Computation (µs per step): time when only computation kernels run on this rank's GPU, with no communication at the same time.",
+  overlap: "Overlap (µs per step): time when computation and communication kernels run at the same time.",
+  communication:
+    "Communication (µs per step): time when only communication kernels run (communication not hidden behind computation).",
+  other: "Other (µs per step): the rest of the step: neither computation nor communication on the GPU.",
+  transfer:
+    "Transfer (µs): the minimum duration of a collective instance across ranks, i.e. the time the data movement itself takes. Summed over collectives.",
+  sync: "Sync (µs): a rank's duration of a collective minus its transfer time: the time spent waiting for the other ranks.",
+  latency: "Latency (µs): a rank's total time in collectives, transfer + sync.",
+  algbw: "Algorithm bandwidth (GB/s) = bytes ÷ transfer time.",
+  busbw:
+    "Bus bandwidth (GB/s) = algbw × 2(n−1)/n for all-reduce, × (n−1)/n for all-gather, reduce-scatter and all-to-all, × 1 otherwise (n = group size).",
+  straggler:
+    "Straggler: a rank whose step time exceeds the median by more than 10 %, or the rank the others wait for (the least sync time).",
+  instances: "Collective instances matched across all ranks / total instances seen.",
+} as const;
+
+export const INSIGHT_DEFS = {
+  idle:
+    "Stream idle time, per GPU stream inside the steps window: the gaps between consecutive device work (kernels, memcpy, memset; overlapping work merged).",
+  hostWait:
+    "Host wait: the work after the gap was launched (its runtime call ended) after the gap began — the GPU had nothing queued.",
+  shortGap: "Short gap: not a host wait, and shorter than the short-gap threshold (10 µs).",
+  otherGap: "Other: idle gaps that are neither host waits nor short gaps.",
+  launchDelay: "Launch delay of a kernel = its start − the end of its launch call, floored at 0.",
+  shortKernels:
+    "Short-kernel share: the share of kernels whose duration is below the duration of the CPU call that launched them (shorter than their launch overhead).",
+  exposed:
+    "Exposed time of each GPU over the steps window, in this order, each part excluding the ones before it: computation (non-communication kernels), exposed communication, exposed memcpy/memset, idle. The four add up to the window.",
+  syncs:
+    "Host synchronization: cuda_sync events and synchronizing runtime calls (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy, …), the innermost operator that issued each, and the GPU idle time after each: from its end to the next device work start on any stream of the same process's GPUs.",
+  gpuIdleAfter: "GPU idle after (µs): from the end of the synchronizing call to the next device work start on the process's GPUs.",
+} as const;

@@ -1,0 +1,127 @@
+import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import distFixture from "../__fixtures__/distributed/distributed_dlrm.json";
+import distNull from "../__fixtures__/distributed/distributed_null.json";
+import overviewRank0 from "../__fixtures__/distributed/overview_dlrm_rank0.json";
+import { DistributedView } from "./DistributedView";
+
+vi.mock("../components/EChart", () => ({
+  EChart: (props: { testId?: string; ariaLabel: string; option: { xAxis?: { data?: string[] }; series?: { name?: string }[] } }) => (
+    <div
+      data-testid={props.testId ?? "echart"}
+      aria-label={props.ariaLabel}
+      data-x={JSON.stringify(props.option.xAxis?.data ?? [])}
+      data-series={JSON.stringify((props.option.series ?? []).map((s) => s.name))}
+    />
+  ),
+}));
+
+let requests: string[] = [];
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+}
+
+function query(url: string): URLSearchParams {
+  return new URLSearchParams(url.slice(url.indexOf("?") + 1));
+}
+
+beforeEach(() => {
+  requests = [];
+  vi.stubGlobal("fetch", async (url: string) => {
+    requests.push(url);
+    if (url.startsWith("distributed?")) {
+      const span = query(url).get("span");
+      // the real job has one span; span 2 is the server's real "view: null" answer
+      return json(span === "1" ? { ...distFixture, spans: ["1", "2"] } : { ...distNull, spans: ["1", "2"] });
+    }
+    if (url.startsWith("overview?")) {
+      const worker = query(url).get("worker") ?? "";
+      const rank = Number(worker.replace(/^worker(\d+).*$/, "$1"));
+      return json({
+        ...overviewRank0,
+        worker,
+        configuration: { ...overviewRank0.configuration, distributed: { backend: "nccl", rank, world_size: 8 } },
+      });
+    }
+    return json({ error: "not found" }, 404);
+  });
+});
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.restoreAllMocks();
+});
+
+describe("DistributedView", () => {
+  it("lists every rank and puts the straggler badge on exactly the API's stragglers", async () => {
+    render(<DistributedView run="job" theme="light" />);
+    const rows = await screen.findAllByTestId("rank-row");
+    expect(rows).toHaveLength(8);
+    const withBadge = rows.filter((r) => within(r).queryByTestId("straggler-badge") !== null).map((r) => Number(r.dataset.rank));
+    expect(withBadge).toEqual(distFixture.view.stragglers);
+    expect(withBadge).toEqual([1, 3, 4, 5, 7]);
+    // the badge sits in the rank cell (first column)
+    const badge = within(rows[1]!).getByTestId("straggler-badge");
+    expect(badge.closest("td")).toBe(rows[1]!.querySelector("td"));
+    // rank 0's numbers, formatted
+    const cells = Array.from(rows[0]!.querySelectorAll("td")).map((td) => td.textContent);
+    expect(cells).toEqual(["0", "worker0_step_12", "773 µs", "261 µs", "5.54 ms", "7.88 ms", "14.46 ms", "217 µs", "5.58 ms", "5.80 ms"]);
+  });
+
+  it("asks for span 1 first and for the chosen span after", async () => {
+    render(<DistributedView run="job" theme="light" />);
+    await screen.findAllByTestId("rank-row");
+    expect(requests.filter((u) => u.startsWith("distributed?"))).toEqual(["distributed?run=job&span=1"]);
+    fireEvent.change(screen.getByTestId("dist-span-select"), { target: { value: "2" } });
+    await screen.findByTestId("distributed-null");
+    expect(requests.filter((u) => u.startsWith("distributed?")).at(-1)).toBe("distributed?run=job&span=2");
+  });
+
+  it("shows a clear message and the server's messages when view is null", async () => {
+    render(<DistributedView run="job" theme="light" initialSpan="2" />);
+    const msg = await screen.findByTestId("distributed-null");
+    expect(msg.textContent).toMatch(/fewer than two ranks have this span/);
+    expect(screen.getByText(/only one rank in this run at this span/)).toBeTruthy();
+    expect(screen.queryByTestId("rank-table")).toBeNull();
+  });
+
+  it("renders collectives with units, bandwidths and definitions", async () => {
+    render(<DistributedView run="job" theme="light" />);
+    const table = await screen.findByTestId("collectives-table");
+    const rows = within(table).getAllByTestId("collective-row").map((r) => Array.from(r.querySelectorAll("td")).map((td) => td.textContent));
+    expect(rows[0]).toEqual(["allreduce", "3", "2.4 MiB", "8", "175 µs", "1.15 ms", "14.20 GB/s", "24.85 GB/s"]);
+    const tips = within(table).getAllByRole("tooltip").map((t) => t.textContent ?? "");
+    expect(tips.some((t) => t.includes("minimum duration of a collective instance across ranks"))).toBe(true);
+    expect(tips.some((t) => t.includes("2(n−1)/n"))).toBe(true);
+  });
+
+  it("shows the selected rank's communication ops", async () => {
+    render(<DistributedView run="job" theme="light" />);
+    await screen.findAllByTestId("rank-row");
+    fireEvent.change(screen.getByTestId("comm-rank-select"), { target: { value: "3" } });
+    const ops = within(screen.getByTestId("comm-ops-table")).getAllByTestId("comm-op-row");
+    const rank3 = distFixture.view.ranks.find((r) => r.rank === 3)!;
+    expect(ops).toHaveLength(rank3.comm_ops.length);
+    expect(ops[0]!.querySelector("td")!.textContent).toBe(rank3.comm_ops[0]!.name);
+  });
+
+  it("fetches each rank's overview once for the device table", async () => {
+    render(<DistributedView run="job" theme="light" />);
+    const table = await screen.findByTestId("device-table");
+    const rows = within(table).getAllByTestId("device-row");
+    expect(rows).toHaveLength(8);
+    expect(rows[0]!.textContent).toContain("Tesla V100-SXM2-32GB");
+    expect(rows[0]!.textContent).toContain("31.74 GiB");
+    expect(rows[0]!.textContent).toContain("45.46 %");
+    await waitFor(() => expect(requests.filter((u) => u.startsWith("overview?"))).toHaveLength(8));
+    expect(new Set(requests.filter((u) => u.startsWith("overview?"))).size).toBe(8);
+  });
+
+  it("charts one bar per rank", async () => {
+    render(<DistributedView run="job" theme="light" />);
+    const chart = await screen.findByTestId("rank-breakdown-chart");
+    expect(JSON.parse(chart.dataset.x ?? "[]")).toEqual(["0", "1", "2", "3", "4", "5", "6", "7"]);
+    expect(JSON.parse(chart.dataset.series ?? "[]")).toEqual(["Computation only", "Overlap", "Communication only", "Other"]);
+  });
+});

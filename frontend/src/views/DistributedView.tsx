@@ -1,0 +1,338 @@
+// The Distributed tab: the selected run's workers compared as ranks of one job at one span. Rank
+// table with stragglers, per-rank breakdown and transfer/sync charts, collectives with bandwidths, a
+// rank's communication ops, and each rank's device (from its own Overview, fetched once).
+import { useEffect, useMemo, useState } from "react";
+import { distributedUrl, type DistributedData, type DistributedResponse, type RankRow } from "../api/distributed";
+import { fetchJson, overviewUrl } from "../api/client";
+import type { OverviewResponse } from "../api/types";
+import { Card } from "../components/Card";
+import { EChart } from "../components/EChart";
+import { InfoTooltip } from "../components/InfoTooltip";
+import { Notice } from "../components/Notice";
+import { RemoteStatus } from "../components/RemoteStatus";
+import { chartTextColor } from "../components/chartColors";
+import { remoteData, useRemote } from "../hooks/useRemote";
+import type { Theme } from "../hooks/useTheme";
+import { rankBreakdownOption, transferSyncOption } from "../distributed/charts";
+import { DIST_DEFS } from "../distributed/definitions";
+import { gbpsText } from "../distributed/model";
+import { useDistributedStyles } from "../distributed/useDistributedStyles";
+import { formatBytes, formatDuration, formatGiB, formatNumber, formatPct, formatText } from "../util/format";
+
+interface DistributedViewProps {
+  run: string;
+  theme: Theme;
+  /** The span to start with; "1" unless given. */
+  initialSpan?: string;
+}
+
+export function DistributedView({ run, theme, initialSpan = "1" }: DistributedViewProps) {
+  useDistributedStyles();
+  const [span, setSpan] = useState(initialSpan);
+  const state = useRemote<DistributedResponse>(distributedUrl(run, span));
+  const data = remoteData(state);
+  const spans = data?.spans ?? [];
+  const spanChoices = spans.includes(span) ? spans : [span, ...spans];
+  return (
+    <div className="dist-view" data-testid="distributed-page">
+      <div className="dist-controls">
+        <label className="selector">
+          <span className="selector-label">Span</span>
+          <select data-testid="dist-span-select" value={span} onChange={(e) => setSpan(e.target.value)}>
+            {spanChoices.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        {data?.view ? (
+          <span className="dist-summary" data-testid="dist-summary">
+            {formatNumber(data.view.ranks_present)} of {formatNumber(data.view.world_size)} ranks present ·{" "}
+            <InfoTooltip
+              label={`${formatNumber(data.view.instances.matched)} / ${formatNumber(data.view.instances.total)} collective instances matched`}
+              text={DIST_DEFS.instances}
+            />
+          </span>
+        ) : null}
+      </div>
+      <RemoteStatus state={state} what="distributed view" />
+      {data
+        ? data.messages.map((m, i) => (
+            <Notice key={i} kind="warning">
+              {m}
+            </Notice>
+          ))
+        : null}
+      {data && data.view === null ? (
+        <div data-testid="distributed-null">
+          <Notice>
+            No distributed view for run {data.run} at span {data.span}: fewer than two ranks have this span.
+            {data.spans.length > 0 ? ` Spans with two or more ranks: ${data.spans.join(", ")}.` : ""}
+          </Notice>
+        </div>
+      ) : null}
+      {data?.view ? <DistributedContent run={data.run} span={data.span} view={data.view} theme={theme} /> : null}
+    </div>
+  );
+}
+
+function DistributedContent({ run, span, view, theme }: { run: string; span: string; view: DistributedData; theme: Theme }) {
+  const text = chartTextColor(theme);
+  const ranks = useMemo(() => [...view.ranks].sort((a, b) => a.rank - b.rank), [view]);
+  const stragglers = useMemo(() => new Set(view.stragglers), [view]);
+  const breakdown = useMemo(() => rankBreakdownOption(ranks, text), [ranks, text]);
+  const transferSync = useMemo(() => transferSyncOption(ranks, text), [ranks, text]);
+  const [selectedRank, setSelectedRank] = useState<number | null>(null);
+  const current = ranks.find((r) => r.rank === selectedRank) ?? ranks[0];
+  return (
+    <>
+      <Card title="Ranks" testId="ranks-card">
+        <RankTable ranks={ranks} stragglers={stragglers} selected={current?.rank ?? null} onSelect={setSelectedRank} />
+      </Card>
+      <div className="grid-2">
+        <Card title={<InfoTooltip label="Computation and communication per rank" text={DIST_DEFS.overlap} />}>
+          <EChart option={breakdown} theme={theme} height={320} testId="rank-breakdown-chart" ariaLabel="Per-rank time per step by computation, overlap, communication and other" />
+        </Card>
+        <Card title={<InfoTooltip label="Transfer vs sync per rank" text={DIST_DEFS.sync} />}>
+          <EChart option={transferSync} theme={theme} height={320} testId="transfer-sync-chart" ariaLabel="Per-rank transfer and sync time in collectives" />
+        </Card>
+      </div>
+      <Card title="Collectives">
+        <CollectivesTable view={view} />
+      </Card>
+      <Card title="Communication ops of a rank">
+        <CommOpsTable ranks={ranks} current={current} onSelect={setSelectedRank} />
+      </Card>
+      <Card title="Devices">
+        <DeviceTable run={run} span={span} ranks={ranks} />
+      </Card>
+    </>
+  );
+}
+
+function Th({ label, tip, num = true }: { label: string; tip?: string; num?: boolean }) {
+  return <th className={num ? "num" : undefined}>{tip ? <InfoTooltip label={label} text={tip} /> : label}</th>;
+}
+
+export function RankTable({
+  ranks,
+  stragglers,
+  selected,
+  onSelect,
+}: {
+  ranks: RankRow[];
+  stragglers: Set<number>;
+  selected: number | null;
+  onSelect: (rank: number) => void;
+}) {
+  return (
+    <div className="table-scroll">
+      <table className="data-table" data-testid="rank-table">
+        <thead>
+          <tr>
+            <Th label="Rank" num={false} tip={DIST_DEFS.straggler} />
+            <Th label="Worker" num={false} />
+            <Th label="Computation" tip={DIST_DEFS.computation} />
+            <Th label="Overlap" tip={DIST_DEFS.overlap} />
+            <Th label="Communication" tip={DIST_DEFS.communication} />
+            <Th label="Other" tip={DIST_DEFS.other} />
+            <Th label="Step time" />
+            <Th label="Transfer" tip={DIST_DEFS.transfer} />
+            <Th label="Sync" tip={DIST_DEFS.sync} />
+            <Th label="Latency" tip={DIST_DEFS.latency} />
+          </tr>
+        </thead>
+        <tbody>
+          {ranks.map((r) => {
+            const straggler = stragglers.has(r.rank);
+            const cls = ["clickable-row", straggler ? "rank-row-straggler" : "", selected === r.rank ? "rank-row-selected" : ""].filter(Boolean).join(" ");
+            return (
+              <tr key={r.rank} className={cls} data-testid="rank-row" data-rank={r.rank} onClick={() => onSelect(r.rank)}>
+                <td>
+                  {r.rank}
+                  {straggler ? (
+                    <span className="straggler-badge" data-testid="straggler-badge" title={DIST_DEFS.straggler}>
+                      straggler
+                    </span>
+                  ) : null}
+                </td>
+                <td className="cell-code">{r.worker}</td>
+                <td className="num">{formatDuration(r.computation_us)}</td>
+                <td className="num">{formatDuration(r.overlap_us)}</td>
+                <td className="num">{formatDuration(r.communication_us)}</td>
+                <td className="num">{formatDuration(r.other_us)}</td>
+                <td className="num">{formatDuration(r.total_us)}</td>
+                <td className="num">{formatDuration(r.transfer_us)}</td>
+                <td className="num">{formatDuration(r.sync_us)}</td>
+                <td className="num">{formatDuration(r.latency_us)}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function CollectivesTable({ view }: { view: DistributedData }) {
+  if (view.collectives.length === 0) return <p className="muted">No collectives matched across ranks.</p>;
+  return (
+    <div className="table-scroll">
+      <table className="data-table" data-testid="collectives-table">
+        <thead>
+          <tr>
+            <Th label="Collective" num={false} />
+            <Th label="Calls" />
+            <Th label="Bytes" />
+            <Th label="Group size" />
+            <Th label="Transfer" tip={DIST_DEFS.transfer} />
+            <Th label="Sync" tip={DIST_DEFS.sync} />
+            <Th label="Algbw" tip={DIST_DEFS.algbw} />
+            <Th label="Busbw" tip={DIST_DEFS.busbw} />
+          </tr>
+        </thead>
+        <tbody>
+          {view.collectives.map((c, i) => (
+            <tr key={`${c.name}\u0000${i}`} data-testid="collective-row">
+              <td className="cell-code">{c.name}</td>
+              <td className="num">{formatNumber(c.calls)}</td>
+              <td className="num">{formatBytes(c.bytes)}</td>
+              <td className="num">{formatNumber(c.group_size)}</td>
+              <td className="num">{formatDuration(c.transfer_us)}</td>
+              <td className="num">{formatDuration(c.sync_us)}</td>
+              <td className="num">{gbpsText(c.algbw_gbps)}</td>
+              <td className="num">{gbpsText(c.busbw_gbps)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function CommOpsTable({ ranks, current, onSelect }: { ranks: RankRow[]; current: RankRow | undefined; onSelect: (rank: number) => void }) {
+  return (
+    <>
+      <label className="selector" style={{ marginBottom: 8 }}>
+        <span className="selector-label">Rank</span>
+        <select data-testid="comm-rank-select" value={current?.rank ?? ""} onChange={(e) => onSelect(Number(e.target.value))}>
+          {ranks.map((r) => (
+            <option key={r.rank} value={r.rank}>
+              {r.rank} ({r.worker})
+            </option>
+          ))}
+        </select>
+      </label>
+      {!current || current.comm_ops.length === 0 ? (
+        <p className="muted">This rank has no communication ops.</p>
+      ) : (
+        <div className="table-scroll">
+          <table className="data-table" data-testid="comm-ops-table">
+            <thead>
+              <tr>
+                <Th label="Op" num={false} />
+                <Th label="Calls" />
+                <Th label="Total size" />
+                <Th label="Mean size" />
+                <Th label="Latency" tip={DIST_DEFS.latency} />
+                <Th label="Transfer" tip={DIST_DEFS.transfer} />
+                <Th label="Sync" tip={DIST_DEFS.sync} />
+              </tr>
+            </thead>
+            <tbody>
+              {current.comm_ops.map((o, i) => (
+                <tr key={`${o.name}\u0000${i}`} data-testid="comm-op-row">
+                  <td className="cell-code">{o.name}</td>
+                  <td className="num">{formatNumber(o.calls)}</td>
+                  <td className="num">{formatBytes(o.total_bytes)}</td>
+                  <td className="num">{formatBytes(o.mean_bytes === null ? null : Math.round(o.mean_bytes))}</td>
+                  <td className="num">{formatDuration(o.latency_us)}</td>
+                  <td className="num">{formatDuration(o.transfer_us)}</td>
+                  <td className="num">{formatDuration(o.sync_us)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
+
+type DeviceRow = { rank: number; worker: string; error?: string; overview?: OverviewResponse };
+
+/** Each rank's GPUs from its own Overview; every rank's overview is fetched once per run and span. */
+function DeviceTable({ run, span, ranks }: { run: string; span: string; ranks: RankRow[] }) {
+  const key = `${run}\u0000${span}\u0000${ranks.map((r) => `${r.rank}:${r.worker}`).join(",")}`;
+  const [rows, setRows] = useState<DeviceRow[] | null>(null);
+  useEffect(() => {
+    const controller = new AbortController();
+    setRows(null);
+    void Promise.all(
+      ranks.map(async (r): Promise<DeviceRow> => {
+        try {
+          const overview = await fetchJson<OverviewResponse>(overviewUrl({ run, worker: r.worker, span }), controller.signal);
+          return { rank: r.rank, worker: r.worker, overview };
+        } catch (err) {
+          return { rank: r.rank, worker: r.worker, error: err instanceof Error ? err.message : String(err) };
+        }
+      }),
+    ).then((out) => {
+      if (!controller.signal.aborted) setRows(out);
+    });
+    return () => controller.abort();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key]);
+  if (rows === null) return <Notice>Loading each rank's configuration…</Notice>;
+  return (
+    <div className="table-scroll">
+      <table className="data-table" data-testid="device-table">
+        <thead>
+          <tr>
+            <Th label="Rank" num={false} />
+            <Th label="Worker" num={false} />
+            <Th label="Backend" num={false} />
+            <Th label="GPU" num={false} />
+            <Th label="Name" num={false} />
+            <Th label="Memory" />
+            <Th label="Compute capability" />
+            <Th label="Utilization" />
+          </tr>
+        </thead>
+        <tbody>
+          {rows.flatMap((row) => {
+            const o = row.overview;
+            if (!o || o.state !== "ready") {
+              const why = row.error ?? (o && o.state === "error" ? o.error : "not parsed yet");
+              return [
+                <tr key={`${row.rank}`} data-testid="device-row">
+                  <td>{row.rank}</td>
+                  <td className="cell-code">{row.worker}</td>
+                  <td colSpan={6} className="muted">
+                    {why}
+                  </td>
+                </tr>,
+              ];
+            }
+            const d = o.configuration.distributed;
+            const backend = d ? `${d.backend} (rank ${d.rank} of ${d.world_size})` : "\u2013";
+            const gpus = o.gpus.length > 0 ? o.gpus : [null];
+            return gpus.map((g, i) => (
+              <tr key={`${row.rank}:${g?.id ?? i}`} data-testid="device-row">
+                <td>{row.rank}</td>
+                <td className="cell-code">{row.worker}</td>
+                <td>{backend}</td>
+                <td>{g ? formatNumber(g.id) : "\u2013"}</td>
+                <td>{formatText(g?.name ?? null)}</td>
+                <td className="num">{formatGiB(g?.memory_bytes ?? null)}</td>
+                <td className="num">{formatText(g?.compute_capability ?? null)}</td>
+                <td className="num">{formatPct(g?.utilization_pct ?? null)}</td>
+              </tr>
+            ));
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}

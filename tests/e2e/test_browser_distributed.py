@@ -1,0 +1,136 @@
+"""Drive the Distributed and Insights tabs (issue 6) in headless Debian chromium against a real TensorBoard.
+
+(1) The 8 DLRM ranks copied into ``job/``: the Distributed tab lists 8 rank rows, and the straggler
+badges sit on exactly the ranks the ``distributed`` route lists.
+(2) A single H100 BERT trace: the Insights tab draws its histograms and shows the ``insights`` route's
+launch-delay p50, formatted the way the UI formats durations.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import urllib.parse
+import urllib.request
+
+from conftest import SAMPLES
+from tests.e2e.conftest import tensorboard
+from tests.e2e.test_browser import _plugin_frame
+
+
+def _api(base: str, route: str, **params) -> dict:
+    url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"
+    for _ in range(3000):
+        with urllib.request.urlopen(url, timeout=120) as r:
+            doc = json.load(r)
+        if doc.get("state") not in ("loading", "queued"):
+            return doc
+        time.sleep(0.2)
+    raise TimeoutError(url)
+
+
+def _duration(us: float) -> str:
+    """util/format.ts formatDuration."""
+    a = abs(us)
+    if a < 10:
+        return f"{us:,.2f} \u00b5s"
+    if a < 1000:
+        return f"{us:,.0f} \u00b5s"
+    if a < 1_000_000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us / 1_000_000:.2f} s"
+
+
+def _wait_all_ready(base: str, run: str, count: int) -> None:
+    for _ in range(1200):
+        runs = _api(base, "runs")["runs"]
+        r = next((r for r in runs if r["name"] == run), None)
+        if r and len(r["workers"]) == count and all(s["state"] == "ready" for w in r["workers"] for s in w["spans"]):
+            return
+        time.sleep(0.25)
+    raise TimeoutError(f"run {run} never had {count} ready workers")
+
+
+def test_distributed_tab_ranks_and_stragglers(browser, tmp_path, artifacts):
+    logdir = tmp_path / "logdir"
+    (logdir / "job").mkdir(parents=True)
+    for f in sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json")):
+        shutil.copy(f, logdir / "job" / f.name)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with tensorboard(logdir, cache) as base:
+        _wait_all_ready(base, "job", 8)
+        doc = _api(base, "distributed", run="job", span=1)
+        assert doc["view"] is not None, doc
+        expected = sorted(doc["view"]["stragglers"])
+        assert expected, "the DLRM job has stragglers"
+
+        page = browser.new_page(viewport={"width": 1400, "height": 2600})
+        page.goto(base + "/#kinetoscope")
+        frame = _plugin_frame(page)
+        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+        frame.select_option('[data-testid="run-select"]', "job")
+        tab = frame.locator('[data-testid="distributed-tab"]')
+        tab.wait_for(timeout=60_000)
+        tab.click()
+        rows = frame.locator('[data-testid="rank-table"] [data-testid="rank-row"]')
+        rows.first.wait_for(timeout=90_000)
+        assert rows.count() == 8
+        badged = sorted(
+            int(rows.nth(i).get_attribute("data-rank"))
+            for i in range(rows.count())
+            if rows.nth(i).locator('[data-testid="straggler-badge"]').count() == 1
+        )
+        assert badged == expected
+        assert frame.locator('[data-testid="straggler-badge"]').count() == len(expected)
+        assert frame.locator('[data-testid="collectives-table"] tbody tr').count() == len(doc["view"]["collectives"])
+        for chart in ("rank-breakdown-chart", "transfer-sync-chart"):
+            assert frame.locator(f'[data-testid="{chart}"]').locator("canvas, svg").count() >= 1
+        frame.locator('[data-testid="device-table"]').wait_for(timeout=60_000)
+        assert "view=distributed" in frame.url
+        page.screenshot(path=str(artifacts / "distributed_tab.png"), full_page=True)
+        frame.locator('[data-testid="distributed-page"]').screenshot(path=str(artifacts / "distributed_page.png"))
+        page.close()
+
+
+def test_insights_tab_histograms_and_p50(browser, tmp_path, artifacts):
+    logdir = tmp_path / "logdir"
+    (logdir / "h100").mkdir(parents=True)
+    shutil.copy(SAMPLES / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
+                logdir / "h100" / "w.1.pt.trace.json.gz")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with tensorboard(logdir, cache) as base:
+        doc = _api(base, "insights", run="h100", worker="w", span=1)
+        assert doc["state"] == "ready", doc
+        expected_p50 = _duration(doc["launch"]["p50"])
+
+        page = browser.new_page(viewport={"width": 1400, "height": 2600})
+        page.goto(base + "/#kinetoscope")
+        frame = _plugin_frame(page)
+        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+        frame.select_option('[data-testid="run-select"]', "h100")
+        # the Overview's Insights card shows the same p50 and leads to the tab
+        card = frame.locator('[data-testid="insights-card"]')
+        card.locator('[data-testid="card-launch-p50"]').wait_for(timeout=90_000)
+        assert card.locator('[data-testid="card-launch-p50"]').inner_text().strip() == expected_p50
+        assert card.locator('[data-testid="exposed-bar"]').count() == 1
+        card.screenshot(path=str(artifacts / "insights_card.png"))
+        assert frame.locator('[data-testid="distributed-tab"]').count() == 0  # one worker: no Distributed tab
+        frame.locator('[data-testid="insights-tab"]').click()
+        page_el = frame.locator('[data-testid="insights-page"]')
+        page_el.wait_for(timeout=60_000)
+        p50 = frame.locator('[data-testid="launch-p50"]')
+        p50.wait_for(timeout=60_000)
+        assert p50.inner_text().strip() == expected_p50
+        for hist in ("gap-histogram", "launch-histogram", "duration-histogram"):
+            el = frame.locator(f'[data-testid="{hist}"]')
+            assert el.locator("canvas, svg").count() >= 1, hist
+            box = el.bounding_box()
+            assert box and box["width"] > 200 and box["height"] > 100, (hist, box)
+        assert frame.locator('[data-testid="exposed-bar"]').count() == 1
+        assert "view=insights" in frame.url
+        page.screenshot(path=str(artifacts / "insights_tab.png"), full_page=True)
+        page_el.screenshot(path=str(artifacts / "insights_page.png"))
+        page.close()
