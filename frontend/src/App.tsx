@@ -15,6 +15,7 @@ import { findRun, findSpan } from "./state/selection";
 import { SelectedFile } from "./views/SelectedFile";
 import { SnapshotView } from "./views/SnapshotView";
 import { DistributedView } from "./views/DistributedView";
+import { DiffView } from "./views/DiffView";
 import { useMemoryAvailable } from "./memory/useMemoryAvailable";
 import type { TraceFocus } from "./views/TraceView";
 
@@ -60,6 +61,7 @@ export function App() {
     ...(artifacts.length > 0 ? [{ id: "snapshots" as ViewId, label: "Snapshots" }] : []),
     { id: "insights", label: "Insights" },
     ...(isMultiRank || view === "distributed" ? [{ id: "distributed" as ViewId, label: "Distributed" }] : []),
+    { id: "diff", label: "Diff" },
   ];
   const tabs = artifactsOnly ? allTabs.filter((t) => t.id === "snapshots") : allTabs;
 
@@ -75,7 +77,7 @@ export function App() {
               type="button"
               role="tab"
               className="view-tab"
-              data-testid={["trace", "memory", "distributed", "insights"].includes(t.id) ? `${t.id}-tab` : `tab-${t.id}`}
+              data-testid={["trace", "memory", "distributed", "insights", "diff"].includes(t.id) ? `${t.id}-tab` : `tab-${t.id}`}
               aria-selected={view === t.id || (artifactsOnly && t.id === "snapshots")}
               onClick={() => setView(t.id)}
             >
@@ -101,7 +103,11 @@ export function App() {
         {data && selection ? (
           <>
             <FileProgress loading={data.loading} run={findRun(data.runs, selection.run)} />
-            {view === "distributed" && run && !showArtifacts ? (
+            {view === "diff" && !artifactsOnly ? (
+              <ErrorBoundary key="diff">
+                <DiffView runs={data.runs} current={selection} theme={theme} />
+              </ErrorBoundary>
+            ) : view === "distributed" && run && !showArtifacts ? (
               <ErrorBoundary key={`distributed\u0000${run.name}`}>
                 {isMultiRank ? (
                   <DistributedView run={run.name} theme={theme} />

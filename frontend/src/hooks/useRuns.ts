@@ -5,6 +5,7 @@ import { useEffect, useState } from "react";
 import { fetchRuns } from "../api/client";
 import type { RunsResponse } from "../api/types";
 import { isAnythingLoading } from "../state/selection";
+import { stableRuns } from "../state/stableRuns";
 
 export const POLL_WHILE_LOADING_MS = 1500;
 export const POLL_IDLE_MS = 30_000;
@@ -36,7 +37,12 @@ export function useRuns(): RunsState {
       try {
         data = await fetchRuns(controller.signal);
         if (stopped) return;
-        setState({ data, error: null });
+        const fresh = data;
+        // Unchanged parts keep their identity: no re-render, no flicker, selection untouched.
+        setState((prev) => {
+          const next = stableRuns(prev.data, fresh);
+          return next === prev.data && prev.error === null ? prev : { data: next, error: null };
+        });
       } catch (err) {
         if (stopped) return;
         failed = true;

@@ -1,3 +1,4 @@
+import type { OverviewExtras } from "../api/overviewExtras";
 import type { OverviewReady } from "../api/types";
 import { ConfigurationCard } from "../components/ConfigurationCard";
 import { ErrorBoundary } from "../components/ErrorBoundary";
@@ -5,6 +6,8 @@ import { ExecutionSummary } from "../components/ExecutionSummary";
 import { GpuSummaryCard } from "../components/GpuSummaryCard";
 import { Recommendations } from "../components/Recommendations";
 import { StepTimeChart } from "../components/StepTimeChart";
+import { SystemMetrics } from "../components/SystemMetrics";
+import { TrainerEvents } from "../components/TrainerEvents";
 import { WarningsList } from "../components/WarningsList";
 import { InsightsCard } from "../distributed/InsightsCard";
 import type { Theme } from "../hooks/useTheme";
@@ -35,6 +38,12 @@ export function Overview({ data, theme }: OverviewProps) {
       </ErrorBoundary>
       <ErrorBoundary title="Step Time Breakdown failed to render">
         <StepTimeChart data={data} theme={theme} />
+      </ErrorBoundary>
+      <ErrorBoundary title="Trainer events failed to render">
+        <TrainerEvents events={(data as OverviewReady & OverviewExtras).trainer_events} />
+      </ErrorBoundary>
+      <ErrorBoundary title="System metrics failed to render">
+        <SystemMetrics metrics={(data as OverviewReady & OverviewExtras).system_metrics} theme={theme} />
       </ErrorBoundary>
       <ErrorBoundary title="Recommendations failed to render">
         <Recommendations items={data.recommendations} />

@@ -1,0 +1,134 @@
+"""Drive the Diff tab and the Composer Overview additions (issue 8) in headless Debian chromium.
+
+Logdir: ``nw0`` and ``nw4`` (the resnet50 runs with num_workers 0 and 4) and ``composer`` (the Composer
+sample as ``composer/rank0.1.pt.trace.json``).
+(1) Diff nw0 (baseline) against nw4: the DataLoader Δ shown is the ``diff`` route's
+``steps.delta.dataloader_us`` as the UI formats it; the operator table drills down two levels
+(ProfilerStep → enumerate(DataLoader)) and the breadcrumbs name both.
+(2) The Composer run's Overview shows the trainer event rows and draws the system metric chart.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import SAMPLES
+from tests.e2e.conftest import tensorboard
+from tests.e2e.test_browser import _plugin_frame
+from tests.e2e.test_browser_distributed import _api, _duration, _wait_all_ready
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("difflog")
+    for run, src in (("nw0", "resnet50_num_workers_0"), ("nw4", "resnet50_num_workers_4")):
+        (root / run).mkdir()
+        for f in sorted((SAMPLES / "kineto" / src).glob("*.pt.trace.json*")):
+            shutil.copy(f, root / run / f.name)
+    (root / "composer").mkdir()
+    shutil.copy(SAMPLES / "composer" / "rank_0.trace.json", root / "composer" / "rank0.1.pt.trace.json")
+    return root
+
+
+def _signed(us: float) -> str:
+    """diff/model.ts signed(formatDuration(us))."""
+    text = _duration(us)
+    if us > 0:
+        return "+" + text
+    if us < 0:
+        return "\u2212" + text.lstrip("-")
+    return text
+
+
+def _open(page, base: str, run: str):
+    page.goto(base + "/#kinetoscope")
+    frame = _plugin_frame(page)
+    frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+    frame.select_option('[data-testid="run-select"]', run)
+    return frame
+
+
+def _row(frame, name: str):
+    return frame.locator(f'[data-testid="diff-op-row"][data-name="{name}"]')
+
+
+def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifacts):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with tensorboard(logdir, cache) as base:
+        for run in ("nw0", "nw4", "composer"):
+            _wait_all_ready(base, run, 1)
+        sides = dict(base_run="nw0", base_worker="worker0", base_span=1, exp_run="nw4", exp_worker="worker0", exp_span=1)
+        doc = _api(base, "diff", **sides)
+        assert doc["state"] == "ready", doc
+        delta = doc["steps"]["delta"]["dataloader_us"]
+        assert delta < -50_000, "the DataLoader category shrinks with 4 workers"
+        expected = _signed(delta)
+
+        # (1) the Diff tab: baseline = the current selection (nw0), experiment = the other run (nw4)
+        page = browser.new_page(viewport={"width": 1500, "height": 1400})
+        frame = _open(page, base, "nw0")
+        frame.select_option('[data-testid="span-select"]', "1")
+        frame.locator('[data-testid="diff-tab"]').click()
+        steps = frame.locator('[data-testid="diff-steps"]')
+        steps.wait_for(timeout=120_000)
+        assert frame.locator('[data-testid="diff-base-run"]').input_value() == "nw0"
+        assert frame.locator('[data-testid="diff-exp-run"]').input_value() == "nw4"
+        dl = steps.locator('[data-testid="diff-step-row"][data-key="dataloader_us"]')
+        assert dl.locator('[data-testid="diff-step-delta"]').inner_text().strip() == expected
+        chart = frame.locator('[data-testid="diff-steps-chart"]')
+        assert chart.locator("canvas").count() >= 1
+        assert "base_run=nw0" in frame.url and "exp_run=nw4" in frame.url
+        frame.locator('[data-testid="diff-kernels"] [data-testid="diff-kernel-row"]').first.wait_for(timeout=30_000)
+        page.screenshot(path=str(artifacts / "diff_steps.png"), full_page=True)
+
+        # drill down: ProfilerStep -> enumerate(DataLoader) -> its children
+        _row(frame, "ProfilerStep").click()
+        _row(frame, "enumerate(DataLoader)").wait_for(timeout=60_000)
+        _row(frame, "enumerate(DataLoader)").click()
+        level2 = json.loads(json.dumps(_api(base, "diff", path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"]), **sides)))
+        child_names = [op["name"] for op in level2["operators"]]
+        assert child_names, level2
+        _row(frame, child_names[-1]).wait_for(timeout=60_000)
+        shown = frame.locator('[data-testid="diff-op-row"]').evaluate_all("rs => rs.map(r => r.dataset.name)")
+        assert shown == child_names
+        crumbs = frame.locator('[data-testid="diff-breadcrumbs"] [data-testid="diff-crumb"]').all_inner_texts()
+        assert crumbs == ["All operators", "ProfilerStep", "enumerate(DataLoader)"]
+        badge = _row(frame, "aten::stack").locator('[data-testid="diff-status"]')
+        assert badge.inner_text() == next(op["status"] for op in level2["operators"] if op["name"] == "aten::stack")
+        assert "diff_path=" in frame.url
+        wf = frame.locator('[data-testid="diff-waterfall"]')
+        wf.scroll_into_view_if_needed()
+        box = wf.bounding_box()
+        assert box and box["height"] > 150 and wf.locator("canvas").count() >= 1
+        frame.locator('[data-testid="diff-operators"]').scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "diff_drilldown.png"), full_page=True)
+        # back to the top level with the first crumb
+        frame.locator('[data-testid="diff-breadcrumbs"] [data-testid="diff-crumb"]').first.click()
+        _row(frame, "ProfilerStep").wait_for(timeout=60_000)
+        page.close()
+
+        # (2) the Composer Overview: trainer events and system metrics
+        overview = _api(base, "overview", run="composer", worker="rank0", span=1)
+        events = [e["name"] for e in overview["trainer_events"]]
+        assert "event/forward" in events and overview["system_metrics"]
+        page = browser.new_page(viewport={"width": 1400, "height": 2200})
+        frame = _open(page, base, "composer")
+        card = frame.locator('[data-testid="trainer-events"]')
+        card.wait_for(timeout=120_000)
+        rows = card.locator('[data-testid="trainer-event-row"]')
+        assert rows.count() == len(events)
+        names = [t.split("\t")[0].strip() for t in rows.all_inner_texts()]
+        assert names == events
+        assert "event/forward" in names and "event/backward" in names
+        metrics = frame.locator('[data-testid="system-metrics-chart"]')
+        metrics.wait_for(timeout=30_000)
+        metrics.scroll_into_view_if_needed()
+        assert metrics.locator("canvas").count() >= 1
+        box = metrics.bounding_box()
+        assert box and box["width"] > 300 and box["height"] > 200
+        page.screenshot(path=str(artifacts / "composer_overview.png"), full_page=True)
+        page.close()
