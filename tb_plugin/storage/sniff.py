@@ -7,6 +7,9 @@ import os
 import re
 import threading
 import zlib
+import logging
+
+logger = logging.getLogger(__name__)
 
 SNIFF_BYTES = 64 * 1024
 _OBJECT_HINT = re.compile(rb'"traceEvents"\s*:')
@@ -80,7 +83,8 @@ class SniffCache:
             result = sniff_kind(head)
         except FileNotFoundError:
             return None  # deleted since the listing: not cached, the next listing decides
-        except Exception:  # unreadable (permissions, network): not a trace for now, retried next refresh
+        except Exception as exc:  # unreadable (permissions, network): not a trace for now, retried next refresh
+            logger.warning("cannot sniff %s: %s: %s", key[0], type(exc).__name__, exc)
             return None
         with self._lock:
             self._known[key] = result
