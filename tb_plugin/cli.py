@@ -129,8 +129,10 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
                  "memory": None, "insights": None}
         if overview is not None:
             views = registry.tables(st)
-            entry["operators"] = [{k: r[k] for k in _OPERATOR_KEYS} for r in views.operators("operator")]
-            entry["kernels"] = [{k: r[k] for k in _KERNEL_KEYS} for r in views.kernels("kernel")]
+            entry["operators"] = [{k: r[k] for k in _OPERATOR_KEYS} for r in sorted(
+                views.operators("operator"), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))]
+            entry["kernels"] = [{k: r[k] for k in _KERNEL_KEYS} for r in sorted(
+                views.kernels("kernel"), key=lambda r: (-r["total_us"], r["name"]))]
             entry["modules"] = views.modules()
             entry["memory"] = views.memory_summary()
             found = views.insights()

@@ -129,3 +129,15 @@ def test_api_overview_states_and_validation(logdir):
     assert doc["state"] == "ready" and doc["gpus"][0]["id"] == 2  # MI250 trace: kernels on device 2
     code, doc = api.overview(reg, {"run": "bad", "worker": "empty", "span": "1"})
     assert (code, doc["state"]) == (200, "error") and "0 bytes" in doc["error"]
+
+
+def test_report_is_identical_fresh_and_from_cache(capsys):
+    """String ids must not depend on the process (hash seed): a cached parse equals a fresh one."""
+    logdir = str(sample("dlrm_8ranks"))
+    assert main(["report", logdir, "--json", "--no-cache"]) == 0
+    fresh = capsys.readouterr().out
+    assert main(["report", logdir, "--json"]) == 0  # parsed in worker processes into the cache
+    first = capsys.readouterr().out
+    assert main(["report", logdir, "--json"]) == 0  # read back from the cache
+    again = capsys.readouterr().out
+    assert fresh == first == again

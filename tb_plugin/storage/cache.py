@@ -20,7 +20,7 @@ import orjson
 
 from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
-FORMAT_REVISION = 3  # 2: pid/tid ids canonical by text; 3: ATen-named uncategorized events are ops
+FORMAT_REVISION = 4  # 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
 
 
 def _layout_fingerprint() -> str:

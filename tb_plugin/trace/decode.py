@@ -289,7 +289,9 @@ class _ColumnBuilder:
             values = [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
             ids = list(map(table.get, values))
         if None in ids:
-            for v in {v for v, got in zip(values, ids) if got is None}:
+            # first-occurrence order (not set order, which varies between processes): string ids
+            # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ
+            for v in dict.fromkeys(v for v, got in zip(values, ids) if got is None):
                 table[v] = len(self.strings)
                 self.strings.append(v if isinstance(v, str) else str(v))
             ids = list(map(table.get, values))
@@ -300,7 +302,7 @@ class _ColumnBuilder:
         table = self._json_ids
         keys = [bytes(r) if len(r) else None for r in raws]
         texts = {}
-        for k in set(keys):
+        for k in dict.fromkeys(keys):  # first-occurrence order: deterministic ids
             if k is not None and k not in table:
                 texts[k] = _json_text(k)
         if texts:
