@@ -7,6 +7,7 @@ filesystem path, so none can reach outside the logdir.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from . import query
@@ -14,6 +15,11 @@ from .analysis.call_stacks import parse_frame
 from .runs import ERROR, LOADING, QUEUED, RunRegistry
 
 MAX_PARAM_CHARS = 4096
+MAX_STACKS = 200  # distinct call stacks sent per operator row
+MAX_FRAMES = 500  # frames sent per call stack
+# a quantified group that itself holds a quantifier ("(a+)+", "(\w*x)*"), or a backreference: the
+# shapes that backtrack exponentially in Python's re, which cannot be interrupted (ReDoS)
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)\s*[*+{]|\\[1-9]")
 
 
 class BadRequest(Exception):
@@ -149,9 +155,11 @@ def operator_stacks(registry: RunRegistry, args: Mapping[str, str]):
     stacks = registry.tables(state).stacks(group_by, key)
     if stacks is None:
         return 404, {"error": f"no operator row {key}"}
+    total = len(stacks)
+    stacks = stacks[:MAX_STACKS]  # most device time first; the rest is counted, not sent
     for s in stacks:
-        s["frames"] = [parse_frame(f) for f in s.pop("text").split("\n")] if s.get("text") else []
-    return 200, {"stacks": stacks}
+        s["frames"] = [parse_frame(f) for f in s.pop("text").split("\n")[:MAX_FRAMES]] if s.get("text") else []
+    return 200, {"stacks": stacks, "total_stacks": total}
 
 
 def kernels(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = False):
@@ -241,6 +249,8 @@ def timeline_search(registry: RunRegistry, args: Mapping[str, str]):
         if len(pattern) > 500:
             raise BadRequest("search pattern is too long (500 characters at most)")
         regex = _choice(args, "regex", ("0", "1"), "0") == "1"
+        if regex and _NESTED_QUANTIFIER.search(pattern):
+            raise BadRequest("nested quantifiers and backreferences are not allowed in a search pattern")
         return 200, dict(registry.tables(state).timeline_search(pattern, regex), state="ready")
     except (BadRequest, ValueError) as exc:
         return 400, {"error": str(exc)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import posixpath
 
 from .naming import artifact_kind, is_candidate, is_certain_trace
@@ -60,8 +61,12 @@ def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
         raise StorageError(f"bucket or container not found: {fs.unstrip_protocol(root)}") from None
     out = []
     prefix = root.rstrip("/") + "/"
+    real_root = os.path.realpath(root) if is_local_fs(fs) else None
+    links = tuple(p.rstrip("/") + "/" for p, i in found.items() if i.get("islink")) if real_root else ()
     for path, info in found.items():
-        if info.get("type") not in (None, "file"):
+        if links and (path.startswith(links) or (info.get("islink") and not _link_inside(real_root, path))):
+            continue  # below a symlinked directory, or a symlink that resolves outside the logdir
+        if info.get("type") not in (None, "file") and not (real_root is not None and info.get("islink")):
             continue
         name = posixpath.basename(path)
         version = _version(info)
@@ -77,3 +82,11 @@ def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
         out.append(FileEntry(path=path, rel=rel, size=int(info.get("size") or 0), version=version, kind=kind))
     out.sort(key=lambda e: e.rel)
     return out
+
+
+def _link_inside(real_root: str, path: str) -> bool:
+    """Local logdirs only: a symlink is listed only when it resolves to a regular file inside the
+    logdir. Symlinked directories are never descended into (no loops, no escapes); only links are
+    resolved, as ``realpath`` on every one of 10 000 files would cost about a second."""
+    real = os.path.realpath(path)
+    return real.startswith(real_root.rstrip(os.sep) + os.sep) and os.path.isfile(real)
