@@ -202,7 +202,8 @@ def _pyramid(start, end, depth, name, dur, rows) -> list[Level]:
     bucket = 1.0
     cur = levels[0]
     cur_weight = weight[np.lexsort((depth, start))]
-    while len(cur.start) > 1 and bucket <= max(span, 1.0) * LEVEL_FACTOR:
+    # (bounded even for a non-finite span: 64 levels of ×4 reach far beyond any real trace)
+    while len(cur.start) > 1 and bucket <= max(span, 1.0) * LEVEL_FACTOR and len(levels) < 64:
         cur, cur_weight = _merge(cur, cur_weight, bucket)
         levels.append(cur)
         bucket *= LEVEL_FACTOR

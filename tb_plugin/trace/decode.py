@@ -112,6 +112,8 @@ def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float
     duration event records where (``src_offset``/``src_length``), so its full args can be read back.
     """
     buf = memoryview(data)
+    if buf[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark (Windows editors and tools write one)
+        buf = buf[3:]
     first = _first_non_space(buf)
     if first is None:
         raise TraceReadError("file holds only whitespace: not a JSON trace")
@@ -151,6 +153,17 @@ def _decode_error(exc: Exception) -> TraceReadError:
     return TraceReadError(f"invalid JSON: {exc}")
 
 
+# Beyond msgspec's DecodeError, hostile JSON can raise these while decoding: nesting deeper than the
+# recursion limit, and invalid UTF-8 inside a string.
+_HOSTILE = (RecursionError, UnicodeDecodeError)
+
+
+def _hostile_error(exc: Exception) -> TraceReadError:
+    if isinstance(exc, RecursionError):
+        return TraceReadError("invalid JSON: arrays or objects nested too deeply to decode")
+    return TraceReadError(f"invalid UTF-8 in the JSON text: {exc}")
+
+
 def _split_object_form(buf: memoryview) -> tuple[list[msgspec.Raw], dict[str, Any]]:
     try:
         head = _OBJECT_DECODER.decode(buf)
@@ -158,6 +171,8 @@ def _split_object_form(buf: memoryview) -> tuple[list[msgspec.Raw], dict[str, An
         raise TraceReadError(f"'traceEvents' is not a list of events: {exc}") from None
     except msgspec.DecodeError as exc:
         raise _decode_error(exc) from None
+    except _HOSTILE as exc:
+        raise _hostile_error(exc) from None
     if head.traceEvents is msgspec.UNSET:
         raise TraceReadError("JSON object has no 'traceEvents' key: not a Chrome/Kineto trace")
     top = {f: getattr(head, f) for f in head.__struct_fields__ if f != "traceEvents"}
@@ -171,6 +186,8 @@ def _split_array_form(buf: memoryview) -> tuple[list[msgspec.Raw], str | None]:
         raise TraceReadError(f"unexpected trace layout: {exc}") from None
     except msgspec.DecodeError as exc:
         first_error = exc
+    except _HOSTILE as exc:
+        raise _hostile_error(exc) from None
     # The array form may lack its closing bracket, or end mid-event when a job was killed:
     # keep the complete events before the cut.
     data = bytes(buf)
@@ -179,6 +196,8 @@ def _split_array_form(buf: memoryview) -> tuple[list[msgspec.Raw], str | None]:
         candidate = data[:end].rstrip().rstrip(b",").rstrip()
         try:
             raws = _RAW_LIST.decode(candidate + b"]")
+        except _HOSTILE as exc:
+            raise _hostile_error(exc) from None
         except msgspec.DecodeError:
             end = data.rfind(b"}", 0, max(len(candidate) - 1, 0))
             if end < 0:
@@ -197,6 +216,8 @@ def _split_array_form(buf: memoryview) -> tuple[list[msgspec.Raw], str | None]:
 # --------------------------------------------------------------------------------------------
 
 _EVENT_PHASES = ("X",)
+_MAX_TIME = 1e30  # µs; a timestamp or duration beyond this is garbage (now is about 1.7e15 µs since 1970)
+_SKIPPED = "\x00undecodable"  # the phase of a placeholder for an event that could not be decoded
 _INSTANT_PHASES = ("i", "I")
 _FLOW_PHASES = ("s", "t", "f")
 
@@ -204,15 +225,19 @@ _FLOW_PHASES = ("s", "t", "f")
 def _float_column(values: list) -> np.ndarray:
     """float64 column; None and unparseable values become NaN (numeric strings are parsed)."""
     try:
-        return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return np.array([_to_float(v) for v in values], dtype=np.float64)
+        out = np.array(values, dtype=np.float64)
+        if out.ndim == 1:
+            return out
+    except (TypeError, ValueError, OverflowError):
+        pass
+    # lists where numbers belong (which numpy would make a 2-D array of), huge ints, odd strings
+    return np.array([_to_float(v) for v in values], dtype=np.float64)
 
 
 def _to_float(value: Any) -> float:
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return float("nan")
 
 
@@ -220,7 +245,9 @@ def _int_column(values: list, dtype=np.int64) -> np.ndarray:
     """Integer column; None and unparseable values become -1."""
     as_float = _float_column(values)
     out = np.full(len(values), -1, dtype=dtype)
-    ok = np.isfinite(as_float)
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(as_float) & (as_float >= info.min) & (as_float < float(info.max))  # others: -1
     out[ok] = as_float[ok].astype(dtype)
     # float64 keeps integers exactly only below 2**53; re-read the rare larger ones as Python ints.
     big = ok & (np.abs(as_float) >= 2.0**53)
@@ -244,16 +271,17 @@ def _list_text(value: Any) -> str | None:
 def _json_text(raw: bytes) -> str:
     try:
         return repr(msgspec.json.decode(raw)) if raw.strip()[:1] in (b"[", b"{") else raw.decode("utf-8", "replace")
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # too deep to show, or not UTF-8
         return raw.decode("utf-8", "replace")
 
 
 def _grid_size(grid: Any) -> int:
     try:
         x, y, z = grid
-        return int(x) * int(y) * int(z)
-    except (TypeError, ValueError):
+        size = int(x) * int(y) * int(z)
+    except (TypeError, ValueError, OverflowError):
         return -1
+    return size if -1 <= size < 2**63 else -1
 
 
 class _ColumnBuilder:
@@ -277,6 +305,7 @@ class _ColumnBuilder:
         self.no_dur = 0
         self.no_ts = 0
         self.bad_args = 0
+        self.bad_events = 0  # undecodable (invalid UTF-8, nested too deeply, numbers out of range)
         self.string_pids = 0
 
     # -- interning -------------------------------------------------------------------------
@@ -317,15 +346,22 @@ class _ColumnBuilder:
         events = self._decode_batch(joined, raws)
         offsets = self._sink(joined, raws)
         phases = [e.ph for e in events]
-        counts = collections.Counter(phases)
+        try:
+            counts = collections.Counter(phases)
+        except TypeError:  # a list or object where the phase belongs: keep its text (never a known phase)
+            phases = [p if p is None or isinstance(p, (str, int, float)) else str(p) for p in phases]
+            counts = collections.Counter(phases)
+        skipped = counts.pop(_SKIPPED, 0)
         self.phase_counts.update(counts)
-        if counts.get("X", 0) == len(events):
+        if counts.get("X", 0) == len(events) and not skipped:
             xs, x_offsets = events, offsets
         else:
             x_index = [i for i, ph in enumerate(phases) if ph == "X"]
             xs = [events[i] for i in x_index]
             x_offsets = offsets[x_index] if offsets is not None else None
             for i, (e, ph) in enumerate(zip(events, phases)):
+                if ph is _SKIPPED:
+                    continue
                 if ph == "C":
                     self._counter(e, raws[i])
                     continue
@@ -350,15 +386,20 @@ class _ColumnBuilder:
     def _decode_batch(self, joined: bytes, raws: list[msgspec.Raw]) -> list[_Event]:
         try:
             return _BATCH_DECODER.decode(joined)
-        except msgspec.ValidationError:
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
             pass
         events = []
         for raw in raws:
             try:
                 events.append(_ONE_BATCH_DECODER.decode(raw))
-            except msgspec.ValidationError:
-                loose = _ONE_DECODER.decode(raw)
-                if not isinstance(loose, _LooseEvent):  # pragma: no cover
+            except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+                try:
+                    loose = _ONE_DECODER.decode(raw)
+                except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+                    loose = None
+                if not isinstance(loose, _LooseEvent):  # undecodable: a placeholder keeps raws aligned
+                    self.bad_events += 1
+                    events.append(_Event(ph=_SKIPPED))
                     continue
                 self.bad_args += 1
                 events.append(
@@ -370,7 +411,7 @@ class _ColumnBuilder:
         """``C`` events: one row per numeric arg (series ``name/arg``, or ``name`` for ``value``)."""
         try:
             args = msgspec.json.decode(raw).get("args")
-        except (msgspec.DecodeError, AttributeError):
+        except (msgspec.DecodeError, AttributeError, RecursionError, UnicodeDecodeError):
             return
         if not isinstance(args, dict):
             return
@@ -420,9 +461,11 @@ class _ColumnBuilder:
             # Kineto's own "Traces"/"Spans" bookkeeping rows always have string pids: not worth a word.
             if kind_of_category(self.strings[cat[i]])[0] != Kind.IGNORED:
                 self.string_pids += 1
-        missing_ts = np.isnan(ts)
+        # NaN, ±inf and absurd magnitudes (1e300) are unusable: they would overflow every sum downstream
+        with np.errstate(invalid="ignore"):
+            missing_ts = ~(np.abs(ts) <= _MAX_TIME)
+            missing_dur = ~(np.abs(dur) <= _MAX_TIME)
         self.no_ts += int(missing_ts.sum())
-        missing_dur = np.isnan(dur)
         self.no_dur += int(missing_dur.sum())
         dur = np.where(missing_dur, 0.0, np.maximum(dur, 0.0))
         external = _int_column([a.external_id for a in args])
@@ -602,9 +645,12 @@ class _ColumnBuilder:
             total = sum(n for _, n in unknown)
             out.append(f"{total} events in unrecognized categories ({listed}{more}); they are analysed as host (CPU) work")
         if self.no_dur:
-            out.append(f"{self.no_dur} complete ('X') events had no 'dur'; taken as 0 µs")
+            out.append(f"{self.no_dur} complete ('X') events had no 'dur' (or an unusable one: NaN, infinite, beyond 1e30); taken as 0 µs")
         if self.no_ts:
             out.append(f"{self.no_ts} duration events had no usable 'ts' and were skipped")
+        if self.bad_events:
+            out.append(f"{self.bad_events} events could not be decoded (invalid UTF-8, nesting too deep or numbers "
+                       "out of range) and were skipped")
         if self.bad_args:
             out.append(f"{self.bad_args} events had malformed 'args' (not an object or odd types); their args were ignored")
         if unmatched_b or unmatched_e:
