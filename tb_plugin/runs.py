@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import logging
 import os
 import posixpath
+import sys
 import threading
 import time
 from typing import Any, Callable
 
+import numpy as np
 from .analysis.overview import compute_overview
 from .file_views import FileViews
 from .storage.cache import ParseCache
@@ -40,6 +43,10 @@ QUEUED, LOADING, READY, ERROR = "queued", "loading", "ready", "error"
 TRACE_MEMORY_BUDGET_BYTES = int(os.environ.get("KINETOSCOPE_MEMORY_BUDGET_MB", "1536")) << 20
 
 
+_CHANGES = [0]  # bumped whenever a file's state, error or warnings change (the runs snapshot cache key)
+_SNAPSHOT_FIELDS = frozenset({"state", "error", "warnings", "worker", "span"})
+
+
 @dataclasses.dataclass
 class FileState:
     entry: FileEntry
@@ -52,6 +59,11 @@ class FileState:
     overview: dict[str, Any] | None = None
     load_seconds: float | None = None
     from_cache: bool = False
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key in _SNAPSHOT_FIELDS:
+            _CHANGES[0] += 1
+        object.__setattr__(self, key, value)
 
     @property
     def run(self) -> str:
@@ -77,6 +89,11 @@ class ArtifactState:
     state: str = QUEUED
     error: str | None = None
     views: Any = None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key in ("state", "error"):
+            _CHANGES[0] += 1
+        object.__setattr__(self, key, value)
 
     @property
     def run(self) -> str:
@@ -109,6 +126,15 @@ class RunRegistry:
         self._wake = threading.Condition(self._lock)
         self._wanted: collections.deque[str] = collections.deque()
         self._views: collections.OrderedDict[str, FileViews] = collections.OrderedDict()
+        self._view_sizes: dict[str, tuple[float, int]] = {}  # rel -> (measured at, bytes)
+        self._reload_locks: dict[str, threading.Lock] = {}  # one reload of an evicted file at a time
+        self._by_key: dict[tuple[str, str, str], FileState] = {}  # (run, worker, span) -> file
+        self._order: list[FileState] | None = None  # files() order, rebuilt after a scan changes it
+        self._snapshot: tuple[int, float, dict] | None = None  # (changes, time, doc)
+        self._workers_of_run: dict[str, int] = {}
+        self._queue_order: list[FileState] = []  # files by path: the loader's default order
+        self._queue_pos = 0  # every file before it has left QUEUED (a scan starts it over)
+        self._views_total = 0  # bytes of self._views, per self._view_sizes
         self._scanned = threading.Event()
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -161,15 +187,32 @@ class RunRegistry:
                     old = self._files.get(e.rel)
                     if old is None or old.entry.version != e.version:
                         self._files[e.rel] = FileState(entry=e, worker=worker, span=span)
-                        self._views.pop(e.rel, None)
+                        self._forget(e.rel)
                     else:
                         old.worker, old.span = worker, span
             for rel in list(self._files):
                 if rel not in seen:
                     del self._files[rel]
-                    self._views.pop(rel, None)
+                    self._forget(rel)
+                    self._reload_locks.pop(rel, None)
+            self._reindex()
             self._wake.notify_all()
         self._scanned.set()
+
+    def _reindex(self) -> None:
+        """Rebuild the lookup index and the sorted order (under the lock, after the files changed)."""
+        by_key = {(st.run, st.worker, st.span): st for st in self._files.values()}
+        order = sorted(self._files.values(), key=lambda s: (s.run, s.worker, int(s.span)))
+        if by_key.keys() != self._by_key.keys() or [s.entry.rel for s in order] != [
+                s.entry.rel for s in (self._order or [])] or any(a is not b for a, b in zip(order, self._order or [])):
+            _CHANGES[0] += 1
+        self._by_key, self._order = by_key, order
+        workers: dict[str, set] = collections.defaultdict(set)
+        for st in order:
+            workers[st.run].add(st.worker)
+        self._workers_of_run = {run: len(w) for run, w in workers.items()}
+        self._queue_order = sorted(self._files.values(), key=lambda s: s.entry.rel)
+        self._queue_pos = 0
 
     def _reconcile_artifacts(self, entries: list[FileEntry]) -> None:
         with self._lock:
@@ -179,9 +222,11 @@ class RunRegistry:
                 old = self._artifacts.get(e.rel)
                 if old is None or old.entry.version != e.version:
                     self._artifacts[e.rel] = ArtifactState(entry=e)
+                    _CHANGES[0] += 1
             for rel in list(self._artifacts):
                 if rel not in seen:
                     del self._artifacts[rel]
+                    _CHANGES[0] += 1
 
     def artifacts(self, run: str | None = None) -> list[ArtifactState]:
         with self._lock:
@@ -247,31 +292,59 @@ class RunRegistry:
                     if art is None:
                         self._wake.wait(timeout=self.reload_interval)
                         continue
-                else:
-                    state.state, state.progress = LOADING, 0.0
+                batch = self._parallel_batch(state) if state is not None and self.cache is not None else []
             if art is not None:
                 self.load_artifact(art)
                 continue
-            queued = [st for st in self.files() if st.state == QUEUED]
-            if len(queued) >= 2 and self.cache is not None:
-                self.parse_in_parallel(queued)  # the loads that follow become cache hits
+            if len(batch) >= 2:  # this file and the next ones: the loads that follow become cache hits
+                self.parse_in_parallel(batch)
+            if state.state != QUEUED:  # loaded meanwhile by a request (distributed view)
+                continue
+            state.state, state.progress = LOADING, 0.0
             self.load(state)
             if state.state == READY:  # warm the detail views so table requests only page and sort
                 try:
                     self.tables(state).compute_all()
+                    self._account(state.entry.rel)
                 except Exception:
                     logger.exception("computing the views of %s failed", state.entry.rel)
 
     def _next_queued(self) -> FileState | None:
+        """The next file to load (under the lock): a wanted one, else the first queued by path.
+        Amortized O(1): files before ``_queue_pos`` have all left QUEUED."""
         while self._wanted:
             rel = self._wanted.popleft()
             st = self._files.get(rel)
             if st is not None and st.state == QUEUED:
                 return st
-        for st in sorted(self._files.values(), key=lambda s: s.entry.rel):
-            if st.state == QUEUED:
+        order = self._queue_order
+        while self._queue_pos < len(order):
+            st = order[self._queue_pos]
+            if st.state == QUEUED and self._files.get(st.entry.rel) is st:
                 return st
+            self._queue_pos += 1
         return None
+
+    def _parallel_batch(self, first: FileState) -> list[FileState]:
+        """``first`` and the queued files after it, enough to be worth a process pool (under the lock):
+        parallel parsing only pays for big files, so small batches are loaded one by one."""
+        def uncached(st: FileState) -> int:
+            return 0 if self.cache.has(self.fs.unstrip_protocol(st.entry.path), st.entry.version) else (
+                _decompressed_guess(st.entry))
+
+        batch, total = [first], uncached(first)
+        if not total:  # already parsed: load it now, parse the next ones after
+            return []
+        cores = os.cpu_count() or 1
+        for st in itertools.islice(self._queue_order, self._queue_pos, None):
+            if len(batch) >= 8 * cores or total >= cores * PARALLEL_BATCH_BYTES:
+                break
+            if st is not first and st.state == QUEUED:
+                size = uncached(st)
+                if size:
+                    batch.append(st)
+                    total += size
+        return batch if total >= PARALLEL_MIN_BYTES else []
 
     def want(self, state: FileState) -> None:
         """Load this file next (a user is looking at it)."""
@@ -377,21 +450,69 @@ class RunRegistry:
         with self._lock:
             self._views[rel] = views
             self._views.move_to_end(rel)
-            total = sum(_trace_bytes(v.trace) for v in self._views.values())
-            while len(self._views) > 1 and total > TRACE_MEMORY_BUDGET_BYTES:
-                _, dropped = self._views.popitem(last=False)
-                total -= _trace_bytes(dropped.trace)
+        self._account(rel)
+
+    def _account(self, rel: str) -> None:
+        """Measure one kept file's memory (columns + derived indexes + memoized views), then evict
+        least recently used files until the total fits :data:`TRACE_MEMORY_BUDGET_BYTES`."""
+        with self._lock:
+            views = self._views.get(rel)
+        if views is None:
+            return
+        size = view_bytes(views)  # outside the lock: walks the derived arrays
+        with self._lock:
+            if self._views.get(rel) is not views:
+                return
+            old = self._view_sizes.get(rel, (0.0, 0))[1]
+            self._view_sizes[rel] = (time.monotonic(), size)
+            self._views_total += size - old
+            while len(self._views) > 1 and self._views_total > TRACE_MEMORY_BUDGET_BYTES:
+                dropped, _ = self._views.popitem(last=False)
+                self._views_total -= self._view_sizes.pop(dropped, (0.0, 0))[1]
+                logger.info("evicted %s from memory (budget %d MB)", dropped, TRACE_MEMORY_BUDGET_BYTES >> 20)
+
+    def _forget(self, rel: str) -> None:
+        """Drop a file's views (under the lock): it changed or disappeared."""
+        if self._views.pop(rel, None) is not None:
+            self._views_total -= self._view_sizes.pop(rel, (0.0, 0))[1]
+
+    def memory_in_use(self) -> dict[str, int]:
+        """Bytes of each file kept in memory, as the budget counts them (most recently used last)."""
+        with self._lock:
+            return {rel: self._view_sizes.get(rel, (0.0, 0))[1] for rel in self._views}
 
     def tables(self, state: FileState) -> FileViews:
-        """The detail views of a loaded file (re-read from the parse cache if it was evicted)."""
+        """The detail views of a loaded file (re-read from the parse cache if it was evicted).
+        Concurrent requests for an evicted file wait for one reload instead of each parsing it."""
         rel = state.entry.rel
         with self._lock:
             views = self._views.get(rel)
             if views is not None:
                 self._views.move_to_end(rel)
-                return views
-        views = self._views_of(state, self._parse(state, lambda _: None))
-        self._remember(rel, views)
+                measured = self._view_sizes.get(rel, (0.0, 0))[0]
+                if time.monotonic() - measured > REMEASURE_S:  # requests grow the derived indexes
+                    self._view_sizes[rel] = (time.monotonic(), self._view_sizes.get(rel, (0.0, 0))[1])
+                    views = None
+                    remeasure = True
+                else:
+                    return views
+            else:
+                remeasure = False
+            reload_lock = self._reload_locks.setdefault(rel, threading.Lock())
+        if remeasure:
+            self._account(rel)
+            with self._lock:
+                views = self._views.get(rel)
+                if views is not None:
+                    return views
+        with reload_lock:
+            with self._lock:
+                views = self._views.get(rel)
+                if views is not None:
+                    self._views.move_to_end(rel)
+                    return views
+            views = self._views_of(state, self._parse(state, lambda _: None))
+            self._remember(rel, views)
         return views
 
     def _views_of(self, state: FileState, trace: Trace) -> FileViews:
@@ -404,15 +525,13 @@ class RunRegistry:
 
     # -- queries ------------------------------------------------------------------------------
     def files(self) -> list[FileState]:
+        """Every trace file, by (run, worker, span); kept sorted by each scan, so this is a copy."""
         with self._lock:
-            return sorted(self._files.values(), key=lambda s: (s.run, s.worker, int(s.span)))
+            return list(self._order or ())
 
     def find(self, run: str, worker: str, span: str) -> FileState | None:
         with self._lock:
-            for st in self._files.values():
-                if st.run == run and st.worker == worker and st.span == span:
-                    return st
-        return None
+            return self._by_key.get((run, worker, span))
 
     def distributed(self, run: str, span: str = "1") -> dict:
         """The distributed view of a run's ranks at one span (see analysis.distributed)."""
@@ -447,10 +566,21 @@ class RunRegistry:
 
     def workers_in_run(self, run: str) -> int:
         with self._lock:
-            return len({st.worker for st in self._files.values() if st.run == run})
+            return self._workers_of_run.get(run, 0)
 
     def snapshot(self) -> dict[str, Any]:
-        """The ``runs`` document of docs/http_api.md."""
+        """The ``runs`` document of docs/http_api.md. Rebuilt only after a file's state changed (or,
+        while a file is loading, every :data:`SNAPSHOT_PROGRESS_S` for its progress): the UI polls it."""
+        changes = (_CHANGES[0], self.error)  # read before building: a change during the build invalidates it
+        cached = self._snapshot
+        if cached is not None and cached[0] == changes and (
+                not cached[3] or time.monotonic() - cached[1] < SNAPSHOT_PROGRESS_S):
+            return cached[2]
+        doc, loading = self._build_snapshot()
+        self._snapshot = (changes, time.monotonic(), doc, loading)
+        return doc
+
+    def _build_snapshot(self) -> tuple[dict[str, Any], bool]:
         files = self.files()
         artifacts = self.artifacts()
         runs: dict[str, dict[str, list]] = {}
@@ -461,6 +591,7 @@ class RunRegistry:
             runs.setdefault(a.run, {})
             by_run.setdefault(a.run, []).append(a.as_json())
         done = sum(1 for st in files if st.state in (READY, ERROR))
+        loading = any(st.state == LOADING for st in files)
         if self.error is not None:
             runs.setdefault(self.prefix or ".", {})
         return {
@@ -474,13 +605,17 @@ class RunRegistry:
                  "error": self.error if self.error is not None and run == (self.prefix or ".") else None}
                 for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
             ],
-        }
+        }, loading
 
     def fs_of(self, state: FileState):
         """The filesystem holding this file."""
         return self.fs
 
 
+REMEASURE_S = 1.0  # a kept file's memory is measured again at most this often (requests grow its indexes)
+SNAPSHOT_PROGRESS_S = 0.5  # while a file loads, the runs snapshot shows its progress at most this stale
+PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
+PARALLEL_BATCH_BYTES = 512 << 20  # a parallel batch holds about this much per core, so a wanted file waits little
 PARSE_MEMORY_FACTOR = 3  # peak RSS of one parse ≈ this × the decompressed trace size
 GZIP_RATIO_GUESS = 12  # decompressed ÷ compressed size assumed for .gz traces
 
@@ -518,5 +653,53 @@ def _run_sort_key(name: str) -> tuple:
     return (name != ".", posixpath.normpath(name))
 
 
+def _decompressed_guess(entry: FileEntry) -> int:
+    return entry.size * (GZIP_RATIO_GUESS if entry.name.endswith(".gz") else 1)
+
+
 def _trace_bytes(trace: Trace) -> int:
-    return sum(a.nbytes for a in trace.events.columns.values()) + sum(a.nbytes for a in trace.memory.columns.values())
+    """The parsed columns of a trace (events, memory, flows, counters)."""
+    return sum(a.nbytes for table in (trace.events, trace.memory, trace.flows, trace.counters)
+               for a in table.columns.values())
+
+
+def view_bytes(views: FileViews) -> int:
+    """What one kept file holds: the columns, the string table, the derived indexes of
+    ``trace.derived`` (timeline index, op tree, counters, …) and the memoized view rows."""
+    trace = views.trace
+    strings = views.__dict__.get("_strings_nbytes")
+    if strings is None:
+        strings = views.__dict__["_strings_nbytes"] = 8 * len(trace.strings) + sum(
+            sys.getsizeof(s) for s in trace.strings)
+    total = _trace_bytes(trace) + strings
+    seen: set[int] = set()
+    for holder in (trace.derived, getattr(views, "_memo", {})):
+        try:
+            total += _deep_nbytes(holder, seen, 0)
+        except RuntimeError:  # a request added an entry meanwhile: measured again next time
+            pass
+    return total
+
+
+def _deep_nbytes(obj: Any, seen: set[int], depth: int) -> int:
+    """Bytes of the numpy arrays (and, roughly, the Python containers) reachable from ``obj``."""
+    if id(obj) in seen or depth > 8:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes if obj.base is None or id(obj.base) not in seen else 0
+    if isinstance(obj, dict):
+        return sys.getsizeof(obj) + sum(_deep_nbytes(v, seen, depth + 1) for v in list(obj.values()))
+    if isinstance(obj, (list, tuple)):
+        items = list(obj)
+        if len(items) > 256 and not any(isinstance(x, np.ndarray) for x in items[:16]):
+            sample = items[:: len(items) // 64]  # long row lists: measure a sample, scale it up
+            part = sum(_deep_nbytes(x, set(), depth + 1) for x in sample)
+            return sys.getsizeof(obj) + part * len(items) // max(len(sample), 1)
+        return sys.getsizeof(obj) + sum(_deep_nbytes(x, seen, depth + 1) for x in items)
+    if isinstance(obj, (str, bytes, int, float, bool)) or obj is None:
+        return sys.getsizeof(obj)
+    fields = getattr(obj, "__dict__", None)
+    if fields is None and hasattr(obj, "__slots__"):
+        fields = {k: getattr(obj, k, None) for k in obj.__slots__}
+    return sys.getsizeof(obj) + (_deep_nbytes(fields, seen, depth + 1) if fields else 0)

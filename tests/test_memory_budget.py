@@ -1,0 +1,94 @@
+"""Memory budget (issue 9): kept files are evicted least-recently-used and reloaded from the parse
+cache on demand, with the same answers; the accounting covers the derived indexes, not only columns."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+
+import numpy as np
+
+from tb_plugin import runs
+from tb_plugin.runs import READY, RunRegistry, _trace_bytes, view_bytes
+from tb_plugin.storage.cache import ParseCache
+
+from conftest import sample
+
+FILES = {"a": "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+         "b": "kineto/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz",
+         "c": "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"}
+
+
+def _registry(tmp_path):
+    for run, rel in FILES.items():
+        (tmp_path / "logdir" / run).mkdir(parents=True)
+        shutil.copy(sample(rel), tmp_path / "logdir" / run / "worker0.1.pt.trace.json.gz")
+    reg = RunRegistry(str(tmp_path / "logdir"), cache=ParseCache(str(tmp_path / "cache")))
+    reg.scan()
+    return reg
+
+
+def _answers(views) -> dict:
+    meta = views.timeline_meta()
+    window = views.timeline_window(0.0, meta["end_us"] / 3, 500)
+    return {"operators": views.operators("operator"), "kernels": views.kernels("kernel"),
+            "modules": views.modules(), "meta": meta,
+            "window": {t["id"]: {k: np.asarray(v).tolist() for k, v in t["items"].items()} for t in window["tracks"]},
+            "event": views.event(10)}
+
+
+def test_accounting_covers_derived_indexes(tmp_path):
+    reg = _registry(tmp_path)
+    st = reg.find("a", "worker0", "1")
+    reg.load(st)
+    views = reg.tables(st)
+    before = view_bytes(views)
+    views.compute_all()
+    views.timeline_window(0.0, views.timeline_meta()["end_us"], 1000)
+    after = view_bytes(views)
+    derived = after - before
+    assert after > _trace_bytes(views.trace)
+    assert "timeline_index" in views.trace.derived and derived > 0
+    reg._account(st.entry.rel)
+    assert reg.memory_in_use()[st.entry.rel] == after
+
+
+def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
+    reg = _registry(tmp_path)
+    states = [reg.find(run, "worker0", "1") for run in FILES]
+    for st in states:
+        reg.load(st)
+        assert st.state == READY, st.error
+    first = {st.entry.rel: _answers(reg.tables(st)) for st in states}
+    sizes = {st.entry.rel: view_bytes(reg.tables(st)) for st in states}
+
+    # a budget that holds the two biggest files but not all three: the least recently used goes
+    budget = sum(sorted(sizes.values())[1:]) + 1
+    monkeypatch.setattr(runs, "TRACE_MEMORY_BUDGET_BYTES", budget)
+    for st in states:
+        reg._account(st.entry.rel)
+    kept = reg.memory_in_use()
+    assert sum(kept.values()) <= budget and len(kept) < len(states)
+
+    monkeypatch.setattr(runs, "TRACE_MEMORY_BUDGET_BYTES", 1)  # one file at a time
+    reg._account(states[-1].entry.rel)
+    assert list(reg.memory_in_use()) == [states[-1].entry.rel]
+
+    parses = []
+    real_parse = reg._parse
+    monkeypatch.setattr(reg, "_parse", lambda state, report: parses.append(state.entry.rel) or real_parse(state, report))
+    evicted = states[0]
+    evicted.from_cache = False
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(reg.tables(evicted))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert parses == [evicted.entry.rel], "concurrent requests for an evicted file reload it once"
+    assert len({id(v) for v in got}) == 1
+    assert evicted.from_cache, "reloaded from the parse cache, not parsed again"
+    assert list(reg.memory_in_use()) == [evicted.entry.rel]
+    for st in states:  # every file, evicted and reloaded in turn, answers exactly as before
+        assert _answers(reg.tables(st)) == first[st.entry.rel]
+        assert list(reg.memory_in_use()) == [st.entry.rel]
