@@ -63,15 +63,20 @@ def _load_all(reg):
     return [reg.load(st) for st in reg.files()]
 
 
-def test_report_json_equals_local(cloud, tmp_path, capsys):
+def test_report_json_equals_local(cloud, tmp_path, capsys, monkeypatch):
+    """Byte for byte (paths in the report are logdir-relative), without the parse cache, and with it:
+    a fresh parse into the cache, then a cached one."""
     local = _local_logdir(tmp_path / "local")
-    # --no-cache: a cached parse and a fresh one currently order tied operator rows differently
     assert main(["report", str(local), "--json", "--no-cache"]) == 0
     expected = capsys.readouterr().out
     assert main(["report", cloud.url(), "--json", "--no-cache"]) == 0
     got = capsys.readouterr().out
     assert '"dlrm"' in got and '"v100"' in got and '"distributed"' in got
-    assert got == expected  # paths in the report are logdir-relative: identical
+    assert got == expected
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    for _ in ("fresh", "cached"):
+        assert main(["report", cloud.url(), "--json"]) == 0
+        assert capsys.readouterr().out == expected
 
 
 def test_restart_reads_nothing_remote(cloud, tmp_path):
@@ -149,9 +154,7 @@ def test_missing_bucket_is_a_clear_error(cloud, capsys):
     assert "not found" in capsys.readouterr().err
 
 
-# S3 only for now: gcsfs's own retry policy keeps retrying a dead GCS endpoint for minutes, and the
-# Azure variant is not verified yet.
-@pytest.mark.parametrize("backend", ["s3"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch, fresh):
     """Mixed --logdir_spec: the remote file fails with a clear message; the local run keeps working."""
     emu = Emulator(backend).start()
@@ -168,12 +171,15 @@ def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch, fresh):
         reg.scan()
         remote_st = reg.find("cloud/v100", "worker0", "1")
         assert remote_st is not None
-        monkeypatch.setattr(read, "CHUNK_BYTES", 64 * 1024)
+        monkeypatch.setattr(read, "RANGE_BYTES", 64 * 1024)  # many ranges: the kill lands mid-read
         started = time.time()
         reg.load(remote_st, progress=lambda fraction: emu.kill())
         assert remote_st.state == ERROR, remote_st.error
-        assert "network error" in remote_st.error and "attempts" in remote_st.error
-        assert time.time() - started < 120
+        assert "network error" in remote_st.error and ("attempts" in remote_st.error or "retries" in remote_st.error)
+        elapsed = time.time() - started
+        # gcsfs's own policy waits about 31 s (34 s measured standalone; up to 114 s seen under pytest on
+        # a loaded 2-core box, not yet explained); Azure's (tuned) about 9 s; S3 a few seconds
+        assert elapsed < (150 if backend == "gcs" else 60), elapsed
         local_st = reg.load(reg.find("local/v100", "worker0", "1"))
         assert local_st.state == READY
         reg.scan()  # listing the dead bucket fails: an error for its runs, local runs still listed

@@ -1,37 +1,48 @@
 """Read a trace file's bytes (gzip or plain) through fsspec, with progress and clear failures.
 
-Local files are read sequentially. Remote objects (S3, GCS, Azure) are read as ranged requests of
-:data:`CHUNK_BYTES`, :data:`PREFETCH` of them in flight, each retried with backoff on transient
-network errors; chunks are appended (or gunzipped) into one buffer as they arrive, so the object is
-never held twice in memory.
+Local files are read sequentially. A remote object (S3, GCS, Azure) up to :data:`RANGE_BYTES` is
+fetched with one request; a larger one is downloaded with few large ranged requests of
+:data:`RANGE_BYTES`, :data:`PREFETCH` of them in flight, each retried with backoff on transient
+network errors and written at its offset into a temporary file in the parse-cache directory (the
+``spool_dir``), which is then read like a local file and removed: the object is never held twice in
+memory, and progress follows the bytes downloaded. Few large ranges matter: each request costs a
+round trip, and S3-compatible emulators such as moto read the whole object for every ranged GET.
 """
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
+import io
+import mmap
+import os
+import tempfile
+import threading
 import zlib
 from typing import Callable
 
-from ..storage.remote import describe_error, is_local_fs, is_transient, with_retries
+from ..storage.remote import attempts_for, describe_error, is_local_fs, is_transient, with_retries
 from .errors import TraceReadError
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 8 << 20  # local sequential reads
+RANGE_BYTES = 128 << 20  # one ranged request for a remote object
 PREFETCH = 4  # ranged requests in flight for a remote object
 GZIP_MAGIC = b"\x1f\x8b"
 
 
 def read_trace_bytes(
-    fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None
-) -> bytearray:
-    """Return the decompressed bytes of ``path`` on filesystem ``fs`` (an fsspec filesystem).
+    fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,
+    spool_dir: str | None = None,
+) -> bytearray | mmap.mmap:
+    """Return the decompressed bytes of ``path`` on filesystem ``fs`` (an fsspec filesystem): a
+    ``bytearray``, or for a large plain-JSON remote object a read-only ``mmap`` of its download.
 
-    ``progress`` receives the fraction of the *compressed* file read so far. Gzip is detected by
+    ``progress`` receives the fraction of the *compressed* file's bytes read (or downloaded) so far;
+    ``spool_dir`` is where a large remote object is downloaded (default: the system temp dir). Gzip is detected by
     its magic bytes, not the file name. Raises :class:`TraceReadError` for a 0-byte file, a
     truncated or corrupt gzip stream, or an unreadable file.
     """
     if not is_local_fs(fs):
-        return _read_remote(fs, path, size, progress)
+        return _read_remote(fs, path, size, progress, spool_dir)
     try:
         with fs.open(path, "rb") as f:
             return _read_stream(f, size, progress)
@@ -41,68 +52,94 @@ def read_trace_bytes(
         raise TraceReadError(f"cannot read file: {exc}") from None
 
 
-class _RangedReader:
-    """``read()`` returns the object's next chunk: ranged requests, prefetched, retried."""
-
-    def __init__(self, fs, path: str, size: int, pool) -> None:
-        self.fs, self.path, self.size, self.pool = fs, path, size, pool
-        self.next_start = 0
-        self.pending: collections.deque = collections.deque()
-        self._fill()
-
-    def _fetch(self, start: int, end: int) -> bytes:
-        return with_retries(lambda: self.fs.cat_file(self.path, start=start, end=end), self.path)
-
-    def _fill(self) -> None:
-        while len(self.pending) < PREFETCH and self.next_start < self.size:
-            end = min(self.size, self.next_start + CHUNK_BYTES)
-            self.pending.append((self.next_start, self.pool.submit(self._fetch, self.next_start, end)))
-            self.next_start = end
-
-    def read(self, _n: int = -1) -> bytes:
-        if not self.pending:
-            return b""
-        start, future = self.pending.popleft()
-        try:
-            data = future.result()
-        except Exception as exc:
-            for _, f in self.pending:
-                f.cancel()
-            self.pending.clear()
-            raise _ChunkError(start, exc) from exc
-        self._fill()
-        return data
-
-
 class _ChunkError(Exception):
     def __init__(self, start: int, exc: BaseException) -> None:
         super().__init__(str(exc))
         self.start, self.exc = start, exc
 
 
-def _read_remote(fs, path: str, size: int | None, progress) -> bytearray:
+def _fetch(fs, path: str, start: int, end: int) -> bytes:
+    try:
+        data = with_retries(lambda: fs.cat_file(path, start=start, end=end), path, attempts_for(fs))
+    except Exception as exc:
+        raise _ChunkError(start, exc) from exc
+    if len(data) != end - start:  # replaced by a shorter object since it was listed
+        raise _ChunkError(start, FileNotFoundError(path))
+    return data
+
+
+def _download(fs, path: str, size: int, fd: int, progress) -> None:
+    """Ranged requests of :data:`RANGE_BYTES`, :data:`PREFETCH` in flight, each written at its offset."""
+    ranges = [(start, min(size, start + RANGE_BYTES)) for start in range(0, size, RANGE_BYTES)]
+    done = 0
+    failed = threading.Event()  # one range failed for good: the queued ones are not started
+
+    def fetch_and_write(start: int, end: int) -> int:
+        if failed.is_set():
+            return 0
+        try:
+            data = _fetch(fs, path, start, end)
+        except BaseException:
+            failed.set()
+            raise
+        view = memoryview(data)
+        while view:
+            view = view[os.pwrite(fd, view, start + len(data) - len(view)):]
+        return len(data)
+
+    with concurrent.futures.ThreadPoolExecutor(PREFETCH, thread_name_prefix="kinetoscope-fetch") as pool:
+        futures = [pool.submit(fetch_and_write, start, end) for start, end in ranges]
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                done += future.result()
+                if progress:
+                    progress(min(1.0, done / size))
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+
+def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | None) -> bytearray:
     url = fs.unstrip_protocol(path)
     try:
         if size is None:
-            size = int(with_retries(lambda: fs.info(path), path)["size"])
-        with concurrent.futures.ThreadPoolExecutor(PREFETCH, thread_name_prefix="kinetoscope-fetch") as pool:
-            return _read_stream(_RangedReader(fs, path, size, pool), size, progress)
+            size = int(with_retries(lambda: fs.info(path), path, attempts_for(fs))["size"])
+        if size <= RANGE_BYTES:  # one request, no temporary file
+            data = _fetch(fs, path, 0, size) if size else b""
+            if progress:
+                progress(1.0)
+            return _read_stream(io.BytesIO(data), size, None)
+        if spool_dir:
+            os.makedirs(spool_dir, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".download-", suffix=".part", dir=spool_dir)
+        try:
+            os.ftruncate(fd, size)
+            _download(fs, path, size, fd, progress)
+            if os.pread(fd, 2, 0) != GZIP_MAGIC:
+                # plain JSON: decoded straight from the (private, already unlinked) file's pages,
+                # without copying them into a buffer first
+                return mmap.mmap(fd, size, prot=mmap.PROT_READ)
+            with os.fdopen(os.dup(fd), "rb") as f:
+                return _read_stream(f, size, None)
+        finally:
+            os.close(fd)
+            os.unlink(tmp)
     except TraceReadError:
         raise
     except _ChunkError as err:
-        raise TraceReadError(_remote_message(err.exc, url, err.start)) from None
+        raise TraceReadError(_remote_message(err.exc, url, err.start, attempts_for(fs))) from None
     except Exception as exc:
-        raise TraceReadError(_remote_message(exc, url, None)) from None
+        raise TraceReadError(_remote_message(exc, url, None, attempts_for(fs))) from None
 
 
-def _remote_message(exc: BaseException, url: str, start: int | None) -> str:
+def _remote_message(exc: BaseException, url: str, start: int | None, attempts: int) -> str:
     at = f" at byte {start}" if start else ""
     if isinstance(exc, FileNotFoundError):
         return f"the object was deleted or replaced after it was listed: {url} no longer exists"
     if is_transient(exc):
-        from ..storage.remote import RETRIES
-
-        return f"network error reading {url}{at}, still failing after {RETRIES} attempts: {describe_error(exc)}"
+        tries = f"{attempts} attempts" if attempts > 1 else "the storage SDK's own retries"
+        return f"network error reading {url}{at}, still failing after {tries}: {describe_error(exc)}"
     return f"cannot read {url}{at}: {describe_error(exc)}"
 
 

@@ -41,14 +41,17 @@ def wait_http(url: str, timeout: float = 90.0) -> None:
 
 
 @contextlib.contextmanager
-def tensorboard(logdir: Path, cache_dir: Path, path_prefix: str = ""):
-    """Run ``tensorboard`` on a free loopback port; yields its base URL (with the prefix)."""
+def tensorboard(logdir: Path | str, cache_dir: Path, path_prefix: str = "", env: dict | None = None,
+                extra_args: list[str] | None = None):
+    """Run ``tensorboard`` on a free loopback port; yields its base URL (with the prefix). ``env``:
+    extra environment variables (e.g. an emulator's endpoint); ``extra_args``: extra flags."""
     port = free_port()
     cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
            "--host", "127.0.0.1", "--reload_interval", "2"]
     if path_prefix:
         cmd += ["--path_prefix", path_prefix]
-    env = dict(os.environ, KINETOSCOPE_CACHE_DIR=str(cache_dir))
+    cmd += extra_args or []
+    env = dict(os.environ, **(env or {}), KINETOSCOPE_CACHE_DIR=str(cache_dir))
     log = open(cache_dir / "tensorboard.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}{path_prefix}"
