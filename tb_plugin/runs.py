@@ -368,7 +368,7 @@ class RunRegistry:
             overview = compute_overview(trace)
             views = self._views_of(state, trace)
         except TraceReadError as exc:
-            state.error, state.state = str(exc), ERROR
+            state.error, state.state = self._in_user_scheme(str(exc)), ERROR
         except MemoryError:
             state.error, state.state = "not enough memory to load this trace", ERROR
         except Exception as exc:  # an analysis bug must stay one file's problem
@@ -419,6 +419,14 @@ class RunRegistry:
             if st.state == LOADING:
                 st.state = QUEUED
         return workers
+
+    def _in_user_scheme(self, message: str) -> str:
+        """Messages name objects the way the user wrote the logdir (adlfs rewrites az:// as abfs://)."""
+        if self.fs is None or "://" not in self.logdir:
+            return message
+        sdk_root = self.fs.unstrip_protocol(self.root).rstrip("/")
+        user_root = self.logdir.rstrip("/")
+        return message.replace(sdk_root, user_root) if sdk_root != user_root else message
 
     def _parse(self, state: FileState, report: Callable[[float], None]) -> Trace:
         entry = state.entry

@@ -59,6 +59,11 @@ def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
         if is_local_fs(fs):
             return []
         raise StorageError(f"bucket or container not found: {fs.unstrip_protocol(root)}") from None
+    if not found and not is_local_fs(fs):
+        # some SDKs (adlfs) list a missing container as empty: tell a missing one from an empty prefix
+        bucket = root.strip("/").split("/", 1)[0]
+        if bucket and not fs.exists(bucket):
+            raise StorageError(f"bucket or container not found: {fs.unstrip_protocol(bucket)}")
     out = []
     prefix = root.rstrip("/") + "/"
     real_root = os.path.realpath(root) if is_local_fs(fs) else None
