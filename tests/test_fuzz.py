@@ -29,6 +29,7 @@ from tb_plugin.runs import ERROR, READY, RunRegistry
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.errors import TraceReadError
 
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy on hostile numbers
 MUTATION_SECONDS = float(os.environ.get("KINETOSCOPE_FUZZ_SECONDS", "25"))
 HYPOTHESIS = settings(max_examples=int(os.environ.get("KINETOSCOPE_FUZZ_EXAMPLES", "150")), deadline=None,
                       derandomize=True, database=None,

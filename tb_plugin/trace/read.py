@@ -7,6 +7,10 @@ network errors and written at its offset into a temporary file in the parse-cach
 ``spool_dir``), which is then read like a local file and removed: the object is never held twice in
 memory, and progress follows the bytes downloaded. Few large ranges matter: each request costs a
 round trip, and S3-compatible emulators such as moto read the whole object for every ranged GET.
+
+Every trace is limited to ``KINETOSCOPE_MAX_TRACE_BYTES`` bytes once decompressed (default 16 GiB):
+gzip is inflated in bounded steps, so a gzip bomb fails with a clear per-file error, never by
+exhausting memory.
 """
 
 from __future__ import annotations
@@ -27,6 +31,24 @@ CHUNK_BYTES = 8 << 20  # local sequential reads
 RANGE_BYTES = 128 << 20  # one ranged request for a remote object
 PREFETCH = 4  # ranged requests in flight for a remote object
 GZIP_MAGIC = b"\x1f\x8b"
+# The most bytes one trace may decompress (or read) to: a gzip bomb fails cleanly instead of exhausting
+# memory. Set KINETOSCOPE_MAX_TRACE_BYTES (bytes) to change it; it is read at every file.
+DEFAULT_MAX_TRACE_BYTES = 16 << 30
+
+
+def max_trace_bytes() -> int:
+    """The limit in force: ``$KINETOSCOPE_MAX_TRACE_BYTES``, else :data:`DEFAULT_MAX_TRACE_BYTES`."""
+    raw = os.environ.get("KINETOSCOPE_MAX_TRACE_BYTES", "").strip()
+    try:
+        value = int(float(raw)) if raw else DEFAULT_MAX_TRACE_BYTES
+    except ValueError:
+        return DEFAULT_MAX_TRACE_BYTES
+    return value if value > 0 else DEFAULT_MAX_TRACE_BYTES
+
+
+def _too_big(limit: int, what: str) -> TraceReadError:
+    return TraceReadError(f"{what} size exceeds {limit} bytes ({limit / (1 << 30):.3g} GiB), the limit on one trace; "
+                          "raise KINETOSCOPE_MAX_TRACE_BYTES to read it")
 
 
 def read_trace_bytes(
@@ -117,6 +139,8 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
             os.ftruncate(fd, size)
             _download(fs, path, size, fd, progress)
             if os.pread(fd, 2, 0) != GZIP_MAGIC:
+                if size > max_trace_bytes():
+                    raise _too_big(max_trace_bytes(), "file")
                 # plain JSON: decoded straight from the (private, already unlinked) file's pages,
                 # without copying them into a buffer first
                 return mmap.mmap(fd, size, prot=mmap.PROT_READ)
@@ -149,12 +173,17 @@ def _read_stream(f, size: int | None, progress) -> bytearray:
         raise TraceReadError("file is empty (0 bytes)")
     if head[:2] == GZIP_MAGIC:
         return _gunzip_stream(f, head, size, progress)
+    limit = max_trace_bytes()
+    if (size or 0) > limit or len(head) > limit:
+        raise _too_big(limit, "file")
     out = bytearray(head)
     while True:
         chunk = f.read(CHUNK_BYTES)
         if not chunk:
             break
         out += chunk
+        if len(out) > limit:
+            raise _too_big(limit, "file")
         if progress and size:
             progress(min(1.0, len(out) / size))
     return out
@@ -162,6 +191,7 @@ def _read_stream(f, size: int | None, progress) -> bytearray:
 
 def _gunzip_stream(f, head: bytes, size: int | None, progress) -> bytearray:
     out = bytearray()
+    limit = max_trace_bytes()
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     consumed = 0
     chunk = head
@@ -169,20 +199,24 @@ def _gunzip_stream(f, head: bytes, size: int | None, progress) -> bytearray:
         consumed += len(chunk)
         data = chunk
         while data:
-            try:
-                out += inflater.decompress(data)
+            try:  # never inflate more than the limit allows, even from one small chunk (a gzip bomb)
+                out += inflater.decompress(data, limit - len(out) + 1)
             except zlib.error as exc:
                 raise TraceReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
+            if len(out) > limit:
+                raise _too_big(limit, "decompressed")
             if inflater.eof:  # a concatenated gzip member may follow
                 data = inflater.unused_data
                 if data:
                     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
             else:
-                data = b""
+                data = inflater.unconsumed_tail
         if progress and size:
             progress(min(1.0, consumed / size))
         chunk = f.read(CHUNK_BYTES)
     out += inflater.flush()
+    if len(out) > limit:
+        raise _too_big(limit, "decompressed")
     if not inflater.eof:
         raise TraceReadError(
             f"gzip stream is truncated: it ends after {consumed} compressed bytes "

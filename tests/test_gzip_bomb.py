@@ -1,0 +1,76 @@
+"""Gzip bombs and oversized traces: decompressed bytes are limited by KINETOSCOPE_MAX_TRACE_BYTES
+(default 16 GiB), with a clear per-file error naming the setting."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import shutil
+import time
+
+import pytest
+
+from conftest import sample
+from tb_plugin.cli import run_report
+from tb_plugin.trace.errors import TraceReadError
+from test_fuzz import _ev, _step_and
+# --------------------------------------------------------------------------------------------
+
+def gzip_bomb(megabytes: int, fill: bytes = b"\0") -> bytes:
+    """A valid gzip file of ``megabytes`` MiB of ``fill``, about 1000× smaller, built in a second or two:
+    one deflate block of 1 MiB after a full flush does not depend on what came before, so it repeats."""
+    import struct
+    import zlib
+
+    chunk = fill * ((1 << 20) // len(fill))
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+    again = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+    final = c.flush(zlib.Z_FINISH)
+    crc = 0
+    for _ in range(megabytes):
+        crc = zlib.crc32(chunk, crc)
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + first + again * (megabytes - 1) + final
+            + struct.pack("<II", crc, (megabytes << 20) & 0xFFFFFFFF))
+
+
+def test_gzip_bomb_helper_is_a_real_gzip_file():
+    assert gzip.decompress(gzip_bomb(3, b" ")) == b" " * (3 << 20)
+
+
+def test_gzip_bomb_stops_at_the_limit(tmp_path, monkeypatch):
+    from tb_plugin.trace.load import load_trace_file
+
+    bomb = tmp_path / "bomb.pt.trace.json.gz"
+    bomb.write_bytes(gzip_bomb(1024))  # 1 GiB of zeros in about 1 MB
+    assert bomb.stat().st_size < 2 << 20
+    monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(64 << 20))
+    started = time.monotonic()
+    with pytest.raises(TraceReadError) as info:
+        load_trace_file(str(bomb))
+    assert time.monotonic() - started < 30
+    message = str(info.value)
+    assert "decompressed size exceeds" in message and "raise KINETOSCOPE_MAX_TRACE_BYTES" in message, message
+    # through the registry and the CLI: the file and the reason
+    out, err = io.StringIO(), io.StringIO()
+    assert run_report(str(tmp_path), None, True, False, out, err) == 1
+    assert "kinetoscope: bomb.pt.trace.json.gz: decompressed size exceeds" in err.getvalue()
+
+
+def test_limit_applies_to_plain_files_and_spares_small_ones(tmp_path, monkeypatch):
+    from tb_plugin.trace.load import load_trace_file
+
+    monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(100_000))
+    small = tmp_path / "small.pt.trace.json.gz"
+    small.write_bytes(gzip.compress(_step_and(_ev())))
+    assert len(load_trace_file(str(small)).events) == 2
+    big = tmp_path / "big.pt.trace.json"
+    shutil.copy(sample("composer/rank_0.trace.json"), big)  # 139 514 bytes
+    with pytest.raises(TraceReadError, match="exceeds"):
+        load_trace_file(str(big))
+    # under the default (16 GiB) the same files load, and a small bomb fails only as not-a-trace
+    monkeypatch.delenv("KINETOSCOPE_MAX_TRACE_BYTES")
+    assert len(load_trace_file(str(big)).events) > 0
+    (tmp_path / "zeros.json.gz").write_bytes(gzip_bomb(32))
+    with pytest.raises(TraceReadError, match="not a JSON trace"):
+        load_trace_file(str(tmp_path / "zeros.json.gz"))
