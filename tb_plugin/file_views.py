@@ -57,12 +57,13 @@ class FileViews:
         return self._get("tc", lambda: tensor_core_split(self.trace))
 
     def compute_all(self) -> None:
-        """Warm the default views (the loader calls this, so table requests only page and sort)."""
+        """Warm the default views (the loader calls this, so table requests only page and sort).
+        The timeline index goes first: it is the slowest to build and the Trace view waits on it."""
+        self.timeline_meta()
         self.operators("operator")
         self.kernels("kernel")
         self.modules()
         self.tensor_core_split()
-        self.timeline_meta()
 
     def stacks(self, group_by: str, key: int) -> list[dict] | None:
         """Distinct call stacks of one operator row, most device time first (µs)."""
