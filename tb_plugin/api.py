@@ -375,17 +375,28 @@ def _artifact(registry: RunRegistry, args: Mapping[str, str], kind: str):
     return art, None
 
 
-def _snapshot_device(art, args) -> int:
-    devices = art.views.devices()
+def _device_index(args: Mapping[str, str]) -> int | None:
+    """The ``device`` parameter as an index (``0`` or ``GPU0``), or None when it is absent."""
     raw = args.get("device")
     if raw in (None, ""):
-        if not devices:
-            raise BadRequest("this snapshot has no recorded history (device_traces is empty)")
-        return devices[0]
+        return None
     try:
         device = int(raw.removeprefix("GPU"))
     except ValueError:
         raise BadRequest("parameter 'device' must be a device index like 0 or GPU0") from None
+    if not 0 <= device <= 1024:
+        raise BadRequest("parameter 'device' must be between 0 and 1024")
+    return device
+
+
+def _snapshot_device(art, args) -> int:
+    """A device with recorded history: the one asked for, or the first."""
+    devices = art.views.devices()
+    device = _device_index(args)
+    if device is None:
+        if not devices:
+            raise BadRequest("this snapshot has no recorded history (device_traces is empty)")
+        return devices[0]
     if device not in devices:
         raise BadRequest(f"no history for device {device}; recorded: {devices}")
     return device
@@ -417,10 +428,10 @@ def snapshot_segments(registry: RunRegistry, args: Mapping[str, str]):
     if answer:
         return answer
     try:
-        device = _int(args, "device", 0, 0, 1024) if not str(args.get("device", "")).startswith("GPU") else int(
-            args["device"][3:])
-    except (BadRequest, ValueError) as exc:
+        device = _device_index(args)
+    except BadRequest as exc:
         return 400, {"error": str(exc)}
+    device = 0 if device is None else device  # segments exist without history: any device index
     return 200, {"state": "ready", "device": f"GPU{device}", "segments": art.views.segments(device)}
 
 
