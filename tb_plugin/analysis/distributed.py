@@ -52,7 +52,12 @@ COMM_KERNEL_WORDS = ("nccl", "rccl", "gloo", "hccl")
 
 
 def rank_of(trace: Trace, worker: str, position: int) -> tuple[int, str]:
-    info = trace.distributed or {}
+    return rank_of_info(trace.distributed, worker, position)
+
+
+def rank_of_info(info: dict | None, worker: str, position: int) -> tuple[int, str]:
+    """``(rank, where it came from)`` given a file's ``distributedInfo`` (see the module docstring)."""
+    info = info or {}
     if isinstance(info.get("rank"), int):
         return info["rank"], "distributedInfo"
     m = _RANK_IN_NAME.search(worker)
@@ -154,15 +159,37 @@ def step_overlap(trace: Trace) -> list[dict]:
     return out
 
 
+def rank_reduce(trace: Trace) -> dict:
+    """The per-rank half of :func:`distributed_view`: everything it needs of one trace, as a small
+    picklable dict (no event columns): ``distributed_info`` (the integer ``rank`` and ``world_size``
+    of ``distributedInfo``), ``comm`` (per communication kernel in time order: collective, process
+    group, group size or None, message bytes or None, duration µs) and ``steps`` (:func:`step_overlap`)."""
+    info = trace.distributed or {}
+    kernels = comm_kernels(trace)
+    dur = trace.events.dur
+    return {
+        "distributed_info": {k: info[k] for k in ("rank", "world_size") if isinstance(info.get(k), int)},
+        "comm": {"collective": list(kernels["collective"]), "group": list(kernels["group"]),
+                 "group_size": list(kernels["group_size"]), "bytes": list(kernels["bytes"]),
+                 "dur": [float(dur[r]) for r in kernels["rows"].tolist()]},
+        "steps": step_overlap(trace),
+    }
+
+
 def distributed_view(ranks: list[tuple[int, str, Trace]]) -> dict:
     """Compare ranks of one job (``(rank, worker, trace)`` each, one span)."""
+    return combine_ranks([(rank, worker, rank_reduce(tr)) for rank, worker, tr in ranks])
+
+
+def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
+    """The cross-rank half of :func:`distributed_view`: ``(rank, worker, rank_reduce(trace))`` each."""
     ranks = sorted(ranks, key=lambda r: r[0])
     world = None
-    for _, _, tr in ranks:
-        if tr.distributed and isinstance(tr.distributed.get("world_size"), int):
-            world = tr.distributed["world_size"]
+    for _, _, agg in ranks:
+        if isinstance(agg["distributed_info"].get("world_size"), int):
+            world = agg["distributed_info"]["world_size"]
     world = world or len(ranks)
-    kernels = {rank: comm_kernels(tr) for rank, _, tr in ranks}
+    kernels = {rank: agg["comm"] for rank, _, agg in ranks}
     # instances: (collective, group, k) → per rank row index in its comm list
     instances: dict[tuple, dict[int, int]] = {}
     for rank, data in kernels.items():
@@ -178,9 +205,8 @@ def distributed_view(ranks: list[tuple[int, str, Trace]]) -> dict:
     latency = {rank: 0.0 for rank, _, _ in ranks}
     by_type: dict[str, dict] = {}
     per_rank_type: dict[int, dict[str, dict]] = {rank: {} for rank, _, _ in ranks}
-    traces = {rank: tr for rank, _, tr in ranks}
     for (coll, group, _), per in matched.items():
-        durs = {r: float(traces[r].events.dur[kernels[r]["rows"][i]]) for r, i in per.items()}
+        durs = {r: kernels[r]["dur"][i] for r, i in per.items()}
         t = min(durs.values())
         any_rank = next(iter(per))
         nbytes = kernels[any_rank]["bytes"][per[any_rank]]
@@ -213,8 +239,8 @@ def distributed_view(ranks: list[tuple[int, str, Trace]]) -> dict:
                            | {"group_size": entry["group_size"], "algbw_gbps": algbw,
                               "busbw_gbps": algbw * factor if algbw is not None else None})
     rank_rows = []
-    for rank, worker, tr in ranks:
-        steps = step_overlap(tr)
+    for rank, worker, agg in ranks:
+        steps = agg["steps"]
         k = len(steps) or 1
         mean = {key: sum(s[key] for s in steps) / k for key in ("computation_us", "overlap_us", "communication_us",
                                                                 "other_us", "total_us")}
