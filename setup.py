@@ -28,6 +28,7 @@ setup(
         "orjson>=3.9",
         "platformdirs>=3",
         "werkzeug>=1.0",
+        "PyYAML>=5.1",
     ],
     extras_require={
         "s3": ["s3fs>=2026.9.0"],

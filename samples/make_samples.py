@@ -19,6 +19,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tb_plugin.synth import SynthSpec, expected_overview, synthesize, write_trace  # noqa: E402
+from tb_plugin.synth_fts import write_memprofiler  # noqa: E402
 
 #: folder -> [(file name, spec)]. Timestamps in names are fixed so reruns are identical.
 SAMPLES: dict[str, list[tuple[str, SynthSpec]]] = {
@@ -54,6 +55,9 @@ def write_samples(out: str) -> list[str]:
                 json.dump(expected_overview(spec), f, indent=1, sort_keys=True)
                 f.write("\n")
             written += [path, exp_path]
+    # a finetuning-scheduler MemProfiler folder (known values: tb_plugin.synth_fts)
+    folder = write_memprofiler(os.path.join(out, "fts_memprofiler"))
+    written += [os.path.join(folder, n) for n in sorted(os.listdir(folder))]
     return written
 
 

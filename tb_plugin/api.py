@@ -468,6 +468,22 @@ def memory_timeline_export(registry: RunRegistry, args: Mapping[str, str]):
     return 200, dict(art.views.series(), state="ready", path=art.entry.rel)
 
 
+def memprofiler_stats(registry: RunRegistry, args: Mapping[str, str]):
+    """A MemProfiler ``rank_<r>_memory_stats.yaml``: snapshots with their values, headline metrics."""
+    art, answer = _artifact(registry, args, "memprofiler_stats")
+    if answer:
+        return answer
+    return 200, dict(art.views.stats(), state="ready", path=art.entry.rel)
+
+
+def memprofiler_log(registry: RunRegistry, args: Mapping[str, str]):
+    """A MemProfiler ``fsdp_mem_*.log`` report as text (the first MAX_LOG_BYTES bytes)."""
+    art, answer = _artifact(registry, args, "memprofiler_log")
+    if answer:
+        return answer
+    return 200, dict(art.views.text(), state="ready", path=art.entry.rel)
+
+
 def distributed(registry: RunRegistry, args: Mapping[str, str]):
     try:
         run = _param(args, "run")

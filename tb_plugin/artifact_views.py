@@ -7,6 +7,7 @@ import threading
 import numpy as np
 
 from .analysis import snapshot as snap_analysis
+from .memsnap.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, load_log, load_stats
 from .memsnap.snapshot import Snapshot
 from .memsnap.timeline_export import CATEGORIES
 
@@ -73,3 +74,41 @@ class TimelineExportViews:
                 "times_us": t.tolist(), "bytes": b.astype(np.int64).tolist(),
                 "peak_bytes": int(total[peak]) if len(total) else 0,
                 "peak_time_us": float(t[peak]) if len(t) else None}
+
+
+class MemProfilerStatsViews:
+    """One ``rank_<r>_memory_stats.yaml`` (parsed by :func:`~.memsnap.memprofiler.load_stats`)."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+
+    def stats(self) -> dict:
+        """The snapshots with every value, and the headline metrics present in any of them."""
+        present = {k for s in self.data["snapshots"] for k in s["values"]}
+        return {"rank": self.data["rank"], "warnings": self.data["warnings"],
+                "metrics": [{"key": k, "label": label, "unit": unit} for k, label, unit in HEADLINE if k in present],
+                "snapshots": self.data["snapshots"]}
+
+
+class TextReportViews:
+    """A MemProfiler ``fsdp_mem_*.log`` text report (the first bytes of it)."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+
+    def text(self) -> dict:
+        return dict(self.data)
+
+
+MEMPROFILER_KINDS = ("memprofiler_stats", "memprofiler_log")
+
+
+def load_memprofiler_views(fs, entry):
+    """Read a MemProfiler file of ``entry.kind`` (bounded reads) into its views; raises
+    :class:`~.memsnap.memprofiler.MemProfilerError` for a file that is not one."""
+    limit = MAX_STATS_BYTES if entry.kind == "memprofiler_stats" else MAX_LOG_BYTES
+    with fs.open(entry.path, "rb") as f:
+        data = f.read(limit + 1)
+    if entry.kind == "memprofiler_stats":
+        return MemProfilerStatsViews(load_stats(entry.name, data))
+    return TextReportViews(load_log(data, max(entry.size, len(data))))

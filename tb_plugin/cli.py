@@ -179,17 +179,22 @@ def _add_distributed(registry: RunRegistry, doc: dict) -> None:
 
 
 def _add_snapshots(registry: RunRegistry, doc: dict, run: str | None) -> list:
-    """Each run gains ``snapshots`` (allocator snapshots: peaks and the largest live allocations)."""
+    """Each run gains ``snapshots`` (allocator snapshots: peaks and the largest live allocations) and,
+    when it has finetuning-scheduler MemProfiler files, ``memprofiler`` (see :func:`_memprofiler_item`)."""
     failed = []
     runs = {r["name"]: r for r in doc["runs"]}
     for art in registry.artifacts(run):
-        if art.entry.kind != "snapshot":
+        if art.entry.kind not in ("snapshot", "memprofiler_stats", "memprofiler_log"):
             continue
         registry.load_artifact(art)
         entry = runs.get(art.run)
         if entry is None:
             entry = runs[art.run] = {"name": art.run, "workers": []}
             doc["runs"].append(entry)
+        if art.entry.kind != "snapshot":
+            failed += [art] if art.error else []
+            entry.setdefault("memprofiler", []).append(_memprofiler_item(art))
+            continue
         item = {"path": art.entry.rel, "error": art.error, "devices": []}
         if art.error:
             failed.append(art)
@@ -202,6 +207,22 @@ def _add_snapshots(registry: RunRegistry, doc: dict, run: str | None) -> list:
         entry.setdefault("snapshots", [])
     doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
     return failed
+
+
+def _memprofiler_item(art) -> dict:
+    """A MemProfiler file in the report: stats files list each snapshot with its headline values
+    (bytes or counts), text reports their size."""
+    item = {"path": art.entry.rel, "kind": art.entry.kind, "error": art.error}
+    if art.error:
+        return item
+    if art.entry.kind == "memprofiler_log":
+        doc = art.views.text()
+        return dict(item, size_bytes=doc["size_bytes"], truncated=doc["truncated"])
+    doc = art.views.stats()
+    keys = [m["key"] for m in doc["metrics"]]
+    return dict(item, rank=doc["rank"], warnings=doc["warnings"], snapshots=[
+        {"key": s["key"], "function": s["function"], "iteration": s["iteration"], "phase": s["phase"],
+         "values": {k: s["values"][k] for k in keys if k in s["values"]}} for s in doc["snapshots"]])
 
 
 def _print_tables(doc: dict[str, Any], out: TextIO) -> None:

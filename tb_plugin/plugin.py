@@ -73,6 +73,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/snapshot_allocations": self._table_route(api.snapshot_allocations),
             "/snapshot_stack": self._table_route(api.snapshot_stack),
             "/memory_timeline_export": self._table_route(api.memory_timeline_export),
+            "/memprofiler_stats": self._table_route(api.memprofiler_stats),
+            "/memprofiler_log": self._table_route(api.memprofiler_log),
             "/distributed": self._table_route(api.distributed),
             "/insights": self._table_route(api.insights),
             "/diff": self._table_route(api.diff),

@@ -24,7 +24,8 @@ import numpy as np
 from .analysis.overview import compute_overview
 from .file_views import FileViews
 from .storage.cache import ParseCache
-from .artifact_views import SnapshotViews, TimelineExportViews
+from .artifact_views import MEMPROFILER_KINDS, SnapshotViews, TimelineExportViews, load_memprofiler_views
+from .memsnap.memprofiler import MemProfilerError
 from .memsnap.snapshot import SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
 from .memsnap.timeline_export import TimelineExportError, load_timeline_export
 from .storage.fs import FileEntry, list_files, open_logdir
@@ -83,7 +84,7 @@ class FileState:
 
 @dataclasses.dataclass
 class ArtifactState:
-    """A memory artifact of a run: an allocator snapshot or a memory-timeline export."""
+    """A memory artifact of a run: an allocator snapshot, a memory-timeline export or a MemProfiler file."""
 
     entry: FileEntry
     state: str = QUEUED
@@ -263,10 +264,12 @@ class RunRegistry:
                         self.cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
                 art.views = SnapshotViews(snap)
                 art.views.summary()
+            elif entry.kind in MEMPROFILER_KINDS:
+                art.views = load_memprofiler_views(self.fs, entry)
             else:
                 with self.fs.open(entry.path, "rb") as f:
                     art.views = TimelineExportViews(load_timeline_export(f.read()))
-        except (SnapshotError, TimelineExportError) as exc:
+        except (SnapshotError, TimelineExportError, MemProfilerError) as exc:
             art.error, art.state = str(exc), ERROR
         except OSError as exc:
             art.error, art.state = f"cannot read file: {exc}", ERROR

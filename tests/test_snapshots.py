@@ -87,17 +87,18 @@ def test_snapshot_runs_routes_and_report(tmp_path, capsys):
     reg = RunRegistry(str(tmp_path))
     reg.scan()
     runs = reg.snapshot()["runs"]
-    assert [r["name"] for r in runs] == ["job/memprofiler"] and runs[0]["workers"] == []
-    q = {"run": "job/memprofiler", "path": "job/memprofiler/cuda_alloc_rank0.pickle"}
+    # a memprofiler/ folder's files belong to the run above it
+    assert [r["name"] for r in runs] == ["job"] and runs[0]["workers"] == []
+    q = {"run": "job", "path": "job/memprofiler/cuda_alloc_rank0.pickle"}
     code, doc = api.snapshot(reg, q)
     assert code == 200 and doc["devices"][0]["peak_active_bytes"] == 3249143816
     code, tl = api.snapshot_timeline(reg, dict(q, width_px="200"))
     assert code == 200 and len(tl["active_bytes"]) == 200 and tl["bands"]
     assert api.snapshot_stack(reg, dict(q, stack=str(tl["bands"][0]["stack"])))[1]["frames"]
     assert api.snapshot_segments(reg, q)[1]["segments"][0]["blocks"]
-    code, bad = api.snapshot(reg, {"run": "job/memprofiler", "path": "job/memprofiler/evil.pkl"})
+    code, bad = api.snapshot(reg, {"run": "job", "path": "job/memprofiler/evil.pkl"})
     assert bad["state"] == "error" and "refused" in bad["error"]
-    assert api.snapshot(reg, {"run": "job/memprofiler", "path": "../../etc/passwd"})[0] == 404
+    assert api.snapshot(reg, {"run": "job", "path": "../../etc/passwd"})[0] == 404
     from tb_plugin.cli import main
 
     assert main(["report", str(tmp_path), "--json", "--no-cache"]) == 1  # the evil pickle failed

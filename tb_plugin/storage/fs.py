@@ -20,11 +20,15 @@ class FileEntry:
     rel: str
     size: int
     version: str  # changes when the file changes: mtime or etag, with the size
-    kind: str = "trace"  # "trace" | "snapshot" | "memory_timeline"
+    kind: str = "trace"  # "trace" | "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log"
 
     @property
     def run(self) -> str:
+        """The folder holding the file; a MemProfiler ``memprofiler/`` folder's files belong to the run
+        of the folder above it (where Lightning writes the traces of the same job)."""
         parent = posixpath.dirname(self.rel)
+        if posixpath.basename(parent) == "memprofiler" and self.kind != "trace":
+            parent = posixpath.dirname(parent)
         return parent or "."
 
     @property

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from ..memsnap.memprofiler import file_kind
+
 TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
 CERTAIN_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 CANDIDATE_SUFFIXES = (".json", ".json.gz")
@@ -61,7 +63,12 @@ TIMELINE_EXPORT_SUFFIXES = (".raw.json.gz", ".raw.json", ".raw.gz")
 
 def artifact_kind(name: str) -> str | None:
     """``"snapshot"`` for allocator snapshot pickles, ``"memory_timeline"`` for raw
-    ``export_memory_timeline`` files, else None (``[times, sizes]`` JSON is found by sniffing)."""
+    ``export_memory_timeline`` files, ``"memprofiler_stats"``/``"memprofiler_log"`` for
+    finetuning-scheduler MemProfiler files (``rank_<r>_memory_stats.yaml``, ``fsdp_mem_*.log``), else
+    None (``[times, sizes]`` JSON is found by sniffing)."""
+    memprof = file_kind(name)
+    if memprof is not None:
+        return memprof
     if name.endswith(SNAPSHOT_SUFFIXES):
         return "snapshot"
     if name.endswith(TIMELINE_EXPORT_SUFFIXES):

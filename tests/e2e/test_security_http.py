@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import sample
+from tb_plugin.synth_fts import write_memprofiler
 from tests.e2e.conftest import tensorboard
 
 SECRET = "KINETOSCOPE-SECRET-5f1c9e"
@@ -31,6 +32,8 @@ RUN, WORKER, SPAN = "dlrm", "worker0_step_12", "1"
 SNAP_RUN, SNAP_PATH = "snap", "snap/mem_snapshot.pickle"
 EXPORT_PATH = "snap/memory_timeline.raw.gz"
 EVIL_PATH = "snap/evil.pickle"
+STATS_PATH = "snap/memprofiler/rank_0_memory_stats.yaml"
+LOG_PATH = "snap/memprofiler/fsdp_mem_rank_0_training_step_2.log"
 
 
 class _Evil:
@@ -52,6 +55,7 @@ def env(tmp_path_factory):
                 logdir / RUN / "worker0_step_12.1694128201545.pt.trace.json")
     shutil.copy(sample("memory_snapshots/mem_snapshot.pickle"), logdir / SNAP_PATH)
     shutil.copy(sample("hta/memory_analysis/memory_timeline.raw.gz"), logdir / EXPORT_PATH)
+    write_memprofiler(logdir / SNAP_RUN, ranks=1, snapshots=False)
     marker = root / "pwned"
     (logdir / EVIL_PATH).write_bytes(pickle.dumps({"segments": [], "device_traces": [[_Evil(str(marker))]]}))
     # the secret: a valid trace whose op name is the secret, and a plain secret file, all outside
@@ -107,6 +111,7 @@ ROUTES = {
     "memory_stats.csv": dict(FILE, device="GPU0"), "insights": FILE,
     "snapshot": SNAP, "snapshot_timeline": SNAP, "snapshot_segments": SNAP, "snapshot_allocations": SNAP,
     "snapshot_stack": dict(SNAP, stack="0"), "memory_timeline_export": {"run": SNAP_RUN, "path": EXPORT_PATH},
+    "memprofiler_stats": {"run": SNAP_RUN, "path": STATS_PATH}, "memprofiler_log": {"run": SNAP_RUN, "path": LOG_PATH},
     "distributed": {"run": RUN},
     "diff": {f"{s}_{k}": v for s in ("base", "exp") for k, v in FILE.items()},
 }
@@ -234,6 +239,8 @@ SNAP_SIZE_CASES = {
     "snapshot_allocations": ({"limit": "10000"}, 4 * MB),
     "snapshot_stack": ({"stack": "0"}, 1 * MB),
     "memory_timeline_export": ({"path": EXPORT_PATH}, 2 * MB),
+    "memprofiler_stats": ({"path": STATS_PATH}, 16 * MB),
+    "memprofiler_log": ({"path": LOG_PATH}, 2 * MB),
 }
 
 

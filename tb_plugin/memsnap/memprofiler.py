@@ -1,0 +1,152 @@
+"""finetuning-scheduler's MemProfiler output (its ``memprofiler/`` folder): the stats YAML and the
+FSDP text reports. The allocator snapshots it writes (``cuda_alloc_rank_<key>.pickle``) are ordinary
+allocator snapshots (:mod:`.snapshot`).
+
+Files of one folder, per rank ``r``:
+
+- ``rank_<r>_memory_stats.yaml``: a mapping from a *snapshot key* ``<rank>.<function>.<iteration>.<phase>``
+  (``0.training_step.2.start``; phase ``start`` or ``end`` of the profiled call) to that snapshot's values:
+  the keys of ``torch.cuda.memory_stats()`` (``allocated_bytes.all.current`` … in bytes, ``allocation.all.peak``
+  … as counts), ``rss``/``vms`` of the process (bytes), and the forward-hook attributes
+  ``rss_pre_forward``, ``rss_post_forward``, ``rss_diff``, ``npp_pre_forward``, ``npp_post_forward``,
+  ``npp_diff`` (bytes; *npp* = bytes of non-parameter tensors packed by the saved-tensors hook, an upper
+  bound of activation memory; ``None`` when the hook did not run).
+  PyYAML's default dumper writes the top-level ``defaultdict`` as
+  ``!!python/object/apply:collections.defaultdict`` with the entries under ``dictitems``. That one tag is
+  read as the plain mapping of its ``dictitems`` by a :class:`yaml.SafeLoader` subclass; every other
+  Python tag is refused, and no Python object is ever constructed.
+- ``rank_<r>_memory_stats.pickle``: the same stats pickled. Not read (unpickling runs code); the YAML
+  form is.
+- ``fsdp_mem_rank_<r>_<function>_<iteration>.log``: FSDP memory tracker reports, shown as text.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+MAX_STATS_BYTES = 16 << 20  # a stats file is a few KB per snapshot; larger is not a MemProfiler file
+MAX_SNAPSHOTS = 2000
+MAX_LOG_BYTES = 1 << 20  # text reports are shown up to this many bytes
+
+STATS_FILE = re.compile(r"^rank_(\d+)_memory_stats\.(yaml|yml|pickle)$")
+LOG_FILE = re.compile(r"^fsdp_mem_.*\.log$")
+SNAP_KEY = re.compile(r"^(\d+)\.([A-Za-z_][\w]*)\.(\d+)\.(start|end)$")
+
+#: The values the table and chart show first: (key, label, unit). Units: "bytes" or "count".
+HEADLINE = (
+    ("allocated_bytes.all.current", "CUDA allocated", "bytes"),
+    ("allocated_bytes.all.peak", "CUDA allocated, peak", "bytes"),
+    ("reserved_bytes.all.current", "CUDA reserved", "bytes"),
+    ("reserved_bytes.all.peak", "CUDA reserved, peak", "bytes"),
+    ("active_bytes.all.peak", "CUDA active, peak", "bytes"),
+    ("rss", "Process RSS", "bytes"),
+    ("vms", "Process VMS", "bytes"),
+    ("npp_pre_forward", "Non-param packed, pre-forward", "bytes"),
+    ("npp_post_forward", "Non-param packed, post-forward", "bytes"),
+    ("npp_diff", "Non-param packed, forward delta", "bytes"),
+    ("rss_pre_forward", "RSS pre-forward", "bytes"),
+    ("rss_post_forward", "RSS post-forward", "bytes"),
+    ("rss_diff", "RSS forward delta", "bytes"),
+    ("allocation.all.current", "CUDA allocations (live)", "count"),
+    ("num_alloc_retries", "cudaMalloc retries", "count"),
+    ("num_ooms", "Out-of-memory errors", "count"),
+)
+
+
+class MemProfilerError(Exception):
+    """Not a readable MemProfiler file (the message says why)."""
+
+
+def file_kind(name: str) -> str | None:
+    """``"memprofiler_stats"`` for ``rank_<r>_memory_stats.{yaml,pickle}``, ``"memprofiler_log"`` for
+    ``fsdp_mem_*.log``, else None."""
+    if STATS_FILE.match(name):
+        return "memprofiler_stats"
+    if LOG_FILE.match(name):
+        return "memprofiler_log"
+    return None
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader plus one tag: the ``defaultdict`` PyYAML's default dumper writes, read as a mapping."""
+
+
+def _defaultdict(loader: _Loader, node):
+    if not isinstance(node, yaml.MappingNode):
+        raise MemProfilerError("the top-level defaultdict is not a mapping")
+    for key_node, value_node in node.value:
+        if loader.construct_object(key_node) == "dictitems":
+            if not isinstance(value_node, yaml.MappingNode):
+                raise MemProfilerError("the defaultdict's dictitems is not a mapping")
+            return loader.construct_mapping(value_node, deep=True)
+    return {}
+
+
+_Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.defaultdict", _defaultdict)
+# the default factory (``!!python/name:builtins.dict ''``) is only a name here: read it as text
+_Loader.add_constructor("tag:yaml.org,2002:python/name:builtins.dict", lambda loader, node: "builtins.dict")
+
+
+def load_stats(name: str, data: bytes) -> dict:
+    """Parse a ``rank_<r>_memory_stats.yaml`` file.
+
+    Returns ``{"rank", "snapshots": [{"key", "rank", "function", "iteration", "phase", "values"}],
+    "warnings"}``, snapshots ordered by function, iteration, then start before end. ``values`` keeps
+    numbers (bytes or counts as written) and ``None``; other values are dropped with a warning, as are
+    entries whose key is not a snapshot key."""
+    m = STATS_FILE.match(name)
+    if m and m.group(2) == "pickle":
+        raise MemProfilerError("pickled MemProfiler stats are not read (unpickling can run code); "
+                               "the YAML form is (MemProfilerCfg dump_memorystats_yaml: true)")
+    if len(data) > MAX_STATS_BYTES:
+        raise MemProfilerError(f"{len(data)} bytes is more than a MemProfiler stats file holds "
+                               f"(limit {MAX_STATS_BYTES} bytes)")
+    try:
+        doc = yaml.load(data, Loader=_Loader)  # noqa: S506 - SafeLoader subclass, see _Loader
+    except MemProfilerError:
+        raise
+    except yaml.YAMLError as exc:
+        raise MemProfilerError(f"invalid YAML: {' '.join(str(exc).split())[:300]}") from None
+    except RecursionError:
+        raise MemProfilerError("invalid YAML: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise MemProfilerError(f"expected a mapping of snapshot keys, found {type(doc).__name__}")
+    snapshots, bad_keys, dropped = [], [], 0
+    for key, values in doc.items():
+        km = SNAP_KEY.match(str(key))
+        if km is None or not isinstance(values, dict):
+            bad_keys.append(str(key))
+            continue
+        kept = {}
+        for stat, value in values.items():
+            if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+                kept[str(stat)] = value
+            else:
+                dropped += 1
+        snapshots.append({"key": str(key), "rank": int(km.group(1)), "function": km.group(2),
+                          "iteration": int(km.group(3)), "phase": km.group(4), "values": kept})
+    warnings = []
+    if bad_keys:
+        warnings.append(f"skipped {len(bad_keys)} entries whose key is not <rank>.<function>.<iteration>."
+                        f"<start|end> with a mapping of values: {', '.join(repr(k[:80]) for k in bad_keys[:5])}")
+    if dropped:
+        warnings.append(f"skipped {dropped} values that are not numbers")
+    if not snapshots:
+        raise MemProfilerError("no MemProfiler snapshots (keys like 0.training_step.2.start) in this file"
+                               + (f"; {warnings[0]}" if warnings else ""))
+    if len(snapshots) > MAX_SNAPSHOTS:
+        warnings.append(f"showing the first {MAX_SNAPSHOTS} of {len(snapshots)} snapshots")
+    snapshots.sort(key=lambda s: (s["function"], s["iteration"], s["phase"] != "start", s["rank"]))
+    return {"rank": int(m.group(1)) if m else None, "snapshots": snapshots[:MAX_SNAPSHOTS], "warnings": warnings}
+
+
+def load_log(data: bytes, size: int) -> dict:
+    """A text report: ``{"text", "size_bytes", "truncated"}``; ``data`` is the file's first bytes
+    (at most :data:`MAX_LOG_BYTES` are kept), ``size`` its full size. Invalid UTF-8 is replaced."""
+    shown = data[:MAX_LOG_BYTES]
+    if b"\0" in shown[:8192]:
+        raise MemProfilerError("binary data, not a text report")
+    return {"text": shown.decode("utf-8", errors="replace"), "size_bytes": int(size),
+            "truncated": size > len(shown)}
