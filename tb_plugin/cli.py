@@ -1,9 +1,11 @@
 """``kinetoscope``: headless reports from the same analyses as the TensorBoard tab.
 
-    kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache]
+    kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache] [--executor local|dask://HOST:PORT]
 
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes
-to stderr. The exit status is 1 when any trace file failed to load, 2 for bad arguments.
+to stderr, one line per rank. The exit status is 1 when any trace file failed to load, 2 for bad
+arguments. The per-rank work (parse, reduce to aggregates) runs on the executor (tb_plugin/executors):
+the local process pool by default, or a Dask cluster (``--executor`` or ``$KINETOSCOPE_EXECUTOR``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,10 @@ from typing import Any, TextIO
 import orjson
 
 from .analysis.overview import CATEGORY_KEYS
+from .executors import ENV_VAR, LocalExecutor, open_executor
 from .runs import ERROR, RunRegistry
 from .storage.cache import ParseCache
 
-_OPERATOR_KEYS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "tc_eligible"]
-_KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct",
-                "tensor_cores"]
 _LABELS = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"]
 
 
@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--run", help="only this run (its path relative to the logdir; '.' for the root)")
     report.add_argument("--json", action="store_true", help="print JSON instead of tables")
     report.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
+    report.add_argument("--executor", default=None,
+                        help=f"where the per-rank work runs: 'local' (process pool, the default) or "
+                             f"dask://HOST:PORT (a Dask scheduler); default ${ENV_VAR} or local")
     diff = sub.add_parser("diff", help="compare a baseline trace with an experiment")
     diff.add_argument("base", help="a trace file or a run directory (local or bucket URL)")
     diff.add_argument("exp", help="a trace file or a run directory (local or bucket URL)")
@@ -43,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "diff":
         return run_diff(args, sys.stdout, sys.stderr)
-    return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr)
+    return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr,
+                      executor=args.executor)
 
 
 def _pick(target: str, worker: str | None, span: str, use_cache: bool, err: TextIO):
@@ -98,8 +102,9 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO) -> int:
-    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
+def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO,
+               executor: str | None = None) -> int:
+    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None, executor=executor)
     registry.scan()
     if registry.error is not None:  # missing extra, no credentials, access denied, missing bucket
         err.write(f"kinetoscope: {logdir}: {registry.error}\n")
@@ -108,14 +113,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     if run is not None and not files:
         err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")
         return 2
-    workers = registry.parse_in_parallel(files)
-    if workers:
-        err.write(f"parsed {len(files)} files with {workers} worker processes\n")
-    bar = _ProgressBar(err, len(files))
-    for i, st in enumerate(files):
-        bar.file(i, st.entry.rel)
-        registry.load(st, progress=bar.update)
-    bar.done()
+    _analyse(registry, files, executor, err)
     doc = {"runs": []}
     for st in files:
         if not doc["runs"] or doc["runs"][-1]["name"] != st.run:
@@ -128,20 +126,10 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
                  "warnings": st.warnings, "overview": overview, "operators": None, "kernels": None, "modules": None,
                  "memory": None, "insights": None}
         if overview is not None:
-            views = registry.tables(st)
-            entry["operators"] = [{k: r[k] for k in _OPERATOR_KEYS} for r in sorted(
-                views.operators("operator"), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))]
-            entry["kernels"] = [{k: r[k] for k in _KERNEL_KEYS} for r in sorted(
-                views.kernels("kernel"), key=lambda r: (-r["total_us"], r["name"]))]
-            entry["modules"] = views.modules()
-            entry["memory"] = views.memory_summary()
-            found = views.insights()
-            entry["insights"] = {
-                "idle": {k: found["idle"][k] for k in ("host_wait_us", "short_gap_us", "other_us")},
-                "launch_delay_us": {"p50": found["launch"]["p50"], "p95": found["launch"]["p95"]},
-                "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us",
-                                                              "idle_us")},
-            }
+            tables = st.aggregate["tables"]
+            for key in ("operators", "kernels", "modules", "memory"):
+                entry[key] = tables[key]
+            entry["insights"] = st.aggregate["insights"]
         doc["runs"][-1]["workers"].append(entry)
     _add_distributed(registry, doc)
     failed_artifacts = _add_snapshots(registry, doc, run)
@@ -155,6 +143,26 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     if not files and not registry.artifacts():
         err.write(f"kinetoscope: no trace files under {logdir}\n")
     return 1 if failed else 0
+
+
+def _analyse(registry: RunRegistry, files: list, executor: str | None, err: TextIO) -> None:
+    """Every file's per-rank task on the chosen executor, one progress line per rank on ``err``."""
+    if not files:
+        return
+    def warn(message: str) -> None:
+        err.write(f"kinetoscope: {message}\n")
+
+    chosen = open_executor(executor, warn)
+    bar = _ProgressBar(err, len(files))
+    try:
+        registry.analyse(files, chosen, tables=True, progress=bar.rank, warn=warn)
+    finally:
+        chosen.close()
+    bar.done()
+    where = chosen.description
+    if isinstance(chosen, LocalExecutor):
+        where = f"{chosen.used_workers} worker processes" if chosen.used_workers else "this process"
+    err.write(f"analysed {len(files)} files on {where}\n")
 
 
 def _add_distributed(registry: RunRegistry, doc: dict) -> None:
@@ -265,12 +273,6 @@ class _ProgressBar:
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.index, self.name, self._last = 0, "", -1
 
-    def file(self, index: int, name: str) -> None:
-        self.index, self.name, self._last = index, name, -1
-        if not self.tty:
-            self.stream.write(f"[{index + 1}/{self.total}] loading {name}\n")
-        self.update(0.0)
-
     def update(self, fraction: float) -> None:
         if not self.tty:
             return
@@ -282,6 +284,15 @@ class _ProgressBar:
         self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {pct:3d}%  "
                           f"{self.index + 1}/{self.total} {self.name[-50:]}\x1b[K")
         self.stream.flush()
+
+    def rank(self, done: int, total: int, result) -> None:
+        """One rank finished (any order): a line per rank, or the bar on a terminal."""
+        what = f"failed: {result.error}" if result.error else f"{result.seconds:.2f} s"
+        if not self.tty:
+            self.stream.write(f"[{done}/{total}] {result.key}: {what} ({result.where})\n")
+            return
+        self.index, self.name, self._last = done - 1, result.key, -1
+        self.update(done / max(total, 1))
 
     def done(self) -> None:
         if self.tty and self.total:

@@ -60,6 +60,7 @@ class FileState:
     overview: dict[str, Any] | None = None
     load_seconds: float | None = None
     from_cache: bool = False
+    aggregate: dict[str, Any] | None = None  # per-rank aggregates (executors/task.py), once computed
 
     def __setattr__(self, key: str, value: Any) -> None:
         if key in _SNAPSHOT_FIELDS:
@@ -109,7 +110,7 @@ class RunRegistry:
     """Thread-safe registry of the trace files under one logdir."""
 
     def __init__(self, logdir: str, cache: ParseCache | None = None, reload_interval: float = 10.0,
-                 prefix: str = "") -> None:
+                 prefix: str = "", executor: str | None = None) -> None:
         self.logdir = str(logdir)
         self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
         self.error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
@@ -139,6 +140,12 @@ class RunRegistry:
         self._scanned = threading.Event()
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
+        # where the distributed view's per-rank work runs when ranks are not loaded here: "local",
+        # "dask://host:port", or None for $KINETOSCOPE_EXECUTOR (see tb_plugin/executors)
+        self.executor = executor
+        self._executor = None
+        self._executor_failure: tuple[float, str] | None = None
+        self._executor_lock = threading.Lock()
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "RunRegistry":
@@ -151,6 +158,10 @@ class RunRegistry:
 
     def stop(self) -> None:
         self._stop.set()
+        with self._executor_lock:
+            if self._executor is not None:
+                self._executor.close()
+                self._executor = None
         with self._wake:
             self._wake.notify_all()
 
@@ -406,18 +417,13 @@ class RunRegistry:
         busy = [st for st in states if st.state == QUEUED]
         for st in busy:  # shown as loading while the pool works; queued again for the (cached) load
             st.state = LOADING
-        import concurrent.futures
-        import multiprocessing
+        from .executors import LocalExecutor, RankJob
 
-        ctx = multiprocessing.get_context("spawn")  # no forked threads or locks
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_parse_into_cache, self.logdir, path, url, version, size, self.cache.root)
-                       for path, url, version, size in todo]
-            for f in futures:
-                try:
-                    f.result()
-                except Exception:  # the serial load that follows reports the error properly
-                    logger.debug("parallel parse failed", exc_info=True)
+        jobs = [RankJob(key=path, url=url, version=version, size=size, cache_dir=os.path.dirname(self.cache.root),
+                        aggregate=False) for path, url, version, size in todo]
+        for result in LocalExecutor(workers=workers).map(jobs):
+            if result.error or result.lost:  # the serial load that follows reports the error properly
+                logger.debug("parallel parse of %s failed: %s", result.key, result.error)
         for st in busy:
             if st.state == LOADING:
                 st.state = QUEUED
@@ -434,27 +440,9 @@ class RunRegistry:
     def _parse(self, state: FileState, report: Callable[[float], None]) -> Trace:
         entry = state.entry
         url = self.fs.unstrip_protocol(entry.path)
-        if self.cache is not None:
-            cached = self.cache.get(url, entry.version)
-            if cached is not None:
-                state.from_cache = True
-                return cached
-        if self.cache is None:
-            return load_trace_file(entry.path, fs=self.fs, size=entry.size, progress=report)
-        events_path = self.cache.events_path(url, entry.version)
-        tmp = f"{events_path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(events_path), exist_ok=True)
-            with open(tmp, "wb") as sink:
-                trace = load_trace_file(entry.path, fs=self.fs, size=entry.size, progress=report, events_sink=sink)
-            os.replace(tmp, events_path)
-            trace.meta["events_file"] = events_path
-        except OSError:  # an unwritable cache only costs the full event args
-            trace = load_trace_file(entry.path, fs=self.fs, size=entry.size, progress=report)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        self.cache.put(url, entry.version, trace)
+        trace, from_cache = parse_entry(self.fs, entry.path, url, entry.version, entry.size, self.cache, report)
+        if from_cache:
+            state.from_cache = True
         return trace
 
     def _remember(self, rel: str, views: FileViews) -> None:
@@ -527,12 +515,7 @@ class RunRegistry:
         return views
 
     def _views_of(self, state: FileState, trace: Trace) -> FileViews:
-        if self.cache is None:
-            return FileViews(trace)
-        url, version = self.fs.unstrip_protocol(state.entry.path), state.entry.version
-        cache = self.cache
-        return FileViews(trace, store=(lambda kind: cache.get_blob(url, version, kind),
-                                       lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)))
+        return file_views(trace, self.cache, self.fs.unstrip_protocol(state.entry.path), state.entry.version)
 
     # -- queries ------------------------------------------------------------------------------
     def files(self) -> list[FileState]:
@@ -545,23 +528,38 @@ class RunRegistry:
             return self._by_key.get((run, worker, span))
 
     def distributed(self, run: str, span: str = "1") -> dict:
-        """The distributed view of a run's ranks at one span (see analysis.distributed)."""
-        from .analysis.distributed import distributed_view, rank_of
+        """The distributed view of a run's ranks at one span (see analysis.distributed), combined from
+        each rank's aggregate. Ranks not analysed yet go to the remote executor when one is chosen
+        (``executor`` / ``$KINETOSCOPE_EXECUTOR``), else are loaded here."""
+        from .analysis.distributed import combine_ranks, rank_of_info, rank_reduce
+        from .executors import is_remote
 
         states = sorted((st for st in self.files() if st.run == run and st.span == span), key=lambda s: s.worker)
         messages = []
+        failed: dict[str, str] = {}
+        todo = [st for st in states if st.aggregate is None and st.state not in (READY, ERROR)]
+        if todo and is_remote(self.executor):
+            executor, problem = self._remote_executor()
+            if problem:
+                messages.append(problem)
+            if executor is not None:
+                self.analyse(todo, executor, tables=False, failed=failed, warn=messages.append)
         ranks = []
         for position, st in enumerate(states):
-            if st.state in (QUEUED, LOADING):
-                self.load(st)
-            if st.state != READY:
-                messages.append(f"{st.entry.rel}: not analysed ({st.error})")
+            rel = st.entry.rel
+            if st.aggregate is None and rel not in failed:
+                if st.state in (QUEUED, LOADING):
+                    self.load(st)
+                if st.state == READY:
+                    st.aggregate = {"distributed": rank_reduce(self.tables(st).trace)}
+            if st.aggregate is None:
+                messages.append(f"{rel}: not analysed ({failed.get(rel) or st.error})")
                 continue
-            trace = self.tables(st).trace
-            rank, source = rank_of(trace, st.worker, position)
+            agg = st.aggregate["distributed"]
+            rank, source = rank_of_info(agg["distributed_info"], st.worker, position)
             if source != "distributedInfo":
                 messages.append(f"{st.worker}: no distributedInfo; rank {rank} taken from the {source}")
-            ranks.append((rank, st.worker, trace))
+            ranks.append((rank, st.worker, agg))
         if len({r for r, _, _ in ranks}) < len(ranks):
             messages.append("two files claim the same rank: ranks are compared in worker order instead")
             ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
@@ -569,11 +567,71 @@ class RunRegistry:
         if len(ranks) < 2:
             messages.append("only one rank in this run at this span: there is nothing to compare across ranks")
             return {"state": "ready", "run": run, "span": span, "spans": spans, "view": None, "messages": messages}
-        view = distributed_view(ranks)
+        view = combine_ranks(ranks)
         if view["instances"]["total"] == 0:
             messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
                             "need GPU collectives")
         return {"state": "ready", "run": run, "span": span, "spans": spans, "view": view, "messages": messages}
+
+    # -- per-rank work on an executor -----------------------------------------------------------
+    def rank_job(self, state: FileState, tables: bool = True):
+        """The executor job of one file (see executors/task.py)."""
+        from .executors import RankJob
+
+        entry = state.entry
+        return RankJob(key=entry.rel, url=self.fs.unstrip_protocol(entry.path), version=entry.version,
+                       size=entry.size, cache_dir=os.path.dirname(self.cache.root) if self.cache is not None else None,
+                       tables=tables)
+
+    def analyse(self, states: list[FileState], executor, tables: bool = True, progress=None, warn=None,
+                failed: dict[str, str] | None = None) -> None:
+        """Run the per-rank task of each file on ``executor`` (results in completion order, ``progress``
+        per rank). With ``tables`` (the report) each file ends READY with its overview and aggregate, or
+        ERROR with its message; without, only ``aggregate`` is set and errors go to ``failed``."""
+        from .executors import run_ranks
+
+        by_key = {st.entry.rel: st for st in states}
+        jobs = [self.rank_job(st, tables) for st in states]
+        if tables:
+            for st in states:
+                st.state, st.progress = LOADING, 0.0
+        for result in run_ranks(executor, jobs, progress, warn):
+            st = by_key[result.key]
+            error = self._in_user_scheme(result.error) if result.error else None
+            if not tables:
+                if error:
+                    (failed if failed is not None else {})[result.key] = error
+                else:
+                    st.aggregate = result.aggregate
+                continue
+            st.load_seconds, st.from_cache = result.seconds, result.from_cache
+            if error:
+                st.error, st.state = error, ERROR
+            else:
+                st.warnings = list(result.warnings)
+                st.aggregate = result.aggregate
+                st.overview = result.aggregate["tables"]["overview"]
+                st.progress, st.state = 1.0, READY
+
+    def _remote_executor(self):
+        """``(executor, problem)``: the remote executor, opened once and kept; after a failure
+        ``(None, message)`` and a new try only after :data:`EXECUTOR_RETRY_S`."""
+        from .executors import open_executor
+
+        with self._executor_lock:
+            if self._executor is not None:
+                return self._executor, None
+            failed_at, message = self._executor_failure or (None, None)
+            if failed_at is not None and time.monotonic() - failed_at < EXECUTOR_RETRY_S:
+                return None, message
+            problems: list[str] = []
+            executor = open_executor(self.executor, problems.append)
+            if problems:
+                logger.warning("%s", problems[0])
+                self._executor_failure = (time.monotonic(), problems[0])
+                return None, problems[0]
+            self._executor, self._executor_failure = executor, None
+            return executor, None
 
     def workers_in_run(self, run: str) -> int:
         with self._lock:
@@ -623,6 +681,7 @@ class RunRegistry:
         return self.fs
 
 
+EXECUTOR_RETRY_S = 60.0  # after a remote executor failed, the local loads are used this long before a new try
 REMEASURE_S = 1.0  # a kept file's memory is measured again at most this often (requests grow its indexes)
 SNAPSHOT_PROGRESS_S = 0.5  # while a file loads, the runs snapshot shows its progress at most this stale
 PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
@@ -653,11 +712,40 @@ def _available_memory() -> int | None:
     return None
 
 
-def _parse_into_cache(logdir: str, path: str, url: str, version: str, size: int, cache_root: str) -> None:
-    """Worker-process body: parse one file into the parse cache."""
-    reg = RunRegistry(logdir, cache=ParseCache(os.path.dirname(cache_root)))
-    entry = FileEntry(path=path, rel=path, size=size, version=version)
-    reg._parse(FileState(entry=entry, worker="", span="1"), lambda _: None)
+def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCache | None,
+                report: Callable[[float], None] | None = None) -> tuple[Trace, bool]:
+    """``(trace, came from the cache)`` for one file of ``fs``: read back from the parse cache, else
+    parsed (progress through ``report``, fraction 0–1) and stored there with its raw events file."""
+    report = report or (lambda _: None)
+    if cache is not None:
+        cached = cache.get(url, version)
+        if cached is not None:
+            return cached, True
+    if cache is None:
+        return load_trace_file(path, fs=fs, size=size, progress=report), False
+    events_path = cache.events_path(url, version)
+    tmp = f"{events_path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(events_path), exist_ok=True)
+        with open(tmp, "wb") as sink:
+            trace = load_trace_file(path, fs=fs, size=size, progress=report, events_sink=sink)
+        os.replace(tmp, events_path)
+        trace.meta["events_file"] = events_path
+    except OSError:  # an unwritable cache only costs the full event args
+        trace = load_trace_file(path, fs=fs, size=size, progress=report)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    cache.put(url, version, trace)
+    return trace, False
+
+
+def file_views(trace: Trace, cache: ParseCache | None, url: str, version: str) -> FileViews:
+    """The views of a parsed trace, storing their derived indexes beside it in the parse cache."""
+    if cache is None:
+        return FileViews(trace)
+    return FileViews(trace, store=(lambda kind: cache.get_blob(url, version, kind),
+                                   lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)))
 
 
 def _run_sort_key(name: str) -> tuple:

@@ -1,0 +1,119 @@
+"""The per-rank task every executor runs: read one trace file from its URL, parse it, reduce it.
+
+:func:`reduce_rank` is a pure function of its :class:`RankJob` (a URL and what to compute) and
+returns a :class:`RankResult` holding only aggregates — never event columns — so it can run in a
+local worker process or on a Dask worker on another machine and send back a few KB. It never raises:
+a bad file becomes that rank's ``error``.
+
+The aggregate (``RankResult.aggregate``) is a dict:
+
+- ``distributed``: :func:`~tb_plugin.analysis.distributed.rank_reduce` (rank, world size,
+  communication kernels, per-step overlap; µs, bytes), combined across ranks by
+  :func:`~tb_plugin.analysis.distributed.combine_ranks`;
+- ``insights``: the report's insight figures of this rank (stream idle split, launch delay p50/p95,
+  exposed time; µs);
+- ``tables`` (only when ``RankJob.tables``): the report's per-worker sections: ``overview``,
+  ``operators``, ``kernels``, ``modules``, ``memory``. Their size grows with the number of distinct
+  operator and kernel names, not with the trace length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import time
+from typing import Any
+
+from ..trace.errors import TraceReadError
+
+OPERATOR_KEYS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "tc_eligible"]
+KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct",
+               "tensor_cores"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RankJob:
+    """One trace file to reduce. ``url`` is an fsspec URL (or local path) the worker can open itself."""
+
+    key: str  # the file's logdir-relative path: how the caller matches results to files
+    url: str
+    version: str  # size + mtime/ETag: the parse-cache key with the URL
+    size: int  # bytes on storage
+    cache_dir: str | None = None  # a parse cache directory on the worker's machine (None: no cache)
+    aggregate: bool = True  # False: only parse into the cache (the background loader's warm-up)
+    tables: bool = False  # also the report's per-worker tables
+
+
+@dataclasses.dataclass
+class RankResult:
+    key: str
+    aggregate: dict[str, Any] | None = None
+    error: str | None = None  # why this rank could not be analysed
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0  # wall time of the task on its worker
+    where: str = ""  # host:pid that ran it
+    from_cache: bool = False
+    lost: bool = False  # the executor lost the task (worker died, cluster gone): retry it elsewhere
+
+
+def reduce_rank(job: RankJob) -> RankResult:
+    """Read, parse and reduce one file (see the module docstring). Never raises."""
+    started = time.perf_counter()
+    result = RankResult(key=job.key, where=f"{socket.gethostname()}:{os.getpid()}")
+    try:
+        from ..runs import file_views, parse_entry
+        from ..storage.cache import ParseCache
+        from ..storage.fs import open_logdir
+
+        fs, path = open_logdir(job.url)
+        cache = ParseCache(job.cache_dir) if job.cache_dir else None
+        trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache)
+        if job.aggregate:
+            result.aggregate = rank_aggregate(trace, file_views(trace, cache, job.url, job.version), job.tables)
+        result.warnings = list(trace.warnings)
+    except Exception as exc:  # noqa: BLE001 - one bad rank is that rank's error
+        result.error = error_message(exc)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def error_message(exc: BaseException) -> str:
+    """The per-file message of a failed load (the same words as the registry's own loads)."""
+    if isinstance(exc, TraceReadError):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "not enough memory to load this trace"
+    from ..storage.remote import StorageError
+
+    if isinstance(exc, StorageError):
+        return str(exc)
+    return f"internal error while analysing this file: {type(exc).__name__}: {exc}"
+
+
+def rank_aggregate(trace, views, tables: bool) -> dict[str, Any]:
+    """The aggregate of one parsed trace (pure; see the module docstring)."""
+    from ..analysis.distributed import rank_reduce
+    from ..analysis.overview import compute_overview
+
+    out: dict[str, Any] = {"distributed": rank_reduce(trace), "insights": report_insights(views.insights())}
+    if tables:
+        out["tables"] = {
+            "overview": compute_overview(trace),
+            "operators": [{k: r[k] for k in OPERATOR_KEYS} for r in sorted(
+                views.operators("operator"), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))],
+            "kernels": [{k: r[k] for k in KERNEL_KEYS} for r in sorted(
+                views.kernels("kernel"), key=lambda r: (-r["total_us"], r["name"]))],
+            "modules": views.modules(),
+            "memory": views.memory_summary(),
+        }
+    return out
+
+
+def report_insights(found: dict) -> dict:
+    """The insight figures the report prints, from :meth:`FileViews.insights` (µs)."""
+    return {
+        "idle": {k: found["idle"][k] for k in ("host_wait_us", "short_gap_us", "other_us")},
+        "launch_delay_us": {"p50": found["launch"]["p50"], "p95": found["launch"]["p95"]},
+        "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us", "idle_us")},
+    }
