@@ -34,6 +34,7 @@ setup(
         "s3": ["s3fs>=2026.9.0"],
         "gcs": ["gcsfs>=2026.10.1"],
         "azure": ["adlfs>=2026.8.0"],
+        "dask": ["dask[distributed]>=2026.8.0"],
         "test": ["pytest>=8", "hypothesis>=6.100", "playwright==1.65.2", "moto[server]==5.2.1", "gcp-storage-emulator==2026.7.19"],
     },
     entry_points={
