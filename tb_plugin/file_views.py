@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 
+from .analysis.clock import shared_origin
 from .analysis import memory as memory_analysis
 from .analysis.kernels import kernel_rows, tensor_core_split
 from .analysis.modules import module_tree
@@ -97,11 +98,13 @@ class FileViews:
             base = timeline_query.origin(self.trace)
             steps = compute_steps(self.trace)
             base_ns = self.trace.meta.get("baseTimeNanoseconds")
+            shared, clock = shared_origin(self.trace, base)
             return {
                 "origin_us": base,
                 "base_time_ns": base_ns,
-                # wall clock of the origin, for aligning ranks: baseTimeNanoseconds when the trace has it
-                "wall_origin_us": base + (base_ns / 1000.0 if isinstance(base_ns, (int, float)) else 0.0),
+                # the origin on the clock shared by the job's ranks (analysis/clock.py), for aligning them
+                "wall_origin_us": shared,
+                "clock": clock,
                 "end_us": timeline_query.extent(self.trace)[1],
                 "tracks": timeline_query.tracks_meta(self.trace),
                 "steps": [{"step": n, "start_us": float(a - base), "end_us": float(b - base)}

@@ -9,6 +9,11 @@ For bins of equal width over a window (µs):
 - **Memory allocated / reserved** per device, per bin = the largest ``Total Allocated`` /
   ``Total Reserved`` seen in the bin, or the value carried in from before it (bytes). Without totals
   the allocated curve is the running sum of ``Bytes``.
+- **Trace counters** (``C`` events, e.g. Composer's system profiler: ``cpu/cpu_percent``,
+  ``memory/…``, ``disk/…``, ``network/…``), one track per series named ``<event>/<arg>``, per bin =
+  the largest value of the series held from each sample to the next, as recorded (no rates). Unit
+  ``percent`` for names ending in ``percent``, ``bytes`` for names with ``bytes`` or under
+  ``memory/``, else ``value``. Bins before a series' first sample are 0.
 """
 
 from __future__ import annotations
@@ -94,6 +99,52 @@ def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
                         "values": np.round(eff, 4).tolist()})
     out += _memory(trace, edges)
     out += _queues(trace, edges)
+    out += _trace_counters(trace, edges)
+    return out
+
+
+def counter_unit(name: str) -> str:
+    """The unit of a ``C`` counter series by its name (see the module docstring)."""
+    low = name.lower()
+    if low.endswith("percent"):
+        return "percent"
+    if "bytes" in low or low.startswith("memory/"):
+        return "bytes"
+    return "value"
+
+
+def _counter_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """``(name, ts, values)`` of each ``C`` counter series, by time; non-finite samples dropped."""
+    def build():
+        c = trace.counters
+        out = []
+        if len(c) == 0:
+            return out
+        for sid in np.unique(c.series).tolist():
+            rows = np.flatnonzero(c.series == sid)
+            rows = rows[np.argsort(c.ts[rows], kind="stable")]
+            ts, values = c.ts[rows].astype(np.float64), c.value[rows].astype(np.float64)
+            ok = np.isfinite(ts) & np.isfinite(values)
+            out.append((trace.strings[sid], ts[ok], values[ok]))
+        return out
+
+    return _cached(trace, "counter_series", build)
+
+
+def _trace_counters(trace: Trace, edges: np.ndarray) -> list[dict]:
+    return [{"name": name, "unit": counter_unit(name), "values": np.round(_held_max(ts, values, edges), 4).tolist()}
+            for name, ts, values in _counter_series(trace) if len(ts)]
+
+
+def _held_max(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bin ``[a, b)``: max of the step function holding each sample until the next (0 before the
+    first): the sample in force at ``a`` and every sample after ``a`` and before ``b``."""
+    before = np.searchsorted(ts, edges[:-1], side="right") - 1
+    out = np.where(before >= 0, values[np.maximum(before, 0)], 0.0)
+    first = np.searchsorted(ts, edges[:-1], side="right")
+    last = np.searchsorted(ts, edges[1:], side="left")
+    for k in np.flatnonzero(last > first).tolist():
+        out[k] = max(out[k], float(values[first[k]:last[k]].max()))
     return out
 
 
@@ -154,4 +205,5 @@ def warm_counter_inputs(trace: Trace) -> None:
 
     _functions(trace)
     _memory_series(trace)
+    _counter_series(trace)
     queue_length(trace)

@@ -141,3 +141,11 @@ export function deviceIndex(device: string | number): number {
   const n = Number.parseInt(device.replace(/^GPU/i, ""), 10);
   return Number.isFinite(n) ? n : 0;
 }
+
+export function memprofilerStatsUrl(a: ArtifactRef): string {
+  return `memprofiler_stats?${artifactParams(a).toString()}`;
+}
+
+export function memprofilerLogUrl(a: ArtifactRef): string {
+  return `memprofiler_log?${artifactParams(a).toString()}`;
+}

@@ -2,7 +2,7 @@
 // _us microseconds, _bytes bytes. Snapshot times are µs since the first entry, or entry indices.
 import type { SortOrder } from "./types";
 
-export type ArtifactKind = "snapshot" | "memory_timeline";
+export type ArtifactKind = "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log";
 
 export interface ArtifactInfo {
   /** Path relative to the logdir; the `path` parameter of the snapshot routes. */
@@ -187,4 +187,40 @@ export interface MemoryTimelineExportReady {
   bytes: number[][];
   peak_bytes: number;
   peak_time_us: number;
+}
+
+/** finetuning-scheduler MemProfiler `rank_<r>_memory_stats.yaml` (route `memprofiler_stats`). */
+export interface MemProfilerSnapshot {
+  /** `<rank>.<function>.<iteration>.<phase>`, e.g. `0.training_step.2.start`. */
+  key: string;
+  rank: number;
+  function: string;
+  iteration: number;
+  phase: "start" | "end";
+  /** torch.cuda.memory_stats() keys (bytes or counts), rss/vms and npp/rss hook values (bytes). */
+  values: Record<string, number | null>;
+}
+
+export interface MemProfilerMetric {
+  key: string;
+  label: string;
+  unit: "bytes" | "count";
+}
+
+export interface MemProfilerStatsReady {
+  state: "ready";
+  path: string;
+  rank: number | null;
+  warnings: string[];
+  metrics: MemProfilerMetric[];
+  snapshots: MemProfilerSnapshot[];
+}
+
+/** A MemProfiler `fsdp_mem_*.log` text report (route `memprofiler_log`). */
+export interface MemProfilerLogReady {
+  state: "ready";
+  path: string;
+  text: string;
+  size_bytes: number;
+  truncated: boolean;
 }

@@ -359,8 +359,8 @@ function drawCounter(
   const isFraction = unit === "fraction";
   let max = 0;
   for (const v of c.values) if (v > max) max = v;
-  const top = isFraction ? 1 : max || 1;
-  const color = isFraction ? (name.includes("SM") ? "#7e57c2" : "#2e7d32") : "#1e88e5";
+  const top = isFraction ? 1 : unit === "percent" ? Math.max(100, max) : max || 1;
+  const color = isFraction ? (name.includes("SM") ? "#7e57c2" : "#2e7d32") : unit === "percent" ? "#ef6c00" : "#1e88e5";
   const base = y + h - 2;
   const scale = (h - 6) / top;
   ctx.beginPath();
@@ -389,6 +389,7 @@ function counterScale(resp: TimelineResponse, name: string, unit: string): strin
   if (unit === "fraction") return "0–100 %";
   let max = 0;
   for (const v of c?.values ?? []) if (v > max) max = v;
+  if (unit === "percent") return max <= 100 ? "0–100 %" : `0–${max.toPrecision(3)} %`;
   return unit === "bytes" ? `max ${formatBytes(max)}` : `max ${max.toPrecision(3)}`;
 }
 

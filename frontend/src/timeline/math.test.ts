@@ -257,6 +257,18 @@ describe("wall-clock alignment", () => {
     ]);
     expect(Object.fromEntries(o)).toEqual({ w0: 500, w1: 0, w2: 2000 });
   });
+  it("aligns Composer ranks on their clock sync: known clock offsets vanish", () => {
+    // synth_composer: the first event is 500 µs after the sync on every rank; clocks offset 0, +2500, -1300 µs
+    const raw = [0, 2500, -1300].map((off, r) => ({ worker: `rank${r}`, origin_us: 1e15 + off, wall_origin_us: 500, clock: "clock_sync" }));
+    expect(Object.fromEntries(alignOffsets(raw))).toEqual({ rank0: 0, rank1: 0, rank2: 0 });
+  });
+  it("falls back to raw timestamps when workers are on different clocks", () => {
+    const o = alignOffsets([
+      { worker: "a", origin_us: 1_000_100, wall_origin_us: 500, clock: "clock_sync" },
+      { worker: "b", origin_us: 1_000_000, wall_origin_us: 9e15, clock: "base_time" },
+    ]);
+    expect(Object.fromEntries(o)).toEqual({ a: 100, b: 0 });
+  });
 });
 
 describe("range statistics", () => {

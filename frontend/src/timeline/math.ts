@@ -162,9 +162,15 @@ export function xToTime(x: number, win: TimeWindow, x0: number, width: number): 
 // Wall-clock alignment
 
 /** Per worker, what to add to its relative times: wall_origin_us - the smallest wall_origin_us. */
-export function alignOffsets(metas: { worker: string; wall_origin_us: number }[]): Map<string, number> {
-  const min = Math.min(...metas.map((m) => m.wall_origin_us));
-  return new Map(metas.map((m) => [m.worker, m.wall_origin_us - min]));
+export function alignOffsets(
+  metas: { worker: string; wall_origin_us: number; origin_us?: number; clock?: string }[],
+): Map<string, number> {
+  // Shared origins compare only on one clock (all Composer clock sync, or all baseTimeNanoseconds);
+  // workers on different clocks fall back to the raw timestamps of their first events.
+  const clocks = new Set(metas.map((m) => m.clock ?? "base_time"));
+  const at = (m: (typeof metas)[number]) => (clocks.size > 1 ? (m.origin_us ?? m.wall_origin_us) : m.wall_origin_us);
+  const min = Math.min(...metas.map(at));
+  return new Map(metas.map((m) => [m.worker, at(m) - min]));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ export interface TimelineMeta {
   origin_us: number;
   base_time_ns: number | null;
   wall_origin_us: number;
+  /** The clock wall_origin_us is on: Composer's clock sync, Kineto's baseTimeNanoseconds, or raw µs. */
+  clock?: "clock_sync" | "base_time" | "raw";
   end_us: number;
   tracks: TimelineTrack[];
   steps: TimelineStep[];

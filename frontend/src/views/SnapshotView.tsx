@@ -1,5 +1,5 @@
 // A run's artifacts: allocator snapshots (summary, active-memory timeline, allocator state, top
-// allocations) and memory-timeline exports. For runs without trace files this is the main content.
+// allocations), memory-timeline exports and finetuning-scheduler MemProfiler files. For runs without trace files this is the main content.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import {
   deviceIndex,
@@ -36,6 +36,14 @@ import { formatSnapshotTime, snapshotTimelineOption } from "../memory/options";
 import { StackFrames } from "../memory/StackFrames";
 import { useMemoryStyles } from "../memory/useMemoryStyles";
 import { MemoryTimelineExportView } from "./MemoryTimelineExportView";
+import { MemProfilerLogView, MemProfilerStatsView } from "./MemProfilerView";
+
+const KIND_LABEL: Record<string, string> = {
+  snapshot: "snapshot",
+  memory_timeline: "memory timeline",
+  memprofiler_stats: "MemProfiler stats",
+  memprofiler_log: "FSDP memory report",
+};
 
 const TIMELINE_WIDTH_PX = 1200;
 
@@ -49,7 +57,11 @@ interface SnapshotViewProps {
 export function SnapshotView({ run, artifacts, theme }: SnapshotViewProps) {
   useMemoryStyles();
   const [path, setPath] = useState<string | null>(null);
-  const current = artifacts.find((a) => a.path === path) ?? artifacts.find((a) => a.state !== "error") ?? artifacts[0];
+  const current =
+    artifacts.find((a) => a.path === path) ??
+    artifacts.find((a) => a.kind === "memprofiler_stats" && a.state !== "error") ??
+    artifacts.find((a) => a.state !== "error") ??
+    artifacts[0];
   if (!current) return <Notice>This run has no memory snapshots or memory-timeline exports.</Notice>;
   const ref: ArtifactRef = { run, path: current.path };
   return (
@@ -60,7 +72,7 @@ export function SnapshotView({ run, artifacts, theme }: SnapshotViewProps) {
           <select data-testid="artifact-select" value={current.path} onChange={(e) => setPath(e.target.value)}>
             {artifacts.map((a) => (
               <option key={a.path} value={a.path}>
-                {a.path} ({a.kind === "snapshot" ? "snapshot" : "memory timeline"}, {formatBytes(a.size_bytes)}
+                {a.path} ({KIND_LABEL[a.kind] ?? a.kind}, {formatBytes(a.size_bytes)}
                 {a.state === "error" ? ", error" : ""})
               </option>
             ))}
@@ -70,6 +82,10 @@ export function SnapshotView({ run, artifacts, theme }: SnapshotViewProps) {
       <ErrorBoundary key={current.path} title="The memory artifact failed to render">
         {current.kind === "snapshot" ? (
           <SnapshotDetail artifact={ref} theme={theme} />
+        ) : current.kind === "memprofiler_stats" ? (
+          <MemProfilerStatsView artifact={ref} theme={theme} />
+        ) : current.kind === "memprofiler_log" ? (
+          <MemProfilerLogView artifact={ref} />
         ) : (
           <MemoryTimelineExportView artifact={ref} theme={theme} />
         )}

@@ -158,7 +158,12 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   const offsets = useMemo(() => {
     if (!ready) return new Map<string, number>();
     if (activeWorkers.length === 1) return new Map([[activeWorkers[0]!, 0]]);
-    return alignOffsets(activeWorkers.map((w) => ({ worker: w, wall_origin_us: metas.get(w)!.wall_origin_us })));
+    return alignOffsets(
+      activeWorkers.map((w) => {
+        const m = metas.get(w)!;
+        return { worker: w, wall_origin_us: m.wall_origin_us, origin_us: m.origin_us, clock: m.clock };
+      }),
+    );
   }, [ready, activeWorkers, metas]);
   const bounds: Bounds | null = useMemo(() => {
     if (!ready) return null;
@@ -584,6 +589,9 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
                 setSelected(null);
                 setBox(null);
               }} /> All ranks on one clock
+            {allRanks && ready ? (
+              <span className="muted" data-testid="clock-source"> ({clockLabel(activeWorkers.map((w) => metas.get(w)?.clock))})</span>
+            ) : null}
           </label>
         ) : null}
         <a className="csv-link" data-testid="trace-download" href={fileUrl} download>
@@ -747,4 +755,14 @@ function EventDetails({ ev, onJump }: { ev: TimelineEvent; offset: number; onJum
       ) : null}
     </div>
   );
+}
+
+/** How the ranks of "All ranks on one clock" are aligned (see docs/http_api.md timeline_meta). */
+function clockLabel(clocks: (string | undefined)[]): string {
+  const kinds = new Set(clocks.map((c) => c ?? "base_time"));
+  if (kinds.size > 1) return "mixed clocks: raw timestamps";
+  const [only] = kinds;
+  if (only === "clock_sync") return "aligned on clock_sync_timestamp_us";
+  if (only === "base_time") return "aligned on baseTimeNanoseconds";
+  return "raw timestamps";
 }
