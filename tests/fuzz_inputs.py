@@ -261,7 +261,7 @@ def structural(rng: random.Random, doc, max_events: int = 400) -> bytes:
         events = events[start:start + max_events]
     texts = []
     # most documents stay valid JSON so the odd values reach the analyses; some carry NaN/Infinity
-    # literals or 100k-deep nesting, which make the whole document unreadable
+    # literals (read after a rewrite, with a warning) or 100k-deep nesting (the whole document fails)
     hostile = rng.random() < 0.15
     odd = _ODD_VALUES if hostile else _VALID_ODD
     n_bad = rng.randint(1, max(1, len(events) // 4 or 1))

@@ -17,6 +17,7 @@ import shutil
 import socket
 import time
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -162,7 +163,7 @@ def _error(data: bytes) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize("depth", [100_000])
+@pytest.mark.parametrize("depth", [1000, 5000, 100_000])
 def test_deep_nesting_is_a_clear_error(depth):
     nested = b"[" * depth + b"]" * depth
     assert "nested too deeply" in _error(b'{"traceEvents":' + nested + b"}")
@@ -202,9 +203,96 @@ def test_numbers_out_of_range():
     assert F.exercise(_step_and(_ev(ts=1e308, dur=1e308), _ev(ts=-1e308))) == "ok"
 
 
-def test_nan_and_infinity_literals_are_a_clear_error():
-    assert "invalid JSON" in _error(b'{"traceEvents":[{"ph":"X","ts":NaN,"dur":Infinity}]}')
-    assert "invalid JSON" in _error(b'[{"ph":"X","ts":-Infinity}]')
+def test_nan_and_infinity_literals_in_args_keep_every_event_and_metric():
+    """Bare NaN/Infinity (Python's json.dumps writes them) no longer fail the file: they are quoted,
+    read back as the non-finite floats they stand for, and named in one warning; the same words
+    inside strings are left alone."""
+    from tb_plugin.analysis.overview import compute_overview
+    from tb_plugin.file_views import FileViews
+
+    raw = gzip.decompress(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz").read_bytes())
+    # the same words inside strings, escaped quotes included, must survive untouched
+    clean = raw.replace(b"step;resnet50", b'step \\"NaN\\": -Infinity\\\\;resnet50')
+    assert clean != raw and b"NaN" in clean
+    args = clean.count(b'"args": {')
+    hostile = clean.replace(b'"args": {', b'"args": {"loss": NaN, "grad norm": -Infinity, "scale": Infinity, ')
+    with pytest.raises(Exception):
+        json.loads(hostile, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # really not JSON
+    a, b = decode_trace(clean), decode_trace(hostile)
+    assert b.warnings == [f"{3 * args} bare NaN/Infinity literals (not valid JSON) were read as the "
+                          "non-finite numbers they stand for"] + a.warnings
+    assert args > 50_000 and len(b.events) == len(a.events) == a.meta["event_count"] > 40_000
+    assert b.strings == a.strings and any('"NaN": -Infinity\\;' in s for s in b.strings)
+    for key, col in a.events.columns.items():
+        assert np.array_equal(col, b.events.columns[key], equal_nan=col.dtype.kind == "f"), key
+    assert compute_overview(b) == compute_overview(a)
+    va, vb = FileViews(a), FileViews(b)
+    assert vb.operators("operator") == va.operators("operator") and len(va.operators("operator")) > 50
+    assert vb.kernels("kernel") == va.kernels("kernel") and len(va.kernels("kernel")) > 20
+
+    # an arg that is analysed: read as NaN / inf (floats) or missing (ints), the event is kept
+    doc = _step_and(_ev(args={"flops": 1, "External id": 7}), _ev(name="k", ts=20, args={"flops": 2}))
+    doc = doc.replace(b'"flops": 1', b'"flops": NaN').replace(b'"External id": 7', b'"External id": -Infinity')
+    doc = doc.replace(b'"flops": 2', b'"flops": Infinity')
+    trace = decode_trace(doc)
+    flops = trace.events.columns["flops"][np.argsort(trace.events.ts)]
+    assert np.isnan(flops[1]) and flops[2] == np.inf and len(trace.events) == 3
+    assert trace.events.columns["external_id"].max() == -1
+    assert F.exercise(doc) == "ok"
+    # the array form, also cut off mid-event: both repairs apply
+    trace = decode_trace(b'[{"ph":"X","name":"x","ts":1,"dur":NaN},{"ph":"X","name":"y","ts":3,"dur":1},{"ph"')
+    assert len(trace.events) == 2 and trace.events.dur.tolist() == [0.0, 1.0]
+    assert any("recovered 2 complete events" in w for w in trace.warnings)
+    assert any(w.startswith("1 bare NaN/Infinity") for w in trace.warnings)
+
+
+_NONFINITE_TEXT = st.lists(st.sampled_from(['"', "\\", "NaN", "-Infinity", "Infinity", " ", "a", ":", ","]),
+                           max_size=12).map("".join)
+_WITH_NONFINITE = st.recursive(
+    st.one_of(st.floats(), _NONFINITE_TEXT, st.integers(-5, 5), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_NONFINITE_TEXT, inner, max_size=4)),
+    max_leaves=20)
+
+
+def _as_quoted(value):
+    if isinstance(value, float) and not np.isfinite(value):
+        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, list):
+        return [_as_quoted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_quoted(v) for k, v in value.items()}
+    return value
+
+
+@HYPOTHESIS
+@given(_WITH_NONFINITE, st.sampled_from([(5, 0), (7, 256), (1 << 20, 0), (1 << 20, 256)]))
+def test_quote_nonfinite_touches_only_literals_outside_strings(value, block_few):
+    """Every block size and both escape checks (one by one, vectorized): the result is JSON whose
+    literals became strings and whose strings are unchanged."""
+    from tb_plugin.trace import nonfinite
+
+    text = json.dumps(value).encode()  # allow_nan: bare NaN/Infinity/-Infinity
+    saved = nonfinite.BLOCK_BYTES, nonfinite._FEW
+    nonfinite.BLOCK_BYTES, nonfinite._FEW = block_few
+    try:
+        quoted = nonfinite.quote_nonfinite(text)
+    finally:
+        nonfinite.BLOCK_BYTES, nonfinite._FEW = saved
+    expected = _as_quoted(value)
+    if quoted is None:  # there was no literal outside strings
+        assert json.loads(text, parse_constant=lambda c: pytest.fail(f"literal {c} missed")) == expected
+    else:
+        out, count = quoted
+        assert json.loads(out, parse_constant=lambda c: pytest.fail(f"literal {c} left")) == expected
+        assert count == out.count(b'"NaN"') + out.count(b'"Infinity"') + out.count(b'"-Infinity"') - (
+            text.count(b'"NaN"') + text.count(b'"Infinity"') + text.count(b'"-Infinity"'))
+
+
+def test_malformed_json_near_a_nan_in_a_string_is_still_an_error():
+    # the parser stops at a real syntax error, not at a literal: no rewrite is attempted
+    assert "invalid JSON" in _error(b'{"traceEvents":[{"ph":"X","name":"NaN","ts":1,,}]}')
+    # literals where no value may stand stay invalid once quoted
+    assert "invalid JSON" in _error(b'{"traceEvents":[{"ph":"X","ts":NaN NaN}]}')
 
 
 @pytest.mark.parametrize("field,value", [

@@ -8,12 +8,15 @@ Decoding is two-pass and never builds a dict per event:
    and each batch is turned into numpy columns at once, so peak memory stays near the input size.
 
 Both forms are accepted: the object form ``{"traceEvents": [...], ...}`` and the array form
-``[{...}, ...]``, whose closing ``]`` may be missing (the Chrome trace format allows that).
+``[{...}, ...]``, whose closing ``]`` may be missing (the Chrome trace format allows that). Bare
+``NaN``/``Infinity`` literals, which some writers emit although JSON has none, are quoted and read
+as those numbers (see :mod:`.nonfinite`), with a warning.
 """
 
 from __future__ import annotations
 
 import collections
+import re
 from typing import Any, Callable
 
 import msgspec
@@ -22,6 +25,7 @@ import numpy as np
 from .categories import Kind, kind_of_category
 from .errors import TraceReadError
 from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
+from .nonfinite import quote_nonfinite, token_at
 
 BATCH_EVENTS = 100_000
 
@@ -118,17 +122,24 @@ def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float
     if first is None:
         raise TraceReadError("file holds only whitespace: not a JSON trace")
     warnings: list[str] = []
-    top: dict[str, Any] = {}
-    if first == ord("{"):
-        raws, top = _split_object_form(buf)
-        form = "object"
-    elif first == ord("["):
-        raws, recovered = _split_array_form(buf)
-        form = "array"
-        if recovered:
-            warnings.append(recovered)
-    else:
+    if first not in (ord("{"), ord("[")):
         raise TraceReadError(f"not a JSON trace: the document starts with {chr(first)!r}, expected '{{' or '['")
+    try:
+        raws, top, form = _split(buf, first, warnings)
+    except _NonFiniteLiteral as exc:
+        # bare NaN/Infinity (not JSON, but some writers emit them): quote them and decode again; a
+        # valid document never comes here, so it pays nothing for this
+        quoted = quote_nonfinite(buf)
+        if quoted is None:
+            raise exc.error from None
+        data, count = quoted
+        buf = memoryview(data)
+        try:
+            raws, top, form = _split(buf, first, warnings)
+        except _NonFiniteLiteral as again:  # cannot happen once quoted; never let it escape as a crash
+            raise again.error from None
+        warnings.append(f"{count} bare NaN/Infinity literals (not valid JSON) were read as the non-finite numbers "
+                        "they stand for")
     builder = _ColumnBuilder(events_sink)
     total = len(raws)
     for start in range(0, total, BATCH_EVENTS):
@@ -141,6 +152,16 @@ def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float
     return trace
 
 
+def _split(buf: memoryview, first: int, warnings: list[str]) -> tuple[list[msgspec.Raw], dict[str, Any], str]:
+    if first == ord("{"):
+        raws, top = _split_object_form(buf)
+        return raws, top, "object"
+    raws, recovered = _split_array_form(buf)
+    if recovered:
+        warnings.append(recovered)
+    return raws, {}, "array"
+
+
 def _first_non_space(buf: memoryview) -> int | None:
     for i in range(min(len(buf), 1 << 16)):
         b = buf[i]
@@ -151,6 +172,28 @@ def _first_non_space(buf: memoryview) -> int | None:
 
 def _decode_error(exc: Exception) -> TraceReadError:
     return TraceReadError(f"invalid JSON: {exc}")
+
+
+class _NonFiniteLiteral(Exception):
+    """A strict decode stopped at a bare NaN/Infinity literal; ``error`` is what to raise if quoting
+    them does not help."""
+
+    def __init__(self, error: TraceReadError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _syntax_error(exc: msgspec.DecodeError, buf: memoryview) -> Exception:
+    """The error to raise for a malformed document: :class:`_NonFiniteLiteral` when the parser stopped
+    at a bare NaN/Infinity literal, else a :class:`TraceReadError`."""
+    error = _decode_error(exc)
+    at = _ERROR_BYTE.search(str(exc))
+    if at and token_at(buf, int(at.group(1))):
+        return _NonFiniteLiteral(error)
+    return error
 
 
 # Beyond msgspec's DecodeError, hostile JSON can raise these while decoding: nesting deeper than the
@@ -170,7 +213,7 @@ def _split_object_form(buf: memoryview) -> tuple[list[msgspec.Raw], dict[str, An
     except msgspec.ValidationError as exc:
         raise TraceReadError(f"'traceEvents' is not a list of events: {exc}") from None
     except msgspec.DecodeError as exc:
-        raise _decode_error(exc) from None
+        raise _syntax_error(exc, buf) from None
     except _HOSTILE as exc:
         raise _hostile_error(exc) from None
     if head.traceEvents is msgspec.UNSET:
@@ -188,6 +231,9 @@ def _split_array_form(buf: memoryview) -> tuple[list[msgspec.Raw], str | None]:
         first_error = exc
     except _HOSTILE as exc:
         raise _hostile_error(exc) from None
+    stop = _syntax_error(first_error, buf)
+    if isinstance(stop, _NonFiniteLiteral):
+        raise stop from None  # not a cut-off file (quoting the literals may still leave one)
     # The array form may lack its closing bracket, or end mid-event when a job was killed:
     # keep the complete events before the cut.
     data = bytes(buf)
