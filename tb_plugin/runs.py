@@ -589,6 +589,7 @@ class RunRegistry:
         per rank). With ``tables`` (the report) each file ends READY with its overview and aggregate, or
         ERROR with its message; without, only ``aggregate`` is set and errors go to ``failed``."""
         from .executors import run_ranks
+        from .executors.task import unpack
 
         by_key = {st.entry.rel: st for st in states}
         jobs = [self.rank_job(st, tables) for st in states]
@@ -609,8 +610,8 @@ class RunRegistry:
                 st.error, st.state = error, ERROR
             else:
                 st.warnings = list(result.warnings)
-                st.aggregate = result.aggregate
-                st.overview = result.aggregate["tables"]["overview"]
+                st.aggregate = dict(result.aggregate, tables=unpack(result.aggregate["tables"]))
+                st.overview = st.aggregate["tables"]["overview"]
                 st.progress, st.state = 1.0, READY
 
     def _remote_executor(self):

