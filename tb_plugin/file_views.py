@@ -37,10 +37,19 @@ class FileViews:
         self.has_device = bool(device_mask(trace).any())
         self._memo: dict[str, object] = {}
         self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
         self._index_lock = threading.Lock()
 
     def _get(self, key: str, make):
+        """The memoized value of ``key``, built once. One lock per key: a view being built (seconds on a
+        large trace) never blocks requests for views that are already built or built by another key."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
         with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
             if key not in self._memo:
                 self._memo[key] = make()
             return self._memo[key]

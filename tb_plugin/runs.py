@@ -381,6 +381,8 @@ class RunRegistry:
             trace = self._parse(state, report)
             overview = compute_overview(trace)
             views = self._views_of(state, trace)
+            if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
+                views.timeline_meta()  # the parse cache, so the Trace view never waits for it once the file is ready
         except TraceReadError as exc:
             state.error, state.state = self._in_user_scheme(str(exc)), ERROR
         except MemoryError:
@@ -395,6 +397,13 @@ class RunRegistry:
             state.progress, state.state = 1.0, READY
         state.load_seconds = time.perf_counter() - started
         return state
+
+    def _index_missing(self, state: FileState) -> bool:
+        """Whether this file's timeline index is neither in memory nor in the parse cache."""
+        if self.cache is None:
+            return True
+        url = self.fs.unstrip_protocol(state.entry.path)
+        return not self.cache.has_blob(url, state.entry.version, "timeline")
 
     def parse_in_parallel(self, states: list[FileState]) -> int:
         """Parse not-yet-cached files in a process pool straight into the parse cache, so the loads

@@ -157,3 +157,46 @@ def test_index_is_stored_with_the_parse_cache(registry, monkeypatch):
 
     monkeypatch.setattr(timeline, "_build", lambda trace: pytest.fail("index rebuilt instead of read from cache"))
     assert len(reg.tables(state).timeline_meta()["tracks"]) == 6
+
+
+def test_index_is_built_before_the_file_is_ready(tmp_path):
+    """A freshly parsed file is READY only with its timeline index built and stored: the Trace view,
+    opened the moment the Overview shows, never waits for it."""
+    (tmp_path / "logdir" / "resnet").mkdir(parents=True)
+    shutil.copy(sample(RESNET), tmp_path / "logdir" / "resnet")
+    cache = ParseCache(str(tmp_path / "cache"))
+    reg = RunRegistry(str(tmp_path / "logdir"), cache=cache)
+    reg.scan()
+    state = reg.load(reg.files()[0])
+    url = reg.fs.unstrip_protocol(state.entry.path)
+    assert state.state == "ready" and not state.from_cache
+    assert cache.has_blob(url, state.entry.version, "timeline")
+    assert "timeline_index" in reg.tables(state).trace.derived
+
+
+def test_a_view_being_built_does_not_block_built_ones(resnet):
+    """Views are memoized under one lock per key: while the operator table is being built (seconds on
+    a large trace), a request for the already built timeline metadata answers at once."""
+    import threading
+
+    from tb_plugin.file_views import FileViews
+
+    views = FileViews(resnet)
+    meta = views.timeline_meta()
+    started, release = threading.Event(), threading.Event()
+
+    def slow_rows():
+        started.set()
+        assert release.wait(10)
+        return []
+
+    builder = threading.Thread(target=views._get, args=("ops:slow", slow_rows))
+    builder.start()
+    assert started.wait(10)
+    answered = []
+    reader = threading.Thread(target=lambda: answered.append(views.timeline_meta()))
+    reader.start()
+    reader.join(2)
+    release.set()
+    builder.join(10)
+    assert answered and answered[0] is meta

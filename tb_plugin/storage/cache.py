@@ -62,9 +62,15 @@ class ParseCache:
         """Where the raw events of this file go (for the timeline's full event args)."""
         return self._path(url, version)[: -len(".npz")] + ".events.bin"  # not ".json": a logdir scan must never take it for a trace
 
+    def _blob_path(self, url: str, version: str, kind: str) -> str:
+        return self._path(url, version)[: -len(".npz")] + f".{kind}.npz"
+
+    def has_blob(self, url: str, version: str, kind: str) -> bool:
+        return os.path.exists(self._blob_path(url, version, kind))
+
     def get_blob(self, url: str, version: str, kind: str) -> tuple[dict, dict] | None:
         """A derived index stored beside the parsed columns (``kind`` names it), or None."""
-        path = self._path(url, version)[: -len(".npz")] + f".{kind}.npz"
+        path = self._blob_path(url, version, kind)
         try:
             with np.load(path, allow_pickle=False) as data:
                 header = orjson.loads(data["header"].tobytes())
@@ -76,7 +82,7 @@ class ParseCache:
         return header, arrays
 
     def put_blob(self, url: str, version: str, kind: str, header: dict, arrays: dict) -> None:
-        path = self._path(url, version)[: -len(".npz")] + f".{kind}.npz"
+        path = self._blob_path(url, version, kind)
         self._write(path, dict(arrays, header=np.frombuffer(orjson.dumps(header), dtype=np.uint8)))
 
     def get(self, url: str, version: str) -> Trace | None:
