@@ -81,6 +81,10 @@ export interface TimelineHooks {
   rectOf(row: number, worker?: string): { x: number; y: number; w: number; h: number } | null;
   /** True when the data on screen was answered for the current window. */
   settled(): boolean;
+  /** The counter rows laid out (expanded groups only). */
+  counterRows(): { worker: string; name: string; unit: string }[];
+  /** Each drawn worker's shift onto the shared clock (µs), as "All ranks on one clock" applies it. */
+  offsets(): Record<string, number>;
 }
 
 declare global {
@@ -360,8 +364,8 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   });
 
   // ---- test and perf hooks
-  const live = useRef({ win, layout, data, geometry, answered, winKey, activeWorkers, setWin, primary: selection.worker });
-  live.current = { win, layout, data, geometry, answered, winKey, activeWorkers, setWin, primary: selection.worker };
+  const live = useRef({ win, layout, data, geometry, answered, winKey, activeWorkers, setWin, primary: selection.worker, offsets });
+  live.current = { win, layout, data, geometry, answered, winKey, activeWorkers, setWin, primary: selection.worker, offsets };
   useEffect(() => {
     const hooks: TimelineHooks = {
       openedAt: openedAt.current,
@@ -382,6 +386,9 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
         return l.geometry ? rectOfRow(l.layout, l.data, l.geometry, worker ?? l.primary, row) : null;
       },
       settled: () => live.current.activeWorkers.every((w) => live.current.answered.get(w) === live.current.winKey),
+      counterRows: () =>
+        live.current.layout.rows.flatMap((r) => (r.kind === "counter" ? [{ worker: r.worker, name: r.name, unit: r.unit }] : [])),
+      offsets: () => Object.fromEntries(live.current.offsets),
     } as TimelineHooks;
     window.__kinetoscopeTimeline = hooks;
     return () => {
