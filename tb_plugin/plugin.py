@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 PLUGIN_NAME = "kinetoscope"
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 FIRST_SCAN_WAIT_S = 3.0
+TRACE_FILE_CHUNK = 1 << 20  # bytes per read when streaming an original trace file
 
 
 class KinetoscopePlugin(base_plugin.TBPlugin):
@@ -121,15 +122,29 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                                     request.args.get("span", ""))
         if state is None:  # the path comes from the registry, never from the request
             return _json(request, 404, {"error": "no such trace"})
+        f = None
         try:
-            with self._registry.fs_of(state).open(state.entry.path, "rb") as f:
-                body = f.read()
+            f = self._registry.fs_of(state).open(state.entry.path, "rb")
+            first = f.read(TRACE_FILE_CHUNK)
         except Exception as exc:  # a deleted object or a dropped connection: one request's problem
             from .storage.remote import describe_error
 
+            if f is not None:
+                f.close()
+
             return _json(request, 502, {"error": f"cannot read {state.entry.rel}: {describe_error(exc)}"})
-        name = state.entry.name.replace('"', "")
-        response = wrappers.Response(body, content_type="application/octet-stream")
+
+        def chunks():  # streamed: a gigabyte trace is never held in memory for a download
+            try:
+                chunk = first
+                while chunk:
+                    yield chunk
+                    chunk = f.read(TRACE_FILE_CHUNK)
+            finally:
+                f.close()
+
+        name = state.entry.name.replace('"', "").replace("\\", "")
+        response = wrappers.Response(chunks(), content_type="application/octet-stream", direct_passthrough=True)
         response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response

@@ -27,6 +27,7 @@ const PERFETTO = "https://ui.perfetto.dev";
 /**
  * Opens the Perfetto UI in a new window and hands it the trace: PING until it answers PONG, then post
  * the bytes (https://perfetto.dev/docs/visualization/deep-linking-to-perfetto-ui). Needs internet.
+ * The file name sent is the one the server gives (Content-Disposition), else `fileName`.
  */
 export async function openInPerfetto(fileUrl: string, title: string, fileName: string, win: Window = window): Promise<void> {
   const target = win.open(PERFETTO);
@@ -34,6 +35,7 @@ export async function openInPerfetto(fileUrl: string, title: string, fileName: s
   const response = await fetch(fileUrl);
   if (!response.ok) throw new Error(`HTTP ${response.status} fetching the trace`);
   const buffer = await response.arrayBuffer();
+  const sent = attachmentName(response.headers.get("Content-Disposition")) ?? fileName;
   await new Promise<void>((resolve, reject) => {
     const timer = win.setInterval(() => target.postMessage("PING", PERFETTO), 250);
     const giveUp = win.setTimeout(() => {
@@ -52,5 +54,11 @@ export async function openInPerfetto(fileUrl: string, title: string, fileName: s
     };
     win.addEventListener("message", onMessage);
   });
-  target.postMessage({ perfetto: { buffer, title, fileName } }, PERFETTO, [buffer]);
+  target.postMessage({ perfetto: { buffer, title, fileName: sent } }, PERFETTO, [buffer]);
+}
+
+/** The file name of a `Content-Disposition: attachment; filename="…"` header, or null. */
+export function attachmentName(header: string | null): string | null {
+  const m = header ? /filename="([^"]+)"/.exec(header) : null;
+  return m ? m[1]! : null;
 }
