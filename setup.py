@@ -27,6 +27,7 @@ setup(
         "msgspec>=0.18",
         "orjson>=3.9",
         "platformdirs>=3",
+        "regex>=2022.1.18",  # timeline search: a regex engine with a timeout (ReDoS bound)
         "werkzeug>=1.0",
         "PyYAML>=5.1",
     ],

@@ -148,6 +148,45 @@ def test_timeline_routes(registry):
     assert api.timeline_event(reg, dict(Q, row="99999999"))[0] == 404
 
 
+# exponential backtracking on real op names ("aten::add_", kernel names): each run of word characters
+# splits in Fibonacci-many ways before "$" fails
+CATASTROPHIC = r"(\w|\w\w)+$"
+
+
+def test_regex_search_is_bounded_in_time_and_size(registry):
+    """A catastrophic regex is a clear 400 after the 1 s bound (the regex engine's timeout counts CPU
+    time; a loaded 2-core machine stretches it in wall time, hence the 4 s allowance); a pattern whose
+    counted repeats would unroll to gigabytes is refused before compiling; ordinary regexes, nested
+    quantifiers and backreferences included, still work."""
+    import time
+
+    from tb_plugin.analysis import bounded_regex
+
+    reg, _ = registry
+    started = time.monotonic()
+    code, doc = api.timeline_search(reg, dict(Q, q=CATASTROPHIC, regex="1"))
+    elapsed = time.monotonic() - started
+    assert code == 400 and "took longer than 1 s" in doc["error"], doc
+    assert bounded_regex.SEARCH_SECONDS * 0.9 <= elapsed < 4, elapsed
+    started = time.monotonic()
+    code, doc = api.timeline_search(reg, dict(Q, q="(?:(?:(?:a{100}){100}){100}){100}", regex="1"))
+    assert code == 400 and "too large" in doc["error"] and "100,000,000" in doc["error"], doc
+    assert time.monotonic() - started < 1
+    assert "too large" in api.timeline_search(reg, dict(Q, q="x{4294967295}", regex="1"))[1]["error"]
+    for pattern in (r"^aten::(conv2d|linear)$", r"(a+)+$", r"(conv)\w*\1?"):
+        code, doc = api.timeline_search(reg, dict(Q, q=pattern, regex="1"))
+        assert code == 200 and doc["total"] > 0, (pattern, doc)
+    # the same answer as the standard library's engine on every distinct name
+    import re
+
+    trace = reg.tables(reg.files()[0]).trace
+    code, doc = api.timeline_search(reg, dict(Q, q=r"^aten::(conv2d|linear)$", regex="1"))
+    expected = int(trace.name_mask(lambda s: re.search(r"^aten::(conv2d|linear)$", s, re.I) is not None).sum())
+    assert doc["total"] == expected > 0
+    code, doc = api.timeline_search(reg, dict(Q, q="CONV2D"))  # substring, case-insensitive
+    assert doc["total"] == int(trace.name_mask(lambda s: "conv2d" in s.lower()).sum()) > 0
+
+
 def test_index_is_stored_with_the_parse_cache(registry, monkeypatch):
     reg, _ = registry
     state = reg.files()[0]
