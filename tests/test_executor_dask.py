@@ -60,6 +60,14 @@ def test_dask_address():
     assert dask_address("ray://x:1") is None and dask_address("dask://") is None
 
 
+def test_local_pool_size_spec():
+    messages = []
+    assert open_executor("local:3", messages.append).workers == 3
+    assert open_executor("local", messages.append).workers is None and messages == []
+    assert open_executor("local:zero", messages.append).workers is None
+    assert messages == ["executor local:zero: expected local:N with N ≥ 1; using the local process pool"]
+
+
 def test_dlrm_report_identical_on_dask(cluster, capsys):
     assert main(["report", str(sample(DLRM)), "--json", "--executor", cluster]) == 0
     on_dask, err = capsys.readouterr()
@@ -79,6 +87,8 @@ def test_64_rank_report_identical_on_dask(cluster, job64):
     code, local, _ = _report(job64, "local")
     assert code == 0
     assert on_dask == local
+    code, pooled, err_pool = _report(job64, "local:2")  # the same through 2 spawned processes
+    assert code == 0 and pooled == local and "on 2 worker processes" in err_pool
     run = json.loads(on_dask)["runs"][0]
     dist = run["distributed"]
     assert dist["world_size"] == 64 and [r["rank"] for r in dist["ranks"]] == list(range(64))

@@ -1,8 +1,9 @@
 """Where the per-rank work runs: the local process pool (default) or a Dask cluster.
 
 Chosen by ``kinetoscope report --executor SPEC`` or, for any process (TensorBoard included), the
-``KINETOSCOPE_EXECUTOR`` environment variable. SPEC is ``local`` or ``dask://HOST[:PORT]`` (port
-8786 by default; ``tcp://`` and ``tls://`` addresses are passed to Dask as they are). When Dask is
+``KINETOSCOPE_EXECUTOR`` environment variable. SPEC is ``local`` (a pool sized to the cores and
+memory, none for small jobs), ``local:N`` (N processes) or ``dask://HOST[:PORT]`` (port 8786 by
+default; ``tcp://`` and ``tls://`` addresses are passed to Dask as they are). When Dask is
 not installed, the scheduler cannot be reached within a few seconds or has no workers, the message
 says so and the local process pool runs the ranks instead.
 """
@@ -29,7 +30,7 @@ def executor_spec(spec: str | None = None) -> str:
 
 
 def is_remote(spec: str | None = None) -> bool:
-    return executor_spec(spec) != "local"
+    return executor_spec(spec).split(":", 1)[0] != "local"
 
 
 def dask_address(spec: str) -> str | None:
@@ -49,9 +50,15 @@ def open_executor(spec: str | None = None, warn: Callable[[str], None] | None = 
     """The executor for ``spec`` (see the module docstring). Never fails: any problem with a remote
     executor is reported through ``warn`` and the local process pool is returned instead."""
     spec = executor_spec(spec)
+    say = warn or (lambda _msg: None)
     if spec == "local":
         return LocalExecutor()
-    say = warn or (lambda _msg: None)
+    if spec.startswith("local:"):
+        count = spec[len("local:"):]
+        if count.isdigit() and int(count) >= 1:
+            return LocalExecutor(workers=int(count))
+        say(f"executor {spec}: expected local:N with N ≥ 1; using the local process pool")
+        return LocalExecutor()
     address = dask_address(spec)
     if address is None:
         say(f"unknown executor {spec!r} (expected 'local' or dask://HOST:PORT); using the local process pool")
