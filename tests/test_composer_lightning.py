@@ -94,3 +94,60 @@ def test_lightning_module_scopes_feed_the_module_view():
     (root,) = module_tree(decode_trace(json.dumps({"traceEvents": events}).encode()))
     assert root["name"] == "Net" and root["host_total_us"] == 90 and root["host_self_us"] == 20
     assert [(c["name"], c["operators"]) for c in root["children"]] == [("layer.0 (Linear)", 1), ("layer.1 (Linear)", 1)]
+
+
+def _composer_engine_intervals(events: list[dict]) -> list[tuple[str, float, float]]:
+    """(name, begin, end) of Composer's ``event/…`` engine events, B/E paired by name per thread, by hand."""
+    open_, out = {}, []
+    for e in events:
+        name = e.get("name", "")
+        if not name.startswith("event/") or name == "event/batch" or name.startswith("event/dataloader"):
+            continue
+        key = (e.get("pid"), e.get("tid"), name)
+        if e["ph"] == "B":
+            open_.setdefault(key, []).append(e["ts"])
+        elif e["ph"] == "E" and open_.get(key):
+            out.append((name, open_[key].pop(), e["ts"]))
+    return out
+
+
+def test_merged_composer_and_kineto_trace_shows_both_layers():
+    """A trace merged from Composer's profiler and the PyTorch profiler (Composer's merge puts the torch
+    events, shifted onto its clock, into the same file, overlapping the engine events): ProfilerStep#
+    markers define the steps, with the GPU side of every step exactly as in the Kineto trace alone; the
+    Composer engine events are the trainer events, their time clipped to those steps; the timeline holds
+    the tracks of both layers."""
+    import gzip
+
+    from tb_plugin.analysis import timeline_query as tq
+    from tb_plugin.analysis.steps import compute_steps
+
+    kineto_path = sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+    composer_path = sample("composer/rank_0.trace.json")
+    kineto = json.loads(gzip.decompress(kineto_path.read_bytes()))
+    composer = json.loads(composer_path.read_bytes())
+    shift = min(e["ts"] for e in composer if "ts" in e) + 1000 - min(
+        e["ts"] for e in kineto["traceEvents"] if "ts" in e and e.get("ph") != "M")
+    for e in kineto["traceEvents"]:
+        if "ts" in e:
+            e["ts"] += shift
+    merged = decode_trace(json.dumps(dict(kineto, traceEvents=kineto["traceEvents"] + composer)).encode())
+
+    alone_k = load_trace_file(str(kineto_path))
+    alone_c = load_trace_file(str(composer_path))
+    ov, ov_k = compute_overview(merged), compute_overview(alone_k)
+    gpu_side = ("step", "total_us", "kernel_us", "memcpy_us", "memset_us", "communication_us", "runtime_us")
+    assert len(ov_k["steps"]) == 6
+    assert [{k: s[k] for k in gpu_side} for s in ov["steps"]] == [{k: s[k] for k in gpu_side} for s in ov_k["steps"]]
+
+    lo, hi = (t + shift for t in compute_steps(alone_k).window)
+    expected: dict[str, float] = {}
+    for name, b, e in _composer_engine_intervals(composer):
+        expected[name] = expected.get(name, 0.0) + max(0.0, min(e, hi) - max(b, lo))
+    got = {t["name"]: t["total_us"] for t in ov["trainer_events"]}
+    assert got == pytest.approx(expected) and sum(got.values()) > 0
+    assert [m["name"] for m in ov["system_metrics"]] == [m["name"] for m in compute_overview(alone_c)["system_metrics"]]
+
+    names = [t["name"] for t in tq.tracks_meta(merged)]
+    assert set(names) == {t["name"] for t in tq.tracks_meta(alone_k)} | {t["name"] for t in tq.tracks_meta(alone_c)}
+    assert "Training Loop" in names and "stream 7" in names
