@@ -113,3 +113,26 @@ def test_corrupt_cache_entry_is_a_miss(tmp_path):
     with open(entry, "r+b") as f:
         f.truncate(100)
     assert cache.get("u", "v") is None
+
+
+def test_lightning_profiler_files_are_grouped_by_action():
+    """Lightning's PyTorchProfiler names its exports ``{stage}-{filename}-{local_rank}-{action}.{ts}.pt.trace.json``
+    (tensorboard_trace_handler's worker name): each action (and rank) is one worker, its exports its spans in
+    time order."""
+    from tb_plugin.storage.naming import assign_spans
+
+    got = assign_spans([
+        "fit-prof-0-training_step.1700000000009.pt.trace.json",
+        "fit-prof-0-training_step.1700000000001.pt.trace.json",
+        "fit-prof-0-validation_step.1700000000005.pt.trace.json",
+        "fit-prof-1-training_step.1700000000002.pt.trace.json",
+        "fit-prof-0-[pl][profile]run_training_epoch.1700000000003.pt.trace.json",
+    ])
+    assert got == {
+        "fit-prof-0-training_step.1700000000001.pt.trace.json": ("fit-prof-0-training_step", "1"),
+        "fit-prof-0-training_step.1700000000009.pt.trace.json": ("fit-prof-0-training_step", "2"),
+        "fit-prof-0-validation_step.1700000000005.pt.trace.json": ("fit-prof-0-validation_step", "1"),
+        "fit-prof-1-training_step.1700000000002.pt.trace.json": ("fit-prof-1-training_step", "1"),
+        "fit-prof-0-[pl][profile]run_training_epoch.1700000000003.pt.trace.json":
+            ("fit-prof-0-[pl][profile]run_training_epoch", "1"),
+    }
