@@ -228,3 +228,38 @@ def test_registry_distributed_view_through_env_executor(cluster, monkeypatch):
     got = reg.distributed(".", "1")
     assert got["view"] == expected["view"]
     assert "cannot use the Dask scheduler at tcp://127.0.0.1:1" in got["messages"][0]
+
+
+def test_dask_workers_read_their_ranks_from_the_bucket(tmp_path, monkeypatch, capsys):
+    """Against a real S3 server (moto on loopback): the Dask workers, separate processes that know only
+    the SDK's own environment (AWS_ENDPOINT_URL, keys), open each rank's s3:// URL themselves; the report
+    equals the local-disk report byte for byte (paths in it are logdir-relative)."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from emulators import Emulator, clear_fsspec_instances
+
+    local = tmp_path / "local" / "dlrm"
+    shutil.copytree(sample(DLRM), local)
+    assert main(["report", str(local.parent), "--json", "--no-cache"]) == 0
+    expected = capsys.readouterr().out
+
+    emu = Emulator("s3").start()
+    try:
+        for k, v in emu.env.items():  # before the cluster starts: its worker processes inherit them
+            monkeypatch.setenv(k, v)
+        clear_fsspec_instances()
+        emu.make_bucket()
+        emu.upload(sample(DLRM), "dlrm")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                      dashboard_address=None) as c:
+            address = c.scheduler_address.replace("tcp://", "dask://")
+            with distributed.Client(c) as client:
+                worker_pids = set(client.run(os.getpid).values())
+            assert main(["report", emu.url(), "--json", "--no-cache", "--executor", address]) == 0
+        got, err = capsys.readouterr()
+    finally:
+        emu.kill()
+        clear_fsspec_instances()
+    assert got == expected
+    ran_on = {int(line.rsplit(":", 1)[1].rstrip(")")) for line in err.splitlines()
+              if line.startswith("[") and line.rstrip().endswith(")")}
+    assert ran_on and ran_on <= worker_pids and os.getpid() not in ran_on  # every rank read by a Dask worker
