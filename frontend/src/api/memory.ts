@@ -29,57 +29,60 @@ export function memoryUrl(sel: Selection, range: TimeRange | null, widthPx: numb
   return `memory?${p.toString()}`;
 }
 
-export interface MemoryEventsQuery {
+/** The fields both memory tables take besides their filters. */
+interface MemoryTableFields {
   device: string;
   range: TimeRange | null;
-  min_bytes?: number | null;
-  max_bytes?: number | null;
   search?: string;
   sort?: string;
   order?: SortOrder;
   offset?: number;
   limit?: number;
+}
+
+export interface MemoryEventsQuery extends MemoryTableFields {
+  min_bytes?: number | null;
+  max_bytes?: number | null;
+}
+
+/**
+ * route?… with the file, device, range, the route's own filters (setFilters), the search, the sort
+ * (order only with a sort) and, when paged, offset and limit; with paged false, route.csv?… (every
+ * row, so no offset/limit).
+ */
+function memoryTableUrl(
+  route: string,
+  sel: Selection,
+  q: MemoryTableFields,
+  paged: boolean,
+  setFilters?: (p: URLSearchParams) => void,
+): string {
+  const p = fileParams(sel);
+  p.set("device", q.device);
+  setRange(p, q.range);
+  setFilters?.(p);
+  if (q.search) p.set("search", q.search);
+  if (q.sort) p.set("sort", q.sort);
+  if (q.sort && q.order) p.set("order", q.order);
+  if (paged) {
+    if (q.offset !== undefined) p.set("offset", String(q.offset));
+    if (q.limit !== undefined) p.set("limit", String(q.limit));
+  }
+  return `${paged ? route : `${route}.csv`}?${p.toString()}`;
 }
 
 /** memory_events?… (paged) or, with paged false, memory_events.csv?… with the same filters. */
 export function memoryEventsUrl(sel: Selection, q: MemoryEventsQuery, paged = true): string {
-  const p = fileParams(sel);
-  p.set("device", q.device);
-  setRange(p, q.range);
-  if (q.min_bytes !== null && q.min_bytes !== undefined) p.set("min_bytes", String(Math.round(q.min_bytes)));
-  if (q.max_bytes !== null && q.max_bytes !== undefined) p.set("max_bytes", String(Math.round(q.max_bytes)));
-  if (q.search) p.set("search", q.search);
-  if (q.sort) p.set("sort", q.sort);
-  if (q.sort && q.order) p.set("order", q.order);
-  if (paged) {
-    if (q.offset !== undefined) p.set("offset", String(q.offset));
-    if (q.limit !== undefined) p.set("limit", String(q.limit));
-  }
-  return `${paged ? "memory_events" : "memory_events.csv"}?${p.toString()}`;
+  return memoryTableUrl("memory_events", sel, q, paged, (p) => {
+    if (q.min_bytes !== null && q.min_bytes !== undefined) p.set("min_bytes", String(Math.round(q.min_bytes)));
+    if (q.max_bytes !== null && q.max_bytes !== undefined) p.set("max_bytes", String(Math.round(q.max_bytes)));
+  });
 }
 
-export interface MemoryStatsQuery {
-  device: string;
-  range: TimeRange | null;
-  search?: string;
-  sort?: string;
-  order?: SortOrder;
-  offset?: number;
-  limit?: number;
-}
+export type MemoryStatsQuery = MemoryTableFields;
 
 export function memoryStatsUrl(sel: Selection, q: MemoryStatsQuery, paged = true): string {
-  const p = fileParams(sel);
-  p.set("device", q.device);
-  setRange(p, q.range);
-  if (q.search) p.set("search", q.search);
-  if (q.sort) p.set("sort", q.sort);
-  if (q.sort && q.order) p.set("order", q.order);
-  if (paged) {
-    if (q.offset !== undefined) p.set("offset", String(q.offset));
-    if (q.limit !== undefined) p.set("limit", String(q.limit));
-  }
-  return `${paged ? "memory_stats" : "memory_stats.csv"}?${p.toString()}`;
+  return memoryTableUrl("memory_stats", sel, q, paged);
 }
 
 /** An artifact of a run: a snapshot pickle or a memory-timeline export. */

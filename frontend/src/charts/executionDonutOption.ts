@@ -3,7 +3,7 @@ import type { OverviewReady } from "../api/types";
 import { categoryLabel, categoryValue } from "../util/categories";
 import type { ChartOption } from "./echarts";
 import { categoryColor } from "./palette";
-import { pieTooltipFormatter } from "./tooltipFormatters";
+import { donutOption } from "./topDonutOption";
 
 export interface ExecutionRow {
   key: string;
@@ -29,24 +29,13 @@ export function buildExecutionRows(data: Pick<OverviewReady, "average" | "catego
 }
 
 export function buildDonutOption(rows: ExecutionRow[], textColor: string): ChartOption {
-  return {
-    backgroundColor: "transparent",
-    animation: false,
-    tooltip: { trigger: "item", confine: true, formatter: pieTooltipFormatter as never },
-    series: [
-      {
-        type: "pie",
-        radius: ["48%", "78%"],
-        center: ["50%", "50%"],
-        avoidLabelOverlap: true,
-        label: { show: false },
-        labelLine: { show: false },
-        itemStyle: { borderColor: "transparent", borderWidth: 1 },
-        emphasis: { label: { show: true, color: textColor, fontWeight: "bold", formatter: "{d}%" } },
-        data: rows
-          .filter((r) => r.us > 0)
-          .map((r) => ({ name: r.label, value: r.us, itemStyle: { color: r.color } })),
-      },
-    ],
-  };
+  return donutOption(
+    rows.map((r) => ({ name: r.label, value: r.us, color: r.color })),
+    ["48%", "78%"],
+    {
+      avoidLabelOverlap: true,
+      itemStyle: { borderColor: "transparent", borderWidth: 1 },
+      emphasis: { label: { show: true, color: textColor, fontWeight: "bold", formatter: "{d}%" } },
+    },
+  );
 }

@@ -1,4 +1,5 @@
 // Donuts of top-N lists from the table routes ("top" of operators/kernels, the tensor-core split).
+import type { PieSeriesOption } from "echarts/charts";
 import type { TopItem } from "../api/types";
 import type { ChartOption } from "./echarts";
 import { pieTooltipFormatter } from "./tooltipFormatters";
@@ -29,8 +30,15 @@ export function colorTopItems(items: TopItem[], colors: string[] = TOP_COLORS): 
   }));
 }
 
-/** Names are long (C++ kernel signatures): no ECharts legend; the tooltip (escaped) names them. */
-export function buildTopDonutOption(items: ColoredItem[]): ChartOption {
+/**
+ * A donut of the slices with a positive value, in their colors, without labels (the escaped tooltip
+ * names them). radius: inner and outer, as percentages; extra: more pie series settings.
+ */
+export function donutOption(
+  slices: { name: string; value: number; color: string }[],
+  radius: [string, string],
+  extra: Omit<PieSeriesOption, "type" | "data"> = {},
+): ChartOption {
   return {
     backgroundColor: "transparent",
     animation: false,
@@ -38,12 +46,18 @@ export function buildTopDonutOption(items: ColoredItem[]): ChartOption {
     series: [
       {
         type: "pie",
-        radius: ["45%", "80%"],
+        radius,
         center: ["50%", "50%"],
         label: { show: false },
         labelLine: { show: false },
-        data: items.filter((it) => it.value > 0).map((it) => ({ name: it.name, value: it.value, itemStyle: { color: it.color } })),
+        ...extra,
+        data: slices.filter((s) => s.value > 0).map((s) => ({ name: s.name, value: s.value, itemStyle: { color: s.color } })),
       },
     ],
   };
+}
+
+/** Names are long (C++ kernel signatures): no ECharts legend; the tooltip (escaped) names them. */
+export function buildTopDonutOption(items: ColoredItem[]): ChartOption {
+  return donutOption(items, ["45%", "80%"]);
 }

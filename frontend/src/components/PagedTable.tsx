@@ -1,5 +1,7 @@
-// A server-side sorted and paged table: only the current page's rows are in the DOM. Clicking a
-// sortable header asks for that sort (a second click flips the order); the pager asks for offsets.
+// A sorted and paged table: only the current page's rows are in the DOM. Clicking a sortable header
+// asks for that sort (a second click flips the order); the pager asks for offsets. The sort and the
+// paging may be the server's (the usual case) or the caller's; without onSort the headers are plain
+// labels and without onOffset there is no pager. Rows may be selectable and expandable.
 import { Fragment, type ReactNode } from "react";
 import type { SortOrder } from "../api/types";
 import { formatNumber } from "../util/format";
@@ -16,24 +18,36 @@ export interface Column<Row> {
   className?: string;
 }
 
-interface PagedTableProps<Row> {
-  testId: string;
-  columns: Column<Row>[];
+/** What a page of server-paged rows tells the table (and a PagedTable's paging props). */
+export interface TablePage<Row> {
   rows: Row[];
-  rowKey: (row: Row) => string;
   totalRows: number;
   offset: number;
   limit: number;
-  sort: string;
-  order: SortOrder;
-  onSort: (key: string, order: SortOrder) => void;
-  onOffset: (offset: number) => void;
+  sort?: string;
+  order?: SortOrder;
+  onSort?: (key: string, order: SortOrder) => void;
+  onOffset?: (offset: number) => void;
+  busy?: boolean;
+}
+
+interface PagedTableProps<Row> extends TablePage<Row> {
+  testId: string;
+  /** data-testid of each body row; "table-row" unless given. */
+  rowTestId?: string;
+  columns: Column<Row>[];
+  /** A row's stable key; index is the row's position on this page. */
+  rowKey: (row: Row, index: number) => string;
+  /** When given, rows are clickable and the one with this key is marked selected. */
+  selectedKey?: string | null;
+  onRowClick?: (row: Row, key: string) => void;
   /** When given, each row has a ▸ toggle in a first column and this renders under an expanded row. */
   expanded?: Set<string>;
   onToggle?: (key: string) => void;
   renderExpanded?: (row: Row) => ReactNode;
   expandTestId?: string;
-  busy?: boolean;
+  /** Text of the single row shown when there are none; "No rows match." unless given. */
+  empty?: string;
 }
 
 export function Pager({
@@ -66,13 +80,20 @@ export function Pager({
   );
 }
 
+function rowClass(open: boolean, selected: boolean, clickable: boolean): string | undefined {
+  const parts = [open ? "open" : "", selected ? "mem-selected" : "", clickable ? "mem-clickable" : ""].filter(Boolean);
+  return parts.length > 0 ? parts.join(" ") : undefined;
+}
+
 export function PagedTable<Row>(props: PagedTableProps<Row>) {
-  const { columns, rows, rowKey, sort, order, onSort, expanded, onToggle, renderExpanded } = props;
+  const { columns, rows, rowKey, sort, order, onSort, onRowClick, expanded, onToggle, renderExpanded } = props;
   const expandable = onToggle !== undefined && renderExpanded !== undefined;
   const span = columns.length + (expandable ? 1 : 0);
   return (
     <div className="table-wrap">
-      <Pager shown={rows.length} totalRows={props.totalRows} offset={props.offset} limit={props.limit} onOffset={props.onOffset} />
+      {props.onOffset ? (
+        <Pager shown={rows.length} totalRows={props.totalRows} offset={props.offset} limit={props.limit} onOffset={props.onOffset} />
+      ) : null}
       <div className="table-scroll" aria-busy={props.busy ? true : undefined}>
         <table className="data-table" data-testid={props.testId}>
           <thead>
@@ -80,7 +101,7 @@ export function PagedTable<Row>(props: PagedTableProps<Row>) {
               {expandable ? <th className="col-toggle" aria-label="Expand" /> : null}
               {columns.map((c) => {
                 const active = c.key === sort;
-                const sortable = c.sortable !== false;
+                const label = c.tooltip ? <InfoTooltip label={c.label} text={c.tooltip} /> : c.label;
                 return (
                   <th
                     key={c.key}
@@ -88,20 +109,18 @@ export function PagedTable<Row>(props: PagedTableProps<Row>) {
                     aria-sort={active ? (order === "asc" ? "ascending" : "descending") : undefined}
                     data-col={c.key}
                   >
-                    {sortable ? (
+                    {onSort && c.sortable !== false ? (
                       <button
                         type="button"
                         className="sort-button"
                         data-testid={`sort-${c.key}`}
                         onClick={() => onSort(c.key, active && order === "desc" ? "asc" : "desc")}
                       >
-                        {c.tooltip ? <InfoTooltip label={c.label} text={c.tooltip} /> : c.label}
+                        {label}
                         <span className="sort-mark">{active ? (order === "asc" ? " ▲" : " ▼") : ""}</span>
                       </button>
-                    ) : c.tooltip ? (
-                      <InfoTooltip label={c.label} text={c.tooltip} />
                     ) : (
-                      c.label
+                      label
                     )}
                   </th>
                 );
@@ -112,16 +131,23 @@ export function PagedTable<Row>(props: PagedTableProps<Row>) {
             {rows.length === 0 ? (
               <tr>
                 <td colSpan={span} className="empty">
-                  No rows match.
+                  {props.empty ?? "No rows match."}
                 </td>
               </tr>
             ) : null}
-            {rows.map((row) => {
-              const key = rowKey(row);
+            {rows.map((row, index) => {
+              const key = rowKey(row, index);
               const open = expanded?.has(key) ?? false;
+              const selected = onRowClick !== undefined && props.selectedKey === key;
               return (
                 <Fragment key={key}>
-                  <tr data-testid="table-row" data-key={key} className={open ? "open" : undefined}>
+                  <tr
+                    data-testid={props.rowTestId ?? "table-row"}
+                    data-key={key}
+                    className={rowClass(open, selected, onRowClick !== undefined)}
+                    aria-selected={onRowClick ? selected : undefined}
+                    onClick={onRowClick ? () => onRowClick(row, key) : undefined}
+                  >
                     {expandable ? (
                       <td className="col-toggle">
                         <button
@@ -130,7 +156,11 @@ export function PagedTable<Row>(props: PagedTableProps<Row>) {
                           data-testid={props.expandTestId}
                           aria-expanded={open}
                           aria-label={open ? "Collapse" : "Expand"}
-                          onClick={() => onToggle?.(key)}
+                          onClick={(e) => {
+                            // a click on the toggle is not a click on the (selectable) row
+                            e.stopPropagation();
+                            onToggle?.(key);
+                          }}
                         >
                           {open ? "▾" : "▸"}
                         </button>

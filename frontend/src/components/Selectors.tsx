@@ -1,6 +1,7 @@
 import type { RunInfo, Selection, SpanInfo } from "../api/types";
 import type { PartialSelection } from "../state/hashState";
 import { findRun, findWorker } from "../state/selection";
+import { SelectField } from "./Fields";
 
 interface SelectorsProps {
   runs: RunInfo[];
@@ -25,54 +26,74 @@ export function spanLabel(span: SpanInfo): string {
   }
 }
 
+export interface PickerTestIds {
+  run: string;
+  worker: string;
+  span: string;
+}
+
+/**
+ * The Run, Worker and Span selects of one selection. What a change selects besides the picked value
+ * (e.g. the first worker of a new run) is the caller's choice.
+ */
+export function RunWorkerSpanFields({
+  runs,
+  value,
+  testIds,
+  onRun,
+  onWorker,
+  onSpan,
+}: {
+  runs: RunInfo[];
+  value: Selection;
+  testIds: PickerTestIds;
+  onRun: (run: string) => void;
+  onWorker: (worker: string) => void;
+  onSpan: (span: string) => void;
+}) {
+  const run = findRun(runs, value.run);
+  const worker = findWorker(run, value.worker);
+  return (
+    <>
+      <SelectField
+        label="Run"
+        testId={testIds.run}
+        value={value.run}
+        options={runs.map((r) => ({ value: r.name, label: runLabel(r.name) }))}
+        onChange={onRun}
+      />
+      <SelectField
+        label="Worker"
+        testId={testIds.worker}
+        value={value.worker}
+        options={(run?.workers ?? []).map((w) => ({ value: w.worker, label: w.worker }))}
+        onChange={onWorker}
+      />
+      <SelectField
+        label="Span"
+        testId={testIds.span}
+        value={value.span}
+        options={(worker?.spans ?? []).map((s) => ({ value: s.span, label: spanLabel(s), title: s.path }))}
+        onChange={onSpan}
+      />
+    </>
+  );
+}
+
+const MAIN_TEST_IDS: PickerTestIds = { run: "run-select", worker: "worker-select", span: "span-select" };
+
 /** Run, Worker and Span pickers. Changing an outer one resets the inner ones to their first entry. */
 export function Selectors({ runs, selection, onSelect }: SelectorsProps) {
-  const run = findRun(runs, selection.run);
-  const worker = findWorker(run, selection.worker);
   return (
     <div className="selectors">
-      <label className="selector">
-        <span className="selector-label">Run</span>
-        <select
-          data-testid="run-select"
-          value={selection.run}
-          onChange={(e) => onSelect({ run: e.target.value })}
-        >
-          {runs.map((r) => (
-            <option key={r.name} value={r.name}>
-              {runLabel(r.name)}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label className="selector">
-        <span className="selector-label">Worker</span>
-        <select
-          data-testid="worker-select"
-          value={selection.worker}
-          onChange={(e) => onSelect({ run: selection.run, worker: e.target.value })}
-        >
-          {(run?.workers ?? []).map((w) => (
-            <option key={w.worker} value={w.worker}>
-              {w.worker}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label className="selector">
-        <span className="selector-label">Span</span>
-        <select
-          data-testid="span-select"
-          value={selection.span}
-          onChange={(e) => onSelect({ ...selection, span: e.target.value })}
-        >
-          {(worker?.spans ?? []).map((s) => (
-            <option key={s.span} value={s.span} title={s.path}>
-              {spanLabel(s)}
-            </option>
-          ))}
-        </select>
-      </label>
+      <RunWorkerSpanFields
+        runs={runs}
+        value={selection}
+        testIds={MAIN_TEST_IDS}
+        onRun={(run) => onSelect({ run })}
+        onWorker={(worker) => onSelect({ run: selection.run, worker })}
+        onSpan={(span) => onSelect({ ...selection, span })}
+      />
     </div>
   );
 }

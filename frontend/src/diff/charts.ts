@@ -18,6 +18,23 @@ interface AxisItem {
   dataIndex?: number;
 }
 
+/**
+ * An axis tooltip (shadow pointer) whose lines are those of the hovered category's item; lines are
+ * HTML, so the caller escapes trace strings in them.
+ */
+function axisTooltip<T>(items: T[], lines: (item: T) => string[]): ChartOption["tooltip"] {
+  return {
+    trigger: "axis",
+    axisPointer: { type: "shadow" },
+    confine: true,
+    formatter: ((params: AxisItem | AxisItem[]) => {
+      const list = Array.isArray(params) ? params : [params];
+      const item = items[list[0]?.dataIndex ?? 0];
+      return item === undefined ? "" : lines(item).join("<br/>");
+    }) as never,
+  };
+}
+
 export function stepCompareOption(rows: StepRow[], textColor: string): ChartOption {
   const cats = rows.filter((r) => r.key !== "total_us");
   const unit = chooseTimeUnit(Math.max(0, ...cats.map((r) => Math.max(r.baseline, r.experiment))));
@@ -27,22 +44,12 @@ export function stepCompareOption(rows: StepRow[], textColor: string): ChartOpti
     textStyle: { color: textColor },
     legend: { type: "plain", top: 0, textStyle: { color: textColor } },
     grid: { left: 16, right: 16, top: 40, bottom: 8, containLabel: true },
-    tooltip: {
-      trigger: "axis",
-      axisPointer: { type: "shadow" },
-      confine: true,
-      formatter: ((params: AxisItem | AxisItem[]) => {
-        const list = Array.isArray(params) ? params : [params];
-        const row = cats[list[0]?.dataIndex ?? 0];
-        if (!row) return "";
-        return [
-          `<b>${escapeHtml(row.label)}</b>`,
-          `Baseline: ${formatDuration(row.baseline)}`,
-          `Experiment: ${formatDuration(row.experiment)}`,
-          `\u0394: ${signed(formatDuration(row.delta), row.delta)}`,
-        ].join("<br/>");
-      }) as never,
-    },
+    tooltip: axisTooltip(cats, (row) => [
+      `<b>${escapeHtml(row.label)}</b>`,
+      `Baseline: ${formatDuration(row.baseline)}`,
+      `Experiment: ${formatDuration(row.experiment)}`,
+      `\u0394: ${signed(formatDuration(row.delta), row.delta)}`,
+    ]),
     xAxis: { type: "category", data: cats.map((r) => r.label), axisLabel: { interval: 0, rotate: 30, fontSize: 11 } },
     yAxis: {
       type: "value",
@@ -75,21 +82,11 @@ export function waterfallOption(bars: WaterfallBar[], total: number, textColor: 
     animation: false,
     textStyle: { color: textColor },
     grid: { left: 16, right: 24, top: 16, bottom: 28, containLabel: true },
-    tooltip: {
-      trigger: "axis",
-      axisPointer: { type: "shadow" },
-      confine: true,
-      formatter: ((params: AxisItem | AxisItem[]) => {
-        const list = Array.isArray(params) ? params : [params];
-        const b = all[list[0]?.dataIndex ?? 0];
-        if (!b) return "";
-        return [
-          `<b>${escapeHtml(b.name)}</b>`,
-          `\u0394: ${signed(formatDuration(b.delta), b.delta)}`,
-          `Running total: ${signed(formatDuration(b.end), b.end)}`,
-        ].join("<br/>");
-      }) as never,
-    },
+    tooltip: axisTooltip(all, (b) => [
+      `<b>${escapeHtml(b.name)}</b>`,
+      `\u0394: ${signed(formatDuration(b.delta), b.delta)}`,
+      `Running total: ${signed(formatDuration(b.end), b.end)}`,
+    ]),
     yAxis: {
       type: "category",
       inverse: true,

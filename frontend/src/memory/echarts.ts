@@ -1,18 +1,8 @@
 // The memory views' extra ECharts parts, registered on the shared echarts/core instance: step lines,
 // custom (band) series, marks, brush and data zoom. Imported only by the memory views.
-import { CustomChart, LineChart } from "echarts/charts";
+import * as charts from "echarts/charts";
 import type { CustomSeriesOption, LineSeriesOption } from "echarts/charts";
-import {
-  BrushComponent,
-  DataZoomInsideComponent,
-  DataZoomSliderComponent,
-  GridComponent,
-  LegendPlainComponent,
-  MarkAreaComponent,
-  MarkLineComponent,
-  MarkPointComponent,
-  TooltipComponent,
-} from "echarts/components";
+import * as components from "echarts/components";
 import type {
   BrushComponentOption,
   DataZoomComponentOption,
@@ -26,18 +16,19 @@ import type {
 import * as echarts from "echarts/core";
 import { CanvasRenderer } from "echarts/renderers";
 
+// Named members of the namespaces only, so the bundler keeps just these parts.
 echarts.use([
-  LineChart,
-  CustomChart,
-  BrushComponent,
-  DataZoomInsideComponent,
-  DataZoomSliderComponent,
-  GridComponent,
-  LegendPlainComponent,
-  MarkAreaComponent,
-  MarkLineComponent,
-  MarkPointComponent,
-  TooltipComponent,
+  charts.LineChart,
+  charts.CustomChart,
+  components.BrushComponent,
+  components.DataZoomInsideComponent,
+  components.DataZoomSliderComponent,
+  components.GridComponent,
+  components.LegendPlainComponent,
+  components.MarkAreaComponent,
+  components.MarkLineComponent,
+  components.MarkPointComponent,
+  components.TooltipComponent,
   CanvasRenderer,
 ]);
 

@@ -17,7 +17,7 @@ import { EChart } from "../components/EChart";
 import { InfoTooltip } from "../components/InfoTooltip";
 import { Notice } from "../components/Notice";
 import { RemoteStatus } from "../components/RemoteStatus";
-import { runLabel, spanLabel } from "../components/Selectors";
+import { RunWorkerSpanFields } from "../components/Selectors";
 import { stepCompareOption, waterfallOption } from "../diff/charts";
 import {
   breadcrumbs,
@@ -100,8 +100,6 @@ interface SidePickerProps {
 
 /** Run, worker and span of one side; changing the run or worker picks the first worker/span there. */
 function SidePicker({ label, side, runs, value, onChange }: SidePickerProps) {
-  const run = findRun(runs, value.run);
-  const worker = findWorker(run, value.worker);
   const firstOf = (runName: string, workerName?: string): Selection => {
     const r = findRun(runs, runName);
     const w = (workerName ? findWorker(r, workerName) : undefined) ?? r?.workers[0];
@@ -110,38 +108,14 @@ function SidePicker({ label, side, runs, value, onChange }: SidePickerProps) {
   return (
     <div className={`diff-side diff-side-${side}`} data-testid={`diff-${side}`}>
       <span className="diff-side-label">{label}</span>
-      <label className="selector">
-        <span className="selector-label">Run</span>
-        <select data-testid={`diff-${side}-run`} value={value.run} onChange={(e) => onChange(firstOf(e.target.value, value.worker))}>
-          {runs
-            .filter((r) => r.workers.length > 0)
-            .map((r) => (
-              <option key={r.name} value={r.name}>
-                {runLabel(r.name)}
-              </option>
-            ))}
-        </select>
-      </label>
-      <label className="selector">
-        <span className="selector-label">Worker</span>
-        <select data-testid={`diff-${side}-worker`} value={value.worker} onChange={(e) => onChange(firstOf(value.run, e.target.value))}>
-          {(run?.workers ?? []).map((w) => (
-            <option key={w.worker} value={w.worker}>
-              {w.worker}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label className="selector">
-        <span className="selector-label">Span</span>
-        <select data-testid={`diff-${side}-span`} value={value.span} onChange={(e) => onChange({ ...value, span: e.target.value })}>
-          {(worker?.spans ?? []).map((s) => (
-            <option key={s.span} value={s.span} title={s.path}>
-              {spanLabel(s)}
-            </option>
-          ))}
-        </select>
-      </label>
+      <RunWorkerSpanFields
+        runs={runs.filter((r) => r.workers.length > 0)}
+        value={value}
+        testIds={{ run: `diff-${side}-run`, worker: `diff-${side}-worker`, span: `diff-${side}-span` }}
+        onRun={(run) => onChange(firstOf(run, value.worker))}
+        onWorker={(worker) => onChange(firstOf(value.run, worker))}
+        onSpan={(span) => onChange({ ...value, span })}
+      />
     </div>
   );
 }

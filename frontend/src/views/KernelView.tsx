@@ -2,15 +2,17 @@
 // searched (by kernel and by operator name) and paged on the server.
 import { useMemo, useState } from "react";
 import { tableCsvUrl, tableUrl, type TableQuery } from "../api/client";
-import type { KernelGroupBy, KernelRow, KernelsReady, Selection, SortOrder } from "../api/types";
+import type { KernelGroupBy, KernelRow, KernelsReady, Selection } from "../api/types";
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";
+import { CsvLink, SelectField, TextField } from "../components/Fields";
 import { PagedTable, type Column } from "../components/PagedTable";
 import { traceColumn } from "../components/ShowInTrace";
 import { RemoteStatus } from "../components/RemoteStatus";
 import { TopDonut } from "../components/TopDonut";
 import { useDebounced } from "../hooks/useDebounced";
 import { remoteData, useRemote } from "../hooks/useRemote";
+import { useServerTable } from "../hooks/useServerTable";
 import type { Theme } from "../hooks/useTheme";
 import { DASH, formatBool, formatDuration, formatNumber, formatPct, formatText } from "../util/format";
 import { KERNEL_DEFS } from "../util/tableDefinitions";
@@ -18,9 +20,9 @@ import { PAGE_SIZE } from "./OperatorView";
 
 const TC_COLORS = ["#2ca02c", "#9e9e9e"];
 
-const GROUPS: { id: KernelGroupBy; label: string }[] = [
-  { id: "kernel", label: "Kernel" },
-  { id: "kernel_op_config", label: "Kernel + Op + Launch config" },
+const GROUPS: { value: KernelGroupBy; label: string }[] = [
+  { value: "kernel", label: "Kernel" },
+  { value: "kernel_op_config", label: "Kernel + Op + Launch config" },
 ];
 
 function num(v: number | null, digits = 0): string {
@@ -63,8 +65,8 @@ export function KernelView({
   onShowInTrace?: (row: number) => void;
 }) {
   const [groupBy, setGroupBy] = useState<KernelGroupBy>("kernel");
-  const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
-  const [offset, setOffset] = useState(0);
+  const table = useServerTable(PAGE_SIZE);
+  const { offset, setOffset } = table;
   const [searchText, setSearchText] = useState("");
   const [opSearchText, setOpSearchText] = useState("");
   const search = useDebounced(searchText.trim(), 250);
@@ -72,8 +74,7 @@ export function KernelView({
 
   const query: TableQuery = {
     group_by: groupBy,
-    sort: sort?.key,
-    order: sort?.order,
+    ...table.query,
     search,
     op_search: opSearch,
     offset,
@@ -85,9 +86,8 @@ export function KernelView({
     () => [...kernelColumns(data?.group_by ?? groupBy), ...(onShowInTrace ? [traceColumn<KernelRow>(onShowInTrace)] : [])],
     [data, groupBy, onShowInTrace],
   );
-  const shownSort = sort?.key ?? data?.sort ?? "total_us";
-  const shownOrder: SortOrder = sort?.order ?? data?.order ?? "desc";
-  const csvUrl = tableCsvUrl("kernels", selection, { ...query, sort: shownSort, order: shownOrder });
+  const shown = table.shown(data, "total_us");
+  const csvUrl = tableCsvUrl("kernels", selection, { ...query, ...shown });
   const tcItems = useMemo(
     () =>
       data
@@ -102,52 +102,37 @@ export function KernelView({
   return (
     <div className="table-view" data-testid="kernel-view">
       <div className="view-controls">
-        <label className="selector">
-          <span className="selector-label">Group by</span>
-          <select
-            data-testid="kernel-group-by"
-            value={groupBy}
-            onChange={(e) => {
-              setGroupBy(e.target.value as KernelGroupBy);
-              setOffset(0);
-            }}
-          >
-            {GROUPS.map((g) => (
-              <option key={g.id} value={g.id}>
-                {g.label}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="selector">
-          <span className="selector-label">Kernel</span>
-          <input
-            type="search"
-            data-testid="kernel-search"
-            placeholder="kernel name"
-            value={searchText}
-            onChange={(e) => {
-              setSearchText(e.target.value);
-              setOffset(0);
-            }}
-          />
-        </label>
-        <label className="selector">
-          <span className="selector-label">Operator</span>
-          <input
-            type="search"
-            data-testid="kernel-op-search"
-            placeholder="operator name"
-            value={opSearchText}
-            onChange={(e) => {
-              setOpSearchText(e.target.value);
-              setOffset(0);
-            }}
-          />
-        </label>
-        <a className="csv-link" data-testid="csv-link" href={csvUrl} download>
-          Download CSV
-        </a>
+        <SelectField
+          label="Group by"
+          testId="kernel-group-by"
+          value={groupBy}
+          options={GROUPS}
+          onChange={(v) => {
+            setGroupBy(v as KernelGroupBy);
+            setOffset(0);
+          }}
+        />
+        <TextField
+          label="Kernel"
+          testId="kernel-search"
+          placeholder="kernel name"
+          value={searchText}
+          onChange={(v) => {
+            setSearchText(v);
+            setOffset(0);
+          }}
+        />
+        <TextField
+          label="Operator"
+          testId="kernel-op-search"
+          placeholder="operator name"
+          value={opSearchText}
+          onChange={(v) => {
+            setOpSearchText(v);
+            setOffset(0);
+          }}
+        />
+        <CsvLink href={csvUrl} />
       </div>
       <RemoteStatus state={state} what="kernel table" />
       {data ? (
@@ -168,19 +153,8 @@ export function KernelView({
             <PagedTable
               testId="kernel-table"
               columns={columns}
-              rows={data.rows}
               rowKey={(r) => r.key}
-              totalRows={data.total_rows}
-              offset={data.offset ?? offset}
-              limit={PAGE_SIZE}
-              sort={shownSort}
-              order={shownOrder}
-              onSort={(key, order) => {
-                setSort({ key, order });
-                setOffset(0);
-              }}
-              onOffset={setOffset}
-              busy={state.kind === "fetching"}
+              {...table.page(data, shown, state.kind === "fetching")}
             />
           </Card>
         </>

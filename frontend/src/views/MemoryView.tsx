@@ -4,22 +4,23 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { memoryEventsUrl, memoryStatsUrl, memoryUrl, type TimeRange } from "../api/memory";
 import type { MemoryEventRow, MemoryEventsReady, MemoryReady, MemoryStatRow, MemoryStatsReady } from "../api/memoryTypes";
-import type { Selection, SortOrder } from "../api/types";
+import type { Selection } from "../api/types";
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";
+import { CsvLink, SelectField, TextField } from "../components/Fields";
 import { Notice } from "../components/Notice";
-import type { Column } from "../components/PagedTable";
+import { PagedTable, type Column } from "../components/PagedTable";
 import { RemoteStatus } from "../components/RemoteStatus";
 import { chartTextColor } from "../components/chartColors";
 import { useDebounced } from "../hooks/useDebounced";
 import { remoteData, useRemote } from "../hooks/useRemote";
+import { useServerTable } from "../hooks/useServerTable";
 import type { Theme } from "../hooks/useTheme";
 import { formatBytes, formatDuration, formatNumber } from "../util/format";
 import { MEM_EVENT_DEFS, MEM_STAT_DEFS, RECONSTRUCTED_NOTICE } from "../memory/definitions";
 import type { MemChartInstance } from "../memory/echarts";
 import { formatAddress, parseBytes } from "../memory/layout";
 import { MemChart } from "../memory/MemChart";
-import { MemTable } from "../memory/MemTable";
 import { memoryCurveOption } from "../memory/options";
 import { useMemoryStyles } from "../memory/useMemoryStyles";
 
@@ -133,23 +134,16 @@ export function MemoryView({ selection, theme }: MemoryViewProps) {
   return (
     <div className="mem-view" data-testid="memory-view">
       <div className="mem-controls">
-        <label className="selector">
-          <span className="selector-label">Device</span>
-          <select
-            data-testid="memory-device-select"
-            value={deviceName}
-            onChange={(e) => {
-              setDevice(e.target.value);
-              setSelected(null);
-            }}
-          >
-            {devices.map((d) => (
-              <option key={d.device} value={d.device}>
-                {d.device}
-              </option>
-            ))}
-          </select>
-        </label>
+        <SelectField
+          label="Device"
+          testId="memory-device-select"
+          value={deviceName}
+          options={devices.map((d) => ({ value: d.device, label: d.device }))}
+          onChange={(v) => {
+            setDevice(v);
+            setSelected(null);
+          }}
+        />
         <div className="mem-range" data-testid="memory-range">
           {range
             ? `Range ${formatDuration(range.start_us)} – ${formatDuration(range.end_us)}`
@@ -223,25 +217,24 @@ function MemoryEvents({ selection, device, range, reason, selectedKey, onSelect 
   const [minText, setMinText] = useState("");
   const [maxText, setMaxText] = useState("");
   const [searchText, setSearchText] = useState("");
-  const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
-  const [offset, setOffset] = useState(0);
+  const table = useServerTable(MEMORY_PAGE_SIZE);
+  const { offset, setOffset } = table;
   const search = useDebounced(searchText.trim(), 250);
   const minParsed = parseBytes(minText);
   const maxParsed = parseBytes(maxText);
   const min = useDebounced(minParsed === undefined ? null : minParsed, 250);
   const max = useDebounced(maxParsed === undefined ? null : maxParsed, 250);
   // a new range or device starts at the first page
-  useEffect(() => setOffset(0), [range, device, min, max, search]);
-  const q = { device, range, min_bytes: min, max_bytes: max, search, sort: sort?.key, order: sort?.order };
+  useEffect(() => setOffset(0), [setOffset, range, device, min, max, search]);
+  const q = { device, range, min_bytes: min, max_bytes: max, search, ...table.query };
   const state = useRemote<MemoryEventsReady>(
     reason ? null : memoryEventsUrl(selection, { ...q, offset, limit: MEMORY_PAGE_SIZE }),
   );
   const data = remoteData(state);
   const why = reason ?? data?.reason ?? null;
   const columns = useMemo(eventColumns, []);
-  const shownSort = sort?.key ?? data?.sort ?? "size_bytes";
-  const shownOrder: SortOrder = sort?.order ?? data?.order ?? "desc";
-  const csv = memoryEventsUrl(selection, { ...q, sort: shownSort, order: shownOrder }, false);
+  const shown = table.shown(data, "size_bytes");
+  const csv = memoryEventsUrl(selection, { ...q, ...shown }, false);
 
   return (
     <Card title="Memory events">
@@ -252,63 +245,43 @@ function MemoryEvents({ selection, device, range, reason, selectedKey, onSelect 
       ) : (
         <>
           <div className="mem-controls">
-            <label className="selector">
-              <span className="selector-label">Min size</span>
-              <input
-                type="text"
-                data-testid="memory-min-size"
-                placeholder="e.g. 1 MiB"
-                className={minParsed === undefined ? "mem-input-invalid" : undefined}
-                value={minText}
-                onChange={(e) => setMinText(e.target.value)}
-              />
-            </label>
-            <label className="selector">
-              <span className="selector-label">Max size</span>
-              <input
-                type="text"
-                data-testid="memory-max-size"
-                placeholder="e.g. 2 GiB"
-                className={maxParsed === undefined ? "mem-input-invalid" : undefined}
-                value={maxText}
-                onChange={(e) => setMaxText(e.target.value)}
-              />
-            </label>
-            <label className="selector">
-              <span className="selector-label">Search</span>
-              <input
-                type="search"
-                data-testid="memory-events-search"
-                placeholder="operator name"
-                value={searchText}
-                onChange={(e) => setSearchText(e.target.value)}
-              />
-            </label>
-            <a className="csv-link" data-testid="memory-events-csv" href={csv} download>
-              Download CSV
-            </a>
+            <TextField
+              type="text"
+              label="Min size"
+              testId="memory-min-size"
+              placeholder="e.g. 1 MiB"
+              invalid={minParsed === undefined}
+              value={minText}
+              onChange={setMinText}
+            />
+            <TextField
+              type="text"
+              label="Max size"
+              testId="memory-max-size"
+              placeholder="e.g. 2 GiB"
+              invalid={maxParsed === undefined}
+              value={maxText}
+              onChange={setMaxText}
+            />
+            <TextField
+              label="Search"
+              testId="memory-events-search"
+              placeholder="operator name"
+              value={searchText}
+              onChange={setSearchText}
+            />
+            <CsvLink href={csv} testId="memory-events-csv" />
           </div>
           <RemoteStatus state={state} what="memory events" />
           {data ? (
-            <MemTable
+            <PagedTable
               testId="memory-events-table"
               rowTestId="memory-event-row"
               columns={columns}
-              rows={data.rows}
               rowKey={(r, i) => eventKey(r, i + (data.offset ?? 0))}
-              totalRows={data.total_rows}
-              offset={data.offset ?? offset}
-              limit={MEMORY_PAGE_SIZE}
-              sort={shownSort}
-              order={shownOrder}
-              onSort={(key, order) => {
-                setSort({ key, order });
-                setOffset(0);
-              }}
-              onOffset={setOffset}
+              {...table.page(data, shown, state.kind === "fetching")}
               selectedKey={selectedKey}
               onRowClick={(row, key) => onSelect(key, row)}
-              busy={state.kind === "fetching"}
             />
           ) : null}
         </>
@@ -346,53 +319,36 @@ function statColumns(): Column<MemoryStatRow>[] {
 
 function MemoryStats({ selection, device, range }: { selection: Selection; device: string; range: TimeRange | null }) {
   const [searchText, setSearchText] = useState("");
-  const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
-  const [offset, setOffset] = useState(0);
+  const table = useServerTable(MEMORY_PAGE_SIZE);
+  const { offset, setOffset } = table;
   const search = useDebounced(searchText.trim(), 250);
-  useEffect(() => setOffset(0), [range, device, search]);
-  const q = { device, range, search, sort: sort?.key, order: sort?.order };
+  useEffect(() => setOffset(0), [setOffset, range, device, search]);
+  const q = { device, range, search, ...table.query };
   const state = useRemote<MemoryStatsReady>(memoryStatsUrl(selection, { ...q, offset, limit: MEMORY_PAGE_SIZE }));
   const data = remoteData(state);
   const columns = useMemo(statColumns, []);
-  const shownSort = sort?.key ?? data?.sort ?? "size_increase_bytes";
-  const shownOrder: SortOrder = sort?.order ?? data?.order ?? "desc";
-  const csv = memoryStatsUrl(selection, { ...q, sort: shownSort, order: shownOrder }, false);
+  const shown = table.shown(data, "size_increase_bytes");
+  const csv = memoryStatsUrl(selection, { ...q, ...shown }, false);
   return (
     <Card title="Memory statistics by operator">
       <div className="mem-controls">
-        <label className="selector">
-          <span className="selector-label">Search</span>
-          <input
-            type="search"
-            data-testid="memory-stats-search"
-            placeholder="operator name"
-            value={searchText}
-            onChange={(e) => setSearchText(e.target.value)}
-          />
-        </label>
-        <a className="csv-link" data-testid="memory-stats-csv" href={csv} download>
-          Download CSV
-        </a>
+        <TextField
+          label="Search"
+          testId="memory-stats-search"
+          placeholder="operator name"
+          value={searchText}
+          onChange={setSearchText}
+        />
+        <CsvLink href={csv} testId="memory-stats-csv" />
       </div>
       <RemoteStatus state={state} what="memory statistics" />
       {data ? (
-        <MemTable
+        <PagedTable
           testId="memory-stats-table"
           rowTestId="memory-stat-row"
           columns={columns}
-          rows={data.rows}
           rowKey={(r) => r.name}
-          totalRows={data.total_rows}
-          offset={data.offset ?? offset}
-          limit={MEMORY_PAGE_SIZE}
-          sort={shownSort}
-          order={shownOrder}
-          onSort={(key, order) => {
-            setSort({ key, order });
-            setOffset(0);
-          }}
-          onOffset={setOffset}
-          busy={state.kind === "fetching"}
+          {...table.page(data, shown, state.kind === "fetching")}
         />
       ) : null}
     </Card>

@@ -2,9 +2,10 @@
 // server. Rows expand into their call stacks; frames with a file go to source.
 import { useCallback, useMemo, useState } from "react";
 import { tableCsvUrl, tableUrl, type TableQuery } from "../api/client";
-import type { OperatorGroupBy, OperatorRow, OperatorsReady, Selection, SortOrder, StackFrame } from "../api/types";
+import type { OperatorGroupBy, OperatorRow, OperatorsReady, Selection, StackFrame } from "../api/types";
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";
+import { CsvLink, SelectField, TextField } from "../components/Fields";
 import { PagedTable, type Column } from "../components/PagedTable";
 import { traceColumn } from "../components/ShowInTrace";
 import { RemoteStatus } from "../components/RemoteStatus";
@@ -12,6 +13,7 @@ import { Toast } from "../components/Toast";
 import { TopDonut } from "../components/TopDonut";
 import { useDebounced } from "../hooks/useDebounced";
 import { remoteData, useRemote } from "../hooks/useRemote";
+import { useExpanded, useServerTable } from "../hooks/useServerTable";
 import type { Theme } from "../hooks/useTheme";
 import { formatBool, formatDuration, formatNumber, formatPct, DASH } from "../util/format";
 import { goToSource } from "../util/gotoSource";
@@ -20,10 +22,10 @@ import { OperatorStacks } from "./OperatorStacks";
 
 export const PAGE_SIZE = 100;
 
-const GROUPS: { id: OperatorGroupBy; label: string }[] = [
-  { id: "operator", label: "Operator" },
-  { id: "input_shape", label: "Operator + Input Shape" },
-  { id: "call_stack", label: "Operator + Call Stack" },
+const GROUPS: { value: OperatorGroupBy; label: string }[] = [
+  { value: "operator", label: "Operator" },
+  { value: "input_shape", label: "Operator + Input Shape" },
+  { value: "call_stack", label: "Operator + Call Stack" },
 ];
 
 function formatFlops(v: number | null): string {
@@ -72,17 +74,17 @@ interface OperatorViewProps {
 
 export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewProps) {
   const [groupBy, setGroupBy] = useState<OperatorGroupBy>("operator");
-  const [sort, setSort] = useState<{ key: string; order: SortOrder } | null>(null);
-  const [offset, setOffset] = useState(0);
+  const { expanded, toggle, collapse } = useExpanded();
+  // A new page or sort shows its rows collapsed.
+  const table = useServerTable(PAGE_SIZE, collapse);
+  const { offset, setOffset } = table;
   const [searchText, setSearchText] = useState("");
   const search = useDebounced(searchText.trim(), 250);
-  const [expanded, setExpanded] = useState<Set<string>>(new Set());
   const [toast, setToast] = useState<string | null>(null);
 
   const query: TableQuery = {
     group_by: groupBy,
-    sort: sort?.key,
-    order: sort?.order,
+    ...table.query,
     search,
     offset,
     limit: PAGE_SIZE,
@@ -101,7 +103,7 @@ export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewPr
   // Everything that changes which rows exist starts again at the first page, collapsed.
   const reset = () => {
     setOffset(0);
-    setExpanded(new Set());
+    collapse();
   };
   const onGoto = useCallback((frame: StackFrame) => {
     const where = goToSource(frame);
@@ -109,47 +111,34 @@ export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewPr
   }, []);
   const clearToast = useCallback(() => setToast(null), []);
 
-  const shownSort = sort?.key ?? data?.sort ?? data?.default_sort ?? "";
-  const shownOrder: SortOrder = sort?.order ?? data?.order ?? "desc";
+  const shown = table.shown(data, data?.default_sort ?? "");
   // The CSV is what the table shows: the effective sort (the server default made explicit).
-  const csvUrl = tableCsvUrl("operators", selection, { ...query, sort: shownSort || undefined, order: shownOrder });
+  const csvUrl = tableCsvUrl("operators", selection, { ...query, sort: shown.sort || undefined, order: shown.order });
 
   return (
     <div className="table-view" data-testid="operator-view">
       <div className="view-controls">
-        <label className="selector">
-          <span className="selector-label">Group by</span>
-          <select
-            data-testid="op-group-by"
-            value={groupBy}
-            onChange={(e) => {
-              setGroupBy(e.target.value as OperatorGroupBy);
-              reset();
-            }}
-          >
-            {GROUPS.map((g) => (
-              <option key={g.id} value={g.id}>
-                {g.label}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="selector">
-          <span className="selector-label">Search</span>
-          <input
-            type="search"
-            data-testid="op-search"
-            placeholder="operator name"
-            value={searchText}
-            onChange={(e) => {
-              setSearchText(e.target.value);
-              reset();
-            }}
-          />
-        </label>
-        <a className="csv-link" data-testid="csv-link" href={csvUrl} download>
-          Download CSV
-        </a>
+        <SelectField
+          label="Group by"
+          testId="op-group-by"
+          value={groupBy}
+          options={GROUPS}
+          onChange={(v) => {
+            setGroupBy(v as OperatorGroupBy);
+            reset();
+          }}
+        />
+        <TextField
+          label="Search"
+          testId="op-search"
+          placeholder="operator name"
+          value={searchText}
+          onChange={(v) => {
+            setSearchText(v);
+            reset();
+          }}
+        />
+        <CsvLink href={csvUrl} />
       </div>
       <RemoteStatus state={state} what="operator table" />
       {data ? (
@@ -170,35 +159,14 @@ export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewPr
             <PagedTable
               testId="operator-table"
               columns={columns}
-              rows={data.rows}
               rowKey={(r) => r.key}
-              totalRows={data.total_rows}
-              offset={data.offset ?? offset}
-              limit={PAGE_SIZE}
-              sort={shownSort}
-              order={shownOrder}
-              onSort={(key, order) => {
-                setSort({ key, order });
-                reset();
-              }}
-              onOffset={(o) => {
-                setOffset(o);
-                setExpanded(new Set());
-              }}
+              {...table.page(data, shown, state.kind === "fetching")}
               expanded={expanded}
-              onToggle={(key) =>
-                setExpanded((prev) => {
-                  const next = new Set(prev);
-                  if (next.has(key)) next.delete(key);
-                  else next.add(key);
-                  return next;
-                })
-              }
+              onToggle={toggle}
               expandTestId="op-expand"
               renderExpanded={(row) => (
                 <OperatorStacks selection={selection} rowKey={row.key} groupBy={data.group_by} onGoto={onGoto} />
               )}
-              busy={state.kind === "fetching"}
             />
           </Card>
         </>

@@ -22,16 +22,16 @@ import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";
 import { ErrorCard } from "../components/ErrorCard";
 import { Notice } from "../components/Notice";
-import type { Column } from "../components/PagedTable";
+import { PagedTable, type Column } from "../components/PagedTable";
 import { RemoteStatus } from "../components/RemoteStatus";
 import { chartTextColor } from "../components/chartColors";
 import { remoteData, useRemote } from "../hooks/useRemote";
+import { useExpanded } from "../hooks/useServerTable";
 import type { Theme } from "../hooks/useTheme";
 import { formatBytes, formatNumber } from "../util/format";
 import type { MemChartInstance } from "../memory/echarts";
 import { formatAddress, layoutSegments } from "../memory/layout";
 import { MemChart } from "../memory/MemChart";
-import { MemTable } from "../memory/MemTable";
 import { formatSnapshotTime, snapshotTimelineOption } from "../memory/options";
 import { StackFrames } from "../memory/StackFrames";
 import { useMemoryStyles } from "../memory/useMemoryStyles";
@@ -317,7 +317,7 @@ function SegmentsCard({ artifact, device }: { artifact: ArtifactRef; device: num
 
 function TopAllocations({ artifact, device, timeUnit }: { artifact: ArtifactRef; device: number; timeUnit: "us" | "entry" }) {
   const state = useRemote<SnapshotAllocationsReady>(snapshotAllocationsUrl(artifact, device, 100));
-  const [expanded, setExpanded] = useState<Set<string>>(new Set());
+  const { expanded, toggle } = useExpanded();
   const columns: Column<SnapshotAllocationRow>[] = [
     { key: "bytes", label: "Size", numeric: true, render: (r) => formatBytes(r.bytes) },
     { key: "alloc_time", label: "Allocated", numeric: true, render: (r) => (r.alloc_time === null ? "\u2013" : formatSnapshotTime(r.alloc_time, timeUnit)) },
@@ -328,7 +328,7 @@ function TopAllocations({ artifact, device, timeUnit }: { artifact: ArtifactRef;
     <Card title="Top allocations">
       <RemoteStatus state={state} what="top allocations" />
       {state.kind === "ready" ? (
-        <MemTable
+        <PagedTable
           testId="snapshot-allocations-table"
           rowTestId="snapshot-allocation-row"
           columns={columns}
@@ -338,14 +338,7 @@ function TopAllocations({ artifact, device, timeUnit }: { artifact: ArtifactRef;
           offset={0}
           limit={state.data.rows.length}
           expanded={expanded}
-          onToggle={(key) =>
-            setExpanded((prev) => {
-              const next = new Set(prev);
-              if (next.has(key)) next.delete(key);
-              else next.add(key);
-              return next;
-            })
-          }
+          onToggle={toggle}
           renderExpanded={(row) => <StackFrames artifact={artifact} stack={row.stack} />}
         />
       ) : null}
