@@ -6,6 +6,7 @@ import dataclasses
 import os
 import posixpath
 
+from .confined import ConfinedLocalFileSystem
 from .naming import artifact_kind, is_candidate, is_certain_trace
 from .remote import StorageError, is_local_fs
 from .remote import open_logdir as _open_logdir
@@ -38,8 +39,12 @@ class FileEntry:
 
 def open_logdir(logdir: str):
     """``(fs, root)`` for a logdir path or URL (raises :class:`~.remote.StorageError` naming the
-    extra to install when a cloud URL's fsspec package is missing)."""
-    return _open_logdir(logdir)
+    extra to install when a cloud URL's fsspec package is missing). A local logdir's filesystem
+    reads only files inside ``root``, checked again at every open (:mod:`.confined`)."""
+    fs, root = _open_logdir(logdir)
+    if is_local_fs(fs):
+        fs = ConfinedLocalFileSystem(root)
+    return fs, root
 
 
 def _version(info: dict) -> str:
