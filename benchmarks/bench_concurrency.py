@@ -4,9 +4,11 @@
 
 Starts ``tensorboard`` on a free loopback port with a logdir holding the resnet50 sample and the H100
 bert sample, waits until both files are analysed, then runs ``--clients`` threads (urllib) that pick a
-random file and a random route (runs, overview, operators (+csv), operator_stacks, kernels, modules,
-timeline_meta, timeline at random windows, timeline_search, timeline_event, memory, memory_events,
-memory_stats, insights, index.js) in a bounded loop for ``--seconds``. An error is a non-200 answer,
+random file and a random route (every route of the plugin: runs, overview, operators and kernels (+csv),
+operator_stacks, modules, timeline_meta, timeline at random windows, timeline_search, timeline_event,
+trace_file, memory, memory_events/memory_stats (+csv), insights, distributed, diff, the five snapshot
+routes, memory_timeline_export, memprofiler_stats/log, index.js; the artifacts sit in the resnet50 run)
+in a bounded loop for ``--seconds``. An error is a non-200 answer,
 a JSON document with ``state`` other than ``ready``, or a failed connection. Prints per-route and
 overall p50/p95/p99 latency; the last line is ``requests=… errors=… p95_ms=…``.
 """
@@ -20,40 +22,42 @@ import random
 import shutil
 import sys
 import tempfile
-import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks._common import get, hammer, percentile  # noqa: E402,F401  (get and percentile: used from here too)
 from tests.e2e.conftest import tensorboard  # noqa: E402  (a real TensorBoard on a free loopback port)
 
 DEFAULT_SAMPLES = Path(os.environ.get("KINETOSCOPE_SAMPLES", REPO.parent / "shared" / "samples"))
 FILES = [("resnet50", "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
           "worker0.1623143089861.pt.trace.json.gz"),
          ("h100", "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz", "bert.1.pt.trace.json.gz")]
-ROUTES = ["runs", "overview", "operators", "operators.csv", "operator_stacks", "kernels", "modules",
-          "timeline_meta", "timeline", "timeline_search", "timeline_event", "memory", "memory_events",
-          "memory_stats", "insights", "index.js"]
+# every route of the plugin (plugin.py), with the artifacts of ARTIFACT_RUN for the artifact routes
+ROUTES = ["runs", "overview", "operators", "operators.csv", "operator_stacks", "kernels", "kernels.csv",
+          "modules", "timeline_meta", "timeline", "timeline_search", "timeline_event", "trace_file", "memory",
+          "memory_events", "memory_events.csv", "memory_stats", "memory_stats.csv", "insights", "distributed",
+          "diff", "snapshot", "snapshot_timeline", "snapshot_segments", "snapshot_allocations", "snapshot_stack",
+          "memory_timeline_export", "memprofiler_stats", "memprofiler_log", "index.js"]
+ARTIFACT_RUN = "resnet50"
+ARTIFACTS = {"snapshot": "resnet50/mem_snapshot.pickle", "memory_timeline_export": "resnet50/memory_timeline.raw.gz",
+             "memprofiler_stats": "resnet50/memprofiler/rank_0_memory_stats.yaml",
+             "memprofiler_log": "resnet50/memprofiler/fsdp_mem_rank_0_training_step_2.log"}
 
 
 def build_logdir(root: Path, samples: Path) -> Path:
+    from tb_plugin.synth_fts import write_memprofiler
+
     for run, rel, name in FILES:
         (root / run).mkdir(parents=True, exist_ok=True)
         shutil.copy(samples / rel, root / run / name)
+    shutil.copy(samples / "memory_snapshots" / "mem_snapshot.pickle", root / ARTIFACTS["snapshot"])
+    shutil.copy(samples / "hta" / "memory_analysis" / "memory_timeline.raw.gz", root / ARTIFACTS["memory_timeline_export"])
+    write_memprofiler(root / ARTIFACT_RUN, ranks=1, iterations=(2,), snapshots=False)
     return root
-
-
-def get(url: str, timeout: float = 60.0) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
 
 
 def wait_ready(base: str, expected: int, timeout: float = 300.0) -> list[dict]:
@@ -86,13 +90,14 @@ class Target:
         self.names = ["aten", "conv", "gemm", "Memcpy", "cuda", "step", "xyz-no-match"]
         mem = json.loads(get(f"{base}/memory?{self.qs}&width_px=10")[1])
         self.device = mem["devices"][0]["device"] if mem.get("devices") else "GPU0"
+        self.others = [key]  # the files a diff may pair this one with (set by targets())
 
     def url(self, route: str, rnd: random.Random) -> str:
         b, qs = self.base, self.qs
         if route == "runs":
             return f"{b}/runs"
-        if route == "index.js":
-            return f"{b}/index.js"
+        if route in ("index.js", "trace_file"):
+            return f"{b}/{route}" + ("" if route == "index.js" else f"?{qs}")
         if route in ("operators", "kernels"):
             order = rnd.choice(["asc", "desc"])
             extra = f"&order={order}&offset={rnd.randrange(0, 50)}&limit=50"
@@ -119,16 +124,43 @@ class Target:
             return f"{b}/memory?{qs}&start_us={t0:.3f}&end_us={t0 + span:.3f}&width_px=1000"
         if route == "memory_events":
             return f"{b}/memory_events?{qs}&device={self.device}&limit=100&offset={rnd.randrange(0, 100)}"
-        if route == "memory_stats":
-            return f"{b}/memory_stats?{qs}&device={self.device}&limit=100"
+        if route in ("memory_stats", "memory_stats.csv", "memory_events.csv"):
+            return f"{b}/{route}?{qs}&device={self.device}&limit=100"
+        if route == "kernels.csv":
+            return f"{b}/kernels.csv?{qs}&group_by=" + rnd.choice(["kernel", "kernel_op_config"])
+        if route == "distributed":
+            return f"{b}/distributed?" + urllib.parse.urlencode({"run": self.key["run"], "span": self.key["span"]})
+        if route == "diff":  # this file against a random one (itself included)
+            other = rnd.choice(self.others)
+            q = {f"base_{k}": v for k, v in self.key.items()} | {f"exp_{k}": v for k, v in other.items()}
+            return f"{b}/diff?" + urllib.parse.urlencode(q)
+        if route.startswith("snapshot"):
+            q = {"run": ARTIFACT_RUN, "path": ARTIFACTS["snapshot"]}
+            if route == "snapshot_timeline":
+                q["width_px"] = rnd.choice(["500", "2000"])
+            elif route == "snapshot_allocations":
+                q["limit"] = "100"
+            elif route == "snapshot_stack":
+                q["stack"] = str(rnd.randrange(0, 3))
+            return f"{b}/{route}?" + urllib.parse.urlencode(q)
+        if route in ARTIFACTS:
+            return f"{b}/{route}?" + urllib.parse.urlencode({"run": ARTIFACT_RUN, "path": ARTIFACTS[route]})
         return f"{b}/{route}?{qs}"
+
+
+def targets(base: str, keys: list[dict]) -> list[Target]:
+    """One :class:`Target` per loaded file; each may be diffed against any of them."""
+    out = [Target(base, k) for k in keys]
+    for t in out:
+        t.others = keys
+    return out
 
 
 def check(route: str, status: int, body: bytes) -> str | None:
     """Why this answer is an error, or None."""
     if status != 200:
         return f"HTTP {status}: {body[:200]!r}"
-    if route.endswith((".csv", ".js")):
+    if route.endswith((".csv", ".js")) or route == "trace_file":
         return None if body else "empty body"
     doc = json.loads(body)
     if route != "runs" and isinstance(doc, dict) and doc.get("state", "ready") != "ready":
@@ -138,59 +170,24 @@ def check(route: str, status: int, body: bytes) -> str | None:
 
 def load(base: str, targets: list[Target], clients: int, seconds: float, seed: int = 0) -> dict:
     """Run the client threads; returns {"latencies": {route: [s]}, "errors": [..], "requests": n}."""
-    latencies: dict[str, list[float]] = {r: [] for r in ROUTES}
-    errors: list[str] = []
-    lock = threading.Lock()
-    deadline = time.perf_counter() + seconds
-    start = threading.Barrier(clients)
 
-    def client(i: int) -> None:
-        rnd = random.Random(seed * 1000 + i)
-        mine: dict[str, list[float]] = {r: [] for r in ROUTES}
-        bad: list[str] = []
-        start.wait()
-        n = 0
-        while time.perf_counter() < deadline:
-            route = ROUTES[(i + n) % len(ROUTES)] if n < len(ROUTES) else rnd.choice(ROUTES)  # every route early
-            n += 1
-            url = rnd.choice(targets).url(route, rnd)
-            t = time.perf_counter()
-            try:
-                status, body = get(url)
-                why = check(route, status, body)
-            except Exception as exc:  # a reset connection or a timeout is an error, not a crash
-                why = f"{type(exc).__name__}: {exc}"
-            mine[route].append(time.perf_counter() - t)
-            if why:
-                bad.append(f"{route} {url}: {why}")
-        with lock:
-            for r, v in mine.items():
-                latencies[r].extend(v)
-            errors.extend(bad)
+    def pick(i: int, rnd: random.Random, n: int) -> tuple[str, str]:
+        route = ROUTES[(i + n) % len(ROUTES)] if n < len(ROUTES) else rnd.choice(ROUTES)  # every route early
+        return route, rnd.choice(targets).url(route, rnd)
 
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(seconds + 120)
-    return {"latencies": latencies, "errors": errors, "requests": sum(len(v) for v in latencies.values())}
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
+    result = hammer(clients, seconds, ROUTES, pick, check, seed=lambda i: seed * 1000 + i, together=True)
+    result["requests"] = sum(len(v) for v in result["latencies"].values())
+    return result
 
 
 def report(result: dict, seconds: float) -> str:
-    lines = [f"{'route':18} {'n':>7} {'p50_ms':>9} {'p95_ms':>9} {'p99_ms':>9}"]
+    lines = [f"{'route':24} {'n':>7} {'p50_ms':>9} {'p95_ms':>9} {'p99_ms':>9}"]
     every = []
     for route, v in result["latencies"].items():
         every.extend(v)
-        lines.append(f"{route:18} {len(v):7d} {percentile(v, 50) * 1e3:9.1f} {percentile(v, 95) * 1e3:9.1f} "
+        lines.append(f"{route:24} {len(v):7d} {percentile(v, 50) * 1e3:9.1f} {percentile(v, 95) * 1e3:9.1f} "
                      f"{percentile(v, 99) * 1e3:9.1f}")
-    lines.append(f"{'overall':18} {len(every):7d} {percentile(every, 50) * 1e3:9.1f} "
+    lines.append(f"{'overall':24} {len(every):7d} {percentile(every, 50) * 1e3:9.1f} "
                  f"{percentile(every, 95) * 1e3:9.1f} {percentile(every, 99) * 1e3:9.1f}")
     for e in result["errors"][:20]:
         lines.append("error: " + e)
@@ -217,8 +214,7 @@ def main() -> int:
             keys = wait_ready(base, len(FILES))
             print(f"{len(keys)} files analysed in {time.perf_counter() - t:.1f} s; "
                   f"{args.clients} clients for {args.seconds:.0f} s", flush=True)
-            targets = [Target(base, k) for k in keys]
-            result = load(base, targets, args.clients, args.seconds, args.seed)
+            result = load(base, targets(base, keys), args.clients, args.seconds, args.seed)
     print(report(result, args.seconds))
     return 1 if result["errors"] else 0
 
