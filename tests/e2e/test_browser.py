@@ -16,6 +16,7 @@ import pytest
 from conftest import SAMPLES
 from tb_plugin.runs import RunRegistry
 from tests.e2e.conftest import build_logdir, free_port, tensorboard
+from tests.e2e.helpers import plugin_frame
 
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
 
@@ -34,21 +35,11 @@ def expected_utilization(logdir) -> str:
     return f"{st.overview['gpus'][0]['utilization_pct']:.2f} %"
 
 
-def _plugin_frame(page):
-    page.wait_for_selector("iframe", timeout=60_000)
-    for _ in range(600):
-        for frame in page.frames:
-            if "plugin_entry.html" in frame.url and "kinetoscope" in frame.url:
-                return frame
-        page.wait_for_timeout(100)
-    raise AssertionError(f"no kinetoscope iframe among {[f.url for f in page.frames]}")
-
-
 def _open_overview(page, url: str, expected: str, shot):
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto(url + "/#kinetoscope")
-    frame = _plugin_frame(page)
+    frame = plugin_frame(page)
     frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
     frame.select_option('[data-testid="run-select"]', RUN)
     frame.select_option('[data-testid="worker-select"]', WORKER)
@@ -74,7 +65,7 @@ def test_overview_under_path_prefix(browser, logdir, tmp_path, artifacts, expect
         # the selection lives in the iframe's hash: a reload keeps it
         assert "run=resnet50" in frame.url
         page.reload()
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         frame.locator('[data-testid="gpu-utilization"]').first.wait_for(timeout=60_000)
         assert frame.locator('[data-testid="run-select"]').input_value() == RUN
         # a broken file is a per-file error card; the rest of the UI keeps working

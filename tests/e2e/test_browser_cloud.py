@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import SAMPLES
 from tb_plugin.runs import RunRegistry
 from tests.e2e.conftest import tensorboard
-from tests.e2e.test_browser import _plugin_frame
+from tests.e2e.helpers import plugin_frame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from emulators import Emulator  # noqa: E402
@@ -37,7 +37,7 @@ def test_overview_from_s3_and_new_trace_appears(browser, tmp_path, artifacts):
         with tensorboard(f"s3://{emu.bucket}/", tmp_path, env=env, extra_args=["--load_fast=false"]) as base:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(base + "/#kinetoscope")
-            frame = _plugin_frame(page)
+            frame = plugin_frame(page)
             frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
             frame.select_option('[data-testid="run-select"]', "v100")
             frame.select_option('[data-testid="worker-select"]', WORKER)

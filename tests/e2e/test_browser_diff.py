@@ -17,8 +17,7 @@ import pytest
 
 from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
-from tests.e2e.test_browser import _plugin_frame
-from tests.e2e.test_browser_distributed import _api, _duration, _wait_all_ready
+from tests.e2e.helpers import api, format_duration, plugin_frame, select_file, wait_all_ready
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +34,7 @@ def logdir(tmp_path_factory):
 
 def _signed(us: float) -> str:
     """diff/model.ts signed(formatDuration(us))."""
-    text = _duration(us)
+    text = format_duration(us)
     if us > 0:
         return "+" + text
     if us < 0:
@@ -45,9 +44,8 @@ def _signed(us: float) -> str:
 
 def _open(page, base: str, run: str):
     page.goto(base + "/#kinetoscope")
-    frame = _plugin_frame(page)
-    frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-    frame.select_option('[data-testid="run-select"]', run)
+    frame = plugin_frame(page)
+    select_file(frame, run)
     return frame
 
 
@@ -60,9 +58,9 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
         for run in ("nw0", "nw4", "composer"):
-            _wait_all_ready(base, run, 1)
+            wait_all_ready(base, run, 1)
         sides = dict(base_run="nw0", base_worker="worker0", base_span=1, exp_run="nw4", exp_worker="worker0", exp_span=1)
-        doc = _api(base, "diff", **sides)
+        doc = api(base, "diff", **sides)
         assert doc["state"] == "ready", doc
         delta = doc["steps"]["delta"]["dataloader_us"]
         assert delta < -50_000, "the DataLoader category shrinks with 4 workers"
@@ -89,7 +87,7 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
         _row(frame, "ProfilerStep").click()
         _row(frame, "enumerate(DataLoader)").wait_for(timeout=60_000)
         _row(frame, "enumerate(DataLoader)").click()
-        level2 = json.loads(json.dumps(_api(base, "diff", path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"]), **sides)))
+        level2 = json.loads(json.dumps(api(base, "diff", path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"]), **sides)))
         child_names = [op["name"] for op in level2["operators"]]
         assert child_names, level2
         _row(frame, child_names[-1]).wait_for(timeout=60_000)
@@ -112,7 +110,7 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
         page.close()
 
         # (2) the Composer Overview: trainer events and system metrics
-        overview = _api(base, "overview", run="composer", worker="rank0", span=1)
+        overview = api(base, "overview", run="composer", worker="rank0", span=1)
         events = [e["name"] for e in overview["trainer_events"]]
         assert "event/forward" in events and overview["system_metrics"]
         page = browser.new_page(viewport={"width": 1400, "height": 2200})

@@ -8,48 +8,11 @@ launch-delay p50, formatted the way the UI formats durations.
 
 from __future__ import annotations
 
-import json
 import shutil
-import time
-import urllib.parse
-import urllib.request
 
 from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
-from tests.e2e.test_browser import _plugin_frame
-
-
-def _api(base: str, route: str, **params) -> dict:
-    url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"
-    for _ in range(3000):
-        with urllib.request.urlopen(url, timeout=120) as r:
-            doc = json.load(r)
-        if doc.get("state") not in ("loading", "queued"):
-            return doc
-        time.sleep(0.2)
-    raise TimeoutError(url)
-
-
-def _duration(us: float) -> str:
-    """util/format.ts formatDuration."""
-    a = abs(us)
-    if a < 10:
-        return f"{us:,.2f} \u00b5s"
-    if a < 1000:
-        return f"{us:,.0f} \u00b5s"
-    if a < 1_000_000:
-        return f"{us / 1000:.2f} ms"
-    return f"{us / 1_000_000:.2f} s"
-
-
-def _wait_all_ready(base: str, run: str, count: int) -> None:
-    for _ in range(1200):
-        runs = _api(base, "runs")["runs"]
-        r = next((r for r in runs if r["name"] == run), None)
-        if r and len(r["workers"]) == count and all(s["state"] == "ready" for w in r["workers"] for s in w["spans"]):
-            return
-        time.sleep(0.25)
-    raise TimeoutError(f"run {run} never had {count} ready workers")
+from tests.e2e.helpers import api, format_duration, plugin_frame, wait_all_ready
 
 
 def test_distributed_tab_ranks_and_stragglers(browser, tmp_path, artifacts):
@@ -60,15 +23,15 @@ def test_distributed_tab_ranks_and_stragglers(browser, tmp_path, artifacts):
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
-        _wait_all_ready(base, "job", 8)
-        doc = _api(base, "distributed", run="job", span=1)
+        wait_all_ready(base, "job", 8)
+        doc = api(base, "distributed", run="job", span=1)
         assert doc["view"] is not None, doc
         expected = sorted(doc["view"]["stragglers"])
         assert expected, "the DLRM job has stragglers"
 
         page = browser.new_page(viewport={"width": 1400, "height": 2600})
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
         frame.select_option('[data-testid="run-select"]', "job")
         tab = frame.locator('[data-testid="distributed-tab"]')
@@ -102,13 +65,13 @@ def test_insights_tab_histograms_and_p50(browser, tmp_path, artifacts):
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
-        doc = _api(base, "insights", run="h100", worker="w", span=1)
+        doc = api(base, "insights", run="h100", worker="w", span=1)
         assert doc["state"] == "ready", doc
-        expected_p50 = _duration(doc["launch"]["p50"])
+        expected_p50 = format_duration(doc["launch"]["p50"])
 
         page = browser.new_page(viewport={"width": 1400, "height": 2600})
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
         frame.select_option('[data-testid="run-select"]', "h100")
         # the Overview's Insights card shows the same p50 and leads to the tab

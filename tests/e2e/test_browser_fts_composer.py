@@ -22,8 +22,7 @@ from conftest import SAMPLES
 from tb_plugin.synth_composer import SERIES, write_ranks
 from tb_plugin.synth_fts import MiB, snapshot_values
 from tests.e2e.conftest import tensorboard
-from tests.e2e.test_browser import _plugin_frame
-from tests.e2e.test_browser_distributed import _api, _wait_all_ready
+from tests.e2e.helpers import api, plugin_frame, select_file, wait_all_ready
 
 HOOK = "window.__kinetoscopeTimeline"
 REPO_SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "samples"
@@ -50,9 +49,8 @@ def _bytes_text(n: int) -> str:
 
 def _open_trace(page, base: str, run: str):
     page.goto(base + "/#kinetoscope")
-    frame = _plugin_frame(page)
-    frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-    frame.select_option('[data-testid="run-select"]', run)
+    frame = plugin_frame(page)
+    select_file(frame, run)
     frame.click('[data-testid="trace-tab"]')
     frame.wait_for_function(f"() => {HOOK} && {HOOK}.firstPaintMs !== null", timeout=60_000)
     frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
@@ -63,13 +61,13 @@ def test_memprofiler_view_and_composer_counter_tracks(browser, logdir, tmp_path,
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
-        _wait_all_ready(base, "composer_sample", 1)
-        _wait_all_ready(base, "composer_ranks", len(OFFSETS))
+        wait_all_ready(base, "composer_sample", 1)
+        wait_all_ready(base, "composer_ranks", len(OFFSETS))
         page = browser.new_page(viewport={"width": 1500, "height": 1300})
 
         # (1) MemProfiler: the stats YAML of rank 0 is the default artifact of the fts run
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
         frame.select_option('[data-testid="run-select"]', "fts")
         select = frame.locator('[data-testid="artifact-select"]')
@@ -116,7 +114,7 @@ def test_memprofiler_view_and_composer_counter_tracks(browser, logdir, tmp_path,
             by_worker.setdefault(r["worker"], set()).add(r["name"])
         assert len(by_worker) == len(OFFSETS) and all(v >= set(SERIES) for v in by_worker.values()), by_worker
         page.screenshot(path=str(artifacts / "composer_ranks_trace.png"), full_page=True)
-        raw = [_api(base, "timeline_meta", run="composer_ranks", worker=f"rank{r}", span=1)["origin_us"]
+        raw = [api(base, "timeline_meta", run="composer_ranks", worker=f"rank{r}", span=1)["origin_us"]
                for r in range(len(OFFSETS))]
         assert max(raw) - min(raw) == pytest.approx(max(OFFSETS) - min(OFFSETS))
         page.close()

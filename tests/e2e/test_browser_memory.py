@@ -9,29 +9,14 @@ draws bands, and the peak active bytes shown equal the ``snapshot`` route's.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import time
-import urllib.parse
-import urllib.request
 
 from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
-from tests.e2e.test_browser import _plugin_frame
+from tests.e2e.helpers import api, plugin_frame
 
 HOOK = "window.__kinetoscopeMemory"
-
-
-def _api(base: str, route: str, **params) -> dict:
-    url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"
-    for _ in range(3000):
-        with urllib.request.urlopen(url, timeout=120) as r:
-            doc = json.load(r)
-        if doc.get("state") not in ("loading", "queued"):
-            return doc
-        time.sleep(0.2)
-    raise TimeoutError(url)
 
 
 def _ms(us: float) -> str:
@@ -65,11 +50,11 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
     cache.mkdir()
     sel = {"run": "bert", "worker": "w", "span": "1"}
     with tensorboard(logdir, cache) as base:
-        everything = _api(base, "memory_events", **sel, device="GPU0", limit=1000)
+        everything = api(base, "memory_events", **sel, device="GPU0", limit=1000)
         assert everything["reason"] is None and everything["total_rows"] > 20
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
         tab = frame.locator('[data-testid="memory-tab"]')
         tab.wait_for(timeout=90_000)
@@ -100,7 +85,7 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
             frame.wait_for_timeout(100)
         assert rng and rng["end_us"] > rng["start_us"], rng
         start, end = float(_ms(rng["start_us"])), float(_ms(rng["end_us"]))
-        expected = _api(base, "memory_events", **sel, device="GPU0", start_us=_ms(start), end_us=_ms(end),
+        expected = api(base, "memory_events", **sel, device="GPU0", start_us=_ms(start), end_us=_ms(end),
                         limit=1000)["total_rows"]
         overlapping = sum(1 for r in everything["rows"]
                           if not ((r["free_us"] if r["free_us"] is not None else float("inf")) < start
@@ -121,7 +106,7 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
         # the test hook selects an exact range; reset goes back to the whole trace
         a, b = everything["rows"][0]["alloc_us"], everything["rows"][0]["free_us"]
         frame.evaluate(f"{HOOK}.selectRange({a}, {b})")
-        _wait_total(frame, _api(base, "memory_events", **sel, device="GPU0", start_us=_ms(a), end_us=_ms(b))["total_rows"])
+        _wait_total(frame, api(base, "memory_events", **sel, device="GPU0", start_us=_ms(a), end_us=_ms(b))["total_rows"])
         frame.locator('[data-testid="memory-reset-range"]').click()
         _wait_total(frame, everything["total_rows"])
         page.close()
@@ -135,11 +120,11 @@ def test_snapshot_only_run(browser, tmp_path, artifacts):
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
         path = "snap/memory_forward_bf16_128.pickle"
-        summary = _api(base, "snapshot", run="snap", path=path)
+        summary = api(base, "snapshot", run="snap", path=path)
         peak = summary["devices"][0]["peak_active_bytes"]
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         select = frame.locator('[data-testid="artifact-select"]')
         select.wait_for(timeout=90_000)
         assert select.input_value() == path
@@ -153,7 +138,7 @@ def test_snapshot_only_run(browser, tmp_path, artifacts):
         assert f"({peak:,} B)" in shown, shown
         segs = frame.locator('[data-testid="snapshot-segments"] [data-testid="snapshot-segment"]')
         segs.first.wait_for(timeout=30_000)
-        assert segs.count() == len(_api(base, "snapshot_segments", run="snap", path=path, device=0)["segments"])
+        assert segs.count() == len(api(base, "snapshot_segments", run="snap", path=path, device=0)["segments"])
         frame.locator('[data-testid="snapshot-allocation-row"]').first.wait_for(timeout=30_000)
         page.screenshot(path=str(artifacts / "snapshot_view.png"), full_page=True)
         frame.locator('[data-testid="snapshot-segments"]').screenshot(path=str(artifacts / "snapshot_segments.png"))

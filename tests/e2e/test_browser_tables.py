@@ -7,15 +7,12 @@ iframe) as ``{filename, line: line - 1}``, with the values the ``operator_stacks
 
 from __future__ import annotations
 
-import json
-import urllib.parse
-import urllib.request
 
 import pytest
 
 from conftest import SAMPLES
 from tests.e2e.conftest import build_logdir, tensorboard
-from tests.e2e.test_browser import _plugin_frame
+from tests.e2e.helpers import api, plugin_frame, select_file
 
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
 CAPTURE = "window.__posted=[];window.addEventListener('message',e=>window.__posted.push(e.data))"
@@ -24,24 +21,6 @@ CAPTURE = "window.__posted=[];window.addEventListener('message',e=>window.__post
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
     return build_logdir(tmp_path_factory.mktemp("logdir"), SAMPLES)
-
-
-def _api(base: str, route: str, **params) -> dict:
-    url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"
-    for _ in range(600):
-        with urllib.request.urlopen(url, timeout=60) as r:
-            doc = json.load(r)
-        if doc.get("state") not in ("loading", "queued"):
-            return doc
-        __import__("time").sleep(0.2)
-    raise TimeoutError(url)
-
-
-def _select_file(frame):
-    frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-    frame.select_option('[data-testid="run-select"]', RUN)
-    frame.select_option('[data-testid="worker-select"]', WORKER)
-    frame.select_option('[data-testid="span-select"]', SPAN)
 
 
 def _first_cell(frame, table: str) -> str:
@@ -55,8 +34,8 @@ def test_operator_and_kernel_views(browser, logdir, tmp_path, artifacts):
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.add_init_script(CAPTURE)
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
-        _select_file(frame)
+        frame = plugin_frame(page)
+        select_file(frame, RUN, WORKER, SPAN)
         frame.locator('[data-testid="gpu-utilization"]').first.wait_for(timeout=90_000)
 
         # Operator view: default sort is device self time
@@ -79,7 +58,7 @@ def test_operator_and_kernel_views(browser, logdir, tmp_path, artifacts):
         assert csv.startswith("operators.csv?") and "search=conv2d" in csv and "offset" not in csv
         row.locator('[data-testid="op-expand"]').click()
 
-        stacks = _api(base, "operator_stacks", run=RUN, worker=WORKER, span=SPAN, key=key, group_by="operator")["stacks"]
+        stacks = api(base, "operator_stacks", run=RUN, worker=WORKER, span=SPAN, key=key, group_by="operator")["stacks"]
         index = next(i for i, s in enumerate(stacks) if s["frames"])
         target = next(f for f in stacks[index]["frames"] if f["file"] and f["line"] is not None)
 
@@ -111,10 +90,10 @@ def test_operator_and_kernel_views(browser, logdir, tmp_path, artifacts):
 def test_module_view(browser, logdir, tmp_path, artifacts):
     """The BERT trace has modules: tree table and flame graph show the same root and numbers."""
     with tensorboard(logdir, tmp_path) as base:
-        modules = _api(base, "modules", run="h100", worker="bert", span="1")["modules"]
+        modules = api(base, "modules", run="h100", worker="bert", span="1")["modules"]
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
         frame.select_option('[data-testid="run-select"]', "h100")
         tab = frame.locator('[data-testid="tab-module"]')

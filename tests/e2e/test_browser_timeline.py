@@ -8,7 +8,6 @@ a large trace) runs the same on that file as a manual benchmark; without it that
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -20,21 +19,10 @@ import pytest
 
 from conftest import SAMPLES
 from tests.e2e.conftest import build_logdir, tensorboard
-from tests.e2e.test_browser import _plugin_frame
+from tests.e2e.helpers import api, plugin_frame, select_file
 
 FIRST_PAINT_MS = float(os.environ.get("KINETOSCOPE_FIRST_PAINT_MS", "2000"))
 HOOK = "window.__kinetoscopeTimeline"
-
-
-def _api(base: str, route: str, **params) -> dict:
-    url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"
-    for _ in range(3000):
-        with urllib.request.urlopen(url, timeout=120) as r:
-            doc = json.load(r)
-        if doc.get("state") not in ("loading", "queued"):
-            return doc
-        time.sleep(0.2)
-    raise TimeoutError(url)
 
 
 def format_time_us(us: float) -> str:
@@ -56,13 +44,13 @@ def _pick_kernel(base: str, sel: dict, meta: dict) -> dict:
     # look step by step (or at the whole file) with fine bins, so kernels come back unmerged
     windows = [(s["start_us"], s["end_us"]) for s in meta["steps"][:3]] or [(0, meta["end_us"])]
     for start, end in windows:
-        doc = _api(base, "timeline", **sel, start_us=start, end_us=end, width_px=4000, tracks=stream["id"])
+        doc = api(base, "timeline", **sel, start_us=start, end_us=end, width_px=4000, tracks=stream["id"])
         items = next(t for t in doc["tracks"] if t["id"] == stream["id"])["items"]
         for i, row in enumerate(items["row"]):
             if items["count"][i] == 1 and row >= 0 and (best is None or items["dur"][i] > best[1]):
                 best = (row, items["dur"][i])
     assert best is not None, "no unmerged kernel on the stream track"
-    event = _api(base, "timeline_event", **sel, row=best[0])
+    event = api(base, "timeline_event", **sel, row=best[0])
     assert event["track"] == stream["id"]
     return event
 
@@ -71,18 +59,15 @@ def _open_trace(browser, base: str, sel: dict, artifacts: Path, tag: str) -> Non
     """Opens the Trace view the moment the Overview shows (no API request warms anything first)."""
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     page.goto(base + "/#kinetoscope")
-    frame = _plugin_frame(page)
-    frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-    frame.select_option('[data-testid="run-select"]', sel["run"])
-    frame.select_option('[data-testid="worker-select"]', sel["worker"])
-    frame.select_option('[data-testid="span-select"]', sel["span"])
+    frame = plugin_frame(page)
+    select_file(frame, **sel)
     frame.locator('[data-testid="gpu-utilization"]').first.wait_for(timeout=300_000)
 
     # first paint: from opening the view to the first canvas draw with data
     frame.click('[data-testid="trace-tab"]')
     frame.wait_for_function(f"() => {HOOK} && {HOOK}.firstPaintMs !== null", timeout=60_000)
     first_paint = frame.evaluate(f"{HOOK}.firstPaintMs")
-    meta = _api(base, "timeline_meta", **sel)
+    meta = api(base, "timeline_meta", **sel)
     print(f"[{tag}] Trace view first paint: {first_paint:.0f} ms ({meta['end_us'] / 1000:.1f} ms of trace)")
     assert first_paint < FIRST_PAINT_MS, first_paint
     assert "view=trace" in frame.url
@@ -156,15 +141,12 @@ def test_show_in_trace_from_kernel_table(browser, logdir, tmp_path, artifacts):
     """The kernel table's "show in trace" opens the Trace view on that kernel, selected."""
     with tensorboard(logdir, tmp_path) as base:
         sel = {"run": "resnet50", "worker": "worker0", "span": "1"}
-        top = _api(base, "kernels", **sel)["rows"][0]
-        event = _api(base, "timeline_event", **sel, row=top["longest_row"])
+        top = api(base, "kernels", **sel)["rows"][0]
+        event = api(base, "timeline_event", **sel, row=top["longest_row"])
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
-        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        frame.select_option('[data-testid="run-select"]', sel["run"])
-        frame.select_option('[data-testid="worker-select"]', sel["worker"])
-        frame.select_option('[data-testid="span-select"]', sel["span"])
+        frame = plugin_frame(page)
+        select_file(frame, **sel)
         frame.click('[data-testid="tab-kernel"]')
         frame.locator('[data-testid="kernel-table"] [data-testid="show-in-trace"]').first.click()
         details = frame.locator('[data-testid="timeline-details"]')
@@ -189,14 +171,14 @@ def test_trace_view_big_trace(browser, tmp_path, artifacts):
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(tmp_path / "logdir", cache) as base:
-        runs = _api(base, "runs")
+        runs = api(base, "runs")
         for _ in range(3000):
             run = next(r for r in runs["runs"] if r["name"] == "big")
             span = run["workers"][0]["spans"][0]
             if span["state"] in ("ready", "error"):
                 break
             time.sleep(0.5)
-            runs = _api(base, "runs")
+            runs = api(base, "runs")
         assert span["state"] == "ready", span
         sel = {"run": "big", "worker": run["workers"][0]["worker"], "span": span["span"]}
         _open_trace(browser, base, sel, artifacts, "big")
@@ -207,7 +189,7 @@ def test_trace_interaction(browser, logdir, tmp_path, artifacts):
     with tensorboard(logdir, tmp_path) as base:
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
         frame.select_option('[data-testid="run-select"]', "resnet50")
         frame.select_option('[data-testid="worker-select"]', "worker0")
@@ -287,13 +269,13 @@ def test_download_and_open_in_perfetto(browser, logdir, tmp_path):
     src = sorted((SAMPLES / "kineto" / "resnet50_num_workers_0").glob("worker0.*.gz"))[0]  # span 1: the earliest
     with tensorboard(logdir, tmp_path) as base:
         sel = {"run": "resnet50", "worker": "worker0", "span": "1"}
-        _api(base, "timeline_meta", **sel)
+        api(base, "timeline_meta", **sel)
         context = browser.new_context(viewport={"width": 1500, "height": 1100})
         context.route("https://ui.perfetto.dev/**",
                       lambda route: route.fulfill(status=200, content_type="text/html", body=PERFETTO_STUB))
         page = context.new_page()
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
         for key in ("run", "worker", "span"):
             frame.select_option(f'[data-testid="{key}-select"]', sel[key])

@@ -26,7 +26,7 @@ import pytest
 from conftest import sample
 from tb_plugin.synth import SynthSpec, synthesize
 from tests.e2e.conftest import tensorboard
-from tests.e2e.test_browser import _plugin_frame
+from tests.e2e.helpers import plugin_frame
 
 P_IMG = '<img src=x onerror="window.__xss=1">'
 P_SCRIPT = "<script>window.__xss=1</script>"
@@ -229,7 +229,7 @@ def test_no_trace_string_runs_as_html(browser, xss_logdir, tmp_path, artifacts):
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.add_init_script(CSP_LISTENER)
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         seen = {RUN: walk_every_view(page, frame, RUN)}  # kineto2021: call stacks
         seen[BASE_RUN] = walk_every_view(page, frame, BASE_RUN)  # pytorch2: modules
         frame.select_option('[data-testid="run-select"]', RUN)
@@ -284,7 +284,7 @@ def test_bundle_satisfies_csp_in_every_view(browser, tmp_path, artifacts):
         page.on("request", lambda r: None if r.url.startswith(base.split("/", 3)[0] + "//" + base.split("/", 3)[2])
                 or r.url.startswith("data:") else external.append(r.url))
         page.goto(base + "/#kinetoscope")
-        frame = _plugin_frame(page)
+        frame = plugin_frame(page)
         walk_every_view(page, frame, "dlrm", search="aten::")
         violations = frame.evaluate("window.__csp")
         top = page.evaluate("window.__csp")

@@ -1,0 +1,68 @@
+"""Helpers shared by the browser tests: find the plugin's iframe, pick a file in it, and call the
+plugin's JSON routes the way the frontend does (waiting out "loading"/"queued" answers)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+import urllib.request
+
+API_POLL_S = 0.2
+API_POLLS = 3000  # 3000 × 0.2 s: a cold parse of the largest sample fits well inside
+
+
+def plugin_frame(page):
+    """The Kinetoscope iframe inside TensorBoard's page (waits up to 60 s for it)."""
+    page.wait_for_selector("iframe", timeout=60_000)
+    for _ in range(600):
+        for frame in page.frames:
+            if "plugin_entry.html" in frame.url and "kinetoscope" in frame.url:
+                return frame
+        page.wait_for_timeout(100)
+    raise AssertionError(f"no kinetoscope iframe among {[f.url for f in page.frames]}")
+
+
+def select_file(frame, run: str, worker: str | None = None, span: str | None = None) -> None:
+    """Pick a run (and a worker and span when given) in the plugin's Run/Worker/Span selects."""
+    frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+    frame.select_option('[data-testid="run-select"]', run)
+    if worker is not None:
+        frame.select_option('[data-testid="worker-select"]', worker)
+    if span is not None:
+        frame.select_option('[data-testid="span-select"]', span)
+
+
+def api(base: str, route: str, **params) -> dict:
+    """GET a plugin route as JSON, asking again while the file is still loading or queued."""
+    url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"
+    for _ in range(API_POLLS):
+        with urllib.request.urlopen(url, timeout=120) as r:
+            doc = json.load(r)
+        if doc.get("state") not in ("loading", "queued"):
+            return doc
+        time.sleep(API_POLL_S)
+    raise TimeoutError(url)
+
+
+def wait_all_ready(base: str, run: str, count: int) -> None:
+    """Wait (up to ~5 min) until `run` lists `count` workers whose spans are all ready."""
+    for _ in range(1200):
+        runs = api(base, "runs")["runs"]
+        r = next((r for r in runs if r["name"] == run), None)
+        if r and len(r["workers"]) == count and all(s["state"] == "ready" for w in r["workers"] for s in w["spans"]):
+            return
+        time.sleep(0.25)
+    raise TimeoutError(f"run {run} never had {count} ready workers")
+
+
+def format_duration(us: float) -> str:
+    """The frontend's formatDuration (frontend/src/util/format.ts), for µs."""
+    a = abs(us)
+    if a < 10:
+        return f"{us:,.2f} \u00b5s"
+    if a < 1000:
+        return f"{us:,.0f} \u00b5s"
+    if a < 1_000_000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us / 1_000_000:.2f} s"
