@@ -9,9 +9,10 @@ timeline_meta and a timeline window per run), then browses them all again: the s
 early runs evicted and reloads them from the parse cache. Samples the server's VmRSS/VmHWM (and
 the RSS of its parse-pool children) from /proc every 0.25 s and prints per-run latencies and the peaks.
 
-The parse cache keys files by path + version, so hard links at different paths are parsed once each
-(on a many-core machine the loader parses them in a process pool). ``--cache-dir`` keeps the parse
-cache between invocations: a second invocation then measures cache reloads only.
+A file with several hard links is keyed in the parse cache by device + inode + size + mtime, not by
+path, so the 20 links are parsed once and the other 19 runs load from the cache (cold parse once,
+then cache reloads; evictions reload from it too). ``--cache-dir`` keeps the parse cache between
+invocations: a second invocation then measures cache reloads only.
 """
 
 from __future__ import annotations

@@ -413,9 +413,12 @@ class RunRegistry:
         if self.cache is None:
             return 0
         todo = []
+        seen = set()  # hard links to one file share a cache entry: parse it once
         for st in states:
             url = self.fs.unstrip_protocol(st.entry.path)
-            if st.state == QUEUED and not self.cache.has(url, st.entry.version):
+            identity = self.cache.identity(url, st.entry.version)
+            if st.state == QUEUED and identity not in seen and not self.cache.has(url, st.entry.version):
+                seen.add(identity)
                 todo.append((st.entry.path, url, st.entry.version, st.entry.size))
         if len(todo) < 2:
             return 0

@@ -92,3 +92,42 @@ def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
     for st in states:  # every file, evicted and reloaded in turn, answers exactly as before
         assert _answers(reg.tables(st)) == first[st.entry.rel]
         assert list(reg.memory_in_use()) == [st.entry.rel]
+
+
+def test_hard_links_share_one_parse_cache_entry(tmp_path, monkeypatch):
+    """Hard links to one trace (the memory-budget demo's 20 runs) are parsed once: the cache keys a
+    file with several links by device + inode + size + mtime, not by path. Distinct files never share."""
+    import os
+
+    from tb_plugin.storage.cache import INODE_MARK
+
+    logdir = tmp_path / "logdir"
+    for run in ("r0", "r1", "r2", "other"):
+        (logdir / run).mkdir(parents=True)
+    shutil.copy(sample(FILES["a"]), logdir / "r0" / "worker0.1.pt.trace.json.gz")
+    for run in ("r1", "r2"):
+        os.link(logdir / "r0" / "worker0.1.pt.trace.json.gz", logdir / run / "worker0.1.pt.trace.json.gz")
+    shutil.copy(sample(FILES["b"]), logdir / "other" / "worker0.1.pt.trace.json.gz")  # one link: keyed by path
+    parses = []
+    real = runs.load_trace_file
+    monkeypatch.setattr(runs, "load_trace_file", lambda path, **kw: parses.append(path) or real(path, **kw))
+    reg = RunRegistry(str(logdir), cache=ParseCache(str(tmp_path / "cache")))
+    reg.scan()
+    states = {st.run: st for st in reg.files()}
+    assert all(INODE_MARK in states[r].entry.version for r in ("r0", "r1", "r2"))
+    assert INODE_MARK not in states["other"].entry.version
+    for run in ("r0", "r1", "r2", "other"):
+        reg.load(states[run])
+        assert states[run].state == READY, states[run].error
+    assert len(parses) == 2 and [states[r].from_cache for r in ("r0", "r1", "r2")] == [False, True, True]
+    assert reg.tables(states["r2"]).operators("operator") == reg.tables(states["r0"]).operators("operator")
+    assert reg.tables(states["other"]).operators("operator") != reg.tables(states["r0"]).operators("operator")
+    # the parallel pre-parse submits one job per distinct content
+    for run in ("r0", "other"):  # "rewritten": new identities, not in the cache
+        os.utime(logdir / run / "worker0.1.pt.trace.json.gz", (1, 1))
+    reg2 = RunRegistry(str(logdir), cache=ParseCache(str(tmp_path / "cache")))
+    reg2.scan()
+    submitted = []
+    monkeypatch.setattr(runs, "parallel_workers", lambda sizes: submitted.extend(sizes) or 0)
+    reg2.parse_in_parallel(reg2.files())
+    assert len(submitted) == 2  # r0/r1/r2 are one content, "other" the second (4 jobs without the sharing)

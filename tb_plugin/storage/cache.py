@@ -44,8 +44,21 @@ def default_cache_dir() -> str:
     return platformdirs.user_cache_dir("kinetoscope", appauthor=False)
 
 
+# In a version string: the file is keyed by its inode (see :func:`inode_version`), not its path.
+INODE_MARK = "|inode:"
+
+
+def inode_version(size: int, mtime: float, dev: int, ino: int) -> str:
+    """The version of a local file that has several hard links: size and mtime as usual, plus the
+    device and inode. :class:`ParseCache` keys such a version by itself, without the path, so every
+    link to the same content shares one cache entry (parsed once). Different device/inode pairs are
+    different files, and a rewrite changes size or mtime, so no two contents share a key."""
+    return f"{size}:{mtime}{INODE_MARK}{dev}:{ino}"
+
+
 class ParseCache:
-    """Get and put parsed :class:`Trace` objects by file identity."""
+    """Get and put parsed :class:`Trace` objects by file identity: the file's URL and version, or
+    for a hard-linked local file its inode version alone (:func:`inode_version`)."""
 
     def __init__(self, directory: str | None = None) -> None:
         self.directory = os.path.join(directory or default_cache_dir(), CACHE_VERSION)
@@ -54,8 +67,13 @@ class ParseCache:
     def has(self, url: str, version: str) -> bool:
         return os.path.exists(self._path(url, version))
 
+    @staticmethod
+    def identity(url: str, version: str) -> str:
+        """What the entry of (``url``, ``version``) is keyed by: files with one identity share it."""
+        return f"inode\0{version}" if INODE_MARK in version else f"{url}\0{version}"
+
     def _path(self, url: str, version: str) -> str:
-        key = hashlib.sha256(f"{url}\0{version}".encode()).hexdigest()
+        key = hashlib.sha256(self.identity(url, version).encode()).hexdigest()
         return os.path.join(self.directory, key[:2], key + ".npz")
 
     def events_path(self, url: str, version: str) -> str:

@@ -6,6 +6,7 @@ import dataclasses
 import os
 import posixpath
 
+from .cache import inode_version
 from .confined import ConfinedLocalFileSystem
 from .naming import artifact_kind, is_candidate, is_certain_trace
 from .remote import StorageError, is_local_fs
@@ -84,6 +85,8 @@ def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
             continue
         name = posixpath.basename(path)
         version = _version(info)
+        if real_root is not None and (info.get("nlink") or 1) > 1 and not info.get("islink"):
+            version = _inode_version(path, version)  # hard links to one file share its parse
         kind = artifact_kind(name)
         if kind is None:
             if is_certain_trace(name):
@@ -96,6 +99,16 @@ def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
         out.append(FileEntry(path=path, rel=rel, size=int(info.get("size") or 0), version=version, kind=kind))
     out.sort(key=lambda e: e.rel)
     return out
+
+
+def _inode_version(path: str, version: str) -> str:
+    """A hard-linked local file's version keyed by device + inode (one ``stat``; only files with
+    several links pay it), else ``version`` unchanged."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return version
+    return inode_version(st.st_size, st.st_mtime, st.st_dev, st.st_ino)
 
 
 def _link_inside(real_root: str, path: str) -> bool:
