@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -30,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_concurrency import get, percentile  # noqa: E402
+from benchmarks._common import get, hammer, percentile  # noqa: E402
 from tests.e2e.conftest import tensorboard  # noqa: E402
 
 
@@ -63,39 +61,22 @@ def make_logdir(root: Path, runs: int, files_per_run: int) -> int:
     return n
 
 
-def hammer(base: str, keys: list[dict], clients: int, seconds: float) -> dict:
-    lat: dict[str, list[float]] = {"runs": [], "overview": []}
-    errors: list[str] = []
-    lock = threading.Lock()
-    deadline = time.perf_counter() + seconds
+def hammer_registry(base: str, keys: list[dict], clients: int, seconds: float) -> dict:
+    """Clients asking for ``runs`` or a random file's ``overview``, half and half; a queued/loading
+    overview is a success."""
 
-    def client(i: int) -> None:
-        rnd = random.Random(i)
-        mine: dict[str, list[float]] = {"runs": [], "overview": []}
-        bad = []
-        while time.perf_counter() < deadline:
-            route = "runs" if rnd.random() < 0.5 else "overview"
-            url = f"{base}/runs" if route == "runs" else f"{base}/overview?{urllib.parse.urlencode(rnd.choice(keys))}"
-            t = time.perf_counter()
-            try:
-                status, body = get(url)
-                doc = json.loads(body)
-                if status != 200 or (route == "overview" and doc.get("state") not in ("queued", "loading", "ready")):
-                    bad.append(f"{route}: {status} {body[:200]!r}")
-            except Exception as exc:
-                bad.append(f"{route}: {type(exc).__name__}: {exc}")
-            mine[route].append(time.perf_counter() - t)
-        with lock:
-            for k, v in mine.items():
-                lat[k].extend(v)
-            errors.extend(bad)
+    def pick(i: int, rnd: random.Random, n: int) -> tuple[str, str]:
+        if rnd.random() < 0.5:
+            return "runs", f"{base}/runs"
+        return "overview", f"{base}/overview?{urllib.parse.urlencode(rnd.choice(keys))}"
 
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(seconds + 120)
-    return {"latencies": lat, "errors": errors}
+    def judge(route: str, status: int, body: bytes) -> str | None:
+        doc = json.loads(body)
+        if status != 200 or (route == "overview" and doc.get("state") not in ("queued", "loading", "ready")):
+            return f"{status} {body[:200]!r}"
+        return None
+
+    return hammer(clients, seconds, ["runs", "overview"], pick, judge)
 
 
 def run(runs: int, files_per_run: int, seconds: float, clients: int, verbose: bool = True) -> dict:
@@ -132,7 +113,7 @@ def run(runs: int, files_per_run: int, seconds: float, clients: int, verbose: bo
             keys = [{"run": r["name"], "worker": w["worker"], "span": s["span"]}
                     for r in doc["runs"] for w in r["workers"] for s in w["spans"]]
             done0 = doc["loading"]["files_done"]
-            result = hammer(base, keys, clients, seconds)
+            result = hammer_registry(base, keys, clients, seconds)
             done1 = json.loads(get(base + "/runs")[1])["loading"]["files_done"]
     out = {"files": n, "listing_s": listing, "first_runs_s": first_runs, "errors": result["errors"],
            "files_done_during": done1 - done0, "latencies": result["latencies"]}

@@ -14,13 +14,12 @@ Times are wall seconds of the work itself (imports excluded); peak RSS is the co
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks._common import REPO, run_child  # noqa: E402
 
 FLOOR = r"""
 import gzip, json, resource, sys, time, orjson
@@ -54,11 +53,6 @@ print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource
 """
 
 
-def _measure(script: str, args: list[str], env: dict) -> dict:
-    out = subprocess.run([sys.executable, "-c", script, *args], env=env, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace")
@@ -70,9 +64,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-") as cache_dir:
             env = dict(os.environ, KINETOSCOPE_CACHE_DIR=cache_dir)
             figures = {
-                "floor": _measure(FLOOR, [trace], env),
-                "cold": _measure(OURS, [trace, REPO], env),
-                "warm": _measure(OURS, [trace, REPO], env),
+                "floor": run_child(FLOOR, [trace], env),
+                "cold": run_child(OURS, [trace, REPO], env),
+                "warm": run_child(OURS, [trace, REPO], env),
             }
         assert not figures["cold"]["from_cache"] and figures["warm"]["from_cache"]
         for key, fig in figures.items():

@@ -11,14 +11,13 @@ cache write + summary); the reopen from the parse cache; and timeline requests a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pickle
-import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks._common import CHILD_REGISTRY, REPO, run_child  # noqa: E402
 
 UNPICKLE = r"""
 import json, sys, time
@@ -30,15 +29,7 @@ restricted_loads(data)
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """
 
-OPEN = r"""
-import json, os, sys, time
-sys.path.insert(0, sys.argv[2])
-from tb_plugin import api
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage.cache import ParseCache
-path = sys.argv[1]
-reg = RunRegistry(os.path.dirname(path), cache=ParseCache())
-reg.scan()
+OPEN = CHILD_REGISTRY + r"""
 (art,) = [a for a in reg.artifacts() if a.entry.rel == os.path.basename(path)]
 t = time.perf_counter()
 reg.load_artifact(art)
@@ -60,11 +51,6 @@ print(json.dumps({"seconds": seconds, "timeline_p95_ms": times[int(0.95 * (len(t
 """
 
 
-def _run(script: str, args: list[str], env: dict) -> dict:
-    out = subprocess.run([sys.executable, "-c", script, *args], env=env, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=1_000_000)
@@ -79,9 +65,9 @@ def main() -> int:
             pickle.dump(synthesize_snapshot("current", entries=args.entries, frames=args.frames, with_oom=True), f,
                         protocol=4)
         env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, "cache"))
-        bare = _run(UNPICKLE, [path, REPO], env)
-        first = _run(OPEN, [path, REPO], env)
-        again = _run(OPEN, [path, REPO], env)
+        bare = run_child(UNPICKLE, [path, REPO], env)
+        first = run_child(OPEN, [path, REPO], env)
+        again = run_child(OPEN, [path, REPO], env)
         size_mb = os.path.getsize(path) / 2**20
     ratio = first["seconds"] / bare["seconds"]
     print(f"snapshot: {args.entries} history entries, {args.frames} frames each, {size_mb:.0f} MB pickle")

@@ -10,24 +10,15 @@ answer of each table route once the views exist (server-side paging and sorting)
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_load import FLOOR, REPO  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks._common import CHILD_REGISTRY, REPO, run_child  # noqa: E402
+from benchmarks.bench_load import FLOOR  # noqa: E402
 
-VIEWS = r"""
-import json, os, sys, time
-sys.path.insert(0, sys.argv[2])
-from tb_plugin import api
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage.cache import ParseCache
-path = sys.argv[1]
-reg = RunRegistry(os.path.dirname(path), cache=ParseCache())
-reg.scan()
+VIEWS = CHILD_REGISTRY + r"""
 (state,) = [s for s in reg.files() if s.entry.name == os.path.basename(path)]
 trace = reg._parse(state, lambda _: None)
 from tb_plugin.file_views import FileViews
@@ -63,10 +54,8 @@ def main() -> int:
     trace = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-") as cache_dir:
         env = dict(os.environ, KINETOSCOPE_CACHE_DIR=cache_dir)
-        floor = json.loads(subprocess.run([sys.executable, "-c", FLOOR, trace], env=env, check=True,
-                                          capture_output=True, text=True).stdout.splitlines()[-1])
-        ours = json.loads(subprocess.run([sys.executable, "-c", VIEWS, trace, REPO], env=env, check=True,
-                                         capture_output=True, text=True).stdout.splitlines()[-1])
+        floor = run_child(FLOOR, [trace], env)
+        ours = run_child(VIEWS, [trace, REPO], env)
     slowest = max(ours["table_ms"].values())
     print(f"trace: {trace}")
     print(f"floor (gunzip + orjson.loads):   {floor['seconds']:8.2f} s")

@@ -40,11 +40,10 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from incumbent_reference import DEFAULT_ROOT, _num, _worker_and_span, expand, meta  # noqa: E402
+from incumbent_reference import (  # noqa: E402
+    _num, _worker_and_span, add_common_args, expand, incumbent_profile, meta, sample_key, write_output)
 
 # incumbent MemoryMetrics order in its raw lists; index 6 is calls (appended by get_memory_statistics)
 STAT_FIELDS = ['self_increase_bytes', 'self_alloc_bytes', 'self_alloc_count',
@@ -265,18 +264,8 @@ def _attribution(data):
 
 
 def load_one(path, max_points, max_rows):
-    import torch_tb_profiler  # noqa: F401
-    from torch_tb_profiler.profiler.data import RunProfileData
-    from torch_tb_profiler.profiler.run_generator import RunGenerator
-
-    worker, span, _ = _worker_and_span(path)
-    cache_dir = tempfile.mkdtemp(prefix='incumbent-cache-')
-    t0 = time.perf_counter()
-    trace_path, trace_json = RunProfileData._preprocess_file(path, cache_dir)
-    data = RunProfileData.from_json(worker, span, trace_json)
-    data.trace_file_path = trace_path
-    profile = RunGenerator(worker, span, data).generate_run_profile()
-    t1 = time.perf_counter()
+    data, profile, _, seconds = incumbent_profile(path)
+    worker = _worker_and_span(path)[0]
 
     out = {
         'worker': worker,
@@ -298,15 +287,13 @@ def load_one(path, max_points, max_rows):
     out['curve'], out['curve_meta'], out['curve_displayed_sample'] = _curves(profile, max_points)
     out['events'], out['events_default_device'] = _events(profile, max_rows)
     out['stats'] = stats  # last: the big part
-    out['timing_s'] = t1 - t0
+    out['timing_s'] = seconds
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('files', nargs='*', help='trace files, directories or globs')
-    ap.add_argument('--root', default=DEFAULT_ROOT, help='keys are paths relative to this (default %(default)s)')
-    ap.add_argument('--out', help='write the JSON here (default: stdout)')
+    add_common_args(ap)
     ap.add_argument('--max-curve-points', type=int, default=2000)
     ap.add_argument('--max-event-rows', type=int, default=50)
     args = ap.parse_args()
@@ -321,9 +308,7 @@ def main():
                  'root.').format(args.max_curve_points, args.max_event_rows)
     results = {'_meta': m}
     for path in expand(args.files):
-        key = os.path.relpath(os.path.abspath(path), args.root)
-        if key.startswith('..'):
-            key = os.path.abspath(path)
+        key = sample_key(path, args.root)
         print('loading {} ...'.format(key), file=sys.stderr, flush=True)
         try:
             r = load_one(path, args.max_curve_points, args.max_event_rows)
@@ -342,12 +327,7 @@ def main():
 
     text = json.dumps(results, indent=None, separators=(',', ':'), sort_keys=False)
     text = text.replace('},{"name"', '},\n{"name"').replace('],[', '],\n[')  # one row per line: diffable
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, 'w') as f:
-            f.write(text + '\n')
-    else:
-        print(text)
+    write_output(text, args.out)
     return 0
 
 

@@ -206,6 +206,24 @@ def load_one(path):
     }
 
 
+def incumbent_profile(path):
+    """One file through the incumbent as its RunLoader does it (read, parse, generate the views):
+    (RunProfileData, RunProfile, the trace's JSON document, wall seconds of those steps). Imports the incumbent, so only the
+    incumbent's virtualenv can call it."""
+    import torch_tb_profiler  # noqa: F401
+    from torch_tb_profiler.profiler.data import RunProfileData
+    from torch_tb_profiler.profiler.run_generator import RunGenerator
+
+    worker, span, _ = _worker_and_span(path)
+    cache_dir = tempfile.mkdtemp(prefix='incumbent-cache-')
+    t0 = time.perf_counter()
+    trace_path, trace_json = RunProfileData._preprocess_file(path, cache_dir)
+    data = RunProfileData.from_json(worker, span, trace_json)
+    data.trace_file_path = trace_path
+    profile = RunGenerator(worker, span, data).generate_run_profile()
+    return data, profile, trace_json, time.perf_counter() - t0
+
+
 def child_main(path, result_path):
     try:
         result = load_one(path)
@@ -258,6 +276,29 @@ def expand(patterns):
     return files
 
 
+def add_common_args(ap):
+    """The arguments every incumbent script takes: the files, --root and --out."""
+    ap.add_argument('files', nargs='*', help='trace files, directories or globs')
+    ap.add_argument('--root', default=DEFAULT_ROOT, help='keys are paths relative to this (default %(default)s)')
+    ap.add_argument('--out', help='write the JSON here (default: stdout)')
+
+
+def sample_key(path, root):
+    """A file's key in the results: its path relative to root, or its absolute path when outside root."""
+    key = os.path.relpath(os.path.abspath(path), root)
+    return os.path.abspath(path) if key.startswith('..') else key
+
+
+def write_output(text, out):
+    """Write text and a newline to the file out (making its folder), or print it when out is None."""
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, 'w') as f:
+            f.write(text + '\n')
+    else:
+        print(text)
+
+
 def meta():
     import importlib.metadata as md
     versions = {}
@@ -279,9 +320,7 @@ def meta():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('files', nargs='*', help='trace files, directories or globs')
-    ap.add_argument('--root', default=DEFAULT_ROOT, help='keys are paths relative to this (default %(default)s)')
-    ap.add_argument('--out', help='write the JSON here (default: stdout)')
+    add_common_args(ap)
     ap.add_argument('--merge', action='store_true', help='update an existing --out file instead of replacing it')
     ap.add_argument('--repeat', type=int, default=1,
                     help='load each file N times (each in a fresh process) and keep the fastest run\'s timing')
@@ -298,9 +337,7 @@ def main():
             results = json.load(f)
     results['_meta'] = meta()
     for path in expand(args.files):
-        key = os.path.relpath(os.path.abspath(path), args.root)
-        if key.startswith('..'):
-            key = os.path.abspath(path)
+        key = sample_key(path, args.root)
         print('loading {} ...'.format(key), file=sys.stderr, flush=True)
         runs = [run_in_child(path) for _ in range(max(1, args.repeat))]
         r = min(runs, key=lambda x: x['timing']['wall_s'])  # least disturbed run
@@ -316,12 +353,7 @@ def main():
         results[key] = r
 
     text = json.dumps(results, indent=1, sort_keys=False)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, 'w') as f:
-            f.write(text + '\n')
-    else:
-        print(text)
+    write_output(text, args.out)
     return 0
 
 

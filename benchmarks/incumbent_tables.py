@@ -40,11 +40,10 @@ import gzip
 import json
 import os
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from incumbent_reference import DEFAULT_ROOT, _num, _worker_and_span, expand, meta  # noqa: E402
+from incumbent_reference import (  # noqa: E402
+    _num, _worker_and_span, add_common_args, expand, incumbent_profile, meta, sample_key, write_output)
 
 OP_CATS = ('cpu_op', 'operator')                       # lower-cased categories of operator events
 RUNTIME_CATS = ('runtime', 'cuda_runtime', 'cuda_driver')
@@ -213,18 +212,8 @@ def _raw_launchers(trace_json):
 
 
 def load_one(path, full):
-    import torch_tb_profiler  # noqa: F401
-    from torch_tb_profiler.profiler.data import RunProfileData
-    from torch_tb_profiler.profiler.run_generator import RunGenerator
-
-    worker, span, _ = _worker_and_span(path)
-    cache_dir = tempfile.mkdtemp(prefix='incumbent-cache-')
-    t0 = time.perf_counter()
-    trace_path, trace_json = RunProfileData._preprocess_file(path, cache_dir)
-    data = RunProfileData.from_json(worker, span, trace_json)
-    data.trace_file_path = trace_path
-    profile = RunGenerator(worker, span, data).generate_run_profile()
-    t1 = time.perf_counter()
+    data, profile, trace_json, seconds = incumbent_profile(path)
+    worker = _worker_and_span(path)[0]
 
     show_gpu = bool(data.has_kernel or data.has_memcpy_or_memset)
     gm = data.gpu_metrics_parser
@@ -288,7 +277,7 @@ def load_one(path, full):
     out['kernels_by_name'] = kernels
     if full:
         out['kernels_by_name_op'] = kernels_op
-    out['timing_s'] = t1 - t0
+    out['timing_s'] = seconds
     return out
 
 
@@ -305,9 +294,7 @@ def _per_op_name(kernels_op):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('files', nargs='*', help='trace files, directories or globs')
-    ap.add_argument('--root', default=DEFAULT_ROOT, help='keys are paths relative to this (default %(default)s)')
-    ap.add_argument('--out', help='write the JSON here (default: stdout)')
+    add_common_args(ap)
     ap.add_argument('--full-for', action='append', default=None, metavar='SUBSTR',
                     help='keep ops_by_name_input and kernels_by_name_op only for keys containing SUBSTR')
     args = ap.parse_args()
@@ -320,9 +307,7 @@ def main():
     m['full_tables_for'] = args.full_for or ['*']
     results = {'_meta': m}
     for path in expand(args.files):
-        key = os.path.relpath(os.path.abspath(path), args.root)
-        if key.startswith('..'):
-            key = os.path.abspath(path)
+        key = sample_key(path, args.root)
         full = args.full_for is None or any(s in key for s in args.full_for)
         print('loading {} ...'.format(key), file=sys.stderr, flush=True)
         try:
@@ -340,12 +325,7 @@ def main():
     text = json.dumps(results, indent=None, separators=(',', ':'), sort_keys=False)
     # one row per line: diffable, still compact
     text = text.replace('},{"name"', '},\n{"name"')
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, 'w') as f:
-            f.write(text + '\n')
-    else:
-        print(text)
+    write_output(text, args.out)
     return 0
 
 
