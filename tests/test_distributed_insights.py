@@ -140,6 +140,18 @@ def test_degrades_cleanly(tmp_path):
     assert api.distributed(reg, {"run": "two", "span": "x"})[0] == 400
 
 
+def test_launch_delays_without_kernels_keep_the_histogram_shape():
+    """A CPU-only trace: no launched kernels, yet both histograms are {edges_us, counts} with zero counts
+    (the Insights tab drew `null.counts` and crashed before)."""
+    trace = decode_trace(sample("torch213_cpu/worker0.1795324943899052487.pt.trace.json").read_bytes())
+    got = launch_delays(trace)
+    assert got["kernels"] == 0 and got["p50"] is None and got["short_kernel_share"] is None
+    for key in ("delay_histogram", "duration_histogram"):
+        h = got[key]
+        assert h["edges_us"][0] == 0 and h["edges_us"][-1] is None
+        assert len(h["counts"]) == len(h["edges_us"]) - 1 and set(h["counts"]) == {0}
+
+
 def test_rank_from_name_and_position():
     trace = decode_trace(b'{"traceEvents": []}')
     assert rank_of(trace, "rank_12", 0) == (12, "file name")

@@ -92,21 +92,26 @@ def launch_delays(trace: Trace) -> dict:
     ev = trace.events
     launcher = launch_of(trace)
     k = np.flatnonzero((ev.kind == Kind.KERNEL) & (launcher >= 0))
+    edges = np.array(GAP_BINS_US)
+
+    def histogram(values: np.ndarray) -> dict:
+        # Always the documented {edges_us, counts} shape (all-zero counts without kernels): the UI draws it.
+        return {"edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
+                "counts": np.histogram(values, bins=edges)[0].tolist()}
+
     if len(k) == 0:
+        empty = np.zeros(0)
         return {"kernels": 0, "p50": None, "p95": None, "max": None, "short_kernel_share": None,
-                "delay_histogram": None, "duration_histogram": None}
+                "delay_histogram": histogram(empty), "duration_histogram": histogram(empty)}
     src = launcher[k]
     delay = np.maximum(ev.ts[k] - (ev.ts[src] + ev.dur[src]), 0.0)
     shorter = ev.dur[k] < ev.dur[src]
-    edges = np.array(GAP_BINS_US)
     return {
         "kernels": int(len(k)),
         "p50": float(np.percentile(delay, 50)), "p95": float(np.percentile(delay, 95)), "max": float(delay.max()),
         "short_kernel_share": float(shorter.mean()),
-        "delay_histogram": {"edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
-                            "counts": np.histogram(delay, bins=edges)[0].tolist()},
-        "duration_histogram": {"edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
-                               "counts": np.histogram(ev.dur[k], bins=edges)[0].tolist()},
+        "delay_histogram": histogram(delay),
+        "duration_histogram": histogram(ev.dur[k]),
     }
 
 
