@@ -97,9 +97,14 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
                   f"{steps['delta'][key]:>12.1f}{'' if rel is None else f'{rel:8.1f}%':>9}\n")
     out.write("\nLargest operator changes (per average step):\n")
     for row in sorted(doc["operators"], key=lambda r: -abs(r["delta"]["host_total_us"]))[:15]:
-        out.write(f"  {row['status']:<9} {' > '.join(row['path'])[-90:]}: host {row['delta']['host_total_us']:+.1f} µs, "
+        out.write(f"  {row['status']:<9} {_tail(' > '.join(row['path']), 90)}: host {row['delta']['host_total_us']:+.1f} µs, "
                   f"device {row['delta']['device_total_us']:+.1f} µs\n")
     return 0
+
+
+def _tail(text: str, width: int) -> str:
+    """``text`` cut to its last ``width`` characters, led by "…" when something was cut."""
+    return text if len(text) <= width else "\u2026" + text[-(width - 1):]
 
 
 def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO,

@@ -29,6 +29,17 @@ def test_cli_diff_dataloader_shrinks_by_the_overview_difference(capsys):
     assert {"name", "baseline_calls", "experiment_calls", "delta_per_step_us"} <= set(doc["kernels"][0])
 
 
+def test_cli_diff_text_marks_cut_operator_paths(capsys):
+    """Long operator paths are cut from the left to 90 characters and start with "…", never mid-word bare."""
+    assert main(["diff", str(sample(NW0)), str(sample(NW4)), "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    rows = text.split("Largest operator changes (per average step):\n", 1)[1].splitlines()
+    paths = [line[12:].rsplit(": host ", 1)[0] for line in rows if line.strip()]
+    assert len(paths) == 15 and all(len(p) <= 90 for p in paths)
+    cut = [p for p in paths if len(p) == 90]
+    assert cut and all(p.startswith("\u2026") for p in cut)
+
+
 def test_identical_traces_are_unchanged():
     trace = load_trace_file(str(sample(NW0) / "worker0.1623143089861.pt.trace.json.gz"))
     other = load_trace_file(str(sample(NW0) / "worker0.1623143089861.pt.trace.json.gz"))
