@@ -5,8 +5,8 @@ import exportFixture from "../__fixtures__/memory/memory_timeline_export.json";
 import memoryFixture from "../__fixtures__/memory/memory.json";
 import type { MemoryDevice, MemoryTimelineExportReady, SnapshotBand, SnapshotSegment, SnapshotTimelineReady } from "../api/memoryTypes";
 import { formatBytes } from "../util/format";
-import { argMax, binCenters, formatAddress, layoutSegments, normalizeRange, overlaps, parseBytes, stackBands } from "./layout";
-import { curvePeak, exportOption, memoryCurveOption, snapshotTimelineOption } from "./options";
+import { argMax, bandBottomAt, binCenters, formatAddress, layoutSegments, normalizeRange, overlaps, parseBytes, stackBands } from "./layout";
+import { bandOutline, curvePeak, exportOption, memoryCurveOption, snapshotTimelineOption } from "./options";
 
 const band = (alloc_time: number, free_time: number | null, bytes: number): SnapshotBand => ({
   alloc_time,
@@ -47,18 +47,22 @@ describe("byte formatting of memory values", () => {
 });
 
 describe("stackBands", () => {
-  it("stacks in allocation order, reusing the lowest gap left by freed bands", () => {
+  it("stacks in allocation order and moves bands down when a band below them is freed", () => {
     const placed = stackBands([band(0, 10, 100), band(1, 20, 50), band(5, null, 30), band(12, 18, 80), band(15, 16, 200)], 30);
-    expect(placed.map((p) => [p.y0, p.y1])).toEqual([
-      [0, 100], // first band at the bottom
-      [100, 150], // on top of the first
-      [150, 180], // both still alive
-      [0, 80], // the first band was freed at 10: its 100 bytes of room fit 80
-      [180, 380], // 200 does not fit under 100 (band 2 at 100..150): above everything alive
+    expect(placed.map((p) => p.steps.map((s) => [s.x, s.y0]))).toEqual([
+      [[0, 0]], // first band at the bottom
+      [[1, 100], [10, 0]], // on top of the first, down to 0 when it is freed at 10
+      [[5, 150], [10, 50], [20, 0]], // on both; steps down at each free below it
+      [[12, 80]], // on the two still alive (50 + 30)
+      [[15, 160]], // on the three alive: 50 + 30 + 80
     ]);
+    expect(placed.map((p) => [p.y0, p.y1])).toEqual([[0, 100], [100, 150], [150, 180], [80, 160], [160, 360]]);
     // an unfreed band runs to the window's end
     expect(placed[2]!.x1).toBe(30);
     expect(placed[1]!.x0).toBe(1);
+    expect(bandBottomAt(placed[2]!, 9.9)).toBe(150);
+    expect(bandBottomAt(placed[2]!, 10)).toBe(50);
+    expect(bandBottomAt(placed[2]!, 30)).toBeNull();
   });
 
   it("never overlaps two bands alive at the same time (real snapshot window)", () => {
@@ -69,12 +73,24 @@ describe("stackBands", () => {
     for (let i = 0; i < placed.length; i++) {
       const a = placed[i]!;
       expect(a.y1 - a.y0).toBe(a.band.bytes);
-      for (let j = i + 1; j < placed.length; j++) {
-        const b = placed[j]!;
-        const timeOverlap = a.x0 < b.x1 && b.x0 < a.x1;
-        const yOverlap = a.y0 < b.y1 && b.y0 < a.y1;
-        expect(timeOverlap && yOverlap).toBe(false);
+    }
+    // at every time something changes, the live bands tile [0, their total bytes) exactly: no overlap, no gap,
+    // so the stack is never taller than the memory those allocations hold
+    const times = [...new Set(placed.flatMap((p) => p.steps.map((s) => s.x)))];
+    for (const t of times) {
+      const live = placed
+        .map((p) => ({ p, y: bandBottomAt(p, t) }))
+        .filter((e) => e.y !== null)
+        .sort((a, b) => a.y! - b.y!);
+      let top = 0;
+      for (const { p, y } of live) {
+        expect(y).toBe(top);
+        top += p.band.bytes;
       }
+      // and never above the active curve (its per-bin maximum) at that time
+      const n = tl.active_bytes.length;
+      const bin = Math.min(n - 1, Math.max(0, Math.floor(((t - tl.start) / (tl.end - tl.start)) * n)));
+      if (t >= tl.start && t <= tl.end) expect(top).toBeLessThanOrEqual(tl.active_bytes[bin]!);
     }
     // placed in input order, so the series index maps back to the band
     expect(placed.map((p) => p.index)).toEqual(tl.bands.map((_, i) => i));
@@ -172,5 +188,16 @@ describe("chart options", () => {
     expect(series.map((s) => s.name)).toEqual(data.categories);
     expect(series.every((s) => s.stack === "total")).toBe(true);
     expect(series[series.length - 1]!.markLine!.data[0]!.xAxis).toBe(data.peak_time_us);
+  });
+});
+
+describe("bandOutline", () => {
+  it("traces the bottom steps left to right and the top back", () => {
+    const placed = stackBands([band(0, 10, 100), band(1, 20, 50), band(5, null, 30)], 30);
+    const identity = (v: [number, number]): [number, number] => [v[0], v[1] === 0 ? 0 : -v[1]]; // y up, as on screen
+    expect(bandOutline(placed[2]!, identity)).toEqual([
+      [5, -150], [10, -150], [10, -50], [20, -50], [20, 0], [30, 0], // bottom
+      [30, -30], [20, -30], [20, -80], [10, -80], [10, -180], [5, -180], // top, back
+    ]);
   });
 });

@@ -32,45 +32,74 @@ export function parseBytes(text: string): number | null | undefined {
   return Math.round(Number(m[1]) * factor);
 }
 
+/** One piece of a placed band: from `x` (to the next step, or the band's end) its bottom is at `y0` bytes. */
+export interface BandStep {
+  x: number;
+  y0: number;
+}
+
 /** A band placed on the timeline: x from alloc to free (or the window's end), y in bytes. */
 export interface PlacedBand {
   index: number;
   x0: number;
   x1: number;
+  /** Bottom and top at allocation (bytes). */
   y0: number;
   y1: number;
+  /** The bottom over the band's life: it steps down when a band below it is freed. */
+  steps: BandStep[];
   band: SnapshotBand;
 }
 
 /**
- * Stacks bands in allocation order: each takes the lowest offset where it overlaps no band still
- * alive when it is allocated (first fit). Bands allocated earlier and alive at any time during its
- * life are alive at its allocation, so no two placed bands overlap.
+ * Stacks bands in allocation order, compacted: at any time each live band sits on the live bands
+ * allocated before it, so when one is freed the bands above it move down. The stack's height at a
+ * time is therefore exactly the bytes of the bands alive then, never more than the active memory
+ * they are part of, and no two bands alive at the same time overlap.
  */
 export function stackBands(bands: SnapshotBand[], end: number): PlacedBand[] {
   const order = bands.map((_, i) => i).sort((a, b) => (bands[a]!.alloc_time - bands[b]!.alloc_time) || a - b);
+  const life = bands.map((b) => {
+    const x0 = b.alloc_time;
+    return { x0, x1: Math.max(b.free_time ?? end, x0) };
+  });
   const placed: PlacedBand[] = [];
-  for (const i of order) {
+  order.forEach((i, k) => {
     const band = bands[i]!;
-    const x0 = band.alloc_time;
-    const x1 = band.free_time ?? end;
-    // intervals [y0, y1) of the bands alive at x0, sorted by y0
-    const alive = placed
-      .filter((p) => p.x0 <= x0 && p.x1 > x0)
-      .map((p) => [p.y0, p.y1] as const)
-      .sort((a, b) => a[0] - b[0]);
-    let y = 0;
-    for (const [lo, hi] of alive) {
-      if (lo - y >= band.bytes) break;
-      y = Math.max(y, hi);
+    const { x0, x1 } = life[i]!;
+    let y0 = 0;
+    const drops = new Map<number, number>(); // free time of a band below -> bytes it releases
+    for (let m = 0; m < k; m++) {
+      const j = order[m]!;
+      const other = life[j]!;
+      if (other.x1 <= x0) continue; // freed before this band was allocated
+      y0 += bands[j]!.bytes;
+      if (other.x1 < x1) drops.set(other.x1, (drops.get(other.x1) ?? 0) + bands[j]!.bytes);
     }
-    placed.push({ index: i, x0, x1: Math.max(x1, x0), y0: y, y1: y + band.bytes, band });
-  }
+    const steps: BandStep[] = [{ x: x0, y0 }];
+    let y = y0;
+    for (const x of [...drops.keys()].sort((a, b) => a - b)) {
+      y -= drops.get(x)!;
+      steps.push({ x, y0: y });
+    }
+    placed.push({ index: i, x0, x1, y0, y1: y0 + band.bytes, steps, band });
+  });
   placed.sort((a, b) => a.index - b.index);
   return placed;
 }
 
-/** The highest band top: the y extent the band chart needs. */
+/** The bottom of a placed band at time `x` (bytes); null outside its life. */
+export function bandBottomAt(p: PlacedBand, x: number): number | null {
+  if (x < p.x0 || x >= p.x1) return null;
+  let y = p.steps[0]!.y0;
+  for (const s of p.steps) {
+    if (s.x > x) break;
+    y = s.y0;
+  }
+  return y;
+}
+
+/** The highest band top: the y extent the band chart needs (bands are highest at allocation). */
 export function bandsHeight(placed: PlacedBand[]): number {
   return placed.reduce((m, p) => Math.max(m, p.y1), 0);
 }

@@ -125,6 +125,26 @@ export interface BandSeriesDatum {
   value: [number, number, number, number, number];
 }
 
+/**
+ * The outline of a placed band in pixels: its bottom edge left to right, step by step, then its top
+ * edge back (at least 1 px wide and tall, so tiny allocations stay visible and clickable).
+ */
+export function bandOutline(p: PlacedBand, coord: (v: [number, number]) => [number, number]): [number, number][] {
+  const [left] = coord([p.x0, 0]);
+  const right = Math.max(coord([p.x1, 0])[0], left + 1);
+  const bottom: [number, number][] = [];
+  const top: [number, number][] = [];
+  p.steps.forEach((s, k) => {
+    const xa = k === 0 ? left : Math.min(coord([s.x, 0])[0], right);
+    const xb = k + 1 < p.steps.length ? Math.min(coord([p.steps[k + 1]!.x, 0])[0], right) : right;
+    const yBottom = coord([s.x, s.y0])[1];
+    const yTop = Math.min(coord([s.x, s.y0 + p.band.bytes])[1], yBottom - 1);
+    bottom.push([xa, yBottom], [xb, yBottom]);
+    top.push([xa, yTop], [xb, yTop]);
+  });
+  return [...bottom, ...top.reverse()];
+}
+
 /** The snapshot timeline: stacked bands (largest live allocations), active and reserved curves, markers. */
 export function snapshotTimelineOption(
   tl: SnapshotTimelineReady,
@@ -168,12 +188,10 @@ export function snapshotTimelineOption(
         }) => {
           const p = placed[params.dataIndex];
           if (!p) return null;
-          const [xa, ya] = api.coord([p.x0, p.y1]);
-          const [xb, yb] = api.coord([p.x1, p.y0]);
           const selected = p.index === selectedBand;
           return {
-            type: "rect",
-            shape: { x: xa, y: ya, width: Math.max(1, xb - xa), height: Math.max(1, yb - ya) },
+            type: "polygon",
+            shape: { points: bandOutline(p, api.coord) },
             style: {
               fill: selected ? "#e15759" : bandColor(p.index),
               stroke: "rgba(0,0,0,0.25)",
