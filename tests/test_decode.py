@@ -167,6 +167,19 @@ def test_corrupt_gzip_fails_clearly(tmp_path):
         load_trace_file(str(path))
 
 
+def test_random_bytes_named_gz_fail_as_not_gzip(tmp_path):
+    path = tmp_path / "random2.pt.trace.json.gz"
+    path.write_bytes(bytes([0xD3, 0x5A]) + bytes(range(256)) * 4)
+    with pytest.raises(TraceReadError, match=r"^not gzip: the file is named \.gz but starts with bytes d3 5a, not the gzip magic 1f 8b"):
+        load_trace_file(str(path))
+
+
+def test_plain_json_named_gz_still_loads(tmp_path):
+    path = tmp_path / "misnamed.pt.trace.json.gz"
+    path.write_bytes(b' {"traceEvents": [{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":5}]}')
+    assert len(load_trace_file(str(path)).events) == 1
+
+
 def test_concatenated_gzip_members_are_read(tmp_path):
     body = b'{"traceEvents": [{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":5}]}'
     path = tmp_path / "two.pt.trace.json.gz"

@@ -67,7 +67,7 @@ def read_trace_bytes(
         return _read_remote(fs, path, size, progress, spool_dir)
     try:
         with fs.open(path, "rb") as f:
-            return _read_stream(f, size, progress)
+            return _read_stream(f, size, progress, _named_gz(path))
     except TraceReadError:
         raise
     except (OSError, ValueError) as exc:
@@ -131,7 +131,7 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
             data = _fetch(fs, path, 0, size) if size else b""
             if progress:
                 progress(1.0)
-            return _read_stream(io.BytesIO(data), size, None)
+            return _read_stream(io.BytesIO(data), size, None, _named_gz(path))
         if spool_dir:
             os.makedirs(spool_dir, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".download-", suffix=".part", dir=spool_dir)
@@ -139,6 +139,7 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
             os.ftruncate(fd, size)
             _download(fs, path, size, fd, progress)
             if os.pread(fd, 2, 0) != GZIP_MAGIC:
+                _check_not_gzip(os.pread(fd, 16, 0), _named_gz(path))
                 if size > max_trace_bytes():
                     raise _too_big(max_trace_bytes(), "file")
                 # plain JSON: decoded straight from the (private, already unlinked) file's pages,
@@ -167,12 +168,27 @@ def _remote_message(exc: BaseException, url: str, start: int | None, attempts: i
     return f"cannot read {url}{at}: {describe_error(exc)}"
 
 
-def _read_stream(f, size: int | None, progress) -> bytearray:
+def _named_gz(path: str) -> bool:
+    return str(path).lower().endswith(".gz")
+
+
+def _check_not_gzip(head: bytes, named_gz: bool) -> None:
+    """A file named ``*.gz`` without the gzip magic: plain JSON (a misnamed file) is read as such;
+    anything else fails as "not gzip", which says more than the decoder's "not a JSON trace"."""
+    if named_gz and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"["):
+        raise TraceReadError(
+            f"not gzip: the file is named .gz but starts with bytes {head[:2].hex(' ')}, "
+            f"not the gzip magic 1f 8b (nor plain JSON)"
+        )
+
+
+def _read_stream(f, size: int | None, progress, named_gz: bool = False) -> bytearray:
     head = f.read(CHUNK_BYTES)
     if not head:
         raise TraceReadError("file is empty (0 bytes)")
     if head[:2] == GZIP_MAGIC:
         return _gunzip_stream(f, head, size, progress)
+    _check_not_gzip(head, named_gz)
     limit = max_trace_bytes()
     if (size or 0) > limit or len(head) > limit:
         raise _too_big(limit, "file")
