@@ -18,6 +18,7 @@ import orjson
 
 from .analysis.overview import CATEGORY_KEYS
 from .executors import ENV_VAR, LocalExecutor, open_executor
+from .numfmt import fixed
 from .runs import ERROR, RunRegistry
 from .storage.cache import ParseCache
 
@@ -93,12 +94,12 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     out.write(f"{'Category':<15}{'baseline µs':>14}{'experiment µs':>15}{'delta µs':>12}{'delta %':>9}\n")
     for key, label in zip(["total_us"] + CATEGORY_KEYS, ["Step"] + _LABELS):
         rel = steps["relative_pct"][key]
-        out.write(f"{label:<15}{steps['baseline'][key]:>14.1f}{steps['experiment'][key]:>15.1f}"
-                  f"{steps['delta'][key]:>12.1f}{'' if rel is None else f'{rel:8.1f}%':>9}\n")
+        out.write(f"{label:<15}{fixed(steps['baseline'][key], 1):>14}{fixed(steps['experiment'][key], 1):>15}"
+                  f"{fixed(steps['delta'][key], 1):>12}{'' if rel is None else f'{fixed(rel, 1):>8}%':>9}\n")
     out.write("\nLargest operator changes (per average step):\n")
     for row in sorted(doc["operators"], key=lambda r: -abs(r["delta"]["host_total_us"]))[:15]:
-        out.write(f"  {row['status']:<9} {_tail(' > '.join(row['path']), 90)}: host {row['delta']['host_total_us']:+.1f} µs, "
-                  f"device {row['delta']['device_total_us']:+.1f} µs\n")
+        out.write(f"  {row['status']:<9} {_tail(' > '.join(row['path']), 90)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
+                  f"device {fixed(row['delta']['device_total_us'], 1, sign=True)} µs\n")
     return 0
 
 
@@ -250,10 +251,11 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
             ov = w["overview"]
             avg = ov["average"]
             total = avg["total_us"] or 1.0
-            out.write(f"   steps: {len(ov['steps'])}   average step: {avg['total_us'] / 1000:.3f} ms\n")
+            out.write(f"   steps: {len(ov['steps'])}   average step: {fixed(avg['total_us'] / 1000, 3)} ms\n")
             out.write(f"   {'Category':<15}{'avg µs':>14}{'% of step':>11}\n")
             for key, label in zip(CATEGORY_KEYS, _LABELS):
-                out.write(f"   {label:<15}{avg[key]:>14.1f}{100 * avg[key] / total:>10.2f}%\n")
+                # the percentage as the UI computes it ((part / whole) * 100), rounded by the same rule
+                out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{fixed(avg[key] / total * 100, 2):>10}%\n")
             for g in ov["gpus"]:
                 out.write(
                     f"   GPU {g['id']} {g['name'] or '(unknown device)'}: utilization {_pct(g['utilization_pct'])}, "
@@ -262,10 +264,52 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                 )
             for rec in ov["recommendations"]:
                 out.write(f"   * {rec}\n")
+        _print_artifacts(run, out)
+
+
+# MemProfiler stats keys whose largest value over a file's snapshots the text report shows (bytes).
+_MEMPROFILER_PEAKS = (("allocated_bytes.all.peak", "peak allocated"), ("reserved_bytes.all.peak", "peak reserved"))
+
+
+def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
+    """A run's memory artifacts: each allocator snapshot's peak active bytes per device, each
+    MemProfiler stats file's snapshot count and largest peaks, each MemProfiler log's size."""
+    snapshots, memprofiler = run.get("snapshots") or [], run.get("memprofiler") or []
+    if not snapshots and not memprofiler:
+        return
+    only = " (no trace files)" if not run["workers"] else ""
+    out.write(f"\n== run {run['name']}  memory artifacts{only}\n")
+    if snapshots:
+        out.write(f"   allocator snapshots: {len(snapshots)}\n")
+        for snap in snapshots:
+            if snap["error"]:
+                out.write(f"     {snap['path']}: ERROR: {snap['error']}\n")
+                continue
+            peaks = ", ".join(f"{d['device']} peak active {_bytes(d['peak_active_bytes'])}" for d in snap["devices"])
+            out.write(f"     {snap['path']}: {peaks or 'no devices'}\n")
+    for item in memprofiler:
+        what = "MemProfiler stats" if item["kind"] == "memprofiler_stats" else "MemProfiler log"
+        if item["error"]:
+            out.write(f"   {what} {item['path']}: ERROR: {item['error']}\n")
+        elif item["kind"] == "memprofiler_log":
+            cut = " (shown truncated)" if item["truncated"] else ""
+            out.write(f"   {what} {item['path']}: {item['size_bytes']} bytes{cut}\n")
+        else:
+            parts = [f"rank {item['rank']}", f"{len(item['snapshots'])} snapshots"]
+            for key, label in _MEMPROFILER_PEAKS:
+                values = [s["values"][key] for s in item["snapshots"] if s["values"].get(key) is not None]
+                if values:
+                    parts.append(f"{label} {_bytes(max(values))}")
+            out.write(f"   {what} {item['path']}: {', '.join(parts)}\n")
+
+
+def _bytes(n: float) -> str:
+    """Bytes as MiB (one decimal) below 1 GiB, else GiB (two decimals); 1 MiB = 2**20 bytes."""
+    return f"{fixed(n / 2**30, 2)} GiB" if n >= 2**30 else f"{fixed(n / 2**20, 1)} MiB"
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}%"
+    return "–" if value is None else f"{fixed(value, 2)}%"
 
 
 class _ProgressBar:

@@ -102,3 +102,26 @@ def test_discovery_routes_and_report(tmp_path, capsys):
     assert mp["fsdp_mem_rank_0_big.log"]["truncated"] is True
     assert len(out["runs"][0]["snapshots"]) == 4
 
+
+
+def test_text_report_lists_memory_artifacts(tmp_path):
+    """A run with only MemProfiler files printed nothing in the text report (--json had them)."""
+    import io
+
+    from tb_plugin.cli import run_report
+
+    write_memprofiler(tmp_path / "version_0", ranks=2, iterations=(2,))
+    out, err = io.StringIO(), io.StringIO()
+    assert run_report(str(tmp_path), None, False, False, out, err) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[1] == "== run version_0  memory artifacts (no trace files)"
+    assert lines[2] == "   allocator snapshots: 4"
+    assert sum(line.startswith("     version_0/memprofiler/cuda_alloc_rank_") and " peak active " in line
+               for line in lines) == 4
+    base = "version_0/memprofiler/"
+    # allocated peak 512 + 1500 MiB = 2012 MiB = 1.96 GiB; reserved 2048 + 128 MiB = 2.125 GiB -> 2.13
+    assert f"   MemProfiler stats {base}rank_0_memory_stats.yaml: rank 0, 2 snapshots, peak allocated 1.96 GiB, " \
+           "peak reserved 2.13 GiB" in lines
+    assert f"   MemProfiler stats {base}rank_1_memory_stats.yaml: rank 1, 2 snapshots, peak allocated 1.98 GiB, " \
+           "peak reserved 2.16 GiB" in lines
+    assert f"   MemProfiler log {base}fsdp_mem_rank_0_training_step_2.log: 909 bytes" in lines

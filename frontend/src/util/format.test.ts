@@ -13,8 +13,33 @@ import {
   formatPct,
   formatText,
   percentOf,
+  roundHalfAway,
+  toFixedHalfAway,
   usToMs,
 } from "./format";
+import rounding from "../__fixtures__/rounding_cases.json";
+
+describe("rounding shared with kinetoscope report (tests/test_numfmt.py reads the same cases)", () => {
+  it("rounds the shortest decimal half away from zero", () => {
+    expect(rounding.cases.length).toBeGreaterThan(20);
+    for (const [value, digits, want] of rounding.cases as [number, number, string][]) {
+      expect(toFixedHalfAway(value, digits), `${value} to ${digits}`).toBe(want);
+    }
+  });
+
+  it("shows synthetic_ddp rank0's Memset 2.25 µs and CPU Exec 56.25 µs as the report does", () => {
+    // toFixed/Intl gave "2.3"/"56.3" and Python's format "2.2"/"56.2"; both now "2.3"/"56.3"
+    expect(formatNumber(2.25, 1)).toBe("2.3");
+    expect(formatNumber(56.25, 1)).toBe("56.3");
+    expect(formatNumber(1.005, 2)).toBe("1.01");
+    expect(formatPct(2.675)).toBe("2.68 %");
+    expect(formatDuration(1234.5)).toBe("1.23 ms");
+    expect(formatDuration(1235)).toBe("1.24 ms");
+    expect(roundHalfAway(-0.04, 1)).toBe(0);
+    expect(Object.is(roundHalfAway(-0.04, 1), -0)).toBe(false);
+    expect(roundHalfAway(99.95, 1)).toBe(100);
+  });
+});
 
 describe("format helpers", () => {
   it("shows null, undefined and non-finite values as an en dash", () => {

@@ -9,10 +9,48 @@ function isMissing(value: number | null | undefined): value is null | undefined 
   return value === null || value === undefined || !Number.isFinite(value);
 }
 
-/** Fixed-locale grouping, so output does not depend on the browser's language. */
+/**
+ * `value` rounded to `digits` decimals by the rule `kinetoscope report` uses too (tb_plugin/numfmt.py):
+ * its shortest round-trip decimal (`String(value)`, the same digits as Python's repr) rounded half away
+ * from zero. So 2.25 -> 2.3 and 1.005 -> 1.01, where `toFixed` and `Intl` round the binary value
+ * (1.00499…) and Python's format rounds ties to even (2.25 -> "2.2"). Zero comes back unsigned. The
+ * result is the double nearest the rounded decimal, so `toFixed(digits)` of it prints that decimal.
+ */
+export function roundHalfAway(value: number, digits: number): number {
+  if (!Number.isFinite(value)) return value;
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(value));
+  if (!m) return value;
+  const [, sign, int = "", frac = "", exp = "0"] = m;
+  const all = int + frac;
+  // the decimal point sits after int.length + exp digits of `all`; keep `digits` digits past it
+  const keep = int.length + Number(exp) + digits;
+  if (keep >= all.length) return value;
+  if (keep < 0) return 0;
+  let kept = all.slice(0, keep) || "0";
+  if (all.charCodeAt(keep) >= 53 /* "5" */) kept = incrementDigits(kept);
+  const out = Number(`${sign}${kept}e-${digits}`);
+  return out === 0 ? 0 : out;
+}
+
+/** A decimal digit string plus one ("199" -> "200", "99" -> "100"). */
+function incrementDigits(digits: string): string {
+  const d = digits.split("");
+  let i = d.length - 1;
+  while (i >= 0 && d[i] === "9") d[i--] = "0";
+  if (i < 0) return `1${d.join("")}`;
+  d[i] = String(Number(d[i]) + 1);
+  return d.join("");
+}
+
+/** `value` with exactly `digits` decimals, rounded by {@link roundHalfAway}; no grouping. */
+export function toFixedHalfAway(value: number, digits: number): string {
+  return roundHalfAway(value, digits).toFixed(digits);
+}
+
+/** Fixed-locale grouping, so output does not depend on the browser's language. Rounded by {@link roundHalfAway}. */
 export function formatNumber(value: number | null | undefined, fractionDigits = 0): string {
   if (isMissing(value)) return DASH;
-  return value.toLocaleString("en-US", {
+  return roundHalfAway(value, fractionDigits).toLocaleString("en-US", {
     minimumFractionDigits: fractionDigits,
     maximumFractionDigits: fractionDigits,
   });
@@ -21,13 +59,13 @@ export function formatNumber(value: number | null | undefined, fractionDigits = 
 /** 57.4183 -> "57.42 %". */
 export function formatPct(value: number | null | undefined, fractionDigits = 2): string {
   if (isMissing(value)) return DASH;
-  return `${value.toFixed(fractionDigits)} %`;
+  return `${toFixedHalfAway(value, fractionDigits)} %`;
 }
 
 /** 16945512448 -> "15.78 GiB". */
 export function formatGiB(bytes: number | null | undefined): string {
   if (isMissing(bytes)) return DASH;
-  return `${(bytes / GIB).toFixed(2)} GiB`;
+  return `${toFixedHalfAway(bytes / GIB, 2)} GiB`;
 }
 
 /** Any byte count in the largest binary unit that keeps it at or above 1. */
@@ -40,7 +78,7 @@ export function formatBytes(bytes: number | null | undefined): string {
     value /= 1024;
     unit += 1;
   }
-  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+  return unit === 0 ? `${value} B` : `${toFixedHalfAway(value, 1)} ${units[unit]}`;
 }
 
 /** Microseconds as µs, ms or s, whichever reads best: 812 -> "812 µs", 123456 -> "123.46 ms". */
@@ -48,8 +86,8 @@ export function formatDuration(us: number | null | undefined): string {
   if (isMissing(us)) return DASH;
   const abs = Math.abs(us);
   if (abs < 1000) return `${formatNumber(us, abs < 10 ? 2 : 0)} \u00b5s`;
-  if (abs < 1_000_000) return `${(us / 1000).toFixed(2)} ms`;
-  return `${(us / 1_000_000).toFixed(2)} s`;
+  if (abs < 1_000_000) return `${toFixedHalfAway(us / 1000, 2)} ms`;
+  return `${toFixedHalfAway(us / 1_000_000, 2)} s`;
 }
 
 /** Microseconds to milliseconds, as a number. */
