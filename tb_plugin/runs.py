@@ -576,14 +576,17 @@ class RunRegistry:
             messages.append("two files claim the same rank: ranks are compared in worker order instead")
             ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
         spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
+        # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared)
+        out = {"state": "ready", "run": run, "span": span, "spans": spans, "files": len(states),
+               "ranks_loaded": len(ranks)}
         if len(ranks) < 2:
-            messages.append("only one rank in this run at this span: there is nothing to compare across ranks")
-            return {"state": "ready", "run": run, "span": span, "spans": spans, "view": None, "messages": messages}
+            messages.append(_no_view_reason(span, len(states), len(ranks)))
+            return dict(out, view=None, messages=messages)
         view = combine_ranks(ranks)
         if view["instances"]["total"] == 0:
             messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
                             "need GPU collectives")
-        return {"state": "ready", "run": run, "span": span, "spans": spans, "view": view, "messages": messages}
+        return dict(out, view=view, messages=messages)
 
     # -- per-rank work on an executor -----------------------------------------------------------
     def rank_job(self, state: FileState, tables: bool = True):
@@ -767,6 +770,16 @@ def _run_sort_key(name: str) -> tuple:
 
 def _decompressed_guess(entry: FileEntry) -> int:
     return entry.size * (GZIP_RATIO_GUESS if entry.name.endswith(".gz") else 1)
+
+
+def _no_view_reason(span: str, files: int, loaded: int) -> str:
+    """Why a run has no distributed view at ``span``, from its file count there and how many loaded."""
+    if files == 0:
+        return f"no file of this run has span {span}: there is nothing to compare across ranks"
+    if files == 1:
+        return "only one rank (file) in this run has this span: there is nothing to compare across ranks"
+    return (f"{files - loaded} of the {files} files of span {span} failed to load, leaving {loaded} "
+            f"rank{'' if loaded == 1 else 's'}: there is nothing to compare across ranks")
 
 
 def _trace_bytes(trace: Trace) -> int:

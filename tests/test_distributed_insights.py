@@ -169,3 +169,27 @@ def test_insights_route_on_h100(tmp_path):
     total = doc["exposed"]
     assert total["compute_us"] + total["exposed_comm_us"] + total["exposed_memcpy_us"] + total["idle_us"] == \
         pytest.approx(total["window_us"])
+
+
+def test_no_view_counts_loaded_ranks_not_listed_files(tmp_path):
+    """A run whose files all failed said "only one rank" while its span listed several files."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "empty.pt.trace.json").write_bytes(b"")
+    (bad / "junk.pt.trace.json").write_bytes(b"<html>")
+    mixed = tmp_path / "mixed"
+    shutil.copytree(bad, mixed)
+    shutil.copy(sample("hta/distributed_info_unavailable/distributed_info_not_found.json.gz"), mixed / "rank-0.json.gz")
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    got = reg.distributed("bad", "1")
+    assert got["view"] is None and (got["files"], got["ranks_loaded"]) == (2, 0)
+    assert [m.split(":")[0] for m in got["messages"][:2]] == ["bad/empty.pt.trace.json", "bad/junk.pt.trace.json"]
+    assert got["messages"][-1] == ("2 of the 2 files of span 1 failed to load, leaving 0 ranks: "
+                                   "there is nothing to compare across ranks")
+    got = reg.distributed("mixed", "1")
+    assert got["view"] is None and (got["files"], got["ranks_loaded"]) == (3, 1)
+    assert got["messages"][-1].startswith("2 of the 3 files of span 1 failed to load, leaving 1 rank:")
+    two = reg.distributed("bad", "2")
+    assert (two["files"], two["ranks_loaded"]) == (0, 0) and two["messages"] == [
+        "no file of this run has span 2: there is nothing to compare across ranks"]

@@ -61,7 +61,11 @@ export interface DistributedResponse {
   state: "ready";
   run: string;
   span: string;
+  /** Every span of the run. */
   spans: string[];
+  /** The run's files at this span, and how many of them loaded (the ranks compared); absent from older servers. */
+  files?: number;
+  ranks_loaded?: number;
   messages: string[];
   view: DistributedData | null;
 }

@@ -1,5 +1,6 @@
 // Pure helpers for the Distributed and Insights views: histogram bin labels, the exposed-time shares,
 // straggler lookup. No React, no ECharts, so they are unit-tested directly.
+import type { DistributedResponse } from "../api/distributed";
 import type { Histogram, ExposedParts } from "../api/insightsTypes";
 import { formatNumber } from "../util/format";
 
@@ -73,4 +74,22 @@ export function shareText(share: number | null | undefined): string {
 export function gbpsText(v: number | null | undefined): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return "\u2013";
   return `${formatNumber(v, 2)} GB/s`;
+}
+
+/**
+ * Why there is no distributed view, from the run's file count at the span and how many loaded: a file
+ * that failed is not a rank, so "N of M files failed" rather than "fewer than two ranks have this span".
+ */
+export function noViewReason(d: Pick<DistributedResponse, "run" | "span" | "spans" | "files" | "ranks_loaded">): string {
+  const head = `No distributed view for run ${d.run} at span ${d.span}`;
+  let why: string;
+  if (d.files === undefined || d.ranks_loaded === undefined) why = "fewer than two ranks loaded at this span";
+  else if (d.files === 0) why = "no file of this run has this span";
+  else if (d.files === 1) why = "only one file (one rank) has this span";
+  else {
+    const failed = d.files - d.ranks_loaded;
+    why = `${failed} of ${d.files} files of span ${d.span} failed to load, leaving ${d.ranks_loaded} rank${d.ranks_loaded === 1 ? "" : "s"}; comparing needs two`;
+  }
+  const others = d.spans.filter((s) => s !== d.span);
+  return `${head}: ${why}.${others.length > 0 ? ` Other spans of this run: ${others.join(", ")}.` : ""}`;
 }

@@ -81,9 +81,23 @@ describe("DistributedView", () => {
   it("shows a clear message and the server's messages when view is null", async () => {
     render(<DistributedView run="job" theme="light" initialSpan="2" />);
     const msg = await screen.findByTestId("distributed-null");
-    expect(msg.textContent).toMatch(/fewer than two ranks have this span/);
-    expect(screen.getByText(/only one rank in this run at this span/)).toBeTruthy();
+    expect(msg.textContent).toBe("No distributed view for run job at span 2: only one file (one rank) has this span. Other spans of this run: 1.");
+    expect(screen.getByText(/only one rank \(file\) in this run has this span/)).toBeTruthy();
     expect(screen.queryByTestId("rank-table")).toBeNull();
+  });
+
+  it("counts ranks that loaded, not files listed, when every file of the span failed", async () => {
+    // the trial's run "bad": five files at span 1, none loaded; it said "fewer than two ranks have this
+    // span. Spans with two or more ranks: 1."
+    const failures = ["bad/badjson.pt.trace.json: not analysed (invalid JSON: Input data was truncated)", "bad/empty.pt.trace.json: not analysed (file is empty (0 bytes))"];
+    vi.stubGlobal("fetch", async () =>
+      json({ state: "ready", run: "bad", span: "1", spans: ["1"], files: 5, ranks_loaded: 0, view: null, messages: failures }),
+    );
+    render(<DistributedView run="bad" theme="light" />);
+    const msg = await screen.findByTestId("distributed-null");
+    expect(msg.textContent).toBe("No distributed view for run bad at span 1: 5 of 5 files of span 1 failed to load, leaving 0 ranks; comparing needs two.");
+    expect(msg.textContent).not.toMatch(/Spans with two or more ranks/);
+    expect(screen.getByText(failures[0]!)).toBeTruthy();
   });
 
   it("renders collectives with units, bandwidths and definitions", async () => {

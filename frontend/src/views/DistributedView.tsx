@@ -15,7 +15,7 @@ import { remoteData, useRemote } from "../hooks/useRemote";
 import type { Theme } from "../hooks/useTheme";
 import { rankBreakdownOption, transferSyncOption } from "../distributed/charts";
 import { DIST_DEFS } from "../distributed/definitions";
-import { gbpsText } from "../distributed/model";
+import { gbpsText, noViewReason } from "../distributed/model";
 import { useDistributedStyles } from "../distributed/useDistributedStyles";
 import { formatBytes, formatDuration, formatGiB, formatNumber, formatPct, formatText } from "../util/format";
 
@@ -66,10 +66,7 @@ export function DistributedView({ run, theme, initialSpan = "1" }: DistributedVi
         : null}
       {data && data.view === null ? (
         <div data-testid="distributed-null">
-          <Notice>
-            No distributed view for run {data.run} at span {data.span}: fewer than two ranks have this span.
-            {data.spans.length > 0 ? ` Spans with two or more ranks: ${data.spans.join(", ")}.` : ""}
-          </Notice>
+          <Notice>{noViewReason(data)}</Notice>
         </div>
       ) : null}
       {data?.view ? <DistributedContent run={data.run} span={data.span} view={data.view} theme={theme} /> : null}
