@@ -14,13 +14,26 @@ export function SelectField({
   value,
   options,
   onChange,
+  empty,
 }: {
   label: string;
   testId: string;
   value: string;
   options: SelectOption[];
   onChange: (value: string) => void;
+  /** With no options: the text of the one option a disabled select shows instead of an empty one. */
+  empty?: { label: string; title: string };
 }) {
+  if (options.length === 0 && empty) {
+    return (
+      <label className="selector" title={empty.title}>
+        <span className="selector-label">{label}</span>
+        <select data-testid={testId} value="" disabled aria-disabled="true">
+          <option value="">{empty.label}</option>
+        </select>
+      </label>
+    );
+  }
   return (
     <label className="selector">
       <span className="selector-label">{label}</span>

@@ -53,6 +53,11 @@ export function RunWorkerSpanFields({
 }) {
   const run = findRun(runs, value.run);
   const worker = findWorker(run, value.worker);
+  // A run of memory artifacts only (allocator snapshots, MemProfiler files) has no workers or spans.
+  const noTraces = {
+    label: "\u2014 no traces",
+    title: `Run ${runLabel(value.run)} has no trace files, only memory artifacts: see its Snapshots view`,
+  };
   return (
     <>
       <SelectField
@@ -68,6 +73,7 @@ export function RunWorkerSpanFields({
         value={value.worker}
         options={(run?.workers ?? []).map((w) => ({ value: w.worker, label: w.worker }))}
         onChange={onWorker}
+        empty={noTraces}
       />
       <SelectField
         label="Span"
@@ -75,6 +81,7 @@ export function RunWorkerSpanFields({
         value={value.span}
         options={(worker?.spans ?? []).map((s) => ({ value: s.span, label: spanLabel(s), title: s.path }))}
         onChange={onSpan}
+        empty={{ label: "\u2014", title: noTraces.title }}
       />
     </>
   );
