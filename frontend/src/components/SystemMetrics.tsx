@@ -17,15 +17,31 @@ interface TooltipItem {
   value?: unknown;
 }
 
+/**
+ * The time axis' range (ms). Two or more distinct times: ECharts' own, fitted to the data (`scale`).
+ * One time (a single sample, or samples at one instant): ECharts would pad it into an axis of its own
+ * (−1.1 to −0.3 ms around a sample at −0.72 ms), so the axis runs from the first step (0) to the sample,
+ * each end rounded outward to the sample's order of magnitude (−0.8 to 0); a sample at 0 gets 0 to 1.
+ */
+export function timeAxisRange(series: { data: (number | null)[][] }[]): { scale: true } | { min: number; max: number } {
+  const times = new Set(series.flatMap((s) => s.data.map((p) => p[0]).filter((t): t is number => typeof t === "number" && Number.isFinite(t))));
+  if (times.size !== 1) return { scale: true };
+  const [t] = [...times] as [number];
+  if (t === 0) return { min: 0, max: 1 };
+  const step = 10 ** Math.floor(Math.log10(Math.abs(t)));
+  const round = (k: number) => Number((k * step).toPrecision(12));
+  return t < 0 ? { min: round(Math.floor(t / step)), max: 0 } : { min: 0, max: round(Math.ceil(t / step)) };
+}
+
 /** One line per counter series, x in ms from the first step; points are marked (series can be short). */
 export function systemMetricsOption(metrics: SystemMetric[], textColor: string): ChartOption {
-  const series: LineSeriesOption[] = metrics.map((m) => ({
-    type: "line",
+  const series = metrics.map((m) => ({
+    type: "line" as const,
     name: m.name,
     showSymbol: true,
     symbolSize: 5,
     data: m.ts_us.map((t, i) => [t / 1000, m.values[i] ?? null]),
-  }));
+  })) satisfies LineSeriesOption[];
   return {
     backgroundColor: "transparent",
     animation: false,
@@ -40,7 +56,7 @@ export function systemMetricsOption(metrics: SystemMetric[], textColor: string):
         return `<b>${escapeHtml(p.seriesName ?? "")}</b><br/>${formatNumber(t, 2)} ms: ${formatNumber(v, 2)}`;
       }) as never,
     },
-    xAxis: { type: "value", name: "Time (ms)", nameLocation: "middle", nameGap: 24, scale: true },
+    xAxis: { type: "value", name: "Time (ms)", nameLocation: "middle", nameGap: 24, ...timeAxisRange(series) },
     yAxis: { type: "value" },
     series: series as unknown as ChartOption["series"],
   } as ChartOption;
@@ -54,10 +70,13 @@ export function SystemMetrics({ metrics, theme }: { metrics: SystemMetric[] | un
   const points = metrics.reduce((n, m) => n + m.ts_us.length, 0);
   return (
     <Card title="System metrics" testId="system-metrics">
-      <p className="diff-hint">
-        {metrics.length} series, {points} {points === 1 ? "sample" : "samples"}; time from the first step.
+      <p className="diff-hint" data-testid="system-metrics-hint">
+        {metrics.length} series, {points} {points === 1 ? "sample" : "samples"}
+        {points === 0 ? ": nothing to plot." : "; time from the first step."}
       </p>
-      <EChart option={option} theme={theme} height={280} testId="system-metrics-chart" ariaLabel="System metrics over time" />
+      {points > 0 ? (
+        <EChart option={option} theme={theme} height={280} testId="system-metrics-chart" ariaLabel="System metrics over time" />
+      ) : null}
     </Card>
   );
 }

@@ -50,6 +50,27 @@ describe("System metrics card", () => {
     expect(series[1]!.data).toEqual([[-0.722, 3]]);
   });
 
+  it("gives one sample a time axis from the first step to it, not ECharts' padding", () => {
+    // the trial's composer rank_0: one cpu/cpu_percent sample 722 µs before the first step drew an axis
+    // from -1.1 to -0.3 ms, leaving out the first step
+    const x = (metrics: { name: string; ts_us: number[]; values: number[] }[]) =>
+      systemMetricsOption(metrics, "#000").xAxis as { min?: number; max?: number; scale?: boolean };
+    expect(x([{ name: "cpu/cpu_percent", ts_us: [-722], values: [0] }])).toMatchObject({ min: -0.8, max: 0 });
+    expect(x([{ name: "a", ts_us: [2500], values: [1] }, { name: "b", ts_us: [2500], values: [2] }])).toMatchObject({ min: 0, max: 3 });
+    expect(x([{ name: "a", ts_us: [0], values: [1] }])).toMatchObject({ min: 0, max: 1 });
+    expect(x([{ name: "a", ts_us: [40], values: [1] }])).toMatchObject({ min: 0, max: 0.04 });
+    // two or more times: fitted to the data
+    const two = x([{ name: "a", ts_us: [0, 1500], values: [1, 2] }]);
+    expect(two.scale).toBe(true);
+    expect(two.min).toBeUndefined();
+  });
+
+  it("says there is nothing to plot for series without samples", () => {
+    render(<SystemMetrics metrics={[{ name: "cpu/cpu_percent", ts_us: [], values: [] }]} theme="light" />);
+    expect(screen.getByTestId("system-metrics-hint").textContent).toBe("1 series, 0 samples: nothing to plot.");
+    expect(screen.queryByTestId("system-metrics-chart")).toBeNull();
+  });
+
   it("renders nothing without metrics", () => {
     render(<SystemMetrics metrics={[]} theme="light" />);
     expect(screen.queryByTestId("system-metrics-chart")).toBeNull();
