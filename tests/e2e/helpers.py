@@ -57,12 +57,15 @@ def wait_all_ready(base: str, run: str, count: int) -> None:
 
 
 def format_duration(us: float) -> str:
-    """The frontend's formatDuration (frontend/src/util/format.ts), for µs."""
+    """The frontend's formatDuration (frontend/src/util/format.ts), for µs, with its rounding rule
+    (tb_plugin/numfmt.py: the shortest decimal rounded half away from zero)."""
+    from tb_plugin.numfmt import fixed
+
     a = abs(us)
     if a < 10:
-        return f"{us:,.2f} \u00b5s"
+        return f"{fixed(us, 2)} \u00b5s"
     if a < 1000:
-        return f"{us:,.0f} \u00b5s"
+        return f"{fixed(us, 0)} \u00b5s"
     if a < 1_000_000:
-        return f"{us / 1000:.2f} ms"
-    return f"{us / 1_000_000:.2f} s"
+        return f"{fixed(us / 1000, 2)} ms"
+    return f"{fixed(us / 1_000_000, 2)} s"

@@ -79,7 +79,10 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
         assert dl.locator('[data-testid="diff-step-delta"]').inner_text().strip() == expected
         chart = frame.locator('[data-testid="diff-steps-chart"]')
         assert chart.locator("canvas").count() >= 1
-        assert "base_run=nw0" in frame.url and "exp_run=nw4" in frame.url
+        # the defaults follow the main selection and are not written to the URL; a pick is (below)
+        assert "base_run=" not in frame.url and "diff_for=" not in frame.url
+        assert frame.locator('[data-testid="diff-rule"]').inner_text().startswith(
+            "Baseline: the main selection (nw0 \u00b7 worker0 \u00b7 span 1)")
         frame.locator('[data-testid="diff-kernels"] [data-testid="diff-kernel-row"]').first.wait_for(timeout=30_000)
         page.screenshot(path=str(artifacts / "diff_steps.png"), full_page=True)
 
@@ -97,7 +100,8 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
         assert crumbs == ["All operators", "ProfilerStep", "enumerate(DataLoader)"]
         badge = _row(frame, "aten::stack").locator('[data-testid="diff-status"]')
         assert badge.inner_text() == next(op["status"] for op in level2["operators"] if op["name"] == "aten::stack")
-        assert "diff_path=" in frame.url
+        assert "diff_path=" in frame.url and "base_run=nw0" in frame.url and "exp_run=nw4" in frame.url
+        assert "diff_for=" in frame.url
         wf = frame.locator('[data-testid="diff-waterfall"]')
         wf.scroll_into_view_if_needed()
         box = wf.bounding_box()
@@ -107,6 +111,20 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
         # back to the top level with the first crumb
         frame.locator('[data-testid="diff-breadcrumbs"] [data-testid="diff-crumb"]').first.click()
         _row(frame, "ProfilerStep").wait_for(timeout=60_000)
+        # the drill-down was a pick under nw0; with nw4 as the main selection the Diff tab compares nw4
+        # (it kept comparing the old pair: the trial's torch_cpu_cnn Diff showed synthetic_ddp vs kineto2021)
+        frame.locator('[data-testid="tab-overview"]').click()
+        select_file(frame, "nw4", "worker0", "1")
+        frame.locator('[data-testid="diff-tab"]').click()
+        frame.locator('[data-testid="diff-steps"]').wait_for(timeout=120_000)
+        assert frame.locator('[data-testid="diff-base-run"]').input_value() == "nw4"
+        assert frame.locator('[data-testid="diff-exp-run"]').input_value() == "nw0"
+        # and back on nw0, the pick made there applies again (it is kept for its main selection)
+        frame.locator('[data-testid="tab-overview"]').click()
+        select_file(frame, "nw0", "worker0", "1")
+        frame.locator('[data-testid="diff-tab"]').click()
+        frame.locator('[data-testid="diff-follow-main"]').wait_for(timeout=60_000)
+        assert frame.locator('[data-testid="diff-base-run"]').input_value() == "nw0"
         page.close()
 
         # (2) the Composer Overview: trainer events and system metrics

@@ -6,9 +6,12 @@ import diffL2 from "../__fixtures__/diff/diff_l2.json";
 import diffRoot from "../__fixtures__/diff/diff_root.json";
 import runsFixture from "../__fixtures__/diff/runs.json";
 import {
+  applicablePick,
   breadcrumbs,
+  clearDiffHash,
   drillPath,
   filterSortKernels,
+  hasPick,
   mergeDiffHash,
   parseDiffHash,
   resolveDiffSelection,
@@ -27,17 +30,17 @@ const nw4 = { run: "nw4", worker: "worker0", span: "2" };
 describe("diff selections in the hash", () => {
   it("round-trips both sides and the path, keeping the other keys", () => {
     const odd = { run: "runs/a b&c#ñ", worker: "host=1", span: "2" };
-    const hash = mergeDiffHash("#run=nw0&worker=worker0&span=1&view=diff", { base: odd, exp: nw4 }, ["ProfilerStep", "a,b [x]"]);
+    const hash = mergeDiffHash("#run=nw0&worker=worker0&span=1&view=diff", { base: odd, exp: nw4 }, ["ProfilerStep", "a,b [x]"], nw0);
     expect(hash.startsWith("#run=nw0&worker=worker0&span=1&view=diff&base_run=")).toBe(true);
     const back = parseDiffHash(hash);
-    expect(back).toEqual({ base: odd, exp: nw4, path: ["ProfilerStep", "a,b [x]"] });
+    expect(back).toEqual({ base: odd, exp: nw4, path: ["ProfilerStep", "a,b [x]"], for: nw0 });
     // the main selection is untouched
     const p = new URLSearchParams(hash.slice(1));
     expect([p.get("run"), p.get("view")]).toEqual(["nw0", "diff"]);
   });
 
   it("drops the path key at the top level and ignores a malformed path", () => {
-    const hash = mergeDiffHash("#diff_path=%5B%22x%22%5D", { base: nw0, exp: nw4 }, []);
+    const hash = mergeDiffHash("#diff_path=%5B%22x%22%5D", { base: nw0, exp: nw4 }, [], nw0);
     expect(hash).not.toContain("diff_path");
     expect(parseDiffHash("#diff_path=%7Bnot-json").path).toEqual([]);
     expect(parseDiffHash("#diff_path=%5B1%2C2%5D").path).toEqual([]);
@@ -50,6 +53,28 @@ describe("diff selections in the hash", () => {
     // with a single run, the experiment is the next span of the same worker
     const one = runs.filter((r) => r.name === "nw0");
     expect(resolveDiffSelection(one, { base: {}, exp: {}, path: [] }, nw0)?.exp).toEqual({ ...nw0, span: "2" });
+  });
+
+  it("applies a pick only under the main selection it was made for; else the baseline is the main selection", () => {
+    // the trial: Diff used on nw0 wrote its sides; later, on another run, Diff still compared nw0's pair
+    const pickedOnNw0 = parseDiffHash(
+      mergeDiffHash("#run=nw0&worker=worker0&span=1", { base: { ...nw4, span: "1" }, exp: nw0 }, [], nw0),
+    );
+    expect(pickedOnNw0.for).toEqual(nw0);
+    expect(applicablePick(runs, pickedOnNw0, nw0)).toBe(pickedOnNw0);
+    const composer = { run: "composer", worker: "rank0", span: "1" };
+    const other = applicablePick(runs, pickedOnNw0, composer);
+    expect(hasPick(other)).toBe(false);
+    expect(resolveDiffSelection(runs, other, composer)?.base).toEqual(composer);
+    // a link without diff_for belongs to the main selection in the same hash
+    const link = parseDiffHash("#run=nw4&worker=worker0&span=2&base_run=nw0&base_worker=worker0&base_span=1");
+    expect(link.for).toEqual(nw4);
+    expect(applicablePick(runs, link, nw4)).toBe(link);
+    expect(hasPick(applicablePick(runs, link, nw0))).toBe(false);
+    // a hash with no pick has no `for`
+    expect(parseDiffHash("#run=nw0&worker=worker0&span=1").for).toBeUndefined();
+    // clearing removes every diff key and keeps the others
+    expect(clearDiffHash("#run=nw0&view=diff&base_run=nw4&exp_span=1&diff_path=%5B%5D&diff_for=x")).toBe("#run=nw0&view=diff");
   });
 
   it("resolves what the hash names, falling back when it does not exist", () => {

@@ -2,7 +2,8 @@
 // status badges and the step-comparison rows. No React here, so all of it is unit tested.
 import type { DiffKernel, DiffOperator, DiffSelection, DiffSteps, OpStatus } from "../api/diff";
 import type { RunInfo, Selection } from "../api/types";
-import { resolveSelection } from "../state/selection";
+import { parseHash } from "../state/hashState";
+import { resolveSelection, sameSelection } from "../state/selection";
 import { categoryLabel } from "../util/categories";
 
 type Side = "base" | "exp";
@@ -10,11 +11,23 @@ const SIDES: Side[] = ["base", "exp"];
 const FIELDS = ["run", "worker", "span"] as const;
 /** Hash key of the drill-down path (a JSON list of operator names). */
 export const PATH_KEY = "diff_path";
+/** Hash key of the main selection a Diff pick was made under (a JSON list [run, worker, span]). */
+export const FOR_KEY = "diff_for";
 
+/**
+ * What the hash says about the Diff view. The rule: the baseline follows the main selection (and the
+ * experiment is picked from it) unless the user picked sides in the Diff view; a pick is stored with
+ * the main selection it was made under (`for`) and applies only while the main selection is that one.
+ */
 export interface DiffHash {
   base: Partial<Selection>;
   exp: Partial<Selection>;
   path: string[];
+  /**
+   * The main selection the pick belongs to: `diff_for` when the hash has it, else (a link written by
+   * hand or by an older version) the main selection named in the same hash.
+   */
+  for?: Partial<Selection>;
 }
 
 function params(hash: string): URLSearchParams {
@@ -32,7 +45,39 @@ export function parseDiffHash(hash: string): DiffHash {
     }
   }
   out.path = parsePath(p.get(PATH_KEY));
+  if (hasPick(out) || out.path.length > 0) out.for = parseFor(p.get(FOR_KEY)) ?? parseHash(hash);
   return out;
+}
+
+function parseFor(text: string | null): Selection | null {
+  if (!text) return null;
+  try {
+    const v: unknown = JSON.parse(text);
+    if (Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === "string")) {
+      const [run, worker, span] = v as [string, string, string];
+      return { run, worker, span };
+    }
+  } catch {
+    // not JSON: fall back to the hash's own selection
+  }
+  return null;
+}
+
+/** True when the hash names either side (a pick made in the Diff view or a link). */
+export function hasPick(h: Pick<DiffHash, "base" | "exp">): boolean {
+  return Object.keys(h.base).length > 0 || Object.keys(h.exp).length > 0;
+}
+
+const NO_PICK: DiffHash = { base: {}, exp: {}, path: [] };
+
+/**
+ * The pick the Diff view follows: the hash's when it was made under the current main selection (its
+ * `for` resolves to `current`), else none, so that the baseline is the main selection again.
+ */
+export function applicablePick(runs: RunInfo[], wanted: DiffHash, current: Selection): DiffHash {
+  if (!hasPick(wanted) && wanted.path.length === 0) return NO_PICK;
+  const madeFor = resolveSelection(runs, wanted.for ?? {});
+  return sameSelection(madeFor, current) ? wanted : NO_PICK;
 }
 
 export function parsePath(text: string | null): string[] {
@@ -45,12 +90,26 @@ export function parsePath(text: string | null): string[] {
   }
 }
 
-/** The hash with the diff keys set (or, for an empty path, removed); every other key is kept in place. */
-export function mergeDiffHash(currentHash: string, sel: DiffSelection, path: readonly string[]): string {
+/**
+ * The hash with the diff keys set (or, for an empty path, removed) and `diff_for` = the main selection
+ * the pick is made under; every other key is kept in place.
+ */
+export function mergeDiffHash(currentHash: string, sel: DiffSelection, path: readonly string[], madeFor: Selection): string {
   const p = params(currentHash);
   for (const side of SIDES) for (const f of FIELDS) p.set(`${side}_${f}`, sel[side][f]);
   if (path.length > 0) p.set(PATH_KEY, JSON.stringify(path));
   else p.delete(PATH_KEY);
+  p.set(FOR_KEY, JSON.stringify([madeFor.run, madeFor.worker, madeFor.span]));
+  const text = p.toString();
+  return text === "" ? "" : `#${text}`;
+}
+
+/** The hash without any diff key (the Diff view follows the main selection again). */
+export function clearDiffHash(currentHash: string): string {
+  const p = params(currentHash);
+  for (const side of SIDES) for (const f of FIELDS) p.delete(`${side}_${f}`);
+  p.delete(PATH_KEY);
+  p.delete(FOR_KEY);
   const text = p.toString();
   return text === "" ? "" : `#${text}`;
 }

@@ -1,4 +1,4 @@
-import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { RunsResponse } from "../api/types";
 import diffL1 from "../__fixtures__/diff/diff_l1.json";
@@ -57,10 +57,9 @@ describe("Diff view", () => {
     render(<DiffView runs={runs} current={{ run: "nw0", worker: "worker0", span: "1" }} theme="light" />);
     const steps = await screen.findByTestId("diff-steps");
     expect(requests[0]).toBe("diff?base_run=nw0&base_worker=worker0&base_span=1&exp_run=nw4&exp_worker=worker0&exp_span=1");
-    // the defaults are written to the hash, next to the main selection and the view
-    expect(window.location.hash).toBe(
-      "#run=nw0&worker=worker0&span=1&view=diff&base_run=nw0&base_worker=worker0&base_span=1&exp_run=nw4&exp_worker=worker0&exp_span=1",
-    );
+    // the defaults follow the main selection and are not stored (stored, they outlived it)
+    expect(window.location.hash).toBe("#run=nw0&worker=worker0&span=1&view=diff");
+    expect(screen.getByTestId("diff-rule").textContent).toMatch(/^Baseline: the main selection \(nw0 · worker0 · span 1\)/);
     const dl = within(steps).getAllByTestId("diff-step-row").find((r) => r.getAttribute("data-key") === "dataloader_us")!;
     expect(within(dl).getByTestId("diff-step-delta").textContent).toBe("\u221258.08 ms");
     expect(dl.textContent).toContain("59.26 ms");
@@ -101,6 +100,40 @@ describe("Diff view", () => {
     fireEvent.click(within(screen.getByTestId("diff-breadcrumbs")).getAllByTestId("diff-crumb")[0]!);
     await waitFor(() => expect(pathOf(requests.at(-1)!)).toBeNull());
     expect(window.location.hash).not.toContain("diff_path");
+  });
+
+  it("follows the main selection unless sides were picked under it", async () => {
+    // the trial: after Diff on another run, opening Diff on run X compared two other runs
+    serve();
+    const nw0 = { run: "nw0", worker: "worker0", span: "1" };
+    const nw4 = { run: "nw4", worker: "worker0", span: "1" };
+    const { rerender, unmount } = render(<DiffView runs={runs} current={nw0} theme="light" />);
+    await screen.findByTestId("diff-steps");
+    expect((screen.getByTestId("diff-base-run") as HTMLSelectElement).value).toBe("nw0");
+    // the main selection moves to nw4: the baseline follows
+    rerender(<DiffView runs={runs} current={nw4} theme="light" />);
+    await waitFor(() => expect(requests.at(-1)).toBe("diff?base_run=nw4&base_worker=worker0&base_span=1&exp_run=nw0&exp_worker=worker0&exp_span=1"));
+    // a pick under nw4 (swap) is stored with the selection it was made under and kept while it stays
+    fireEvent.click(screen.getByTestId("diff-swap"));
+    await waitFor(() => expect(requests.at(-1)).toBe("diff?base_run=nw0&base_worker=worker0&base_span=1&exp_run=nw4&exp_worker=worker0&exp_span=1"));
+    expect(new URLSearchParams(window.location.hash.slice(1)).get("diff_for")).toBe('["nw4","worker0","1"]');
+    expect(screen.getByTestId("diff-rule").textContent).toContain("kept (and in the URL) while the main selection is nw4 · worker0 · span 1");
+    unmount();
+    render(<DiffView runs={runs} current={nw4} theme="light" />);
+    await screen.findByTestId("diff-steps");
+    expect((screen.getByTestId("diff-base-run") as HTMLSelectElement).value).toBe("nw0");
+    cleanup();
+    // reopened under another main selection, the old pick (still in the hash) does not apply
+    render(<DiffView runs={runs} current={{ run: "composer", worker: "rank0", span: "1" }} theme="light" />);
+    await waitFor(() => expect(requests.at(-1)).toMatch(/^diff\?base_run=composer&base_worker=rank0&base_span=1&exp_run=nw/));
+    expect((screen.getByTestId("diff-base-run") as HTMLSelectElement).value).toBe("composer");
+    expect(screen.getByTestId("diff-rule").textContent).toMatch(/^Baseline: the main selection \(composer · rank0 · span 1\)/);
+    cleanup();
+    // and "Use the main selection" forgets a pick
+    render(<DiffView runs={runs} current={nw4} theme="light" />);
+    fireEvent.click(await screen.findByTestId("diff-follow-main"));
+    await waitFor(() => expect((screen.getByTestId("diff-base-run") as HTMLSelectElement).value).toBe("nw4"));
+    expect(window.location.hash).toBe("#run=nw0&worker=worker0&span=1&view=diff");
   });
 
   it("states the thresholds in a tooltip", async () => {

@@ -1,6 +1,6 @@
 // The Diff view (issue 8): a baseline and an experiment (run, worker, span each), the average step side
 // by side, the operator trees aligned level by level with a cumulative-delta waterfall, and the kernels.
-import { useEffect, useMemo, useState } from "react";
+import { useMemo, useState } from "react";
 import {
   diffUrl,
   THRESHOLD_TEXT,
@@ -23,6 +23,8 @@ import {
   breadcrumbs,
   drillPath,
   filterSortKernels,
+  applicablePick,
+  hasPick,
   resolveDiffSelection,
   signed,
   statusClass,
@@ -30,7 +32,7 @@ import {
   waterfall,
   type KernelSortKey,
 } from "../diff/model";
-import { useDiffHash, writeDiffHash } from "../diff/useDiffHash";
+import { useDiffHash } from "../diff/useDiffHash";
 import { useDiffStyles } from "../diff/useDiffStyles";
 import { remoteData, useRemote } from "../hooks/useRemote";
 import type { Theme } from "../hooks/useTheme";
@@ -46,24 +48,39 @@ interface DiffViewProps {
 
 export function DiffView({ runs, current, theme }: DiffViewProps) {
   useDiffStyles();
-  const [wanted, setWanted] = useDiffHash();
-  const sel = useMemo(() => resolveDiffSelection(runs, wanted, current), [runs, wanted, current]);
-  const path = wanted.path;
-  // Keep the hash in step with what the pickers show (defaults included), so a reload restores it.
-  useEffect(() => {
-    if (sel) writeDiffHash(sel, path);
-  }, [sel, path]);
+  const { wanted, pick, reset } = useDiffHash();
+  // The rule: the baseline is the main selection unless sides were picked here under this main selection.
+  const applied = useMemo(() => applicablePick(runs, wanted, current), [runs, wanted, current]);
+  const picked = hasPick(applied);
+  const sel = useMemo(() => resolveDiffSelection(runs, applied, current), [runs, applied, current]);
+  const path = applied.path;
   const url = sel ? diffUrl(sel, path) : null;
   const remote = useRemote<DiffReady>(url);
   const data = remoteData(remote);
 
   if (!sel) return <Notice>The Diff view needs at least one trace file.</Notice>;
-  const choose = (next: DiffSelection) => setWanted({ base: next.base, exp: next.exp, path: [] });
-  const goTo = (nextPath: string[]) => setWanted({ base: sel.base, exp: sel.exp, path: nextPath });
+  const choose = (next: DiffSelection) => pick(next, [], current);
+  const goTo = (nextPath: string[]) => pick(sel, nextPath, current);
+  const main = `${current.run} \u00b7 ${current.worker} \u00b7 span ${current.span}`;
 
   return (
     <div className="diff-view" data-testid="diff-view">
       <Card title="Compare" testId="diff-pickers">
+        <p className="diff-hint" data-testid="diff-rule">
+          {picked ? (
+            <>
+              Sides picked here; kept (and in the URL) while the main selection is {main}.{" "}
+              <button type="button" className="link-button" data-testid="diff-follow-main" onClick={reset}>
+                Use the main selection as baseline
+              </button>
+            </>
+          ) : (
+            <>
+              Baseline: the main selection ({main}); experiment: the same worker and span of another run. A pick here is
+              kept while the main selection stays {main}.
+            </>
+          )}
+        </p>
         <div className="diff-pickers">
           <SidePicker label="Baseline" side="base" runs={runs} value={sel.base} onChange={(base) => choose({ ...sel, base })} />
           <SidePicker label="Experiment" side="exp" runs={runs} value={sel.exp} onChange={(exp) => choose({ ...sel, exp })} />
