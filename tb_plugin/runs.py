@@ -576,12 +576,12 @@ class RunRegistry:
             messages.append("two files claim the same rank: ranks are compared in worker order instead")
             ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
         spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
-        # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared)
+        # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
+        # reason: why there is no view (null with one); the files' own failures are in messages
         out = {"state": "ready", "run": run, "span": span, "spans": spans, "files": len(states),
-               "ranks_loaded": len(ranks)}
+               "ranks_loaded": len(ranks), "reason": None}
         if len(ranks) < 2:
-            messages.append(_no_view_reason(span, len(states), len(ranks)))
-            return dict(out, view=None, messages=messages)
+            return dict(out, reason=_no_view_reason(span, len(states), len(ranks)), view=None, messages=messages)
         view = combine_ranks(ranks)
         if view["instances"]["total"] == 0:
             messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "

@@ -66,6 +66,8 @@ export interface DistributedResponse {
   /** The run's files at this span, and how many of them loaded (the ranks compared); absent from older servers. */
   files?: number;
   ranks_loaded?: number;
+  /** Why `view` is null (the UI words it from the counts); null with a view. */
+  reason?: string | null;
   messages: string[];
   view: DistributedData | null;
 }
