@@ -114,6 +114,7 @@ class RunRegistry:
         self.logdir = str(logdir)
         self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
         self.error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
+        self.skipped_links: list[str] = []  # symlinks the last listing did not follow (logdir-relative)
         try:
             self.fs, self.root = open_logdir(self.logdir)
         except StorageError as exc:
@@ -174,14 +175,16 @@ class RunRegistry:
         if self.fs is None:  # could not even be opened: self.error says why
             self._scanned.set()
             return
+        skipped: list[str] = []
         try:
-            found = list_files(self.fs, self.root, self._sniff)
+            found = list_files(self.fs, self.root, self._sniff, skipped_links=skipped)
         except Exception as exc:  # a flaky bucket must not kill the scanner; loaded runs stay
             self.error = str(exc) if isinstance(exc, StorageError) else describe_error(exc, self.logdir)
             logger.warning("listing %s failed: %s", self.logdir, self.error)
             self._scanned.set()
             return
         self.error = None
+        self.skipped_links = sorted(f"{self.prefix}/{rel}" if self.prefix else rel for rel in skipped)
         if self.prefix:
             found = [dataclasses.replace(e, rel=f"{self.prefix}/{e.rel}") for e in found]
         entries = [e for e in found if e.kind == "trace"]
@@ -656,7 +659,7 @@ class RunRegistry:
     def snapshot(self) -> dict[str, Any]:
         """The ``runs`` document of docs/http_api.md. Rebuilt only after a file's state changed (or,
         while a file is loading, every :data:`SNAPSHOT_PROGRESS_S` for its progress): the UI polls it."""
-        changes = (_CHANGES[0], self.error)  # read before building: a change during the build invalidates it
+        changes = (_CHANGES[0], self.error, tuple(self.skipped_links))  # read before building: a change during the build invalidates it
         cached = self._snapshot
         if cached is not None and cached[0] == changes and (
                 not cached[3] or time.monotonic() - cached[1] < SNAPSHOT_PROGRESS_S):
@@ -684,6 +687,7 @@ class RunRegistry:
             "loading": {"files_total": len(files), "files_done": done},
             "errors": [] if self.error is None else [
                 {"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}],
+            "notices": skipped_links_notice(self.skipped_links),
             "runs": [
                 {"name": run, "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()],
                  "artifacts": by_run.get(run, []),
@@ -695,6 +699,20 @@ class RunRegistry:
     def fs_of(self, state: FileState):
         """The filesystem holding this file."""
         return self.fs
+
+
+MAX_NAMED_LINKS = 5
+
+
+def skipped_links_notice(links: list[str]) -> list[str]:
+    """The ``runs`` notice for symlinks the listing did not follow (empty when there are none)."""
+    if not links:
+        return []
+    named = ", ".join(links[:MAX_NAMED_LINKS]) + (f" and {len(links) - MAX_NAMED_LINKS} more"
+                                                  if len(links) > MAX_NAMED_LINKS else "")
+    return [f"Skipped {len(links)} symbolic link{'s' if len(links) != 1 else ''} ({named}): links to directories, "
+            "and links that resolve outside the logdir, are not followed. Copy the files in, or point "
+            "--logdir at the real folder."]
 
 
 EXECUTOR_RETRY_S = 60.0  # after a remote executor failed, the local loads are used this long before a new try

@@ -136,3 +136,34 @@ def test_lightning_profiler_files_are_grouped_by_action():
         "fit-prof-0-[pl][profile]run_training_epoch.1700000000003.pt.trace.json":
             ("fit-prof-0-[pl][profile]run_training_epoch", "1"),
     }
+
+
+def test_skipped_symlinks_are_named_in_the_runs_notices(tmp_path):
+    """Symlinked directories and links leading outside the logdir are not followed, and the runs
+    document says so (naming them) instead of listing nothing without a word."""
+    from tb_plugin.runs import RunRegistry
+
+    outside = tmp_path / "outside" / "r1"
+    outside.mkdir(parents=True)
+    trace = '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}'
+    (outside / "w.pt.trace.json").write_text(trace)
+    logdir = tmp_path / "logdir"
+    (logdir / "run").mkdir(parents=True)
+    (logdir / "run" / "w.pt.trace.json").write_text(trace)
+    os.symlink(outside, logdir / "linked_run")  # a directory link
+    os.symlink(outside / "w.pt.trace.json", logdir / "run" / "x.pt.trace.json")  # a file link leading out
+    os.symlink(logdir / "run" / "w.pt.trace.json", logdir / "run" / "inside.pt.trace.json")  # followed: inside
+
+    reg = RunRegistry(str(logdir), cache=None)
+    reg.scan()
+    doc = reg.snapshot()
+    assert [s["path"] for r in doc["runs"] for w in r["workers"] for s in w["spans"]] == [
+        "run/inside.pt.trace.json", "run/w.pt.trace.json"]
+    assert reg.skipped_links == ["linked_run", "run/x.pt.trace.json"]
+    assert len(doc["notices"]) == 1
+    assert doc["notices"][0].startswith("Skipped 2 symbolic links (linked_run, run/x.pt.trace.json)")
+
+    (logdir / "linked_run").unlink()
+    (logdir / "run" / "x.pt.trace.json").unlink()
+    reg.scan()
+    assert reg.snapshot()["notices"] == []  # a rescan clears it

@@ -179,4 +179,13 @@ describe("App", () => {
     render(<App />);
     expect(await screen.findByText(/No PyTorch profiler traces found under \/empty/)).toBeTruthy();
   });
+
+  it("shows the logdir's notices as text (skipped symlinks)", async () => {
+    const note = "Skipped 1 symbolic link (<b>linked</b>): links to directories are not followed.";
+    serve(() => json({ logdir: "/l", loading: { files_total: 0, files_done: 0 }, runs: [], notices: [note] }));
+    render(<App />);
+    const shown = await screen.findByTestId("logdir-notice");
+    expect(shown.textContent).toBe(note);
+    expect(shown.querySelector("b")).toBeNull(); // trace-side strings are never HTML
+  });
 });

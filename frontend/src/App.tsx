@@ -94,6 +94,11 @@ export function App() {
           </Notice>
         ) : null}
         {!data && !error ? <Notice>Loading the run list…</Notice> : null}
+        {(data?.notices ?? []).map((text) => (
+          <Notice key={text} kind="warning">
+            <span data-testid="logdir-notice">{text}</span>
+          </Notice>
+        ))}
         {data && data.runs.length === 0 ? (
           <Notice>
             No PyTorch profiler traces found under {data.logdir}. Files named *.pt.trace.json(.gz) appear here as

@@ -60,9 +60,11 @@ def list_trace_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
     return [e for e in list_files(fs, root, sniff) if e.kind == "trace"]
 
 
-def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
+def list_files(fs, root: str, sniff: SniffCache, skipped_links: list[str] | None = None) -> list[FileEntry]:
     """Every profiler artifact under ``root`` at any depth (traces, allocator snapshots, memory
-    timeline exports), sorted by relative path."""
+    timeline exports), sorted by relative path. Symlinks that are not followed (to directories, or
+    resolving outside the logdir) are appended to ``skipped_links`` (logdir-relative), so the UI can
+    say why something the user put there is not listed."""
     try:
         found = fs.find(root, detail=True)  # one recursive listing
     except FileNotFoundError:
@@ -80,6 +82,8 @@ def list_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
     links = tuple(p.rstrip("/") + "/" for p, i in found.items() if i.get("islink")) if real_root else ()
     for path, info in found.items():
         if links and (path.startswith(links) or (info.get("islink") and not _link_inside(real_root, path))):
+            if skipped_links is not None and info.get("islink") and not path.startswith(links):
+                skipped_links.append(path[len(prefix):] if path.startswith(prefix) else posixpath.basename(path))
             continue  # below a symlinked directory, or a symlink that resolves outside the logdir
         if info.get("type") not in (None, "file") and not (real_root is not None and info.get("islink")):
             continue

@@ -35,6 +35,8 @@ export interface RunsResponse {
   logdir: string;
   loading: { files_total: number; files_done: number };
   runs: RunInfo[];
+  /** Logdir-level notes, e.g. symlinks the listing did not follow; absent on old servers. */
+  notices?: string[];
 }
 
 export interface DistributedInfo {
