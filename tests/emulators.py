@@ -105,10 +105,9 @@ class Emulator:
             return s3fs.S3FileSystem(endpoint_url=self.env["AWS_ENDPOINT_URL"], key="test", secret="test",
                                      skip_instance_cache=True)
         if self.backend == "gcs":
-            import gcsfs
+            from gcsfs.core import GCSFileSystem  # not gcsfs.GCSFileSystem: see remote._open_gcs_emulator
 
-            os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
-            return gcsfs.GCSFileSystem(project="test", token="anon", endpoint_url=self.env["STORAGE_EMULATOR_HOST"],
+            return GCSFileSystem(project="test", token="anon", endpoint_url=self.env["STORAGE_EMULATOR_HOST"],
                                        skip_instance_cache=True)
         import adlfs
 
@@ -141,3 +140,9 @@ def clear_fsspec_instances() -> None:
             fsspec.get_filesystem_class(name).clear_instance_cache()
         except (ImportError, ValueError):
             pass
+    try:  # each class caches its own instances; on an emulator, remote.py uses this one
+        from gcsfs.core import GCSFileSystem
+
+        GCSFileSystem.clear_instance_cache()
+    except ImportError:
+        pass

@@ -22,10 +22,7 @@ from tb_plugin.storage.cache import ParseCache
 from tb_plugin.storage.logdirs import MultiRegistry, parse_logdir_spec
 from tb_plugin.trace import read
 
-# GCS is not in this list: against gcp-storage-emulator, gcsfs's fixed internal retries make the
-# listing/read tests take minutes each (and one timed out), which CI cannot afford. Issue 7 stays open
-# for it; `report --json` equality on gs:// was verified by hand.
-BACKENDS = ["s3", "azure"]
+BACKENDS = ["s3", "gcs", "azure"]
 V100 = "kineto/resnet50_num_workers_0"
 DLRM = "dlrm_8ranks"
 
@@ -157,9 +154,18 @@ def test_missing_bucket_is_a_clear_error(cloud, capsys):
     assert "not found" in capsys.readouterr().err
 
 
+# Seconds for a dead endpoint to become a per-file error (and, again, a listing error), with each
+# backend's production retry policy. Measured on a 2-core box: S3 3.6 s (our 4 attempts; botocore's
+# own retries off, as AWS_MAX_ATTEMPTS=1 below), GCS 3.5 s (our policy inside gcsfs; 34 s with
+# gcsfs's own), Azure 18 s (the Azure SDK's policy as tuned in remote.AZURE_RETRY).
+DEAD_ENDPOINT_BOUND_S = {"s3": 15, "gcs": 15, "azure": 60}
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch, fresh):
-    """Mixed --logdir_spec: the remote file fails with a clear message; the local run keeps working."""
+def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch):
+    """Mixed --logdir_spec: the remote file fails with a clear message within a bounded time (the
+    production backoff, not a shortened one); the local run keeps working."""
+    clear_fsspec_instances()
     emu = Emulator(backend).start()
     try:
         for k, v in emu.env.items():
@@ -178,19 +184,73 @@ def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch, fresh):
         started = time.time()
         reg.load(remote_st, progress=lambda fraction: emu.kill())
         assert remote_st.state == ERROR, remote_st.error
-        assert "network error" in remote_st.error and ("attempts" in remote_st.error or "retries" in remote_st.error)
+        assert "network error" in remote_st.error and "still failing after 4 attempts" in remote_st.error
+        assert emu.url("v100/") in remote_st.error
         elapsed = time.time() - started
-        # gcsfs's own policy waits about 31 s (34 s measured standalone; up to 114 s seen under pytest on
-        # a loaded 2-core box, not yet explained); Azure's (tuned) about 9 s; S3 a few seconds
-        assert elapsed < (150 if backend == "gcs" else 60), elapsed
+        assert 1.0 < elapsed < DEAD_ENDPOINT_BOUND_S[backend], elapsed  # retried with backoff, bounded
         local_st = reg.load(reg.find("local/v100", "worker0", "1"))
         assert local_st.state == READY
+        started = time.time()
         reg.scan()  # listing the dead bucket fails: an error for its runs, local runs still listed
+        assert time.time() - started < DEAD_ENDPOINT_BOUND_S[backend]
         doc = reg.snapshot()
         assert [e["run"] for e in doc["errors"]] == ["cloud"]
         assert {r["name"] for r in doc["runs"]} >= {"local/v100", "local/dlrm", "cloud"}
     finally:
         emu.kill()
+
+
+def test_gcs_transient_errors_retried_with_our_backoff(monkeypatch):
+    """gcsfs's fixed 6-attempt loop is replaced by our policy, inside gcsfs, for every request:
+    HTTP 503 twice, then the real emulator answers (waits of 0.5 and 1 s); a missing object is
+    not retried; a lasting 503 gives up after remote.RETRIES attempts, or at RETRY_DEADLINE_S."""
+    import gcsfs.core
+    import gcsfs.retry
+
+    emu = Emulator("gcs").start()
+    try:
+        emu.apply_env(monkeypatch)
+        src = next(sample(V100).glob("*.gz"))
+        emu.fs().put_file(str(src), f"{emu.bucket}/flaky/{src.name}")
+        real = gcsfs.core.GCSFileSystem._request.__wrapped__
+        calls, failures = [], {"left": 2}
+
+        async def flaky(self, method, path, *args, **kwargs):
+            calls.append(time.monotonic())
+            if failures["left"]:
+                failures["left"] -= 1
+                raise gcsfs.retry.HttpError({"code": 503, "message": "backend busy"})
+            return await real(self, method, path, *args, **kwargs)
+
+        monkeypatch.setattr(gcsfs.core.GCSFileSystem._request, "__wrapped__", flaky)
+        clear_fsspec_instances()
+        fs, root = remote.open_logdir(emu.url("flaky"))
+        assert fs.cat_file(f"{root}/{src.name}") == src.read_bytes()
+        assert len(calls) == 3
+        gaps = [b - a for a, b in zip(calls, calls[1:])]
+        assert 0.5 <= gaps[0] < 0.9 and 1.0 <= gaps[1] < 1.4, gaps
+
+        calls.clear()
+        with pytest.raises(FileNotFoundError):
+            fs.cat_file(f"{root}/missing.json")
+        assert len(calls) == 1
+
+        calls.clear()
+        failures["left"] = 100
+        started = time.monotonic()
+        with pytest.raises(gcsfs.retry.HttpError):
+            fs.cat_file(f"{root}/{src.name}")
+        assert len(calls) == remote.RETRIES == 4
+        assert 3.5 <= time.monotonic() - started < 5.0  # 0.5 + 1 + 2 s of waits
+
+        calls.clear()
+        monkeypatch.setattr(remote, "RETRY_DEADLINE_S", 1.0)  # the wait of 1 s would pass it
+        with pytest.raises(gcsfs.retry.HttpError):
+            fs.cat_file(f"{root}/{src.name}")
+        assert len(calls) == 2
+    finally:
+        emu.kill()
+        clear_fsspec_instances()
 
 
 def test_missing_extra_names_it(tmp_path, monkeypatch, capsys):

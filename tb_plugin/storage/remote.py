@@ -19,16 +19,25 @@ PROTOCOL_EXTRAS = {
     "gs": ("gcs", "gcsfs"), "gcs": ("gcs", "gcsfs"),
     "az": ("azure", "adlfs"), "abfs": ("azure", "adlfs"), "abfss": ("azure", "adlfs"), "adl": ("azure", "adlfs"),
 }
-RETRIES = 4  # attempts per chunk on a transient network error
-BACKOFF_S = 0.5  # first wait; doubled after each failed attempt
-# gcsfs and the Azure SDK retry every request themselves, with backoff: for them, our own loop makes
-# one attempt, so a dead endpoint becomes a per-file error in bounded time instead of retries of
-# retries. gcsfs: 6 attempts, waits of about 1+2+4+8+16 s (its fixed policy). Azure: the policy below.
+RETRIES = 4  # attempts per request on a transient network error
+BACKOFF_S = 0.5  # first wait; doubled after each failed attempt (waits 0.5 + 1 + 2 s)
+RETRY_DEADLINE_S = 20.0  # no new attempt starts later than this after the first one began
+# The SDKs retry too. s3fs's requests go through our loop (:func:`with_retries`). gcsfs retries every
+# request itself (6 attempts, waits of 1+2+4+8+16 s, plus up to 1 s of jitter each: 34 s measured
+# per dead request, so a killed endpoint took 34 s to fail a read and 34 s more to fail the next
+# listing); :func:`_bound_gcs_retries` puts our policy (RETRIES, BACKOFF_S, RETRY_DEADLINE_S) in
+# its place, inside gcsfs, for every request (listing, info, ranged read). The Azure SDK keeps its
+# own retry loop, tuned by AZURE_RETRY. For both, our read loop makes one attempt per request, so a
+# dead endpoint becomes a per-file error in bounded time instead of retries of retries.
 SDK_RETRIES = {"gs", "gcs", "az", "abfs", "abfss", "adl"}
 AZURE_RETRY = {"total_retries": 3, "connect_retries": 3, "read_retries": 3, "initial_backoff": 1,
                "increment_base": 2, "random_jitter_range": 1}  # waits ≈ 1+3+5 s, not 15+18+24 s
 AZURE_TIMEOUTS = {"connection_timeout": 20, "read_timeout": 60}  # seconds; the SDK's are 20 and 60000
-GCS_REQUEST_TIMEOUT_S = 120  # gcsfs ``requests_timeout`` (aiohttp's default is 300 s per request)
+# gcsfs ``requests_timeout`` (passed to aiohttp; its default is 300 s per request, in total): a
+# connection must open within GCS_CONNECT_TIMEOUT_S, and a response that sends no byte for
+# GCS_STALL_TIMEOUT_S is dropped (and retried); a slow download that keeps sending is never cut.
+GCS_CONNECT_TIMEOUT_S = 10
+GCS_STALL_TIMEOUT_S = 30
 
 
 class StorageError(Exception):
@@ -60,7 +69,10 @@ def missing_extra_message(url: str) -> str | None:
 def _storage_options(url: str) -> dict:
     protocol = protocol_of(url)
     if protocol in ("gs", "gcs"):
-        options = {"requests_timeout": GCS_REQUEST_TIMEOUT_S}
+        import aiohttp
+
+        options = {"requests_timeout": aiohttp.ClientTimeout(
+            total=None, connect=GCS_CONNECT_TIMEOUT_S, sock_read=GCS_STALL_TIMEOUT_S)}
         if os.environ.get("STORAGE_EMULATOR_HOST"):
             os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
             if not os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
@@ -69,6 +81,16 @@ def _storage_options(url: str) -> dict:
     if protocol in ("az", "abfs", "abfss"):
         return dict(AZURE_TIMEOUTS)
     return {}
+
+
+def _open_gcs_emulator(url: str):
+    """``(fs, path)`` on a GCS emulator: always gcsfs's plain ``GCSFileSystem``. The class gcsfs
+    registers for ``gs://`` depends on ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT`` *when gcsfs is first
+    imported*; its experimental subclass asks a gRPC control API for each bucket's type, which an
+    emulator never answers (the request hangs)."""
+    from gcsfs.core import GCSFileSystem
+
+    return GCSFileSystem(**_storage_options(url)), GCSFileSystem._strip_protocol(url)
 
 
 def _bound_azure_retries(fs) -> None:
@@ -82,10 +104,52 @@ def _bound_azure_retries(fs) -> None:
                     setattr(policy, name, value)
 
 
+def _gcs_retriable(exc: BaseException) -> bool:
+    """gcsfs's own definition of a retriable failure (HTTP 408/429/5xx, connection errors, token
+    refresh), or one of ours (:func:`is_transient`, e.g. aiohttp's timeouts); never a missing object."""
+    from gcsfs.retry import is_retriable
+
+    if any(isinstance(e, (FileNotFoundError, PermissionError)) for e in _chain(exc)):
+        return False
+    return is_retriable(exc) or is_transient(exc)
+
+
+def _bound_gcs_retries(fs) -> None:
+    """Replace gcsfs's fixed retry loop around each HTTP request of ``fs`` by our policy.
+
+    gcsfs decorates ``GCSFileSystem._request`` (the one coroutine every listing, ``info`` and ranged
+    read goes through) with ``gcsfs.retry.retry_request(retries=6)``, fixed when the class is
+    defined; no constructor option changes it. The undecorated coroutine is its ``__wrapped__``: on
+    this instance, ``_request`` becomes that coroutine inside :func:`retry_async`. A gcsfs without
+    ``__wrapped__`` keeps its own policy."""
+    if getattr(fs, "_kinetoscope_retries", False):
+        return
+    raw = getattr(type(fs)._request, "__wrapped__", None)
+    if raw is None:
+        return
+
+    async def _request(*args, **kwargs):
+        return await retry_async(lambda: raw(fs, *args, **kwargs), _gcs_retriable)
+
+    fs._request = _request
+    fs._kinetoscope_retries = True
+
+
+def _protocols(fs) -> tuple:
+    return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+
+
 def attempts_for(fs) -> int:
-    """Our attempts per request: 1 where the SDK retries itself (see :data:`SDK_RETRIES`)."""
-    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
-    return 1 if SDK_RETRIES.intersection(protocols) else RETRIES
+    """Attempts per request of our outer loop (:func:`with_retries`): 1 where the retries happen
+    inside the SDK (see :data:`SDK_RETRIES`)."""
+    return 1 if SDK_RETRIES.intersection(_protocols(fs)) else RETRIES
+
+
+def attempts_per_request(fs) -> int:
+    """How many times a failing request was tried in all, for error messages."""
+    if {"az", "abfs", "abfss", "adl"}.intersection(_protocols(fs)):
+        return AZURE_RETRY["total_retries"] + 1
+    return RETRIES
 
 
 def open_logdir(logdir: str):
@@ -93,7 +157,10 @@ def open_logdir(logdir: str):
     to run when the URL needs an extra that is not installed."""
     logdir = str(logdir)
     try:
-        fs, root = fsspec.core.url_to_fs(logdir, **_storage_options(logdir))
+        if protocol_of(logdir) in ("gs", "gcs") and os.environ.get("STORAGE_EMULATOR_HOST"):
+            fs, root = _open_gcs_emulator(logdir)
+        else:
+            fs, root = fsspec.core.url_to_fs(logdir, **_storage_options(logdir))
     except ImportError as exc:
         message = missing_extra_message(logdir)
         raise StorageError(message or f"cannot open {logdir}: {exc}") from None
@@ -106,6 +173,8 @@ def open_logdir(logdir: str):
         raise StorageError(f"cannot open {logdir}: {describe_error(exc)}") from None
     if protocol_of(logdir) in ("az", "abfs", "abfss"):
         _bound_azure_retries(fs)
+    elif protocol_of(logdir) in ("gs", "gcs"):
+        _bound_gcs_retries(fs)
     return fs, root.rstrip("/") or "/"
 
 
@@ -168,16 +237,48 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
+def retry_delay(attempt: int, started: float, attempts: int | None = None,
+                backoff: float | None = None) -> float | None:
+    """The wait, in seconds, before the next attempt once attempt ``attempt`` (1-based) failed
+    transiently, or ``None`` to give up: after ``attempts`` attempts (default :data:`RETRIES`), or
+    when the next attempt would start more than :data:`RETRY_DEADLINE_S` after ``started`` (a
+    ``time.monotonic()``). Waits: ``backoff`` (default :data:`BACKOFF_S`), doubled each time."""
+    attempts = RETRIES if attempts is None else attempts
+    delay = (BACKOFF_S if backoff is None else backoff) * 2 ** (attempt - 1)
+    if attempt >= attempts or time.monotonic() + delay - started > RETRY_DEADLINE_S:
+        return None
+    return delay
+
+
 def with_retries(call, what: str, retries: int | None = None, backoff: float | None = None):
-    """``call()``, retried with exponential backoff on transient network errors."""
-    retries = RETRIES if retries is None else retries
-    delay = BACKOFF_S if backoff is None else backoff
-    for attempt in range(1, retries + 1):
+    """``call()``, retried on transient network errors (:func:`is_transient`) with the waits of
+    :func:`retry_delay`."""
+    started = time.monotonic()
+    attempt = 1
+    while True:
         try:
             return call()
         except Exception as exc:
-            if attempt == retries or not is_transient(exc):
+            delay = retry_delay(attempt, started, retries, backoff) if is_transient(exc) else None
+            if delay is None:
                 raise
-            time.sleep(delay)
-            delay *= 2
-    raise AssertionError("unreachable")
+        time.sleep(delay)
+        attempt += 1
+
+
+async def retry_async(call, retriable) -> object:
+    """``await call()``, retried on ``retriable(exc)`` with the same policy as :func:`with_retries`
+    (see :func:`retry_delay`)."""
+    import asyncio
+
+    started = time.monotonic()
+    attempt = 1
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            delay = retry_delay(attempt, started) if retriable(exc) else None
+            if delay is None:
+                raise
+        await asyncio.sleep(delay)
+        attempt += 1

@@ -24,7 +24,8 @@ import threading
 import zlib
 from typing import Callable
 
-from ..storage.remote import attempts_for, describe_error, is_local_fs, is_transient, with_retries
+from ..storage.remote import (attempts_for, attempts_per_request, describe_error, is_local_fs, is_transient,
+                              with_retries)
 from .errors import TraceReadError
 
 CHUNK_BYTES = 8 << 20  # local sequential reads
@@ -153,9 +154,9 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
     except TraceReadError:
         raise
     except _ChunkError as err:
-        raise TraceReadError(_remote_message(err.exc, url, err.start, attempts_for(fs))) from None
+        raise TraceReadError(_remote_message(err.exc, url, err.start, attempts_per_request(fs))) from None
     except Exception as exc:
-        raise TraceReadError(_remote_message(exc, url, None, attempts_for(fs))) from None
+        raise TraceReadError(_remote_message(exc, url, None, attempts_per_request(fs))) from None
 
 
 def _remote_message(exc: BaseException, url: str, start: int | None, attempts: int) -> str:
@@ -163,8 +164,7 @@ def _remote_message(exc: BaseException, url: str, start: int | None, attempts: i
     if isinstance(exc, FileNotFoundError):
         return f"the object was deleted or replaced after it was listed: {url} no longer exists"
     if is_transient(exc):
-        tries = f"{attempts} attempts" if attempts > 1 else "the storage SDK's own retries"
-        return f"network error reading {url}{at}, still failing after {tries}: {describe_error(exc)}"
+        return f"network error reading {url}{at}, still failing after {attempts} attempts: {describe_error(exc)}"
     return f"cannot read {url}{at}: {describe_error(exc)}"
 
 
