@@ -27,11 +27,12 @@ RETRY_DEADLINE_S = 20.0  # no new attempt starts later than this after the first
 # per dead request, so a killed endpoint took 34 s to fail a read and 34 s more to fail the next
 # listing); :func:`_bound_gcs_retries` puts our policy (RETRIES, BACKOFF_S, RETRY_DEADLINE_S) in
 # its place, inside gcsfs, for every request (listing, info, ranged read). The Azure SDK keeps its
-# own retry loop, tuned by AZURE_RETRY. For both, our read loop makes one attempt per request, so a
-# dead endpoint becomes a per-file error in bounded time instead of retries of retries.
+# own retry loop, given the same attempts and waits by :func:`_bound_azure_retries` (its own
+# exponential formula, initial + 2**n with n from 1, waited 3+5+9 s even when tuned: 18 s measured).
+# For both, our read loop makes one attempt per request, so a dead endpoint becomes a per-file error
+# in bounded time instead of retries of retries.
 SDK_RETRIES = {"gs", "gcs", "az", "abfs", "abfss", "adl"}
-AZURE_RETRY = {"total_retries": 3, "connect_retries": 3, "read_retries": 3, "initial_backoff": 1,
-               "increment_base": 2, "random_jitter_range": 1}  # waits ≈ 1+3+5 s, not 15+18+24 s
+AZURE_RETRY = {"total_retries": RETRIES - 1, "connect_retries": RETRIES - 1, "read_retries": RETRIES - 1}
 AZURE_TIMEOUTS = {"connection_timeout": 20, "read_timeout": 60}  # seconds; the SDK's are 20 and 60000
 # gcsfs ``requests_timeout`` (passed to aiohttp; its default is 300 s per request, in total): a
 # connection must open within GCS_CONNECT_TIMEOUT_S, and a response that sends no byte for
@@ -94,14 +95,22 @@ def _open_gcs_emulator(url: str):
 
 
 def _bound_azure_retries(fs) -> None:
-    """adlfs builds its Azure clients without retry settings (15 s first backoff): tune the
-    retry policy its pipeline shares with every container and blob client."""
+    """adlfs builds its Azure clients without retry settings (waits of 15, 18 and 24 s): give the
+    retry policy its pipeline shares with every container and blob client our attempts
+    (:data:`AZURE_RETRY`) and our waits (:func:`_azure_backoff`)."""
     clients = [getattr(fs, "service_client", None)]
     for client in clients:
         for policy in getattr(getattr(client, "_pipeline", None), "_impl_policies", []) or []:
-            if hasattr(policy, "initial_backoff") and hasattr(policy, "total_retries"):
+            if hasattr(policy, "get_backoff_time") and hasattr(policy, "total_retries"):
                 for name, value in AZURE_RETRY.items():
                     setattr(policy, name, value)
+                policy.get_backoff_time = _azure_backoff
+
+
+def _azure_backoff(settings: dict) -> float:
+    """The Azure SDK's wait before retry number ``settings["count"]`` (from 1): our waits,
+    :data:`BACKOFF_S` doubled each time."""
+    return BACKOFF_S * 2 ** max(0, settings.get("count", 1) - 1)
 
 
 def _gcs_retriable(exc: BaseException) -> bool:

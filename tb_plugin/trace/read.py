@@ -29,8 +29,9 @@ from ..storage.remote import (attempts_for, attempts_per_request, describe_error
 from .errors import TraceReadError
 
 CHUNK_BYTES = 8 << 20  # local sequential reads
-RANGE_BYTES = 128 << 20  # one ranged request for a remote object
-PREFETCH = 4  # ranged requests in flight for a remote object
+RANGE_BYTES = 256 << 20  # the largest ranged request for a remote object
+PREFETCH = 4  # ranged requests in flight for a remote object (and the fewest ranges it is split into)
+SPOOL_ABOVE_BYTES = 128 << 20  # a larger remote object is downloaded into a file (at most this in memory twice)
 GZIP_MAGIC = b"\x1f\x8b"
 # The most bytes one trace may decompress (or read) to: a gzip bomb fails cleanly instead of exhausting
 # memory. Set KINETOSCOPE_MAX_TRACE_BYTES (bytes) to change it; it is read at every file.
@@ -91,9 +92,21 @@ def _fetch(fs, path: str, start: int, end: int) -> bytes:
     return data
 
 
+def split_ranges(size: int) -> list[tuple[int, int]]:
+    """``[start, end)`` byte ranges covering ``size`` bytes: as few equal ranges as
+    :data:`RANGE_BYTES` allows, but at least :data:`PREFETCH` (every request in flight shares the
+    work). Few requests matter: each costs a round trip, and moto reads the whole object for each
+    ranged GET (0.9 GB from moto on 2 cores: 15 ranges of 64 MB 5.8 s, 8 of 128 MB 3.7 s, 4 of
+    256 MB 3.0 s)."""
+    count = max(PREFETCH, -(-size // RANGE_BYTES))
+    step = max(1, -(-size // count))
+    return [(start, min(size, start + step)) for start in range(0, size, step)]
+
+
 def _download(fs, path: str, size: int, fd: int, progress) -> None:
-    """Ranged requests of :data:`RANGE_BYTES`, :data:`PREFETCH` in flight, each written at its offset."""
-    ranges = [(start, min(size, start + RANGE_BYTES)) for start in range(0, size, RANGE_BYTES)]
+    """Equal ranged requests (see :func:`split_ranges`), :data:`PREFETCH` in flight, each written at
+    its offset."""
+    ranges = split_ranges(size)
     done = 0
     failed = threading.Event()  # one range failed for good: the queued ones are not started
 
@@ -128,7 +141,7 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
     try:
         if size is None:
             size = int(with_retries(lambda: fs.info(path), path, attempts_for(fs))["size"])
-        if size <= RANGE_BYTES:  # one request, no temporary file
+        if size <= min(RANGE_BYTES, SPOOL_ABOVE_BYTES):  # one request, no temporary file
             data = _fetch(fs, path, 0, size) if size else b""
             if progress:
                 progress(1.0)
