@@ -1,12 +1,14 @@
-"""A real ``tensorboard --logdir s3://bucket/`` against the moto S3 emulator on loopback, in headless
-Debian chromium: the Overview shows the same GPU Utilization as the local analysis, and a trace
-uploaded while TensorBoard runs appears in the run selector after a rescan (``--reload_interval 2``)."""
+"""A real ``tensorboard --logdir s3://bucket/`` (moto), ``gs://bucket/`` (gcp-storage-emulator) and
+``az://container/`` (Azurite), each emulator on loopback, in headless Debian chromium: the Overview
+shows the same GPU Utilization as the local analysis, and a trace uploaded while TensorBoard runs
+appears in the run selector after a rescan (``--reload_interval 2``)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
+
+import pytest
 
 from conftest import SAMPLES
 from tb_plugin.runs import RunRegistry
@@ -27,14 +29,15 @@ def _expected_utilization() -> str:
     return f"{st.overview['gpus'][0]['utilization_pct']:.2f} %"
 
 
-def test_overview_from_s3_and_new_trace_appears(browser, tmp_path, artifacts):
+@pytest.mark.parametrize("backend", ["s3", "gcs", "azure"])
+def test_overview_from_bucket_and_new_trace_appears(backend, browser, tmp_path, artifacts):
     expected = _expected_utilization()
-    emu = Emulator("s3").start()
+    emu = Emulator(backend).start()
     try:
         emu.make_bucket()
         emu.upload(V100, "v100")
         env = dict(emu.env, AWS_MAX_ATTEMPTS="2")
-        with tensorboard(f"s3://{emu.bucket}/", tmp_path, env=env, extra_args=["--load_fast=false"]) as base:
+        with tensorboard(emu.url() + "/", tmp_path, env=env, extra_args=["--load_fast=false"]) as base:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(base + "/#kinetoscope")
             frame = plugin_frame(page)
@@ -45,7 +48,7 @@ def test_overview_from_s3_and_new_trace_appears(browser, tmp_path, artifacts):
             util = frame.locator('[data-testid="gpu-utilization"]').first
             util.wait_for(timeout=90_000)
             assert util.inner_text().strip() == expected
-            page.screenshot(path=str(artifacts / "overview_s3.png"), full_page=True)
+            page.screenshot(path=str(artifacts / f"overview_{backend}.png"), full_page=True)
 
             src = next(V100.glob("*.gz"))
             emu.fs().put_file(str(src), f"{emu.bucket}/uploaded_later/{src.name}")
