@@ -130,6 +130,7 @@ class RunRegistry:
         self._wanted: collections.deque[str] = collections.deque()
         self._views: collections.OrderedDict[str, FileViews] = collections.OrderedDict()
         self._view_sizes: dict[str, tuple[float, int]] = {}  # rel -> (measured at, bytes)
+        self._view_shapes: dict[str, tuple[int, int]] = {}  # rel -> _shape() when measured
         self._reload_locks: dict[str, threading.Lock] = {}  # one reload of an evicted file at a time
         self._by_key: dict[tuple[str, str, str], FileState] = {}  # (run, worker, span) -> file
         self._order: list[FileState] | None = None  # files() order, rebuilt after a scan changes it
@@ -473,22 +474,34 @@ class RunRegistry:
             views = self._views.get(rel)
         if views is None:
             return
+        shape = _shape(views)  # before measuring: an entry added meanwhile is measured next time
         size = view_bytes(views)  # outside the lock: walks the derived arrays
         with self._lock:
             if self._views.get(rel) is not views:
                 return
             old = self._view_sizes.get(rel, (0.0, 0))[1]
             self._view_sizes[rel] = (time.monotonic(), size)
+            self._view_shapes[rel] = shape
             self._views_total += size - old
             while len(self._views) > 1 and self._views_total > TRACE_MEMORY_BUDGET_BYTES:
                 dropped, _ = self._views.popitem(last=False)
                 self._views_total -= self._view_sizes.pop(dropped, (0.0, 0))[1]
+                self._view_shapes.pop(dropped, None)
                 logger.info("evicted %s from memory (budget %d MB)", dropped, TRACE_MEMORY_BUDGET_BYTES >> 20)
+
+    def _grown(self) -> list[str]:
+        """Kept files whose derived indexes or memoized views gained entries since they were
+        measured (a request computed a view after the file was accounted)."""
+        with self._lock:
+            kept = list(self._views.items())
+            shapes = dict(self._view_shapes)
+        return [rel for rel, views in kept if _shape(views) != shapes.get(rel)]
 
     def _forget(self, rel: str) -> None:
         """Drop a file's views (under the lock): it changed or disappeared."""
         if self._views.pop(rel, None) is not None:
             self._views_total -= self._view_sizes.pop(rel, (0.0, 0))[1]
+            self._view_shapes.pop(rel, None)
 
     def memory_in_use(self) -> dict[str, int]:
         """Bytes of each file kept in memory, as the budget counts them (most recently used last)."""
@@ -499,6 +512,8 @@ class RunRegistry:
         """The detail views of a loaded file (re-read from the parse cache if it was evicted).
         Concurrent requests for an evicted file wait for one reload instead of each parsing it."""
         rel = state.entry.rel
+        for grown in self._grown():  # what earlier requests added to any kept file counts now
+            self._account(grown)
         with self._lock:
             views = self._views.get(rel)
             if views is not None:
@@ -804,6 +819,11 @@ def _trace_bytes(trace: Trace) -> int:
     """The parsed columns of a trace (events, memory, flows, counters)."""
     return sum(a.nbytes for table in (trace.events, trace.memory, trace.flows, trace.counters)
                for a in table.columns.values())
+
+
+def _shape(views: FileViews) -> tuple[int, int]:
+    """Cheap change detector for :func:`view_bytes`: the number of derived indexes and memoized views."""
+    return len(views.trace.derived), len(getattr(views, "_memo", {}))
 
 
 def view_bytes(views: FileViews) -> int:
