@@ -28,6 +28,7 @@ from .artifact_views import MEMPROFILER_KINDS, SnapshotViews, TimelineExportView
 from .memsnap.memprofiler import MemProfilerError
 from .memsnap.snapshot import SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
 from .memsnap.timeline_export import TimelineExportError, load_timeline_export
+from .release import release_freed_memory
 from .storage.fs import FileEntry, list_files, open_logdir
 from .storage.naming import assign_spans
 from .storage.remote import StorageError, describe_error
@@ -483,11 +484,16 @@ class RunRegistry:
             self._view_sizes[rel] = (time.monotonic(), size)
             self._view_shapes[rel] = shape
             self._views_total += size - old
+            evicted = []
             while len(self._views) > 1 and self._views_total > TRACE_MEMORY_BUDGET_BYTES:
-                dropped, _ = self._views.popitem(last=False)
+                dropped, gone = self._views.popitem(last=False)
+                evicted.append(gone)
                 self._views_total -= self._view_sizes.pop(dropped, (0.0, 0))[1]
                 self._view_shapes.pop(dropped, None)
                 logger.info("evicted %s from memory (budget %d MB)", dropped, TRACE_MEMORY_BUDGET_BYTES >> 20)
+        if evicted:
+            del evicted, views  # the last references this thread holds
+            release_freed_memory()  # malloc arenas keep what the evicted views freed (see .release)
 
     def _grown(self) -> list[str]:
         """Kept files whose derived indexes or memoized views gained entries since they were

@@ -160,3 +160,23 @@ def test_views_computed_after_loading_count_against_the_budget(tmp_path, monkeyp
     views_b.kernels("kernel")
     reg.tables(b)
     assert list(reg.memory_in_use()) == [b.entry.rel]
+
+
+def test_eviction_returns_freed_memory_to_the_os(tmp_path, monkeypatch):
+    """An eviction asks malloc to give the freed pages back (without it, browsing 20 runs of the
+    0.9 GB trace twice under a 4 GB budget grew the server to 10.9 GB; with it, 5.3 GB at peak)."""
+    import sys
+
+    from tb_plugin import release
+
+    if sys.platform.startswith("linux"):
+        assert release.release_freed_memory() is True  # glibc's malloc_trim was found and called
+    calls = []
+    monkeypatch.setattr(runs, "release_freed_memory", lambda: calls.append(1) or True)
+    reg = _registry(tmp_path)
+    states = [reg.find(run, "worker0", "1") for run in FILES]
+    reg.load(states[0])
+    assert calls == []  # nothing evicted, nothing to release
+    monkeypatch.setattr(runs, "TRACE_MEMORY_BUDGET_BYTES", 1)
+    reg.load(states[1])
+    assert calls == [1] and list(reg.memory_in_use()) == [states[1].entry.rel]
