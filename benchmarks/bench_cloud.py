@@ -50,6 +50,19 @@ print(json.dumps({"seconds": elapsed, "steps": len(state.overview["steps"]),
 """
 
 
+UPLOAD_AND_RAW = r"""
+import json, sys, time
+import s3fs
+fs = s3fs.S3FileSystem(skip_instance_cache=True)  # endpoint and keys from the AWS_* variables
+t = time.perf_counter()
+fs.put_file(sys.argv[1], sys.argv[2])
+upload_s = time.perf_counter() - t
+t = time.perf_counter()
+size = len(fs.cat_file(sys.argv[2]))
+print(json.dumps({"upload_s": upload_s, "raw_s": time.perf_counter() - t, "bytes": size}))
+"""
+
+
 def child(logdir: str, name: str, env: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-") as cache_dir:  # cold: an empty cache
         out = subprocess.run([sys.executable, "-c", CHILD, logdir, name], env=dict(env, KINETOSCOPE_CACHE_DIR=cache_dir),
@@ -70,14 +83,16 @@ def main() -> int:
     emu = Emulator("s3").start()
     try:
         env = dict(os.environ, **emu.env)
-        os.environ.update(emu.env)
         emu.make_bucket()
-        t = time.perf_counter()
-        emu.fs().put_file(str(trace), f"{emu.bucket}/bench/{trace.name}")
-        print(f"uploaded {trace.stat().st_size / 1e9:.2f} GB to moto in {time.perf_counter() - t:.1f} s", flush=True)
-        t = time.perf_counter()
-        raw_bytes = len(emu.fs().cat_file(f"{emu.bucket}/bench/{trace.name}"))
-        raw_s = time.perf_counter() - t
+        # in a child: Linux children inherit the parent's peak RSS in ru_maxrss, so this process
+        # must never hold the object (an earlier version reported the 2.2 GB of its cat_file here)
+        raw = subprocess.run([sys.executable, "-c", UPLOAD_AND_RAW, str(trace), f"{emu.bucket}/bench/{trace.name}"],
+                             env=env, cwd=str(REPO), capture_output=True, text=True)
+        if raw.returncode:
+            raise SystemExit(f"upload failed:\n{raw.stderr[-3000:]}")
+        raw = json.loads(raw.stdout.strip().splitlines()[-1])
+        raw_s, raw_bytes = raw["raw_s"], raw["bytes"]
+        print(f"uploaded {raw_bytes / 1e9:.2f} GB to moto in {raw['upload_s']:.1f} s", flush=True)
         print(f"moto raw cat_file: {raw_s:.2f} s ({raw_bytes / 1e6 / raw_s:.0f} MB/s)", flush=True)
         local = s3 = None
         alone = tempfile.mkdtemp(prefix="kinetoscope-bench-local-")
