@@ -61,7 +61,7 @@ def run(a, out: str) -> None:
 
     t = time.perf_counter()
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+                      dashboard_address=":0") as cluster:
         spec = cluster.scheduler_address.replace("tcp://", "dask://")
         print(f"cluster: 2 workers x 1 thread at {cluster.scheduler_address}, started in {time.perf_counter() - t:.2f} s")
         best: dict[str, float] = {}

@@ -36,7 +36,7 @@ RESULT_BOUND = 12 * 1024  # bytes: everything a worker returns for a DLRM rank, 
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as c:
+                                  dashboard_address=":0") as c:
         yield c.scheduler_address.replace("tcp://", "dask://")
 
 
@@ -250,7 +250,7 @@ def test_dask_workers_read_their_ranks_from_the_bucket(tmp_path, monkeypatch, ca
         emu.make_bucket()
         emu.upload(sample(DLRM), "dlrm")
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                      dashboard_address=None) as c:
+                                      dashboard_address=":0") as c:
             address = c.scheduler_address.replace("tcp://", "dask://")
             with distributed.Client(c) as client:
                 worker_pids = set(client.run(os.getpid).values())
