@@ -30,6 +30,7 @@ from .memsnap.snapshot import SnapshotError, load_snapshot, pack_snapshot, unpac
 from .memsnap.timeline_export import TimelineExportError, load_timeline_export
 from .release import release_freed_memory
 from .storage.fs import FileEntry, list_files, open_logdir
+from .storage.writer import BackgroundWriter
 from .storage.naming import assign_spans
 from .storage.remote import StorageError, describe_error
 from .storage.sniff import SniffCache
@@ -782,7 +783,7 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
     tmp = f"{events_path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         os.makedirs(os.path.dirname(events_path), exist_ok=True)
-        with open(tmp, "wb") as sink:
+        with open(tmp, "wb") as file, BackgroundWriter(file) as sink:
             trace = load_trace_file(path, fs=fs, size=size, progress=report, events_sink=sink)
         os.replace(tmp, events_path)
         trace.meta["events_file"] = events_path

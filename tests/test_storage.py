@@ -167,3 +167,28 @@ def test_skipped_symlinks_are_named_in_the_runs_notices(tmp_path):
     (logdir / "run" / "x.pt.trace.json").unlink()
     reg.scan()
     assert reg.snapshot()["notices"] == []  # a rescan clears it
+
+
+def test_background_writer_keeps_order_and_reports_errors(tmp_path):
+    """The events side file is written by a thread: every chunk lands, in order; a failing write is
+    raised to the parser (which then parses without the side file)."""
+    from tb_plugin.storage.writer import BackgroundWriter
+
+    chunks = [bytes([i % 251]) * (1000 + i) for i in range(200)]
+    with open(tmp_path / "out.bin", "wb") as f, BackgroundWriter(f) as w:
+        assert w.name == str(tmp_path / "out.bin")
+        for c in chunks:
+            assert w.write(c) == len(c)
+    assert (tmp_path / "out.bin").read_bytes() == b"".join(chunks)
+
+    class Full:
+        name = "full"
+
+        def write(self, chunk):
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        with BackgroundWriter(Full()) as w:
+            for _ in range(100):  # the error reaches a later write, or close at the latest
+                w.write(b"x")
+    assert not w._thread.is_alive()
