@@ -7,7 +7,7 @@ import os
 import posixpath
 
 from .cache import inode_version
-from .confined import ConfinedLocalFileSystem
+from .confined import ConfinedLocalFileSystem, inside
 from .naming import artifact_kind, is_candidate, is_certain_trace
 from .remote import StorageError, is_local_fs
 from .remote import open_logdir as _open_logdir
@@ -120,4 +120,4 @@ def _link_inside(real_root: str, path: str) -> bool:
     logdir. Symlinked directories are never descended into (no loops, no escapes); only links are
     resolved, as ``realpath`` on every one of 10 000 files would cost about a second."""
     real = os.path.realpath(path)
-    return real.startswith(real_root.rstrip(os.sep) + os.sep) and os.path.isfile(real)
+    return inside(real_root, real) and os.path.isfile(real)  # the root itself is a directory, never a file
