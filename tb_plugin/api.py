@@ -369,6 +369,15 @@ def _artifact(registry: RunRegistry, args: Mapping[str, str], kind: str):
     return art, None
 
 
+def _artifact_view(registry: RunRegistry, args: Mapping[str, str], kind: str, view):
+    """Answer with ``view(artifact views)`` of a loaded ``kind`` artifact and its path, or with its
+    error state (the artifact twin of :func:`_file_view`)."""
+    art, answer = _artifact(registry, args, kind)
+    if answer:
+        return answer
+    return 200, dict(view(art.views), state="ready", path=art.entry.rel)
+
+
 def _device_index(args: Mapping[str, str]) -> int | None:
     """The ``device`` parameter as an index (``0`` or ``GPU0``), or None when it is absent."""
     raw = args.get("device")
@@ -397,10 +406,7 @@ def _snapshot_device(art, args) -> int:
 
 
 def snapshot(registry: RunRegistry, args: Mapping[str, str]):
-    art, answer = _artifact(registry, args, "snapshot")
-    if answer:
-        return answer
-    return 200, dict(art.views.summary(), state="ready", path=art.entry.rel)
+    return _artifact_view(registry, args, "snapshot", lambda views: views.summary())
 
 
 def snapshot_timeline(registry: RunRegistry, args: Mapping[str, str]):
@@ -456,26 +462,17 @@ def snapshot_stack(registry: RunRegistry, args: Mapping[str, str]):
 
 
 def memory_timeline_export(registry: RunRegistry, args: Mapping[str, str]):
-    art, answer = _artifact(registry, args, "memory_timeline")
-    if answer:
-        return answer
-    return 200, dict(art.views.series(), state="ready", path=art.entry.rel)
+    return _artifact_view(registry, args, "memory_timeline", lambda views: views.series())
 
 
 def memprofiler_stats(registry: RunRegistry, args: Mapping[str, str]):
     """A MemProfiler ``rank_<r>_memory_stats.yaml``: snapshots with their values, headline metrics."""
-    art, answer = _artifact(registry, args, "memprofiler_stats")
-    if answer:
-        return answer
-    return 200, dict(art.views.stats(), state="ready", path=art.entry.rel)
+    return _artifact_view(registry, args, "memprofiler_stats", lambda views: views.stats())
 
 
 def memprofiler_log(registry: RunRegistry, args: Mapping[str, str]):
     """A MemProfiler ``fsdp_mem_*.log`` report as text (the first MAX_LOG_BYTES bytes)."""
-    art, answer = _artifact(registry, args, "memprofiler_log")
-    if answer:
-        return answer
-    return 200, dict(art.views.text(), state="ready", path=art.entry.rel)
+    return _artifact_view(registry, args, "memprofiler_log", lambda views: views.text())
 
 
 def distributed(registry: RunRegistry, args: Mapping[str, str]):
