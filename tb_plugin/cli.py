@@ -313,35 +313,25 @@ def _pct(value: float | None) -> str:
 
 
 class _ProgressBar:
-    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+    """Per-rank progress on stderr: a line per finished rank, or a one-line bar on a terminal."""
 
     WIDTH = 30
 
     def __init__(self, stream: TextIO, total: int) -> None:
         self.stream, self.total = stream, total
         self.tty = hasattr(stream, "isatty") and stream.isatty()
-        self.index, self.name, self._last = 0, "", -1
-
-    def update(self, fraction: float) -> None:
-        if not self.tty:
-            return
-        pct = int(100 * fraction)
-        if pct == self._last:
-            return
-        self._last = pct
-        filled = int(self.WIDTH * fraction)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {pct:3d}%  "
-                          f"{self.index + 1}/{self.total} {self.name[-50:]}\x1b[K")
-        self.stream.flush()
 
     def rank(self, done: int, total: int, result) -> None:
-        """One rank finished (any order): a line per rank, or the bar on a terminal."""
+        """One rank finished (any order)."""
         what = f"failed: {result.error}" if result.error else f"{result.seconds:.2f} s"
         if not self.tty:
             self.stream.write(f"[{done}/{total}] {result.key}: {what} ({result.where})\n")
             return
-        self.index, self.name, self._last = done - 1, result.key, -1
-        self.update(done / max(total, 1))
+        fraction = done / max(total, 1)
+        filled = int(self.WIDTH * fraction)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {int(100 * fraction):3d}%  "
+                          f"{done}/{self.total} {result.key[-50:]}\x1b[K")
+        self.stream.flush()
 
     def done(self) -> None:
         if self.tty and self.total:
