@@ -12,6 +12,8 @@ import logging
 logger = logging.getLogger(__name__)
 
 SNIFF_BYTES = 64 * 1024
+GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip member
+LEADING_BYTES = b"\xef\xbb\xbf \t\r\n"  # a UTF-8 byte order mark and whitespace, allowed before JSON
 _OBJECT_HINT = re.compile(rb'"traceEvents"\s*:')
 _ARRAY_EVENT = re.compile(rb'^\[\s*\{')
 _EVENT_KEYS = re.compile(rb'"ph"\s*:\s*"')
@@ -19,12 +21,12 @@ _EVENT_KEYS = re.compile(rb'"ph"\s*:\s*"')
 
 def _head_text(head: bytes) -> bytes | None:
     """The first 64 KB as text (gunzipped when needed, BOM and leading whitespace stripped)."""
-    if head[:2] == b"\x1f\x8b":
+    if head[:2] == GZIP_MAGIC:
         try:
             head = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
         except zlib.error:
             return None
-    return head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head[:SNIFF_BYTES].lstrip(LEADING_BYTES)
 
 
 def looks_like_trace(head: bytes) -> bool:

@@ -26,13 +26,13 @@ from typing import Callable
 
 from ..storage.remote import (attempts_for, attempts_per_request, describe_error, is_local_fs, is_transient,
                               with_retries)
+from ..storage.sniff import GZIP_MAGIC, LEADING_BYTES
 from .errors import TraceReadError
 
 CHUNK_BYTES = 8 << 20  # local sequential reads
 RANGE_BYTES = 256 << 20  # the largest ranged request for a remote object
 PREFETCH = 4  # ranged requests in flight for a remote object (and the fewest ranges it is split into)
 SPOOL_ABOVE_BYTES = 128 << 20  # a larger remote object is downloaded into a file (at most this in memory twice)
-GZIP_MAGIC = b"\x1f\x8b"
 # The most bytes one trace may decompress (or read) to: a gzip bomb fails cleanly instead of exhausting
 # memory. Set KINETOSCOPE_MAX_TRACE_BYTES (bytes) to change it; it is read at every file.
 DEFAULT_MAX_TRACE_BYTES = 16 << 30
@@ -188,7 +188,7 @@ def _named_gz(path: str) -> bool:
 def _check_not_gzip(head: bytes, named_gz: bool) -> None:
     """A file named ``*.gz`` without the gzip magic: plain JSON (a misnamed file) is read as such;
     anything else fails as "not gzip", which says more than the decoder's "not a JSON trace"."""
-    if named_gz and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"["):
+    if named_gz and head.lstrip(LEADING_BYTES)[:1] not in (b"{", b"["):
         raise TraceReadError(
             f"not gzip: the file is named .gz but starts with bytes {head[:2].hex(' ')}, "
             f"not the gzip magic 1f 8b (nor plain JSON)"
