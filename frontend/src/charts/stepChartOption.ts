@@ -4,6 +4,7 @@ import type { OverviewReady } from "../api/types";
 import { categoryLabel, categoryValue } from "../util/categories";
 import { chooseTimeUnit, formatNumber, type TimeUnit } from "../util/format";
 import type { ChartOption } from "./echarts";
+import { legendChartBase } from "./legendChartBase";
 import { categoryColor } from "./palette";
 import { makeStepTooltipFormatter } from "./tooltipFormatters";
 
@@ -30,11 +31,7 @@ export function buildStepChartModel(data: Pick<OverviewReady, "steps" | "categor
 
 export function buildStepChartOption(model: StepChartModel, textColor: string): ChartOption {
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    textStyle: { color: textColor },
-    legend: { type: "plain", top: 0, textStyle: { color: textColor } },
-    grid: { left: 16, right: 16, top: 56, bottom: 40, containLabel: true },
+    ...legendChartBase(textColor, { left: 16, right: 16, top: 56, bottom: 40 }),
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },

@@ -2,6 +2,7 @@ import { LineChart, type LineSeriesOption } from "echarts/charts";
 import { useMemo } from "react";
 import type { SystemMetric } from "../api/overviewExtras";
 import { echarts, type ChartOption } from "../charts/echarts";
+import { legendChartBase } from "../charts/legendChartBase";
 import type { Theme } from "../hooks/useTheme";
 import { escapeHtml } from "../util/escapeHtml";
 import { formatNumber } from "../util/format";
@@ -43,11 +44,7 @@ export function systemMetricsOption(metrics: SystemMetric[], textColor: string):
     data: m.ts_us.map((t, i) => [t / 1000, m.values[i] ?? null]),
   })) satisfies LineSeriesOption[];
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    textStyle: { color: textColor },
-    legend: { type: "plain", top: 0, textStyle: { color: textColor } },
-    grid: { left: 16, right: 24, top: 40, bottom: 36, containLabel: true },
+    ...legendChartBase(textColor, { left: 16, right: 24, top: 40, bottom: 36 }),
     tooltip: {
       trigger: "item",
       confine: true,

@@ -1,6 +1,7 @@
 // ECharts options of the Diff view: grouped bars of the average step (baseline vs experiment) and the
 // cumulative-delta waterfall of one operator level. Tooltip text is escaped: names come from traces.
 import type { ChartOption } from "../charts/echarts";
+import { legendChartBase } from "../charts/legendChartBase";
 import { escapeHtml } from "../util/escapeHtml";
 import { chooseTimeUnit, formatDuration, formatNumber } from "../util/format";
 import type { StepRow, WaterfallBar } from "./model";
@@ -39,11 +40,7 @@ export function stepCompareOption(rows: StepRow[], textColor: string): ChartOpti
   const cats = rows.filter((r) => r.key !== "total_us");
   const unit = chooseTimeUnit(Math.max(0, ...cats.map((r) => Math.max(r.baseline, r.experiment))));
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    textStyle: { color: textColor },
-    legend: { type: "plain", top: 0, textStyle: { color: textColor } },
-    grid: { left: 16, right: 16, top: 40, bottom: 8, containLabel: true },
+    ...legendChartBase(textColor, { left: 16, right: 16, top: 40, bottom: 8 }),
     tooltip: axisTooltip(cats, (row) => [
       `<b>${escapeHtml(row.label)}</b>`,
       `Baseline: ${formatDuration(row.baseline)}`,

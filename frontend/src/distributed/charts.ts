@@ -1,6 +1,7 @@
 // ECharts options for the Distributed and Insights views. Every string that reaches a tooltip (rank
 // workers, stream names, bin labels) is escaped: ECharts renders formatter output as HTML.
 import type { ChartOption } from "../charts/echarts";
+import { legendChartBase } from "../charts/legendChartBase";
 import type { RankRow } from "../api/distributed";
 import type { Histogram, StreamIdle } from "../api/insightsTypes";
 import { escapeHtml } from "../util/escapeHtml";
@@ -34,13 +35,7 @@ function stackedTooltip(titles: string[], divisor: number) {
 }
 
 function baseOption(textColor: string): ChartOption {
-  return {
-    backgroundColor: "transparent",
-    animation: false,
-    textStyle: { color: textColor },
-    legend: { type: "plain", top: 0, textStyle: { color: textColor } },
-    grid: { left: 16, right: 16, top: 48, bottom: 36, containLabel: true },
-  };
+  return legendChartBase(textColor, { left: 16, right: 16, top: 48, bottom: 36 });
 }
 
 export const RANK_PARTS = [

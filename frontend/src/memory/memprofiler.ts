@@ -2,6 +2,7 @@
 // profiled iteration) and the chart option (grouped bars of the byte metrics per snapshot).
 import type { BarSeriesOption } from "echarts/charts";
 import type { ChartOption } from "../charts/echarts";
+import { legendChartBase } from "../charts/legendChartBase";
 import type { MemProfilerMetric, MemProfilerSnapshot, MemProfilerStatsReady } from "../api/memoryTypes";
 import { escapeHtml } from "../util/escapeHtml";
 import { formatBytes, formatNumber } from "../util/format";
@@ -99,11 +100,7 @@ export function statsChartOption(data: MemProfilerStatsReady, textColor: string)
     data: data.snapshots.map((s) => (typeof s.values[m.key] === "number" ? (s.values[m.key] as number) : null)),
   }));
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    textStyle: { color: textColor },
-    legend: { type: "plain", top: 0, textStyle: { color: textColor } },
-    grid: { left: 16, right: 24, top: 56, bottom: 24, containLabel: true },
+    ...legendChartBase(textColor, { left: 16, right: 24, top: 56, bottom: 24 }),
     tooltip: {
       trigger: "axis",
       confine: true,

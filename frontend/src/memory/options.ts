@@ -2,6 +2,7 @@
 // goes through escapeHtml (ECharts renders tooltip strings as HTML).
 import type { MemoryDevice, MemoryTimelineExportReady, SnapshotMarker, SnapshotTimelineReady } from "../api/memoryTypes";
 import { categoryColor } from "../charts/palette";
+import { legendChartBase } from "../charts/legendChartBase";
 import { escapeHtml } from "../util/escapeHtml";
 import { formatBytes, formatDuration, formatNumber } from "../util/format";
 import type { MemChartOption } from "./echarts";
@@ -76,11 +77,7 @@ export function memoryCurveOption({ device, textColor, highlight, extent }: Curv
     });
   }
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    textStyle: { color: textColor },
-    legend: { type: "plain", top: 0, textStyle: { color: textColor } },
-    grid: { left: 16, right: 24, top: 40, bottom: 36, containLabel: true },
+    ...legendChartBase(textColor, { left: 16, right: 24, top: 40, bottom: 36 }),
     tooltip: {
       trigger: "axis",
       confine: true,
@@ -267,11 +264,7 @@ export function bandColor(index: number): string {
 /** The export's stacked area chart: one area per category, the peak marked. */
 export function exportOption(data: MemoryTimelineExportReady, textColor: string): MemChartOption {
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    textStyle: { color: textColor },
-    legend: { type: "plain", top: 0, textStyle: { color: textColor } },
-    grid: { left: 16, right: 24, top: 48, bottom: 56, containLabel: true },
+    ...legendChartBase(textColor, { left: 16, right: 24, top: 48, bottom: 56 }),
     tooltip: {
       trigger: "axis",
       confine: true,
