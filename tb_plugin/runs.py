@@ -350,7 +350,7 @@ class RunRegistry:
         parallel parsing only pays for big files, so small batches are loaded one by one."""
         def uncached(st: FileState) -> int:
             return 0 if self.cache.has(self.fs.unstrip_protocol(st.entry.path), st.entry.version) else (
-                _decompressed_guess(st.entry))
+                decompressed_guess(st.entry.size, st.entry.name))
 
         batch, total = [first], uncached(first)
         if not total:  # already parsed: load it now, parse the next ones after
@@ -428,8 +428,7 @@ class RunRegistry:
                 todo.append((st.entry.path, url, st.entry.version, st.entry.size))
         if len(todo) < 2:
             return 0
-        workers = parallel_workers([size * (GZIP_RATIO_GUESS if path.endswith(".gz") else 1)
-                                    for path, _, _, size in todo])
+        workers = parallel_workers([decompressed_guess(size, path) for path, _, _, size in todo])
         if workers < 2:
             return 0
         busy = [st for st in states if st.state == QUEUED]
@@ -808,8 +807,9 @@ def _run_sort_key(name: str) -> tuple:
     return (name != ".", posixpath.normpath(name))
 
 
-def _decompressed_guess(entry: FileEntry) -> int:
-    return entry.size * (GZIP_RATIO_GUESS if entry.name.endswith(".gz") else 1)
+def decompressed_guess(size: int, name: str) -> int:
+    """The decompressed bytes of a file of ``size`` bytes named ``name`` (a path or URL will do)."""
+    return size * (GZIP_RATIO_GUESS if name.endswith(".gz") else 1)
 
 
 def _no_view_reason(span: str, files: int, loaded: int) -> str:

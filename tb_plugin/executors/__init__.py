@@ -63,12 +63,8 @@ def open_executor(spec: str | None = None, warn: Callable[[str], None] | None = 
     if address is None:
         say(f"unknown executor {spec!r} (expected 'local' or dask://HOST:PORT); using the local process pool")
         return LocalExecutor()
-    try:
-        from .dask import DaskExecutor
-    except ImportError:
-        say(f"executor {spec}: Dask is not installed here (pip install 'kinetoscope[dask]'); "
-            "using the local process pool")
-        return LocalExecutor()
+    from .dask import DaskExecutor  # imports distributed only when constructed
+
     try:
         return DaskExecutor(address)
     except ImportError:

@@ -44,9 +44,9 @@ class LocalExecutor:
 
 
 def _auto_workers(jobs: Sequence[RankJob]) -> int:
-    from ..runs import GZIP_RATIO_GUESS, PARALLEL_MIN_BYTES, parallel_workers
+    from ..runs import PARALLEL_MIN_BYTES, decompressed_guess, parallel_workers
 
-    sizes = [job.size * (GZIP_RATIO_GUESS if job.url.endswith(".gz") else 1) for job in jobs]
+    sizes = [decompressed_guess(job.size, job.url) for job in jobs]
     if len(jobs) < 2 or sum(sizes) < PARALLEL_MIN_BYTES:
         return 1
     return parallel_workers(sizes)
