@@ -108,9 +108,9 @@ def _bound_azure_retries(fs) -> None:
 
 
 def _azure_backoff(settings: dict) -> float:
-    """The Azure SDK's wait before retry number ``settings["count"]`` (from 1): our waits,
-    :data:`BACKOFF_S` doubled each time."""
-    return BACKOFF_S * 2 ** max(0, settings.get("count", 1) - 1)
+    """The Azure SDK's wait before retry number ``settings["count"]`` (from 1): our waits
+    (:func:`backoff_wait`)."""
+    return backoff_wait(max(1, settings.get("count", 1)))
 
 
 def _gcs_retriable(exc: BaseException) -> bool:
@@ -246,6 +246,12 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
+def backoff_wait(attempt: int, backoff: float | None = None) -> float:
+    """Seconds to wait after failed attempt ``attempt`` (1-based): ``backoff`` (default
+    :data:`BACKOFF_S`, read at each call) doubled after each failed attempt."""
+    return (BACKOFF_S if backoff is None else backoff) * 2 ** (attempt - 1)
+
+
 def retry_delay(attempt: int, started: float, attempts: int | None = None,
                 backoff: float | None = None) -> float | None:
     """The wait, in seconds, before the next attempt once attempt ``attempt`` (1-based) failed
@@ -253,7 +259,7 @@ def retry_delay(attempt: int, started: float, attempts: int | None = None,
     when the next attempt would start more than :data:`RETRY_DEADLINE_S` after ``started`` (a
     ``time.monotonic()``). Waits: ``backoff`` (default :data:`BACKOFF_S`), doubled each time."""
     attempts = RETRIES if attempts is None else attempts
-    delay = (BACKOFF_S if backoff is None else backoff) * 2 ** (attempt - 1)
+    delay = backoff_wait(attempt, backoff)
     if attempt >= attempts or time.monotonic() + delay - started > RETRY_DEADLINE_S:
         return None
     return delay
