@@ -31,6 +31,7 @@ from .memsnap.timeline_export import TimelineExportError, load_timeline_export
 from .release import release_freed_memory
 from .storage.fs import FileEntry, list_files, open_logdir
 from .storage.writer import BackgroundWriter
+from .executors.task import error_message
 from .storage.naming import assign_spans
 from .storage.remote import StorageError, describe_error
 from .storage.sniff import SniffCache
@@ -389,13 +390,10 @@ class RunRegistry:
             views = self._views_of(state, trace)
             if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
                 views.timeline_meta()  # the parse cache, so the Trace view never waits for it once the file is ready
-        except TraceReadError as exc:
-            state.error, state.state = self._in_user_scheme(str(exc)), ERROR
-        except MemoryError:
-            state.error, state.state = "not enough memory to load this trace", ERROR
-        except Exception as exc:  # an analysis bug must stay one file's problem
-            logger.exception("analysing %s failed", state.entry.rel)
-            state.error, state.state = f"internal error while analysing this file: {type(exc).__name__}: {exc}", ERROR
+        except Exception as exc:  # a bad file, or an analysis bug, must stay one file's problem
+            if not isinstance(exc, (TraceReadError, MemoryError)):
+                logger.exception("analysing %s failed", state.entry.rel)
+            state.error, state.state = self._in_user_scheme(error_message(exc)), ERROR
         else:
             state.warnings = list(trace.warnings)
             state.overview = overview
