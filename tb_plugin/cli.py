@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import orjson
 
 from .analysis.overview import CATEGORY_KEYS
+from .artifact_views import MEMPROFILER_KINDS
 from .executors import ENV_VAR, LocalExecutor, open_executor
 from .numfmt import fixed
 from .runs import ERROR, RunRegistry
@@ -198,7 +199,7 @@ def _add_snapshots(registry: RunRegistry, doc: dict, run: str | None) -> list:
     failed = []
     runs = {r["name"]: r for r in doc["runs"]}
     for art in registry.artifacts(run):
-        if art.entry.kind not in ("snapshot", "memprofiler_stats", "memprofiler_log"):
+        if art.entry.kind != "snapshot" and art.entry.kind not in MEMPROFILER_KINDS:
             continue
         registry.load_artifact(art)
         entry = runs.get(art.run)
