@@ -1,7 +1,12 @@
 """Host nesting: for every host event, its innermost enclosing operator and Python frame.
 
 Per thread (pid, tid), events are ordered by (start, −end); an event's parent is the innermost
-earlier event that contains it: ``parent.ts ≤ ts`` and ``end ≤ parent.end`` (µs). Operators are
+earlier event of non-zero length that contains it: ``parent.ts ≤ ts`` and ``end ≤ parent.end`` (µs).
+A zero-length ``[t, t]`` event never contains another event and is never a parent: three zero-length
+``aten::mul`` at one timestamp are siblings (three calls), not a chain that the same-name merge would
+fold into one. A zero-length event at a parent's start or very end is inside it (µs-truncated
+timestamps put ``aten::zero_`` at the end of the ``aten::zeros`` that called it; torch-tb-profiler
+leaves such an event out, we keep it in). Operators are
 ``cpu_op``/``Operator`` and ``user_annotation`` events; launches (runtime/driver calls) and Python
 frames (``python_function``) are placed too. An event that crosses a would-be parent (starts inside
 it, ends after it) is malformed: it is counted and the would-be parent is closed.
@@ -60,6 +65,7 @@ def _build(trace: Trace) -> OpTree:
     for row, th, s, e, r in zip(rows.tolist(), thread.tolist(), start.tolist(), end.tolist(), rank.tolist()):
         if th != current:
             current, ops, pys = th, [], []
+        # close every open event that ends before this one does (zero-length ones are never opened)
         while ops and ops[-1][0] < e:
             if ops[-1][0] > s:
                 crossings += 1
@@ -70,6 +76,8 @@ def _build(trace: Trace) -> OpTree:
             op_out[row] = ops[-1][1]
         if pys:
             py_out[row] = pys[-1][1]
+        if e <= s:  # a zero-length event contains nothing
+            continue
         if r == 1 or r == 2:
             ops.append((e, row))
         elif r == 0:

@@ -173,7 +173,9 @@ def _num(text: str) -> float:
 
 def _depths(start: np.ndarray, end: np.ndarray, track: np.ndarray) -> np.ndarray:
     """Nesting depth per event within its track (0 = outermost). Crossing slices go one level deeper
-    than the slice they cross, like chrome://tracing does; zero and negative durations are points."""
+    than the slice they cross, like chrome://tracing does; zero and negative durations are points.
+    A point at a slice's start or end lies inside it, but a point never holds another slice: points at
+    one timestamp are siblings at one depth (as in :mod:`.op_tree`)."""
     n = len(start)
     depth = np.zeros(n, dtype=np.int32)
     if n == 0:
@@ -189,7 +191,8 @@ def _depths(start: np.ndarray, end: np.ndarray, track: np.ndarray) -> np.ndarray
             stack.pop()
         # stack holds the ends of the open slices that contain (or cross into) this one
         depth[i] = len(stack)
-        stack.append(e)
+        if e > s:  # a point holds nothing
+            stack.append(e)
     return depth
 
 
