@@ -51,23 +51,31 @@ def ulp_edges(t0: float, count: int) -> np.ndarray:
     return out
 
 
-def ulp_kernels(segments: int = 64, seed: int = 0) -> dict:
-    """Trace document: one step ``[T, T + 100)`` µs with ``segments`` kernels, memcpys and runtime
-    calls whose starts and ends lie on a grid of 1-ULP-apart timestamps (kernels and memcpys on
-    alternating, partly overlapping grid cells), plus coarser kernels elsewhere in the step."""
-    rng = np.random.default_rng(seed)
+def ulp_kernels(segments: int = 64) -> dict:
+    """Trace document: one ``ProfilerStep#1`` ``[T, T + 100]`` µs (``T`` = :data:`ULP_T0_US`) and, from
+    just after ``T + 10``, a grid ``g`` of 1-ULP-apart timestamps (1 ULP = 2^-10 µs) whose ``g[0]`` has
+    an odd mantissa. For each ``i < segments``: a 1-ULP gap ``[g[4i], g[4i+1]]``, a kernel
+    ``[g[4i+1], g[4i+2]]``, a memcpy ``[g[4i+1], g[4i+3]]`` (under the kernel for its first ULP) and a
+    runtime call ``[g[4i+2], g[4i+4]]`` on the host (under the memcpy for its first ULP). Then ten 2.5 µs
+    kernels at ``T + 30 + 5j``. The float64 midpoint of a 1-ULP segment that starts on an odd mantissa
+    rounds onto its end, so the gaps and the memcpy-only ULPs are where midpoint tests go wrong.
+    By construction, in the step: kernel = 25 µs + ``segments`` ULPs (its union); memcpy = ``segments``
+    ULPs; runtime = ``segments`` ULPs; other = the rest."""
     t0 = ULP_T0_US
-    grid = ulp_edges(t0 + 10.0, 4 * segments + 2)
+    first = t0 + 10.0
+    if not int(np.array(first).view(np.int64)) & 1:
+        first = float(np.nextafter(first, np.inf))
+    g = ulp_edges(first, 4 * segments + 1)
     events = [_x("ProfilerStep#1", "user_annotation", t0, 100.0)]
+
+    def span(name, cat, a, b, pid=0, tid=7):
+        # the end is given as a duration, as in real files; ts + dur lands exactly on g[b]
+        events.append(_x(name, cat, float(g[a]), float(g[b] - g[a]), pid=pid, tid=tid))
+
     for i in range(segments):
-        a, b = sorted(rng.choice(len(grid), 2, replace=False))
-        cat = ("kernel", "gpu_memcpy", "cuda_runtime")[i % 3]
-        name = {"kernel": "k", "gpu_memcpy": "Memcpy HtoD", "cuda_runtime": "cudaMemcpyAsync"}[cat]
-        pid, tid = (1, 1) if cat == "cuda_runtime" else (0, 7)
-        # the end is given as a duration, as in real files: ts + dur must land on grid[b]
-        events.append(_x(name, cat, float(grid[a]), float(grid[b] - grid[a]), pid=pid, tid=tid))
-        # 1-ULP kernels right on grid cells
-        events.append(_x("k1", "kernel", float(grid[a]), float(grid[a + 1] - grid[a]), pid=0, tid=7))
-    for j in range(10):  # coarse kernels
+        span("k1", "kernel", 4 * i + 1, 4 * i + 2)
+        span("Memcpy HtoD", "gpu_memcpy", 4 * i + 1, 4 * i + 3)
+        span("cudaMemcpyAsync", "cuda_runtime", 4 * i + 2, 4 * i + 4, pid=1, tid=1)
+    for j in range(10):
         events.append(_x("coarse", "kernel", t0 + 30.0 + 5.0 * j, 2.5, pid=0, tid=7))
     return {"traceEvents": events}

@@ -17,7 +17,11 @@ order that has an event active at that moment (on any thread, process or device)
    which counts them);
 8. ``other``: what is left.
 
-The categories of a step add up to the step's length exactly (µs).
+The categories of a step add up to the step's length exactly (µs), and none exceeds the union of its
+own events in the step (:func:`category_unions`), exactly: the arithmetic is done in integer ticks
+counted from the steps window's start (:mod:`.ticks`), not on absolute float64 µs, whose midpoints of
+1-ULP segments near 7e12 µs round onto the next edge (a matter of arithmetic: the
+definition is torch-tb-profiler's).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from ..trace.links import launch_of
 from ..trace.model import Trace
 from .intervals import covers, merge
 from .steps import Steps
+from .ticks import tick_scale
 
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
 
@@ -81,37 +86,77 @@ def category_masks(trace: Trace) -> dict[str, np.ndarray]:
 
 
 def compute_breakdown(trace: Trace, steps: Steps) -> Breakdown:
-    """Assign each µs of each step to one category (see the module docstring)."""
+    """Assign each µs of each step to one category (see the module docstring).
+
+    Exact: times are integer ticks counted from the steps window's start (:mod:`.ticks`), and each
+    elementary segment between consecutive edges is owned by the categories active at its start (every
+    segment lies wholly inside or outside each merged interval, so its start decides; no midpoints).
+    So each category ≤ the union of its own intervals in the step (:func:`category_unions`), and the
+    categories add up to the step, with no rounding at any timestamp (µs).
+    """
     n = len(steps)
     per_step = np.zeros((n, len(CATEGORIES)))
     if n == 0:
         return Breakdown(per_step)
-    ev = trace.events
-    lo, hi = steps.window
-    masks = category_masks(trace)
-    merged = []
-    bounds = [steps.start, steps.end]
-    for name in CATEGORIES[:-1]:
-        rows = masks[name]
-        s, e = merge(np.clip(ev.ts[rows], lo, hi), np.clip(ev.ts[rows] + ev.dur[rows], lo, hi))
-        keep = e > s
-        merged.append((s[keep], e[keep]))
-        bounds += [s[keep], e[keep]]
-    edges = np.unique(np.concatenate(bounds))
+    scale, step_start, step_end, merged = _category_ticks(trace, steps)
+    edges = np.unique(np.concatenate([step_start, step_end] + [a for pair in merged for a in pair]))
     seg_start, seg_len = edges[:-1], np.diff(edges)
-    # Each elementary segment lies entirely inside or outside every merged interval.
-    mid = seg_start + seg_len / 2
     owner = np.full(len(seg_start), len(CATEGORIES) - 1)
     unclaimed = np.ones(len(seg_start), dtype=bool)
     for c, (s, e) in enumerate(merged):
-        hit = unclaimed & covers(s, e, mid)
+        hit = unclaimed & covers(s, e, seg_start)
         owner[hit] = c
         unclaimed &= ~hit
-    step_idx = np.searchsorted(steps.start, mid, side="right") - 1
-    inside = (step_idx >= 0) & (mid < steps.end[np.maximum(step_idx, 0)])
+    step_idx = np.searchsorted(step_start, seg_start, side="right") - 1
+    inside = (step_idx >= 0) & (seg_start < step_end[np.maximum(step_idx, 0)])
     flat = step_idx[inside] * len(CATEGORIES) + owner[inside]
-    per_step = np.bincount(flat, weights=seg_len[inside], minlength=n * len(CATEGORIES)).reshape(n, -1)
-    return Breakdown(per_step)
+    # integer tick counts below 2^52: float64 sums of them are exact
+    ticks = np.bincount(flat, weights=seg_len[inside], minlength=n * len(CATEGORIES)).reshape(n, -1)
+    return Breakdown(scale.us(ticks))
+
+
+def category_unions(trace: Trace, steps: Steps) -> np.ndarray:
+    """``out[i, c]``: µs of step ``i`` covered by the union of category ``CATEGORIES[c]``'s own events
+    (on any thread or device), ignoring the priority order; for ``other``, the step's length. In the
+    same exact ticks as :func:`compute_breakdown`, so ``breakdown.per_step <= out`` holds exactly and
+    ``out[:, -1]`` is the length the categories add up to."""
+    n = len(steps)
+    out = np.zeros((n, len(CATEGORIES)))
+    if n == 0:
+        return out
+    scale, step_start, step_end, merged = _category_ticks(trace, steps)
+    for c, (s, e) in enumerate(merged):
+        out[:, c] = _covered_before(s, e, step_end) - _covered_before(s, e, step_start)
+    out[:, -1] = step_end - step_start
+    return scale.us(out)
+
+
+def _covered_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Length of the merged intervals ``[s, e)`` before each time ``t`` (same units)."""
+    if len(s) == 0:
+        return np.zeros(len(t))
+    before = np.concatenate(([0.0], np.cumsum(e - s)))
+    idx = np.searchsorted(s, t, side="right") - 1
+    last = np.maximum(idx, 0)
+    partial = np.clip(t - s[last], 0.0, e[last] - s[last])
+    return np.where(idx >= 0, before[last] + partial, 0.0)
+
+
+def _category_ticks(trace: Trace, steps: Steps):
+    """``(scale, step starts, step ends, [(starts, ends) merged per active category])`` in ticks,
+    every event clipped to the steps window."""
+    ev = trace.events
+    lo, hi = steps.window
+    scale = tick_scale(lo, hi)
+    masks = category_masks(trace)
+    merged = []
+    for name in CATEGORIES[:-1]:
+        rows = masks[name]
+        start = ev.ts[rows]
+        s, e = merge(scale.ticks(np.clip(start, lo, hi)), scale.ticks(np.clip(start + ev.dur[rows], lo, hi)))
+        keep = e > s
+        merged.append((s[keep], e[keep]))
+    return scale, scale.ticks(steps.start), scale.ticks(steps.end), merged
 
 
 def _is_comm_op_name(name: str) -> bool:
