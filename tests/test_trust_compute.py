@@ -140,3 +140,184 @@ def test_families_are_commented():
     for family, (pattern, comment) in TENSOR_CORE_FAMILIES.items():
         assert pattern and len(comment) > 20, family
     assert set(NOT_TENSOR_CORE) == {"simt", "fp32_attention_pre_ampere"}
+
+
+# ---------------------------------------------------------------- helpers
+
+def _overview(doc, tmp_path, name="t.pt.trace.json"):
+    from conftest import write_json
+    from tb_plugin.analysis.overview import compute_overview
+    from tb_plugin.trace.load import load_trace_file
+
+    trace = load_trace_file(str(write_json(tmp_path / name, doc)))
+    return compute_overview(trace), trace
+
+
+def _amp(ov):
+    return [r for r in ov["recommendations"] if "mixed precision" in r]
+
+
+# ---------------------------------------------------------------- item 2: AMP advice only when it applies
+
+def test_bf16_nvjet_no_amp_and_known_tensor_core_share(tmp_path):
+    from tb_plugin import synth_compute as sc
+
+    ov, _ = _overview(sc.bf16_nvjet(), tmp_path)
+    (gpu,) = ov["gpus"]
+    assert gpu["tensor_core_pct"] == pytest.approx(75.0)
+    assert _amp(ov) == []
+
+
+def test_fp8_blackwell_no_amp(tmp_path):
+    from tb_plugin import synth_compute as sc
+
+    ov, _ = _overview(sc.fp8_blackwell(), tmp_path)
+    assert ov["gpus"][0]["tensor_core_pct"] == pytest.approx(50.0)
+    assert _amp(ov) == []
+
+
+def test_fp32_sgemm_gets_amp_with_the_fp32_figure(tmp_path):
+    from tb_plugin import synth_compute as sc
+
+    ov, _ = _overview(sc.fp32_sgemm(), tmp_path)
+    assert ov["gpus"][0]["tensor_core_pct"] == 0.0
+    (advice,) = _amp(ov)
+    assert "300 µs" in advice and "compute capability 8.0" in advice and "tensor cores" in advice
+
+
+@pytest.mark.parametrize("types", [["c10::BFloat16", "c10::BFloat16"], ["c10::Half", "c10::Half"],
+                                   ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn"], None])
+def test_no_amp_when_inputs_are_not_fp32(types, tmp_path):
+    """A reduced-precision (or untyped) GEMM on a non-tensor-core kernel: AMP would change nothing."""
+    from tb_plugin import synth_compute as sc
+
+    doc = sc.fp32_sgemm(mm_types=types or ["float", "float"])
+    if types is None:
+        for e in doc["traceEvents"]:
+            e.get("args", {}).pop("Input type", None)
+    ov, _ = _overview(doc, tmp_path)
+    assert _amp(ov) == []
+
+
+def test_no_amp_when_tensor_cores_already_run(tmp_path):
+    """FP32 mm on sgemm, but another GEMM of the same GPU runs on tensor cores: silent."""
+    from tb_plugin import synth_compute as sc
+
+    doc = sc.fp32_sgemm(device=sc.H100)
+    doc["traceEvents"] += sc.bf16_nvjet()["traceEvents"][1:4]  # the BF16 mm, its launch and nvjet kernel
+    for e in doc["traceEvents"][-3:]:
+        e["ts"] += 2000
+        if "correlation" in e.get("args", {}):
+            e["args"]["correlation"] += 1000
+        e["args"]["External id"] += 1000
+    doc["traceEvents"][0]["dur"] = 3000
+    ov, _ = _overview(doc, tmp_path)
+    assert ov["gpus"][0]["tensor_core_pct"] > 0
+    assert _amp(ov) == []
+
+
+# ---------------------------------------------------------------- item 3: AMD architectures
+
+def test_amd_device_reports_architecture_not_capability(tmp_path):
+    from tb_plugin import synth_compute as sc
+
+    ov, _ = _overview(sc.rocm_geometry(), tmp_path)
+    (gpu,) = ov["gpus"]
+    assert gpu["id"] == 2 and gpu["name"] == "AMD Instinct MI300X VF"
+    assert (gpu["vendor"], gpu["architecture"], gpu["compute_capability"]) == ("AMD", "gfx94x", None)
+
+
+def test_amd_amp_advice_speaks_of_matrix_cores(tmp_path):
+    from tb_plugin import synth_compute as sc
+
+    ov, _ = _overview(sc.fp32_sgemm(device=sc.MI300X, gemm=sc.TENSILE_MAC), tmp_path)
+    (advice,) = _amp(ov)
+    assert "matrix cores (architecture gfx94x)" in advice and "compute capability" not in advice
+
+
+def test_amd_9_0_without_a_telling_name_stays_silent(tmp_path):
+    """9.0 is gfx906 (no MFMA) or gfx908/gfx90a (MFMA): with the name "AMD Radeon Graphics" we cannot
+    tell, so no advice (the old rule read 9.0 as a CUDA capability ≥ 7)."""
+    from tb_plugin import synth_compute as sc
+
+    ov, _ = _overview(sc.fp32_sgemm(device=sc.MI250_GENERIC, gemm=sc.TENSILE_MAC), tmp_path)
+    gpu = ov["gpus"][0]
+    assert (gpu["vendor"], gpu["architecture"], gpu["compute_capability"]) == ("AMD", "gfx90x", None)
+    assert _amp(ov) == []
+
+
+def test_amd_samples(tmp_path):
+    from conftest import sample
+    from tb_plugin.analysis.overview import compute_overview
+    from tb_plugin.trace.load import load_trace_file
+
+    mi300 = compute_overview(load_trace_file(str(sample("tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz"))))
+    (gpu,) = mi300["gpus"]
+    assert (gpu["vendor"], gpu["architecture"], gpu["compute_capability"]) == ("AMD", "gfx94x", None)
+    assert gpu["tensor_core_pct"] > 50  # hipBLASLt MFMA GEMMs and Triton attention
+    mi250 = compute_overview(load_trace_file(str(sample("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"))))
+    (gpu,) = mi250["gpus"]
+    assert (gpu["vendor"], gpu["architecture"], gpu["compute_capability"]) == ("AMD", "gfx90x", None)
+    assert gpu["tensor_core_pct"] > 0  # Tensile MI16x16x1 GEMMs
+    assert _amp(mi250) == []  # the old rule advised AMP here ("compute capability 9.0")
+
+
+def test_nvidia_samples_keep_compute_capability():
+    from conftest import sample
+    from tb_plugin.analysis.overview import compute_overview
+    from tb_plugin.trace.load import load_trace_file
+
+    ov = compute_overview(load_trace_file(str(sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"))))
+    gpu = ov["gpus"][0]
+    assert (gpu["vendor"], gpu["compute_capability"], gpu["architecture"]) == ("NVIDIA", "9.0", None)
+
+
+# ---------------------------------------------------------------- item 4: SM efficiency on ROCm
+
+def test_rocm_sm_efficiency_known_answer(tmp_path):
+    from tb_plugin import synth_compute as sc
+
+    ov, _ = _overview(sc.rocm_geometry(), tmp_path)
+    (gpu,) = ov["gpus"]
+    assert gpu["sm_efficiency_pct"] == pytest.approx(sc.ROCM_SM_EFFICIENCY_PCT)
+    assert gpu["kernel_us_without_geometry"] == pytest.approx(sc.ROCM_KERNEL_US_WITHOUT_GEOMETRY)
+
+
+def test_rocm_kernel_blocks(tmp_path):
+    """Work-item grids of hipExtModuleLaunchKernel are divided by the block; hipModuleLaunchKernel's are
+    blocks already; a kernel without grid borrows its launch's; none at all is unknown (NaN)."""
+    import numpy as np
+
+    from tb_plugin import synth_compute as sc
+    from tb_plugin.trace.categories import Kind
+    from tb_plugin.trace.geometry import kernel_blocks
+
+    _, trace = _overview(sc.rocm_geometry(), tmp_path)
+    rows = np.flatnonzero(trace.events.kind == Kind.KERNEL)
+    rows = rows[np.argsort(trace.events.ts[rows])]
+    blocks = kernel_blocks(trace)[rows]
+    assert blocks[:3].tolist() == [200.0, 50.0, 25.0] and np.isnan(blocks[3])
+
+
+def test_rocm_sm_efficiency_counter_leaves_out_unknown_time(tmp_path):
+    from tb_plugin import synth_compute as sc
+    from tb_plugin.analysis.counters import counters
+
+    _, trace = _overview(sc.rocm_geometry(), tmp_path)
+    (sm,) = [c for c in counters(trace, 0.0, 1000.0, 10) if c["name"].endswith("Est. SM Efficiency")]
+    assert sm["values"] == pytest.approx([0, 1, 1, 0, 0.5, 0.5, 0, 0.25, 0, 0])
+
+
+def test_sm_efficiency_samples_before_after():
+    """hta/amd_trace: kernels carry no grid (only their launches do): the old rule gave null; now
+    every kernel's geometry is known. tracelens/mi300: the deviceProperties id (0) differs from the
+    kernels' device (2): the old rule found no SM count and gave null."""
+    from conftest import sample
+    from tb_plugin.analysis.overview import compute_overview
+    from tb_plugin.trace.load import load_trace_file
+
+    for rel in ("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz"):
+        (gpu,) = compute_overview(load_trace_file(str(sample(rel))))["gpus"]
+        assert gpu["sm_efficiency_pct"] is not None and 0 < gpu["sm_efficiency_pct"] <= gpu["utilization_pct"], rel
+        assert gpu["kernel_us_without_geometry"] == 0.0, rel

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 #: torch-tb-profiler's list (Volta/Turing cuDNN and cuBLAS names), plain substrings.
 TENSOR_CORE_KERNEL_MARKERS_LEGACY = (
     "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
@@ -110,3 +112,33 @@ def is_tensor_core_eligible_op(op_name: str) -> bool:
     if op_name.startswith(TENSOR_CORE_ELIGIBLE_OPS):
         return True
     return bool(_ELIGIBLE_BACKWARD.search(op_name))
+
+
+#: ``Input type`` entries of a reduced-precision tensor: FP16, BF16 and the FP8/FP4 types
+#: (``c10::Half``, ``c10::BFloat16``, ``c10::Float8_e4m3fn``, ``c10::Float8_e5m2``, ``c10::Float4_e2m1fn_x2``).
+_LOW_PRECISION_TYPE = re.compile(r"Half|BFloat16|Float8|Float4|half|bfloat16|float8|float4")
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def is_fp32_input_types(types_text: str) -> bool:
+    """Whether an operator's ``Input type`` list (as text, e.g. ``['float', 'float', 'Scalar']``) says it
+    computes in FP32: at least one ``float`` tensor and no FP16/BF16/FP8/FP4 one."""
+    types = [a or b for a, b in _QUOTED.findall(types_text)]
+    return "float" in types and not any(_LOW_PRECISION_TYPE.search(t) for t in types)
+
+
+def fp32_eligible_kernel_us_by_device(trace, ops) -> dict[int, float]:
+    """Per device: kernel time (µs) launched inside tensor-core-eligible operators whose inputs are FP32
+    (:func:`is_fp32_input_types`). Operators without ``Input type`` (``record_shapes`` off) count as
+    not FP32: their precision is unknown. Backward nodes carry no types; the ``aten::`` ops they run do."""
+    from ..trace.categories import Kind
+    from .launch_context import device_work_inside
+
+    ev = trace.events
+    lookup = np.zeros(len(trace.strings) + 1, dtype=bool)
+    lookup[trace.name_ids(is_fp32_input_types)] = True
+    fp32_ops = ops & trace.name_mask(is_tensor_core_eligible_op) & lookup[ev.input_types]
+    kernels = (ev.kind == Kind.KERNEL) & device_work_inside(trace, fp32_ops)
+    devices, inverse = np.unique(ev.device[kernels], return_inverse=True)
+    totals = np.bincount(inverse, weights=ev.dur[kernels], minlength=len(devices))
+    return {int(d): float(t) for d, t in zip(devices, totals)}
