@@ -321,3 +321,22 @@ def test_sm_efficiency_samples_before_after():
         (gpu,) = compute_overview(load_trace_file(str(sample(rel))))["gpus"]
         assert gpu["sm_efficiency_pct"] is not None and 0 < gpu["sm_efficiency_pct"] <= gpu["utilization_pct"], rel
         assert gpu["kernel_us_without_geometry"] == 0.0, rel
+
+
+def test_cli_report_labels_amd_architecture(tmp_path):
+    import io
+
+    from conftest import write_json
+    from tb_plugin import synth_compute as sc
+    from tb_plugin.cli import run_report
+
+    write_json(tmp_path / "logs" / "rocm" / "w.pt.trace.json", sc.rocm_geometry())
+    write_json(tmp_path / "logs" / "a100" / "w.pt.trace.json", sc.fp32_sgemm())
+    out, err = io.StringIO(), io.StringIO()
+    assert run_report(str(tmp_path / "logs"), None, False, False, out, err) == 0
+    lines = [ln for ln in out.getvalue().splitlines() if ln.strip().startswith("GPU ")]
+    amd = next(ln for ln in lines if "MI300X" in ln)
+    nvidia = next(ln for ln in lines if "A100" in ln)
+    assert "(AMD, architecture gfx94x)" in amd and "compute capability" not in amd
+    assert "leaves out 0.100 ms of kernel time without launch geometry" in amd and "matrix cores" in amd
+    assert "(NVIDIA, compute capability 8.0)" in nvidia and "tensor cores 0.00%" in nvidia
