@@ -340,3 +340,19 @@ def test_cli_report_labels_amd_architecture(tmp_path):
     assert "(AMD, architecture gfx94x)" in amd and "compute capability" not in amd
     assert "leaves out 0.100 ms of kernel time without launch geometry" in amd and "matrix cores" in amd
     assert "(NVIDIA, compute capability 8.0)" in nvidia and "tensor cores 0.00%" in nvidia
+
+
+def test_kernel_table_and_split_use_the_same_list(tmp_path):
+    """The Kernels table's tensor_cores column and the tensor-core split read the one list."""
+    from tb_plugin import synth_compute as sc
+    from tb_plugin.analysis.kernels import kernel_rows, tensor_core_split
+
+    _, trace = _overview(sc.bf16_nvjet(), tmp_path)
+    assert tensor_core_split(trace) == {"tensor_core_us": 300.0, "other_us": 100.0}
+    rows = {r["name"]: r["tensor_cores"] for r in kernel_rows(trace)}
+    assert rows == {sc.NVJET: True, sc.ELEMENTWISE: False}
+
+
+def test_family_and_predicate_agree():
+    names = [n for ns in FAMILY_EXAMPLES.values() for n in ns] + NOT_TC_EXAMPLES
+    assert all(bool(tensor_core_family(n)) == uses_tensor_cores(n) for n in names)

@@ -37,7 +37,7 @@ TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
               "cuBLASLt's JIT GEMMs on Hopper/Blackwell (nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT, nvjet_sm90_…)"),
     "xmma": (rf"{_B}sm\d{{2,3}}a?_xmma_",
              "cuBLAS/cuDNN xmma kernels of any architecture (sm80_xmma_…, sm90_xmma_gemm_bf16bf16…, sm100_xmma_…)"),
-    "sm_arch_gemm": (rf"{_SM_HOPPER_PLUS}.*{_MATMUL_WORD}|{_MATMUL_WORD}.*{_SM_HOPPER_PLUS}",
+    "sm_arch_gemm": (rf"^(?=.*{_SM_HOPPER_PLUS})(?=.*{_MATMUL_WORD})",
                      "CUTLASS/cuBLAS/DeepGEMM GEMMs and attention built for Hopper (sm90) or Blackwell (sm100, sm120): "
                      "cutlass3x_sm90_…gemm, Sm100FmhaFwdKernel, deep_gemm::sm90_fp8_gemm…"),
     "tensorop": (r"tensorop|TensorOp(?!tions)",
@@ -45,8 +45,8 @@ TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
     "mma_instruction": (rf"{_B}(?:wgmma|hgmma|hmma|imma|dmma|qmma|omma|mma|wmma|umma|tcgen05|utcmma){_E}",
                         "names that spell the tensor-core instruction: wgmma (Hopper), tcgen05/umma (Blackwell), "
                         "hmma/imma/mma (Volta–Ada), wmma (warp MMA, also AMD RDNA3)"),
-    "block_scaled_fp8_fp4": (rf"(?i:{_B}(?:mx)?(?:u?e4m3|e5m2|e2m1|ue8m0|nvf4|mxf4|mxf8|fp4|fp8)(?:fn|fnuz)?(?![A-Za-z])).*{_MATMUL_WORD}"
-                             rf"|{_MATMUL_WORD}.*(?i:{_B}(?:mx)?(?:u?e4m3|e5m2|e2m1|ue8m0|nvf4|mxf4|mxf8|fp4|fp8)(?:fn|fnuz)?(?![A-Za-z]))",
+    "block_scaled_fp8_fp4": (rf"^(?=.*(?i:{_B}(?:mx)?(?:u?e4m3|e5m2|e2m1|ue8m0|nvf4|mxf4|mxf8|fp4|fp8)(?:fn|fnuz)?(?![A-Za-z])))"
+                             rf"(?=.*{_MATMUL_WORD})",
                              "FP8/FP4 (block-scaled MxE4m3, MxE2m1, ue8m0, e4m3, e5m2) GEMMs and attention: only with a "
                              "GEMM/attention word, so an FP8 cast kernel is not one"),
     "attention": (r"(?i:fmha|flash_?(?:fwd|bwd|attn)|flashattn|flash_attention)|(?<![A-Za-z])_?attn_(?:fwd|bwd)",
@@ -56,7 +56,7 @@ TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
                          "AMD Tensile/hipBLASLt GEMMs that use MFMA: Cijk_… with MI16x16x1, MI32x32x8… in the name"),
     "amd_mfma": (rf"(?i:{_B}mfma)",
                  "AMD kernels named after MFMA (paged_attention_ll4mi_QKV_mfma16_kernel, CK mfma kernels)"),
-    "amd_ck_xdl": (rf"(?i:xdl(?:ops)?)(?![a-z]).*{_MATMUL_WORD}|{_MATMUL_WORD}.*(?i:xdl(?:ops)?)(?![a-z])",
+    "amd_ck_xdl": (rf"^(?=.*(?i:xdl(?:ops)?)(?![a-z]))(?=.*{_MATMUL_WORD})",
                    "AMD Composable Kernel GEMMs (kernel_gemm_xdl_cshuffle_v3, DeviceGemmXdl…): XDL = MFMA"),
 }
 
@@ -68,7 +68,10 @@ NOT_TENSOR_CORE: dict[str, str] = {
     "fp32_attention_pre_ampere": r"fmha_cutlass[FB]_f32_.*_sm(?:50|70|75)(?![0-9])",
 }
 
-_TC = re.compile("|".join(f"(?:{p})" for p, _ in TENSOR_CORE_FAMILIES.values()))
+_TC = re.compile("|".join(f"(?:{p})" for p, _ in TENSOR_CORE_FAMILIES.values()), re.DOTALL)
+#: Cheap first test: every family needs one of these (lower-cased) substrings.
+_LITERALS = ("nvjet", "xmma", "sm", "tensorop", "mma", "tcgen05", "e4m3", "e5m2", "e2m1", "ue8m0", "nvf4",
+             "mxf", "fp4", "fp8", "fmha", "flash", "attn", "cijk_", "mfma", "xdl")
 _NOT_TC = re.compile("|".join(f"(?:{p})" for p in NOT_TENSOR_CORE.values()))
 
 #: Operators that autocast runs in fp16/bf16 and that tensor cores can serve (with backward nodes).
@@ -95,16 +98,20 @@ def tensor_core_family(kernel_name: str) -> str | None:
     if any(m in kernel_name for m in TENSOR_CORE_KERNEL_MARKERS_LEGACY):
         return "legacy"
     for family, (pattern, _) in TENSOR_CORE_FAMILIES.items():
-        if re.search(pattern, kernel_name):
+        if re.search(pattern, kernel_name, re.DOTALL):
             return family
     return None
 
 
 def uses_tensor_cores(kernel_name: str) -> bool:
     """Whether a kernel name says it runs on tensor cores (NVIDIA) or matrix cores (AMD)."""
+    low = kernel_name.lower()
+    legacy = any(m in kernel_name for m in TENSOR_CORE_KERNEL_MARKERS_LEGACY)
+    if not legacy and not any(m in low for m in _LITERALS):
+        return False
     if _NOT_TC.search(kernel_name):
         return False
-    return any(m in kernel_name for m in TENSOR_CORE_KERNEL_MARKERS_LEGACY) or bool(_TC.search(kernel_name))
+    return legacy or bool(_TC.search(kernel_name))
 
 
 def is_tensor_core_eligible_op(op_name: str) -> bool:
