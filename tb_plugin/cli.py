@@ -259,13 +259,31 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                 out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{fixed(avg[key] / total * 100, 2):>10}%\n")
             for g in ov["gpus"]:
                 out.write(
-                    f"   GPU {g['id']} {g['name'] or '(unknown device)'}: utilization {_pct(g['utilization_pct'])}, "
-                    f"SM efficiency {_pct(g['sm_efficiency_pct'])}, occupancy {_pct(g['achieved_occupancy_pct'])}, "
-                    f"tensor cores {_pct(g['tensor_core_pct'])}\n"
+                    f"   GPU {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: utilization {_pct(g['utilization_pct'])}, "
+                    f"SM efficiency {_pct(g['sm_efficiency_pct'])}{_geometry_note(g)}, "
+                    f"occupancy {_pct(g['achieved_occupancy_pct'])}, "
+                    f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}\n"
                 )
             for rec in ov["recommendations"]:
                 out.write(f"   * {rec}\n")
         _print_artifacts(run, out)
+
+
+def _gpu_kind(g: dict[str, Any]) -> str:
+    """`` (AMD, architecture gfx94x)`` / `` (NVIDIA, compute capability 9.0)``; AMD's computeMajor/Minor
+    is an architecture, never called a compute capability."""
+    parts = [g["vendor"]] if g.get("vendor") else []
+    if g.get("architecture"):
+        parts.append(f"architecture {g['architecture']}")
+    elif g.get("compute_capability"):
+        parts.append(f"compute capability {g['compute_capability']}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _geometry_note(g: dict[str, Any]) -> str:
+    """How much kernel time the SM efficiency leaves out for want of launch geometry."""
+    us = g.get("kernel_us_without_geometry") or 0.0
+    return f" (leaves out {fixed(us / 1000, 3)} ms of kernel time without launch geometry)" if us > 0 else ""
 
 
 # MemProfiler stats keys whose largest value over a file's snapshots the text report shows (bytes).

@@ -4,7 +4,9 @@ For bins of equal width over a window (µs):
 
 - **GPU Utilization** of a device, per bin = the fraction of the bin with at least one kernel running
   (0–1), the same definition as the Overview's but per bin;
-- **Est. SM Efficiency**, per bin = the bin average of min(1, Σ blocks-per-SM of running kernels);
+- **Est. SM Efficiency**, per bin = the bin average of min(1, Σ blocks-per-SM of running kernels)
+  over the part of the bin when no kernel without launch geometry runs (the Overview's rule,
+  :func:`.gpu.sm_level`); 0 for a bin covered entirely by such kernels;
 - **Queue length** of each GPU stream, per bin = the most kernels launched but not yet started;
 - **Memory allocated / reserved** per device, per bin = the largest ``Total Allocated`` /
   ``Total Reserved`` seen in the bin, or the value carried in from before it (bytes). Without totals
@@ -23,7 +25,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.links import _cached
 from ..trace.model import Trace
-from .gpu import blocks_per_sm, gpu_devices
+from .gpu import device_properties, gpu_devices, sm_level
 from .intervals import merge
 
 
@@ -45,29 +47,28 @@ def _covered_before(fn, t: np.ndarray) -> np.ndarray:
 
 
 def _sm_function(trace: Trace, rows: np.ndarray, num_sms):
-    """The piecewise-constant min(1, S(t)) as breakpoints, values and cumulative integral."""
-    ev = trace.events
-    bps = blocks_per_sm(trace, rows, num_sms)
-    ok = bps > 0
-    ts, te = ev.ts[rows][ok], (ev.ts[rows] + ev.dur[rows])[ok]
-    times = np.concatenate([ts, te])
-    delta = np.concatenate([bps[ok], -bps[ok]])
-    order = np.argsort(times, kind="stable")
-    times = times[order]
-    value = np.clip(np.cumsum(delta[order]), 0.0, 1.0)
-    seg = np.diff(times, append=times[-1] if len(times) else 0.0)
-    cum = np.concatenate([[0.0], np.cumsum(value * seg)])[:-1] if len(times) else np.zeros(0)
-    return times, value, cum
+    """:func:`.gpu.sm_level` as breakpoints plus the cumulative integrals of the estimate over known
+    time and of the unknown time (a kernel without launch geometry running)."""
+    times, value, known = sm_level(trace, rows, num_sms)
+    if len(times) == 0:
+        return times, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0)
+    seg = np.diff(times)
+    rate = np.append(np.where(known, value, 0.0), 0.0)  # per breakpoint; nothing runs after the last
+    unknown = np.append((~known).astype(np.float64), 0.0)
+    cum = np.concatenate([[0.0], np.cumsum(rate[:-1] * seg)])
+    cum_unknown = np.concatenate([[0.0], np.cumsum(unknown[:-1] * seg)])
+    return times, rate, cum, unknown, cum_unknown
 
 
-def _integral_before(fn, t: np.ndarray) -> np.ndarray:
-    times, value, cum = fn
+def _integral_before(times, rate, cum, t: np.ndarray) -> np.ndarray:
+    """∫ of the step function ``rate`` (held from each breakpoint to the next) from the first
+    breakpoint to each t."""
     if len(times) == 0:
         return np.zeros(len(t))
     i = np.searchsorted(times, t, side="right") - 1
     ok = i >= 0
     j = np.maximum(i, 0)
-    return np.where(ok, cum[j] + value[j] * (t - times[j]), 0.0)
+    return np.where(ok, cum[j] + rate[j] * (t - times[j]), 0.0)
 
 
 def _functions(trace: Trace) -> dict:
@@ -76,7 +77,7 @@ def _functions(trace: Trace) -> dict:
         out = {}
         for dev in gpu_devices(trace):
             rows = np.flatnonzero((ev.kind == Kind.KERNEL) & (ev.device == dev))
-            info = trace.device_info(dev)
+            info = device_properties(trace, dev)
             out[dev] = (_coverage_function(ev.ts[rows], ev.ts[rows] + ev.dur[rows]),
                         _sm_function(trace, rows, info.num_sms if info else None))
         return out
@@ -93,8 +94,11 @@ def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
     for dev, (cover, sm) in _functions(trace).items():
         busy = np.diff(_covered_before(cover, edges)) / width
         out.append({"name": f"GPU {dev} Utilization", "unit": "fraction", "values": np.round(busy, 4).tolist()})
-        if len(sm[0]):
-            eff = np.diff(_integral_before(sm, edges)) / width
+        times, rate, cum, unknown, cum_unknown = sm
+        if len(times):
+            known_width = width - np.diff(_integral_before(times, unknown, cum_unknown, edges))
+            integral = np.diff(_integral_before(times, rate, cum, edges))
+            eff = np.where(known_width > 1e-9 * width, integral / np.maximum(known_width, 1e-300), 0.0)
             out.append({"name": f"GPU {dev} Est. SM Efficiency", "unit": "fraction",
                         "values": np.round(eff, 4).tolist()})
     out += _memory(trace, edges)

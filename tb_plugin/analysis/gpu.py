@@ -2,16 +2,24 @@
 
 Definitions, all over the **steps window** ``[first step start, last step end]`` (µs):
 
+- **Vendor** (``"NVIDIA"``/``"AMD"``/None) and **architecture**: see :mod:`..trace.platform`. For AMD
+  devices ``computeMajor.computeMinor`` is the gfx architecture (9.4 → ``gfx94x``), reported as
+  ``architecture`` with ``compute_capability`` None; for others ``compute_capability`` is CUDA's.
 - **GPU Utilization** (%) = |union of the device's kernel intervals ∩ window| ÷ |window|.
   Memcpy and memset do not count.
-- **Est. SM Efficiency** (%) = the time-average over the window of min(1, S(t)), where S(t) is the
-  sum of ``blocks per SM`` of the device's kernels running at time t. Idle time counts as 0.
-  ``blocks per SM`` is the kernel arg, or else gridX·gridY·gridZ ÷ the device's SM count
-  (``numSms``); non-positive values are skipped. ``null`` when no kernel has either.
+- **Est. SM Efficiency** (%) = the time-average, over the part of the window during which no kernel
+  without launch geometry runs, of min(1, S(t)), where S(t) is the sum of ``blocks per SM`` of the
+  device's kernels running at time t. Idle time counts as 0. ``blocks per SM`` is the kernel arg, or
+  else blocks ÷ the device's SM (CU) count ``numSms``, blocks from :func:`..trace.geometry.kernel_blocks`
+  (ROCm work-item grids converted); non-positive values count as 0. ``null`` when no kernel has
+  either. We differ: the incumbent counts a kernel without geometry as 0 blocks, which reads its
+  time as idle SMs; we leave that time out and report it as ``kernel_us_without_geometry`` (µs of
+  kernel time inside the window). With every kernel's geometry known both rules agree.
 - **Est. Achieved Occupancy** (%) = Σ(occupancy × duration clipped to the window) ÷ Σ(clipped
   duration) over the kernels that carry ``est. achieved occupancy %`` (negative values skipped).
 - **Kernel time using Tensor Cores** (%) = time of tensor-core kernels ÷ time of all kernels, over
-  the device's kernels launched from inside an operator. ``null`` when there are none.
+  the device's kernels launched from inside an operator. ``null`` when there are none. On AMD these
+  are matrix-core (MFMA/WMMA) kernels. Kernel families: :mod:`.tensor_cores`.
 """
 
 from __future__ import annotations
@@ -21,10 +29,15 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.model import Trace
+from ..trace.geometry import kernel_blocks
+from ..trace.model import DeviceInfo, Trace
+from ..trace.platform import AMD, amd_architecture, device_vendor, has_matrix_units
 from .intervals import covered_length
 from .tensor_cores import uses_tensor_cores
 from .steps import Steps
+
+#: GpuSummary fields that other analyses use but the Overview JSON does not carry.
+INTERNAL_FIELDS = ("kernel_us", "tensor_core_us", "matrix_units")
 
 
 @dataclasses.dataclass
@@ -32,12 +45,17 @@ class GpuSummary:
     id: int
     name: str | None
     memory_bytes: int | None
-    compute_capability: str | None
+    vendor: str | None  # "NVIDIA" | "AMD" | None
+    compute_capability: str | None  # CUDA compute capability; None on AMD
+    architecture: str | None  # AMD gfx architecture ("gfx94x", "gfx942"); None on NVIDIA
     utilization_pct: float
     sm_efficiency_pct: float | None
+    kernel_us_without_geometry: float  # kernel time in the window with no launch geometry (left out of SM efficiency)
     achieved_occupancy_pct: float | None
     tensor_core_pct: float | None
     kernel_us: float  # kernel time inside the window
+    tensor_core_us: float = 0.0  # time of the device's tensor/matrix-core kernels, all of them (µs)
+    matrix_units: bool | None = None  # tensor cores (NVIDIA) / matrix cores (AMD); None: unknown
 
 
 def gpu_devices(trace: Trace) -> list[int]:
@@ -45,6 +63,16 @@ def gpu_devices(trace: Trace) -> list[int]:
     ev = trace.events
     dev = ev.device[np.isin(ev.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)) & (ev.device >= 0)]
     return [int(d) for d in np.unique(dev)]
+
+
+def device_properties(trace: Trace, dev: int) -> DeviceInfo | None:
+    """The ``deviceProperties`` entry of a device: the one with its id, else, when the trace lists a
+    single device and shows activity on a single device, that one (ROCm traces number the visible GPU
+    0 in ``deviceProperties`` and by its physical index, e.g. 2, on kernels)."""
+    info = trace.device_info(dev)
+    if info is None and len(trace.devices) == 1 and gpu_devices(trace) == [dev]:
+        info = trace.devices[0]
+    return info
 
 
 def compute_gpu_summary(trace: Trace, steps: Steps, op_launched: np.ndarray) -> list[GpuSummary]:
@@ -58,48 +86,80 @@ def compute_gpu_summary(trace: Trace, steps: Steps, op_launched: np.ndarray) -> 
         rows = np.flatnonzero((ev.kind == Kind.KERNEL) & (ev.device == dev))
         ts, te = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
         busy = covered_length(ts, te, lo, hi)
-        info = trace.device_info(dev)
+        info = device_properties(trace, dev)
+        vendor = device_vendor(trace, info)
+        amd = vendor == AMD
         clipped = np.clip(te, lo, hi) - np.clip(ts, lo, hi)
+        num_sms = info.num_sms if info else None
         out.append(
             GpuSummary(
                 id=dev,
                 name=info.name if info else None,
                 memory_bytes=info.memory_bytes if info else None,
-                compute_capability=info.compute_capability if info else None,
+                vendor=vendor,
+                compute_capability=None if amd else (info.compute_capability if info else None),
+                architecture=amd_architecture(info) if amd else None,
                 utilization_pct=100.0 * busy / span if span > 0 else 0.0,
-                sm_efficiency_pct=_sm_efficiency(trace, rows, ts, te, lo, hi, info.num_sms if info else None),
+                sm_efficiency_pct=_sm_efficiency(trace, rows, lo, hi, num_sms),
+                kernel_us_without_geometry=float(clipped[~has_geometry(trace, rows)].sum()),
                 achieved_occupancy_pct=_occupancy(ev.occupancy_pct[rows], clipped),
                 tensor_core_pct=_tensor_core_pct(ev.dur[rows], is_tc[rows], op_launched[rows]),
                 kernel_us=float(clipped.sum()),
+                tensor_core_us=float(ev.dur[rows][is_tc[rows]].sum()),
+                matrix_units=has_matrix_units(vendor, info),
             )
         )
     return out
 
 
+def has_geometry(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Kernels whose size is known: the ``blocks per SM`` arg or a launch grid (:func:`kernel_blocks`)."""
+    return ~np.isnan(trace.events.blocks_per_sm[rows]) | ~np.isnan(kernel_blocks(trace)[rows])
+
+
 def blocks_per_sm(trace: Trace, rows: np.ndarray, num_sms: int | None) -> np.ndarray:
-    """The ``blocks per SM`` arg, else grid size ÷ SM count; NaN when neither is known."""
-    ev = trace.events
-    bps = ev.blocks_per_sm[rows].copy()
-    missing = np.isnan(bps) & (ev.grid_size[rows] > 0)
+    """The ``blocks per SM`` arg, else blocks ÷ SM count; NaN when neither is known."""
+    bps = trace.events.blocks_per_sm[rows].copy()
+    missing = np.isnan(bps)
     if num_sms and missing.any():
-        bps[missing] = ev.grid_size[rows][missing] / num_sms
+        bps[missing] = kernel_blocks(trace)[rows][missing] / num_sms
     return bps
 
 
-def _sm_efficiency(trace, rows, ts, te, lo, hi, num_sms) -> float | None:
-    span = hi - lo
+def sm_level(trace: Trace, rows: np.ndarray, num_sms: int | None):
+    """The SM-efficiency estimate of a device as a step function over its kernels' endpoints.
+
+    Returns ``(times, value, known)``: on ``[times[i], times[i+1])`` the estimate is ``value[i]`` =
+    min(1, Σ blocks per SM of the running kernels), and ``known[i]`` is False while a kernel whose
+    blocks per SM is unknown runs (that time is left out of every average). Arrays are empty when no
+    kernel has a positive blocks per SM; ``value``/``known`` have ``len(times) - 1`` entries.
+    """
+    ev = trace.events
     bps = blocks_per_sm(trace, rows, num_sms)
-    ok = bps > 0  # NaN compares False
-    if not ok.any() or span <= 0:
-        return None
-    times = np.concatenate([ts[ok], te[ok]])
-    delta = np.concatenate([bps[ok], -bps[ok]])
+    known_bps = ~np.isnan(bps)
+    if not (known_bps & (bps > 0)).any():
+        return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
+    ts, te = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
+    level = np.where(known_bps & (bps > 0), bps, 0.0)
+    unknown = (~known_bps).astype(np.int64)
+    times = np.concatenate([ts, te])
     order = np.argsort(times, kind="stable")
-    times, level = times[order], np.cumsum(delta[order])
-    value = np.clip(level[:-1], 0.0, 1.0)
-    seg_lo = np.clip(times[:-1], lo, hi)
-    seg_hi = np.clip(times[1:], lo, hi)
-    return float(100.0 * np.sum(value * (seg_hi - seg_lo)) / span)
+    times = times[order]
+    value = np.clip(np.cumsum(np.concatenate([level, -level])[order]), 0.0, 1.0)[:-1]
+    known = np.cumsum(np.concatenate([unknown, -unknown])[order])[:-1] == 0
+    return times, value, known
+
+
+def _sm_efficiency(trace, rows, lo, hi, num_sms) -> float | None:
+    span = hi - lo
+    times, value, known = sm_level(trace, rows, num_sms)
+    if len(times) == 0 or span <= 0:
+        return None
+    length = np.clip(times[1:], lo, hi) - np.clip(times[:-1], lo, hi)
+    known_span = span - float(length[~known].sum())
+    if known_span <= 0:
+        return None
+    return float(100.0 * np.sum((value * length)[known]) / known_span)
 
 
 def _occupancy(occ: np.ndarray, clipped: np.ndarray) -> float | None:

@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX, Kind
+from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX
 from ..trace.model import Trace
 from .breakdown import CATEGORIES, compute_breakdown
-from .gpu import compute_gpu_summary
+from .gpu import INTERNAL_FIELDS, compute_gpu_summary
 from .launch_context import device_work_inside, operator_mask
 from .memory_peak import peak_allocated_by_gpu
 from .recommendations import recommend
 from .steps import compute_steps
-from .tensor_cores import is_tensor_core_eligible_op
+from .tensor_cores import fp32_eligible_kernel_us_by_device
 
 CATEGORY_KEYS = [f"{c}_us" for c in CATEGORIES]
 
@@ -31,9 +31,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
     ops = operator_mask(trace)
     op_launched = device_work_inside(trace, ops)
     gpus = compute_gpu_summary(trace, steps, op_launched)
-    eligible_ops = ops & trace.name_mask(is_tensor_core_eligible_op)
-    kernels = trace.events.kind == Kind.KERNEL
-    eligible_kernel_us = float(trace.events.dur[kernels & device_work_inside(trace, eligible_ops)].sum())
+    fp32_eligible_kernel_us = fp32_eligible_kernel_us_by_device(trace, ops)
 
     origin = float(steps.start[0]) if len(steps) else 0.0
     step_rows = []
@@ -50,7 +48,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
         [r["total_us"] for r in step_rows],
         steps.names,
         gpus,
-        eligible_kernel_us,
+        fp32_eligible_kernel_us,
         peak_allocated_by_gpu(trace),
     )
     lo, hi = steps.window
@@ -112,7 +110,8 @@ def system_metrics(trace: Trace, origin: float) -> list[dict]:
 
 def _gpu_json(gpu) -> dict[str, Any]:
     d = dataclasses.asdict(gpu)
-    d.pop("kernel_us", None)
+    for key in INTERNAL_FIELDS:
+        d.pop(key, None)
     return d
 
 

@@ -5,8 +5,12 @@ Rules (thresholds are percentages of the average step time unless said otherwise
 - DataLoader > 5 % → raise ``num_workers`` / prefetch.
 - Communication > 10 % → overlap or shrink communication.
 - Any GPU's utilization < 50 % → name the dominant non-kernel category of the step.
-- Compute capability ≥ 7, no tensor-core kernel time, and kernels launched by tensor-core-eligible
-  operators take time → try AMP.
+- AMP, per GPU: the GPU has tensor cores (NVIDIA compute capability ≥ 7) or matrix cores (AMD
+  MFMA/WMMA, decided from the gfx architecture, never from the CUDA rule), none of its kernels runs
+  on them (tensor-core kernel time is 0 µs), and tensor-core-eligible operators with FP32 inputs
+  (``Input type`` ``float``; never BFloat16/Half/FP8) launch kernels on it. The figure is that kernel
+  time. We differ: the incumbent fires on eligible operators of any precision and reads AMD's
+  architecture number as a CUDA capability.
 - Peak allocated memory > 90 % of a device's memory → activation checkpointing or AMP.
 - Unbalanced steps: the slowest step is more than 1.5× the median step and 10 % of the mean above
   it → name that step.
@@ -30,8 +34,9 @@ _LABELS = {
 
 
 def recommend(average: dict[str, float], step_totals: list[float], step_names: list[str], gpus: list,
-              eligible_kernel_us: float, peak_memory: dict[int, int]) -> list[str]:
-    """Return recommendations, most important first. ``average`` holds the ``*_us`` keys."""
+              fp32_eligible_kernel_us: dict[int, float], peak_memory: dict[int, int]) -> list[str]:
+    """Return recommendations, most important first. ``average`` holds the ``*_us`` keys;
+    ``fp32_eligible_kernel_us`` maps a device to the kernel time of its FP32 tensor-core-eligible ops."""
     out: list[str] = []
     total = average.get("total_us", 0.0)
     if total <= 0:
@@ -58,12 +63,15 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
                 "reduce it first."
             )
     for gpu in gpus:
-        major = _major(gpu.compute_capability)
-        if major is not None and major >= 7 and gpu.tensor_core_pct == 0.0 and eligible_kernel_us > 0:
+        fp32_us = fp32_eligible_kernel_us.get(gpu.id, 0.0)
+        if gpu.matrix_units and gpu.tensor_core_us == 0.0 and fp32_us > 0:
+            units = "matrix cores" if gpu.vendor == "AMD" else "tensor cores"
+            label = (f"architecture {gpu.architecture}" if gpu.architecture
+                     else f"compute capability {gpu.compute_capability}" if gpu.compute_capability else "")
             out.append(
-                f"GPU {gpu.id} supports tensor cores (compute capability {gpu.compute_capability}) but no kernel "
-                f"uses them, while matmul/convolution operators spend {_duration(eligible_kernel_us)} in "
-                "kernels. Enable automatic mixed precision (torch.autocast with float16 or bfloat16)."
+                f"GPU {gpu.id} has {units}{f' ({label})' if label else ''} but no kernel uses them, while "
+                f"matmul/convolution operators with FP32 inputs spend {_duration(fp32_us)} in kernels. "
+                "Enable automatic mixed precision (torch.autocast with float16 or bfloat16)."
             )
     for gpu in gpus:
         peak = peak_memory.get(gpu.id)
@@ -88,10 +96,3 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
 
 def _duration(us: float) -> str:
     return f"{us / 1000:.1f} ms" if us >= 1000 else f"{us:.0f} µs"
-
-
-def _major(capability: str | None) -> int | None:
-    try:
-        return int(str(capability).split(".")[0])
-    except (TypeError, ValueError):
-        return None

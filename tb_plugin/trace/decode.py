@@ -751,6 +751,7 @@ def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
             return None
 
         name = entry.get("name")
+        arch = entry.get("gcnArchName")
         out.append(
             DeviceInfo(
                 id=dev_id,
@@ -759,6 +760,7 @@ def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
                 compute_major=num("computeMajor", "major"),
                 compute_minor=num("computeMinor", "minor"),
                 num_sms=num("numSms", "multiProcessorCount"),
+                arch_name=arch if isinstance(arch, str) and arch else None,
             )
         )
     return out

@@ -110,6 +110,7 @@ class DeviceInfo:
     compute_major: int | None
     compute_minor: int | None
     num_sms: int | None
+    arch_name: str | None = None  # ROCm ``gcnArchName`` (``gfx942:sramecc+:xnack-``) when written
 
     @property
     def compute_capability(self) -> str | None:

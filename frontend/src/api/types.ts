@@ -76,9 +76,16 @@ export interface GpuInfo {
   id: number;
   name: string | null;
   memory_bytes: number | null;
+  /** "NVIDIA" | "AMD" | null (older servers leave it out). */
+  vendor?: string | null;
+  /** CUDA compute capability; null on AMD devices. */
   compute_capability: string | null;
+  /** AMD gfx architecture ("gfx94x", "gfx942"); null on NVIDIA devices. */
+  architecture?: string | null;
   utilization_pct: number | null;
   sm_efficiency_pct: number | null;
+  /** Kernel time (µs) in the steps window with no launch geometry, left out of SM efficiency. */
+  kernel_us_without_geometry?: number;
   achieved_occupancy_pct: number | null;
   tensor_core_pct: number | null;
 }

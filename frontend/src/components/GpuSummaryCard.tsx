@@ -1,10 +1,14 @@
 import type { GpuInfo } from "../api/types";
 import { DEFINITIONS } from "../util/definitions";
-import { formatGiB, formatPct, formatText } from "../util/format";
+import { formatDuration, formatGiB, formatPct, formatText } from "../util/format";
+import { gpuGeneration } from "../util/gpuGeneration";
 import { Card } from "./Card";
 import { InfoTooltip } from "./InfoTooltip";
 
 function GpuBlock({ gpu }: { gpu: GpuInfo }) {
+  const generation = gpuGeneration(gpu);
+  const amd = gpu.vendor === "AMD";
+  const withoutGeometry = gpu.kernel_us_without_geometry ?? 0;
   return (
     <div className="gpu-block" data-testid="gpu-block">
       <div className="gpu-title">GPU {gpu.id}</div>
@@ -18,8 +22,8 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
           <dd>{formatGiB(gpu.memory_bytes)}</dd>
         </div>
         <div className="kv-row">
-          <dt>Compute capability</dt>
-          <dd>{formatText(gpu.compute_capability)}</dd>
+          <dt>{generation.label}</dt>
+          <dd data-testid="gpu-generation">{generation.value}</dd>
         </div>
         <div className="kv-row">
           <dt>
@@ -33,6 +37,11 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
           </dt>
           <dd data-testid="sm-efficiency">{formatPct(gpu.sm_efficiency_pct)}</dd>
         </div>
+        {withoutGeometry > 0 ? (
+          <p className="muted" data-testid="sm-efficiency-note">
+            Leaves out {formatDuration(withoutGeometry)} of kernel time without launch geometry.
+          </p>
+        ) : null}
         <div className="kv-row">
           <dt>
             <InfoTooltip label="Est. Achieved Occupancy" text={DEFINITIONS.achievedOccupancy} />
@@ -41,7 +50,11 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
         </div>
         <div className="kv-row">
           <dt>
-            <InfoTooltip label="Kernel time using Tensor Cores" text={DEFINITIONS.tensorCores} />
+            {amd ? (
+              <InfoTooltip label="Kernel time using Matrix Cores" text={DEFINITIONS.matrixCores} />
+            ) : (
+              <InfoTooltip label="Kernel time using Tensor Cores" text={DEFINITIONS.tensorCores} />
+            )}
           </dt>
           <dd data-testid="tensor-core">{formatPct(gpu.tensor_core_pct)}</dd>
         </div>

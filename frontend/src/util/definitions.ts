@@ -14,13 +14,17 @@ export const DEFINITIONS = {
   smEfficiency:
     "Est. SM Efficiency (%): estimated share of the GPU's streaming multiprocessors kept busy, " +
     "averaged over time across the steps window. At each moment it is the sum of blocks per SM of " +
-    "the kernels running, capped at 1. Requires kernel launch dimensions in the trace.",
+    "the kernels running, capped at 1. Requires kernel launch dimensions in the trace; time when a " +
+    "kernel without them runs is left out of the average.",
   achievedOccupancy:
     "Est. Achieved Occupancy (%): estimated ratio of active warps to the maximum warps an SM can " +
     "hold, averaged over kernels and weighted by each kernel's duration.",
   tensorCores:
     "Kernel time using Tensor Cores (%): time of kernels that use Tensor Cores ÷ total time of all " +
     "kernels launched by operators × 100.",
+  matrixCores:
+    "Kernel time using Matrix Cores (%): time of kernels that use AMD matrix cores (MFMA/WMMA) ÷ total " +
+    "time of all kernels launched by operators × 100.",
 } as const;
 
 export type DefinitionKey = keyof typeof DEFINITIONS;

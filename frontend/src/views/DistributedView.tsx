@@ -18,6 +18,7 @@ import { DIST_DEFS } from "../distributed/definitions";
 import { gbpsText, noViewReason } from "../distributed/model";
 import { useDistributedStyles } from "../distributed/useDistributedStyles";
 import { formatBytes, formatDuration, formatGiB, formatNumber, formatPct, formatText } from "../util/format";
+import { gpuGeneration } from "../util/gpuGeneration";
 
 interface DistributedViewProps {
   run: string;
@@ -293,7 +294,7 @@ function DeviceTable({ run, span, ranks }: { run: string; span: string; ranks: R
             <Th label="GPU" num={false} />
             <Th label="Name" num={false} />
             <Th label="Memory" />
-            <Th label="Compute capability" />
+            <Th label="Compute capability / arch." />
             <Th label="Utilization" />
           </tr>
         </thead>
@@ -323,7 +324,7 @@ function DeviceTable({ run, span, ranks }: { run: string; span: string; ranks: R
                 <td>{g ? formatNumber(g.id) : "\u2013"}</td>
                 <td>{formatText(g?.name ?? null)}</td>
                 <td className="num">{formatGiB(g?.memory_bytes ?? null)}</td>
-                <td className="num">{formatText(g?.compute_capability ?? null)}</td>
+                <td className="num">{g ? gpuGeneration(g).value : "\u2013"}</td>
                 <td className="num">{formatPct(g?.utilization_pct ?? null)}</td>
               </tr>
             ));
