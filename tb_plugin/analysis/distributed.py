@@ -285,7 +285,8 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
             guessed_n = True
         sizes = np.where(sizes > 0, sizes, fallback or n_ranks)
         straggler_input.append((gm.ranks, dur, colls.tolist()))
-        names, code = np.unique(colls, return_inverse=True)
+        names, first_at, code = np.unique(colls, return_index=True, return_inverse=True)
+        code = code.ravel()
         for q, r in enumerate(gm.ranks):
             transfer[r] += float(t.sum())
             sync[r] += float((dur[:, q] - t).sum())
@@ -293,7 +294,8 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
             sums = {key: np.bincount(code, weights=w, minlength=len(names)) for key, w in (
                 ("calls", None), ("total_bytes", col["bytes"][q]), ("latency_us", dur[:, q]), ("transfer_us", t),
                 ("sync_us", dur[:, q] - t))}
-            for i, coll in enumerate(names.tolist()):
+            for i in np.argsort(first_at).tolist():  # per collective type, in order of first appearance
+                coll = str(names[i])
                 row = per_rank_type[r].setdefault(coll, {"name": coll, "calls": 0, "total_bytes": 0, "latency_us": 0.0,
                                                          "transfer_us": 0.0, "sync_us": 0.0})
                 for key, v in sums.items():
