@@ -230,3 +230,33 @@ def test_dlrm_straggler_is_the_rank_that_arrives_last():
     assert view["instances"] == {"matched": 8, "total": 8}
     assert {r["name"]: (r["matched"], r["unmatched"]) for r in view["matching"]["by_type"]} == \
         {"allreduce": (3, 0), "alltoall": (5, 0)}
+
+
+def test_pg_config_size_is_the_communicator_size():
+    """No Group size / Process Group Ranks on the kernels, but distributedInfo.pg_config says group "3"
+    has 16 ranks while the job has 64: n = 16 for that group's all-reduce."""
+    from tb_plugin.synth_comm import rank_doc
+
+    ranks = []
+    for r in (0, 1):
+        doc = rank_doc(r, [Coll("allreduce", 0.0 if r == 0 else 30.0, 130.0, nelems=250000, group="3")], world_size=64)
+        doc["distributedInfo"]["pg_config"] = [{"pg_name": "3", "pg_desc": "tp", "pg_size": 16, "ranks": list(range(16))}]
+        ranks.append((r, f"rank{r}", decode_trace(json.dumps(doc).encode())))
+    (coll,) = distributed_view(ranks)["collectives"]
+    assert coll["group_size"] == 16 and coll["busbw_gbps"] == pytest.approx(10.0 * 2 * 15 / 16)
+
+
+def test_route_shows_windows_that_do_not_line_up(tmp_path):
+    """Through the registry: the matching message reaches the route's messages (the tab's notices)."""
+    from tb_plugin.runs import RunRegistry
+    from tb_plugin.synth_comm import rank_doc
+
+    sizes = [1000 * (k + 1) for k in range(13)]
+    (tmp_path / "job").mkdir()
+    for r, colls in ((0, _chain(sizes[:10])), (1, _chain(sizes[3:]))):
+        (tmp_path / "job" / f"rank{r}.1.pt.trace.json").write_text(json.dumps(rank_doc(r, colls, world_size=2)))
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    got = reg.distributed("job", "1")
+    assert got["view"]["instances"] == {"matched": 7, "total": 13}
+    assert any("windows do not line up" in m for m in got["messages"])

@@ -214,7 +214,8 @@ def rank_reduce(trace: Trace) -> dict:
     dur = trace.events.dur
     dist = {k: info[k] for k in ("rank", "world_size") if isinstance(info.get(k), int)}
     pg_sizes = {}
-    for pg in info.get("pg_config") or []:
+    configs = info.get("pg_config")
+    for pg in configs if isinstance(configs, list) else []:
         if isinstance(pg, dict) and isinstance(pg.get("pg_size"), int) and pg.get("pg_name") is not None:
             pg_sizes[str(pg["pg_name"])] = pg["pg_size"]
     if pg_sizes:
