@@ -186,9 +186,13 @@ def _add_distributed(registry: RunRegistry, doc: dict) -> None:
             "world_size": view["world_size"],
             "ranks": [{k: r[k] for k in ("rank", "worker", "computation_us", "overlap_us", "communication_us",
                                          "other_us", "transfer_us", "sync_us")} for r in view["ranks"]],
-            "collectives": [{k: c[k] for k in ("name", "calls", "bytes", "transfer_us", "sync_us", "algbw_gbps",
-                                               "busbw_gbps")} for c in view["collectives"]],
+            "collectives": [{k: c[k] for k in ("name", "calls", "bytes", "group_size", "transfer_us", "sync_us",
+                                               "algbw_gbps", "busbw_gbps", "bus_factor")} for c in view["collectives"]],
+            "matching": {k: view["matching"][k] for k in ("method", "by_type")},
             "stragglers": view["stragglers"],
+            # the evidence: per rank, how often it arrived last and how long the others waited for it
+            "arrivals": [{k: e[k] for k in ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler",
+                                            "text")} for e in view["arrivals"]],
             "messages": result["messages"],
         }
 

@@ -605,6 +605,7 @@ class RunRegistry:
         if len(ranks) < 2:
             return dict(out, reason=_no_view_reason(span, len(states), len(ranks)), view=None, messages=messages)
         view = combine_ranks(ranks)
+        messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
         if view["instances"]["total"] == 0:
             messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
                             "need GPU collectives")

@@ -6,7 +6,10 @@ order that has an event active at that moment (on any thread, process or device)
 1. ``kernel``: GPU kernels, except communication kernels;
 2. ``memcpy``: device memory copies;
 3. ``memset``: device memory sets;
-4. ``communication``: NCCL/RCCL/Gloo kernels, plus the host communication ops themselves
+4. ``communication``: communication kernels (:func:`trace.categories.is_comm_kernel_name`: NCCL,
+   RCCL, MSCCL, NVSHMEM, vLLM's ``cross_device_reduce*``, custom ``*all_reduce*``/``*all_gather*``/
+   ``*reduce_scatter*``/``*all_to_all*`` kernels; we differ from torch-tb-profiler, which knows only
+   ``nccl``), kernels launched by a communication op, plus the host communication ops themselves
    (``nccl:*``, ``gloo:*``, ``c10d::*``, ``record_param_comms``…);
 5. ``runtime``: CUDA/HIP runtime calls and driver calls (``cuLaunchKernel`` from Triton and
    torch.compile — we differ from torch-tb-profiler, which ignores driver calls);
@@ -31,12 +34,12 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import (
-    COMM_KERNEL_MARKERS,
     COMM_OP_NAMES,
     COMM_OP_PREFIXES,
     DATALOADER_PREFIXES,
     PROFILER_STEP_PREFIX,
     Kind,
+    is_comm_kernel_name,
 )
 from ..trace.links import launch_of
 from ..trace.model import Trace
@@ -70,7 +73,7 @@ def category_masks(trace: Trace) -> dict[str, np.ndarray]:
     host_op = (kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION)
     comm_op = host_op & trace.name_mask(_is_comm_op_name)
     kernel = kind == Kind.KERNEL
-    comm_kernel = kernel & (trace.name_mask(_is_comm_kernel_name) | _launched_by(trace, comm_op))
+    comm_kernel = kernel & (trace.name_mask(is_comm_kernel_name) | _launched_by(trace, comm_op))
     host_work = np.isin(kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST))
     dataloader = host_work & trace.name_mask(lambda s: s.startswith(DATALOADER_PREFIXES))
     marker = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
@@ -161,11 +164,6 @@ def _category_ticks(trace: Trace, steps: Steps):
 
 def _is_comm_op_name(name: str) -> bool:
     return name.startswith(COMM_OP_PREFIXES) or name in COMM_OP_NAMES
-
-
-def _is_comm_kernel_name(name: str) -> bool:
-    lower = name.lower()
-    return any(marker in lower for marker in COMM_KERNEL_MARKERS)
 
 
 def _launched_by(trace: Trace, ops: np.ndarray) -> np.ndarray:

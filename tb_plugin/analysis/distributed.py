@@ -2,23 +2,28 @@
 
 - **Rank** of a file: ``distributedInfo.rank`` when present; else the number after ``rank`` in the
   worker name (``rank-3``, ``rank_3``, ``rank3``); else its position among the sorted workers.
-- **Communication kernels** are kernels whose name says NCCL, RCCL, Gloo or HCCL, or whose launching
-  operator is a communication op. The collective of a kernel is its ``Collective name`` arg, else that
-  of its launching op (``record_param_comms``), else parsed from the op (``nccl:all_reduce``) or the
-  kernel name (``ncclKernel_AllReduce_…``).
+- **Communication kernels**: :func:`trace.categories.is_comm_kernel_name` (NCCL, RCCL, MSCCL,
+  NVSHMEM, vLLM's ``cross_device_reduce*``, custom ``*all_reduce*``… kernels), or kernels launched by a
+  communication op. The collective of a kernel is its ``Collective name`` arg, else that of its
+  launching op (``record_param_comms``), else parsed from the op (``nccl:all_reduce``) or the kernel
+  name (``ncclKernel_AllReduce_…``, ``cross_device_reduce`` = all-reduce).
 - **Per step**: computation = union of non-communication kernels, communication = union of
   communication kernels; overlap = their intersection; the four parts are computation only, overlap,
   communication only, and other (the rest of the step).
-- **Matching**: the k-th communication kernel of a (collective, process group) on every rank is one
-  collective instance. Its **transfer** time is the minimum duration across ranks; each rank's
-  **sync** (waiting) time is its duration minus the transfer time, so transfer + sync = latency.
-- **Bytes** of an instance: ``In msg nelems`` × dtype size, else ∏ ``Input Dims`` × input type size
-  of the launching op. **Algorithm bandwidth** = bytes ÷ transfer time; **bus bandwidth** =
-  algbw × factor(n), n = group size: all-reduce 2(n−1)/n; all-gather, reduce-scatter and all-to-all
-  (n−1)/n; broadcast, reduce, send/recv 1.
-- **Stragglers**: a rank whose average step time exceeds the median across ranks by more than 10 %,
-  and the rank everyone waits for: the one with the least sync time, when it is under half the median
-  sync of the ranks and the median sync is over 5 % of the median communication time.
+- **Matching** of kernels across ranks into collective instances: :mod:`analysis.collective_matching`
+  (by ``Seq`` where the trace has it, else in order with an alignment; dtype and size must agree). An
+  instance's **transfer** time is the minimum kernel duration across its ranks; each rank's **sync**
+  (waiting) time is its duration minus the transfer time, so transfer + sync = latency.
+- **Bytes** of a kernel: max(``In msg nelems``, ``Out msg nelems``) × dtype size (the whole buffer, as
+  nccl-tests count it: the gathered output of an all-gather, the input of a reduce-scatter), else
+  ∏ ``Input Dims`` × input type size of the launching op. **Algorithm bandwidth** = bytes ÷ transfer
+  time (GB/s = bytes/µs ÷ 1000); **bus bandwidth** = algbw × :func:`bus_factor` (collective, n).
+- **n**, the communicator's size: the kernel's (or its op's) ``Group size``, else the length of
+  ``Process Group Ranks``, else ``distributedInfo.pg_config``'s ``pg_size`` of its process group, else
+  ``distributedInfo.world_size``; only when none is known, the number of ranks loaded (with a
+  message). Two ranks loaded of a 128-rank job use n = 128.
+- **Stragglers**: :mod:`analysis.stragglers` (the rank that arrives last at collectives, judged from
+  kernel durations, robust to clock offsets).
 """
 
 from __future__ import annotations
@@ -32,23 +37,46 @@ from ..trace.categories import Kind
 from ..trace.links import _cached, launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
+from .collective_matching import match_collectives
 from .intervals import merge
 from .op_tree import op_tree
 from .steps import compute_steps
+from .stragglers import arrivals
 
-STRAGGLER_STEP_RATIO = 1.10
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
-               "c10::half": 2, "c10::bfloat16": 2, "long": 8, "long int": 8, "int64": 8, "int": 4, "int32": 4,
-               "short": 2, "int16": 2, "char": 1, "signed char": 1, "unsigned char": 1, "uint8": 1, "byte": 1,
-               "bool": 1, "int8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
-_COLLECTIVES = (("allreduce", ("allreduce", "all_reduce")), ("allgather", ("allgather", "all_gather")),
+# dtype spellings (comms ``dtype`` arg, ``Input type``) → canonical name; bytes per element
+_DTYPE_ALIASES = {"float": "float32", "float32": "float32", "double": "float64", "float64": "float64",
+                  "half": "float16", "float16": "float16", "bfloat16": "bfloat16", "long": "int64",
+                  "long int": "int64", "int64": "int64", "int": "int32", "int32": "int32", "short": "int16",
+                  "int16": "int16", "char": "int8", "signed char": "int8", "int8": "int8", "unsigned char": "uint8",
+                  "uint8": "uint8", "byte": "uint8", "bool": "bool", "float8_e4m3fn": "float8_e4m3fn",
+                  "float8_e5m2": "float8_e5m2", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz"}
+_CANONICAL_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
+                    "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
+                    "float8_e5m2fnuz": 1}
+DTYPE_BYTES = {alias: _CANONICAL_BYTES[name] for alias, name in _DTYPE_ALIASES.items()}
+_COLLECTIVES = (("allreduce", ("allreduce", "all_reduce", "cross_device_reduce")),
+                ("allgather", ("allgather", "all_gather")),
                 ("reducescatter", ("reducescatter", "reduce_scatter")), ("alltoall", ("alltoall", "all_to_all")),
                 ("broadcast", ("broadcast",)), ("reduce", ("reduce",)), ("sendrecv", ("sendrecv", "send", "recv")),
                 ("barrier", ("barrier",)))
-BUS_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
-              "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
-COMM_KERNEL_WORDS = ("nccl", "rccl", "gloo", "hccl")
+
+
+def bus_factor(collective: str, n: int) -> float:
+    """Bus bandwidth ÷ algorithm bandwidth for a collective over a communicator of ``n`` ranks (the
+    data each rank's link carries relative to the buffer size, as nccl-tests define it):
+
+    - all-reduce: 2(n−1)/n (a reduce-scatter then an all-gather);
+    - all-gather, reduce-scatter: (n−1)/n (the buffer is the gathered output / the scattered input);
+    - all-to-all: (n−1)/n (each rank keeps 1/n of its buffer);
+    - broadcast, reduce, send/recv and anything else: 1.
+    """
+    n = max(int(n), 1)
+    if collective == "allreduce":
+        return 2 * (n - 1) / n
+    if collective in ("allgather", "reducescatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
 
 
 def rank_of(trace: Trace, worker: str, position: int) -> tuple[int, str]:
@@ -77,7 +105,8 @@ def normalize_collective(text: str | None) -> str | None:
 
 
 def comm_kernels(trace: Trace) -> dict:
-    """Communication kernels in time order with their collective, process group, group size, bytes."""
+    """Communication kernels in time order with their collective, process group, group size (None when
+    unknown), dtype (canonical name or None), message bytes (or None) and ``Seq`` (−1 when absent)."""
     def build():
         ev = trace.events
         masks = category_masks(trace)
@@ -85,7 +114,7 @@ def comm_kernels(trace: Trace) -> dict:
         rows = rows[np.argsort(ev.ts[rows], kind="stable")]
         launcher = launch_of(trace)
         parent = op_tree(trace).op_parent
-        out = {"rows": rows, "collective": [], "group": [], "group_size": [], "bytes": []}
+        out = {"rows": rows, "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [], "seq": []}
         for r in rows.tolist():
             op = _comm_op(trace, int(launcher[r]), parent)
             coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
@@ -93,10 +122,14 @@ def comm_kernels(trace: Trace) -> dict:
                 trace.strings[ev.name[op]] if op >= 0 else None) or normalize_collective(trace.strings[ev.name[r]])
             group = trace.string(int(ev.process_group[r])) or (trace.string(int(ev.process_group[op])) if op >= 0 else None)
             size = int(ev.group_size[r]) if ev.group_size[r] > 0 else (int(ev.group_size[op]) if op >= 0 and ev.group_size[op] > 0 else None)
+            seq = int(ev.seq[r]) if ev.seq[r] >= 0 else (int(ev.seq[op]) if op >= 0 else -1)
+            nbytes, dtype = _message(trace, r, op)
             out["collective"].append(name or "other")
             out["group"].append(group or "default")
             out["group_size"].append(size)
-            out["bytes"].append(_message_bytes(trace, r, op))
+            out["bytes"].append(nbytes)
+            out["dtype"].append(dtype)
+            out["seq"].append(seq)
         return out
 
     return _cached(trace, "comm_kernels", build)
@@ -117,25 +150,36 @@ def _comm_op(trace: Trace, launch: int, parent: np.ndarray) -> int:
     return first
 
 
-def _message_bytes(trace: Trace, kernel: int, op: int) -> int | None:
+def canonical_dtype(text: str | None) -> str | None:
+    """``Float`` → ``float32``, ``c10::BFloat16`` → ``bfloat16``…; None when unknown."""
+    if not text:
+        return None
+    low = text.strip().lower().removeprefix("c10::")
+    return _DTYPE_ALIASES.get(low, low)
+
+
+def _message(trace: Trace, kernel: int, op: int) -> tuple[int | None, str | None]:
+    """``(bytes, dtype)`` of a communication kernel (see the module docstring), None where unknown."""
     ev = trace.events
     for row in (kernel, op):
-        if row >= 0 and ev.in_msg_nelems[row] >= 0:
-            size = DTYPE_BYTES.get((trace.string(int(ev.dtype[row])) or "float").lower(), 4)
-            return int(ev.in_msg_nelems[row]) * size
+        if row >= 0 and (ev.in_msg_nelems[row] >= 0 or ev.out_msg_nelems[row] >= 0):
+            dtype = canonical_dtype(trace.string(int(ev.dtype[row])))
+            size = _CANONICAL_BYTES.get(dtype or "float32", 4)
+            return int(max(ev.in_msg_nelems[row], ev.out_msg_nelems[row])) * size, dtype
     if op >= 0 and ev.input_dims[op] > 0:
         try:
             dims = ast.literal_eval(trace.strings[ev.input_dims[op]])
             types = ast.literal_eval(trace.strings[ev.input_types[op]]) if ev.input_types[op] > 0 else []
         except (ValueError, SyntaxError):
-            return None
-        total = 0
+            return None, None
+        total, first = 0, None
         for i, shape in enumerate(dims):
             if isinstance(shape, list) and shape and all(isinstance(x, int) for x in shape):
-                kind = str(types[i]).lower() if i < len(types) else "float"
-                total += int(np.prod(shape)) * DTYPE_BYTES.get(kind, 4)
-        return total or None
-    return None
+                kind = canonical_dtype(str(types[i])) if i < len(types) else None
+                first = first or kind
+                total += int(np.prod(shape)) * _CANONICAL_BYTES.get(kind or "float32", 4)
+        return (total or None), first
+    return None, None
 
 
 def step_overlap(trace: Trace) -> list[dict]:
@@ -162,18 +206,35 @@ def step_overlap(trace: Trace) -> list[dict]:
 def rank_reduce(trace: Trace) -> dict:
     """The per-rank half of :func:`distributed_view`: everything it needs of one trace, as a small
     picklable dict (no event columns): ``distributed_info`` (the integer ``rank`` and ``world_size``
-    of ``distributedInfo``), ``comm`` (per communication kernel in time order: collective, process
-    group, group size or None, message bytes or None, duration µs) and ``steps`` (:func:`step_overlap`)."""
+    of ``distributedInfo`` and ``pg_sizes``, process group name → ``pg_size`` from its ``pg_config``),
+    ``comm`` (per communication kernel in time order: collective, process group, group size or None,
+    dtype or None, message bytes or None, ``Seq`` or −1, duration µs) and ``steps`` (:func:`step_overlap`)."""
     info = trace.distributed or {}
     kernels = comm_kernels(trace)
     dur = trace.events.dur
+    dist = {k: info[k] for k in ("rank", "world_size") if isinstance(info.get(k), int)}
+    pg_sizes = {}
+    configs = info.get("pg_config")
+    for pg in configs if isinstance(configs, list) else []:
+        if isinstance(pg, dict) and isinstance(pg.get("pg_size"), int) and pg.get("pg_name") is not None:
+            pg_sizes[str(pg["pg_name"])] = pg["pg_size"]
+    if pg_sizes:
+        dist["pg_sizes"] = pg_sizes
     return {
-        "distributed_info": {k: info[k] for k in ("rank", "world_size") if isinstance(info.get(k), int)},
+        "distributed_info": dist,
         "comm": {"collective": list(kernels["collective"]), "group": list(kernels["group"]),
                  "group_size": list(kernels["group_size"]), "bytes": list(kernels["bytes"]),
+                 "dtype": list(kernels["dtype"]), "seq": list(kernels["seq"]),
                  "dur": [float(dur[r]) for r in kernels["rows"].tolist()]},
         "steps": step_overlap(trace),
     }
+
+
+def _array(values: list, field: str) -> np.ndarray:
+    """A ``comm`` list as numbers: durations µs (float), bytes and group sizes (int, 0 = unknown)."""
+    if field == "dur":
+        return np.asarray(values, dtype=np.float64)
+    return np.array([v or 0 for v in values], dtype=np.int64)
 
 
 def distributed_view(ranks: list[tuple[int, str, Trace]]) -> dict:
@@ -182,62 +243,88 @@ def distributed_view(ranks: list[tuple[int, str, Trace]]) -> dict:
 
 
 def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
-    """The cross-rank half of :func:`distributed_view`: ``(rank, worker, rank_reduce(trace))`` each."""
+    """The cross-rank half of :func:`distributed_view`: ``(rank, worker, rank_reduce(trace))`` each.
+
+    Returns ``world_size``, ``ranks_present``, ``ranks`` (per rank: step parts, transfer/sync/latency
+    sums µs, ``comm_ops``), ``collectives`` (per collective and communicator size n: calls, bytes,
+    transfer/sync µs, algbw/busbw GB/s), ``instances`` (``matched``/``total`` positions),
+    ``matching`` (``method``, ``by_type`` [{name, matched, unmatched}], ``messages``), ``arrivals``
+    (per rank: :func:`analysis.stragglers.arrivals`) and ``stragglers`` (their ranks)."""
     ranks = sorted(ranks, key=lambda r: r[0])
     world = None
+    pg_sizes: dict[str, int] = {}
     for _, _, agg in ranks:
-        if isinstance(agg["distributed_info"].get("world_size"), int):
-            world = agg["distributed_info"]["world_size"]
-    world = world or len(ranks)
-    kernels = {rank: agg["comm"] for rank, _, agg in ranks}
-    # instances: (collective, group, k) → per rank row index in its comm list
-    instances: dict[tuple, dict[int, int]] = {}
-    for rank, data in kernels.items():
-        seen: dict[tuple, int] = {}
-        for i, key in enumerate(zip(data["collective"], data["group"])):
-            k = seen.get(key, 0)
-            seen[key] = k + 1
-            instances.setdefault((*key, k), {})[rank] = i
+        info = agg["distributed_info"]
+        if isinstance(info.get("world_size"), int):
+            world = info["world_size"]
+        pg_sizes.update(info.get("pg_sizes") or {})
     n_ranks = len(ranks)
-    matched = {key: per for key, per in instances.items() if len(per) == n_ranks}
+    kernels = {rank: agg["comm"] for rank, _, agg in ranks}
+    matching = match_collectives(kernels)
+    messages = list(matching.messages)
     transfer = {rank: 0.0 for rank, _, _ in ranks}
     sync = {rank: 0.0 for rank, _, _ in ranks}
     latency = {rank: 0.0 for rank, _, _ in ranks}
-    by_type: dict[str, dict] = {}
+    by_type: dict[tuple, dict] = {}
     per_rank_type: dict[int, dict[str, dict]] = {rank: {} for rank, _, _ in ranks}
-    for (coll, group, _), per in matched.items():
-        durs = {r: kernels[r]["dur"][i] for r, i in per.items()}
-        t = min(durs.values())
-        any_rank = next(iter(per))
-        nbytes = kernels[any_rank]["bytes"][per[any_rank]]
-        gsize = kernels[any_rank]["group_size"][per[any_rank]] or n_ranks
-        for r, d in durs.items():
-            transfer[r] += t
-            sync[r] += d - t
-            latency[r] += d
-            row = per_rank_type[r].setdefault(coll, {"name": coll, "calls": 0, "total_bytes": 0, "latency_us": 0.0,
-                                                     "transfer_us": 0.0, "sync_us": 0.0})
-            row["calls"] += 1
-            row["total_bytes"] += kernels[r]["bytes"][per[r]] or 0
-            row["latency_us"] += d
-            row["transfer_us"] += t
-            row["sync_us"] += d - t
-        entry = by_type.setdefault(coll, {"name": coll, "calls": 0, "bytes": 0, "transfer_us": 0.0, "sync_us": 0.0,
-                                          "group_size": gsize, "_bw_bytes": 0, "_bw_time": 0.0})
-        entry["calls"] += 1
-        entry["bytes"] += nbytes or 0
-        entry["transfer_us"] += t
-        entry["sync_us"] += sum(d - t for d in durs.values()) / len(durs)
-        if nbytes and t > 0:
-            entry["_bw_bytes"] += nbytes
-            entry["_bw_time"] += t
+    straggler_input = []
+    guessed_n = False
+    for gm in matching.groups:
+        if len(gm.index) == 0:
+            continue
+        col = {f: [_array(kernels[r][f], f)[gm.index[:, q]] for q, r in enumerate(gm.ranks)]
+               for f in ("dur", "bytes", "group_size")}
+        dur = np.stack(col["dur"], axis=1)
+        t = dur.min(axis=1)
+        colls = np.asarray(kernels[gm.ranks[0]]["collective"], dtype=object)[gm.index[:, 0]].astype(str)
+        nbytes = col["bytes"][0]  # equal on every rank of a matched instance (or unknown: 0)
+        # n: the first rank's Group size that is known, else pg_config's pg_size, else world_size
+        gsize = np.stack(col["group_size"], axis=1)
+        sizes = gsize[np.arange(len(gsize)), np.argmax(gsize > 0, axis=1)]
+        fallback = pg_sizes.get(gm.group) or world
+        if (sizes <= 0).any() and fallback is None:
+            guessed_n = True
+        sizes = np.where(sizes > 0, sizes, fallback or n_ranks)
+        straggler_input.append((gm.ranks, dur, colls.tolist()))
+        names, first_at, code = np.unique(colls, return_index=True, return_inverse=True)
+        code = code.ravel()
+        for q, r in enumerate(gm.ranks):
+            transfer[r] += float(t.sum())
+            sync[r] += float((dur[:, q] - t).sum())
+            latency[r] += float(dur[:, q].sum())
+            sums = {key: np.bincount(code, weights=w, minlength=len(names)) for key, w in (
+                ("calls", None), ("total_bytes", col["bytes"][q]), ("latency_us", dur[:, q]), ("transfer_us", t),
+                ("sync_us", dur[:, q] - t))}
+            for i in np.argsort(first_at).tolist():  # per collective type, in order of first appearance
+                coll = str(names[i])
+                row = per_rank_type[r].setdefault(coll, {"name": coll, "calls": 0, "total_bytes": 0, "latency_us": 0.0,
+                                                         "transfer_us": 0.0, "sync_us": 0.0})
+                for key, v in sums.items():
+                    row[key] += int(v[i]) if key in ("calls", "total_bytes") else float(v[i])
+        mean_sync = (dur - t[:, None]).mean(axis=1)
+        timed = (nbytes > 0) & (t > 0)
+        pairs, pair_code = np.unique(np.stack([code, sizes]), axis=1, return_inverse=True)
+        pair_code = pair_code.ravel()
+        sums = {key: np.bincount(pair_code, weights=w, minlength=pairs.shape[1]) for key, w in (
+            ("calls", None), ("bytes", nbytes), ("transfer_us", t), ("sync_us", mean_sync),
+            ("_bw_bytes", np.where(timed, nbytes, 0)), ("_bw_time", np.where(timed, t, 0.0)))}
+        for i in range(pairs.shape[1]):  # per (collective, n)
+            coll, size = str(names[pairs[0, i]]), int(pairs[1, i])
+            entry = by_type.setdefault((coll, size), {"name": coll, "calls": 0, "bytes": 0, "transfer_us": 0.0,
+                                                      "sync_us": 0.0, "group_size": size, "_bw_bytes": 0,
+                                                      "_bw_time": 0.0})
+            for key, v in sums.items():
+                entry[key] += int(v[i]) if key in ("calls", "bytes", "_bw_bytes") else float(v[i])
+    if guessed_n:
+        messages.append(f"the communicator size is not in the traces (no Group size, Process Group Ranks or "
+                        f"world_size): bus bandwidth assumes the {n_ranks} loaded ranks")
     collectives = []
     for entry in sorted(by_type.values(), key=lambda e: -e["transfer_us"]):
         algbw = entry["_bw_bytes"] / (entry["_bw_time"] * 1e3) if entry["_bw_time"] > 0 else None
-        factor = BUS_FACTOR.get(entry["name"], lambda n: 1.0)(max(entry["group_size"], 1))
-        collectives.append({k: v for k, v in entry.items() if not k.startswith("_") and k != "group_size"}
-                           | {"group_size": entry["group_size"], "algbw_gbps": algbw,
-                              "busbw_gbps": algbw * factor if algbw is not None else None})
+        factor = bus_factor(entry["name"], entry["group_size"])
+        collectives.append({k: v for k, v in entry.items() if not k.startswith("_")}
+                           | {"algbw_gbps": algbw, "busbw_gbps": algbw * factor if algbw is not None else None,
+                              "bus_factor": factor})
     rank_rows = []
     for rank, worker, agg in ranks:
         steps = agg["steps"]
@@ -247,25 +334,12 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
         ops = [dict(row, mean_bytes=row["total_bytes"] / row["calls"]) for row in per_rank_type[rank].values()]
         rank_rows.append({"rank": rank, "worker": worker, **mean, "transfer_us": transfer[rank], "sync_us": sync[rank],
                           "latency_us": latency[rank], "steps": steps, "comm_ops": ops})
-    return {"world_size": world, "ranks_present": n_ranks, "ranks": rank_rows, "collectives": collectives,
-            "instances": {"matched": len(matched), "total": len(instances)},
-            "stragglers": stragglers(rank_rows)}
-
-
-def stragglers(rank_rows: list[dict]) -> list[int]:
-    """See the module docstring for the rule."""
-    if len(rank_rows) < 2:
-        return []
-    out = set()
-    steps = np.array([r["total_us"] for r in rank_rows])
-    median = float(np.median(steps))
-    for r, t in zip(rank_rows, steps):
-        if median > 0 and t > STRAGGLER_STEP_RATIO * median:
-            out.add(r["rank"])
-    syncs = np.array([r["sync_us"] for r in rank_rows])
-    comm = np.array([r["latency_us"] for r in rank_rows])
-    least = int(np.argmin(syncs))
-    others = np.delete(syncs, least)
-    if np.median(comm) > 0 and np.median(syncs) > 0.05 * np.median(comm) and syncs[least] < 0.5 * np.median(others):
-        out.add(rank_rows[least]["rank"])
-    return sorted(out)
+    evidence = arrivals(straggler_input, [rank for rank, _, _ in ranks])
+    matched = sum(v[0] for v in matching.by_type.values())
+    total = matched + sum(v[1] for v in matching.by_type.values())
+    return {"world_size": world or n_ranks, "ranks_present": n_ranks, "ranks": rank_rows, "collectives": collectives,
+            "instances": {"matched": matched, "total": total},
+            "matching": {"method": matching.method, "messages": messages,
+                         "by_type": [{"name": t, "matched": v[0], "unmatched": v[1]}
+                                     for t, v in sorted(matching.by_type.items())]},
+            "arrivals": evidence, "stragglers": [e["rank"] for e in evidence if e["straggler"]]}

@@ -20,7 +20,8 @@ import orjson
 
 from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
-FORMAT_REVISION = 4  # 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
+FORMAT_REVISION = 5  # 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
+# 5: "seq" column; group_size falls back to the length of "Process Group Ranks"
 
 
 def _layout_fingerprint() -> str:

@@ -8,6 +8,7 @@ with HIP calls inside. Everything after ``trace/`` sees only :class:`Kind` value
 from __future__ import annotations
 
 import enum
+import re
 
 
 class Kind(enum.IntEnum):
@@ -77,4 +78,35 @@ COMPOSER_BATCH = "event/batch"  # Composer's engine event around one training ba
 COMPOSER_EVENT_PREFIX = "event/"
 COMM_OP_PREFIXES = ("nccl:", "gloo:", "mpi:", "ucc:", "c10d::", "c10d_functional::", "_c10d_functional::")
 COMM_OP_NAMES = frozenset({"record_param_comms"})
-COMM_KERNEL_MARKERS = ("nccl", "rccl")
+
+# Communication kernels, by name (one definition: the breakdown's Communication category, the
+# Distributed view and the insights all call :func:`is_comm_kernel_name`).
+COMM_KERNEL_MARKERS = (
+    "nccl",  # NCCL: ncclKernel_* (≤ 2.18), ncclDevKernel_* (2.19+), and names carrying ncclDevComm*
+    "rccl",  # RCCL (ROCm)
+    "msccl",  # MSCCL / MSCCL++ kernels (mscclKernel_*)
+    "nvshmem",  # NVSHMEM device kernels (nvshmemi_*, nvshmemx_*): DeepEP, symmetric-memory libraries
+    "rocshmem",  # the ROCm twin of NVSHMEM
+    "cross_device_reduce",  # vLLM / SGLang custom all-reduce (cross_device_reduce_1stage<bf16, 8>)
+)
+# Custom collective kernels named after the collective: multimem_all_reduce (PyTorch symmetric
+# memory), one_shot_all_reduce, TensorRT-LLM's twoShotAllReduceKernel, *_all_gather_*, *reduce_scatter*…
+# The collective word must start a word: after a non-letter (``_all_reduce``, ``::allgather``) or at a
+# camel-case boundary (``twoShotAllReduce``), so ``smallReduceKernel`` is not a collective.
+_COLLECTIVE_WORD = re.compile(r"(?<![a-z])(?:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all)", re.IGNORECASE)
+_COLLECTIVE_CAMEL = re.compile(r"(?:All_?[Rr]educe|All_?[Gg]ather|Reduce_?[Ss]catter|All_?[Tt]o_?[Aa]ll)")
+# Inductor-generated kernels list the ATen ops they fuse (triton_poi_fused_all_gather_into_tensor_copy_0
+# copies into a collective's buffer): never communication by name. Kernels launched by a
+# communication op still are (see analysis.breakdown.category_masks).
+_NEVER_COMM_PREFIXES = ("triton_", "triton__")
+
+
+def is_comm_kernel_name(name: str) -> bool:
+    """Whether a kernel name is a communication kernel (see ``COMM_KERNEL_MARKERS`` and the custom
+    collective-kernel rule above). ``at::native::reduce_kernel`` and ``cub::DeviceReduceKernel`` are not."""
+    if name.startswith(_NEVER_COMM_PREFIXES):
+        return False
+    lower = name.lower()
+    if any(marker in lower for marker in COMM_KERNEL_MARKERS):
+        return True
+    return _COLLECTIVE_WORD.search(name) is not None or _COLLECTIVE_CAMEL.search(name) is not None

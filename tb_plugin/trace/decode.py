@@ -62,6 +62,8 @@ class _Args(msgspec.Struct):
     dtype: Any = None
     group_size: Any = msgspec.field(default=None, name="Group size")
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
+    group_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    seq: Any = msgspec.field(default=None, name="Seq")  # per-process-group collective sequence number
     epoch: Any = None  # Composer engine events
     batch: Any = None
     value: Any = None  # metadata events such as clock_sync_timestamp_us
@@ -285,6 +287,16 @@ def _to_float(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError, OverflowError):
         return float("nan")
+
+
+def _ranks_count(ranks: Any) -> int | None:
+    """The number of ranks in a ``Process Group Ranks`` arg (``"[0, 1, 2]"`` or a list); None if absent."""
+    if isinstance(ranks, list):
+        return len(ranks) or None
+    if isinstance(ranks, str) and ranks.startswith("[") and ranks.endswith("]"):
+        inner = ranks[1:-1].strip()
+        return inner.count(",") + 1 if inner else None
+    return None
 
 
 def _int_column(values: list, dtype=np.int64) -> np.ndarray:
@@ -549,7 +561,9 @@ class _ColumnBuilder:
             "in_msg_nelems": _int_column([a.in_msg_nelems for a in args]),
             "out_msg_nelems": _int_column([a.out_msg_nelems for a in args]),
             "dtype": self.intern([a.dtype if isinstance(a.dtype, str) else None for a in args]),
-            "group_size": _int_column([a.group_size for a in args], np.int32),
+            "group_size": _int_column([a.group_size if a.group_size is not None else _ranks_count(a.group_ranks)
+                                       for a in args], np.int32),
+            "seq": _int_column([a.seq for a in args]),
             "process_group": self.intern([str(a.process_group) if a.process_group is not None else None for a in args]),
             "epoch": _int_column([a.epoch for a in args], np.int32),
             "batch": _int_column([a.batch for a in args]),

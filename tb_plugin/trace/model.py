@@ -42,7 +42,8 @@ EVENT_COLUMNS: dict[str, Any] = {
     "in_msg_nelems": np.int64,  # "In msg nelems"
     "out_msg_nelems": np.int64,  # "Out msg nelems"
     "dtype": np.int32,  # comms "dtype", string id
-    "group_size": np.int32,  # "Group size"
+    "group_size": np.int32,  # "Group size", else the length of "Process Group Ranks"
+    "seq": np.int64,  # "Seq": the collective's sequence number in its process group (-1: none)
     "process_group": np.int32,  # "Process Group Name", string id
     "epoch": np.int32,  # Composer engine events' "epoch" arg
     "batch": np.int64,  # and "batch"

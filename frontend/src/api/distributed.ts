@@ -46,6 +46,31 @@ export interface Collective {
   group_size: number | null;
   algbw_gbps: number | null;
   busbw_gbps: number | null;
+  /** busbw ÷ algbw for this collective and communicator size (absent from older servers). */
+  bus_factor?: number;
+}
+
+/** Per rank: how often it arrived last at a matched collective instance and how long the others waited. */
+export interface Arrival {
+  rank: number;
+  instances: number;
+  last: number;
+  last_share: number;
+  /** µs: the others' wait for this rank, summed over the instances it was last at, and per such instance. */
+  wait_total_us: number;
+  wait_mean_us: number;
+  /** Binomial probability of being last this often by chance. */
+  chance: number;
+  straggler: boolean;
+  by_type: { name: string; last: number; instances: number }[];
+  /** The evidence in words. */
+  text: string;
+}
+
+export interface Matching {
+  method: string;
+  by_type: { name: string; matched: number; unmatched: number }[];
+  messages: string[];
 }
 
 export interface DistributedData {
@@ -53,6 +78,9 @@ export interface DistributedData {
   ranks_present: number;
   instances: { matched: number; total: number };
   stragglers: number[];
+  /** Absent from older servers. */
+  arrivals?: Arrival[];
+  matching?: Matching;
   collectives: Collective[];
   ranks: RankRow[];
 }

@@ -13,10 +13,13 @@ export const DIST_DEFS = {
   latency: "Latency (µs): a rank's total time in collectives, transfer + sync.",
   algbw: "Algorithm bandwidth (GB/s) = bytes ÷ transfer time.",
   busbw:
-    "Bus bandwidth (GB/s) = algbw × 2(n−1)/n for all-reduce, × (n−1)/n for all-gather, reduce-scatter and all-to-all, × 1 otherwise (n = group size).",
+    "Bus bandwidth (GB/s) = algbw × 2(n−1)/n for all-reduce, × (n−1)/n for all-gather, reduce-scatter and all-to-all, × 1 otherwise. n is the communicator's size (Group size, Process Group Ranks, else the job's world size), not the number of ranks loaded.",
   straggler:
-    "Straggler: a rank whose step time exceeds the median by more than 10 %, or the rank the others wait for (the least sync time).",
-  instances: "Collective instances matched across all ranks / total instances seen.",
+    "Straggler: the rank the others wait for. At each matched collective the rank with the shortest kernel arrived last (the kernels end together; no clock alignment needed). A straggler is last at ≥ 50 % of ≥ 3 instances, far more often than chance (p < 1 %), and the others wait for it ≥ 5 % of a typical instance and ≥ 5 µs.",
+  lastAt: "Last at: the matched collective instances at which this rank arrived last (its kernel was the shortest) / the instances it took part in.",
+  waited: "Others waited: the mean time the other ranks waited for this rank at the instances it was last at (µs).",
+  instances:
+    "Collective instances matched across ranks / all instances seen. Kernels match by sequence number (Seq) where the trace has it, else in order after aligning the ranks' windows; a pair whose dtype or size differs is never a match.",
 } as const;
 
 export const INSIGHT_DEFS = {

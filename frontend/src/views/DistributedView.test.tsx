@@ -60,13 +60,28 @@ describe("DistributedView", () => {
     expect(rows).toHaveLength(8);
     const withBadge = rows.filter((r) => within(r).queryByTestId("straggler-badge") !== null).map((r) => Number(r.dataset.rank));
     expect(withBadge).toEqual(distFixture.view.stragglers);
-    expect(withBadge).toEqual([1, 3, 4, 5, 7]);
-    // the badge sits in the rank cell (first column)
-    const badge = within(rows[1]!).getByTestId("straggler-badge");
-    expect(badge.closest("td")).toBe(rows[1]!.querySelector("td"));
-    // rank 0's numbers, formatted
+    // issue 14 #9: the rank that arrives last (rank 7), not the ranks with long steps that waited (1, 3, 4, 5)
+    expect(withBadge).toEqual([7]);
+    // the badge sits in the rank cell (first column) and carries the evidence
+    const badge = within(rows[7]!).getByTestId("straggler-badge");
+    expect(badge.closest("td")).toBe(rows[7]!.querySelector("td"));
+    expect(badge.getAttribute("title")).toMatch(/^rank 7: last at 5 of 8 collective instances/);
+    // rank 0's numbers, formatted; it was never last
     const cells = Array.from(rows[0]!.querySelectorAll("td")).map((td) => td.textContent);
-    expect(cells).toEqual(["0", "worker0_step_12", "773 µs", "261 µs", "5.54 ms", "7.88 ms", "14.46 ms", "217 µs", "5.58 ms", "5.80 ms"]);
+    expect(cells).toEqual(["0", "worker0_step_12", "773 µs", "261 µs", "5.54 ms", "7.88 ms", "14.46 ms", "217 µs", "5.58 ms", "5.80 ms", "0 / 8", "\u2013"]);
+    const last = Array.from(rows[7]!.querySelectorAll("td")).map((td) => td.textContent);
+    expect(last.slice(-2)).toEqual(["5 / 8", "1.02 ms"]);
+    // the evidence in words above the table
+    const evidence = screen.getAllByTestId("straggler-evidence").map((e) => e.textContent);
+    expect(evidence).toEqual([
+      "Straggler rank 7: last at 5 of 8 collective instances (alltoall 4 of 5, allreduce 1 of 3); the others waited 1.0 ms on average for it (5.1 ms in all)",
+    ]);
+  });
+
+  it("says how collectives were matched, per type", async () => {
+    render(<DistributedView run="job" theme="light" />);
+    const summary = await screen.findByTestId("matching-summary");
+    expect(summary.textContent).toBe("Matched by order: allreduce 3 matched, 0 unmatched · alltoall 5 matched, 0 unmatched");
   });
 
   it("asks for span 1 first and for the chosen span after", async () => {

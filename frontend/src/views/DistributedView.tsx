@@ -2,7 +2,7 @@
 // table with stragglers, per-rank breakdown and transfer/sync charts, collectives with bandwidths, a
 // rank's communication ops, and each rank's device (from its own Overview, fetched once).
 import { useEffect, useMemo, useState } from "react";
-import { distributedUrl, type DistributedData, type DistributedResponse, type RankRow } from "../api/distributed";
+import { distributedUrl, type Arrival, type DistributedData, type DistributedResponse, type RankRow } from "../api/distributed";
 import { fetchJson, overviewUrl } from "../api/client";
 import type { OverviewResponse } from "../api/types";
 import { Card } from "../components/Card";
@@ -79,6 +79,7 @@ function DistributedContent({ run, span, view, theme }: { run: string; span: str
   const text = chartTextColor(theme);
   const ranks = useMemo(() => [...view.ranks].sort((a, b) => a.rank - b.rank), [view]);
   const stragglers = useMemo(() => new Set(view.stragglers), [view]);
+  const arrivals = useMemo(() => new Map((view.arrivals ?? []).map((a) => [a.rank, a])), [view]);
   const breakdown = useMemo(() => rankBreakdownOption(ranks, text), [ranks, text]);
   const transferSync = useMemo(() => transferSyncOption(ranks, text), [ranks, text]);
   const [selectedRank, setSelectedRank] = useState<number | null>(null);
@@ -86,7 +87,14 @@ function DistributedContent({ run, span, view, theme }: { run: string; span: str
   return (
     <>
       <Card title="Ranks" testId="ranks-card">
-        <RankTable ranks={ranks} stragglers={stragglers} selected={current?.rank ?? null} onSelect={setSelectedRank} />
+        {(view.arrivals ?? [])
+          .filter((a) => a.straggler)
+          .map((a) => (
+            <div key={a.rank} data-testid="straggler-evidence">
+              <Notice kind="warning">Straggler {formatText(a.text)}</Notice>
+            </div>
+          ))}
+        <RankTable ranks={ranks} stragglers={stragglers} arrivals={arrivals} selected={current?.rank ?? null} onSelect={setSelectedRank} />
       </Card>
       <div className="grid-2">
         <Card title={<InfoTooltip label="Computation and communication per rank" text={DIST_DEFS.overlap} />}>
@@ -116,11 +124,14 @@ function Th({ label, tip, num = true }: { label: string; tip?: string; num?: boo
 export function RankTable({
   ranks,
   stragglers,
+  arrivals = new Map(),
   selected,
   onSelect,
 }: {
   ranks: RankRow[];
   stragglers: Set<number>;
+  /** Arrival evidence per rank (absent from older servers: the columns then read "–"). */
+  arrivals?: Map<number, Arrival>;
   selected: number | null;
   onSelect: (rank: number) => void;
 }) {
@@ -139,18 +150,21 @@ export function RankTable({
             <Th label="Transfer" tip={DIST_DEFS.transfer} />
             <Th label="Sync" tip={DIST_DEFS.sync} />
             <Th label="Latency" tip={DIST_DEFS.latency} />
+            <Th label="Last at" tip={DIST_DEFS.lastAt} />
+            <Th label="Others waited" tip={DIST_DEFS.waited} />
           </tr>
         </thead>
         <tbody>
           {ranks.map((r) => {
             const straggler = stragglers.has(r.rank);
+            const arrival = arrivals.get(r.rank);
             const cls = ["clickable-row", straggler ? "rank-row-straggler" : "", selected === r.rank ? "rank-row-selected" : ""].filter(Boolean).join(" ");
             return (
               <tr key={r.rank} className={cls} data-testid="rank-row" data-rank={r.rank} onClick={() => onSelect(r.rank)}>
                 <td>
                   {r.rank}
                   {straggler ? (
-                    <span className="straggler-badge" data-testid="straggler-badge" title={DIST_DEFS.straggler}>
+                    <span className="straggler-badge" data-testid="straggler-badge" title={arrival ? arrival.text : DIST_DEFS.straggler}>
                       straggler
                     </span>
                   ) : null}
@@ -164,6 +178,8 @@ export function RankTable({
                 <td className="num">{formatDuration(r.transfer_us)}</td>
                 <td className="num">{formatDuration(r.sync_us)}</td>
                 <td className="num">{formatDuration(r.latency_us)}</td>
+                <td className="num">{arrival ? `${formatNumber(arrival.last)} / ${formatNumber(arrival.instances)}` : "\u2013"}</td>
+                <td className="num">{arrival && arrival.last > 0 ? formatDuration(arrival.wait_mean_us) : "\u2013"}</td>
               </tr>
             );
           })}
@@ -173,10 +189,28 @@ export function RankTable({
   );
 }
 
+function MatchingSummary({ view }: { view: DistributedData }) {
+  const m = view.matching;
+  if (!m || m.by_type.length === 0) return null;
+  return (
+    <p className="muted" data-testid="matching-summary">
+      Matched by {formatText(m.method)}:{" "}
+      {m.by_type.map((t) => `${formatText(t.name)} ${formatNumber(t.matched)} matched, ${formatNumber(t.unmatched)} unmatched`).join(" · ")}
+    </p>
+  );
+}
+
 export function CollectivesTable({ view }: { view: DistributedData }) {
-  if (view.collectives.length === 0) return <p className="muted">No collectives matched across ranks.</p>;
+  if (view.collectives.length === 0)
+    return (
+      <>
+        <MatchingSummary view={view} />
+        <p className="muted">No collectives matched across ranks.</p>
+      </>
+    );
   return (
     <div className="table-scroll">
+      <MatchingSummary view={view} />
       <table className="data-table" data-testid="collectives-table">
         <thead>
           <tr>
@@ -200,7 +234,9 @@ export function CollectivesTable({ view }: { view: DistributedData }) {
               <td className="num">{formatDuration(c.transfer_us)}</td>
               <td className="num">{formatDuration(c.sync_us)}</td>
               <td className="num">{gbpsText(c.algbw_gbps)}</td>
-              <td className="num">{gbpsText(c.busbw_gbps)}</td>
+              <td className="num" title={c.bus_factor !== undefined ? `algbw × ${c.bus_factor.toFixed(3)} (n = ${c.group_size ?? "?"})` : undefined}>
+                {gbpsText(c.busbw_gbps)}
+              </td>
             </tr>
           ))}
         </tbody>

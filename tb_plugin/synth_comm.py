@@ -1,0 +1,130 @@
+"""Synthetic multi-rank traces with known communication answers (issue 14, items 9–12).
+
+One rank's trace (:func:`rank_doc`) is a ``ProfilerStep#1`` annotation and, per :class:`Coll`, a
+``record_param_comms`` host op, its ``cudaLaunchKernel`` and an NCCL kernel (the PyTorch 2.x layout:
+the comm args ``Collective name``, ``dtype``, ``In msg nelems``, ``Out msg nelems``, ``Group size``,
+``Process Group Name`` and, when given, ``Seq`` sit on the host op and on the kernel).
+
+**Time.** A collective instance is written in true time: rank ``r``'s kernel starts at its arrival
+``arrive_us[r]`` and every rank's kernel ends at the same ``end_us`` (NCCL kernels of one instance
+finish together), so rank ``r``'s kernel lasts ``end_us − arrive_us[r]``; the last to arrive has the
+shortest kernel. Rank ``r``'s clock reads true time + ``clock_offset_us``: all its timestamps carry it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from .trace.decode import decode_trace
+from .trace.model import Trace
+
+DTYPE_BYTES = {"Float": 4, "BFloat16": 2, "Half": 2, "Long": 8, "Int": 4}
+
+
+@dataclasses.dataclass
+class Coll:
+    """One collective call as seen by one rank (true time, µs; sizes in elements)."""
+
+    name: str  # "allreduce", "allgather", "reduce_scatter", "all_to_all", "broadcast"
+    arrive_us: float  # this rank's kernel start
+    end_us: float  # the common end of the instance
+    nelems: int = 1024  # In msg nelems
+    out_nelems: int | None = None  # Out msg nelems (default: nelems)
+    dtype: str = "Float"
+    group: str | None = "0"  # Process Group Name (None: no arg)
+    group_size: int | None = None  # Group size (None: no arg)
+    group_ranks: str | None = None  # Process Group Ranks, e.g. "[0, 1]" (None: no arg)
+    seq: int | None = None  # Seq (None: no arg)
+    kernel: str | None = None  # kernel name (default: ncclDevKernel_<Name>_Sum_f32_RING_LL)
+
+
+_KERNEL_NAMES = {"allreduce": "AllReduce", "allgather": "AllGather", "reduce_scatter": "ReduceScatter",
+                 "all_to_all": "SendRecv", "broadcast": "Broadcast"}
+
+
+def rank_doc(rank: int, colls: list[Coll], world_size: int | None = None, clock_offset_us: float = 0.0,
+             compute: list[tuple[str, float, float]] = (), step: tuple[float, float] | None = None) -> dict:
+    """The trace document of one rank: ``colls`` in order, ``compute`` kernels ``(name, start, dur)``
+    (true time), and a ``ProfilerStep#1`` over ``step`` (default: from 0 to the last kernel's end)."""
+    off = clock_offset_us
+    events = []
+    corr = 0
+
+    def x(name, cat, ts, dur, **args):
+        kernel = cat == "kernel"
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 0 if kernel else 1, "tid": 7 if kernel else 1,
+                       "ts": ts + off, "dur": dur, "args": args})
+
+    last = 0.0
+    for name, start, dur in compute:
+        corr += 1
+        x("aten::mm", "cpu_op", start - 3, 1)
+        x("cudaLaunchKernel", "cuda_runtime", start - 2.5, 0.5, correlation=corr)
+        x(name, "kernel", start, dur, correlation=corr, device=0, stream=7)
+        last = max(last, start + dur)
+    for c in colls:
+        corr += 1
+        args = {"Collective name": c.name, "dtype": c.dtype, "In msg nelems": c.nelems,
+                "Out msg nelems": c.out_nelems if c.out_nelems is not None else c.nelems}
+        if c.group is not None:
+            args["Process Group Name"] = c.group
+        if c.group_size is not None:
+            args["Group size"] = c.group_size
+        if c.group_ranks is not None:
+            args["Process Group Ranks"] = c.group_ranks
+        if c.seq is not None:
+            args["Seq"] = c.seq
+        host = c.arrive_us - 5
+        x("record_param_comms", "cpu_op", host, 2, **args)
+        x("cudaLaunchKernel", "cuda_runtime", host + 0.5, 1, correlation=corr)
+        kname = c.kernel or f"ncclDevKernel_{_KERNEL_NAMES.get(c.name, 'AllReduce')}_Sum_f32_RING_LL"
+        x(kname, "kernel", c.arrive_us, c.end_us - c.arrive_us, correlation=corr, device=0, stream=7, **args)
+        last = max(last, c.end_us)
+    lo, hi = step if step is not None else (-10.0, last + 1)
+    x("ProfilerStep#1", "user_annotation", lo, hi - lo)
+    doc = {"schemaVersion": 1, "traceEvents": events}
+    info = {"backend": "nccl", "rank": rank}
+    if world_size is not None:
+        info["world_size"] = world_size
+    doc["distributedInfo"] = info
+    return doc
+
+
+def rank_trace(*args, **kwargs) -> Trace:
+    """:func:`rank_doc` decoded."""
+    return decode_trace(json.dumps(rank_doc(*args, **kwargs)).encode())
+
+
+def job(per_rank: dict[int, list[Coll]], world_size: int | None = None, offsets: dict[int, float] | None = None,
+        steps: dict[int, tuple[float, float]] | None = None) -> list[tuple[int, str, Trace]]:
+    """``(rank, worker, trace)`` per rank, ready for ``distributed_view``."""
+    offsets = offsets or {}
+    steps = steps or {}
+    return [(r, f"rank{r}", rank_trace(r, colls, world_size, offsets.get(r, 0.0), step=steps.get(r)))
+            for r, colls in sorted(per_rank.items())]
+
+
+def late_rank_job(n_ranks: int = 4, late: int = 2, instances: int = 10, late_at: int = 9, wait_us: float = 300.0,
+                  transfer_us: float = 50.0, offsets: dict[int, float] | None = None):
+    """``n_ranks`` ranks, ``instances`` all-reduces of 4 KiB (group size ``n_ranks``). At the first
+    ``late_at`` instances rank ``late`` arrives ``wait_us`` after the others (who arrive together);
+    at the rest, rank 0 arrives ``wait_us / 10`` late. Every instance ends ``transfer_us`` after its last
+    arrival. Steps all end at the last end; rank ``late``'s step begins half-way and rank 0's 40 %
+    of the way (they started late), the others' at the first instance, so the ranks that only WAITED
+    have the longest steps (the old "step > 1.1× median" rule flagged them). Returns ``(job, expected)``."""
+    per_rank: dict[int, list[Coll]] = {r: [] for r in range(n_ranks)}
+    t = 0.0
+    for i in range(instances):
+        slow, delay = (late, wait_us) if i < late_at else (0, wait_us / 10)
+        end = t + delay + transfer_us
+        for r in range(n_ranks):
+            arrive = t + (delay if r == slow else 0.0)
+            per_rank[r].append(Coll("allreduce", arrive, end, nelems=1024, group_size=n_ranks))
+        t = end + 100.0
+    steps = {r: (-1.0, t) for r in range(n_ranks)}
+    steps[late] = (0.5 * t, t)
+    if late != 0:
+        steps[0] = (0.4 * t, t)
+    expected = {"late": late, "last_at": late_at, "instances": instances, "wait_us": wait_us}
+    return job(per_rank, world_size=n_ranks, offsets=offsets, steps=steps), expected
