@@ -95,3 +95,40 @@ def tiny_kernels(kernels: int = 200, graphs: bool = False) -> dict:
     if graphs:
         b.call("cudaGraphLaunch", 40 * kernels - 5, 3)
     return b.doc()
+
+
+def outlived_profiler(step_dur: float = 13_300_000.0) -> dict:
+    """A ``PyTorch Profiler (0)`` span ``[0, 355000]`` (category ``Trace``) and a ``ProfilerStep#1``
+    annotation ``[1000, 1000 + step_dur]`` that outlives it. Inside: ``aten::mm`` ``[2000, 100000]``
+    launching a kernel ``[5000, 50000]``. The step is clipped to ``[1000, 355000]`` (354 ms)."""
+    b = _Builder()
+    b.events.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
+                     "tid": "PyTorch Profiler", "ts": 0, "dur": 355000})
+    b.step(1, 1000, step_dur)
+    b.events.append(_x("aten::mm", "cpu_op", 2000, 98000))
+    b.launch(3000, 10, 5000, 45000, 7)
+    return b.doc()
+
+
+def pipelined_steps(slow_step: int | None = None) -> dict:
+    """Five 10 ms host steps ``[10000 i, 10000 (i + 1)]`` (i = 0…4) whose GPU work lags behind.
+
+    Before the first step, a kernel launched at t = −2000 runs ``[−1000, 45000]`` on stream 8. Step 0
+    launches ``[500, 9500]`` and ``[45000, 48000]`` (stream 7, the second waits for the earlier work);
+    steps 1–4 each launch one kernel of 9 ms (40 ms for ``slow_step``) that run back to back from
+    48000. Steps: step 0 = ``[0, 48000]`` (48 ms, of which 36 ms only the earlier kernel explains), the
+    others 9 ms (the slow one 40 ms). On the same footing step 0 is 12 ms.
+    """
+    b = _Builder()
+    b.events.append(_x("aten::mm", "cpu_op", -2005, 20))
+    b.launch(-2000, 10, -1000, 46000, 8, name="earlier_gemm")
+    for i in range(5):
+        b.step(i + 1, 10000 * i, 10000)
+    b.launch(100, 10, 500, 9000, 7)
+    b.launch(200, 10, 45000, 3000, 7)
+    cursor = 48000
+    for i in range(1, 5):
+        dur = 40000 if i == slow_step else 9000
+        b.launch(10000 * i + 100, 10, cursor, dur, 7)
+        cursor += dur
+    return b.doc()

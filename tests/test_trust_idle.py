@@ -144,3 +144,68 @@ def test_host_wait_advice_uses_the_per_gpu_figure():
     (advice,) = [r for r in recs if "reduce Python/CPU overhead" in r]
     assert advice.startswith("GPU 0 waits for the host to launch work 7.6 ms, 95% of the 8.0 ms steps window "
                              "(100% of its idle time)")
+
+
+# -- item 7: steps that outlive the profiler ----------------------------------------------------------
+
+def test_step_past_the_profiler_span_is_clipped_and_reported():
+    from tb_plugin.analysis.overview import compute_overview
+    from tb_plugin.analysis.breakdown import CATEGORIES
+    from tb_plugin.synth_idle import outlived_profiler
+
+    ov = compute_overview(_decode(outlived_profiler()))
+    (step,) = ov["steps"]
+    assert step["step"] == "1" and step["total_us"] == pytest.approx(354000)  # ≤ the 355 ms profile
+    assert sum(step[f"{c}_us"] for c in CATEGORIES) == pytest.approx(step["total_us"])
+    assert step["kernel_us"] == pytest.approx(45000)
+    assert ov["configuration"]["clipped_steps"] == [
+        {"step": "1", "host_end_us": pytest.approx(13_300_000), "clipped_to_us": pytest.approx(354000)}]
+
+
+def test_step_inside_the_profiler_span_is_not_clipped():
+    from tb_plugin.analysis.overview import compute_overview
+    from tb_plugin.synth_idle import outlived_profiler
+
+    ov = compute_overview(_decode(outlived_profiler(step_dur=200000)))
+    assert ov["steps"][0]["total_us"] == pytest.approx(200000)
+    assert ov["configuration"]["clipped_steps"] == []
+
+
+def test_triton_sample_step_reads_the_profiled_time_not_13_seconds():
+    from tb_plugin.analysis.overview import compute_overview
+
+    ov = compute_overview(load_trace_file(str(SAMPLES / "hta/triton_example/triton_example.json.gz")))
+    (step,) = ov["steps"]
+    assert step["total_us"] <= 355494.184  # was 13 336 316 µs ("13.3 s, 100 % Other")
+    (clip,) = ov["configuration"]["clipped_steps"]
+    assert clip["step"] == "1" and clip["host_end_us"] == pytest.approx(13336315.805, abs=0.01)
+    assert clip["clipped_to_us"] == pytest.approx(step["end_us"], abs=400)
+
+
+# -- item 8: unbalanced steps on the same footing ---------------------------------------------------------
+
+def _step_advice(doc: dict) -> list[str]:
+    from tb_plugin.analysis.overview import compute_overview
+
+    ov = compute_overview(_decode(doc))
+    return ov, [r for r in ov["recommendations"] if r.startswith("Step ")]
+
+
+def test_pipelined_first_step_stretched_by_earlier_work_is_not_unbalanced():
+    from tb_plugin.analysis.steps import compute_steps
+    from tb_plugin.synth_idle import pipelined_steps
+
+    steps = compute_steps(_decode(pipelined_steps()))
+    assert steps.first_step_prior_work_us == pytest.approx(36000)
+    ov, advice = _step_advice(pipelined_steps())
+    assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 9000, 9000])
+    assert advice == []
+
+
+def test_a_really_slow_step_is_named_with_its_cause():
+    from tb_plugin.synth_idle import pipelined_steps
+
+    ov, (advice,) = _step_advice(pipelined_steps(slow_step=3))
+    assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 40000, 9000])
+    assert advice.startswith("Step 4 takes 40.0 ms, 4.4× the median step (9.0 ms). Most of the extra time is "
+                             "Kernel (+31.0 ms over the median step).")
