@@ -1,6 +1,6 @@
-// The Insights tab of one file: why each GPU idles (per GPU, per stream alone, gap lengths), launch delays
-// (overhead vs queueing) and kernel
-// durations, the exposed-time decomposition per GPU, host synchronizations, recommendations.
+// The Insights tab of one file: why each GPU idles (per GPU, each stream alone, gap lengths), launch delays
+// (overhead vs queueing) and kernel durations, the exposed-time decomposition per GPU, host
+// synchronizations, recommendations.
 import { useMemo } from "react";
 import { insightsUrl, type InsightsReady } from "../api/insightsTypes";
 import type { Selection } from "../api/types";
