@@ -110,14 +110,16 @@ def outlived_profiler(step_dur: float = 13_300_000.0) -> dict:
     return b.doc()
 
 
-def pipelined_steps(slow_step: int | None = None) -> dict:
+def pipelined_steps(slow_step: int | None = None, slow_first: bool = False) -> dict:
     """Five 10 ms host steps ``[10000 i, 10000 (i + 1)]`` (i = 0…4) whose GPU work lags behind.
 
     Before the first step, a kernel launched at t = −2000 runs ``[−1000, 45000]`` on stream 8. Step 0
     launches ``[500, 9500]`` and ``[45000, 48000]`` (stream 7, the second waits for the earlier work);
     steps 1–4 each launch one kernel of 9 ms (40 ms for ``slow_step``) that run back to back from
     48000. Steps: step 0 = ``[0, 48000]`` (48 ms, of which 36 ms only the earlier kernel explains), the
-    others 9 ms (the slow one 40 ms). On the same footing step 0 is 12 ms.
+    others 9 ms (the slow one 40 ms). On the same footing step 0 is 12 ms. With ``slow_first``, step 0
+    also launches a kernel ``[9500, 45000]`` on stream 9: its own work then covers ``[500, 48000]``, so
+    only ``[0, 500)`` is explained by the earlier kernel alone and step 0 is 47.5 ms on the same footing.
     """
     b = _Builder()
     b.events.append(_x("aten::mm", "cpu_op", -2005, 20))
@@ -126,6 +128,8 @@ def pipelined_steps(slow_step: int | None = None) -> dict:
         b.step(i + 1, 10000 * i, 10000)
     b.launch(100, 10, 500, 9000, 7)
     b.launch(200, 10, 45000, 3000, 7)
+    if slow_first:
+        b.launch(300, 10, 9500, 35500, 9)
     cursor = 48000
     for i in range(1, 5):
         dur = 40000 if i == slow_step else 9000

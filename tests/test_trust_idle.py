@@ -75,6 +75,8 @@ def test_every_sample_gpu_idle_within_window_and_parts_add_up(path):
         assert min(gpu["host_wait_us"], gpu["short_gap_us"], gpu["other_us"]) >= 0
         assert gpu["busy_us"] + gpu["idle_us"] == pytest.approx(gpu["window_us"], rel=1e-9, abs=1e-6)
         assert gpu["launch_bound_us"] <= gpu["host_wait_us"] + 1e-6
+    exposed = {g["device"]: g["idle_us"] for g in exposed_time(trace)["gpus"]}
+    assert {g["device"]: pytest.approx(g["idle_us"], abs=1e-6) for g in idle["gpus"]} == exposed
     for s in idle["per_stream"]:
         assert 0 <= s["idle_us"] <= idle["window_us"] + 1e-6
         assert s["host_wait_us"] + s["short_gap_us"] + s["other_us"] == pytest.approx(s["idle_us"], abs=1e-6)
@@ -209,3 +211,12 @@ def test_a_really_slow_step_is_named_with_its_cause():
     assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 40000, 9000])
     assert advice.startswith("Step 4 takes 40.0 ms, 4.4× the median step (9.0 ms). Most of the extra time is "
                              "Kernel (+31.0 ms over the median step).")
+
+
+def test_a_first_step_slow_on_its_own_is_named_and_the_earlier_work_said():
+    from tb_plugin.synth_idle import pipelined_steps
+
+    ov, (advice,) = _step_advice(pipelined_steps(slow_first=True))
+    assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 9000, 9000])
+    assert advice.startswith("Step 1 takes 47.5 ms without the 500 µs of GPU work launched before it, 5.3× the "
+                             "median step (9.0 ms). Most of the extra time is Kernel")
