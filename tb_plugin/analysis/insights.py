@@ -1,11 +1,17 @@
 """Performance insights for one trace (single rank too). Times are µs.
 
-- **Stream idle time**, per GPU stream, inside the steps window: the gaps between consecutive device
-  work on the stream (kernels, memcpy, memset; overlapping work merged). A gap is
-  *host wait* when the work after it was launched (its runtime call ended) after the gap began — the
-  GPU had nothing queued; else a *short gap* when shorter than :data:`SHORT_GAP_US`; else *other*.
-- **Launch delay** of a kernel = its start − the end of its launch call, floored at 0. A kernel is
-  *shorter than its launch overhead* when its duration is below its launch call's duration.
+- **GPU idle time**, per GPU over the steps window: window − the union of busy time over all that
+  GPU's streams, split into host wait / short gap / other by what ended each idle gap
+  (:mod:`~tb_plugin.analysis.gpu_idle` has the exact rules). Per-stream splits are reported too,
+  labelled per stream (``per_stream``) and never summed into a GPU or total idle.
+- **Launch delay** of a kernel = its start − the end of its launch call, floored at 0. It is split into
+  **launch overhead** = the part of ``[launch end, kernel start]`` during which the kernel's GPU (all
+  its streams) was idle, and **queueing** = the rest (the GPU was busy with earlier work). The kernel's
+  own interval starts at the kernel start, so it never covers any of that interval: the union of all
+  the GPU's work gives the same answer as the union without the kernel. A kernel is *shorter than its
+  launch* when its duration is below its launch call's duration.
+- **CUDA graphs in use**: the trace replays graphs (``cudaGraphLaunch``/``hipGraphLaunch``/``cuGraphLaunch``
+  calls) or captures them (``*StreamBeginCapture*``, ``*StreamGetCaptureInfo*`` calls).
 - **Exposed time** of each GPU over the steps window, in this order, each part excluding the ones
   before it: computation (non-communication kernels), exposed communication, exposed memcpy/memset,
   idle. The four add up to the window.
@@ -14,6 +20,15 @@
 - **Host synchronization**: ``cuda_sync`` events and synchronizing runtime calls
   (:data:`SYNC_CALLS`), the operator that issued each (innermost operator around it), and the GPU idle
   time after each: from its end to the next device work start on any stream of the same process's GPUs.
+
+Advice (:func:`insight_recommendations`), per GPU:
+
+- *Reduce CPU overhead* when the GPU's host wait is more than half its idle time and at least
+  :data:`HOST_WAIT_WINDOW_SHARE` of the window.
+- *CUDA graphs / torch.compile* when the trace neither replays nor captures CUDA graphs, and the GPU's
+  launch-bound idle (idle gaps that ended with a kernel shorter than its launch call, whose launch
+  ended after the gap began) is at least :data:`LAUNCH_BOUND_WINDOW_SHARE` of the window, over at
+  least :data:`LAUNCH_BOUND_MIN_GAPS` gaps.
 """
 
 from __future__ import annotations
@@ -24,101 +39,99 @@ from ..trace.categories import Kind
 from ..trace.links import _cached, device_mask, launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
+from .gpu_idle import SHORT_GAP_US, Busy, gpu_idle, stream_idle_split, window
 from .intervals import merge
 from .op_tree import op_tree
-from .steps import compute_steps
 
-SHORT_GAP_US = 10.0
 GAP_BINS_US = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000, float("inf"))
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
               "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize",
               "hipMemcpy", "cuStreamSynchronize", "cuCtxSynchronize")
-SHORT_KERNEL_SHARE = 0.3  # recommend CUDA graphs / torch.compile above this share
+GRAPH_LAUNCH_PREFIXES = ("cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch")
+GRAPH_CAPTURE_MARKERS = ("StreamBeginCapture", "StreamGetCaptureInfo")
+HOST_WAIT_WINDOW_SHARE = 0.10  # reduce-CPU-overhead advice: host wait ≥ this share of the window
+LAUNCH_BOUND_WINDOW_SHARE = 0.10  # CUDA-graphs advice: launch-bound idle ≥ this share of the window
+LAUNCH_BOUND_MIN_GAPS = 50  # … over at least this many gaps ("many short kernels")
 
 
-def _window(trace: Trace) -> tuple[float, float]:
-    lo, hi = compute_steps(trace).window
-    if hi <= lo:
-        ev = trace.events
-        return (float(ev.ts.min()), float((ev.ts + ev.dur).max())) if len(ev) else (0.0, 0.0)
-    return lo, hi
+
+def _histogram(values: np.ndarray) -> dict:
+    """The documented {edges_us, counts} shape over :data:`GAP_BINS_US` (null = +∞)."""
+    return {"edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
+            "counts": np.histogram(values, bins=np.array(GAP_BINS_US))[0].tolist()}
 
 
 def stream_idle(trace: Trace) -> dict:
-    """Idle time per stream split into host wait / short gap / other, and a gap-length histogram."""
+    """Per GPU idle time (≤ the window) split into host wait / short gap / other; per-stream splits
+    (``per_stream``, labelled per stream, never summed); a histogram of the GPUs' idle gap lengths."""
+    lo, hi = window(trace)
+    gpus, lengths = [], []
+    for g in gpu_idle(trace):
+        gaps = g.gaps
+        gpus.append({"device": g.device, "window_us": hi - lo, "busy_us": float(g.busy.cum[-1]), **gaps.split(),
+                     "launch_bound_us": float(gaps.length[gaps.launch_bound].sum()),
+                     "launch_bound_gaps": int(gaps.launch_bound.sum())})
+        lengths.append(gaps.length)
+    return {"short_gap_threshold_us": SHORT_GAP_US, "window_us": hi - lo, "gpus": gpus,
+            "per_stream": stream_idle_split(trace),
+            "gap_histogram": _histogram(np.concatenate(lengths) if lengths else np.zeros(0))}
+
+
+def graph_use(trace: Trace) -> dict:
+    """Counts of CUDA/HIP graph replay calls and stream-capture calls in the trace."""
     ev = trace.events
-    lo, hi = _window(trace)
-    dev = np.flatnonzero(device_mask(trace))
-    launcher = launch_of(trace)
-    streams = []
-    totals = {"host_wait_us": 0.0, "short_gap_us": 0.0, "other_us": 0.0}
-    all_gaps = []
-    key = ev.device[dev].astype(np.int64) << 32 | (ev.stream[dev] & 0xFFFFFFFF)
-    for k in np.unique(key):
-        rows = dev[key == k]
-        rows = rows[np.argsort(ev.ts[rows], kind="stable")]
-        start, end = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
-        inside = (end > lo) & (start < hi)
-        rows, start, end = rows[inside], start[inside], end[inside]
-        if len(rows) < 2:
-            continue
-        reach = np.maximum.accumulate(end)
-        gap_start, gap_end = reach[:-1], start[1:]
-        is_gap = gap_end > gap_start
-        nxt = rows[1:][is_gap]
-        g0, g1 = np.clip(gap_start[is_gap], lo, hi), np.clip(gap_end[is_gap], lo, hi)
-        length = g1 - g0
-        launch = launcher[nxt]
-        launch_end = np.where(launch >= 0, ev.ts[np.maximum(launch, 0)] + ev.dur[np.maximum(launch, 0)], -np.inf)
-        host = launch_end > g0
-        short = ~host & (length < SHORT_GAP_US)
-        part = {"host_wait_us": float(length[host].sum()), "short_gap_us": float(length[short].sum()),
-                "other_us": float(length[~host & ~short].sum())}
-        for name in totals:
-            totals[name] += part[name]
-        all_gaps.append(length)
-        streams.append({"device": int(k >> 32), "stream": int(k & 0xFFFFFFFF), **part,
-                        "busy_us": float(np.sum(merge(np.clip(start, lo, hi), np.clip(end, lo, hi))[1]
-                                                - merge(np.clip(start, lo, hi), np.clip(end, lo, hi))[0]))})
-    gaps = np.concatenate(all_gaps) if all_gaps else np.zeros(0)
-    counts, _ = np.histogram(gaps, bins=np.array(GAP_BINS_US))
-    return {"short_gap_threshold_us": SHORT_GAP_US, "streams": streams, **totals,
-            "gap_histogram": {"edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
-                              "counts": counts.tolist()}}
+    replay = trace.name_mask(lambda s: s.startswith(GRAPH_LAUNCH_PREFIXES))
+    capture = trace.name_mask(lambda s: any(m in s for m in GRAPH_CAPTURE_MARKERS))
+    host = ~device_mask(trace) & (ev.kind != Kind.GPU_USER_ANNOTATION)
+    return {"replays": int((replay & host).sum()), "captures": int((capture & host).sum())}
+
+
+def _spread(values: np.ndarray) -> dict:
+    if len(values) == 0:
+        return {"p50": None, "p95": None, "total": 0.0}
+    return {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)),
+            "total": float(values.sum())}
 
 
 def launch_delays(trace: Trace) -> dict:
-    """Launch delay and kernel duration distributions, and the share of kernels shorter than their launch."""
+    """Launch delay (p50/p95/max) split into launch overhead and queueing (p50/p95/total), kernel
+    duration histogram, the share of kernels shorter than their launch, and CUDA graph use."""
     ev = trace.events
     launcher = launch_of(trace)
     k = np.flatnonzero((ev.kind == Kind.KERNEL) & (launcher >= 0))
-    edges = np.array(GAP_BINS_US)
-
-    def histogram(values: np.ndarray) -> dict:
-        # Always the documented {edges_us, counts} shape (all-zero counts without kernels): the UI draws it.
-        return {"edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
-                "counts": np.histogram(values, bins=edges)[0].tolist()}
-
+    graphs = graph_use(trace)
     if len(k) == 0:
         empty = np.zeros(0)
         return {"kernels": 0, "p50": None, "p95": None, "max": None, "short_kernel_share": None,
-                "delay_histogram": histogram(empty), "duration_histogram": histogram(empty)}
+                "overhead_us": _spread(empty), "queueing_us": _spread(empty), "graphs": graphs,
+                "delay_histogram": _histogram(empty), "duration_histogram": _histogram(empty)}
     src = launcher[k]
-    delay = np.maximum(ev.ts[k] - (ev.ts[src] + ev.dur[src]), 0.0)
-    shorter = ev.dur[k] < ev.dur[src]
+    launch_end = ev.ts[src] + ev.dur[src]
+    start = ev.ts[k]
+    delay = np.maximum(start - launch_end, 0.0)
+    overhead = np.zeros(len(k))
+    dev = device_mask(trace)
+    for d in np.unique(ev.device[k]):
+        on = ev.device[k] == d
+        work = dev & (ev.device == d)
+        busy = Busy.of(ev.ts[work], ev.ts[work] + ev.dur[work])
+        overhead[on] = busy.idle_in(launch_end[on], start[on])
+    overhead = np.clip(overhead, 0.0, delay)
+    queueing = delay - overhead
     return {
         "kernels": int(len(k)),
         "p50": float(np.percentile(delay, 50)), "p95": float(np.percentile(delay, 95)), "max": float(delay.max()),
-        "short_kernel_share": float(shorter.mean()),
-        "delay_histogram": histogram(delay),
-        "duration_histogram": histogram(ev.dur[k]),
+        "short_kernel_share": float((ev.dur[k] < ev.dur[src]).mean()),
+        "overhead_us": _spread(overhead), "queueing_us": _spread(queueing), "graphs": graphs,
+        "delay_histogram": _histogram(delay),
+        "duration_histogram": _histogram(ev.dur[k]),
     }
 
 
 def exposed_time(trace: Trace) -> dict:
     """Per GPU and in total: computation, exposed communication, exposed memcpy, idle (sum = window)."""
     ev = trace.events
-    lo, hi = _window(trace)
+    lo, hi = window(trace)
     masks = category_masks(trace)
     compute = masks["kernel"]
     comm = masks["communication"] & device_mask(trace)
@@ -207,18 +220,26 @@ def insights(trace: Trace) -> dict:
 
 
 def insight_recommendations(doc: dict) -> list[str]:
-    """Quantified advice from :func:`insights`."""
+    """Quantified advice from :func:`insights` (rules in this module's docstring), per GPU."""
     out = []
-    launch = doc["launch"]
-    if launch["short_kernel_share"] is not None and launch["short_kernel_share"] > SHORT_KERNEL_SHARE:
-        out.append(f"{100 * launch['short_kernel_share']:.0f}% of kernels run shorter than the CPU call that "
-                   "launches them: the GPU waits on the host. Capture the step with CUDA graphs or use "
-                   "torch.compile(mode='reduce-overhead') to cut launch overhead.")
-    idle = doc["idle"]
-    total_idle = idle["host_wait_us"] + idle["short_gap_us"] + idle["other_us"]
-    if total_idle > 0 and idle["host_wait_us"] > 0.5 * total_idle:
-        out.append(f"{idle['host_wait_us'] / 1000:.1f} ms of GPU stream idle time ({100 * idle['host_wait_us'] / total_idle:.0f}% "
-                   "of it) is spent waiting for the host to launch work: reduce Python/CPU overhead per step.")
+    launch, idle = doc["launch"], doc["idle"]
+    graphs = launch.get("graphs") or {}
+    uses_graphs = graphs.get("replays", 0) + graphs.get("captures", 0) > 0
+    for gpu in idle["gpus"]:
+        win = gpu["window_us"]
+        if (not uses_graphs and win > 0 and gpu["launch_bound_gaps"] >= LAUNCH_BOUND_MIN_GAPS
+                and gpu["launch_bound_us"] >= LAUNCH_BOUND_WINDOW_SHARE * win):
+            out.append(f"GPU {gpu['device']} idles {gpu['launch_bound_us'] / 1000:.1f} ms "
+                       f"({100 * gpu['launch_bound_us'] / win:.0f}% of the steps window) in {gpu['launch_bound_gaps']} "
+                       "gaps that each ended with a kernel shorter than the CPU call that launched it: the GPU waits "
+                       "for kernel launches. Capture the step with CUDA graphs or use "
+                       "torch.compile(mode='reduce-overhead') to cut launch overhead.")
+    for gpu in idle["gpus"]:
+        win, wait, total = gpu["window_us"], gpu["host_wait_us"], gpu["idle_us"]
+        if win > 0 and total > 0 and wait > 0.5 * total and wait >= HOST_WAIT_WINDOW_SHARE * win:
+            out.append(f"GPU {gpu['device']} waits for the host to launch work {wait / 1000:.1f} ms, "
+                       f"{100 * wait / win:.0f}% of the {win / 1000:.1f} ms steps window ({100 * wait / total:.0f}% of "
+                       "its idle time): reduce Python/CPU overhead per step.")
     syncs = doc["syncs"]
     if syncs["by_operator"] and syncs["gpu_idle_after_us"] > 0:
         worst = syncs["by_operator"][0]

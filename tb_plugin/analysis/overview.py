@@ -50,6 +50,8 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
         gpus,
         fp32_eligible_kernel_us,
         peak_allocated_by_gpu(trace),
+        first_step_prior_us=steps.first_step_prior_work_us,
+        step_breakdown=step_rows,
     )
     lo, hi = steps.window
     return {
@@ -62,6 +64,9 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
             "average_step_us": average["total_us"],
             "has_step_markers": steps.has_markers,
             "dropped_tail_steps": steps.dropped_tail,
+            # steps whose annotation outlived the profiler, cut at its end (µs from the first step's start)
+            "clipped_steps": [{"step": c["step"], "host_end_us": c["host_end_us"] - origin,
+                               "clipped_to_us": c["clipped_to_us"] - origin} for c in steps.clipped],
             "distributed": _distributed(trace),
             "trace_format": trace.meta.get("trace_format"),
             "pytorch_version": trace.meta.get("pytorch_version"),

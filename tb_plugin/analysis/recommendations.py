@@ -12,8 +12,10 @@ Rules (thresholds are percentages of the average step time unless said otherwise
   time. We differ: the incumbent fires on eligible operators of any precision and reads AMD's
   architecture number as a CUDA capability.
 - Peak allocated memory > 90 % of a device's memory → activation checkpointing or AMP.
-- Unbalanced steps: the slowest step is more than 1.5× the median step and 10 % of the mean above
-  it → name that step.
+- Unbalanced steps: steps are compared on the same footing — the first step without the GPU time that
+  only work launched before it explains (``Steps.first_step_prior_work_us``; in a pipelined trace it
+  stretches the first step). When the slowest step is then more than 1.5× the median step and 10 % of
+  the mean above it → name that step and the category that exceeds its median the most.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ _LABELS = {
 
 
 def recommend(average: dict[str, float], step_totals: list[float], step_names: list[str], gpus: list,
-              fp32_eligible_kernel_us: dict[int, float], peak_memory: dict[int, int]) -> list[str]:
+              fp32_eligible_kernel_us: dict[int, float], peak_memory: dict[int, int],
+              first_step_prior_us: float = 0.0, step_breakdown: list[dict] | None = None) -> list[str]:
     """Return recommendations, most important first. ``average`` holds the ``*_us`` keys;
-    ``fp32_eligible_kernel_us`` maps a device to the kernel time of its FP32 tensor-core-eligible ops."""
+    ``fp32_eligible_kernel_us`` maps a device to the kernel time of its FP32 tensor-core-eligible ops;
+    ``step_breakdown`` the per-step ``*_us`` categories (to name what makes a step long)."""
     out: list[str] = []
     total = average.get("total_us", 0.0)
     if total <= 0:
@@ -81,17 +85,35 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
                 f"{gpu.memory_bytes / 2**30:.1f} GiB. Use activation checkpointing or mixed precision to leave "
                 "headroom."
             )
-    if len(step_totals) >= 3:
-        totals = np.asarray(step_totals)
-        median = float(np.median(totals))
-        worst = int(np.argmax(totals))
-        if median > 0 and totals[worst] > UNBALANCED_RATIO * median and totals[worst] > 1.1 * totals.mean():
-            out.append(
-                f"Step {step_names[worst]} takes {totals[worst] / 1000:.1f} ms, {totals[worst] / median:.1f}× the "
-                f"median step ({median / 1000:.1f} ms). Look for what is special about it (warm-up, "
-                "checkpointing, evaluation, a data stall)."
-            )
+    unbalanced = _unbalanced_step(step_totals, step_names, first_step_prior_us, step_breakdown)
+    if unbalanced:
+        out.append(unbalanced)
     return out
+
+
+def _unbalanced_step(step_totals: list[float], step_names: list[str], first_step_prior_us: float,
+                     step_breakdown: list[dict] | None) -> str | None:
+    """The unbalanced-steps advice (module docstring), or None."""
+    if len(step_totals) < 3:
+        return None
+    footing = np.asarray(step_totals, dtype=np.float64).copy()
+    prior = min(max(first_step_prior_us, 0.0), footing[0])
+    footing[0] -= prior
+    median = float(np.median(footing))
+    worst = int(np.argmax(footing))
+    if not (median > 0 and footing[worst] > UNBALANCED_RATIO * median and footing[worst] > 1.1 * footing.mean()):
+        return None
+    took = f"Step {step_names[worst]} takes {_duration(footing[worst])}"
+    if worst == 0 and prior > 0:
+        took += f" without the {_duration(prior)} of GPU work launched before it"
+    text = f"{took}, {footing[worst] / median:.1f}× the median step ({_duration(median)})."
+    if step_breakdown and len(step_breakdown) == len(footing):
+        keys = [k for k in _LABELS if all(k in row for row in step_breakdown)]
+        excess = {k: step_breakdown[worst][k] - float(np.median([row[k] for row in step_breakdown])) for k in keys}
+        top = max(excess, key=lambda k: excess[k]) if excess else None
+        if top is not None and excess[top] > 0:
+            text += f" Most of the extra time is {_LABELS[top]} (+{_duration(excess[top])} over the median step)."
+    return text + " Look for what is special about it (warm-up, checkpointing, evaluation, a data stall)."
 
 
 def _duration(us: float) -> str:

@@ -10,11 +10,21 @@ Definitions (µs):
   does inside ``ProfilerStep#N``. Otherwise there is one step named ``"0"`` over all host events, or
   over all events when the trace has no host events (we differ from torch-tb-profiler there: it
   finds no step).
+- **Profiler span clip**: a marker step whose host end lies past the end of the trace's own profiler
+  span (the ``PyTorch Profiler (N)`` event of category ``Trace``; the union of them when there are
+  several) ends at the span's end instead: the profiler recorded nothing after it, so the rest of
+  the annotation is not profiled time (a ``ProfilerStep#1`` closed 13 s after a 355 ms profile would
+  otherwise read 13 s of Other). Each clipped step is listed in :attr:`Steps.clipped`. We differ from
+  torch-tb-profiler there: it keeps the annotation's full length.
 - **Device extent** of a step: the device work (kernel, memcpy, memset) launched by the runtime or
   driver calls that lie entirely inside the host step.
 - **Step bounds**: ``start = max(previous end, host start)`` and ``end = max(host end, device end)``.
   The first step's "previous end" is its host start, or, when it has device work, the latest end of
   device work not launched from any step that finished before the step's first device work.
+- **Prior work in the first step** (:attr:`Steps.first_step_prior_work_us`): the time inside the first
+  step during which the GPU ran only device work launched outside every step (before it):
+  ``|own ∪ prior| − |own|`` over ``[start, end]`` of the first step, where *own* is the device work
+  the first step launched. The unbalanced-steps advice compares the first step without it.
 - **Tail trim** (only in a trace with device work): trailing steps with no device work are dropped,
   then the last step is dropped when it has fewer than 0.8× the device events of the step before it
   (the profiler cut its kernels off). A CPU-only trace keeps every step.
@@ -30,6 +40,7 @@ import numpy as np
 from ..trace.categories import COMPOSER_BATCH, PROFILER_STEP_PREFIX, Kind
 from ..trace.links import device_mask, launch_mask, launch_of
 from ..trace.model import Trace
+from .intervals import covered_length
 
 TAIL_DEVICE_EVENT_RATIO = 0.8
 
@@ -47,6 +58,11 @@ class Steps:
     has_markers: bool
     has_device_work: bool
     dropped_tail: list[str]
+    #: steps cut at the profiler span's end: ``{"step", "host_end_us", "clipped_to_us"}`` (absolute µs)
+    clipped: list[dict] = dataclasses.field(default_factory=list)
+    #: µs of the first step during which the GPU ran only work launched outside every step (a pipelined
+    #: trace: work launched before the first step still runs in it): union(own ∪ prior) − union(own)
+    first_step_prior_work_us: float = 0.0
 
     def __len__(self) -> int:
         return len(self.names)
@@ -57,6 +73,30 @@ class Steps:
         if not self.names:
             return 0.0, 0.0
         return float(self.start[0]), float(self.end[-1])
+
+
+def profiler_span(trace: Trace) -> tuple[float, float] | None:
+    """``[start, end]`` (µs) of the trace's own ``PyTorch Profiler`` span(s) (category ``Trace``), or None."""
+    ev = trace.events
+    cats = trace.name_ids(lambda s: s.lower() == "trace")
+    if len(cats) == 0:
+        return None
+    rows = np.isin(ev.cat, cats) & trace.name_mask(lambda s: s.startswith("PyTorch Profiler")) & (ev.dur > 0)
+    if not rows.any():
+        return None
+    return float(ev.ts[rows].min()), float((ev.ts[rows] + ev.dur[rows]).max())
+
+
+def _clip_to_profiler_span(trace: Trace, names: list[str], h_start: np.ndarray, h_end: np.ndarray):
+    """Host ends past the profiler span's end, cut to it (module docstring); returns (h_end, clipped)."""
+    span = profiler_span(trace)
+    if span is None or not len(names):
+        return h_end, []
+    end = span[1]
+    over = (h_end > end) & (h_start < end)
+    clipped = [{"step": names[i], "host_end_us": float(h_end[i]), "clipped_to_us": end}
+               for i in np.flatnonzero(over).tolist()]
+    return np.where(over, end, h_end), clipped
 
 
 def host_steps(trace: Trace) -> tuple[list[str], np.ndarray, np.ndarray, bool]:
@@ -113,6 +153,9 @@ def _composer_steps(trace: Trace):
 def compute_steps(trace: Trace) -> Steps:
     """Apply the step rules of this module's docstring."""
     names, h_start, h_end, has_markers = host_steps(trace)
+    clipped: list[dict] = []
+    if has_markers:
+        h_end, clipped = _clip_to_profiler_span(trace, names, h_start, h_end)
     ev = trace.events
     is_device = device_mask(trace)
     has_device_work = bool(is_device.any())
@@ -136,6 +179,7 @@ def compute_steps(trace: Trace) -> Steps:
     start = np.zeros(n)
     end = np.zeros(n)
     prev_end = h_start[0] if n else 0.0
+    prior_work = 0.0
     if n and dev_count[0] > 0:
         unmatched = is_device & (device_step < 0)
         ends = ev.ts[unmatched] + ev.dur[unmatched]
@@ -147,6 +191,13 @@ def compute_steps(trace: Trace) -> Steps:
         end[i] = max(h_end[i], dev_end[i]) if dev_count[i] else h_end[i]
         end[i] = max(end[i], start[i])
         prev_end = end[i]
+    if n and dev_count[0] > 0:
+        # GPU time of the first step explained only by device work launched outside every step
+        own = device_step == 0
+        prior = is_device & (device_step < 0)
+        both = own | prior
+        prior_work = (covered_length(ev.ts[both], ev.ts[both] + ev.dur[both], start[0], end[0])
+                      - covered_length(ev.ts[own], ev.ts[own] + ev.dur[own], start[0], end[0]))
 
     keep = n
     if has_device_work and has_markers and dev_count.any():
@@ -164,6 +215,8 @@ def compute_steps(trace: Trace) -> Steps:
         has_markers=has_markers,
         has_device_work=has_device_work,
         dropped_tail=names[keep:],
+        clipped=[c for c in clipped if c["step"] in names[:keep]],
+        first_step_prior_work_us=prior_work,
     )
 
 

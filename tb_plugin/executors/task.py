@@ -10,7 +10,7 @@ The aggregate (``RankResult.aggregate``) is a dict:
 - ``distributed``: :func:`~tb_plugin.analysis.distributed.rank_reduce` (rank, world size,
   communication kernels, per-step overlap; µs, bytes), combined across ranks by
   :func:`~tb_plugin.analysis.distributed.combine_ranks`;
-- ``insights``: the report's insight figures of this rank (stream idle split, launch delay p50/p95,
+- ``insights``: the report's insight figures of this rank (per-GPU idle split, launch delay p50/p95 and overhead/queueing p50,
   exposed time; µs);
 - ``tables`` (only when ``RankJob.tables``): the report's per-worker sections: ``overview``,
   ``operators``, ``kernels``, ``modules``, ``memory``. Their size grows with the number of distinct
@@ -128,7 +128,10 @@ def unpack(data: bytes) -> Any:
 def report_insights(found: dict) -> dict:
     """The insight figures the report prints, from :meth:`FileViews.insights` (µs)."""
     return {
-        "idle": {k: found["idle"][k] for k in ("host_wait_us", "short_gap_us", "other_us")},
-        "launch_delay_us": {"p50": found["launch"]["p50"], "p95": found["launch"]["p95"]},
+        "idle": {"gpus": [{k: g[k] for k in ("device", "window_us", "idle_us", "host_wait_us", "short_gap_us", "other_us")}
+                          for g in found["idle"]["gpus"]]},
+        "launch_delay_us": {"p50": found["launch"]["p50"], "p95": found["launch"]["p95"],
+                            "overhead_p50": found["launch"]["overhead_us"]["p50"],
+                            "queueing_p50": found["launch"]["queueing_us"]["p50"]},
         "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us", "idle_us")},
     }

@@ -8,22 +8,45 @@ export interface Histogram {
   counts: number[];
 }
 
-export interface StreamIdle {
+/** Idle split of one GPU over the steps window: idle = window − union of busy time over all its streams. */
+export interface GpuIdle {
   device: number;
-  stream: number;
+  window_us: number;
+  busy_us: number;
+  idle_us: number;
   host_wait_us: number;
   short_gap_us: number;
   other_us: number;
+  /** Host-wait gaps ended by a kernel shorter than its launch call. */
+  launch_bound_us: number;
+  launch_bound_gaps: number;
+}
+
+/** Idle split of one stream alone (window − that stream's busy time); never summed across streams. */
+export interface StreamIdle {
+  device: number;
+  stream: number;
+  carries: "compute" | "communication" | "copy";
   busy_us: number;
+  idle_us: number;
+  host_wait_us: number;
+  short_gap_us: number;
+  other_us: number;
 }
 
 export interface IdleInsights {
   short_gap_threshold_us: number;
-  host_wait_us: number;
-  short_gap_us: number;
-  other_us: number;
-  streams: StreamIdle[];
+  window_us: number;
+  gpus: GpuIdle[];
+  per_stream: StreamIdle[];
   gap_histogram: Histogram;
+}
+
+/** p50/p95 (null without kernels) and total, µs. */
+export interface Spread {
+  p50: number | null;
+  p95: number | null;
+  total: number;
 }
 
 export interface LaunchInsights {
@@ -32,6 +55,11 @@ export interface LaunchInsights {
   p95: number | null;
   max: number | null;
   short_kernel_share: number | null;
+  /** Part of each launch delay during which the kernel's GPU was idle. */
+  overhead_us: Spread;
+  /** Part of each launch delay during which the GPU was busy with earlier work. */
+  queueing_us: Spread;
+  graphs: { replays: number; captures: number };
   delay_histogram: Histogram;
   duration_histogram: Histogram;
 }

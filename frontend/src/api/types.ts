@@ -45,6 +45,12 @@ export interface DistributedInfo {
   world_size: number;
 }
 
+export interface ClippedStep {
+  step: string;
+  host_end_us: number;
+  clipped_to_us: number;
+}
+
 export interface Configuration {
   workers_in_run: number;
   device_type: "GPU" | "CPU" | string;
@@ -55,6 +61,8 @@ export interface Configuration {
   has_step_markers: boolean;
   /** Names of trailing steps left out because their device work was cut off; optional for old servers. */
   dropped_tail_steps?: string[];
+  /** Steps whose annotation ran past the end of the profiler, cut there (µs from the first step's start). */
+  clipped_steps?: ClippedStep[];
   distributed: DistributedInfo | null;
   trace_format: string;
   pytorch_version: string | null;

@@ -1,5 +1,5 @@
 import type { ReactNode } from "react";
-import type { Configuration } from "../api/types";
+import type { ClippedStep, Configuration } from "../api/types";
 import { DEFINITIONS } from "../util/definitions";
 import { DASH, formatBool, formatDuration, formatNumber, formatText } from "../util/format";
 import { Card } from "./Card";
@@ -8,6 +8,14 @@ import { InfoTooltip } from "./InfoTooltip";
 function distributedText(d: Configuration["distributed"]): string {
   if (!d) return DASH;
   return `${d.backend}, rank ${d.rank} of ${d.world_size}`;
+}
+
+/** One sentence per step cut at the profiler's end. */
+export function clippedStepText(c: ClippedStep): string {
+  return (
+    `Step ${c.step}: its annotation runs to ${formatDuration(c.host_end_us)}, past the end of the profiler; ` +
+    `it is cut at ${formatDuration(c.clipped_to_us)}, where the profile ends.`
+  );
 }
 
 /** What was profiled: device, steps, framework version, distributed setup. */
@@ -37,6 +45,13 @@ export function ConfigurationCard({ configuration: c }: { configuration: Configu
           </div>
         ))}
       </dl>
+      {c.clipped_steps && c.clipped_steps.length > 0 ? (
+        <div className="notice notice-info" data-testid="clipped-steps-note">
+          {c.clipped_steps.map((s) => (
+            <p key={s.step}>{clippedStepText(s)}</p>
+          ))}
+        </div>
+      ) : null}
     </Card>
   );
 }

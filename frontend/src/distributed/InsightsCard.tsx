@@ -6,12 +6,13 @@ import { RemoteStatus } from "../components/RemoteStatus";
 import { useRemote } from "../hooks/useRemote";
 import { formatDuration } from "../util/format";
 import { ExposedBar } from "./ExposedBar";
+import { GpuIdleStats } from "./GpuIdleStats";
 import { INSIGHT_DEFS } from "./definitions";
 import { openView } from "./openView";
 import { Stat } from "./Stat";
 import { useDistributedStyles } from "./useDistributedStyles";
 
-/** The Overview's compact Insights: idle totals, launch delay p50/p95, exposed bar, recommendations. */
+/** The Overview's compact Insights: idle per GPU, launch delay p50/p95 and its split, exposed bar, recommendations. */
 export function InsightsCard({ selection }: { selection: Selection }) {
   useDistributedStyles();
   const state = useRemote<InsightsReady>(insightsUrl(selection));
@@ -34,12 +35,18 @@ export function InsightsCard({ selection }: { selection: Selection }) {
 function InsightsSummary({ data }: { data: InsightsReady }) {
   return (
     <>
+      {data.idle.gpus.map((g) => (
+        <GpuIdleStats key={g.device} gpu={g} many={data.idle.gpus.length > 1} />
+      ))}
       <div className="stat-grid">
-        <Stat label={<InfoTooltip label="Host wait" text={INSIGHT_DEFS.hostWait} />} value={formatDuration(data.idle.host_wait_us)} />
-        <Stat label={<InfoTooltip label="Short gaps" text={INSIGHT_DEFS.shortGap} />} value={formatDuration(data.idle.short_gap_us)} />
-        <Stat label={<InfoTooltip label="Other idle" text={INSIGHT_DEFS.otherGap} />} value={formatDuration(data.idle.other_us)} />
         <Stat label={<InfoTooltip label="Launch delay p50" text={INSIGHT_DEFS.launchDelay} />} value={formatDuration(data.launch.p50)} testId="card-launch-p50" />
         <Stat label="Launch delay p95" value={formatDuration(data.launch.p95)} />
+        <Stat
+          label={<InfoTooltip label="Launch overhead p50" text={INSIGHT_DEFS.launchOverhead} />}
+          value={formatDuration(data.launch.overhead_us.p50)}
+          testId="card-overhead-p50"
+        />
+        <Stat label={<InfoTooltip label="Queueing p50" text={INSIGHT_DEFS.queueing} />} value={formatDuration(data.launch.queueing_us.p50)} />
       </div>
       <div className="exposed-row-title">
         <InfoTooltip label="Exposed time over the steps window" text={INSIGHT_DEFS.exposed} />

@@ -94,13 +94,14 @@ export const IDLE_PARTS = [
   { key: "other_us", label: "Other", color: "#bab0ac" },
 ] as const;
 
-export function streamLabel(s: Pick<StreamIdle, "device" | "stream">): string {
-  return `GPU ${s.device} stream ${s.stream}`;
+export function streamLabel(s: Pick<StreamIdle, "device" | "stream"> & { carries?: StreamIdle["carries"] }): string {
+  const carries = s.carries && s.carries !== "compute" ? ` (${s.carries} only)` : "";
+  return `GPU ${s.device} stream ${s.stream}${carries}`;
 }
 
-/** One horizontal stacked bar per stream: host wait / short gap / other idle time. */
+/** One horizontal stacked bar per stream (that stream alone): host wait / short gap / other idle time. */
 export function streamIdleOption(streams: StreamIdle[], textColor: string): ChartOption {
-  const unit = chooseTimeUnit(Math.max(0, ...streams.map((s) => s.host_wait_us + s.short_gap_us + s.other_us)));
+  const unit = chooseTimeUnit(Math.max(0, ...streams.map((s) => s.idle_us)));
   const titles = streams.map(streamLabel);
   return {
     ...baseOption(textColor),

@@ -24,12 +24,17 @@ export const DIST_DEFS = {
 
 export const INSIGHT_DEFS = {
   idle:
-    "Stream idle time, per GPU stream inside the steps window: the gaps between consecutive device work (kernels, memcpy, memset; overlapping work merged).",
+    "GPU idle time, per GPU over the steps window: the window minus the union of busy time (kernels, memcpy, memset) over all the GPU's streams. Each idle gap is split by the work that ended it. Host wait + short gaps + other = idle ≤ window.",
   hostWait:
-    "Host wait: the work after the gap was launched (its runtime call ended) after the gap began — the GPU had nothing queued.",
+    "Host wait: the work that ended the gap was launched (its runtime call ended) after the gap began — the GPU had nothing queued. Work on streams that carry only communication or only copies never counts as host wait.",
   shortGap: "Short gap: not a host wait, and shorter than the short-gap threshold (10 µs).",
-  otherGap: "Other: idle gaps that are neither host waits nor short gaps.",
-  launchDelay: "Launch delay of a kernel = its start − the end of its launch call, floored at 0.",
+  otherGap: "Other: idle gaps that are neither host waits nor short gaps (e.g. queued work waiting on a dependency, communication, the end of the trace).",
+  perStream:
+    "Per stream: the same split over one stream alone (window minus that stream's busy time). Streams overlap, so these are never added into a GPU total.",
+  launchDelay: "Launch delay of a kernel = its start − the end of its launch call, floored at 0. It is launch overhead plus queueing.",
+  launchOverhead:
+    "Launch overhead: the part of a kernel's launch delay during which its GPU (all streams) was idle — the GPU waited for the launch itself.",
+  queueing: "Queueing: the part of a kernel's launch delay during which its GPU was busy with earlier work.",
   shortKernels:
     "Short-kernel share: the share of kernels whose duration is below the duration of the CPU call that launched them (shorter than their launch overhead).",
   exposed:

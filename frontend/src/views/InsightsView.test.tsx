@@ -55,7 +55,7 @@ describe("InsightsView", () => {
     const bar = screen.getByTestId("exposed-bar");
     const sum = pcts(bar).reduce((a, b) => a + b * 10, 0) / 10;
     expect(sum).toBe(100);
-    expect(screen.getByTestId("idle-host-wait").textContent).toBe("3.60 ms");
+    expect(screen.getByTestId("idle-host-wait").textContent).toBe("4.06 ms");
   });
 
   it("lists host syncs by operator with their APIs", async () => {

@@ -1,5 +1,6 @@
-// The Insights tab of one file: why the GPU idles (per stream, gap lengths), launch delays and kernel
-// durations, the exposed-time decomposition per GPU, host synchronizations, recommendations.
+// The Insights tab of one file: why each GPU idles (per GPU, each stream alone, gap lengths), launch delays
+// (overhead vs queueing) and kernel durations, the exposed-time decomposition per GPU, host
+// synchronizations, recommendations.
 import { useMemo } from "react";
 import { insightsUrl, type InsightsReady } from "../api/insightsTypes";
 import type { Selection } from "../api/types";
@@ -13,6 +14,7 @@ import type { Theme } from "../hooks/useTheme";
 import { histogramOption, streamIdleOption } from "../distributed/charts";
 import { INSIGHT_DEFS } from "../distributed/definitions";
 import { ExposedBar } from "../distributed/ExposedBar";
+import { GpuIdleStats } from "../distributed/GpuIdleStats";
 import { shareText } from "../distributed/model";
 import { Stat } from "../distributed/Stat";
 import { useDistributedStyles } from "../distributed/useDistributedStyles";
@@ -32,11 +34,10 @@ export function InsightsView({ selection, theme }: { selection: Selection; theme
 
 export function InsightsContent({ data, theme }: { data: InsightsReady; theme: Theme }) {
   const text = chartTextColor(theme);
-  const idleOption = useMemo(() => streamIdleOption(data.idle.streams, text), [data, text]);
+  const idleOption = useMemo(() => streamIdleOption(data.idle.per_stream, text), [data, text]);
   const gapOption = useMemo(() => histogramOption(data.idle.gap_histogram, "Gaps", "#9c755f", text), [data, text]);
   const delayOption = useMemo(() => histogramOption(data.launch.delay_histogram, "Kernels", "#4e79a7", text), [data, text]);
   const durOption = useMemo(() => histogramOption(data.launch.duration_histogram, "Kernels", "#59a14f", text), [data, text]);
-  const idleTotal = data.idle.host_wait_us + data.idle.short_gap_us + data.idle.other_us;
   return (
     <>
       <Card title="Recommendations">
@@ -51,28 +52,28 @@ export function InsightsContent({ data, theme }: { data: InsightsReady; theme: T
         )}
       </Card>
 
-      <Card title={<InfoTooltip label="GPU stream idle time" text={INSIGHT_DEFS.idle} />}>
-        <div className="stat-grid">
-          <Stat label="Total idle" value={formatDuration(idleTotal)} />
-          <Stat label={<InfoTooltip label="Host wait" text={INSIGHT_DEFS.hostWait} />} value={formatDuration(data.idle.host_wait_us)} testId="idle-host-wait" />
-          <Stat
-            label={<InfoTooltip label={`Short gaps (< ${formatNumber(data.idle.short_gap_threshold_us)} µs)`} text={INSIGHT_DEFS.shortGap} />}
-            value={formatDuration(data.idle.short_gap_us)}
-          />
-          <Stat label={<InfoTooltip label="Other" text={INSIGHT_DEFS.otherGap} />} value={formatDuration(data.idle.other_us)} />
-        </div>
+      <Card title={<InfoTooltip label="GPU idle time" text={INSIGHT_DEFS.idle} />}>
+        {data.idle.gpus.length === 0 ? (
+          <p className="muted">No GPU work in this trace.</p>
+        ) : (
+          data.idle.gpus.map((g) => (
+            <GpuIdleStats key={g.device} gpu={g} many={data.idle.gpus.length > 1} threshold={data.idle.short_gap_threshold_us} />
+          ))
+        )}
         <div className="grid-2">
           <div>
-            <div className="exposed-row-title">Idle time per stream</div>
-            {data.idle.streams.length === 0 ? (
-              <p className="muted">No stream has two or more device events inside the steps window.</p>
+            <div className="exposed-row-title">
+              <InfoTooltip label="Idle time of each stream alone" text={INSIGHT_DEFS.perStream} />
+            </div>
+            {data.idle.per_stream.length === 0 ? (
+              <p className="muted">No stream has device work inside the steps window.</p>
             ) : (
               <EChart
                 option={idleOption}
                 theme={theme}
-                height={Math.max(140, 60 + data.idle.streams.length * 34)}
+                height={Math.max(140, 60 + data.idle.per_stream.length * 34)}
                 testId="stream-idle-chart"
-                ariaLabel={`Idle time of ${data.idle.streams.length} streams by cause`}
+                ariaLabel={`Idle time of ${data.idle.per_stream.length} streams by cause`}
               />
             )}
           </div>
@@ -89,6 +90,25 @@ export function InsightsContent({ data, theme }: { data: InsightsReady; theme: T
           <Stat label={<InfoTooltip label="Launch delay p50" text={INSIGHT_DEFS.launchDelay} />} value={formatDuration(data.launch.p50)} testId="launch-p50" />
           <Stat label="Launch delay p95" value={formatDuration(data.launch.p95)} testId="launch-p95" />
           <Stat label="Launch delay max" value={formatDuration(data.launch.max)} />
+          <Stat
+            label={<InfoTooltip label="Launch overhead p50 / p95" text={INSIGHT_DEFS.launchOverhead} />}
+            value={`${formatDuration(data.launch.overhead_us.p50)} / ${formatDuration(data.launch.overhead_us.p95)}`}
+            testId="overhead-p50-p95"
+          />
+          <Stat label="Launch overhead total" value={formatDuration(data.launch.overhead_us.total)} testId="overhead-total" />
+          <Stat
+            label={<InfoTooltip label="Queueing p50 / p95" text={INSIGHT_DEFS.queueing} />}
+            value={`${formatDuration(data.launch.queueing_us.p50)} / ${formatDuration(data.launch.queueing_us.p95)}`}
+            testId="queueing-p50-p95"
+          />
+          <Stat label="Queueing total" value={formatDuration(data.launch.queueing_us.total)} testId="queueing-total" />
+          {data.launch.graphs.replays + data.launch.graphs.captures > 0 ? (
+            <Stat
+              label="CUDA graphs"
+              value={`${formatNumber(data.launch.graphs.replays)} replays, ${formatNumber(data.launch.graphs.captures)} captures`}
+              testId="graph-use"
+            />
+          ) : null}
           <Stat
             label={<InfoTooltip label="Shorter than launch" text={INSIGHT_DEFS.shortKernels} />}
             value={shareText(data.launch.short_kernel_share)}
