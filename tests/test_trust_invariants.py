@@ -134,3 +134,15 @@ def test_report_run_of_snapshots_only(tmp_path):
     (run,) = orjson.loads(out.getvalue())["runs"]
     assert run["name"] == "snaps" and run["workers"] == []
     assert run["snapshots"][0]["devices"][0]["peak_active_bytes"] > 0
+
+
+def test_ns_union_accepts_an_integer_nanosecond_analysis():
+    """At 1.4e12 µs a float64 holds ts to 2.4e-4 µs: an analysis in whole ns may read a union a few
+    ULPs longer than the float one, and is held to the ns union instead; 1 ns more still fails."""
+    ts = np.array([1428625731456.483, 1428625731460.001])
+    dur = np.array([1.001, 2.0])
+    lo, hi = 1428625731000.0, 1428625732000.0
+    assert inv.ns_union_us(ts, dur, lo, hi) == 3.001
+    float_union = inv.plain_union_us(ts, ts + dur, lo, hi)
+    assert float_union != 3.001  # the float columns' own rounding
+    assert inv.to_ns(np.array([1428625731456.483]))[0] == 1428625731456483

@@ -29,7 +29,12 @@ BAD = re.compile(r"\b(null|NaN|undefined|Infinity)\b|\[object Object\]")
 # Lines that say a view is still on its way (frontend/src: RemoteStatus, FileProgress, TraceView …)
 LOADING = re.compile(r"Loading\b|Parsing\b|loading…")
 FILE_TABS = ("overview", "operator", "kernel", "module", "trace", "memory", "insights", "diff")
-RUN_TABS = ("distributed",)  # one view per run: visited with the run's first file
+RUN_TABS = ("distributed", "diff")  # views of a run, not of a file: visited with the run's first file
+FILE_TABS = tuple(t for t in FILE_TABS if t not in RUN_TABS)
+# Other groupings of the tables (their columns differ: op, grid, block, shapes, stacks), with the
+# run's first file: {view: (select test id, values)}
+GROUPINGS = {"operator": ("op-group-by", ("input_shape", "call_stack")),
+             "kernel": ("kernel-group-by", ("kernel_op_config",))}
 SETTLE_QUIET_S = 0.5  # no request in flight and no loading line for this long: the tab has rendered
 TAB_TIMEOUT_S = 60.0
 BUDGET_S = 420.0  # the whole sweep (bounded: one TensorBoard, one page, tabs in sequence)
@@ -138,12 +143,6 @@ def _go(frame, **params) -> None:
     frame.evaluate("(h) => { location.hash = h; }", "#" + urllib.parse.urlencode(params))
 
 
-def _tabs(frame) -> list[str]:
-    """The ids of the tabs the page shows now (from their test ids)."""
-    ids = frame.eval_on_selector_all('[role="tab"]', "els => els.map(e => e.getAttribute('data-testid'))")
-    return [i.replace("tab-", "").replace("-tab", "") for i in ids]
-
-
 def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
     started = time.time()
     failures: list[str] = []
@@ -156,30 +155,37 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
         frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
 
-        def visit(where: str, view: str, **sel) -> None:
-            _go(frame, **sel, **({"view": view} if view != "overview" else {}))
-            if view != "overview" and view not in _tabs(frame):  # e.g. no Module tab without module info
-                page.wait_for_timeout(300)
-                _settle(page, frame, inflight)
-                if view not in _tabs(frame):
-                    return
+        def check(where: str, view: str) -> None:
             text, settled = _settle(page, frame, inflight)
             visited.append(f"{where} [{view}] {len(text)} chars: {_main(text)!r}")
             if not settled:
                 failures.append(f"{where} [{view}]: did not finish loading in {TAB_TIMEOUT_S:.0f} s "
-                                f"(shows: {text[:200]!r})")
+                                f"(shows: {_main(text)[:200]!r})")
             for hit in _hits(text):
                 failures.append(f"{where} [{view}]: {hit}")
+
+        def visit(where: str, view: str, groupings: bool = False, **sel) -> None:
+            # a view absent from the tabs (no Module tab without module information…) is still what a
+            # user sees who switches files while on it: the hash shows it, and it must read well too
+            _go(frame, **sel, **({"view": view} if view != "overview" else {}))
+            check(where, view)
+            if groupings and view in GROUPINGS:
+                test_id, values = GROUPINGS[view]
+                select = f'[data-testid="{test_id}"]'
+                if frame.locator(select).count() and frame.locator(select).is_enabled():
+                    for value in values:
+                        frame.select_option(select, value)
+                        check(where, f"{view} by {value}")
 
         for run in runs:
             name = run["name"]
             files = [(w["worker"], s["span"], s["path"], s["state"]) for w in run["workers"] for s in w["spans"]]
             for i, (worker, span, path, state) in enumerate(files):
-                views = FILE_TABS + (RUN_TABS if i == 0 and len(run["workers"]) >= 2 else ())
+                views = FILE_TABS + (RUN_TABS if i == 0 else ())
                 if state != "ready":
                     views = ("overview",)
                 for view in views:
-                    visit(path, view, run=name, worker=worker, span=span)
+                    visit(path, view, groupings=i == 0, run=name, worker=worker, span=span)
                 if time.time() - started > BUDGET_S:
                     break
             if run.get("artifacts"):
@@ -190,11 +196,7 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
                 options = frame.eval_on_selector_all('[data-testid="artifact-select"] option', "os => os.map(o => o.value)")
                 for value in options[1:]:
                     frame.select_option('[data-testid="artifact-select"]', value)
-                    text, settled = _settle(page, frame, inflight)
-                    visited.append(f"{value} [snapshots] {len(text)} chars: {_main(text)!r}")
-                    if not settled:
-                        failures.append(f"{value} [snapshots]: did not finish loading in {TAB_TIMEOUT_S:.0f} s")
-                    failures += [f"{value} [snapshots]: {hit}" for hit in _hits(text)]
+                    check(value, "snapshots")
             if time.time() - started > BUDGET_S:
                 failures.append(f"time budget of {BUDGET_S:.0f} s spent after run {name}: later runs not visited")
                 break
