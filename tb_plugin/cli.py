@@ -117,7 +117,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
         err.write(f"kinetoscope: {logdir}: {registry.error}\n")
         return 1
     files = [st for st in registry.files() if run is None or st.run == run]
-    if run is not None and not files:
+    if run is not None and not files and not registry.artifacts(run):  # a run of snapshots only is a run too
         err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")
         return 2
     _analyse(registry, files, executor, err)

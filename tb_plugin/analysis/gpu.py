@@ -167,7 +167,8 @@ def _occupancy(occ: np.ndarray, clipped: np.ndarray) -> float | None:
     weight = clipped[ok].sum()
     if not ok.any() or weight <= 0:
         return None
-    return float(np.sum(occ[ok] * clipped[ok]) / weight)
+    # a weighted mean stays inside the values' range (float rounding of 100 % values must not exceed 100 %)
+    return float(np.clip(np.sum(occ[ok] * clipped[ok]) / weight, occ[ok].min(), occ[ok].max()))
 
 
 def _tensor_core_pct(dur: np.ndarray, is_tc: np.ndarray, from_op: np.ndarray) -> float | None:

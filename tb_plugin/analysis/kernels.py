@@ -73,16 +73,22 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
 
 
 def _weighted_mean(values: np.ndarray, weights: np.ndarray, inverse: np.ndarray, size: int) -> list:
+    """Per group, the weight-weighted mean of the values ≥ 0 (None when none is), kept inside the
+    group's [min, max] of those values: float rounding must not lift a mean of 100 % values past 100 %."""
     ok = values >= 0  # NaN (missing) and negative values are skipped
     w = np.bincount(inverse[ok], weights=weights[ok], minlength=size)
     s = np.bincount(inverse[ok], weights=values[ok] * weights[ok], minlength=size)
     n = np.bincount(inverse[ok], minlength=size)
+    lo = np.full(size, np.inf)
+    hi = np.full(size, -np.inf)
+    np.minimum.at(lo, inverse[ok], values[ok])
+    np.maximum.at(hi, inverse[ok], values[ok])
     out = []
     for g in range(size):
         if n[g] == 0:
             out.append(None)
         elif w[g] > 0:
-            out.append(float(s[g] / w[g]))
+            out.append(float(min(max(s[g] / w[g], lo[g]), hi[g])))
         else:  # only zero-length calls carry the value: plain mean
             out.append(float(values[ok][inverse[ok] == g].mean()))
     return out
