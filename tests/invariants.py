@@ -142,15 +142,13 @@ def exposed_idle_failures(insights: dict) -> list[str]:
 
 
 def stream_idle_per_gpu(insights: dict) -> dict[int, float]:
-    """Idle µs per GPU as the Insights tab reports it: the idle split's per-GPU figures when the
-    document has them (``idle.gpus``), else the per-stream splits summed over each GPU's streams."""
-    idle = insights["idle"]
-    if "gpus" in idle:
-        return {int(g["device"]): float(g["idle_us"] if "idle_us" in g else sum(g[k] for k in IDLE_PARTS))
-                for g in idle["gpus"]}
+    """Idle µs per GPU as the Insights tab reports it (``idle.gpus``); its parts (host wait, short gap,
+    other) must add up to it."""
     out: dict[int, float] = {}
-    for s in idle["streams"]:
-        out[int(s["device"])] = out.get(int(s["device"]), 0.0) + sum(s[k] for k in IDLE_PARTS)
+    for g in insights["idle"]["gpus"]:
+        parts = sum(g[k] for k in IDLE_PARTS)
+        assert math.isclose(parts, g["idle_us"], rel_tol=1e-9, abs_tol=1e-6), (g, parts)
+        out[int(g["device"])] = float(g["idle_us"])
     return out
 
 

@@ -49,24 +49,8 @@ IDS = [f"{label}/{rel}" for label, rel in FILES]
 
 # Files that break an invariant on the code before the issue-14 fixes: {file id: issue item}.
 KNOWN: dict[str, dict[str, str]] = {
-    # each category ≤ the union of its own intervals: float midpoints at 1.7e15 µs (ULP 0.25 µs)
-    "union": {"shared/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": "item 17"},
-    # stream idle summed over a GPU's streams exceeds the window (1.5–2.7×)
-    "gpu_idle": {f: "item 5" for f in (
-        "shared/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json",
-        "shared/dlrm_8ranks/worker1_step_12.1694128201556.pt.trace.json",
-        "shared/dlrm_8ranks/worker2_step_12.1694128201554.pt.trace.json",
-        "shared/dlrm_8ranks/worker3_step_12.1694128201557.pt.trace.json",
-        "shared/dlrm_8ranks/worker4_step_12.1694128201547.pt.trace.json",
-        "shared/dlrm_8ranks/worker5_step_12.1694128201549.pt.trace.json",
-        "shared/dlrm_8ranks/worker6_step_12.1694128201553.pt.trace.json",
-        "shared/dlrm_8ranks/worker7_step_12.1694128201553.pt.trace.json",
-        "shared/hta/nccl_parser_config/nccl_data.json.gz",
-        "shared/hta/trace_diff/control/control.json.gz",
-        "shared/hta/trace_diff/test/test.json.gz",
-        "repo/synthetic_ddp/rank0.1751410900000.pt.trace.json.gz",
-        "repo/synthetic_ddp/rank1.1751410900000.pt.trace.json.gz",
-    )},
+    "union": {},  # item 17 fixed: breakdown in exact ticks (analysis/ticks.py)
+    "gpu_idle": {},  # item 5 fixed: per-GPU idle = window − union of busy over all streams
     # configuration.distributed.world_size is null when distributedInfo has only rank ("rank 0 of null")
     "null_number": {f: "item 15" for f in (
         "shared/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from conftest import write_json
 from tb_plugin.analysis.kernels import kernel_rows
@@ -66,14 +67,16 @@ def test_union_check_catches_an_overcounted_category(tmp_path):
 
 def test_gpu_idle_check():
     doc = {"exposed": {"window_us": 100.0, "gpus": [{"device": 0, "idle_us": 30.0}]},
-           "idle": {"streams": [{"device": 0, "stream": 7, "host_wait_us": 60.0, "short_gap_us": 0.0, "other_us": 0.0},
-                                {"device": 0, "stream": 8, "host_wait_us": 50.0, "short_gap_us": 0.0, "other_us": 0.0},
-                                {"device": 1, "stream": 7, "host_wait_us": 90.0, "short_gap_us": 5.0, "other_us": 5.0}]}}
+           "idle": {"gpus": [{"device": 0, "idle_us": 110.0, "host_wait_us": 100.0, "short_gap_us": 0.0, "other_us": 10.0},
+                             {"device": 1, "idle_us": 40.0, "host_wait_us": 30.0, "short_gap_us": 5.0, "other_us": 5.0}]}}
     assert inv.exposed_idle_failures(doc) == []
     failures = inv.gpu_idle_failures(doc)
     assert len(failures) == 1 and failures[0].startswith("GPU 0: idle 0.110 ms > window 0.100 ms")
-    doc["idle"]["gpus"] = [{"device": 0, "idle_us": 40.0}]  # a per-GPU figure, when the document has one, is it
+    doc["idle"]["gpus"][0].update(idle_us=40.0, host_wait_us=30.0)
     assert inv.gpu_idle_failures(doc) == []
+    doc["idle"]["gpus"][0]["other_us"] = 20.0  # parts that do not add up to the idle are caught
+    with pytest.raises(AssertionError):
+        inv.gpu_idle_failures(doc)
     doc["exposed"]["gpus"][0]["idle_us"] = 101.0
     assert len(inv.exposed_idle_failures(doc)) == 1
 
