@@ -164,7 +164,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
             overview = dict(overview)
             overview["configuration"] = dict(overview["configuration"], workers_in_run=registry.workers_in_run(st.run))
         entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
-                 "warnings": st.warnings, "overview": overview, "operators": None, "kernels": None, "modules": None,
+                 "warnings": st.warnings, "notes": st.notes, "overview": overview, "operators": None, "kernels": None, "modules": None,
                  "memory": None, "insights": None}
         if overview is not None:
             tables = st.aggregate["tables"]
@@ -307,6 +307,8 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                 continue
             for warning in w["warnings"]:
                 out.write(f"   warning: {warning}\n")
+            for note in w["notes"]:
+                out.write(f"   note: {note}\n")
             ov = w["overview"]
             avg = ov["average"]
             total = avg["total_us"] or 1.0
