@@ -79,7 +79,8 @@ def overview(registry: RunRegistry, args: Mapping[str, str]) -> tuple[int, dict[
     run, worker, span = args["run"], args["worker"], args["span"]
     doc = dict(state.overview or {})
     doc["configuration"] = dict(doc.get("configuration", {}), workers_in_run=registry.workers_in_run(run))
-    doc.update(state="ready", run=run, worker=worker, span=span, path=state.entry.rel, warnings=list(state.warnings))
+    doc.update(state="ready", run=run, worker=worker, span=span, path=state.entry.rel, warnings=list(state.warnings),
+               notes=list(state.notes))
     return 200, doc
 
 

@@ -3,8 +3,9 @@
     kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache] [--executor local|dask://HOST:PORT]
 
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes
-to stderr, one line per rank. The exit status is 1 when any trace file failed to load, 2 for bad
-arguments. The per-rank work (parse, reduce to aggregates) runs on the executor (tb_plugin/executors):
+to stderr, one line per rank. The exit status is 1 when any trace file failed to load or the logdir
+holds no trace (nor memory artifact), 2 for bad arguments (a logdir or path that does not exist or
+cannot be read, an unknown run, worker or span). The per-rank work (parse, reduce to aggregates) runs on the executor (tb_plugin/executors):
 the local process pool by default, or a Dask cluster (``--executor`` or ``$KINETOSCOPE_EXECUTOR``).
 """
 
@@ -52,38 +53,67 @@ def main(argv: list[str] | None = None) -> int:
                       executor=args.executor)
 
 
-def _pick(target: str, worker: str | None, span: str, use_cache: bool, err: TextIO):
-    """The loaded FileState of a file or of a run directory's worker/span, and its registry."""
+class _PickError(Exception):
+    """A diff side that names nothing loadable: the message, and the exit status (2: a bad argument)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _pick(target: str, worker: str | None, span: str, use_cache: bool):
+    """The loaded FileState of a file or of a run directory's worker/span, and its registry. Raises
+    :class:`_PickError` when the path does not exist, names no trace, or the worker/span is not there
+    (its message lists the workers and spans that are)."""
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(target)
+    if not fs.exists(path):
+        raise _PickError(f"{target} does not exist", 2)
     is_file = fs.isfile(path)
     root = target.rsplit("/", 1)[0] if is_file else target
     registry = RunRegistry(root or ".", cache=ParseCache() if use_cache else None)
     registry.scan()
+    if registry.error is not None:
+        raise _PickError(f"{target}: {registry.error}", 2)
     files = [st for st in registry.files() if st.run == "."]
     if is_file:
         files = [st for st in files if st.entry.name == path.rsplit("/", 1)[-1]]
+        if not files:
+            raise _PickError(f"{target} is not a trace file (*.pt.trace.json[.gz])", 2)
     else:
-        worker = worker or (files[0].worker if files else None)
-        files = [st for st in files if st.worker == worker and st.span == span]
-    if not files:
-        err.write(f"kinetoscope: no trace for {target} (worker {worker}, span {span})\n")
-        return None, None
+        if not files:
+            raise _PickError(f"no trace files directly in {target} (give a run directory or a trace file)", 2)
+        chosen = worker or files[0].worker
+        picked = [st for st in files if st.worker == chosen and st.span == span]
+        if not picked:
+            spans: dict[str, set[str]] = {}
+            for st in files:
+                spans.setdefault(st.worker, set()).add(st.span)
+            there = "; ".join(f"{w} (span{'s' if len(s) > 1 else ''} {', '.join(sorted(s, key=_span_key))})"
+                              for w, s in sorted(spans.items()))
+            raise _PickError(f"no trace for worker {chosen!r}, span {span!r} in {target}; "
+                             f"the workers and spans there: {there}", 2)
+        files = picked
     state = registry.load(files[0])
     if state.error:
-        err.write(f"kinetoscope: {state.entry.rel}: {state.error}\n")
-        return None, None
+        raise _PickError(f"{state.entry.rel}: {state.error}", 1)
     return registry, state
+
+
+def _span_key(span: str):
+    return (0, int(span), "") if span.isdigit() else (1, 0, span)
 
 
 def run_diff(args, out: TextIO, err: TextIO) -> int:
     from .analysis.diff import kernel_diff, op_diff_flat, step_diff
 
-    base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache, err)
-    exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache, err)
-    if base is None or exp is None:
-        return 1
+    try:
+        base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache)
+        exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache)
+    except _PickError as exc:
+        err.write(f"kinetoscope: {exc}\n")
+        return exc.status
     b, e = base_reg.tables(base).trace, exp_reg.tables(exp).trace
     doc = {"baseline": base.entry.path, "experiment": exp.entry.path,
            "steps": step_diff(base.overview, exp.overview), "operators": op_diff_flat(b, e), "kernels": kernel_diff(b, e)}
@@ -112,10 +142,14 @@ def _tail(text: str, width: int) -> str:
 def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO,
                executor: str | None = None) -> int:
     registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None, executor=executor)
+    problem = _local_logdir_problem(registry)
+    if problem is not None:
+        err.write(f"kinetoscope: {logdir}: {problem}\n")
+        return 2
     registry.scan()
     if registry.error is not None:  # missing extra, no credentials, access denied, missing bucket
         err.write(f"kinetoscope: {logdir}: {registry.error}\n")
-        return 1
+        return 2
     files = [st for st in registry.files() if run is None or st.run == run]
     if run is not None and not files and not registry.artifacts(run):  # a run of snapshots only is a run too
         err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")
@@ -130,7 +164,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
             overview = dict(overview)
             overview["configuration"] = dict(overview["configuration"], workers_in_run=registry.workers_in_run(st.run))
         entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
-                 "warnings": st.warnings, "overview": overview, "operators": None, "kernels": None, "modules": None,
+                 "warnings": st.warnings, "notes": st.notes, "overview": overview, "operators": None, "kernels": None, "modules": None,
                  "memory": None, "insights": None}
         if overview is not None:
             tables = st.aggregate["tables"]
@@ -149,7 +183,27 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
         err.write(f"kinetoscope: {st.entry.rel}: {st.error}\n")
     if not files and not registry.artifacts():
         err.write(f"kinetoscope: no trace files under {logdir}\n")
+        return 1  # an existing logdir with nothing to report: a CI job must notice
     return 1 if failed else 0
+
+
+def _local_logdir_problem(registry: RunRegistry) -> str | None:
+    """Why a local logdir cannot be reported on (it does not exist, is not a directory, or cannot be
+    listed), or None. Bucket URLs are checked by the listing itself (``registry.error``)."""
+    import os
+
+    from .storage.remote import is_local_fs
+
+    if registry.fs is None or not is_local_fs(registry.fs):
+        return None
+    root = registry.root
+    if not os.path.exists(root):
+        return "no such directory"
+    if not os.path.isdir(root):
+        return None if os.path.isfile(root) else "not a directory or a file"
+    if not os.access(root, os.R_OK | os.X_OK):
+        return "cannot be read (permission denied)"
+    return None
 
 
 def _analyse(registry: RunRegistry, files: list, executor: str | None, err: TextIO) -> None:
@@ -160,7 +214,7 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
         err.write(f"kinetoscope: {message}\n")
 
     chosen = open_executor(executor, warn)
-    bar = _ProgressBar(err, len(files))
+    bar = _ProgressBar(err, len(files), show_host=not isinstance(chosen, LocalExecutor))
     try:
         registry.analyse(files, chosen, tables=True, progress=bar.rank, warn=warn)
     finally:
@@ -253,6 +307,8 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                 continue
             for warning in w["warnings"]:
                 out.write(f"   warning: {warning}\n")
+            for note in w["notes"]:
+                out.write(f"   note: {note}\n")
             ov = w["overview"]
             avg = ov["average"]
             total = avg["total_us"] or 1.0
@@ -336,19 +392,23 @@ def _pct(value: float | None) -> str:
 
 
 class _ProgressBar:
-    """Per-rank progress on stderr: a line per finished rank, or a one-line bar on a terminal."""
+    """Per-rank progress on stderr: a line per finished rank, or a one-line bar on a terminal. With
+    ``show_host`` (a Dask cluster) each line says which host and process ran the rank; on the local
+    pool that is always this machine, so it is left out."""
 
     WIDTH = 30
 
-    def __init__(self, stream: TextIO, total: int) -> None:
-        self.stream, self.total = stream, total
+    def __init__(self, stream: TextIO, total: int, show_host: bool = False) -> None:
+        self.stream, self.total, self.show_host = stream, total, show_host
         self.tty = hasattr(stream, "isatty") and stream.isatty()
 
     def rank(self, done: int, total: int, result) -> None:
         """One rank finished (any order)."""
         what = f"failed: {result.error}" if result.error else f"{result.seconds:.2f} s"
         if not self.tty:
-            self.stream.write(f"[{done}/{total}] {result.key}: {what} ({result.where})\n")
+            host, _, pid = result.where.rpartition(":")
+            where = f" (on host {host}, process {pid})" if self.show_host and host else ""
+            self.stream.write(f"[{done}/{total}] {result.key}: {what}{where}\n")
             return
         fraction = done / max(total, 1)
         filled = int(self.WIDTH * fraction)

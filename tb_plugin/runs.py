@@ -48,7 +48,7 @@ TRACE_MEMORY_BUDGET_BYTES = int(os.environ.get("KINETOSCOPE_MEMORY_BUDGET_MB", "
 
 
 _CHANGES = [0]  # bumped whenever a file's state, error or warnings change (the runs snapshot cache key)
-_SNAPSHOT_FIELDS = frozenset({"state", "error", "warnings", "worker", "span"})
+_SNAPSHOT_FIELDS = frozenset({"state", "error", "warnings", "notes", "worker", "span"})
 
 
 @dataclasses.dataclass
@@ -60,6 +60,7 @@ class FileState:
     progress: float = 0.0
     error: str | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)  # about the file; not warnings (Trace.notes)
     overview: dict[str, Any] | None = None
     load_seconds: float | None = None
     from_cache: bool = False
@@ -83,6 +84,7 @@ class FileState:
             "progress": round(self.progress, 4),
             "error": self.error,
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }
 
 
@@ -395,7 +397,7 @@ class RunRegistry:
                 logger.exception("analysing %s failed", state.entry.rel)
             state.error, state.state = self._in_user_scheme(error_message(exc)), ERROR
         else:
-            state.warnings = list(trace.warnings)
+            state.warnings, state.notes = list(trace.warnings), list(trace.notes)
             state.overview = overview
             self._remember(state.entry.rel, views)
             state.progress, state.state = 1.0, READY
@@ -647,7 +649,7 @@ class RunRegistry:
             if error:
                 st.error, st.state = error, ERROR
             else:
-                st.warnings = list(result.warnings)
+                st.warnings, st.notes = list(result.warnings), list(result.notes)
                 st.aggregate = dict(result.aggregate, tables=unpack(result.aggregate["tables"]))
                 st.overview = st.aggregate["tables"]["overview"]
                 st.progress, st.state = 1.0, READY

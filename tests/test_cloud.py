@@ -150,7 +150,7 @@ def test_missing_bucket_is_a_clear_error(cloud, capsys):
     assert reg.error and "not found" in reg.error
     doc = reg.snapshot()
     assert doc["errors"][0]["error"] == reg.error and doc["runs"][0]["error"] == reg.error
-    assert main(["report", url, "--json"]) == 1
+    assert main(["report", url, "--json"]) == 2  # the logdir cannot be read: a bad argument
     assert "not found" in capsys.readouterr().err
 
 
@@ -265,7 +265,7 @@ def test_missing_extra_names_it(tmp_path, monkeypatch, capsys):
         reg = RunRegistry(url)
         reg.scan()
         assert f'pip install "kinetoscope[{extra}]"' in reg.error
-    assert main(["report", "s3://bucket/run"]) == 1
+    assert main(["report", "s3://bucket/run"]) == 2
     assert 'pip install "kinetoscope[s3]"' in capsys.readouterr().err
     local = _local_logdir(tmp_path / "local")
     reg = MultiRegistry(parse_logdir_spec(f"mine:{local},theirs:gs://bucket/run"))

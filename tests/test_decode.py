@@ -115,7 +115,7 @@ def test_unknown_category_and_missing_cat_are_warnings_not_errors():
     assert "'brand_new_cat' ×1" in text
     assert "1 duration events have no 'cat'" in text
     assert "1 complete ('X') events had no 'dur'" in text
-    assert "instant ×1" in text
+    assert "instant ×1" not in text and "instant ×1" in " | ".join(tr.notes)  # normal content: a note
     assert len(tr.events) == 3
 
 

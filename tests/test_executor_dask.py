@@ -260,6 +260,6 @@ def test_dask_workers_read_their_ranks_from_the_bucket(tmp_path, monkeypatch, ca
         emu.kill()
         clear_fsspec_instances()
     assert got == expected
-    ran_on = {int(line.rsplit(":", 1)[1].rstrip(")")) for line in err.splitlines()
+    ran_on = {int(line.rsplit(" process ", 1)[1].rstrip(")")) for line in err.splitlines()
               if line.startswith("[") and line.rstrip().endswith(")")}
     assert ran_on and ran_on <= worker_pids and os.getpid() not in ran_on  # every rank read by a Dask worker

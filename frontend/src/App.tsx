@@ -1,4 +1,4 @@
-import { useCallback, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import { ErrorBoundary } from "./components/ErrorBoundary";
 import { FileProgress } from "./components/FileProgress";
 import { Notice } from "./components/Notice";
@@ -18,6 +18,7 @@ import { DistributedView } from "./views/DistributedView";
 import { DiffView } from "./views/DiffView";
 import { useMemoryAvailable } from "./memory/useMemoryAvailable";
 import type { TraceFocus } from "./views/TraceView";
+import { focusFor, type PlacedFocus } from "./state/traceFocus";
 
 /** The whole plugin page: selectors and progress on top, the selected file's view below. */
 export function App() {
@@ -27,14 +28,21 @@ export function App() {
   const span = findSpan(data, selection);
   const overview = useOverview(selection, span?.state);
   const [view, setView] = useView();
-  const [traceFocus, setTraceFocus] = useState<TraceFocus | null>(null);
+  // "show in trace": the focus is kept with the selection it was made in (state/traceFocus.ts)
+  const [placedFocus, setPlacedFocus] = useState<PlacedFocus<TraceFocus> | null>(null);
   const showInTrace = useCallback(
     (row: number) => {
-      setTraceFocus((prev) => ({ row, nonce: (prev?.nonce ?? 0) + 1 }));
+      if (!selection) return;
+      setPlacedFocus((prev) => ({ focus: { row, nonce: (prev?.focus.nonce ?? 0) + 1 }, at: selection }));
       setView("trace");
     },
-    [setView],
+    [setView, selection],
   );
+  const traceFocus = focusFor(placedFocus, selection);
+  // a new selection forgets it: coming back later opens the whole trace, nothing selected
+  useEffect(() => {
+    if (placedFocus && !traceFocus) setPlacedFocus(null);
+  }, [placedFocus, traceFocus]);
   const run = data && selection ? findRun(data.runs, selection.run) : undefined;
   const runWorkers = (run?.workers ?? [])
     .filter((w) => w.spans.some((s) => s.span === selection?.span && s.state === "ready"))

@@ -54,6 +54,7 @@ class RankResult:
     aggregate: dict[str, Any] | None = None
     error: str | None = None  # why this rank could not be analysed
     warnings: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)  # Trace.notes: about the file, not warnings
     seconds: float = 0.0  # wall time of the task on its worker
     where: str = ""  # host:pid that ran it
     from_cache: bool = False
@@ -76,7 +77,7 @@ def reduce_rank(job: RankJob) -> RankResult:
             result.aggregate = rank_aggregate(trace, file_views(trace, cache, job.url, job.version), job.tables)
             if job.tables:
                 result.aggregate["tables"] = pack(result.aggregate["tables"])
-        result.warnings = list(trace.warnings)
+        result.warnings, result.notes = list(trace.warnings), list(trace.notes)
     except Exception as exc:  # noqa: BLE001 - one bad rank is that rank's error
         result.error = error_message(exc)
     result.seconds = time.perf_counter() - started

@@ -20,8 +20,9 @@ import orjson
 
 from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
-FORMAT_REVISION = 5  # 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
+FORMAT_REVISION = 6  # 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
 # 5: "seq" column; group_size falls back to the length of "Process Group Ranks"
+# 6: "notes" (duration-less events, Composer trainer spans) split from "warnings"
 
 
 def _layout_fingerprint() -> str:
@@ -127,6 +128,7 @@ class ParseCache:
             distributed=header["distributed"],
             meta=header["meta"],
             warnings=header["warnings"],
+            notes=header.get("notes", []),
         )
 
     def put(self, url: str, version: str, trace: Trace) -> None:
@@ -138,6 +140,7 @@ class ParseCache:
                 "distributed": trace.distributed,
                 "meta": trace.meta,
                 "warnings": trace.warnings,
+                "notes": trace.notes,
             },
             option=orjson.OPT_SERIALIZE_NUMPY,
             default=str,

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import msgspec
 import numpy as np
 
-from .categories import Kind, kind_of_category
+from .categories import Kind, is_composer_trainer_event, kind_of_category
 from .errors import TraceReadError
 from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 from .nonfinite import quote_nonfinite, token_at
@@ -636,7 +636,7 @@ class _ColumnBuilder:
         cols["kind"] = np.where((cols["cat"] == 0) & op_like[cols["name"]], np.uint8(Kind.CPU_OP), cols["kind"])
         is_device = np.isin(cols["kind"], (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION))
         cols["device"] = np.where(is_device, cols["device"], -1).astype(np.int32)
-        warnings = self._warnings(cols, known, unmatched_b, unmatched_e)
+        warnings, notes = self._warnings(cols, known, unmatched_b, unmatched_e)
         meta = _meta(top, form, self.strings, cols, self.phase_counts)
         meta["process_names"] = self.process_names
         meta["metadata_values"] = self.metadata_values
@@ -658,6 +658,7 @@ class _ColumnBuilder:
             distributed=top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else None,
             meta=meta,
             warnings=warnings,
+            notes=notes,
         )
 
     def _counter_table(self) -> Table:
@@ -691,9 +692,19 @@ class _ColumnBuilder:
                 "pid": self.intern(pid), "tid": self.intern(tid)}
         return Table(cols)
 
-    def _warnings(self, cols, known, unmatched_b, unmatched_e) -> list[str]:
-        out = []
+    def _warnings(self, cols, known, unmatched_b, unmatched_e) -> tuple[list[str], list[str]]:
+        """``(warnings, notes)``: warnings say what changes what the user sees (events skipped or
+        guessed at, categories nothing recognizes); notes count normal content that needs no action
+        (events without a duration, Composer's own trainer spans)."""
+        out, notes = [], []
         cats = cols["cat"]
+        # Composer's trainer spans, whatever their category: Composer's, not unknown content
+        composer_name = np.array([is_composer_trainer_event(s) for s in self.strings] + [False], dtype=bool)
+        composer = composer_name[cols["name"]] & ~known[cats] if len(cats) else np.zeros(0, dtype=bool)
+        if composer.any():
+            notes.append(f"{int(composer.sum())} Composer trainer events (engine, callback and dataloader spans); "
+                         "they are analysed as host (CPU) work")
+            cats = cats[~composer]
         counts = np.bincount(cats, minlength=len(self.strings)) if len(cats) else np.zeros(len(self.strings), int)
         if counts[0]:
             out.append(f"{int(counts[0])} duration events have no 'cat'; they are analysed as host (CPU) work")
@@ -720,8 +731,8 @@ class _ColumnBuilder:
         no_duration = {str(k): v for k, v in self.phase_counts.items() if k not in ("X", "B", "E")}
         if no_duration:
             listed = ", ".join(f"{_PHASE_NAMES.get(k, repr(k))} ×{v}" for k, v in sorted(no_duration.items(), key=lambda kv: -kv[1]))
-            out.append(f"{sum(no_duration.values())} events carry no duration ({listed}); they are not step work")
-        return out
+            notes.append(f"{sum(no_duration.values())} events carry no duration ({listed}); they are not step work")
+        return out, notes
 
 
 _OP_NAME_PREFIXES = ("aten::", "prim::", "c10d::", "torch::", "quantized::", "cudnn::")

@@ -133,6 +133,9 @@ class Trace:
     warnings: list[str]
     flows: Table = dataclasses.field(default_factory=lambda: Table.empty(FLOW_COLUMNS))
     counters: Table = dataclasses.field(default_factory=lambda: Table.empty(COUNTER_COLUMNS))
+    # facts about the file that change nothing the user sees (normal Kineto/Composer content: events
+    # without a duration, Composer's trainer spans); ``warnings`` are for what does (events dropped, …)
+    notes: list[str] = dataclasses.field(default_factory=list)
     derived: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def string(self, index: int) -> str | None:

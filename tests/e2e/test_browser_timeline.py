@@ -108,10 +108,10 @@ def _open_trace(browser, base: str, sel: dict, artifacts: Path, tag: str) -> Non
             arg=launch["name"], timeout=30_000)
         page.screenshot(path=str(artifacts / f"trace_{tag}_launch.png"), full_page=True)
 
-    # search: highlights and "n of N"; next zooms to the first match
+    # search: highlights and "N matches" (then "n of N"); next zooms to the first match
     frame.fill('[data-testid="timeline-search"]', "sgemm" if tag == "resnet50" else kernel["name"][:12])
     frame.wait_for_function(
-        "() => /of [0-9,]+/.test(document.querySelector('[data-testid=match-count]').textContent)", timeout=30_000)
+        "() => /^[0-9,]+ match(es)?/.test(document.querySelector('[data-testid=match-count]').textContent)", timeout=30_000)
     frame.click('[data-testid="match-next"]')
     frame.wait_for_function(
         "() => document.querySelector('[data-testid=match-count]').textContent.startsWith('1 of')", timeout=30_000)
@@ -122,6 +122,7 @@ def _open_trace(browser, base: str, sel: dict, artifacts: Path, tag: str) -> Non
         frame.select_option('[data-testid="step-select"]', "0")
         frame.wait_for_function(
             f"(s) => Math.abs({HOOK}.getWindow().start - s) < 1", arg=meta["steps"][0]["start_us"], timeout=10_000)
+        assert frame.eval_on_selector('[data-testid="step-select"]', "e => e.value") == "0"  # the picked step stays shown
         frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
         page.screenshot(path=str(artifacts / f"trace_{tag}_step.png"), full_page=True)
     page.close()

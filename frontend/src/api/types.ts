@@ -16,6 +16,8 @@ export interface SpanInfo {
   progress: number;
   error: string | null;
   warnings: string[];
+  /** About this file, nothing to act on; absent from an older server. */
+  notes?: string[];
 }
 
 export interface WorkerInfo {
@@ -115,6 +117,8 @@ export interface OverviewReady {
   span: string;
   path: string;
   warnings: string[];
+  /** About this file, nothing to act on (shown collapsed); absent from an older server. */
+  notes?: string[];
   configuration: Configuration;
   categories: string[];
   steps: StepBreakdown[];

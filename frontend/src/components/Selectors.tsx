@@ -13,6 +13,23 @@ export function runLabel(name: string): string {
   return name === "." ? ". (logdir root)" : name;
 }
 
+/**
+ * The Run select's options: runs with trace files first, then runs of memory files only (allocator
+ * snapshots, MemProfiler), marked as such; each group keeps the server's order.
+ */
+export function runOptions(runs: RunInfo[]): { value: string; label: string; title?: string }[] {
+  const traced = runs.filter((r) => r.workers.length > 0);
+  const memoryOnly = runs.filter((r) => r.workers.length === 0);
+  return [
+    ...traced.map((r) => ({ value: r.name, label: runLabel(r.name) })),
+    ...memoryOnly.map((r) => ({
+      value: r.name,
+      label: `${runLabel(r.name)} (memory files only)`,
+      title: "No trace files in this run: allocator snapshots or MemProfiler files only",
+    })),
+  ];
+}
+
 export function spanLabel(span: SpanInfo): string {
   switch (span.state) {
     case "ready":
@@ -64,7 +81,7 @@ export function RunWorkerSpanFields({
         label="Run"
         testId={testIds.run}
         value={value.run}
-        options={runs.map((r) => ({ value: r.name, label: runLabel(r.name) }))}
+        options={runOptions(runs)}
         onChange={onRun}
       />
       <SelectField

@@ -18,3 +18,23 @@ export function WarningsList({ warnings }: WarningsListProps) {
     </details>
   );
 }
+
+interface FileNotesProps {
+  /** Facts about the file that need no action (events without a duration, Composer's trainer spans). */
+  notes?: string[] | null;
+}
+
+/** "About this file": the file's notes, collapsed and quiet (not a warning). Nothing when there are none. */
+export function FileNotes({ notes }: FileNotesProps) {
+  if (!notes || notes.length === 0) return null;
+  return (
+    <details className="file-notes" data-testid="file-notes">
+      <summary>About this file</summary>
+      <ul>
+        {notes.map((n, i) => (
+          <li key={i}>{n}</li>
+        ))}
+      </ul>
+    </details>
+  );
+}

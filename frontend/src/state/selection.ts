@@ -1,10 +1,15 @@
 // Turns what the hash asks for into a selection that exists, falling back level by level to the first
-// run, worker and span.
+// run with traces (runs of memory files only come last), worker and span.
 import type { RunInfo, RunsResponse, Selection, SpanInfo, WorkerInfo } from "../api/types";
 import type { PartialSelection } from "./hashState";
 
+/** The run to open when none is asked for: the first with trace files, else the first (memory files only). */
+export function defaultRun(runs: RunInfo[]): RunInfo | undefined {
+  return runs.find((r) => r.workers.length > 0) ?? runs[0];
+}
+
 export function resolveSelection(runs: RunInfo[], wanted: PartialSelection): Selection | null {
-  const run = runs.find((r) => r.name === wanted.run) ?? runs[0];
+  const run = runs.find((r) => r.name === wanted.run) ?? defaultRun(runs);
   if (!run) return null;
   const worker = run.workers.find((w) => w.worker === wanted.worker) ?? run.workers[0];
   // A run with memory artifacts but no trace files is selected by run alone.

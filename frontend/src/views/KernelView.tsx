@@ -15,6 +15,7 @@ import { remoteData, useRemote } from "../hooks/useRemote";
 import { useServerTable } from "../hooks/useServerTable";
 import type { Theme } from "../hooks/useTheme";
 import { DASH, formatBool, formatDuration, formatNumber, formatPct, formatText } from "../util/format";
+import { emptyTableText } from "../util/emptyTable";
 import { KERNEL_DEFS } from "../util/tableDefinitions";
 import { PAGE_SIZE } from "./OperatorView";
 
@@ -155,6 +156,7 @@ export function KernelView({
               columns={columns}
               rowKey={(r) => r.key}
               {...table.page(data, shown, state.kind === "fetching")}
+              empty={emptyTableText("GPU kernels", [search, opSearch])}
             />
           </Card>
         </>

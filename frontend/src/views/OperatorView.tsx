@@ -17,6 +17,7 @@ import { useExpanded, useServerTable } from "../hooks/useServerTable";
 import type { Theme } from "../hooks/useTheme";
 import { formatBool, formatDuration, formatNumber, formatPct, DASH } from "../util/format";
 import { goToSource } from "../util/gotoSource";
+import { emptyTableText } from "../util/emptyTable";
 import { OP_DEFS } from "../util/tableDefinitions";
 import { OperatorStacks } from "./OperatorStacks";
 
@@ -161,6 +162,7 @@ export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewPr
               columns={columns}
               rowKey={(r) => r.key}
               {...table.page(data, shown, state.kind === "fetching")}
+              empty={emptyTableText("operators", [search])}
               expanded={expanded}
               onToggle={toggle}
               expandTestId="op-expand"

@@ -8,7 +8,7 @@ import { Recommendations } from "../components/Recommendations";
 import { StepTimeChart } from "../components/StepTimeChart";
 import { SystemMetrics } from "../components/SystemMetrics";
 import { TrainerEvents } from "../components/TrainerEvents";
-import { WarningsList } from "../components/WarningsList";
+import { FileNotes, WarningsList } from "../components/WarningsList";
 import { InsightsCard } from "../distributed/InsightsCard";
 import type { Theme } from "../hooks/useTheme";
 
@@ -25,6 +25,7 @@ export function Overview({ data, theme }: OverviewProps) {
   return (
     <div className="overview" data-testid="overview">
       <WarningsList warnings={data.warnings} />
+      <FileNotes notes={data.notes} />
       <div className="grid-2">
         <ErrorBoundary title="Configuration failed to render">
           <ConfigurationCard configuration={data.configuration} />

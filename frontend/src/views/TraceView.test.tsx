@@ -78,6 +78,10 @@ describe("TraceView", () => {
     // the step selector zooms to the step
     fireEvent.change(screen.getByTestId("step-select"), { target: { value: "0" } });
     expect(window.__kinetoscopeTimeline?.getWindow()).toEqual({ start: 100, end: 600 });
+    // and shows the chosen step, until the view leaves it
+    expect((screen.getByTestId("step-select") as HTMLSelectElement).value).toBe("0");
+    fireEvent.click(screen.getByTestId("zoom-reset"));
+    expect((screen.getByTestId("step-select") as HTMLSelectElement).value).toBe("");
   });
 
   it("a focus row zooms to 3x the event and shows its details, args and flows", async () => {
@@ -93,11 +97,11 @@ describe("TraceView", () => {
     expect(window.__kinetoscopeTimeline?.getWindow()).toEqual({ start: 185, end: 200 });
   });
 
-  it("search shows n of N and next zooms to the match", async () => {
+  it("search shows N matches, then n of N, and next zooms to the match", async () => {
     render(<TraceView selection={SEL} />);
     await waitFor(() => expect(requests.some((u) => u.startsWith("timeline?"))).toBe(true));
     fireEvent.change(screen.getByTestId("timeline-search"), { target: { value: "gemm" } });
-    await waitFor(() => expect(screen.getByTestId("match-count").textContent).toBe("0 of 1"));
+    await waitFor(() => expect(screen.getByTestId("match-count").textContent).toBe("1 match"));
     expect(q(requests.find((u) => u.startsWith("timeline_search?"))!).get("q")).toBe("gemm");
     fireEvent.click(screen.getByTestId("match-next"));
     expect(screen.getByTestId("match-count").textContent).toBe("1 of 1");

@@ -33,6 +33,7 @@ import {
   type TimeWindow,
 } from "../timeline/math";
 import type { TimelineEvent, TimelineMeta, TimelineResponse, TimelineSearchResponse } from "../timeline/types";
+import { matchCountText, stepShown } from "../timeline/traceControls";
 
 export interface TraceFocus {
   row: number;
@@ -525,6 +526,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   const steps = primaryMeta?.steps ?? [];
   const fileUrl = traceFileUrl(selection);
   const nMatches = matches?.list.length ?? 0;
+  const shownStep = stepShown(steps, offsets.get(selection.worker) ?? 0, win);
 
   return (
     <div className="trace-view" data-testid="trace-view" data-theme-name={theme}>
@@ -546,7 +548,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
           <input type="checkbox" data-testid="timeline-regex" checked={regex} onChange={(e) => setRegex(e.target.checked)} /> regex
         </label>
         <span className="match-count" data-testid="match-count">
-          {searchError ? searchError : matches ? `${nMatches === 0 ? 0 : Math.max(matchIdx + 1, 0)} of ${formatNumber(matches.total)}${matches.total > nMatches ? ` (first ${formatNumber(nMatches)})` : ""}` : ""}
+          {searchError ? searchError : matches ? matchCountText(matchIdx, nMatches, matches.total, formatNumber) : ""}
         </span>
         <button type="button" disabled={nMatches === 0} onClick={() => gotoMatch(matchIdx - 1)} data-testid="match-prev">
           ‹ Prev
@@ -558,7 +560,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
           <span className="selector-label">Step</span>
           <select
             data-testid="step-select"
-            value=""
+            value={shownStep < 0 ? "" : String(shownStep)}
             onChange={(e) => {
               const st = steps[Number(e.target.value)];
               if (st) {
