@@ -209,7 +209,8 @@ NULLABLE = frozenset({
     "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct", "tc_self_pct", "tc_total_pct", "memory_bytes",
     "blocks_per_sm", "registers_per_thread", "shared_memory_bytes", "peak_reserved_bytes", "alloc_us", "free_us",
     "duration_us", "algbw_gbps", "busbw_gbps", "flops", "tflops_per_s", "free_time", "relative_pct",
-    "p50", "p95", "max", "short_kernel_share", "edges_us", "base_time_ns"})
+    "p50", "p95", "max", "short_kernel_share", "edges_us", "base_time_ns",
+    "world_size", "rank"})  # distributedInfo fields the trace may leave out (the UI omits them)
 
 
 def null_number_failures(doc: Any) -> list[str]:

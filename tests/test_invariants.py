@@ -51,13 +51,7 @@ IDS = [f"{label}/{rel}" for label, rel in FILES]
 KNOWN: dict[str, dict[str, str]] = {
     "union": {},  # item 17 fixed: breakdown in exact ticks (analysis/ticks.py)
     "gpu_idle": {},  # item 5 fixed: per-GPU idle = window − union of busy over all streams
-    # configuration.distributed.world_size is null when distributedInfo has only rank ("rank 0 of null")
-    "null_number": {f: "item 15" for f in (
-        "shared/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
-        "shared/hta/trace_compare/base/base.json.gz",
-        "shared/hta/trace_compare/test/test.json.gz",
-        "shared/hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz",
-    )},
+    "null_number": {},  # item 15 fixed: world_size may be null (unknown), the UI never prints it
     "null_word": {},
     "percentages": {},
     "step_sum": {},

@@ -42,9 +42,7 @@ BUDGET_S = 420.0  # the whole sweep (bounded: one TensorBoard, one page, tabs in
 # Hits known on the code before the issue-14 fixes, each with the item that removes it: (pattern over
 # the failure line, item). Known hits alone make the test xfail; a known pattern that no longer matches
 # anything fails the test (strict), so the entry is removed when the fix is merged.
-KNOWN = [
-    (re.compile(r"\[overview\]: 'null' in .*Distributed ⏎ null, rank \d+ of null"), "item 15"),
-]
+KNOWN: list[tuple[re.Pattern, str]] = []  # none left: item 15 ("Distributed: null, rank 0 of null") is fixed
 
 
 def _copy_tree(src: Path, dst: Path) -> None:

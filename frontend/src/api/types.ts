@@ -41,10 +41,11 @@ export interface RunsResponse {
   notices?: string[];
 }
 
+/** ``distributedInfo`` as the trace gives it: any field may be missing (null). */
 export interface DistributedInfo {
-  backend: string;
-  rank: number;
-  world_size: number;
+  backend: string | null;
+  rank: number | null;
+  world_size: number | null;
 }
 
 export interface ClippedStep {

@@ -5,9 +5,13 @@ import { DASH, formatBool, formatDuration, formatNumber, formatText } from "../u
 import { Card } from "./Card";
 import { InfoTooltip } from "./InfoTooltip";
 
-function distributedText(d: Configuration["distributed"]): string {
+/** "nccl, rank 3 of 8"; the parts the trace does not say are left out ("rank 0"), never "null". */
+export function distributedText(d: Configuration["distributed"]): string {
   if (!d) return DASH;
-  return `${d.backend}, rank ${d.rank} of ${d.world_size}`;
+  const known = (v: unknown): boolean => v !== null && v !== undefined && v !== "";
+  const rank = known(d.rank) ? `rank ${d.rank}${known(d.world_size) ? ` of ${d.world_size}` : ""}` : "";
+  const text = [known(d.backend) ? String(d.backend) : "", rank].filter(Boolean).join(", ");
+  return text || DASH;
 }
 
 /** One sentence per step cut at the profiler's end. */

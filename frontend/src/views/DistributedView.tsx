@@ -6,6 +6,7 @@ import { distributedUrl, type Arrival, type DistributedData, type DistributedRes
 import { fetchJson, overviewUrl } from "../api/client";
 import type { OverviewResponse } from "../api/types";
 import { Card } from "../components/Card";
+import { distributedText } from "../components/ConfigurationCard";
 import { EChart } from "../components/EChart";
 import { InfoTooltip } from "../components/InfoTooltip";
 import { Notice } from "../components/Notice";
@@ -350,7 +351,7 @@ function DeviceTable({ run, span, ranks }: { run: string; span: string; ranks: R
               ];
             }
             const d = o.configuration.distributed;
-            const backend = d ? `${d.backend} (rank ${d.rank} of ${d.world_size})` : "\u2013";
+            const backend = distributedText(d);
             const gpus = o.gpus.length > 0 ? o.gpus : [null];
             return gpus.map((g, i) => (
               <tr key={`${row.rank}:${g?.id ?? i}`} data-testid="device-row">
