@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.categories import Kind
+from ..trace.devices import memory_device_label
 from ..trace.links import _cached
 from ..trace.model import Trace
 from .gpu import device_properties, gpu_devices, sm_level
@@ -170,10 +171,10 @@ def _memory_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
             return out
         pairs = np.unique(np.stack([mem.device_type.astype(np.int64), mem.device_id.astype(np.int64)], axis=1), axis=0)
         for dtype, did in pairs.tolist():
-            if dtype not in (0, 1):
+            label = memory_device_label(dtype, did, sep=" ")
+            if label is None:  # a type the tool cannot place (the file carries a warning)
                 continue
             rows = np.flatnonzero((mem.device_type == dtype) & (mem.device_id == did))
-            label = "CPU" if dtype == 0 else f"GPU {did}"
             allocated = mem.total_allocated[rows]
             if not (allocated >= 0).any():
                 allocated = np.cumsum(mem.bytes[rows])

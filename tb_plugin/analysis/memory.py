@@ -2,7 +2,10 @@
 
 Definitions (bytes; times µs relative to the trace's first event):
 
-- **Devices**: ``Device Type`` 0 is "CPU", 1 is "GPU<Device Id>"; other types are ignored.
+- **Devices**: ``Device Type`` 0 is "CPU"; CUDA (1) and HIP (6, ROCm) are "GPU<Device Id>"; XPU, MTIA,
+  HPU, MPS… are named by their type (:mod:`tb_plugin.trace.devices`). Events of a type the tool cannot
+  place are left out, and the file carries a warning naming them (we differ from torch-tb-profiler,
+  which silently drops every type but CPU and CUDA, so ROCm traces show no GPU memory).
 - **Curve**: ``Total Allocated`` and ``Total Reserved`` after each event, as a step function. When a
   trace lacks ``Total Allocated`` (older traces), the allocated curve is the running sum of ``Bytes``
   (``reconstructed`` is true). We differ from torch-tb-profiler, which shows no curve then.
@@ -28,6 +31,7 @@ import dataclasses
 
 import numpy as np
 
+from ..trace.devices import memory_device_label
 from ..trace.links import _cached
 from ..trace.model import Trace
 from .op_tree import op_tree
@@ -35,11 +39,8 @@ from .operators import EXCLUDED_PREFIXES, op_times
 
 
 def device_label(device_type: int, device_id: int) -> str | None:
-    if device_type == 0:
-        return "CPU"
-    if device_type == 1:
-        return f"GPU{device_id}"
-    return None
+    """The Memory view's device label (see :mod:`tb_plugin.trace.devices`)."""
+    return memory_device_label(device_type, device_id)
 
 
 @dataclasses.dataclass

@@ -1,5 +1,6 @@
 """Peak allocated memory per GPU from ``[memory]`` events (bytes).
 
+GPUs are CUDA and HIP (ROCm) devices (:data:`tb_plugin.trace.devices.GPU_DEVICE_TYPES`).
 Peak = the largest ``Total Allocated`` seen for the device; when a trace lacks the totals, the
 largest running sum of ``Bytes`` over that device's events instead.
 """
@@ -8,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..trace.devices import GPU_DEVICE_TYPES
 from ..trace.model import Trace
 
-GPU_DEVICE_TYPE = 1
 
 
 def peak_allocated_by_gpu(trace: Trace) -> dict[int, int]:
@@ -18,7 +19,7 @@ def peak_allocated_by_gpu(trace: Trace) -> dict[int, int]:
     out: dict[int, int] = {}
     if len(mem) == 0:
         return out
-    gpu = mem.device_type == GPU_DEVICE_TYPE
+    gpu = np.isin(mem.device_type, GPU_DEVICE_TYPES)  # CUDA, and HIP on ROCm
     for dev in np.unique(mem.device_id[gpu]):
         rows = gpu & (mem.device_id == dev)
         totals = mem.total_allocated[rows]

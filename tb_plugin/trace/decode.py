@@ -23,6 +23,7 @@ import msgspec
 import numpy as np
 
 from .categories import Kind, is_composer_trainer_event, kind_of_category
+from .devices import unplaceable_warning
 from .errors import TraceReadError
 from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 from .nonfinite import quote_nonfinite, token_at
@@ -642,6 +643,9 @@ class _ColumnBuilder:
         meta["metadata_values"] = self.metadata_values
         meta["thread_names"] = self.thread_names
         memory, flows = self._memory_table(), self._flow_table()
+        unplaced = unplaceable_warning(memory.device_type) if len(memory) else None
+        if unplaced:
+            warnings.append(unplaced)
         # pid/tid 25738 and "25738" name the same thread: one id per text
         canon = self._canonical_ids()
         for table in (cols, memory.columns, flows.columns):
