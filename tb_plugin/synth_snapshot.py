@@ -93,15 +93,62 @@ def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int
             "allocator_settings": {}, "external_annotations": [{"device": 0, "stage": "forward", "name": "step 1"}]}
 
 
-def replay_peak(obj) -> int:
-    """Peak of Σ alloc − Σ free_completed over device 0's history: the direct replay tests compare to."""
-    if isinstance(obj, list) or not obj.get("device_traces"):
+def replay_peak(obj, device: int = 0) -> int:
+    """Peak active bytes of ``device`` by memory_viz's rule, replayed plainly entry by entry (the
+    reference the vectorized analysis is tested against). A ``free_completed`` (older ``free``) of an
+    address whose last alloc/free is not an ``alloc`` frees a block allocated before the history; a
+    segment block ``active_allocated`` whose address is not live at the end was live throughout. Both
+    count from the start. A free of a history alloc frees that alloc's size."""
+    if isinstance(obj, list) or not obj.get("device_traces") or device >= len(obj["device_traces"]):
         return 0
-    active = peak = 0
-    for e in obj["device_traces"][0]:
+    live: dict[int, int] = {}  # address -> size of the history alloc live there
+    initial = 0
+    steps = []  # the change of each alloc/free
+    for e in obj["device_traces"][device]:
         if e["action"] == "alloc":
-            active += e["size"]
+            live[e["addr"]] = e["size"]
+            steps.append(e["size"])
         elif e["action"] in ("free_completed", "free"):
-            active -= e["size"]
+            if e["addr"] in live:
+                steps.append(-live.pop(e["addr"]))
+            else:
+                initial += e["size"]
+                steps.append(-e["size"])
+    for seg in obj.get("segments") or []:
+        if seg.get("device", 0) != device:
+            continue
+        address = seg["address"]
+        for b in seg["blocks"]:
+            address = b.get("address", address)
+            if b["state"] == "active_allocated" and address not in live:
+                initial += b.get("requested_size") or b["size"]
+            address += b["size"]
+    active = peak = initial
+    for step in steps:
+        active += step
         peak = max(peak, active)
     return peak
+
+
+def snapshot_with_blocks_before_history() -> tuple[dict, int]:
+    """A snapshot whose history began after some blocks were allocated, and its peak by construction.
+
+    Before the history: a 300-byte block at 0x5000 (freed in the history) and a 400-byte block at
+    0x9000 (still held at the dump). History: alloc 100 at 0x1000 (→ 700 + 100 = 800, the peak), free
+    0x5000 (500), alloc 50 at 0x2000 (550), free 0x1000 (450). A replay from 0 reads 100.
+    """
+    history = [
+        {"action": "alloc", "addr": 0x1000, "size": 100, "stream": 0, "time_us": 10, "frames": []},
+        {"action": "free_requested", "addr": 0x5000, "size": 300, "stream": 0, "time_us": 20, "frames": []},
+        {"action": "free_completed", "addr": 0x5000, "size": 300, "stream": 0, "time_us": 20, "frames": []},
+        {"action": "alloc", "addr": 0x2000, "size": 50, "stream": 0, "time_us": 30, "frames": []},
+        {"action": "free_requested", "addr": 0x1000, "size": 100, "stream": 0, "time_us": 40, "frames": []},
+        {"action": "free_completed", "addr": 0x1000, "size": 100, "stream": 0, "time_us": 40, "frames": []},
+    ]
+    weights = [{"filename": "train.py", "line": 12, "name": "build_model"}]
+    blocks = [{"address": 0x1000, "size": 512, "requested_size": 100, "state": "inactive", "frames": []},
+              {"address": 0x2000, "size": 512, "requested_size": 50, "state": "active_allocated", "frames": []},
+              {"address": 0x9000, "size": 512, "requested_size": 400, "state": "active_allocated", "frames": weights}]
+    segments = [{"device": 0, "address": 0x1000, "total_size": 1 << 16, "stream": 0, "segment_type": "small",
+                 "blocks": blocks, "frames": []}]
+    return {"segments": segments, "device_traces": [history]}, 800

@@ -1,10 +1,18 @@
 """Analyses of an allocator snapshot's history (bytes; time in µs, or entry index when untimed).
 
-- **Active memory** after each entry = Σ sizes of ``alloc`` − Σ sizes of ``free_completed`` (older
-  ``free``) so far, replayed from 0 at the first recorded entry.
+- **Blocks live before the history** (``_record_memory_history`` is usually turned on after the model
+  was built, so its weights were allocated earlier): a free (``free_completed``, older ``free``) of an
+  address whose last earlier alloc/free in the history is not an ``alloc`` frees such a block (its size
+  is the free's); and a block the dump's segments hold as ``active_allocated`` whose address is not
+  live at the end of the history replay is one too (its size is its ``requested_size``, else ``size``;
+  it lives to the end). This is the rule of PyTorch's memory_viz "Active Memory Timeline"; we differ
+  from a replay from 0, which misses them (3× low on a model whose weights predate the history).
+- **Active memory** after each entry = the bytes of the blocks live before the history + Σ sizes of
+  ``alloc`` − Σ sizes freed so far, where a free of a history ``alloc`` frees that alloc's size.
 - **Reserved memory** = Σ ``segment_alloc``/``segment_map`` − Σ ``segment_free``/``segment_unmap``.
 - **Peak active** = the largest active value; the allocations *alive at the peak* are the ``alloc``
-  entries at or before it whose matching free (the next free of the same address) comes after it.
+  entries at or before it whose matching free (the next free of the same address) comes after it,
+  and the blocks live before the history that are not freed by then (``before_history``).
 - A **frame** summary is the first frame in a ``.py`` file as ``file:line:function``, or the first frame
   when none is Python.
 """
@@ -36,9 +44,65 @@ def time_axis(trace: DeviceTrace) -> np.ndarray:
     return t - np.nanmin(trace.time)
 
 
-def active_bytes(trace: DeviceTrace) -> np.ndarray:
-    delta = np.where(trace.action == _ALLOC, trace.size, 0) - np.where(np.isin(trace.action, _FREES), trace.size, 0)
-    return np.cumsum(delta)
+def free_matches(trace: DeviceTrace) -> np.ndarray:
+    """Per entry: for a free, the row of the history ``alloc`` it frees (the last alloc/free of the
+    same address before it, when that is an alloc); −1 for every other entry and for frees of blocks
+    allocated before the history."""
+    n = len(trace.action)
+    is_alloc = trace.action == _ALLOC
+    is_free = np.isin(trace.action, _FREES)
+    rows = np.flatnonzero(is_alloc | is_free)
+    order = rows[np.lexsort((rows, trace.addr[rows]))]  # by address, then time
+    match = np.full(n, -1, dtype=np.int64)
+    if len(order) > 1:
+        a, b = order[:-1], order[1:]
+        ok = is_alloc[a] & is_free[b] & (trace.addr[a] == trace.addr[b])
+        match[b[ok]] = a[ok]
+    return match
+
+
+def _live_at_end(trace: DeviceTrace) -> np.ndarray:
+    """Addresses whose last alloc/free in the history is an ``alloc`` (sorted)."""
+    rows = np.flatnonzero((trace.action == _ALLOC) | np.isin(trace.action, _FREES))
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = rows[np.lexsort((rows, trace.addr[rows]))]
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = trace.addr[order[:-1]] != trace.addr[order[1:]]
+    ends = order[last]
+    return np.sort(trace.addr[ends[trace.action[ends] == _ALLOC]])
+
+
+def segment_blocks_before_history(snapshot: Snapshot, device: int) -> list[dict]:
+    """Blocks the dump holds as ``active_allocated`` that no history ``alloc`` explains: live from
+    before the history to the end. Each ``{"address", "bytes", "stack"}``."""
+    trace = snapshot.devices.get(device)
+    live = _live_at_end(trace) if trace is not None else np.zeros(0, dtype=np.int64)
+    out = []
+    for seg in snapshot.segments:
+        if seg["device"] != device:
+            continue
+        for b in seg["blocks"]:
+            if b["state"] != "active_allocated":
+                continue
+            i = np.searchsorted(live, b["address"])
+            if i < len(live) and live[i] == b["address"]:
+                continue
+            out.append({"address": b["address"], "bytes": int(b.get("requested_size") or b["size"]),
+                        "stack": b["stack"]})
+    return out
+
+
+def active_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
+    """Active bytes after each entry of ``device``'s history, blocks live before it included."""
+    trace = snapshot.devices[device]
+    match = free_matches(trace)
+    is_free = np.isin(trace.action, _FREES)
+    early_free = is_free & (match < 0)
+    freed = np.where(match >= 0, trace.size[np.maximum(match, 0)], trace.size)
+    delta = np.where(trace.action == _ALLOC, trace.size, 0) - np.where(is_free, freed, 0)
+    initial = int(trace.size[early_free].sum()) + sum(b["bytes"] for b in segment_blocks_before_history(snapshot, device))
+    return initial + np.cumsum(delta)
 
 
 def reserved_bytes(trace: DeviceTrace) -> np.ndarray:
@@ -48,20 +112,14 @@ def reserved_bytes(trace: DeviceTrace) -> np.ndarray:
 
 
 def lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
-    """``(alloc_index, free_index)`` per allocation: the next free of the same address after it;
-    ``free_index`` = number of entries when it is never freed."""
+    """``(alloc_index, free_index)`` per history allocation: the free that ends it (see
+    :func:`free_matches`); ``free_index`` = number of entries when it is never freed."""
     n = len(trace.action)
-    is_alloc = trace.action == _ALLOC
-    is_free = np.isin(trace.action, _FREES)
-    rows = np.flatnonzero(is_alloc | is_free)
-    order = rows[np.lexsort((rows, trace.addr[rows]))]  # by address, then time
-    allocs = np.flatnonzero(is_alloc)
+    match = free_matches(trace)
+    allocs = np.flatnonzero(trace.action == _ALLOC)
     frees = np.full(len(allocs), n, dtype=np.int64)
-    if len(order) > 1:
-        a, b = order[:-1], order[1:]
-        matched = is_alloc[a] & is_free[b] & (trace.addr[a] == trace.addr[b])
-        pos = np.searchsorted(allocs, a[matched])
-        frees[pos] = b[matched]
+    ended = np.flatnonzero(match >= 0)
+    frees[np.searchsorted(allocs, match[ended])] = ended
     return allocs, frees
 
 
@@ -77,20 +135,28 @@ def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
 
 
 def device_summary(snapshot: Snapshot, device: int, top: int = 10) -> dict:
-    """Peak active bytes and the ``top`` largest allocations alive at the peak."""
+    """Peak active bytes and the ``top`` largest allocations alive at the peak (blocks live before
+    the history included, marked ``before_history`` with time ``None``)."""
     trace = snapshot.devices[device]
-    active = active_bytes(trace)
+    active = active_bytes(snapshot, device)
     t = time_axis(trace)
     peak = int(np.argmax(active)) if len(active) else 0
     allocs, frees = lifetimes(trace)
     alive = allocs[(allocs <= peak) & (frees > peak)]
-    order = alive[np.argsort(-trace.size[alive], kind="stable")][:top]
+    rows = [{"bytes": int(trace.size[i]), "frame": frame_summary(snapshot, int(trace.stack[i])),
+             "stack": int(trace.stack[i]), "time": float(t[i]), "before_history": False} for i in alive.tolist()]
+    match = free_matches(trace)
+    early = np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0) & (np.arange(len(match)) > peak))
+    rows += [{"bytes": int(trace.size[i]), "frame": frame_summary(snapshot, int(trace.stack[i])),
+              "stack": int(trace.stack[i]), "time": None, "before_history": True} for i in early.tolist()]
+    rows += [{"bytes": b["bytes"], "frame": frame_summary(snapshot, b["stack"]), "stack": b["stack"], "time": None,
+              "before_history": True} for b in segment_blocks_before_history(snapshot, device)]
+    rows.sort(key=lambda r: -r["bytes"])
     return {
         "device": f"GPU{device}",
         "peak_active_bytes": int(active[peak]) if len(active) else 0,
         "peak_time": float(t[peak]) if len(t) else None,
-        "largest": [{"bytes": int(trace.size[i]), "frame": frame_summary(snapshot, int(trace.stack[i])),
-                     "stack": int(trace.stack[i]), "time": float(t[i])} for i in order.tolist()],
+        "largest": rows[:top],
     }
 
 
@@ -132,7 +198,7 @@ def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | 
     trace = snapshot.devices[device]
     cache = {} if cache is None else cache
     if "t" not in cache:
-        cache.update(t=time_axis(trace), active=active_bytes(trace), reserved=reserved_bytes(trace),
+        cache.update(t=time_axis(trace), active=active_bytes(snapshot, device), reserved=reserved_bytes(trace),
                      lifetimes=lifetimes(trace))
     t, active, reserved = cache["t"], cache["active"], cache["reserved"]
     lo = float(t[0]) if start is None else start

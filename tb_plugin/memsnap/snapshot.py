@@ -148,10 +148,17 @@ def parse_snapshot(obj: Any) -> Snapshot:
     for seg in segments_raw:
         if not isinstance(seg, dict):
             continue
-        blocks = [{"address": int(b.get("address", 0)), "size": int(b.get("size", 0)),
-                   "requested_size": int(b.get("requested_size", b.get("size", 0)) or 0),
-                   "state": str(b.get("state", "")), "stack": stack_of(b.get("frames"))}
-                  for b in seg.get("blocks") or [] if isinstance(b, dict)]
+        blocks = []
+        next_address = int(seg.get("address", 0))  # a block without "address" follows the one before it
+        for b in seg.get("blocks") or []:
+            if not isinstance(b, dict):
+                continue
+            address = int(b.get("address", next_address))
+            size = int(b.get("size", 0))
+            blocks.append({"address": address, "size": size,
+                           "requested_size": int(b.get("requested_size", size) or 0),
+                           "state": str(b.get("state", "")), "stack": stack_of(b.get("frames"))})
+            next_address = address + size
         segments.append({"device": int(seg.get("device", 0)), "address": int(seg.get("address", 0)),
                          "total_size": int(seg.get("total_size", 0)), "stream": seg.get("stream"),
                          "segment_type": seg.get("segment_type"), "blocks": blocks})

@@ -77,9 +77,11 @@ export interface MemoryStatsReady {
 
 export interface SnapshotLargest {
   bytes: number;
-  frame: string;
+  frame: string | null;
   stack: number;
+  /** null for a block allocated before the history began */
   time: number | null;
+  before_history: boolean;
 }
 
 export interface SnapshotMarker {
