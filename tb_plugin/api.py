@@ -267,7 +267,7 @@ def timeline_event(registry: RunRegistry, args: Mapping[str, str]):
 
 MEMORY_EVENT_COLUMNS = ["op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"]
 MEMORY_STAT_COLUMNS = ["name", "calls", "size_increase_bytes", "self_size_increase_bytes", "allocations",
-                       "self_allocations", "allocation_bytes", "self_allocation_bytes"]
+                       "self_allocations", "allocation_bytes", "self_allocation_bytes", "self_not_freed_bytes"]
 
 
 def memory(registry: RunRegistry, args: Mapping[str, str]):
@@ -345,7 +345,7 @@ def memory_stats(registry: RunRegistry, args: Mapping[str, str], as_csv: bool = 
     try:
         device = _param(args, "device")
         lo, hi = _range(args)
-        q = _table_query(args, MEMORY_STAT_COLUMNS, "size_increase_bytes")
+        q = _table_query(args, MEMORY_STAT_COLUMNS, "allocation_bytes")
         q["op_search"] = ""
     except BadRequest as exc:
         return 400, {"error": str(exc)}

@@ -71,16 +71,21 @@ def test_pairing(known):
 
 
 def test_operator_statistics_self_and_total(known):
+    """Size increase = allocated − freed *during* the operator (issue 14 item 19: a free counts for the
+    operator running when it happens, torch-tb-profiler's documented definition; booking frees to the
+    allocating operator made every size increase 0)."""
     stats = {r["name"]: r for r in operator_stats(known, "GPU0")}
-    assert stats["aten::empty"] == {"name": "aten::empty", "calls": 1, "self_size_increase_bytes": 0,
-                                    "self_allocation_bytes": 1000, "self_allocations": 1, "size_increase_bytes": 0,
-                                    "allocation_bytes": 1000, "allocations": 1}
-    assert (stats["aten::mm"]["self_size_increase_bytes"], stats["aten::mm"]["self_allocation_bytes"]) == (0, 500)
-    linear = stats["aten::linear"]
+    assert stats["aten::empty"] == {"name": "aten::empty", "calls": 1, "self_size_increase_bytes": 1000,
+                                    "self_allocation_bytes": 1000, "self_allocations": 1, "size_increase_bytes": 1000,
+                                    "allocation_bytes": 1000, "allocations": 1, "self_not_freed_bytes": 0}
+    assert (stats["aten::mm"]["self_size_increase_bytes"], stats["aten::mm"]["self_allocation_bytes"]) == (500, 500)
+    linear = stats["aten::linear"]  # frees empty's 1000 B itself, at 60 µs
+    assert (linear["self_size_increase_bytes"], linear["size_increase_bytes"]) == (-1000, 500)
     assert (linear["self_allocations"], linear["allocations"], linear["allocation_bytes"]) == (0, 2, 1500)
-    assert stats["aten::relu"]["size_increase_bytes"] == 300
+    assert (stats["aten::relu"]["size_increase_bytes"], stats["aten::relu"]["self_not_freed_bytes"]) == (300, 300)
+    assert [r["name"] for r in operator_stats(known, "GPU0")] == ["aten::linear", "aten::empty", "aten::mm", "aten::relu"]
     window = {r["name"]: r for r in operator_stats(known, "GPU0", start_us=0, end_us=30)}
-    assert window["aten::linear"]["size_increase_bytes"] == 1500  # the frees come later
+    assert window["aten::linear"]["size_increase_bytes"] == 1500  # the free at 60 µs is outside
 
 
 def test_reconstructed_curve_without_totals():
@@ -132,10 +137,17 @@ def test_resnet_memory_statistics_match_incumbent():
                 assert ours[theirs["name"]][mine_key] == theirs[their_key], (device, theirs["name"], mine_key)
 
 
-def test_frees_go_to_the_allocating_op_where_we_differ():
+def test_size_increase_matches_the_incumbent_with_addr():
+    """With Addr the frees still count during the operator that frees, as in torch-tb-profiler: every
+    row equals its table on the H100 sample (before, every size increase there read 0)."""
     rel = "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"
-    theirs = {r["name"]: r for r in INCUMBENT[rel]["stats"]["GPU0"]}
-    assert theirs["aten::addmm"]["self_increase_bytes"] < 0  # the incumbent books frees at free time
-    ours = {r["name"]: r for r in operator_stats(load_trace_file(str(sample(rel))), "GPU0")}
-    assert ours["aten::addmm"]["self_size_increase_bytes"] >= 0
-    assert ours["aten::addmm"]["allocation_bytes"] == theirs["aten::addmm"]["alloc_bytes"]
+    trace = load_trace_file(str(sample(rel)))
+    for device, rows in INCUMBENT[rel]["stats"].items():
+        ours = {r["name"]: r for r in operator_stats(trace, device)}
+        assert set(ours) == {r["name"] for r in rows}, device
+        for theirs in rows:
+            for mine_key, their_key in _KEYS:
+                assert ours[theirs["name"]][mine_key] == theirs[their_key], (device, theirs["name"], mine_key)
+    gpu = {r["name"]: r for r in operator_stats(trace, "GPU0")}
+    assert gpu["aten::addmm"]["self_size_increase_bytes"] == -13313536
+    assert sum(r["self_size_increase_bytes"] != 0 for r in gpu.values()) == 10

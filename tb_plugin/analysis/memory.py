@@ -9,17 +9,17 @@ Definitions (bytes; times µs relative to the trace's first event):
 - **Curve**: ``Total Allocated`` and ``Total Reserved`` after each event, as a step function. When a
   trace lacks ``Total Allocated`` (older traces), the allocated curve is the running sum of ``Bytes``
   (``reconstructed`` is true). We differ from torch-tb-profiler, which shows no curve then.
-- **Attribution**: an allocation (``Bytes`` > 0) belongs to the innermost operator on its thread whose
-  ``[start, end)`` contains it; a free (``Bytes`` < 0) belongs to the operator of the allocation with the
-  same ``Addr`` on the same device, or, without ``Addr``, to the innermost operator at the free.
+- **Attribution**: every memory event (an allocation, ``Bytes`` > 0, or a free, ``Bytes`` < 0) belongs to
+  the innermost operator on its thread whose ``[start, end)`` contains it: the operator *during* which it
+  happened. With ``Addr``, a free is also linked to the allocation it ends (same ``Addr``, same device).
 - **Per operator**, self (its own events) and total (self + descendants): *size increase* = Σ signed
-  Bytes; *allocation size* = Σ positive Bytes; *allocations* = count of positive events; *calls* = the
-  number of the operator's events, counted as in the Operator view. Events whose innermost operator
-  is not a row (``ProfilerStep#``, DataLoader, ``Optimizer.*``) count for no row, as in
-  torch-tb-profiler. **We differ** on frees when the trace has ``Addr``: torch-tb-profiler books a
-  free to the operator running when it happens; we book it to the allocating operator, so an op's
-  size increase is the memory it allocated and did not give back. Without ``Addr`` both book it to
-  the operator running at the free.
+  Bytes during the operator (allocated minus freed, torch-tb-profiler's documented definition);
+  *allocation size* = Σ positive Bytes; *allocations* = count of positive events; *not freed* (with
+  ``Addr`` only) = bytes the operator allocated that no free in the trace released (the memory it kept);
+  *calls* = the number of the operator's events, counted as in the Operator view. Events whose
+  innermost operator is not a row (``ProfilerStep#``, DataLoader, ``Optimizer.*``) count for no row, as
+  in torch-tb-profiler. The table is sorted by allocation size (largest first): size increase is 0 for
+  every operator whose tensors are freed inside it, and negative for those that free.
 - **Pairing**: an allocation pairs with the next free of the same ``Addr`` on the same device. An
   allocation never freed stays open (no release time); a free without an allocation has no
   allocation time. Without ``Addr`` no pairs can be made and the reason is reported.
@@ -46,7 +46,9 @@ def device_label(device_type: int, device_id: int) -> str | None:
 @dataclasses.dataclass
 class MemoryData:
     device: list[str]  # label per memory event ("" when ignored)
-    op: np.ndarray  # attributed operator row per memory event (-1: none)
+    op: np.ndarray  # innermost operator row during each memory event (-1: none)
+    alloc_op: np.ndarray  # for a free with Addr: the operator of the allocation it ends; else = op
+    unfreed: np.ndarray  # per event: an allocation (with Addr) that no free in the trace releases
     has_addr: bool
     origin: float
 
@@ -61,17 +63,20 @@ def _memory_data(trace: Trace) -> MemoryData:
     labels = [device_label(int(t), int(d)) or "" for t, d in zip(mem.device_type.tolist(), mem.device_id.tolist())]
     origin = float(ev.ts.min()) if len(ev) else (float(mem.ts.min()) if len(mem) else 0.0)
     op = _innermost_ops(trace)
+    alloc_op = op.copy()
+    unfreed = np.zeros(len(mem), dtype=bool)
     has_addr = bool((mem.addr >= 0).any()) if len(mem) else False
-    if has_addr:  # frees inherit the op of their allocation
-        live: dict[tuple, int] = {}
+    if has_addr:  # link each free to the allocation it ends
+        live: dict[tuple, int] = {}  # (device, addr) -> row of the open allocation
         for i, (addr, b, lab) in enumerate(zip(mem.addr.tolist(), mem.bytes.tolist(), labels)):
             if addr < 0 or not lab:
                 continue
             if b > 0:
-                live[(lab, addr)] = int(op[i])
+                live[(lab, addr)] = i
             elif b < 0 and (lab, addr) in live:
-                op[i] = live.pop((lab, addr))
-    return MemoryData(labels, op, has_addr, origin)
+                alloc_op[i] = op[live.pop((lab, addr))]
+        unfreed[list(live.values())] = True
+    return MemoryData(labels, op, alloc_op, unfreed, has_addr, origin)
 
 
 def _innermost_ops(trace: Trace) -> np.ndarray:
@@ -179,7 +184,9 @@ def _op_name(trace: Trace, row: int) -> str | None:
 
 
 def operator_stats(trace: Trace, device: str, start_us: float | None = None, end_us: float | None = None) -> list[dict]:
-    """Per operator name, for one device: calls, and self/total size increase, allocation size and count.
+    """Per operator name, for one device: calls, self/total size increase (allocated − freed during the
+    operator), allocation size and count, and self bytes not freed by the trace's end (with ``Addr``),
+    largest allocation size first.
 
     With a time range (µs relative to the first event), only memory events inside it count."""
     mem = trace.memory
@@ -199,6 +206,7 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     self_inc = np.bincount(owner, weights=b, minlength=n)
     self_alloc = np.bincount(owner, weights=np.where(b > 0, b, 0), minlength=n)
     self_count = np.bincount(owner, weights=(b > 0).astype(float), minlength=n)
+    self_kept = np.bincount(owner, weights=np.where(data.unfreed[idx], b, 0), minlength=n)
     totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
     tree = op_tree(trace)
     is_op = op_times(trace).is_op
@@ -209,7 +217,7 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
             for arr in totals:
                 arr[par] += arr[row]
     merged = op_times(trace).merged  # an op's same-name only child is one call with it
-    for arr in (self_inc, self_alloc, self_count):
+    for arr in (self_inc, self_alloc, self_count, self_kept):
         for row in sorted(np.flatnonzero(merged).tolist(), key=lambda r: -ev.ts[r]):
             arr[tree.op_parent[row]] += arr[row]
     excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))
@@ -221,7 +229,7 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
         return np.bincount(inv, weights=arr[rows], minlength=g)
 
     calls = np.bincount(inv, minlength=g)
-    cols = [s(x) for x in (self_inc, self_alloc, self_count, *totals)]
+    cols = [s(x) for x in (self_inc, self_alloc, self_count, *totals, self_kept)]
     out = []
     for k in range(g):
         if cols[1][k] == 0 and cols[4][k] == 0 and cols[0][k] == 0 and cols[3][k] == 0:
@@ -231,8 +239,9 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
             "self_size_increase_bytes": int(cols[0][k]), "self_allocation_bytes": int(cols[1][k]),
             "self_allocations": int(cols[2][k]),
             "size_increase_bytes": int(cols[3][k]), "allocation_bytes": int(cols[4][k]), "allocations": int(cols[5][k]),
+            "self_not_freed_bytes": int(cols[6][k]) if data.has_addr else None,
         })
-    out.sort(key=lambda r: -r["size_increase_bytes"])
+    out.sort(key=lambda r: (-r["allocation_bytes"], r["name"]))
     return out
 
 

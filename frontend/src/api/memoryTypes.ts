@@ -63,6 +63,8 @@ export interface MemoryStatRow {
   self_allocations: number;
   allocation_bytes: number;
   self_allocation_bytes: number;
+  /** null when the trace's memory events have no Addr */
+  self_not_freed_bytes: number | null;
 }
 
 export interface MemoryStatsReady {

@@ -54,7 +54,11 @@ describe("MemoryView", () => {
     expect(rows[0]!.querySelector('[data-col="addr"]')?.textContent).toBe("0x74953a000000");
     const stats = await screen.findByTestId("memory-stats-table");
     expect(within(stats).getAllByTestId("memory-stat-row")).toHaveLength(statsFixture.rows.length);
-    expect(stats.querySelector("th.sorted")?.getAttribute("data-col")).toBe("size_increase_bytes");
+    expect(stats.querySelector("th.sorted")?.getAttribute("data-col")).toBe("allocation_bytes");
+    // size increase counts frees during the operator: addmm frees more than it allocates itself
+    const addmm = within(stats).getAllByTestId("memory-stat-row").find((r) => r.textContent?.includes("aten::addmm"))!;
+    expect(addmm.querySelector('[data-col="self_size_increase_bytes"]')?.textContent).toBe("-12.7 MiB");
+    expect(addmm.querySelector('[data-col="self_not_freed_bytes"]')?.textContent).toBe("0 B");
     expect(screen.queryByTestId("memory-reconstructed")).toBeNull();
     const ev = requests.find((u) => u.startsWith("memory_events?"))!;
     expect(query(ev).get("device")).toBe("GPU0");

@@ -16,8 +16,8 @@ import { useDebounced } from "../hooks/useDebounced";
 import { remoteData, useRemote } from "../hooks/useRemote";
 import { useServerTable } from "../hooks/useServerTable";
 import type { Theme } from "../hooks/useTheme";
-import { formatBytes, formatDuration, formatNumber } from "../util/format";
-import { MEM_EVENT_DEFS, MEM_STAT_DEFS, RECONSTRUCTED_NOTICE } from "../memory/definitions";
+import { DASH, formatBytes, formatDuration, formatNumber } from "../util/format";
+import { DEFAULT_MEMORY_STAT_SORT, MEM_EVENT_DEFS, MEM_STAT_DEFS, RECONSTRUCTED_NOTICE } from "../memory/definitions";
 import type { MemChartInstance } from "../memory/echarts";
 import { formatAddress, parseBytes } from "../memory/layout";
 import { MemChart } from "../memory/MemChart";
@@ -314,6 +314,13 @@ function statColumns(): Column<MemoryStatRow>[] {
     count("self_allocations", "Self allocations"),
     bytes("allocation_bytes", "Allocation size"),
     bytes("self_allocation_bytes", "Self allocation size"),
+    {
+      key: "self_not_freed_bytes",
+      label: "Allocated, not freed by end",
+      numeric: true,
+      tooltip: MEM_STAT_DEFS.self_not_freed_bytes,
+      render: (r) => (r.self_not_freed_bytes === null ? DASH : formatBytes(r.self_not_freed_bytes)),
+    },
   ];
 }
 
@@ -327,7 +334,7 @@ function MemoryStats({ selection, device, range }: { selection: Selection; devic
   const state = useRemote<MemoryStatsReady>(memoryStatsUrl(selection, { ...q, offset, limit: MEMORY_PAGE_SIZE }));
   const data = remoteData(state);
   const columns = useMemo(statColumns, []);
-  const shown = table.shown(data, "size_increase_bytes");
+  const shown = table.shown(data, DEFAULT_MEMORY_STAT_SORT);
   const csv = memoryStatsUrl(selection, { ...q, ...shown }, false);
   return (
     <Card title="Memory statistics by operator">
