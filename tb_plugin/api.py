@@ -283,15 +283,9 @@ def memory(registry: RunRegistry, args: Mapping[str, str]):
         hi = _float(args, "end_us", max((float(d["ts_us"].max()) for d in devices if len(d["ts_us"])), default=0.0))
     except BadRequest as exc:
         return 400, {"error": str(exc)}
-    from .analysis.memory import downsample_curve
+    from .analysis.memory import memory_window
 
-    out = []
-    for d in devices:
-        entry = {k: v for k, v in d.items() if k not in ("ts_us", "allocated_bytes", "reserved_bytes")}
-        entry["allocated"] = downsample_curve(d["ts_us"], d["allocated_bytes"], lo, hi, width)
-        entry["reserved"] = (downsample_curve(d["ts_us"], d["reserved_bytes"], lo, hi, width)
-                             if d["reserved_bytes"] is not None else None)
-        out.append(entry)
+    out = [memory_window(d, lo, hi, width) for d in devices]
     return 200, {"state": "ready", "devices": out, "pairs_reason": views.memory_pairs()["reason"]}
 
 

@@ -151,3 +151,20 @@ def test_size_increase_matches_the_incumbent_with_addr():
     gpu = {r["name"]: r for r in operator_stats(trace, "GPU0")}
     assert gpu["aten::addmm"]["self_size_increase_bytes"] == -13313536
     assert sum(r["self_size_increase_bytes"] != 0 for r in gpu.values()) == 10
+
+def test_brushed_window_reaches_its_end_and_reports_its_own_peak(known):
+    """Issue 14 item 20: a window ending after the last event is drawn to its end (the last value held),
+    and its peak is the peak inside it (the value held at its start counts), not the whole trace's."""
+    from tb_plugin.analysis.memory import memory_window
+
+    gpu = next(c for c in curves(known) if c["device"] == "GPU0")
+    assert gpu["peak_allocated_bytes"] == 1500  # at 25 µs
+    win = memory_window(gpu, 100.0, 400.0, 50)
+    assert win["allocated"]["ts_us"] == [60.0, 205.0, 300.0, 305.0, 400.0]  # held from 60 µs, closed at 400 µs
+    assert win["allocated"]["bytes"] == [500, 800, 300, 236, 236]
+    assert (win["range_peak_allocated_bytes"], win["range_peak_allocated_ts"]) == (800, 205.0)
+    assert win["range_peak_reserved_bytes"] == 4096
+    assert win["peak_allocated_bytes"] == 1500  # the whole-trace peak is still there, under its own name
+    early = memory_window(gpu, 30.0, 50.0, 50)  # no event inside: the held value is the peak, at the start
+    assert (early["range_peak_allocated_bytes"], early["range_peak_allocated_ts"]) == (1500, 30.0)
+    assert early["allocated"] == {"ts_us": [25.0, 50.0], "bytes": [1500, 1500]}

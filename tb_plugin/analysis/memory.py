@@ -246,29 +246,65 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
 
 
 def downsample_curve(ts: np.ndarray, values: np.ndarray, start: float, end: float, bins: int) -> dict:
-    """A step curve reduced to at most ``2 × bins`` points over ``[start, end]``: per bin its first
-    value and its maximum, so peaks survive at any zoom."""
+    """A step curve reduced to at most ``2 × bins + 1`` points over ``[start, end]``: per bin its first
+    value and its maximum, so peaks survive at any zoom. The value held at ``start`` (from the last
+    point before it) opens the curve, and the value held at ``end`` closes it, so a window drawn from it
+    reaches both ends of the range."""
     keep = (ts >= start) & (ts <= end)
     before = np.flatnonzero(ts < start)
     idx = np.flatnonzero(keep)
     if len(before):
         idx = np.concatenate([[before[-1]], idx])
     if len(idx) <= 2 * bins:
-        return {"ts_us": ts[idx].tolist(), "bytes": values[idx].tolist()}
-    cell = np.clip(((ts[idx] - start) / max(end - start, 1e-9) * bins).astype(np.int64), 0, bins - 1)
-    first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
-    peaks = np.maximum.reduceat(values[idx], first)
-    out_t, out_v = [], []
-    bounds = np.r_[first, len(idx)]
-    for k, f in enumerate(first.tolist()):
-        out_t.append(float(ts[idx[f]]))
-        out_v.append(int(values[idx[f]]))
-        seg = idx[bounds[k]:bounds[k + 1]]
-        j = seg[int(np.argmax(values[seg]))]
-        if j != idx[f]:
-            out_t.append(float(ts[j]))
-            out_v.append(int(peaks[k]))
+        out_t, out_v = ts[idx].tolist(), values[idx].tolist()
+    else:
+        cell = np.clip(((ts[idx] - start) / max(end - start, 1e-9) * bins).astype(np.int64), 0, bins - 1)
+        first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        peaks = np.maximum.reduceat(values[idx], first)
+        out_t, out_v = [], []
+        bounds = np.r_[first, len(idx)]
+        for k, f in enumerate(first.tolist()):
+            out_t.append(float(ts[idx[f]]))
+            out_v.append(int(values[idx[f]]))
+            seg = idx[bounds[k]:bounds[k + 1]]
+            j = seg[int(np.argmax(values[seg]))]
+            if j != idx[f]:
+                out_t.append(float(ts[j]))
+                out_v.append(int(peaks[k]))
+    if out_t and out_t[-1] < end:  # hold the last value to the end of the window
+        out_t.append(float(end))
+        out_v.append(out_v[-1])
     return {"ts_us": out_t, "bytes": out_v}
+
+
+def window_peak(ts: np.ndarray, values: np.ndarray, start: float, end: float) -> tuple[int | None, float | None]:
+    """``(peak bytes, its time µs)`` of a step curve inside ``[start, end]``: the value held at ``start``
+    counts (at ``start``). ``(None, None)`` when the curve has no value there yet."""
+    before = np.flatnonzero(ts < start)
+    idx = np.flatnonzero((ts >= start) & (ts <= end))
+    cand_v = values[idx]
+    cand_t = ts[idx]
+    if len(before):
+        cand_v = np.concatenate([[values[before[-1]]], cand_v])
+        cand_t = np.concatenate([[start], cand_t])
+    if len(cand_v) == 0:
+        return None, None
+    k = int(np.argmax(cand_v))
+    return int(cand_v[k]), float(cand_t[k])
+
+
+def memory_window(curve: dict, start: float, end: float, bins: int) -> dict:
+    """One device of :func:`curves` over ``[start, end]`` (µs): its downsampled allocated/reserved
+    curves, and the peaks inside the window (``range_peak_*``; the whole-trace peaks stay as they are)."""
+    out = {k: v for k, v in curve.items() if k not in ("ts_us", "allocated_bytes", "reserved_bytes")}
+    ts = curve["ts_us"]
+    out["allocated"] = downsample_curve(ts, curve["allocated_bytes"], start, end, bins)
+    reserved = curve["reserved_bytes"]
+    out["reserved"] = downsample_curve(ts, reserved, start, end, bins) if reserved is not None else None
+    peak, peak_ts = window_peak(ts, curve["allocated_bytes"], start, end)
+    out["range_peak_allocated_bytes"], out["range_peak_allocated_ts"] = peak, peak_ts
+    out["range_peak_reserved_bytes"] = window_peak(ts, reserved, start, end)[0] if reserved is not None else None
+    return out
 
 
 def memory_summary(trace: Trace, top: int = 20) -> dict:

@@ -24,6 +24,10 @@ export interface MemoryDevice {
   peak_allocated_bytes: number;
   peak_allocated_ts: number;
   peak_reserved_bytes: number | null;
+  /** the peaks inside the requested window (the value held at its start counts); null before any event */
+  range_peak_allocated_bytes: number | null;
+  range_peak_allocated_ts: number | null;
+  range_peak_reserved_bytes: number | null;
   allocated: Curve;
   reserved: Curve | null;
 }

@@ -88,6 +88,31 @@ describe("MemoryView", () => {
     await waitFor(() => expect(requests.slice(before).some((u) => u.startsWith("memory_events?") && !query(u).has("start_us"))).toBe(true));
   });
 
+  it("with a range, the header shows the server's peaks inside the range, not the whole trace's", async () => {
+    const fixture = memoryFixture as { devices: Record<string, unknown>[] };
+    const ranged = {
+      ...fixture,
+      devices: fixture.devices.map((d) => ({ ...d, range_peak_allocated_bytes: 1048576, range_peak_allocated_ts: 2500,
+                                              range_peak_reserved_bytes: 2097152 })),
+    };
+    vi.stubGlobal("fetch", async (url: string) => {
+      requests.push(url);
+      if (url.startsWith("memory?")) return json(query(url).has("start_us") ? ranged : memory);
+      if (url.startsWith("memory_events?")) return json(events);
+      if (url.startsWith("memory_stats?")) return json(statsFixture);
+      return new Response("{}", { status: 404 });
+    });
+    render(<MemoryView selection={SEL} theme="light" />);
+    await screen.findByTestId("memory-events-table");
+    expect(screen.getByTestId("memory-peak-allocated").textContent).toBe("96.6 MiB");
+    await act(async () => {
+      window.__kinetoscopeMemory!.selectRange(2000, 3000);
+    });
+    await waitFor(() => expect(screen.getByTestId("memory-peak-allocated").textContent).toBe("1.0 MiB"));
+    expect(screen.getByTestId("memory-peak-reserved").textContent).toBe("2.0 MiB");
+    expect(screen.getByText("Peak allocated in range")).toBeTruthy();
+  });
+
   it("size filters with units go to the server in bytes; an invalid size is marked and not sent", async () => {
     render(<MemoryView selection={SEL} theme="light" />);
     await screen.findByTestId("memory-events-table");

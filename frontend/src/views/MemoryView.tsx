@@ -161,16 +161,20 @@ export function MemoryView({ selection, theme }: MemoryViewProps) {
         ) : null}
         <dl className="mem-summary">
           <div>
-            <dt>Peak allocated</dt>
-            <dd data-testid="memory-peak-allocated">{formatBytes(dev.peak_allocated_bytes)}</dd>
+            <dt>{range ? "Peak allocated in range" : "Peak allocated"}</dt>
+            <dd data-testid="memory-peak-allocated">
+              {formatBytes(range ? dev.range_peak_allocated_bytes : dev.peak_allocated_bytes)}
+            </dd>
           </div>
           <div>
             <dt>at</dt>
-            <dd>{formatDuration(dev.peak_allocated_ts)}</dd>
+            <dd>{formatDuration(range ? dev.range_peak_allocated_ts : dev.peak_allocated_ts)}</dd>
           </div>
           <div>
-            <dt>Peak reserved</dt>
-            <dd>{formatBytes(dev.peak_reserved_bytes)}</dd>
+            <dt>{range ? "Peak reserved in range" : "Peak reserved"}</dt>
+            <dd data-testid="memory-peak-reserved">
+              {formatBytes(range ? dev.range_peak_reserved_bytes : dev.peak_reserved_bytes)}
+            </dd>
           </div>
         </dl>
         <ErrorBoundary title="The memory curve failed to render">
