@@ -66,3 +66,41 @@ def test_distributed_info_with_only_a_rank_keeps_unknowns_null(tmp_path):
            "traceEvents": [x("ProfilerStep#1", "user_annotation", 0, 100)]}
     t = load_trace_file(str(write_json(tmp_path / "r.pt.trace.json", doc)))
     assert compute_overview(t)["configuration"]["distributed"] == {"backend": None, "rank": 0, "world_size": None}
+
+
+def _mtia_trace(tmp_path, device_pid):
+    """One 1000 µs step; two MTIA command-processor events of 100 µs each, launched from the host."""
+    def launch(ts, corr):
+        return x("mtiaLaunchKernel", "mtia_runtime", ts, 5, correlation=corr)
+
+    def ccp(ts, corr):
+        ev = {"ph": "X", "cat": "mtia_ccp_events", "name": "fused_gemm_kernel", "pid": device_pid, "tid": 7,
+              "ts": ts, "dur": 100, "args": {"correlation": corr}}
+        return ev
+
+    events = [x("ProfilerStep#1", "user_annotation", 0, 1000), x("aten::mm", "cpu_op", 10, 50),
+              launch(20, 1), launch(30, 2), ccp(100, 1), ccp(300, 2)]
+    doc = {"schemaVersion": 1, "traceEvents": events}
+    return load_trace_file(str(write_json(tmp_path / "mtia.pt.trace.json", doc)))
+
+
+def test_mtia_device_work_is_device_time(tmp_path):
+    """Item 14: MTIA events on an "MTIA 0" process are the device's work: kernel time 200 µs, 20 % busy."""
+    for pid in ("MTIA 0", 0):
+        t = _mtia_trace(tmp_path, pid)
+        ov = compute_overview(t)
+        assert ov["configuration"]["device_type"] == "MTIA", pid
+        assert ov["configuration"]["gpu_count"] == 1
+        (step,) = ov["steps"]
+        assert step["total_us"] == 1000 and step["kernel_us"] == 200
+        assert ov["gpus"][0]["id"] == 0 and ov["gpus"][0]["utilization_pct"] == 20.0
+
+
+def test_cupti_profiler_ranges_are_device_work(tmp_path):
+    ranges = [{"ph": "X", "cat": "cuda_profiler_range", "name": "range_0", "pid": 0, "tid": 1, "ts": 100, "dur": 250,
+               "args": {"device": 0}}]
+    events = [x("ProfilerStep#1", "user_annotation", 0, 1000)] + ranges
+    t = load_trace_file(str(write_json(tmp_path / "r.pt.trace.json", {"schemaVersion": 1, "traceEvents": events})))
+    ov = compute_overview(t)
+    assert ov["configuration"]["device_type"] == "GPU"
+    assert ov["steps"][0]["kernel_us"] == 250 and ov["steps"][0]["cpu_exec_us"] == 0

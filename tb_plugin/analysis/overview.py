@@ -13,6 +13,7 @@ import numpy as np
 
 from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX
 from ..trace.model import Trace
+from ..trace.platform import accelerator_name
 from .breakdown import CATEGORIES, compute_breakdown
 from .gpu import INTERNAL_FIELDS, compute_gpu_summary
 from .launch_context import device_work_inside, operator_mask
@@ -57,7 +58,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
     return {
         "configuration": {
             "workers_in_run": workers_in_run,
-            "device_type": "GPU" if gpus else "CPU",
+            "device_type": accelerator_name(trace) if gpus else "CPU",
             "gpu_count": len(gpus),
             "step_count": len(steps),
             "steps_window_us": hi - lo,

@@ -48,7 +48,11 @@ _CATEGORY_TO_KIND = {
     "trace": Kind.IGNORED,
     "overhead": Kind.IGNORED,
     "cuda_sync": Kind.IGNORED,
-    "cuda_profiler_range": Kind.IGNORED,
+    # device work that is not a CUDA kernel record: CUPTI range-profiler ranges (one per profiled range of
+    # kernels on the device) and MTIA's command-processor events. We differ from torch-tb-profiler, which
+    # drops both, so such traces read "no GPU activity".
+    "cuda_profiler_range": Kind.KERNEL,
+    "mtia_ccp_events": Kind.KERNEL,
     "cpu_instant_event": Kind.IGNORED,
     "python_function_enter": Kind.IGNORED,
 }

@@ -334,6 +334,18 @@ def _json_text(raw: bytes) -> str:
         return raw.decode("utf-8", "replace")
 
 
+_DEVICE_PID = re.compile(r"^\s*(?:mtia|gpu|xpu|hpu|device)[ _:#-]*(\d{1,6})\s*$", re.IGNORECASE)
+
+
+def _device_of_pid(pid) -> int | None:
+    """The device index of a string pid that names a device ("MTIA 0", "GPU 1"), else None."""
+    if isinstance(pid, str):
+        m = _DEVICE_PID.match(pid)
+        if m:
+            return int(m.group(1))
+    return None
+
+
 def _grid_size(grid: Any) -> int:
     try:
         x, y, z = grid
@@ -531,7 +543,7 @@ class _ColumnBuilder:
         old_external = _int_column([a.external_id_old for a in args])
         external = np.where(external >= 0, external, old_external)
         device = _int_column([a.device for a in args], np.int32)
-        pid_numeric = _int_column([p if isinstance(p, (int, float)) else None for p in pid_values], np.int32)
+        pid_numeric = _int_column([p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
         device = np.where(device >= 0, device, pid_numeric)
         columns = {
             "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table

@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from .categories import LAUNCH_KINDS
+from .categories import DEVICE_KINDS, LAUNCH_KINDS
 from .model import DeviceInfo, Trace
 
 AMD, NVIDIA = "AMD", "NVIDIA"
@@ -89,3 +89,13 @@ def has_matrix_units(vendor: str | None, info: DeviceInfo | None) -> bool | None
             return True if minor >= 4 else (False if arch in ("gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c") else None)
         return major >= 11
     return major >= 7
+
+
+def accelerator_name(trace: Trace) -> str:
+    """What the trace's device work runs on, for the Overview's "Device type": ``"MTIA"`` when it is
+    MTIA's (``mtia_*`` categories), else ``"GPU"`` (CUDA and ROCm)."""
+    ev = trace.events
+    cats = np.unique(ev.cat[np.isin(ev.kind, DEVICE_KINDS) & (ev.cat >= 0)])
+    if any(trace.strings[c].lower().startswith("mtia") for c in cats.tolist()):
+        return "MTIA"
+    return "GPU"
