@@ -53,23 +53,26 @@ def step_sum_failures(overview: dict) -> list[str]:
 # -- 2. each category ≤ the union of its own intervals ---------------------------------------------
 
 
-def plain_union_us(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
-    """Length (µs) of the union of ``[starts[i], ends[i]]`` clipped to ``[lo, hi]``: sort by start,
-    sweep, sum the disjoint pieces exactly and round once."""
-    s = np.clip(np.asarray(starts, dtype=np.float64), lo, hi)
-    e = np.clip(np.asarray(ends, dtype=np.float64), lo, hi)
-    keep = e > s
-    s, e = s[keep], e[keep]
-    if len(s) == 0:
-        return 0.0
+def _disjoint_pieces(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of ``[s[i], e[i]]`` (non-empty) as disjoint ``(starts, ends)``: sort by start, sweep."""
     order = np.argsort(s, kind="stable")
     s, e = s[order], e[order]
     reach = np.maximum.accumulate(e)
     first = np.ones(len(s), dtype=bool)
     first[1:] = s[1:] > reach[:-1]  # a piece starts where the start is past everything before it
-    piece_start = s[first]
     last = np.append(np.flatnonzero(first)[1:] - 1, len(s) - 1)
-    piece_end = reach[last]
+    return s[first], reach[last]
+
+
+def plain_union_us(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
+    """Length (µs) of the union of ``[starts[i], ends[i]]`` clipped to ``[lo, hi]``: the disjoint pieces
+    summed exactly and rounded once."""
+    s = np.clip(np.asarray(starts, dtype=np.float64), lo, hi)
+    e = np.clip(np.asarray(ends, dtype=np.float64), lo, hi)
+    keep = e > s
+    if not keep.any():
+        return 0.0
+    piece_start, piece_end = _disjoint_pieces(s[keep], e[keep])
     return math.fsum(np.concatenate([piece_end, -piece_start]).tolist())
 
 
@@ -87,16 +90,10 @@ def ns_union_us(ts: np.ndarray, dur: np.ndarray, lo: float, hi: float) -> float:
     s = np.clip(start, to_ns(lo), to_ns(hi))
     e = np.clip(start + to_ns(dur), to_ns(lo), to_ns(hi))
     keep = e > s
-    s, e = s[keep], e[keep]
-    if len(s) == 0:
+    if not keep.any():
         return 0.0
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
-    reach = np.maximum.accumulate(e)
-    first = np.ones(len(s), dtype=bool)
-    first[1:] = s[1:] > reach[:-1]
-    last = np.append(np.flatnonzero(first)[1:] - 1, len(s) - 1)
-    return int((reach[last] - s[first]).sum()) / 1000
+    piece_start, piece_end = _disjoint_pieces(s[keep], e[keep])
+    return int((piece_end - piece_start).sum()) / 1000
 
 
 def union_failures(trace, overview: dict) -> list[str]:

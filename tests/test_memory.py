@@ -126,8 +126,8 @@ _KEYS = (("calls", "calls"), ("size_increase_bytes", "increase_bytes"), ("alloca
          ("allocations", "alloc_count"), ("self_allocations", "self_alloc_count"))
 
 
-def test_resnet_memory_statistics_match_incumbent():
-    rel = "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+def _assert_equals_incumbent(rel: str):
+    """Every operator row of every device equals torch-tb-profiler's table for the sample; the trace."""
     trace = load_trace_file(str(sample(rel)))
     for device, rows in INCUMBENT[rel]["stats"].items():
         ours = {r["name"]: r for r in operator_stats(trace, device)}
@@ -135,19 +135,17 @@ def test_resnet_memory_statistics_match_incumbent():
         for theirs in rows:
             for mine_key, their_key in _KEYS:
                 assert ours[theirs["name"]][mine_key] == theirs[their_key], (device, theirs["name"], mine_key)
+    return trace
+
+
+def test_resnet_memory_statistics_match_incumbent():
+    _assert_equals_incumbent("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")
 
 
 def test_size_increase_matches_the_incumbent_with_addr():
     """With Addr the frees still count during the operator that frees, as in torch-tb-profiler: every
     row equals its table on the H100 sample (before, every size increase there read 0)."""
-    rel = "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"
-    trace = load_trace_file(str(sample(rel)))
-    for device, rows in INCUMBENT[rel]["stats"].items():
-        ours = {r["name"]: r for r in operator_stats(trace, device)}
-        assert set(ours) == {r["name"] for r in rows}, device
-        for theirs in rows:
-            for mine_key, their_key in _KEYS:
-                assert ours[theirs["name"]][mine_key] == theirs[their_key], (device, theirs["name"], mine_key)
+    trace = _assert_equals_incumbent("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz")
     gpu = {r["name"]: r for r in operator_stats(trace, "GPU0")}
     assert gpu["aten::addmm"]["self_size_increase_bytes"] == -13313536
     assert sum(r["self_size_increase_bytes"] != 0 for r in gpu.values()) == 10

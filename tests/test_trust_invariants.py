@@ -91,10 +91,11 @@ def test_percentage_check():
 
 
 def test_null_number_check():
-    doc = {"configuration": {"distributed": {"rank": 0, "world_size": None}, "gpu_count": 1},
+    # world_size may be null (a distributedInfo without it: the UI leaves it out); gpu_count may not
+    doc = {"configuration": {"distributed": {"rank": 0, "world_size": None}, "gpu_count": None},
            "gpus": [{"sm_efficiency_pct": None, "utilization_pct": float("nan"), "name": None}],
            "launch": {"p50": None}, "steps": [{"total_us": float("inf"), "step": "1"}]}
-    assert sorted(inv.null_number_failures(doc)) == [".configuration.distributed.world_size is null",
+    assert sorted(inv.null_number_failures(doc)) == [".configuration.gpu_count is null",
                                                       ".gpus[0].utilization_pct = nan", ".steps[0].total_us = inf"]
 
 
