@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .unpickle import RefusedPickle, restricted_loads
+from .unpickle import IN_PROCESS_NESTING, RefusedPickle, restricted_loads, tuple_nesting_bound
 
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
            "segment_unmap", "snapshot", "oom", "free", "other")
@@ -95,6 +95,21 @@ def _ints(values: list) -> np.ndarray:
 
 
 def load_snapshot(data: bytes) -> Snapshot:
+    """The snapshot in the pickle ``data``. A pickle that could hold deeply nested tuples (see
+    :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here."""
+    if tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
+        return parse_pickle(data)
+    from .isolated import parse_in_child
+
+    snap = unpack_snapshot(*parse_in_child(data))
+    if snap is None:
+        raise SnapshotError("the snapshot reader answered an unknown format")
+    return snap
+
+
+def parse_pickle(data: bytes) -> Snapshot:
+    """Unpickle (restricted) and parse ``data`` in this process: only for pickles that
+    :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`."""
     try:
         obj = restricted_loads(data)
     except RefusedPickle as exc:

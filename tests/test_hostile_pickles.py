@@ -1,0 +1,128 @@
+"""Pickles that name no global but crash or hang an unpickler (issue 15, item 1).
+
+Each file is built here, opcode by opcode. Before the fix, hashing a deeply nested tuple killed the
+process (exit 139) at every start of the server, since the background loader opens snapshots unasked.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tb_plugin import api
+from tb_plugin.memsnap import isolated
+from tb_plugin.memsnap.snapshot import SnapshotError, load_snapshot
+from tb_plugin.memsnap.unpickle import IN_PROCESS_NESTING, tuple_nesting_bound
+from tb_plugin.runs import RunRegistry
+from tb_plugin.synth_snapshot import synthesize_snapshot
+
+PROTO = b"\x80\x04"
+EMPTY_DICT, EMPTY_LIST, EMPTY_TUPLE, MARK = b"}", b"]", b")", b"("
+TUPLE1, TUPLE2, SETITEM, SETITEMS, APPEND, STOP = b"\x85", b"\x86", b"s", b"u", b"a", b"."
+
+
+def _str(text: str) -> bytes:
+    raw = text.encode()
+    return b"\x8c" + bytes([len(raw)]) + raw  # SHORT_BINUNICODE
+
+
+def _deep_tuple(depth: int) -> bytes:
+    return EMPTY_TUPLE + TUPLE1 * depth
+
+
+def deep_key_pickle(depth: int) -> bytes:
+    """``{((((),),)…): 1}``: the unpickler itself hashes the key."""
+    return PROTO + EMPTY_DICT + _deep_tuple(depth) + b"K\x01" + SETITEM + STOP
+
+
+def deep_action_pickle(depth: int) -> bytes:
+    """A snapshot whose one entry has a tuple nested ``depth`` deep as its ``action``."""
+    entry = EMPTY_DICT + MARK + _str("action") + _deep_tuple(depth) + _str("addr") + b"K\x01" + _str("size") \
+        + b"K\x08" + SETITEMS
+    return (PROTO + EMPTY_DICT + MARK + _str("segments") + EMPTY_LIST + _str("device_traces") + EMPTY_LIST
+            + EMPTY_LIST + entry + APPEND + APPEND + SETITEMS + STOP)
+
+
+def deep_filename_pickle(depth: int) -> bytes:
+    """A snapshot whose entry's frame has a tuple nested ``depth`` deep as its ``filename``."""
+    frame = EMPTY_DICT + MARK + _str("filename") + _deep_tuple(depth) + _str("line") + b"K\x01" + _str("name") \
+        + _str("f") + SETITEMS
+    entry = EMPTY_DICT + MARK + _str("action") + _str("alloc") + _str("addr") + b"K\x01" + _str("size") + b"K\x08" \
+        + _str("frames") + EMPTY_LIST + frame + APPEND + SETITEMS
+    return (PROTO + EMPTY_DICT + MARK + _str("segments") + EMPTY_LIST + _str("device_traces") + EMPTY_LIST
+            + EMPTY_LIST + entry + APPEND + APPEND + SETITEMS + STOP)
+
+
+def doubling_key_pickle(levels: int) -> bytes:
+    """``t(k+1) = (t(k), t(k))`` through the memo, used as a dict key: 2^levels steps to hash."""
+    body = EMPTY_TUPLE + b"\x94" + b"0"  # MEMOIZE as 0, POP
+    for k in range(levels):  # BINGET k twice, TUPLE2, MEMOIZE as k+1, POP
+        body += b"h" + bytes([k]) + b"h" + bytes([k]) + TUPLE2 + b"\x94" + b"0"
+    return PROTO + EMPTY_DICT + body + b"h" + bytes([levels]) + b"K\x01" + SETITEM + STOP
+
+
+def test_nesting_bound_counts_every_wrapping_opcode():
+    assert tuple_nesting_bound(deep_key_pickle(5000)) >= 5000
+    assert tuple_nesting_bound(doubling_key_pickle(60)) >= 60
+    assert tuple_nesting_bound(pickle.dumps(((((1,),),),), protocol=0)) >= 4  # MARK ... TUPLE in protocol 0
+    # MARK starts every SETITEMS, so all but the smallest real snapshots go to the child
+    assert tuple_nesting_bound(pickle.dumps({"segments": [], "device_traces": [[]]})) <= IN_PROCESS_NESTING
+    assert tuple_nesting_bound(pickle.dumps(synthesize_snapshot("current", entries=50, frames=3))) > IN_PROCESS_NESTING
+
+
+@pytest.mark.parametrize("make, depth", [(deep_key_pickle, 10**6), (deep_action_pickle, 10**6),
+                                         (deep_filename_pickle, 2 * 10**5)])
+def test_deep_tuples_are_the_files_error_not_a_crash(make, depth):
+    data = make(depth)
+    assert len(data) > depth  # the 1 MB / 200 KB files of the review
+    with pytest.raises(SnapshotError, match="crashed the reader \\(SIGSEGV\\)|not a CUDA allocator snapshot"):
+        load_snapshot(data)
+
+
+def test_a_hash_that_never_ends_hits_the_time_limit(monkeypatch):
+    monkeypatch.setattr(isolated, "BASE_TIME_S", 2.0)
+    data = doubling_key_pickle(60)
+    assert len(data) < 500
+    start = time.monotonic()
+    with pytest.raises(SnapshotError, match="took more than 2 s"):
+        load_snapshot(data)
+    assert time.monotonic() - start < 10
+
+
+def test_real_snapshot_read_in_the_child_equals_the_in_process_parse():
+    from conftest import sample
+    from tb_plugin.memsnap.snapshot import parse_pickle
+
+    data = sample("memory_snapshots/memory_forward_bf16_128.pickle").read_bytes()
+    assert tuple_nesting_bound(data) > IN_PROCESS_NESTING  # so load_snapshot used the child
+    child, here = load_snapshot(data), parse_pickle(data)
+    assert child.frames == here.frames and child.stacks == here.stacks and child.segments == here.segments
+    for dev, trace in here.devices.items():
+        for field in ("action", "addr", "size", "stack"):
+            assert getattr(child.devices[dev], field).tolist() == getattr(trace, field).tolist()
+
+
+def test_server_and_cli_survive_a_deep_tuple_snapshot(tmp_path):
+    """The review's case: the background loader opens the file unasked; the server and `report`
+    used to die with SIGSEGV. Now the file is an error and the good snapshot beside it answers."""
+    run = tmp_path / "job"
+    run.mkdir()
+    (run / "evil_snapshot.pickle").write_bytes(deep_key_pickle(10**6))
+    (run / "good_snapshot.pickle").write_bytes(pickle.dumps(synthesize_snapshot("current", entries=80, frames=2)))
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    code, bad = api.snapshot(reg, {"run": "job", "path": "job/evil_snapshot.pickle"})
+    assert code == 200 and bad["state"] == "error" and "SIGSEGV" in bad["error"]
+    code, good = api.snapshot(reg, {"run": "job", "path": "job/good_snapshot.pickle"})
+    assert code == 200 and good["devices"][0]["peak_active_bytes"] > 0
+    done = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "report", str(tmp_path), "--json", "--no-cache"],
+                          capture_output=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr[-2000:]  # one file failed; not 139
+    snaps = {s["path"]: s for s in json.loads(done.stdout)["runs"][0]["snapshots"]}
+    assert "SIGSEGV" in snaps["job/evil_snapshot.pickle"]["error"]
+    assert snaps["job/good_snapshot.pickle"]["devices"][0]["peak_active_bytes"] > 0
