@@ -34,9 +34,11 @@ from .storage.writer import BackgroundWriter
 from .executors.task import error_message
 from .storage.naming import assign_spans
 from .storage.remote import StorageError, describe_error
+from .storage.private_files import write_atomic
 from .storage.sniff import SniffCache
 from .trace.errors import TraceReadError
 from .trace.load import load_trace_file
+from .trace.read import read_trace_bytes
 from .trace.model import Trace
 
 logger = logging.getLogger(__name__)
@@ -277,9 +279,8 @@ class RunRegistry:
                 if self.cache is not None:
                     got = self.cache.get_blob(url, entry.version, "snapshot")
                     snap = unpack_snapshot(*got) if got else None
-                if snap is None:
-                    with self.fs.open(entry.path, "rb") as f:
-                        snap = load_snapshot(f.read())
+                if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
+                    snap = load_snapshot(read_trace_bytes(self.fs, entry.path, entry.size, json_document=False))
                     if self.cache is not None:
                         self.cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
                 art.views = SnapshotViews(snap)
@@ -287,9 +288,8 @@ class RunRegistry:
             elif entry.kind in MEMPROFILER_KINDS:
                 art.views = load_memprofiler_views(self.fs, entry)
             else:
-                with self.fs.open(entry.path, "rb") as f:
-                    art.views = TimelineExportViews(load_timeline_export(f.read()))
-        except (SnapshotError, TimelineExportError, MemProfilerError) as exc:
+                art.views = TimelineExportViews(load_timeline_export(read_trace_bytes(self.fs, entry.path, entry.size)))
+        except (SnapshotError, TimelineExportError, MemProfilerError, TraceReadError) as exc:
             art.error, art.state = str(exc), ERROR
         except OSError as exc:
             art.error, art.state = f"cannot read file: {exc}", ERROR
@@ -780,18 +780,19 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
     if cache is None:
         return load_trace_file(path, fs=fs, size=size, progress=report), False
     events_path = cache.events_path(url, version)
-    tmp = f"{events_path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    parsed: list[Trace] = []
+
+    def parse_into(file) -> None:
+        with BackgroundWriter(file) as sink:
+            parsed.append(load_trace_file(path, fs=fs, size=size, progress=report, events_sink=sink))
+
     try:
-        os.makedirs(os.path.dirname(events_path), exist_ok=True)
-        with open(tmp, "wb") as file, BackgroundWriter(file) as sink:
-            trace = load_trace_file(path, fs=fs, size=size, progress=report, events_sink=sink)
-        os.replace(tmp, events_path)
+        write_atomic(events_path, parse_into)  # private, fsynced, renamed; no temp file survives
+        trace = parsed[0]
         trace.meta["events_file"] = events_path
+        trace.meta["events_bytes"] = os.path.getsize(events_path)  # the cache checks it on every hit
     except OSError:  # an unwritable cache only costs the full event args
-        trace = load_trace_file(path, fs=fs, size=size, progress=report)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        trace = parsed[0] if parsed else load_trace_file(path, fs=fs, size=size, progress=report)
     cache.put(url, version, trace)
     return trace, False
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .unpickle import IN_PROCESS_NESTING, RefusedPickle, restricted_loads, tuple_nesting_bound
+from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
            "segment_unmap", "snapshot", "oom", "free", "other")
@@ -97,6 +97,9 @@ def _ints(values: list) -> np.ndarray:
 def load_snapshot(data: bytes) -> Snapshot:
     """The snapshot in the pickle ``data``. A pickle that could hold deeply nested tuples (see
     :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here."""
+    if bytes(data[:1]) not in PICKLE_OPCODES:  # e.g. a sparse file's zero bytes: refused before any work
+        raise SnapshotError(f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, "
+                            "which no pickle starts with")
     if tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
         return parse_pickle(data)
     from .isolated import parse_in_child

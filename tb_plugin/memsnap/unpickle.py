@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 
 # Nesting that is safe to hash in this process. Depth costs C stack (~80 bytes a level, no recursion
 # check: 100 000 levels survived and 300 000 crashed an 8 MB thread on CPython 3.11) and, worse, time:
@@ -26,6 +27,10 @@ IN_PROCESS_NESTING = 16
 # The opcodes that wrap what is on the stack into a tuple (TUPLE1/2/3) or a frozenset, and the two
 # halves of the MARK-based TUPLE: one byte each, so their count bounds the nesting of hashable values.
 _WRAPPING = (b"\x85", b"\x86", b"\x87", b"\x91")
+
+
+# Every byte a pickle can start with (its first opcode); 0x00, a sparse file's first byte, is none.
+PICKLE_OPCODES = frozenset(bytes([ord(op.code)]) for op in pickletools.opcodes)
 
 
 class RefusedPickle(Exception):

@@ -3,21 +3,25 @@
 One file per trace, named by a hash of (logdir URL of the file, size, mtime or etag), under
 ``$KINETOSCOPE_CACHE_DIR`` or the platform's user cache directory. The format version, which
 includes a fingerprint of the column layout, is part of the directory name: a new layout never
-reads an old entry (self-invalidating). Entries are written atomically (temp file + rename). A
-corrupt or unreadable entry is treated as a miss.
+reads an old entry (self-invalidating). Entries are private (0600 in 0700 directories), written
+atomically and fsynced (:mod:`.private_files`). Any entry that cannot be read back (zero-length,
+truncated, corrupt, a FIFO or a symlink put in its place) is a miss, removed, and rewritten by the
+next parse; temp files of writers that died are swept when a cache is opened.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
-import tempfile
-import zipfile
+import stat
+import threading
 
 import numpy as np
 import orjson
 
+from .private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
 FORMAT_REVISION = 8  # 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
@@ -58,6 +62,50 @@ def inode_version(size: int, mtime: float, dev: int, ino: int) -> str:
     return f"{size}:{mtime}{INODE_MARK}{dev}:{ino}"
 
 
+logger = logging.getLogger(__name__)
+_SWEPT: set[str] = set()  # cache directories this process has swept
+_SWEPT_LOCK = threading.Lock()
+
+
+def _read_npz(path: str) -> tuple[dict, dict] | None:
+    """``(header, {name: array})`` of the npz at ``path``, or None when it is missing or unreadable
+    in any way (then it is removed, so the next write replaces it)."""
+    try:
+        with open_regular(path) as f, np.load(f, allow_pickle=False) as data:
+            header = orjson.loads(data["header"].tobytes())
+            arrays = {k: data[k] for k in data.files if k != "header"}
+        if not isinstance(header, dict):
+            raise ValueError("header is not a JSON object")
+        return header, arrays
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - zero-length (EOFError), truncated, corrupt, a FIFO: all misses
+        logger.warning("parse cache entry %s is unreadable (%s: %s): treated as a miss and rewritten",
+                       path, type(exc).__name__, exc)
+        discard(path)
+        return None
+
+
+def discard(path: str) -> None:
+    """Remove a bad cache entry (a regular file or a FIFO; never follows a symlink)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _events_file_intact(meta) -> bool:
+    """Whether the entry's raw events file (if it has one) is still the regular file of the size
+    written (a zero-length, truncated or FIFO replacement makes the whole entry a miss)."""
+    if not isinstance(meta, dict) or not meta.get("events_file"):
+        return True
+    try:
+        st = os.lstat(meta["events_file"])
+    except (OSError, TypeError, ValueError):
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size == meta.get("events_bytes", st.st_size)
+
+
 class ParseCache:
     """Get and put parsed :class:`Trace` objects by file identity: the file's URL and version, or
     for a hard-linked local file its inode version alone (:func:`inode_version`)."""
@@ -65,6 +113,19 @@ class ParseCache:
     def __init__(self, directory: str | None = None) -> None:
         self.directory = os.path.join(directory or default_cache_dir(), CACHE_VERSION)
         self.root = self.directory
+        with _SWEPT_LOCK:
+            first = self.directory not in _SWEPT
+            _SWEPT.add(self.directory)
+        if first:
+            try:
+                make_private_dir(self.directory)
+                os.chmod(self.directory, DIR_MODE)  # also one made by an earlier version (0755)
+            except OSError:
+                pass  # read-only or someone else's: writes will fail and only cost the cache
+        if first and os.path.isdir(self.directory):
+            swept = sweep_temps(self.directory)
+            if swept:
+                logger.info("removed %d temp files left by parses that were killed", swept)
 
     def has(self, url: str, version: str) -> bool:
         return os.path.exists(self._path(url, version))
@@ -90,16 +151,7 @@ class ParseCache:
 
     def get_blob(self, url: str, version: str, kind: str) -> tuple[dict, dict] | None:
         """A derived index stored beside the parsed columns (``kind`` names it), or None."""
-        path = self._blob_path(url, version, kind)
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = orjson.loads(data["header"].tobytes())
-                arrays = {k: data[k] for k in data.files if k != "header"}
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, orjson.JSONDecodeError):
-            return None
-        return header, arrays
+        return _read_npz(self._blob_path(url, version, kind))
 
     def put_blob(self, url: str, version: str, kind: str, header: dict, arrays: dict) -> None:
         path = self._blob_path(url, version, kind)
@@ -107,29 +159,31 @@ class ParseCache:
 
     def get(self, url: str, version: str) -> Trace | None:
         path = self._path(url, version)
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = orjson.loads(data["header"].tobytes())
-                events = Table({k: data["e." + k] for k in EVENT_COLUMNS})
-                memory = Table({k: data["m." + k] for k in MEMORY_COLUMNS})
-                flows = Table({k: data["f." + k] for k in FLOW_COLUMNS})
-                counters = Table({k: data["c." + k] for k in COUNTER_COLUMNS})
-        except FileNotFoundError:
+        got = _read_npz(path)
+        if got is None:
             return None
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, orjson.JSONDecodeError):
-            return None  # corrupt or partial entry: parse again
-        return Trace(
-            strings=header["strings"],
-            events=events,
-            memory=memory,
-            flows=flows,
-            counters=counters,
-            devices=[DeviceInfo(**d) for d in header["devices"]],
-            distributed=header["distributed"],
-            meta=header["meta"],
-            warnings=header["warnings"],
-            notes=header.get("notes", []),
-        )
+        header, arrays = got
+        if not _events_file_intact(header.get("meta")):
+            logger.warning("the raw events file of parse cache entry %s is missing or damaged: parsed again", path)
+            discard(path)
+            return None
+        try:
+            return Trace(
+                strings=header["strings"],
+                events=Table({k: arrays["e." + k] for k in EVENT_COLUMNS}),
+                memory=Table({k: arrays["m." + k] for k in MEMORY_COLUMNS}),
+                flows=Table({k: arrays["f." + k] for k in FLOW_COLUMNS}),
+                counters=Table({k: arrays["c." + k] for k in COUNTER_COLUMNS}),
+                devices=[DeviceInfo(**d) for d in header["devices"]],
+                distributed=header["distributed"],
+                meta=header["meta"],
+                warnings=header["warnings"],
+                notes=header.get("notes", []),
+            )
+        except (KeyError, TypeError) as exc:  # written by other code with the same layout fingerprint
+            logger.warning("parse cache entry %s lacks %s: treated as a miss", path, exc)
+            discard(path)
+            return None
 
     def put(self, url: str, version: str, trace: Trace) -> None:
         path = self._path(url, version)
@@ -154,17 +208,11 @@ class ParseCache:
 
     @staticmethod
     def _write(path: str, arrays: dict) -> None:
-        """Write an npz atomically (temp file + rename); a failure only costs the cache entry."""
-        tmp = None
+        """Write an npz privately and atomically; a failure only costs the cache entry."""
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, path)
-        except OSError:
-            if tmp is not None and os.path.exists(tmp):
-                os.unlink(tmp)
+            write_atomic(path, lambda f: np.savez(f, **arrays))
+        except OSError as exc:
+            logger.warning("cannot write parse cache entry %s: %s", path, exc)
 
 
 __all__ = ["ParseCache", "CACHE_VERSION", "default_cache_dir"]

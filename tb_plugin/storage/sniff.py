@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import zlib
 import logging
+
+from .private_files import open_regular, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +66,15 @@ class SniffCache:
         self._store = store
         self.reads = 0  # ranged reads done (tests count them)
         if store:
-            try:
-                with open(store, "rb") as f:
+            try:  # any unreadable index (a FIFO, deep nesting, odd values) is an empty one, rewritten
+                with open_regular(store) as f:
                     for key, kind in json.load(f).items():
                         path, _, version = key.partition("\0")
-                        self._known[(path, version)] = kind
-            except (OSError, ValueError, AttributeError):
-                pass
+                        self._known[(path, version)] = kind if isinstance(kind, str) else None
+            except Exception as exc:  # noqa: BLE001
+                if not isinstance(exc, FileNotFoundError):
+                    logger.warning("sniff index %s is unreadable (%s): starting afresh", store, type(exc).__name__)
+                self._known.clear()
 
     def kind(self, fs, path: str, version: str) -> str | None:
         """:func:`sniff_kind` of the file, read once per (path, version)."""
@@ -96,12 +99,9 @@ class SniffCache:
     def _save(self) -> None:
         if not self._store:
             return
+        body = json.dumps({f"{p}\0{v}": k for (p, v), k in self._known.items()}).encode()
         try:
-            os.makedirs(os.path.dirname(self._store) or ".", exist_ok=True)
-            tmp = f"{self._store}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with open(tmp, "w") as f:
-                json.dump({f"{p}\0{v}": k for (p, v), k in self._known.items()}, f)
-            os.replace(tmp, self._store)
+            write_atomic(self._store, lambda f: f.write(body))
         except OSError:
             pass
 

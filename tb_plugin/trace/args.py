@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from ..storage.private_files import open_regular
 from .model import Trace
 
 _STRING_COLUMNS = {"grid": "grid", "block": "block", "input_dims": "Input Dims", "call_stack": "Call stack"}
@@ -47,7 +48,7 @@ def _from_events_file(trace: Trace, row: int) -> dict[str, Any] | None:
     if not path or "src_offset" not in ev.columns or ev.src_offset[row] < 0:
         return None
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # never blocks on a FIFO put in its place
             f.seek(int(ev.src_offset[row]))
             raw = f.read(int(ev.src_length[row]))
         doc = msgspec.json.decode(raw)

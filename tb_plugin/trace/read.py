@@ -8,9 +8,11 @@ network errors and written at its offset into a temporary file in the parse-cach
 memory, and progress follows the bytes downloaded. Few large ranges matter: each request costs a
 round trip, and S3-compatible emulators such as moto read the whole object for every ranged GET.
 
-Every trace is limited to ``KINETOSCOPE_MAX_TRACE_BYTES`` bytes once decompressed (default 16 GiB):
-gzip is inflated in bounded steps, so a gzip bomb fails with a clear per-file error, never by
-exhausting memory.
+Every file read here (traces, allocator snapshots, memory-timeline exports) is limited to
+:func:`max_trace_bytes` once decompressed (``KINETOSCOPE_MAX_TRACE_BYTES``, default 1/8 of the
+machine's memory): gzip is inflated in bounded steps, so a gzip bomb fails with a clear per-file
+error, never by exhausting memory; a JSON file whose first 8 MiB hold no ``{``/``[`` (a whitespace
+bomb) is refused without reading further.
 """
 
 from __future__ import annotations
@@ -33,19 +35,39 @@ CHUNK_BYTES = 8 << 20  # local sequential reads
 RANGE_BYTES = 256 << 20  # the largest ranged request for a remote object
 PREFETCH = 4  # ranged requests in flight for a remote object (and the fewest ranges it is split into)
 SPOOL_ABOVE_BYTES = 128 << 20  # a larger remote object is downloaded into a file (at most this in memory twice)
-# The most bytes one trace may decompress (or read) to: a gzip bomb fails cleanly instead of exhausting
-# memory. Set KINETOSCOPE_MAX_TRACE_BYTES (bytes) to change it; it is read at every file.
-DEFAULT_MAX_TRACE_BYTES = 16 << 30
+# The most bytes one file (trace, snapshot, memory export) may read or decompress to: a gzip bomb or
+# a sparse file fails cleanly instead of exhausting memory. Set KINETOSCOPE_MAX_TRACE_BYTES (bytes) to
+# change it; it is read at every file. The default follows the machine: a parse peaks at 3-7× the
+# decompressed size, so 1/8 of the physical memory (3 GiB on 24 GB), at least 256 MiB, at most 16 GiB.
+MAX_DEFAULT_BYTES = 16 << 30
+MIN_DEFAULT_BYTES = 256 << 20
+MEMORY_SHARE = 8  # the default is the physical memory divided by this
+JSON_HEAD_BYTES = 8 << 20  # a JSON document must show its first '{' or '[' within this many (decompressed) bytes
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def default_max_bytes() -> int:
+    """The default read limit on this machine (bytes): see :data:`MEMORY_SHARE`."""
+    total = _physical_memory()
+    if not total:
+        return MAX_DEFAULT_BYTES
+    return max(MIN_DEFAULT_BYTES, min(MAX_DEFAULT_BYTES, total // MEMORY_SHARE))
 
 
 def max_trace_bytes() -> int:
-    """The limit in force: ``$KINETOSCOPE_MAX_TRACE_BYTES``, else :data:`DEFAULT_MAX_TRACE_BYTES`."""
+    """The limit in force: ``$KINETOSCOPE_MAX_TRACE_BYTES``, else :func:`default_max_bytes`."""
     raw = os.environ.get("KINETOSCOPE_MAX_TRACE_BYTES", "").strip()
     try:
-        value = int(float(raw)) if raw else DEFAULT_MAX_TRACE_BYTES
-    except ValueError:
-        return DEFAULT_MAX_TRACE_BYTES
-    return value if value > 0 else DEFAULT_MAX_TRACE_BYTES
+        value = int(float(raw)) if raw else 0
+    except (ValueError, OverflowError):
+        value = 0
+    return value if value > 0 else default_max_bytes()
 
 
 def _too_big(limit: int, what: str) -> TraceReadError:
@@ -55,7 +77,7 @@ def _too_big(limit: int, what: str) -> TraceReadError:
 
 def read_trace_bytes(
     fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,
-    spool_dir: str | None = None,
+    spool_dir: str | None = None, json_document: bool = True,
 ) -> bytearray | mmap.mmap:
     """Return the decompressed bytes of ``path`` on filesystem ``fs`` (an fsspec filesystem): a
     ``bytearray``, or for a large plain-JSON remote object a read-only ``mmap`` of its download.
@@ -63,13 +85,16 @@ def read_trace_bytes(
     ``progress`` receives the fraction of the *compressed* file's bytes read (or downloaded) so far;
     ``spool_dir`` is where a large remote object is downloaded (default: the system temp dir). Gzip is detected by
     its magic bytes, not the file name. Raises :class:`TraceReadError` for a 0-byte file, a
-    truncated or corrupt gzip stream, or an unreadable file.
+    truncated or corrupt gzip stream, or an unreadable file; with ``json_document`` (the default)
+    also for a document whose first non-blank byte is not ``{``/``[`` or that shows none in its first
+    :data:`JSON_HEAD_BYTES`, before reading further. ``json_document=False`` serves other kinds
+    (allocator-snapshot pickles) with the same bounds.
     """
     if not is_local_fs(fs):
-        return _read_remote(fs, path, size, progress, spool_dir)
+        return _read_remote(fs, path, size, progress, spool_dir, json_document)
     try:
         with fs.open(path, "rb") as f:
-            return _read_stream(f, size, progress, _named_gz(path))
+            return _read_stream(f, size, progress, _named_gz(path), json_document)
     except TraceReadError:
         raise
     except (OSError, ValueError) as exc:
@@ -136,7 +161,8 @@ def _download(fs, path: str, size: int, fd: int, progress) -> None:
             raise
 
 
-def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | None) -> bytearray:
+def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | None,
+                 json_document: bool = True) -> bytearray:
     url = fs.unstrip_protocol(path)
     try:
         if size is None:
@@ -145,7 +171,7 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
             data = _fetch(fs, path, 0, size) if size else b""
             if progress:
                 progress(1.0)
-            return _read_stream(io.BytesIO(data), size, None, _named_gz(path))
+            return _read_stream(io.BytesIO(data), size, None, _named_gz(path), json_document)
         if spool_dir:
             os.makedirs(spool_dir, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".download-", suffix=".part", dir=spool_dir)
@@ -156,11 +182,14 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
                 _check_not_gzip(os.pread(fd, 16, 0), _named_gz(path))
                 if size > max_trace_bytes():
                     raise _too_big(max_trace_bytes(), "file")
+                if json_document:
+                    head = os.pread(fd, JSON_HEAD_BYTES, 0)
+                    check_json_head(head, len(head) < JSON_HEAD_BYTES)
                 # plain JSON: decoded straight from the (private, already unlinked) file's pages,
                 # without copying them into a buffer first
                 return mmap.mmap(fd, size, prot=mmap.PROT_READ)
             with os.fdopen(os.dup(fd), "rb") as f:
-                return _read_stream(f, size, None)
+                return _read_stream(f, size, None, False, json_document)
         finally:
             os.close(fd)
             os.unlink(tmp)
@@ -195,16 +224,32 @@ def _check_not_gzip(head: bytes, named_gz: bool) -> None:
         )
 
 
-def _read_stream(f, size: int | None, progress, named_gz: bool = False) -> bytearray:
+def check_json_head(head: bytes, complete: bool) -> None:
+    """Refuse a JSON document early: its first non-blank byte must be ``{`` or ``[``, and it must
+    appear within :data:`JSON_HEAD_BYTES` (``head`` is the document's start, ``complete`` whether it
+    is the whole document; an all-blank complete file is left to the decoder's message)."""
+    stripped = bytes(head[:JSON_HEAD_BYTES]).lstrip(LEADING_BYTES)
+    if stripped:
+        if stripped[:1] not in (b"{", b"["):
+            raise TraceReadError(f"not a JSON trace: the document starts with {chr(stripped[0])!r}, "
+                                 "expected '{' or '['")
+    elif not complete and len(head) >= JSON_HEAD_BYTES:
+        raise TraceReadError(f"not a JSON trace: its first {JSON_HEAD_BYTES >> 20} MiB hold only whitespace "
+                             "(a whitespace bomb?); not read further")
+
+
+def _read_stream(f, size: int | None, progress, named_gz: bool = False, json_document: bool = True) -> bytearray:
     head = f.read(CHUNK_BYTES)
     if not head:
         raise TraceReadError("file is empty (0 bytes)")
     if head[:2] == GZIP_MAGIC:
-        return _gunzip_stream(f, head, size, progress)
+        return _gunzip_stream(f, head, size, progress, json_document)
     _check_not_gzip(head, named_gz)
     limit = max_trace_bytes()
     if (size or 0) > limit or len(head) > limit:
         raise _too_big(limit, "file")
+    if json_document:
+        check_json_head(head, len(head) < CHUNK_BYTES)
     out = bytearray(head)
     while True:
         chunk = f.read(CHUNK_BYTES)
@@ -218,22 +263,31 @@ def _read_stream(f, size: int | None, progress, named_gz: bool = False) -> bytea
     return out
 
 
-def _gunzip_stream(f, head: bytes, size: int | None, progress) -> bytearray:
+def gunzip_bounded(data: bytes, json_document: bool = True) -> bytearray:
+    """Inflate gzip ``data`` held in memory under the same limit as files (a bomb is refused)."""
+    return _gunzip_stream(io.BytesIO(data[CHUNK_BYTES:]), data[:CHUNK_BYTES], len(data), None, json_document)
+
+
+def _gunzip_stream(f, head: bytes, size: int | None, progress, json_document: bool = True) -> bytearray:
     out = bytearray()
     limit = max_trace_bytes()
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     consumed = 0
     chunk = head
+    head_checked = not json_document
     while chunk:
         consumed += len(chunk)
         data = chunk
         while data:
-            try:  # never inflate more than the limit allows, even from one small chunk (a gzip bomb)
-                out += inflater.decompress(data, limit - len(out) + 1)
+            try:  # inflate in steps of CHUNK_BYTES at most, never past the limit (a gzip bomb)
+                out += inflater.decompress(data, min(CHUNK_BYTES, limit - len(out) + 1))
             except zlib.error as exc:
                 raise TraceReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
             if len(out) > limit:
                 raise _too_big(limit, "decompressed")
+            if not head_checked and (len(out) >= JSON_HEAD_BYTES or out[:JSON_HEAD_BYTES].lstrip(LEADING_BYTES)):
+                check_json_head(out, False)
+                head_checked = True
             if inflater.eof:  # a concatenated gzip member may follow
                 data = inflater.unused_data
                 if data:
@@ -251,4 +305,6 @@ def _gunzip_stream(f, head: bytes, size: int | None, progress) -> bytearray:
             f"gzip stream is truncated: it ends after {consumed} compressed bytes "
             f"({len(out)} bytes decompressed) without its end marker"
         )
+    if not head_checked:
+        check_json_head(out, True)
     return out
