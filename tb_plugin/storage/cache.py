@@ -18,6 +18,7 @@ import zipfile
 import numpy as np
 import orjson
 
+from .. import jsonsafe
 from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
 FORMAT_REVISION = 8  # 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
@@ -103,7 +104,7 @@ class ParseCache:
 
     def put_blob(self, url: str, version: str, kind: str, header: dict, arrays: dict) -> None:
         path = self._blob_path(url, version, kind)
-        self._write(path, dict(arrays, header=np.frombuffer(orjson.dumps(header), dtype=np.uint8)))
+        self._write(path, dict(arrays, header=np.frombuffer(jsonsafe.dumps(header, default=str), dtype=np.uint8)))
 
     def get(self, url: str, version: str) -> Trace | None:
         path = self._path(url, version)
@@ -133,7 +134,7 @@ class ParseCache:
 
     def put(self, url: str, version: str, trace: Trace) -> None:
         path = self._path(url, version)
-        header = orjson.dumps(
+        header = jsonsafe.dumps(  # integers beyond 64 bits, deep nesting: values, not a failed file
             {
                 "strings": trace.strings,
                 "devices": [dataclasses.asdict(d) for d in trace.devices],
