@@ -115,11 +115,12 @@ def _module_paths(rows: list[int], parent_module: dict[int, int], name_of) -> tu
     node_of: dict[int, tuple] = {}
     folded: set[int] = set()
     for row in rows:
-        chain = []
-        while row >= 0 and row not in node_of:
+        chain, on_chain = [], set()
+        while row >= 0 and row not in node_of and row not in on_chain:  # (a cycle would end at a root)
             chain.append(row)
+            on_chain.add(row)
             row = parent_module[row]
-        above = node_of[row] if row >= 0 else ()
+        above = node_of.get(row, ())
         for r in reversed(chain):  # outermost first
             if len(above) >= MAX_DEPTH:
                 folded.add(r)
