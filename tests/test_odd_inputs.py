@@ -17,6 +17,7 @@ from werkzeug.test import Client
 from conftest import write_json
 from tb_plugin import api, jsonsafe, plugin
 from tb_plugin.cli import run_report
+from tb_plugin.numfmt import fixed
 from tb_plugin.runs import READY, RunRegistry
 from tb_plugin.storage.cache import ParseCache
 
@@ -164,7 +165,7 @@ def test_big_integers_at_the_top_of_a_trace_are_values(tmp_path, top):
             assert meta["clock"] == "raw"
 
 
-def test_modules_on_3000_nested_module_calls(tmp_path):
+def test_modules_on_3000_nested_module_calls(tmp_path, caplog):
     from tb_plugin.analysis.modules import MAX_DEPTH
 
     n = 3000
@@ -186,7 +187,7 @@ def test_modules_on_3000_nested_module_calls(tmp_path):
     assert run_report(str(tmp_path), None, True, True, out, err) == 0
     report = json.loads(out.getvalue())
     assert report["runs"][0]["workers"][0]["modules"][0]["name"] == "M_0"
-    assert "Traceback" not in err.getvalue()
+    assert "Traceback" not in err.getvalue() and not [r for r in caplog.records if r.exc_info]  # nor logged
 
 
 def test_diff_with_odd_paths(tmp_path):
@@ -204,7 +205,7 @@ def test_diff_with_odd_paths(tmp_path):
 
 # -- memory artifacts ---------------------------------------------------------------------------------
 
-def test_memprofiler_yaml_with_a_big_integer(tmp_path):
+def test_memprofiler_yaml_with_a_big_integer(tmp_path, caplog):
     (tmp_path / "mp").mkdir()
     (tmp_path / "mp" / "rank_0_memory_stats.yaml").write_text(
         f"0.training_step.2.start:\n  allocated_bytes.all.peak: {BIG}\n  rss: 5\n  vms: {10**400}\n"
@@ -223,7 +224,8 @@ def test_memprofiler_yaml_with_a_big_integer(tmp_path):
     assert item["error"] is None and item["snapshots"][0]["values"]["allocated_bytes.all.peak"] == float(BIG)
     text = io.StringIO()
     assert run_report(str(tmp_path), None, False, True, text, io.StringIO()) == 0
-    assert "peak allocated" in text.getvalue()
+    assert f"peak allocated {fixed(float(BIG) / 2**30, 2)} GiB" in text.getvalue()
+    assert not [r for r in caplog.records if r.exc_info]
 
 
 FRAME = {"filename": "model.py", "line": 3, "name": "forward"}
@@ -280,7 +282,7 @@ SNAPSHOT_ROUTES = ("/snapshot", "/snapshot_timeline", "/snapshot_segments", "/sn
                    "/snapshot_stack")
 
 
-def test_hostile_snapshots_are_values_or_per_file_errors(tmp_path):
+def test_hostile_snapshots_are_values_or_per_file_errors(tmp_path, caplog):
     run = tmp_path / "snaps"
     run.mkdir()
     names = {}
@@ -306,7 +308,7 @@ def test_hostile_snapshots_are_values_or_per_file_errors(tmp_path):
     assert errors and all(name.endswith((".whole", ".segments", ".device_traces")) for name in errors)
     out, err = io.StringIO(), io.StringIO()
     assert run_report(str(tmp_path), None, True, True, out, err) == 1  # the not-a-snapshot files fail
-    assert "Traceback" not in err.getvalue()
+    assert "Traceback" not in err.getvalue() and not [r for r in caplog.records if r.exc_info]  # nor logged
     items = json.loads(out.getvalue())["runs"][0]["snapshots"]
     assert len(items) == len(names)
     assert {names[i["path"]] for i in items if i["error"]} == errors
@@ -355,3 +357,27 @@ def test_snapshot_timeline_with_non_dict_entries(tmp_path):
     assert doc["active_bytes"] == [500, 1012, 1012, 500] and doc["reserved_bytes"] == [2048] * 4
     assert _get(apps, "/snapshot_timeline", device="1", **where) == (
         400, {"error": "no history for device 1; recorded: [0]"})
+
+
+def test_report_json_turns_a_failing_artifact_into_its_error(tmp_path, monkeypatch):
+    """An exception while summarising one MemProfiler file is that file's error in ``report --json``."""
+    from tb_plugin import artifact_views
+
+    (tmp_path / "mp").mkdir()
+    for rank in (0, 1):
+        (tmp_path / "mp" / f"rank_{rank}_memory_stats.yaml").write_text("0.training_step.2.start:\n  rss: 5\n")
+    real = artifact_views.MemProfilerStatsViews.stats
+
+    def stats(self):
+        if self.data["rank"] == 1:
+            raise ValueError("odd")
+        return real(self)
+
+    monkeypatch.setattr(artifact_views.MemProfilerStatsViews, "stats", stats)
+    out, err = io.StringIO(), io.StringIO()
+    assert run_report(str(tmp_path), None, True, True, out, err) == 1
+    good, bad = json.loads(out.getvalue())["runs"][0]["memprofiler"]
+    assert good["error"] is None and good["snapshots"][0]["values"] == {"rss": 5}
+    assert bad == {"path": "mp/rank_1_memory_stats.yaml", "kind": "memprofiler_stats",
+                   "error": "internal error while reporting this file: ValueError: odd"}
+    assert "mp/rank_1_memory_stats.yaml: internal error while reporting this file" in err.getvalue()
