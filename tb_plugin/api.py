@@ -485,10 +485,34 @@ def insights(registry: RunRegistry, args: Mapping[str, str]):
     return _file_view(registry, args, lambda views: views.insights())
 
 
+MAX_OP_PATH = 256  # operator names in the diff's ``path``
+MAX_OP_PATH_CHARS = 1 << 20  # characters of the diff's ``path`` parameter
+
+
+def _op_path(raw: str) -> list[str]:
+    """The diff's ``path`` parameter: a JSON list of at most MAX_OP_PATH operator names, each valid
+    text (a lone surrogate such as ``"\\ud800"`` names no operator). Anything else is a BadRequest."""
+    import json
+
+    bad = BadRequest("parameter 'path' must be a JSON list of operator names")
+    if len(raw) > MAX_OP_PATH_CHARS:
+        raise bad
+    try:
+        path = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: "[[[[…" nested deeper than the stack
+        raise bad from None
+    if not isinstance(path, list) or len(path) > MAX_OP_PATH or not all(isinstance(p, str) for p in path):
+        raise bad
+    for p in path:
+        try:
+            p.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadRequest("parameter 'path' holds a lone surrogate (not text)") from None
+    return path
+
+
 def diff(registry: RunRegistry, args: Mapping[str, str]):
     """Baseline vs experiment: steps, operator-tree level at ``path`` (a JSON list), kernels."""
-    import json as _json
-
     from .analysis.diff import kernel_diff, op_diff, step_diff
 
     sides = []
@@ -500,11 +524,9 @@ def diff(registry: RunRegistry, args: Mapping[str, str]):
             return status, dict(doc, side=side) if isinstance(doc, dict) else doc
         sides.append(state)
     try:
-        path = _json.loads(args.get("path") or "[]")
-        if not isinstance(path, list) or not all(isinstance(p, str) for p in path) or len(path) > 256:
-            raise ValueError
-    except ValueError:
-        return 400, {"error": "parameter 'path' must be a JSON list of operator names"}
+        path = _op_path(args.get("path") or "[]")
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
     b, e = (registry.tables(s) for s in sides)
     return 200, {"state": "ready", "steps": step_diff(sides[0].overview, sides[1].overview),
                  "path": path, "operators": op_diff(b.trace, e.trace, tuple(path)),

@@ -12,11 +12,13 @@ the local process pool by default, or a Dask cluster (``--executor`` or ``$KINET
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import Any, TextIO
 
 import orjson
 
+from . import jsonsafe
 from .analysis.overview import CATEGORY_KEYS
 from .artifact_views import MEMPROFILER_KINDS
 from .executors import ENV_VAR, LocalExecutor, open_executor
@@ -24,6 +26,7 @@ from .numfmt import fixed
 from .runs import ERROR, RunRegistry
 from .storage.cache import ParseCache
 
+logger = logging.getLogger(__name__)
 _LABELS = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"]
 
 
@@ -118,7 +121,7 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     doc = {"baseline": base.entry.path, "experiment": exp.entry.path,
            "steps": step_diff(base.overview, exp.overview), "operators": op_diff_flat(b, e), "kernels": kernel_diff(b, e)}
     if args.json:
-        out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
     steps = doc["steps"]
     out.write(f"baseline:   {doc['baseline']}\nexperiment: {doc['experiment']}\n")
@@ -175,7 +178,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     _add_distributed(registry, doc)
     failed_artifacts = _add_snapshots(registry, doc, run)
     if as_json:
-        out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         _print_tables(doc, out)
     failed = [st for st in files if st.state == ERROR] + failed_artifacts
@@ -264,22 +267,31 @@ def _add_snapshots(registry: RunRegistry, doc: dict, run: str | None) -> list:
         if entry is None:
             entry = runs[art.run] = {"name": art.run, "workers": []}
             doc["runs"].append(entry)
-        if art.entry.kind != "snapshot":
-            failed += [art] if art.error else []
-            entry.setdefault("memprofiler", []).append(_memprofiler_item(art))
-            continue
-        item = {"path": art.entry.rel, "error": art.error, "devices": []}
+        memprofiler = art.entry.kind != "snapshot"
+        try:
+            item = _memprofiler_item(art) if memprofiler else _snapshot_item(art)
+        except Exception as exc:  # an analysis bug on one odd file is that file's error, not a traceback
+            logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
+            art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
+            item = {"path": art.entry.rel, "error": art.error} | (
+                {"kind": art.entry.kind} if memprofiler else {"devices": []})
         if art.error:
             failed.append(art)
-        else:
-            item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
-                                "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
-                               for d in art.views.summary()["devices"]]
-        entry.setdefault("snapshots", []).append(item)
+        entry.setdefault("memprofiler" if memprofiler else "snapshots", []).append(item)
     for entry in doc["runs"]:
         entry.setdefault("snapshots", [])
     doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
     return failed
+
+
+def _snapshot_item(art) -> dict:
+    """An allocator snapshot in the report: per device its peak active bytes and largest allocations."""
+    item = {"path": art.entry.rel, "error": art.error, "devices": []}
+    if not art.error:
+        item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
+                            "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
+                           for d in art.views.summary()["devices"]]
+    return item
 
 
 def _memprofiler_item(art) -> dict:

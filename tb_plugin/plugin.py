@@ -15,7 +15,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from . import api
+from . import api, jsonsafe
 from .runs import RunRegistry
 from .storage.cache import ParseCache
 from .storage.logdirs import MultiRegistry, parse_logdir_spec
@@ -48,10 +48,10 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     # -- TBPlugin interface -------------------------------------------------------------------
     def get_plugin_apps(self):
         return {
-            "/index.js": self._serve_index_js,
-            "/static/*": self._serve_static,
-            "/runs": self._serve_runs,
-            "/overview": self._serve_overview,
+            "/index.js": _guarded(self._serve_index_js),
+            "/static/*": _guarded(self._serve_static),
+            "/runs": _guarded(self._serve_runs),
+            "/overview": _guarded(self._serve_overview),
             "/operators": self._table_route(api.operators),
             "/operators.csv": self._table_route(api.operators, as_csv=True),
             "/operator_stacks": self._table_route(api.operator_stacks),
@@ -62,7 +62,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/timeline": self._table_route(api.timeline),
             "/timeline_search": self._table_route(api.timeline_search),
             "/timeline_event": self._table_route(api.timeline_event),
-            "/trace_file": self._serve_trace_file,
+            "/trace_file": _guarded(self._serve_trace_file),
             "/memory": self._table_route(api.memory),
             "/memory_events": self._table_route(api.memory_events),
             "/memory_events.csv": self._table_route(api.memory_events, as_csv=True),
@@ -91,29 +91,24 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="PyTorch Profiler")
 
     # -- routes -------------------------------------------------------------------------------
-    @wrappers.Request.application
     def _serve_index_js(self, request):
         return self._static_file(request, "index.js")
 
-    @wrappers.Request.application
     def _serve_static(self, request):
         name = request.path.rsplit("/static/", 1)[-1]
         return self._static_file(request, name)
 
-    @wrappers.Request.application
     def _serve_runs(self, request):
         if self._registry is None:
             return _json(request, 200, {"logdir": "", "loading": {"files_total": 0, "files_done": 0}, "runs": []})
         self._registry.wait_scanned(FIRST_SCAN_WAIT_S)
         return _json(request, *api.runs(self._registry))
 
-    @wrappers.Request.application
     def _serve_overview(self, request):
         if self._registry is None:
             return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
         return _json(request, *api.overview(self._registry, request.args))
 
-    @wrappers.Request.application
     def _serve_trace_file(self, request):
         """The original trace file of a (run, worker, span), for "Download trace" and Perfetto."""
         if self._registry is None:
@@ -150,21 +145,16 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         return response
 
     def _table_route(self, handler, as_csv: bool = False):
-        @wrappers.Request.application
         def serve(request):
             if self._registry is None:
                 return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
-            try:
-                status, doc = handler(self._registry, request.args, as_csv=True) if as_csv else handler(
-                    self._registry, request.args)
-            except Exception as exc:  # an analysis bug must stay one view's problem
-                logger.exception("%s failed", request.path)
-                return _json(request, 500, {"error": f"internal error computing this view: {type(exc).__name__}: {exc}"})
+            status, doc = handler(self._registry, request.args, as_csv=True) if as_csv else handler(
+                self._registry, request.args)
             if as_csv and isinstance(doc, str):
                 return http_util.Respond(request, doc, "text/csv", code=status)
             return _json(request, status, doc)
 
-        return serve
+        return _guarded(serve)
 
     # -- helpers ------------------------------------------------------------------------------
     def _static_file(self, request, name: str):
@@ -177,6 +167,30 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         return http_util.Respond(request, body, content_type)
 
 
+MAX_ERROR_CHARS = 500  # characters of an exception's text in a 500 answer
+
+
+def _guarded(serve):
+    """A WSGI route of ``serve(request)`` that never lets an exception reach TensorBoard (whose answer
+    would be an HTML 500 page): a bad parameter that escaped the route's own checks is a JSON 400, any
+    other exception a JSON 500 ``{"error": ...}``, logged once with its traceback."""
+
+    @wrappers.Request.application
+    def route(request):
+        try:
+            return serve(request)
+        except api.BadRequest as exc:
+            return _json(request, 400, {"error": str(exc)})
+        except Exception as exc:  # an analysis bug must stay one view's problem
+            logger.exception("%s failed", request.path)
+            text = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+            return _json(request, 500, {"error": f"internal error computing this view: {text}"})
+
+    return route
+
+
 def _json(request, status: int, doc) -> wrappers.Response:
-    body = orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    """A JSON answer (with ``X-Content-Type-Options: nosniff``); values orjson refuses (integers
+    beyond 64 bits, deep nesting, lone surrogates) are written as :mod:`.jsonsafe` says."""
+    body = jsonsafe.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
     return http_util.Respond(request, body, "application/json", code=status)

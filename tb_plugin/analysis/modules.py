@@ -11,6 +11,10 @@ node; ``occurrences`` counts them. Per node (µs):
   credited with the backward work of its ops); **device total** = self + children's totals;
 - **operators** = operator calls whose innermost module is this one.
 
+Modules nested more than :data:`MAX_DEPTH` levels deep are folded into their ancestor at that depth
+(its operators and device time include theirs; ``folded_calls`` counts them), so a tree of thousands of
+nested calls stays a tree the JSON encoder and the browser can walk.
+
 Returns ``None`` when the trace has no module events.
 """
 
@@ -25,6 +29,7 @@ from .op_tree import op_tree
 from .operators import op_times
 
 MODULE_PREFIX = "nn.Module: "
+MAX_DEPTH = 100  # module levels shown; deeper calls are folded into their depth-100 ancestor
 PL_MODULE_PREFIX = "[pl][module]"
 
 
@@ -64,19 +69,18 @@ def _module_tree(trace: Trace) -> list[dict]:
 
     module_rows = np.flatnonzero(is_module)
     parent_module = {int(r): (module_at(int(py_parent[r])) if py_parent[r] >= 0 else -1) for r in module_rows}
-    node_of: dict[int, tuple] = {}
+    node_of, folded = _module_paths(module_rows.tolist(), parent_module,
+                                    lambda row: label(trace.strings[ev.name[row]]))
 
     def path_of(row: int) -> tuple:
-        got = node_of.get(row)
-        if got is None:
-            parent = parent_module[row]
-            name = label(trace.strings[ev.name[row]])
-            got = node_of[row] = (path_of(parent) if parent >= 0 else ()) + (name,)
-        return got
+        return node_of[row]
 
     nodes: dict[tuple, dict] = {}
     for r in module_rows.tolist():
         node = nodes.setdefault(path_of(r), _empty(path_of(r)[-1]))
+        if r in folded:  # a call below MAX_DEPTH: its time is inside its shown ancestor's already
+            node["folded_calls"] = node.get("folded_calls", 0) + 1
+            continue
         node["occurrences"] += 1
         node["host_total_us"] += float(ev.dur[r])
 
@@ -95,12 +99,35 @@ def _module_tree(trace: Trace) -> list[dict]:
             nodes[path_of(m)]["device_self_us"] += float(times.device_total[bwd])
 
     roots: list[dict] = []
-    for path in sorted(nodes, key=len):
+    by_depth = sorted(nodes, key=len)
+    for path in by_depth:
         node = nodes[path]
         (nodes[path[:-1]]["children"] if len(path) > 1 else roots).append(node)
-    for root in roots:
-        _roll_up(root)
+    for path in reversed(by_depth):  # deepest first: every child is rolled up before its parent
+        _roll_up(nodes[path])
     return roots
+
+
+def _module_paths(rows: list[int], parent_module: dict[int, int], name_of) -> tuple[dict[int, tuple], set[int]]:
+    """Per module row its node's path of names from the root, and the rows nested more than
+    MAX_DEPTH modules deep (folded: their path is their depth-MAX_DEPTH ancestor's). Iterative: a
+    chain of thousands of nested modules never recurses."""
+    node_of: dict[int, tuple] = {}
+    folded: set[int] = set()
+    for row in rows:
+        chain, on_chain = [], set()
+        while row >= 0 and row not in node_of and row not in on_chain:  # (a cycle would end at a root)
+            chain.append(row)
+            on_chain.add(row)
+            row = parent_module[row]
+        above = node_of.get(row, ())
+        for r in reversed(chain):  # outermost first
+            if len(above) >= MAX_DEPTH:
+                folded.add(r)
+            else:
+                above = above + (name_of(r),)
+            node_of[r] = above
+    return node_of, folded
 
 
 def _python_module_name(text: str) -> str:
@@ -121,8 +148,7 @@ def _empty(name: str) -> dict:
 
 
 def _roll_up(node: dict) -> None:
-    for child in node["children"]:
-        _roll_up(child)
+    """Self and total times of ``node`` from its children's (already rolled up); children sorted."""
     node["host_self_us"] = max(0.0, node["host_total_us"] - sum(c["host_total_us"] for c in node["children"]))
     node["device_total_us"] = node["device_self_us"] + sum(c["device_total_us"] for c in node["children"])
     node["children"].sort(key=lambda c: -c["host_total_us"])

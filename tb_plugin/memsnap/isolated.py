@@ -22,6 +22,8 @@ import sys
 import numpy as np
 import orjson
 
+from .. import jsonsafe
+
 BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for each MB of pickle
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
 _EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
@@ -79,7 +81,7 @@ def _child() -> int:
     data = sys.stdin.buffer.read()
     try:
         header, arrays = pack_snapshot(parse_pickle(data))
-        body = orjson.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
+        body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     except SnapshotError as exc:
         sys.stderr.write(str(exc))
         return _EXIT_REFUSED

@@ -89,13 +89,42 @@ _Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.defau
 _Loader.add_constructor("tag:yaml.org,2002:python/name:builtins.dict", lambda loader, node: "builtins.dict")
 
 
+def _index(digits: str) -> int | str:
+    """A rank or iteration of a file or snapshot name: an int, or (more than 18 digits) its decimal text."""
+    return int(digits) if len(digits) <= 18 else digits
+
+
+def _order(index: int | str) -> tuple:
+    """Sort key of an :func:`_index`: numbers first, by value; then the long ones, by length and text."""
+    return (0, index, "") if isinstance(index, int) else (1, len(index), index)
+
+
+_NOT_A_NUMBER = object()
+
+
+def _number(value):
+    """A stats value as kept: None, a float, an int of 64 bits, or an integer beyond 64 bits as a
+    float (bytes and counts stay numbers for the charts and the peaks); anything else (text, lists,
+    an integer beyond the float range) is :data:`_NOT_A_NUMBER`."""
+    if value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -(2**63) <= value < 2**63:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return _NOT_A_NUMBER
+    return _NOT_A_NUMBER
+
+
 def load_stats(name: str, data: bytes) -> dict:
     """Parse a ``rank_<r>_memory_stats.yaml`` file.
 
     Returns ``{"rank", "snapshots": [{"key", "rank", "function", "iteration", "phase", "values"}],
     "warnings"}``, snapshots ordered by function, iteration, then start before end. ``values`` keeps
-    numbers (bytes or counts as written) and ``None``; other values are dropped with a warning, as are
-    entries whose key is not a snapshot key."""
+    numbers (bytes or counts as written; beyond 64 bits as floats) and ``None``; other values are
+    dropped with a warning, as are entries whose key is not a snapshot key."""
     m = STATS_FILE.match(name)
     if m and m.group(2) == "pickle":
         raise MemProfilerError("pickled MemProfiler stats are not read (unpickling can run code); "
@@ -121,12 +150,13 @@ def load_stats(name: str, data: bytes) -> dict:
             continue
         kept = {}
         for stat, value in values.items():
-            if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            value = _number(value)
+            if value is not _NOT_A_NUMBER:
                 kept[str(stat)] = value
             else:
                 dropped += 1
-        snapshots.append({"key": str(key), "rank": int(km.group(1)), "function": km.group(2),
-                          "iteration": int(km.group(3)), "phase": km.group(4), "values": kept})
+        snapshots.append({"key": str(key), "rank": _index(km.group(1)), "function": km.group(2),
+                          "iteration": _index(km.group(3)), "phase": km.group(4), "values": kept})
     warnings = []
     if bad_keys:
         warnings.append(f"skipped {len(bad_keys)} entries whose key is not <rank>.<function>.<iteration>."
@@ -138,8 +168,8 @@ def load_stats(name: str, data: bytes) -> dict:
                                + (f"; {warnings[0]}" if warnings else ""))
     if len(snapshots) > MAX_SNAPSHOTS:
         warnings.append(f"showing the first {MAX_SNAPSHOTS} of {len(snapshots)} snapshots")
-    snapshots.sort(key=lambda s: (s["function"], s["iteration"], s["phase"] != "start", s["rank"]))
-    return {"rank": int(m.group(1)) if m else None, "snapshots": snapshots[:MAX_SNAPSHOTS], "warnings": warnings}
+    snapshots.sort(key=lambda s: (s["function"], _order(s["iteration"]), s["phase"] != "start", _order(s["rank"])))
+    return {"rank": _index(m.group(1)) if m else None, "snapshots": snapshots[:MAX_SNAPSHOTS], "warnings": warnings}
 
 
 def load_log(data: bytes, size: int) -> dict:

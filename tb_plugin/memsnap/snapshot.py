@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import jsonsafe
 from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
@@ -65,6 +66,10 @@ def _field(entries: list[dict], key: str) -> list:
 
 def _action_codes(entries: list[dict]) -> np.ndarray:
     names = _field(entries, "action")
+    try:
+        set(names)
+    except TypeError:  # a list or dict where the action's name should be: an "other" entry
+        names = [a if isinstance(a, str) else None for a in names]
     uniq = {a for a in set(names) if isinstance(a, str)} if len(names) else set()
     table = {a: _ACTION_CODE.get(a, _ACTION_CODE["other"]) for a in uniq}
     other = _ACTION_CODE["other"]
@@ -92,6 +97,31 @@ def _ints(values: list) -> np.ndarray:
             except (TypeError, ValueError, OverflowError):
                 pass
         return out
+
+
+def _int(value: Any, default: int = 0) -> int:
+    """``value`` as an int64 (as ``int()`` reads numbers and numeric text), else ``default``: for text,
+    containers, None, NaN and integers beyond 64 bits (no address or size is that large)."""
+    try:
+        out = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return out if -(2**63) <= out < 2**63 else default
+
+
+def _list(value: Any) -> list:
+    """``value`` when it is a list (or tuple), else empty: a wrong type holds no entries."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _scalar(value: Any) -> Any:
+    """A descriptive field (``stream``, ``segment_type``) kept as written when it is a number or text;
+    an integer beyond 64 bits as its decimal string; a container or other object as None."""
+    if value is None or isinstance(value, (str, bool, float)):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    return None
 
 
 def load_snapshot(data: bytes) -> Snapshot:
@@ -135,9 +165,14 @@ def parse_snapshot(obj: Any) -> Snapshot:
         except (KeyError, TypeError):
             try:
                 key = tuple((f.get("filename", ""), f.get("line", 0), f.get("name", "")) for f in raw_frames)
-            except AttributeError:
+            except (AttributeError, TypeError):  # not a list of frame dicts
                 return -1
-        got = stack_ids.get(key)
+        try:
+            got = stack_ids.get(key)
+        except TypeError:  # a list or dict as a frame field: kept as its text
+            key = tuple(tuple(v if v is None or isinstance(v, (str, int, float)) else repr(v)[:500] for v in f)
+                        for f in key)
+            got = stack_ids.get(key)
         if got is None:
             got = stack_ids[key] = len(stacks)
             ids = []
@@ -156,7 +191,7 @@ def parse_snapshot(obj: Any) -> Snapshot:
         layout = "snapshot"
         segments_raw = obj.get("segments") or []
         traces_raw = obj.get("device_traces") or []
-        annotations = list(obj.get("external_annotations") or []) + list(obj.get("user_metadata") or [])
+        annotations = _list(obj.get("external_annotations")) + _list(obj.get("user_metadata"))
     else:
         raise SnapshotError("not a CUDA allocator snapshot: expected a dict with 'segments'/'device_traces' "
                             "or a list of segments")
@@ -167,19 +202,19 @@ def parse_snapshot(obj: Any) -> Snapshot:
         if not isinstance(seg, dict):
             continue
         blocks = []
-        next_address = int(seg.get("address", 0))  # a block without "address" follows the one before it
-        for b in seg.get("blocks") or []:
+        next_address = _int(seg.get("address", 0))  # a block without "address" follows the one before it
+        for b in _list(seg.get("blocks")):
             if not isinstance(b, dict):
                 continue
-            address = int(b.get("address", next_address))
-            size = int(b.get("size", 0))
+            address = _int(b.get("address", next_address))
+            size = _int(b.get("size", 0))
             blocks.append({"address": address, "size": size,
-                           "requested_size": int(b.get("requested_size", size) or 0),
+                           "requested_size": _int(b.get("requested_size", size)),
                            "state": str(b.get("state", "")), "stack": stack_of(b.get("frames"))})
-            next_address = address + size
-        segments.append({"device": int(seg.get("device", 0)), "address": int(seg.get("address", 0)),
-                         "total_size": int(seg.get("total_size", 0)), "stream": seg.get("stream"),
-                         "segment_type": seg.get("segment_type"), "blocks": blocks})
+            next_address = _int(address + size)
+        segments.append({"device": _int(seg.get("device", 0)), "address": _int(seg.get("address", 0)),
+                         "total_size": _int(seg.get("total_size", 0)), "stream": _scalar(seg.get("stream")),
+                         "segment_type": _scalar(seg.get("segment_type")), "blocks": blocks})
     devices: dict[int, DeviceTrace] = {}
     has_time = False
     for dev, entries in enumerate(traces_raw):
@@ -190,6 +225,8 @@ def parse_snapshot(obj: Any) -> Snapshot:
         except AttributeError:  # a non-dict entry: keep the dicts
             entries = [e for e in entries if isinstance(e, dict)]
             times = [e.get("time_us") for e in entries]
+            if not entries:
+                continue
         timed = times.count(None) != len(times)
         has_time = has_time or timed
         devices[dev] = DeviceTrace(
@@ -199,8 +236,10 @@ def parse_snapshot(obj: Any) -> Snapshot:
             time=_floats(times) if timed else np.full(len(entries), np.nan),
             stack=np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32),
         )
-    annotations = [a for a in annotations if isinstance(a, dict)]
-    return Snapshot(devices, segments, stacks, annotations, has_time, layout, frames)
+    # frame fields and annotations are kept as written: integers beyond 64 bits become decimal strings and
+    # nesting deeper than jsonsafe.MAX_DEPTH a marker now, so a snapshot reads the same from the cache
+    annotations = jsonsafe.clean([a for a in annotations if isinstance(a, dict)])
+    return Snapshot(devices, segments, stacks, annotations, has_time, layout, jsonsafe.clean(frames))
 
 
 _FIELDS = ("action", "addr", "size", "time", "stack")

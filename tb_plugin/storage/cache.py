@@ -21,6 +21,7 @@ import threading
 import numpy as np
 import orjson
 
+from .. import jsonsafe
 from .private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
@@ -155,7 +156,7 @@ class ParseCache:
 
     def put_blob(self, url: str, version: str, kind: str, header: dict, arrays: dict) -> None:
         path = self._blob_path(url, version, kind)
-        self._write(path, dict(arrays, header=np.frombuffer(orjson.dumps(header), dtype=np.uint8)))
+        self._write(path, dict(arrays, header=np.frombuffer(jsonsafe.dumps(header, default=str), dtype=np.uint8)))
 
     def get(self, url: str, version: str) -> Trace | None:
         path = self._path(url, version)
@@ -187,7 +188,7 @@ class ParseCache:
 
     def put(self, url: str, version: str, trace: Trace) -> None:
         path = self._path(url, version)
-        header = orjson.dumps(
+        header = jsonsafe.dumps(  # integers beyond 64 bits, deep nesting: values, not a failed file
             {
                 "strings": trace.strings,
                 "devices": [dataclasses.asdict(d) for d in trace.devices],

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import msgspec
 import numpy as np
 
+from .. import jsonsafe
 from .categories import Kind, is_composer_trainer_event, kind_of_category
 from .devices import unplaceable_warning
 from .errors import TraceReadError
@@ -658,8 +659,9 @@ class _ColumnBuilder:
             flows=flows,
             counters=self._counter_table(),
             devices=_devices(top),
-            distributed=top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else None,
-            meta=meta,
+            # integers beyond 64 bits become decimal strings here, so the trace is the same from the cache
+            distributed=jsonsafe.clean(top["distributedInfo"]) if isinstance(top.get("distributedInfo"), dict) else None,
+            meta=jsonsafe.clean(meta),
             warnings=warnings,
             notes=notes,
         )
@@ -768,14 +770,16 @@ def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
             continue
         try:
             dev_id = int(entry.get("id"))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
+            continue
+        if not -(2**31) <= dev_id < 2**31:  # beyond 32 bits is no device index
             continue
 
         def num(*keys):
             for k in keys:
                 v = entry.get(k)
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    return int(v)
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 2**63:
+                    return int(v)  # beyond 64 bits (or NaN/inf) is no device property: unknown
             return None
 
         name = entry.get("name")

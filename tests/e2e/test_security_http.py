@@ -312,3 +312,73 @@ def test_catastrophic_regex_is_refused_quickly(env):
     code, body, _ = get(env["base"], "operator_stacks", dict(FILE, key="0"))
     doc = json.loads(body)
     assert code == 200 and len(doc["stacks"]) <= 200 and doc["total_stacks"] >= len(doc["stacks"])
+
+
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory):
+    """A real TensorBoard on odd but valid inputs (see tests/test_odd_inputs.py)."""
+    from tests.test_odd_inputs import BASE_SNAPSHOT, BIG, _deep, _x
+
+    root = tmp_path_factory.mktemp("odd")
+    logdir, cache = root / "logdir", root / "cache"
+    cache.mkdir()
+    for run, doc in {
+        "args": {"traceEvents": [_x("big", 0, 10, Big=BIG), _x("deep", 20, 10, Deep=_deep(300))]},
+        "top": {"distributedInfo": {"rank": 0, "world_size": BIG}, "baseTimeNanoseconds": BIG,
+                "deviceProperties": [{"id": 0, "name": "G", "totalGlobalMem": BIG}], "traceEvents": [
+                    _x("aten::mm", 0, 10), {"ph": "M", "name": "clock_sync_timestamp_us", "pid": 1, "args": {"value": BIG}}]},
+        "mods": {"traceEvents": [_x(f"nn.Module: M_{i}", i, 10_000 - 2 * i, cat="python_function") for i in range(3000)]},
+    }.items():
+        (logdir / run).mkdir(parents=True)
+        (logdir / run / "w.1.pt.trace.json").write_text(json.dumps(doc))
+    (logdir / "mem").mkdir()
+    (logdir / "mem" / "rank_0_memory_stats.yaml").write_text(f"0.training_step.2.start:\n  rss: {BIG}\n")
+    snap = dict(BASE_SNAPSHOT, device_traces=[[1, "x"] + BASE_SNAPSHOT["device_traces"][0], ["only", "junk"]])
+    snap["segments"] = [dict(BASE_SNAPSHOT["segments"][0], stream=BIG, address="x")]
+    (logdir / "mem" / "odd.pickle").write_bytes(pickle.dumps(snap))
+    with tensorboard(logdir, cache) as base:
+        deadline = time.time() + 120
+        for run in ("args", "top", "mods"):
+            while time.time() < deadline:
+                code, body, _ = get(base, "overview", {"run": run, "worker": "w", "span": "1"})
+                if code == 200 and json.loads(body).get("state") in ("ready", "error"):
+                    break
+                time.sleep(0.3)
+        yield base
+
+
+def test_odd_inputs_answer_json(odd):
+    """Big integers, 300-deep args, 3 000 nested modules, a lone surrogate, wrong-typed snapshot fields:
+    every answer is JSON with nosniff, values where the input is valid, a 400 for a bad parameter."""
+    big = str(2**70 + 1)
+    file = {"worker": "w", "span": "1"}
+    diff = {f"{s}_{k}": v for s in ("base", "exp") for k, v in dict(file, run="args").items()}
+    snap = {"run": "mem", "path": "mem/odd.pickle"}
+    answers = {}
+    for key, route, query in [
+        ("big", "timeline_event", dict(file, run="args", row="0")),
+        ("deep", "timeline_event", dict(file, run="args", row="1")),
+        ("top", "overview", dict(file, run="top")), ("meta", "timeline_meta", dict(file, run="top")),
+        ("mods", "modules", dict(file, run="mods")),
+        ("yaml", "memprofiler_stats", {"run": "mem", "path": "mem/rank_0_memory_stats.yaml"}),
+        ("surrogate", "diff", dict(diff, path='["\\ud800"]')), ("nested", "diff", dict(diff, path="[" * 3000)),
+        ("snap", "snapshot", snap), ("timeline", "snapshot_timeline", snap),
+        ("segments", "snapshot_segments", snap), ("allocs", "snapshot_allocations", snap),
+        ("junk_device", "snapshot_timeline", dict(snap, device="1")),
+    ]:
+        code, body, headers = get(odd, route, query)
+        assert headers["Content-Type"].startswith("application/json"), (route, body[:300])
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        answers[key] = (code, json.loads(body))
+    assert answers["big"][0] == 200 and answers["big"][1]["args"]["Big"] == big
+    assert answers["deep"][0] == 200 and "not shown" in json.dumps(answers["deep"][1]["args"])
+    assert answers["top"][0] == 200 and answers["top"][1]["configuration"]["distributed"]["world_size"] == big
+    assert answers["meta"][1]["base_time_ns"] == big
+    assert answers["mods"][0] == 200 and answers["mods"][1]["modules"][0]["name"] == "M_0"
+    assert answers["yaml"][0] == 200 and answers["yaml"][1]["snapshots"][0]["values"]["rss"] == float(2**70 + 1)
+    assert answers["surrogate"][0] == answers["nested"][0] == 400
+    for key in ("snap", "timeline", "segments", "allocs"):
+        assert answers[key][0] == 200 and answers[key][1]["state"] == "ready", answers[key]
+    assert answers["segments"][1]["segments"][0]["stream"] == big
+    assert answers["segments"][1]["segments"][0]["address"] == 0
+    assert answers["junk_device"] == (400, {"error": "no history for device 1; recorded: [0]"})
