@@ -1,19 +1,28 @@
-"""Long fuzz run: the generators of ``tests/fuzz_inputs.py`` for N seconds, in one process per core.
+"""Long fuzz run: the generators of ``tests/fuzz_inputs.py`` and ``tests/fuzz_files.py`` for N
+seconds, in one process per core.
 
-    python benchmarks/fuzz_long.py --seconds 600 [--jobs 4] [--seed 1] [--crashes fuzz-crashes/]
+    python benchmarks/fuzz_long.py --seconds 300 [--jobs 2] [--kinds traces,files] [--seed 1] [--crashes fuzz-crashes/]
 
-Every input is a hostile trace file (byte mutations, truncation and gzip garbage over real traces
-from ../shared/samples, hostile field values and layouts, deep nesting, huge numbers, NaN/Infinity,
-duplicate keys, invalid UTF-8, a BOM). The property: it loads and every analysis runs, or it fails
-with ``TraceReadError``; nothing else is raised and no input runs past its time bound. Crashing
-inputs are saved (``crash-<sha1>.bin`` and ``.txt`` with the traceback). Last line:
-``tried=… ok=… trace_read_errors=… unhandled=… inputs_per_s=…``; the exit status is 1 if any
-input was unhandled.
+``traces``: hostile trace bytes (byte mutations, truncation and gzip garbage over real traces from
+../shared/samples, hostile field values and layouts, deep nesting, huge numbers, NaN/Infinity,
+duplicate keys, invalid UTF-8, a BOM); the property: it loads and every analysis runs, or it fails
+with ``TraceReadError``. ``files``: hostile files of every kind (deep- and doubling-tuple pickles,
+memo-shared frames, wrong-typed snapshots, zero pickles, whitespace/bracket/export gzip bombs,
+quadratic B/E, big integers, deep args, nested modules, odd and formula names, hostile YAML) in a
+logdir served through the plugin's real routes; the property: each file loads or is its own error,
+every route answers 200/400/404 with ``nosniff``, and a good run beside them keeps answering.
+
+Jobs are split between the kinds. Nothing may be raised, no input may run past its time bound, and
+no worker process may die (a crash: the input it was on is left in ``--crashes`` as
+``current-<pid>.bin``). Unhandled inputs are saved (``crash-<sha1>.bin`` and ``.txt`` with the
+traceback). Last line: ``tried=… ok=… errors=… unhandled=… crashes=… inputs_per_s=…``; the exit
+status is 1 if any input was unhandled or crashed a worker.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import multiprocessing
 import os
 import random
@@ -27,16 +36,43 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 
-def _worker(seed: int, seconds: float, crashes: str) -> dict:
+def _worker(kind: str, seed: int, seconds: float, crashes: str) -> dict:
     warnings.simplefilter("ignore")  # numpy's overflow warnings on hostile numbers are expected
     import fuzz_inputs as F
 
     deadline = time.monotonic() + seconds
+    report = lambda label, data, exc: print(  # noqa: E731
+        f"UNHANDLED {label}: {type(exc).__name__}: {str(exc)[:200]} -> "
+        f"{F.save_crash(Path(crashes), label, data, exc)}", flush=True)
     with tempfile.TemporaryDirectory(prefix="kinetoscope-fuzz-") as tmp:
-        return F.run_for(random.Random(seed), lambda n: time.monotonic() < deadline, Path(tmp),
-                         on_unhandled=lambda label, data, exc: print(
-                             f"UNHANDLED {label}: {type(exc).__name__}: {str(exc)[:200]} -> "
-                             f"{F.save_crash(Path(crashes), label, data, exc)}", flush=True))
+        if kind == "traces":
+            return F.run_for(random.Random(seed), lambda n: time.monotonic() < deadline, Path(tmp), on_unhandled=report)
+        return _files_for(random.Random(seed), deadline, Path(tmp), Path(crashes), report)
+
+
+def _files_for(rng: random.Random, deadline: float, tmp: Path, crashes: Path, report) -> dict:
+    import fuzz_files as FF
+    import fuzz_inputs as F
+
+    os.environ.update(FF.fuzz_environment())
+    FF.shorten_snapshot_time_limit()
+    counts = {"tried": 0, "ok": 0, "error": 0, "unhandled": 0}
+    crashes.mkdir(parents=True, exist_ok=True)
+    current = crashes / f"current-{os.getpid()}.bin"  # left behind only if this process dies on it
+    for label, name, data in FF.hostile_files(rng):
+        if time.monotonic() >= deadline:
+            break
+        counts["tried"] += 1
+        current.write_bytes(name.encode() + b"\n" + data)
+        try:
+            with F.time_bound(120.0), tempfile.TemporaryDirectory(dir=tmp) as one:
+                states = FF.exercise_files([(name, data)], Path(one))
+            counts["error" if "error" in states.values() else "ok"] += 1
+        except Exception as exc:  # noqa: BLE001 - counting is the point
+            counts["unhandled"] += 1
+            report(f"{label}:{name}", data, exc)
+    current.unlink(missing_ok=True)
+    return counts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,24 +81,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--crashes", default="fuzz-crashes", help="where crashing inputs are saved")
+    parser.add_argument("--kinds", default="traces,files", help="comma-separated: traces, files")
     args = parser.parse_args(argv)
     import fuzz_inputs as F
 
+    kinds = [k for k in args.kinds.split(",") if k in ("traces", "files")] or ["traces"]
     seeds = F.seed_documents()
-    print(f"fuzzing for {args.seconds:.0f} s with {args.jobs} processes, seed {args.seed}, "
+    print(f"fuzzing {'+'.join(kinds)} for {args.seconds:.0f} s with {args.jobs} processes, seed {args.seed}, "
           f"{len(seeds)} seed traces: {', '.join(name for name, _ in seeds)}", flush=True)
-    if not seeds:
+    if "traces" in kinds and not seeds:
         print(f"no seed traces under {F.SAMPLES}", file=sys.stderr)
         return 2
     started = time.monotonic()
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(args.jobs) as pool:
-        results = pool.starmap(_worker, [(args.seed * 1000 + i, args.seconds, args.crashes) for i in range(args.jobs)])
+    total = {"tried": 0, "ok": 0, "error": 0, "unhandled": 0, "crashes": 0}
+    with concurrent.futures.ProcessPoolExecutor(max(1, args.jobs), mp_context=ctx) as pool:
+        futures = [pool.submit(_worker, kinds[i % len(kinds)], args.seed * 1000 + i, args.seconds, args.crashes)
+                   for i in range(max(1, args.jobs))]
+        for future in futures:
+            try:
+                result = future.result()
+            except concurrent.futures.process.BrokenProcessPool:
+                total["crashes"] += 1  # a worker died (a signal): its input is current-<pid>.bin
+                continue
+            for k in ("tried", "ok", "error", "unhandled"):
+                total[k] += result[k]
     elapsed = time.monotonic() - started
-    total = {k: sum(r[k] for r in results) for k in ("tried", "ok", "error", "unhandled")}
-    print(f"tried={total['tried']} ok={total['ok']} trace_read_errors={total['error']} "
-          f"unhandled={total['unhandled']} inputs_per_s={total['tried'] / elapsed:.1f} seconds={elapsed:.0f}")
-    return 1 if total["unhandled"] else 0
+    print(f"tried={total['tried']} ok={total['ok']} errors={total['error']} unhandled={total['unhandled']} "
+          f"crashes={total['crashes']} inputs_per_s={total['tried'] / elapsed:.1f} seconds={elapsed:.0f}")
+    return 1 if total["unhandled"] or total["crashes"] else 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Hostile files of every kind the logdir can hold, served through the plugin's real routes
-(``tests/test_fuzz.py`` samples them; ``benchmarks/fuzz_long.py --files`` runs them for minutes).
+(``tests/test_fuzz.py`` samples them; ``benchmarks/fuzz_long.py --kinds files`` runs them for minutes).
 
 The shapes are the ones the hardening review (issue 15) used to crash, stall or exhaust the server:
 pickles of deeply nested or doubling tuples, snapshots whose entries share one huge frame list,
@@ -139,8 +139,10 @@ def big_integer_trace(rng: random.Random) -> bytes:
 
 
 def deep_args_trace(depth: int) -> bytes:
-    return _trace([{"ph": "X", "cat": "cpu_op", "name": "aten::deep", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
-                    "args": {"deep": json.loads(deep_nesting(depth))}}])
+    """An op whose args nest ``depth`` deep (the text is spliced in: json.dumps would recurse)."""
+    doc = _trace([{"ph": "X", "cat": "cpu_op", "name": "aten::deep", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
+                   "args": {"deep": "@DEEP@"}}])
+    return doc.replace(b'"@DEEP@"', deep_nesting(depth).encode())
 
 
 def nested_modules_trace(depth: int) -> bytes:

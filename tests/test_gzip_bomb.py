@@ -13,26 +13,9 @@ import pytest
 from conftest import sample
 from tb_plugin.cli import run_report
 from tb_plugin.trace.errors import TraceReadError
+from fuzz_files import gzip_bomb
 from test_fuzz import _ev, _step_and
 # --------------------------------------------------------------------------------------------
-
-def gzip_bomb(megabytes: int, fill: bytes = b"\0") -> bytes:
-    """A valid gzip file of ``megabytes`` MiB of ``fill``, about 1000× smaller, built in a second or two:
-    one deflate block of 1 MiB after a full flush does not depend on what came before, so it repeats."""
-    import struct
-    import zlib
-
-    chunk = fill * ((1 << 20) // len(fill))
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    first = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
-    again = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
-    final = c.flush(zlib.Z_FINISH)
-    crc = 0
-    for _ in range(megabytes):
-        crc = zlib.crc32(chunk, crc)
-    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + first + again * (megabytes - 1) + final
-            + struct.pack("<II", crc, (megabytes << 20) & 0xFFFFFFFF))
-
 
 def test_gzip_bomb_helper_is_a_real_gzip_file():
     assert gzip.decompress(gzip_bomb(3, b" ")) == b" " * (3 << 20)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from test_gzip_bomb import gzip_bomb
+from fuzz_files import gzip_bomb
 from tb_plugin.trace import read
 from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.trace.load import load_trace_file

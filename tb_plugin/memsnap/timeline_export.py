@@ -36,6 +36,8 @@ def load_timeline_export(data: bytes) -> dict:
         doc = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise TimelineExportError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise TimelineExportError("invalid JSON: nested too deeply for a memory-timeline export") from None
     if isinstance(doc, list) and len(doc) == 2 and isinstance(doc[0], list) and isinstance(doc[1], list) and (
             not doc[0] or not isinstance(doc[0][0], list)):
         return _from_times_sizes(doc[0], doc[1])
