@@ -16,6 +16,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from . import api, jsonsafe
+from .http_headers import content_disposition, with_frame_headers
 from .runs import RunRegistry
 from .storage.cache import ParseCache
 from .storage.logdirs import MultiRegistry, parse_logdir_spec
@@ -47,6 +48,10 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
 
     # -- TBPlugin interface -------------------------------------------------------------------
     def get_plugin_apps(self):
+        """Every route, each answering with X-Frame-Options/CSP frame-ancestors (``http_headers``)."""
+        return {route: with_frame_headers(app) for route, app in self._routes().items()}
+
+    def _routes(self):
         return {
             "/index.js": _guarded(self._serve_index_js),
             "/static/*": _guarded(self._serve_static),
@@ -127,7 +132,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             if f is not None:
                 f.close()
 
-            return _json(request, 502, {"error": f"cannot read {state.entry.rel}: {describe_error(exc)}"})
+            message = self._registry.client_message_of(state, describe_error(exc))  # no absolute path
+            return _json(request, 502, {"error": f"cannot read {state.entry.rel}: {message}"})
 
         def chunks():  # streamed: a gigabyte trace is never held in memory for a download
             try:
@@ -138,9 +144,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             finally:
                 f.close()
 
-        name = state.entry.name.replace('"', "").replace("\\", "")
         response = wrappers.Response(chunks(), content_type="application/octet-stream", direct_passthrough=True)
-        response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+        response.headers["Content-Disposition"] = content_disposition(state.entry.name)
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
 

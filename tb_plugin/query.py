@@ -47,10 +47,26 @@ def _label(row: dict) -> str:
     return f"{row['name']} {extra}".strip()
 
 
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may read as a formula (OWASP)
+
+
+def csv_cell(value: Any) -> Any:
+    """One CSV cell: ``None`` → empty; a string a spreadsheet would run as a formula (it starts with
+    ``=``, ``+``, ``-``, ``@``, tab or CR) gets a leading ``'``. Numbers stay numbers (``-3`` is not
+    a formula), so only trace strings — names, shapes, stacks — are ever changed."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
 def to_csv(rows: list[dict], columns: list[str]) -> str:
+    """Every CSV the plugin serves: a header line, then one line per row, each cell through
+    :func:`csv_cell` (column names too)."""
     buf = io.StringIO()
     writer = csv.writer(buf)
-    writer.writerow(columns)
+    writer.writerow([csv_cell(c) for c in columns])
     for r in rows:
-        writer.writerow(["" if r.get(c) is None else r.get(c) for c in columns])
+        writer.writerow([csv_cell(r.get(c)) for c in columns])
     return buf.getvalue()

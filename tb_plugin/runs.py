@@ -290,12 +290,13 @@ class RunRegistry:
             else:
                 art.views = TimelineExportViews(load_timeline_export(read_trace_bytes(self.fs, entry.path, entry.size)))
         except (SnapshotError, TimelineExportError, MemProfilerError, TraceReadError) as exc:
-            art.error, art.state = str(exc), ERROR
+            art.error, art.state = self.client_message(str(exc)), ERROR
         except OSError as exc:
-            art.error, art.state = f"cannot read file: {exc}", ERROR
+            art.error, art.state = self.client_message(f"cannot read file: {exc}"), ERROR
         except Exception as exc:  # one bad file must stay one file's problem
             logger.exception("reading %s failed", entry.rel)
-            art.error, art.state = f"internal error while reading this file: {type(exc).__name__}: {exc}", ERROR
+            art.error, art.state = self.client_message(
+                f"internal error while reading this file: {type(exc).__name__}: {exc}"), ERROR
         else:
             art.state = READY
 
@@ -395,7 +396,7 @@ class RunRegistry:
         except Exception as exc:  # a bad file, or an analysis bug, must stay one file's problem
             if not isinstance(exc, (TraceReadError, MemoryError)):
                 logger.exception("analysing %s failed", state.entry.rel)
-            state.error, state.state = self._in_user_scheme(error_message(exc)), ERROR
+            state.error, state.state = self.client_message(error_message(exc)), ERROR
         else:
             state.warnings, state.notes = list(trace.warnings), list(trace.notes)
             state.overview = overview
@@ -446,13 +447,18 @@ class RunRegistry:
                 st.state = QUEUED
         return workers
 
-    def _in_user_scheme(self, message: str) -> str:
-        """Messages name objects the way the user wrote the logdir (adlfs rewrites az:// as abfs://)."""
-        if self.fs is None or "://" not in self.logdir:
+    def client_message(self, message: str) -> str:
+        """A per-file error message as clients see it. Cloud objects are named the way the user wrote
+        the logdir (adlfs rewrites az:// as abfs://); local paths are made logdir-relative (with the
+        ``--logdir_spec`` name in front), so no absolute path of the server reaches a client."""
+        if self.fs is None:
             return message
-        sdk_root = self.fs.unstrip_protocol(self.root).rstrip("/")
-        user_root = self.logdir.rstrip("/")
-        return message.replace(sdk_root, user_root) if sdk_root != user_root else message
+        if "://" in self.logdir:
+            sdk_root = self.fs.unstrip_protocol(self.root).rstrip("/")
+            user_root = self.logdir.rstrip("/")
+            return message.replace(sdk_root, user_root) if sdk_root != user_root else message
+        return relative_paths(message, (self.root, os.path.abspath(self.logdir), os.path.realpath(self.root)),
+                              self.prefix)
 
     def _parse(self, state: FileState, report: Callable[[float], None]) -> Trace:
         entry = state.entry
@@ -638,7 +644,7 @@ class RunRegistry:
                 st.state, st.progress = LOADING, 0.0
         for result in run_ranks(executor, jobs, progress, warn):
             st = by_key[result.key]
-            error = self._in_user_scheme(result.error) if result.error else None
+            error = self.client_message(result.error) if result.error else None
             if not tables:
                 if error:
                     (failed if failed is not None else {})[result.key] = error
@@ -722,8 +728,21 @@ class RunRegistry:
         """The filesystem holding this file."""
         return self.fs
 
+    def client_message_of(self, state: FileState, message: str) -> str:
+        """:meth:`client_message` of the registry holding ``state`` (this one)."""
+        return self.client_message(message)
+
 
 MAX_NAMED_LINKS = 5
+
+
+def relative_paths(message: str, roots, prefix: str = "") -> str:
+    """``message`` with every ``<root>/`` of ``roots`` (absolute spellings of one local logdir:
+    as given, as listed, resolved) replaced by ``prefix/`` (or nothing), longest first (one spelling
+    may contain another). A logdir of ``/`` is left alone: its paths are already the whole story."""
+    for root in sorted({r.rstrip(os.sep) for r in roots if r and r.rstrip(os.sep)}, key=len, reverse=True):
+        message = message.replace(root + os.sep, f"{prefix}/" if prefix else "")
+    return message
 
 
 def skipped_links_notice(links: list[str]) -> list[str]:

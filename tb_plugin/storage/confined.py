@@ -20,6 +20,7 @@ through the logdir's filesystem.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import stat
 
@@ -27,6 +28,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _PROC_FD = "/proc/self/fd"
+logger = logging.getLogger(__name__)
 
 
 class OutsideLogdirError(PermissionError):
@@ -41,10 +43,12 @@ def inside(root: str, real: str) -> bool:
 def open_inside(root: str, path: str, buffering: int = -1):
     """Open ``path`` for binary reading only if it is a regular file inside ``root`` (a real path)
     at the moment it is opened. Raises :class:`OutsideLogdirError` (a ``PermissionError``) or the
-    usual ``OSError``."""
+    usual ``OSError``. Messages name ``path`` only, never where it leads: they reach clients (the
+    target outside the logdir is logged for the operator)."""
     real = os.path.realpath(path)
     if not inside(root, real):
-        raise OutsideLogdirError(errno.EACCES, f"{path} resolves to {real}, outside the logdir "
+        logger.warning("refused %s: it resolves to %s, outside the logdir", path, real)
+        raise OutsideLogdirError(errno.EACCES, f"{path} resolves to a path outside the logdir "
                                  "(replaced by a symbolic link after it was listed?): not read")
     try:
         fd = os.open(real, _FLAGS)
@@ -59,7 +63,8 @@ def open_inside(root: str, path: str, buffering: int = -1):
             raise OutsideLogdirError(errno.EACCES, f"{path} is not a regular file any more: not read")
         opened = _opened_path(fd)
         if opened is not None and not inside(root, opened):
-            raise OutsideLogdirError(errno.EACCES, f"{path} was opened as {opened}, outside the logdir "
+            logger.warning("refused %s: it was opened as %s, outside the logdir", path, opened)
+            raise OutsideLogdirError(errno.EACCES, f"{path} was opened as a file outside the logdir "
                                      "(a directory was replaced by a symbolic link?): not read")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)

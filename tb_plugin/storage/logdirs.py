@@ -105,6 +105,9 @@ class MultiRegistry:
     def fs_of(self, state):
         return self._owner(state.run).fs
 
+    def client_message_of(self, state, message: str) -> str:
+        return self._owner(state.run).client_message(message)
+
     def parse_in_parallel(self, states) -> int:
         used = 0
         for reg in self.registries:

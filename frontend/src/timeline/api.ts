@@ -57,8 +57,21 @@ export async function openInPerfetto(fileUrl: string, title: string, fileName: s
   target.postMessage({ perfetto: { buffer, title, fileName: sent } }, PERFETTO, [buffer]);
 }
 
-/** The file name of a `Content-Disposition: attachment; filename="…"` header, or null. */
+/**
+ * The file name of a `Content-Disposition: attachment; filename="…"; filename*=UTF-8''…` header, or
+ * null. The RFC 5987 `filename*` (any Unicode name, percent-encoded) wins over the ASCII fallback.
+ */
 export function attachmentName(header: string | null): string | null {
-  const m = header ? /filename="([^"]+)"/.exec(header) : null;
+  if (!header) return null;
+  const star = /filename\*=UTF-8''([^;\s]+)/i.exec(header);
+  if (star) {
+    try {
+      const name = decodeURIComponent(star[1]!);
+      if (name) return name;
+    } catch {
+      // malformed percent-encoding: use the fallback
+    }
+  }
+  const m = /filename="([^"]+)"/.exec(header);
   return m ? m[1]! : null;
 }

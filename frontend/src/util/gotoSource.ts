@@ -20,7 +20,12 @@ export function goToSource(frame: Pick<StackFrame, "file" | "line">, win: Window
   const msg = sourceMessage(frame);
   if (!msg) return null;
   try {
-    win.parent.parent.postMessage(msg, "*");
+    // Target origin "*": VS Code's webview origin (vscode-webview://<random id>) is not known in
+    // advance, so no fixed origin can be named. Hence the message holds nothing but the two fields
+    // the user just clicked, a source path and a line number, both already shown on screen (a
+    // fresh object: no other property of the frame can ride along). See docs/SECURITY.md.
+    const outgoing: SourceMessage = { filename: String(msg.filename), line: Math.trunc(Number(msg.line)) };
+    win.parent.parent.postMessage(outgoing, "*");
   } catch {
     // a cross-origin parent that refuses: the toast still shows where to look
   }
