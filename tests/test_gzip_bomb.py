@@ -1,5 +1,5 @@
 """Gzip bombs and oversized traces: decompressed bytes are limited by KINETOSCOPE_MAX_TRACE_BYTES
-(default 16 GiB), with a clear per-file error naming the setting."""
+(default: 1/8 of the machine's memory), with a clear per-file error naming the setting."""
 
 from __future__ import annotations
 
