@@ -42,9 +42,10 @@ def wait_http(url: str, timeout: float = 90.0) -> None:
 
 @contextlib.contextmanager
 def tensorboard(logdir: Path | str, cache_dir: Path, path_prefix: str = "", env: dict | None = None,
-                extra_args: list[str] | None = None):
+                extra_args: list[str] | None = None, procs: list | None = None):
     """Run ``tensorboard`` on a free loopback port; yields its base URL (with the prefix). ``env``:
-    extra environment variables (e.g. an emulator's endpoint); ``extra_args``: extra flags."""
+    extra environment variables (e.g. an emulator's endpoint); ``extra_args``: extra flags; ``procs``:
+    a list the server's ``Popen`` is appended to (to watch its memory)."""
     port = free_port()
     cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
            "--host", "127.0.0.1", "--reload_interval", "2"]
@@ -54,6 +55,8 @@ def tensorboard(logdir: Path | str, cache_dir: Path, path_prefix: str = "", env:
     env = dict(os.environ, **(env or {}), KINETOSCOPE_CACHE_DIR=str(cache_dir))
     log = open(cache_dir / "tensorboard.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    if procs is not None:
+        procs.append(proc)
     base = f"http://127.0.0.1:{port}{path_prefix}"
     try:
         wait_http(base + "/data/plugins_listing")
