@@ -16,6 +16,7 @@ import yaml
 from conftest import write_json
 from tb_plugin import api, runs
 from tb_plugin.analysis import distributed as distributed_analysis
+from tb_plugin.analysis import memory as memory_analysis
 from tb_plugin.memsnap import memprofiler
 from tb_plugin.memsnap.snapshot import load_snapshot
 from tb_plugin.runs import LOADING, READY, RunRegistry
@@ -237,7 +238,7 @@ def _mem(ts, nbytes, addr, total, dev_type=1):
             "args": {"Bytes": nbytes, "Addr": addr, "Total Allocated": total, "Device Type": dev_type, "Device Id": 0}}
 
 
-def test_memory_stats_refuses_unknown_devices_and_memoizes_only_real_ones(tmp_path):
+def test_memory_stats_of_unknown_devices_compute_and_memoize_nothing(tmp_path, monkeypatch):
     write_json(tmp_path / "run" / "w.pt.trace.json", {"traceEvents": [
         {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
         _mem(10, 4096, 1, 4096), _mem(20, 64, 2, 64, dev_type=0)]})
@@ -249,16 +250,19 @@ def test_memory_stats_refuses_unknown_devices_and_memoizes_only_real_ones(tmp_pa
     code, doc = api.memory_stats(reg, dict(file, device="GPU0"))
     assert code == 200 and [(r["name"], r["allocation_bytes"]) for r in doc["rows"]] == [("aten::empty", 4096)]
     views = reg.tables(st)
+    assert views.memory_devices() == ["CPU", "GPU0"]
     memo = len(views._memo)
+    computed = []
+    real_stats = memory_analysis.operator_stats
+    monkeypatch.setattr(memory_analysis, "operator_stats", lambda *a: computed.append(a) or real_stats(*a))
     for i in range(2000):
         code, doc = api.memory_stats(reg, dict(file, device=f"GPU{i + 1}" + "x" * 3000))
-        assert code == 400 and doc["error"].startswith("no memory events on device 'GPU")
-        assert doc["error"].endswith("this trace's memory devices: CPU, GPU0")
-    assert api.memory_stats(reg, dict(file, device="GPU7", start_us="0", end_us="5"))[0] == 400
-    assert len(views._memo) == memo and len(views._key_locks) <= memo
+        assert code == 200 and doc["rows"] == [] and doc["total_rows"] == 0
+    assert api.memory_stats(reg, dict(file, device="GPU7", start_us="0", end_us="5"))[1]["rows"] == []
+    assert computed == [] and len(views._memo) == memo and len(views._key_locks) <= memo
     code, doc = api.memory_stats(reg, dict(file, device="CPU"))
     assert code == 200 and [r["allocation_bytes"] for r in doc["rows"]] == [64]
-    assert len(views._memo) == memo + 1
+    assert len(views._memo) == memo + 1 and len(computed) == 1
 
 
 def test_snapshot_segments_of_devices_without_segments_are_not_memoized(tmp_path):
