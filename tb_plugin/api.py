@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from . import query
 from .analysis.call_stacks import parse_frame
-from .runs import ERROR, LOADING, QUEUED, RunRegistry
+from .runs import ERROR, LOADING, QUEUED, READY, RunRegistry
 
 MAX_PARAM_CHARS = 4096
 MAX_STACKS = 200  # distinct call stacks sent per operator row
@@ -358,9 +358,11 @@ def _artifact(registry: RunRegistry, args: Mapping[str, str], kind: str):
     art = registry.find_artifact(run, path)
     if art is None or art.entry.kind != kind:
         return None, (404, {"error": f"no {kind.replace('_', ' ')} {path!r} in run {run!r}"})
-    registry.load_artifact(art)
+    registry.load_artifact(art, wait=False)  # loads it here, unless another thread is loading it
     if art.state == ERROR:
         return None, (200, {"state": ERROR, "error": art.error, "path": path})
+    if art.state != READY:  # another request (or the artifact loader) is reading it: poll
+        return None, (200, {"state": LOADING, "path": path})
     return art, None
 
 

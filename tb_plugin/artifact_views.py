@@ -49,6 +49,10 @@ class SnapshotViews:
             return snap_analysis.timeline(self.snapshot, device, start, end, width_px, cache=arrays)
 
     def segments(self, device: int) -> list[dict]:
+        """The segments of one device; memoized only for devices that have segments (any index is a
+        valid request, so the memo would otherwise grow with the requests)."""
+        if device not in self.summary()["segment_devices"]:
+            return []
         return self._get(("segments", device), lambda: snap_analysis.segments_state(self.snapshot, device))
 
     def allocations(self, device: int, limit: int) -> list[dict]:

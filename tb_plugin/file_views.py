@@ -182,7 +182,15 @@ class FileViews:
     def memory_pairs(self) -> dict:
         return self._get("memory_pairs", lambda: memory_analysis.allocation_pairs(self.trace))
 
+    def memory_devices(self) -> list[str]:
+        """The trace's memory devices ("GPU0", "CPU", …): the only ``device`` values worth computing."""
+        return [c["device"] for c in self.memory_curves()]
+
     def memory_stats(self, device: str, start_us=None, end_us=None) -> list[dict]:
+        """Per-operator memory statistics of one device; no rows for a device without memory events,
+        checked before anything is computed or memoized (the memo holds one entry per real device)."""
+        if device not in self.memory_devices():
+            return []
         if start_us is None and end_us is None:
             return self._get("memory_stats:" + device, lambda: memory_analysis.operator_stats(self.trace, device))
         return memory_analysis.operator_stats(self.trace, device, start_us, end_us)

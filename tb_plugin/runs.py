@@ -67,6 +67,8 @@ class FileState:
     load_seconds: float | None = None
     from_cache: bool = False
     aggregate: dict[str, Any] | None = None  # per-rank aggregates (executors/task.py), once computed
+    # held while this file is parsed or its aggregate computed: concurrent requests wait for one load
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
 
     def __setattr__(self, key: str, value: Any) -> None:
         if key in _SNAPSHOT_FIELDS:
@@ -97,7 +99,9 @@ class ArtifactState:
     entry: FileEntry
     state: str = QUEUED
     error: str | None = None
-    views: Any = None
+    views: Any = None  # set before ``state`` becomes READY: readers check ``state`` without a lock
+    # held while this artifact loads: one load per artifact, other artifacts never wait for it
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
 
     def __setattr__(self, key: str, value: Any) -> None:
         if key in ("state", "error"):
@@ -131,7 +135,6 @@ class RunRegistry:
         self._sniff = SniffCache(os.path.join(cache.root, "sniff.json") if cache is not None else None)
         self._files: dict[str, FileState] = {}
         self._artifacts: dict[str, ArtifactState] = {}
-        self._artifact_lock = threading.Lock()
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._wanted: collections.deque[str] = collections.deque()
@@ -159,7 +162,8 @@ class RunRegistry:
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "RunRegistry":
         """Start the scanner and loader threads (daemons)."""
-        for target, name in ((self._scan_loop, "kinetoscope-scan"), (self._load_loop, "kinetoscope-load")):
+        for target, name in ((self._scan_loop, "kinetoscope-scan"), (self._load_loop, "kinetoscope-load"),
+                             (self._artifact_loop, "kinetoscope-artifacts")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -262,11 +266,20 @@ class RunRegistry:
             a = self._artifacts.get(path)
         return a if a is not None and a.run == run else None
 
-    def load_artifact(self, art: ArtifactState) -> ArtifactState:
-        """Read, parse (or fetch from the cache) and index one artifact, in this thread."""
-        with self._artifact_lock:
+    def load_artifact(self, art: ArtifactState, wait: bool = True) -> ArtifactState:
+        """Read, parse (or fetch from the cache) and index one artifact, in this thread, unless it is
+        loaded already (checked without a lock). One lock per artifact: a slow artifact never delays
+        another. With ``wait=False``, an artifact another thread is loading is returned as it is
+        (state ``loading``: the caller answers that and the client polls)."""
+        if art.state in (READY, ERROR):
+            return art
+        if not art.lock.acquire(blocking=wait):
+            return art
+        try:
             if art.state not in (READY, ERROR):
                 self._load_artifact(art)
+        finally:
+            art.lock.release()
         return art
 
     def _load_artifact(self, art: ArtifactState) -> None:
@@ -306,26 +319,30 @@ class RunRegistry:
             self._stop.wait(self.reload_interval)
 
     # -- loading ------------------------------------------------------------------------------
+    def _artifact_loop(self) -> None:
+        """Load queued memory artifacts in the background, in their own thread: a slow snapshot or
+        YAML file never holds up the traces (the loader thread) nor another artifact's requests."""
+        while not self._stop.is_set():
+            with self._wake:
+                art = next((a for a in self._artifacts.values() if a.state == QUEUED), None)
+                if art is None:
+                    self._wake.wait(timeout=self.reload_interval)
+                    continue
+            self.load_artifact(art)
+
     def _load_loop(self) -> None:
         while not self._stop.is_set():
             with self._wake:
                 state = self._next_queued()
-                art = None
                 if state is None:
-                    art = next((a for a in self._artifacts.values() if a.state == QUEUED), None)
-                    if art is None:
-                        self._wake.wait(timeout=self.reload_interval)
-                        continue
-                batch = self._parallel_batch(state) if state is not None and self.cache is not None else []
-            if art is not None:
-                self.load_artifact(art)
-                continue
+                    self._wake.wait(timeout=self.reload_interval)
+                    continue
+                batch = self._parallel_batch(state) if self.cache is not None else []
             if len(batch) >= 2:  # this file and the next ones: the loads that follow become cache hits
                 self.parse_in_parallel(batch)
-            if state.state != QUEUED:  # loaded meanwhile by a request (distributed view)
+            if state.state != QUEUED:  # loading or loaded meanwhile by a request (distributed view)
                 continue
-            state.state, state.progress = LOADING, 0.0
-            self.load(state)
+            self.ensure_loaded(state)  # under the file's lock: a request that started meanwhile loads it once
             if state.state == READY:  # warm the detail views so table requests only page and sort
                 try:
                     self.tables(state).compute_all()
@@ -377,9 +394,26 @@ class RunRegistry:
                 self._wanted.appendleft(state.entry.rel)
                 self._wake.notify_all()
 
+    def ensure_loaded(self, state: FileState) -> FileState:
+        """Load this file unless it is loaded (or failed) already. Under the file's lock: concurrent
+        callers (the loader thread, distributed-view requests) wait for one load instead of each
+        parsing the file."""
+        if state.state in (READY, ERROR):
+            return state
+        with state.lock:
+            if state.state not in (READY, ERROR):
+                self._load_locked(state)
+        return state
+
     def load(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
-        """Parse (or fetch from the cache) and analyse one file now, in this thread."""
+        """Parse (or fetch from the cache) and analyse one file now, in this thread (again, if it was
+        loaded: see :meth:`ensure_loaded`). Waits for a load of it in progress elsewhere."""
+        with state.lock:
+            return self._load_locked(state, progress)
+
+    def _load_locked(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
         started = time.perf_counter()
+        state.progress = 0.0
         state.state = LOADING
 
         def report(fraction: float) -> None:
@@ -419,9 +453,17 @@ class RunRegistry:
         :data:`PARSE_MEMORY_FACTOR` × the file's decompressed size."""
         if self.cache is None:
             return 0
+        busy = [st for st in states if st.state == QUEUED and st.lock.acquire(blocking=False)]
+        try:  # the files' locks are held while the pool parses them: a request for one waits, then reads the cache
+            return self._parse_locked_in_parallel(busy)
+        finally:
+            for st in busy:
+                st.lock.release()
+
+    def _parse_locked_in_parallel(self, busy: list[FileState]) -> int:
         todo = []
         seen = set()  # hard links to one file share a cache entry: parse it once
-        for st in states:
+        for st in busy:
             url = self.fs.unstrip_protocol(st.entry.path)
             identity = self.cache.identity(url, st.entry.version)
             if st.state == QUEUED and identity not in seen and not self.cache.has(url, st.entry.version):
@@ -432,19 +474,21 @@ class RunRegistry:
         workers = parallel_workers([decompressed_guess(size, path) for path, _, _, size in todo])
         if workers < 2:
             return 0
-        busy = [st for st in states if st.state == QUEUED]
+        busy = [st for st in busy if st.state == QUEUED]
         for st in busy:  # shown as loading while the pool works; queued again for the (cached) load
             st.state = LOADING
         from .executors import LocalExecutor, RankJob
 
         jobs = [RankJob(key=path, url=url, version=version, size=size, cache_dir=os.path.dirname(self.cache.root),
                         aggregate=False) for path, url, version, size in todo]
-        for result in LocalExecutor(workers=workers).map(jobs):
-            if result.error or result.lost:  # the serial load that follows reports the error properly
-                logger.debug("parallel parse of %s failed: %s", result.key, result.error)
-        for st in busy:
-            if st.state == LOADING:
-                st.state = QUEUED
+        try:
+            for result in LocalExecutor(workers=workers).map(jobs):
+                if result.error or result.lost:  # the serial load that follows reports the error properly
+                    logger.debug("parallel parse of %s failed: %s", result.key, result.error)
+        finally:
+            for st in busy:
+                if st.state == LOADING:
+                    st.state = QUEUED
         return workers
 
     def client_message(self, message: str) -> str:
@@ -584,16 +628,19 @@ class RunRegistry:
             executor, problem = self._remote_executor()
             if problem:
                 messages.append(problem)
-            if executor is not None:
-                self.analyse(todo, executor, tables=False, failed=failed, warn=messages.append)
+            if executor is not None:  # the files another request is analysing are waited for below
+                mine = [st for st in todo if st.lock.acquire(blocking=False)]
+                try:
+                    self.analyse([st for st in mine if st.aggregate is None], executor, tables=False,
+                                 failed=failed, warn=messages.append)
+                finally:
+                    for st in mine:
+                        st.lock.release()
         ranks = []
         for position, st in enumerate(states):
             rel = st.entry.rel
             if st.aggregate is None and rel not in failed:
-                if st.state in (QUEUED, LOADING):
-                    self.load(st)
-                if st.state == READY:
-                    st.aggregate = {"distributed": rank_reduce(self.tables(st).trace)}
+                self._rank_aggregate(st, rank_reduce)
             if st.aggregate is None:
                 messages.append(f"{rel}: not analysed ({failed.get(rel) or st.error})")
                 continue
@@ -618,6 +665,17 @@ class RunRegistry:
             messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
                             "need GPU collectives")
         return dict(out, view=view, messages=messages)
+
+    def _rank_aggregate(self, st: FileState, reduce) -> None:
+        """Load this file (if not loaded) and set its distributed aggregate ``reduce(trace)``, once:
+        under the file's lock, so concurrent requests wait for one parse and one reduction."""
+        with st.lock:
+            if st.aggregate is not None:
+                return
+            if st.state in (QUEUED, LOADING):
+                self._load_locked(st)
+            if st.state == READY:
+                st.aggregate = {"distributed": reduce(self.tables(st).trace)}
 
     # -- per-rank work on an executor -----------------------------------------------------------
     def rank_job(self, state: FileState, tables: bool = True):

@@ -157,9 +157,23 @@ def parse_snapshot(obj: Any) -> Snapshot:
     frame_ids: dict[tuple, int] = {}
     getter = operator.itemgetter("filename", "line", "name")
 
+    by_identity: dict[int, tuple[Any, int]] = {}  # id(raw frames list) -> (the list, kept alive; stack)
+
     def stack_of(raw_frames) -> int:
+        """The interned stack of one entry's frames. A pickle memo lets many entries share one frames
+        list: each distinct list object is read once (keyed by id(); the list is kept alive in
+        ``by_identity`` for the whole parse, so an id is never reused), so the work stays linear in
+        the file's size, not in entries × frames."""
         if not raw_frames:
             return -1
+        seen = by_identity.get(id(raw_frames))
+        if seen is not None and seen[0] is raw_frames:
+            return seen[1]
+        sid = _intern(raw_frames)
+        by_identity[id(raw_frames)] = (raw_frames, sid)
+        return sid
+
+    def _intern(raw_frames) -> int:
         try:
             key = tuple(map(getter, raw_frames))
         except (KeyError, TypeError):

@@ -130,8 +130,8 @@ class MultiRegistry:
         reg = self._owner(run)
         return reg.find_artifact(run, path) if reg else None
 
-    def load_artifact(self, art):
-        return self._owner(art.run).load_artifact(art)
+    def load_artifact(self, art, wait: bool = True):
+        return self._owner(art.run).load_artifact(art, wait)
 
     def snapshot(self) -> dict[str, Any]:
         docs = [reg.snapshot() for reg in self.registries]
