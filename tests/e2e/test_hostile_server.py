@@ -49,12 +49,13 @@ def _write_attack(logdir: Path) -> dict[str, str]:
         "deepkey_snapshot.pickle": (deep_tuple_pickle("key", 1_000_000), "crashed the reader (SIGSEGV)"),
         "deepname_snapshot.pickle": (deep_tuple_pickle("filename", 200_000), "SIGSEGV"),
         "doubling_snapshot.pickle": (doubling_tuple_pickle(64), "took more than"),
-        "shared_snapshot.pickle": (shared_frames_pickle(50_000, 2000), None),
+        "shared_snapshot.pickle": (shared_frames_pickle(200_000, 10_000), None),  # took ~9 min in stack_of
         "w.pt.trace.json.gz": (gzip_bomb(2048, b" "), "hold only whitespace"),
         "memory_timeline.raw.json.gz": (gzip_bomb(2048, b"["), "exceeds"),
         "be.pt.trace.json": (begin_end_trace(60_000), None),
         "big.pt.trace.json": (big_integer_trace(rng), None),
         "工作-😀.pt.trace.json": (named_trace(rng), None),
+        "rank_0_memory_stats.yaml": (b"- " * 100_000 + b"1", "nested more than 64 levels deep"),  # libyaml: SIGSEGV
     }
     for name, (data, _) in files.items():
         (hostile / name).write_bytes(data)
