@@ -98,12 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     with concurrent.futures.ProcessPoolExecutor(max(1, args.jobs), mp_context=ctx) as pool:
         futures = [pool.submit(_worker, kinds[i % len(kinds)], args.seed * 1000 + i, args.seconds, args.crashes)
                    for i in range(max(1, args.jobs))]
-        for future in futures:
+        for i, future in enumerate(futures):
             try:
                 result = future.result()
             except concurrent.futures.process.BrokenProcessPool:
                 total["crashes"] += 1  # a worker died (a signal): its input is current-<pid>.bin
                 continue
+            print(f"  job {i} ({kinds[i % len(kinds)]}): tried={result['tried']} ok={result['ok']} "
+                  f"errors={result['error']} unhandled={result['unhandled']}", flush=True)
             for k in ("tried", "ok", "error", "unhandled"):
                 total[k] += result[k]
     elapsed = time.monotonic() - started
