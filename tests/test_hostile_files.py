@@ -1,5 +1,6 @@
 """Small files that used to exhaust memory or CPU (issue 15, items 2 and 5). Each is written here;
-peak memory is measured in a child process (``ru_maxrss``), so the figures are this file's alone."""
+peak memory is measured in a child process (its ``VmHWM``; ``ru_maxrss`` would carry the peak of the
+test process that started it, which Linux keeps across ``exec``), so the figures are this file's alone."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ def _peak_rss_mb_of_loading(logdir, env=None) -> tuple[dict, float]:
     """Load every file of ``logdir`` (traces and artifacts) with the registry in a child process;
     return ({path: state or error}, peak RSS in MB)."""
     code = (
-        "import json, resource, sys\n"
+        "import json, sys\n"
+        "def hwm_mb():  # this process's own peak: ru_maxrss would include the parent's (Linux keeps it across exec)\n"
+        "    return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]) / 1024\n"
         "from tb_plugin.runs import RunRegistry\n"
         "reg = RunRegistry(sys.argv[1]); reg.scan()\n"
         "out = {}\n"
@@ -32,7 +35,7 @@ def _peak_rss_mb_of_loading(logdir, env=None) -> tuple[dict, float]:
         "    reg.load(st); out[st.entry.rel] = st.error or st.state\n"
         "for art in reg.artifacts():\n"
         "    reg.load_artifact(art); out[art.entry.rel] = art.error or art.state\n"
-        "print(json.dumps({'states': out, 'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+        "print(json.dumps({'states': out, 'rss_mb': hwm_mb()}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code, str(logdir)], capture_output=True, text=True, timeout=300,
                           cwd=ROOT, env=dict(os.environ, **(env or {})), check=False)
