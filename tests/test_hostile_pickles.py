@@ -19,7 +19,7 @@ from tb_plugin.memsnap import isolated
 from tb_plugin.memsnap.snapshot import SnapshotError, load_snapshot
 from tb_plugin.memsnap.unpickle import IN_PROCESS_NESTING, tuple_nesting_bound
 from tb_plugin.runs import RunRegistry
-from tb_plugin.synth_snapshot import synthesize_snapshot
+from synth.snapshot import synthesize_snapshot
 
 PROTO = b"\x80\x04"
 EMPTY_DICT, EMPTY_LIST, EMPTY_TUPLE, MARK = b"}", b"]", b")", b"("

@@ -16,7 +16,7 @@ from tb_plugin.analysis.steps import compute_steps
 from tb_plugin.analysis.timeline import timeline_index, track_of_events
 from tb_plugin.runs import RunRegistry
 from tb_plugin.storage.cache import ParseCache
-from tb_plugin.synth import SynthSpec, expected_overview, synthesize
+from synth.traces import SynthSpec, expected_overview, synthesize
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.load import load_trace_file
 
