@@ -22,7 +22,7 @@ from benchmarks._common import CHILD_REGISTRY, REPO, run_child  # noqa: E402
 UNPICKLE = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
-from tb_plugin.memsnap.unpickle import restricted_loads
+from tb_plugin.artifacts.unpickle import restricted_loads
 data = open(sys.argv[1], "rb").read()
 t = time.perf_counter()
 restricted_loads(data)

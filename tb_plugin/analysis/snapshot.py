@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..memsnap.snapshot import ACTIONS, DeviceTrace, Snapshot
+from ..artifacts.snapshot import ACTIONS, DeviceTrace, Snapshot
 
 _A = {a: i for i, a in enumerate(ACTIONS)}
 _ALLOC = _A["alloc"]
