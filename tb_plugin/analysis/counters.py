@@ -24,7 +24,6 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.devices import memory_device_label
-from ..trace.links import _cached
 from ..trace.model import Trace
 from .gpu import device_properties, gpu_devices, sm_level
 from .intervals import merge
@@ -83,7 +82,7 @@ def _functions(trace: Trace) -> dict:
                         _sm_function(trace, rows, info.num_sms if info else None))
         return out
 
-    return _cached(trace, "counter_functions", build)
+    return trace.memo("counter_functions", build)
 
 
 def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
@@ -133,7 +132,7 @@ def _counter_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
             out.append((trace.strings[sid], ts[ok], values[ok]))
         return out
 
-    return _cached(trace, "counter_series", build)
+    return trace.memo("counter_series", build)
 
 
 def _trace_counters(trace: Trace, edges: np.ndarray) -> list[dict]:
@@ -184,7 +183,7 @@ def _memory_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
                     out.append((name, mem.ts[rows], series))
         return out
 
-    return _cached(trace, "memory_series", build)
+    return trace.memo("memory_series", build)
 
 
 def _memory(trace: Trace, edges: np.ndarray) -> list[dict]:

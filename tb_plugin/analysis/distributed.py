@@ -34,7 +34,7 @@ import re
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.links import _cached, launch_of
+from ..trace.links import launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
 from .collective_matching import match_collectives
@@ -132,7 +132,7 @@ def comm_kernels(trace: Trace) -> dict:
             out["seq"].append(seq)
         return out
 
-    return _cached(trace, "comm_kernels", build)
+    return trace.memo("comm_kernels", build)
 
 
 def _comm_op(trace: Trace, launch: int, parent: np.ndarray) -> int:

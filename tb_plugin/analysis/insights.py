@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.links import _cached, device_mask, launch_of
+from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
 from .gpu_idle import SHORT_GAP_US, Busy, gpu_idle, stream_idle_split, window
@@ -178,7 +178,7 @@ def queue_length(trace: Trace) -> list[dict]:
                         "lengths": np.maximum(np.cumsum(delta[order]), 0)})
         return out
 
-    return _cached(trace, "queue_length", build)
+    return trace.memo("queue_length", build)
 
 
 def host_syncs(trace: Trace, top: int = 20) -> dict:
@@ -214,7 +214,7 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
 
 
 def insights(trace: Trace) -> dict:
-    return _cached(trace, "insights", lambda: {
+    return trace.memo("insights", lambda: {
         "idle": stream_idle(trace), "launch": launch_delays(trace), "exposed": exposed_time(trace),
         "syncs": host_syncs(trace)})
 

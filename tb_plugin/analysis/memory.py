@@ -32,7 +32,6 @@ import dataclasses
 import numpy as np
 
 from ..trace.devices import memory_device_label
-from ..trace.links import _cached
 from ..trace.model import Trace
 from .op_tree import op_tree
 from .operators import EXCLUDED_PREFIXES, op_times
@@ -54,7 +53,7 @@ class MemoryData:
 
 
 def memory_data(trace: Trace) -> MemoryData:
-    return _cached(trace, "memory_data", lambda: _memory_data(trace))
+    return trace.memo("memory_data", lambda: _memory_data(trace))
 
 
 def _memory_data(trace: Trace) -> MemoryData:
