@@ -7,6 +7,7 @@ import threading
 import numpy as np
 
 from .analysis import snapshot as snap_analysis
+from .analysis.series import reduce_to
 from .artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, load_log, load_stats
 from .artifacts.snapshot import Snapshot
 from .artifacts.timeline_export import CATEGORIES
@@ -69,8 +70,8 @@ class TimelineExportViews:
     def series(self) -> dict:
         t = self.data["times_us"]
         b = self.data["bytes"]
-        if len(t) > MAX_EXPORT_POINTS:  # keep evenly spaced points and the peak of the total
-            keep = np.unique(np.r_[np.linspace(0, len(t) - 1, MAX_EXPORT_POINTS).astype(int), np.argmax(b.sum(axis=0))])
+        if len(t) > MAX_EXPORT_POINTS:  # per bin the largest and the last total (analysis/series.py)
+            keep = reduce_to(t, b.sum(axis=0), MAX_EXPORT_POINTS)
             t, b = t[keep], b[:, keep]
         total = b.sum(axis=0) if b.size else np.zeros(0)
         peak = int(np.argmax(total)) if len(total) else 0
