@@ -172,3 +172,31 @@ def test_split_series_orders_by_time_and_drops_non_finite():
     val = np.array([50.0, 10.0, 7.0, np.inf, 20.0, 40.0])
     got = [(s, t.tolist(), v.tolist()) for s, t, v in series.split_series(ts, sid, val)]
     assert got == [(1, [4.0], [40.0]), (2, [1.0, 2.0, 5.0], [10.0, 20.0, 50.0])]
+
+
+# -- one communication classifier ----------------------------------------------------------------------
+
+def test_breakdown_and_distributed_view_share_the_communication_op_rule():
+    """A functional collective (``_c10d_functional::all_reduce``, no comm args) is a communication op
+    for the step breakdown; the Distributed view finds the same op around the NCCL kernel and reads the
+    message size from its inputs (1024 floats = 4096 bytes). Before, it knew only nccl:/gloo:/c10d::."""
+    from tb_plugin.analysis.breakdown import category_masks
+    from tb_plugin.analysis.distributed import comm_kernels
+    from tb_plugin.trace.categories import COMM_OP_NAMES, COMM_OP_PREFIXES, is_comm_op_name
+
+    events = [x("ProfilerStep#1", "user_annotation", 0, 1000),
+              x("_c10d_functional::all_reduce", "cpu_op", 10, 200, External_id=7, Input_Dims=[[1024]], Input_type=["float"]),
+              x("aten::empty", "cpu_op", 20, 50, External_id=8),
+              x("cudaLaunchKernel", "cuda_runtime", 30, 5, correlation=5, External_id=8),
+              x("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", "kernel", 100, 40, pid=0, tid=7,
+                correlation=5, device=0, stream=7, External_id=8)]
+    trace = decode_trace(_trace(events))
+    names = [trace.strings[n] for n in trace.events.name]
+    comm = category_masks(trace)["communication"]
+    assert [names[i] for i in np.flatnonzero(comm)] == ["_c10d_functional::all_reduce",
+                                                          "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)"]
+    kernels = comm_kernels(trace)
+    assert kernels["collective"] == ["allreduce"] and kernels["bytes"] == [4096] and kernels["dtype"] == ["float32"]
+    for name in [p + "x" for p in COMM_OP_PREFIXES] + sorted(COMM_OP_NAMES):
+        assert is_comm_op_name(name)
+    assert not is_comm_op_name("aten::all_reduce_helper") and not is_comm_op_name("ncclKernel")

@@ -33,7 +33,7 @@ import re
 
 import numpy as np
 
-from ..trace.categories import Kind
+from ..trace.categories import Kind, is_comm_op_name
 from ..trace.links import launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
@@ -136,7 +136,8 @@ def comm_kernels(trace: Trace) -> dict:
 
 
 def _comm_op(trace: Trace, launch: int, parent: np.ndarray) -> int:
-    """The communication op around a launch: the innermost ancestor with comm args or an nccl:/gloo: name."""
+    """The communication op around a launch: the innermost ancestor with comm args or a communication
+    op's name (:func:`trace.categories.is_comm_op_name`, as the step breakdown)."""
     ev = trace.events
     node = int(parent[launch]) if launch >= 0 else -1
     first = node
@@ -144,7 +145,7 @@ def _comm_op(trace: Trace, launch: int, parent: np.ndarray) -> int:
         if node < 0:
             break
         name = trace.strings[ev.name[node]]
-        if ev.collective[node] > 0 or ev.in_msg_nelems[node] >= 0 or name.startswith(("nccl:", "gloo:", "c10d::")):
+        if ev.collective[node] > 0 or ev.in_msg_nelems[node] >= 0 or is_comm_op_name(name):
             return node
         node = int(parent[node])
     return first
