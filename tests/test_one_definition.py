@@ -200,3 +200,45 @@ def test_breakdown_and_distributed_view_share_the_communication_op_rule():
     for name in [p + "x" for p in COMM_OP_PREFIXES] + sorted(COMM_OP_NAMES):
         assert is_comm_op_name(name)
     assert not is_comm_op_name("aten::all_reduce_helper") and not is_comm_op_name("ncclKernel")
+
+
+# -- one table of category labels; recommendations carry values, written by the one rounding rule ------
+
+def _dataloader_job(tmp_path):
+    """One 400 µs step whose DataLoader takes 49 µs: 12.25 %, a tie that the rounding rule writes 12.3
+    (Python's ``:.1f`` gives 12.2)."""
+    events = [x("ProfilerStep#1", "user_annotation", 0, 400),
+              x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "cpu_op", 10, 49)]
+    return _registry(tmp_path, events)
+
+
+def test_category_labels_are_one_table_for_the_ui_the_cli_and_the_recommendations(tmp_path, capsys):
+    from tb_plugin.analysis.breakdown import CATEGORY_LABELS
+    from tb_plugin.cli import main
+
+    reg, q = _dataloader_job(tmp_path)
+    overview = api.overview(reg, q)[1]
+    assert overview["category_labels"] == {
+        "kernel_us": "Kernel", "memcpy_us": "Memcpy", "memset_us": "Memset", "communication_us": "Communication",
+        "runtime_us": "Runtime", "dataloader_us": "DataLoader", "cpu_exec_us": "CPU Exec", "other_us": "Other"}
+    assert list(overview["category_labels"]) == overview["categories"]
+    assert main(["report", str(tmp_path), "--no-cache"]) == 0
+    printed = capsys.readouterr().out
+    rows = [line.split()[0] + (" Exec" if line.split()[0] == "CPU" else "") for line in printed.splitlines()
+            if line.startswith("   ") and line.split() and line.split()[-1].endswith("%") and "Category" not in line]
+    assert rows == list(CATEGORY_LABELS.values())
+
+
+def test_recommendations_carry_values_written_by_the_rounding_rule(tmp_path, capsys):
+    from tb_plugin.cli import main
+    from tb_plugin.numfmt import fixed
+
+    reg, q = _dataloader_job(tmp_path)
+    overview = api.overview(reg, q)[1]
+    (detail,) = [d for d in overview["recommendation_details"] if d["rule"] == "dataloader"]
+    assert detail["dataloader_pct"] == 12.25 and f"{detail['dataloader_pct']:.1f}" == "12.2"
+    assert detail["text"].startswith(f"DataLoader takes {fixed(12.25, 1)}% of the average step.")
+    assert "12.3%" in detail["text"]
+    assert overview["recommendations"] == [d["text"] for d in overview["recommendation_details"]]
+    assert main(["report", str(tmp_path), "--no-cache"]) == 0
+    assert f"   * {detail['text']}" in capsys.readouterr().out

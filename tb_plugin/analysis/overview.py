@@ -14,7 +14,7 @@ import numpy as np
 from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX
 from ..trace.model import Trace
 from ..trace.platform import accelerator_name
-from .breakdown import CATEGORIES, compute_breakdown
+from .breakdown import CATEGORIES, CATEGORY_LABELS, compute_breakdown
 from .gpu import INTERNAL_FIELDS, compute_gpu_summary
 from .launch_context import device_work_inside, operator_mask
 from .counters import counter_series
@@ -75,10 +75,12 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
             "pytorch_version": trace.meta.get("pytorch_version"),
         },
         "categories": CATEGORY_KEYS,
+        "category_labels": dict(CATEGORY_LABELS),
         "steps": step_rows,
         "average": average,
         "gpus": [_gpu_json(g) for g in gpus],
-        "recommendations": recommendations,
+        "recommendations": [r["text"] for r in recommendations],
+        "recommendation_details": recommendations,
         "trainer_events": trainer_events(trace, steps),
         "system_metrics": system_metrics(trace, origin),
     }
