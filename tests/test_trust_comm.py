@@ -12,7 +12,7 @@ import pytest
 
 from conftest import sample
 from tb_plugin.analysis.breakdown import category_masks, compute_breakdown
-from tb_plugin.analysis.distributed import bus_factor, distributed_view, rank_of
+from tb_plugin.analysis.distributed import bus_factor, distributed_view, rank_of_info
 from tb_plugin.analysis.steps import compute_steps
 from synth.comm import Coll, job, late_rank_job, rank_trace
 from tb_plugin.trace.categories import is_comm_kernel_name
@@ -221,7 +221,7 @@ def test_dlrm_straggler_is_the_rank_that_arrives_last():
     ranks = []
     for i, f in enumerate(files):
         tr = decode_trace(open(f, "rb").read())
-        ranks.append((rank_of(tr, f, i)[0], f"w{i}", tr))
+        ranks.append((rank_of_info(tr.distributed, f, i)[0], f"w{i}", tr))
     view = distributed_view(ranks)
     assert view["stragglers"] == [7]
     ev = {e["rank"]: e for e in view["arrivals"]}

@@ -4,14 +4,30 @@ plus the public samples that showed each problem."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tb_plugin.analysis.tensor_cores import (
     NOT_TENSOR_CORE,
     TENSOR_CORE_FAMILIES,
-    tensor_core_family,
+    TENSOR_CORE_KERNEL_MARKERS_LEGACY,
     uses_tensor_cores,
 )
+
+
+def tensor_core_family(kernel_name: str) -> str | None:
+    """The family (a key of TENSOR_CORE_FAMILIES, or "legacy") a kernel name matches, or None: a test
+    diagnostic (the package only asks :func:`uses_tensor_cores`)."""
+    if re.search("|".join(f"(?:{p})" for p in NOT_TENSOR_CORE.values()), kernel_name):
+        return None
+    if any(m in kernel_name for m in TENSOR_CORE_KERNEL_MARKERS_LEGACY):
+        return "legacy"
+    for family, (pattern, _) in TENSOR_CORE_FAMILIES.items():
+        if re.search(pattern, kernel_name, re.DOTALL):
+            return family
+    return None
+
 
 # ---------------------------------------------------------------- item 1: tensor-core kernel names
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..trace.categories import (
     DATALOADER_PREFIXES,
+    HOST_WORK_KINDS,
     PROFILER_STEP_PREFIX,
     Kind,
     is_comm_kernel_name,
@@ -87,7 +88,7 @@ def category_masks(trace: Trace) -> dict[str, np.ndarray]:
     comm_op = host_op & trace.name_mask(is_comm_op_name)
     kernel = kind == Kind.KERNEL
     comm_kernel = kernel & (trace.name_mask(is_comm_kernel_name) | _launched_by(trace, comm_op))
-    host_work = np.isin(kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST))
+    host_work = np.isin(kind, HOST_WORK_KINDS)
     dataloader = host_work & trace.name_mask(lambda s: s.startswith(DATALOADER_PREFIXES))
     marker = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
     return {

@@ -54,7 +54,6 @@ _DTYPE_ALIASES = {"float": "float32", "float32": "float32", "double": "float64",
 _CANONICAL_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
                     "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
                     "float8_e5m2fnuz": 1}
-DTYPE_BYTES = {alias: _CANONICAL_BYTES[name] for alias, name in _DTYPE_ALIASES.items()}
 _COLLECTIVES = (("allreduce", ("allreduce", "all_reduce", "cross_device_reduce")),
                 ("allgather", ("allgather", "all_gather")),
                 ("reducescatter", ("reducescatter", "reduce_scatter")), ("alltoall", ("alltoall", "all_to_all")),
@@ -77,10 +76,6 @@ def bus_factor(collective: str, n: int) -> float:
     if collective in ("allgather", "reducescatter", "alltoall"):
         return (n - 1) / n
     return 1.0
-
-
-def rank_of(trace: Trace, worker: str, position: int) -> tuple[int, str]:
-    return rank_of_info(trace.distributed, worker, position)
 
 
 def rank_of_info(info: dict | None, worker: str, position: int) -> tuple[int, str]:
