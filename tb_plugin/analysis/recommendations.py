@@ -33,6 +33,16 @@ COMMUNICATION_PCT = 10.0
 LOW_UTILIZATION_PCT = 50.0
 MEMORY_PEAK_FRACTION = 0.9
 UNBALANCED_RATIO = 1.5
+#: Rules on a category's share of the average step: (category, threshold %, sentence).
+_SHARE_RULES = (
+    ("dataloader", DATALOADER_PCT,
+     "DataLoader takes {pct}% of the average step. Load data in parallel: raise num_workers in "
+     "torch.utils.data.DataLoader, and set pin_memory=True and persistent_workers=True."),
+    ("communication", COMMUNICATION_PCT,
+     "Communication takes {pct}% of the average step without overlapping computation. Overlap it (DDP "
+     "bucket_cap_mb, gradient accumulation with no_sync) or send less (compress gradients, a larger batch "
+     "per rank)."),
+)
 
 
 def recommend(average: dict[str, float], step_totals: list[float], step_names: list[str], gpus: list,
@@ -48,18 +58,10 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
     if total <= 0:
         return out
     pct = {k: 100.0 * v / total for k, v in average.items() if k != "total_us"}
-    if pct.get("dataloader_us", 0) > DATALOADER_PCT:
-        value = pct["dataloader_us"]
-        out.append({"rule": "dataloader", "dataloader_pct": value, "text":
-                    f"DataLoader takes {fixed(value, 1)}% of the average step. Load data in parallel: "
-                    "raise num_workers in torch.utils.data.DataLoader, and set pin_memory=True and "
-                    "persistent_workers=True."})
-    if pct.get("communication_us", 0) > COMMUNICATION_PCT:
-        value = pct["communication_us"]
-        out.append({"rule": "communication", "communication_pct": value, "text":
-                    f"Communication takes {fixed(value, 1)}% of the average step without overlapping "
-                    "computation. Overlap it (DDP bucket_cap_mb, gradient accumulation with no_sync) or send less "
-                    "(compress gradients, a larger batch per rank)."})
+    for rule, threshold, sentence in _SHARE_RULES:
+        value = pct.get(f"{rule}_us", 0.0)
+        if value > threshold:
+            out.append({"rule": rule, f"{rule}_pct": value, "text": sentence.format(pct=fixed(value, 1))})
     for gpu in gpus:
         if gpu.utilization_pct < LOW_UTILIZATION_PCT:
             worst = max((k for k in pct if k != "kernel_us"), key=lambda k: pct[k])
