@@ -28,6 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # the synthesizers
 
 from benchmarks._common import get, hammer, percentile  # noqa: E402,F401  (get and percentile: used from here too)
 from tests.e2e.conftest import tensorboard  # noqa: E402  (a real TensorBoard on a free loopback port)
@@ -49,7 +50,7 @@ ARTIFACTS = {"snapshot": "resnet50/mem_snapshot.pickle", "memory_timeline_export
 
 
 def build_logdir(root: Path, samples: Path) -> Path:
-    from tb_plugin.synth_fts import write_memprofiler
+    from synth.fts import write_memprofiler
 
     for run, rel, name in FILES:
         (root / run).mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_snapshot.py [--entries 1000000] [--frames 0]
 
-Generates a snapshot with the synthesizer (``tb_plugin/synth_snapshot.py``), then measures, each in
+Generates a snapshot with the synthesizer (``tests/synth/snapshot.py``), then measures, each in
 its own subprocess: the bare restricted unpickle; Kinetoscope's first open (unpickle + columns +
 cache write + summary); the reopen from the parse cache; and timeline requests afterwards. Last line:
 ``unpickle_s=… first_open_s=… first_over_unpickle=… reopen_s=… timeline_p95_ms=…``.
@@ -22,7 +22,7 @@ from benchmarks._common import CHILD_REGISTRY, REPO, run_child  # noqa: E402
 UNPICKLE = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
-from tb_plugin.memsnap.unpickle import restricted_loads
+from tb_plugin.artifacts.unpickle import restricted_loads
 data = open(sys.argv[1], "rb").read()
 t = time.perf_counter()
 restricted_loads(data)
@@ -56,8 +56,8 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--frames", type=int, default=0)
     args = parser.parse_args()
-    sys.path.insert(0, REPO)
-    from tb_plugin.synth_snapshot import synthesize_snapshot
+    sys.path.insert(0, os.path.join(REPO, "tests"))  # the synthesizers
+    from synth.snapshot import synthesize_snapshot
 
     with tempfile.TemporaryDirectory(prefix="kinetoscope-snap-") as tmp:
         path = os.path.join(tmp, "snapshot.pickle")

@@ -1,4 +1,4 @@
-"""Write the project's synthetic demo traces into samples/ with tb_plugin.synth.
+"""Write the project's synthetic demo traces into samples/ with synth.traces.
 
 Each folder is a TensorBoard run; each file is named like the files torch.profiler's
 tensorboard_trace_handler writes (``<worker>.<timestamp>.pt.trace.json.gz``). Next to each trace,
@@ -17,9 +17,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))  # the synthesizers
 
-from tb_plugin.synth import SynthSpec, expected_overview, synthesize, write_trace  # noqa: E402
-from tb_plugin.synth_fts import write_memprofiler  # noqa: E402
+from synth.traces import SynthSpec, expected_overview, synthesize, write_trace  # noqa: E402
+from synth.fts import write_memprofiler  # noqa: E402
 
 #: folder -> [(file name, spec)]. Timestamps in names are fixed so reruns are identical.
 SAMPLES: dict[str, list[tuple[str, SynthSpec]]] = {
@@ -55,7 +56,7 @@ def write_samples(out: str) -> list[str]:
                 json.dump(expected_overview(spec), f, indent=1, sort_keys=True)
                 f.write("\n")
             written += [path, exp_path]
-    # a finetuning-scheduler MemProfiler folder (known values: tb_plugin.synth_fts)
+    # a finetuning-scheduler MemProfiler folder (known values: synth.fts)
     folder = write_memprofiler(os.path.join(out, "fts_memprofiler"))
     written += [os.path.join(folder, n) for n in sorted(os.listdir(folder))]
     return written

@@ -7,9 +7,10 @@ import threading
 import numpy as np
 
 from .analysis import snapshot as snap_analysis
-from .memsnap.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, load_log, load_stats
-from .memsnap.snapshot import Snapshot
-from .memsnap.timeline_export import CATEGORIES
+from .analysis.series import reduce_to
+from .artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, load_log, load_stats
+from .artifacts.snapshot import Snapshot
+from .artifacts.timeline_export import CATEGORIES
 
 MAX_EXPORT_POINTS = 4000
 
@@ -69,8 +70,8 @@ class TimelineExportViews:
     def series(self) -> dict:
         t = self.data["times_us"]
         b = self.data["bytes"]
-        if len(t) > MAX_EXPORT_POINTS:  # keep evenly spaced points and the peak of the total
-            keep = np.unique(np.r_[np.linspace(0, len(t) - 1, MAX_EXPORT_POINTS).astype(int), np.argmax(b.sum(axis=0))])
+        if len(t) > MAX_EXPORT_POINTS:  # per bin the largest and the last total (analysis/series.py)
+            keep = reduce_to(t, b.sum(axis=0), MAX_EXPORT_POINTS)
             t, b = t[keep], b[:, keep]
         total = b.sum(axis=0) if b.size else np.zeros(0)
         peak = int(np.argmax(total)) if len(total) else 0
@@ -81,7 +82,7 @@ class TimelineExportViews:
 
 
 class MemProfilerStatsViews:
-    """One ``rank_<r>_memory_stats.yaml`` (parsed by :func:`~.memsnap.memprofiler.load_stats`)."""
+    """One ``rank_<r>_memory_stats.yaml`` (parsed by :func:`~.artifacts.memprofiler.load_stats`)."""
 
     def __init__(self, data: dict) -> None:
         self.data = data
@@ -109,7 +110,7 @@ MEMPROFILER_KINDS = ("memprofiler_stats", "memprofiler_log")
 
 def load_memprofiler_views(fs, entry):
     """Read a MemProfiler file of ``entry.kind`` (bounded reads) into its views; raises
-    :class:`~.memsnap.memprofiler.MemProfilerError` for a file that is not one."""
+    :class:`~.artifacts.memprofiler.MemProfilerError` for a file that is not one."""
     limit = MAX_STATS_BYTES if entry.kind == "memprofiler_stats" else MAX_LOG_BYTES
     with fs.open(entry.path, "rb") as f:
         data = f.read(limit + 1)

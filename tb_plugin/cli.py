@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import orjson
 
 from . import jsonsafe
+from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .artifact_views import MEMPROFILER_KINDS
 from .executors import ENV_VAR, LocalExecutor, open_executor
@@ -27,7 +28,7 @@ from .runs import ERROR, RunRegistry
 from .storage.cache import ParseCache
 
 logger = logging.getLogger(__name__)
-_LABELS = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"]
+_LABELS = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]  # analysis/breakdown.py: the one table
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,9 +25,9 @@ from .analysis.overview import compute_overview
 from .file_views import FileViews
 from .storage.cache import ParseCache
 from .artifact_views import MEMPROFILER_KINDS, SnapshotViews, TimelineExportViews, load_memprofiler_views
-from .memsnap.memprofiler import MemProfilerError
-from .memsnap.snapshot import SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
-from .memsnap.timeline_export import TimelineExportError, load_timeline_export
+from .artifacts.memprofiler import MemProfilerError
+from .artifacts.snapshot import SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
+from .artifacts.timeline_export import TimelineExportError, load_timeline_export
 from .release import release_freed_memory
 from .storage.fs import FileEntry, list_files, open_logdir
 from .storage.writer import BackgroundWriter

@@ -315,7 +315,7 @@ def fuzz_environment() -> dict:
 
 
 def shorten_snapshot_time_limit(seconds: float = 3.0) -> None:
-    from tb_plugin.memsnap import isolated
+    from tb_plugin.artifacts import isolated
 
     isolated.BASE_TIME_S = seconds
     isolated.PER_MB_TIME_S = 0.5

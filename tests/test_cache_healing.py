@@ -17,7 +17,7 @@ from tb_plugin.runs import RunRegistry
 from tb_plugin.storage import cache as cache_mod
 from tb_plugin.storage.cache import ParseCache
 from tb_plugin.storage.private_files import open_regular, sweep_temps
-from tb_plugin.synth import SynthSpec, synthesize, write_trace
+from synth.traces import SynthSpec, synthesize, write_trace
 
 
 def _logdir(tmp_path, mode=None):

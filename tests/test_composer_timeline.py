@@ -12,7 +12,7 @@ from tb_plugin import api
 from tb_plugin.analysis.clock import shared_origin
 from tb_plugin.analysis.counters import counters
 from tb_plugin.runs import RunRegistry
-from tb_plugin.synth_composer import SERIES, composer_trace, counter_value, dumps, write_ranks
+from synth.composer import SERIES, composer_trace, counter_value, dumps, write_ranks
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.load import load_trace_file
 

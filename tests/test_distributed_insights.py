@@ -9,7 +9,7 @@ import pytest
 
 from conftest import sample
 from tb_plugin import api
-from tb_plugin.analysis.distributed import distributed_view, rank_of
+from tb_plugin.analysis.distributed import distributed_view, rank_of_info
 from tb_plugin.analysis.insights import SHORT_GAP_US, exposed_time, launch_delays, stream_idle
 from tb_plugin.runs import RunRegistry
 from tb_plugin.trace.decode import decode_trace
@@ -160,8 +160,8 @@ def test_launch_delays_without_kernels_keep_the_histogram_shape():
 
 def test_rank_from_name_and_position():
     trace = decode_trace(b'{"traceEvents": []}')
-    assert rank_of(trace, "rank_12", 0) == (12, "file name")
-    assert rank_of(trace, "worker", 5) == (5, "position")
+    assert rank_of_info(trace.distributed, "rank_12", 0) == (12, "file name")
+    assert rank_of_info(trace.distributed, "worker", 5) == (5, "position")
 
 
 def test_insights_route_on_h100(tmp_path):

@@ -93,7 +93,7 @@ def test_memory_export_bomb_is_bounded(tmp_path):
 
 
 def test_memory_export_in_memory_bomb_is_bounded(monkeypatch):
-    from tb_plugin.memsnap.timeline_export import TimelineExportError, load_timeline_export
+    from tb_plugin.artifacts.timeline_export import TimelineExportError, load_timeline_export
 
     monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(32 << 20))
     with pytest.raises(TimelineExportError, match="decompressed size exceeds"):

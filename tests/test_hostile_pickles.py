@@ -15,11 +15,11 @@ import time
 import pytest
 
 from tb_plugin import api
-from tb_plugin.memsnap import isolated
-from tb_plugin.memsnap.snapshot import SnapshotError, load_snapshot
-from tb_plugin.memsnap.unpickle import IN_PROCESS_NESTING, tuple_nesting_bound
+from tb_plugin.artifacts import isolated
+from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot
+from tb_plugin.artifacts.unpickle import IN_PROCESS_NESTING, tuple_nesting_bound
 from tb_plugin.runs import RunRegistry
-from tb_plugin.synth_snapshot import synthesize_snapshot
+from synth.snapshot import synthesize_snapshot
 
 PROTO = b"\x80\x04"
 EMPTY_DICT, EMPTY_LIST, EMPTY_TUPLE, MARK = b"}", b"]", b")", b"("
@@ -96,7 +96,7 @@ def test_a_hash_that_never_ends_hits_the_time_limit(monkeypatch):
 
 def test_real_snapshot_read_in_the_child_equals_the_in_process_parse():
     from conftest import sample
-    from tb_plugin.memsnap.snapshot import parse_pickle
+    from tb_plugin.artifacts.snapshot import parse_pickle
 
     data = sample("memory_snapshots/memory_forward_bf16_128.pickle").read_bytes()
     assert tuple_nesting_bound(data) > IN_PROCESS_NESTING  # so load_snapshot used the child

@@ -27,7 +27,7 @@ from tb_plugin.http_headers import content_disposition
 from tb_plugin.plugin import KinetoscopePlugin
 from tb_plugin.query import csv_cell, to_csv
 from tb_plugin.runs import RunRegistry, relative_paths
-from tb_plugin.synth import SynthSpec, synthesize
+from synth.traces import SynthSpec, synthesize
 
 UNICODE_NAME = "工作-😀.pt.trace.json"
 NASTY_NAME = 'a"b\\c\r\nX-Evil: 1.pt.trace.json'  # quote, backslash, CR/LF and a would-be header

@@ -9,9 +9,9 @@ import os
 import pytest
 
 from tb_plugin import api
-from tb_plugin.memsnap.memprofiler import MAX_LOG_BYTES, MemProfilerError, load_stats
+from tb_plugin.artifacts.memprofiler import MAX_LOG_BYTES, MemProfilerError, load_stats
 from tb_plugin.runs import RunRegistry
-from tb_plugin.synth_fts import MiB, expected_stats, snapshot_values, write_memprofiler
+from synth.fts import MiB, expected_stats, snapshot_values, write_memprofiler
 
 
 def test_synthetic_stats_read_back_exactly(tmp_path):

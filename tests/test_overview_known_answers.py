@@ -1,5 +1,5 @@
 """Known-answer tests: the Overview computed from synthesized traces equals the answers the
-synthesizer knows by construction (tb_plugin.synth.expected_overview), and the METRICS.md worked
+synthesizer knows by construction (synth.traces.expected_overview), and the METRICS.md worked
 example.
 
 Each trace is written to a file and goes through the real path: load_trace_file (path -> Trace)
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tb_plugin.analysis.overview import compute_overview
-from tb_plugin.synth import (
+from synth.traces import (
     CATEGORY_KEYS,
     SynthSpec,
     expected_overview,

@@ -17,8 +17,8 @@ from conftest import write_json
 from tb_plugin import api, runs
 from tb_plugin.analysis import distributed as distributed_analysis
 from tb_plugin.analysis import memory as memory_analysis
-from tb_plugin.memsnap import memprofiler
-from tb_plugin.memsnap.snapshot import load_snapshot
+from tb_plugin.artifacts import memprofiler
+from tb_plugin.artifacts.snapshot import load_snapshot
 from tb_plugin.runs import LOADING, READY, RunRegistry
 
 

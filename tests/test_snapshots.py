@@ -11,10 +11,10 @@ import pytest
 from conftest import sample
 from tb_plugin import api
 from tb_plugin.analysis.snapshot import device_summary, timeline
-from tb_plugin.memsnap.snapshot import SnapshotError, load_snapshot
-from tb_plugin.memsnap.timeline_export import load_timeline_export
+from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot
+from tb_plugin.artifacts.timeline_export import load_timeline_export
 from tb_plugin.runs import RunRegistry
-from tb_plugin.synth_snapshot import LAYOUTS, replay_peak, synthesize_snapshot
+from synth.snapshot import LAYOUTS, replay_peak, synthesize_snapshot
 
 
 class _RunsCode:

@@ -10,7 +10,11 @@ import pytest
 
 from conftest import sample, write_json
 from tb_plugin.storage.cache import CACHE_VERSION, ParseCache
-from tb_plugin.storage.fs import list_trace_files, open_logdir
+from tb_plugin.storage.fs import list_files, open_logdir
+
+
+def list_trace_files(fs, root, sniff):
+    return [e for e in list_files(fs, root, sniff) if e.kind == "trace"]
 from tb_plugin.storage.naming import assign_spans, split_worker
 from tb_plugin.storage.sniff import SniffCache, looks_like_trace
 from tb_plugin.trace.load import load_trace_file

@@ -1,4 +1,4 @@
-"""Tests of the trace synthesizer (tb_plugin/synth.py).
+"""Tests of the trace synthesizer (tests/synth/traces.py).
 
 Besides structural checks, `_raster_overview` recomputes the Overview numbers from the *emitted
 JSON events* on the synthesizer's time grid (0.125 µs for pytorch2, 1 µs for kineto2021), one cell
@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from tb_plugin.synth import (
+from synth.traces import (
     CATEGORY_KEYS,
     TENSOR_CORE_NAME_PATTERNS,
     SynthSpec,

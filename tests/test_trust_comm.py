@@ -1,6 +1,6 @@
 """Issue 14, items 9–12: communication kernels, collective matching, bus bandwidth, stragglers.
 
-Known answers on synthesized jobs (tb_plugin/synth_comm.py) and the 8 real DLRM ranks.
+Known answers on synthesized jobs (tests/synth/comm.py) and the 8 real DLRM ranks.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from conftest import sample
 from tb_plugin.analysis.breakdown import category_masks, compute_breakdown
-from tb_plugin.analysis.distributed import bus_factor, distributed_view, rank_of
+from tb_plugin.analysis.distributed import bus_factor, distributed_view, rank_of_info
 from tb_plugin.analysis.steps import compute_steps
-from tb_plugin.synth_comm import Coll, job, late_rank_job, rank_trace
+from synth.comm import Coll, job, late_rank_job, rank_trace
 from tb_plugin.trace.categories import is_comm_kernel_name
 from tb_plugin.trace.decode import decode_trace
 
@@ -221,7 +221,7 @@ def test_dlrm_straggler_is_the_rank_that_arrives_last():
     ranks = []
     for i, f in enumerate(files):
         tr = decode_trace(open(f, "rb").read())
-        ranks.append((rank_of(tr, f, i)[0], f"w{i}", tr))
+        ranks.append((rank_of_info(tr.distributed, f, i)[0], f"w{i}", tr))
     view = distributed_view(ranks)
     assert view["stragglers"] == [7]
     ev = {e["rank"]: e for e in view["arrivals"]}
@@ -235,7 +235,7 @@ def test_dlrm_straggler_is_the_rank_that_arrives_last():
 def test_pg_config_size_is_the_communicator_size():
     """No Group size / Process Group Ranks on the kernels, but distributedInfo.pg_config says group "3"
     has 16 ranks while the job has 64: n = 16 for that group's all-reduce."""
-    from tb_plugin.synth_comm import rank_doc
+    from synth.comm import rank_doc
 
     ranks = []
     for r in (0, 1):
@@ -249,7 +249,7 @@ def test_pg_config_size_is_the_communicator_size():
 def test_route_shows_windows_that_do_not_line_up(tmp_path):
     """Through the registry: the matching message reaches the route's messages (the tab's notices)."""
     from tb_plugin.runs import RunRegistry
-    from tb_plugin.synth_comm import rank_doc
+    from synth.comm import rank_doc
 
     sizes = [1000 * (k + 1) for k in range(13)]
     (tmp_path / "job").mkdir()

@@ -1,17 +1,33 @@
 """Issue 14, items 1–4: tensor-core kernels of 2023–2026, AMP advice only when it applies, AMD
-architectures, SM efficiency on ROCm. Known answers by construction (tb_plugin/synth_compute.py)
+architectures, SM efficiency on ROCm. Known answers by construction (tests/synth/compute.py)
 plus the public samples that showed each problem."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from tb_plugin.analysis.tensor_cores import (
     NOT_TENSOR_CORE,
     TENSOR_CORE_FAMILIES,
-    tensor_core_family,
+    TENSOR_CORE_KERNEL_MARKERS_LEGACY,
     uses_tensor_cores,
 )
+
+
+def tensor_core_family(kernel_name: str) -> str | None:
+    """The family (a key of TENSOR_CORE_FAMILIES, or "legacy") a kernel name matches, or None: a test
+    diagnostic (the package only asks :func:`uses_tensor_cores`)."""
+    if re.search("|".join(f"(?:{p})" for p in NOT_TENSOR_CORE.values()), kernel_name):
+        return None
+    if any(m in kernel_name for m in TENSOR_CORE_KERNEL_MARKERS_LEGACY):
+        return "legacy"
+    for family, (pattern, _) in TENSOR_CORE_FAMILIES.items():
+        if re.search(pattern, kernel_name, re.DOTALL):
+            return family
+    return None
+
 
 # ---------------------------------------------------------------- item 1: tensor-core kernel names
 
@@ -160,7 +176,7 @@ def _amp(ov):
 # ---------------------------------------------------------------- item 2: AMP advice only when it applies
 
 def test_bf16_nvjet_no_amp_and_known_tensor_core_share(tmp_path):
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     ov, _ = _overview(sc.bf16_nvjet(), tmp_path)
     (gpu,) = ov["gpus"]
@@ -169,7 +185,7 @@ def test_bf16_nvjet_no_amp_and_known_tensor_core_share(tmp_path):
 
 
 def test_fp8_blackwell_no_amp(tmp_path):
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     ov, _ = _overview(sc.fp8_blackwell(), tmp_path)
     assert ov["gpus"][0]["tensor_core_pct"] == pytest.approx(50.0)
@@ -177,7 +193,7 @@ def test_fp8_blackwell_no_amp(tmp_path):
 
 
 def test_fp32_sgemm_gets_amp_with_the_fp32_figure(tmp_path):
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     ov, _ = _overview(sc.fp32_sgemm(), tmp_path)
     assert ov["gpus"][0]["tensor_core_pct"] == 0.0
@@ -189,7 +205,7 @@ def test_fp32_sgemm_gets_amp_with_the_fp32_figure(tmp_path):
                                    ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn"], None])
 def test_no_amp_when_inputs_are_not_fp32(types, tmp_path):
     """A reduced-precision (or untyped) GEMM on a non-tensor-core kernel: AMP would change nothing."""
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     doc = sc.fp32_sgemm(mm_types=types or ["float", "float"])
     if types is None:
@@ -201,7 +217,7 @@ def test_no_amp_when_inputs_are_not_fp32(types, tmp_path):
 
 def test_no_amp_when_tensor_cores_already_run(tmp_path):
     """FP32 mm on sgemm, but another GEMM of the same GPU runs on tensor cores: silent."""
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     doc = sc.fp32_sgemm(device=sc.H100)
     doc["traceEvents"] += sc.bf16_nvjet()["traceEvents"][1:4]  # the BF16 mm, its launch and nvjet kernel
@@ -219,7 +235,7 @@ def test_no_amp_when_tensor_cores_already_run(tmp_path):
 # ---------------------------------------------------------------- item 3: AMD architectures
 
 def test_amd_device_reports_architecture_not_capability(tmp_path):
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     ov, _ = _overview(sc.rocm_geometry(), tmp_path)
     (gpu,) = ov["gpus"]
@@ -228,7 +244,7 @@ def test_amd_device_reports_architecture_not_capability(tmp_path):
 
 
 def test_amd_amp_advice_speaks_of_matrix_cores(tmp_path):
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     ov, _ = _overview(sc.fp32_sgemm(device=sc.MI300X, gemm=sc.TENSILE_MAC), tmp_path)
     (advice,) = _amp(ov)
@@ -238,7 +254,7 @@ def test_amd_amp_advice_speaks_of_matrix_cores(tmp_path):
 def test_amd_9_0_without_a_telling_name_stays_silent(tmp_path):
     """9.0 is gfx906 (no MFMA) or gfx908/gfx90a (MFMA): with the name "AMD Radeon Graphics" we cannot
     tell, so no advice (the old rule read 9.0 as a CUDA capability ≥ 7)."""
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     ov, _ = _overview(sc.fp32_sgemm(device=sc.MI250_GENERIC, gemm=sc.TENSILE_MAC), tmp_path)
     gpu = ov["gpus"][0]
@@ -275,7 +291,7 @@ def test_nvidia_samples_keep_compute_capability():
 # ---------------------------------------------------------------- item 4: SM efficiency on ROCm
 
 def test_rocm_sm_efficiency_known_answer(tmp_path):
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
 
     ov, _ = _overview(sc.rocm_geometry(), tmp_path)
     (gpu,) = ov["gpus"]
@@ -288,7 +304,7 @@ def test_rocm_kernel_blocks(tmp_path):
     blocks already; a kernel without grid borrows its launch's; none at all is unknown (NaN)."""
     import numpy as np
 
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
     from tb_plugin.trace.categories import Kind
     from tb_plugin.trace.geometry import kernel_blocks
 
@@ -300,7 +316,7 @@ def test_rocm_kernel_blocks(tmp_path):
 
 
 def test_rocm_sm_efficiency_counter_leaves_out_unknown_time(tmp_path):
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
     from tb_plugin.analysis.counters import counters
 
     _, trace = _overview(sc.rocm_geometry(), tmp_path)
@@ -327,7 +343,7 @@ def test_cli_report_labels_amd_architecture(tmp_path):
     import io
 
     from conftest import write_json
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
     from tb_plugin.cli import run_report
 
     write_json(tmp_path / "logs" / "rocm" / "w.pt.trace.json", sc.rocm_geometry())
@@ -344,7 +360,7 @@ def test_cli_report_labels_amd_architecture(tmp_path):
 
 def test_kernel_table_and_split_use_the_same_list(tmp_path):
     """The Kernels table's tensor_cores column and the tensor-core split read the one list."""
-    from tb_plugin import synth_compute as sc
+    from synth import compute as sc
     from tb_plugin.analysis.kernels import kernel_rows, tensor_core_split
 
     _, trace = _overview(sc.bf16_nvjet(), tmp_path)

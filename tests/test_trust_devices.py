@@ -5,7 +5,7 @@ from __future__ import annotations
 from conftest import sample, write_json, x
 from tb_plugin.analysis.counters import counters
 from tb_plugin.analysis.memory import curves, memory_summary
-from tb_plugin.analysis.memory_peak import peak_allocated_by_gpu
+from tb_plugin.analysis.memory import gpu_peaks as peak_allocated_by_gpu
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.trace.devices import memory_device_label
 from tb_plugin.trace.load import load_trace_file
@@ -35,7 +35,7 @@ def test_rocm_memory_events_are_a_gpu(tmp_path):
     assert "GPU0" in str(summary)
     assert not [w for w in t.warnings if "memory events" in w]
     names = [c["name"] for c in counters(t, 0.0, 1000.0, 10)]
-    assert "GPU 0 Memory Allocated" in names
+    assert "GPU0 Memory Allocated" in names
 
 
 def test_other_accelerators_are_named_by_type(tmp_path):

@@ -1,5 +1,5 @@
 """Issue 14, items 5–8: GPU idle per GPU, launch overhead vs queueing, CUDA-graph advice, clipped and
-unbalanced steps. Known answers come from the builders in ``tb_plugin/synth_idle.py``."""
+unbalanced steps. Known answers come from the builders in ``tests/synth/idle.py``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO, SAMPLES
 from tb_plugin.analysis.insights import exposed_time, insight_recommendations, insights, launch_delays, stream_idle
-from tb_plugin.synth_idle import multi_stream_idle, queued_launches, tiny_kernels
+from synth.idle import multi_stream_idle, queued_launches, tiny_kernels
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.load import load_trace_file
 
@@ -153,7 +153,7 @@ def test_host_wait_advice_uses_the_per_gpu_figure():
 def test_step_past_the_profiler_span_is_clipped_and_reported():
     from tb_plugin.analysis.overview import compute_overview
     from tb_plugin.analysis.breakdown import CATEGORIES
-    from tb_plugin.synth_idle import outlived_profiler
+    from synth.idle import outlived_profiler
 
     ov = compute_overview(_decode(outlived_profiler()))
     (step,) = ov["steps"]
@@ -166,7 +166,7 @@ def test_step_past_the_profiler_span_is_clipped_and_reported():
 
 def test_step_inside_the_profiler_span_is_not_clipped():
     from tb_plugin.analysis.overview import compute_overview
-    from tb_plugin.synth_idle import outlived_profiler
+    from synth.idle import outlived_profiler
 
     ov = compute_overview(_decode(outlived_profiler(step_dur=200000)))
     assert ov["steps"][0]["total_us"] == pytest.approx(200000)
@@ -195,7 +195,7 @@ def _step_advice(doc: dict) -> list[str]:
 
 def test_pipelined_first_step_stretched_by_earlier_work_is_not_unbalanced():
     from tb_plugin.analysis.steps import compute_steps
-    from tb_plugin.synth_idle import pipelined_steps
+    from synth.idle import pipelined_steps
 
     steps = compute_steps(_decode(pipelined_steps()))
     assert steps.first_step_prior_work_us == pytest.approx(36000)
@@ -205,7 +205,7 @@ def test_pipelined_first_step_stretched_by_earlier_work_is_not_unbalanced():
 
 
 def test_a_really_slow_step_is_named_with_its_cause():
-    from tb_plugin.synth_idle import pipelined_steps
+    from synth.idle import pipelined_steps
 
     ov, (advice,) = _step_advice(pipelined_steps(slow_step=3))
     assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 40000, 9000])
@@ -214,7 +214,7 @@ def test_a_really_slow_step_is_named_with_its_cause():
 
 
 def test_a_first_step_slow_on_its_own_is_named_and_the_earlier_work_said():
-    from tb_plugin.synth_idle import pipelined_steps
+    from synth.idle import pipelined_steps
 
     ov, (advice,) = _step_advice(pipelined_steps(slow_first=True))
     assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 9000, 9000])

@@ -14,7 +14,7 @@ from conftest import sample
 from tb_plugin.analysis import timeline_query as tq
 from tb_plugin.analysis.op_tree import op_tree
 from tb_plugin.analysis.operators import op_times, operator_rows
-from tb_plugin.synth_ops import zero_length_siblings
+from synth.ops import zero_length_siblings
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.load import load_trace_file
 

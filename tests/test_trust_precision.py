@@ -13,7 +13,7 @@ from conftest import REPO, SAMPLES
 from tb_plugin.analysis import breakdown
 from tb_plugin.analysis.breakdown import CATEGORIES, category_masks, compute_breakdown
 from tb_plugin.analysis.steps import compute_steps
-from tb_plugin.synth_ops import ULP_T0_US, ulp_kernels
+from synth.ops import ULP_T0_US, ulp_kernels
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.load import load_trace_file
 
@@ -45,7 +45,7 @@ ULP = 2.0 ** -10  # µs, the float64 spacing at 7e12 µs
 
 
 def test_breakdown_known_answer_at_7e12(ulp_trace):
-    """Known by construction (tb_plugin.synth_ops.ulp_kernels, 64 segments)."""
+    """Known by construction (synth.ops.ulp_kernels, 64 segments)."""
     steps = compute_steps(ulp_trace)
     got = compute_breakdown(ulp_trace, steps).step(0)
     assert got["kernel_us"] == 25.0 + 64 * ULP  # 25 µs + 64 ULPs (before: 63 ULPs more, the gaps)

@@ -10,7 +10,7 @@ order that has an event active at that moment (on any thread, process or device)
    RCCL, MSCCL, NVSHMEM, vLLM's ``cross_device_reduce*``, custom ``*all_reduce*``/``*all_gather*``/
    ``*reduce_scatter*``/``*all_to_all*`` kernels; we differ from torch-tb-profiler, which knows only
    ``nccl``), kernels launched by a communication op, plus the host communication ops themselves
-   (``nccl:*``, ``gloo:*``, ``c10d::*``, ``record_param_comms``…);
+   (:func:`trace.categories.is_comm_op_name`: ``nccl:*``, ``gloo:*``, ``c10d::*``, ``record_param_comms``…);
 5. ``runtime``: CUDA/HIP runtime calls and driver calls (``cuLaunchKernel`` from Triton and
    torch.compile — we differ from torch-tb-profiler, which ignores driver calls);
 6. ``dataloader``: ``enumerate(DataLoader)…`` / ``enumerate(DataPipe)…`` ranges;
@@ -34,12 +34,12 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import (
-    COMM_OP_NAMES,
-    COMM_OP_PREFIXES,
     DATALOADER_PREFIXES,
+    HOST_WORK_KINDS,
     PROFILER_STEP_PREFIX,
     Kind,
     is_comm_kernel_name,
+    is_comm_op_name,
 )
 from ..trace.links import launch_of
 from ..trace.model import Trace
@@ -48,6 +48,20 @@ from .steps import Steps
 from .ticks import tick_scale
 
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
+#: The one table of the categories' display names, by ``<category>_us`` key: served in the Overview's
+#: ``category_labels`` for the UI, printed by ``kinetoscope report|diff``, named by the recommendations.
+CATEGORY_LABELS: dict[str, str] = {
+    "kernel_us": "Kernel", "memcpy_us": "Memcpy", "memset_us": "Memset", "communication_us": "Communication",
+    "runtime_us": "Runtime", "dataloader_us": "DataLoader", "cpu_exec_us": "CPU Exec", "other_us": "Other",
+}
+#: What a label leaves unsaid, where a sentence needs it ("Runtime (CUDA/HIP API calls)").
+CATEGORY_NOTES: dict[str, str] = {"runtime_us": "CUDA/HIP API calls", "other_us": "host idle or unprofiled work"}
+
+
+def category_phrase(key: str) -> str:
+    """A category's label with its note in parentheses, for sentences: ``"Runtime (CUDA/HIP API calls)"``."""
+    note = CATEGORY_NOTES.get(key)
+    return f"{CATEGORY_LABELS[key]} ({note})" if note else CATEGORY_LABELS[key]
 
 
 @dataclasses.dataclass
@@ -71,10 +85,10 @@ def category_masks(trace: Trace) -> dict[str, np.ndarray]:
     ev = trace.events
     kind = ev.kind
     host_op = (kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION)
-    comm_op = host_op & trace.name_mask(_is_comm_op_name)
+    comm_op = host_op & trace.name_mask(is_comm_op_name)
     kernel = kind == Kind.KERNEL
     comm_kernel = kernel & (trace.name_mask(is_comm_kernel_name) | _launched_by(trace, comm_op))
-    host_work = np.isin(kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST))
+    host_work = np.isin(kind, HOST_WORK_KINDS)
     dataloader = host_work & trace.name_mask(lambda s: s.startswith(DATALOADER_PREFIXES))
     marker = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
     return {
@@ -160,10 +174,6 @@ def _category_ticks(trace: Trace, steps: Steps):
         keep = e > s
         merged.append((s[keep], e[keep]))
     return scale, scale.ticks(steps.start), scale.ticks(steps.end), merged
-
-
-def _is_comm_op_name(name: str) -> bool:
-    return name.startswith(COMM_OP_PREFIXES) or name in COMM_OP_NAMES
 
 
 def _launched_by(trace: Trace, ops: np.ndarray) -> np.ndarray:

@@ -12,7 +12,6 @@ import re
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.links import _cached
 from ..trace.model import Trace
 from .op_tree import op_tree
 
@@ -29,7 +28,7 @@ def parse_frame(text: str) -> dict:
 
 def stack_ids(trace: Trace) -> np.ndarray:
     """For every event, the string id of its call-stack text (0 when it has none)."""
-    return _cached(trace, "stack_ids", lambda: _stack_ids(trace))
+    return trace.memo("stack_ids", lambda: _stack_ids(trace))
 
 
 def _intern(trace: Trace, text: str, table: dict) -> int:

@@ -1,6 +1,8 @@
 """Counter tracks of the timeline, at a resolution that follows the zoom (one value per pixel bin).
 
-For bins of equal width over a window (µs):
+For bins of equal width over a window (µs), by the one bin rule of :mod:`.series` (a sample on an
+edge belongs to the bin that starts there; per bin, the *held maximum*: the value in force at the
+bin's start and every sample inside it):
 
 - **GPU Utilization** of a device, per bin = the fraction of the bin with at least one kernel running
   (0–1), the same definition as the Overview's but per bin;
@@ -8,14 +10,15 @@ For bins of equal width over a window (µs):
   over the part of the bin when no kernel without launch geometry runs (the Overview's rule,
   :func:`.gpu.sm_level`); 0 for a bin covered entirely by such kernels;
 - **Queue length** of each GPU stream, per bin = the most kernels launched but not yet started;
-- **Memory allocated / reserved** per device, per bin = the largest ``Total Allocated`` /
-  ``Total Reserved`` seen in the bin, or the value carried in from before it (bytes). Without totals
-  the allocated curve is the running sum of ``Bytes``.
+- **Memory allocated / reserved** per device, per bin = the held maximum of the Memory view's curve
+  (:func:`.memory.curves`: ``Total Allocated`` / ``Total Reserved``, or the running sum of ``Bytes``
+  without totals), in bytes, 0 before the first event. Named ``<device> Memory Allocated`` with the
+  Memory view's device label (``GPU0``, ``CPU``).
 - **Trace counters** (``C`` events, e.g. Composer's system profiler: ``cpu/cpu_percent``,
   ``memory/…``, ``disk/…``, ``network/…``), one track per series named ``<event>/<arg>``, per bin =
-  the largest value of the series held from each sample to the next, as recorded (no rates). Unit
-  ``percent`` for names ending in ``percent``, ``bytes`` for names with ``bytes`` or under
-  ``memory/``, else ``value``. Bins before a series' first sample are 0.
+  the held maximum of the series (:func:`counter_series`), as recorded (no rates). Unit ``percent`` for
+  names ending in ``percent``, ``bytes`` for names with ``bytes`` or under ``memory/``, else
+  ``value``. Bins before a series' first sample are 0.
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.devices import memory_device_label
-from ..trace.links import _cached
 from ..trace.model import Trace
 from .gpu import device_properties, gpu_devices, sm_level
 from .intervals import merge
+from .memory import curves as memory_curves
+from .memory import device_rows
+from .series import bin_edges, held_max, split_series
 
 
 def _coverage_function(starts: np.ndarray, ends: np.ndarray):
@@ -83,13 +87,13 @@ def _functions(trace: Trace) -> dict:
                         _sm_function(trace, rows, info.num_sms if info else None))
         return out
 
-    return _cached(trace, "counter_functions", build)
+    return trace.memo("counter_functions", build)
 
 
 def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
     """Counter series over absolute ``[a0, a1]`` in ``bins`` bins. Values are per bin."""
     bins = max(1, int(bins))
-    edges = np.linspace(a0, a1, bins + 1)
+    edges = bin_edges(a0, a1, bins)
     width = max(a1 - a0, 1e-9) / bins
     out = []
     for dev, (cover, sm) in _functions(trace).items():
@@ -102,9 +106,9 @@ def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
             eff = np.where(known_width > 1e-9 * width, integral / np.maximum(known_width, 1e-300), 0.0)
             out.append({"name": f"GPU {dev} Est. SM Efficiency", "unit": "fraction",
                         "values": np.round(eff, 4).tolist()})
-    out += _memory(trace, edges)
-    out += _queues(trace, edges)
-    out += _trace_counters(trace, edges)
+    out += _memory(trace, a0, a1, bins)
+    out += _queues(trace, a0, a1, bins)
+    out += _trace_counters(trace, a0, a1, bins)
     return out
 
 
@@ -118,90 +122,47 @@ def counter_unit(name: str) -> str:
     return "value"
 
 
-def _counter_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """``(name, ts, values)`` of each ``C`` counter series, by time; non-finite samples dropped."""
+def counter_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """``(name, ts µs, values)`` of each ``C`` counter series, ascending by series id, each by time;
+    non-finite samples dropped (:func:`.series.split_series`). The one split of ``trace.counters``:
+    the Trace view's counter tracks and the Overview's system metrics both read it."""
     def build():
         c = trace.counters
-        out = []
-        if len(c) == 0:
-            return out
-        for sid in np.unique(c.series).tolist():
-            rows = np.flatnonzero(c.series == sid)
-            rows = rows[np.argsort(c.ts[rows], kind="stable")]
-            ts, values = c.ts[rows].astype(np.float64), c.value[rows].astype(np.float64)
-            ok = np.isfinite(ts) & np.isfinite(values)
-            out.append((trace.strings[sid], ts[ok], values[ok]))
-        return out
+        return [(trace.strings[sid], ts, values) for sid, ts, values in split_series(c.ts, c.series, c.value)]
 
-    return _cached(trace, "counter_series", build)
+    return trace.memo("counter_series", build)
 
 
-def _trace_counters(trace: Trace, edges: np.ndarray) -> list[dict]:
-    return [{"name": name, "unit": counter_unit(name), "values": np.round(_held_max(ts, values, edges), 4).tolist()}
-            for name, ts, values in _counter_series(trace) if len(ts)]
+def _trace_counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
+    return [{"name": name, "unit": counter_unit(name), "values": np.round(held_max(ts, values, a0, a1, bins), 4).tolist()}
+            for name, ts, values in counter_series(trace) if len(ts)]
 
 
-def _held_max(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Per bin ``[a, b)``: max of the step function holding each sample until the next (0 before the
-    first): the sample in force at ``a`` and every sample after ``a`` and before ``b``."""
-    before = np.searchsorted(ts, edges[:-1], side="right") - 1
-    out = np.where(before >= 0, values[np.maximum(before, 0)], 0.0)
-    first = np.searchsorted(ts, edges[:-1], side="right")
-    last = np.searchsorted(ts, edges[1:], side="left")
-    for k in np.flatnonzero(last > first).tolist():
-        out[k] = max(out[k], float(values[first[k]:last[k]].max()))
-    return out
-
-
-def _queues(trace: Trace, edges: np.ndarray) -> list[dict]:
+def _queues(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
     """Per stream, the longest queue of launched-but-not-started kernels in each bin."""
     from .insights import queue_length
 
     return [{"name": f"GPU {q['device']} stream {q['stream']} queue", "unit": "kernels",
-             "values": _step_max(q["times"], q["lengths"].astype(np.int64), edges).tolist()}
+             "values": np.maximum(held_max(q["times"], q["lengths"].astype(np.int64), a0, a1, bins), 0).tolist()}
             for q in queue_length(trace)]
 
 
-def _memory_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """``(name, ts, bytes)`` step series of allocated/reserved memory per device, built once."""
-    def build():
-        mem = trace.memory
-        out = []
-        if len(mem) == 0:
-            return out
-        pairs = np.unique(np.stack([mem.device_type.astype(np.int64), mem.device_id.astype(np.int64)], axis=1), axis=0)
-        for dtype, did in pairs.tolist():
-            label = memory_device_label(dtype, did, sep=" ")
-            if label is None:  # a type the tool cannot place (the file carries a warning)
-                continue
-            rows = np.flatnonzero((mem.device_type == dtype) & (mem.device_id == did))
-            allocated = mem.total_allocated[rows]
-            if not (allocated >= 0).any():
-                allocated = np.cumsum(mem.bytes[rows])
-            for name, series in ((f"{label} Memory Allocated", allocated),
-                                 (f"{label} Memory Reserved", mem.total_reserved[rows])):
-                if (series >= 0).any():
-                    out.append((name, mem.ts[rows], series))
-        return out
-
-    return _cached(trace, "memory_series", build)
+def memory_tracks(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """``(name, ts µs absolute, bytes)`` of the allocated/reserved curve of each memory device: the
+    Memory view's :func:`.memory.curves`, on the trace's clock."""
+    out = []
+    for (_, _, rows), c in zip(device_rows(trace), memory_curves(trace)):
+        ts = trace.memory.ts[rows]  # the curve's times on the trace's clock
+        if (c["allocated_bytes"] >= 0).any():
+            out.append((f"{c['device']} Memory Allocated", ts, c["allocated_bytes"]))
+        if c["reserved_bytes"] is not None:
+            out.append((f"{c['device']} Memory Reserved", ts, c["reserved_bytes"]))
+    return out
 
 
-def _memory(trace: Trace, edges: np.ndarray) -> list[dict]:
-    return [{"name": name, "unit": "bytes", "values": _step_max(ts, series, edges).tolist()}
-            for name, ts, series in _memory_series(trace)]
-
-
-def _step_max(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Per bin: max of the step function (value held from each event to the next) over the bin."""
-    before = np.searchsorted(ts, edges[:-1], side="right") - 1  # last event at or before the bin start
-    carried = np.where(before >= 0, values[np.maximum(before, 0)], 0)
-    first = np.searchsorted(ts, edges[:-1], side="right")
-    last = np.searchsorted(ts, edges[1:], side="right")
-    out = carried.astype(np.int64)
-    for k in np.flatnonzero(last > first).tolist():
-        out[k] = max(out[k], int(values[first[k]:last[k]].max()))
-    return np.maximum(out, 0)
+def _memory(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
+    return [{"name": name, "unit": "bytes", "values": np.maximum(held_max(ts, series, a0, a1, bins), 0).tolist()}
+            for name, ts, series in memory_tracks(trace)]
 
 
 def warm_counter_inputs(trace: Trace) -> None:
@@ -209,6 +170,6 @@ def warm_counter_inputs(trace: Trace) -> None:
     from .insights import queue_length
 
     _functions(trace)
-    _memory_series(trace)
-    _counter_series(trace)
+    memory_curves(trace)
+    counter_series(trace)
     queue_length(trace)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
-from ..trace.links import _cached
 from ..trace.model import Trace
 from .op_tree import op_tree
 from .operators import op_times
@@ -64,7 +63,7 @@ def op_path_tree(trace: Trace) -> dict[tuple, dict]:
                 node[key] /= steps
         return nodes
 
-    return _cached(trace, "op_path_tree", build)
+    return trace.memo("op_path_tree", build)
 
 
 def _status(base: dict | None, exp: dict | None) -> tuple[str, float]:

@@ -33,8 +33,8 @@ import re
 
 import numpy as np
 
-from ..trace.categories import Kind
-from ..trace.links import _cached, launch_of
+from ..trace.categories import Kind, is_comm_op_name
+from ..trace.links import launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
 from .collective_matching import match_collectives
@@ -54,7 +54,6 @@ _DTYPE_ALIASES = {"float": "float32", "float32": "float32", "double": "float64",
 _CANONICAL_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
                     "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
                     "float8_e5m2fnuz": 1}
-DTYPE_BYTES = {alias: _CANONICAL_BYTES[name] for alias, name in _DTYPE_ALIASES.items()}
 _COLLECTIVES = (("allreduce", ("allreduce", "all_reduce", "cross_device_reduce")),
                 ("allgather", ("allgather", "all_gather")),
                 ("reducescatter", ("reducescatter", "reduce_scatter")), ("alltoall", ("alltoall", "all_to_all")),
@@ -77,10 +76,6 @@ def bus_factor(collective: str, n: int) -> float:
     if collective in ("allgather", "reducescatter", "alltoall"):
         return (n - 1) / n
     return 1.0
-
-
-def rank_of(trace: Trace, worker: str, position: int) -> tuple[int, str]:
-    return rank_of_info(trace.distributed, worker, position)
 
 
 def rank_of_info(info: dict | None, worker: str, position: int) -> tuple[int, str]:
@@ -132,11 +127,12 @@ def comm_kernels(trace: Trace) -> dict:
             out["seq"].append(seq)
         return out
 
-    return _cached(trace, "comm_kernels", build)
+    return trace.memo("comm_kernels", build)
 
 
 def _comm_op(trace: Trace, launch: int, parent: np.ndarray) -> int:
-    """The communication op around a launch: the innermost ancestor with comm args or an nccl:/gloo: name."""
+    """The communication op around a launch: the innermost ancestor with comm args or a communication
+    op's name (:func:`trace.categories.is_comm_op_name`, as the step breakdown)."""
     ev = trace.events
     node = int(parent[launch]) if launch >= 0 else -1
     first = node
@@ -144,7 +140,7 @@ def _comm_op(trace: Trace, launch: int, parent: np.ndarray) -> int:
         if node < 0:
             break
         name = trace.strings[ev.name[node]]
-        if ev.collective[node] > 0 or ev.in_msg_nelems[node] >= 0 or name.startswith(("nccl:", "gloo:", "c10d::")):
+        if ev.collective[node] > 0 or ev.in_msg_nelems[node] >= 0 or is_comm_op_name(name):
             return node
         node = int(parent[node])
     return first

@@ -29,7 +29,7 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.links import _cached, device_mask, launch_of
+from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
 from .intervals import merge
@@ -134,7 +134,7 @@ def _work_rows(trace: Trace) -> dict:
                 "short_kernel": short_kernel, "stream_key": stream_key, "stream_keys": keys,
                 "stream_of": inverse, "compute_stream": compute_stream}
 
-    return _cached(trace, "gpu_idle_work_rows", build)
+    return trace.memo("gpu_idle_work_rows", build)
 
 
 def _gaps(start: np.ndarray, end: np.ndarray, launch_end: np.ndarray, eligible: np.ndarray,
@@ -178,7 +178,7 @@ def gpu_idle(trace: Trace) -> list[GpuIdle]:
             out.append(GpuIdle(int(d), lo, hi, busy, Busy.of(s, e), gaps))
         return out
 
-    return _cached(trace, "gpu_idle", build)
+    return trace.memo("gpu_idle", build)
 
 
 def stream_idle_split(trace: Trace) -> list[dict]:

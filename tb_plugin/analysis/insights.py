@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..numfmt import fixed
 from ..trace.categories import Kind
-from ..trace.links import _cached, device_mask, launch_of
+from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
 from .gpu_idle import SHORT_GAP_US, Busy, gpu_idle, stream_idle_split, window
@@ -178,7 +179,7 @@ def queue_length(trace: Trace) -> list[dict]:
                         "lengths": np.maximum(np.cumsum(delta[order]), 0)})
         return out
 
-    return _cached(trace, "queue_length", build)
+    return trace.memo("queue_length", build)
 
 
 def host_syncs(trace: Trace, top: int = 20) -> dict:
@@ -214,7 +215,7 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
 
 
 def insights(trace: Trace) -> dict:
-    return _cached(trace, "insights", lambda: {
+    return trace.memo("insights", lambda: {
         "idle": stream_idle(trace), "launch": launch_delays(trace), "exposed": exposed_time(trace),
         "syncs": host_syncs(trace)})
 
@@ -229,25 +230,25 @@ def insight_recommendations(doc: dict) -> list[str]:
         win = gpu["window_us"]
         if (not uses_graphs and win > 0 and gpu["launch_bound_gaps"] >= LAUNCH_BOUND_MIN_GAPS
                 and gpu["launch_bound_us"] >= LAUNCH_BOUND_WINDOW_SHARE * win):
-            out.append(f"GPU {gpu['device']} idles {gpu['launch_bound_us'] / 1000:.1f} ms "
-                       f"({100 * gpu['launch_bound_us'] / win:.0f}% of the steps window) in {gpu['launch_bound_gaps']} "
+            out.append(f"GPU {gpu['device']} idles {fixed(gpu['launch_bound_us'] / 1000, 1)} ms "
+                       f"({fixed(100 * gpu['launch_bound_us'] / win, 0)}% of the steps window) in {gpu['launch_bound_gaps']} "
                        "gaps that each ended with a kernel shorter than the CPU call that launched it: the GPU waits "
                        "for kernel launches. Capture the step with CUDA graphs or use "
                        "torch.compile(mode='reduce-overhead') to cut launch overhead.")
     for gpu in idle["gpus"]:
         win, wait, total = gpu["window_us"], gpu["host_wait_us"], gpu["idle_us"]
         if win > 0 and total > 0 and wait > 0.5 * total and wait >= HOST_WAIT_WINDOW_SHARE * win:
-            out.append(f"GPU {gpu['device']} waits for the host to launch work {wait / 1000:.1f} ms, "
-                       f"{100 * wait / win:.0f}% of the {win / 1000:.1f} ms steps window ({100 * wait / total:.0f}% of "
+            out.append(f"GPU {gpu['device']} waits for the host to launch work {fixed(wait / 1000, 1)} ms, "
+                       f"{fixed(100 * wait / win, 0)}% of the {fixed(win / 1000, 1)} ms steps window ({fixed(100 * wait / total, 0)}% of "
                        "its idle time): reduce Python/CPU overhead per step.")
     syncs = doc["syncs"]
     if syncs["by_operator"] and syncs["gpu_idle_after_us"] > 0:
         worst = syncs["by_operator"][0]
-        out.append(f"{syncs['sync_calls']} synchronizing calls stall the host for {syncs['sync_us'] / 1000:.1f} ms; the "
+        out.append(f"{syncs['sync_calls']} synchronizing calls stall the host for {fixed(syncs['sync_us'] / 1000, 1)} ms; the "
                    f"most costly come from {worst['op']} ({worst['calls']} calls). Avoid .item(), .cpu() and "
                    "blocking copies inside the step.")
     exposed = doc["exposed"]
     if exposed["window_us"] > 0 and exposed["exposed_comm_us"] > 0.1 * exposed["window_us"]:
-        out.append(f"Communication not hidden behind computation takes {100 * exposed['exposed_comm_us'] / exposed['window_us']:.0f}% "
+        out.append(f"Communication not hidden behind computation takes {fixed(100 * exposed['exposed_comm_us'] / exposed['window_us'], 0)}% "
                    "of the GPU time: overlap it (DDP bucketing, FSDP prefetch) or send less.")
     return out

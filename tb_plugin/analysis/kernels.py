@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.links import _cached
 from ..trace.model import Trace
 from .operators import _longest_member, op_times
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
@@ -24,7 +23,7 @@ GROUPINGS = ("kernel", "kernel_op_config")
 def kernel_rows(trace: Trace, group_by: str = "kernel") -> list[dict]:
     if group_by not in GROUPINGS:
         raise ValueError(f"group_by must be one of {GROUPINGS}")
-    return _cached(trace, "kernel_rows:" + group_by, lambda: _kernel_rows(trace, group_by))
+    return trace.memo("kernel_rows:" + group_by, lambda: _kernel_rows(trace, group_by))
 
 
 def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:

@@ -11,7 +11,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.links import launch_mask, launch_of
 from ..trace.model import Trace
-from .intervals import covers, merge
+from .intervals import merge
 
 
 def launches_inside(trace: Trace, hosts: np.ndarray) -> np.ndarray:
@@ -55,4 +55,4 @@ def operator_mask(trace: Trace) -> np.ndarray:
     return (kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION)
 
 
-__all__ = ["launches_inside", "device_work_inside", "operator_mask", "covers"]
+__all__ = ["launches_inside", "device_work_inside", "operator_mask"]

@@ -8,7 +8,14 @@ Definitions (bytes; times µs relative to the trace's first event):
   which silently drops every type but CPU and CUDA, so ROCm traces show no GPU memory).
 - **Curve**: ``Total Allocated`` and ``Total Reserved`` after each event, as a step function. When a
   trace lacks ``Total Allocated`` (older traces), the allocated curve is the running sum of ``Bytes``
-  (``reconstructed`` is true). We differ from torch-tb-profiler, which shows no curve then.
+  (``reconstructed`` is true). We differ from torch-tb-profiler, which shows no curve then. This is the
+  one memory curve (:func:`curves`): the Memory view, the Trace view's memory counter tracks
+  (:func:`.counters.memory_tracks`) and the GPU peaks of the memory advice (:func:`gpu_peaks`) read it.
+- **Peak** allocated of a device = the curve's largest value (bytes) and its time; ``gpu_peaks`` gives
+  it per GPU index (CUDA and HIP devices, :data:`tb_plugin.trace.devices.GPU_DEVICE_TYPES`), never
+  below 0.
+- **Windows**: a curve over ``[start, end]`` is reduced by :func:`.series.reduce_points` (per bin its
+  largest and its last point, so peaks survive any zoom).
 - **Attribution**: every memory event (an allocation, ``Bytes`` > 0, or a free, ``Bytes`` < 0) belongs to
   the innermost operator on its thread whose ``[start, end)`` contains it: the operator *during* which it
   happened. With ``Addr``, a free is also linked to the allocation it ends (same ``Addr``, same device).
@@ -31,16 +38,11 @@ import dataclasses
 
 import numpy as np
 
-from ..trace.devices import memory_device_label
-from ..trace.links import _cached
+from ..trace.devices import DEVICE_TYPE_NAMES, GPU_DEVICE_TYPES, memory_device_label
 from ..trace.model import Trace
 from .op_tree import op_tree
 from .operators import EXCLUDED_PREFIXES, op_times
-
-
-def device_label(device_type: int, device_id: int) -> str | None:
-    """The Memory view's device label (see :mod:`tb_plugin.trace.devices`)."""
-    return memory_device_label(device_type, device_id)
+from .series import reduce_points
 
 
 @dataclasses.dataclass
@@ -54,14 +56,17 @@ class MemoryData:
 
 
 def memory_data(trace: Trace) -> MemoryData:
-    return _cached(trace, "memory_data", lambda: _memory_data(trace))
+    return trace.memo("memory_data", lambda: _memory_data(trace))
 
 
 def _memory_data(trace: Trace) -> MemoryData:
     mem = trace.memory
     ev = trace.events
-    labels = [device_label(int(t), int(d)) or "" for t, d in zip(mem.device_type.tolist(), mem.device_id.tolist())]
-    origin = float(ev.ts.min()) if len(ev) else (float(mem.ts.min()) if len(mem) else 0.0)
+    label_of = np.full(len(mem), "", dtype=object)
+    for label, _, rows in device_rows(trace):
+        label_of[rows] = label
+    labels = label_of.tolist()
+    origin = memory_origin(trace)
     op = _innermost_ops(trace)
     alloc_op = op.copy()
     unfreed = np.zeros(len(mem), dtype=bool)
@@ -118,19 +123,52 @@ def _innermost_ops(trace: Trace) -> np.ndarray:
     return out
 
 
+def memory_origin(trace: Trace) -> float:
+    """The Memory view's time origin (µs): the trace's first event, else its first memory event."""
+    ev, mem = trace.events, trace.memory
+    return float(ev.ts.min()) if len(ev) else (float(mem.ts.min()) if len(mem) else 0.0)
+
+
+def device_rows(trace: Trace) -> list[tuple[str, int | None, np.ndarray]]:
+    """``(label, GPU index or None, memory-event rows by time)`` of each memory device the tool can
+    place, CPU first then by index (the order of :func:`curves`)."""
+    def build():
+        mem = trace.memory
+        if len(mem) == 0:
+            return []
+        dtype, did = mem.device_type.astype(np.int64), mem.device_id.astype(np.int64)
+        placed = np.isin(dtype, list(DEVICE_TYPE_NAMES))
+        labels: dict[str, list] = {}
+        for t, d in np.unique(np.stack([dtype[placed], did[placed]], axis=1), axis=0).tolist():
+            labels.setdefault(memory_device_label(t, d), []).append((t, d))
+        out = []
+        for label in sorted(labels, key=_device_order):
+            pairs = labels[label]
+            rows = np.flatnonzero(np.any([(dtype == t) & (did == d) for t, d in pairs], axis=0))
+            gpu = all(t in GPU_DEVICE_TYPES for t, _ in pairs)
+            out.append((label, int(label[3:]) if gpu else None, rows))
+        return out
+
+    return trace.memo("memory_device_rows", build)
+
+
 def curves(trace: Trace) -> list[dict]:
-    """Per device: the allocated/reserved step curves and their peaks."""
+    """Per device: the allocated/reserved step curves (``ts_us`` relative to :func:`memory_origin`)
+    and their peaks. Computed once per trace."""
+    return trace.memo("memory_curves", lambda: _curves(trace))
+
+
+def _curves(trace: Trace) -> list[dict]:
     mem = trace.memory
-    data = memory_data(trace)
+    origin = memory_origin(trace)
     out = []
-    for label in sorted({d for d in data.device if d}, key=_device_order):
-        rows = np.array([i for i, d in enumerate(data.device) if d == label], dtype=np.int64)
+    for label, _, rows in device_rows(trace):
         allocated = mem.total_allocated[rows]
         reconstructed = not (allocated >= 0).any()
         if reconstructed:
             allocated = np.cumsum(mem.bytes[rows])
         reserved = mem.total_reserved[rows]
-        ts = mem.ts[rows] - data.origin
+        ts = mem.ts[rows] - origin
         peak = int(np.argmax(allocated))
         out.append({
             "device": label,
@@ -143,6 +181,12 @@ def curves(trace: Trace) -> list[dict]:
             "peak_reserved_bytes": int(reserved.max()) if (reserved >= 0).any() else None,
         })
     return out
+
+
+def gpu_peaks(trace: Trace) -> dict[int, int]:
+    """Peak allocated bytes per GPU index (CUDA and HIP devices), from :func:`curves`; never below 0."""
+    return {gpu: max(c["peak_allocated_bytes"], 0)
+            for (_, gpu, _), c in zip(device_rows(trace), curves(trace)) if gpu is not None}
 
 
 def _device_order(label: str) -> tuple:
@@ -246,34 +290,10 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
 
 
 def downsample_curve(ts: np.ndarray, values: np.ndarray, start: float, end: float, bins: int) -> dict:
-    """A step curve reduced to at most ``2 × bins + 1`` points over ``[start, end]``: per bin its first
-    value and its maximum, so peaks survive at any zoom. The value held at ``start`` (from the last
-    point before it) opens the curve, and the value held at ``end`` closes it, so a window drawn from it
-    reaches both ends of the range."""
-    keep = (ts >= start) & (ts <= end)
-    before = np.flatnonzero(ts < start)
-    idx = np.flatnonzero(keep)
-    if len(before):
-        idx = np.concatenate([[before[-1]], idx])
-    if len(idx) <= 2 * bins:
-        out_t, out_v = ts[idx].tolist(), values[idx].tolist()
-    else:
-        cell = np.clip(((ts[idx] - start) / max(end - start, 1e-9) * bins).astype(np.int64), 0, bins - 1)
-        first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
-        peaks = np.maximum.reduceat(values[idx], first)
-        out_t, out_v = [], []
-        bounds = np.r_[first, len(idx)]
-        for k, f in enumerate(first.tolist()):
-            out_t.append(float(ts[idx[f]]))
-            out_v.append(int(values[idx[f]]))
-            seg = idx[bounds[k]:bounds[k + 1]]
-            j = seg[int(np.argmax(values[seg]))]
-            if j != idx[f]:
-                out_t.append(float(ts[j]))
-                out_v.append(int(peaks[k]))
-    if out_t and out_t[-1] < end:  # hold the last value to the end of the window
-        out_t.append(float(end))
-        out_v.append(out_v[-1])
+    """A step curve over ``[start, end]`` as the Memory view sends it: :func:`.series.reduce_points`
+    (the value held at ``start`` opens it, per bin its largest and last points, the value held at
+    ``end`` closes it)."""
+    out_t, out_v = reduce_points(ts, values, start, end, bins)
     return {"ts_us": out_t, "bytes": out_v}
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.links import _cached
 from ..trace.model import Trace
 from .op_tree import op_tree
 from .operators import op_times
@@ -34,7 +33,7 @@ PL_MODULE_PREFIX = "[pl][module]"
 
 
 def module_tree(trace: Trace) -> list[dict] | None:
-    return _cached(trace, "module_tree", lambda: _module_tree(trace)) or None
+    return trace.memo("module_tree", lambda: _module_tree(trace)) or None
 
 
 def _module_tree(trace: Trace) -> list[dict]:

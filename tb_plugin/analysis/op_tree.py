@@ -19,7 +19,6 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.links import _cached
 from ..trace.model import Trace
 
 _RANK = {int(Kind.PYTHON_FUNCTION): 0, int(Kind.USER_ANNOTATION): 1, int(Kind.CPU_OP): 2,
@@ -35,7 +34,7 @@ class OpTree:
 
 
 def op_tree(trace: Trace) -> OpTree:
-    return _cached(trace, "op_tree", lambda: _build(trace))
+    return trace.memo("op_tree", lambda: _build(trace))
 
 
 def _build(trace: Trace) -> OpTree:

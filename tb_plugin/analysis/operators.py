@@ -30,7 +30,7 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
-from ..trace.links import device_mask, launch_mask, launch_of, _cached
+from ..trace.links import device_mask, launch_mask, launch_of
 from ..trace.model import Trace
 from .call_stacks import stack_ids
 from .op_tree import op_tree
@@ -58,7 +58,7 @@ class OpTimes:
 
 
 def op_times(trace: Trace) -> OpTimes:
-    return _cached(trace, "op_times", lambda: _op_times(trace))
+    return trace.memo("op_times", lambda: _op_times(trace))
 
 
 def _op_times(trace: Trace) -> OpTimes:
@@ -131,7 +131,7 @@ def _groups(trace: Trace, group_by: str):
         uniq, inverse = np.unique(keys, return_inverse=True)
         return rows, inverse, uniq
 
-    return _cached(trace, "op_groups:" + group_by, build)
+    return trace.memo("op_groups:" + group_by, build)
 
 
 def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:

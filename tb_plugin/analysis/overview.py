@@ -14,11 +14,13 @@ import numpy as np
 from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX
 from ..trace.model import Trace
 from ..trace.platform import accelerator_name
-from .breakdown import CATEGORIES, compute_breakdown
+from .breakdown import CATEGORIES, CATEGORY_LABELS, compute_breakdown
 from .gpu import INTERNAL_FIELDS, compute_gpu_summary
 from .launch_context import device_work_inside, operator_mask
-from .memory_peak import peak_allocated_by_gpu
+from .counters import counter_series
+from .memory import gpu_peaks
 from .recommendations import recommend
+from .series import reduce_to
 from .steps import compute_steps
 from .tensor_cores import fp32_eligible_kernel_us_by_device
 
@@ -50,7 +52,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
         steps.names,
         gpus,
         fp32_eligible_kernel_us,
-        peak_allocated_by_gpu(trace),
+        gpu_peaks(trace),
         first_step_prior_us=steps.first_step_prior_work_us,
         step_breakdown=step_rows,
     )
@@ -73,10 +75,12 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
             "pytorch_version": trace.meta.get("pytorch_version"),
         },
         "categories": CATEGORY_KEYS,
+        "category_labels": dict(CATEGORY_LABELS),
         "steps": step_rows,
         "average": average,
         "gpus": [_gpu_json(g) for g in gpus],
-        "recommendations": recommendations,
+        "recommendations": [r["text"] for r in recommendations],
+        "recommendation_details": recommendations,
         "trainer_events": trainer_events(trace, steps),
         "system_metrics": system_metrics(trace, origin),
     }
@@ -103,14 +107,16 @@ MAX_METRIC_POINTS = 2000
 
 
 def system_metrics(trace: Trace, origin: float) -> list[dict]:
-    """Counter series (``C`` events: Composer's cpu, memory, disk, network) relative to the first step."""
-    c = trace.counters
+    """Counter series (``C`` events: Composer's cpu, memory, disk, network) relative to ``origin`` (the
+    first step's start, µs): the series of :func:`.counters.counter_series` (the Trace view's counter
+    tracks), each reduced to at most ``MAX_METRIC_POINTS`` points by :func:`.series.reduce_to` (per bin
+    of its own span its largest and its last sample)."""
     out = []
-    for sid in np.unique(c.series) if len(c) else []:
-        rows = np.flatnonzero(c.series == sid)
-        if len(rows) > MAX_METRIC_POINTS:
-            rows = rows[np.linspace(0, len(rows) - 1, MAX_METRIC_POINTS).astype(int)]
-        out.append({"name": trace.strings[sid], "ts_us": (c.ts[rows] - origin).tolist(), "values": c.value[rows].tolist()})
+    for name, ts, values in counter_series(trace):
+        if len(ts) == 0:
+            continue
+        keep = reduce_to(ts, values, MAX_METRIC_POINTS)
+        out.append({"name": name, "ts_us": (ts[keep] - origin).tolist(), "values": values[keep].tolist()})
     return out
 
 

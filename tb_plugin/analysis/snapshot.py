@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..memsnap.snapshot import ACTIONS, DeviceTrace, Snapshot
+from ..artifacts.snapshot import ACTIONS, DeviceTrace, Snapshot
+from .series import held_max
 
 _A = {a: i for i, a in enumerate(ACTIONS)}
 _ALLOC = _A["alloc"]
@@ -192,7 +193,7 @@ def top_allocations(snapshot: Snapshot, device: int, limit: int = 100) -> list[d
 
 def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | None, width_px: int,
              bands: int = 200, cache: dict | None = None) -> dict:
-    """Active/reserved curves downsampled to ``width_px`` bins (per bin its maximum), and the
+    """Active/reserved curves downsampled to ``width_px`` bins (per bin its held maximum), and the
     ``bands`` largest allocations alive in the window, stacked by allocation order. ``cache`` keeps
     the per-device arrays between calls."""
     trace = snapshot.devices[device]
@@ -205,24 +206,10 @@ def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | 
     hi = float(t[-1]) if end is None else end
     if hi <= lo:
         hi = lo + 1.0
-    edges = np.linspace(lo, hi, width_px + 1)
 
     def per_bin(values):
-        """Per bin: the largest value held during it (the value entering it, and every change inside)."""
-        if len(values) == 0:
-            return [0] * width_px
-        enter = np.searchsorted(t, edges[:-1], side="right") - 1  # last entry at or before the bin start
-        stop = np.searchsorted(t, edges[1:], side="right")  # entries inside: (enter, stop)
-        held = np.where(enter >= 0, values[np.maximum(enter, 0)], 0)
-        first = np.maximum(enter + 1, 0)
-        has = stop > first
-        out = held.copy()
-        if has.any():
-            inside = values[: max(int(stop[-1]), 1)]  # nothing after the window's end
-            peaks = np.maximum.reduceat(inside, np.minimum(first, len(inside) - 1))
-            # reduceat runs to the next start: bins are contiguous, so it covers exactly [first, next first)
-            out[has] = np.maximum(out[has], peaks[has])
-        return out.astype(np.int64).tolist()
+        """Per bin: the largest value held during it (:func:`.series.held_max`)."""
+        return held_max(t, values, lo, hi, width_px).astype(np.int64).tolist()
 
     allocs, frees = cache.get("lifetimes") or lifetimes(trace)
     n = len(t)

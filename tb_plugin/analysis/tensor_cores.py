@@ -90,19 +90,6 @@ _ELIGIBLE_BACKWARD = re.compile(
 )
 
 
-def tensor_core_family(kernel_name: str) -> str | None:
-    """The family (a key of :data:`TENSOR_CORE_FAMILIES`, or ``"legacy"``) a kernel name belongs to,
-    or None when it does not run on tensor/matrix cores."""
-    if _NOT_TC.search(kernel_name):
-        return None
-    if any(m in kernel_name for m in TENSOR_CORE_KERNEL_MARKERS_LEGACY):
-        return "legacy"
-    for family, (pattern, _) in TENSOR_CORE_FAMILIES.items():
-        if re.search(pattern, kernel_name, re.DOTALL):
-            return family
-    return None
-
-
 def uses_tensor_cores(kernel_name: str) -> bool:
     """Whether a kernel name says it runs on tensor cores (NVIDIA) or matrix cores (AMD)."""
     low = kernel_name.lower()

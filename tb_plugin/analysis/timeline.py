@@ -18,7 +18,6 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.links import _cached
 from ..trace.model import Trace
 
 LEVEL_FACTOR = 4
@@ -71,7 +70,7 @@ _LEVEL_FIELDS = ("start", "end", "depth", "name", "count", "row")
 
 
 def timeline_index(trace: Trace) -> list[Track]:
-    return _cached(trace, "timeline_index", lambda: _build(trace))
+    return trace.memo("timeline_index", lambda: _build(trace))
 
 
 def pack_index(trace: Trace) -> tuple[dict, dict[str, np.ndarray]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.links import _cached, device_mask, launch_of
+from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
 from .bounded_regex import compile_bounded, matching
 from .timeline import Track, timeline_index, track_of_events  # noqa: F401 (re-exported)
@@ -23,7 +23,7 @@ def origin(trace: Trace) -> float:
         ev = trace.events
         return float(ev.ts.min()) if len(ev) else 0.0
 
-    return _cached(trace, "timeline_origin", build)
+    return trace.memo("timeline_origin", build)
 
 
 def extent(trace: Trace) -> tuple[float, float]:
@@ -110,7 +110,7 @@ def launch_pairs(trace: Trace):
         src = launcher[dev]
         return dev, src, ev.ts[dev], ev.ts[src]
 
-    return _cached(trace, "launch_pairs", build)
+    return trace.memo("launch_pairs", build)
 
 
 def search(trace: Trace, pattern: str, regex: bool = False, limit: int = MAX_SEARCH_RESULTS) -> dict:
@@ -119,7 +119,7 @@ def search(trace: Trace, pattern: str, regex: bool = False, limit: int = MAX_SEA
     Only the distinct names are tested. A regex is bounded (:mod:`.bounded_regex`): its size, and
     one deadline of ``SEARCH_SECONDS`` for all names; past it a :class:`ValueError` says so."""
     ev = trace.events
-    ids = _cached(trace, "distinct_name_ids", lambda: np.unique(ev.name))
+    ids = trace.memo("distinct_name_ids", lambda: np.unique(ev.name))
     strings = trace.strings
     if regex:
         rx = compile_bounded(pattern)

@@ -55,11 +55,6 @@ def _version(info: dict) -> str:
     return str(info.get("size"))
 
 
-def list_trace_files(fs, root: str, sniff: SniffCache) -> list[FileEntry]:
-    """Every trace file under ``root`` at any depth, sorted by relative path."""
-    return [e for e in list_files(fs, root, sniff) if e.kind == "trace"]
-
-
 def list_files(fs, root: str, sniff: SniffCache, skipped_links: list[str] | None = None) -> list[FileEntry]:
     """Every profiler artifact under ``root`` at any depth (traces, allocator snapshots, memory
     timeline exports), sorted by relative path. Symlinks that are not followed (to directories, or

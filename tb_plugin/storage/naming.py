@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..memsnap.memprofiler import file_kind
+from ..artifacts.memprofiler import file_kind
 
 TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
 CERTAIN_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")

@@ -49,10 +49,6 @@ def protocol_of(url: str) -> str:
     return url.split("://", 1)[0].lower() if "://" in url else "file"
 
 
-def is_remote_url(url: str) -> bool:
-    return protocol_of(url) not in ("file", "local")
-
-
 def is_local_fs(fs) -> bool:
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
     return protocol in ("file", "local")

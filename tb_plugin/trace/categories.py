@@ -89,8 +89,18 @@ COMPOSER_TRAINER_PREFIXES = (COMPOSER_EVENT_PREFIX, "callback/", "dataloader/")
 def is_composer_trainer_event(name: str) -> bool:
     """Whether an event name is one of Composer's trainer spans (engine, callback or dataloader)."""
     return name.startswith(COMPOSER_TRAINER_PREFIXES)
+# Communication ops (host side), by name: one definition for the step breakdown's Communication
+# category and the Distributed view's search for the op around a communication kernel.
 COMM_OP_PREFIXES = ("nccl:", "gloo:", "mpi:", "ucc:", "c10d::", "c10d_functional::", "_c10d_functional::")
 COMM_OP_NAMES = frozenset({"record_param_comms"})
+
+
+def is_comm_op_name(name: str) -> bool:
+    """Whether an operator name is a communication op: a ``COMM_OP_PREFIXES`` backend/namespace prefix
+    (``nccl:all_reduce``, ``c10d::allreduce_``, ``_c10d_functional::all_gather_into_tensor``) or one of
+    ``COMM_OP_NAMES`` (``record_param_comms``)."""
+    return name.startswith(COMM_OP_PREFIXES) or name in COMM_OP_NAMES
+
 
 # Communication kernels, by name (one definition: the breakdown's Communication category, the
 # Distributed view and the insights all call :func:`is_comm_kernel_name`).

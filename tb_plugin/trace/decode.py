@@ -265,7 +265,6 @@ def _split_array_form(buf: memoryview) -> tuple[list[msgspec.Raw], str | None]:
 # Batches of events → columns
 # --------------------------------------------------------------------------------------------
 
-_EVENT_PHASES = ("X",)
 _MAX_TIME = 1e30  # µs; a timestamp or duration beyond this is garbage (now is about 1.7e15 µs since 1970)
 _SKIPPED = "\x00undecodable"  # the phase of a placeholder for an event that could not be decoded
 _INSTANT_PHASES = ("i", "I")

@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from .categories import Kind
-from .links import _cached, launch_of
+from .links import launch_of
 from .model import Trace
 
 #: Launch calls whose ``grid`` is in work-items (``globalWorkSizeX/Y/Z``), not blocks.
@@ -29,7 +29,7 @@ def kernel_blocks(trace: Trace) -> np.ndarray:
     """For every event, the number of blocks its kernel launch ran (float64); NaN for events that are
     not kernels and for kernels whose geometry is unknown (no ``grid`` on the kernel or its launch, or
     a work-item grid without a ``block``)."""
-    return _cached(trace, "kernel_blocks", lambda: _kernel_blocks(trace))
+    return trace.memo("kernel_blocks", lambda: _kernel_blocks(trace))
 
 
 def _kernel_blocks(trace: Trace) -> np.ndarray:

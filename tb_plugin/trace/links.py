@@ -15,12 +15,12 @@ from .model import Trace
 
 def device_mask(trace: Trace) -> np.ndarray:
     """Events that are device work: kernels, memcpy and memset."""
-    return _cached(trace, "device_mask", lambda: np.isin(trace.events.kind, DEVICE_KINDS))
+    return trace.memo("device_mask", lambda: np.isin(trace.events.kind, DEVICE_KINDS))
 
 
 def launch_mask(trace: Trace) -> np.ndarray:
     """Events that launch device work: runtime (``cuda_runtime``/``Runtime``/HIP) and driver calls."""
-    return _cached(trace, "launch_mask", lambda: np.isin(trace.events.kind, LAUNCH_KINDS))
+    return trace.memo("launch_mask", lambda: np.isin(trace.events.kind, LAUNCH_KINDS))
 
 
 def launch_of(trace: Trace) -> np.ndarray:
@@ -28,7 +28,7 @@ def launch_of(trace: Trace) -> np.ndarray:
 
     Only device events get a value; when several launches share an id, the first one wins.
     """
-    return _cached(trace, "launch_of", lambda: _launch_of(trace))
+    return trace.memo("launch_of", lambda: _launch_of(trace))
 
 
 def _launch_of(trace: Trace) -> np.ndarray:
@@ -47,9 +47,3 @@ def _launch_of(trace: Trace) -> np.ndarray:
     out[devices[hit]] = launches[order[pos[hit]]]
     return out
 
-
-def _cached(trace: Trace, key: str, make):
-    value = trace.derived.get(key)
-    if value is None:
-        value = trace.derived[key] = make()
-    return value

@@ -136,7 +136,19 @@ class Trace:
     # facts about the file that change nothing the user sees (normal Kineto/Composer content: events
     # without a duration, Composer's trainer spans); ``warnings`` are for what does (events dropped, …)
     notes: list[str] = dataclasses.field(default_factory=list)
+    # per-trace results of analyses, filled by :meth:`memo` (the registry measures it for its memory budget)
     derived: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    def memo(self, key: str, make):
+        """``make()``, computed once per trace and kept in :attr:`derived` under ``key``; later calls
+        return the kept value (``None`` included). Analyses keep their per-trace indexes here (op tree,
+        timeline index, counter inputs…), so each is built once whoever asks first. ``key`` names the
+        result and what it depends on (``"kernel_rows:" + group_by``)."""
+        try:
+            return self.derived[key]
+        except KeyError:
+            value = self.derived[key] = make()
+            return value
 
     def string(self, index: int) -> str | None:
         return self.strings[index] if index >= 0 else None

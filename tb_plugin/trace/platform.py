@@ -36,19 +36,19 @@ def runtime_vendor(trace: Trace) -> str | None:
         return AMD
     if any(k in meta for k in _CUDA_META_KEYS):
         return NVIDIA
-    cached = trace.derived.get("runtime_vendor", "?")
-    if cached != "?":
-        return cached
+    return trace.memo("runtime_vendor", lambda: _launch_vendor(trace))
+
+
+def _launch_vendor(trace: Trace) -> str | None:
+    """``"AMD"`` when a launch call is a ``hip*`` one, ``"NVIDIA"`` for ``cuda*``/``cu*``, else None."""
     ev = trace.events
     names = np.unique(ev.name[np.isin(ev.kind, LAUNCH_KINDS)])
     texts = [trace.strings[i] for i in names.tolist() if i >= 0]
-    vendor = None
     if any(t.startswith("hip") for t in texts):
-        vendor = AMD
-    elif any(t.startswith(("cuda", "cu")) for t in texts):
-        vendor = NVIDIA
-    trace.derived["runtime_vendor"] = vendor
-    return vendor
+        return AMD
+    if any(t.startswith(("cuda", "cu")) for t in texts):
+        return NVIDIA
+    return None
 
 
 def device_vendor(trace: Trace, info: DeviceInfo | None) -> str | None:

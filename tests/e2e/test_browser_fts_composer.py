@@ -2,10 +2,10 @@
 
 Logdir:
 - ``fts``: a finetuning-scheduler ``memprofiler/`` folder (samples/fts_memprofiler, values known by
-  construction in tb_plugin/synth_fts.py), no traces;
+  construction in tests/synth/fts.py), no traces;
 - ``composer_sample``: the real Composer sample (one rank, a ``cpu/cpu_percent`` counter);
 - ``composer_ranks``: three synthetic Composer ranks whose clocks are offset by 0, +2500 and −1300 µs
-  (tb_plugin/synth_composer.py), with cpu, memory, disk and network counters.
+  (tests/synth/composer.py), with cpu, memory, disk and network counters.
 
 (1) The Snapshots tab of ``fts`` opens the rank 0 stats: the table shows the known start/end/Δ values
 and the chart is drawn; the FSDP report shows as text. (2) The Trace view of the Composer runs lays out
@@ -19,8 +19,8 @@ import shutil
 import pytest
 
 from conftest import SAMPLES
-from tb_plugin.synth_composer import SERIES, write_ranks
-from tb_plugin.synth_fts import MiB, snapshot_values
+from synth.composer import SERIES, write_ranks
+from synth.fts import MiB, snapshot_values
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, plugin_frame, select_file, wait_all_ready
 

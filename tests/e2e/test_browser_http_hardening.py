@@ -17,7 +17,7 @@ import threading
 import urllib.request
 from pathlib import Path
 
-from tb_plugin.synth import SynthSpec, synthesize
+from synth.traces import SynthSpec, synthesize
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, plugin_frame, select_file
 from tests.e2e.test_browser_timeline import HOOK, PERFETTO_STUB

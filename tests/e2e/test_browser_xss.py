@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import sample
-from tb_plugin.synth import SynthSpec, synthesize
+from synth.traces import SynthSpec, synthesize
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import plugin_frame
 

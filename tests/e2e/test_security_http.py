@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import sample
-from tb_plugin.synth_fts import write_memprofiler
+from synth.fts import write_memprofiler
 from tests.e2e.conftest import tensorboard
 
 SECRET = "KINETOSCOPE-SECRET-5f1c9e"

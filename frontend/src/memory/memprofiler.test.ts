@@ -1,5 +1,5 @@
 // The MemProfiler stats model on the server's answer for samples/fts_memprofiler rank 1
-// (tb_plugin/synth_fts.py: the values are known by construction).
+// (tests/synth/fts.py: the values are known by construction).
 import { describe, expect, it } from "vitest";
 import stats from "../__fixtures__/memory/memprofiler_stats_rank1.json";
 import type { MemProfilerStatsReady } from "../api/memoryTypes";

@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from .trace.decode import decode_trace
-from .trace.model import Trace
+from tb_plugin.trace.decode import decode_trace
+from tb_plugin.trace.model import Trace
 
 DTYPE_BYTES = {"Float": 4, "BFloat16": 2, "Half": 2, "Long": 8, "Int": 4}
 

@@ -8,7 +8,7 @@ iteration; :func:`write_memprofiler` takes the iterations):
   with PyYAML's default dumper from a ``defaultdict`` (so the file starts with the
   ``!!python/object/apply:collections.defaultdict`` tag, as MemProfiler's files do);
 - ``cuda_alloc_rank_<r>.training_step.<i>.<start|end>.pickle``: an allocator snapshot
-  (:mod:`tb_plugin.synth_snapshot`);
+  (:mod:`synth.snapshot`);
 - ``fsdp_mem_rank_<r>_training_step_<i>.log``: a text report.
 
 The values follow a simple model of one FSDP fine-tuning step (bytes unless noted):
@@ -31,7 +31,7 @@ import pickle
 
 import yaml
 
-from .synth_snapshot import synthesize_snapshot
+from .snapshot import synthesize_snapshot
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -126,7 +126,7 @@ def write_memprofiler(out: str | os.PathLike, ranks: int = 2, iterations=(2,), s
     return folder
 
 
-if __name__ == "__main__":  # python -m tb_plugin.synth_fts OUT_DIR
+if __name__ == "__main__":  # python -m synth.fts OUT_DIR
     import sys
 
     print(write_memprofiler(sys.argv[1] if len(sys.argv) > 1 else "fts_demo"))

@@ -4,7 +4,7 @@ Unpickling runs C code on the file's structure: a pickle that names no global ca
 process (a deeply nested tuple hashed as a dict key overflows the C stack) or hang it (tuples that
 share halves hash in 2^depth steps); see :mod:`.unpickle`. When the bytes cannot rule that out
 (:func:`~.unpickle.tuple_nesting_bound` above :data:`~.unpickle.IN_PROCESS_NESTING`, which is every
-real snapshot of some size), the pickle is sent to ``python -m tb_plugin.memsnap.isolated`` on stdin;
+real snapshot of some size), the pickle is sent to ``python -m tb_plugin.artifacts.isolated`` on stdin;
 the child unpickles and parses it and answers the packed columns (:func:`~.snapshot.pack_snapshot`:
 a JSON header and flat arrays) as an ``.npz`` on stdout. This process never unpickles the file. The
 child's crash (a signal), its time limit (:func:`time_limit_s`) or its error message becomes the
@@ -46,7 +46,7 @@ def parse_in_child(data: bytes) -> tuple[dict, dict]:
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     limit = time_limit_s(len(data))
     try:
-        done = subprocess.run([sys.executable, "-m", "tb_plugin.memsnap.isolated"], input=data,
+        done = subprocess.run([sys.executable, "-m", "tb_plugin.artifacts.isolated"], input=data,
                               capture_output=True, timeout=limit, env=env, check=False)
     except subprocess.TimeoutExpired:
         raise SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
