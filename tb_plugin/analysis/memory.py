@@ -63,8 +63,10 @@ def _memory_data(trace: Trace) -> MemoryData:
     mem = trace.memory
     ev = trace.events
     label_of = np.full(len(mem), "", dtype=object)
-    for label, _, rows in device_rows(trace):
+    device_code = np.zeros(len(mem), dtype=np.int64)  # 0: ignored, else 1 + the device's index
+    for k, (label, _, rows) in enumerate(device_rows(trace)):
         label_of[rows] = label
+        device_code[rows] = k + 1
     labels = label_of.tolist()
     origin = memory_origin(trace)
     op = _innermost_ops(trace)
@@ -72,55 +74,75 @@ def _memory_data(trace: Trace) -> MemoryData:
     unfreed = np.zeros(len(mem), dtype=bool)
     has_addr = bool((mem.addr >= 0).any()) if len(mem) else False
     if has_addr:  # link each free to the allocation it ends
-        live: dict[tuple, int] = {}  # (device, addr) -> row of the open allocation
-        for i, (addr, b, lab) in enumerate(zip(mem.addr.tolist(), mem.bytes.tolist(), labels)):
-            if addr < 0 or not lab:
-                continue
-            if b > 0:
-                live[(lab, addr)] = i
-            elif b < 0 and (lab, addr) in live:
-                alloc_op[i] = op[live.pop((lab, addr))]
-        unfreed[list(live.values())] = True
+        _link_frees(mem.addr, mem.bytes, device_code, op, alloc_op, unfreed)
     return MemoryData(labels, op, alloc_op, unfreed, has_addr, origin)
 
 
+def _link_frees(addr: np.ndarray, nbytes: np.ndarray, device_code: np.ndarray, op: np.ndarray,
+                alloc_op: np.ndarray, unfreed: np.ndarray) -> None:
+    """Per (device, Addr), in row order: a free (bytes < 0) right after an allocation (bytes > 0)
+    ends it, so the free's ``alloc_op`` is that allocation's operator; an allocation that is the last
+    event of its address is never freed (``unfreed``). An allocation followed by another at the same
+    address is replaced, neither linked nor unfreed; a free after a free ends nothing. Events without
+    Addr, of an ignored device, or of zero (or NaN) bytes take no part. One sort, no Python loop."""
+    sel = np.flatnonzero((addr >= 0) & (device_code > 0) & ((nbytes > 0) | (nbytes < 0)))
+    if len(sel) == 0:
+        return
+    order = sel[np.lexsort((sel, addr[sel], device_code[sel]))]
+    same_key = (device_code[order][1:] == device_code[order][:-1]) & (addr[order][1:] == addr[order][:-1])
+    is_alloc = nbytes[order] > 0
+    link = np.flatnonzero(same_key & is_alloc[:-1] & ~is_alloc[1:]) + 1
+    alloc_op[order[link]] = op[order[link - 1]]
+    unfreed[order[is_alloc & np.r_[~same_key, True]]] = True
+
+
 def _innermost_ops(trace: Trace) -> np.ndarray:
-    """Innermost operator (by [start, end)) on the memory event's thread, per memory event."""
+    """Innermost operator (by [start, end)) on the memory event's thread, per memory event.
+
+    Vectorized: per thread, the operator that starts last at or before the event's time (µs) is the
+    innermost one if it is still open (end > t); otherwise its enclosing operators
+    (:func:`.op_tree.op_tree`'s ``op_parent``) are tried, one nesting level per numpy pass over all
+    the events still unplaced, so the passes number the nesting depth, not the events."""
     mem = trace.memory
     ev = trace.events
     out = np.full(len(mem), -1, dtype=np.int64)
     if len(mem) == 0:
         return out
     is_op = op_times(trace).is_op
-    ops = op_tree(trace).order
-    ops = ops[is_op[ops]]
-    by_thread: dict[tuple, list[int]] = {}
-    for r in ops.tolist():
-        by_thread.setdefault((int(ev.pid[r]), int(ev.tid[r])), []).append(r)
-    mem_threads: dict[tuple, list[int]] = {}
-    for i, key in enumerate(zip(mem.pid.tolist(), mem.tid.tolist())):
-        mem_threads.setdefault(key, []).append(i)
-    for key, idx in mem_threads.items():
-        rows = by_thread.get(key)
-        if not rows:
+    tree = op_tree(trace)
+    ops = tree.order[is_op[tree.order]]
+    if len(ops) == 0:
+        return out
+    def thread_key(pid, tid):  # (pid, tid) as one int64: both are 32-bit ids
+        return pid.astype(np.int64) << 32 | (tid.astype(np.int64) & 0xFFFFFFFF)
+
+    _, code = np.unique(np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(mem.pid, mem.tid)]),
+                        return_inverse=True)
+    code = code.reshape(-1)
+    op_code, mem_code = code[: len(ops)], code[len(ops):]
+    op_start = ev.ts[ops]
+    order = np.lexsort((np.arange(len(ops)), op_start, op_code))  # by thread, then start; nesting order kept
+    ops, op_code, op_start = ops[order], op_code[order], op_start[order]
+    bounds = np.searchsorted(op_code, np.arange(int(code.max()) + 2))
+    end_of = ev.ts + ev.dur
+    t = mem.ts.astype(np.float64)
+    cand = np.full(len(mem), -1, dtype=np.int64)
+    for th in np.unique(mem_code).tolist():  # one pass per thread (threads, not events)
+        lo, hi = bounds[th], bounds[th + 1]
+        if lo == hi:
             continue
-        idx.sort(key=lambda i: mem.ts[i])
-        stack: list[tuple[float, int]] = []
-        k = 0
-        starts = ev.ts[rows].tolist()
-        ends = (ev.ts[rows] + ev.dur[rows]).tolist()
-        for i in idx:
-            t = float(mem.ts[i])
-            while k < len(rows) and starts[k] <= t:
-                while stack and stack[-1][0] <= starts[k]:
-                    stack.pop()
-                stack.append((ends[k], rows[k]))
-                k += 1
-            while stack and stack[-1][0] <= t:
-                stack.pop()
-            if stack:
-                out[i] = stack[-1][1]
-    return out
+        here = np.flatnonzero(mem_code == th)
+        k = np.searchsorted(op_start[lo:hi], t[here], side="right") - 1
+        cand[here] = np.where(k >= 0, ops[lo:hi][np.maximum(k, 0)], -1)
+    parent = tree.op_parent
+    while True:  # climb while the candidate closed at or before t (or is not an operator)
+        live = cand >= 0
+        closed = np.zeros(len(cand), dtype=bool)
+        closed[live] = (end_of[cand[live]] <= t[live]) | ~is_op[cand[live]]
+        if not closed.any():
+            break
+        cand[closed] = parent[cand[closed]]
+    return cand
 
 
 def memory_origin(trace: Trace) -> float:
