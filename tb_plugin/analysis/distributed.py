@@ -38,7 +38,7 @@ from ..trace.links import launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
 from .collective_matching import match_collectives
-from .intervals import merge
+from .intervals import covered_in_windows, merge
 from .op_tree import op_tree
 from .steps import compute_steps
 from .stragglers import arrivals
@@ -185,18 +185,17 @@ def step_overlap(trace: Trace) -> list[dict]:
     masks = category_masks(trace)
     comp = masks["kernel"]
     comm = masks["communication"] & (ev.kind == Kind.KERNEL)
-    out = []
-    for name, lo, hi in zip(steps.names, steps.start, steps.end):
-        cs, ce = merge(np.clip(ev.ts[comp], lo, hi), np.clip(ev.ts[comp] + ev.dur[comp], lo, hi))
-        ms, me = merge(np.clip(ev.ts[comm], lo, hi), np.clip(ev.ts[comm] + ev.dur[comm], lo, hi))
-        comp_len, comm_len = float(np.sum(ce - cs)), float(np.sum(me - ms))
-        us, ue = merge(np.concatenate([cs, ms]), np.concatenate([ce, me]))
-        union = float(np.sum(ue - us))
-        overlap = comp_len + comm_len - union
-        out.append({"step": name, "computation_us": comp_len - overlap, "overlap_us": overlap,
-                    "communication_us": comm_len - overlap, "other_us": float(hi - lo) - union,
-                    "total_us": float(hi - lo)})
-    return out
+    cs, ce = merge(ev.ts[comp], ev.ts[comp] + ev.dur[comp])
+    ms, me = merge(ev.ts[comm], ev.ts[comm] + ev.dur[comm])
+    us, ue = merge(np.concatenate([cs, ms]), np.concatenate([ce, me]))
+    lo, hi = np.asarray(steps.start, dtype=np.float64), np.asarray(steps.end, dtype=np.float64)
+    comp_len = covered_in_windows(cs, ce, lo, hi)  # all steps at once: no pass over the kernels per step
+    comm_len = covered_in_windows(ms, me, lo, hi)
+    union = covered_in_windows(us, ue, lo, hi)
+    overlap = comp_len + comm_len - union
+    return [{"step": name, "computation_us": float(c - o), "overlap_us": float(o), "communication_us": float(m - o),
+             "other_us": float(h - l_) - float(u), "total_us": float(h - l_)}
+            for name, c, m, u, o, l_, h in zip(steps.names, comp_len, comm_len, union, overlap, lo, hi)]
 
 
 def rank_reduce(trace: Trace) -> dict:

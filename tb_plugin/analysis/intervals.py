@@ -25,6 +25,27 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return out_s, out_e
 
 
+def covered_in_windows(merged_starts: np.ndarray, merged_ends: np.ndarray, lo: np.ndarray,
+                       hi: np.ndarray) -> np.ndarray:
+    """Per window ``[lo[i], hi[i]]``: the length (µs) of sorted, disjoint intervals (:func:`merge`'s
+    output) inside it, for all windows at once: F(hi) − F(lo), where F(x) is the covered length up to
+    ``x`` (cumulative lengths, one ``searchsorted``). An empty or inverted window covers 0."""
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.maximum(np.asarray(hi, dtype=np.float64), lo)
+    if len(merged_starts) == 0:
+        return np.zeros(len(lo))
+    s = np.asarray(merged_starts, dtype=np.float64)
+    e = np.asarray(merged_ends, dtype=np.float64)
+    before = np.concatenate([[0.0], np.cumsum(e - s)])  # covered length before interval k
+
+    def upto(x: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(s, x, side="right") - 1
+        kk = np.maximum(k, 0)
+        return np.where(k >= 0, before[kk] + np.minimum(x, e[kk]) - s[kk], 0.0)
+
+    return upto(hi) - upto(lo)
+
+
 def covered_length(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
     """Length of the union of the intervals inside ``[lo, hi]`` (µs)."""
     if hi <= lo or len(starts) == 0:
