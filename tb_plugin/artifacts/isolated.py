@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import orjson
 
-from .. import jsonsafe
+from ..trace import jsonsafe
 
 BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for each MB of pickle
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine

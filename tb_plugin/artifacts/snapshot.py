@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import jsonsafe
+from ..trace import jsonsafe
 from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",

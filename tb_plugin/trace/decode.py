@@ -22,7 +22,7 @@ from typing import Any, Callable
 import msgspec
 import numpy as np
 
-from .. import jsonsafe
+from . import jsonsafe
 from .categories import Kind, is_composer_trainer_event, kind_of_category
 from .devices import unplaceable_warning
 from .errors import TraceReadError
