@@ -28,12 +28,27 @@ class ChangeCounter:
 
 
 CHANGES = ChangeCounter()
-_FILE_FIELDS = frozenset({"state", "error", "warnings", "notes", "worker", "span"})  # shown in the runs document
-_ARTIFACT_FIELDS = frozenset({"state", "error"})
+
+
+class _Shown:
+    """A registry entry: assigning one of its ``SHOWN`` fields (those the ``runs`` document shows)
+    bumps :data:`CHANGES`."""
+
+    SHOWN: frozenset = frozenset()
+    entry: FileEntry
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key in self.SHOWN:
+            CHANGES.bump()
+        object.__setattr__(self, key, value)
+
+    @property
+    def run(self) -> str:
+        return self.entry.run
 
 
 @dataclasses.dataclass
-class FileState:
+class FileState(_Shown):
     entry: FileEntry
     worker: str
     span: str
@@ -48,15 +63,7 @@ class FileState:
     aggregate: dict[str, Any] | None = None  # per-rank aggregates (executors/task.py), once computed
     # held while this file is parsed or its aggregate computed: concurrent requests wait for one load
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        if key in _FILE_FIELDS:
-            CHANGES.bump()
-        object.__setattr__(self, key, value)
-
-    @property
-    def run(self) -> str:
-        return self.entry.run
+    SHOWN = frozenset({"state", "error", "warnings", "notes", "worker", "span"})
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -72,7 +79,7 @@ class FileState:
 
 
 @dataclasses.dataclass
-class ArtifactState:
+class ArtifactState(_Shown):
     """A memory artifact of a run: an allocator snapshot, a memory-timeline export or a MemProfiler file."""
 
     entry: FileEntry
@@ -81,15 +88,7 @@ class ArtifactState:
     views: Any = None  # set before ``state`` becomes READY: readers check ``state`` without a lock
     # held while this artifact loads: one load per artifact, other artifacts never wait for it
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        if key in _ARTIFACT_FIELDS:
-            CHANGES.bump()
-        object.__setattr__(self, key, value)
-
-    @property
-    def run(self) -> str:
-        return self.entry.run
+    SHOWN = frozenset({"state", "error"})
 
     def as_json(self) -> dict[str, Any]:
         return {"path": self.entry.rel, "kind": self.entry.kind, "size_bytes": self.entry.size,
