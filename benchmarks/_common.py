@@ -25,8 +25,8 @@ CHILD_REGISTRY = r"""
 import json, os, sys, time
 sys.path.insert(0, sys.argv[2])
 from tb_plugin import api
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.cache import ParseCache
 path = sys.argv[1]
 reg = RunRegistry(os.path.dirname(path), cache=ParseCache())
 reg.scan()

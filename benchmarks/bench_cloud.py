@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 CHILD = r"""
 import json, resource, sys, time
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.cache import ParseCache
 logdir, name = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
 reg = RunRegistry(logdir, cache=ParseCache())

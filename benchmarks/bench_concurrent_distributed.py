@@ -26,8 +26,8 @@ def hwm_mb():  # this process's own peak (ru_maxrss would include the parent's: 
     return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1]) / 1024
 sys.path.insert(0, sys.argv[4])
 from tb_plugin import api
-from tb_plugin import runs as runs_mod
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry import parse as runs_mod
+from tb_plugin.registry.runs import RunRegistry
 logdir, run, clients = sys.argv[1], sys.argv[2], int(sys.argv[3])
 parses = [0]
 real = runs_mod.load_trace_file

@@ -50,8 +50,8 @@ def run(a, out: str) -> None:
 
     from rank_job import build_rank_job
     from tb_plugin.cli import run_report
-    from tb_plugin.executors import dask_address
-    from tb_plugin.runs import RunRegistry
+    from tb_plugin.registry.executors import dask_address
+    from tb_plugin.registry.runs import RunRegistry
 
     t = time.perf_counter()
     paths = build_rank_job(out, a.ranks, a.copies)
@@ -80,7 +80,7 @@ def run(a, out: str) -> None:
         assert docs[spec] == docs["local"] == docs["local:2"], "reports differ between executors"
         print("reports identical across executors: yes")
 
-        from tb_plugin.executors import reduce_rank
+        from tb_plugin.registry.executors import reduce_rank
 
         reg = RunRegistry(out)
         reg.scan()

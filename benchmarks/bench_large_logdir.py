@@ -80,8 +80,8 @@ def hammer_registry(base: str, keys: list[dict], clients: int, seconds: float) -
 
 
 def run(runs: int, files_per_run: int, seconds: float, clients: int, verbose: bool = True) -> dict:
-    from tb_plugin.runs import RunRegistry
-    from tb_plugin.storage.cache import ParseCache
+    from tb_plugin.registry.runs import RunRegistry
+    from tb_plugin.registry.cache import ParseCache
 
     say = print if verbose else (lambda *a, **k: None)
     with tempfile.TemporaryDirectory(prefix="kinetoscope-large-") as tmp:
@@ -95,7 +95,7 @@ def run(runs: int, files_per_run: int, seconds: float, clients: int, verbose: bo
         reg.scan()
         listing = time.perf_counter() - t
         t = time.perf_counter()
-        doc = reg.snapshot()
+        doc = reg.runs_document()
         snapshot_s = time.perf_counter() - t
         assert doc["loading"]["files_total"] == n, doc["loading"]
         say(f"in-process listing (scan) {listing:.3f} s, runs snapshot {snapshot_s * 1e3:.1f} ms", flush=True)

@@ -37,8 +37,8 @@ print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource
 OURS = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.cache import ParseCache
 path = sys.argv[1]
 t = time.perf_counter()
 reg = RunRegistry(os.path.dirname(path), cache=ParseCache())

@@ -6,7 +6,7 @@ Builds the job with ``../shared/tools/scale_trace.py`` from the 8 DLRM ranks (ea
 then measures, each in its own subprocess: the serial parse of one file, and the load of the whole
 run (parallel parse into the cache + Overviews). Target: whole-run time ≤ 1.5 × (one file × ranks ÷
 cores). Peak RSS is the parent's and the largest worker's (``ru_maxrss``); the bound is the pool
-size × :data:`tb_plugin.runs.PARSE_MEMORY_FACTOR` × the file size. Last line:
+size × :data:`tb_plugin.registry.executors.local.PARSE_MEMORY_FACTOR` × the file size. Last line:
 ``serial_one_s=… run_s=… target_s=… run_over_target=… workers=… peak_rss_parent_mb=… peak_rss_worker_mb=…``.
 """
 
@@ -27,7 +27,7 @@ SHARED = os.path.join(os.path.dirname(REPO), "shared")
 ONE = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.analysis.overview import compute_overview
 t = time.perf_counter()
 compute_overview(load_trace_file(sys.argv[1]))
@@ -37,8 +37,8 @@ print(json.dumps({"seconds": time.perf_counter() - t}))
 RUN = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.cache import ParseCache
 reg = RunRegistry(sys.argv[1], cache=ParseCache())
 reg.scan()
 files = reg.files()

@@ -21,8 +21,8 @@ import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tb_plugin import api  # noqa: E402
-from tb_plugin.runs import RunRegistry  # noqa: E402
-from tb_plugin.storage.cache import ParseCache  # noqa: E402
+from tb_plugin.registry.runs import RunRegistry  # noqa: E402
+from tb_plugin.registry.cache import ParseCache  # noqa: E402
 
 
 def main() -> int:

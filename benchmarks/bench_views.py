@@ -21,7 +21,7 @@ from benchmarks.bench_load import FLOOR  # noqa: E402
 VIEWS = CHILD_REGISTRY + r"""
 (state,) = [s for s in reg.files() if s.entry.name == os.path.basename(path)]
 trace = reg._parse(state, lambda _: None)
-from tb_plugin.file_views import FileViews
+from tb_plugin.registry.views import FileViews
 t = time.perf_counter()
 views = FileViews(trace)
 for g in ("operator", "input_shape", "call_stack"):

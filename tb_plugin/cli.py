@@ -5,7 +5,8 @@
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes
 to stderr, one line per rank. The exit status is 1 when any trace file failed to load or the logdir
 holds no trace (nor memory artifact), 2 for bad arguments (a logdir or path that does not exist or
-cannot be read, an unknown run, worker or span). The per-rank work (parse, reduce to aggregates) runs on the executor (tb_plugin/executors):
+cannot be read, an unknown run, worker or span). The per-rank work (parse, reduce to aggregates) runs on the executor
+(tb_plugin/registry/executors):
 the local process pool by default, or a Dask cluster (``--executor`` or ``$KINETOSCOPE_EXECUTOR``).
 """
 
@@ -13,19 +14,22 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Any, TextIO
 
 import orjson
 
-from . import jsonsafe
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
-from .artifact_views import MEMPROFILER_KINDS
-from .executors import ENV_VAR, LocalExecutor, open_executor
-from .numfmt import fixed
-from .runs import ERROR, RunRegistry
-from .storage.cache import ParseCache
+from .analysis.numfmt import fixed
+from .registry import report
+from .registry.cache import ParseCache
+from .registry.executors import ENV_VAR, LocalExecutor, open_executor
+from .registry.runs import RunRegistry
+from .registry.states import ERROR
+from .storage.remote import is_local_fs
+from .trace import jsonsafe
 
 logger = logging.getLogger(__name__)
 _LABELS = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]  # analysis/breakdown.py: the one table
@@ -110,17 +114,14 @@ def _span_key(span: str):
 
 
 def run_diff(args, out: TextIO, err: TextIO) -> int:
-    from .analysis.diff import kernel_diff, op_diff_flat, step_diff
-
     try:
         base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache)
         exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache)
     except _PickError as exc:
         err.write(f"kinetoscope: {exc}\n")
         return exc.status
-    b, e = base_reg.tables(base).trace, exp_reg.tables(exp).trace
     doc = {"baseline": base.entry.path, "experiment": exp.entry.path,
-           "steps": step_diff(base.overview, exp.overview), "operators": op_diff_flat(b, e), "kernels": kernel_diff(b, e)}
+           **report.diff_document(base, base_reg.tables(base), exp, exp_reg.tables(exp))}
     if args.json:
         out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
@@ -159,25 +160,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
         err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")
         return 2
     _analyse(registry, files, executor, err)
-    doc = {"runs": []}
-    for st in files:
-        if not doc["runs"] or doc["runs"][-1]["name"] != st.run:
-            doc["runs"].append({"name": st.run, "workers": []})
-        overview = st.overview
-        if overview is not None:
-            overview = dict(overview)
-            overview["configuration"] = dict(overview["configuration"], workers_in_run=registry.workers_in_run(st.run))
-        entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
-                 "warnings": st.warnings, "notes": st.notes, "overview": overview, "operators": None, "kernels": None, "modules": None,
-                 "memory": None, "insights": None}
-        if overview is not None:
-            tables = st.aggregate["tables"]
-            for key in ("operators", "kernels", "modules", "memory"):
-                entry[key] = tables[key]
-            entry["insights"] = st.aggregate["insights"]
-        doc["runs"][-1]["workers"].append(entry)
-    _add_distributed(registry, doc)
-    failed_artifacts = _add_snapshots(registry, doc, run)
+    doc, failed_artifacts = report.report_document(registry, files, run)
     if as_json:
         out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
@@ -194,10 +177,6 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
 def _local_logdir_problem(registry: RunRegistry) -> str | None:
     """Why a local logdir cannot be reported on (it does not exist, is not a directory, or cannot be
     listed), or None. Bucket URLs are checked by the listing itself (``registry.error``)."""
-    import os
-
-    from .storage.remote import is_local_fs
-
     if registry.fs is None or not is_local_fs(registry.fs):
         return None
     root = registry.root
@@ -228,87 +207,6 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     if isinstance(chosen, LocalExecutor):
         where = f"{chosen.used_workers} worker processes" if chosen.used_workers else "this process"
     err.write(f"analysed {len(files)} files on {where}\n")
-
-
-def _add_distributed(registry: RunRegistry, doc: dict) -> None:
-    """Runs with more than one rank gain ``distributed`` (span 1)."""
-    for entry in doc["runs"]:
-        workers = {w["worker"] for w in entry["workers"] if w["error"] is None}
-        if len(workers) < 2:
-            continue
-        result = registry.distributed(entry["name"], "1")
-        view = result["view"]
-        if view is None:
-            continue
-        entry["distributed"] = {
-            "world_size": view["world_size"],
-            "ranks": [{k: r[k] for k in ("rank", "worker", "computation_us", "overlap_us", "communication_us",
-                                         "other_us", "transfer_us", "sync_us")} for r in view["ranks"]],
-            "collectives": [{k: c[k] for k in ("name", "calls", "bytes", "group_size", "transfer_us", "sync_us",
-                                               "algbw_gbps", "busbw_gbps", "bus_factor")} for c in view["collectives"]],
-            "matching": {k: view["matching"][k] for k in ("method", "by_type")},
-            "stragglers": view["stragglers"],
-            # the evidence: per rank, how often it arrived last and how long the others waited for it
-            "arrivals": [{k: e[k] for k in ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler",
-                                            "text")} for e in view["arrivals"]],
-            "messages": result["messages"],
-        }
-
-
-def _add_snapshots(registry: RunRegistry, doc: dict, run: str | None) -> list:
-    """Each run gains ``snapshots`` (allocator snapshots: peaks and the largest live allocations) and,
-    when it has finetuning-scheduler MemProfiler files, ``memprofiler`` (see :func:`_memprofiler_item`)."""
-    failed = []
-    runs = {r["name"]: r for r in doc["runs"]}
-    for art in registry.artifacts(run):
-        if art.entry.kind != "snapshot" and art.entry.kind not in MEMPROFILER_KINDS:
-            continue
-        registry.load_artifact(art)
-        entry = runs.get(art.run)
-        if entry is None:
-            entry = runs[art.run] = {"name": art.run, "workers": []}
-            doc["runs"].append(entry)
-        memprofiler = art.entry.kind != "snapshot"
-        try:
-            item = _memprofiler_item(art) if memprofiler else _snapshot_item(art)
-        except Exception as exc:  # an analysis bug on one odd file is that file's error, not a traceback
-            logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
-            art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
-            item = {"path": art.entry.rel, "error": art.error} | (
-                {"kind": art.entry.kind} if memprofiler else {"devices": []})
-        if art.error:
-            failed.append(art)
-        entry.setdefault("memprofiler" if memprofiler else "snapshots", []).append(item)
-    for entry in doc["runs"]:
-        entry.setdefault("snapshots", [])
-    doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
-    return failed
-
-
-def _snapshot_item(art) -> dict:
-    """An allocator snapshot in the report: per device its peak active bytes and largest allocations."""
-    item = {"path": art.entry.rel, "error": art.error, "devices": []}
-    if not art.error:
-        item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
-                            "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
-                           for d in art.views.summary()["devices"]]
-    return item
-
-
-def _memprofiler_item(art) -> dict:
-    """A MemProfiler file in the report: stats files list each snapshot with its headline values
-    (bytes or counts), text reports their size."""
-    item = {"path": art.entry.rel, "kind": art.entry.kind, "error": art.error}
-    if art.error:
-        return item
-    if art.entry.kind == "memprofiler_log":
-        doc = art.views.text()
-        return dict(item, size_bytes=doc["size_bytes"], truncated=doc["truncated"])
-    doc = art.views.stats()
-    keys = [m["key"] for m in doc["metrics"]]
-    return dict(item, rank=doc["rank"], warnings=doc["warnings"], snapshots=[
-        {"key": s["key"], "function": s["function"], "iteration": s["iteration"], "phase": s["phase"],
-         "values": {k: s["values"][k] for k in keys if k in s["values"]}} for s in doc["snapshots"]])
 
 
 def _print_tables(doc: dict[str, Any], out: TextIO) -> None:

@@ -15,11 +15,13 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from . import api, jsonsafe
+from . import api
 from .http_headers import content_disposition, with_frame_headers
-from .runs import RunRegistry
-from .storage.cache import ParseCache
-from .storage.logdirs import MultiRegistry, parse_logdir_spec
+from .registry.cache import ParseCache
+from .registry.multi import MultiRegistry, parse_logdir_spec
+from .registry.runs import RunRegistry
+from .storage.remote import describe_error
+from .trace import jsonsafe
 
 logger = logging.getLogger(__name__)
 PLUGIN_NAME = "kinetoscope"
@@ -56,34 +58,34 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/index.js": _guarded(self._serve_index_js),
             "/static/*": _guarded(self._serve_static),
             "/runs": _guarded(self._serve_runs),
-            "/overview": _guarded(self._serve_overview),
-            "/operators": self._table_route(api.operators),
-            "/operators.csv": self._table_route(api.operators, as_csv=True),
-            "/operator_stacks": self._table_route(api.operator_stacks),
-            "/kernels": self._table_route(api.kernels),
-            "/kernels.csv": self._table_route(api.kernels, as_csv=True),
-            "/modules": self._table_route(api.modules),
-            "/timeline_meta": self._table_route(api.timeline_meta),
-            "/timeline": self._table_route(api.timeline),
-            "/timeline_search": self._table_route(api.timeline_search),
-            "/timeline_event": self._table_route(api.timeline_event),
+            "/overview": self._registry_route(api.overview),
+            "/operators": self._registry_route(api.operators),
+            "/operators.csv": self._registry_route(api.operators, as_csv=True),
+            "/operator_stacks": self._registry_route(api.operator_stacks),
+            "/kernels": self._registry_route(api.kernels),
+            "/kernels.csv": self._registry_route(api.kernels, as_csv=True),
+            "/modules": self._registry_route(api.modules),
+            "/timeline_meta": self._registry_route(api.timeline_meta),
+            "/timeline": self._registry_route(api.timeline),
+            "/timeline_search": self._registry_route(api.timeline_search),
+            "/timeline_event": self._registry_route(api.timeline_event),
             "/trace_file": _guarded(self._serve_trace_file),
-            "/memory": self._table_route(api.memory),
-            "/memory_events": self._table_route(api.memory_events),
-            "/memory_events.csv": self._table_route(api.memory_events, as_csv=True),
-            "/memory_stats": self._table_route(api.memory_stats),
-            "/memory_stats.csv": self._table_route(api.memory_stats, as_csv=True),
-            "/snapshot": self._table_route(api.snapshot),
-            "/snapshot_timeline": self._table_route(api.snapshot_timeline),
-            "/snapshot_segments": self._table_route(api.snapshot_segments),
-            "/snapshot_allocations": self._table_route(api.snapshot_allocations),
-            "/snapshot_stack": self._table_route(api.snapshot_stack),
-            "/memory_timeline_export": self._table_route(api.memory_timeline_export),
-            "/memprofiler_stats": self._table_route(api.memprofiler_stats),
-            "/memprofiler_log": self._table_route(api.memprofiler_log),
-            "/distributed": self._table_route(api.distributed),
-            "/insights": self._table_route(api.insights),
-            "/diff": self._table_route(api.diff),
+            "/memory": self._registry_route(api.memory),
+            "/memory_events": self._registry_route(api.memory_events),
+            "/memory_events.csv": self._registry_route(api.memory_events, as_csv=True),
+            "/memory_stats": self._registry_route(api.memory_stats),
+            "/memory_stats.csv": self._registry_route(api.memory_stats, as_csv=True),
+            "/snapshot": self._registry_route(api.snapshot),
+            "/snapshot_timeline": self._registry_route(api.snapshot_timeline),
+            "/snapshot_segments": self._registry_route(api.snapshot_segments),
+            "/snapshot_allocations": self._registry_route(api.snapshot_allocations),
+            "/snapshot_stack": self._registry_route(api.snapshot_stack),
+            "/memory_timeline_export": self._registry_route(api.memory_timeline_export),
+            "/memprofiler_stats": self._registry_route(api.memprofiler_stats),
+            "/memprofiler_log": self._registry_route(api.memprofiler_log),
+            "/distributed": self._registry_route(api.distributed),
+            "/insights": self._registry_route(api.insights),
+            "/diff": self._registry_route(api.diff),
         }
 
     def is_active(self) -> bool:
@@ -109,11 +111,6 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         self._registry.wait_scanned(FIRST_SCAN_WAIT_S)
         return _json(request, *api.runs(self._registry))
 
-    def _serve_overview(self, request):
-        if self._registry is None:
-            return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
-        return _json(request, *api.overview(self._registry, request.args))
-
     def _serve_trace_file(self, request):
         """The original trace file of a (run, worker, span), for "Download trace" and Perfetto."""
         if self._registry is None:
@@ -127,8 +124,6 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             f = self._registry.fs_of(state).open(state.entry.path, "rb")
             first = f.read(TRACE_FILE_CHUNK)
         except Exception as exc:  # a deleted object or a dropped connection: one request's problem
-            from .storage.remote import describe_error
-
             if f is not None:
                 f.close()
 
@@ -149,7 +144,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
 
-    def _table_route(self, handler, as_csv: bool = False):
+    def _registry_route(self, handler, as_csv: bool = False):
+        """A route answering ``handler(registry, request.args)`` as JSON (CSV text with ``as_csv``)."""
         def serve(request):
             if self._registry is None:
                 return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
@@ -177,15 +173,16 @@ MAX_ERROR_CHARS = 500  # characters of an exception's text in a 500 answer
 
 def _guarded(serve):
     """A WSGI route of ``serve(request)`` that never lets an exception reach TensorBoard (whose answer
-    would be an HTML 500 page): a bad parameter that escaped the route's own checks is a JSON 400, any
-    other exception a JSON 500 ``{"error": ...}``, logged once with its traceback."""
+    would be an HTML 500 page). The one exception → HTTP mapping: an :class:`~.api.ApiError` that
+    escaped a route (a bad parameter, a missing file) is answered with its own status and document;
+    any other exception is a JSON 500 ``{"error": ...}``, logged once with its traceback."""
 
     @wrappers.Request.application
     def route(request):
         try:
             return serve(request)
-        except api.BadRequest as exc:
-            return _json(request, 400, {"error": str(exc)})
+        except api.ApiError as exc:
+            return _json(request, exc.status, exc.doc)
         except Exception as exc:  # an analysis bug must stay one view's problem
             logger.exception("%s failed", request.path)
             text = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]

@@ -237,8 +237,8 @@ class Unhandled(AssertionError):
 def _plugin_over(logdir: Path, cache_dir: Path):
     """The plugin's real route table over a registry this thread loads (no background threads)."""
     from tb_plugin.plugin import KinetoscopePlugin
-    from tb_plugin.runs import RunRegistry
-    from tb_plugin.storage.cache import ParseCache
+    from tb_plugin.registry.runs import RunRegistry
+    from tb_plugin.registry.cache import ParseCache
 
     plugin = KinetoscopePlugin.__new__(KinetoscopePlugin)
     plugin._registry = RunRegistry(str(logdir), cache=ParseCache(str(cache_dir)))

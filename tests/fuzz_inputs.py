@@ -56,10 +56,10 @@ def exercise(data: bytes, tmpdir: Path | None = None) -> str:
     and run every analysis. Returns ``"ok"`` or ``"error"`` (a :class:`TraceReadError`); any other
     exception propagates."""
     from tb_plugin.analysis.overview import compute_overview
-    from tb_plugin.file_views import FileViews
+    from tb_plugin.registry.views import FileViews
     from tb_plugin.trace.decode import decode_trace
     from tb_plugin.trace.errors import TraceReadError
-    from tb_plugin.trace.load import load_trace_file
+    from tb_plugin.registry.parse import load_trace_file
 
     try:
         if tmpdir is not None:

@@ -13,9 +13,9 @@ import threading
 import pytest
 
 from tb_plugin import api
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage import cache as cache_mod
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry import cache as cache_mod
+from tb_plugin.registry.cache import ParseCache
 from tb_plugin.storage.private_files import open_regular, sweep_temps
 from synth.traces import SynthSpec, synthesize, write_trace
 
@@ -148,9 +148,9 @@ def test_kill_9_during_a_parse_leaves_nothing_after_the_next_start(tmp_path):
     cache_dir = tmp_path / "cache"
     code = (
         "import sys, time, os\n"
-        "from tb_plugin.runs import parse_entry\n"
-        "from tb_plugin.storage.cache import ParseCache\n"
-        "import fsspec, tb_plugin.runs as r\n"
+        "from tb_plugin.registry.parse import parse_entry\n"
+        "from tb_plugin.registry.cache import ParseCache\n"
+        "import fsspec, tb_plugin.registry.parse as r\n"
         "real = r.load_trace_file\n"
         "def slow(*a, **k):\n"
         "    k['events_sink'].write(b'x' * 1000); print('writing', flush=True); time.sleep(60)\n"

@@ -16,11 +16,11 @@ import pytest
 from conftest import sample
 from emulators import Emulator, clear_fsspec_instances
 from tb_plugin.cli import main, run_report
-from tb_plugin.runs import ERROR, READY, RunRegistry
+from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.storage import remote
-from tb_plugin.storage.cache import ParseCache
-from tb_plugin.storage.logdirs import MultiRegistry, parse_logdir_spec
-from tb_plugin.trace import read
+from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.multi import MultiRegistry, parse_logdir_spec
+from tb_plugin.storage import read
 
 BACKENDS = ["s3", "gcs", "azure"]
 V100 = "kineto/resnet50_num_workers_0"
@@ -148,7 +148,7 @@ def test_missing_bucket_is_a_clear_error(cloud, capsys):
     reg = RunRegistry(url)
     reg.scan()
     assert reg.error and "not found" in reg.error
-    doc = reg.snapshot()
+    doc = reg.runs_document()
     assert doc["errors"][0]["error"] == reg.error and doc["runs"][0]["error"] == reg.error
     assert main(["report", url, "--json"]) == 2  # the logdir cannot be read: a bad argument
     assert "not found" in capsys.readouterr().err
@@ -193,7 +193,7 @@ def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch):
         started = time.time()
         reg.scan()  # listing the dead bucket fails: an error for its runs, local runs still listed
         assert time.time() - started < DEAD_ENDPOINT_BOUND_S
-        doc = reg.snapshot()
+        doc = reg.runs_document()
         assert [e["run"] for e in doc["errors"]] == ["cloud"]
         assert {r["name"] for r in doc["runs"]} >= {"local/v100", "local/dlrm", "cloud"}
     finally:
@@ -270,7 +270,7 @@ def test_missing_extra_names_it(tmp_path, monkeypatch, capsys):
     local = _local_logdir(tmp_path / "local")
     reg = MultiRegistry(parse_logdir_spec(f"mine:{local},theirs:gs://bucket/run"))
     reg.scan()
-    doc = reg.snapshot()
+    doc = reg.runs_document()
     runs = {r["name"]: r for r in doc["runs"]}
     assert "mine/v100" in runs, doc
     assert 'kinetoscope[gcs]' in runs["theirs"]["error"] and runs["mine/v100"]["error"] is None

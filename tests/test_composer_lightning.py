@@ -10,7 +10,7 @@ from conftest import sample
 from tb_plugin.analysis.operators import operator_rows
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 
 def _composer(batches: int, load_us: float, compute_us: float, rank: int = 0, clock: int = 0,

@@ -11,10 +11,10 @@ from conftest import sample
 from tb_plugin import api
 from tb_plugin.analysis.clock import shared_origin
 from tb_plugin.analysis.counters import counters
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.runs import RunRegistry
 from synth.composer import SERIES, composer_trace, counter_value, dumps, write_ranks
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 OFFSETS = (0.0, 2500.0, -1300.0, 40_000.0)
 

@@ -11,7 +11,7 @@ from conftest import sample, write_json
 from tb_plugin.trace.categories import Kind
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.errors import TraceReadError
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 
 def _kinds(trace):

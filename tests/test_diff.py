@@ -11,8 +11,8 @@ from conftest import sample
 from tb_plugin import api
 from tb_plugin.analysis.diff import kernel_diff, op_diff
 from tb_plugin.cli import main
-from tb_plugin.runs import RunRegistry
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.parse import load_trace_file
 
 NW0 = "kineto/resnet50_num_workers_0"
 NW4 = "kineto/resnet50_num_workers_4"

@@ -11,7 +11,7 @@ from conftest import sample
 from tb_plugin import api
 from tb_plugin.analysis.distributed import distributed_view, rank_of_info
 from tb_plugin.analysis.insights import SHORT_GAP_US, exposed_time, launch_delays, stream_idle
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.trace.decode import decode_trace
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from conftest import REPO, sample
 from tb_plugin.cli import main, run_report
-from tb_plugin.executors import RankJob, RankResult, dask_address, open_executor, reduce_rank, run_ranks
-from tb_plugin.executors.task import unpack
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.executors import RankJob, RankResult, dask_address, open_executor, reduce_rank, run_ranks
+from tb_plugin.registry.executors.task import unpack
+from tb_plugin.registry.runs import RunRegistry
 
 distributed = pytest.importorskip("distributed")
 sys.path.insert(0, os.path.join(str(REPO), "benchmarks"))

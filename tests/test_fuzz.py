@@ -26,7 +26,7 @@ import fuzz_inputs as F
 from conftest import sample
 from tb_plugin import api
 from tb_plugin.cli import run_report
-from tb_plugin.runs import ERROR, READY, RunRegistry
+from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.errors import TraceReadError
 
@@ -208,7 +208,7 @@ def test_nan_and_infinity_literals_in_args_keep_every_event_and_metric():
     read back as the non-finite floats they stand for, and named in one warning; the same words
     inside strings are left alone."""
     from tb_plugin.analysis.overview import compute_overview
-    from tb_plugin.file_views import FileViews
+    from tb_plugin.registry.views import FileViews
 
     raw = gzip.decompress(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz").read_bytes())
     # the same words inside strings, escaped quotes included, must survive untouched

@@ -22,7 +22,7 @@ def test_gzip_bomb_helper_is_a_real_gzip_file():
 
 
 def test_gzip_bomb_stops_at_the_limit(tmp_path, monkeypatch):
-    from tb_plugin.trace.load import load_trace_file
+    from tb_plugin.registry.parse import load_trace_file
 
     bomb = tmp_path / "bomb.pt.trace.json.gz"
     bomb.write_bytes(gzip_bomb(1024, b"["))  # 1 GiB of '[' in about 1 MB: a JSON start, so only the limit stops it
@@ -41,7 +41,7 @@ def test_gzip_bomb_stops_at_the_limit(tmp_path, monkeypatch):
 
 
 def test_limit_applies_to_plain_files_and_spares_small_ones(tmp_path, monkeypatch):
-    from tb_plugin.trace.load import load_trace_file
+    from tb_plugin.registry.parse import load_trace_file
 
     monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(100_000))
     small = tmp_path / "small.pt.trace.json.gz"

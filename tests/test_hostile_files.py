@@ -14,9 +14,9 @@ import time
 import pytest
 
 from fuzz_files import gzip_bomb
-from tb_plugin.trace import read
+from tb_plugin.storage import read
 from tb_plugin.trace.errors import TraceReadError
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -28,7 +28,7 @@ def _peak_rss_mb_of_loading(logdir, env=None) -> tuple[dict, float]:
         "import json, sys\n"
         "def hwm_mb():  # this process's own peak: ru_maxrss would include the parent's (Linux keeps it across exec)\n"
         "    return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]) / 1024\n"
-        "from tb_plugin.runs import RunRegistry\n"
+        "from tb_plugin.registry.runs import RunRegistry\n"
         "reg = RunRegistry(sys.argv[1]); reg.scan()\n"
         "out = {}\n"
         "for st in list(reg._files.values()):\n"

@@ -18,7 +18,7 @@ from tb_plugin import api
 from tb_plugin.artifacts import isolated
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot
 from tb_plugin.artifacts.unpickle import IN_PROCESS_NESTING, tuple_nesting_bound
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.runs import RunRegistry
 from synth.snapshot import synthesize_snapshot
 
 PROTO = b"\x80\x04"

@@ -25,8 +25,8 @@ from werkzeug.test import Client
 
 from tb_plugin.http_headers import content_disposition
 from tb_plugin.plugin import KinetoscopePlugin
-from tb_plugin.query import csv_cell, to_csv
-from tb_plugin.runs import RunRegistry, relative_paths
+from tb_plugin.api.paging import csv_cell, to_csv
+from tb_plugin.registry.runs import RunRegistry, relative_paths
 from synth.traces import SynthSpec, synthesize
 
 UNICODE_NAME = "工作-😀.pt.trace.json"

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import sample
 from tb_plugin.analysis.overview import compute_overview
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "incumbent_reference.json").read_text())
 PARITY_FILES = [

@@ -22,10 +22,10 @@ import orjson
 import pytest
 
 from conftest import REPO, SAMPLES
-from tb_plugin.artifact_views import MEMPROFILER_KINDS
+from tb_plugin.registry.artifacts import MEMPROFILER_KINDS
 from tb_plugin.cli import run_report
-from tb_plugin.runs import READY, RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import READY, RunRegistry
+from tb_plugin.registry.cache import ParseCache
 from tb_plugin.storage.fs import list_files, open_logdir
 from tb_plugin.storage.sniff import SniffCache
 from tests import invariants as inv

@@ -9,7 +9,7 @@ import pytest
 from conftest import sample
 from tb_plugin.analysis.memory import allocation_pairs, curves, downsample_curve, memory_summary, operator_stats
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 
 def _op(name, ts, dur, tid=1):

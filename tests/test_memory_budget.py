@@ -8,9 +8,11 @@ import threading
 
 import numpy as np
 
-from tb_plugin import runs
-from tb_plugin.runs import READY, RunRegistry, _trace_bytes, view_bytes
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry import budget as budget_mod
+from tb_plugin.registry import loader, parse
+from tb_plugin.registry.budget import _trace_bytes, view_bytes
+from tb_plugin.registry.runs import READY, RunRegistry
+from tb_plugin.registry.cache import ParseCache
 
 from conftest import sample
 
@@ -49,7 +51,7 @@ def test_accounting_covers_derived_indexes(tmp_path):
     derived = after - before
     assert after > _trace_bytes(views.trace)
     assert "timeline_index" in views.trace.derived and derived > 0
-    reg._account(st.entry.rel)
+    reg._views.account(st.entry.rel)
     assert reg.memory_in_use()[st.entry.rel] == after
 
 
@@ -64,14 +66,14 @@ def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
 
     # a budget that holds the two biggest files but not all three: the least recently used goes
     budget = sum(sorted(sizes.values())[1:]) + 1
-    monkeypatch.setattr(runs, "TRACE_MEMORY_BUDGET_BYTES", budget)
+    monkeypatch.setattr(budget_mod, "TRACE_MEMORY_BUDGET_BYTES", budget)
     for st in states:
-        reg._account(st.entry.rel)
+        reg._views.account(st.entry.rel)
     kept = reg.memory_in_use()
     assert sum(kept.values()) <= budget and len(kept) < len(states)
 
-    monkeypatch.setattr(runs, "TRACE_MEMORY_BUDGET_BYTES", 1)  # one file at a time
-    reg._account(states[-1].entry.rel)
+    monkeypatch.setattr(budget_mod, "TRACE_MEMORY_BUDGET_BYTES", 1)  # one file at a time
+    reg._views.account(states[-1].entry.rel)
     assert list(reg.memory_in_use()) == [states[-1].entry.rel]
 
     parses = []
@@ -99,7 +101,7 @@ def test_hard_links_share_one_parse_cache_entry(tmp_path, monkeypatch):
     file with several links by device + inode + size + mtime, not by path. Distinct files never share."""
     import os
 
-    from tb_plugin.storage.cache import INODE_MARK
+    from tb_plugin.registry.cache import INODE_MARK
 
     logdir = tmp_path / "logdir"
     for run in ("r0", "r1", "r2", "other"):
@@ -109,8 +111,8 @@ def test_hard_links_share_one_parse_cache_entry(tmp_path, monkeypatch):
         os.link(logdir / "r0" / "worker0.1.pt.trace.json.gz", logdir / run / "worker0.1.pt.trace.json.gz")
     shutil.copy(sample(FILES["b"]), logdir / "other" / "worker0.1.pt.trace.json.gz")  # one link: keyed by path
     parses = []
-    real = runs.load_trace_file
-    monkeypatch.setattr(runs, "load_trace_file", lambda path, **kw: parses.append(path) or real(path, **kw))
+    real = parse.load_trace_file
+    monkeypatch.setattr(parse, "load_trace_file", lambda path, **kw: parses.append(path) or real(path, **kw))
     reg = RunRegistry(str(logdir), cache=ParseCache(str(tmp_path / "cache")))
     reg.scan()
     states = {st.run: st for st in reg.files()}
@@ -128,7 +130,7 @@ def test_hard_links_share_one_parse_cache_entry(tmp_path, monkeypatch):
     reg2 = RunRegistry(str(logdir), cache=ParseCache(str(tmp_path / "cache")))
     reg2.scan()
     submitted = []
-    monkeypatch.setattr(runs, "parallel_workers", lambda sizes: submitted.extend(sizes) or 0)
+    monkeypatch.setattr(loader, "parallel_workers", lambda sizes: submitted.extend(sizes) or 0)
     reg2.parse_in_parallel(reg2.files())
     assert len(submitted) == 2  # r0/r1/r2 are one content, "other" the second (4 jobs without the sharing)
 
@@ -154,7 +156,7 @@ def test_views_computed_after_loading_count_against_the_budget(tmp_path, monkeyp
     reg.tables(b)  # a request for another file
     assert reg.memory_in_use()[a.entry.rel] == browsed
     # with a budget below both, the next request evicts the least recently used one
-    monkeypatch.setattr(runs, "TRACE_MEMORY_BUDGET_BYTES", browsed)
+    monkeypatch.setattr(budget_mod, "TRACE_MEMORY_BUDGET_BYTES", browsed)
     views_b = reg.tables(b)
     views_b.operators("operator")
     views_b.kernels("kernel")
@@ -167,16 +169,14 @@ def test_eviction_returns_freed_memory_to_the_os(tmp_path, monkeypatch):
     0.9 GB trace twice under a 4 GB budget grew the server to 10.9 GB; with it, 5.3 GB at peak)."""
     import sys
 
-    from tb_plugin import release
-
     if sys.platform.startswith("linux"):
-        assert release.release_freed_memory() is True  # glibc's malloc_trim was found and called
+        assert budget_mod.release_freed_memory() is True  # glibc's malloc_trim was found and called
     calls = []
-    monkeypatch.setattr(runs, "release_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(budget_mod, "release_freed_memory", lambda: calls.append(1) or True)
     reg = _registry(tmp_path)
     states = [reg.find(run, "worker0", "1") for run in FILES]
     reg.load(states[0])
     assert calls == []  # nothing evicted, nothing to release
-    monkeypatch.setattr(runs, "TRACE_MEMORY_BUDGET_BYTES", 1)
+    monkeypatch.setattr(budget_mod, "TRACE_MEMORY_BUDGET_BYTES", 1)
     reg.load(states[1])
     assert calls == [1] and list(reg.memory_in_use()) == [states[1].entry.rel]

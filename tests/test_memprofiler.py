@@ -10,7 +10,7 @@ import pytest
 
 from tb_plugin import api
 from tb_plugin.artifacts.memprofiler import MAX_LOG_BYTES, MemProfilerError, load_stats
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.runs import RunRegistry
 from synth.fts import MiB, expected_stats, snapshot_values, write_memprofiler
 
 
@@ -64,7 +64,7 @@ def test_discovery_routes_and_report(tmp_path, capsys):
         f.write(b"x" * (MAX_LOG_BYTES + 10))
     reg = RunRegistry(str(tmp_path))
     reg.scan()
-    (run,) = reg.snapshot()["runs"]
+    (run,) = reg.runs_document()["runs"]
     assert run["name"] == "version_0"  # the memprofiler/ folder belongs to the run above it
     kinds = {os.path.basename(a["path"]): a["kind"] for a in run["artifacts"]}
     assert kinds["rank_0_memory_stats.yaml"] == "memprofiler_stats"

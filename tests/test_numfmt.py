@@ -1,5 +1,5 @@
 """One rounding rule for the CLI and the UI: the cases in frontend/src/__fixtures__/rounding_cases.json
-are asserted here against tb_plugin/numfmt.py and by util/format.test.ts against util/format.ts."""
+are asserted here against tb_plugin/analysis/numfmt.py and by util/format.test.ts against util/format.ts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import pytest
 
 from tb_plugin.cli import run_report
-from tb_plugin.numfmt import fixed
+from tb_plugin.analysis.numfmt import fixed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = json.load(open(os.path.join(ROOT, "frontend", "src", "__fixtures__", "rounding_cases.json")))["cases"]

@@ -15,11 +15,12 @@ import pytest
 from werkzeug.test import Client
 
 from conftest import write_json
-from tb_plugin import api, jsonsafe, plugin
+from tb_plugin import api, plugin
+from tb_plugin.trace import jsonsafe
 from tb_plugin.cli import run_report
-from tb_plugin.numfmt import fixed
-from tb_plugin.runs import READY, RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.analysis.numfmt import fixed
+from tb_plugin.registry.runs import READY, RunRegistry
+from tb_plugin.registry.cache import ParseCache
 
 BIG = 2**70 + 1  # beyond 64 bits: orjson refuses it
 BIG_TEXT = "1180591620717411303425"
@@ -97,7 +98,7 @@ def test_an_unexpected_exception_is_a_json_500_logged_once(small, monkeypatch, c
         raise RuntimeError("boom \ud800")
 
     monkeypatch.setattr(api, "modules", broken)
-    monkeypatch.setattr(small, "snapshot", lambda: (_ for _ in ()).throw(KeyError("runs")))
+    monkeypatch.setattr(small, "runs_document", lambda: (_ for _ in ()).throw(KeyError("runs")))
     apps = _app(small)
     with caplog.at_level(logging.ERROR, logger="tb_plugin.plugin"):
         status, doc = _get(apps, "/modules", **_file("r"))
@@ -361,7 +362,7 @@ def test_snapshot_timeline_with_non_dict_entries(tmp_path):
 
 def test_report_json_turns_a_failing_artifact_into_its_error(tmp_path, monkeypatch):
     """An exception while summarising one MemProfiler file is that file's error in ``report --json``."""
-    from tb_plugin import artifact_views
+    from tb_plugin.registry import artifacts as artifact_views
 
     (tmp_path / "mp").mkdir()
     for rank in (0, 1):

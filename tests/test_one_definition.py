@@ -31,7 +31,7 @@ def test_trace_memo_computes_once_and_keeps_none():
 from conftest import write_json, x  # noqa: E402
 from tb_plugin import api  # noqa: E402
 from tb_plugin.analysis import series  # noqa: E402
-from tb_plugin.runs import RunRegistry  # noqa: E402
+from tb_plugin.registry.runs import RunRegistry  # noqa: E402
 
 STEP_START = 1000  # µs, absolute; every time below is an integer, so shifting by an origin is exact
 
@@ -231,7 +231,7 @@ def test_category_labels_are_one_table_for_the_ui_the_cli_and_the_recommendation
 
 def test_recommendations_carry_values_written_by_the_rounding_rule(tmp_path, capsys):
     from tb_plugin.cli import main
-    from tb_plugin.numfmt import fixed
+    from tb_plugin.analysis.numfmt import fixed
 
     reg, q = _dataloader_job(tmp_path)
     overview = api.overview(reg, q)[1]

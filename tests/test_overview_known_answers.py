@@ -21,7 +21,7 @@ from synth.traces import (
     worked_example_trace,
     write_trace,
 )
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 REL, ABS = 1e-6, 1e-9
 GPU_KEYS = ("utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct")

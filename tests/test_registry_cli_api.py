@@ -13,8 +13,8 @@ import pytest
 from conftest import sample, write_json
 from tb_plugin import api
 from tb_plugin.cli import main, run_report
-from tb_plugin.runs import ERROR, READY, RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import ERROR, READY, RunRegistry
+from tb_plugin.registry.cache import ParseCache
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_background_threads_load_everything(logdir):
     try:
         deadline = time.time() + 60
         while time.time() < deadline:
-            snap = reg.snapshot()
+            snap = reg.runs_document()
             if snap["loading"]["files_done"] == snap["loading"]["files_total"] == 4:
                 break
             time.sleep(0.1)

@@ -14,12 +14,14 @@ import pytest
 import yaml
 
 from conftest import write_json
-from tb_plugin import api, runs
+from tb_plugin import api
+from tb_plugin.registry import artifacts as registry_artifacts
+from tb_plugin.registry import loader
 from tb_plugin.analysis import distributed as distributed_analysis
 from tb_plugin.analysis import memory as memory_analysis
 from tb_plugin.artifacts import memprofiler
 from tb_plugin.artifacts.snapshot import load_snapshot
-from tb_plugin.runs import LOADING, READY, RunRegistry
+from tb_plugin.registry.runs import LOADING, READY, RunRegistry
 
 
 # -- item 3: concurrent distributed requests parse each rank once ------------------------------------
@@ -46,7 +48,7 @@ def test_concurrent_distributed_requests_parse_each_rank_once(tmp_path, monkeypa
     write_json(tmp_path / "job" / "rank0.pt.trace.json", _rank_trace(0, 40))
     write_json(tmp_path / "job" / "rank1.pt.trace.json", _rank_trace(1, 60))
     parsed, reduced = collections.Counter(), collections.Counter()
-    real_parse, real_reduce = runs.parse_entry, distributed_analysis.rank_reduce
+    real_parse, real_reduce = loader.parse_entry, distributed_analysis.rank_reduce
 
     def slow_parse(fs, path, *args, **kwargs):  # wide enough that every request arrives during it
         parsed[path.rsplit("/", 1)[-1]] += 1
@@ -57,7 +59,7 @@ def test_concurrent_distributed_requests_parse_each_rank_once(tmp_path, monkeypa
         reduced[id(trace)] += 1
         return real_reduce(trace)
 
-    monkeypatch.setattr(runs, "parse_entry", slow_parse)
+    monkeypatch.setattr(loader, "parse_entry", slow_parse)
     monkeypatch.setattr(distributed_analysis, "rank_reduce", counted_reduce)
     reg = RunRegistry(str(tmp_path))
     reg.scan()
@@ -135,7 +137,7 @@ def test_a_slow_artifact_delays_no_other_artifact_nor_trace(tmp_path, monkeypatc
     (tmp_path / "slow" / "snap.pickle").write_bytes(slow_bytes)
     (tmp_path / "fast" / "snap.pickle").write_bytes(_snapshot_pickle(222))
     release, reading = threading.Event(), threading.Event()
-    real_load = runs.load_snapshot
+    real_load = registry_artifacts.load_snapshot
 
     def blocking_load(data):
         if data == slow_bytes:
@@ -143,7 +145,7 @@ def test_a_slow_artifact_delays_no_other_artifact_nor_trace(tmp_path, monkeypatc
             release.wait(60)
         return real_load(data)
 
-    monkeypatch.setattr(runs, "load_snapshot", blocking_load)
+    monkeypatch.setattr(registry_artifacts, "load_snapshot", blocking_load)
     reg = RunRegistry(str(tmp_path), reload_interval=1)
     reg.scan()
     fast = {"run": "fast", "path": "fast/snap.pickle"}

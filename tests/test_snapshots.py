@@ -13,7 +13,7 @@ from tb_plugin import api
 from tb_plugin.analysis.snapshot import device_summary, timeline
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot
 from tb_plugin.artifacts.timeline_export import load_timeline_export
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.runs import RunRegistry
 from synth.snapshot import LAYOUTS, replay_peak, synthesize_snapshot
 
 
@@ -86,7 +86,7 @@ def test_snapshot_runs_routes_and_report(tmp_path, capsys):
     (run / "evil.pkl").write_bytes(pickle.dumps(_RunsCode()))
     reg = RunRegistry(str(tmp_path))
     reg.scan()
-    runs = reg.snapshot()["runs"]
+    runs = reg.runs_document()["runs"]
     # a memprofiler/ folder's files belong to the run above it
     assert [r["name"] for r in runs] == ["job"] and runs[0]["workers"] == []
     q = {"run": "job", "path": "job/memprofiler/cuda_alloc_rank0.pickle"}

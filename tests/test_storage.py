@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import sample, write_json
-from tb_plugin.storage.cache import CACHE_VERSION, ParseCache
+from tb_plugin.registry.cache import CACHE_VERSION, ParseCache
 from tb_plugin.storage.fs import list_files, open_logdir
 
 
@@ -17,7 +17,7 @@ def list_trace_files(fs, root, sniff):
     return [e for e in list_files(fs, root, sniff) if e.kind == "trace"]
 from tb_plugin.storage.naming import assign_spans, split_worker
 from tb_plugin.storage.sniff import SniffCache, looks_like_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 
 @pytest.mark.parametrize(
@@ -145,7 +145,7 @@ def test_lightning_profiler_files_are_grouped_by_action():
 def test_skipped_symlinks_are_named_in_the_runs_notices(tmp_path):
     """Symlinked directories and links leading outside the logdir are not followed, and the runs
     document says so (naming them) instead of listing nothing without a word."""
-    from tb_plugin.runs import RunRegistry
+    from tb_plugin.registry.runs import RunRegistry
 
     outside = tmp_path / "outside" / "r1"
     outside.mkdir(parents=True)
@@ -160,7 +160,7 @@ def test_skipped_symlinks_are_named_in_the_runs_notices(tmp_path):
 
     reg = RunRegistry(str(logdir), cache=None)
     reg.scan()
-    doc = reg.snapshot()
+    doc = reg.runs_document()
     assert [s["path"] for r in doc["runs"] for w in r["workers"] for s in w["spans"]] == [
         "run/inside.pt.trace.json", "run/w.pt.trace.json"]
     assert reg.skipped_links == ["linked_run", "run/x.pt.trace.json"]
@@ -170,7 +170,7 @@ def test_skipped_symlinks_are_named_in_the_runs_notices(tmp_path):
     (logdir / "linked_run").unlink()
     (logdir / "run" / "x.pt.trace.json").unlink()
     reg.scan()
-    assert reg.snapshot()["notices"] == []  # a rescan clears it
+    assert reg.runs_document()["notices"] == []  # a rescan clears it
 
 
 def test_background_writer_keeps_order_and_reports_errors(tmp_path):

@@ -14,9 +14,9 @@ import shutil
 import pytest
 
 from conftest import sample
-from tb_plugin.runs import ERROR, READY, RunRegistry
+from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.storage import confined
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.cache import ParseCache
 from tb_plugin.storage.fs import open_logdir
 
 SECRET = "KINETOSCOPE-SECRET-OUTSIDE"

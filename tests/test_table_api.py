@@ -10,7 +10,7 @@ import pytest
 
 from conftest import sample
 from tb_plugin import api
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.runs import RunRegistry
 
 
 @pytest.fixture(scope="module")

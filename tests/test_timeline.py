@@ -14,11 +14,11 @@ from tb_plugin.analysis import timeline_query as tq
 from tb_plugin.analysis.counters import counters
 from tb_plugin.analysis.steps import compute_steps
 from tb_plugin.analysis.timeline import timeline_index, track_of_events
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.cache import ParseCache
 from synth.traces import SynthSpec, expected_overview, synthesize
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 RESNET = "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 
@@ -218,7 +218,7 @@ def test_a_view_being_built_does_not_block_built_ones(resnet):
     a large trace), a request for the already built timeline metadata answers at once."""
     import threading
 
-    from tb_plugin.file_views import FileViews
+    from tb_plugin.registry.views import FileViews
 
     views = FileViews(resnet)
     meta = views.timeline_meta()

@@ -248,7 +248,7 @@ def test_pg_config_size_is_the_communicator_size():
 
 def test_route_shows_windows_that_do_not_line_up(tmp_path):
     """Through the registry: the matching message reaches the route's messages (the tab's notices)."""
-    from tb_plugin.runs import RunRegistry
+    from tb_plugin.registry.runs import RunRegistry
     from synth.comm import rank_doc
 
     sizes = [1000 * (k + 1) for k in range(13)]

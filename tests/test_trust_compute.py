@@ -163,7 +163,7 @@ def test_families_are_commented():
 def _overview(doc, tmp_path, name="t.pt.trace.json"):
     from conftest import write_json
     from tb_plugin.analysis.overview import compute_overview
-    from tb_plugin.trace.load import load_trace_file
+    from tb_plugin.registry.parse import load_trace_file
 
     trace = load_trace_file(str(write_json(tmp_path / name, doc)))
     return compute_overview(trace), trace
@@ -265,7 +265,7 @@ def test_amd_9_0_without_a_telling_name_stays_silent(tmp_path):
 def test_amd_samples(tmp_path):
     from conftest import sample
     from tb_plugin.analysis.overview import compute_overview
-    from tb_plugin.trace.load import load_trace_file
+    from tb_plugin.registry.parse import load_trace_file
 
     mi300 = compute_overview(load_trace_file(str(sample("tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz"))))
     (gpu,) = mi300["gpus"]
@@ -281,7 +281,7 @@ def test_amd_samples(tmp_path):
 def test_nvidia_samples_keep_compute_capability():
     from conftest import sample
     from tb_plugin.analysis.overview import compute_overview
-    from tb_plugin.trace.load import load_trace_file
+    from tb_plugin.registry.parse import load_trace_file
 
     ov = compute_overview(load_trace_file(str(sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"))))
     gpu = ov["gpus"][0]
@@ -330,7 +330,7 @@ def test_sm_efficiency_samples_before_after():
     kernels' device (2): the old rule found no SM count and gave null."""
     from conftest import sample
     from tb_plugin.analysis.overview import compute_overview
-    from tb_plugin.trace.load import load_trace_file
+    from tb_plugin.registry.parse import load_trace_file
 
     for rel in ("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                 "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz"):

@@ -8,7 +8,7 @@ from tb_plugin.analysis.memory import curves, memory_summary
 from tb_plugin.analysis.memory import gpu_peaks as peak_allocated_by_gpu
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.trace.devices import memory_device_label
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 MiB = 1 << 20
 

@@ -12,7 +12,7 @@ from conftest import REPO, SAMPLES
 from tb_plugin.analysis.insights import exposed_time, insight_recommendations, insights, launch_delays, stream_idle
 from synth.idle import multi_stream_idle, queued_launches, tiny_kernels
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 
 def _decode(doc: dict):

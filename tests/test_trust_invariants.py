@@ -11,7 +11,7 @@ import pytest
 from conftest import write_json
 from tb_plugin.analysis.kernels import kernel_rows
 from tb_plugin.analysis.overview import compute_overview
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 from tests import invariants as inv
 
 CATS = list(inv.CATEGORY_KEYS)

@@ -10,10 +10,10 @@ import json
 from conftest import sample, write_json, x
 from tb_plugin import api
 from tb_plugin.cli import run_report
-from tb_plugin.runs import RunRegistry
-from tb_plugin.storage.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.cache import ParseCache
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 
 def _kineto_like():
@@ -87,7 +87,7 @@ def test_notes_reach_the_api_the_cache_and_the_cli(tmp_path):
         st = reg.load(reg.find("run", "w0", "1"))
         code, doc = api.overview(reg, {"run": "run", "worker": "w0", "span": "1"})
         assert code == 200 and doc["warnings"] == [] and doc["notes"] == st.notes and len(st.notes) == 1
-        assert reg.snapshot()["runs"][0]["workers"][0]["spans"][0]["notes"] == st.notes
+        assert reg.runs_document()["runs"][0]["workers"][0]["spans"][0]["notes"] == st.notes
     assert st.from_cache
     out = io.StringIO()
     assert run_report(str(tmp_path), None, False, False, out, io.StringIO()) == 0

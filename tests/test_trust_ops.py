@@ -16,7 +16,7 @@ from tb_plugin.analysis.op_tree import op_tree
 from tb_plugin.analysis.operators import op_times, operator_rows
 from synth.ops import zero_length_siblings
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 
 def _decode(doc):

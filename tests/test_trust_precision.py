@@ -15,7 +15,7 @@ from tb_plugin.analysis.breakdown import CATEGORIES, category_masks, compute_bre
 from tb_plugin.analysis.steps import compute_steps
 from synth.ops import ULP_T0_US, ulp_kernels
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.trace.load import load_trace_file
+from tb_plugin.registry.parse import load_trace_file
 
 
 def _exact_union(starts, ends, lo, hi) -> Fraction:

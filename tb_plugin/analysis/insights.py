@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numfmt import fixed
+from .numfmt import fixed
 from ..trace.categories import Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace

@@ -1,6 +1,6 @@
 """Performance recommendations derived from the Overview numbers: each one a ``rule``, the numbers it
 rests on (units in the field names: ``_pct``, ``_us``, ``_bytes``, ``_ratio``) and its sentence, whose
-numbers are those values written by the one rounding rule (:func:`tb_plugin.numfmt.fixed`, the UI's too).
+numbers are those values written by the one rounding rule (:func:`tb_plugin.analysis.numfmt.fixed`, the UI's too).
 
 Rules (thresholds are percentages of the average step time unless said otherwise):
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numfmt import fixed
+from .numfmt import fixed
 
 from .breakdown import CATEGORY_LABELS, category_phrase
 

@@ -4,11 +4,11 @@ Unpickling runs C code on the file's structure: a pickle that names no global ca
 process (a deeply nested tuple hashed as a dict key overflows the C stack) or hang it (tuples that
 share halves hash in 2^depth steps); see :mod:`.unpickle`. When the bytes cannot rule that out
 (:func:`~.unpickle.tuple_nesting_bound` above :data:`~.unpickle.IN_PROCESS_NESTING`, which is every
-real snapshot of some size), the pickle is sent to ``python -m tb_plugin.artifacts.isolated`` on stdin;
-the child unpickles and parses it and answers the packed columns (:func:`~.snapshot.pack_snapshot`:
+real snapshot of some size), the pickle is sent to ``python -m tb_plugin.artifacts.snapshot`` on stdin;
+the child (:func:`~.snapshot.child_main`) unpickles and parses it and answers the packed columns (:func:`~.snapshot.pack_snapshot`:
 a JSON header and flat arrays) as an ``.npz`` on stdout. This process never unpickles the file. The
 child's crash (a signal), its time limit (:func:`time_limit_s`) or its error message becomes the
-file's :class:`~.snapshot.SnapshotError`. The child's memory is returned to the system when it exits.
+file's :class:`SnapshotError`. The child's memory is returned to the system when it exits.
 """
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ import sys
 import numpy as np
 import orjson
 
-from .. import jsonsafe
-
 BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for each MB of pickle
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
-_EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
+EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class SnapshotError(Exception):
+    """The file is not a readable allocator snapshot. The message is shown as is."""
 
 
 def time_limit_s(size: int) -> float:
@@ -38,22 +40,20 @@ def time_limit_s(size: int) -> float:
 def parse_in_child(data: bytes) -> tuple[dict, dict]:
     """The packed snapshot (header, arrays) of the pickle ``data``, parsed in a child process.
 
-    Raises :class:`~.snapshot.SnapshotError` with the child's message, or saying that it crashed
+    Raises :class:`SnapshotError` with the child's message, or saying that it crashed
     (with the signal's name) or ran out of time."""
-    from .snapshot import SnapshotError
-
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     limit = time_limit_s(len(data))
     try:
-        done = subprocess.run([sys.executable, "-m", "tb_plugin.artifacts.isolated"], input=data,
+        done = subprocess.run([sys.executable, "-m", "tb_plugin.artifacts.snapshot"], input=data,
                               capture_output=True, timeout=limit, env=env, check=False)
     except subprocess.TimeoutExpired:
         raise SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
                             "it is not a memory snapshot (a hostile or corrupt file?)") from None
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
-    if done.returncode == _EXIT_REFUSED:
+    if done.returncode == EXIT_REFUSED:
         raise SnapshotError(done.stderr.decode("utf-8", "replace").strip()[-2000:])
     if done.returncode < 0:
         try:
@@ -72,27 +72,3 @@ def parse_in_child(data: bytes) -> tuple[dict, dict]:
     except (OSError, ValueError, KeyError, orjson.JSONDecodeError) as exc:
         raise SnapshotError(f"the snapshot reader answered unreadable data: {exc}") from None
     return header, arrays
-
-
-def _child() -> int:
-    """Read a pickle from stdin, write its packed snapshot as ``.npz`` to stdout."""
-    from .snapshot import SnapshotError, pack_snapshot, parse_pickle
-
-    data = sys.stdin.buffer.read()
-    try:
-        header, arrays = pack_snapshot(parse_pickle(data))
-        body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
-    except SnapshotError as exc:
-        sys.stderr.write(str(exc))
-        return _EXIT_REFUSED
-    except (orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
-        sys.stderr.write(f"not a memory snapshot: {type(exc).__name__}: {exc}")
-        return _EXIT_REFUSED
-    out = io.BytesIO()
-    np.savez(out, header=np.frombuffer(body, dtype=np.uint8), **arrays)
-    sys.stdout.buffer.write(out.getbuffer())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_child())

@@ -28,14 +28,14 @@ import re
 import numpy as np
 import yaml
 
+from ..storage.naming import STATS_FILE
+
 MAX_STATS_BYTES = 16 << 20  # a stats file is a few KB per snapshot; larger is not a MemProfiler file
 MAX_SNAPSHOTS = 2000
 MAX_VALUES = 400_000  # values sent in all (a 16 MiB file holds about this many; aliases cannot multiply it)
 MAX_DEPTH = 64  # nesting levels of the YAML document (a stats file has 4)
 MAX_LOG_BYTES = 1 << 20  # text reports are shown up to this many bytes
 
-STATS_FILE = re.compile(r"^rank_(\d+)_memory_stats\.(yaml|yml|pickle)$")
-LOG_FILE = re.compile(r"^fsdp_mem_.*\.log$")
 SNAP_KEY = re.compile(r"^(\d+)\.([A-Za-z_][\w]*)\.(\d+)\.(start|end)$")
 
 #: The values the table and chart show first: (key, label, unit). Units: "bytes" or "count".
@@ -61,16 +61,6 @@ HEADLINE = (
 
 class MemProfilerError(Exception):
     """Not a readable MemProfiler file (the message says why)."""
-
-
-def file_kind(name: str) -> str | None:
-    """``"memprofiler_stats"`` for ``rank_<r>_memory_stats.{yaml,pickle}``, ``"memprofiler_log"`` for
-    ``fsdp_mem_*.log``, else None."""
-    if STATS_FILE.match(name):
-        return "memprofiler_stats"
-    if LOG_FILE.match(name):
-        return "memprofiler_log"
-    return None
 
 
 # libyaml's C parser when PyYAML was built with it (~10× faster: a 16 MiB file in seconds, not 87 s),

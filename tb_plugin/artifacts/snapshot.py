@@ -13,21 +13,21 @@ Entry actions: ``alloc``, ``free_requested``, ``free_completed`` (older: ``free`
 from __future__ import annotations
 
 import dataclasses
+import io
 import operator
+import sys
 from typing import Any
 
 import numpy as np
+import orjson
 
-from .. import jsonsafe
+from ..trace import jsonsafe
+from .isolated import EXIT_REFUSED, SnapshotError, parse_in_child
 from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
            "segment_unmap", "snapshot", "oom", "free", "other")
 _ACTION_CODE = {a: i for i, a in enumerate(ACTIONS)}
-
-
-class SnapshotError(Exception):
-    """The file is not a readable allocator snapshot. The message is shown as is."""
 
 
 @dataclasses.dataclass
@@ -132,8 +132,6 @@ def load_snapshot(data: bytes) -> Snapshot:
                             "which no pickle starts with")
     if tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
         return parse_pickle(data)
-    from .isolated import parse_in_child
-
     snap = unpack_snapshot(*parse_in_child(data))
     if snap is None:
         raise SnapshotError("the snapshot reader answered an unknown format")
@@ -279,3 +277,26 @@ def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
     stacks = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     return Snapshot(devices, header["segments"], stacks, header["annotations"], header["has_time"],
                     header["layout"], header["frames"])
+
+
+def child_main() -> int:
+    """The child of :func:`~.isolated.parse_in_child`: read a pickle from stdin, write its packed
+    snapshot as ``.npz`` to stdout (exit status :data:`~.isolated.EXIT_REFUSED` for a refused file)."""
+    data = sys.stdin.buffer.read()
+    try:
+        header, arrays = pack_snapshot(parse_pickle(data))
+        body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
+    except SnapshotError as exc:
+        sys.stderr.write(str(exc))
+        return EXIT_REFUSED
+    except (orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+        sys.stderr.write(f"not a memory snapshot: {type(exc).__name__}: {exc}")
+        return EXIT_REFUSED
+    out = io.BytesIO()
+    np.savez(out, header=np.frombuffer(body, dtype=np.uint8), **arrays)
+    sys.stdout.buffer.write(out.getbuffer())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(child_main())

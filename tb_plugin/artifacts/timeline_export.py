@@ -15,8 +15,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from ..trace.errors import TraceReadError
-from ..trace.read import gunzip_bounded
+from ..storage.read import ReadError, gunzip_bounded
 
 CATEGORIES = ("parameter", "optimizer state", "input", "temporary", "activation", "gradient", "autograd detail",
               "unknown")
@@ -30,7 +29,7 @@ def load_timeline_export(data: bytes) -> dict:
     if data[:2] == b"\x1f\x8b":  # inflated under the read limit: a 2 MB bomb no longer reaches 4 GB
         try:
             data = gunzip_bounded(data)
-        except TraceReadError as exc:
+        except ReadError as exc:
             raise TimelineExportError(str(exc)) from None
     try:
         doc = msgspec.json.decode(data)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 
-from ..artifacts.memprofiler import file_kind
-
 TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
 CERTAIN_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 CANDIDATE_SUFFIXES = (".json", ".json.gz")
 _SPAN_KEY = re.compile(r"^(.*)\.(\d+)$")
+# finetuning-scheduler MemProfiler output (see tb_plugin/artifacts/memprofiler.py)
+STATS_FILE = re.compile(r"^rank_(\d+)_memory_stats\.(yaml|yml|pickle)$")
+LOG_FILE = re.compile(r"^fsdp_mem_.*\.log$")
 
 
 def is_certain_trace(name: str) -> bool:
@@ -73,4 +74,14 @@ def artifact_kind(name: str) -> str | None:
         return "snapshot"
     if name.endswith(TIMELINE_EXPORT_SUFFIXES):
         return "memory_timeline"
+    return None
+
+
+def file_kind(name: str) -> str | None:
+    """``"memprofiler_stats"`` for ``rank_<r>_memory_stats.{yaml,pickle}``, ``"memprofiler_log"`` for
+    ``fsdp_mem_*.log``, else None."""
+    if STATS_FILE.match(name):
+        return "memprofiler_stats"
+    if LOG_FILE.match(name):
+        return "memprofiler_log"
     return None

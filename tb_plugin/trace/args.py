@@ -2,7 +2,8 @@
 
 The decoder keeps only the columns the analyses need. When the trace was parsed with a side file
 (``Trace.meta["events_file"]``: the raw JSON of every duration event, written beside the parse cache),
-the event's complete ``args`` object is read back from it; otherwise the known columns are returned.
+the registry reads the event's bytes back (:func:`event_span`) and :func:`args_of_raw` decodes its
+complete ``args`` object; otherwise :func:`event_args` returns the known columns.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ..storage.private_files import open_regular
 from .model import Trace
 
 _STRING_COLUMNS = {"grid": "grid", "block": "block", "input_dims": "Input Dims", "call_stack": "Call stack"}
@@ -23,9 +23,7 @@ _NUMBER_COLUMNS = {"correlation": "correlation", "external_id": "External id", "
 
 
 def event_args(trace: Trace, row: int) -> dict[str, Any]:
-    full = _from_events_file(trace, row)
-    if full is not None:
-        return full
+    """The known arg columns of event ``row`` (what the decoder kept)."""
     ev = trace.events
     out: dict[str, Any] = {}
     for col, label in _NUMBER_COLUMNS.items():
@@ -42,17 +40,21 @@ def event_args(trace: Trace, row: int) -> dict[str, Any]:
     return out
 
 
-def _from_events_file(trace: Trace, row: int) -> dict[str, Any] | None:
+def event_span(trace: Trace, row: int) -> tuple[str, int, int] | None:
+    """``(events file, byte offset, byte length)`` of event ``row``'s raw JSON in the side file, or
+    None when the trace has no side file or the event is not in it."""
     path = trace.meta.get("events_file")
     ev = trace.events
     if not path or "src_offset" not in ev.columns or ev.src_offset[row] < 0:
         return None
+    return path, int(ev.src_offset[row]), int(ev.src_length[row])
+
+
+def args_of_raw(raw: bytes) -> dict[str, Any] | None:
+    """The ``args`` object of one event's raw JSON (``{}`` without one); None when it does not decode."""
     try:
-        with open_regular(path) as f:  # never blocks on a FIFO put in its place
-            f.seek(int(ev.src_offset[row]))
-            raw = f.read(int(ev.src_length[row]))
         doc = msgspec.json.decode(raw)
-    except (OSError, msgspec.DecodeError):
+    except msgspec.DecodeError:
         return None
     args = doc.get("args") if isinstance(doc, dict) else None
     return args if isinstance(args, dict) else {}

@@ -58,8 +58,8 @@ def wait_all_ready(base: str, run: str, count: int) -> None:
 
 def format_duration(us: float) -> str:
     """The frontend's formatDuration (frontend/src/util/format.ts), for µs, with its rounding rule
-    (tb_plugin/numfmt.py: the shortest decimal rounded half away from zero)."""
-    from tb_plugin.numfmt import fixed
+    (tb_plugin/analysis/numfmt.py: the shortest decimal rounded half away from zero)."""
+    from tb_plugin.analysis.numfmt import fixed
 
     a = abs(us)
     if a < 10:

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from conftest import SAMPLES
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.runs import RunRegistry
 from tests.e2e.conftest import build_logdir, free_port, tensorboard
 from tests.e2e.helpers import plugin_frame
 

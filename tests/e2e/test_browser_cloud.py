@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
-from tb_plugin.runs import RunRegistry
+from tb_plugin.registry.runs import RunRegistry
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import plugin_frame
 

@@ -10,7 +10,7 @@ function isMissing(value: number | null | undefined): value is null | undefined 
 }
 
 /**
- * `value` rounded to `digits` decimals by the rule `kinetoscope report` uses too (tb_plugin/numfmt.py):
+ * `value` rounded to `digits` decimals by the rule `kinetoscope report` uses too (tb_plugin/analysis/numfmt.py):
  * its shortest round-trip decimal (`String(value)`, the same digits as Python's repr) rounded half away
  * from zero. So 2.25 -> 2.3 and 1.005 -> 1.01, where `toFixed` and `Intl` round the binary value
  * (1.00499…) and Python's format rounds ties to even (2.25 -> "2.2"). Zero comes back unsigned. The

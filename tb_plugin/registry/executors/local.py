@@ -1,12 +1,50 @@
-"""The default executor: a process pool on this machine (or this process, when a pool does not pay)."""
+"""The default executor: a process pool on this machine (or this process, when a pool does not pay),
+sized to the cores and the memory available (also for the registry's parallel parsing)."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import os
 from typing import Iterator, Sequence
 
 from .task import RankJob, RankResult, reduce_rank
+
+
+PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
+# Peak RSS of one parse ≤ this × the decompressed trace size. Measured (peak minus the interpreter's 41 MB):
+# a real trace scaled to 121 MB (V100 ResNet-50, ~530 bytes an event) 2.7×; 117 MB of the smallest
+# possible events (58 bytes each: 2 M events) 8.2×. The per-event columns dominate small events, so the
+# worst case is planned for (it was 3, and a trace of tiny events peaked at ~7× in the review).
+PARSE_MEMORY_FACTOR = 8
+GZIP_RATIO_GUESS = 12  # decompressed ÷ compressed size assumed for .gz traces
+
+
+def parallel_workers(decompressed_sizes: list[int]) -> int:
+    """Worker processes for parallel parsing: at most the cores, and as many as fit in the available
+    memory at :data:`PARSE_MEMORY_FACTOR` × the largest file's decompressed size each."""
+    cores = os.cpu_count() or 1
+    biggest = max(decompressed_sizes) if decompressed_sizes else 0
+    need = PARSE_MEMORY_FACTOR * biggest
+    available = _available_memory()
+    by_memory = int(available // max(need, 1)) if available else cores
+    return max(1, min(cores, len(decompressed_sizes), by_memory))
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def decompressed_guess(size: int, name: str) -> int:
+    """The decompressed bytes of a file of ``size`` bytes named ``name`` (a path or URL will do)."""
+    return size * (GZIP_RATIO_GUESS if name.endswith(".gz") else 1)
 
 
 class LocalExecutor:
@@ -44,8 +82,6 @@ class LocalExecutor:
 
 
 def _auto_workers(jobs: Sequence[RankJob]) -> int:
-    from ..runs import PARALLEL_MIN_BYTES, decompressed_guess, parallel_workers
-
     sizes = [decompressed_guess(job.size, job.url) for job in jobs]
     if len(jobs) < 2 or sum(sizes) < PARALLEL_MIN_BYTES:
         return 1

@@ -21,8 +21,9 @@ import threading
 import numpy as np
 import orjson
 
-from .. import jsonsafe
-from .private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
+from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
+from ..storage.fs import INODE_MARK
+from ..trace import jsonsafe
 from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 
 FORMAT_REVISION = 8  # 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
@@ -49,18 +50,6 @@ def default_cache_dir() -> str:
     import platformdirs
 
     return platformdirs.user_cache_dir("kinetoscope", appauthor=False)
-
-
-# In a version string: the file is keyed by its inode (see :func:`inode_version`), not its path.
-INODE_MARK = "|inode:"
-
-
-def inode_version(size: int, mtime: float, dev: int, ino: int) -> str:
-    """The version of a local file that has several hard links: size and mtime as usual, plus the
-    device and inode. :class:`ParseCache` keys such a version by itself, without the path, so every
-    link to the same content shares one cache entry (parsed once). Different device/inode pairs are
-    different files, and a rewrite changes size or mtime, so no two contents share a key."""
-    return f"{size}:{mtime}{INODE_MARK}{dev}:{ino}"
 
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Read a trace file's bytes (gzip or plain) through fsspec, with progress and clear failures.
+"""Read a file's bytes (gzip or plain) through fsspec, with progress and clear failures.
 
 Local files are read sequentially. A remote object (S3, GCS, Azure) up to :data:`RANGE_BYTES` is
 fetched with one request; a larger one is downloaded with few large ranged requests of
@@ -26,10 +26,13 @@ import threading
 import zlib
 from typing import Callable
 
-from ..storage.remote import (attempts_for, attempts_per_request, describe_error, is_local_fs, is_transient,
-                              with_retries)
-from ..storage.sniff import GZIP_MAGIC, LEADING_BYTES
-from .errors import TraceReadError
+from .remote import attempts_for, attempts_per_request, describe_error, is_local_fs, is_transient, with_retries
+from .sniff import GZIP_MAGIC, LEADING_BYTES
+
+
+class ReadError(Exception):
+    """A file cannot be read within the bounds (empty, truncated or corrupt gzip, too big, not JSON, I/O).
+    The message is shown to the user as is; the registry's loader re-raises it as ``TraceReadError``."""
 
 CHUNK_BYTES = 8 << 20  # local sequential reads
 RANGE_BYTES = 256 << 20  # the largest ranged request for a remote object
@@ -70,8 +73,8 @@ def max_trace_bytes() -> int:
     return value if value > 0 else default_max_bytes()
 
 
-def _too_big(limit: int, what: str) -> TraceReadError:
-    return TraceReadError(f"{what} size exceeds {limit} bytes ({limit / (1 << 30):.3g} GiB), the limit on one trace; "
+def _too_big(limit: int, what: str) -> ReadError:
+    return ReadError(f"{what} size exceeds {limit} bytes ({limit / (1 << 30):.3g} GiB), the limit on one trace; "
                           "raise KINETOSCOPE_MAX_TRACE_BYTES to read it")
 
 
@@ -84,7 +87,7 @@ def read_trace_bytes(
 
     ``progress`` receives the fraction of the *compressed* file's bytes read (or downloaded) so far;
     ``spool_dir`` is where a large remote object is downloaded (default: the system temp dir). Gzip is detected by
-    its magic bytes, not the file name. Raises :class:`TraceReadError` for a 0-byte file, a
+    its magic bytes, not the file name. Raises :class:`ReadError` for a 0-byte file, a
     truncated or corrupt gzip stream, or an unreadable file; with ``json_document`` (the default)
     also for a document whose first non-blank byte is not ``{``/``[`` or that shows none in its first
     :data:`JSON_HEAD_BYTES`, before reading further. ``json_document=False`` serves other kinds
@@ -95,10 +98,10 @@ def read_trace_bytes(
     try:
         with fs.open(path, "rb") as f:
             return _read_stream(f, size, progress, _named_gz(path), json_document)
-    except TraceReadError:
+    except ReadError:
         raise
     except (OSError, ValueError) as exc:
-        raise TraceReadError(f"cannot read file: {exc}") from None
+        raise ReadError(f"cannot read file: {exc}") from None
 
 
 class _ChunkError(Exception):
@@ -193,12 +196,12 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
         finally:
             os.close(fd)
             os.unlink(tmp)
-    except TraceReadError:
+    except ReadError:
         raise
     except _ChunkError as err:
-        raise TraceReadError(_remote_message(err.exc, url, err.start, attempts_per_request(fs))) from None
+        raise ReadError(_remote_message(err.exc, url, err.start, attempts_per_request(fs))) from None
     except Exception as exc:
-        raise TraceReadError(_remote_message(exc, url, None, attempts_per_request(fs))) from None
+        raise ReadError(_remote_message(exc, url, None, attempts_per_request(fs))) from None
 
 
 def _remote_message(exc: BaseException, url: str, start: int | None, attempts: int) -> str:
@@ -218,7 +221,7 @@ def _check_not_gzip(head: bytes, named_gz: bool) -> None:
     """A file named ``*.gz`` without the gzip magic: plain JSON (a misnamed file) is read as such;
     anything else fails as "not gzip", which says more than the decoder's "not a JSON trace"."""
     if named_gz and head.lstrip(LEADING_BYTES)[:1] not in (b"{", b"["):
-        raise TraceReadError(
+        raise ReadError(
             f"not gzip: the file is named .gz but starts with bytes {head[:2].hex(' ')}, "
             f"not the gzip magic 1f 8b (nor plain JSON)"
         )
@@ -231,17 +234,17 @@ def check_json_head(head: bytes, complete: bool) -> None:
     stripped = bytes(head[:JSON_HEAD_BYTES]).lstrip(LEADING_BYTES)
     if stripped:
         if stripped[:1] not in (b"{", b"["):
-            raise TraceReadError(f"not a JSON trace: the document starts with {chr(stripped[0])!r}, "
+            raise ReadError(f"not a JSON trace: the document starts with {chr(stripped[0])!r}, "
                                  "expected '{' or '['")
     elif not complete and len(head) >= JSON_HEAD_BYTES:
-        raise TraceReadError(f"not a JSON trace: its first {JSON_HEAD_BYTES >> 20} MiB hold only whitespace "
+        raise ReadError(f"not a JSON trace: its first {JSON_HEAD_BYTES >> 20} MiB hold only whitespace "
                              "(a whitespace bomb?); not read further")
 
 
 def _read_stream(f, size: int | None, progress, named_gz: bool = False, json_document: bool = True) -> bytearray:
     head = f.read(CHUNK_BYTES)
     if not head:
-        raise TraceReadError("file is empty (0 bytes)")
+        raise ReadError("file is empty (0 bytes)")
     if head[:2] == GZIP_MAGIC:
         return _gunzip_stream(f, head, size, progress, json_document)
     _check_not_gzip(head, named_gz)
@@ -282,7 +285,7 @@ def _gunzip_stream(f, head: bytes, size: int | None, progress, json_document: bo
             try:  # inflate in steps of CHUNK_BYTES at most, never past the limit (a gzip bomb)
                 out += inflater.decompress(data, min(CHUNK_BYTES, limit - len(out) + 1))
             except zlib.error as exc:
-                raise TraceReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
+                raise ReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
             if len(out) > limit:
                 raise _too_big(limit, "decompressed")
             if not head_checked and (len(out) >= JSON_HEAD_BYTES or out[:JSON_HEAD_BYTES].lstrip(LEADING_BYTES)):
@@ -301,7 +304,7 @@ def _gunzip_stream(f, head: bytes, size: int | None, progress, json_document: bo
     if len(out) > limit:
         raise _too_big(limit, "decompressed")
     if not inflater.eof:
-        raise TraceReadError(
+        raise ReadError(
             f"gzip stream is truncated: it ends after {consumed} compressed bytes "
             f"({len(out)} bytes decompressed) without its end marker"
         )

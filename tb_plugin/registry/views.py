@@ -1,4 +1,5 @@
-"""The detail views of one loaded trace, computed once and kept (rows are small; the trace is not)."""
+"""The detail views of one loaded trace: cached access to analysis/ results, computed once and kept
+(rows are small; the trace is not). No arithmetic here: every number comes from analysis/."""
 
 from __future__ import annotations
 
@@ -6,19 +7,38 @@ import threading
 
 import numpy as np
 
-from .analysis.clock import shared_origin
-from .analysis import memory as memory_analysis
-from .analysis.kernels import kernel_rows, tensor_core_split
-from .analysis.modules import module_tree
-from .analysis.operators import group_members, op_times, operator_rows
-from .analysis import timeline_query
-from .analysis.call_stacks import stack_ids
-from .analysis.counters import counters, warm_counter_inputs
-from .analysis.steps import compute_steps
-from .analysis.timeline import pack_index, timeline_index, unpack_index
-from .trace.links import device_mask
-from .trace.args import event_args
-from .trace.model import Trace
+from ..analysis.clock import shared_origin
+from ..analysis import memory as memory_analysis
+from ..analysis.kernels import kernel_rows, tensor_core_split
+from ..analysis.modules import module_tree
+from ..analysis.operators import group_members, op_times, operator_rows
+from ..analysis import timeline_query
+from ..analysis.call_stacks import stack_ids
+from ..analysis.counters import counters, warm_counter_inputs
+from ..analysis.steps import compute_steps
+from ..analysis.timeline import pack_index, timeline_index, unpack_index
+from ..trace.links import device_mask
+from ..storage.private_files import open_regular
+from ..trace.args import args_of_raw, event_args, event_span
+from ..trace.model import Trace
+
+
+def _full_args(trace: Trace, row: int) -> dict:
+    """Every arg of event ``row``: read back from the parse cache's events file when there is one,
+    else the columns the decoder kept."""
+    span = event_span(trace, row)
+    if span is not None:
+        path, offset, length = span
+        try:
+            with open_regular(path) as f:  # never blocks on a FIFO put in its place
+                f.seek(offset)
+                raw = f.read(length)
+        except OSError:
+            raw = None
+        full = args_of_raw(raw) if raw is not None else None
+        if full is not None:
+            return full
+    return event_args(trace, row)
 
 
 def warm_timeline_inputs(trace: Trace) -> None:
@@ -160,7 +180,7 @@ class FileViews:
             "start_us": round(float(ev.ts[row] - base), 3),
             "dur_us": round(float(ev.dur[row]), 3),
             "track": int(timeline_query.track_of_events(self.trace)[row]),
-            "args": event_args(self.trace, row),
+            "args": _full_args(self.trace, row),
             "parents": timeline_query.parents(self.trace, row),
             "flows": timeline_query.flow_partners(self.trace, row),
         }
@@ -168,7 +188,7 @@ class FileViews:
     # -- insights -------------------------------------------------------------------------------
     def insights(self) -> dict:
         def build():
-            from .analysis.insights import insight_recommendations, insights
+            from ..analysis.insights import insight_recommendations, insights
 
             doc = insights(self.trace)
             return dict(doc, recommendations=insight_recommendations(doc))

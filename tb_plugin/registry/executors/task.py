@@ -10,7 +10,7 @@ The aggregate (``RankResult.aggregate``) is a dict:
 - ``distributed``: :func:`~tb_plugin.analysis.distributed.rank_reduce` (rank, world size,
   communication kernels, per-step overlap; µs, bytes), combined across ranks by
   :func:`~tb_plugin.analysis.distributed.combine_ranks`;
-- ``insights``: the report's insight figures of this rank (per-GPU idle split, launch delay p50/p95 and overhead/queueing p50,
+- ``insights`` (see :func:`~tb_plugin.registry.report.rank_aggregate`): the report's insight figures of this rank (per-GPU idle split, launch delay p50/p95 and overhead/queueing p50,
   exposed time; µs);
 - ``tables`` (only when ``RankJob.tables``): the report's per-worker sections: ``overview``,
   ``operators``, ``kernels``, ``modules``, ``memory``. Their size grows with the number of distinct
@@ -28,11 +28,12 @@ import time
 import zlib
 from typing import Any
 
-from ..trace.errors import TraceReadError
-
-OPERATOR_KEYS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "tc_eligible"]
-KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct",
-               "tensor_cores"]
+from ...storage.fs import open_logdir
+from ...storage.remote import StorageError
+from ...trace.errors import TraceReadError
+from ..cache import ParseCache
+from ..parse import open_views, parse_entry
+from ..report import rank_aggregate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,15 +67,11 @@ def reduce_rank(job: RankJob) -> RankResult:
     started = time.perf_counter()
     result = RankResult(key=job.key, where=f"{socket.gethostname()}:{os.getpid()}")
     try:
-        from ..runs import file_views, parse_entry
-        from ..storage.cache import ParseCache
-        from ..storage.fs import open_logdir
-
         fs, path = open_logdir(job.url)
         cache = ParseCache(job.cache_dir) if job.cache_dir else None
         trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache)
         if job.aggregate:
-            result.aggregate = rank_aggregate(trace, file_views(trace, cache, job.url, job.version), job.tables)
+            result.aggregate = rank_aggregate(trace, open_views(trace, cache, job.url, job.version), job.tables)
             if job.tables:
                 result.aggregate["tables"] = pack(result.aggregate["tables"])
         result.warnings, result.notes = list(trace.warnings), list(trace.notes)
@@ -90,30 +87,9 @@ def error_message(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, MemoryError):
         return "not enough memory to load this trace"
-    from ..storage.remote import StorageError
-
     if isinstance(exc, StorageError):
         return str(exc)
     return f"internal error while analysing this file: {type(exc).__name__}: {exc}"
-
-
-def rank_aggregate(trace, views, tables: bool) -> dict[str, Any]:
-    """The aggregate of one parsed trace (pure; see the module docstring)."""
-    from ..analysis.distributed import rank_reduce
-    from ..analysis.overview import compute_overview
-
-    out: dict[str, Any] = {"distributed": rank_reduce(trace), "insights": report_insights(views.insights())}
-    if tables:
-        out["tables"] = {
-            "overview": compute_overview(trace),
-            "operators": [{k: r[k] for k in OPERATOR_KEYS} for r in sorted(
-                views.operators("operator"), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))],
-            "kernels": [{k: r[k] for k in KERNEL_KEYS} for r in sorted(
-                views.kernels("kernel"), key=lambda r: (-r["total_us"], r["name"]))],
-            "modules": views.modules(),
-            "memory": views.memory_summary(),
-        }
-    return out
 
 
 def pack(obj: Any) -> bytes:
@@ -124,15 +100,3 @@ def pack(obj: Any) -> bytes:
 def unpack(data: bytes) -> Any:
     """The section :func:`pack` compressed (the result came from our own task, like every Dask result)."""
     return pickle.loads(zlib.decompress(data))
-
-
-def report_insights(found: dict) -> dict:
-    """The insight figures the report prints, from :meth:`FileViews.insights` (µs)."""
-    return {
-        "idle": {"gpus": [{k: g[k] for k in ("device", "window_us", "idle_us", "host_wait_us", "short_gap_us", "other_us")}
-                          for g in found["idle"]["gpus"]]},
-        "launch_delay_us": {"p50": found["launch"]["p50"], "p95": found["launch"]["p95"],
-                            "overhead_p50": found["launch"]["overhead_us"]["p50"],
-                            "queueing_p50": found["launch"]["queueing_us"]["p50"]},
-        "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us", "idle_us")},
-    }

@@ -1,5 +1,6 @@
-"""Several logdirs at once (TensorBoard's ``--logdir_spec name1:path1,name2:path2``), local and
-remote mixed: one :class:`~tb_plugin.runs.RunRegistry` per logdir, so a bucket that cannot be listed
+"""The :class:`Registry` protocol (what the routes and the CLI use), and :class:`MultiRegistry`:
+several logdirs at once (TensorBoard's ``--logdir_spec name1:path1,name2:path2``), local and remote
+mixed: one :class:`~tb_plugin.registry.runs.RunRegistry` per logdir, so a bucket that cannot be listed
 (no credentials, access denied, missing bucket, an extra not installed) is an error of its own runs
 while the other logdirs keep working."""
 
@@ -8,7 +9,12 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from typing import Any
+import time
+from typing import Any, Callable, Protocol
+
+from .runs import RunRegistry
+from .states import ArtifactState, FileState
+from .views import FileViews
 
 _URI = re.compile(r"^[a-zA-Z][0-9a-zA-Z.+-]*://")
 
@@ -38,13 +44,39 @@ def parse_logdir_spec(spec: str) -> list[tuple[str, str]]:
     return out
 
 
+class Registry(Protocol):
+    """The data provider the routes, the CLI and the plugin use: :class:`RunRegistry` (one logdir)
+    and :class:`MultiRegistry` (several) both implement it."""
+
+    logdir: str
+
+    @property
+    def error(self) -> str | None: ...
+    def start(self) -> "Registry": ...
+    def stop(self) -> None: ...
+    def scan(self) -> None: ...
+    def wait_scanned(self, timeout: float | None = None) -> bool: ...
+    def files(self) -> list[FileState]: ...
+    def find(self, run: str, worker: str, span: str) -> FileState | None: ...
+    def want(self, state: FileState) -> None: ...
+    def load(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState: ...
+    def tables(self, state: FileState) -> FileViews: ...
+    def fs_of(self, state: FileState): ...
+    def client_message_of(self, state: FileState, message: str) -> str: ...
+    def parse_in_parallel(self, states: list[FileState]) -> int: ...
+    def distributed(self, run: str, span: str = "1") -> dict: ...
+    def workers_in_run(self, run: str) -> int: ...
+    def artifacts(self, run: str | None = None) -> list[ArtifactState]: ...
+    def find_artifact(self, run: str, path: str) -> ArtifactState | None: ...
+    def load_artifact(self, art: ArtifactState, wait: bool = True) -> ArtifactState: ...
+    def runs_document(self) -> dict[str, Any]: ...
+
+
 class MultiRegistry:
-    """The :class:`~tb_plugin.runs.RunRegistry` interface over several logdirs; run names are
-    ``<name>`` or ``<name>/<run>``."""
+    """The :class:`Registry` interface over several logdirs (one :class:`RunRegistry` each); run names
+    are ``<name>`` or ``<name>/<run>``."""
 
     def __init__(self, entries: list[tuple[str, str]], cache=None, reload_interval: float = 10.0) -> None:
-        from ..runs import RunRegistry
-
         self.registries = [RunRegistry(path, cache=cache, reload_interval=reload_interval, prefix=name)
                            for name, path in entries]
         self.logdir = ",".join(f"{name}:{path}" for name, path in entries)
@@ -70,8 +102,6 @@ class MultiRegistry:
             reg.scan()
 
     def wait_scanned(self, timeout: float | None = None) -> bool:
-        import time
-
         deadline = None if timeout is None else time.monotonic() + timeout
         ok = True
         for reg in self.registries:
@@ -133,8 +163,8 @@ class MultiRegistry:
     def load_artifact(self, art, wait: bool = True):
         return self._owner(art.run).load_artifact(art, wait)
 
-    def snapshot(self) -> dict[str, Any]:
-        docs = [reg.snapshot() for reg in self.registries]
+    def runs_document(self) -> dict[str, Any]:
+        docs = [reg.runs_document() for reg in self.registries]
         return {
             "logdir": self.logdir,
             "loading": {"files_total": sum(d["loading"]["files_total"] for d in docs),

@@ -1,4 +1,4 @@
-"""Server-side table queries: filter, sort and page rows computed by ``analysis`` (no computation).
+"""Table paging: filter, sort and page rows computed by ``analysis`` (no computation), and CSV.
 
 A table is a list of flat dicts. ``search`` is a case-insensitive substring of ``name`` (and
 ``op_search`` of ``op``); ``sort`` names a column; ``None`` values sort last in either order.
@@ -30,6 +30,22 @@ def sort_rows(rows: list[dict], key: str, descending: bool) -> list[dict]:
     present.sort(key=lambda r: (r[key], r["name"]) if not isinstance(r[key], str) else (r[key].lower(), r["name"]),
                  reverse=descending)
     return present + missing
+
+
+def selected(rows: list[dict], q: dict[str, Any]) -> list[dict]:
+    """The rows a query (:func:`~.params.table_query`) shows, filtered and sorted, before paging."""
+    return sort_rows(filter_rows(rows, q["search"], q["op_search"]), q["sort"], q["descending"])
+
+
+def window(rows: list[dict], q: dict[str, Any]) -> dict[str, Any]:
+    """One page of already selected ``rows``: the query's sort, order, offset and the total count."""
+    return {"state": "ready", "sort": q["sort"], "order": "desc" if q["descending"] else "asc",
+            "total_rows": len(rows), "offset": q["offset"], "rows": rows[q["offset"]: q["offset"] + q["limit"]]}
+
+
+def page(all_rows: list[dict], q: dict[str, Any], **extra) -> dict[str, Any]:
+    """The page of ``all_rows`` that ``q`` asks for, with ``extra`` fields."""
+    return {**window(selected(all_rows, q), q), **extra}
 
 
 def top(rows: list[dict], key: str, n: int = TOP_N) -> list[dict[str, Any]]:

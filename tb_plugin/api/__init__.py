@@ -1,0 +1,9 @@
+"""The HTTP routes: thin functions that parse parameters (:mod:`.params`), call one function of the
+registry or of :mod:`tb_plugin.registry.report`, and answer ``(status, document)``; :mod:`.paging`
+pages tables and writes CSV. ``plugin.py`` maps each route to a URL."""
+
+from .params import ApiError, BadRequest
+from .routes import *  # noqa: F401,F403 - the route functions, looked up by plugin.py at start-up
+from .routes import __all__ as _routes
+
+__all__ = ["ApiError", "BadRequest", *_routes]

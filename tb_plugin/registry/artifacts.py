@@ -1,0 +1,216 @@
+"""Memory artifacts other than traces (allocator snapshots, memory-timeline exports, MemProfiler
+output): loading them in their own thread (:class:`ArtifactLoading`, part of the registry) and their
+views, computed once per loaded file."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+
+from ..analysis import snapshot as snap_analysis
+from ..analysis.series import reduce_to
+from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, MemProfilerError, load_log, load_stats
+from ..artifacts.snapshot import Snapshot, SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
+from ..artifacts.timeline_export import CATEGORIES, TimelineExportError, load_timeline_export
+from ..storage.fs import FileEntry
+from ..trace.errors import TraceReadError
+from .parse import read_bytes
+from .states import CHANGES, ERROR, LOADING, QUEUED, READY, ArtifactState
+
+logger = logging.getLogger(__name__)
+
+MAX_EXPORT_POINTS = 4000
+
+
+class SnapshotViews:
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._memo: dict = {}
+        self._lock = threading.Lock()
+
+    def _get(self, key, make):
+        with self._lock:
+            if key not in self._memo:
+                self._memo[key] = make()
+            return self._memo[key]
+
+    def devices(self) -> list[int]:
+        return sorted(self.snapshot.devices)
+
+    def summary(self) -> dict:
+        def build():
+            snap = self.snapshot
+            return {
+                "layout": snap.layout, "time_unit": "us" if snap.has_time else "entry",
+                "devices": [snap_analysis.device_summary(snap, d) for d in self.devices()],
+                "segment_devices": sorted({s["device"] for s in snap.segments}),
+                "history_recorded": bool(snap.devices),
+                "annotations": snap.annotations[:1000],
+                "markers": {f"GPU{d}": snap_analysis.markers(snap, d) for d in self.devices()},
+            }
+
+        return self._get("summary", build)
+
+    def timeline(self, device: int, start, end, width_px: int) -> dict:
+        arrays = self._get(("timeline_arrays", device), dict)
+        with self._lock:
+            return snap_analysis.timeline(self.snapshot, device, start, end, width_px, cache=arrays)
+
+    def segments(self, device: int) -> list[dict]:
+        """The segments of one device; memoized only for devices that have segments (any index is a
+        valid request, so the memo would otherwise grow with the requests)."""
+        if device not in self.summary()["segment_devices"]:
+            return []
+        return self._get(("segments", device), lambda: snap_analysis.segments_state(self.snapshot, device))
+
+    def allocations(self, device: int, limit: int) -> list[dict]:
+        return snap_analysis.top_allocations(self.snapshot, device, limit)
+
+    def stack(self, index: int) -> list[dict] | None:
+        return self.snapshot.stack_frames(index)
+
+
+class TimelineExportViews:
+    def __init__(self, data: dict) -> None:
+        self.data = data
+
+    def series(self) -> dict:
+        t = self.data["times_us"]
+        b = self.data["bytes"]
+        if len(t) > MAX_EXPORT_POINTS:  # per bin the largest and the last total (analysis/series.py)
+            keep = reduce_to(t, b.sum(axis=0), MAX_EXPORT_POINTS)
+            t, b = t[keep], b[:, keep]
+        total = b.sum(axis=0) if b.size else np.zeros(0)
+        peak = int(np.argmax(total)) if len(total) else 0
+        return {"form": self.data["form"], "categories": self.data["categories"] or list(CATEGORIES),
+                "times_us": t.tolist(), "bytes": b.astype(np.int64).tolist(),
+                "peak_bytes": int(total[peak]) if len(total) else 0,
+                "peak_time_us": float(t[peak]) if len(t) else None}
+
+
+class MemProfilerStatsViews:
+    """One ``rank_<r>_memory_stats.yaml`` (parsed by :func:`~.artifacts.memprofiler.load_stats`)."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+
+    def stats(self) -> dict:
+        """The snapshots with every value, and the headline metrics present in any of them."""
+        present = {k for s in self.data["snapshots"] for k in s["values"]}
+        return {"rank": self.data["rank"], "warnings": self.data["warnings"],
+                "metrics": [{"key": k, "label": label, "unit": unit} for k, label, unit in HEADLINE if k in present],
+                "snapshots": self.data["snapshots"]}
+
+
+class TextReportViews:
+    """A MemProfiler ``fsdp_mem_*.log`` text report (the first bytes of it)."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+
+    def text(self) -> dict:
+        return dict(self.data)
+
+
+MEMPROFILER_KINDS = ("memprofiler_stats", "memprofiler_log")
+
+
+def load_memprofiler_views(fs, entry):
+    """Read a MemProfiler file of ``entry.kind`` (bounded reads) into its views; raises
+    :class:`~.artifacts.memprofiler.MemProfilerError` for a file that is not one."""
+    limit = MAX_STATS_BYTES if entry.kind == "memprofiler_stats" else MAX_LOG_BYTES
+    with fs.open(entry.path, "rb") as f:
+        data = f.read(limit + 1)
+    if entry.kind == "memprofiler_stats":
+        return MemProfilerStatsViews(load_stats(entry.name, data))
+    return TextReportViews(load_log(data, max(entry.size, len(data))))
+
+
+class ArtifactLoading:
+    """The memory artifacts of a :class:`~tb_plugin.registry.runs.RunRegistry` (a mixin: it uses the
+    registry's ``_lock``, ``_wake``, ``_stop``, ``_artifacts``, ``fs``, ``cache`` and ``client_message``)."""
+
+    def _reconcile_artifacts(self, entries: list[FileEntry]) -> None:
+        with self._lock:
+            seen = set()
+            for e in entries:
+                seen.add(e.rel)
+                old = self._artifacts.get(e.rel)
+                if old is None or old.entry.version != e.version:
+                    self._artifacts[e.rel] = ArtifactState(entry=e)
+                    CHANGES.bump()
+            for rel in list(self._artifacts):
+                if rel not in seen:
+                    del self._artifacts[rel]
+                    CHANGES.bump()
+
+    def artifacts(self, run: str | None = None) -> list[ArtifactState]:
+        with self._lock:
+            return sorted((a for a in self._artifacts.values() if run is None or a.run == run),
+                          key=lambda a: a.entry.rel)
+
+    def find_artifact(self, run: str, path: str) -> ArtifactState | None:
+        """The artifact with this logdir-relative path in this run (a lookup, never a file path)."""
+        with self._lock:
+            a = self._artifacts.get(path)
+        return a if a is not None and a.run == run else None
+
+    def load_artifact(self, art: ArtifactState, wait: bool = True) -> ArtifactState:
+        """Read, parse (or fetch from the cache) and index one artifact, in this thread, unless it is
+        loaded already (checked without a lock). One lock per artifact: a slow artifact never delays
+        another. With ``wait=False``, an artifact another thread is loading is returned as it is
+        (state ``loading``: the caller answers that and the client polls)."""
+        if art.state in (READY, ERROR):
+            return art
+        if not art.lock.acquire(blocking=wait):
+            return art
+        try:
+            if art.state not in (READY, ERROR):
+                self._load_artifact(art)
+        finally:
+            art.lock.release()
+        return art
+
+    def _load_artifact(self, art: ArtifactState) -> None:
+        art.state = LOADING
+        entry = art.entry
+        url = self.fs.unstrip_protocol(entry.path)
+        try:
+            if entry.kind == "snapshot":
+                snap = None
+                if self.cache is not None:
+                    got = self.cache.get_blob(url, entry.version, "snapshot")
+                    snap = unpack_snapshot(*got) if got else None
+                if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
+                    snap = load_snapshot(read_bytes(self.fs, entry.path, entry.size, json_document=False))
+                    if self.cache is not None:
+                        self.cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
+                art.views = SnapshotViews(snap)
+                art.views.summary()
+            elif entry.kind in MEMPROFILER_KINDS:
+                art.views = load_memprofiler_views(self.fs, entry)
+            else:
+                art.views = TimelineExportViews(load_timeline_export(read_bytes(self.fs, entry.path, entry.size)))
+        except (SnapshotError, TimelineExportError, MemProfilerError, TraceReadError) as exc:
+            art.error, art.state = self.client_message(str(exc)), ERROR
+        except OSError as exc:
+            art.error, art.state = self.client_message(f"cannot read file: {exc}"), ERROR
+        except Exception as exc:  # one bad file must stay one file's problem
+            logger.exception("reading %s failed", entry.rel)
+            art.error, art.state = self.client_message(
+                f"internal error while reading this file: {type(exc).__name__}: {exc}"), ERROR
+        else:
+            art.state = READY
+
+    def _artifact_loop(self) -> None:
+        """Load queued memory artifacts in the background, in their own thread: a slow snapshot or
+        YAML file never holds up the traces (the loader thread) nor another artifact's requests."""
+        while not self._stop.is_set():
+            with self._wake:
+                art = next((a for a in self._artifacts.values() if a.state == QUEUED), None)
+                if art is None:
+                    self._wake.wait(timeout=self.reload_interval)
+                    continue
+            self.load_artifact(art)

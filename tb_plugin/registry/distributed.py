@@ -1,0 +1,161 @@
+"""The distributed view of a run: each rank's aggregate, computed here or on an executor (local
+process pool or Dask), combined across ranks (:class:`Distributed`, part of the registry)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+from ..analysis import distributed as distributed_analysis
+from .executors import is_remote, open_executor, run_ranks
+from .executors.task import RankJob, unpack
+from .states import ERROR, LOADING, QUEUED, READY, FileState
+
+logger = logging.getLogger(__name__)
+
+EXECUTOR_RETRY_S = 60.0  # after a remote executor failed, the local loads are used this long before a new try
+
+
+class Distributed:
+    """Per-rank work and the cross-rank view (a mixin: it uses the registry's ``files``, ``tables``,
+    ``_load_locked``, ``fs``, ``cache``, ``executor`` and ``client_message``)."""
+
+    def _init_executor(self, executor: str | None) -> None:
+        # where the distributed view's per-rank work runs when ranks are not loaded here: "local",
+        # "dask://host:port", or None for $KINETOSCOPE_EXECUTOR (see registry/executors)
+        self.executor = executor
+        self._executor = None
+        self._executor_failure: tuple[float, str] | None = None
+        self._executor_lock = threading.Lock()
+
+    def _close_executor(self) -> None:
+        with self._executor_lock:
+            if self._executor is not None:
+                self._executor.close()
+                self._executor = None
+
+    def distributed(self, run: str, span: str = "1") -> dict:
+        """The distributed view of a run's ranks at one span (see analysis.distributed), combined from
+        each rank's aggregate. Ranks not analysed yet go to the remote executor when one is chosen
+        (``executor`` / ``$KINETOSCOPE_EXECUTOR``), else are loaded here."""
+        states = sorted((st for st in self.files() if st.run == run and st.span == span), key=lambda s: s.worker)
+        messages = []
+        failed: dict[str, str] = {}
+        todo = [st for st in states if st.aggregate is None and st.state not in (READY, ERROR)]
+        if todo and is_remote(self.executor):
+            executor, problem = self._remote_executor()
+            if problem:
+                messages.append(problem)
+            if executor is not None:  # the files another request is analysing are waited for below
+                mine = [st for st in todo if st.lock.acquire(blocking=False)]
+                try:
+                    self.analyse([st for st in mine if st.aggregate is None], executor, tables=False,
+                                 failed=failed, warn=messages.append)
+                finally:
+                    for st in mine:
+                        st.lock.release()
+        ranks = []
+        for position, st in enumerate(states):
+            rel = st.entry.rel
+            if st.aggregate is None and rel not in failed:
+                self._rank_aggregate(st, distributed_analysis.rank_reduce)
+            if st.aggregate is None:
+                messages.append(f"{rel}: not analysed ({failed.get(rel) or st.error})")
+                continue
+            agg = st.aggregate["distributed"]
+            rank, source = distributed_analysis.rank_of_info(agg["distributed_info"], st.worker, position)
+            if source != "distributedInfo":
+                messages.append(f"{st.worker}: no distributedInfo; rank {rank} taken from the {source}")
+            ranks.append((rank, st.worker, agg))
+        if len({r for r, _, _ in ranks}) < len(ranks):
+            messages.append("two files claim the same rank: ranks are compared in worker order instead")
+            ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
+        spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
+        # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
+        # reason: why there is no view (null with one); the files' own failures are in messages
+        out = {"state": "ready", "run": run, "span": span, "spans": spans, "files": len(states),
+               "ranks_loaded": len(ranks), "reason": None}
+        if len(ranks) < 2:
+            return dict(out, reason=no_view_reason(span, len(states), len(ranks)), view=None, messages=messages)
+        view = distributed_analysis.combine_ranks(ranks)
+        messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
+        if view["instances"]["total"] == 0:
+            messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
+                            "need GPU collectives")
+        return dict(out, view=view, messages=messages)
+
+    def _rank_aggregate(self, st: FileState, reduce) -> None:
+        """Load this file (if not loaded) and set its distributed aggregate ``reduce(trace)``, once:
+        under the file's lock, so concurrent requests wait for one parse and one reduction."""
+        with st.lock:
+            if st.aggregate is not None:
+                return
+            if st.state in (QUEUED, LOADING):
+                self._load_locked(st)
+            if st.state == READY:
+                st.aggregate = {"distributed": reduce(self.tables(st).trace)}
+
+    def rank_job(self, state: FileState, tables: bool = True) -> RankJob:
+        """The executor job of one file (see executors/task.py)."""
+        entry = state.entry
+        return RankJob(key=entry.rel, url=self.fs.unstrip_protocol(entry.path), version=entry.version,
+                       size=entry.size, cache_dir=os.path.dirname(self.cache.root) if self.cache is not None else None,
+                       tables=tables)
+
+    def analyse(self, states: list[FileState], executor, tables: bool = True, progress=None, warn=None,
+                failed: dict[str, str] | None = None) -> None:
+        """Run the per-rank task of each file on ``executor`` (results in completion order, ``progress``
+        per rank). With ``tables`` (the report) each file ends READY with its overview and aggregate, or
+        ERROR with its message; without, only ``aggregate`` is set and errors go to ``failed``."""
+        by_key = {st.entry.rel: st for st in states}
+        jobs = [self.rank_job(st, tables) for st in states]
+        if tables:
+            for st in states:
+                st.state, st.progress = LOADING, 0.0
+        for result in run_ranks(executor, jobs, progress, warn):
+            st = by_key[result.key]
+            error = self.client_message(result.error) if result.error else None
+            if not tables:
+                if error:
+                    (failed if failed is not None else {})[result.key] = error
+                else:
+                    st.aggregate = result.aggregate
+                continue
+            st.load_seconds, st.from_cache = result.seconds, result.from_cache
+            if error:
+                st.error, st.state = error, ERROR
+            else:
+                st.warnings, st.notes = list(result.warnings), list(result.notes)
+                st.aggregate = dict(result.aggregate, tables=unpack(result.aggregate["tables"]))
+                st.overview = st.aggregate["tables"]["overview"]
+                st.progress, st.state = 1.0, READY
+
+    def _remote_executor(self):
+        """``(executor, problem)``: the remote executor, opened once and kept; after a failure
+        ``(None, message)`` and a new try only after :data:`EXECUTOR_RETRY_S`."""
+        with self._executor_lock:
+            if self._executor is not None:
+                return self._executor, None
+            failed_at, message = self._executor_failure or (None, None)
+            if failed_at is not None and time.monotonic() - failed_at < EXECUTOR_RETRY_S:
+                return None, message
+            problems: list[str] = []
+            executor = open_executor(self.executor, problems.append)
+            if problems:
+                logger.warning("%s", problems[0])
+                self._executor_failure = (time.monotonic(), problems[0])
+                return None, problems[0]
+            self._executor, self._executor_failure = executor, None
+            return executor, None
+
+
+def no_view_reason(span: str, files: int, loaded: int) -> str:
+    """Why a run has no distributed view at ``span``, from its file count there and how many loaded."""
+    if files == 0:
+        return f"no file of this run has span {span}: there is nothing to compare across ranks"
+    if files == 1:
+        return "only one rank (file) in this run has this span: there is nothing to compare across ranks"
+    return (f"{files - loaded} of the {files} files of span {span} failed to load, leaving {loaded} "
+            f"rank{'' if loaded == 1 else 's'}: there is nothing to compare across ranks")

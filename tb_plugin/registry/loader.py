@@ -1,0 +1,213 @@
+"""Loading trace files: the background load loop, parallel batches on a process pool, and the
+loads that requests ask for (:class:`Loading`, part of :class:`~tb_plugin.registry.runs.RunRegistry`).
+
+A loader thread parses queued files one at a time (the one a user asked for first), stores the
+parsed columns in the parse cache and keeps the Overview; big batches of uncached files are first
+parsed in parallel straight into the cache, so the loads that follow are cache hits.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from typing import Callable
+
+from ..analysis.overview import compute_overview
+from ..trace.errors import TraceReadError
+from ..trace.model import Trace
+from .executors.local import PARALLEL_MIN_BYTES, LocalExecutor, decompressed_guess, parallel_workers
+from .executors.task import RankJob, error_message
+from .parse import open_views, parse_entry
+from .states import ERROR, LOADING, QUEUED, READY, FileState
+from .views import FileViews
+
+logger = logging.getLogger(__name__)
+
+PARALLEL_BATCH_BYTES = 512 << 20  # a parallel batch holds about this much per core, so a wanted file waits little
+
+
+class Loading:
+    """The trace loads of a registry (a mixin: it uses the registry's ``_lock``, ``_wake``, ``_stop``,
+    ``_files``, ``_wanted``, ``_queue_order``/``_queue_pos``, ``_views`` (a
+    :class:`~tb_plugin.registry.budget.ViewCache`), ``fs``, ``cache`` and ``client_message``)."""
+
+    def _load_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._wake:
+                state = self._next_queued()
+                if state is None:
+                    self._wake.wait(timeout=self.reload_interval)
+                    continue
+                batch = self._parallel_batch(state) if self.cache is not None else []
+            if len(batch) >= 2:  # this file and the next ones: the loads that follow become cache hits
+                self.parse_in_parallel(batch)
+            if state.state != QUEUED:  # loading or loaded meanwhile by a request (distributed view)
+                continue
+            self.ensure_loaded(state)  # under the file's lock: a request that started meanwhile loads it once
+            if state.state == READY:  # warm the detail views so table requests only page and sort
+                try:
+                    self.tables(state).compute_all()
+                    self._views.account(state.entry.rel)
+                except Exception:
+                    logger.exception("computing the views of %s failed", state.entry.rel)
+
+    def _next_queued(self) -> FileState | None:
+        """The next file to load (under the lock): a wanted one, else the first queued by path.
+        Amortized O(1): files before ``_queue_pos`` have all left QUEUED."""
+        while self._wanted:
+            rel = self._wanted.popleft()
+            st = self._files.get(rel)
+            if st is not None and st.state == QUEUED:
+                return st
+        order = self._queue_order
+        while self._queue_pos < len(order):
+            st = order[self._queue_pos]
+            if st.state == QUEUED and self._files.get(st.entry.rel) is st:
+                return st
+            self._queue_pos += 1
+        return None
+
+    def _parallel_batch(self, first: FileState) -> list[FileState]:
+        """``first`` and the queued files after it, enough to be worth a process pool (under the lock):
+        parallel parsing only pays for big files, so small batches are loaded one by one."""
+        def uncached(st: FileState) -> int:
+            return 0 if self.cache.has(self.fs.unstrip_protocol(st.entry.path), st.entry.version) else (
+                decompressed_guess(st.entry.size, st.entry.name))
+
+        batch, total = [first], uncached(first)
+        if not total:  # already parsed: load it now, parse the next ones after
+            return []
+        cores = os.cpu_count() or 1
+        for st in itertools.islice(self._queue_order, self._queue_pos, None):
+            if len(batch) >= 8 * cores or total >= cores * PARALLEL_BATCH_BYTES:
+                break
+            if st is not first and st.state == QUEUED:
+                size = uncached(st)
+                if size:
+                    batch.append(st)
+                    total += size
+        return batch if total >= PARALLEL_MIN_BYTES else []
+
+    def want(self, state: FileState) -> None:
+        """Load this file next (a user is looking at it)."""
+        with self._wake:
+            if state.state == QUEUED:
+                self._wanted.appendleft(state.entry.rel)
+                self._wake.notify_all()
+
+    def ensure_loaded(self, state: FileState) -> FileState:
+        """Load this file unless it is loaded (or failed) already. Under the file's lock: concurrent
+        callers (the loader thread, distributed-view requests) wait for one load instead of each
+        parsing the file."""
+        if state.state in (READY, ERROR):
+            return state
+        with state.lock:
+            if state.state not in (READY, ERROR):
+                self._load_locked(state)
+        return state
+
+    def load(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
+        """Parse (or fetch from the cache) and analyse one file now, in this thread (again, if it was
+        loaded: see :meth:`ensure_loaded`). Waits for a load of it in progress elsewhere."""
+        with state.lock:
+            return self._load_locked(state, progress)
+
+    def _load_locked(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
+        started = time.perf_counter()
+        state.progress = 0.0
+        state.state = LOADING
+
+        def report(fraction: float) -> None:
+            state.progress = fraction
+            if progress:
+                progress(fraction)
+
+        try:
+            trace = self._parse(state, report)
+            overview = compute_overview(trace)
+            views = self._views_of(state, trace)
+            if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
+                views.timeline_meta()  # the parse cache, so the Trace view never waits for it once the file is ready
+        except Exception as exc:  # a bad file, or an analysis bug, must stay one file's problem
+            if not isinstance(exc, (TraceReadError, MemoryError)):
+                logger.exception("analysing %s failed", state.entry.rel)
+            state.error, state.state = self.client_message(error_message(exc)), ERROR
+        else:
+            state.warnings, state.notes = list(trace.warnings), list(trace.notes)
+            state.overview = overview
+            self._views.remember(state.entry.rel, views)
+            state.progress, state.state = 1.0, READY
+        state.load_seconds = time.perf_counter() - started
+        return state
+
+    def _index_missing(self, state: FileState) -> bool:
+        """Whether this file's timeline index is neither in memory nor in the parse cache."""
+        if self.cache is None:
+            return True
+        url = self.fs.unstrip_protocol(state.entry.path)
+        return not self.cache.has_blob(url, state.entry.version, "timeline")
+
+    def parse_in_parallel(self, states: list[FileState]) -> int:
+        """Parse not-yet-cached files in a process pool straight into the parse cache, so the loads
+        that follow are cache hits. Returns the number of worker processes used (0: nothing to do).
+        The pool is sized to the cores and to the memory available: a worker needs about
+        ``PARSE_MEMORY_FACTOR`` × the file's decompressed size (executors/local.py)."""
+        if self.cache is None:
+            return 0
+        busy = [st for st in states if st.state == QUEUED and st.lock.acquire(blocking=False)]
+        try:  # the files' locks are held while the pool parses them: a request for one waits, then reads the cache
+            return self._parse_locked_in_parallel(busy)
+        finally:
+            for st in busy:
+                st.lock.release()
+
+    def _parse_locked_in_parallel(self, busy: list[FileState]) -> int:
+        todo = []
+        seen = set()  # hard links to one file share a cache entry: parse it once
+        for st in busy:
+            url = self.fs.unstrip_protocol(st.entry.path)
+            identity = self.cache.identity(url, st.entry.version)
+            if st.state == QUEUED and identity not in seen and not self.cache.has(url, st.entry.version):
+                seen.add(identity)
+                todo.append((st.entry.path, url, st.entry.version, st.entry.size))
+        if len(todo) < 2:
+            return 0
+        workers = parallel_workers([decompressed_guess(size, path) for path, _, _, size in todo])
+        if workers < 2:
+            return 0
+        busy = [st for st in busy if st.state == QUEUED]
+        for st in busy:  # shown as loading while the pool works; queued again for the (cached) load
+            st.state = LOADING
+        jobs = [RankJob(key=path, url=url, version=version, size=size, cache_dir=os.path.dirname(self.cache.root),
+                        aggregate=False) for path, url, version, size in todo]
+        try:
+            for result in LocalExecutor(workers=workers).map(jobs):
+                if result.error or result.lost:  # the serial load that follows reports the error properly
+                    logger.debug("parallel parse of %s failed: %s", result.key, result.error)
+        finally:
+            for st in busy:
+                if st.state == LOADING:
+                    st.state = QUEUED
+        return workers
+
+    def _parse(self, state: FileState, report: Callable[[float], None]) -> Trace:
+        entry = state.entry
+        url = self.fs.unstrip_protocol(entry.path)
+        trace, from_cache = parse_entry(self.fs, entry.path, url, entry.version, entry.size, self.cache, report)
+        if from_cache:
+            state.from_cache = True
+        return trace
+
+    def tables(self, state: FileState) -> FileViews:
+        """The detail views of a loaded file (re-read from the parse cache if it was evicted).
+        Concurrent requests for an evicted file wait for one reload instead of each parsing it."""
+        return self._views.get(state.entry.rel, lambda: self._views_of(state, self._parse(state, lambda _: None)))
+
+    def _views_of(self, state: FileState, trace: Trace) -> FileViews:
+        return open_views(trace, self.cache, self.fs.unstrip_protocol(state.entry.path), state.entry.version)
+
+    def memory_in_use(self) -> dict[str, int]:
+        """Bytes of each file kept in memory, as the budget counts them (most recently used last)."""
+        return self._views.memory_in_use()

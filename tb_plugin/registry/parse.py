@@ -1,0 +1,93 @@
+"""From a file to a :class:`~tb_plugin.trace.model.Trace` and its views: bounded read (storage), decode
+(trace), the parse cache (registry/cache.py). A leaf of the registry: the loader, the executors' per-rank
+task and the tests all parse through :func:`parse_entry`."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import fsspec
+
+from ..storage.private_files import write_atomic
+from ..storage.read import ReadError, read_trace_bytes
+from ..storage.writer import BackgroundWriter
+from ..trace.decode import decode_trace
+from ..trace.errors import TraceReadError
+from ..trace.model import Trace
+from .cache import ParseCache
+from .views import FileViews
+
+READ_SHARE = 0.5  # share of the progress bar given to reading; the rest is decoding
+
+
+def load_trace_file(path: str, fs=None, size: int | None = None,
+                    progress: Callable[[float], None] | None = None, events_sink=None,
+                    spool_dir: str | None = None) -> Trace:
+    """Read and decode one trace file (local path or fsspec URL). Raises ``TraceReadError``.
+
+    ``events_sink``: see :func:`~tb_plugin.trace.decode.decode_trace`. ``spool_dir``: where a large
+    remote object is downloaded before parsing (default: the directory of ``events_sink``, which is
+    the parse cache's, else the system temp dir)."""
+    if fs is None:
+        fs, path = fsspec.core.url_to_fs(str(path))
+    if size is None:
+        try:
+            size = fs.size(path)
+        except (OSError, ValueError):
+            size = None
+    read_progress = (lambda x: progress(READ_SHARE * x)) if progress else None
+    if spool_dir is None and isinstance(getattr(events_sink, "name", None), str):
+        spool_dir = os.path.dirname(os.path.abspath(events_sink.name))
+    data = read_bytes(fs, path, size, read_progress, spool_dir)
+    decode_progress = (lambda x: progress(READ_SHARE + (1 - READ_SHARE) * x)) if progress else None
+    trace = decode_trace(data, decode_progress, events_sink)
+    del data
+    return trace
+
+
+def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,
+               spool_dir: str | None = None, json_document: bool = True):
+    """:func:`~tb_plugin.storage.read.read_trace_bytes`, its read error raised as :class:`TraceReadError`
+    (same message): every file kind the registry reads goes through here."""
+    try:
+        return read_trace_bytes(fs, path, size, progress, spool_dir, json_document)
+    except ReadError as exc:
+        raise TraceReadError(str(exc)) from None
+
+
+def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCache | None,
+                report: Callable[[float], None] | None = None) -> tuple[Trace, bool]:
+    """``(trace, came from the cache)`` for one file of ``fs``: read back from the parse cache, else
+    parsed (progress through ``report``, fraction 0–1) and stored there with its raw events file."""
+    report = report or (lambda _: None)
+    if cache is not None:
+        cached = cache.get(url, version)
+        if cached is not None:
+            return cached, True
+    if cache is None:
+        return load_trace_file(path, fs=fs, size=size, progress=report), False
+    events_path = cache.events_path(url, version)
+    parsed: list[Trace] = []
+
+    def parse_into(file) -> None:
+        with BackgroundWriter(file) as sink:
+            parsed.append(load_trace_file(path, fs=fs, size=size, progress=report, events_sink=sink))
+
+    try:
+        write_atomic(events_path, parse_into)  # private, fsynced, renamed; no temp file survives
+        trace = parsed[0]
+        trace.meta["events_file"] = events_path
+        trace.meta["events_bytes"] = os.path.getsize(events_path)  # the cache checks it on every hit
+    except OSError:  # an unwritable cache only costs the full event args
+        trace = parsed[0] if parsed else load_trace_file(path, fs=fs, size=size, progress=report)
+    cache.put(url, version, trace)
+    return trace, False
+
+
+def open_views(trace: Trace, cache: ParseCache | None, url: str, version: str) -> FileViews:
+    """The views of a parsed trace, storing their derived indexes beside it in the parse cache."""
+    if cache is None:
+        return FileViews(trace)
+    return FileViews(trace, store=(lambda kind: cache.get_blob(url, version, kind),
+                                   lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)))

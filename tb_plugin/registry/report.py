@@ -1,0 +1,241 @@
+"""The one builder of report documents: what the CLI prints (``kinetoscope report|diff``) and what the
+UI's routes answer are shaped here, from the registry's states and views, so the two never differ.
+
+Numbers come from analysis/ (through :class:`~tb_plugin.registry.views.FileViews`); this module only
+selects, orders and nests them. Units are in the field names (µs, bytes, %).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..analysis import distributed as distributed_analysis
+from ..analysis.call_stacks import parse_frame
+from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff
+from ..analysis.memory import memory_window
+from ..analysis.overview import compute_overview
+from .artifacts import MEMPROFILER_KINDS
+
+logger = logging.getLogger(__name__)
+
+OPERATOR_KEYS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "tc_eligible"]
+KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct",
+               "tensor_cores"]
+MAX_STACKS = 200  # distinct call stacks sent per operator row
+MAX_FRAMES = 500  # frames sent per call stack
+MAX_DIFF_KERNELS = 500  # kernel rows of the UI's diff
+
+
+# -- one file -------------------------------------------------------------------------------------
+def overview_document(registry, state) -> dict[str, Any] | None:
+    """A loaded file's Overview with ``configuration.workers_in_run`` (the files' workers in its run)."""
+    if state.overview is None:
+        return None
+    doc = dict(state.overview)
+    doc["configuration"] = dict(doc.get("configuration", {}), workers_in_run=registry.workers_in_run(state.run))
+    return doc
+
+
+def rank_aggregate(trace, views, tables: bool) -> dict[str, Any]:
+    """The aggregate of one parsed trace (pure; see registry/executors/task.py): ``distributed``,
+    ``insights`` and, with ``tables``, the report's per-worker sections."""
+    out: dict[str, Any] = {"distributed": distributed_analysis.rank_reduce(trace),
+                           "insights": report_insights(views.insights())}
+    if tables:
+        out["tables"] = {
+            "overview": compute_overview(trace),
+            "operators": [{k: r[k] for k in OPERATOR_KEYS} for r in sorted(
+                views.operators("operator"), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))],
+            "kernels": [{k: r[k] for k in KERNEL_KEYS} for r in sorted(
+                views.kernels("kernel"), key=lambda r: (-r["total_us"], r["name"]))],
+            "modules": views.modules(),
+            "memory": views.memory_summary(),
+        }
+    return out
+
+
+def report_insights(found: dict) -> dict:
+    """The insight figures the report prints, from :meth:`FileViews.insights` (µs)."""
+    return {
+        "idle": {"gpus": [{k: g[k] for k in ("device", "window_us", "idle_us", "host_wait_us", "short_gap_us", "other_us")}
+                          for g in found["idle"]["gpus"]]},
+        "launch_delay_us": {"p50": found["launch"]["p50"], "p95": found["launch"]["p95"],
+                            "overhead_p50": found["launch"]["overhead_us"]["p50"],
+                            "queueing_p50": found["launch"]["queueing_us"]["p50"]},
+        "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us", "idle_us")},
+    }
+
+
+def operator_stacks(views, group_by: str, key: int) -> dict[str, Any] | None:
+    """The distinct call stacks of one operator row (most device time first, at most
+    :data:`MAX_STACKS`, each with at most :data:`MAX_FRAMES` parsed frames); None for no such row."""
+    stacks = views.stacks(group_by, key)
+    if stacks is None:
+        return None
+    total = len(stacks)
+    stacks = stacks[:MAX_STACKS]  # the rest is counted, not sent
+    for s in stacks:
+        s["frames"] = [parse_frame(f) for f in s.pop("text").split("\n")[:MAX_FRAMES]] if s.get("text") else []
+    return {"stacks": stacks, "total_stacks": total}
+
+
+def memory_document(views, start_us: float | None, end_us: float | None, width_px: int) -> dict[str, Any]:
+    """Per device: peaks and the allocated/reserved curves over ``[start_us, end_us]`` (default: the
+    whole trace), downsampled to ``width_px`` bins."""
+    devices = views.memory_curves()
+    lo = 0.0 if start_us is None else start_us
+    hi = end_us if end_us is not None else max(
+        (float(d["ts_us"].max()) for d in devices if len(d["ts_us"])), default=0.0)
+    return {"devices": [memory_window(d, lo, hi, width_px) for d in devices],
+            "pairs_reason": views.memory_pairs()["reason"]}
+
+
+def memory_event_rows(pairs: dict, device: str | None, lo: float | None, hi: float | None, min_bytes: int,
+                      max_bytes: int, search: str) -> list[dict]:
+    """Allocation/free pairs on ``device`` whose lifetime overlaps ``[lo, hi]`` (µs; None: open),
+    with ``min_bytes ≤ size ≤ max_bytes`` and ``search`` in the op name (case-insensitive)."""
+    needle = search.lower()
+    rows = []
+    for r in pairs["rows"]:
+        if device and r["device"] != device:
+            continue
+        if not min_bytes <= r["size_bytes"] <= max_bytes:
+            continue
+        start = r["alloc_us"] if r["alloc_us"] is not None else float("-inf")
+        end = r["free_us"] if r["free_us"] is not None else float("inf")
+        if (lo is not None and end < lo) or (hi is not None and start > hi):
+            continue
+        if needle and needle not in (r["op"] or "").lower():
+            continue
+        rows.append(dict(r, name=r["op"] or ""))
+    return rows
+
+
+# -- diff -----------------------------------------------------------------------------------------
+def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] | None = None) -> dict[str, Any]:
+    """Baseline vs experiment: ``steps`` (Overview categories), ``operators`` and ``kernels``. With
+    ``path`` (the UI) the operator-tree level below that path and the first :data:`MAX_DIFF_KERNELS`
+    kernels; without (the CLI) the whole tree flattened and every kernel."""
+    b, e = base_views.trace, exp_views.trace
+    kernels = kernel_diff(b, e)
+    doc = {"steps": step_diff(base_state.overview, exp_state.overview)}
+    if path is None:
+        return dict(doc, operators=op_diff_flat(b, e), kernels=kernels)
+    return dict(doc, path=path, operators=op_diff(b, e, tuple(path)), kernels=kernels[:MAX_DIFF_KERNELS])
+
+
+# -- the CLI's report -----------------------------------------------------------------------------
+def report_document(registry, files: list, run: str | None) -> tuple[dict[str, Any], list]:
+    """``(document, failed artifacts)`` of ``kinetoscope report`` over analysed ``files`` (see the
+    README): per run its workers, ``distributed`` (runs of several ranks), ``snapshots`` and
+    ``memprofiler``."""
+    doc: dict[str, Any] = {"runs": []}
+    for st in files:
+        if not doc["runs"] or doc["runs"][-1]["name"] != st.run:
+            doc["runs"].append({"name": st.run, "workers": []})
+        doc["runs"][-1]["workers"].append(worker_entry(registry, st))
+    _add_distributed(registry, doc)
+    failed = _add_artifacts(registry, doc, run)
+    return doc, failed
+
+
+def worker_entry(registry, st) -> dict[str, Any]:
+    """One file of the report: its Overview and, when analysed, its tables and insight figures."""
+    overview = overview_document(registry, st)
+    entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
+             "warnings": st.warnings, "notes": st.notes, "overview": overview, "operators": None, "kernels": None,
+             "modules": None, "memory": None, "insights": None}
+    if overview is not None:
+        tables = st.aggregate["tables"]
+        for key in ("operators", "kernels", "modules", "memory"):
+            entry[key] = tables[key]
+        entry["insights"] = st.aggregate["insights"]
+    return entry
+
+
+def distributed_summary(result: dict) -> dict[str, Any] | None:
+    """The report's ``distributed`` section from :meth:`RunRegistry.distributed` (None without a view)."""
+    view = result["view"]
+    if view is None:
+        return None
+    return {
+        "world_size": view["world_size"],
+        "ranks": [{k: r[k] for k in ("rank", "worker", "computation_us", "overlap_us", "communication_us",
+                                     "other_us", "transfer_us", "sync_us")} for r in view["ranks"]],
+        "collectives": [{k: c[k] for k in ("name", "calls", "bytes", "group_size", "transfer_us", "sync_us",
+                                           "algbw_gbps", "busbw_gbps", "bus_factor")} for c in view["collectives"]],
+        "matching": {k: view["matching"][k] for k in ("method", "by_type")},
+        "stragglers": view["stragglers"],
+        # the evidence: per rank, how often it arrived last and how long the others waited for it
+        "arrivals": [{k: e[k] for k in ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler",
+                                        "text")} for e in view["arrivals"]],
+        "messages": result["messages"],
+    }
+
+
+def _add_distributed(registry, doc: dict) -> None:
+    """Runs with more than one rank gain ``distributed`` (span 1)."""
+    for entry in doc["runs"]:
+        workers = {w["worker"] for w in entry["workers"] if w["error"] is None}
+        if len(workers) < 2:
+            continue
+        summary = distributed_summary(registry.distributed(entry["name"], "1"))
+        if summary is not None:
+            entry["distributed"] = summary
+
+
+def _add_artifacts(registry, doc: dict, run: str | None) -> list:
+    """Each run gains ``snapshots`` (allocator snapshots: peaks and the largest live allocations) and,
+    when it has finetuning-scheduler MemProfiler files, ``memprofiler`` (see :func:`memprofiler_item`)."""
+    failed = []
+    runs = {r["name"]: r for r in doc["runs"]}
+    for art in registry.artifacts(run):
+        if art.entry.kind != "snapshot" and art.entry.kind not in MEMPROFILER_KINDS:
+            continue
+        registry.load_artifact(art)
+        entry = runs.get(art.run)
+        if entry is None:
+            entry = runs[art.run] = {"name": art.run, "workers": []}
+            doc["runs"].append(entry)
+        memprofiler = art.entry.kind != "snapshot"
+        try:
+            item = memprofiler_item(art) if memprofiler else snapshot_item(art)
+        except Exception as exc:  # an analysis bug on one odd file is that file's error, not a traceback
+            logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
+            art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
+            item = {"path": art.entry.rel, "error": art.error} | (
+                {"kind": art.entry.kind} if memprofiler else {"devices": []})
+        if art.error:
+            failed.append(art)
+        entry.setdefault("memprofiler" if memprofiler else "snapshots", []).append(item)
+    for entry in doc["runs"]:
+        entry.setdefault("snapshots", [])
+    doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
+    return failed
+
+
+def snapshot_item(art) -> dict:
+    """An allocator snapshot in the report: per device its peak active bytes and largest allocations."""
+    item = {"path": art.entry.rel, "error": art.error, "devices": []}
+    if not art.error:
+        item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
+                            "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
+                           for d in art.views.summary()["devices"]]
+    return item
+
+
+def memprofiler_item(art) -> dict:
+    """A MemProfiler file in the report: stats files list each snapshot with its headline values
+    (bytes or counts), text reports their size."""
+    item = {"path": art.entry.rel, "kind": art.entry.kind, "error": art.error}
+    if art.error:
+        return item
+    if art.entry.kind == "memprofiler_log":
+        doc = art.views.text()
+        return dict(item, size_bytes=doc["size_bytes"], truncated=doc["truncated"])
+    doc = art.views.stats()
+    keys = [m["key"] for m in doc["metrics"]]
+    return dict(item, rank=doc["rank"], warnings=doc["warnings"], snapshots=[
+        {"key": s["key"], "function": s["function"], "iteration": s["iteration"], "phase": s["phase"],
+         "values": {k: s["values"][k] for k in keys if k in s["values"]}} for s in doc["snapshots"]])

@@ -1,0 +1,255 @@
+"""The run registry: logdir → runs → workers → spans, with background loading and progress.
+
+A *run* is a directory (relative to the logdir, "/" separators, "." for the root) that directly holds
+trace files. Each file is one (worker, span) of its run (see :mod:`tb_plugin.storage.naming`). A
+scanner thread re-lists the logdir every ``reload_interval`` seconds, so new runs and files appear
+without a restart and changed files are read again. This module is the facade: scanning, lookups
+and the ``runs`` document; loading is in :mod:`.loader`, the memory budget in :mod:`.budget`, memory
+artifacts in :mod:`.artifacts`, the cross-rank view in :mod:`.distributed`.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import os
+import posixpath
+import threading
+import time
+from typing import Any
+
+from ..storage.fs import FileEntry, list_files, open_logdir
+from ..storage.naming import assign_spans
+from ..storage.remote import StorageError, describe_error
+from ..storage.sniff import SniffCache
+from .artifacts import ArtifactLoading
+from .budget import ViewCache
+from .cache import ParseCache
+from .distributed import Distributed
+from .loader import Loading
+from .states import CHANGES, ERROR, LOADING, READY, ArtifactState, FileState
+
+logger = logging.getLogger(__name__)
+
+RUNS_PROGRESS_S = 0.5  # while a file loads, the runs document shows its progress at most this stale
+
+
+class RunRegistry(Loading, ArtifactLoading, Distributed):
+    """Thread-safe registry of the trace files (and memory artifacts) under one logdir."""
+
+    def __init__(self, logdir: str, cache: ParseCache | None = None, reload_interval: float = 10.0,
+                 prefix: str = "", executor: str | None = None) -> None:
+        self.logdir = str(logdir)
+        self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
+        self.error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
+        self.skipped_links: list[str] = []  # symlinks the last listing did not follow (logdir-relative)
+        try:
+            self.fs, self.root = open_logdir(self.logdir)
+        except StorageError as exc:
+            self.fs, self.root, self.error = None, "", str(exc)
+        self.cache = cache
+        self.reload_interval = max(1.0, float(reload_interval))
+        self._sniff = SniffCache(os.path.join(cache.root, "sniff.json") if cache is not None else None)
+        self._files: dict[str, FileState] = {}
+        self._artifacts: dict[str, ArtifactState] = {}
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
+        self._wanted: collections.deque[str] = collections.deque()
+        self._views = ViewCache(self._lock)  # the parsed files kept in memory, within the budget
+        self._by_key: dict[tuple[str, str, str], FileState] = {}  # (run, worker, span) -> file
+        self._order: list[FileState] | None = None  # files() order, rebuilt after a scan changes it
+        self._runs_doc: tuple[Any, float, dict, bool] | None = None  # (changes, time, doc, loading)
+        self._workers_of_run: dict[str, int] = {}
+        self._queue_order: list[FileState] = []  # files by path: the loader's default order
+        self._queue_pos = 0  # every file before it has left QUEUED (a scan starts it over)
+        self._scanned = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._init_executor(executor)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> "RunRegistry":
+        """Start the scanner and loader threads (daemons)."""
+        for target, name in ((self._scan_loop, "kinetoscope-scan"), (self._load_loop, "kinetoscope-load"),
+                             (self._artifact_loop, "kinetoscope-artifacts")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._close_executor()
+        with self._wake:
+            self._wake.notify_all()
+
+    def wait_scanned(self, timeout: float | None = None) -> bool:
+        return self._scanned.wait(timeout)
+
+    def _scan_loop(self) -> None:
+        while not self._stop.is_set():
+            self.scan()
+            self._stop.wait(self.reload_interval)
+
+    # -- scanning -----------------------------------------------------------------------------
+    def scan(self) -> None:
+        """List the logdir once and reconcile the registry with it."""
+        if self.fs is None:  # could not even be opened: self.error says why
+            self._scanned.set()
+            return
+        skipped: list[str] = []
+        try:
+            found = list_files(self.fs, self.root, self._sniff, skipped_links=skipped)
+        except Exception as exc:  # a flaky bucket must not kill the scanner; loaded runs stay
+            self.error = str(exc) if isinstance(exc, StorageError) else describe_error(exc, self.logdir)
+            logger.warning("listing %s failed: %s", self.logdir, self.error)
+            self._scanned.set()
+            return
+        self.error = None
+        self.skipped_links = sorted(f"{self.prefix}/{rel}" if self.prefix else rel for rel in skipped)
+        if self.prefix:
+            found = [dataclasses.replace(e, rel=f"{self.prefix}/{e.rel}") for e in found]
+        entries = [e for e in found if e.kind == "trace"]
+        self._reconcile_artifacts([e for e in found if e.kind != "trace"])
+        by_run: dict[str, list[FileEntry]] = collections.defaultdict(list)
+        for e in entries:
+            by_run[e.run].append(e)
+        with self._lock:
+            seen = set()
+            for run_entries in by_run.values():
+                spans = assign_spans([e.name for e in run_entries])
+                for e in run_entries:
+                    worker, span = spans[e.name]
+                    seen.add(e.rel)
+                    old = self._files.get(e.rel)
+                    if old is None or old.entry.version != e.version:
+                        self._files[e.rel] = FileState(entry=e, worker=worker, span=span)
+                        self._views.forget(e.rel)
+                    else:
+                        old.worker, old.span = worker, span
+            for rel in list(self._files):
+                if rel not in seen:
+                    del self._files[rel]
+                    self._views.forget(rel, reload_lock=True)
+            self._reindex()
+            self._wake.notify_all()
+        self._scanned.set()
+
+    def _reindex(self) -> None:
+        """Rebuild the lookup index and the sorted order (under the lock, after the files changed)."""
+        by_key = {(st.run, st.worker, st.span): st for st in self._files.values()}
+        order = sorted(self._files.values(), key=lambda s: (s.run, s.worker, int(s.span)))
+        if by_key.keys() != self._by_key.keys() or [s.entry.rel for s in order] != [
+                s.entry.rel for s in (self._order or [])] or any(a is not b for a, b in zip(order, self._order or [])):
+            CHANGES.bump()
+        self._by_key, self._order = by_key, order
+        workers: dict[str, set] = collections.defaultdict(set)
+        for st in order:
+            workers[st.run].add(st.worker)
+        self._workers_of_run = {run: len(w) for run, w in workers.items()}
+        self._queue_order = sorted(self._files.values(), key=lambda s: s.entry.rel)
+        self._queue_pos = 0
+
+    # -- queries ------------------------------------------------------------------------------
+    def files(self) -> list[FileState]:
+        """Every trace file, by (run, worker, span); kept sorted by each scan, so this is a copy."""
+        with self._lock:
+            return list(self._order or ())
+
+    def find(self, run: str, worker: str, span: str) -> FileState | None:
+        with self._lock:
+            return self._by_key.get((run, worker, span))
+
+    def workers_in_run(self, run: str) -> int:
+        with self._lock:
+            return self._workers_of_run.get(run, 0)
+
+    def runs_document(self) -> dict[str, Any]:
+        """The ``runs`` document of docs/http_api.md. Rebuilt only after a file's state changed (or,
+        while a file is loading, every :data:`RUNS_PROGRESS_S` for its progress): the UI polls it."""
+        changes = (CHANGES.value, self.error, tuple(self.skipped_links))  # read before building: a change during the build invalidates it
+        cached = self._runs_doc
+        if cached is not None and cached[0] == changes and (
+                not cached[3] or time.monotonic() - cached[1] < RUNS_PROGRESS_S):
+            return cached[2]
+        doc, loading = self._build_runs_document()
+        self._runs_doc = (changes, time.monotonic(), doc, loading)
+        return doc
+
+    def _build_runs_document(self) -> tuple[dict[str, Any], bool]:
+        files = self.files()
+        artifacts = self.artifacts()
+        runs: dict[str, dict[str, list]] = {}
+        for st in files:
+            runs.setdefault(st.run, {}).setdefault(st.worker, []).append(st.as_json())
+        by_run: dict[str, list] = {}
+        for a in artifacts:
+            runs.setdefault(a.run, {})
+            by_run.setdefault(a.run, []).append(a.as_json())
+        done = sum(1 for st in files if st.state in (READY, ERROR))
+        loading = any(st.state == LOADING for st in files)
+        if self.error is not None:
+            runs.setdefault(self.prefix or ".", {})
+        return {
+            "logdir": self.logdir,
+            "loading": {"files_total": len(files), "files_done": done},
+            "errors": [] if self.error is None else [
+                {"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}],
+            "notices": skipped_links_notice(self.skipped_links),
+            "runs": [
+                {"name": run, "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()],
+                 "artifacts": by_run.get(run, []),
+                 "error": self.error if self.error is not None and run == (self.prefix or ".") else None}
+                for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
+            ],
+        }, loading
+
+    def fs_of(self, state: FileState):
+        """The filesystem holding this file."""
+        return self.fs
+
+    def client_message_of(self, state: FileState, message: str) -> str:
+        """:meth:`client_message` of the registry holding ``state`` (this one)."""
+        return self.client_message(message)
+
+
+    def client_message(self, message: str) -> str:
+        """A per-file error message as clients see it. Cloud objects are named the way the user wrote
+        the logdir (adlfs rewrites az:// as abfs://); local paths are made logdir-relative (with the
+        ``--logdir_spec`` name in front), so no absolute path of the server reaches a client."""
+        if self.fs is None:
+            return message
+        if "://" in self.logdir:
+            sdk_root = self.fs.unstrip_protocol(self.root).rstrip("/")
+            user_root = self.logdir.rstrip("/")
+            return message.replace(sdk_root, user_root) if sdk_root != user_root else message
+        return relative_paths(message, (self.root, os.path.abspath(self.logdir), os.path.realpath(self.root)),
+                              self.prefix)
+
+
+MAX_NAMED_LINKS = 5
+
+
+def relative_paths(message: str, roots, prefix: str = "") -> str:
+    """``message`` with every ``<root>/`` of ``roots`` (absolute spellings of one local logdir:
+    as given, as listed, resolved) replaced by ``prefix/`` (or nothing), longest first (one spelling
+    may contain another). A logdir of ``/`` is left alone: its paths are already the whole story."""
+    for root in sorted({r.rstrip(os.sep) for r in roots if r and r.rstrip(os.sep)}, key=len, reverse=True):
+        message = message.replace(root + os.sep, f"{prefix}/" if prefix else "")
+    return message
+
+
+def skipped_links_notice(links: list[str]) -> list[str]:
+    """The ``runs`` notice for symlinks the listing did not follow (empty when there are none)."""
+    if not links:
+        return []
+    named = ", ".join(links[:MAX_NAMED_LINKS]) + (f" and {len(links) - MAX_NAMED_LINKS} more"
+                                                  if len(links) > MAX_NAMED_LINKS else "")
+    return [f"Skipped {len(links)} symbolic link{'s' if len(links) != 1 else ''} ({named}): links to directories, "
+            "and links that resolve outside the logdir, are not followed. Copy the files in, or point "
+            "--logdir at the real folder."]
+
+
+def _run_sort_key(name: str) -> tuple:
+    return (name != ".", posixpath.normpath(name))

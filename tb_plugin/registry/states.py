@@ -1,0 +1,95 @@
+"""The state of one trace file or memory artifact in the registry, and the change counter of the
+``runs`` document.
+
+A file goes ``queued`` → ``loading`` → ``ready`` or ``error``. Every assignment to a field that the
+``runs`` document shows (state, error, warnings, notes, worker, span) bumps :data:`CHANGES`, so the
+document is rebuilt only after something it shows changed (see :meth:`RunRegistry.runs_document`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+from ..storage.fs import FileEntry
+
+QUEUED, LOADING, READY, ERROR = "queued", "loading", "ready", "error"
+
+
+class ChangeCounter:
+    """A process-wide counter of changes the ``runs`` document shows (its cache key)."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def bump(self) -> None:
+        self.value += 1
+
+
+CHANGES = ChangeCounter()
+
+
+class _Shown:
+    """A registry entry: assigning one of its ``SHOWN`` fields (those the ``runs`` document shows)
+    bumps :data:`CHANGES`."""
+
+    SHOWN: frozenset = frozenset()
+    entry: FileEntry
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key in self.SHOWN:
+            CHANGES.bump()
+        object.__setattr__(self, key, value)
+
+    @property
+    def run(self) -> str:
+        return self.entry.run
+
+
+@dataclasses.dataclass
+class FileState(_Shown):
+    entry: FileEntry
+    worker: str
+    span: str
+    state: str = QUEUED
+    progress: float = 0.0
+    error: str | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)  # about the file; not warnings (Trace.notes)
+    overview: dict[str, Any] | None = None
+    load_seconds: float | None = None
+    from_cache: bool = False
+    aggregate: dict[str, Any] | None = None  # per-rank aggregates (executors/task.py), once computed
+    # held while this file is parsed or its aggregate computed: concurrent requests wait for one load
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
+    SHOWN = frozenset({"state", "error", "warnings", "notes", "worker", "span"})
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "span": self.span,
+            "path": self.entry.rel,
+            "size_bytes": self.entry.size,
+            "state": self.state,
+            "progress": round(self.progress, 4),
+            "error": self.error,
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+        }
+
+
+@dataclasses.dataclass
+class ArtifactState(_Shown):
+    """A memory artifact of a run: an allocator snapshot, a memory-timeline export or a MemProfiler file."""
+
+    entry: FileEntry
+    state: str = QUEUED
+    error: str | None = None
+    views: Any = None  # set before ``state`` becomes READY: readers check ``state`` without a lock
+    # held while this artifact loads: one load per artifact, other artifacts never wait for it
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
+    SHOWN = frozenset({"state", "error"})
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.entry.rel, "kind": self.entry.kind, "size_bytes": self.entry.size,
+                "state": self.state, "error": self.error}

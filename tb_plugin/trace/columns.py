@@ -1,0 +1,320 @@
+"""Batches of decoded events → columns: interning strings, complete (``X``) events, counters,
+flows and memory events, and the pairing of ``B``/``E`` events (see :mod:`.decode`)."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from .categories import Kind, kind_of_category
+from .model import EVENT_COLUMNS
+from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _to_float
+from .finish import Finishing
+
+
+class ColumnBuilder(Finishing):
+    """Accumulates decoded batches; string id 0 is reserved for "missing"."""
+
+    def __init__(self, events_sink=None) -> None:
+        self.sink = events_sink
+        self.sink_pos = 0
+        self.strings: list[str] = [""]
+        self._ids: dict[Any, int] = {None: 0}
+        self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
+        self.memory_rows: list[tuple] = []
+        self.flow_rows: list[tuple] = []
+        self.counter_rows: list[tuple] = []
+        self.metadata_values: dict[str, Any] = {}
+        self._json_ids: dict[bytes, int] = {}
+        self.begin_end: list[tuple] = []
+        self.process_names: dict[str, str] = {}
+        self.thread_names: dict[str, str] = {}
+        self.phase_counts: collections.Counter = collections.Counter()
+        self.no_dur = 0
+        self.no_ts = 0
+        self.bad_args = 0
+        self.bad_events = 0  # undecodable (invalid UTF-8, nested too deeply, numbers out of range)
+        self.string_pids = 0
+
+    # -- interning -------------------------------------------------------------------------
+    def intern(self, values: list) -> np.ndarray:
+        """String-table ids of ``values`` (ints and other scalars are interned as their text)."""
+        table = self._ids
+        try:
+            ids = list(map(table.get, values))  # C-speed lookups; misses come back as None
+        except TypeError:  # an unhashable value (a list where a name should be): use its text
+            values = [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
+            ids = list(map(table.get, values))
+        if None in ids:
+            # first-occurrence order (not set order, which varies between processes): string ids
+            # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ
+            for v in dict.fromkeys(v for v, got in zip(values, ids) if got is None):
+                table[v] = len(self.strings)
+                self.strings.append(v if isinstance(v, str) else str(v))
+            ids = list(map(table.get, values))
+        return np.array(ids, dtype=np.int32)
+
+    def intern_json(self, raws: list) -> np.ndarray:
+        """String ids for raw JSON values (``msgspec.Raw``), shown as Python-style text."""
+        table = self._json_ids
+        keys = [bytes(r) if len(r) else None for r in raws]
+        texts = {}
+        for k in dict.fromkeys(keys):  # first-occurrence order: deterministic ids
+            if k is not None and k not in table:
+                texts[k] = _json_text(k)
+        if texts:
+            ids = self.intern(list(texts.values()))
+            table.update(zip(texts.keys(), ids.tolist()))
+        table_get = table.get
+        return np.array([table_get(k, 0) if k is not None else 0 for k in keys], dtype=np.int32)
+
+    # -- batches ---------------------------------------------------------------------------
+    def add_batch(self, raws: list[msgspec.Raw]) -> None:
+        joined = b"[" + b",".join(raws) + b"]"
+        events = self._decode_batch(joined, raws)
+        offsets = self._sink(joined, raws)
+        phases = [e.ph for e in events]
+        try:
+            counts = collections.Counter(phases)
+        except TypeError:  # a list or object where the phase belongs: keep its text (never a known phase)
+            phases = [p if p is None or isinstance(p, (str, int, float)) else str(p) for p in phases]
+            counts = collections.Counter(phases)
+        skipped = counts.pop(_SKIPPED, 0)
+        self.phase_counts.update(counts)
+        if counts.get("X", 0) == len(events) and not skipped:
+            xs, x_offsets = events, offsets
+        else:
+            x_index = [i for i, ph in enumerate(phases) if ph == "X"]
+            xs = [events[i] for i in x_index]
+            x_offsets = offsets[x_index] if offsets is not None else None
+            for i, (e, ph) in enumerate(zip(events, phases)):
+                if ph is _SKIPPED:
+                    continue
+                if ph == "C":
+                    self._counter(e, raws[i])
+                    continue
+                if ph in _FLOW_PHASES:
+                    if e.cat == "fwdbwd":
+                        self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
+                elif ph != "X":
+                    self._other(e, ph, offsets[i] if offsets is not None else None)
+        if xs:
+            self._add_complete_events(xs, x_offsets)
+
+    def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
+        """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
+        if self.sink is None:
+            return None
+        lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
+        starts = 1 + np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) + self.sink_pos
+        self.sink.write(joined)
+        self.sink_pos += len(joined)
+        return np.stack([starts, lengths], axis=1)
+
+    def _decode_batch(self, joined: bytes, raws: list[msgspec.Raw]) -> list[_Event]:
+        try:
+            return _BATCH_DECODER.decode(joined)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+            pass
+        events = []
+        for raw in raws:
+            try:
+                events.append(_ONE_BATCH_DECODER.decode(raw))
+            except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+                try:
+                    loose = _ONE_DECODER.decode(raw)
+                except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+                    loose = None
+                if not isinstance(loose, _LooseEvent):  # undecodable: a placeholder keeps raws aligned
+                    self.bad_events += 1
+                    events.append(_Event(ph=_SKIPPED))
+                    continue
+                self.bad_args += 1
+                events.append(
+                    _Event(loose.ph, loose.cat, loose.name, loose.pid, loose.tid, loose.ts, loose.dur, None)
+                )
+        return events
+
+    def _counter(self, ev: _Event, raw: msgspec.Raw) -> None:
+        """``C`` events: one row per numeric arg (series ``name/arg``, or ``name`` for ``value``)."""
+        try:
+            args = msgspec.json.decode(raw).get("args")
+        except (msgspec.DecodeError, AttributeError, RecursionError, UnicodeDecodeError):
+            return
+        if not isinstance(args, dict):
+            return
+        for key, value in args.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                series = str(ev.name) if key == "value" else f"{ev.name}/{key}"
+                self.counter_rows.append((ev.ts, series, value))
+
+    def _other(self, ev: _Event, ph: Any, offset=None) -> None:
+        if ph in _INSTANT_PHASES:
+            if ev.name == "[memory]" and ev.args is not None:
+                a = ev.args
+                self.memory_rows.append(
+                    (ev.ts, ev.pid, ev.tid, a.bytes, a.addr, a.total_allocated, a.total_reserved, a.device_type, a.device_id)
+                )
+        elif ph == "B" or ph == "E":
+            self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end),
+                                   offset))
+        elif ph == "M" and ev.args is not None and isinstance(ev.args.value, (int, float, str)) and isinstance(
+                ev.name, str):
+            self.metadata_values[ev.name] = ev.args.value  # e.g. Composer's clock_sync_timestamp_us, global_rank
+        elif ph == "M" and ev.args is not None and isinstance(ev.args.name, str):
+            if ev.name == "process_name":
+                self.process_names[str(ev.pid)] = ev.args.name
+            elif ev.name == "thread_name":
+                self.thread_names[f"{ev.pid}/{ev.tid}"] = ev.args.name
+
+    def _add_complete_events(self, xs: list[_Event], offsets=None) -> None:
+        none = _Args()
+        args = [e.args if e.args is not None else none for e in xs]
+        ts = _float_column([e.ts for e in xs])
+        dur = _float_column([e.dur for e in xs])
+        self._append(
+            cat=self.intern([e.cat for e in xs]),
+            name=self.intern([e.name for e in xs]),
+            pid_values=[e.pid for e in xs],
+            tid=self.intern([e.tid for e in xs]),
+            ts=ts,
+            dur=dur,
+            args=args,
+            offsets=offsets,
+        )
+
+    def _append(self, *, cat, name, pid_values, tid, ts, dur, args, offsets=None) -> None:
+        n = len(ts)
+        for i in [i for i, p in enumerate(pid_values) if isinstance(p, str)]:
+            # Kineto's own "Traces"/"Spans" bookkeeping rows always have string pids: not worth a word.
+            if kind_of_category(self.strings[cat[i]])[0] != Kind.IGNORED:
+                self.string_pids += 1
+        # NaN, ±inf and absurd magnitudes (1e300) are unusable: they would overflow every sum downstream
+        with np.errstate(invalid="ignore"):
+            missing_ts = ~(np.abs(ts) <= _MAX_TIME)
+            missing_dur = ~(np.abs(dur) <= _MAX_TIME)
+        self.no_ts += int(missing_ts.sum())
+        self.no_dur += int(missing_dur.sum())
+        dur = np.where(missing_dur, 0.0, np.maximum(dur, 0.0))
+        external = _int_column([a.external_id for a in args])
+        old_external = _int_column([a.external_id_old for a in args])
+        external = np.where(external >= 0, external, old_external)
+        device = _int_column([a.device for a in args], np.int32)
+        pid_numeric = _int_column([p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
+        device = np.where(device >= 0, device, pid_numeric)
+        columns = {
+            "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
+            "cat": cat,
+            "name": name,
+            "pid": self.intern(pid_values),
+            "tid": tid,
+            "ts": ts,
+            "dur": dur,
+            "correlation": _int_column([a.correlation for a in args]),
+            "external_id": external,
+            "device": device,
+            "stream": _int_column([a.stream for a in args]),
+            "grid_size": np.array([_grid_size(a.grid) if a.grid is not None else -1 for a in args], dtype=np.int64),
+            "blocks_per_sm": _float_column([a.blocks_per_sm for a in args]),
+            "occupancy_pct": _float_column([a.occupancy for a in args]),
+            "grid": self.intern([_list_text(a.grid) if a.grid is not None else None for a in args]),
+            "block": self.intern([_list_text(a.block) if a.block is not None else None for a in args]),
+            "registers": _int_column([a.registers for a in args], np.int32),
+            "shared_memory": _int_column([a.shared_memory for a in args]),
+            "input_dims": self.intern_json([a.input_dims if len(a.input_dims) else a.input_dims_old for a in args]),
+            "call_stack": self.intern([a.call_stack if isinstance(a.call_stack, str) else None for a in args]),
+            "flops": _float_column([a.flops for a in args]),
+            "python_id": _int_column([a.python_id for a in args]),
+            "python_parent_id": _int_column([a.python_parent_id for a in args]),
+            "input_types": self.intern_json([a.input_types for a in args]),
+            "collective": self.intern([a.collective if isinstance(a.collective, str) else None for a in args]),
+            "in_msg_nelems": _int_column([a.in_msg_nelems for a in args]),
+            "out_msg_nelems": _int_column([a.out_msg_nelems for a in args]),
+            "dtype": self.intern([a.dtype if isinstance(a.dtype, str) else None for a in args]),
+            "group_size": _int_column([a.group_size if a.group_size is not None else _ranks_count(a.group_ranks)
+                                       for a in args], np.int32),
+            "seq": _int_column([a.seq for a in args]),
+            "process_group": self.intern([str(a.process_group) if a.process_group is not None else None for a in args]),
+            "epoch": _int_column([a.epoch for a in args], np.int32),
+            "batch": _int_column([a.batch for a in args]),
+            "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),
+            "src_length": offsets[:, 1].astype(np.int32) if offsets is not None else np.full(n, -1, dtype=np.int32),
+        }
+        keep = ~missing_ts
+        for key, col in columns.items():
+            self.chunks[key].append(col if keep.all() else col[keep])
+
+    # -- B/E pairs ---------------------------------------------------------------------------
+    def _pair_begin_end(self) -> tuple[int, int]:
+        """Match ``B``/``E`` events per (pid, tid) by nesting and name; return (unmatched B, unmatched E)."""
+        if not self.begin_end:
+            return 0, 0
+        by_thread: dict[tuple, list[tuple]] = collections.defaultdict(list)
+        for row in self.begin_end:
+            by_thread[(str(row[0]), str(row[1]))].append(row)
+        pairs = []
+        unmatched_b = unmatched_e = 0
+        for rows in by_thread.values():
+            rows.sort(key=lambda r: (_to_float(r[2]), r[7]))
+            closed, unmatched = _close_begins(rows, pairs)
+            unmatched_e += closed
+            unmatched_b += unmatched
+        if pairs:
+            begins = [b for b, _ in pairs]
+            ts = _float_column([b[2] for b in begins])
+            end = _float_column([e[2] for _, e in pairs])
+            self._append(
+                cat=self.intern([b[5] for b in begins]),
+                name=self.intern([b[4] for b in begins]),
+                pid_values=[b[0] for b in begins],
+                tid=self.intern([b[1] for b in begins]),
+                ts=ts,
+                dur=end - ts,
+                args=[b[6] if b[6] is not None else _Args() for b in begins],
+                offsets=np.array([b[8] if b[8] is not None else (-1, -1) for b in begins], dtype=np.int64).reshape(-1, 2),
+            )
+        return unmatched_b, unmatched_e
+
+
+def _close_begins(rows: list[tuple], pairs: list[tuple]) -> tuple[int, int]:
+    """Pair one thread's time-ordered ``B``/``E`` rows into ``pairs``; return (unmatched E, unmatched B).
+
+    An ``E`` closes the innermost open ``B`` of the same name (Composer's ``E`` args differ from its
+    ``B``'s, so args cannot pair them); a nameless ``E`` closes the innermost open ``B``. Open ``B``s
+    are indexed by name, and a ``B`` closed through one index is skipped lazily in the other, so each
+    row costs O(1) amortized: N ``B`` and N ``E`` of different names used to scan the whole open
+    stack per ``E`` (4.7 MB took ~110 s)."""
+    stack: list[int] = []  # indices into rows of open B, innermost last (closed ones skipped lazily)
+    by_name: dict = collections.defaultdict(list)  # name -> indices of open B of that name
+    is_open: list[bool] = [False] * len(rows)
+    unmatched_e = 0
+    for i, row in enumerate(rows):
+        if row[3] == "B":
+            stack.append(i)
+            by_name[_name_key(row[4])].append(i)
+            is_open[i] = True
+            continue
+        if row[4] is not None:
+            same = by_name.get(_name_key(row[4]))
+            while same and not is_open[same[-1]]:
+                same.pop()
+            k = same.pop() if same else -1
+        else:
+            while stack and not is_open[stack[-1]]:
+                stack.pop()
+            k = stack.pop() if stack else -1
+        if k < 0:
+            unmatched_e += 1
+            continue
+        is_open[k] = False
+        pairs.append((rows[k], row))
+    return unmatched_e, sum(is_open)
+
+
+def _name_key(name):
+    """A name as a dict key: strings and numbers as themselves; a list or object (hostile, not
+    hashable) by its type, so such events still pair by nesting."""
+    return name if isinstance(name, (str, int, float)) else f"\0{type(name).__name__}"

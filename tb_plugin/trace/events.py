@@ -1,0 +1,188 @@
+"""The typed structs one trace event decodes into (only the fields the analyses use), and the
+conversions of decoded values into numpy columns (see :mod:`.decode`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+import numpy as np
+
+
+BATCH_EVENTS = 100_000
+
+
+class _Args(msgspec.Struct):
+    correlation: Any = None
+    external_id: Any = msgspec.field(default=None, name="External id")
+    external_id_old: Any = msgspec.field(default=None, name="external id")
+    device: Any = None
+    stream: Any = None
+    grid: Any = None
+    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    bytes: Any = msgspec.field(default=None, name="Bytes")
+    addr: Any = msgspec.field(default=None, name="Addr")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    name: Any = None  # metadata events: process_name / thread_name
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+    input_dims_old: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input dims")
+    call_stack: Any = msgspec.field(default=None, name="Call stack")
+    flops: Any = None
+    python_id: Any = msgspec.field(default=None, name="Python id")
+    python_parent_id: Any = msgspec.field(default=None, name="Python parent id")
+    input_types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+    collective: Any = msgspec.field(default=None, name="Collective name")
+    in_msg_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_msg_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Any = None
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    process_group: Any = msgspec.field(default=None, name="Process Group Name")
+    group_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    seq: Any = msgspec.field(default=None, name="Seq")  # per-process-group collective sequence number
+    epoch: Any = None  # Composer engine events
+    batch: Any = None
+    value: Any = None  # metadata events such as clock_sync_timestamp_us
+
+
+class _Event(msgspec.Struct):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | None = None
+    id: Any = None  # flow events
+
+
+class _LooseEvent(_Event):
+    """Fallback when a batch has an odd-typed field: args stay generic Python objects."""
+
+    args: Any = None
+
+
+class _ObjectForm(msgspec.Struct):
+    traceEvents: list[msgspec.Raw] | msgspec.UnsetType = msgspec.UNSET
+    deviceProperties: Any = None
+    computeProperties: Any = None
+    distributedInfo: Any = None
+    schemaVersion: Any = None
+    displayTimeUnit: Any = None
+    traceName: Any = None
+    baseTimeNanoseconds: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    hip_runtime_version: Any = None
+    roctracer_version: Any = None
+    rocprof_version: Any = None
+    pytorch_version: Any = None  # not written by Kineto today; kept if a tool adds it
+
+
+_BATCH_DECODER = msgspec.json.Decoder(list[_Event])
+_ONE_DECODER = msgspec.json.Decoder(_LooseEvent)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_OBJECT_DECODER = msgspec.json.Decoder(_ObjectForm)
+_ONE_BATCH_DECODER = msgspec.json.Decoder(_Event)
+
+
+# --------------------------------------------------------------------------------------------
+# Batches of events → columns
+# --------------------------------------------------------------------------------------------
+
+_MAX_TIME = 1e30  # µs; a timestamp or duration beyond this is garbage (now is about 1.7e15 µs since 1970)
+_SKIPPED = "\x00undecodable"  # the phase of a placeholder for an event that could not be decoded
+_INSTANT_PHASES = ("i", "I")
+_FLOW_PHASES = ("s", "t", "f")
+
+
+def _float_column(values: list) -> np.ndarray:
+    """float64 column; None and unparseable values become NaN (numeric strings are parsed)."""
+    try:
+        out = np.array(values, dtype=np.float64)
+        if out.ndim == 1:
+            return out
+    except (TypeError, ValueError, OverflowError):
+        pass
+    # lists where numbers belong (which numpy would make a 2-D array of), huge ints, odd strings
+    return np.array([_to_float(v) for v in values], dtype=np.float64)
+
+
+def _to_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
+def _ranks_count(ranks: Any) -> int | None:
+    """The number of ranks in a ``Process Group Ranks`` arg (``"[0, 1, 2]"`` or a list); None if absent."""
+    if isinstance(ranks, list):
+        return len(ranks) or None
+    if isinstance(ranks, str) and ranks.startswith("[") and ranks.endswith("]"):
+        inner = ranks[1:-1].strip()
+        return inner.count(",") + 1 if inner else None
+    return None
+
+
+def _int_column(values: list, dtype=np.int64) -> np.ndarray:
+    """Integer column; None and unparseable values become -1."""
+    as_float = _float_column(values)
+    out = np.full(len(values), -1, dtype=dtype)
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(as_float) & (as_float >= info.min) & (as_float < float(info.max))  # others: -1
+    out[ok] = as_float[ok].astype(dtype)
+    # float64 keeps integers exactly only below 2**53; re-read the rare larger ones as Python ints.
+    big = ok & (np.abs(as_float) >= 2.0**53)
+    for i in np.flatnonzero(big):
+        try:
+            out[i] = int(values[i])
+        except (TypeError, ValueError, OverflowError):
+            out[i] = -1
+    return out
+
+
+def _list_text(value: Any) -> str | None:
+    """``[13, 1, 1]`` → ``"[13, 1, 1]"``; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def _json_text(raw: bytes) -> str:
+    try:
+        return repr(msgspec.json.decode(raw)) if raw.strip()[:1] in (b"[", b"{") else raw.decode("utf-8", "replace")
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # too deep to show, or not UTF-8
+        return raw.decode("utf-8", "replace")
+
+
+_DEVICE_PID = re.compile(r"^\s*(?:mtia|gpu|xpu|hpu|device)[ _:#-]*(\d{1,6})\s*$", re.IGNORECASE)
+
+
+def _device_of_pid(pid) -> int | None:
+    """The device index of a string pid that names a device ("MTIA 0", "GPU 1"), else None."""
+    if isinstance(pid, str):
+        m = _DEVICE_PID.match(pid)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _grid_size(grid: Any) -> int:
+    try:
+        x, y, z = grid
+        size = int(x) * int(y) * int(z)
+    except (TypeError, ValueError, OverflowError):
+        return -1
+    return size if -1 <= size < 2**63 else -1
