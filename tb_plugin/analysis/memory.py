@@ -40,7 +40,7 @@ import numpy as np
 
 from ..trace.devices import DEVICE_TYPE_NAMES, GPU_DEVICE_TYPES, memory_device_label
 from ..trace.model import Trace
-from .op_tree import op_tree
+from .op_tree import op_tree, roll_up
 from .operators import EXCLUDED_PREFIXES, op_times
 from .series import reduce_points
 
@@ -249,31 +249,6 @@ def _op_name(trace: Trace, row: int) -> str | None:
     return trace.strings[trace.events.name[row]] if row >= 0 else None
 
 
-def _roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> None:
-    """Add each of ``rows``' values into its parent's, deepest rows first, so sums climb whole chains
-    (a row whose parent is also in ``rows`` passes on what it received). Depth is counted along
-    ``parent`` within ``rows``; one ``np.add.at`` per depth level, no Python loop over rows."""
-    rows = np.asarray(rows, dtype=np.int64)
-    if len(rows) == 0:
-        return
-    inside = np.zeros(len(parent), dtype=bool)
-    inside[rows] = True
-    depth = np.zeros(len(rows), dtype=np.int64)
-    anc = parent[rows]
-    while True:  # one pass per nesting level
-        climbing = anc >= 0
-        climbing[climbing] = inside[anc[climbing]]
-        if not climbing.any():
-            break
-        depth += climbing
-        anc = np.where(climbing, parent[np.maximum(anc, 0)], -1)
-    has_parent = parent[rows] >= 0
-    for level in range(int(depth.max()), -1, -1):
-        sel = rows[(depth == level) & has_parent]
-        for arr in arrays:
-            np.add.at(arr, parent[sel], arr[sel])
-
-
 def operator_stats(trace: Trace, device: str, start_us: float | None = None, end_us: float | None = None) -> list[dict]:
     """Per operator name, for one device: calls, self/total size increase (allocated − freed during the
     operator), allocation size and count, and self bytes not freed by the trace's end (with ``Addr``),
@@ -302,9 +277,9 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     tree = op_tree(trace)
     is_op = op_times(trace).is_op
     order = tree.order[is_op[tree.order]]
-    _roll_up(totals, order, tree.op_parent)  # an operator's total holds its whole subtree
+    roll_up(totals, order, tree.op_parent)  # an operator's total holds its whole subtree
     merged = op_times(trace).merged  # an op's same-name only child is one call with it
-    _roll_up([self_inc, self_alloc, self_count, self_kept], np.flatnonzero(merged), tree.op_parent)
+    roll_up([self_inc, self_alloc, self_count, self_kept], np.flatnonzero(merged), tree.op_parent)
     excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))
     rows = np.flatnonzero(is_op & ~excluded & ~merged)
     keys, inv = np.unique(ev.name[rows], return_inverse=True)

@@ -82,3 +82,28 @@ def _build(trace: Trace) -> OpTree:
         elif r == 0:
             pys.append((e, row))
     return OpTree(op_parent, py_parent, crossings, rows)
+
+
+def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> None:
+    """Add each of ``rows``' values into its parent's, deepest rows first, so sums climb whole chains
+    (a row whose parent is also in ``rows`` passes on what it received). Depth is counted along
+    ``parent`` within ``rows``; one ``np.add.at`` per depth level, no Python loop over rows."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) == 0:
+        return
+    inside = np.zeros(len(parent), dtype=bool)
+    inside[rows] = True
+    depth = np.zeros(len(rows), dtype=np.int64)
+    anc = parent[rows]
+    while True:  # one pass per nesting level
+        climbing = anc >= 0
+        climbing[climbing] = inside[anc[climbing]]
+        if not climbing.any():
+            break
+        depth += climbing
+        anc = np.where(climbing, parent[np.maximum(anc, 0)], -1)
+    has_parent = parent[rows] >= 0
+    for level in range(int(depth.max()), -1, -1):
+        sel = rows[(depth == level) & has_parent]
+        for arr in arrays:
+            np.add.at(arr, parent[sel], arr[sel])

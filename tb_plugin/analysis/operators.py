@@ -33,7 +33,7 @@ from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
 from ..trace.links import device_mask, launch_mask, launch_of
 from ..trace.model import Trace
 from .call_stacks import stack_ids
-from .op_tree import op_tree
+from .op_tree import op_tree, roll_up
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
 EXCLUDED_PREFIXES = (PROFILER_STEP_PREFIX, "DataParallel.forward", "DistributedDataParallel.forward", "Optimizer.",
@@ -90,13 +90,7 @@ def _op_times(trace: Trace) -> OpTimes:
     kernel_self = accumulate(kernel)
     tc_self = accumulate(tc)
     totals = [device_self.copy(), kernel_self.copy(), tc_self.copy()]
-    ops_in_order = tree.order[is_op[tree.order]]
-    parents = parent[ops_in_order]
-    # children come after their parents in nesting order: sweep backwards to roll totals up
-    for row, par in zip(ops_in_order[::-1].tolist(), parents[::-1].tolist()):
-        if par >= 0:
-            for arr in totals:
-                arr[par] += arr[row]
+    roll_up(totals, tree.order[is_op[tree.order]], parent)  # an operator's total holds its subtree
     # an op whose single child op has the same name: merge the child into it
     op_children = np.flatnonzero(is_op & (parent >= 0))
     n_children = np.bincount(parent[op_children], minlength=n)
@@ -104,9 +98,7 @@ def _op_times(trace: Trace) -> OpTimes:
     merged = np.zeros(n, dtype=bool)
     merged[same] = True
     table_self = [host_self.copy(), device_self.copy(), kernel_self.copy(), tc_self.copy()]
-    for arr in table_self:  # children first, so chains of same-name ops fold all the way up
-        for row in sorted(same.tolist(), key=lambda r: -ev.ts[r]):
-            arr[parent[row]] += arr[row]
+    roll_up(table_self, same, parent)  # deepest first, so chains of same-name ops fold all the way up
     return OpTimes(is_op, table_self[0], table_self[1], totals[0], table_self[3], totals[2], table_self[2], totals[1],
                    owner, merged)
 
