@@ -33,6 +33,56 @@ class OpTree:
     order: np.ndarray  # host rows in nesting order (parents before children)
 
 
+def _previous_at_least(e: np.ndarray, linked: np.ndarray) -> np.ndarray:
+    """Per position i: the nearest j < i with ``e[j] >= e[i]``, or −1, not reaching back past a
+    position whose ``linked`` is False (a thread's first event). Pointer jumping, all positions at
+    once: a failed candidate c is replaced by its own link, since everything between c's link and c
+    is below ``e[c]`` < ``e[i]``. Rounds grow with the nesting depth's logarithm, not the events."""
+    n = len(e)
+    cand = np.arange(n) - 1
+    cand[~linked] = -1
+    todo = np.flatnonzero(cand >= 0)
+    while len(todo):
+        c = cand[todo]
+        done = e[c] >= e[todo]
+        todo = todo[~done]
+        cand[todo] = cand[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+    return cand
+
+
+def _next_greater(e: np.ndarray, linked_next: np.ndarray) -> np.ndarray:
+    """Per position i: the nearest j > i with ``e[j] > e[i]`` (strictly), or −1, not reaching past a
+    position whose ``linked_next`` is False (a thread's last event). Pointer jumping, mirrored."""
+    n = len(e)
+    cand = np.arange(n) + 1
+    cand[~linked_next] = -1
+    todo = np.flatnonzero(cand >= 0)
+    while len(todo):
+        c = cand[todo]
+        done = e[c] > e[todo]
+        todo = todo[~done]
+        cand[todo] = cand[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+    return cand
+
+
+def _first_in_chain(link: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Per position i: the first of ``link[i]``, ``link[link[i]]``, … that is ``wanted``, or −1;
+    a position like ``i``. Pointer jumping on "the nearest
+    wanted at or before me in the chain", so rounds grow with the chain length's logarithm."""
+    nearest = np.where(wanted, np.arange(len(link)), link)  # self if wanted, else follow the link
+    while True:
+        step = (nearest >= 0) & ~wanted[np.maximum(nearest, 0)]
+        if not step.any():
+            break
+        nearest[step] = nearest[nearest[step]]
+    first = np.full(len(link), -1, dtype=np.int64)
+    has = link >= 0
+    first[has] = nearest[link[has]]
+    return first
+
+
 def op_tree(trace: Trace) -> OpTree:
     return trace.memo("op_tree", lambda: _build(trace))
 
@@ -55,32 +105,23 @@ def _build(trace: Trace) -> OpTree:
     end = start + ev.dur[rows]
     order = np.lexsort((rank[rows], -end, start, thread))
     rows, thread, start, end, rank = rows[order], thread[order], start[order], end[order], rank[rows][order]
-    op_out = op_parent
-    py_out = py_parent
-    crossings = 0
-    ops: list[tuple[float, int]] = []  # (end, row)
-    pys: list[tuple[float, int]] = []
-    current = None
-    for row, th, s, e, r in zip(rows.tolist(), thread.tolist(), start.tolist(), end.tolist(), rank.tolist()):
-        if th != current:
-            current, ops, pys = th, [], []
-        # close every open event that ends before this one does (zero-length ones are never opened)
-        while ops and ops[-1][0] < e:
-            if ops[-1][0] > s:
-                crossings += 1
-            ops.pop()
-        while pys and pys[-1][0] < e:
-            pys.pop()
-        if ops:
-            op_out[row] = ops[-1][1]
-        if pys:
-            py_out[row] = pys[-1][1]
-        if e <= s:  # a zero-length event contains nothing
-            continue
-        if r == 1 or r == 2:
-            ops.append((e, row))
-        elif r == 0:
-            pys.append((e, row))
+    # An event stays open until an event of its thread ends after it (ties stay nested); so the
+    # enclosing events of event i are those j before it, on its thread, whose end is ≥ every end in
+    # (j, i]: the chain of "previous greater-or-equal end" links from i. Its parent of a kind is the
+    # first event of that kind in the chain that has a length. A non-finite end neither closes nor
+    # contains anything (it reads as -inf).
+    e = np.where(np.isfinite(end), end, -np.inf)
+    same_thread_before = np.r_[False, thread[1:] == thread[:-1]]
+    pge = _previous_at_least(e, same_thread_before)
+    opened = e > start
+    is_op_kind = (rank == 1) | (rank == 2)
+    for out, wanted in ((op_parent, opened & is_op_kind), (py_parent, opened & (rank == 0))):
+        at = _first_in_chain(pge, wanted)  # a position in this sorted order
+        out[rows] = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
+    # a crossing: an open operator closed by an event that starts inside it and ends after it
+    nxt = _next_greater(e, np.r_[thread[1:] == thread[:-1], False])
+    ops = np.flatnonzero(opened & is_op_kind & (nxt >= 0))
+    crossings = int(np.count_nonzero(start[nxt[ops]] < e[ops]))
     return OpTree(op_parent, py_parent, crossings, rows)
 
 
