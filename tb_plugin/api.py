@@ -223,18 +223,38 @@ def timeline(registry: RunRegistry, args: Mapping[str, str]):
         t0 = _float(args, "start_us", 0.0)
         t1 = _float(args, "end_us", meta["end_us"])
         width = _int(args, "width_px", 2000, 1, MAX_WIDTH_PX)
-        raw_tracks = args.get("tracks")
-        track_ids = None
-        if raw_tracks:
-            try:
-                track_ids = {int(t) for t in raw_tracks.split(",")[:10_000]}
-            except ValueError:
-                raise BadRequest("parameter 'tracks' must be comma-separated integers") from None
+        track_ids = _track_ids(args)
         if t1 <= t0:
             raise BadRequest("'end_us' must be greater than 'start_us'")
     except BadRequest as exc:
         return 400, {"error": str(exc)}
     return 200, dict(views.timeline_window(t0, t1, width, track_ids), state="ready")
+
+
+def _track_ids(args: Mapping[str, str]) -> set[int] | None:
+    """The ``tracks`` parameter: comma-separated track ids (the first 10 000), or None for every track."""
+    raw = args.get("tracks")
+    if not raw:
+        return None
+    try:
+        return {int(t) for t in raw.split(",")[:10_000]}
+    except ValueError:
+        raise BadRequest("parameter 'tracks' must be comma-separated integers") from None
+
+
+def timeline_range(registry: RunRegistry, args: Mapping[str, str]):
+    """Exact statistics of the events in ``[start_us, end_us]`` (analysis/timeline_range.py)."""
+    from .analysis.timeline_range import MAX_TOP
+
+    state, answer = _ready_file(registry, args)
+    if answer:
+        return answer
+    try:
+        t0, t1 = _float(args, "start_us"), _float(args, "end_us")
+        track_ids, top = _track_ids(args), _int(args, "top", 10, 0, MAX_TOP)
+    except BadRequest as exc:
+        return 400, {"error": str(exc)}
+    return 200, dict(registry.tables(state).timeline_range(t0, t1, track_ids, top), state="ready")
 
 
 def timeline_search(registry: RunRegistry, args: Mapping[str, str]):
@@ -473,6 +493,8 @@ def memprofiler_log(registry: RunRegistry, args: Mapping[str, str]):
 
 
 def distributed(registry: RunRegistry, args: Mapping[str, str]):
+    from .analysis.distributed import no_view_code
+
     try:
         run = _param(args, "run")
         span = str(_int(args, "span", 1, 1, 10**6))
@@ -480,7 +502,8 @@ def distributed(registry: RunRegistry, args: Mapping[str, str]):
         return 400, {"error": str(exc)}
     if not any(st.run == run for st in registry.files()):
         return 404, {"error": f"no run {run!r} with traces"}
-    return 200, registry.distributed(run, span)
+    doc = registry.distributed(run, span)
+    return 200, dict(doc, reason_code=no_view_code(doc["files"], doc["ranks_loaded"]))
 
 
 def insights(registry: RunRegistry, args: Mapping[str, str]):
@@ -515,7 +538,7 @@ def _op_path(raw: str) -> list[str]:
 
 def diff(registry: RunRegistry, args: Mapping[str, str]):
     """Baseline vs experiment: steps, operator-tree level at ``path`` (a JSON list), kernels."""
-    from .analysis.diff import kernel_diff, op_diff, step_diff
+    from .analysis.diff import kernel_diff, op_diff, step_diff, thresholds
 
     sides = []
     for side in ("base", "exp"):
@@ -532,4 +555,4 @@ def diff(registry: RunRegistry, args: Mapping[str, str]):
     b, e = (registry.tables(s) for s in sides)
     return 200, {"state": "ready", "steps": step_diff(sides[0].overview, sides[1].overview),
                  "path": path, "operators": op_diff(b.trace, e.trace, tuple(path)),
-                 "kernels": kernel_diff(b.trace, e.trace)[:500]}
+                 "kernels": kernel_diff(b.trace, e.trace)[:500], "thresholds": thresholds()}

@@ -66,6 +66,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/timeline_meta": self._table_route(api.timeline_meta),
             "/timeline": self._table_route(api.timeline),
             "/timeline_search": self._table_route(api.timeline_search),
+            "/timeline_range": self._table_route(api.timeline_range),
             "/timeline_event": self._table_route(api.timeline_event),
             "/trace_file": _guarded(self._serve_trace_file),
             "/memory": self._table_route(api.memory),

@@ -21,6 +21,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+from .analysis.contents import file_contents
 from .analysis.overview import compute_overview
 from .file_views import FileViews
 from .storage.cache import ParseCache
@@ -67,6 +68,7 @@ class FileState:
     load_seconds: float | None = None
     from_cache: bool = False
     aggregate: dict[str, Any] | None = None  # per-rank aggregates (executors/task.py), once computed
+    contents: dict[str, bool] | None = None  # has_memory / has_modules (analysis/contents.py), once loaded
     # held while this file is parsed or its aggregate computed: concurrent requests wait for one load
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -89,6 +91,7 @@ class FileState:
             "error": self.error,
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            **(self.contents or {"has_memory": None, "has_modules": None}),
         }
 
 
@@ -427,13 +430,14 @@ class RunRegistry:
             views = self._views_of(state, trace)
             if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
                 views.timeline_meta()  # the parse cache, so the Trace view never waits for it once the file is ready
+            contents = file_contents(views.memory_curves(), views.modules())
         except Exception as exc:  # a bad file, or an analysis bug, must stay one file's problem
             if not isinstance(exc, (TraceReadError, MemoryError)):
                 logger.exception("analysing %s failed", state.entry.rel)
             state.error, state.state = self.client_message(error_message(exc)), ERROR
         else:
             state.warnings, state.notes = list(trace.warnings), list(trace.notes)
-            state.overview = overview
+            state.overview, state.contents = overview, contents
             self._remember(state.entry.rel, views)
             state.progress, state.state = 1.0, READY
         state.load_seconds = time.perf_counter() - started
