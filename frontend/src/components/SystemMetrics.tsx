@@ -1,6 +1,6 @@
 import { LineChart, type LineSeriesOption } from "echarts/charts";
 import { useMemo } from "react";
-import type { SystemMetric } from "../api/overviewExtras";
+import type { SystemMetric } from "../api/types";
 import { echarts, type ChartOption } from "../charts/echarts";
 import { legendChartBase } from "../charts/legendChartBase";
 import type { Theme } from "../hooks/useTheme";

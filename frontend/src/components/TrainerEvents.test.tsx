@@ -1,6 +1,6 @@
 import { render, screen, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
-import type { OverviewExtras } from "../api/overviewExtras";
+import type { OverviewExtras } from "../api/types";
 import composer from "../__fixtures__/diff/overview_composer.json";
 import { SystemMetrics, systemMetricsOption } from "./SystemMetrics";
 import { TrainerEvents } from "./TrainerEvents";

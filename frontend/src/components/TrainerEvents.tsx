@@ -1,4 +1,4 @@
-import type { TrainerEvent } from "../api/overviewExtras";
+import type { TrainerEvent } from "../api/types";
 import { useDiffStyles } from "../diff/useDiffStyles";
 import { formatDuration } from "../util/format";
 import { Card } from "./Card";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { diffUrl, type DiffReady } from "../api/diff";
+import { diffUrl } from "../api/routes";
+import type { DiffReady } from "../api/types";
 import type { RunsResponse } from "../api/types";
 import diffL1 from "../__fixtures__/diff/diff_l1.json";
 import diffL2 from "../__fixtures__/diff/diff_l2.json";

@@ -1,10 +1,12 @@
 // Pure logic of the Diff view: the two selections in the hash, defaults, breadcrumbs, the waterfall,
 // status badges and the step-comparison rows. No React here, so all of it is unit tested.
-import type { DiffKernel, DiffOperator, DiffSelection, DiffSteps, OpStatus } from "../api/diff";
+import type { DiffSelection } from "../api/routes";
+import type { DiffKernel, DiffOperator, DiffSteps, DiffThresholds, OpStatus } from "../api/types";
 import type { RunInfo, Selection } from "../api/types";
 import { parseHash } from "../state/hashState";
 import { resolveSelection, sameSelection } from "../state/selection";
 import { categoryLabel } from "../util/categories";
+import { formatNumber } from "../util/format";
 
 type Side = "base" | "exp";
 const SIDES: Side[] = ["base", "exp"];
@@ -191,6 +193,21 @@ export const STATUS_LABEL: Record<OpStatus, string> = {
   slower: "slower",
   unchanged: "unchanged",
 };
+
+/**
+ * The verdict rule in words, from the thresholds the server applied (`diff` answers them; an older
+ * server that does not is described without numbers).
+ */
+export function thresholdText(t: DiffThresholds | undefined): string {
+  const rule = t
+    ? `by more than ${formatNumber(t.change_pct)} % and more than ${formatNumber(t.change_us)} \u00b5s`
+    : "by more than the server's thresholds";
+  return (
+    `An operator is faster or slower when its time per step changes ${rule}; otherwise it is unchanged. ` +
+    "The time compared is the device total when either side has device time, else the host total. " +
+    "Added / removed: present on one side only."
+  );
+}
 
 /** CSS classes of a status badge; an unknown status gets the neutral look. */
 export function statusClass(status: string): string {

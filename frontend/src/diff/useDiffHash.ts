@@ -3,7 +3,7 @@
 // view=diff) are left as they are. Only a pick made in the Diff view is written: the defaults follow the
 // main selection and are not stored, so they cannot outlive it.
 import { useCallback, useEffect, useState } from "react";
-import type { DiffSelection } from "../api/diff";
+import type { DiffSelection } from "../api/routes";
 import type { Selection } from "../api/types";
 import { urlWithHash } from "../state/hashState";
 import { clearDiffHash, mergeDiffHash, parseDiffHash, type DiffHash } from "./model";

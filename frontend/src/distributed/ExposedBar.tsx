@@ -1,4 +1,4 @@
-import type { ExposedParts } from "../api/insightsTypes";
+import type { ExposedParts } from "../api/types";
 import { formatDuration } from "../util/format";
 import { exposedPercents } from "./model";
 

@@ -1,4 +1,4 @@
-import type { GpuIdle } from "../api/insightsTypes";
+import type { GpuIdle } from "../api/types";
 import { InfoTooltip } from "../components/InfoTooltip";
 import { formatDuration, formatNumber } from "../util/format";
 import { INSIGHT_DEFS } from "./definitions";

@@ -1,4 +1,5 @@
-import { insightsUrl, type InsightsReady } from "../api/insightsTypes";
+import { insightsUrl } from "../api/routes";
+import type { InsightsReady } from "../api/types";
 import type { Selection } from "../api/types";
 import { Card } from "../components/Card";
 import { InfoTooltip } from "../components/InfoTooltip";

@@ -2,8 +2,8 @@
 // workers, stream names, bin labels) is escaped: ECharts renders formatter output as HTML.
 import type { ChartOption } from "../charts/echarts";
 import { legendChartBase } from "../charts/legendChartBase";
-import type { RankRow } from "../api/distributed";
-import type { Histogram, StreamIdle } from "../api/insightsTypes";
+import type { RankRow } from "../api/types";
+import type { Histogram, StreamIdle } from "../api/types";
 import { escapeHtml } from "../util/escapeHtml";
 import { chooseTimeUnit, formatDuration, formatNumber } from "../util/format";
 import { histogramBins } from "./model";

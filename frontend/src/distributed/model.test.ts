@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { InsightsReady } from "../api/insightsTypes";
+import type { InsightsReady } from "../api/types";
 import insightsH100 from "../__fixtures__/distributed/insights_h100.json";
 import insightsDlrm from "../__fixtures__/distributed/insights_dlrm_rank0.json";
 import { binLabel, exposedPercents, gbpsText, histogramBins, shareText } from "./model";

@@ -1,7 +1,7 @@
 // Pure helpers for the Distributed and Insights views: histogram bin labels, the exposed-time shares,
 // straggler lookup. No React, no ECharts, so they are unit-tested directly.
-import type { DistributedResponse } from "../api/distributed";
-import type { Histogram, ExposedParts } from "../api/insightsTypes";
+import type { DistributedResponse } from "../api/types";
+import type { Histogram, ExposedParts } from "../api/types";
 import { formatNumber } from "../util/format";
 
 /** An edge in µs as text without a unit: 0.5 -> "0.5", 5000 -> "5" (the caller picks ms). */
@@ -77,19 +77,21 @@ export function gbpsText(v: number | null | undefined): string {
 }
 
 /**
- * Why there is no distributed view, from the run's file count at the span and how many loaded: a file
- * that failed is not a rank, so "N of M files failed" rather than "fewer than two ranks have this span".
+ * Why there is no distributed view, worded from the server's `reason_code` (a file that failed is not
+ * a rank, so "N of M files failed" rather than "fewer than two ranks have this span"). Without a code
+ * (an older server) the server's own `reason` is shown.
  */
-export function noViewReason(d: Pick<DistributedResponse, "run" | "span" | "spans" | "files" | "ranks_loaded">): string {
+export function noViewReason(
+  d: Pick<DistributedResponse, "run" | "span" | "spans" | "files" | "ranks_loaded" | "reason" | "reason_code">,
+): string {
   const head = `No distributed view for run ${d.run} at span ${d.span}`;
   let why: string;
-  if (d.files === undefined || d.ranks_loaded === undefined) why = "fewer than two ranks loaded at this span";
-  else if (d.files === 0) why = "no file of this run has this span";
-  else if (d.files === 1) why = "only one file (one rank) has this span";
-  else {
+  if (d.reason_code === "no_file") why = "no file of this run has this span";
+  else if (d.reason_code === "one_file") why = "only one file (one rank) has this span";
+  else if (d.reason_code === "ranks_failed" && d.files !== undefined && d.ranks_loaded !== undefined) {
     const failed = d.files - d.ranks_loaded;
     why = `${failed} of ${d.files} files of span ${d.span} failed to load, leaving ${d.ranks_loaded} rank${d.ranks_loaded === 1 ? "" : "s"}; comparing needs two`;
-  }
+  } else why = d.reason ?? "fewer than two ranks loaded at this span";
   const others = d.spans.filter((s) => s !== d.span);
   return `${head}: ${why}.${others.length > 0 ? ` Other spans of this run: ${others.join(", ")}.` : ""}`;
 }

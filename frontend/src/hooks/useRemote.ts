@@ -2,7 +2,7 @@
 // file error, a failed request is a fetch error. A null URL fetches nothing. The previous data stays
 // visible while the next URL loads (paging and sorting do not blank the table).
 import { useEffect, useState } from "react";
-import { fetchJson } from "../api/client";
+import { fetchJson } from "../api/http";
 
 export type RemoteState<T> =
   | { kind: "idle" }

@@ -1,7 +1,7 @@
 // The frames of one snapshot stack (fetched by index), as text.
-import type { ArtifactRef } from "../api/memory";
-import { snapshotStackUrl } from "../api/memory";
-import type { SnapshotStackReady } from "../api/memoryTypes";
+import type { ArtifactRef } from "../api/routes";
+import { snapshotStackUrl } from "../api/routes";
+import type { SnapshotStackReady } from "../api/types";
 import { RemoteStatus } from "../components/RemoteStatus";
 import { useRemote } from "../hooks/useRemote";
 

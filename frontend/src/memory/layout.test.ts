@@ -3,7 +3,7 @@ import segmentsFixture from "../__fixtures__/memory/snapshot_segments.json";
 import timelineFixture from "../__fixtures__/memory/snapshot_timeline.json";
 import exportFixture from "../__fixtures__/memory/memory_timeline_export.json";
 import memoryFixture from "../__fixtures__/memory/memory.json";
-import type { MemoryDevice, MemoryTimelineExportReady, SnapshotBand, SnapshotSegment, SnapshotTimelineReady } from "../api/memoryTypes";
+import type { MemoryDevice, MemoryTimelineExportReady, SnapshotBand, SnapshotSegment, SnapshotTimelineReady } from "../api/types";
 import { formatBytes } from "../util/format";
 import { argMax, bandBottomAt, binCenters, formatAddress, layoutSegments, normalizeRange, overlaps, parseBytes, stackBands } from "./layout";
 import { bandOutline, curvePeak, exportOption, memoryCurveOption, snapshotTimelineOption } from "./options";

@@ -1,5 +1,5 @@
 // Pure layout math of the memory views: byte parsing, band stacking, segment blocks, timeline bins.
-import type { SnapshotBand, SnapshotBlock, SnapshotSegment } from "../api/memoryTypes";
+import type { SnapshotBand, SnapshotBlock, SnapshotSegment } from "../api/types";
 
 const UNITS: Record<string, number> = {
   "": 1,

@@ -2,7 +2,7 @@
 // (tests/synth/fts.py: the values are known by construction).
 import { describe, expect, it } from "vitest";
 import stats from "../__fixtures__/memory/memprofiler_stats_rank1.json";
-import type { MemProfilerStatsReady } from "../api/memoryTypes";
+import type { MemProfilerStatsReady } from "../api/types";
 import { formatStat, snapshotLabel, statsChartOption, statsTable, statUnit } from "./memprofiler";
 
 const data = stats as unknown as MemProfilerStatsReady;

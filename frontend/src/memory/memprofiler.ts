@@ -3,7 +3,7 @@
 import type { BarSeriesOption } from "echarts/charts";
 import type { ChartOption } from "../charts/echarts";
 import { legendChartBase } from "../charts/legendChartBase";
-import type { MemProfilerMetric, MemProfilerSnapshot, MemProfilerStatsReady } from "../api/memoryTypes";
+import type { MemProfilerMetric, MemProfilerSnapshot, MemProfilerStatsReady } from "../api/types";
 import { escapeHtml } from "../util/escapeHtml";
 import { formatBytes, formatNumber } from "../util/format";
 

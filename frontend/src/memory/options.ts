@@ -1,6 +1,6 @@
 // ECharts options of the memory views. Every string from a trace or snapshot that reaches a tooltip
 // goes through escapeHtml (ECharts renders tooltip strings as HTML).
-import type { MemoryDevice, MemoryTimelineExportReady, SnapshotMarker, SnapshotTimelineReady } from "../api/memoryTypes";
+import type { MemoryDevice, MemoryTimelineExportReady, SnapshotMarker, SnapshotTimelineReady } from "../api/types";
 import { categoryColor } from "../charts/palette";
 import { legendChartBase } from "../charts/legendChartBase";
 import { escapeHtml } from "../util/escapeHtml";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { attachmentName } from "./api";
+import { attachmentName } from "./perfetto";
 
 describe("attachmentName", () => {
   it("reads the file name of an attachment header", () => {

@@ -15,7 +15,7 @@ import {
   type Geometry,
   type Layout,
 } from "./math";
-import type { TimelineMeta, TimelineResponse } from "./types";
+import type { TimelineMeta, TimelineResponse } from "../api/types";
 
 export interface Palette {
   bg: string;

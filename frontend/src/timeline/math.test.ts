@@ -28,7 +28,7 @@ import {
   zoomAround,
   type Geometry,
 } from "./math";
-import type { TimelineMeta, TimelineResponse } from "./types";
+import type { TimelineMeta, TimelineResponse } from "../api/types";
 
 const meta: TimelineMeta = {
   state: "ready",

@@ -1,6 +1,6 @@
 // Pure timeline math: time axis ticks and units, zoom/pan, lane layout, hit-testing, wall-clock
 // alignment and range statistics. No DOM here, so all of it is unit-tested.
-import type { TimelineMeta, TimelineResponse } from "./types";
+import type { TimelineMeta, TimelineResponse } from "../api/types";
 
 /** A visible time range in display µs (a worker's relative µs plus its clock offset). */
 export interface TimeWindow {

@@ -1,16 +1,8 @@
 // The Diff view (issue 8): a baseline and an experiment (run, worker, span each), the average step side
 // by side, the operator trees aligned level by level with a cumulative-delta waterfall, and the kernels.
 import { useMemo, useState } from "react";
-import {
-  diffUrl,
-  THRESHOLD_TEXT,
-  type DiffKernel,
-  type DiffOperator,
-  type DiffReady,
-  type DiffSelection,
-  type OpTimes,
-} from "../api/diff";
-import type { RunInfo, Selection } from "../api/types";
+import { diffUrl, type DiffSelection } from "../api/routes";
+import type { DiffKernel, DiffOperator, DiffReady, OpTimes, RunInfo, Selection } from "../api/types";
 import { Card } from "../components/Card";
 import { chartTextColor } from "../components/chartColors";
 import { EChart } from "../components/EChart";
@@ -29,6 +21,7 @@ import {
   signed,
   statusClass,
   stepRows,
+  thresholdText,
   waterfall,
   type KernelSortKey,
 } from "../diff/model";
@@ -209,7 +202,7 @@ function OperatorDiff({ data, path, onPath, theme, busy }: OperatorDiffProps) {
   const option = useMemo(() => waterfallOption(wf.bars, wf.total, chartTextColor(theme)), [wf, theme]);
   const title = (
     <>
-      <InfoTooltip label="Operator diff" text={THRESHOLD_TEXT} />
+      <InfoTooltip label="Operator diff" text={thresholdText(data.thresholds)} />
     </>
   );
   return (

@@ -1,4 +1,4 @@
-import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import distFixture from "../__fixtures__/distributed/distributed_dlrm.json";
 import distNull from "../__fixtures__/distributed/distributed_null.json";
@@ -107,7 +107,7 @@ describe("DistributedView", () => {
     // span. Spans with two or more ranks: 1."
     const failures = ["bad/badjson.pt.trace.json: not analysed (invalid JSON: Input data was truncated)", "bad/empty.pt.trace.json: not analysed (file is empty (0 bytes))"];
     vi.stubGlobal("fetch", async () =>
-      json({ state: "ready", run: "bad", span: "1", spans: ["1"], files: 5, ranks_loaded: 0, reason: "5 of the 5 files of span 1 failed to load, leaving 0 ranks: there is nothing to compare across ranks", view: null, messages: failures }),
+      json({ state: "ready", run: "bad", span: "1", spans: ["1"], files: 5, ranks_loaded: 0, reason_code: "ranks_failed", reason: "5 of the 5 files of span 1 failed to load, leaving 0 ranks: there is nothing to compare across ranks", view: null, messages: failures }),
     );
     render(<DistributedView run="bad" theme="light" />);
     const msg = await screen.findByTestId("distributed-null");
@@ -137,7 +137,7 @@ describe("DistributedView", () => {
     expect(ops[0]!.querySelector("td")!.textContent).toBe(rank3.comm_ops[0]!.name);
   });
 
-  it("fetches each rank's overview once for the device table", async () => {
+  it("shows each rank's devices from the distributed answer, with no per-rank request", async () => {
     render(<DistributedView run="job" theme="light" />);
     const table = await screen.findByTestId("device-table");
     const rows = within(table).getAllByTestId("device-row");
@@ -145,8 +145,8 @@ describe("DistributedView", () => {
     expect(rows[0]!.textContent).toContain("Tesla V100-SXM2-32GB");
     expect(rows[0]!.textContent).toContain("31.74 GiB");
     expect(rows[0]!.textContent).toContain("45.46 %");
-    await waitFor(() => expect(requests.filter((u) => u.startsWith("overview?"))).toHaveLength(8));
-    expect(new Set(requests.filter((u) => u.startsWith("overview?"))).size).toBe(8);
+    expect(rows[7]!.textContent).toContain("nccl");
+    expect(requests.filter((u) => !u.startsWith("distributed?"))).toEqual([]);
   });
 
   it("charts one bar per rank", async () => {

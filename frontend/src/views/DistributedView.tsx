@@ -1,10 +1,9 @@
 // The Distributed tab: the selected run's workers compared as ranks of one job at one span. Rank
 // table with stragglers, per-rank breakdown and transfer/sync charts, collectives with bandwidths, a
-// rank's communication ops, and each rank's device (from its own Overview, fetched once).
-import { useEffect, useMemo, useState } from "react";
-import { distributedUrl, type Arrival, type DistributedData, type DistributedResponse, type RankRow } from "../api/distributed";
-import { fetchJson, overviewUrl } from "../api/client";
-import type { OverviewResponse } from "../api/types";
+// rank's communication ops, and each rank's devices (sent with the rank).
+import { useMemo, useState } from "react";
+import { distributedUrl } from "../api/routes";
+import type { Arrival, DistributedData, DistributedResponse, RankRow } from "../api/types";
 import { Card } from "../components/Card";
 import { distributedText } from "../components/ConfigurationCard";
 import { EChart } from "../components/EChart";
@@ -71,12 +70,12 @@ export function DistributedView({ run, theme, initialSpan = "1" }: DistributedVi
           <Notice>{noViewReason(data)}</Notice>
         </div>
       ) : null}
-      {data?.view ? <DistributedContent run={data.run} span={data.span} view={data.view} theme={theme} /> : null}
+      {data?.view ? <DistributedContent view={data.view} theme={theme} /> : null}
     </div>
   );
 }
 
-function DistributedContent({ run, span, view, theme }: { run: string; span: string; view: DistributedData; theme: Theme }) {
+function DistributedContent({ view, theme }: { view: DistributedData; theme: Theme }) {
   const text = chartTextColor(theme);
   const ranks = useMemo(() => [...view.ranks].sort((a, b) => a.rank - b.rank), [view]);
   const stragglers = useMemo(() => new Set(view.stragglers), [view]);
@@ -112,7 +111,7 @@ function DistributedContent({ run, span, view, theme }: { run: string; span: str
         <CommOpsTable ranks={ranks} current={current} onSelect={setSelectedRank} />
       </Card>
       <Card title="Devices">
-        <DeviceTable run={run} span={span} ranks={ranks} />
+        <DeviceTable ranks={ranks} />
       </Card>
     </>
   );
@@ -295,31 +294,8 @@ function CommOpsTable({ ranks, current, onSelect }: { ranks: RankRow[]; current:
   );
 }
 
-type DeviceRow = { rank: number; worker: string; error?: string; overview?: OverviewResponse };
-
-/** Each rank's GPUs from its own Overview; every rank's overview is fetched once per run and span. */
-function DeviceTable({ run, span, ranks }: { run: string; span: string; ranks: RankRow[] }) {
-  const key = `${run}\u0000${span}\u0000${ranks.map((r) => `${r.rank}:${r.worker}`).join(",")}`;
-  const [rows, setRows] = useState<DeviceRow[] | null>(null);
-  useEffect(() => {
-    const controller = new AbortController();
-    setRows(null);
-    void Promise.all(
-      ranks.map(async (r): Promise<DeviceRow> => {
-        try {
-          const overview = await fetchJson<OverviewResponse>(overviewUrl({ run, worker: r.worker, span }), controller.signal);
-          return { rank: r.rank, worker: r.worker, overview };
-        } catch (err) {
-          return { rank: r.rank, worker: r.worker, error: err instanceof Error ? err.message : String(err) };
-        }
-      }),
-    ).then((out) => {
-      if (!controller.signal.aborted) setRows(out);
-    });
-    return () => controller.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [key]);
-  if (rows === null) return <Notice>Loading each rank's configuration…</Notice>;
+/** Each rank's GPUs, as the server sends them with the rank (the very rows of that rank's Overview). */
+function DeviceTable({ ranks }: { ranks: RankRow[] }) {
   return (
     <div className="table-scroll">
       <table className="data-table" data-testid="device-table">
@@ -336,23 +312,20 @@ function DeviceTable({ run, span, ranks }: { run: string; span: string; ranks: R
           </tr>
         </thead>
         <tbody>
-          {rows.flatMap((row) => {
-            const o = row.overview;
-            if (!o || o.state !== "ready") {
-              const why = row.error ?? (o && o.state === "error" ? o.error : "not parsed yet");
+          {ranks.flatMap((row) => {
+            if (row.gpus === undefined) {
               return [
                 <tr key={`${row.rank}`} data-testid="device-row">
                   <td>{row.rank}</td>
                   <td className="cell-code">{row.worker}</td>
                   <td colSpan={6} className="muted">
-                    {why}
+                    not sent by this server
                   </td>
                 </tr>,
               ];
             }
-            const d = o.configuration.distributed;
-            const backend = distributedText(d);
-            const gpus = o.gpus.length > 0 ? o.gpus : [null];
+            const backend = distributedText(row.distributed ?? null);
+            const gpus = row.gpus.length > 0 ? row.gpus : [null];
             return gpus.map((g, i) => (
               <tr key={`${row.rank}:${g?.id ?? i}`} data-testid="device-row">
                 <td>{row.rank}</td>

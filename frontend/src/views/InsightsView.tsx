@@ -2,7 +2,8 @@
 // (overhead vs queueing) and kernel durations, the exposed-time decomposition per GPU, host
 // synchronizations, recommendations.
 import { useMemo } from "react";
-import { insightsUrl, type InsightsReady } from "../api/insightsTypes";
+import { insightsUrl } from "../api/routes";
+import type { InsightsReady } from "../api/types";
 import type { Selection } from "../api/types";
 import { Card } from "../components/Card";
 import { EChart } from "../components/EChart";

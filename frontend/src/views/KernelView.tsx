@@ -1,7 +1,7 @@
 // The GPU Kernel view: top kernels and tensor-core share donuts, and the kernel table, sorted,
 // searched (by kernel and by operator name) and paged on the server.
 import { useMemo, useState } from "react";
-import { tableCsvUrl, tableUrl, type TableQuery } from "../api/client";
+import { tableCsvUrl, tableUrl, type TableQuery } from "../api/routes";
 import type { KernelGroupBy, KernelRow, KernelsReady, Selection } from "../api/types";
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";

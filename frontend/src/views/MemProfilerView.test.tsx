@@ -3,7 +3,7 @@
 import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import stats from "../__fixtures__/memory/memprofiler_stats_rank1.json";
-import type { ArtifactInfo } from "../api/memoryTypes";
+import type { ArtifactInfo } from "../api/types";
 import { SnapshotView } from "./SnapshotView";
 
 vi.mock("../components/EChart", () => ({

@@ -1,8 +1,8 @@
 // finetuning-scheduler MemProfiler files of a run: a stats YAML (chart + table of its snapshots) or an
 // FSDP memory report (text, shown as text).
 import { useMemo, useState } from "react";
-import { memprofilerLogUrl, memprofilerStatsUrl, type ArtifactRef } from "../api/memory";
-import type { MemProfilerLogReady, MemProfilerStatsReady } from "../api/memoryTypes";
+import { memprofilerLogUrl, memprofilerStatsUrl, type ArtifactRef } from "../api/routes";
+import type { MemProfilerLogReady, MemProfilerStatsReady } from "../api/types";
 import { Card } from "../components/Card";
 import { EChart } from "../components/EChart";
 import { ErrorCard } from "../components/ErrorCard";

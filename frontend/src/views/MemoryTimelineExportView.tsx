@@ -1,7 +1,7 @@
 // A memory-timeline export (torch.profiler export_memory_timeline): stacked areas by category.
 import { useMemo } from "react";
-import { memoryTimelineExportUrl, type ArtifactRef } from "../api/memory";
-import type { MemoryTimelineExportReady } from "../api/memoryTypes";
+import { memoryTimelineExportUrl, type ArtifactRef } from "../api/routes";
+import type { MemoryTimelineExportReady } from "../api/types";
 import { Card } from "../components/Card";
 import { ErrorCard } from "../components/ErrorCard";
 import { RemoteStatus } from "../components/RemoteStatus";

@@ -2,8 +2,8 @@
 // a drag-selected time range that filters the events and statistics tables (and zooms the curve, which
 // is refetched at that window so peaks stay exact), and the two server-paged tables with CSV links.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { memoryEventsUrl, memoryStatsUrl, memoryUrl, type TimeRange } from "../api/memory";
-import type { MemoryEventRow, MemoryEventsReady, MemoryReady, MemoryStatRow, MemoryStatsReady } from "../api/memoryTypes";
+import { memoryEventsUrl, memoryStatsUrl, memoryUrl, type TimeRange } from "../api/routes";
+import type { MemoryEventRow, MemoryEventsReady, MemoryReady, MemoryStatRow, MemoryStatsReady } from "../api/types";
 import type { Selection } from "../api/types";
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";

@@ -1,9 +1,13 @@
 // The Module view: the nn.Module hierarchy as a tree table and as a flame graph (width ∝ host total),
 // built from the same nodes. Clicking a flame block focuses it and reveals it in the table.
 import { useMemo, useState } from "react";
-import type { ModuleNode } from "../api/types";
+import { modulesUrl } from "../api/routes";
+import type { ModuleNode, ModulesReady, Selection } from "../api/types";
 import { Card } from "../components/Card";
 import { InfoTooltip } from "../components/InfoTooltip";
+import { Notice } from "../components/Notice";
+import { RemoteStatus } from "../components/RemoteStatus";
+import { useRemote } from "../hooks/useRemote";
 import { formatDuration, formatNumber } from "../util/format";
 import { ancestorIds, flameLayout, flattenTree, idsToDepth, type NodeId } from "../util/moduleTree";
 import { MODULE_DEFS } from "../util/tableDefinitions";
@@ -23,6 +27,17 @@ const LABELS: Record<(typeof METRICS)[number], string> = {
 function metric(node: ModuleNode, key: (typeof METRICS)[number]): string {
   const v = node[key];
   return key === "occurrences" || key === "operators" ? formatNumber(v) : formatDuration(v);
+}
+
+/** The Module tab of a file: its module tree, fetched when the tab is shown. */
+export function ModulesTab({ selection }: { selection: Selection }) {
+  const state = useRemote<ModulesReady>(modulesUrl(selection));
+  if (state.kind !== "ready") return <RemoteStatus state={state} what="module tree" />;
+  return state.data.modules ? (
+    <ModuleView modules={state.data.modules} />
+  ) : (
+    <Notice>This trace has no module information (profile with with_modules=True).</Notice>
+  );
 }
 
 export function ModuleView({ modules }: { modules: ModuleNode[] }) {

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { operatorStacksUrl } from "../api/client";
+import { operatorStacksUrl } from "../api/routes";
 import type { OperatorStacksReady, Selection, StackFrame } from "../api/types";
 import { RemoteStatus } from "../components/RemoteStatus";
 import { useRemote } from "../hooks/useRemote";

@@ -1,7 +1,7 @@
 // The Operator view: four top-N donuts and the operator table, sorted, searched and paged on the
 // server. Rows expand into their call stacks; frames with a file go to source.
 import { useCallback, useMemo, useState } from "react";
-import { tableCsvUrl, tableUrl, type TableQuery } from "../api/client";
+import { tableCsvUrl, tableUrl, type TableQuery } from "../api/routes";
 import type { OperatorGroupBy, OperatorRow, OperatorsReady, Selection, StackFrame } from "../api/types";
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";

@@ -26,12 +26,12 @@ describe("Overview view", () => {
   it("renders the GPU summary from the fixture", () => {
     render(<Overview data={overview} theme="light" />);
     const util = screen.getAllByTestId("gpu-utilization");
-    expect(util.map((el) => el.textContent)).toEqual(["57.42 %"]);
-    expect(screen.getByTestId("sm-efficiency").textContent).toBe("51.20 %");
-    expect(screen.getByTestId("achieved-occupancy").textContent).toBe("30.10 %");
-    expect(screen.getByTestId("tensor-core").textContent).toBe("–"); // null in the fixture
-    expect(valueOf("Name")).toBe("Tesla V100-SXM2-16GB");
-    expect(valueOf("Memory")).toBe("15.78 GiB");
+    expect(util.map((el) => el.textContent)).toEqual(["55.51 %"]);
+    expect(screen.getByTestId("sm-efficiency").textContent).toBe("54.68 %");
+    expect(screen.getByTestId("achieved-occupancy").textContent).toBe("49.13 %");
+    expect(screen.getByTestId("tensor-core").textContent).toBe("0.00 %"); // no kernel uses tensor cores
+    expect(valueOf("Name")).toBe("Tesla V100-DGXS-32GB");
+    expect(valueOf("Memory")).toBe("31.74 GiB");
     expect(valueOf("Compute capability")).toBe("7.0");
   });
 
@@ -47,8 +47,8 @@ describe("Overview view", () => {
   it("renders the configuration", () => {
     render(<Overview data={overview} theme="light" />);
     expect(valueOf("Device type")).toBe("GPU");
-    expect(valueOf("Steps")).toBe("5");
-    expect(valueOf("Steps window")).toBe("557.97 ms");
+    expect(valueOf("Steps")).toBe("6");
+    expect(valueOf("Steps window")).toBe("1.07 s");
     expect(valueOf("Distributed")).toBe("–");
     expect(valueOf("PyTorch version")).toBe("–");
     expect(valueOf("Trace format")).toBe("kineto-2021");
@@ -69,13 +69,13 @@ describe("Overview view", () => {
       .getAllByRole("row")
       .map((tr) => Array.from(tr.querySelectorAll("th,td")).map((c) => c.textContent));
     expect(rows[0]).toEqual(["Category", "Time (µs)", "Percentage of average step"]);
-    expect(rows[1]).toEqual(["Kernel", "84,445.4", "75.67 %"]);
-    expect(rows[6]).toEqual(["DataLoader", "9,047.6", "8.11 %"]);
+    expect(rows[1]).toEqual(["Kernel", "98,588.7", "55.51 %"]);
+    expect(rows[6]).toEqual(["DataLoader", "59,261.8", "33.37 %"]);
     expect(rows[4]).toEqual(["Communication", "0.0", "0.00 %"]);
-    expect(rows[rows.length - 1]).toEqual(["Average step", "111,593.6", "100.00 %"]);
+    expect(rows[rows.length - 1]).toEqual(["Average step", "177,592.2", "100.00 %"]);
     const donut = screen.getByTestId("execution-donut");
     expect(donut.dataset.points).toBe("[7]"); // zero-valued Communication is not drawn
-    expect(screen.getByTestId("donut-center").textContent).toBe("Average step111.59 ms");
+    expect(screen.getByTestId("donut-center").textContent).toBe("Average step177.59 ms");
   });
 
   it("renders the step chart with one series per category", () => {
@@ -91,7 +91,7 @@ describe("Overview view", () => {
       "CPU Exec",
       "Other",
     ]);
-    expect(JSON.parse(chart.dataset.points ?? "[]")).toEqual([5, 5, 5, 5, 5, 5, 5, 5]);
+    expect(JSON.parse(chart.dataset.points ?? "[]")).toEqual([6, 6, 6, 6, 6, 6, 6, 6]);
   });
 
   it("lists recommendations and warnings as text", () => {
@@ -106,7 +106,7 @@ describe("Overview view", () => {
     const items = within(recs).getAllByRole("listitem").map((li) => li.textContent);
     expect(items).toHaveLength(3);
     expect(items[0]).toBe(evil);
-    expect(items[1]).toMatch(/^Input data loading is visible in this run: 8\.1%/);
+    expect(items[1]).toMatch(/^DataLoader takes 33\.4% of the average step/);
     expect(document.querySelector("img")).toBeNull();
     const warnings = screen.getByTestId("warnings");
     expect(warnings.querySelector("summary")?.textContent).toBe("1 warning while reading this file");

@@ -1,4 +1,4 @@
-import type { OverviewExtras } from "../api/overviewExtras";
+import type { OverviewExtras } from "../api/types";
 import type { OverviewReady } from "../api/types";
 import { ConfigurationCard } from "../components/ConfigurationCard";
 import { ErrorBoundary } from "../components/ErrorBoundary";

@@ -7,7 +7,7 @@ import allocationsFixture from "../__fixtures__/memory/snapshot_allocations.json
 import stackFixture from "../__fixtures__/memory/snapshot_stack.json";
 import errorFixture from "../__fixtures__/memory/snapshot_error.json";
 import exportFixture from "../__fixtures__/memory/memory_timeline_export.json";
-import type { ArtifactInfo } from "../api/memoryTypes";
+import type { ArtifactInfo } from "../api/types";
 import { SnapshotView } from "./SnapshotView";
 
 vi.mock("../memory/MemChart", () => ({
@@ -52,7 +52,7 @@ describe("SnapshotView", () => {
     render(<SnapshotView run="snap" artifacts={ARTIFACTS.slice(1)} theme="light" />);
     expect((screen.getByTestId("artifact-select") as HTMLSelectElement).value).toBe(GOOD);
     const peak = await screen.findByTestId("snapshot-peak-GPU0");
-    expect(peak.textContent).toContain("244.2 MiB (256,025,600 B)");
+    expect(peak.textContent).toContain("743.7 MiB (779,837,440 B)");
     const timeline = await screen.findByTestId("snapshot-timeline");
     expect(Number(timeline.getAttribute("data-bands"))).toBe(timelineFixture.bands.length);
     const segments = await screen.findByTestId("snapshot-segments");

@@ -1,23 +1,8 @@
 // A run's artifacts: allocator snapshots (summary, active-memory timeline, allocator state, top
 // allocations), memory-timeline exports and finetuning-scheduler MemProfiler files. For runs without trace files this is the main content.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import {
-  deviceIndex,
-  snapshotAllocationsUrl,
-  snapshotSegmentsUrl,
-  snapshotTimelineUrl,
-  snapshotUrl,
-  type ArtifactRef,
-} from "../api/memory";
-import type {
-  ArtifactInfo,
-  SnapshotAllocationRow,
-  SnapshotAllocationsReady,
-  SnapshotBlock,
-  SnapshotReady,
-  SnapshotSegmentsReady,
-  SnapshotTimelineReady,
-} from "../api/memoryTypes";
+import { deviceIndex, snapshotAllocationsUrl, snapshotSegmentsUrl, snapshotTimelineUrl, snapshotUrl, type ArtifactRef } from "../api/routes";
+import type { ArtifactInfo, SnapshotAllocationRow, SnapshotAllocationsReady, SnapshotBlock, SnapshotReady, SnapshotSegmentsReady, SnapshotTimelineReady } from "../api/types";
 import { Card } from "../components/Card";
 import { ErrorBoundary } from "../components/ErrorBoundary";
 import { ErrorCard } from "../components/ErrorCard";

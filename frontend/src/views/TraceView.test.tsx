@@ -1,6 +1,6 @@
 import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { TimelineEvent, TimelineMeta, TimelineResponse } from "../timeline/types";
+import type { TimelineEvent, TimelineMeta, TimelineResponse } from "../api/types";
 import { TraceView } from "./TraceView";
 
 const SEL = { run: "r", worker: "w0", span: "1" };

@@ -2,13 +2,14 @@
 // does the level of detail: each pan/zoom re-requests the window (debounced, stale requests aborted)
 // while the previous answer keeps being drawn at the new scale.
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
-import { fetchJson } from "../api/client";
+import { fetchJson } from "../api/http";
 import type { Selection } from "../api/types";
 import { Notice } from "../components/Notice";
 import { useDebounced } from "../hooks/useDebounced";
 import type { Theme } from "../hooks/useTheme";
 import { formatNumber } from "../util/format";
-import { openInPerfetto, timelineEventUrl, timelineMetaUrl, timelineSearchUrl, timelineUrl, traceFileUrl } from "../timeline/api";
+import { timelineEventUrl, timelineMetaUrl, timelineSearchUrl, timelineUrl, traceFileUrl } from "../api/routes";
+import { openInPerfetto } from "../timeline/perfetto";
 import { drawAxis, drawLanes, readPalette, sizeCanvas, type DrawState, type FlowArrow } from "../timeline/draw";
 import {
   alignOffsets,
@@ -32,7 +33,7 @@ import {
   type Hit,
   type TimeWindow,
 } from "../timeline/math";
-import type { TimelineEvent, TimelineMeta, TimelineResponse, TimelineSearchResponse } from "../timeline/types";
+import type { TimelineEvent, TimelineMeta, TimelineResponse, TimelineSearchResponse } from "../api/types";
 import { matchCountText, stepShown } from "../timeline/traceControls";
 
 export interface TraceFocus {

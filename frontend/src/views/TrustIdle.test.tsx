@@ -2,7 +2,7 @@
 // per-stream idle labelled per stream, and the note for steps cut at the profiler's end.
 import { render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { GpuIdle, InsightsReady } from "../api/insightsTypes";
+import type { GpuIdle, InsightsReady } from "../api/types";
 import type { OverviewReady } from "../api/types";
 import overviewFixture from "../__fixtures__/overview_resnet50.json";
 import insightsDlrm from "../__fixtures__/distributed/insights_dlrm_rank0.json";

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { ApiError, fetchOverview, fetchRuns, overviewUrl } from "./client";
+import { ApiError, fetchFile, fetchJson, type FetchLike } from "./http";
+import { overviewUrl, runsUrl } from "./routes";
+import type { OverviewResponse, RunsResponse } from "./types";
+
+const fetchRuns = (signal: AbortSignal | undefined, impl: FetchLike) => fetchJson<RunsResponse>(runsUrl(), signal, impl);
+const fetchOverview = (sel: { run: string; worker: string; span: string }, signal: AbortSignal | undefined, impl: FetchLike) =>
+  fetchJson<OverviewResponse>(overviewUrl(sel), signal, impl);
 
 function jsonResponse(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
@@ -39,6 +45,17 @@ describe("api client", () => {
     ).rejects.toThrow("Cannot reach the server (TypeError: Failed to fetch)");
     await expect(fetchRuns(undefined, async () => new Response("<html>", { status: 200 }))).rejects.toThrow(
       "not JSON",
+    );
+  });
+
+  it("fetches a file's bytes with its Content-Disposition, and fails on an error status", async () => {
+    const got = await fetchFile("trace_file?run=r", async () =>
+      new Response(new Uint8Array([1, 2, 3]), { status: 200, headers: { "Content-Disposition": 'attachment; filename="a.json"' } }),
+    );
+    expect(new Uint8Array(got.bytes)).toEqual(new Uint8Array([1, 2, 3]));
+    expect(got.disposition).toBe('attachment; filename="a.json"');
+    await expect(fetchFile("trace_file?run=r", async () => new Response("", { status: 404 }))).rejects.toThrow(
+      "HTTP 404 fetching the trace",
     );
   });
 });

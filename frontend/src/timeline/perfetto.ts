@@ -1,26 +1,5 @@
-// URLs of the timeline routes (relative, like every other route) and "Open in Perfetto".
-import type { Selection } from "../api/types";
-
-function qs(sel: Selection, extra: Record<string, string | number> = {}): string {
-  const p = new URLSearchParams({ run: sel.run, worker: sel.worker, span: sel.span });
-  for (const [k, v] of Object.entries(extra)) p.set(k, String(v));
-  return p.toString();
-}
-
-export const timelineMetaUrl = (sel: Selection) => `timeline_meta?${qs(sel)}`;
-
-export function timelineUrl(sel: Selection, startUs: number, endUs: number, widthPx: number): string {
-  // Rounded to the ns: the server's bins do not need more, and equal windows give equal URLs.
-  const r = (v: number) => Math.round(v * 1000) / 1000;
-  return `timeline?${qs(sel, { start_us: r(startUs), end_us: r(endUs), width_px: Math.max(1, Math.round(widthPx)) })}`;
-}
-
-export function timelineSearchUrl(sel: Selection, q: string, regex: boolean): string {
-  return `timeline_search?${qs(sel, regex ? { q, regex: 1 } : { q })}`;
-}
-
-export const timelineEventUrl = (sel: Selection, row: number) => `timeline_event?${qs(sel, { row })}`;
-export const traceFileUrl = (sel: Selection) => `trace_file?${qs(sel)}`;
+// "Open in Perfetto": hands the trace file to ui.perfetto.dev in a new window.
+import { fetchFile } from "../api/http";
 
 const PERFETTO = "https://ui.perfetto.dev";
 
@@ -32,10 +11,8 @@ const PERFETTO = "https://ui.perfetto.dev";
 export async function openInPerfetto(fileUrl: string, title: string, fileName: string, win: Window = window): Promise<void> {
   const target = win.open(PERFETTO);
   if (!target) throw new Error("The browser blocked the new window");
-  const response = await fetch(fileUrl);
-  if (!response.ok) throw new Error(`HTTP ${response.status} fetching the trace`);
-  const buffer = await response.arrayBuffer();
-  const sent = attachmentName(response.headers.get("Content-Disposition")) ?? fileName;
+  const { bytes: buffer, disposition } = await fetchFile(fileUrl);
+  const sent = attachmentName(disposition) ?? fileName;
   await new Promise<void>((resolve, reject) => {
     const timer = win.setInterval(() => target.postMessage("PING", PERFETTO), 250);
     const giveUp = win.setTimeout(() => {

@@ -1,17 +1,6 @@
 // Types of the memory routes (docs/http_api.md, "Memory (issue 5)"). Units are in the field names:
 // _us microseconds, _bytes bytes. Snapshot times are µs since the first entry, or entry indices.
-import type { SortOrder } from "./types";
-
-export type ArtifactKind = "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log";
-
-export interface ArtifactInfo {
-  /** Path relative to the logdir; the `path` parameter of the snapshot routes. */
-  path: string;
-  kind: ArtifactKind;
-  size_bytes: number;
-  state: "queued" | "loading" | "ready" | "error" | string;
-  error: string | null;
-}
+import type { SortOrder } from "./tables";
 
 export interface Curve {
   ts_us: number[];

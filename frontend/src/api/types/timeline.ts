@@ -1,4 +1,4 @@
-// Shapes of the timeline routes (docs/http_api.md, "Timeline (issue 4)"). Times are µs relative to the
+// Types of the timeline routes (docs/http_api.md, "Timeline (issue 4)"). Times are µs relative to the
 // file's origin; a worker's wall time is wall_origin_us + start_us.
 
 export interface TimelineTrack {
@@ -93,4 +93,23 @@ export interface TimelineEvent {
   args: Record<string, unknown>;
   parents: TimelineEventRef[];
   flows: TimelineFlow[];
+}
+
+/** `timeline_range` (ADDED, issue 16): exact statistics of the events in a range, not of drawn items. */
+export interface TimelineRangeName {
+  name: string;
+  count: number;
+  total_us: number;
+}
+
+export interface TimelineRangeResponse {
+  state: "ready";
+  start_us: number;
+  end_us: number;
+  duration_us: number;
+  count: number;
+  total_us: number;
+  /** Distinct names among the events. */
+  names: number;
+  top: TimelineRangeName[];
 }
