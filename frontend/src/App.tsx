@@ -13,7 +13,7 @@ import { SelectedFile } from "./views/SelectedFile";
 import { SnapshotView } from "./views/SnapshotView";
 import { DistributedView } from "./views/DistributedView";
 import { DiffView } from "./views/DiffView";
-import type { TraceFocus } from "./views/TraceView";
+import type { TraceFocus } from "./views/trace/TraceView";
 import { focusFor, type PlacedFocus } from "./state/traceFocus";
 
 /** The whole plugin page: selectors and progress on top, the selected file's view below. */

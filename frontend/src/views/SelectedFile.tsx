@@ -5,7 +5,7 @@ import { MemoryView } from "./MemoryView";
 import { InsightsView } from "./InsightsView";
 import { ModulesTab } from "./ModuleView";
 import { OperatorView } from "./OperatorView";
-import { TraceView, type TraceFocus } from "./TraceView";
+import { TraceView, type TraceFocus } from "./trace/TraceView";
 import { ErrorCard } from "../components/ErrorCard";
 import { Notice } from "../components/Notice";
 import { WarningsList } from "../components/WarningsList";

@@ -1,5 +1,5 @@
 // "Open in Perfetto": hands the trace file to ui.perfetto.dev in a new window.
-import { fetchFile } from "../api/http";
+import { fetchFile } from "../../api/http";
 
 const PERFETTO = "https://ui.perfetto.dev";
 

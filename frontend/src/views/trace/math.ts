@@ -1,6 +1,6 @@
 // Pure timeline math: time axis ticks and units, zoom/pan, lane layout, hit-testing, wall-clock
 // alignment and range statistics. No DOM here, so all of it is unit-tested.
-import type { TimelineMeta, TimelineResponse } from "../api/types";
+import type { TimelineMeta, TimelineResponse } from "../../api/types";
 
 /** A visible time range in display µs (a worker's relative µs plus its clock offset). */
 export interface TimeWindow {
@@ -365,67 +365,6 @@ export function rectOfRow(
     return { x: x1, y: g.y0 + lr.y + 1 + depth * LANE_H, w: Math.max(1, x2 - x1), h: LANE_H - 1, track: td.id, depth };
   }
   return null;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Range statistics (box select)
-
-export interface NameStat {
-  name: string;
-  count: number;
-  totalUs: number;
-}
-
-export interface RangeStats {
-  durationUs: number;
-  count: number;
-  totalUs: number;
-  top: NameStat[];
-}
-
-/**
- * Slices overlapping [t0, t1] (display µs) on the given tracks ("worker\0track" keys; all when
- * undefined): a merged item counts as its number of events; durations are clipped to the range.
- */
-export function rangeStats(
-  data: ReadonlyMap<string, TimelineResponse>,
-  offsets: ReadonlyMap<string, number>,
-  t0: number,
-  t1: number,
-  tracks?: ReadonlySet<string>,
-  topN = 10,
-): RangeStats {
-  const lo = Math.min(t0, t1);
-  const hi = Math.max(t0, t1);
-  const byName = new Map<string, NameStat>();
-  let count = 0;
-  let total = 0;
-  for (const [worker, resp] of data) {
-    const off = offsets.get(worker) ?? 0;
-    for (const td of resp.tracks) {
-      if (tracks && !tracks.has(`${worker}\u0000${td.id}`)) continue;
-      const it = td.items;
-      for (let i = 0; i < it.start.length; i++) {
-        const s = it.start[i]! + off;
-        const e = s + it.dur[i]!;
-        if (e < lo || s > hi) continue;
-        const clipped = Math.max(0, Math.min(e, hi) - Math.max(s, lo));
-        const n = it.count[i]!;
-        const name = itemName(resp, it.name[i]!);
-        let st = byName.get(name);
-        if (!st) {
-          st = { name, count: 0, totalUs: 0 };
-          byName.set(name, st);
-        }
-        st.count += n;
-        st.totalUs += clipped;
-        count += n;
-        total += clipped;
-      }
-    }
-  }
-  const top = [...byName.values()].sort((a, b) => b.totalUs - a.totalUs || b.count - a.count || (a.name < b.name ? -1 : 1)).slice(0, topN);
-  return { durationUs: hi - lo, count, totalUs: total, top };
 }
 
 // ---------------------------------------------------------------------------------------------

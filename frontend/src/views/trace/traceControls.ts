@@ -1,5 +1,5 @@
 // What the Trace view's step picker and search counter show, from the view's state.
-import type { TimelineStep } from "../api/types";
+import type { TimelineStep } from "../../api/types";
 
 /**
  * The index of the step whose window is the one shown (``win``, on the view's clock: the step's

@@ -1,7 +1,7 @@
 // Canvas painting of the timeline: the time axis (its own canvas) and the lanes (track labels, slices,
 // merged items, counters, the step band, selection, search matches, flow arrows, box selection).
 // Everything here is drawing only; positions come from math.ts.
-import { formatBytes } from "../util/format";
+import { formatBytes } from "../../util/format";
 import {
   chooseTicks,
   colorFor,
@@ -15,7 +15,7 @@ import {
   type Geometry,
   type Layout,
 } from "./math";
-import type { TimelineMeta, TimelineResponse } from "../api/types";
+import type { TimelineMeta, TimelineResponse } from "../../api/types";
 
 export interface Palette {
   bg: string;

@@ -17,7 +17,6 @@ import {
   STEP_H,
   COUNTER_H,
   panByPixels,
-  rangeStats,
   rectOfRow,
   rowAt,
   tickStep,
@@ -28,7 +27,7 @@ import {
   zoomAround,
   type Geometry,
 } from "./math";
-import type { TimelineMeta, TimelineResponse } from "../api/types";
+import type { TimelineMeta, TimelineResponse } from "../../api/types";
 
 const meta: TimelineMeta = {
   state: "ready",
@@ -268,30 +267,6 @@ describe("wall-clock alignment", () => {
       { worker: "b", origin_us: 1_000_000, wall_origin_us: 9e15, clock: "base_time" },
     ]);
     expect(Object.fromEntries(o)).toEqual({ a: 100, b: 0 });
-  });
-});
-
-describe("range statistics", () => {
-  const data = new Map([["w0", resp]]);
-  const offsets = new Map([["w0", 0]]);
-
-  it("counts overlapping slices, merged ones by their event count, durations clipped", () => {
-    const s = rangeStats(data, offsets, 150, 320);
-    expect(s.durationUs).toBe(170);
-    // ProfilerStep 170 clipped, conv2d [110,160) -> 10, relu 20, kernel [120,160) -> 10
-    expect(s.count).toBe(4);
-    expect(s.totalUs).toBeCloseTo(170 + 10 + 20 + 10);
-    expect(s.top.map((t) => t.name)).toEqual(["ProfilerStep#1", "aten::relu", "aten::conv2d", "sgemm_kernel"]);
-    const merged = rangeStats(data, offsets, 590, 700);
-    expect(merged.count).toBe(6);
-    expect(merged.top).toEqual([{ name: "sgemm_kernel", count: 6, totalUs: 10 }]);
-  });
-
-  it("is symmetric in its ends, limits to tracks, and keeps the top N", () => {
-    expect(rangeStats(data, offsets, 320, 150)).toEqual(rangeStats(data, offsets, 150, 320));
-    const gpu = rangeStats(data, offsets, 0, 1000, new Set(["w0\u00003"]));
-    expect(gpu.count).toBe(7);
-    expect(rangeStats(data, offsets, 0, 1000, undefined, 2).top).toHaveLength(2);
   });
 });
 

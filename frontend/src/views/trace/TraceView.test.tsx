@@ -1,6 +1,7 @@
 import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { TimelineEvent, TimelineMeta, TimelineResponse } from "../api/types";
+import type { TimelineEvent, TimelineMeta, TimelineResponse } from "../../api/types";
+import { TEST_HOOKS_KEY } from "./testHooks";
 import { TraceView } from "./TraceView";
 
 const SEL = { run: "r", worker: "w0", span: "1" };
@@ -48,6 +49,7 @@ function q(url: string): URLSearchParams {
 
 beforeEach(() => {
   requests = [];
+  window.localStorage.setItem(TEST_HOOKS_KEY, "1");
   vi.stubGlobal("fetch", async (url: string) => {
     requests.push(url);
     const worker = q(url).get("worker");
@@ -56,12 +58,15 @@ beforeEach(() => {
     if (url.startsWith("timeline_search?"))
       return json({ total: 1, rows: [7], start_us: [200], dur_us: [40], track: [3], name: ["sgemm_kernel"] });
     if (url.startsWith("timeline?")) return json(timeline);
+    if (url.startsWith("timeline_range?"))
+      return json({ state: "ready", start_us: 0, end_us: 1, duration_us: 1, count: 3, total_us: 12, names: 1, top: [{ name: "sgemm_kernel", count: 3, total_us: 12 }] });
     return json({ error: "not found" }, 404);
   });
 });
 
 afterEach(() => {
   vi.unstubAllGlobals();
+  window.localStorage.removeItem(TEST_HOOKS_KEY);
 });
 
 describe("TraceView", () => {
@@ -123,5 +128,12 @@ describe("TraceView", () => {
     );
     const w0 = requests.filter((u) => u.startsWith("timeline?") && q(u).get("worker") === "w0").pop()!;
     expect(q(w0).get("start_us")).toBe("4100");
+  });
+
+  it("installs no test hook without the test flag", async () => {
+    window.localStorage.removeItem(TEST_HOOKS_KEY);
+    render(<TraceView selection={SEL} />);
+    await waitFor(() => expect(requests.some((u) => u.startsWith("timeline?"))).toBe(true));
+    expect(window.__kinetoscopeTimeline).toBeUndefined();
   });
 });
