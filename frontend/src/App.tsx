@@ -10,9 +10,9 @@ import { useRuns } from "./hooks/useRuns";
 import { useTheme } from "./hooks/useTheme";
 import { findRun, findSpan } from "./state/selection";
 import { SelectedFile } from "./views/SelectedFile";
-import { SnapshotView } from "./views/SnapshotView";
-import { DistributedView } from "./views/DistributedView";
-import { DiffView } from "./views/DiffView";
+import { SnapshotView } from "./views/snapshots/SnapshotView";
+import { DistributedView } from "./views/distributed/DistributedView";
+import { DiffView } from "./views/diff/DiffView";
 import type { TraceFocus } from "./views/trace/TraceView";
 import { focusFor, type PlacedFocus } from "./state/traceFocus";
 

@@ -1,17 +1,17 @@
 import type { Selection, SpanInfo } from "../api/types";
 import type { ViewId } from "../hooks/useView";
-import { KernelView } from "./KernelView";
-import { MemoryView } from "./MemoryView";
-import { InsightsView } from "./InsightsView";
-import { ModulesTab } from "./ModuleView";
-import { OperatorView } from "./OperatorView";
+import { KernelView } from "./kernels/KernelView";
+import { MemoryView } from "./memory/MemoryView";
+import { InsightsView } from "./insights/InsightsView";
+import { ModulesTab } from "./modules/ModuleView";
+import { OperatorView } from "./operators/OperatorView";
 import { TraceView, type TraceFocus } from "./trace/TraceView";
 import { ErrorCard } from "../components/ErrorCard";
 import { Notice } from "../components/Notice";
 import { WarningsList } from "../components/WarningsList";
 import type { OverviewState } from "../hooks/useOverview";
 import type { Theme } from "../hooks/useTheme";
-import { Overview } from "./Overview";
+import { Overview } from "./overview/Overview";
 
 interface SelectedFileProps {
   selection: Selection;

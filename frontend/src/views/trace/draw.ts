@@ -2,19 +2,7 @@
 // merged items, counters, the step band, selection, search matches, flow arrows, box selection).
 // Everything here is drawing only; positions come from math.ts.
 import { formatBytes } from "../../util/format";
-import {
-  chooseTicks,
-  colorFor,
-  formatTimeUs,
-  itemName,
-  LANE_H,
-  LABEL_W,
-  rectOfRow,
-  textColorOn,
-  timeToX,
-  type Geometry,
-  type Layout,
-} from "./math";
+import { chooseTicks, colorFor, formatTimeUs, itemName, LANE_H, LABEL_W, rectOfRow, textColorOn, timeToX, type Geometry, type Layout } from "./math";
 import type { TimelineMeta, TimelineResponse } from "../../api/types";
 
 export interface Palette {

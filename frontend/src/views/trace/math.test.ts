@@ -1,32 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  alignOffsets,
-  buildLayout,
-  chooseTicks,
-  clampWindow,
-  colorFor,
-  focusWindow,
-  formatTimeUs,
-  groupKey,
-  hitTest,
-  keyAction,
-  KEY_PAN,
-  KEY_ZOOM,
-  LANE_H,
-  GROUP_H,
-  STEP_H,
-  COUNTER_H,
-  panByPixels,
-  rectOfRow,
-  rowAt,
-  tickStep,
-  timeToX,
-  unitFor,
-  wheelFactor,
-  xToTime,
-  zoomAround,
-  type Geometry,
-} from "./math";
+import { alignOffsets, buildLayout, chooseTicks, clampWindow, colorFor, focusWindow, formatTimeUs, groupKey, hitTest, keyAction, KEY_PAN, KEY_ZOOM, LANE_H, GROUP_H, STEP_H, COUNTER_H, panByPixels, rectOfRow, rowAt, tickStep, timeToX, unitFor, wheelFactor, xToTime, zoomAround, type Geometry } from "./math";
 import type { TimelineMeta, TimelineResponse } from "../../api/types";
 
 const meta: TimelineMeta = {

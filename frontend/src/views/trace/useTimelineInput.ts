@@ -3,20 +3,7 @@
 // a merged item or folds a group; W/S/A/D zoom and pan; Escape clears.
 import { useEffect, useRef, useState, type RefObject } from "react";
 import type { TimelineResponse } from "../../api/types";
-import {
-  hitTest,
-  keyAction,
-  panByPixels,
-  rowAt,
-  wheelFactor,
-  xToTime,
-  zoomAround,
-  type Bounds,
-  type Geometry,
-  type Hit,
-  type Layout,
-  type TimeWindow,
-} from "./math";
+import { hitTest, keyAction, panByPixels, rowAt, wheelFactor, xToTime, zoomAround, type Bounds, type Geometry, type Hit, type Layout, type TimeWindow } from "./math";
 import type { Box } from "./useRangeStats";
 
 type Drag = { kind: "pan"; x: number; y: number; win: TimeWindow; moved: boolean } | { kind: "box"; x: number; y: number; t0: number; moved: boolean };
