@@ -162,6 +162,23 @@ def test_show_in_trace_from_kernel_table(browser, logdir, tmp_path, artifacts):
         page.close()
 
 
+def test_users_pages_carry_no_test_hook(browser, logdir, tmp_path):
+    """Without the test flag the Trace view draws, and window.__kinetoscopeTimeline is not installed."""
+    with tensorboard(logdir, tmp_path) as base:
+        sel = {"run": "resnet50", "worker": "worker0", "span": "1"}
+        api(base, "timeline_meta", **sel)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(base + "/#kinetoscope")
+        frame = plugin_frame(page)
+        select_file(frame, **sel)
+        frame.click('[data-testid="trace-tab"]')
+        frame.locator('[data-testid="timeline-canvas"]').wait_for(timeout=60_000)
+        frame.wait_for_function("() => !document.body.innerText.includes('Loading the timeline')", timeout=60_000)
+        assert frame.evaluate(f"typeof {HOOK}") == "undefined"
+        assert frame.evaluate("typeof window.__kinetoscopeMemory") == "undefined"
+        page.close()
+
+
 @pytest.mark.skipif(not os.environ.get("KINETOSCOPE_BIG_TRACE"), reason="manual benchmark: set KINETOSCOPE_BIG_TRACE")
 def test_trace_view_big_trace(browser, tmp_path, artifacts):
     src = Path(os.environ["KINETOSCOPE_BIG_TRACE"])

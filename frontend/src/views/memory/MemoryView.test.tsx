@@ -4,6 +4,7 @@ import memoryFixture from "../../__fixtures__/memory/memory.json";
 import eventsFixture from "../../__fixtures__/memory/memory_events.json";
 import statsFixture from "../../__fixtures__/memory/memory_stats.json";
 import { RECONSTRUCTED_NOTICE } from "./definitions";
+import { TEST_HOOKS_KEY } from "../../util/testHooks";
 import { MemoryView } from "./MemoryView";
 
 vi.mock("./MemChart", () => ({
@@ -24,6 +25,7 @@ function query(url: string): URLSearchParams {
 }
 
 beforeEach(() => {
+  window.localStorage.setItem(TEST_HOOKS_KEY, "1");
   requests = [];
   memory = memoryFixture;
   events = eventsFixture;
@@ -37,6 +39,7 @@ beforeEach(() => {
 });
 
 afterEach(() => {
+  window.localStorage.removeItem(TEST_HOOKS_KEY);
   vi.unstubAllGlobals();
 });
 

@@ -20,10 +20,11 @@ import { MemChart } from "./MemChart";
 import { memoryCurveOption } from "./options";
 import { useMemoryStyles } from "./useMemoryStyles";
 import {  MemoryEvents, MemoryStats } from "./MemoryTables";
+import { testHooksEnabled } from "../../util/testHooks";
 
 const CURVE_WIDTH_PX = 1600;
 
-/** The browser-test hook: select a range without dragging, read the current one. */
+/** The browser-test hook (only under the test flag, util/testHooks.ts): select a range without dragging, read the current one. */
 export interface MemoryTestHook {
   selectRange: (startUs: number, endUs: number) => void;
   reset: () => void;
@@ -64,6 +65,7 @@ export function MemoryView({ selection, theme }: MemoryViewProps) {
   const reset = useCallback(() => setRange(null), []);
 
   useEffect(() => {
+    if (!testHooksEnabled()) return;
     const hook: MemoryTestHook = {
       selectRange,
       reset,

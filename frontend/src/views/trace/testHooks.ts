@@ -1,10 +1,10 @@
-// The e2e hook `window.__kinetoscopeTimeline`: installed only when the browser test sets the flag
-// (localStorage "kinetoscope.testHooks" = "1", which tests/e2e sets with an init script), so users'
-// pages never carry it.
+// The e2e hook `window.__kinetoscopeTimeline`: installed only under the test flag (util/testHooks.ts),
+// so users' pages never carry it.
 import { useEffect, useRef } from "react";
+import { testHooksEnabled } from "../../util/testHooks";
 import type { Hit, TimeWindow } from "./math";
 
-export const TEST_HOOKS_KEY = "kinetoscope.testHooks";
+export { TEST_HOOKS_KEY } from "../../util/testHooks";
 
 export interface TimelineHooks {
   openedAt: number;
@@ -25,15 +25,6 @@ export interface TimelineHooks {
 declare global {
   interface Window {
     __kinetoscopeTimeline?: TimelineHooks;
-  }
-}
-
-/** Whether this page runs under a test that asked for the hooks. */
-export function testHooksEnabled(): boolean {
-  try {
-    return window.localStorage.getItem(TEST_HOOKS_KEY) === "1";
-  } catch {
-    return false; // storage blocked (sandboxed iframe, privacy settings): no hooks
   }
 }
 
