@@ -68,6 +68,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/timeline_meta": self._registry_route(api.timeline_meta),
             "/timeline": self._registry_route(api.timeline),
             "/timeline_search": self._registry_route(api.timeline_search),
+            "/timeline_range": self._registry_route(api.timeline_range),
             "/timeline_event": self._registry_route(api.timeline_event),
             "/trace_file": _guarded(self._serve_trace_file),
             "/memory": self._registry_route(api.memory),

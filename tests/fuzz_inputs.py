@@ -89,6 +89,7 @@ def analyse(trace, views_cls) -> None:
     end = meta["end_us"] if isinstance(meta["end_us"], (int, float)) else 1000.0
     views.timeline_window(0.0, float(end) if end == end else 1000.0, 800)
     views.timeline_search("a", False)
+    views.timeline_range(0.0, float(end) if end == end else 1000.0, None, 1000)
     views.timeline_search("a.*", True)
     if len(trace.events):
         views.event(0)

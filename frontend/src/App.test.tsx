@@ -52,7 +52,7 @@ describe("App", () => {
     serve(standardServer);
     render(<App />);
     const util = await screen.findByTestId("gpu-utilization");
-    expect(util.textContent).toBe("57.42 %");
+    expect(util.textContent).toBe("55.51 %");
     expect(requests).toContain("runs");
     expect(requests).toContain("overview?run=resnet50_num_workers_0&worker=worker0&span=1");
     expect(window.location.hash).toBe("#run=resnet50_num_workers_0&worker=worker0&span=1");
@@ -142,7 +142,7 @@ describe("App", () => {
     expect(await screen.findByText(/Parsing resnet50_num_workers_0\/worker0\.1623143089861\.pt\.trace\.json\.gz: 25 %/)).toBeTruthy();
     expect(requests.some((r) => r.startsWith("overview?"))).toBe(false);
     const util = await screen.findByTestId("gpu-utilization", {}, { timeout: 4000 });
-    expect(util.textContent).toBe("57.42 %");
+    expect(util.textContent).toBe("55.51 %");
     expect(runsCalls).toBe(2);
   });
 
@@ -163,7 +163,7 @@ describe("App", () => {
     await waitFor(() =>
       expect(window.location.hash).toBe("#run=resnet50_num_workers_0&worker=worker0&span=1"),
     );
-    expect(screen.getByTestId("gpu-utilization").textContent).toBe("57.42 %");
+    expect(screen.getByTestId("gpu-utilization").textContent).toBe("55.51 %");
   });
 
   it("says so when the run list cannot be loaded", async () => {

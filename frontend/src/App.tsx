@@ -3,21 +3,17 @@ import { ErrorBoundary } from "./components/ErrorBoundary";
 import { FileProgress } from "./components/FileProgress";
 import { Notice } from "./components/Notice";
 import { Selectors } from "./components/Selectors";
-import { modulesUrl } from "./api/client";
-import type { ModulesReady } from "./api/types";
 import { useHashSelection } from "./hooks/useHashSelection";
-import { useRemote } from "./hooks/useRemote";
 import { useView, type ViewId } from "./hooks/useView";
 import { useOverview } from "./hooks/useOverview";
 import { useRuns } from "./hooks/useRuns";
 import { useTheme } from "./hooks/useTheme";
 import { findRun, findSpan } from "./state/selection";
 import { SelectedFile } from "./views/SelectedFile";
-import { SnapshotView } from "./views/SnapshotView";
-import { DistributedView } from "./views/DistributedView";
-import { DiffView } from "./views/DiffView";
-import { useMemoryAvailable } from "./memory/useMemoryAvailable";
-import type { TraceFocus } from "./views/TraceView";
+import { SnapshotView } from "./views/snapshots/SnapshotView";
+import { DistributedView } from "./views/distributed/DistributedView";
+import { DiffView } from "./views/diff/DiffView";
+import type { TraceFocus } from "./views/trace/TraceView";
 import { focusFor, type PlacedFocus } from "./state/traceFocus";
 
 /** The whole plugin page: selectors and progress on top, the selected file's view below. */
@@ -47,13 +43,11 @@ export function App() {
   const runWorkers = (run?.workers ?? [])
     .filter((w) => w.spans.some((s) => s.span === selection?.span && s.state === "ready"))
     .map((w) => w.worker);
-  const modules = useRemote<ModulesReady>(
-    selection && span?.state === "ready" ? modulesUrl(selection) : null,
-  );
-  // The Module tab exists only when the trace has module information.
-  const hasModules = modules.kind === "ready" && modules.data.modules !== null;
-  // Memory: the tab exists when the trace has [memory] events; Snapshots when the run has artifacts.
-  const hasMemory = useMemoryAvailable(selection, span?.state === "ready");
+  // The Module tab exists only when the trace has module information, Memory only when it has
+  // [memory] events: the server says so per file in `runs` (has_modules / has_memory).
+  const hasModules = span?.state === "ready" && span.has_modules === true;
+  const hasMemory = span?.state === "ready" && span.has_memory === true;
+  // Snapshots: when the run has artifacts.
   const artifacts = run?.artifacts ?? [];
   // Distributed: the run's workers compared as ranks; only when the run has two or more.
   const isMultiRank = (run?.workers.length ?? 0) >= 2;
@@ -140,7 +134,6 @@ export function App() {
                   overview={overview}
                   theme={theme}
                   view={view}
-                  modules={modules}
                   workers={runWorkers}
                   traceFocus={traceFocus}
                   onShowInTrace={showInTrace}

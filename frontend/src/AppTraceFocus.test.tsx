@@ -6,6 +6,7 @@ import operatorsFixture from "./__fixtures__/operators_resnet50.json";
 import overviewFixture from "./__fixtures__/overview_resnet50.json";
 import runsFixture from "./__fixtures__/runs.json";
 import { App } from "./App";
+import { TEST_HOOKS_KEY } from "./views/trace/testHooks";
 
 vi.mock("./components/EChart", () => ({ EChart: (props: { testId?: string }) => <div data-testid={props.testId ?? "echart"} /> }));
 
@@ -27,6 +28,7 @@ function json(body: unknown): Response {
 
 beforeEach(async () => {
   requests.length = 0;
+  window.localStorage.setItem(TEST_HOOKS_KEY, "1");
   window.history.replaceState(null, "", "/data/plugin_entry.html?name=kinetoscope");
   window.sessionStorage.clear();
   window.location.hash = "#run=resnet50_num_workers_0&worker=worker0&span=1&view=operator";
@@ -38,14 +40,17 @@ beforeEach(async () => {
       return json({ ...operatorsFixture, rows: operatorsFixture.rows.map((r, i) => ({ ...r, longest_row: 100 + i })) });
     if (url.startsWith("modules?")) return json({ state: "ready", modules: null });
     if (url.startsWith("timeline_meta?")) return json(meta);
-    if (url.startsWith("timeline_event?")) return json(event);
+    if (url.startsWith("timeline_event?")) return json({ ...event, row: Number(new URLSearchParams(url.slice(url.indexOf("?") + 1)).get("row")) });
     if (url.startsWith("timeline?")) return json(timeline);
     return new Response(JSON.stringify({ error: "not found" }), { status: 404 });
   });
   await new Promise((resolve) => setTimeout(resolve, 0));
 });
 
-afterEach(() => vi.unstubAllGlobals());
+afterEach(() => {
+  vi.unstubAllGlobals();
+  window.localStorage.removeItem(TEST_HOOKS_KEY);
+});
 
 describe("show in trace", () => {
   it("zooms in its own file, and another run's Trace opens whole with nothing selected", async () => {

@@ -1,6 +1,6 @@
 // The view tabs: the view lives in the hash next to the selection, and the Module tab exists only
 // when the trace has module information.
-import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import kernelsFixture from "./__fixtures__/kernels_resnet50.json";
 import modulesFixture from "./__fixtures__/modules_bert.json";
@@ -18,11 +18,22 @@ function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
 }
 
+/** The runs document with the server's has_modules flag on every span. */
+function runsWith(hasModules: boolean): unknown {
+  return {
+    ...runsFixture,
+    runs: runsFixture.runs.map((r) => ({
+      ...r,
+      workers: r.workers.map((w) => ({ ...w, spans: w.spans.map((sp) => ({ ...sp, has_memory: false, has_modules: hasModules })) })),
+    })),
+  };
+}
+
 function serve(withModules: boolean): string[] {
   const requests: string[] = [];
   vi.stubGlobal("fetch", async (url: string) => {
     requests.push(url);
-    if (url === "runs") return json(runsFixture);
+    if (url === "runs") return json(runsWith(withModules));
     if (url.startsWith("overview?")) return json(overviewFixture);
     if (url.startsWith("operators?")) return json(operatorsFixture);
     if (url.startsWith("kernels?")) return json(kernelsFixture);
@@ -53,9 +64,9 @@ describe("view tabs", () => {
     expect(within(table).getAllByTestId("table-row")[0]?.textContent).toContain("aten::cudnn_convolution_backward_weight");
     expect(screen.getByTestId("tab-operator").getAttribute("aria-selected")).toBe("true");
     expect(requests.some((r) => r.startsWith("operators?run=resnet50_num_workers_0&worker=worker0&span=1&"))).toBe(true);
-    await waitFor(() => expect(requests.some((r) => r.startsWith("modules?"))).toBe(true));
-    // no module information: no Module tab
+    // no module information (the server's has_modules): no Module tab, and no request to find out
     expect(screen.queryByTestId("tab-module")).toBeNull();
+    expect(requests.some((r) => r.startsWith("modules?") || r.startsWith("memory?"))).toBe(false);
     expect(window.location.hash).toBe(`#${SEL_HASH}&view=operator`);
 
     fireEvent.click(screen.getByTestId("tab-kernel"));

@@ -66,12 +66,22 @@ def op_path_tree(trace: Trace) -> dict[tuple, dict]:
     return trace.memo("op_path_tree", build)
 
 
+def thresholds() -> dict[str, float]:
+    """The verdict rule's thresholds, for the client to word (it never copies them)."""
+    return {"change_pct": CHANGE_PCT, "change_us": CHANGE_US}
+
+
+def _compared(base: dict | None, exp: dict | None) -> str:
+    """The time a verdict compares: device total when either side has device time, else host total."""
+    return "device_total_us" if any(side and side["device_total_us"] for side in (base, exp)) else "host_total_us"
+
+
 def _status(base: dict | None, exp: dict | None) -> tuple[str, float]:
     if base is None:
         return "added", 0.0
     if exp is None:
         return "removed", 0.0
-    key = "device_total_us" if (base["device_total_us"] or exp["device_total_us"]) else "host_total_us"
+    key = _compared(base, exp)
     delta = exp[key] - base[key]
     pct = 100.0 * delta / base[key] if base[key] else (100.0 if delta else 0.0)
     if abs(delta) > CHANGE_US and abs(pct) > CHANGE_PCT:
@@ -93,7 +103,7 @@ def op_diff(base: Trace, exp: Trace, path: tuple = ()) -> list[dict]:
         zero = dict.fromkeys(_FIELDS, 0.0)
         bb, ee = b or zero, e or zero
         rows.append({
-            "name": name, "path": list(key), "status": status, "change_pct": pct,
+            "name": name, "path": list(key), "status": status, "change_pct": pct, "compared": _compared(b, e),
             "has_children": any(len(p) == depth + 1 and p[:depth] == key for p in (*b_nodes, *e_nodes)),
             "baseline": {k: bb[k] for k in _FIELDS}, "experiment": {k: ee[k] for k in _FIELDS},
             "delta": {k: ee[k] - bb[k] for k in _FIELDS},
@@ -101,8 +111,7 @@ def op_diff(base: Trace, exp: Trace, path: tuple = ()) -> list[dict]:
     rows.sort(key=lambda r: -abs(r["delta"]["device_total_us"] or r["delta"]["host_total_us"]))
     running = 0.0
     for r in rows:  # cumulative delta, largest changes first, for the waterfall chart
-        running += r["delta"]["device_total_us"] if (r["baseline"]["device_total_us"] or r["experiment"]["device_total_us"]) \
-            else r["delta"]["host_total_us"]
+        running += r["delta"][r["compared"]]
         r["cumulative_delta_us"] = running
     return rows
 

@@ -40,6 +40,7 @@ from .breakdown import category_masks
 from .collective_matching import match_collectives
 from .intervals import covered_in_windows, merge
 from .op_tree import op_tree
+from .overview import rank_devices
 from .steps import compute_steps
 from .stragglers import arrivals
 
@@ -217,6 +218,7 @@ def rank_reduce(trace: Trace) -> dict:
         dist["pg_sizes"] = pg_sizes
     return {
         "distributed_info": dist,
+        "devices": rank_devices(trace),
         "comm": {"collective": list(kernels["collective"]), "group": list(kernels["group"]),
                  "group_size": list(kernels["group_size"]), "bytes": list(kernels["bytes"]),
                  "dtype": list(kernels["dtype"]), "seq": list(kernels["seq"]),
@@ -328,7 +330,8 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
                                                                 "other_us", "total_us")}
         ops = [dict(row, mean_bytes=row["total_bytes"] / row["calls"]) for row in per_rank_type[rank].values()]
         rank_rows.append({"rank": rank, "worker": worker, **mean, "transfer_us": transfer[rank], "sync_us": sync[rank],
-                          "latency_us": latency[rank], "steps": steps, "comm_ops": ops})
+                          "latency_us": latency[rank], "steps": steps, "comm_ops": ops,
+                          **(agg.get("devices") or {"distributed": None, "gpus": []})})
     evidence = arrivals(straggler_input, [rank for rank, _, _ in ranks])
     matched = sum(v[0] for v in matching.by_type.values())
     total = matched + sum(v[1] for v in matching.by_type.values())
@@ -338,3 +341,12 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
                          "by_type": [{"name": t, "matched": v[0], "unmatched": v[1]}
                                      for t, v in sorted(matching.by_type.items())]},
             "arrivals": evidence, "stragglers": [e["rank"] for e in evidence if e["straggler"]]}
+
+
+def no_view_code(files: int, loaded: int) -> str | None:
+    """Why a run has no distributed view at a span, as a code (None when it has one): ``"no_file"``
+    (no file of the run has the span), ``"one_file"`` (one has), ``"ranks_failed"`` (several have but
+    fewer than two loaded)."""
+    if loaded >= 2:
+        return None
+    return "no_file" if files == 0 else "one_file" if files == 1 else "ranks_failed"

@@ -120,6 +120,13 @@ def system_metrics(trace: Trace, origin: float) -> list[dict]:
     return out
 
 
+def rank_devices(trace: Trace) -> dict[str, Any]:
+    """The devices of one trace exactly as its Overview shows them: ``distributed`` (backend, rank,
+    world size; None without distributedInfo) and ``gpus`` (the Overview's GPU summary rows)."""
+    gpus = compute_gpu_summary(trace, compute_steps(trace), device_work_inside(trace, operator_mask(trace)))
+    return {"distributed": _distributed(trace), "gpus": [_gpu_json(g) for g in gpus]}
+
+
 def _gpu_json(gpu) -> dict[str, Any]:
     d = dataclasses.asdict(gpu)
     for key in INTERNAL_FIELDS:

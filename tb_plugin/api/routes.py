@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Mapping
 
+from ..analysis.distributed import no_view_code
+from ..analysis.timeline_range import MAX_TOP
 from ..registry import report
 from . import paging
 from .params import (MAX_PARAM_CHARS, MAX_WIDTH_PX, ApiError, BadRequest, NotFound, choice, device_index, integer,
@@ -128,6 +130,15 @@ def timeline(registry, args: Args):
     if t1 <= t0:
         raise BadRequest("'end_us' must be greater than 'start_us'")
     return 200, dict(views.timeline_window(t0, t1, width, tracks), state="ready")
+
+
+@route
+def timeline_range(registry, args: Args):
+    """Exact statistics of the events in ``[start_us, end_us]`` (analysis/timeline_range.py)."""
+    state = ready_file(registry, args)
+    t0, t1 = number(args, "start_us"), number(args, "end_us")
+    tracks, top = track_ids(args), integer(args, "top", 10, 0, MAX_TOP)
+    return 200, dict(registry.tables(state).timeline_range(t0, t1, tracks, top), state="ready")
 
 
 @route
@@ -270,7 +281,8 @@ def distributed(registry, args: Args):
     span = str(integer(args, "span", 1, 1, 10**6))
     if not any(st.run == run for st in registry.files()):
         raise NotFound(f"no run {run!r} with traces")
-    return 200, registry.distributed(run, span)
+    doc = registry.distributed(run, span)
+    return 200, dict(doc, reason_code=no_view_code(doc["files"], doc["ranks_loaded"]))
 
 
 @route
@@ -296,4 +308,5 @@ def diff(registry, args: Args):
 __all__ = ["MAX_PARAM_CHARS", "BadRequest", "diff", "distributed", "insights", "kernels", "memory", "memory_events",
            "memory_stats", "memory_timeline_export", "memprofiler_log", "memprofiler_stats", "modules",
            "operator_stacks", "operators", "overview", "runs", "snapshot", "snapshot_allocations", "snapshot_segments",
-           "snapshot_stack", "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_search"]
+           "snapshot_stack", "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_range",
+           "timeline_search"]

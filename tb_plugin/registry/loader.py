@@ -15,6 +15,7 @@ import time
 from typing import Callable
 
 from ..analysis.overview import compute_overview
+from ..analysis.contents import file_contents
 from ..trace.errors import TraceReadError
 from ..trace.model import Trace
 from .executors.local import PARALLEL_MIN_BYTES, LocalExecutor, decompressed_guess, parallel_workers
@@ -130,13 +131,14 @@ class Loading:
             views = self._views_of(state, trace)
             if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
                 views.timeline_meta()  # the parse cache, so the Trace view never waits for it once the file is ready
+            contents = file_contents(views.memory_curves(), views.modules())
         except Exception as exc:  # a bad file, or an analysis bug, must stay one file's problem
             if not isinstance(exc, (TraceReadError, MemoryError)):
                 logger.exception("analysing %s failed", state.entry.rel)
             state.error, state.state = self.client_message(error_message(exc)), ERROR
         else:
             state.warnings, state.notes = list(trace.warnings), list(trace.notes)
-            state.overview = overview
+            state.overview, state.contents = overview, contents
             self._views.remember(state.entry.rel, views)
             state.progress, state.state = 1.0, READY
         state.load_seconds = time.perf_counter() - started

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..analysis import distributed as distributed_analysis
 from ..analysis.call_stacks import parse_frame
-from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff
+from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds
 from ..analysis.memory import memory_window
 from ..analysis.overview import compute_overview
 from .artifacts import MEMPROFILER_KINDS
@@ -119,7 +119,7 @@ def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] 
     kernels; without (the CLI) the whole tree flattened and every kernel."""
     b, e = base_views.trace, exp_views.trace
     kernels = kernel_diff(b, e)
-    doc = {"steps": step_diff(base_state.overview, exp_state.overview)}
+    doc = {"steps": step_diff(base_state.overview, exp_state.overview), "thresholds": thresholds()}
     if path is None:
         return dict(doc, operators=op_diff_flat(b, e), kernels=kernels)
     return dict(doc, path=path, operators=op_diff(b, e, tuple(path)), kernels=kernels[:MAX_DIFF_KERNELS])

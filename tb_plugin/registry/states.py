@@ -61,6 +61,7 @@ class FileState(_Shown):
     load_seconds: float | None = None
     from_cache: bool = False
     aggregate: dict[str, Any] | None = None  # per-rank aggregates (executors/task.py), once computed
+    contents: dict[str, bool] | None = None  # has_memory / has_modules (analysis/contents.py), once loaded
     # held while this file is parsed or its aggregate computed: concurrent requests wait for one load
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
     SHOWN = frozenset({"state", "error", "warnings", "notes", "worker", "span"})
@@ -75,6 +76,7 @@ class FileState(_Shown):
             "error": self.error,
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            **(self.contents or {"has_memory": None, "has_modules": None}),
         }
 
 

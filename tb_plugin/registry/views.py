@@ -17,6 +17,7 @@ from ..analysis.call_stacks import stack_ids
 from ..analysis.counters import counters, warm_counter_inputs
 from ..analysis.steps import compute_steps
 from ..analysis.timeline import pack_index, timeline_index, unpack_index
+from ..analysis.timeline_range import range_stats
 from ..trace.links import device_mask
 from ..storage.private_files import open_regular
 from ..trace.args import args_of_raw, event_args, event_span
@@ -162,6 +163,10 @@ class FileViews:
         doc = timeline_query.window(self.trace, t0, t1, width_px, track_ids)
         doc["counters"] = counters(self.trace, t0 + base, t1 + base, min(width_px, 4000))
         return doc
+
+    def timeline_range(self, t0: float, t1: float, track_ids=None, top: int = 10) -> dict:
+        self.timeline_meta()
+        return range_stats(self.trace, t0, t1, track_ids, top)
 
     def timeline_search(self, pattern: str, regex: bool) -> dict:
         self.timeline_meta()

@@ -12,6 +12,16 @@ API_POLL_S = 0.2
 API_POLLS = 3000  # 3000 × 0.2 s: a cold parse of the largest sample fits well inside
 
 
+TEST_HOOKS_KEY = "kinetoscope.testHooks"  # frontend/src/views/trace/testHooks.ts
+
+
+def enable_test_hooks(page_or_context):
+    """Ask the frontend for its test hooks (``window.__kinetoscopeTimeline``): users' pages never get
+    them; a test sets this localStorage flag in every frame before the plugin's script runs."""
+    page_or_context.add_init_script(f"try {{ window.localStorage.setItem('{TEST_HOOKS_KEY}', '1') }} catch (e) {{}}")
+    return page_or_context
+
+
 def plugin_frame(page):
     """The Kinetoscope iframe inside TensorBoard's page (waits up to 60 s for it)."""
     page.wait_for_selector("iframe", timeout=60_000)

@@ -22,7 +22,7 @@ from conftest import SAMPLES
 from synth.composer import SERIES, write_ranks
 from synth.fts import MiB, snapshot_values
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, plugin_frame, select_file, wait_all_ready
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, select_file, wait_all_ready
 
 HOOK = "window.__kinetoscopeTimeline"
 REPO_SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "samples"
@@ -63,7 +63,7 @@ def test_memprofiler_view_and_composer_counter_tracks(browser, logdir, tmp_path,
     with tensorboard(logdir, cache) as base:
         wait_all_ready(base, "composer_sample", 1)
         wait_all_ready(base, "composer_ranks", len(OFFSETS))
-        page = browser.new_page(viewport={"width": 1500, "height": 1300})
+        page = enable_test_hooks(browser.new_page(viewport={"width": 1500, "height": 1300}))
 
         # (1) MemProfiler: the stats YAML of rank 0 is the default artifact of the fts run
         page.goto(base + "/#kinetoscope")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from synth.traces import SynthSpec, synthesize
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, plugin_frame, select_file
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, select_file
 from tests.e2e.test_browser_timeline import HOOK, PERFETTO_STUB
 
 NAME = "工作-😀.pt.trace.json"
@@ -47,7 +47,7 @@ def test_unicode_trace_name_download_and_perfetto(browser, tmp_path):
     cache.mkdir()
     with tensorboard(tmp_path / "logdir", cache) as base:
         api(base, "timeline_meta", **SEL)
-        context = browser.new_context(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
+        context = enable_test_hooks(browser.new_context(viewport={"width": 1500, "height": 1100}, accept_downloads=True))
         context.route("https://ui.perfetto.dev/**",
                       lambda route: route.fulfill(status=200, content_type="text/html", body=PERFETTO_STUB))
         errors: list[str] = []

@@ -14,7 +14,7 @@ import shutil
 
 from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, plugin_frame
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
 
 HOOK = "window.__kinetoscopeMemory"
 
@@ -52,7 +52,7 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
     with tensorboard(logdir, cache) as base:
         everything = api(base, "memory_events", **sel, device="GPU0", limit=1000)
         assert everything["reason"] is None and everything["total_rows"] > 20
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": 1100}))
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
@@ -122,7 +122,7 @@ def test_snapshot_only_run(browser, tmp_path, artifacts):
         path = "snap/memory_forward_bf16_128.pickle"
         summary = api(base, "snapshot", run="snap", path=path)
         peak = summary["devices"][0]["peak_active_bytes"]
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": 1100}))
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
         select = frame.locator('[data-testid="artifact-select"]')

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import SAMPLES
 from tests.e2e.conftest import build_logdir, tensorboard
-from tests.e2e.helpers import api, plugin_frame, select_file
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, select_file
 
 FIRST_PAINT_MS = float(os.environ.get("KINETOSCOPE_FIRST_PAINT_MS", "2000"))
 HOOK = "window.__kinetoscopeTimeline"
@@ -57,7 +57,7 @@ def _pick_kernel(base: str, sel: dict, meta: dict) -> dict:
 
 def _open_trace(browser, base: str, sel: dict, artifacts: Path, tag: str) -> None:
     """Opens the Trace view the moment the Overview shows (no API request warms anything first)."""
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page = enable_test_hooks(browser.new_page(viewport={"width": 1500, "height": 1100}))
     page.goto(base + "/#kinetoscope")
     frame = plugin_frame(page)
     select_file(frame, **sel)
@@ -144,7 +144,7 @@ def test_show_in_trace_from_kernel_table(browser, logdir, tmp_path, artifacts):
         sel = {"run": "resnet50", "worker": "worker0", "span": "1"}
         top = api(base, "kernels", **sel)["rows"][0]
         event = api(base, "timeline_event", **sel, row=top["longest_row"])
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page = enable_test_hooks(browser.new_page(viewport={"width": 1500, "height": 1100}))
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
         select_file(frame, **sel)
@@ -159,6 +159,23 @@ def test_show_in_trace_from_kernel_table(browser, logdir, tmp_path, artifacts):
         assert (win["end"] - win["start"]) == pytest.approx(max(3 * event["dur_us"], 1), rel=1e-6)
         frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
         page.screenshot(path=str(artifacts / "trace_show_in_trace.png"), full_page=True)
+        page.close()
+
+
+def test_users_pages_carry_no_test_hook(browser, logdir, tmp_path):
+    """Without the test flag the Trace view draws, and window.__kinetoscopeTimeline is not installed."""
+    with tensorboard(logdir, tmp_path) as base:
+        sel = {"run": "resnet50", "worker": "worker0", "span": "1"}
+        api(base, "timeline_meta", **sel)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(base + "/#kinetoscope")
+        frame = plugin_frame(page)
+        select_file(frame, **sel)
+        frame.click('[data-testid="trace-tab"]')
+        frame.locator('[data-testid="timeline-canvas"]').wait_for(timeout=60_000)
+        frame.wait_for_function("() => !document.body.innerText.includes('Loading the timeline')", timeout=60_000)
+        assert frame.evaluate(f"typeof {HOOK}") == "undefined"
+        assert frame.evaluate("typeof window.__kinetoscopeMemory") == "undefined"
         page.close()
 
 
@@ -188,7 +205,7 @@ def test_trace_view_big_trace(browser, tmp_path, artifacts):
 def test_trace_interaction(browser, logdir, tmp_path, artifacts):
     """Wheel zooms around the cursor, drag pans, W/S/A/D on the focused canvas, shift-drag box-selects."""
     with tensorboard(logdir, tmp_path) as base:
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page = enable_test_hooks(browser.new_page(viewport={"width": 1500, "height": 1100}))
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
@@ -271,7 +288,7 @@ def test_download_and_open_in_perfetto(browser, logdir, tmp_path):
     with tensorboard(logdir, tmp_path) as base:
         sel = {"run": "resnet50", "worker": "worker0", "span": "1"}
         api(base, "timeline_meta", **sel)
-        context = browser.new_context(viewport={"width": 1500, "height": 1100})
+        context = enable_test_hooks(browser.new_context(viewport={"width": 1500, "height": 1100}))
         context.route("https://ui.perfetto.dev/**",
                       lambda route: route.fulfill(status=200, content_type="text/html", body=PERFETTO_STUB))
         page = context.new_page()

@@ -106,6 +106,7 @@ SNAP = {"run": SNAP_RUN, "path": SNAP_PATH}
 ROUTES = {
     "overview": FILE, "operators": FILE, "operators.csv": FILE, "kernels": FILE, "kernels.csv": FILE,
     "modules": FILE, "timeline_meta": FILE, "timeline": FILE, "timeline_search": dict(FILE, q="a"),
+    "timeline_range": dict(FILE, start_us="0", end_us="1000"),
     "operator_stacks": dict(FILE, key="0"), "timeline_event": dict(FILE, row="0"), "trace_file": FILE,
     "memory": FILE, "memory_events": FILE, "memory_events.csv": FILE, "memory_stats": dict(FILE, device="GPU0"),
     "memory_stats.csv": dict(FILE, device="GPU0"), "insights": FILE,
@@ -222,6 +223,7 @@ SIZE_CASES = {
     "timeline_meta": ({}, 1 * MB),
     "timeline": ({"width_px": "10000"}, 16 * MB),
     "timeline_search": ({"q": ".", "regex": "1"}, 1 * MB),
+    "timeline_range": ({"start_us": "-1e12", "end_us": "1e12", "top": "1000"}, 1 * MB),
     "timeline_event": ({"row": "0"}, 1 * MB),
     "memory": ({"width_px": "10000"}, 2 * MB),
     "memory_events": (BIG, 1 * MB),

@@ -1,13 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  deviceIndex,
-  memoryEventsUrl,
-  memoryStatsUrl,
-  memoryTimelineExportUrl,
-  memoryUrl,
-  snapshotStackUrl,
-  snapshotTimelineUrl,
-} from "./memory";
+import { deviceIndex, memoryEventsUrl, memoryStatsUrl, memoryTimelineExportUrl, memoryUrl, snapshotStackUrl, snapshotTimelineUrl } from "./routes";
 
 const SEL = { run: "my run/a&b", worker: "w", span: "1" };
 

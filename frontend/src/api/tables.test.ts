@@ -1,13 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  modulesUrl,
-  operatorStacksUrl,
-  parseTableQuery,
-  tableCsvUrl,
-  tableQueryString,
-  tableUrl,
-  type TableQuery,
-} from "./client";
+import { modulesUrl, operatorStacksUrl, parseTableQuery, tableCsvUrl, tableQueryString, tableUrl, type TableQuery } from "./routes";
 
 const SEL = { run: "runs/a b&c#1", worker: "w0", span: "2" };
 

@@ -1,7 +1,7 @@
 // Fetches the Overview of the selected file once the registry says it is ready. A file that is still
 // queued/loading or failed needs no request: the registry already says so. If the server answers
 // "loading" anyway (it raced the registry), useRemote retries the request.
-import { overviewUrl } from "../api/client";
+import { overviewUrl } from "../api/routes";
 import type { OverviewReady, Selection, SpanState } from "../api/types";
 import { useRemote } from "./useRemote";
 

@@ -2,7 +2,8 @@
 // runs and files appear without restarting TensorBoard), and with a back-off after a failed request.
 // The last good response is kept when a request fails.
 import { useEffect, useState } from "react";
-import { fetchRuns } from "../api/client";
+import { fetchJson } from "../api/http";
+import { runsUrl } from "../api/routes";
 import type { RunsResponse } from "../api/types";
 import { isAnythingLoading } from "../state/selection";
 import { stableRuns } from "../state/stableRuns";
@@ -35,7 +36,7 @@ export function useRuns(): RunsState {
       let data: RunsResponse | null = null;
       let failed = false;
       try {
-        data = await fetchRuns(controller.signal);
+        data = await fetchJson<RunsResponse>(runsUrl(), controller.signal);
         if (stopped) return;
         const fresh = data;
         // Unchanged parts keep their identity: no re-render, no flicker, selection untouched.

@@ -1,19 +1,17 @@
-import type { ModulesReady, Selection, SpanInfo } from "../api/types";
-import { RemoteStatus } from "../components/RemoteStatus";
-import type { RemoteState } from "../hooks/useRemote";
+import type { Selection, SpanInfo } from "../api/types";
 import type { ViewId } from "../hooks/useView";
-import { KernelView } from "./KernelView";
-import { MemoryView } from "./MemoryView";
-import { InsightsView } from "./InsightsView";
-import { ModuleView } from "./ModuleView";
-import { OperatorView } from "./OperatorView";
-import { TraceView, type TraceFocus } from "./TraceView";
+import { KernelView } from "./kernels/KernelView";
+import { MemoryView } from "./memory/MemoryView";
+import { InsightsView } from "./insights/InsightsView";
+import { ModulesTab } from "./modules/ModuleView";
+import { OperatorView } from "./operators/OperatorView";
+import { TraceView, type TraceFocus } from "./trace/TraceView";
 import { ErrorCard } from "../components/ErrorCard";
 import { Notice } from "../components/Notice";
 import { WarningsList } from "../components/WarningsList";
 import type { OverviewState } from "../hooks/useOverview";
 import type { Theme } from "../hooks/useTheme";
-import { Overview } from "./Overview";
+import { Overview } from "./overview/Overview";
 
 interface SelectedFileProps {
   selection: Selection;
@@ -21,7 +19,6 @@ interface SelectedFileProps {
   overview: OverviewState;
   theme: Theme;
   view?: ViewId;
-  modules?: RemoteState<ModulesReady>;
   /** Workers of the run with this span ready (the Trace view's "all ranks"). */
   workers?: string[];
   traceFocus?: TraceFocus | null;
@@ -29,7 +26,7 @@ interface SelectedFileProps {
 }
 
 /** What the selected file has to show: its Overview, its progress, or why it failed. */
-export function SelectedFile({ selection, span, overview, theme, view = "overview", modules, workers, traceFocus, onShowInTrace }: SelectedFileProps) {
+export function SelectedFile({ selection, span, overview, theme, view = "overview", workers, traceFocus, onShowInTrace }: SelectedFileProps) {
   if (span.state === "error") {
     return (
       <>
@@ -55,16 +52,7 @@ export function SelectedFile({ selection, span, overview, theme, view = "overvie
   if (view === "memory") return <MemoryView selection={selection} theme={theme} />;
   if (view === "insights") return <InsightsView selection={selection} theme={theme} />;
   if (view === "trace") return <TraceView selection={selection} workers={workers} focus={traceFocus} theme={theme} />;
-  if (view === "module") {
-    if (modules?.kind === "ready") {
-      return modules.data.modules ? (
-        <ModuleView modules={modules.data.modules} />
-      ) : (
-        <Notice>This trace has no module information (profile with with_modules=True).</Notice>
-      );
-    }
-    return modules ? <RemoteStatus state={modules} what="module tree" /> : null;
-  }
+  if (view === "module") return <ModulesTab selection={selection} />;
   switch (overview.kind) {
     case "idle":
     case "fetching":

@@ -1,0 +1,209 @@
+// Types of `distributed` and `insights` (docs/http_api.md, "Distributed and insights"; definitions in
+// tb_plugin/analysis/distributed.py and insights.py). Times are µs, sizes bytes, bandwidths GB/s.
+
+import type { DistributedInfo, GpuInfo } from "./overview";
+
+// `distributed?run=&span=`: the run's workers compared as ranks of one job at one span.
+export interface RankStep {
+  step: string;
+  computation_us: number;
+  overlap_us: number;
+  communication_us: number;
+  other_us: number;
+  total_us: number;
+}
+
+export interface CommOp {
+  name: string;
+  calls: number;
+  total_bytes: number | null;
+  mean_bytes: number | null;
+  latency_us: number;
+  transfer_us: number | null;
+  sync_us: number | null;
+}
+
+export interface RankRow {
+  rank: number;
+  worker: string;
+  /** Averages per step. */
+  computation_us: number;
+  overlap_us: number;
+  communication_us: number;
+  other_us: number;
+  total_us: number;
+  /** Sums over collectives. */
+  transfer_us: number | null;
+  sync_us: number | null;
+  latency_us: number | null;
+  steps: RankStep[];
+  comm_ops: CommOp[];
+  /** ADDED (issue 16): the rank's devices, as its own overview has them; absent from older servers. */
+  distributed?: DistributedInfo | null;
+  gpus?: GpuInfo[];
+}
+
+export interface Collective {
+  name: string;
+  calls: number;
+  bytes: number | null;
+  transfer_us: number | null;
+  sync_us: number | null;
+  group_size: number | null;
+  algbw_gbps: number | null;
+  busbw_gbps: number | null;
+  /** busbw ÷ algbw for this collective and communicator size (absent from older servers). */
+  bus_factor?: number;
+}
+
+/** Per rank: how often it arrived last at a matched collective instance and how long the others waited. */
+export interface Arrival {
+  rank: number;
+  instances: number;
+  last: number;
+  last_share: number;
+  /** µs: the others' wait for this rank, summed over the instances it was last at, and per such instance. */
+  wait_total_us: number;
+  wait_mean_us: number;
+  /** Binomial probability of being last this often by chance. */
+  chance: number;
+  straggler: boolean;
+  by_type: { name: string; last: number; instances: number }[];
+  /** The evidence in words. */
+  text: string;
+}
+
+export interface Matching {
+  method: string;
+  by_type: { name: string; matched: number; unmatched: number }[];
+  messages: string[];
+}
+
+export interface DistributedData {
+  world_size: number | null;
+  ranks_present: number;
+  instances: { matched: number; total: number };
+  stragglers: number[];
+  /** Absent from older servers. */
+  arrivals?: Arrival[];
+  matching?: Matching;
+  collectives: Collective[];
+  ranks: RankRow[];
+}
+
+export interface DistributedResponse {
+  state: "ready";
+  run: string;
+  span: string;
+  /** Every span of the run. */
+  spans: string[];
+  /** The run's files at this span, and how many of them loaded (the ranks compared); absent from older servers. */
+  files?: number;
+  ranks_loaded?: number;
+  /** Why `view` is null, in words; null with a view. */
+  reason?: string | null;
+  /** ADDED (issue 16): why `view` is null, as a code the UI words; null with a view. */
+  reason_code?: "no_file" | "one_file" | "ranks_failed" | null;
+  messages: string[];
+  view: DistributedData | null;
+}
+
+/** Bin i spans [edges_us[i], edges_us[i+1]); the last edge null means +∞. */
+export interface Histogram {
+  edges_us: (number | null)[];
+  counts: number[];
+}
+
+/** Idle split of one GPU over the steps window: idle = window − union of busy time over all its streams. */
+export interface GpuIdle {
+  device: number;
+  window_us: number;
+  busy_us: number;
+  idle_us: number;
+  host_wait_us: number;
+  short_gap_us: number;
+  other_us: number;
+  /** Host-wait gaps ended by a kernel shorter than its launch call. */
+  launch_bound_us: number;
+  launch_bound_gaps: number;
+}
+
+/** Idle split of one stream alone (window − that stream's busy time); never summed across streams. */
+export interface StreamIdle {
+  device: number;
+  stream: number;
+  carries: "compute" | "communication" | "copy";
+  busy_us: number;
+  idle_us: number;
+  host_wait_us: number;
+  short_gap_us: number;
+  other_us: number;
+}
+
+export interface IdleInsights {
+  short_gap_threshold_us: number;
+  window_us: number;
+  gpus: GpuIdle[];
+  per_stream: StreamIdle[];
+  gap_histogram: Histogram;
+}
+
+/** p50/p95 (null without kernels) and total, µs. */
+export interface Spread {
+  p50: number | null;
+  p95: number | null;
+  total: number;
+}
+
+export interface LaunchInsights {
+  kernels: number;
+  p50: number | null;
+  p95: number | null;
+  max: number | null;
+  short_kernel_share: number | null;
+  /** Part of each launch delay during which the kernel's GPU was idle. */
+  overhead_us: Spread;
+  /** Part of each launch delay during which the GPU was busy with earlier work. */
+  queueing_us: Spread;
+  graphs: { replays: number; captures: number };
+  delay_histogram: Histogram;
+  duration_histogram: Histogram;
+}
+
+export interface ExposedParts {
+  compute_us: number;
+  exposed_comm_us: number;
+  exposed_memcpy_us: number;
+  idle_us: number;
+}
+
+export interface ExposedInsights extends ExposedParts {
+  window_us: number;
+  gpus: (ExposedParts & { device: number })[];
+}
+
+export interface SyncByOperator {
+  op: string;
+  calls: number;
+  sync_us: number;
+  gpu_idle_after_us: number;
+  apis: Record<string, number>;
+}
+
+export interface SyncInsights {
+  sync_calls: number;
+  sync_us: number;
+  cuda_sync_events: number;
+  cuda_sync_us: number;
+  gpu_idle_after_us: number;
+  by_operator: SyncByOperator[];
+}
+
+export interface InsightsReady {
+  state: "ready";
+  idle: IdleInsights;
+  launch: LaunchInsights;
+  exposed: ExposedInsights;
+  syncs: SyncInsights;
+  recommendations: string[];
+}

@@ -1,0 +1,8 @@
+// The JSON the server sends, one file per section of docs/http_api.md; keep them in step with it.
+export type * from "./runs";
+export type * from "./overview";
+export type * from "./tables";
+export type * from "./timeline";
+export type * from "./memory";
+export type * from "./distributed";
+export type * from "./diff";

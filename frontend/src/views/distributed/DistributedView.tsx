@@ -1,0 +1,117 @@
+// The Distributed tab: the selected run's workers compared as ranks of one job at one span. Rank
+// table with stragglers, per-rank breakdown and transfer/sync charts, collectives with bandwidths, a
+// rank's communication ops, and each rank's devices (sent with the rank).
+import { useMemo, useState } from "react";
+import { distributedUrl } from "../../api/routes";
+import type { DistributedData, DistributedResponse } from "../../api/types";
+import { Card } from "../../components/Card";
+import { EChart } from "../../components/EChart";
+import { InfoTooltip } from "../../components/InfoTooltip";
+import { Notice } from "../../components/Notice";
+import { RemoteStatus } from "../../components/RemoteStatus";
+import { chartTextColor } from "../../components/chartColors";
+import { remoteData, useRemote } from "../../hooks/useRemote";
+import type { Theme } from "../../hooks/useTheme";
+import { rankBreakdownOption, transferSyncOption } from "./charts";
+import { DIST_DEFS } from "./definitions";
+import { noViewReason } from "./model";
+import { useDistributedStyles } from "./useDistributedStyles";
+import { formatNumber, formatText } from "../../util/format";
+import { RankTable, CollectivesTable, CommOpsTable, DeviceTable } from "./DistributedTables";
+
+interface DistributedViewProps {
+  run: string;
+  theme: Theme;
+  /** The span to start with; "1" unless given. */
+  initialSpan?: string;
+}
+
+export function DistributedView({ run, theme, initialSpan = "1" }: DistributedViewProps) {
+  useDistributedStyles();
+  const [span, setSpan] = useState(initialSpan);
+  const state = useRemote<DistributedResponse>(distributedUrl(run, span));
+  const data = remoteData(state);
+  const spans = data?.spans ?? [];
+  const spanChoices = spans.includes(span) ? spans : [span, ...spans];
+  return (
+    <div className="dist-view" data-testid="distributed-page">
+      <div className="dist-controls">
+        <label className="selector">
+          <span className="selector-label">Span</span>
+          <select data-testid="dist-span-select" value={span} onChange={(e) => setSpan(e.target.value)}>
+            {spanChoices.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        {data?.view ? (
+          <span className="dist-summary" data-testid="dist-summary">
+            {formatNumber(data.view.ranks_present)} of {formatNumber(data.view.world_size)} ranks present ·{" "}
+            <InfoTooltip
+              label={`${formatNumber(data.view.instances.matched)} / ${formatNumber(data.view.instances.total)} collective instances matched`}
+              text={DIST_DEFS.instances}
+            />
+          </span>
+        ) : null}
+      </div>
+      <RemoteStatus state={state} what="distributed view" />
+      {data
+        ? data.messages.map((m, i) => (
+            <Notice key={i} kind="warning">
+              {m}
+            </Notice>
+          ))
+        : null}
+      {data && data.view === null ? (
+        <div data-testid="distributed-null">
+          <Notice>{noViewReason(data)}</Notice>
+        </div>
+      ) : null}
+      {data?.view ? <DistributedContent view={data.view} theme={theme} /> : null}
+    </div>
+  );
+}
+
+function DistributedContent({ view, theme }: { view: DistributedData; theme: Theme }) {
+  const text = chartTextColor(theme);
+  const ranks = useMemo(() => [...view.ranks].sort((a, b) => a.rank - b.rank), [view]);
+  const stragglers = useMemo(() => new Set(view.stragglers), [view]);
+  const arrivals = useMemo(() => new Map((view.arrivals ?? []).map((a) => [a.rank, a])), [view]);
+  const breakdown = useMemo(() => rankBreakdownOption(ranks, text), [ranks, text]);
+  const transferSync = useMemo(() => transferSyncOption(ranks, text), [ranks, text]);
+  const [selectedRank, setSelectedRank] = useState<number | null>(null);
+  const current = ranks.find((r) => r.rank === selectedRank) ?? ranks[0];
+  return (
+    <>
+      <Card title="Ranks" testId="ranks-card">
+        {(view.arrivals ?? [])
+          .filter((a) => a.straggler)
+          .map((a) => (
+            <div key={a.rank} data-testid="straggler-evidence">
+              <Notice kind="warning">Straggler {formatText(a.text)}</Notice>
+            </div>
+          ))}
+        <RankTable ranks={ranks} stragglers={stragglers} arrivals={arrivals} selected={current?.rank ?? null} onSelect={setSelectedRank} />
+      </Card>
+      <div className="grid-2">
+        <Card title={<InfoTooltip label="Computation and communication per rank" text={DIST_DEFS.overlap} />}>
+          <EChart option={breakdown} theme={theme} height={320} testId="rank-breakdown-chart" ariaLabel="Per-rank time per step by computation, overlap, communication and other" />
+        </Card>
+        <Card title={<InfoTooltip label="Transfer vs sync per rank" text={DIST_DEFS.sync} />}>
+          <EChart option={transferSync} theme={theme} height={320} testId="transfer-sync-chart" ariaLabel="Per-rank transfer and sync time in collectives" />
+        </Card>
+      </div>
+      <Card title="Collectives">
+        <CollectivesTable view={view} />
+      </Card>
+      <Card title="Communication ops of a rank">
+        <CommOpsTable ranks={ranks} current={current} onSelect={setSelectedRank} />
+      </Card>
+      <Card title="Devices">
+        <DeviceTable ranks={ranks} />
+      </Card>
+    </>
+  );
+}

@@ -1,0 +1,86 @@
+import { fireEvent, render, screen, within } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import insightsH100 from "../../__fixtures__/distributed/insights_h100.json";
+import insightsDlrm from "../../__fixtures__/distributed/insights_dlrm_rank0.json";
+import { InsightsCard } from "./InsightsCard";
+import { InsightsView } from "./InsightsView";
+
+vi.mock("../../components/EChart", () => ({
+  EChart: (props: { testId?: string; option: { xAxis?: { data?: string[] }; series?: { data?: unknown[] }[] } }) => (
+    <div
+      data-testid={props.testId ?? "echart"}
+      data-x={JSON.stringify(props.option.xAxis?.data ?? [])}
+      data-values={JSON.stringify(props.option.series?.[0]?.data ?? [])}
+    />
+  ),
+}));
+
+let requests: string[] = [];
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+}
+
+beforeEach(() => {
+  requests = [];
+  vi.stubGlobal("fetch", async (url: string) => {
+    requests.push(url);
+    if (url.startsWith("insights?")) return json(url.includes("run=h100") ? insightsH100 : insightsDlrm);
+    return json({ error: "not found" }, 404);
+  });
+});
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.restoreAllMocks();
+  window.history.replaceState(null, "", window.location.href.split("#")[0]);
+});
+
+function pcts(bar: HTMLElement): number[] {
+  return Array.from(bar.querySelectorAll<HTMLElement>("[data-pct]")).map((el) => Number(el.dataset.pct));
+}
+
+describe("InsightsView", () => {
+  it("renders launch stats, histograms with labelled bins, and the exposed bar", async () => {
+    render(<InsightsView selection={{ run: "h100", worker: "w", span: "1" }} theme="light" />);
+    expect((await screen.findByTestId("launch-p50")).textContent).toBe("1.67 µs");
+    expect(requests).toEqual(["insights?run=h100&worker=w&span=1"]);
+    expect(screen.getByTestId("launch-p95").textContent).toBe("2.00 µs");
+    expect(screen.getByTestId("short-kernel-share").textContent).toBe("65.0 %");
+    const launch = screen.getByTestId("launch-histogram");
+    expect(JSON.parse(launch.dataset.x ?? "[]").slice(0, 3)).toEqual(["0–1 µs", "1–2 µs", "2–5 µs"]);
+    expect(JSON.parse(launch.dataset.x ?? "[]").at(-1)).toBe("≥10 ms");
+    expect(JSON.parse(launch.dataset.values ?? "[]")).toEqual(insightsH100.launch.delay_histogram.counts);
+    expect(JSON.parse(screen.getByTestId("gap-histogram").dataset.values ?? "[]")).toEqual(insightsH100.idle.gap_histogram.counts);
+    const bar = screen.getByTestId("exposed-bar");
+    const sum = pcts(bar).reduce((a, b) => a + b * 10, 0) / 10;
+    expect(sum).toBe(100);
+    expect(screen.getByTestId("idle-host-wait").textContent).toBe("4.06 ms");
+  });
+
+  it("lists host syncs by operator with their APIs", async () => {
+    render(<InsightsView selection={{ run: "h100", worker: "w", span: "1" }} theme="light" />);
+    const table = await screen.findByTestId("sync-table");
+    const rows = within(table).getAllByRole("row").slice(1).map((r) => Array.from(r.querySelectorAll("td")).map((td) => td.textContent));
+    expect(rows[0]).toEqual(["aten::_local_scalar_dense", "1", "7.64 µs", "150 µs", "cudaStreamSynchronize ×1"]);
+    expect(rows).toHaveLength(3);
+  });
+});
+
+describe("InsightsCard", () => {
+  it("shows idle totals, launch p50/p95, a 100 % exposed bar and recommendations, and links to the tab", async () => {
+    render(<InsightsCard selection={{ run: "job", worker: "worker0_step_12", span: "1" }} />);
+    const card = await screen.findByTestId("insights-card");
+    await within(card).findByTestId("exposed-bar");
+    expect(within(card).getByTestId("card-launch-p50").textContent).not.toBe("–");
+    expect(pcts(within(card).getByTestId("exposed-bar"))).toEqual([7.2, 38.3, 0.1, 54.4]);
+    const recs = within(card).getByTestId("insights-recommendations").querySelectorAll("li");
+    expect(recs).toHaveLength(insightsDlrm.recommendations.length);
+    const seen: string[] = [];
+    const listener = () => seen.push(window.location.hash);
+    window.addEventListener("hashchange", listener);
+    fireEvent.click(within(card).getByTestId("open-insights"));
+    window.removeEventListener("hashchange", listener);
+    expect(seen.at(-1)).toContain("view=insights");
+  });
+});

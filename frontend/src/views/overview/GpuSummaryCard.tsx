@@ -1,0 +1,81 @@
+import type { GpuInfo } from "../../api/types";
+import { DEFINITIONS } from "../../util/definitions";
+import { formatDuration, formatGiB, formatPct, formatText } from "../../util/format";
+import { gpuGeneration } from "../../util/gpuGeneration";
+import { Card } from "../../components/Card";
+import { InfoTooltip } from "../../components/InfoTooltip";
+
+function GpuBlock({ gpu }: { gpu: GpuInfo }) {
+  const generation = gpuGeneration(gpu);
+  const amd = gpu.vendor === "AMD";
+  const withoutGeometry = gpu.kernel_us_without_geometry ?? 0;
+  return (
+    <div className="gpu-block" data-testid="gpu-block">
+      <div className="gpu-title">GPU {gpu.id}</div>
+      <dl className="kv">
+        <div className="kv-row">
+          <dt>Name</dt>
+          <dd>{formatText(gpu.name)}</dd>
+        </div>
+        <div className="kv-row">
+          <dt>Memory</dt>
+          <dd>{formatGiB(gpu.memory_bytes)}</dd>
+        </div>
+        <div className="kv-row">
+          <dt>{generation.label}</dt>
+          <dd data-testid="gpu-generation">{generation.value}</dd>
+        </div>
+        <div className="kv-row">
+          <dt>
+            <InfoTooltip label="GPU Utilization" text={DEFINITIONS.gpuUtilization} />
+          </dt>
+          <dd data-testid="gpu-utilization">{formatPct(gpu.utilization_pct)}</dd>
+        </div>
+        <div className="kv-row">
+          <dt>
+            <InfoTooltip label="Est. SM Efficiency" text={DEFINITIONS.smEfficiency} />
+          </dt>
+          <dd data-testid="sm-efficiency">{formatPct(gpu.sm_efficiency_pct)}</dd>
+        </div>
+        {withoutGeometry > 0 ? (
+          <p className="muted" data-testid="sm-efficiency-note">
+            Leaves out {formatDuration(withoutGeometry)} of kernel time without launch geometry.
+          </p>
+        ) : null}
+        <div className="kv-row">
+          <dt>
+            <InfoTooltip label="Est. Achieved Occupancy" text={DEFINITIONS.achievedOccupancy} />
+          </dt>
+          <dd data-testid="achieved-occupancy">{formatPct(gpu.achieved_occupancy_pct)}</dd>
+        </div>
+        <div className="kv-row">
+          <dt>
+            {amd ? (
+              <InfoTooltip label="Kernel time using Matrix Cores" text={DEFINITIONS.matrixCores} />
+            ) : (
+              <InfoTooltip label="Kernel time using Tensor Cores" text={DEFINITIONS.tensorCores} />
+            )}
+          </dt>
+          <dd data-testid="tensor-core">{formatPct(gpu.tensor_core_pct)}</dd>
+        </div>
+      </dl>
+    </div>
+  );
+}
+
+/** One block per GPU seen in the trace. */
+export function GpuSummaryCard({ gpus }: { gpus: GpuInfo[] }) {
+  return (
+    <Card title="GPU Summary" testId="gpu-summary">
+      {gpus.length === 0 ? (
+        <p className="muted">No GPU activity in this trace.</p>
+      ) : (
+        <div className="gpu-grid">
+          {gpus.map((gpu) => (
+            <GpuBlock key={gpu.id} gpu={gpu} />
+          ))}
+        </div>
+      )}
+    </Card>
+  );
+}

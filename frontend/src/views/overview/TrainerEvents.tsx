@@ -1,0 +1,37 @@
+import type { TrainerEvent } from "../../api/types";
+import { useDiffStyles } from "../diff/useDiffStyles";
+import { formatDuration } from "../../util/format";
+import { Card } from "../../components/Card";
+import { InfoTooltip } from "../../components/InfoTooltip";
+
+const HELP =
+  "Composer engine events (event/forward, event/backward, event/loss…). They overlap the step breakdown " +
+  "above and are not part of it: each row is the event's total time in the trace and its mean per step.";
+
+/** The "Trainer events" card of the Overview; nothing when the trace has none. */
+export function TrainerEvents({ events }: { events: TrainerEvent[] | undefined }) {
+  useDiffStyles();
+  if (!events || events.length === 0) return null;
+  return (
+    <Card title={<InfoTooltip label="Trainer events" text={HELP} />} testId="trainer-events">
+      <table className="data-table trainer-events-table">
+        <thead>
+          <tr>
+            <th>Event</th>
+            <th className="num">Total</th>
+            <th className="num">Mean per step</th>
+          </tr>
+        </thead>
+        <tbody>
+          {events.map((e) => (
+            <tr key={e.name} data-testid="trainer-event-row">
+              <td className="name">{e.name}</td>
+              <td className="num">{formatDuration(e.total_us)}</td>
+              <td className="num">{formatDuration(e.mean_per_step_us)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Card>
+  );
+}
