@@ -39,31 +39,58 @@ def _intern(trace: Trace, text: str, table: dict) -> int:
     return got
 
 
+MAX_FRAMES = 256  # python frames kept per stack (innermost first)
+
+
+def _chains(name: np.ndarray, parent: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+    """Per leaf (a python_function row): an id of its chain of frame names up to :data:`MAX_FRAMES`
+    deep, equal for equal chains. One ancestor level per numpy pass: the chain so far and the next
+    name (0 once the chain has ended) are renumbered together with ``np.unique`` of one int64 key."""
+    chain = name[leaves].astype(np.int64)  # string ids < 2**31, so the key below fits in int64
+    node = parent[leaves].astype(np.int64)
+    for _ in range(MAX_FRAMES - 1):
+        live = node >= 0
+        if not live.any():
+            break
+        nxt = np.where(live, name[np.maximum(node, 0)].astype(np.int64) + 1, 0)
+        _, chain = np.unique(chain * (1 << 32) + nxt, return_inverse=True)
+        chain = chain.reshape(-1).astype(np.int64)
+        node = np.where(live, parent[np.maximum(node, 0)], -1)
+    return chain
+
+
+def _chain_text(trace: Trace, leaf: int, parent: np.ndarray) -> str:
+    """The call-stack text of one leaf: frame names outermost first, one per line."""
+    frames = []
+    node = leaf
+    while node >= 0 and len(frames) < MAX_FRAMES:
+        frames.append(trace.strings[trace.events.name[node]])
+        node = int(parent[node])
+    return "\n".join(reversed(frames))
+
+
 def _stack_ids(trace: Trace) -> np.ndarray:
     ev = trace.events
     out = np.zeros(len(ev), dtype=np.int64)
     texts: dict[str, int] = {}
     is_op = (ev.kind == Kind.CPU_OP) | (ev.kind == Kind.USER_ANNOTATION)
-    # 2021: the "Call stack" arg
+    # 2021: the "Call stack" arg, converted once per distinct text
     old = np.flatnonzero(is_op & (ev.call_stack > 0))
-    converted: dict[int, int] = {}
-    for row, sid in zip(old.tolist(), ev.call_stack[old].tolist()):
-        if sid not in converted:
-            frames = [f for f in trace.strings[sid].split(";") if f]
-            converted[sid] = _intern(trace, "\n".join(reversed(frames)), texts)
-        out[row] = converted[sid]
-    # 2.x: python_function ancestry
+    sids, first, which = np.unique(ev.call_stack[old], return_index=True, return_inverse=True)
+    converted = np.zeros(len(sids), dtype=np.int64)
+    for k in np.argsort(first, kind="stable").tolist():  # interned in order of first appearance
+        frames = [f for f in trace.strings[int(sids[k])].split(";") if f]
+        converted[k] = _intern(trace, "\n".join(reversed(frames)), texts)
+    out[old] = converted[which.reshape(-1)]
+    # 2.x: python_function ancestry; each distinct chain of frame names is written once
     py_parent = op_tree(trace).py_parent
     rows = np.flatnonzero(is_op & (out == 0) & (py_parent >= 0))
-    memo: dict[int, int] = {}
-    for row, leaf in zip(rows.tolist(), py_parent[rows].tolist()):
-        sid = memo.get(leaf)
-        if sid is None:
-            frames = []
-            node = leaf
-            while node >= 0 and len(frames) < 256:
-                frames.append(trace.strings[ev.name[node]])
-                node = int(py_parent[node])
-            sid = memo[leaf] = _intern(trace, "\n".join(reversed(frames)), texts)
-        out[row] = sid
+    if len(rows):
+        leaves, leaf_of_row = np.unique(py_parent[rows], return_inverse=True)
+        chain = _chains(ev.name, py_parent, leaves)[leaf_of_row.reshape(-1)]  # per row
+        keys, first = np.unique(chain, return_index=True)
+        ids = np.zeros(len(keys), dtype=np.int64)
+        for k in np.argsort(first, kind="stable").tolist():  # interned in order of first appearance
+            ids[k] = _intern(trace, _chain_text(trace, int(py_parent[rows[first[k]]]), py_parent), texts)
+        out[rows] = ids[np.searchsorted(keys, chain)]
     return out
