@@ -39,6 +39,16 @@ def run_child(script: str, args: list[str], env: dict | None = None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def print_figures(**figures: float | tuple[float, int]) -> None:
+    """Print the line a benchmark ends with, ``name=value`` space-separated for scripts to read: a
+    plain number with 3 decimals, ``(value, digits)`` with ``digits`` decimals."""
+    parts = []
+    for name, fig in figures.items():
+        value, digits = fig if isinstance(fig, tuple) else (fig, 3)
+        parts.append(f"{name}={value:.{digits}f}")
+    print(" ".join(parts))
+
+
 def get(url: str, timeout: float = 60.0) -> tuple[int, bytes]:
     """GET url: (HTTP status, body); an HTTP error status is an answer, not an exception."""
     try:

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import REPO, run_child  # noqa: E402
+from benchmarks._common import REPO, print_figures, run_child  # noqa: E402
 
 FLOOR = r"""
 import gzip, json, resource, sys, time, orjson
@@ -79,8 +79,8 @@ def main() -> int:
     print(f"floor (gunzip + orjson.loads): {floor:8.2f} s   peak RSS {best['floor']['peak_rss_mb']:7.0f} MB")
     print(f"kinetoscope cold:              {cold:8.2f} s   peak RSS {best['cold']['peak_rss_mb']:7.0f} MB")
     print(f"kinetoscope warm:              {warm:8.2f} s   peak RSS {best['warm']['peak_rss_mb']:7.0f} MB")
-    print(f"floor_s={floor:.3f} cold_s={cold:.3f} warm_s={warm:.3f} cold_over_floor={cold / floor:.3f} "
-          f"warm_over_cold={warm / cold:.3f} peak_rss_mb={best['cold']['peak_rss_mb']:.0f}")
+    print_figures(floor_s=floor, cold_s=cold, warm_s=warm, cold_over_floor=cold / floor, warm_over_cold=warm / cold,
+                  peak_rss_mb=(best["cold"]["peak_rss_mb"], 0))
     return 0
 
 

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import CHILD_REGISTRY, REPO, run_child  # noqa: E402
+from benchmarks._common import CHILD_REGISTRY, REPO, print_figures, run_child  # noqa: E402
 
 UNPICKLE = r"""
 import json, sys, time
@@ -75,8 +75,8 @@ def main() -> int:
     print(f"first open:               {first['seconds']:.2f} s ({ratio:.2f}x)")
     print(f"reopen from cache:        {again['seconds']:.2f} s")
     print(f"timeline request p95:     {again['timeline_p95_ms']:.1f} ms")
-    print(f"unpickle_s={bare['seconds']:.3f} first_open_s={first['seconds']:.3f} first_over_unpickle={ratio:.3f} "
-          f"reopen_s={again['seconds']:.3f} timeline_p95_ms={again['timeline_p95_ms']:.1f}")
+    print_figures(unpickle_s=bare["seconds"], first_open_s=first["seconds"], first_over_unpickle=ratio,
+                  reopen_s=again["seconds"], timeline_p95_ms=(again["timeline_p95_ms"], 1))
     return 0
 
 

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import CHILD_REGISTRY, REPO, run_child  # noqa: E402
+from benchmarks._common import CHILD_REGISTRY, REPO, print_figures, run_child  # noqa: E402
 from benchmarks.bench_load import FLOOR  # noqa: E402
 
 VIEWS = CHILD_REGISTRY + r"""
@@ -62,8 +62,8 @@ def main() -> int:
     print(f"all three views (every grouping): {ours['views_s']:8.2f} s   operator rows {ours['rows']}")
     for name, ms in ours["table_ms"].items():
         print(f"slowest {name:<16} answer: {ms:8.1f} ms")
-    print(f"floor_s={floor['seconds']:.3f} views_s={ours['views_s']:.3f} "
-          f"views_over_floor={ours['views_s'] / floor['seconds']:.3f} slowest_table_ms={slowest:.1f}")
+    print_figures(floor_s=floor["seconds"], views_s=ours["views_s"], views_over_floor=ours["views_s"] / floor["seconds"],
+                  slowest_table_ms=(slowest, 1))
     return 0
 
 

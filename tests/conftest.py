@@ -26,6 +26,23 @@ def sample(rel: str) -> Path:
     return path
 
 
+def loaded_registry(root: Path, **kwargs):
+    """A RunRegistry over ``root`` (``kwargs`` as RunRegistry takes them), scanned, every file loaded."""
+    from tb_plugin.registry.runs import RunRegistry
+
+    reg = RunRegistry(str(root), **kwargs)
+    reg.scan()
+    for st in reg.files():
+        reg.load(st)
+    return reg
+
+
+def diff_query(base_run: str, exp_run: str, worker: str = "worker0", span: str = "1") -> dict:
+    """The ``diff`` route's query comparing span ``span`` of ``worker`` in two runs."""
+    return {"base_run": base_run, "base_worker": worker, "base_span": span,
+            "exp_run": exp_run, "exp_worker": worker, "exp_span": span}
+
+
 def write_json(path: Path, doc, gz: bool = False) -> Path:
     data = json.dumps(doc).encode()
     path.parent.mkdir(parents=True, exist_ok=True)

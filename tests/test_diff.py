@@ -7,11 +7,10 @@ import shutil
 
 import pytest
 
-from conftest import sample
+from conftest import diff_query, loaded_registry, sample
 from tb_plugin import api
 from tb_plugin.analysis.diff import kernel_diff, op_diff
 from tb_plugin.cli import main
-from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.registry.parse import load_trace_file
 
 NW0 = "kineto/resnet50_num_workers_0"
@@ -51,12 +50,8 @@ def test_identical_traces_are_unchanged():
 def test_diff_route_drills_down(tmp_path):
     shutil.copytree(sample(NW0), tmp_path / "nw0")
     shutil.copytree(sample(NW4), tmp_path / "nw4")
-    reg = RunRegistry(str(tmp_path))
-    reg.scan()
-    for st in reg.files():
-        reg.load(st)
-    q = {"base_run": "nw0", "base_worker": "worker0", "base_span": "1",
-         "exp_run": "nw4", "exp_worker": "worker0", "exp_span": "1"}
+    reg = loaded_registry(tmp_path)
+    q = diff_query("nw0", "nw4")
     code, top = api.diff(reg, q)
     assert code == 200 and "ProfilerStep" in [r["name"] for r in top["operators"]]
     code, level2 = api.diff(reg, dict(q, path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"])))

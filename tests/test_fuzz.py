@@ -392,25 +392,26 @@ def test_report_names_each_bad_file_and_reason(odd_logdir):
         "run1/empty.pt.trace.json", "run1/junk.pt.trace.json", "run1/good.pt.trace.json"}
 
 
-def test_file_replaced_by_a_directory_after_listing(tmp_path):
+def _listed_then_removed(tmp_path):
+    """A registry that has listed one real trace, and that file's state; the file is gone since."""
     path = tmp_path / "w.pt.trace.json"
     shutil.copy(sample("composer/rank_0.trace.json"), path)
     reg = RunRegistry(str(tmp_path))
     reg.scan()
     (st,) = reg.files()
     path.unlink()
+    return reg, st, path
+
+
+def test_file_replaced_by_a_directory_after_listing(tmp_path):
+    reg, st, path = _listed_then_removed(tmp_path)
     path.mkdir()
     reg.load(st)
     assert st.state == ERROR and st.error.startswith("cannot read file"), st.error
 
 
 def test_file_removed_after_listing(tmp_path):
-    path = tmp_path / "w.pt.trace.json"
-    shutil.copy(sample("composer/rank_0.trace.json"), path)
-    reg = RunRegistry(str(tmp_path))
-    reg.scan()
-    (st,) = reg.files()
-    path.unlink()
+    reg, st, _ = _listed_then_removed(tmp_path)
     reg.load(st)
     assert st.state == ERROR and st.error.startswith("cannot read file"), st.error
 

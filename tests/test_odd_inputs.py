@@ -14,7 +14,7 @@ import pickle
 import pytest
 from werkzeug.test import Client
 
-from conftest import write_json
+from conftest import loaded_registry, write_json
 from tb_plugin import api, plugin
 from tb_plugin.trace import jsonsafe
 from tb_plugin.cli import run_report
@@ -41,11 +41,7 @@ def _x(name, ts, dur, cat="cpu_op", **args):
 
 
 def _registry(logdir) -> RunRegistry:
-    reg = RunRegistry(str(logdir), cache=ParseCache())
-    reg.scan()
-    for st in reg.files():
-        reg.load(st)
-    return reg
+    return loaded_registry(logdir, cache=ParseCache())
 
 
 def _app(registry):

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import sample
+from conftest import diff_query, loaded_registry, sample
 from tb_plugin import api
 from tb_plugin.analysis import timeline_query as tq
 from tb_plugin.analysis.diff import CHANGE_PCT, CHANGE_US
@@ -115,12 +115,8 @@ def test_diff_sends_its_thresholds_and_what_each_verdict_compared(tmp_path):
     nw0 = "kineto/resnet50_num_workers_0"
     shutil.copytree(sample(nw0), tmp_path / "a")
     shutil.copytree(sample("kineto/resnet50_num_workers_4"), tmp_path / "b")
-    reg = RunRegistry(str(tmp_path))
-    reg.scan()
-    for st in reg.files():
-        reg.load(st)
-    q = {"base_run": "a", "base_worker": "worker0", "base_span": "1",
-         "exp_run": "b", "exp_worker": "worker0", "exp_span": "1"}
+    reg = loaded_registry(tmp_path)
+    q = diff_query("a", "b")
     code, doc = api.diff(reg, q)
     assert code == 200 and doc["thresholds"] == {"change_pct": CHANGE_PCT, "change_us": CHANGE_US} == {
         "change_pct": 5.0, "change_us": 10.0}

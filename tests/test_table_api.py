@@ -8,9 +8,8 @@ import shutil
 
 import pytest
 
-from conftest import sample
+from conftest import loaded_registry, sample
 from tb_plugin import api
-from tb_plugin.registry.runs import RunRegistry
 
 
 @pytest.fixture(scope="module")
@@ -20,11 +19,7 @@ def registry(tmp_path_factory):
     shutil.copy(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"), root / "resnet")
     (root / "cpu").mkdir()
     shutil.copy(sample("torch213_cpu/worker0.1795324943899052487.pt.trace.json"), root / "cpu")
-    reg = RunRegistry(str(root))
-    reg.scan()
-    for st in reg.files():
-        reg.load(st)
-    return reg
+    return loaded_registry(root)
 
 
 R = {"run": "resnet", "worker": "worker0", "span": "1"}

@@ -23,12 +23,16 @@ def resnet():
     return load_trace_file(str(sample(RESNET)))
 
 
+def _by_name(ours: list[dict], reference: list[dict]) -> list[tuple[str, dict, dict]]:
+    """(name, our row, the incumbent's row) for each name, once both tables are seen to list the same names."""
+    ref = {r["name"]: r for r in reference}
+    mine = {r["name"]: r for r in ours}
+    assert set(mine) == set(ref)
+    return [(name, mine[name], theirs) for name, theirs in ref.items()]
+
+
 def test_operator_table_matches_incumbent(resnet):
-    ref = {o["name"]: o for o in REFERENCE[RESNET]["ops_by_name"]}
-    ours = {o["name"]: o for o in operator_rows(resnet)}
-    assert set(ours) == set(ref)
-    for name, theirs in ref.items():
-        mine = ours[name]
+    for name, mine, theirs in _by_name(operator_rows(resnet), REFERENCE[RESNET]["ops_by_name"]):
         assert mine["calls"] == theirs["calls"], name
         for key in ("host_self_us", "host_total_us", "device_self_us", "device_total_us"):
             assert mine[key] == pytest.approx(theirs[key], rel=0.01, abs=0.5), (name, key)
@@ -45,11 +49,7 @@ def test_operator_by_input_shape_matches_incumbent(resnet):
 
 
 def test_kernel_table_matches_incumbent(resnet):
-    ref = {k["name"]: k for k in REFERENCE[RESNET]["kernels_by_name"]}
-    ours = {k["name"]: k for k in kernel_rows(resnet)}
-    assert set(ours) == set(ref)
-    for name, theirs in ref.items():
-        mine = ours[name]
+    for name, mine, theirs in _by_name(kernel_rows(resnet), REFERENCE[RESNET]["kernels_by_name"]):
         assert mine["calls"] == theirs["calls"]
         for key in ("total_us", "mean_us", "max_us", "min_us"):
             assert mine[key] == pytest.approx(theirs[key], rel=0.01), (name, key)

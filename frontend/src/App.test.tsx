@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import overviewFixture from "./__fixtures__/overview_resnet50.json";
 import runsFixture from "./__fixtures__/runs.json";
 import { App } from "./App";
+import { json, resetPage, stubFetch } from "./testing/fetch";
 
 vi.mock("./components/EChart", () => ({
   EChart: (props: { testId?: string }) => <div data-testid={props.testId} />,
@@ -10,17 +11,10 @@ vi.mock("./components/EChart", () => ({
 
 type Handler = (url: string) => Response | Promise<Response>;
 
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
-}
-
 let requests: string[] = [];
 
 function serve(handler: Handler): void {
-  vi.stubGlobal("fetch", async (input: string) => {
-    requests.push(input);
-    return handler(input);
-  });
+  stubFetch(handler, requests);
 }
 
 function standardServer(url: string): Response {
@@ -37,10 +31,7 @@ function standardServer(url: string): Response {
 
 beforeEach(async () => {
   requests = [];
-  window.history.replaceState(null, "", "/data/plugin_entry.html?name=kinetoscope");
-  window.sessionStorage.clear();
-  // happy-dom (unlike browsers) fires hashchange for replaceState; let it pass before the next render.
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  await resetPage();
 });
 
 afterEach(() => {

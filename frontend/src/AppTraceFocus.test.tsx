@@ -7,6 +7,7 @@ import overviewFixture from "./__fixtures__/overview_resnet50.json";
 import runsFixture from "./__fixtures__/runs.json";
 import { App } from "./App";
 import { TEST_HOOKS_KEY } from "./views/trace/testHooks";
+import { json, query, resetPage, stubFetch } from "./testing/fetch";
 
 vi.mock("./components/EChart", () => ({ EChart: (props: { testId?: string }) => <div data-testid={props.testId ?? "echart"} /> }));
 
@@ -22,29 +23,21 @@ const timeline = {
 const event = { state: "ready", row: 7, name: "k", category: "Kernel", start_us: 200, dur_us: 40, track: 3, args: {}, parents: [], flows: [] };
 const requests: string[] = [];
 
-function json(body: unknown): Response {
-  return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } });
-}
-
 beforeEach(async () => {
   requests.length = 0;
   window.localStorage.setItem(TEST_HOOKS_KEY, "1");
-  window.history.replaceState(null, "", "/data/plugin_entry.html?name=kinetoscope");
-  window.sessionStorage.clear();
-  window.location.hash = "#run=resnet50_num_workers_0&worker=worker0&span=1&view=operator";
-  vi.stubGlobal("fetch", async (url: string) => {
-    requests.push(url);
+  stubFetch((url) => {
     if (url === "runs") return json(runsFixture);
     if (url.startsWith("overview?")) return json(overviewFixture);
     if (url.startsWith("operators?"))
       return json({ ...operatorsFixture, rows: operatorsFixture.rows.map((r, i) => ({ ...r, longest_row: 100 + i })) });
     if (url.startsWith("modules?")) return json({ state: "ready", modules: null });
     if (url.startsWith("timeline_meta?")) return json(meta);
-    if (url.startsWith("timeline_event?")) return json({ ...event, row: Number(new URLSearchParams(url.slice(url.indexOf("?") + 1)).get("row")) });
+    if (url.startsWith("timeline_event?")) return json({ ...event, row: Number(query(url).get("row")) });
     if (url.startsWith("timeline?")) return json(timeline);
     return new Response(JSON.stringify({ error: "not found" }), { status: 404 });
-  });
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  }, requests);
+  await resetPage("#run=resnet50_num_workers_0&worker=worker0&span=1&view=operator");
 });
 
 afterEach(() => {

@@ -9,14 +9,11 @@ import overviewFixture from "./__fixtures__/overview_resnet50.json";
 import runsFixture from "./__fixtures__/runs.json";
 import { App } from "./App";
 import { mergeHash } from "./state/hashState";
+import { json, resetPage, stubFetch } from "./testing/fetch";
 
 vi.mock("./components/EChart", () => ({
   EChart: (props: { testId?: string }) => <div data-testid={props.testId ?? "echart"} />,
 }));
-
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
-}
 
 /** The runs document with the server's has_modules flag on every span. */
 function runsWith(hasModules: boolean): unknown {
@@ -30,9 +27,7 @@ function runsWith(hasModules: boolean): unknown {
 }
 
 function serve(withModules: boolean): string[] {
-  const requests: string[] = [];
-  vi.stubGlobal("fetch", async (url: string) => {
-    requests.push(url);
+  return stubFetch((url) => {
     if (url === "runs") return json(runsWith(withModules));
     if (url.startsWith("overview?")) return json(overviewFixture);
     if (url.startsWith("operators?")) return json(operatorsFixture);
@@ -40,15 +35,12 @@ function serve(withModules: boolean): string[] {
     if (url.startsWith("modules?")) return json(withModules ? modulesFixture : { state: "ready", modules: null });
     return json({ error: "not found" }, 404);
   });
-  return requests;
 }
 
 const SEL_HASH = "run=resnet50_num_workers_0&worker=worker0&span=1";
 
 beforeEach(async () => {
-  window.history.replaceState(null, "", "/data/plugin_entry.html?name=kinetoscope");
-  window.sessionStorage.clear();
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  await resetPage();
 });
 
 afterEach(() => {

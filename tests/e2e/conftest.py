@@ -88,14 +88,31 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
+BERT_H100 = Path("tracelens") / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
+
+
+def sample_logdir(tmp_path: Path, run: str, *sources: Path, name: str | None = None) -> tuple[Path, Path]:
+    """``tmp_path/logdir`` with the sample files ``sources`` (relative to the samples folder) copied
+    into the run folder ``run`` (as ``name`` when given, else under their own names), and an empty
+    ``tmp_path/cache``: the arguments of ``tensorboard``."""
+    from conftest import SAMPLES
+
+    logdir = tmp_path / "logdir"
+    (logdir / run).mkdir(parents=True)
+    for src in sources:
+        shutil.copy(SAMPLES / src, logdir / run / (name or src.name))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    return logdir, cache
+
+
 def build_logdir(root: Path, samples: Path) -> Path:
     """Two resnet spans, a PyTorch 2.x H100 trace, and a broken file."""
     (root / "resnet50").mkdir(parents=True)
     for f in sorted((samples / "kineto" / "resnet50_num_workers_0").glob("*.gz")):
         shutil.copy(f, root / "resnet50" / f.name)
     (root / "h100").mkdir()
-    shutil.copy(samples / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
-                root / "h100" / "bert.1.pt.trace.json.gz")
+    shutil.copy(samples / BERT_H100, root / "h100" / "bert.1.pt.trace.json.gz")
     (root / "broken").mkdir()
     (root / "broken" / "empty.pt.trace.json").write_bytes(b"")
     return root

@@ -43,6 +43,22 @@ def select_file(frame, run: str, worker: str | None = None, span: str | None = N
         frame.select_option('[data-testid="span-select"]', span)
 
 
+def open_plugin(page, base: str, run: str | None = None):
+    """Open TensorBoard's Kinetoscope page at ``base``; the plugin's iframe, with ``run`` picked when given."""
+    page.goto(base + "/#kinetoscope")
+    frame = plugin_frame(page)
+    if run is not None:
+        select_file(frame, run)
+    return frame
+
+
+def open_tab(frame, testid: str, timeout_ms: int = 60_000) -> None:
+    """Click the tab ``[data-testid=testid]`` once it shows (waiting up to ``timeout_ms``)."""
+    tab = frame.locator(f'[data-testid="{testid}"]')
+    tab.wait_for(timeout=timeout_ms)
+    tab.click()
+
+
 def api(base: str, route: str, **params) -> dict:
     """GET a plugin route as JSON, asking again while the file is still loading or queued."""
     url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"

@@ -8,20 +8,15 @@ launch-delay p50, formatted the way the UI formats durations.
 
 from __future__ import annotations
 
-import shutil
 
 from conftest import SAMPLES
-from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, format_duration, plugin_frame, wait_all_ready
+from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
+from tests.e2e.helpers import api, format_duration, open_plugin, open_tab, wait_all_ready
 
 
 def test_distributed_tab_ranks_and_stragglers(browser, tmp_path, artifacts):
-    logdir = tmp_path / "logdir"
-    (logdir / "job").mkdir(parents=True)
-    for f in sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json")):
-        shutil.copy(f, logdir / "job" / f.name)
-    cache = tmp_path / "cache"
-    cache.mkdir()
+    ranks = sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json"))
+    logdir, cache = sample_logdir(tmp_path, "job", *(f.relative_to(SAMPLES) for f in ranks))
     with tensorboard(logdir, cache) as base:
         wait_all_ready(base, "job", 8)
         doc = api(base, "distributed", run="job", span=1)
@@ -30,13 +25,8 @@ def test_distributed_tab_ranks_and_stragglers(browser, tmp_path, artifacts):
         assert expected, "the DLRM job has stragglers"
 
         page = browser.new_page(viewport={"width": 1400, "height": 2600})
-        page.goto(base + "/#kinetoscope")
-        frame = plugin_frame(page)
-        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        frame.select_option('[data-testid="run-select"]', "job")
-        tab = frame.locator('[data-testid="distributed-tab"]')
-        tab.wait_for(timeout=60_000)
-        tab.click()
+        frame = open_plugin(page, base, "job")
+        open_tab(frame, "distributed-tab")
         rows = frame.locator('[data-testid="rank-table"] [data-testid="rank-row"]')
         rows.first.wait_for(timeout=90_000)
         assert rows.count() == 8
@@ -58,22 +48,14 @@ def test_distributed_tab_ranks_and_stragglers(browser, tmp_path, artifacts):
 
 
 def test_insights_tab_histograms_and_p50(browser, tmp_path, artifacts):
-    logdir = tmp_path / "logdir"
-    (logdir / "h100").mkdir(parents=True)
-    shutil.copy(SAMPLES / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
-                logdir / "h100" / "w.1.pt.trace.json.gz")
-    cache = tmp_path / "cache"
-    cache.mkdir()
+    logdir, cache = sample_logdir(tmp_path, "h100", BERT_H100, name="w.1.pt.trace.json.gz")
     with tensorboard(logdir, cache) as base:
         doc = api(base, "insights", run="h100", worker="w", span=1)
         assert doc["state"] == "ready", doc
         expected_p50 = format_duration(doc["launch"]["p50"])
 
         page = browser.new_page(viewport={"width": 1400, "height": 2600})
-        page.goto(base + "/#kinetoscope")
-        frame = plugin_frame(page)
-        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        frame.select_option('[data-testid="run-select"]', "h100")
+        frame = open_plugin(page, base, "h100")
         # the Overview's Insights card shows the same p50 and leads to the tab
         card = frame.locator('[data-testid="insights-card"]')
         card.locator('[data-testid="card-launch-p50"]').wait_for(timeout=90_000)

@@ -22,7 +22,7 @@ from conftest import SAMPLES
 from synth.composer import SERIES, write_ranks
 from synth.fts import MiB, snapshot_values
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, select_file, wait_all_ready
+from tests.e2e.helpers import api, enable_test_hooks, open_plugin, wait_all_ready
 
 HOOK = "window.__kinetoscopeTimeline"
 REPO_SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "samples"
@@ -48,9 +48,7 @@ def _bytes_text(n: int) -> str:
 
 
 def _open_trace(page, base: str, run: str):
-    page.goto(base + "/#kinetoscope")
-    frame = plugin_frame(page)
-    select_file(frame, run)
+    frame = open_plugin(page, base, run)
     frame.click('[data-testid="trace-tab"]')
     frame.wait_for_function(f"() => {HOOK} && {HOOK}.firstPaintMs !== null", timeout=60_000)
     frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
@@ -66,10 +64,7 @@ def test_memprofiler_view_and_composer_counter_tracks(browser, logdir, tmp_path,
         page = enable_test_hooks(browser.new_page(viewport={"width": 1500, "height": 1300}))
 
         # (1) MemProfiler: the stats YAML of rank 0 is the default artifact of the fts run
-        page.goto(base + "/#kinetoscope")
-        frame = plugin_frame(page)
-        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        frame.select_option('[data-testid="run-select"]', "fts")
+        frame = open_plugin(page, base, "fts")
         select = frame.locator('[data-testid="artifact-select"]')
         select.wait_for(timeout=60_000)
         assert select.input_value() == "fts/memprofiler/rank_0_memory_stats.yaml"

@@ -10,11 +10,10 @@ draws bands, and the peak active bytes shown equal the ``snapshot`` route's.
 from __future__ import annotations
 
 import re
-import shutil
+from pathlib import Path
 
-from conftest import SAMPLES
-from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
+from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
+from tests.e2e.helpers import api, enable_test_hooks, open_plugin, open_tab
 
 HOOK = "window.__kinetoscopeMemory"
 
@@ -42,23 +41,15 @@ def _wait_total(frame, expected: int) -> None:
 
 
 def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
-    logdir = tmp_path / "logdir"
-    (logdir / "bert").mkdir(parents=True)
-    shutil.copy(SAMPLES / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
-                logdir / "bert" / "w.1.pt.trace.json.gz")
-    cache = tmp_path / "cache"
-    cache.mkdir()
+    logdir, cache = sample_logdir(tmp_path, "bert", BERT_H100, name="w.1.pt.trace.json.gz")
     sel = {"run": "bert", "worker": "w", "span": "1"}
     with tensorboard(logdir, cache) as base:
         everything = api(base, "memory_events", **sel, device="GPU0", limit=1000)
         assert everything["reason"] is None and everything["total_rows"] > 20
         page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": 1100}))
-        page.goto(base + "/#kinetoscope")
-        frame = plugin_frame(page)
+        frame = open_plugin(page, base)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        tab = frame.locator('[data-testid="memory-tab"]')
-        tab.wait_for(timeout=90_000)
-        tab.click()
+        open_tab(frame, "memory-tab", 90_000)
         frame.locator('[data-testid="memory-events-table"]').wait_for(timeout=60_000)
         assert frame.locator('[data-testid="memory-device-select"]').input_value() == "GPU0"
         _wait_total(frame, everything["total_rows"])
@@ -113,18 +104,13 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
 
 
 def test_snapshot_only_run(browser, tmp_path, artifacts):
-    logdir = tmp_path / "logdir"
-    (logdir / "snap").mkdir(parents=True)
-    shutil.copy(SAMPLES / "memory_snapshots" / "memory_forward_bf16_128.pickle", logdir / "snap")
-    cache = tmp_path / "cache"
-    cache.mkdir()
+    logdir, cache = sample_logdir(tmp_path, "snap", Path("memory_snapshots") / "memory_forward_bf16_128.pickle")
     with tensorboard(logdir, cache) as base:
         path = "snap/memory_forward_bf16_128.pickle"
         summary = api(base, "snapshot", run="snap", path=path)
         peak = summary["devices"][0]["peak_active_bytes"]
         page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": 1100}))
-        page.goto(base + "/#kinetoscope")
-        frame = plugin_frame(page)
+        frame = open_plugin(page, base)
         select = frame.locator('[data-testid="artifact-select"]')
         select.wait_for(timeout=90_000)
         assert select.input_value() == path

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import SAMPLES
 from tests.e2e.conftest import build_logdir, tensorboard
-from tests.e2e.helpers import api, plugin_frame, select_file
+from tests.e2e.helpers import api, open_plugin, open_tab, select_file
 
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
 CAPTURE = "window.__posted=[];window.addEventListener('message',e=>window.__posted.push(e.data))"
@@ -33,8 +33,7 @@ def test_operator_and_kernel_views(browser, logdir, tmp_path, artifacts):
     with tensorboard(logdir, tmp_path) as base:
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.add_init_script(CAPTURE)
-        page.goto(base + "/#kinetoscope")
-        frame = plugin_frame(page)
+        frame = open_plugin(page, base)
         select_file(frame, RUN, WORKER, SPAN)
         frame.locator('[data-testid="gpu-utilization"]').first.wait_for(timeout=90_000)
 
@@ -92,13 +91,8 @@ def test_module_view(browser, logdir, tmp_path, artifacts):
     with tensorboard(logdir, tmp_path) as base:
         modules = api(base, "modules", run="h100", worker="bert", span="1")["modules"]
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
-        page.goto(base + "/#kinetoscope")
-        frame = plugin_frame(page)
-        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        frame.select_option('[data-testid="run-select"]', "h100")
-        tab = frame.locator('[data-testid="tab-module"]')
-        tab.wait_for(timeout=90_000)
-        tab.click()
+        frame = open_plugin(page, base, "h100")
+        open_tab(frame, "tab-module", 90_000)
         first = frame.locator('[data-testid="module-row"]').first
         first.wait_for(timeout=30_000)
         assert modules[0]["name"] in first.inner_text()

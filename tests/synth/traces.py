@@ -722,6 +722,13 @@ def _conv_shapes(i: int) -> tuple[list, int, int]:
     return dims, 32 * c_out * hw * hw, c_out
 
 
+def _classifier_gemm(b: _Builder, tc_layers: set[int], max_us: float) -> None:
+    """Launch the Linear layer's GEMM kernel (6 to ``max_us`` µs): the tensor-core one when any conv uses them."""
+    tc = bool(tc_layers)
+    b.launch([b.kernel(_NAMES[b.spec.style]["gemm"][0 if tc else 1], b.dur(6, max_us), 66,
+                       31 if tc else 18, threads=128)])
+
+
 def _forward(b: _Builder, tc_layers: set[int]) -> list[tuple[int, int]]:
     """Conv + ReLU layers and a linear head. Returns the activations' (addr, bytes)."""
     spec = b.spec
@@ -772,9 +779,7 @@ def _forward(b: _Builder, tc_layers: set[int]) -> list[tuple[int, int]]:
                 b.adv(b.dur(1, 2))
                 with b.span("aten::addmm", shapes=[[10], [32, 256], [256, 10], [], []]):
                     b.adv(b.dur(3, 6))
-                    tc = bool(tc_layers)
-                    b.launch([b.kernel(names["gemm"][0 if tc else 1], b.dur(6, 14), 66,
-                                       31 if tc else 18, threads=128)])
+                    _classifier_gemm(b, tc_layers, 14)
                     b.adv(b.dur(1, 3))
                 b.adv(b.dur(1, 2))
         b.adv(b.dur(2, 4))
@@ -794,9 +799,7 @@ def _backward(b: _Builder, tc_layers: set[int], acts: list[tuple[int, int]]) -> 
             b.adv(b.dur(1, 3))
             with b.span("aten::mm", shapes=[[32, 10], [10, 256]]):
                 b.adv(b.dur(2, 4))
-                tc = bool(tc_layers)
-                b.launch([b.kernel(names["gemm"][0 if tc else 1], b.dur(6, 12), 66,
-                                   31 if tc else 18, threads=128)])
+                _classifier_gemm(b, tc_layers, 12)
                 b.adv(b.dur(1, 2))
             b.adv(b.dur(1, 2))
         b.adv(b.dur(1, 2))

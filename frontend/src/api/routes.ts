@@ -199,12 +199,13 @@ export interface ArtifactRef {
   path: string;
 }
 
-function artifactParams(a: ArtifactRef): URLSearchParams {
-  return new URLSearchParams({ run: a.run, path: a.path });
+/** The URL of an artifact route: `route?run=…&path=…`, then `extra`'s parameters in their order. */
+function artifactUrl(route: string, a: ArtifactRef, extra: Record<string, string> = {}): string {
+  return `${route}?${new URLSearchParams({ run: a.run, path: a.path, ...extra }).toString()}`;
 }
 
 export function snapshotUrl(a: ArtifactRef): string {
-  return `snapshot?${artifactParams(a).toString()}`;
+  return artifactUrl("snapshot", a);
 }
 
 export function snapshotTimelineUrl(
@@ -213,33 +214,20 @@ export function snapshotTimelineUrl(
   window: { start: number; end: number } | null,
   width: number,
 ): string {
-  const p = artifactParams(a);
-  p.set("device", String(device));
-  if (window) {
-    p.set("start", fmtUs(window.start));
-    p.set("end", fmtUs(window.end));
-  }
-  p.set("width_px", widthPx(width));
-  return `snapshot_timeline?${p.toString()}`;
+  const range: Record<string, string> = window ? { start: fmtUs(window.start), end: fmtUs(window.end) } : {};
+  return artifactUrl("snapshot_timeline", a, { device: String(device), ...range, width_px: widthPx(width) });
 }
 
 export function snapshotSegmentsUrl(a: ArtifactRef, device: number): string {
-  const p = artifactParams(a);
-  p.set("device", String(device));
-  return `snapshot_segments?${p.toString()}`;
+  return artifactUrl("snapshot_segments", a, { device: String(device) });
 }
 
 export function snapshotAllocationsUrl(a: ArtifactRef, device: number, limit = 100): string {
-  const p = artifactParams(a);
-  p.set("device", String(device));
-  p.set("limit", String(limit));
-  return `snapshot_allocations?${p.toString()}`;
+  return artifactUrl("snapshot_allocations", a, { device: String(device), limit: String(limit) });
 }
 
 export function snapshotStackUrl(a: ArtifactRef, stack: number): string {
-  const p = artifactParams(a);
-  p.set("stack", String(stack));
-  return `snapshot_stack?${p.toString()}`;
+  return artifactUrl("snapshot_stack", a, { stack: String(stack) });
 }
 
 /** "GPU3" -> 3; a number stays itself (the `device` parameter of the snapshot routes). */
@@ -250,15 +238,15 @@ export function deviceIndex(device: string | number): number {
 }
 
 export function memoryTimelineExportUrl(a: ArtifactRef): string {
-  return `memory_timeline_export?${artifactParams(a).toString()}`;
+  return artifactUrl("memory_timeline_export", a);
 }
 
 export function memprofilerStatsUrl(a: ArtifactRef): string {
-  return `memprofiler_stats?${artifactParams(a).toString()}`;
+  return artifactUrl("memprofiler_stats", a);
 }
 
 export function memprofilerLogUrl(a: ArtifactRef): string {
-  return `memprofiler_log?${artifactParams(a).toString()}`;
+  return artifactUrl("memprofiler_log", a);
 }
 
 // ---- distributed, insights

@@ -4,6 +4,7 @@ import overviewFixture from "../__fixtures__/overview_resnet50.json";
 import { buildDonutOption, buildExecutionRows } from "./executionDonutOption";
 import { buildStepChartModel, buildStepChartOption } from "./stepChartOption";
 import { makeStepTooltipFormatter, pieTooltipFormatter } from "./tooltipFormatters";
+import { RESNET_CATEGORY_LABELS } from "../testing/overview";
 
 const overview = overviewFixture as unknown as OverviewReady;
 const EVIL = "<img src=x onerror=alert(1)>";
@@ -47,16 +48,7 @@ describe("step chart option", () => {
     const model = buildStepChartModel(overview);
     expect(model.unit.label).toBe("ms");
     expect(model.stepNames).toEqual(["5", "6", "7", "8", "9", "10"]);
-    expect(model.series.map((s) => s.name)).toEqual([
-      "Kernel",
-      "Memcpy",
-      "Memset",
-      "Communication",
-      "Runtime",
-      "DataLoader",
-      "CPU Exec",
-      "Other",
-    ]);
+    expect(model.series.map((s) => s.name)).toEqual(RESNET_CATEGORY_LABELS);
     const dataloader = model.series.find((s) => s.key === "dataloader_us");
     expect(dataloader?.values).toEqual([69.317, 57.669, 61.257, 56.453, 62.69, 48.185]);
     // The stacked values of each step add up to its total.

@@ -3,6 +3,7 @@
 import { useCallback, useState } from "react";
 import type { SortOrder } from "../api/types";
 import type { TablePage } from "../components/PagedTable";
+import { toggled } from "../util/sets";
 
 /** The paging fields of a server's table answer. */
 export interface ServerPage<Row> {
@@ -62,16 +63,7 @@ export function useServerTable(limit: number, onPage?: () => void): ServerTable 
 /** The set of expanded row keys, with a toggle for one key and a reset that collapses all. */
 export function useExpanded(): { expanded: Set<string>; toggle: (key: string) => void; collapse: () => void } {
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
-  const toggle = useCallback(
-    (key: string) =>
-      setExpanded((prev) => {
-        const next = new Set(prev);
-        if (next.has(key)) next.delete(key);
-        else next.add(key);
-        return next;
-      }),
-    [],
-  );
+  const toggle = useCallback((key: string) => setExpanded((prev) => toggled(prev, key)), []);
   const collapse = useCallback(() => setExpanded(new Set()), []);
   return { expanded, toggle, collapse };
 }

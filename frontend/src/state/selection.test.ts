@@ -5,6 +5,13 @@ import { findSpan, isAnythingLoading, resolveSelection } from "./selection";
 
 const data = runsFixture as RunsResponse;
 
+function sel(run: string, worker: string, span: string): { run: string; worker: string; span: string } {
+  return { run, worker, span };
+}
+
+/** The first run, worker and span of the fixture. */
+const FIRST = sel("resnet50_num_workers_0", "worker0", "1");
+
 describe("resolveSelection", () => {
   it("keeps a selection that exists, odd characters included", () => {
     expect(
@@ -13,38 +20,18 @@ describe("resolveSelection", () => {
   });
 
   it("falls back to the first run, worker and span when the hash is empty", () => {
-    expect(resolveSelection(data.runs, {})).toEqual({
-      run: "resnet50_num_workers_0",
-      worker: "worker0",
-      span: "1",
-    });
+    expect(resolveSelection(data.runs, {})).toEqual(FIRST);
   });
 
   it("falls back to the first run when the run is unknown", () => {
-    expect(resolveSelection(data.runs, { run: "gone", worker: "host-a_123", span: "7" })).toEqual({
-      run: "resnet50_num_workers_0",
-      worker: "worker0",
-      span: "1",
-    });
+    expect(resolveSelection(data.runs, sel("gone", "host-a_123", "7"))).toEqual(sel(FIRST.run, "worker0", "1"));
     // Worker and span names that exist in the fallback run are still honoured.
-    expect(resolveSelection(data.runs, { run: "gone", worker: "worker0", span: "2" })).toEqual({
-      run: "resnet50_num_workers_0",
-      worker: "worker0",
-      span: "2",
-    });
+    expect(resolveSelection(data.runs, sel("gone", "worker0", "2"))).toEqual(sel(FIRST.run, "worker0", "2"));
   });
 
   it("keeps the run and falls back one level at a time", () => {
-    expect(resolveSelection(data.runs, { run: "resnet50_num_workers_0", worker: "worker1", span: "9" })).toEqual({
-      run: "resnet50_num_workers_0",
-      worker: "worker1",
-      span: "1",
-    });
-    expect(resolveSelection(data.runs, { run: "resnet50_num_workers_0", worker: "nope", span: "2" })).toEqual({
-      run: "resnet50_num_workers_0",
-      worker: "worker0",
-      span: "2",
-    });
+    expect(resolveSelection(data.runs, sel(FIRST.run, "worker1", "9"))).toEqual(sel(FIRST.run, "worker1", "1"));
+    expect(resolveSelection(data.runs, sel(FIRST.run, "nope", "2"))).toEqual(sel(FIRST.run, "worker0", "2"));
   });
 
   it("returns null when there is nothing to select", () => {

@@ -6,6 +6,7 @@ import diffL2 from "../../__fixtures__/diff/diff_l2.json";
 import diffRoot from "../../__fixtures__/diff/diff_root.json";
 import runsFixture from "../../__fixtures__/diff/runs.json";
 import { DiffView } from "./DiffView";
+import { json, resetPage, stubFetch } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { testId?: string; option: { series?: { data?: unknown[] }[]; yAxis?: { data?: unknown[] } } }) => (
@@ -20,13 +21,8 @@ vi.mock("../../components/EChart", () => ({
 const runs = (runsFixture as unknown as RunsResponse).runs;
 let requests: string[] = [];
 
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
-}
-
 function serve(): void {
-  vi.stubGlobal("fetch", async (input: string) => {
-    requests.push(input);
+  stubFetch((input) => {
     if (!input.startsWith("diff?")) return json({ error: "not found" }, 404);
     const q = new URLSearchParams(input.slice(5));
     const path = q.get("path");
@@ -34,7 +30,7 @@ function serve(): void {
     if (path === '["ProfilerStep"]') return json(diffL1);
     if (path === '["ProfilerStep","enumerate(DataLoader)"]') return json(diffL2);
     return json({ ...diffRoot, path: JSON.parse(path), operators: [] });
-  });
+  }, requests);
 }
 
 function pathOf(url: string): string | null {
@@ -43,8 +39,7 @@ function pathOf(url: string): string | null {
 
 beforeEach(async () => {
   requests = [];
-  window.history.replaceState(null, "", "/data/plugin_entry.html?name=kinetoscope#run=nw0&worker=worker0&span=1&view=diff");
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  await resetPage("#run=nw0&worker=worker0&span=1&view=diff");
 });
 
 afterEach(() => {

@@ -1,15 +1,11 @@
 // The Distributed tab's tables: ranks, collectives, a rank's communication ops, devices.
 import type { Arrival, DistributedData, RankRow } from "../../api/types";
 import { distributedText } from "../../components/ConfigurationCard";
-import { InfoTooltip } from "../../components/InfoTooltip";
+import { DataTable, Th } from "../../components/DataTable";
 import { DIST_DEFS } from "./definitions";
 import { gbpsText } from "./model";
 import { formatBytes, formatDuration, formatGiB, formatNumber, formatPct, formatText } from "../../util/format";
 import { gpuGeneration } from "../../util/gpuGeneration";
-
-export function Th({ label, tip, num = true }: { label: string; tip?: string; num?: boolean }) {
-  return <th className={num ? "num" : undefined}>{tip ? <InfoTooltip label={label} text={tip} /> : label}</th>;
-}
 
 export function RankTable({
   ranks,
@@ -26,56 +22,54 @@ export function RankTable({
   onSelect: (rank: number) => void;
 }) {
   return (
-    <div className="table-scroll">
-      <table className="data-table" data-testid="rank-table">
-        <thead>
-          <tr>
-            <Th label="Rank" num={false} tip={DIST_DEFS.straggler} />
-            <Th label="Worker" num={false} />
-            <Th label="Computation" tip={DIST_DEFS.computation} />
-            <Th label="Overlap" tip={DIST_DEFS.overlap} />
-            <Th label="Communication" tip={DIST_DEFS.communication} />
-            <Th label="Other" tip={DIST_DEFS.other} />
-            <Th label="Step time" />
-            <Th label="Transfer" tip={DIST_DEFS.transfer} />
-            <Th label="Sync" tip={DIST_DEFS.sync} />
-            <Th label="Latency" tip={DIST_DEFS.latency} />
-            <Th label="Last at" tip={DIST_DEFS.lastAt} />
-            <Th label="Others waited" tip={DIST_DEFS.waited} />
+    <DataTable
+      testId="rank-table"
+      head={
+        <>
+          <Th label="Rank" num={false} tip={DIST_DEFS.straggler} />
+          <Th label="Worker" num={false} />
+          <Th label="Computation" tip={DIST_DEFS.computation} />
+          <Th label="Overlap" tip={DIST_DEFS.overlap} />
+          <Th label="Communication" tip={DIST_DEFS.communication} />
+          <Th label="Other" tip={DIST_DEFS.other} />
+          <Th label="Step time" />
+          <Th label="Transfer" tip={DIST_DEFS.transfer} />
+          <Th label="Sync" tip={DIST_DEFS.sync} />
+          <Th label="Latency" tip={DIST_DEFS.latency} />
+          <Th label="Last at" tip={DIST_DEFS.lastAt} />
+          <Th label="Others waited" tip={DIST_DEFS.waited} />
+        </>
+      }
+    >
+      {ranks.map((r) => {
+        const straggler = stragglers.has(r.rank);
+        const arrival = arrivals.get(r.rank);
+        const cls = ["clickable-row", straggler ? "rank-row-straggler" : "", selected === r.rank ? "rank-row-selected" : ""].filter(Boolean).join(" ");
+        return (
+          <tr key={r.rank} className={cls} data-testid="rank-row" data-rank={r.rank} onClick={() => onSelect(r.rank)}>
+            <td>
+              {r.rank}
+              {straggler ? (
+                <span className="straggler-badge" data-testid="straggler-badge" title={arrival ? arrival.text : DIST_DEFS.straggler}>
+                  straggler
+                </span>
+              ) : null}
+            </td>
+            <td className="cell-code">{r.worker}</td>
+            <td className="num">{formatDuration(r.computation_us)}</td>
+            <td className="num">{formatDuration(r.overlap_us)}</td>
+            <td className="num">{formatDuration(r.communication_us)}</td>
+            <td className="num">{formatDuration(r.other_us)}</td>
+            <td className="num">{formatDuration(r.total_us)}</td>
+            <td className="num">{formatDuration(r.transfer_us)}</td>
+            <td className="num">{formatDuration(r.sync_us)}</td>
+            <td className="num">{formatDuration(r.latency_us)}</td>
+            <td className="num">{arrival ? `${formatNumber(arrival.last)} / ${formatNumber(arrival.instances)}` : "\u2013"}</td>
+            <td className="num">{arrival && arrival.last > 0 ? formatDuration(arrival.wait_mean_us) : "\u2013"}</td>
           </tr>
-        </thead>
-        <tbody>
-          {ranks.map((r) => {
-            const straggler = stragglers.has(r.rank);
-            const arrival = arrivals.get(r.rank);
-            const cls = ["clickable-row", straggler ? "rank-row-straggler" : "", selected === r.rank ? "rank-row-selected" : ""].filter(Boolean).join(" ");
-            return (
-              <tr key={r.rank} className={cls} data-testid="rank-row" data-rank={r.rank} onClick={() => onSelect(r.rank)}>
-                <td>
-                  {r.rank}
-                  {straggler ? (
-                    <span className="straggler-badge" data-testid="straggler-badge" title={arrival ? arrival.text : DIST_DEFS.straggler}>
-                      straggler
-                    </span>
-                  ) : null}
-                </td>
-                <td className="cell-code">{r.worker}</td>
-                <td className="num">{formatDuration(r.computation_us)}</td>
-                <td className="num">{formatDuration(r.overlap_us)}</td>
-                <td className="num">{formatDuration(r.communication_us)}</td>
-                <td className="num">{formatDuration(r.other_us)}</td>
-                <td className="num">{formatDuration(r.total_us)}</td>
-                <td className="num">{formatDuration(r.transfer_us)}</td>
-                <td className="num">{formatDuration(r.sync_us)}</td>
-                <td className="num">{formatDuration(r.latency_us)}</td>
-                <td className="num">{arrival ? `${formatNumber(arrival.last)} / ${formatNumber(arrival.instances)}` : "\u2013"}</td>
-                <td className="num">{arrival && arrival.last > 0 ? formatDuration(arrival.wait_mean_us) : "\u2013"}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </div>
+        );
+      })}
+    </DataTable>
   );
 }
 
@@ -101,9 +95,11 @@ export function CollectivesTable({ view }: { view: DistributedData }) {
   return (
     <div className="table-scroll">
       <MatchingSummary view={view} />
-      <table className="data-table" data-testid="collectives-table">
-        <thead>
-          <tr>
+      <DataTable
+        scroll={false}
+        testId="collectives-table"
+        head={
+          <>
             <Th label="Collective" num={false} />
             <Th label="Calls" />
             <Th label="Bytes" />
@@ -112,25 +108,24 @@ export function CollectivesTable({ view }: { view: DistributedData }) {
             <Th label="Sync" tip={DIST_DEFS.sync} />
             <Th label="Algbw" tip={DIST_DEFS.algbw} />
             <Th label="Busbw" tip={DIST_DEFS.busbw} />
+          </>
+        }
+      >
+        {view.collectives.map((c, i) => (
+          <tr key={`${c.name}\u0000${i}`} data-testid="collective-row">
+            <td className="cell-code">{c.name}</td>
+            <td className="num">{formatNumber(c.calls)}</td>
+            <td className="num">{formatBytes(c.bytes)}</td>
+            <td className="num">{formatNumber(c.group_size)}</td>
+            <td className="num">{formatDuration(c.transfer_us)}</td>
+            <td className="num">{formatDuration(c.sync_us)}</td>
+            <td className="num">{gbpsText(c.algbw_gbps)}</td>
+            <td className="num" title={c.bus_factor !== undefined ? `algbw × ${c.bus_factor.toFixed(3)} (n = ${c.group_size ?? "?"})` : undefined}>
+              {gbpsText(c.busbw_gbps)}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {view.collectives.map((c, i) => (
-            <tr key={`${c.name}\u0000${i}`} data-testid="collective-row">
-              <td className="cell-code">{c.name}</td>
-              <td className="num">{formatNumber(c.calls)}</td>
-              <td className="num">{formatBytes(c.bytes)}</td>
-              <td className="num">{formatNumber(c.group_size)}</td>
-              <td className="num">{formatDuration(c.transfer_us)}</td>
-              <td className="num">{formatDuration(c.sync_us)}</td>
-              <td className="num">{gbpsText(c.algbw_gbps)}</td>
-              <td className="num" title={c.bus_factor !== undefined ? `algbw × ${c.bus_factor.toFixed(3)} (n = ${c.group_size ?? "?"})` : undefined}>
-                {gbpsText(c.busbw_gbps)}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
     </div>
   );
 }
@@ -151,34 +146,32 @@ export function CommOpsTable({ ranks, current, onSelect }: { ranks: RankRow[]; c
       {!current || current.comm_ops.length === 0 ? (
         <p className="muted">This rank has no communication ops.</p>
       ) : (
-        <div className="table-scroll">
-          <table className="data-table" data-testid="comm-ops-table">
-            <thead>
-              <tr>
-                <Th label="Op" num={false} />
-                <Th label="Calls" />
-                <Th label="Total size" />
-                <Th label="Mean size" />
-                <Th label="Latency" tip={DIST_DEFS.latency} />
-                <Th label="Transfer" tip={DIST_DEFS.transfer} />
-                <Th label="Sync" tip={DIST_DEFS.sync} />
-              </tr>
-            </thead>
-            <tbody>
-              {current.comm_ops.map((o, i) => (
-                <tr key={`${o.name}\u0000${i}`} data-testid="comm-op-row">
-                  <td className="cell-code">{o.name}</td>
-                  <td className="num">{formatNumber(o.calls)}</td>
-                  <td className="num">{formatBytes(o.total_bytes)}</td>
-                  <td className="num">{formatBytes(o.mean_bytes === null ? null : Math.round(o.mean_bytes))}</td>
-                  <td className="num">{formatDuration(o.latency_us)}</td>
-                  <td className="num">{formatDuration(o.transfer_us)}</td>
-                  <td className="num">{formatDuration(o.sync_us)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          testId="comm-ops-table"
+          head={
+            <>
+              <Th label="Op" num={false} />
+              <Th label="Calls" />
+              <Th label="Total size" />
+              <Th label="Mean size" />
+              <Th label="Latency" tip={DIST_DEFS.latency} />
+              <Th label="Transfer" tip={DIST_DEFS.transfer} />
+              <Th label="Sync" tip={DIST_DEFS.sync} />
+            </>
+          }
+        >
+          {current.comm_ops.map((o, i) => (
+            <tr key={`${o.name}\u0000${i}`} data-testid="comm-op-row">
+              <td className="cell-code">{o.name}</td>
+              <td className="num">{formatNumber(o.calls)}</td>
+              <td className="num">{formatBytes(o.total_bytes)}</td>
+              <td className="num">{formatBytes(o.mean_bytes === null ? null : Math.round(o.mean_bytes))}</td>
+              <td className="num">{formatDuration(o.latency_us)}</td>
+              <td className="num">{formatDuration(o.transfer_us)}</td>
+              <td className="num">{formatDuration(o.sync_us)}</td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </>
   );
@@ -187,50 +180,48 @@ export function CommOpsTable({ ranks, current, onSelect }: { ranks: RankRow[]; c
 /** Each rank's GPUs, as the server sends them with the rank (the very rows of that rank's Overview). */
 export function DeviceTable({ ranks }: { ranks: RankRow[] }) {
   return (
-    <div className="table-scroll">
-      <table className="data-table" data-testid="device-table">
-        <thead>
-          <tr>
-            <Th label="Rank" num={false} />
-            <Th label="Worker" num={false} />
-            <Th label="Backend" num={false} />
-            <Th label="GPU" num={false} />
-            <Th label="Name" num={false} />
-            <Th label="Memory" />
-            <Th label="Compute capability / arch." />
-            <Th label="Utilization" />
+    <DataTable
+      testId="device-table"
+      head={
+        <>
+          <Th label="Rank" num={false} />
+          <Th label="Worker" num={false} />
+          <Th label="Backend" num={false} />
+          <Th label="GPU" num={false} />
+          <Th label="Name" num={false} />
+          <Th label="Memory" />
+          <Th label="Compute capability / arch." />
+          <Th label="Utilization" />
+        </>
+      }
+    >
+      {ranks.flatMap((row) => {
+        if (row.gpus === undefined) {
+          return [
+            <tr key={`${row.rank}`} data-testid="device-row">
+              <td>{row.rank}</td>
+              <td className="cell-code">{row.worker}</td>
+              <td colSpan={6} className="muted">
+                not sent by this server
+              </td>
+            </tr>,
+          ];
+        }
+        const backend = distributedText(row.distributed ?? null);
+        const gpus = row.gpus.length > 0 ? row.gpus : [null];
+        return gpus.map((g, i) => (
+          <tr key={`${row.rank}:${g?.id ?? i}`} data-testid="device-row">
+            <td>{row.rank}</td>
+            <td className="cell-code">{row.worker}</td>
+            <td>{backend}</td>
+            <td>{g ? formatNumber(g.id) : "\u2013"}</td>
+            <td>{formatText(g?.name ?? null)}</td>
+            <td className="num">{formatGiB(g?.memory_bytes ?? null)}</td>
+            <td className="num">{g ? gpuGeneration(g).value : "\u2013"}</td>
+            <td className="num">{formatPct(g?.utilization_pct ?? null)}</td>
           </tr>
-        </thead>
-        <tbody>
-          {ranks.flatMap((row) => {
-            if (row.gpus === undefined) {
-              return [
-                <tr key={`${row.rank}`} data-testid="device-row">
-                  <td>{row.rank}</td>
-                  <td className="cell-code">{row.worker}</td>
-                  <td colSpan={6} className="muted">
-                    not sent by this server
-                  </td>
-                </tr>,
-              ];
-            }
-            const backend = distributedText(row.distributed ?? null);
-            const gpus = row.gpus.length > 0 ? row.gpus : [null];
-            return gpus.map((g, i) => (
-              <tr key={`${row.rank}:${g?.id ?? i}`} data-testid="device-row">
-                <td>{row.rank}</td>
-                <td className="cell-code">{row.worker}</td>
-                <td>{backend}</td>
-                <td>{g ? formatNumber(g.id) : "\u2013"}</td>
-                <td>{formatText(g?.name ?? null)}</td>
-                <td className="num">{formatGiB(g?.memory_bytes ?? null)}</td>
-                <td className="num">{g ? gpuGeneration(g).value : "\u2013"}</td>
-                <td className="num">{formatPct(g?.utilization_pct ?? null)}</td>
-              </tr>
-            ));
-          })}
-        </tbody>
-      </table>
-    </div>
+        ));
+      })}
+    </DataTable>
   );
 }

@@ -4,6 +4,7 @@ import distFixture from "../../__fixtures__/distributed/distributed_dlrm.json";
 import distNull from "../../__fixtures__/distributed/distributed_null.json";
 import overviewRank0 from "../../__fixtures__/distributed/overview_dlrm_rank0.json";
 import { DistributedView } from "./DistributedView";
+import { json, query, stubFetch } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { testId?: string; ariaLabel: string; option: { xAxis?: { data?: string[] }; series?: { name?: string }[] } }) => (
@@ -18,18 +19,8 @@ vi.mock("../../components/EChart", () => ({
 
 let requests: string[] = [];
 
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
-}
-
-function query(url: string): URLSearchParams {
-  return new URLSearchParams(url.slice(url.indexOf("?") + 1));
-}
-
 beforeEach(() => {
-  requests = [];
-  vi.stubGlobal("fetch", async (url: string) => {
-    requests.push(url);
+  requests = stubFetch((url) => {
     if (url.startsWith("distributed?")) {
       const span = query(url).get("span");
       // the real job has one span; span 2 is the server's real "view: null" answer

@@ -4,6 +4,7 @@ import insightsH100 from "../../__fixtures__/distributed/insights_h100.json";
 import insightsDlrm from "../../__fixtures__/distributed/insights_dlrm_rank0.json";
 import { InsightsCard } from "./InsightsCard";
 import { InsightsView } from "./InsightsView";
+import { json, stubFetch } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { testId?: string; option: { xAxis?: { data?: string[] }; series?: { data?: unknown[] }[] } }) => (
@@ -17,14 +18,8 @@ vi.mock("../../components/EChart", () => ({
 
 let requests: string[] = [];
 
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
-}
-
 beforeEach(() => {
-  requests = [];
-  vi.stubGlobal("fetch", async (url: string) => {
-    requests.push(url);
+  requests = stubFetch((url) => {
     if (url.startsWith("insights?")) return json(url.includes("run=h100") ? insightsH100 : insightsDlrm);
     return json({ error: "not found" }, 404);
   });

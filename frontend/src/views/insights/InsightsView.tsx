@@ -20,6 +20,7 @@ import { shareText } from "../distributed/model";
 import { Stat } from "./Stat";
 import { useDistributedStyles } from "../distributed/useDistributedStyles";
 import { formatDuration, formatNumber } from "../../util/format";
+import { DataTable, Th } from "../../components/DataTable";
 
 export function InsightsView({ selection, theme }: { selection: Selection; theme: Theme }) {
   useDistributedStyles();
@@ -154,36 +155,32 @@ export function InsightsContent({ data, theme }: { data: InsightsReady; theme: T
         {data.syncs.by_operator.length === 0 ? (
           <p className="muted">No host synchronization in this trace.</p>
         ) : (
-          <div className="table-scroll">
-            <table className="data-table" data-testid="sync-table">
-              <thead>
-                <tr>
-                  <th>Operator</th>
-                  <th className="num">Calls</th>
-                  <th className="num">Sync time</th>
-                  <th className="num">
-                    <InfoTooltip label="GPU idle after" text={INSIGHT_DEFS.gpuIdleAfter} />
-                  </th>
-                  <th>APIs</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.syncs.by_operator.map((r, i) => (
-                  <tr key={`${r.op}\u0000${i}`}>
-                    <td className="cell-code">{r.op}</td>
-                    <td className="num">{formatNumber(r.calls)}</td>
-                    <td className="num">{formatDuration(r.sync_us)}</td>
-                    <td className="num">{formatDuration(r.gpu_idle_after_us)}</td>
-                    <td>
-                      {Object.entries(r.apis)
-                        .map(([api, n]) => `${api} ×${n}`)
-                        .join(", ")}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            testId="sync-table"
+            head={
+              <>
+                <Th label="Operator" num={false} />
+                <Th label="Calls" />
+                <Th label="Sync time" />
+                <Th label="GPU idle after" tip={INSIGHT_DEFS.gpuIdleAfter} />
+                <Th label="APIs" num={false} />
+              </>
+            }
+          >
+            {data.syncs.by_operator.map((r, i) => (
+              <tr key={`${r.op}\u0000${i}`}>
+                <td className="cell-code">{r.op}</td>
+                <td className="num">{formatNumber(r.calls)}</td>
+                <td className="num">{formatDuration(r.sync_us)}</td>
+                <td className="num">{formatDuration(r.gpu_idle_after_us)}</td>
+                <td>
+                  {Object.entries(r.apis)
+                    .map(([api, n]) => `${api} ×${n}`)
+                    .join(", ")}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         )}
       </Card>
     </>

@@ -11,6 +11,7 @@ import { InsightsCard } from "./InsightsCard";
 import { streamIdleOption } from "../distributed/charts";
 import { InsightsContent } from "./InsightsView";
 import { Overview } from "../overview/Overview";
+import { json, stubFetch } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { testId?: string }) => <div data-testid={props.testId ?? "echart"} />,
@@ -20,7 +21,7 @@ const dlrm = insightsDlrm as unknown as InsightsReady;
 const h100 = insightsH100 as unknown as InsightsReady;
 
 beforeEach(() => {
-  vi.stubGlobal("fetch", async () => new Response(JSON.stringify(dlrm), { status: 200, headers: { "Content-Type": "application/json" } }));
+  stubFetch(() => json(dlrm));
 });
 
 afterEach(() => {

@@ -5,12 +5,12 @@ import { tableCsvUrl, tableUrl, type TableQuery } from "../../api/routes";
 import type { KernelGroupBy, KernelRow, KernelsReady, Selection } from "../../api/types";
 import { Card } from "../../components/Card";
 import { ErrorBoundary } from "../../components/ErrorBoundary";
-import { CsvLink, SelectField, TextField } from "../../components/Fields";
 import { PagedTable, type Column } from "../../components/PagedTable";
 import { traceColumn } from "../../components/ShowInTrace";
 import { RemoteStatus } from "../../components/RemoteStatus";
+import { TableToolbar } from "../../components/TableToolbar";
 import { TopDonut } from "../../components/TopDonut";
-import { useDebounced } from "../../hooks/useDebounced";
+import { useSearchBox } from "../../hooks/useSearchBox";
 import { remoteData, useRemote } from "../../hooks/useRemote";
 import { useServerTable } from "../../hooks/useServerTable";
 import type { Theme } from "../../hooks/useTheme";
@@ -68,10 +68,10 @@ export function KernelView({
   const [groupBy, setGroupBy] = useState<KernelGroupBy>("kernel");
   const table = useServerTable(PAGE_SIZE);
   const { offset, setOffset } = table;
-  const [searchText, setSearchText] = useState("");
-  const [opSearchText, setOpSearchText] = useState("");
-  const search = useDebounced(searchText.trim(), 250);
-  const opSearch = useDebounced(opSearchText.trim(), 250);
+  const kernelBox = useSearchBox(() => setOffset(0));
+  const opBox = useSearchBox(() => setOffset(0));
+  const search = kernelBox.search;
+  const opSearch = opBox.search;
 
   const query: TableQuery = {
     group_by: groupBy,
@@ -102,39 +102,15 @@ export function KernelView({
 
   return (
     <div className="table-view" data-testid="kernel-view">
-      <div className="view-controls">
-        <SelectField
-          label="Group by"
-          testId="kernel-group-by"
-          value={groupBy}
-          options={GROUPS}
-          onChange={(v) => {
-            setGroupBy(v as KernelGroupBy);
-            setOffset(0);
-          }}
-        />
-        <TextField
-          label="Kernel"
-          testId="kernel-search"
-          placeholder="kernel name"
-          value={searchText}
-          onChange={(v) => {
-            setSearchText(v);
-            setOffset(0);
-          }}
-        />
-        <TextField
-          label="Operator"
-          testId="kernel-op-search"
-          placeholder="operator name"
-          value={opSearchText}
-          onChange={(v) => {
-            setOpSearchText(v);
-            setOffset(0);
-          }}
-        />
-        <CsvLink href={csvUrl} />
-      </div>
+      <TableToolbar
+        groupBy={{ testId: "kernel-group-by", value: groupBy, options: GROUPS, onChange: setGroupBy }}
+        onEdit={() => setOffset(0)}
+        searches={[
+          { label: "Kernel", testId: "kernel-search", placeholder: "kernel name", box: kernelBox },
+          { label: "Operator", testId: "kernel-op-search", placeholder: "operator name", box: opBox },
+        ]}
+        csvUrl={csvUrl}
+      />
       <RemoteStatus state={state} what="kernel table" />
       {data ? (
         <>

@@ -10,6 +10,7 @@ import { PagedTable, type Column } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useDebounced } from "../../hooks/useDebounced";
 import { remoteData, useRemote } from "../../hooks/useRemote";
+import { useSearchBox } from "../../hooks/useSearchBox";
 import { useServerTable } from "../../hooks/useServerTable";
 import { DASH, formatBytes, formatDuration, formatNumber } from "../../util/format";
 import { DEFAULT_MEMORY_STAT_SORT, MEM_EVENT_DEFS, MEM_STAT_DEFS } from "./definitions";
@@ -44,10 +45,10 @@ export interface EventsProps {
 export function MemoryEvents({ selection, device, range, reason, selectedKey, onSelect }: EventsProps) {
   const [minText, setMinText] = useState("");
   const [maxText, setMaxText] = useState("");
-  const [searchText, setSearchText] = useState("");
+  const searchBox = useSearchBox();
+  const search = searchBox.search;
   const table = useServerTable(MEMORY_PAGE_SIZE);
   const { offset, setOffset } = table;
-  const search = useDebounced(searchText.trim(), 250);
   const minParsed = parseBytes(minText);
   const maxParsed = parseBytes(maxText);
   const min = useDebounced(minParsed === undefined ? null : minParsed, 250);
@@ -91,13 +92,7 @@ export function MemoryEvents({ selection, device, range, reason, selectedKey, on
               value={maxText}
               onChange={setMaxText}
             />
-            <TextField
-              label="Search"
-              testId="memory-events-search"
-              placeholder="operator name"
-              value={searchText}
-              onChange={setSearchText}
-            />
+            <TextField label="Search" testId="memory-events-search" placeholder="operator name" {...searchBox.field} />
             <CsvLink href={csv} testId="memory-events-csv" />
           </div>
           <RemoteStatus state={state} what="memory events" />
@@ -153,10 +148,10 @@ export function statColumns(): Column<MemoryStatRow>[] {
 }
 
 export function MemoryStats({ selection, device, range }: { selection: Selection; device: string; range: TimeRange | null }) {
-  const [searchText, setSearchText] = useState("");
+  const searchBox = useSearchBox();
+  const search = searchBox.search;
   const table = useServerTable(MEMORY_PAGE_SIZE);
   const { offset, setOffset } = table;
-  const search = useDebounced(searchText.trim(), 250);
   useEffect(() => setOffset(0), [setOffset, range, device, search]);
   const q = { device, range, search, ...table.query };
   const state = useRemote<MemoryStatsReady>(memoryStatsUrl(selection, { ...q, offset, limit: MEMORY_PAGE_SIZE }));
@@ -167,13 +162,7 @@ export function MemoryStats({ selection, device, range }: { selection: Selection
   return (
     <Card title="Memory statistics by operator">
       <div className="mem-controls">
-        <TextField
-          label="Search"
-          testId="memory-stats-search"
-          placeholder="operator name"
-          value={searchText}
-          onChange={setSearchText}
-        />
+        <TextField label="Search" testId="memory-stats-search" placeholder="operator name" {...searchBox.field} />
         <CsvLink href={csv} testId="memory-stats-csv" />
       </div>
       <RemoteStatus state={state} what="memory statistics" />

@@ -6,6 +6,7 @@ import statsFixture from "../../__fixtures__/memory/memory_stats.json";
 import { RECONSTRUCTED_NOTICE } from "./definitions";
 import { TEST_HOOKS_KEY } from "../../util/testHooks";
 import { MemoryView } from "./MemoryView";
+import { json, query, stubFetch } from "../../testing/fetch";
 
 vi.mock("./MemChart", () => ({
   MemChart: (props: { ariaLabel: string; testId?: string }) => <div data-testid={props.testId ?? "memchart"} aria-label={props.ariaLabel} />,
@@ -16,21 +17,11 @@ let requests: string[] = [];
 let memory: unknown = memoryFixture;
 let events: unknown = eventsFixture;
 
-function json(body: unknown): Response {
-  return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } });
-}
-
-function query(url: string): URLSearchParams {
-  return new URLSearchParams(url.slice(url.indexOf("?") + 1));
-}
-
 beforeEach(() => {
   window.localStorage.setItem(TEST_HOOKS_KEY, "1");
-  requests = [];
   memory = memoryFixture;
   events = eventsFixture;
-  vi.stubGlobal("fetch", async (url: string) => {
-    requests.push(url);
+  requests = stubFetch((url) => {
     if (url.startsWith("memory?")) return json(memory);
     if (url.startsWith("memory_events?")) return json(events);
     if (url.startsWith("memory_stats?")) return json(statsFixture);
@@ -98,13 +89,12 @@ describe("MemoryView", () => {
       devices: fixture.devices.map((d) => ({ ...d, range_peak_allocated_bytes: 1048576, range_peak_allocated_ts: 2500,
                                               range_peak_reserved_bytes: 2097152 })),
     };
-    vi.stubGlobal("fetch", async (url: string) => {
-      requests.push(url);
+    stubFetch((url) => {
       if (url.startsWith("memory?")) return json(query(url).has("start_us") ? ranged : memory);
       if (url.startsWith("memory_events?")) return json(events);
       if (url.startsWith("memory_stats?")) return json(statsFixture);
       return new Response("{}", { status: 404 });
-    });
+    }, requests);
     render(<MemoryView selection={SEL} theme="light" />);
     await screen.findByTestId("memory-events-table");
     expect(screen.getByTestId("memory-peak-allocated").textContent).toBe("96.6 MiB");

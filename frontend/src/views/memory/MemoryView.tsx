@@ -1,7 +1,7 @@
 // The Memory view of one trace file: device selector, the allocated/reserved step curve with its peak,
 // a drag-selected time range that filters the events and statistics tables (and zooms the curve, which
 // is refetched at that window so peaks stay exact), and the two server-paged tables with CSV links.
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { memoryUrl, type TimeRange } from "../../api/routes";
 import type { MemoryEventRow, MemoryReady } from "../../api/types";
 import type { Selection } from "../../api/types";
@@ -41,6 +41,16 @@ declare global {
 interface MemoryViewProps {
   selection: Selection;
   theme: Theme;
+}
+
+/** One term of the curve's summary list: its label and its value. */
+function SummaryItem({ label, testId, children }: { label: string; testId?: string; children: ReactNode }) {
+  return (
+    <div>
+      <dt>{label}</dt>
+      <dd data-testid={testId}>{children}</dd>
+    </div>
+  );
 }
 
 export function MemoryView({ selection, theme }: MemoryViewProps) {
@@ -154,22 +164,13 @@ export function MemoryView({ selection, theme }: MemoryViewProps) {
           </Notice>
         ) : null}
         <dl className="mem-summary">
-          <div>
-            <dt>{range ? "Peak allocated in range" : "Peak allocated"}</dt>
-            <dd data-testid="memory-peak-allocated">
-              {formatBytes(range ? dev.range_peak_allocated_bytes : dev.peak_allocated_bytes)}
-            </dd>
-          </div>
-          <div>
-            <dt>at</dt>
-            <dd>{formatDuration(range ? dev.range_peak_allocated_ts : dev.peak_allocated_ts)}</dd>
-          </div>
-          <div>
-            <dt>{range ? "Peak reserved in range" : "Peak reserved"}</dt>
-            <dd data-testid="memory-peak-reserved">
-              {formatBytes(range ? dev.range_peak_reserved_bytes : dev.peak_reserved_bytes)}
-            </dd>
-          </div>
+          <SummaryItem label={range ? "Peak allocated in range" : "Peak allocated"} testId="memory-peak-allocated">
+            {formatBytes(range ? dev.range_peak_allocated_bytes : dev.peak_allocated_bytes)}
+          </SummaryItem>
+          <SummaryItem label="at">{formatDuration(range ? dev.range_peak_allocated_ts : dev.peak_allocated_ts)}</SummaryItem>
+          <SummaryItem label={range ? "Peak reserved in range" : "Peak reserved"} testId="memory-peak-reserved">
+            {formatBytes(range ? dev.range_peak_reserved_bytes : dev.peak_reserved_bytes)}
+          </SummaryItem>
         </dl>
         <ErrorBoundary title="The memory curve failed to render">
           {option ? (

@@ -4,13 +4,14 @@ import { useMemo, useState } from "react";
 import { modulesUrl } from "../../api/routes";
 import type { ModuleNode, ModulesReady, Selection } from "../../api/types";
 import { Card } from "../../components/Card";
-import { InfoTooltip } from "../../components/InfoTooltip";
 import { Notice } from "../../components/Notice";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { formatDuration, formatNumber } from "../../util/format";
 import { ancestorIds, flameLayout, flattenTree, idsToDepth, type NodeId } from "../../util/moduleTree";
 import { MODULE_DEFS } from "../../util/tableDefinitions";
+import { toggled } from "../../util/sets";
+import { DataTable, Th } from "../../components/DataTable";
 
 const ROW_PX = 22;
 const PALETTE = ["#f5a45d", "#f28e2b", "#edc948", "#e8a838", "#f1b26b", "#d98c3a"];
@@ -47,13 +48,7 @@ export function ModuleView({ modules }: { modules: ModuleNode[] }) {
   const rects = useMemo(() => flameLayout(modules, focus), [modules, focus]);
   const depth = rects.reduce((m, r) => Math.max(m, r.depth + 1), 0);
 
-  const toggle = (id: NodeId) =>
-    setExpanded((prev) => {
-      const next = new Set(prev);
-      if (next.has(id)) next.delete(id);
-      else next.add(id);
-      return next;
-    });
+  const toggle = (id: NodeId) => setExpanded((prev) => toggled(prev, id));
   const focusOn = (id: NodeId | null) => {
     setFocus(id);
     if (id !== null)
@@ -99,49 +94,46 @@ export function ModuleView({ modules }: { modules: ModuleNode[] }) {
         </div>
       </Card>
       <Card title="Modules">
-        <div className="table-scroll">
-          <table className="data-table tree-table" data-testid="module-table">
-            <thead>
-              <tr>
-                <th>Module</th>
-                {METRICS.map((k) => (
-                  <th key={k} className="num">
-                    <InfoTooltip label={LABELS[k]} text={MODULE_DEFS[k]} />
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.id} data-testid="module-row" data-id={r.id} className={r.id === focus ? "focused" : undefined}>
-                  <td className="name" style={{ paddingLeft: 6 + r.depth * 16 }}>
-                    {r.hasChildren ? (
-                      <button
-                        type="button"
-                        className="toggle"
-                        data-testid="module-expand"
-                        aria-expanded={r.expanded}
-                        onClick={() => toggle(r.id)}
-                      >
-                        {r.expanded ? "▾" : "▸"}
-                      </button>
-                    ) : (
-                      <span className="toggle-spacer" />
-                    )}
-                    <button type="button" className="link-button module-name" onClick={() => focusOn(r.id)}>
-                      {r.node.name}
-                    </button>
-                  </td>
-                  {METRICS.map((k) => (
-                    <td key={k} className="num">
-                      {metric(r.node, k)}
-                    </td>
-                  ))}
-                </tr>
+        <DataTable
+          className="tree-table"
+          testId="module-table"
+          head={
+            <>
+              <Th label="Module" num={false} />
+              {METRICS.map((k) => (
+                <Th key={k} label={LABELS[k]} tip={MODULE_DEFS[k]} />
               ))}
-            </tbody>
-          </table>
-        </div>
+            </>
+          }
+        >
+          {rows.map((r) => (
+            <tr key={r.id} data-testid="module-row" data-id={r.id} className={r.id === focus ? "focused" : undefined}>
+              <td className="name" style={{ paddingLeft: 6 + r.depth * 16 }}>
+                {r.hasChildren ? (
+                  <button
+                    type="button"
+                    className="toggle"
+                    data-testid="module-expand"
+                    aria-expanded={r.expanded}
+                    onClick={() => toggle(r.id)}
+                  >
+                    {r.expanded ? "▾" : "▸"}
+                  </button>
+                ) : (
+                  <span className="toggle-spacer" />
+                )}
+                <button type="button" className="link-button module-name" onClick={() => focusOn(r.id)}>
+                  {r.node.name}
+                </button>
+              </td>
+              {METRICS.map((k) => (
+                <td key={k} className="num">
+                  {metric(r.node, k)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </DataTable>
       </Card>
     </div>
   );

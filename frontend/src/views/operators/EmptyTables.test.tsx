@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import kernelsFixture from "../../__fixtures__/kernels_resnet50.json";
 import type { Selection } from "../../api/types";
 import { KernelView } from "../kernels/KernelView";
+import { json, stubFetch } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({ EChart: (props: { testId?: string }) => <div data-testid={props.testId} /> }));
 
@@ -13,12 +14,7 @@ afterEach(() => vi.unstubAllGlobals());
 
 describe("empty tables", () => {
   it("GPU Kernel table of a trace without kernels, then with a filter that matches nothing", async () => {
-    vi.stubGlobal("fetch", async () =>
-      new Response(JSON.stringify({ ...kernelsFixture, total_rows: 0, rows: [], top: [] }), {
-        status: 200,
-        headers: { "Content-Type": "application/json" },
-      }),
-    );
+    stubFetch(() => json({ ...kernelsFixture, total_rows: 0, rows: [], top: [] }));
     render(<KernelView selection={SEL} theme="light" />);
     const table = await screen.findByTestId("kernel-table");
     expect(table.querySelector("td.empty")?.textContent).toBe("This trace has no GPU kernels.");

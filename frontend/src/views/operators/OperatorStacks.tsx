@@ -4,6 +4,7 @@ import type { OperatorStacksReady, Selection, StackFrame } from "../../api/types
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { formatDuration, formatNumber } from "../../util/format";
+import { toggled } from "../../util/sets";
 
 interface OperatorStacksProps {
   selection: Selection;
@@ -19,13 +20,7 @@ export function OperatorStacks({ selection, rowKey, groupBy, onGoto }: OperatorS
   if (state.kind !== "ready") return <RemoteStatus state={state} what="call stacks" />;
   const stacks = state.data.stacks;
   if (stacks.length === 0) return <div className="muted">No call stacks recorded (profile with with_stack=True).</div>;
-  const toggle = (i: number) =>
-    setOpen((prev) => {
-      const next = new Set(prev);
-      if (next.has(i)) next.delete(i);
-      else next.add(i);
-      return next;
-    });
+  const toggle = (i: number) => setOpen((prev) => toggled(prev, i));
   return (
     <ol className="stacks" data-testid="stacks">
       {stacks.map((s, i) => (

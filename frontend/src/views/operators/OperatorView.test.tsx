@@ -5,6 +5,7 @@ import operatorsFixture from "../../__fixtures__/operators_resnet50.json";
 import stacksFixture from "../../__fixtures__/operator_stacks_conv2d.json";
 import { KernelView } from "../kernels/KernelView";
 import { OperatorView } from "./OperatorView";
+import { json, query, stubFetch } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { ariaLabel: string }) => <div data-testid="echart" aria-label={props.ariaLabel} />,
@@ -13,14 +14,8 @@ vi.mock("../../components/EChart", () => ({
 const SEL = { run: "resnet50", worker: "worker0", span: "1" };
 let requests: string[] = [];
 
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
-}
-
 beforeEach(() => {
-  requests = [];
-  vi.stubGlobal("fetch", async (url: string) => {
-    requests.push(url);
+  requests = stubFetch((url) => {
     if (url.startsWith("operators?")) return json(operatorsFixture);
     if (url.startsWith("operator_stacks?")) return json(stacksFixture);
     if (url.startsWith("kernels?")) return json({ ...kernelsFixture, group_by: query(url).get("group_by") });
@@ -32,10 +27,6 @@ afterEach(() => {
   vi.unstubAllGlobals();
   vi.restoreAllMocks();
 });
-
-function query(url: string): URLSearchParams {
-  return new URLSearchParams(url.slice(url.indexOf("?") + 1));
-}
 
 describe("OperatorView", () => {
   it("renders a fixture page with the server's default sort, four donuts and a CSV link", async () => {
@@ -125,13 +116,12 @@ describe("OperatorView", () => {
   it("pages with next/prev, 100 rows a page, and shows loading and error states", async () => {
     const big = { ...operatorsFixture, total_rows: 250 };
     let calls = 0;
-    vi.stubGlobal("fetch", async (url: string) => {
-      requests.push(url);
+    stubFetch((url) => {
       calls += 1;
       if (calls === 1) return json({ state: "loading", progress: 0.5 });
       if (query(url).get("offset") === "200") return json({ error: "boom" }, 500);
       return json({ ...big, offset: Number(query(url).get("offset")) });
-    });
+    }, requests);
     render(<OperatorView selection={SEL} theme="light" />);
     expect((await screen.findByText(/Parsing the trace: 50 %/)).textContent).toBeTruthy();
     await screen.findByTestId("operator-table", {}, { timeout: 4000 });

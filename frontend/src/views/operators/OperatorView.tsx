@@ -5,13 +5,13 @@ import { tableCsvUrl, tableUrl, type TableQuery } from "../../api/routes";
 import type { OperatorGroupBy, OperatorRow, OperatorsReady, Selection, StackFrame } from "../../api/types";
 import { Card } from "../../components/Card";
 import { ErrorBoundary } from "../../components/ErrorBoundary";
-import { CsvLink, SelectField, TextField } from "../../components/Fields";
 import { PagedTable, type Column } from "../../components/PagedTable";
 import { traceColumn } from "../../components/ShowInTrace";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { Toast } from "../../components/Toast";
+import { TableToolbar } from "../../components/TableToolbar";
 import { TopDonut } from "../../components/TopDonut";
-import { useDebounced } from "../../hooks/useDebounced";
+import { useSearchBox } from "../../hooks/useSearchBox";
 import { remoteData, useRemote } from "../../hooks/useRemote";
 import { useExpanded, useServerTable } from "../../hooks/useServerTable";
 import type { Theme } from "../../hooks/useTheme";
@@ -79,8 +79,13 @@ export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewPr
   // A new page or sort shows its rows collapsed.
   const table = useServerTable(PAGE_SIZE, collapse);
   const { offset, setOffset } = table;
-  const [searchText, setSearchText] = useState("");
-  const search = useDebounced(searchText.trim(), 250);
+  // Everything that changes which rows exist starts again at the first page, collapsed.
+  const reset = () => {
+    setOffset(0);
+    collapse();
+  };
+  const searchBox = useSearchBox(reset);
+  const search = searchBox.search;
   const [toast, setToast] = useState<string | null>(null);
 
   const query: TableQuery = {
@@ -101,11 +106,6 @@ export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewPr
     [data, onShowInTrace],
   );
 
-  // Everything that changes which rows exist starts again at the first page, collapsed.
-  const reset = () => {
-    setOffset(0);
-    collapse();
-  };
   const onGoto = useCallback((frame: StackFrame) => {
     const where = goToSource(frame);
     if (where) setToast(`Source: ${where} (copied)`);
@@ -118,29 +118,12 @@ export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewPr
 
   return (
     <div className="table-view" data-testid="operator-view">
-      <div className="view-controls">
-        <SelectField
-          label="Group by"
-          testId="op-group-by"
-          value={groupBy}
-          options={GROUPS}
-          onChange={(v) => {
-            setGroupBy(v as OperatorGroupBy);
-            reset();
-          }}
-        />
-        <TextField
-          label="Search"
-          testId="op-search"
-          placeholder="operator name"
-          value={searchText}
-          onChange={(v) => {
-            setSearchText(v);
-            reset();
-          }}
-        />
-        <CsvLink href={csvUrl} />
-      </div>
+      <TableToolbar
+        groupBy={{ testId: "op-group-by", value: groupBy, options: GROUPS, onChange: setGroupBy }}
+        onEdit={reset}
+        searches={[{ label: "Search", testId: "op-search", placeholder: "operator name", box: searchBox }]}
+        csvUrl={csvUrl}
+      />
       <RemoteStatus state={state} what="operator table" />
       {data ? (
         <>

@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { OverviewReady } from "../../api/types";
 import overviewFixture from "../../__fixtures__/overview_resnet50.json";
 import { Overview } from "./Overview";
+import { RESNET_CATEGORY_LABELS } from "../../testing/overview";
 
 // happy-dom has no canvas; the chart component is replaced by one that exposes what it was given.
 vi.mock("../../components/EChart", () => ({
@@ -81,16 +82,7 @@ describe("Overview view", () => {
   it("renders the step chart with one series per category", () => {
     render(<Overview data={overview} theme="dark" />);
     const chart = screen.getByTestId("step-chart");
-    expect(JSON.parse(chart.dataset.series ?? "[]")).toEqual([
-      "Kernel",
-      "Memcpy",
-      "Memset",
-      "Communication",
-      "Runtime",
-      "DataLoader",
-      "CPU Exec",
-      "Other",
-    ]);
+    expect(JSON.parse(chart.dataset.series ?? "[]")).toEqual(RESNET_CATEGORY_LABELS);
     expect(JSON.parse(chart.dataset.points ?? "[]")).toEqual([6, 6, 6, 6, 6, 6, 6, 6]);
   });
 

@@ -3,6 +3,7 @@ import { useDiffStyles } from "../diff/useDiffStyles";
 import { formatDuration } from "../../util/format";
 import { Card } from "../../components/Card";
 import { InfoTooltip } from "../../components/InfoTooltip";
+import { DataTable, Th } from "../../components/DataTable";
 
 const HELP =
   "Composer engine events (event/forward, event/backward, event/loss…). They overlap the step breakdown " +
@@ -14,24 +15,25 @@ export function TrainerEvents({ events }: { events: TrainerEvent[] | undefined }
   if (!events || events.length === 0) return null;
   return (
     <Card title={<InfoTooltip label="Trainer events" text={HELP} />} testId="trainer-events">
-      <table className="data-table trainer-events-table">
-        <thead>
-          <tr>
-            <th>Event</th>
-            <th className="num">Total</th>
-            <th className="num">Mean per step</th>
+      <DataTable
+        scroll={false}
+        className="trainer-events-table"
+        head={
+          <>
+            <Th label="Event" num={false} />
+            <Th label="Total" />
+            <Th label="Mean per step" />
+          </>
+        }
+      >
+        {events.map((e) => (
+          <tr key={e.name} data-testid="trainer-event-row">
+            <td className="name">{e.name}</td>
+            <td className="num">{formatDuration(e.total_us)}</td>
+            <td className="num">{formatDuration(e.mean_per_step_us)}</td>
           </tr>
-        </thead>
-        <tbody>
-          {events.map((e) => (
-            <tr key={e.name} data-testid="trainer-event-row">
-              <td className="name">{e.name}</td>
-              <td className="num">{formatDuration(e.total_us)}</td>
-              <td className="num">{formatDuration(e.mean_per_step_us)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
     </Card>
   );
 }

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import stats from "../../__fixtures__/memory/memprofiler_stats_rank1.json";
 import type { ArtifactInfo } from "../../api/types";
 import { SnapshotView } from "./SnapshotView";
+import { json, stubFetch } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { ariaLabel: string; testId?: string }) => <div data-testid={props.testId ?? "echart"} aria-label={props.ariaLabel} />,
@@ -18,12 +19,8 @@ const ARTIFACTS: ArtifactInfo[] = [
 ];
 const LOG = "Iteration 2 training_step Peak FSDP memory stats:\n<b>not bold</b>\n";
 
-function json(body: unknown): Response {
-  return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } });
-}
-
 beforeEach(() => {
-  vi.stubGlobal("fetch", async (url: string) => {
+  stubFetch((url) => {
     if (url.startsWith("memprofiler_stats?")) return json(stats);
     if (url.startsWith("memprofiler_log?")) {
       return json({ state: "ready", path: ARTIFACTS[1]!.path, text: LOG, size_bytes: 3 << 20, truncated: true });

@@ -13,6 +13,7 @@ import { useRemote } from "../../hooks/useRemote";
 import type { Theme } from "../../hooks/useTheme";
 import { formatBytes, formatNumber } from "../../util/format";
 import { formatStat, statsChartOption, statsTable } from "./memprofiler";
+import { DataTable, Th } from "../../components/DataTable";
 
 export function MemProfilerStatsView({ artifact, theme }: { artifact: ArtifactRef; theme: Theme }) {
   const state = useRemote<MemProfilerStatsReady>(memprofilerStatsUrl(artifact));
@@ -42,41 +43,38 @@ export function MemProfilerStatsView({ artifact, theme }: { artifact: ArtifactRe
         <input type="checkbox" data-testid="memprofiler-all" checked={all} onChange={(e) => setAll(e.target.checked)} /> Show
         every recorded stat
       </label>
-      <div className="memprof-table-wrap">
-        <table className="data-table" data-testid="memprofiler-table">
-          <thead>
-            <tr>
-              <th>Stat</th>
-              {table.columns.map((c) => (
-                <th key={c.id} className="num">
-                  {c.label}
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {table.rows.map((r) => (
-              <tr key={r.key} data-testid="memprofiler-row" data-key={r.key}>
-                <td className="name" title={r.key}>
-                  {r.label}
-                </td>
-                {r.cells.map((v, i) => (
-                  <td
-                    key={table.columns[i]!.id}
-                    className="num"
-                    data-testid="memprofiler-cell"
-                    data-column={table.columns[i]!.id}
-                    data-value={v === null ? "" : String(v)}
-                    title={v === null ? undefined : `${formatNumber(v)}${r.unit === "bytes" ? " B" : ""}`}
-                  >
-                    {formatStat(v, r.unit)}
-                  </td>
-                ))}
-              </tr>
+      <DataTable
+        scroll="memprof-table-wrap"
+        testId="memprofiler-table"
+        head={
+          <>
+            <Th label="Stat" num={false} />
+            {table.columns.map((c) => (
+              <Th key={c.id} label={c.label} />
             ))}
-          </tbody>
-        </table>
-      </div>
+          </>
+        }
+      >
+        {table.rows.map((r) => (
+          <tr key={r.key} data-testid="memprofiler-row" data-key={r.key}>
+            <td className="name" title={r.key}>
+              {r.label}
+            </td>
+            {r.cells.map((v, i) => (
+              <td
+                key={table.columns[i]!.id}
+                className="num"
+                data-testid="memprofiler-cell"
+                data-column={table.columns[i]!.id}
+                data-value={v === null ? "" : String(v)}
+                title={v === null ? undefined : `${formatNumber(v)}${r.unit === "bytes" ? " B" : ""}`}
+              >
+                {formatStat(v, r.unit)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </DataTable>
     </Card>
   );
 }

@@ -9,6 +9,7 @@ import errorFixture from "../../__fixtures__/memory/snapshot_error.json";
 import exportFixture from "../../__fixtures__/memory/memory_timeline_export.json";
 import type { ArtifactInfo } from "../../api/types";
 import { SnapshotView } from "./SnapshotView";
+import { json, query, stubFetch } from "../../testing/fetch";
 
 vi.mock("../memory/MemChart", () => ({
   MemChart: (props: { ariaLabel: string; testId?: string }) => <div data-testid={props.testId ?? "memchart"} aria-label={props.ariaLabel} />,
@@ -23,15 +24,9 @@ const ARTIFACTS: ArtifactInfo[] = [
 ];
 let requests: string[] = [];
 
-function json(body: unknown): Response {
-  return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } });
-}
-
 beforeEach(() => {
-  requests = [];
-  vi.stubGlobal("fetch", async (url: string) => {
-    requests.push(url);
-    const path = new URLSearchParams(url.slice(url.indexOf("?") + 1)).get("path");
+  requests = stubFetch((url) => {
+    const path = query(url).get("path");
     if (path === EVIL) return json(errorFixture);
     if (url.startsWith("snapshot?")) return json(snapshotFixture);
     if (url.startsWith("snapshot_timeline?")) return json(timelineFixture);
@@ -92,12 +87,11 @@ describe("SnapshotView", () => {
   });
 
   it("without recorded history: the notice, no timeline request", async () => {
-    vi.stubGlobal("fetch", async (url: string) => {
-      requests.push(url);
+    stubFetch((url) => {
       if (url.startsWith("snapshot?")) return json({ ...snapshotFixture, history_recorded: false, devices: [] });
       if (url.startsWith("snapshot_segments?")) return json(segmentsFixture);
       return new Response("{}", { status: 404 });
-    });
+    }, requests);
     render(<SnapshotView run="snap" artifacts={ARTIFACTS.slice(1, 2)} theme="light" />);
     expect((await screen.findByTestId("snapshot-no-history")).textContent).toContain("History not recorded");
     await screen.findByTestId("snapshot-segments");

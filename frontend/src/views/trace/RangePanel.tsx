@@ -2,6 +2,7 @@
 import { formatNumber } from "../../util/format";
 import { formatTimeUs } from "./math";
 import type { Box, RangeStats } from "./useRangeStats";
+import { DataTable, Th } from "../../components/DataTable";
 
 interface RangePanelProps {
   box: Box;
@@ -29,24 +30,25 @@ export function RangePanel({ box, stats, onZoom, onClear }: RangePanelProps) {
           Clear
         </button>
       </div>
-      <table className="data-table compact">
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th className="num">Count</th>
-            <th className="num">Time in range</th>
+      <DataTable
+        scroll={false}
+        className="compact"
+        head={
+          <>
+            <Th label="Name" num={false} />
+            <Th label="Count" />
+            <Th label="Time in range" />
+          </>
+        }
+      >
+        {(stats?.top ?? []).map((s) => (
+          <tr key={s.name}>
+            <td className="name">{s.name}</td>
+            <td className="num">{formatNumber(s.count)}</td>
+            <td className="num">{formatTimeUs(s.totalUs)}</td>
           </tr>
-        </thead>
-        <tbody>
-          {(stats?.top ?? []).map((s) => (
-            <tr key={s.name}>
-              <td className="name">{s.name}</td>
-              <td className="num">{formatNumber(s.count)}</td>
-              <td className="num">{formatTimeUs(s.totalUs)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
     </div>
   );
 }

@@ -3,29 +3,24 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { TimelineEvent, TimelineMeta, TimelineResponse } from "../../api/types";
 import { TEST_HOOKS_KEY } from "./testHooks";
 import { TraceView } from "./TraceView";
+import { json, query as q, stubFetch } from "../../testing/fetch";
+import { readyMeta, readyTimeline } from "../../testing/timeline";
 
 const SEL = { run: "r", worker: "w0", span: "1" };
 let requests: string[] = [];
 
-const meta = (wall: number): TimelineMeta => ({
-  state: "ready",
-  origin_us: wall,
-  base_time_ns: null,
-  wall_origin_us: wall,
-  end_us: 1000,
-  tracks: [{ id: 3, kind: "stream", process: "GPU 0", name: "stream 7", max_depth: 0, events: 2 }],
-  steps: [{ step: "5", start_us: 100, end_us: 600 }],
-});
+const meta = (wall: number): TimelineMeta =>
+  readyMeta(
+    [{ id: 3, kind: "stream", process: "GPU 0", name: "stream 7", max_depth: 0, events: 2 }],
+    [{ step: "5", start_us: 100, end_us: 600 }],
+    wall,
+  );
 
-const timeline: TimelineResponse = {
-  state: "ready",
-  start_us: 0,
-  end_us: 1000,
-  width_px: 800,
-  tracks: [{ id: 3, level: 0, bucket_us: 0, hidden_events: 0, items: { start: [200], dur: [40], depth: [0], name: [1], count: [1], row: [7] } }],
-  names: { "1": "sgemm_kernel" },
-  counters: [],
-};
+const timeline: TimelineResponse = readyTimeline(
+  800,
+  [{ id: 3, level: 0, bucket_us: 0, hidden_events: 0, items: { start: [200], dur: [40], depth: [0], name: [1], count: [1], row: [7] } }],
+  { "1": "sgemm_kernel" },
+);
 
 const event: TimelineEvent = {
   row: 7,
@@ -39,19 +34,9 @@ const event: TimelineEvent = {
   flows: [{ type: "launch", row: 3, name: "cudaLaunchKernel", track: 0, start_us: 190, dur_us: 5 }],
 };
 
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
-}
-
-function q(url: string): URLSearchParams {
-  return new URLSearchParams(url.slice(url.indexOf("?") + 1));
-}
-
 beforeEach(() => {
-  requests = [];
   window.localStorage.setItem(TEST_HOOKS_KEY, "1");
-  vi.stubGlobal("fetch", async (url: string) => {
-    requests.push(url);
+  requests = stubFetch((url) => {
     const worker = q(url).get("worker");
     if (url.startsWith("timeline_meta?")) return json(meta(worker === "w1" ? 5000 : 1000));
     if (url.startsWith("timeline_event?")) return json({ ...event, row: Number(q(url).get("row")), state: "ready" });

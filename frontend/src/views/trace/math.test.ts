@@ -1,35 +1,29 @@
 import { describe, expect, it } from "vitest";
 import { alignOffsets, buildLayout, chooseTicks, clampWindow, colorFor, focusWindow, formatTimeUs, groupKey, hitTest, keyAction, KEY_PAN, KEY_ZOOM, LANE_H, GROUP_H, STEP_H, COUNTER_H, panByPixels, rectOfRow, rowAt, tickStep, timeToX, unitFor, wheelFactor, xToTime, zoomAround, type Geometry } from "./math";
 import type { TimelineMeta, TimelineResponse } from "../../api/types";
+import { readyMeta, readyTimeline } from "../../testing/timeline";
 
-const meta: TimelineMeta = {
-  state: "ready",
-  origin_us: 1e15,
-  base_time_ns: null,
-  wall_origin_us: 1e15,
-  end_us: 1000,
-  tracks: [
+const meta: TimelineMeta = readyMeta(
+  [
     { id: 0, kind: "thread", process: "python (1)", name: "thread 1", max_depth: 2, events: 10 },
     { id: 1, kind: "thread", process: "python (1)", name: "thread 2", max_depth: 0, events: 3 },
     { id: 3, kind: "stream", process: "GPU 0", name: "stream 7", max_depth: 0, events: 5 },
   ],
-  steps: [{ step: "1", start_us: 0, end_us: 500 }],
-};
+  [{ step: "1", start_us: 0, end_us: 500 }],
+  1e15,
+);
 
 // track 0: a parent [100, 400) at depth 0 with two children; track 3: a kernel and a merged item
-const resp: TimelineResponse = {
-  state: "ready",
-  start_us: 0,
-  end_us: 1000,
-  width_px: 1000,
-  tracks: [
+const resp: TimelineResponse = readyTimeline(
+  1000,
+  [
     { id: 0, level: 0, bucket_us: 0, hidden_events: 0, items: { start: [100, 110, 300], dur: [300, 50, 20], depth: [0, 1, 1], name: [1, 2, 3], count: [1, 1, 1], row: [10, 11, 12] } },
     { id: 1, level: 0, bucket_us: 0, hidden_events: 0, items: { start: [], dur: [], depth: [], name: [], count: [], row: [] } },
     { id: 3, level: 1, bucket_us: 1, hidden_events: 5, items: { start: [120, 600], dur: [40, 10], depth: [0, 0], name: [4, 4], count: [1, 6], row: [20, -1] } },
   ],
-  names: { "1": "ProfilerStep#1", "2": "aten::conv2d", "3": "aten::relu", "4": "sgemm_kernel" },
-  counters: [{ name: "GPU 0 Utilization", unit: "fraction", values: [0, 1] }],
-};
+  { "1": "ProfilerStep#1", "2": "aten::conv2d", "3": "aten::relu", "4": "sgemm_kernel" },
+  [{ name: "GPU 0 Utilization", unit: "fraction", values: [0, 1] }],
+);
 
 describe("time axis", () => {
   it("picks the unit from the magnitude", () => {

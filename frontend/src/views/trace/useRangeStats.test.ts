@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { TimelineRangeResponse } from "../../api/types";
 import { buildLayout } from "./math";
 import { mergeRange, tracksInBox } from "./useRangeStats";
+import { readyMeta } from "../../testing/timeline";
 
 const answer = (count: number, total_us: number, top: [string, number, number][]): TimelineRangeResponse => ({
   state: "ready",
@@ -42,18 +43,13 @@ describe("range statistics from the server", () => {
   });
 
   it("a box with height selects the tracks it covers, per worker", () => {
-    const meta = {
-      state: "ready" as const,
-      origin_us: 0,
-      base_time_ns: null,
-      wall_origin_us: 0,
-      end_us: 1000,
-      tracks: [
+    const meta = readyMeta(
+      [
         { id: 0, kind: "thread", process: "python", name: "thread 1", max_depth: 0, events: 1 },
         { id: 3, kind: "stream", process: "GPU 0", name: "stream 7", max_depth: 0, events: 1 },
       ],
-      steps: [],
-    };
+      [],
+    );
     const layout = buildLayout([{ worker: "w0", meta, counters: [] }], new Set());
     const gpu = layout.rows.find((r) => r.kind === "track" && r.track === 3)!;
     expect(tracksInBox(layout, { t0: 0, t1: 10, y0: gpu.y + 1, y1: gpu.y + gpu.h - 1 })).toEqual(new Map([["w0", [3]]]));
