@@ -39,7 +39,7 @@ def main() -> int:
     reg.load(state)
     load_s = time.perf_counter() - t
     t = time.perf_counter()
-    views = reg.tables(state)
+    views = reg.views(state)
     meta = views.timeline_meta()
     index_s = time.perf_counter() - t
     q = {"run": state.run, "worker": state.worker, "span": state.span, "width_px": str(args.width)}

@@ -121,7 +121,7 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
         err.write(f"kinetoscope: {exc}\n")
         return exc.status
     doc = {"baseline": base.entry.path, "experiment": exp.entry.path,
-           **report.diff_document(base, base_reg.tables(base), exp, exp_reg.tables(exp))}
+           **report.diff_document(base, base_reg.views(base), exp, exp_reg.views(exp))}
     if args.json:
         out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0

@@ -71,7 +71,7 @@ def test_derived_blob_of_zero_bytes_is_a_miss(tmp_path):
     logdir, _ = _logdir(tmp_path)
     cache_dir = tmp_path / "cache"
     reg, _, _ = _overview(logdir, cache_dir)
-    reg.tables(reg._files[next(iter(reg._files))]).compute_all()  # writes the derived *.<kind>.npz blobs
+    reg.views(reg._files[next(iter(reg._files))]).compute_all()  # writes the derived *.<kind>.npz blobs
     blobs = [p for p in _entries(cache_dir, "*.*.npz")]
     assert blobs
     for blob in blobs:

@@ -113,7 +113,7 @@ class Loaded:
         assert self.entry["error"] is None, self.entry["error"]
         reg.load(state)
         assert state.state == READY, state.error
-        views = reg.tables(state)
+        views = reg.views(state)
         self.trace = views.trace
         self.overview = self.entry["overview"]
         self.insights = views.insights()

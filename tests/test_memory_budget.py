@@ -43,7 +43,7 @@ def test_accounting_covers_derived_indexes(tmp_path):
     reg = _registry(tmp_path)
     st = reg.find("a", "worker0", "1")
     reg.load(st)
-    views = reg.tables(st)
+    views = reg.views(st)
     before = view_bytes(views)
     views.compute_all()
     views.timeline_window(0.0, views.timeline_meta()["end_us"], 1000)
@@ -61,8 +61,8 @@ def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
     for st in states:
         reg.load(st)
         assert st.state == READY, st.error
-    first = {st.entry.rel: _answers(reg.tables(st)) for st in states}
-    sizes = {st.entry.rel: view_bytes(reg.tables(st)) for st in states}
+    first = {st.entry.rel: _answers(reg.views(st)) for st in states}
+    sizes = {st.entry.rel: view_bytes(reg.views(st)) for st in states}
 
     # a budget that holds the two biggest files but not all three: the least recently used goes
     budget = sum(sorted(sizes.values())[1:]) + 1
@@ -82,7 +82,7 @@ def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
     evicted = states[0]
     evicted.from_cache = False
     got = []
-    threads = [threading.Thread(target=lambda: got.append(reg.tables(evicted))) for _ in range(8)]
+    threads = [threading.Thread(target=lambda: got.append(reg.views(evicted))) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
@@ -92,7 +92,7 @@ def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
     assert evicted.from_cache, "reloaded from the parse cache, not parsed again"
     assert list(reg.memory_in_use()) == [evicted.entry.rel]
     for st in states:  # every file, evicted and reloaded in turn, answers exactly as before
-        assert _answers(reg.tables(st)) == first[st.entry.rel]
+        assert _answers(reg.views(st)) == first[st.entry.rel]
         assert list(reg.memory_in_use()) == [st.entry.rel]
 
 
@@ -122,8 +122,8 @@ def test_hard_links_share_one_parse_cache_entry(tmp_path, monkeypatch):
         reg.load(states[run])
         assert states[run].state == READY, states[run].error
     assert len(parses) == 2 and [states[r].from_cache for r in ("r0", "r1", "r2")] == [False, True, True]
-    assert reg.tables(states["r2"]).operators("operator") == reg.tables(states["r0"]).operators("operator")
-    assert reg.tables(states["other"]).operators("operator") != reg.tables(states["r0"]).operators("operator")
+    assert reg.views(states["r2"]).operators("operator") == reg.views(states["r0"]).operators("operator")
+    assert reg.views(states["other"]).operators("operator") != reg.views(states["r0"]).operators("operator")
     # the parallel pre-parse submits one job per distinct content
     for run in ("r0", "other"):  # "rewritten": new identities, not in the cache
         os.utime(logdir / run / "worker0.1.pt.trace.json.gz", (1, 1))
@@ -145,7 +145,7 @@ def test_views_computed_after_loading_count_against_the_budget(tmp_path, monkeyp
     for st in (a, b):
         reg.load(st)
     loaded = reg.memory_in_use()[a.entry.rel]
-    views = reg.tables(a)
+    views = reg.views(a)
     views.operators("operator")
     views.kernels("kernel")
     meta = views.timeline_meta()
@@ -153,14 +153,14 @@ def test_views_computed_after_loading_count_against_the_budget(tmp_path, monkeyp
     browsed = view_bytes(views)
     assert browsed > loaded + (1 << 20), (browsed, loaded)
     assert reg.memory_in_use()[a.entry.rel] == loaded  # not measured yet
-    reg.tables(b)  # a request for another file
+    reg.views(b)  # a request for another file
     assert reg.memory_in_use()[a.entry.rel] == browsed
     # with a budget below both, the next request evicts the least recently used one
     monkeypatch.setattr(budget_mod, "TRACE_MEMORY_BUDGET_BYTES", browsed)
-    views_b = reg.tables(b)
+    views_b = reg.views(b)
     views_b.operators("operator")
     views_b.kernels("kernel")
-    reg.tables(b)
+    reg.views(b)
     assert list(reg.memory_in_use()) == [b.entry.rel]
 
 

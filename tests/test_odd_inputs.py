@@ -149,7 +149,7 @@ def test_big_integers_at_the_top_of_a_trace_are_values(tmp_path, top):
         status, overview = _get(apps, "/overview", **_file("t"))
         status_meta, meta = _get(apps, "/timeline_meta", **_file("t"))
         assert status == status_meta == 200
-        trace = reg.tables(st).trace
+        trace = reg.views(st).trace
         if "distributedInfo" in top:
             assert overview["configuration"]["distributed"] == {"backend": "nccl", "rank": 0, "world_size": BIG_TEXT}
         if "deviceProperties" in top:

@@ -251,7 +251,7 @@ def test_memory_stats_of_unknown_devices_compute_and_memoize_nothing(tmp_path, m
     file = {"run": "run", "worker": "w", "span": "1"}
     code, doc = api.memory_stats(reg, dict(file, device="GPU0"))
     assert code == 200 and [(r["name"], r["allocation_bytes"]) for r in doc["rows"]] == [("aten::empty", 4096)]
-    views = reg.tables(st)
+    views = reg.views(st)
     assert views.memory_devices() == ["CPU", "GPU0"]
     memo = len(views._memo)
     computed = []

@@ -81,7 +81,7 @@ def test_timeline_range_route(registry):
     registry.load(registry.find("resnet", "worker0", "1"))
     code, doc = api.timeline_range(registry, dict(q, start_us="72000", end_us="72300", top="5"))
     assert code == 200 and doc["state"] == "ready" and len(doc["top"]) == 5
-    trace = registry.tables(registry.find("resnet", "worker0", "1")).trace
+    trace = registry.views(registry.find("resnet", "worker0", "1")).trace
     assert {k: v for k, v in doc.items() if k != "state"} == range_stats(trace, 72000, 72300, None, 5)
     code, tracks = api.timeline_range(registry, dict(q, start_us="0", end_us="1e7", tracks="3"))
     assert code == 200 and tracks["count"] > 0

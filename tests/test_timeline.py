@@ -179,7 +179,7 @@ def test_regex_search_is_bounded_in_time_and_size(registry):
     # the same answer as the standard library's engine on every distinct name
     import re
 
-    trace = reg.tables(reg.files()[0]).trace
+    trace = reg.views(reg.files()[0]).trace
     code, doc = api.timeline_search(reg, dict(Q, q=r"^aten::(conv2d|linear)$", regex="1"))
     expected = int(trace.name_mask(lambda s: re.search(r"^aten::(conv2d|linear)$", s, re.I) is not None).sum())
     assert doc["total"] == expected > 0
@@ -190,12 +190,12 @@ def test_regex_search_is_bounded_in_time_and_size(registry):
 def test_index_is_stored_with_the_parse_cache(registry, monkeypatch):
     reg, _ = registry
     state = reg.files()[0]
-    reg.tables(state).timeline_meta()  # built once and stored
+    reg.views(state).timeline_meta()  # built once and stored
     reg._views.clear()
     import tb_plugin.analysis.timeline as timeline
 
     monkeypatch.setattr(timeline, "_build", lambda trace: pytest.fail("index rebuilt instead of read from cache"))
-    assert len(reg.tables(state).timeline_meta()["tracks"]) == 6
+    assert len(reg.views(state).timeline_meta()["tracks"]) == 6
 
 
 def test_index_is_built_before_the_file_is_ready(tmp_path):
@@ -210,7 +210,7 @@ def test_index_is_built_before_the_file_is_ready(tmp_path):
     url = reg.fs.unstrip_protocol(state.entry.path)
     assert state.state == "ready" and not state.from_cache
     assert cache.has_blob(url, state.entry.version, "timeline")
-    assert "timeline_index" in reg.tables(state).trace.derived
+    assert "timeline_index" in reg.views(state).trace.derived
 
 
 def test_a_view_being_built_does_not_block_built_ones(resnet):

@@ -44,7 +44,7 @@ def route(handler):
 def _file_view(registry, args: Args, view) -> tuple[int, dict[str, Any]]:
     """``view(FileViews)`` of a loaded file, with ``state: ready``."""
     state = ready_file(registry, args)
-    return 200, dict(view(registry.tables(state)), state="ready")
+    return 200, dict(view(registry.views(state)), state="ready")
 
 
 def _artifact_view(registry, args: Args, kind: str, view) -> tuple[int, dict[str, Any]]:
@@ -70,7 +70,7 @@ def overview(registry, args: Args):
 def operators(registry, args: Args, as_csv: bool = False):
     state = ready_file(registry, args)
     group_by = choice(args, "group_by", OPERATOR_GROUPS, "operator")
-    views = registry.tables(state)
+    views = registry.views(state)
     default_sort = "device_self_us" if views.has_device else "host_self_us"
     q = dict(table_query(args, OPERATOR_COLUMNS, default_sort, paging.MAX_LIMIT), op_search="")  # no launching op
     rows = views.operators(group_by)
@@ -87,7 +87,7 @@ def operator_stacks(registry, args: Args):
     state = ready_file(registry, args)
     group_by = choice(args, "group_by", OPERATOR_GROUPS, "operator")
     key = integer(args, "key", 0, 0, 10**9)
-    doc = report.operator_stacks(registry.tables(state), group_by, key)
+    doc = report.operator_stacks(registry.views(state), group_by, key)
     if doc is None:
         raise NotFound(f"no operator row {key}")
     return 200, doc
@@ -98,7 +98,7 @@ def kernels(registry, args: Args, as_csv: bool = False):
     state = ready_file(registry, args)
     group_by = choice(args, "group_by", KERNEL_GROUPS, "kernel")
     q = table_query(args, KERNEL_COLUMNS, "total_us", paging.MAX_LIMIT)
-    views = registry.tables(state)
+    views = registry.views(state)
     rows = views.kernels(group_by)
     columns = KERNEL_COLUMNS if group_by == "kernel_op_config" else [
         c for c in KERNEL_COLUMNS if c not in ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes",
@@ -122,7 +122,7 @@ def timeline_meta(registry, args: Args):
 @route
 def timeline(registry, args: Args):
     state = ready_file(registry, args)
-    views = registry.tables(state)
+    views = registry.views(state)
     t0 = number(args, "start_us", 0.0)
     t1 = number(args, "end_us", views.timeline_meta()["end_us"])
     width = integer(args, "width_px", 2000, 1, MAX_WIDTH_PX)
@@ -138,7 +138,7 @@ def timeline_range(registry, args: Args):
     state = ready_file(registry, args)
     t0, t1 = number(args, "start_us"), number(args, "end_us")
     tracks, top = track_ids(args), integer(args, "top", 10, 0, MAX_TOP)
-    return 200, dict(registry.tables(state).timeline_range(t0, t1, tracks, top), state="ready")
+    return 200, dict(registry.views(state).timeline_range(t0, t1, tracks, top), state="ready")
 
 
 @route
@@ -149,7 +149,7 @@ def timeline_search(registry, args: Args):
         raise BadRequest("search pattern is too long (500 characters at most)")
     regex = choice(args, "regex", ("0", "1"), "0") == "1"
     try:
-        return 200, dict(registry.tables(state).timeline_search(pattern, regex), state="ready")
+        return 200, dict(registry.views(state).timeline_search(pattern, regex), state="ready")
     except ValueError as exc:  # a bad or too slow regular expression
         raise BadRequest(str(exc)) from None
 
@@ -158,7 +158,7 @@ def timeline_search(registry, args: Args):
 def timeline_event(registry, args: Args):
     state = ready_file(registry, args)
     row = integer(args, "row", 0, 0, 10**12)
-    doc = registry.tables(state).event(row)
+    doc = registry.views(state).event(row)
     if doc is None:
         raise NotFound(f"no event {row}")
     return 200, dict(doc, state="ready")
@@ -168,7 +168,7 @@ def timeline_event(registry, args: Args):
 def memory(registry, args: Args):
     """Per device: peaks and the allocated/reserved curves, downsampled to the requested window."""
     state = ready_file(registry, args)
-    views = registry.tables(state)
+    views = registry.views(state)
     width = integer(args, "width_px", 2000, 1, MAX_WIDTH_PX)
     lo = number(args, "start_us", 0.0)
     hi = number(args, "end_us") if args.get("end_us") else None
@@ -183,7 +183,7 @@ def memory_events(registry, args: Args, as_csv: bool = False):
     min_b = integer(args, "min_bytes", 0, 0, 2**62)
     max_b = integer(args, "max_bytes", 2**62, 0, 2**62)
     q = table_query(args, MEMORY_EVENT_COLUMNS, "size_bytes", paging.MAX_LIMIT)
-    pairs = registry.tables(state).memory_pairs()
+    pairs = registry.views(state).memory_pairs()
     rows = report.memory_event_rows(pairs, args.get("device"), lo, hi, min_b, max_b, q["search"])
     rows = paging.sort_rows(rows, q["sort"], q["descending"])
     if as_csv:
@@ -198,7 +198,7 @@ def memory_stats(registry, args: Args, as_csv: bool = False):
     device = param(args, "device")
     lo, hi = time_range(args)
     q = dict(table_query(args, MEMORY_STAT_COLUMNS, "allocation_bytes", paging.MAX_LIMIT), op_search="")
-    rows = registry.tables(state).memory_stats(device, lo, hi)
+    rows = registry.views(state).memory_stats(device, lo, hi)
     if as_csv:
         return 200, paging.to_csv(paging.selected(rows, q), MEMORY_STAT_COLUMNS)
     return 200, paging.page(rows, q, device=device)
@@ -301,7 +301,7 @@ def diff(registry, args: Args):
         except ApiError as exc:
             return exc.status, dict(exc.doc, side=side)
     path = op_path(args.get("path") or "[]")
-    b, e = (registry.tables(s) for s in sides)
+    b, e = (registry.views(s) for s in sides)
     return 200, dict(report.diff_document(sides[0], b, sides[1], e, path), state="ready")
 
 

@@ -95,7 +95,7 @@ class Distributed:
             if st.state in (QUEUED, LOADING):
                 self._load_locked(st)
             if st.state == READY:
-                st.aggregate = {"distributed": reduce(self.tables(st).trace)}
+                st.aggregate = {"distributed": reduce(self.views(st).trace)}
 
     def rank_job(self, state: FileState, tables: bool = True) -> RankJob:
         """The executor job of one file (see executors/task.py)."""

@@ -49,7 +49,7 @@ class Loading:
             self.ensure_loaded(state)  # under the file's lock: a request that started meanwhile loads it once
             if state.state == READY:  # warm the detail views so table requests only page and sort
                 try:
-                    self.tables(state).compute_all()
+                    self.views(state).compute_all()
                     self._views.account(state.entry.rel)
                 except Exception:
                     logger.exception("computing the views of %s failed", state.entry.rel)
@@ -202,7 +202,7 @@ class Loading:
             state.from_cache = True
         return trace
 
-    def tables(self, state: FileState) -> FileViews:
+    def views(self, state: FileState) -> FileViews:
         """The detail views of a loaded file (re-read from the parse cache if it was evicted).
         Concurrent requests for an evicted file wait for one reload instead of each parsing it."""
         return self._views.get(state.entry.rel, lambda: self._views_of(state, self._parse(state, lambda _: None)))

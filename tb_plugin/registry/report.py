@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from ..analysis import distributed as distributed_analysis
+from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds
 from ..analysis.memory import memory_window
@@ -119,7 +120,8 @@ def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] 
     kernels; without (the CLI) the whole tree flattened and every kernel."""
     b, e = base_views.trace, exp_views.trace
     kernels = kernel_diff(b, e)
-    doc = {"steps": step_diff(base_state.overview, exp_state.overview), "thresholds": thresholds()}
+    doc = {"steps": step_diff(base_state.overview, exp_state.overview), "thresholds": thresholds(),
+           "category_labels": dict(CATEGORY_LABELS)}
     if path is None:
         return dict(doc, operators=op_diff_flat(b, e), kernels=kernels)
     return dict(doc, path=path, operators=op_diff(b, e, tuple(path)), kernels=kernels[:MAX_DIFF_KERNELS])

@@ -14,13 +14,13 @@ export interface ExecutionRow {
   pct: number | null;
 }
 
-export function buildExecutionRows(data: Pick<OverviewReady, "average" | "categories">): ExecutionRow[] {
+export function buildExecutionRows(data: Pick<OverviewReady, "average" | "categories" | "category_labels">): ExecutionRow[] {
   const total = data.average.total_us;
   return data.categories.map((key, index) => {
     const us = categoryValue(data.average, key);
     return {
       key,
-      label: categoryLabel(key),
+      label: categoryLabel(key, data.category_labels),
       color: categoryColor(key, index),
       us,
       pct: total > 0 ? (us / total) * 100 : null,

@@ -14,7 +14,7 @@ export interface StepChartModel {
   series: { key: string; name: string; color: string; values: number[] }[];
 }
 
-export function buildStepChartModel(data: Pick<OverviewReady, "steps" | "categories">): StepChartModel {
+export function buildStepChartModel(data: Pick<OverviewReady, "steps" | "categories" | "category_labels">): StepChartModel {
   const maxTotal = data.steps.reduce((max, s) => Math.max(max, s.total_us), 0);
   const unit = chooseTimeUnit(maxTotal);
   return {
@@ -22,7 +22,7 @@ export function buildStepChartModel(data: Pick<OverviewReady, "steps" | "categor
     stepNames: data.steps.map((s) => s.step),
     series: data.categories.map((key, index) => ({
       key,
-      name: categoryLabel(key),
+      name: categoryLabel(key, data.category_labels),
       color: categoryColor(key, index),
       values: data.steps.map((s) => categoryValue(s, key) / unit.divisor),
     })),

@@ -1,19 +1,10 @@
-// Display names for the breakdown categories. The server sends keys such as "kernel_us"; an unknown
-// key still gets a readable name.
-const LABELS: Record<string, string> = {
-  kernel_us: "Kernel",
-  memcpy_us: "Memcpy",
-  memset_us: "Memset",
-  communication_us: "Communication",
-  runtime_us: "Runtime",
-  dataloader_us: "DataLoader",
-  cpu_exec_us: "CPU Exec",
-  other_us: "Other",
-};
+// Display names for the breakdown categories come from the server (`category_labels` of the overview
+// and of the diff, one table in tb_plugin/analysis/breakdown.py, which the CLI prints too). A key the
+// server did not label (an older server) still gets a readable name from the key itself.
 
-export function categoryLabel(key: string): string {
-  const known = LABELS[key];
-  if (known) return known;
+export function categoryLabel(key: string, labels?: Record<string, string>): string {
+  const served = labels?.[key];
+  if (served) return served;
   const bare = key.endsWith("_us") ? key.slice(0, -3) : key;
   const words = bare.split("_").filter((w) => w !== "");
   if (words.length === 0) return key;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import overview from "../__fixtures__/overview_resnet50.json";
 import { categoryLabel, categoryValue } from "./categories";
 import { escapeHtml } from "./escapeHtml";
 import {
@@ -93,10 +94,12 @@ describe("format helpers", () => {
     expect(percentOf(1, 0)).toBeNull();
   });
 
-  it("labels categories", () => {
-    expect(categoryLabel("dataloader_us")).toBe("DataLoader");
-    expect(categoryLabel("cpu_exec_us")).toBe("CPU Exec");
-    expect(categoryLabel("nccl_wait_us")).toBe("Nccl Wait");
+  it("labels categories with the server's names, and unknown keys from the key", () => {
+    const served = overview.category_labels as Record<string, string>;
+    expect(categoryLabel("dataloader_us", served)).toBe("DataLoader");
+    expect(categoryLabel("cpu_exec_us", served)).toBe("CPU Exec");
+    expect(categoryLabel("cpu_exec_us")).toBe("Cpu Exec"); // an older server sends no labels
+    expect(categoryLabel("nccl_wait_us", served)).toBe("Nccl Wait");
     expect(categoryValue({ kernel_us: 12.5, step: "5" }, "kernel_us")).toBe(12.5);
     expect(categoryValue({ step: "5" }, "kernel_us")).toBe(0);
   });

@@ -60,4 +60,6 @@ export interface DiffReady {
   kernels: DiffKernel[];
   /** ADDED (issue 16): absent from older servers. */
   thresholds?: DiffThresholds;
+  /** Display name per category key (ADDED, issue 16); absent from older servers. */
+  category_labels?: Record<string, string>;
 }

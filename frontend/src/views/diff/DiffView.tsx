@@ -118,7 +118,7 @@ function SidePicker({ label, side, runs, value, onChange }: SidePickerProps) {
 }
 
 function StepComparison({ data, theme }: { data: DiffReady; theme: Theme }) {
-  const rows = useMemo(() => stepRows(data.steps), [data.steps]);
+  const rows = useMemo(() => stepRows(data.steps, data.category_labels), [data.steps, data.category_labels]);
   const option = useMemo(() => stepCompareOption(rows, chartTextColor(theme)), [rows, theme]);
   return (
     <Card title="Step comparison (average step)" testId="diff-steps">

@@ -140,7 +140,7 @@ describe("status badges", () => {
 
 describe("step comparison rows", () => {
   it("lists the categories with the total last and the server's deltas", () => {
-    const rows = stepRows(root.steps);
+    const rows = stepRows(root.steps, root.category_labels);
     expect(rows.at(-1)!.key).toBe("total_us");
     const dl = rows.find((r) => r.key === "dataloader_us")!;
     expect(dl.label).toBe("DataLoader");

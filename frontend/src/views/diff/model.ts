@@ -225,12 +225,12 @@ export interface StepRow {
 }
 
 /** Category rows (server order, total last) of the step comparison. */
-export function stepRows(steps: DiffSteps): StepRow[] {
+export function stepRows(steps: DiffSteps, labels?: Record<string, string>): StepRow[] {
   const keys = Object.keys(steps.baseline).filter((k) => k !== "total_us");
   keys.push("total_us");
   return keys.map((key) => ({
     key,
-    label: key === "total_us" ? "Total (step)" : categoryLabel(key),
+    label: key === "total_us" ? "Total (step)" : categoryLabel(key, labels),
     baseline: steps.baseline[key] ?? 0,
     experiment: steps.experiment[key] ?? 0,
     delta: steps.delta[key] ?? (steps.experiment[key] ?? 0) - (steps.baseline[key] ?? 0),

@@ -9,7 +9,7 @@ import { InfoTooltip } from "../../components/InfoTooltip";
 import { chartTextColor } from "../../components/chartColors";
 
 interface StepTimeChartProps {
-  data: Pick<OverviewReady, "steps" | "categories">;
+  data: Pick<OverviewReady, "steps" | "categories" | "category_labels">;
   theme: Theme;
 }
 
