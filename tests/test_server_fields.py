@@ -69,6 +69,8 @@ def registry(tmp_path_factory):
     root = tmp_path_factory.mktemp("logdir")
     (root / "resnet").mkdir()
     shutil.copy(sample(RESNET), root / "resnet")
+    (root / "bert").mkdir()
+    shutil.copy(sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"), root / "bert" / "w.1.pt.trace.json.gz")
     (root / "cpu").mkdir()
     (root / "cpu" / "w.pt.trace.json").write_text(json.dumps({"traceEvents": [_ev("aten::add", 0, 5)]}))
     reg = RunRegistry(str(root))
@@ -97,9 +99,12 @@ def test_runs_say_which_files_have_memory_and_modules(registry):
         registry.load(st)
     spans = {r["name"]: r["workers"][0]["spans"][0] for r in api.runs(registry)[1]["runs"]}
     assert (spans["resnet"]["has_memory"], spans["resnet"]["has_modules"]) == (True, False)
+    assert (spans["bert"]["has_memory"], spans["bert"]["has_modules"]) == (True, True)
     assert (spans["cpu"]["has_memory"], spans["cpu"]["has_modules"]) == (False, False)
-    code, memory = api.memory(registry, {"run": "resnet", "worker": "worker0", "span": "1"})
-    assert code == 200 and len(memory["devices"]) > 0  # the flag agrees with the route it stands for
+    for run, span in spans.items():  # each flag agrees with the route it stands for
+        q = {"run": run, "worker": "w" if run != "resnet" else "worker0", "span": "1"}
+        assert (len(api.memory(registry, q)[1]["devices"]) > 0) == span["has_memory"], run
+        assert (api.modules(registry, q)[1]["modules"] is not None) == span["has_modules"], run
 
 
 def test_runs_flags_are_null_before_loading(tmp_path):

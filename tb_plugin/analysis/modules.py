@@ -36,20 +36,26 @@ def module_tree(trace: Trace) -> list[dict] | None:
     return trace.memo("module_tree", lambda: _module_tree(trace)) or None
 
 
+def module_events(trace: Trace) -> tuple[np.ndarray, bool]:
+    """``(mask, lightning)``: the events that are modules, ``nn.Module: `` python functions, else
+    Lightning's ``[pl][module]`` record_function ranges (``lightning`` True); an all-False mask when
+    the trace has neither (it has no module hierarchy)."""
+    ev = trace.events
+    is_module = (ev.kind == Kind.PYTHON_FUNCTION) & trace.name_mask(lambda s: s.startswith(MODULE_PREFIX))
+    if is_module.any():
+        return is_module, False
+    # Lightning's PyTorchProfiler: "[pl][module]<class>: <name>" record_function ranges, nested like operators
+    return (ev.kind == Kind.USER_ANNOTATION) & trace.name_mask(lambda s: s.startswith(PL_MODULE_PREFIX)), True
+
+
 def _module_tree(trace: Trace) -> list[dict]:
     ev = trace.events
-    tree = op_tree(trace)
-    is_module = (ev.kind == Kind.PYTHON_FUNCTION) & trace.name_mask(lambda s: s.startswith(MODULE_PREFIX))
-    py_parent = tree.py_parent
-    label = _python_module_name
-    if not is_module.any():
-        # Lightning's PyTorchProfiler: "[pl][module]<class>: <name>" record_function ranges, nested
-        # like operators
-        is_module = (ev.kind == Kind.USER_ANNOTATION) & trace.name_mask(lambda s: s.startswith(PL_MODULE_PREFIX))
-        py_parent = tree.op_parent
-        label = _lightning_module_name
+    is_module, lightning = module_events(trace)
     if not is_module.any():
         return []
+    tree = op_tree(trace)
+    py_parent = tree.op_parent if lightning else tree.py_parent
+    label = _lightning_module_name if lightning else _python_module_name
     times = op_times(trace)
 
     nearest: dict[int, int] = {}  # python row → nearest module row at or above it (-1: none)

@@ -131,7 +131,7 @@ class Loading:
             views = self._views_of(state, trace)
             if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
                 views.timeline_meta()  # the parse cache, so the Trace view never waits for it once the file is ready
-            contents = file_contents(views.memory_curves(), views.modules())
+            contents = file_contents(trace)  # cheap flags; no curve or module tree is built here
         except Exception as exc:  # a bad file, or an analysis bug, must stay one file's problem
             if not isinstance(exc, (TraceReadError, MemoryError)):
                 logger.exception("analysing %s failed", state.entry.rel)
