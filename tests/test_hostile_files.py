@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from fuzz_files import gzip_bomb
+from fuzz_files import begin_end_trace, gzip_bomb
 from tb_plugin.storage import read
 from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.registry.parse import load_trace_file
@@ -120,17 +120,9 @@ def test_sparse_pickle_is_not_read_whole(tmp_path):
     assert rss < 400, rss  # not 2 GiB
 
 
-def _be_trace(n: int) -> bytes:
-    """``n`` ``B`` and ``n`` ``E`` events on one thread whose names never match (the review's 4.7 MB file)."""
-    events = [{"ph": "B", "name": f"b{i}", "pid": 1, "tid": 1, "ts": i} for i in range(n)]
-    events += [{"ph": "E", "name": f"e{i}", "pid": 1, "tid": 1, "ts": n + i} for i in range(n)]
-    events.append({"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 2 * n})
-    return json.dumps({"traceEvents": events}).encode()
-
-
 def test_begin_end_pairing_is_linear(tmp_path):
     path = tmp_path / "be.pt.trace.json"
-    path.write_bytes(_be_trace(60_000))
+    path.write_bytes(begin_end_trace(60_000))
     assert path.stat().st_size > 4_000_000
     started = time.monotonic()
     trace = load_trace_file(str(path))

@@ -1,6 +1,6 @@
 """Pickles that name no global but crash or hang an unpickler (issue 15, item 1).
 
-Each file is built here, opcode by opcode. Before the fix, hashing a deeply nested tuple killed the
+Each file is built opcode by opcode (``tests/fuzz_files.py``, which the long fuzz run uses too). Before the fix, hashing a deeply nested tuple killed the
 process (exit 139) at every start of the server, since the background loader opens snapshots unasked.
 """
 
@@ -19,66 +19,22 @@ from tb_plugin.artifacts import isolated
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot
 from tb_plugin.artifacts.unpickle import IN_PROCESS_NESTING, tuple_nesting_bound
 from tb_plugin.registry.runs import RunRegistry
+from fuzz_files import deep_tuple_pickle, doubling_tuple_pickle
 from synth.snapshot import synthesize_snapshot
-
-PROTO = b"\x80\x04"
-EMPTY_DICT, EMPTY_LIST, EMPTY_TUPLE, MARK = b"}", b"]", b")", b"("
-TUPLE1, TUPLE2, SETITEM, SETITEMS, APPEND, STOP = b"\x85", b"\x86", b"s", b"u", b"a", b"."
-
-
-def _str(text: str) -> bytes:
-    raw = text.encode()
-    return b"\x8c" + bytes([len(raw)]) + raw  # SHORT_BINUNICODE
-
-
-def _deep_tuple(depth: int) -> bytes:
-    return EMPTY_TUPLE + TUPLE1 * depth
-
-
-def deep_key_pickle(depth: int) -> bytes:
-    """``{((((),),)…): 1}``: the unpickler itself hashes the key."""
-    return PROTO + EMPTY_DICT + _deep_tuple(depth) + b"K\x01" + SETITEM + STOP
-
-
-def deep_action_pickle(depth: int) -> bytes:
-    """A snapshot whose one entry has a tuple nested ``depth`` deep as its ``action``."""
-    entry = EMPTY_DICT + MARK + _str("action") + _deep_tuple(depth) + _str("addr") + b"K\x01" + _str("size") \
-        + b"K\x08" + SETITEMS
-    return (PROTO + EMPTY_DICT + MARK + _str("segments") + EMPTY_LIST + _str("device_traces") + EMPTY_LIST
-            + EMPTY_LIST + entry + APPEND + APPEND + SETITEMS + STOP)
-
-
-def deep_filename_pickle(depth: int) -> bytes:
-    """A snapshot whose entry's frame has a tuple nested ``depth`` deep as its ``filename``."""
-    frame = EMPTY_DICT + MARK + _str("filename") + _deep_tuple(depth) + _str("line") + b"K\x01" + _str("name") \
-        + _str("f") + SETITEMS
-    entry = EMPTY_DICT + MARK + _str("action") + _str("alloc") + _str("addr") + b"K\x01" + _str("size") + b"K\x08" \
-        + _str("frames") + EMPTY_LIST + frame + APPEND + SETITEMS
-    return (PROTO + EMPTY_DICT + MARK + _str("segments") + EMPTY_LIST + _str("device_traces") + EMPTY_LIST
-            + EMPTY_LIST + entry + APPEND + APPEND + SETITEMS + STOP)
-
-
-def doubling_key_pickle(levels: int) -> bytes:
-    """``t(k+1) = (t(k), t(k))`` through the memo, used as a dict key: 2^levels steps to hash."""
-    body = EMPTY_TUPLE + b"\x94" + b"0"  # MEMOIZE as 0, POP
-    for k in range(levels):  # BINGET k twice, TUPLE2, MEMOIZE as k+1, POP
-        body += b"h" + bytes([k]) + b"h" + bytes([k]) + TUPLE2 + b"\x94" + b"0"
-    return PROTO + EMPTY_DICT + body + b"h" + bytes([levels]) + b"K\x01" + SETITEM + STOP
 
 
 def test_nesting_bound_counts_every_wrapping_opcode():
-    assert tuple_nesting_bound(deep_key_pickle(5000)) >= 5000
-    assert tuple_nesting_bound(doubling_key_pickle(60)) >= 60
+    assert tuple_nesting_bound(deep_tuple_pickle("key", 5000)) >= 5000
+    assert tuple_nesting_bound(doubling_tuple_pickle(60)) >= 60
     assert tuple_nesting_bound(pickle.dumps(((((1,),),),), protocol=0)) >= 4  # MARK ... TUPLE in protocol 0
     # MARK starts every SETITEMS, so all but the smallest real snapshots go to the child
     assert tuple_nesting_bound(pickle.dumps({"segments": [], "device_traces": [[]]})) <= IN_PROCESS_NESTING
     assert tuple_nesting_bound(pickle.dumps(synthesize_snapshot("current", entries=50, frames=3))) > IN_PROCESS_NESTING
 
 
-@pytest.mark.parametrize("make, depth", [(deep_key_pickle, 10**6), (deep_action_pickle, 10**6),
-                                         (deep_filename_pickle, 2 * 10**5)])
-def test_deep_tuples_are_the_files_error_not_a_crash(make, depth):
-    data = make(depth)
+@pytest.mark.parametrize("where, depth", [("key", 10**6), ("action", 10**6), ("filename", 2 * 10**5)])
+def test_deep_tuples_are_the_files_error_not_a_crash(where, depth):
+    data = deep_tuple_pickle(where, depth)
     assert len(data) > depth  # the 1 MB / 200 KB files of the review
     with pytest.raises(SnapshotError, match="crashed the reader \\(SIGSEGV\\)|not a CUDA allocator snapshot"):
         load_snapshot(data)
@@ -86,7 +42,7 @@ def test_deep_tuples_are_the_files_error_not_a_crash(make, depth):
 
 def test_a_hash_that_never_ends_hits_the_time_limit(monkeypatch):
     monkeypatch.setattr(isolated, "BASE_TIME_S", 2.0)
-    data = doubling_key_pickle(60)
+    data = doubling_tuple_pickle(60)
     assert len(data) < 500
     start = time.monotonic()
     with pytest.raises(SnapshotError, match="took more than 2 s"):
@@ -112,7 +68,7 @@ def test_server_and_cli_survive_a_deep_tuple_snapshot(tmp_path):
     used to die with SIGSEGV. Now the file is an error and the good snapshot beside it answers."""
     run = tmp_path / "job"
     run.mkdir()
-    (run / "evil_snapshot.pickle").write_bytes(deep_key_pickle(10**6))
+    (run / "evil_snapshot.pickle").write_bytes(deep_tuple_pickle("key", 10**6))
     (run / "good_snapshot.pickle").write_bytes(pickle.dumps(synthesize_snapshot("current", entries=80, frames=2)))
     reg = RunRegistry(str(tmp_path))
     reg.scan()
