@@ -33,34 +33,18 @@ class OpTree:
     order: np.ndarray  # host rows in nesting order (parents before children)
 
 
-def _previous_at_least(e: np.ndarray, linked: np.ndarray) -> np.ndarray:
-    """Per position i: the nearest j < i with ``e[j] >= e[i]``, or −1, not reaching back past a
-    position whose ``linked`` is False (a thread's first event). Pointer jumping, all positions at
-    once: a failed candidate c is replaced by its own link, since everything between c's link and c
-    is below ``e[c]`` < ``e[i]``. Rounds grow with the nesting depth's logarithm, not the events."""
-    n = len(e)
-    cand = np.arange(n) - 1
+def _nearest_reaching(e: np.ndarray, linked: np.ndarray, step: int, strict: bool) -> np.ndarray:
+    """Per position i: the nearest j in direction ``step`` (−1: before, +1: after) with ``e[j] >= e[i]``
+    (``e[j] > e[i]`` when ``strict``), or −1, not reaching past a position whose ``linked`` is False
+    (a thread's first event going back, its last going forward). Pointer jumping, all positions at
+    once: a failed candidate c is replaced by its own link, since everything between c and its link
+    fails c's own test, so it fails i's too (c failed it). Rounds grow with the nesting depth's logarithm."""
+    cand = np.arange(len(e)) + step
     cand[~linked] = -1
     todo = np.flatnonzero(cand >= 0)
     while len(todo):
         c = cand[todo]
-        done = e[c] >= e[todo]
-        todo = todo[~done]
-        cand[todo] = cand[cand[todo]]
-        todo = todo[cand[todo] >= 0]
-    return cand
-
-
-def _next_greater(e: np.ndarray, linked_next: np.ndarray) -> np.ndarray:
-    """Per position i: the nearest j > i with ``e[j] > e[i]`` (strictly), or −1, not reaching past a
-    position whose ``linked_next`` is False (a thread's last event). Pointer jumping, mirrored."""
-    n = len(e)
-    cand = np.arange(n) + 1
-    cand[~linked_next] = -1
-    todo = np.flatnonzero(cand >= 0)
-    while len(todo):
-        c = cand[todo]
-        done = e[c] > e[todo]
+        done = e[c] > e[todo] if strict else e[c] >= e[todo]
         todo = todo[~done]
         cand[todo] = cand[cand[todo]]
         todo = todo[cand[todo] >= 0]
@@ -112,14 +96,14 @@ def _build(trace: Trace) -> OpTree:
     # contains anything (it reads as -inf).
     e = np.where(np.isfinite(end), end, -np.inf)
     same_thread_before = np.r_[False, thread[1:] == thread[:-1]]
-    pge = _previous_at_least(e, same_thread_before)
+    pge = _nearest_reaching(e, same_thread_before, -1, strict=False)
     opened = e > start
     is_op_kind = (rank == 1) | (rank == 2)
     for out, wanted in ((op_parent, opened & is_op_kind), (py_parent, opened & (rank == 0))):
         at = _first_in_chain(pge, wanted)  # a position in this sorted order
         out[rows] = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
     # a crossing: an open operator closed by an event that starts inside it and ends after it
-    nxt = _next_greater(e, np.r_[thread[1:] == thread[:-1], False])
+    nxt = _nearest_reaching(e, np.r_[thread[1:] == thread[:-1], False], +1, strict=True)
     ops = np.flatnonzero(opened & is_op_kind & (nxt >= 0))
     crossings = int(np.count_nonzero(start[nxt[ops]] < e[ops]))
     return OpTree(op_parent, py_parent, crossings, rows)
