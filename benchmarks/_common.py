@@ -33,6 +33,14 @@ reg.scan()
 """
 
 
+# Prepend to a child script that reports its peak memory: ``hwm_mb()`` is the process's own peak RSS
+# (VmHWM, MB). ``ru_maxrss`` would not do: Linux carries the parent's peak across ``exec``.
+HWM = r"""
+def hwm_mb():
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1]) / 1024
+"""
+
+
 def run_child(script: str, args: list[str], env: dict | None = None) -> dict:
     """Run ``python -c script *args`` in a fresh process; its last stdout line, parsed as JSON."""
     out = subprocess.run([sys.executable, "-c", script, *args], env=env, check=True, capture_output=True, text=True)

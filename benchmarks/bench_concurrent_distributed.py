@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from benchmarks._common import HWM  # noqa: E402
 
-_CHILD = r"""
+_CHILD = HWM + r"""
 import json, sys, threading, time
-def hwm_mb():  # this process's own peak (ru_maxrss would include the parent's: Linux keeps it across exec)
-    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1]) / 1024
 sys.path.insert(0, sys.argv[4])
 from tb_plugin import api
 from tb_plugin.registry import parse as runs_mod

@@ -20,14 +20,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import REPO, run_child  # noqa: E402
+from benchmarks._common import HWM, REPO, run_child  # noqa: E402
 
-_HWM = r"""
-def hwm_mb():  # this process's own peak (ru_maxrss would carry the parent's across exec)
-    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1]) / 1024
-"""
-
-FLOOR = _HWM + r"""
+FLOOR = HWM + r"""
 import gzip, json, sys, time
 import orjson
 t = time.perf_counter()
@@ -39,7 +34,7 @@ orjson.loads(data)
 print(json.dumps({"seconds": time.perf_counter() - t, "rss_mb": hwm_mb()}))
 """
 
-REPORT = _HWM + r"""
+REPORT = HWM + r"""
 import io, json, os, sys, time
 sys.path.insert(0, sys.argv[2])
 from tb_plugin.cli import main
