@@ -53,6 +53,8 @@ class MemoryData:
     unfreed: np.ndarray  # per event: an allocation (with Addr) that no free in the trace releases
     has_addr: bool
     origin: float
+    freed_at: np.ndarray  # per allocation: the row of the free that ends it (-1: none; see _link_frees)
+    ends: np.ndarray  # per free: the row of the allocation it ends (-1: none)
 
 
 def memory_data(trace: Trace) -> MemoryData:
@@ -72,27 +74,32 @@ def _memory_data(trace: Trace) -> MemoryData:
     op = _innermost_ops(trace)
     alloc_op = op.copy()
     unfreed = np.zeros(len(mem), dtype=bool)
+    freed_at = np.full(len(mem), -1, dtype=np.int64)
+    ends = np.full(len(mem), -1, dtype=np.int64)
     has_addr = bool((mem.addr >= 0).any()) if len(mem) else False
     if has_addr:  # link each free to the allocation it ends
-        _link_frees(mem.addr, mem.bytes, device_code, op, alloc_op, unfreed)
-    return MemoryData(labels, op, alloc_op, unfreed, has_addr, origin)
+        _link_frees(mem.addr, mem.bytes, device_code, freed_at, ends, unfreed)
+        freed = ends >= 0
+        alloc_op[freed] = op[ends[freed]]
+    return MemoryData(labels, op, alloc_op, unfreed, has_addr, origin, freed_at, ends)
 
 
-def _link_frees(addr: np.ndarray, nbytes: np.ndarray, device_code: np.ndarray, op: np.ndarray,
-                alloc_op: np.ndarray, unfreed: np.ndarray) -> None:
+def _link_frees(addr: np.ndarray, nbytes: np.ndarray, device_code: np.ndarray, freed_at: np.ndarray,
+                ends: np.ndarray, unfreed: np.ndarray) -> None:
     """Per (device, Addr), in row order: a free (bytes < 0) right after an allocation (bytes > 0)
-    ends it, so the free's ``alloc_op`` is that allocation's operator; an allocation that is the last
+    ends it (``freed_at`` of the allocation, ``ends`` of the free); an allocation that is the last
     event of its address is never freed (``unfreed``). An allocation followed by another at the same
-    address is replaced, neither linked nor unfreed; a free after a free ends nothing. Events without
-    Addr, of an ignored device, or of zero (or NaN) bytes take no part. One sort, no Python loop."""
-    sel = np.flatnonzero((addr >= 0) & (device_code > 0) & ((nbytes > 0) | (nbytes < 0)))
+    address is replaced, neither freed nor unfreed; a free after a free ends nothing. Events without
+    Addr, of an ignored device, or of zero bytes take no part. One sort, no Python loop."""
+    sel = np.flatnonzero((addr >= 0) & (device_code > 0) & (nbytes != 0))
     if len(sel) == 0:
         return
     order = sel[np.lexsort((sel, addr[sel], device_code[sel]))]
     same_key = (device_code[order][1:] == device_code[order][:-1]) & (addr[order][1:] == addr[order][:-1])
     is_alloc = nbytes[order] > 0
     link = np.flatnonzero(same_key & is_alloc[:-1] & ~is_alloc[1:]) + 1
-    alloc_op[order[link]] = op[order[link - 1]]
+    freed_at[order[link - 1]] = order[link]
+    ends[order[link]] = order[link - 1]
     unfreed[order[is_alloc & np.r_[~same_key, True]]] = True
 
 
@@ -222,26 +229,18 @@ def allocation_pairs(trace: Trace) -> dict:
     if not data.has_addr:
         return {"rows": [], "reason": "this trace's memory events have no 'Addr', so allocations cannot be "
                                       "paired with their frees (the curve and the statistics still work)"}
-    ev = trace.events
     rows = []
-    open_allocs: dict[tuple, int] = {}
-    for i, (addr, b, lab) in enumerate(zip(mem.addr.tolist(), mem.bytes.tolist(), data.device)):
-        if not lab or addr < 0 or b == 0:
+    t_rel = mem.ts - data.origin
+    for i in np.flatnonzero((mem.addr >= 0) & (mem.bytes != 0)).tolist():  # one output row per allocation
+        lab, b = data.device[i], int(mem.bytes[i])  # or per free that ends none (pairs: memory_data)
+        if not lab or (b < 0 and data.ends[i] >= 0):
             continue
-        if b > 0:
-            open_allocs[(lab, addr)] = len(rows)
-            rows.append({"device": lab, "addr": addr, "size_bytes": b, "alloc_us": float(mem.ts[i] - data.origin),
-                         "free_us": None, "duration_us": None, "op": _op_name(trace, int(data.op[i]))})
-        else:
-            k = open_allocs.pop((lab, addr), None)
-            t = float(mem.ts[i] - data.origin)
-            if k is None:
-                rows.append({"device": lab, "addr": addr, "size_bytes": -b, "alloc_us": None, "free_us": t,
-                             "duration_us": None, "op": _op_name(trace, int(data.op[i]))})
-            else:
-                rows[k]["free_us"] = t
-                rows[k]["duration_us"] = t - rows[k]["alloc_us"]
-    del ev
+        t, j = float(t_rel[i]), int(data.freed_at[i])
+        free_t = float(t_rel[j]) if b > 0 and j >= 0 else None
+        rows.append({"device": lab, "addr": int(mem.addr[i]), "size_bytes": abs(b),
+                     "alloc_us": t if b > 0 else None, "free_us": free_t if b > 0 else t,
+                     "duration_us": free_t - t if free_t is not None else None,
+                     "op": _op_name(trace, int(data.op[i]))})
     return {"rows": rows, "reason": None}
 
 
