@@ -104,9 +104,14 @@ def test_downsampled_curve_keeps_the_peak():
     ts = np.arange(100_000, dtype=float)
     values = np.zeros(100_000, dtype=np.int64)
     values[54_321] = 10**9
-    out = downsample_curve(ts, values, 0, 100_000, 500)
+    out = downsample_curve(ts, values, 0, 100_000, 1000)
     assert len(out["ts_us"]) <= 1000 and max(out["bytes"]) == 10**9
     assert 54_321.0 in out["ts_us"]
+    # http_api.md's bound: at most 2 × width_px points, however narrow the request; the peak survives
+    for points in (1, 2, 3, 4, 5, 6, 7, 100):
+        small = downsample_curve(ts, values, 10.0, 99_000.0, points)
+        assert len(small["ts_us"]) <= points and small["ts_us"] == sorted(small["ts_us"])
+        assert 10**9 in small["bytes"]
 
 
 def test_real_traces():

@@ -304,11 +304,17 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     return out
 
 
-def downsample_curve(ts: np.ndarray, values: np.ndarray, start: float, end: float, bins: int) -> dict:
-    """A step curve over ``[start, end]`` as the Memory view sends it: :func:`.series.reduce_points`
-    (the value held at ``start`` opens it, per bin its largest and last points, the value held at
-    ``end`` closes it)."""
-    out_t, out_v = reduce_points(ts, values, start, end, bins)
+def downsample_curve(ts: np.ndarray, values: np.ndarray, start: float, end: float, max_points: int) -> dict:
+    """A step curve over ``[start, end]`` as the Memory view sends it, at most ``max_points`` points:
+    :func:`.series.reduce_points` in ``(max_points - 3) // 2`` bins (the value held at ``start`` opens
+    it, per bin its largest and last points, the value held at ``end`` closes it). Below 5 points there
+    is no room for a bin: the peak, then the closing and opening points, as many as fit."""
+    bins = (max_points - 3) // 2
+    out_t, out_v = reduce_points(ts, values, start, end, max(1, bins))
+    if len(out_t) > max_points:
+        peak = int(np.argmax(out_v))
+        keep = sorted(list(dict.fromkeys([peak, len(out_t) - 1, 0]))[:max(0, max_points)])
+        out_t, out_v = [out_t[k] for k in keep], [out_v[k] for k in keep]
     return {"ts_us": out_t, "bytes": out_v}
 
 
@@ -328,14 +334,14 @@ def window_peak(ts: np.ndarray, values: np.ndarray, start: float, end: float) ->
     return int(cand_v[k]), float(cand_t[k])
 
 
-def memory_window(curve: dict, start: float, end: float, bins: int) -> dict:
-    """One device of :func:`curves` over ``[start, end]`` (µs): its downsampled allocated/reserved
-    curves, and the peaks inside the window (``range_peak_*``; the whole-trace peaks stay as they are)."""
+def memory_window(curve: dict, start: float, end: float, width_px: int) -> dict:
+    """One device of :func:`curves` over ``[start, end]`` (µs): its allocated/reserved curves in at most
+    ``2 × width_px`` points each (:func:`downsample_curve`), and the peaks inside the window (``range_peak_*``; the whole-trace peaks stay as they are)."""
     out = {k: v for k, v in curve.items() if k not in ("ts_us", "allocated_bytes", "reserved_bytes")}
     ts = curve["ts_us"]
-    out["allocated"] = downsample_curve(ts, curve["allocated_bytes"], start, end, bins)
+    out["allocated"] = downsample_curve(ts, curve["allocated_bytes"], start, end, 2 * width_px)
     reserved = curve["reserved_bytes"]
-    out["reserved"] = downsample_curve(ts, reserved, start, end, bins) if reserved is not None else None
+    out["reserved"] = downsample_curve(ts, reserved, start, end, 2 * width_px) if reserved is not None else None
     peak, peak_ts = window_peak(ts, curve["allocated_bytes"], start, end)
     out["range_peak_allocated_bytes"], out["range_peak_allocated_ts"] = peak, peak_ts
     out["range_peak_reserved_bytes"] = window_peak(ts, reserved, start, end)[0] if reserved is not None else None
