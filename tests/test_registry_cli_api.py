@@ -141,3 +141,19 @@ def test_report_is_identical_fresh_and_from_cache(capsys):
     assert main(["report", logdir, "--json"]) == 0  # read back from the cache
     again = capsys.readouterr().out
     assert fresh == first == again
+
+
+def test_runs_document_is_rebuilt_exactly_when_what_it_shows_changes(logdir):
+    reg = RunRegistry(str(logdir))
+    states = _load_all(reg)
+    first = reg.runs_document()
+    assert reg.runs_document() is first  # nothing changed: the cached document
+    good = states["good/worker0.100.pt.trace.json.gz"]
+    good.progress = 0.5  # progress alone is not worth a rebuild once nothing loads
+    assert reg.runs_document() is first
+    good.warnings.append("a warning added in place")  # an in-place change is seen too
+    second = reg.runs_document()
+    rows = [f for r in second["runs"] for w in r["workers"] for f in w["spans"]]
+    assert second is not first and any("a warning added in place" in f["warnings"] for f in rows)
+    good.state = ERROR
+    assert reg.runs_document() is not second

@@ -17,7 +17,7 @@ from ..artifacts.timeline_export import CATEGORIES, TimelineExportError, load_ti
 from ..storage.fs import FileEntry
 from ..trace.errors import TraceReadError
 from .parse import read_bytes
-from .states import CHANGES, ERROR, LOADING, QUEUED, READY, ArtifactState
+from .states import ERROR, LOADING, QUEUED, READY, ArtifactState
 
 logger = logging.getLogger(__name__)
 
@@ -140,11 +140,9 @@ class ArtifactLoading:
                 old = self._artifacts.get(e.rel)
                 if old is None or old.entry.version != e.version:
                     self._artifacts[e.rel] = ArtifactState(entry=e)
-                    CHANGES.bump()
             for rel in list(self._artifacts):
                 if rel not in seen:
                     del self._artifacts[rel]
-                    CHANGES.bump()
 
     def artifacts(self, run: str | None = None) -> list[ArtifactState]:
         with self._lock:

@@ -28,7 +28,7 @@ from .budget import ViewCache
 from .cache import ParseCache
 from .distributed import Distributed
 from .loader import Loading
-from .states import CHANGES, ERROR, LOADING, READY, ArtifactState, FileState
+from .states import ERROR, LOADING, READY, ArtifactState, FileState
 
 logger = logging.getLogger(__name__)
 
@@ -140,9 +140,6 @@ class RunRegistry(Loading, ArtifactLoading, Distributed):
         """Rebuild the lookup index and the sorted order (under the lock, after the files changed)."""
         by_key = {(st.run, st.worker, st.span): st for st in self._files.values()}
         order = sorted(self._files.values(), key=lambda s: (s.run, s.worker, int(s.span)))
-        if by_key.keys() != self._by_key.keys() or [s.entry.rel for s in order] != [
-                s.entry.rel for s in (self._order or [])] or any(a is not b for a, b in zip(order, self._order or [])):
-            CHANGES.bump()
         self._by_key, self._order = by_key, order
         workers: dict[str, set] = collections.defaultdict(set)
         for st in order:
@@ -166,9 +163,12 @@ class RunRegistry(Loading, ArtifactLoading, Distributed):
             return self._workers_of_run.get(run, 0)
 
     def runs_document(self) -> dict[str, Any]:
-        """The ``runs`` document of docs/http_api.md. Rebuilt only after a file's state changed (or,
-        while a file is loading, every :data:`RUNS_PROGRESS_S` for its progress): the UI polls it."""
-        changes = (CHANGES.value, self.error, tuple(self.skipped_links))  # read before building: a change during the build invalidates it
+        """The ``runs`` document of docs/http_api.md. Rebuilt only when what it shows of the files and
+        artifacts changed (their ``shown()``), or, while a file is loading, every
+        :data:`RUNS_PROGRESS_S` for its progress: the UI polls it."""
+        # the key is read before building: a change during the build invalidates the result
+        changes = (tuple(st.shown() for st in self.files()), tuple(a.shown() for a in self.artifacts()),
+                   self.error, tuple(self.skipped_links))
         cached = self._runs_doc
         if cached is not None and cached[0] == changes and (
                 not cached[3] or time.monotonic() - cached[1] < RUNS_PROGRESS_S):

@@ -1,9 +1,9 @@
-"""The state of one trace file or memory artifact in the registry, and the change counter of the
-``runs`` document.
+"""The state of one trace file or memory artifact in the registry.
 
-A file goes ``queued`` → ``loading`` → ``ready`` or ``error``. Every assignment to a field that the
-``runs`` document shows (state, error, warnings, notes, worker, span) bumps :data:`CHANGES`, so the
-document is rebuilt only after something it shows changed (see :meth:`RunRegistry.runs_document`).
+A file goes ``queued`` → ``loading`` → ``ready`` or ``error``. :meth:`FileState.shown` and
+:meth:`ArtifactState.shown` are what the ``runs`` document shows of an entry (all but the load
+progress): the registry rebuilds that document only when these change (see
+:meth:`RunRegistry.runs_document`), so writers just assign fields; nothing needs to announce a change.
 """
 
 from __future__ import annotations
@@ -17,38 +17,8 @@ from ..storage.fs import FileEntry
 QUEUED, LOADING, READY, ERROR = "queued", "loading", "ready", "error"
 
 
-class ChangeCounter:
-    """A process-wide counter of changes the ``runs`` document shows (its cache key)."""
-
-    def __init__(self) -> None:
-        self.value = 0
-
-    def bump(self) -> None:
-        self.value += 1
-
-
-CHANGES = ChangeCounter()
-
-
-class _Shown:
-    """A registry entry: assigning one of its ``SHOWN`` fields (those the ``runs`` document shows)
-    bumps :data:`CHANGES`."""
-
-    SHOWN: frozenset = frozenset()
-    entry: FileEntry
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        if key in self.SHOWN:
-            CHANGES.bump()
-        object.__setattr__(self, key, value)
-
-    @property
-    def run(self) -> str:
-        return self.entry.run
-
-
 @dataclasses.dataclass
-class FileState(_Shown):
+class FileState:
     entry: FileEntry
     worker: str
     span: str
@@ -64,7 +34,15 @@ class FileState(_Shown):
     contents: dict[str, bool] | None = None  # has_memory / has_modules (analysis/contents.py), once loaded
     # held while this file is parsed or its aggregate computed: concurrent requests wait for one load
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
-    SHOWN = frozenset({"state", "error", "warnings", "notes", "worker", "span"})
+
+    @property
+    def run(self) -> str:
+        return self.entry.run
+
+    def shown(self) -> tuple:
+        """What the ``runs`` document shows of this file, but its progress: equal tuples, equal rows."""
+        return (self.entry.rel, self.entry.size, self.worker, self.span, self.state, self.error,
+                tuple(self.warnings), tuple(self.notes), tuple(sorted((self.contents or {}).items())))
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -81,7 +59,7 @@ class FileState(_Shown):
 
 
 @dataclasses.dataclass
-class ArtifactState(_Shown):
+class ArtifactState:
     """A memory artifact of a run: an allocator snapshot, a memory-timeline export or a MemProfiler file."""
 
     entry: FileEntry
@@ -90,7 +68,14 @@ class ArtifactState(_Shown):
     views: Any = None  # set before ``state`` becomes READY: readers check ``state`` without a lock
     # held while this artifact loads: one load per artifact, other artifacts never wait for it
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
-    SHOWN = frozenset({"state", "error"})
+
+    @property
+    def run(self) -> str:
+        return self.entry.run
+
+    def shown(self) -> tuple:
+        """What the ``runs`` document shows of this artifact."""
+        return (self.entry.rel, self.entry.kind, self.entry.size, self.state, self.error)
 
     def as_json(self) -> dict[str, Any]:
         return {"path": self.entry.rel, "kind": self.entry.kind, "size_bytes": self.entry.size,
