@@ -64,6 +64,11 @@ def test_call_stacks_and_frames(registry):
     assert frames[-1]["file"].endswith(".py") and isinstance(frames[-1]["line"], int)
     assert frames[0]["text"].startswith("resnet50_profiler_api.py(")  # outermost first
     assert sum(s["calls"] for s in stacks["stacks"]) == doc["rows"][0]["calls"]
+    # the stacks split the row: each of its times is the sum over its stacks (µs)
+    for k in ("host_self_us", "host_total_us", "device_self_us", "device_total_us"):
+        assert sum(s[k] for s in stacks["stacks"]) == pytest.approx(doc["rows"][0][k], rel=1e-9, abs=1e-6), k
+    totals = [s["device_total_us"] for s in stacks["stacks"]]
+    assert totals == sorted(totals, reverse=True) and len(stacks["stacks"]) >= 2
 
 
 def test_kernel_groupings_and_op_search(registry):

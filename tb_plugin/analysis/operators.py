@@ -188,5 +188,23 @@ def group_members(trace: Trace, group_by: str, key: int) -> np.ndarray:
     return rows[inverse == key]
 
 
+def operator_stacks(trace: Trace, group_by: str, key: int) -> list[dict]:
+    """The distinct call stacks of one table row (its ``key``), most device time first: per stack its
+    calls and the row's four times summed over the calls made from it (µs, as :func:`operator_rows`
+    defines them). ``text`` is the stack, innermost frame first; "" for calls without one."""
+    members = group_members(trace, group_by, key)
+    t = op_times(trace)
+    stacks, which = np.unique(stack_ids(trace)[members], return_inverse=True)
+    n = len(stacks)
+    sums = [np.bincount(which, weights=w[members], minlength=n)
+            for w in (t.host_self, trace.events.dur, t.device_self, t.device_total)]
+    calls = np.bincount(which, minlength=n)
+    out = [{"text": trace.strings[int(s)] if s else "", "calls": int(calls[i]),
+            "host_self_us": float(sums[0][i]), "host_total_us": float(sums[1][i]),
+            "device_self_us": float(sums[2][i]), "device_total_us": float(sums[3][i])} for i, s in enumerate(stacks)]
+    out.sort(key=lambda s: (-s["device_total_us"], -s["host_total_us"]))
+    return out
+
+
 def _pct(part: float, whole: float) -> float | None:
     return float(100.0 * part / whole) if whole > 0 else None

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 
 from ..analysis.clock import shared_origin
 from ..analysis import memory as memory_analysis
 from ..analysis.kernels import kernel_rows, tensor_core_split
 from ..analysis.modules import module_tree
-from ..analysis.operators import group_members, op_times, operator_rows
+from ..analysis.operators import operator_rows, operator_stacks
 from ..analysis import timeline_query
-from ..analysis.call_stacks import stack_ids
 from ..analysis.counters import counters, warm_counter_inputs
 from ..analysis.steps import compute_steps
 from ..analysis.timeline import pack_index, timeline_index, unpack_index
@@ -97,27 +95,11 @@ class FileViews:
         self.tensor_core_split()
 
     def stacks(self, group_by: str, key: int) -> list[dict] | None:
-        """Distinct call stacks of one operator row, most device time first (µs)."""
-        rows = self.operators(group_by)
-        if key >= len(rows):
+        """Distinct call stacks of one operator row (:func:`operator_stacks`); None past the table."""
+        if key >= len(self.operators(group_by)):
             return None
         with self._lock:
-            members = group_members(self.trace, group_by, key)
-        t = op_times(self.trace)
-        sid = stack_ids(self.trace)[members]
-        out = []
-        for stack in np.unique(sid):
-            m = members[sid == stack]
-            out.append({
-                "text": self.trace.strings[stack] if stack else "",
-                "calls": int(len(m)),
-                "host_self_us": float(t.host_self[m].sum()),
-                "host_total_us": float(self.trace.events.dur[m].sum()),
-                "device_self_us": float(t.device_self[m].sum()),
-                "device_total_us": float(t.device_total[m].sum()),
-            })
-        out.sort(key=lambda s: (-s["device_total_us"], -s["host_total_us"]))
-        return out
+            return operator_stacks(self.trace, group_by, key)
 
     # -- timeline -------------------------------------------------------------------------------
     def timeline_meta(self) -> dict:
