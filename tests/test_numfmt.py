@@ -10,7 +10,7 @@ import os
 import pytest
 
 from tb_plugin.cli import run_report
-from tb_plugin.analysis.numfmt import fixed
+from tb_plugin.analysis.numfmt import duration, fixed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = json.load(open(os.path.join(ROOT, "frontend", "src", "__fixtures__", "rounding_cases.json")))["cases"]
@@ -41,3 +41,10 @@ def test_report_rounds_like_the_ui_on_synthetic_ddp_rank0():
     assert row("CPU Exec") == ["56.3", "6.51%"]
     assert row("Kernel") == ["487.2", "56.35%"]
     assert "average step: 0.865 ms" in rank0
+
+
+def test_duration_text_is_the_uis_formatDuration():
+    # the same cases as frontend/src/util/format.test.ts: advice text and tables choose one unit
+    cases = {1234.5: "1.23 ms", 1235: "1.24 ms", 812: "812 µs", 2.5: "2.50 µs", 111593.6: "111.59 ms",
+             2_500_000: "2.50 s", 999.5: "1,000 µs", -812.4: "-812 µs", 0: "0.00 µs", 34: "34 µs"}
+    assert {us: duration(us) for us in cases} == cases

@@ -28,3 +28,18 @@ def fixed(value: float, digits: int, sign: bool = False) -> str:
         d = d.copy_abs()
     text = f"{d:f}"
     return f"+{text}" if sign and not text.startswith("-") else text
+
+
+def duration(us: float) -> str:
+    """µs as text in the unit that reads best, as the UI's ``formatDuration`` writes it: below 1 ms in
+    µs (2 decimals below 10 µs, none above: "7.25 µs", "812 µs"), below 1 s in ms and above in s, with
+    2 decimals ("123.46 ms", "1.50 s"), all by :func:`fixed`'s rounding rule."""
+    us = float(us)
+    size = abs(us)
+    if size < 10:
+        return f"{fixed(us, 2)} µs"
+    if size < 1e3:  # grouped as the UI groups: 999.5 rounds to "1,000 µs"
+        return f"{int(fixed(us, 0)):,} µs"
+    if size < 1e6:
+        return f"{fixed(us / 1e3, 2)} ms"
+    return f"{fixed(us / 1e6, 2)} s"

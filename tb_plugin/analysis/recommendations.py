@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numfmt import fixed
+from .numfmt import duration, fixed
 
 from .breakdown import CATEGORY_LABELS, category_phrase
 
@@ -78,7 +78,7 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
                      else f"compute capability {gpu.compute_capability}" if gpu.compute_capability else "")
             out.append({"rule": "mixed_precision", "gpu": gpu.id, "fp32_eligible_kernel_us": fp32_us, "text":
                         f"GPU {gpu.id} has {units}{f' ({label})' if label else ''} but no kernel uses them, while "
-                        f"matmul/convolution operators with FP32 inputs spend {_duration(fp32_us)} in kernels. "
+                        f"matmul/convolution operators with FP32 inputs spend {duration(fp32_us)} in kernels. "
                         "Enable automatic mixed precision (torch.autocast with float16 or bfloat16)."})
     for gpu in gpus:
         peak = peak_memory.get(gpu.id)
@@ -109,21 +109,17 @@ def _unbalanced_step(step_totals: list[float], step_names: list[str], first_step
     doc = {"rule": "unbalanced_steps", "step": step_names[worst], "step_us": float(footing[worst]),
            "prior_us": float(prior) if worst == 0 else 0.0, "median_step_us": median,
            "ratio": float(footing[worst]) / median}
-    took = f"Step {doc['step']} takes {_duration(doc['step_us'])}"
+    took = f"Step {doc['step']} takes {duration(doc['step_us'])}"
     if worst == 0 and prior > 0:
-        took += f" without the {_duration(prior)} of GPU work launched before it"
-    text = f"{took}, {fixed(doc['ratio'], 1)}× the median step ({_duration(median)})."
+        took += f" without the {duration(prior)} of GPU work launched before it"
+    text = f"{took}, {fixed(doc['ratio'], 1)}× the median step ({duration(median)})."
     if step_breakdown and len(step_breakdown) == len(footing):
         keys = [k for k in CATEGORY_LABELS if all(k in row for row in step_breakdown)]
         excess = {k: step_breakdown[worst][k] - float(np.median([row[k] for row in step_breakdown])) for k in keys}
         top = max(excess, key=lambda k: excess[k]) if excess else None
         if top is not None and excess[top] > 0:
             doc.update(category=top, category_excess_us=excess[top])
-            text += f" Most of the extra time is {category_phrase(top)} (+{_duration(excess[top])} over the median step)."
+            text += f" Most of the extra time is {category_phrase(top)} (+{duration(excess[top])} over the median step)."
     doc["text"] = text + " Look for what is special about it (warm-up, checkpointing, evaluation, a data stall)."
     return doc
 
-
-def _duration(us: float) -> str:
-    """``"12.3 ms"`` from 1 ms up, else ``"456 µs"``, by the one rounding rule."""
-    return f"{fixed(us / 1000, 1)} ms" if us >= 1000 else f"{fixed(us, 0)} µs"

@@ -33,6 +33,8 @@ import math
 
 import numpy as np
 
+from .numfmt import duration
+
 MIN_INSTANCES = 3
 MIN_LAST_SHARE = 0.5
 MAX_CHANCE = 0.01
@@ -100,15 +102,6 @@ def binomial_tail(k: int, n: int, q: float) -> float:
     return float(min(1.0, np.exp(log_pmf).sum()))
 
 
-def duration_text(us: float) -> str:
-    """µs in words: ``300 µs``, ``4.2 ms``, ``1.3 s``."""
-    if us >= 1e6:
-        return f"{us / 1e6:.1f} s"
-    if us >= 1e3:
-        return f"{us / 1e3:.1f} ms"
-    return f"{us:.3g} µs"
-
-
 def evidence_text(rank: int, n: int, k: int, mean_wait: float, total_wait: float, by_type: list[dict]) -> str:
     """``rank 3: last at 18 of 20 allreduce instances; the others waited 4.2 ms on average for it (…)``."""
     if n == 0:
@@ -120,4 +113,4 @@ def evidence_text(rank: int, n: int, k: int, mean_wait: float, total_wait: float
     head = f"rank {rank}: last at {k} of {n} {what}"
     if k == 0:
         return head
-    return f"{head}; the others waited {duration_text(mean_wait)} on average for it ({duration_text(total_wait)} in all)"
+    return f"{head}; the others waited {duration(mean_wait)} on average for it ({duration(total_wait)} in all)"

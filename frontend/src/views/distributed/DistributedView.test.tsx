@@ -65,7 +65,7 @@ describe("DistributedView", () => {
     // the evidence in words above the table
     const evidence = screen.getAllByTestId("straggler-evidence").map((e) => e.textContent);
     expect(evidence).toEqual([
-      "Straggler rank 7: last at 5 of 8 collective instances (alltoall 4 of 5, allreduce 1 of 3); the others waited 1.0 ms on average for it (5.1 ms in all)",
+      "Straggler rank 7: last at 5 of 8 collective instances (alltoall 4 of 5, allreduce 1 of 3); the others waited 1.02 ms on average for it (5.08 ms in all)",
     ]);
   });
 
