@@ -1,11 +1,15 @@
 """``kinetoscope``: headless reports from the same analyses as the TensorBoard tab.
 
     kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache] [--executor local|dask://HOST:PORT]
+    kinetoscope diff BASE EXP [--fail-on step_time=+5%] [--fail-on kernel:NAME=+10%] [--json]
+    kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p]
 
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes
 to stderr, one line per rank. The exit status is 1 when any trace file failed to load or the logdir
 holds no trace (nor memory artifact), 2 for bad arguments (a logdir or path that does not exist or
-cannot be read, an unknown run, worker or span). The per-rank work (parse, reduce to aggregates) runs on the executor
+cannot be read, an unknown run, worker or span). ``diff`` with ``--fail-on`` is the CI regression gate
+(tb_plugin/analysis/regression.py): exit 3 when a rule's per-step change exceeds both its threshold
+and the noise. ``serve`` runs the tab without TensorBoard (tb_plugin/standalone.py). The per-rank work (parse, reduce to aggregates) runs on the executor
 (tb_plugin/registry/executors):
 the local process pool by default, or a Dask cluster (``--executor`` or ``$KINETOSCOPE_EXECUTOR``).
 """
@@ -23,6 +27,9 @@ import orjson
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
+from . import cli_gate
+from .cli_gate import tail as _tail
+from .analysis.regression import parse_fail_on
 from .registry import report
 from .registry.cache import ParseCache
 from .registry.executors import ENV_VAR, LocalExecutor, open_executor
@@ -54,9 +61,25 @@ def main(argv: list[str] | None = None) -> int:
         diff.add_argument(f"--{side}-span", default="1", help="span (default: 1)")
     diff.add_argument("--json", action="store_true", help="print JSON instead of tables")
     diff.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
+    diff.add_argument("--fail-on", action="append", default=[], metavar="METRIC=+T",
+                      help="CI gate: exit 3 when METRIC (step_time or kernel:NAME) grows by more than T "
+                           "(e.g. +5%% or +300us) and beyond the step-to-step noise; repeatable")
+    serve = sub.add_parser("serve", help="serve the tab's UI and routes without TensorBoard (Flask)")
+    serve.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    serve.add_argument("--port", type=int, default=6006, help="port (default 6006)")
+    serve.add_argument("--path-prefix", default="", help="serve under this URL path, e.g. /profiler")
     args = parser.parse_args(argv)
     if args.command == "diff":
+        try:
+            args.rules = [parse_fail_on(text) for text in args.fail_on]
+        except ValueError as exc:
+            parser.error(str(exc))
         return run_diff(args, sys.stdout, sys.stderr)
+    if args.command == "serve":
+        from .standalone import serve_forever
+
+        return serve_forever(args.logdir, args.host, args.port, args.path_prefix, sys.stderr)
     return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr,
                       executor=args.executor)
 
@@ -120,6 +143,8 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     except _PickError as exc:
         err.write(f"kinetoscope: {exc}\n")
         return exc.status
+    if getattr(args, "rules", None):
+        return cli_gate.run_gate(args, base_reg, base, exp_reg, exp, out, err)
     doc = {"baseline": base.entry.path, "experiment": exp.entry.path,
            **report.diff_document(base, base_reg.views(base), exp, exp_reg.views(exp))}
     if args.json:
@@ -137,11 +162,6 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
         out.write(f"  {row['status']:<9} {_tail(' > '.join(row['path']), 90)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
                   f"device {fixed(row['delta']['device_total_us'], 1, sign=True)} µs\n")
     return 0
-
-
-def _tail(text: str, width: int) -> str:
-    """``text`` cut to its last ``width`` characters, led by "…" when something was cut."""
-    return text if len(text) <= width else "\u2026" + text[-(width - 1):]
 
 
 def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO,
