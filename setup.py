@@ -36,7 +36,8 @@ setup(
         "gcs": ["gcsfs>=2026.10.1"],
         "azure": ["adlfs>=2026.8.0"],
         "dask": ["dask[distributed]>=2026.8.0"],
-        "test": ["pytest>=8", "hypothesis>=6.100", "playwright==1.65.2", "moto[server]==5.2.1", "gcp-storage-emulator==2026.7.19"],
+        "serve": ["flask>=2.2"],  # kinetoscope serve: the tab without TensorBoard
+        "test": ["pytest>=8", "flask>=2.2", "hypothesis>=6.100", "playwright==1.65.2", "moto[server]==5.2.1", "gcp-storage-emulator==2026.7.19"],
     },
     entry_points={
         "tensorboard_plugins": ["kinetoscope = tb_plugin.plugin:KinetoscopePlugin"],

@@ -77,8 +77,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(exc))
         return run_diff(args, sys.stdout, sys.stderr)
     if args.command == "serve":
-        from .standalone import serve_forever
-
+        try:
+            from .standalone import serve_forever
+        except ModuleNotFoundError as exc:
+            if exc.name != "flask":
+                raise
+            sys.stderr.write("kinetoscope: serve needs Flask: pip install 'kinetoscope[serve]'\n")
+            return 1
         return serve_forever(args.logdir, args.host, args.port, args.path_prefix, sys.stderr)
     return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr,
                       executor=args.executor)
