@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import os
 import re
 from typing import TextIO
 
@@ -112,13 +113,17 @@ def listen_message(host: str, port: int, prefix: str) -> str:
 
 
 def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: TextIO) -> int:
-    """Run the server until interrupted. 2 for a bad prefix or port, 1 when the address cannot be bound."""
+    """Run the server until interrupted. 2 for a local logdir that is not a directory, a bad prefix or
+    port; 1 when the address cannot be bound."""
     from werkzeug.serving import make_server
 
     try:
         prefix = normalize_prefix(path_prefix)
     except ValueError as exc:
         err.write(f"kinetoscope: {exc}\n")
+        return 2
+    if "://" not in logdir and not os.path.isdir(logdir):
+        err.write(f"kinetoscope: {logdir}: no such directory\n")
         return 2
     if not 0 <= port <= 65535:
         err.write(f"kinetoscope: --port {port}: must be 0..65535\n")

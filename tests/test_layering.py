@@ -7,8 +7,8 @@
 - ``artifacts/`` imports only ``storage/``, ``trace/`` and itself;
 - ``analysis/`` imports only ``trace/``, ``artifacts/`` and itself;
 - ``registry/`` never imports ``api/``, ``cli``, ``plugin``; ``api/`` never imports ``cli`` or ``plugin``;
-- the top (``cli``, ``plugin``, ``standalone``) is imported by nobody else; ``standalone`` (``kinetoscope
-  serve``) mounts ``plugin``'s route table, and ``cli`` starts ``standalone``.
+- the top (``cli``, ``cli_gate``, ``plugin``, ``standalone``) is imported by nobody else; ``standalone``
+  (``kinetoscope serve``) mounts ``plugin``'s route table, and ``cli`` starts ``standalone``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ALLOWED = {
     "registry": {"storage", "trace", "artifacts", "analysis"},
     "api": {"storage", "trace", "artifacts", "analysis", "registry"},
 }
-TOP = ("cli", "plugin", "standalone")
+TOP = ("cli", "cli_gate", "plugin", "standalone")
 
 
 def module_name(path: pathlib.Path, root: pathlib.Path) -> str:

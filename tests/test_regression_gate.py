@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -200,3 +203,22 @@ def test_the_console_script_exits_3(tmp_path, sides):
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 3, proc.stderr
     assert "verdict: regression" in proc.stdout
+
+
+def test_the_readme_commands(tmp_path, sides):
+    """The README's gate command and its CI step, run as written (``kinetoscope`` → this checkout's CLI)
+    in a folder holding ``runs/baseline`` and ``runs/exp`` with a 30 % slower GEMM: both exit 3, and
+    the first writes the JSON verdict to gate.json."""
+    text = (ROOT / "README.md").read_text().split("## CI regression gate", 1)[1].split("\n## ", 1)[0]
+    lines = [m.strip() for m in re.findall(r"^(?:  run: )?(kinetoscope diff .*)$", text, re.M)]
+    assert len(lines) == 2 and lines[0].endswith("> gate.json"), lines
+    for side, gemm in (("baseline", sides["gemm"]), ("exp", [g * 1.3 for g in sides["gemm"]])):
+        (tmp_path / "runs" / side).mkdir(parents=True)
+        write_trace(pair_trace(gemm, sides["add"]), tmp_path / "runs" / side / "w.1.pt.trace.json")
+    for line in lines:
+        command = line.replace("kinetoscope ", f"{shlex.quote(sys.executable)} -m tb_plugin.cli ", 1)
+        proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT), KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache")))
+        assert proc.returncode == 3, (line, proc.stderr)
+    doc = json.loads((tmp_path / "gate.json").read_text())
+    assert doc["verdict"] == "regression" and [c["status"] for c in doc["checks"]] == ["regression", "regression"]
