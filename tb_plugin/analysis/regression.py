@@ -34,6 +34,7 @@ RESAMPLES = 2000
 CONFIDENCE = 0.95
 SEED = 0
 MIN_STEPS = 3
+_CHUNK_VALUES = 1 << 21  # resampled values drawn at once per side (16 MiB of float64)
 STEP_TIME = "step_time"
 KERNEL_PREFIX = "kernel:"
 _THRESHOLD = re.compile(r"^\+?(\d+(?:\.\d*)?|\.\d+)\s*(%|us|µs)$")
@@ -78,10 +79,15 @@ def bootstrap_delta_interval(base: np.ndarray, exp: np.ndarray, resamples: int =
     rng = np.random.default_rng(seed)
     b = np.asarray(base, dtype=np.float64)
     e = np.asarray(exp, dtype=np.float64)
-    b_med = np.median(b[rng.integers(0, len(b), size=(resamples, len(b)))], axis=1)
-    e_med = np.median(e[rng.integers(0, len(e), size=(resamples, len(e)))], axis=1)
+    rows = max(1, _CHUNK_VALUES // max(len(b), len(e)))  # resamples per chunk: bounded memory
+    diffs = []
+    for first in range(0, resamples, rows):
+        k = min(rows, resamples - first)
+        b_med = np.median(b[rng.integers(0, len(b), size=(k, len(b)))], axis=1)
+        e_med = np.median(e[rng.integers(0, len(e), size=(k, len(e)))], axis=1)
+        diffs.append(e_med - b_med)
     tail = (1.0 - confidence) / 2.0 * 100.0
-    lo, hi = np.percentile(e_med - b_med, [tail, 100.0 - tail])
+    lo, hi = np.percentile(np.concatenate(diffs), [tail, 100.0 - tail])
     return float(lo), float(hi)
 
 
