@@ -147,6 +147,8 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
         exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache)
     except _PickError as exc:
         err.write(f"kinetoscope: {exc}\n")
+        if getattr(args, "rules", None) and args.json:  # a CI job's gate.json says why there is no verdict
+            out.write(jsonsafe.dumps({"verdict": "error", "error": str(exc)}).decode() + "\n")
         return exc.status
     if getattr(args, "rules", None):
         return cli_gate.run_gate(args, base_reg, base, exp_reg, exp, out, err)

@@ -193,6 +193,9 @@ def test_a_broken_file_exits_1(tmp_path, sides):
     (broken / "w.1.pt.trace.json").write_bytes(b'{"traceEvents": [{"ph": "X", "na')
     code, out, err = _gate(base, str(broken / "w.1.pt.trace.json"), "--fail-on", "step_time=+5%")
     assert code == 1 and out == "" and "w.1.pt.trace.json" in err
+    code, out, err = _gate(base, str(broken / "w.1.pt.trace.json"), "--fail-on", "step_time=+5%", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["verdict"] == "error" and "w.1.pt.trace.json" in doc["error"]
 
 
 def test_the_console_script_exits_3(tmp_path, sides):
