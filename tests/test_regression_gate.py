@@ -225,3 +225,53 @@ def test_the_readme_commands(tmp_path, sides):
         assert proc.returncode == 3, (line, proc.stderr)
     doc = json.loads((tmp_path / "gate.json").read_text())
     assert doc["verdict"] == "regression" and [c["status"] for c in doc["checks"]] == ["regression", "regression"]
+
+
+# -- real samples ----------------------------------------------------------------------------------
+
+
+def test_real_spans_use_the_overview_steps(tmp_path):
+    """resnet50 span 1 vs span 2 (V100): the medians are those of the Overview's step totals of each
+    file; a trace against itself is unchanged, even at a 0 % threshold."""
+    from conftest import SAMPLES
+    from tb_plugin.registry.runs import RunRegistry
+
+    folder = SAMPLES / "kineto" / "resnet50_num_workers_0"
+    reg = RunRegistry(str(folder))
+    reg.scan()
+    totals = [[s["total_us"] for s in reg.load(reg.find(".", "worker0", span)).overview["steps"]] for span in ("1", "2")]
+    code, out, err = _gate(str(folder), str(folder), "--exp-span", "2", "--fail-on", "step_time=+5%", "--json")
+    check = json.loads(out)["checks"][0]
+    assert code == 0, err
+    assert check["baseline_median_us"] == pytest.approx(np.median(totals[0]))
+    assert check["experiment_median_us"] == pytest.approx(np.median(totals[1]))
+    assert (check["baseline_steps"], check["experiment_steps"]) == (len(totals[0]), len(totals[1]))
+    code, out, _ = _gate(str(folder), str(folder), "--fail-on", "step_time=+0%", "--fail-on", "kernel:sgemm=+0%", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["verdict"] == "no_regression"
+    for c in doc["checks"]:
+        # each side is resampled on its own, so the interval is the noise of two such traces, around 0
+        assert c["delta_us"] == 0 and c["interval_us"][0] < 0 < c["interval_us"][1] and c["status"] == "unchanged"
+
+
+def test_kernel_step_times_add_up_on_a_real_trace():
+    """Summed over the steps, the per-step kernel time of every kernel ("" matches all) is the duration of
+    the kernels that start inside a kept step, counted here with a plain mask per step."""
+    from conftest import SAMPLES
+    from tb_plugin.analysis.step_metrics import kernel_step_times
+    from tb_plugin.analysis.steps import compute_steps
+    from tb_plugin.registry.runs import RunRegistry
+    from tb_plugin.trace.categories import Kind
+
+    reg = RunRegistry(str(SAMPLES / "kineto" / "resnet50_num_workers_0"))
+    reg.scan()
+    st = reg.load(reg.find(".", "worker0", "1"))
+    trace = reg.views(st).trace
+    per_step = kernel_step_times(trace, "")
+    steps = compute_steps(trace)
+    ev = trace.events
+    kernel = ev.kind == Kind.KERNEL
+    expected = [float(ev.dur[kernel & (ev.ts >= a) & (ev.ts < b)].sum()) for a, b in zip(steps.start, steps.end)]
+    assert len(per_step) == len(steps) > 3
+    assert per_step.tolist() == pytest.approx(expected)
+    assert all(v > 0 for v in expected)
