@@ -17,7 +17,9 @@ setup(
     long_description_content_type="text/markdown",
     license="BSD-3-Clause",
     python_requires=">=3.9",
-    packages=find_packages(include=["tb_plugin", "tb_plugin.*"]),
+    # "kinetoscope" (the notebook API's public name) is a small package kept inside tb_plugin/public/
+    packages=find_packages(include=["tb_plugin", "tb_plugin.*"]) + ["kinetoscope"],
+    package_dir={"kinetoscope": "tb_plugin/public/kinetoscope"},
     package_data={"tb_plugin": ["static/*"]},
     include_package_data=True,
     install_requires=[
@@ -37,7 +39,10 @@ setup(
         "azure": ["adlfs>=2026.8.0"],
         "dask": ["dask[distributed]>=2026.8.0"],
         "serve": ["flask>=2.2"],  # kinetoscope serve: the tab without TensorBoard
-        "test": ["pytest>=8", "flask>=2.2", "hypothesis>=6.100", "playwright==1.65.2", "moto[server]==5.2.1", "gcp-storage-emulator==2026.7.19"],
+        "notebook": ["pandas>=2.0"],  # import kinetoscope: tables as DataFrames
+        "mcp": ["mcp>=2.3,<3"],  # kinetoscope mcp: the MCP server for coding agents
+        "test": ["pytest>=8", "flask>=2.2", "pandas>=2.0", "mcp>=2.3,<3", "hypothesis>=6.100", "playwright==1.65.2",
+                 "moto[server]==5.2.1", "gcp-storage-emulator==2026.7.19"],
     },
     entry_points={
         "tensorboard_plugins": ["kinetoscope = tb_plugin.plugin:KinetoscopePlugin"],

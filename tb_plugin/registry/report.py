@@ -46,14 +46,25 @@ def rank_aggregate(trace, views, tables: bool) -> dict[str, Any]:
     if tables:
         out["tables"] = {
             "overview": compute_overview(trace),
-            "operators": [{k: r[k] for k in OPERATOR_KEYS} for r in sorted(
-                views.operators("operator"), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))],
-            "kernels": [{k: r[k] for k in KERNEL_KEYS} for r in sorted(
-                views.kernels("kernel"), key=lambda r: (-r["total_us"], r["name"]))],
+            "operators": operator_table(views),
+            "kernels": kernel_table(views),
             "modules": views.modules(),
             "memory": views.memory_summary(),
         }
     return out
+
+
+def operator_table(views, group_by: str = "operator", keys: list[str] = OPERATOR_KEYS) -> list[dict[str, Any]]:
+    """The operator rows of one grouping (:func:`~tb_plugin.analysis.operators.operator_rows`) with
+    ``keys``, most device self time first, then host self time, then name (µs)."""
+    return [{k: r[k] for k in keys} for r in sorted(
+        views.operators(group_by), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))]
+
+
+def kernel_table(views, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS) -> list[dict[str, Any]]:
+    """The kernel rows of one grouping (:func:`~tb_plugin.analysis.kernels.kernel_rows`) with ``keys``,
+    most total time first, then name (µs)."""
+    return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
 
 
 def report_insights(found: dict) -> dict:

@@ -1,0 +1,231 @@
+"""The notebook API, published as ``import kinetoscope``::
+
+    t = kinetoscope.load("runs/resnet", worker="worker0", span="1")   # a run directory or a trace file
+    t.overview(); t.operators(group_by="shape"); t.kernels(); t.modules(); t.memory(); t.insights()
+    kinetoscope.load_run("runs/ddp").distributed()
+    kinetoscope.diff(base, exp)
+
+Paths are local or bucket URLs (s3://, gs://, az://); files are parsed once into the parse cache, as
+the TensorBoard tab and ``kinetoscope report`` do. Every number comes from the same functions as the
+tab (the registry's views, :mod:`tb_plugin.registry.report`): their definitions are in docs/METRICS.md.
+Tables are pandas DataFrames (units in the column names: ``host_self_us``, ``size_bytes``, ``_pct``)
+when pandas is installed (``pip install kinetoscope[notebook]``), else lists of dicts; set
+``KINETOSCOPE_TABLES=records`` for lists of dicts anyway.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..registry import report
+from ..registry.cache import ParseCache
+from ..registry.runs import RunRegistry
+from . import queries
+from .queries import Invalid
+
+__all__ = ["Invalid", "LoadError", "Run", "Trace", "diff", "load", "load_run"]
+
+
+class LoadError(RuntimeError):
+    """A path that does not exist, holds no trace, or a trace that failed to load (the message says why)."""
+
+
+def table(rows: list[dict], columns: list[str] | None = None):
+    """``rows`` as a pandas DataFrame (``columns`` in that order) when pandas is installed, else the list."""
+    if os.environ.get("KINETOSCOPE_TABLES") != "records":
+        try:
+            import pandas as pd
+        except ImportError:
+            pd = None
+        if pd is not None:
+            return pd.DataFrame.from_records(rows, columns=columns)
+    if columns is None:
+        return rows
+    return [{c: r.get(c) for c in columns} for r in rows]
+
+
+def _flatten(row: dict, prefix: str = "") -> dict:
+    """Nested dicts as flat columns: ``{"delta": {"host_total_us": 1}}`` → ``delta_host_total_us``."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}_"))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def _module_rows(tree: list[dict] | None, parent: str = "", depth: int = 0) -> list[dict]:
+    """The module tree as rows: ``path`` ("Model/Linear_0"), ``depth`` (0: top level) and the node's figures."""
+    rows = []
+    for node in tree or []:
+        path = f"{parent}/{node['name']}" if parent else node["name"]
+        rows.append(dict({k: v for k, v in node.items() if k != "children"}, path=path, depth=depth))
+        rows.extend(_module_rows(node.get("children"), path, depth + 1))
+    return rows
+
+
+class Trace:
+    """One trace file (a worker's span of a run), loaded. Every method reads the tab's views."""
+
+    def __init__(self, registry: RunRegistry, state) -> None:
+        self.registry, self.state = registry, state
+
+    def __repr__(self) -> str:
+        return f"<kinetoscope.Trace {self.state.entry.path} worker={self.worker!r} span={self.span!r}>"
+
+    worker = property(lambda self: self.state.worker, doc="the worker (rank) name from the file name")
+    span = property(lambda self: self.state.span, doc="the span (1, 2, … by timestamp within the worker)")
+    path = property(lambda self: self.state.entry.path, doc="the file's path (or bucket key)")
+    warnings = property(lambda self: list(self.state.warnings), doc="what the loader warned about")
+
+    @property
+    def views(self):
+        """The file's :class:`~tb_plugin.registry.views.FileViews` (re-read from the parse cache if evicted)."""
+        return self.registry.views(self.state)
+
+    def overview(self) -> dict[str, Any]:
+        """The Overview tab's document (``kinetoscope report --json``'s ``overview``): ``average`` and
+        ``steps`` split into the eight categories (µs), ``gpus`` (utilization, SM efficiency, occupancy,
+        tensor-core share, %), ``recommendations``."""
+        return report.overview_document(self.registry, self.state)
+
+    def steps(self):
+        """One row per step: bounds and the eight breakdown categories (µs), as the Overview's chart."""
+        return table(self.overview()["steps"])
+
+    def operators(self, group_by: str = "name"):
+        """The Operator tab's table: per operator (``group_by="name"``), per operator and input shapes
+        (``"shape"``) or per operator and call stack (``"stack"``): ``calls``, ``host_self_us``,
+        ``host_total_us``, ``device_self_us``, ``device_total_us`` (device time of the kernels it
+        launched), tensor-core shares and FLOPs; most device self time first."""
+        g = queries.grouping(group_by, queries.OPERATOR_GROUPS, "group_by")
+        return table(queries.operators(self.views, g), queries.operator_columns(g))
+
+    def kernels(self, group_by: str = "name"):
+        """The GPU Kernel tab's table: per kernel name (``group_by="name"``) or per kernel, launching
+        operator and launch configuration (``"op"``): ``calls``, ``total_us``, ``mean_us``, ``min_us``,
+        ``max_us``, ``blocks_per_sm``, ``achieved_occupancy_pct``, ``tensor_cores``; most time first."""
+        g = queries.grouping(group_by, queries.KERNEL_GROUPS, "group_by")
+        return table(queries.kernels(self.views, g), queries.kernel_columns(g))
+
+    def modules(self):
+        """The Module tab's tree as rows (``path``, ``depth``, ``occurrences``, ``operators`` and host/device
+        self/total µs); empty when the trace has no ``nn.Module`` annotations."""
+        return table(_module_rows(self.views.modules()))
+
+    def memory(self) -> dict[str, Any]:
+        """``devices``: per memory device its peak allocated bytes (and when, µs) and peak reserved bytes;
+        ``top_operators``: the operators that allocate most (bytes) — the report's ``memory`` section."""
+        doc = self.views.memory_summary()
+        return {"devices": table(doc["devices"]), "top_operators": table(doc["top_operators"])}
+
+    def memory_stats(self, device: str = "GPU0"):
+        """The Memory tab's per-operator table of one device (``"GPU0"``, ``"CPU"``): allocations, bytes."""
+        if device not in self.views.memory_devices():
+            raise Invalid(f"device must be one of {', '.join(self.views.memory_devices()) or '(none: no memory events)'}")
+        return table(self.views.memory_stats(device))
+
+    def insights(self) -> dict[str, Any]:
+        """The Insights tab's document: ``idle`` (GPU idle time split into host wait, short gaps and
+        other, µs), ``launch`` (launch delay percentiles, overhead vs queueing), ``exposed``
+        (communication and copies not hidden behind compute), ``syncs`` and ``recommendations``."""
+        return self.views.insights()
+
+
+def _open(target: str, cache: bool):
+    """``(registry, file name or None)`` for a trace file or a run directory (local or URL)."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(target)
+    if not fs.exists(path):
+        raise LoadError(f"{target} does not exist")
+    is_file = fs.isfile(path)
+    root = target
+    if is_file:
+        root = (target.rsplit("/", 1)[0] or "/") if "/" in target else "."
+    registry = RunRegistry(root, cache=ParseCache() if cache else None)
+    registry.scan()
+    if registry.error is not None:
+        raise LoadError(f"{target}: {registry.error}")
+    return registry, (path.rsplit("/", 1)[-1] if is_file else None)
+
+
+def _loaded(registry: RunRegistry, state) -> Trace:
+    registry.ensure_loaded(state)
+    if state.error:
+        raise LoadError(f"{state.entry.rel}: {state.error}")
+    return Trace(registry, state)
+
+
+def load(path: str, worker: str | None = None, span: str | int | None = None, cache: bool = True) -> Trace:
+    """Load one trace: ``path`` is a trace file, or a run directory (then ``worker``, default the first,
+    and ``span``, default 1). Raises :class:`Invalid` naming the workers and spans there are, or
+    :class:`LoadError`. ``cache=False`` neither reads nor writes the parse cache."""
+    registry, name = _open(str(path), cache)
+    if name is not None:
+        found = [st for st in registry.files() if st.run == "." and st.entry.name == name]
+        if not found:
+            raise LoadError(f"{path} is not a trace file (*.pt.trace.json[.gz])")
+        return _loaded(registry, found[0])
+    runs = queries.layout(registry)
+    if "." not in runs:
+        raise Invalid(f"no trace files directly in {path}: give a run directory or a trace file; "
+                      f"{queries.describe(runs)}")
+    return _loaded(registry, queries.find_file(registry, ".", worker, None if span is None else str(span)))
+
+
+class Run:
+    """A run directory: its trace files (workers × spans) and the cross-rank view."""
+
+    def __init__(self, registry: RunRegistry) -> None:
+        self.registry = registry
+
+    def __repr__(self) -> str:
+        return f"<kinetoscope.Run {self.registry.logdir} {queries.describe(queries.layout(self.registry))}>"
+
+    def files(self):
+        """One row per trace file: ``worker``, ``span``, ``path``, ``size_bytes``, ``state``."""
+        return table([{"worker": st.worker, "span": st.span, "path": st.entry.rel, "size_bytes": st.entry.size,
+                       "state": st.state} for st in self.registry.files() if st.run == "."])
+
+    def trace(self, worker: str | None = None, span: str | int | None = None) -> Trace:
+        """One worker's span, loaded (defaults: the first worker, span 1)."""
+        return _loaded(self.registry, queries.find_file(self.registry, ".", worker, None if span is None else str(span)))
+
+    def distributed(self, span: str | int = "1") -> dict[str, Any]:
+        """The Distributed tab's summary at ``span`` (``kinetoscope report --json``'s ``distributed``):
+        ``ranks`` (computation, overlap, communication, other, transfer and sync µs per rank),
+        ``collectives`` (calls, bytes, algorithm/bus bandwidth GB/s), ``stragglers`` with their
+        ``arrivals`` evidence, ``messages``. None (with the reason in ``reason``) without two ranks."""
+        result = self.registry.distributed(".", str(span))
+        summary = report.distributed_summary(result)
+        if summary is None:
+            return {"reason": result["reason"], "messages": result["messages"]}
+        return dict(summary, ranks=table(summary["ranks"]), collectives=table(summary["collectives"]),
+                    arrivals=table(summary["arrivals"]))
+
+
+def load_run(path: str, cache: bool = True) -> Run:
+    """A run directory (local or URL) whose trace files are one run's ranks."""
+    registry, name = _open(str(path), cache)
+    if name is not None:
+        raise LoadError(f"{path} is a file: give the run directory that holds the ranks' traces")
+    if not any(st.run == "." for st in registry.files()):
+        runs = queries.layout(registry)
+        raise LoadError(f"no trace files directly in {path}" + (f"; runs below it: {', '.join(runs)}" if runs else ""))
+    return Run(registry)
+
+
+def diff(base: Trace, exp: Trace) -> dict[str, Any]:
+    """Baseline vs experiment, as ``kinetoscope diff --json``: ``steps`` (one row per Overview category:
+    ``baseline_us``, ``experiment_us``, ``delta_us``, ``relative_pct`` of the average step),
+    ``operators`` (the operator tree flattened, per average step: ``baseline_*``, ``experiment_*``,
+    ``delta_*`` µs and a ``status``) and ``kernels`` (per kernel per average step)."""
+    doc = report.diff_document(base.state, base.views, exp.state, exp.views)
+    s = doc["steps"]
+    steps = [{"category": key, "baseline_us": s["baseline"][key], "experiment_us": s["experiment"][key],
+              "delta_us": s["delta"][key], "relative_pct": s["relative_pct"][key]} for key in s["baseline"]]
+    return {"steps": table(steps), "operators": table([_flatten(r) for r in doc["operators"]]),
+            "kernels": table(doc["kernels"]), "thresholds": doc["thresholds"]}

@@ -1,0 +1,119 @@
+"""What the notebook API and the MCP tools share: picking a file of the registry by run, worker and
+span (a bad name raises :class:`Invalid` listing the valid ones), the groupings and columns of the
+operator and kernel tables (the tab's, :mod:`tb_plugin.api.routes`), and top-N selection.
+
+No number is computed here: rows come from :class:`~tb_plugin.registry.views.FileViews` through
+:mod:`tb_plugin.registry.report` (the builder of ``kinetoscope report --json``), and the "rest" of a
+top-N is the tab's own ``Other`` slice (:func:`tb_plugin.api.paging.top`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..api import paging
+from ..api.routes import KERNEL_COLUMNS, OPERATOR_COLUMNS
+from ..registry import report
+
+# user-facing grouping → the views' grouping (the routes' ``group_by``); the views' names work too
+OPERATOR_GROUPS = {"name": "operator", "shape": "input_shape", "stack": "call_stack"}
+KERNEL_GROUPS = {"name": "kernel", "op": "kernel_op_config"}
+
+
+class Invalid(ValueError):
+    """A bad argument (an unknown run, worker, span, grouping or column); the message lists what is valid."""
+
+
+def grouping(value: str, groups: dict[str, str], what: str) -> str:
+    """The views' grouping that ``value`` names (a key or a value of ``groups``)."""
+    if value in groups:
+        return groups[value]
+    if value in groups.values():
+        return value
+    raise Invalid(f"{what} must be one of {', '.join(groups)} (got {value!r})")
+
+
+def operator_columns(group_by: str) -> list[str]:
+    """The Operator tab's columns for a views grouping: ``input_shape``/``call_stack`` only when grouped by them."""
+    return [c for c in OPERATOR_COLUMNS if not (c == "input_shape" and group_by != "input_shape")
+            and not (c == "call_stack" and group_by != "call_stack")]
+
+
+def kernel_columns(group_by: str) -> list[str]:
+    """The GPU Kernel tab's columns for a views grouping (launch configuration only per op and config)."""
+    return KERNEL_COLUMNS if group_by == "kernel_op_config" else [
+        c for c in KERNEL_COLUMNS if c not in ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes",
+                                               "tc_eligible")]
+
+
+def operators(views, group_by: str = "name") -> list[dict[str, Any]]:
+    """The operator rows (µs) of a grouping, in the report's order (:func:`report.operator_table`)."""
+    g = grouping(group_by, OPERATOR_GROUPS, "group_by")
+    return report.operator_table(views, g, operator_columns(g))
+
+
+def kernels(views, group_by: str = "name") -> list[dict[str, Any]]:
+    """The kernel rows (µs) of a grouping, in the report's order (:func:`report.kernel_table`)."""
+    g = grouping(group_by, KERNEL_GROUPS, "group_by")
+    return report.kernel_table(views, g, kernel_columns(g))
+
+
+def top_rows(rows: list[dict], sort: str, limit: int, columns: list[str]) -> dict[str, Any]:
+    """The ``limit`` rows with the largest ``sort`` (missing values last), with ``rows_total`` (all rows)
+    and ``rest``: the rows left out and their ``sort`` total as the tab's pie shows it (the ``Other``
+    slice of :func:`paging.top`: positive values only)."""
+    if sort not in columns:
+        raise Invalid(f"sort must be one of {', '.join(columns)} (got {sort!r})")
+    ranked = paging.sort_rows(rows, sort, True)[:limit]
+    other = [p["value"] for p in paging.top(rows, sort, limit) if p["name"] == "Other"] if limit < len(rows) else []
+    return {"sort": sort, "rows_total": len(rows), "rows": ranked,
+            "rest": {"rows": max(0, len(rows) - limit), sort: other[0] if other else 0}}
+
+
+# -- picking a file -------------------------------------------------------------------------------
+def _span_key(span: str):
+    return (0, int(span), "") if span.isdigit() else (1, 0, span)
+
+
+def layout(registry) -> dict[str, dict[str, list[str]]]:
+    """run → worker → spans of every trace file the registry lists."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for st in registry.files():
+        out.setdefault(st.run, {}).setdefault(st.worker, []).append(st.span)
+    for workers in out.values():
+        for spans in workers.values():
+            spans.sort(key=_span_key)
+    return out
+
+
+def describe(runs: dict[str, dict[str, list[str]]]) -> str:
+    """``run 'a': workers w0 (spans 1, 2), w1 (span 1); run 'b': …`` (at most 20 runs named)."""
+    parts = []
+    for run, workers in list(runs.items())[:20]:
+        ws = ", ".join(f"{w} (span{'s' if len(s) > 1 else ''} {', '.join(s)})" for w, s in workers.items())
+        parts.append(f"run {run!r}: workers {ws}")
+    more = f"; and {len(runs) - 20} more runs" if len(runs) > 20 else ""
+    return "; ".join(parts) + more if parts else "no trace files"
+
+
+def find_file(registry, run: str | None, worker: str | None = None, span: str | None = None):
+    """The FileState of ``run``/``worker``/``span`` (each None: the first there, the only run when
+    there is one). Raises :class:`Invalid` naming the runs, workers and spans there are."""
+    runs = layout(registry)
+    if not runs:
+        raise Invalid(f"no trace files under {registry.logdir}")
+    if run is None:
+        if len(runs) > 1:
+            raise Invalid(f"give a run: {describe(runs)}")
+        run = next(iter(runs))
+    if run not in runs:
+        raise Invalid(f"no run {run!r}; {describe(runs)}")
+    workers = runs[run]
+    worker = next(iter(workers)) if worker is None else str(worker)
+    if worker not in workers:
+        raise Invalid(f"no worker {worker!r} in run {run!r}; {describe({run: workers})}")
+    spans = workers[worker]
+    span = ("1" if "1" in spans else spans[0]) if span is None else str(span)
+    if span not in spans:
+        raise Invalid(f"no span {span!r} for worker {worker!r} in run {run!r}; {describe({run: {worker: spans}})}")
+    return registry.find(run, worker, span)
