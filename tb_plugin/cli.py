@@ -3,6 +3,7 @@
     kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache] [--executor local|dask://HOST:PORT]
     kinetoscope diff BASE EXP [--fail-on step_time=+5%] [--fail-on kernel:NAME=+10%] [--json]
     kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p]
+    kinetoscope mcp LOGDIR    (the MCP server for coding agents: tb_plugin/interfaces/mcp_server.py)
 
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes
 to stderr, one line per rank. The exit status is 1 when any trace file failed to load or the logdir
@@ -30,6 +31,7 @@ from .analysis.numfmt import fixed
 from . import cli_gate
 from .cli_gate import tail as _tail
 from .analysis.regression import parse_fail_on
+from .interfaces import mcp_server
 from .registry import report
 from .registry.cache import ParseCache
 from .registry.executors import ENV_VAR, LocalExecutor, open_executor
@@ -69,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=6006, help="port (default 6006)")
     serve.add_argument("--path-prefix", default="", help="serve under this URL path, e.g. /profiler")
+    mcp_server.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "mcp":
+        return mcp_server.run(args)
     if args.command == "diff":
         try:
             args.rules = [parse_fail_on(text) for text in args.fail_on]

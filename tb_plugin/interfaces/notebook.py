@@ -56,16 +56,6 @@ def _flatten(row: dict, prefix: str = "") -> dict:
     return out
 
 
-def _module_rows(tree: list[dict] | None, parent: str = "", depth: int = 0) -> list[dict]:
-    """The module tree as rows: ``path`` ("Model/Linear_0"), ``depth`` (0: top level) and the node's figures."""
-    rows = []
-    for node in tree or []:
-        path = f"{parent}/{node['name']}" if parent else node["name"]
-        rows.append(dict({k: v for k, v in node.items() if k != "children"}, path=path, depth=depth))
-        rows.extend(_module_rows(node.get("children"), path, depth + 1))
-    return rows
-
-
 class Trace:
     """One trace file (a worker's span of a run), loaded. Every method reads the tab's views."""
 
@@ -113,7 +103,7 @@ class Trace:
     def modules(self):
         """The Module tab's tree as rows (``path``, ``depth``, ``occurrences``, ``operators`` and host/device
         self/total µs); empty when the trace has no ``nn.Module`` annotations."""
-        return table(_module_rows(self.views.modules()))
+        return table(queries.module_rows(self.views.modules()), queries.MODULE_COLUMNS)
 
     def memory(self) -> dict[str, Any]:
         """``devices``: per memory device its peak allocated bytes (and when, µs) and peak reserved bytes;

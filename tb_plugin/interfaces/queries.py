@@ -70,6 +70,21 @@ def top_rows(rows: list[dict], sort: str, limit: int, columns: list[str]) -> dic
             "rest": {"rows": max(0, len(rows) - limit), sort: other[0] if other else 0}}
 
 
+MODULE_COLUMNS = ["path", "name", "depth", "occurrences", "operators", "host_self_us", "host_total_us",
+                  "device_self_us", "device_total_us"]
+
+
+def module_rows(tree: list[dict] | None, parent: str = "", depth: int = 0) -> list[dict]:
+    """The Module tab's tree (:func:`~tb_plugin.analysis.modules.module_tree`) as rows, parents first:
+    ``path`` ("Model/Linear_0"), ``depth`` (0: top level) and the node's own figures (µs)."""
+    rows = []
+    for node in tree or []:
+        path = f"{parent}/{node['name']}" if parent else node["name"]
+        rows.append(dict({k: v for k, v in node.items() if k != "children"}, path=path, depth=depth))
+        rows.extend(module_rows(node.get("children"), path, depth + 1))
+    return rows
+
+
 # -- picking a file -------------------------------------------------------------------------------
 def _span_key(span: str):
     return (0, int(span), "") if span.isdigit() else (1, 0, span)

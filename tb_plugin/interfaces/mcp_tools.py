@@ -1,0 +1,199 @@
+"""The answers of ``kinetoscope mcp``'s tools (docs/mcp.md), one method each, on a started registry.
+
+Compact by design: units are in the field names (``_us``, ``_bytes``, ``_pct``, ``_gbps``), tables are
+top-N with ``rows_total`` and the ``rest`` left out, and every answer carries a ``link``: the URL of
+the same view in the tab (its hash state: ``run``, ``worker``, ``span``, ``view``; docs/mcp.md). The
+numbers are the registry's views and :mod:`tb_plugin.registry.report`'s, as ``kinetoscope report
+--json`` prints them. Arguments only select registry entries (never a path): the tools read nothing
+outside the logdir. A bad argument raises :class:`~.queries.Invalid` saying what is valid; a file
+still loading raises :class:`NotLoaded` with the progress.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+
+from ..registry import report
+from ..registry.states import ERROR, READY
+from ..trace import jsonsafe
+from . import queries
+from .queries import Invalid
+
+DEFAULT_UI_URL = "http://localhost:6006/data/plugin_entry.html?name=kinetoscope"
+MAX_TEXT = 2000  # characters of one string value in an event's args
+
+
+class NotLoaded(Invalid):
+    """The file asked for is still loading (or failed to load): the message says which and how far."""
+
+
+def _plain(doc: Any) -> Any:
+    """``doc`` as plain JSON values (numpy scalars, NaN → null, odd strings made text)."""
+    return orjson.loads(jsonsafe.dumps(doc))
+
+
+def _cut(value: Any) -> Any:
+    """Strings longer than :data:`MAX_TEXT` cut (the rest counted), inside dicts and lists too."""
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return value[:MAX_TEXT] + f"… ({len(value) - MAX_TEXT} more characters)"
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v) for v in value]
+    return value
+
+
+class Tools:
+    """The tools over one registry (scanning and loading in the background)."""
+
+    def __init__(self, registry, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0) -> None:
+        self.registry, self.ui_url, self.wait_s = registry, ui_url, wait_s
+
+    # -- shared ---------------------------------------------------------------------------------
+    def link(self, view: str | None = None, **keys: Any) -> str:
+        """The tab's URL for ``view`` and the hash keys (``run``, ``worker``, ``span``, diff sides…)."""
+        params = {k: str(v) for k, v in keys.items() if v is not None}
+        if view and view != "overview":
+            params["view"] = view
+        return f"{self.ui_url}#{urlencode(params)}"
+
+    def _file(self, run: str, worker: str | None, span: str | None):
+        """The loaded file; waits up to ``wait_s`` for it (asking the loader for it first)."""
+        self.registry.wait_scanned(self.wait_s)
+        if self.registry.error is not None:
+            raise Invalid(f"the logdir cannot be listed: {self.registry.error}")
+        st = queries.find_file(self.registry, run, worker, span)
+        deadline = time.monotonic() + self.wait_s
+        self.registry.want(st)
+        while st.state not in (READY, ERROR) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if st.state == ERROR:
+            raise NotLoaded(f"{st.entry.rel} failed to load: {st.error}")
+        if st.state != READY:
+            doc = self.registry.runs_document()["loading"]
+            raise NotLoaded(f"{st.entry.rel} is still loading ({st.state}, {st.progress:.0%}); "
+                            f"{doc['files_done']} of {doc['files_total']} files of the logdir are loaded: call again shortly")
+        return st
+
+    def _where(self, st) -> dict[str, str]:
+        return {"run": st.run, "worker": st.worker, "span": st.span}
+
+    # -- tools ----------------------------------------------------------------------------------
+    def list_runs(self) -> dict[str, Any]:
+        self.registry.wait_scanned(self.wait_s)
+        doc = self.registry.runs_document()
+        runs = [{"run": r["name"], "workers": [
+            {"worker": w["worker"], "spans": [{k: s[k] for k in ("span", "state", "progress", "error", "size_bytes")}
+                                              for s in w["spans"]]} for w in r["workers"]],
+                 "memory_artifacts": len(r["artifacts"]), "link": self.link(run=r["name"])}
+                for r in doc["runs"]]
+        return _plain({"logdir": self.registry.logdir, "loading": doc["loading"],
+                       "still_loading": doc["loading"]["files_done"] < doc["loading"]["files_total"],
+                       "errors": doc["errors"], "runs": runs, "link": self.link()})
+
+    def overview(self, run: str, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
+        st = self._file(run, worker, span)
+        ov = report.overview_document(self.registry, st)
+        return _plain(dict(self._where(st), steps=len(ov["steps"]), average_step=ov["average"],
+                           configuration=ov["configuration"], gpus=ov["gpus"], recommendations=ov["recommendations"],
+                           warnings=st.warnings, link=self.link("overview", **self._where(st))))
+
+    def top_operators(self, run: str, worker: str | None = None, span: str | None = None, group_by: str = "name",
+                      sort: str | None = None, limit: int = 10) -> dict[str, Any]:
+        st = self._file(run, worker, span)
+        views = self.registry.views(st)
+        g = queries.grouping(group_by, queries.OPERATOR_GROUPS, "group_by")
+        sort = sort or ("device_self_us" if views.has_device else "host_self_us")
+        doc = queries.top_rows(queries.operators(views, g), sort, limit, queries.operator_columns(g))
+        return _plain(dict(self._where(st), group_by=group_by, **doc, link=self.link("operator", **self._where(st))))
+
+    def top_kernels(self, run: str, worker: str | None = None, span: str | None = None, group_by: str = "name",
+                    sort: str = "total_us", limit: int = 10) -> dict[str, Any]:
+        st = self._file(run, worker, span)
+        views = self.registry.views(st)
+        g = queries.grouping(group_by, queries.KERNEL_GROUPS, "group_by")
+        doc = queries.top_rows(queries.kernels(views, g), sort, limit, queries.kernel_columns(g))
+        return _plain(dict(self._where(st), group_by=group_by, **doc, tensor_core=views.tensor_core_split(),
+                           link=self.link("kernel", **self._where(st))))
+
+    def top_modules(self, run: str, worker: str | None = None, span: str | None = None, sort: str = "host_total_us",
+                    limit: int = 10, max_depth: int = 1) -> dict[str, Any]:
+        st = self._file(run, worker, span)
+        rows = [r for r in queries.module_rows(self.registry.views(st).modules()) if r["depth"] < max_depth]
+        doc = queries.top_rows(rows, sort, limit, queries.MODULE_COLUMNS)
+        return _plain(dict(self._where(st), max_depth=max_depth, **doc, link=self.link("module", **self._where(st))))
+
+    def memory(self, run: str, worker: str | None = None, span: str | None = None, limit: int = 10) -> dict[str, Any]:
+        st = self._file(run, worker, span)
+        doc = self.registry.views(st).memory_summary()
+        ops = doc["top_operators"]
+        return _plain(dict(self._where(st), devices=doc["devices"], top_operators=ops[:limit],
+                           top_operators_total=len(ops), link=self.link("memory", **self._where(st))))
+
+    def insights(self, run: str, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
+        st = self._file(run, worker, span)
+        found = self.registry.views(st).insights()
+        syncs = found["syncs"]
+        return _plain(dict(self._where(st), **report.report_insights(found),
+                           syncs=dict({k: v for k, v in syncs.items() if k != "by_operator"},
+                                      by_operator=syncs["by_operator"][:5]),
+                           recommendations=found["recommendations"], link=self.link("insights", **self._where(st))))
+
+    def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
+        self.registry.wait_scanned(self.wait_s)
+        runs = queries.layout(self.registry)
+        if run not in runs:
+            raise Invalid(f"no run {run!r}; {queries.describe(runs)}")
+        result = self.registry.distributed(run, str(span))
+        summary = report.distributed_summary(result)
+        link = self.link("distributed", run=run, span=span)
+        if summary is None:
+            return _plain({"run": run, "span": span, "reason": result["reason"], "messages": result["messages"],
+                           "link": link})
+        collectives = queries.top_rows(summary["collectives"], "transfer_us", limit,
+                                       list(summary["collectives"][0]) if summary["collectives"] else ["transfer_us"])
+        return _plain(dict(summary, run=run, span=span, ranks=summary["ranks"][:max(limit, 64)],
+                           ranks_total=len(summary["ranks"]), collectives=collectives,
+                           arrivals=sorted(summary["arrivals"], key=lambda e: -e["wait_total_us"])[:limit],
+                           link=link))
+
+    def diff(self, base_run: str, exp_run: str, base_worker: str | None = None, base_span: str | None = None,
+             exp_worker: str | None = None, exp_span: str | None = None, limit: int = 10) -> dict[str, Any]:
+        b, e = self._file(base_run, base_worker, base_span), self._file(exp_run, exp_worker, exp_span)
+        doc = report.diff_document(b, self.registry.views(b), e, self.registry.views(e))
+        ops = sorted(doc["operators"], key=lambda r: -abs(r["delta"][r["compared"]]))
+        kernels = sorted(doc["kernels"], key=lambda r: -abs(r["delta_per_step_us"]))
+        keys = {f"{side}_{k}": v for side, st in (("base", b), ("exp", e)) for k, v in self._where(st).items()}
+        return _plain({"baseline": self._where(b), "experiment": self._where(e), "steps": doc["steps"],
+                       "thresholds": doc["thresholds"], "operators": ops[:limit], "operators_total": len(ops),
+                       "kernels": kernels[:limit], "kernels_total": len(kernels),
+                       "link": self.link("diff", **self._where(b), **keys,
+                                         diff_for=orjson.dumps([b.run, b.worker, b.span]).decode())})
+
+    def search_timeline(self, run: str, query: str, worker: str | None = None, span: str | None = None,
+                        regex: bool = False, limit: int = 20) -> dict[str, Any]:
+        st = self._file(run, worker, span)
+        if not query or len(query) > 500:
+            raise Invalid("query must be 1 to 500 characters")
+        try:
+            found = self.registry.views(st).timeline_search(query, regex)
+        except ValueError as exc:  # a bad or too slow regular expression
+            raise Invalid(str(exc)) from None
+        cols = [k for k in ("rows", "name", "start_us", "dur_us", "track") if k in found]
+        matches = [dict(zip(["row" if c == "rows" else c for c in cols], vals))
+                   for vals in zip(*(found[c][:limit] for c in cols))]
+        return _plain(dict(self._where(st), query=query, regex=regex, total=found["total"], matches=matches,
+                           link=self.link("trace", **self._where(st))))
+
+    def event(self, run: str, row: int, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
+        st = self._file(run, worker, span)
+        doc = self.registry.views(st).event(row)
+        if doc is None:
+            raise Invalid(f"row must be an event index from search_timeline, 0 to "
+                          f"{len(self.registry.views(st).trace.events) - 1} (got {row})")
+        return _plain(dict(self._where(st), **_cut(doc), call_stack=[p["name"] for p in doc["parents"]] + [doc["name"]],
+                           link=self.link("trace", **self._where(st))))
