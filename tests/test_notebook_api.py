@@ -1,0 +1,123 @@
+"""The notebook API (``import kinetoscope``, tb_plugin/interfaces/notebook.py): the README's example
+runs on samples/, and every table equals ``kinetoscope report --json``'s numbers on every sample
+(one code path: the registry's views and registry/report.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "tb_plugin" / "public"))  # what setup.py's package_dir maps as "kinetoscope"
+
+import kinetoscope  # noqa: E402
+from tb_plugin.interfaces import queries  # noqa: E402
+from tb_plugin.registry.report import report_insights  # noqa: E402
+from tb_plugin.trace import jsonsafe  # noqa: E402
+
+SAMPLES = REPO / "samples"
+
+
+def plain(doc):
+    """JSON values as the report prints them (NaN → null, tuples → lists)."""
+    return orjson.loads(jsonsafe.dumps(doc))
+
+
+def readme_block(heading: str) -> str:
+    """The first ```python block under the README's ``## heading``."""
+    text = (REPO / "README.md").read_text()
+    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.fixture(scope="module")
+def report_doc():
+    out = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "report", "samples", "--json"], cwd=REPO,
+                         capture_output=True, text=True, check=True, timeout=300)
+    return json.loads(out.stdout)
+
+
+def workers(doc):
+    return [(run["name"], w) for run in doc["runs"] for w in run["workers"]]
+
+
+def test_readme_example_runs_on_samples(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    namespace: dict = {}
+    exec(compile(readme_block("Notebook API"), "README.md", "exec"), namespace)
+    t, ops = namespace["t"], namespace["ops"]
+    assert type(ops).__name__ == "DataFrame" and "host_self_us" in ops.columns
+    assert namespace["d"]["steps"]["category"].tolist()[0] == "total_us"
+    # the printed average step is the Overview's (synthetic_resnet: 913.78125 µs by construction)
+    assert t.overview()["average"]["total_us"] == pytest.approx(913.78125)
+    assert "913.78125" in capsys.readouterr().out
+
+
+def test_tables_equal_report_json_on_every_sample(report_doc, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_TABLES", "records")
+    pairs = workers(report_doc)
+    assert len(pairs) == 5
+    for run, w in pairs:
+        t = kinetoscope.load(str(SAMPLES / run), worker=w["worker"], span=w["span"])
+        assert plain(t.overview()) == w["overview"], run
+        ops = t.operators()
+        assert plain([{k: r[k] for k in w["operators"][0]} for r in ops]) == w["operators"], run
+        kernels = t.kernels()
+        assert plain([{k: r[k] for k in (w["kernels"] or [{}])[0]} for r in kernels]) == w["kernels"], run
+        assert plain(t.modules()) == plain(queries.module_rows(w["modules"])), run
+        mem = t.memory()
+        assert plain({"devices": mem["devices"], "top_operators": mem["top_operators"]}) == w["memory"], run
+        assert plain(report_insights(t.insights())) == w["insights"], run
+    ddp = next(r for r in report_doc["runs"] if r["name"] == "synthetic_ddp")["distributed"]
+    assert plain(kinetoscope.load_run(str(SAMPLES / "synthetic_ddp")).distributed()) == ddp
+
+
+def test_known_values_and_groupings():
+    """Values known by construction (samples/README.md) and the three operator groupings."""
+    t = kinetoscope.load(str(SAMPLES / "synthetic_resnet"))
+    expected = json.loads(next((SAMPLES / "synthetic_resnet").glob("*.expected.json")).read_text())
+    assert t.overview()["average"]["kernel_us"] == pytest.approx(expected["average"]["kernel_us"])
+    by_name = t.operators()
+    by_shape = t.operators(group_by="shape")
+    by_stack = t.operators(group_by="stack")
+    assert "input_shape" in by_shape.columns and "input_shape" not in by_name.columns
+    assert "call_stack" in by_stack.columns
+    # a grouping splits rows, never time: the totals agree
+    for df in (by_shape, by_stack):
+        assert df["host_self_us"].sum() == pytest.approx(by_name["host_self_us"].sum())
+        assert df["device_self_us"].sum() == pytest.approx(by_name["device_self_us"].sum())
+    assert t.kernels(group_by="op")["total_us"].sum() == pytest.approx(t.kernels()["total_us"].sum())
+    assert t.memory_stats("GPU0")["allocation_bytes"].max() > 0
+
+
+def test_records_without_pandas(monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_TABLES", "records")
+    t = kinetoscope.load(str(SAMPLES / "synthetic_resnet" / "worker0.1751410836000.pt.trace.json.gz"))
+    rows = t.operators()
+    assert isinstance(rows, list) and isinstance(rows[0], dict) and "device_self_us" in rows[0]
+
+
+def test_bad_arguments_say_what_is_valid(tmp_path):
+    with pytest.raises(kinetoscope.Invalid, match=r"workers rank0 \(span 1\), rank1"):
+        kinetoscope.load(str(SAMPLES / "synthetic_ddp"), worker="rank7")
+    with pytest.raises(kinetoscope.Invalid, match="span '3'"):
+        kinetoscope.load(str(SAMPLES / "synthetic_ddp"), worker="rank0", span=3)
+    with pytest.raises(kinetoscope.Invalid, match="run 'synthetic_resnet'"):
+        kinetoscope.load(str(SAMPLES))  # a logdir of runs, not a run
+    t = kinetoscope.load(str(SAMPLES / "synthetic_resnet"))
+    with pytest.raises(kinetoscope.Invalid, match="name, shape, stack"):
+        t.operators(group_by="shapes")
+    with pytest.raises(kinetoscope.Invalid, match="GPU0"):
+        t.memory_stats("GPU9")
+    with pytest.raises(kinetoscope.LoadError, match="does not exist"):
+        kinetoscope.load(str(tmp_path / "nothing"))
+    bad = tmp_path / "worker0.1.pt.trace.json"
+    bad.write_text('{"traceEvents": [')
+    with pytest.raises(kinetoscope.LoadError, match="worker0.1.pt.trace.json"):
+        kinetoscope.load(str(bad))
