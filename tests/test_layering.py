@@ -8,7 +8,8 @@
 - ``analysis/`` imports only ``trace/``, ``artifacts/`` and itself;
 - ``registry/`` never imports ``api/``, ``cli``, ``plugin``; ``api/`` never imports ``cli`` or ``plugin``;
 - the top (``cli``, ``cli_gate``, ``plugin``, ``standalone``) is imported by nobody else; ``standalone``
-  (``kinetoscope serve``) mounts ``plugin``'s route table, and ``cli`` starts ``standalone``.
+  (``kinetoscope serve``) mounts ``plugin``'s route table, and ``cli`` starts ``standalone``;
+- ``interfaces/`` (notebook API, MCP server) imports the layers up to ``api/``; ``public/`` only ``interfaces/``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ ALLOWED = {
     "analysis": {"trace", "artifacts"},
     "registry": {"storage", "trace", "artifacts", "analysis"},
     "api": {"storage", "trace", "artifacts", "analysis", "registry"},
+    # the notebook API and the MCP server: read the registry (and the routes' column lists), never cli/plugin
+    "interfaces": {"storage", "trace", "artifacts", "analysis", "registry", "api"},
+    "public": {"interfaces"},  # public/kinetoscope: the notebook API's published name (setup.py)
 }
 TOP = ("cli", "cli_gate", "plugin", "standalone")
 
