@@ -166,3 +166,9 @@ def test_a_file_still_loading_is_said_to_be_loading():
     assert listing["still_loading"] and listing["loading"]["files_done"] == 0
     with pytest.raises(NotLoaded, match=r"synthetic_resnet/worker0\..* is still loading \(queued, 0%\); 0 of 5 files"):
         tools.overview("synthetic_resnet")
+
+
+def test_a_missing_logdir_is_a_bad_argument(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "mcp", str(tmp_path / "nothing")], cwd=REPO,
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and "nothing: no such directory" in out.stderr and out.stdout == ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from typing import Annotated, Any, Literal
 
@@ -18,6 +19,7 @@ from pydantic import Field
 
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
+from ..storage.remote import is_local_fs
 from .mcp_tools import DEFAULT_UI_URL, Tools
 from .queries import Invalid
 
@@ -79,6 +81,8 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
     registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
     if registry.error is not None:
         raise Invalid(f"{logdir}: {registry.error}")
+    if is_local_fs(registry.fs) and not os.path.exists(registry.root):
+        raise Invalid(f"{logdir}: no such directory")
     registry.start()
     t = Tools(registry, ui_url, wait_s)
     server = MCPServer("kinetoscope", instructions=(
