@@ -24,7 +24,7 @@ from . import queries
 from .queries import Invalid
 
 DEFAULT_UI_URL = "http://localhost:6006/data/plugin_entry.html?name=kinetoscope"
-MAX_TEXT = 2000  # characters of one string value in an event's args
+MAX_TEXT = 2000  # characters of one string value in an answer (call stacks, event args)
 
 
 class NotLoaded(Invalid):
@@ -32,8 +32,9 @@ class NotLoaded(Invalid):
 
 
 def _plain(doc: Any) -> Any:
-    """``doc`` as plain JSON values (numpy scalars, NaN → null, odd strings made text)."""
-    return orjson.loads(jsonsafe.dumps(doc))
+    """``doc`` as plain JSON values (numpy scalars, NaN → null, odd strings made text), strings cut
+    at :data:`MAX_TEXT` characters (a call stack, an event's args)."""
+    return _cut(orjson.loads(jsonsafe.dumps(doc)))
 
 
 def _cut(value: Any) -> Any:
@@ -195,5 +196,5 @@ class Tools:
         if doc is None:
             raise Invalid(f"row must be an event index from search_timeline, 0 to "
                           f"{len(self.registry.views(st).trace.events) - 1} (got {row})")
-        return _plain(dict(self._where(st), **_cut(doc), call_stack=[p["name"] for p in doc["parents"]] + [doc["name"]],
+        return _plain(dict(self._where(st), **doc, call_stack=[p["name"] for p in doc["parents"]] + [doc["name"]],
                            link=self.link("trace", **self._where(st))))

@@ -75,3 +75,23 @@ def test_both_tabs_work_in_one_tensorboard(side_by_side_env, tmp_path):
     text = log.read_text(errors="replace")
     ours_warnings = [line for line in text.splitlines() if "tb_plugin" in line and "Warning" in line]
     assert ours_warnings == [], ours_warnings
+
+
+def test_install_publishes_the_notebook_api_without_test_code(side_by_side_env, tmp_path):
+    """``pip install .`` gives ``import kinetoscope`` (setup.py maps tb_plugin/public/kinetoscope) and the
+    ``kinetoscope mcp`` subcommand, and puts no test code (tests/, synth/) into site-packages."""
+    py, env = side_by_side_env
+    code = ("import json, os, kinetoscope, tb_plugin; site = os.path.dirname(os.path.dirname(tb_plugin.__file__)); "
+            "t = kinetoscope.load(os.environ['RUN']); "
+            "print(json.dumps({'file': kinetoscope.__file__, 'site': site, 'avg': t.overview()['average']['total_us'], "
+            "'test_dirs': sorted(d for d in os.listdir(site) if d in ('tests', 'synth', 'samples'))}))")
+    out = subprocess.run([str(py), "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True,
+                         env=dict(env, RUN=str(REPO / "samples" / "synthetic_resnet"),
+                                  KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache")))
+    doc = json.loads(out.stdout)
+    assert doc["file"].startswith(doc["site"]) and doc["avg"] == 913.78125 and doc["test_dirs"] == []
+    walked = [p for p in Path(doc["site"], "tb_plugin").rglob("*") if "test" in p.name or "synth" in p.name]
+    assert walked == []
+    helped = subprocess.run([str(Path(py).parent / "kinetoscope"), "mcp", "--help"], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert helped.returncode == 0 and "--ui-url" in helped.stdout
