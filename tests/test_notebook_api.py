@@ -121,3 +121,28 @@ def test_bad_arguments_say_what_is_valid(tmp_path):
     bad.write_text('{"traceEvents": [')
     with pytest.raises(kinetoscope.LoadError, match="worker0.1.pt.trace.json"):
         kinetoscope.load(str(bad))
+
+
+def test_bucket_urls_give_the_local_numbers(monkeypatch, tmp_path):
+    """A run directory and one trace file on S3 (moto on loopback): the same tables as the local copy."""
+    from emulators import Emulator, clear_fsspec_instances
+
+    emu = Emulator("s3").start()
+    try:
+        emu.apply_env(monkeypatch)
+        emu.make_bucket()
+        emu.upload(SAMPLES / "synthetic_ddp", "ddp")
+        clear_fsspec_instances()
+        monkeypatch.setenv("KINETOSCOPE_TABLES", "records")
+        local = kinetoscope.load(str(SAMPLES / "synthetic_ddp"), worker="rank1")
+        remote = kinetoscope.load(emu.url("ddp"), worker="rank1")
+        assert remote.operators() == local.operators() and remote.overview() == local.overview()
+        one = kinetoscope.load(emu.url("ddp/rank0.1751410900000.pt.trace.json.gz"))
+        assert one.worker == "rank0" and one.kernels() == kinetoscope.load(str(SAMPLES / "synthetic_ddp")).kernels()
+        assert plain(kinetoscope.load_run(emu.url("ddp")).distributed()) == plain(
+            kinetoscope.load_run(str(SAMPLES / "synthetic_ddp")).distributed())
+        with pytest.raises(kinetoscope.LoadError, match="does not exist"):
+            kinetoscope.load(emu.url("nothing-here"))
+    finally:
+        emu.kill()
+        clear_fsspec_instances()

@@ -21,6 +21,8 @@ from typing import Any
 from ..registry import report
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
+from ..storage.fs import open_logdir
+from ..storage.remote import StorageError, describe_error
 from . import queries
 from .queries import Invalid
 
@@ -125,21 +127,25 @@ class Trace:
 
 
 def _open(target: str, cache: bool):
-    """``(registry, file name or None)`` for a trace file or a run directory (local or URL)."""
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(target)
-    if not fs.exists(path):
+    """``(registry, file name or None)`` for a trace file or a run directory (local or URL), opened
+    the way the plugin opens a logdir (storage/: credentials, emulators, confined local reads)."""
+    try:
+        fs, root = open_logdir(target)
+        is_file = fs.isfile(root)
+        exists = is_file or fs.isdir(root)
+    except StorageError as exc:
+        raise LoadError(f"{target}: {exc}") from None
+    except Exception as exc:  # no credentials, access denied, a missing bucket
+        raise LoadError(f"{target}: {describe_error(exc, target)}") from None
+    if not exists:
         raise LoadError(f"{target} does not exist")
-    is_file = fs.isfile(path)
-    root = target
     if is_file:
-        root = (target.rsplit("/", 1)[0] or "/") if "/" in target else "."
-    registry = RunRegistry(root, cache=ParseCache() if cache else None)
+        target = (target.rstrip("/").rsplit("/", 1)[0] or "/") if "/" in target else "."
+    registry = RunRegistry(target, cache=ParseCache() if cache else None)
     registry.scan()
     if registry.error is not None:
         raise LoadError(f"{target}: {registry.error}")
-    return registry, (path.rsplit("/", 1)[-1] if is_file else None)
+    return registry, (root.rstrip("/").rsplit("/", 1)[-1] if is_file else None)
 
 
 def _loaded(registry: RunRegistry, state) -> Trace:

@@ -29,8 +29,12 @@ def side_by_side_env(tmp_path_factory):
     py = root / "bin" / "python"
     src = tmp_path_factory.mktemp("src") / "kinetoscope"
     # install from a copy without frontend/node_modules: proves no Node is needed
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns("node_modules", ".git", "artifacts", "*.egg-info",
-                                                              "__pycache__", "build"))
+    skip = shutil.ignore_patterns("node_modules", ".git", "*.egg-info", "__pycache__", "build")
+
+    def ignore(folder, names):  # tests/e2e/artifacts (screenshots), never tb_plugin/artifacts (a package)
+        return set(skip(folder, names)) | ({"artifacts"} if Path(folder).name == "e2e" else set())
+
+    shutil.copytree(REPO, src, ignore=ignore)
     env = dict(os.environ, PATH=f"{root / 'bin'}:/usr/bin:/bin")
     subprocess.run([str(py), "-m", "pip", "install", "-q", str(src), "torch-tb-profiler==0.4.3"],
                    check=True, env=env, timeout=900)
