@@ -54,3 +54,21 @@ def test_answers_cut_long_strings(tmp_path):
     assert text.startswith("frame.py(1): f\n") and text.endswith(f"… ({len(long) - MAX_TEXT} more characters)")
     assert len(text) < MAX_TEXT + 40
     assert ev["call_stack"] == ["ProfilerStep#1", "aten::mm"]
+
+
+def test_kinetoscope_runs_without_the_mcp_extra(tmp_path):
+    """Without mcp and pydantic installed, ``kinetoscope report`` works and ``kinetoscope mcp`` exits 2
+    naming the extra to install."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    code = ("import sys; sys.modules['mcp'] = sys.modules['pydantic'] = None; from tb_plugin.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    mcp = subprocess.run([sys.executable, "-c", code, "mcp", "samples"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120, stdin=subprocess.DEVNULL)
+    assert mcp.returncode == 2 and "pip install 'kinetoscope[mcp]'" in mcp.stderr
+    report = subprocess.run([sys.executable, "-c", code, "report", "samples/synthetic_resnet", "--no-cache"], cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0 and "average step: 0.914 ms" in report.stdout

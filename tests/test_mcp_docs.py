@@ -13,7 +13,7 @@ pytest.importorskip("mcp")
 
 
 def test_docs_name_every_tool_and_parameter(tmp_path):
-    from tb_plugin.interfaces.mcp_server import build_server
+    from tb_plugin.interfaces.mcp_app import build_server
 
     server = build_server(str(tmp_path))
     tools = anyio.run(server.list_tools)

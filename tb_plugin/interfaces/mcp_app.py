@@ -1,0 +1,144 @@
+"""The MCP server of ``kinetoscope mcp`` (:mod:`.mcp_server`): the tools, their JSON schemas (from the
+annotations below) and descriptions, on :class:`~.mcp_tools.Tools`. Needs the ``[mcp]`` extra."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import Field
+
+from ..registry.cache import ParseCache
+from ..registry.runs import RunRegistry
+from ..storage.remote import is_local_fs
+from .mcp_tools import DEFAULT_UI_URL, Tools
+from .queries import Invalid
+
+logger = logging.getLogger(__name__)
+
+Run = Annotated[str, Field(description="run name as list_runs gives it ('.' for traces directly in the logdir)")]
+Worker = Annotated[Optional[str], Field(description="worker (rank) name; default: the run's first")]
+Span = Annotated[Optional[str], Field(description="span ('1', '2', … by trace timestamp); default: 1")]
+Limit = Annotated[int, Field(ge=1, le=200, description="rows to answer (top-N); rows_total and rest count the others")]
+
+
+def _answer(method):
+    """``method`` as a tool: :class:`Invalid` (and anything unexpected) become an MCP tool error with a
+    one-line message, never a traceback."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(method)
+    def tool(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except Invalid as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:  # an analysis bug on one odd file: that call's error, not a crash
+            logger.debug("tool %s failed", method.__name__, exc_info=True)
+            raise ToolError(f"internal error: {type(exc).__name__}: {exc}"[:500]) from None
+
+    return tool
+
+
+def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0, use_cache: bool = True):
+    """The MCPServer over ``logdir`` with its registry started (scanning and loading in the background)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
+
+    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
+    if registry.error is not None:
+        raise Invalid(f"{logdir}: {registry.error}")
+    if is_local_fs(registry.fs) and not os.path.exists(registry.root):
+        raise Invalid(f"{logdir}: no such directory")
+    registry.start()
+    t = Tools(registry, ui_url, wait_s)
+    server = MCPServer("kinetoscope", instructions=(
+        "PyTorch profiler traces under one logdir. Start with list_runs; then overview, top_operators, "
+        "top_kernels, top_modules, memory, insights for one run/worker/span; distributed for a run's ranks; "
+        "diff for two traces; search_timeline then event for single events. Times are µs, sizes bytes. "
+        "Each answer has a link that opens the same view in the TensorBoard tab."))
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+    def add(fn):
+        server.add_tool(_answer(fn), annotations=read_only)
+
+    def list_runs() -> dict[str, Any]:
+        """Runs, workers and spans under the logdir with each file's load state (queued, loading, ready,
+        error) and progress; still_loading says whether the background load is done."""
+        return t.list_runs()
+
+    def overview(run: Run, worker: Worker = None, span: Span = None) -> dict[str, Any]:
+        """One trace's Overview: step count, the average step split into kernel, memcpy, memset,
+        communication, runtime, dataloader, CPU exec and other (µs), GPU utilization, SM efficiency,
+        occupancy and tensor-core share (%), recommendations."""
+        return t.overview(run, worker, span)
+
+    def top_operators(run: Run, worker: Worker = None, span: Span = None,
+                      group_by: Literal["name", "shape", "stack"] = "name",
+                      sort: Annotated[Optional[str], Field(description=(
+                          "column: calls, host_self_us, host_total_us, device_self_us, device_total_us, "
+                          "tc_self_pct, tc_total_pct, flops, tflops_per_s; default device_self_us "
+                          "(host_self_us without GPU)"))] = None,
+                      limit: Limit = 10) -> dict[str, Any]:
+        """The operators with the most time (the Operator tab), per name, per input shape or per call
+        stack: calls, host and device self/total µs (device: the kernels they launched)."""
+        return t.top_operators(run, worker, span, group_by, sort, limit)
+
+    def top_kernels(run: Run, worker: Worker = None, span: Span = None, group_by: Literal["name", "op"] = "name",
+                    sort: Annotated[str, Field(description=(
+                        "column: calls, total_us, mean_us, min_us, max_us, blocks_per_sm, "
+                        "achieved_occupancy_pct"))] = "total_us",
+                    limit: Limit = 10) -> dict[str, Any]:
+        """The GPU kernels with the most time (the GPU Kernel tab), per name or per launching operator and
+        launch configuration: calls, total/mean/min/max µs, blocks per SM, occupancy, tensor cores."""
+        return t.top_kernels(run, worker, span, group_by, sort, limit)
+
+    def top_modules(run: Run, worker: Worker = None, span: Span = None,
+                    sort: Annotated[str, Field(description=(
+                        "column: occurrences, operators, host_self_us, host_total_us, device_self_us, "
+                        "device_total_us"))] = "host_total_us",
+                    limit: Limit = 10,
+                    max_depth: Annotated[int, Field(ge=1, le=64, description="module levels (1: top level)")] = 1,
+                    ) -> dict[str, Any]:
+        """The nn.Module tree's nodes with the most time (the Module tab), down to max_depth levels."""
+        return t.top_modules(run, worker, span, sort, limit, max_depth)
+
+    def memory(run: Run, worker: Worker = None, span: Span = None, limit: Limit = 10) -> dict[str, Any]:
+        """Memory peaks per device (allocated, reserved bytes; when, µs) and the operators that allocate most."""
+        return t.memory(run, worker, span, limit)
+
+    def insights(run: Run, worker: Worker = None, span: Span = None) -> dict[str, Any]:
+        """Why the GPU waits: idle time split into host wait, short gaps and other (µs), launch delay
+        percentiles split into launch overhead and queueing, exposed communication and copies, syncs."""
+        return t.insights(run, worker, span)
+
+    def distributed(run: Run, span: Annotated[str, Field(description="span, default 1")] = "1",
+                    limit: Limit = 10) -> dict[str, Any]:
+        """A multi-rank run: per rank computation, overlap, communication, transfer and sync µs;
+        collectives with bytes and algorithm/bus bandwidth (GB/s); stragglers with their evidence."""
+        return t.distributed(run, span, limit)
+
+    def diff(base_run: Run, exp_run: Run, base_worker: Worker = None, base_span: Span = None,
+             exp_worker: Worker = None, exp_span: Span = None, limit: Limit = 10) -> dict[str, Any]:
+        """Baseline vs experiment: the average step per category (µs, delta, %), and the operators and
+        kernels that changed most (per average step)."""
+        return t.diff(base_run, exp_run, base_worker, base_span, exp_worker, exp_span, limit)
+
+    def search_timeline(run: Run, query: Annotated[str, Field(description="substring of event names (or a regex)")],
+                        worker: Worker = None, span: Span = None, regex: bool = False,
+                        limit: Annotated[int, Field(ge=1, le=500)] = 20) -> dict[str, Any]:
+        """Timeline events whose name matches: row (for event), name, start_us (from the trace start), dur_us."""
+        return t.search_timeline(run, query, worker, span, regex, limit)
+
+    def event(run: Run, row: Annotated[int, Field(ge=0, description="an event row from search_timeline")],
+              worker: Worker = None, span: Span = None) -> dict[str, Any]:
+        """One timeline event: name, category, start_us, dur_us, args, the enclosing operators
+        (call_stack, outermost first) and flows (launch ↔ kernel)."""
+        return t.event(run, row, worker, span)
+
+    for fn in (list_runs, overview, top_operators, top_kernels, top_modules, memory, insights, distributed, diff,
+               search_timeline, event):
+        add(fn)
+    return server
