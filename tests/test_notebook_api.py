@@ -146,3 +146,14 @@ def test_bucket_urls_give_the_local_numbers(monkeypatch, tmp_path):
     finally:
         emu.kill()
         clear_fsspec_instances()
+
+
+def test_loads_go_through_the_parse_cache():
+    """A second load of a file (a new registry, as in a new notebook kernel) reads the parse cache;
+    ``cache=False`` neither reads nor writes it."""
+    path = str(SAMPLES / "torch_cpu_cnn")
+    assert kinetoscope.load(path, cache=False).state.from_cache is False
+    assert kinetoscope.load(path).state.from_cache is False  # parsed, written to the cache
+    again = kinetoscope.load(path)
+    assert again.state.from_cache is True
+    assert again.operators().equals(kinetoscope.load(path, cache=False).operators())
