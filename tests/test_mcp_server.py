@@ -172,3 +172,24 @@ def test_a_missing_logdir_is_a_bad_argument(tmp_path):
     out = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "mcp", str(tmp_path / "nothing")], cwd=REPO,
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and "nothing: no such directory" in out.stderr and out.stdout == ""
+
+
+def test_the_readme_agent_config_serves(tmp_path):
+    """The README's agent configuration, as written (``kinetoscope`` run as ``python -m tb_plugin.cli``
+    from this checkout, the logdir replaced by samples/): the server starts and lists the runs."""
+    section = (REPO / "README.md").read_text().split("## MCP server for coding agents\n", 1)[1].split("\n## ", 1)[0]
+    config = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    entry = config["mcpServers"]["kinetoscope"]
+    assert entry["command"] == "kinetoscope" and entry["args"][0] == "mcp"
+    args = [str(REPO / "samples") if a == "/path/to/logdir" else a for a in entry["args"]]
+
+    async def main():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "tb_plugin.cli", *args], cwd=str(tmp_path),
+                                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return (await session.call_tool("list_runs", {})).structured_content
+
+    runs = anyio.run(main)
+    assert {r["run"] for r in runs["runs"]} >= {"synthetic_resnet", "synthetic_ddp", "torch_cpu_cnn"}
