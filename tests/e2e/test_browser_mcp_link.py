@@ -1,11 +1,12 @@
 """The ``link`` of ``kinetoscope mcp``'s answers opens the same view in the tab: a real TensorBoard on
 samples/, headless Debian chromium at the link of a top_operators answer for a worker that is not the
-run's first, and of an insights answer."""
+run's first, and of an insights answer; and through ``kinetoscope serve`` (``--ui-url`` its root)."""
 
 from __future__ import annotations
 
 from conftest import REPO
 from tests.e2e.conftest import tensorboard
+from tests.e2e.test_browser_serve import serve
 from tests.e2e.helpers import wait_all_ready
 from tb_plugin.interfaces.mcp_tools import Tools
 from tb_plugin.registry.runs import RunRegistry
@@ -33,6 +34,25 @@ def test_answer_links_open_the_view_and_file(browser, tmp_path):
             page.goto(ins["link"])
             page.reload()  # a new hash on the same page: reloaded as an agent's click would open it
             page.locator('[data-testid="insights-page"]').wait_for(timeout=60_000)
+            assert page.locator('[data-testid="run-select"]').input_value() == "synthetic_resnet"
+            page.close()
+    finally:
+        registry.stop()
+
+
+def test_links_open_the_view_through_kinetoscope_serve(browser, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    registry = RunRegistry(str(REPO / "samples"))
+    registry.start()
+    try:
+        with serve(f"kinetoscope serve {REPO / 'samples'} --port 6006", tmp_path, cache) as (base, _):
+            tools = Tools(registry, ui_url=base + "/")
+            kernels = tools.top_kernels("synthetic_resnet", group_by="op", limit=1)
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.goto(kernels["link"])
+            page.locator('[data-testid="tab-kernel"]').wait_for(timeout=60_000)
+            assert page.locator('[data-testid="tab-kernel"]').get_attribute("aria-selected") == "true"
             assert page.locator('[data-testid="run-select"]').input_value() == "synthetic_resnet"
             page.close()
     finally:
