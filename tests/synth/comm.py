@@ -133,6 +133,24 @@ def late_rank_job(n_ranks: int = 4, late: int = 2, instances: int = 10, late_at:
     return job(per_rank, world_size=n_ranks, offsets=offsets, steps=steps), expected
 
 
+def fsdp_tp_docs(named: bool = True) -> list[dict]:
+    """The trace documents of :func:`fsdp_tp_job`, rank 0 to 3."""
+    compute = [("sm80_xmma_gemm", 40.0, 60.0), ("sm80_xmma_gemm", 190.0, 20.0), ("elementwise_kernel", 300.0, 100.0)]
+    docs = []
+    for r in range(4):
+        shard, tp = ("1", "[0, 2]") if r % 2 == 0 else ("2", "[1, 3]"), ("3", "[0, 1]") if r < 2 else ("4", "[2, 3]")
+        arrive = 200.0 if r % 2 == 0 else 220.0
+        colls = []
+        for name, t0, nel, out_nel, (group, ranks), desc in (("allgather", 0.0, 1024, 2048, shard, "mesh_dp_shard"),
+                                                               ("allreduce", arrive, 1024, 1024, tp, "mesh_tp")):
+            end = 100.0 if name == "allgather" else 260.0
+            colls.append(Coll(name, t0, end, nelems=nel, out_nelems=out_nel, group=group, group_ranks=ranks,
+                              group_desc=desc) if named else Coll(name, t0, end, nelems=nel, out_nelems=out_nel,
+                                                                  group=None))
+        docs.append(rank_doc(r, colls, 4, compute=compute))
+    return docs
+
+
 def fsdp_tp_job(named: bool = True):
     """4 ranks on a 2 × 2 mesh: FSDP shard groups ``"1"`` = [0, 2] and ``"2"`` = [1, 3]
     (``mesh_dp_shard``), TP groups ``"3"`` = [0, 1] and ``"4"`` = [2, 3] (``mesh_tp``). Every rank runs
@@ -143,19 +161,7 @@ def fsdp_tp_job(named: bool = True):
     By construction, per rank: all-gather time 100, exposed 40 (60 hidden by compute); all-reduce time
     60 / exposed 50 on the lower rank (10 hidden), 40 / 40 on the higher. Without ``named`` the
     collectives carry no process-group args (the fallback: one group). Returns ``(job, expected)``."""
-    compute = [("sm80_xmma_gemm", 40.0, 60.0), ("sm80_xmma_gemm", 190.0, 20.0), ("elementwise_kernel", 300.0, 100.0)]
-    out = []
-    for r in range(4):
-        shard, tp = ("1", "[0, 2]") if r % 2 == 0 else ("2", "[1, 3]"), ("3", "[0, 1]") if r < 2 else ("4", "[2, 3]")
-        arrive = 200.0 if r % 2 == 0 else 220.0
-
-        def coll(name, t0, t1, nel, out_nel, group):
-            if not named:
-                return Coll(name, t0, t1, nelems=nel, out_nelems=out_nel, group=None)
-            return Coll(name, t0, t1, nelems=nel, out_nelems=out_nel, group=group[0], group_ranks=group[1],
-                        group_desc="mesh_dp_shard" if group is shard else "mesh_tp")
-        colls = [coll("allgather", 0.0, 100.0, 1024, 2048, shard), coll("allreduce", arrive, 260.0, 1024, 1024, tp)]
-        out.append((r, f"rank{r}", rank_trace(r, colls, 4, compute=compute)))
+    out = [(r, f"rank{r}", decode_trace(json.dumps(doc).encode())) for r, doc in enumerate(fsdp_tp_docs(named))]
     expected = {
         ("1", (0, 2)): {"role": "FSDP shard", "time_us": 100.0, "exposed_us": 40.0, "bytes": 8192,
                         "by_rank": {0: (100.0, 40.0), 2: (100.0, 40.0)}},
