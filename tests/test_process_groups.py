@@ -84,6 +84,27 @@ def test_pg_config_gives_description_and_ranks():
     assert g["exposed_us"] == pytest.approx(50.0)  # no compute at all
 
 
+@pytest.mark.parametrize("uid,name", [(7, "3"), (9, "9")])
+def test_process_group_id_of_older_traces(uid, name):
+    """PyTorch 2.1-2.2: the op carries ``Process Group ID`` only; pg_config's entry with that ``uid``
+    names the group (uid 7 → pg_name "3", with its description and ranks); an ID that no entry has is
+    the group's name as text."""
+    docs = []
+    for r in range(2):
+        doc = rank_doc(r, [Coll("allreduce", 0.0, 50.0, group=None)], 2)
+        for e in doc["traceEvents"]:
+            if e["name"] == "record_param_comms":
+                e["args"]["Process Group ID"] = uid
+        doc["distributedInfo"]["pg_config"] = [{"pg_name": "3", "uid": 7, "pg_desc": "mesh_tp", "pg_size": 2,
+                                                "ranks": [0, 1]}]
+        docs.append((r, f"rank{r}", decode_trace(json.dumps(doc).encode())))
+    view = distributed_view(docs)
+    g, = view["groups"]
+    assert g["name"] == name and g["calls"] == 1 and view["groups_messages"] == []
+    if name == "3":
+        assert (g["role"], g["ranks"], g["size"]) == ("TP", [0, 1], 2)
+
+
 @pytest.mark.parametrize("desc,role", [
     ("default_pg", "world"), ("mesh_dp_shard", "FSDP shard"), ("mesh_dp_replicate", "FSDP replicate"),
     ("mesh_dp_shard_cp", "FSDP shard"), ("mesh_tp", "TP"), ("mesh_pp", "PP"), ("mesh_ep", "EP"),

@@ -1,7 +1,8 @@
 """Process groups: which communicator each collective ran on, and what each group cost (µs, bytes).
 
 - **Group of a collective kernel**: its ``Process Group Name`` arg, else that of its launching
-  communication op (``record_param_comms``). Its **description** (``Process Group Description``,
+  communication op (``record_param_comms``); else (PyTorch 2.1-2.2) the ``pg_name`` of the
+  ``pg_config`` entry whose ``uid`` is its ``Process Group ID`` (the ID as text without one). Its **description** (``Process Group Description``,
   e.g. ``default_pg``, ``mesh_dp_shard``, ``mesh_tp``) and **ranks** (``Process Group Ranks``) come the
   same way, else from ``distributedInfo.pg_config`` (``pg_desc``, ``ranks``) of the same ``pg_name``.
   Two groups are the same when name and ranks are equal.
@@ -64,17 +65,20 @@ def parse_ranks(text) -> list[int] | None:
         return None
 
 
-def _pg_config(info: dict | None) -> dict[str, dict]:
-    """``distributedInfo.pg_config`` by ``pg_name``: ``description``, ``ranks``, ``size`` (None where absent)."""
+def _pg_config(info: dict | None) -> tuple[dict[str, dict], dict[int, str]]:
+    """``distributedInfo.pg_config`` by ``pg_name`` (``description``, ``ranks``, ``size``; None where
+    absent), and ``uid`` → ``pg_name``."""
     configs = (info or {}).get("pg_config")
-    out = {}
+    out, by_uid = {}, {}
     for pg in configs if isinstance(configs, list) else []:
         if isinstance(pg, dict) and pg.get("pg_name") is not None:
             ranks = parse_ranks(pg.get("ranks"))
             size = pg.get("pg_size") if isinstance(pg.get("pg_size"), int) else None
             desc = pg.get("pg_desc") if isinstance(pg.get("pg_desc"), str) else None
             out[str(pg["pg_name"])] = {"description": desc, "ranks": ranks, "size": size or (len(ranks) if ranks else None)}
-    return out
+            if isinstance(pg.get("uid"), int):
+                by_uid[pg["uid"]] = str(pg["pg_name"])
+    return out, by_uid
 
 
 def rank_groups(trace: Trace, kernels: dict) -> dict:
@@ -86,28 +90,30 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
     ev = trace.events
     rows = np.asarray(kernels["rows"], dtype=np.int64)
     ops = np.asarray(kernels["op"], dtype=np.int64).reshape(-1)
-    config = _pg_config(trace.distributed)
+    config, by_uid = _pg_config(trace.distributed)
 
-    def arg(column: np.ndarray) -> np.ndarray:  # the kernel's string id, else its op's (0: neither)
+    def arg(column: np.ndarray, missing: int = 0) -> np.ndarray:  # the kernel's value, else its op's
         own = column[rows]
-        of_op = np.where(ops >= 0, column[np.maximum(ops, 0)], 0) if len(rows) else own
-        return np.where(own > 0, own, of_op)
+        of_op = np.where(ops >= 0, column[np.maximum(ops, 0)], missing) if len(rows) else own
+        return np.where(own > missing, own, of_op)
 
     name_id, desc_id, ranks_id = arg(ev.process_group), arg(ev.process_group_desc), arg(ev.process_group_ranks)
+    pg_id = np.where(name_id > 0, -1, arg(ev.process_group_id, -1)).astype(np.int64)  # only where no name
     size_col = np.asarray([s or 0 for s in kernels["group_size"]], dtype=np.int64)
     nbytes = np.asarray([b or 0 for b in kernels["bytes"]], dtype=np.int64)
     start = ev.ts[rows]
     end = start + ev.dur[rows]
     comp = category_masks(trace)["kernel"]
     cs, ce = merge(ev.ts[comp], ev.ts[comp] + ev.dur[comp])
-    keys = np.stack([name_id, ranks_id]) if len(rows) else np.zeros((2, 0), dtype=np.int64)
+    keys = np.stack([name_id, ranks_id, pg_id]) if len(rows) else np.zeros((3, 0), dtype=np.int64)
     pairs, code = np.unique(keys, axis=1, return_inverse=True)
     code = code.ravel()
     groups = []
     for g in range(pairs.shape[1]):  # per group (a handful), never per event
         mine = code == g
         first = int(np.flatnonzero(mine)[0])
-        name = trace.string(int(pairs[0, g])) or None
+        uid = int(pairs[2, g])
+        name = trace.string(int(pairs[0, g])) or (by_uid.get(uid, str(uid)) if uid >= 0 else None)
         conf = config.get(name, {}) if name is not None else {}
         desc = trace.string(int(desc_id[first])) if desc_id[first] > 0 else conf.get("description")
         ranks = parse_ranks(trace.string(int(pairs[1, g]))) or conf.get("ranks")
@@ -120,7 +126,7 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
                        "calls": int(mine.sum()), "time_us": float(ev.dur[rows][mine].sum()),
                        "bytes": int(nbytes[mine].sum()), "exposed_us": union - hidden, "_first": first})
     groups.sort(key=lambda g: g.pop("_first"))
-    named = bool(config) or bool((name_id > 0).any())
+    named = bool(config) or bool((name_id > 0).any()) or bool((pg_id >= 0).any())
     return {"named": named, "groups": groups}
 
 

@@ -47,6 +47,7 @@ class _Args(msgspec.Struct):
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
     group_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
     group_desc: Any = msgspec.field(default=None, name="Process Group Description")
+    group_id: Any = msgspec.field(default=None, name="Process Group ID")  # PyTorch 2.1-2.2: pg_config's uid
     seq: Any = msgspec.field(default=None, name="Seq")  # per-process-group collective sequence number
     epoch: Any = None  # Composer engine events
     batch: Any = None
