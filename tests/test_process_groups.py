@@ -84,6 +84,17 @@ def test_pg_config_gives_description_and_ranks():
     assert g["exposed_us"] == pytest.approx(50.0)  # no compute at all
 
 
+def test_kernels_without_a_group_among_named_ones_are_a_message():
+    docs = []
+    for r in range(2):
+        colls = [Coll("allreduce", 0.0, 50.0, group="1"), Coll("allreduce", 100.0, 120.0, group=None)]
+        docs.append((r, f"rank{r}", decode_trace(json.dumps(rank_doc(r, colls, 2)).encode())))
+    view = distributed_view(docs)
+    assert {g["name"]: g["time_us"] for g in view["groups"]} == {"1": 50.0, "default": 20.0}
+    assert view["groups_messages"] == ["some collective kernels name no process group (rank 0: 1, rank 1: 1): "
+                                       "they are counted in group 'default'"]
+
+
 @pytest.mark.parametrize("uid,name", [(7, "3"), (9, "9")])
 def test_process_group_id_of_older_traces(uid, name):
     """PyTorch 2.1-2.2: the op carries ``Process Group ID`` only; pg_config's entry with that ``uid``

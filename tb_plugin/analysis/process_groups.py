@@ -84,7 +84,8 @@ def _pg_config(info: dict | None) -> tuple[dict[str, dict], dict[int, str]]:
 def rank_groups(trace: Trace, kernels: dict) -> dict:
     """The per-rank half: this rank's groups, from ``kernels`` (:func:`analysis.distributed.comm_kernels`).
 
-    Returns ``named`` (whether any group came from the trace's args or ``pg_config``) and ``groups``:
+    Returns ``named`` (whether any group came from the trace's args or ``pg_config``), ``unnamed`` (the
+    kernels with no group name or ID) and ``groups``:
     per group ``name``, ``description``, ``ranks`` (list or None), ``size`` (or None), ``calls``,
     ``time_us``, ``bytes``, ``exposed_us`` (see the module docstring)."""
     ev = trace.events
@@ -127,7 +128,7 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
                        "bytes": int(nbytes[mine].sum()), "exposed_us": union - hidden, "_first": first})
     groups.sort(key=lambda g: g.pop("_first"))
     named = bool(config) or bool((name_id > 0).any()) or bool((pg_id >= 0).any())
-    return {"named": named, "groups": groups}
+    return {"named": named, "unnamed": int(((name_id <= 0) & (pg_id < 0)).sum()), "groups": groups}
 
 
 def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dict:
@@ -163,5 +164,11 @@ def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dic
     if not named and out:
         messages.append("the traces name no process group (no Process Group Name args, no distributedInfo "
                         "pg_config): all collectives are counted in one group over the world")
+    unnamed = {rank: rg.get("unnamed", 0) for rank, rg in ranks if named and rg.get("unnamed", 0)}
+    if unnamed:
+        items = sorted(unnamed.items())
+        where = ", ".join(f"rank {r}: {n}" for r, n in items[:8]) + (f", … ({len(items)} ranks)" if len(items) > 8 else "")
+        messages.append(f"some collective kernels name no process group ({where}): they are counted in "
+                        f"group {FALLBACK_NAME!r}")
     out.sort(key=lambda g: (-g["time_us"], g["name"]))
     return {"groups": out, "messages": messages}
