@@ -2,9 +2,10 @@
 
 - **Group of a collective kernel**: its ``Process Group Name`` arg, else that of its launching
   communication op (``record_param_comms``); else (PyTorch 2.1-2.2) the ``pg_name`` of the
-  ``pg_config`` entry whose ``uid`` is its ``Process Group ID`` (the ID as text without one). Its **description** (``Process Group Description``,
-  e.g. ``default_pg``, ``mesh_dp_shard``, ``mesh_tp``) and **ranks** (``Process Group Ranks``) come the
-  same way, else from ``distributedInfo.pg_config`` (``pg_desc``, ``ranks``) of the same ``pg_name``.
+  ``pg_config`` entry whose ``uid`` is its ``Process Group ID`` (the ID as text without one). Its
+  **description** (``Process Group Description``, e.g. ``default_pg``, ``mesh_dp_shard``, ``mesh_tp``)
+  and **ranks** (``Process Group Ranks``) come the same way, else from ``distributedInfo.pg_config``
+  (``pg_desc``, ``ranks``) of the same ``pg_name``.
   Two groups are the same when name and ranks are equal.
 - **size**: the kernel's ``Group size``, else the number of ranks, else ``pg_config``'s ``pg_size``.
 - **role**: read from the description's words (split at anything not a letter or digit), first rule
@@ -18,9 +19,9 @@
 - Across the loaded member ranks of a group: ``time_us``, ``bytes`` and ``exposed_us`` are means per
   rank (``by_rank`` has each); **bandwidth_gbps** = bytes ÷ time_us ÷ 1000 (GB/s; kernel time includes
   waiting for the other ranks, so this is a lower bound of the algorithm bandwidth).
-- **Fallback**: when no collective carries a ``Process Group Name`` and ``pg_config`` is absent, all
-  collectives are one group ``default`` over the world (``world_size``, else the loaded ranks), with a
-  message.
+- **Fallback**: when no collective carries a ``Process Group Name`` or ID and ``pg_config`` is absent,
+  all collectives are one group ``default`` over the world (``world_size``, else the loaded ranks),
+  with a message; kernels without a group among named ones form group ``default``, with a message.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def _pg_config(info: dict | None) -> tuple[dict[str, dict], dict[int, str]]:
             ranks = parse_ranks(pg.get("ranks"))
             size = pg.get("pg_size") if isinstance(pg.get("pg_size"), int) else None
             desc = pg.get("pg_desc") if isinstance(pg.get("pg_desc"), str) else None
-            out[str(pg["pg_name"])] = {"description": desc, "ranks": ranks, "size": size or (len(ranks) if ranks else None)}
+            out[str(pg["pg_name"])] = {"description": desc, "ranks": ranks,
+                                       "size": size or (len(ranks) if ranks else None)}
             if isinstance(pg.get("uid"), int):
                 by_uid[pg["uid"]] = str(pg["pg_name"])
     return out, by_uid
@@ -167,7 +169,8 @@ def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dic
     unnamed = {rank: rg.get("unnamed", 0) for rank, rg in ranks if named and rg.get("unnamed", 0)}
     if unnamed:
         items = sorted(unnamed.items())
-        where = ", ".join(f"rank {r}: {n}" for r, n in items[:8]) + (f", … ({len(items)} ranks)" if len(items) > 8 else "")
+        where = ", ".join(f"rank {r}: {n}" for r, n in items[:8])
+        where += f", … ({len(items)} ranks)" if len(items) > 8 else ""
         messages.append(f"some collective kernels name no process group ({where}): they are counted in "
                         f"group {FALLBACK_NAME!r}")
     out.sort(key=lambda g: (-g["time_us"], g["name"]))
