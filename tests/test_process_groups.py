@@ -189,3 +189,18 @@ def test_report_json_has_groups(tmp_path, capsys):
     g1, = w["distributed"]["groups"]
     assert (g1["name"], g1["exposed_us"], g1["by_rank"]) == \
         ("1", 40.0, [{"rank": 0, "calls": 1, "time_us": 100.0, "bytes": 8192, "exposed_us": 40.0}])
+
+
+def test_computation_kernels_are_the_breakdowns():
+    """rank_groups takes computation kernels as every kernel but the communication ones: the step
+    breakdown's ``kernel`` category, on a real trace."""
+    import numpy as np
+
+    from tb_plugin.analysis.breakdown import category_masks
+    from tb_plugin.analysis.distributed import comm_kernels
+    from tb_plugin.trace.categories import Kind
+
+    trace = decode_trace(gzip.open(sample("hta/nccl_parser_config/nccl_data.json.gz")).read())
+    comp = trace.events.kind == Kind.KERNEL
+    comp[comm_kernels(trace)["rows"]] = False
+    assert comp.sum() > 0 and np.array_equal(comp, category_masks(trace)["kernel"])

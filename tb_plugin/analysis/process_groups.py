@@ -30,8 +30,8 @@ import re
 
 import numpy as np
 
+from ..trace.categories import Kind
 from ..trace.model import Trace
-from .breakdown import category_masks
 from .intervals import covered_in_windows, merge
 
 FALLBACK_NAME = "default"
@@ -106,7 +106,8 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
     nbytes = np.asarray([b or 0 for b in kernels["bytes"]], dtype=np.int64)
     start = ev.ts[rows]
     end = start + ev.dur[rows]
-    comp = category_masks(trace)["kernel"]
+    comp = ev.kind == Kind.KERNEL  # computation kernels: breakdown.category_masks' "kernel", without a second pass
+    comp[rows] = False
     cs, ce = merge(ev.ts[comp], ev.ts[comp] + ev.dur[comp])
     keys = np.stack([name_id, ranks_id, pg_id]) if len(rows) else np.zeros((3, 0), dtype=np.int64)
     pairs, code = np.unique(keys, axis=1, return_inverse=True)
