@@ -204,3 +204,22 @@ def test_computation_kernels_are_the_breakdowns():
     comp = trace.events.kind == Kind.KERNEL
     comp[comm_kernels(trace)["rows"]] = False
     assert comp.sum() > 0 and np.array_equal(comp, category_masks(trace)["kernel"])
+
+
+@pytest.mark.parametrize("args", [
+    {"Process Group Name": {"a": 1}, "Process Group Ranks": {"x": 1}, "Process Group Description": 5},
+    {"Process Group Name": 3, "Process Group Ranks": [0, "b"], "Process Group ID": "seven"},
+    {"Process Group Ranks": "[0, 1", "Process Group ID": 10 ** 30, "Process Group Description": ["tp"]},
+])
+def test_odd_group_args_never_crash(args):
+    """Odd values are text or ignored: the collective still lands in one group, without an exception."""
+    docs = []
+    for r in range(2):
+        doc = rank_doc(r, [Coll("allreduce", 0.0, 50.0, group=None)], 2)
+        for e in doc["traceEvents"]:
+            if e["name"] == "record_param_comms":
+                e["args"].update(args)
+        docs.append((r, f"rank{r}", decode_trace(json.dumps(doc).encode())))
+    groups = distributed_view(docs)["groups"]
+    assert sum(g["calls"] * g["ranks_loaded"] for g in groups) == 2
+    assert all(g["description"] is None or isinstance(g["description"], str) for g in groups)
