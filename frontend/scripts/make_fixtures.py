@@ -100,6 +100,14 @@ def build(tmp: Path) -> dict[str, object]:
     rank0 = {"run": "job", "worker": "worker0_step_12", "span": "1"}
     out["distributed/overview_dlrm_rank0.json"] = _ok(api.overview(reg, rank0))
     out["distributed/insights_dlrm_rank0.json"] = _ok(api.insights(reg, rank0))
+    # a synthesized FSDP + TP job on a 2 × 2 mesh (tests/synth/comm.py fsdp_tp_docs): four process groups
+    sys.path.insert(0, str(REPO / "tests"))
+    from synth.comm import fsdp_tp_docs
+
+    for r, doc in enumerate(fsdp_tp_docs()):
+        (tmp / "fsdp" / "job").mkdir(parents=True, exist_ok=True)
+        (tmp / "fsdp" / "job" / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
+    out["distributed/distributed_fsdp_tp.json"] = _ok(api.distributed(_registry(tmp / "fsdp"), {"run": "job", "span": "1"}))
     # Diff: ResNet-50 with 0 and 4 DataLoader workers, and a Composer trace
     dd = tmp / "dlog"
     shutil.copytree(s / "kineto" / "resnet50_num_workers_0", dd / "nw0")

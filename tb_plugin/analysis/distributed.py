@@ -41,6 +41,7 @@ from .collective_matching import match_collectives
 from .intervals import covered_in_windows, merge
 from .op_tree import op_tree
 from .overview import rank_devices
+from .process_groups import combine_groups, rank_groups
 from .steps import compute_steps
 from .stragglers import arrivals
 
@@ -101,8 +102,8 @@ def normalize_collective(text: str | None) -> str | None:
 
 
 def comm_kernels(trace: Trace) -> dict:
-    """Communication kernels in time order with their collective, process group, group size (None when
-    unknown), dtype (canonical name or None), message bytes (or None) and ``Seq`` (−1 when absent)."""
+    """Communication kernels in time order with their launching communication op (row, −1 when none),
+    collective, process group, group size (None when unknown), dtype (canonical name or None), message bytes (or None) and ``Seq`` (−1 when absent)."""
     def build():
         ev = trace.events
         masks = category_masks(trace)
@@ -110,7 +111,8 @@ def comm_kernels(trace: Trace) -> dict:
         rows = rows[np.argsort(ev.ts[rows], kind="stable")]
         launcher = launch_of(trace)
         parent = op_tree(trace).op_parent
-        out = {"rows": rows, "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [], "seq": []}
+        out = {"rows": rows, "op": [], "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [],
+               "seq": []}
         for r in rows.tolist():
             op = _comm_op(trace, int(launcher[r]), parent)
             coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
@@ -120,6 +122,7 @@ def comm_kernels(trace: Trace) -> dict:
             size = int(ev.group_size[r]) if ev.group_size[r] > 0 else (int(ev.group_size[op]) if op >= 0 and ev.group_size[op] > 0 else None)
             seq = int(ev.seq[r]) if ev.seq[r] >= 0 else (int(ev.seq[op]) if op >= 0 else -1)
             nbytes, dtype = _message(trace, r, op)
+            out["op"].append(op)
             out["collective"].append(name or "other")
             out["group"].append(group or "default")
             out["group_size"].append(size)
@@ -204,7 +207,8 @@ def rank_reduce(trace: Trace) -> dict:
     picklable dict (no event columns): ``distributed_info`` (the integer ``rank`` and ``world_size``
     of ``distributedInfo`` and ``pg_sizes``, process group name → ``pg_size`` from its ``pg_config``),
     ``comm`` (per communication kernel in time order: collective, process group, group size or None,
-    dtype or None, message bytes or None, ``Seq`` or −1, duration µs) and ``steps`` (:func:`step_overlap`)."""
+    dtype or None, message bytes or None, ``Seq`` or −1, duration µs), ``steps`` (:func:`step_overlap`)
+    and ``groups`` (:func:`analysis.process_groups.rank_groups`)."""
     info = trace.distributed or {}
     kernels = comm_kernels(trace)
     dur = trace.events.dur
@@ -224,6 +228,7 @@ def rank_reduce(trace: Trace) -> dict:
                  "dtype": list(kernels["dtype"]), "seq": list(kernels["seq"]),
                  "dur": [float(dur[r]) for r in kernels["rows"].tolist()]},
         "steps": step_overlap(trace),
+        "groups": rank_groups(trace, kernels),
     }
 
 
@@ -246,7 +251,8 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
     sums µs, ``comm_ops``), ``collectives`` (per collective and communicator size n: calls, bytes,
     transfer/sync µs, algbw/busbw GB/s), ``instances`` (``matched``/``total`` positions),
     ``matching`` (``method``, ``by_type`` [{name, matched, unmatched}], ``messages``), ``arrivals``
-    (per rank: :func:`analysis.stragglers.arrivals`) and ``stragglers`` (their ranks)."""
+    (per rank: :func:`analysis.stragglers.arrivals`), ``stragglers`` (their ranks), ``groups`` and
+    ``groups_messages`` (:func:`analysis.process_groups.combine_groups`)."""
     ranks = sorted(ranks, key=lambda r: r[0])
     world = None
     pg_sizes: dict[str, int] = {}
@@ -333,6 +339,7 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
                           "latency_us": latency[rank], "steps": steps, "comm_ops": ops,
                           **(agg.get("devices") or {"distributed": None, "gpus": []})})
     evidence = arrivals(straggler_input, [rank for rank, _, _ in ranks])
+    groups = combine_groups([(rank, agg["groups"]) for rank, _, agg in ranks if "groups" in agg], world)
     matched = sum(v[0] for v in matching.by_type.values())
     total = matched + sum(v[1] for v in matching.by_type.values())
     return {"world_size": world or n_ranks, "ranks_present": n_ranks, "ranks": rank_rows, "collectives": collectives,
@@ -340,7 +347,8 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
             "matching": {"method": matching.method, "messages": messages,
                          "by_type": [{"name": t, "matched": v[0], "unmatched": v[1]}
                                      for t, v in sorted(matching.by_type.items())]},
-            "arrivals": evidence, "stragglers": [e["rank"] for e in evidence if e["straggler"]]}
+            "arrivals": evidence, "stragglers": [e["rank"] for e in evidence if e["straggler"]],
+            "groups": groups["groups"], "groups_messages": groups["messages"]}
 
 
 def no_view_code(files: int, loaded: int) -> str | None:

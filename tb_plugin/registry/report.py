@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from ..analysis import distributed as distributed_analysis
+from ..analysis import process_groups
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds
@@ -148,7 +149,7 @@ def report_document(registry, files: list, run: str | None) -> tuple[dict[str, A
         if not doc["runs"] or doc["runs"][-1]["name"] != st.run:
             doc["runs"].append({"name": st.run, "workers": []})
         doc["runs"][-1]["workers"].append(worker_entry(registry, st))
-    _add_distributed(registry, doc)
+    _add_distributed(registry, doc, files)
     failed = _add_artifacts(registry, doc, run)
     return doc, failed
 
@@ -180,6 +181,7 @@ def distributed_summary(result: dict) -> dict[str, Any] | None:
                                            "algbw_gbps", "busbw_gbps", "bus_factor")} for c in view["collectives"]],
         "matching": {k: view["matching"][k] for k in ("method", "by_type")},
         "stragglers": view["stragglers"],
+        "groups": [group_summary(g) for g in view["groups"]],
         # the evidence: per rank, how often it arrived last and how long the others waited for it
         "arrivals": [{k: e[k] for k in ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler",
                                         "text")} for e in view["arrivals"]],
@@ -187,11 +189,28 @@ def distributed_summary(result: dict) -> dict[str, Any] | None:
     }
 
 
-def _add_distributed(registry, doc: dict) -> None:
-    """Runs with more than one rank gain ``distributed`` (span 1)."""
+def group_summary(group: dict) -> dict[str, Any]:
+    """One process group of the report (see analysis.process_groups.combine_groups)."""
+    return {k: group[k] for k in ("name", "description", "role", "ranks", "size", "calls", "time_us", "bytes",
+                                  "exposed_us", "bandwidth_gbps", "by_rank")}
+
+
+def _add_distributed(registry, doc: dict, files: list) -> None:
+    """Runs with more than one rank gain ``distributed`` (span 1); the workers of a single-rank run
+    gain ``distributed.groups``, their own process groups."""
+    by_path = {st.entry.rel: st for st in files}
     for entry in doc["runs"]:
         workers = {w["worker"] for w in entry["workers"] if w["error"] is None}
         if len(workers) < 2:
+            for w in entry["workers"]:
+                st = by_path.get(w["path"])
+                if w["overview"] is not None and st is not None and "groups" in st.aggregate["distributed"]:
+                    agg = st.aggregate["distributed"]
+                    rank, _ = distributed_analysis.rank_of_info(agg["distributed_info"], st.worker, 0)
+                    found = process_groups.combine_groups([(rank, agg["groups"])],
+                                                          agg["distributed_info"].get("world_size"))
+                    w["distributed"] = {"groups": [group_summary(g) for g in found["groups"]],
+                                        "messages": found["messages"]}
             continue
         summary = distributed_summary(registry.distributed(entry["name"], "1"))
         if summary is not None:

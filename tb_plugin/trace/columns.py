@@ -11,7 +11,7 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS
-from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _to_float
+from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
 
 
@@ -238,6 +238,9 @@ class ColumnBuilder(Finishing):
                                        for a in args], np.int32),
             "seq": _int_column([a.seq for a in args]),
             "process_group": self.intern([str(a.process_group) if a.process_group is not None else None for a in args]),
+            "process_group_desc": self.intern([a.group_desc if isinstance(a.group_desc, str) else None for a in args]),
+            "process_group_ranks": self.intern([_ranks_text(a.group_ranks) for a in args]),
+            "process_group_id": _int_column([a.group_id for a in args], np.int32),
             "epoch": _int_column([a.epoch for a in args], np.int32),
             "batch": _int_column([a.batch for a in args]),
             "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),

@@ -46,6 +46,8 @@ class _Args(msgspec.Struct):
     group_size: Any = msgspec.field(default=None, name="Group size")
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
     group_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    group_desc: Any = msgspec.field(default=None, name="Process Group Description")
+    group_id: Any = msgspec.field(default=None, name="Process Group ID")  # PyTorch 2.1-2.2: pg_config's uid
     seq: Any = msgspec.field(default=None, name="Seq")  # per-process-group collective sequence number
     epoch: Any = None  # Composer engine events
     batch: Any = None
@@ -131,6 +133,13 @@ def _ranks_count(ranks: Any) -> int | None:
         inner = ranks[1:-1].strip()
         return inner.count(",") + 1 if inner else None
     return None
+
+
+def _ranks_text(ranks: Any) -> str | None:
+    """A ``Process Group Ranks`` arg as text: a list becomes ``"[0, 1]"``; a string is kept (stripped)."""
+    if isinstance(ranks, list):
+        return "[" + ", ".join(str(r) for r in ranks) + "]"
+    return ranks.strip() if isinstance(ranks, str) else None
 
 
 def _int_column(values: list, dtype=np.int64) -> np.ndarray:

@@ -45,6 +45,9 @@ EVENT_COLUMNS: dict[str, Any] = {
     "group_size": np.int32,  # "Group size", else the length of "Process Group Ranks"
     "seq": np.int64,  # "Seq": the collective's sequence number in its process group (-1: none)
     "process_group": np.int32,  # "Process Group Name", string id
+    "process_group_desc": np.int32,  # "Process Group Description" (e.g. "default_pg", "mesh_tp"), string id
+    "process_group_ranks": np.int32,  # "Process Group Ranks" as text "[0, 1]", string id
+    "process_group_id": np.int32,  # "Process Group ID" (PyTorch 2.1-2.2; distributedInfo.pg_config uid), -1: none
     "epoch": np.int32,  # Composer engine events' "epoch" arg
     "batch": np.int64,  # and "batch"
     "src_offset": np.int64,  # byte offset of the raw event in the events side file (-1: none)

@@ -36,6 +36,7 @@ class Coll:
     group_size: int | None = None  # Group size (None: no arg)
     group_ranks: str | None = None  # Process Group Ranks, e.g. "[0, 1]" (None: no arg)
     seq: int | None = None  # Seq (None: no arg)
+    group_desc: str | None = None  # Process Group Description, e.g. "mesh_tp" (None: no arg)
     kernel: str | None = None  # kernel name (default: ncclDevKernel_<Name>_Sum_f32_RING_LL)
 
 
@@ -75,6 +76,8 @@ def rank_doc(rank: int, colls: list[Coll], world_size: int | None = None, clock_
             args["Process Group Ranks"] = c.group_ranks
         if c.seq is not None:
             args["Seq"] = c.seq
+        if c.group_desc is not None:
+            args["Process Group Description"] = c.group_desc
         host = c.arrive_us - 5
         x("record_param_comms", "cpu_op", host, 2, **args)
         x("cudaLaunchKernel", "cuda_runtime", host + 0.5, 1, correlation=corr)
@@ -128,3 +131,45 @@ def late_rank_job(n_ranks: int = 4, late: int = 2, instances: int = 10, late_at:
         steps[0] = (0.4 * t, t)
     expected = {"late": late, "last_at": late_at, "instances": instances, "wait_us": wait_us}
     return job(per_rank, world_size=n_ranks, offsets=offsets, steps=steps), expected
+
+
+def fsdp_tp_docs(named: bool = True) -> list[dict]:
+    """The trace documents of :func:`fsdp_tp_job`, rank 0 to 3."""
+    compute = [("sm80_xmma_gemm", 40.0, 60.0), ("sm80_xmma_gemm", 190.0, 20.0), ("elementwise_kernel", 300.0, 100.0)]
+    docs = []
+    for r in range(4):
+        shard, tp = ("1", "[0, 2]") if r % 2 == 0 else ("2", "[1, 3]"), ("3", "[0, 1]") if r < 2 else ("4", "[2, 3]")
+        arrive = 200.0 if r % 2 == 0 else 220.0
+        colls = []
+        for name, t0, nel, out_nel, (group, ranks), desc in (("allgather", 0.0, 1024, 2048, shard, "mesh_dp_shard"),
+                                                               ("allreduce", arrive, 1024, 1024, tp, "mesh_tp")):
+            end = 100.0 if name == "allgather" else 260.0
+            colls.append(Coll(name, t0, end, nelems=nel, out_nelems=out_nel, group=group, group_ranks=ranks,
+                              group_desc=desc) if named else Coll(name, t0, end, nelems=nel, out_nelems=out_nel,
+                                                                  group=None))
+        docs.append(rank_doc(r, colls, 4, compute=compute))
+    return docs
+
+
+def fsdp_tp_job(named: bool = True):
+    """4 ranks on a 2 × 2 mesh: FSDP shard groups ``"1"`` = [0, 2] and ``"2"`` = [1, 3]
+    (``mesh_dp_shard``), TP groups ``"3"`` = [0, 1] and ``"4"`` = [2, 3] (``mesh_tp``). Every rank runs
+    one all-gather on its shard group over [0, 100) µs (1024 → 2048 floats: 8192 bytes) and one
+    all-reduce on its TP group ending at 260 µs, which the group's lower rank enters at 200 and the higher
+    at 220 (1024 floats: 4096 bytes); compute kernels at [40, 100), [190, 210) and [300, 400).
+
+    By construction, per rank: all-gather time 100, exposed 40 (60 hidden by compute); all-reduce time
+    60 / exposed 50 on the lower rank (10 hidden), 40 / 40 on the higher. Without ``named`` the
+    collectives carry no process-group args (the fallback: one group). Returns ``(job, expected)``."""
+    out = [(r, f"rank{r}", decode_trace(json.dumps(doc).encode())) for r, doc in enumerate(fsdp_tp_docs(named))]
+    expected = {
+        ("1", (0, 2)): {"role": "FSDP shard", "time_us": 100.0, "exposed_us": 40.0, "bytes": 8192,
+                        "by_rank": {0: (100.0, 40.0), 2: (100.0, 40.0)}},
+        ("2", (1, 3)): {"role": "FSDP shard", "time_us": 100.0, "exposed_us": 40.0, "bytes": 8192,
+                        "by_rank": {1: (100.0, 40.0), 3: (100.0, 40.0)}},
+        ("3", (0, 1)): {"role": "TP", "time_us": 50.0, "exposed_us": 45.0, "bytes": 4096,
+                        "by_rank": {0: (60.0, 50.0), 1: (40.0, 40.0)}},
+        ("4", (2, 3)): {"role": "TP", "time_us": 50.0, "exposed_us": 45.0, "bytes": 4096,
+                        "by_rank": {2: (60.0, 50.0), 3: (40.0, 40.0)}},
+    }
+    return out, expected

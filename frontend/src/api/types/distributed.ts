@@ -79,6 +79,33 @@ export interface Matching {
   messages: string[];
 }
 
+/** ADDED (issue 20): one rank's share of a process group (µs, bytes). */
+export interface GroupRank {
+  rank: number;
+  calls: number;
+  time_us: number;
+  bytes: number;
+  /** The group's kernel time on this rank not overlapped by computation kernels. */
+  exposed_us: number;
+}
+
+/** ADDED (issue 20): a process group of the loaded ranks' collectives; time/bytes/exposed are means per loaded member rank. */
+export interface ProcessGroup {
+  name: string;
+  description: string | null;
+  /** FSDP shard, TP, PP, EP, CP, DDP, world…, read from the description; null when it says none. */
+  role: string | null;
+  ranks: number[] | null;
+  size: number | null;
+  ranks_loaded: number;
+  calls: number;
+  time_us: number;
+  bytes: number;
+  exposed_us: number;
+  bandwidth_gbps: number | null;
+  by_rank: GroupRank[];
+}
+
 export interface DistributedData {
   world_size: number | null;
   ranks_present: number;
@@ -89,6 +116,10 @@ export interface DistributedData {
   matching?: Matching;
   collectives: Collective[];
   ranks: RankRow[];
+  /** ADDED (issue 20); absent from older servers. */
+  groups?: ProcessGroup[];
+  /** ADDED (issue 20): e.g. no process-group args, so one group (also in the response's messages). */
+  groups_messages?: string[];
 }
 
 export interface DistributedResponse {

@@ -2,6 +2,7 @@ import { fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import distFixture from "../../__fixtures__/distributed/distributed_dlrm.json";
 import distNull from "../../__fixtures__/distributed/distributed_null.json";
+import distFsdpTp from "../../__fixtures__/distributed/distributed_fsdp_tp.json";
 import overviewRank0 from "../../__fixtures__/distributed/overview_dlrm_rank0.json";
 import { DistributedView } from "./DistributedView";
 import { json, query, stubFetch } from "../../testing/fetch";
@@ -145,5 +146,13 @@ describe("DistributedView", () => {
     const chart = await screen.findByTestId("rank-breakdown-chart");
     expect(JSON.parse(chart.dataset.x ?? "[]")).toEqual(["0", "1", "2", "3", "4", "5", "6", "7"]);
     expect(JSON.parse(chart.dataset.series ?? "[]")).toEqual(["Computation only", "Overlap", "Communication only", "Other"]);
+  });
+  it("shows the job's process groups between the charts and the collectives (issue 20)", async () => {
+    stubFetch((url) => (url.startsWith("distributed?") ? json(distFsdpTp) : json({ error: "not found" }, 404)));
+    render(<DistributedView run="job" theme="light" />);
+    const card = await screen.findByTestId("groups-card");
+    const rows = within(card).getAllByTestId("group-row");
+    expect(rows.map((r) => within(r).getByTestId("group-role").textContent)).toEqual(["FSDP shard", "FSDP shard", "TP", "TP"]);
+    expect(distFsdpTp.view.groups.map((g) => g.name)).toEqual(rows.map((r) => r.dataset.group));
   });
 });

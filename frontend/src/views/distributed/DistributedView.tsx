@@ -1,5 +1,5 @@
 // The Distributed tab: the selected run's workers compared as ranks of one job at one span. Rank
-// table with stragglers, per-rank breakdown and transfer/sync charts, collectives with bandwidths, a
+// table with stragglers, per-rank breakdown and transfer/sync charts, process groups, collectives with bandwidths, a
 // rank's communication ops, and each rank's devices (sent with the rank).
 import { useMemo, useState } from "react";
 import { distributedUrl } from "../../api/routes";
@@ -18,6 +18,7 @@ import { noViewReason } from "./model";
 import { useDistributedStyles } from "./useDistributedStyles";
 import { formatNumber, formatText } from "../../util/format";
 import { RankTable, CollectivesTable, CommOpsTable, DeviceTable } from "./DistributedTables";
+import { ProcessGroupsTable } from "./ProcessGroupsTable";
 
 interface DistributedViewProps {
   run: string;
@@ -103,6 +104,9 @@ function DistributedContent({ view, theme }: { view: DistributedData; theme: The
           <EChart option={transferSync} theme={theme} height={320} testId="transfer-sync-chart" ariaLabel="Per-rank transfer and sync time in collectives" />
         </Card>
       </div>
+      <Card title="Process groups" testId="groups-card">
+        <ProcessGroupsTable groups={view.groups} />
+      </Card>
       <Card title="Collectives">
         <CollectivesTable view={view} />
       </Card>

@@ -20,6 +20,14 @@ export const DIST_DEFS = {
   waited: "Others waited: the mean time the other ranks waited for this rank at the instances it was last at (µs).",
   instances:
     "Collective instances matched across ranks / all instances seen. Kernels match by sequence number (Seq) where the trace has it, else in order after aligning the ranks' windows; a pair whose dtype or size differs is never a match.",
+  groupTime:
+    "Time (µs): the group's collective kernel time on a rank (transfer + waiting), the mean over its loaded ranks; the per-rank rows give each.",
+  groupExposed:
+    "Exposed (µs): the group's collective kernel time on a rank not overlapped by computation kernels (another group's communication hides nothing), the mean over its loaded ranks.",
+  groupRole:
+    "Role, read from the group's description words: shard → FSDP shard, replicate → FSDP replicate, fsdp/hsdp → FSDP, tp → TP, pp → PP, ep/expert/moe → EP, cp → CP, ddp/dp → DDP, default → world. Empty when the description says none.",
+  groupBandwidth:
+    "Bandwidth (GB/s) = the group's bytes ÷ its kernel time. Kernel time includes waiting for the other ranks, so this is a lower bound of the algorithm bandwidth.",
 } as const;
 
 export const INSIGHT_DEFS = {

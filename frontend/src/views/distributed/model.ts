@@ -95,3 +95,25 @@ export function noViewReason(
   const others = d.spans.filter((s) => s !== d.span);
   return `${head}: ${why}.${others.length > 0 ? ` Other spans of this run: ${others.join(", ")}.` : ""}`;
 }
+
+/** A group's ranks as short text: consecutive runs joined ("0\u20137"), steps listed ("0, 2, 4"), at
+ * most `max` items, then "… (N ranks)"; "\u2013" when unknown. */
+export function ranksText(ranks: number[] | null | undefined, max = 6): string {
+  if (!ranks || ranks.length === 0) return "\u2013";
+  const sorted = [...ranks].sort((a, b) => a - b);
+  const items: string[] = [];
+  let start = sorted[0]!;
+  let prev = start;
+  const flush = () => items.push(prev === start ? String(start) : prev === start + 1 ? `${start}, ${prev}` : `${start}\u2013${prev}`);
+  for (const r of sorted.slice(1)) {
+    if (r === prev + 1) {
+      prev = r;
+      continue;
+    }
+    flush();
+    start = prev = r;
+  }
+  flush();
+  const text = items.length > max ? `${items.slice(0, max).join(", ")}, \u2026` : items.join(", ");
+  return items.length > max ? `${text} (${formatNumber(sorted.length)} ranks)` : text;
+}

@@ -1,0 +1,74 @@
+"""Issue 20: the Distributed tab's process-group table in headless chromium against a real TensorBoard.
+
+(1) The synthesized FSDP + TP job (tests/synth/comm.py ``fsdp_tp_docs``, a 2 × 2 mesh): four groups,
+shown with the ``distributed`` route's roles, ranks and exposed times; clicking a TP group lists its
+ranks (60/50 µs on the lower rank, 40/40 on the higher). (2) The 8 DLRM ranks: no process-group args,
+so one group over ranks 0–7 and the fallback message as a notice.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import SAMPLES
+from synth.comm import fsdp_tp_docs
+from tests.e2e.conftest import sample_logdir, tensorboard
+from tests.e2e.helpers import api, format_duration, open_plugin, open_tab, wait_all_ready
+
+
+def _groups_rows(frame):
+    rows = frame.locator('[data-testid="groups-table"] [data-testid="group-row"]')
+    rows.first.wait_for(timeout=90_000)
+    return rows
+
+
+def test_groups_table_on_a_synthesized_fsdp_tp_job(browser, tmp_path, artifacts):
+    logdir, cache = sample_logdir(tmp_path, "job")
+    for r, doc in enumerate(fsdp_tp_docs()):
+        (logdir / "job" / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
+    with tensorboard(logdir, cache) as base:
+        wait_all_ready(base, "job", 4)
+        doc = api(base, "distributed", run="job", span=1)
+        groups = doc["view"]["groups"]
+        assert [(g["name"], g["role"], g["exposed_us"]) for g in groups] == \
+            [("1", "FSDP shard", 40.0), ("2", "FSDP shard", 40.0), ("3", "TP", 45.0), ("4", "TP", 45.0)]
+
+        page = browser.new_page(viewport={"width": 1400, "height": 2600})
+        frame = open_plugin(page, base, "job")
+        open_tab(frame, "distributed-tab")
+        rows = _groups_rows(frame)
+        assert rows.count() == 4
+        for i, g in enumerate(groups):
+            cells = rows.nth(i).locator("td")
+            assert cells.nth(0).inner_text().strip() == g["name"]
+            assert cells.nth(2).inner_text().strip() == g["role"]
+            assert cells.nth(7).inner_text().strip() == format_duration(g["exposed_us"])
+        rows.nth(3).click()
+        per_rank = frame.locator('[data-testid="group-rank-row"]')
+        assert [per_rank.nth(i).get_attribute("data-rank") for i in range(per_rank.count())] == ["2", "3"]
+        assert [per_rank.nth(i).locator("td").nth(3).inner_text().strip() for i in range(2)] == \
+            [format_duration(50.0), format_duration(40.0)]
+        frame.locator('[data-testid="groups-card"]').screenshot(path=str(artifacts / "groups_fsdp_tp.png"))
+        page.close()
+
+
+def test_groups_table_falls_back_to_one_group_on_dlrm(browser, tmp_path, artifacts):
+    ranks = sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json"))
+    logdir, cache = sample_logdir(tmp_path, "job", *(f.relative_to(SAMPLES) for f in ranks))
+    with tensorboard(logdir, cache) as base:
+        wait_all_ready(base, "job", 8)
+        doc = api(base, "distributed", run="job", span=1)
+        message = doc["view"]["groups_messages"][0]
+        assert message in doc["messages"]
+
+        page = browser.new_page(viewport={"width": 1400, "height": 2600})
+        frame = open_plugin(page, base, "job")
+        open_tab(frame, "distributed-tab")
+        rows = _groups_rows(frame)
+        assert rows.count() == 1
+        cells = rows.first.locator("td")
+        assert cells.nth(0).inner_text().strip() == "default"
+        assert cells.nth(3).inner_text().strip() == "0\u20137"
+        assert frame.get_by_text(message).count() == 1
+        frame.locator('[data-testid="groups-card"]').screenshot(path=str(artifacts / "groups_dlrm.png"))
+        page.close()
