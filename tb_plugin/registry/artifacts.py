@@ -17,7 +17,7 @@ from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, Me
 from ..artifacts.snapshot import Snapshot, SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
 from ..artifacts.timeline_export import CATEGORIES, TimelineExportError, load_timeline_export
 from ..storage.fs import FileEntry
-from ..storage.naming import companion_traces, composer_rank_batch, snapshot_rank
+from ..storage.naming import companion_traces, composer_rank_batch, names_oom, snapshot_rank
 from ..trace.errors import TraceReadError
 from .parse import read_bytes
 from .states import CHANGES, ERROR, LOADING, QUEUED, READY, ArtifactState
@@ -154,8 +154,9 @@ def load_memprofiler_views(fs, entry):
 def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> dict:
     """What the ``runs`` listing adds to an artifact: ``trace`` (``{"worker", "span"}`` of the trace file
     a ``*.pt.trace.memory.*`` export was written beside, from ``traces``: logdir-relative path →
-    (worker, span)), Composer's ``rank`` and ``batch`` from its name, and a snapshot's ``rank`` (a
-    ``rank<N>`` in its name or folder: see :func:`~.storage.naming.snapshot_rank`)."""
+    (worker, span)), Composer's ``rank`` and ``batch`` from its name, a snapshot's ``rank`` (a
+    ``rank<N>`` in its name or folder: see :func:`~.storage.naming.snapshot_rank`) and ``taken_on_oom``
+    (its name says OOM: :func:`~.storage.naming.names_oom`)."""
     out: dict = {"trace": None, "rank": None, "batch": None}
     name, folder = art.entry.name, art.entry.rel[: len(art.entry.rel) - len(art.entry.name)]
     for trace_name in companion_traces(name):
@@ -170,6 +171,8 @@ def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> di
         got = snapshot_rank(art.entry.rel)
         if got is not None:
             out["rank"] = got[1]
+    if art.entry.kind == "snapshot":
+        out["taken_on_oom"] = names_oom(name)
     return out
 
 
