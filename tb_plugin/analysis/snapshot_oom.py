@@ -194,7 +194,7 @@ def oom_report(snapshot: Snapshot, device: int | None = None, taken_on_oom: bool
                   "active_bytes_at_oom": int(active_bytes(snapshot, device)[index]),
                   "reserved_bytes_at_oom": doc["totals"]["reserved_bytes"] - seg_after if snapshot.segments else None}
     for r in doc["streams"]:
-        r["is_oom_stream"] = "stream" in info and r["stream"] == info["stream"]
+        r["is_oom_stream"] = info.get("stream") is not None and r["stream"] == info["stream"]
     doc["largest_live"] = live_at(snapshot, device, index, top)
     doc["growth"] = growth_before(snapshot, device, index, min(max(last_n, 1), MAX_LAST_N), top)
     return doc
