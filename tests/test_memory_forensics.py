@@ -7,6 +7,7 @@ import argparse
 import json
 import pickle
 import shutil
+import time
 
 import pytest
 from tensorboard.plugins import base_plugin
@@ -119,13 +120,16 @@ def test_rank_names_group_by_everything_but_the_rank():
 def test_compare_names_the_outlier_by_its_distance_from_the_median():
     doc = compare([{"rank": r, "peak_active_bytes": p} for r, p in enumerate([100, 102, 98, 150])])
     assert doc["median_peak_bytes"] == 101 and doc["outlier_rank"] == 3
-    assert doc["outlier_deviation_pct"] == pytest.approx(49 / 101 * 100)
-    assert [r["deviation_pct"] for r in doc["ranks"]][:3] == pytest.approx([-100 / 101, 100 / 101, -300 / 101])
+    assert doc["outlier_peak_to_median"] == pytest.approx(150 / 101)
+    assert [r["peak_to_median"] for r in doc["ranks"]] == pytest.approx([100 / 101, 102 / 101, 98 / 101, 150 / 101])
     even = compare([{"rank": r, "peak_active_bytes": p} for r, p in enumerate([100, 105, 96])])
     assert even["outlier_rank"] is None  # within 10 % of the median
     low = compare([{"rank": 0, "peak_active_bytes": 100}, {"rank": 1, "peak_active_bytes": 100},
                    {"rank": 2, "peak_active_bytes": 40}, {"rank": 3, "peak_active_bytes": None}])
-    assert low["outlier_rank"] == 2 and low["ranks"][3]["deviation_pct"] is None
+    assert low["outlier_rank"] == 2 and low["ranks"][3]["peak_to_median"] is None
+    edge = compare([{"rank": 0, "peak_active_bytes": 100}, {"rank": 1, "peak_active_bytes": 100},
+                    {"rank": 2, "peak_active_bytes": 110}])
+    assert edge["outlier_rank"] == 2  # exactly 10 % above the median is named
     assert compare([{"rank": 0, "peak_active_bytes": 5}])["outlier_rank"] is None
 
 
@@ -180,7 +184,13 @@ def _plugin(logdir) -> dict:
 
 
 def _get(apps, route, **query):
-    return Client(apps["/" + route]).get("/" + route, query_string=query)
+    """GET a route, asking again while the artifact is being read by the background loader."""
+    for _ in range(200):
+        r = Client(apps["/" + route]).get("/" + route, query_string=query)
+        if r.headers["Content-Type"] != "application/json" or json.loads(r.data).get("state") != "loading":
+            return r
+        time.sleep(0.05)
+    return r
 
 
 def test_composer_memory_html_is_listed_with_its_trace_and_served_as_png_only(tmp_path):
@@ -237,3 +247,30 @@ def test_real_composer_sample_gains_a_memory_html_beside_it(tmp_path):
     reg.scan()
     (art,) = reg.runs_document()["runs"][0]["artifacts"]
     assert art["trace"] == {"worker": "rank0", "span": "1"} and (art["rank"], art["batch"]) == (0, 3)
+
+
+def test_report_names_the_oom_and_the_outlier_rank(tmp_path, capsys):
+    from tb_plugin.cli import main
+
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0_oom.pickle").write_bytes(pickle.dumps(oom_snapshot()))  # peaks at 32 MiB
+    for rank, peak in ((1, 32 * MIB), (2, 33 * MIB), (3, 64 * MIB)):
+        (job / f"rank{rank}_oom.pickle").write_bytes(pickle.dumps(rank_snapshot(peak, rank)))
+    assert main(["report", str(tmp_path), "--json", "--no-cache"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    snaps = {s["path"]: s for s in run["snapshots"]}
+    oom = snaps["job/rank0_oom.pickle"]["oom"]
+    assert (oom["requested_bytes"], oom["device_free_bytes"], oom["stream_largest_free_block_bytes"]) == (
+        10 * MIB, 5 * MIB, 6 * MIB)
+    assert oom["fragmentation_pct"] == pytest.approx(36.0) and oom["state_at"] == "oom"
+    assert [r["bytes"] for r in oom["largest_live"]] == [8 * MIB, 4 * MIB, 3 * MIB, 1 * MIB]
+    assert snaps["job/rank3_oom.pickle"]["oom"]["detected_by"] == "file_name"  # named so, no OOM entry
+    (group,) = run["snapshot_ranks"]
+    assert [r["peak_active_bytes"] for r in group["ranks"]] == [32 * MIB, 32 * MIB, 33 * MIB, 64 * MIB]
+    assert group["outlier_rank"] == 3 and group["median_peak_bytes"] == 32.5 * MIB
+    assert main(["report", str(tmp_path), "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "OOM on GPU0: requested 10.0 MiB, largest free block on its stream 6.0 MiB, fragmentation 36.0 %" in text
+    assert "peak per rank: rank 0 32.0 MiB, rank 1 32.0 MiB, rank 2 33.0 MiB, rank 3 64.0 MiB; outlier: rank 3 " \
+           "(+96.9 % vs the median)" in text

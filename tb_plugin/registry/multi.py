@@ -70,6 +70,7 @@ class Registry(Protocol):
     def find_artifact(self, run: str, path: str) -> ArtifactState | None: ...
     def load_artifact(self, art: ArtifactState, wait: bool = True) -> ArtifactState: ...
     def snapshot_ranks(self, art: ArtifactState) -> dict: ...
+    def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]: ...
     def runs_document(self) -> dict[str, Any]: ...
 
 
@@ -166,6 +167,9 @@ class MultiRegistry:
 
     def snapshot_ranks(self, art) -> dict:
         return self._owner(art.run).snapshot_ranks(art)
+
+    def rank_group(self, art) -> list:
+        return self._owner(art.run).rank_group(art)
 
     def runs_document(self) -> dict[str, Any]:
         docs = [reg.runs_document() for reg in self.registries]

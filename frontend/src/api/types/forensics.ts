@@ -65,7 +65,8 @@ export interface RankPeakRow {
   peak_active_bytes: number | null;
   device: string | null;
   peak_time: number | null;
-  deviation_pct: number | null;
+  /** peak / median of the ranks' peaks (1.0 is the median). */
+  peak_to_median: number | null;
 }
 
 export interface SnapshotRanksReady {
@@ -76,8 +77,9 @@ export interface SnapshotRanksReady {
   max_peak_bytes: number | null;
   min_peak_bytes: number | null;
   outlier_rank: number | null;
-  outlier_deviation_pct: number | null;
-  outlier_threshold_pct: number;
+  outlier_peak_to_median: number | null;
+  /** |peak_to_median − 1| at which the outlier is named (0.1). */
+  outlier_threshold: number;
 }
 
 export interface MemoryHtmlReady {

@@ -24,10 +24,10 @@ const OOM: SnapshotOomReady = {
 };
 const RANKS: SnapshotRanksReady = {
   state: "ready", path: "job/rank0_oom.pickle", median_peak_bytes: 101 * MIB, max_peak_bytes: 150 * MIB, min_peak_bytes: 98 * MIB,
-  outlier_rank: 1, outlier_deviation_pct: 48.5, outlier_threshold_pct: 10,
+  outlier_rank: 1, outlier_peak_to_median: 150 / 101, outlier_threshold: 0.1,
   ranks: [
-    { rank: 0, run: "job", path: "job/rank0_oom.pickle", state: "ready", error: null, peak_active_bytes: 100 * MIB, device: "GPU0", peak_time: 1, deviation_pct: -1 },
-    { rank: 1, run: "job", path: "job/rank1_oom.pickle", state: "ready", error: null, peak_active_bytes: 150 * MIB, device: "GPU0", peak_time: 1, deviation_pct: 48.5 },
+    { rank: 0, run: "job", path: "job/rank0_oom.pickle", state: "ready", error: null, peak_active_bytes: 100 * MIB, device: "GPU0", peak_time: 1, peak_to_median: 100 / 101 },
+    { rank: 1, run: "job", path: "job/rank1_oom.pickle", state: "ready", error: null, peak_active_bytes: 150 * MIB, device: "GPU0", peak_time: 1, peak_to_median: 150 / 101 },
   ],
 };
 const ARTIFACTS: ArtifactInfo[] = [
@@ -54,7 +54,7 @@ describe("memory forensics panels", () => {
     expect(screen.getByTestId("oom-largest-free").textContent).toContain("6.0 MiB");
     expect(screen.getByTestId("oom-fragmentation").textContent).toContain("36.0 %");
     expect(screen.getByTestId("oom-growth").textContent).toContain("/w/model.py:10:build_weights");
-    expect((await screen.findByTestId("snapshot-outlier")).textContent).toContain("Rank 1 is the outlier");
+    expect((await screen.findByTestId("snapshot-outlier")).textContent).toContain("Rank 1 is the outlier: its peak is 48.5 % above the median (101.0 MiB)");
     fireEvent.click(screen.getAllByTestId("snapshot-rank-row")[1]!);
     await waitFor(() => expect(requests.some((u) => u.startsWith("snapshot?") && u.includes("rank1_oom"))).toBe(true));
   });

@@ -14,6 +14,13 @@ interface RankPeaksProps {
   onSelect: (path: string) => void;
 }
 
+/** 1.485 -> "+48.5 %", 0.99 -> "-1.0 %"; null -> "–". */
+function signedPct(ratio: number | null): string {
+  if (ratio === null) return "–";
+  const pct = (ratio - 1) * 100;
+  return `${pct >= 0 ? "+" : ""}${formatPct(pct, 1)}`;
+}
+
 export function RankPeaks({ artifact, onSelect }: RankPeaksProps) {
   const state = useRemote<SnapshotRanksReady>(snapshotRanksUrl(artifact));
   if (state.kind !== "ready") return <RemoteStatus state={state} what="per-rank peaks" />;
@@ -22,7 +29,7 @@ export function RankPeaks({ artifact, onSelect }: RankPeaksProps) {
   const columns: Column<RankPeakRow>[] = [
     { key: "rank", label: "Rank", render: (r) => `${r.rank}${r.rank === d.outlier_rank ? " (outlier)" : ""}` },
     { key: "peak_active_bytes", label: "Peak active", numeric: true, render: (r) => (r.peak_active_bytes === null ? r.state : formatBytes(r.peak_active_bytes)) },
-    { key: "deviation_pct", label: "vs median", tooltip: "(peak − median of the ranks' peaks) / median × 100", numeric: true, render: (r) => (r.deviation_pct === null ? "–" : `${r.deviation_pct >= 0 ? "+" : ""}${formatPct(r.deviation_pct, 1)}`) },
+    { key: "peak_to_median", label: "vs median", tooltip: "(peak / median of the ranks' peaks − 1) × 100", numeric: true, render: (r) => signedPct(r.peak_to_median) },
     { key: "device", label: "Device", render: (r) => r.device ?? "–" },
     { key: "path", label: "File", className: "name", render: (r) => <span className="cell-name">{r.path}</span> },
   ];
@@ -31,13 +38,13 @@ export function RankPeaks({ artifact, onSelect }: RankPeaksProps) {
       {d.outlier_rank !== null ? (
         <Notice kind="warning">
           <span data-testid="snapshot-outlier">
-            Rank {d.outlier_rank} is the outlier: its peak is {formatPct(Math.abs(d.outlier_deviation_pct ?? 0), 1)}{" "}
-            {(d.outlier_deviation_pct ?? 0) >= 0 ? "above" : "below"} the median ({formatBytes(d.median_peak_bytes)}).
+            Rank {d.outlier_rank} is the outlier: its peak is {formatPct(Math.abs(((d.outlier_peak_to_median ?? 1) - 1) * 100), 1)}{" "}
+            {(d.outlier_peak_to_median ?? 1) >= 1 ? "above" : "below"} the median ({formatBytes(d.median_peak_bytes)}).
           </span>
         </Notice>
       ) : (
         <Notice>
-          <span data-testid="snapshot-outlier">No outlier: every rank's peak is within {formatPct(d.outlier_threshold_pct, 0)} of the median ({formatBytes(d.median_peak_bytes)}).</span>
+          <span data-testid="snapshot-outlier">No outlier: every rank's peak is within {formatPct(d.outlier_threshold * 100, 0)} of the median ({formatBytes(d.median_peak_bytes)}).</span>
         </Notice>
       )}
       <PagedTable
