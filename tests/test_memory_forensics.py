@@ -203,6 +203,7 @@ def test_composer_memory_html_is_listed_with_its_trace_and_served_as_png_only(tm
     (run / "rank1.2.pt.trace.memory.html").write_bytes(hostile_memory_html(image))  # no rank-1 trace
     (run / "rank0.2.pt.trace.memory.raw.json").write_text(json.dumps([[1000, 2, 64, 5], [2000, 4, -64, 5]]))
     (run / "broken.pt.trace.memory.html").write_bytes(b"<html><script>alert(1)</script></html>")
+    (run / "rank0.1.pt.trace.memory.json").write_text(json.dumps([[1000, 2000], [[64, 0], [0, 64]]]))  # sniffed
     assert artifact_kind("rank0.1.pt.trace.memory.html") == "memory_html"
     apps = _plugin(tmp_path)
     runs = json.loads(_get(apps, "runs").data)["runs"]
@@ -217,6 +218,9 @@ def test_composer_memory_html_is_listed_with_its_trace_and_served_as_png_only(tm
     assert raw["kind"] == "memory_timeline" and raw["trace"] == {"worker": "rank0", "span": spans[
         "composer/rank0.2.pt.trace.json"]}
     assert arts["composer/rank1.2.pt.trace.memory.html"]["trace"] is None
+    sniffed = arts["composer/rank0.1.pt.trace.memory.json"]
+    assert sniffed["kind"] == "memory_timeline" and (sniffed["rank"], sniffed["batch"]) == (0, 1)
+    assert sniffed["trace"] == {"worker": "rank0", "span": spans["composer/rank0.1.pt.trace.json"]}
     assert arts["composer/rank1.2.pt.trace.memory.html"]["rank"] == 1
     q = {"run": "composer", "path": "composer/rank0.1.pt.trace.memory.html"}
     meta = json.loads(_get(apps, "memory_html", **q).data)
