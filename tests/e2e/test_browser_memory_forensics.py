@@ -92,6 +92,11 @@ def test_oom_card_rank_table_and_memory_html(browser, tmp_path, artifacts):
             _no_xss(page, frame, path)
         assert "no trace of the same rank and batch" in frame.locator('[data-testid="memory-html-about"]').inner_text()
         page.screenshot(path=str(artifacts / "memory_html.png"), full_page=True)
+        select.select_option("composer/rank0.1.pt.trace.memory.html")
+        frame.locator('[data-testid="memory-html-open-trace"]').click()  # its trace: rank0, span 1, Overview
+        frame.locator('[data-testid="memory-html"]').wait_for(state="detached", timeout=30_000)
+        assert frame.locator('[data-testid="worker-select"]').input_value() == "rank0"
+        assert frame.locator('[data-testid="span-select"]').input_value() == "1"
         # opened directly, the image route is a PNG with a no-script CSP: still nothing runs
         direct = browser.new_page()
         direct.goto(f"{base}/data/plugin/kinetoscope/memory_html_image?run=composer&path="

@@ -60,9 +60,12 @@ describe("memory forensics panels", () => {
   });
 
   it("shows a memory-timeline HTML file as its extracted image only", async () => {
-    render(<SnapshotView run="job" artifacts={[ARTIFACTS[2]!]} theme="light" />);
+    const opened: string[] = [];
+    render(<SnapshotView run="job" artifacts={[ARTIFACTS[2]!]} theme="light" onOpenTrace={(w, s) => opened.push(`${w}/${s}`)} />);
     const img = await screen.findByTestId("memory-html-image");
     expect(img.getAttribute("src")).toBe("memory_html_image?run=job&path=job%2Frank0.2.pt.trace.memory.html");
     expect(screen.getByTestId("memory-html-about").textContent).toContain("Rank 0, batch 2; trace: worker rank0, span 2");
+    fireEvent.click(screen.getByTestId("memory-html-open-trace"));
+    expect(opened).toEqual(["rank0/2"]);
   });
 });

@@ -8,7 +8,13 @@ import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { formatBytes, formatNumber } from "../../util/format";
 
-export function MemoryHtmlView({ artifact, info }: { artifact: ArtifactRef; info: ArtifactInfo }) {
+interface MemoryHtmlViewProps {
+  artifact: ArtifactRef;
+  info: ArtifactInfo;
+  onOpenTrace?: (worker: string, span: string) => void;
+}
+
+export function MemoryHtmlView({ artifact, info, onOpenTrace }: MemoryHtmlViewProps) {
   const state = useRemote<MemoryHtmlReady>(memoryHtmlUrl(artifact));
   if (state.kind === "file-error") {
     return <ErrorCard title={`This memory timeline could not be shown: ${artifact.path}`} message={state.error} />;
@@ -22,6 +28,14 @@ export function MemoryHtmlView({ artifact, info }: { artifact: ArtifactRef; info
         {info.batch !== null && info.batch !== undefined ? `, batch ${info.batch}` : ""}
         {info.trace ? `; trace: worker ${info.trace.worker}, span ${info.trace.span}` : "; no trace of the same rank and batch here"}
         {`; ${formatNumber(d.width_px)} × ${formatNumber(d.height_px)} px PNG (${formatBytes(d.image_bytes)})`}
+        {info.trace && onOpenTrace ? (
+          <>
+            {" "}
+            <button type="button" data-testid="memory-html-open-trace" onClick={() => onOpenTrace(info.trace!.worker, info.trace!.span)}>
+              Open its trace
+            </button>
+          </>
+        ) : null}
       </p>
       <img
         className="mem-html-image"

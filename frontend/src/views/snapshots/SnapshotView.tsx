@@ -47,10 +47,12 @@ interface SnapshotViewProps {
   run: string;
   artifacts: ArtifactInfo[];
   theme: Theme;
+  /** Open the trace a memory export was written beside (its worker and span). */
+  onOpenTrace?: (worker: string, span: string) => void;
 }
 
 /** The artifact selector and the selected artifact. */
-export function SnapshotView({ run, artifacts, theme }: SnapshotViewProps) {
+export function SnapshotView({ run, artifacts, theme, onOpenTrace }: SnapshotViewProps) {
   useMemoryStyles();
   const [path, setPath] = useState<string | null>(null);
   const current =
@@ -80,7 +82,7 @@ export function SnapshotView({ run, artifacts, theme }: SnapshotViewProps) {
         {current.kind === "snapshot" ? (
           <SnapshotDetail artifact={ref} theme={theme} info={current} onSelect={setPath} />
         ) : current.kind === "memory_html" ? (
-          <MemoryHtmlView artifact={ref} info={current} />
+          <MemoryHtmlView artifact={ref} info={current} onOpenTrace={onOpenTrace} />
         ) : current.kind === "memprofiler_stats" ? (
           <MemProfilerStatsView artifact={ref} theme={theme} />
         ) : current.kind === "memprofiler_log" ? (
