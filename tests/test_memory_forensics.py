@@ -18,7 +18,7 @@ from synth.composer import composer_trace, dumps
 from synth.memory_html import hostile_memory_html, png, torch_memory_html
 from synth.oom import MIB, frame, oom_snapshot, rank_snapshot
 from tb_plugin import api
-from tb_plugin.analysis.snapshot_oom import oom_report
+from tb_plugin.analysis.snapshot_oom import oom_report, streams_at, streams_state
 from tb_plugin.analysis.snapshot_ranks import compare
 from tb_plugin.artifacts.memory_html import MemoryHtmlError, extract_png
 from tb_plugin.artifacts.snapshot import load_snapshot, pack_snapshot, unpack_snapshot
@@ -63,14 +63,31 @@ def test_oom_snapshot_forensics_equal_the_construction():
     assert again == doc
 
 
-def test_oom_followed_by_more_entries_reconstructs_totals_and_says_the_state_is_the_dumps():
+def test_oom_followed_by_more_entries_is_reconstructed_to_the_state_at_the_oom():
+    """The same OOM, dumped after three more entries (X freed, segment C released): the per-stream state is
+    rebuilt to equal the snapshot taken on the OOM; the dump's own totals are kept beside it."""
+    at_oom = oom_report(load_snapshot(pickle.dumps(oom_snapshot())), None, False, 1000, 2)
     snap = load_snapshot(pickle.dumps(oom_snapshot(after_oom=True)))
     doc = oom_report(snap, None, False, 1000, 2)
-    assert doc["state_at"] == "dump" and doc["entries_after_oom"] == 3
-    assert doc["oom"]["reserved_bytes_at_oom"] == 42 * MIB  # 26 at the dump + C's 16 freed after the OOM
+    assert doc["state_at"] == "reconstructed" and doc["entries_after_oom"] == 3
+    assert doc["streams"] == at_oom["streams"] and doc["totals"] == at_oom["totals"]
+    assert doc["streams"][1]["stream"] == 7  # segment C's stream, from its segment_free entry
+    dump = doc["dump_totals"]
+    assert (dump["reserved_bytes"], dump["free_bytes"], dump["largest_free_block_bytes"]) == (26 * MIB, 17 * MIB, 10 * MIB)
+    assert doc["oom"]["reserved_bytes_at_oom"] == 42 * MIB == doc["totals"]["reserved_bytes"]
     assert doc["oom"]["active_bytes_at_oom"] == 16 * MIB
     assert [(r["bytes"], r["frame"]) for r in doc["largest_live"]] == [(8 * MIB, frame("X")), (4 * MIB, frame("Y"))]
-    assert [s["stream"] for s in doc["streams"]] == [0] and doc["totals"]["largest_free_block_bytes"] == 10 * MIB
+    again = oom_report(unpack_snapshot(*pack_snapshot(snap)), None, False, 1000, 2)
+    assert again == doc
+
+
+@pytest.mark.parametrize("name", ["mem_snapshot.pickle", "memory_forward_bf16_128.pickle"])
+def test_state_rebuilt_at_the_last_entry_equals_the_dump(name):
+    """At the last history entry nothing is undone and every live block is in the dump: the rebuilt
+    state must equal the dump's segment for segment."""
+    snap = load_snapshot(sample(f"memory_snapshots/{name}").read_bytes())
+    last = len(snap.devices[0].action) - 1
+    assert streams_at(snap, 0, last) == streams_state(snap, 0)
 
 
 def test_snapshot_named_oom_without_history_opens_on_the_dump():

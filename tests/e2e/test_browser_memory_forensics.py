@@ -24,6 +24,8 @@ def _logdir(tmp_path):
     logdir, cache = tmp_path / "logdir", tmp_path / "cache"
     (logdir / "oomjob").mkdir(parents=True)
     (logdir / "composer").mkdir()
+    (logdir / "late").mkdir()
+    (logdir / "late" / "dumped_after_oom.pickle").write_bytes(pickle.dumps(oom_snapshot(after_oom=True)))
     cache.mkdir()
     (logdir / "oomjob" / "rank0_oom.pickle").write_bytes(pickle.dumps(oom_snapshot()))
     for rank, peak in PEAKS.items():
@@ -70,6 +72,13 @@ def test_oom_card_rank_table_and_memory_html(browser, tmp_path, artifacts):
         frame.wait_for_function(
             "document.querySelector('[data-testid=\"artifact-select\"]').value === 'oomjob/rank3_oom.pickle'",
             timeout=30_000)
+
+        # dumped after the OOM (three entries later): the state is rebuilt to the OOM's
+        frame.select_option('[data-testid="run-select"]', "late")
+        frame.locator('[data-testid="oom-reconstructed"]').wait_for(timeout=60_000)
+        assert frame.locator('[data-testid="oom-fragmentation"]').inner_text() == "36.0 %"
+        assert frame.locator('[data-testid="oom-largest-free"]').inner_text() == "6.0 MiB"
+        assert "17.0 MiB free, largest block 10.0 MiB" in frame.locator('[data-testid="oom-reconstructed"]').inner_text()
 
         # Composer memory timelines: the image, the trace it belongs to, nothing executable
         frame.select_option('[data-testid="run-select"]', "composer")

@@ -48,10 +48,13 @@ export interface SnapshotOomReady {
     reserved_bytes_at_oom: number | null;
   } | null;
   ooms: { index: number; time: number; requested_bytes: number }[];
-  state_at: "oom" | "dump";
+  /** "oom": the dump is the OOM's state; "reconstructed": rebuilt from the dump and the entries after the OOM. */
+  state_at: "oom" | "reconstructed" | "dump";
   entries_after_oom: number | null;
   streams: OomStreamRow[];
   totals: Omit<OomStreamRow, "stream" | "is_oom_stream"> | null;
+  /** The dump's own totals (differ from `totals` when state_at is "reconstructed"). */
+  dump_totals: Omit<OomStreamRow, "stream" | "is_oom_stream"> | null;
   largest_live: OomLiveRow[];
   growth: { last_n: number; entries: number; start_time: number | null; net_bytes: number; rows: OomGrowthRow[] } | null;
 }

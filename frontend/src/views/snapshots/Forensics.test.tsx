@@ -19,6 +19,7 @@ const OOM: SnapshotOomReady = {
   ooms: [{ index: 14, time: 140, requested_bytes: 10 * MIB }], state_at: "oom", entries_after_oom: 0,
   streams: [{ stream: 0, segments: 3, reserved_bytes: 26 * MIB, allocated_bytes: 17 * MIB, free_bytes: 9 * MIB, largest_free_block_bytes: 6 * MIB, free_blocks: 3, fragmentation_pct: 100 / 3, is_oom_stream: true }],
   totals: { segments: 4, reserved_bytes: 42 * MIB, allocated_bytes: 17 * MIB, free_bytes: 25 * MIB, largest_free_block_bytes: 16 * MIB, free_blocks: 4, fragmentation_pct: 36 },
+  dump_totals: { segments: 4, reserved_bytes: 42 * MIB, allocated_bytes: 17 * MIB, free_bytes: 25 * MIB, largest_free_block_bytes: 16 * MIB, free_blocks: 4, fragmentation_pct: 36 },
   largest_live: [{ bytes: 8 * MIB, stack: 0, frame: "/w/model.py:10:build_weights", time: 10, before_history: false }],
   growth: { last_n: 1000, entries: 14, start_time: 0, net_bytes: 13 * MIB, rows: [{ frame: "/w/model.py:10:build_weights", stack: 0, net_bytes: 8 * MIB, allocated_bytes: 8 * MIB, freed_bytes: 0, allocs: 1, frees: 0 }] },
 };

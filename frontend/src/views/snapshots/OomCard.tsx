@@ -82,9 +82,13 @@ export function OomCard({ artifact, timeUnit }: { artifact: ArtifactRef; timeUni
       ) : (
         <Notice>This file's name says it was dumped on an OOM; its history has no OOM entry, so the requested size is unknown. The state below is the dump's.</Notice>
       )}
-      {d.state_at === "dump" && d.oom ? (
-        <Notice kind="warning">
-          {formatNumber(d.entries_after_oom)} allocator events followed the OOM: the per-stream state below is the dump's, not the OOM's.
+      {d.state_at === "reconstructed" ? (
+        <Notice>
+          <span data-testid="oom-reconstructed">
+            {formatNumber(d.entries_after_oom)} allocator events followed the OOM before the dump: the state below is rebuilt to the
+            moment of the OOM (at the dump: {formatBytes(d.dump_totals?.free_bytes)} free, largest block{" "}
+            {formatBytes(d.dump_totals?.largest_free_block_bytes)}).
+          </span>
         </Notice>
       ) : null}
       <h3 className="mem-subtitle">Free and reserved memory per stream</h3>
