@@ -73,7 +73,8 @@ def test_oom_followed_by_more_entries_is_reconstructed_to_the_state_at_the_oom()
     assert doc["streams"] == at_oom["streams"] and doc["totals"] == at_oom["totals"]
     assert doc["streams"][1]["stream"] == 7  # segment C's stream, from its segment_free entry
     dump = doc["dump_totals"]
-    assert (dump["reserved_bytes"], dump["free_bytes"], dump["largest_free_block_bytes"]) == (26 * MIB, 17 * MIB, 10 * MIB)
+    assert (dump["reserved_bytes"], dump["free_bytes"], dump["largest_free_block_bytes"]) == (
+        26 * MIB, 17 * MIB, 10 * MIB)
     assert doc["oom"]["reserved_bytes_at_oom"] == 42 * MIB == doc["totals"]["reserved_bytes"]
     assert doc["oom"]["active_bytes_at_oom"] == 16 * MIB
     assert [(r["bytes"], r["frame"]) for r in doc["largest_live"]] == [(8 * MIB, frame("X")), (4 * MIB, frame("Y"))]
@@ -129,7 +130,8 @@ def test_oom_route_and_its_bounds(tmp_path):
 
 # -- item 4: per-rank snapshots --------------------------------------------------------------------
 def test_rank_names_group_by_everything_but_the_rank():
-    assert snapshot_rank("j/iteration_5/rank3_memory_snapshot.pickle") == ("j/iteration_5/rank*_memory_snapshot.pickle", 3)
+    assert snapshot_rank("j/iteration_5/rank3_memory_snapshot.pickle") == (
+        "j/iteration_5/rank*_memory_snapshot.pickle", 3)
     assert snapshot_rank("j/rank_2/snapshot.pickle") == ("j/rank_*/snapshot.pickle", 2)
     assert snapshot_rank("j/frank1.pickle") is None and snapshot_rank("j/snapshot.pickle") is None
 
@@ -163,11 +165,18 @@ def test_per_rank_snapshots_side_by_side(tmp_path):
     reg.scan()
     listed = {a["path"]: a for r in reg.runs_document()["runs"] for a in r["artifacts"]}
     assert listed["job/iteration_5/rank3_memory_snapshot.pickle"]["rank"] == 3
-    code, doc = api.snapshot_ranks(reg, {"run": "job/iteration_5", "path": "job/iteration_5/rank1_memory_snapshot.pickle"})
+    code, doc = api.snapshot_ranks(reg, {"run": "job/iteration_5",
+                                         "path": "job/iteration_5/rank1_memory_snapshot.pickle"})
     assert code == 200 and [r["rank"] for r in doc["ranks"]] == [0, 1, 2, 3]
     assert [r["peak_active_bytes"] for r in doc["ranks"]] == [peaks[r] for r in range(4)]
     assert doc["outlier_rank"] == 3 and doc["median_peak_bytes"] == 101 * MIB
     assert doc["ranks"][3]["device"] == "GPU0" and doc["ranks"][3]["state"] == "ready"
+    # while another thread still reads one rank, the table answers "loading" (the client polls)
+    other = reg.find_artifact("job/iteration_5", "job/iteration_5/rank2_memory_snapshot.pickle")
+    other.state = "loading"
+    assert api.snapshot_ranks(reg, {"run": "job/iteration_5", "path": "job/iteration_5/rank1_memory_snapshot.pickle"}) == (
+        200, {"state": "loading", "path": "job/iteration_5/rank1_memory_snapshot.pickle"})
+    other.state = "ready"
     code, alone = api.snapshot_ranks(reg, {"run": "job/iteration_10",
                                          "path": "job/iteration_10/rank0_memory_snapshot.pickle"})
     assert [r["peak_active_bytes"] for r in alone["ranks"]] == [7 * MIB] and alone["outlier_rank"] is None

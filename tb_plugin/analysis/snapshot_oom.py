@@ -187,7 +187,8 @@ def dump_live(snapshot: Snapshot, device: int, top: int) -> list[dict]:
     """The ``top`` largest ``active_allocated`` blocks of ``device`` at the dump."""
     rows = [{"bytes": int(b.get("requested_size") or b["size"]), "stack": b["stack"], "time": None,
              "before_history": False}
-            for s in snapshot.segments if s["device"] == device for b in s["blocks"] if b["state"] == "active_allocated"]
+            for s in snapshot.segments if s["device"] == device
+            for b in s["blocks"] if b["state"] == "active_allocated"]
     return _with_frames(snapshot, rows, top)
 
 
@@ -253,7 +254,8 @@ def oom_report(snapshot: Snapshot, device: int | None = None, taken_on_oom: bool
     """The OOM forensics of ``device`` (None: the device of the last OOM); see the module doc."""
     device = _pick_device(snapshot, device)
     doc = {"device": None if device is None else f"GPU{device}", "detected_by": None, "oom": None, "ooms": [],
-           "state_at": "dump", "entries_after_oom": None, "streams": [], "totals": None, "dump_totals": None, "largest_live": [],
+           "state_at": "dump", "entries_after_oom": None, "streams": [], "totals": None, "dump_totals": None,
+           "largest_live": [],
            "growth": None}
     if device is None:
         return doc
@@ -283,7 +285,8 @@ def oom_report(snapshot: Snapshot, device: int | None = None, taken_on_oom: bool
     doc["oom"] = {"index": index, "time": float(t[index]), "requested_bytes": int(trace.size[index]),
                   "device_free_bytes": info.get("device_free"), "stream": info.get("stream"),
                   "active_bytes_at_oom": int(active_bytes(snapshot, device)[index]),
-                  "reserved_bytes_at_oom": doc["dump_totals"]["reserved_bytes"] - seg_after if snapshot.segments else None}
+                  "reserved_bytes_at_oom": (doc["dump_totals"]["reserved_bytes"] - seg_after
+                                            if snapshot.segments else None)}
     for r in doc["streams"]:
         r["is_oom_stream"] = info.get("stream") is not None and r["stream"] == info["stream"]
     doc["largest_live"] = live_at(snapshot, device, index, top)

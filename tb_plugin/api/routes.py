@@ -12,10 +12,11 @@ from typing import Any, Mapping
 from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
 from ..registry import report
+from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
 from . import paging
-from .params import (MAX_PARAM_CHARS, MAX_WIDTH_PX, ApiError, BadRequest, NotFound, choice, device_index, integer,
-                     number, op_path, param, ready_artifact, ready_file, table_query, time_range, track_ids)
+from .params import (MAX_PARAM_CHARS, MAX_WIDTH_PX, ApiError, BadRequest, NotFound, NotReady, choice, device_index,
+                     integer, number, op_path, param, ready_artifact, ready_file, table_query, time_range, track_ids)
 
 Args = Mapping[str, str]
 
@@ -273,9 +274,13 @@ def snapshot_oom(registry, args: Args):
 
 @route
 def snapshot_ranks(registry, args: Args):
-    """The snapshots of ``path``'s rank group side by side: peak per rank, the outlier rank."""
+    """The snapshots of ``path``'s rank group side by side: peak per rank, the outlier rank. While
+    another thread still reads one of them the answer is ``loading`` (poll), as for one artifact."""
     art = ready_artifact(registry, args, "snapshot")
-    return 200, dict(registry.snapshot_ranks(art), state="ready", path=art.entry.rel)
+    doc = registry.snapshot_ranks(art)
+    if any(r["state"] in (LOADING, QUEUED) for r in doc["ranks"]):
+        raise NotReady({"state": LOADING, "path": art.entry.rel})
+    return 200, dict(doc, state="ready", path=art.entry.rel)
 
 
 @route
@@ -338,7 +343,7 @@ def diff(registry, args: Args):
 
 
 __all__ = ["MAX_PARAM_CHARS", "BadRequest", "diff", "distributed", "insights", "kernels", "memory", "memory_events",
-           "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log", "memprofiler_stats", "modules",
-           "operator_stacks", "operators", "overview", "runs", "snapshot", "snapshot_allocations", "snapshot_oom",
-           "snapshot_ranks", "snapshot_segments", "snapshot_stack", "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_range",
-           "timeline_search"]
+           "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
+           "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
+           "snapshot_allocations", "snapshot_oom", "snapshot_ranks", "snapshot_segments", "snapshot_stack",
+           "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_range", "timeline_search"]

@@ -256,8 +256,8 @@ def parse_snapshot(obj: Any) -> Snapshot:
             time=_floats(times) if timed else np.full(len(entries), np.nan),
             stack=np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32),
         )
-        ooms += [{"device": dev, "index": i, "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None),
-                  "stream": _scalar(entries[i].get("stream"))}
+        ooms += [{"device": dev, "index": i, "stream": _scalar(entries[i].get("stream")),
+                  "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
                  for i in np.flatnonzero(devices[dev].action == _ACTION_CODE["oom"]).tolist()]
         segment_streams += [{"device": dev, "index": i, "stream": _scalar(entries[i].get("stream"))}
                             for i in np.flatnonzero(np.isin(devices[dev].action, _SEGMENT_CODES)).tolist()]

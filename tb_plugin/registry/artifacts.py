@@ -10,8 +10,8 @@ import threading
 import numpy as np
 
 from ..analysis import snapshot as snap_analysis
-from ..analysis.series import reduce_to
 from ..analysis import snapshot_oom, snapshot_ranks
+from ..analysis.series import reduce_to
 from ..artifacts.memory_html import CONTENT_TYPE, MAX_HTML_BYTES, MemoryHtmlError, extract_png
 from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, MemProfilerError, load_log, load_stats
 from ..artifacts.snapshot import Snapshot, SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot

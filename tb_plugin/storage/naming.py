@@ -60,7 +60,8 @@ def assign_spans(file_names: list[str]) -> dict[str, tuple[str, str]]:
 
 SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
 TIMELINE_EXPORT_SUFFIXES = (".raw.json.gz", ".raw.json", ".raw.gz")
-MEMORY_HTML_SUFFIX = ".memory.html"  # export_memory_timeline's HTML form (Composer: rank{r}.{batch}.pt.trace.memory.html)
+# export_memory_timeline's HTML form (Composer: rank{r}.{batch}.pt.trace.memory.html)
+MEMORY_HTML_SUFFIX = ".memory.html"
 # the export_memory_timeline forms written next to a trace: <stem><suffix> belongs to <stem>.pt.trace.json[.gz]
 MEMORY_EXPORT_SUFFIXES = (".pt.trace.memory.raw.json.gz", ".pt.trace.memory.raw.json", ".pt.trace.memory.json.gz",
                           ".pt.trace.memory.json", ".pt.trace.memory.html")

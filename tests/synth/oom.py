@@ -66,7 +66,8 @@ def oom_snapshot(after_oom: bool = False) -> dict:
     oom = {"action": "oom", "size": 10 * MIB, "stream": 0, "device_free": 5 * MIB, "frames": _frames(*SITES["Y"])}
     hist.append(oom)  # PyTorch writes device_free in place of addr for an OOM
     if after_oom:
-        hist += [e("free_requested", A, 8 * MIB), e("free_completed", A, 8 * MIB), e("segment_free", C, 16 * MIB, stream=7)]
+        hist += [e("free_requested", A, 8 * MIB), e("free_completed", A, 8 * MIB),
+                 e("segment_free", C, 16 * MIB, stream=7)]
     for i, h in enumerate(hist):
         h["time_us"] = 1000 + 10 * i
 
