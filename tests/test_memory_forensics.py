@@ -173,10 +173,11 @@ def test_per_rank_snapshots_side_by_side(tmp_path):
     assert doc["ranks"][3]["device"] == "GPU0" and doc["ranks"][3]["state"] == "ready"
     # while another thread still reads one rank, the table answers "loading" (the client polls)
     other = reg.find_artifact("job/iteration_5", "job/iteration_5/rank2_memory_snapshot.pickle")
-    other.state = "loading"
-    assert api.snapshot_ranks(reg, {"run": "job/iteration_5", "path": "job/iteration_5/rank1_memory_snapshot.pickle"}) == (
-        200, {"state": "loading", "path": "job/iteration_5/rank1_memory_snapshot.pickle"})
-    other.state = "ready"
+    with other.lock:  # held as by the thread reading it
+        other.state = "loading"
+        q = {"run": "job/iteration_5", "path": "job/iteration_5/rank1_memory_snapshot.pickle"}
+        assert api.snapshot_ranks(reg, q) == (200, {"state": "loading", "path": q["path"]})
+        other.state = "ready"
     code, alone = api.snapshot_ranks(reg, {"run": "job/iteration_10",
                                          "path": "job/iteration_10/rank0_memory_snapshot.pickle"})
     assert [r["peak_active_bytes"] for r in alone["ranks"]] == [7 * MIB] and alone["outlier_rank"] is None
