@@ -305,3 +305,12 @@ def test_report_names_the_oom_and_the_outlier_rank(tmp_path, capsys):
     assert "OOM on GPU0: requested 10.0 MiB, largest free block on its stream 6.0 MiB, fragmentation 36.0 %" in text
     assert "peak per rank: rank 0 32.0 MiB, rank 1 32.0 MiB, rank 2 33.0 MiB, rank 3 64.0 MiB; outlier: rank 3 " \
            "(+96.9 % vs the median)" in text
+
+
+def test_a_two_row_raw_export_is_not_read_as_times_and_sizes():
+    from tb_plugin.artifacts.timeline_export import load_timeline_export
+
+    raw = load_timeline_export(b"[[1000, 2, 64, 5], [2000, 4, -64, 5]]")  # 64 B of gradient (category 5)
+    assert raw["form"] == "raw" and raw["times_us"].tolist() == [0.0, 1.0] and raw["bytes"][5].tolist() == [64, 0]
+    pair = load_timeline_export(b"[[1000, 2000], [[64, 0], [0, 64]]]")
+    assert pair["form"] == "times_sizes" and pair["bytes"].tolist() == [[64, 0], [0, 64]]

@@ -33,6 +33,7 @@ def _logdir(tmp_path):
     (logdir / "composer" / "rank0.1.pt.trace.json").write_bytes(dumps(composer_trace(rank=0, batches=2)))
     (logdir / "composer" / "rank0.1.pt.trace.memory.html").write_bytes(torch_memory_html(png(9, 4)))
     (logdir / "composer" / "rank1.1.pt.trace.memory.html").write_bytes(hostile_memory_html(png(11, 6)))
+    (logdir / "composer" / "rank0.1.pt.trace.memory.raw.json").write_text("[[1000, 2, 64, 5], [2000, 4, -64, 5]]")
     return logdir, cache
 
 
@@ -106,6 +107,12 @@ def test_oom_card_rank_table_and_memory_html(browser, tmp_path, artifacts):
         frame.locator('[data-testid="memory-html"]').wait_for(state="detached", timeout=30_000)
         assert frame.locator('[data-testid="worker-select"]').input_value() == "rank0"
         assert frame.locator('[data-testid="span-select"]').input_value() == "1"
+        # the raw export of the same rank and batch links to the same trace
+        frame.locator('[data-testid="tab-snapshots"]').click()
+        select.select_option("composer/rank0.1.pt.trace.memory.raw.json")
+        frame.locator('[data-testid="memory-timeline-open-trace"]').click()
+        frame.locator('[data-testid="memory-timeline-export"]').wait_for(state="detached", timeout=30_000)
+        assert frame.locator('[data-testid="worker-select"]').input_value() == "rank0"
         # opened directly, the image route is a PNG with a no-script CSP: still nothing runs
         direct = browser.new_page()
         direct.goto(f"{base}/data/plugin/kinetoscope/memory_html_image?run=composer&path="

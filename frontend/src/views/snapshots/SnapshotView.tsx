@@ -88,7 +88,7 @@ export function SnapshotView({ run, artifacts, theme, onOpenTrace }: SnapshotVie
         ) : current.kind === "memprofiler_log" ? (
           <MemProfilerLogView artifact={ref} />
         ) : (
-          <MemoryTimelineExportView artifact={ref} theme={theme} />
+          <MemoryTimelineExportView artifact={ref} theme={theme} trace={current.trace} onOpenTrace={onOpenTrace} />
         )}
       </ErrorBoundary>
     </div>
