@@ -309,6 +309,21 @@ def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
                 continue
             peaks = ", ".join(f"{d['device']} peak active {_bytes(d['peak_active_bytes'])}" for d in snap["devices"])
             out.write(f"     {snap['path']}: {peaks or 'no devices'}\n")
+            oom = snap.get("oom")
+            if oom:
+                asked = _bytes(oom["requested_bytes"]) if oom["requested_bytes"] is not None else "unknown size"
+                free = oom["stream_largest_free_block_bytes"]
+                out.write(f"       OOM on {oom['device']}: requested {asked}"
+                          + (f", largest free block on its stream {_bytes(free)}" if free is not None else "")
+                          + (f", fragmentation {fixed(oom['fragmentation_pct'], 1)} %"
+                             if oom["fragmentation_pct"] is not None else "") + "\n")
+    for group in run.get("snapshot_ranks") or []:
+        peaks = ", ".join(f"rank {r['rank']} {_bytes(r['peak_active_bytes'])}" for r in group["ranks"]
+                          if r["peak_active_bytes"] is not None)
+        dev = None if group["outlier_rank"] is None else (group["outlier_peak_to_median"] - 1) * 100
+        outlier = "; no outlier" if dev is None else (
+            f"; outlier: rank {group['outlier_rank']} ({'+' if dev >= 0 else ''}{fixed(dev, 1)} % vs the median)")
+        out.write(f"   peak per rank: {peaks}{outlier}\n")
     for item in memprofiler:
         what = "MemProfiler stats" if item["kind"] == "memprofiler_stats" else "MemProfiler log"
         if item["error"]:

@@ -38,7 +38,12 @@ def with_frame_headers(app):
     def framed(environ, start_response):
         def start(status, headers, exc_info=None):
             kept = [(k, v) for k, v in headers if k.lower() not in names]
-            return start_response(status, kept + list(FRAME_HEADERS), exc_info)
+            # a route's own CSP (memory_html_image: default-src 'none'; sandbox) keeps its directives
+            own = "; ".join(v for k, v in headers if k.lower() == "content-security-policy"
+                            and "frame-ancestors" not in v)
+            added = [(k, f"{own}; {v}" if own and k.lower() == "content-security-policy" else v)
+                     for k, v in FRAME_HEADERS]
+            return start_response(status, kept + added, exc_info)
 
         return app(environ, start)
 

@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 PLUGIN_NAME = "kinetoscope"
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 FIRST_SCAN_WAIT_S = 3.0
+MEMORY_IMAGE_TYPE = "image/png"  # the only type memory_html_image answers with
 TRACE_FILE_CHUNK = 1 << 20  # bytes per read when streaming an original trace file
 
 
@@ -81,6 +82,10 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/snapshot_segments": self._registry_route(api.snapshot_segments),
             "/snapshot_allocations": self._registry_route(api.snapshot_allocations),
             "/snapshot_stack": self._registry_route(api.snapshot_stack),
+            "/snapshot_oom": self._registry_route(api.snapshot_oom),
+            "/snapshot_ranks": self._registry_route(api.snapshot_ranks),
+            "/memory_html": self._registry_route(api.memory_html),
+            "/memory_html_image": _guarded(self._serve_memory_html_image),
             "/memory_timeline_export": self._registry_route(api.memory_timeline_export),
             "/memprofiler_stats": self._registry_route(api.memprofiler_stats),
             "/memprofiler_log": self._registry_route(api.memprofiler_log),
@@ -143,6 +148,20 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         response = wrappers.Response(chunks(), content_type="application/octet-stream", direct_passthrough=True)
         response.headers["Content-Disposition"] = content_disposition(state.entry.name)
         response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+    def _serve_memory_html_image(self, request):
+        """The PNG extracted from an ``export_memory_timeline`` HTML file: ``image/png``, ``nosniff``, a
+        CSP that allows nothing (``default-src 'none'; sandbox``) and ``inline`` with a ``.png`` name. The
+        bytes start with the PNG signature (checked when extracted); none of the file's HTML is sent."""
+        if self._registry is None:
+            return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
+        _, png = api.memory_html_image(self._registry, request.args)  # an ApiError is answered by _guarded
+        response = wrappers.Response(png, content_type=MEMORY_IMAGE_TYPE)
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
+        response.headers["Content-Disposition"] = 'inline; filename="memory_timeline.png"'
+        response.headers["Cache-Control"] = "no-store"
         return response
 
     def _registry_route(self, handler, as_csv: bool = False):

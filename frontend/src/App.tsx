@@ -124,7 +124,15 @@ export function App() {
               </ErrorBoundary>
             ) : showArtifacts && run ? (
               <ErrorBoundary key={`artifacts\u0000${run.name}`}>
-                <SnapshotView run={run.name} artifacts={artifacts} theme={theme} />
+                <SnapshotView
+                  run={run.name}
+                  artifacts={artifacts}
+                  theme={theme}
+                  onOpenTrace={(worker, spanId) => {
+                    select({ run: run.name, worker, span: spanId });
+                    setView("overview");
+                  }}
+                />
               </ErrorBoundary>
             ) : span ? (
               <ErrorBoundary key={`${selection.run}\u0000${selection.worker}\u0000${selection.span}`}>

@@ -12,9 +12,11 @@ from typing import Any, Mapping
 from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
 from ..registry import report
+from ..registry.states import LOADING, QUEUED
+from ..storage.naming import names_oom
 from . import paging
-from .params import (MAX_PARAM_CHARS, MAX_WIDTH_PX, ApiError, BadRequest, NotFound, choice, device_index, integer,
-                     number, op_path, param, ready_artifact, ready_file, table_query, time_range, track_ids)
+from .params import (MAX_PARAM_CHARS, MAX_WIDTH_PX, ApiError, BadRequest, NotFound, NotReady, choice, device_index,
+                     integer, number, op_path, param, ready_artifact, ready_file, table_query, time_range, track_ids)
 
 Args = Mapping[str, str]
 
@@ -259,6 +261,41 @@ def snapshot_stack(registry, args: Args):
 
 
 @route
+def snapshot_oom(registry, args: Args):
+    """OOM forensics (``analysis/snapshot_oom.py``): the last OOM of ``device`` (default: the device of
+    the last OOM), the allocator state per stream, the largest live allocations, the recent growth."""
+    art = ready_artifact(registry, args, "snapshot")
+    device = device_index(args)
+    last_n = integer(args, "last_n", 1000, 1, 10_000_000)
+    top = integer(args, "top", 20, 1, 1000)
+    doc = art.views.oom(device, names_oom(art.entry.name), last_n, top)
+    return 200, dict(doc, state="ready", path=art.entry.rel)
+
+
+@route
+def snapshot_ranks(registry, args: Args):
+    """The snapshots of ``path``'s rank group side by side: peak per rank, the outlier rank. While
+    another thread still reads one of them the answer is ``loading`` (poll), as for one artifact."""
+    art = ready_artifact(registry, args, "snapshot")
+    doc = registry.snapshot_ranks(art)
+    if any(r["state"] in (LOADING, QUEUED) for r in doc["ranks"]):
+        raise NotReady({"state": LOADING, "path": art.entry.rel})
+    return 200, dict(doc, state="ready", path=art.entry.rel)
+
+
+@route
+def memory_html(registry, args: Args):
+    """An ``export_memory_timeline`` HTML file: the size of its PNG (served by ``memory_html_image``)."""
+    return _artifact_view(registry, args, "memory_html", lambda views: views.meta())
+
+
+def memory_html_image(registry, args: Args) -> tuple[int, Any]:
+    """``(200, png bytes)`` of a loaded ``memory_html`` artifact; raises :class:`ApiError` otherwise
+    (``plugin.py`` answers it as JSON)."""
+    return 200, ready_artifact(registry, args, "memory_html").views.image()
+
+
+@route
 def memory_timeline_export(registry, args: Args):
     return _artifact_view(registry, args, "memory_timeline", lambda views: views.series())
 
@@ -306,7 +343,7 @@ def diff(registry, args: Args):
 
 
 __all__ = ["MAX_PARAM_CHARS", "BadRequest", "diff", "distributed", "insights", "kernels", "memory", "memory_events",
-           "memory_stats", "memory_timeline_export", "memprofiler_log", "memprofiler_stats", "modules",
-           "operator_stacks", "operators", "overview", "runs", "snapshot", "snapshot_allocations", "snapshot_segments",
-           "snapshot_stack", "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_range",
-           "timeline_search"]
+           "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
+           "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
+           "snapshot_allocations", "snapshot_oom", "snapshot_ranks", "snapshot_segments", "snapshot_stack",
+           "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_range", "timeline_search"]

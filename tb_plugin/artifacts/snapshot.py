@@ -28,6 +28,7 @@ from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restric
 ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
            "segment_unmap", "snapshot", "oom", "free", "other")
 _ACTION_CODE = {a: i for i, a in enumerate(ACTIONS)}
+_SEGMENT_CODES = [_ACTION_CODE[a] for a in ("segment_alloc", "segment_free", "segment_map", "segment_unmap")]
 
 
 @dataclasses.dataclass
@@ -50,6 +51,11 @@ class Snapshot:
     has_time: bool
     layout: str
     frames: list[dict] = dataclasses.field(default_factory=list)  # unique {filename, line, name}
+    # per ``oom`` entry: {device, index (its row in that device's trace), device_free (bytes CUDA reported
+    # free; PyTorch writes it instead of ``addr``), stream}
+    ooms: list[dict] = dataclasses.field(default_factory=list)
+    # per segment_alloc/segment_free/segment_map/segment_unmap entry: {device, index, stream}
+    segment_streams: list[dict] = dataclasses.field(default_factory=list)
 
     def stack_frames(self, index: int) -> list[dict] | None:
         if not 0 <= index < len(self.stacks):
@@ -99,7 +105,7 @@ def _ints(values: list) -> np.ndarray:
         return out
 
 
-def _int(value: Any, default: int = 0) -> int:
+def _int(value: Any, default: int | None = 0) -> int | None:
     """``value`` as an int64 (as ``int()`` reads numbers and numeric text), else ``default``: for text,
     containers, None, NaN and integers beyond 64 bits (no address or size is that large)."""
     try:
@@ -228,6 +234,8 @@ def parse_snapshot(obj: Any) -> Snapshot:
                          "total_size": _int(seg.get("total_size", 0)), "stream": _scalar(seg.get("stream")),
                          "segment_type": _scalar(seg.get("segment_type")), "blocks": blocks})
     devices: dict[int, DeviceTrace] = {}
+    ooms: list[dict] = []
+    segment_streams: list[dict] = []
     has_time = False
     for dev, entries in enumerate(traces_raw):
         if not isinstance(entries, list) or not entries:
@@ -248,10 +256,16 @@ def parse_snapshot(obj: Any) -> Snapshot:
             time=_floats(times) if timed else np.full(len(entries), np.nan),
             stack=np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32),
         )
+        ooms += [{"device": dev, "index": i, "stream": _scalar(entries[i].get("stream")),
+                  "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
+                 for i in np.flatnonzero(devices[dev].action == _ACTION_CODE["oom"]).tolist()]
+        segment_streams += [{"device": dev, "index": i, "stream": _scalar(entries[i].get("stream"))}
+                            for i in np.flatnonzero(np.isin(devices[dev].action, _SEGMENT_CODES)).tolist()]
     # frame fields and annotations are kept as written: integers beyond 64 bits become decimal strings and
     # nesting deeper than jsonsafe.MAX_DEPTH a marker now, so a snapshot reads the same from the cache
     annotations = jsonsafe.clean([a for a in annotations if isinstance(a, dict)])
-    return Snapshot(devices, segments, stacks, annotations, has_time, layout, jsonsafe.clean(frames))
+    return Snapshot(devices, segments, stacks, annotations, has_time, layout, jsonsafe.clean(frames), ooms,
+                    segment_streams)
 
 
 _FIELDS = ("action", "addr", "size", "time", "stack")
@@ -260,7 +274,8 @@ _FIELDS = ("action", "addr", "size", "time", "stack")
 def pack_snapshot(snap: Snapshot) -> tuple[dict, dict]:
     """A snapshot as a JSON header plus flat arrays, for the parse cache."""
     header = {"format": 2, "segments": snap.segments, "frames": snap.frames, "annotations": snap.annotations,
-              "has_time": snap.has_time, "layout": snap.layout, "devices": sorted(snap.devices)}
+              "has_time": snap.has_time, "layout": snap.layout, "devices": sorted(snap.devices), "ooms": snap.ooms,
+              "segment_streams": snap.segment_streams}
     arrays = {f"{d}.{f}": getattr(t, f) for d, t in snap.devices.items() for f in _FIELDS}
     lengths = np.array([len(x) for x in snap.stacks], dtype=np.int64)
     arrays["stack_lengths"] = lengths
@@ -276,7 +291,8 @@ def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
     bounds = np.concatenate([[0], np.cumsum(arrays["stack_lengths"])]).tolist()
     stacks = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     return Snapshot(devices, header["segments"], stacks, header["annotations"], header["has_time"],
-                    header["layout"], header["frames"])
+                    header["layout"], header["frames"], header.get("ooms") or [],
+                    header.get("segment_streams") or [])
 
 
 def child_main() -> int:

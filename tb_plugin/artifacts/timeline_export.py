@@ -38,12 +38,18 @@ def load_timeline_export(data: bytes) -> dict:
     except RecursionError:
         raise TimelineExportError("invalid JSON: nested too deeply for a memory-timeline export") from None
     if isinstance(doc, list) and len(doc) == 2 and isinstance(doc[0], list) and isinstance(doc[1], list) and (
-            not doc[0] or not isinstance(doc[0][0], list)):
+            not doc[0] or not isinstance(doc[0][0], list)) and not _raw_rows(doc):
         return _from_times_sizes(doc[0], doc[1])
     if isinstance(doc, list) and all(isinstance(r, list) and len(r) == 4 for r in doc[:100]):
         return _from_raw(np.array(doc, dtype=np.float64).reshape(-1, 4))
     raise TimelineExportError("not a memory-timeline export: expected [times, sizes] or rows of "
                               "[ts, action, bytes, category]")
+
+
+def _raw_rows(doc: list) -> bool:
+    """Two raw rows (``[[ts, action, bytes, category], …]``) rather than ``[times, sizes]``: both are lists
+    of 4 numbers (``sizes`` holds lists, one per time or per category)."""
+    return all(len(r) == 4 and all(isinstance(v, (int, float)) for v in r) for r in doc)
 
 
 def _from_raw(rows: np.ndarray) -> dict:

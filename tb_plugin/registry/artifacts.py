@@ -10,11 +10,14 @@ import threading
 import numpy as np
 
 from ..analysis import snapshot as snap_analysis
+from ..analysis import snapshot_oom, snapshot_ranks
 from ..analysis.series import reduce_to
+from ..artifacts.memory_html import CONTENT_TYPE, MAX_HTML_BYTES, MemoryHtmlError, extract_png
 from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, MemProfilerError, load_log, load_stats
 from ..artifacts.snapshot import Snapshot, SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
 from ..artifacts.timeline_export import CATEGORIES, TimelineExportError, load_timeline_export
 from ..storage.fs import FileEntry
+from ..storage.naming import companion_traces, composer_rank_batch, names_oom, snapshot_rank
 from ..trace.errors import TraceReadError
 from .parse import read_bytes
 from .states import ERROR, LOADING, QUEUED, READY, ArtifactState
@@ -71,6 +74,26 @@ class SnapshotViews:
     def stack(self, index: int) -> list[dict] | None:
         return self.snapshot.stack_frames(index)
 
+    def oom(self, device: int | None, taken_on_oom: bool, last_n: int, top: int) -> dict:
+        """OOM forensics (:func:`~.analysis.snapshot_oom.oom_report`) of ``device`` (None: the device
+        of the last OOM, else the first with history or segments); small, not memoized."""
+        with self._lock:
+            return snapshot_oom.oom_report(self.snapshot, device, taken_on_oom, last_n, top)
+
+
+class MemoryHtmlViews:
+    """The PNG of an ``export_memory_timeline`` HTML file (:mod:`~.artifacts.memory_html`)."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+
+    def meta(self) -> dict:
+        return {"content_type": CONTENT_TYPE, "width_px": self.data["width_px"], "height_px": self.data["height_px"],
+                "image_bytes": len(self.data["png"]), "html_bytes": self.data["html_bytes"]}
+
+    def image(self) -> bytes:
+        return self.data["png"]
+
 
 class TimelineExportViews:
     def __init__(self, data: dict) -> None:
@@ -126,6 +149,31 @@ def load_memprofiler_views(fs, entry):
     if entry.kind == "memprofiler_stats":
         return MemProfilerStatsViews(load_stats(entry.name, data))
     return TextReportViews(load_log(data, max(entry.size, len(data))))
+
+
+def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> dict:
+    """What the ``runs`` listing adds to an artifact: ``trace`` (``{"worker", "span"}`` of the trace file
+    a ``*.pt.trace.memory.*`` export was written beside, from ``traces``: logdir-relative path →
+    (worker, span)), Composer's ``rank`` and ``batch`` from its name, a snapshot's ``rank`` (a
+    ``rank<N>`` in its name or folder: see :func:`~.storage.naming.snapshot_rank`) and ``taken_on_oom``
+    (its name says OOM: :func:`~.storage.naming.names_oom`)."""
+    out: dict = {"trace": None, "rank": None, "batch": None}
+    name, folder = art.entry.name, art.entry.rel[: len(art.entry.rel) - len(art.entry.name)]
+    for trace_name in companion_traces(name):
+        if folder + trace_name in traces:
+            worker, span = traces[folder + trace_name]
+            out["trace"] = {"worker": worker, "span": span}
+            break
+    rank_batch = composer_rank_batch(name)
+    if rank_batch is not None:
+        out["rank"], out["batch"] = rank_batch
+    elif art.entry.kind == "snapshot":
+        got = snapshot_rank(art.entry.rel)
+        if got is not None:
+            out["rank"] = got[1]
+    if art.entry.kind == "snapshot":
+        out["taken_on_oom"] = names_oom(name)
+    return out
 
 
 class ArtifactLoading:
@@ -187,11 +235,14 @@ class ArtifactLoading:
                         self.cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
                 art.views = SnapshotViews(snap)
                 art.views.summary()
+            elif entry.kind == "memory_html":
+                with self.fs.open(entry.path, "rb") as f:
+                    art.views = MemoryHtmlViews(extract_png(f.read(MAX_HTML_BYTES + 1)))
             elif entry.kind in MEMPROFILER_KINDS:
                 art.views = load_memprofiler_views(self.fs, entry)
             else:
                 art.views = TimelineExportViews(load_timeline_export(read_bytes(self.fs, entry.path, entry.size)))
-        except (SnapshotError, TimelineExportError, MemProfilerError, TraceReadError) as exc:
+        except (SnapshotError, TimelineExportError, MemProfilerError, MemoryHtmlError, TraceReadError) as exc:
             art.error, art.state = self.client_message(str(exc)), ERROR
         except OSError as exc:
             art.error, art.state = self.client_message(f"cannot read file: {exc}"), ERROR
@@ -201,6 +252,37 @@ class ArtifactLoading:
                 f"internal error while reading this file: {type(exc).__name__}: {exc}"), ERROR
         else:
             art.state = READY
+
+    def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]:
+        """The snapshots that differ from ``art`` only by the rank in their name or folder
+        (:func:`~.storage.naming.snapshot_rank`; a ``rank_<N>/`` folder is a run of its own, so every run
+        is searched), ``art`` included, by rank; empty when its path names no rank."""
+        mine = snapshot_rank(art.entry.rel)
+        if mine is None or art.entry.kind != "snapshot":
+            return []
+        out = []
+        for other in self.artifacts():
+            got = snapshot_rank(other.entry.rel) if other.entry.kind == "snapshot" else None
+            if got is not None and got[0] == mine[0]:
+                out.append((got[1], other))
+        return sorted(out, key=lambda ra: (ra[0], ra[1].entry.rel))
+
+    def snapshot_ranks(self, art: ArtifactState) -> dict:
+        """Peak active bytes per rank of ``art``'s rank group (each snapshot loaded here unless another
+        thread is loading it) and the outlier (:func:`~.analysis.snapshot_ranks.compare`)."""
+        rows = []
+        for rank, other in self.rank_group(art):
+            self.load_artifact(other, wait=False)
+            row = {"rank": rank, "run": other.run, "path": other.entry.rel, "state": other.state, "error": other.error,
+                   "peak_active_bytes": None, "device": None, "peak_time": None}
+            if other.state == READY:
+                devices = other.views.summary()["devices"]
+                if devices:
+                    top = max(devices, key=lambda d: d["peak_active_bytes"])
+                    row.update(peak_active_bytes=top["peak_active_bytes"], device=top["device"],
+                               peak_time=top["peak_time"])
+            rows.append(row)
+        return snapshot_ranks.compare(rows)
 
     def _artifact_loop(self) -> None:
         """Load queued memory artifacts in the background, in their own thread: a slow snapshot or

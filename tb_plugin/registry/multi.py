@@ -69,6 +69,8 @@ class Registry(Protocol):
     def artifacts(self, run: str | None = None) -> list[ArtifactState]: ...
     def find_artifact(self, run: str, path: str) -> ArtifactState | None: ...
     def load_artifact(self, art: ArtifactState, wait: bool = True) -> ArtifactState: ...
+    def snapshot_ranks(self, art: ArtifactState) -> dict: ...
+    def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]: ...
     def runs_document(self) -> dict[str, Any]: ...
 
 
@@ -162,6 +164,12 @@ class MultiRegistry:
 
     def load_artifact(self, art, wait: bool = True):
         return self._owner(art.run).load_artifact(art, wait)
+
+    def snapshot_ranks(self, art) -> dict:
+        return self._owner(art.run).snapshot_ranks(art)
+
+    def rank_group(self, art) -> list:
+        return self._owner(art.run).rank_group(art)
 
     def runs_document(self) -> dict[str, Any]:
         docs = [reg.runs_document() for reg in self.registries]

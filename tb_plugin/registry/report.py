@@ -17,6 +17,7 @@ from ..analysis.call_stacks import parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds
 from ..analysis.memory import memory_window
 from ..analysis.overview import compute_overview
+from ..storage.naming import names_oom
 from .artifacts import MEMPROFILER_KINDS
 
 logger = logging.getLogger(__name__)
@@ -243,6 +244,7 @@ def _add_artifacts(registry, doc: dict, run: str | None) -> list:
         entry.setdefault("memprofiler" if memprofiler else "snapshots", []).append(item)
     for entry in doc["runs"]:
         entry.setdefault("snapshots", [])
+        entry["snapshot_ranks"] = rank_groups(registry, entry["name"])
     doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
     return failed
 
@@ -254,7 +256,41 @@ def snapshot_item(art) -> dict:
         item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
                             "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
                            for d in art.views.summary()["devices"]]
+        item["oom"] = oom_item(art)
     return item
+
+
+def oom_item(art) -> dict | None:
+    """An allocator snapshot's OOM in the report (``analysis/snapshot_oom.py``), None without one."""
+    doc = art.views.oom(None, names_oom(art.entry.name), 1000, 5)
+    if doc["detected_by"] is None:
+        return None
+    oom = doc["oom"] or {}
+    stream = next((r for r in doc["streams"] if r["is_oom_stream"]), None)
+    return {"device": doc["device"], "detected_by": doc["detected_by"], "state_at": doc["state_at"],
+            "requested_bytes": oom.get("requested_bytes"), "device_free_bytes": oom.get("device_free_bytes"),
+            "stream_largest_free_block_bytes": stream["largest_free_block_bytes"] if stream else None,
+            "fragmentation_pct": doc["totals"]["fragmentation_pct"] if doc["totals"] else None,
+            "largest_live": [{"bytes": r["bytes"], "frame": r["frame"]} for r in doc["largest_live"]],
+            "growth_net_bytes": doc["growth"]["net_bytes"] if doc["growth"] else None}
+
+
+def rank_groups(registry, run: str) -> list[dict]:
+    """Per-rank snapshot groups of two ranks or more whose lowest rank lies in ``run`` (a group of
+    ``rank_<N>/`` runs is reported once): peaks per rank and the outlier."""
+    out, seen = [], set()
+    for art in registry.artifacts(run):
+        if art.entry.kind != "snapshot" or art.entry.rel in seen:
+            continue
+        group = registry.rank_group(art)
+        seen.update(a.entry.rel for _, a in group)
+        if len(group) >= 2 and group[0][1].run == run:
+            doc = registry.snapshot_ranks(art)
+            out.append({"ranks": [{"rank": r["rank"], "path": r["path"], "peak_active_bytes": r["peak_active_bytes"]}
+                                  for r in doc["ranks"]],
+                        "median_peak_bytes": doc["median_peak_bytes"], "outlier_rank": doc["outlier_rank"],
+                        "outlier_peak_to_median": doc["outlier_peak_to_median"]})
+    return out
 
 
 def memprofiler_item(art) -> dict:

@@ -23,7 +23,7 @@ from ..storage.fs import FileEntry, list_files, open_logdir
 from ..storage.naming import assign_spans
 from ..storage.remote import StorageError, describe_error
 from ..storage.sniff import SniffCache
-from .artifacts import ArtifactLoading
+from .artifacts import ArtifactLoading, artifact_links
 from .budget import ViewCache
 from .cache import ParseCache
 from .distributed import Distributed
@@ -184,9 +184,10 @@ class RunRegistry(Loading, ArtifactLoading, Distributed):
         for st in files:
             runs.setdefault(st.run, {}).setdefault(st.worker, []).append(st.as_json())
         by_run: dict[str, list] = {}
+        traces = {st.entry.rel: (st.worker, st.span) for st in files}
         for a in artifacts:
             runs.setdefault(a.run, {})
-            by_run.setdefault(a.run, []).append(a.as_json())
+            by_run.setdefault(a.run, []).append(a.as_json() | artifact_links(a, traces))
         done = sum(1 for st in files if st.state in (READY, ERROR))
         loading = any(st.state == LOADING for st in files)
         if self.error is not None:

@@ -60,11 +60,62 @@ def assign_spans(file_names: list[str]) -> dict[str, tuple[str, str]]:
 
 SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
 TIMELINE_EXPORT_SUFFIXES = (".raw.json.gz", ".raw.json", ".raw.gz")
+# export_memory_timeline's HTML form (Composer: rank{r}.{batch}.pt.trace.memory.html)
+MEMORY_HTML_SUFFIX = ".memory.html"
+# the export_memory_timeline forms written next to a trace: <stem><suffix> belongs to <stem>.pt.trace.json[.gz]
+MEMORY_EXPORT_SUFFIXES = (".pt.trace.memory.raw.json.gz", ".pt.trace.memory.raw.json", ".pt.trace.memory.json.gz",
+                          ".pt.trace.memory.json", ".pt.trace.memory.html")
+_COMPOSER_STEM = re.compile(r"^rank(\d+)\.(\d+)$")
+_RANK = re.compile(r"(?<![a-z0-9])rank[_-]?(\d+)(?![0-9])", re.IGNORECASE)
+
+
+_OOM = re.compile(r"(?<![a-z])oom(?![a-z])", re.IGNORECASE)
+
+
+def names_oom(name: str) -> bool:
+    """True for a file whose name says it was dumped on an OOM (``oom`` as a word: ``rank0_oom.pickle``,
+    ``snapshot-OOM.pkl``; not ``zoom``/``room``)."""
+    return bool(_OOM.search(name))
+
+
+def companion_traces(name: str) -> tuple[str, ...]:
+    """The trace file names a memory export belongs to: ``rank0.3.pt.trace.memory.html`` →
+    ``("rank0.3.pt.trace.json", "rank0.3.pt.trace.json.gz")``; ``()`` for any other name."""
+    for suffix in MEMORY_EXPORT_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            stem = name[: -len(suffix)]
+            return (stem + ".pt.trace.json", stem + ".pt.trace.json.gz")
+    return ()
+
+
+def composer_rank_batch(name: str) -> tuple[int, int] | None:
+    """``(rank, batch)`` of a Composer memory export ``rank{rank}.{batch}.pt.trace.memory.*``, else None."""
+    for suffix in MEMORY_EXPORT_SUFFIXES:
+        if name.endswith(suffix):
+            m = _COMPOSER_STEM.match(name[: -len(suffix)])
+            return (int(m.group(1)), int(m.group(2))) if m and len(m.group(1)) < 10 else None
+    return None
+
+
+def snapshot_rank(rel: str) -> tuple[str, int] | None:
+    """``(group, rank)`` of a per-rank file: the first ``rank<N>`` (also ``rank_<N>``, ``rank-<N>``,
+    any case) of the file name, else of its folder's name; ``group`` is ``rel`` with those digits
+    replaced by ``*`` (the files of one job at one moment share it). None when neither names a rank."""
+    parts = rel.split("/")
+    for k in (len(parts) - 1, len(parts) - 2):
+        if k < 0:
+            break
+        m = _RANK.search(parts[k])
+        if m and len(m.group(1)) < 10:
+            parts[k] = parts[k][: m.start(1)] + "*" + parts[k][m.end(1):]
+            return "/".join(parts), int(m.group(1))
+    return None
 
 
 def artifact_kind(name: str) -> str | None:
     """``"snapshot"`` for allocator snapshot pickles, ``"memory_timeline"`` for raw
-    ``export_memory_timeline`` files, ``"memprofiler_stats"``/``"memprofiler_log"`` for
+    ``export_memory_timeline`` files, ``"memory_html"`` for its HTML form (``*.memory.html``: a PNG in an
+    ``<img>``), ``"memprofiler_stats"``/``"memprofiler_log"`` for
     finetuning-scheduler MemProfiler files (``rank_<r>_memory_stats.yaml``, ``fsdp_mem_*.log``), else
     None (``[times, sizes]`` JSON is found by sniffing)."""
     memprof = file_kind(name)
@@ -74,6 +125,8 @@ def artifact_kind(name: str) -> str | None:
         return "snapshot"
     if name.endswith(TIMELINE_EXPORT_SUFFIXES):
         return "memory_timeline"
+    if name.endswith(MEMORY_HTML_SUFFIX):
+        return "memory_html"
     return None
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from conftest import sample
 from synth.fts import write_memprofiler
+from synth.memory_html import png, torch_memory_html
 from tests.e2e.conftest import tensorboard
 
 SECRET = "KINETOSCOPE-SECRET-5f1c9e"
@@ -34,6 +35,7 @@ EXPORT_PATH = "snap/memory_timeline.raw.gz"
 EVIL_PATH = "snap/evil.pickle"
 STATS_PATH = "snap/memprofiler/rank_0_memory_stats.yaml"
 LOG_PATH = "snap/memprofiler/fsdp_mem_rank_0_training_step_2.log"
+HTML_PATH = "snap/rank0.1.pt.trace.memory.html"
 
 
 class _Evil:
@@ -56,6 +58,7 @@ def env(tmp_path_factory):
     shutil.copy(sample("memory_snapshots/mem_snapshot.pickle"), logdir / SNAP_PATH)
     shutil.copy(sample("hta/memory_analysis/memory_timeline.raw.gz"), logdir / EXPORT_PATH)
     write_memprofiler(logdir / SNAP_RUN, ranks=1, snapshots=False)
+    (logdir / HTML_PATH).write_bytes(torch_memory_html(png(5, 3)))
     marker = root / "pwned"
     (logdir / EVIL_PATH).write_bytes(pickle.dumps({"segments": [], "device_traces": [[_Evil(str(marker))]]}))
     # the secret: a valid trace whose op name is the secret, and a plain secret file, all outside
@@ -111,7 +114,9 @@ ROUTES = {
     "memory": FILE, "memory_events": FILE, "memory_events.csv": FILE, "memory_stats": dict(FILE, device="GPU0"),
     "memory_stats.csv": dict(FILE, device="GPU0"), "insights": FILE,
     "snapshot": SNAP, "snapshot_timeline": SNAP, "snapshot_segments": SNAP, "snapshot_allocations": SNAP,
-    "snapshot_stack": dict(SNAP, stack="0"), "memory_timeline_export": {"run": SNAP_RUN, "path": EXPORT_PATH},
+    "snapshot_stack": dict(SNAP, stack="0"), "snapshot_oom": SNAP, "snapshot_ranks": SNAP,
+    "memory_timeline_export": {"run": SNAP_RUN, "path": EXPORT_PATH},
+    "memory_html": {"run": SNAP_RUN, "path": HTML_PATH}, "memory_html_image": {"run": SNAP_RUN, "path": HTML_PATH},
     "memprofiler_stats": {"run": SNAP_RUN, "path": STATS_PATH}, "memprofiler_log": {"run": SNAP_RUN, "path": LOG_PATH},
     "distributed": {"run": RUN},
     "diff": {f"{s}_{k}": v for s in ("base", "exp") for k, v in FILE.items()},
@@ -240,9 +245,12 @@ SNAP_SIZE_CASES = {
     "snapshot_segments": ({}, 8 * MB),
     "snapshot_allocations": ({"limit": "10000"}, 4 * MB),
     "snapshot_stack": ({"stack": "0"}, 1 * MB),
+    "snapshot_oom": ({"top": "1000", "last_n": "10000000"}, 2 * MB),
+    "snapshot_ranks": ({}, 1 * MB),
     "memory_timeline_export": ({"path": EXPORT_PATH}, 2 * MB),
     "memprofiler_stats": ({"path": STATS_PATH}, 16 * MB),
     "memprofiler_log": ({"path": LOG_PATH}, 2 * MB),
+    "memory_html": ({"path": HTML_PATH}, 1 * MB),
 }
 
 

@@ -237,6 +237,23 @@ export function deviceIndex(device: string | number): number {
   return Number.isFinite(n) ? n : 0;
 }
 
+export function snapshotOomUrl(a: ArtifactRef, lastN = 1000, top = 20): string {
+  return artifactUrl("snapshot_oom", a, { last_n: String(lastN), top: String(top) });
+}
+
+export function snapshotRanksUrl(a: ArtifactRef): string {
+  return artifactUrl("snapshot_ranks", a);
+}
+
+export function memoryHtmlUrl(a: ArtifactRef): string {
+  return artifactUrl("memory_html", a);
+}
+
+/** The PNG extracted from a memory-timeline HTML file (an <img> source, never a page). */
+export function memoryHtmlImageUrl(a: ArtifactRef): string {
+  return artifactUrl("memory_html_image", a);
+}
+
 export function memoryTimelineExportUrl(a: ArtifactRef): string {
   return artifactUrl("memory_timeline_export", a);
 }

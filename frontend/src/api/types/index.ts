@@ -6,3 +6,4 @@ export type * from "./timeline";
 export type * from "./memory";
 export type * from "./distributed";
 export type * from "./diff";
+export type * from "./forensics";

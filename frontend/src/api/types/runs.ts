@@ -25,7 +25,7 @@ export interface WorkerInfo {
   spans: SpanInfo[];
 }
 
-export type ArtifactKind = "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log";
+export type ArtifactKind = "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log" | "memory_html";
 
 export interface ArtifactInfo {
   /** Path relative to the logdir; the `path` parameter of the snapshot routes. */
@@ -34,6 +34,13 @@ export interface ArtifactInfo {
   size_bytes: number;
   state: "queued" | "loading" | "ready" | "error" | string;
   error: string | null;
+  /** ADDED (issue 21): the trace a `*.pt.trace.memory.*` export was written beside; absent on older servers. */
+  trace?: { worker: string; span: string } | null;
+  /** ADDED (issue 21): rank (Composer exports, snapshots with rank<N> in their path) and Composer batch. */
+  rank?: number | null;
+  batch?: number | null;
+  /** ADDED (issue 21): a snapshot whose file name says it was dumped on an OOM. */
+  taken_on_oom?: boolean;
 }
 
 export interface RunInfo {

@@ -13,7 +13,15 @@ import { MemChart } from "../memory/MemChart";
 import { exportOption } from "../memory/options";
 import { useMemoryStyles } from "../memory/useMemoryStyles";
 
-export function MemoryTimelineExportView({ artifact, theme }: { artifact: ArtifactRef; theme: Theme }) {
+interface MemoryTimelineExportViewProps {
+  artifact: ArtifactRef;
+  theme: Theme;
+  /** The trace of the same rank and batch (issue 21), when the listing names one. */
+  trace?: { worker: string; span: string } | null;
+  onOpenTrace?: (worker: string, span: string) => void;
+}
+
+export function MemoryTimelineExportView({ artifact, theme, trace, onOpenTrace }: MemoryTimelineExportViewProps) {
   useMemoryStyles();
   const state = useRemote<MemoryTimelineExportReady>(memoryTimelineExportUrl(artifact));
   const textColor = chartTextColor(theme);
@@ -28,6 +36,14 @@ export function MemoryTimelineExportView({ artifact, theme }: { artifact: Artifa
       <p className="mem-range" data-testid="memory-timeline-peak">
         Peak {formatBytes(d.peak_bytes)} at {formatDuration(d.peak_time_us)} ({d.form === "raw" ? "raw export" : "times/sizes export"},{" "}
         {d.categories.length} categories)
+        {trace && onOpenTrace ? (
+          <>
+            {" "}
+            <button type="button" data-testid="memory-timeline-open-trace" onClick={() => onOpenTrace(trace.worker, trace.span)}>
+              Open its trace ({trace.worker}, span {trace.span})
+            </button>
+          </>
+        ) : null}
       </p>
       <MemChart option={option} theme={theme} height={380} ariaLabel="Memory timeline by category" testId="memory-timeline-chart" />
     </Card>

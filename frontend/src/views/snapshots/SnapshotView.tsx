@@ -17,7 +17,10 @@ import { MemChart } from "../memory/MemChart";
 import { formatSnapshotTime, snapshotTimelineOption } from "../memory/options";
 import { StackFrames } from "./StackFrames";
 import { useMemoryStyles } from "../memory/useMemoryStyles";
+import { MemoryHtmlView } from "./MemoryHtmlView";
 import { MemoryTimelineExportView } from "./MemoryTimelineExportView";
+import { OomCard } from "./OomCard";
+import { RankPeaks } from "./RankPeaks";
 import { MemProfilerLogView, MemProfilerStatsView } from "./MemProfilerView";
 import { SegmentsCard, TopAllocations } from "./SnapshotTables";
 
@@ -26,7 +29,17 @@ const KIND_LABEL: Record<string, string> = {
   memory_timeline: "memory timeline",
   memprofiler_stats: "MemProfiler stats",
   memprofiler_log: "FSDP memory report",
+  memory_html: "memory timeline image",
 };
+
+/** ", rank 0, batch 3, trace rank0/2" for the selector; empty when the listing names none. */
+function origin(a: ArtifactInfo): string {
+  const parts = [];
+  if (a.rank !== null && a.rank !== undefined) parts.push(`rank ${a.rank}`);
+  if (a.batch !== null && a.batch !== undefined) parts.push(`batch ${a.batch}`);
+  if (a.trace) parts.push(`trace ${a.trace.worker}/${a.trace.span}`);
+  return parts.length ? `, ${parts.join(", ")}` : "";
+}
 
 const TIMELINE_WIDTH_PX = 1200;
 
@@ -34,10 +47,12 @@ interface SnapshotViewProps {
   run: string;
   artifacts: ArtifactInfo[];
   theme: Theme;
+  /** Open the trace a memory export was written beside (its worker and span). */
+  onOpenTrace?: (worker: string, span: string) => void;
 }
 
 /** The artifact selector and the selected artifact. */
-export function SnapshotView({ run, artifacts, theme }: SnapshotViewProps) {
+export function SnapshotView({ run, artifacts, theme, onOpenTrace }: SnapshotViewProps) {
   useMemoryStyles();
   const [path, setPath] = useState<string | null>(null);
   const current =
@@ -56,6 +71,7 @@ export function SnapshotView({ run, artifacts, theme }: SnapshotViewProps) {
             {artifacts.map((a) => (
               <option key={a.path} value={a.path}>
                 {a.path} ({KIND_LABEL[a.kind] ?? a.kind}, {formatBytes(a.size_bytes)}
+                {origin(a)}
                 {a.state === "error" ? ", error" : ""})
               </option>
             ))}
@@ -64,20 +80,29 @@ export function SnapshotView({ run, artifacts, theme }: SnapshotViewProps) {
       </div>
       <ErrorBoundary key={current.path} title="The memory artifact failed to render">
         {current.kind === "snapshot" ? (
-          <SnapshotDetail artifact={ref} theme={theme} />
+          <SnapshotDetail artifact={ref} theme={theme} info={current} onSelect={setPath} />
+        ) : current.kind === "memory_html" ? (
+          <MemoryHtmlView artifact={ref} info={current} onOpenTrace={onOpenTrace} />
         ) : current.kind === "memprofiler_stats" ? (
           <MemProfilerStatsView artifact={ref} theme={theme} />
         ) : current.kind === "memprofiler_log" ? (
           <MemProfilerLogView artifact={ref} />
         ) : (
-          <MemoryTimelineExportView artifact={ref} theme={theme} />
+          <MemoryTimelineExportView artifact={ref} theme={theme} trace={current.trace} onOpenTrace={onOpenTrace} />
         )}
       </ErrorBoundary>
     </div>
   );
 }
 
-function SnapshotDetail({ artifact, theme }: { artifact: ArtifactRef; theme: Theme }) {
+interface SnapshotDetailProps {
+  artifact: ArtifactRef;
+  theme: Theme;
+  info: ArtifactInfo;
+  onSelect: (path: string) => void;
+}
+
+function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps) {
   const state = useRemote<SnapshotReady>(snapshotUrl(artifact));
   const [deviceName, setDeviceName] = useState<string | null>(null);
   if (state.kind === "file-error") {
@@ -95,8 +120,11 @@ function SnapshotDetail({ artifact, theme }: { artifact: ArtifactRef; theme: The
   const dev = snap.devices.find((d) => d.device === deviceName) ?? snap.devices[0];
   const index = dev ? deviceIndex(dev.device) : (snap.segment_devices[0] ?? 0);
   const markers = dev ? (snap.markers[dev.device] ?? []) : [];
+  const hasOom = Object.values(snap.markers).some((m) => m.some((x) => x.action === "oom")) || info.taken_on_oom === true;
   return (
     <>
+      {hasOom ? <OomCard artifact={artifact} timeUnit={snap.time_unit} /> : null}
+      {info.rank !== null && info.rank !== undefined ? <RankPeaks artifact={artifact} onSelect={onSelect} /> : null}
       <Card title="Snapshot">
         <dl className="mem-summary" data-testid="snapshot-summary">
           <div>

@@ -1,0 +1,64 @@
+// Per-rank snapshots side by side (route snapshot_ranks): each rank's peak active bytes, the outlier named.
+import { snapshotRanksUrl, type ArtifactRef } from "../../api/routes";
+import type { RankPeakRow, SnapshotRanksReady } from "../../api/types";
+import { Card } from "../../components/Card";
+import { Notice } from "../../components/Notice";
+import { PagedTable, type Column } from "../../components/PagedTable";
+import { RemoteStatus } from "../../components/RemoteStatus";
+import { useRemote } from "../../hooks/useRemote";
+import { formatBytes, formatPct } from "../../util/format";
+
+interface RankPeaksProps {
+  artifact: ArtifactRef;
+  /** Select another snapshot of the same run. */
+  onSelect: (path: string) => void;
+}
+
+/** 1.485 -> "+48.5 %", 0.99 -> "-1.0 %"; null -> "–". */
+function signedPct(ratio: number | null): string {
+  if (ratio === null) return "–";
+  const pct = (ratio - 1) * 100;
+  return `${pct >= 0 ? "+" : ""}${formatPct(pct, 1)}`;
+}
+
+export function RankPeaks({ artifact, onSelect }: RankPeaksProps) {
+  const state = useRemote<SnapshotRanksReady>(snapshotRanksUrl(artifact));
+  if (state.kind !== "ready") return <RemoteStatus state={state} what="per-rank peaks" />;
+  const d = state.data;
+  if (d.ranks.length < 2) return null;
+  const columns: Column<RankPeakRow>[] = [
+    { key: "rank", label: "Rank", render: (r) => `${r.rank}${r.rank === d.outlier_rank ? " (outlier)" : ""}` },
+    { key: "peak_active_bytes", label: "Peak active", numeric: true, render: (r) => (r.peak_active_bytes === null ? r.state : formatBytes(r.peak_active_bytes)) },
+    { key: "peak_to_median", label: "vs median", tooltip: "(peak / median of the ranks' peaks − 1) × 100", numeric: true, render: (r) => signedPct(r.peak_to_median) },
+    { key: "device", label: "Device", render: (r) => r.device ?? "–" },
+    { key: "path", label: "File", className: "name", render: (r) => <span className="cell-name">{r.path}</span> },
+  ];
+  return (
+    <Card title={`Peak per rank (${d.ranks.length} ranks)`} testId="snapshot-ranks">
+      {d.outlier_rank !== null ? (
+        <Notice kind="warning">
+          <span data-testid="snapshot-outlier">
+            Rank {d.outlier_rank} is the outlier: its peak is {formatPct(Math.abs(((d.outlier_peak_to_median ?? 1) - 1) * 100), 1)}{" "}
+            {(d.outlier_peak_to_median ?? 1) >= 1 ? "above" : "below"} the median ({formatBytes(d.median_peak_bytes)}).
+          </span>
+        </Notice>
+      ) : (
+        <Notice>
+          <span data-testid="snapshot-outlier">No outlier: every rank's peak is within {formatPct(d.outlier_threshold * 100, 0)} of the median ({formatBytes(d.median_peak_bytes)}).</span>
+        </Notice>
+      )}
+      <PagedTable
+        testId="snapshot-ranks-table"
+        rowTestId="snapshot-rank-row"
+        columns={columns}
+        rows={d.ranks}
+        rowKey={(r) => r.path}
+        selectedKey={d.path}
+        onRowClick={(r) => (r.run === artifact.run ? onSelect(r.path) : undefined)}
+        totalRows={d.ranks.length}
+        offset={0}
+        limit={d.ranks.length}
+      />
+    </Card>
+  );
+}
