@@ -136,8 +136,9 @@ describe("Diff view", () => {
     render(<DiffView runs={runs} current={{ run: "nw0", worker: "worker0", span: "1" }} theme="light" />);
     const card = await screen.findByTestId("diff-operators");
     const tip = within(card).getByRole("tooltip").textContent ?? "";
-    expect(tip).toMatch(/more than 5 % and more than 10 \u00b5s/);
-    expect(tip).toMatch(/device total when either side has device time, else the host total/);
+    expect(tip).toMatch(/by more than 10 \u00b5s and more than 5 % of the baseline/);
+    expect(tip).toMatch(/host total per step/);
+    expect(tip).toMatch(/ends at the step-total \u0394/);
   });
 
   it("restores both sides from the hash and changes a side with the pickers", async () => {
