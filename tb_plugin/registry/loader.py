@@ -3,7 +3,9 @@ loads that requests ask for (:class:`Loading`, part of :class:`~tb_plugin.regist
 
 A loader thread parses queued files one at a time (the one a user asked for first), stores the
 parsed columns in the parse cache and keeps the Overview; big batches of uncached files are first
-parsed in parallel straight into the cache, so the loads that follow are cache hits.
+parsed in parallel straight into the cache, so the loads that follow are cache hits. A file a user
+asks for (:meth:`Loading.want`) never waits for a batch: it is loaded at once, in this process (so its
+progress moves: bytes read, then events decoded), by a second thread when the loader is busy.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import threading
 import time
 from typing import Callable
 
@@ -21,12 +24,13 @@ from ..trace.model import Trace
 from .executors.local import PARALLEL_MIN_BYTES, LocalExecutor, decompressed_guess, parallel_workers
 from .executors.task import RankJob, error_message
 from .parse import open_views, parse_entry
-from .states import ERROR, LOADING, QUEUED, READY, FileState
+from .states import CHANGES, ERROR, LOADING, QUEUED, READY, FileState
 from .views import FileViews
 
 logger = logging.getLogger(__name__)
 
 PARALLEL_BATCH_BYTES = 512 << 20  # a parallel batch holds about this much per core, so a wanted file waits little
+PARSE_SHARE = 0.9  # share of a load's progress given to parsing; the rest is the Overview and indexes
 
 
 class Loading:
@@ -34,41 +38,83 @@ class Loading:
     ``_files``, ``_wanted``, ``_queue_order``/``_queue_pos``, ``_views`` (a
     :class:`~tb_plugin.registry.budget.ViewCache`), ``fs``, ``cache`` and ``client_message``)."""
 
+    _priority_busy = False  # a thread loads wanted files (see want)
+
     def _load_loop(self) -> None:
         while not self._stop.is_set():
             with self._wake:
-                state = self._next_queued()
+                state, wanted = self._next_queued()
                 if state is None:
                     self._wake.wait(timeout=self.reload_interval)
                     continue
-                batch = self._parallel_batch(state) if self.cache is not None else []
+                # a wanted file is loaded here, with its progress, never in a batch
+                batch = self._parallel_batch(state) if self.cache is not None and not wanted else []
             if len(batch) >= 2:  # this file and the next ones: the loads that follow become cache hits
                 self.parse_in_parallel(batch)
             if state.state != QUEUED:  # loading or loaded meanwhile by a request (distributed view)
                 continue
-            self.ensure_loaded(state)  # under the file's lock: a request that started meanwhile loads it once
-            if state.state == READY:  # warm the detail views so table requests only page and sort
-                try:
-                    self.views(state).compute_all()
-                    self._views.account(state.entry.rel)
-                except Exception:
-                    logger.exception("computing the views of %s failed", state.entry.rel)
+            self._load_and_warm(state)
 
-    def _next_queued(self) -> FileState | None:
-        """The next file to load (under the lock): a wanted one, else the first queued by path.
-        Amortized O(1): files before ``_queue_pos`` have all left QUEUED."""
+    def _load_and_warm(self, state: FileState) -> None:
+        self.ensure_loaded(state)  # under the file's lock: a request that started meanwhile loads it once
+        if state.state == READY:  # warm the detail views so table requests only page and sort
+            try:
+                self.views(state).compute_all()
+                self._views.account(state.entry.rel)
+            except Exception:
+                logger.exception("computing the views of %s failed", state.entry.rel)
+
+    def _priority_loop(self) -> None:
+        """Load wanted files one after the other, then end (started by :meth:`want`)."""
+        try:
+            while not self._stop.is_set():
+                with self._wake:
+                    state = self._next_wanted()
+                    if state is None:
+                        self._priority_busy = False
+                        return
+                self._load_and_warm(state)
+        finally:
+            with self._wake:
+                self._priority_busy = False
+
+    def _next_wanted(self) -> FileState | None:
+        """The most recently wanted file still queued (under the lock), or None."""
         while self._wanted:
             rel = self._wanted.popleft()
             st = self._files.get(rel)
             if st is not None and st.state == QUEUED:
                 return st
+        return None
+
+    def _next_queued(self) -> tuple[FileState | None, bool]:
+        """The next file to load (under the lock) and whether a user wanted it: a wanted one, else the
+        first queued by path. Amortized O(1): files before ``_queue_pos`` have all left QUEUED."""
+        st = self._next_wanted()
+        if st is not None:
+            return st, True
         order = self._queue_order
         while self._queue_pos < len(order):
             st = order[self._queue_pos]
             if st.state == QUEUED and self._files.get(st.entry.rel) is st:
-                return st
+                return st, False
             self._queue_pos += 1
-        return None
+        return None, False
+
+    def queue_positions(self) -> dict[str, int]:
+        """rel → how many files will be loaded before it (0: next), for every queued file: the wanted
+        ones first (most recent first), then by path."""
+        with self._lock:
+            seen: dict[str, int] = {}
+            for rel in self._wanted:
+                st = self._files.get(rel)
+                if st is not None and st.state == QUEUED and rel not in seen:
+                    seen[rel] = len(seen)
+            for st in itertools.islice(self._queue_order, self._queue_pos, None):
+                rel = st.entry.rel
+                if st.state == QUEUED and rel not in seen and self._files.get(rel) is st:
+                    seen[rel] = len(seen)
+            return seen
 
     def _parallel_batch(self, first: FileState) -> list[FileState]:
         """``first`` and the queued files after it, enough to be worth a process pool (under the lock):
@@ -92,11 +138,22 @@ class Loading:
         return batch if total >= PARALLEL_MIN_BYTES else []
 
     def want(self, state: FileState) -> None:
-        """Load this file next (a user is looking at it)."""
+        """Load this file next (a user is looking at it): ahead of the queue and of any parallel batch;
+        when the loader threads run (:meth:`start`), a second thread loads it at once if the loader is
+        busy with another file."""
         with self._wake:
-            if state.state == QUEUED:
-                self._wanted.appendleft(state.entry.rel)
-                self._wake.notify_all()
+            if state.state != QUEUED:
+                return
+            rel = state.entry.rel
+            if not self._wanted or self._wanted[0] != rel:
+                if rel in self._wanted:
+                    self._wanted.remove(rel)
+                self._wanted.appendleft(rel)
+                CHANGES.bump()  # the queue positions in the runs document changed
+            self._wake.notify_all()
+            if self._threads and not self._stop.is_set() and not self._priority_busy:
+                self._priority_busy = True
+                threading.Thread(target=self._priority_loop, name="kinetoscope-wanted", daemon=True).start()
 
     def ensure_loaded(self, state: FileState) -> FileState:
         """Load this file unless it is loaded (or failed) already. Under the file's lock: concurrent
@@ -120,10 +177,10 @@ class Loading:
         state.progress = 0.0
         state.state = LOADING
 
-        def report(fraction: float) -> None:
-            state.progress = fraction
+        def report(fraction: float) -> None:  # parsing is the first PARSE_SHARE of the load
+            state.progress = PARSE_SHARE * fraction
             if progress:
-                progress(fraction)
+                progress(state.progress)
 
         try:
             trace = self._parse(state, report)

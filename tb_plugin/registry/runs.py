@@ -181,8 +181,10 @@ class RunRegistry(Loading, ArtifactLoading, Distributed):
         files = self.files()
         artifacts = self.artifacts()
         runs: dict[str, dict[str, list]] = {}
+        queue = self.queue_positions()
         for st in files:
-            runs.setdefault(st.run, {}).setdefault(st.worker, []).append(st.as_json())
+            runs.setdefault(st.run, {}).setdefault(st.worker, []).append(
+                dict(st.as_json(), queued_before=queue.get(st.entry.rel)))
         by_run: dict[str, list] = {}
         for a in artifacts:
             runs.setdefault(a.run, {})
@@ -193,7 +195,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed):
             runs.setdefault(self.prefix or ".", {})
         return {
             "logdir": self.logdir,
-            "loading": {"files_total": len(files), "files_done": done},
+            "loading": {"files_total": len(files), "files_done": done, "files_queued": len(queue)},
             "errors": [] if self.error is None else [
                 {"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}],
             "notices": skipped_links_notice(self.skipped_links),
