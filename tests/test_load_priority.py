@@ -99,3 +99,38 @@ def test_progress_moves_while_a_file_parses_and_the_runs_document_serves_it(tmp_
     assert seen == sorted(seen) and seen[-1] == 0.9  # parsing is the first 90 % of a load
     assert len([f for f in seen if 0.2 < f < 0.9]) >= 5, seen  # events decoded in steps (75k events)
     assert served and served[0][0] == "loading" and 0.3 < served[0][1] < 0.9
+
+
+def test_progress_moves_while_a_process_pool_parses_a_batch(tmp_path, monkeypatch):
+    """Files parsed in the background pool show the pool's progress (it read 0 % for a whole batch)."""
+    from tb_plugin.registry import loader
+    from tb_plugin.registry.cache import ParseCache
+
+    shutil.copytree(sample("kineto/resnet50_num_workers_0"), tmp_path / "logs" / "nw0")
+    monkeypatch.setattr(loader, "parallel_workers", lambda sizes: 2)
+    reg = RunRegistry(str(tmp_path / "logs"), cache=ParseCache(str(tmp_path / "cache")))
+    reg.scan()
+    files = reg.files()
+    assert len(files) == 2
+    seen: list[tuple[str, float]] = []
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set():
+            reg._runs_doc = None  # as if the UI polled now
+            spans = reg.runs_document()["runs"][0]["workers"][0]["spans"]
+            seen.extend((s["state"], s["progress"]) for s in spans)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=poll)
+    watcher.start()
+    try:
+        assert reg.parse_in_parallel(files) == 2
+    finally:
+        done.set()
+        watcher.join()
+    moving = {p for state, p in seen if state == "loading" and 0.0 < p < 0.9}
+    assert len(moving) >= 4, sorted(moving)
+    assert all(st.state == QUEUED and st.progress == 0.9 for st in files)  # parsed into the cache, then loaded
+    reg.load(files[0])
+    assert files[0].state == READY and files[0].from_cache and files[0].progress == 1.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import multiprocessing
 import os
 import threading
 import time
@@ -174,7 +175,7 @@ class Loading:
 
     def _load_locked(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
         started = time.perf_counter()
-        state.progress = 0.0
+        state.progress = 0.0 if state.progress >= 1.0 else state.progress  # a pool's parse keeps its 0.9
         state.state = LOADING
 
         def report(fraction: float) -> None:  # parsing is the first PARSE_SHARE of the load
@@ -237,16 +238,22 @@ class Loading:
         if workers < 2:
             return 0
         busy = [st for st in busy if st.state == QUEUED]
-        for st in busy:  # shown as loading while the pool works; queued again for the (cached) load
+        slots = multiprocessing.get_context("spawn").RawArray("d", len(todo))  # each job's parse progress
+        slot_of = {path: i for i, (path, _, _, _) in enumerate(todo)}
+        for st in busy:  # shown as loading, with the pool's progress; queued again for the (cached) load
+            i = slot_of.get(st.entry.path)
+            st.progress_source = None if i is None else (lambda i=i: PARSE_SHARE * slots[i])
             st.state = LOADING
         jobs = [RankJob(key=path, url=url, version=version, size=size, cache_dir=os.path.dirname(self.cache.root),
-                        aggregate=False) for path, url, version, size in todo]
+                        aggregate=False, progress_slot=slot_of[path]) for path, url, version, size in todo]
         try:
-            for result in LocalExecutor(workers=workers).map(jobs):
+            for result in LocalExecutor(workers=workers, progress=slots).map(jobs):
                 if result.error or result.lost:  # the serial load that follows reports the error properly
                     logger.debug("parallel parse of %s failed: %s", result.key, result.error)
         finally:
             for st in busy:
+                st.progress = st.current_progress()
+                st.progress_source = None
                 if st.state == LOADING:
                     st.state = QUEUED
         return workers

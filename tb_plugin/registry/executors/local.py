@@ -8,7 +8,7 @@ import multiprocessing
 import os
 from typing import Iterator, Sequence
 
-from .task import RankJob, RankResult, reduce_rank
+from .task import RankJob, RankResult, init_progress, reduce_rank
 
 
 PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
@@ -54,8 +54,9 @@ class LocalExecutor:
     as fit in the available memory, and no pool at all (this process, one rank after the other) when
     the files are too small for process start-up to pay. ``workers=1`` always runs inline."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, progress=None) -> None:
         self.workers = workers
+        self.progress = progress  # a spawn-context RawArray("d") the jobs' progress_slot index, or None
         self.used_workers = 0  # processes of the last map (0: ran in this process)
         self.description = "the local process pool"
 
@@ -69,7 +70,8 @@ class LocalExecutor:
             return
         self.used_workers = workers
         ctx = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_progress,
+                                                    initargs=(self.progress,)) as pool:
             futures = {pool.submit(reduce_rank, job): job for job in jobs}
             for future in concurrent.futures.as_completed(futures):
                 try:
