@@ -134,3 +134,34 @@ def test_progress_moves_while_a_process_pool_parses_a_batch(tmp_path, monkeypatc
     assert all(st.state == QUEUED and st.progress == 0.9 for st in files)  # parsed into the cache, then loaded
     reg.load(files[0])
     assert files[0].state == READY and files[0].from_cache and files[0].progress == 1.0
+
+
+def test_a_wanted_file_whose_pool_job_has_not_started_leaves_the_batch(tmp_path, monkeypatch):
+    """Five files in one pool batch of 2 workers: r4's job waits in the pool; wanting r4 takes it out
+    (queued again, its lock free, first in line) and the pool never parses it."""
+    from tb_plugin.registry import loader
+    from tb_plugin.registry.cache import ParseCache
+
+    for i in range(5):
+        (tmp_path / "logs" / f"r{i}").mkdir(parents=True)
+        shutil.copy(sample(NW0), tmp_path / "logs" / f"r{i}")
+    monkeypatch.setattr(loader, "parallel_workers", lambda sizes: 2)
+    cache = ParseCache(str(tmp_path / "cache"))
+    reg = RunRegistry(str(tmp_path / "logs"), cache=cache)
+    reg.scan()
+    files = reg.files()
+    worker = threading.Thread(target=reg.parse_in_parallel, args=(files,))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while reg._batch_pool is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    r4 = reg.find("r4", "worker0", "1")
+    assert r4.state == LOADING
+    reg.want(r4)
+    assert r4.state == QUEUED and not r4.lock.locked() and reg.queue_positions()["r4/" + NW0.rsplit("/", 1)[1]] == 0
+    worker.join(120)
+    url = lambda st: reg.fs.unstrip_protocol(st.entry.path)  # noqa: E731
+    assert [cache.has(url(st), st.entry.version) for st in files] == [True] * 4 + [False]
+    assert [st.state for st in files] == [QUEUED] * 5 and not any(st.lock.locked() for st in files)
+    reg.load(r4)
+    assert r4.state == READY and not r4.from_cache

@@ -139,10 +139,12 @@ class Loading:
         return batch if total >= PARALLEL_MIN_BYTES else []
 
     def want(self, state: FileState) -> None:
-        """Load this file next (a user is looking at it): ahead of the queue and of any parallel batch;
-        when the loader threads run (:meth:`start`), a second thread loads it at once if the loader is
-        busy with another file."""
+        """Load this file next (a user is looking at it): ahead of the queue and of any parallel batch
+        (a batch's job not started yet is taken out of it); when the loader threads run (:meth:`start`),
+        a second thread loads it at once if the loader is busy with another file."""
         with self._wake:
+            if state.state == LOADING and not self._take_from_batch(state):
+                return  # being parsed (in the pool: its progress shows)
             if state.state != QUEUED:
                 return
             rel = state.entry.rel
@@ -217,11 +219,30 @@ class Loading:
         if self.cache is None:
             return 0
         busy = [st for st in states if st.state == QUEUED and st.lock.acquire(blocking=False)]
+        with self._lock:
+            self._batch = {st.entry.rel: st for st in busy}  # a wanted file leaves it (see _take_from_batch)
         try:  # the files' locks are held while the pool parses them: a request for one waits, then reads the cache
             return self._parse_locked_in_parallel(busy)
         finally:
-            for st in busy:
+            with self._lock:
+                held, self._batch, self._batch_pool = list(self._batch.values()), {}, None
+            for st in held:
                 st.lock.release()
+
+    _batch: dict = {}  # rel → file of the running parallel batch (under the lock)
+    _batch_pool = None  # its LocalExecutor, once its jobs are submitted
+
+    def _take_from_batch(self, state: FileState) -> bool:
+        """Under the lock: take a wanted file out of the running batch when its job has not started in
+        the pool (cancelled there): it is queued again, its lock released, to be loaded at once."""
+        pool = self._batch_pool
+        if self._batch.get(state.entry.rel) is not state or pool is None or not pool.cancel(state.entry.path):
+            return False
+        del self._batch[state.entry.rel]
+        state.progress_source = None
+        state.state = QUEUED
+        state.lock.release()
+        return True
 
     def _parse_locked_in_parallel(self, busy: list[FileState]) -> int:
         todo = []
@@ -246,11 +267,15 @@ class Loading:
             st.state = LOADING
         jobs = [RankJob(key=path, url=url, version=version, size=size, cache_dir=os.path.dirname(self.cache.root),
                         aggregate=False, progress_slot=slot_of[path]) for path, url, version, size in todo]
+        pool = LocalExecutor(workers=workers, progress=slots)
         try:
-            for result in LocalExecutor(workers=workers, progress=slots).map(jobs):
+            for result in pool.map(jobs, submitted=lambda: setattr(self, "_batch_pool", pool)):
                 if result.error or result.lost:  # the serial load that follows reports the error properly
                     logger.debug("parallel parse of %s failed: %s", result.key, result.error)
         finally:
+            with self._lock:
+                self._batch_pool = None
+                busy = [st for st in busy if self._batch.get(st.entry.rel) is st]  # not those taken out
             for st in busy:
                 st.progress = st.current_progress()
                 st.progress_source = None

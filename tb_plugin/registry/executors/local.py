@@ -57,10 +57,19 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None, progress=None) -> None:
         self.workers = workers
         self.progress = progress  # a spawn-context RawArray("d") the jobs' progress_slot index, or None
+        self._futures: dict = {}  # job key → future of the running map
         self.used_workers = 0  # processes of the last map (0: ran in this process)
         self.description = "the local process pool"
 
-    def map(self, jobs: Sequence[RankJob]) -> Iterator[RankResult]:
+    def cancel(self, key: str) -> bool:
+        """Drop the job ``key`` of the running :meth:`map` if the pool has not started it; True if dropped
+        (its result is never yielded)."""
+        future = self._futures.get(key)
+        return future is not None and future.cancel()
+
+    def map(self, jobs: Sequence[RankJob], submitted=None) -> Iterator[RankResult]:
+        """Results as they complete. ``submitted()`` is called once every job is in the pool (from then
+        on :meth:`cancel` can drop the ones not started)."""
         workers = self.workers if self.workers is not None else _auto_workers(jobs)
         workers = min(workers, len(jobs))
         if workers < 2:
@@ -73,7 +82,12 @@ class LocalExecutor:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_progress,
                                                     initargs=(self.progress,)) as pool:
             futures = {pool.submit(reduce_rank, job): job for job in jobs}
+            self._futures = {job.key: future for future, job in futures.items()}
+            if submitted:
+                submitted()
             for future in concurrent.futures.as_completed(futures):
+                if future.cancelled():
+                    continue
                 try:
                     yield future.result()
                 except Exception as exc:  # a worker process died (killed for memory): retried inline
