@@ -49,35 +49,60 @@ def _label(name: str) -> str:
 
 
 def op_path_tree(trace: Trace) -> dict[tuple, dict]:
-    """path → summed times (per average step) for every operator node."""
+    """path → summed times (per average step) for every operator node with calls inside the steps."""
     def build():
         ev = trace.events
         tree = op_tree(trace)
         times = op_times(trace)
         kept = compute_steps(trace)
         steps = max(len(kept), 1)
-        inside = _in_steps(ev.ts, kept.host_start, kept.host_end) if len(kept) else np.ones(len(ev.ts), bool)
-        paths: dict[int, tuple] = {}
-        nodes: dict[tuple, dict] = {}
-        order = tree.order[times.is_op[tree.order]]
-        for row, counted in zip(order.tolist(), inside[order].tolist()):
-            parent = int(tree.op_parent[row])
-            path = paths.get(parent, ()) + (_label(trace.strings[ev.name[row]]),)
-            paths[row] = path
-            if not counted:
-                continue
-            node = nodes.setdefault(path, dict.fromkeys(_FIELDS, 0.0))
-            node["calls"] += 1
-            node["host_self_us"] += float(times.host_self[row])
-            node["host_total_us"] += float(ev.dur[row])
-            node["device_self_us"] += float(times.device_self[row])
-            node["device_total_us"] += float(times.device_total[row])
-        for node in nodes.values():
-            for key in _FIELDS:
-                node[key] /= steps
-        return nodes
+        rows = tree.order[times.is_op[tree.order]]  # parents before children
+        pid, parent_pid, label_of, labels = _path_ids(trace, rows, tree.op_parent[rows])
+        counted = _in_steps(ev.ts[rows], kept.host_start, kept.host_end) if len(kept) else np.ones(len(rows), bool)
+        n = len(parent_pid)
+        ids = pid[counted]
+        sums = {"calls": np.bincount(ids, minlength=n).astype(float)}
+        for key, values in (("host_self_us", times.host_self), ("host_total_us", ev.dur),
+                            ("device_self_us", times.device_self), ("device_total_us", times.device_total)):
+            sums[key] = np.bincount(ids, weights=values[rows][counted], minlength=n)
+        paths: list[tuple] = []
+        for p in range(n):  # one pass per distinct path: a parent's id is always smaller than its child's
+            q = int(parent_pid[p])
+            paths.append((paths[q] if q >= 0 else ()) + (labels[label_of[p]],))
+        return {paths[p]: {key: float(sums[key][p]) / steps for key in _FIELDS}
+                for p in np.flatnonzero(sums["calls"]).tolist()}
 
     return trace.memo("op_path_tree", build)
+
+
+def _path_ids(trace: Trace, rows: np.ndarray, parents: np.ndarray):
+    """Per operator row (``rows``, parents first) the id of its path, and per path id its parent's
+    (−1: a root) and its label (an index into the returned label list). Numbered one nesting level
+    at a time (numpy per level, not per event); ids grow with depth."""
+    ev = trace.events
+    names, name_inv = np.unique(ev.name[rows], return_inverse=True)
+    labels, label_inv = np.unique([_label(trace.strings[int(x)]) for x in names], return_inverse=True)
+    lab = label_inv[name_inv] if len(rows) else np.zeros(0, np.int64)
+    pos = np.full(len(ev.ts), -1, dtype=np.int64)
+    pos[rows] = np.arange(len(rows))
+    ppos = np.where(parents >= 0, pos[np.maximum(parents, 0)], -1)  # a parent that is no operator row: a root
+    pid = np.full(len(rows), -1, dtype=np.int64)
+    parent_pid: list[np.ndarray] = []
+    label_of: list[np.ndarray] = []
+    count = 0
+    level = ppos < 0
+    while level.any():
+        idx = np.flatnonzero(level)
+        up = np.where(ppos[idx] >= 0, pid[np.maximum(ppos[idx], 0)], -1)
+        keys, inv = np.unique(np.stack([up, lab[idx]]), axis=1, return_inverse=True)
+        pid[idx] = count + inv.reshape(-1)
+        parent_pid.append(keys[0])
+        label_of.append(keys[1])
+        count += keys.shape[1]
+        done = pid >= 0
+        level = ~done & (ppos >= 0) & done[np.maximum(ppos, 0)]
+    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
+    return pid, cat(parent_pid), cat(label_of), [str(x) for x in labels]
 
 
 def _in_steps(ts: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
