@@ -169,8 +169,13 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
         rel = steps["relative_pct"][key]
         out.write(f"{label:<15}{fixed(steps['baseline'][key], 1):>14}{fixed(steps['experiment'][key], 1):>15}"
                   f"{fixed(steps['delta'][key], 1):>12}{'' if rel is None else f'{fixed(rel, 1):>8}%':>9}\n")
-    out.write("\nLargest operator changes (per average step):\n")
-    for row in sorted(doc["operators"], key=lambda r: -abs(r["delta"]["host_total_us"]))[:15]:
+    wf = doc["waterfall"]
+    out.write(f"\nTop-level operators {fixed(wf['rows_us'], 1, sign=True)} µs + not in them "
+              f"{fixed(wf['remainder_us'], 1, sign=True)} µs = step {fixed(wf['total_us'], 1, sign=True)} µs\n")
+    out.write("\nLargest operator changes (per average step; verdict on host total, "
+              f"changes within {fixed(doc['thresholds']['change_us'], 0)} µs or "
+              f"{fixed(doc['thresholds']['change_pct'], 0)} % are unchanged):\n")
+    for row in sorted(doc["operators"], key=lambda r: -abs(r["change_us"]))[:15]:
         out.write(f"  {row['status']:<9} {_tail(' > '.join(row['path']), 90)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
                   f"device {fixed(row['delta']['device_total_us'], 1, sign=True)} µs\n")
     return 0

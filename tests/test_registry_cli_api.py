@@ -75,7 +75,7 @@ def test_background_threads_load_everything(logdir):
             if snap["loading"]["files_done"] == snap["loading"]["files_total"] == 4:
                 break
             time.sleep(0.1)
-        assert snap["loading"] == {"files_total": 4, "files_done": 4}
+        assert snap["loading"] == {"files_total": 4, "files_done": 4, "files_queued": 0}
         assert [r["name"] for r in snap["runs"]] == [".", "bad", "good"]
     finally:
         reg.stop()

@@ -125,12 +125,10 @@ def test_diff_sends_its_thresholds_and_what_each_verdict_compared(tmp_path):
     code, doc = api.diff(reg, q)
     assert code == 200 and doc["thresholds"] == {"change_pct": CHANGE_PCT, "change_us": CHANGE_US} == {
         "change_pct": 5.0, "change_us": 10.0}
-    for op in doc["operators"]:
-        key = op["compared"]
-        assert key == ("device_total_us" if op["baseline"]["device_total_us"] or op["experiment"]["device_total_us"]
-                       else "host_total_us")
+    for op in doc["operators"]:  # issue 18: one quantity (host total) decides every verdict
+        assert op["compared"] == "host_total_us" and op["change_us"] == op["delta"]["host_total_us"]
         if op["status"] in ("faster", "slower"):
-            d = op["delta"][key]
+            d = op["change_us"]
             assert abs(d) > CHANGE_US and abs(op["change_pct"]) > CHANGE_PCT and (d > 0) == (op["status"] == "slower")
 
 

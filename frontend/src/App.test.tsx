@@ -73,9 +73,9 @@ describe("App", () => {
     render(<App />);
     await waitFor(() => expect((screen.getByTestId("run-select") as HTMLSelectElement).value).toBe(run));
     expect((screen.getByTestId("span-select") as HTMLSelectElement).value).toBe("2");
-    // Span 2 is queued: no overview request, a waiting message instead.
+    // Span 2 is queued: a waiting message, and its overview is asked for, so the server loads it first.
     expect(await screen.findByText(/Waiting to parse/)).toBeTruthy();
-    expect(requests.some((r) => r.startsWith("overview?"))).toBe(false);
+    await waitFor(() => expect(requests.some((r) => r.startsWith("overview?") && r.endsWith("span=2"))).toBe(true));
   });
 
   it("falls back to the first run when the hash names one that does not exist", async () => {
@@ -127,11 +127,13 @@ describe("App", () => {
         runsCalls += 1;
         return json(runsCalls === 1 ? loadingRuns : runsFixture);
       }
+      if (url.startsWith("overview?") && runsCalls === 1) return json({ state: "loading", progress: 0.25 });
       return standardServer(url);
     });
     render(<App />);
     expect(await screen.findByText(/Parsing resnet50_num_workers_0\/worker0\.1623143089861\.pt\.trace\.json\.gz: 25 %/)).toBeTruthy();
-    expect(requests.some((r) => r.startsWith("overview?"))).toBe(false);
+    // the loading file is asked for (the server loads a file asked for ahead of the queue)
+    await waitFor(() => expect(requests.some((r) => r.startsWith("overview?"))).toBe(true));
     const util = await screen.findByTestId("gpu-utilization", {}, { timeout: 4000 });
     expect(util.textContent).toBe("55.51 %");
     expect(runsCalls).toBe(2);

@@ -4,11 +4,20 @@
 - **Operator tree**: every operator call is placed by its *path*, the names of its enclosing
   operators from the thread's root (``ProfilerStep#N`` becomes ``ProfilerStep``, so all steps fold
   together; ``enumerate(DataLoader)#<iterator class>…`` becomes ``enumerate(DataLoader)``, so a
-  single- and a multi-process DataLoader align). Calls with the same path form one node; its times are summed and divided by the side's
-  step count (per average step). Nodes are aligned by path. A node is *added* (only in the
-  experiment), *removed* (only in the baseline), *slower*/*faster* when its time changes by more than
-  :data:`CHANGE_PCT` % and :data:`CHANGE_US` µs, else *unchanged*. The time compared is device total
-  when either side has device time there, else host total.
+  single- and a multi-process DataLoader align). Only calls that start inside one of the side's kept
+  steps' host ranges (``ProfilerStep#N``'s own interval, for the Overview's kept steps) count. Calls with the same path form one node; its times are summed
+  and divided by the side's step count (per average step). Nodes are aligned by path.
+- **Verdict** (one rule, on one quantity, :data:`QUANTITY`): a node's *time per step* is its host
+  total (wall-clock µs of its calls on their thread, children included) per average step, and
+  ``Δ = experiment − baseline`` of it (``change_us``). The node is *added* / *removed* when it has
+  calls on one side only; else *slower* when ``Δ > CHANGE_US`` and ``Δ > CHANGE_PCT % × baseline``,
+  *faster* when ``−Δ`` passes both, else *unchanged* (``reason`` says which bound it stayed within).
+  ``change_pct = 100 · Δ / baseline`` (None when the baseline is 0). Host time, because it is the
+  time that makes up the step (the step total is wall-clock time); device columns are shown beside
+  it, but decide nothing (device work that outlasts the host shows in the remainder below).
+- **Waterfall** of one level (:func:`waterfall_totals`): its rows' ``Δ`` plus the *remainder*, the
+  step-total Δ minus the rows' sum (time in no row at this level — gaps, device tails past the
+  host, other levels — less threads that overlap), add up exactly to the step-total Δ.
 - **Kernels**: per kernel name, calls and total time on each side, per average step, and the delta.
   Names are compared as they are, so kernels of different GPU models simply show as added/removed.
 """
@@ -25,6 +34,7 @@ from .steps import compute_steps
 
 CHANGE_PCT = 5.0
 CHANGE_US = 10.0
+QUANTITY = "host_total_us"  # the one time a verdict and the waterfall compare (µs per average step)
 _FIELDS = ("calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us")
 
 
@@ -39,31 +49,68 @@ def _label(name: str) -> str:
 
 
 def op_path_tree(trace: Trace) -> dict[tuple, dict]:
-    """path → summed times (per average step) for every operator node."""
+    """path → summed times (per average step) for every operator node with calls inside the steps."""
     def build():
         ev = trace.events
         tree = op_tree(trace)
         times = op_times(trace)
-        steps = max(len(compute_steps(trace)), 1)
-        paths: dict[int, tuple] = {}
-        nodes: dict[tuple, dict] = {}
-        order = tree.order[times.is_op[tree.order]]
-        for row in order.tolist():
-            parent = int(tree.op_parent[row])
-            path = paths.get(parent, ()) + (_label(trace.strings[ev.name[row]]),)
-            paths[row] = path
-            node = nodes.setdefault(path, dict.fromkeys(_FIELDS, 0.0))
-            node["calls"] += 1
-            node["host_self_us"] += float(times.host_self[row])
-            node["host_total_us"] += float(ev.dur[row])
-            node["device_self_us"] += float(times.device_self[row])
-            node["device_total_us"] += float(times.device_total[row])
-        for node in nodes.values():
-            for key in _FIELDS:
-                node[key] /= steps
-        return nodes
+        kept = compute_steps(trace)
+        steps = max(len(kept), 1)
+        rows = tree.order[times.is_op[tree.order]]  # parents before children
+        pid, parent_pid, label_of, labels = _path_ids(trace, rows, tree.op_parent[rows])
+        counted = _in_steps(ev.ts[rows], kept.host_start, kept.host_end) if len(kept) else np.ones(len(rows), bool)
+        n = len(parent_pid)
+        ids = pid[counted]
+        sums = {"calls": np.bincount(ids, minlength=n).astype(float)}
+        for key, values in (("host_self_us", times.host_self), ("host_total_us", ev.dur),
+                            ("device_self_us", times.device_self), ("device_total_us", times.device_total)):
+            sums[key] = np.bincount(ids, weights=values[rows][counted], minlength=n)
+        paths: list[tuple] = []
+        for p in range(n):  # one pass per distinct path: a parent's id is always smaller than its child's
+            q = int(parent_pid[p])
+            paths.append((paths[q] if q >= 0 else ()) + (labels[label_of[p]],))
+        return {paths[p]: {key: float(sums[key][p]) / steps for key in _FIELDS}
+                for p in np.flatnonzero(sums["calls"]).tolist()}
 
     return trace.memo("op_path_tree", build)
+
+
+def _path_ids(trace: Trace, rows: np.ndarray, parents: np.ndarray):
+    """Per operator row (``rows``, parents first) the id of its path, and per path id its parent's
+    (−1: a root) and its label (an index into the returned label list). Numbered one nesting level
+    at a time (numpy per level, not per event); ids grow with depth."""
+    ev = trace.events
+    names, name_inv = np.unique(ev.name[rows], return_inverse=True)
+    labels, label_inv = np.unique([_label(trace.strings[int(x)]) for x in names], return_inverse=True)
+    lab = label_inv[name_inv] if len(rows) else np.zeros(0, np.int64)
+    pos = np.full(len(ev.ts), -1, dtype=np.int64)
+    pos[rows] = np.arange(len(rows))
+    ppos = np.where(parents >= 0, pos[np.maximum(parents, 0)], -1)  # a parent that is no operator row: a root
+    pid = np.full(len(rows), -1, dtype=np.int64)
+    parent_pid: list[np.ndarray] = []
+    label_of: list[np.ndarray] = []
+    count = 0
+    level = ppos < 0
+    while level.any():
+        idx = np.flatnonzero(level)
+        up = np.where(ppos[idx] >= 0, pid[np.maximum(ppos[idx], 0)], -1)
+        keys, inv = np.unique(np.stack([up, lab[idx]]), axis=1, return_inverse=True)
+        pid[idx] = count + inv.reshape(-1)
+        parent_pid.append(keys[0])
+        label_of.append(keys[1])
+        count += keys.shape[1]
+        done = pid >= 0
+        level = ~done & (ppos >= 0) & done[np.maximum(ppos, 0)]
+    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
+    return pid, cat(parent_pid), cat(label_of), [str(x) for x in labels]
+
+
+def _in_steps(ts: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Which times (µs) lie in one of the intervals ``[start, end)`` (any order, may overlap)."""
+    order = np.argsort(start, kind="stable")
+    lo, reach = start[order], np.maximum.accumulate(end[order])
+    i = np.searchsorted(lo, ts, side="right") - 1
+    return (i >= 0) & (ts < reach[np.maximum(i, 0)])
 
 
 def thresholds() -> dict[str, float]:
@@ -71,22 +118,23 @@ def thresholds() -> dict[str, float]:
     return {"change_pct": CHANGE_PCT, "change_us": CHANGE_US}
 
 
-def _compared(base: dict | None, exp: dict | None) -> str:
-    """The time a verdict compares: device total when either side has device time, else host total."""
-    return "device_total_us" if any(side and side["device_total_us"] for side in (base, exp)) else "host_total_us"
-
-
-def _status(base: dict | None, exp: dict | None) -> tuple[str, float]:
-    if base is None:
-        return "added", 0.0
-    if exp is None:
-        return "removed", 0.0
-    key = _compared(base, exp)
-    delta = exp[key] - base[key]
-    pct = 100.0 * delta / base[key] if base[key] else (100.0 if delta else 0.0)
-    if abs(delta) > CHANGE_US and abs(pct) > CHANGE_PCT:
-        return ("slower" if delta > 0 else "faster"), pct
-    return "unchanged", pct
+def verdict(base_us: float | None, exp_us: float | None) -> dict:
+    """The verdict of one node from its :data:`QUANTITY` on each side (µs per step; None: no calls
+    there): ``{"status", "change_us", "change_pct", "reason"}``, the rule of the module docstring.
+    ``reason``: ``"one_side"``, ``"changed"``, ``"within_us"`` (``|Δ| ≤ CHANGE_US``) or
+    ``"within_pct"`` (``|Δ| ≤ CHANGE_PCT %`` of the baseline)."""
+    b, e = base_us or 0.0, exp_us or 0.0
+    delta = e - b
+    pct = 100.0 * delta / b if b else None
+    if base_us is None or exp_us is None:
+        status, reason = ("added" if base_us is None else "removed"), "one_side"
+    elif abs(delta) <= CHANGE_US:
+        status, reason = "unchanged", "within_us"
+    elif abs(delta) <= CHANGE_PCT / 100.0 * abs(b):
+        status, reason = "unchanged", "within_pct"
+    else:
+        status, reason = ("slower" if delta > 0 else "faster"), "changed"
+    return {"status": status, "change_us": delta, "change_pct": pct, "reason": reason}
 
 
 def op_diff(base: Trace, exp: Trace, path: tuple = ()) -> list[dict]:
@@ -99,21 +147,27 @@ def op_diff(base: Trace, exp: Trace, path: tuple = ()) -> list[dict]:
     for name in names:
         key = path + (name,)
         b, e = b_nodes.get(key), e_nodes.get(key)
-        status, pct = _status(b, e)
         zero = dict.fromkeys(_FIELDS, 0.0)
         bb, ee = b or zero, e or zero
         rows.append({
-            "name": name, "path": list(key), "status": status, "change_pct": pct, "compared": _compared(b, e),
+            "name": name, "path": list(key), **verdict(b and b[QUANTITY], e and e[QUANTITY]), "compared": QUANTITY,
             "has_children": any(len(p) == depth + 1 and p[:depth] == key for p in (*b_nodes, *e_nodes)),
             "baseline": {k: bb[k] for k in _FIELDS}, "experiment": {k: ee[k] for k in _FIELDS},
             "delta": {k: ee[k] - bb[k] for k in _FIELDS},
         })
-    rows.sort(key=lambda r: -abs(r["delta"]["device_total_us"] or r["delta"]["host_total_us"]))
+    rows.sort(key=lambda r: (-abs(r["change_us"]), r["name"]))
     running = 0.0
     for r in rows:  # cumulative delta, largest changes first, for the waterfall chart
-        running += r["delta"][r["compared"]]
+        running += r["change_us"]
         r["cumulative_delta_us"] = running
     return rows
+
+
+def waterfall_totals(step_delta_us: float, rows: list[dict]) -> dict:
+    """The waterfall of one level (µs per step): ``rows_us`` (the rows' summed Δ), ``remainder_us``
+    (the step-total Δ not in them) and ``total_us`` (the step-total Δ, which the two add up to)."""
+    rows_us = float(sum(r["change_us"] for r in rows))
+    return {"rows_us": rows_us, "remainder_us": step_delta_us - rows_us, "total_us": step_delta_us}
 
 
 def _kernel_table(trace: Trace) -> dict[str, tuple[int, float]]:

@@ -167,7 +167,7 @@ def ready_file(registry, args: Mapping[str, str]):
         raise NotFound(f"no trace for run {run!r}, worker {worker!r}, span {span!r}")
     if state.state in (QUEUED, LOADING):
         registry.want(state)
-        raise NotReady({"state": state.state, "progress": round(state.progress, 4)})
+        raise NotReady({"state": state.state, "progress": round(state.current_progress(), 4)})
     if state.state == ERROR:
         raise NotReady({"state": ERROR, "error": state.error, "path": state.entry.rel})
     return state

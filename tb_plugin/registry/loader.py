@@ -3,14 +3,18 @@ loads that requests ask for (:class:`Loading`, part of :class:`~tb_plugin.regist
 
 A loader thread parses queued files one at a time (the one a user asked for first), stores the
 parsed columns in the parse cache and keeps the Overview; big batches of uncached files are first
-parsed in parallel straight into the cache, so the loads that follow are cache hits.
+parsed in parallel straight into the cache, so the loads that follow are cache hits. A file a user
+asks for (:meth:`Loading.want`) never waits for a batch: it is loaded at once, in this process (so its
+progress moves: bytes read, then events decoded), by a second thread when the loader is busy.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import multiprocessing
 import os
+import threading
 import time
 from typing import Callable
 
@@ -21,12 +25,13 @@ from ..trace.model import Trace
 from .executors.local import PARALLEL_MIN_BYTES, LocalExecutor, decompressed_guess, parallel_workers
 from .executors.task import RankJob, error_message
 from .parse import open_views, parse_entry
-from .states import ERROR, LOADING, QUEUED, READY, FileState
+from .states import CHANGES, ERROR, LOADING, QUEUED, READY, FileState
 from .views import FileViews
 
 logger = logging.getLogger(__name__)
 
 PARALLEL_BATCH_BYTES = 512 << 20  # a parallel batch holds about this much per core, so a wanted file waits little
+PARSE_SHARE = 0.9  # share of a load's progress given to parsing; the rest is the Overview and indexes
 
 
 class Loading:
@@ -34,41 +39,83 @@ class Loading:
     ``_files``, ``_wanted``, ``_queue_order``/``_queue_pos``, ``_views`` (a
     :class:`~tb_plugin.registry.budget.ViewCache`), ``fs``, ``cache`` and ``client_message``)."""
 
+    _priority_busy = False  # a thread loads wanted files (see want)
+
     def _load_loop(self) -> None:
         while not self._stop.is_set():
             with self._wake:
-                state = self._next_queued()
+                state, wanted = self._next_queued()
                 if state is None:
                     self._wake.wait(timeout=self.reload_interval)
                     continue
-                batch = self._parallel_batch(state) if self.cache is not None else []
+                # a wanted file is loaded here, with its progress, never in a batch
+                batch = self._parallel_batch(state) if self.cache is not None and not wanted else []
             if len(batch) >= 2:  # this file and the next ones: the loads that follow become cache hits
                 self.parse_in_parallel(batch)
             if state.state != QUEUED:  # loading or loaded meanwhile by a request (distributed view)
                 continue
-            self.ensure_loaded(state)  # under the file's lock: a request that started meanwhile loads it once
-            if state.state == READY:  # warm the detail views so table requests only page and sort
-                try:
-                    self.views(state).compute_all()
-                    self._views.account(state.entry.rel)
-                except Exception:
-                    logger.exception("computing the views of %s failed", state.entry.rel)
+            self._load_and_warm(state)
 
-    def _next_queued(self) -> FileState | None:
-        """The next file to load (under the lock): a wanted one, else the first queued by path.
-        Amortized O(1): files before ``_queue_pos`` have all left QUEUED."""
+    def _load_and_warm(self, state: FileState) -> None:
+        self.ensure_loaded(state)  # under the file's lock: a request that started meanwhile loads it once
+        if state.state == READY:  # warm the detail views so table requests only page and sort
+            try:
+                self.views(state).compute_all()
+                self._views.account(state.entry.rel)
+            except Exception:
+                logger.exception("computing the views of %s failed", state.entry.rel)
+
+    def _priority_loop(self) -> None:
+        """Load wanted files one after the other, then end (started by :meth:`want`)."""
+        try:
+            while not self._stop.is_set():
+                with self._wake:
+                    state = self._next_wanted()
+                    if state is None:
+                        self._priority_busy = False
+                        return
+                self._load_and_warm(state)
+        finally:
+            with self._wake:
+                self._priority_busy = False
+
+    def _next_wanted(self) -> FileState | None:
+        """The most recently wanted file still queued (under the lock), or None."""
         while self._wanted:
             rel = self._wanted.popleft()
             st = self._files.get(rel)
             if st is not None and st.state == QUEUED:
                 return st
+        return None
+
+    def _next_queued(self) -> tuple[FileState | None, bool]:
+        """The next file to load (under the lock) and whether a user wanted it: a wanted one, else the
+        first queued by path. Amortized O(1): files before ``_queue_pos`` have all left QUEUED."""
+        st = self._next_wanted()
+        if st is not None:
+            return st, True
         order = self._queue_order
         while self._queue_pos < len(order):
             st = order[self._queue_pos]
             if st.state == QUEUED and self._files.get(st.entry.rel) is st:
-                return st
+                return st, False
             self._queue_pos += 1
-        return None
+        return None, False
+
+    def queue_positions(self) -> dict[str, int]:
+        """rel → how many files will be loaded before it (0: next), for every queued file: the wanted
+        ones first (most recent first), then by path."""
+        with self._lock:
+            seen: dict[str, int] = {}
+            for rel in self._wanted:
+                st = self._files.get(rel)
+                if st is not None and st.state == QUEUED and rel not in seen:
+                    seen[rel] = len(seen)
+            for st in itertools.islice(self._queue_order, self._queue_pos, None):
+                rel = st.entry.rel
+                if st.state == QUEUED and rel not in seen and self._files.get(rel) is st:
+                    seen[rel] = len(seen)
+            return seen
 
     def _parallel_batch(self, first: FileState) -> list[FileState]:
         """``first`` and the queued files after it, enough to be worth a process pool (under the lock):
@@ -92,11 +139,24 @@ class Loading:
         return batch if total >= PARALLEL_MIN_BYTES else []
 
     def want(self, state: FileState) -> None:
-        """Load this file next (a user is looking at it)."""
+        """Load this file next (a user is looking at it): ahead of the queue and of any parallel batch
+        (a batch's job not started yet is taken out of it); when the loader threads run (:meth:`start`),
+        a second thread loads it at once if the loader is busy with another file."""
         with self._wake:
-            if state.state == QUEUED:
-                self._wanted.appendleft(state.entry.rel)
-                self._wake.notify_all()
+            if state.state == LOADING and not self._take_from_batch(state):
+                return  # being parsed (in the pool: its progress shows)
+            if state.state != QUEUED:
+                return
+            rel = state.entry.rel
+            if not self._wanted or self._wanted[0] != rel:
+                if rel in self._wanted:
+                    self._wanted.remove(rel)
+                self._wanted.appendleft(rel)
+                CHANGES.bump()  # the queue positions in the runs document changed
+            self._wake.notify_all()
+            if self._threads and not self._stop.is_set() and not self._priority_busy:
+                self._priority_busy = True
+                threading.Thread(target=self._priority_loop, name="kinetoscope-wanted", daemon=True).start()
 
     def ensure_loaded(self, state: FileState) -> FileState:
         """Load this file unless it is loaded (or failed) already. Under the file's lock: concurrent
@@ -117,13 +177,13 @@ class Loading:
 
     def _load_locked(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
         started = time.perf_counter()
-        state.progress = 0.0
+        state.progress = 0.0 if state.progress >= 1.0 else state.progress  # a pool's parse keeps its 0.9
         state.state = LOADING
 
-        def report(fraction: float) -> None:
-            state.progress = fraction
+        def report(fraction: float) -> None:  # parsing is the first PARSE_SHARE of the load
+            state.progress = PARSE_SHARE * fraction
             if progress:
-                progress(fraction)
+                progress(state.progress)
 
         try:
             trace = self._parse(state, report)
@@ -159,11 +219,30 @@ class Loading:
         if self.cache is None:
             return 0
         busy = [st for st in states if st.state == QUEUED and st.lock.acquire(blocking=False)]
+        with self._lock:
+            self._batch = {st.entry.rel: st for st in busy}  # a wanted file leaves it (see _take_from_batch)
         try:  # the files' locks are held while the pool parses them: a request for one waits, then reads the cache
             return self._parse_locked_in_parallel(busy)
         finally:
-            for st in busy:
+            with self._lock:
+                held, self._batch, self._batch_pool = list(self._batch.values()), {}, None
+            for st in held:
                 st.lock.release()
+
+    _batch: dict = {}  # rel → file of the running parallel batch (under the lock)
+    _batch_pool = None  # its LocalExecutor, once its jobs are submitted
+
+    def _take_from_batch(self, state: FileState) -> bool:
+        """Under the lock: take a wanted file out of the running batch when its job has not started in
+        the pool (cancelled there): it is queued again, its lock released, to be loaded at once."""
+        pool = self._batch_pool
+        if self._batch.get(state.entry.rel) is not state or pool is None or not pool.cancel(state.entry.path):
+            return False
+        del self._batch[state.entry.rel]
+        state.progress_source = None
+        state.state = QUEUED
+        state.lock.release()
+        return True
 
     def _parse_locked_in_parallel(self, busy: list[FileState]) -> int:
         todo = []
@@ -180,16 +259,26 @@ class Loading:
         if workers < 2:
             return 0
         busy = [st for st in busy if st.state == QUEUED]
-        for st in busy:  # shown as loading while the pool works; queued again for the (cached) load
+        slots = multiprocessing.get_context("spawn").RawArray("d", len(todo))  # each job's parse progress
+        slot_of = {path: i for i, (path, _, _, _) in enumerate(todo)}
+        for st in busy:  # shown as loading, with the pool's progress; queued again for the (cached) load
+            i = slot_of.get(st.entry.path)
+            st.progress_source = None if i is None else (lambda i=i: PARSE_SHARE * slots[i])
             st.state = LOADING
         jobs = [RankJob(key=path, url=url, version=version, size=size, cache_dir=os.path.dirname(self.cache.root),
-                        aggregate=False) for path, url, version, size in todo]
+                        aggregate=False, progress_slot=slot_of[path]) for path, url, version, size in todo]
+        pool = LocalExecutor(workers=workers, progress=slots)
         try:
-            for result in LocalExecutor(workers=workers).map(jobs):
+            for result in pool.map(jobs, submitted=lambda: setattr(self, "_batch_pool", pool)):
                 if result.error or result.lost:  # the serial load that follows reports the error properly
                     logger.debug("parallel parse of %s failed: %s", result.key, result.error)
         finally:
+            with self._lock:
+                self._batch_pool = None
+                busy = [st for st in busy if self._batch.get(st.entry.rel) is st]  # not those taken out
             for st in busy:
+                st.progress = st.current_progress()
+                st.progress_source = None
                 if st.state == LOADING:
                     st.state = QUEUED
         return workers

@@ -176,7 +176,8 @@ class MultiRegistry:
         return {
             "logdir": self.logdir,
             "loading": {"files_total": sum(d["loading"]["files_total"] for d in docs),
-                        "files_done": sum(d["loading"]["files_done"] for d in docs)},
+                        "files_done": sum(d["loading"]["files_done"] for d in docs),
+                        "files_queued": sum(d["loading"].get("files_queued", 0) for d in docs)},
             "errors": [e for d in docs for e in d["errors"]],
             "notices": [n for d in docs for n in d.get("notices", [])],
             "runs": sorted((r for d in docs for r in d["runs"]), key=lambda r: r["name"]),

@@ -18,7 +18,7 @@ from ..trace.model import Trace
 from .cache import ParseCache
 from .views import FileViews
 
-READ_SHARE = 0.5  # share of the progress bar given to reading; the rest is decoding
+READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast); the rest is decoding
 
 
 def load_trace_file(path: str, fs=None, size: int | None = None,

@@ -14,7 +14,7 @@ from ..analysis import distributed as distributed_analysis
 from ..analysis import process_groups
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
-from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds
+from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
 from ..analysis.overview import compute_overview
 from ..storage.naming import names_oom
@@ -130,14 +130,19 @@ def memory_event_rows(pairs: dict, device: str | None, lo: float | None, hi: flo
 def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] | None = None) -> dict[str, Any]:
     """Baseline vs experiment: ``steps`` (Overview categories), ``operators`` and ``kernels``. With
     ``path`` (the UI) the operator-tree level below that path and the first :data:`MAX_DIFF_KERNELS`
-    kernels; without (the CLI) the whole tree flattened and every kernel."""
+    kernels; without (the CLI) the whole tree flattened and every kernel. ``waterfall``: the level's
+    (the CLI: the top level's) rows, remainder and step-total Δ (analysis/diff.py)."""
     b, e = base_views.trace, exp_views.trace
     kernels = kernel_diff(b, e)
-    doc = {"steps": step_diff(base_state.overview, exp_state.overview), "thresholds": thresholds(),
-           "category_labels": dict(CATEGORY_LABELS)}
+    steps = step_diff(base_state.overview, exp_state.overview)
+    doc = {"steps": steps, "thresholds": thresholds(), "category_labels": dict(CATEGORY_LABELS)}
     if path is None:
-        return dict(doc, operators=op_diff_flat(b, e), kernels=kernels)
-    return dict(doc, path=path, operators=op_diff(b, e, tuple(path)), kernels=kernels[:MAX_DIFF_KERNELS])
+        operators = op_diff_flat(b, e)
+        top = [r for r in operators if len(r["path"]) == 1]
+        return dict(doc, operators=operators, kernels=kernels, waterfall=waterfall_totals(steps["delta"]["total_us"], top))
+    operators = op_diff(b, e, tuple(path))
+    return dict(doc, path=path, operators=operators, kernels=kernels[:MAX_DIFF_KERNELS],
+                waterfall=waterfall_totals(steps["delta"]["total_us"], operators))
 
 
 # -- the CLI's report -----------------------------------------------------------------------------

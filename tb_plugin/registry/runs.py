@@ -167,22 +167,25 @@ class RunRegistry(Loading, ArtifactLoading, Distributed):
         artifacts changed (their ``shown()``), or, while a file is loading, every
         :data:`RUNS_PROGRESS_S` for its progress: the UI polls it."""
         # the key is read before building: a change during the build invalidates the result
+        queue = self.queue_positions()
         changes = (tuple(st.shown() for st in self.files()), tuple(a.shown() for a in self.artifacts()),
-                   self.error, tuple(self.skipped_links))
+                   tuple(queue.items()), self.error, tuple(self.skipped_links))
         cached = self._runs_doc
         if cached is not None and cached[0] == changes and (
                 not cached[3] or time.monotonic() - cached[1] < RUNS_PROGRESS_S):
             return cached[2]
-        doc, loading = self._build_runs_document()
+        doc, loading = self._build_runs_document(queue)
         self._runs_doc = (changes, time.monotonic(), doc, loading)
         return doc
 
-    def _build_runs_document(self) -> tuple[dict[str, Any], bool]:
+    def _build_runs_document(self, queue: dict[str, int]) -> tuple[dict[str, Any], bool]:
+        """The document, with ``queue`` (:meth:`queue_positions`) for each file's ``queued_before``."""
         files = self.files()
         artifacts = self.artifacts()
         runs: dict[str, dict[str, list]] = {}
         for st in files:
-            runs.setdefault(st.run, {}).setdefault(st.worker, []).append(st.as_json())
+            runs.setdefault(st.run, {}).setdefault(st.worker, []).append(
+                dict(st.as_json(), queued_before=queue.get(st.entry.rel)))
         by_run: dict[str, list] = {}
         traces = {st.entry.rel: (st.worker, st.span) for st in files}
         for a in artifacts:
@@ -194,7 +197,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed):
             runs.setdefault(self.prefix or ".", {})
         return {
             "logdir": self.logdir,
-            "loading": {"files_total": len(files), "files_done": done},
+            "loading": {"files_total": len(files), "files_done": done, "files_queued": len(queue)},
             "errors": [] if self.error is None else [
                 {"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}],
             "notices": skipped_links_notice(self.skipped_links),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from ..storage.fs import FileEntry
 
@@ -34,6 +34,8 @@ class FileState:
     contents: dict[str, bool] | None = None  # has_memory / has_modules (analysis/contents.py), once loaded
     # held while this file is parsed or its aggregate computed: concurrent requests wait for one load
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
+    # while a process pool parses the file: its progress (0..1) as the pool reports it
+    progress_source: Callable[[], float] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def run(self) -> str:
@@ -44,13 +46,18 @@ class FileState:
         return (self.entry.rel, self.entry.size, self.worker, self.span, self.state, self.error,
                 tuple(self.warnings), tuple(self.notes), tuple(sorted((self.contents or {}).items())))
 
+    def current_progress(self) -> float:
+        """0..1: the pool's progress while a pool parses the file, else :attr:`progress`."""
+        source = self.progress_source
+        return float(source()) if source is not None else self.progress
+
     def as_json(self) -> dict[str, Any]:
         return {
             "span": self.span,
             "path": self.entry.rel,
             "size_bytes": self.entry.size,
             "state": self.state,
-            "progress": round(self.progress, 4),
+            "progress": round(self.current_progress(), 4),
             "error": self.error,
             "warnings": list(self.warnings),
             "notes": list(self.notes),

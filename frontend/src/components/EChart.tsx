@@ -8,13 +8,15 @@ interface EChartProps {
   height: number;
   testId?: string;
   ariaLabel: string;
+  /** Hovering a category label of an axis with `triggerEvent` shows that category's tooltip. */
+  labelTips?: boolean;
 }
 
 /**
  * An ECharts instance bound to a div. It is re-created when the theme changes (ECharts themes are
  * fixed at init), updated in place when the option changes, and resized with its container.
  */
-export function EChart({ option, theme, height, testId, ariaLabel }: EChartProps) {
+export function EChart({ option, theme, height, testId, ariaLabel, labelTips = false }: EChartProps) {
   const containerRef = useRef<HTMLDivElement>(null);
   const chartRef = useRef<ReturnType<typeof echarts.init> | null>(null);
 
@@ -23,6 +25,14 @@ export function EChart({ option, theme, height, testId, ariaLabel }: EChartProps
     if (!el) return;
     const chart = echarts.init(el, theme === "dark" ? "dark" : undefined, { renderer: "canvas" });
     chartRef.current = chart;
+    if (labelTips) {
+      chart.on("mouseover", (p: { componentType?: string; value?: unknown; targetType?: string }) => {
+        if ((p.componentType !== "yAxis" && p.componentType !== "xAxis") || p.targetType !== "axisLabel") return;
+        const axes = (chart.getOption() as Record<string, { data?: unknown[] }[] | undefined>)[p.componentType] ?? [];
+        const dataIndex = axes[0]?.data?.indexOf(p.value) ?? -1;
+        if (dataIndex >= 0) chart.dispatchAction({ type: "showTip", seriesIndex: 0, dataIndex });
+      });
+    }
     const observer =
       typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => chart.resize()) : undefined;
     observer?.observe(el);
@@ -31,7 +41,7 @@ export function EChart({ option, theme, height, testId, ariaLabel }: EChartProps
       chart.dispose();
       chartRef.current = null;
     };
-  }, [theme]);
+  }, [theme, labelTips]);
 
   useEffect(() => {
     chartRef.current?.setOption(option, { notMerge: true });

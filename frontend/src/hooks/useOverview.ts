@@ -1,6 +1,6 @@
-// Fetches the Overview of the selected file once the registry says it is ready. A file that is still
-// queued/loading or failed needs no request: the registry already says so. If the server answers
-// "loading" anyway (it raced the registry), useRemote retries the request.
+// Fetches the Overview of the selected file. A queued or loading file is asked for too: the request
+// tells the server that a user waits for it, so it is loaded ahead of the queue (issue 18), and the
+// "loading" answers, retried by useRemote, carry its progress. A failed file needs no request.
 import { overviewUrl } from "../api/routes";
 import type { OverviewReady, Selection, SpanState } from "../api/types";
 import { useRemote } from "./useRemote";
@@ -14,7 +14,8 @@ export type OverviewState =
   | { kind: "fetch-error"; error: string };
 
 export function useOverview(sel: Selection | null, spanState: SpanState | undefined): OverviewState {
-  const state = useRemote<OverviewReady>(sel && spanState === "ready" ? overviewUrl(sel) : null);
+  const wanted = spanState === "ready" || spanState === "queued" || spanState === "loading";
+  const state = useRemote<OverviewReady>(sel && wanted ? overviewUrl(sel) : null);
   // Unlike a table, the Overview never shows the previous file's data while the next one loads.
   if (state.kind === "fetching") return { kind: "fetching" };
   if (state.kind === "fetch-error") return { kind: "fetch-error", error: state.error };

@@ -8,6 +8,7 @@ import { OperatorView } from "./operators/OperatorView";
 import { TraceView, type TraceFocus } from "./trace/TraceView";
 import { ErrorCard } from "../components/ErrorCard";
 import { Notice } from "../components/Notice";
+import { ParseProgress } from "../components/ParseProgress";
 import { WarningsList } from "../components/WarningsList";
 import type { OverviewState } from "../hooks/useOverview";
 import type { Theme } from "../hooks/useTheme";
@@ -39,13 +40,8 @@ export function SelectedFile({ selection, span, overview, theme, view = "overvie
       </>
     );
   }
-  if (span.state === "queued") return <Notice>Waiting to parse {span.path}…</Notice>;
-  if (span.state === "loading") {
-    return (
-      <Notice>
-        Parsing {span.path}: {Math.round(span.progress * 100)} %
-      </Notice>
-    );
+  if (span.state === "queued" || span.state === "loading") {
+    return <ParseProgress span={span} progress={overview.kind === "not-ready" ? overview.progress : undefined} />;
   }
   if (view === "operator") return <OperatorView selection={selection} theme={theme} onShowInTrace={onShowInTrace} />;
   if (view === "kernel") return <KernelView selection={selection} theme={theme} onShowInTrace={onShowInTrace} />;
@@ -58,12 +54,7 @@ export function SelectedFile({ selection, span, overview, theme, view = "overvie
     case "fetching":
       return <Notice>Loading the overview of {span.path}…</Notice>;
     case "not-ready":
-      return (
-        <Notice>
-          Parsing {span.path}
-          {overview.progress !== null ? `: ${Math.round(overview.progress * 100)} %` : "…"}
-        </Notice>
-      );
+      return <ParseProgress span={{ ...span, state: "loading" }} progress={overview.progress} />;
     case "file-error":
       return <ErrorCard title={`This file could not be read: ${span.path}`} message={overview.error} />;
     case "fetch-error":

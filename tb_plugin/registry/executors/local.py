@@ -8,7 +8,7 @@ import multiprocessing
 import os
 from typing import Iterator, Sequence
 
-from .task import RankJob, RankResult, reduce_rank
+from .task import RankJob, RankResult, init_progress, reduce_rank
 
 
 PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
@@ -54,12 +54,22 @@ class LocalExecutor:
     as fit in the available memory, and no pool at all (this process, one rank after the other) when
     the files are too small for process start-up to pay. ``workers=1`` always runs inline."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, progress=None) -> None:
         self.workers = workers
+        self.progress = progress  # a spawn-context RawArray("d") the jobs' progress_slot index, or None
+        self._futures: dict = {}  # job key → future of the running map
         self.used_workers = 0  # processes of the last map (0: ran in this process)
         self.description = "the local process pool"
 
-    def map(self, jobs: Sequence[RankJob]) -> Iterator[RankResult]:
+    def cancel(self, key: str) -> bool:
+        """Drop the job ``key`` of the running :meth:`map` if the pool has not started it; True if dropped
+        (its result is never yielded)."""
+        future = self._futures.get(key)
+        return future is not None and future.cancel()
+
+    def map(self, jobs: Sequence[RankJob], submitted=None) -> Iterator[RankResult]:
+        """Results as they complete. ``submitted()`` is called once every job is in the pool (from then
+        on :meth:`cancel` can drop the ones not started)."""
         workers = self.workers if self.workers is not None else _auto_workers(jobs)
         workers = min(workers, len(jobs))
         if workers < 2:
@@ -69,9 +79,15 @@ class LocalExecutor:
             return
         self.used_workers = workers
         ctx = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_progress,
+                                                    initargs=(self.progress,)) as pool:
             futures = {pool.submit(reduce_rank, job): job for job in jobs}
+            self._futures = {job.key: future for future, job in futures.items()}
+            if submitted:
+                submitted()
             for future in concurrent.futures.as_completed(futures):
+                if future.cancelled():
+                    continue
                 try:
                     yield future.result()
                 except Exception as exc:  # a worker process died (killed for memory): retried inline

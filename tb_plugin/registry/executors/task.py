@@ -47,6 +47,27 @@ class RankJob:
     cache_dir: str | None = None  # a parse cache directory on the worker's machine (None: no cache)
     aggregate: bool = True  # False: only parse into the cache (the background loader's warm-up)
     tables: bool = False  # also the report's per-worker tables
+    progress_slot: int = -1  # where this job's parse progress (0..1) goes in the pool's shared array
+
+
+#: the process pool's shared progress array (a ``RawArray("d")``; :func:`init_progress`), or None
+_PROGRESS = None
+
+
+def init_progress(slots) -> None:
+    """Pool initializer: the shared array each job writes its parse progress to (``progress_slot``)."""
+    global _PROGRESS
+    _PROGRESS = slots
+
+
+def _reporter(slot: int):
+    if _PROGRESS is None or slot < 0:
+        return None
+    slots = _PROGRESS
+
+    def report(fraction: float) -> None:
+        slots[slot] = fraction
+    return report
 
 
 @dataclasses.dataclass
@@ -69,7 +90,8 @@ def reduce_rank(job: RankJob) -> RankResult:
     try:
         fs, path = open_logdir(job.url)
         cache = ParseCache(job.cache_dir) if job.cache_dir else None
-        trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache)
+        trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache,
+                                               _reporter(job.progress_slot))
         if job.aggregate:
             result.aggregate = rank_aggregate(trace, open_views(trace, cache, job.url, job.version), job.tables)
             if job.tables:

@@ -18,13 +18,26 @@ export interface DiffOperator {
   path: string[];
   status: OpStatus;
   change_pct: number | null;
-  /** ADDED (issue 16): the time the verdict compared (device total when either side has device time). */
+  /** ADDED (issue 16): the time the verdict compared; since issue 18 always the host total. */
   compared?: "device_total_us" | "host_total_us";
+  /** ADDED (issue 18): Δ of the compared time (µs per step); absent from older servers. */
+  change_us?: number;
+  /** ADDED (issue 18): why the verdict is what it is (which bound kept a row unchanged). */
+  reason?: DiffReason;
   has_children: boolean;
   baseline: OpTimes | null;
   experiment: OpTimes | null;
   delta: OpTimes;
   cumulative_delta_us: number;
+}
+
+export type DiffReason = "one_side" | "changed" | "within_us" | "within_pct";
+
+/** ADDED (issue 18): one level's waterfall: rows summed + remainder = the step-total Δ (µs per step). */
+export interface DiffWaterfall {
+  rows_us: number;
+  remainder_us: number;
+  total_us: number;
 }
 
 export interface DiffKernel {
@@ -62,4 +75,6 @@ export interface DiffReady {
   thresholds?: DiffThresholds;
   /** Display name per category key (ADDED, issue 16); absent from older servers. */
   category_labels?: Record<string, string>;
+  /** ADDED (issue 18); absent from older servers. */
+  waterfall?: DiffWaterfall;
 }

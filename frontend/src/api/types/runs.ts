@@ -18,6 +18,8 @@ export interface SpanInfo {
   /** ADDED (issue 16): [memory] events on some device / a module hierarchy; null until loaded, absent from older servers. */
   has_memory?: boolean | null;
   has_modules?: boolean | null;
+  /** ADDED (issue 18): while queued, how many files load before it (0: next); absent from older servers. */
+  queued_before?: number | null;
 }
 
 export interface WorkerInfo {
@@ -53,7 +55,8 @@ export interface RunInfo {
 
 export interface RunsResponse {
   logdir: string;
-  loading: { files_total: number; files_done: number };
+  /** files_queued ADDED (issue 18): files waiting to load; absent from older servers. */
+  loading: { files_total: number; files_done: number; files_queued?: number };
   runs: RunInfo[];
   /** Logdir-level notes, e.g. symlinks the listing did not follow; absent on old servers. */
   notices?: string[];

@@ -1,13 +1,14 @@
 // The Diff tab's operator level (breadcrumbs, waterfall, aligned rows) and kernel table.
 import { useMemo, useState } from "react";
-import type { DiffKernel, DiffOperator, DiffReady, OpTimes } from "../../api/types";
+import type { DiffKernel, DiffOperator, DiffReady, DiffThresholds, DiffWaterfall, OpTimes } from "../../api/types";
 import { Card } from "../../components/Card";
 import { chartTextColor } from "../../components/chartColors";
 import { EChart } from "../../components/EChart";
 import { InfoTooltip } from "../../components/InfoTooltip";
 import { Notice } from "../../components/Notice";
 import { waterfallOption } from "./charts";
-import { breadcrumbs, drillPath, filterSortKernels, signed, statusClass, thresholdText, waterfall, type KernelSortKey } from "./model";
+import { breadcrumbs, drillPath, filterSortKernels, reasonText, REMAINDER_LABEL, signed, statusClass, thresholdText, waterfall, type KernelSortKey } from "./model";
+import { elideMiddle } from "../../util/elide";
 import type { Theme } from "../../hooks/useTheme";
 import { formatDuration, formatNumber, formatPct } from "../../util/format";
 
@@ -44,7 +45,7 @@ export interface OperatorDiffProps {
 
 export function OperatorDiff({ data, path, onPath, theme, busy }: OperatorDiffProps) {
   const crumbs = breadcrumbs(path);
-  const wf = useMemo(() => waterfall(data.operators), [data.operators]);
+  const wf = useMemo(() => waterfall(data.operators, data.waterfall), [data.operators, data.waterfall]);
   const option = useMemo(() => waterfallOption(wf.bars, wf.total, chartTextColor(theme)), [wf, theme]);
   const title = (
     <>
@@ -75,7 +76,7 @@ export function OperatorDiff({ data, path, onPath, theme, busy }: OperatorDiffPr
         <>
           <p className="diff-hint">
             Time per average step; {"\u0394"} = experiment {"\u2212"} baseline. Rows with {"\u25b8"} open the level below. The
-            waterfall adds up the compared time (device total, else host total) row by row.
+            verdict and the waterfall use the host total; the waterfall ends at the step-total {"\u0394"}.
           </p>
           <div className="table-scroll diff-op-scroll" aria-busy={busy}>
             <table className="data-table diff-table diff-op-table">
@@ -97,21 +98,34 @@ export function OperatorDiff({ data, path, onPath, theme, busy }: OperatorDiffPr
               </thead>
               <tbody>
                 {data.operators.map((op) => (
-                  <OpRow key={op.path.join("\u0000") || op.name} op={op} onOpen={() => onPath(drillPath(op, path))} />
+                  <OpRow key={op.path.join("\u0000") || op.name} op={op} thresholds={data.thresholds} onOpen={() => onPath(drillPath(op, path))} />
                 ))}
               </tbody>
             </table>
           </div>
+          {data.waterfall ? <WaterfallSum totals={data.waterfall} /> : null}
           <EChart
             option={option}
             theme={theme}
             height={Math.max(160, 28 * (wf.bars.length + 1) + 60)}
             testId="diff-waterfall"
             ariaLabel="Cumulative delta of the operators at this level"
+            labelTips
           />
         </>
       )}
     </Card>
+  );
+}
+
+/** The waterfall's sum in words: rows + remainder = step-total Δ (the server's numbers). */
+function WaterfallSum({ totals }: { totals: DiffWaterfall }) {
+  return (
+    <p className="diff-hint" data-testid="diff-waterfall-sum">
+      Rows <Delta us={totals.rows_us} testId="diff-wf-rows" /> + {REMAINDER_LABEL.toLowerCase()}{" "}
+      <Delta us={totals.remainder_us} testId="diff-wf-remainder" /> = step-total {"\u0394"}{" "}
+      <Delta us={totals.total_us} testId="diff-wf-total" />
+    </p>
   );
 }
 
@@ -125,8 +139,12 @@ export function SubHeads() {
   );
 }
 
-export function OpRow({ op, onOpen }: { op: DiffOperator; onOpen: () => void }) {
+/** Characters of an operator name in the table; longer names are elided in the middle (title: whole). */
+const NAME_CHARS = 40;
+
+export function OpRow({ op, thresholds, onOpen }: { op: DiffOperator; thresholds?: DiffThresholds; onOpen: () => void }) {
   const open = op.has_children;
+  const change = op.change_us ?? op.delta.host_total_us;
   return (
     <tr
       data-testid="diff-op-row"
@@ -135,18 +153,21 @@ export function OpRow({ op, onOpen }: { op: DiffOperator; onOpen: () => void }) 
       onClick={open ? onOpen : undefined}
       onKeyDown={open ? (e) => (e.key === "Enter" || e.key === " " ? (e.preventDefault(), onOpen()) : undefined) : undefined}
       tabIndex={open ? 0 : undefined}
-      title={open ? `Open the operators under ${op.name}` : undefined}
     >
-      <td className="name">
+      <td className="name" title={open ? `${op.name} (open the operators under it)` : op.name} data-testid="diff-op-name">
         <span className="diff-caret">{open ? "\u25b8" : ""}</span>
-        {op.name}
+        {elideMiddle(op.name, NAME_CHARS)}
       </td>
-      <td>
+      <td className="diff-verdict" title={reasonText(op.reason, thresholds)}>
         <span className={statusClass(op.status)} data-testid="diff-status">
           {op.status}
         </span>
-        {op.change_pct !== null && op.status !== "added" && op.status !== "removed" ? (
-          <span className="diff-pct"> {signed(formatPct(op.change_pct, 1), op.change_pct)}</span>
+        {op.status !== "added" && op.status !== "removed" ? (
+          <span className="diff-pct" data-testid="diff-change">
+            {" "}
+            {signed(formatDuration(change), change)}
+            {op.change_pct !== null ? ` (${signed(formatPct(op.change_pct, 1), op.change_pct)})` : ""}
+          </span>
         ) : null}
       </td>
       {TIME_COLS.map((c) => (

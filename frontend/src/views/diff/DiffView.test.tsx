@@ -86,9 +86,10 @@ describe("Diff view", () => {
     const before = requests.length;
     fireEvent.click((await rowNamed("aten::view"))!);
     expect(requests.length).toBe(before);
-    // the waterfall has one bar per row plus the total
+    // the waterfall has one bar per row, the remainder (a server that sends its totals) and the total
     const wf = screen.getByTestId("diff-waterfall");
-    expect(JSON.parse(wf.getAttribute("data-points")!)).toEqual([10, 10]);
+    const bars = diffL2.operators.length + ("waterfall" in diffL2 ? 2 : 1);
+    expect(JSON.parse(wf.getAttribute("data-points")!)).toEqual([bars, bars]);
     // back to the first level
     fireEvent.click(crumbs[1]!);
     await waitFor(() => expect(pathOf(requests.at(-1)!)).toBe('["ProfilerStep"]'));
@@ -136,8 +137,9 @@ describe("Diff view", () => {
     render(<DiffView runs={runs} current={{ run: "nw0", worker: "worker0", span: "1" }} theme="light" />);
     const card = await screen.findByTestId("diff-operators");
     const tip = within(card).getByRole("tooltip").textContent ?? "";
-    expect(tip).toMatch(/more than 5 % and more than 10 \u00b5s/);
-    expect(tip).toMatch(/device total when either side has device time, else the host total/);
+    expect(tip).toMatch(/by more than 10 \u00b5s and more than 5 % of the baseline/);
+    expect(tip).toMatch(/host total per step/);
+    expect(tip).toMatch(/ends at the step-total \u0394/);
   });
 
   it("restores both sides from the hash and changes a side with the pickers", async () => {

@@ -2,6 +2,7 @@
 // cumulative-delta waterfall of one operator level. Tooltip text is escaped: names come from traces.
 import type { ChartOption } from "../../charts/echarts";
 import { legendChartBase } from "../../charts/legendChartBase";
+import { elideMiddle } from "../../util/elide";
 import { escapeHtml } from "../../util/escapeHtml";
 import { chooseTimeUnit, formatDuration, formatNumber } from "../../util/format";
 import type { StepRow, WaterfallBar } from "./model";
@@ -11,6 +12,11 @@ export const BASE_COLOR = "#4e79a7";
 export const EXP_COLOR = "#f28e2b";
 export const UP_COLOR = "#e15759"; // slower: more time
 export const DOWN_COLOR = "#59a14f"; // faster: less time
+export const REST_COLOR = "#9c9c9c"; // the remainder: step-total Δ in no row
+/** Characters of a waterfall label; longer names are elided in the middle (the tooltip has them whole). */
+export const WATERFALL_LABEL_CHARS = 36;
+/** The last waterfall bar: the step-total Δ the rows and the remainder add up to. */
+export const TOTAL_LABEL = "Step total \u0394";
 
 interface AxisItem {
   axisValue?: string;
@@ -61,17 +67,12 @@ export function stepCompareOption(rows: StepRow[], textColor: string): ChartOpti
   };
 }
 
-/** Labels of long operator names on the waterfall's axis. */
-function shortName(name: string): string {
-  return name.length > 36 ? `${name.slice(0, 35)}\u2026` : name;
-}
-
 /**
  * A horizontal waterfall: an invisible bar from 0 to each step's start, stacked (strategy "all", so it
  * works across zero) with a visible bar of the step's delta; the last bar is the level's total.
  */
 export function waterfallOption(bars: WaterfallBar[], total: number, textColor: string): ChartOption {
-  const all = [...bars, { name: "Total", start: 0, end: total, delta: total }];
+  const all = [...bars, { name: TOTAL_LABEL, start: 0, end: total, delta: total, remainder: false }];
   const maxAbs = Math.max(0, ...all.map((b) => Math.max(Math.abs(b.start), Math.abs(b.end))));
   const unit = chooseTimeUnit(maxAbs);
   return {
@@ -87,8 +88,10 @@ export function waterfallOption(bars: WaterfallBar[], total: number, textColor: 
     yAxis: {
       type: "category",
       inverse: true,
-      data: all.map((b) => shortName(b.name)),
-      axisLabel: { color: textColor },
+      // full names as categories (the tooltip and a label hover show them); labels elided in the middle
+      data: all.map((b) => b.name),
+      triggerEvent: true,
+      axisLabel: { color: textColor, formatter: (name: string) => elideMiddle(name, WATERFALL_LABEL_CHARS) },
     },
     xAxis: {
       type: "value",
@@ -115,7 +118,7 @@ export function waterfallOption(bars: WaterfallBar[], total: number, textColor: 
         barMaxWidth: 18,
         data: all.map((b, i) => ({
           value: b.delta / unit.divisor,
-          itemStyle: { color: i === all.length - 1 ? BASE_COLOR : b.delta > 0 ? UP_COLOR : DOWN_COLOR },
+          itemStyle: { color: i === all.length - 1 ? BASE_COLOR : b.remainder ? REST_COLOR : b.delta > 0 ? UP_COLOR : DOWN_COLOR },
         })),
       },
     ],

@@ -6,7 +6,7 @@ import diffL1 from "../../__fixtures__/diff/diff_l1.json";
 import diffL2 from "../../__fixtures__/diff/diff_l2.json";
 import diffRoot from "../../__fixtures__/diff/diff_root.json";
 import runsFixture from "../../__fixtures__/diff/runs.json";
-import { applicablePick, breadcrumbs, clearDiffHash, drillPath, filterSortKernels, hasPick, mergeDiffHash, parseDiffHash, resolveDiffSelection, statusClass, stepRows, waterfall } from "./model";
+import { applicablePick, breadcrumbs, clearDiffHash, drillPath, filterSortKernels, hasPick, mergeDiffHash, parseDiffHash, reasonText, REMAINDER_LABEL, resolveDiffSelection, statusClass, stepRows, waterfall } from "./model";
 
 const runs = (runsFixture as unknown as RunsResponse).runs;
 const root = diffRoot as unknown as DiffReady;
@@ -119,6 +119,33 @@ describe("waterfall", () => {
 
   it("is empty for an empty level", () => {
     expect(waterfall([])).toEqual({ bars: [], total: 0 });
+  });
+
+  it("with the server's totals, ends with the remainder bar at the step-total delta", () => {
+    // rows +1000, +50, +20, +8 µs (tests/test_diff.py's synthesized pair): the steps grew by 1000 µs
+    const ops = [
+      { name: "A", cumulative_delta_us: 1000 },
+      { name: "C", cumulative_delta_us: 1050 },
+      { name: "D", cumulative_delta_us: 1070 },
+      { name: "B", cumulative_delta_us: 1078 },
+    ];
+    const { bars, total } = waterfall(ops, { rows_us: 1078, remainder_us: -78, total_us: 1000 });
+    expect(total).toBe(1000);
+    expect(bars.map((b) => b.name)).toEqual(["A", "C", "D", "B", REMAINDER_LABEL]);
+    expect(bars.at(-1)).toEqual({ name: REMAINDER_LABEL, start: 1078, end: 1000, delta: -78, remainder: true });
+    expect(bars.reduce((s, b) => s + b.delta, 0)).toBe(1000);
+    expect(waterfall([], { rows_us: 0, remainder_us: 5, total_us: 5 }).bars).toHaveLength(1);
+  });
+});
+
+describe("reasonText", () => {
+  const t = { change_pct: 5, change_us: 10 };
+  it("words the server's reason with its thresholds, and nothing for an older server", () => {
+    expect(reasonText("within_us", t)).toBe("unchanged: the host total per step changed by at most 10 \u00b5s");
+    expect(reasonText("within_pct", t)).toBe("unchanged: the host total per step changed by at most 5 % of the baseline");
+    expect(reasonText("one_side", t)).toBe("present on one side only");
+    expect(reasonText(undefined, t)).toBeUndefined();
+    expect(reasonText("changed", undefined)).toBeUndefined();
   });
 });
 

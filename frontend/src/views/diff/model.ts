@@ -1,7 +1,7 @@
 // Pure logic of the Diff view: the two selections in the hash, defaults, breadcrumbs, the waterfall,
 // status badges and the step-comparison rows. No React here, so all of it is unit tested.
 import type { DiffSelection } from "../../api/routes";
-import type { DiffKernel, DiffOperator, DiffSteps, DiffThresholds, OpStatus } from "../../api/types";
+import type { DiffKernel, DiffOperator, DiffReason, DiffSteps, DiffThresholds, DiffWaterfall, OpStatus } from "../../api/types";
 import type { RunInfo, Selection } from "../../api/types";
 import { parseHash } from "../../state/hashState";
 import { resolveSelection, sameSelection } from "../../state/selection";
@@ -167,23 +167,32 @@ export interface WaterfallBar {
   start: number;
   end: number;
   delta: number;
+  /** The remainder bar (step-total Δ not in any row of the level). */
+  remainder?: boolean;
 }
+
+/** The remainder bar's label: the step-total Δ that no row of this level holds. */
+export const REMAINDER_LABEL = "Not in these operators";
 
 /**
  * Waterfall of one level from the server's running total `cumulative_delta_us`: each bar goes from the
- * previous running total to this row's. The last entry is the level's total (0 → final running total).
+ * previous running total to this row's. With the server's `waterfall` totals, a remainder bar follows
+ * (the step-total Δ not in the rows) and the total is the step-total Δ; an older server's total is the
+ * final running total.
  */
-export function waterfall(ops: readonly Pick<DiffOperator, "name" | "cumulative_delta_us">[]): {
-  bars: WaterfallBar[];
-  total: number;
-} {
+export function waterfall(
+  ops: readonly Pick<DiffOperator, "name" | "cumulative_delta_us">[],
+  totals?: DiffWaterfall,
+): { bars: WaterfallBar[]; total: number } {
   let prev = 0;
-  const bars = ops.map((op) => {
+  const bars: WaterfallBar[] = ops.map((op) => {
     const bar = { name: op.name, start: prev, end: op.cumulative_delta_us, delta: op.cumulative_delta_us - prev };
     prev = op.cumulative_delta_us;
     return bar;
   });
-  return { bars, total: prev };
+  if (!totals) return { bars, total: prev };
+  bars.push({ name: REMAINDER_LABEL, start: prev, end: totals.total_us, delta: totals.remainder_us, remainder: true });
+  return { bars, total: totals.total_us };
 }
 
 export const STATUS_LABEL: Record<OpStatus, string> = {
@@ -200,13 +209,29 @@ export const STATUS_LABEL: Record<OpStatus, string> = {
  */
 export function thresholdText(t: DiffThresholds | undefined): string {
   const rule = t
-    ? `by more than ${formatNumber(t.change_pct)} % and more than ${formatNumber(t.change_us)} \u00b5s`
+    ? `by more than ${formatNumber(t.change_us)} \u00b5s and more than ${formatNumber(t.change_pct)} % of the baseline`
     : "by more than the server's thresholds";
   return (
-    `An operator is faster or slower when its time per step changes ${rule}; otherwise it is unchanged. ` +
-    "The time compared is the device total when either side has device time, else the host total. " +
-    "Added / removed: present on one side only."
+    `An operator is faster or slower when its host total per step (calls inside the steps) changes ${rule}; ` +
+    "otherwise it is unchanged. Added / removed: present on one side only. The waterfall adds up the same " +
+    "host totals; its remainder bar is the step-total \u0394 not in these operators, so it ends at the step-total \u0394."
   );
+}
+
+/** Why a row has its verdict, in words, from the server's `reason` (nothing for an older server). */
+export function reasonText(reason: DiffReason | undefined, t: DiffThresholds | undefined): string | undefined {
+  if (!reason || !t) return undefined;
+  switch (reason) {
+    case "within_us":
+      return `unchanged: the host total per step changed by at most ${formatNumber(t.change_us)} \u00b5s`;
+    case "within_pct":
+      return `unchanged: the host total per step changed by at most ${formatNumber(t.change_pct)} % of the baseline`;
+    case "changed":
+      return `changed by more than ${formatNumber(t.change_us)} \u00b5s and ${formatNumber(t.change_pct)} % (host total per step)`;
+    case "one_side":
+      return "present on one side only";
+  }
+  return undefined;
 }
 
 /** CSS classes of a status badge; an unknown status gets the neutral look. */
