@@ -25,7 +25,7 @@ from ..trace.model import Trace
 from .executors.local import PARALLEL_MIN_BYTES, LocalExecutor, decompressed_guess, parallel_workers
 from .executors.task import RankJob, error_message
 from .parse import open_views, parse_entry
-from .states import CHANGES, ERROR, LOADING, QUEUED, READY, FileState
+from .states import ERROR, LOADING, QUEUED, READY, FileState
 from .views import FileViews
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,6 @@ class Loading:
                 if rel in self._wanted:
                     self._wanted.remove(rel)
                 self._wanted.appendleft(rel)
-                CHANGES.bump()  # the queue positions in the runs document changed
             self._wake.notify_all()
             if self._threads and not self._stop.is_set() and not self._priority_busy:
                 self._priority_busy = True
