@@ -144,7 +144,7 @@ def test_host_wait_advice_uses_the_per_gpu_figure():
     assert [r for r in recs if "reduce Python/CPU overhead" in r] == []
     recs = insight_recommendations(insights(_decode(tiny_kernels(200))))
     (advice,) = [r for r in recs if "reduce Python/CPU overhead" in r]
-    assert advice.startswith("GPU 0 waits for the host to launch work 7.6 ms, 95% of the 8.0 ms steps window "
+    assert advice.startswith("GPU 0 waits for the host to launch work 7.57 ms, 95% of the 8.00 ms steps window "
                              "(100% of its idle time)")
 
 
@@ -209,8 +209,8 @@ def test_a_really_slow_step_is_named_with_its_cause():
 
     ov, (advice,) = _step_advice(pipelined_steps(slow_step=3))
     assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 40000, 9000])
-    assert advice.startswith("Step 4 takes 40.0 ms, 4.4× the median step (9.0 ms). Most of the extra time is "
-                             "Kernel (+31.0 ms over the median step).")
+    assert advice.startswith("Step 4 takes 40.00 ms, 4.4× the median step (9.00 ms). Most of the extra time is "
+                             "Kernel (+31.00 ms over the median step).")
 
 
 def test_a_first_step_slow_on_its_own_is_named_and_the_earlier_work_said():
@@ -218,5 +218,5 @@ def test_a_first_step_slow_on_its_own_is_named_and_the_earlier_work_said():
 
     ov, (advice,) = _step_advice(pipelined_steps(slow_first=True))
     assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 9000, 9000])
-    assert advice.startswith("Step 1 takes 47.5 ms without the 500 µs of GPU work launched before it, 5.3× the "
-                             "median step (9.0 ms). Most of the extra time is Kernel")
+    assert advice.startswith("Step 1 takes 47.50 ms without the 500 µs of GPU work launched before it, 5.3× the "
+                             "median step (9.00 ms). Most of the extra time is Kernel")

@@ -28,3 +28,32 @@ def fixed(value: float, digits: int, sign: bool = False) -> str:
         d = d.copy_abs()
     text = f"{d:f}"
     return f"+{text}" if sign and not text.startswith("-") else text
+
+
+def decimal_text(value: float, digits: int = 3) -> str:
+    """A number as short text, for raw floats shown as they are (CSV cells, event arguments): an integral
+    value as an integer ("3"); else ``digits`` decimals (more below 1, so three significant digits stay:
+    0.0123 → "0.0123") by :func:`fixed`, trailing zeros dropped (2.30303 → "2.303", 99.99999999999991 →
+    "100", 262422.46700000024 → "262422.467"). Same as ``util/format.ts`` ``formatDecimal``."""
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    if value.is_integer():
+        return str(int(value))
+    a = abs(value)
+    d = digits if a >= 1 else min(15, max(digits, 2 - math.floor(math.log10(a))))
+    text = fixed(value, d)
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
+
+
+def duration(us: float) -> str:
+    """Microseconds as the UI's tables write them (``util/format.ts`` ``formatDuration``): below 1 ms in
+    µs (2 decimals below 10 µs, else none), below 1 s in ms, else in s (2 decimals): 34.2 → "34 µs",
+    123456 → "123.46 ms"."""
+    a = abs(float(us))
+    if a < 1000:
+        return f"{fixed(us, 2 if a < 10 else 0)} µs"
+    if a < 1_000_000:
+        return f"{fixed(us / 1000, 2)} ms"
+    return f"{fixed(us / 1_000_000, 2)} s"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numfmt import fixed
+from .numfmt import duration, fixed
 
 from .breakdown import CATEGORY_LABELS, category_phrase
 
@@ -125,5 +125,5 @@ def _unbalanced_step(step_totals: list[float], step_names: list[str], first_step
 
 
 def _duration(us: float) -> str:
-    """``"12.3 ms"`` from 1 ms up, else ``"456 µs"``, by the one rounding rule."""
-    return f"{fixed(us / 1000, 1)} ms" if us >= 1000 else f"{fixed(us, 0)} µs"
+    """The UI's unit choice and rounding for a duration (:func:`.numfmt.duration`)."""
+    return duration(us)
