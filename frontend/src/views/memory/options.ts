@@ -2,6 +2,7 @@
 // goes through escapeHtml (ECharts renders tooltip strings as HTML).
 import type { MemoryDevice, MemoryTimelineExportReady, SnapshotMarker, SnapshotTimelineReady } from "../../api/types";
 import { categoryColor } from "../../charts/palette";
+import { byteAxis } from "../../charts/byteAxis";
 import { legendChartBase } from "../../charts/legendChartBase";
 import { escapeHtml } from "../../util/escapeHtml";
 import { formatBytes, formatDuration, formatNumber } from "../../util/format";
@@ -20,6 +21,23 @@ export function formatSnapshotTime(t: number, unit: "us" | "entry"): string {
 export function curvePeak(ts: number[], bytes: number[]): [number, number] | null {
   const [i, max] = argMax(bytes);
   return i < 0 ? null : [ts[i]!, max];
+}
+
+/**
+ * Where the peak's label sits: above the peak, or beside it when the peak is in the outer 15 % of the
+ * x extent (a label centred there would run past the plot's edge and be cut).
+ */
+export function peakLabelPosition(x: number, lo: number, hi: number): "top" | "left" | "right" {
+  if (!(hi > lo)) return "top";
+  const f = (x - lo) / (hi - lo);
+  return f > 0.85 ? "left" : f < 0.15 ? "right" : "top";
+}
+
+/** The largest value of a few byte lists (0 for none). */
+function maxOf(...lists: number[][]): number {
+  let m = 0;
+  for (const l of lists) for (const v of l) if (v > m) m = v;
+  return m;
 }
 
 export interface CurveOptionInput {
@@ -47,10 +65,18 @@ export function memoryCurveOption({ device, textColor, highlight, extent }: Curv
       areaStyle: { opacity: 0.12, color: ALLOCATED_COLOR },
       markPoint: peak
         ? {
-            symbol: "pin",
-            symbolSize: 44,
+            symbol: "circle",
+            symbolSize: 8,
             data: [{ name: "Peak", coord: peak, value: peak[1] }],
-            label: { formatter: () => formatBytes(peak[1]), fontSize: 9 },
+            label: {
+              show: true,
+              formatter: () => `peak ${formatBytes(peak[1])}`,
+              position: peakLabelPosition(peak[0], extent?.start ?? alloc.ts_us[0] ?? 0, extent?.end ?? alloc.ts_us[alloc.ts_us.length - 1] ?? 0),
+              distance: 6,
+              fontSize: 12,
+              fontWeight: "bold",
+              color: textColor,
+            },
             itemStyle: { color: "#e15759" },
           }
         : undefined,
@@ -110,10 +136,7 @@ export function memoryCurveOption({ device, textColor, highlight, extent }: Curv
       max: extent?.end,
       axisLabel: { formatter: (v: number) => formatDuration(v) },
     },
-    yAxis: {
-      type: "value",
-      axisLabel: { formatter: (v: number) => formatBytes(v) },
-    },
+    yAxis: { type: "value", ...byteAxis(0, maxOf(alloc.bytes, device.reserved?.bytes ?? [])) },
     series,
   };
 }
@@ -172,7 +195,7 @@ export function snapshotTimelineOption(
       max: full.end,
       axisLabel: { formatter: (v: number) => formatSnapshotTime(v, unit) },
     },
-    yAxis: { type: "value", axisLabel: { formatter: (v: number) => formatBytes(v) } },
+    yAxis: { type: "value", ...byteAxis(0, maxOf(tl.active_bytes, tl.reserved_bytes, placed.map((p) => p.y1))) },
     series: [
       {
         type: "custom",
@@ -285,7 +308,7 @@ export function exportOption(data: MemoryTimelineExportReady, textColor: string)
       { type: "slider", xAxisIndex: 0, height: 18, bottom: 8 },
     ],
     xAxis: { type: "value", axisLabel: { formatter: (v: number) => formatDuration(v) } },
-    yAxis: { type: "value", axisLabel: { formatter: (v: number) => formatBytes(v) } },
+    yAxis: { type: "value", ...byteAxis(0, data.peak_bytes) },
     series: data.categories.map((name, ci) => ({
       type: "line",
       name,
