@@ -3,6 +3,7 @@
 import type { MemoryDevice, MemoryTimelineExportReady, SnapshotMarker, SnapshotTimelineReady } from "../../api/types";
 import { categoryColor } from "../../charts/palette";
 import { byteAxis } from "../../charts/byteAxis";
+import { TIME_AXIS_ID } from "../../charts/timeAxes";
 import { legendChartBase } from "../../charts/legendChartBase";
 import { escapeHtml } from "../../util/escapeHtml";
 import { formatBytes, formatDuration, formatNumber } from "../../util/format";
@@ -128,6 +129,7 @@ export function memoryCurveOption({ device, textColor, highlight, extent }: Curv
       outOfBrush: { colorAlpha: 1 },
     },
     xAxis: {
+      id: TIME_AXIS_ID,
       type: "value",
       name: "Time",
       nameLocation: "middle",
@@ -190,6 +192,7 @@ export function snapshotTimelineOption(
       { type: "slider", xAxisIndex: 0, filterMode: "none", height: 18, bottom: 8, startValue: tl.start, endValue: tl.end },
     ],
     xAxis: {
+      id: TIME_AXIS_ID,
       type: "value",
       min: full.start,
       max: full.end,
@@ -307,7 +310,7 @@ export function exportOption(data: MemoryTimelineExportReady, textColor: string)
       { type: "inside", xAxisIndex: 0 },
       { type: "slider", xAxisIndex: 0, height: 18, bottom: 8 },
     ],
-    xAxis: { type: "value", axisLabel: { formatter: (v: number) => formatDuration(v) } },
+    xAxis: { id: TIME_AXIS_ID, type: "value", axisLabel: { formatter: (v: number) => formatDuration(v) } },
     yAxis: { type: "value", ...byteAxis(0, data.peak_bytes) },
     series: data.categories.map((name, ci) => ({
       type: "line",

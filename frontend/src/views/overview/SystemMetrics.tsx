@@ -3,6 +3,7 @@ import { useMemo } from "react";
 import type { SystemMetric } from "../../api/types";
 import { echarts, type ChartOption } from "../../charts/echarts";
 import { legendChartBase } from "../../charts/legendChartBase";
+import { TIME_AXIS_ID } from "../../charts/timeAxes";
 import type { Theme } from "../../hooks/useTheme";
 import { escapeHtml } from "../../util/escapeHtml";
 import { formatDuration, formatNumber } from "../../util/format";
@@ -54,7 +55,7 @@ export function systemMetricsOption(metrics: SystemMetric[], textColor: string):
         return `<b>${escapeHtml(p.seriesName ?? "")}</b><br/>${formatNumber(t, 2)} ms: ${formatNumber(v, 2)}`;
       }) as never,
     },
-    xAxis: { type: "value", name: axisName, nameLocation: "middle", nameGap: 24, min: 0 },
+    xAxis: { id: TIME_AXIS_ID, type: "value", name: axisName, nameLocation: "middle", nameGap: 24, min: 0 },
     yAxis: { type: "value" },
     series: series as unknown as ChartOption["series"],
   } as ChartOption;
