@@ -18,6 +18,11 @@ export function formatSnapshotTime(t: number, unit: "us" | "entry"): string {
   return unit === "us" ? formatDuration(t) : `entry ${formatNumber(t)}`;
 }
 
+/** A time-axis label: the origin as "0" (not "0.00 µs"), every other tick as a duration. */
+export function axisTime(us: number): string {
+  return us === 0 ? "0" : formatDuration(us);
+}
+
 /** The peak of a curve inside the window: [ts, bytes], or null for an empty curve. */
 export function curvePeak(ts: number[], bytes: number[]): [number, number] | null {
   const [i, max] = argMax(bytes);
@@ -136,7 +141,7 @@ export function memoryCurveOption({ device, textColor, highlight, extent }: Curv
       nameGap: 24,
       min: extent?.start,
       max: extent?.end,
-      axisLabel: { formatter: (v: number) => formatDuration(v) },
+      axisLabel: { formatter: axisTime },
     },
     yAxis: { type: "value", ...byteAxis(0, maxOf(alloc.bytes, device.reserved?.bytes ?? [])) },
     series,
@@ -196,7 +201,7 @@ export function snapshotTimelineOption(
       type: "value",
       min: full.start,
       max: full.end,
-      axisLabel: { formatter: (v: number) => formatSnapshotTime(v, unit) },
+      axisLabel: { formatter: (v: number) => (v === 0 ? "0" : formatSnapshotTime(v, unit)) },
     },
     yAxis: { type: "value", ...byteAxis(0, maxOf(tl.active_bytes, tl.reserved_bytes, placed.map((p) => p.y1))) },
     series: [
@@ -310,7 +315,7 @@ export function exportOption(data: MemoryTimelineExportReady, textColor: string)
       { type: "inside", xAxisIndex: 0 },
       { type: "slider", xAxisIndex: 0, height: 18, bottom: 8 },
     ],
-    xAxis: { id: TIME_AXIS_ID, type: "value", axisLabel: { formatter: (v: number) => formatDuration(v) } },
+    xAxis: { id: TIME_AXIS_ID, type: "value", axisLabel: { formatter: axisTime } },
     yAxis: { type: "value", ...byteAxis(0, data.peak_bytes) },
     series: data.categories.map((name, ci) => ({
       type: "line",

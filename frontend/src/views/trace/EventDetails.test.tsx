@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { argText } from "./EventDetails";
-import { peakLabelPosition } from "../memory/options";
+import { axisTime, peakLabelPosition } from "../memory/options";
 
 describe("event arguments as text (issue 18 item 9)", () => {
   it("rounds raw floats by the one rule and leaves integers and strings alone", () => {
@@ -19,5 +19,12 @@ describe("the memory curve's peak label (issue 18 item 9)", () => {
     expect(peakLabelPosition(95, 0, 100)).toBe("left");
     expect(peakLabelPosition(3, 0, 100)).toBe("right");
     expect(peakLabelPosition(5, 5, 5)).toBe("top");
+  });
+});
+
+describe("memory time-axis labels", () => {
+  it("write the origin as 0 and other ticks as durations", () => {
+    expect(axisTime(0)).toBe("0");
+    expect(axisTime(20_000)).toBe("20.00 ms");
   });
 });
