@@ -67,7 +67,7 @@ def test_issue18_items_in_the_browser(browser, logdir, tmp_path, artifacts):
         frame.locator('[data-testid="kernel-table"] [data-testid="elided-name"]').first.wait_for(timeout=60_000)
         names = frame.eval_on_selector_all(
             '[data-testid="kernel-table"] [data-testid="elided-name"]',
-            "els => els.map(e => ({title: e.title, text: e.textContent, h: e.getBoundingClientRect().height,"
+            "els => els.map(e => ({title: e.title, text: e.textContent, inner: e.innerText, h: e.getBoundingClientRect().height,"
             " w: e.getBoundingClientRect().width, full: e.scrollWidth, head: e.firstChild.scrollWidth > e.firstChild.clientWidth,"
             " lh: parseFloat(getComputedStyle(e).fontSize)}))")
         w = runs["rocm"]["workers"][0]
@@ -75,6 +75,7 @@ def test_issue18_items_in_the_browser(browser, logdir, tmp_path, artifacts):
         want = [r["name"] for r in api(base, "kernels", **q)["rows"]]
         assert [n["title"] for n in names] == want[:len(names)]
         assert [n["text"] for n in names] == [n["title"] for n in names]  # the whole name stays in the DOM
+        assert [n["inner"] for n in names] == [n["title"] for n in names]  # as one line (copy, innerText)
         longest = max(names, key=lambda n: len(n["title"]))
         assert len(longest["title"]) > 150 and longest["head"], longest  # elided on screen
         assert all(n["h"] < 2 * n["lh"] for n in names), [(n["h"], n["title"][:40]) for n in names]
