@@ -10,7 +10,7 @@ import os
 import pytest
 
 from tb_plugin.cli import run_report
-from tb_plugin.analysis.numfmt import duration, fixed
+from tb_plugin.analysis.numfmt import fixed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = json.load(open(os.path.join(ROOT, "frontend", "src", "__fixtures__", "rounding_cases.json")))["cases"]
@@ -43,8 +43,54 @@ def test_report_rounds_like_the_ui_on_synthetic_ddp_rank0():
     assert "average step: 0.865 ms" in rank0
 
 
-def test_duration_text_is_the_uis_formatDuration():
-    # the same cases as frontend/src/util/format.test.ts: advice text and tables choose one unit
-    cases = {1234.5: "1.23 ms", 1235: "1.24 ms", 812: "812 µs", 2.5: "2.50 µs", 111593.6: "111.59 ms",
-             2_500_000: "2.50 s", 999.5: "1,000 µs", -812.4: "-812 µs", 0: "0.00 µs", 34: "34 µs"}
-    assert {us: duration(us) for us in cases} == cases
+NUMBER_TEXT = json.load(open(os.path.join(ROOT, "frontend", "src", "__fixtures__", "number_text_cases.json")))
+
+
+@pytest.mark.parametrize("value,want", NUMBER_TEXT["decimal"])
+def test_decimal_text_shared_cases(value, want):
+    """Issue 18 item 9: raw floats (CSV cells, event arguments) by the one rule, as util/format.ts does."""
+    from tb_plugin.analysis.numfmt import decimal_text
+
+    assert decimal_text(value) == want
+
+
+@pytest.mark.parametrize("value,want", NUMBER_TEXT["duration"])
+def test_duration_shared_cases(value, want):
+    """Issue 18 item 9: a sentence's duration uses the tables' unit choice (34 µs, not "0.0 ms")."""
+    from tb_plugin.analysis.numfmt import duration
+
+    assert duration(value) == want
+
+
+def test_sync_advice_names_the_duration_as_the_table_does():
+    """34 µs of host synchronization read "stall the host for 0.0 ms" while the table said 34 µs."""
+    from tb_plugin.analysis.insights import insight_recommendations
+
+    doc = {"launch": {"graphs": {}}, "idle": {"gpus": []}, "exposed": {"window_us": 0, "exposed_comm_us": 0},
+           "syncs": {"sync_calls": 3, "sync_us": 34.2, "gpu_idle_after_us": 5.0,
+                     "by_operator": [{"op": "aten::item", "calls": 3}]}}
+    (advice,) = insight_recommendations(doc)
+    assert advice.startswith("3 synchronizing calls stall the host for 34 µs; "), advice
+
+
+def test_csv_cells_carry_no_binary_noise():
+    """Every float cell of the operator and memory-event CSVs of a real sample has at most 3 decimals (or 3
+    significant digits below 1): "262422.46700000024" was written before."""
+    import csv
+    import re
+
+    from conftest import loaded_registry, sample
+    from tb_plugin import api
+
+    reg = loaded_registry(sample("torch213_cpu"))
+    st = next(s for s in reg.files() if s.state == "ready")
+    q = {"run": st.run, "worker": st.worker, "span": st.span}
+    cells = []
+    for route in (api.operators, api.memory_events):
+        code, text = route(reg, dict(q), as_csv=True)
+        assert code == 200
+        cells += [c for row in list(csv.reader(io.StringIO(text)))[1:] for c in row]
+    floats = [c for c in cells if re.fullmatch(r"-?\d+\.\d+", c)]
+    assert floats, "no decimal cell at all"
+    noisy = [c for c in floats if len(c.split(".")[1]) > 3 and not c.startswith(("0.", "-0."))]
+    assert not noisy, noisy[:10]

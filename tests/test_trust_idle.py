@@ -144,7 +144,7 @@ def test_host_wait_advice_uses_the_per_gpu_figure():
     assert [r for r in recs if "reduce Python/CPU overhead" in r] == []
     recs = insight_recommendations(insights(_decode(tiny_kernels(200))))
     (advice,) = [r for r in recs if "reduce Python/CPU overhead" in r]
-    assert advice.startswith("GPU 0 waits for the host to launch work 7.6 ms, 95% of the 8.0 ms steps window "
+    assert advice.startswith("GPU 0 waits for the host to launch work 7.57 ms, 95% of the 8.00 ms steps window "
                              "(100% of its idle time)")
 
 

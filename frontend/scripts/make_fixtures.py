@@ -4,7 +4,7 @@ shared samples (../shared/samples, or $KINETOSCOPE_SAMPLES) and the repo's sampl
 Each fixture is what a route of tb_plugin/api.py answers (docs/http_api.md) on a logdir this script
 lays out in a temporary folder; only the absolute ``logdir`` of ``runs`` is replaced by a fixed string
 and, for large tables, the page asked for is small (``limit``). Hand-written fixtures (the mixed-state
-``runs.json`` and ``rounding_cases.json``) are not made here.
+``runs.json``, ``rounding_cases.json`` and ``number_text_cases.json``) are not made here.
 
     python frontend/scripts/make_fixtures.py            # rewrite the fixtures
     python frontend/scripts/make_fixtures.py --check    # exit 1 and name the fixtures that are stale

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numfmt import fixed
+from .numfmt import duration, fixed
 from ..trace.categories import Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
@@ -230,7 +230,7 @@ def insight_recommendations(doc: dict) -> list[str]:
         win = gpu["window_us"]
         if (not uses_graphs and win > 0 and gpu["launch_bound_gaps"] >= LAUNCH_BOUND_MIN_GAPS
                 and gpu["launch_bound_us"] >= LAUNCH_BOUND_WINDOW_SHARE * win):
-            out.append(f"GPU {gpu['device']} idles {fixed(gpu['launch_bound_us'] / 1000, 1)} ms "
+            out.append(f"GPU {gpu['device']} idles {duration(gpu['launch_bound_us'])} "
                        f"({fixed(100 * gpu['launch_bound_us'] / win, 0)}% of the steps window) in {gpu['launch_bound_gaps']} "
                        "gaps that each ended with a kernel shorter than the CPU call that launched it: the GPU waits "
                        "for kernel launches. Capture the step with CUDA graphs or use "
@@ -238,13 +238,13 @@ def insight_recommendations(doc: dict) -> list[str]:
     for gpu in idle["gpus"]:
         win, wait, total = gpu["window_us"], gpu["host_wait_us"], gpu["idle_us"]
         if win > 0 and total > 0 and wait > 0.5 * total and wait >= HOST_WAIT_WINDOW_SHARE * win:
-            out.append(f"GPU {gpu['device']} waits for the host to launch work {fixed(wait / 1000, 1)} ms, "
-                       f"{fixed(100 * wait / win, 0)}% of the {fixed(win / 1000, 1)} ms steps window ({fixed(100 * wait / total, 0)}% of "
+            out.append(f"GPU {gpu['device']} waits for the host to launch work {duration(wait)}, "
+                       f"{fixed(100 * wait / win, 0)}% of the {duration(win)} steps window ({fixed(100 * wait / total, 0)}% of "
                        "its idle time): reduce Python/CPU overhead per step.")
     syncs = doc["syncs"]
     if syncs["by_operator"] and syncs["gpu_idle_after_us"] > 0:
         worst = syncs["by_operator"][0]
-        out.append(f"{syncs['sync_calls']} synchronizing calls stall the host for {fixed(syncs['sync_us'] / 1000, 1)} ms; the "
+        out.append(f"{syncs['sync_calls']} synchronizing calls stall the host for {duration(syncs['sync_us'])}; the "
                    f"most costly come from {worst['op']} ({worst['calls']} calls). Avoid .item(), .cpu() and "
                    "blocking copies inside the step.")
     exposed = doc["exposed"]

@@ -30,6 +30,23 @@ def fixed(value: float, digits: int, sign: bool = False) -> str:
     return f"+{text}" if sign and not text.startswith("-") else text
 
 
+def decimal_text(value: float, digits: int = 3) -> str:
+    """A number as short text, for raw floats shown as they are (CSV cells, event arguments): an integral
+    value as an integer ("3"); else ``digits`` decimals (more below 1, so three significant digits stay:
+    0.0123 → "0.0123") by :func:`fixed`, trailing zeros dropped (2.30303 → "2.303", 99.99999999999991 →
+    "100", 262422.46700000024 → "262422.467"). Same as ``util/format.ts`` ``formatDecimal``."""
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    if value.is_integer():
+        return str(int(value))
+    a = abs(value)
+    d = digits if a >= 1 else min(15, max(digits, 2 - math.floor(math.log10(a))))
+    text = fixed(value, d)
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
+
+
 def duration(us: float) -> str:
     """µs as text in the unit that reads best, as the UI's ``formatDuration`` writes it: below 1 ms in
     µs (2 decimals below 10 µs, none above: "7.25 µs", "812 µs"), below 1 s in ms and above in s, with

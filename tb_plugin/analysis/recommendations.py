@@ -122,4 +122,3 @@ def _unbalanced_step(step_totals: list[float], step_names: list[str], first_step
             text += f" Most of the extra time is {category_phrase(top)} (+{duration(excess[top])} over the median step)."
     doc["text"] = text + " Look for what is special about it (warm-up, checkpointing, evaluation, a data stall)."
     return doc
-

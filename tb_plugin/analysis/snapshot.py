@@ -13,8 +13,10 @@
 - **Peak active** = the largest active value; the allocations *alive at the peak* are the ``alloc``
   entries at or before it whose matching free (the next free of the same address) comes after it,
   and the blocks live before the history that are not freed by then (``before_history``).
-- A **frame** summary is the first frame in a ``.py`` file as ``file:line:function``, or the first frame
-  when none is Python.
+- A **frame** summary (the "Top frame") is ``file:line:function`` of the first ``.py`` frame outside
+  installed packages, else the first ``.py`` frame, else the first frame that is neither the stack
+  unwinder's (``torch::unwind``, ``??``) nor the caching allocator's (``c10::cuda::CUDACachingAllocator``,
+  ``at::detail::empty_*``); a native frame without a file is its function name alone.
 """
 
 from __future__ import annotations
@@ -124,14 +126,43 @@ def lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
     return allocs, frees
 
 
+# Frames of the stack capture and of the caching allocator itself: never the "top frame" of an allocation
+# (and ATen's tensor-allocation helpers, ``at::detail::empty_cuda``…, which only pass the request on)
+_INTERNAL_FRAME = ("torch::unwind", "torch::CapturedTraceback", "c10::cuda::CUDACachingAllocator",
+                   "c10::CachingDeviceAllocator", "gather_with_cpp", "at::detail::", "at::TensorBase at::detail::")
+_LIBRARY_DIRS = ("/site-packages/", "/dist-packages/", "/lib/python")
+
+
+def _is_internal(frame: dict) -> bool:
+    """A frame of the unwinder or the allocator, or one with neither a file nor a name (``??``)."""
+    name, filename = str(frame.get("name") or ""), str(frame.get("filename") or "")
+    if any(k in name for k in _INTERNAL_FRAME) or "CUDACachingAllocator" in filename:
+        return True
+    return filename in ("", "??") and name in ("", "??")
+
+
+def top_frame(frames: list[dict]) -> dict | None:
+    """The frame an allocation is attributed to: the first ``.py`` frame outside installed packages
+    (the user's code), else the first ``.py`` frame, else the first frame that is not the unwinder's or
+    the allocator's (:func:`_is_internal`), else the first frame; None for no frames."""
+    py = [f for f in frames if str(f.get("filename") or "").endswith(".py")]
+    user = [f for f in py if not any(d in str(f["filename"]) for d in _LIBRARY_DIRS)]
+    native = [f for f in frames if not _is_internal(f)]
+    for group in (user, py, native, frames):
+        if group:
+            return group[0]
+    return None
+
+
 def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
+    """:func:`top_frame` of a stack as ``file:line:function``; None without a stack."""
     if stack < 0:
         return None
-    frames = snapshot.stack_frames(stack)
-    for f in frames:
-        if str(f["filename"]).endswith(".py"):
-            return f"{f['filename']}:{f['line']}:{f['name']}"
-    f = frames[0]
+    f = top_frame(snapshot.stack_frames(stack))
+    if f is None:
+        return None
+    if str(f.get("filename") or "") in ("", "??"):  # a native frame without its file: the function alone
+        return str(f["name"])
     return f"{f['filename']}:{f['line']}:{f['name']}"
 
 

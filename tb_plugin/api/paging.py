@@ -10,6 +10,8 @@ import csv
 import io
 from typing import Any
 
+from ..analysis.numfmt import decimal_text
+
 MAX_LIMIT = 1000
 TOP_N = 10
 
@@ -69,9 +71,12 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may re
 def csv_cell(value: Any) -> Any:
     """One CSV cell: ``None`` → empty; a string a spreadsheet would run as a formula (it starts with
     ``=``, ``+``, ``-``, ``@``, tab or CR) gets a leading ``'``. Numbers stay numbers (``-3`` is not
-    a formula), so only trace strings — names, shapes, stacks — are ever changed."""
+    a formula), so only trace strings — names, shapes, stacks — are ever changed. A float is written
+    by the one rounding rule (:func:`..analysis.numfmt.decimal_text`: 262422.46700000024 → 262422.467)."""
     if value is None:
         return ""
+    if isinstance(value, float):
+        return decimal_text(value)
     if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
         return "'" + value
     return value

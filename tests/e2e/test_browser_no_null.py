@@ -2,6 +2,13 @@
 "Acceptance"): every tab of every trace file (and every memory artifact) of every sample, in the real
 TensorBoard and headless Debian chromium.
 
+Issue 18 "Acceptance" adds, on every one of those views (:data:`_LAYOUT_JS`): no time axis runs
+negative (each chart's time axes, as ECharts laid them out, from the ``data-time-axes`` test hook of
+charts/timeAxes.ts; the Trace view's window from its test hook), no table row is taller than its
+content needs because a name wrapped (a name cell spans one line; a row more than 2.5× the table's
+median height holds multi-line content: a stack, a code block), and no warning banner is about events
+without a duration or Composer's own categories (those are "About this file" notes).
+
 The logdir is a temporary copy of ../shared/samples (under ``shared/``) and of the repo's samples/
 (under ``repo/``): the confinement rules refuse symlinks to elsewhere. One TensorBoard, one browser
 page; each (file, tab) is opened through the iframe's hash (``#run=&worker=&span=&view=``, as a
@@ -23,7 +30,7 @@ import pytest
 
 from conftest import REPO, SAMPLES
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, plugin_frame
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
 
 BAD = re.compile(r"\b(null|NaN|undefined|Infinity)\b|\[object Object\]")
 # Lines that say a view is still on its way (frontend/src: RemoteStatus, FileProgress, TraceView …)
@@ -99,6 +106,41 @@ _TEXT_JS = """() => {
 }"""
 
 
+# Layout problems of the view on screen (issue 18): one line each
+_LAYOUT_JS = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll('[data-time-axes]')) {
+    for (const [lo, hi] of JSON.parse(el.dataset.timeAxes || '[]')) {
+      if (lo < -1e-9) out.push(`negative time axis ${lo}…${hi} on ${el.getAttribute('aria-label') || el.dataset.testid}`);
+    }
+  }
+  const tl = window.__kinetoscopeTimeline;
+  const win = tl && tl.getWindow ? tl.getWindow() : null;
+  if (win && win.start < -1e-6) out.push(`Trace window starts at ${win.start} µs`);
+  for (const name of document.querySelectorAll('td .elided, td .cell-name')) {
+    if (!name.offsetParent) continue;
+    const lh = parseFloat(getComputedStyle(name).lineHeight) || 1.4 * parseFloat(getComputedStyle(name).fontSize);
+    if (name.getBoundingClientRect().height > 1.6 * lh) out.push(`name on ${Math.round(name.getBoundingClientRect().height / lh)} lines: ${name.textContent.slice(0, 80)}`);
+  }
+  for (const table of document.querySelectorAll('table')) {
+    const rows = [...table.querySelectorAll(':scope > tbody > tr')].filter((r) => r.offsetParent);
+    if (rows.length < 3) continue;
+    const hs = rows.map((r) => r.getBoundingClientRect().height).sort((a, b) => a - b);
+    const median = hs[Math.floor(hs.length / 2)];
+    for (const r of rows) {
+      const h = r.getBoundingClientRect().height;
+      if (h > 2.5 * median && !r.querySelector('pre, .cell-stack, .cell-code, ul, table, details[open], canvas, .chart')) {
+        out.push(`table row ${Math.round(h)} px against a median of ${Math.round(median)} px: ${r.innerText.slice(0, 80).replace(/\\s+/g, ' ')}`);
+      }
+    }
+  }
+  for (const w of document.querySelectorAll('[data-testid="warnings"]')) {
+    if (/no duration|without a duration|unrecognized categor/i.test(w.textContent)) out.push(`warning banner: ${w.textContent.slice(0, 120)}`);
+  }
+  return out;
+}"""
+
+
 def _settle(page, frame, inflight: _InFlight) -> tuple[str, bool]:
     """Wait until the view is quiet; returns (its visible text, whether it settled in time)."""
     deadline = time.time() + TAB_TIMEOUT_S
@@ -147,7 +189,7 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
     visited: list[str] = []
     with tensorboard(logdir, tmp_path) as base:
         runs = _wait_all_loaded(base)["runs"]
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": 1000}))
         inflight = _InFlight(page)
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
@@ -161,6 +203,17 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
                                 f"(shows: {_main(text)[:200]!r})")
             for hit in _hits(text):
                 failures.append(f"{where} [{view}]: {hit}")
+            layout = None
+            for _ in range(3):
+                try:
+                    layout = frame.evaluate(_LAYOUT_JS)
+                    break
+                except Exception:  # the frame re-rendered under us: read again
+                    page.wait_for_timeout(200)
+            if layout is None:
+                layout = ["layout could not be read"]
+            for problem in layout:
+                failures.append(f"{where} [{view}]: {problem}")
 
         def visit(where: str, view: str, groupings: bool = False, **sel) -> None:
             # a view absent from the tabs (no Module tab without module information…) is still what a

@@ -1,5 +1,6 @@
 import { useEffect, useRef } from "react";
 import { echarts, type ChartOption } from "../charts/echarts";
+import { exposeTimeAxes } from "../charts/timeAxes";
 import type { Theme } from "../hooks/useTheme";
 
 interface EChartProps {
@@ -45,6 +46,7 @@ export function EChart({ option, theme, height, testId, ariaLabel, labelTips = f
 
   useEffect(() => {
     chartRef.current?.setOption(option, { notMerge: true });
+    if (chartRef.current) exposeTimeAxes(chartRef.current as never, containerRef.current);
   }, [option, theme]);
 
   return (

@@ -6,6 +6,7 @@ import {
   DASH,
   chooseTimeUnit,
   formatBool,
+  formatDecimal,
   formatBytes,
   formatDuration,
   formatGiB,
@@ -19,6 +20,7 @@ import {
   usToMs,
 } from "./format";
 import rounding from "../__fixtures__/rounding_cases.json";
+import numberText from "../__fixtures__/number_text_cases.json";
 
 describe("rounding shared with kinetoscope report (tests/test_numfmt.py reads the same cases)", () => {
   it("rounds the shortest decimal half away from zero", () => {
@@ -108,5 +110,19 @@ describe("format helpers", () => {
     expect(escapeHtml(`<img src=x onerror=alert(1)> & "q" 'a'`)).toBe(
       "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;q&quot; &#39;a&#39;",
     );
+  });
+});
+
+describe("short number text shared with the server (tests/test_numfmt.py reads the same cases; issue 18 item 9)", () => {
+  it("writes raw floats by the one rounding rule, trailing zeros dropped", () => {
+    for (const [value, want] of numberText.decimal as [number, string][]) {
+      expect(formatDecimal(value), String(value)).toBe(want);
+    }
+  });
+
+  it("chooses the duration unit as the server's sentences do", () => {
+    for (const [value, want] of numberText.duration as [number, string][]) {
+      expect(formatDuration(value), String(value)).toBe(want);
+    }
   });
 });

@@ -47,6 +47,20 @@ export function toFixedHalfAway(value: number, digits: number): string {
   return roundHalfAway(value, digits).toFixed(digits);
 }
 
+/**
+ * A raw float as short text (event arguments): an integer as itself, else 3 decimals (3 significant
+ * digits below 1) by {@link roundHalfAway}, trailing zeros dropped: 2.30303 -> "2.303",
+ * 99.99999999999991 -> "100". The server's CSV cells use the same rule (numfmt.py `decimal_text`).
+ */
+export function formatDecimal(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Number.isInteger(value)) return String(value);
+  const a = Math.abs(value);
+  const digits = a >= 1 ? 3 : Math.min(15, Math.max(3, 2 - Math.floor(Math.log10(a))));
+  const text = toFixedHalfAway(value, digits).replace(/\.?0+$/, "");
+  return text === "-0" || text === "" ? "0" : text;
+}
+
 /** Fixed-locale grouping, so output does not depend on the browser's language. Rounded by {@link roundHalfAway}. */
 export function formatNumber(value: number | null | undefined, fractionDigits = 0): string {
   if (isMissing(value)) return DASH;

@@ -2,6 +2,7 @@
 // workers, stream names, bin labels) is escaped: ECharts renders formatter output as HTML.
 import type { ChartOption } from "../../charts/echarts";
 import { legendChartBase } from "../../charts/legendChartBase";
+import { TIME_AXIS_ID } from "../../charts/timeAxes";
 import type { RankRow } from "../../api/types";
 import type { Histogram, StreamIdle } from "../../api/types";
 import { escapeHtml } from "../../util/escapeHtml";
@@ -53,7 +54,7 @@ export function rankBreakdownOption(ranks: RankRow[], textColor: string): ChartO
     ...baseOption(textColor),
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: stackedTooltip(titles, unit.divisor) as never },
     xAxis: { type: "category", data: ranks.map((r) => String(r.rank)), name: "Rank", nameLocation: "middle", nameGap: 26 },
-    yAxis: { type: "value", name: `Time per step (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
+    yAxis: { id: TIME_AXIS_ID, type: "value", name: `Time per step (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
     series: RANK_PARTS.map((p) => ({
       type: "bar",
       name: p.label,
@@ -77,7 +78,7 @@ export function transferSyncOption(ranks: RankRow[], textColor: string): ChartOp
     ...baseOption(textColor),
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: stackedTooltip(titles, unit.divisor) as never },
     xAxis: { type: "category", data: ranks.map((r) => String(r.rank)), name: "Rank", nameLocation: "middle", nameGap: 26 },
-    yAxis: { type: "value", name: `Time (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
+    yAxis: { id: TIME_AXIS_ID, type: "value", name: `Time (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
     series: parts.map((p) => ({
       type: "bar",
       name: p.label,
@@ -108,7 +109,7 @@ export function streamIdleOption(streams: StreamIdle[], textColor: string): Char
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: stackedTooltip(titles, unit.divisor) as never },
     grid: { left: 16, right: 24, top: 40, bottom: 36, containLabel: true },
     yAxis: { type: "category", data: titles, inverse: true },
-    xAxis: { type: "value", name: `Idle time (${unit.label})`, nameLocation: "middle", nameGap: 26, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
+    xAxis: { id: TIME_AXIS_ID, type: "value", name: `Idle time (${unit.label})`, nameLocation: "middle", nameGap: 26, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
     series: IDLE_PARTS.map((p) => ({
       type: "bar",
       name: p.label,

@@ -8,6 +8,7 @@ import { useRemote } from "../../hooks/useRemote";
 import { formatDuration } from "../../util/format";
 import { ExposedBar } from "./ExposedBar";
 import { GpuIdleStats } from "./GpuIdleStats";
+import { hasDeviceActivity, NoDeviceActivity } from "./NoDeviceActivity";
 import { INSIGHT_DEFS } from "../distributed/definitions";
 import { openView } from "../distributed/openView";
 import { Stat } from "./Stat";
@@ -34,6 +35,7 @@ export function InsightsCard({ selection }: { selection: Selection }) {
 }
 
 function InsightsSummary({ data }: { data: InsightsReady }) {
+  if (!hasDeviceActivity(data)) return <NoDeviceActivity />;
   return (
     <>
       {data.idle.gpus.map((g) => (

@@ -35,6 +35,38 @@ function pcts(bar: HTMLElement): number[] {
   return Array.from(bar.querySelectorAll<HTMLElement>("[data-pct]")).map((el) => Number(el.dataset.pct));
 }
 
+/** The h100 document as a CPU-only trace answers it: no GPU, stream, kernel or exposed GPU row. */
+const cpuOnly = {
+  ...insightsH100,
+  idle: { ...insightsH100.idle, gpus: [], per_stream: [] },
+  launch: { ...insightsH100.launch, kernels: 0 },
+  exposed: { ...insightsH100.exposed, gpus: [] },
+  recommendations: [],
+};
+
+describe("Insights of a CPU-only trace (issue 18 item 12)", () => {
+  it("the tab says there is no device activity instead of zeros", async () => {
+    requests = stubFetch(() => json(cpuOnly));
+    render(<InsightsView selection={{ run: "cpu", worker: "w", span: "1" }} theme="light" />);
+    expect((await screen.findByTestId("insights-no-device")).textContent).toMatch(/no device activity to analyse/);
+    expect(screen.queryByTestId("launch-p50")).toBeNull();
+    expect(screen.queryByTestId("gap-histogram")).toBeNull();
+  });
+
+  it("the Overview card says so too, with no exposed bar", async () => {
+    requests = stubFetch(() => json(cpuOnly));
+    render(<InsightsCard selection={{ run: "cpu", worker: "w", span: "1" }} />);
+    expect((await screen.findByTestId("insights-no-device")).textContent).toMatch(/CPU-only/);
+    expect(screen.queryByTestId("exposed-bar")).toBeNull();
+  });
+
+  it("a trace with kernels still gets its figures", async () => {
+    render(<InsightsCard selection={{ run: "h100", worker: "w", span: "1" }} />);
+    expect(await screen.findByTestId("exposed-bar")).toBeTruthy();
+    expect(screen.queryByTestId("insights-no-device")).toBeNull();
+  });
+});
+
 describe("InsightsView", () => {
   it("renders launch stats, histograms with labelled bins, and the exposed bar", async () => {
     render(<InsightsView selection={{ run: "h100", worker: "w", span: "1" }} theme="light" />);

@@ -15,6 +15,7 @@ import type { Theme } from "../../hooks/useTheme";
 import { histogramOption, streamIdleOption } from "../distributed/charts";
 import { INSIGHT_DEFS } from "../distributed/definitions";
 import { ExposedBar } from "./ExposedBar";
+import { hasDeviceActivity, NoDeviceActivity } from "./NoDeviceActivity";
 import { GpuIdleStats } from "./GpuIdleStats";
 import { shareText } from "../distributed/model";
 import { Stat } from "./Stat";
@@ -35,6 +36,17 @@ export function InsightsView({ selection, theme }: { selection: Selection; theme
 }
 
 export function InsightsContent({ data, theme }: { data: InsightsReady; theme: Theme }) {
+  if (!hasDeviceActivity(data)) {
+    return (
+      <Card title="Insights">
+        <NoDeviceActivity />
+      </Card>
+    );
+  }
+  return <DeviceInsights data={data} theme={theme} />;
+}
+
+function DeviceInsights({ data, theme }: { data: InsightsReady; theme: Theme }) {
   const text = chartTextColor(theme);
   const idleOption = useMemo(() => streamIdleOption(data.idle.per_stream, text), [data, text]);
   const gapOption = useMemo(() => histogramOption(data.idle.gap_histogram, "Gaps", "#9c755f", text), [data, text]);

@@ -18,6 +18,7 @@ import { DASH, formatBool, formatDuration, formatNumber, formatPct, formatText }
 import { emptyTableText } from "../../util/emptyTable";
 import { KERNEL_DEFS } from "../../util/tableDefinitions";
 import { PAGE_SIZE } from "../operators/OperatorView";
+import { ElidedName } from "../../components/ElidedName";
 
 const TC_COLORS = ["#2ca02c", "#9e9e9e"];
 
@@ -32,7 +33,7 @@ function num(v: number | null, digits = 0): string {
 
 export function kernelColumns(groupBy: KernelGroupBy): Column<KernelRow>[] {
   const cols: Column<KernelRow>[] = [
-    { key: "name", label: "Kernel", render: (r) => <span className="cell-name cell-kernel">{r.name}</span>, className: "name" },
+    { key: "name", label: "Kernel", render: (r) => <ElidedName text={r.name} className="cell-kernel" />, className: "name" },
   ];
   if (groupBy === "kernel_op_config")
     cols.push(

@@ -1,6 +1,7 @@
 // An ECharts instance for the memory views: like components/EChart, plus access to the instance
 // (brush and zoom events, actions) through onReady.
 import { useEffect, useRef } from "react";
+import { exposeTimeAxes } from "../../charts/timeAxes";
 import type { Theme } from "../../hooks/useTheme";
 import { echarts, type MemChartInstance, type MemChartOption } from "./echarts";
 
@@ -39,6 +40,7 @@ export function MemChart({ option, theme, height, testId, ariaLabel, onReady }: 
     const chart = chartRef.current;
     if (!chart) return;
     chart.setOption(option, { notMerge: true });
+    exposeTimeAxes(chart as never, containerRef.current);
     readyRef.current?.(chart);
   }, [option, theme]);
 

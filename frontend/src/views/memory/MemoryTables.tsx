@@ -15,6 +15,7 @@ import { useServerTable } from "../../hooks/useServerTable";
 import { DASH, formatBytes, formatDuration, formatNumber } from "../../util/format";
 import { DEFAULT_MEMORY_STAT_SORT, MEM_EVENT_DEFS, MEM_STAT_DEFS } from "./definitions";
 import { formatAddress, parseBytes } from "./layout";
+import { ElidedName } from "../../components/ElidedName";
 
 export const MEMORY_PAGE_SIZE = 100;
 
@@ -24,7 +25,7 @@ export function eventKey(r: MemoryEventRow, i: number): string {
 
 export function eventColumns(): Column<MemoryEventRow>[] {
   return [
-    { key: "op", label: "Operator", tooltip: MEM_EVENT_DEFS.op, className: "name", render: (r) => <span className="cell-name">{r.op ?? "\u2013"}</span> },
+    { key: "op", label: "Operator", tooltip: MEM_EVENT_DEFS.op, className: "name", render: (r) => <ElidedName text={r.op ?? "\u2013"} /> },
     { key: "size_bytes", label: "Size", numeric: true, tooltip: MEM_EVENT_DEFS.size_bytes, render: (r) => formatBytes(r.size_bytes) },
     { key: "alloc_us", label: "Alloc time", numeric: true, tooltip: MEM_EVENT_DEFS.alloc_us, render: (r) => formatDuration(r.alloc_us) },
     { key: "free_us", label: "Free time", numeric: true, tooltip: MEM_EVENT_DEFS.free_us, render: (r) => formatDuration(r.free_us) },
@@ -129,7 +130,7 @@ export function statColumns(): Column<MemoryStatRow>[] {
     render: (r) => formatNumber(r[key] as number),
   });
   return [
-    { key: "name", label: "Operator", className: "name", render: (r) => <span className="cell-name">{r.name}</span> },
+    { key: "name", label: "Operator", className: "name", render: (r) => <ElidedName text={r.name} /> },
     count("calls", "Calls"),
     bytes("size_increase_bytes", "Size increase"),
     bytes("self_size_increase_bytes", "Self size increase"),

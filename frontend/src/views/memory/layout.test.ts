@@ -166,7 +166,7 @@ describe("chart options", () => {
     const peak = curvePeak(gpu.allocated.ts_us, gpu.allocated.bytes)!;
     expect(peak[1]).toBe(gpu.peak_allocated_bytes); // the downsampled curve keeps the exact peak
     expect(series[0]!.markPoint!.data[0]!.coord).toEqual(peak);
-    expect(series[0]!.markPoint!.label.formatter()).toBe("96.6 MiB");
+    expect(series[0]!.markPoint!.label.formatter()).toBe("peak 96.6 MiB");
     expect(series[0]!.markArea!.data[0]!.map((p) => p.xAxis)).toEqual([5, 9]);
     expect((option as { brush: { brushType: string } }).brush.brushType).toBe("lineX");
   });

@@ -2,6 +2,8 @@
 // goes through escapeHtml (ECharts renders tooltip strings as HTML).
 import type { MemoryDevice, MemoryTimelineExportReady, SnapshotMarker, SnapshotTimelineReady } from "../../api/types";
 import { categoryColor } from "../../charts/palette";
+import { byteAxis } from "../../charts/byteAxis";
+import { TIME_AXIS_ID } from "../../charts/timeAxes";
 import { legendChartBase } from "../../charts/legendChartBase";
 import { escapeHtml } from "../../util/escapeHtml";
 import { formatBytes, formatDuration, formatNumber } from "../../util/format";
@@ -16,10 +18,32 @@ export function formatSnapshotTime(t: number, unit: "us" | "entry"): string {
   return unit === "us" ? formatDuration(t) : `entry ${formatNumber(t)}`;
 }
 
+/** A time-axis label: the origin as "0" (not "0.00 µs"), every other tick as a duration. */
+export function axisTime(us: number): string {
+  return us === 0 ? "0" : formatDuration(us);
+}
+
 /** The peak of a curve inside the window: [ts, bytes], or null for an empty curve. */
 export function curvePeak(ts: number[], bytes: number[]): [number, number] | null {
   const [i, max] = argMax(bytes);
   return i < 0 ? null : [ts[i]!, max];
+}
+
+/**
+ * Where the peak's label sits: above the peak, or beside it when the peak is in the outer 15 % of the
+ * x extent (a label centred there would run past the plot's edge and be cut).
+ */
+export function peakLabelPosition(x: number, lo: number, hi: number): "top" | "left" | "right" {
+  if (!(hi > lo)) return "top";
+  const f = (x - lo) / (hi - lo);
+  return f > 0.85 ? "left" : f < 0.15 ? "right" : "top";
+}
+
+/** The largest value of a few byte lists (0 for none). */
+function maxOf(...lists: number[][]): number {
+  let m = 0;
+  for (const l of lists) for (const v of l) if (v > m) m = v;
+  return m;
 }
 
 export interface CurveOptionInput {
@@ -47,10 +71,18 @@ export function memoryCurveOption({ device, textColor, highlight, extent }: Curv
       areaStyle: { opacity: 0.12, color: ALLOCATED_COLOR },
       markPoint: peak
         ? {
-            symbol: "pin",
-            symbolSize: 44,
+            symbol: "circle",
+            symbolSize: 8,
             data: [{ name: "Peak", coord: peak, value: peak[1] }],
-            label: { formatter: () => formatBytes(peak[1]), fontSize: 9 },
+            label: {
+              show: true,
+              formatter: () => `peak ${formatBytes(peak[1])}`,
+              position: peakLabelPosition(peak[0], extent?.start ?? alloc.ts_us[0] ?? 0, extent?.end ?? alloc.ts_us[alloc.ts_us.length - 1] ?? 0),
+              distance: 6,
+              fontSize: 12,
+              fontWeight: "bold",
+              color: textColor,
+            },
             itemStyle: { color: "#e15759" },
           }
         : undefined,
@@ -102,18 +134,16 @@ export function memoryCurveOption({ device, textColor, highlight, extent }: Curv
       outOfBrush: { colorAlpha: 1 },
     },
     xAxis: {
+      id: TIME_AXIS_ID,
       type: "value",
       name: "Time",
       nameLocation: "middle",
       nameGap: 24,
       min: extent?.start,
       max: extent?.end,
-      axisLabel: { formatter: (v: number) => formatDuration(v) },
+      axisLabel: { formatter: axisTime },
     },
-    yAxis: {
-      type: "value",
-      axisLabel: { formatter: (v: number) => formatBytes(v) },
-    },
+    yAxis: { type: "value", ...byteAxis(0, maxOf(alloc.bytes, device.reserved?.bytes ?? [])) },
     series,
   };
 }
@@ -167,12 +197,13 @@ export function snapshotTimelineOption(
       { type: "slider", xAxisIndex: 0, filterMode: "none", height: 18, bottom: 8, startValue: tl.start, endValue: tl.end },
     ],
     xAxis: {
+      id: TIME_AXIS_ID,
       type: "value",
       min: full.start,
       max: full.end,
-      axisLabel: { formatter: (v: number) => formatSnapshotTime(v, unit) },
+      axisLabel: { formatter: (v: number) => (v === 0 ? "0" : formatSnapshotTime(v, unit)) },
     },
-    yAxis: { type: "value", axisLabel: { formatter: (v: number) => formatBytes(v) } },
+    yAxis: { type: "value", ...byteAxis(0, maxOf(tl.active_bytes, tl.reserved_bytes, placed.map((p) => p.y1))) },
     series: [
       {
         type: "custom",
@@ -284,8 +315,8 @@ export function exportOption(data: MemoryTimelineExportReady, textColor: string)
       { type: "inside", xAxisIndex: 0 },
       { type: "slider", xAxisIndex: 0, height: 18, bottom: 8 },
     ],
-    xAxis: { type: "value", axisLabel: { formatter: (v: number) => formatDuration(v) } },
-    yAxis: { type: "value", axisLabel: { formatter: (v: number) => formatBytes(v) } },
+    xAxis: { id: TIME_AXIS_ID, type: "value", axisLabel: { formatter: axisTime } },
+    yAxis: { type: "value", ...byteAxis(0, data.peak_bytes) },
     series: data.categories.map((name, ci) => ({
       type: "line",
       name,

@@ -20,6 +20,7 @@ import { goToSource } from "../../util/gotoSource";
 import { emptyTableText } from "../../util/emptyTable";
 import { OP_DEFS } from "../../util/tableDefinitions";
 import { OperatorStacks } from "./OperatorStacks";
+import { ElidedName } from "../../components/ElidedName";
 
 export const PAGE_SIZE = 100;
 
@@ -39,7 +40,7 @@ function formatFlops(v: number | null): string {
 
 export function operatorColumns(groupBy: OperatorGroupBy, rows: OperatorRow[], hasDevice: boolean): Column<OperatorRow>[] {
   const cols: Column<OperatorRow>[] = [
-    { key: "name", label: "Name", render: (r) => <span className="cell-name">{r.name}</span>, className: "name" },
+    { key: "name", label: "Name", render: (r) => <ElidedName text={r.name} />, className: "name" },
   ];
   if (groupBy === "input_shape")
     cols.push({ key: "input_shape", label: "Input Shape", render: (r) => <code className="cell-code">{r.input_shape ?? DASH}</code> });

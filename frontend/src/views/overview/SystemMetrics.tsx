@@ -3,9 +3,10 @@ import { useMemo } from "react";
 import type { SystemMetric } from "../../api/types";
 import { echarts, type ChartOption } from "../../charts/echarts";
 import { legendChartBase } from "../../charts/legendChartBase";
+import { TIME_AXIS_ID } from "../../charts/timeAxes";
 import type { Theme } from "../../hooks/useTheme";
 import { escapeHtml } from "../../util/escapeHtml";
-import { formatNumber } from "../../util/format";
+import { formatDuration, formatNumber } from "../../util/format";
 import { useDiffStyles } from "../diff/useDiffStyles";
 import { Card } from "../../components/Card";
 import { chartTextColor } from "../../components/chartColors";
@@ -18,31 +19,32 @@ interface TooltipItem {
   value?: unknown;
 }
 
-/**
- * The time axis' range (ms). Two or more distinct times: ECharts' own, fitted to the data (`scale`).
- * One time (a single sample, or samples at one instant): ECharts would pad it into an axis of its own
- * (−1.1 to −0.3 ms around a sample at −0.72 ms), so the axis runs from the first step (0) to the sample,
- * each end rounded outward to the sample's order of magnitude (−0.8 to 0); a sample at 0 gets 0 to 1.
- */
-export function timeAxisRange(series: { data: (number | null)[][] }[]): { scale: true } | { min: number; max: number } {
-  const times = new Set(series.flatMap((s) => s.data.map((p) => p[0]).filter((t): t is number => typeof t === "number" && Number.isFinite(t))));
-  if (times.size !== 1) return { scale: true };
-  const [t] = [...times] as [number];
-  if (t === 0) return { min: 0, max: 1 };
-  const step = 10 ** Math.floor(Math.log10(Math.abs(t)));
-  const round = (k: number) => Number((k * step).toPrecision(12));
-  return t < 0 ? { min: round(Math.floor(t / step)), max: 0 } : { min: 0, max: round(Math.ceil(t / step)) };
+/** Series with one sample are values, not lines; the rest are plotted. */
+export function splitSeries(metrics: SystemMetric[]): { plotted: SystemMetric[]; single: SystemMetric[] } {
+  return { plotted: metrics.filter((m) => m.ts_us.length > 1), single: metrics.filter((m) => m.ts_us.length === 1) };
 }
 
-/** One line per counter series, x in ms from the first step; points are marked (series can be short). */
+/**
+ * The time origin of the chart (µs from the first step): the first step, or the first sample when a
+ * sample comes before it, so the time axis never runs negative.
+ */
+export function metricsOrigin(metrics: SystemMetric[]): number {
+  let lo = 0;
+  for (const m of metrics) for (const t of m.ts_us) if (Number.isFinite(t) && t < lo) lo = t;
+  return lo;
+}
+
+/** One line per counter series, x in ms from {@link metricsOrigin}, from 0; points are marked (series can be short). */
 export function systemMetricsOption(metrics: SystemMetric[], textColor: string): ChartOption {
+  const origin = metricsOrigin(metrics);
   const series = metrics.map((m) => ({
     type: "line" as const,
     name: m.name,
     showSymbol: true,
     symbolSize: 5,
-    data: m.ts_us.map((t, i) => [t / 1000, m.values[i] ?? null]),
+    data: m.ts_us.map((t, i) => [(t - origin) / 1000, m.values[i] ?? null]),
   })) satisfies LineSeriesOption[];
+  const axisName = origin < 0 ? "Time from the first sample (ms)" : "Time from the first step (ms)";
   return {
     ...legendChartBase(textColor, { left: 16, right: 24, top: 40, bottom: 36 }),
     tooltip: {
@@ -53,25 +55,45 @@ export function systemMetricsOption(metrics: SystemMetric[], textColor: string):
         return `<b>${escapeHtml(p.seriesName ?? "")}</b><br/>${formatNumber(t, 2)} ms: ${formatNumber(v, 2)}`;
       }) as never,
     },
-    xAxis: { type: "value", name: "Time (ms)", nameLocation: "middle", nameGap: 24, ...timeAxisRange(series) },
+    xAxis: { id: TIME_AXIS_ID, type: "value", name: axisName, nameLocation: "middle", nameGap: 24, min: 0 },
     yAxis: { type: "value" },
     series: series as unknown as ChartOption["series"],
   } as ChartOption;
 }
 
+/** When a single sample was taken, relative to the first step: "0.72 ms before the first step". */
+export function sampleTimeText(tUs: number): string {
+  if (tUs === 0) return "at the first step";
+  return `${formatDuration(Math.abs(tUs))} ${tUs < 0 ? "before" : "after"} the first step`;
+}
+
 /** The "System metrics" card of the Overview (Composer's system profiler); nothing when there are none. */
 export function SystemMetrics({ metrics, theme }: { metrics: SystemMetric[] | undefined; theme: Theme }) {
   useDiffStyles();
-  const option = useMemo(() => systemMetricsOption(metrics ?? [], chartTextColor(theme)), [metrics, theme]);
+  const { plotted, single } = splitSeries(metrics ?? []);
+  const option = useMemo(() => systemMetricsOption(splitSeries(metrics ?? []).plotted, chartTextColor(theme)), [metrics, theme]);
   if (!metrics || metrics.length === 0) return null;
   const points = metrics.reduce((n, m) => n + m.ts_us.length, 0);
   return (
     <Card title="System metrics" testId="system-metrics">
       <p className="diff-hint" data-testid="system-metrics-hint">
         {metrics.length} series, {points} {points === 1 ? "sample" : "samples"}
-        {points === 0 ? ": nothing to plot." : "; time from the first step."}
+        {points === 0 ? ": nothing to plot." : plotted.length > 0 ? "; time from the first step." : "."}
       </p>
-      {points > 0 ? (
+      {single.length > 0 ? (
+        <table className="kv" data-testid="system-metrics-values">
+          <tbody>
+            {single.map((m) => (
+              <tr key={m.name}>
+                <th>{m.name}</th>
+                <td className="num">{formatNumber(m.values[0] ?? null, 2)}</td>
+                <td className="muted">{sampleTimeText(m.ts_us[0]!)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {plotted.length > 0 ? (
         <EChart option={option} theme={theme} height={280} testId="system-metrics-chart" ariaLabel="System metrics over time" />
       ) : null}
     </Card>

@@ -2,7 +2,7 @@ import { render, screen, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
 import type { OverviewExtras } from "../../api/types";
 import composer from "../../__fixtures__/diff/overview_composer.json";
-import { SystemMetrics, systemMetricsOption } from "./SystemMetrics";
+import { sampleTimeText, SystemMetrics, systemMetricsOption } from "./SystemMetrics";
 import { TrainerEvents } from "./TrainerEvents";
 
 vi.mock("../../components/EChart", () => ({
@@ -34,35 +34,50 @@ describe("Trainer events card", () => {
 });
 
 describe("System metrics card", () => {
-  it("plots one series per counter with time in ms", () => {
-    render(<SystemMetrics metrics={extras.system_metrics} theme="light" />);
-    expect(screen.getByTestId("system-metrics-chart")).toBeTruthy();
+  it("plots the series with several samples, time in ms, never below 0", () => {
     const option = systemMetricsOption(
       [
         { name: "cpu/cpu_percent", ts_us: [0, 1500], values: [10, 20] },
-        { name: "memory/rss", ts_us: [-722], values: [3] },
+        { name: "disk/read", ts_us: [500, 2500], values: [1, 2] },
       ],
       "#000",
     );
     const series = option.series as { name: string; type: string; data: number[][] }[];
-    expect(series.map((s) => [s.name, s.type])).toEqual([["cpu/cpu_percent", "line"], ["memory/rss", "line"]]);
+    expect(series.map((s) => [s.name, s.type])).toEqual([["cpu/cpu_percent", "line"], ["disk/read", "line"]]);
     expect(series[0]!.data).toEqual([[0, 10], [1.5, 20]]);
-    expect(series[1]!.data).toEqual([[-0.722, 3]]);
+    expect(option.xAxis).toMatchObject({ min: 0, name: "Time from the first step (ms)" });
   });
 
-  it("gives one sample a time axis from the first step to it, not ECharts' padding", () => {
-    // the trial's composer rank_0: one cpu/cpu_percent sample 722 µs before the first step drew an axis
-    // from -1.1 to -0.3 ms, leaving out the first step
-    const x = (metrics: { name: string; ts_us: number[]; values: number[] }[]) =>
-      systemMetricsOption(metrics, "#000").xAxis as { min?: number; max?: number; scale?: boolean };
-    expect(x([{ name: "cpu/cpu_percent", ts_us: [-722], values: [0] }])).toMatchObject({ min: -0.8, max: 0 });
-    expect(x([{ name: "a", ts_us: [2500], values: [1] }, { name: "b", ts_us: [2500], values: [2] }])).toMatchObject({ min: 0, max: 3 });
-    expect(x([{ name: "a", ts_us: [0], values: [1] }])).toMatchObject({ min: 0, max: 1 });
-    expect(x([{ name: "a", ts_us: [40], values: [1] }])).toMatchObject({ min: 0, max: 0.04 });
-    // two or more times: fitted to the data
-    const two = x([{ name: "a", ts_us: [0, 1500], values: [1, 2] }]);
-    expect(two.scale).toBe(true);
-    expect(two.min).toBeUndefined();
+  it("starts the axis at the first sample when one comes before the first step (issue 18 item 10)", () => {
+    const option = systemMetricsOption([{ name: "cpu/cpu_percent", ts_us: [-722, 1278], values: [1, 2] }], "#000");
+    const series = option.series as { data: number[][] }[];
+    expect(series[0]!.data).toEqual([[0, 1], [2, 2]]);
+    expect(option.xAxis).toMatchObject({ min: 0, name: "Time from the first sample (ms)" });
+  });
+
+  it("shows a series with one sample as a value, not a chart (issue 18 item 10)", () => {
+    // the trial's composer rank_0: one cpu/cpu_percent sample 722 µs before the first step was a dot on a -0.8…0 ms axis
+    render(<SystemMetrics metrics={[{ name: "cpu/cpu_percent", ts_us: [-722], values: [12.345] }]} theme="light" />);
+    expect(screen.queryByTestId("system-metrics-chart")).toBeNull();
+    const cells = [...screen.getByTestId("system-metrics-values").querySelectorAll("th, td")].map((c) => c.textContent);
+    expect(cells).toEqual(["cpu/cpu_percent", "12.35", "722 \u00b5s before the first step"]);
+    expect(screen.getByTestId("system-metrics-hint").textContent).toBe("1 series, 1 sample.");
+  });
+
+  it("plots only the series with several samples when both kinds are present", () => {
+    render(
+      <SystemMetrics
+        metrics={[
+          { name: "a", ts_us: [0, 10], values: [1, 2] },
+          { name: "b", ts_us: [5], values: [3] },
+        ]}
+        theme="light"
+      />,
+    );
+    expect(screen.getByTestId("system-metrics-chart")).toBeTruthy();
+    expect(screen.getByTestId("system-metrics-values").textContent).toContain("b");
+    expect(sampleTimeText(0)).toBe("at the first step");
+    expect(sampleTimeText(1500)).toBe("1.50 ms after the first step");
   });
 
   it("says there is nothing to plot for series without samples", () => {

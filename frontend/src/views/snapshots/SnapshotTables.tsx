@@ -11,6 +11,7 @@ import { formatBytes, formatNumber } from "../../util/format";
 import { formatAddress, layoutSegments } from "../memory/layout";
 import { formatSnapshotTime } from "../memory/options";
 import { StackFrames } from "./StackFrames";
+import { ElidedName } from "../../components/ElidedName";
 
 export function SegmentsCard({ artifact, device }: { artifact: ArtifactRef; device: number }) {
   const state = useRemote<SnapshotSegmentsReady>(snapshotSegmentsUrl(artifact, device));
@@ -78,7 +79,7 @@ export function TopAllocations({ artifact, device, timeUnit }: { artifact: Artif
     { key: "bytes", label: "Size", numeric: true, render: (r) => formatBytes(r.bytes) },
     { key: "alloc_time", label: "Allocated", numeric: true, render: (r) => (r.alloc_time === null ? "\u2013" : formatSnapshotTime(r.alloc_time, timeUnit)) },
     { key: "free_time", label: "Freed", numeric: true, render: (r) => (r.free_time === null ? "not freed" : formatSnapshotTime(r.free_time, timeUnit)) },
-    { key: "frame", label: "Top frame", className: "name", render: (r) => <span className="cell-name">{r.frame || "\u2013"}</span> },
+    { key: "frame", label: "Top frame", className: "name", render: (r) => <ElidedName text={r.frame || "\u2013"} /> },
   ];
   return (
     <Card title="Top allocations">

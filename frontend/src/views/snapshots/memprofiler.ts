@@ -2,6 +2,7 @@
 // profiled iteration) and the chart option (grouped bars of the byte metrics per snapshot).
 import type { BarSeriesOption } from "echarts/charts";
 import type { ChartOption } from "../../charts/echarts";
+import { byteAxis } from "../../charts/byteAxis";
 import { legendChartBase } from "../../charts/legendChartBase";
 import type { MemProfilerMetric, MemProfilerSnapshot, MemProfilerStatsReady } from "../../api/types";
 import { escapeHtml } from "../../util/escapeHtml";
@@ -99,6 +100,7 @@ export function statsChartOption(data: MemProfilerStatsReady, textColor: string)
     name: m.label,
     data: data.snapshots.map((s) => (typeof s.values[m.key] === "number" ? (s.values[m.key] as number) : null)),
   }));
+  const values = series.flatMap((sr) => (sr.data as (number | null)[]).filter((v): v is number => v !== null));
   return {
     ...legendChartBase(textColor, { left: 16, right: 24, top: 56, bottom: 24 }),
     tooltip: {
@@ -113,7 +115,7 @@ export function statsChartOption(data: MemProfilerStatsReady, textColor: string)
       }) as never,
     },
     xAxis: { type: "category", data: labels },
-    yAxis: { type: "value", axisLabel: { formatter: (v: number) => formatBytes(v) } },
+    yAxis: { type: "value", ...byteAxis(Math.min(0, ...values), Math.max(0, ...values)) },
     series: series as unknown as ChartOption["series"],
   } as ChartOption;
 }

@@ -1,9 +1,14 @@
 // The selected event: name, category, times, every arg, and links to its parents and flow partners.
 import type { TimelineEvent } from "../../api/types";
+import { formatDecimal } from "../../util/format";
 import { formatTimeUs } from "./math";
 
-function argText(v: unknown): string {
-  return typeof v === "string" ? v : JSON.stringify(v);
+/** An argument as text: numbers (also inside lists) by the one rounding rule ("blocks per SM" 2.30303 -> 2.303). */
+export function argText(v: unknown): string {
+  if (typeof v === "string") return v;
+  if (typeof v === "number") return formatDecimal(v);
+  if (Array.isArray(v) && v.every((x) => typeof x === "number")) return `[${v.map(formatDecimal).join(",")}]`;
+  return JSON.stringify(v);
 }
 
 export function EventDetails({ ev, onJump }: { ev: TimelineEvent; onJump: (row: number, start: number, dur: number) => void }) {

@@ -136,7 +136,9 @@ export function drawAxis(ctx: CanvasRenderingContext2D, s: DrawState, axisH: num
     ctx.moveTo(x, axisH - 7);
     ctx.lineTo(x, axisH);
     ctx.stroke();
-    ctx.fillText(t.label, x + 3, axisH / 2 - 2);
+    // a label that would run past the right edge (and be cut) goes left of its tick
+    const w = ctx.measureText(t.label).width;
+    ctx.fillText(t.label, x + 3 + w > g.x0 + g.width ? x - 3 - w : x + 3, axisH / 2 - 2);
   }
   ctx.fillStyle = "#fbc02d";
   for (const t of s.matchTimes) {

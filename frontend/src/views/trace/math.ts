@@ -1,6 +1,7 @@
 // Pure timeline math: time axis ticks and units, zoom/pan, lane layout, hit-testing, wall-clock
 // alignment and range statistics. No DOM here, so all of it is unit-tested.
 import type { TimelineMeta, TimelineResponse } from "../../api/types";
+import { toFixedHalfAway } from "../../util/format";
 
 /** A visible time range in display µs (a worker's relative µs plus its clock offset). */
 export interface TimeWindow {
@@ -31,8 +32,8 @@ export function unitFor(us: number): TimeUnit {
 export function formatTimeUs(us: number, digits = 3): string {
   if (!Number.isFinite(us)) return "–";
   const unit = unitFor(us);
-  if (unit === "ns") return `${(us * 1000).toFixed(digits > 1 ? 1 : 0)} ns`;
-  return `${(us / UNIT_US[unit]).toFixed(digits)} ${unit}`;
+  if (unit === "ns") return `${toFixedHalfAway(us * 1000, digits > 1 ? 1 : 0)} ns`;
+  return `${toFixedHalfAway(us / UNIT_US[unit], digits)} ${unit}`;
 }
 
 export interface Tick {

@@ -1,0 +1,120 @@
+"""Refresh the screenshots in docs/screenshots/ from the real TensorBoard in headless Debian chromium.
+
+Run from the repository root after building the bundle (``cd frontend && npm run build``)::
+
+    python docs/make_screenshots.py            # all three
+    python docs/make_screenshots.py diff       # one of: first_screen, diff, memory_range
+
+- ``first_screen.png``: ``tensorboard --logdir samples`` as a new user opens it (no selection).
+- ``diff_tab.png``: the Diff tab, resnet50 num_workers 0 (baseline) against 4 (../shared/samples/kineto).
+- ``memory_range.png``: the Memory tab of the bert-small H100 trace with a range dragged on the curve.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from conftest import SAMPLES  # noqa: E402  (tests/conftest.py: ../shared/samples)
+from tests.e2e.conftest import BERT_H100, CHROMIUM, CHROMIUM_ARGS, tensorboard  # noqa: E402
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame  # noqa: E402
+
+OUT = REPO / "docs" / "screenshots"
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+def _wait_ready(base: str, spans: int) -> None:
+    import time
+
+    for _ in range(1200):
+        runs = api(base, "runs")["runs"]
+        states = [s["state"] for r in runs for w in r["workers"] for s in w["spans"]]
+        if len(states) >= spans and all(s in ("ready", "error") for s in states):
+            return
+        time.sleep(0.25)
+    raise TimeoutError("files did not load")
+
+
+def _settle(frame, selector: str) -> None:
+    frame.locator(selector).first.wait_for(timeout=120_000)
+    frame.wait_for_timeout(1500)  # charts draw after their data
+
+
+def first_screen(browser, tmp: Path) -> None:
+    with tensorboard(REPO / "samples", tmp) as base:
+        _wait_ready(base, 5)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(base + "/#kinetoscope")
+        frame = plugin_frame(page)
+        _settle(frame, '[data-testid="step-chart"]')
+        page.screenshot(path=str(OUT / "first_screen.png"))
+        page.close()
+
+
+def diff(browser, tmp: Path) -> None:
+    logdir = tmp / "logdir"
+    for run, src in (("nw0", "resnet50_num_workers_0"), ("nw4", "resnet50_num_workers_4")):
+        (logdir / run).mkdir(parents=True)
+        for f in sorted((SAMPLES / "kineto" / src).glob("*.pt.trace.json*")):
+            shutil.copy(f, logdir / run / f.name)
+    with tensorboard(logdir, tmp) as base:
+        _wait_ready(base, 4)
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        page.goto(base + "/#kinetoscope")
+        frame = plugin_frame(page)
+        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+        frame.evaluate("() => { location.hash = '#run=nw0&worker=worker0&span=1&view=diff'; }")
+        _settle(frame, '[data-testid="diff-steps"]')
+        page.screenshot(path=str(OUT / "diff_tab.png"))
+        page.close()
+
+
+def memory_range(browser, tmp: Path) -> None:
+    logdir = tmp / "logdir"
+    (logdir / "bert").mkdir(parents=True)
+    shutil.copy(SAMPLES / BERT_H100, logdir / "bert" / "w.1.pt.trace.json.gz")
+    with tensorboard(logdir, tmp) as base:
+        _wait_ready(base, 1)
+        page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": 1100}))
+        page.goto(base + "/#kinetoscope")
+        frame = plugin_frame(page)
+        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+        frame.evaluate("() => { location.hash = '#run=bert&worker=w&span=1&view=memory'; }")
+        _settle(frame, '[data-testid="memory-curve"] canvas')
+        curve = frame.locator('[data-testid="memory-curve"]')
+        box = curve.bounding_box()
+        y = box["y"] + box["height"] * 0.55
+        page.mouse.move(box["x"] + box["width"] * 0.45, y)
+        page.mouse.down()
+        for i in range(1, 11):
+            page.mouse.move(box["x"] + box["width"] * (0.45 + 0.02 * i), y)
+        page.mouse.up()
+        frame.locator('[data-testid="memory-reset-range"]:enabled').wait_for(timeout=30_000)
+        frame.wait_for_timeout(1500)
+        page.screenshot(path=str(OUT / "memory_range.png"))
+        page.close()
+
+
+SHOTS = {"first_screen": first_screen, "diff": diff, "memory_range": memory_range}
+
+
+def main(names: list[str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for name in names or list(SHOTS):
+            with tempfile.TemporaryDirectory() as tmp:
+                SHOTS[name](browser, Path(tmp))
+                print(f"wrote docs/screenshots/{name}")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
