@@ -38,6 +38,8 @@ from ..trace.links import launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
 from .collective_matching import match_collectives
+from .critical_path import rank_chains
+from .critical_path_combine import critical_paths
 from .intervals import covered_in_windows, merge
 from .op_tree import op_tree
 from .overview import rank_devices
@@ -207,8 +209,9 @@ def rank_reduce(trace: Trace) -> dict:
     picklable dict (no event columns): ``distributed_info`` (the integer ``rank`` and ``world_size``
     of ``distributedInfo`` and ``pg_sizes``, process group name → ``pg_size`` from its ``pg_config``),
     ``comm`` (per communication kernel in time order: collective, process group, group size or None,
-    dtype or None, message bytes or None, ``Seq`` or −1, duration µs), ``steps`` (:func:`step_overlap`)
-    and ``groups`` (:func:`analysis.process_groups.rank_groups`)."""
+    dtype or None, message bytes or None, ``Seq`` or −1, duration µs), ``steps`` (:func:`step_overlap`),
+    ``groups`` (:func:`analysis.process_groups.rank_groups`) and ``critical_path`` (the per-rank chains
+    of :func:`analysis.critical_path.rank_chains`)."""
     info = trace.distributed or {}
     kernels = comm_kernels(trace)
     dur = trace.events.dur
@@ -229,6 +232,7 @@ def rank_reduce(trace: Trace) -> dict:
                  "dur": [float(dur[r]) for r in kernels["rows"].tolist()]},
         "steps": step_overlap(trace),
         "groups": rank_groups(trace, kernels),
+        "critical_path": rank_chains(trace, kernels["rows"]),
     }
 
 
@@ -252,7 +256,8 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
     transfer/sync µs, algbw/busbw GB/s), ``instances`` (``matched``/``total`` positions),
     ``matching`` (``method``, ``by_type`` [{name, matched, unmatched}], ``messages``), ``arrivals``
     (per rank: :func:`analysis.stragglers.arrivals`), ``stragglers`` (their ranks), ``groups`` and
-    ``groups_messages`` (:func:`analysis.process_groups.combine_groups`)."""
+    ``groups_messages`` (:func:`analysis.process_groups.combine_groups`), ``critical_path``
+    (:func:`analysis.critical_path_combine.critical_paths`, per step; [] when a rank lacks chains)."""
     ranks = sorted(ranks, key=lambda r: r[0])
     world = None
     pg_sizes: dict[str, int] = {}
@@ -348,7 +353,9 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
                          "by_type": [{"name": t, "matched": v[0], "unmatched": v[1]}
                                      for t, v in sorted(matching.by_type.items())]},
             "arrivals": evidence, "stragglers": [e["rank"] for e in evidence if e["straggler"]],
-            "groups": groups["groups"], "groups_messages": groups["messages"]}
+            "groups": groups["groups"], "groups_messages": groups["messages"],
+            "critical_path": critical_paths([(rank, agg["critical_path"]) for rank, _, agg in ranks], matching)
+            if all("critical_path" in agg for _, _, agg in ranks) else []}
 
 
 def no_view_code(files: int, loaded: int) -> str | None:

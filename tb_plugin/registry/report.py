@@ -14,6 +14,7 @@ from ..analysis import distributed as distributed_analysis
 from ..analysis import process_groups
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
+from ..analysis.critical_path_combine import critical_paths
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
 from ..analysis.overview import compute_overview
@@ -202,8 +203,9 @@ def group_summary(group: dict) -> dict[str, Any]:
 
 
 def _add_distributed(registry, doc: dict, files: list) -> None:
-    """Runs with more than one rank gain ``distributed`` (span 1); the workers of a single-rank run
-    gain ``distributed.groups``, their own process groups."""
+    """Runs with more than one rank gain ``distributed`` and ``critical_path`` (span 1, across ranks);
+    the workers of a single-rank run gain ``distributed.groups``, their own process groups, and their
+    own ``critical_path`` (see analysis.critical_path_combine)."""
     by_path = {st.entry.rel: st for st in files}
     for entry in doc["runs"]:
         workers = {w["worker"] for w in entry["workers"] if w["error"] is None}
@@ -217,10 +219,14 @@ def _add_distributed(registry, doc: dict, files: list) -> None:
                                                           agg["distributed_info"].get("world_size"))
                     w["distributed"] = {"groups": [group_summary(g) for g in found["groups"]],
                                         "messages": found["messages"]}
+                    if "critical_path" in agg:  # the same walk, without cross-rank edges
+                        w["critical_path"] = critical_paths([(rank, agg["critical_path"])])
             continue
-        summary = distributed_summary(registry.distributed(entry["name"], "1"))
+        result = registry.distributed(entry["name"], "1")
+        summary = distributed_summary(result)
         if summary is not None:
             entry["distributed"] = summary
+            entry["critical_path"] = result["view"]["critical_path"]
 
 
 def _add_artifacts(registry, doc: dict, run: str | None) -> list:

@@ -1,0 +1,267 @@
+"""Critical path of a training step, per rank and across ranks (µs): the per-rank half.
+
+**Graph.** On each rank: device work (kernels, memcpy, memset) depends on its launch (the runtime or
+driver call with the same correlation id) and on the previous device work of its stream (stream
+order); a host thread runs in program order, and a sync call (``cudaStreamSynchronize``,
+``cudaDeviceSynchronize``, ``cudaEventSynchronize``, ``cudaMemcpy``… of
+:data:`analysis.insights.SYNC_CALLS`) that returns after device work ends depends on the device work
+that ended last before it returned. Across ranks (see :mod:`analysis.critical_path_combine`) the
+kernels of one matched collective instance (:mod:`analysis.collective_matching`) depend on the
+kernel of the rank that arrived last (the one that starts last on the common clock).
+
+**Walk.** The path is found backward from the step's end: at device work ``D`` (``[s, e]`` on the
+path as kernel, or communication for a communication kernel), the predecessor is whichever ended
+later before ``s``: the previous work on ``D``'s stream, or ``D``'s launch (its end, capped at
+``s``), the stream on ties. On a host thread at time ``t`` the path goes back along the thread to
+the latest sync that waited (its waited work ended inside the call, at ``j ≤ t``) and jumps to that
+device work at ``j``; with none it reaches the step start. Time ``[a, b]`` on a thread is split
+into its top-level host events (category **cpu**, named by the event) and the gaps between them
+(**waiting**); time between a node's end and the point the path reached it is **waiting** too. So
+the segments tile ``[step start, step end]`` exactly. Cross-stream waits are inferred: a device
+kernel that starts after both its launch and its stream predecessor ended waited for something else:
+its predecessor is then the device work, on any stream, that ended last before it started, when that
+ended after both (how a ``cudaStreamWaitEvent`` on another stream's work shows).
+
+**Per-rank summary.** The walk on a rank only leaves it at a communication kernel, so each rank
+reduces to *chains*: from its step end, and from the start of each communication kernel, the walk
+back to the first communication kernel met (its ``stop``) or to the rank's step start. A chain keeps
+its bounds, µs per category, its ten longest segments and its longest non-waiting segment: a few
+hundred bytes each, whatever the number of events. A walk visits at most :data:`MAX_VISITS` device
+nodes per rank; past that the rest of a chain is waiting and the chain is ``truncated``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.categories import DEVICE_KINDS, HOST_WORK_KINDS, LAUNCH_KINDS, PROFILER_STEP_PREFIX, Kind
+from ..trace.links import launch_of
+from ..trace.model import Trace
+from .clock import shared_origin
+from .insights import SYNC_CALLS
+from .steps import compute_steps
+
+CATEGORIES = ("kernel", "cpu", "communication", "waiting")
+KERNEL, CPU, COMM, WAIT = range(4)
+TOP = 10
+MAX_VISITS = 200_000
+
+
+def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
+    """The per-rank summary (see the module docstring). ``comm_rows``: the rows of the communication
+    kernels in time order (``analysis.distributed.comm_kernels``). Times on the common clock (µs):
+    ``offset_us`` is added to the trace's own times. Returns ``offset_us``, ``steps`` (per step
+    ``step``, ``start``, ``end``, ``chain``), ``comm`` (``start``, ``end``, ``name``, ``chain`` per
+    communication kernel, None outside every step) and ``truncated``."""
+    offset = shared_origin(trace, 0.0)[0]
+    g = _Graph(trace, np.asarray(comm_rows, dtype=np.int64))
+    steps = compute_steps(trace)
+    out_steps = []
+    for name, lo, hi in zip(steps.names, steps.start.tolist(), steps.end.tolist()):
+        out_steps.append({"step": name, "start": lo + offset, "end": hi + offset,
+                          "chain": g.summary(g.from_end(lo, hi), offset)})
+    chains = [None] * len(g.comm_rows)
+    starts = g.ts[g.comm_dev] if len(g.comm_rows) else np.zeros(0)
+    which = np.searchsorted(steps.start, starts, side="right") - 1
+    for c in range(len(g.comm_rows)):
+        k = int(which[c])
+        if 0 <= k < len(steps) and starts[c] <= steps.end[k] and g.comm_dev[c] >= 0:
+            chains[c] = g.summary(g.from_kernel(int(g.comm_dev[c]), float(steps.start[k])), offset)
+    ev = trace.events
+    comm = {"start": [float(ev.ts[r] + offset) for r in g.comm_rows.tolist()],
+            "end": [float(ev.ts[r] + ev.dur[r] + offset) for r in g.comm_rows.tolist()],
+            "name": [trace.strings[ev.name[r]] for r in g.comm_rows.tolist()], "chain": chains}
+    return {"offset_us": offset, "steps": out_steps, "comm": comm, "truncated": g.visits > MAX_VISITS}
+
+
+class _Graph:
+    """One rank's nodes: device work by stream, host threads' top-level events and waiting syncs."""
+
+    def __init__(self, trace: Trace, comm_rows: np.ndarray):
+        ev = trace.events
+        self.trace, self.visits = trace, 0
+        kind = ev.kind
+        dev = np.flatnonzero(np.isin(kind, DEVICE_KINDS))
+        order = np.lexsort((ev.ts[dev], ev.stream[dev], ev.device[dev]))
+        dev = dev[order]
+        self.dev, self.ts, self.te = dev, ev.ts[dev], ev.ts[dev] + ev.dur[dev]
+        same = np.zeros(len(dev), bool)
+        same[1:] = (ev.stream[dev][1:] == ev.stream[dev][:-1]) & (ev.device[dev][1:] == ev.device[dev][:-1])
+        self.prev = np.where(same, np.arange(len(dev)) - 1, -1)
+        pos = np.full(len(ev), -1, dtype=np.int64)
+        pos[dev] = np.arange(len(dev))
+        self.comm_rows = comm_rows
+        self.comm_dev = pos[comm_rows] if len(comm_rows) else np.zeros(0, dtype=np.int64)
+        self.comm_of = np.full(len(dev), -1, dtype=np.int64)
+        self.comm_of[self.comm_dev[self.comm_dev >= 0]] = np.flatnonzero(self.comm_dev >= 0)
+        self.is_comm = self.comm_of >= 0
+        launch = launch_of(trace)[dev]
+        self.launch = launch
+        thread_key = ev.pid.astype(np.int64) * (1 << 32) + ev.tid.astype(np.int64)
+        self.thread_key = thread_key
+        # host threads: top-level host events (not ProfilerStep#), and the syncs that waited
+        host = np.flatnonzero(np.isin(kind, HOST_WORK_KINDS + LAUNCH_KINDS))
+        step_ids = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
+        marker = host[step_ids[host]] if len(host) else host
+        host = host[~step_ids[host]] if len(host) else host
+        self.threads: dict[int, tuple] = {}
+        ends_order = np.argsort(self.te, kind="stable")
+        sorted_ends = self.te[ends_order]
+        self.ends_order, self.sorted_ends = ends_order, sorted_ends
+        sync_mask = trace.name_mask(lambda s: s in SYNC_CALLS)
+        busiest, best = None, -1.0
+        for key in np.unique(thread_key[host]).tolist():
+            rows = host[thread_key[host] == key]
+            rows = rows[np.lexsort((-ev.dur[rows], ev.ts[rows]))]
+            s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
+            before = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
+            top = s >= before
+            syncs = rows[sync_mask[rows] & np.isin(kind[rows], LAUNCH_KINDS)]
+            ss, se = ev.ts[syncs], ev.ts[syncs] + ev.dur[syncs]
+            k = np.searchsorted(sorted_ends, se, side="right") - 1
+            waited = ends_order[np.maximum(k, 0)]
+            ok = (k >= 0) & (sorted_ends[np.maximum(k, 0)] > ss)
+            jump = sorted_ends[np.maximum(k, 0)][ok]
+            o = np.argsort(jump, kind="stable")
+            self.threads[key] = (rows[top], s[top], e[top], jump[o], waited[ok][o])
+            busy = float((e[top] - s[top]).sum())
+            if busy > best:
+                busiest, best = key, busy
+        self.main = int(thread_key[marker[0]]) if len(marker) else busiest
+
+    # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
+    def from_end(self, lo: float, hi: float) -> "_Walk":
+        w = _Walk(lo, hi)
+        last = np.flatnonzero((self.te <= hi) & (self.te > lo))
+        host_end = hi
+        if self.main is not None and self.main in self.threads:
+            th = self.threads[self.main]
+            inside = th[2][(th[2] <= hi) & (th[2] > lo)]
+            host_end = float(inside.max()) if len(inside) else lo
+        if len(last) and self.te[last].max() >= host_end:
+            i = int(last[np.argmax(self.te[last])])
+            self._run(w, ("dev", i, hi))
+        elif self.main is not None:
+            self._run(w, ("thr", self.main, hi))
+        else:
+            w.add(lo, hi, WAIT, "idle")
+        return w
+
+    def from_kernel(self, i: int, lo: float) -> "_Walk":
+        w = _Walk(lo, float(self.ts[i]))
+        self._run(w, self._before_dev(w, i))
+        return w
+
+    def _run(self, w: "_Walk", state) -> None:
+        while state is not None:
+            self.visits += 1
+            if self.visits > MAX_VISITS:
+                w.add(w.lo, state[2], WAIT, "not walked (graph too large)")
+                w.truncated = True
+                return
+            if state[0] == "dev":
+                _, i, t = state
+                if self.te[i] < t:
+                    w.add(self.te[i], t, WAIT, "idle")
+                if self.is_comm[i]:
+                    w.stop, w.stop_at = int(self.comm_of[i]), float(self.te[i])
+                    return
+                if self.ts[i] <= w.lo:  # began before the step: the rest of it is this kernel
+                    w.add(w.lo, self.te[i], KERNEL, self._name(self.dev[i]))
+                    return
+                w.add(self.ts[i], self.te[i], KERNEL, self._name(self.dev[i]))
+                state = self._before_dev(w, i)
+            else:
+                state = self._thread(w, state[1], state[2])
+
+    def _before_dev(self, w: "_Walk", i: int):
+        """The predecessor of device node ``i`` at its start (see the module docstring)."""
+        t = float(self.ts[i])
+        p = int(self.prev[i])
+        p_end = min(float(self.te[p]), t) if p >= 0 and self.te[p] > w.lo else -np.inf
+        L = int(self.launch[i])
+        key = int(self.thread_key[L]) if L >= 0 else None
+        ev = self.trace.events
+        l_end = min(float(ev.ts[L] + ev.dur[L]), t) if L >= 0 and key in self.threads else -np.inf
+        if l_end <= w.lo and p_end == -np.inf:
+            w.add(w.lo, t, WAIT, "idle")
+            return None
+        best = max(p_end, l_end)
+        if best < t:  # started after both: an event wait on another stream's work that ended in between
+            k = int(np.searchsorted(self.sorted_ends, t, side="right")) - 1
+            if k >= 0 and self.sorted_ends[k] > max(best, w.lo) and self.ends_order[k] != i:
+                return ("dev", int(self.ends_order[k]), t)
+        if p_end >= l_end:
+            return ("dev", p, t)
+        if l_end < t:
+            w.add(l_end, t, WAIT, "idle")
+        return ("thr", key, l_end)
+
+    def _thread(self, w: "_Walk", key: int, t: float):
+        """Back along thread ``key`` from ``t`` to the latest sync that waited, or to the step start."""
+        rows, s, e, jump, waited = self.threads[key]
+        k = int(np.searchsorted(jump, t, side="right")) - 1
+        a = max(float(jump[k]), w.lo) if k >= 0 else w.lo
+        lo_i, hi_i = int(np.searchsorted(e, a, side="right")), int(np.searchsorted(s, t, side="left"))
+        cs, ce = np.clip(s[lo_i:hi_i], a, t), np.clip(e[lo_i:hi_i], a, t)
+        keep = ce > cs
+        cs, ce, names = cs[keep], ce[keep], rows[lo_i:hi_i][keep]
+        gap_s = np.concatenate([[a], ce])
+        gap_e = np.concatenate([cs, [t]])
+        w.add_many(cs, ce, CPU, [self._name(r) for r in names.tolist()])
+        g = gap_e > gap_s
+        w.add_many(gap_s[g], gap_e[g], WAIT, ["idle (host)"] * int(g.sum()))
+        if k < 0 or jump[k] <= w.lo:
+            return None
+        dev_row = int(waited[k])
+        return ("dev", dev_row, float(jump[k]))
+
+    def _name(self, row: int) -> str:
+        return self.trace.strings[self.trace.events.name[row]]
+
+    def summary(self, w: "_Walk", offset: float) -> dict:
+        return w.summary(offset)
+
+
+class _Walk:
+    """The segments of one chain, collected backward."""
+
+    def __init__(self, lo: float, hi: float):
+        self.lo, self.hi = lo, hi
+        self.parts: list[tuple] = []
+        self.stop, self.stop_at, self.truncated = -1, lo, False
+
+    def add(self, a: float, b: float, cat: int, name: str) -> None:
+        if b > a:
+            self.parts.append((np.array([a]), np.array([b]), np.full(1, cat), [name]))
+
+    def add_many(self, a: np.ndarray, b: np.ndarray, cat: int, names: list[str]) -> None:
+        if len(a):
+            self.parts.append((a, b, np.full(len(a), cat), names))
+
+    def summary(self, offset: float) -> dict:
+        """Bounds (common clock), µs per category, the ten longest segments and the longest work."""
+        if self.parts:
+            a = np.concatenate([p[0] for p in self.parts])
+            b = np.concatenate([p[1] for p in self.parts])
+            cat = np.concatenate([p[2] for p in self.parts]).astype(np.int64)
+            names = [n for p in self.parts for n in p[3]]
+        else:
+            a = b = np.zeros(0)
+            cat, names = np.zeros(0, dtype=np.int64), []
+        dur = b - a
+        by_cat = np.bincount(cat, weights=dur, minlength=len(CATEGORIES))
+        order = np.argsort(-dur, kind="stable")
+        top = [_segment(cat[i], names[i], a[i], dur[i], offset) for i in order[:TOP].tolist()]
+        busy = np.flatnonzero(cat != WAIT)
+        work = busy[np.argsort(-dur[busy], kind="stable")[:1]].tolist()
+        lo = self.stop_at if self.stop >= 0 else self.lo
+        return {"lo": lo + offset, "hi": self.hi + offset, "by_category": [float(x) for x in by_cat],
+                "top": top, "work": _segment(cat[work[0]], names[work[0]], a[work[0]], dur[work[0]], offset)
+                if work else None, "stop": self.stop, "truncated": self.truncated}
+
+
+def _segment(cat, name: str, start: float, dur: float, offset: float) -> dict:
+    """A path segment: ``start_us`` on the rank's own clock (as in its trace), ``at`` on the common one."""
+    return {"category": CATEGORIES[int(cat)], "name": name, "start_us": float(start), "dur_us": float(dur),
+            "at": float(start) + offset}

@@ -1,0 +1,126 @@
+"""Critical path of each step across the loaded ranks, from their chains (µs; definitions in
+:mod:`analysis.critical_path` and docs/METRICS.md "Critical path").
+
+The **step window** of a step (matched by name across ranks) is ``[min start, max end]`` over the
+ranks that have it, on the common clock; its length is ``length_us``. The walk starts at the end of
+the rank whose step ends last, on that rank's end chain. When a chain stops at a communication
+kernel ``E = [s, e]`` of rank ``r``:
+
+- if ``E`` belongs to a matched instance whose **late rank** ``q`` (the participant whose kernel
+  starts last on the common clock, at ``s_q``) is another rank and ``s < s_q ≤ e``, the path holds
+  ``[s_q, e]`` as communication on ``r`` (``late_rank`` = ``q``, ``wait_us`` = ``s_q − s``: how long
+  ``r`` waited) and continues on ``q``'s chain from its kernel's start; the longest non-waiting
+  segment of that chain is ``late_work``, the work on ``q`` that made it late;
+- otherwise ``[s, e]`` is communication on ``r`` and the path continues on ``r``'s chain from ``E``.
+
+Time before a rank's own step start is waiting (on that rank). So the segments tile the window:
+``Σ by_category = Σ by_rank = length_us``. One rank is the same walk without cross-rank edges.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .collective_matching import Matching
+from .critical_path import CATEGORIES, COMM, TOP, WAIT
+
+MAX_HOPS = 1_000_000  # chains followed per step at most (each moves strictly back in time)
+
+
+def critical_paths(ranks: list[tuple[int, dict]], matching: Matching | None = None) -> list[dict]:
+    """Per step (in the first rank's order, then the others'): ``step``, ``length_us``,
+    ``by_category`` {category: µs}, ``by_rank`` [{``rank``, ``us``}], ``segments`` (the ten longest:
+    ``rank``, ``category``, ``name``, ``start_us`` on the rank's own clock, ``at_us`` from the
+    window's start, ``dur_us``; communication ones add ``late_rank``, ``wait_us``, ``late_work``),
+    ``collectives`` (the ten on the path that waited longest) and ``truncated``."""
+    cps = dict(ranks)
+    late = _late_ranks(cps, matching) if matching is not None else {}
+    names: list[str] = []
+    for _, cp in ranks:
+        names += [s["step"] for s in cp["steps"] if s["step"] not in names]
+    return [_walk(step, cps, late) for step in names]
+
+
+def _late_ranks(cps: dict[int, dict], matching: Matching) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per rank: for each of its communication kernels, the late rank of its instance and that rank's
+    kernel index (−1 when unmatched)."""
+    out = {r: (np.full(len(cp["comm"]["start"]), -1, dtype=np.int64),
+               np.full(len(cp["comm"]["start"]), -1, dtype=np.int64)) for r, cp in cps.items()}
+    for gm in matching.groups:
+        if len(gm.index) == 0 or any(r not in cps for r in gm.ranks):
+            continue
+        starts = np.stack([np.asarray(cps[r]["comm"]["start"], dtype=np.float64)[gm.index[:, p]]
+                           for p, r in enumerate(gm.ranks)], axis=1)
+        last = np.argmax(starts, axis=1)
+        late_rank = np.asarray(gm.ranks, dtype=np.int64)[last]
+        late_idx = gm.index[np.arange(len(last)), last]
+        for p, r in enumerate(gm.ranks):
+            out[r][0][gm.index[:, p]] = late_rank
+            out[r][1][gm.index[:, p]] = late_idx
+    return out
+
+
+def _walk(step: str, cps: dict[int, dict], late: dict) -> dict:
+    here = {r: s for r, cp in cps.items() for s in cp["steps"] if s["step"] == step}
+    lo = min(s["start"] for s in here.values())
+    hi = max(s["end"] for s in here.values())
+    r = max(here, key=lambda k: (here[k]["end"], -k))
+    by_cat = np.zeros(len(CATEGORIES))
+    by_rank: dict[int, float] = {}
+    segments: list[dict] = []
+    collectives: list[dict] = []
+    chain = here[r]["chain"]
+    truncated = False
+
+    def add(rank: int, cat: int, a: float, b: float, name: str, **extra) -> dict | None:
+        if b <= a:
+            return None
+        by_cat[cat] += b - a
+        by_rank[rank] = by_rank.get(rank, 0.0) + (b - a)
+        seg = {"rank": rank, "category": CATEGORIES[cat], "name": name,
+               "start_us": a - cps[rank]["offset_us"], "at_us": a - lo, "dur_us": b - a, **extra}
+        segments.append(seg)
+        return seg
+
+    for _ in range(MAX_HOPS):
+        truncated |= chain["truncated"]
+        by_cat += chain["by_category"]
+        by_rank[r] = by_rank.get(r, 0.0) + float(np.sum(chain["by_category"]))
+        segments.extend(dict(s, rank=r, at_us=s["at"] - lo) for s in chain["top"])
+        e_idx = chain["stop"]
+        comm = cps[r]["comm"]
+        if e_idx < 0:
+            add(r, WAIT, lo, chain["lo"], "before this rank's step")
+            break
+        es, ee, name = comm["start"][e_idx], comm["end"][e_idx], comm["name"][e_idx]
+        rank_lo = here[r]["start"] if r in here else lo
+        if es <= rank_lo:
+            add(r, COMM, rank_lo, ee, name)
+            add(r, WAIT, lo, rank_lo, "before this rank's step")
+            break
+        q, qi = (int(late[r][0][e_idx]), int(late[r][1][e_idx])) if r in late else (-1, -1)
+        target = cps[q]["comm"]["chain"][qi] if q >= 0 and q != r else None
+        sq = cps[q]["comm"]["start"][qi] if target is not None else None
+        if target is not None and es < sq <= ee and target["lo"] >= lo:
+            work = target["work"]
+            seg = add(r, COMM, sq, ee, name, late_rank=q, wait_us=sq - es,
+                      late_work=None if work is None else {k: work[k] for k in ("name", "category", "dur_us")})
+            if seg is not None:
+                collectives.append(seg)
+            r, chain = q, target
+            continue
+        seg = add(r, COMM, es, ee, name, late_rank=q if q >= 0 else None, wait_us=0.0, late_work=None)
+        nxt = comm["chain"][e_idx]
+        if nxt is None:
+            add(r, WAIT, lo, es, "idle")
+            break
+        chain = nxt
+    else:
+        truncated = True
+    segments.sort(key=lambda s: -s["dur_us"])
+    for s in segments:
+        s.pop("at", None)
+    collectives.sort(key=lambda s: -s["wait_us"])
+    return {"step": step, "length_us": float(hi - lo), "by_category": dict(zip(CATEGORIES, map(float, by_cat))),
+            "by_rank": [{"rank": k, "us": float(v)} for k, v in sorted(by_rank.items())],
+            "segments": segments[:TOP], "collectives": collectives[:TOP], "truncated": bool(truncated)}
