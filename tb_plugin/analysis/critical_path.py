@@ -57,20 +57,20 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     g = _Graph(trace, np.asarray(comm_rows, dtype=np.int64))
     steps = compute_steps(trace)
     out_steps = []
-    for name, lo, hi in zip(steps.names, steps.start.tolist(), steps.end.tolist()):
-        out_steps.append({"step": name, "start": lo + offset, "end": hi + offset,
-                          "chain": g.summary(g.from_end(lo, hi), offset)})
-    chains = [None] * len(g.comm_rows)
+    chains: list = [None] * len(g.comm_rows)
     starts = g.ts[g.comm_dev] if len(g.comm_rows) else np.zeros(0)
     which = np.searchsorted(steps.start, starts, side="right") - 1
-    for c in range(len(g.comm_rows)):
-        k = int(which[c])
-        if 0 <= k < len(steps) and starts[c] <= steps.end[k] and g.comm_dev[c] >= 0:
-            chains[c] = g.summary(g.from_kernel(int(g.comm_dev[c]), float(steps.start[k])), offset)
+    inside = (which >= 0) & (starts <= steps.end[np.maximum(which, 0)]) if len(steps) else which < -1
+    for k, (name, lo, hi) in enumerate(zip(steps.names, steps.start.tolist(), steps.end.tolist())):
+        g.memo = {}  # chains of one step share their tails (the same lower bound)
+        out_steps.append({"step": name, "start": lo + offset, "end": hi + offset,
+                          "chain": g.from_end(lo, hi).summary(offset)})
+        for c in np.flatnonzero(inside & (which == k)).tolist():
+            chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary(offset)
     ev = trace.events
-    comm = {"start": [float(ev.ts[r] + offset) for r in g.comm_rows.tolist()],
-            "end": [float(ev.ts[r] + ev.dur[r] + offset) for r in g.comm_rows.tolist()],
-            "name": [trace.strings[ev.name[r]] for r in g.comm_rows.tolist()], "chain": chains}
+    rows = g.comm_rows
+    comm = {"start": (ev.ts[rows] + offset).tolist(), "end": (ev.ts[rows] + ev.dur[rows] + offset).tolist(),
+            "name": [trace.strings[i] for i in ev.name[rows].tolist()], "chain": chains}
     return {"offset_us": offset, "steps": out_steps, "comm": comm, "truncated": g.visits > MAX_VISITS}
 
 
@@ -79,7 +79,7 @@ class _Graph:
 
     def __init__(self, trace: Trace, comm_rows: np.ndarray):
         ev = trace.events
-        self.trace, self.visits = trace, 0
+        self.trace, self.visits, self.memo = trace, 0, {}
         kind = ev.kind
         dev = np.flatnonzero(np.isin(kind, DEVICE_KINDS))
         order = np.lexsort((ev.ts[dev], ev.stream[dev], ev.device[dev]))
@@ -131,7 +131,7 @@ class _Graph:
 
     # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
     def from_end(self, lo: float, hi: float) -> "_Walk":
-        w = _Walk(lo, hi)
+        w = _Walk(lo, hi, self.memo)
         last = np.flatnonzero((self.te <= hi) & (self.te > lo))
         host_end = hi
         if self.main is not None and self.main in self.threads:
@@ -148,7 +148,7 @@ class _Graph:
         return w
 
     def from_kernel(self, i: int, lo: float) -> "_Walk":
-        w = _Walk(lo, float(self.ts[i]))
+        w = _Walk(lo, float(self.ts[i]), self.memo)
         self._run(w, self._before_dev(w, i))
         return w
 
@@ -163,9 +163,13 @@ class _Graph:
                 _, i, t = state
                 if self.te[i] < t:
                     w.add(self.te[i], t, WAIT, "idle")
+                if i in self.memo:  # the rest of this walk is known: a chain already went through i
+                    w.tail = self.memo[i]
+                    return
                 if self.is_comm[i]:
                     w.stop, w.stop_at = int(self.comm_of[i]), float(self.te[i])
                     return
+                w.marks.append((len(w.segs), i))
                 if self.ts[i] <= w.lo:  # began before the step: the rest of it is this kernel
                     w.add(w.lo, self.te[i], KERNEL, self._name(self.dev[i]))
                     return
@@ -208,9 +212,14 @@ class _Graph:
         cs, ce, names = cs[keep], ce[keep], rows[lo_i:hi_i][keep]
         gap_s = np.concatenate([[a], ce])
         gap_e = np.concatenate([cs, [t]])
-        w.add_many(cs, ce, CPU, [self._name(r) for r in names.tolist()])
         g = gap_e > gap_s
-        w.add_many(gap_s[g], gap_e[g], WAIT, ["idle (host)"] * int(g.sum()))
+        order = np.argsort(-np.concatenate([cs, gap_s[g]]), kind="stable")  # the walk goes backward
+        a_all, b_all = np.concatenate([cs, gap_s[g]])[order], np.concatenate([ce, gap_e[g]])[order]
+        cats = np.concatenate([np.full(len(cs), CPU), np.full(int(g.sum()), WAIT)])[order]
+        label = self.trace.strings
+        idx = self.trace.events.name[names]
+        text = [label[j] for j in idx.tolist()] + ["idle (host)"] * int(g.sum())
+        w.segs.extend(zip(a_all.tolist(), b_all.tolist(), cats.tolist(), [text[j] for j in order.tolist()]))
         if k < 0 or jump[k] <= w.lo:
             return None
         dev_row = int(waited[k])
@@ -219,49 +228,52 @@ class _Graph:
     def _name(self, row: int) -> str:
         return self.trace.strings[self.trace.events.name[row]]
 
-    def summary(self, w: "_Walk", offset: float) -> dict:
-        return w.summary(offset)
-
 
 class _Walk:
-    """The segments of one chain, collected backward."""
+    """The segments of one chain, collected backward as ``(start, end, category, name)``; ``marks``
+    are the device nodes met (where their segment begins) and ``tail`` the memoized rest of the walk."""
 
-    def __init__(self, lo: float, hi: float):
-        self.lo, self.hi = lo, hi
-        self.parts: list[tuple] = []
+    def __init__(self, lo: float, hi: float, memo: dict):
+        self.lo, self.hi, self.memo = lo, hi, memo
+        self.segs: list[tuple] = []
+        self.marks: list[tuple[int, int]] = []
+        self.tail: tuple | None = None
         self.stop, self.stop_at, self.truncated = -1, lo, False
 
     def add(self, a: float, b: float, cat: int, name: str) -> None:
         if b > a:
-            self.parts.append((np.array([a]), np.array([b]), np.full(1, cat), [name]))
+            self.segs.append((float(a), float(b), cat, name))
 
-    def add_many(self, a: np.ndarray, b: np.ndarray, cat: int, names: list[str]) -> None:
-        if len(a):
-            self.parts.append((a, b, np.full(len(a), cat), names))
+    def fold(self, memo: dict) -> tuple:
+        """The summary state of the whole chain, ``(by_category, top, work, stop, stop_at, truncated)``,
+        folding segments from the last (earliest) to the first; each marked node's suffix goes to ``memo``."""
+        by_cat, top, work, stop, stop_at, trunc = self.tail or ([0.0] * len(CATEGORIES), [], None, self.stop,
+                                                               self.stop_at, self.truncated)
+        by_cat, top = list(by_cat), list(top)
+        trunc = trunc or self.truncated
+        marks = dict(self.marks)
+        for p in range(len(self.segs) - 1, -1, -1):
+            a, b, cat, name = seg = self.segs[p]
+            d = b - a
+            by_cat[cat] += d
+            if len(top) < TOP or d > top[-1][1] - top[-1][0]:
+                top = sorted(top + [seg], key=lambda s: -(s[1] - s[0]))[:TOP]
+            if cat != WAIT and (work is None or d > work[1] - work[0]):
+                work = seg
+            if p in marks:
+                memo[marks[p]] = (tuple(by_cat), tuple(top), work, stop, stop_at, trunc)
+        return by_cat, top, work, stop, stop_at, trunc
 
     def summary(self, offset: float) -> dict:
         """Bounds (common clock), µs per category, the ten longest segments and the longest work."""
-        if self.parts:
-            a = np.concatenate([p[0] for p in self.parts])
-            b = np.concatenate([p[1] for p in self.parts])
-            cat = np.concatenate([p[2] for p in self.parts]).astype(np.int64)
-            names = [n for p in self.parts for n in p[3]]
-        else:
-            a = b = np.zeros(0)
-            cat, names = np.zeros(0, dtype=np.int64), []
-        dur = b - a
-        by_cat = np.bincount(cat, weights=dur, minlength=len(CATEGORIES))
-        order = np.argsort(-dur, kind="stable")
-        top = [_segment(cat[i], names[i], a[i], dur[i], offset) for i in order[:TOP].tolist()]
-        busy = np.flatnonzero(cat != WAIT)
-        work = busy[np.argsort(-dur[busy], kind="stable")[:1]].tolist()
-        lo = self.stop_at if self.stop >= 0 else self.lo
+        by_cat, top, work, stop, stop_at, trunc = self.fold(self.memo)
+        lo = stop_at if stop >= 0 else self.lo
         return {"lo": lo + offset, "hi": self.hi + offset, "by_category": [float(x) for x in by_cat],
-                "top": top, "work": _segment(cat[work[0]], names[work[0]], a[work[0]], dur[work[0]], offset)
-                if work else None, "stop": self.stop, "truncated": self.truncated}
+                "top": [_segment(s, offset) for s in top], "work": _segment(work, offset) if work else None,
+                "stop": stop, "truncated": bool(trunc)}
 
 
-def _segment(cat, name: str, start: float, dur: float, offset: float) -> dict:
+def _segment(seg: tuple, offset: float) -> dict:
     """A path segment: ``start_us`` on the rank's own clock (as in its trace), ``at`` on the common one."""
-    return {"category": CATEGORIES[int(cat)], "name": name, "start_us": float(start), "dur_us": float(dur),
-            "at": float(start) + offset}
+    a, b, cat, name = seg
+    return {"category": CATEGORIES[int(cat)], "name": name, "start_us": a, "dur_us": b - a, "at": a + offset}
