@@ -155,3 +155,26 @@ def test_report_has_critical_path(tmp_path, capsys):
     w, = runs["single"]["workers"]
     path, = w["critical_path"]
     assert path["by_category"] == CHAIN_EXPECTED["by_category"]
+
+
+@pytest.mark.parametrize("rel", ["hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                                 "hta/trace_diff/test/test.json.gz", "hta/ns_resolution_trace",
+                                 "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+                                 "torch213_cpu", "composer/rank_0.trace.json"])
+def test_real_single_rank_paths_tile_each_step(rel):
+    """Real traces (GPU, ROCm, CPU-only, Composer, absolute clocks): each step's path tiles the step,
+    Σ by_category = length_us = the step's end − start, with no overlapping stream work counted twice."""
+    import gzip
+
+    path = sample(rel)
+    files = sorted(p for p in path.rglob("*") if p.name.endswith((".json", ".json.gz"))) if path.is_dir() else [path]
+    for f in files[:2]:
+        raw = gzip.open(f).read() if f.name.endswith(".gz") else f.read_bytes()
+        trace = decode_trace(raw)
+        steps = compute_steps(trace)
+        paths = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+        assert [p["step"] for p in paths] == steps.names
+        for p, lo, hi in zip(paths, steps.start, steps.end):
+            assert p["length_us"] == hi - lo
+            _tiles(p)
+            assert not p["truncated"]

@@ -49,8 +49,8 @@ MAX_VISITS = 200_000
 
 def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     """The per-rank summary (see the module docstring). ``comm_rows``: the rows of the communication
-    kernels in time order (``analysis.distributed.comm_kernels``). Times on the common clock (µs):
-    ``offset_us`` is added to the trace's own times. Returns ``offset_us``, ``steps`` (per step
+    kernels in time order (``analysis.distributed.comm_kernels``). Times are the trace's own (µs);
+    the common clock reads them + ``offset_us`` (kept apart: absolute clocks would round). Returns ``offset_us``, ``steps`` (per step
     ``step``, ``start``, ``end``, ``chain``), ``comm`` (``start``, ``end``, ``name``, ``chain`` per
     communication kernel, None outside every step) and ``truncated``."""
     offset = shared_origin(trace, 0.0)[0]
@@ -63,13 +63,13 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     inside = (which >= 0) & (starts <= steps.end[np.maximum(which, 0)]) if len(steps) else which < -1
     for k, (name, lo, hi) in enumerate(zip(steps.names, steps.start.tolist(), steps.end.tolist())):
         g.memo = {}  # chains of one step share their tails (the same lower bound)
-        out_steps.append({"step": name, "start": lo + offset, "end": hi + offset,
-                          "chain": g.from_end(lo, hi).summary(offset)})
+        out_steps.append({"step": name, "start": lo, "end": hi,
+                          "chain": g.from_end(lo, hi).summary()})
         for c in np.flatnonzero(inside & (which == k)).tolist():
-            chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary(offset)
+            chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary()
     ev = trace.events
     rows = g.comm_rows
-    comm = {"start": (ev.ts[rows] + offset).tolist(), "end": (ev.ts[rows] + ev.dur[rows] + offset).tolist(),
+    comm = {"start": ev.ts[rows].tolist(), "end": (ev.ts[rows] + ev.dur[rows]).tolist(),
             "name": [trace.strings[i] for i in ev.name[rows].tolist()], "chain": chains}
     return {"offset_us": offset, "steps": out_steps, "comm": comm, "truncated": g.visits > MAX_VISITS}
 
@@ -116,7 +116,7 @@ class _Graph:
             s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
             before = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
             top = s >= before
-            syncs = rows[sync_mask[rows] & np.isin(kind[rows], LAUNCH_KINDS)]
+            syncs = rows[sync_mask[rows] & np.isin(kind[rows], LAUNCH_KINDS)] if len(dev) else rows[:0]
             ss, se = ev.ts[syncs], ev.ts[syncs] + ev.dur[syncs]
             k = np.searchsorted(sorted_ends, se, side="right") - 1
             waited = ends_order[np.maximum(k, 0)]
@@ -127,7 +127,8 @@ class _Graph:
             busy = float((e[top] - s[top]).sum())
             if busy > best:
                 busiest, best = key, busy
-        self.main = int(thread_key[marker[0]]) if len(marker) else busiest
+        marked = int(thread_key[marker[0]]) if len(marker) else None
+        self.main = marked if marked in self.threads else busiest
 
     # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
     def from_end(self, lo: float, hi: float) -> "_Walk":
@@ -161,19 +162,21 @@ class _Graph:
                 return
             if state[0] == "dev":
                 _, i, t = state
-                if self.te[i] < t:
-                    w.add(self.te[i], t, WAIT, "idle")
-                if i in self.memo:  # the rest of this walk is known: a chain already went through i
+                end = min(float(self.te[i]), t)  # overlapping work on one stream: held up to t only
+                if end < t:
+                    w.add(end, t, WAIT, "idle")
+                if end == self.te[i] and i in self.memo:  # the rest is known: a chain went through i
                     w.tail = self.memo[i]
                     return
                 if self.is_comm[i]:
-                    w.stop, w.stop_at = int(self.comm_of[i]), float(self.te[i])
+                    w.stop, w.stop_at = int(self.comm_of[i]), end
                     return
-                w.marks.append((len(w.segs), i))
+                if end == self.te[i]:
+                    w.marks.append((len(w.segs), i))
                 if self.ts[i] <= w.lo:  # began before the step: the rest of it is this kernel
-                    w.add(w.lo, self.te[i], KERNEL, self._name(self.dev[i]))
+                    w.add(w.lo, end, KERNEL, self._name(self.dev[i]))
                     return
-                w.add(self.ts[i], self.te[i], KERNEL, self._name(self.dev[i]))
+                w.add(self.ts[i], end, KERNEL, self._name(self.dev[i]))
                 state = self._before_dev(w, i)
             else:
                 state = self._thread(w, state[1], state[2])
@@ -264,16 +267,16 @@ class _Walk:
                 memo[marks[p]] = (tuple(by_cat), tuple(top), work, stop, stop_at, trunc)
         return by_cat, top, work, stop, stop_at, trunc
 
-    def summary(self, offset: float) -> dict:
+    def summary(self) -> dict:
         """Bounds (common clock), µs per category, the ten longest segments and the longest work."""
         by_cat, top, work, stop, stop_at, trunc = self.fold(self.memo)
         lo = stop_at if stop >= 0 else self.lo
-        return {"lo": lo + offset, "hi": self.hi + offset, "by_category": [float(x) for x in by_cat],
-                "top": [_segment(s, offset) for s in top], "work": _segment(work, offset) if work else None,
+        return {"lo": lo, "hi": self.hi, "by_category": [float(x) for x in by_cat],
+                "top": [_segment(s) for s in top], "work": _segment(work) if work else None,
                 "stop": stop, "truncated": bool(trunc)}
 
 
-def _segment(seg: tuple, offset: float) -> dict:
-    """A path segment: ``start_us`` on the rank's own clock (as in its trace), ``at`` on the common one."""
+def _segment(seg: tuple) -> dict:
+    """A path segment: ``start_us`` on the rank's own clock (as in its trace)."""
     a, b, cat, name = seg
-    return {"category": CATEGORIES[int(cat)], "name": name, "start_us": a, "dur_us": b - a, "at": a + offset}
+    return {"category": CATEGORIES[int(cat)], "name": name, "start_us": a, "dur_us": b - a}

@@ -34,14 +34,16 @@ def critical_paths(ranks: list[tuple[int, dict]], matching: Matching | None = No
     window's start, ``dur_us``; communication ones add ``late_rank``, ``wait_us``, ``late_work``),
     ``collectives`` (the ten on the path that waited longest) and ``truncated``."""
     cps = dict(ranks)
-    late = _late_ranks(cps, matching) if matching is not None else {}
+    ref = min((cp["offset_us"] for cp in cps.values()), default=0.0)
+    shift = {r: cp["offset_us"] - ref for r, cp in cps.items()}  # common clock − ref, small: no rounding
+    late = _late_ranks(cps, matching, shift) if matching is not None else {}
     names: list[str] = []
     for _, cp in ranks:
         names += [s["step"] for s in cp["steps"] if s["step"] not in names]
-    return [_walk(step, cps, late) for step in names]
+    return [_walk(step, cps, late, shift) for step in names]
 
 
-def _late_ranks(cps: dict[int, dict], matching: Matching) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def _late_ranks(cps: dict[int, dict], matching: Matching, shift: dict[int, float]) -> dict:
     """Per rank: for each of its communication kernels, the late rank of its instance and that rank's
     kernel index (−1 when unmatched)."""
     out = {r: (np.full(len(cp["comm"]["start"]), -1, dtype=np.int64),
@@ -49,7 +51,7 @@ def _late_ranks(cps: dict[int, dict], matching: Matching) -> dict[int, tuple[np.
     for gm in matching.groups:
         if len(gm.index) == 0 or any(r not in cps for r in gm.ranks):
             continue
-        starts = np.stack([np.asarray(cps[r]["comm"]["start"], dtype=np.float64)[gm.index[:, p]]
+        starts = np.stack([np.asarray(cps[r]["comm"]["start"], dtype=np.float64)[gm.index[:, p]] + shift[r]
                            for p, r in enumerate(gm.ranks)], axis=1)
         last = np.argmax(starts, axis=1)
         late_rank = np.asarray(gm.ranks, dtype=np.int64)[last]
@@ -60,8 +62,10 @@ def _late_ranks(cps: dict[int, dict], matching: Matching) -> dict[int, tuple[np.
     return out
 
 
-def _walk(step: str, cps: dict[int, dict], late: dict) -> dict:
-    here = {r: s for r, cp in cps.items() for s in cp["steps"] if s["step"] == step}
+def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) -> dict:
+    """One step's path; times on the common clock − ref (``shift`` added to each rank's own)."""
+    here = {r: {"start": s["start"] + shift[r], "end": s["end"] + shift[r], "chain": s["chain"]}
+            for r, cp in cps.items() for s in cp["steps"] if s["step"] == step}
     lo = min(s["start"] for s in here.values())
     hi = max(s["end"] for s in here.values())
     r = max(here, key=lambda k: (here[k]["end"], -k))
@@ -78,7 +82,7 @@ def _walk(step: str, cps: dict[int, dict], late: dict) -> dict:
         by_cat[cat] += b - a
         by_rank[rank] = by_rank.get(rank, 0.0) + (b - a)
         seg = {"rank": rank, "category": CATEGORIES[cat], "name": name,
-               "start_us": a - cps[rank]["offset_us"], "at_us": a - lo, "dur_us": b - a, **extra}
+               "start_us": a - shift[rank], "at_us": a - lo, "dur_us": b - a, **extra}
         segments.append(seg)
         return seg
 
@@ -86,13 +90,14 @@ def _walk(step: str, cps: dict[int, dict], late: dict) -> dict:
         truncated |= chain["truncated"]
         by_cat += chain["by_category"]
         by_rank[r] = by_rank.get(r, 0.0) + float(np.sum(chain["by_category"]))
-        segments.extend(dict(s, rank=r, at_us=s["at"] - lo) for s in chain["top"])
+        segments.extend(dict(s, rank=r, at_us=s["start_us"] + shift[r] - lo) for s in chain["top"])
         e_idx = chain["stop"]
         comm = cps[r]["comm"]
         if e_idx < 0:
-            add(r, WAIT, lo, chain["lo"], "before this rank's step")
+            add(r, WAIT, lo, chain["lo"] + shift[r], "before this rank's step")
             break
-        es, ee, name = comm["start"][e_idx], comm["end"][e_idx], comm["name"][e_idx]
+        # ee: the kernel's end, or where the path met it when work on its stream overlapped it
+        es, ee, name = comm["start"][e_idx] + shift[r], chain["lo"] + shift[r], comm["name"][e_idx]
         rank_lo = here[r]["start"] if r in here else lo
         if es <= rank_lo:
             add(r, COMM, rank_lo, ee, name)
@@ -100,8 +105,8 @@ def _walk(step: str, cps: dict[int, dict], late: dict) -> dict:
             break
         q, qi = (int(late[r][0][e_idx]), int(late[r][1][e_idx])) if r in late else (-1, -1)
         target = cps[q]["comm"]["chain"][qi] if q >= 0 and q != r else None
-        sq = cps[q]["comm"]["start"][qi] if target is not None else None
-        if target is not None and es < sq <= ee and target["lo"] >= lo:
+        sq = cps[q]["comm"]["start"][qi] + shift[q] if target is not None else None
+        if target is not None and es < sq <= ee and target["lo"] + shift[q] >= lo:
             work = target["work"]
             seg = add(r, COMM, sq, ee, name, late_rank=q, wait_us=sq - es,
                       late_work=None if work is None else {k: work[k] for k in ("name", "category", "dur_us")})
@@ -118,8 +123,6 @@ def _walk(step: str, cps: dict[int, dict], late: dict) -> dict:
     else:
         truncated = True
     segments.sort(key=lambda s: -s["dur_us"])
-    for s in segments:
-        s.pop("at", None)
     collectives.sort(key=lambda s: -s["wait_us"])
     return {"step": step, "length_us": float(hi - lo), "by_category": dict(zip(CATEGORIES, map(float, by_cat))),
             "by_rank": [{"rank": k, "us": float(v)} for k, v in sorted(by_rank.items())],
