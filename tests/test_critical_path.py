@@ -132,6 +132,18 @@ def test_dlrm_sample_length_and_late_ranks():
             assert late_of[(coll["rank"], own_start)] == coll["late_rank"] != coll["rank"]
             checked += 1
     assert checked >= 1
+    # every matched instance, on the path or not: its late rank is the one whose kernel starts last
+    from tb_plugin.analysis.critical_path_combine import _late_ranks
+
+    cps = {r: red["critical_path"] for r, _, red in loaded}
+    ref = min(cp["offset_us"] for cp in cps.values())
+    late = _late_ranks(cps, matching, {r: cp["offset_us"] - ref for r, cp in cps.items()})
+    instances = 0
+    for r in cps:
+        for i in np.flatnonzero(late[r][0] >= 0).tolist():
+            assert late_of[(r, round(float(starts[r][i]), 3))] == late[r][0][i]
+            instances += 1
+    assert instances == sum(gm.index.size for gm in matching.groups) > 0
 
 
 def test_report_has_critical_path(tmp_path, capsys):

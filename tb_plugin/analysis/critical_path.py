@@ -26,8 +26,9 @@ ended after both (how a ``cudaStreamWaitEvent`` on another stream's work shows).
 reduces to *chains*: from its step end, and from the start of each communication kernel, the walk
 back to the first communication kernel met (its ``stop``) or to the rank's step start. A chain keeps
 its bounds, µs per category, its ten longest segments and its longest non-waiting segment: a few
-hundred bytes each, whatever the number of events. A walk visits at most :data:`MAX_VISITS` device
-nodes per rank; past that the rest of a chain is waiting and the chain is ``truncated``.
+hundred bytes each, whatever the number of events. Chains of one step share their tails (a node
+already walked gives the rest of the chain), so each device node is walked once per step; a rank's
+walks visit at most :data:`MAX_VISITS` nodes, past that the rest of a chain is waiting and ``truncated``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from .steps import compute_steps
 CATEGORIES = ("kernel", "cpu", "communication", "waiting")
 KERNEL, CPU, COMM, WAIT = range(4)
 TOP = 10
-MAX_VISITS = 200_000
+MAX_VISITS = 1_000_000
 
 
 def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
