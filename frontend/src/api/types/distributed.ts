@@ -106,6 +106,35 @@ export interface ProcessGroup {
   by_rank: GroupRank[];
 }
 
+/** ADDED (issue 20): one segment of a step's critical path (µs). */
+export interface CriticalPathSegment {
+  rank: number;
+  category: "kernel" | "cpu" | "communication" | "waiting";
+  name: string;
+  /** On the rank's own trace clock (what its timeline shows). */
+  start_us: number;
+  /** From the step window's start on the common clock. */
+  at_us: number;
+  dur_us: number;
+  /** Communication segments only: the rank whose kernel started last, how long `rank` waited for it, and its work before. */
+  late_rank?: number | null;
+  wait_us?: number;
+  late_work?: { name: string; category: string; dur_us: number } | null;
+}
+
+/** ADDED (issue 20): a step's critical path across the loaded ranks; Σ by_category = Σ by_rank = length_us. */
+export interface CriticalPathStep {
+  step: string;
+  length_us: number;
+  by_category: { kernel: number; cpu: number; communication: number; waiting: number };
+  by_rank: { rank: number; us: number }[];
+  /** The ten longest segments. */
+  segments: CriticalPathSegment[];
+  /** The ten collectives on the path whose rank waited longest for a late rank. */
+  collectives: CriticalPathSegment[];
+  truncated: boolean;
+}
+
 export interface DistributedData {
   world_size: number | null;
   ranks_present: number;
@@ -120,6 +149,8 @@ export interface DistributedData {
   groups?: ProcessGroup[];
   /** ADDED (issue 20): e.g. no process-group args, so one group (also in the response's messages). */
   groups_messages?: string[];
+  /** ADDED (issue 20): one entry per step; absent from older servers. */
+  critical_path?: CriticalPathStep[];
 }
 
 export interface DistributedResponse {

@@ -1,5 +1,5 @@
 // The Distributed tab: the selected run's workers compared as ranks of one job at one span. Rank
-// table with stragglers, per-rank breakdown and transfer/sync charts, process groups, collectives with bandwidths, a
+// table with stragglers, per-rank breakdown and transfer/sync charts, process groups, the critical path, collectives with bandwidths, a
 // rank's communication ops, and each rank's devices (sent with the rank).
 import { useMemo, useState } from "react";
 import { distributedUrl } from "../../api/routes";
@@ -19,6 +19,7 @@ import { useDistributedStyles } from "./useDistributedStyles";
 import { formatNumber, formatText } from "../../util/format";
 import { RankTable, CollectivesTable, CommOpsTable, DeviceTable } from "./DistributedTables";
 import { ProcessGroupsTable } from "./ProcessGroupsTable";
+import { CriticalPathPanel, PATH_TITLE } from "./CriticalPathPanel";
 
 interface DistributedViewProps {
   run: string;
@@ -106,6 +107,9 @@ function DistributedContent({ view, theme }: { view: DistributedData; theme: The
       </div>
       <Card title="Process groups" testId="groups-card">
         <ProcessGroupsTable groups={view.groups} />
+      </Card>
+      <Card title={PATH_TITLE} testId="path-card">
+        <CriticalPathPanel steps={view.critical_path} theme={theme} textColor={text} />
       </Card>
       <Card title="Collectives">
         <CollectivesTable view={view} />

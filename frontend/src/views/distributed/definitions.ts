@@ -28,6 +28,12 @@ export const DIST_DEFS = {
     "Role, read from the group's description words: shard → FSDP shard, replicate → FSDP replicate, fsdp/hsdp → FSDP, tp → TP, pp → PP, ep/expert/moe → EP, cp → CP, ddp/dp → DDP, default → world. Empty when the description says none.",
   groupBandwidth:
     "Bandwidth (GB/s) = the group's bytes ÷ its kernel time. Kernel time includes waiting for the other ranks, so this is a lower bound of the algorithm bandwidth.",
+  criticalPath:
+    "Critical path: the chain of dependent work from the step's start to its end across the ranks (kernels after their launch and the previous kernel of their stream, host work in order, syncs after the work they wait for, a collective after the last rank arrives), found backward from the step's end. Its length is the step's span over the loaded ranks.",
+  pathCategory:
+    "Kernel: device work; Launch / CPU: host operators and launches; Communication: a collective kernel after the last rank arrived; Waiting: nothing on the path runs.",
+  pathAt: "At: from the step's start on the common clock (the path's start).",
+  pathLate: "Late rank: for a collective, the rank whose kernel started last; the path continues on that rank.",
 } as const;
 
 export const INSIGHT_DEFS = {

@@ -1,0 +1,98 @@
+// The Distributed tab's critical-path panel (issue 20): per step, the path's time by category and by
+// rank (stacked bars), then the chosen step's ten longest segments and the collectives that waited
+// for a late rank, with the work that made that rank late. Definitions: docs/METRICS.md.
+import { useMemo, useState } from "react";
+import type { CriticalPathSegment, CriticalPathStep } from "../../api/types";
+import { DataTable, Th } from "../../components/DataTable";
+import { EChart } from "../../components/EChart";
+import { InfoTooltip } from "../../components/InfoTooltip";
+import { Notice } from "../../components/Notice";
+import type { Theme } from "../../hooks/useTheme";
+import { formatDuration, formatPct, formatText, percentOf } from "../../util/format";
+import { PATH_CATEGORIES, pathByCategoryOption, pathByRankOption } from "./criticalPathCharts";
+import { DIST_DEFS } from "./definitions";
+
+const CATEGORY_LABEL: Record<string, string> = Object.fromEntries(PATH_CATEGORIES.map((c) => [c.key, c.label]));
+
+interface Props {
+  steps: CriticalPathStep[] | undefined;
+  theme: Theme;
+  textColor: string;
+}
+
+export function CriticalPathPanel({ steps, theme, textColor }: Props) {
+  const [chosen, setChosen] = useState<string | null>(null);
+  const byCategory = useMemo(() => (steps?.length ? pathByCategoryOption(steps, textColor) : null), [steps, textColor]);
+  const byRank = useMemo(() => (steps?.length ? pathByRankOption(steps, textColor) : null), [steps, textColor]);
+  if (steps === undefined) return <p className="muted">The critical path is not sent by this server.</p>;
+  if (steps.length === 0) return <p className="muted" data-testid="path-empty">No steps in these ranks.</p>;
+  const current = steps.find((s) => s.step === chosen) ?? steps[0]!;
+  return (
+    <div data-testid="critical-path">
+      <div className="grid-2">
+        <EChart option={byCategory!} theme={theme} height={280} testId="path-category-chart" ariaLabel="Critical path per step by category" />
+        <EChart option={byRank!} theme={theme} height={280} testId="path-rank-chart" ariaLabel="Critical path per step by rank" />
+      </div>
+      <div className="dist-controls">
+        <label className="selector">
+          <span className="selector-label">Step</span>
+          <select data-testid="path-step-select" value={current.step} onChange={(e) => setChosen(e.target.value)}>
+            {steps.map((s) => (
+              <option key={s.step} value={s.step}>
+                {s.step}
+              </option>
+            ))}
+          </select>
+        </label>
+        <span data-testid="path-summary">
+          {formatDuration(current.length_us)} ·{" "}
+          {PATH_CATEGORIES.map((c) => `${c.label} ${formatPct(percentOf(current.by_category[c.key], current.length_us), 1)}`).join(" · ")}
+        </span>
+      </div>
+      {current.truncated ? <Notice kind="warning">The graph was too large: part of this path was not walked (shown as waiting).</Notice> : null}
+      {current.collectives.map((c, i) => (
+        <div key={i} data-testid="path-late-rank">
+          <Notice kind="warning">{lateText(c)}</Notice>
+        </div>
+      ))}
+      <SegmentTable segments={current.segments} />
+    </div>
+  );
+}
+
+/** "rank 0 waited 450 µs in ncclAllReduce… for rank 1, late after DataLoader (cpu, 500 µs)". */
+export function lateText(c: CriticalPathSegment): string {
+  const work = c.late_work ? `, late after ${c.late_work.name} (${CATEGORY_LABEL[c.late_work.category] ?? c.late_work.category}, ${formatDuration(c.late_work.dur_us)})` : "";
+  return `Rank ${c.rank} waited ${formatDuration(c.wait_us ?? 0)} in ${c.name} for rank ${c.late_rank ?? "?"}${work}`;
+}
+
+function SegmentTable({ segments }: { segments: CriticalPathSegment[] }) {
+  return (
+    <DataTable
+      testId="path-segments-table"
+      head={
+        <>
+          <Th label="Rank" num={false} />
+          <Th label="Category" num={false} tip={DIST_DEFS.pathCategory} />
+          <Th label="Name" num={false} />
+          <Th label="At" tip={DIST_DEFS.pathAt} />
+          <Th label="Duration" />
+          <Th label="Late rank" num={false} tip={DIST_DEFS.pathLate} />
+        </>
+      }
+    >
+      {segments.map((s, i) => (
+        <tr key={i} data-testid="path-segment-row" data-rank={s.rank} title={`starts at ${s.start_us} µs on rank ${s.rank}'s trace clock`}>
+          <td>{s.rank}</td>
+          <td>{CATEGORY_LABEL[s.category] ?? s.category}</td>
+          <td className="cell-code">{formatText(s.name)}</td>
+          <td className="num">{formatDuration(s.at_us)}</td>
+          <td className="num">{formatDuration(s.dur_us)}</td>
+          <td>{s.late_rank !== undefined && s.late_rank !== null && s.late_rank !== s.rank ? String(s.late_rank) : formatText(null)}</td>
+        </tr>
+      ))}
+    </DataTable>
+  );
+}
+
+export const PATH_TITLE = <InfoTooltip label="Critical path" text={DIST_DEFS.criticalPath} />;

@@ -1,0 +1,85 @@
+// ECharts options of the critical-path panel (issue 20): per step, the path's time stacked by
+// category and by rank. Names in tooltips are escaped (ECharts renders formatter output as HTML).
+import type { ChartOption } from "../../charts/echarts";
+import { legendChartBase } from "../../charts/legendChartBase";
+import { TIME_AXIS_ID } from "../../charts/timeAxes";
+import type { CriticalPathStep } from "../../api/types";
+import { escapeHtml } from "../../util/escapeHtml";
+import { chooseTimeUnit, formatDuration, formatNumber } from "../../util/format";
+
+export const PATH_CATEGORIES = [
+  { key: "kernel", label: "Kernel", color: "#4e79a7" },
+  { key: "cpu", label: "Launch / CPU", color: "#f28e2b" },
+  { key: "communication", label: "Communication", color: "#b07aa1" },
+  { key: "waiting", label: "Waiting", color: "#bab0ac" },
+] as const;
+
+const RANK_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+
+interface Param {
+  seriesName?: string;
+  value?: unknown;
+  dataIndex?: number;
+}
+
+function tooltip(steps: CriticalPathStep[], divisor: number) {
+  return (raw: unknown) => {
+    const params = (Array.isArray(raw) ? raw : [raw]) as Param[];
+    const step = steps[params[0]?.dataIndex ?? 0];
+    const head = step ? `<b>Step ${escapeHtml(step.step)}</b>: ${escapeHtml(formatDuration(step.length_us))}` : "";
+    const lines = params
+      .filter((p) => Number(p.value) > 0)
+      .map((p) => `${escapeHtml(p.seriesName ?? "")}: ${escapeHtml(formatDuration(Number(p.value) * divisor))}`);
+    return [head, ...lines].join("<br/>");
+  };
+}
+
+function base(steps: CriticalPathStep[], textColor: string) {
+  const unit = chooseTimeUnit(Math.max(0, ...steps.map((s) => s.length_us)));
+  return {
+    unit,
+    option: {
+      ...legendChartBase(textColor, { left: 16, right: 16, top: 48, bottom: 36 }),
+      tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: tooltip(steps, unit.divisor) as never },
+      xAxis: { type: "category", data: steps.map((s) => s.step), name: "Step", nameLocation: "middle", nameGap: 26 },
+      yAxis: { id: TIME_AXIS_ID, type: "value", name: `Critical path (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
+    } as ChartOption,
+  };
+}
+
+/** One stacked bar per step: the path's kernel / launch-CPU / communication / waiting time. */
+export function pathByCategoryOption(steps: CriticalPathStep[], textColor: string): ChartOption {
+  const { unit, option } = base(steps, textColor);
+  return {
+    ...option,
+    series: PATH_CATEGORIES.map((c) => ({
+      type: "bar",
+      name: c.label,
+      stack: "path",
+      data: steps.map((s) => s.by_category[c.key] / unit.divisor),
+      itemStyle: { color: c.color },
+      barMaxWidth: 56,
+    })),
+  };
+}
+
+/** The ranks the path runs on, in order. */
+export function pathRanks(steps: CriticalPathStep[]): number[] {
+  return [...new Set(steps.flatMap((s) => s.by_rank.map((r) => r.rank)))].sort((a, b) => a - b);
+}
+
+/** One stacked bar per step: the path's time on each rank. */
+export function pathByRankOption(steps: CriticalPathStep[], textColor: string): ChartOption {
+  const { unit, option } = base(steps, textColor);
+  return {
+    ...option,
+    series: pathRanks(steps).map((rank, i) => ({
+      type: "bar",
+      name: `Rank ${rank}`,
+      stack: "path",
+      data: steps.map((s) => (s.by_rank.find((r) => r.rank === rank)?.us ?? 0) / unit.divisor),
+      itemStyle: { color: RANK_COLORS[i % RANK_COLORS.length] },
+      barMaxWidth: 56,
+    })),
+  };
+}
