@@ -190,3 +190,19 @@ def test_real_single_rank_paths_tile_each_step(rel):
             assert p["length_us"] == hi - lo
             _tiles(p)
             assert not p["truncated"]
+
+
+def test_pipeline_send_recv_path_crosses_to_the_sender():
+    """Two pipeline stages (synth.critical.pipeline_docs): the receiver's path waits at the recv for
+    the sender, and continues on the sender's forward gemm."""
+    from synth.critical import pipeline_docs
+
+    ranks = [(r, f"stage{r}", decode_trace(json.dumps(doc).encode())) for r, doc in enumerate(pipeline_docs())]
+    path, = distributed_view(ranks)["critical_path"]
+    assert path["length_us"] == 570.0
+    assert path["by_category"] == {"kernel": 500.0, "cpu": 15.0, "communication": 50.0, "waiting": 5.0}
+    assert path["by_rank"] == [{"rank": 0, "us": 310.0}, {"rank": 1, "us": 260.0}]
+    coll, = path["collectives"]
+    assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["start_us"], coll["dur_us"]) == (1, 0, 300.0, 310.0, 50.0)
+    assert coll["late_work"] == {"name": "gemm0", "category": "kernel", "dur_us": 300.0}
+    assert [(s["rank"], s["name"], s["dur_us"]) for s in path["segments"][:2]] == [(0, "gemm0", 300.0), (1, "gemm1", 200.0)]

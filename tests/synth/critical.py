@@ -119,3 +119,39 @@ def dataloader_expected(dl: list[list[float]], step: int) -> dict:
     out["by_category"] = {"kernel": 100.0, "cpu": 10.0 + 5.0 + per_rank[q], "communication": TRANSFER_US,
                           "waiting": 5.0}
     return out
+
+
+def pipeline_docs() -> list[dict]:
+    """Two pipeline stages, one step. Stage 0: ``gemm0`` [10, 310] (launched in ``aten::mm`` [0, 10],
+    launch ends at 5), then a send [310, 360] (an event wait on ``gemm0``). Stage 1: its recv kernel
+    starts at 10 and waits for stage 0 until 310, ends at 360; ``gemm1`` [360, 560] waits on it; a
+    sync in ``aten::item`` [20, 570] returns at 565; steps [0, 370] and [0, 570].
+
+    The path from 570 (stage 1 ends last): ``aten::item`` [560, 570] (cpu), ``gemm1`` [360, 560]
+    (kernel), the recv's transfer [310, 360] (communication on rank 1, late rank 0, waited 300), then on
+    rank 0 ``gemm0`` [10, 310] (kernel), [5, 10] waiting, ``aten::mm`` [0, 5] (cpu): kernel 500, cpu 15,
+    communication 50, waiting 5; rank 0 310, rank 1 260."""
+    comm = {"dtype": "Float", "In msg nelems": 1024, "Out msg nelems": 1024, "Group size": 2, "Process Group Name": "0"}
+    docs = []
+    for r in range(2):
+        d = _Doc()
+        kernel = "ncclDevKernel_SendRecv"
+        if r == 0:
+            d.x("aten::mm", "cpu_op", 0, 10)
+            d.launch(2, 3, "gemm0", 10, 300)
+            d.x("record_param_comms", "cpu_op", 10, 10, **{"Collective name": "send", **comm})
+            d.launch(12, 3, kernel, 310, 50, stream=20, **{"Collective name": "send", **comm})
+            d.x("aten::item", "cpu_op", 20, 350)
+            d.x("cudaStreamSynchronize", "cuda_runtime", 20, 345)
+            d.x("ProfilerStep#1", "user_annotation", 0, 370)
+        else:
+            d.x("record_param_comms", "cpu_op", 0, 10, **{"Collective name": "recv", **comm})
+            d.launch(2, 3, kernel, 10, 350, stream=20, **{"Collective name": "recv", **comm})
+            d.x("aten::mm", "cpu_op", 10, 10)
+            d.launch(12, 3, "gemm1", 360, 200)
+            d.x("aten::item", "cpu_op", 20, 550)
+            d.x("cudaStreamSynchronize", "cuda_runtime", 20, 545)
+            d.x("ProfilerStep#1", "user_annotation", 0, 570)
+        docs.append({"schemaVersion": 1, "traceEvents": d.events,
+                     "distributedInfo": {"backend": "nccl", "rank": r, "world_size": 2}})
+    return docs
