@@ -1,0 +1,71 @@
+"""Issue 20: the Distributed tab's critical-path panel in headless chromium against a real TensorBoard.
+
+(1) The synthesized job of tests/synth/critical.py (``dataloader_docs``): in step 2 rank 1 loads its
+batch for 500 µs; the panel lists its data loader first and says rank 0 waited 450 µs for rank 1 at the
+all-reduce, late after its data loader. (2) The 8 DLRM ranks: one step; the summary shows the path's
+length (the step's span over the ranks) and the late-rank notice names rank 7.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import SAMPLES
+from synth.critical import DATALOADER, dataloader_docs
+from tests.e2e.conftest import sample_logdir, tensorboard
+from tests.e2e.helpers import api, format_duration, open_plugin, open_tab, wait_all_ready
+
+
+def _panel(frame):
+    panel = frame.locator('[data-testid="critical-path"]')
+    panel.wait_for(timeout=90_000)
+    return panel
+
+
+def test_critical_path_panel_on_a_slow_dataloader_job(browser, tmp_path, artifacts):
+    logdir, cache = sample_logdir(tmp_path, "job")
+    for r, doc in enumerate(dataloader_docs([[60, 50], [50, 500]])):
+        (logdir / "job" / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
+    with tensorboard(logdir, cache) as base:
+        wait_all_ready(base, "job", 2)
+        paths = api(base, "distributed", run="job", span=1)["view"]["critical_path"]
+        assert [(p["step"], p["length_us"]) for p in paths] == [("1", 230.0), ("2", 670.0)]
+
+        page = browser.new_page(viewport={"width": 1400, "height": 3200})
+        frame = open_plugin(page, base, "job")
+        open_tab(frame, "distributed-tab")
+        panel = _panel(frame)
+        assert panel.locator('[data-testid="path-summary"]').inner_text().startswith(format_duration(230.0))
+        panel.locator('[data-testid="path-step-select"]').select_option("2")
+        rows = panel.locator('[data-testid="path-segment-row"]')
+        first = [rows.first.locator("td").nth(i).inner_text().strip() for i in range(5)]
+        assert first == ["1", "Launch / CPU", DATALOADER, format_duration(0.0), format_duration(500.0)]
+        notice = panel.locator('[data-testid="path-late-rank"]')
+        assert notice.count() == 1
+        text = notice.inner_text()
+        assert f"Rank 0 waited {format_duration(450.0)}" in text and "for rank 1, late after" in text and DATALOADER in text
+        frame.locator('[data-testid="path-card"]').screenshot(path=str(artifacts / "critical_path_dataloader.png"))
+        page.close()
+
+
+def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
+    ranks = sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json"))
+    logdir, cache = sample_logdir(tmp_path, "job", *(f.relative_to(SAMPLES) for f in ranks))
+    with tensorboard(logdir, cache) as base:
+        wait_all_ready(base, "job", 8)
+        path, = api(base, "distributed", run="job", span=1)["view"]["critical_path"]
+        assert sum(path["by_category"].values()) == path["length_us"]
+
+        page = browser.new_page(viewport={"width": 1400, "height": 3200})
+        frame = open_plugin(page, base, "job")
+        open_tab(frame, "distributed-tab")
+        panel = _panel(frame)
+        assert panel.locator('[data-testid="path-summary"]').inner_text().startswith(format_duration(path["length_us"]))
+        assert panel.locator('[data-testid="path-segment-row"]').count() == len(path["segments"]) == 10
+        late = {c["late_rank"] for c in path["collectives"]}
+        notices = panel.locator('[data-testid="path-late-rank"]')
+        assert notices.count() == len(path["collectives"]) >= 1
+        assert all(f"for rank {r}" in notices.nth(i).inner_text() for i, r in enumerate(c["late_rank"] for c in path["collectives"]))
+        assert late == {7}
+        frame.locator('[data-testid="path-card"]').screenshot(path=str(artifacts / "critical_path_dlrm.png"))
+        page.close()
