@@ -42,6 +42,8 @@ def test_single_rank_known_chain():
     assert [s["dur_us"] for s in path["segments"]] == sorted((s["dur_us"] for s in path["segments"]), reverse=True)
     assert path["collectives"] == [] and not path["truncated"]
     _tiles(path)
+    for s in path["segments"]:  # row: the segment's event in the trace ("show in trace"), -1 for waiting
+        assert (trace.strings[trace.events.name[s["row"]]] == s["name"]) if s["category"] != "waiting" else s["row"] == -1
 
 
 @pytest.mark.parametrize("dl", [[[60, 50], [50, 500]], [[50, 50, 50, 180], [50, 50, 900, 50], [40, 30, 20, 10]]])
@@ -64,6 +66,8 @@ def test_slow_dataloader_rank_is_on_the_path(dl):
             assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["dur_us"]) == \
                 (want["walker"], want["late"], pytest.approx(want["wait_us"]), pytest.approx(50.0))
             assert coll["late_work"] == {"name": DATALOADER, "category": "cpu", "dur_us": dl[k][want["late"]]}
+            trace = dict((r, t) for r, _, t in dataloader_job(dl))[coll["rank"]]
+            assert trace.strings[trace.events.name[coll["row"]]] == coll["name"]
             # start_us is on the late rank's own clock (true time − 1000·rank), as its timeline shows it
             loader, = loaders
             assert loader["start_us"] == pytest.approx(k * 2000.0 - 1000.0 * want["late"])

@@ -71,7 +71,7 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     ev = trace.events
     rows = g.comm_rows
     comm = {"start": ev.ts[rows].tolist(), "end": (ev.ts[rows] + ev.dur[rows]).tolist(),
-            "name": [trace.strings[i] for i in ev.name[rows].tolist()], "chain": chains}
+            "name": [trace.strings[i] for i in ev.name[rows].tolist()], "row": rows.tolist(), "chain": chains}
     return {"offset_us": offset, "steps": out_steps, "comm": comm, "truncated": g.visits > MAX_VISITS}
 
 
@@ -175,9 +175,9 @@ class _Graph:
                 if end == self.te[i]:
                     w.marks.append((len(w.segs), i))
                 if self.ts[i] <= w.lo:  # began before the step: the rest of it is this kernel
-                    w.add(w.lo, end, KERNEL, self._name(self.dev[i]))
+                    w.add(w.lo, end, KERNEL, self._name(self.dev[i]), int(self.dev[i]))
                     return
-                w.add(self.ts[i], end, KERNEL, self._name(self.dev[i]))
+                w.add(self.ts[i], end, KERNEL, self._name(self.dev[i]), int(self.dev[i]))
                 state = self._before_dev(w, i)
             else:
                 state = self._thread(w, state[1], state[2])
@@ -223,7 +223,9 @@ class _Graph:
         label = self.trace.strings
         idx = self.trace.events.name[names]
         text = [label[j] for j in idx.tolist()] + ["idle (host)"] * int(g.sum())
-        w.segs.extend(zip(a_all.tolist(), b_all.tolist(), cats.tolist(), [text[j] for j in order.tolist()]))
+        rows_all = np.concatenate([names, np.full(int(g.sum()), -1)])[order]
+        w.segs.extend(zip(a_all.tolist(), b_all.tolist(), cats.tolist(), [text[j] for j in order.tolist()],
+                          rows_all.tolist()))
         if k < 0 or jump[k] <= w.lo:
             return None
         dev_row = int(waited[k])
@@ -244,9 +246,9 @@ class _Walk:
         self.tail: tuple | None = None
         self.stop, self.stop_at, self.truncated = -1, lo, False
 
-    def add(self, a: float, b: float, cat: int, name: str) -> None:
+    def add(self, a: float, b: float, cat: int, name: str, row: int = -1) -> None:
         if b > a:
-            self.segs.append((float(a), float(b), cat, name))
+            self.segs.append((float(a), float(b), cat, name, row))
 
     def fold(self, memo: dict) -> tuple:
         """The summary state of the whole chain, ``(by_category, top, work, stop, stop_at, truncated)``,
@@ -257,7 +259,7 @@ class _Walk:
         trunc = trunc or self.truncated
         marks = dict(self.marks)
         for p in range(len(self.segs) - 1, -1, -1):
-            a, b, cat, name = seg = self.segs[p]
+            a, b, cat, name, _ = seg = self.segs[p]
             d = b - a
             by_cat[cat] += d
             if len(top) < TOP or d > top[-1][1] - top[-1][0]:
@@ -278,6 +280,7 @@ class _Walk:
 
 
 def _segment(seg: tuple) -> dict:
-    """A path segment: ``start_us`` on the rank's own clock (as in its trace)."""
-    a, b, cat, name = seg
-    return {"category": CATEGORIES[int(cat)], "name": name, "start_us": a, "dur_us": b - a}
+    """A path segment: ``start_us`` on the rank's own clock (as in its trace); ``row``: its event in
+    that trace (the kernel, or the top-level host event), −1 for waiting."""
+    a, b, cat, name, row = seg
+    return {"category": CATEGORIES[int(cat)], "name": name, "start_us": a, "dur_us": b - a, "row": int(row)}

@@ -30,7 +30,8 @@ MAX_HOPS = 1_000_000  # chains followed per step at most (each moves strictly ba
 def critical_paths(ranks: list[tuple[int, dict]], matching: Matching | None = None) -> list[dict]:
     """Per step (in the first rank's order, then the others'): ``step``, ``length_us``,
     ``by_category`` {category: µs}, ``by_rank`` [{``rank``, ``us``}], ``segments`` (the ten longest:
-    ``rank``, ``category``, ``name``, ``start_us`` on the rank's own clock, ``at_us`` from the
+    ``rank``, ``category``, ``name``, ``row`` (its event in the rank's trace, −1 for waiting), ``start_us``
+    on the rank's own clock, ``at_us`` from the
     window's start, ``dur_us``; communication ones add ``late_rank``, ``wait_us``, ``late_work``),
     ``collectives`` (the ten on the path that waited longest) and ``truncated``."""
     cps = dict(ranks)
@@ -76,12 +77,12 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
     chain = here[r]["chain"]
     truncated = False
 
-    def add(rank: int, cat: int, a: float, b: float, name: str, **extra) -> dict | None:
+    def add(rank: int, cat: int, a: float, b: float, name: str, row: int = -1, **extra) -> dict | None:
         if b <= a:
             return None
         by_cat[cat] += b - a
         by_rank[rank] = by_rank.get(rank, 0.0) + (b - a)
-        seg = {"rank": rank, "category": CATEGORIES[cat], "name": name,
+        seg = {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row,
                "start_us": a - shift[rank], "at_us": a - lo, "dur_us": b - a, **extra}
         segments.append(seg)
         return seg
@@ -98,9 +99,10 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
             break
         # ee: the kernel's end, or where the path met it when work on its stream overlapped it
         es, ee, name = comm["start"][e_idx] + shift[r], chain["lo"] + shift[r], comm["name"][e_idx]
+        row = comm["row"][e_idx]
         rank_lo = here[r]["start"] if r in here else lo
         if es <= rank_lo:
-            add(r, COMM, rank_lo, ee, name)
+            add(r, COMM, rank_lo, ee, name, row)
             add(r, WAIT, lo, rank_lo, "before this rank's step")
             break
         q, qi = (int(late[r][0][e_idx]), int(late[r][1][e_idx])) if r in late else (-1, -1)
@@ -108,13 +110,13 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
         sq = cps[q]["comm"]["start"][qi] + shift[q] if target is not None else None
         if target is not None and es < sq <= ee and target["lo"] + shift[q] >= lo:
             work = target["work"]
-            seg = add(r, COMM, sq, ee, name, late_rank=q, wait_us=sq - es,
+            seg = add(r, COMM, sq, ee, name, row, late_rank=q, wait_us=sq - es,
                       late_work=None if work is None else {k: work[k] for k in ("name", "category", "dur_us")})
             if seg is not None:
                 collectives.append(seg)
             r, chain = q, target
             continue
-        seg = add(r, COMM, es, ee, name, late_rank=q if q >= 0 else None, wait_us=0.0, late_work=None)
+        seg = add(r, COMM, es, ee, name, row, late_rank=q if q >= 0 else None, wait_us=0.0, late_work=None)
         nxt = comm["chain"][e_idx]
         if nxt is None:
             add(r, WAIT, lo, es, "idle")

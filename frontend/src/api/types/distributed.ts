@@ -111,6 +111,8 @@ export interface CriticalPathSegment {
   rank: number;
   category: "kernel" | "cpu" | "communication" | "waiting";
   name: string;
+  /** The segment's event row in that rank's trace (kernel or top-level host event); -1 for waiting. */
+  row: number;
   /** On the rank's own trace clock (what its timeline shows). */
   start_us: number;
   /** From the step window's start on the common clock. */
