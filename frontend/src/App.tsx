@@ -14,6 +14,7 @@ import { SnapshotView } from "./views/snapshots/SnapshotView";
 import { DistributedView } from "./views/distributed/DistributedView";
 import { DiffView } from "./views/diff/DiffView";
 import type { TraceFocus } from "./views/trace/TraceView";
+import type { Selection } from "./api/types";
 import { focusFor, type PlacedFocus } from "./state/traceFocus";
 
 /** The whole plugin page: selectors and progress on top, the selected file's view below. */
@@ -33,6 +34,15 @@ export function App() {
       setView("trace");
     },
     [setView, selection],
+  );
+  // the critical path's "show in trace": another worker of the run, so the focus is placed at it
+  const showRankInTrace = useCallback(
+    (at: Selection, row: number) => {
+      select(at);
+      setPlacedFocus((prev) => ({ focus: { row, nonce: (prev?.focus.nonce ?? 0) + 1 }, at }));
+      setView("trace");
+    },
+    [select, setView],
   );
   const traceFocus = focusFor(placedFocus, selection);
   // a new selection forgets it: coming back later opens the whole trace, nothing selected
@@ -117,7 +127,7 @@ export function App() {
             ) : view === "distributed" && run && !showArtifacts ? (
               <ErrorBoundary key={`distributed\u0000${run.name}`}>
                 {isMultiRank ? (
-                  <DistributedView run={run.name} theme={theme} />
+                  <DistributedView run={run.name} theme={theme} onShowInTrace={showRankInTrace} />
                 ) : (
                   <Notice>Run {run.name} has a single worker: the Distributed view compares two or more ranks.</Notice>
                 )}

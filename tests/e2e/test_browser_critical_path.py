@@ -3,7 +3,8 @@
 (1) The synthesized job of tests/synth/critical.py (``dataloader_docs``): in step 2 rank 1 loads its
 batch for 500 µs; the panel lists its data loader first and says rank 0 waited 450 µs for rank 1 at the
 all-reduce, late after its data loader. (2) The 8 DLRM ranks: one step; the summary shows the path's
-length (the step's span over the ranks) and the late-rank notice names rank 7.
+length (the step's span over the ranks) and the late-rank notice names rank 7; "show in trace" opens
+that rank's Trace view with the segment's event selected.
 """
 
 from __future__ import annotations
@@ -68,4 +69,15 @@ def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
         assert all(f"for rank {r}" in notices.nth(i).inner_text() for i, r in enumerate(c["late_rank"] for c in path["collectives"]))
         assert late == {7}
         frame.locator('[data-testid="path-card"]').screenshot(path=str(artifacts / "critical_path_dlrm.png"))
+        # "show in trace" on the longest segment with an event: that rank's file, the event selected
+        seg = next(s for s in path["segments"] if s["row"] >= 0)
+        worker = {r["rank"]: r["worker"] for r in api(base, "distributed", run="job", span=1)["view"]["ranks"]}[seg["rank"]]
+        event = api(base, "timeline_event", run="job", worker=worker, span=1, row=seg["row"])
+        assert event["name"] == seg["name"]
+        i = path["segments"].index(seg)
+        panel.locator('[data-testid="path-segment-row"]').nth(i).locator('[data-testid="path-show-in-trace"]').click()
+        details = frame.locator('[data-testid="timeline-details"]')
+        details.locator('[data-testid="event-name"]').wait_for(timeout=60_000)
+        assert details.locator('[data-testid="event-name"]').inner_text() == seg["name"]
+        assert "view=trace" in frame.url and worker in frame.url
         page.close()

@@ -2,7 +2,7 @@
 // rank (stacked bars), then the chosen step's ten longest segments and the collectives that waited
 // for a late rank, with the work that made that rank late. Definitions: docs/METRICS.md.
 import { useMemo, useState } from "react";
-import type { CriticalPathSegment, CriticalPathStep } from "../../api/types";
+import type { CriticalPathSegment, CriticalPathStep, RankRow } from "../../api/types";
 import { DataTable, Th } from "../../components/DataTable";
 import { EChart } from "../../components/EChart";
 import { InfoTooltip } from "../../components/InfoTooltip";
@@ -18,9 +18,12 @@ interface Props {
   steps: CriticalPathStep[] | undefined;
   theme: Theme;
   textColor: string;
+  /** The ranks' workers, for "show in trace" (absent: no such column). */
+  ranks?: Pick<RankRow, "rank" | "worker">[];
+  onShowInTrace?: (worker: string, row: number) => void;
 }
 
-export function CriticalPathPanel({ steps, theme, textColor }: Props) {
+export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrace }: Props) {
   const [chosen, setChosen] = useState<string | null>(null);
   const byCategory = useMemo(() => (steps?.length ? pathByCategoryOption(steps, textColor) : null), [steps, textColor]);
   const byRank = useMemo(() => (steps?.length ? pathByRankOption(steps, textColor) : null), [steps, textColor]);
@@ -55,7 +58,11 @@ export function CriticalPathPanel({ steps, theme, textColor }: Props) {
           <Notice kind="warning">{lateText(c)}</Notice>
         </div>
       ))}
-      <SegmentTable segments={current.segments} />
+      <SegmentTable
+        segments={current.segments}
+        workerOf={(rank) => ranks?.find((r) => r.rank === rank)?.worker}
+        onShowInTrace={onShowInTrace}
+      />
     </div>
   );
 }
@@ -66,7 +73,13 @@ export function lateText(c: CriticalPathSegment): string {
   return `Rank ${c.rank} waited ${formatDuration(c.wait_us ?? 0)} in ${c.name} for rank ${c.late_rank ?? "?"}${work}`;
 }
 
-function SegmentTable({ segments }: { segments: CriticalPathSegment[] }) {
+interface TableProps {
+  segments: CriticalPathSegment[];
+  workerOf: (rank: number) => string | undefined;
+  onShowInTrace?: (worker: string, row: number) => void;
+}
+
+function SegmentTable({ segments, workerOf, onShowInTrace }: TableProps) {
   return (
     <DataTable
       testId="path-segments-table"
@@ -78,6 +91,7 @@ function SegmentTable({ segments }: { segments: CriticalPathSegment[] }) {
           <Th label="At" tip={DIST_DEFS.pathAt} />
           <Th label="Duration" />
           <Th label="Late rank" num={false} tip={DIST_DEFS.pathLate} />
+          {onShowInTrace ? <Th label="Trace" num={false} /> : null}
         </>
       }
     >
@@ -89,9 +103,19 @@ function SegmentTable({ segments }: { segments: CriticalPathSegment[] }) {
           <td className="num">{formatDuration(s.at_us)}</td>
           <td className="num">{formatDuration(s.dur_us)}</td>
           <td>{s.late_rank !== undefined && s.late_rank !== null && s.late_rank !== s.rank ? String(s.late_rank) : formatText(null)}</td>
+          {onShowInTrace ? <td>{showButton(s, workerOf(s.rank), onShowInTrace)}</td> : null}
         </tr>
       ))}
     </DataTable>
+  );
+}
+
+function showButton(s: CriticalPathSegment, worker: string | undefined, onShow: (worker: string, row: number) => void) {
+  if (worker === undefined || typeof s.row !== "number" || s.row < 0) return null;
+  return (
+    <button type="button" className="link-button" data-testid="path-show-in-trace" title={`Show this event in rank ${s.rank}'s trace`} onClick={() => onShow(worker, s.row)}>
+      show in trace
+    </button>
   );
 }
 

@@ -3,7 +3,7 @@
 // rank's communication ops, and each rank's devices (sent with the rank).
 import { useMemo, useState } from "react";
 import { distributedUrl } from "../../api/routes";
-import type { DistributedData, DistributedResponse } from "../../api/types";
+import type { DistributedData, DistributedResponse, Selection } from "../../api/types";
 import { Card } from "../../components/Card";
 import { EChart } from "../../components/EChart";
 import { InfoTooltip } from "../../components/InfoTooltip";
@@ -26,9 +26,11 @@ interface DistributedViewProps {
   theme: Theme;
   /** The span to start with; "1" unless given. */
   initialSpan?: string;
+  /** "show in trace" of a critical-path segment: that rank's file at this span, and the event row. */
+  onShowInTrace?: (at: Selection, row: number) => void;
 }
 
-export function DistributedView({ run, theme, initialSpan = "1" }: DistributedViewProps) {
+export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }: DistributedViewProps) {
   useDistributedStyles();
   const [span, setSpan] = useState(initialSpan);
   const state = useRemote<DistributedResponse>(distributedUrl(run, span));
@@ -71,12 +73,24 @@ export function DistributedView({ run, theme, initialSpan = "1" }: DistributedVi
           <Notice>{noViewReason(data)}</Notice>
         </div>
       ) : null}
-      {data?.view ? <DistributedContent view={data.view} theme={theme} /> : null}
+      {data?.view ? (
+        <DistributedContent
+          view={data.view}
+          theme={theme}
+          onShowInTrace={onShowInTrace ? (worker, row) => onShowInTrace({ run, worker, span }, row) : undefined}
+        />
+      ) : null}
     </div>
   );
 }
 
-function DistributedContent({ view, theme }: { view: DistributedData; theme: Theme }) {
+interface ContentProps {
+  view: DistributedData;
+  theme: Theme;
+  onShowInTrace?: (worker: string, row: number) => void;
+}
+
+function DistributedContent({ view, theme, onShowInTrace }: ContentProps) {
   const text = chartTextColor(theme);
   const ranks = useMemo(() => [...view.ranks].sort((a, b) => a.rank - b.rank), [view]);
   const stragglers = useMemo(() => new Set(view.stragglers), [view]);
@@ -109,7 +123,7 @@ function DistributedContent({ view, theme }: { view: DistributedData; theme: The
         <ProcessGroupsTable groups={view.groups} />
       </Card>
       <Card title={PATH_TITLE} testId="path-card">
-        <CriticalPathPanel steps={view.critical_path} theme={theme} textColor={text} />
+        <CriticalPathPanel steps={view.critical_path} theme={theme} textColor={text} ranks={ranks} onShowInTrace={onShowInTrace} />
       </Card>
       <Card title="Collectives">
         <CollectivesTable view={view} />
