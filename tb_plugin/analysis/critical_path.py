@@ -279,8 +279,9 @@ class _Walk:
                 "stop": stop, "truncated": bool(trunc)}
 
 
-def _segment(seg: tuple) -> dict:
-    """A path segment: ``start_us`` on the rank's own clock (as in its trace); ``row``: its event in
-    that trace (the kernel, or the top-level host event), −1 for waiting."""
+def _segment(seg: tuple) -> tuple:
+    """A path segment as it travels: ``(category index, name, start_us, dur_us, row)``; ``start_us`` on
+    the rank's own clock (as in its trace), ``row`` its event in that trace (the kernel, or the
+    top-level host event), −1 for waiting."""
     a, b, cat, name, row = seg
-    return {"category": CATEGORIES[int(cat)], "name": name, "start_us": a, "dur_us": b - a, "row": int(row)}
+    return int(cat), name, a, b - a, int(row)

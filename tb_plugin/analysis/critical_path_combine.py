@@ -91,7 +91,7 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
         truncated |= chain["truncated"]
         by_cat += chain["by_category"]
         by_rank[r] = by_rank.get(r, 0.0) + float(np.sum(chain["by_category"]))
-        segments.extend(dict(s, rank=r, at_us=s["start_us"] + shift[r] - lo) for s in chain["top"])
+        segments.extend(_segment(s, r, shift[r] - lo) for s in chain["top"])
         e_idx = chain["stop"]
         comm = cps[r]["comm"]
         if e_idx < 0:
@@ -111,7 +111,8 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
         if target is not None and es < sq <= ee and target["lo"] + shift[q] >= lo:
             work = target["work"]
             seg = add(r, COMM, sq, ee, name, row, late_rank=q, wait_us=sq - es,
-                      late_work=None if work is None else {k: work[k] for k in ("name", "category", "dur_us")})
+                      late_work=None if work is None else {"name": work[1], "category": CATEGORIES[work[0]],
+                                                           "dur_us": work[3]})
             if seg is not None:
                 collectives.append(seg)
             r, chain = q, target
@@ -129,3 +130,10 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
     return {"step": step, "length_us": float(hi - lo), "by_category": dict(zip(CATEGORIES, map(float, by_cat))),
             "by_rank": [{"rank": k, "us": float(v)} for k, v in sorted(by_rank.items())],
             "segments": segments[:TOP], "collectives": collectives[:TOP], "truncated": bool(truncated)}
+
+
+def _segment(seg: tuple, rank: int, to_window: float) -> dict:
+    """A chain's segment ``(category, name, start_us, dur_us, row)`` as the report lists it."""
+    cat, name, start, dur, row = seg
+    return {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row, "start_us": start,
+            "at_us": start + to_window, "dur_us": dur}
