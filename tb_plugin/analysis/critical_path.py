@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.categories import DEVICE_KINDS, HOST_WORK_KINDS, LAUNCH_KINDS, PROFILER_STEP_PREFIX, Kind
+from ..trace.categories import DEVICE_KINDS, HOST_WORK_KINDS, LAUNCH_KINDS, PROFILER_STEP_PREFIX
 from ..trace.links import launch_of
 from ..trace.model import Trace
 from .clock import shared_origin
@@ -51,9 +51,10 @@ MAX_VISITS = 1_000_000
 def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     """The per-rank summary (see the module docstring). ``comm_rows``: the rows of the communication
     kernels in time order (``analysis.distributed.comm_kernels``). Times are the trace's own (µs);
-    the common clock reads them + ``offset_us`` (kept apart: absolute clocks would round). Returns ``offset_us``, ``steps`` (per step
-    ``step``, ``start``, ``end``, ``chain``), ``comm`` (``start``, ``end``, ``name``, ``chain`` per
-    communication kernel, None outside every step) and ``truncated``."""
+    the common clock reads them + ``offset_us`` (kept apart: absolute clocks would round). Returns
+    ``offset_us``, ``steps`` (per step ``step``, ``start``, ``end``, ``chain``), ``comm`` (``start``,
+    ``end``, ``name``, ``row``, ``chain`` per communication kernel, None outside every step) and
+    ``truncated``."""
     offset = shared_origin(trace, 0.0)[0]
     g = _Graph(trace, np.asarray(comm_rows, dtype=np.int64))
     steps = compute_steps(trace)
