@@ -112,9 +112,10 @@ class _Graph:
         self.ends_order, self.sorted_ends = ends_order, sorted_ends
         sync_mask = trace.name_mask(lambda s: s in SYNC_CALLS)
         busiest, best = None, -1.0
-        for key in np.unique(thread_key[host]).tolist():
-            rows = host[thread_key[host] == key]
-            rows = rows[np.lexsort((-ev.dur[rows], ev.ts[rows]))]
+        by_thread = host[np.lexsort((-ev.dur[host], ev.ts[host], thread_key[host]))]
+        cuts = np.flatnonzero(np.diff(thread_key[by_thread])) + 1
+        for rows in np.split(by_thread, cuts) if len(by_thread) else []:  # one slice per thread
+            key = int(thread_key[rows[0]])
             s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
             before = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
             top = s >= before
