@@ -83,7 +83,8 @@ class _Graph:
         ev = trace.events
         self.trace, self.visits, self.memo = trace, 0, {}
         kind = ev.kind
-        dev = np.flatnonzero(np.isin(kind, DEVICE_KINDS))
+        finite = np.isfinite(ev.ts) & np.isfinite(ev.dur)  # a time that is not a number is on no path
+        dev = np.flatnonzero(np.isin(kind, DEVICE_KINDS) & finite)
         order = np.lexsort((ev.ts[dev], ev.stream[dev], ev.device[dev]))
         dev = dev[order]
         self.dev, self.ts, self.te = dev, ev.ts[dev], ev.ts[dev] + ev.dur[dev]
@@ -102,7 +103,7 @@ class _Graph:
         thread_key = ev.pid.astype(np.int64) * (1 << 32) + ev.tid.astype(np.int64)
         self.thread_key = thread_key
         # host threads: top-level host events (not ProfilerStep#), and the syncs that waited
-        host = np.flatnonzero(np.isin(kind, HOST_WORK_KINDS + LAUNCH_KINDS))
+        host = np.flatnonzero(np.isin(kind, HOST_WORK_KINDS + LAUNCH_KINDS) & finite)
         step_ids = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
         marker = host[step_ids[host]] if len(host) else host
         host = host[~step_ids[host]] if len(host) else host
