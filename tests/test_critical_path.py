@@ -211,3 +211,14 @@ def test_pipeline_send_recv_path_crosses_to_the_sender():
     assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["start_us"], coll["dur_us"]) == (1, 0, 300.0, 310.0, 50.0)
     assert coll["late_work"] == {"name": "gemm0", "category": "kernel", "dur_us": 300.0}
     assert [(s["rank"], s["name"], s["dur_us"]) for s in path["segments"][:2]] == [(0, "gemm0", 300.0), (1, "gemm1", 200.0)]
+
+
+def test_hop_bound_still_tiles(monkeypatch):
+    """Past the bound on followed chains the rest of the window is waiting: the path still tiles."""
+    import tb_plugin.analysis.critical_path_combine as combine
+
+    monkeypatch.setattr(combine, "MAX_HOPS", 1)
+    for path in distributed_view(dataloader_job([[60, 50], [50, 500]]))["critical_path"]:
+        assert path["truncated"]
+        _tiles(path)
+        assert path["length_us"] in (230.0, 670.0)

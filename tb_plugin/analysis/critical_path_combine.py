@@ -117,14 +117,15 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
                 collectives.append(seg)
             r, chain = q, target
             continue
-        seg = add(r, COMM, es, ee, name, row, late_rank=q if q >= 0 else None, wait_us=0.0, late_work=None)
+        add(r, COMM, es, ee, name, row, late_rank=q if q >= 0 else None, wait_us=0.0, late_work=None)
         nxt = comm["chain"][e_idx]
         if nxt is None:
             add(r, WAIT, lo, es, "idle")
             break
         chain = nxt
-    else:
+    else:  # too many hops: the rest of the window, before the chain not followed, is waiting
         truncated = True
+        add(r, WAIT, lo, chain["hi"] + shift[r], "not walked (too many collectives)")
     segments.sort(key=lambda s: -s["dur_us"])
     collectives.sort(key=lambda s: -s["wait_us"])
     return {"step": step, "length_us": float(hi - lo), "by_category": dict(zip(CATEGORIES, map(float, by_cat))),
