@@ -282,9 +282,10 @@ class _Walk:
                 "stop": stop, "truncated": bool(trunc)}
 
 
-def _segment(seg: tuple) -> tuple:
-    """A path segment as it travels: ``(category index, name, start_us, dur_us, row)``; ``start_us`` on
+def _segment(seg: tuple) -> list:
+    """A path segment as it travels: ``[category index, name, start_us, dur_us, row]`` (a list: the
+    analysis cache's msgpack round trip gives lists back); ``start_us`` on
     the rank's own clock (as in its trace), ``row`` its event in that trace (the kernel, or the
     top-level host event), −1 for waiting."""
     a, b, cat, name, row = seg
-    return int(cat), name, a, b - a, int(row)
+    return [int(cat), name, a, b - a, int(row)]

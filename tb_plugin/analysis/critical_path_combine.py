@@ -134,7 +134,7 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
 
 
 def _segment(seg: tuple, rank: int, to_window: float) -> dict:
-    """A chain's segment ``(category, name, start_us, dur_us, row)`` as the report lists it."""
+    """A chain's segment ``[category, name, start_us, dur_us, row]`` as the report lists it."""
     cat, name, start, dur, row = seg
     return {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row, "start_us": start,
             "at_us": start + to_window, "dur_us": dur}
