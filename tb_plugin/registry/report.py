@@ -10,12 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..analysis import distributed as distributed_analysis
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds
 from ..analysis.memory import memory_window
-from ..analysis.overview import compute_overview
 from .artifacts import MEMPROFILER_KINDS
 
 logger = logging.getLogger(__name__)
@@ -38,14 +36,14 @@ def overview_document(registry, state) -> dict[str, Any] | None:
     return doc
 
 
-def rank_aggregate(trace, views, tables: bool) -> dict[str, Any]:
-    """The aggregate of one parsed trace (pure; see registry/executors/task.py): ``distributed``,
+def rank_aggregate(views, tables: bool) -> dict[str, Any]:
+    """The aggregate of one parsed trace's views (pure; see registry/executors/task.py): ``distributed``,
     ``insights`` and, with ``tables``, the report's per-worker sections."""
-    out: dict[str, Any] = {"distributed": distributed_analysis.rank_reduce(trace),
+    out: dict[str, Any] = {"distributed": views.rank_reduce(),
                            "insights": report_insights(views.insights())}
     if tables:
         out["tables"] = {
-            "overview": compute_overview(trace),
+            "overview": views.overview(),
             "operators": [{k: r[k] for k in OPERATOR_KEYS} for r in sorted(
                 views.operators("operator"), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))],
             "kernels": [{k: r[k] for k in KERNEL_KEYS} for r in sorted(
