@@ -77,3 +77,41 @@ def test_depths_equal_the_stack_loop_on_real_traces():
         assert np.array_equal(got, reference_depths(ev.ts, ev.ts + ev.dur, track)), path
         seen += 1
     assert seen >= 12
+
+
+def reference_allocation_pairs(trace) -> list[dict]:
+    """The loop ``memory.allocation_pairs`` was (one Python iteration per memory event)."""
+    from tb_plugin.analysis.memory import memory_data
+
+    mem, data = trace.memory, memory_data(trace)
+    rows = []
+    t_rel = mem.ts - data.origin
+    for i in np.flatnonzero((mem.addr >= 0) & (mem.bytes != 0)).tolist():
+        lab, b = data.device[i], int(mem.bytes[i])
+        if not lab or (b < 0 and data.ends[i] >= 0):
+            continue
+        t, j = float(t_rel[i]), int(data.freed_at[i])
+        free_t = float(t_rel[j]) if b > 0 and j >= 0 else None
+        op = int(data.op[i])
+        rows.append({"device": lab, "addr": int(mem.addr[i]), "size_bytes": abs(b),
+                     "alloc_us": t if b > 0 else None, "free_us": free_t if b > 0 else t,
+                     "duration_us": free_t - t if free_t is not None else None,
+                     "op": trace.strings[trace.events.name[op]] if op >= 0 else None})
+    return rows
+
+
+def test_allocation_pairs_and_device_masks_equal_the_loops_on_real_traces():
+    from tb_plugin.analysis import memory
+
+    with_pairs = 0
+    for path, trace in _real_traces():
+        got = memory.allocation_pairs(trace)
+        expected = reference_allocation_pairs(trace) if memory.memory_data(trace).has_addr else []
+        assert got["rows"] == expected, path
+        assert [[type(v) for v in r.values()] for r in got["rows"]] == [[type(v) for v in r.values()] for r in expected]
+        with_pairs += bool(expected)
+        data = memory.memory_data(trace)
+        for label in set(data.device) - {""}:
+            assert np.array_equal(np.isin(data.device_code, [k + 1 for k, x in enumerate(data.labels) if x == label]),
+                                  np.array([d == label for d in data.device], dtype=bool))
+    assert with_pairs >= 4
