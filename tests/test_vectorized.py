@@ -115,3 +115,43 @@ def test_allocation_pairs_and_device_masks_equal_the_loops_on_real_traces():
             assert np.array_equal(np.isin(data.device_code, [k + 1 for k, x in enumerate(data.labels) if x == label]),
                                   np.array([d == label for d in data.device], dtype=bool))
     assert with_pairs >= 4
+
+
+def reference_host_syncs(trace, top: int = 20) -> dict:
+    """The loop ``insights.host_syncs`` was (one Python iteration per synchronizing call)."""
+    from tb_plugin.analysis import insights
+
+    full = insights.host_syncs(trace, top)  # the parts that were already vectorized
+    ev = trace.events
+    rows = np.flatnonzero((ev.kind == insights.Kind.RUNTIME) & trace.name_mask(
+        lambda s: s.startswith(insights.SYNC_CALLS) and "Async" not in s))
+    parent = insights.op_tree(trace).op_parent
+    dev_starts = np.sort(ev.ts[np.flatnonzero(insights.device_mask(trace))])
+    by_op: dict[str, dict] = {}
+    idle_total = 0.0
+    for r in rows.tolist():
+        end = float(ev.ts[r] + ev.dur[r])
+        i = np.searchsorted(dev_starts, end)
+        idle = float(dev_starts[i] - end) if i < len(dev_starts) else 0.0
+        idle_total += idle
+        op = trace.strings[ev.name[parent[r]]] if parent[r] >= 0 else "(no operator)"
+        entry = by_op.setdefault(op, {"op": op, "calls": 0, "sync_us": 0.0, "gpu_idle_after_us": 0.0, "apis": {}})
+        entry["calls"] += 1
+        entry["sync_us"] += float(ev.dur[r])
+        entry["gpu_idle_after_us"] += idle
+        api_name = trace.strings[ev.name[r]]
+        entry["apis"][api_name] = entry["apis"].get(api_name, 0) + 1
+    ranked = sorted(by_op.values(), key=lambda x: -x["sync_us"])
+    return dict(full, gpu_idle_after_us=idle_total, by_operator=ranked[:top])
+
+
+def test_host_syncs_equal_the_loop_on_real_traces():
+    from tb_plugin.analysis import insights
+
+    with_syncs = 0
+    for path, trace in _real_traces():
+        got, expected = insights.host_syncs(trace), reference_host_syncs(trace)
+        assert got == expected, path
+        assert [list(o["apis"]) for o in got["by_operator"]] == [list(o["apis"]) for o in expected["by_operator"]]
+        with_syncs += got["sync_calls"] > 0
+    assert with_syncs >= 3
