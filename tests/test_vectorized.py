@@ -155,3 +155,57 @@ def test_host_syncs_equal_the_loop_on_real_traces():
         assert [list(o["apis"]) for o in got["by_operator"]] == [list(o["apis"]) for o in expected["by_operator"]]
         with_syncs += got["sync_calls"] > 0
     assert with_syncs >= 3
+
+
+def reference_comm_kernels(trace) -> dict:
+    """The loop ``distributed.comm_kernels`` was (one Python iteration per communication kernel)."""
+    from tb_plugin.analysis import distributed as d
+
+    ev = trace.events
+    rows = np.flatnonzero(d.category_masks(trace)["communication"] & (ev.kind == d.Kind.KERNEL))
+    rows = rows[np.argsort(ev.ts[rows], kind="stable")]
+    launcher, parent = d.launch_of(trace), d.op_tree(trace).op_parent
+
+    def comm_op(launch):
+        node = int(parent[launch]) if launch >= 0 else -1
+        first = node
+        for _ in range(16):
+            if node < 0:
+                break
+            if ev.collective[node] > 0 or ev.in_msg_nelems[node] >= 0 or d.is_comm_op_name(trace.strings[ev.name[node]]):
+                return node
+            node = int(parent[node])
+        return first
+
+    out = {"rows": rows, "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [], "seq": []}
+    for r in rows.tolist():
+        op = comm_op(int(launcher[r]))
+        coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
+        name = d.normalize_collective(coll) or d.normalize_collective(
+            trace.strings[ev.name[op]] if op >= 0 else None) or d.normalize_collective(trace.strings[ev.name[r]])
+        group = trace.string(int(ev.process_group[r])) or (trace.string(int(ev.process_group[op])) if op >= 0 else None)
+        size = int(ev.group_size[r]) if ev.group_size[r] > 0 else (
+            int(ev.group_size[op]) if op >= 0 and ev.group_size[op] > 0 else None)
+        seq = int(ev.seq[r]) if ev.seq[r] >= 0 else (int(ev.seq[op]) if op >= 0 else -1)
+        nbytes, dtype = d._message(trace, r, op)
+        for k, v in (("collective", name or "other"), ("group", group or "default"), ("group_size", size),
+                     ("bytes", nbytes), ("dtype", dtype), ("seq", seq)):
+            out[k].append(v)
+    return out
+
+
+def test_comm_kernels_equal_the_loop_on_real_traces():
+    from tb_plugin.analysis import distributed
+
+    paths = [str(p) for p in sorted(sample("dlrm_8ranks").glob("*.json"))[:3]] + [
+        str(p) for p in sorted(sample("hta").glob("*/*.gz")) if "memory" not in str(p)]
+    with_comm = 0
+    for path in paths:
+        trace = load_trace_file(path)
+        got, expected = distributed.comm_kernels(trace), reference_comm_kernels(trace)
+        assert np.array_equal(got["rows"], expected["rows"]) and list(got) == list(expected), path
+        for key in expected:
+            if key != "rows":
+                assert got[key] == expected[key] and [type(v) for v in got[key]] == [type(v) for v in expected[key]], (path, key)
+        with_comm += len(expected["rows"]) > 0
+    assert with_comm >= 4
