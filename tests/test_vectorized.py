@@ -209,3 +209,77 @@ def test_comm_kernels_equal_the_loop_on_real_traces():
                 assert got[key] == expected[key] and [type(v) for v in got[key]] == [type(v) for v in expected[key]], (path, key)
         with_comm += len(expected["rows"]) > 0
     assert with_comm >= 4
+
+
+def _module_traces():
+    yield from (load_trace_file(str(p)) for p in sorted(sample("torch213_cpu").glob("*.json")))
+    yield from (load_trace_file(str(p)) for p in sorted(sample("tracelens").glob("*/*.gz")))
+    for seed in range(12):
+        yield _random_module_trace(seed, lightning=seed % 4 == 3)
+
+
+def _random_module_trace(seed: int, lightning: bool):
+    """Random nested module calls (some deeper than MAX_DEPTH, repeated names, file order shuffled),
+    operators inside them and fwdbwd flows between operators, on two threads."""
+    import json
+
+    from tb_plugin.trace.decode import decode_trace
+
+    rng = np.random.default_rng(seed)
+    events, flows, ops = [], [], []
+    for tid in (1, 2):
+        def call(lo, hi, depth):
+            deep = depth < (130 if seed % 3 == 0 else 6)
+            name = f"M_{rng.integers(3)}" if rng.random() < 0.7 else f"M_{depth}"
+            if lightning:
+                events.append({"ph": "X", "cat": "user_annotation", "pid": 1, "tid": tid, "ts": lo, "dur": hi - lo,
+                               "name": f"[pl][module]torch.nn.{name}: layer.{rng.integers(2)}"})
+            else:
+                events.append({"ph": "X", "cat": "python_function", "pid": 1, "tid": tid, "ts": lo, "dur": hi - lo,
+                               "name": f"nn.Module: {name}"})
+            t = lo + 1
+            while t + 4 < hi and deep and rng.random() < 0.8:
+                span = int(rng.integers(2, max(3, (hi - t) // 2)))
+                if rng.random() < 0.5 and depth < 140:
+                    call(t, t + span, depth + 1)
+                else:
+                    events.append({"ph": "X", "cat": "cpu_op", "pid": 1, "tid": tid, "ts": t, "dur": span,
+                                   "name": f"aten::op{rng.integers(4)}"})
+                    ops.append((tid, t))
+                t += span + int(rng.integers(0, 2))
+        call(0, 100_000, 0)
+    if seed % 3 == 0:  # a chain deeper than MAX_DEPTH, with operators at several depths
+        for depth in range(130):
+            name = f"[pl][module]torch.nn.Deep: d{depth % 5}" if lightning else f"nn.Module: Deep_{depth % 5}"
+            kind = "user_annotation" if lightning else "python_function"
+            events.append({"ph": "X", "cat": kind, "pid": 1, "tid": 3, "ts": 10 * depth, "dur": 10_000 - 20 * depth,
+                           "name": name})
+            if depth % 20 == 19:
+                events.append({"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 3, "ts": 10 * depth + 1, "dur": 2,
+                               "name": "aten::deep"})
+                ops.append((3, 10 * depth + 1))
+    for k in range(len(ops) // 2):
+        a, b = rng.choice(len(ops), 2)
+        for phase, (tid, ts) in (("s", ops[a]), ("f", ops[b])):
+            flows.append({"ph": phase, "cat": "fwdbwd", "id": int(k % 7), "pid": 1, "tid": tid, "ts": ts,
+                          "name": "fwdbwd", **({"bp": "e"} if phase == "f" else {})})
+    everything = events + flows
+    rng.shuffle(everything)
+    return decode_trace(json.dumps({"traceEvents": everything}).encode())
+
+
+def test_module_tree_equals_the_loops_on_real_traces():
+    import orjson
+    import reference_modules
+    from tb_plugin.analysis import modules
+
+    with_modules = folded = linked = 0
+    for trace in _module_traces():
+        got, expected = modules._module_tree(trace), reference_modules._module_tree(trace)
+        assert orjson.dumps(got) == orjson.dumps(expected)  # values, key order and child order
+        pairs = modules._forward_backward_pairs(trace)
+        assert [tuple(p) for p in pairs.tolist()] == reference_modules._forward_backward_pairs(trace)
+        with_modules += bool(expected)
+        folded += '"folded_calls"' in orjson.dumps(got).decode()
+        linked += len(pairs) > 0
+    assert with_modules >= 17 and folded >= 2 and linked >= 10

@@ -67,6 +67,20 @@ def _first_in_chain(link: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return first
 
 
+def ancestor_counts(parent: np.ndarray) -> np.ndarray:
+    """Per node of a forest given by ``parent`` (−1: a root): its number of ancestors (list ranking by
+    pointer doubling)."""
+    hop = parent.copy()
+    count = (hop >= 0).astype(np.int64)
+    live = np.flatnonzero(hop >= 0)
+    while len(live):
+        up = hop[live]
+        count[live] += count[up]  # right-hand sides read before any write: one synchronous round
+        hop[live] = hop[up]
+        live = live[hop[live] >= 0]
+    return count
+
+
 def op_tree(trace: Trace) -> OpTree:
     return trace.memo("op_tree", lambda: _build(trace))
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
+from .op_tree import ancestor_counts
 
 LEVEL_FACTOR = 4
 
@@ -190,7 +191,7 @@ def _depths(start: np.ndarray, end: np.ndarray, track: np.ndarray) -> np.ndarray
     point = e <= s
     holder = _holders(s, e, point, t)
     depth = np.empty(n, dtype=np.int32)
-    depth[order] = _ranks(holder)
+    depth[order] = ancestor_counts(holder)
     return depth
 
 
@@ -208,20 +209,6 @@ def _holders(s: np.ndarray, e: np.ndarray, point: np.ndarray, t: np.ndarray) -> 
         cand[todo] = cand[cand[todo]]
         todo = todo[cand[todo] >= 0]
     return cand
-
-
-def _ranks(parent: np.ndarray) -> np.ndarray:
-    """Per node of a forest given by ``parent`` (−1: a root): its number of ancestors (list ranking by
-    pointer doubling)."""
-    hop = parent.copy()
-    count = (hop >= 0).astype(np.int64)
-    live = np.flatnonzero(hop >= 0)
-    while len(live):
-        up = hop[live]
-        count[live] += count[up]  # right-hand sides read before any write: one synchronous round
-        hop[live] = hop[up]
-        live = live[hop[live] >= 0]
-    return count
 
 
 def _pyramid(start, end, depth, name, dur, rows) -> list[Level]:
