@@ -283,3 +283,39 @@ def test_module_tree_equals_the_loops_on_real_traces():
         folded += '"folded_calls"' in orjson.dumps(got).decode()
         linked += len(pairs) > 0
     assert with_modules >= 17 and folded >= 2 and linked >= 10
+
+
+def reference_op_path_tree(trace) -> dict:
+    """The loop ``diff.op_path_tree`` was (one Python iteration per operator call)."""
+    from tb_plugin.analysis import diff
+
+    ev, tree, times = trace.events, diff.op_tree(trace), diff.op_times(trace)
+    steps = max(len(diff.compute_steps(trace)), 1)
+    paths: dict[int, tuple] = {}
+    nodes: dict[tuple, dict] = {}
+    for row in tree.order[times.is_op[tree.order]].tolist():
+        path = paths.get(int(tree.op_parent[row]), ()) + (diff._label(trace.strings[ev.name[row]]),)
+        paths[row] = path
+        node = nodes.setdefault(path, dict.fromkeys(diff._FIELDS, 0.0))
+        node["calls"] += 1
+        node["host_self_us"] += float(times.host_self[row])
+        node["host_total_us"] += float(ev.dur[row])
+        node["device_self_us"] += float(times.device_self[row])
+        node["device_total_us"] += float(times.device_total[row])
+    for node in nodes.values():
+        for key in diff._FIELDS:
+            node[key] /= steps
+    return nodes
+
+
+def test_op_path_tree_equals_the_loop_on_real_traces():
+    import orjson
+    from tb_plugin.analysis import diff
+
+    seen = 0
+    for path, trace in _real_traces():
+        got, expected = diff.op_path_tree(trace), reference_op_path_tree(trace)
+        assert list(got) == list(expected), path
+        assert orjson.dumps(list(got.values())) == orjson.dumps(list(expected.values())), path
+        seen += len(expected) > 10
+    assert seen >= 8

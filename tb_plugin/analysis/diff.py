@@ -19,7 +19,7 @@ import numpy as np
 
 from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
 from ..trace.model import Trace
-from .op_tree import op_tree
+from .op_tree import op_tree, path_nodes
 from .operators import op_times
 from .steps import compute_steps
 
@@ -45,22 +45,29 @@ def op_path_tree(trace: Trace) -> dict[tuple, dict]:
         tree = op_tree(trace)
         times = op_times(trace)
         steps = max(len(compute_steps(trace)), 1)
-        paths: dict[int, tuple] = {}
+        order = tree.order[times.is_op[tree.order]]  # parents before children
+        index_of = np.full(len(ev), -1, dtype=np.int64)
+        index_of[order] = np.arange(len(order))
+        up = tree.op_parent[order]
+        parent = np.where(up >= 0, index_of[np.maximum(up, 0)], -1)
+        names, name_of_call = np.unique(ev.name[order], return_inverse=True)
+        labels: dict[str, int] = {}
+        label_ids = [labels.setdefault(_label(trace.strings[k]), len(labels)) for k in names.tolist()]
+        label = np.asarray(label_ids, dtype=np.int64)[name_of_call.reshape(-1)]
+        node, _, node_parent, node_label = path_nodes(parent, label)
+        size = len(node_parent)
+        # sums in call order, as a running total adds them (bincount adds each bin's weights in input order)
+        sums = [np.bincount(node, weights=w, minlength=size).tolist() for w in (
+            np.ones(len(order)), times.host_self[order], ev.dur[order], times.device_self[order],
+            times.device_total[order])]
+        text = list(labels)
+        path_of: list[tuple] = [()] * size
         nodes: dict[tuple, dict] = {}
-        order = tree.order[times.is_op[tree.order]]
-        for row in order.tolist():
-            parent = int(tree.op_parent[row])
-            path = paths.get(parent, ()) + (_label(trace.strings[ev.name[row]]),)
-            paths[row] = path
-            node = nodes.setdefault(path, dict.fromkeys(_FIELDS, 0.0))
-            node["calls"] += 1
-            node["host_self_us"] += float(times.host_self[row])
-            node["host_total_us"] += float(ev.dur[row])
-            node["device_self_us"] += float(times.device_self[row])
-            node["device_total_us"] += float(times.device_total[row])
-        for node in nodes.values():
-            for key in _FIELDS:
-                node[key] /= steps
+        _, first = np.unique(node, return_index=True)
+        for g in np.argsort(first, kind="stable").tolist():  # first call first (parents before children)
+            path_of[g] = path_of[node_parent[g]] + (text[node_label[g]],) if node_parent[g] >= 0 else (
+                text[node_label[g]],)
+            nodes[path_of[g]] = {key: sums[k][g] / steps for k, key in enumerate(_FIELDS)}
         return nodes
 
     return trace.memo("op_path_tree", build)

@@ -235,7 +235,7 @@ def rank_reduce(trace: Trace) -> dict:
         "comm": {"collective": list(kernels["collective"]), "group": list(kernels["group"]),
                  "group_size": list(kernels["group_size"]), "bytes": list(kernels["bytes"]),
                  "dtype": list(kernels["dtype"]), "seq": list(kernels["seq"]),
-                 "dur": [float(dur[r]) for r in kernels["rows"].tolist()]},
+                 "dur": np.asarray(dur, dtype=np.float64)[kernels["rows"]].tolist()},
         "steps": step_overlap(trace),
     }
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
-from .op_tree import _first_in_chain, ancestor_counts, op_tree
+from .op_tree import _first_in_chain, ancestor_counts, op_tree, path_nodes
 from .operators import op_times
 
 MODULE_PREFIX = "nn.Module: "
@@ -73,7 +73,7 @@ def _module_tree(trace: Trace) -> list[dict]:
     labels: dict[str, int] = {}
     label_of_call = np.array([labels.setdefault(label(trace.strings[k]), len(labels)) for k in names.tolist()],
                              dtype=np.int64)[name_of_call.reshape(-1)] if len(names) else np.zeros(0, dtype=np.int64)
-    node, folded, node_parent, node_label = _module_nodes(parent_call, label_of_call)
+    node, folded, node_parent, node_label = path_nodes(parent_call, label_of_call, MAX_DEPTH)
     # operators → innermost module, then the backward ops linked to them: one sum in this order
     op_rows = np.flatnonzero(times.is_op & ~is_module & (py_parent >= 0))
     op_call = call_above(py_parent[op_rows])
@@ -106,36 +106,6 @@ def _module_tree(trace: Trace) -> list[dict]:
     for g in sorted(range(size), key=lambda g: -depth[g]):  # deepest first: children rolled up before parents
         _roll_up(made[g])
     return roots
-
-
-def _module_nodes(parent_call: np.ndarray, label_of_call: np.ndarray):
-    """Module calls → tree nodes: calls with the same path of labels from the root are one node.
-    Returns ``(node per call, folded per call, parent node per node, label per node)``; a call more than
-    :data:`MAX_DEPTH` modules deep is folded: its node is its depth-MAX_DEPTH ancestor's. One pass per
-    nesting level (calls of a level keyed by their parent's node and their label), none per call."""
-    calls = len(parent_call)
-    depth = ancestor_counts(parent_call)
-    node = np.full(calls, -1, dtype=np.int64)
-    folded = depth >= MAX_DEPTH
-    by_depth = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
-    node_parent: list[np.ndarray] = []
-    node_label: list[np.ndarray] = []
-    made = 0
-    for level in range(len(bounds) - 1):
-        at = by_depth[bounds[level]:bounds[level + 1]]
-        above = np.where(parent_call[at] >= 0, node[np.maximum(parent_call[at], 0)], -1)
-        if level >= MAX_DEPTH:
-            node[at] = above
-            continue
-        keys, inverse = np.unique(np.stack([above, label_of_call[at]], axis=1), axis=0, return_inverse=True)
-        node[at] = made + inverse.reshape(-1)
-        node_parent.append(keys[:, 0])
-        node_label.append(keys[:, 1])
-        made += len(keys)
-    if not node_parent:
-        return node, folded, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return node, folded, np.concatenate(node_parent), np.concatenate(node_label)
 
 
 def _python_module_name(text: str) -> str:
