@@ -319,3 +319,35 @@ def test_op_path_tree_equals_the_loop_on_real_traces():
         assert orjson.dumps(list(got.values())) == orjson.dumps(list(expected.values())), path
         seen += len(expected) > 10
     assert seen >= 8
+
+
+def reference_merge(starts, ends):
+    """``intervals.merge`` as it was (a ``np.maximum.at`` per group into zeros)."""
+    if len(starts) == 0:
+        return np.zeros(0), np.zeros(0)
+    order = np.argsort(starts, kind="stable")
+    s = np.asarray(starts, dtype=np.float64)[order]
+    e = np.asarray(ends, dtype=np.float64)[order]
+    reach = np.maximum.accumulate(e)
+    new_group = np.empty(len(s), dtype=bool)
+    new_group[0] = True
+    new_group[1:] = s[1:] > reach[:-1]
+    group = np.cumsum(new_group) - 1
+    out_s = s[new_group]
+    out_e = np.zeros(len(out_s))
+    np.maximum.at(out_e, group, reach)
+    return out_s, np.maximum(out_e, out_s)
+
+
+def test_merge_equals_the_old_merge():
+    from tb_plugin.analysis.intervals import merge
+
+    rng = np.random.default_rng(5)
+    for case in range(3000):
+        n = int(rng.integers(0, 30))
+        s = rng.integers(-10, 20, n).astype(float)
+        e = s + rng.integers(-3, 8, n)  # inverted and empty intervals too, negative times
+        if case % 10 == 0 and n:
+            e[rng.integers(n)] = np.inf
+        got, want = merge(s, e), reference_merge(s, e)
+        assert all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want)), case
