@@ -351,3 +351,36 @@ def test_merge_equals_the_old_merge():
             e[rng.integers(n)] = np.inf
         got, want = merge(s, e), reference_merge(s, e)
         assert all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want)), case
+
+
+def _pairs_queries():
+    for device in (None, "", "GPU0", "CPU", "GPU9"):
+        for lo, hi in ((None, None), (0.0, None), (None, 50_000.0), (1_000.0, 200_000.0)):
+            for search in ("", "aten::empty", "ZZZ", "Add"):
+                for sort in ("op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"):
+                    for descending in (True, False):
+                        yield device, lo, hi, (0, 2**62) if search != "Add" else (1024, 10**6), search, sort, descending
+
+
+def test_memory_event_table_equals_the_row_loop():
+    from tb_plugin.analysis.memory import allocation_pairs
+    from tb_plugin.registry import memory_events
+
+    rng = np.random.default_rng(3)
+    made = [{"device": str(rng.choice(["GPU0", "CPU", "gpu0"])), "addr": int(rng.integers(0, 5)),
+             "size_bytes": int(rng.integers(0, 4)) * 1024, "alloc_us": None if rng.random() < 0.2 else float(rng.integers(0, 5)),
+             "free_us": None if rng.random() < 0.3 else float(rng.integers(0, 9)), "duration_us": None,
+             "op": None if rng.random() < 0.2 else str(rng.choice(["aten::empty", "aten::Add", "b", "B", ""]))}
+            for _ in range(300)]  # many ties, None values, names differing only by case
+    tables = [made] + [allocation_pairs(trace)["rows"] for _, trace in _real_traces()]
+    assert sum(len(t) > 100 for t in tables) >= 4
+    for rows in tables:
+        index = memory_events.build_index(rows)
+        for device, lo, hi, (low, high), search, sort, descending in _pairs_queries():
+            got = memory_events.select(index, device, lo, hi, low, high, search, sort, descending)
+            want = memory_events.reference_select(rows, device, lo, hi, low, high, search, sort, descending)
+            assert len(got) == len(want) and got[0:len(got)] == want, (device, lo, hi, search, sort, descending)
+    nan_rows = [dict(made[0], alloc_us=float("nan")), dict(made[1], alloc_us=1.0)]  # NaN keys: the loop's own order
+    assert list(memory_events.select(memory_events.build_index(nan_rows), None, None, None, 0, 2**62, "", "alloc_us",
+                                     True)) == memory_events.reference_select(nan_rows, None, None, None, 0, 2**62, "",
+                                                                              "alloc_us", True)

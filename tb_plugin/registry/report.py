@@ -90,27 +90,6 @@ def memory_document(views, start_us: float | None, end_us: float | None, width_p
             "pairs_reason": views.memory_pairs()["reason"]}
 
 
-def memory_event_rows(pairs: dict, device: str | None, lo: float | None, hi: float | None, min_bytes: int,
-                      max_bytes: int, search: str) -> list[dict]:
-    """Allocation/free pairs on ``device`` whose lifetime overlaps ``[lo, hi]`` (µs; None: open),
-    with ``min_bytes ≤ size ≤ max_bytes`` and ``search`` in the op name (case-insensitive)."""
-    needle = search.lower()
-    rows = []
-    for r in pairs["rows"]:
-        if device and r["device"] != device:
-            continue
-        if not min_bytes <= r["size_bytes"] <= max_bytes:
-            continue
-        start = r["alloc_us"] if r["alloc_us"] is not None else float("-inf")
-        end = r["free_us"] if r["free_us"] is not None else float("inf")
-        if (lo is not None and end < lo) or (hi is not None and start > hi):
-            continue
-        if needle and needle not in (r["op"] or "").lower():
-            continue
-        rows.append(dict(r, name=r["op"] or ""))
-    return rows
-
-
 # -- diff -----------------------------------------------------------------------------------------
 def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] | None = None) -> dict[str, Any]:
     """Baseline vs experiment: ``steps`` (Overview categories), ``operators`` and ``kernels``. With

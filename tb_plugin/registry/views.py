@@ -24,6 +24,7 @@ from ..trace.links import device_mask
 from ..storage.private_files import open_regular
 from ..trace.args import args_of_raw, event_args, event_span
 from ..trace.model import Trace
+from . import memory_events
 
 
 def _full_args(trace: Trace, row: int) -> dict:
@@ -227,6 +228,10 @@ class FileViews:
 
     def memory_pairs(self) -> dict:
         return self._get("memory_pairs", lambda: memory_analysis.allocation_pairs(self.trace))
+
+    def memory_pairs_index(self) -> memory_events.PairsIndex:
+        """The pairs' rows as columns, for filtering and sorting the table per request."""
+        return self._get("pairs_index", lambda: memory_events.build_index(self.memory_pairs()["rows"]))
 
     def memory_devices(self) -> list[str]:
         """The trace's memory devices ("GPU0", "CPU", …): the only ``device`` values worth computing."""
