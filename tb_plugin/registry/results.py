@@ -9,8 +9,8 @@ URL or inode, size, mtime/etag; :meth:`~.cache.ParseCache.identity`) as
 - the column layout changes → the parse cache's versioned directory changes, and these with it;
 - the analysis code changes → :data:`ANALYSIS_VERSION` (a SHA-256 of every source file under
   ``tb_plugin/analysis``, ``tb_plugin/trace`` and ``tb_plugin/artifacts``, of the report builder, the
-  views and the per-rank task, and of the parse cache's version) changes; an entry written by other
-  code is a miss and is rewritten.
+  views and the per-rank task, of the package's ``__init__.py`` (its version) and of the parse
+  cache's version) changes; an entry written by other code is a miss and is rewritten.
 
 Format: msgpack (msgspec), never pickle. ``{"version", "name", "value"}``; numpy arrays and scalars
 travel as msgpack extensions (dtype, shape, raw bytes: exact), floats as IEEE doubles (NaN, ±∞ and
@@ -36,7 +36,7 @@ from .cache import CACHE_VERSION, ParseCache, discard
 logger = logging.getLogger(__name__)
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SOURCES = ("analysis", "trace", "artifacts", os.path.join("registry", "report.py"),
+_SOURCES = ("__init__.py", "analysis", "trace", "artifacts", os.path.join("registry", "report.py"),
             os.path.join("registry", "views.py"), os.path.join("registry", "results.py"),
             os.path.join("registry", "executors", "task.py"))
 _ARRAY, _SCALAR = 1, 2  # msgpack extension codes
