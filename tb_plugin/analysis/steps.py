@@ -151,7 +151,11 @@ def _composer_steps(trace: Trace):
 
 
 def compute_steps(trace: Trace) -> Steps:
-    """Apply the step rules of this module's docstring."""
+    """Apply the step rules of this module's docstring (once per trace: callers only read the result)."""
+    return trace.memo("steps", lambda: _compute_steps(trace))
+
+
+def _compute_steps(trace: Trace) -> Steps:
     names, h_start, h_end, has_markers = host_steps(trace)
     clipped: list[dict] = []
     if has_markers:
