@@ -384,3 +384,64 @@ def test_memory_event_table_equals_the_row_loop():
     assert list(memory_events.select(memory_events.build_index(nan_rows), None, None, None, 0, 2**62, "", "alloc_us",
                                      True)) == memory_events.reference_select(nan_rows, None, None, None, 0, 2**62, "",
                                                                               "alloc_us", True)
+
+
+def reference_composer_steps(trace):
+    """The loops ``steps._composer_steps`` was (one Python iteration per load and per batch)."""
+    from tb_plugin.analysis import steps as st
+
+    ev = trace.events
+    batches = np.flatnonzero(trace.name_mask(lambda s: s == st.COMPOSER_BATCH) & (ev.dur > 0))
+    if len(batches) == 0:
+        return None
+    batches = batches[np.argsort(ev.ts[batches], kind="stable")]
+    loads = np.flatnonzero(trace.name_mask(lambda s: s.startswith(("dataloader/", "event/dataloader"))))
+    load_start: dict[tuple, float] = {}
+    for r in loads[np.argsort(ev.ts[loads], kind="stable")].tolist():
+        load_start[(int(ev.epoch[r]), int(ev.batch[r]), int(ev.pid[r]), int(ev.tid[r]))] = float(ev.ts[r])
+    names, starts, ends = [], [], []
+    for r in batches.tolist():
+        start = float(ev.ts[r])
+        loaded = load_start.get((int(ev.epoch[r]), int(ev.batch[r]), int(ev.pid[r]), int(ev.tid[r])))
+        if loaded is not None and loaded < start and (not ends or loaded >= ends[-1]):
+            start = loaded
+        names.append(str(int(ev.batch[r])) if ev.batch[r] >= 0 else str(len(names)))
+        starts.append(start)
+        ends.append(float(ev.ts[r] + ev.dur[r]))
+    return names, np.array(starts), np.array(ends), True
+
+
+def test_composer_steps_equal_the_loops():
+    import json
+
+    from synth.composer import composer_trace
+    from tb_plugin.analysis import steps as st
+    from tb_plugin.trace.decode import decode_trace
+
+    traces = [load_trace_file(str(sample("composer") / "rank_0.trace.json"))]
+    for rank in range(3):
+        for load_us in (300.0, 5000.0):  # a load longer than a batch reaches back into the batch before
+            doc = composer_trace(rank=rank, batches=6, load_us=load_us)
+            traces.append(decode_trace(json.dumps(doc if isinstance(doc, dict) else {"traceEvents": doc}).encode()))
+    def x(name, ts, dur, batch, tid=1):
+        return {"name": name, "ph": "X", "cat": "event", "pid": 0, "tid": tid, "ts": ts, "dur": dur,
+                "args": {"epoch": 0, "batch": batch}}
+
+    # batch 1's load starts inside batch 0 (kept at its own start); batch 2's load is taken; two loads of
+    # batch 3 (the later counts); batch −1 is named by its position; a load on another thread is not its
+    traces.append(decode_trace(json.dumps({"traceEvents": [
+        x("event/batch", 100, 100, 0), x("dataloader/train", 150, 140, 1), x("event/batch", 300, 100, 1),
+        x("dataloader/train", 450, 40, 2), x("event/batch", 500, 100, 2), x("dataloader/train", 610, 10, 3),
+        x("dataloader/train", 640, 50, 3), x("event/batch", 700, 50, 3), x("event/batch", 800, 50, -1),
+        x("dataloader/train", 760, 30, 4, tid=2), x("event/batch", 900, 50, 4)]}).encode()))
+    checked = 0
+    for trace in traces:
+        got, want = st._composer_steps(trace), reference_composer_steps(trace)
+        assert (got is None) == (want is None)
+        if want is not None:
+            assert got[0] == want[0] and got[3] == want[3]
+            assert np.array_equal(got[1], want[1]) and np.array_equal(got[2], want[2])
+            checked += 1
+    assert checked >= 6
+    last = st._composer_steps(traces[-1])
+    assert last[0] == ["0", "1", "2", "3", "4", "4"] and last[1].tolist() == [100, 300, 450, 640, 800, 900]
