@@ -3,7 +3,9 @@
 :func:`reduce_rank` is a pure function of its :class:`RankJob` (a URL and what to compute) and
 returns a :class:`RankResult` holding only aggregates — never event columns — so it can run in a
 local worker process or on a Dask worker on another machine and send back a few KB. It never raises:
-a bad file becomes that rank's ``error``.
+a bad file becomes that rank's ``error``. With a cache directory, the aggregate (with the file's
+warnings and notes) is kept in the analysis cache (:mod:`~tb_plugin.registry.results`): a file this
+code analysed before is neither parsed nor analysed again.
 
 The aggregate (``RankResult.aggregate``) is a dict:
 
