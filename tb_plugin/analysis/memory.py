@@ -48,6 +48,8 @@ from .series import reduce_points
 @dataclasses.dataclass
 class MemoryData:
     device: list[str]  # label per memory event ("" when ignored)
+    device_code: np.ndarray  # per memory event: 0 when ignored, else 1 + the index of its label in labels
+    labels: list[str]  # the devices' labels, in device_rows order
     op: np.ndarray  # innermost operator row during each memory event (-1: none)
     alloc_op: np.ndarray  # for a free with Addr: the operator of the allocation it ends; else = op
     unfreed: np.ndarray  # per event: an allocation (with Addr) that no free in the trace releases
@@ -70,6 +72,7 @@ def _memory_data(trace: Trace) -> MemoryData:
         label_of[rows] = label
         device_code[rows] = k + 1
     labels = label_of.tolist()
+    names = [label for label, _, _ in device_rows(trace)]
     origin = memory_origin(trace)
     op = _innermost_ops(trace)
     alloc_op = op.copy()
@@ -81,7 +84,7 @@ def _memory_data(trace: Trace) -> MemoryData:
         _link_frees(mem.addr, mem.bytes, device_code, freed_at, ends, unfreed)
         freed = ends >= 0
         alloc_op[freed] = op[ends[freed]]
-    return MemoryData(labels, op, alloc_op, unfreed, has_addr, origin, freed_at, ends)
+    return MemoryData(labels, device_code, names, op, alloc_op, unfreed, has_addr, origin, freed_at, ends)
 
 
 def _link_frees(addr: np.ndarray, nbytes: np.ndarray, device_code: np.ndarray, freed_at: np.ndarray,
@@ -229,23 +232,37 @@ def allocation_pairs(trace: Trace) -> dict:
     if not data.has_addr:
         return {"rows": [], "reason": "this trace's memory events have no 'Addr', so allocations cannot be "
                                       "paired with their frees (the curve and the statistics still work)"}
-    rows = []
+    # one output row per allocation, or per free that ends none (pairs: memory_data), in row order
+    i = np.flatnonzero((mem.addr >= 0) & (mem.bytes != 0) & (data.device_code > 0))
+    i = i[(mem.bytes[i] > 0) | (data.ends[i] < 0)]
+    b = mem.bytes[i]
+    alloc = b > 0
     t_rel = mem.ts - data.origin
-    for i in np.flatnonzero((mem.addr >= 0) & (mem.bytes != 0)).tolist():  # one output row per allocation
-        lab, b = data.device[i], int(mem.bytes[i])  # or per free that ends none (pairs: memory_data)
-        if not lab or (b < 0 and data.ends[i] >= 0):
-            continue
-        t, j = float(t_rel[i]), int(data.freed_at[i])
-        free_t = float(t_rel[j]) if b > 0 and j >= 0 else None
-        rows.append({"device": lab, "addr": int(mem.addr[i]), "size_bytes": abs(b),
-                     "alloc_us": t if b > 0 else None, "free_us": free_t if b > 0 else t,
-                     "duration_us": free_t - t if free_t is not None else None,
-                     "op": _op_name(trace, int(data.op[i]))})
-    return {"rows": rows, "reason": None}
+    t = t_rel[i]
+    j = data.freed_at[i]
+    freed = alloc & (j >= 0)
+    free_t = t_rel[np.where(freed, j, i)]
+    op = data.op[i]
+    op_name = np.asarray(trace.strings, dtype=object)[trace.events.name[np.maximum(op, 0)]] if len(
+        trace.events) else np.full(len(i), None, dtype=object)
+    columns = {
+        "device": np.asarray(data.labels, dtype=object)[data.device_code[i] - 1] if data.labels else [],
+        "addr": mem.addr[i],
+        "size_bytes": np.abs(b),
+        "alloc_us": _or_none(t, alloc),
+        "free_us": _or_none(np.where(alloc, free_t, t), freed | ~alloc),
+        "duration_us": _or_none(free_t - t, freed),
+        "op": np.where(op >= 0, op_name, None),
+    }
+    values = [c.tolist() if isinstance(c, np.ndarray) else c for c in columns.values()]
+    return {"rows": [dict(zip(columns, row)) for row in zip(*values)], "reason": None}
 
 
-def _op_name(trace: Trace, row: int) -> str | None:
-    return trace.strings[trace.events.name[row]] if row >= 0 else None
+def _or_none(values: np.ndarray, keep: np.ndarray) -> list:
+    """``values`` as Python numbers, None where ``keep`` is False."""
+    out = values.astype(object)
+    out[~keep] = None
+    return out.tolist()
 
 
 def operator_stats(trace: Trace, device: str, start_us: float | None = None, end_us: float | None = None) -> list[dict]:
@@ -258,7 +275,7 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     ev = trace.events
     data = memory_data(trace)
     n = len(ev)
-    on_device = np.array([d == device for d in data.device], dtype=bool)
+    on_device = np.isin(data.device_code, [k + 1 for k, label in enumerate(data.labels) if label == device])
     if start_us is not None:
         on_device &= mem.ts - data.origin >= start_us
     if end_us is not None:

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
+from ..registry import memory_events as pairs_table
 from ..registry import report
 from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
@@ -185,9 +186,10 @@ def memory_events(registry, args: Args, as_csv: bool = False):
     min_b = integer(args, "min_bytes", 0, 0, 2**62)
     max_b = integer(args, "max_bytes", 2**62, 0, 2**62)
     q = table_query(args, MEMORY_EVENT_COLUMNS, "size_bytes", paging.MAX_LIMIT)
-    pairs = registry.views(state).memory_pairs()
-    rows = report.memory_event_rows(pairs, args.get("device"), lo, hi, min_b, max_b, q["search"])
-    rows = paging.sort_rows(rows, q["sort"], q["descending"])
+    views = registry.views(state)
+    pairs = views.memory_pairs()
+    rows = pairs_table.select(views.memory_pairs_index(), args.get("device"), lo, hi, min_b, max_b, q["search"],
+                                q["sort"], q["descending"])
     if as_csv:
         return 200, paging.to_csv(rows, MEMORY_EVENT_COLUMNS)
     return 200, dict(paging.window(rows, q), reason=pairs["reason"])

@@ -16,6 +16,7 @@ from ..trace.decode import decode_trace
 from ..trace.errors import TraceReadError
 from ..trace.model import Trace
 from .cache import ParseCache
+from .results import ResultCache
 from .views import FileViews
 
 READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast); the rest is decoding
@@ -86,8 +87,9 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
 
 
 def open_views(trace: Trace, cache: ParseCache | None, url: str, version: str) -> FileViews:
-    """The views of a parsed trace, storing their derived indexes beside it in the parse cache."""
+    """The views of a parsed trace, storing their derived indexes and results beside it in the parse cache."""
     if cache is None:
         return FileViews(trace)
     return FileViews(trace, store=(lambda kind: cache.get_blob(url, version, kind),
-                                   lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)))
+                                   lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)),
+                     results=ResultCache(cache, url, version))

@@ -16,7 +16,6 @@ from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
-from ..analysis.overview import compute_overview
 from ..storage.naming import names_oom
 from .artifacts import MEMPROFILER_KINDS
 
@@ -40,14 +39,14 @@ def overview_document(registry, state) -> dict[str, Any] | None:
     return doc
 
 
-def rank_aggregate(trace, views, tables: bool) -> dict[str, Any]:
-    """The aggregate of one parsed trace (pure; see registry/executors/task.py): ``distributed``,
+def rank_aggregate(views, tables: bool) -> dict[str, Any]:
+    """The aggregate of one parsed trace's views (pure; see registry/executors/task.py): ``distributed``,
     ``insights`` and, with ``tables``, the report's per-worker sections."""
-    out: dict[str, Any] = {"distributed": distributed_analysis.rank_reduce(trace),
+    out: dict[str, Any] = {"distributed": views.rank_reduce(),
                            "insights": report_insights(views.insights())}
     if tables:
         out["tables"] = {
-            "overview": compute_overview(trace),
+            "overview": views.overview(),
             "operators": operator_table(views),
             "kernels": kernel_table(views),
             "modules": views.modules(),
@@ -103,27 +102,6 @@ def memory_document(views, start_us: float | None, end_us: float | None, width_p
         (float(d["ts_us"].max()) for d in devices if len(d["ts_us"])), default=0.0)
     return {"devices": [memory_window(d, lo, hi, width_px) for d in devices],
             "pairs_reason": views.memory_pairs()["reason"]}
-
-
-def memory_event_rows(pairs: dict, device: str | None, lo: float | None, hi: float | None, min_bytes: int,
-                      max_bytes: int, search: str) -> list[dict]:
-    """Allocation/free pairs on ``device`` whose lifetime overlaps ``[lo, hi]`` (µs; None: open),
-    with ``min_bytes ≤ size ≤ max_bytes`` and ``search`` in the op name (case-insensitive)."""
-    needle = search.lower()
-    rows = []
-    for r in pairs["rows"]:
-        if device and r["device"] != device:
-            continue
-        if not min_bytes <= r["size_bytes"] <= max_bytes:
-            continue
-        start = r["alloc_us"] if r["alloc_us"] is not None else float("-inf")
-        end = r["free_us"] if r["free_us"] is not None else float("inf")
-        if (lo is not None and end < lo) or (hi is not None and start > hi):
-            continue
-        if needle and needle not in (r["op"] or "").lower():
-            continue
-        rows.append(dict(r, name=r["op"] or ""))
-    return rows
 
 
 # -- diff -----------------------------------------------------------------------------------------
