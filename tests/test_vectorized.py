@@ -177,9 +177,11 @@ def reference_comm_kernels(trace) -> dict:
             node = int(parent[node])
         return first
 
-    out = {"rows": rows, "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [], "seq": []}
+    out = {"rows": rows, "op": [], "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [],
+           "seq": []}
     for r in rows.tolist():
         op = comm_op(int(launcher[r]))
+        out["op"].append(op)
         coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
         name = d.normalize_collective(coll) or d.normalize_collective(
             trace.strings[ev.name[op]] if op >= 0 else None) or d.normalize_collective(trace.strings[ev.name[r]])
