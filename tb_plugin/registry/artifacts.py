@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from ..analysis import snapshot as snap_analysis
-from ..analysis import snapshot_oom, snapshot_ranks
+from ..analysis import snapshot_attribution, snapshot_oom, snapshot_ranks
 from ..analysis.series import reduce_to
 from ..artifacts.memory_html import CONTENT_TYPE, MAX_HTML_BYTES, MemoryHtmlError, extract_png
 from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, MemProfilerError, load_log, load_stats
@@ -73,6 +73,12 @@ class SnapshotViews:
 
     def stack(self, index: int) -> list[dict] | None:
         return self.snapshot.stack_frames(index)
+
+    def attribution(self, device: int, trace, trace_key) -> dict:
+        """Bytes alive at ``device``'s peak by frame and, with ``trace`` (a match; ``trace_key`` names
+        its file and version), by operator, step and module (:mod:`~.analysis.snapshot_attribution`)."""
+        return self._get(("attribution", device, trace_key),
+                         lambda: snapshot_attribution.attribute(self.snapshot, device, trace))
 
     def oom(self, device: int | None, taken_on_oom: bool, last_n: int, top: int) -> dict:
         """OOM forensics (:func:`~.analysis.snapshot_oom.oom_report`) of ``device`` (None: the device
@@ -178,7 +184,8 @@ def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> di
 
 class ArtifactLoading:
     """The memory artifacts of a :class:`~tb_plugin.registry.runs.RunRegistry` (a mixin: it uses the
-    registry's ``_lock``, ``_wake``, ``_stop``, ``_artifacts``, ``fs``, ``cache`` and ``client_message``)."""
+    registry's ``_lock``, ``_wake``, ``_stop``, ``_artifacts``, ``fs``, ``cache`` and ``client_message``; for
+    :meth:`snapshot_trace` its traces: ``files``, ``views``, ``want``)."""
 
     def _reconcile_artifacts(self, entries: list[FileEntry]) -> None:
         with self._lock:
@@ -283,6 +290,32 @@ class ArtifactLoading:
                                peak_time=top["peak_time"])
             rows.append(row)
         return snapshot_ranks.compare(rows)
+
+    def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict | None, object, int]:
+        """The loaded trace of ``art``'s run that matches ``device`` of the snapshot best (largest
+        wall-clock overlap, :func:`~.analysis.snapshot_attribution.match_overlap`): ``(link, trace,
+        traces still loading)``; ``link`` is ``{"worker", "span", "path", "overlap_us"}``, None (and
+        trace None) when no loaded trace matches."""
+        got = snapshot_rank(art.entry.rel)
+        rank = got[1] if got else None
+        best, loading = None, 0
+        for st in self.files():
+            if st.run != art.run:
+                continue
+            if st.state in (QUEUED, LOADING):
+                self.want(st)  # loaded next (the client polls)
+                loading += 1
+                continue
+            if st.state != READY:
+                continue
+            trace = self.views(st).trace
+            overlap = snapshot_attribution.match_overlap(art.views.snapshot, device, trace, rank)
+            if overlap is not None and (best is None or overlap > best[0]["overlap_us"]):
+                best = ({"worker": st.worker, "span": st.span, "path": st.entry.rel, "overlap_us": overlap,
+                         "version": st.entry.version}, trace)
+        if best is None:
+            return None, None, loading
+        return best[0], best[1], loading
 
     def _artifact_loop(self) -> None:
         """Load queued memory artifacts in the background, in their own thread: a slow snapshot or
