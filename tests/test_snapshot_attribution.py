@@ -111,3 +111,23 @@ def test_route_matches_the_runs_trace_and_answers_frames_otherwise(tmp_path):
     assert api.snapshot_attribution(reg, dict(q, device="5"))[0] == 400
     assert api.snapshot_attribution(reg, dict(q, path="job/nope.pickle"))[0] == 404
     assert _table(doc["by_frame"])["/work/train/train.py:12:build_model"] == 3 * MIB
+
+
+def test_report_lists_the_top_rows_alive_at_the_peak(tmp_path, capsys):
+    from tb_plugin.cli import main
+
+    run = tmp_path / "job"
+    run.mkdir()
+    (run / "host.pt.trace.json").write_text(json.dumps(paired_trace()))
+    (run / "rank0_memory_snapshot.pickle").write_bytes(pickle.dumps(paired_snapshot()))
+    assert main(["report", str(tmp_path), "--json", "--no-cache"]) == 0
+    (snap,) = json.loads(capsys.readouterr().out)["runs"][0]["snapshots"]
+    alive = snap["devices"][0]["alive_at_peak"]
+    assert alive["trace"] == "job/host.pt.trace.json"
+    assert [(r["name"], r["bytes"]) for r in alive["by_operator"]] == sorted(
+        EXPECTED_BY_OPERATOR.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    assert alive["by_step"][0] == {"name": "ProfilerStep#2", "bytes": EXPECTED_BY_STEP["ProfilerStep#2"]}
+    assert alive["by_frame"][0] == {"name": "/work/train/model.py:40:empty", "bytes": 32 * MIB}
+    assert main(["report", str(tmp_path), "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "GPU0 alive at the peak: top operator aten::empty 32" in text and "top step ProfilerStep#2" in text

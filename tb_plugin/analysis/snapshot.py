@@ -179,7 +179,8 @@ def alive_at_peak(snapshot: Snapshot, device: int) -> dict:
     match = free_matches(trace)
     return {"peak": peak, "peak_bytes": int(active[peak]) if len(active) else 0,
             "allocs": allocs[(allocs <= peak) & (frees > peak)],
-            "early": np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0) & (np.arange(len(match)) > peak)),
+            "early": np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0)
+                                    & (np.arange(len(match)) > peak)),
             "blocks": segment_blocks_before_history(snapshot, device)}
 
 

@@ -361,5 +361,6 @@ def diff(registry, args: Args):
 __all__ = ["MAX_PARAM_CHARS", "BadRequest", "diff", "distributed", "insights", "kernels", "memory", "memory_events",
            "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
            "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
-           "snapshot_allocations", "snapshot_attribution", "snapshot_oom", "snapshot_ranks", "snapshot_segments", "snapshot_stack",
+           "snapshot_allocations", "snapshot_attribution", "snapshot_oom", "snapshot_ranks", "snapshot_segments",
+           "snapshot_stack",
            "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_range", "timeline_search"]
