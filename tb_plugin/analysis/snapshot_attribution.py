@@ -19,7 +19,8 @@ Python frames (always).
 - **Step**: the host step (:func:`.steps.host_steps`) whose ``[start, end)`` holds the time.
 - **Module**: the innermost ``nn.Module`` (``with_modules``; Lightning's ``[pl][module]`` ranges)
   enclosing the allocation's operator; ``(no module)`` without one (backward operators have none).
-- **Frame**: :func:`.snapshot.frame_summary` of the allocation's stack (``file:line:function``).
+- **Frame**: :func:`.snapshot.frame_summary` of the allocation's stack (``file:line:function``); an
+  allocation without frames is ``(before history)`` when it predates the history, else ``(no frames)``.
 - Special rows: ``(before history)`` (blocks allocated before the history: no time), ``(outside the
   trace)`` (a time outside the trace's span, or no time), ``(no frames)``.
 Rows are ``{"name", "bytes", "allocations", "stack"}`` (``stack``: that of the row's largest
@@ -98,12 +99,15 @@ def _alive(snapshot: Snapshot, device: int) -> tuple[dict, np.ndarray, np.ndarra
     return alive, nbytes.astype(np.int64), stacks.astype(np.int64), times.astype(np.float64)
 
 
-def by_frame(snapshot: Snapshot, stacks: np.ndarray, nbytes: np.ndarray) -> list[dict]:
-    """Alive bytes grouped by :func:`.snapshot.frame_summary` (one summary per distinct stack)."""
+def by_frame(snapshot: Snapshot, stacks: np.ndarray, nbytes: np.ndarray, before: np.ndarray) -> list[dict]:
+    """Alive bytes grouped by :func:`.snapshot.frame_summary` (one summary per distinct stack); an item
+    without frames is ``(before history)`` when it predates the history, else ``(no frames)``."""
     uniq, inv = np.unique(stacks, return_inverse=True)
     labels = np.array([frame_summary(snapshot, int(s)) or NO_FRAMES for s in uniq.tolist()] or [NO_FRAMES],
                       dtype=object)
-    return _group(labels[inv.reshape(-1)] if len(stacks) else labels[:0], nbytes, stacks)
+    names = labels[inv.reshape(-1)] if len(stacks) else labels[:0]
+    names = np.where(before & (names == NO_FRAMES), BEFORE, names)
+    return _group(names, nbytes, stacks)
 
 
 def _innermost_any_thread(trace: Trace, t: np.ndarray) -> np.ndarray:
@@ -166,7 +170,7 @@ def attribute(snapshot: Snapshot, device: int, trace: Trace | None) -> dict:
     by operator, step and module. ``alive_bytes`` = Σ of every table = ``peak_active_bytes``."""
     alive, nbytes, stacks, wall = _alive(snapshot, device)
     out = {"device": f"GPU{device}", "peak_active_bytes": alive["peak_bytes"], "alive_bytes": int(nbytes.sum()),
-           "allocations": int(len(nbytes)), "by_frame": by_frame(snapshot, stacks, nbytes),
+           "allocations": int(len(nbytes)), "by_frame": by_frame(snapshot, stacks, nbytes, np.isnan(wall)),
            "by_operator": None, "by_step": None, "by_module": None}
     if trace is None:
         return out
