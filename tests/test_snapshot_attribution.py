@@ -135,3 +135,30 @@ def test_report_lists_the_top_rows_alive_at_the_peak(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--no-cache"]) == 0
     text = capsys.readouterr().out
     assert "GPU0 alive at the peak: top operator aten::empty 32" in text and "top step ProfilerStep#2" in text
+
+
+def test_trace_view_gains_the_snapshots_active_memory_as_a_counter_track(tmp_path):
+    run = tmp_path / "job"
+    run.mkdir()
+    (run / "host.pt.trace.json").write_text(json.dumps(paired_trace()))
+    (run / "rank0_memory_snapshot.pickle").write_bytes(pickle.dumps(paired_snapshot()))
+    (run / "rank1_memory_snapshot.pickle").write_bytes(pickle.dumps(paired_snapshot()))  # another rank: no track
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    (st,) = reg.files()
+    q = {"run": "job", "worker": st.worker, "span": st.span, "start_us": "0", "end_us": "2000", "width_px": "2000"}
+    reg.load(st)
+    code, before = api.timeline(reg, q)  # the snapshots are not loaded yet: no track
+    assert code == 200 and not [c for c in before["counters"] if "snapshot" in c["name"]]
+    for art in reg.artifacts():
+        reg.load_artifact(art)
+    code, doc = api.timeline(reg, q)
+    (track,) = [c for c in doc["counters"] if "snapshot" in c["name"]]
+    assert track["name"] == "GPU0 snapshot active (rank0_memory_snapshot.pickle)" and track["unit"] == "bytes"
+    values = track["values"]  # 1 µs bins from the trace's first event (ts 1000)
+    assert len(values) == 2000 and values[0] == values[39] == 0  # before the first entry (ts 1040)
+    assert values[40] == 5 * MIB + 4 * MIB  # blocks before the history + A
+    assert values[599] == 5 * MIB + (4 + 2 + 8 + 16) * MIB  # A B D C alive until D's free at 1600
+    assert values[600] == 5 * MIB + (4 + 2 + 8 + 16) * MIB and values[601] == 5 * MIB + (4 + 2 + 8) * MIB
+    assert max(values) == EXPECTED_PEAK - (512 << 10)  # the peak (H at 5000) lies after the trace
+    assert values[-1] == EXPECTED_PEAK - (512 << 10)

@@ -21,6 +21,9 @@ Python frames (always).
   enclosing the allocation's operator; ``(no module)`` without one (backward operators have none).
 - **Frame**: :func:`.snapshot.frame_summary` of the allocation's stack (``file:line:function``); an
   allocation without frames is ``(before history)`` when it predates the history, else ``(no frames)``.
+- **Counter track** (the Trace view): the snapshot's active bytes (:func:`.snapshot.active_bytes`) on the
+  trace's clock (entry time − ``baseTimeNanoseconds / 1000``), per bin its held maximum
+  (:func:`.series.held_max`), 0 before the history's first entry.
 - Special rows: ``(before history)`` (blocks allocated before the history: no time), ``(outside the
   trace)`` (a time outside the trace's span, or no time), ``(no frames)``.
 Rows are ``{"name", "bytes", "allocations", "stack"}`` (``stack``: that of the row's largest
@@ -39,7 +42,8 @@ from .memory import innermost_ops_at
 from .modules import MODULE_PREFIX, PL_MODULE_PREFIX, module_events
 from .op_tree import op_tree
 from .operators import op_times
-from .snapshot import alive_at_peak, frame_summary
+from .series import held_max
+from .snapshot import active_bytes, alive_at_peak, frame_summary, time_axis
 from .steps import host_steps
 
 BEFORE, OUTSIDE, NO_OP, NO_STEP, NO_MODULE, NO_FRAMES = ("(before history)", "(outside the trace)", "(no operator)",
@@ -192,3 +196,17 @@ def attribute(snapshot: Snapshot, device: int, trace: Trace | None) -> dict:
     for key, labels in (("by_operator", op_names), ("by_step", step_names), ("by_module", module_names)):
         out[key] = _group(np.where(timed_in, labels, special), nbytes, stacks)
     return out
+
+
+def wall_active(snapshot: Snapshot, device: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(wall-clock µs, active bytes)`` after each entry of ``device``'s history (an entry without a
+    time takes the previous one's)."""
+    dev = snapshot.devices[device]
+    return time_axis(dev) + float(np.nanmin(dev.time)), active_bytes(snapshot, device)
+
+
+def active_track(wall: tuple[np.ndarray, np.ndarray], trace: Trace, a0: float, a1: float, bins: int) -> list[int]:
+    """Per bin of ``[a0, a1]`` (µs as the trace writes them): the held maximum of the active bytes
+    ``wall`` (:func:`wall_active`) read on the trace's clock; 0 before the first entry."""
+    t, active = wall
+    return held_max(t - wall_offset_us(trace), active, a0, a1, bins).astype(np.int64).tolist()

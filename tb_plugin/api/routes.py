@@ -131,7 +131,9 @@ def timeline(registry, args: Args):
     tracks = track_ids(args)
     if t1 <= t0:
         raise BadRequest("'end_us' must be greater than 'start_us'")
-    return 200, dict(views.timeline_window(t0, t1, width, tracks), state="ready")
+    doc = views.timeline_window(t0, t1, width, tracks)
+    extra = registry.snapshot_counters(state, views.trace, t0, t1, min(width, 4000))
+    return 200, dict(doc, counters=doc["counters"] + extra, state="ready")
 
 
 @route

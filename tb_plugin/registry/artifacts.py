@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from ..analysis import snapshot as snap_analysis
-from ..analysis import snapshot_attribution, snapshot_oom, snapshot_ranks
+from ..analysis import snapshot_attribution, snapshot_oom, snapshot_ranks, timeline_query
 from ..analysis.series import reduce_to
 from ..artifacts.memory_html import CONTENT_TYPE, MAX_HTML_BYTES, MemoryHtmlError, extract_png
 from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, MemProfilerError, load_log, load_stats
@@ -79,6 +79,10 @@ class SnapshotViews:
         its file and version), by operator, step and module (:mod:`~.analysis.snapshot_attribution`)."""
         return self._get(("attribution", device, trace_key),
                          lambda: snapshot_attribution.attribute(self.snapshot, device, trace))
+
+    def wall_active(self, device: int):
+        """:func:`~.analysis.snapshot_attribution.wall_active` of ``device``, kept."""
+        return self._get(("wall_active", device), lambda: snapshot_attribution.wall_active(self.snapshot, device))
 
     def oom(self, device: int | None, taken_on_oom: bool, last_n: int, top: int) -> dict:
         """OOM forensics (:func:`~.analysis.snapshot_oom.oom_report`) of ``device`` (None: the device
@@ -316,6 +320,26 @@ class ArtifactLoading:
         if best is None:
             return None, None, loading
         return best[0], best[1], loading
+
+    def snapshot_counters(self, state, trace, t0: float, t1: float, bins: int) -> list[dict]:
+        """Counter tracks for the Trace view of ``trace`` (the file ``state``) over ``[t0, t1]`` (µs of
+        the timeline, from its first event): per loaded snapshot of its run and device that matches it
+        (:func:`~.analysis.snapshot_attribution.match_overlap`), the snapshot's active bytes per bin.
+        Snapshots not loaded yet add nothing (the background loader reads them)."""
+        out = []
+        base = timeline_query.origin(trace)
+        for art in self.artifacts(state.run):
+            if art.entry.kind != "snapshot" or art.state != READY:
+                continue
+            got = snapshot_rank(art.entry.rel)
+            for device in art.views.devices():
+                if snapshot_attribution.match_overlap(art.views.snapshot, device, trace, got and got[1]) is None:
+                    continue
+                values = snapshot_attribution.active_track(art.views.wall_active(device), trace, t0 + base,
+                                                             t1 + base, bins)
+                out.append({"name": f"GPU{device} snapshot active ({art.entry.name})", "unit": "bytes",
+                            "values": values, "snapshot": art.entry.rel})
+        return out
 
     def _artifact_loop(self) -> None:
         """Load queued memory artifacts in the background, in their own thread: a slow snapshot or
