@@ -69,6 +69,8 @@ export function AlivePeak({ artifact, device }: { artifact: ArtifactRef; device:
         limit={rows.length}
         expanded={expanded}
         onToggle={toggle}
+        onRowClick={(_, key) => toggle(key)}
+        expandTestId="snapshot-alive-expand"
         renderExpanded={(row) => <StackFrames artifact={artifact} stack={row.stack} />}
       />
       {(d[grouping] ?? []).length > MAX_ROWS ? <p className="mem-hint">The {MAX_ROWS} largest rows are shown.</p> : null}
