@@ -69,6 +69,14 @@ def test_match_needs_the_same_rank_device_and_overlapping_wall_clock():
     other_gpu = paired_trace()
     other_gpu["deviceProperties"][0]["id"] = 3
     assert match_overlap(snap, 0, decode_trace(orjson.dumps(other_gpu)), 0) is None
+    # a rank's trace lists every visible GPU: the GPUs its kernels ran on decide
+    on_gpu1 = paired_trace()
+    on_gpu1["deviceProperties"].append(dict(on_gpu1["deviceProperties"][0], id=1))
+    on_gpu1["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 1040, "dur": 5,
+                                   "args": {"device": 1, "stream": 7}})
+    assert match_overlap(snap, 0, decode_trace(orjson.dumps(on_gpu1)), None) is None
+    on_gpu1["traceEvents"][-1]["args"]["device"] = 0
+    assert match_overlap(snap, 0, decode_trace(orjson.dumps(on_gpu1)), None) == 1960.0
     untimed = synthesize_snapshot("no_time", entries=50)
     assert match_overlap(load_snapshot(pickle.dumps(untimed)), 0, trace, 0) is None
 

@@ -8,8 +8,9 @@ Python frames (always).
   ``ts`` is ``ts + baseTimeNanoseconds / 1000`` on that clock (:func:`.clock.wall_offset_us`).
 - **Match**: a trace matches a snapshot device when it writes ``baseTimeNanoseconds``, the snapshot
   has times, the rank of both is the same where both are known (the trace's ``distributedInfo.rank``,
-  the snapshot's ``rank<N>`` in its path), the trace lists the device among its GPUs when it lists
-  any, and the history's time span ``[first, last entry]`` overlaps the trace's ``[first event
+  the snapshot's ``rank<N>`` in its path), the device is one the trace's kernels, copies and sets ran
+  on (:func:`_runs_on`; without device work: one its ``deviceProperties`` lists, when it lists any), and
+  the history's time span ``[first, last entry]`` overlaps the trace's ``[first event
   start, last event end]``; the overlap (µs) ranks several matches.
 - **Operator** of an allocation: the innermost operator (``cpu_op`` or ``user_annotation``) open at
   its time (:func:`.memory.innermost_ops_at`). A snapshot entry does not record its thread: of the
@@ -38,6 +39,7 @@ from ..artifacts.snapshot import Snapshot
 from ..trace.categories import PROFILER_STEP_PREFIX
 from ..trace.model import Trace
 from .clock import wall_offset_us
+from .gpu import gpu_devices
 from .memory import innermost_ops_at
 from .modules import MODULE_PREFIX, PL_MODULE_PREFIX, module_events
 from .op_tree import op_tree
@@ -69,11 +71,22 @@ def match_overlap(snapshot: Snapshot, device: int, trace: Trace, snapshot_rank: 
     rank = (trace.distributed or {}).get("rank")
     if snapshot_rank is not None and isinstance(rank, int) and not isinstance(rank, bool) and rank != snapshot_rank:
         return None
-    gpus = [d.id for d in trace.devices]
-    if gpus and device not in gpus:
+    if not _runs_on(trace, device):
         return None
     lo, hi = max(span[0], float(np.nanmin(dev.time))), min(span[1], float(np.nanmax(dev.time)))
     return hi - lo if hi >= lo else None
+
+
+def _runs_on(trace: Trace, device: int) -> bool:
+    """Whether ``trace`` can be the process of snapshot device ``device``: the GPUs its kernels, copies
+    and sets ran on hold it (a single GPU also matches when ``deviceProperties`` lists a single one: ROCm
+    traces number it by its physical index); without device work, ``deviceProperties`` holds it; a
+    trace with neither can."""
+    ran = gpu_devices(trace)
+    if ran:
+        return device in ran or (len(ran) == 1 and len(trace.devices) == 1)
+    listed = [d.id for d in trace.devices]
+    return not listed or device in listed
 
 
 def _group(names: np.ndarray, nbytes: np.ndarray, stacks: np.ndarray) -> list[dict]:

@@ -332,13 +332,16 @@ class ArtifactLoading:
             if art.entry.kind != "snapshot" or art.state != READY:
                 continue
             got = snapshot_rank(art.entry.rel)
-            for device in art.views.devices():
-                if snapshot_attribution.match_overlap(art.views.snapshot, device, trace, got and got[1]) is None:
-                    continue
-                values = snapshot_attribution.active_track(art.views.wall_active(device), trace, t0 + base,
-                                                             t1 + base, bins)
-                out.append({"name": f"GPU{device} snapshot active ({art.entry.name})", "unit": "bytes",
-                            "values": values, "snapshot": art.entry.rel})
+            try:
+                for device in art.views.devices():
+                    if snapshot_attribution.match_overlap(art.views.snapshot, device, trace, got and got[1]) is None:
+                        continue
+                    values = snapshot_attribution.active_track(art.views.wall_active(device), trace, t0 + base,
+                                                                 t1 + base, bins)
+                    out.append({"name": f"GPU{device} snapshot active ({art.entry.name})", "unit": "bytes",
+                                "values": values, "snapshot": art.entry.rel})
+            except Exception:  # a snapshot's problem never breaks the trace's timeline
+                logger.exception("snapshot track of %s failed", art.entry.rel)
         return out
 
     def _artifact_loop(self) -> None:
