@@ -61,31 +61,42 @@ def trace_wall_span(trace: Trace) -> tuple[float, float] | None:
     return float(ev.ts.min()) + offset, float((ev.ts + ev.dur).max()) + offset
 
 
-def match_overlap(snapshot: Snapshot, device: int, trace: Trace, snapshot_rank: int | None) -> float | None:
-    """µs during which ``trace`` and ``device``'s history overlap, None when they do not match (see
-    the module's **Match**)."""
+def match_facts(trace: Trace) -> dict:
+    """What matching needs of a trace (small, kept by the registry per file): ``span`` (wall-clock µs,
+    :func:`trace_wall_span`), ``rank`` (``distributedInfo.rank`` or None), ``ran`` (GPUs its kernels,
+    copies and sets ran on) and ``listed`` (``deviceProperties`` ids)."""
+    def build():
+        rank = (trace.distributed or {}).get("rank")
+        return {"span": trace_wall_span(trace), "rank": rank if isinstance(rank, int) and not isinstance(rank, bool)
+                else None, "ran": gpu_devices(trace), "listed": [d.id for d in trace.devices]}
+
+    return trace.memo("snapshot_match_facts", build)
+
+
+def match_overlap(snapshot: Snapshot, device: int, trace: Trace | dict, snapshot_rank: int | None) -> float | None:
+    """µs during which ``trace`` (or its :func:`match_facts`) and ``device``'s history overlap, None
+    when they do not match (see the module's **Match**)."""
+    facts = trace if isinstance(trace, dict) else match_facts(trace)
     dev = snapshot.devices.get(device)
-    span = trace_wall_span(trace)
+    span = facts["span"]
     if dev is None or span is None or np.isnan(dev.time).all():
         return None
-    rank = (trace.distributed or {}).get("rank")
-    if snapshot_rank is not None and isinstance(rank, int) and not isinstance(rank, bool) and rank != snapshot_rank:
+    if snapshot_rank is not None and facts["rank"] is not None and facts["rank"] != snapshot_rank:
         return None
-    if not _runs_on(trace, device):
+    if not _runs_on(facts, device):
         return None
     lo, hi = max(span[0], float(np.nanmin(dev.time))), min(span[1], float(np.nanmax(dev.time)))
     return hi - lo if hi >= lo else None
 
 
-def _runs_on(trace: Trace, device: int) -> bool:
-    """Whether ``trace`` can be the process of snapshot device ``device``: the GPUs its kernels, copies
+def _runs_on(facts: dict, device: int) -> bool:
+    """Whether a trace can be the process of snapshot device ``device``: the GPUs its kernels, copies
     and sets ran on hold it (a single GPU also matches when ``deviceProperties`` lists a single one: ROCm
     traces number it by its physical index); without device work, ``deviceProperties`` holds it; a
     trace with neither can."""
-    ran = gpu_devices(trace)
+    ran, listed = facts["ran"], facts["listed"]
     if ran:
-        return device in ran or (len(ran) == 1 and len(trace.devices) == 1)
-    listed = [d.id for d in trace.devices]
+        return device in ran or (len(ran) == 1 and len(listed) == 1)
     return not listed or device in listed
 
 

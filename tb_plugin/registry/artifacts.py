@@ -312,14 +312,22 @@ class ArtifactLoading:
                 continue
             if st.state != READY:
                 continue
-            trace = self.views(st).trace
-            overlap = snapshot_attribution.match_overlap(art.views.snapshot, device, trace, rank)
+            overlap = snapshot_attribution.match_overlap(art.views.snapshot, device, self._match_facts(st), rank)
             if overlap is not None and (best is None or overlap > best[0]["overlap_us"]):
                 best = ({"worker": st.worker, "span": st.span, "path": st.entry.rel, "overlap_us": overlap,
-                         "version": st.entry.version}, trace)
+                         "version": st.entry.version}, st)
         if best is None:
             return None, None, loading
-        return best[0], best[1], loading
+        return best[0], self.views(best[1]).trace, loading
+
+    def _match_facts(self, st) -> dict:
+        """:func:`~.analysis.snapshot_attribution.match_facts` of a loaded trace file, kept per file
+        version: matching a snapshot against every rank's trace never reloads an evicted trace."""
+        memo = self.__dict__.setdefault("_snapshot_match_facts", {})
+        key = (st.entry.rel, st.entry.version)
+        if key not in memo:
+            memo[key] = snapshot_attribution.match_facts(self.views(st).trace)
+        return memo[key]
 
     def snapshot_counters(self, state, trace, t0: float, t1: float, bins: int) -> list[dict]:
         """Counter tracks for the Trace view of ``trace`` (the file ``state``) over ``[t0, t1]`` (µs of
