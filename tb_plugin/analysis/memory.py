@@ -107,41 +107,48 @@ def _link_frees(addr: np.ndarray, nbytes: np.ndarray, device_code: np.ndarray, f
 
 
 def _innermost_ops(trace: Trace) -> np.ndarray:
-    """Innermost operator (by [start, end)) on the memory event's thread, per memory event.
-
-    Vectorized: per thread, the operator that starts last at or before the event's time (µs) is the
-    innermost one if it is still open (end > t); otherwise its enclosing operators
-    (:func:`.op_tree.op_tree`'s ``op_parent``) are tried, one nesting level per numpy pass over all
-    the events still unplaced, so the passes number the nesting depth, not the events."""
+    """Innermost operator (by [start, end)) on the memory event's thread, per memory event."""
     mem = trace.memory
+    return innermost_ops_at(trace, mem.pid, mem.tid, mem.ts.astype(np.float64))
+
+
+def innermost_ops_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per query ``i``: the innermost operator row (by [start, end)) of thread ``(pid[i], tid[i])`` open
+    at time ``t[i]`` (µs, the trace's clock); −1 when none.
+
+    Vectorized: per thread, the operator that starts last at or before the time is the innermost one
+    if it is still open (end > t); otherwise its enclosing operators (:func:`.op_tree.op_tree`'s
+    ``op_parent``) are tried, one nesting level per numpy pass over all the queries still unplaced,
+    so the passes number the nesting depth, not the queries."""
     ev = trace.events
-    out = np.full(len(mem), -1, dtype=np.int64)
-    if len(mem) == 0:
+    out = np.full(len(t), -1, dtype=np.int64)
+    if len(t) == 0:
         return out
     is_op = op_times(trace).is_op
     tree = op_tree(trace)
     ops = tree.order[is_op[tree.order]]
     if len(ops) == 0:
         return out
-    def thread_key(pid, tid):  # (pid, tid) as one int64: both are 32-bit ids
-        return pid.astype(np.int64) << 32 | (tid.astype(np.int64) & 0xFFFFFFFF)
 
-    _, code = np.unique(np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(mem.pid, mem.tid)]),
+    def thread_key(p, q):  # (pid, tid) as one int64: both are 32-bit ids
+        return p.astype(np.int64) << 32 | (q.astype(np.int64) & 0xFFFFFFFF)
+
+    _, code = np.unique(np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(pid, tid)]),
                         return_inverse=True)
     code = code.reshape(-1)
-    op_code, mem_code = code[: len(ops)], code[len(ops):]
+    op_code, q_code = code[: len(ops)], code[len(ops):]
     op_start = ev.ts[ops]
     order = np.lexsort((np.arange(len(ops)), op_start, op_code))  # by thread, then start; nesting order kept
     ops, op_code, op_start = ops[order], op_code[order], op_start[order]
     bounds = np.searchsorted(op_code, np.arange(int(code.max()) + 2))
     end_of = ev.ts + ev.dur
-    t = mem.ts.astype(np.float64)
-    cand = np.full(len(mem), -1, dtype=np.int64)
-    for th in np.unique(mem_code).tolist():  # one pass per thread (threads, not events)
+    t = np.asarray(t, dtype=np.float64)
+    cand = out
+    for th in np.unique(q_code).tolist():  # one pass per thread (threads, not queries)
         lo, hi = bounds[th], bounds[th + 1]
         if lo == hi:
             continue
-        here = np.flatnonzero(mem_code == th)
+        here = np.flatnonzero(q_code == th)
         k = np.searchsorted(op_start[lo:hi], t[here], side="right") - 1
         cand[here] = np.where(k >= 0, ops[lo:hi][np.maximum(k, 0)], -1)
     parent = tree.op_parent

@@ -216,7 +216,7 @@ def _add_artifacts(registry, doc: dict, run: str | None) -> list:
             doc["runs"].append(entry)
         memprofiler = art.entry.kind != "snapshot"
         try:
-            item = memprofiler_item(art) if memprofiler else snapshot_item(art)
+            item = memprofiler_item(art) if memprofiler else snapshot_item(art, registry)
         except Exception as exc:  # an analysis bug on one odd file is that file's error, not a traceback
             logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
             art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
@@ -232,15 +232,28 @@ def _add_artifacts(registry, doc: dict, run: str | None) -> list:
     return failed
 
 
-def snapshot_item(art) -> dict:
-    """An allocator snapshot in the report: per device its peak active bytes and largest allocations."""
+def snapshot_item(art, registry=None) -> dict:
+    """An allocator snapshot in the report: per device its peak active bytes, largest allocations and
+    (with ``registry``) the bytes alive at the peak by operator/step/module/frame (:func:`alive_item`)."""
     item = {"path": art.entry.rel, "error": art.error, "devices": []}
     if not art.error:
         item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
                             "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
                            for d in art.views.summary()["devices"]]
+        if registry is not None:
+            for d, dev in zip(item["devices"], art.views.devices()):
+                d["alive_at_peak"] = alive_item(registry, art, dev)
         item["oom"] = oom_item(art)
     return item
+
+
+def alive_item(registry, art, device: int, top: int = 5) -> dict:
+    """The ``top`` rows of each ``snapshot_attribution`` table of ``device`` and the matched trace's path."""
+    link, trace, _ = registry.snapshot_trace(art, device)
+    doc = art.views.attribution(device, trace, None if link is None else (link["path"], link["version"]))
+    tables = {k: None if doc[k] is None else [{"name": r["name"], "bytes": r["bytes"]} for r in doc[k][:top]]
+              for k in ("by_operator", "by_step", "by_module", "by_frame")}
+    return dict(tables, trace=None if link is None else link["path"])
 
 
 def oom_item(art) -> dict | None:
