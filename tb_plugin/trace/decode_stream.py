@@ -1,0 +1,218 @@
+"""Decode a trace read as a stream of byte blocks, in bounded memory and on all cores.
+
+:func:`decode_stream` gives the same :class:`~.model.Trace` as :func:`.decode.decode_trace` on the
+whole document, byte for byte (string ids included), without holding the document: :mod:`.scan`
+cuts the ``traceEvents`` array into chunks of whole events; their events are regrouped into the
+batches of :data:`~.events.BATCH_EVENTS` that the whole-document decoder uses; each batch is decoded
+into column chunks by a fresh :class:`~.columns.ColumnBuilder` (in a worker process when
+``workers > 1``), and the batches are merged in document order into one builder. Merging replays
+the whole-document decoder's string interning exactly: a batch's strings are interned in their
+first-occurrence order within the batch, so appending the ones the merged table lacks, in that
+order, gives the same ids.
+
+Peak memory: the columns, plus ``workers`` × 2 batches in flight, plus a chunk or two of the
+document. The columns are counted as they grow; past ``budget`` bytes the parse stops with a
+:class:`TraceReadError` naming the budget.
+
+Anything :mod:`.scan` cannot split raises :class:`.scan.Unstreamable`; the caller then decodes the
+whole document (:func:`.decode.decode_trace`), whose errors and recoveries are the reference.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import multiprocessing
+import os
+from typing import Any, Callable, Iterable
+
+import msgspec
+import numpy as np
+
+from .columns import ColumnBuilder
+from .errors import TraceReadError
+from .events import BATCH_EVENTS, _OBJECT_DECODER, _RAW_LIST
+from .model import EVENT_COLUMNS, Trace
+from .scan import Source, Unstreamable, scan_document
+
+CHUNK_BYTES = 16 << 20  # document bytes per chunk cut by the scanner
+STRING_COLUMNS = ("cat", "name", "pid", "tid", "grid", "block", "input_dims", "call_stack", "input_types",
+                  "collective", "dtype", "process_group")
+# Bytes of memory one parsed event may hold beyond its columns (Python rows of memory, counter,
+# flow and B/E events are counted at this flat rate)
+ROW_BYTES = 200
+
+
+class _NullSink:
+    """Stands in for the events side file in a worker: offsets are counted from 0, nothing written."""
+
+    def write(self, data) -> None:
+        pass
+
+
+def decode_batch(joined: bytes, with_sink: bool) -> dict[str, Any]:
+    """One batch (``[`` + events joined by ``,`` + ``]``) decoded by a fresh builder: its state, to
+    be merged with :func:`_merge` (runs in a worker process)."""
+    builder = ColumnBuilder(_NullSink() if with_sink else None)
+    builder.add_batch(_RAW_LIST.decode(joined))
+    state = {k: v for k, v in vars(builder).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
+    state["keys"] = list(builder._ids)[1:]
+    state["texts"] = builder.strings[1:]
+    return state
+
+
+def _merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
+    """Append a decoded batch to ``into`` (``base``: the side file's length before it); returns the
+    bytes of memory it adds."""
+    ids, strings = into._ids, into.strings
+    remap = np.zeros(len(state["keys"]) + 1, dtype=np.int32)
+    for i, (key, text) in enumerate(zip(state["keys"], state["texts"]), 1):
+        got = ids.get(key)
+        if got is None:
+            got = ids[key] = len(strings)
+            strings.append(text)
+        remap[i] = got
+    added = 0
+    for key, chunks in state["chunks"].items():
+        for col in chunks:
+            if key in STRING_COLUMNS:
+                col = remap[col]
+            elif key == "src_offset" and into.sink is not None:
+                col = col + base
+            into.chunks[key].append(col)
+            added += col.nbytes
+    first = len(into.begin_end)
+    for row in state["begin_end"]:
+        offset = row[8] if row[8] is None or into.sink is None else row[8] + np.array([base, 0])
+        into.begin_end.append(row[:7] + (first + row[7], offset))
+    for name in ("memory_rows", "flow_rows", "counter_rows"):
+        getattr(into, name).extend(state[name])
+        added += ROW_BYTES * len(state[name])
+    added += ROW_BYTES * len(state["begin_end"])
+    for name in ("metadata_values", "process_names", "thread_names"):
+        getattr(into, name).update(state[name])
+    into.phase_counts.update(state["phase_counts"])
+    for name in ("no_dur", "no_ts", "bad_args", "bad_events", "string_pids"):
+        setattr(into, name, getattr(into, name) + state[name])
+    return added
+
+
+def default_workers() -> int:
+    """Worker processes for a large file: ``$KINETOSCOPE_DECODE_WORKERS``, else the usable cores."""
+    raw = os.environ.get("KINETOSCOPE_DECODE_WORKERS", "").strip()
+    if raw.isdigit():
+        return max(1, int(raw))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _batches(source: Source, chunk_bytes: int, facts: dict) -> Iterable[bytes]:
+    """The events regrouped into batches of :data:`BATCH_EVENTS`, each joined as the whole-document
+    decoder joins it (``[`` + ``,``.join(raws) + ``]``)."""
+    pending: list = []
+    for raws in scan_document(source, chunk_bytes, facts):
+        pending.extend(raws)
+        while len(pending) >= BATCH_EVENTS:
+            yield b"[" + b",".join(pending[:BATCH_EVENTS]) + b"]"
+            del pending[:BATCH_EVENTS]
+    if pending:
+        yield b"[" + b",".join(pending) + b"]"
+
+
+def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | None = None, events_sink=None,
+                  workers: int = 1, budget: int | None = None, chunk_bytes: int = CHUNK_BYTES) -> Trace:
+    """Decode the document whose bytes ``blocks`` yields (see the module docstring). ``progress``
+    receives the fraction of batches done when ``blocks`` has a ``fraction()`` method, else nothing.
+    Raises :class:`.scan.Unstreamable` (parse the whole document instead) or :class:`TraceReadError`."""
+    blocks = _strip_bom(iter(blocks))
+    source = Source(blocks, max_carry=max(8 * chunk_bytes, 256 << 20))
+    facts: dict[str, Any] = {}
+    builder = ColumnBuilder(events_sink)
+    with_sink = events_sink is not None
+    held = 0
+
+    def take(state: dict, joined_len: int, joined: bytes | None) -> None:
+        nonlocal held
+        if joined is not None and events_sink is not None:
+            events_sink.write(joined)
+        held += _merge(builder, state, builder.sink_pos)
+        builder.sink_pos += joined_len
+        if budget is not None and held > budget:
+            raise TraceReadError(
+                f"the parsed trace needs more than {budget} bytes ({budget / (1 << 30):.3g} GiB) of memory, the "
+                "budget for one trace; raise KINETOSCOPE_MAX_TRACE_BYTES to read it")
+        if progress and hasattr(blocks, "fraction"):
+            progress(blocks.fraction())
+
+    batches = _batches(source, chunk_bytes, facts)
+    if workers <= 1:
+        for joined in batches:
+            take(decode_batch(joined, with_sink), len(joined), joined)
+    else:
+        _parallel(batches, workers, with_sink, take)
+    return _finish(builder, facts)
+
+
+def _parallel(batches: Iterable[bytes], workers: int, with_sink: bool, take) -> None:
+    """Decode batches in ``workers`` processes, at most 2 × ``workers`` in flight, merged in order."""
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded server
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        flight: collections.deque = collections.deque()
+        try:
+            for joined in batches:
+                flight.append((pool.submit(decode_batch, joined, with_sink), joined))
+                if len(flight) >= 2 * workers:
+                    future, done = flight.popleft()
+                    take(future.result(), len(done), done)
+            while flight:
+                future, done = flight.popleft()
+                take(future.result(), len(done), done)
+        except BaseException:
+            for future, _ in flight:
+                future.cancel()
+            raise
+
+
+def _strip_bom(blocks):
+    """``blocks`` without a leading UTF-8 byte order mark (keeps a ``fraction()`` method)."""
+
+    class _Blocks:
+        def __iter__(self):
+            first = True
+            for block in blocks:
+                if first and block:
+                    first = False
+                    if block[:3] == b"\xef\xbb\xbf":
+                        block = block[3:]
+                yield block
+
+        def fraction(self) -> float:
+            return blocks.fraction() if hasattr(blocks, "fraction") else 0.0
+
+    return _Blocks()
+
+
+def _finish(builder: ColumnBuilder, facts: dict) -> Trace:
+    try:
+        head = _OBJECT_DECODER.decode(facts["top"])
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError) as exc:
+        raise Unstreamable(f"top-level keys: {exc}") from None
+    top = {f: getattr(head, f) for f in head.__struct_fields__ if f != "traceEvents"}
+    warnings = []
+    if facts["cut_off"] is not None:
+        total = sum(builder.phase_counts.values()) + builder.bad_events
+        length = facts["length"] + 2 * facts["nonfinite"]
+        warnings.append(f"the trace array was cut off (file ends at byte {length} without its closing ']'); "
+                        f"recovered {total} complete events")
+    if facts["nonfinite"]:
+        warnings.append(f"{facts['nonfinite']} bare NaN/Infinity literals (not valid JSON) were read as the non-finite "
+                        "numbers they stand for")
+    form = facts["form"]
+    trace = builder.finish(top if form == "object" else {}, form)
+    trace.warnings[:0] = warnings
+    return trace
+
+
+__all__ = ["decode_stream", "decode_batch", "default_workers", "Unstreamable", "EVENT_COLUMNS"]
