@@ -20,9 +20,6 @@ whole document (:func:`.decode.decode_trace`), whose errors and recoveries are t
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
-import multiprocessing
 import os
 from typing import Any, Callable, Iterable
 
@@ -30,9 +27,10 @@ import msgspec
 import numpy as np
 
 from .columns import ColumnBuilder
+from .decode_workers import run_parallel
 from .errors import TraceReadError
-from .events import BATCH_EVENTS, _OBJECT_DECODER, _RAW_LIST
-from .model import EVENT_COLUMNS, Trace
+from .events import BATCH_EVENTS, _OBJECT_DECODER
+from .model import Trace
 from .scan import Source, Unstreamable, scan_document
 
 CHUNK_BYTES = 16 << 20  # document bytes per chunk cut by the scanner
@@ -43,25 +41,7 @@ STRING_COLUMNS = ("cat", "name", "pid", "tid", "grid", "block", "input_dims", "c
 ROW_BYTES = 200
 
 
-class _NullSink:
-    """Stands in for the events side file in a worker: offsets are counted from 0, nothing written."""
-
-    def write(self, data) -> None:
-        pass
-
-
-def decode_batch(joined: bytes, with_sink: bool) -> dict[str, Any]:
-    """One batch (``[`` + events joined by ``,`` + ``]``) decoded by a fresh builder: its state, to
-    be merged with :func:`_merge` (runs in a worker process)."""
-    builder = ColumnBuilder(_NullSink() if with_sink else None)
-    builder.add_batch(_RAW_LIST.decode(joined))
-    state = {k: v for k, v in vars(builder).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
-    state["keys"] = list(builder._ids)[1:]
-    state["texts"] = builder.strings[1:]
-    return state
-
-
-def _merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
+def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     """Append a decoded batch to ``into`` (``base``: the side file's length before it); returns the
     bytes of memory it adds."""
     ids, strings = into._ids, into.strings
@@ -108,17 +88,28 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _batches(source: Source, chunk_bytes: int, facts: dict) -> Iterable[bytes]:
-    """The events regrouped into batches of :data:`BATCH_EVENTS`, each joined as the whole-document
-    decoder joins it (``[`` + ``,``.join(raws) + ``]``)."""
+def _batches(source: Source, chunk_bytes: int, facts: dict) -> Iterable[list[msgspec.Raw]]:
+    """The events regrouped into the batches of :data:`BATCH_EVENTS` the whole-document decoder uses."""
     pending: list = []
     for raws in scan_document(source, chunk_bytes, facts):
         pending.extend(raws)
         while len(pending) >= BATCH_EVENTS:
-            yield b"[" + b",".join(pending[:BATCH_EVENTS]) + b"]"
+            yield pending[:BATCH_EVENTS]
             del pending[:BATCH_EVENTS]
     if pending:
-        yield b"[" + b",".join(pending) + b"]"
+        yield pending
+
+
+def _joined(batches: Iterable[list[msgspec.Raw]]) -> Iterable[bytes]:
+    """Each batch as the whole-document decoder joins it, ``[`` + ``,``.join(raws) + ``]``."""
+    for raws in batches:
+        yield b"[" + b",".join(raws) + b"]"
+
+
+def _held(builder: ColumnBuilder) -> int:
+    """Bytes of memory the builder's columns and rows hold (rows at :data:`ROW_BYTES`)."""
+    rows = sum(len(getattr(builder, name)) for name in ("memory_rows", "flow_rows", "counter_rows", "begin_end"))
+    return sum(c.nbytes for chunks in builder.chunks.values() for c in chunks) + ROW_BYTES * rows
 
 
 def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | None = None, events_sink=None,
@@ -133,46 +124,31 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
     with_sink = events_sink is not None
     held = 0
 
-    def take(state: dict, joined_len: int, joined: bytes | None) -> None:
-        nonlocal held
-        if joined is not None and events_sink is not None:
-            events_sink.write(joined)
-        held += _merge(builder, state, builder.sink_pos)
-        builder.sink_pos += joined_len
-        if budget is not None and held > budget:
+    def check(held: int) -> None:
+        # finishing concatenates the column chunks: twice their bytes at its peak
+        if budget is not None and 2 * held > budget:
             raise TraceReadError(
                 f"the parsed trace needs more than {budget} bytes ({budget / (1 << 30):.3g} GiB) of memory, the "
-                "budget for one trace; raise KINETOSCOPE_MAX_TRACE_BYTES to read it")
-        if progress and hasattr(blocks, "fraction"):
+                "budget for one trace (KINETOSCOPE_MAX_TRACE_BYTES); raise it to read this file")
+        if progress:
             progress(blocks.fraction())
+
+    def take(state: dict, joined: bytes) -> None:
+        nonlocal held
+        if events_sink is not None:
+            events_sink.write(joined)
+        held += merge(builder, state, builder.sink_pos)
+        builder.sink_pos += len(joined)
+        check(held)
 
     batches = _batches(source, chunk_bytes, facts)
     if workers <= 1:
-        for joined in batches:
-            take(decode_batch(joined, with_sink), len(joined), joined)
+        for raws in batches:  # serially, the batches go straight into the builder, as in decode_trace
+            builder.add_batch(raws)
+            check(_held(builder))
     else:
-        _parallel(batches, workers, with_sink, take)
+        run_parallel(_joined(batches), workers, with_sink, take)
     return _finish(builder, facts)
-
-
-def _parallel(batches: Iterable[bytes], workers: int, with_sink: bool, take) -> None:
-    """Decode batches in ``workers`` processes, at most 2 × ``workers`` in flight, merged in order."""
-    context = multiprocessing.get_context("spawn")  # no fork of a threaded server
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        flight: collections.deque = collections.deque()
-        try:
-            for joined in batches:
-                flight.append((pool.submit(decode_batch, joined, with_sink), joined))
-                if len(flight) >= 2 * workers:
-                    future, done = flight.popleft()
-                    take(future.result(), len(done), done)
-            while flight:
-                future, done = flight.popleft()
-                take(future.result(), len(done), done)
-        except BaseException:
-            for future, _ in flight:
-                future.cancel()
-            raise
 
 
 def _strip_bom(blocks):
@@ -215,4 +191,4 @@ def _finish(builder: ColumnBuilder, facts: dict) -> Trace:
     return trace
 
 
-__all__ = ["decode_stream", "decode_batch", "default_workers", "Unstreamable", "EVENT_COLUMNS"]
+__all__ = ["decode_stream", "default_workers", "Unstreamable"]

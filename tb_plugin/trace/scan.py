@@ -34,6 +34,7 @@ from .nonfinite import _escaped, quote_nonfinite, token_at
 MAX_TRIES = 8  # candidate cuts tried (each costs a decode of the chunk) before the exact scan
 _WS = b" \t\r\n"
 _CUT = re.compile(rb"\}[ \t\r\n]*([,\]])")
+_CLOSE = re.compile(rb"\}[ \t\r\n]*\]")
 _ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
 
 
@@ -235,10 +236,18 @@ def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool) -> 
 
 def _cut(source: Source, chunk_bytes: int, facts: dict):
     """``(raws, position after the separator, whether it closed the array)`` for the next chunk,
-    or None when the array is not closed before the end of the document."""
+    or None when the array is not closed before the end of the document. The array's close is
+    looked for first within ``chunk_bytes``, then a cut between events past ``chunk_bytes``."""
     tries = 0
-    rel_from = chunk_bytes  # where to look for candidates, relative to the chunk's start
-    looked_back = False
+    buf, start = source.buf, source.pos
+    for m in _CLOSE.finditer(buf, start, min(len(buf), start + chunk_bytes)):
+        raws = _decode(buf, start, m.start() + 1, facts)
+        if raws is not None:
+            return raws, m.end(), True
+        tries += 1
+        if tries >= MAX_TRIES:
+            return _exact_cut(source, chunk_bytes, facts)
+    rel_from = chunk_bytes  # where to look for cuts, relative to the chunk's start
     while True:
         buf, start = source.buf, source.pos
         for m in _CUT.finditer(buf, min(start + rel_from, len(buf))):
@@ -250,10 +259,7 @@ def _cut(source: Source, chunk_bytes: int, facts: dict):
             if tries >= MAX_TRIES:
                 return _exact_cut(source, chunk_bytes, facts)
         if source.eof:
-            if looked_back or rel_from == 0:
-                return None
-            rel_from, looked_back = 0, True  # a short last chunk: candidates before chunk_bytes too
-            continue
+            return None
         rel_from = max(rel_from, len(buf) - start - 64)  # a "}  ," may straddle the next block
         source.more()
 
