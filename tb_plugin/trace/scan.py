@@ -238,17 +238,17 @@ def _cut(source: Source, chunk_bytes: int, facts: dict):
     """``(raws, position after the separator, whether it closed the array)`` for the next chunk,
     or None when the array is not closed before the end of the document. The array's close is
     looked for first within ``chunk_bytes``, then a cut between events past ``chunk_bytes``."""
-    tries = 0
     buf, start = source.buf, source.pos
+    tries = 0
     for m in _CLOSE.finditer(buf, start, min(len(buf), start + chunk_bytes)):
         raws = _decode(buf, start, m.start() + 1, facts)
         if raws is not None:
             return raws, m.end(), True
         tries += 1
         if tries >= MAX_TRIES:
-            return _exact_cut(source, chunk_bytes, facts)
+            break
     rel_from = chunk_bytes  # where to look for cuts, relative to the chunk's start
-    while True:
+    while tries < MAX_TRIES:
         buf, start = source.buf, source.pos
         for m in _CUT.finditer(buf, min(start + rel_from, len(buf))):
             raws = _decode(buf, start, m.start() + 1, facts)
@@ -257,11 +257,14 @@ def _cut(source: Source, chunk_bytes: int, facts: dict):
             rel_from = m.start() + 1 - start
             tries += 1
             if tries >= MAX_TRIES:
-                return _exact_cut(source, chunk_bytes, facts)
-        if source.eof:
-            return None
-        rel_from = max(rel_from, len(buf) - start - 64)  # a "}  ," may straddle the next block
-        source.more()
+                break
+        else:
+            if source.eof:
+                return None
+            rel_from = max(rel_from, len(buf) - start - 64)  # a "}  ," may straddle the next block
+            source.more()
+    # (outside the loops: a live finditer holds the buffer, which more() must be able to resize)
+    return _exact_cut(source, chunk_bytes, facts)
 
 
 def _exact_cut(source: Source, chunk_bytes: int, facts: dict):
@@ -313,6 +316,11 @@ def _recover_tail(source: Source, facts: dict) -> list[msgspec.Raw]:
     the way :func:`.decode._split_array_form` trims a whole document (the same number of tries)."""
     data = bytes(source.buf[source.pos:])
     source.pos = len(source.buf)
+    closed = data.rstrip()
+    if closed.endswith(b"]"):  # closed after all, its last elements being no objects ("5]")
+        raws = _decode(closed[:-1], 0, len(closed) - 1, facts)
+        if raws is not None:
+            return raws
     facts["cut_off"] = source.offset
     end = len(data)
     for _ in range(8):
