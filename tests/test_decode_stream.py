@@ -244,6 +244,8 @@ def test_unstreamable_file_falls_back_to_the_whole_document_with_its_cache(tmp_p
     trace, cached = parse.parse_entry(fs, str(path), str(path), "v1", len(body), cache)
     ref_sink = io.BytesIO()
     ref = decode_trace(body, events_sink=ref_sink)
+    events_file = trace.meta.pop("events_file")
+    assert trace.meta.pop("events_bytes") == len(ref_sink.getvalue())
     assert_same(ref, trace)
-    with open(trace.meta["events_file"], "rb") as f:
+    with open(events_file, "rb") as f:
         assert f.read() == ref_sink.getvalue()
