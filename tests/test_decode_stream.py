@@ -224,7 +224,7 @@ def test_report_json_equal_streamed_and_whole(monkeypatch, capsys):
 
 def test_budget_exceeded_is_a_clear_error_naming_it(monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")
-    monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(8 << 20))
+    monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(4 << 20))
     with pytest.raises(TraceReadError) as err:
         parse.load_trace_file(str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")))
     assert "KINETOSCOPE_MAX_TRACE_BYTES" in str(err.value) and "budget" in str(err.value)

@@ -117,7 +117,7 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
     """Decode the document whose bytes ``blocks`` yields (see the module docstring). ``progress``
     receives the fraction of batches done when ``blocks`` has a ``fraction()`` method, else nothing.
     Raises :class:`.scan.Unstreamable` (parse the whole document instead) or :class:`TraceReadError`."""
-    blocks = _strip_bom(iter(blocks))
+    blocks = _strip_bom(blocks)
     source = Source(blocks, max_carry=max(8 * chunk_bytes, 256 << 20))
     facts: dict[str, Any] = {}
     builder = ColumnBuilder(events_sink)
@@ -125,8 +125,8 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
     held = 0
 
     def check(held: int) -> None:
-        # finishing concatenates the column chunks: twice their bytes at its peak
-        if budget is not None and 2 * held > budget:
+        # (finishing concatenates the column chunks one column at a time: little beyond their bytes)
+        if budget is not None and held > budget:
             raise TraceReadError(
                 f"the parsed trace needs more than {budget} bytes ({budget / (1 << 30):.3g} GiB) of memory, the "
                 "budget for one trace (KINETOSCOPE_MAX_TRACE_BYTES); raise it to read this file")
@@ -148,6 +148,8 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
             check(_held(builder))
     else:
         run_parallel(_joined(batches), workers, with_sink, take)
+    if progress:
+        progress(1.0)
     return _finish(builder, facts)
 
 

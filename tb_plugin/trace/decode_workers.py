@@ -36,8 +36,14 @@ class Workers:
     def __init__(self, n: int) -> None:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-        self.procs = [subprocess.Popen([sys.executable, "-m", "tb_plugin.trace.decode_workers"], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, env=env) for _ in range(n)]
+        self.procs = []
+        try:
+            for _ in range(n):
+                self.procs.append(subprocess.Popen([sys.executable, "-m", "tb_plugin.trace.decode_workers"],
+                                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env))
+        except OSError as exc:
+            self.__exit__(type(exc), exc, None)
+            raise WorkerDied(f"cannot start a decode worker: {exc}") from None
 
     def send(self, i: int, joined: bytes, with_sink: bool) -> None:
         proc = self.procs[i % len(self.procs)]
@@ -63,6 +69,9 @@ class Workers:
         return self
 
     def __exit__(self, *exc) -> None:
+        if exc and exc[0] is not None:  # failing (a budget error, an interrupt): answers are not wanted
+            for proc in self.procs:
+                proc.kill()
         for proc in self.procs:
             try:
                 proc.stdin.close()

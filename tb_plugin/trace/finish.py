@@ -20,14 +20,16 @@ class Finishing:
     # -- the result ----------------------------------------------------------------------------
     def finish(self, top: dict[str, Any], form: str) -> Trace:
         unmatched_b, unmatched_e = self._pair_begin_end()
-        cols = {
-            k: (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False)
-            for k, v in self.chunks.items()
-        }
+        cols = {}
+        for k in list(self.chunks):  # one column at a time: the chunks and the result are never all held twice
+            v = self.chunks.pop(k)
+            cols[k] = (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False)
+            del v
         self.chunks = {}
         order = np.argsort(cols["ts"], kind="stable")
         if len(order) and not np.all(order[1:] > order[:-1]):
-            cols = {k: v[order] for k, v in cols.items()}
+            for k in cols:
+                cols[k] = cols[k][order]
         kind_table, known = _kind_table(self.strings)
         cols["kind"] = kind_table[cols["cat"]]
         # old exports without categories (pre-Kineto Lightning): ATen-style names are operators
