@@ -20,6 +20,7 @@ whole document (:func:`.decode.decode_trace`), whose errors and recoveries are t
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from typing import Any, Callable, Iterable
 
@@ -78,10 +79,13 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
 
 
 def default_workers() -> int:
-    """Worker processes for a large file: ``$KINETOSCOPE_DECODE_WORKERS``, else the usable cores."""
+    """Worker processes for a large file: ``$KINETOSCOPE_DECODE_WORKERS``, else the usable cores (1
+    inside a multiprocessing worker: the registry's pool already parses files side by side)."""
     raw = os.environ.get("KINETOSCOPE_DECODE_WORKERS", "").strip()
     if raw.isdigit():
         return max(1, int(raw))
+    if multiprocessing.parent_process() is not None:  # already one of a pool's workers (files in parallel)
+        return 1
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
