@@ -66,7 +66,9 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     for row in state["begin_end"]:
         offset = row[8] if row[8] is None or into.sink is None else row[8] + np.array([base, 0])
         into.begin_end.append(row[:7] + (first + row[7], offset))
-    for name in ("memory_rows", "flow_rows", "counter_rows"):
+    into.memory_parts.extend(state["memory_parts"])
+    added += sum(p[0].nbytes * 8 + 72 * len(p[1]) for p in state["memory_parts"])
+    for name in ("flow_rows", "counter_rows"):
         getattr(into, name).extend(state[name])
         added += ROW_BYTES * len(state[name])
     added += ROW_BYTES * len(state["begin_end"])
@@ -112,8 +114,9 @@ def _joined(batches: Iterable[list[msgspec.Raw]]) -> Iterable[bytes]:
 
 def _held(builder: ColumnBuilder) -> int:
     """Bytes of memory the builder's columns and rows hold (rows at :data:`ROW_BYTES`)."""
-    rows = sum(len(getattr(builder, name)) for name in ("memory_rows", "flow_rows", "counter_rows", "begin_end"))
-    return sum(c.nbytes for chunks in builder.chunks.values() for c in chunks) + ROW_BYTES * rows
+    rows = sum(len(getattr(builder, name)) for name in ("flow_rows", "counter_rows", "begin_end"))
+    memory = sum(p[0].nbytes * 8 + 72 * len(p[1]) for p in builder.memory_parts)
+    return sum(c.nbytes for chunks in builder.chunks.values() for c in chunks) + ROW_BYTES * rows + memory
 
 
 def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | None = None, events_sink=None,

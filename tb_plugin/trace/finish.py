@@ -80,12 +80,15 @@ class Finishing:
         return np.array([first.setdefault(text, i) for i, text in enumerate(self.strings)], dtype=np.int32)
 
     def _memory_table(self) -> Table:
-        if not self.memory_rows:
+        if not self.memory_parts:
             return Table.empty(MEMORY_COLUMNS)
-        fields = list(zip(*self.memory_rows))
-        cols = {"ts": _float_column(list(fields[0])), "pid": self.intern(list(fields[1])), "tid": self.intern(list(fields[2]))}
-        for key, values in zip(("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id"), fields[3:]):
-            cols[key] = _int_column(list(values), MEMORY_COLUMNS[key])
+        parts, self.memory_parts = self.memory_parts, []
+        cols = {"ts": np.concatenate([p[0] for p in parts]),
+                "pid": self.intern([v for p in parts for v in p[1]]),
+                "tid": self.intern([v for p in parts for v in p[2]])}
+        for key in parts[0][3]:
+            cols[key] = np.concatenate([p[3][key] for p in parts])
+        del parts
         order = np.argsort(cols["ts"], kind="stable")
         return Table({k: v[order] for k, v in cols.items()})
 
