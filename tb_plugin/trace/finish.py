@@ -10,8 +10,12 @@ import numpy as np
 from . import jsonsafe
 from .categories import Kind, is_composer_trainer_event, kind_of_category
 from .devices import unplaceable_warning
+from .heap import release_freed_memory
 from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 from .events import _float_column, _int_column
+
+
+TRIM_ABOVE_BYTES = 8 << 20  # a column this large gives its chunks' freed heap pages back at once
 
 
 class Finishing:
@@ -25,11 +29,15 @@ class Finishing:
             v = self.chunks.pop(k)
             cols[k] = (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False)
             del v
+            if cols[k].nbytes >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
+                release_freed_memory()
         self.chunks = {}
         order = np.argsort(cols["ts"], kind="stable")
         if len(order) and not np.all(order[1:] > order[:-1]):
             for k in cols:
                 cols[k] = cols[k][order]
+                if cols[k].nbytes >= TRIM_ABOVE_BYTES:
+                    release_freed_memory()
         kind_table, known = _kind_table(self.strings)
         cols["kind"] = kind_table[cols["cat"]]
         # old exports without categories (pre-Kineto Lightning): ATen-style names are operators
