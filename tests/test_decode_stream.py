@@ -249,3 +249,16 @@ def test_unstreamable_file_falls_back_to_the_whole_document_with_its_cache(tmp_p
     assert_same(ref, trace)
     with open(events_file, "rb") as f:
         assert f.read() == ref_sink.getvalue()
+
+
+def test_workers_import_this_tb_plugin_whatever_the_working_directory(tmp_path, monkeypatch):
+    """A worker must not pick up another checkout's tb_plugin from the working directory (it then
+    could not start, and the parse fell back to serial without a word)."""
+    from tb_plugin.trace.decode_workers import Workers
+    (tmp_path / "tb_plugin").mkdir()
+    (tmp_path / "tb_plugin" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    with Workers(1) as workers:
+        workers.send(0, b'[{"ph": "X", "name": "a", "ts": 1, "dur": 2}]', False)
+        state = workers.receive(0)
+    assert state["texts"] == ["a"] and state["phase_counts"] == {"X": 1}

@@ -1,6 +1,6 @@
 """Worker processes that decode event batches for :mod:`.decode_stream`, results in order.
 
-Each worker is ``python -m tb_plugin.trace.decode_workers``, started with :mod:`subprocess`, not
+Each worker is a ``python -c`` that runs :func:`_serve`, started with :mod:`subprocess`, not
 :mod:`multiprocessing`: it imports only this package (``spawn`` would import the caller's main
 script again, and ``fork`` is unsafe in a threaded server). Through its pipes it reads batches
 (an 8-byte length, a flag byte, the joined events) and answers each with the pickled state of
@@ -34,13 +34,15 @@ class Workers:
     """``n`` worker processes (a context manager: they exit at its end)."""
 
     def __init__(self, n: int) -> None:
+        # this very tb_plugin, first on the path: "python -m" would put the working directory first,
+        # where another checkout of tb_plugin may stand
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        code = f"import sys; sys.path.insert(0, {root!r}); from tb_plugin.trace.decode_workers import _serve; _serve()"
         self.procs = []
         try:
             for _ in range(n):
-                self.procs.append(subprocess.Popen([sys.executable, "-m", "tb_plugin.trace.decode_workers"],
-                                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env))
+                self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                                   stdout=subprocess.PIPE))
         except OSError as exc:
             self.__exit__(type(exc), exc, None)
             raise WorkerDied(f"cannot start a decode worker: {exc}") from None
