@@ -11,8 +11,9 @@ first-occurrence order within the batch, so appending the ones the merged table 
 order, gives the same ids.
 
 Peak memory: the columns, plus one batch in flight per worker, plus a chunk or two of the
-document (4.5 GB trace, 6.7 M events: 2.0 GB, and ~300 MB in each worker). The columns are counted as they grow; past ``budget`` bytes the parse stops with a
-:class:`TraceReadError` naming the budget.
+document (4.5 GB trace, 6.7 M events: 2.0 GB, and ~300 MB in each worker). The columns are
+counted as they grow; past ``budget`` bytes the parse stops with a :class:`TraceReadError`
+naming the budget.
 
 Anything :mod:`.scan` cannot split raises :class:`.scan.Unstreamable`; the caller then decodes the
 whole document (:func:`.decode.decode_trace`), whose errors and recoveries are the reference.
