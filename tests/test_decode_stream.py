@@ -262,3 +262,19 @@ def test_workers_import_this_tb_plugin_whatever_the_working_directory(tmp_path, 
         workers.send(0, b'[{"ph": "X", "name": "a", "ts": 1, "dur": 2}]', False)
         state = workers.receive(0)
     assert state["texts"] == ["a"] and state["phase_counts"] == {"X": 1}
+
+
+def test_local_files_above_the_threshold_are_streamed(monkeypatch):
+    """The registry's parse streams a local file above KINETOSCOPE_STREAM_ABOVE_BYTES (so the report
+    comparisons above do compare the two decoders), and decodes a smaller one whole."""
+    path = str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"))
+
+    def refuse(*_, **__):
+        raise AssertionError("decoded whole")
+
+    monkeypatch.setattr(parse, "decode_trace", refuse)
+    monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")
+    assert len(parse.load_trace_file(path).events) == 44666
+    monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", str(1 << 40))
+    with pytest.raises(AssertionError, match="decoded whole"):
+        parse.load_trace_file(path)
