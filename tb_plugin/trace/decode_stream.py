@@ -32,12 +32,10 @@ from .columns import ColumnBuilder
 from .decode_workers import run_parallel
 from .errors import TraceReadError
 from .events import BATCH_EVENTS, _OBJECT_DECODER
-from .model import Trace
+from .model import STRING_ID_COLUMNS, Trace
 from .scan import Source, Unstreamable, scan_document
 
 CHUNK_BYTES = 16 << 20  # document bytes per chunk cut by the scanner
-STRING_COLUMNS = ("cat", "name", "pid", "tid", "grid", "block", "input_dims", "call_stack", "input_types",
-                  "collective", "dtype", "process_group")
 # Bytes of memory one parsed event may hold beyond its columns (Python rows of memory, counter,
 # flow and B/E events are counted at this flat rate)
 ROW_BYTES = 200
@@ -57,7 +55,7 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     added = 0
     for key, chunks in state["chunks"].items():
         for col in chunks:
-            if key in STRING_COLUMNS:
+            if key in STRING_ID_COLUMNS:
                 col = remap[col]
             elif key == "src_offset" and into.sink is not None:
                 col = col + base
