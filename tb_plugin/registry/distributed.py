@@ -81,7 +81,6 @@ class Distributed:
             return dict(out, reason=no_view_reason(span, len(states), len(ranks)), view=None, messages=messages)
         view = distributed_analysis.combine_ranks(ranks)
         messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
-        messages += view["groups_messages"]  # no process-group args: one group
         if view["instances"]["total"] == 0:
             messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
                             "need GPU collectives")

@@ -105,7 +105,7 @@ function DistributedContent({ view, theme }: { view: DistributedData; theme: The
         </Card>
       </div>
       <Card title="Process groups" testId="groups-card">
-        <ProcessGroupsTable groups={view.groups} />
+        <ProcessGroupsTable groups={view.groups} messages={view.groups_messages} />
       </Card>
       <Card title="Collectives">
         <CollectivesTable view={view} />
