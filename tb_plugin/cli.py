@@ -314,6 +314,13 @@ def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
                 continue
             peaks = ", ".join(f"{d['device']} peak active {_bytes(d['peak_active_bytes'])}" for d in snap["devices"])
             out.write(f"     {snap['path']}: {peaks or 'no devices'}\n")
+            for d in snap["devices"]:
+                alive = d.get("alive_at_peak") or {}
+                top = [(k[3:], alive[k][0]) for k in ("by_operator", "by_step", "by_module", "by_frame")
+                       if alive.get(k)]
+                if top:
+                    out.write(f"       {d['device']} alive at the peak: "
+                              + "; ".join(f"top {k} {r['name']} {_bytes(r['bytes'])}" for k, r in top) + "\n")
             oom = snap.get("oom")
             if oom:
                 asked = _bytes(oom["requested_bytes"]) if oom["requested_bytes"] is not None else "unknown size"

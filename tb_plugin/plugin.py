@@ -84,6 +84,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/snapshot_stack": self._registry_route(api.snapshot_stack),
             "/snapshot_oom": self._registry_route(api.snapshot_oom),
             "/snapshot_ranks": self._registry_route(api.snapshot_ranks),
+            "/snapshot_attribution": self._registry_route(api.snapshot_attribution),
             "/memory_html": self._registry_route(api.memory_html),
             "/memory_html_image": _guarded(self._serve_memory_html_image),
             "/memory_timeline_export": self._registry_route(api.memory_timeline_export),

@@ -56,3 +56,14 @@ def x(name, cat, ts, dur, pid=1, tid=1, **args):
     if args:
         ev["args"] = {k.replace("_", " ") if k not in ("correlation", "device", "stream") else k: v for k, v in args.items()}
     return ev
+
+
+def run_async(fn, *args):
+    """``anyio.run(fn, *args)`` on a thread of its own: an event loop a browser test left running on
+    this thread (Playwright's sync API) would make ``anyio.run`` refuse to start."""
+    import concurrent.futures
+
+    import anyio
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, fn, *args).result()

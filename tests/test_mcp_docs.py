@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
-import anyio
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_async
 
 pytest.importorskip("mcp")
 
@@ -16,7 +15,7 @@ def test_docs_name_every_tool_and_parameter(tmp_path):
     from tb_plugin.interfaces.mcp_app import build_server
 
     server = build_server(str(tmp_path))
-    tools = anyio.run(server.list_tools)
+    tools = run_async(server.list_tools)
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)` \|.*$", (REPO / "docs" / "mcp.md").read_text(), re.M)}
     assert set(rows) == {t.name for t in tools}
     for t in tools:

@@ -11,11 +11,10 @@ import subprocess
 import sys
 from urllib.parse import parse_qs, urlsplit
 
-import anyio
 import orjson
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_async
 
 pytest.importorskip("mcp")
 
@@ -46,7 +45,7 @@ def session_calls(calls: list[tuple[str, dict]]) -> tuple[list, list]:
                 tools = (await session.list_tools()).tools
                 return tools, [await session.call_tool(name, args) for name, args in calls]
 
-    return anyio.run(main)
+    return run_async(main)
 
 
 def by_name(rows: list[dict]) -> dict[str, dict]:
@@ -191,5 +190,5 @@ def test_the_readme_agent_config_serves(tmp_path):
                 await session.initialize()
                 return (await session.call_tool("list_runs", {})).structured_content
 
-    runs = anyio.run(main)
+    runs = run_async(main)
     assert {r["run"] for r in runs["runs"]} >= {"synthetic_resnet", "synthetic_ddp", "torch_cpu_cnn"}

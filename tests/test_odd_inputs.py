@@ -276,7 +276,7 @@ def hostile_snapshots():
 
 
 SNAPSHOT_ROUTES = ("/snapshot", "/snapshot_timeline", "/snapshot_segments", "/snapshot_allocations",
-                   "/snapshot_stack", "/snapshot_oom", "/snapshot_ranks")
+                   "/snapshot_stack", "/snapshot_oom", "/snapshot_ranks", "/snapshot_attribution")
 
 
 def test_hostile_snapshots_are_values_or_per_file_errors(tmp_path, caplog):

@@ -143,6 +143,7 @@ def build(tmp: Path) -> dict[str, object]:
     out["memory/snapshot_segments.json"] = _ok(api.snapshot_segments(reg, dict(snap, device="0")))
     allocations = _ok(api.snapshot_allocations(reg, dict(snap, device="0", limit="20")))
     out["memory/snapshot_allocations.json"] = allocations
+    out["memory/snapshot_attribution.json"] = _ok(api.snapshot_attribution(reg, dict(snap, device="0")))
     out["memory/snapshot_stack.json"] = _ok(api.snapshot_stack(reg, dict(snap, stack=str(allocations["rows"][0]["stack"]))))
     return out
 

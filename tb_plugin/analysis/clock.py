@@ -34,3 +34,11 @@ def shared_origin(trace: Trace, origin_us: float) -> tuple[float, str]:
     if base_ns is not None:
         return origin_us + base_ns / 1000.0, "base_time"
     return origin_us, "raw"
+
+
+def wall_offset_us(trace: Trace) -> float | None:
+    """µs to add to a time of ``trace`` (as written) to read it on the wall clock (µs since the Unix
+    epoch, the clock of an allocator snapshot's ``time_us``): ``baseTimeNanoseconds / 1000``; None
+    when the trace does not write it."""
+    base_ns = _number(trace.meta.get("baseTimeNanoseconds"))
+    return None if base_ns is None else base_ns / 1000.0

@@ -111,45 +111,56 @@ def comm_kernels(trace: Trace) -> dict:
         masks = category_masks(trace)
         rows = np.flatnonzero(masks["communication"] & (ev.kind == Kind.KERNEL))
         rows = rows[np.argsort(ev.ts[rows], kind="stable")]
-        launcher = launch_of(trace)
-        parent = op_tree(trace).op_parent
-        out = {"rows": rows, "op": [], "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [],
-               "seq": []}
-        for r in rows.tolist():
-            op = _comm_op(trace, int(launcher[r]), parent)
-            coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
-            name = normalize_collective(coll) or normalize_collective(
-                trace.strings[ev.name[op]] if op >= 0 else None) or normalize_collective(trace.strings[ev.name[r]])
-            group = trace.string(int(ev.process_group[r])) or (trace.string(int(ev.process_group[op])) if op >= 0 else None)
-            size = int(ev.group_size[r]) if ev.group_size[r] > 0 else (int(ev.group_size[op]) if op >= 0 and ev.group_size[op] > 0 else None)
-            seq = int(ev.seq[r]) if ev.seq[r] >= 0 else (int(ev.seq[op]) if op >= 0 else -1)
-            nbytes, dtype = _message(trace, r, op)
-            out["op"].append(op)
-            out["collective"].append(name or "other")
-            out["group"].append(group or "default")
-            out["group_size"].append(size)
-            out["bytes"].append(nbytes)
-            out["dtype"].append(dtype)
-            out["seq"].append(seq)
-        return out
+        op = _comm_ops(trace, launch_of(trace)[rows], op_tree(trace).op_parent)
+        has, at = op >= 0, np.maximum(op, 0)
+        size = np.where(ev.group_size[rows] > 0, ev.group_size[rows], np.where(has, ev.group_size[at], 0))
+        seq = np.where(ev.seq[rows] >= 0, ev.seq[rows], np.where(has, ev.seq[at], -1))
+        # the texts depend only on these columns of the kernel and of its op: worked out once per
+        # distinct combination (a few per trace), not once per kernel
+        key = np.stack([ev.columns[c][rows].astype(np.int64) for c in _KERNEL_KEY]
+                       + [np.where(has, ev.columns[c][at].astype(np.int64), -1) for c in _OP_KEY] + [op >= 0], axis=1)
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        texts = [_kernel_texts(trace, int(rows[i]), int(op[i])) for i in first.tolist()]
+        per_kernel = [texts[g] for g in inverse.reshape(-1).tolist()]
+        collective, group, nbytes, dtype = (list(c) for c in zip(*per_kernel)) if per_kernel else ([], [], [], [])
+        return {"rows": rows, "op": op.tolist(), "collective": collective, "group": group,
+                "group_size": [s if s > 0 else None for s in size.tolist()], "bytes": nbytes, "dtype": dtype,
+                "seq": seq.tolist()}
 
     return trace.memo("comm_kernels", build)
 
 
-def _comm_op(trace: Trace, launch: int, parent: np.ndarray) -> int:
-    """The communication op around a launch: the innermost ancestor with comm args or a communication
-    op's name (:func:`trace.categories.is_comm_op_name`, as the step breakdown)."""
+_KERNEL_KEY = ("collective", "name", "process_group", "in_msg_nelems", "out_msg_nelems", "dtype")
+_OP_KEY = _KERNEL_KEY + ("input_dims", "input_types")
+MAX_COMM_OP_LEVELS = 16  # ancestors searched above a communication kernel's launch
+
+
+def _comm_ops(trace: Trace, launch: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per launch: the communication op around it, the innermost of its first :data:`MAX_COMM_OP_LEVELS`
+    ancestors with comm args or a communication op's name (:func:`trace.categories.is_comm_op_name`, as
+    the step breakdown); else its innermost op (−1: none). All launches at once, one pass per level."""
     ev = trace.events
-    node = int(parent[launch]) if launch >= 0 else -1
-    first = node
-    for _ in range(16):
-        if node < 0:
-            break
-        name = trace.strings[ev.name[node]]
-        if ev.collective[node] > 0 or ev.in_msg_nelems[node] >= 0 or is_comm_op_name(name):
-            return node
-        node = int(parent[node])
-    return first
+    is_comm = (ev.collective > 0) | (ev.in_msg_nelems >= 0) | trace.name_mask(is_comm_op_name)
+    node = np.where(launch >= 0, parent[np.maximum(launch, 0)], -1)
+    found = node.copy()
+    live = np.flatnonzero(node >= 0)
+    for _ in range(MAX_COMM_OP_LEVELS):
+        hit = is_comm[node[live]]
+        found[live[hit]] = node[live[hit]]
+        live = live[~hit]
+        node[live] = parent[node[live]]
+        live = live[node[live] >= 0]
+    return found
+
+
+def _kernel_texts(trace: Trace, r: int, op: int) -> tuple:
+    """``(collective, group, bytes, dtype)`` of communication kernel ``r`` launched under ``op``."""
+    ev = trace.events
+    coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
+    name = normalize_collective(coll) or normalize_collective(
+        trace.strings[ev.name[op]] if op >= 0 else None) or normalize_collective(trace.strings[ev.name[r]])
+    group = trace.string(int(ev.process_group[r])) or (trace.string(int(ev.process_group[op])) if op >= 0 else None)
+    return (name or "other", group or "default", *_message(trace, r, op))
 
 
 def canonical_dtype(text: str | None) -> str | None:
@@ -229,7 +240,7 @@ def rank_reduce(trace: Trace) -> dict:
         "comm": {"collective": list(kernels["collective"]), "group": list(kernels["group"]),
                  "group_size": list(kernels["group_size"]), "bytes": list(kernels["bytes"]),
                  "dtype": list(kernels["dtype"]), "seq": list(kernels["seq"]),
-                 "dur": [float(dur[r]) for r in kernels["rows"].tolist()]},
+                 "dur": np.asarray(dur, dtype=np.float64)[kernels["rows"]].tolist()},
         "steps": step_overlap(trace),
         "groups": rank_groups(trace, kernels),
         "critical_path": rank_chains(trace, kernels["rows"]),

@@ -194,24 +194,30 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     parent = op_tree(trace).op_parent
     dev = np.flatnonzero(device_mask(trace))
     dev_starts = np.sort(ev.ts[dev])
-    by_op: dict[str, dict] = {}
-    idle_total = 0.0
-    for r in rows.tolist():
-        end = float(ev.ts[r] + ev.dur[r])
-        i = np.searchsorted(dev_starts, end)
-        idle = float(dev_starts[i] - end) if i < len(dev_starts) else 0.0
-        idle_total += idle
-        op = trace.strings[ev.name[parent[r]]] if parent[r] >= 0 else "(no operator)"
-        entry = by_op.setdefault(op, {"op": op, "calls": 0, "sync_us": 0.0, "gpu_idle_after_us": 0.0, "apis": {}})
-        entry["calls"] += 1
-        entry["sync_us"] += float(ev.dur[r])
-        entry["gpu_idle_after_us"] += idle
-        api_name = trace.strings[ev.name[r]]
-        entry["apis"][api_name] = entry["apis"].get(api_name, 0) + 1
-    ranked = sorted(by_op.values(), key=lambda x: -x["sync_us"])
+    end = ev.ts[rows] + ev.dur[rows]
+    after = np.searchsorted(dev_starts, end)
+    # GPU idle after each call: until the next device work starts (0 when none follows)
+    idle = np.where(after < len(dev_starts), dev_starts[np.minimum(after, len(dev_starts) - 1)] - end, 0.0) if len(
+        dev_starts) else np.zeros(len(rows))
+    op_of = np.where(parent[rows] >= 0, ev.name[np.maximum(parent[rows], 0)].astype(np.int64), -1)
+    ops, first, group = np.unique(op_of, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    # sums in row order, as a running total adds them (bincount adds each bin's weights in input order)
+    calls = np.bincount(group, minlength=len(ops)).tolist()
+    sync_us = np.bincount(group, weights=ev.dur[rows], minlength=len(ops)).tolist()
+    idle_us = np.bincount(group, weights=idle, minlength=len(ops)).tolist()
+    pairs, pair_first, pair_calls = np.unique(group.astype(np.int64) << 32 | ev.name[rows].astype(np.int64),
+                                              return_index=True, return_counts=True)
+    apis: list[dict] = [{} for _ in ops]
+    for k in np.argsort(pair_first, kind="stable").tolist():  # per (operator, API), first seen first
+        apis[int(pairs[k] >> 32)][trace.strings[int(pairs[k] & 0xFFFFFFFF)]] = int(pair_calls[k])
+    by_op = [{"op": trace.strings[int(ops[g])] if ops[g] >= 0 else "(no operator)", "calls": calls[g],
+              "sync_us": sync_us[g], "gpu_idle_after_us": idle_us[g], "apis": apis[g]}
+             for g in np.argsort(first, kind="stable").tolist()]  # operators in order of first appearance
+    ranked = sorted(by_op, key=lambda x: -x["sync_us"])
     return {"sync_calls": int(len(rows)), "sync_us": float(ev.dur[rows].sum()),
             "cuda_sync_events": int(cuda_sync.sum()), "cuda_sync_us": float(ev.dur[cuda_sync].sum()),
-            "gpu_idle_after_us": idle_total, "by_operator": ranked[:top]}
+            "gpu_idle_after_us": float(np.cumsum(idle)[-1]) if len(idle) else 0.0, "by_operator": ranked[:top]}
 
 
 def insights(trace: Trace) -> dict:

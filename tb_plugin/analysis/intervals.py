@@ -17,11 +17,10 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     new_group = np.empty(len(s), dtype=bool)
     new_group[0] = True
     new_group[1:] = s[1:] > reach[:-1]
-    group = np.cumsum(new_group) - 1
     out_s = s[new_group]
-    out_e = np.zeros(len(out_s))
-    np.maximum.at(out_e, group, reach)
-    out_e = np.maximum(out_e, out_s)
+    # reach never decreases, so a group's furthest end is the reach at its last interval
+    last = np.r_[np.flatnonzero(new_group)[1:] - 1, len(s) - 1]
+    out_e = np.maximum(np.maximum(reach[last], 0.0), out_s)
     return out_s, out_e
 
 

@@ -48,6 +48,8 @@ from .series import reduce_points
 @dataclasses.dataclass
 class MemoryData:
     device: list[str]  # label per memory event ("" when ignored)
+    device_code: np.ndarray  # per memory event: 0 when ignored, else 1 + the index of its label in labels
+    labels: list[str]  # the devices' labels, in device_rows order
     op: np.ndarray  # innermost operator row during each memory event (-1: none)
     alloc_op: np.ndarray  # for a free with Addr: the operator of the allocation it ends; else = op
     unfreed: np.ndarray  # per event: an allocation (with Addr) that no free in the trace releases
@@ -70,6 +72,7 @@ def _memory_data(trace: Trace) -> MemoryData:
         label_of[rows] = label
         device_code[rows] = k + 1
     labels = label_of.tolist()
+    names = [label for label, _, _ in device_rows(trace)]
     origin = memory_origin(trace)
     op = _innermost_ops(trace)
     alloc_op = op.copy()
@@ -81,7 +84,7 @@ def _memory_data(trace: Trace) -> MemoryData:
         _link_frees(mem.addr, mem.bytes, device_code, freed_at, ends, unfreed)
         freed = ends >= 0
         alloc_op[freed] = op[ends[freed]]
-    return MemoryData(labels, op, alloc_op, unfreed, has_addr, origin, freed_at, ends)
+    return MemoryData(labels, device_code, names, op, alloc_op, unfreed, has_addr, origin, freed_at, ends)
 
 
 def _link_frees(addr: np.ndarray, nbytes: np.ndarray, device_code: np.ndarray, freed_at: np.ndarray,
@@ -104,41 +107,48 @@ def _link_frees(addr: np.ndarray, nbytes: np.ndarray, device_code: np.ndarray, f
 
 
 def _innermost_ops(trace: Trace) -> np.ndarray:
-    """Innermost operator (by [start, end)) on the memory event's thread, per memory event.
-
-    Vectorized: per thread, the operator that starts last at or before the event's time (µs) is the
-    innermost one if it is still open (end > t); otherwise its enclosing operators
-    (:func:`.op_tree.op_tree`'s ``op_parent``) are tried, one nesting level per numpy pass over all
-    the events still unplaced, so the passes number the nesting depth, not the events."""
+    """Innermost operator (by [start, end)) on the memory event's thread, per memory event."""
     mem = trace.memory
+    return innermost_ops_at(trace, mem.pid, mem.tid, mem.ts.astype(np.float64))
+
+
+def innermost_ops_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per query ``i``: the innermost operator row (by [start, end)) of thread ``(pid[i], tid[i])`` open
+    at time ``t[i]`` (µs, the trace's clock); −1 when none.
+
+    Vectorized: per thread, the operator that starts last at or before the time is the innermost one
+    if it is still open (end > t); otherwise its enclosing operators (:func:`.op_tree.op_tree`'s
+    ``op_parent``) are tried, one nesting level per numpy pass over all the queries still unplaced,
+    so the passes number the nesting depth, not the queries."""
     ev = trace.events
-    out = np.full(len(mem), -1, dtype=np.int64)
-    if len(mem) == 0:
+    out = np.full(len(t), -1, dtype=np.int64)
+    if len(t) == 0:
         return out
     is_op = op_times(trace).is_op
     tree = op_tree(trace)
     ops = tree.order[is_op[tree.order]]
     if len(ops) == 0:
         return out
-    def thread_key(pid, tid):  # (pid, tid) as one int64: both are 32-bit ids
-        return pid.astype(np.int64) << 32 | (tid.astype(np.int64) & 0xFFFFFFFF)
 
-    _, code = np.unique(np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(mem.pid, mem.tid)]),
+    def thread_key(p, q):  # (pid, tid) as one int64: both are 32-bit ids
+        return p.astype(np.int64) << 32 | (q.astype(np.int64) & 0xFFFFFFFF)
+
+    _, code = np.unique(np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(pid, tid)]),
                         return_inverse=True)
     code = code.reshape(-1)
-    op_code, mem_code = code[: len(ops)], code[len(ops):]
+    op_code, q_code = code[: len(ops)], code[len(ops):]
     op_start = ev.ts[ops]
     order = np.lexsort((np.arange(len(ops)), op_start, op_code))  # by thread, then start; nesting order kept
     ops, op_code, op_start = ops[order], op_code[order], op_start[order]
     bounds = np.searchsorted(op_code, np.arange(int(code.max()) + 2))
     end_of = ev.ts + ev.dur
-    t = mem.ts.astype(np.float64)
-    cand = np.full(len(mem), -1, dtype=np.int64)
-    for th in np.unique(mem_code).tolist():  # one pass per thread (threads, not events)
+    t = np.asarray(t, dtype=np.float64)
+    cand = out
+    for th in np.unique(q_code).tolist():  # one pass per thread (threads, not queries)
         lo, hi = bounds[th], bounds[th + 1]
         if lo == hi:
             continue
-        here = np.flatnonzero(mem_code == th)
+        here = np.flatnonzero(q_code == th)
         k = np.searchsorted(op_start[lo:hi], t[here], side="right") - 1
         cand[here] = np.where(k >= 0, ops[lo:hi][np.maximum(k, 0)], -1)
     parent = tree.op_parent
@@ -229,23 +239,37 @@ def allocation_pairs(trace: Trace) -> dict:
     if not data.has_addr:
         return {"rows": [], "reason": "this trace's memory events have no 'Addr', so allocations cannot be "
                                       "paired with their frees (the curve and the statistics still work)"}
-    rows = []
+    # one output row per allocation, or per free that ends none (pairs: memory_data), in row order
+    i = np.flatnonzero((mem.addr >= 0) & (mem.bytes != 0) & (data.device_code > 0))
+    i = i[(mem.bytes[i] > 0) | (data.ends[i] < 0)]
+    b = mem.bytes[i]
+    alloc = b > 0
     t_rel = mem.ts - data.origin
-    for i in np.flatnonzero((mem.addr >= 0) & (mem.bytes != 0)).tolist():  # one output row per allocation
-        lab, b = data.device[i], int(mem.bytes[i])  # or per free that ends none (pairs: memory_data)
-        if not lab or (b < 0 and data.ends[i] >= 0):
-            continue
-        t, j = float(t_rel[i]), int(data.freed_at[i])
-        free_t = float(t_rel[j]) if b > 0 and j >= 0 else None
-        rows.append({"device": lab, "addr": int(mem.addr[i]), "size_bytes": abs(b),
-                     "alloc_us": t if b > 0 else None, "free_us": free_t if b > 0 else t,
-                     "duration_us": free_t - t if free_t is not None else None,
-                     "op": _op_name(trace, int(data.op[i]))})
-    return {"rows": rows, "reason": None}
+    t = t_rel[i]
+    j = data.freed_at[i]
+    freed = alloc & (j >= 0)
+    free_t = t_rel[np.where(freed, j, i)]
+    op = data.op[i]
+    op_name = np.asarray(trace.strings, dtype=object)[trace.events.name[np.maximum(op, 0)]] if len(
+        trace.events) else np.full(len(i), None, dtype=object)
+    columns = {
+        "device": np.asarray(data.labels, dtype=object)[data.device_code[i] - 1] if data.labels else [],
+        "addr": mem.addr[i],
+        "size_bytes": np.abs(b),
+        "alloc_us": _or_none(t, alloc),
+        "free_us": _or_none(np.where(alloc, free_t, t), freed | ~alloc),
+        "duration_us": _or_none(free_t - t, freed),
+        "op": np.where(op >= 0, op_name, None),
+    }
+    values = [c.tolist() if isinstance(c, np.ndarray) else c for c in columns.values()]
+    return {"rows": [dict(zip(columns, row)) for row in zip(*values)], "reason": None}
 
 
-def _op_name(trace: Trace, row: int) -> str | None:
-    return trace.strings[trace.events.name[row]] if row >= 0 else None
+def _or_none(values: np.ndarray, keep: np.ndarray) -> list:
+    """``values`` as Python numbers, None where ``keep`` is False."""
+    out = values.astype(object)
+    out[~keep] = None
+    return out.tolist()
 
 
 def operator_stats(trace: Trace, device: str, start_us: float | None = None, end_us: float | None = None) -> list[dict]:
@@ -258,7 +282,7 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     ev = trace.events
     data = memory_data(trace)
     n = len(ev)
-    on_device = np.array([d == device for d in data.device], dtype=bool)
+    on_device = np.isin(data.device_code, [k + 1 for k, label in enumerate(data.labels) if label == device])
     if start_us is not None:
         on_device &= mem.ts - data.origin >= start_us
     if end_us is not None:

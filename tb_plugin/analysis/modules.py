@@ -24,7 +24,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
-from .op_tree import op_tree
+from .op_tree import _first_in_chain, ancestor_counts, op_tree, path_nodes
 from .operators import op_times
 
 MODULE_PREFIX = "nn.Module: "
@@ -57,82 +57,55 @@ def _module_tree(trace: Trace) -> list[dict]:
     py_parent = tree.op_parent if lightning else tree.py_parent
     label = _lightning_module_name if lightning else _python_module_name
     times = op_times(trace)
-
-    nearest: dict[int, int] = {}  # python row → nearest module row at or above it (-1: none)
-
-    def module_at(row: int) -> int:
-        path = []
-        while row >= 0 and row not in nearest:
-            path.append(row)
-            row = row if is_module[row] else int(py_parent[row])
-            if path[-1] == row:  # a module: itself
-                break
-        found = nearest.get(row, -1) if row >= 0 and not is_module[row] else row
-        for r in path:
-            nearest[r] = found
-        return found
-
+    # per event: the nearest module call at or above it (itself for a module; −1: none)
+    near = np.where(is_module, np.arange(len(ev)), _first_in_chain(py_parent, is_module))
     module_rows = np.flatnonzero(is_module)
-    parent_module = {int(r): (module_at(int(py_parent[r])) if py_parent[r] >= 0 else -1) for r in module_rows}
-    node_of, folded = _module_paths(module_rows.tolist(), parent_module,
-                                    lambda row: label(trace.strings[ev.name[row]]))
+    index_of = np.full(len(ev), -1, dtype=np.int64)
+    index_of[module_rows] = np.arange(len(module_rows))
 
-    def path_of(row: int) -> tuple:
-        return node_of[row]
+    def call_above(rows: np.ndarray) -> np.ndarray:
+        """Per row (−1: none): the index of the nearest module call at or above it, or −1."""
+        found = np.where(rows >= 0, near[np.maximum(rows, 0)], -1)
+        return np.where(found >= 0, index_of[np.maximum(found, 0)], -1)
 
-    nodes: dict[tuple, dict] = {}
-    for r in module_rows.tolist():
-        node = nodes.setdefault(path_of(r), _empty(path_of(r)[-1]))
-        if r in folded:  # a call below MAX_DEPTH: its time is inside its shown ancestor's already
-            node["folded_calls"] = node.get("folded_calls", 0) + 1
-            continue
-        node["occurrences"] += 1
-        node["host_total_us"] += float(ev.dur[r])
-
-    # operators → innermost module
+    parent_call = call_above(py_parent[module_rows])
+    names, name_of_call = np.unique(ev.name[module_rows], return_inverse=True)
+    labels: dict[str, int] = {}
+    label_of_call = np.array([labels.setdefault(label(trace.strings[k]), len(labels)) for k in names.tolist()],
+                             dtype=np.int64)[name_of_call.reshape(-1)] if len(names) else np.zeros(0, dtype=np.int64)
+    node, folded, node_parent, node_label = path_nodes(parent_call, label_of_call, MAX_DEPTH)
+    # operators → innermost module, then the backward ops linked to them: one sum in this order
     op_rows = np.flatnonzero(times.is_op & ~is_module & (py_parent >= 0))
-    op_module = np.array([module_at(int(p)) for p in py_parent[op_rows]], dtype=np.int64) if len(op_rows) else op_rows
-    for r, m in zip(op_rows.tolist(), op_module.tolist()):
-        if m >= 0:
-            node = nodes[path_of(m)]
-            node["operators"] += 1
-            node["device_self_us"] += float(times.device_self[r])
-    for fwd, bwd in _forward_backward_pairs(trace):
-        p = py_parent[fwd]
-        m = module_at(int(p)) if p >= 0 else -1
-        if m >= 0:
-            nodes[path_of(m)]["device_self_us"] += float(times.device_total[bwd])
-
+    op_call = call_above(py_parent[op_rows])
+    pairs = _forward_backward_pairs(trace)
+    fwd, bwd = pairs[:, 0], pairs[:, 1]
+    fwd_call = call_above(py_parent[fwd])
+    credited = np.concatenate([op_call, fwd_call])
+    gain = np.concatenate([times.device_self[op_rows], times.device_total[bwd]])
+    has = credited >= 0
+    size = len(node_parent)
+    shown = ~folded
+    dur = ev.dur[module_rows]
+    occurrences = np.bincount(node[shown], minlength=size).tolist()
+    host_total = np.bincount(node[shown], weights=dur[shown], minlength=size).tolist()
+    folded_calls = np.bincount(node[folded], minlength=size).tolist()
+    operators = np.bincount(node[op_call[op_call >= 0]], minlength=size).tolist()
+    device_self = np.bincount(node[credited[has]], weights=gain[has], minlength=size).tolist()
+    # nodes in order of their first call (the order the tree lists roots and equal-time children in)
+    _, first_call = np.unique(node, return_index=True)
+    depth = ancestor_counts(node_parent)
+    made: list[dict] = [{} for _ in range(size)]
     roots: list[dict] = []
-    by_depth = sorted(nodes, key=len)
-    for path in by_depth:
-        node = nodes[path]
-        (nodes[path[:-1]]["children"] if len(path) > 1 else roots).append(node)
-    for path in reversed(by_depth):  # deepest first: every child is rolled up before its parent
-        _roll_up(nodes[path])
+    label_text = list(labels)
+    for g in sorted(np.argsort(first_call, kind="stable").tolist(), key=lambda g: depth[g]):
+        made[g] = dict(_empty(label_text[node_label[g]]), occurrences=occurrences[g], operators=operators[g],
+                       host_total_us=host_total[g], device_self_us=device_self[g])
+        if folded_calls[g]:
+            made[g]["folded_calls"] = folded_calls[g]
+        (made[node_parent[g]]["children"] if node_parent[g] >= 0 else roots).append(made[g])
+    for g in sorted(range(size), key=lambda g: -depth[g]):  # deepest first: children rolled up before parents
+        _roll_up(made[g])
     return roots
-
-
-def _module_paths(rows: list[int], parent_module: dict[int, int], name_of) -> tuple[dict[int, tuple], set[int]]:
-    """Per module row its node's path of names from the root, and the rows nested more than
-    MAX_DEPTH modules deep (folded: their path is their depth-MAX_DEPTH ancestor's). Iterative: a
-    chain of thousands of nested modules never recurses."""
-    node_of: dict[int, tuple] = {}
-    folded: set[int] = set()
-    for row in rows:
-        chain, on_chain = [], set()
-        while row >= 0 and row not in node_of and row not in on_chain:  # (a cycle would end at a root)
-            chain.append(row)
-            on_chain.add(row)
-            row = parent_module[row]
-        above = node_of.get(row, ())
-        for r in reversed(chain):  # outermost first
-            if len(above) >= MAX_DEPTH:
-                folded.add(r)
-            else:
-                above = above + (name_of(r),)
-            node_of[r] = above
-    return node_of, folded
 
 
 def _python_module_name(text: str) -> str:
@@ -159,22 +132,42 @@ def _roll_up(node: dict) -> None:
     node["children"].sort(key=lambda c: -c["host_total_us"])
 
 
-def _forward_backward_pairs(trace: Trace) -> list[tuple[int, int]]:
-    """(forward op row, backward op row) for each ``fwdbwd`` flow whose ends sit on operators."""
+def _forward_backward_pairs(trace: Trace) -> np.ndarray:
+    """(forward op row, backward op row) for each ``fwdbwd`` flow whose ends sit on operators, as an
+    ``(n, 2)`` array in order of each flow id's first start. A flow end sits on the operator of its
+    thread starting at its timestamp (the innermost one when several do); the last start and the last
+    end of an id count. Sorting and searching, no loop over operators or flows."""
+    none = np.zeros((0, 2), dtype=np.int64)
     flows = trace.flows
     if len(flows) == 0:
-        return []
+        return none
     ev = trace.events
     is_op = op_times(trace).is_op
-    at: dict[tuple, int] = {}
-    for r in op_tree(trace).order.tolist():  # nesting order: the innermost op at a timestamp wins
-        if is_op[r]:
-            at[(int(ev.pid[r]), int(ev.tid[r]), float(ev.ts[r]))] = r
-    starts: dict[int, int] = {}
-    ends: dict[int, int] = {}
-    for fid, phase, ts, pid, tid in zip(flows.id.tolist(), flows.phase.tolist(), flows.ts.tolist(),
-                                        flows.pid.tolist(), flows.tid.tolist()):
-        row = at.get((pid, tid, ts))
-        if row is not None:
-            (starts if phase == 0 else ends)[fid] = row
-    return [(starts[f], ends[f]) for f in starts if f in ends]
+    ops = op_tree(trace).order
+    ops = ops[is_op[ops]]  # nesting order: the innermost op at a timestamp comes last
+    # one key per (pid, tid, ts) over ops and flows (ts + 0.0: −0.0 and 0.0 are one time; NaN matches nothing)
+    op_key = np.stack([ev.pid[ops].astype(np.float64), ev.tid[ops].astype(np.float64), ev.ts[ops] + 0.0], axis=1)
+    flow_key = np.stack([flows.pid.astype(np.float64), flows.tid.astype(np.float64), flows.ts + 0.0], axis=1)
+    keys, inverse = np.unique(np.concatenate([op_key, flow_key]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    last = np.full(len(keys), -1, dtype=np.int64)
+    np.maximum.at(last, inverse[:len(ops)], np.arange(len(ops)))
+    at = last[inverse[len(ops):]]
+    row = np.where((at >= 0) & ~np.isnan(flows.ts), ops[np.maximum(at, 0)], -1)
+    fids, fid = np.unique(flows.id, return_inverse=True)
+    fid = fid.reshape(-1)
+    position = np.arange(len(flows))
+
+    def last_row(sel: np.ndarray) -> np.ndarray:
+        latest = np.full(len(fids), -1, dtype=np.int64)
+        np.maximum.at(latest, fid[sel], position[sel])
+        return np.where(latest >= 0, row[np.maximum(latest, 0)], -1)
+
+    start = (row >= 0) & (flows.phase == 0)
+    end = (row >= 0) & (flows.phase != 0)
+    first_start = np.full(len(fids), len(flows), dtype=np.int64)
+    np.minimum.at(first_start, fid[start], position[start])
+    starts, ends = last_row(np.flatnonzero(start)), last_row(np.flatnonzero(end))
+    both = np.flatnonzero((starts >= 0) & (ends >= 0))
+    both = both[np.argsort(first_start[both], kind="stable")]
+    return np.stack([starts[both], ends[both]], axis=1) if len(both) else none

@@ -67,6 +67,49 @@ def _first_in_chain(link: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return first
 
 
+def ancestor_counts(parent: np.ndarray) -> np.ndarray:
+    """Per node of a forest given by ``parent`` (−1: a root): its number of ancestors (list ranking by
+    pointer doubling)."""
+    hop = parent.copy()
+    count = (hop >= 0).astype(np.int64)
+    live = np.flatnonzero(hop >= 0)
+    while len(live):
+        up = hop[live]
+        count[live] += count[up]  # right-hand sides read before any write: one synchronous round
+        hop[live] = hop[up]
+        live = live[hop[live] >= 0]
+    return count
+
+
+def path_nodes(parent: np.ndarray, label: np.ndarray, max_depth: int | None = None):
+    """Calls → tree nodes: calls with the same path of labels from their root are one node (the
+    Module view's and the diff's operator tree). ``parent``: per call the index of its parent call
+    (−1: a root); ``label``: a label id per call. Returns ``(node per call, folded per call, parent node
+    per node, label per node)``; with ``max_depth``, a call more than ``max_depth`` levels deep is
+    folded: its node is its depth-``max_depth`` ancestor's. One pass per nesting level (that level's
+    calls keyed by their parent's node and their label), none per call."""
+    depth = ancestor_counts(parent)
+    node = np.full(len(parent), -1, dtype=np.int64)
+    folded = depth >= max_depth if max_depth is not None else np.zeros(len(parent), dtype=bool)
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+    node_parent: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    node_label: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    made = 0
+    for level in range(len(bounds) - 1):
+        at = by_depth[bounds[level]:bounds[level + 1]]
+        above = np.where(parent[at] >= 0, node[np.maximum(parent[at], 0)], -1)
+        if max_depth is not None and level >= max_depth:
+            node[at] = above
+            continue
+        keys, inverse = np.unique(np.stack([above, label[at]], axis=1), axis=0, return_inverse=True)
+        node[at] = made + inverse.reshape(-1)
+        node_parent.append(keys[:, 0])
+        node_label.append(keys[:, 1])
+        made += len(keys)
+    return node, folded, np.concatenate(node_parent), np.concatenate(node_label)
+
+
 def op_tree(trace: Trace) -> OpTree:
     return trace.memo("op_tree", lambda: _build(trace))
 

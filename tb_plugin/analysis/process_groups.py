@@ -165,7 +165,7 @@ def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dic
                           "bytes": round(nbytes), "exposed_us": sum(p["exposed_us"] for p in per) / k,
                           "bandwidth_gbps": nbytes / (time_us * 1e3) if time_us > 0 else None})
     if not named and out:
-        messages.append("the traces name no process group (no Process Group Name args, no distributedInfo "
+        messages.append("the traces name no process group (no 'Process Group Name' args, no "
                         "pg_config): all collectives are counted in one group over the world")
     unnamed = {rank: rg.get("unnamed", 0) for rank, rg in ranks if named and rg.get("unnamed", 0)}
     if unnamed:

@@ -166,27 +166,42 @@ def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
     return f"{f['filename']}:{f['line']}:{f['name']}"
 
 
+def alive_at_peak(snapshot: Snapshot, device: int) -> dict:
+    """What is alive at the peak of active bytes (the first largest value): ``peak`` (its entry row,
+    −1 for an empty history), ``peak_bytes``, ``allocs`` (rows of the history ``alloc`` entries alive
+    then), ``early`` (rows of the frees, after the peak, of blocks allocated before the history: each
+    such block is alive at the peak with the free's size and stack) and ``blocks`` (the dump's blocks
+    live before the history, :func:`segment_blocks_before_history`). Their bytes sum to ``peak_bytes``."""
+    trace = snapshot.devices[device]
+    active = active_bytes(snapshot, device)
+    peak = int(np.argmax(active)) if len(active) else -1
+    allocs, frees = lifetimes(trace)
+    match = free_matches(trace)
+    return {"peak": peak, "peak_bytes": int(active[peak]) if len(active) else 0,
+            "allocs": allocs[(allocs <= peak) & (frees > peak)],
+            "early": np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0)
+                                    & (np.arange(len(match)) > peak)),
+            "blocks": segment_blocks_before_history(snapshot, device)}
+
+
 def device_summary(snapshot: Snapshot, device: int, top: int = 10) -> dict:
     """Peak active bytes and the ``top`` largest allocations alive at the peak (blocks live before
     the history included, marked ``before_history`` with time ``None``)."""
     trace = snapshot.devices[device]
-    active = active_bytes(snapshot, device)
     t = time_axis(trace)
-    peak = int(np.argmax(active)) if len(active) else 0
-    allocs, frees = lifetimes(trace)
-    alive = allocs[(allocs <= peak) & (frees > peak)]
+    alive = alive_at_peak(snapshot, device)
+    peak = alive["peak"]
     rows = [{"bytes": int(trace.size[i]), "frame": frame_summary(snapshot, int(trace.stack[i])),
-             "stack": int(trace.stack[i]), "time": float(t[i]), "before_history": False} for i in alive.tolist()]
-    match = free_matches(trace)
-    early = np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0) & (np.arange(len(match)) > peak))
+             "stack": int(trace.stack[i]), "time": float(t[i]), "before_history": False}
+            for i in alive["allocs"].tolist()]
     rows += [{"bytes": int(trace.size[i]), "frame": frame_summary(snapshot, int(trace.stack[i])),
-              "stack": int(trace.stack[i]), "time": None, "before_history": True} for i in early.tolist()]
+              "stack": int(trace.stack[i]), "time": None, "before_history": True} for i in alive["early"].tolist()]
     rows += [{"bytes": b["bytes"], "frame": frame_summary(snapshot, b["stack"]), "stack": b["stack"], "time": None,
-              "before_history": True} for b in segment_blocks_before_history(snapshot, device)]
+              "before_history": True} for b in alive["blocks"]]
     rows.sort(key=lambda r: -r["bytes"])
     return {
         "device": f"GPU{device}",
-        "peak_active_bytes": int(active[peak]) if len(active) else 0,
+        "peak_active_bytes": alive["peak_bytes"],
         "peak_time": float(t[peak]) if len(t) else None,
         "largest": rows[:top],
     }

@@ -135,23 +135,31 @@ def _composer_steps(trace: Trace):
         return None
     batches = batches[np.argsort(ev.ts[batches], kind="stable")]
     loads = np.flatnonzero(trace.name_mask(lambda s: s.startswith(("dataloader/", "event/dataloader"))))
-    load_start: dict[tuple, float] = {}
-    for r in loads[np.argsort(ev.ts[loads], kind="stable")].tolist():
-        load_start[(int(ev.epoch[r]), int(ev.batch[r]), int(ev.pid[r]), int(ev.tid[r]))] = float(ev.ts[r])
-    names, starts, ends = [], [], []
-    for r in batches.tolist():
-        start = float(ev.ts[r])
-        loaded = load_start.get((int(ev.epoch[r]), int(ev.batch[r]), int(ev.pid[r]), int(ev.tid[r])))
-        if loaded is not None and loaded < start and (not ends or loaded >= ends[-1]):
-            start = loaded
-        names.append(str(int(ev.batch[r])) if ev.batch[r] >= 0 else str(len(names)))
-        starts.append(start)
-        ends.append(float(ev.ts[r] + ev.dur[r]))
-    return names, np.array(starts), np.array(ends), True
+    loads = loads[np.argsort(ev.ts[loads], kind="stable")]
+    # each batch's load: the latest-starting load of its (epoch, batch, pid, tid), by one key sort
+    rows = np.concatenate([loads, batches])
+    key = np.stack([ev.epoch[rows].astype(np.int64), ev.batch[rows], ev.pid[rows].astype(np.int64),
+                    ev.tid[rows].astype(np.int64)], axis=1)
+    _, code = np.unique(key, axis=0, return_inverse=True)
+    code = code.reshape(-1)
+    last = np.full(len(rows), -1, dtype=np.int64)
+    np.maximum.at(last, code[:len(loads)], np.arange(len(loads)))
+    load = last[code[len(loads):]]
+    loaded = np.where(load >= 0, ev.ts[loads[np.maximum(load, 0)]] if len(loads) else 0.0, np.nan)
+    start, end = ev.ts[batches].astype(np.float64), (ev.ts[batches] + ev.dur[batches]).astype(np.float64)
+    previous_end = np.r_[-np.inf, end[:-1]]  # a batch's load may not reach back into the batch before
+    start = np.where((load >= 0) & (loaded < start) & (loaded >= previous_end), loaded, start)
+    numbers = ev.batch[batches]
+    names = [str(b) if b >= 0 else str(i) for i, b in enumerate(numbers.tolist())]
+    return names, start, end, True
 
 
 def compute_steps(trace: Trace) -> Steps:
-    """Apply the step rules of this module's docstring."""
+    """Apply the step rules of this module's docstring (once per trace: callers only read the result)."""
+    return trace.memo("steps", lambda: _compute_steps(trace))
+
+
+def _compute_steps(trace: Trace) -> Steps:
     names, h_start, h_end, has_markers = host_steps(trace)
     clipped: list[dict] = []
     if has_markers:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
+from .op_tree import ancestor_counts
 
 LEVEL_FACTOR = 4
 
@@ -174,25 +175,40 @@ def _depths(start: np.ndarray, end: np.ndarray, track: np.ndarray) -> np.ndarray
     """Nesting depth per event within its track (0 = outermost). Crossing slices go one level deeper
     than the slice they cross, like chrome://tracing does; zero and negative durations are points.
     A point at a slice's start or end lies inside it, but a point never holds another slice: points at
-    one timestamp are siblings at one depth (as in :mod:`.op_tree`)."""
+    one timestamp are siblings at one depth (as in :mod:`.op_tree`).
+
+    In (track, start, −end) order this is the stack of open slices: an event's depth is one more
+    than its *holder*'s, the nearest earlier slice of its track that reaches past its start
+    (``end > start``, or ``end == start`` for a point). Both are found for all events at once by
+    pointer jumping (rounds grow with the logarithm of the nesting depth), no loop over events."""
     n = len(start)
-    depth = np.zeros(n, dtype=np.int32)
     if n == 0:
-        return depth
-    end = np.maximum(end, start)
-    order = np.lexsort((-end, start, track))
-    stack: list[float] = []
-    current = -1
-    for i, t, s, e in zip(order.tolist(), track[order].tolist(), start[order].tolist(), end[order].tolist()):
-        if t != current:
-            current, stack = t, []
-        while stack and stack[-1] <= s and not (stack[-1] == s == e):
-            stack.pop()
-        # stack holds the ends of the open slices that contain (or cross into) this one
-        depth[i] = len(stack)
-        if e > s:  # a point holds nothing
-            stack.append(e)
+        return np.zeros(0, dtype=np.int32)
+    order = np.lexsort((-np.maximum(end, start), start, track))
+    s = np.asarray(start, dtype=np.float64)[order]
+    e = np.maximum(np.asarray(end, dtype=np.float64)[order], s)
+    t = track[order]
+    point = e <= s
+    holder = _holders(s, e, point, t)
+    depth = np.empty(n, dtype=np.int32)
+    depth[order] = ancestor_counts(holder)
     return depth
+
+
+def _holders(s: np.ndarray, e: np.ndarray, point: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per position (sorted by track, start, −end): the nearest earlier slice of its track that holds
+    it, or −1. A failed candidate is replaced by its own candidate: every position between them fails
+    the candidate's test, hence this one's (its start is no earlier)."""
+    cand = np.arange(len(s)) - 1
+    cand[np.flatnonzero(np.r_[True, t[1:] != t[:-1]])] = -1  # a track's first event has no holder
+    todo = np.flatnonzero(cand >= 0)
+    while len(todo):
+        c = cand[todo]
+        held = ~point[c] & ((e[c] > s[todo]) | ((e[c] == s[todo]) & point[todo]))
+        todo = todo[~held]
+        cand[todo] = cand[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+    return cand
 
 
 def _pyramid(start, end, depth, name, dur, rows) -> list[Level]:

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
+from ..registry import memory_events as pairs_table
 from ..registry import report
 from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
@@ -131,7 +132,9 @@ def timeline(registry, args: Args):
     tracks = track_ids(args)
     if t1 <= t0:
         raise BadRequest("'end_us' must be greater than 'start_us'")
-    return 200, dict(views.timeline_window(t0, t1, width, tracks), state="ready")
+    doc = views.timeline_window(t0, t1, width, tracks)
+    extra = registry.snapshot_counters(state, views.trace, t0, t1, min(width, 4000))
+    return 200, dict(doc, counters=doc["counters"] + extra, state="ready")
 
 
 @route
@@ -185,9 +188,10 @@ def memory_events(registry, args: Args, as_csv: bool = False):
     min_b = integer(args, "min_bytes", 0, 0, 2**62)
     max_b = integer(args, "max_bytes", 2**62, 0, 2**62)
     q = table_query(args, MEMORY_EVENT_COLUMNS, "size_bytes", paging.MAX_LIMIT)
-    pairs = registry.views(state).memory_pairs()
-    rows = report.memory_event_rows(pairs, args.get("device"), lo, hi, min_b, max_b, q["search"])
-    rows = paging.sort_rows(rows, q["sort"], q["descending"])
+    views = registry.views(state)
+    pairs = views.memory_pairs()
+    rows = pairs_table.select(views.memory_pairs_index(), args.get("device"), lo, hi, min_b, max_b, q["search"],
+                                q["sort"], q["descending"])
     if as_csv:
         return 200, paging.to_csv(rows, MEMORY_EVENT_COLUMNS)
     return 200, dict(paging.window(rows, q), reason=pairs["reason"])
@@ -273,6 +277,22 @@ def snapshot_oom(registry, args: Args):
 
 
 @route
+def snapshot_attribution(registry, args: Args):
+    """Bytes alive at the peak of ``device`` by frame, and by operator, step and module when a trace of
+    the run matches the snapshot (``analysis/snapshot_attribution.py``). While a trace of the run is
+    still loading and none matches yet, the answer is ``loading`` (poll)."""
+    art = ready_artifact(registry, args, "snapshot")
+    device = _snapshot_device(art, args)
+    link, trace, loading = registry.snapshot_trace(art, device)
+    if link is None and loading:
+        raise NotReady({"state": LOADING, "path": art.entry.rel})
+    key = None if link is None else (link["path"], link["version"])
+    doc = art.views.attribution(device, trace, key)
+    matched = None if link is None else {k: link[k] for k in ("worker", "span", "path", "overlap_us")}
+    return 200, dict(doc, state="ready", path=art.entry.rel, trace=matched)
+
+
+@route
 def snapshot_ranks(registry, args: Args):
     """The snapshots of ``path``'s rank group side by side: peak per rank, the outlier rank. While
     another thread still reads one of them the answer is ``loading`` (poll), as for one artifact."""
@@ -345,5 +365,6 @@ def diff(registry, args: Args):
 __all__ = ["MAX_PARAM_CHARS", "BadRequest", "diff", "distributed", "insights", "kernels", "memory", "memory_events",
            "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
            "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
-           "snapshot_allocations", "snapshot_oom", "snapshot_ranks", "snapshot_segments", "snapshot_stack",
+           "snapshot_allocations", "snapshot_attribution", "snapshot_oom", "snapshot_ranks", "snapshot_segments",
+           "snapshot_stack",
            "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_range", "timeline_search"]

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from ..analysis import snapshot as snap_analysis
-from ..analysis import snapshot_oom, snapshot_ranks
+from ..analysis import snapshot_attribution, snapshot_oom, snapshot_ranks, timeline_query
 from ..analysis.series import reduce_to
 from ..artifacts.memory_html import CONTENT_TYPE, MAX_HTML_BYTES, MemoryHtmlError, extract_png
 from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, MemProfilerError, load_log, load_stats
@@ -73,6 +73,16 @@ class SnapshotViews:
 
     def stack(self, index: int) -> list[dict] | None:
         return self.snapshot.stack_frames(index)
+
+    def attribution(self, device: int, trace, trace_key) -> dict:
+        """Bytes alive at ``device``'s peak by frame and, with ``trace`` (a match; ``trace_key`` names
+        its file and version), by operator, step and module (:mod:`~.analysis.snapshot_attribution`)."""
+        return self._get(("attribution", device, trace_key),
+                         lambda: snapshot_attribution.attribute(self.snapshot, device, trace))
+
+    def wall_active(self, device: int):
+        """:func:`~.analysis.snapshot_attribution.wall_active` of ``device``, kept."""
+        return self._get(("wall_active", device), lambda: snapshot_attribution.wall_active(self.snapshot, device))
 
     def oom(self, device: int | None, taken_on_oom: bool, last_n: int, top: int) -> dict:
         """OOM forensics (:func:`~.analysis.snapshot_oom.oom_report`) of ``device`` (None: the device
@@ -178,7 +188,8 @@ def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> di
 
 class ArtifactLoading:
     """The memory artifacts of a :class:`~tb_plugin.registry.runs.RunRegistry` (a mixin: it uses the
-    registry's ``_lock``, ``_wake``, ``_stop``, ``_artifacts``, ``fs``, ``cache`` and ``client_message``)."""
+    registry's ``_lock``, ``_wake``, ``_stop``, ``_artifacts``, ``fs``, ``cache`` and ``client_message``; for
+    :meth:`snapshot_trace` its traces: ``files``, ``views``, ``want``)."""
 
     def _reconcile_artifacts(self, entries: list[FileEntry]) -> None:
         with self._lock:
@@ -283,6 +294,63 @@ class ArtifactLoading:
                                peak_time=top["peak_time"])
             rows.append(row)
         return snapshot_ranks.compare(rows)
+
+    def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict | None, object, int]:
+        """The loaded trace of ``art``'s run that matches ``device`` of the snapshot best (largest
+        wall-clock overlap, :func:`~.analysis.snapshot_attribution.match_overlap`): ``(link, trace,
+        traces still loading)``; ``link`` is ``{"worker", "span", "path", "overlap_us"}``, None (and
+        trace None) when no loaded trace matches."""
+        got = snapshot_rank(art.entry.rel)
+        rank = got[1] if got else None
+        best, loading = None, 0
+        for st in self.files():
+            if st.run != art.run:
+                continue
+            if st.state in (QUEUED, LOADING):
+                self.want(st)  # loaded next (the client polls)
+                loading += 1
+                continue
+            if st.state != READY:
+                continue
+            overlap = snapshot_attribution.match_overlap(art.views.snapshot, device, self._match_facts(st), rank)
+            if overlap is not None and (best is None or overlap > best[0]["overlap_us"]):
+                best = ({"worker": st.worker, "span": st.span, "path": st.entry.rel, "overlap_us": overlap,
+                         "version": st.entry.version}, st)
+        if best is None:
+            return None, None, loading
+        return best[0], self.views(best[1]).trace, loading
+
+    def _match_facts(self, st) -> dict:
+        """:func:`~.analysis.snapshot_attribution.match_facts` of a loaded trace file, kept per file
+        version: matching a snapshot against every rank's trace never reloads an evicted trace."""
+        memo = self.__dict__.setdefault("_snapshot_match_facts", {})
+        key = (st.entry.rel, st.entry.version)
+        if key not in memo:
+            memo[key] = snapshot_attribution.match_facts(self.views(st).trace)
+        return memo[key]
+
+    def snapshot_counters(self, state, trace, t0: float, t1: float, bins: int) -> list[dict]:
+        """Counter tracks for the Trace view of ``trace`` (the file ``state``) over ``[t0, t1]`` (µs of
+        the timeline, from its first event): per loaded snapshot of its run and device that matches it
+        (:func:`~.analysis.snapshot_attribution.match_overlap`), the snapshot's active bytes per bin.
+        Snapshots not loaded yet add nothing (the background loader reads them)."""
+        out = []
+        base = timeline_query.origin(trace)
+        for art in self.artifacts(state.run):
+            if art.entry.kind != "snapshot" or art.state != READY:
+                continue
+            got = snapshot_rank(art.entry.rel)
+            try:
+                for device in art.views.devices():
+                    if snapshot_attribution.match_overlap(art.views.snapshot, device, trace, got and got[1]) is None:
+                        continue
+                    values = snapshot_attribution.active_track(art.views.wall_active(device), trace, t0 + base,
+                                                                 t1 + base, bins)
+                    out.append({"name": f"GPU{device} snapshot active ({art.entry.name})", "unit": "bytes",
+                                "values": values, "snapshot": art.entry.rel})
+            except Exception:  # a snapshot's problem never breaks the trace's timeline
+                logger.exception("snapshot track of %s failed", art.entry.rel)
+        return out
 
     def _artifact_loop(self) -> None:
         """Load queued memory artifacts in the background, in their own thread: a slow snapshot or

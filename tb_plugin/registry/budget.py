@@ -12,8 +12,6 @@ kept views stayed under 4 GB. ``malloc_trim(0)`` returns the free pages of every
 from __future__ import annotations
 
 import collections
-import ctypes
-import ctypes.util
 import logging
 import os
 import sys
@@ -23,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..trace.heap import release_freed_memory
 from ..trace.model import Trace
 from .views import FileViews
 
@@ -31,26 +30,6 @@ logger = logging.getLogger(__name__)
 # parse cache on demand). Set KINETOSCOPE_MEMORY_BUDGET_MB to change it.
 TRACE_MEMORY_BUDGET_BYTES = int(os.environ.get("KINETOSCOPE_MEMORY_BUDGET_MB", "1536")) << 20
 REMEASURE_S = 1.0  # a kept file's memory is measured again at most this often (requests grow its indexes)
-
-_trim = None
-if sys.platform.startswith("linux"):
-    try:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        _trim = getattr(_libc, "malloc_trim", None)
-    except OSError:
-        _trim = None
-
-
-def release_freed_memory() -> bool:
-    """Return free heap pages to the OS (glibc ``malloc_trim(0)``); True when it could be asked."""
-    if _trim is None:
-        return False
-    try:
-        _trim(0)
-    except Exception:  # noqa: BLE001 - best effort only
-        return False
-    return True
-
 
 class ViewCache:
     """The views of the files kept in memory, least recently used first, within

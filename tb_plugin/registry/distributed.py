@@ -60,7 +60,7 @@ class Distributed:
         for position, st in enumerate(states):
             rel = st.entry.rel
             if st.aggregate is None and rel not in failed:
-                self._rank_aggregate(st, distributed_analysis.rank_reduce)
+                self._rank_aggregate(st)
             if st.aggregate is None:
                 messages.append(f"{rel}: not analysed ({failed.get(rel) or st.error})")
                 continue
@@ -81,22 +81,22 @@ class Distributed:
             return dict(out, reason=no_view_reason(span, len(states), len(ranks)), view=None, messages=messages)
         view = distributed_analysis.combine_ranks(ranks)
         messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
-        messages += view["groups_messages"]  # no process-group args: one group
         if view["instances"]["total"] == 0:
             messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
                             "need GPU collectives")
         return dict(out, view=view, messages=messages)
 
-    def _rank_aggregate(self, st: FileState, reduce) -> None:
-        """Load this file (if not loaded) and set its distributed aggregate ``reduce(trace)``, once:
-        under the file's lock, so concurrent requests wait for one parse and one reduction."""
+    def _rank_aggregate(self, st: FileState) -> None:
+        """Load this file (if not loaded) and set its distributed aggregate (its views' ``rank_reduce``,
+        read from the analysis cache when there), once: under the file's lock, so concurrent requests
+        wait for one parse and one reduction."""
         with st.lock:
             if st.aggregate is not None:
                 return
             if st.state in (QUEUED, LOADING):
                 self._load_locked(st)
             if st.state == READY:
-                st.aggregate = {"distributed": reduce(self.views(st).trace)}
+                st.aggregate = {"distributed": self.views(st).rank_reduce()}
 
     def rank_job(self, state: FileState, tables: bool = True) -> RankJob:
         """The executor job of one file (see executors/task.py)."""

@@ -54,7 +54,8 @@ def explain(base_trace, exp_trace, limit: int = TOP_EXPLAIN) -> dict[str, list[d
     child's change twice), and the kernels with the largest change of time per average step."""
     rows = []
     for r in op_diff_flat(base_trace, exp_trace):
-        key = r["compared"].replace("_total_", "_self_")
+        has_device = r["baseline"]["device_total_us"] > 0 or r["experiment"]["device_total_us"] > 0
+        key = "device_self_us" if has_device else "host_self_us"
         rows.append({"path": r["path"], "status": r["status"], "compared": key,
                      "baseline_us": r["baseline"][key], "experiment_us": r["experiment"][key],
                      "delta_us": r["delta"][key]})

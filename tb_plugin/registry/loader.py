@@ -18,7 +18,6 @@ import threading
 import time
 from typing import Callable
 
-from ..analysis.overview import compute_overview
 from ..analysis.contents import file_contents
 from ..trace.errors import TraceReadError
 from ..trace.model import Trace
@@ -186,8 +185,8 @@ class Loading:
 
         try:
             trace = self._parse(state, report)
-            overview = compute_overview(trace)
             views = self._views_of(state, trace)
+            overview = views.overview()  # from the analysis cache when this code analysed the file before
             if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
                 views.timeline_meta()  # the parse cache, so the Trace view never waits for it once the file is ready
             contents = file_contents(trace)  # cheap flags; no curve or module tree is built here

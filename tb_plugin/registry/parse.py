@@ -10,15 +10,28 @@ from typing import Callable
 import fsspec
 
 from ..storage.private_files import write_atomic
-from ..storage.read import ReadError, read_trace_bytes
+from ..storage.remote import is_local_fs
+from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
 from ..storage.writer import BackgroundWriter
 from ..trace.decode import decode_trace
+from ..trace.decode_stream import Unstreamable, decode_stream, default_workers
 from ..trace.errors import TraceReadError
 from ..trace.model import Trace
 from .cache import ParseCache
+from .results import ResultCache
 from .views import FileViews
 
 READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast); the rest is decoding
+# A local file larger than this (bytes on disk; gzip counts 8×) is decoded as a stream of chunks, on
+# all cores (trace/decode_stream.py); a smaller one as a whole document. KINETOSCOPE_STREAM_ABOVE_BYTES
+# changes it (0: stream every local file).
+STREAM_ABOVE_BYTES = 64 << 20
+GZIP_RATIO = 8
+
+
+def stream_above_bytes() -> int:
+    raw = os.environ.get("KINETOSCOPE_STREAM_ABOVE_BYTES", "").strip()
+    return int(raw) if raw.isdigit() else STREAM_ABOVE_BYTES
 
 
 def load_trace_file(path: str, fs=None, size: int | None = None,
@@ -36,6 +49,12 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
             size = fs.size(path)
         except (OSError, ValueError):
             size = None
+    if size is not None and is_local_fs(fs):
+        expanded = size * (GZIP_RATIO if str(path).lower().endswith(".gz") else 1)
+        if expanded > stream_above_bytes():
+            trace = _load_streamed(fs, path, size, progress, events_sink)
+            if trace is not None:
+                return trace
     read_progress = (lambda x: progress(READ_SHARE * x)) if progress else None
     if spool_dir is None and isinstance(getattr(events_sink, "name", None), str):
         spool_dir = os.path.dirname(os.path.abspath(events_sink.name))
@@ -44,6 +63,25 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
     trace = decode_trace(data, decode_progress, events_sink)
     del data
     return trace
+
+
+def _load_streamed(fs, path: str, size: int, progress, events_sink) -> Trace | None:
+    """The trace decoded as a stream (bounded memory, all cores), or None when the document cannot
+    be split (then it is decoded as a whole: its errors and recoveries are the reference)."""
+    try:
+        return decode_stream(Blocks(fs, path, size), progress, events_sink, workers=default_workers(),
+                             budget=max_trace_bytes())
+    except ReadError as exc:
+        raise TraceReadError(str(exc)) from None
+    except Unstreamable:
+        if events_sink is not None:  # what was written of the raw events is written again
+            rewind = getattr(events_sink, "rewind", None)
+            if rewind is not None:
+                rewind()
+            else:
+                events_sink.seek(0)
+                events_sink.truncate()
+        return None
 
 
 def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,
@@ -86,8 +124,9 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
 
 
 def open_views(trace: Trace, cache: ParseCache | None, url: str, version: str) -> FileViews:
-    """The views of a parsed trace, storing their derived indexes beside it in the parse cache."""
+    """The views of a parsed trace, storing their derived indexes and results beside it in the parse cache."""
     if cache is None:
         return FileViews(trace)
     return FileViews(trace, store=(lambda kind: cache.get_blob(url, version, kind),
-                                   lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)))
+                                   lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)),
+                     results=ResultCache(cache, url, version))

@@ -17,7 +17,6 @@ from ..analysis.call_stacks import parse_frame
 from ..analysis.critical_path_combine import critical_paths
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
-from ..analysis.overview import compute_overview
 from ..storage.naming import names_oom
 from .artifacts import MEMPROFILER_KINDS
 
@@ -41,14 +40,14 @@ def overview_document(registry, state) -> dict[str, Any] | None:
     return doc
 
 
-def rank_aggregate(trace, views, tables: bool) -> dict[str, Any]:
-    """The aggregate of one parsed trace (pure; see registry/executors/task.py): ``distributed``,
+def rank_aggregate(views, tables: bool) -> dict[str, Any]:
+    """The aggregate of one parsed trace's views (pure; see registry/executors/task.py): ``distributed``,
     ``insights`` and, with ``tables``, the report's per-worker sections."""
-    out: dict[str, Any] = {"distributed": distributed_analysis.rank_reduce(trace),
+    out: dict[str, Any] = {"distributed": views.rank_reduce(),
                            "insights": report_insights(views.insights())}
     if tables:
         out["tables"] = {
-            "overview": compute_overview(trace),
+            "overview": views.overview(),
             "operators": operator_table(views),
             "kernels": kernel_table(views),
             "modules": views.modules(),
@@ -104,27 +103,6 @@ def memory_document(views, start_us: float | None, end_us: float | None, width_p
         (float(d["ts_us"].max()) for d in devices if len(d["ts_us"])), default=0.0)
     return {"devices": [memory_window(d, lo, hi, width_px) for d in devices],
             "pairs_reason": views.memory_pairs()["reason"]}
-
-
-def memory_event_rows(pairs: dict, device: str | None, lo: float | None, hi: float | None, min_bytes: int,
-                      max_bytes: int, search: str) -> list[dict]:
-    """Allocation/free pairs on ``device`` whose lifetime overlaps ``[lo, hi]`` (µs; None: open),
-    with ``min_bytes ≤ size ≤ max_bytes`` and ``search`` in the op name (case-insensitive)."""
-    needle = search.lower()
-    rows = []
-    for r in pairs["rows"]:
-        if device and r["device"] != device:
-            continue
-        if not min_bytes <= r["size_bytes"] <= max_bytes:
-            continue
-        start = r["alloc_us"] if r["alloc_us"] is not None else float("-inf")
-        end = r["free_us"] if r["free_us"] is not None else float("inf")
-        if (lo is not None and end < lo) or (hi is not None and start > hi):
-            continue
-        if needle and needle not in (r["op"] or "").lower():
-            continue
-        rows.append(dict(r, name=r["op"] or ""))
-    return rows
 
 
 # -- diff -----------------------------------------------------------------------------------------
@@ -244,7 +222,7 @@ def _add_artifacts(registry, doc: dict, run: str | None) -> list:
             doc["runs"].append(entry)
         memprofiler = art.entry.kind != "snapshot"
         try:
-            item = memprofiler_item(art) if memprofiler else snapshot_item(art)
+            item = memprofiler_item(art) if memprofiler else snapshot_item(art, registry)
         except Exception as exc:  # an analysis bug on one odd file is that file's error, not a traceback
             logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
             art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
@@ -260,15 +238,28 @@ def _add_artifacts(registry, doc: dict, run: str | None) -> list:
     return failed
 
 
-def snapshot_item(art) -> dict:
-    """An allocator snapshot in the report: per device its peak active bytes and largest allocations."""
+def snapshot_item(art, registry=None) -> dict:
+    """An allocator snapshot in the report: per device its peak active bytes, largest allocations and
+    (with ``registry``) the bytes alive at the peak by operator/step/module/frame (:func:`alive_item`)."""
     item = {"path": art.entry.rel, "error": art.error, "devices": []}
     if not art.error:
         item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
                             "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
                            for d in art.views.summary()["devices"]]
+        if registry is not None:
+            for d, dev in zip(item["devices"], art.views.devices()):
+                d["alive_at_peak"] = alive_item(registry, art, dev)
         item["oom"] = oom_item(art)
     return item
+
+
+def alive_item(registry, art, device: int, top: int = 5) -> dict:
+    """The ``top`` rows of each ``snapshot_attribution`` table of ``device`` and the matched trace's path."""
+    link, trace, _ = registry.snapshot_trace(art, device)
+    doc = art.views.attribution(device, trace, None if link is None else (link["path"], link["version"]))
+    tables = {k: None if doc[k] is None else [{"name": r["name"], "bytes": r["bytes"]} for r in doc[k][:top]]
+              for k in ("by_operator", "by_step", "by_module", "by_frame")}
+    return dict(tables, trace=None if link is None else link["path"])
 
 
 def oom_item(art) -> dict | None:

@@ -10,7 +10,9 @@ from ..analysis.clock import shared_origin
 from ..analysis import memory as memory_analysis
 from ..analysis.kernels import kernel_rows, tensor_core_split
 from ..analysis.modules import module_tree
+from ..analysis.overview import compute_overview
 from ..analysis.operators import operator_rows, operator_stacks
+from ..analysis import distributed as distributed_analysis
 from ..analysis import timeline_query
 from ..analysis.counters import counters, warm_counter_inputs
 from ..analysis.steps import compute_steps
@@ -20,6 +22,7 @@ from ..trace.links import device_mask
 from ..storage.private_files import open_regular
 from ..trace.args import args_of_raw, event_args, event_span
 from ..trace.model import Trace
+from . import memory_events
 
 
 def _full_args(trace: Trace, row: int) -> dict:
@@ -46,13 +49,21 @@ def warm_timeline_inputs(trace: Trace) -> None:
     timeline_query.launch_pairs(trace)
 
 
+# views computed once per file and kept in the analysis cache (registry/results.py) when there is one;
+# the timeline's meta is not (building it loads the timeline index, which the Trace view needs)
+PERSISTED = ("ops:", "kernels:", "modules", "tc", "insights", "memory_", "overview", "rank_reduce")
+
+
 class FileViews:
     """Operator, Kernel and Module views of one trace, memoized per grouping. Thread-safe."""
 
-    def __init__(self, trace: Trace, store=None) -> None:
-        """``store``: optional ``(get(kind), put(kind, header, arrays))`` for derived indexes (parse cache)."""
+    def __init__(self, trace: Trace, store=None, results=None) -> None:
+        """``store``: optional ``(get(kind), put(kind, header, arrays))`` for derived indexes (parse cache);
+        ``results``: optional :class:`~tb_plugin.registry.results.ResultCache` of this file, where the
+        views are read back instead of computed (and stored once computed)."""
         self.trace = trace
         self._store = store
+        self._results = results
         self.has_device = bool(device_mask(trace).any())
         self._memo: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -70,7 +81,10 @@ class FileViews:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
             if key not in self._memo:
-                self._memo[key] = make()
+                if self._results is not None and key.startswith(PERSISTED):
+                    self._memo[key] = self._results.get_or_make("view:" + key, make)
+                else:
+                    self._memo[key] = make()
             return self._memo[key]
 
     def operators(self, group_by: str = "operator") -> list[dict]:
@@ -84,6 +98,14 @@ class FileViews:
 
     def tensor_core_split(self) -> dict[str, float]:
         return self._get("tc", lambda: tensor_core_split(self.trace))
+
+    def overview(self) -> dict:
+        """The file's Overview (:func:`~tb_plugin.analysis.overview.compute_overview`)."""
+        return self._get("overview", lambda: compute_overview(self.trace))
+
+    def rank_reduce(self) -> dict:
+        """This rank's part of the distributed view (:func:`~tb_plugin.analysis.distributed.rank_reduce`)."""
+        return self._get("rank_reduce", lambda: distributed_analysis.rank_reduce(self.trace))
 
     def compute_all(self) -> None:
         """Warm the default views (the loader calls this, so table requests only page and sort).
@@ -188,6 +210,10 @@ class FileViews:
 
     def memory_pairs(self) -> dict:
         return self._get("memory_pairs", lambda: memory_analysis.allocation_pairs(self.trace))
+
+    def memory_pairs_index(self) -> memory_events.PairsIndex:
+        """The pairs' rows as columns, for filtering and sorting the table per request."""
+        return self._get("pairs_index", lambda: memory_events.build_index(self.memory_pairs()["rows"]))
 
     def memory_devices(self) -> list[str]:
         """The trace's memory devices ("GPU0", "CPU", …): the only ``device`` values worth computing."""

@@ -45,6 +45,7 @@ SPOOL_ABOVE_BYTES = 128 << 20  # a larger remote object is downloaded into a fil
 MAX_DEFAULT_BYTES = 16 << 30
 MIN_DEFAULT_BYTES = 256 << 20
 MEMORY_SHARE = 8  # the default is the physical memory divided by this
+STREAM_LIMIT_SHARE = 16  # a streamed document may be this many times max_trace_bytes() (its memory is bounded)
 JSON_HEAD_BYTES = 8 << 20  # a JSON document must show its first '{' or '[' within this many (decompressed) bytes
 
 
@@ -264,6 +265,84 @@ def _read_stream(f, size: int | None, progress, named_gz: bool = False, json_doc
         if progress and size:
             progress(min(1.0, len(out) / size))
     return out
+
+
+class Blocks:
+    """The decompressed bytes of a local file as blocks of at most :data:`CHUNK_BYTES` (gzip inflated
+    in bounded steps), for a decoder that never holds the whole document: iterate it once.
+    ``fraction()`` is the share of the file's (compressed) bytes read so far. The same checks as
+    :func:`read_trace_bytes` (empty file, not gzip, corrupt or truncated gzip, not JSON) raise
+    :class:`ReadError` with the same messages; the document may exceed :func:`max_trace_bytes` up to
+    :data:`STREAM_LIMIT_SHARE` times (the decoder bounds its memory itself)."""
+
+    def __init__(self, fs, path: str, size: int | None = None) -> None:
+        self.fs, self.path, self.size = fs, path, size
+        self.read = 0
+
+    def fraction(self) -> float:
+        return min(1.0, self.read / self.size) if self.size else 0.0
+
+    def __iter__(self):
+        try:
+            with self.fs.open(self.path, "rb") as f:
+                yield from self._blocks(f)
+        except ReadError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise ReadError(f"cannot read file: {exc}") from None
+
+    def _blocks(self, f):
+        limit = STREAM_LIMIT_SHARE * max_trace_bytes()
+        head = f.read(CHUNK_BYTES)
+        self.read = len(head)
+        if not head:
+            raise ReadError("file is empty (0 bytes)")
+        if head[:2] != GZIP_MAGIC:
+            _check_not_gzip(head, _named_gz(self.path))
+            check_json_head(head, len(head) < CHUNK_BYTES)
+            total, chunk = 0, head
+            while chunk:
+                total += len(chunk)
+                if total > limit:
+                    raise _too_big(limit, "file")
+                yield chunk
+                chunk = f.read(CHUNK_BYTES)
+                self.read += len(chunk)
+            return
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        consumed = total = 0
+        chunk, checked = head, False
+        while chunk:
+            consumed += len(chunk)
+            data = chunk
+            while data:
+                try:
+                    out = inflater.decompress(data, CHUNK_BYTES)
+                except zlib.error as exc:
+                    raise ReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
+                total += len(out)
+                if total > limit:
+                    raise _too_big(limit, "decompressed")
+                if not checked and (out.lstrip(LEADING_BYTES) or total >= JSON_HEAD_BYTES):
+                    check_json_head(out if out.lstrip(LEADING_BYTES) else b" " * JSON_HEAD_BYTES, False)
+                    checked = True
+                if out:
+                    yield out
+                if inflater.eof:
+                    data = inflater.unused_data
+                    if data:
+                        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+                else:
+                    data = inflater.unconsumed_tail
+            chunk = f.read(CHUNK_BYTES)
+            self.read = consumed + len(chunk)
+        out = inflater.flush()
+        total += len(out)
+        if out:
+            yield out
+        if not inflater.eof:
+            raise ReadError(f"gzip stream is truncated: it ends after {consumed} compressed bytes "
+                            f"({total} bytes decompressed) without its end marker")
 
 
 def gunzip_bounded(data: bytes, json_document: bool = True) -> bytearray:

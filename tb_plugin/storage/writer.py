@@ -38,6 +38,14 @@ class BackgroundWriter:
         self._queue.put(chunk)
         return len(chunk)
 
+    def rewind(self) -> None:
+        """Empty the file and start over (a decoder that gave up half way and decodes again)."""
+        self.close()
+        self.file.seek(0)
+        self.file.truncate()
+        self._thread = threading.Thread(target=self._drain, name="kinetoscope-writer", daemon=True)
+        self._thread.start()
+
     def close(self) -> None:
         """Flush the queue into the file (the file itself stays open: its owner closes it)."""
         if self._thread.is_alive():

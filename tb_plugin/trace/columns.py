@@ -10,9 +10,12 @@ import msgspec
 import numpy as np
 
 from .categories import Kind, kind_of_category
-from .model import EVENT_COLUMNS
+from .model import EVENT_COLUMNS, MEMORY_COLUMNS
 from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
+
+
+MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
 
 
 class ColumnBuilder(Finishing):
@@ -24,7 +27,8 @@ class ColumnBuilder(Finishing):
         self.strings: list[str] = [""]
         self._ids: dict[Any, int] = {None: 0}
         self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
-        self.memory_rows: list[tuple] = []
+        self.memory_rows: list[tuple] = []  # this batch's [memory] events (then columns in memory_parts)
+        self.memory_parts: list[tuple] = []  # per batch: (ts, pids, tids, {column: values}), see _flush_memory
         self.flow_rows: list[tuple] = []
         self.counter_rows: list[tuple] = []
         self.metadata_values: dict[str, Any] = {}
@@ -103,6 +107,18 @@ class ColumnBuilder(Finishing):
                     self._other(e, ph, offsets[i] if offsets is not None else None)
         if xs:
             self._add_complete_events(xs, x_offsets)
+        if self.memory_rows:
+            self._flush_memory()
+
+    def _flush_memory(self) -> None:
+        """This batch's ``[memory]`` rows as numeric columns (pid and tid stay values: they are
+        interned when the trace is finished, in order): a few bytes a row instead of a tuple of
+        Python objects."""
+        fields = list(zip(*self.memory_rows))
+        self.memory_rows = []
+        numbers = {key: _int_column(list(values), MEMORY_COLUMNS[key])
+                   for key, values in zip(MEMORY_VALUE_COLUMNS, fields[3:])}
+        self.memory_parts.append((_float_column(list(fields[0])), list(fields[1]), list(fields[2]), numbers))
 
     def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""

@@ -32,7 +32,6 @@ from .events import BATCH_EVENTS, _OBJECT_DECODER, _RAW_LIST
 from .columns import ColumnBuilder
 
 
-PROGRESS_EVENTS = 10_000  # the fewest events decoded between two progress reports
 
 
 def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float], None] | None = None,
@@ -69,11 +68,10 @@ def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float
                         "they stand for")
     builder = ColumnBuilder(events_sink)
     total = len(raws)
-    step = max(PROGRESS_EVENTS, min(BATCH_EVENTS, total // 20))  # about 20 progress reports per file
-    for start in range(0, total, step):
-        builder.add_batch(raws[start : start + step])
+    for start in range(0, total, BATCH_EVENTS):  # the stream decoder cuts at the same events
+        builder.add_batch(raws[start : start + BATCH_EVENTS])
         if progress:
-            progress(min(1.0, (start + step) / max(total, 1)))
+            progress(min(1.0, (start + BATCH_EVENTS) / max(total, 1)))
     del raws
     trace = builder.finish(top, form)
     trace.warnings[:0] = warnings

@@ -10,8 +10,12 @@ import numpy as np
 from . import jsonsafe
 from .categories import Kind, is_composer_trainer_event, kind_of_category
 from .devices import unplaceable_warning
+from .heap import release_freed_memory
 from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
 from .events import _float_column, _int_column
+
+
+TRIM_ABOVE_BYTES = 8 << 20  # a column this large gives its chunks' freed heap pages back at once
 
 
 class Finishing:
@@ -20,14 +24,20 @@ class Finishing:
     # -- the result ----------------------------------------------------------------------------
     def finish(self, top: dict[str, Any], form: str) -> Trace:
         unmatched_b, unmatched_e = self._pair_begin_end()
-        cols = {
-            k: (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False)
-            for k, v in self.chunks.items()
-        }
+        cols = {}
+        for k in list(self.chunks):  # one column at a time: the chunks and the result are never all held twice
+            v = self.chunks.pop(k)
+            cols[k] = (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False)
+            del v
+            if cols[k].nbytes >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
+                release_freed_memory()
         self.chunks = {}
         order = np.argsort(cols["ts"], kind="stable")
         if len(order) and not np.all(order[1:] > order[:-1]):
-            cols = {k: v[order] for k, v in cols.items()}
+            for k in cols:
+                cols[k] = cols[k][order]
+                if cols[k].nbytes >= TRIM_ABOVE_BYTES:
+                    release_freed_memory()
         kind_table, known = _kind_table(self.strings)
         cols["kind"] = kind_table[cols["cat"]]
         # old exports without categories (pre-Kineto Lightning): ATen-style names are operators
@@ -78,12 +88,15 @@ class Finishing:
         return np.array([first.setdefault(text, i) for i, text in enumerate(self.strings)], dtype=np.int32)
 
     def _memory_table(self) -> Table:
-        if not self.memory_rows:
+        if not self.memory_parts:
             return Table.empty(MEMORY_COLUMNS)
-        fields = list(zip(*self.memory_rows))
-        cols = {"ts": _float_column(list(fields[0])), "pid": self.intern(list(fields[1])), "tid": self.intern(list(fields[2]))}
-        for key, values in zip(("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id"), fields[3:]):
-            cols[key] = _int_column(list(values), MEMORY_COLUMNS[key])
+        parts, self.memory_parts = self.memory_parts, []
+        cols = {"ts": np.concatenate([p[0] for p in parts]),
+                "pid": self.intern([v for p in parts for v in p[1]]),
+                "tid": self.intern([v for p in parts for v in p[2]])}
+        for key in parts[0][3]:
+            cols[key] = np.concatenate([p[3][key] for p in parts])
+        del parts
         order = np.argsort(cols["ts"], kind="stable")
         return Table({k: v[order] for k, v in cols.items()})
 

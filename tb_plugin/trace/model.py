@@ -54,6 +54,12 @@ EVENT_COLUMNS: dict[str, Any] = {
     "src_length": np.int32,  # its length in bytes
 }
 
+#: The :data:`EVENT_COLUMNS` that hold string ids (indexes into ``Trace.strings``): a decoder that
+#: merges separately decoded batches renumbers exactly these.
+STRING_ID_COLUMNS = frozenset({"cat", "name", "pid", "tid", "grid", "block", "input_dims", "call_stack",
+                               "input_types", "collective", "dtype", "process_group", "process_group_desc",
+                               "process_group_ranks"})
+
 #: ``C`` counter events: one row per numeric arg; ``series`` is "name/arg" (or "name" for ``value``).
 COUNTER_COLUMNS: dict[str, Any] = {
     "ts": np.float64,

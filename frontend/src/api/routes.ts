@@ -241,6 +241,10 @@ export function snapshotOomUrl(a: ArtifactRef, lastN = 1000, top = 20): string {
   return artifactUrl("snapshot_oom", a, { last_n: String(lastN), top: String(top) });
 }
 
+export function snapshotAttributionUrl(a: ArtifactRef, device: number): string {
+  return artifactUrl("snapshot_attribution", a, { device: String(device) });
+}
+
 export function snapshotRanksUrl(a: ArtifactRef): string {
   return artifactUrl("snapshot_ranks", a);
 }

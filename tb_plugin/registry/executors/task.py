@@ -3,7 +3,9 @@
 :func:`reduce_rank` is a pure function of its :class:`RankJob` (a URL and what to compute) and
 returns a :class:`RankResult` holding only aggregates — never event columns — so it can run in a
 local worker process or on a Dask worker on another machine and send back a few KB. It never raises:
-a bad file becomes that rank's ``error``.
+a bad file becomes that rank's ``error``. With a cache directory, the aggregate (with the file's
+warnings and notes) is kept in the analysis cache (:mod:`~tb_plugin.registry.results`): a file this
+code analysed before is neither parsed nor analysed again.
 
 The aggregate (``RankResult.aggregate``) is a dict:
 
@@ -34,6 +36,7 @@ from ...trace.errors import TraceReadError
 from ..cache import ParseCache
 from ..parse import open_views, parse_entry
 from ..report import rank_aggregate
+from ..results import ResultCache
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,13 +93,22 @@ def reduce_rank(job: RankJob) -> RankResult:
     try:
         fs, path = open_logdir(job.url)
         cache = ParseCache(job.cache_dir) if job.cache_dir else None
-        trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache,
-                                               _reporter(job.progress_slot))
-        if job.aggregate:
-            result.aggregate = rank_aggregate(trace, open_views(trace, cache, job.url, job.version), job.tables)
-            if job.tables:
-                result.aggregate["tables"] = pack(result.aggregate["tables"])
-        result.warnings, result.notes = list(trace.warnings), list(trace.notes)
+        results = ResultCache(cache, job.url, job.version) if cache is not None and job.aggregate else None
+        name = "rank_aggregate:tables" if job.tables else "rank_aggregate"
+        hit, stored = results.get(name) if results is not None else (False, None)
+        if hit:  # analysed before by this code: nothing to parse or compute
+            result.from_cache = True
+            result.aggregate, result.warnings, result.notes = stored["aggregate"], stored["warnings"], stored["notes"]
+        else:
+            trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache,
+                                                   _reporter(job.progress_slot))
+            if job.aggregate:
+                result.aggregate = rank_aggregate(open_views(trace, cache, job.url, job.version), job.tables)
+            result.warnings, result.notes = list(trace.warnings), list(trace.notes)
+            if results is not None:
+                results.put(name, {"aggregate": result.aggregate, "warnings": result.warnings, "notes": result.notes})
+        if job.aggregate and job.tables:
+            result.aggregate = dict(result.aggregate, tables=pack(result.aggregate["tables"]))
     except Exception as exc:  # noqa: BLE001 - one bad rank is that rank's error
         result.error = error_message(exc)
     result.seconds = time.perf_counter() - started

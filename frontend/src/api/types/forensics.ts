@@ -94,3 +94,29 @@ export interface MemoryHtmlReady {
   image_bytes: number;
   html_bytes: number;
 }
+
+/** One row of a `snapshot_attribution` table: bytes alive at the peak held by one operator/step/module/frame. */
+export interface AliveRow {
+  name: string;
+  bytes: number;
+  allocations: number;
+  /** The stack of the row's largest allocation (for `snapshot_stack`); −1 for none. */
+  stack: number;
+}
+
+/** `snapshot_attribution`: who holds the memory at a device's peak (issue 21 item 2). */
+export interface SnapshotAttributionReady {
+  state: "ready";
+  path: string;
+  device: string;
+  peak_active_bytes: number;
+  /** Σ of every table (= peak_active_bytes). */
+  alive_bytes: number;
+  allocations: number;
+  /** The run's trace of the same rank and GPU matched on the wall clock; null when none matches. */
+  trace: { worker: string; span: string; path: string; overlap_us: number } | null;
+  by_frame: AliveRow[];
+  by_operator: AliveRow[] | null;
+  by_step: AliveRow[] | null;
+  by_module: AliveRow[] | null;
+}

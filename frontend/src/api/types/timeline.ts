@@ -49,6 +49,8 @@ export interface TimelineCounter {
   name: string;
   unit: "fraction" | "bytes" | string;
   values: number[];
+  /** A matched allocator snapshot's active-memory track (issue 21): the snapshot's logdir-relative path. */
+  snapshot?: string;
 }
 
 export interface TimelineResponse {

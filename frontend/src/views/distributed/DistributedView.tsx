@@ -120,7 +120,7 @@ function DistributedContent({ view, theme, onShowInTrace }: ContentProps) {
         </Card>
       </div>
       <Card title="Process groups" testId="groups-card">
-        <ProcessGroupsTable groups={view.groups} />
+        <ProcessGroupsTable groups={view.groups} messages={view.groups_messages} />
       </Card>
       <Card title={PATH_TITLE} testId="path-card">
         <CriticalPathPanel steps={view.critical_path} theme={theme} textColor={text} ranks={ranks} onShowInTrace={onShowInTrace} />

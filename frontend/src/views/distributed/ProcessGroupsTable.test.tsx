@@ -48,7 +48,9 @@ describe("ProcessGroupsTable", () => {
       calls: 8, time_us: 6067.75, bytes: 2549700, exposed_us: 5861.25, bandwidth_gbps: 0.42,
       by_rank: [{ rank: 0, calls: 8, time_us: 5798, bytes: 2549700, exposed_us: 5537 }],
     };
-    const { unmount } = render(<ProcessGroupsTable groups={[fallback]} />);
+    const note = "the traces name no process group (no 'Process Group Name' args, no pg_config): all collectives are counted in one group over the world";
+    const { unmount } = render(<ProcessGroupsTable groups={[fallback]} messages={[note]} />);
+    expect(screen.getByTestId("groups-message").textContent).toBe(note);
     expect(cells(screen.getByTestId("group-row"))).toEqual(["default", "–", "–", "0–7", "8", "8", "6.07 ms", "5.86 ms", "96.6 %", "2.4 MiB", "0.42 GB/s"]);
     unmount();
     render(<ProcessGroupsTable groups={undefined} />);

@@ -11,13 +11,19 @@ function groupKey(g: ProcessGroup): string {
   return `${g.name}\u0000${(g.ranks ?? []).join(",")}`;
 }
 
-export function ProcessGroupsTable({ groups }: { groups: ProcessGroup[] | undefined }) {
+/** ``messages``: how the groups were found (e.g. the one-group fallback), shown under the table. */
+export function ProcessGroupsTable({ groups, messages = [] }: { groups: ProcessGroup[] | undefined; messages?: string[] }) {
   const [selected, setSelected] = useState<string | null>(null);
   if (groups === undefined) return <p className="muted">Process groups are not sent by this server.</p>;
   if (groups.length === 0) return <p className="muted" data-testid="groups-empty">No collective kernels in these ranks.</p>;
   const current = groups.find((g) => groupKey(g) === selected) ?? groups[0]!;
   return (
     <>
+      {messages.map((m) => (
+        <p key={m} className="muted" data-testid="groups-message">
+          {m}
+        </p>
+      ))}
       <DataTable
         testId="groups-table"
         head={

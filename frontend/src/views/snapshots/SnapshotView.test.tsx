@@ -4,6 +4,7 @@ import snapshotFixture from "../../__fixtures__/memory/snapshot.json";
 import timelineFixture from "../../__fixtures__/memory/snapshot_timeline.json";
 import segmentsFixture from "../../__fixtures__/memory/snapshot_segments.json";
 import allocationsFixture from "../../__fixtures__/memory/snapshot_allocations.json";
+import attributionFixture from "../../__fixtures__/memory/snapshot_attribution.json";
 import stackFixture from "../../__fixtures__/memory/snapshot_stack.json";
 import errorFixture from "../../__fixtures__/memory/snapshot_error.json";
 import exportFixture from "../../__fixtures__/memory/memory_timeline_export.json";
@@ -33,6 +34,7 @@ beforeEach(() => {
     if (url.startsWith("snapshot_segments?")) return json(segmentsFixture);
     if (url.startsWith("snapshot_allocations?")) return json(allocationsFixture);
     if (url.startsWith("snapshot_stack?")) return json(stackFixture);
+    if (url.startsWith("snapshot_attribution?")) return json(attributionFixture);
     if (url.startsWith("memory_timeline_export?")) return json(exportFixture);
     return new Response("{}", { status: 404 });
   });
@@ -55,6 +57,12 @@ describe("SnapshotView", () => {
     const blocks = segments.querySelectorAll(".mem-block");
     expect(blocks.length).toBe(segmentsFixture.segments.reduce((a, s) => a + s.blocks.length, 0));
     expect((blocks[0] as HTMLElement).title).toMatch(/^inactive: 20\.0 MiB \(requested 4\.5 MiB\)/);
+    // alive at the peak: no trace in this run, so by the allocations' top frame; the weights predate the history
+    const alive = await screen.findAllByTestId("snapshot-alive-row");
+    expect(alive).toHaveLength(attributionFixture.by_frame.length);
+    expect(alive[0]!.textContent).toContain("(before history)");
+    expect(alive[0]!.textContent).toContain("499.5 MiB");
+    expect(screen.getByTestId("snapshot-alive-trace").textContent).toContain("No trace of this run matches");
     const rows = await screen.findAllByTestId("snapshot-allocation-row");
     expect(rows).toHaveLength(allocationsFixture.rows.length);
     // expanding a row fetches its stack and lists the frames as text

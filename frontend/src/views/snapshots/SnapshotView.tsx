@@ -21,6 +21,7 @@ import { MemoryHtmlView } from "./MemoryHtmlView";
 import { MemoryTimelineExportView } from "./MemoryTimelineExportView";
 import { OomCard } from "./OomCard";
 import { RankPeaks } from "./RankPeaks";
+import { AlivePeak } from "./AlivePeak";
 import { MemProfilerLogView, MemProfilerStatsView } from "./MemProfilerView";
 import { SegmentsCard, TopAllocations } from "./SnapshotTables";
 
@@ -173,6 +174,7 @@ function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps
       {snap.history_recorded && dev ? (
         <SnapshotTimeline key={`${artifact.path}:${index}`} artifact={artifact} device={index} theme={theme} markerCount={markers.length} />
       ) : null}
+      {snap.history_recorded && dev ? <AlivePeak key={`alive:${artifact.path}:${index}`} artifact={artifact} device={index} /> : null}
       {snap.annotations.length > 0 ? (
         <Card title={`Annotations (${formatNumber(snap.annotations.length)})`}>
           <ul className="mem-annotations" data-testid="snapshot-annotations">

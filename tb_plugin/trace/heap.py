@@ -1,0 +1,32 @@
+"""Giving freed heap memory back to the operating system.
+
+glibc keeps what a process frees in its malloc arenas: numpy arrays under its (dynamic, up to 32 MiB)
+mmap threshold live on the heap, so a parse that concatenates many small column chunks into large
+columns keeps the chunks' pages as well (a 4.5 GB trace: 1.7 GB of columns held 3 GB of RSS after
+finishing). ``malloc_trim(0)`` returns the free pages of every arena.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+
+_trim = None
+if sys.platform.startswith("linux"):
+    try:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        _trim = getattr(_libc, "malloc_trim", None)
+    except OSError:
+        _trim = None
+
+
+def release_freed_memory() -> bool:
+    """Return free heap pages to the OS (glibc ``malloc_trim(0)``); True when it could be asked."""
+    if _trim is None:
+        return False
+    try:
+        _trim(0)
+    except Exception:  # noqa: BLE001 - best effort only
+        return False
+    return True

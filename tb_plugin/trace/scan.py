@@ -1,0 +1,337 @@
+"""Split a trace document, read as a stream of byte blocks, into chunks of whole events.
+
+:func:`scan_document` walks the top level of the document (the object form ``{"traceEvents": [...],
+...}`` or the array form ``[...]``) and yields the ``traceEvents`` array as chunks of roughly
+``chunk_bytes`` bytes, each cut between two events, without ever holding more than a chunk or two of
+the document. The keys outside ``traceEvents`` (``deviceProperties``, ``distributedInfo``…) are
+collected wherever they stand, before or after the events, and returned at the end as one small JSON
+object.
+
+A cut is placed after a ``}`` followed by ``,`` or ``]`` (found with a regular-expression search, at C
+speed). Such a pattern can also stand inside a string or inside nested args; a cut there leaves the
+chunk unbalanced, so the strict decode of ``[`` + chunk + ``]`` (which the caller needs anyway) rejects
+it and the next candidate is tried. After :data:`MAX_TRIES` rejected candidates, an exact vectorized
+scan (:func:`element_ends`: unescaped quotes, brackets outside strings, their running depth) finds
+the next cut. Bare ``NaN``/``Infinity`` literals in a chunk are quoted as :mod:`.nonfinite` does for
+a whole document.
+
+Anything the scanner does not expect (a value it cannot delimit, a duplicate ``traceEvents``, text
+after the document, an array element that is not an object at the end) raises :class:`Unstreamable`:
+the caller then parses the file as a whole document, whose errors and recoveries are the reference.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import msgspec
+import numpy as np
+
+from .events import _RAW_LIST
+from .nonfinite import _escaped, quote_nonfinite, token_at
+
+MAX_TRIES = 8  # candidate cuts tried (each costs a decode of the chunk) before the exact scan
+_WS = b" \t\r\n"
+_CUT = re.compile(rb"\}[ \t\r\n]*([,\]])")
+_CLOSE = re.compile(rb"\}[ \t\r\n]*\]")
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+class Unstreamable(Exception):
+    """The document cannot be split here; parse it as a whole (its message says why)."""
+
+
+class Source:
+    """A growing window on the document: ``buf[pos:]`` is what has been read and not consumed."""
+
+    def __init__(self, blocks: Iterator[bytes], max_carry: int) -> None:
+        self.blocks = iter(blocks)
+        self.buf = bytearray()
+        self.pos = 0
+        self.eof = False
+        self.consumed = 0  # bytes of the document dropped from the front of buf
+        self.max_carry = max_carry
+
+    def more(self) -> bool:
+        """Read one more block; False at the end of the document."""
+        if self.eof:
+            return False
+        for block in self.blocks:
+            if self.pos:
+                del self.buf[: self.pos]
+                self.consumed += self.pos
+                self.pos = 0
+            if len(self.buf) + len(block) > self.max_carry:
+                raise Unstreamable(f"no event boundary within {self.max_carry} bytes")
+            self.buf += block
+            return True
+        self.eof = True
+        return False
+
+    def peek(self) -> int | None:
+        """The next non-blank byte (consuming the blanks), None at the end."""
+        while True:
+            n = len(self.buf)
+            while self.pos < n and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < n:
+                return self.buf[self.pos]
+            if not self.more():
+                return None
+
+    def expect(self, byte: bytes) -> None:
+        if self.peek() != byte[0]:
+            raise Unstreamable(f"expected {byte!r}")
+        self.pos += 1
+
+    @property
+    def offset(self) -> int:
+        """Document offset of ``pos``."""
+        return self.consumed + self.pos
+
+
+def scan_document(source: Source, chunk_bytes: int, facts: dict) -> Iterator[list[msgspec.Raw]]:
+    """Yield the events as lists of ``msgspec.Raw`` (one list per chunk, in document order).
+
+    Fills ``facts``: ``form`` ("object"/"array"), ``top`` (the JSON bytes of an object holding the
+    top-level keys other than ``traceEvents``), ``nonfinite`` (bare literals quoted), ``cut_off``
+    (array form without its closing ``]``: the document length), ``length`` (bytes)."""
+    facts.update(nonfinite=0, cut_off=None, top=b"{}")
+    first = source.peek()
+    if first == ord("["):
+        facts["form"] = "array"
+        source.pos += 1
+        yield from _events(source, chunk_bytes, facts, array_form=True)
+    elif first == ord("{"):
+        facts["form"] = "object"
+        source.pos += 1
+        yield from _object(source, chunk_bytes, facts)
+    else:
+        raise Unstreamable("the document does not start with '{' or '['")
+    if source.peek() is not None:
+        raise Unstreamable("text after the end of the document")
+    facts["length"] = source.offset
+
+
+def _object(source: Source, chunk_bytes: int, facts: dict) -> Iterator[list[msgspec.Raw]]:
+    pieces: list[bytes] = []
+    seen_events = False
+    if source.peek() == ord("}"):
+        source.pos += 1
+        raise Unstreamable("no traceEvents")
+    while True:
+        key_raw = _string(source)
+        try:
+            key = msgspec.json.decode(key_raw)
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            raise Unstreamable(str(exc)) from None
+        if not isinstance(key, str):
+            raise Unstreamable("a key that is not a string")
+        source.expect(b":")
+        if key == "traceEvents":
+            if seen_events or source.peek() != ord("["):
+                raise Unstreamable("traceEvents twice, or not an array")
+            seen_events = True
+            source.pos += 1
+            yield from _events(source, chunk_bytes, facts, array_form=False)
+        else:
+            value = _value(source)
+            quoted = quote_nonfinite(value)
+            if quoted is not None:
+                value, count = quoted
+                facts["nonfinite"] += count
+            pieces.append(key_raw + b":" + bytes(value))
+        sep = source.peek()
+        source.pos += 1
+        if sep == ord("}"):
+            break
+        if sep != ord(","):
+            raise Unstreamable("expected ',' or '}' between top-level keys")
+    if not seen_events:
+        raise Unstreamable("no traceEvents")
+    facts["top"] = b"{" + b",".join(pieces) + b"}"
+
+
+def _string(source: Source) -> bytes:
+    """The bytes of the JSON string starting at the next non-blank byte, quotes included (consumed)."""
+    if source.peek() != 0x22:
+        raise Unstreamable("a top-level key that is not a string")
+    while True:
+        arr = np.frombuffer(source.buf, dtype=np.uint8)[source.pos + 1:]
+        quotes = np.flatnonzero(arr == 0x22)
+        quotes = quotes[~_escaped(arr, quotes, 0)] if len(quotes) else quotes
+        del arr
+        if len(quotes):
+            end = source.pos + 2 + int(quotes[0])
+            key = bytes(source.buf[source.pos: end])
+            source.pos = end
+            return key
+        if not source.more():
+            raise Unstreamable("the document ends inside a key")
+
+
+def _value(source: Source) -> bytes:
+    """The bytes of the JSON value starting at the next non-blank byte (consumed), found by
+    :func:`element_ends` on a window that grows until the value's end is in it."""
+    if source.peek() is None:
+        raise Unstreamable("the document ends inside its top level")
+    window = 1 << 16
+    while True:
+        stop = min(len(source.buf), source.pos + window)
+        ends = element_ends(memoryview(source.buf)[:stop], source.pos, final=source.eof and stop == len(source.buf))
+        if len(ends):
+            end = int(ends[0])
+            value = bytes(source.buf[source.pos: end]).rstrip(_WS)
+            source.pos = end
+            return value
+        if stop < len(source.buf):
+            window *= 4
+        elif not source.more():
+            raise Unstreamable("the document ends inside a top-level value")
+
+
+def element_ends(buf, start: int, final: bool = False) -> np.ndarray:
+    """Positions of the ``,``, ``]`` and ``}`` that end elements at the depth of ``start`` (which
+    must lie outside any string), found in one vectorized pass: quotes not escaped by an odd run of
+    backslashes delimit strings; brackets and commas outside strings count; the running depth is
+    their cumulative sum. Stops being reliable where a string is still open at the buffer's end
+    (those positions are dropped)."""
+    arr = np.frombuffer(buf, dtype=np.uint8)[start:]
+    quotes = np.flatnonzero(arr == 0x22)
+    if len(quotes):
+        quotes = quotes[~_escaped(arr, quotes, 0)]
+    marks = np.flatnonzero((arr == 0x2C) | (arr == 0x5B) | (arr == 0x5D) | (arr == 0x7B) | (arr == 0x7D))
+    outside = np.searchsorted(quotes, marks, side="right") % 2 == 0
+    marks = marks[outside]
+    if len(quotes) % 2 and not final:  # an open string at the end: nothing after its quote is known
+        marks = marks[marks < quotes[-1]]
+    kinds = arr[marks]
+    step = np.where((kinds == 0x5B) | (kinds == 0x7B), 1, np.where(kinds == 0x2C, 0, -1))
+    depth_before = np.cumsum(step) - step
+    ends = ((kinds == 0x2C) & (depth_before == 0)) | ((step == -1) & (depth_before == 0))
+    return marks[ends] + start
+
+
+def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool) -> Iterator[list[msgspec.Raw]]:
+    """The elements of the array whose ``[`` was just consumed, as chunks of raws; consumes its ``]``."""
+    if source.peek() == ord("]"):
+        source.pos += 1
+        return
+    while True:
+        while len(source.buf) - source.pos < chunk_bytes and source.more():
+            pass
+        cut = _cut(source, chunk_bytes, facts)
+        if cut is None:  # the document ended inside the array
+            if not array_form:
+                raise Unstreamable("the document ends inside traceEvents")
+            yield _recover_tail(source, facts)
+            return
+        raws, end, closing = cut
+        yield raws
+        source.pos = end
+        if closing:
+            return
+
+
+def _cut(source: Source, chunk_bytes: int, facts: dict):
+    """``(raws, position after the separator, whether it closed the array)`` for the next chunk,
+    or None when the array is not closed before the end of the document. The array's close is
+    looked for first within ``chunk_bytes``, then a cut between events past ``chunk_bytes``."""
+    buf, start = source.buf, source.pos
+    tries = 0
+    for m in _CLOSE.finditer(buf, start, min(len(buf), start + chunk_bytes)):
+        raws = _decode(buf, start, m.start() + 1, facts)
+        if raws is not None:
+            return raws, m.end(), True
+        tries += 1
+        if tries >= MAX_TRIES:
+            break
+    rel_from = chunk_bytes  # where to look for cuts, relative to the chunk's start
+    while tries < MAX_TRIES:
+        buf, start = source.buf, source.pos
+        for m in _CUT.finditer(buf, min(start + rel_from, len(buf))):
+            raws = _decode(buf, start, m.start() + 1, facts)
+            if raws is not None:
+                return raws, m.end(), m.group(1) == b"]"
+            rel_from = m.start() + 1 - start
+            tries += 1
+            if tries >= MAX_TRIES:
+                break
+        else:
+            if source.eof:
+                return None
+            rel_from = max(rel_from, len(buf) - start - 64)  # a "}  ," may straddle the next block
+            source.more()
+    # (outside the loops: a live finditer holds the buffer, which more() must be able to resize)
+    return _exact_cut(source, chunk_bytes, facts)
+
+
+def _exact_cut(source: Source, chunk_bytes: int, facts: dict):
+    """The next cut from the exact scan (:func:`element_ends`), reading more until one is found."""
+    while True:
+        buf, start = source.buf, source.pos
+        ends = element_ends(buf, start, final=source.eof)
+        closing = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8)[ends] != 0x2C)
+        if len(closing):  # the array's "]" (or a stray "}"): nothing after it is an element
+            ends = ends[: closing[0] + 1]
+        if len(ends) and (source.eof or ends[-1] - start >= chunk_bytes or len(closing)):
+            far = ends[ends >= start + chunk_bytes]
+            end = int(far[0]) if len(far) else int(ends[-1])
+            if buf[end] == 0x7D:
+                raise Unstreamable("a '}' closes the events array")
+            raws = _decode(buf, start, end, facts)
+            if raws is None:
+                raise Unstreamable("an array element the decoder rejects")
+            return raws, end + 1, buf[end] == 0x5D
+        if not source.more():
+            return None
+
+
+def _decode(buf, start: int, end: int, facts: dict) -> list[msgspec.Raw] | None:
+    """The raws of ``buf[start:end]`` (elements separated by commas), or None if it is not a
+    whole number of elements."""
+    text = b"[" + bytes(memoryview(buf)[start:end]) + b"]"
+    try:
+        return _RAW_LIST.decode(text)
+    except msgspec.DecodeError as exc:
+        at = _ERROR_BYTE.search(str(exc))
+        if not (at and token_at(text, int(at.group(1)))):
+            return None
+    except (RecursionError, UnicodeDecodeError):
+        return None
+    quoted = quote_nonfinite(text)
+    if quoted is None:
+        return None
+    try:
+        raws = _RAW_LIST.decode(quoted[0])
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+    facts["nonfinite"] += quoted[1]
+    return raws
+
+
+def _recover_tail(source: Source, facts: dict) -> list[msgspec.Raw]:
+    """The array form cut off (no closing ``]``): keep the complete events of the tail, trimming it
+    the way :func:`.decode._split_array_form` trims a whole document (the same number of tries)."""
+    data = bytes(source.buf[source.pos:])
+    source.pos = len(source.buf)
+    closed = data.rstrip()
+    if closed.endswith(b"]"):  # closed after all, its last elements being no objects ("5]")
+        raws = _decode(closed[:-1], 0, len(closed) - 1, facts)
+        if raws is not None:
+            return raws
+    facts["cut_off"] = source.offset
+    end = len(data)
+    for _ in range(8):
+        candidate = data[:end].rstrip().rstrip(b",").rstrip()
+        if not candidate:
+            return []
+        raws = _decode(candidate, 0, len(candidate), facts)
+        if raws is not None:
+            return raws
+        end = data.rfind(b"}", 0, max(len(candidate) - 1, 0))
+        if end < 0:
+            return []
+        end += 1
+    raise Unstreamable("the cut-off tail cannot be recovered")
