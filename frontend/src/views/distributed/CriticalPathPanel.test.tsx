@@ -1,6 +1,7 @@
 import { fireEvent, render, screen, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
-import type { CriticalPathStep } from "../../api/types";
+import dlrm from "../../__fixtures__/distributed/distributed_dlrm.json";
+import type { CriticalPathStep, DistributedResponse } from "../../api/types";
 import { CriticalPathPanel, lateText } from "./CriticalPathPanel";
 import { pathByCategoryOption, pathByRankOption } from "./criticalPathCharts";
 
@@ -67,6 +68,14 @@ describe("CriticalPathPanel", () => {
     const waiting = rows.filter((r) => cells(r)[1] === "Waiting");
     expect(waiting.length).toBeGreaterThan(0);
     expect(waiting.every((r) => within(r).queryByTestId("path-show-in-trace") === null)).toBe(true);
+  });
+
+  it("on the 8 DLRM ranks (the server's real answer) names rank 7 late at the first send/recv", () => {
+    const path = (dlrm as unknown as DistributedResponse).view!.critical_path!;
+    render(<CriticalPathPanel steps={path} theme="light" textColor="#000" />);
+    expect(screen.getByTestId("path-summary").textContent!.startsWith("19.53 ms · ")).toBe(true);
+    expect(screen.getAllByTestId("path-segment-row")).toHaveLength(10);
+    expect(screen.getByTestId("path-late-rank").textContent).toMatch(/^Rank 4 waited 4\.87 ms in ncclKernel_SendRecv.* for rank 7, late after ## forward ##/);
   });
 
   it("says when the server sends no path", () => {
