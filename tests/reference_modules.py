@@ -5,30 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_plugin.trace.categories import Kind
 from tb_plugin.trace.model import Trace
 from tb_plugin.analysis.op_tree import op_tree
 from tb_plugin.analysis.operators import op_times
-
-MODULE_PREFIX = "nn.Module: "
-MAX_DEPTH = 100  # module levels shown; deeper calls are folded into their depth-100 ancestor
-PL_MODULE_PREFIX = "[pl][module]"
+# unchanged helpers (module detection, names, node rollup) are the module's own: only the loops differ
+from tb_plugin.analysis.modules import (MAX_DEPTH, _empty, _lightning_module_name, _python_module_name,
+                                        _roll_up, module_events)
 
 
 def module_tree(trace: Trace) -> list[dict] | None:
     return _module_tree(trace) or None
-
-
-def module_events(trace: Trace) -> tuple[np.ndarray, bool]:
-    """``(mask, lightning)``: the events that are modules, ``nn.Module: `` python functions, else
-    Lightning's ``[pl][module]`` record_function ranges (``lightning`` True); an all-False mask when
-    the trace has neither (it has no module hierarchy)."""
-    ev = trace.events
-    is_module = (ev.kind == Kind.PYTHON_FUNCTION) & trace.name_mask(lambda s: s.startswith(MODULE_PREFIX))
-    if is_module.any():
-        return is_module, False
-    # Lightning's PyTorchProfiler: "[pl][module]<class>: <name>" record_function ranges, nested like operators
-    return (ev.kind == Kind.USER_ANNOTATION) & trace.name_mask(lambda s: s.startswith(PL_MODULE_PREFIX)), True
 
 
 def _module_tree(trace: Trace) -> list[dict]:
@@ -116,30 +102,6 @@ def _module_paths(rows: list[int], parent_module: dict[int, int], name_of) -> tu
                 above = above + (name_of(r),)
             node_of[r] = above
     return node_of, folded
-
-
-def _python_module_name(text: str) -> str:
-    return text[len(MODULE_PREFIX):]
-
-
-def _lightning_module_name(text: str) -> str:
-    """``[pl][module]torch.nn.modules.linear.Linear: layer.0`` → ``layer.0 (Linear)``."""
-    body = text[len(PL_MODULE_PREFIX):]
-    cls, _, name = body.partition(": ")
-    short = cls.rsplit(".", 1)[-1]
-    return f"{name} ({short})" if name else short
-
-
-def _empty(name: str) -> dict:
-    return {"name": name, "occurrences": 0, "operators": 0, "host_total_us": 0.0, "host_self_us": 0.0,
-            "device_total_us": 0.0, "device_self_us": 0.0, "children": []}
-
-
-def _roll_up(node: dict) -> None:
-    """Self and total times of ``node`` from its children's (already rolled up); children sorted."""
-    node["host_self_us"] = max(0.0, node["host_total_us"] - sum(c["host_total_us"] for c in node["children"]))
-    node["device_total_us"] = node["device_self_us"] + sum(c["device_total_us"] for c in node["children"])
-    node["children"].sort(key=lambda c: -c["host_total_us"])
 
 
 def _forward_backward_pairs(trace: Trace) -> list[tuple[int, int]]:
