@@ -332,13 +332,9 @@ def reference_merge(starts, ends):
     """``intervals.merge`` as it was (a ``np.maximum.at`` per group into zeros)."""
     if len(starts) == 0:
         return np.zeros(0), np.zeros(0)
-    order = np.argsort(starts, kind="stable")
-    s = np.asarray(starts, dtype=np.float64)[order]
-    e = np.asarray(ends, dtype=np.float64)[order]
-    reach = np.maximum.accumulate(e)
-    new_group = np.empty(len(s), dtype=bool)
-    new_group[0] = True
-    new_group[1:] = s[1:] > reach[:-1]
+    from tb_plugin.analysis.intervals import sorted_groups  # unchanged: only the per-group maximum differs
+
+    s, reach, new_group = sorted_groups(starts, ends)
     group = np.cumsum(new_group) - 1
     out_s = s[new_group]
     out_e = np.zeros(len(out_s))

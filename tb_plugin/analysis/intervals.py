@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals ``[starts[i], ends[i])`` as sorted, disjoint ``(starts, ends)``."""
-    if len(starts) == 0:
-        return np.zeros(0), np.zeros(0)
+def sorted_groups(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(s, reach, new_group)`` for non-empty intervals sorted by start: ``s`` the sorted starts (µs),
+    ``reach`` the furthest end so far (µs), ``new_group`` True where an overlapping group begins."""
     order = np.argsort(starts, kind="stable")
     s = np.asarray(starts, dtype=np.float64)[order]
     e = np.asarray(ends, dtype=np.float64)[order]
@@ -17,6 +16,14 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     new_group = np.empty(len(s), dtype=bool)
     new_group[0] = True
     new_group[1:] = s[1:] > reach[:-1]
+    return s, reach, new_group
+
+
+def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals ``[starts[i], ends[i])`` as sorted, disjoint ``(starts, ends)``."""
+    if len(starts) == 0:
+        return np.zeros(0), np.zeros(0)
+    s, reach, new_group = sorted_groups(starts, ends)
     out_s = s[new_group]
     # reach never decreases, so a group's furthest end is the reach at its last interval
     last = np.r_[np.flatnonzero(new_group)[1:] - 1, len(s) - 1]
