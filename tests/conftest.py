@@ -26,6 +26,21 @@ def sample(rel: str) -> Path:
     return path
 
 
+def sample_ranks(rel: str) -> list[tuple]:
+    """``(rank, worker, trace)`` for each ``*.pt.trace.json`` of the sample folder ``rel``, in file-name
+    order (worker ``w<i>``), as distributed_view takes them."""
+    import glob
+
+    from tb_plugin.analysis.distributed import rank_of_info
+    from tb_plugin.trace.decode import decode_trace
+
+    ranks = []
+    for i, f in enumerate(sorted(glob.glob(str(sample(rel) / "*.pt.trace.json")))):
+        tr = decode_trace(open(f, "rb").read())
+        ranks.append((rank_of_info(tr.distributed, f, i)[0], f"w{i}", tr))
+    return ranks
+
+
 def loaded_registry(root: Path, **kwargs):
     """A RunRegistry over ``root`` (``kwargs`` as RunRegistry takes them), scanned, every file loaded."""
     from tb_plugin.registry.runs import RunRegistry

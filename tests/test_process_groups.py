@@ -6,16 +6,15 @@ one group, a single rank seeing its own groups, the report, and the real DLRM an
 
 from __future__ import annotations
 
-import glob
 import gzip
 import json
 import shutil
 
 import pytest
 
-from conftest import sample
+from conftest import sample, sample_ranks
 from synth.comm import fsdp_tp_job, rank_doc, Coll
-from tb_plugin.analysis.distributed import distributed_view, rank_of_info, rank_reduce
+from tb_plugin.analysis.distributed import distributed_view, rank_reduce
 from tb_plugin.analysis.process_groups import combine_groups, group_role, parse_ranks
 from tb_plugin.trace.decode import decode_trace
 
@@ -135,12 +134,7 @@ def test_dlrm_has_no_group_args_so_one_world_group():
     without pg_config: one group over the 8 ranks. Each rank's exposed time is its communication-only
     time of the step overlap (the one step spans every collective), e.g. rank 0: 5537 µs of its
     5798 µs of NCCL kernels."""
-    files = sorted(glob.glob(str(sample("dlrm_8ranks") / "*.pt.trace.json")))
-    ranks = []
-    for i, f in enumerate(files):
-        tr = decode_trace(open(f, "rb").read())
-        ranks.append((rank_of_info(tr.distributed, f, i)[0], f"w{i}", tr))
-    view = distributed_view(ranks)
+    view = distributed_view(sample_ranks("dlrm_8ranks"))
     g, = view["groups"]
     assert (g["name"], g["ranks"], g["size"], g["calls"], g["ranks_loaded"]) == ("default", list(range(8)), 8, 8, 8)
     assert g["bytes"] == 2549700

@@ -5,14 +5,13 @@ Known answers on synthesized jobs (tests/synth/comm.py) and the 8 real DLRM rank
 
 from __future__ import annotations
 
-import glob
 import json
 
 import pytest
 
-from conftest import sample
+from conftest import sample_ranks
 from tb_plugin.analysis.breakdown import category_masks, compute_breakdown
-from tb_plugin.analysis.distributed import bus_factor, distributed_view, rank_of_info
+from tb_plugin.analysis.distributed import bus_factor, distributed_view
 from tb_plugin.analysis.steps import compute_steps
 from synth.comm import Coll, job, late_rank_job, rank_trace
 from tb_plugin.trace.categories import is_comm_kernel_name
@@ -217,12 +216,7 @@ def test_a_rank_last_by_a_hair_is_not_a_straggler():
 def test_dlrm_straggler_is_the_rank_that_arrives_last():
     """DLRM on 8 V100s: rank 7's kernels are the shortest at 5 of the 8 collectives (it arrives last;
     the others wait for it). The old rule flagged ranks 1, 3, 4, 5 (long steps: they waited) and 7."""
-    files = sorted(glob.glob(str(sample("dlrm_8ranks") / "*.pt.trace.json")))
-    ranks = []
-    for i, f in enumerate(files):
-        tr = decode_trace(open(f, "rb").read())
-        ranks.append((rank_of_info(tr.distributed, f, i)[0], f"w{i}", tr))
-    view = distributed_view(ranks)
+    view = distributed_view(sample_ranks("dlrm_8ranks"))
     assert view["stragglers"] == [7]
     ev = {e["rank"]: e for e in view["arrivals"]}
     assert (ev[7]["last"], ev[7]["instances"]) == (5, 8)
