@@ -41,6 +41,18 @@ def sample_ranks(rel: str) -> list[tuple]:
     return ranks
 
 
+def settled(client, url: str, sleep_s: float = 0.1) -> dict:
+    """The JSON a Flask test ``client`` gets at ``url`` once it is no longer loading or queued (600 tries)."""
+    import time
+
+    for _ in range(600):
+        doc = client.get(url).get_json()
+        if doc.get("state") not in ("loading", "queued"):
+            return doc
+        time.sleep(sleep_s)
+    raise AssertionError(f"{url} still loading")
+
+
 def loaded_registry(root: Path, **kwargs):
     """A RunRegistry over ``root`` (``kwargs`` as RunRegistry takes them), scanned, every file loaded."""
     from tb_plugin.registry.runs import RunRegistry

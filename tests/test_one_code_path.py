@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from urllib.parse import urlencode
 
 import orjson
 import pytest
 
-from conftest import REPO
+from conftest import REPO, settled
 
 sys.path.insert(0, str(REPO / "tb_plugin" / "public"))  # setup.py maps this folder as "kinetoscope"
 
@@ -49,12 +48,7 @@ def interfaces():
 
 
 def route(client, name: str, **query) -> dict:
-    for _ in range(600):
-        doc = client.get(f"{ROUTE_BASE}/{name}?{urlencode(query)}").get_json()
-        if doc.get("state") not in ("loading", "queued"):
-            return doc
-        time.sleep(0.1)
-    raise AssertionError(f"{name} still loading")
+    return settled(client, f"{ROUTE_BASE}/{name}?{urlencode(query)}")
 
 
 def test_every_interface_gives_the_reports_numbers(interfaces, monkeypatch):

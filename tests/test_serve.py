@@ -9,11 +9,10 @@ import io
 import json
 import shutil
 import socket
-import time
 
 import pytest
 
-from conftest import SAMPLES
+from conftest import SAMPLES, settled
 from tb_plugin import cli
 from tb_plugin.standalone import ROUTE_BASE, create_app, listen_message, normalize_prefix, serve_forever
 
@@ -51,12 +50,7 @@ def _headers_ok(r) -> None:
 
 
 def _ready(client, route: str, query: str) -> dict:
-    for _ in range(600):
-        doc = client.get(f"/p{ROUTE_BASE}/{route}?{query}").get_json()
-        if doc.get("state") not in ("loading", "queued"):
-            return doc
-        time.sleep(0.2)
-    raise AssertionError(f"{route} still loading")
+    return settled(client, f"/p{ROUTE_BASE}/{route}?{query}", sleep_s=0.2)
 
 
 def test_prefixes():
