@@ -22,7 +22,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from conftest import SAMPLES  # noqa: E402  (tests/conftest.py: ../shared/samples)
 from tests.e2e.conftest import BERT_H100, CHROMIUM, CHROMIUM_ARGS, tensorboard  # noqa: E402
-from tests.e2e.helpers import api, enable_test_hooks, plugin_frame  # noqa: E402
+from tests.e2e.helpers import api, drag_across, enable_test_hooks, plugin_frame  # noqa: E402
 
 OUT = REPO / "docs" / "screenshots"
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -87,13 +87,7 @@ def memory_range(browser, tmp: Path) -> None:
         frame.evaluate("() => { location.hash = '#run=bert&worker=w&span=1&view=memory'; }")
         _settle(frame, '[data-testid="memory-curve"] canvas')
         curve = frame.locator('[data-testid="memory-curve"]')
-        box = curve.bounding_box()
-        y = box["y"] + box["height"] * 0.55
-        page.mouse.move(box["x"] + box["width"] * 0.45, y)
-        page.mouse.down()
-        for i in range(1, 11):
-            page.mouse.move(box["x"] + box["width"] * (0.45 + 0.02 * i), y)
-        page.mouse.up()
+        drag_across(page, curve)
         frame.locator('[data-testid="memory-reset-range"]:enabled').wait_for(timeout=30_000)
         frame.wait_for_timeout(1500)
         page.screenshot(path=str(OUT / "memory_range.png"))

@@ -59,6 +59,17 @@ def open_tab(frame, testid: str, timeout_ms: int = 60_000) -> None:
     tab.click()
 
 
+def drag_across(page, locator) -> None:
+    """A real mouse drag over ``locator``, at 55 % of its height, from 45 % to 65 % of its width (10 moves)."""
+    box = locator.bounding_box()
+    y = box["y"] + box["height"] * 0.55
+    page.mouse.move(box["x"] + box["width"] * 0.45, y)
+    page.mouse.down()
+    for i in range(1, 11):
+        page.mouse.move(box["x"] + box["width"] * (0.45 + 0.02 * i), y)
+    page.mouse.up()
+
+
 def api(base: str, route: str, **params) -> dict:
     """GET a plugin route as JSON, asking again while the file is still loading or queued."""
     url = f"{base}/data/plugin/kinetoscope/{route}?{urllib.parse.urlencode(params)}"

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
-from tests.e2e.helpers import api, enable_test_hooks, open_plugin, open_tab
+from tests.e2e.helpers import api, drag_across, enable_test_hooks, open_plugin, open_tab
 
 HOOK = "window.__kinetoscopeMemory"
 
@@ -61,13 +61,7 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
 
         # a real mouse drag across the middle of the curve
         curve.scroll_into_view_if_needed()
-        box = curve.bounding_box()
-        y = box["y"] + box["height"] * 0.55
-        page.mouse.move(box["x"] + box["width"] * 0.45, y)
-        page.mouse.down()
-        for i in range(1, 11):
-            page.mouse.move(box["x"] + box["width"] * (0.45 + 0.02 * i), y)
-        page.mouse.up()
+        drag_across(page, curve)
         rng = None
         for _ in range(100):
             rng = frame.evaluate(f"{HOOK} && {HOOK}.range()")
