@@ -3,6 +3,7 @@ plugin's JSON routes the way the frontend does (waiting out "loading"/"queued" a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import urllib.parse
@@ -91,6 +92,36 @@ def wait_all_ready(base: str, run: str, count: int) -> None:
             return
         time.sleep(0.25)
     raise TimeoutError(f"run {run} never had {count} ready workers")
+
+
+def dlrm_ranks() -> list:
+    """The 8 DLRM rank files (``dlrm_8ranks/*.pt.trace.json``), relative to the samples folder, sorted."""
+    from conftest import SAMPLES
+
+    return [f.relative_to(SAMPLES) for f in sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json"))]
+
+
+@contextlib.contextmanager
+def job_tensorboard(tmp_path, docs=(), samples=()):
+    """A real TensorBoard over one run ``job``: the trace documents ``docs`` written as
+    ``rank<i>.pt.trace.json`` and the sample files ``samples`` (relative to the samples folder) copied
+    in; yields its base URL once every one of them is ready."""
+    from tests.e2e.conftest import sample_logdir, tensorboard
+
+    logdir, cache = sample_logdir(tmp_path, "job", *samples)
+    for r, doc in enumerate(docs):
+        (logdir / "job" / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
+    with tensorboard(logdir, cache) as base:
+        wait_all_ready(base, "job", len(docs) + len(samples))
+        yield base
+
+
+def open_distributed_tab(browser, base: str, height: int = 2600):
+    """``(page, frame)``: a new 1400 × ``height`` page on run ``job``'s Distributed tab."""
+    page = browser.new_page(viewport={"width": 1400, "height": height})
+    frame = open_plugin(page, base, "job")
+    open_tab(frame, "distributed-tab")
+    return page, frame
 
 
 def format_duration(us: float) -> str:

@@ -9,12 +9,8 @@ that rank's Trace view with the segment's event selected.
 
 from __future__ import annotations
 
-import json
-
-from conftest import SAMPLES
 from synth.critical import DATALOADER, dataloader_docs
-from tests.e2e.conftest import sample_logdir, tensorboard
-from tests.e2e.helpers import api, format_duration, open_plugin, open_tab, wait_all_ready
+from tests.e2e.helpers import api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab
 
 
 def _panel(frame):
@@ -24,17 +20,11 @@ def _panel(frame):
 
 
 def test_critical_path_panel_on_a_slow_dataloader_job(browser, tmp_path, artifacts):
-    logdir, cache = sample_logdir(tmp_path, "job")
-    for r, doc in enumerate(dataloader_docs([[60, 50], [50, 500]])):
-        (logdir / "job" / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
-    with tensorboard(logdir, cache) as base:
-        wait_all_ready(base, "job", 2)
+    with job_tensorboard(tmp_path, docs=dataloader_docs([[60, 50], [50, 500]])) as base:
         paths = api(base, "distributed", run="job", span=1)["view"]["critical_path"]
         assert [(p["step"], p["length_us"]) for p in paths] == [("1", 230.0), ("2", 670.0)]
 
-        page = browser.new_page(viewport={"width": 1400, "height": 3200})
-        frame = open_plugin(page, base, "job")
-        open_tab(frame, "distributed-tab")
+        page, frame = open_distributed_tab(browser, base, 3200)
         panel = _panel(frame)
         assert panel.locator('[data-testid="path-summary"]').inner_text().startswith(format_duration(230.0))
         panel.locator('[data-testid="path-step-select"]').select_option("2")
@@ -50,16 +40,11 @@ def test_critical_path_panel_on_a_slow_dataloader_job(browser, tmp_path, artifac
 
 
 def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
-    ranks = sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json"))
-    logdir, cache = sample_logdir(tmp_path, "job", *(f.relative_to(SAMPLES) for f in ranks))
-    with tensorboard(logdir, cache) as base:
-        wait_all_ready(base, "job", 8)
+    with job_tensorboard(tmp_path, samples=dlrm_ranks()) as base:
         path, = api(base, "distributed", run="job", span=1)["view"]["critical_path"]
         assert sum(path["by_category"].values()) == path["length_us"]
 
-        page = browser.new_page(viewport={"width": 1400, "height": 3200})
-        frame = open_plugin(page, base, "job")
-        open_tab(frame, "distributed-tab")
+        page, frame = open_distributed_tab(browser, base, 3200)
         panel = _panel(frame)
         assert panel.locator('[data-testid="path-summary"]').inner_text().startswith(format_duration(path["length_us"]))
         assert panel.locator('[data-testid="path-segment-row"]').count() == len(path["segments"]) == 10

@@ -9,24 +9,19 @@ launch-delay p50, formatted the way the UI formats durations.
 from __future__ import annotations
 
 
-from conftest import SAMPLES
 from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
-from tests.e2e.helpers import api, format_duration, open_plugin, open_tab, wait_all_ready
+from tests.e2e.helpers import (api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab,
+                               open_plugin)
 
 
 def test_distributed_tab_ranks_and_stragglers(browser, tmp_path, artifacts):
-    ranks = sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json"))
-    logdir, cache = sample_logdir(tmp_path, "job", *(f.relative_to(SAMPLES) for f in ranks))
-    with tensorboard(logdir, cache) as base:
-        wait_all_ready(base, "job", 8)
+    with job_tensorboard(tmp_path, samples=dlrm_ranks()) as base:
         doc = api(base, "distributed", run="job", span=1)
         assert doc["view"] is not None, doc
         expected = sorted(doc["view"]["stragglers"])
         assert expected, "the DLRM job has stragglers"
 
-        page = browser.new_page(viewport={"width": 1400, "height": 2600})
-        frame = open_plugin(page, base, "job")
-        open_tab(frame, "distributed-tab")
+        page, frame = open_distributed_tab(browser, base)
         rows = frame.locator('[data-testid="rank-table"] [data-testid="rank-row"]')
         rows.first.wait_for(timeout=90_000)
         assert rows.count() == 8

@@ -8,12 +8,8 @@ so one group over ranks 0–7 and the fallback message under the group table (no
 
 from __future__ import annotations
 
-import json
-
-from conftest import SAMPLES
 from synth.comm import fsdp_tp_docs
-from tests.e2e.conftest import sample_logdir, tensorboard
-from tests.e2e.helpers import api, format_duration, open_plugin, open_tab, wait_all_ready
+from tests.e2e.helpers import api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab
 
 
 def _groups_rows(frame):
@@ -23,19 +19,13 @@ def _groups_rows(frame):
 
 
 def test_groups_table_on_a_synthesized_fsdp_tp_job(browser, tmp_path, artifacts):
-    logdir, cache = sample_logdir(tmp_path, "job")
-    for r, doc in enumerate(fsdp_tp_docs()):
-        (logdir / "job" / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
-    with tensorboard(logdir, cache) as base:
-        wait_all_ready(base, "job", 4)
+    with job_tensorboard(tmp_path, docs=fsdp_tp_docs()) as base:
         doc = api(base, "distributed", run="job", span=1)
         groups = doc["view"]["groups"]
         assert [(g["name"], g["role"], g["exposed_us"]) for g in groups] == \
             [("1", "FSDP shard", 40.0), ("2", "FSDP shard", 40.0), ("3", "TP", 45.0), ("4", "TP", 45.0)]
 
-        page = browser.new_page(viewport={"width": 1400, "height": 2600})
-        frame = open_plugin(page, base, "job")
-        open_tab(frame, "distributed-tab")
+        page, frame = open_distributed_tab(browser, base)
         rows = _groups_rows(frame)
         assert rows.count() == 4
         for i, g in enumerate(groups):
@@ -53,17 +43,12 @@ def test_groups_table_on_a_synthesized_fsdp_tp_job(browser, tmp_path, artifacts)
 
 
 def test_groups_table_falls_back_to_one_group_on_dlrm(browser, tmp_path, artifacts):
-    ranks = sorted((SAMPLES / "dlrm_8ranks").glob("*.pt.trace.json"))
-    logdir, cache = sample_logdir(tmp_path, "job", *(f.relative_to(SAMPLES) for f in ranks))
-    with tensorboard(logdir, cache) as base:
-        wait_all_ready(base, "job", 8)
+    with job_tensorboard(tmp_path, samples=dlrm_ranks()) as base:
         doc = api(base, "distributed", run="job", span=1)
         message = doc["view"]["groups_messages"][0]
         assert message not in doc["messages"]  # the group table says it; the notices are for the ranks
 
-        page = browser.new_page(viewport={"width": 1400, "height": 2600})
-        frame = open_plugin(page, base, "job")
-        open_tab(frame, "distributed-tab")
+        page, frame = open_distributed_tab(browser, base)
         rows = _groups_rows(frame)
         assert rows.count() == 1
         cells = rows.first.locator("td")
