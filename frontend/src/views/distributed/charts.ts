@@ -39,6 +39,42 @@ function baseOption(textColor: string): ChartOption {
   return legendChartBase(textColor, { left: 16, right: 16, top: 48, bottom: 36 });
 }
 
+/** The base of a bar chart whose axis tooltip lists every series of the hovered bar (``titles[i]`` on top). */
+function barsBase(textColor: string, titles: string[], divisor: number): ChartOption {
+  return {
+    ...baseOption(textColor),
+    tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: stackedTooltip(titles, divisor) as never },
+  };
+}
+
+function rankAxis(ranks: RankRow[]) {
+  return { type: "category", data: ranks.map((r) => String(r.rank)), name: "Rank", nameLocation: "middle", nameGap: 26 } as const;
+}
+
+interface Part<K extends string> {
+  readonly key: K;
+  readonly label: string;
+  readonly color: string;
+}
+
+/** One bar series per part, values in µs divided by ``divisor``; stacked when ``stack`` is given. */
+function barSeries<K extends string>(
+  parts: readonly Part<K>[],
+  rows: readonly { [key in K]?: number | null }[],
+  divisor: number,
+  barMaxWidth: number,
+  stack?: string,
+) {
+  return parts.map((p) => ({
+    type: "bar" as const,
+    name: p.label,
+    ...(stack ? { stack } : {}),
+    data: rows.map((r) => (r[p.key] ?? 0) / divisor),
+    itemStyle: { color: p.color },
+    barMaxWidth,
+  }));
+}
+
 export const RANK_PARTS = [
   { key: "computation_us", label: "Computation only", color: "#4e79a7" },
   { key: "overlap_us", label: "Overlap", color: "#76b7b2" },
@@ -51,18 +87,10 @@ export function rankBreakdownOption(ranks: RankRow[], textColor: string): ChartO
   const unit = chooseTimeUnit(Math.max(0, ...ranks.map((r) => r.total_us)));
   const titles = ranks.map((r) => `Rank ${r.rank} (${r.worker})`);
   return {
-    ...baseOption(textColor),
-    tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: stackedTooltip(titles, unit.divisor) as never },
-    xAxis: { type: "category", data: ranks.map((r) => String(r.rank)), name: "Rank", nameLocation: "middle", nameGap: 26 },
+    ...barsBase(textColor, titles, unit.divisor),
+    xAxis: rankAxis(ranks),
     yAxis: { id: TIME_AXIS_ID, type: "value", name: `Time per step (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
-    series: RANK_PARTS.map((p) => ({
-      type: "bar",
-      name: p.label,
-      stack: "rank",
-      data: ranks.map((r) => r[p.key] / unit.divisor),
-      itemStyle: { color: p.color },
-      barMaxWidth: 56,
-    })),
+    series: barSeries(RANK_PARTS, ranks, unit.divisor, 56, "rank"),
   };
 }
 
@@ -75,17 +103,10 @@ export function transferSyncOption(ranks: RankRow[], textColor: string): ChartOp
     { key: "sync_us", label: "Sync (waiting)", color: "#e15759" },
   ] as const;
   return {
-    ...baseOption(textColor),
-    tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: stackedTooltip(titles, unit.divisor) as never },
-    xAxis: { type: "category", data: ranks.map((r) => String(r.rank)), name: "Rank", nameLocation: "middle", nameGap: 26 },
+    ...barsBase(textColor, titles, unit.divisor),
+    xAxis: rankAxis(ranks),
     yAxis: { id: TIME_AXIS_ID, type: "value", name: `Time (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
-    series: parts.map((p) => ({
-      type: "bar",
-      name: p.label,
-      data: ranks.map((r) => (r[p.key] ?? 0) / unit.divisor),
-      itemStyle: { color: p.color },
-      barMaxWidth: 40,
-    })),
+    series: barSeries(parts, ranks, unit.divisor, 40),
   };
 }
 
@@ -105,19 +126,11 @@ export function streamIdleOption(streams: StreamIdle[], textColor: string): Char
   const unit = chooseTimeUnit(Math.max(0, ...streams.map((s) => s.idle_us)));
   const titles = streams.map(streamLabel);
   return {
-    ...baseOption(textColor),
-    tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: stackedTooltip(titles, unit.divisor) as never },
+    ...barsBase(textColor, titles, unit.divisor),
     grid: { left: 16, right: 24, top: 40, bottom: 36, containLabel: true },
     yAxis: { type: "category", data: titles, inverse: true },
     xAxis: { id: TIME_AXIS_ID, type: "value", name: `Idle time (${unit.label})`, nameLocation: "middle", nameGap: 26, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
-    series: IDLE_PARTS.map((p) => ({
-      type: "bar",
-      name: p.label,
-      stack: "idle",
-      data: streams.map((s) => s[p.key] / unit.divisor),
-      itemStyle: { color: p.color },
-      barMaxWidth: 28,
-    })),
+    series: barSeries(IDLE_PARTS, streams, unit.divisor, 28, "idle"),
   };
 }
 
