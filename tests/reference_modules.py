@@ -8,9 +8,8 @@ import numpy as np
 from tb_plugin.trace.model import Trace
 from tb_plugin.analysis.op_tree import op_tree
 from tb_plugin.analysis.operators import op_times
-# unchanged helpers (module detection, names, node rollup) are the module's own: only the loops differ
-from tb_plugin.analysis.modules import (MAX_DEPTH, _empty, _lightning_module_name, _python_module_name,
-                                        _roll_up, module_events)
+# unchanged helpers (module detection and inputs, node rollup) are the module's own: only the loops differ
+from tb_plugin.analysis.modules import MAX_DEPTH, _empty, _module_inputs, _roll_up
 
 
 def module_tree(trace: Trace) -> list[dict] | None:
@@ -19,13 +18,10 @@ def module_tree(trace: Trace) -> list[dict] | None:
 
 def _module_tree(trace: Trace) -> list[dict]:
     ev = trace.events
-    is_module, lightning = module_events(trace)
-    if not is_module.any():
+    inputs = _module_inputs(trace)
+    if inputs is None:
         return []
-    tree = op_tree(trace)
-    py_parent = tree.op_parent if lightning else tree.py_parent
-    label = _lightning_module_name if lightning else _python_module_name
-    times = op_times(trace)
+    is_module, py_parent, label, times = inputs
 
     nearest: dict[int, int] = {}  # python row → nearest module row at or above it (-1: none)
 

@@ -48,15 +48,25 @@ def module_events(trace: Trace) -> tuple[np.ndarray, bool]:
     return (ev.kind == Kind.USER_ANNOTATION) & trace.name_mask(lambda s: s.startswith(PL_MODULE_PREFIX)), True
 
 
-def _module_tree(trace: Trace) -> list[dict]:
-    ev = trace.events
+def _module_inputs(trace: Trace):
+    """``(is_module, parent, label, times)``: the module mask, each event's parent row (operator parent
+    for Lightning scopes, else python parent; −1: none), the name → label function and the operator
+    times; None when the trace has no module."""
     is_module, lightning = module_events(trace)
     if not is_module.any():
-        return []
+        return None
     tree = op_tree(trace)
     py_parent = tree.op_parent if lightning else tree.py_parent
     label = _lightning_module_name if lightning else _python_module_name
-    times = op_times(trace)
+    return is_module, py_parent, label, op_times(trace)
+
+
+def _module_tree(trace: Trace) -> list[dict]:
+    ev = trace.events
+    inputs = _module_inputs(trace)
+    if inputs is None:
+        return []
+    is_module, py_parent, label, times = inputs
     # per event: the nearest module call at or above it (itself for a module; −1: none)
     near = np.where(is_module, np.arange(len(ev)), _first_in_chain(py_parent, is_module))
     module_rows = np.flatnonzero(is_module)
