@@ -34,6 +34,31 @@ export function eventColumns(): Column<MemoryEventRow>[] {
   ];
 }
 
+/** A size filter ("1 MiB"); marked invalid while its text does not parse. */
+function SizeField(p: { label: string; testId: string; placeholder: string; text: string; onChange: (t: string) => void }) {
+  return (
+    <TextField
+      type="text"
+      label={p.label}
+      testId={p.testId}
+      placeholder={p.placeholder}
+      invalid={parseBytes(p.text) === undefined}
+      value={p.text}
+      onChange={p.onChange}
+    />
+  );
+}
+
+/** The operator-name search box and the CSV link of a memory table (``memory-<what>-search``/``-csv``). */
+function SearchAndCsv({ field, csv, what }: { field: ReturnType<typeof useSearchBox>["field"]; csv: string; what: string }) {
+  return (
+    <>
+      <TextField label="Search" testId={`memory-${what}-search`} placeholder="operator name" {...field} />
+      <CsvLink href={csv} testId={`memory-${what}-csv`} />
+    </>
+  );
+}
+
 export interface EventsProps {
   selection: Selection;
   device: string;
@@ -75,26 +100,9 @@ export function MemoryEvents({ selection, device, range, reason, selectedKey, on
       ) : (
         <>
           <div className="mem-controls">
-            <TextField
-              type="text"
-              label="Min size"
-              testId="memory-min-size"
-              placeholder="e.g. 1 MiB"
-              invalid={minParsed === undefined}
-              value={minText}
-              onChange={setMinText}
-            />
-            <TextField
-              type="text"
-              label="Max size"
-              testId="memory-max-size"
-              placeholder="e.g. 2 GiB"
-              invalid={maxParsed === undefined}
-              value={maxText}
-              onChange={setMaxText}
-            />
-            <TextField label="Search" testId="memory-events-search" placeholder="operator name" {...searchBox.field} />
-            <CsvLink href={csv} testId="memory-events-csv" />
+            <SizeField label="Min size" testId="memory-min-size" placeholder="e.g. 1 MiB" text={minText} onChange={setMinText} />
+            <SizeField label="Max size" testId="memory-max-size" placeholder="e.g. 2 GiB" text={maxText} onChange={setMaxText} />
+            <SearchAndCsv field={searchBox.field} csv={csv} what="events" />
           </div>
           <RemoteStatus state={state} what="memory events" />
           {data ? (
@@ -115,20 +123,15 @@ export function MemoryEvents({ selection, device, range, reason, selectedKey, on
 }
 
 export function statColumns(): Column<MemoryStatRow>[] {
-  const bytes = (key: keyof MemoryStatRow, label: string): Column<MemoryStatRow> => ({
+  const numeric = (format: (v: number) => string) => (key: keyof MemoryStatRow, label: string): Column<MemoryStatRow> => ({
     key,
     label,
     numeric: true,
     tooltip: MEM_STAT_DEFS[key],
-    render: (r) => formatBytes(r[key] as number),
+    render: (r) => format(r[key] as number),
   });
-  const count = (key: keyof MemoryStatRow, label: string): Column<MemoryStatRow> => ({
-    key,
-    label,
-    numeric: true,
-    tooltip: MEM_STAT_DEFS[key],
-    render: (r) => formatNumber(r[key] as number),
-  });
+  const bytes = numeric(formatBytes);
+  const count = numeric((v) => formatNumber(v));
   return [
     { key: "name", label: "Operator", className: "name", render: (r) => <ElidedName text={r.name} /> },
     count("calls", "Calls"),
@@ -163,8 +166,7 @@ export function MemoryStats({ selection, device, range }: { selection: Selection
   return (
     <Card title="Memory statistics by operator">
       <div className="mem-controls">
-        <TextField label="Search" testId="memory-stats-search" placeholder="operator name" {...searchBox.field} />
-        <CsvLink href={csv} testId="memory-stats-csv" />
+        <SearchAndCsv field={searchBox.field} csv={csv} what="stats" />
       </div>
       <RemoteStatus state={state} what="memory statistics" />
       {data ? (
