@@ -41,6 +41,21 @@ def wait_http(url: str, timeout: float = 90.0) -> None:
 
 
 @contextlib.contextmanager
+def running(proc: subprocess.Popen, ready_url: str):
+    """Wait until the server ``proc`` answers at ``ready_url``, then yield; on the way out terminate it
+    (killed when it has not exited after 10 s)."""
+    try:
+        wait_http(ready_url)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextlib.contextmanager
 def tensorboard(logdir: Path | str, cache_dir: Path, path_prefix: str = "", env: dict | None = None,
                 extra_args: list[str] | None = None, procs: list | None = None):
     """Run ``tensorboard`` on a free loopback port; yields its base URL (with the prefix). ``env``:
@@ -59,14 +74,9 @@ def tensorboard(logdir: Path | str, cache_dir: Path, path_prefix: str = "", env:
         procs.append(proc)
     base = f"http://127.0.0.1:{port}{path_prefix}"
     try:
-        wait_http(base + "/data/plugins_listing")
-        yield base
+        with running(proc, base + "/data/plugins_listing"):
+            yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
         log.close()
 
 

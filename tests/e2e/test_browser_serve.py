@@ -17,7 +17,7 @@ import pytest
 
 from conftest import SAMPLES
 from tb_plugin.registry.runs import RunRegistry
-from tests.e2e.conftest import build_logdir, free_port, wait_http
+from tests.e2e.conftest import build_logdir, free_port, running
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
@@ -45,15 +45,8 @@ def serve(command: str, cwd: Path, cache: Path):
                                 stdout=log, stderr=subprocess.STDOUT)
     prefix = args[args.index("--path-prefix") + 1] if "--path-prefix" in args else ""
     base = f"http://127.0.0.1:{port}{prefix}"
-    try:
-        wait_http(base + "/")
+    with running(proc, base + "/"):
         yield base, log_path.read_text()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
