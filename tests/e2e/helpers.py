@@ -44,6 +44,31 @@ def select_file(frame, run: str, worker: str | None = None, span: str | None = N
         frame.select_option('[data-testid="span-select"]', span)
 
 
+def shown_utilization(logdir, run: str, worker: str, span: str) -> str:
+    """The first GPU's utilization as the Overview shows it ("55.51 %"), from the same analysis run
+    headless over ``logdir``."""
+    from tb_plugin.registry.runs import RunRegistry
+
+    reg = RunRegistry(str(logdir))
+    reg.scan()
+    st = reg.load(reg.find(run, worker, span))
+    return f"{st.overview['gpus'][0]['utilization_pct']:.2f} %"
+
+
+def check_overview(frame, run: str, worker: str, span: str, utilization: str):
+    """Pick the file in ``frame`` (a page or the plugin's iframe): the Overview's first GPU utilization
+    reads ``utilization`` and its step chart is at least 200 × 100 px; returns the chart's locator."""
+    select_file(frame, run, worker, span)
+    util = frame.locator('[data-testid="gpu-utilization"]').first
+    util.wait_for(timeout=90_000)
+    assert util.inner_text().strip() == utilization
+    chart = frame.locator('[data-testid="step-chart"]')
+    chart.wait_for(timeout=30_000)
+    box = chart.bounding_box()
+    assert box and box["width"] > 200 and box["height"] > 100
+    return chart
+
+
 def open_plugin(page, base: str, run: str | None = None):
     """Open TensorBoard's Kinetoscope page at ``base``; the plugin's iframe, with ``run`` picked when given."""
     page.goto(base + "/#kinetoscope")

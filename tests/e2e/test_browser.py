@@ -14,9 +14,8 @@ import urllib.request
 import pytest
 
 from conftest import SAMPLES
-from tb_plugin.registry.runs import RunRegistry
 from tests.e2e.conftest import build_logdir, free_port, tensorboard
-from tests.e2e.helpers import plugin_frame
+from tests.e2e.helpers import check_overview, plugin_frame, shown_utilization
 
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
 
@@ -29,10 +28,7 @@ def logdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def expected_utilization(logdir) -> str:
     """The value the UI must show, from the same analysis run headless."""
-    reg = RunRegistry(str(logdir))
-    reg.scan()
-    st = reg.load(reg.find(RUN, WORKER, SPAN))
-    return f"{st.overview['gpus'][0]['utilization_pct']:.2f} %"
+    return shown_utilization(logdir, RUN, WORKER, SPAN)
 
 
 def _open_overview(page, url: str, expected: str, shot):
@@ -40,18 +36,8 @@ def _open_overview(page, url: str, expected: str, shot):
     page.on("request", lambda r: requests.append(r.url))
     page.goto(url + "/#kinetoscope")
     frame = plugin_frame(page)
-    frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-    frame.select_option('[data-testid="run-select"]', RUN)
-    frame.select_option('[data-testid="worker-select"]', WORKER)
-    frame.select_option('[data-testid="span-select"]', SPAN)
-    util = frame.locator('[data-testid="gpu-utilization"]').first
-    util.wait_for(timeout=90_000)
-    assert util.inner_text().strip() == expected
-    chart = frame.locator('[data-testid="step-chart"]')
-    chart.wait_for(timeout=30_000)
+    chart = check_overview(frame, RUN, WORKER, SPAN, expected)
     assert chart.locator("canvas, svg").count() >= 1
-    box = chart.bounding_box()
-    assert box and box["width"] > 200 and box["height"] > 100
     page.screenshot(path=str(shot), full_page=True)
     # nothing left the machine, and every plugin request stayed under the served prefix
     assert all(r.startswith(url.split("/", 3)[0] + "//" + url.split("/", 3)[2]) for r in requests), requests

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
-from tb_plugin.registry.runs import RunRegistry
 from tests.e2e.conftest import build_logdir, free_port, running
+from tests.e2e.helpers import check_overview, shown_utilization
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
@@ -60,10 +60,7 @@ def workdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def expected_utilization(workdir) -> str:
-    reg = RunRegistry(str(workdir / "runs"))
-    reg.scan()
-    st = reg.load(reg.find(RUN, WORKER, SPAN))
-    return f"{st.overview['gpus'][0]['utilization_pct']:.2f} %"
+    return shown_utilization(workdir / "runs", RUN, WORKER, SPAN)
 
 
 def test_the_readme_names_both_commands():
@@ -79,17 +76,7 @@ def test_overview_renders_through_serve(browser, workdir, artifacts, expected_ut
         requests = []
         page.on("request", lambda r: requests.append(r.url))
         page.goto(base + "/")
-        page.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        page.select_option('[data-testid="run-select"]', RUN)
-        page.select_option('[data-testid="worker-select"]', WORKER)
-        page.select_option('[data-testid="span-select"]', SPAN)
-        util = page.locator('[data-testid="gpu-utilization"]').first
-        util.wait_for(timeout=90_000)
-        assert util.inner_text().strip() == expected_utilization
-        chart = page.locator('[data-testid="step-chart"]')
-        chart.wait_for(timeout=30_000)
-        box = chart.bounding_box()
-        assert box and box["width"] > 200 and box["height"] > 100
+        check_overview(page, RUN, WORKER, SPAN, expected_utilization)
         page.screenshot(path=str(artifacts / f"serve_overview_{which}.png"), full_page=True)
         # every request stayed on the server and under the prefix (the UI's relative URLs resolve there)
         assert requests and all(r.startswith(base + "/") for r in requests), requests
