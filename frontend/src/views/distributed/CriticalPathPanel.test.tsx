@@ -4,6 +4,7 @@ import dlrm from "../../__fixtures__/distributed/distributed_dlrm.json";
 import type { CriticalPathStep, DistributedResponse } from "../../api/types";
 import { CriticalPathPanel, lateText } from "./CriticalPathPanel";
 import { pathByCategoryOption, pathByRankOption } from "./criticalPathCharts";
+import { cells } from "../../testing/table";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { testId?: string; option: { series?: { name?: string; data?: number[] }[] } }) => (
@@ -15,12 +16,6 @@ vi.mock("../../components/EChart", () => ({
 // step 1, rank 0 loads 60 µs and is the last to the all-reduce; step 2, rank 1 loads 500 µs and rank 0 waits
 // 450 µs for it, so the path runs through rank 1's data loader.
 const steps = [{"step": "1", "length_us": 230.0, "by_category": {"kernel": 100.0, "cpu": 75.0, "communication": 50.0, "waiting": 5.0}, "by_rank": [{"rank": 0, "us": 230.0}], "segments": [{"category": "kernel", "name": "gemm", "start_us": 70.0, "dur_us": 100.0, "row": 4, "rank": 0, "at_us": 70.0}, {"category": "cpu", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "start_us": 0.0, "dur_us": 60.0, "row": 1, "rank": 0, "at_us": 0.0}, {"rank": 0, "category": "communication", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "row": 9, "start_us": 170.0, "at_us": 170.0, "dur_us": 50.0, "late_rank": 0, "wait_us": 0.0, "late_work": null}, {"category": "cpu", "name": "aten::item", "start_us": 220.0, "dur_us": 10.0, "row": 7, "rank": 0, "at_us": 220.0}, {"category": "cpu", "name": "aten::mm", "start_us": 60.0, "dur_us": 5.0, "row": 2, "rank": 0, "at_us": 60.0}, {"category": "waiting", "name": "idle", "start_us": 65.0, "dur_us": 5.0, "row": -1, "rank": 0, "at_us": 65.0}], "collectives": [], "truncated": false}, {"step": "2", "length_us": 670.0, "by_category": {"kernel": 100.0, "cpu": 515.0, "communication": 50.0, "waiting": 5.0}, "by_rank": [{"rank": 0, "us": 60.0}, {"rank": 1, "us": 610.0}], "segments": [{"category": "cpu", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "start_us": 1000.0, "dur_us": 500.0, "row": 11, "rank": 1, "at_us": 0.0}, {"category": "kernel", "name": "gemm", "start_us": 1510.0, "dur_us": 100.0, "row": 14, "rank": 1, "at_us": 510.0}, {"rank": 0, "category": "communication", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "row": 19, "start_us": 2610.0, "at_us": 610.0, "dur_us": 50.0, "late_rank": 1, "wait_us": 450.0, "late_work": {"name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "category": "cpu", "dur_us": 500.0}}, {"category": "cpu", "name": "aten::item", "start_us": 2660.0, "dur_us": 10.0, "row": 17, "rank": 0, "at_us": 660.0}, {"category": "cpu", "name": "aten::mm", "start_us": 1500.0, "dur_us": 5.0, "row": 12, "rank": 1, "at_us": 500.0}, {"category": "waiting", "name": "idle", "start_us": 1505.0, "dur_us": 5.0, "row": -1, "rank": 1, "at_us": 505.0}], "collectives": [{"rank": 0, "category": "communication", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "row": 19, "start_us": 2610.0, "at_us": 610.0, "dur_us": 50.0, "late_rank": 1, "wait_us": 450.0, "late_work": {"name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "category": "cpu", "dur_us": 500.0}}], "truncated": false}] as CriticalPathStep[];
-
-function cells(row: HTMLElement): string[] {
-  return within(row)
-    .getAllByRole("cell")
-    .map((c) => c.textContent ?? "");
-}
 
 describe("CriticalPathPanel", () => {
   it("stacks each step's path by category and by rank", () => {

@@ -1,20 +1,15 @@
-import { fireEvent, render, screen, within } from "@testing-library/react";
+import { fireEvent, render, screen } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import fsdpTp from "../../__fixtures__/distributed/distributed_fsdp_tp.json";
 import type { DistributedResponse, ProcessGroup } from "../../api/types";
 import { ProcessGroupsTable } from "./ProcessGroupsTable";
 import { ranksText } from "./model";
+import { cells } from "../../testing/table";
 
 // The server's answer on the synthesized FSDP + TP job (tests/synth/comm.py fsdp_tp_docs): 4 ranks on a
 // 2 × 2 mesh, all-gathers on the shard groups (100 µs, 40 exposed), all-reduces on the TP groups
 // (60/50 µs on the lower rank, 40/40 on the higher).
 const groups = (fsdpTp as unknown as DistributedResponse).view!.groups!;
-
-function cells(row: HTMLElement): string[] {
-  return within(row)
-    .getAllByRole("cell")
-    .map((c) => c.textContent ?? "");
-}
 
 describe("ProcessGroupsTable", () => {
   it("shows every group of the server's answer with its role, ranks, time and exposed time", () => {
