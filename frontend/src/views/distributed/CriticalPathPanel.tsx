@@ -4,6 +4,7 @@
 import { useMemo, useState } from "react";
 import type { CriticalPathSegment, CriticalPathStep, RankRow } from "../../api/types";
 import { DataTable, Th } from "../../components/DataTable";
+import { SelectField } from "../../components/Fields";
 import { EChart } from "../../components/EChart";
 import { InfoTooltip } from "../../components/InfoTooltip";
 import { Notice } from "../../components/Notice";
@@ -37,16 +38,7 @@ export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrac
         <EChart option={byRank!} theme={theme} height={280} testId="path-rank-chart" ariaLabel="Critical path per step by rank" />
       </div>
       <div className="dist-controls">
-        <label className="selector">
-          <span className="selector-label">Step</span>
-          <select data-testid="path-step-select" value={current.step} onChange={(e) => setChosen(e.target.value)}>
-            {steps.map((s) => (
-              <option key={s.step} value={s.step}>
-                {s.step}
-              </option>
-            ))}
-          </select>
-        </label>
+        <SelectField label="Step" testId="path-step-select" value={current.step} options={steps.map((s) => ({ value: s.step, label: s.step }))} onChange={setChosen} />
         <span data-testid="path-summary">
           {formatDuration(current.length_us)} ·{" "}
           {PATH_CATEGORIES.map((c) => `${c.label} ${formatPct(percentOf(current.by_category[c.key], current.length_us), 1)}`).join(" · ")}

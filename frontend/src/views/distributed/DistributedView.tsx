@@ -5,6 +5,7 @@ import { useMemo, useState } from "react";
 import { distributedUrl } from "../../api/routes";
 import type { DistributedData, DistributedResponse, Selection } from "../../api/types";
 import { Card } from "../../components/Card";
+import { SelectField } from "../../components/Fields";
 import { EChart } from "../../components/EChart";
 import { InfoTooltip } from "../../components/InfoTooltip";
 import { Notice } from "../../components/Notice";
@@ -40,16 +41,7 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
   return (
     <div className="dist-view" data-testid="distributed-page">
       <div className="dist-controls">
-        <label className="selector">
-          <span className="selector-label">Span</span>
-          <select data-testid="dist-span-select" value={span} onChange={(e) => setSpan(e.target.value)}>
-            {spanChoices.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
+        <SelectField label="Span" testId="dist-span-select" value={span} options={spanChoices.map((s) => ({ value: s, label: s }))} onChange={setSpan} />
         {data?.view ? (
           <span className="dist-summary" data-testid="dist-summary">
             {formatNumber(data.view.ranks_present)} of {formatNumber(data.view.world_size)} ranks present ·{" "}

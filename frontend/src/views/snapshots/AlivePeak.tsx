@@ -4,6 +4,7 @@ import { useState } from "react";
 import { snapshotAttributionUrl, type ArtifactRef } from "../../api/routes";
 import type { AliveRow, SnapshotAttributionReady } from "../../api/types";
 import { Card } from "../../components/Card";
+import { SelectField } from "../../components/Fields";
 import { ElidedName } from "../../components/ElidedName";
 import { PagedTable, type Column } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
@@ -42,16 +43,13 @@ export function AlivePeak({ artifact, device }: { artifact: ArtifactRef; device:
   return (
     <Card title={`Alive at the peak (${formatBytes(d.peak_active_bytes)}, ${formatNumber(d.allocations)} allocations)`} testId="snapshot-alive">
       <div className="mem-controls">
-        <label className="selector">
-          <span className="selector-label">Group by</span>
-          <select data-testid="snapshot-alive-grouping" value={grouping} onChange={(e) => setPicked(e.target.value as Grouping)}>
-            {offered.map((g) => (
-              <option key={g} value={g}>
-                {LABEL[g]}
-              </option>
-            ))}
-          </select>
-        </label>
+        <SelectField
+          label="Group by"
+          testId="snapshot-alive-grouping"
+          value={grouping}
+          options={offered.map((g) => ({ value: g, label: LABEL[g] }))}
+          onChange={(v) => setPicked(v as Grouping)}
+        />
         <span className="mem-range" data-testid="snapshot-alive-trace">
           {d.trace
             ? `Operators, steps and modules from trace ${d.trace.path} (worker ${d.trace.worker}, span ${d.trace.span}), matched on the wall clock.`

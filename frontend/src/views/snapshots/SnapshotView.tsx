@@ -4,6 +4,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { deviceIndex, snapshotTimelineUrl, snapshotUrl, type ArtifactRef } from "../../api/routes";
 import type { ArtifactInfo, SnapshotReady, SnapshotTimelineReady } from "../../api/types";
 import { Card } from "../../components/Card";
+import { SelectField } from "../../components/Fields";
 import { ErrorBoundary } from "../../components/ErrorBoundary";
 import { ErrorCard } from "../../components/ErrorCard";
 import { Notice } from "../../components/Notice";
@@ -159,16 +160,13 @@ function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps
           </Notice>
         ) : null}
         {devNames.length > 1 ? (
-          <label className="selector">
-            <span className="selector-label">Device</span>
-            <select data-testid="snapshot-device-select" value={dev?.device} onChange={(e) => setDeviceName(e.target.value)}>
-              {devNames.map((d) => (
-                <option key={d} value={d}>
-                  {d}
-                </option>
-              ))}
-            </select>
-          </label>
+          <SelectField
+            label="Device"
+            testId="snapshot-device-select"
+            value={dev?.device ?? ""}
+            options={devNames.map((d) => ({ value: d, label: d }))}
+            onChange={setDeviceName}
+          />
         ) : null}
       </Card>
       {snap.history_recorded && dev ? (
