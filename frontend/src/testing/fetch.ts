@@ -1,6 +1,6 @@
 // Shared setup of the view and app tests: a stubbed fetch that records every URL asked for, JSON
 // answers, the query of a route URL, and the page put back at the plugin's entry URL.
-import { vi } from "vitest";
+import { afterEach, beforeEach, vi } from "vitest";
 
 /** A JSON answer with HTTP status `status` (200 unless given). */
 export function json(body: unknown, status = 200): Response {
@@ -20,6 +20,28 @@ export function stubFetch(answer: (url: string) => Response | Promise<Response>,
   vi.stubGlobal("fetch", async (url: string) => {
     log.push(url);
     return answer(url);
+  });
+  return log;
+}
+
+/** The server's answer to a route it does not know. */
+export function notFound(): Response {
+  return json({ error: "not found" }, 404);
+}
+
+/**
+ * For each test of the calling file: fetch stubbed with `answer` before it (every URL asked for pushed
+ * onto the returned list, emptied first) and every global stub and mock restored after it.
+ */
+export function stubFetchEachTest(answer: (url: string) => Response | Promise<Response>): string[] {
+  const log: string[] = [];
+  beforeEach(() => {
+    log.length = 0;
+    stubFetch(answer, log);
+  });
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    vi.restoreAllMocks();
   });
   return log;
 }

@@ -1,11 +1,11 @@
 import { fireEvent, render, screen, within } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import distFixture from "../../__fixtures__/distributed/distributed_dlrm.json";
 import distNull from "../../__fixtures__/distributed/distributed_null.json";
 import distFsdpTp from "../../__fixtures__/distributed/distributed_fsdp_tp.json";
 import overviewRank0 from "../../__fixtures__/distributed/overview_dlrm_rank0.json";
 import { DistributedView } from "./DistributedView";
-import { json, query, stubFetch } from "../../testing/fetch";
+import { json, notFound, query, stubFetch, stubFetchEachTest } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { testId?: string; ariaLabel: string; option: { xAxis?: { data?: string[] }; series?: { name?: string }[] } }) => (
@@ -18,31 +18,22 @@ vi.mock("../../components/EChart", () => ({
   ),
 }));
 
-let requests: string[] = [];
-
-beforeEach(() => {
-  requests = stubFetch((url) => {
-    if (url.startsWith("distributed?")) {
-      const span = query(url).get("span");
-      // the real job has one span; span 2 is the server's real "view: null" answer
-      return json(span === "1" ? { ...distFixture, spans: ["1", "2"] } : { ...distNull, spans: ["1", "2"] });
-    }
-    if (url.startsWith("overview?")) {
-      const worker = query(url).get("worker") ?? "";
-      const rank = Number(worker.replace(/^worker(\d+).*$/, "$1"));
-      return json({
-        ...overviewRank0,
-        worker,
-        configuration: { ...overviewRank0.configuration, distributed: { backend: "nccl", rank, world_size: 8 } },
-      });
-    }
-    return json({ error: "not found" }, 404);
-  });
-});
-
-afterEach(() => {
-  vi.unstubAllGlobals();
-  vi.restoreAllMocks();
+const requests = stubFetchEachTest((url) => {
+  if (url.startsWith("distributed?")) {
+    const span = query(url).get("span");
+    // the real job has one span; span 2 is the server's real "view: null" answer
+    return json(span === "1" ? { ...distFixture, spans: ["1", "2"] } : { ...distNull, spans: ["1", "2"] });
+  }
+  if (url.startsWith("overview?")) {
+    const worker = query(url).get("worker") ?? "";
+    const rank = Number(worker.replace(/^worker(\d+).*$/, "$1"));
+    return json({
+      ...overviewRank0,
+      worker,
+      configuration: { ...overviewRank0.configuration, distributed: { backend: "nccl", rank, world_size: 8 } },
+    });
+  }
+  return notFound();
 });
 
 describe("DistributedView", () => {
@@ -148,7 +139,7 @@ describe("DistributedView", () => {
     expect(JSON.parse(chart.dataset.series ?? "[]")).toEqual(["Computation only", "Overlap", "Communication only", "Other"]);
   });
   it("shows the job's process groups between the charts and the collectives (issue 20)", async () => {
-    stubFetch((url) => (url.startsWith("distributed?") ? json(distFsdpTp) : json({ error: "not found" }, 404)));
+    stubFetch((url) => (url.startsWith("distributed?") ? json(distFsdpTp) : notFound()));
     render(<DistributedView run="job" theme="light" />);
     const card = await screen.findByTestId("groups-card");
     const rows = within(card).getAllByTestId("group-row");

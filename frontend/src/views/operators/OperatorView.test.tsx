@@ -1,31 +1,22 @@
 import { act, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import kernelsFixture from "../../__fixtures__/kernels_resnet50.json";
 import operatorsFixture from "../../__fixtures__/operators_resnet50.json";
 import stacksFixture from "../../__fixtures__/operator_stacks_conv2d.json";
 import { KernelView } from "../kernels/KernelView";
 import { OperatorView } from "./OperatorView";
-import { json, query, stubFetch } from "../../testing/fetch";
+import { json, notFound, query, stubFetch, stubFetchEachTest } from "../../testing/fetch";
 
 vi.mock("../../components/EChart", () => ({
   EChart: (props: { ariaLabel: string }) => <div data-testid="echart" aria-label={props.ariaLabel} />,
 }));
 
 const SEL = { run: "resnet50", worker: "worker0", span: "1" };
-let requests: string[] = [];
-
-beforeEach(() => {
-  requests = stubFetch((url) => {
-    if (url.startsWith("operators?")) return json(operatorsFixture);
-    if (url.startsWith("operator_stacks?")) return json(stacksFixture);
-    if (url.startsWith("kernels?")) return json({ ...kernelsFixture, group_by: query(url).get("group_by") });
-    return json({ error: "not found" }, 404);
-  });
-});
-
-afterEach(() => {
-  vi.unstubAllGlobals();
-  vi.restoreAllMocks();
+const requests = stubFetchEachTest((url) => {
+  if (url.startsWith("operators?")) return json(operatorsFixture);
+  if (url.startsWith("operator_stacks?")) return json(stacksFixture);
+  if (url.startsWith("kernels?")) return json({ ...kernelsFixture, group_by: query(url).get("group_by") });
+  return notFound();
 });
 
 describe("OperatorView", () => {
