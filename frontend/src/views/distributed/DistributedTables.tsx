@@ -1,6 +1,7 @@
 // The Distributed tab's tables: ranks, collectives, a rank's communication ops, devices.
-import type { Arrival, DistributedData, RankRow } from "../../api/types";
+import type { Arrival, Collective, CommOp, DistributedData, RankRow } from "../../api/types";
 import { distributedText } from "../../components/ConfigurationCard";
+import { ColumnTable, type TableColumn } from "../../components/ColumnTable";
 import { DataTable, Th } from "../../components/DataTable";
 import { DIST_DEFS } from "./definitions";
 import { gbpsText } from "./model";
@@ -84,6 +85,32 @@ export function MatchingSummary({ view }: { view: DistributedData }) {
   );
 }
 
+const COLLECTIVE_COLUMNS: TableColumn<Collective>[] = [
+  { label: "Collective", num: false, className: "cell-code", cell: (c) => c.name },
+  { label: "Calls", cell: (c) => formatNumber(c.calls) },
+  { label: "Bytes", cell: (c) => formatBytes(c.bytes) },
+  { label: "Group size", cell: (c) => formatNumber(c.group_size) },
+  { label: "Transfer", tip: DIST_DEFS.transfer, cell: (c) => formatDuration(c.transfer_us) },
+  { label: "Sync", tip: DIST_DEFS.sync, cell: (c) => formatDuration(c.sync_us) },
+  { label: "Algbw", tip: DIST_DEFS.algbw, cell: (c) => gbpsText(c.algbw_gbps) },
+  {
+    label: "Busbw",
+    tip: DIST_DEFS.busbw,
+    title: (c) => (c.bus_factor !== undefined ? `algbw × ${c.bus_factor.toFixed(3)} (n = ${c.group_size ?? "?"})` : undefined),
+    cell: (c) => gbpsText(c.busbw_gbps),
+  },
+];
+
+const COMM_OP_COLUMNS: TableColumn<CommOp>[] = [
+  { label: "Op", num: false, className: "cell-code", cell: (o) => o.name },
+  { label: "Calls", cell: (o) => formatNumber(o.calls) },
+  { label: "Total size", cell: (o) => formatBytes(o.total_bytes) },
+  { label: "Mean size", cell: (o) => formatBytes(o.mean_bytes === null ? null : Math.round(o.mean_bytes)) },
+  { label: "Latency", tip: DIST_DEFS.latency, cell: (o) => formatDuration(o.latency_us) },
+  { label: "Transfer", tip: DIST_DEFS.transfer, cell: (o) => formatDuration(o.transfer_us) },
+  { label: "Sync", tip: DIST_DEFS.sync, cell: (o) => formatDuration(o.sync_us) },
+];
+
 export function CollectivesTable({ view }: { view: DistributedData }) {
   if (view.collectives.length === 0)
     return (
@@ -95,37 +122,14 @@ export function CollectivesTable({ view }: { view: DistributedData }) {
   return (
     <div className="table-scroll">
       <MatchingSummary view={view} />
-      <DataTable
+      <ColumnTable
         scroll={false}
         testId="collectives-table"
-        head={
-          <>
-            <Th label="Collective" num={false} />
-            <Th label="Calls" />
-            <Th label="Bytes" />
-            <Th label="Group size" />
-            <Th label="Transfer" tip={DIST_DEFS.transfer} />
-            <Th label="Sync" tip={DIST_DEFS.sync} />
-            <Th label="Algbw" tip={DIST_DEFS.algbw} />
-            <Th label="Busbw" tip={DIST_DEFS.busbw} />
-          </>
-        }
-      >
-        {view.collectives.map((c, i) => (
-          <tr key={`${c.name}\u0000${i}`} data-testid="collective-row">
-            <td className="cell-code">{c.name}</td>
-            <td className="num">{formatNumber(c.calls)}</td>
-            <td className="num">{formatBytes(c.bytes)}</td>
-            <td className="num">{formatNumber(c.group_size)}</td>
-            <td className="num">{formatDuration(c.transfer_us)}</td>
-            <td className="num">{formatDuration(c.sync_us)}</td>
-            <td className="num">{gbpsText(c.algbw_gbps)}</td>
-            <td className="num" title={c.bus_factor !== undefined ? `algbw × ${c.bus_factor.toFixed(3)} (n = ${c.group_size ?? "?"})` : undefined}>
-              {gbpsText(c.busbw_gbps)}
-            </td>
-          </tr>
-        ))}
-      </DataTable>
+        columns={COLLECTIVE_COLUMNS}
+        rows={view.collectives}
+        rowKey={(c, i) => `${c.name}\u0000${i}`}
+        rowAttrs={() => ({ "data-testid": "collective-row" })}
+      />
     </div>
   );
 }
@@ -146,32 +150,13 @@ export function CommOpsTable({ ranks, current, onSelect }: { ranks: RankRow[]; c
       {!current || current.comm_ops.length === 0 ? (
         <p className="muted">This rank has no communication ops.</p>
       ) : (
-        <DataTable
+        <ColumnTable
           testId="comm-ops-table"
-          head={
-            <>
-              <Th label="Op" num={false} />
-              <Th label="Calls" />
-              <Th label="Total size" />
-              <Th label="Mean size" />
-              <Th label="Latency" tip={DIST_DEFS.latency} />
-              <Th label="Transfer" tip={DIST_DEFS.transfer} />
-              <Th label="Sync" tip={DIST_DEFS.sync} />
-            </>
-          }
-        >
-          {current.comm_ops.map((o, i) => (
-            <tr key={`${o.name}\u0000${i}`} data-testid="comm-op-row">
-              <td className="cell-code">{o.name}</td>
-              <td className="num">{formatNumber(o.calls)}</td>
-              <td className="num">{formatBytes(o.total_bytes)}</td>
-              <td className="num">{formatBytes(o.mean_bytes === null ? null : Math.round(o.mean_bytes))}</td>
-              <td className="num">{formatDuration(o.latency_us)}</td>
-              <td className="num">{formatDuration(o.transfer_us)}</td>
-              <td className="num">{formatDuration(o.sync_us)}</td>
-            </tr>
-          ))}
-        </DataTable>
+          columns={COMM_OP_COLUMNS}
+          rows={current.comm_ops}
+          rowKey={(o, i) => `${o.name}\u0000${i}`}
+          rowAttrs={() => ({ "data-testid": "comm-op-row" })}
+        />
       )}
     </>
   );

@@ -2,7 +2,7 @@
 // collectives, longest time first; clicking a row lists its ranks' own time and exposed time.
 import { useState } from "react";
 import type { ProcessGroup } from "../../api/types";
-import { DataTable, Th } from "../../components/DataTable";
+import { ColumnTable, type TableColumn } from "../../components/ColumnTable";
 import { DIST_DEFS } from "./definitions";
 import { gbpsText, ranksText } from "./model";
 import { formatBytes, formatDuration, formatNumber, formatPct, formatText, percentOf } from "../../util/format";
@@ -10,6 +10,28 @@ import { formatBytes, formatDuration, formatNumber, formatPct, formatText, perce
 function groupKey(g: ProcessGroup): string {
   return `${g.name}\u0000${(g.ranks ?? []).join(",")}`;
 }
+
+const GROUP_COLUMNS: TableColumn<ProcessGroup>[] = [
+  { label: "Group", num: false, className: "cell-code", cell: (g) => g.name },
+  { label: "Description", num: false, className: "cell-code", cell: (g) => formatText(g.description) },
+  { label: "Role", num: false, tip: DIST_DEFS.groupRole, cellTestId: "group-role", cell: (g) => formatText(g.role) },
+  { label: "Ranks", num: false, title: (g) => (g.ranks ? g.ranks.join(", ") : undefined), cell: (g) => ranksText(g.ranks) },
+  { label: "Size", cell: (g) => formatNumber(g.size) },
+  { label: "Calls", cell: (g) => formatNumber(g.calls) },
+  { label: "Time", tip: DIST_DEFS.groupTime, cell: (g) => formatDuration(g.time_us) },
+  { label: "Exposed", tip: DIST_DEFS.groupExposed, cell: (g) => formatDuration(g.exposed_us) },
+  { label: "Exposed share", cell: (g) => formatPct(percentOf(g.exposed_us, g.time_us), 1) },
+  { label: "Bytes", cell: (g) => formatBytes(g.bytes) },
+  { label: "Bandwidth", tip: DIST_DEFS.groupBandwidth, cell: (g) => gbpsText(g.bandwidth_gbps) },
+];
+
+const GROUP_RANK_COLUMNS: TableColumn<ProcessGroup["by_rank"][number]>[] = [
+  { label: "Rank", num: false, cell: (r) => r.rank },
+  { label: "Calls", cell: (r) => formatNumber(r.calls) },
+  { label: "Time", cell: (r) => formatDuration(r.time_us) },
+  { label: "Exposed", tip: DIST_DEFS.groupExposed, cell: (r) => formatDuration(r.exposed_us) },
+  { label: "Bytes", cell: (r) => formatBytes(r.bytes) },
+];
 
 /** ``messages``: how the groups were found (e.g. the one-group fallback), shown under the table. */
 export function ProcessGroupsTable({ groups, messages = [] }: { groups: ProcessGroup[] | undefined; messages?: string[] }) {
@@ -24,71 +46,30 @@ export function ProcessGroupsTable({ groups, messages = [] }: { groups: ProcessG
           {m}
         </p>
       ))}
-      <DataTable
+      <ColumnTable
         testId="groups-table"
-        head={
-          <>
-            <Th label="Group" num={false} />
-            <Th label="Description" num={false} />
-            <Th label="Role" num={false} tip={DIST_DEFS.groupRole} />
-            <Th label="Ranks" num={false} />
-            <Th label="Size" />
-            <Th label="Calls" />
-            <Th label="Time" tip={DIST_DEFS.groupTime} />
-            <Th label="Exposed" tip={DIST_DEFS.groupExposed} />
-            <Th label="Exposed share" />
-            <Th label="Bytes" />
-            <Th label="Bandwidth" tip={DIST_DEFS.groupBandwidth} />
-          </>
-        }
-      >
-        {groups.map((g) => {
-          const key = groupKey(g);
-          const cls = key === groupKey(current) ? "clickable-row rank-row-selected" : "clickable-row";
-          return (
-            <tr key={key} className={cls} data-testid="group-row" data-group={g.name} onClick={() => setSelected(key)}>
-              <td className="cell-code">{g.name}</td>
-              <td className="cell-code">{formatText(g.description)}</td>
-              <td data-testid="group-role">{formatText(g.role)}</td>
-              <td title={g.ranks ? g.ranks.join(", ") : undefined}>{ranksText(g.ranks)}</td>
-              <td className="num">{formatNumber(g.size)}</td>
-              <td className="num">{formatNumber(g.calls)}</td>
-              <td className="num">{formatDuration(g.time_us)}</td>
-              <td className="num">{formatDuration(g.exposed_us)}</td>
-              <td className="num">{formatPct(percentOf(g.exposed_us, g.time_us), 1)}</td>
-              <td className="num">{formatBytes(g.bytes)}</td>
-              <td className="num">{gbpsText(g.bandwidth_gbps)}</td>
-            </tr>
-          );
+        columns={GROUP_COLUMNS}
+        rows={groups}
+        rowKey={groupKey}
+        rowAttrs={(g) => ({
+          className: groupKey(g) === groupKey(current) ? "clickable-row rank-row-selected" : "clickable-row",
+          "data-testid": "group-row",
+          "data-group": g.name,
+          onClick: () => setSelected(groupKey(g)),
         })}
-      </DataTable>
+      />
       <p className="muted" data-testid="group-ranks-title">
         Group {current.name}
         {current.role ? ` (${current.role})` : ""}: {formatNumber(current.ranks_loaded)} of {formatNumber(current.size)} ranks
         loaded
       </p>
-      <DataTable
+      <ColumnTable
         testId="group-ranks-table"
-        head={
-          <>
-            <Th label="Rank" num={false} />
-            <Th label="Calls" />
-            <Th label="Time" />
-            <Th label="Exposed" tip={DIST_DEFS.groupExposed} />
-            <Th label="Bytes" />
-          </>
-        }
-      >
-        {current.by_rank.map((r) => (
-          <tr key={r.rank} data-testid="group-rank-row" data-rank={r.rank}>
-            <td>{r.rank}</td>
-            <td className="num">{formatNumber(r.calls)}</td>
-            <td className="num">{formatDuration(r.time_us)}</td>
-            <td className="num">{formatDuration(r.exposed_us)}</td>
-            <td className="num">{formatBytes(r.bytes)}</td>
-          </tr>
-        ))}
-      </DataTable>
+        columns={GROUP_RANK_COLUMNS}
+        rows={current.by_rank}
+        rowKey={(r) => r.rank}
+        rowAttrs={(r) => ({ "data-testid": "group-rank-row", "data-rank": r.rank })}
+      />
     </>
   );
 }

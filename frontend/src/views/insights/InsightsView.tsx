@@ -3,7 +3,7 @@
 // synchronizations, recommendations.
 import { useMemo } from "react";
 import { insightsUrl } from "../../api/routes";
-import type { InsightsReady } from "../../api/types";
+import type { InsightsReady, SyncByOperator } from "../../api/types";
 import type { Selection } from "../../api/types";
 import { Card } from "../../components/Card";
 import { EChart } from "../../components/EChart";
@@ -21,7 +21,22 @@ import { shareText } from "../distributed/model";
 import { Stat } from "./Stat";
 import { useDistributedStyles } from "../distributed/useDistributedStyles";
 import { formatDuration, formatNumber } from "../../util/format";
-import { DataTable, Th } from "../../components/DataTable";
+import { ColumnTable, type TableColumn } from "../../components/ColumnTable";
+
+const SYNC_COLUMNS: TableColumn<SyncByOperator>[] = [
+  { label: "Operator", num: false, className: "cell-code", cell: (r) => r.op },
+  { label: "Calls", cell: (r) => formatNumber(r.calls) },
+  { label: "Sync time", cell: (r) => formatDuration(r.sync_us) },
+  { label: "GPU idle after", tip: INSIGHT_DEFS.gpuIdleAfter, cell: (r) => formatDuration(r.gpu_idle_after_us) },
+  {
+    label: "APIs",
+    num: false,
+    cell: (r) =>
+      Object.entries(r.apis)
+        .map(([api, n]) => `${api} ×${n}`)
+        .join(", "),
+  },
+];
 
 export function InsightsView({ selection, theme }: { selection: Selection; theme: Theme }) {
   useDistributedStyles();
@@ -167,32 +182,7 @@ function DeviceInsights({ data, theme }: { data: InsightsReady; theme: Theme }) 
         {data.syncs.by_operator.length === 0 ? (
           <p className="muted">No host synchronization in this trace.</p>
         ) : (
-          <DataTable
-            testId="sync-table"
-            head={
-              <>
-                <Th label="Operator" num={false} />
-                <Th label="Calls" />
-                <Th label="Sync time" />
-                <Th label="GPU idle after" tip={INSIGHT_DEFS.gpuIdleAfter} />
-                <Th label="APIs" num={false} />
-              </>
-            }
-          >
-            {data.syncs.by_operator.map((r, i) => (
-              <tr key={`${r.op}\u0000${i}`}>
-                <td className="cell-code">{r.op}</td>
-                <td className="num">{formatNumber(r.calls)}</td>
-                <td className="num">{formatDuration(r.sync_us)}</td>
-                <td className="num">{formatDuration(r.gpu_idle_after_us)}</td>
-                <td>
-                  {Object.entries(r.apis)
-                    .map(([api, n]) => `${api} ×${n}`)
-                    .join(", ")}
-                </td>
-              </tr>
-            ))}
-          </DataTable>
+          <ColumnTable testId="sync-table" columns={SYNC_COLUMNS} rows={data.syncs.by_operator} rowKey={(r, i) => `${r.op}\u0000${i}`} />
         )}
       </Card>
     </>

@@ -1,8 +1,14 @@
 // The "Selected range" panel: the box's times and the server's exact statistics of its events.
 import { formatNumber } from "../../util/format";
 import { formatTimeUs } from "./math";
-import type { Box, RangeStats } from "./useRangeStats";
-import { DataTable, Th } from "../../components/DataTable";
+import type { Box, NameStat, RangeStats } from "./useRangeStats";
+import { ColumnTable, type TableColumn } from "../../components/ColumnTable";
+
+const COLUMNS: TableColumn<NameStat>[] = [
+  { label: "Name", num: false, className: "name", cell: (s) => s.name },
+  { label: "Count", cell: (s) => formatNumber(s.count) },
+  { label: "Time in range", cell: (s) => formatTimeUs(s.totalUs) },
+];
 
 interface RangePanelProps {
   box: Box;
@@ -30,25 +36,7 @@ export function RangePanel({ box, stats, onZoom, onClear }: RangePanelProps) {
           Clear
         </button>
       </div>
-      <DataTable
-        scroll={false}
-        className="compact"
-        head={
-          <>
-            <Th label="Name" num={false} />
-            <Th label="Count" />
-            <Th label="Time in range" />
-          </>
-        }
-      >
-        {(stats?.top ?? []).map((s) => (
-          <tr key={s.name}>
-            <td className="name">{s.name}</td>
-            <td className="num">{formatNumber(s.count)}</td>
-            <td className="num">{formatTimeUs(s.totalUs)}</td>
-          </tr>
-        ))}
-      </DataTable>
+      <ColumnTable scroll={false} className="compact" columns={COLUMNS} rows={stats?.top ?? []} rowKey={(s) => s.name} />
     </div>
   );
 }
