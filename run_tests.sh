@@ -45,7 +45,7 @@ apt_install() {  # apt_install PACKAGE... (root only; else a message that says w
 echo "== setup: install what is missing"
 # Python: this package (its entry point is how TensorBoard finds the plugin) and the test extras
 if "$PYTHON" - <<'EOF' 2>/dev/null
-import importlib.metadata, pytest, hypothesis, playwright.sync_api, moto.server, gcp_storage_emulator, s3fs, gcsfs, adlfs, distributed
+import importlib.metadata, pytest, hypothesis, playwright.sync_api, moto.server, gcp_storage_emulator, s3fs, gcsfs, adlfs, distributed, flask, pandas, mcp
 importlib.metadata.distribution("kinetoscope")
 EOF
 then have "python test extras $EXTRAS"
