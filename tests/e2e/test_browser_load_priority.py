@@ -2,7 +2,7 @@
 shows is parsed ahead of the queue, its bar moves while it parses, and the notice says where it is.
 
 Logdir: ``r00``…``r12``, each a copy of the resnet50 num_workers_0 trace, and ``r13``, that trace
-repeated twice (``../shared/tools/scale_trace.py``), with a cold parse cache: the background loader
+repeated six times (``../shared/tools/scale_trace.py``; it parses in about 3 s, so a poll every 0.5 s sees the bar move), with a cold parse cache: the background loader
 puts all 14 in one process-pool batch. The page picks ``r13``, the last by path. Before: the UI asked
 nothing for a file not ready, so it waited its turn in the pool and then behind the other 13 cached
 loads, its bar at 0 % ("Parsing …: 0 %" for 15–20 s on a cold 54-file logdir).
@@ -32,7 +32,7 @@ def test_selected_file_jumps_the_queue_and_its_bar_moves(browser, tmp_path, arti
         (logdir / f"r{i:02d}").mkdir(parents=True)
         shutil.copy(SRC, logdir / f"r{i:02d}" / SRC.name)
     (logdir / LAST).mkdir()
-    subprocess.run([sys.executable, str(SCALE), str(SRC), str(logdir / LAST / SRC.name), "--copies", "2"], check=True)
+    subprocess.run([sys.executable, str(SCALE), str(SRC), str(logdir / LAST / SRC.name), "--copies", "6"], check=True)
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
