@@ -3,7 +3,6 @@ caching allocator's frame (``??:0:torch::unwind::unwind()`` was shown for most a
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import glob
 
 import numpy as np
-import pytest
 
 from conftest import sample
 from tb_plugin.analysis import timeline

@@ -65,7 +65,6 @@ def memory_data(trace: Trace) -> MemoryData:
 
 def _memory_data(trace: Trace) -> MemoryData:
     mem = trace.memory
-    ev = trace.events
     label_of = np.full(len(mem), "", dtype=object)
     device_code = np.zeros(len(mem), dtype=np.int64)  # 0: ignored, else 1 + the device's index
     for k, (label, _, rows) in enumerate(device_rows(trace)):

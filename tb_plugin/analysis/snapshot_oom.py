@@ -99,7 +99,6 @@ def streams_at(snapshot: Snapshot, device: int, index: int) -> tuple[list[dict],
     """The per-stream state after entry ``index``, rebuilt from the dump and the entries after it (see
     the module doc, *reconstructed*)."""
     trace = snapshot.devices[device]
-    n = len(trace.action)
     segs = {s["address"]: (s["total_size"], _stream(s["stream"])) for s in snapshot.segments if s["device"] == device}
     streams = {o["index"]: _stream(o["stream"]) for o in snapshot.segment_streams if o["device"] == device}
     post = np.flatnonzero(np.isin(trace.action[index + 1:], _SEG_UP + _SEG_DOWN)) + index + 1

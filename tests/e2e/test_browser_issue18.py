@@ -13,7 +13,7 @@ import pytest
 
 from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, enable_test_hooks, open_plugin, plugin_frame
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
 
 ROCM = "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 CPU = "worker0.1795324943899052487.pt.trace.json"
