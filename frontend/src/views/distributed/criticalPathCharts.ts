@@ -2,6 +2,7 @@
 // category and by rank. Names in tooltips are escaped (ECharts renders formatter output as HTML).
 import type { ChartOption } from "../../charts/echarts";
 import { legendChartBase } from "../../charts/legendChartBase";
+import { SERIES_PALETTE } from "../../charts/palette";
 import { TIME_AXIS_ID } from "../../charts/timeAxes";
 import type { CriticalPathStep } from "../../api/types";
 import { escapeHtml } from "../../util/escapeHtml";
@@ -14,7 +15,7 @@ export const PATH_CATEGORIES = [
   { key: "waiting", label: "Waiting", color: "#bab0ac" },
 ] as const;
 
-const RANK_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+const RANK_COLORS = SERIES_PALETTE.slice(0, 10); // ranks cycle through the Tableau 10
 
 interface Param {
   seriesName?: string;

@@ -1,5 +1,6 @@
 // Pure timeline math: time axis ticks and units, zoom/pan, lane layout, hit-testing, wall-clock
 // alignment and range statistics. No DOM here, so all of it is unit-tested.
+import { SERIES_PALETTE } from "../../charts/palette";
 import type { TimelineMeta, TimelineResponse } from "../../api/types";
 import { toFixedHalfAway } from "../../util/format";
 
@@ -371,11 +372,7 @@ export function rectOfRow(
 // ---------------------------------------------------------------------------------------------
 // Colors
 
-const PALETTE = [
-  "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-  "#bab0ac", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-  "#6b8e23", "#cd853f",
-];
+const PALETTE = SERIES_PALETTE;
 
 /** FNV-1a of the name: the same name always gets the same color. */
 export function nameHash(name: string): number {
