@@ -28,6 +28,7 @@ import numpy as np
 
 from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
 from ..trace.model import Trace
+from .intervals import covers, merge
 from .op_tree import op_tree
 from .operators import op_times
 from .steps import compute_steps
@@ -58,7 +59,7 @@ def op_path_tree(trace: Trace) -> dict[tuple, dict]:
         steps = max(len(kept), 1)
         rows = tree.order[times.is_op[tree.order]]  # parents before children
         pid, parent_pid, label_of, labels = _path_ids(trace, rows, tree.op_parent[rows])
-        counted = _in_steps(ev.ts[rows], kept.host_start, kept.host_end) if len(kept) else np.ones(len(rows), bool)
+        counted = covers(*merge(kept.host_start, kept.host_end), ev.ts[rows]) if len(kept) else np.ones(len(rows), bool)
         n = len(parent_pid)
         ids = pid[counted]
         sums = {"calls": np.bincount(ids, minlength=n).astype(float)}
@@ -103,14 +104,6 @@ def _path_ids(trace: Trace, rows: np.ndarray, parents: np.ndarray):
         level = ~done & (ppos >= 0) & done[np.maximum(ppos, 0)]
     cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
     return pid, cat(parent_pid), cat(label_of), [str(x) for x in labels]
-
-
-def _in_steps(ts: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Which times (µs) lie in one of the intervals ``[start, end)`` (any order, may overlap)."""
-    order = np.argsort(start, kind="stable")
-    lo, reach = start[order], np.maximum.accumulate(end[order])
-    i = np.searchsorted(lo, ts, side="right") - 1
-    return (i >= 0) & (ts < reach[np.maximum(i, 0)])
 
 
 def thresholds() -> dict[str, float]:
