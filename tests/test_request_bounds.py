@@ -192,12 +192,20 @@ def _stats_yaml(snapshots: int, values: int) -> bytes:
 def test_large_memprofiler_yaml_uses_the_c_loader(monkeypatch):
     data = _stats_yaml(1200, 60)
     assert len(data) > 2 << 20
-    used = []
+    used, load_times = [], []
     real_load = yaml.load
-    monkeypatch.setattr(memprofiler.yaml, "load", lambda stream, Loader: used.append(Loader) or real_load(stream, Loader))
-    started = time.perf_counter()
+
+    def timed_load(stream, Loader):  # times the loader call alone, not the depth pre-scan around it
+        used.append(Loader)
+        started = time.perf_counter()
+        try:
+            return real_load(stream, Loader)
+        finally:
+            load_times.append(time.perf_counter() - started)
+
+    monkeypatch.setattr(memprofiler.yaml, "load", timed_load)
     doc = memprofiler.load_stats("rank_0_memory_stats.yaml", data)
-    c_time = time.perf_counter() - started
+    c_time = load_times[0]
     assert len(used) == 1 and issubclass(used[0], yaml.CSafeLoader)
     assert len(doc["snapshots"]) == 1200 and doc["snapshots"][5]["values"]["allocated_bytes.all.v7"] == 5007
 
@@ -208,7 +216,7 @@ def test_large_memprofiler_yaml_uses_the_c_loader(monkeypatch):
     started = time.perf_counter()
     assert real_load(data, Loader=PurePython).keys() == {s["key"] for s in doc["snapshots"]}
     py_time = time.perf_counter() - started
-    assert c_time < 0.7 * py_time, (c_time, py_time)  # ~3.5x faster measured
+    assert c_time < 0.6 * py_time, (c_time, py_time)  # loader call alone: ~4x faster measured
 
 
 @pytest.mark.parametrize("data", [b"- " * 200_000 + b"1", b"[" * 200_000, b"{a: " * 200_000],
