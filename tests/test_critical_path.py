@@ -222,3 +222,48 @@ def test_hop_bound_still_tiles(monkeypatch):
         assert path["truncated"]
         _tiles(path)
         assert path["length_us"] in (230.0, 670.0)
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_recorded_stream_wait_beats_timing(recorded):
+    """A cudaStreamWaitEvent recorded by CUPTI ("Stream Wait Event" with its cudaEventRecord's
+    correlation) is an edge from the recorded stream's last work to the waiting stream's next kernel;
+    without it the wait is inferred from timing and lands on other work (synth.critical.wait_event_doc)."""
+    from synth.critical import WAIT_EXPECTED, wait_event_doc
+    trace = decode_trace(json.dumps(wait_event_doc(recorded)).encode())
+    path, = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+    assert path["length_us"] == 600.0
+    assert path["by_category"] == WAIT_EXPECTED[recorded]
+    kernels = {s["name"] for s in path["segments"] if s["category"] == "kernel"}
+    assert kernels == ({"gemm_X", "relu_Z"} if recorded else {"gemm_Y", "relu_Z"})
+    _tiles(path)
+
+
+def test_recorded_waits_on_real_sample():
+    """HTA's alexnet trace (A100, PyTorch 2.1) records 20 Stream Wait Events; the 6 whose streams have
+    device work on both sides become edges, each from a kernel that ended before its waiter started,
+    across streams 7 and 20; where timing alone also explains the wait it picks the same kernel."""
+    import gzip
+
+    from tb_plugin.analysis import critical_path as cp
+    raw = gzip.open(sample("hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")).read()
+    trace = decode_trace(raw)
+    g = cp._Graph(trace, comm_kernels(trace)["rows"])
+    assert g.explicit and int((trace.events.wait_event_correlation >= 0).sum()) == 20
+    waiter = np.flatnonzero(g.waits_on >= 0)
+    src = g.waits_on[waiter]
+    assert len(waiter) == 6
+    ev = trace.events
+    assert (g.te[src] <= g.ts[waiter]).all()
+    assert {(int(ev.stream[g.dev[s]]), int(ev.stream[g.dev[w]])) for s, w in zip(src, waiter)} == {(7, 20), (20, 7)}
+
+    class _W:
+        lo = -np.inf
+
+        def add(self, *a):
+            pass
+    recorded = [g._before_dev(_W(), int(i)) for i in waiter]
+    g.explicit, g.waits_on = False, np.full(len(g.dev), -1)
+    inferred = [g._before_dev(_W(), int(i)) for i in waiter]
+    bound = [r for r in recorded if r[0] == "dev"]
+    assert len(bound) == 2 and [r[:2] for r in recorded] == [r[:2] for r in inferred]

@@ -20,7 +20,12 @@ into its top-level host events (category **cpu**, named by the event) and the ga
 the segments tile ``[step start, step end]`` exactly. Cross-stream waits are inferred: a device
 kernel that starts after both its launch and its stream predecessor ended waited for something else:
 its predecessor is then the device work, on any stream, that ended last before it started, when that
-ended after both (how a ``cudaStreamWaitEvent`` on another stream's work shows).
+ended after both (how a ``cudaStreamWaitEvent`` on another stream's work shows). When the trace
+records its waits (CUPTI's ``cuda_sync`` "Stream Wait Event", PyTorch 2.1+, with the
+``wait_on_cuda_event_record_corr_id`` of its ``cudaEventRecord`` and ``wait_on_stream``), they are read
+instead of inferred (:func:`wait_edges`): the recorded event completes with the last device work
+launched on ``wait_on_stream`` before the record (highest correlation below it), and the waiting
+stream's first device work launched after the wait depends on it.
 
 **Per-rank summary.** The walk on a rank only leaves it at a communication kernel, so each rank
 reduces to *chains*: from its step end, and from the start of each communication kernel, the walk
@@ -98,6 +103,7 @@ class _Graph:
         self.comm_of = np.full(len(dev), -1, dtype=np.int64)
         self.comm_of[self.comm_dev[self.comm_dev >= 0]] = np.flatnonzero(self.comm_dev >= 0)
         self.is_comm = self.comm_of >= 0
+        self.waits_on, self.explicit = wait_edges(trace, dev)
         launch = launch_of(trace)[dev]
         self.launch = launch
         thread_key = ev.pid.astype(np.int64) * (1 << 32) + ev.tid.astype(np.int64)
@@ -198,7 +204,10 @@ class _Graph:
             w.add(w.lo, t, WAIT, "idle")
             return None
         best = max(p_end, l_end)
-        if best < t:  # started after both: an event wait on another stream's work that ended in between
+        b = int(self.waits_on[i])
+        if b >= 0 and min(float(self.te[b]), t) > max(best, w.lo):  # a recorded wait on that work
+            return ("dev", b, t)
+        if best < t and not self.explicit:  # started after both: inferred wait on work that ended between
             k = int(np.searchsorted(self.sorted_ends, t, side="right")) - 1
             if k >= 0 and self.sorted_ends[k] > max(best, w.lo) and self.ends_order[k] != i:
                 return ("dev", int(self.ends_order[k]), t)
@@ -236,6 +245,48 @@ class _Graph:
 
     def _name(self, row: int) -> str:
         return self.trace.strings[self.trace.events.name[row]]
+
+
+def wait_edges(trace: Trace, dev: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Recorded cross-stream waits: per device node (``dev``: device-work rows sorted by device,
+    stream, start), the node it waits on (−1: none), and whether the trace records its waits at all
+    (then none is inferred). A wait keeps the recorded node that ends last when several precede one."""
+    ev = trace.events
+    out = np.full(len(dev), -1, dtype=np.int64)
+    if "wait_event_correlation" not in ev.columns or not len(dev):
+        return out, False
+    w = np.flatnonzero((ev.wait_event_correlation >= 0) & (ev.wait_stream >= 0) & (ev.stream >= 0))
+    if not len(w):
+        return out, False
+    corr = ev.correlation[dev]
+    lanes = np.stack([ev.device[dev].astype(np.int64), ev.stream[dev]], axis=1)
+    uniq, lane = np.unique(lanes, axis=0, return_inverse=True)
+    lane = lane.reshape(-1)
+    key = lane * (1 << 40) + np.where(corr >= 0, corr, 0)  # (lane, correlation) in one sortable int
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+
+    # a wait event names streams, not devices (its device column is cleared): a stream id found on
+    # one device only is that lane, one found on several is ambiguous and not used
+    ids, first, count = np.unique(uniq[:, 1], return_index=True, return_counts=True)
+
+    def lane_of(stream):
+        pos = np.minimum(np.searchsorted(ids, stream), len(ids) - 1)
+        return np.where((ids[pos] == stream) & (count[pos] == 1), first[pos], -1)
+
+    src_lane, dst_lane = lane_of(ev.wait_stream[w].astype(np.int64)), lane_of(ev.stream[w])
+    # the recorded node: the last one of its lane below the record's correlation
+    k = np.searchsorted(skey, src_lane * (1 << 40) + ev.wait_event_correlation[w], side="left") - 1
+    src = order[np.maximum(k, 0)]
+    # the waiting node: the first one of the waiting lane above the wait's own correlation
+    j = np.searchsorted(skey, dst_lane * (1 << 40) + ev.correlation[w], side="right")
+    dst = order[np.minimum(j, len(order) - 1)]
+    ok = (src_lane >= 0) & (dst_lane >= 0) & (k >= 0) & (lane[src] == src_lane) & (j < len(order))
+    ok &= (lane[dst] == dst_lane) & (corr[src] >= 0) & (ev.correlation[w] >= 0)
+    src, dst = src[ok], dst[ok]
+    by_end = np.argsort(ev.ts[dev][src] + ev.dur[dev][src], kind="stable")  # later ends assigned last win
+    out[dst[by_end]] = src[by_end]
+    return out, True
 
 
 class _Walk:

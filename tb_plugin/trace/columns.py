@@ -257,6 +257,8 @@ class ColumnBuilder(Finishing):
             "process_group_desc": self.intern([a.group_desc if isinstance(a.group_desc, str) else None for a in args]),
             "process_group_ranks": self.intern([_ranks_text(a.group_ranks) for a in args]),
             "process_group_id": _int_column([a.group_id for a in args], np.int32),
+            "wait_event_correlation": _int_column([a.wait_record for a in args]),
+            "wait_stream": _int_column([a.wait_stream for a in args], np.int32),
             "epoch": _int_column([a.epoch for a in args], np.int32),
             "batch": _int_column([a.batch for a in args]),
             "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),

@@ -52,6 +52,9 @@ class _Args(msgspec.Struct):
     group_desc: Any = msgspec.field(default=None, name="Process Group Description")
     group_id: Any = msgspec.field(default=None, name="Process Group ID")  # PyTorch 2.1-2.2: pg_config's uid
     seq: Any = msgspec.field(default=None, name="Seq")  # per-process-group collective sequence number
+    # cuda_sync "Stream Wait Event" (PyTorch 2.1+): the event's cudaEventRecord correlation and its stream
+    wait_record: Any = msgspec.field(default=None, name="wait_on_cuda_event_record_corr_id")
+    wait_stream: Any = msgspec.field(default=None, name="wait_on_stream")
     epoch: Any = None  # Composer engine events
     batch: Any = None
     value: Any = None  # metadata events such as clock_sync_timestamp_us

@@ -48,6 +48,8 @@ EVENT_COLUMNS: dict[str, Any] = {
     "process_group_desc": np.int32,  # "Process Group Description" (e.g. "default_pg", "mesh_tp"), string id
     "process_group_ranks": np.int32,  # "Process Group Ranks" as text "[0, 1]", string id
     "process_group_id": np.int32,  # "Process Group ID" (PyTorch 2.1-2.2; distributedInfo.pg_config uid), -1: none
+    "wait_event_correlation": np.int64,  # cuda_sync "Stream Wait Event": its cudaEventRecord's correlation (-1: none)
+    "wait_stream": np.int32,  # and the stream that event was recorded on ("wait_on_stream")
     "epoch": np.int32,  # Composer engine events' "epoch" arg
     "batch": np.int64,  # and "batch"
     "src_offset": np.int64,  # byte offset of the raw event in the events side file (-1: none)

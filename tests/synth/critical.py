@@ -155,3 +155,42 @@ def pipeline_docs() -> list[dict]:
         docs.append({"schemaVersion": 1, "traceEvents": d.events,
                      "distributedInfo": {"backend": "nccl", "rank": r, "world_size": 2}})
     return docs
+
+
+def wait_event_doc(recorded: bool = True) -> dict:
+    """One rank, one step ``[0, 600]``, a recorded cross-stream wait that timing alone misreads (µs).
+    ``gemm_X`` [10, 300] on stream 7 (launched in ``aten::mm`` [0, 20], launch ends at 5), ``gemm_Y``
+    [30, 350] on stream 9 (``aten::add`` [20, 40], launch ends at 25), ``cudaEventRecord`` after X on
+    stream 7 and ``cudaStreamWaitEvent`` on stream 20 (CUPTI's "Stream Wait Event" with its record's
+    correlation, when ``recorded``), then ``relu_Z`` [400, 500] on stream 20 (``aten::relu`` [45, 60],
+    launch ends at 50); ``aten::item`` [60, 590] holds a sync returning at 505.
+
+    Recorded: Z waited for X. The path from 600: [590, 600] waiting, ``aten::item`` [500, 590] (cpu),
+    Z [400, 500], [300, 400] waiting, X [10, 300], [5, 10] waiting, ``aten::mm`` [0, 5]: kernel 390, cpu
+    95, waiting 115. Not recorded, the wait is inferred from timing on Y (the work that ended last
+    before Z): Z, [350, 400] waiting, Y [30, 350], [25, 30] waiting, ``aten::add`` [20, 25] and
+    ``aten::mm`` [0, 20]: kernel 420, cpu 115, waiting 65."""
+    d = _Doc()
+    d.x("ProfilerStep#1", "user_annotation", 0, 600)
+    d.x("aten::mm", "cpu_op", 0, 20)
+    d.launch(2, 3, "gemm_X", 10, 290)
+    d.x("aten::add", "cpu_op", 20, 20)
+    d.launch(22, 3, "gemm_Y", 30, 320, stream=9)
+    d.corr += 1
+    d.x("cudaEventRecord", "cuda_runtime", 41, 1, correlation=d.corr)
+    d.corr += 1
+    d.x("cudaStreamWaitEvent", "cuda_runtime", 43, 1, correlation=d.corr)
+    if recorded:
+        d.events.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 20, "ts": 44,
+                         "dur": 0, "args": {"cuda_sync_kind": "Stream Wait Event", "correlation": d.corr, "stream": 20,
+                                            "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": d.corr - 1,
+                                            "device": 0}})
+    d.x("aten::relu", "cpu_op", 45, 15)
+    d.launch(46, 4, "relu_Z", 400, 100, stream=20)
+    d.x("aten::item", "cpu_op", 60, 530)
+    d.x("cudaStreamSynchronize", "cuda_runtime", 60, 445)
+    return {"schemaVersion": 1, "traceEvents": d.events}
+
+
+WAIT_EXPECTED = {True: {"kernel": 390.0, "cpu": 95.0, "communication": 0.0, "waiting": 115.0},
+                 False: {"kernel": 420.0, "cpu": 115.0, "communication": 0.0, "waiting": 65.0}}
