@@ -217,3 +217,28 @@ def test_odd_group_args_never_crash(args):
     groups = distributed_view(docs)["groups"]
     assert sum(g["calls"] * g["ranks_loaded"] for g in groups) == 2
     assert all(g["description"] is None or isinstance(g["description"], str) for g in groups)
+
+
+def test_distributed_route_single_rank_shows_its_own_groups(tmp_path):
+    """`/distributed` of a run with one rank (rank 3 of the FSDP + TP job): no comparison (view null,
+    one_file), but ``single_rank`` holds that rank's own groups (its shard group [1, 3] and TP group
+    [2, 3], exposed 40 µs each by construction) and its critical path (the step's length: its
+    ``ProfilerStep#1`` spans [−10, 401])."""
+    from synth.comm import fsdp_tp_docs
+    from tb_plugin import api
+    from tb_plugin.registry.runs import RunRegistry
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "rank3.pt.trace.json").write_text(json.dumps(fsdp_tp_docs()[3]))
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    code, doc = api.distributed(reg, {"run": "one"})
+    assert code == 200 and doc["view"] is None and doc["reason_code"] == "one_file"
+    own = doc["single_rank"]
+    assert (own["rank"], own["worker"]) == (3, "rank3")
+    got = _by_key(own["groups"])
+    assert set(got) == {("2", (1, 3)), ("4", (2, 3))}
+    assert got[("2", (1, 3))]["exposed_us"] == pytest.approx(40.0) == got[("4", (2, 3))]["exposed_us"]
+    assert [r["rank"] for r in got[("4", (2, 3))]["by_rank"]] == [3] and own["groups_messages"] == []
+    path, = own["critical_path"]
+    assert path["length_us"] == pytest.approx(411.0) and path["by_rank"] == [{"rank": 3, "us": path["length_us"]}]

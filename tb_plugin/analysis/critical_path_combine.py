@@ -34,14 +34,35 @@ def critical_paths(ranks: list[tuple[int, dict]], matching: Matching | None = No
     on the rank's own clock, ``at_us`` from the
     window's start, ``dur_us``; communication ones add ``late_rank``, ``wait_us``, ``late_work``),
     ``collectives`` (the ten on the path that waited longest) and ``truncated``."""
+    cps, late, shift, names = _prepare(ranks, matching)
+    return [_walk(step, cps, late, shift) for step in names]
+
+
+def path_trails(ranks: list[tuple[int, dict]], matching: Matching | None = None) -> dict[str, tuple[dict, list]]:
+    """Per step, its path (as :func:`critical_paths`) and what the walk followed, in walk order
+    (backward): ``("chain", rank,
+    key, start_us, end_us)`` for each chain followed (``key`` −1: the rank's step-end chain, else the
+    index of the communication kernel it starts at; its step's bounds on the rank's own clock) and
+    ``("seg", rank, segment)`` for each segment the combination adds (communication, waiting before a
+    rank's step). What the Trace view overlays (:mod:`analysis.critical_path_overlay`)."""
+    cps, late, shift, names = _prepare(ranks, matching)
+    out = {}
+    for step in names:
+        trail: list[tuple] = []
+        out[step] = (_walk(step, cps, late, shift, trail), trail)
+    return out
+
+
+def _prepare(ranks: list[tuple[int, dict]], matching: Matching | None):
+    """Chains by rank, late ranks, clock shifts (common clock − ref, small: no rounding), step names."""
     cps = dict(ranks)
     ref = min((cp["offset_us"] for cp in cps.values()), default=0.0)
-    shift = {r: cp["offset_us"] - ref for r, cp in cps.items()}  # common clock − ref, small: no rounding
+    shift = {r: cp["offset_us"] - ref for r, cp in cps.items()}
     late = _late_ranks(cps, matching, shift) if matching is not None else {}
     names: list[str] = []
     for _, cp in ranks:
         names += [s["step"] for s in cp["steps"] if s["step"] not in names]
-    return [_walk(step, cps, late, shift) for step in names]
+    return cps, late, shift, names
 
 
 def _late_ranks(cps: dict[int, dict], matching: Matching, shift: dict[int, float]) -> dict:
@@ -63,10 +84,13 @@ def _late_ranks(cps: dict[int, dict], matching: Matching, shift: dict[int, float
     return out
 
 
-def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) -> dict:
-    """One step's path; times on the common clock − ref (``shift`` added to each rank's own)."""
+def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], trail: list | None = None) -> dict:
+    """One step's path; times on the common clock − ref (``shift`` added to each rank's own); what it
+    walks goes to ``trail`` when given (see :func:`path_trails`)."""
     here = {r: {"start": s["start"] + shift[r], "end": s["end"] + shift[r], "chain": s["chain"]}
             for r, cp in cps.items() for s in cp["steps"] if s["step"] == step}
+    own = {r: (s["start"], s["end"]) for r, cp in cps.items() for s in cp["steps"] if s["step"] == step}
+    key = -1
     lo = min(s["start"] for s in here.values())
     hi = max(s["end"] for s in here.values())
     r = max(here, key=lambda k: (here[k]["end"], -k))
@@ -85,9 +109,13 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
         seg = {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row,
                "start_us": a - shift[rank], "at_us": a - lo, "dur_us": b - a, **extra}
         segments.append(seg)
+        if trail is not None:
+            trail.append(("seg", rank, seg))
         return seg
 
     for _ in range(MAX_HOPS):
+        if trail is not None and r in own:
+            trail.append(("chain", r, key) + own[r])
         truncated |= chain["truncated"]
         by_cat += chain["by_category"]
         by_rank[r] = by_rank.get(r, 0.0) + float(np.sum(chain["by_category"]))
@@ -115,14 +143,14 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float]) 
                                                            "dur_us": work[3]})
             if seg is not None:
                 collectives.append(seg)
-            r, chain = q, target
+            r, chain, key = q, target, qi
             continue
         add(r, COMM, es, ee, name, row, late_rank=q if q >= 0 else None, wait_us=0.0, late_work=None)
         nxt = comm["chain"][e_idx]
         if nxt is None:
             add(r, WAIT, lo, es, "idle")
             break
-        chain = nxt
+        chain, key = nxt, e_idx
     else:  # too many hops: the rest of the window, before the chain not followed, is waiting
         truncated = True
         add(r, WAIT, lo, chain["hi"] + shift[r], "not walked (too many collectives)")

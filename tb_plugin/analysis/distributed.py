@@ -369,6 +369,16 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
             if all("critical_path" in agg for _, _, agg in ranks) else []}
 
 
+def single_rank_view(rank: int, worker: str, agg: dict) -> dict:
+    """A run with one loaded rank: its own ``groups`` and ``groups_messages``
+    (:func:`analysis.process_groups.combine_groups` of that rank) and ``critical_path`` (the walk
+    without cross-rank edges; [] without chains), from its :func:`rank_reduce` aggregate ``agg``."""
+    found = combine_groups([(rank, agg["groups"])] if "groups" in agg else [],
+                           agg["distributed_info"].get("world_size"))
+    return {"rank": rank, "worker": worker, "groups": found["groups"], "groups_messages": found["messages"],
+            "critical_path": critical_paths([(rank, agg["critical_path"])]) if "critical_path" in agg else []}
+
+
 def no_view_code(files: int, loaded: int) -> str | None:
     """Why a run has no distributed view at a span, as a code (None when it has one): ``"no_file"``
     (no file of the run has the span), ``"one_file"`` (one has), ``"ranks_failed"`` (several have but

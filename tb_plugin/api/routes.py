@@ -343,6 +343,13 @@ def distributed(registry, args: Args):
 
 
 @route
+def critical_path(registry, args: Args):
+    """The critical path's segments on one file's timeline, per step (the Trace view's overlay)."""
+    state = ready_file(registry, args)
+    return 200, dict(registry.critical_path_overlay(state), state="ready")
+
+
+@route
 def insights(registry, args: Args):
     return _file_view(registry, args, lambda views: views.insights())
 
@@ -362,7 +369,7 @@ def diff(registry, args: Args):
     return 200, dict(report.diff_document(sides[0], b, sides[1], e, path), state="ready")
 
 
-__all__ = ["MAX_PARAM_CHARS", "BadRequest", "diff", "distributed", "insights", "kernels", "memory", "memory_events",
+__all__ = ["MAX_PARAM_CHARS", "BadRequest", "critical_path", "diff", "distributed", "insights", "kernels", "memory", "memory_events",
            "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
            "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
            "snapshot_allocations", "snapshot_attribution", "snapshot_oom", "snapshot_ranks", "snapshot_segments",

@@ -8,6 +8,7 @@ import os
 import threading
 import time
 
+from ..analysis import critical_path_overlay
 from ..analysis import distributed as distributed_analysis
 from .executors import is_remote, open_executor, run_ranks
 from .executors.task import RankJob, unpack
@@ -40,6 +41,41 @@ class Distributed:
         """The distributed view of a run's ranks at one span (see analysis.distributed), combined from
         each rank's aggregate. Ranks not analysed yet go to the remote executor when one is chosen
         (``executor`` / ``$KINETOSCOPE_EXECUTOR``), else are loaded here."""
+        states, ranks, messages = self._ranks(run, span)
+        spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
+        # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
+        # reason: why there is no view (null with one); the files' own failures are in messages
+        out = {"state": "ready", "run": run, "span": span, "spans": spans, "files": len(states),
+               "ranks_loaded": len(ranks), "reason": None}
+        if len(ranks) < 2:  # one rank: no comparison, but its own groups and critical path
+            own = distributed_analysis.single_rank_view(ranks[0][0], ranks[0][1], ranks[0][2]) if ranks else None
+            return dict(out, reason=no_view_reason(span, len(states), len(ranks)), view=None, messages=messages,
+                        single_rank=own)
+        view = distributed_analysis.combine_ranks(ranks)
+        messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
+        if view["instances"]["total"] == 0:
+            messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
+                            "need GPU collectives")
+        return dict(out, view=view, messages=messages)
+
+    def critical_path_overlay(self, state: FileState) -> dict:
+        """The critical path on one loaded file's timeline (:func:`analysis.critical_path_overlay.rank_overlay`):
+        across the run's loaded ranks at its span, or its own path when it is the only one; with
+        ``rank``, ``worker`` and ``messages`` (ranks that did not load)."""
+        _, ranks, messages = self._ranks(state.run, state.span)
+        mine = [r for r in ranks if r[1] == state.worker]
+        if not mine:  # it loaded for the timeline but not as a rank: its own path
+            self._rank_aggregate(state)
+            agg = state.aggregate["distributed"]
+            mine = [(distributed_analysis.rank_of_info(agg["distributed_info"], state.worker, 0)[0], state.worker, agg)]
+            ranks = mine
+        rank = mine[0][0]
+        trace = self.views(state).trace
+        return dict(critical_path_overlay.rank_overlay(ranks, rank, trace), rank=rank, worker=state.worker,
+                    messages=messages)
+
+    def _ranks(self, run: str, span: str) -> tuple[list[FileState], list[tuple[int, str, dict]], list[str]]:
+        """The run's files at ``span``, its loaded ranks ``(rank, worker, aggregate)`` and messages."""
         states = sorted((st for st in self.files() if st.run == run and st.span == span), key=lambda s: s.worker)
         messages = []
         failed: dict[str, str] = {}
@@ -72,19 +108,7 @@ class Distributed:
         if len({r for r, _, _ in ranks}) < len(ranks):
             messages.append("two files claim the same rank: ranks are compared in worker order instead")
             ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
-        spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
-        # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
-        # reason: why there is no view (null with one); the files' own failures are in messages
-        out = {"state": "ready", "run": run, "span": span, "spans": spans, "files": len(states),
-               "ranks_loaded": len(ranks), "reason": None}
-        if len(ranks) < 2:
-            return dict(out, reason=no_view_reason(span, len(states), len(ranks)), view=None, messages=messages)
-        view = distributed_analysis.combine_ranks(ranks)
-        messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
-        if view["instances"]["total"] == 0:
-            messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
-                            "need GPU collectives")
-        return dict(out, view=view, messages=messages)
+        return states, ranks, messages
 
     def _rank_aggregate(self, st: FileState) -> None:
         """Load this file (if not loaded) and set its distributed aggregate (its views' ``rank_reduce``,

@@ -11,10 +11,8 @@ import logging
 from typing import Any
 
 from ..analysis import distributed as distributed_analysis
-from ..analysis import process_groups
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
-from ..analysis.critical_path_combine import critical_paths
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
 from ..storage.naming import names_oom
@@ -193,12 +191,11 @@ def _add_distributed(registry, doc: dict, files: list) -> None:
                 if w["overview"] is not None and st is not None and "groups" in st.aggregate["distributed"]:
                     agg = st.aggregate["distributed"]
                     rank, _ = distributed_analysis.rank_of_info(agg["distributed_info"], st.worker, 0)
-                    found = process_groups.combine_groups([(rank, agg["groups"])],
-                                                          agg["distributed_info"].get("world_size"))
-                    w["distributed"] = {"groups": [group_summary(g) for g in found["groups"]],
-                                        "messages": found["messages"]}
+                    own = distributed_analysis.single_rank_view(rank, st.worker, agg)
+                    w["distributed"] = {"groups": [group_summary(g) for g in own["groups"]],
+                                        "messages": own["groups_messages"]}
                     if "critical_path" in agg:  # the same walk, without cross-rank edges
-                        w["critical_path"] = critical_paths([(rank, agg["critical_path"])])
+                        w["critical_path"] = own["critical_path"]
             continue
         result = registry.distributed(entry["name"], "1")
         summary = distributed_summary(result)

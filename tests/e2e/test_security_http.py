@@ -237,6 +237,7 @@ SIZE_CASES = {
     "memory_stats.csv": ({"device": "GPU0"}, 8 * MB),
     "insights": ({}, 2 * MB),
     "distributed": ({}, 2 * MB),
+    "critical_path": ({}, 16 * MB),
     "diff": ({}, 4 * MB),
 }
 SNAP_SIZE_CASES = {

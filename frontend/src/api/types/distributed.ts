@@ -170,6 +170,17 @@ export interface DistributedResponse {
   reason_code?: "no_file" | "one_file" | "ranks_failed" | null;
   messages: string[];
   view: DistributedData | null;
+  /** ADDED (issue 20): with one loaded rank (view null), that rank's own process groups and critical path; null otherwise, absent from older servers. */
+  single_rank?: SingleRank | null;
+}
+
+/** ADDED (issue 20): one rank's own process groups and critical path (the walk without cross-rank edges). */
+export interface SingleRank {
+  rank: number;
+  worker: string;
+  groups: ProcessGroup[];
+  groups_messages: string[];
+  critical_path: CriticalPathStep[];
 }
 
 /** Bin i spans [edges_us[i], edges_us[i+1]); the last edge null means +∞. */

@@ -3,7 +3,7 @@
 // rank's communication ops, and each rank's devices (sent with the rank).
 import { useMemo, useState } from "react";
 import { distributedUrl } from "../../api/routes";
-import type { DistributedData, DistributedResponse, Selection } from "../../api/types";
+import type { DistributedData, DistributedResponse, Selection, SingleRank } from "../../api/types";
 import { Card } from "../../components/Card";
 import { SelectField } from "../../components/Fields";
 import { EChart } from "../../components/EChart";
@@ -65,6 +65,13 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
           <Notice>{noViewReason(data)}</Notice>
         </div>
       ) : null}
+      {data && data.view === null && data.single_rank ? (
+        <SingleRankContent
+          own={data.single_rank}
+          theme={theme}
+          onShowInTrace={onShowInTrace ? (worker, row) => onShowInTrace({ run, worker, span }, row) : undefined}
+        />
+      ) : null}
       {data?.view ? (
         <DistributedContent
           view={data.view}
@@ -72,6 +79,20 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
           onShowInTrace={onShowInTrace ? (worker, row) => onShowInTrace({ run, worker, span }, row) : undefined}
         />
       ) : null}
+    </div>
+  );
+}
+
+/** One loaded rank: no comparison, but its own process groups and critical path (issue 20). */
+function SingleRankContent({ own, theme, onShowInTrace }: { own: SingleRank; theme: Theme; onShowInTrace?: (worker: string, row: number) => void }) {
+  return (
+    <div data-testid="single-rank">
+      <Card title={`Process groups of rank ${own.rank}`} testId="groups-card">
+        <ProcessGroupsTable groups={own.groups} messages={own.groups_messages} />
+      </Card>
+      <Card title={PATH_TITLE} testId="path-card">
+        <CriticalPathPanel steps={own.critical_path} theme={theme} textColor={chartTextColor(theme)} ranks={[{ rank: own.rank, worker: own.worker }]} onShowInTrace={onShowInTrace} />
+      </Card>
     </div>
   );
 }

@@ -1,0 +1,90 @@
+"""The critical path's segments on one rank's timeline, for the Trace view's overlay (µs, the rank's
+own trace clock; definitions in :mod:`analysis.critical_path` and docs/METRICS.md "Critical path").
+
+The report keeps each chain's summary only (its ten longest segments); the overlay needs every
+segment of the path on this rank. :func:`critical_path_combine.path_trails` says which chains of which
+rank the path followed in each step; the chains of this rank are walked again on its trace (the same
+walk, so the same segments) and the segments the combination adds (communication, waiting before the
+rank's step) are taken as they are. Each segment is placed on a timeline track
+(:func:`analysis.timeline.track_of_events`): the track of its event (kernel: its stream; cpu: its
+thread; communication: its kernel's stream); a **waiting** segment, which has no event, on the track
+of the work that waited (the next segment of the path on this rank, else the previous one).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.model import Trace
+from .collective_matching import match_collectives
+from .critical_path import CATEGORIES, _Graph
+from .critical_path_combine import path_trails
+from .distributed import comm_kernels
+from .timeline import track_of_events
+
+MAX_SEGMENTS = 5_000  # per step; past it the longest are kept and ``shown`` < ``total``
+
+
+def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) -> dict:
+    """The path on ``rank`` (whose trace is ``trace``) per step. ``ranks``: ``(rank, worker,
+    rank_reduce aggregate)`` of the run's loaded ranks at one span (one for a single-rank run: the path
+    without cross-rank edges). Returns ``cross_rank`` (more than one rank) and ``steps``: per step
+    ``step``, ``length_us`` (the path's length, as the report has it), ``truncated``, ``on_rank_us`` (its part on this
+    rank), ``total``/``shown`` segments and ``segments`` as columns ``start_us``, ``dur_us``,
+    ``category``, ``name``, ``row`` (−1: waiting), ``track`` (timeline track id), in time order."""
+    chains = [(r, agg["critical_path"]) for r, _, agg in ranks if "critical_path" in agg]
+    matching = match_collectives({r: agg["comm"] for r, _, agg in ranks}) if len(chains) > 1 else None
+    trails = path_trails(chains, matching)
+    g = _Graph(trace, np.asarray(comm_kernels(trace)["rows"], dtype=np.int64))
+    tracks = track_of_events(trace)
+    return {"cross_rank": len(chains) > 1, "steps": [
+        {"step": name, "length_us": path["length_us"], "truncated": path["truncated"], **_segments(trail, rank, g, tracks)}
+        for name, (path, trail) in trails.items()]}
+
+
+def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray) -> dict:
+    """One step's segments on ``rank`` from its trail."""
+    segs: list[tuple] = []
+    for item in trail:
+        if item[0] == "seg":
+            s = item[2]
+            if item[1] == rank:
+                segs.append((s["start_us"], s["start_us"] + s["dur_us"], CATEGORIES.index(s["category"]), s["name"],
+                             s["row"]))
+            continue
+        _, r, key, lo, hi = item
+        if r == rank:
+            g.memo = {}  # a fresh walk: every segment, no memoized tail
+            w = g.from_end(lo, hi) if key < 0 else g.from_kernel(int(g.comm_dev[key]), lo)
+            segs.extend(w.segs)
+    if not segs:
+        return {"on_rank_us": 0.0, "total": 0, "shown": 0, "segments": _columns([], np.zeros(0))}
+    start = np.array([s[0] for s in segs])
+    end = np.array([s[1] for s in segs])
+    cat = np.array([s[2] for s in segs])
+    row = np.array([s[4] for s in segs], dtype=np.int64)
+    order = np.argsort(start, kind="stable")
+    segs, start, end, cat, row = [segs[i] for i in order.tolist()], start[order], end[order], cat[order], row[order]
+    track = np.where(row >= 0, tracks[np.maximum(row, 0)], -1)
+    # waiting: the track of the next placed segment (the work that waited), else of the previous one
+    placed = np.flatnonzero(track >= 0)
+    if len(placed):
+        nxt = np.searchsorted(placed, np.arange(len(track)))
+        fill = np.where(nxt < len(placed), track[placed[np.minimum(nxt, len(placed) - 1)]], track[placed[-1]])
+        track = np.where(track >= 0, track, fill)
+    keep = np.arange(len(segs))
+    if len(keep) > MAX_SEGMENTS:
+        keep = np.sort(np.argsort(-(end - start), kind="stable")[:MAX_SEGMENTS])
+    out = {"on_rank_us": float((end - start).sum()), "total": len(segs), "shown": len(keep)}
+    out["segments"] = _columns([segs[i] for i in keep.tolist()], track[keep])
+    return out
+
+
+def _columns(segs: list[tuple], track: np.ndarray) -> dict:
+    """Segments ``(start, end, category, name, row)`` as columns (what the route sends)."""
+    return {"start_us": [float(s[0]) for s in segs], "dur_us": [float(s[1] - s[0]) for s in segs],
+            "category": [CATEGORIES[s[2]] for s in segs], "name": [s[3] for s in segs],
+            "row": [int(s[4]) for s in segs], "track": [int(t) for t in track.tolist()]}
+
+
+__all__ = ["MAX_SEGMENTS", "rank_overlay"]
