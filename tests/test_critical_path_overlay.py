@@ -47,7 +47,7 @@ def test_single_rank_overlay_is_every_segment_on_its_track(tmp_path):
 
 def test_cross_rank_overlay_splits_the_path_by_rank(tmp_path):
     """Slow data loader on rank 1 in step 2: rank 1's overlay is its data loader, aten::mm, the launch
-    wait and gemm (dl + 110 µs), on its own clock (true time − 1000 µs); rank 0's is the all-reduce's
+    wait and gemm (dl + 110 µs), on its timeline's clock; rank 0's is the all-reduce's
     transfer and the end of aten::item (60 µs); in step 1 rank 0 holds all of it."""
     dl = [[60, 50], [50, 500]]
     for r, doc in enumerate(dataloader_docs(dl)):
@@ -63,7 +63,8 @@ def test_cross_rank_overlay_splits_the_path_by_rank(tmp_path):
     late = _segs(docs[1]["steps"][1])
     assert [(c, n) for c, n, *_ in late] == [("cpu", DATALOADER), ("cpu", "aten::mm"), ("waiting", "idle"),
                                              ("kernel", "gemm")]
-    assert late[0][2] == 2000.0 - 1000.0 and late[0][3] == 500.0  # rank 1's own clock
+    # on rank 1's timeline: its own clock (true time − 1000) less its first event's time (−1000)
+    assert late[0][2] == 2000.0 and late[0][3] == 500.0
     comm, = [s for s in _segs(docs[0]["steps"][1]) if s[0] == "communication"]
     assert comm[3] == 50.0
 

@@ -59,8 +59,9 @@ export function App() {
   const hasMemory = span?.state === "ready" && span.has_memory === true;
   // Snapshots: when the run has artifacts.
   const artifacts = run?.artifacts ?? [];
-  // Distributed: the run's workers compared as ranks; only when the run has two or more.
-  const isMultiRank = (run?.workers.length ?? 0) >= 2;
+  // Distributed: the run's workers compared as ranks when it has two or more; a single rank's own
+  // process groups and critical path when it has one (issue 20).
+  const hasWorkers = (run?.workers.length ?? 0) >= 1;
   const artifactsOnly = run !== undefined && run.workers.length === 0 && artifacts.length > 0;
   const showArtifacts = artifacts.length > 0 && (artifactsOnly || view === "snapshots");
   const allTabs: { id: ViewId; label: string }[] = [
@@ -72,7 +73,7 @@ export function App() {
     ...(hasMemory || view === "memory" ? [{ id: "memory" as ViewId, label: "Memory" }] : []),
     ...(artifacts.length > 0 ? [{ id: "snapshots" as ViewId, label: "Snapshots" }] : []),
     { id: "insights", label: "Insights" },
-    ...(isMultiRank || view === "distributed" ? [{ id: "distributed" as ViewId, label: "Distributed" }] : []),
+    ...(hasWorkers || view === "distributed" ? [{ id: "distributed" as ViewId, label: "Distributed" }] : []),
     { id: "diff", label: "Diff" },
   ];
   const tabs = artifactsOnly ? allTabs.filter((t) => t.id === "snapshots") : allTabs;
@@ -126,11 +127,7 @@ export function App() {
               </ErrorBoundary>
             ) : view === "distributed" && run && !showArtifacts ? (
               <ErrorBoundary key={`distributed\u0000${run.name}`}>
-                {isMultiRank ? (
-                  <DistributedView run={run.name} theme={theme} onShowInTrace={showRankInTrace} />
-                ) : (
-                  <Notice>Run {run.name} has a single worker: the Distributed view compares two or more ranks.</Notice>
-                )}
+                <DistributedView run={run.name} theme={theme} onShowInTrace={showRankInTrace} />
               </ErrorBoundary>
             ) : showArtifacts && run ? (
               <ErrorBoundary key={`artifacts\u0000${run.name}`}>

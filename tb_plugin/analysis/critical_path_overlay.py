@@ -1,5 +1,5 @@
-"""The critical path's segments on one rank's timeline, for the Trace view's overlay (µs, the rank's
-own trace clock; definitions in :mod:`analysis.critical_path` and docs/METRICS.md "Critical path").
+"""The critical path's segments on one rank's timeline, for the Trace view's overlay (µs on the
+timeline's clock: trace time − :func:`analysis.timeline_query.origin`, as ``timeline`` items; definitions in :mod:`analysis.critical_path` and docs/METRICS.md "Critical path").
 
 The report keeps each chain's summary only (its ten longest segments); the overlay needs every
 segment of the path on this rank. :func:`critical_path_combine.path_trails` says which chains of which
@@ -21,6 +21,7 @@ from .critical_path import CATEGORIES, _Graph
 from .critical_path_combine import path_trails
 from .distributed import comm_kernels
 from .timeline import track_of_events
+from .timeline_query import origin
 
 MAX_SEGMENTS = 5_000  # per step; past it the longest are kept and ``shown`` < ``total``
 
@@ -37,13 +38,14 @@ def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) ->
     trails = path_trails(chains, matching)
     g = _Graph(trace, np.asarray(comm_kernels(trace)["rows"], dtype=np.int64))
     tracks = track_of_events(trace)
+    base = origin(trace)
     return {"cross_rank": len(chains) > 1, "steps": [
-        {"step": name, "length_us": path["length_us"], "truncated": path["truncated"], **_segments(trail, rank, g, tracks)}
+        {"step": name, "length_us": path["length_us"], "truncated": path["truncated"], **_segments(trail, rank, g, tracks, base)}
         for name, (path, trail) in trails.items()]}
 
 
-def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray) -> dict:
-    """One step's segments on ``rank`` from its trail."""
+def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray, base: float) -> dict:
+    """One step's segments on ``rank`` from its trail, ``base`` subtracted from their starts."""
     segs: list[tuple] = []
     for item in trail:
         if item[0] == "seg":
@@ -58,7 +60,7 @@ def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray) -> d
             w = g.from_end(lo, hi) if key < 0 else g.from_kernel(int(g.comm_dev[key]), lo)
             segs.extend(w.segs)
     if not segs:
-        return {"on_rank_us": 0.0, "total": 0, "shown": 0, "segments": _columns([], np.zeros(0))}
+        return {"on_rank_us": 0.0, "total": 0, "shown": 0, "segments": _columns([], np.zeros(0), base)}
     start = np.array([s[0] for s in segs])
     end = np.array([s[1] for s in segs])
     cat = np.array([s[2] for s in segs])
@@ -76,13 +78,13 @@ def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray) -> d
     if len(keep) > MAX_SEGMENTS:
         keep = np.sort(np.argsort(-(end - start), kind="stable")[:MAX_SEGMENTS])
     out = {"on_rank_us": float((end - start).sum()), "total": len(segs), "shown": len(keep)}
-    out["segments"] = _columns([segs[i] for i in keep.tolist()], track[keep])
+    out["segments"] = _columns([segs[i] for i in keep.tolist()], track[keep], base)
     return out
 
 
-def _columns(segs: list[tuple], track: np.ndarray) -> dict:
+def _columns(segs: list[tuple], track: np.ndarray, base: float) -> dict:
     """Segments ``(start, end, category, name, row)`` as columns (what the route sends)."""
-    return {"start_us": [float(s[0]) for s in segs], "dur_us": [float(s[1] - s[0]) for s in segs],
+    return {"start_us": [round(float(s[0] - base), 3) for s in segs], "dur_us": [float(s[1] - s[0]) for s in segs],
             "category": [CATEGORIES[s[2]] for s in segs], "name": [s[3] for s in segs],
             "row": [int(s[4]) for s in segs], "track": [int(t) for t in track.tolist()]}
 

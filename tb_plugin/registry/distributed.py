@@ -72,7 +72,7 @@ class Distributed:
         rank = mine[0][0]
         trace = self.views(state).trace
         return dict(critical_path_overlay.rank_overlay(ranks, rank, trace), rank=rank, worker=state.worker,
-                    messages=messages)
+                    messages=messages if len(ranks) > 1 else [])  # one rank: how its rank was read is noise
 
     def _ranks(self, run: str, span: str) -> tuple[list[FileState], list[tuple[int, str, dict]], list[str]]:
         """The run's files at ``span``, its loaded ranks ``(rank, worker, aggregate)`` and messages."""

@@ -57,7 +57,7 @@ def test_insights_tab_histograms_and_p50(browser, tmp_path, artifacts):
         assert card.locator('[data-testid="card-launch-p50"]').inner_text().strip() == expected_p50
         assert card.locator('[data-testid="exposed-bar"]').count() == 1
         card.screenshot(path=str(artifacts / "insights_card.png"))
-        assert frame.locator('[data-testid="distributed-tab"]').count() == 0  # one worker: no Distributed tab
+        assert frame.locator('[data-testid="distributed-tab"]').count() == 1  # one worker: its own groups and path (issue 20)
         frame.locator('[data-testid="insights-tab"]').click()
         page_el = frame.locator('[data-testid="insights-page"]')
         page_el.wait_for(timeout=60_000)

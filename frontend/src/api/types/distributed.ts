@@ -282,3 +282,35 @@ export interface InsightsReady {
   syncs: SyncInsights;
   recommendations: string[];
 }
+
+/** ADDED (issue 20): `critical_path?run=&worker=&span=`: every segment of each step's critical path on this file's rank (µs on the timeline's clock, as `timeline` items), in time order. */
+export interface CriticalPathOverlayStep {
+  step: string;
+  length_us: number;
+  truncated: boolean;
+  /** The path's time on this rank. */
+  on_rank_us: number;
+  /** Segments on this rank, and how many are listed (the longest, past the server's cap). */
+  total: number;
+  shown: number;
+  segments: {
+    start_us: number[];
+    dur_us: number[];
+    category: CriticalPathSegment["category"][];
+    name: string[];
+    /** The event (timeline_event?row=); -1 for waiting. */
+    row: number[];
+    /** The timeline track it is drawn on (waiting: the track of the work that waited). */
+    track: number[];
+  };
+}
+
+export interface CriticalPathOverlay {
+  state: "ready";
+  rank: number;
+  worker: string;
+  /** False for a single-rank run (the path without cross-rank edges). */
+  cross_rank: boolean;
+  messages: string[];
+  steps: CriticalPathOverlayStep[];
+}

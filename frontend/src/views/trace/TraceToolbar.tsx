@@ -29,6 +29,9 @@ interface TraceToolbarProps {
   /** "All ranks on one clock": shown when the run has several workers; `clock` says how they align. */
   allRanks: { on: boolean; clock: string | null } | null;
   onAllRanks: (on: boolean) => void;
+  /** The critical-path overlay (issue 20): on or off. */
+  criticalPath?: boolean;
+  onCriticalPath?: (on: boolean) => void;
 }
 
 export function TraceToolbar(p: TraceToolbarProps) {
@@ -85,6 +88,12 @@ export function TraceToolbar(p: TraceToolbarProps) {
       >
         Select range
       </button>
+      {p.onCriticalPath ? (
+        <label className="check" title="Highlight each step's critical path on this file's tracks (docs/METRICS.md, Critical path)">
+          <input type="checkbox" data-testid="critical-path-toggle" checked={p.criticalPath ?? false} onChange={(e) => p.onCriticalPath?.(e.target.checked)} />
+          {" Critical path"}
+        </label>
+      ) : null}
       {p.allRanks ? (
         <label className="check">
           <input type="checkbox" data-testid="all-ranks" checked={p.allRanks.on} onChange={(e) => p.onAllRanks(e.target.checked)} />

@@ -24,6 +24,9 @@ import { useTimelineMetas, workerSel } from "./useTimelineMetas";
 import { useTimelineSearch } from "./useTimelineSearch";
 import { useTimelineWindow } from "./useTimelineWindow";
 import { useRangeStats, type Box } from "./useRangeStats";
+import { pathRects } from "./pathOverlay";
+import { PathSummary } from "./PathSummary";
+import { usePathOverlay } from "./usePathOverlay";
 
 export interface TraceFocus {
   row: number;
@@ -58,6 +61,8 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   const [selectMode, setSelectMode] = useState(false);
   const [searchText, setSearchText] = useState("");
   const [regex, setRegex] = useState(false);
+  const [showPath, setShowPath] = useState(false);
+  const path = usePathOverlay(selection, showPath);
   const search = useTimelineSearch(selection, activeWorkers, offsets, useDebounced(searchText, 300), regex, ready);
 
   const wrapRef = useRef<HTMLDivElement>(null);
@@ -134,8 +139,9 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
     });
   }, [details, selected]);
 
+  const bands = geometry && path.segments ? pathRects(layout, geometry, path.segments) : [];
   const drawState = geometry
-    ? { layout, data, metas, g: geometry, width, selected, matches: matchSet, matchTimes, flows, box: box ? { t0: box.t0, t1: box.t1 } : null }
+    ? { layout, data, metas, g: geometry, width, selected, matches: matchSet, matchTimes, flows, box: box ? { t0: box.t0, t1: box.t1 } : null, path: bands }
     : null;
   const firstPaint = useTimelineCanvas({ axis: axisRef, canvas: canvasRef }, drawState, openedAt.current);
   const stats = useRangeStats(selection, activeWorkers, offsets, layout, box);
@@ -157,8 +163,8 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   );
 
   // ---- e2e and perf hooks (only under the test flag)
-  const live = useRef({ win, layout, data, geometry, settled: view.settled, setWin, primary: selection.worker, offsets, requests: view.requests });
-  live.current = { win, layout, data, geometry, settled: view.settled, setWin, primary: selection.worker, offsets, requests: view.requests };
+  const live = useRef({ win, layout, data, geometry, settled: view.settled, setWin, primary: selection.worker, offsets, requests: view.requests, bands });
+  live.current = { win, layout, data, geometry, settled: view.settled, setWin, primary: selection.worker, offsets, requests: view.requests, bands };
   useTimelineTestHooks(() => ({
     openedAt: openedAt.current,
     get firstPaintMs() {
@@ -177,6 +183,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
     settled: () => live.current.settled,
     counterRows: () => live.current.layout.rows.flatMap((r) => (r.kind === "counter" ? [{ worker: r.worker, name: r.name, unit: r.unit }] : [])),
     offsets: () => Object.fromEntries(live.current.offsets),
+    pathRects: () => live.current.bands,
   }));
 
   if (metaError) return <Notice kind="warning">Cannot load the timeline: {metaError}</Notice>;
@@ -208,6 +215,8 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
         selectMode={selectMode}
         onSelectMode={setSelectMode}
         allRanks={workers && workers.length > 1 ? { on: allRanks, clock: allRanks && ready ? clockLabel(activeWorkers.map((w) => metas.get(w)?.clock)) : null } : null}
+        criticalPath={showPath}
+        onCriticalPath={setShowPath}
         onAllRanks={(on) => {
           setAllRanks(on);
           setWinState(null);
@@ -218,6 +227,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
       <div className="trace-hint muted">
         Wheel: zoom · drag: pan · shift-drag: select range · W/S zoom, A/D pan (click the timeline first) · click a slice for details
       </div>
+      {showPath ? <PathSummary doc={path.doc} error={path.error} loading={path.loading} /> : null}
       {view.error ? <Notice kind="warning">Timeline request failed: {view.error}</Notice> : null}
       {!ready ? <Notice>Loading the timeline…</Notice> : null}
       <div className="timeline" ref={wrapRef}>

@@ -4,6 +4,7 @@
 import { formatBytes } from "../../util/format";
 import { chooseTicks, colorFor, formatTimeUs, itemName, LANE_H, LABEL_W, rectOfRow, textColorOn, timeToX, type Geometry, type Layout } from "./math";
 import type { TimelineMeta, TimelineResponse } from "../../api/types";
+import { drawPath, type PathRect } from "./pathOverlay";
 
 export interface Palette {
   bg: string;
@@ -53,6 +54,8 @@ export interface DrawState {
   matchTimes: number[];
   flows: FlowArrow[];
   box: { t0: number; t1: number } | null;
+  /** The critical-path overlay's bands (pathOverlay.ts), when it is on. */
+  path?: PathRect[];
 }
 
 const FONT = "11px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif";
@@ -298,6 +301,14 @@ export function drawLanes(ctx: CanvasRenderingContext2D, s: DrawState): number {
     ctx.restore();
   }
 
+  if (s.path && s.path.length > 0) {
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(g.x0, 0, g.width, s.height);
+    ctx.clip();
+    drawPath(ctx, s.path);
+    ctx.restore();
+  }
   // selection outline and flow arrows on top
   if (s.selected) {
     const rect = rectOfRow(layout, s.data, g, s.selected.worker, s.selected.row);

@@ -20,6 +20,8 @@ export interface TimelineHooks {
   counterRows(): { worker: string; name: string; unit: string }[];
   /** Each drawn worker's shift onto the shared clock (µs), as "All ranks on one clock" applies it. */
   offsets(): Record<string, number>;
+  /** The critical-path overlay's bands drawn now (CSS px; empty when it is off). */
+  pathRects(): { x: number; y: number; w: number; h: number; category: string }[];
 }
 
 declare global {

@@ -1,0 +1,36 @@
+// The line under the Trace view's toolbar while the critical-path overlay is on: what is drawn, per step.
+import type { CriticalPathOverlay } from "../../api/types";
+import { Notice } from "../../components/Notice";
+import { formatDuration, formatNumber } from "../../util/format";
+import { PATH_CATEGORIES } from "../distributed/criticalPathCharts";
+
+export function PathSummary({ doc, error, loading }: { doc: CriticalPathOverlay | null; error: string | null; loading: boolean }) {
+  if (error) return <Notice kind="warning">Cannot load the critical path: {error}</Notice>;
+  if (loading || !doc) return <div className="muted">Loading the critical path…</div>;
+  const shown = doc.steps.reduce((n, s) => n + s.shown, 0);
+  const total = doc.steps.reduce((n, s) => n + s.total, 0);
+  return (
+    <div className="trace-hint" data-testid="path-overlay-summary">
+      <span data-testid="path-overlay-count">
+        Critical path{doc.cross_rank ? " across ranks" : ""}: {formatNumber(shown)} segment{shown === 1 ? "" : "s"} on rank {doc.rank}
+        {shown < total ? ` (the longest of ${formatNumber(total)})` : ""}
+      </span>
+      {doc.steps.map((s) => (
+        <span key={s.step} className="muted" data-testid="path-overlay-step">
+          {" · "}step {s.step}: {formatDuration(s.on_rank_us)} of {formatDuration(s.length_us)} here
+        </span>
+      ))}
+      {" · "}
+      {PATH_CATEGORIES.map((c) => (
+        <span key={c.key} style={{ borderBottom: `3px solid ${c.color}`, marginRight: 8 }}>
+          {c.label}
+        </span>
+      ))}
+      {doc.messages.map((m, i) => (
+        <Notice key={i} kind="warning">
+          {m}
+        </Notice>
+      ))}
+    </div>
+  );
+}
