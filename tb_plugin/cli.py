@@ -30,6 +30,7 @@ from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
 from . import cli_gate
 from .cli_gate import tail as _tail
+from .cli_path import print_critical_path
 from .analysis.regression import parse_fail_on
 from .interfaces import mcp_server
 from .registry import report
@@ -274,6 +275,8 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                 )
             for rec in ov["recommendations"]:
                 out.write(f"   * {rec}\n")
+            print_critical_path(w.get("critical_path") or [], out, across=False)
+        print_critical_path(run.get("critical_path") or [], out, across=True)
         _print_artifacts(run, out)
 
 

@@ -25,7 +25,7 @@ from tb_plugin.interfaces.mcp_tools import NotLoaded, Tools  # noqa: E402
 from tb_plugin.registry.runs import RunRegistry  # noqa: E402
 
 TOOLS = {"list_runs", "overview", "top_operators", "top_kernels", "top_modules", "memory", "insights", "distributed",
-         "diff", "search_timeline", "event"}
+         "critical_path", "diff", "search_timeline", "event"}
 
 
 def cli_json(*args: str) -> dict:
@@ -62,7 +62,7 @@ def answers():
         calls += [("overview", where), ("top_operators", dict(where, limit=200)),
                   ("top_kernels", dict(where, limit=200)), ("top_modules", dict(where, limit=200, max_depth=64)),
                   ("memory", dict(where, limit=200)), ("insights", where)]
-    calls += [("distributed", {"run": "synthetic_ddp", "limit": 200}),
+    calls += [("distributed", {"run": "synthetic_ddp", "limit": 200}), ("critical_path", {"run": "synthetic_ddp", "step": "2"}),
               ("diff", {"base_run": "synthetic_kineto2021", "exp_run": "synthetic_resnet", "limit": 3}),
               ("search_timeline", {"run": "synthetic_resnet", "query": "cudnn_convolution", "limit": 5}),
               # bad arguments
@@ -123,6 +123,10 @@ def test_every_tool_equals_report_json(answers):
     dist = answer("distributed", run="synthetic_ddp", limit=200)
     assert dist["ranks"] == ddp["ranks"] and dist["collectives"]["rows"] == ddp["collectives"]
     assert dist["stragglers"] == ddp["stragglers"]
+    path = next(r for r in report["runs"] if r["name"] == "synthetic_ddp")["critical_path"][1]
+    brief = answer("critical_path", run="synthetic_ddp", step="2")["step"]
+    assert (brief["length_us"], brief["by_category"]) == (path["length_us"], path["by_category"])
+    assert [(s["rank"], s["dur_us"]) for s in brief["segments"]] == [(s["rank"], s["dur_us"]) for s in path["segments"][:5]]
     diff = answer("diff", base_run="synthetic_kineto2021", exp_run="synthetic_resnet", limit=3)
     want = cli_json("diff", "samples/synthetic_kineto2021", "samples/synthetic_resnet")
     assert diff["steps"] == want["steps"]

@@ -57,6 +57,7 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
     server = MCPServer("kinetoscope", instructions=(
         "PyTorch profiler traces under one logdir. Start with list_runs; then overview, top_operators, "
         "top_kernels, top_modules, memory, insights for one run/worker/span; distributed for a run's ranks; "
+        "critical_path for what held each step back; "
         "diff for two traces; search_timeline then event for single events. Times are µs, sizes bytes. "
         "Each answer has a link that opens the same view in the TensorBoard tab."))
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -120,6 +121,14 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         collectives with bytes and algorithm/bus bandwidth (GB/s); stragglers with their evidence."""
         return t.distributed(run, span, limit)
 
+    def critical_path(run: Run, span: Annotated[str, Field(description="span, default 1")] = "1",
+                      step: Annotated[Optional[str], Field(description="step name; default the longest")] = None,
+                      limit: Annotated[int, Field(ge=1, le=50)] = 5) -> dict[str, Any]:
+        """Which work held each step back: the critical path across the run's ranks (one rank: its own),
+        its length (= the step's time, µs), share by category (kernel, cpu, communication, waiting) and by
+        rank, the longest segments, and the collectives that waited for a late rank with that rank's work."""
+        return t.critical_path(run, span, step, limit)
+
     def diff(base_run: Run, exp_run: Run, base_worker: Worker = None, base_span: Span = None,
              exp_worker: Worker = None, exp_span: Span = None, limit: Limit = 10) -> dict[str, Any]:
         """Baseline vs experiment: the average step per category (µs, delta, %), and the operators and
@@ -138,7 +147,7 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         (call_stack, outermost first) and flows (launch ↔ kernel)."""
         return t.event(run, row, worker, span)
 
-    for fn in (list_runs, overview, top_operators, top_kernels, top_modules, memory, insights, distributed, diff,
-               search_timeline, event):
+    for fn in (list_runs, overview, top_operators, top_kernels, top_modules, memory, insights, distributed,
+               critical_path, diff, search_timeline, event):
         add(fn)
     return server

@@ -48,6 +48,26 @@ def _cut(value: Any) -> Any:
     return value
 
 
+MAX_NAME = 160  # characters of an operator or kernel name in the critical_path answer
+
+
+def _path_brief(path: dict, limit: int) -> dict:
+    """One step's critical path, compact: lengths, shares, the ``limit`` longest segments and the
+    three collectives that waited longest for a late rank (names cut at :data:`MAX_NAME`)."""
+    def name(text: str) -> str:
+        return text if len(text) <= MAX_NAME else text[:MAX_NAME] + "…"
+
+    keep = ("rank", "category", "at_us", "dur_us", "late_rank", "wait_us")
+    segments = [dict({k: s[k] for k in keep if k in s}, name=name(s["name"])) for s in path["segments"][:limit]]
+    late = [{"rank": c["rank"], "late_rank": c["late_rank"], "wait_us": c["wait_us"], "name": name(c["name"]),
+             "late_work": None if c.get("late_work") is None else dict(c["late_work"], name=name(c["late_work"]["name"]))}
+            for c in path["collectives"][:3]]
+    ranks = sorted(path["by_rank"], key=lambda r: -r["us"])
+    return {"step": path["step"], "length_us": path["length_us"], "by_category": path["by_category"],
+            "by_rank": ranks[:8], "ranks_total": len(ranks), "segments": segments, "late": late,
+            "truncated": path["truncated"]}
+
+
 class Tools:
     """The tools over one registry (scanning and loading in the background)."""
 
@@ -161,6 +181,28 @@ class Tools:
                            ranks_total=len(summary["ranks"]), collectives=collectives,
                            arrivals=sorted(summary["arrivals"], key=lambda e: -e["wait_total_us"])[:limit],
                            link=link))
+
+    def critical_path(self, run: str, span: str = "1", step: str | None = None, limit: int = 5) -> dict[str, Any]:
+        self.registry.wait_scanned(self.wait_s)
+        runs = queries.layout(self.registry)
+        if run not in runs:
+            raise Invalid(f"no run {run!r}; {queries.describe(runs)}")
+        result = self.registry.distributed(run, str(span))
+        paths = report.run_critical_path(result)
+        link = self.link("distributed", run=run, span=span)
+        if not paths:
+            return _plain({"run": run, "span": span, "steps_total": 0, "messages": result["messages"][:5],
+                           "link": link})
+        names = [p["step"] for p in paths]
+        if step is not None and str(step) not in names:
+            raise Invalid(f"no step {step!r} in run {run!r} at span {span}; steps: {', '.join(names[:20])}")
+        chosen = next(p for p in paths if p["step"] == str(step)) if step is not None else max(
+            paths, key=lambda p: p["length_us"])
+        longest = sorted(paths, key=lambda p: -p["length_us"])[:10]
+        return _plain({"run": run, "span": span, "cross_rank": result.get("view") is not None,
+                       "steps_total": len(paths), "steps": [{"step": p["step"], "length_us": p["length_us"]}
+                                                            for p in longest],
+                       "step": _path_brief(chosen, limit), "link": link})
 
     def diff(self, base_run: str, exp_run: str, base_worker: str | None = None, base_span: str | None = None,
              exp_worker: str | None = None, exp_span: str | None = None, limit: int = 10) -> dict[str, Any]:

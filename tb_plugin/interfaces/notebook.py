@@ -203,6 +203,13 @@ class Run:
                     arrivals=table(summary["arrivals"]))
 
 
+    def critical_path(self, span: str | int = "1") -> list[dict[str, Any]]:
+        """The critical path of each step at ``span`` (``kinetoscope report --json``'s ``critical_path``):
+        across the ranks, or the one rank's own path; per step ``step``, ``length_us``, ``by_category``,
+        ``by_rank``, the ten longest ``segments`` and the ``collectives`` that waited for a late rank."""
+        return report.run_critical_path(self.registry.distributed(".", str(span)))
+
+
 def load_run(path: str, cache: bool = True) -> Run:
     """A run directory (local or URL) whose trace files are one run's ranks."""
     registry, name = _open(str(path), cache)

@@ -178,6 +178,14 @@ def group_summary(group: dict) -> dict[str, Any]:
                                   "exposed_us", "bandwidth_gbps", "by_rank")}
 
 
+def run_critical_path(result: dict) -> list[dict]:
+    """The critical path per step of a ``registry.distributed`` result: across the ranks with a view,
+    the one rank's own without (``single_rank``), else [] (see analysis.critical_path_combine)."""
+    if result.get("view") is not None:
+        return result["view"]["critical_path"]
+    return (result.get("single_rank") or {}).get("critical_path", [])
+
+
 def _add_distributed(registry, doc: dict, files: list) -> None:
     """Runs with more than one rank gain ``distributed`` and ``critical_path`` (span 1, across ranks);
     the workers of a single-rank run gain ``distributed.groups``, their own process groups, and their

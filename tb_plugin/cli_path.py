@@ -1,0 +1,42 @@
+"""The critical path in ``kinetoscope report``'s text (the ``critical_path`` of the JSON report; µs,
+definitions in docs/METRICS.md "Critical path"): per step its length and shares, the longest
+segments and the collectives that waited for a late rank."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from .analysis.numfmt import fixed
+
+MAX_STEPS = 10  # steps printed; the rest are counted
+TOP = 3  # segments and late collectives printed per step
+MAX_NAME = 80  # characters of a name printed
+
+
+def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) -> None:
+    """``paths`` (one entry per step) as text, indented under a worker (``across``: a run's ranks)."""
+    if not paths:
+        return
+    out.write(f"   critical path{' across ranks' if across else ''} (per step: length = step time):\n")
+    for p in paths[:MAX_STEPS]:
+        length = p["length_us"] or 1.0
+        shares = " · ".join(f"{k} {fixed(v / length * 100, 1)}%" for k, v in p["by_category"].items())
+        out.write(f"     step {p['step']}: {fixed(p['length_us'], 1)} µs = {shares}")
+        if across:
+            ranks = sorted(p["by_rank"], key=lambda r: -r["us"])
+            out.write("; on ranks " + ", ".join(f"{r['rank']} {fixed(r['us'] / length * 100, 1)}%" for r in ranks[:4]))
+        out.write(" (truncated)\n" if p["truncated"] else "\n")
+        for s in p["segments"][:TOP]:
+            where = f"rank {s['rank']} " if across else ""
+            out.write(f"       {where}{s['category']} {_name(s['name'])}: {fixed(s['dur_us'], 1)} µs\n")
+        for c in p["collectives"][:TOP]:
+            work = c.get("late_work")
+            after = f", late after {_name(work['name'])} ({work['category']}, {fixed(work['dur_us'], 1)} µs)" if work else ""
+            out.write(f"       rank {c['rank']} waited {fixed(c['wait_us'], 1)} µs in {_name(c['name'])} "
+                      f"for rank {c['late_rank']}{after}\n")
+    if len(paths) > MAX_STEPS:
+        out.write(f"     … {len(paths) - MAX_STEPS} more steps (kinetoscope report --json lists them all)\n")
+
+
+def _name(text: str) -> str:
+    return text if len(text) <= MAX_NAME else text[:MAX_NAME - 1] + "…"
