@@ -21,10 +21,10 @@ def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) 
     for p in paths[:MAX_STEPS]:
         length = p["length_us"] or 1.0
         shares = " · ".join(f"{k} {fixed(v / length * 100, 1)}%" for k, v in p["by_category"].items())
-        out.write(f"     step {p['step']}: {fixed(p['length_us'], 1)} µs = {shares}")
+        out.write(f"     step {p['step']}: {fixed(p['length_us'], 1)} µs ({shares})")
         if across:
             ranks = sorted(p["by_rank"], key=lambda r: -r["us"])
-            out.write("; on ranks " + ", ".join(f"{r['rank']} {fixed(r['us'] / length * 100, 1)}%" for r in ranks[:4]))
+            out.write(" [" + ", ".join(f"rank {r['rank']} {fixed(r['us'] / length * 100, 1)}%" for r in ranks[:4]) + "]")
         out.write(" (truncated)\n" if p["truncated"] else "\n")
         for s in p["segments"][:TOP]:
             where = f"rank {s['rank']} " if across else ""

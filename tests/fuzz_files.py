@@ -225,7 +225,7 @@ def hostile_files(rng: random.Random) -> Iterator[tuple[str, str, bytes]]:
 _TRACE_ROUTES = ("/overview", "/operators", "/operators.csv", "/operator_stacks", "/kernels", "/kernels.csv",
                  "/modules", "/timeline_meta", "/timeline", "/timeline_search", "/timeline_event", "/memory",
                  "/memory_events", "/memory_events.csv", "/memory_stats", "/memory_stats.csv", "/insights",
-                 "/distributed", "/trace_file")
+                 "/distributed", "/critical_path", "/trace_file")
 _ARTIFACT_ROUTES = ("/snapshot", "/snapshot_timeline", "/snapshot_segments", "/snapshot_allocations",
                     "/snapshot_stack", "/memory_timeline_export", "/memprofiler_stats", "/memprofiler_log")
 

@@ -78,7 +78,7 @@ def test_text_report_prints_the_path(logdir):
     text = out.getvalue()
     # step 2 (670 µs): kernel 100, cpu 10 + 5 + 500, communication 50, waiting 5; rank 1 610, rank 0 60
     assert "critical path across ranks (per step: length = step time):" in text
-    assert "step 2: 670.0 µs = kernel 14.9% · cpu 76.9% · communication 7.5% · waiting 0.7%; on ranks 1 91.0%, 0 9.0%" in text
+    assert "step 2: 670.0 µs (kernel 14.9% · cpu 76.9% · communication 7.5% · waiting 0.7%) [rank 1 91.0%, rank 0 9.0%]" in text
     assert f"rank 1 cpu {DATALOADER}: 500.0 µs" in text
     assert (f"rank 0 waited 450.0 µs in ncclDevKernel_AllReduce_Sum_f32_RING_LL for rank 1, late after {DATALOADER} "
             "(cpu, 500.0 µs)") in text
