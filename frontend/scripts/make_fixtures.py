@@ -98,6 +98,8 @@ def build(tmp: Path) -> dict[str, object]:
     out["distributed/distributed_dlrm.json"] = _ok(api.distributed(reg, {"run": "job", "span": "1"}))
     out["distributed/distributed_null.json"] = _ok(api.distributed(reg, {"run": "job", "span": "2"}))
     rank0 = {"run": "job", "worker": "worker0_step_12", "span": "1"}
+    out["distributed/critical_path_dlrm_rank4.json"] = _ok(api.critical_path(reg, {"run": "job", "worker": "worker4_step_12",
+                                                                                     "span": "1"}))
     out["distributed/overview_dlrm_rank0.json"] = _ok(api.overview(reg, rank0))
     out["distributed/insights_dlrm_rank0.json"] = _ok(api.insights(reg, rank0))
     # a synthesized FSDP + TP job on a 2 × 2 mesh (tests/synth/comm.py fsdp_tp_docs): four process groups
@@ -108,6 +110,10 @@ def build(tmp: Path) -> dict[str, object]:
         (tmp / "fsdp" / "job").mkdir(parents=True, exist_ok=True)
         (tmp / "fsdp" / "job" / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
     out["distributed/distributed_fsdp_tp.json"] = _ok(api.distributed(_registry(tmp / "fsdp"), {"run": "job", "span": "1"}))
+    # one rank of it alone (rank 3): its own groups and critical path (single_rank)
+    (tmp / "fsdp1" / "one").mkdir(parents=True)
+    (tmp / "fsdp1" / "one" / "rank3.pt.trace.json").write_text(json.dumps(fsdp_tp_docs()[3]))
+    out["distributed/distributed_single_rank.json"] = _ok(api.distributed(_registry(tmp / "fsdp1"), {"run": "one", "span": "1"}))
     # Diff: ResNet-50 with 0 and 4 DataLoader workers, and a Composer trace
     dd = tmp / "dlog"
     shutil.copytree(s / "kineto" / "resnet50_num_workers_0", dd / "nw0")

@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import distFixture from "../../__fixtures__/distributed/distributed_dlrm.json";
 import distNull from "../../__fixtures__/distributed/distributed_null.json";
 import distFsdpTp from "../../__fixtures__/distributed/distributed_fsdp_tp.json";
+import distSingle from "../../__fixtures__/distributed/distributed_single_rank.json";
 import overviewRank0 from "../../__fixtures__/distributed/overview_dlrm_rank0.json";
 import { DistributedView } from "./DistributedView";
 import { json, notFound, query, stubFetch, stubFetchEachTest } from "../../testing/fetch";
@@ -145,5 +146,20 @@ describe("DistributedView", () => {
     const rows = within(card).getAllByTestId("group-row");
     expect(rows.map((r) => within(r).getByTestId("group-role").textContent)).toEqual(["FSDP shard", "FSDP shard", "TP", "TP"]);
     expect(distFsdpTp.view.groups.map((g) => g.name)).toEqual(rows.map((r) => r.dataset.group));
+  });
+
+  it("shows a single-rank run's own process groups and critical path (issue 20)", async () => {
+    stubFetch((url) => (url.startsWith("distributed?") ? json(distSingle) : notFound()));
+    render(<DistributedView run="one" theme="light" />);
+    const own = await screen.findByTestId("single-rank");
+    expect(screen.getByTestId("distributed-null").textContent).toContain("only one file");
+    const card = within(own).getByTestId("groups-card");
+    expect(card.textContent).toContain("Process groups of rank 3");
+    const rows = within(card).getAllByTestId("group-row");
+    expect(rows.map((r) => r.dataset.group)).toEqual(distSingle.single_rank.groups.map((g) => g.name));
+    expect(rows.map((r) => within(r).getByTestId("group-role").textContent)).toEqual(["FSDP shard", "TP"]);
+    const path = within(own).getByTestId("critical-path");
+    expect(within(path).getByTestId("path-summary").textContent).toMatch(/^411 µs/);
+    expect(within(path).getAllByTestId("path-segment-row").every((r) => r.dataset.rank === "3")).toBe(true);
   });
 });
