@@ -99,3 +99,20 @@ def test_unknown_file_is_json(tmp_path):
     reg = loaded_registry(tmp_path)
     code, doc = api.critical_path(reg, {"run": "one", "worker": "nope", "span": "1"})
     assert code == 404 and "error" in doc
+
+
+def test_many_steps_are_capped_in_all(tmp_path, monkeypatch):
+    """The answer's bound: with a total cap of 2 segments over 2 steps (and no floor per step: 100 in
+    production), each step keeps its longest one and says how many it had."""
+    from tb_plugin.analysis import critical_path_overlay as ov
+
+    monkeypatch.setattr(ov, "MAX_TOTAL", 2)
+    monkeypatch.setattr(ov, "MIN_PER_STEP", 1)
+    dl = [[60, 50], [50, 500]]
+    for r, doc in enumerate(dataloader_docs(dl)):
+        write_json(tmp_path / "job" / f"rank{r}.pt.trace.json", doc)
+    reg = loaded_registry(tmp_path)
+    doc = api.critical_path(reg, {"run": "job", "worker": "rank1", "span": "1"})[1]
+    step = doc["steps"][1]
+    assert (step["total"], step["shown"]) == (4, 1)
+    assert _segs(step)[0][:2] == ("cpu", DATALOADER) and step["on_rank_us"] == 610.0  # the share counts them all

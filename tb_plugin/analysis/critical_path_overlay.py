@@ -24,6 +24,9 @@ from .timeline import track_of_events
 from .timeline_query import origin
 
 MAX_SEGMENTS = 5_000  # per step; past it the longest are kept and ``shown`` < ``total``
+MAX_TOTAL = 20_000  # per answer: with more steps each keeps MAX_TOTAL // steps, at least MIN_PER_STEP
+MIN_PER_STEP = 100
+MAX_NAME = 200  # characters of a segment's name
 
 
 def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) -> dict:
@@ -39,13 +42,16 @@ def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) ->
     g = _Graph(trace, np.asarray(comm_kernels(trace)["rows"], dtype=np.int64))
     tracks = track_of_events(trace)
     base = origin(trace)
+    cap = min(MAX_SEGMENTS, max(MIN_PER_STEP, MAX_TOTAL // max(1, len(trails))))
     return {"cross_rank": len(chains) > 1, "steps": [
-        {"step": name, "length_us": path["length_us"], "truncated": path["truncated"], **_segments(trail, rank, g, tracks, base)}
+        {"step": name, "length_us": path["length_us"], "truncated": path["truncated"],
+         **_segments(trail, rank, g, tracks, base, cap)}
         for name, (path, trail) in trails.items()]}
 
 
-def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray, base: float) -> dict:
-    """One step's segments on ``rank`` from its trail, ``base`` subtracted from their starts."""
+def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray, base: float, cap: int) -> dict:
+    """One step's segments on ``rank`` from its trail (the ``cap`` longest), ``base`` subtracted from
+    their starts."""
     segs: list[tuple] = []
     for item in trail:
         if item[0] == "seg":
@@ -75,8 +81,8 @@ def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray, base
         fill = np.where(nxt < len(placed), track[placed[np.minimum(nxt, len(placed) - 1)]], track[placed[-1]])
         track = np.where(track >= 0, track, fill)
     keep = np.arange(len(segs))
-    if len(keep) > MAX_SEGMENTS:
-        keep = np.sort(np.argsort(-(end - start), kind="stable")[:MAX_SEGMENTS])
+    if len(keep) > cap:
+        keep = np.sort(np.argsort(-(end - start), kind="stable")[:cap])
     out = {"on_rank_us": float((end - start).sum()), "total": len(segs), "shown": len(keep)}
     out["segments"] = _columns([segs[i] for i in keep.tolist()], track[keep], base)
     return out
@@ -85,8 +91,8 @@ def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray, base
 def _columns(segs: list[tuple], track: np.ndarray, base: float) -> dict:
     """Segments ``(start, end, category, name, row)`` as columns (what the route sends)."""
     return {"start_us": [round(float(s[0] - base), 3) for s in segs], "dur_us": [float(s[1] - s[0]) for s in segs],
-            "category": [CATEGORIES[s[2]] for s in segs], "name": [s[3] for s in segs],
+            "category": [CATEGORIES[s[2]] for s in segs], "name": [s[3][:MAX_NAME] for s in segs],
             "row": [int(s[4]) for s in segs], "track": [int(t) for t in track.tolist()]}
 
 
-__all__ = ["MAX_SEGMENTS", "rank_overlay"]
+__all__ = ["MAX_SEGMENTS", "MAX_TOTAL", "rank_overlay"]
