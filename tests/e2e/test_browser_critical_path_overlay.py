@@ -3,7 +3,7 @@ Distributed tab, in headless chromium against a real TensorBoard.
 
 (1) The 8 DLRM ranks: on rank 7 (worker7, on the path) the toggle draws one band per path segment of
 the step, each on its track, colored by category, and says how much of the step's path lies on this
-rank; on rank 0 (off the path) it draws none and says so. (2) A synthesized single-rank trace
+rank; with all ranks on one clock every rank's part is drawn; on rank 0 (off the path) it draws none. (2) A synthesized single-rank trace
 (tests/synth/critical.py ``chain_doc``): the eight segments of the known chain, the kernels' bands on
 the stream track over the kernels themselves. (3) A single-rank run of the FSDP + TP job (rank 3):
 the Distributed tab shows its own two process groups and its critical path.
@@ -78,6 +78,15 @@ def test_overlay_on_dlrm_ranks(browser, tmp_path, artifacts):
         assert ev is not None and any(b["y"] <= ev["y"] <= b["y"] + b["h"] and b["category"] == step["segments"]["category"][i]
                                       for b in bands), (ev, bands)
         page.screenshot(path=str(artifacts / "critical_path_overlay_dlrm.png"), full_page=True)
+        # all ranks on one clock: every rank's part of the path is drawn (ranks 4 and 7 here)
+        frame.check('[data-testid="all-ranks"]')
+        frame.wait_for_function(
+            "() => document.querySelector('[data-testid=path-overlay-ranks]')?.textContent === ' · drawn on the 8 ranks shown'",
+            timeout=90_000)
+        frame.wait_for_function(f"() => {HOOK}.settled()", timeout=60_000)
+        everyone = sum(api(base, "critical_path", run="job", worker=worker[r], span=1)["steps"][0]["shown"] for r in by_rank)
+        frame.wait_for_function(f"(n) => {HOOK}.pathRects().length === n", arg=everyone, timeout=30_000)
+        page.screenshot(path=str(artifacts / "critical_path_overlay_all_ranks.png"), full_page=True)
         page.close()
 
         off = next(r for r in sorted(worker) if r not in by_rank)

@@ -1,10 +1,19 @@
-// The line under the Trace view's toolbar while the critical-path overlay is on: what is drawn, per step.
+// The line under the Trace view's toolbar while the critical-path overlay is on: what is drawn, per step
+// (for the selected worker; with "all ranks on one clock", on how many ranks the path is drawn).
 import type { CriticalPathOverlay } from "../../api/types";
 import { Notice } from "../../components/Notice";
 import { formatDuration, formatNumber } from "../../util/format";
 import { PATH_CATEGORIES } from "../distributed/criticalPathCharts";
 
-export function PathSummary({ doc, error, loading }: { doc: CriticalPathOverlay | null; error: string | null; loading: boolean }) {
+interface Props {
+  doc: CriticalPathOverlay | null;
+  error: string | null;
+  loading: boolean;
+  /** With several ranks shown: how many have their part of the path drawn. */
+  ranksDrawn?: number;
+}
+
+export function PathSummary({ doc, error, loading, ranksDrawn }: Props) {
   if (error) return <Notice kind="warning">Cannot load the critical path: {error}</Notice>;
   if (loading || !doc) return <div className="muted">Loading the critical path…</div>;
   const shown = doc.steps.reduce((n, s) => n + s.shown, 0);
@@ -15,6 +24,7 @@ export function PathSummary({ doc, error, loading }: { doc: CriticalPathOverlay 
         Critical path{doc.cross_rank ? " across ranks" : ""}: {formatNumber(shown)} segment{shown === 1 ? "" : "s"} on rank {doc.rank}
         {shown < total ? ` (the longest of ${formatNumber(total)})` : ""}
       </span>
+      {ranksDrawn !== undefined ? <span data-testid="path-overlay-ranks">{` · drawn on the ${formatNumber(ranksDrawn)} ranks shown`}</span> : null}
       {doc.steps.map((s) => (
         <span key={s.step} className="muted" data-testid="path-overlay-step">
           {" · "}step {s.step}: {formatDuration(s.on_rank_us)} of {formatDuration(s.length_us)} here

@@ -50,6 +50,8 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
     [allRanks, workers, selection.worker],
   );
   const { metas, ready, error: metaError, offsets, bounds } = useTimelineMetas(selection, activeWorkers);
+  const [showPath, setShowPath] = useState(false);
+  const path = usePathOverlay(selection, activeWorkers, showPath);
   const [win, setWinState] = useState<TimeWindow | null>(null);
   const setWin = useCallback((w: TimeWindow) => setWinState(bounds ? clampWindow(w, bounds) : w), [bounds]);
   useEffect(() => {
@@ -61,8 +63,6 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   const [selectMode, setSelectMode] = useState(false);
   const [searchText, setSearchText] = useState("");
   const [regex, setRegex] = useState(false);
-  const [showPath, setShowPath] = useState(false);
-  const path = usePathOverlay(selection, showPath);
   const search = useTimelineSearch(selection, activeWorkers, offsets, useDebounced(searchText, 300), regex, ready);
 
   const wrapRef = useRef<HTMLDivElement>(null);
@@ -139,7 +139,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
     });
   }, [details, selected]);
 
-  const bands = geometry && path.segments ? pathRects(layout, geometry, path.segments) : [];
+  const bands = geometry ? path.segments.flatMap((p) => pathRects(layout, geometry, p)) : [];
   const drawState = geometry
     ? { layout, data, metas, g: geometry, width, selected, matches: matchSet, matchTimes, flows, box: box ? { t0: box.t0, t1: box.t1 } : null, path: bands }
     : null;
@@ -227,7 +227,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
       <div className="trace-hint muted">
         Wheel: zoom · drag: pan · shift-drag: select range · W/S zoom, A/D pan (click the timeline first) · click a slice for details
       </div>
-      {showPath ? <PathSummary doc={path.doc} error={path.error} loading={path.loading} /> : null}
+      {showPath ? <PathSummary doc={path.doc} error={path.error} loading={path.loading} ranksDrawn={activeWorkers.length > 1 ? path.workersDrawn : undefined} /> : null}
       {view.error ? <Notice kind="warning">Timeline request failed: {view.error}</Notice> : null}
       {!ready ? <Notice>Loading the timeline…</Notice> : null}
       <div className="timeline" ref={wrapRef}>
