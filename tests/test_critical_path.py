@@ -248,7 +248,7 @@ def test_recorded_waits_on_real_sample():
     from tb_plugin.analysis import critical_path as cp
     raw = gzip.open(sample("hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")).read()
     trace = decode_trace(raw)
-    g = cp._Graph(trace, comm_kernels(trace)["rows"])
+    g = cp.RankGraph(trace, comm_kernels(trace)["rows"])
     assert g.explicit and int((trace.events.wait_event_correlation >= 0).sum()) == 20
     waiter = np.flatnonzero(g.waits_on >= 0)
     src = g.waits_on[waiter]

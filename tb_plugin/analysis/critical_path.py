@@ -61,7 +61,7 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     ``end``, ``name``, ``row``, ``chain`` per communication kernel, None outside every step) and
     ``truncated``."""
     offset = shared_origin(trace, 0.0)[0]
-    g = _Graph(trace, np.asarray(comm_rows, dtype=np.int64))
+    g = RankGraph(trace, np.asarray(comm_rows, dtype=np.int64))
     steps = compute_steps(trace)
     out_steps = []
     chains: list = [None] * len(g.comm_rows)
@@ -81,7 +81,7 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     return {"offset_us": offset, "steps": out_steps, "comm": comm, "truncated": g.visits > MAX_VISITS}
 
 
-class _Graph:
+class RankGraph:
     """One rank's nodes: device work by stream, host threads' top-level events and waiting syncs."""
 
     def __init__(self, trace: Trace, comm_rows: np.ndarray):

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..trace.model import Trace
 from .collective_matching import match_collectives
-from .critical_path import CATEGORIES, _Graph
+from .critical_path import CATEGORIES, RankGraph
 from .critical_path_combine import path_trails
 from .distributed import comm_kernels
 from .timeline import track_of_events
@@ -39,7 +39,7 @@ def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) ->
     chains = [(r, agg["critical_path"]) for r, _, agg in ranks if "critical_path" in agg]
     matching = match_collectives({r: agg["comm"] for r, _, agg in ranks}) if len(chains) > 1 else None
     trails = path_trails(chains, matching)
-    g = _Graph(trace, np.asarray(comm_kernels(trace)["rows"], dtype=np.int64))
+    g = RankGraph(trace, np.asarray(comm_kernels(trace)["rows"], dtype=np.int64))
     tracks = track_of_events(trace)
     base = origin(trace)
     cap = min(MAX_SEGMENTS, max(MIN_PER_STEP, MAX_TOTAL // max(1, len(trails))))
@@ -49,7 +49,7 @@ def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) ->
         for name, (path, trail) in trails.items()]}
 
 
-def _segments(trail: list[tuple], rank: int, g: _Graph, tracks: np.ndarray, base: float, cap: int) -> dict:
+def _segments(trail: list[tuple], rank: int, g: RankGraph, tracks: np.ndarray, base: float, cap: int) -> dict:
     """One step's segments on ``rank`` from its trail (the ``cap`` longest), ``base`` subtracted from
     their starts."""
     segs: list[tuple] = []
