@@ -35,11 +35,12 @@ export function App() {
     },
     [setView, selection],
   );
-  // the critical path's "show in trace": another worker of the run, so the focus is placed at it
+  // the critical path's "show in trace": another worker of the run, so the focus is placed at it, and
+  // the Trace view opens with the path overlaid
   const showRankInTrace = useCallback(
     (at: Selection, row: number) => {
       select(at);
-      setPlacedFocus((prev) => ({ focus: { row, nonce: (prev?.focus.nonce ?? 0) + 1 }, at }));
+      setPlacedFocus((prev) => ({ focus: { row, nonce: (prev?.focus.nonce ?? 0) + 1, path: true }, at }));
       setView("trace");
     },
     [select, setView],

@@ -65,4 +65,13 @@ def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
         details.locator('[data-testid="event-name"]').wait_for(timeout=60_000)
         assert details.locator('[data-testid="event-name"]').inner_text() == seg["name"]
         assert "view=trace" in frame.url and worker in frame.url
+        # the path is overlaid: the toggle is on, and a band lies over the segment's event (issue 20)
+        assert frame.locator('[data-testid="critical-path-toggle"]').is_checked()
+        frame.locator('[data-testid="path-overlay-count"]').wait_for(timeout=60_000)
+        hook = "window.__kinetoscopeTimeline"
+        frame.wait_for_function(f"(row) => {hook} && {hook}.rectOf(row) !== null && {hook}.pathRects().length > 0",
+                                arg=seg["row"], timeout=60_000)
+        ev = frame.evaluate(f"(row) => {hook}.rectOf(row)", seg["row"])
+        assert any(b["y"] <= ev["y"] <= b["y"] + b["h"] and b["category"] == seg["category"]
+                   for b in frame.evaluate(f"{hook}.pathRects()"))
         page.close()

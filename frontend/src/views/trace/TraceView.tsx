@@ -32,6 +32,8 @@ export interface TraceFocus {
   row: number;
   /** Changes on every request, so asking for the same row twice still jumps. */
   nonce: number;
+  /** Turn the critical-path overlay on (a segment of the path was asked for). */
+  path?: boolean;
 }
 
 interface TraceViewProps {
@@ -50,7 +52,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
     [allRanks, workers, selection.worker],
   );
   const { metas, ready, error: metaError, offsets, bounds } = useTimelineMetas(selection, activeWorkers);
-  const [showPath, setShowPath] = useState(false);
+  const [showPath, setShowPath] = useState(focus?.path === true);
   const path = usePathOverlay(selection, activeWorkers, showPath);
   const [win, setWinState] = useState<TimeWindow | null>(null);
   const setWin = useCallback((w: TimeWindow) => setWinState(bounds ? clampWindow(w, bounds) : w), [bounds]);
@@ -113,6 +115,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   );
   // "show in trace" from the tables
   useEffect(() => {
+    if (focus?.path) setShowPath(true);
     if (focus && ready && bounds) jumpTo(selection.worker, focus.row);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [focus?.nonce, ready, bounds !== null]);
