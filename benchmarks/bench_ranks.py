@@ -34,6 +34,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
+sys.path.insert(0, REPO)  # before an installed kinetoscope: the cluster's workers inherit this path
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
 from _common import HWM  # noqa: E402
@@ -156,6 +157,17 @@ def scale_run(logdir: str, spec: str, doc: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def check_workers_code(cluster) -> None:
+    """Raise unless the cluster's workers import this checkout's ``tb_plugin`` (not an installed one)."""
+    from distributed import Client
+
+    with Client(cluster, set_as_default=False) as client:
+        where = client.run(lambda: __import__("tb_plugin").__file__)
+    mine = os.path.join(REPO, "tb_plugin", "__init__.py")
+    if set(where.values()) != {mine}:
+        raise RuntimeError(f"the Dask workers import {sorted(set(where.values()))}, not {mine}")
+
+
 def scale_bench(args) -> int:
     from rank_job import build_rank_job
 
@@ -179,6 +191,7 @@ def scale_bench(args) -> int:
                 with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=":0") as cluster:
                     spec = cluster.scheduler_address.replace("tcp://", "dask://")
+                    check_workers_code(cluster)
                     results[name] = scale_run(out, spec, docs[name])
             else:
                 results[name] = scale_run(out, name, docs[name])

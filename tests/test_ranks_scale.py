@@ -19,10 +19,11 @@ import pytest
 
 from conftest import REPO
 from tb_plugin.analysis.collective_matching import match_collectives
+from tb_plugin.analysis.process_groups import pack_ranks, unpack_ranks
 
 distributed = pytest.importorskip("distributed")
 sys.path.insert(0, os.path.join(str(REPO), "benchmarks"))
-from bench_ranks import scale_run  # noqa: E402
+from bench_ranks import check_workers_code, scale_run  # noqa: E402
 from rank_job import build_rank_job  # noqa: E402
 
 RANKS = 64
@@ -49,6 +50,7 @@ def runs(job, tmp_path_factory):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=":0") as c:
         spec = c.scheduler_address.replace("tcp://", "dask://")
+        check_workers_code(c)  # this checkout's code on the workers, not an installed kinetoscope
         out["dask"] = scale_run(job, spec, str(docs / "dask.json"))
     out["local"] = scale_run(job, "local", str(docs / "local.json"))
     out["local:2"] = scale_run(job, "local:2", str(docs / "local2.json"))
@@ -122,3 +124,17 @@ def test_summary_has_no_event_columns(job):
         elif isinstance(obj, (list, tuple)):
             stack.extend(obj)
     assert len(pickle.dumps(res.aggregate)) <= SUMMARY_BOUND
+
+
+@pytest.mark.parametrize("ranks, runs", [
+    (list(range(64)), [[0, 64, 1]]),  # the world group: one run, whatever the world size
+    ([0, 8, 16, 24], [[0, 4, 8]]),  # a strided (TP-like) group
+    ([3, 1, 2, 7, 8, 9, 5], [[3], [1], [2], [7, 3, 1], [5]]),
+    ([4, 4, 4], [[4, 3, 0]]),
+    ([0, 1], [[0], [1]]),
+    ([], []),
+    (None, None),
+])
+def test_rank_lists_travel_as_runs(ranks, runs):
+    assert pack_ranks(ranks) == runs
+    assert unpack_ranks(runs) == ranks
