@@ -4,13 +4,16 @@
     python benchmarks/bench_ranks.py --parse [--ranks 16] [--mb 50] [--out DIR]
 
 **Scale (default)**: an N-rank job of small ranks (benchmarks/rank_job.py with process groups: DLRM rank
-``r % 8`` through ``../shared/tools/scale_trace.py``, ~0.9 MB and 8 NCCL kernels a rank, all-reduces on
+``r % 8`` through ``../shared/tools/scale_trace.py``, ~0.7 MB and 8 NCCL kernels a rank, all-reduces on
 the world group, all-to-alls on 8-rank groups) goes through the distributed analysis — per-rank summaries
 on the executor, then groups, matching, stragglers and the cross-rank critical path in the parent — once
 on the local process pool and once on a 2-worker Dask ``LocalCluster`` (processes, loopback). Each run
 is its own child process: its wall time (executor start to the combined view), its peak RSS (VmHWM, the
 parent only: the pool's or cluster's workers are other processes), the pickled per-rank summary
 (mean, max bytes) and the SHA-256 of the view's JSON; the two documents must be equal byte for byte.
+``--executors`` also takes ``local:N`` and ``registry`` (TensorBoard's path: ``RunRegistry.distributed``
+with a parse cache and no executor named, which sends the ranks to a local pool when they are enough
+for one, else parses them in the parent).
 Target: parent peak RSS < 1 GB at 512 ranks. Last line: ``ranks=… local_s=… dask_s=…
 local_parent_mb=… dask_parent_mb=… summary_bytes_mean=… summary_bytes_max=… identical=…``.
 
@@ -74,27 +77,33 @@ import hashlib, json, pickle, sys, time
 sys.path.insert(0, sys.argv[2])
 from tb_plugin.registry.executors import open_executor
 from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.cache import ParseCache
 start_mb = hwm_mb()
-reg = RunRegistry(sys.argv[1])
+tensorboard = sys.argv[3] == "registry"  # TensorBoard's path: the registry picks where ranks go
+reg = RunRegistry(sys.argv[1], cache=ParseCache() if tensorboard else None)
 reg.scan()
 files = reg.files()
-warnings = []
+warnings, failed = [], {}
 t = time.perf_counter()
-executor = open_executor(sys.argv[3], warnings.append)
-failed = {}
-reg.analyse(files, executor, tables=False, failed=failed, warn=warnings.append)
+if not tensorboard:
+    executor = open_executor(sys.argv[3], warnings.append)
+    reg.analyse(files, executor, tables=False, failed=failed, warn=warnings.append)
+    executor.close()
 reduced_s = time.perf_counter() - t
-sizes = sorted(len(pickle.dumps(st.aggregate, protocol=pickle.HIGHEST_PROTOCOL)) for st in files if st.aggregate)
 view = reg.distributed(files[0].run, files[0].span)
 seconds = time.perf_counter() - t
-executor.close()
+reduced_s = reduced_s if not tensorboard else seconds
+sizes = sorted(len(pickle.dumps(st.aggregate, protocol=pickle.HIGHEST_PROTOCOL)) for st in files if st.aggregate)
+where = executor.description if not tensorboard else (
+    f"the registry ({sum(st.state == 'ready' for st in files)} ranks parsed in this process)")
+warnings += [m for m in view["messages"]]
 text = json.dumps(view, sort_keys=False)
 with open(sys.argv[4], "w") as f:
     f.write(text)
 v = view["view"] or {}
 print(json.dumps({"seconds": seconds, "reduce_s": reduced_s, "combine_s": seconds - reduced_s,
                   "parent_mb": hwm_mb(), "start_mb": start_mb, "files": len(files),
-                  "ranks": view["ranks_loaded"], "failed": failed, "warnings": warnings, "where": executor.description,
+                  "ranks": view["ranks_loaded"], "failed": failed, "warnings": warnings, "where": where,
                   "summary_mean": sum(sizes) / max(len(sizes), 1), "summary_max": max(sizes, default=0),
                   "sha256": hashlib.sha256(text.encode()).hexdigest(), "json_bytes": len(text),
                   "groups": len(v.get("groups") or []), "steps": len(v.get("critical_path") or []),
@@ -221,7 +230,9 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, default=None, help="512 (scale) or 16 (--parse)")
     parser.add_argument("--mb", type=int, default=50, help="--parse: MB per rank")
     parser.add_argument("--copies", type=int, default=1, help="scale: scale_trace copies per rank (steps)")
-    parser.add_argument("--executors", default="local,dask", help="scale: which executors, comma-separated")
+    parser.add_argument("--executors", default="local,dask",
+                        help="scale: comma-separated, of local, local:N, dask and registry (TensorBoard's path: "
+                             "RunRegistry.distributed with a parse cache, no executor named)")
     args = parser.parse_args()
     return parse_bench(args) if args.parse else scale_bench(args)
 

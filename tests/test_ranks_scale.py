@@ -138,3 +138,26 @@ def test_summary_has_no_event_columns(job):
 def test_rank_lists_travel_as_runs(ranks, runs):
     assert pack_ranks(ranks) == runs
     assert unpack_ranks(runs) == ranks
+
+
+def test_registry_sends_many_unloaded_ranks_to_the_local_pool(job, runs, tmp_path):
+    """TensorBoard's path (``RunRegistry.distributed``, no remote executor): ranks enough for a pool
+    (here ``local:2``; by default once they total PARALLEL_MIN_BYTES) are reduced in worker processes,
+    not parsed and kept here; the view is the same, and their parses wait in the parse cache."""
+    from tb_plugin.registry.cache import ParseCache
+    from tb_plugin.registry.runs import RunRegistry
+
+    reg = RunRegistry(job, cache=ParseCache(str(tmp_path)), executor="local:2")
+    reg.scan()
+    files = reg.files()
+    view = reg.distributed(files[0].run, files[0].span)
+    assert json.dumps(view) == runs["local"]["text"]
+    assert all(st.state == "queued" and st.aggregate is not None for st in files)  # nothing parsed here
+    assert reg.memory_in_use() == {}  # no parsed rank kept in this process
+    st = files[5]
+    reg.load(st)
+    assert st.state == "ready" and st.from_cache  # the pool's parse, read back from the cache
+    small = RunRegistry(job, cache=ParseCache(str(tmp_path / "c2")))  # 45 MB: below a pool, loaded here
+    small.scan()
+    assert json.dumps(small.distributed(files[0].run, files[0].span)) == runs["local"]["text"]
+    assert all(st.state == "ready" for st in small.files()) and len(small.memory_in_use()) > 0
