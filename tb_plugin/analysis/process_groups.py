@@ -121,8 +121,8 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
 
     Returns ``named`` (whether any group came from the trace's args or ``pg_config``), ``unnamed`` (the
     kernels with no group name or ID) and ``groups``:
-    per group ``name``, ``description``, ``ranks`` (packed by :func:`pack_ranks`, or None), ``size`` (or None), ``calls``,
-    ``time_us``, ``bytes``, ``exposed_us`` (see the module docstring)."""
+    per group ``name``, ``description``, ``ranks`` (packed by :func:`pack_ranks`, or None), ``size`` (or
+    None), ``calls``, ``time_us``, ``bytes``, ``exposed_us`` (see the module docstring)."""
     ev = trace.events
     rows = np.asarray(kernels["rows"], dtype=np.int64)
     ops = np.asarray(kernels["op"], dtype=np.int64).reshape(-1)
@@ -160,8 +160,7 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
         union = float((ge - gs).sum())
         hidden = float(covered_in_windows(cs, ce, gs, ge).sum())
         groups.append({"name": name or FALLBACK_NAME, "description": desc or None, "ranks": pack_ranks(ranks),
-                       "size": size,
-                       "calls": int(mine.sum()), "time_us": float(ev.dur[rows][mine].sum()),
+                       "size": size, "calls": int(mine.sum()), "time_us": float(ev.dur[rows][mine].sum()),
                        "bytes": int(nbytes[mine].sum()), "exposed_us": union - hidden, "_first": first})
     groups.sort(key=lambda g: g.pop("_first"))
     named = bool(config) or bool((name_id > 0).any()) or bool((pg_id >= 0).any())
@@ -177,10 +176,11 @@ def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dic
     merged: dict[tuple, dict] = {}
     for rank, rg in sorted(ranks, key=lambda x: x[0]):
         for g in rg["groups"]:
-            members = unpack_ranks(g["ranks"])
-            key = (g["name"], tuple(members) if members else None)
-            row = merged.setdefault(key, {"name": g["name"], "description": g["description"], "ranks": members,
-                                          "size": g["size"], "by_rank": []})
+            key = (g["name"], tuple(map(tuple, g["ranks"])) if g["ranks"] else None)  # packed: one form per list
+            row = merged.get(key)
+            if row is None:  # unpacked once per group, not once per member rank
+                row = merged[key] = {"name": g["name"], "description": g["description"],
+                                     "ranks": unpack_ranks(g["ranks"]), "size": g["size"], "by_rank": []}
             row["description"] = row["description"] or g["description"]
             row["size"] = row["size"] or g["size"]
             row["by_rank"].append({"rank": rank, **{k: g[k] for k in ("calls", "time_us", "bytes", "exposed_us")}})
