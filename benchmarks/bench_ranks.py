@@ -14,8 +14,10 @@ parent only: the pool's or cluster's workers are other processes), the pickled p
 ``--executors`` also takes ``local:N`` and ``registry`` (TensorBoard's path: ``RunRegistry.distributed``
 with a parse cache and no executor named, which sends the ranks to a local pool when they are enough
 for one, else parses them in the parent).
-Target: parent peak RSS < 1 GB at 512 ranks. Last line: ``ranks=… local_s=… dask_s=…
-local_parent_mb=… dask_parent_mb=… summary_bytes_mean=… summary_bytes_max=… identical=…``.
+Target: parent peak RSS < 1 GB at 512 ranks. Last line: ``ranks=… local_s=… local_parent_mb=… dask_s=…
+dask_parent_mb=… summary_bytes_mean=… summary_bytes_max=… identical=…`` (one ``_s``/``_parent_mb`` pair
+per executor). The job is kept in ``--out`` (default ``$TMPDIR/kinetoscope-ranks{N}x{copies}``) for the
+next run.
 
 **Parse (``--parse``)**: a 16-rank job of ~50 MB files (each DLRM rank scaled, used twice), parsed in a
 memory-sized pool: the serial parse of one file, then the load of the whole run, each in its own
@@ -96,7 +98,7 @@ reduced_s = reduced_s if not tensorboard else seconds
 sizes = sorted(len(pickle.dumps(st.aggregate, protocol=pickle.HIGHEST_PROTOCOL)) for st in files if st.aggregate)
 where = executor.description if not tensorboard else (
     f"the registry ({sum(st.state == 'ready' for st in files)} ranks parsed in this process)")
-warnings += [m for m in view["messages"]]
+warnings += view["messages"]
 text = json.dumps(view, sort_keys=False)
 with open(sys.argv[4], "w") as f:
     f.write(text)
@@ -181,7 +183,7 @@ def scale_bench(args) -> int:
     from rank_job import build_rank_job
 
     ranks = args.ranks or 512
-    out = args.out or os.path.join(tempfile.gettempdir(), f"kinetoscope-ranks{ranks}")
+    out = args.out or os.path.join(tempfile.gettempdir(), f"kinetoscope-ranks{ranks}x{args.copies}")
     t = time.perf_counter()
     made = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
     paths = made if len(made) == ranks else build_rank_job(out, ranks, args.copies, groups=True)
