@@ -66,15 +66,12 @@ def match_collectives(kernels: dict[int, dict]) -> Matching:
     per_rank = {}
     for i, rank in enumerate(order):
         sl = slice(int(bounds[i]), int(bounds[i + 1]))
-        per_rank[rank] = {"group": cat["group"][sl].astype(str), "key": key[sl], "p2p": p2p[sl],
+        per_rank[rank] = {"key": key[sl], "p2p": p2p[sl],
                           "seq": np.asarray(kernels[rank].get("seq") or [-1] * lengths[i], dtype=np.int64),
                           "type": type_code[sl]}
-    groups = sorted({g for d in per_rank.values() for g in d["group"].tolist()})
     out = Matching([], {}, "none", [])
     methods = set()
-    for group in groups:
-        members = {r: np.flatnonzero(d["group"] == group) for r, d in per_rank.items()}
-        members = {r: idx for r, idx in members.items() if len(idx)}
+    for group, members in _members(cat["group"], bounds, order):
         ranks = sorted(members)
         if len(ranks) < 2:
             (only,) = ranks
@@ -129,6 +126,30 @@ def match_collectives(kernels: dict[int, dict]) -> Matching:
                                 "and are not matched")
     out.method = " and ".join(sorted(methods)) if methods else "none"
     return out
+
+
+def _members(group: np.ndarray, bounds: np.ndarray, order: list[int]):
+    """Per process group (sorted by name): ``(name, {rank: its kernels' positions in its own list})``
+    over the ranks that have kernels in it. One sort of all kernels, so the work grows with the
+    kernels and the (group, rank) pairs, not with groups × ranks."""
+    if len(group) == 0:
+        return
+    names, code = np.unique(group.astype(str), return_inverse=True)
+    code = code.ravel()
+    rank_at = np.repeat(np.arange(len(order)), np.diff(bounds))
+    local = np.arange(len(group)) - bounds[rank_at]
+    sort = np.lexsort((local, rank_at, code))  # by group, then rank, then the rank's own order
+    pair = code[sort].astype(np.int64) * len(order) + rank_at[sort]
+    cuts = np.flatnonzero(np.diff(pair)) + 1
+    heads = np.concatenate([[0], cuts])
+    pieces = np.split(local[sort], cuts)
+    group_of, rank_of = code[sort][heads].tolist(), rank_at[sort][heads].tolist()
+    members: dict[int, np.ndarray] = {}
+    for k, (g, r) in enumerate(zip(group_of, rank_of)):
+        members[order[r]] = pieces[k]
+        if k + 1 == len(group_of) or group_of[k + 1] != g:
+            yield str(names[g]), members
+            members = {}
 
 
 def _column(data: dict, field: str) -> np.ndarray:

@@ -280,6 +280,8 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
     n_ranks = len(ranks)
     kernels = {rank: agg["comm"] for rank, _, agg in ranks}
     matching = match_collectives(kernels)
+    # each rank's columns as arrays once, not once per group it is in
+    arrays = {rank: {f: _array(comm[f], f) for f in ("dur", "bytes", "group_size")} for rank, comm in kernels.items()}
     messages = list(matching.messages)
     transfer = {rank: 0.0 for rank, _, _ in ranks}
     sync = {rank: 0.0 for rank, _, _ in ranks}
@@ -291,7 +293,7 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
     for gm in matching.groups:
         if len(gm.index) == 0:
             continue
-        col = {f: [_array(kernels[r][f], f)[gm.index[:, q]] for q, r in enumerate(gm.ranks)]
+        col = {f: [arrays[r][f][gm.index[:, q]] for q, r in enumerate(gm.ranks)]
                for f in ("dur", "bytes", "group_size")}
         dur = np.stack(col["dur"], axis=1)
         t = dur.min(axis=1)

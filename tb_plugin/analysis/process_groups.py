@@ -66,6 +66,39 @@ def parse_ranks(text) -> list[int] | None:
         return None
 
 
+def pack_ranks(ranks: list[int] | None) -> list[list[int]] | None:
+    """A rank list as it travels in a per-rank summary: runs ``[first, count, step]`` for 3 or more
+    ranks in arithmetic progression, ``[rank]`` otherwise (the world group of a 4096-rank job is one
+    run, not 4096 numbers in each of 4096 summaries). :func:`unpack_ranks` gives the list back."""
+    if ranks is None:
+        return None
+    out: list[list[int]] = []
+    i, n = 0, len(ranks)
+    while i < n:  # once per rank of the group, never per event
+        j = i + 1
+        if i + 2 < n and ranks[i + 2] - ranks[i + 1] == ranks[i + 1] - ranks[i]:
+            step = ranks[i + 1] - ranks[i]
+            while j + 1 < n and ranks[j + 1] - ranks[j] == step:
+                j += 1
+            out.append([ranks[i], j - i + 1, step])
+            j += 1
+        else:
+            out.append([ranks[i]])
+        i = j
+    return out
+
+
+def unpack_ranks(runs: list[list[int]] | None) -> list[int] | None:
+    """The rank list :func:`pack_ranks` packed."""
+    if runs is None:
+        return None
+    out: list[int] = []
+    for run in runs:
+        out.extend(run if len(run) == 1 else range(run[0], run[0] + run[1] * run[2], run[2]) if run[2] else
+                   [run[0]] * run[1])
+    return out
+
+
 def _pg_config(info: dict | None) -> tuple[dict[str, dict], dict[int, str]]:
     """``distributedInfo.pg_config`` by ``pg_name`` (``description``, ``ranks``, ``size``; None where
     absent), and ``uid`` → ``pg_name``."""
@@ -88,8 +121,8 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
 
     Returns ``named`` (whether any group came from the trace's args or ``pg_config``), ``unnamed`` (the
     kernels with no group name or ID) and ``groups``:
-    per group ``name``, ``description``, ``ranks`` (list or None), ``size`` (or None), ``calls``,
-    ``time_us``, ``bytes``, ``exposed_us`` (see the module docstring)."""
+    per group ``name``, ``description``, ``ranks`` (packed by :func:`pack_ranks`, or None), ``size`` (or
+    None), ``calls``, ``time_us``, ``bytes``, ``exposed_us`` (see the module docstring)."""
     ev = trace.events
     rows = np.asarray(kernels["rows"], dtype=np.int64)
     ops = np.asarray(kernels["op"], dtype=np.int64).reshape(-1)
@@ -126,8 +159,8 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
         gs, ge = merge(start[mine], end[mine])
         union = float((ge - gs).sum())
         hidden = float(covered_in_windows(cs, ce, gs, ge).sum())
-        groups.append({"name": name or FALLBACK_NAME, "description": desc or None, "ranks": ranks, "size": size,
-                       "calls": int(mine.sum()), "time_us": float(ev.dur[rows][mine].sum()),
+        groups.append({"name": name or FALLBACK_NAME, "description": desc or None, "ranks": pack_ranks(ranks),
+                       "size": size, "calls": int(mine.sum()), "time_us": float(ev.dur[rows][mine].sum()),
                        "bytes": int(nbytes[mine].sum()), "exposed_us": union - hidden, "_first": first})
     groups.sort(key=lambda g: g.pop("_first"))
     named = bool(config) or bool((name_id > 0).any()) or bool((pg_id >= 0).any())
@@ -143,9 +176,11 @@ def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dic
     merged: dict[tuple, dict] = {}
     for rank, rg in sorted(ranks, key=lambda x: x[0]):
         for g in rg["groups"]:
-            key = (g["name"], tuple(g["ranks"]) if g["ranks"] else None)
-            row = merged.setdefault(key, {"name": g["name"], "description": g["description"], "ranks": g["ranks"],
-                                          "size": g["size"], "by_rank": []})
+            key = (g["name"], tuple(map(tuple, g["ranks"])) if g["ranks"] else None)  # packed: one form per list
+            row = merged.get(key)
+            if row is None:  # unpacked once per group, not once per member rank
+                row = merged[key] = {"name": g["name"], "description": g["description"],
+                                     "ranks": unpack_ranks(g["ranks"]), "size": g["size"], "by_rank": []}
             row["description"] = row["description"] or g["description"]
             row["size"] = row["size"] or g["size"]
             row["by_rank"].append({"rank": rank, **{k: g[k] for k in ("calls", "time_us", "bytes", "exposed_us")}})

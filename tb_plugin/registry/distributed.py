@@ -10,7 +10,7 @@ import time
 
 from ..analysis import critical_path_overlay
 from ..analysis import distributed as distributed_analysis
-from .executors import is_remote, open_executor, run_ranks
+from .executors import LocalExecutor, is_remote, open_executor, run_ranks
 from .executors.task import RankJob, unpack
 from .states import ERROR, LOADING, QUEUED, READY, FileState
 
@@ -40,7 +40,9 @@ class Distributed:
     def distributed(self, run: str, span: str = "1") -> dict:
         """The distributed view of a run's ranks at one span (see analysis.distributed), combined from
         each rank's aggregate. Ranks not analysed yet go to the remote executor when one is chosen
-        (``executor`` / ``$KINETOSCOPE_EXECUTOR``), else are loaded here."""
+        (``executor`` / ``$KINETOSCOPE_EXECUTOR``), else to the local process pool when they are
+        enough for one (:meth:`LocalExecutor.pool_size`: only their summaries come back, and their
+        parses go to the parse cache), else are loaded here."""
         states, ranks, messages = self._ranks(run, span)
         spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
         # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
@@ -80,8 +82,8 @@ class Distributed:
         messages = []
         failed: dict[str, str] = {}
         todo = [st for st in states if st.aggregate is None and st.state not in (READY, ERROR)]
-        if todo and is_remote(self.executor):
-            executor, problem = self._remote_executor()
+        if todo:
+            executor, problem = self._executor_for(todo)
             if problem:
                 messages.append(problem)
             if executor is not None:  # the files another request is analysing are waited for below
@@ -156,6 +158,16 @@ class Distributed:
                 st.aggregate = dict(result.aggregate, tables=unpack(result.aggregate["tables"]))
                 st.overview = st.aggregate["tables"]["overview"]
                 st.progress, st.state = 1.0, READY
+
+    def _executor_for(self, todo: list[FileState]):
+        """``(executor, problem)`` for the ranks ``todo``: the remote executor when one is chosen, a
+        local pool when ``todo`` is big enough for one, else ``(None, None)`` (load them here)."""
+        if is_remote(self.executor):
+            return self._remote_executor()
+        pool = open_executor(self.executor)
+        if not isinstance(pool, LocalExecutor) or pool.pool_size([self.rank_job(st, False) for st in todo]) < 2:
+            return None, None
+        return pool, None
 
     def _remote_executor(self):
         """``(executor, problem)``: the remote executor, opened once and kept; after a failure

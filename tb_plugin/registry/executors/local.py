@@ -67,11 +67,16 @@ class LocalExecutor:
         future = self._futures.get(key)
         return future is not None and future.cancel()
 
+    def pool_size(self, jobs: Sequence[RankJob]) -> int:
+        """The processes :meth:`map` would start for ``jobs`` (0: it runs them in this process)."""
+        workers = self.workers if self.workers is not None else _auto_workers(jobs)
+        workers = min(workers, len(jobs))
+        return workers if workers >= 2 else 0
+
     def map(self, jobs: Sequence[RankJob], submitted=None) -> Iterator[RankResult]:
         """Results as they complete. ``submitted()`` is called once every job is in the pool (from then
         on :meth:`cancel` can drop the ones not started)."""
-        workers = self.workers if self.workers is not None else _auto_workers(jobs)
-        workers = min(workers, len(jobs))
+        workers = self.pool_size(jobs)
         if workers < 2:
             self.used_workers = 0
             for job in jobs:
