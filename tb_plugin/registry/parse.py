@@ -131,8 +131,8 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
 
 
 # Peak memory the analyses of a full report add to the parsed columns, per event or memory event
-# (bytes): 210–240 measured on the V100 ResNet-50 trace scaled to 0.9 and 4.5 GB (tracemalloc and
-# VmHWM above the parsed trace), rounded up.
+# (bytes): ~160 measured (VmHWM above the parsed trace) on the V100 ResNet-50 trace scaled to 0.9 and
+# 4.5 GB; planned with room for traces whose Python frames and modules make the analyses hold more.
 ANALYSIS_BYTES_PER_EVENT = 256
 
 
