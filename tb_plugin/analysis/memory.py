@@ -280,7 +280,6 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     mem = trace.memory
     ev = trace.events
     data = memory_data(trace)
-    n = len(ev)
     on_device = np.isin(data.device_code, [k + 1 for k, label in enumerate(data.labels) if label == device])
     if start_us is not None:
         on_device &= mem.ts - data.origin >= start_us
@@ -289,22 +288,31 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     idx = np.flatnonzero(on_device & (data.op >= 0))
     if len(idx) == 0:
         return []
-    b = mem.bytes[idx].astype(np.float64)
-    owner = data.op[idx]
-    self_inc = np.bincount(owner, weights=b, minlength=n)
-    self_alloc = np.bincount(owner, weights=np.where(b > 0, b, 0), minlength=n)
-    self_count = np.bincount(owner, weights=(b > 0).astype(float), minlength=n)
-    self_kept = np.bincount(owner, weights=np.where(data.unfreed[idx], b, 0), minlength=n)
-    totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
+    # in operator space (position among the operator rows, not event row): every sum below is over
+    # the operators only, in the same order, so the values are the same with half the memory
     tree = op_tree(trace)
     is_op = op_times(trace).is_op
-    order = tree.order[is_op[tree.order]]
-    roll_up(totals, order, tree.op_parent)  # an operator's total holds its whole subtree
-    merged = op_times(trace).merged  # an op's same-name only child is one call with it
-    roll_up([self_inc, self_alloc, self_count, self_kept], np.flatnonzero(merged), tree.op_parent)
-    excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))
-    rows = np.flatnonzero(is_op & ~excluded & ~merged)
-    keys, inv = np.unique(ev.name[rows], return_inverse=True)
+    ops = np.flatnonzero(is_op)
+    m = len(ops)
+    b = mem.bytes[idx].astype(np.float64)
+    owner = np.searchsorted(ops, data.op[idx])  # memory events are attributed to operator rows only
+    self_inc = np.bincount(owner, weights=b, minlength=m)
+    self_alloc = np.bincount(owner, weights=np.where(b > 0, b, 0), minlength=m)
+    self_count = np.bincount(owner, weights=(b > 0).astype(float), minlength=m)
+    self_kept = np.bincount(owner, weights=np.where(data.unfreed[idx], b, 0), minlength=m)
+    del b, owner
+    totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
+    op_parent = tree.op_parent[ops]  # an operator's enclosing operator row, or -1
+    parent = np.where(op_parent >= 0, np.searchsorted(ops, op_parent), -1)
+    del op_parent
+    order = np.searchsorted(ops, tree.order[is_op[tree.order]])
+    roll_up(totals, order, parent)  # an operator's total holds its whole subtree
+    del order
+    merged = op_times(trace).merged[ops]  # an op's same-name only child is one call with it
+    roll_up([self_inc, self_alloc, self_count, self_kept], np.flatnonzero(merged), parent)
+    excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))[ops]
+    rows = np.flatnonzero(~excluded & ~merged)
+    keys, inv = np.unique(ev.name[ops[rows]], return_inverse=True)
     g = len(keys)
 
     def s(arr):

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..trace.heap import release_freed_memory
-from ..trace.model import Trace
+from ..trace.model import Trace, held_bytes
 from .views import FileViews
 
 logger = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ class ViewCache:
 
 def _trace_bytes(trace: Trace) -> int:
     """The parsed columns of a trace (events, memory, flows, counters)."""
-    return sum(a.nbytes for table in (trace.events, trace.memory, trace.flows, trace.counters)
+    return sum(held_bytes(a) for table in (trace.events, trace.memory, trace.flows, trace.counters)
                for a in table.columns.values())
 
 

@@ -24,7 +24,7 @@ import orjson
 from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..storage.fs import INODE_MARK
 from ..trace import jsonsafe
-from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace
+from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace, compact_column
 
 FORMAT_REVISION = 8  # 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
 # 5: "seq" column; group_size falls back to the length of "Process Group Ranks"
@@ -57,13 +57,14 @@ _SWEPT: set[str] = set()  # cache directories this process has swept
 _SWEPT_LOCK = threading.Lock()
 
 
-def _read_npz(path: str) -> tuple[dict, dict] | None:
+def _read_npz(path: str, compact: bool = False) -> tuple[dict, dict] | None:
     """``(header, {name: array})`` of the npz at ``path``, or None when it is missing or unreadable
     in any way (then it is removed, so the next write replaces it)."""
     try:
         with open_regular(path) as f, np.load(f, allow_pickle=False) as data:
             header = orjson.loads(data["header"].tobytes())
-            arrays = {k: data[k] for k in data.files if k != "header"}
+            # each constant column is made one value as soon as it is read, so they are never all held
+            arrays = {k: compact_column(data[k]) if compact else data[k] for k in data.files if k != "header"}
         if not isinstance(header, dict):
             raise ValueError("header is not a JSON object")
         return header, arrays
@@ -149,7 +150,7 @@ class ParseCache:
 
     def get(self, url: str, version: str) -> Trace | None:
         path = self._path(url, version)
-        got = _read_npz(path)
+        got = _read_npz(path, compact=True)
         if got is None:
             return None
         header, arrays = got

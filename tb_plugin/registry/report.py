@@ -16,6 +16,7 @@ from ..analysis.call_stacks import parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
 from ..storage.naming import names_oom
+from ..trace.heap import release_freed_memory
 from .artifacts import MEMPROFILER_KINDS
 
 logger = logging.getLogger(__name__)
@@ -41,16 +42,18 @@ def overview_document(registry, state) -> dict[str, Any] | None:
 def rank_aggregate(views, tables: bool) -> dict[str, Any]:
     """The aggregate of one parsed trace's views (pure; see registry/executors/task.py): ``distributed``,
     ``insights`` and, with ``tables``, the report's per-worker sections."""
-    out: dict[str, Any] = {"distributed": views.rank_reduce(),
-                           "insights": report_insights(views.insights())}
+    sections = [("distributed", views.rank_reduce), ("insights", lambda: report_insights(views.insights()))]
     if tables:
-        out["tables"] = {
-            "overview": views.overview(),
-            "operators": operator_table(views),
-            "kernels": kernel_table(views),
-            "modules": views.modules(),
-            "memory": views.memory_summary(),
-        }
+        sections += [("overview", views.overview), ("operators", lambda: operator_table(views)),
+                     ("kernels", lambda: kernel_table(views)), ("modules", views.modules),
+                     ("memory", views.memory_summary)]
+    got: dict[str, Any] = {}
+    for key, make in sections:
+        got[key] = make()
+        release_freed_memory()  # each section's temporaries: the next one starts from what is kept
+    out: dict[str, Any] = {"distributed": got["distributed"], "insights": got["insights"]}
+    if tables:
+        out["tables"] = {key: got[key] for key in ("overview", "operators", "kernels", "modules", "memory")}
     return out
 
 

@@ -10,7 +10,7 @@ import msgspec
 import numpy as np
 
 from .categories import Kind, kind_of_category
-from .model import EVENT_COLUMNS, MEMORY_COLUMNS
+from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
 from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
 
@@ -266,7 +266,7 @@ class ColumnBuilder(Finishing):
         }
         keep = ~missing_ts
         for key, col in columns.items():
-            self.chunks[key].append(col if keep.all() else col[keep])
+            self.chunks[key].append(compact_column(col if keep.all() else col[keep]))  # constant: one value held
 
     # -- B/E pairs ---------------------------------------------------------------------------
     def _pair_begin_end(self) -> tuple[int, int]:

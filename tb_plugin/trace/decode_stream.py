@@ -32,7 +32,7 @@ from .columns import ColumnBuilder
 from .decode_workers import run_parallel
 from .errors import TraceReadError
 from .events import BATCH_EVENTS, _OBJECT_DECODER
-from .model import STRING_ID_COLUMNS, Trace
+from .model import STRING_ID_COLUMNS, Trace, compact_column
 from .scan import Source, Unstreamable, scan_document
 
 CHUNK_BYTES = 16 << 20  # document bytes per chunk cut by the scanner
@@ -59,7 +59,7 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
                 col = remap[col]
             elif key == "src_offset" and into.sink is not None:
                 col = col + base
-            into.chunks[key].append(col)
+            into.chunks[key].append(compact_column(col))  # a constant chunk holds one value
             added += col.nbytes
     first = len(into.begin_end)
     for row in state["begin_end"]:

@@ -31,6 +31,7 @@ import zlib
 from typing import Any
 
 from ...storage.fs import open_logdir
+from ...storage.read import max_trace_bytes
 from ...storage.remote import StorageError
 from ...trace.errors import TraceReadError
 from ..cache import ParseCache
@@ -120,7 +121,9 @@ def error_message(exc: BaseException) -> str:
     if isinstance(exc, TraceReadError):
         return str(exc)
     if isinstance(exc, MemoryError):
-        return "not enough memory to load this trace"
+        budget = max_trace_bytes()
+        return (f"not enough memory to load and analyse this trace within the memory budget for one trace "
+                f"({budget} bytes, {budget / (1 << 30):.3g} GiB; KINETOSCOPE_MAX_TRACE_BYTES)")
     if isinstance(exc, StorageError):
         return str(exc)
     return f"internal error while analysing this file: {type(exc).__name__}: {exc}"
