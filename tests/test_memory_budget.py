@@ -140,6 +140,8 @@ def test_views_computed_after_loading_count_against_the_budget(tmp_path, monkeyp
     the next request, to any file, measures them, and evicts if the budget is exceeded (on the 0.9 GB
     trace a browsed file holds 758 MB against 285 MB when loaded: without this, 20 browsed runs
     reached 13 GB under a 4 GB budget)."""
+    # no time-based re-measure: on a loaded machine more than REMEASURE_S can pass between two requests
+    monkeypatch.setattr(budget_mod, "REMEASURE_S", 1e9)
     reg = _registry(tmp_path)
     a, b = reg.find("a", "worker0", "1"), reg.find("b", "worker0", "1")
     for st in (a, b):
