@@ -100,7 +100,7 @@ def decode_batch(joined: bytes, with_sink: bool) -> dict[str, Any]:
     (interned keys and texts in id order, column chunks, rows, counts), which
     :func:`.decode_stream.merge` appends to the main builder."""
     builder = ColumnBuilder(_NullSink() if with_sink else None)
-    builder.add_batch(_RAW_LIST.decode(joined))
+    builder.add_batch(_RAW_LIST.decode(joined), joined)
     state = {k: v for k, v in vars(builder).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
     state["keys"] = list(builder._ids)[1:]
     state["texts"] = builder.strings[1:]
