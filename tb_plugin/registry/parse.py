@@ -12,6 +12,7 @@ import fsspec
 from ..storage.private_files import write_atomic
 from ..storage.remote import is_local_fs
 from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
+from ..storage.remote_blocks import RemoteBlocks
 from ..storage.writer import BackgroundWriter
 from ..trace.decode import decode_trace
 from ..trace.decode_stream import Unstreamable, decode_stream, default_workers
@@ -22,9 +23,10 @@ from .results import ResultCache
 from .views import FileViews
 
 READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast); the rest is decoding
-# A local file larger than this (bytes on disk; gzip counts 8×) is decoded as a stream of chunks, on
-# all cores (trace/decode_stream.py); a smaller one as a whole document. KINETOSCOPE_STREAM_ABOVE_BYTES
-# changes it (0: stream every local file).
+# A file larger than this (bytes on storage; gzip counts 8×) is decoded as a stream of chunks, on all
+# cores (trace/decode_stream.py); a smaller one as a whole document. A remote object is then read in
+# ranged blocks (storage/remote_blocks.py) instead of being downloaded first.
+# KINETOSCOPE_STREAM_ABOVE_BYTES changes it (0: stream every file).
 STREAM_ABOVE_BYTES = 64 << 20
 GZIP_RATIO = 8
 
@@ -49,10 +51,11 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
             size = fs.size(path)
         except (OSError, ValueError):
             size = None
-    if size is not None and is_local_fs(fs):
+    if size is not None:
         expanded = size * (GZIP_RATIO if str(path).lower().endswith(".gz") else 1)
         if expanded > stream_above_bytes():
-            trace = _load_streamed(fs, path, size, progress, events_sink)
+            blocks = Blocks(fs, path, size) if is_local_fs(fs) else RemoteBlocks(fs, path, size)
+            trace = _load_streamed(blocks, progress, events_sink)
             if trace is not None:
                 return trace
     read_progress = (lambda x: progress(READ_SHARE * x)) if progress else None
@@ -65,11 +68,11 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
     return trace
 
 
-def _load_streamed(fs, path: str, size: int, progress, events_sink) -> Trace | None:
+def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
     """The trace decoded as a stream (bounded memory, all cores), or None when the document cannot
     be split (then it is decoded as a whole: its errors and recoveries are the reference)."""
     try:
-        return decode_stream(Blocks(fs, path, size), progress, events_sink, workers=default_workers(),
+        return decode_stream(blocks, progress, events_sink, workers=default_workers(),
                              budget=max_trace_bytes())
     except ReadError as exc:
         raise TraceReadError(str(exc)) from None
