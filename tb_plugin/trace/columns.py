@@ -26,6 +26,7 @@ ARG_FIELDS = ("correlation", "external_id", "external_id_old", "device", "stream
               "out_msg_nelems", "dtype", "group_size", "group_ranks", "process_group", "group_desc", "group_id",
               "seq", "epoch", "batch")
 _GET_ARGS = operator.attrgetter(*ARG_FIELDS)
+_GET_EVENT = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
 
 
 def arg_columns(args: list) -> dict[str, tuple]:
@@ -131,7 +132,8 @@ class ColumnBuilder(Finishing):
             x_index = [i for i, ph in enumerate(phases) if ph == "X"]
             xs = [events[i] for i in x_index]
             x_offsets = offsets[x_index] if offsets is not None else None
-            for i, (e, ph) in enumerate(zip(events, phases)):
+            for i in [i for i, ph in enumerate(phases) if ph != "X"]:  # in document order
+                e, ph = events[i], phases[i]
                 if ph is _SKIPPED:
                     continue
                 if ph == "C":
@@ -140,7 +142,7 @@ class ColumnBuilder(Finishing):
                 if ph in _FLOW_PHASES:
                     if e.cat == "fwdbwd":
                         self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
-                elif ph != "X":
+                else:
                     self._other(e, ph, offsets[i] if offsets is not None else None)
         if xs:
             self._add_complete_events(xs, x_offsets)
@@ -224,15 +226,17 @@ class ColumnBuilder(Finishing):
                 self.thread_names[f"{ev.pid}/{ev.tid}"] = ev.args.name
 
     def _add_complete_events(self, xs: list[_Event], offsets=None) -> None:
-        none = _Args()
-        args = [e.args if e.args is not None else none for e in xs]
-        ts = _float_column([e.ts for e in xs])
-        dur = _float_column([e.dur for e in xs])
+        cat, name, pid, tid, ts, dur, args = zip(*map(_GET_EVENT, xs))  # one C-level pass, transposed
+        if None in args:
+            none = _Args()
+            args = [a if a is not None else none for a in args]
+        ts = _float_column(ts)
+        dur = _float_column(dur)
         self._append(
-            cat=self.intern([e.cat for e in xs]),
-            name=self.intern([e.name for e in xs]),
-            pid_values=[e.pid for e in xs],
-            tid=self.intern([e.tid for e in xs]),
+            cat=self.intern(cat),
+            name=self.intern(name),
+            pid_values=pid,
+            tid=self.intern(tid),
             ts=ts,
             dur=dur,
             args=args,

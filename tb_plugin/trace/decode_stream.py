@@ -108,7 +108,13 @@ def _batches(source: Source, chunk_bytes: int, facts: dict) -> Iterable[list[msg
 def _joined(batches: Iterable[list[msgspec.Raw]]) -> Iterable[bytes]:
     """Each batch as the whole-document decoder joins it, ``[`` + ``,``.join(raws) + ``]``."""
     for raws in batches:
-        yield b"[" + b",".join(raws) + b"]"
+        if not raws:
+            yield b"[]"
+            continue
+        parts = [b","] * (2 * len(raws) + 1)  # "[", raw, ",", raw, …, "]": one copy of the events
+        parts[1::2] = raws
+        parts[0], parts[-1] = b"[", b"]"
+        yield b"".join(parts)
 
 
 def _held(builder: ColumnBuilder) -> int:
