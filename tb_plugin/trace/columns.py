@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import operator
 from typing import Any
 
 import msgspec
@@ -13,43 +12,12 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS, MEMORY_COLUMNS
-from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
+from .events import _GET_EVENT, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
+from .heap import gc_paused
 
 
 MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
-# The args of complete events that become columns, read from every event at once (one C-level pass and
-# a transpose instead of a Python loop per arg)
-ARG_FIELDS = ("correlation", "external_id", "external_id_old", "device", "stream", "grid", "blocks_per_sm",
-              "occupancy", "block", "registers", "shared_memory", "input_dims", "input_dims_old", "call_stack",
-              "flops", "python_id", "python_parent_id", "input_types", "collective", "in_msg_nelems",
-              "out_msg_nelems", "dtype", "group_size", "group_ranks", "process_group", "group_desc", "group_id",
-              "seq", "epoch", "batch")
-_GET_ARGS = operator.attrgetter(*ARG_FIELDS)
-_GET_EVENT = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
-
-
-def arg_columns(args: list) -> dict[str, tuple]:
-    """``{field: values of every event}`` for :data:`ARG_FIELDS`."""
-    if not args:
-        return {f: () for f in ARG_FIELDS}
-    return dict(zip(ARG_FIELDS, zip(*map(_GET_ARGS, args))))
-
-
-def _mapped(values: tuple, convert) -> list:
-    """``convert(v)`` of each value, None kept (all-None columns at C speed)."""
-    if values.count(None) == len(values):
-        return list(values)
-    return [convert(v) if v is not None else None for v in values]
-
-
-def _strings_only(values: tuple) -> list:
-    """The values that are strings, None for the others."""
-    if values.count(None) == len(values):
-        return list(values)
-    return [v if isinstance(v, str) else None for v in values]
-
-
 class ColumnBuilder(Finishing):
     """Accumulates decoded batches; string id 0 is reserved for "missing"."""
 
@@ -114,6 +82,10 @@ class ColumnBuilder(Finishing):
     # -- batches ---------------------------------------------------------------------------
     def add_batch(self, raws: list[msgspec.Raw], joined: bytes | None = None) -> None:
         """Decode one batch; ``joined``, when given, is ``[`` + ``,``.join(raws) + ``]`` already."""
+        with gc_paused():
+            self._add_batch(raws, joined)
+
+    def _add_batch(self, raws: list[msgspec.Raw], joined: bytes | None) -> None:
         if joined is None:
             joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)

@@ -32,6 +32,7 @@ from .columns import ColumnBuilder
 from .decode_workers import run_parallel
 from .errors import TraceReadError
 from .events import BATCH_EVENTS, _OBJECT_DECODER
+from .heap import gc_paused
 from .model import STRING_ID_COLUMNS, Trace
 from .scan import Source, Unstreamable, scan_document
 
@@ -149,7 +150,8 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
         nonlocal held
         if events_sink is not None:
             events_sink.write(joined)
-        held += merge(builder, state, builder.sink_pos)
+        with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
+            held += merge(builder, state, builder.sink_pos)
         builder.sink_pos += len(joined)
         check(held)
 
@@ -200,7 +202,8 @@ def _finish(builder: ColumnBuilder, facts: dict) -> Trace:
         warnings.append(f"{facts['nonfinite']} bare NaN/Infinity literals (not valid JSON) were read as the non-finite "
                         "numbers they stand for")
     form = facts["form"]
-    trace = builder.finish(top if form == "object" else {}, form)
+    with gc_paused():
+        trace = builder.finish(top if form == "object" else {}, form)
     trace.warnings[:0] = warnings
     return trace
 
