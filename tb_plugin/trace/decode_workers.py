@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable
 
 from .columns import ColumnBuilder
 from .events import _RAW_LIST
+from .heap import gc_paused
 
 _HEADER = struct.Struct("<QB")
 _LENGTH = struct.Struct("<Q")
@@ -65,7 +66,8 @@ class Workers:
         body = out.read(length)
         if len(body) != length:
             raise WorkerDied("a decode worker exited mid-answer")
-        return pickle.loads(body)
+        with gc_paused():  # a batch's rows: many small acyclic objects (heap.gc_paused)
+            return pickle.loads(body)
 
     def __enter__(self) -> "Workers":
         return self
