@@ -133,3 +133,25 @@ def test_streamed_object_replaced_by_a_shorter_one_mid_read(cloud, streamed, mon
     st = reg.load(reg.files()[0])
     assert st.state == ERROR and "deleted or replaced" in st.error, st.error
     assert reg.files()[0].state != READY
+
+
+def test_remote_document_the_scanner_cannot_split_is_downloaded_whole(cloud, streamed, monkeypatch):
+    """``traceEvents`` twice: the scanner gives up (Unstreamable) after its first ranges; the object is
+    then read whole, as before streaming, and parsed like the same file locally."""
+    plain = sorted(os.listdir(cloud.local))[-1]
+    doc = (cloud.local / plain).read_bytes()
+    assert doc.lstrip()[:1] == b"{"
+    twice = b'{"traceEvents": [], ' + doc.lstrip()[1:]
+    local_path = cloud.local.parent / "twice.json"
+    local_path.write_bytes(twice)
+    cloud.fs().pipe_file(f"{cloud.bucket}/twice/w.pt.trace.json", twice)
+    downloads = []
+    monkeypatch.setattr(read, "_read_remote", lambda *a, **k: downloads.append(a) or real_read_remote(*a, **k))
+    expected = load_trace_file(str(local_path))
+    got = load_trace_file(cloud.url("twice/w.pt.trace.json"))
+    _same(got, expected)
+    assert len(expected.events) > 10_000
+    assert len(downloads) == 1 and len(streamed) == 1
+
+
+real_read_remote = read._read_remote
