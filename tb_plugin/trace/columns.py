@@ -69,15 +69,15 @@ class ColumnBuilder(Finishing):
         table = self._json_ids
         if not any(map(len, raws)):  # the arg is absent from every event
             return np.zeros(len(raws), dtype=np.int32)
-        keys = [bytes(r) if len(r) else None for r in raws]
+        keys = list(map(bytes, raws))  # an absent arg is b"", never a key of the table
         texts = {}
         for k in dict.fromkeys(keys):  # first-occurrence order: deterministic ids
-            if k is not None and k not in table:
+            if k and k not in table:
                 texts[k] = _json_text(k)
         if texts:
             ids = self.intern(list(texts.values()))
             table.update(zip(texts.keys(), ids.tolist()))
-        return np.fromiter(map(table.get, keys, itertools.repeat(0)), dtype=np.int32, count=len(keys))  # None: 0
+        return np.fromiter(map(table.get, keys, itertools.repeat(0)), dtype=np.int32, count=len(keys))  # b"": 0
 
     # -- batches ---------------------------------------------------------------------------
     def add_batch(self, raws: list[msgspec.Raw], joined: bytes | None = None) -> None:
