@@ -55,10 +55,10 @@ def test_a_wanted_file_is_loaded_while_the_loader_is_busy_with_another(tmp_path,
     release = threading.Event()
     parse = reg._parse
 
-    def slow_parse(state, report):
+    def slow_parse(state, report, *rest):
         if state.run == "r0":
             release.wait(30)
-        return parse(state, report)
+        return parse(state, report, *rest)
 
     monkeypatch.setattr(reg, "_parse", slow_parse)
     reg.start()

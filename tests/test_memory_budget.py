@@ -78,7 +78,7 @@ def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
 
     parses = []
     real_parse = reg._parse
-    monkeypatch.setattr(reg, "_parse", lambda state, report: parses.append(state.entry.rel) or real_parse(state, report))
+    monkeypatch.setattr(reg, "_parse", lambda state, report, *rest: parses.append(state.entry.rel) or real_parse(state, report, *rest))
     evicted = states[0]
     evicted.from_cache = False
     got = []

@@ -174,9 +174,14 @@ class Loading:
             return self._load_locked(state, progress)
 
     def _load_locked(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
+        """Parse, compute the Overview, show the file as ready; only then store the parsed columns in
+        the parse cache and build the timeline index (kept there too), which the Overview does not
+        need: the user sees the Overview that much sooner, and the Trace view's index is built by
+        the time :meth:`load` returns (the loader thread warms the other views after it)."""
         started = time.perf_counter()
         state.progress = 0.0 if state.progress >= 1.0 else state.progress  # a pool's parse keeps its 0.9
         state.state = LOADING
+        deferred: list[Callable[[], None]] = []  # work after READY (parse-cache write)
 
         def report(fraction: float) -> None:  # parsing is the first PARSE_SHARE of the load
             state.progress = PARSE_SHARE * fraction
@@ -184,21 +189,29 @@ class Loading:
                 progress(state.progress)
 
         try:
-            trace = self._parse(state, report)
+            trace = self._parse(state, report, deferred)
             views = self._views_of(state, trace)
             overview = views.overview()  # from the analysis cache when this code analysed the file before
-            if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
-                views.timeline_meta()  # the parse cache, so the Trace view never waits for it once the file is ready
             contents = file_contents(trace)  # cheap flags; no curve or module tree is built here
         except Exception as exc:  # a bad file, or an analysis bug, must stay one file's problem
             if not isinstance(exc, (TraceReadError, MemoryError)):
                 logger.exception("analysing %s failed", state.entry.rel)
             state.error, state.state = self.client_message(error_message(exc)), ERROR
-        else:
-            state.warnings, state.notes = list(trace.warnings), list(trace.notes)
-            state.overview, state.contents = overview, contents
-            self._views.remember(state.entry.rel, views)
-            state.progress, state.state = 1.0, READY
+            state.load_seconds = state.ready_seconds = time.perf_counter() - started
+            return state
+        state.warnings, state.notes = list(trace.warnings), list(trace.notes)
+        state.overview, state.contents = overview, contents
+        self._views.remember(state.entry.rel, views)
+        state.progress, state.state = 1.0, READY
+        state.ready_seconds = time.perf_counter() - started
+        try:
+            for call in deferred:
+                call()
+            if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
+                views.timeline_meta()  # the parse cache, so the Trace view rarely waits for it
+                self._views.account(state.entry.rel)  # its arrays count against the memory budget
+        except Exception:  # the file is shown; a failed cache write or index only costs a rebuild later
+            logger.exception("storing the parse or the timeline index of %s failed", state.entry.rel)
         state.load_seconds = time.perf_counter() - started
         return state
 
@@ -281,10 +294,12 @@ class Loading:
                     st.state = QUEUED
         return workers
 
-    def _parse(self, state: FileState, report: Callable[[float], None]) -> Trace:
+    def _parse(self, state: FileState, report: Callable[[float], None],
+               deferred: list[Callable[[], None]] | None = None) -> Trace:
         entry = state.entry
         url = self.fs.unstrip_protocol(entry.path)
-        trace, from_cache = parse_entry(self.fs, entry.path, url, entry.version, entry.size, self.cache, report)
+        trace, from_cache = parse_entry(self.fs, entry.path, url, entry.version, entry.size, self.cache, report,
+                                        deferred)
         if from_cache:
             state.from_cache = True
         return trace

@@ -12,6 +12,7 @@ import fsspec
 from ..storage.private_files import write_atomic
 from ..storage.remote import is_local_fs
 from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
+from ..storage.remote_blocks import RemoteBlocks
 from ..storage.writer import BackgroundWriter
 from ..trace.decode import decode_trace
 from ..trace.decode_stream import Unstreamable, decode_stream, default_workers
@@ -23,9 +24,10 @@ from .results import ResultCache
 from .views import FileViews
 
 READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast); the rest is decoding
-# A local file larger than this (bytes on disk; gzip counts 8×) is decoded as a stream of chunks, on
-# all cores (trace/decode_stream.py); a smaller one as a whole document. KINETOSCOPE_STREAM_ABOVE_BYTES
-# changes it (0: stream every local file).
+# A file larger than this (bytes on storage; gzip counts 8×) is decoded as a stream of chunks, on all
+# cores (trace/decode_stream.py); a smaller one as a whole document. A remote object is then read in
+# ranged blocks (storage/remote_blocks.py) instead of being downloaded first.
+# KINETOSCOPE_STREAM_ABOVE_BYTES changes it (0: stream every file).
 STREAM_ABOVE_BYTES = 64 << 20
 GZIP_RATIO = 8
 
@@ -50,10 +52,11 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
             size = fs.size(path)
         except (OSError, ValueError):
             size = None
-    if size is not None and is_local_fs(fs):
+    if size is not None:
         expanded = size * (GZIP_RATIO if str(path).lower().endswith(".gz") else 1)
         if expanded > stream_above_bytes():
-            trace = _load_streamed(fs, path, size, progress, events_sink)
+            blocks = Blocks(fs, path, size) if is_local_fs(fs) else RemoteBlocks(fs, path, size)
+            trace = _load_streamed(blocks, progress, events_sink)
             if trace is not None:
                 release_freed_memory()  # the chunks' heap pages (trace/heap.py)
                 return trace
@@ -68,11 +71,11 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
     return trace
 
 
-def _load_streamed(fs, path: str, size: int, progress, events_sink) -> Trace | None:
+def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
     """The trace decoded as a stream (bounded memory, all cores), or None when the document cannot
     be split (then it is decoded as a whole: its errors and recoveries are the reference)."""
     try:
-        return decode_stream(Blocks(fs, path, size), progress, events_sink, workers=default_workers(),
+        return decode_stream(blocks, progress, events_sink, workers=default_workers(),
                              budget=max_trace_bytes())
     except ReadError as exc:
         raise TraceReadError(str(exc)) from None
@@ -98,9 +101,13 @@ def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float
 
 
 def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCache | None,
-                report: Callable[[float], None] | None = None) -> tuple[Trace, bool]:
+                report: Callable[[float], None] | None = None,
+                deferred: list[Callable[[], None]] | None = None) -> tuple[Trace, bool]:
     """``(trace, came from the cache)`` for one file of ``fs``: read back from the parse cache, else
-    parsed (progress through ``report``, fraction 0–1) and stored there with its raw events file."""
+    parsed (progress through ``report``, fraction 0–1) and stored there with its raw events file.
+    With ``deferred``, storing the parsed columns (a second or two of writing on a 0.9 GB trace) is
+    appended to it as a call, for the caller to make once the file is shown (its raw events file is
+    written during the parse, as always)."""
     report = report or (lambda _: None)
     if cache is not None:
         cached = cache.get(url, version)
@@ -123,7 +130,13 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
         trace.meta["events_bytes"] = os.path.getsize(events_path)  # the cache checks it on every hit
     except OSError:  # an unwritable cache only costs the full event args
         trace = parsed[0] if parsed else load_trace_file(path, fs=fs, size=size, progress=report)
-    cache.put(url, version, trace)
+    if deferred is not None:
+        def put_then_release() -> None:
+            cache.put(url, version, trace)
+            release_freed_memory()  # the cache writer's copies
+        deferred.append(put_then_release)
+    else:
+        cache.put(url, version, trace)
     # the parse's chunks and the cache writer's copies are freed but their heap pages stay in the
     # process (about 0.5 GB after a 4.5 GB trace): give them back before the analyses run
     release_freed_memory()

@@ -28,7 +28,8 @@ class FileState:
     warnings: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)  # about the file; not warnings (Trace.notes)
     overview: dict[str, Any] | None = None
-    load_seconds: float | None = None
+    load_seconds: float | None = None  # the whole load (s), including what follows READY (cache writes, index)
+    ready_seconds: float | None = None  # from the load's start to READY (s): what the user waits for
     from_cache: bool = False
     aggregate: dict[str, Any] | None = None  # per-rank aggregates (executors/task.py), once computed
     contents: dict[str, bool] | None = None  # has_memory / has_modules (analysis/contents.py), once loaded

@@ -4,6 +4,7 @@ flows and memory events, and the pairing of ``B``/``E`` events (see :mod:`.decod
 from __future__ import annotations
 
 import collections
+import itertools
 from typing import Any
 
 import msgspec
@@ -11,13 +12,12 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
-from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
+from .events import _GET_EVENT, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
+from .heap import gc_paused
 
 
 MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
-
-
 class ColumnBuilder(Finishing):
     """Accumulates decoded batches; string id 0 is reserved for "missing"."""
 
@@ -47,6 +47,8 @@ class ColumnBuilder(Finishing):
     def intern(self, values: list) -> np.ndarray:
         """String-table ids of ``values`` (ints and other scalars are interned as their text)."""
         table = self._ids
+        if values.count(None) == len(values):  # None is id 0
+            return np.zeros(len(values), dtype=np.int32)
         try:
             ids = list(map(table.get, values))  # C-speed lookups; misses come back as None
         except TypeError:  # an unhashable value (a list where a name should be): use its text
@@ -55,7 +57,8 @@ class ColumnBuilder(Finishing):
         if None in ids:
             # first-occurrence order (not set order, which varies between processes): string ids
             # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ
-            for v in dict.fromkeys(v for v, got in zip(values, ids) if got is None):
+            # (every value equal to a missed one is missed: filtering the distinct values keeps that order)
+            for v in [v for v in dict.fromkeys(values) if v not in table]:
                 table[v] = len(self.strings)
                 self.strings.append(v if isinstance(v, str) else str(v))
             ids = list(map(table.get, values))
@@ -64,20 +67,27 @@ class ColumnBuilder(Finishing):
     def intern_json(self, raws: list) -> np.ndarray:
         """String ids for raw JSON values (``msgspec.Raw``), shown as Python-style text."""
         table = self._json_ids
-        keys = [bytes(r) if len(r) else None for r in raws]
+        if not any(map(len, raws)):  # the arg is absent from every event
+            return np.zeros(len(raws), dtype=np.int32)
+        keys = list(map(bytes, raws))  # an absent arg is b"", never a key of the table
         texts = {}
         for k in dict.fromkeys(keys):  # first-occurrence order: deterministic ids
-            if k is not None and k not in table:
+            if k and k not in table:
                 texts[k] = _json_text(k)
         if texts:
             ids = self.intern(list(texts.values()))
             table.update(zip(texts.keys(), ids.tolist()))
-        table_get = table.get
-        return np.array([table_get(k, 0) if k is not None else 0 for k in keys], dtype=np.int32)
+        return np.fromiter(map(table.get, keys, itertools.repeat(0)), dtype=np.int32, count=len(keys))  # b"": 0
 
     # -- batches ---------------------------------------------------------------------------
-    def add_batch(self, raws: list[msgspec.Raw]) -> None:
-        joined = b"[" + b",".join(raws) + b"]"
+    def add_batch(self, raws: list[msgspec.Raw], joined: bytes | None = None) -> None:
+        """Decode one batch; ``joined``, when given, is ``[`` + ``,``.join(raws) + ``]`` already."""
+        with gc_paused():
+            self._add_batch(raws, joined)
+
+    def _add_batch(self, raws: list[msgspec.Raw], joined: bytes | None) -> None:
+        if joined is None:
+            joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)
         offsets = self._sink(joined, raws)
         phases = [e.ph for e in events]
@@ -94,7 +104,8 @@ class ColumnBuilder(Finishing):
             x_index = [i for i, ph in enumerate(phases) if ph == "X"]
             xs = [events[i] for i in x_index]
             x_offsets = offsets[x_index] if offsets is not None else None
-            for i, (e, ph) in enumerate(zip(events, phases)):
+            for i in [i for i, ph in enumerate(phases) if ph != "X"]:  # in document order
+                e, ph = events[i], phases[i]
                 if ph is _SKIPPED:
                     continue
                 if ph == "C":
@@ -103,7 +114,7 @@ class ColumnBuilder(Finishing):
                 if ph in _FLOW_PHASES:
                     if e.cat == "fwdbwd":
                         self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
-                elif ph != "X":
+                else:
                     self._other(e, ph, offsets[i] if offsets is not None else None)
         if xs:
             self._add_complete_events(xs, x_offsets)
@@ -124,7 +135,7 @@ class ColumnBuilder(Finishing):
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
         if self.sink is None:
             return None
-        lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
+        lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
         starts = 1 + np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) + self.sink_pos
         self.sink.write(joined)
         self.sink_pos += len(joined)
@@ -187,15 +198,17 @@ class ColumnBuilder(Finishing):
                 self.thread_names[f"{ev.pid}/{ev.tid}"] = ev.args.name
 
     def _add_complete_events(self, xs: list[_Event], offsets=None) -> None:
-        none = _Args()
-        args = [e.args if e.args is not None else none for e in xs]
-        ts = _float_column([e.ts for e in xs])
-        dur = _float_column([e.dur for e in xs])
+        cat, name, pid, tid, ts, dur, args = zip(*map(_GET_EVENT, xs))  # one C-level pass, transposed
+        if None in args:
+            none = _Args()
+            args = [a if a is not None else none for a in args]
+        ts = _float_column(ts)
+        dur = _float_column(dur)
         self._append(
-            cat=self.intern([e.cat for e in xs]),
-            name=self.intern([e.name for e in xs]),
-            pid_values=[e.pid for e in xs],
-            tid=self.intern([e.tid for e in xs]),
+            cat=self.intern(cat),
+            name=self.intern(name),
+            pid_values=pid,
+            tid=self.intern(tid),
             ts=ts,
             dur=dur,
             args=args,
@@ -204,7 +217,8 @@ class ColumnBuilder(Finishing):
 
     def _append(self, *, cat, name, pid_values, tid, ts, dur, args, offsets=None) -> None:
         n = len(ts)
-        for i in [i for i, p in enumerate(pid_values) if isinstance(p, str)]:
+        pid_types = set(map(type, pid_values))  # almost always {int}: no per-event checks then
+        for i in [] if str not in pid_types else [i for i, p in enumerate(pid_values) if isinstance(p, str)]:
             # Kineto's own "Traces"/"Spans" bookkeeping rows always have string pids: not worth a word.
             if kind_of_category(self.strings[cat[i]])[0] != Kind.IGNORED:
                 self.string_pids += 1
@@ -215,12 +229,16 @@ class ColumnBuilder(Finishing):
         self.no_ts += int(missing_ts.sum())
         self.no_dur += int(missing_dur.sum())
         dur = np.where(missing_dur, 0.0, np.maximum(dur, 0.0))
-        external = _int_column([a.external_id for a in args])
-        old_external = _int_column([a.external_id_old for a in args])
+        a = arg_columns(args)
+        external = _int_column(a["external_id"])
+        old_external = _int_column(a["external_id_old"])
         external = np.where(external >= 0, external, old_external)
-        device = _int_column([a.device for a in args], np.int32)
-        pid_numeric = _int_column([p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
+        device = _int_column(a["device"], np.int32)
+        pid_numeric = _int_column(pid_values if pid_types <= {int, float} else [
+            p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
         device = np.where(device >= 0, device, pid_numeric)
+        grid, ranks = a["grid"], a["group_ranks"]
+        no_grid = grid.count(None) == len(grid)
         columns = {
             "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
             "cat": cat,
@@ -229,38 +247,42 @@ class ColumnBuilder(Finishing):
             "tid": tid,
             "ts": ts,
             "dur": dur,
-            "correlation": _int_column([a.correlation for a in args]),
+            "correlation": _int_column(a["correlation"]),
             "external_id": external,
             "device": device,
-            "stream": _int_column([a.stream for a in args]),
-            "grid_size": np.array([_grid_size(a.grid) if a.grid is not None else -1 for a in args], dtype=np.int64),
-            "blocks_per_sm": _float_column([a.blocks_per_sm for a in args]),
-            "occupancy_pct": _float_column([a.occupancy for a in args]),
-            "grid": self.intern([_list_text(a.grid) if a.grid is not None else None for a in args]),
-            "block": self.intern([_list_text(a.block) if a.block is not None else None for a in args]),
-            "registers": _int_column([a.registers for a in args], np.int32),
-            "shared_memory": _int_column([a.shared_memory for a in args]),
-            "input_dims": self.intern_json([a.input_dims if len(a.input_dims) else a.input_dims_old for a in args]),
-            "call_stack": self.intern([a.call_stack if isinstance(a.call_stack, str) else None for a in args]),
-            "flops": _float_column([a.flops for a in args]),
-            "python_id": _int_column([a.python_id for a in args]),
-            "python_parent_id": _int_column([a.python_parent_id for a in args]),
-            "input_types": self.intern_json([a.input_types for a in args]),
-            "collective": self.intern([a.collective if isinstance(a.collective, str) else None for a in args]),
-            "in_msg_nelems": _int_column([a.in_msg_nelems for a in args]),
-            "out_msg_nelems": _int_column([a.out_msg_nelems for a in args]),
-            "dtype": self.intern([a.dtype if isinstance(a.dtype, str) else None for a in args]),
-            "group_size": _int_column([a.group_size if a.group_size is not None else _ranks_count(a.group_ranks)
-                                       for a in args], np.int32),
-            "seq": _int_column([a.seq for a in args]),
-            "process_group": self.intern([str(a.process_group) if a.process_group is not None else None for a in args]),
-            "process_group_desc": self.intern([a.group_desc if isinstance(a.group_desc, str) else None for a in args]),
-            "process_group_ranks": self.intern([_ranks_text(a.group_ranks) for a in args]),
-            "process_group_id": _int_column([a.group_id for a in args], np.int32),
-            "wait_event_correlation": _int_column([a.wait_record for a in args]),
-            "wait_stream": _int_column([a.wait_stream for a in args], np.int32),
-            "epoch": _int_column([a.epoch for a in args], np.int32),
-            "batch": _int_column([a.batch for a in args]),
+            "stream": _int_column(a["stream"]),
+            "grid_size": np.full(n, -1, dtype=np.int64) if no_grid else np.array(
+                [_grid_size(g) if g is not None else -1 for g in grid], dtype=np.int64),
+            "blocks_per_sm": _float_column(a["blocks_per_sm"]),
+            "occupancy_pct": _float_column(a["occupancy"]),
+            "grid": self.intern(_mapped(grid, _list_text)),
+            "block": self.intern(_mapped(a["block"], _list_text)),
+            "registers": _int_column(a["registers"], np.int32),
+            "shared_memory": _int_column(a["shared_memory"]),
+            "input_dims": self.intern_json(a["input_dims"] if not any(map(len, a["input_dims_old"])) else
+                                           [d if len(d) else o for d, o in zip(a["input_dims"], a["input_dims_old"])]),
+            "call_stack": self.intern(_strings_only(a["call_stack"])),
+            "flops": _float_column(a["flops"]),
+            "python_id": _int_column(a["python_id"]),
+            "python_parent_id": _int_column(a["python_parent_id"]),
+            "input_types": self.intern_json(a["input_types"]),
+            "collective": self.intern(_strings_only(a["collective"])),
+            "in_msg_nelems": _int_column(a["in_msg_nelems"]),
+            "out_msg_nelems": _int_column(a["out_msg_nelems"]),
+            "dtype": self.intern(_strings_only(a["dtype"])),
+            "group_size": _int_column(list(a["group_size"]) if ranks.count(None) == n else
+                                      [s if s is not None else _ranks_count(r) for s, r in zip(a["group_size"], ranks)],
+                                      np.int32),
+            "seq": _int_column(a["seq"]),
+            "process_group": self.intern(_mapped(a["process_group"], str)),
+            "process_group_desc": self.intern(_strings_only(a["group_desc"])),
+            "process_group_ranks": self.intern(list(ranks) if ranks.count(None) == n else
+                                               [_ranks_text(r) for r in ranks]),
+            "process_group_id": _int_column(a["group_id"], np.int32),
+            "wait_event_correlation": _int_column(a["wait_record"]),
+            "wait_stream": _int_column(a["wait_stream"], np.int32),
+            "epoch": _int_column(a["epoch"], np.int32),
+            "batch": _int_column(a["batch"]),
             "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),
             "src_length": offsets[:, 1].astype(np.int32) if offsets is not None else np.full(n, -1, dtype=np.int32),
         }

@@ -30,6 +30,7 @@ from .nonfinite import quote_nonfinite, token_at
 from .events import BATCH_EVENTS, _OBJECT_DECODER, _RAW_LIST
 
 from .columns import ColumnBuilder
+from .heap import gc_paused
 
 
 
@@ -73,7 +74,8 @@ def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float
         if progress:
             progress(min(1.0, (start + BATCH_EVENTS) / max(total, 1)))
     del raws
-    trace = builder.finish(top, form)
+    with gc_paused():  # (heap.gc_paused)
+        trace = builder.finish(top, form)
     trace.warnings[:0] = warnings
     return trace
 

@@ -32,6 +32,7 @@ from .columns import ColumnBuilder
 from .decode_workers import run_parallel
 from .errors import TraceReadError
 from .events import BATCH_EVENTS, _OBJECT_DECODER
+from .heap import gc_paused
 from .model import STRING_ID_COLUMNS, Trace, compact_column
 from .scan import Source, Unstreamable, scan_document
 
@@ -108,7 +109,13 @@ def _batches(source: Source, chunk_bytes: int, facts: dict) -> Iterable[list[msg
 def _joined(batches: Iterable[list[msgspec.Raw]]) -> Iterable[bytes]:
     """Each batch as the whole-document decoder joins it, ``[`` + ``,``.join(raws) + ``]``."""
     for raws in batches:
-        yield b"[" + b",".join(raws) + b"]"
+        if not raws:
+            yield b"[]"
+            continue
+        parts = [b","] * (2 * len(raws) + 1)  # "[", raw, ",", raw, …, "]": one copy of the events
+        parts[1::2] = raws
+        parts[0], parts[-1] = b"[", b"]"
+        yield b"".join(parts)
 
 
 def _held(builder: ColumnBuilder) -> int:
@@ -143,7 +150,8 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
         nonlocal held
         if events_sink is not None:
             events_sink.write(joined)
-        held += merge(builder, state, builder.sink_pos)
+        with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
+            held += merge(builder, state, builder.sink_pos)
         builder.sink_pos += len(joined)
         check(held)
 
@@ -194,7 +202,8 @@ def _finish(builder: ColumnBuilder, facts: dict) -> Trace:
         warnings.append(f"{facts['nonfinite']} bare NaN/Infinity literals (not valid JSON) were read as the non-finite "
                         "numbers they stand for")
     form = facts["form"]
-    trace = builder.finish(top if form == "object" else {}, form)
+    with gc_paused():
+        trace = builder.finish(top if form == "object" else {}, form)
     trace.warnings[:0] = warnings
     return trace
 

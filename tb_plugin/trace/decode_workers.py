@@ -4,9 +4,9 @@ Each worker is a ``python -c`` that runs :func:`_serve`, started with :mod:`subp
 :mod:`multiprocessing`: it imports only this package (``spawn`` would import the caller's main
 script again, and ``fork`` is unsafe in a threaded server). Through its pipes it reads batches
 (an 8-byte length, a flag byte, the joined events) and answers each with the pickled state of
-:func:`.decode_stream.decode_batch`. Batch ``i`` goes to worker ``i % n``, one batch in flight per
-worker: a worker is only written to after its previous answer was read in full, so no pipe can
-block both sides.
+:func:`.decode_stream.decode_batch`. Batch ``i`` goes to worker ``i % n``, :data:`DEPTH` batches in
+flight per worker, written by one thread per worker: the caller never blocks on a write while a
+worker blocks on writing its answer, and answers are read in order, so no pipe can block both sides.
 """
 
 from __future__ import annotations
@@ -14,15 +14,21 @@ from __future__ import annotations
 import collections
 import os
 import pickle
+import queue
 import struct
 import subprocess
 import sys
+import threading
 from typing import Any, Callable, Iterable
 
 from .columns import ColumnBuilder
 from .events import _RAW_LIST
+from .heap import gc_paused
 
 _HEADER = struct.Struct("<QB")
+# Batches in flight per worker: the next one waits in its pipe while the worker decodes, so a worker
+# never idles while this process scans the document or merges another worker's answer
+DEPTH = 2
 _LENGTH = struct.Struct("<Q")
 
 
@@ -31,7 +37,9 @@ class WorkerDied(Exception):
 
 
 class Workers:
-    """``n`` worker processes (a context manager: they exit at its end)."""
+    """``n`` worker processes (a context manager: they exit at its end). Each is fed by its own
+    writer thread, so a batch can wait in its pipe while the worker answers the one before (see
+    :data:`DEPTH`) without the caller blocking on the write."""
 
     def __init__(self, n: int) -> None:
         # this very tb_plugin, first on the path: "python -m" would put the working directory first,
@@ -39,6 +47,9 @@ class Workers:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         code = f"import sys; sys.path.insert(0, {root!r}); from tb_plugin.trace.decode_workers import _serve; _serve()"
         self.procs = []
+        self.queues: list[queue.Queue] = []
+        self.feeders: list[threading.Thread] = []
+        self.failed: str | None = None  # a write failed: the worker is gone
         try:
             for _ in range(n):
                 self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
@@ -46,15 +57,30 @@ class Workers:
         except OSError as exc:
             self.__exit__(type(exc), exc, None)
             raise WorkerDied(f"cannot start a decode worker: {exc}") from None
+        for proc in self.procs:
+            q: queue.Queue = queue.Queue()
+            thread = threading.Thread(target=self._feed, args=(proc, q), name="kinetoscope-decode-feed", daemon=True)
+            thread.start()
+            self.queues.append(q)
+            self.feeders.append(thread)
+
+    def _feed(self, proc, q: queue.Queue) -> None:
+        while True:
+            item = q.get()
+            if item is None:
+                return
+            try:
+                proc.stdin.write(item[0])
+                proc.stdin.write(item[1])
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError) as exc:  # the worker died (its answer never comes)
+                self.failed = str(exc) or type(exc).__name__
+                return
 
     def send(self, i: int, joined: bytes, with_sink: bool) -> None:
-        proc = self.procs[i % len(self.procs)]
-        try:
-            proc.stdin.write(_HEADER.pack(len(joined), with_sink))
-            proc.stdin.write(joined)
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise WorkerDied(str(exc)) from None
+        if self.failed is not None:
+            raise WorkerDied(self.failed)
+        self.queues[i % len(self.procs)].put((_HEADER.pack(len(joined), with_sink), joined))
 
     def receive(self, i: int) -> dict:
         out = self.procs[i % len(self.procs)].stdout
@@ -65,7 +91,8 @@ class Workers:
         body = out.read(length)
         if len(body) != length:
             raise WorkerDied("a decode worker exited mid-answer")
-        return pickle.loads(body)
+        with gc_paused():  # a batch's rows: many small acyclic objects (heap.gc_paused)
+            return pickle.loads(body)
 
     def __enter__(self) -> "Workers":
         return self
@@ -74,6 +101,10 @@ class Workers:
         if exc and exc[0] is not None:  # failing (a budget error, an interrupt): answers are not wanted
             for proc in self.procs:
                 proc.kill()
+        for q in self.queues:
+            q.put(None)
+        for thread in self.feeders:
+            thread.join(timeout=5)
         for proc in self.procs:
             try:
                 proc.stdin.close()
@@ -100,7 +131,7 @@ def decode_batch(joined: bytes, with_sink: bool) -> dict[str, Any]:
     (interned keys and texts in id order, column chunks, rows, counts), which
     :func:`.decode_stream.merge` appends to the main builder."""
     builder = ColumnBuilder(_NullSink() if with_sink else None)
-    builder.add_batch(_RAW_LIST.decode(joined))
+    builder.add_batch(_RAW_LIST.decode(joined), joined)
     state = {k: v for k, v in vars(builder).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
     state["keys"] = list(builder._ids)[1:]
     state["texts"] = builder.strings[1:]
@@ -109,7 +140,7 @@ def decode_batch(joined: bytes, with_sink: bool) -> dict[str, Any]:
 
 def run_parallel(batches: Iterable[bytes], n: int, with_sink: bool, take: Callable) -> None:
     """``take(state, joined)`` for every batch in order, the states decoded by ``n`` workers (here,
-    by :func:`decode_batch`, for the rest if one dies)."""
+    by :func:`decode_batch`, for the rest if one dies), :data:`DEPTH` batches in flight per worker."""
     decode = decode_batch
     flight: collections.deque = collections.deque()  # (index, joined) sent, not yet taken
     batches = iter(batches)
@@ -120,18 +151,18 @@ def run_parallel(batches: Iterable[bytes], n: int, with_sink: bool, take: Callab
                 flight.append((sent, joined))
                 sent += 1
                 workers.send(sent - 1, joined, with_sink)
-                if len(flight) == n:
+                if len(flight) == DEPTH * n:
                     break
             while flight:
                 index, joined = flight[0]
                 state = workers.receive(index)
                 flight.popleft()
+                take(state, joined)  # (the worker decodes its next batch meanwhile: DEPTH)
                 following = next(batches, None)
-                if following is not None:  # keep this worker busy while the answer is merged
+                if following is not None:  # batch index sent % n: this same worker
                     flight.append((sent, following))
                     sent += 1
                     workers.send(sent - 1, following, with_sink)
-                take(state, joined)
     except WorkerDied:
         for _, joined in flight:
             take(decode(joined, with_sink), joined)

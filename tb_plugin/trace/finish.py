@@ -213,7 +213,7 @@ def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
 
 
 def _meta(top: dict[str, Any], form: str, strings: list[str], cols: dict, phases) -> dict[str, Any]:
-    cats = {strings[i] for i in np.unique(cols["cat"])} if len(cols["cat"]) else set()
+    cats = {strings[i] for i in np.flatnonzero(np.bincount(cols["cat"]))} if len(cols["cat"]) else set()
     if cats & {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"}:
         fmt = "kineto-2021"
     elif cats & {"cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "user_annotation", "python_function"}:

@@ -291,7 +291,7 @@ def _exact_cut(source: Source, chunk_bytes: int, facts: dict):
 def _decode(buf, start: int, end: int, facts: dict) -> list[msgspec.Raw] | None:
     """The raws of ``buf[start:end]`` (elements separated by commas), or None if it is not a
     whole number of elements."""
-    text = b"[" + bytes(memoryview(buf)[start:end]) + b"]"
+    text = b"".join((b"[", memoryview(buf)[start:end], b"]"))  # one copy of the chunk
     try:
         return _RAW_LIST.decode(text)
     except msgspec.DecodeError as exc:
