@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import itertools
 from operator import attrgetter
 from typing import Any
 
@@ -66,16 +67,17 @@ class ColumnBuilder(Finishing):
     def intern_json(self, raws: list) -> np.ndarray:
         """String ids for raw JSON values (``msgspec.Raw``), shown as Python-style text."""
         table = self._json_ids
-        keys = [bytes(r) if len(r) else None for r in raws]
+        if not any(map(len, raws)):  # the arg is in no event of the batch
+            return np.zeros(len(raws), dtype=np.int32)
+        keys = list(map(bytes, raws))  # an absent arg is b"", never a key of the table: id 0
         texts = {}
         for k in dict.fromkeys(keys):  # first-occurrence order: deterministic ids
-            if k is not None and k not in table:
+            if k and k not in table:
                 texts[k] = _json_text(k)
         if texts:
             ids = self.intern(list(texts.values()))
             table.update(zip(texts.keys(), ids.tolist()))
-        table_get = table.get
-        return np.array([table_get(k, 0) if k is not None else 0 for k in keys], dtype=np.int32)
+        return np.array(list(map(table.get, keys, itertools.repeat(0))), dtype=np.int32)
 
     def _intern_present(self, values: list, text) -> np.ndarray:
         """String ids of ``text(v)`` for the values that are not None (id 0 for None); all None: zeros,
@@ -86,9 +88,8 @@ class ColumnBuilder(Finishing):
 
     # -- batches ---------------------------------------------------------------------------
     def add_batch(self, raws: list[msgspec.Raw]) -> None:
-        """Decode one batch into columns. The cyclic garbage collector is paused meanwhile: the
-        batch's events are acyclic, and collections triggered by their allocation found nothing
-        while taking a fifth of the decode time."""
+        """Decode one batch into columns, the cyclic GC paused (the events are acyclic: collections
+        triggered by their allocation found nothing and took a fifth of the decode time)."""
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -101,7 +102,7 @@ class ColumnBuilder(Finishing):
         joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)
         offsets = self._sink(joined, raws)
-        phases = [e.ph for e in events]
+        phases = list(map(_PHASE, events))
         try:
             counts = collections.Counter(phases)
         except TypeError:  # a list or object where the phase belongs: keep its text (never a known phase)
@@ -113,9 +114,10 @@ class ColumnBuilder(Finishing):
             xs, x_offsets = events, offsets
         else:
             x_index = [i for i, ph in enumerate(phases) if ph == "X"]
-            xs = [events[i] for i in x_index]
+            xs = list(map(events.__getitem__, x_index))
             x_offsets = offsets[x_index] if offsets is not None else None
-            for i, (e, ph) in enumerate(zip(events, phases)):
+            for i in [i for i, ph in enumerate(phases) if ph != "X"]:  # in file order
+                e, ph = events[i], phases[i]
                 if ph is _SKIPPED:
                     continue
                 if ph == "C":
@@ -124,7 +126,7 @@ class ColumnBuilder(Finishing):
                 if ph in _FLOW_PHASES:
                     if e.cat == "fwdbwd":
                         self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
-                elif ph != "X":
+                else:
                     self._other(e, ph, offsets[i] if offsets is not None else None)
         if xs:
             self._add_complete_events(xs, x_offsets)
@@ -145,7 +147,7 @@ class ColumnBuilder(Finishing):
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
         if self.sink is None:
             return None
-        lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
+        lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
         starts = 1 + np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) + self.sink_pos
         self.sink.write(joined)
         self.sink_pos += len(joined)
@@ -236,9 +238,8 @@ class ColumnBuilder(Finishing):
         self.no_ts += int(missing_ts.sum())
         self.no_dur += int(missing_dur.sum())
         dur = np.where(missing_dur, 0.0, np.maximum(dur, 0.0))
-        # Most args are absent from most events (a kernel's grid, a collective's group): each column
-        # reads its field once (C-speed attrgetter), and a column missing from the whole batch is a
-        # constant made without converting n Python values (the same array the conversion gives).
+        # Most args are absent from most events: each field is read once (attrgetter), and a column
+        # absent from the whole batch is made as the constant its conversion would give.
         get = {f: list(map(attrgetter(f), args)) for f in _ARG_FIELDS}
         ints, floats, strings = _missing_ints, _missing_floats, self._intern_present
         external = ints(get["external_id"])
@@ -248,6 +249,7 @@ class ColumnBuilder(Finishing):
         pid_numeric = _int_column([p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
         device = np.where(device >= 0, device, pid_numeric)
         grids = get["grid"]
+        dims, dims_old = get["input_dims"], get["input_dims_old"]
         no_grid = _all_none(grids)
         group_size, group_ranks = get["group_size"], get["group_ranks"]
         if _all_none(group_size) and _all_none(group_ranks):
@@ -274,7 +276,8 @@ class ColumnBuilder(Finishing):
             "block": strings(get["block"], _list_text),
             "registers": ints(get["registers"], np.int32),
             "shared_memory": ints(get["shared_memory"]),
-            "input_dims": self.intern_json([a.input_dims if len(a.input_dims) else a.input_dims_old for a in args]),
+            "input_dims": self.intern_json(dims if not any(map(len, dims_old)) else
+                                           [d if len(d) else o for d, o in zip(dims, dims_old)]),
             "call_stack": strings(get["call_stack"], _str_or_none),
             "flops": floats(get["flops"]),
             "python_id": ints(get["python_id"]),
@@ -372,23 +375,23 @@ def _name_key(name):
     return name if isinstance(name, (str, int, float)) else f"\0{type(name).__name__}"
 
 
-_ARG_FIELDS = ("correlation", "external_id", "external_id_old", "device", "stream", "grid", "blocks_per_sm",
-               "occupancy", "block", "registers", "shared_memory", "call_stack", "flops", "python_id",
-               "python_parent_id", "input_types", "collective", "in_msg_nelems", "out_msg_nelems", "dtype",
-               "group_size", "seq", "process_group", "group_desc", "group_ranks", "group_id", "epoch", "batch")
+_PHASE = attrgetter("ph")
+_ARG_FIELDS = ("correlation", "external_id", "external_id_old", "device", "stream", "grid", "blocks_per_sm", "occupancy",
+               "block", "registers", "shared_memory", "call_stack", "flops", "python_id", "python_parent_id",
+               "input_dims", "input_dims_old", "input_types", "collective", "in_msg_nelems", "out_msg_nelems",
+               "dtype", "group_size", "seq", "process_group", "group_desc", "group_ranks", "group_id", "epoch", "batch")
 
 
 def _all_none(values: list) -> bool:
-    return values.count(None) == len(values)
+    return values.count(None) == len(values)  # C-speed: identity first
 
 
 def _missing_ints(values: list, dtype=np.int64) -> np.ndarray:
-    """:func:`_int_column` (-1 where missing), without converting a column that is all None."""
+    """:func:`_int_column` (-1 where missing), a column all None made without converting it."""
     return np.full(len(values), -1, dtype=dtype) if _all_none(values) else _int_column(values, dtype)
 
 
-def _missing_floats(values: list) -> np.ndarray:
-    """:func:`_float_column` (NaN where missing), without converting a column that is all None."""
+def _missing_floats(values: list) -> np.ndarray:  # :func:`_float_column` (NaN where missing), likewise
     return np.full(len(values), np.nan) if _all_none(values) else _float_column(values)
 
 

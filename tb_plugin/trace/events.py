@@ -168,7 +168,7 @@ def _list_text(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, list):
-        return "[" + ", ".join(str(v) for v in value) + "]"
+        return "[" + ", ".join(map(str, value)) + "]"
     return str(value)
 
 
