@@ -10,7 +10,9 @@ their own virtualenvs outside the repo (benchmarks/INCUMBENT.md; ``pip install H
 Each measurement is one fresh process, timed from start to exit by this process (interpreter start,
 imports, read, parse, analyses, output):
 
-- ``kinetoscope``: ``python -m tb_plugin.cli report DIR --json`` (stdout to a file) on a folder holding
+- ``kinetoscope``: ``python -m tb_plugin.cli report DIR --json`` (this checkout's code; the python of a
+  venv holding only ``setup.py``'s requirements, like the peers', when ``/work/venv-kinetoscope`` exists:
+  the shared environment's ``.pth`` files add ~60 ms to every start) (stdout to a file) on a folder holding
   only the trace, with ``KINETOSCOPE_CACHE_DIR`` an empty folder (no parse or analysis cache to read;
   the cache writes are counted);
 - ``incumbent``: torch-tb-profiler's load of one worker file, ``benchmarks/incumbent_reference.py
@@ -24,8 +26,11 @@ PYTHONDONTWRITEBYTECODE) and each tool runs once untimed (warm OS file cache). T
 and median wall seconds, CPU seconds (user + system, less sensitive to a shared machine) and peak RSS
 (``wait4`` ``ru_maxrss``: the child's, which on Linux starts no lower than this small parent's).
 
+``--baseline COMMIT`` times this repo's tb_plugin at COMMIT too (tool ``baseline``), in the same turns.
+
 Last line: ``kinetoscope_s= incumbent_s= hta_s= over_incumbent= over_hta= over_incumbent_median=
-over_hta_median=`` (best wall times and their ratios, then the medians' ratios).
+over_hta_median=`` (best wall times and their ratios, then the medians' ratios; with ``--baseline``,
+also ``baseline_s=`` and the baseline's ratios).
 """
 
 from __future__ import annotations
@@ -43,15 +48,16 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(os.path.dirname(REPO), "shared", "samples")
 DEFAULT_TRACE = os.path.join(SAMPLES, "kineto", "resnet50_num_workers_0", "worker0.1623143089861.pt.trace.json.gz")
-TOOLS = ("kinetoscope", "incumbent", "hta")
+TOOLS = ("kinetoscope", "incumbent", "hta", "baseline")
+KINETOSCOPE_VENV = "/work/venv-kinetoscope/bin/python"  # setup.py's install_requires only, like the peers' venvs
 HTA_LOAD = "import sys\nfrom hta.trace_analysis import TraceAnalysis\nTraceAnalysis(trace_dir=sys.argv[1])\n"
 
 
-def measure(cmd: list[str], env: dict, out_path: str) -> dict:
+def measure(cmd: list[str], env: dict, cwd: str, out_path: str) -> dict:
     """Run ``cmd`` to its exit: wall seconds, CPU seconds, peak RSS MB and exit status."""
     with open(out_path, "wb") as out, open(out_path + ".err", "wb") as err:
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=cwd)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
     code = os.waitstatus_to_exitcode(status)
@@ -62,16 +68,17 @@ def measure(cmd: list[str], env: dict, out_path: str) -> dict:
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}
 
 
-def commands(tool: str, folder: str, trace: str, args, tmp: str) -> tuple[list[str], dict]:
-    """The command line and environment of one measured run of ``tool``."""
+def commands(tool: str, folder: str, trace: str, args, tmp: str) -> tuple[list[str], dict, str]:
+    """The command line, environment and working directory of one measured run of ``tool``."""
     env = dict(os.environ)
-    if tool == "kinetoscope":
+    if tool in ("kinetoscope", "baseline"):
         env["KINETOSCOPE_CACHE_DIR"] = tempfile.mkdtemp(dir=tmp, prefix="cache-")  # empty: cold
-        return [sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"], env
+        cwd = REPO if tool == "kinetoscope" else args.baseline_dir  # python -m imports tb_plugin from there
+        return [args.kinetoscope_python, "-m", "tb_plugin.cli", "report", folder, "--json"], env, cwd
     if tool == "incumbent":
         script = os.path.join(REPO, "benchmarks", "incumbent_reference.py")
-        return [args.incumbent_python, script, "--child", trace, os.path.join(tmp, "incumbent.json")], env
-    return [args.hta_python, "-c", HTA_LOAD, folder], env
+        return [args.incumbent_python, script, "--child", trace, os.path.join(tmp, "incumbent.json")], env, REPO
+    return [args.hta_python, "-c", HTA_LOAD, folder], env, REPO
 
 
 def bench_file(path: str, args, tmp: str) -> dict[str, list[dict]]:
@@ -86,9 +93,9 @@ def bench_file(path: str, args, tmp: str) -> dict[str, list[dict]]:
     for rnd in range(args.repeat + 1):
         k = rnd % len(args.tools)
         for tool in args.tools[k:] + args.tools[:k]:
-            cmd, env = commands(tool, folder, trace, args, tmp)
-            got = measure(cmd, env, os.path.join(tmp, f"{tool}.out"))
-            if tool == "kinetoscope" and os.path.getsize(os.path.join(tmp, f"{tool}.out")) < 1000:
+            cmd, env, cwd = commands(tool, folder, trace, args, tmp)
+            got = measure(cmd, env, cwd, os.path.join(tmp, f"{tool}.out"))
+            if tool in ("kinetoscope", "baseline") and os.path.getsize(os.path.join(tmp, f"{tool}.out")) < 1000:
                 raise RuntimeError("kinetoscope printed no report")
             if rnd:  # round 0 warms the file cache and the byte-code
                 runs[tool].append(got)
@@ -102,16 +109,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("traces", nargs="*", default=[DEFAULT_TRACE])
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each tool per trace")
+    parser.add_argument("--kinetoscope-python", default=KINETOSCOPE_VENV if os.path.exists(KINETOSCOPE_VENV) else
+                        sys.executable, help="a python with Kinetoscope's requirements (default: its own venv "
+                        "when there is one, else this one); it runs this checkout's tb_plugin")
     parser.add_argument("--incumbent-python", default="/work/venv-incumbent/bin/python")
     parser.add_argument("--hta-python", default="/work/venv-hta/bin/python")
-    parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset of " + ",".join(TOOLS))
+    parser.add_argument("--tools", default=",".join(TOOLS[:3]), help="comma-separated subset of " + ",".join(TOOLS[:3]))
+    parser.add_argument("--baseline", metavar="COMMIT", help="also time Kinetoscope's tb_plugin at this commit "
+                        "of this repo (tool 'baseline': before/after in the same run)")
     args = parser.parse_args(argv)
     args.tools = [t for t in args.tools.split(",") if t]
-    if set(args.tools) - set(TOOLS) or "kinetoscope" not in args.tools:
-        parser.error(f"--tools: kinetoscope and any of {', '.join(TOOLS[1:])}")
+    if set(args.tools) - set(TOOLS[:3]) or "kinetoscope" not in args.tools:
+        parser.error(f"--tools: kinetoscope and any of {', '.join(TOOLS[1:3])}")
     compileall.compile_dir(os.path.join(REPO, "tb_plugin"), quiet=1)
+    base_tmp = tempfile.TemporaryDirectory(prefix="kinetoscope-bench-base-")
+    if args.baseline:
+        args.baseline_dir = base_tmp.name
+        archive = subprocess.run(["git", "-C", REPO, "archive", args.baseline, "tb_plugin"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", base_tmp.name], input=archive, check=True)
+        compileall.compile_dir(os.path.join(base_tmp.name, "tb_plugin"), quiet=1)
+        args.tools.append("baseline")
     with open("/proc/loadavg") as f:
-        print(f"load average before: {' '.join(f.read().split()[:3])}", flush=True)
+        print(f"load average before: {' '.join(f.read().split()[:3])}; kinetoscope runs on {args.kinetoscope_python}",
+              flush=True)
     best: dict[str, list[float]] = {t: [] for t in args.tools}
     med: dict[str, list[float]] = {t: [] for t in args.tools}
     with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-peers-") as tmp:
@@ -135,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         parts.append(f"over_{t}={total['kinetoscope'] / total[t]:.3f}")
     for t in args.tools[1:]:
         parts.append(f"over_{t}_median={sum(med['kinetoscope']) / sum(med[t]):.3f}")
+    if args.baseline:
+        for t in args.tools[1:-1]:
+            parts.append(f"baseline_over_{t}={total['baseline'] / total[t]:.3f}")
+    base_tmp.cleanup()
     print(" ".join(parts))
     return 0
 
