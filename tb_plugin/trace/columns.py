@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import gc
 import itertools
+import operator
 from operator import attrgetter
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS, MEMORY_COLUMNS
-from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
+from .events import _ONE_BATCH_DECODER, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float, _all_none, _missing_floats, _missing_ints, _str_or_none
 from .finish import Finishing
 
 
@@ -58,7 +59,7 @@ class ColumnBuilder(Finishing):
         if None in ids:
             # first-occurrence order (not set order, which varies between processes): string ids
             # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ
-            for v in dict.fromkeys(v for v, got in zip(values, ids) if got is None):
+            for v in dict.fromkeys(itertools.compress(values, map(operator.is_, ids, itertools.repeat(None)))):
                 table[v] = len(self.strings)
                 self.strings.append(v if isinstance(v, str) else str(v))
             ids = list(map(table.get, values))
@@ -84,6 +85,8 @@ class ColumnBuilder(Finishing):
         with no pass over them (interning None adds nothing to the table)."""
         if _all_none(values):
             return np.zeros(len(values), dtype=np.int32)
+        if text in (_str_or_none, str) and set(map(type, values)) <= _STR_OR_NONE:  # text(v) is v
+            return self.intern(values)
         return self.intern([text(v) if v is not None else None for v in values])
 
     # -- batches ---------------------------------------------------------------------------
@@ -227,7 +230,8 @@ class ColumnBuilder(Finishing):
 
     def _append(self, *, cat, name, pid_values, tid, ts, dur, args, offsets=None) -> None:
         n = len(ts)
-        for i in [i for i, p in enumerate(pid_values) if isinstance(p, str)]:
+        pid_types = set(map(type, pid_values))
+        for i in [i for i, p in enumerate(pid_values) if isinstance(p, str)] if str in pid_types else ():
             # Kineto's own "Traces"/"Spans" bookkeeping rows always have string pids: not worth a word.
             if kind_of_category(self.strings[cat[i]])[0] != Kind.IGNORED:
                 self.string_pids += 1
@@ -246,7 +250,8 @@ class ColumnBuilder(Finishing):
         old_external = ints(get["external_id_old"])
         external = np.where(external >= 0, external, old_external)
         device = ints(get["device"], np.int32)
-        pid_numeric = _int_column([p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
+        pid_numeric = _int_column(pid_values if pid_types <= _NUMBER else  # (bool is not: _device_of_pid)
+                                  [p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
         device = np.where(device >= 0, device, pid_numeric)
         grids = get["grid"]
         dims, dims_old = get["input_dims"], get["input_dims_old"]
@@ -376,25 +381,8 @@ def _name_key(name):
 
 
 _PHASE = attrgetter("ph")
+_STR_OR_NONE, _NUMBER = frozenset({str, type(None)}), frozenset({int, float})
 _ARG_FIELDS = ("correlation", "external_id", "external_id_old", "device", "stream", "grid", "blocks_per_sm", "occupancy",
                "block", "registers", "shared_memory", "call_stack", "flops", "python_id", "python_parent_id",
                "input_dims", "input_dims_old", "input_types", "collective", "in_msg_nelems", "out_msg_nelems",
                "dtype", "group_size", "seq", "process_group", "group_desc", "group_ranks", "group_id", "epoch", "batch")
-
-
-def _all_none(values: list) -> bool:
-    return values.count(None) == len(values)  # C-speed: identity first
-
-
-def _missing_ints(values: list, dtype=np.int64) -> np.ndarray:
-    """:func:`_int_column` (-1 where missing), a column all None made without converting it."""
-    return np.full(len(values), -1, dtype=dtype) if _all_none(values) else _int_column(values, dtype)
-
-
-def _missing_floats(values: list) -> np.ndarray:  # :func:`_float_column` (NaN where missing), likewise
-    return np.full(len(values), np.nan) if _all_none(values) else _float_column(values)
-
-
-def _str_or_none(value: Any) -> str | None:
-    """A string arg as itself; any other type (a list or number where text belongs) as missing."""
-    return value if isinstance(value, str) else None

@@ -163,6 +163,24 @@ def _int_column(values: list, dtype=np.int64) -> np.ndarray:
     return out
 
 
+def _all_none(values: list) -> bool:
+    return values.count(None) == len(values)  # C-speed: identity first
+
+
+def _missing_ints(values: list, dtype=np.int64) -> np.ndarray:
+    """:func:`_int_column` (-1 where missing), a column all None made without converting it."""
+    return np.full(len(values), -1, dtype=dtype) if _all_none(values) else _int_column(values, dtype)
+
+
+def _missing_floats(values: list) -> np.ndarray:  # :func:`_float_column` (NaN where missing), likewise
+    return np.full(len(values), np.nan) if _all_none(values) else _float_column(values)
+
+
+def _str_or_none(value: Any) -> Optional[str]:
+    """A string arg as itself; any other type (a list or number where text belongs) as missing."""
+    return value if isinstance(value, str) else None
+
+
 def _list_text(value: Any) -> Optional[str]:
     """``[13, 1, 1]`` → ``"[13, 1, 1]"``; None stays None."""
     if value is None:
