@@ -81,7 +81,21 @@ class Breakdown:
 
 
 def category_masks(trace: Trace) -> dict[str, np.ndarray]:
-    """Boolean event masks of the seven active categories (``other`` is what none covers)."""
+    """Boolean event masks of the seven active categories (``other`` is what none covers). Worked out
+    once per trace (five analyses ask) and kept as one byte of flags per event (bit ``j``: category
+    ``CATEGORIES[j]``), unpacked per call: fresh arrays, a byte an event held instead of seven."""
+    flags = trace.memo("category_flags", lambda: _pack(_category_masks(trace)))
+    return {c: (flags & np.uint8(1 << j)) != 0 for j, c in enumerate(CATEGORIES[:-1])}
+
+
+def _pack(masks: dict[str, np.ndarray]) -> np.ndarray:
+    flags = np.zeros(len(next(iter(masks.values()))), dtype=np.uint8)
+    for j, c in enumerate(CATEGORIES[:-1]):
+        flags |= masks[c].astype(np.uint8) << np.uint8(j)
+    return flags
+
+
+def _category_masks(trace: Trace) -> dict[str, np.ndarray]:
     ev = trace.events
     kind = ev.kind
     host_op = (kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION)

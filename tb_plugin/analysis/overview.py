@@ -32,8 +32,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
     steps = compute_steps(trace)
     breakdown = compute_breakdown(trace, steps)
     ops = operator_mask(trace)
-    op_launched = device_work_inside(trace, ops)
-    gpus = compute_gpu_summary(trace, steps, op_launched)
+    gpus = gpu_summary(trace)
     fp32_eligible_kernel_us = fp32_eligible_kernel_us_by_device(trace, ops)
 
     origin = float(steps.start[0]) if len(steps) else 0.0
@@ -123,8 +122,15 @@ def system_metrics(trace: Trace, origin: float) -> list[dict]:
 def rank_devices(trace: Trace) -> dict[str, Any]:
     """The devices of one trace exactly as its Overview shows them: ``distributed`` (backend, rank,
     world size; None without distributedInfo) and ``gpus`` (the Overview's GPU summary rows)."""
-    gpus = compute_gpu_summary(trace, compute_steps(trace), device_work_inside(trace, operator_mask(trace)))
-    return {"distributed": _distributed(trace), "gpus": [_gpu_json(g) for g in gpus]}
+    return {"distributed": _distributed(trace), "gpus": [_gpu_json(g) for g in gpu_summary(trace)]}
+
+
+def gpu_summary(trace: Trace) -> list:
+    """The Overview's GPU summary rows (:func:`~.gpu.compute_gpu_summary` over the steps' window, kernels
+    launched inside operators marked), computed once per trace: the Overview and the per-rank devices
+    both show them."""
+    return trace.memo("gpu_summary", lambda: compute_gpu_summary(
+        trace, compute_steps(trace), device_work_inside(trace, operator_mask(trace))))
 
 
 def _gpu_json(gpu) -> dict[str, Any]:

@@ -22,11 +22,11 @@ Files of one folder, per rank ``r``:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
 import numpy as np
-import yaml
 
 from ..storage.naming import STATS_FILE
 
@@ -63,16 +63,34 @@ class MemProfilerError(Exception):
     """Not a readable MemProfiler file (the message says why)."""
 
 
-# libyaml's C parser when PyYAML was built with it (~10× faster: a 16 MiB file in seconds, not 87 s),
-# else the pure-Python one; both construct with SafeConstructor only.
-_SafeBase = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+@functools.lru_cache(maxsize=None)
+def _yaml_kit() -> tuple:
+    """``(yaml, _Loader, _OPEN, _CLOSE)``, made on first use: PyYAML's import is ~8 ms of every start
+    of a process that reads no MemProfiler file (``memprofiler.yaml`` and the others still resolve).
+
+    ``_Loader``: libyaml's C parser when PyYAML was built with it (~10× faster: a 16 MiB file in
+    seconds, not 87 s), else the pure-Python one; both construct with SafeConstructor only, plus one
+    tag: the ``defaultdict`` PyYAML's default dumper writes, read as a mapping."""
+    import yaml
+
+    class _Loader(getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader):
+        pass
+
+    _Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.defaultdict", _defaultdict)
+    # the default factory (``!!python/name:builtins.dict ''``) is only a name here: read it as text
+    _Loader.add_constructor("tag:yaml.org,2002:python/name:builtins.dict", lambda loader, node: "builtins.dict")
+    return (yaml, _Loader, (yaml.SequenceStartEvent, yaml.MappingStartEvent),
+            (yaml.SequenceEndEvent, yaml.MappingEndEvent))
 
 
-class _Loader(_SafeBase):
-    """The safe loader plus one tag: the ``defaultdict`` PyYAML's default dumper writes, read as a mapping."""
+def __getattr__(name: str):
+    if name in ("yaml", "_Loader", "_OPEN", "_CLOSE"):
+        return _yaml_kit()[("yaml", "_Loader", "_OPEN", "_CLOSE").index(name)]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _defaultdict(loader: _Loader, node):
+def _defaultdict(loader, node):
+    yaml = _yaml_kit()[0]
     if not isinstance(node, yaml.MappingNode):
         raise MemProfilerError("the top-level defaultdict is not a mapping")
     for key_node, value_node in node.value:
@@ -81,11 +99,6 @@ def _defaultdict(loader: _Loader, node):
                 raise MemProfilerError("the defaultdict's dictitems is not a mapping")
             return loader.construct_mapping(value_node, deep=True)
     return {}
-
-
-_Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.defaultdict", _defaultdict)
-# the default factory (``!!python/name:builtins.dict ''``) is only a name here: read it as text
-_Loader.add_constructor("tag:yaml.org,2002:python/name:builtins.dict", lambda loader, node: "builtins.dict")
 
 
 def _index(digits: str) -> int | str:
@@ -131,9 +144,10 @@ def load_stats(name: str, data: bytes) -> dict:
     if len(data) > MAX_STATS_BYTES:
         raise MemProfilerError(f"{len(data)} bytes is more than a MemProfiler stats file holds "
                                f"(limit {MAX_STATS_BYTES} bytes)")
+    yaml, loader = _yaml_kit()[:2]
     try:
         _check_depth(data)
-        doc = yaml.load(data, Loader=_Loader)  # noqa: S506 - SafeLoader subclass, see _Loader
+        doc = yaml.load(data, Loader=loader)  # noqa: S506 - SafeLoader subclass, see _Loader
     except MemProfilerError:
         raise
     except yaml.YAMLError as exc:
@@ -193,18 +207,15 @@ def _check_depth(data: bytes) -> None:
     """Refuse documents nested deeper than :data:`MAX_DEPTH` before they are composed: libyaml's
     composer recurses in C (a few thousand levels crash the process). Walks the parser's events,
     which keep no recursion."""
+    yaml, loader, opens, closes = _yaml_kit()
     depth = 0
-    for event in yaml.parse(data, Loader=_Loader):
-        if isinstance(event, _OPEN):
+    for event in yaml.parse(data, Loader=loader):
+        if isinstance(event, opens):
             depth += 1
             if depth > MAX_DEPTH:
                 raise MemProfilerError(f"invalid YAML: nested more than {MAX_DEPTH} levels deep")
-        elif isinstance(event, _CLOSE):
+        elif isinstance(event, closes):
             depth -= 1
-
-
-_OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
-_CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
 def load_log(data: bytes, size: int) -> dict:

@@ -1,11 +1,11 @@
 """The typed structs one trace event decodes into (only the fields the analyses use), and the
 conversions of decoded values into numpy columns (see :mod:`.decode`)."""
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: msgspec would resolve each of the structs' string
+# annotations with typing.ForwardRef, compiling each (the decoders are built at import: ~10 ms a start).
 import operator
 import re
-from typing import Any
+from typing import Any, Optional, Union
 
 import msgspec
 import numpy as np
@@ -69,7 +69,7 @@ class _Event(msgspec.Struct):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: _Args | None = None
+    args: Optional[_Args] = None
     id: Any = None  # flow events
 
 
@@ -80,7 +80,7 @@ class _LooseEvent(_Event):
 
 
 class _ObjectForm(msgspec.Struct):
-    traceEvents: list[msgspec.Raw] | msgspec.UnsetType = msgspec.UNSET
+    traceEvents: Union[list[msgspec.Raw], msgspec.UnsetType] = msgspec.UNSET
     deviceProperties: Any = None
     computeProperties: Any = None
     distributedInfo: Any = None
@@ -134,7 +134,7 @@ def _to_float(value: Any) -> float:
         return float("nan")
 
 
-def _ranks_count(ranks: Any) -> int | None:
+def _ranks_count(ranks: Any) -> Optional[int]:
     """The number of ranks in a ``Process Group Ranks`` arg (``"[0, 1, 2]"`` or a list); None if absent."""
     if isinstance(ranks, list):
         return len(ranks) or None
@@ -144,7 +144,7 @@ def _ranks_count(ranks: Any) -> int | None:
     return None
 
 
-def _ranks_text(ranks: Any) -> str | None:
+def _ranks_text(ranks: Any) -> Optional[str]:
     """A ``Process Group Ranks`` arg as text: a list becomes ``"[0, 1]"``; a string is kept (stripped)."""
     if isinstance(ranks, list):
         return "[" + ", ".join(str(r) for r in ranks) + "]"
@@ -171,7 +171,7 @@ def _int_column(values: list, dtype=np.int64) -> np.ndarray:
     return out
 
 
-def _list_text(value: Any) -> str | None:
+def _list_text(value: Any) -> Optional[str]:
     """``[13, 1, 1]`` → ``"[13, 1, 1]"``; None stays None."""
     if value is None:
         return None
@@ -190,7 +190,7 @@ def _json_text(raw: bytes) -> str:
 _DEVICE_PID = re.compile(r"^\s*(?:mtia|gpu|xpu|hpu|device)[ _:#-]*(\d{1,6})\s*$", re.IGNORECASE)
 
 
-def _device_of_pid(pid) -> int | None:
+def _device_of_pid(pid) -> Optional[int]:
     """The device index of a string pid that names a device ("MTIA 0", "GPU 1"), else None."""
     if isinstance(pid, str):
         m = _DEVICE_PID.match(pid)

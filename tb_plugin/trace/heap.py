@@ -18,7 +18,9 @@ import sys
 _trim = None
 if sys.platform.startswith("linux"):
     try:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        # the process's own symbols, libc's among them (find_library("c") ran `ldconfig -p`, a subprocess
+        # at every start of every process that imports this)
+        _libc = ctypes.CDLL(None)
         _trim = getattr(_libc, "malloc_trim", None)
     except OSError:
         _trim = None

@@ -202,9 +202,12 @@ class Trace:
         return np.fromiter((i for i, s in enumerate(self.strings) if predicate(s)), dtype=np.int64)
 
     def name_mask(self, predicate) -> np.ndarray:
-        """Boolean mask over events whose name satisfies ``predicate``."""
-        lookup = np.zeros(len(self.strings) + 1, dtype=bool)
-        lookup[self.name_ids(predicate)] = True
+        """Boolean mask over events whose name satisfies ``predicate`` (tested once per distinct event
+        name, not on every string of the table: call stacks and shapes are most of it, and long)."""
+        names = self.memo("event_name_ids", lambda: (u := np.unique(self.events.name))[u >= 0])
+        strings = self.strings
+        lookup = np.zeros(len(strings) + 1, dtype=bool)
+        lookup[names[np.fromiter((predicate(strings[i]) for i in names.tolist()), dtype=bool, count=len(names))]] = True
         return lookup[self.events.name]
 
     def device_info(self, device_id: int) -> DeviceInfo | None:
