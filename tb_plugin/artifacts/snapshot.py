@@ -13,6 +13,7 @@ Entry actions: ``alloc``, ``free_requested``, ``free_completed`` (older: ``free`
 from __future__ import annotations
 
 import dataclasses
+import gc
 import io
 import operator
 import sys
@@ -22,6 +23,7 @@ import numpy as np
 import orjson
 
 from ..trace import jsonsafe
+from . import pickle_stream
 from .isolated import EXIT_REFUSED, SnapshotError, parse_in_child
 from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
@@ -145,8 +147,21 @@ def load_snapshot(data: bytes) -> Snapshot:
 
 
 def parse_pickle(data: bytes) -> Snapshot:
-    """Unpickle (restricted) and parse ``data`` in this process: only for pickles that
-    :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`."""
+    """Read (restricted, streaming: :mod:`.pickle_stream`) and parse ``data`` in this process: only for
+    pickles that :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`. The
+    histories become columns batch by batch while reading; their dicts are never all alive."""
+    streamed = StreamedTraces()
+    try:
+        obj = pickle_stream.read(data, streamed)
+    except RefusedPickle as exc:
+        raise SnapshotError(str(exc)) from None
+    return parse_snapshot(obj, streamed)
+
+
+def parse_pickle_whole(data: bytes) -> Snapshot:
+    """:func:`parse_pickle` the way it was first written: ``pickle``'s own unpickler (restricted)
+    builds the whole object, then it is parsed. The reference the streamed read is tested and
+    benchmarked against."""
     try:
         obj = restricted_loads(data)
     except RefusedPickle as exc:
@@ -154,32 +169,35 @@ def parse_pickle(data: bytes) -> Snapshot:
     return parse_snapshot(obj)
 
 
-def parse_snapshot(obj: Any) -> Snapshot:
-    stacks: list[list[int]] = []
-    stack_ids: dict[tuple, int] = {}
-    frames: list[dict] = []
-    frame_ids: dict[tuple, int] = {}
-    getter = operator.itemgetter("filename", "line", "name")
+class _Interner:
+    """Stacks and frames, each distinct one once: ``stack_of(raw frames list)`` is its stack index."""
 
-    by_identity: dict[int, tuple[Any, int]] = {}  # id(raw frames list) -> (the list, kept alive; stack)
+    def __init__(self) -> None:
+        self.stacks: list[list[int]] = []
+        self.stack_ids: dict[tuple, int] = {}
+        self.frames: list[dict] = []
+        self.frame_ids: dict[tuple, int] = {}
+        # id(raw frames list) -> (the list, kept alive so its id is not reused; stack). A pickle memo (and
+        # the streaming reader's frame-list cache) lets many entries share one list: each distinct list
+        # object is read once. Emptied when large: a list not shared is then read again, never wrongly.
+        self.by_identity: dict[int, tuple[Any, int]] = {}
 
-    def stack_of(raw_frames) -> int:
-        """The interned stack of one entry's frames. A pickle memo lets many entries share one frames
-        list: each distinct list object is read once (keyed by id(); the list is kept alive in
-        ``by_identity`` for the whole parse, so an id is never reused), so the work stays linear in
-        the file's size, not in entries × frames."""
+    def stack_of(self, raw_frames) -> int:
         if not raw_frames:
             return -1
-        seen = by_identity.get(id(raw_frames))
+        seen = self.by_identity.get(id(raw_frames))
         if seen is not None and seen[0] is raw_frames:
             return seen[1]
-        sid = _intern(raw_frames)
-        by_identity[id(raw_frames)] = (raw_frames, sid)
+        sid = self._intern(raw_frames)
+        if len(self.by_identity) > _IDENTITY_KEPT:
+            self.by_identity.clear()
+        self.by_identity[id(raw_frames)] = (raw_frames, sid)
         return sid
 
-    def _intern(raw_frames) -> int:
+    def _intern(self, raw_frames) -> int:
+        stack_ids, frame_ids = self.stack_ids, self.frame_ids
         try:
-            key = tuple(map(getter, raw_frames))
+            key = tuple(map(_FRAME_FIELDS, raw_frames))
         except (KeyError, TypeError):
             try:
                 key = tuple((f.get("filename", ""), f.get("line", 0), f.get("name", "")) for f in raw_frames)
@@ -192,17 +210,79 @@ def parse_snapshot(obj: Any) -> Snapshot:
                         for f in key)
             got = stack_ids.get(key)
         if got is None:
-            got = stack_ids[key] = len(stacks)
+            got = stack_ids[key] = len(self.stacks)
             ids = []
             for frame in key:
                 fid = frame_ids.get(frame)
                 if fid is None:
-                    fid = frame_ids[frame] = len(frames)
-                    frames.append({"filename": frame[0], "line": frame[1], "name": frame[2]})
+                    fid = frame_ids[frame] = len(self.frames)
+                    self.frames.append({"filename": frame[0], "line": frame[1], "name": frame[2]})
                 ids.append(fid)
-            stacks.append(ids)
+            self.stacks.append(ids)
         return got
 
+
+_FRAME_FIELDS = operator.itemgetter("filename", "line", "name")
+_IDENTITY_KEPT = 100_000
+
+
+def _trace_columns(entries: list[dict], stack_of) -> dict:
+    """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
+    ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``."""
+    times = [e.get("time_us") for e in entries]
+    timed = times.count(None) != len(times)
+    cols = {"action": _action_codes(entries), "addr": _ints(_field(entries, "addr")),
+            "size": _ints(_field(entries, "size")),
+            "time": _floats(times) if timed else np.full(len(entries), np.nan),
+            "stack": np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32)}
+    ooms = [{"index": i, "stream": _scalar(entries[i].get("stream")),
+             "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
+            for i in np.flatnonzero(cols["action"] == _ACTION_CODE["oom"]).tolist()]
+    streams = [{"index": i, "stream": _scalar(entries[i].get("stream"))}
+               for i in np.flatnonzero(np.isin(cols["action"], _SEGMENT_CODES)).tolist()]
+    return {"cols": cols, "timed": timed, "ooms": ooms, "segment_streams": streams, "n": len(entries)}
+
+
+class StreamedTraces:
+    """The ``on_rows`` of :func:`~.pickle_stream.read`: a list whose first batch are dicts with an
+    ``action`` key is a device's history; each batch becomes columns (:func:`_trace_columns`) as it
+    is read, and its dicts are dropped. Non-dict items are dropped, as :func:`parse_snapshot` does."""
+
+    def __init__(self) -> None:
+        self.interner = _Interner()
+        self.batches: dict[int, tuple[list, list[dict]]] = {}  # id(the list) -> (the list, its batches)
+
+    def __call__(self, target: list, items: list) -> bool:
+        got = self.batches.get(id(target))
+        if got is None:
+            if target or "action" not in items[0]:
+                return False
+            got = self.batches[id(target)] = (target, [])
+        rows = [x for x in items if isinstance(x, dict)]
+        if rows:
+            got[1].append(_trace_columns(rows, self.interner.stack_of))
+        return True
+
+    def of(self, entries: Any) -> list[dict] | None:
+        got = self.batches.get(id(entries))
+        return got[1] if got is not None and got[0] is entries else None
+
+
+def _joined(batches: list[dict], dev: int) -> tuple[DeviceTrace, list, list, bool]:
+    """One device's trace from its batches: (trace, ooms, segment_streams, timed)."""
+    offsets = np.concatenate([[0], np.cumsum([b["n"] for b in batches])]).tolist()
+    trace = DeviceTrace(**{f: np.concatenate([b["cols"][f] for b in batches]) for f in _FIELDS})
+    ooms = [dict(o, device=dev, index=o["index"] + off) for b, off in zip(batches, offsets) for o in b["ooms"]]
+    streams = [dict(s, device=dev, index=s["index"] + off) for b, off in zip(batches, offsets)
+               for s in b["segment_streams"]]
+    return trace, ooms, streams, any(b["timed"] for b in batches)
+
+
+def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot:
+    """The snapshot in the unpickled ``obj``; ``streamed``: the histories already turned into
+    columns while reading (:func:`parse_pickle`), for the lists that hold them."""
+    interner = streamed.interner if streamed is not None else _Interner()
+    stack_of = interner.stack_of
     if isinstance(obj, list):
         layout, segments_raw, traces_raw, annotations = "segments-only", obj, [], []
     elif isinstance(obj, dict) and ("segments" in obj or "device_traces" in obj):
@@ -215,6 +295,24 @@ def parse_snapshot(obj: Any) -> Snapshot:
                             "or a list of segments")
     if not isinstance(segments_raw, list) or not isinstance(traces_raw, list):
         raise SnapshotError("not a CUDA allocator snapshot: 'segments' and 'device_traces' must be lists")
+    devices: dict[int, DeviceTrace] = {}
+    ooms: list[dict] = []
+    segment_streams: list[dict] = []
+    has_time = False
+    # histories first (a streamed read interned their stacks while reading), then the segments' blocks
+    for dev, entries in enumerate(traces_raw):
+        batches = streamed.of(entries) if streamed is not None else None
+        if batches is None:
+            if not isinstance(entries, list):
+                continue
+            entries = [e for e in entries if isinstance(e, dict)]
+            batches = [_trace_columns(entries, stack_of)] if entries else []
+        if not batches or not sum(b["n"] for b in batches):
+            continue
+        devices[dev], dev_ooms, dev_streams, timed = _joined(batches, dev)
+        ooms += dev_ooms
+        segment_streams += dev_streams
+        has_time = has_time or timed
     segments = []
     for seg in segments_raw:
         if not isinstance(seg, dict):
@@ -233,39 +331,11 @@ def parse_snapshot(obj: Any) -> Snapshot:
         segments.append({"device": _int(seg.get("device", 0)), "address": _int(seg.get("address", 0)),
                          "total_size": _int(seg.get("total_size", 0)), "stream": _scalar(seg.get("stream")),
                          "segment_type": _scalar(seg.get("segment_type")), "blocks": blocks})
-    devices: dict[int, DeviceTrace] = {}
-    ooms: list[dict] = []
-    segment_streams: list[dict] = []
-    has_time = False
-    for dev, entries in enumerate(traces_raw):
-        if not isinstance(entries, list) or not entries:
-            continue
-        try:
-            times = [e.get("time_us") for e in entries]
-        except AttributeError:  # a non-dict entry: keep the dicts
-            entries = [e for e in entries if isinstance(e, dict)]
-            times = [e.get("time_us") for e in entries]
-            if not entries:
-                continue
-        timed = times.count(None) != len(times)
-        has_time = has_time or timed
-        devices[dev] = DeviceTrace(
-            action=_action_codes(entries),
-            addr=_ints(_field(entries, "addr")),
-            size=_ints(_field(entries, "size")),
-            time=_floats(times) if timed else np.full(len(entries), np.nan),
-            stack=np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32),
-        )
-        ooms += [{"device": dev, "index": i, "stream": _scalar(entries[i].get("stream")),
-                  "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
-                 for i in np.flatnonzero(devices[dev].action == _ACTION_CODE["oom"]).tolist()]
-        segment_streams += [{"device": dev, "index": i, "stream": _scalar(entries[i].get("stream"))}
-                            for i in np.flatnonzero(np.isin(devices[dev].action, _SEGMENT_CODES)).tolist()]
     # frame fields and annotations are kept as written: integers beyond 64 bits become decimal strings and
     # nesting deeper than jsonsafe.MAX_DEPTH a marker now, so a snapshot reads the same from the cache
     annotations = jsonsafe.clean([a for a in annotations if isinstance(a, dict)])
-    return Snapshot(devices, segments, stacks, annotations, has_time, layout, jsonsafe.clean(frames), ooms,
-                    segment_streams)
+    return Snapshot(devices, segments, interner.stacks, annotations, has_time, layout,
+                    jsonsafe.clean(interner.frames), ooms, segment_streams)
 
 
 _FIELDS = ("action", "addr", "size", "time", "stack")
@@ -299,6 +369,7 @@ def child_main() -> int:
     """The child of :func:`~.isolated.parse_in_child`: read a pickle from stdin, write its packed
     snapshot as ``.npz`` to stdout (exit status :data:`~.isolated.EXIT_REFUSED` for a refused file)."""
     data = sys.stdin.buffer.read()
+    gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
     try:
         header, arrays = pack_snapshot(parse_pickle(data))
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)

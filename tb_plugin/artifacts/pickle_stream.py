@@ -1,0 +1,359 @@
+"""A streaming, restricted reader of pickles (protocols 2–5) for allocator snapshots.
+
+``pickle.load`` of a snapshot builds every history entry as a dict and every frame as a dict, and
+keeps them all (its memo holds every container) until the load ends: ~13× the file's size in memory.
+:func:`read` runs the pickle's opcodes itself and never holds more than a batch of entries:
+
+- a list that receives dicts with an ``action`` key (a device's history) hands each ``APPENDS``
+  batch to ``on_rows`` (which turns it into columns) instead of keeping it; the entries' memo slots
+  are released (an entry referenced again later is refused: PyTorch never shares one);
+- a list of frames (memo references and flat dicts of memo references and small ints: what
+  PyTorch writes, and what a frame list is once its strings were seen) is matched as raw bytes by
+  one regular expression (C speed) and read once per distinct byte string: the next identical
+  bytes give the same list object (so a stack is interned by identity), and its memo slots are
+  filled with the same objects.
+
+Only builtin containers and scalars are built: an opcode that names a global, calls or builds an
+object (``GLOBAL``, ``STACK_GLOBAL``, ``REDUCE``, ``BUILD``, ``INST``, ``OBJ``, ``NEWOBJ``, ``EXT*``,
+``PERSID``, out-of-band buffers) is refused with :class:`~.unpickle.RefusedPickle` before anything is
+called. Tuples are hashed as Python hashes them (dict keys), so a pickle that
+:func:`~.unpickle.tuple_nesting_bound` cannot clear is still read in a child process.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import struct
+from typing import Callable
+
+from .unpickle import RefusedPickle
+
+_GONE = object()  # the memo slot of a history entry handed to on_rows
+_MAX_CACHED = 200_000  # distinct frame-list byte strings kept (each is one stack; beyond, read plainly)
+_REFUSED = {ord(c): n for c, n in [("R", "REDUCE"), ("b", "BUILD"), ("i", "INST"), ("o", "OBJ"),
+                                     ("\x81", "NEWOBJ"), ("\x92", "NEWOBJ_EX"), ("\x82", "EXT1"), ("\x83", "EXT2"),
+                                     ("\x84", "EXT4"), ("P", "PERSID"), ("Q", "BINPERSID"),
+                                     ("\x97", "NEXT_BUFFER"), ("\x98", "READONLY_BUFFER")]}
+
+# One frame list as PyTorch writes it: memo references (h: BINGET, j: LONG_BINGET) to frame dicts, or
+# flat dicts of memo references and small ints (K, M, J), None and bools; MEMOIZE (\x94) after a new
+# container. Every alternative starts with a distinct opcode byte, so a match is the stream's own
+# opcode sequence: the list and nothing else (APPENDS/APPEND apply to the container below the MARK).
+_S = rb"(?:h.|j....|K.|M..|J....|N|\x88|\x89)"
+_DICT = rb"\}\x94?(?:\((?:" + _S + _S + rb")*u|" + _S + _S + rb"s)?"
+_ITEM = rb"(?:h.|j....|" + _DICT + rb")"
+_FRAME_LIST = re.compile(rb"\]\x94?(?:\((?:" + _ITEM + rb")*e)*(?:" + _ITEM + rb"a)?", re.S)
+
+_I4 = struct.Struct("<i").unpack_from
+_U2 = struct.Struct("<H").unpack_from
+_U4 = struct.Struct("<I").unpack_from
+_U8 = struct.Struct("<Q").unpack_from
+_F8 = struct.Struct(">d").unpack_from
+
+
+def read(data: bytes, on_rows: Callable[[list, list], bool] | None = None):
+    """The object in the pickle ``data``. ``on_rows(target, items)`` is called for each APPEND(S)
+    of dicts onto a list: it returns True when it took the items (they are then not appended).
+    Raises :class:`RefusedPickle` for a global, an object-building opcode or an unreadable pickle."""
+    try:
+        return _Machine(data, on_rows).run()
+    except RefusedPickle:
+        raise
+    except (IndexError, KeyError, ValueError, TypeError, struct.error, UnicodeDecodeError, OverflowError,
+            MemoryError, RecursionError, AttributeError) as exc:
+        raise RefusedPickle(f"not a readable pickle: {type(exc).__name__}: {exc}") from None
+
+
+class _Machine:
+    def __init__(self, data: bytes, on_rows) -> None:
+        self.data = data
+        self.on_rows = on_rows
+        self.memo: list = []
+        self.far: dict[int, object] = {}  # BINPUT beyond the memo's end (never written by pickle itself)
+        self.cache: dict[bytes, tuple[list, list]] = {}  # frame-list bytes -> (list, its memo objects)
+        self.shared: set[int] = set()  # ids of the cached lists and their dicts (never modified)
+        self.dict_slots: list[int] = []  # memo slots of dicts since the last rows batch
+        self.stopped = False
+
+    def _get(self, i: int):
+        memo = self.memo
+        got = memo[i] if i < len(memo) else self.far[i]
+        if got is _GONE:
+            raise RefusedPickle("not a readable snapshot: a history entry is referenced twice")
+        return got
+
+    def _put(self, i: int, value) -> None:
+        memo = self.memo
+        if i < len(memo):
+            memo[i] = value
+        elif i == len(memo):
+            memo.append(value)
+        else:
+            self.far[i] = value
+
+    def _frames(self, start: int) -> tuple[object, int] | None:
+        """The frame list at ``start`` from the cache (reading it once): (value, end) or None."""
+        m = _FRAME_LIST.match(self.data, start)
+        end = m.end()
+        if self.data[end - 1] not in b"ae":  # an empty list (or one built some other way): read plainly
+            return None
+        raw = self.data[start:end]
+        got = self.cache.get(raw)
+        if got is None:
+            if len(self.cache) >= _MAX_CACHED:
+                return None
+            before = len(self.memo)
+            stack = self._loop(start, end, [], fast=False)
+            if len(stack) != 1:
+                raise RefusedPickle("not a readable pickle: a malformed list")
+            value = stack[0]
+            got = self.cache[raw] = (value, self.memo[before:])
+            self.shared.update(id(x) for x in got[1] if isinstance(x, (list, dict)))
+            self.shared.add(id(value))
+            return value, end
+        self.memo += got[1]
+        return got[0], end
+
+    def run(self):
+        stack = self._loop(0, len(self.data), [], fast=True)
+        if not self.stopped:
+            raise EOFError("pickle data was truncated (no STOP opcode)")
+        return stack[0]
+
+    def _rows(self, target: list, items: list) -> bool:
+        """Hand ``items`` (appended to ``target``) to on_rows; on acceptance release their memo slots."""
+        if self.on_rows is None or not self.on_rows(target, items):
+            return False
+        memo = self.memo
+        taken = {id(x) for x in items}
+        for s in self.dict_slots:
+            if id(memo[s]) in taken:
+                memo[s] = _GONE
+        self.dict_slots.clear()
+        return True
+
+    def _own(self, stack: list, k: int):
+        """``stack[k]``, copied there first when it is a cached (shared) list or dict about to change."""
+        got = stack[k]
+        if id(got) in self.shared:
+            got = stack[k] = type(got)(got)
+        return got
+
+    def _loop(self, pos: int, end: int, stack: list, fast: bool) -> list:  # noqa: C901 - one branch per opcode
+        """Run the opcodes in ``data[pos:end]`` on ``stack``; ``fast``: the frame-list cache and the rows
+        hand-off are on (off inside a frame list read for the cache). Returns at STOP or ``end``."""
+        data, memo, shared, slots = self.data, self.memo, self.shared, self.dict_slots
+        marks: list[int] = []
+        push, memoize = stack.append, memo.append
+        from_bytes = int.from_bytes
+        while pos < end:
+            op = data[pos]
+            pos += 1
+            if op == 0x68:  # h BINGET
+                i = data[pos]
+                got = memo[i] if i < len(memo) else self._get(i)
+                if got is _GONE:
+                    got = self._get(i)
+                push(got)
+                pos += 1
+            elif op == 0x6A:  # j LONG_BINGET
+                i = _U4(data, pos)[0]
+                got = memo[i] if i < len(memo) else self._get(i)
+                if got is _GONE:
+                    got = self._get(i)
+                push(got)
+                pos += 4
+            elif op == 0x8A:  # LONG1
+                n = data[pos]
+                push(from_bytes(data[pos + 1:pos + 1 + n], "little", signed=True))
+                pos += 1 + n
+            elif op == 0x94:  # MEMOIZE
+                memoize(stack[-1])
+            elif op == 0x4B:  # K BININT1
+                push(data[pos])
+                pos += 1
+            elif op == 0x7D:  # } EMPTY_DICT (most often with its MEMOIZE and MARK)
+                d = {}
+                push(d)
+                nxt = data[pos]  # its memo slot, to release it if it is a history entry
+                if nxt == 0x94:
+                    slots.append(len(memo))
+                    memoize(d)
+                    pos += 1
+                    if data[pos] == 0x28:
+                        marks.append(len(stack))
+                        pos += 1
+                elif nxt == 0x71:
+                    slots.append(data[pos + 1])
+                elif nxt == 0x72:
+                    slots.append(_U4(data, pos + 1)[0])
+            elif op == 0x5D:  # ] EMPTY_LIST
+                got = self._frames(pos - 1) if fast else None
+                if got is None:
+                    push([])
+                else:
+                    push(got[0])
+                    pos = got[1]
+            elif op == 0x75:  # u SETITEMS
+                k = marks.pop()
+                d = self._own(stack, k - 1) if id(stack[k - 1]) in shared else stack[k - 1]
+                items = stack[k:]
+                del stack[k:]
+                d.update(zip(items[::2], items[1::2]))
+                if len(items) % 2:
+                    raise ValueError("odd number of items for SETITEMS")
+            elif op == 0x4A:  # J BININT
+                push(_I4(data, pos)[0])
+                pos += 4
+            elif op == 0x4D:  # M BININT2
+                push(_U2(data, pos)[0])
+                pos += 2
+            elif op == 0x28:  # ( MARK
+                marks.append(len(stack))
+            elif op == 0x65:  # e APPENDS
+                k = marks.pop()
+                target = self._own(stack, k - 1) if id(stack[k - 1]) in shared else stack[k - 1]
+                items = stack[k:]
+                del stack[k:]
+                if not (fast and type(target) is list and items and type(items[0]) is dict
+                        and self._rows(target, items)):
+                    target.extend(items)
+            elif op == 0x61:  # a APPEND
+                item = stack.pop()
+                target = self._own(stack, -1) if id(stack[-1]) in shared else stack[-1]
+                if not (fast and type(target) is list and type(item) is dict and self._rows(target, [item])):
+                    target.append(item)
+            elif op == 0x8C:  # SHORT_BINUNICODE
+                n = data[pos]
+                push(codecs.utf_8_decode(data[pos + 1:pos + 1 + n], "surrogatepass", True)[0])
+                pos += 1 + n
+            elif op == 0x58:  # X BINUNICODE
+                n = _U4(data, pos)[0]
+                push(codecs.utf_8_decode(data[pos + 4:pos + 4 + n], "surrogatepass", True)[0])
+                pos += 4 + n
+            elif op == 0x73:  # s SETITEM
+                v = stack.pop()
+                key = stack.pop()
+                (self._own(stack, -1) if id(stack[-1]) in shared else stack[-1])[key] = v
+            elif op == 0x4E:  # N NONE
+                push(None)
+            elif op == 0x88:
+                push(True)
+            elif op == 0x89:
+                push(False)
+            elif op == 0x47:  # G BINFLOAT
+                push(_F8(data, pos)[0])
+                pos += 8
+            elif op == 0x95:  # FRAME: the frame's length; the opcodes go on across it
+                pos += 8
+            elif op == 0x71:  # q BINPUT
+                self._put(data[pos], stack[-1])
+                pos += 1
+            elif op == 0x72:  # r LONG_BINPUT
+                self._put(_U4(data, pos)[0], stack[-1])
+                pos += 4
+            elif op == 0x86:  # TUPLE2
+                b = stack.pop()
+                stack[-1] = (stack[-1], b)
+            elif op == 0x85:  # TUPLE1
+                stack[-1] = (stack[-1],)
+            elif op == 0x87:  # TUPLE3
+                c, b = stack.pop(), stack.pop()
+                stack[-1] = (stack[-1], b, c)
+            elif op == 0x29:  # ) EMPTY_TUPLE
+                push(())
+            elif op in (0x74, 0x6C, 0x64, 0x91):  # t TUPLE, l LIST, d DICT, FROZENSET: from the mark
+                k = marks.pop()
+                items = stack[k:]
+                del stack[k:]
+                push(tuple(items) if op == 0x74 else items if op == 0x6C else frozenset(items) if op == 0x91
+                     else dict(zip(items[::2], items[1::2])))
+            elif op == 0x2E:  # . STOP: the value on top (as pickle.load, what lies below is dropped)
+                self.stopped = True
+                return [stack[-1]]
+            else:
+                pos = self._rare(op, pos, stack, marks)
+        if marks:
+            raise ValueError("a MARK is never closed")
+        return stack
+
+    def _rare(self, op: int, pos: int, stack: list, marks: list) -> int:  # noqa: C901 - the opcodes no snapshot writer uses often
+        """Every other opcode; returns the new position."""
+        data = self.data
+        if op == 0x80:  # PROTO
+            if data[pos] > 5:
+                raise ValueError(f"unsupported pickle protocol: {data[pos]}")
+            return pos + 1
+        if op == 0x63 or op == 0x93:  # c GLOBAL, STACK_GLOBAL: name the global in the refusal
+            if op == 0x63:
+                nl = data.index(b"\n", pos)
+                nl2 = data.index(b"\n", nl + 1)
+                module, name = data[pos:nl].decode("utf-8", "replace"), data[nl + 1:nl2].decode("utf-8", "replace")
+            else:
+                name, module = stack[-1], stack[-2]
+            raise RefusedPickle(f"refused to load global '{module}.{name}': only plain containers and scalars are "
+                                "allowed in memory snapshots (this file may run code when unpickled)")
+        if op in _REFUSED:
+            raise RefusedPickle(f"refused opcode {_REFUSED[op]}: only plain containers and scalars are allowed in "
+                                "memory snapshots (this file may run code when unpickled)")
+        if op == 0x8D:  # BINUNICODE8
+            n = _U8(data, pos)[0]
+            stack.append(codecs.utf_8_decode(data[pos + 8:pos + 8 + n], "surrogatepass", True)[0])
+            return pos + 8 + n
+        if op in (0x43, 0x42, 0x8E, 0x96, 0x55, 0x54):  # bytes, bytearray; Python 2 str (as ASCII text)
+            width = {0x43: 1, 0x55: 1, 0x42: 4, 0x54: 4, 0x8E: 8, 0x96: 8}[op]
+            n = int.from_bytes(data[pos:pos + width], "little", signed=op == 0x54)
+            if n < 0 or pos + width + n > len(data):
+                raise ValueError("truncated or negative length")
+            raw = bytes(data[pos + width:pos + width + n])
+            stack.append(bytearray(raw) if op == 0x96 else raw.decode("ascii") if op in (0x55, 0x54) else raw)
+            return pos + width + n
+        if op == 0x8B:  # LONG4
+            n = _I4(data, pos)[0]
+            if n < 0:
+                raise ValueError("LONG pickle has negative byte count")
+            stack.append(int.from_bytes(data[pos + 4:pos + 4 + n], "little", signed=True))
+            return pos + 4 + n
+        if op == 0x8F:  # EMPTY_SET
+            stack.append(set())
+            return pos
+        if op == 0x90:  # ADDITEMS
+            k = marks.pop()
+            items = stack[k:]
+            del stack[k:]
+            self._own(stack, -1).update(items)
+            return pos
+        if op == 0x30:  # POP
+            if marks and marks[-1] == len(stack):
+                marks.pop()
+            else:
+                stack.pop()
+            return pos
+        if op == 0x31:  # POP_MARK
+            del stack[marks.pop():]
+            return pos
+        if op == 0x32:  # DUP
+            stack.append(stack[-1])
+            return pos
+        if op in (0x49, 0x4C, 0x46, 0x67, 0x70, 0x56, 0x53):  # text forms: INT LONG FLOAT GET PUT UNICODE STRING
+            nl = data.index(b"\n", pos)
+            line = bytes(data[pos:nl])
+            if op == 0x49:
+                stack.append(True if line == b"01" else False if line == b"00" else int(line))
+            elif op == 0x4C:
+                stack.append(int(line[:-1] if line.endswith(b"L") else line))
+            elif op == 0x46:
+                stack.append(float(line))
+            elif op == 0x67:
+                stack.append(self._get(int(line)))
+            elif op == 0x70:
+                self._put(int(line), stack[-1])
+            elif op == 0x56:
+                stack.append(line.decode("raw-unicode-escape"))
+            else:
+                if len(line) < 2 or line[:1] != line[-1:] or line[:1] not in b"\"'":
+                    raise ValueError("the STRING opcode argument must be quoted")
+                stack.append(codecs.escape_decode(line[1:-1])[0].decode("ascii"))
+            return nl + 1
+        raise ValueError(f"invalid load key, {bytes([op])!r}")
