@@ -6,7 +6,8 @@ keeps them all (its memo holds every container) until the load ends: ~13× the f
 
 - a list that receives dicts with an ``action`` key (a device's history) hands each ``APPENDS``
   batch to ``on_rows`` (which turns it into columns) instead of keeping it; the entries' memo slots
-  are released (an entry referenced again later is refused: PyTorch never shares one);
+  are released (an entry referenced again later raises :class:`SharedEntry`: PyTorch never shares one,
+  and the caller reads such a file whole);
 - a list of frames (memo references and flat dicts of memo references and small ints: what
   PyTorch writes, and what a frame list is once its strings were seen) is matched as raw bytes by
   one regular expression (C speed) and read once per distinct byte string: the next identical
@@ -18,6 +19,10 @@ object (``GLOBAL``, ``STACK_GLOBAL``, ``REDUCE``, ``BUILD``, ``INST``, ``OBJ``, 
 ``PERSID``, out-of-band buffers) is refused with :class:`~.unpickle.RefusedPickle` before anything is
 called. Tuples are hashed as Python hashes them (dict keys), so a pickle that
 :func:`~.unpickle.tuple_nesting_bound` cannot clear is still read in a child process.
+
+Values equal ``pickle.load``'s for every pickle that ``pickle`` writes. One that changes a cached
+frame list or its dicts after building them (APPEND/SETITEM through a memo reference; pickle never
+writes that) changes a copy: the lists elsewhere keep the bytes' first value.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ def read(data: bytes, on_rows: Callable[[list, list], bool] | None = None):
     """The object in the pickle ``data``. ``on_rows(target, items)`` is called for each APPEND(S)
     of dicts onto a list: it returns True when it took the items (they are then not appended).
     Raises :class:`RefusedPickle` for a global, an object-building opcode or an unreadable pickle."""
+    if not isinstance(data, bytes):  # a bytearray or memoryview: slices of it must be hashable (the cache keys)
+        data = bytes(data)
     try:
         return _Machine(data, on_rows).run()
     except RefusedPickle:
@@ -63,6 +70,10 @@ def read(data: bytes, on_rows: Callable[[list, list], bool] | None = None):
     except (IndexError, KeyError, ValueError, TypeError, struct.error, UnicodeDecodeError, OverflowError,
             MemoryError, RecursionError, AttributeError) as exc:
         raise RefusedPickle(f"not a readable pickle: {type(exc).__name__}: {exc}") from None
+
+
+class SharedEntry(RefusedPickle):
+    """A history entry handed to ``on_rows`` is referenced again: read the file some other way."""
 
 
 class _Machine:
@@ -80,7 +91,7 @@ class _Machine:
         memo = self.memo
         got = memo[i] if i < len(memo) else self.far[i]
         if got is _GONE:
-            raise RefusedPickle("not a readable snapshot: a history entry is referenced twice")
+            raise SharedEntry("a history entry is referenced twice (PyTorch never writes that)")
         return got
 
     def _put(self, i: int, value) -> None:

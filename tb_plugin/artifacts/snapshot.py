@@ -153,6 +153,8 @@ def parse_pickle(data: bytes) -> Snapshot:
     streamed = StreamedTraces()
     try:
         obj = pickle_stream.read(data, streamed)
+    except pickle_stream.SharedEntry:
+        return parse_pickle_whole(data)
     except RefusedPickle as exc:
         raise SnapshotError(str(exc)) from None
     return parse_snapshot(obj, streamed)

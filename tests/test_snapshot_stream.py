@@ -1,0 +1,137 @@
+"""The streaming snapshot reader (issue 21, item 1): the same snapshot as the whole-object path on
+synthesized and real snapshots in pickle protocols 2–5, history handed off in batches, hostile pickles
+refused, and the streamed writer the benchmark uses."""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import numpy as np
+import pytest
+
+from conftest import sample
+from synth.snapshot import LAYOUTS, replay_peak, synthesize_snapshot
+from synth.snapshot_writer import write_snapshot_pickle
+from tb_plugin.analysis.snapshot import device_summary
+from tb_plugin.artifacts import pickle_stream
+from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot, parse_pickle, parse_pickle_whole
+from tb_plugin.artifacts.unpickle import RefusedPickle
+
+PROTOCOLS = (2, 3, 4, 5)
+REAL = ("mem_snapshot.pickle", "memory_forward_bf16_128.pickle")
+
+
+def assert_same(a, b):
+    """Every field of two parsed snapshots equal (columns by value and dtype, NaN = NaN)."""
+    assert (a.layout, a.has_time, a.frames, a.stacks) == (b.layout, b.has_time, b.frames, b.stacks)
+    assert (a.segments, a.annotations, a.ooms, a.segment_streams) == (b.segments, b.annotations, b.ooms,
+                                                                     b.segment_streams)
+    assert sorted(a.devices) == sorted(b.devices)
+    for dev in a.devices:
+        for field in ("action", "addr", "size", "time", "stack"):
+            x, y = getattr(a.devices[dev], field), getattr(b.devices[dev], field)
+            assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), (dev, field)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_streamed_equals_whole_on_synthesized(layout, protocol):
+    # 2 600 entries: three APPENDS batches; frames repeat (400 call sites), so the frame-list cache is hit
+    obj = synthesize_snapshot(layout, entries=2600, frames=5, windows_paths=protocol == 3)
+    data = pickle.dumps(obj, protocol=protocol)
+    streamed = parse_pickle(data)
+    assert_same(streamed, parse_pickle_whole(data))
+    if layout in ("current", "no_time"):
+        assert len(streamed.devices[0].action) == len(obj["device_traces"][0])
+        assert device_summary(streamed, 0)["peak_active_bytes"] == replay_peak(obj) > 0
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("name", REAL)
+def test_streamed_equals_whole_on_real_snapshots(name, protocol):
+    obj = pickle.loads(sample(f"memory_snapshots/{name}").read_bytes())  # plain containers; trusted here
+    data = pickle.dumps(obj, protocol=protocol)
+    snap = load_snapshot(data)  # in the reader child, as the server reads it
+    assert_same(snap, parse_pickle_whole(data))
+    assert device_summary(snap, 0)["peak_active_bytes"] == replay_peak(obj) > 0  # memory_viz's peak
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_frame_lists_are_read_once_per_stack(name):
+    """PyTorch shares frame dicts (memo references), so a stack repeated after its first writing is the
+    same bytes: about two list objects per distinct stack (the first, with its dicts written out, and
+    the cached one; a list that a protocol-4 FRAME boundary splits is read plainly), not one per entry;
+    and every history entry equals pickle.load's."""
+    data = sample(f"memory_snapshots/{name}").read_bytes()
+    kept = []
+    obj = pickle_stream.read(data, lambda target, items: "action" in items[0] and (kept.extend(items) or True))
+    assert obj["device_traces"][0] == []  # handed off, not kept
+    plain = pickle.loads(data)["device_traces"][0]
+    assert kept == plain
+    by_stack = {}
+    for e in kept:
+        by_stack.setdefault(tuple((f["filename"], f["line"], f["name"]) for f in e["frames"]), set()).add(id(e["frames"]))
+    lists = sum(len(ids) for ids in by_stack.values())
+    assert by_stack and lists <= 2 * len(by_stack) + data.count(b"\x95") < len([e for e in kept if e["frames"]])
+
+
+def test_history_is_handed_off_in_batches():
+    obj = synthesize_snapshot("current", entries=2500, frames=3)
+    batches = []
+    got = pickle_stream.read(pickle.dumps(obj), lambda target, items: "action" in items[0]
+                             and (batches.append(list(items)) or True))
+    assert [len(b) for b in batches] == [1000, 1000, len(obj["device_traces"][0]) - 2000]
+    assert got["device_traces"] == [[]] and got["segments"] == obj["segments"]
+    assert [e for b in batches for e in b] == obj["device_traces"][0]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_benchmark_writer_writes_the_synthesized_snapshot(protocol):
+    f = io.BytesIO()
+    write_snapshot_pickle(f, 2300, frames=4, protocol=protocol)
+    expected = synthesize_snapshot("current", entries=2300, frames=4)
+    assert pickle.loads(f.getvalue()) == expected
+    assert_same(parse_pickle(f.getvalue()), parse_pickle(pickle.dumps(expected, protocol=protocol)))
+
+
+def test_a_shared_history_entry_is_read_whole():
+    entry = {"action": "alloc", "addr": 4096, "size": 100, "stream": 0, "frames": [], "time_us": 5}
+    obj = {"segments": [], "device_traces": [[entry, dict(entry, addr=8192)], [entry]]}
+    data = pickle.dumps(obj)
+    with pytest.raises(pickle_stream.SharedEntry):
+        pickle_stream.read(data, lambda target, items: "action" in items[0])
+    snap = parse_pickle(data)
+    assert_same(snap, parse_pickle_whole(data))
+    assert snap.devices[1].addr.tolist() == [4096]
+
+
+@pytest.mark.parametrize("data, message", [
+    (pickle.dumps(print, protocol=2), "refused to load global '__builtin__.print'"),  # GLOBAL (Python 2 name)
+    (pickle.dumps(print, protocol=5), "refused to load global 'builtins.print'"),  # STACK_GLOBAL
+    (b"\x80\x04N)R.", "refused opcode REDUCE"),  # a call without a global
+    (b"\x80\x04}\x94N\x8c\x01x\x94b.", "refused opcode BUILD"),
+    (b"\x80\x05\x97.", "refused opcode NEXT_BUFFER"),
+    (b"\x80\x04]\x94(K\x01K\x02", "not a readable pickle"),  # truncated: no APPENDS, no STOP
+    (b"\x80\x04h\x07.", "not a readable pickle"),  # a memo slot never written
+    (b"\x80\x04\x8c\xffabc.", "not a readable pickle"),  # a string longer than the file
+    (b"\x80\x09N.", "unsupported pickle protocol"),
+    (b"\x80\x04(K\x01K\x02K\x03u.", "not a readable pickle"),  # SETITEMS without a dict
+])
+def test_hostile_pickles_are_refused(data, message):
+    with pytest.raises(RefusedPickle, match=message):
+        pickle_stream.read(data)
+    with pytest.raises(SnapshotError, match=message):
+        parse_pickle(data)
+
+
+def test_the_reader_child_imports_this_package_not_one_in_the_working_folder(tmp_path, monkeypatch):
+    """``python -m`` puts the working folder first on the path: a ``tb_plugin`` there must not run."""
+    fake = tmp_path / "tb_plugin" / "artifacts"
+    fake.mkdir(parents=True)
+    (tmp_path / "tb_plugin" / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "snapshot.py").write_text("raise SystemExit(99)\n")
+    monkeypatch.chdir(tmp_path)
+    data = sample("memory_snapshots/mem_snapshot.pickle").read_bytes()
+    assert device_summary(load_snapshot(data), 0)["peak_active_bytes"] == replay_peak(pickle.loads(data))
