@@ -8,8 +8,8 @@ keeps them all (its memo holds every container) until the load ends: ~13× the f
   batch to ``on_rows`` (which turns it into columns) instead of keeping it; the entries' memo slots
   are released (an entry referenced again later raises :class:`SharedEntry`: PyTorch never shares one,
   and the caller reads such a file whole);
-- a list of frames (memo references and flat dicts of memo references and small ints: what
-  PyTorch writes, and what a frame list is once its strings were seen) is matched as raw bytes by
+- a list of frames (MEMOIZE, MARK, then memo references and flat dicts of memo references and small
+  ints: what PyTorch writes, and what a frame list is once its strings were seen) is matched as raw bytes by
   one regular expression (C speed) and read once per distinct byte string: the next identical
   bytes give the same list object (so a stack is interned by identity), and its memo slots are
   filled with the same objects.
@@ -67,7 +67,7 @@ def read(data: bytes, on_rows: Callable[[list, list], bool] | None = None):
         return _Machine(data, on_rows).run()
     except RefusedPickle:
         raise
-    except (IndexError, KeyError, ValueError, TypeError, struct.error, UnicodeDecodeError, OverflowError,
+    except (EOFError, IndexError, KeyError, ValueError, TypeError, struct.error, UnicodeDecodeError, OverflowError,
             MemoryError, RecursionError, AttributeError) as exc:
         raise RefusedPickle(f"not a readable pickle: {type(exc).__name__}: {exc}") from None
 
@@ -144,6 +144,70 @@ class _Machine:
         self.dict_slots.clear()
         return True
 
+    def _flat_items(self, pos: int, stack: list, fast: bool) -> int:  # noqa: C901 - one branch per opcode
+        """The items of the dict below ``stack``'s top, from ``pos`` just after its MARK: values of
+        the common opcodes (memo references, ints, frame lists) go on ``stack``; at SETITEMS they go
+        into the dict and the position after it is returned. At any other opcode, the position of
+        that opcode: the caller goes on with the MARK set and the values read so far on the stack."""
+        data, memo = self.data, self.memo
+        k = len(stack)
+        push = stack.append
+        from_bytes, i4, u2, u4 = int.from_bytes, _I4, _U2, _U4
+        while True:
+            op = data[pos]
+            if op == 0x68:  # BINGET
+                try:
+                    got = memo[data[pos + 1]]
+                except IndexError:
+                    return pos
+                if got is _GONE:
+                    return pos
+                push(got)
+                pos += 2
+            elif op == 0x8A:  # LONG1
+                n = data[pos + 1]
+                push(from_bytes(data[pos + 2:pos + 2 + n], "little", signed=True))
+                pos += 2 + n
+            elif op == 0x4B:  # BININT1
+                push(data[pos + 1])
+                pos += 2
+            elif op == 0x4A:  # BININT
+                push(i4(data, pos + 1)[0])
+                pos += 5
+            elif op == 0x4D:  # BININT2
+                push(u2(data, pos + 1)[0])
+                pos += 3
+            elif op == 0x5D and fast:  # a frame list, or an empty list
+                got = self._frames(pos) if data[pos + 2] == 0x28 and data[pos + 1] == 0x94 else None
+                if got is not None:
+                    push(got[0])
+                    pos = got[1]
+                elif data[pos + 1] == 0x94:
+                    lst = []
+                    push(lst)
+                    memo.append(lst)
+                    pos += 2
+                else:
+                    return pos
+            elif op == 0x6A:  # LONG_BINGET
+                try:
+                    got = memo[u4(data, pos + 1)[0]]
+                except IndexError:
+                    return pos
+                if got is _GONE:
+                    return pos
+                push(got)
+                pos += 5
+            elif op == 0x75:  # SETITEMS
+                items = stack[k:]
+                del stack[k:]
+                if len(items) % 2:
+                    raise ValueError("odd number of items for SETITEMS")
+                stack[-1].update(zip(items[::2], items[1::2]))
+                return pos + 1
+            else:
+                return pos
+
     def _own(self, stack: list, k: int):
         """``stack[k]``, copied there first when it is a cached (shared) list or dict about to change."""
         got = stack[k]
@@ -193,14 +257,16 @@ class _Machine:
                     memoize(d)
                     pos += 1
                     if data[pos] == 0x28:
-                        marks.append(len(stack))
-                        pos += 1
+                        k = len(stack)
+                        pos = self._flat_items(pos + 1, stack, fast)
+                        if data[pos - 1] != 0x75:  # stopped before its SETITEMS: on as the opcodes say
+                            marks.append(k)
                 elif nxt == 0x71:
                     slots.append(data[pos + 1])
                 elif nxt == 0x72:
                     slots.append(_U4(data, pos + 1)[0])
             elif op == 0x5D:  # ] EMPTY_LIST
-                got = self._frames(pos - 1) if fast else None
+                got = self._frames(pos - 1) if fast and data[pos + 1] == 0x28 and data[pos] == 0x94 else None
                 if got is None:
                     push([])
                 else:

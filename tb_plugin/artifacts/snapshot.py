@@ -72,8 +72,9 @@ def _field(entries: list[dict], key: str) -> list:
         return [e.get(key) for e in entries]
 
 
-def _action_codes(entries: list[dict]) -> np.ndarray:
-    names = _field(entries, "action")
+def _action_codes(entries: list[dict], names: list | None = None) -> np.ndarray:
+    """uint8 codes into ACTIONS of the entries' ``action`` (given as ``names`` when already read)."""
+    names = _field(entries, "action") if names is None else names
     try:
         set(names)
     except TypeError:  # a list or dict where the action's name should be: an "other" entry
@@ -225,18 +226,22 @@ class _Interner:
 
 
 _FRAME_FIELDS = operator.itemgetter("filename", "line", "name")
+_ENTRY_FIELDS = operator.itemgetter("action", "addr", "size", "time_us", "frames")
 _IDENTITY_KEPT = 100_000
 
 
 def _trace_columns(entries: list[dict], stack_of) -> dict:
     """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
     ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``."""
-    times = [e.get("time_us") for e in entries]
+    try:  # the common case, every field in every entry: read in one pass
+        actions, addrs, sizes, times, frames = zip(*map(_ENTRY_FIELDS, entries))
+    except KeyError:
+        actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
+        times, frames = [e.get("time_us") for e in entries], [e.get("frames") for e in entries]
     timed = times.count(None) != len(times)
-    cols = {"action": _action_codes(entries), "addr": _ints(_field(entries, "addr")),
-            "size": _ints(_field(entries, "size")),
-            "time": _floats(times) if timed else np.full(len(entries), np.nan),
-            "stack": np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32)}
+    cols = {"action": _action_codes(entries, list(actions)), "addr": _ints(list(addrs)), "size": _ints(list(sizes)),
+            "time": _floats(list(times)) if timed else np.full(len(entries), np.nan),
+            "stack": np.array([stack_of(f) if f else -1 for f in frames], dtype=np.int32)}
     ooms = [{"index": i, "stream": _scalar(entries[i].get("stream")),
              "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
             for i in np.flatnonzero(cols["action"] == _ACTION_CODE["oom"]).tolist()]
