@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import io
 import operator
 import sys
 from typing import Any
@@ -151,14 +150,22 @@ def parse_pickle(data: bytes) -> Snapshot:
     """Read (restricted, streaming: :mod:`.pickle_stream`) and parse ``data`` in this process: only for
     pickles that :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`. The
     histories become columns batch by batch while reading; their dicts are never all alive."""
+    return parse_snapshot(*_read_streamed(data))
+
+
+def _read_streamed(data: bytes) -> tuple[Any, StreamedTraces | None]:
+    """The object in ``data`` with its histories as columns; a file that shares a history entry
+    (:class:`~.pickle_stream.SharedEntry`) is unpickled whole (then no columns yet: None)."""
     streamed = StreamedTraces()
     try:
-        obj = pickle_stream.read(data, streamed)
+        return pickle_stream.read(data, streamed), streamed
     except pickle_stream.SharedEntry:
-        return parse_pickle_whole(data)
+        try:
+            return restricted_loads(data), None
+        except RefusedPickle as exc:
+            raise SnapshotError(str(exc)) from None
     except RefusedPickle as exc:
         raise SnapshotError(str(exc)) from None
-    return parse_snapshot(obj, streamed)
 
 
 def parse_pickle_whole(data: bytes) -> Snapshot:
@@ -278,7 +285,8 @@ class StreamedTraces:
 def _joined(batches: list[dict], dev: int) -> tuple[DeviceTrace, list, list, bool]:
     """One device's trace from its batches: (trace, ooms, segment_streams, timed)."""
     offsets = np.concatenate([[0], np.cumsum([b["n"] for b in batches])]).tolist()
-    trace = DeviceTrace(**{f: np.concatenate([b["cols"][f] for b in batches]) for f in _FIELDS})
+    # field by field, each batch's array dropped once joined: the columns are never all there twice
+    trace = DeviceTrace(**{f: np.concatenate([b["cols"].pop(f) for b in batches]) for f in _FIELDS})
     ooms = [dict(o, device=dev, index=o["index"] + off) for b, off in zip(batches, offsets) for o in b["ooms"]]
     streams = [dict(s, device=dev, index=s["index"] + off) for b, off in zip(batches, offsets)
                for s in b["segment_streams"]]
@@ -375,10 +383,9 @@ def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
 def child_main() -> int:
     """The child of :func:`~.isolated.parse_in_child`: read a pickle from stdin, write its packed
     snapshot as ``.npz`` to stdout (exit status :data:`~.isolated.EXIT_REFUSED` for a refused file)."""
-    data = sys.stdin.buffer.read()
     gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
-    try:
-        header, arrays = pack_snapshot(parse_pickle(data))
+    try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
+        header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(sys.stdin.buffer.read())))
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     except SnapshotError as exc:
         sys.stderr.write(str(exc))
@@ -386,9 +393,7 @@ def child_main() -> int:
     except (orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
         sys.stderr.write(f"not a memory snapshot: {type(exc).__name__}: {exc}")
         return EXIT_REFUSED
-    out = io.BytesIO()
-    np.savez(out, header=np.frombuffer(body, dtype=np.uint8), **arrays)
-    sys.stdout.buffer.write(out.getbuffer())
+    np.savez(sys.stdout.buffer, header=np.frombuffer(body, dtype=np.uint8), **arrays)  # streamed, no copy
     return 0
 
 
