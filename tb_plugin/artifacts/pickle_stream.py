@@ -56,7 +56,7 @@ def read(data: bytes, on_rows: Callable[[list, list], bool] | None = None):
     """The object in the pickle ``data``. ``on_rows(target, items)`` is called for each APPEND(S)
     of dicts onto a list: it returns True when it took the items (they are then not appended).
     Raises :class:`RefusedPickle` for a global, an object-building opcode or an unreadable pickle."""
-    if not isinstance(data, bytes):  # a bytearray or memoryview: slices of it must be hashable (the cache keys)
+    if isinstance(data, memoryview):  # bytes and bytearray are read as they are
         data = bytes(data)
     try:
         return _Machine(data, on_rows).run()
@@ -104,7 +104,7 @@ class _Machine:
         end = m.end()
         if self.data[end - 1] not in b"ae":  # an empty list (or one built some other way): read plainly
             return None
-        raw = self.data[start:end]
+        raw = bytes(self.data[start:end])  # the cache key (a bytearray's slice is not hashable)
         got = self.cache.get(raw)
         if got is None:
             if len(self.cache) >= _MAX_CACHED:

@@ -180,12 +180,30 @@ def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
                     header.get("segment_streams") or [])
 
 
+def _stdin(argv: list[str]) -> bytes | bytearray:
+    """All of stdin; into one buffer of the size in ``argv[0]`` when given (reading to the end would
+    hold the chunks and their join: twice the file)."""
+    size = int(argv[0]) if argv and argv[0].isdigit() else None
+    if size is None:
+        return sys.stdin.buffer.read()
+    buf = bytearray(size)
+    with memoryview(buf) as view:
+        got = 0
+        while got < size:
+            n = sys.stdin.buffer.readinto(view[got:])
+            if not n:
+                break
+            got += n
+    del buf[got:]
+    return buf
+
+
 def child_main() -> int:
     """The child of :func:`~.isolated.parse_in_child`: read a pickle from stdin, write its packed
     snapshot as ``.npz`` to stdout (exit status :data:`~.isolated.EXIT_REFUSED` for a refused file)."""
     gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
     try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
-        header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(sys.stdin.buffer.read())))
+        header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(_stdin(sys.argv[1:]))))
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     except SnapshotError as exc:
         sys.stderr.write(str(exc))
