@@ -13,7 +13,8 @@ does) and its first timeline, with the peak RSS of this process and of the reade
 run; the reopen from the parse cache; timeline requests. A bare ``pickle.load`` needs ~12× the
 file's size in memory: it is skipped (and said so) when that exceeds 80 % of the available memory.
 With ``--repeat N`` every measurement runs N times, interleaved, and
-each figure is its best run. Last line: ``name=value`` figures.
+each figure is its best run. CPU times (this process and its reader child; for ``pickle.load`` its own) are given beside: on a
+busy machine they vary less than wall time. Last line: ``name=value`` figures.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from benchmarks._common import CHILD_REGISTRY, HWM, REPO, print_figures, run_chi
 
 BARE = HWM + r"""
 import json, pickle, sys, time
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 with open(sys.argv[1], "rb") as f:
     pickle.load(f)
-print(json.dumps({"seconds": time.perf_counter() - t, "hwm_mb": hwm_mb()}))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": time.process_time() - cpu, "hwm_mb": hwm_mb()}))
 """
 
 # The reader child's peak (VmHWM), polled: ru_maxrss would carry this process's peak across exec.
@@ -56,7 +57,11 @@ def poll():
 threading.Thread(target=poll, daemon=True).start()
 """ + CHILD_REGISTRY + r"""
 (art,) = [a for a in reg.artifacts() if a.entry.rel == os.path.basename(path)]
-t = time.perf_counter()
+import resource
+def cpu_now():  # this process's CPU time and its waited-for children's (the reader child), s
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+t, cpu = time.perf_counter(), cpu_now()
 reg.load_artifact(art)
 seconds = time.perf_counter() - t
 assert art.state == "ready", art.error
@@ -65,6 +70,7 @@ t1 = time.perf_counter()
 code, doc = api.snapshot_timeline(reg, q)
 assert code == 200, doc
 first_timeline = seconds + time.perf_counter() - t1
+cpu_s = cpu_now() - cpu
 stop.set()
 times = []
 for lo, hi in [(None, None), (0.1, 0.6), (0.4, 0.45), (0.0, 0.01), (0.5, 0.9)] * 4:
@@ -78,7 +84,7 @@ for lo, hi in [(None, None), (0.1, 0.6), (0.4, 0.45), (0.0, 0.01), (0.5, 0.9)] *
     times.append((time.perf_counter() - t1) * 1000)
 times.sort()
 peak = art.views.summary()["devices"][0]["peak_active_bytes"]
-print(json.dumps({"seconds": seconds, "first_timeline_s": first_timeline, "hwm_mb": hwm_mb(),
+print(json.dumps({"seconds": seconds, "first_timeline_s": first_timeline, "cpu_s": cpu_s, "hwm_mb": hwm_mb(),
                   "child_hwm_mb": child_peak[0], "peak_bytes": peak,
                   "timeline_p95_ms": times[int(0.95 * (len(times) - 1))]}))
 """
@@ -158,14 +164,17 @@ def main() -> int:
     if bare:
         print(f"{'bare pickle.load':34s}{bare['seconds']:9.2f}{1:8.2f}{bare['hwm_mb']:13.0f}{1:8.2f}"
               f"{bare['hwm_mb'] / mb:8.2f}")
+        print(f"{'bare pickle.load: CPU time':34s}{bare['cpu_s']:9.2f}{1:8.2f}")
     for name, r in rows:
         for label, secs, hwm in ((f"{name} (report)", r["seconds"], r["hwm_mb"]),
                                  (f"{name}: first timeline", r["first_timeline_s"], None),
+                                 (f"{name}: CPU time to it", r["cpu_s"], None),
                                  (f"{name}: reader child", None, r["child_hwm_mb"])):
             if secs is None and not hwm:
                 continue
             cols = f"{secs:9.2f}" if secs is not None else f"{'':9s}"
-            cols += f"{secs / bare['seconds']:8.2f}" if bare and secs is not None else f"{'':8s}"
+            ref = bare and (bare["cpu_s"] if "CPU" in label else bare["seconds"])
+            cols += f"{secs / ref:8.2f}" if ref and secs is not None else f"{'':8s}"
             cols += f"{hwm:13.0f}" if hwm else f"{'':13s}"
             cols += (f"{hwm / bare['hwm_mb']:8.2f}" if bare and hwm else f"{'':8s}") + (f"{hwm / mb:8.2f}" if hwm else "")
             print(f"{label:34s}{cols}")
@@ -176,6 +185,7 @@ def main() -> int:
                    open_rss_mb=(first["hwm_mb"], 0), reader_rss_mb=(first["child_hwm_mb"], 0))
     if bare:
         figures.update(first_over_unpickle=first["first_timeline_s"] / bare["seconds"],
+                       first_cpu_over_unpickle_cpu=first["cpu_s"] / bare["cpu_s"],
                        reader_rss_over_unpickle=first["child_hwm_mb"] / bare["hwm_mb"])
     if args.before_repo:
         before = best["before: first open"]

@@ -148,6 +148,7 @@ class _Machine:
         k = len(stack)
         push = stack.append
         from_bytes, i4, u2, u4 = int.from_bytes, _I4, _U2, _U4
+        frame_list, cache = _FRAME_LIST.match, self.cache
         while True:
             op = data[pos]
             if op == 0x68:  # BINGET
@@ -173,7 +174,17 @@ class _Machine:
                 push(u2(data, pos + 1)[0])
                 pos += 3
             elif op == 0x5D and fast:  # a frame list, or an empty list
-                got = self._frames(pos) if data[pos + 2] == 0x28 and data[pos + 1] == 0x94 else None
+                got = None
+                if data[pos + 2] == 0x28 and data[pos + 1] == 0x94:
+                    end = frame_list(data, pos).end()
+                    if data[end - 1] in (0x61, 0x65):  # APPEND, APPENDS: a list with items
+                        hit = cache.get(bytes(data[pos:end]))  # (bytes() of bytes is no copy)
+                        if hit is not None:  # seen before: the same list, and its memo objects
+                            push(hit[0])
+                            memo += hit[1]
+                            pos = end
+                            continue
+                        got = self._frames(pos)
                 if got is not None:
                     push(got[0])
                     pos = got[1]

@@ -28,6 +28,9 @@ from .isolated import EXIT_REFUSED, SnapshotError, parse_in_child
 from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
 
+IN_PROCESS_MAX_BYTES = 1 << 20  # a larger pickle is read in the child without counting its bytes
+
+
 @dataclasses.dataclass
 class Snapshot:
     devices: dict[int, DeviceTrace]
@@ -51,11 +54,13 @@ class Snapshot:
 
 def load_snapshot(data: bytes) -> Snapshot:
     """The snapshot in the pickle ``data``. A pickle that could hold deeply nested tuples (see
-    :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here."""
+    :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here. Above
+    :data:`IN_PROCESS_MAX_BYTES` the bytes are not even counted: every real snapshot that size goes
+    to the child anyway (MARK starts every dict's items)."""
     if bytes(data[:1]) not in PICKLE_OPCODES:  # e.g. a sparse file's zero bytes: refused before any work
         raise SnapshotError(f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, "
                             "which no pickle starts with")
-    if tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
+    if len(data) <= IN_PROCESS_MAX_BYTES and tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
         return parse_pickle(data)
     snap = unpack_snapshot(*parse_in_child(data))
     if snap is None:

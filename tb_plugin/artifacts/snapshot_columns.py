@@ -159,6 +159,15 @@ _ENTRY_FIELDS = operator.itemgetter("action", "addr", "size", "time_us", "frames
 _IDENTITY_KEPT = 100_000
 
 
+def _stack_ids(frames, stack_of) -> np.ndarray:
+    """int32 stack index per entry's frames (−1: none); a list read before is found by identity here
+    (what :meth:`Interner.stack_of` does first) without a call."""
+    known = getattr(stack_of, "__self__", None)
+    get = known.by_identity.get if isinstance(known, Interner) else {}.get
+    return np.array([(s[1] if (s := get(id(f))) is not None and s[0] is f else stack_of(f)) if f else -1
+                     for f in frames], dtype=np.int32)
+
+
 def trace_columns(entries: list[dict], stack_of) -> dict:
     """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
     ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``."""
@@ -170,7 +179,7 @@ def trace_columns(entries: list[dict], stack_of) -> dict:
     timed = times.count(None) != len(times)
     cols = {"action": _action_codes(entries, list(actions)), "addr": _ints(list(addrs)), "size": _ints(list(sizes)),
             "time": _floats(list(times)) if timed else np.full(len(entries), np.nan),
-            "stack": np.array([stack_of(f) if f else -1 for f in frames], dtype=np.int32)}
+            "stack": _stack_ids(frames, stack_of)}
     ooms = [{"index": i, "stream": _scalar(entries[i].get("stream")),
              "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
             for i in np.flatnonzero(cols["action"] == _ACTION_CODE["oom"]).tolist()]
