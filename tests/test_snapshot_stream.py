@@ -40,8 +40,9 @@ def test_streamed_equals_whole_on_synthesized(layout, protocol):
     # 2 600 entries: three APPENDS batches; frames repeat (400 call sites), so the frame-list cache is hit
     obj = synthesize_snapshot(layout, entries=2600, frames=5, windows_paths=protocol == 3)
     data = pickle.dumps(obj, protocol=protocol)
-    streamed = parse_pickle(data)
+    streamed = parse_pickle(data, stream=True)  # (protocols 2-3 are read whole unless asked)
     assert_same(streamed, parse_pickle_whole(data))
+    assert_same(parse_pickle(data), streamed)
     if layout in ("current", "no_time"):
         assert len(streamed.devices[0].action) == len(obj["device_traces"][0])
         assert device_summary(streamed, 0)["peak_active_bytes"] == replay_peak(obj) > 0
@@ -54,6 +55,7 @@ def test_streamed_equals_whole_on_real_snapshots(name, protocol):
     data = pickle.dumps(obj, protocol=protocol)
     snap = load_snapshot(data)  # in the reader child, as the server reads it
     assert_same(snap, parse_pickle_whole(data))
+    assert_same(parse_pickle(data, stream=True), snap)
     assert device_summary(snap, 0)["peak_active_bytes"] == replay_peak(obj) > 0  # memory_viz's peak
 
 
@@ -92,7 +94,7 @@ def test_the_benchmark_writer_writes_the_synthesized_snapshot(protocol):
     write_snapshot_pickle(f, 2300, frames=4, protocol=protocol)
     expected = synthesize_snapshot("current", entries=2300, frames=4)
     assert pickle.loads(f.getvalue()) == expected
-    assert_same(parse_pickle(f.getvalue()), parse_pickle(pickle.dumps(expected, protocol=protocol)))
+    assert_same(parse_pickle(f.getvalue(), stream=True), parse_pickle(pickle.dumps(expected, protocol=protocol)))
 
 
 def test_a_shared_history_entry_is_read_whole():
@@ -122,7 +124,7 @@ def test_hostile_pickles_are_refused(data, message):
     with pytest.raises(RefusedPickle, match=message):
         pickle_stream.read(data)
     with pytest.raises(SnapshotError, match=message):
-        parse_pickle(data)
+        parse_pickle(data, stream=True)
 
 
 def test_the_reader_child_imports_this_package_not_one_in_the_working_folder(tmp_path, monkeypatch):
