@@ -137,3 +137,32 @@ def test_the_reader_child_imports_this_package_not_one_in_the_working_folder(tmp
     monkeypatch.chdir(tmp_path)
     data = sample("memory_snapshots/mem_snapshot.pickle").read_bytes()
     assert device_summary(load_snapshot(data), 0)["peak_active_bytes"] == replay_peak(pickle.loads(data))
+
+
+def test_reopen_takes_the_summary_from_the_parse_cache(tmp_path, monkeypatch):
+    """The summary (its alloc/free matching sorts the whole history) is kept beside the columns: a
+    reopen answers it without computing it; a summary written by other analysis code is not used."""
+    from tb_plugin.analysis import snapshot as snap_analysis
+    from tb_plugin.registry import artifacts
+    from tb_plugin.registry.cache import ParseCache
+    from tb_plugin.registry.runs import RunRegistry
+
+    run = tmp_path / "job"
+    run.mkdir()
+    (run / "snapshot.pickle").write_bytes(pickle.dumps(synthesize_snapshot("current", entries=400, frames=2)))
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+
+    def opened():
+        reg = RunRegistry(str(tmp_path), cache=ParseCache())
+        reg.scan()
+        (art,) = [a for a in reg.artifacts() if a.entry.rel.endswith("snapshot.pickle")]
+        reg.load_artifact(art)
+        assert art.state == "ready", art.error
+        return art.views.summary()
+
+    first = opened()
+    monkeypatch.setattr(snap_analysis, "device_summary", lambda *a: 1 / 0)
+    assert opened() == first and first["devices"][0]["peak_active_bytes"] > 0
+    monkeypatch.setattr(artifacts, "ANALYSIS_VERSION", "other code")  # another version's summary: computed again
+    monkeypatch.setattr(snap_analysis, "device_summary", lambda snap, device: {"recomputed": device})
+    assert opened()["devices"] == [{"recomputed": 0}]
