@@ -133,8 +133,9 @@ class _Machine:
             return False
         memo = self.memo
         taken = {id(x) for x in items}
+        n = len(memo)
         for s in self.dict_slots:
-            if id(memo[s]) in taken:
+            if s < n and id(memo[s]) in taken:  # (a BINPUT far beyond the memo's end is left alone)
                 memo[s] = _GONE
         self.dict_slots.clear()
         return True
