@@ -166,3 +166,20 @@ def test_reopen_takes_the_summary_from_the_parse_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(artifacts, "ANALYSIS_VERSION", "other code")  # another version's summary: computed again
     monkeypatch.setattr(snap_analysis, "device_summary", lambda snap, device: {"recomputed": device})
     assert opened()["devices"] == [{"recomputed": 0}]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_value_ending_in_the_setitems_byte_before_another_opcode(protocol):
+    """The tight dict loop stops at an opcode it leaves to the main loop; a value whose last byte is
+    0x75 (SETITEMS' byte: 117, a memo index 117, an address ending in it) just before must not be
+    taken for the dict's end."""
+    keys = [f"k{i}" for i in range(130)]  # new key text (left to the main loop) right after each value
+    entries = [{"action": "alloc", "addr": 0x7575, keys[i]: 1, "size": 117, f"s{i}": 2, "stream": 0,
+                "time_us": 1.5, "frames": []} for i in range(130)]
+    obj = {"segments": [], "device_traces": [entries], "external_annotations": [{"k": keys, "v": 117.0}]}
+    data = pickle.dumps(obj, protocol=protocol)
+    assert pickle_stream.read(data) == obj
+    kept = []
+    pickle_stream.read(data, lambda target, items: "action" in items[0] and (kept.extend(items) or True))
+    assert kept == entries
+    assert_same(parse_pickle(data, stream=True), parse_pickle_whole(data))

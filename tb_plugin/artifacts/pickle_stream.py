@@ -140,11 +140,11 @@ class _Machine:
         self.dict_slots.clear()
         return True
 
-    def _flat_items(self, pos: int, stack: list, fast: bool) -> int:  # noqa: C901 - one branch per opcode
+    def _flat_items(self, pos: int, stack: list, fast: bool) -> tuple[int, bool]:  # noqa: C901 - one branch per opcode
         """The items of the dict below ``stack``'s top, from ``pos`` just after its MARK: values of
         the common opcodes (memo references, ints, frame lists) go on ``stack``; at SETITEMS they go
-        into the dict and the position after it is returned. At any other opcode, the position of
-        that opcode: the caller goes on with the MARK set and the values read so far on the stack."""
+        into the dict: (the position after it, True). At any other opcode: (its position, False), and
+        the caller goes on with the MARK set and the values read so far on the stack."""
         data, memo = self.data, self.memo
         k = len(stack)
         push = stack.append
@@ -156,9 +156,9 @@ class _Machine:
                 try:
                     got = memo[data[pos + 1]]
                 except IndexError:
-                    return pos
+                    return pos, False
                 if got is _GONE:
-                    return pos
+                    return pos, False
                 push(got)
                 pos += 2
             elif op == 0x8A:  # LONG1
@@ -195,14 +195,14 @@ class _Machine:
                     memo.append(lst)
                     pos += 2
                 else:
-                    return pos
+                    return pos, False
             elif op == 0x6A:  # LONG_BINGET
                 try:
                     got = memo[u4(data, pos + 1)[0]]
                 except IndexError:
-                    return pos
+                    return pos, False
                 if got is _GONE:
-                    return pos
+                    return pos, False
                 push(got)
                 pos += 5
             elif op == 0x75:  # SETITEMS
@@ -211,9 +211,9 @@ class _Machine:
                 if len(items) % 2:
                     raise ValueError("odd number of items for SETITEMS")
                 stack[-1].update(zip(items[::2], items[1::2]))
-                return pos + 1
+                return pos + 1, True
             else:
-                return pos
+                return pos, False
 
     def _own(self, stack: list, k: int):
         """``stack[k]``, copied there first when it is a cached (shared) list or dict about to change."""
@@ -265,8 +265,8 @@ class _Machine:
                     pos += 1
                     if data[pos] == 0x28:
                         k = len(stack)
-                        pos = self._flat_items(pos + 1, stack, fast)
-                        if data[pos - 1] != 0x75:  # stopped before its SETITEMS: on as the opcodes say
+                        pos, done = self._flat_items(pos + 1, stack, fast)
+                        if not done:  # stopped before its SETITEMS: on as the opcodes say
                             marks.append(k)
                 elif nxt == 0x71:
                     slots.append(data[pos + 1])
