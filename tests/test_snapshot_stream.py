@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 
 import numpy as np
 import pytest
@@ -183,3 +184,23 @@ def test_a_value_ending_in_the_setitems_byte_before_another_opcode(protocol):
     pickle_stream.read(data, lambda target, items: "action" in items[0] and (kept.extend(items) or True))
     assert kept == entries
     assert_same(parse_pickle(data, stream=True), parse_pickle_whole(data))
+
+
+def test_changing_a_shared_empty_list_through_the_memo_changes_no_other_list():
+    """Empty lists after which a key follows are one shared object (memory: one per free entry
+    otherwise). A hostile pickle that appends to one later through a memo reference (pickle never
+    writes that) changes a copy, never the other entries' lists."""
+    obj = {"x": [{"k": [], "m": 1}, {"k": [], "m": 2}, {"k": [], "m": 3}]}
+    data = pickle.dumps(obj, protocol=4)
+    assert pickle_stream.read(data) == obj
+    slots, memo, prev = [], 0, None
+    for op, _, _ in pickletools.genops(data):
+        if op.name == "MEMOIZE":
+            if prev == "EMPTY_LIST":
+                slots.append(memo)
+            memo += 1
+        prev = op.name
+    hostile = data[:-1] + b"h" + bytes([slots[2]]) + b"K\x07a0."  # BINGET the 2nd dict's list, APPEND 7, POP
+    assert pickle.loads(hostile)["x"][1]["k"] == [7]
+    got = pickle_stream.read(hostile)
+    assert [d["k"] for d in got["x"]] == [[], [], []]

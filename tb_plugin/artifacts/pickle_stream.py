@@ -21,8 +21,8 @@ called. Tuples are hashed as Python hashes them (dict keys), so a pickle that
 :func:`~.unpickle.tuple_nesting_bound` cannot clear is still read in a child process.
 
 Values equal ``pickle.load``'s for every pickle that ``pickle`` writes. One that changes a cached
-frame list or its dicts after building them (APPEND/SETITEM through a memo reference; pickle never
-writes that) changes a copy: the lists elsewhere keep the bytes' first value.
+frame list or its dicts, or an entry's empty list, after building them (APPEND/SETITEM through a memo
+reference; pickle never writes that) changes a copy: the lists elsewhere keep the bytes' first value.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ class _Machine:
         self.memo: list = []
         self.far: dict[int, object] = {}  # BINPUT beyond the memo's end (never written by pickle itself)
         self.cache: dict[bytes, tuple[list, list]] = {}  # frame-list bytes -> (list, its memo objects)
-        self.shared: set[int] = set()  # ids of the cached lists and their dicts (never modified)
+        self.empty: list = []  # the empty list of every entry without frames (shared: copied before any change)
+        self.shared: set[int] = {id(self.empty)}  # ids of the cached lists and their dicts (never modified)
         self.dict_slots: list[int] = []  # memo slots of dicts since the last rows batch
         self.stopped = False
 
@@ -149,7 +150,7 @@ class _Machine:
         k = len(stack)
         push = stack.append
         from_bytes, i4, u2, u4 = int.from_bytes, _I4, _U2, _U4
-        frame_list, cache = _FRAME_LIST.match, self.cache
+        frame_list, cache, empty = _FRAME_LIST.match, self.cache, self.empty
         while True:
             op = data[pos]
             if op == 0x68:  # BINGET
@@ -190,7 +191,11 @@ class _Machine:
                     push(got[0])
                     pos = got[1]
                 elif data[pos + 1] == 0x94:
-                    lst = []
+                    nxt = data[pos + 2]  # stays empty: a key (not an item and APPEND) or SETITEMS follows
+                    if nxt == 0x75 or (nxt == 0x68 and data[pos + 4] != 0x61) or (nxt == 0x6A and data[pos + 7] != 0x61):
+                        lst = empty  # one shared empty list (copied if changed), not 56 bytes per free entry
+                    else:
+                        lst = []
                     push(lst)
                     memo.append(lst)
                     pos += 2
