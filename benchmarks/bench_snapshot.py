@@ -1,41 +1,77 @@
-"""Allocator-snapshot benchmark: first open vs. the bare restricted unpickle, cache reopen, timeline.
+"""Allocator-snapshot benchmark: first open and first timeline vs a bare ``pickle.load``, peak memory,
+cache reopen, timeline requests.
 
-    python benchmarks/bench_snapshot.py [--entries 1000000] [--frames 0]
+    python benchmarks/bench_snapshot.py [--entries 1000000 | --size 2GB] [--frames 8] [--protocol 4]
+                                        [--before-repo /path/to/an/older/checkout] [--no-bare]
 
-Generates a snapshot with the synthesizer (``tests/synth/snapshot.py``), then measures, each in
-its own subprocess: the bare restricted unpickle; Kinetoscope's first open (unpickle + columns +
-cache write + summary); the reopen from the parse cache; and timeline requests afterwards. Last line:
-``unpickle_s=… first_open_s=… first_over_unpickle=… reopen_s=… timeline_p95_ms=…``.
+Writes a synthesized snapshot (``tests/synth/snapshot_writer.py``, streamed: any size) in a fresh
+folder under ``--dir`` (default: the system's temporary folder, ``/tmp``) and deletes it at the end.
+Then measures, each in its own process: a bare ``pickle.load`` of the file (seconds, peak RSS);
+Kinetoscope's first open (read, parse in the reader child, cache write, summary: what ``report``
+does) and its first timeline, with the peak RSS of this process and of the reader child;
+``--before-repo``: the same first open by another checkout (the code before a change), in the same
+run; the reopen from the parse cache; timeline requests. A bare ``pickle.load`` needs ~12× the
+file's size in memory: it is skipped (and said so) when that exceeds 80 % of the available memory.
+With ``--repeat N`` every measurement runs N times, interleaved, and
+each figure is its best run. CPU times (this process and its reader child; for ``pickle.load`` its own) are given beside: on a
+busy machine they vary less than wall time. Last line: ``name=value`` figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import CHILD_REGISTRY, REPO, print_figures, run_child  # noqa: E402
+from benchmarks._common import CHILD_REGISTRY, HWM, REPO, print_figures, run_child  # noqa: E402
 
-UNPICKLE = r"""
-import json, sys, time
-sys.path.insert(0, sys.argv[2])
-from tb_plugin.artifacts.unpickle import restricted_loads
-data = open(sys.argv[1], "rb").read()
-t = time.perf_counter()
-restricted_loads(data)
-print(json.dumps({"seconds": time.perf_counter() - t}))
+BARE = HWM + r"""
+import json, pickle, sys, time
+t, cpu = time.perf_counter(), time.process_time()
+with open(sys.argv[1], "rb") as f:
+    pickle.load(f)
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": time.process_time() - cpu, "hwm_mb": hwm_mb()}))
 """
 
-OPEN = CHILD_REGISTRY + r"""
+# The reader child's peak (VmHWM), polled: ru_maxrss would carry this process's peak across exec.
+OPEN = HWM + r"""
+import threading
+child_peak = [0.0]
+stop = threading.Event()
+def poll():
+    import psutil
+    me = psutil.Process()
+    while not stop.is_set():
+        for c in me.children(recursive=True):
+            try:
+                if "tb_plugin.artifacts.snapshot" in " ".join(c.cmdline()):
+                    status = open(f"/proc/{c.pid}/status").read()
+                    kb = int(next(l for l in status.splitlines() if l.startswith("VmHWM:")).split()[1])
+                    child_peak[0] = max(child_peak[0], kb / 1024)
+            except Exception:
+                pass
+        stop.wait(0.02)
+threading.Thread(target=poll, daemon=True).start()
+""" + CHILD_REGISTRY + r"""
 (art,) = [a for a in reg.artifacts() if a.entry.rel == os.path.basename(path)]
-t = time.perf_counter()
+import resource
+def cpu_now():  # this process's CPU time and its waited-for children's (the reader child), s
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+t, cpu = time.perf_counter(), cpu_now()
 reg.load_artifact(art)
 seconds = time.perf_counter() - t
 assert art.state == "ready", art.error
 q = {"run": art.run, "path": art.entry.rel, "width_px": "2000"}
+t1 = time.perf_counter()
+code, doc = api.snapshot_timeline(reg, q)
+assert code == 200, doc
+first_timeline = seconds + time.perf_counter() - t1
+cpu_s = cpu_now() - cpu
+stop.set()
 times = []
 for lo, hi in [(None, None), (0.1, 0.6), (0.4, 0.45), (0.0, 0.01), (0.5, 0.9)] * 4:
     args = dict(q)
@@ -47,36 +83,119 @@ for lo, hi in [(None, None), (0.1, 0.6), (0.4, 0.45), (0.0, 0.01), (0.5, 0.9)] *
     assert code == 200, doc
     times.append((time.perf_counter() - t1) * 1000)
 times.sort()
-print(json.dumps({"seconds": seconds, "timeline_p95_ms": times[int(0.95 * (len(times) - 1))]}))
+peak = art.views.summary()["devices"][0]["peak_active_bytes"]
+print(json.dumps({"seconds": seconds, "first_timeline_s": first_timeline, "cpu_s": cpu_s, "hwm_mb": hwm_mb(),
+                  "child_hwm_mb": child_peak[0], "peak_bytes": peak,
+                  "timeline_p95_ms": times[int(0.95 * (len(times) - 1))]}))
 """
+
+
+def _size(text: str) -> int:
+    """``2GB``, ``500MB``, ``123456`` → bytes."""
+    text = text.strip().upper()
+    for unit, mult in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3), ("B", 1)):
+        if text.endswith(unit):
+            return int(float(text[:-len(unit)]) * mult)
+    return int(text)
+
+
+def _available_mb() -> float:
+    with open("/proc/meminfo") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:")) / 1024
+
+
+BYTES_PER_ENTRY = {0: 30, 8: 104}  # the synthesized history's pickle, per entry (protocol 4), roughly
+BARE_RSS_PER_FILE_BYTE = 12.5  # pickle.load's peak RSS over the file's size, measured on these files
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=1_000_000)
-    parser.add_argument("--frames", type=int, default=0)
+    parser.add_argument("--size", help="the pickle's size instead of --entries, e.g. 2GB (approximate)")
+    parser.add_argument("--frames", type=int, default=8)
+    parser.add_argument("--protocol", type=int, default=4, choices=(2, 3, 4, 5))
+    parser.add_argument("--before-repo", help="also time the first open by this checkout (older code)")
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare pickle.load")
+    parser.add_argument("--dir", default=None, help="where the snapshot is written (default: /tmp)")
+    parser.add_argument("--repeat", type=int, default=1, help="run each measurement this many times; keep the best")
     args = parser.parse_args()
+    entries = args.entries
+    if args.size:
+        entries = max(1, _size(args.size) // BYTES_PER_ENTRY.get(args.frames, 30 + 10 * args.frames))
     sys.path.insert(0, os.path.join(REPO, "tests"))  # the synthesizers
-    from synth.snapshot import synthesize_snapshot
+    from synth.snapshot_writer import write_snapshot_pickle
 
-    with tempfile.TemporaryDirectory(prefix="kinetoscope-snap-") as tmp:
+    figures: dict = {}
+    with tempfile.TemporaryDirectory(prefix="kinetoscope-snap-", dir=args.dir) as tmp:
         path = os.path.join(tmp, "snapshot.pickle")
+        t = time.perf_counter()
         with open(path, "wb") as f:
-            pickle.dump(synthesize_snapshot("current", entries=args.entries, frames=args.frames, with_oom=True), f,
-                        protocol=4)
-        env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, "cache"))
-        bare = run_child(UNPICKLE, [path, REPO], env)
-        first = run_child(OPEN, [path, REPO], env)
-        again = run_child(OPEN, [path, REPO], env)
-        size_mb = os.path.getsize(path) / 2**20
-    ratio = first["seconds"] / bare["seconds"]
-    print(f"snapshot: {args.entries} history entries, {args.frames} frames each, {size_mb:.0f} MB pickle")
-    print(f"bare restricted unpickle: {bare['seconds']:.2f} s")
-    print(f"first open:               {first['seconds']:.2f} s ({ratio:.2f}x)")
-    print(f"reopen from cache:        {again['seconds']:.2f} s")
-    print(f"timeline request p95:     {again['timeline_p95_ms']:.1f} ms")
-    print_figures(unpickle_s=bare["seconds"], first_open_s=first["seconds"], first_over_unpickle=ratio,
-                  reopen_s=again["seconds"], timeline_p95_ms=(again["timeline_p95_ms"], 1))
+            write_snapshot_pickle(f, entries, frames=args.frames, protocol=args.protocol)
+        size = os.path.getsize(path)
+        print(f"snapshot: {entries} history entries, {args.frames} frames each, protocol {args.protocol}, "
+              f"{size / 1e6:.0f} MB pickle (written in {time.perf_counter() - t:.0f} s)", flush=True)
+        need_mb = BARE_RSS_PER_FILE_BYTE * size / 2**20
+        run_bare = not args.no_bare and need_mb <= 0.8 * _available_mb()
+        if args.no_bare:
+            print("bare pickle.load: skipped (--no-bare)")
+        elif not run_bare:
+            print(f"bare pickle.load: skipped: it needs ~{need_mb / 1024:.1f} GB, {_available_mb() / 1024:.1f} GB "
+                  "available")
+        before_repo = os.path.abspath(args.before_repo) if args.before_repo else None
+        if before_repo and not run_bare and not args.no_bare:  # the old reader needs as much as pickle.load
+            print("before: skipped: the whole-object reader needs as much memory as pickle.load")
+            before_repo = None
+        runs: dict[str, list[dict]] = {}
+        for r in range(args.repeat):  # interleaved, so that a busy spell of the machine hits all alike
+            if run_bare:
+                runs.setdefault("bare", []).append(run_child(BARE, [path]))
+            if before_repo:
+                env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-before-{r}"))
+                runs.setdefault("before: first open", []).append(run_child(OPEN, [path, before_repo], env,
+                                                                           cwd=before_repo))
+            env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-{r}"))
+            runs.setdefault("first open", []).append(run_child(OPEN, [path, REPO], env))
+            runs.setdefault("reopen from cache", []).append(run_child(OPEN, [path, REPO], env))
+    # per figure, its best run (the least disturbed by other work on the machine)
+    best = {name: {k: min(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+    bare = best.get("bare")
+    rows = [(name, best[name]) for name in ("before: first open", "first open", "reopen from cache") if name in best]
+    first, again = best["first open"], best["reopen from cache"]
+    mb = size / 2**20
+    head = f"{'':34s}{'seconds':>9s}{'x bare':>8s}{'peak RSS MB':>13s}{'x bare':>8s}{'x file':>8s}"
+    print(head)
+    if bare:
+        print(f"{'bare pickle.load':34s}{bare['seconds']:9.2f}{1:8.2f}{bare['hwm_mb']:13.0f}{1:8.2f}"
+              f"{bare['hwm_mb'] / mb:8.2f}")
+        print(f"{'bare pickle.load: CPU time':34s}{bare['cpu_s']:9.2f}{1:8.2f}")
+    for name, r in rows:
+        for label, secs, hwm in ((f"{name} (report)", r["seconds"], r["hwm_mb"]),
+                                 (f"{name}: first timeline", r["first_timeline_s"], None),
+                                 (f"{name}: CPU time to it", r["cpu_s"], None),
+                                 (f"{name}: reader child", None, r["child_hwm_mb"])):
+            if secs is None and not hwm:
+                continue
+            cols = f"{secs:9.2f}" if secs is not None else f"{'':9s}"
+            ref = bare and (bare["cpu_s"] if "CPU" in label else bare["seconds"])
+            cols += f"{secs / ref:8.2f}" if ref and secs is not None else f"{'':8s}"
+            cols += f"{hwm:13.0f}" if hwm else f"{'':13s}"
+            cols += (f"{hwm / bare['hwm_mb']:8.2f}" if bare and hwm else f"{'':8s}") + (f"{hwm / mb:8.2f}" if hwm else "")
+            print(f"{label:34s}{cols}")
+    print(f"timeline request p95: {again['timeline_p95_ms']:.1f} ms; peak active bytes {first['peak_bytes']}")
+    if bare:
+        figures.update(unpickle_s=bare["seconds"], unpickle_rss_mb=(bare["hwm_mb"], 0))
+    figures.update(size_mb=(mb, 0), first_open_s=first["seconds"], first_timeline_s=first["first_timeline_s"],
+                   open_rss_mb=(first["hwm_mb"], 0), reader_rss_mb=(first["child_hwm_mb"], 0))
+    if bare:
+        figures.update(first_over_unpickle=first["first_timeline_s"] / bare["seconds"],
+                       first_cpu_over_unpickle_cpu=first["cpu_s"] / bare["cpu_s"],
+                       reader_rss_over_unpickle=first["child_hwm_mb"] / bare["hwm_mb"])
+    if "before: first open" in best:
+        before = best["before: first open"]
+        figures.update(before_first_open_s=before["seconds"], before_reader_rss_mb=(before["child_hwm_mb"], 0))
+    figures.update(reopen_s=again["seconds"], reopen_timeline_s=again["first_timeline_s"],
+                   timeline_p95_ms=(again["timeline_p95_ms"], 1))
+    print_figures(**figures)
     return 0
 
 

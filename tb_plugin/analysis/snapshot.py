@@ -33,8 +33,25 @@ _SEG_UP = (_A["segment_alloc"], _A["segment_map"])
 _SEG_DOWN = (_A["segment_free"], _A["segment_unmap"])
 
 
+def _kept(trace: DeviceTrace, name: str, compute):
+    """``compute()`` once per trace object: kept on it (read-only arrays), since the summary, the OOM
+    report and the timeline all need the same alloc/free matching (a sort of every alloc and free:
+    seconds on a 20 M-entry history)."""
+    memo = trace.__dict__.setdefault("_kept", {})
+    if name not in memo:
+        got = compute()
+        for arr in got if isinstance(got, tuple) else (got,):
+            arr.flags.writeable = False
+        memo[name] = got
+    return memo[name]
+
+
 def time_axis(trace: DeviceTrace) -> np.ndarray:
     """µs since the first timed entry when the snapshot has times, else the entry index."""
+    return _kept(trace, "time_axis", lambda: _time_axis(trace))
+
+
+def _time_axis(trace: DeviceTrace) -> np.ndarray:
     if np.isnan(trace.time).all():
         return np.arange(len(trace.time), dtype=np.float64)
     t = trace.time.copy()
@@ -51,6 +68,10 @@ def free_matches(trace: DeviceTrace) -> np.ndarray:
     """Per entry: for a free, the row of the history ``alloc`` it frees (the last alloc/free of the
     same address before it, when that is an alloc); −1 for every other entry and for frees of blocks
     allocated before the history."""
+    return _kept(trace, "free_matches", lambda: _free_matches(trace))
+
+
+def _free_matches(trace: DeviceTrace) -> np.ndarray:
     n = len(trace.action)
     is_alloc = trace.action == _ALLOC
     is_free = np.isin(trace.action, _FREES)
@@ -66,6 +87,10 @@ def free_matches(trace: DeviceTrace) -> np.ndarray:
 
 def _live_at_end(trace: DeviceTrace) -> np.ndarray:
     """Addresses whose last alloc/free in the history is an ``alloc`` (sorted)."""
+    return _kept(trace, "live_at_end", lambda: _live_at_end_of(trace))
+
+
+def _live_at_end_of(trace: DeviceTrace) -> np.ndarray:
     rows = np.flatnonzero((trace.action == _ALLOC) | np.isin(trace.action, _FREES))
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -98,6 +123,10 @@ def segment_blocks_before_history(snapshot: Snapshot, device: int) -> list[dict]
 
 def active_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
     """Active bytes after each entry of ``device``'s history, blocks live before it included."""
+    return _kept(snapshot.devices[device], "active_bytes", lambda: _active_bytes(snapshot, device))
+
+
+def _active_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
     trace = snapshot.devices[device]
     match = free_matches(trace)
     is_free = np.isin(trace.action, _FREES)
@@ -117,6 +146,10 @@ def reserved_bytes(trace: DeviceTrace) -> np.ndarray:
 def lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
     """``(alloc_index, free_index)`` per history allocation: the free that ends it (see
     :func:`free_matches`); ``free_index`` = number of entries when it is never freed."""
+    return _kept(trace, "lifetimes", lambda: _lifetimes(trace))
+
+
+def _lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
     n = len(trace.action)
     match = free_matches(trace)
     allocs = np.flatnonzero(trace.action == _ALLOC)

@@ -46,7 +46,9 @@ def parse_in_child(data: bytes) -> tuple[dict, dict]:
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     limit = time_limit_s(len(data))
     try:
-        done = subprocess.run([sys.executable, "-m", "tb_plugin.artifacts.snapshot"], input=data,
+        # cwd: ``-m`` puts the working folder first on the path; the child must import this package
+        done = subprocess.run([sys.executable, "-m", "tb_plugin.artifacts.snapshot", str(len(data))], input=data,
+                              cwd=_PACKAGE_PARENT,
                               capture_output=True, timeout=limit, env=env, check=False)
     except subprocess.TimeoutExpired:
         raise SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "

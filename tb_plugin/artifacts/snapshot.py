@@ -13,8 +13,7 @@ Entry actions: ``alloc``, ``free_requested``, ``free_completed`` (older: ``free`
 from __future__ import annotations
 
 import dataclasses
-import io
-import operator
+import gc
 import sys
 from typing import Any
 
@@ -22,24 +21,14 @@ import numpy as np
 import orjson
 
 from ..trace import jsonsafe
+from . import pickle_stream
+from .snapshot_columns import ACTIONS, DeviceTrace  # noqa: F401 - imported from here by the analyses
+from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined, trace_columns
 from .isolated import EXIT_REFUSED, SnapshotError, parse_in_child
 from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
-ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
-           "segment_unmap", "snapshot", "oom", "free", "other")
-_ACTION_CODE = {a: i for i, a in enumerate(ACTIONS)}
-_SEGMENT_CODES = [_ACTION_CODE[a] for a in ("segment_alloc", "segment_free", "segment_map", "segment_unmap")]
 
-
-@dataclasses.dataclass
-class DeviceTrace:
-    """One device's history: parallel arrays, in recorded order."""
-
-    action: np.ndarray  # uint8 code into ACTIONS
-    addr: np.ndarray  # int64
-    size: np.ndarray  # int64 bytes
-    time: np.ndarray  # float64 µs, NaN when the snapshot has no time_us
-    stack: np.ndarray  # int32 index into Snapshot.stacks (-1: no frames)
+IN_PROCESS_MAX_BYTES = 1 << 20  # a larger pickle is read in the child without counting its bytes
 
 
 @dataclasses.dataclass
@@ -63,80 +52,15 @@ class Snapshot:
         return [self.frames[i] for i in self.stacks[index]]
 
 
-def _field(entries: list[dict], key: str) -> list:
-    try:
-        return [e[key] for e in entries]  # the common case: every entry has it
-    except KeyError:
-        return [e.get(key) for e in entries]
-
-
-def _action_codes(entries: list[dict]) -> np.ndarray:
-    names = _field(entries, "action")
-    try:
-        set(names)
-    except TypeError:  # a list or dict where the action's name should be: an "other" entry
-        names = [a if isinstance(a, str) else None for a in names]
-    uniq = {a for a in set(names) if isinstance(a, str)} if len(names) else set()
-    table = {a: _ACTION_CODE.get(a, _ACTION_CODE["other"]) for a in uniq}
-    other = _ACTION_CODE["other"]
-    get = table.get
-    return np.array([get(a, other) for a in names], dtype=np.uint8)
-
-
-def _floats(values: list) -> np.ndarray:
-    """float64 column; None becomes NaN."""
-    try:
-        return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return np.array([v if isinstance(v, (int, float)) else np.nan for v in values], dtype=np.float64)
-
-
-def _ints(values: list) -> np.ndarray:
-    """int64 column; missing or odd values become 0."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        out = np.zeros(len(values), dtype=np.int64)
-        for i, v in enumerate(values):
-            try:
-                out[i] = int(v)
-            except (TypeError, ValueError, OverflowError):
-                pass
-        return out
-
-
-def _int(value: Any, default: int | None = 0) -> int | None:
-    """``value`` as an int64 (as ``int()`` reads numbers and numeric text), else ``default``: for text,
-    containers, None, NaN and integers beyond 64 bits (no address or size is that large)."""
-    try:
-        out = int(value)
-    except (TypeError, ValueError, OverflowError):
-        return default
-    return out if -(2**63) <= out < 2**63 else default
-
-
-def _list(value: Any) -> list:
-    """``value`` when it is a list (or tuple), else empty: a wrong type holds no entries."""
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def _scalar(value: Any) -> Any:
-    """A descriptive field (``stream``, ``segment_type``) kept as written when it is a number or text;
-    an integer beyond 64 bits as its decimal string; a container or other object as None."""
-    if value is None or isinstance(value, (str, bool, float)):
-        return value
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**64 else str(value)
-    return None
-
-
 def load_snapshot(data: bytes) -> Snapshot:
     """The snapshot in the pickle ``data``. A pickle that could hold deeply nested tuples (see
-    :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here."""
+    :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here. Above
+    :data:`IN_PROCESS_MAX_BYTES` the bytes are not even counted: every real snapshot that size goes
+    to the child anyway (MARK starts every dict's items)."""
     if bytes(data[:1]) not in PICKLE_OPCODES:  # e.g. a sparse file's zero bytes: refused before any work
         raise SnapshotError(f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, "
                             "which no pickle starts with")
-    if tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
+    if len(data) <= IN_PROCESS_MAX_BYTES and tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
         return parse_pickle(data)
     snap = unpack_snapshot(*parse_in_child(data))
     if snap is None:
@@ -144,9 +68,40 @@ def load_snapshot(data: bytes) -> Snapshot:
     return snap
 
 
-def parse_pickle(data: bytes) -> Snapshot:
-    """Unpickle (restricted) and parse ``data`` in this process: only for pickles that
-    :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`."""
+def parse_pickle(data: bytes, stream: bool | None = None) -> Snapshot:
+    """Read (restricted, streaming: :mod:`.pickle_stream`) and parse ``data`` in this process: only for
+    pickles that :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`. The
+    histories become columns batch by batch while reading; their dicts are never all alive.
+    ``stream`` None: streamed for protocols 4–5 (what PyTorch writes), whole for older ones."""
+    return parse_snapshot(*_read_streamed(data, stream))
+
+
+def _read_streamed(data: bytes, stream: bool | None = None) -> tuple[Any, StreamedTraces | None]:
+    """The object in ``data`` with its histories as columns; a file that shares a history entry
+    (:class:`~.pickle_stream.SharedEntry`) is unpickled whole (then no columns yet: None), and so is a
+    protocol 2–3 pickle unless ``stream``: its BINPUTs number every frame dict, so no two frame lists
+    are the same bytes and the frame-list cache never hits (streamed, it reads ~2× slower than
+    ``pickle``'s own reader, in ~0.7× its memory)."""
+    if stream is None:
+        stream = bytes(data[:2]) not in (b"\x80\x02", b"\x80\x03")
+    streamed = StreamedTraces()
+    try:
+        if not stream:
+            raise pickle_stream.SharedEntry("read whole")
+        return pickle_stream.read(data, streamed), streamed
+    except pickle_stream.SharedEntry:
+        try:
+            return restricted_loads(data), None
+        except RefusedPickle as exc:
+            raise SnapshotError(str(exc)) from None
+    except RefusedPickle as exc:
+        raise SnapshotError(str(exc)) from None
+
+
+def parse_pickle_whole(data: bytes) -> Snapshot:
+    """:func:`parse_pickle` the way it was first written: ``pickle``'s own unpickler (restricted)
+    builds the whole object, then it is parsed. The reference the streamed read is tested and
+    benchmarked against."""
     try:
         obj = restricted_loads(data)
     except RefusedPickle as exc:
@@ -154,55 +109,11 @@ def parse_pickle(data: bytes) -> Snapshot:
     return parse_snapshot(obj)
 
 
-def parse_snapshot(obj: Any) -> Snapshot:
-    stacks: list[list[int]] = []
-    stack_ids: dict[tuple, int] = {}
-    frames: list[dict] = []
-    frame_ids: dict[tuple, int] = {}
-    getter = operator.itemgetter("filename", "line", "name")
-
-    by_identity: dict[int, tuple[Any, int]] = {}  # id(raw frames list) -> (the list, kept alive; stack)
-
-    def stack_of(raw_frames) -> int:
-        """The interned stack of one entry's frames. A pickle memo lets many entries share one frames
-        list: each distinct list object is read once (keyed by id(); the list is kept alive in
-        ``by_identity`` for the whole parse, so an id is never reused), so the work stays linear in
-        the file's size, not in entries × frames."""
-        if not raw_frames:
-            return -1
-        seen = by_identity.get(id(raw_frames))
-        if seen is not None and seen[0] is raw_frames:
-            return seen[1]
-        sid = _intern(raw_frames)
-        by_identity[id(raw_frames)] = (raw_frames, sid)
-        return sid
-
-    def _intern(raw_frames) -> int:
-        try:
-            key = tuple(map(getter, raw_frames))
-        except (KeyError, TypeError):
-            try:
-                key = tuple((f.get("filename", ""), f.get("line", 0), f.get("name", "")) for f in raw_frames)
-            except (AttributeError, TypeError):  # not a list of frame dicts
-                return -1
-        try:
-            got = stack_ids.get(key)
-        except TypeError:  # a list or dict as a frame field: kept as its text
-            key = tuple(tuple(v if v is None or isinstance(v, (str, int, float)) else repr(v)[:500] for v in f)
-                        for f in key)
-            got = stack_ids.get(key)
-        if got is None:
-            got = stack_ids[key] = len(stacks)
-            ids = []
-            for frame in key:
-                fid = frame_ids.get(frame)
-                if fid is None:
-                    fid = frame_ids[frame] = len(frames)
-                    frames.append({"filename": frame[0], "line": frame[1], "name": frame[2]})
-                ids.append(fid)
-            stacks.append(ids)
-        return got
-
+def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot:
+    """The snapshot in the unpickled ``obj``; ``streamed``: the histories already turned into
+    columns while reading (:func:`parse_pickle`), for the lists that hold them."""
+    interner = streamed.interner if streamed is not None else Interner()
+    stack_of = interner.stack_of
     if isinstance(obj, list):
         layout, segments_raw, traces_raw, annotations = "segments-only", obj, [], []
     elif isinstance(obj, dict) and ("segments" in obj or "device_traces" in obj):
@@ -215,6 +126,24 @@ def parse_snapshot(obj: Any) -> Snapshot:
                             "or a list of segments")
     if not isinstance(segments_raw, list) or not isinstance(traces_raw, list):
         raise SnapshotError("not a CUDA allocator snapshot: 'segments' and 'device_traces' must be lists")
+    devices: dict[int, DeviceTrace] = {}
+    ooms: list[dict] = []
+    segment_streams: list[dict] = []
+    has_time = False
+    # histories first (a streamed read interned their stacks while reading), then the segments' blocks
+    for dev, entries in enumerate(traces_raw):
+        batches = streamed.of(entries) if streamed is not None else None
+        if batches is None:
+            if not isinstance(entries, list):
+                continue
+            entries = [e for e in entries if isinstance(e, dict)]
+            batches = [trace_columns(entries, stack_of)] if entries else []
+        if not batches or not sum(b["n"] for b in batches):
+            continue
+        devices[dev], dev_ooms, dev_streams, timed = joined(batches, dev)
+        ooms += dev_ooms
+        segment_streams += dev_streams
+        has_time = has_time or timed
     segments = []
     for seg in segments_raw:
         if not isinstance(seg, dict):
@@ -233,42 +162,11 @@ def parse_snapshot(obj: Any) -> Snapshot:
         segments.append({"device": _int(seg.get("device", 0)), "address": _int(seg.get("address", 0)),
                          "total_size": _int(seg.get("total_size", 0)), "stream": _scalar(seg.get("stream")),
                          "segment_type": _scalar(seg.get("segment_type")), "blocks": blocks})
-    devices: dict[int, DeviceTrace] = {}
-    ooms: list[dict] = []
-    segment_streams: list[dict] = []
-    has_time = False
-    for dev, entries in enumerate(traces_raw):
-        if not isinstance(entries, list) or not entries:
-            continue
-        try:
-            times = [e.get("time_us") for e in entries]
-        except AttributeError:  # a non-dict entry: keep the dicts
-            entries = [e for e in entries if isinstance(e, dict)]
-            times = [e.get("time_us") for e in entries]
-            if not entries:
-                continue
-        timed = times.count(None) != len(times)
-        has_time = has_time or timed
-        devices[dev] = DeviceTrace(
-            action=_action_codes(entries),
-            addr=_ints(_field(entries, "addr")),
-            size=_ints(_field(entries, "size")),
-            time=_floats(times) if timed else np.full(len(entries), np.nan),
-            stack=np.array([stack_of(f) if f else -1 for f in (e.get("frames") for e in entries)], dtype=np.int32),
-        )
-        ooms += [{"device": dev, "index": i, "stream": _scalar(entries[i].get("stream")),
-                  "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
-                 for i in np.flatnonzero(devices[dev].action == _ACTION_CODE["oom"]).tolist()]
-        segment_streams += [{"device": dev, "index": i, "stream": _scalar(entries[i].get("stream"))}
-                            for i in np.flatnonzero(np.isin(devices[dev].action, _SEGMENT_CODES)).tolist()]
     # frame fields and annotations are kept as written: integers beyond 64 bits become decimal strings and
     # nesting deeper than jsonsafe.MAX_DEPTH a marker now, so a snapshot reads the same from the cache
     annotations = jsonsafe.clean([a for a in annotations if isinstance(a, dict)])
-    return Snapshot(devices, segments, stacks, annotations, has_time, layout, jsonsafe.clean(frames), ooms,
-                    segment_streams)
-
-
-_FIELDS = ("action", "addr", "size", "time", "stack")
+    return Snapshot(devices, segments, interner.stacks, annotations, has_time, layout,
+                    jsonsafe.clean(interner.frames), ooms, segment_streams)
 
 
 def pack_snapshot(snap: Snapshot) -> tuple[dict, dict]:
@@ -295,12 +193,30 @@ def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
                     header.get("segment_streams") or [])
 
 
+def _stdin(argv: list[str]) -> bytes | bytearray:
+    """All of stdin; into one buffer of the size in ``argv[0]`` when given (reading to the end would
+    hold the chunks and their join: twice the file)."""
+    size = int(argv[0]) if argv and argv[0].isdigit() else None
+    if size is None:
+        return sys.stdin.buffer.read()
+    buf = bytearray(size)
+    with memoryview(buf) as view:
+        got = 0
+        while got < size:
+            n = sys.stdin.buffer.readinto(view[got:])
+            if not n:
+                break
+            got += n
+    del buf[got:]
+    return buf
+
+
 def child_main() -> int:
     """The child of :func:`~.isolated.parse_in_child`: read a pickle from stdin, write its packed
     snapshot as ``.npz`` to stdout (exit status :data:`~.isolated.EXIT_REFUSED` for a refused file)."""
-    data = sys.stdin.buffer.read()
-    try:
-        header, arrays = pack_snapshot(parse_pickle(data))
+    gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
+    try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
+        header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(_stdin(sys.argv[1:]))))
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     except SnapshotError as exc:
         sys.stderr.write(str(exc))
@@ -308,9 +224,7 @@ def child_main() -> int:
     except (orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
         sys.stderr.write(f"not a memory snapshot: {type(exc).__name__}: {exc}")
         return EXIT_REFUSED
-    out = io.BytesIO()
-    np.savez(out, header=np.frombuffer(body, dtype=np.uint8), **arrays)
-    sys.stdout.buffer.write(out.getbuffer())
+    np.savez(sys.stdout.buffer, header=np.frombuffer(body, dtype=np.uint8), **arrays)  # streamed, no copy
     return 0
 
 

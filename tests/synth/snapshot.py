@@ -11,6 +11,7 @@ actions.
 
 from __future__ import annotations
 
+import collections
 import random
 
 LAYOUTS = ("current", "no_time", "segments_only", "empty_history")
@@ -46,6 +47,45 @@ def _make_frames(rng: random.Random, depth: int, windows: bool) -> list[dict]:
     return out[:depth]
 
 
+def history_entries(rng: random.Random, entries: int, frames: int, windows_paths: bool, with_oom: bool,
+                    live: list[tuple[int, int]]):
+    """The history of :func:`synthesize_snapshot`, one entry at a time (an entry is yielded once it is
+    final); ``live`` ends as the ``(address, size)`` of the blocks still allocated."""
+    base = 0x7F0000000000
+    pending = collections.deque([{"action": "segment_alloc", "addr": base, "size": SEGMENT_BYTES, "stream": 0,
+                                  "frames": _frames(rng, frames, windows_paths)}])
+    count = 1
+    next_addr = base
+    t = 1_700_000_000_000_000
+    i = 0
+    while count < entries:
+        i += 1
+        t += rng.randint(1, 50)
+        if len(live) > 8 and (rng.random() < 0.45 or next_addr - base > SEGMENT_BYTES // 2):
+            addr, size = live.pop(rng.randrange(len(live)))
+            pending.append({"action": "free_requested", "addr": addr, "size": size, "stream": 0, "frames": []})
+            pending.append({"action": "free_completed", "addr": addr, "size": size, "stream": 0, "frames": []})
+            count += 2
+        else:
+            size = 512 * rng.randint(1, 4096)
+            pending.append({"action": "alloc", "addr": next_addr, "size": size, "stream": 0,
+                            "frames": _frames(rng, frames, windows_paths)})
+            live.append((next_addr, size))
+            next_addr += size
+            count += 1
+        if with_oom and i == entries // 3:
+            pending.append({"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "frames": []})
+            count += 1
+        pending[-1].setdefault("time_us", t)  # the last two entries get this step's time
+        if len(pending) > 1:
+            pending[-2].setdefault("time_us", t)
+        while len(pending) > 2:
+            yield pending.popleft()
+    yield from pending
+    if with_oom:
+        yield {"action": "oom", "addr": 0, "size": 1 << 34, "stream": 0, "frames": [], "time_us": t + 1}
+
+
 def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int = 3, windows_paths: bool = False,
                         with_oom: bool = True, seed: int = 0):
     """A snapshot object (dict, or list for ``segments_only``) with about ``entries`` history entries."""
@@ -53,31 +93,8 @@ def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int
         raise ValueError(f"layout must be one of {LAYOUTS}")
     rng = random.Random(seed)
     base = 0x7F0000000000
-    history: list[dict] = [{"action": "segment_alloc", "addr": base, "size": SEGMENT_BYTES, "stream": 0,
-                            "frames": _frames(rng, frames, windows_paths)}]
     live: list[tuple[int, int]] = []
-    next_addr = base
-    t = 1_700_000_000_000_000
-    i = 0
-    while len(history) < entries:
-        i += 1
-        t += rng.randint(1, 50)
-        if len(live) > 8 and (rng.random() < 0.45 or next_addr - base > SEGMENT_BYTES // 2):
-            addr, size = live.pop(rng.randrange(len(live)))
-            history.append({"action": "free_requested", "addr": addr, "size": size, "stream": 0, "frames": []})
-            history.append({"action": "free_completed", "addr": addr, "size": size, "stream": 0, "frames": []})
-        else:
-            size = 512 * rng.randint(1, 4096)
-            history.append({"action": "alloc", "addr": next_addr, "size": size, "stream": 0,
-                            "frames": _frames(rng, frames, windows_paths)})
-            live.append((next_addr, size))
-            next_addr += size
-        if with_oom and i == entries // 3:
-            history.append({"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "frames": []})
-        for e in history[-2:]:
-            e.setdefault("time_us", t)
-    if with_oom:
-        history.append({"action": "oom", "addr": 0, "size": 1 << 34, "stream": 0, "frames": [], "time_us": t + 1})
+    history = list(history_entries(rng, entries, frames, windows_paths, with_oom, live))
     if layout == "no_time":
         for e in history:
             e.pop("time_us", None)

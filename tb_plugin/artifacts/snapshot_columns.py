@@ -1,0 +1,224 @@
+"""History entries as columns, and the value rules every snapshot field is read with.
+
+:func:`trace_columns` turns a run of history entries (dicts) into :class:`DeviceTrace` columns;
+:class:`StreamedTraces` does it batch by batch while :mod:`.pickle_stream` reads the file, so the
+entries' dicts are never all alive; :class:`Interner` keeps each distinct stack and frame once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any
+
+import numpy as np
+
+ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
+           "segment_unmap", "snapshot", "oom", "free", "other")
+_ACTION_CODE = {a: i for i, a in enumerate(ACTIONS)}
+_SEGMENT_CODES = [_ACTION_CODE[a] for a in ("segment_alloc", "segment_free", "segment_map", "segment_unmap")]
+
+
+@dataclasses.dataclass
+class DeviceTrace:
+    """One device's history: parallel arrays, in recorded order."""
+
+    action: np.ndarray  # uint8 code into ACTIONS
+    addr: np.ndarray  # int64
+    size: np.ndarray  # int64 bytes
+    time: np.ndarray  # float64 µs, NaN when the snapshot has no time_us
+    stack: np.ndarray  # int32 index into Snapshot.stacks (-1: no frames)
+
+
+_FIELDS = ("action", "addr", "size", "time", "stack")
+
+
+def _field(entries: list[dict], key: str) -> list:
+    try:
+        return [e[key] for e in entries]  # the common case: every entry has it
+    except KeyError:
+        return [e.get(key) for e in entries]
+
+
+def _action_codes(entries: list[dict], names: list | None = None) -> np.ndarray:
+    """uint8 codes into ACTIONS of the entries' ``action`` (given as ``names`` when already read)."""
+    names = _field(entries, "action") if names is None else names
+    try:
+        set(names)
+    except TypeError:  # a list or dict where the action's name should be: an "other" entry
+        names = [a if isinstance(a, str) else None for a in names]
+    uniq = {a for a in set(names) if isinstance(a, str)} if len(names) else set()
+    table = {a: _ACTION_CODE.get(a, _ACTION_CODE["other"]) for a in uniq}
+    other = _ACTION_CODE["other"]
+    get = table.get
+    return np.array([get(a, other) for a in names], dtype=np.uint8)
+
+
+def _floats(values: list) -> np.ndarray:
+    """float64 column; None becomes NaN."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([v if isinstance(v, (int, float)) else np.nan for v in values], dtype=np.float64)
+
+
+def _ints(values: list) -> np.ndarray:
+    """int64 column; missing or odd values become 0."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        out = np.zeros(len(values), dtype=np.int64)
+        for i, v in enumerate(values):
+            try:
+                out[i] = int(v)
+            except (TypeError, ValueError, OverflowError):
+                pass
+        return out
+
+
+def _int(value: Any, default: int | None = 0) -> int | None:
+    """``value`` as an int64 (as ``int()`` reads numbers and numeric text), else ``default``: for text,
+    containers, None, NaN and integers beyond 64 bits (no address or size is that large)."""
+    try:
+        out = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return out if -(2**63) <= out < 2**63 else default
+
+
+def _list(value: Any) -> list:
+    """``value`` when it is a list (or tuple), else empty: a wrong type holds no entries."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _scalar(value: Any) -> Any:
+    """A descriptive field (``stream``, ``segment_type``) kept as written when it is a number or text;
+    an integer beyond 64 bits as its decimal string; a container or other object as None."""
+    if value is None or isinstance(value, (str, bool, float)):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    return None
+
+
+class Interner:
+    """Stacks and frames, each distinct one once: ``stack_of(raw frames list)`` is its stack index."""
+
+    def __init__(self) -> None:
+        self.stacks: list[list[int]] = []
+        self.stack_ids: dict[tuple, int] = {}
+        self.frames: list[dict] = []
+        self.frame_ids: dict[tuple, int] = {}
+        # id(raw frames list) -> (the list, kept alive so its id is not reused; stack). A pickle memo (and
+        # the streaming reader's frame-list cache) lets many entries share one list: each distinct list
+        # object is read once. Emptied when large: a list not shared is then read again, never wrongly.
+        self.by_identity: dict[int, tuple[Any, int]] = {}
+
+    def stack_of(self, raw_frames) -> int:
+        if not raw_frames:
+            return -1
+        seen = self.by_identity.get(id(raw_frames))
+        if seen is not None and seen[0] is raw_frames:
+            return seen[1]
+        sid = self._intern(raw_frames)
+        if len(self.by_identity) > _IDENTITY_KEPT:
+            self.by_identity.clear()
+        self.by_identity[id(raw_frames)] = (raw_frames, sid)
+        return sid
+
+    def _intern(self, raw_frames) -> int:
+        stack_ids, frame_ids = self.stack_ids, self.frame_ids
+        try:
+            key = tuple(map(_FRAME_FIELDS, raw_frames))
+        except (KeyError, TypeError):
+            try:
+                key = tuple((f.get("filename", ""), f.get("line", 0), f.get("name", "")) for f in raw_frames)
+            except (AttributeError, TypeError):  # not a list of frame dicts
+                return -1
+        try:
+            got = stack_ids.get(key)
+        except TypeError:  # a list or dict as a frame field: kept as its text
+            key = tuple(tuple(v if v is None or isinstance(v, (str, int, float)) else repr(v)[:500] for v in f)
+                        for f in key)
+            got = stack_ids.get(key)
+        if got is None:
+            got = stack_ids[key] = len(self.stacks)
+            ids = []
+            for frame in key:
+                fid = frame_ids.get(frame)
+                if fid is None:
+                    fid = frame_ids[frame] = len(self.frames)
+                    self.frames.append({"filename": frame[0], "line": frame[1], "name": frame[2]})
+                ids.append(fid)
+            self.stacks.append(ids)
+        return got
+
+
+_FRAME_FIELDS = operator.itemgetter("filename", "line", "name")
+_ENTRY_FIELDS = operator.itemgetter("action", "addr", "size", "time_us", "frames")
+_IDENTITY_KEPT = 100_000
+
+
+def _stack_ids(frames, stack_of) -> np.ndarray:
+    """int32 stack index per entry's frames (−1: none); a list read before is found by identity here
+    (what :meth:`Interner.stack_of` does first) without a call."""
+    known = getattr(stack_of, "__self__", None)
+    get = known.by_identity.get if isinstance(known, Interner) else {}.get
+    return np.array([(s[1] if (s := get(id(f))) is not None and s[0] is f else stack_of(f)) if f else -1
+                     for f in frames], dtype=np.int32)
+
+
+def trace_columns(entries: list[dict], stack_of) -> dict:
+    """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
+    ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``."""
+    try:  # the common case, every field in every entry: read in one pass
+        actions, addrs, sizes, times, frames = zip(*map(_ENTRY_FIELDS, entries))
+    except KeyError:
+        actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
+        times, frames = [e.get("time_us") for e in entries], [e.get("frames") for e in entries]
+    timed = times.count(None) != len(times)
+    cols = {"action": _action_codes(entries, list(actions)), "addr": _ints(list(addrs)), "size": _ints(list(sizes)),
+            "time": _floats(list(times)) if timed else np.full(len(entries), np.nan),
+            "stack": _stack_ids(frames, stack_of)}
+    ooms = [{"index": i, "stream": _scalar(entries[i].get("stream")),
+             "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
+            for i in np.flatnonzero(cols["action"] == _ACTION_CODE["oom"]).tolist()]
+    streams = [{"index": i, "stream": _scalar(entries[i].get("stream"))}
+               for i in np.flatnonzero(np.isin(cols["action"], _SEGMENT_CODES)).tolist()]
+    return {"cols": cols, "timed": timed, "ooms": ooms, "segment_streams": streams, "n": len(entries)}
+
+
+class StreamedTraces:
+    """The ``on_rows`` of :func:`~.pickle_stream.read`: a list whose first batch are dicts with an
+    ``action`` key is a device's history; each batch becomes columns (:func:`trace_columns`) as it
+    is read, and its dicts are dropped. Non-dict items are dropped, as ``parse_snapshot`` does."""
+
+    def __init__(self) -> None:
+        self.interner = Interner()
+        self.batches: dict[int, tuple[list, list[dict]]] = {}  # id(the list) -> (the list, its batches)
+
+    def __call__(self, target: list, items: list) -> bool:
+        got = self.batches.get(id(target))
+        if got is None:
+            if target or "action" not in items[0]:
+                return False
+            got = self.batches[id(target)] = (target, [])
+        rows = [x for x in items if isinstance(x, dict)]
+        if rows:
+            got[1].append(trace_columns(rows, self.interner.stack_of))
+        return True
+
+    def of(self, entries: Any) -> list[dict] | None:
+        got = self.batches.get(id(entries))
+        return got[1] if got is not None and got[0] is entries else None
+
+
+def joined(batches: list[dict], dev: int) -> tuple[DeviceTrace, list, list, bool]:
+    """One device's trace from its batches: (trace, ooms, segment_streams, timed)."""
+    offsets = np.concatenate([[0], np.cumsum([b["n"] for b in batches])]).tolist()
+    # field by field, each batch's array dropped once joined: the columns are never all there twice
+    trace = DeviceTrace(**{f: np.concatenate([b["cols"].pop(f) for b in batches]) for f in _FIELDS})
+    ooms = [dict(o, device=dev, index=o["index"] + off) for b, off in zip(batches, offsets) for o in b["ooms"]]
+    streams = [dict(s, device=dev, index=s["index"] + off) for b, off in zip(batches, offsets)
+               for s in b["segment_streams"]]
+    return trace, ooms, streams, any(b["timed"] for b in batches)
