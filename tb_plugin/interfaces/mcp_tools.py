@@ -164,14 +164,17 @@ class Tools:
                                       by_operator=syncs["by_operator"][:5]),
                            recommendations=found["recommendations"], link=self.link("insights", **self._where(st))))
 
-    def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
+    def _run_distributed(self, run: str, span: str) -> tuple[dict[str, Any], str]:
+        """The run's distributed result and its Distributed tab link; Invalid for an unknown run."""
         self.registry.wait_scanned(self.wait_s)
         runs = queries.layout(self.registry)
         if run not in runs:
             raise Invalid(f"no run {run!r}; {queries.describe(runs)}")
-        result = self.registry.distributed(run, str(span))
+        return self.registry.distributed(run, str(span)), self.link("distributed", run=run, span=span)
+
+    def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
+        result, link = self._run_distributed(run, span)
         summary = report.distributed_summary(result)
-        link = self.link("distributed", run=run, span=span)
         if summary is None:
             return _plain({"run": run, "span": span, "reason": result["reason"], "messages": result["messages"],
                            "link": link})
@@ -183,13 +186,8 @@ class Tools:
                            link=link))
 
     def critical_path(self, run: str, span: str = "1", step: str | None = None, limit: int = 5) -> dict[str, Any]:
-        self.registry.wait_scanned(self.wait_s)
-        runs = queries.layout(self.registry)
-        if run not in runs:
-            raise Invalid(f"no run {run!r}; {queries.describe(runs)}")
-        result = self.registry.distributed(run, str(span))
+        result, link = self._run_distributed(run, span)
         paths = report.run_critical_path(result)
-        link = self.link("distributed", run=run, span=span)
         if not paths:
             return _plain({"run": run, "span": span, "steps_total": 0, "messages": result["messages"][:5],
                            "link": link})

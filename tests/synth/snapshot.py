@@ -86,6 +86,17 @@ def history_entries(rng: random.Random, entries: int, frames: int, windows_paths
         yield {"action": "oom", "addr": 0, "size": 1 << 34, "stream": 0, "frames": [], "time_us": t + 1}
 
 
+def live_segments(rng: random.Random, live: list[tuple[int, int]], frames: int, windows_paths: bool,
+                  base: int) -> list[dict]:
+    """One segment at ``base`` holding the ``(address, size)`` blocks still live, each with its frames."""
+    blocks = [{"address": a, "size": s, "requested_size": s, "state": "active_allocated",
+               "frames": _frames(rng, frames, windows_paths)} for a, s in live]
+    return [{"device": 0, "address": base, "total_size": SEGMENT_BYTES, "allocated_size": sum(s for _, s in live),
+             "active_size": sum(s for _, s in live), "requested_size": sum(s for _, s in live), "stream": 0,
+             "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False, "blocks": blocks,
+             "frames": []}]
+
+
 def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int = 3, windows_paths: bool = False,
                         with_oom: bool = True, seed: int = 0):
     """A snapshot object (dict, or list for ``segments_only``) with about ``entries`` history entries."""
@@ -98,12 +109,7 @@ def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int
     if layout == "no_time":
         for e in history:
             e.pop("time_us", None)
-    blocks = [{"address": a, "size": s, "requested_size": s, "state": "active_allocated",
-               "frames": _frames(rng, frames, windows_paths)} for a, s in live]
-    segments = [{"device": 0, "address": base, "total_size": SEGMENT_BYTES, "allocated_size": sum(s for _, s in live),
-                 "active_size": sum(s for _, s in live), "requested_size": sum(s for _, s in live), "stream": 0,
-                 "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False, "blocks": blocks,
-                 "frames": []}]
+    segments = live_segments(rng, live, frames, windows_paths, base)
     if layout == "segments_only":
         return segments
     return {"segments": segments, "device_traces": [] if layout == "empty_history" else [history],

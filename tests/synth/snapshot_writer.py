@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import struct
 
-from synth.snapshot import SEGMENT_BYTES, _frames, history_entries
+from synth.snapshot import history_entries, live_segments
 
 _BATCH = 1000
 _SMALL = [b"K" + bytes([i]) for i in range(256)]
@@ -180,12 +180,7 @@ def write_snapshot_pickle(f, entries: int, frames: int = 8, protocol: int = 4, w
         enc._w(b"e")  # (a last batch of one is written with MARK too: any batch is valid)
     enc._w(b"a")  # the history into device_traces
     base = 0x7F0000000000
-    blocks = [{"address": a, "size": s, "requested_size": s, "state": "active_allocated",
-               "frames": _frames(rng, frames, windows_paths)} for a, s in live]
-    segments = [{"device": 0, "address": base, "total_size": SEGMENT_BYTES, "allocated_size": sum(s for _, s in live),
-                 "active_size": sum(s for _, s in live), "requested_size": sum(s for _, s in live), "stream": 0,
-                 "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False, "blocks": blocks,
-                 "frames": []}]
+    segments = live_segments(rng, live, frames, windows_paths, base)
     for key, value in (("segments", segments), ("allocator_settings", {}),
                        ("external_annotations", [{"device": 0, "stage": "forward", "name": "step 1"}])):
         enc.value(key)
