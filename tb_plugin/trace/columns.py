@@ -12,7 +12,7 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
-from .events import _GET_EVENT, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
+from .events import event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
 from .heap import gc_paused
 
@@ -198,7 +198,7 @@ class ColumnBuilder(Finishing):
                 self.thread_names[f"{ev.pid}/{ev.tid}"] = ev.args.name
 
     def _add_complete_events(self, xs: list[_Event], offsets=None) -> None:
-        cat, name, pid, tid, ts, dur, args = zip(*map(_GET_EVENT, xs))  # one C-level pass, transposed
+        cat, name, pid, tid, ts, dur, args = event_columns(xs)  # one C-level pass per field
         if None in args:
             none = _Args()
             args = [a if a is not None else none for a in args]

@@ -215,15 +215,20 @@ ARG_FIELDS = ("correlation", "external_id", "external_id_old", "device", "stream
               "flops", "python_id", "python_parent_id", "input_types", "collective", "in_msg_nelems",
               "out_msg_nelems", "dtype", "group_size", "group_ranks", "process_group", "group_desc", "group_id",
               "seq", "epoch", "batch", "wait_record", "wait_stream")
-_GET_ARGS = operator.attrgetter(*ARG_FIELDS)
-_GET_EVENT = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
+_GET_ARGS = tuple(map(operator.attrgetter, ARG_FIELDS))
+EVENT_FIELDS = ("cat", "name", "pid", "tid", "ts", "dur", "args")
+_GET_EVENT = tuple(map(operator.attrgetter, EVENT_FIELDS))
 
 
-def arg_columns(args: list) -> dict[str, tuple]:
-    """``{field: values of every event}`` for :data:`ARG_FIELDS`."""
-    if not args:
-        return {f: () for f in ARG_FIELDS}
-    return dict(zip(ARG_FIELDS, zip(*map(_GET_ARGS, args))))
+def arg_columns(args: list) -> dict[str, list]:
+    """``{field: values of every event}`` for :data:`ARG_FIELDS` (one C-level ``map`` per field: faster
+    than transposing per-event tuples)."""
+    return {f: list(map(get, args)) for f, get in zip(ARG_FIELDS, _GET_ARGS)}
+
+
+def event_columns(events: list) -> list[list]:
+    """The values of every event for each of :data:`EVENT_FIELDS`, in that order."""
+    return [list(map(get, events)) for get in _GET_EVENT]
 
 
 def _mapped(values: tuple, convert) -> list:
