@@ -12,7 +12,7 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
-from .events import event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
+from .events import _all_none, event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
 from .heap import gc_paused
 
@@ -47,7 +47,7 @@ class ColumnBuilder(Finishing):
     def intern(self, values: list) -> np.ndarray:
         """String-table ids of ``values`` (ints and other scalars are interned as their text)."""
         table = self._ids
-        if values.count(None) == len(values):  # None is id 0
+        if _all_none(values):  # None is id 0
             return np.zeros(len(values), dtype=np.int32)
         try:
             ids = list(map(table.get, values))  # C-speed lookups; misses come back as None
@@ -238,7 +238,7 @@ class ColumnBuilder(Finishing):
             p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
         device = np.where(device >= 0, device, pid_numeric)
         grid, ranks = a["grid"], a["group_ranks"]
-        no_grid = grid.count(None) == len(grid)
+        no_grid = _all_none(grid)
         columns = {
             "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
             "cat": cat,
@@ -270,13 +270,13 @@ class ColumnBuilder(Finishing):
             "in_msg_nelems": _int_column(a["in_msg_nelems"]),
             "out_msg_nelems": _int_column(a["out_msg_nelems"]),
             "dtype": self.intern(_strings_only(a["dtype"])),
-            "group_size": _int_column(list(a["group_size"]) if ranks.count(None) == n else
+            "group_size": _int_column(list(a["group_size"]) if _all_none(ranks) else
                                       [s if s is not None else _ranks_count(r) for s, r in zip(a["group_size"], ranks)],
                                       np.int32),
             "seq": _int_column(a["seq"]),
             "process_group": self.intern(_mapped(a["process_group"], str)),
             "process_group_desc": self.intern(_strings_only(a["group_desc"])),
-            "process_group_ranks": self.intern(list(ranks) if ranks.count(None) == n else
+            "process_group_ranks": self.intern(list(ranks) if _all_none(ranks) else
                                                [_ranks_text(r) for r in ranks]),
             "process_group_id": _int_column(a["group_id"], np.int32),
             "wait_event_correlation": _int_column(a["wait_record"]),

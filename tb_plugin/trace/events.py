@@ -113,9 +113,14 @@ _INSTANT_PHASES = ("i", "I")
 _FLOW_PHASES = ("s", "t", "f")
 
 
+def _all_none(values) -> bool:
+    """Whether every value is None (C-speed count, skipped when the first value already says no)."""
+    return not values or (values[0] is None and values.count(None) == len(values))
+
+
 def _float_column(values: list) -> np.ndarray:
     """float64 column; None and unparseable values become NaN (numeric strings are parsed)."""
-    if values.count(None) == len(values):  # an arg no event of the batch has (C-speed check)
+    if _all_none(values):  # an arg no event of the batch has (C-speed check)
         return np.full(len(values), np.nan)
     try:
         out = np.array(values, dtype=np.float64)
@@ -153,7 +158,7 @@ def _ranks_text(ranks: Any) -> Optional[str]:
 
 def _int_column(values: list, dtype=np.int64) -> np.ndarray:
     """Integer column; None and unparseable values become -1."""
-    if values.count(None) == len(values):  # an arg no event of the batch has (C-speed check)
+    if _all_none(values):  # an arg no event of the batch has (C-speed check)
         return np.full(len(values), -1, dtype=dtype)
     as_float = _float_column(values)
     out = np.full(len(values), -1, dtype=dtype)
@@ -233,13 +238,13 @@ def event_columns(events: list) -> list[list]:
 
 def _mapped(values: tuple, convert) -> list:
     """``convert(v)`` of each value, None kept (all-None columns at C speed)."""
-    if values.count(None) == len(values):
+    if _all_none(values):
         return list(values)
     return [convert(v) if v is not None else None for v in values]
 
 
 def _strings_only(values: tuple) -> list:
     """The values that are strings, None for the others."""
-    if values.count(None) == len(values):
+    if _all_none(values):
         return list(values)
     return [v if isinstance(v, str) else None for v in values]
