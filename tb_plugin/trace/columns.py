@@ -12,7 +12,7 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
-from .events import _all_none, event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
+from .events import _all_none, _list_texts, event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
 from .heap import gc_paused
 
@@ -255,8 +255,8 @@ class ColumnBuilder(Finishing):
                 [_grid_size(g) if g is not None else -1 for g in grid], dtype=np.int64),
             "blocks_per_sm": _float_column(a["blocks_per_sm"]),
             "occupancy_pct": _float_column(a["occupancy"]),
-            "grid": self.intern(_mapped(grid, _list_text)),
-            "block": self.intern(_mapped(a["block"], _list_text)),
+            "grid": self.intern(_list_texts(grid)),
+            "block": self.intern(_list_texts(a["block"])),
             "registers": _int_column(a["registers"], np.int32),
             "shared_memory": _int_column(a["shared_memory"]),
             "input_dims": self.intern_json(a["input_dims"] if not any(map(len, a["input_dims_old"])) else

@@ -185,6 +185,16 @@ def _list_text(value: Any) -> Optional[str]:
     return str(value)
 
 
+def _list_texts(values: list) -> list:
+    """:func:`_list_text` of each value (None kept). A value's ``repr`` is the same text unless a string
+    is in it (strings are quoted by ``repr``, not by :func:`_list_text`), which a quote in the ``repr``
+    shows: the ``repr`` is computed in C and the rare quoted ones are converted one by one."""
+    if _all_none(values):
+        return list(values)
+    return [None if v is None else r if "'" not in r and '"' not in r else _list_text(v)
+            for v, r in zip(values, map(repr, values))]
+
+
 def _json_text(raw: bytes) -> str:
     try:
         return repr(msgspec.json.decode(raw)) if raw.strip()[:1] in (b"[", b"{") else raw.decode("utf-8", "replace")
