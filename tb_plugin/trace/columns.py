@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import operator
 from typing import Any
 
 import msgspec
@@ -17,6 +18,7 @@ from .finish import Finishing
 from .heap import gc_paused
 
 
+_GET_PH = operator.attrgetter("ph")
 MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
 class ColumnBuilder(Finishing):
     """Accumulates decoded batches; string id 0 is reserved for "missing"."""
@@ -90,7 +92,7 @@ class ColumnBuilder(Finishing):
             joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)
         offsets = self._sink(joined, raws)
-        phases = [e.ph for e in events]
+        phases = list(map(_GET_PH, events))
         try:
             counts = collections.Counter(phases)
         except TypeError:  # a list or object where the phase belongs: keep its text (never a known phase)
@@ -101,10 +103,10 @@ class ColumnBuilder(Finishing):
         if counts.get("X", 0) == len(events) and not skipped:
             xs, x_offsets = events, offsets
         else:
-            x_index = [i for i, ph in enumerate(phases) if ph == "X"]
-            xs = [events[i] for i in x_index]
+            x_index = list(itertools.compress(range(len(phases)), map(operator.eq, phases, itertools.repeat("X"))))
+            xs = list(map(events.__getitem__, x_index))
             x_offsets = offsets[x_index] if offsets is not None else None
-            for i in [i for i, ph in enumerate(phases) if ph != "X"]:  # in document order
+            for i in itertools.compress(range(len(phases)), map(operator.ne, phases, itertools.repeat("X"))):  # in order
                 e, ph = events[i], phases[i]
                 if ph is _SKIPPED:
                     continue
