@@ -58,3 +58,15 @@ def test_name_mask_tests_names_only():
     assert tr.name_mask(lambda s: s.startswith("aten::mm")).tolist() == [True, False, True]
     assert not tr.name_mask(lambda s: "frame" in s).any()  # only in a call stack: no event
     assert tr.name_mask(lambda s: True).all()
+
+
+def test_list_texts_equal_list_text_one_by_one():
+    """The C-speed grid/block texts (``repr``, quoted ones converted one by one) equal :func:`_list_text`
+    of each value: lists of ints, floats, bools, None, strings (quoted by repr, not by _list_text),
+    nested lists, dicts, scalars and None kept as None."""
+    from tb_plugin.trace.events import _list_text, _list_texts
+    values = [None, [13, 1, 1], [1.5, 2, True], ["a", 1], "abc", 'a"b', 7, 2.5, [None, [1, 2]], {"x": 1}, {}, [],
+              [[1, "b"]], [float("nan"), float("inf")], False, 10**30, [-0.0]]
+    assert _list_texts(values) == [_list_text(v) for v in values]
+    assert _list_texts(values)[:4] == [None, "[13, 1, 1]", "[1.5, 2, True]", "[a, 1]"]
+    assert _list_texts([None, None]) == [None, None] and _list_texts([]) == []

@@ -139,6 +139,37 @@ class RankGraph:
                 busiest, best = key, busy
         marked = int(thread_key[marker[0]]) if len(marker) else None
         self.main = marked if marked in self.threads else busiest
+        self._scalars(ev)
+
+    def _scalars(self, ev) -> None:
+        """Per device node, as Python lists, every number the walk reads at that node (one numpy pass,
+        so that a visit is list lookups, not numpy scalar reads): start, end, stream predecessor, the
+        launch's end (−inf: no launch on a known thread) and thread, the latest end of any device work
+        at or before the node's start and that work (the inferred wait), comm index, row and name."""
+        n, L = len(self.dev), self.launch
+        at = np.maximum(L, 0)
+        key = self.thread_key[at] if n else np.zeros(0, np.int64)
+        known = (L >= 0) & np.isin(key, np.fromiter(self.threads, dtype=np.int64, count=len(self.threads)))
+        self._l_end = np.where(known, ev.ts[at] + ev.dur[at], -np.inf).tolist() if n else []
+        self._l_key = key.tolist()
+        k = np.searchsorted(self.sorted_ends, self.ts, side="right") - 1 if n else np.zeros(0, np.int64)
+        kk = np.maximum(k, 0)
+        self._inf_end = np.where(k >= 0, self.sorted_ends[kk] if n else 0.0, -np.inf).tolist()
+        self._inf_node = np.where((k >= 0) & (self.ends_order[kk] != np.arange(n)), self.ends_order[kk] if n else 0,
+                                  -1).tolist()
+        self._ts, self._te, self._prev = self.ts.tolist(), self.te.tolist(), self.prev.tolist()
+        self._comm_of, self._row = self.comm_of.tolist(), self.dev.tolist()
+        self._names = np.asarray(self.trace.strings, dtype=object)[ev.name[self.dev]].tolist() if n else []
+
+    @property
+    def waits_on(self) -> np.ndarray:
+        """Per device node, the node its recorded wait is on (−1: none; see :func:`wait_edges`)."""
+        return self._waits_on
+
+    @waits_on.setter
+    def waits_on(self, value) -> None:
+        self._waits_on = np.asarray(value)
+        self._waits = self._waits_on.tolist()
 
     # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
     def from_end(self, lo: float, hi: float) -> "_Walk":
@@ -172,45 +203,43 @@ class RankGraph:
                 return
             if state[0] == "dev":
                 _, i, t = state
-                end = min(float(self.te[i]), t)  # overlapping work on one stream: held up to t only
+                te = self._te[i]
+                end = min(te, t)  # overlapping work on one stream: held up to t only
                 if end < t:
                     w.add(end, t, WAIT, "idle")
-                if end == self.te[i] and i in self.memo:  # the rest is known: a chain went through i
+                if end == te and i in self.memo:  # the rest is known: a chain went through i
                     w.tail = self.memo[i]
                     return
-                if self.is_comm[i]:
-                    w.stop, w.stop_at = int(self.comm_of[i]), end
+                if self._comm_of[i] >= 0:
+                    w.stop, w.stop_at = self._comm_of[i], end
                     return
-                if end == self.te[i]:
+                if end == te:
                     w.marks.append((len(w.segs), i))
-                if self.ts[i] <= w.lo:  # began before the step: the rest of it is this kernel
-                    w.add(w.lo, end, KERNEL, self._name(self.dev[i]), int(self.dev[i]))
+                if self._ts[i] <= w.lo:  # began before the step: the rest of it is this kernel
+                    w.add(w.lo, end, KERNEL, self._names[i], self._row[i])
                     return
-                w.add(self.ts[i], end, KERNEL, self._name(self.dev[i]), int(self.dev[i]))
+                w.add(self._ts[i], end, KERNEL, self._names[i], self._row[i])
                 state = self._before_dev(w, i)
             else:
                 state = self._thread(w, state[1], state[2])
 
     def _before_dev(self, w: "_Walk", i: int):
         """The predecessor of device node ``i`` at its start (see the module docstring)."""
-        t = float(self.ts[i])
-        p = int(self.prev[i])
-        p_end = min(float(self.te[p]), t) if p >= 0 and self.te[p] > w.lo else -np.inf
-        L = int(self.launch[i])
-        key = int(self.thread_key[L]) if L >= 0 else None
-        ev = self.trace.events
-        l_end = min(float(ev.ts[L] + ev.dur[L]), t) if L >= 0 and key in self.threads else -np.inf
+        t = self._ts[i]
+        p = self._prev[i]
+        p_end = min(self._te[p], t) if p >= 0 and self._te[p] > w.lo else -np.inf
+        key, l_end = self._l_key[i], min(self._l_end[i], t)  # -inf: no launch on a known thread
         if l_end <= w.lo and p_end == -np.inf:
             w.add(w.lo, t, WAIT, "idle")
             return None
         best = max(p_end, l_end)
-        b = int(self.waits_on[i])
-        if b >= 0 and min(float(self.te[b]), t) > max(best, w.lo):  # a recorded wait on that work
+        b = self._waits[i]
+        if b >= 0 and min(self._te[b], t) > max(best, w.lo):  # a recorded wait on that work
             return ("dev", b, t)
         if best < t and not self.explicit:  # started after both: inferred wait on work that ended between
-            k = int(np.searchsorted(self.sorted_ends, t, side="right")) - 1
-            if k >= 0 and self.sorted_ends[k] > max(best, w.lo) and self.ends_order[k] != i:
-                return ("dev", int(self.ends_order[k]), t)
+            j = self._inf_node[i]
+            if j >= 0 and self._inf_end[i] > max(best, w.lo):
+                return ("dev", j, t)
         if p_end >= l_end:
             return ("dev", p, t)
         if l_end < t:

@@ -177,6 +177,11 @@ class ParseCache:
             return None
 
     def put(self, url: str, version: str, trace: Trace) -> None:
+        self._write(*self.prepare(url, version, trace))
+
+    def prepare(self, url: str, version: str, trace: Trace) -> tuple[str, dict]:
+        """``(path, arrays)`` that :meth:`put` writes, taken now (header serialized, column dicts copied):
+        writing them later, in another thread (:meth:`write_prepared`), stores the trace as it is now."""
         path = self._path(url, version)
         header = jsonsafe.dumps(  # integers beyond 64 bits, deep nesting: values, not a failed file
             {
@@ -195,7 +200,14 @@ class ParseCache:
         arrays.update({"m." + k: v for k, v in trace.memory.columns.items()})
         arrays.update({"f." + k: v for k, v in trace.flows.columns.items()})
         arrays.update({"c." + k: v for k, v in trace.counters.columns.items()})
-        self._write(path, arrays)
+        return path, arrays
+
+    def write_prepared(self, path: str, arrays: dict) -> None:
+        """Write what :meth:`prepare` returned; a failure only costs the cache entry (logged)."""
+        try:
+            self._write(path, arrays)
+        except Exception as exc:  # noqa: BLE001 - in a writer thread: never an unhandled thread error
+            logger.warning("cannot write parse cache entry %s: %s", path, exc)
 
     @staticmethod
     def _write(path: str, arrays: dict) -> None:

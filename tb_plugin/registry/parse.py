@@ -5,6 +5,7 @@ task and the tests all parse through :func:`parse_entry`."""
 from __future__ import annotations
 
 import os
+import threading
 from typing import Callable
 
 import fsspec
@@ -102,12 +103,14 @@ def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float
 
 def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCache | None,
                 report: Callable[[float], None] | None = None,
-                deferred: list[Callable[[], None]] | None = None) -> tuple[Trace, bool]:
+                deferred: list[Callable[[], None]] | None = None,
+                writers: list[threading.Thread] | None = None) -> tuple[Trace, bool]:
     """``(trace, came from the cache)`` for one file of ``fs``: read back from the parse cache, else
     parsed (progress through ``report``, fraction 0–1) and stored there with its raw events file.
     With ``deferred``, storing the parsed columns (a second or two of writing on a 0.9 GB trace) is
     appended to it as a call, for the caller to make once the file is shown (its raw events file is
-    written during the parse, as always)."""
+    written during the parse, as always). With ``writers`` (and no ``deferred``), the columns are taken
+    now and written by a thread appended to it, for the caller to join (the write overlaps the analyses)."""
     report = report or (lambda _: None)
     if cache is not None:
         cached = cache.get(url, version)
@@ -135,6 +138,11 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
             cache.put(url, version, trace)
             release_freed_memory()  # the cache writer's copies
         deferred.append(put_then_release)
+    elif writers is not None:
+        prepared = cache.prepare(url, version, trace)
+        writer = threading.Thread(target=cache.write_prepared, args=prepared, name="kinetoscope-cache-write")
+        writer.start()
+        writers.append(writer)
     else:
         cache.put(url, version, trace)
     # the parse's chunks and the cache writer's copies are freed but their heap pages stay in the

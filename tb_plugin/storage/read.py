@@ -232,7 +232,9 @@ def check_json_head(head: bytes, complete: bool) -> None:
     """Refuse a JSON document early: its first non-blank byte must be ``{`` or ``[``, and it must
     appear within :data:`JSON_HEAD_BYTES` (``head`` is the document's start, ``complete`` whether it
     is the whole document; an all-blank complete file is left to the decoder's message)."""
-    stripped = bytes(head[:JSON_HEAD_BYTES]).lstrip(LEADING_BYTES)
+    stripped = bytes(head[:4096]).lstrip(LEADING_BYTES)  # the usual case: no copy of the whole head
+    if not stripped and len(head) > 4096:
+        stripped = bytes(head[:JSON_HEAD_BYTES]).lstrip(LEADING_BYTES)
     if stripped:
         if stripped[:1] not in (b"{", b"["):
             raise ReadError(f"not a JSON trace: the document starts with {chr(stripped[0])!r}, "

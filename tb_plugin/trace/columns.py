@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import operator
 from typing import Any
 
 import msgspec
@@ -12,11 +13,12 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
-from .events import _GET_EVENT, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
+from .events import _all_none, _list_texts, event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
 from .heap import gc_paused
 
 
+_GET_PH = operator.attrgetter("ph")
 MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
 class ColumnBuilder(Finishing):
     """Accumulates decoded batches; string id 0 is reserved for "missing"."""
@@ -47,7 +49,7 @@ class ColumnBuilder(Finishing):
     def intern(self, values: list) -> np.ndarray:
         """String-table ids of ``values`` (ints and other scalars are interned as their text)."""
         table = self._ids
-        if values.count(None) == len(values):  # None is id 0
+        if _all_none(values):  # None is id 0
             return np.zeros(len(values), dtype=np.int32)
         try:
             ids = list(map(table.get, values))  # C-speed lookups; misses come back as None
@@ -90,7 +92,7 @@ class ColumnBuilder(Finishing):
             joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)
         offsets = self._sink(joined, raws)
-        phases = [e.ph for e in events]
+        phases = list(map(_GET_PH, events))
         try:
             counts = collections.Counter(phases)
         except TypeError:  # a list or object where the phase belongs: keep its text (never a known phase)
@@ -101,10 +103,10 @@ class ColumnBuilder(Finishing):
         if counts.get("X", 0) == len(events) and not skipped:
             xs, x_offsets = events, offsets
         else:
-            x_index = [i for i, ph in enumerate(phases) if ph == "X"]
-            xs = [events[i] for i in x_index]
+            x_index = list(itertools.compress(range(len(phases)), map(operator.eq, phases, itertools.repeat("X"))))
+            xs = list(map(events.__getitem__, x_index))
             x_offsets = offsets[x_index] if offsets is not None else None
-            for i in [i for i, ph in enumerate(phases) if ph != "X"]:  # in document order
+            for i in itertools.compress(range(len(phases)), map(operator.ne, phases, itertools.repeat("X"))):  # in order
                 e, ph = events[i], phases[i]
                 if ph is _SKIPPED:
                     continue
@@ -198,7 +200,7 @@ class ColumnBuilder(Finishing):
                 self.thread_names[f"{ev.pid}/{ev.tid}"] = ev.args.name
 
     def _add_complete_events(self, xs: list[_Event], offsets=None) -> None:
-        cat, name, pid, tid, ts, dur, args = zip(*map(_GET_EVENT, xs))  # one C-level pass, transposed
+        cat, name, pid, tid, ts, dur, args = event_columns(xs)  # one C-level pass per field
         if None in args:
             none = _Args()
             args = [a if a is not None else none for a in args]
@@ -238,7 +240,7 @@ class ColumnBuilder(Finishing):
             p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
         device = np.where(device >= 0, device, pid_numeric)
         grid, ranks = a["grid"], a["group_ranks"]
-        no_grid = grid.count(None) == len(grid)
+        no_grid = _all_none(grid)
         columns = {
             "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
             "cat": cat,
@@ -255,8 +257,8 @@ class ColumnBuilder(Finishing):
                 [_grid_size(g) if g is not None else -1 for g in grid], dtype=np.int64),
             "blocks_per_sm": _float_column(a["blocks_per_sm"]),
             "occupancy_pct": _float_column(a["occupancy"]),
-            "grid": self.intern(_mapped(grid, _list_text)),
-            "block": self.intern(_mapped(a["block"], _list_text)),
+            "grid": self.intern(_list_texts(grid)),
+            "block": self.intern(_list_texts(a["block"])),
             "registers": _int_column(a["registers"], np.int32),
             "shared_memory": _int_column(a["shared_memory"]),
             "input_dims": self.intern_json(a["input_dims"] if not any(map(len, a["input_dims_old"])) else
@@ -270,13 +272,13 @@ class ColumnBuilder(Finishing):
             "in_msg_nelems": _int_column(a["in_msg_nelems"]),
             "out_msg_nelems": _int_column(a["out_msg_nelems"]),
             "dtype": self.intern(_strings_only(a["dtype"])),
-            "group_size": _int_column(list(a["group_size"]) if ranks.count(None) == n else
+            "group_size": _int_column(list(a["group_size"]) if _all_none(ranks) else
                                       [s if s is not None else _ranks_count(r) for s, r in zip(a["group_size"], ranks)],
                                       np.int32),
             "seq": _int_column(a["seq"]),
             "process_group": self.intern(_mapped(a["process_group"], str)),
             "process_group_desc": self.intern(_strings_only(a["group_desc"])),
-            "process_group_ranks": self.intern(list(ranks) if ranks.count(None) == n else
+            "process_group_ranks": self.intern(list(ranks) if _all_none(ranks) else
                                                [_ranks_text(r) for r in ranks]),
             "process_group_id": _int_column(a["group_id"], np.int32),
             "wait_event_correlation": _int_column(a["wait_record"]),

@@ -101,10 +101,15 @@ def reduce_rank(job: RankJob) -> RankResult:
             result.from_cache = True
             result.aggregate, result.warnings, result.notes = stored["aggregate"], stored["warnings"], stored["notes"]
         else:
-            trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache,
-                                                   _reporter(job.progress_slot))
-            if job.aggregate:
-                result.aggregate = rank_aggregate(open_views(trace, cache, job.url, job.version), job.tables)
+            writers: list = []  # the parse cache's column write, overlapping the analyses
+            try:
+                trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache,
+                                                       _reporter(job.progress_slot), writers=writers)
+                if job.aggregate:
+                    result.aggregate = rank_aggregate(open_views(trace, cache, job.url, job.version), job.tables)
+            finally:
+                for writer in writers:
+                    writer.join()
             result.warnings, result.notes = list(trace.warnings), list(trace.notes)
             if results is not None:
                 results.put(name, {"aggregate": result.aggregate, "warnings": result.warnings, "notes": result.notes})
