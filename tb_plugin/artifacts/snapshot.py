@@ -72,18 +72,16 @@ def parse_pickle(data: bytes, stream: bool | None = None) -> Snapshot:
     """Read (restricted, streaming: :mod:`.pickle_stream`) and parse ``data`` in this process: only for
     pickles that :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`. The
     histories become columns batch by batch while reading; their dicts are never all alive.
-    ``stream`` None: streamed for protocols 4–5 (what PyTorch writes), whole for older ones."""
+    ``stream`` False: unpickled whole (the reference path), else streamed (every protocol)."""
     return parse_snapshot(*_read_streamed(data, stream))
 
 
 def _read_streamed(data: bytes, stream: bool | None = None) -> tuple[Any, StreamedTraces | None]:
     """The object in ``data`` with its histories as columns; a file that shares a history entry
-    (:class:`~.pickle_stream.SharedEntry`) is unpickled whole (then no columns yet: None), and so is a
-    protocol 2–3 pickle unless ``stream``: its BINPUTs number every frame dict, so no two frame lists
-    are the same bytes and the frame-list cache never hits (streamed, it reads ~2× slower than
-    ``pickle``'s own reader, in ~0.7× its memory)."""
-    if stream is None:
-        stream = bytes(data[:2]) not in (b"\x80\x02", b"\x80\x03")
+    (:class:`~.pickle_stream.SharedEntry`) is unpickled whole (then no columns yet: None), and so is
+    any pickle when ``stream`` is False (the reference path). Protocols 2–3 stream too: their frame
+    lists are keyed without the BINPUT numbers (:mod:`.pickle_puts`)."""
+    stream = stream is not False
     streamed = StreamedTraces()
     try:
         if not stream:
