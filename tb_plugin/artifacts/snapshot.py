@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import sys
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import orjson
@@ -24,7 +25,7 @@ from ..trace import jsonsafe
 from . import pickle_stream
 from .snapshot_columns import ACTIONS, DeviceTrace  # noqa: F401 - imported from here by the analyses
 from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined, trace_columns
-from .isolated import EXIT_REFUSED, SnapshotError, parse_in_child
+from .isolated import EXIT_REFUSED, SnapshotError, parse_blocks_in_child, parse_in_child
 from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
 
@@ -57,15 +58,41 @@ def load_snapshot(data: bytes) -> Snapshot:
     :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here. Above
     :data:`IN_PROCESS_MAX_BYTES` the bytes are not even counted: every real snapshot that size goes
     to the child anyway (MARK starts every dict's items)."""
-    if bytes(data[:1]) not in PICKLE_OPCODES:  # e.g. a sparse file's zero bytes: refused before any work
-        raise SnapshotError(f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, "
-                            "which no pickle starts with")
+    _check_first_byte(data)
     if len(data) <= IN_PROCESS_MAX_BYTES and tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
         return parse_pickle(data)
     snap = unpack_snapshot(*parse_in_child(data))
     if snap is None:
         raise SnapshotError("the snapshot reader answered an unknown format")
     return snap
+
+
+def load_snapshot_blocks(blocks: Iterable, size: int) -> Snapshot:
+    """:func:`load_snapshot` of the pickle that ``blocks`` (bytes-like, in order) make up: a small one
+    (up to :data:`IN_PROCESS_MAX_BYTES`) joined and read as :func:`load_snapshot` reads it, a larger one
+    written to the reader child block by block (:func:`~.isolated.parse_blocks_in_child`): this process
+    never holds the file. ``size``: the file's size in bytes."""
+    it = iter(blocks)
+    head: list = []
+    total = 0
+    for block in it:
+        head.append(block)
+        total += len(block)
+        if total > IN_PROCESS_MAX_BYTES:
+            break
+    else:
+        return load_snapshot(b"".join(head))
+    _check_first_byte(head[0])
+    snap = unpack_snapshot(*parse_blocks_in_child(itertools.chain(head, it), max(size, total)))
+    if snap is None:
+        raise SnapshotError("the snapshot reader answered an unknown format")
+    return snap
+
+
+def _check_first_byte(data) -> None:
+    if bytes(data[:1]) not in PICKLE_OPCODES:  # e.g. a sparse file's zero bytes: refused before any work
+        raise SnapshotError(f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, "
+                            "which no pickle starts with")
 
 
 def parse_pickle(data: bytes, stream: bool | None = None) -> Snapshot:
@@ -191,20 +218,25 @@ def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
                     header.get("segment_streams") or [])
 
 
-def _stdin(argv: list[str]) -> bytes | bytearray:
-    """All of stdin; into one buffer of the size in ``argv[0]`` when given (reading to the end would
-    hold the chunks and their join: twice the file)."""
-    size = int(argv[0]) if argv and argv[0].isdigit() else None
-    if size is None:
-        return sys.stdin.buffer.read()
-    buf = bytearray(size)
-    with memoryview(buf) as view:
-        got = 0
-        while got < size:
-            n = sys.stdin.buffer.readinto(view[got:])
-            if not n:
+def _stdin(argv: list[str]) -> bytearray:
+    """All of stdin, read into one buffer of the size in ``argv[0]`` (reading to the end would hold the
+    chunks and their join: twice the file), grown by a quarter when more comes (a gzip file's guess)."""
+    size = int(argv[0]) if argv and argv[0].isdigit() else 1 << 20
+    buf = bytearray(max(size, 1))
+    got = 0
+    while True:
+        if got == len(buf):  # full: grown only if more comes
+            more = sys.stdin.buffer.read(1 << 16)
+            if not more:
                 break
-            got += n
+            buf += more
+            buf += bytes(len(buf) // 4)
+            got += len(more)
+        with memoryview(buf) as view:
+            n = sys.stdin.buffer.readinto(view[got:])
+        if not n:
+            break
+        got += n
     del buf[got:]
     return buf
 
