@@ -78,8 +78,13 @@ def test_the_child_grows_its_buffer_past_a_wrong_size(big):
 
 
 def test_a_file_over_the_bound_is_refused_and_the_child_ended(tmp_path, monkeypatch, big):
+    """A plain file over the bound is refused from its size (no child); a gzip one whose inflated bytes
+    pass the bound once the child has started ends that child."""
+    import fsspec
+
+    from tb_plugin.storage.read import Blocks, ReadError
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(len(big) * 4 // 5))  # passed once the child has started
+    monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(len(big) * 4 // 5))
     monkeypatch.setattr("tb_plugin.storage.read.CHUNK_BYTES", 256 << 10)
     (tmp_path / "snapshot.pickle").write_bytes(big)
     children = []
@@ -90,7 +95,12 @@ def test_a_file_over_the_bound_is_refused_and_the_child_ended(tmp_path, monkeypa
         return children[-1]
     monkeypatch.setattr(isolated.subprocess, "Popen", popen)
     art = _opened(tmp_path, "snapshot.pickle")
-    assert art.state == "error" and "KINETOSCOPE_MAX_TRACE_BYTES" in art.error
+    assert art.state == "error" and "KINETOSCOPE_MAX_TRACE_BYTES" in art.error and children == []
+    gz = tmp_path / "snapshot.pickle.gz"
+    gz.write_bytes(gzip.compress(big))
+    with pytest.raises(ReadError, match="KINETOSCOPE_MAX_TRACE_BYTES"):
+        load_snapshot_blocks(Blocks(fsspec.filesystem("file"), str(gz), gz.stat().st_size, json_document=False,
+                                    limit_share=1), gz.stat().st_size)
     assert len(children) == 1 and children[0].poll() is not None  # started, then ended: not left running
 
 

@@ -302,6 +302,8 @@ class Blocks:
             raise ReadError("file is empty (0 bytes)")
         if head[:2] != GZIP_MAGIC:
             _check_not_gzip(head, _named_gz(self.path))
+            if (self.size or 0) > limit:  # refused from its size, as read_trace_bytes does
+                raise _too_big(limit, "file")
             if self.json_document:
                 check_json_head(head, len(head) < CHUNK_BYTES)
             total, chunk = 0, head
