@@ -64,7 +64,7 @@ def frames(m, start: int) -> tuple[object, int] | None:
     base = len(memo)
     near = (end - start, bytes(data[max(start, end - _TAIL):end]))
     bucket = m.templates.get(near)
-    if bucket is not None:
+    if bucket is not None and base < 1 << 31:  # (numbers far below 2³²: a shift carries into no other byte)
         hit = _template_hit(bucket, int.from_bytes(data[start:end], "little"), base)
         if hit is not None:
             memo += hit[1]
