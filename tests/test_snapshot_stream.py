@@ -204,3 +204,89 @@ def test_changing_a_shared_empty_list_through_the_memo_changes_no_other_list():
     assert pickle.loads(hostile)["x"][1]["k"] == [7]
     got = pickle_stream.read(hostile)
     assert [d["k"] for d in got["x"]] == [[], [], []]
+
+
+@pytest.mark.parametrize("protocol", (2, 3))
+@pytest.mark.parametrize("name", REAL)
+def test_protocol_2_3_frame_lists_are_read_once_per_stack(name, protocol):
+    """Protocols 2-3 number every memo slot (BINPUT), so no two frame lists are the same bytes; keyed
+    without those numbers, a repeated stack is still about two list objects (the first, with its dicts
+    written out, and the cached one), not one per entry; every entry equals pickle.load's."""
+    obj = pickle.loads(sample(f"memory_snapshots/{name}").read_bytes())
+    data = pickle.dumps(obj, protocol=protocol)
+    kept = []
+    got = pickle_stream.read(data, lambda target, items: "action" in items[0] and (kept.extend(items) or True))
+    assert got["device_traces"][0] == [] and kept == obj["device_traces"][0]
+    by_stack = {}
+    for e in kept:
+        stack = tuple((f["filename"], f["line"], f["name"]) for f in e["frames"])
+        by_stack.setdefault(stack, set()).add(id(e["frames"]))
+    lists = sum(len(ids) for ids in by_stack.values())
+    assert by_stack and lists <= 2 * len(by_stack) < len([e for e in kept if e["frames"]])
+
+
+def test_put_numbers_are_sequential_only_as_pickle_writes_them():
+    from struct import pack
+
+    from tb_plugin.artifacts.pickle_puts import sequential
+    assert sequential(b"r" + pack("<I", 300) + b"r" + pack("<I", 301), 2, 300)
+    assert not sequential(b"r" + pack("<I", 300) + b"r" + pack("<I", 301), 2, 299)
+    assert not sequential(b"r" + pack("<I", 301) + b"r" + pack("<I", 300), 2, 300)  # the same slots, swapped
+    assert sequential(b"q\xfer\x00\x01\x00\x00", 2, 254) is False  # 255 is still a BINPUT
+    assert sequential(b"q\xfeq\xff", 2, 254) and sequential(b"q\xffr\x00\x01\x00\x00", 2, 255)
+    assert not sequential(b"r\x0a\x00\x00\x00", 1, 10)  # a LONG_BINPUT pickle would not write for slot 10
+
+
+@pytest.mark.parametrize("long_puts", (False, True))
+def test_a_repeated_frame_list_whose_put_overwrites_an_old_slot_is_read_as_pickle_reads_it(long_puts, monkeypatch):
+    """A hostile protocol-2 pickle: the third copy of a stack (the same key as the cached one) PUTs its
+    list into the slot of the text 'alloc'; the next entry's action, a BINGET of that slot, is then that
+    list (as pickle.load reads it), not the text: the cache is not used for PUTs that are not sequential."""
+    frames = [{"filename": "x.py", "line": 1, "name": "f"}, {"filename": "y.py", "line": 2, "name": "g"}]
+    pad = [f"pad{i}" for i in range(300)] if long_puts else []  # memo slots past 255: LONG_BINPUTs
+    obj = {"pad": pad, "device_traces": [[{"action": "alloc", "frames": list(frames)} for _ in range(4)]]}
+    data = bytearray(pickle.dumps(obj, protocol=2))
+    ops = list(pickletools.genops(bytes(data)))
+    alloc_slot = next(ops[i + 1][1] for i, (op, arg, _) in enumerate(ops) if arg == "alloc")
+    frame_puts = [ops[i + 1] for i, (op, _, _) in enumerate(ops)
+                  if op.name == "EMPTY_LIST" and ops[i + 2][0].name in ("MARK", "EMPTY_DICT", "BINGET", "LONG_BINGET")
+                  and ops[i + 1][0].name.endswith("PUT")][-4:]
+    op, _, pos = frame_puts[2]
+    data[pos + 1:pos + (2 if op.name == "BINPUT" else 5)] = (alloc_slot.to_bytes(1, "little") if op.name == "BINPUT"
+                                                           else alloc_slot.to_bytes(4, "little"))
+    hostile = bytes(data)
+    expected = pickle.loads(hostile)
+    assert expected["device_traces"][0][3]["action"] == frames  # the list, through the overwritten slot
+    assert pickle_stream.read(hostile) == expected
+    kept = []
+    pickle_stream.read(hostile, lambda target, items: "action" in items[0] and (kept.extend(items) or True))
+    assert kept == expected["device_traces"][0]
+    from tb_plugin.artifacts import pickle_puts
+    with monkeypatch.context() as patched:
+        patched.setattr(pickle_puts, "sequential", lambda *a: True)  # the check left out: the cached list is taken
+        assert pickle_stream.read(hostile) != expected
+    if long_puts:  # LONG_BINPUTs: the second copy is a template; the third matches it but for its PUT number
+        monkeypatch.setattr(pickle_puts, "_template_hit", lambda bucket, raw, base: bucket[0][3])
+        assert pickle_stream.read(hostile) != expected
+
+
+def test_a_template_matches_only_the_same_bytes_with_the_put_numbers_shifted():
+    from struct import pack
+
+    from tb_plugin.artifacts.pickle_puts import _template_hit
+
+    def frame_list(base, line=7):  # ] PUT ( } PUT ( 'line' K line u } PUT ( ... u e: three PUTs
+        put = [b"r" + pack("<I", base + k) for k in range(3)]
+        return (b"]" + put[0] + b"(}" + put[1] + b"(h\x05K" + bytes([line]) + b"u}" + put[2]
+                + b"(h\x05K\x08ue")
+    first = frame_list(1000)
+    offsets = [2, 9, 21]
+    assert [first[o:o + 4] for o in offsets] == [pack("<I", 1000 + k) for k in range(3)]
+    bucket = [(int.from_bytes(first, "little"), 1000, sum(1 << (8 * o) for o in offsets), "cached")]
+    as_int = lambda raw: int.from_bytes(raw, "little")  # noqa: E731
+    assert _template_hit(bucket, as_int(frame_list(5000)), 5000) == "cached"
+    assert _template_hit(bucket, as_int(frame_list(300)), 300) == "cached"
+    assert _template_hit(bucket, as_int(frame_list(5000)), 5001) is None  # numbered from another slot
+    assert _template_hit(bucket, as_int(frame_list(5000, line=9)), 5000) is None  # another frame
+    skipped = frame_list(5000)[:21] + pack("<I", 5003) + frame_list(5000)[25:]  # the last PUT one slot on
+    assert _template_hit(bucket, as_int(skipped), 5000) is None

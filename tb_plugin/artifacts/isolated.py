@@ -18,6 +18,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
+from typing import Iterable
 
 import numpy as np
 import orjson
@@ -42,19 +45,56 @@ def parse_in_child(data: bytes) -> tuple[dict, dict]:
 
     Raises :class:`SnapshotError` with the child's message, or saying that it crashed
     (with the signal's name) or ran out of time."""
+    return parse_blocks_in_child([data], len(data))
+
+
+def parse_blocks_in_child(blocks: Iterable, size: int) -> tuple[dict, dict]:
+    """:func:`parse_in_child` of the pickle that ``blocks`` (bytes-like) make up, written to the child
+    as they come: this process holds one block at a time, never the file. ``size``: the pickle's
+    size in bytes (the child's buffer; a guess for a gzip file: the child grows it). An exception
+    from ``blocks`` (a read error, a bound) ends the child and is raised as it is."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    limit = time_limit_s(len(data))
+    limit = time_limit_s(size)
     try:
         # cwd: ``-m`` puts the working folder first on the path; the child must import this package
-        done = subprocess.run([sys.executable, "-m", "tb_plugin.artifacts.snapshot", str(len(data))], input=data,
-                              cwd=_PACKAGE_PARENT,
-                              capture_output=True, timeout=limit, env=env, check=False)
-    except subprocess.TimeoutExpired:
-        raise SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
-                            "it is not a memory snapshot (a hostile or corrupt file?)") from None
+        child = subprocess.Popen([sys.executable, "-m", "tb_plugin.artifacts.snapshot", str(size)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 cwd=_PACKAGE_PARENT, env=env)
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
+    out: dict[str, bytes] = {}
+    readers = [threading.Thread(target=lambda name, f: out.__setitem__(name, f.read()), args=(name, f), daemon=True)
+               for name, f in (("stdout", child.stdout), ("stderr", child.stderr))]
+    for t in readers:
+        t.start()
+    deadline = time.monotonic() + limit
+    try:
+        try:
+            for block in blocks:
+                child.stdin.write(block)
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(child.args, limit)
+        except BrokenPipeError:  # the child ended early (refused the file, crashed): its answer says why
+            pass
+        finally:
+            try:
+                child.stdin.close()
+            except BrokenPipeError:
+                pass
+        child.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        raise SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
+                            "it is not a memory snapshot (a hostile or corrupt file?)") from None
+    except BaseException:  # the blocks' own error (too big, unreadable): the child is not left running
+        child.kill()
+        child.wait()
+        raise
+    for t in readers:
+        t.join()
+    done = subprocess.CompletedProcess(child.args, child.returncode, out.get("stdout", b""), out.get("stderr", b""))
     if done.returncode == EXIT_REFUSED:
         raise SnapshotError(done.stderr.decode("utf-8", "replace").strip()[-2000:])
     if done.returncode < 0:

@@ -12,7 +12,8 @@ keeps them all (its memo holds every container) until the load ends: ~13× the f
   ints: what PyTorch writes, and what a frame list is once its strings were seen) is matched as raw bytes by
   one regular expression (C speed) and read once per distinct byte string: the next identical
   bytes give the same list object (so a stack is interned by identity), and its memo slots are
-  filled with the same objects.
+  filled with the same objects. Protocols 2–3 number their memo slots (BINPUT): their frame lists are
+  keyed with those numbers left out, and reused when the numbers are the next slots (:mod:`.pickle_puts`).
 
 Only builtin containers and scalars are built: an opcode that names a global, calls or builds an
 object (``GLOBAL``, ``STACK_GLOBAL``, ``REDUCE``, ``BUILD``, ``INST``, ``OBJ``, ``NEWOBJ``, ``EXT*``,
@@ -32,6 +33,7 @@ import re
 import struct
 from typing import Callable
 
+from . import pickle_puts
 from .pickle_rare import rare
 from .unpickle import RefusedPickle
 
@@ -78,6 +80,8 @@ class _Machine:
         self.memo: list = []
         self.far: dict[int, object] = {}  # BINPUT beyond the memo's end (never written by pickle itself)
         self.cache: dict[bytes, tuple[list, list]] = {}  # frame-list bytes -> (list, its memo objects)
+        self.cache_put: dict[tuple, tuple[list, list]] = {}  # protocol 2-3: key -> (list, its memo objects)
+        self.templates: dict[tuple, list] = {}  # protocol 2-3: (length, last bytes) -> templates (pickle_puts)
         self.empty: list = []  # the empty list of every entry without frames (shared: copied before any change)
         self.shared: set[int] = {id(self.empty)}  # ids of the cached lists and their dicts (never modified)
         self.dict_slots: list[int] = []  # memo slots of dicts since the last rows batch
@@ -190,6 +194,12 @@ class _Machine:
                 if got is not None:
                     push(got[0])
                     pos = got[1]
+                elif data[pos + 1] in (0x71, 0x72):  # protocol 2-3: a PUT where MEMOIZE is
+                    got = pickle_puts.list_at(self, pos)
+                    if got is None:
+                        return pos, False
+                    push(got[0])
+                    pos = got[1]
                 elif data[pos + 1] == 0x94:
                     nxt = data[pos + 2]  # stays empty: a key (not an item and APPEND) or SETITEMS follows
                     if nxt == 0x75 or (nxt == 0x68 and data[pos + 4] != 0x61) or (nxt == 0x6A and data[pos + 7] != 0x61):
@@ -273,12 +283,27 @@ class _Machine:
                         pos, done = self._flat_items(pos + 1, stack, fast)
                         if not done:  # stopped before its SETITEMS: on as the opcodes say
                             marks.append(k)
-                elif nxt == 0x71:
-                    slots.append(data[pos + 1])
-                elif nxt == 0x72:
-                    slots.append(_U4(data, pos + 1)[0])
+                elif nxt == 0x71 or nxt == 0x72:  # protocol 2-3: BINPUT, LONG_BINPUT
+                    i = data[pos + 1] if nxt == 0x71 else _U4(data, pos + 1)[0]
+                    slots.append(i)
+                    if i == len(memo):
+                        memoize(d)
+                    else:
+                        self._put(i, d)
+                    pos += 2 if nxt == 0x71 else 5
+                    if data[pos] == 0x28:
+                        k = len(stack)
+                        pos, done = self._flat_items(pos + 1, stack, fast)
+                        if not done:
+                            marks.append(k)
             elif op == 0x5D:  # ] EMPTY_LIST
-                got = self._frames(pos - 1) if fast and data[pos + 1] == 0x28 and data[pos] == 0x94 else None
+                got = None
+                if fast:
+                    nxt = data[pos]
+                    if nxt == 0x94 and data[pos + 1] == 0x28:
+                        got = self._frames(pos - 1)
+                    elif (nxt == 0x71 and data[pos + 2] == 0x28) or (nxt == 0x72 and data[pos + 5] == 0x28):
+                        got = pickle_puts.frames(self, pos - 1)
                 if got is None:
                     push([])
                 else:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import sys
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import orjson
@@ -24,7 +25,7 @@ from ..trace import jsonsafe
 from . import pickle_stream
 from .snapshot_columns import ACTIONS, DeviceTrace  # noqa: F401 - imported from here by the analyses
 from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined, trace_columns
-from .isolated import EXIT_REFUSED, SnapshotError, parse_in_child
+from .isolated import EXIT_REFUSED, SnapshotError, parse_blocks_in_child, parse_in_child
 from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
 
 
@@ -57,9 +58,7 @@ def load_snapshot(data: bytes) -> Snapshot:
     :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here. Above
     :data:`IN_PROCESS_MAX_BYTES` the bytes are not even counted: every real snapshot that size goes
     to the child anyway (MARK starts every dict's items)."""
-    if bytes(data[:1]) not in PICKLE_OPCODES:  # e.g. a sparse file's zero bytes: refused before any work
-        raise SnapshotError(f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, "
-                            "which no pickle starts with")
+    _check_first_byte(data)
     if len(data) <= IN_PROCESS_MAX_BYTES and tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
         return parse_pickle(data)
     snap = unpack_snapshot(*parse_in_child(data))
@@ -68,22 +67,48 @@ def load_snapshot(data: bytes) -> Snapshot:
     return snap
 
 
+def load_snapshot_blocks(blocks: Iterable, size: int) -> Snapshot:
+    """:func:`load_snapshot` of the pickle that ``blocks`` (bytes-like, in order) make up: a small one
+    (up to :data:`IN_PROCESS_MAX_BYTES`) joined and read as :func:`load_snapshot` reads it, a larger one
+    written to the reader child block by block (:func:`~.isolated.parse_blocks_in_child`): this process
+    never holds the file. ``size``: the file's size in bytes."""
+    it = iter(blocks)
+    head: list = []
+    total = 0
+    for block in it:
+        head.append(block)
+        total += len(block)
+        if total > IN_PROCESS_MAX_BYTES:
+            break
+    else:
+        return load_snapshot(b"".join(head))
+    _check_first_byte(head[0])
+    snap = unpack_snapshot(*parse_blocks_in_child(itertools.chain(head, it), max(size, total)))
+    if snap is None:
+        raise SnapshotError("the snapshot reader answered an unknown format")
+    return snap
+
+
+def _check_first_byte(data) -> None:
+    if bytes(data[:1]) not in PICKLE_OPCODES:  # e.g. a sparse file's zero bytes: refused before any work
+        raise SnapshotError(f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, "
+                            "which no pickle starts with")
+
+
 def parse_pickle(data: bytes, stream: bool | None = None) -> Snapshot:
     """Read (restricted, streaming: :mod:`.pickle_stream`) and parse ``data`` in this process: only for
     pickles that :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`. The
     histories become columns batch by batch while reading; their dicts are never all alive.
-    ``stream`` None: streamed for protocols 4–5 (what PyTorch writes), whole for older ones."""
+    ``stream`` False: unpickled whole (the reference path), else streamed (every protocol)."""
     return parse_snapshot(*_read_streamed(data, stream))
 
 
 def _read_streamed(data: bytes, stream: bool | None = None) -> tuple[Any, StreamedTraces | None]:
     """The object in ``data`` with its histories as columns; a file that shares a history entry
-    (:class:`~.pickle_stream.SharedEntry`) is unpickled whole (then no columns yet: None), and so is a
-    protocol 2–3 pickle unless ``stream``: its BINPUTs number every frame dict, so no two frame lists
-    are the same bytes and the frame-list cache never hits (streamed, it reads ~2× slower than
-    ``pickle``'s own reader, in ~0.7× its memory)."""
-    if stream is None:
-        stream = bytes(data[:2]) not in (b"\x80\x02", b"\x80\x03")
+    (:class:`~.pickle_stream.SharedEntry`) is unpickled whole (then no columns yet: None), and so is
+    any pickle when ``stream`` is False (the reference path). Protocols 2–3 stream too: their frame
+    lists are keyed without the BINPUT numbers (:mod:`.pickle_puts`)."""
+    stream = stream is not False
     streamed = StreamedTraces()
     try:
         if not stream:
@@ -193,20 +218,25 @@ def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
                     header.get("segment_streams") or [])
 
 
-def _stdin(argv: list[str]) -> bytes | bytearray:
-    """All of stdin; into one buffer of the size in ``argv[0]`` when given (reading to the end would
-    hold the chunks and their join: twice the file)."""
-    size = int(argv[0]) if argv and argv[0].isdigit() else None
-    if size is None:
-        return sys.stdin.buffer.read()
-    buf = bytearray(size)
-    with memoryview(buf) as view:
-        got = 0
-        while got < size:
-            n = sys.stdin.buffer.readinto(view[got:])
-            if not n:
+def _stdin(argv: list[str]) -> bytearray:
+    """All of stdin, read into one buffer of the size in ``argv[0]`` (reading to the end would hold the
+    chunks and their join: twice the file), grown by a quarter when more comes (a gzip file's guess)."""
+    size = int(argv[0]) if argv and argv[0].isdigit() else 1 << 20
+    buf = bytearray(max(size, 1))
+    got = 0
+    while True:
+        if got == len(buf):  # full: grown only if more comes
+            more = sys.stdin.buffer.read(1 << 16)
+            if not more:
                 break
-            got += n
+            buf += more
+            buf += bytes(len(buf) // 4)
+            got += len(more)
+        with memoryview(buf) as view:
+            n = sys.stdin.buffer.readinto(view[got:])
+        if not n:
+            break
+        got += n
     del buf[got:]
     return buf
 

@@ -14,10 +14,13 @@ from ..analysis import snapshot_attribution, snapshot_oom, snapshot_ranks, timel
 from ..analysis.series import reduce_to
 from ..artifacts.memory_html import CONTENT_TYPE, MAX_HTML_BYTES, MemoryHtmlError, extract_png
 from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, MemProfilerError, load_log, load_stats
-from ..artifacts.snapshot import Snapshot, SnapshotError, load_snapshot, pack_snapshot, unpack_snapshot
+from ..artifacts.snapshot import (Snapshot, SnapshotError, load_snapshot, load_snapshot_blocks, pack_snapshot,
+                                  unpack_snapshot)
 from ..artifacts.timeline_export import CATEGORIES, TimelineExportError, load_timeline_export
 from ..storage.fs import FileEntry
 from ..storage.naming import companion_traces, composer_rank_batch, names_oom, snapshot_rank
+from ..storage.read import Blocks, ReadError
+from ..storage.remote import is_local_fs
 from ..trace.errors import TraceReadError
 from .parse import read_bytes
 from .results import ANALYSIS_VERSION
@@ -246,7 +249,7 @@ class ArtifactLoading:
                     got = self.cache.get_blob(url, entry.version, "snapshot-summary") if snap is not None else None
                     summary = got[0].get("summary") if got and got[0].get("analysis") == ANALYSIS_VERSION else None
                 if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
-                    snap = load_snapshot(read_bytes(self.fs, entry.path, entry.size, json_document=False))
+                    snap = self._read_snapshot(entry)
                     if self.cache is not None:
                         self.cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
                 art.views = SnapshotViews(snap, summary)
@@ -271,6 +274,18 @@ class ArtifactLoading:
                 f"internal error while reading this file: {type(exc).__name__}: {exc}"), ERROR
         else:
             art.state = READY
+
+    def _read_snapshot(self, entry: FileEntry) -> Snapshot:
+        """The snapshot in ``entry``: a local file streamed to the reader child in blocks (this
+        process holds one block, not the file), with the bounds of :func:`read_bytes`; a remote one read
+        whole first."""
+        if not is_local_fs(self.fs):
+            return load_snapshot(read_bytes(self.fs, entry.path, entry.size, json_document=False))
+        try:
+            return load_snapshot_blocks(Blocks(self.fs, entry.path, entry.size, json_document=False, limit_share=1),
+                                        entry.size or 0)
+        except ReadError as exc:
+            raise TraceReadError(str(exc)) from None
 
     def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]:
         """The snapshots that differ from ``art`` only by the rank in their name or folder

@@ -275,10 +275,13 @@ class Blocks:
     ``fraction()`` is the share of the file's (compressed) bytes read so far. The same checks as
     :func:`read_trace_bytes` (empty file, not gzip, corrupt or truncated gzip, not JSON) raise
     :class:`ReadError` with the same messages; the document may exceed :func:`max_trace_bytes` up to
-    :data:`STREAM_LIMIT_SHARE` times (the decoder bounds its memory itself)."""
+    :data:`STREAM_LIMIT_SHARE` times (the decoder bounds its memory itself; ``limit_share``: another
+    multiple). ``json_document=False``: any document (an allocator-snapshot pickle), no JSON check."""
 
-    def __init__(self, fs, path: str, size: int | None = None) -> None:
+    def __init__(self, fs, path: str, size: int | None = None, json_document: bool = True,
+                 limit_share: int = STREAM_LIMIT_SHARE) -> None:
         self.fs, self.path, self.size = fs, path, size
+        self.json_document, self.limit_share = json_document, limit_share
         self.read = 0
 
     def fraction(self) -> float:
@@ -294,14 +297,17 @@ class Blocks:
             raise ReadError(f"cannot read file: {exc}") from None
 
     def _blocks(self, f):
-        limit = STREAM_LIMIT_SHARE * max_trace_bytes()
+        limit = self.limit_share * max_trace_bytes()
         head = f.read(CHUNK_BYTES)
         self.read = len(head)
         if not head:
             raise ReadError("file is empty (0 bytes)")
         if head[:2] != GZIP_MAGIC:
             _check_not_gzip(head, _named_gz(self.path))
-            check_json_head(head, len(head) < CHUNK_BYTES)
+            if (self.size or 0) > limit:  # refused from its size, as read_trace_bytes does
+                raise _too_big(limit, "file")
+            if self.json_document:
+                check_json_head(head, len(head) < CHUNK_BYTES)
             total, chunk = 0, head
             while chunk:
                 total += len(chunk)
@@ -325,7 +331,7 @@ class Blocks:
                 total += len(out)
                 if total > limit:
                     raise _too_big(limit, "decompressed")
-                if not checked and (out.lstrip(LEADING_BYTES) or total >= JSON_HEAD_BYTES):
+                if not checked and self.json_document and (out.lstrip(LEADING_BYTES) or total >= JSON_HEAD_BYTES):
                     check_json_head(out if out.lstrip(LEADING_BYTES) else b" " * JSON_HEAD_BYTES, False)
                     checked = True
                 if out:
