@@ -4,7 +4,6 @@ Azurite (Azure Blob), each a subprocess on a free 127.0.0.1 port, killed by its 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess

@@ -3,7 +3,6 @@ gcp-storage-emulator (GCS), Azurite (Azure Blob). One set of tests per backend."
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from conftest import sample
 from emulators import Emulator, clear_fsspec_instances
-from tb_plugin.cli import main, run_report
+from tb_plugin.cli import main
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.storage import remote
 from tb_plugin.registry.cache import ParseCache

@@ -15,7 +15,6 @@ import pytest
 from conftest import sample
 from emulators import Emulator, clear_fsspec_instances
 from tb_plugin.cli import main
-from tb_plugin.registry import parse
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.storage import read, remote, remote_blocks

@@ -7,7 +7,7 @@ import gzip
 import numpy as np
 import pytest
 
-from conftest import sample, write_json
+from conftest import sample
 from tb_plugin.trace.categories import Kind
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.errors import TraceReadError

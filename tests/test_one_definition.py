@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from tb_plugin.trace.decode import decode_trace
 

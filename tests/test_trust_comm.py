@@ -13,7 +13,7 @@ from conftest import sample_ranks
 from tb_plugin.analysis.breakdown import category_masks, compute_breakdown
 from tb_plugin.analysis.distributed import bus_factor, distributed_view
 from tb_plugin.analysis.steps import compute_steps
-from synth.comm import Coll, job, late_rank_job, rank_trace
+from synth.comm import Coll, job, late_rank_job
 from tb_plugin.trace.categories import is_comm_kernel_name
 from tb_plugin.trace.decode import decode_trace
 

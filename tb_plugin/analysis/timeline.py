@@ -113,7 +113,6 @@ def track_of_events(trace: Trace) -> np.ndarray:
 
 def _build(trace: Trace) -> list[Track]:
     ev = trace.events
-    n = len(ev)
     kind = ev.kind
     is_stream = (kind == Kind.KERNEL) | (kind == Kind.GPU_USER_ANNOTATION)
     is_copy, is_set = kind == Kind.MEMCPY, kind == Kind.MEMSET

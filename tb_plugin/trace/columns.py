@@ -13,7 +13,7 @@ import numpy as np
 
 from .categories import Kind, kind_of_category
 from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
-from .events import _all_none, _list_texts, event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _list_text, _ranks_count, _ranks_text, _to_float
+from .events import _all_none, _list_texts, event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _ranks_count, _ranks_text, _to_float
 from .finish import Finishing
 from .heap import gc_paused
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import dataclasses
 import gzip
 import json
 import os
