@@ -137,15 +137,15 @@ def test_a_slow_artifact_delays_no_other_artifact_nor_trace(tmp_path, monkeypatc
     (tmp_path / "slow" / "snap.pickle").write_bytes(slow_bytes)
     (tmp_path / "fast" / "snap.pickle").write_bytes(_snapshot_pickle(222))
     release, reading = threading.Event(), threading.Event()
-    real_load = registry_artifacts.load_snapshot
+    real_load = registry_artifacts.load_snapshot_blocks  # local snapshots go to the reader child in blocks
 
-    def blocking_load(data):
-        if data == slow_bytes:
+    def blocking_load(blocks, size):
+        if str(blocks.path).endswith("slow/snap.pickle"):
             reading.set()
             release.wait(60)
-        return real_load(data)
+        return real_load(blocks, size)
 
-    monkeypatch.setattr(registry_artifacts, "load_snapshot", blocking_load)
+    monkeypatch.setattr(registry_artifacts, "load_snapshot_blocks", blocking_load)
     reg = RunRegistry(str(tmp_path), reload_interval=1)
     reg.scan()
     fast = {"run": "fast", "path": "fast/snap.pickle"}
