@@ -24,17 +24,17 @@ def test_ready_before_the_cache_write_and_the_timeline_index(tmp_path, monkeypat
     reg.scan()
     (st,) = reg.files()
     seen = []
-    real_put, real_meta = cache.put, views_mod.FileViews.timeline_meta
+    real_write, real_meta = cache.write_prepared, views_mod.FileViews.timeline_meta
 
-    def put(url, version, trace):
+    def write_prepared(path, arrays):  # the columns' write, taken at the parse and made after READY
         seen.append(("put", st.state, st.overview is not None))
-        return real_put(url, version, trace)
+        return real_write(path, arrays)
 
     def timeline_meta(self):
         seen.append(("timeline", st.state, st.overview is not None))
         return real_meta(self)
 
-    monkeypatch.setattr(cache, "put", put)
+    monkeypatch.setattr(cache, "write_prepared", write_prepared)
     monkeypatch.setattr(views_mod.FileViews, "timeline_meta", timeline_meta)
     reg.load(st)
     assert st.state == READY and not st.from_cache

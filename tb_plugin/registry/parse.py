@@ -5,7 +5,6 @@ task and the tests all parse through :func:`parse_entry`."""
 from __future__ import annotations
 
 import os
-import threading
 from typing import Callable
 
 import fsspec
@@ -103,14 +102,12 @@ def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float
 
 def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCache | None,
                 report: Callable[[float], None] | None = None,
-                deferred: list[Callable[[], None]] | None = None,
-                writers: list[threading.Thread] | None = None) -> tuple[Trace, bool]:
+                deferred: list[Callable[[], None]] | None = None) -> tuple[Trace, bool]:
     """``(trace, came from the cache)`` for one file of ``fs``: read back from the parse cache, else
     parsed (progress through ``report``, fraction 0–1) and stored there with its raw events file.
-    With ``deferred``, storing the parsed columns (a second or two of writing on a 0.9 GB trace) is
-    appended to it as a call, for the caller to make once the file is shown (its raw events file is
-    written during the parse, as always). With ``writers`` (and no ``deferred``), the columns are taken
-    now and written by a thread appended to it, for the caller to join (the write overlaps the analyses)."""
+    With ``deferred``, the parsed columns are taken now and their write (a second or two on a 0.9 GB
+    trace) is appended to it as a call, for the caller to make when it suits: once the file is shown,
+    or on a thread while the analyses run (its raw events file is written during the parse, as always)."""
     report = report or (lambda _: None)
     if cache is not None:
         cached = cache.get(url, version)
@@ -134,15 +131,13 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
     except OSError:  # an unwritable cache only costs the full event args
         trace = parsed[0] if parsed else load_trace_file(path, fs=fs, size=size, progress=report)
     if deferred is not None:
-        def put_then_release() -> None:
-            cache.put(url, version, trace)
+        prepared = cache.prepare(url, version, trace)  # the trace as parsed, whatever the analyses add later
+
+        def write_prepared() -> None:
+            cache.write_prepared(*prepared)
             release_freed_memory()  # the cache writer's copies
-        deferred.append(put_then_release)
-    elif writers is not None:
-        prepared = cache.prepare(url, version, trace)
-        writer = threading.Thread(target=cache.write_prepared, args=prepared, name="kinetoscope-cache-write")
-        writer.start()
-        writers.append(writer)
+
+        deferred.append(write_prepared)
     else:
         cache.put(url, version, trace)
     # the parse's chunks and the cache writer's copies are freed but their heap pages stay in the

@@ -26,6 +26,7 @@ import dataclasses
 import os
 import pickle
 import socket
+import threading
 import time
 import zlib
 from typing import Any
@@ -101,14 +102,17 @@ def reduce_rank(job: RankJob) -> RankResult:
             result.from_cache = True
             result.aggregate, result.warnings, result.notes = stored["aggregate"], stored["warnings"], stored["notes"]
         else:
-            writers: list = []  # the parse cache's column write, overlapping the analyses
+            deferred: list = []  # the parse cache's column write, made on a thread while the analyses run
+            writer = None
             try:
                 trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache,
-                                                       _reporter(job.progress_slot), writers=writers)
+                                                       _reporter(job.progress_slot), deferred)
+                writer = threading.Thread(target=lambda: [call() for call in deferred], name="kinetoscope-cache-write")
+                writer.start()
                 if job.aggregate:
                     result.aggregate = rank_aggregate(open_views(trace, cache, job.url, job.version), job.tables)
             finally:
-                for writer in writers:
+                if writer is not None:
                     writer.join()
             result.warnings, result.notes = list(trace.warnings), list(trace.notes)
             if results is not None:
