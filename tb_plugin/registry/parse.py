@@ -7,10 +7,8 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-import fsspec
-
 from ..storage.private_files import write_atomic
-from ..storage.remote import is_local_fs
+from ..storage.remote import is_local_fs, url_to_fs
 from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
 from ..storage.remote_blocks import RemoteBlocks
 from ..storage.writer import BackgroundWriter
@@ -46,7 +44,7 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
     remote object is downloaded before parsing (default: the directory of ``events_sink``, which is
     the parse cache's, else the system temp dir)."""
     if fs is None:
-        fs, path = fsspec.core.url_to_fs(str(path))
+        fs, path = url_to_fs(str(path))
     if size is None:
         try:
             size = fs.size(path)

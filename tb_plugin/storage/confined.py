@@ -24,7 +24,7 @@ import logging
 import os
 import stat
 
-from fsspec.implementations.local import LocalFileSystem
+from .local import LocalFS
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _PROC_FD = "/proc/self/fd"
@@ -83,14 +83,12 @@ def _opened_path(fd: int) -> str | None:
     return target if target.startswith(os.sep) else None
 
 
-class ConfinedLocalFileSystem(LocalFileSystem):
-    """``LocalFileSystem`` whose reads are confined to ``root`` (see the module docstring)."""
+class ConfinedLocalFileSystem(LocalFS):
+    """The local file system (:class:`~.local.LocalFS`, read-only) whose reads are confined to ``root``
+    (see the module docstring)."""
 
-    def __init__(self, root: str, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, root: str) -> None:
         self.confine_root = os.path.realpath(root)
 
     def _open(self, path, mode="rb", block_size=None, **kwargs):
-        if mode not in ("rb", "r"):
-            return super()._open(path, mode=mode, block_size=block_size, **kwargs)
         return open_inside(self.confine_root, self._strip_protocol(path))
