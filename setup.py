@@ -46,7 +46,7 @@ setup(
     },
     entry_points={
         "tensorboard_plugins": ["kinetoscope = tb_plugin.plugin:KinetoscopePlugin"],
-        "console_scripts": ["kinetoscope = tb_plugin.cli:main"],
+        "console_scripts": ["kinetoscope = tb_plugin.cli:entry"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",
