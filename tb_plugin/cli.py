@@ -29,10 +29,7 @@ import orjson
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
-from . import cli_gate
-from .cli_gate import tail as _tail
 from .cli_path import print_critical_path
-from .analysis.regression import parse_fail_on
 from .interfaces import mcp_server
 from .registry import report
 from .registry.cache import ParseCache
@@ -78,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "mcp":
         return mcp_server.run(args)
     if args.command == "diff":
+        from .analysis.regression import parse_fail_on  # diff only, like cli_gate (fewer imports for report)
         try:
             args.rules = [parse_fail_on(text) for text in args.fail_on]
         except ValueError as exc:
@@ -147,6 +145,7 @@ def _span_key(span: str):
 
 
 def run_diff(args, out: TextIO, err: TextIO) -> int:
+    from . import cli_gate
     try:
         base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache)
         exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache)
@@ -176,7 +175,7 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
               f"changes within {fixed(doc['thresholds']['change_us'], 0)} µs or "
               f"{fixed(doc['thresholds']['change_pct'], 0)} % are unchanged):\n")
     for row in sorted(doc["operators"], key=lambda r: -abs(r["change_us"]))[:15]:
-        out.write(f"  {row['status']:<9} {_tail(' > '.join(row['path']), 90)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
+        out.write(f"  {row['status']:<9} {cli_gate.tail(' > '.join(row['path']), 90)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
                   f"device {fixed(row['delta']['device_total_us'], 1, sign=True)} µs\n")
     return 0
 

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import sys
 
-from .mcp_tools import DEFAULT_UI_URL
-from .queries import Invalid
-
 
 def add_parser(sub) -> None:
     """The ``mcp`` subcommand of ``kinetoscope`` (cli.py)."""
     p = sub.add_parser("mcp", help="serve the Model Context Protocol over stdio (for coding agents)")
     p.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
-    p.add_argument("--ui-url", default=DEFAULT_UI_URL,
+    p.add_argument("--ui-url", default=None,  # None: mcp_tools.DEFAULT_UI_URL (imported only by the mcp command)
                    help="the tab's page, for the answers' links (default: TensorBoard on localhost:6006)")
     p.add_argument("--wait", type=float, default=20.0, help="seconds a tool waits for a file still loading")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
@@ -29,10 +26,14 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """Serve until stdin closes. 2 when the ``mcp`` package is missing or the logdir cannot be opened."""
+    from .mcp_tools import DEFAULT_UI_URL
+    from .queries import Invalid
+
+    ui_url = DEFAULT_UI_URL if args.ui_url is None else args.ui_url
     try:
         from .mcp_app import build_server  # needs the mcp extra (and pydantic): imported only here
 
-        server = build_server(args.logdir, args.ui_url, args.wait, not args.no_cache)
+        server = build_server(args.logdir, ui_url, args.wait, not args.no_cache)
     except ImportError as exc:
         sys.stderr.write(f"kinetoscope: the MCP server needs the mcp package: pip install 'kinetoscope[mcp]' ({exc})\n")
         return 2
