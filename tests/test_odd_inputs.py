@@ -358,7 +358,7 @@ def test_snapshot_timeline_with_non_dict_entries(tmp_path):
 
 def test_report_json_turns_a_failing_artifact_into_its_error(tmp_path, monkeypatch):
     """An exception while summarising one MemProfiler file is that file's error in ``report --json``."""
-    from tb_plugin.registry import artifacts as artifact_views
+    from tb_plugin.registry import artifact_views
 
     (tmp_path / "mp").mkdir()
     for rank in (0, 1):

@@ -1,22 +1,12 @@
 """Memory artifacts other than traces (allocator snapshots, memory-timeline exports, MemProfiler
-output): loading them in their own thread (:class:`ArtifactLoading`, part of the registry) and their
-views, computed once per loaded file."""
+output): loading them in their own thread (:class:`ArtifactLoading`, part of the registry); their views
+are :mod:`.artifact_views`, imported with their analysis and reader modules when one is loaded."""
 
 from __future__ import annotations
 
 import logging
-import threading
 
-import numpy as np
-
-from ..analysis import snapshot as snap_analysis
-from ..analysis import snapshot_attribution, snapshot_oom, snapshot_ranks, timeline_query
-from ..analysis.series import reduce_to
-from ..artifacts.memory_html import CONTENT_TYPE, MAX_HTML_BYTES, MemoryHtmlError, extract_png
-from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, MemProfilerError, load_log, load_stats
-from ..artifacts.snapshot import (Snapshot, SnapshotError, load_snapshot, load_snapshot_blocks, pack_snapshot,
-                                  unpack_snapshot)
-from ..artifacts.timeline_export import CATEGORIES, TimelineExportError, load_timeline_export
+from ..analysis import timeline_query
 from ..storage.fs import FileEntry
 from ..storage.naming import companion_traces, composer_rank_batch, names_oom, snapshot_rank
 from ..storage.read import Blocks, ReadError
@@ -28,142 +18,14 @@ from .states import ERROR, LOADING, QUEUED, READY, ArtifactState
 
 logger = logging.getLogger(__name__)
 
-MAX_EXPORT_POINTS = 4000
-
-
-class SnapshotViews:
-    def __init__(self, snapshot: Snapshot, summary: dict | None = None) -> None:
-        """``summary``: :meth:`summary`'s answer kept in the parse cache (as JSON), if any."""
-        self.snapshot = snapshot
-        self._memo: dict = {} if summary is None else {"summary": summary}
-        self._lock = threading.Lock()
-
-    def _get(self, key, make):
-        with self._lock:
-            if key not in self._memo:
-                self._memo[key] = make()
-            return self._memo[key]
-
-    def devices(self) -> list[int]:
-        return sorted(self.snapshot.devices)
-
-    def summary(self) -> dict:
-        def build():
-            snap = self.snapshot
-            return {
-                "layout": snap.layout, "time_unit": "us" if snap.has_time else "entry",
-                "devices": [snap_analysis.device_summary(snap, d) for d in self.devices()],
-                "segment_devices": sorted({s["device"] for s in snap.segments}),
-                "history_recorded": bool(snap.devices),
-                "annotations": snap.annotations[:1000],
-                "markers": {f"GPU{d}": snap_analysis.markers(snap, d) for d in self.devices()},
-            }
-
-        return self._get("summary", build)
-
-    def timeline(self, device: int, start, end, width_px: int) -> dict:
-        arrays = self._get(("timeline_arrays", device), dict)
-        with self._lock:
-            return snap_analysis.timeline(self.snapshot, device, start, end, width_px, cache=arrays)
-
-    def segments(self, device: int) -> list[dict]:
-        """The segments of one device; memoized only for devices that have segments (any index is a
-        valid request, so the memo would otherwise grow with the requests)."""
-        if device not in self.summary()["segment_devices"]:
-            return []
-        return self._get(("segments", device), lambda: snap_analysis.segments_state(self.snapshot, device))
-
-    def allocations(self, device: int, limit: int) -> list[dict]:
-        return snap_analysis.top_allocations(self.snapshot, device, limit)
-
-    def stack(self, index: int) -> list[dict] | None:
-        return self.snapshot.stack_frames(index)
-
-    def attribution(self, device: int, trace, trace_key) -> dict:
-        """Bytes alive at ``device``'s peak by frame and, with ``trace`` (a match; ``trace_key`` names
-        its file and version), by operator, step and module (:mod:`~.analysis.snapshot_attribution`)."""
-        return self._get(("attribution", device, trace_key),
-                         lambda: snapshot_attribution.attribute(self.snapshot, device, trace))
-
-    def wall_active(self, device: int):
-        """:func:`~.analysis.snapshot_attribution.wall_active` of ``device``, kept."""
-        return self._get(("wall_active", device), lambda: snapshot_attribution.wall_active(self.snapshot, device))
-
-    def oom(self, device: int | None, taken_on_oom: bool, last_n: int, top: int) -> dict:
-        """OOM forensics (:func:`~.analysis.snapshot_oom.oom_report`) of ``device`` (None: the device
-        of the last OOM, else the first with history or segments); small, not memoized."""
-        with self._lock:
-            return snapshot_oom.oom_report(self.snapshot, device, taken_on_oom, last_n, top)
-
-
-class MemoryHtmlViews:
-    """The PNG of an ``export_memory_timeline`` HTML file (:mod:`~.artifacts.memory_html`)."""
-
-    def __init__(self, data: dict) -> None:
-        self.data = data
-
-    def meta(self) -> dict:
-        return {"content_type": CONTENT_TYPE, "width_px": self.data["width_px"], "height_px": self.data["height_px"],
-                "image_bytes": len(self.data["png"]), "html_bytes": self.data["html_bytes"]}
-
-    def image(self) -> bytes:
-        return self.data["png"]
-
-
-class TimelineExportViews:
-    def __init__(self, data: dict) -> None:
-        self.data = data
-
-    def series(self) -> dict:
-        t = self.data["times_us"]
-        b = self.data["bytes"]
-        if len(t) > MAX_EXPORT_POINTS:  # per bin the largest and the last total (analysis/series.py)
-            keep = reduce_to(t, b.sum(axis=0), MAX_EXPORT_POINTS)
-            t, b = t[keep], b[:, keep]
-        total = b.sum(axis=0) if b.size else np.zeros(0)
-        peak = int(np.argmax(total)) if len(total) else 0
-        return {"form": self.data["form"], "categories": self.data["categories"] or list(CATEGORIES),
-                "times_us": t.tolist(), "bytes": b.astype(np.int64).tolist(),
-                "peak_bytes": int(total[peak]) if len(total) else 0,
-                "peak_time_us": float(t[peak]) if len(t) else None}
-
-
-class MemProfilerStatsViews:
-    """One ``rank_<r>_memory_stats.yaml`` (parsed by :func:`~.artifacts.memprofiler.load_stats`)."""
-
-    def __init__(self, data: dict) -> None:
-        self.data = data
-
-    def stats(self) -> dict:
-        """The snapshots with every value, and the headline metrics present in any of them."""
-        present = {k for s in self.data["snapshots"] for k in s["values"]}
-        return {"rank": self.data["rank"], "warnings": self.data["warnings"],
-                "metrics": [{"key": k, "label": label, "unit": unit} for k, label, unit in HEADLINE if k in present],
-                "snapshots": self.data["snapshots"]}
-
-
-class TextReportViews:
-    """A MemProfiler ``fsdp_mem_*.log`` text report (the first bytes of it)."""
-
-    def __init__(self, data: dict) -> None:
-        self.data = data
-
-    def text(self) -> dict:
-        return dict(self.data)
-
-
 MEMPROFILER_KINDS = ("memprofiler_stats", "memprofiler_log")
 
 
-def load_memprofiler_views(fs, entry):
-    """Read a MemProfiler file of ``entry.kind`` (bounded reads) into its views; raises
-    :class:`~.artifacts.memprofiler.MemProfilerError` for a file that is not one."""
-    limit = MAX_STATS_BYTES if entry.kind == "memprofiler_stats" else MAX_LOG_BYTES
-    with fs.open(entry.path, "rb") as f:
-        data = f.read(limit + 1)
-    if entry.kind == "memprofiler_stats":
-        return MemProfilerStatsViews(load_stats(entry.name, data))
-    return TextReportViews(load_log(data, max(entry.size, len(data))))
+def load_snapshot_blocks(blocks, size: int):
+    """:func:`~tb_plugin.artifacts.snapshot.load_snapshot_blocks` (imported when a snapshot is read)."""
+    from ..artifacts.snapshot import load_snapshot_blocks as load
+
+    return load(blocks, size)
 
 
 def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> dict:
@@ -236,6 +98,12 @@ class ArtifactLoading:
         return art
 
     def _load_artifact(self, art: ArtifactState) -> None:
+        from ..artifacts.memory_html import MAX_HTML_BYTES, MemoryHtmlError, extract_png
+        from ..artifacts.memprofiler import MemProfilerError
+        from ..artifacts.snapshot import SnapshotError, pack_snapshot, unpack_snapshot
+        from ..artifacts.timeline_export import TimelineExportError, load_timeline_export
+        from .artifact_views import MemoryHtmlViews, SnapshotViews, TimelineExportViews, load_memprofiler_views
+
         art.state = LOADING
         entry = art.entry
         url = self.fs.unstrip_protocol(entry.path)
@@ -275,10 +143,12 @@ class ArtifactLoading:
         else:
             art.state = READY
 
-    def _read_snapshot(self, entry: FileEntry) -> Snapshot:
+    def _read_snapshot(self, entry: FileEntry):
         """The snapshot in ``entry``: a local file streamed to the reader child in blocks (this
         process holds one block, not the file), with the bounds of :func:`read_bytes`; a remote one read
         whole first."""
+        from ..artifacts.snapshot import load_snapshot
+
         if not is_local_fs(self.fs):
             return load_snapshot(read_bytes(self.fs, entry.path, entry.size, json_document=False))
         try:
@@ -316,13 +186,17 @@ class ArtifactLoading:
                     row.update(peak_active_bytes=top["peak_active_bytes"], device=top["device"],
                                peak_time=top["peak_time"])
             rows.append(row)
-        return snapshot_ranks.compare(rows)
+        from ..analysis.snapshot_ranks import compare
+
+        return compare(rows)
 
     def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict | None, object, int]:
         """The loaded trace of ``art``'s run that matches ``device`` of the snapshot best (largest
         wall-clock overlap, :func:`~.analysis.snapshot_attribution.match_overlap`): ``(link, trace,
         traces still loading)``; ``link`` is ``{"worker", "span", "path", "overlap_us"}``, None (and
         trace None) when no loaded trace matches."""
+        from ..analysis import snapshot_attribution
+
         got = snapshot_rank(art.entry.rel)
         rank = got[1] if got else None
         best, loading = None, 0
@@ -346,6 +220,8 @@ class ArtifactLoading:
     def _match_facts(self, st) -> dict:
         """:func:`~.analysis.snapshot_attribution.match_facts` of a loaded trace file, kept per file
         version: matching a snapshot against every rank's trace never reloads an evicted trace."""
+        from ..analysis import snapshot_attribution
+
         memo = self.__dict__.setdefault("_snapshot_match_facts", {})
         key = (st.entry.rel, st.entry.version)
         if key not in memo:
@@ -362,6 +238,8 @@ class ArtifactLoading:
         for art in self.artifacts(state.run):
             if art.entry.kind != "snapshot" or art.state != READY:
                 continue
+            from ..analysis import snapshot_attribution  # a loaded snapshot imported it already
+
             got = snapshot_rank(art.entry.rel)
             try:
                 for device in art.views.devices():
