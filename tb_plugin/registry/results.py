@@ -14,7 +14,8 @@ URL or inode, size, mtime/etag; :meth:`~.cache.ParseCache.identity`) as
 
 Format: msgpack (msgspec), never pickle. ``{"version", "name", "value"}``; numpy arrays and scalars
 travel as msgpack extensions (dtype, shape, raw bytes: exact), floats as IEEE doubles (NaN, ±∞ and
-−0.0 exact). Entries are written privately and atomically (:mod:`~tb_plugin.storage.private_files`);
+−0.0 exact). Entries are written privately and atomically, without fsync (:mod:`~tb_plugin.storage.private_files`:
+``durable=False``, a power loss costs at most a miss);
 an entry that cannot be read back (0 bytes, truncated, corrupt, not a regular file, another version)
 is a miss, removed, and rewritten by the next computation. A value msgpack cannot hold (an integer
 beyond 64 bits, a lone surrogate) is simply not cached.
@@ -136,7 +137,7 @@ class ResultCache:
             logger.debug("result %s is not cached: %s", name, exc)
             return
         try:
-            write_atomic(self.path(name), lambda f: f.write(data))
+            write_atomic(self.path(name), lambda f: f.write(data), durable=False)
         except OSError as exc:
             logger.warning("cannot write analysis cache entry %s: %s", self.path(name), exc)
 

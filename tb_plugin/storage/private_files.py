@@ -4,7 +4,11 @@ read back only if they are still regular files, and never left behind half-writt
 - Directories are created ``0700`` and files ``0600``: a cache entry holds a trace's raw events,
   which may come from a ``0600`` trace, and must not become readable to others through the cache.
 - A write goes to ``.<name>.<pid>.<tid>.tmp`` beside its target, is fsynced, then renamed over it:
-  a reader sees the old entry or the whole new one, also after a power loss.
+  a reader sees the old entry or the whole new one, also after a power loss. Small entries that are
+  checked when read back and derived again when unusable (the analysis cache) may skip the fsync
+  (``durable=False``): a reader still sees the old entry or the whole new one while the machine runs;
+  after a power loss such an entry may be empty or lost, which is a miss (each fsync waits ~1-10 ms
+  for the disk's journal: 8 of them were ~60 ms of a cold report).
 - :func:`open_regular` opens with ``O_NONBLOCK | O_NOFOLLOW`` and refuses anything but a regular
   file, so an entry replaced by a FIFO (or a symlink) is a miss instead of a request blocked forever.
 - :func:`sweep_temps` removes temp files whose writer is gone (``kill -9`` during a parse left
@@ -64,9 +68,10 @@ def temp_name(path: str) -> str:
     return os.path.join(head, f".{tail}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
-def write_atomic(path: str, write: Callable[[IO[bytes]], None]) -> None:
+def write_atomic(path: str, write: Callable[[IO[bytes]], None], durable: bool = True) -> None:
     """Create ``path`` (mode 0600, in a 0700 directory) from what ``write(file)`` writes: temp file,
-    fsync, rename. Raises ``OSError``; the temp file never survives a failure."""
+    fsync (unless not ``durable``: see the module docstring), rename. Raises ``OSError``; the temp
+    file never survives a failure."""
     make_private_dir(os.path.dirname(path) or ".")
     tmp = temp_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
@@ -74,7 +79,8 @@ def write_atomic(path: str, write: Callable[[IO[bytes]], None]) -> None:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
