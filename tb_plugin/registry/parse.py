@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from ..storage.private_files import write_atomic
+from ..storage.private_files import fsync_path, write_atomic
 from ..storage.remote import is_local_fs, url_to_fs
 from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
 from ..storage.remote_blocks import RemoteBlocks
@@ -121,8 +121,8 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
         with BackgroundWriter(file) as sink:
             parsed.append(load_trace_file(path, fs=fs, size=size, progress=report, events_sink=sink))
 
-    try:
-        write_atomic(events_path, parse_into)  # private, fsynced, renamed; no temp file survives
+    try:  # private, renamed, no temp file survives; fsynced now, or by the deferred write before the columns
+        write_atomic(events_path, parse_into, durable=deferred is None)
         trace = parsed[0]
         trace.meta["events_file"] = events_path
         trace.meta["events_bytes"] = os.path.getsize(events_path)  # the cache checks it on every hit
@@ -132,6 +132,7 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
         prepared = cache.prepare(url, version, trace)  # the trace as parsed, whatever the analyses add later
 
         def write_prepared() -> None:
+            fsync_path(events_path)  # the raw events reach the disk before the entry that points at them
             cache.write_prepared(*prepared)
             release_freed_memory()  # the cache writer's copies
 

@@ -8,7 +8,8 @@ read back only if they are still regular files, and never left behind half-writt
   checked when read back and derived again when unusable (the analysis cache) may skip the fsync
   (``durable=False``): a reader still sees the old entry or the whole new one while the machine runs;
   after a power loss such an entry may be empty or lost, which is a miss (each fsync waits ~1-10 ms
-  for the disk's journal: 8 of them were ~60 ms of a cold report).
+  for the disk's journal: 8 of them were ~60 ms of a cold report). A parse's raw-events file is
+  fsynced later (:func:`fsync_path`), by the write of the parse-cache entry that points at it.
 - :func:`open_regular` opens with ``O_NONBLOCK | O_NOFOLLOW`` and refuses anything but a regular
   file, so an entry replaced by a FIFO (or a symlink) is a miss instead of a request blocked forever.
 - :func:`sweep_temps` removes temp files whose writer is gone (``kill -9`` during a parse left
@@ -88,6 +89,21 @@ def write_atomic(path: str, write: Callable[[IO[bytes]], None], durable: bool = 
         except OSError:
             pass
         raise
+
+
+def fsync_path(path: str) -> None:
+    """fsync the file at ``path`` (a :func:`write_atomic` made with ``durable=False``); a file that is
+    gone or cannot be opened is left as it is (its entry is then a miss)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
