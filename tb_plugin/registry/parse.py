@@ -15,7 +15,7 @@ from ..storage.writer import BackgroundWriter
 from ..trace.decode import decode_trace
 from ..trace.decode_stream import Unstreamable, decode_stream, default_workers
 from ..trace.errors import TraceReadError
-from ..trace.heap import release_freed_memory
+from ..trace.heap import release_after, release_freed_memory
 from ..trace.model import Trace
 from .cache import ParseCache
 from .results import ResultCache
@@ -65,8 +65,12 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
     decode_progress = (lambda x: progress(READ_SHARE + (1 - READ_SHARE) * x)) if progress else None
     trace = decode_trace(data, decode_progress, events_sink)
     del data
-    release_freed_memory()
+    release_after(_items(trace))
     return trace
+
+
+def _items(trace: Trace) -> int:
+    return len(trace.events) + len(trace.memory)
 
 
 def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
@@ -110,7 +114,7 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
     if cache is not None:
         cached = cache.get(url, version)
         if cached is not None:
-            release_freed_memory()  # the entry's read buffers
+            release_after(_items(cached))  # the entry's read buffers
             return check_analysis_budget(cached), True
     if cache is None:
         return check_analysis_budget(load_trace_file(path, fs=fs, size=size, progress=report)), False
@@ -130,18 +134,19 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
         trace = parsed[0] if parsed else load_trace_file(path, fs=fs, size=size, progress=report)
     if deferred is not None:
         prepared = cache.prepare(url, version, trace)  # the trace as parsed, whatever the analyses add later
+        items = _items(trace)
 
         def write_prepared() -> None:
             fsync_path(events_path)  # the raw events reach the disk before the entry that points at them
             cache.write_prepared(*prepared)
-            release_freed_memory()  # the cache writer's copies
+            release_after(items)  # the cache writer's copies
 
         deferred.append(write_prepared)
     else:
         cache.put(url, version, trace)
     # the parse's chunks and the cache writer's copies are freed but their heap pages stay in the
     # process (about 0.5 GB after a 4.5 GB trace): give them back before the analyses run
-    release_freed_memory()
+    release_after(_items(trace))
     return check_analysis_budget(trace), False
 
 

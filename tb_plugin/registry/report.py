@@ -16,7 +16,7 @@ from ..analysis.call_stacks import parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
 from ..storage.naming import names_oom
-from ..trace.heap import release_freed_memory
+from ..trace.heap import release_after
 from .artifacts import MEMPROFILER_KINDS
 
 logger = logging.getLogger(__name__)
@@ -27,10 +27,6 @@ KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "bloc
 MAX_STACKS = 200  # distinct call stacks sent per operator row
 MAX_FRAMES = 500  # frames sent per call stack
 MAX_DIFF_KERNELS = 500  # kernel rows of the UI's diff
-# rank_aggregate gives the heap pages of each section's temporaries back to the OS (trace/heap.py) for a
-# trace of at least this many events and memory events; below, they are a few MB, and the 7 trims and
-# the page faults that follow them cost ~5 ms of a cold report (the V100 sample: 57 k events)
-TRIM_ABOVE_EVENTS = 500_000
 
 
 # -- one file -------------------------------------------------------------------------------------
@@ -52,11 +48,10 @@ def rank_aggregate(views, tables: bool) -> dict[str, Any]:
                      ("kernels", lambda: kernel_table(views)), ("modules", views.modules),
                      ("memory", views.memory_summary)]
     got: dict[str, Any] = {}
-    trim = len(views.trace.events) + len(views.trace.memory) >= TRIM_ABOVE_EVENTS
+    items = len(views.trace.events) + len(views.trace.memory)
     for key, make in sections:
         got[key] = make()
-        if trim:
-            release_freed_memory()  # each section's temporaries: the next one starts from what is kept
+        release_after(items)  # each section's temporaries (a large trace): the next one starts from what is kept
     out: dict[str, Any] = {"distributed": got["distributed"], "insights": got["insights"]}
     if tables:
         out["tables"] = {key: got[key] for key in ("overview", "operators", "kernels", "modules", "memory")}
