@@ -94,7 +94,9 @@ def test_top_level_keys_before_and_after_the_events(chunk):
     events = [ev("aten::mm", i) for i in range(20)]
     for before, after in [({}, {"deviceProperties": devices, "distributedInfo": {"rank": 3}}),
                           ({"deviceProperties": devices, "traceName": "t"}, {"baseTimeNanoseconds": 17, "x": [{"y": 1}]}),
-                          ({"schemaVersion": 1, "displayTimeUnit": "ms"}, {})]:
+                          ({"schemaVersion": 1, "displayTimeUnit": "ms"}, {}),
+                          # keys longer than the scanner's first window (1 KB), a quote escaped in one
+                          ({"k" * 3000 + '"x': 1, "q" * 900 + '\\"': 2}, {"z" * 70000: [1]})]:
         _, got = both(doc_bytes(events, before, after), chunk, 7)
         assert got.devices and got.devices[0].name == 'V"100' if "deviceProperties" in {**before, **after} else True
     _, got = both(doc_bytes(events, {"traceName": "t"}, {"distributedInfo": {"rank": 3}}), chunk, 5)
@@ -254,7 +256,9 @@ def test_unstreamable_file_falls_back_to_the_whole_document_with_its_cache(tmp_p
 def test_workers_import_this_tb_plugin_whatever_the_working_directory(tmp_path, monkeypatch):
     """A worker must not pick up another checkout's tb_plugin from the working directory (it then
     could not start, and the parse fell back to serial without a word)."""
+    from tb_plugin.trace import decode_workers
     from tb_plugin.trace.decode_workers import Workers
+    monkeypatch.setattr(decode_workers, "can_fork", lambda: False)  # a fresh interpreter, as beside a server's threads
     (tmp_path / "tb_plugin").mkdir()
     (tmp_path / "tb_plugin" / "__init__.py").write_text("")
     monkeypatch.chdir(tmp_path)
