@@ -147,8 +147,10 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
 
 
 # Peak memory the analyses of a full report add to the parsed columns, per event or memory event
-# (bytes): ~160 measured (VmHWM above the parsed trace) on the V100 ResNet-50 trace scaled to 0.9 and
-# 4.5 GB; planned with room for traces whose Python frames and modules make the analyses hold more.
+# (bytes): VmHWM of a cold `report --json` above the RSS right after the parse, measured by
+# benchmarks/bench_analysis_memory.py on real samples scaled to 0.1-0.2 GB: 194 (V100 ResNet-50; 202 at
+# 0.9 GB), 194 (H100 Qwen), 223 (CPU-only torch 2.13), 217 (MI300 BERT), 232 (DLRM). Planned ~10 % above
+# the largest: a lower figure would admit traces that then exhaust the budget half way.
 ANALYSIS_BYTES_PER_EVENT = 256
 
 
