@@ -282,3 +282,20 @@ def test_local_files_above_the_threshold_are_streamed(monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", str(1 << 40))
     with pytest.raises(AssertionError, match="decoded whole"):
         parse.load_trace_file(path)
+
+
+def test_files_of_a_few_tens_of_mb_are_streamed_where_workers_are_forks(monkeypatch):
+    """With forked workers (~5 ms to start) and two cores, the 35 MB V100 sample (1.2 MB gzipped) is
+    decoded on both cores; beside a server's threads (fresh interpreters, ~0.15 s each) or on one
+    core it is decoded whole, as before."""
+    monkeypatch.delenv("KINETOSCOPE_STREAM_ABOVE_BYTES", raising=False)
+    path = str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"))
+    whole = parse.load_trace_file(path)
+    for forks, workers, threshold in ((True, 2, 8 << 20), (False, 2, 64 << 20), (True, 1, 64 << 20)):
+        monkeypatch.setattr(parse, "can_fork", lambda: forks)
+        monkeypatch.setattr(parse, "default_workers", lambda: workers)
+        assert parse.stream_above_bytes() == threshold
+    monkeypatch.setattr(parse, "can_fork", lambda: True)
+    monkeypatch.setattr(parse, "default_workers", lambda: 2)
+    monkeypatch.setattr(parse, "decode_trace", lambda *_, **__: pytest.fail("decoded whole"))
+    assert_same(parse.load_trace_file(path), whole)
