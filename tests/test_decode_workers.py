@@ -108,3 +108,23 @@ def test_a_forked_worker_leaves_the_parents_output_alone():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout == b"before after [50, 50, 50, 50, 50]"  # (each batch interns its own names)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_a_forked_worker_is_waited_for_with_a_timeout(monkeypatch, pidfd):
+    """A forked worker serving its pipe does not exit: waiting times out; killed, its status is the
+    signal's; a worker whose input ends exits 0. With or without process file descriptors."""
+    if not pidfd:
+        monkeypatch.setattr(os, "pidfd_open", lambda pid: (_ for _ in ()).throw(OSError("none")), raising=False)
+    worker = dw._Forked([])
+    with pytest.raises(subprocess.TimeoutExpired):
+        worker.wait(timeout=0.05)
+    worker.kill()
+    assert worker.wait(timeout=10) == -9
+    worker.stdin.close()
+    worker.stdout.close()
+    done = dw._Forked([])
+    done.stdin.close()
+    assert done.wait(timeout=10) == 0 and done.stdout.read() == b""
+    done.stdout.close()

@@ -18,6 +18,7 @@ import collections
 import os
 import pickle
 import queue
+import select
 import signal
 import struct
 import subprocess
@@ -90,17 +91,29 @@ class _Forked:
                 pass
 
     def wait(self, timeout: float | None = None) -> int:
-        """The exit status; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.returncode is None:
-            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-            elif time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(f"decode worker {self.pid}", timeout)
-            else:
-                time.sleep(0.005)
+        """The exit status; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds. Woken by
+        the exit itself where a process file descriptor can be waited on (Linux), else polled."""
+        if self.returncode is None and timeout is not None and not self._exited(timeout):
+            raise subprocess.TimeoutExpired(f"decode worker {self.pid}", timeout)
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
         return self.returncode
+
+    def _exited(self, timeout: float) -> bool:
+        """Whether the child exits within ``timeout`` seconds (it is not reaped here)."""
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # no pidfd here: poll
+            deadline = time.monotonic() + timeout
+            while not os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.001)
+            return True
+        try:
+            return bool(select.select([fd], [], [], timeout)[0])
+        finally:
+            os.close(fd)
 
 
 class WorkerDied(Exception):
