@@ -94,7 +94,9 @@ def test_top_level_keys_before_and_after_the_events(chunk):
     events = [ev("aten::mm", i) for i in range(20)]
     for before, after in [({}, {"deviceProperties": devices, "distributedInfo": {"rank": 3}}),
                           ({"deviceProperties": devices, "traceName": "t"}, {"baseTimeNanoseconds": 17, "x": [{"y": 1}]}),
-                          ({"schemaVersion": 1, "displayTimeUnit": "ms"}, {})]:
+                          ({"schemaVersion": 1, "displayTimeUnit": "ms"}, {}),
+                          # keys longer than the scanner's first window (1 KB), a quote escaped in one
+                          ({"k" * 3000 + '"x': 1, "q" * 900 + '\\"': 2}, {"z" * 70000: [1]})]:
         _, got = both(doc_bytes(events, before, after), chunk, 7)
         assert got.devices and got.devices[0].name == 'V"100' if "deviceProperties" in {**before, **after} else True
     _, got = both(doc_bytes(events, {"traceName": "t"}, {"distributedInfo": {"rank": 3}}), chunk, 5)
@@ -254,7 +256,9 @@ def test_unstreamable_file_falls_back_to_the_whole_document_with_its_cache(tmp_p
 def test_workers_import_this_tb_plugin_whatever_the_working_directory(tmp_path, monkeypatch):
     """A worker must not pick up another checkout's tb_plugin from the working directory (it then
     could not start, and the parse fell back to serial without a word)."""
+    from tb_plugin.trace import decode_workers
     from tb_plugin.trace.decode_workers import Workers
+    monkeypatch.setattr(decode_workers, "can_fork", lambda: False)  # a fresh interpreter, as beside a server's threads
     (tmp_path / "tb_plugin").mkdir()
     (tmp_path / "tb_plugin" / "__init__.py").write_text("")
     monkeypatch.chdir(tmp_path)
@@ -278,3 +282,20 @@ def test_local_files_above_the_threshold_are_streamed(monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", str(1 << 40))
     with pytest.raises(AssertionError, match="decoded whole"):
         parse.load_trace_file(path)
+
+
+def test_files_of_a_few_tens_of_mb_are_streamed_where_workers_are_forks(monkeypatch):
+    """With forked workers (~5 ms to start) and two cores, the 35 MB V100 sample (1.2 MB gzipped) is
+    decoded on both cores; beside a server's threads (fresh interpreters, ~0.15 s each) or on one
+    core it is decoded whole, as before."""
+    monkeypatch.delenv("KINETOSCOPE_STREAM_ABOVE_BYTES", raising=False)
+    path = str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"))
+    whole = parse.load_trace_file(path)
+    for forks, workers, threshold in ((True, 2, 8 << 20), (False, 2, 64 << 20), (True, 1, 64 << 20)):
+        monkeypatch.setattr(parse, "can_fork", lambda: forks)
+        monkeypatch.setattr(parse, "default_workers", lambda: workers)
+        assert parse.stream_above_bytes() == threshold
+    monkeypatch.setattr(parse, "can_fork", lambda: True)
+    monkeypatch.setattr(parse, "default_workers", lambda: 2)
+    monkeypatch.setattr(parse, "decode_trace", lambda *_, **__: pytest.fail("decoded whole"))
+    assert_same(parse.load_trace_file(path), whole)

@@ -4,6 +4,10 @@ serial decode), and a failing caller stops them without hanging."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
 import time
 
 import pytest
@@ -21,7 +25,16 @@ def _states(batches, n, monkeypatch=None):
     return got
 
 
-def test_parallel_answers_in_order_equal_the_in_process_decode():
+@pytest.fixture(params=["fork", "subprocess"])
+def start_method(request, monkeypatch):
+    """Each test runs with forked workers and with ``python -c`` workers."""
+    if request.param == "fork" and not hasattr(os, "fork"):
+        pytest.skip("no fork here")
+    monkeypatch.setattr(dw, "can_fork", lambda: request.param == "fork")
+    return request.param
+
+
+def test_parallel_answers_in_order_equal_the_in_process_decode(start_method):
     got = _states(BATCHES, 3)
     assert [j for j, _, _ in got] == BATCHES
     for joined, keys, texts in got:
@@ -29,7 +42,7 @@ def test_parallel_answers_in_order_equal_the_in_process_decode():
         assert (keys, texts) == (state["keys"], state["texts"])
 
 
-def test_a_worker_killed_mid_run_leaves_its_batches_to_this_process(monkeypatch):
+def test_a_worker_killed_mid_run_leaves_its_batches_to_this_process(monkeypatch, start_method):
     real = dw.Workers.receive
     calls = []
 
@@ -47,7 +60,7 @@ def test_a_worker_killed_mid_run_leaves_its_batches_to_this_process(monkeypatch)
     assert 3 <= len(calls) < len(BATCHES)
 
 
-def test_a_failing_caller_stops_the_workers_promptly():
+def test_a_failing_caller_stops_the_workers_promptly(start_method):
     def take(state, joined):
         raise RuntimeError("budget")
 
@@ -55,3 +68,63 @@ def test_a_failing_caller_stops_the_workers_promptly():
     with pytest.raises(RuntimeError):
         run_parallel(iter(BATCHES * 4), 2, False, take)
     assert time.monotonic() - started < 20
+
+
+def test_workers_are_forks_only_beside_known_threads():
+    """A fork copies every lock but only the forking thread: beside an unknown thread (a server's),
+    workers are fresh interpreters; beside the events file's writer alone, forks."""
+    assert dw.can_fork() == (threading.active_count() == 1 or all(
+        t is threading.current_thread() or t.name in dw._FORK_SAFE_THREADS for t in threading.enumerate()))
+    stop = threading.Event()
+    for name, expected in (("kinetoscope-writer", True), ("some-server-thread", False)):
+        thread = threading.Thread(target=stop.wait, name=name)
+        thread.start()
+        try:
+            others_ok = all(t is threading.current_thread() or t is thread or t.name in dw._FORK_SAFE_THREADS
+                            for t in threading.enumerate())
+            assert dw.can_fork() == (expected and others_ok)
+            if others_ok:
+                with dw.Workers(1) as workers:
+                    assert isinstance(workers.procs[0], dw._Forked) == expected
+        finally:
+            stop.set()
+            thread.join()
+            stop.clear()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_worker_leaves_the_parents_output_alone():
+    """A forked worker exits without flushing the buffers it copied: text this process had not yet
+    flushed is written once, by this process, and the decoded batches are right."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = (f"import sys; sys.path.insert(0, {root!r}); sys.stdout = open(1, 'w', buffering=1 << 20)\n"
+            "from tb_plugin.trace import decode_workers as dw\n"
+            "assert dw.can_fork()\n"
+            "print('before', end='')\n"
+            "got = []\n"
+            "batches = [b'[' + b','.join(b'{\"ph\":\"X\",\"name\":\"n%d\",\"ts\":%d,\"dur\":1}' % (i, i) for i in range(50)) + b']'] * 5\n"
+            "dw.run_parallel(iter(batches), 2, False, lambda state, joined: got.append(len(state['texts'])))\n"
+            "print(' after', got, end='')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == b"before after [50, 50, 50, 50, 50]"  # (each batch interns its own names)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_a_forked_worker_is_waited_for_with_a_timeout(monkeypatch, pidfd):
+    """A forked worker serving its pipe does not exit: waiting times out; killed, its status is the
+    signal's; a worker whose input ends exits 0. With or without process file descriptors."""
+    if not pidfd:
+        monkeypatch.setattr(os, "pidfd_open", lambda pid: (_ for _ in ()).throw(OSError("none")), raising=False)
+    worker = dw._Forked([])
+    with pytest.raises(subprocess.TimeoutExpired):
+        worker.wait(timeout=0.05)
+    worker.kill()
+    assert worker.wait(timeout=10) == -9
+    worker.stdin.close()
+    worker.stdout.close()
+    done = dw._Forked([])
+    done.stdin.close()
+    assert done.wait(timeout=10) == 0 and done.stdout.read() == b""
+    done.stdout.close()

@@ -14,6 +14,7 @@ from ..storage.remote_blocks import RemoteBlocks
 from ..storage.writer import BackgroundWriter
 from ..trace.decode import decode_trace
 from ..trace.decode_stream import Unstreamable, decode_stream, default_workers
+from ..trace.decode_workers import can_fork
 from ..trace.errors import TraceReadError
 from ..trace.heap import release_after, release_freed_memory
 from ..trace.model import Trace
@@ -27,12 +28,21 @@ READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast);
 # ranged blocks (storage/remote_blocks.py) instead of being downloaded first.
 # KINETOSCOPE_STREAM_ABOVE_BYTES changes it (0: stream every file).
 STREAM_ABOVE_BYTES = 64 << 20
+# The same where the decode workers are forks of this process (trace/decode_workers.py: ~5 ms to start,
+# not ~0.15 s) and there is more than one core: then a file of a few tens of MB gains from both cores
+# (the 35 MB V100 sample, 1.2 MB gzipped, counts 9 MB here)
+FORKED_STREAM_ABOVE_BYTES = 8 << 20
 GZIP_RATIO = 8
 
 
 def stream_above_bytes() -> int:
+    """The size above which a file is streamed (see :data:`STREAM_ABOVE_BYTES`)."""
     raw = os.environ.get("KINETOSCOPE_STREAM_ABOVE_BYTES", "").strip()
-    return int(raw) if raw.isdigit() else STREAM_ABOVE_BYTES
+    if raw.isdigit():
+        return int(raw)
+    if default_workers() > 1 and can_fork():
+        return FORKED_STREAM_ABOVE_BYTES
+    return STREAM_ABOVE_BYTES
 
 
 def load_trace_file(path: str, fs=None, size: int | None = None,
@@ -151,8 +161,10 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
 
 
 # Peak memory the analyses of a full report add to the parsed columns, per event or memory event
-# (bytes): ~160 measured (VmHWM above the parsed trace) on the V100 ResNet-50 trace scaled to 0.9 and
-# 4.5 GB; planned with room for traces whose Python frames and modules make the analyses hold more.
+# (bytes): VmHWM of a cold `report --json` above the RSS right after the parse, measured by
+# benchmarks/bench_analysis_memory.py on real samples scaled to 0.1-0.2 GB: 194 (V100 ResNet-50; 202 at
+# 0.9 GB), 194 (H100 Qwen), 223 (CPU-only torch 2.13), 217 (MI300 BERT), 232 (DLRM). Planned ~10 % above
+# the largest: a lower figure would admit traces that then exhaust the budget half way.
 ANALYSIS_BYTES_PER_EVENT = 256
 
 

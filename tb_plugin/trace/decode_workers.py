@@ -1,8 +1,11 @@
 """Worker processes that decode event batches for :mod:`.decode_stream`, results in order.
 
-Each worker is a ``python -c`` that runs :func:`_serve`, started with :mod:`subprocess`, not
-:mod:`multiprocessing`: it imports only this package (``spawn`` would import the caller's main
-script again, and ``fork`` is unsafe in a threaded server). Through its pipes it reads batches
+A worker runs :func:`_serve`. Where this process has a single thread (the command line's report),
+it is a fork of this process (:class:`_Forked`: it starts in ~5 ms with everything imported, so a
+file of a few tens of MB gains from both cores); elsewhere (a threaded server, whose locks a fork
+could copy held) a ``python -c`` started with :mod:`subprocess` (~0.15 s to import numpy and this
+package). Never :mod:`multiprocessing`: ``spawn`` would import the caller's main script again.
+Through its pipes it reads batches
 (an 8-byte length, a flag byte, the joined events) and answers each with the pickled state of
 :func:`.decode_stream.decode_batch`. Batch ``i`` goes to worker ``i % n``, :data:`DEPTH` batches in
 flight per worker, written by one thread per worker: the caller never blocks on a write while a
@@ -15,10 +18,13 @@ import collections
 import os
 import pickle
 import queue
+import select
+import signal
 import struct
 import subprocess
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterable
 
 from .columns import ColumnBuilder
@@ -30,6 +36,84 @@ _HEADER = struct.Struct("<QB")
 # never idles while this process scans the document or merges another worker's answer
 DEPTH = 2
 _LENGTH = struct.Struct("<Q")
+
+
+# Threads that may run while workers are forked: the events side file's writer (storage/writer.py)
+# holds only its own queue's lock and file, which a worker never touches
+_FORK_SAFE_THREADS = ("kinetoscope-writer",)
+
+
+def can_fork() -> bool:
+    """Whether workers can be forks of this process: ``os.fork`` exists and every other thread is
+    one of :data:`_FORK_SAFE_THREADS` (a forked child gets copies of every lock, held ones too, but
+    only the forking thread: a lock another thread held would stay held forever in the child)."""
+    current = threading.current_thread()
+    return hasattr(os, "fork") and all(
+        t is current or t.name in _FORK_SAFE_THREADS for t in threading.enumerate())
+
+
+class _Forked:
+    """A worker forked from this process, with the part of :class:`subprocess.Popen` that
+    :class:`Workers` uses (``stdin``, ``stdout``, ``kill``, ``wait``). ``inherited``: the parent's
+    ends of the workers forked before, which this child closes (else they would never see EOF)."""
+
+    def __init__(self, inherited: list[int]) -> None:
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: serve, then leave without running the parent's exit handlers or flushing its buffers
+            code = 1
+            try:
+                os.close(from_parent)
+                os.close(to_parent)
+                for fd in inherited:
+                    os.close(fd)
+                with open(to_child, "rb") as source, open(from_child, "wb") as sink:
+                    _serve(source, sink)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(to_child)
+        os.close(from_child)
+        self.pid = pid
+        self.stdin = open(from_parent, "wb")
+        self.stdout = open(to_parent, "rb")
+        self.returncode: int | None = None
+
+    def fds(self) -> list[int]:
+        return [self.stdin.fileno(), self.stdout.fileno()]
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds. Woken by
+        the exit itself where a process file descriptor can be waited on (Linux), else polled."""
+        if self.returncode is None and timeout is not None and not self._exited(timeout):
+            raise subprocess.TimeoutExpired(f"decode worker {self.pid}", timeout)
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+    def _exited(self, timeout: float) -> bool:
+        """Whether the child exits within ``timeout`` seconds (it is not reaped here)."""
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # no pidfd here: poll
+            deadline = time.monotonic() + timeout
+            while not os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.001)
+            return True
+        try:
+            return bool(select.select([fd], [], [], timeout)[0])
+        finally:
+            os.close(fd)
 
 
 class WorkerDied(Exception):
@@ -50,10 +134,14 @@ class Workers:
         self.queues: list[queue.Queue] = []
         self.feeders: list[threading.Thread] = []
         self.failed: str | None = None  # a write failed: the worker is gone
+        fork = can_fork()  # (before any feeder thread starts below)
         try:
             for _ in range(n):
-                self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                                   stdout=subprocess.PIPE))
+                if fork:
+                    self.procs.append(_Forked([fd for proc in self.procs for fd in proc.fds()]))
+                else:
+                    self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                                       stdout=subprocess.PIPE))
         except OSError as exc:
             self.__exit__(type(exc), exc, None)
             raise WorkerDied(f"cannot start a decode worker: {exc}") from None
@@ -170,8 +258,10 @@ def run_parallel(batches: Iterable[bytes], n: int, with_sink: bool, take: Callab
             take(decode(joined, with_sink), joined)
 
 
-def _serve() -> None:
-    source, sink = sys.stdin.buffer, sys.stdout.buffer
+def _serve(source=None, sink=None) -> None:
+    """Answer batches from ``source`` (default: standard input) on ``sink`` (standard output) until EOF."""
+    source = sys.stdin.buffer if source is None else source
+    sink = sys.stdout.buffer if sink is None else sink
     while True:
         head = source.read(_HEADER.size)
         if len(head) != _HEADER.size:

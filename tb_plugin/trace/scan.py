@@ -157,8 +157,10 @@ def _string(source: Source) -> bytes:
     """The bytes of the JSON string starting at the next non-blank byte, quotes included (consumed)."""
     if source.peek() != 0x22:
         raise Unstreamable("a top-level key that is not a string")
+    window = 1 << 10  # keys are short: look for the closing quote in a window that grows, not in the whole buffer
     while True:
-        arr = np.frombuffer(source.buf, dtype=np.uint8)[source.pos + 1:]
+        stop = min(len(source.buf), source.pos + 1 + window)
+        arr = np.frombuffer(source.buf, dtype=np.uint8)[source.pos + 1: stop]
         quotes = np.flatnonzero(arr == 0x22)
         quotes = quotes[~_escaped(arr, quotes, 0)] if len(quotes) else quotes
         del arr
@@ -167,7 +169,9 @@ def _string(source: Source) -> bytes:
             key = bytes(source.buf[source.pos: end])
             source.pos = end
             return key
-        if not source.more():
+        if stop < len(source.buf):
+            window *= 4
+        elif not source.more():
             raise Unstreamable("the document ends inside a key")
 
 
