@@ -23,7 +23,12 @@ def is_plain_local(url: str) -> bool:
 
 
 def strip_protocol(path) -> str:
-    """fsspec's ``LocalFileSystem._strip_protocol`` on POSIX: no ``file://``, absolute, no trailing ``/``."""
+    """fsspec's ``LocalFileSystem._strip_protocol`` on POSIX: no ``file://``, absolute, no trailing ``/``
+    (elsewhere, drives and backslashes: fsspec's own)."""
+    if os.sep != "/":
+        from fsspec.implementations.local import LocalFileSystem
+
+        return LocalFileSystem._strip_protocol(path)
     path = os.fspath(path)
     if path.startswith("file://"):
         path = path[7:]
