@@ -174,3 +174,21 @@ def test_entry_freezes_the_collector(monkeypatch, tmp_path):
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_streamed_parse_trims_only_files_large_before_streaming(tmp_path, monkeypatch):
+    """A file streamed only for the cores (below STREAM_ABOVE_BYTES) is trimmed by the trace-size rule
+    (release_after); one above it gives its chunks' pages back as before."""
+    path = tmp_path / "w.1.pt.trace.json"
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(50)]
+    path.write_text(json.dumps({"traceEvents": events}))
+    monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")  # stream this small file
+    trims, after = [], []
+    monkeypatch.setattr(parse_mod, "release_freed_memory", lambda: trims.append(1) or True)
+    monkeypatch.setattr(parse_mod, "release_after", lambda items: after.append(items))
+    assert len(parse_mod.load_trace_file(str(path)).events) == 50
+    assert trims == [] and after == [50]
+    monkeypatch.setattr(parse_mod, "STREAM_ABOVE_BYTES", 0)  # as if it were above the old threshold
+    after.clear()
+    parse_mod.load_trace_file(str(path))
+    assert trims == [1] and after == []
