@@ -5,7 +5,7 @@ emulators of tests/emulators.py, in one run, with the bare download as the floor
     python benchmarks/bench_remote.py TRACE [--backends s3,gcs,azure] [--latency-ms 100] [--mb-s 0]
 
 For each backend the trace is uploaded, then, with no added delay and then with one:
-  floor    one GET of the whole object (``fs.cat_file``), the least any reader can take;
+  floor    one GET of the whole object (``fs.cat_file``), the least one connection can take;
   read     the object through :class:`RemoteBlocks` (ranges + gunzip when gzip), no decode;
   parse    ``registry.parse.load_trace_file(url)``: read + streamed decode, the registry's real path;
 each ``seq`` (1 range in flight) and ``conc`` (CONCURRENCY in flight). The emulators run on loopback,
@@ -14,7 +14,12 @@ so a WAN is modelled by patching the backend's file class ``_fetch_range`` (ever
 before it; the floor gets the same delay once. Each figure: the best of ``BENCH_REPEAT`` (default 2)
 runs, each in a fresh process (``seq`` and ``conc`` alternated).
 
-Last line: ``key=value`` figures, ``<backend>_<what>_<seq|conc>[_lat]_s`` and ``loadavg``.
+gcp-storage-emulator serves one request at a time (a plain ``http.server.HTTPServer``, HTTP/1.0):
+concurrent ranges queue there, and were slower than sequential ones in every run, so its ``conc``
+figures say nothing of real GCS; moto and Azurite serve requests concurrently.
+
+Last line: ``key=value`` figures, ``<backend>_<what>_<seq|conc>[_lat]_s``, ``<backend>_rss_<seq|conc>_mb``
+(the parsing process's peak RSS, decode workers apart, the larger of all its runs) and ``loadavg``.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ with mock.patch.object(remote_blocks, "CONCURRENCY", k, create=True), delay:
         n = sum(len(b) for b in remote_blocks.RemoteBlocks(fs, path, size))
     else:
         n = len(load_trace_file(url).events)
-print(json.dumps({"s": time.perf_counter() - t, "n": n, "requests": delay.requests}))
+hwm_mb = int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1]) / 1024
+print(json.dumps({"s": time.perf_counter() - t, "n": n, "requests": delay.requests, "hwm_mb": hwm_mb}))
 """
 
 
@@ -119,11 +125,13 @@ def measure(backend: str, trace: Path, latency_s: float, bytes_per_s: float, con
                         assert counts.setdefault(what, res["n"]) == res["n"], (what, res, counts)
                         if what == "read":
                             out[f"gets{mode}"] = res["requests"]
+                        if what == "parse":  # the main process's peak RSS (decode workers apart)
+                            out[f"rss{mode}_mb"] = max(out.get(f"rss{mode}_mb", 0), res["hwm_mb"])
             print(f"[{backend}] {'with delay' if lat else 'no delay'}: floor {out['floor' + suffix]:.2f} s, read "
                   f"{out['read_seq' + suffix]:.2f} / {out['read_conc' + suffix]:.2f} s, read+parse "
                   f"{out['parse_seq' + suffix]:.2f} / {out['parse_conc' + suffix]:.2f} s (seq / conc)", flush=True)
-        print(f"[{backend}] {counts['floor'] / 1e6:.0f} MB, {out['gets_seq']} ranged GETs, {counts['parse']} events",
-              flush=True)
+        print(f"[{backend}] {counts['floor'] / 1e6:.0f} MB, {out['gets_seq']} ranged GETs, {counts['parse']} events; "
+              f"read+parse peak RSS {out['rss_seq_mb']:.0f} / {out['rss_conc_mb']:.0f} MB (seq / conc)", flush=True)
     finally:
         emu.kill()
     return out
@@ -151,7 +159,8 @@ def main() -> int:
             print(f"[{backend}] {label} | {res['floor' + suffix]:13.2f} | {res['read_seq' + suffix]:8.2f} | "
                   f"{res['read_conc' + suffix]:9.2f} | {res['parse_seq' + suffix]:14.2f} | "
                   f"{res['parse_conc' + suffix]:15.2f}\n", flush=True)
-        figures.update({f"{backend}_{k}_s": v for k, v in res.items() if not k.startswith("gets")})
+        figures.update({f"{backend}_{k}" if k.endswith("_mb") else f"{backend}_{k}_s": v for k, v in res.items()
+                        if not k.startswith("gets")})
     load = "/".join(f"{x:.2f}" for x in os.getloadavg())
     print(" ".join(f"{k}={v:.2f}" for k, v in figures.items()) + f" concurrency={concurrency} loadavg={load}")
     return 0

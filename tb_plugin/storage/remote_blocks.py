@@ -10,7 +10,9 @@ order whatever order they complete in; downloading overlaps decoding.
 Memory bound: a range takes a slot from the moment its GET starts until the decoder has read its
 last byte, and there are ``CONCURRENCY + AHEAD`` slots, so at most ``(CONCURRENCY + AHEAD) ×
 RANGE_BYTES`` bytes of the object are held (6 × 32 MiB = 192 MiB), whatever its size: it is never
-spooled to disk nor held whole in memory.
+spooled to disk nor held whole in memory. (The HTTP client also buffers each range in flight while
+it arrives: the parsing process peaked 80–130 MB above one range at a time, 242 MB trace,
+``benchmarks/bench_remote.py``.)
 
 A range shorter than asked, or an object whose ETag changed (replaced after it was listed), fails
 like a deleted object. A failed range (after its retries) stops new ranges from being started; the
