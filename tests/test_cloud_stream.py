@@ -17,6 +17,7 @@ from emulators import Emulator, clear_fsspec_instances
 from tb_plugin.cli import main
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
+from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.storage import read, remote, remote_blocks
 
 V100 = "kineto/resnet50_num_workers_0"
@@ -154,3 +155,32 @@ def test_remote_document_the_scanner_cannot_split_is_downloaded_whole(cloud, str
 
 
 real_read_remote = read._read_remote
+
+
+def test_streamed_object_replaced_mid_read_by_one_of_the_same_size(cloud, streamed, monkeypatch):
+    """The object is overwritten (same size, other bytes) once its first ranges are read, while other
+    ranges are in flight: S3 refuses the later ranged GETs (If-Match on the ETag read at the open), and
+    the file fails like a deleted object, never a parse mixing two versions. (GCS and Azure reads are
+    not pinned to a generation: a same-size replacement is only caught when it changes the size.)"""
+    if cloud.backend != "s3":
+        pytest.skip("only S3 reads are pinned to the ETag seen at the open")
+    import s3fs
+
+    fs = cloud.fs()
+    name = sorted(os.listdir(cloud.local))[-1]  # the plain JSON one
+    key = f"{cloud.bucket}/replaced/{name}"
+    doc = (cloud.local / name).read_bytes()
+    assert doc.count(b'"ph": "X"') > 1000
+    fs.put_file(str(cloud.local / name), key)
+    real, calls = s3fs.core.S3File._fetch_range, []
+
+    def replace_after_two(f, start, end):
+        calls.append(start)
+        if len(calls) == 3:
+            cloud.fs().pipe_file(key, doc.replace(b'"ph": "X"', b'"ph": "x"'))
+        return real(f, start, end)
+
+    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range", replace_after_two)
+    with pytest.raises(TraceReadError, match="deleted or replaced after it was listed"):
+        load_trace_file(cloud.url(f"replaced/{name}"))
+    assert len(calls) >= 3

@@ -101,6 +101,10 @@ def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
                 events_sink.seek(0)
                 events_sink.truncate()
         return None
+    finally:  # a remote object's reader threads stop as soon as the decoder does (not when collected)
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
 
 
 def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,
