@@ -263,7 +263,7 @@ def test_workers_import_this_tb_plugin_whatever_the_working_directory(tmp_path, 
     (tmp_path / "tb_plugin" / "__init__.py").write_text("")
     monkeypatch.chdir(tmp_path)
     with Workers(1) as workers:
-        workers.send(0, b'[{"ph": "X", "name": "a", "ts": 1, "dur": 2}]', False)
+        workers.send(0, [b'[{"ph": "X", "name": "a", "ts": 1, "dur": 2}]'], False)
         state = workers.receive(0)
     assert state["texts"] == ["a"] and state["phase_counts"] == {"X": 1}
 
@@ -284,18 +284,25 @@ def test_local_files_above_the_threshold_are_streamed(monkeypatch):
         parse.load_trace_file(path)
 
 
-def test_files_of_a_few_tens_of_mb_are_streamed_where_workers_are_forks(monkeypatch):
-    """With forked workers (~5 ms to start) and two cores, the 35 MB V100 sample (1.2 MB gzipped) is
-    decoded on both cores; beside a server's threads (fresh interpreters, ~0.15 s each) or on one
-    core it is decoded whole, as before."""
+def test_files_of_a_few_tens_of_mb_are_streamed_where_workers_are_forks(monkeypatch, tmp_path):
+    """With forked workers (~5 ms to start) and two cores, a file above 32 MB (the V100 sample
+    gunzipped, 35 MB) is decoded on both cores; the same file gzipped (counted 8 × 1.2 MB), beside a
+    server's threads (fresh interpreters, ~0.15 s each) or on one core, it is decoded whole."""
     monkeypatch.delenv("KINETOSCOPE_STREAM_ABOVE_BYTES", raising=False)
     path = str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"))
+    plain = tmp_path / "worker0.pt.trace.json"
+    plain.write_bytes(gzip.decompress(open(path, "rb").read()))
     whole = parse.load_trace_file(path)
-    for forks, workers, threshold in ((True, 2, 8 << 20), (False, 2, 64 << 20), (True, 1, 64 << 20)):
+    for forks, workers, threshold in ((True, 2, 32 << 20), (False, 2, 64 << 20), (True, 1, 64 << 20)):
         monkeypatch.setattr(parse, "can_fork", lambda: forks)
         monkeypatch.setattr(parse, "default_workers", lambda: workers)
         assert parse.stream_above_bytes() == threshold
     monkeypatch.setattr(parse, "can_fork", lambda: True)
     monkeypatch.setattr(parse, "default_workers", lambda: 2)
+    real_decode = parse.decode_trace
     monkeypatch.setattr(parse, "decode_trace", lambda *_, **__: pytest.fail("decoded whole"))
-    assert_same(parse.load_trace_file(path), whole)
+    streamed = parse.load_trace_file(str(plain))
+    assert_same(streamed, whole)
+    with pytest.raises(pytest.fail.Exception, match="decoded whole"):
+        parse.load_trace_file(path)
+    monkeypatch.setattr(parse, "decode_trace", real_decode)

@@ -10,9 +10,12 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from tb_plugin.trace import decode_workers as dw
+from tb_plugin.trace.columns import ColumnBuilder
+from tb_plugin.trace.events import _RAW_LIST
 from tb_plugin.trace.decode_workers import decode_batch, run_parallel
 
 BATCHES = [b"[" + b",".join(b'{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"tid":%d,"ts":%d,"dur":1}' % (i % 7, b, i)
@@ -21,7 +24,8 @@ BATCHES = [b"[" + b",".join(b'{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"ti
 
 def _states(batches, n, monkeypatch=None):
     got = []
-    run_parallel(iter(batches), n, False, lambda state, joined: got.append((joined, state["keys"], state["texts"])))
+    run_parallel(iter([[b] for b in batches]), n, False,
+                 lambda state, parts: got.append((b"".join(parts), state["keys"], state["texts"])))
     return got
 
 
@@ -38,7 +42,7 @@ def test_parallel_answers_in_order_equal_the_in_process_decode(start_method):
     got = _states(BATCHES, 3)
     assert [j for j, _, _ in got] == BATCHES
     for joined, keys, texts in got:
-        state = decode_batch(joined, False)
+        state = decode_batch([joined], False)
         assert (keys, texts) == (state["keys"], state["texts"])
 
 
@@ -66,7 +70,7 @@ def test_a_failing_caller_stops_the_workers_promptly(start_method):
 
     started = time.monotonic()
     with pytest.raises(RuntimeError):
-        run_parallel(iter(BATCHES * 4), 2, False, take)
+        run_parallel(iter([[b] for b in BATCHES * 4]), 2, False, take)
     assert time.monotonic() - started < 20
 
 
@@ -102,7 +106,7 @@ def test_a_forked_worker_leaves_the_parents_output_alone():
             "assert dw.can_fork()\n"
             "print('before', end='')\n"
             "got = []\n"
-            "batches = [b'[' + b','.join(b'{\"ph\":\"X\",\"name\":\"n%d\",\"ts\":%d,\"dur\":1}' % (i, i) for i in range(50)) + b']'] * 5\n"
+            "batches = [[b'[' + b','.join(b'{\"ph\":\"X\",\"name\":\"n%d\",\"ts\":%d,\"dur\":1}' % (i, i) for i in range(50)) + b']']] * 5\n"
             "dw.run_parallel(iter(batches), 2, False, lambda state, joined: got.append(len(state['texts'])))\n"
             "print(' after', got, end='')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
@@ -128,3 +132,17 @@ def test_a_forked_worker_is_waited_for_with_a_timeout(monkeypatch, pidfd):
     done.stdin.close()
     assert done.wait(timeout=10) == 0 and done.stdout.read() == b""
     done.stdout.close()
+
+
+def test_a_unit_of_batches_decodes_as_the_whole_document_decoder_decodes_them():
+    """Several batches sent as one unit come back as one state whose strings are interned as the
+    whole-document decoder interns them, batch after batch (first occurrence across the unit)."""
+    parts = BATCHES[:3]
+    state = decode_batch(parts, True)
+    builder = ColumnBuilder(dw._NullSink())
+    for joined in parts:
+        builder.add_batch(_RAW_LIST.decode(joined), joined)
+    assert state["keys"] == list(builder._ids)[1:] and state["texts"] == builder.strings[1:]
+    assert sum(len(c) for c in state["chunks"]["ts"]) == 600
+    offsets = np.concatenate(state["chunks"]["src_offset"])  # counted across the unit's batches
+    assert offsets[0] == 1 and offsets[200] == len(parts[0]) + 1

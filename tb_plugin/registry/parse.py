@@ -29,9 +29,11 @@ READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast);
 # KINETOSCOPE_STREAM_ABOVE_BYTES changes it (0: stream every file).
 STREAM_ABOVE_BYTES = 64 << 20
 # The same where the decode workers are forks of this process (trace/decode_workers.py: ~5 ms to start,
-# not ~0.15 s) and there is more than one core: then a file of a few tens of MB gains from both cores
-# (the 35 MB V100 sample, 1.2 MB gzipped, counts 9 MB here)
-FORKED_STREAM_ABOVE_BYTES = 8 << 20
+# not ~0.15 s) and there is more than one core. Streamed on 2 cores against decoded whole (best of 6):
+# 35 MB V100 sample 307 against 303 ms, the same ×2 (61 MB) 478 against 528 ms, 150 MB H100 trace 1.46
+# against 1.79 s: the main process's read, gunzip and scan are the streamed parse's floor, so it gains
+# from about 32 MB.
+FORKED_STREAM_ABOVE_BYTES = 32 << 20
 GZIP_RATIO = 8
 
 

@@ -37,6 +37,11 @@ from .model import STRING_ID_COLUMNS, Trace, compact_column
 from .scan import Source, Unstreamable, scan_document
 
 CHUNK_BYTES = 16 << 20  # document bytes per chunk cut by the scanner
+# Batches a worker decodes at once, one answer for them (each answer costs a pickle, a pipe transfer and
+# a merge: whole batches of 2 500 events would multiply that by 4), and the first units' sizes (the
+# workers get something to decode after 2 500 events are scanned, not after 10 000)
+UNIT_BATCHES = 4
+FIRST_UNITS = (1, 2)
 # Bytes of memory one parsed event may hold beyond its columns (Python rows of memory, counter,
 # flow and B/E events are counted at this flat rate)
 ROW_BYTES = 200
@@ -106,16 +111,30 @@ def _batches(source: Source, chunk_bytes: int, facts: dict) -> Iterable[list[msg
         yield pending
 
 
-def _joined(batches: Iterable[list[msgspec.Raw]]) -> Iterable[bytes]:
-    """Each batch as the whole-document decoder joins it, ``[`` + ``,``.join(raws) + ``]``."""
+def _joined(raws: list[msgspec.Raw]) -> bytes:
+    """A batch as the whole-document decoder joins it, ``[`` + ``,``.join(raws) + ``]``."""
+    if not raws:
+        return b"[]"
+    parts = [b","] * (2 * len(raws) + 1)  # "[", raw, ",", raw, …, "]": one copy of the events
+    parts[1::2] = raws
+    parts[0], parts[-1] = b"[", b"]"
+    return b"".join(parts)
+
+
+def _units(batches: Iterable[list[msgspec.Raw]]) -> Iterable[list[bytes]]:
+    """The joined batches grouped into the units a worker decodes at once (one answer each):
+    :data:`UNIT_BATCHES` batches, fewer in the first units so that both workers start early."""
+    unit: list[bytes] = []
+    sizes = iter(FIRST_UNITS)
+    size = next(sizes, UNIT_BATCHES)
     for raws in batches:
-        if not raws:
-            yield b"[]"
-            continue
-        parts = [b","] * (2 * len(raws) + 1)  # "[", raw, ",", raw, …, "]": one copy of the events
-        parts[1::2] = raws
-        parts[0], parts[-1] = b"[", b"]"
-        yield b"".join(parts)
+        unit.append(_joined(raws))
+        if len(unit) == size:
+            yield unit
+            unit = []
+            size = next(sizes, UNIT_BATCHES)
+    if unit:
+        yield unit
 
 
 def _held(builder: ColumnBuilder) -> int:
@@ -146,13 +165,14 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
         if progress:
             progress(blocks.fraction())
 
-    def take(state: dict, joined: bytes) -> None:
+    def take(state: dict, parts: list[bytes]) -> None:
         nonlocal held
         if events_sink is not None:
-            events_sink.write(joined)
+            for joined in parts:
+                events_sink.write(joined)
         with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
             held += merge(builder, state, builder.sink_pos)
-        builder.sink_pos += len(joined)
+        builder.sink_pos += sum(map(len, parts))
         check(held)
 
     batches = _batches(source, chunk_bytes, facts)
@@ -161,7 +181,7 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
             builder.add_batch(raws)
             check(_held(builder))
     else:
-        run_parallel(_joined(batches), workers, with_sink, take)
+        run_parallel(_units(batches), workers, with_sink, take)
     if progress:
         progress(1.0)
     return _finish(builder, facts)

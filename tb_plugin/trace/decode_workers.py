@@ -6,8 +6,9 @@ file of a few tens of MB gains from both cores); elsewhere (a threaded server, w
 could copy held) a ``python -c`` started with :mod:`subprocess` (~0.15 s to import numpy and this
 package). Never :mod:`multiprocessing`: ``spawn`` would import the caller's main script again.
 Through its pipes it reads batches
-(an 8-byte length, a flag byte, the joined events) and answers each with the pickled state of
-:func:`.decode_stream.decode_batch`. Batch ``i`` goes to worker ``i % n``, :data:`DEPTH` batches in
+(a header: total length, a flag byte, the count of batches; their lengths; the batches, each ``[`` +
+events joined by ``,`` + ``]``) and answers each unit of batches with the pickled state of
+:func:`decode_batch`. Unit ``i`` goes to worker ``i % n``, :data:`DEPTH` units in
 flight per worker, written by one thread per worker: the caller never blocks on a write while a
 worker blocks on writing its answer, and answers are read in order, so no pipe can block both sides.
 """
@@ -31,7 +32,7 @@ from .columns import ColumnBuilder
 from .events import _RAW_LIST
 from .heap import gc_paused
 
-_HEADER = struct.Struct("<QB")
+_HEADER = struct.Struct("<QBI")
 # Batches in flight per worker: the next one waits in its pipe while the worker decodes, so a worker
 # never idles while this process scans the document or merges another worker's answer
 DEPTH = 2
@@ -159,16 +160,19 @@ class Workers:
                 return
             try:
                 proc.stdin.write(item[0])
-                proc.stdin.write(item[1])
+                for part in item[1]:  # (not joined first: one copy less of every event)
+                    proc.stdin.write(part)
                 proc.stdin.flush()
             except (BrokenPipeError, OSError, ValueError) as exc:  # the worker died (its answer never comes)
                 self.failed = str(exc) or type(exc).__name__
                 return
 
-    def send(self, i: int, joined: bytes, with_sink: bool) -> None:
+    def send(self, i: int, parts: list[bytes], with_sink: bool) -> None:
         if self.failed is not None:
             raise WorkerDied(self.failed)
-        self.queues[i % len(self.procs)].put((_HEADER.pack(len(joined), with_sink), joined))
+        lengths = [len(p) for p in parts]
+        head = _HEADER.pack(sum(lengths), with_sink, len(parts)) + struct.pack(f"<{len(parts)}Q", *lengths)
+        self.queues[i % len(self.procs)].put((head, parts))
 
     def receive(self, i: int) -> dict:
         out = self.procs[i % len(self.procs)].stdout
@@ -214,21 +218,23 @@ class _NullSink:
         pass
 
 
-def decode_batch(joined: bytes, with_sink: bool) -> dict[str, Any]:
-    """One batch (``[`` + events joined by ``,`` + ``]``) decoded by a fresh builder: its state
-    (interned keys and texts in id order, column chunks, rows, counts), which
-    :func:`.decode_stream.merge` appends to the main builder."""
+def decode_batch(parts: list[bytes], with_sink: bool) -> dict[str, Any]:
+    """Consecutive batches (each ``[`` + events joined by ``,`` + ``]``) decoded one after the other by
+    a fresh builder, as the whole-document decoder decodes them: its state (interned keys and texts in
+    id order, column chunks, rows, counts), which :func:`.decode_stream.merge` appends to the main builder."""
     builder = ColumnBuilder(_NullSink() if with_sink else None)
-    builder.add_batch(_RAW_LIST.decode(joined), joined)
+    for joined in parts:
+        builder.add_batch(_RAW_LIST.decode(joined), joined)
     state = {k: v for k, v in vars(builder).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
     state["keys"] = list(builder._ids)[1:]
     state["texts"] = builder.strings[1:]
     return state
 
 
-def run_parallel(batches: Iterable[bytes], n: int, with_sink: bool, take: Callable) -> None:
-    """``take(state, joined)`` for every batch in order, the states decoded by ``n`` workers (here,
-    by :func:`decode_batch`, for the rest if one dies), :data:`DEPTH` batches in flight per worker."""
+def run_parallel(batches: Iterable[list[bytes]], n: int, with_sink: bool, take: Callable) -> None:
+    """``take(state, parts)`` for every unit of batches (``parts``: a list of joined batches) in order,
+    the states decoded by ``n`` workers (here, by :func:`decode_batch`, for the rest if one dies),
+    :data:`DEPTH` units in flight per worker."""
     decode = decode_batch
     flight: collections.deque = collections.deque()  # (index, joined) sent, not yet taken
     batches = iter(batches)
@@ -266,8 +272,14 @@ def _serve(source=None, sink=None) -> None:
         head = source.read(_HEADER.size)
         if len(head) != _HEADER.size:
             return
-        length, with_sink = _HEADER.unpack(head)
-        body = pickle.dumps(decode_batch(source.read(length), bool(with_sink)), protocol=pickle.HIGHEST_PROTOCOL)
+        length, with_sink, count = _HEADER.unpack(head)
+        lengths = struct.unpack(f"<{count}Q", source.read(8 * count))
+        joined = source.read(length)
+        parts, start = [], 0
+        for size in lengths:
+            parts.append(joined[start: start + size])
+            start += size
+        body = pickle.dumps(decode_batch(parts, bool(with_sink)), protocol=pickle.HIGHEST_PROTOCOL)
         sink.write(_LENGTH.pack(len(body)))
         sink.write(body)
         sink.flush()
