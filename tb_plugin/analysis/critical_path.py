@@ -68,11 +68,15 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     starts = g.ts[g.comm_dev] if len(g.comm_rows) else np.zeros(0)
     which = np.searchsorted(steps.start, starts, side="right") - 1
     inside = (which >= 0) & (starts <= steps.end[np.maximum(which, 0)]) if len(steps) else which < -1
+    members = np.flatnonzero(inside)  # the communication kernels of each step, in order, grouped once
+    members = members[np.argsort(which[members], kind="stable")]
+    bounds = np.searchsorted(which[members], np.arange(len(steps) + 1)).tolist()
+    members = members.tolist()
     for k, (name, lo, hi) in enumerate(zip(steps.names, steps.start.tolist(), steps.end.tolist())):
         g.memo = {}  # chains of one step share their tails (the same lower bound)
         out_steps.append({"step": name, "start": lo, "end": hi,
                           "chain": g.from_end(lo, hi).summary()})
-        for c in np.flatnonzero(inside & (which == k)).tolist():
+        for c in members[bounds[k]:bounds[k + 1]]:
             chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary()
     ev = trace.events
     rows = g.comm_rows
@@ -174,14 +178,18 @@ class RankGraph:
     # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
     def from_end(self, lo: float, hi: float) -> "_Walk":
         w = _Walk(lo, hi, self.memo)
-        last = np.flatnonzero((self.te <= hi) & (self.te > lo))
+        # the latest end in (lo, hi] of device work and of the main thread's top-level events, found by
+        # bisection (a scan of every node per step would make a trace of many steps quadratic)
+        k = int(np.searchsorted(self.sorted_ends, hi, side="right")) - 1
+        dev_end = float(self.sorted_ends[k]) if k >= 0 and self.sorted_ends[k] > lo else None
         host_end = hi
         if self.main is not None and self.main in self.threads:
-            th = self.threads[self.main]
-            inside = th[2][(th[2] <= hi) & (th[2] > lo)]
-            host_end = float(inside.max()) if len(inside) else lo
-        if len(last) and self.te[last].max() >= host_end:
-            i = int(last[np.argmax(self.te[last])])
+            ends = self.threads[self.main][2]  # non-decreasing: each top-level event starts after every earlier end
+            j = int(np.searchsorted(ends, hi, side="right")) - 1
+            host_end = float(ends[j]) if j >= 0 and ends[j] > lo else lo
+        if dev_end is not None and dev_end >= host_end:
+            # the first node (in device order) that ends there: ends_order is a stable sort
+            i = int(self.ends_order[np.searchsorted(self.sorted_ends, dev_end, side="left")])
             self._run(w, ("dev", i, hi))
         elif self.main is not None:
             self._run(w, ("thr", self.main, hi))
