@@ -18,6 +18,7 @@ from tb_plugin.trace.columns import ColumnBuilder
 from tb_plugin.trace.events import _RAW_LIST
 from tb_plugin.trace.decode_workers import decode_batch, run_parallel
 
+FORKS = sys.platform.startswith("linux") and hasattr(os, "fork")  # where can_fork() may be true
 BATCHES = [b"[" + b",".join(b'{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"tid":%d,"ts":%d,"dur":1}' % (i % 7, b, i)
                              for i in range(200)) + b"]" for b in range(12)]
 
@@ -32,7 +33,7 @@ def _states(batches, n, monkeypatch=None):
 @pytest.fixture(params=["fork", "subprocess"])
 def start_method(request, monkeypatch):
     """Each test runs with forked workers and with ``python -c`` workers."""
-    if request.param == "fork" and not hasattr(os, "fork"):
+    if request.param == "fork" and not FORKS:
         pytest.skip("no fork here")
     monkeypatch.setattr(dw, "can_fork", lambda: request.param == "fork")
     return request.param
@@ -77,8 +78,8 @@ def test_a_failing_caller_stops_the_workers_promptly(start_method):
 def test_workers_are_forks_only_beside_known_threads():
     """A fork copies every lock but only the forking thread: beside an unknown thread (a server's),
     workers are fresh interpreters; beside the events file's writer alone, forks."""
-    assert dw.can_fork() == (threading.active_count() == 1 or all(
-        t is threading.current_thread() or t.name in dw._FORK_SAFE_THREADS for t in threading.enumerate()))
+    others_known = all(t is threading.current_thread() or t.name in dw._FORK_SAFE_THREADS for t in threading.enumerate())
+    assert dw.can_fork() == (FORKS and others_known)
     stop = threading.Event()
     for name, expected in (("kinetoscope-writer", True), ("some-server-thread", False)):
         thread = threading.Thread(target=stop.wait, name=name)
@@ -86,7 +87,7 @@ def test_workers_are_forks_only_beside_known_threads():
         try:
             others_ok = all(t is threading.current_thread() or t is thread or t.name in dw._FORK_SAFE_THREADS
                             for t in threading.enumerate())
-            assert dw.can_fork() == (expected and others_ok)
+            assert dw.can_fork() == (FORKS and expected and others_ok)
             if others_ok:
                 with dw.Workers(1) as workers:
                     assert isinstance(workers.procs[0], dw._Forked) == expected
@@ -96,7 +97,7 @@ def test_workers_are_forks_only_beside_known_threads():
             stop.clear()
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.skipif(not FORKS, reason="workers are forks on Linux only")
 def test_a_forked_worker_leaves_the_parents_output_alone():
     """A forked worker exits without flushing the buffers it copied: text this process had not yet
     flushed is written once, by this process, and the decoded batches are right."""
@@ -114,7 +115,7 @@ def test_a_forked_worker_leaves_the_parents_output_alone():
     assert out.stdout == b"before after [50, 50, 50, 50, 50]"  # (each batch interns its own names)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.skipif(not FORKS, reason="workers are forks on Linux only")
 @pytest.mark.parametrize("pidfd", [True, False])
 def test_a_forked_worker_is_waited_for_with_a_timeout(monkeypatch, pidfd):
     """A forked worker serving its pipe does not exit: waiting times out; killed, its status is the

@@ -45,11 +45,12 @@ _FORK_SAFE_THREADS = ("kinetoscope-writer",)
 
 
 def can_fork() -> bool:
-    """Whether workers can be forks of this process: ``os.fork`` exists and every other thread is
-    one of :data:`_FORK_SAFE_THREADS` (a forked child gets copies of every lock, held ones too, but
-    only the forking thread: a lock another thread held would stay held forever in the child)."""
+    """Whether workers can be forks of this process: on Linux (macOS's system frameworks are not safe
+    to use in a forked child, which is why Python's multiprocessing spawns there), when every other
+    thread is one of :data:`_FORK_SAFE_THREADS` (a forked child gets copies of every lock, held ones
+    too, but only the forking thread: a lock another thread held would stay held forever in the child)."""
     current = threading.current_thread()
-    return hasattr(os, "fork") and all(
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and all(
         t is current or t.name in _FORK_SAFE_THREADS for t in threading.enumerate())
 
 
