@@ -67,8 +67,9 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
         if expanded > stream_above_bytes():
             blocks = Blocks(fs, path, size) if is_local_fs(fs) else RemoteBlocks(fs, path, size)
             trace = _load_streamed(blocks, progress, events_sink)
-            if trace is not None:  # the chunks' heap pages (trace/heap.py): a file streamed only for the
-                # cores (below STREAM_ABOVE_BYTES) frees a few MB, given back only from a large trace on
+            if trace is not None:
+                # the chunks' heap pages (trace/heap.py); a file streamed only for the cores (below
+                # STREAM_ABOVE_BYTES) frees a few MB: given back by the trace-size rule, like a whole parse
                 release_freed_memory() if expanded > STREAM_ABOVE_BYTES else release_after(_items(trace))
                 return trace
     read_progress = (lambda x: progress(READ_SHARE * x)) if progress else None
