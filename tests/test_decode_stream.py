@@ -306,3 +306,18 @@ def test_files_of_a_few_tens_of_mb_are_streamed_where_workers_are_forks(monkeypa
     with pytest.raises(pytest.fail.Exception, match="decoded whole"):
         parse.load_trace_file(path)
     monkeypatch.setattr(parse, "decode_trace", real_decode)
+
+
+@pytest.mark.parametrize("doc, message", [
+    (b'{"abc', "inside a key"),
+    (b'{"' + b"k" * 5000, "inside a key"),  # longer than the first windows: they grow, then more is read
+    (b'{"traceEvents": [], "k": [1, 2', "inside a top-level value"),
+    (b'{"k": "' + b"v" * 300000, "inside a top-level value"),
+])
+def test_a_document_cut_in_its_top_level_is_left_to_the_whole_document_decoder(doc, message):
+    """The scanner's growing windows end at the document's end with Unstreamable (the whole-document
+    decoder then says what is wrong), for keys and values shorter and longer than a window."""
+    with pytest.raises(Unstreamable, match=message):
+        decode_stream(blocks_of(doc, 7), chunk_bytes=3)
+    with pytest.raises(TraceReadError):
+        decode_trace(doc)

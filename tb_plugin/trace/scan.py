@@ -160,22 +160,17 @@ def _string(source: Source) -> bytes:
     """The bytes of the JSON string starting at the next non-blank byte, quotes included (consumed)."""
     if source.peek() != 0x22:
         raise Unstreamable("a top-level key that is not a string")
-    window = 1 << 10  # keys are short: look for the closing quote in a window that grows, not in the whole buffer
-    while True:
-        stop = min(len(source.buf), source.pos + 1 + window)
+    for stop in _windows(source, 1 << 10, "the document ends inside a key", skip=1):  # keys are short
         arr = np.frombuffer(source.buf, dtype=np.uint8)[source.pos + 1: stop]
         quotes = np.flatnonzero(arr == 0x22)
         quotes = quotes[~_escaped(arr, quotes, 0)] if len(quotes) else quotes
-        del arr
+        del arr  # (the buffer must not stay exported: reading more resizes it)
         if len(quotes):
             end = source.pos + 2 + int(quotes[0])
             key = bytes(source.buf[source.pos: end])
             source.pos = end
             return key
-        if stop < len(source.buf):
-            window *= 4
-        elif not source.more():
-            raise Unstreamable("the document ends inside a key")
+    raise AssertionError("unreachable: _windows raises at the end of the document")
 
 
 def _value(source: Source) -> bytes:
@@ -183,19 +178,28 @@ def _value(source: Source) -> bytes:
     :func:`element_ends` on a window that grows until the value's end is in it."""
     if source.peek() is None:
         raise Unstreamable("the document ends inside its top level")
-    window = 1 << 16
-    while True:
-        stop = min(len(source.buf), source.pos + window)
+    for stop in _windows(source, 1 << 16, "the document ends inside a top-level value"):
         ends = element_ends(memoryview(source.buf)[:stop], source.pos, final=source.eof and stop == len(source.buf))
         if len(ends):
             end = int(ends[0])
             value = bytes(source.buf[source.pos: end]).rstrip(_WS)
             source.pos = end
             return value
+    raise AssertionError("unreachable: _windows raises at the end of the document")
+
+
+def _windows(source: Source, window: int, message: str, skip: int = 0) -> Iterator[int]:
+    """Ends of a window on ``source.buf`` from ``source.pos + skip``, ``window`` bytes first, four
+    times larger each time the caller asks again, then the whole buffer, more of the document read
+    into it each time after that; :class:`Unstreamable` (``message``) once the document has no more.
+    The whole buffer is never searched for what lies in its first bytes."""
+    while True:
+        stop = min(len(source.buf), source.pos + skip + window)
+        yield stop
         if stop < len(source.buf):
             window *= 4
         elif not source.more():
-            raise Unstreamable("the document ends inside a top-level value")
+            raise Unstreamable(message)
 
 
 def element_ends(buf, start: int, final: bool = False) -> np.ndarray:
