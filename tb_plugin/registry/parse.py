@@ -178,7 +178,7 @@ ANALYSIS_BYTES_PER_EVENT = 256
 
 def analysis_bytes(trace: Trace) -> int:
     """What the analyses of ``trace`` are planned to add at their peak to its parsed columns (bytes)."""
-    return ANALYSIS_BYTES_PER_EVENT * (len(trace.events) + len(trace.memory))
+    return ANALYSIS_BYTES_PER_EVENT * _items(trace)
 
 
 def check_analysis_budget(trace: Trace) -> Trace:

@@ -1,14 +1,13 @@
 """Worker processes that decode event batches for :mod:`.decode_stream`, results in order.
 
-A worker runs :func:`_serve`. Where this process has a single thread (the command line's report),
-it is a fork of this process (:class:`_Forked`: it starts in ~5 ms with everything imported, so a
-file of a few tens of MB gains from both cores); elsewhere (a threaded server, whose locks a fork
-could copy held) a ``python -c`` started with :mod:`subprocess` (~0.15 s to import numpy and this
-package). Never :mod:`multiprocessing`: ``spawn`` would import the caller's main script again.
-Through its pipes it reads batches
-(a header: total length, a flag byte, the count of batches; their lengths; the batches, each ``[`` +
-events joined by ``,`` + ``]``) and answers each unit of batches with the pickled state of
-:func:`decode_batch`. Unit ``i`` goes to worker ``i % n``, :data:`DEPTH` units in
+A worker runs :func:`_serve`. Where no other thread runs but known ones (:func:`can_fork`: the command
+line's report), it is a fork of this process (:class:`_Forked`: it starts in ~5 ms with everything
+imported, so a file of a few tens of MB gains from both cores); elsewhere (a threaded server, whose
+locks a fork could copy held) a ``python -c`` started with :mod:`subprocess` (~0.15 s to import numpy
+and this package). Never :mod:`multiprocessing`: ``spawn`` would import the caller's main script again.
+Through its pipes it reads units of batches (a header: a flag byte and the count of batches; their
+lengths; the batches, each ``[`` + events joined by ``,`` + ``]``) and answers each with the pickled
+state of :func:`decode_batch`. Unit ``i`` goes to worker ``i % n``, :data:`DEPTH` units in
 flight per worker, written by one thread per worker: the caller never blocks on a write while a
 worker blocks on writing its answer, and answers are read in order, so no pipe can block both sides.
 """
@@ -32,7 +31,7 @@ from .columns import ColumnBuilder
 from .events import _RAW_LIST
 from .heap import gc_paused
 
-_HEADER = struct.Struct("<QBI")
+_HEADER = struct.Struct("<BI")  # with_sink, count of batches (their lengths follow)
 # Batches in flight per worker: the next one waits in its pipe while the worker decodes, so a worker
 # never idles while this process scans the document or merges another worker's answer
 DEPTH = 2
@@ -172,7 +171,7 @@ class Workers:
         if self.failed is not None:
             raise WorkerDied(self.failed)
         lengths = [len(p) for p in parts]
-        head = _HEADER.pack(sum(lengths), with_sink, len(parts)) + struct.pack(f"<{len(parts)}Q", *lengths)
+        head = _HEADER.pack(with_sink, len(parts)) + struct.pack(f"<{len(parts)}Q", *lengths)
         self.queues[i % len(self.procs)].put((head, parts))
 
     def receive(self, i: int) -> dict:
@@ -232,37 +231,37 @@ def decode_batch(parts: list[bytes], with_sink: bool) -> dict[str, Any]:
     return state
 
 
-def run_parallel(batches: Iterable[list[bytes]], n: int, with_sink: bool, take: Callable) -> None:
+def run_parallel(units: Iterable[list[bytes]], n: int, with_sink: bool, take: Callable) -> None:
     """``take(state, parts)`` for every unit of batches (``parts``: a list of joined batches) in order,
     the states decoded by ``n`` workers (here, by :func:`decode_batch`, for the rest if one dies),
     :data:`DEPTH` units in flight per worker."""
     decode = decode_batch
-    flight: collections.deque = collections.deque()  # (index, joined) sent, not yet taken
-    batches = iter(batches)
+    flight: collections.deque = collections.deque()  # (index, unit) sent, not yet taken
+    units = iter(units)
     sent = 0
     try:
         with Workers(n) as workers:
-            for joined in batches:
-                flight.append((sent, joined))
+            for unit in units:
+                flight.append((sent, unit))
                 sent += 1
-                workers.send(sent - 1, joined, with_sink)
+                workers.send(sent - 1, unit, with_sink)
                 if len(flight) == DEPTH * n:
                     break
             while flight:
-                index, joined = flight[0]
+                index, unit = flight[0]
                 state = workers.receive(index)
                 flight.popleft()
-                take(state, joined)  # (the worker decodes its next batch meanwhile: DEPTH)
-                following = next(batches, None)
-                if following is not None:  # batch index sent % n: this same worker
+                take(state, unit)  # (the worker decodes its next unit meanwhile: DEPTH)
+                following = next(units, None)
+                if following is not None:  # unit index sent % n: this same worker
                     flight.append((sent, following))
                     sent += 1
                     workers.send(sent - 1, following, with_sink)
     except WorkerDied:
-        for _, joined in flight:
-            take(decode(joined, with_sink), joined)
-        for joined in batches:
-            take(decode(joined, with_sink), joined)
+        for _, unit in flight:
+            take(decode(unit, with_sink), unit)
+        for unit in units:
+            take(decode(unit, with_sink), unit)
 
 
 def _serve(source=None, sink=None) -> None:
@@ -273,13 +272,8 @@ def _serve(source=None, sink=None) -> None:
         head = source.read(_HEADER.size)
         if len(head) != _HEADER.size:
             return
-        length, with_sink, count = _HEADER.unpack(head)
-        lengths = struct.unpack(f"<{count}Q", source.read(8 * count))
-        joined = source.read(length)
-        parts, start = [], 0
-        for size in lengths:
-            parts.append(joined[start: start + size])
-            start += size
+        with_sink, count = _HEADER.unpack(head)
+        parts = [source.read(size) for size in struct.unpack(f"<{count}Q", source.read(8 * count))]
         body = pickle.dumps(decode_batch(parts, bool(with_sink)), protocol=pickle.HIGHEST_PROTOCOL)
         sink.write(_LENGTH.pack(len(body)))
         sink.write(body)
