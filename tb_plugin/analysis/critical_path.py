@@ -15,8 +15,8 @@ later before ``s``: the previous work on ``D``'s stream, or ``D``'s launch (its 
 ``s``), the stream on ties. On a host thread at time ``t`` the path goes back along the thread to
 the latest sync that waited (its waited work ended inside the call, at ``j ≤ t``) and jumps to that
 device work at ``j``; with none it reaches the step start. Time ``[a, b]`` on a thread is split
-into its top-level host events (category **cpu**, named by the event) and the gaps between them
-(**waiting**); time between a node's end and the point the path reached it is **waiting** too. So
+into its host tiles (category **cpu**, :mod:`analysis.host_tiles`: the outermost operator or launch
+call, else the innermost Python frame) and the gaps between them (**waiting**); time between a node's end and the point the path reached it is **waiting** too. So
 the segments tile ``[step start, step end]`` exactly. Cross-stream waits are inferred: a device
 kernel that starts after both its launch and its stream predecessor ended waited for something else:
 its predecessor is then the device work, on any stream, that ended last before it started, when that
@@ -44,7 +44,9 @@ from ..trace.categories import DEVICE_KINDS, HOST_WORK_KINDS, LAUNCH_KINDS, PROF
 from ..trace.links import launch_of
 from ..trace.model import Trace
 from .clock import shared_origin
+from .host_tiles import host_tiles
 from .insights import SYNC_CALLS
+from .op_tree import op_tree
 from .steps import compute_steps
 
 CATEGORIES = ("kernel", "cpu", "communication", "waiting")
@@ -86,7 +88,7 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
 
 
 class RankGraph:
-    """One rank's nodes: device work by stream, host threads' top-level events and waiting syncs."""
+    """One rank's nodes: device work by stream, host threads' tiles and waiting syncs."""
 
     def __init__(self, trace: Trace, comm_rows: np.ndarray):
         ev = trace.events
@@ -112,7 +114,7 @@ class RankGraph:
         self.launch = launch
         thread_key = ev.pid.astype(np.int64) * (1 << 32) + ev.tid.astype(np.int64)
         self.thread_key = thread_key
-        # host threads: top-level host events (not ProfilerStep#), and the syncs that waited
+        # host threads: host tiles (not ProfilerStep#; analysis.host_tiles), and the syncs that waited
         host = np.flatnonzero(np.isin(kind, HOST_WORK_KINDS + LAUNCH_KINDS) & finite)
         step_ids = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
         marker = host[step_ids[host]] if len(host) else host
@@ -122,14 +124,13 @@ class RankGraph:
         sorted_ends = self.te[ends_order]
         self.ends_order, self.sorted_ends = ends_order, sorted_ends
         sync_mask = trace.name_mask(lambda s: s in SYNC_CALLS)
+        py_parent = op_tree(trace).py_parent
         busiest, best = None, -1.0
         by_thread = host[np.lexsort((-ev.dur[host], ev.ts[host], thread_key[host]))]
         cuts = np.flatnonzero(np.diff(thread_key[by_thread])) + 1
         for rows in np.split(by_thread, cuts) if len(by_thread) else []:  # one slice per thread
             key = int(thread_key[rows[0]])
-            s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
-            before = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
-            top = s >= before
+            tile_rows, tile_s, tile_e = host_tiles(trace, rows, py_parent)
             syncs = rows[sync_mask[rows] & np.isin(kind[rows], LAUNCH_KINDS)] if len(dev) else rows[:0]
             ss, se = ev.ts[syncs], ev.ts[syncs] + ev.dur[syncs]
             k = np.searchsorted(sorted_ends, se, side="right") - 1
@@ -137,8 +138,8 @@ class RankGraph:
             ok = (k >= 0) & (sorted_ends[np.maximum(k, 0)] > ss)
             jump = sorted_ends[np.maximum(k, 0)][ok]
             o = np.argsort(jump, kind="stable")
-            self.threads[key] = (rows[top], s[top], e[top], jump[o], waited[ok][o])
-            busy = float((e[top] - s[top]).sum())
+            self.threads[key] = (tile_rows, tile_s, tile_e, jump[o], waited[ok][o])
+            busy = float((tile_e - tile_s).sum())
             if busy > best:
                 busiest, best = key, busy
         marked = int(thread_key[marker[0]]) if len(marker) else None
@@ -178,13 +179,13 @@ class RankGraph:
     # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
     def from_end(self, lo: float, hi: float) -> "_Walk":
         w = _Walk(lo, hi, self.memo)
-        # the latest end in (lo, hi] of device work and of the main thread's top-level events, found by
+        # the latest end in (lo, hi] of device work and of the main thread's tiles, found by
         # bisection (a scan of every node per step would make a trace of many steps quadratic)
         k = int(np.searchsorted(self.sorted_ends, hi, side="right")) - 1
         dev_end = float(self.sorted_ends[k]) if k >= 0 and self.sorted_ends[k] > lo else None
         host_end = hi
         if self.main is not None and self.main in self.threads:
-            ends = self.threads[self.main][2]  # non-decreasing: each top-level event starts after every earlier end
+            ends = self.threads[self.main][2]  # non-decreasing: tiles do not overlap
             j = int(np.searchsorted(ends, hi, side="right")) - 1
             host_end = float(ends[j]) if j >= 0 and ends[j] > lo else lo
         if dev_end is not None and dev_end >= host_end:
@@ -374,6 +375,6 @@ def _segment(seg: tuple) -> list:
     """A path segment as it travels: ``[category index, name, start_us, dur_us, row]`` (a list: the
     analysis cache's msgpack round trip gives lists back); ``start_us`` on
     the rank's own clock (as in its trace), ``row`` its event in that trace (the kernel, or the
-    top-level host event), −1 for waiting."""
+    event naming the host tile), −1 for waiting."""
     a, b, cat, name, row = seg
     return [int(cat), name, a, b - a, int(row)]
