@@ -262,8 +262,8 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
             for g in ov["gpus"]:
                 out.write(
                     f"   GPU {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: utilization {_pct(g['utilization_pct'])}, "
-                    f"SM efficiency {_pct(g['sm_efficiency_pct'])}{_geometry_note(g)}, "
-                    f"occupancy {_pct(g['achieved_occupancy_pct'])}, "
+                    f"SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
+                    f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
                     f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}\n"
                 )
             for rec in ov["recommendations"]:
@@ -284,10 +284,12 @@ def _gpu_kind(g: dict[str, Any]) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def _geometry_note(g: dict[str, Any]) -> str:
-    """How much kernel time the SM efficiency leaves out for want of launch geometry."""
-    us = g.get("kernel_us_without_geometry") or 0.0
-    return f" (leaves out {fixed(us / 1000, 3)} ms of kernel time without launch geometry)" if us > 0 else ""
+def _left_out(g: dict[str, Any], what: str) -> str:
+    """How much kernel time a GPU metric leaves out (``kernel_us_without_<what>``): no launch geometry
+    (SM efficiency), unknown occupancy (achieved occupancy)."""
+    us = g.get(f"kernel_us_without_{what}") or 0.0
+    why = "without launch geometry" if what == "geometry" else f"with unknown {what}"
+    return f" (leaves out {fixed(us / 1000, 3)} ms of kernel time {why})" if us > 0 else ""
 
 
 # MemProfiler stats keys whose largest value over a file's snapshots the text report shows (bytes).

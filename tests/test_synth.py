@@ -151,8 +151,12 @@ def _raster_overview(trace: dict, q: float) -> dict:
         if bpsm > 0:
             load[a:b] += bpsm
         ca, cb = max(a, w0), min(b, w1)
+        occ = k["args"]["est. achieved occupancy %"]
+        threads = k["args"]["block"][0] * k["args"]["block"][1] * k["args"]["block"][2]
+        if occ == 0 and min(bpsm, 1.0) * threads / 2048 * 100 >= 1:
+            continue  # Kineto's 0 for "not computed" (its launch implies >= 1 %): left out
         if cb > ca:
-            occ_num += k["args"]["est. achieved occupancy %"] * (cb - ca)
+            occ_num += occ * (cb - ca)
             occ_den += cb - ca
     width = w1 - w0
     tc = sum(k["dur"] for k in kernels if any(p in k["name"] for p in TENSOR_CORE_NAME_PATTERNS))

@@ -55,7 +55,9 @@ def _all_traces() -> list[Path]:
     found = []
     for root in (SAMPLES, REPO / "samples"):
         for pattern in ("*.json", "*.json.gz"):
-            found += [p for p in root.rglob(pattern) if not p.name.endswith(".expected.json")]
+            # not traces: the known answers of samples/ (*.expected.json, RECORDED.json) and memory exports
+            found += [p for p in root.rglob(pattern) if not p.name.endswith((".expected.json", "RECORDED.json"))
+                      and ".pt.trace.memory." not in p.name]
     return sorted(found)
 
 

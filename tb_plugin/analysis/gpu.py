@@ -16,7 +16,11 @@ Definitions, all over the **steps window** ``[first step start, last step end]``
   time as idle SMs; we leave that time out and report it as ``kernel_us_without_geometry`` (µs of
   kernel time inside the window). With every kernel's geometry known both rules agree.
 - **Est. Achieved Occupancy** (%) = Σ(occupancy × duration clipped to the window) ÷ Σ(clipped
-  duration) over the kernels that carry ``est. achieved occupancy %`` (negative values skipped).
+  duration) over the kernels whose occupancy is known (:func:`kernel_occupancy`): Kineto writes
+  ``est. achieved occupancy %`` = 0 when CUDA's occupancy calculator fails (Hopper ``nvjet_*`` GEMMs and
+  cuDNN ``*_sm90_flash_*wgmma*`` attention with over 48 KiB of shared memory, on the H200 samples), which
+  is "not computed", not 0 %. Those kernels are left out and their time is ``kernel_us_without_occupancy``
+  (µs inside the window), as ``kernel_us_without_geometry`` for SM efficiency.
 - **Kernel time using Tensor Cores** (%) = time of tensor-core kernels ÷ time of all kernels, over
   the device's kernels launched from inside an operator. ``null`` when there are none. On AMD these
   are matrix-core (MFMA/WMMA) kernels. Kernel families: :mod:`.tensor_cores`.
@@ -29,7 +33,7 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import Kind
-from ..trace.geometry import kernel_blocks
+from ..trace.geometry import block_threads, kernel_blocks
 from ..trace.model import DeviceInfo, Trace
 from ..trace.platform import AMD, amd_architecture, device_vendor, has_matrix_units
 from .intervals import covered_length
@@ -56,6 +60,7 @@ class GpuSummary:
     kernel_us: float  # kernel time inside the window
     tensor_core_us: float = 0.0  # time of the device's tensor/matrix-core kernels, all of them (µs)
     matrix_units: bool | None = None  # tensor cores (NVIDIA) / matrix cores (AMD); None: unknown
+    kernel_us_without_occupancy: float = 0.0  # kernel time in the window with unknown occupancy (left out of it)
 
 
 def gpu_devices(trace: Trace) -> list[int]:
@@ -81,6 +86,7 @@ def compute_gpu_summary(trace: Trace, steps: Steps, op_launched: np.ndarray) -> 
     lo, hi = steps.window
     span = hi - lo
     is_tc = trace.name_mask(uses_tensor_cores)
+    occupancy = kernel_occupancy(trace)
     out = []
     for dev in gpu_devices(trace):
         rows = np.flatnonzero((ev.kind == Kind.KERNEL) & (ev.device == dev))
@@ -102,14 +108,42 @@ def compute_gpu_summary(trace: Trace, steps: Steps, op_launched: np.ndarray) -> 
                 utilization_pct=100.0 * busy / span if span > 0 else 0.0,
                 sm_efficiency_pct=_sm_efficiency(trace, rows, lo, hi, num_sms),
                 kernel_us_without_geometry=float(clipped[~has_geometry(trace, rows)].sum()),
-                achieved_occupancy_pct=_occupancy(ev.occupancy_pct[rows], clipped),
+                achieved_occupancy_pct=_occupancy(occupancy[rows], clipped),
                 tensor_core_pct=_tensor_core_pct(ev.dur[rows], is_tc[rows], op_launched[rows]),
                 kernel_us=float(clipped.sum()),
                 tensor_core_us=float(ev.dur[rows][is_tc[rows]].sum()),
                 matrix_units=has_matrix_units(vendor, info),
+                kernel_us_without_occupancy=float(clipped[np.isnan(occupancy[rows])].sum()),
             )
         )
     return out
+
+
+#: Threads an SM can hold at most on any NVIDIA GPU (sm_70…sm_90: 2048; others fewer): the bound below
+#: divides by it, so it is never too high.
+MAX_THREADS_PER_SM = 2048
+
+
+def kernel_occupancy(trace: Trace) -> np.ndarray:
+    """Per event, its kernel's ``est. achieved occupancy %``; NaN where unknown: no arg, a negative
+    value, or a 0 that cannot be a result. Kineto writes min(blocks per SM, blocks the occupancy
+    calculator allows) × threads per block ÷ the SM's threads × 100, rounded; an SM holds at least one
+    block of a kernel that ran, so a computed value is at least min(blocks per SM, 1) × threads per
+    block ÷ :data:`MAX_THREADS_PER_SM` × 100. A 0 where that bound is ≥ 1 % is Kineto's "calculation
+    failed" (CUDA's calculator refuses over 48 KiB of shared memory without the kernel's opt-in, as on
+    every Hopper ``nvjet_*``/``*wgmma*`` kernel: 168 registers × 384 threads, 213 KB of shared memory, 1
+    block per SM, 18.75 %). A 0 on a tiny grid (1 block of 128 threads on 132 SMs: 0.05 %) stays 0."""
+    return trace.memo("kernel_occupancy", lambda: _kernel_occupancy(trace))
+
+
+def _kernel_occupancy(trace: Trace) -> np.ndarray:
+    ev = trace.events
+    occ = np.where(ev.occupancy_pct >= 0, ev.occupancy_pct, np.nan)  # NaN compares False
+    zero = np.flatnonzero(occ == 0)
+    if len(zero):
+        floor = np.minimum(ev.blocks_per_sm[zero], 1.0) * block_threads(trace)[zero] / MAX_THREADS_PER_SM * 100
+        occ[zero[floor >= 1.0]] = np.nan  # NaN bounds (unknown geometry) keep the 0
+    return occ
 
 
 def has_geometry(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -163,7 +197,7 @@ def _sm_efficiency(trace, rows, lo, hi, num_sms) -> float | None:
 
 
 def _occupancy(occ: np.ndarray, clipped: np.ndarray) -> float | None:
-    ok = occ >= 0  # NaN compares False
+    ok = occ >= 0  # NaN (unknown, :func:`kernel_occupancy`) compares False
     weight = clipped[ok].sum()
     if not ok.any() or weight <= 0:
         return None

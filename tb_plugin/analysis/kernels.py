@@ -2,7 +2,8 @@
 
 Definitions, per group (µs): ``calls`` = number of kernel events; ``total/mean/min/max`` of their
 durations; ``blocks_per_sm`` and ``achieved_occupancy_pct`` = duration-weighted means over the calls
-that carry the arg (``null`` when none does); ``tensor_cores`` = the name matches a tensor-core kernel
+whose value is known (``null`` when none is; a 0 that Kineto wrote for "not computed" is unknown,
+:func:`.gpu.kernel_occupancy`); ``tensor_cores`` = the name matches a tensor-core kernel
 pattern (:mod:`.tensor_cores`). The launching operator is the innermost operator around the kernel's
 launch (:mod:`.operators`). Kernels are recognized by category (``Kernel``/``kernel``) on NVIDIA and
 AMD alike; a missing launch arg leaves its cell ``null``.
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
+from .gpu import kernel_occupancy
 from .operators import _longest_member, op_times
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
@@ -50,7 +52,7 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
     np.minimum.at(mins, inverse, dur)
     np.maximum.at(maxs, inverse, dur)
     bps = _weighted_mean(ev.blocks_per_sm[rows], dur, inverse, size)
-    occ = _weighted_mean(ev.occupancy_pct[rows], dur, inverse, size)
+    occ = _weighted_mean(kernel_occupancy(trace)[rows], dur, inverse, size)
     longest = _longest_member(rows, inverse, dur, size)
     out = []
     for g in range(size):

@@ -57,6 +57,26 @@ def _kernel_blocks(trace: Trace) -> np.ndarray:
     return out
 
 
+def block_threads(trace: Trace) -> np.ndarray:
+    """For every event, the threads per block (work-items per work-group) of its kernel launch: the
+    product of its ``block`` (or its launch call's, as :func:`kernel_blocks`); NaN when unknown."""
+    return trace.memo("block_threads", lambda: _block_threads(trace))
+
+
+def _block_threads(trace: Trace) -> np.ndarray:
+    ev = trace.events
+    out = np.full(len(ev), np.nan)
+    rows = np.flatnonzero(ev.kind == Kind.KERNEL)
+    if len(rows) == 0:
+        return out
+    block = ev.block[rows].copy()
+    launch = launch_of(trace)[rows]
+    borrow = (block == 0) & (launch >= 0)
+    block[borrow] = ev.block[launch[borrow]]
+    out[rows] = _dims_table(trace, np.unique(block))[block].prod(axis=1)
+    return out
+
+
 def _dims_table(trace: Trace, ids: np.ndarray) -> np.ndarray:
     """Rows of (x, y, z) for string ids holding ``[x, y, z]`` texts; NaN rows for others (id 0: none)."""
     table = np.full((len(trace.strings) + 1, 3), np.nan)

@@ -596,8 +596,9 @@ class _Builder:
             if item.get("comm_args"):
                 args.update(item["comm_args"])
             bpsm = bpsm_exact if self.spec.omit_blocks_per_sm else bpsm_written
-            self.kernels.append(_KernelPlan(ts, ts + d, self.device, bpsm, float(item["occ"]),
-                                            _is_tc(item["name"])))
+            # a 0 that Kineto writes when its occupancy calculation failed is unknown (-1), not 0 %
+            occ = -1.0 if item.get("occ_not_computed") else float(item["occ"])
+            self.kernels.append(_KernelPlan(ts, ts + d, self.device, bpsm, occ, _is_tc(item["name"])))
             tag = "comm" if item.get("comm") else "kernel"
         else:
             nbytes = item["bytes"]
@@ -858,6 +859,9 @@ def _allreduce(b: _Builder) -> None:
     Laid out so the margins of record_param_comms outside nccl:all_reduce are covered by a running
     kernel: a compute kernel at the start (launched just before) and the NCCL kernel at the end.
     Whether an analysis counts record_param_comms itself as communication then does not matter.
+    The NCCL kernel's occupancy is written 0 while its launch (544-thread blocks, 0.1 blocks per SM)
+    implies ≥ 1 %: Kineto's "not computed" (real NCCL kernels, with over 48 KiB of shared memory, read
+    so), which the analysis must leave out (``occ_not_computed``).
     """
     spec = b.spec
     names = _NAMES[spec.style]
@@ -875,7 +879,7 @@ def _allreduce(b: _Builder) -> None:
                  "Process Group Description": "default_pg",
                  "Process Group Ranks": str(list(range(spec.ranks)))}
     nccl_item = b.kernel(names["nccl"], b.dur(60, 120), 2 * (spec.sms // 20 or 1), 0,
-                         threads=544, stream=_STREAM_COMM, comm=True,
+                         threads=544, stream=_STREAM_COMM, comm=True, occ_not_computed=True,
                          comm_args=comm_args if b.pt2 else None)
     if b.pt2:
         rpc_args = dict(comm_args, **{"Global rank start": 0, "Global rank stride": 1})

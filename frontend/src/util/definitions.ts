@@ -18,7 +18,9 @@ export const DEFINITIONS = {
     "kernel without them runs is left out of the average.",
   achievedOccupancy:
     "Est. Achieved Occupancy (%): estimated ratio of active warps to the maximum warps an SM can " +
-    "hold, averaged over kernels and weighted by each kernel's duration.",
+    "hold, averaged over kernels and weighted by each kernel's duration. Kernels whose occupancy " +
+    "the profiler could not compute (it writes 0 for them, e.g. Hopper GEMM and attention kernels " +
+    "with large shared memory) are left out of the average.",
   tensorCores:
     "Kernel time using Tensor Cores (%): time of kernels that use Tensor Cores ÷ total time of all " +
     "kernels launched by operators × 100.",

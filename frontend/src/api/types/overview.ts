@@ -57,6 +57,9 @@ export interface GpuInfo {
   /** Kernel time (µs) in the steps window with no launch geometry, left out of SM efficiency. */
   kernel_us_without_geometry?: number;
   achieved_occupancy_pct: number | null;
+  /** Kernel time (µs) in the steps window whose occupancy is unknown (Kineto's 0 for "not
+   * computed", e.g. Hopper nvjet/wgmma kernels), left out of achieved occupancy. */
+  kernel_us_without_occupancy?: number;
   tensor_core_pct: number | null;
 }
 

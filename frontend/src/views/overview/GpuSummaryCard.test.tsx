@@ -37,6 +37,16 @@ describe("GpuSummaryCard", () => {
     expect(screen.getByTestId("sm-efficiency-note").textContent).toMatch(/^Leaves out 100(\.0+)? µs of kernel time/);
   });
 
+  it("shows unknown occupancy as a note, never null or NaN", () => {
+    const hopper: GpuInfo = { ...base, id: 0, name: "NVIDIA H200", vendor: "NVIDIA", compute_capability: "9.0",
+      architecture: null, kernel_us_without_geometry: 0, achieved_occupancy_pct: 63.99,
+      kernel_us_without_occupancy: 2614 };
+    render(<GpuSummaryCard gpus={[hopper]} />);
+    expect(screen.getByTestId("achieved-occupancy").textContent).toBe("63.99 %");
+    expect(screen.getByTestId("occupancy-note").textContent).toMatch(/^Leaves out 2\.61 ms of kernel time with unknown occupancy/);
+    expect(screen.getByTestId("gpu-summary").textContent).not.toMatch(/null|NaN|undefined/);
+  });
+
   it("keeps the compute capability of NVIDIA GPUs and shows no note without missing geometry", () => {
     const nvidia: GpuInfo = { ...base, id: 0, name: "NVIDIA H100 80GB HBM3", vendor: "NVIDIA",
       compute_capability: "9.0", architecture: null, kernel_us_without_geometry: 0 };

@@ -9,6 +9,7 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
   const generation = gpuGeneration(gpu);
   const amd = gpu.vendor === "AMD";
   const withoutGeometry = gpu.kernel_us_without_geometry ?? 0;
+  const withoutOccupancy = gpu.kernel_us_without_occupancy ?? 0;
   return (
     <div className="gpu-block" data-testid="gpu-block">
       <div className="gpu-title">GPU {gpu.id}</div>
@@ -48,6 +49,11 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
           </dt>
           <dd data-testid="achieved-occupancy">{formatPct(gpu.achieved_occupancy_pct)}</dd>
         </div>
+        {withoutOccupancy > 0 ? (
+          <p className="muted" data-testid="occupancy-note">
+            Leaves out {formatDuration(withoutOccupancy)} of kernel time with unknown occupancy.
+          </p>
+        ) : null}
         <div className="kv-row">
           <dt>
             {amd ? (
