@@ -191,7 +191,9 @@ def _sample_traces():
     files = []
     for root in roots:
         for dirpath, _, names in os.walk(root):
-            files += [os.path.join(dirpath, n) for n in names if ".json" in n and not n.endswith(".expected.json")
+            # not traces: known answers (*.expected.json, RECORDED.json) and export_memory_timeline files
+            files += [os.path.join(dirpath, n) for n in names if ".json" in n
+                      and not n.endswith((".expected.json", "RECORDED.json")) and ".pt.trace.memory." not in n
                       and "memory_analysis" not in dirpath]
     return sorted(files)
 
