@@ -285,8 +285,7 @@ def _gpu_kind(g: dict[str, Any]) -> str:
 
 
 def _left_out(g: dict[str, Any], what: str) -> str:
-    """How much kernel time a GPU metric leaves out (``kernel_us_without_<what>``): no launch geometry
-    (SM efficiency), unknown occupancy (achieved occupancy)."""
+    """Kernel time a GPU metric leaves out (``kernel_us_without_<what>``: geometry, occupancy)."""
     us = g.get(f"kernel_us_without_{what}") or 0.0
     why = "without launch geometry" if what == "geometry" else f"with unknown {what}"
     return f" (leaves out {fixed(us / 1000, 3)} ms of kernel time {why})" if us > 0 else ""
@@ -310,7 +309,8 @@ def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
             if snap["error"]:
                 out.write(f"     {snap['path']}: ERROR: {snap['error']}\n")
                 continue
-            peaks = ", ".join(f"{d['device']} peak active {_bytes(d['peak_active_bytes'])}" for d in snap["devices"])
+            peaks = ", ".join(f"{d['device']} peak active {_bytes(d['peak_active_bytes'])} (requested bytes; allocated at "
+                              f"dump {_bytes(d.get('allocated_at_dump_bytes') or 0)})" for d in snap["devices"])
             out.write(f"     {snap['path']}: {peaks or 'no devices'}\n")
             for d in snap["devices"]:
                 alive = d.get("alive_at_peak") or {}

@@ -178,6 +178,7 @@ def test_snapshot_peak_against_max_memory_allocated(report, label):
     gap = m["max_memory_allocated_bytes"] - rounded
     assert gap == 6 * MIB  # the unsplit remainders: whole MiB on this run, ≤ 1 MiB per large block
     assert dev["peak_active_bytes"] <= m["max_memory_allocated_bytes"] <= dev["peak_active_bytes"] * 1.01
+    assert dev["allocated_at_dump_bytes"] == m["memory_allocated_at_dump_bytes"]  # block bytes: exact
 
 
 @pytest.mark.parametrize("label", ["after_build", "from_start"])

@@ -10,6 +10,13 @@
 - **Active memory** after each entry = the bytes of the blocks live before the history + Σ sizes of
   ``alloc`` − Σ sizes freed so far, where a free of a history ``alloc`` frees that alloc's size.
 - **Reserved memory** = Σ ``segment_alloc``/``segment_map`` − Σ ``segment_free``/``segment_unmap``.
+- **Sizes are requested bytes**: the history's ``alloc``/``free`` sizes are what the caller asked for
+  (a 4-byte tensor reads 4), as are the ``requested_size`` of the blocks live before it; so is the peak.
+  ``torch.cuda.max_memory_allocated`` counts block bytes: requests rounded up to 512 B, and a
+  large-pool block keeps a remainder ≤ 1 MiB that is not split off (a 3 MiB request in a 4 MiB block),
+  which the history does not record; it reads higher (H200 sample: 919.2 MiB peak active, 925.2 MiB
+  max allocated: 31 KB of rounding, 6 MiB of remainders). ``allocated_at_dump_bytes`` (the dump's
+  block sizes) is ``memory_allocated()`` at the dump exactly.
 - **Peak active** = the largest active value; the allocations *alive at the peak* are the ``alloc``
   entries at or before it whose matching free (the next free of the same address) comes after it,
   and the blocks live before the history that are not freed by then (``before_history``).
@@ -236,8 +243,16 @@ def device_summary(snapshot: Snapshot, device: int, top: int = 10) -> dict:
         "device": f"GPU{device}",
         "peak_active_bytes": alive["peak_bytes"],
         "peak_time": float(t[peak]) if len(t) else None,
+        "allocated_at_dump_bytes": allocated_at_dump(snapshot, device),
         "largest": rows[:top],
     }
+
+
+def allocated_at_dump(snapshot: Snapshot, device: int) -> int:
+    """Σ ``size`` of the device's ``active_allocated`` blocks in the dump: block bytes, which is
+    ``torch.cuda.memory_allocated()`` at the dump exactly (the H200 sample: 388,331,520 B both)."""
+    return sum(int(b["size"]) for s in snapshot.segments if s["device"] == device
+               for b in s["blocks"] if b["state"] == "active_allocated")
 
 
 def segments_state(snapshot: Snapshot, device: int) -> list[dict]:

@@ -253,6 +253,7 @@ def snapshot_item(art, registry=None) -> dict:
     item = {"path": art.entry.rel, "error": art.error, "devices": []}
     if not art.error:
         item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
+                            "allocated_at_dump_bytes": d.get("allocated_at_dump_bytes"),
                             "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
                            for d in art.views.summary()["devices"]]
         if registry is not None:

@@ -99,7 +99,10 @@ export interface SnapshotReady {
   layout: string;
   time_unit: "us" | "entry";
   history_recorded: boolean;
-  devices: { device: string; peak_active_bytes: number; peak_time: number | null; largest: SnapshotLargest[] }[];
+  /** peak_active_bytes counts requested bytes; allocated_at_dump_bytes the dump's block bytes
+   * (= torch.cuda.memory_allocated() at the dump). */
+  devices: { device: string; peak_active_bytes: number; peak_time: number | null;
+    allocated_at_dump_bytes?: number; largest: SnapshotLargest[] }[];
   segment_devices: number[];
   annotations: SnapshotAnnotation[];
   markers: Record<string, SnapshotMarker[]>;
