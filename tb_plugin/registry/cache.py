@@ -87,14 +87,17 @@ def discard(path: str) -> None:
 
 def _events_file_intact(meta) -> bool:
     """Whether the entry's raw events file (if it has one) is still the regular file of the size
-    written (a zero-length, truncated or FIFO replacement makes the whole entry a miss)."""
+    written (a zero-length, truncated or FIFO replacement makes the whole entry a miss); when it is the
+    trace file itself (events left in place), also of the same mtime and inode."""
     if not isinstance(meta, dict) or not meta.get("events_file"):
         return True
     try:
         st = os.lstat(meta["events_file"])
     except (OSError, TypeError, ValueError):
         return False
-    return stat.S_ISREG(st.st_mode) and st.st_size == meta.get("events_bytes", st.st_size)
+    return (stat.S_ISREG(st.st_mode) and st.st_size == meta.get("events_bytes", st.st_size)
+            and st.st_mtime_ns == meta.get("events_mtime_ns", st.st_mtime_ns)
+            and st.st_ino == meta.get("events_inode", st.st_ino))
 
 
 class ParseCache:

@@ -5,6 +5,7 @@ task and the tests all parse through :func:`parse_entry`."""
 from __future__ import annotations
 
 import os
+import stat
 from typing import Callable
 
 from ..storage.private_files import fsync_path, write_atomic
@@ -18,7 +19,7 @@ from ..trace.decode_workers import can_fork
 from ..trace.errors import TraceReadError
 from ..trace.heap import release_after, release_freed_memory
 from ..trace.model import Trace
-from .cache import ParseCache
+from .cache import ParseCache, discard
 from .results import ResultCache
 from .views import FileViews
 
@@ -110,6 +111,32 @@ def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
             close()
 
 
+def _local_file(fs, path: str) -> tuple[str, os.stat_result] | None:
+    """``(real path, stat)`` of a regular local file, else None."""
+    if not is_local_fs(fs):
+        return None
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except (OSError, ValueError):
+        return None
+    return (real, st) if stat.S_ISREG(st.st_mode) else None
+
+
+def _point_at_trace(trace: Trace, real: str, before: os.stat_result) -> None:
+    """Record the trace file itself as the raw events file of ``trace`` (the decoder left its events in
+    place): its size, mtime and inode as they were before the parse, which the cache checks on every
+    hit. A file that changed during the parse gets no raw events file (details from the columns)."""
+    try:
+        after = os.stat(real)
+    except OSError:
+        return
+    if (after.st_size, after.st_mtime_ns, after.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino):
+        return
+    trace.meta.update(events_file=real, events_bytes=after.st_size, events_mtime_ns=after.st_mtime_ns,
+                      events_inode=after.st_ino)
+
+
 def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,
                spool_dir: str | None = None, json_document: bool = True):
     """:func:`~tb_plugin.storage.read.read_trace_bytes`, its read error raised as :class:`TraceReadError`
@@ -138,24 +165,36 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
         return check_analysis_budget(load_trace_file(path, fs=fs, size=size, progress=report)), False
     events_path = cache.events_path(url, version)
     parsed: list[Trace] = []
+    local = _local_file(fs, path)  # (real path, stat) of a local file: its raw events may stay in it
 
     def parse_into(file) -> None:
         with BackgroundWriter(file) as sink:
+            if local is not None:
+                sink.in_place_path = local[0]
             parsed.append(load_trace_file(path, fs=fs, size=size, progress=report, events_sink=sink))
 
+    in_place = False
     try:  # private, renamed, no temp file survives; fsynced now, or by the deferred write before the columns
         write_atomic(events_path, parse_into, durable=deferred is None)
         trace = parsed[0]
-        trace.meta["events_file"] = events_path
-        trace.meta["events_bytes"] = os.path.getsize(events_path)  # the cache checks it on every hit
+        in_place = bool(trace.meta.pop("events_in_place", False))
+        if in_place:
+            discard(events_path)  # empty: the events were left in the trace file
+            _point_at_trace(trace, *local)
+        else:
+            trace.meta["events_file"] = events_path
+            trace.meta["events_bytes"] = os.path.getsize(events_path)  # the cache checks it on every hit
     except OSError:  # an unwritable cache only costs the full event args
         trace = parsed[0] if parsed else load_trace_file(path, fs=fs, size=size, progress=report)
+        if trace.meta.pop("events_in_place", False):
+            _point_at_trace(trace, *local)
     if deferred is not None:
         prepared = cache.prepare(url, version, trace)  # the trace as parsed, whatever the analyses add later
         items = _items(trace)
 
         def write_prepared() -> None:
-            fsync_path(events_path)  # the raw events reach the disk before the entry that points at them
+            if not in_place:
+                fsync_path(events_path)  # the raw events reach the disk before the entry that points at them
             cache.write_prepared(*prepared)
             release_after(items)  # the cache writer's copies
 

@@ -283,6 +283,7 @@ class Blocks:
         self.fs, self.path, self.size = fs, path, size
         self.json_document, self.limit_share = json_document, limit_share
         self.read = 0
+        self.raw = False  # whether the blocks are the file's own bytes (not gzip), known once the first is read
 
     def fraction(self) -> float:
         return min(1.0, self.read / self.size) if self.size else 0.0
@@ -308,6 +309,7 @@ class Blocks:
                 raise _too_big(limit, "file")
             if self.json_document:
                 check_json_head(head, len(head) < CHUNK_BYTES)
+            self.raw = True
             total, chunk = 0, head
             while chunk:
                 total += len(chunk)

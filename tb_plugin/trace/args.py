@@ -1,7 +1,8 @@
 """All the args of one event, for the timeline's details panel.
 
 The decoder keeps only the columns the analyses need. When the trace was parsed with a side file
-(``Trace.meta["events_file"]``: the raw JSON of every duration event, written beside the parse cache),
+(``Trace.meta["events_file"]``: the raw JSON of every duration event, written beside the parse cache, or
+the trace file itself when a local uncompressed trace was streamed and its events left in place),
 the registry reads the event's bytes back (:func:`event_span`) and :func:`args_of_raw` decodes its
 complete ``args`` object; otherwise :func:`event_args` returns the known columns.
 """
@@ -15,6 +16,7 @@ import msgspec
 import numpy as np
 
 from .model import Trace
+from .nonfinite import quote_nonfinite
 
 _STRING_COLUMNS = {"grid": "grid", "block": "block", "input_dims": "Input Dims", "call_stack": "Call stack"}
 _NUMBER_COLUMNS = {"correlation": "correlation", "external_id": "External id", "device": "device",
@@ -51,10 +53,17 @@ def event_span(trace: Trace, row: int) -> tuple[str, int, int] | None:
 
 
 def args_of_raw(raw: bytes) -> dict[str, Any] | None:
-    """The ``args`` object of one event's raw JSON (``{}`` without one); None when it does not decode."""
+    """The ``args`` object of one event's raw JSON (``{}`` without one); None when it does not decode.
+    Bare ``NaN``/``Infinity`` literals (an event read back from the trace file itself) are quoted first."""
     try:
         doc = msgspec.json.decode(raw)
     except msgspec.DecodeError:
-        return None
+        quoted = quote_nonfinite(raw)
+        if quoted is None:
+            return None
+        try:
+            doc = msgspec.json.decode(quoted[0])
+        except msgspec.DecodeError:
+            return None
     args = doc.get("args") if isinstance(doc, dict) else None
     return args if isinstance(args, dict) else {}

@@ -29,7 +29,7 @@ import msgspec
 import numpy as np
 
 from .columns import ColumnBuilder
-from .decode_workers import run_parallel
+from .decode_workers import decode_batch, run_parallel
 from .errors import TraceReadError
 from .events import BATCH_EVENTS, _OBJECT_DECODER
 from .heap import gc_paused
@@ -99,16 +99,33 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _batches(source: Source, chunk_bytes: int, facts: dict) -> Iterable[list[msgspec.Raw]]:
-    """The events regrouped into the batches of :data:`BATCH_EVENTS` the whole-document decoder uses."""
+def _batches(source: Source, chunk_bytes: int, facts: dict, positions: bool = False) -> Iterable:
+    """The events regrouped into the batches of :data:`BATCH_EVENTS` the whole-document decoder uses;
+    with ``positions``, pairs ``(raws, where)`` (see :func:`.scan.scan_document`; events the scanner
+    could not place get offset and length −1)."""
     pending: list = []
-    for raws in scan_document(source, chunk_bytes, facts):
+    placed: list = []  # with positions: the pending events' (offsets, lengths, raw lengths), per chunk
+    for got in scan_document(source, chunk_bytes, facts, positions):
+        raws, where = got if positions else (got, None)
+        if positions:
+            placed.append(where if where is not None else _unplaced(raws))
         pending.extend(raws)
-        while len(pending) >= BATCH_EVENTS:
-            yield pending[:BATCH_EVENTS]
-            del pending[:BATCH_EVENTS]
+        if len(pending) >= BATCH_EVENTS:
+            table = tuple(np.concatenate(column) for column in zip(*placed)) if positions else ()
+            k = 0
+            while len(pending) - k >= BATCH_EVENTS:
+                batch = pending[k:k + BATCH_EVENTS]
+                yield (batch, tuple(a[k:k + BATCH_EVENTS] for a in table)) if positions else batch
+                k += BATCH_EVENTS
+            del pending[:k]
+            placed = [tuple(a[k:] for a in table)] if positions else []
     if pending:
-        yield pending
+        yield (pending, tuple(np.concatenate(column) for column in zip(*placed))) if positions else pending
+
+
+def _unplaced(raws: list[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    unknown = np.full(len(raws), -1, dtype=np.int64)
+    return unknown, unknown, np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
 
 
 def _joined(raws: list[msgspec.Raw]) -> bytes:
@@ -121,20 +138,56 @@ def _joined(raws: list[msgspec.Raw]) -> bytes:
     return b"".join(parts)
 
 
-def _units(batches: Iterable[list[msgspec.Raw]]) -> Iterable[list[bytes]]:
+class _Unit(list):
+    """The joined batches a worker decodes at once; ``where``: per batch, where its events stand in the
+    document (offsets, lengths, raw lengths), when they are placed (raw events left in place)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.where: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+
+def _units(batches: Iterable, positions: bool = False) -> Iterable[_Unit]:
     """The joined batches grouped into the units a worker decodes at once (one answer each):
     :data:`UNIT_BATCHES` batches, fewer in the first units so that both workers start early."""
-    unit: list[bytes] = []
+    unit = _Unit()
     sizes = iter(FIRST_UNITS)
     size = next(sizes, UNIT_BATCHES)
-    for raws in batches:
+    for batch in batches:
+        raws, where = batch if positions else (batch, None)
         unit.append(_joined(raws))
+        if positions:
+            unit.where.append(where)
         if len(unit) == size:
             yield unit
-            unit = []
+            unit = _Unit()
             size = next(sizes, UNIT_BATCHES)
     if unit:
         yield unit
+
+
+def _to_document(state: dict, where: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    """Turn a decoded unit's raw-event offsets, counted by the worker in the unit's joined batches
+    (``[`` + raws joined by ``,`` + ``]``, one after the other), into offsets and lengths in the
+    document (−1: not placed)."""
+    offsets, lengths = (np.concatenate([w[i] for w in where]) for i in (0, 1))
+    starts, base = [], 0  # where each raw starts in the joined batches
+    for _, _, raw in where:
+        starts.append(base + 1 + np.concatenate(([0], np.cumsum(raw[:-1] + 1))))
+        base += 2 + int(raw.sum()) + max(len(raw) - 1, 0)
+    joined = np.concatenate(starts)
+
+    def relocate(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k = np.minimum(np.searchsorted(joined, col), max(len(joined) - 1, 0))
+        ok = (col >= 0) & (joined[k] == col) if len(joined) else np.zeros(len(col), dtype=bool)
+        return np.where(ok, offsets[k], -1), np.where(ok, lengths[k], -1)
+
+    chunks = state["chunks"]
+    for i, col in enumerate(chunks["src_offset"]):
+        chunks["src_offset"][i], length = relocate(np.asarray(col))
+        chunks["src_length"][i] = length.astype(np.int32)
+    state["begin_end"] = [row if row[8] is None else row[:8] + (np.stack(relocate(np.asarray(row[8][:1]))).reshape(2),)
+                          for row in state["begin_end"]]
 
 
 def _held(builder: ColumnBuilder) -> int:
@@ -154,6 +207,10 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
     facts: dict[str, Any] = {}
     builder = ColumnBuilder(events_sink)
     with_sink = events_sink is not None
+    # raw events left in place: the sink's owner takes offsets into the file itself, whose bytes the
+    # blocks are (not gzip: decided by the first block, read before the first batch is cut)
+    place = with_sink and getattr(events_sink, "in_place_path", None) is not None
+    in_place: list[bool] = []  # decided at the first unit
     held = 0
 
     def check(held: int) -> None:
@@ -167,30 +224,46 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
 
     def take(state: dict, parts: list[bytes]) -> None:
         nonlocal held
-        if events_sink is not None:
+        if place and not in_place:
+            in_place.append(bool(getattr(blocks, "raw", False)))
+        if place and in_place[0]:
+            if blocks.skipped:  # document offsets → file offsets (a byte order mark)
+                for w in parts.where:
+                    w[0][w[0] >= 0] += blocks.skipped
+            _to_document(state, parts.where)
+        elif events_sink is not None:
             for joined in parts:
                 events_sink.write(joined)
         with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
-            held += merge(builder, state, builder.sink_pos)
+            held += merge(builder, state, 0 if place and in_place[0] else builder.sink_pos)
         builder.sink_pos += sum(map(len, parts))
         check(held)
 
-    batches = _batches(source, chunk_bytes, facts)
-    if workers <= 1:
+    batches = _batches(source, chunk_bytes, facts, place)
+    if workers <= 1 and not place:
         for raws in batches:  # serially, the batches go straight into the builder, as in decode_trace
             builder.add_batch(raws)
             check(_held(builder))
+    elif workers <= 1:
+        for unit in _units(batches, place):
+            take(decode_batch(unit, True), unit)
     else:
-        run_parallel(_units(batches), workers, with_sink, take)
+        run_parallel(_units(batches, place), workers, with_sink, take)
     if progress:
         progress(1.0)
-    return _finish(builder, facts)
+    trace = _finish(builder, facts)
+    if place and in_place and in_place[0]:
+        trace.meta["events_in_place"] = True
+    return trace
 
 
 def _strip_bom(blocks):
-    """``blocks`` without a leading UTF-8 byte order mark (keeps a ``fraction()`` method)."""
+    """``blocks`` without a leading UTF-8 byte order mark (keeps a ``fraction()`` method; ``skipped``:
+    the bytes dropped; ``raw``: whether the blocks are the file's own bytes, as ``blocks`` says)."""
 
     class _Blocks:
+        skipped = 0
+
         def __iter__(self):
             first = True
             for block in blocks:
@@ -198,7 +271,12 @@ def _strip_bom(blocks):
                     first = False
                     if block[:3] == b"\xef\xbb\xbf":
                         block = block[3:]
+                        self.skipped = 3
                 yield block
+
+        @property
+        def raw(self) -> bool:
+            return bool(getattr(blocks, "raw", False))
 
         def fraction(self) -> float:
             return blocks.fraction() if hasattr(blocks, "fraction") else 0.0

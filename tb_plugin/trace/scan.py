@@ -30,6 +30,7 @@ import numpy as np
 
 from .events import _RAW_LIST
 from .nonfinite import _escaped, quote_nonfinite, token_at
+from .raw_positions import locate
 
 MAX_TRIES = 8  # candidate cuts tried (each costs a decode of the chunk) before the exact scan
 # The first chunk's size (bytes); each next one doubles, up to the caller's chunk size: the decoder's
@@ -94,8 +95,10 @@ class Source:
         return self.consumed + self.pos
 
 
-def scan_document(source: Source, chunk_bytes: int, facts: dict) -> Iterator[list[msgspec.Raw]]:
-    """Yield the events as lists of ``msgspec.Raw`` (one list per chunk, in document order).
+def scan_document(source: Source, chunk_bytes: int, facts: dict, positions: bool = False) -> Iterator:
+    """Yield the events as lists of ``msgspec.Raw`` (one list per chunk, in document order); with
+    ``positions``, pairs ``(raws, where)``: ``where`` is ``(offsets, lengths, raw lengths)`` of each raw in
+    the document (bytes; :func:`.raw_positions.locate`), or None where they are not known.
 
     Fills ``facts``: ``form`` ("object"/"array"), ``top`` (the JSON bytes of an object holding the
     top-level keys other than ``traceEvents``), ``nonfinite`` (bare literals quoted), ``cut_off``
@@ -105,11 +108,11 @@ def scan_document(source: Source, chunk_bytes: int, facts: dict) -> Iterator[lis
     if first == ord("["):
         facts["form"] = "array"
         source.pos += 1
-        yield from _events(source, chunk_bytes, facts, array_form=True)
+        yield from _events(source, chunk_bytes, facts, True, positions)
     elif first == ord("{"):
         facts["form"] = "object"
         source.pos += 1
-        yield from _object(source, chunk_bytes, facts)
+        yield from _object(source, chunk_bytes, facts, positions)
     else:
         raise Unstreamable("the document does not start with '{' or '['")
     if source.peek() is not None:
@@ -117,7 +120,7 @@ def scan_document(source: Source, chunk_bytes: int, facts: dict) -> Iterator[lis
     facts["length"] = source.offset
 
 
-def _object(source: Source, chunk_bytes: int, facts: dict) -> Iterator[list[msgspec.Raw]]:
+def _object(source: Source, chunk_bytes: int, facts: dict, positions: bool) -> Iterator:
     pieces: list[bytes] = []
     seen_events = False
     if source.peek() == ord("}"):
@@ -137,7 +140,7 @@ def _object(source: Source, chunk_bytes: int, facts: dict) -> Iterator[list[msgs
                 raise Unstreamable("traceEvents twice, or not an array")
             seen_events = True
             source.pos += 1
-            yield from _events(source, chunk_bytes, facts, array_form=False)
+            yield from _events(source, chunk_bytes, facts, False, positions)
         else:
             value = _value(source)
             quoted = quote_nonfinite(value)
@@ -224,8 +227,9 @@ def element_ends(buf, start: int, final: bool = False) -> np.ndarray:
     return marks[ends] + start
 
 
-def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool) -> Iterator[list[msgspec.Raw]]:
-    """The elements of the array whose ``[`` was just consumed, as chunks of raws; consumes its ``]``."""
+def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool, positions: bool) -> Iterator:
+    """The elements of the array whose ``[`` was just consumed, as chunks of raws (with ``positions``,
+    ``(raws, where)``: see :func:`scan_document`); consumes its ``]``."""
     if source.peek() == ord("]"):
         source.pos += 1
         return
@@ -233,15 +237,21 @@ def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool) -> 
     while True:
         while len(source.buf) - source.pos < size and source.more():
             pass
+        quoted_before = facts["nonfinite"]
         cut = _cut(source, size, facts)
         size = min(chunk_bytes, 2 * size)
         if cut is None:  # the document ended inside the array
             if not array_form:
                 raise Unstreamable("the document ends inside traceEvents")
-            yield _recover_tail(source, facts)
+            tail = _recover_tail(source, facts)
+            yield (tail, None) if positions else tail
             return
         raws, end, closing = cut
-        yield raws
+        if positions:  # (buf and pos are final once _cut returns: offsets are consumed + position)
+            where = locate(source.buf, source.pos, raws, quoted=facts["nonfinite"] != quoted_before)
+            yield raws, (where[0] + source.consumed, where[1], where[2]) if where is not None else None
+        else:
+            yield raws
         source.pos = end
         if closing:
             return
