@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     base = None
     if args.baseline:
-        base = _measure(args.baseline, 1, ("cold",))["cold"]
+        base = _measure(args.baseline, args.repeat, ("cold",))["cold"]  # as many runs as the trace: fastest vs fastest
         print(f"baseline cold: {base['seconds']:.2f} s, peak RSS {base['rss_mb']:.0f} MB ({args.baseline})")
     cases = ("cold", "warm") if args.no_floor else ("floor", "cold", "warm")
     best = _measure(args.trace, args.repeat, cases)

@@ -37,7 +37,7 @@ from .registry.executors import ENV_VAR, LocalExecutor, open_executor
 from .registry.runs import RunRegistry
 from .registry.states import ERROR
 from .storage.remote import is_local_fs, url_to_fs
-from .trace import jsonsafe
+from .trace import heap, jsonsafe
 
 logger = logging.getLogger(__name__)
 _LABELS = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]  # analysis/breakdown.py: the one table
@@ -211,8 +211,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
 
 
 def _local_logdir_problem(registry: RunRegistry) -> str | None:
-    """Why a local logdir cannot be reported on (it does not exist, is not a directory, or cannot be
-    listed), or None. Bucket URLs are checked by the listing itself (``registry.error``)."""
+    """Why a local logdir cannot be reported on (missing, not a directory, unreadable), or None; buckets: the listing."""
     if registry.fs is None or not is_local_fs(registry.fs):
         return None
     root = registry.root
@@ -227,6 +226,7 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     """Every file's per-rank task on the chosen executor, one progress line per rank on ``err``."""
     if not files:
         return
+    heap.tune_allocator()  # this process's large arrays from the heap (trace/heap.py)
     warn = lambda message: err.write(f"kinetoscope: {message}\n")  # noqa: E731
     chosen = open_executor(executor, warn)
     bar = _ProgressBar(err, len(files), show_host=not isinstance(chosen, LocalExecutor))

@@ -21,6 +21,7 @@ from .registry.cache import ParseCache
 from .registry.multi import MultiRegistry, parse_logdir_spec
 from .registry.runs import RunRegistry
 from .storage.remote import describe_error
+from .trace.heap import tune_allocator
 from .trace import jsonsafe
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context: base_plugin.TBContext) -> None:
+        tune_allocator()  # TensorBoard's process serves the tab: large arrays from the heap (trace/heap.py)
         self._logdir = context.logdir or ""
         flags = context.flags
         reload_interval = getattr(flags, "reload_interval", None) or 10.0

@@ -117,6 +117,9 @@ def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: Text
     port; 1 when the address cannot be bound."""
     from werkzeug.serving import make_server
 
+    from .trace.heap import tune_allocator
+
+    tune_allocator()  # a process of our own: large arrays from the heap (trace/heap.py)
     try:
         prefix = normalize_prefix(path_prefix)
     except ValueError as exc:

@@ -30,8 +30,7 @@ from .sniff import GZIP_MAGIC, LEADING_BYTES
 
 
 class ReadError(Exception):
-    """A file cannot be read within the bounds (empty, truncated or corrupt gzip, too big, not JSON, I/O).
-    The message is shown to the user as is; the registry's loader re-raises it as ``TraceReadError``."""
+    """A file unreadable within the bounds; its message is shown as is (the loader raises ``TraceReadError``)."""
 
 CHUNK_BYTES = 8 << 20  # local sequential reads
 RANGE_BYTES = 256 << 20  # the largest ranged request for a remote object
@@ -275,15 +274,14 @@ class Blocks:
     ``fraction()`` is the share of the file's (compressed) bytes read so far. The same checks as
     :func:`read_trace_bytes` (empty file, not gzip, corrupt or truncated gzip, not JSON) raise
     :class:`ReadError` with the same messages; the document may exceed :func:`max_trace_bytes` up to
-    :data:`STREAM_LIMIT_SHARE` times (the decoder bounds its memory itself; ``limit_share``: another
-    multiple). ``json_document=False``: any document (an allocator-snapshot pickle), no JSON check."""
+    :data:`STREAM_LIMIT_SHARE` times (the decoder bounds its memory; ``limit_share``: another multiple).
+    ``json_document=False``: any document (an allocator-snapshot pickle), no JSON check."""
 
     def __init__(self, fs, path: str, size: int | None = None, json_document: bool = True,
                  limit_share: int = STREAM_LIMIT_SHARE) -> None:
         self.fs, self.path, self.size = fs, path, size
         self.json_document, self.limit_share = json_document, limit_share
-        self.read = 0
-        self.raw = False  # whether the blocks are the file's own bytes (not gzip), known once the first is read
+        self.read, self.raw = 0, False  # raw: the blocks are the file's own bytes (not gzip), known at the first
 
     def fraction(self) -> float:
         return min(1.0, self.read / self.size) if self.size else 0.0

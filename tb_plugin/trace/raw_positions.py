@@ -8,7 +8,7 @@ about 2 s of CPU per GB of writeback). :func:`locate` works on the scanner's buf
    start at ``p0 + cumsum(length + separator)``. The rule is checked for every event (each starts
    with ``{``, ends with ``}``, and the bytes between two events are exactly that separator), so a
    document that varies its separators never gets a wrong offset;
-2. else the exact scan (:func:`.scan.element_ends`: quotes, escapes, depth) finds the commas that end
+2. else the exact scan (:func:`element_ends`: quotes, escapes, depth) finds the commas that end
    the elements, and each element is the text between two of them, blanks trimmed. This also holds for
    a chunk whose bare ``NaN``/``Infinity`` literals were quoted before decoding: the offsets and lengths
    are the file's (unquoted) bytes;
@@ -21,6 +21,8 @@ import re
 
 import msgspec
 import numpy as np
+
+from .nonfinite import _escaped
 
 _SEPARATOR = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*")
 _BLANK = re.compile(rb"[ \t\r\n]*")
@@ -75,8 +77,6 @@ def _uniform(buf, arr: np.ndarray, p0: int, lengths: np.ndarray) -> np.ndarray |
 
 def _exact(arr: np.ndarray, start: int, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Starts and lengths from the exact element scan, blanks trimmed on both sides of each element."""
-    from .scan import element_ends  # (scan imports this module)
-
     ends = element_ends(arr, start, final=True)
     if len(ends) < n:
         return None
@@ -96,3 +96,25 @@ def _exact(arr: np.ndarray, start: int, n: int) -> tuple[np.ndarray, np.ndarray]
     if not (np.all(arr[lo] == OPEN) and np.all(arr[hi] == CLOSE)):
         return None
     return lo.astype(np.int64), (hi - lo + 1).astype(np.int64)
+
+
+def element_ends(buf, start: int, final: bool = False) -> np.ndarray:
+    """Positions of the ``,``, ``]`` and ``}`` that end elements at the depth of ``start`` (which
+    must lie outside any string), found in one vectorized pass: quotes not escaped by an odd run of
+    backslashes delimit strings; brackets and commas outside strings count; the running depth is
+    their cumulative sum. Stops being reliable where a string is still open at the buffer's end
+    (those positions are dropped)."""
+    arr = np.frombuffer(buf, dtype=np.uint8)[start:]
+    quotes = np.flatnonzero(arr == 0x22)
+    if len(quotes):
+        quotes = quotes[~_escaped(arr, quotes, 0)]
+    marks = np.flatnonzero((arr == 0x2C) | (arr == 0x5B) | (arr == 0x5D) | (arr == 0x7B) | (arr == 0x7D))
+    outside = np.searchsorted(quotes, marks, side="right") % 2 == 0
+    marks = marks[outside]
+    if len(quotes) % 2 and not final:  # an open string at the end: nothing after its quote is known
+        marks = marks[marks < quotes[-1]]
+    kinds = arr[marks]
+    step = np.where((kinds == 0x5B) | (kinds == 0x7B), 1, np.where(kinds == 0x2C, 0, -1))
+    depth_before = np.cumsum(step) - step
+    ends = ((kinds == 0x2C) & (depth_before == 0)) | ((step == -1) & (depth_before == 0))
+    return marks[ends] + start

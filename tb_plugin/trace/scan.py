@@ -30,7 +30,7 @@ import numpy as np
 
 from .events import _RAW_LIST
 from .nonfinite import _escaped, quote_nonfinite, token_at
-from .raw_positions import locate
+from .raw_positions import element_ends, locate
 
 MAX_TRIES = 8  # candidate cuts tried (each costs a decode of the chunk) before the exact scan
 # The first chunk's size (bytes); each next one doubles, up to the caller's chunk size: the decoder's
@@ -203,28 +203,6 @@ def _windows(source: Source, window: int, message: str, skip: int = 0) -> Iterat
             window *= 4
         elif not source.more():
             raise Unstreamable(message)
-
-
-def element_ends(buf, start: int, final: bool = False) -> np.ndarray:
-    """Positions of the ``,``, ``]`` and ``}`` that end elements at the depth of ``start`` (which
-    must lie outside any string), found in one vectorized pass: quotes not escaped by an odd run of
-    backslashes delimit strings; brackets and commas outside strings count; the running depth is
-    their cumulative sum. Stops being reliable where a string is still open at the buffer's end
-    (those positions are dropped)."""
-    arr = np.frombuffer(buf, dtype=np.uint8)[start:]
-    quotes = np.flatnonzero(arr == 0x22)
-    if len(quotes):
-        quotes = quotes[~_escaped(arr, quotes, 0)]
-    marks = np.flatnonzero((arr == 0x2C) | (arr == 0x5B) | (arr == 0x5D) | (arr == 0x7B) | (arr == 0x7D))
-    outside = np.searchsorted(quotes, marks, side="right") % 2 == 0
-    marks = marks[outside]
-    if len(quotes) % 2 and not final:  # an open string at the end: nothing after its quote is known
-        marks = marks[marks < quotes[-1]]
-    kinds = arr[marks]
-    step = np.where((kinds == 0x5B) | (kinds == 0x7B), 1, np.where(kinds == 0x2C, 0, -1))
-    depth_before = np.cumsum(step) - step
-    ends = ((kinds == 0x2C) & (depth_before == 0)) | ((step == -1) & (depth_before == 0))
-    return marks[ends] + start
 
 
 def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool, positions: bool) -> Iterator:
