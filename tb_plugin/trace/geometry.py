@@ -35,14 +35,9 @@ def kernel_blocks(trace: Trace) -> np.ndarray:
 def _kernel_blocks(trace: Trace) -> np.ndarray:
     ev = trace.events
     out = np.full(len(ev), np.nan)
-    rows = np.flatnonzero(ev.kind == Kind.KERNEL)
+    rows, grid, block, launch = _kernel_geometry(trace, "grid")
     if len(rows) == 0:
         return out
-    grid, block = ev.grid[rows].copy(), ev.block[rows].copy()
-    launch = launch_of(trace)[rows]
-    borrow = (grid == 0) & (launch >= 0)
-    grid[borrow] = ev.grid[launch[borrow]]
-    block[borrow] = ev.block[launch[borrow]]
     work_items = np.zeros(len(rows), dtype=bool)
     linked = launch >= 0
     if linked.any():
@@ -64,17 +59,25 @@ def block_threads(trace: Trace) -> np.ndarray:
 
 
 def _block_threads(trace: Trace) -> np.ndarray:
-    ev = trace.events
-    out = np.full(len(ev), np.nan)
-    rows = np.flatnonzero(ev.kind == Kind.KERNEL)
+    out = np.full(len(trace.events), np.nan)
+    rows, _, block, _ = _kernel_geometry(trace, "block")
     if len(rows) == 0:
         return out
-    block = ev.block[rows].copy()
-    launch = launch_of(trace)[rows]
-    borrow = (block == 0) & (launch >= 0)
-    block[borrow] = ev.block[launch[borrow]]
     out[rows] = _dims_table(trace, np.unique(block))[block].prod(axis=1)
     return out
+
+
+def _kernel_geometry(trace: Trace, needed: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(kernel rows, grid ids, block ids, launch rows)``: where a kernel's ``needed`` column (``"grid"``
+    or ``"block"``) is empty, its grid and block are both its launch call's."""
+    ev = trace.events
+    rows = np.flatnonzero(ev.kind == Kind.KERNEL)
+    grid, block = ev.grid[rows].copy(), ev.block[rows].copy()
+    launch = launch_of(trace)[rows]
+    borrow = ((grid if needed == "grid" else block) == 0) & (launch >= 0)
+    grid[borrow] = ev.grid[launch[borrow]]
+    block[borrow] = ev.block[launch[borrow]]
+    return rows, grid, block, launch
 
 
 def _dims_table(trace: Trace, ids: np.ndarray) -> np.ndarray:
