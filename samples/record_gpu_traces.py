@@ -10,6 +10,8 @@ recording measured itself, the ground truth the tests compare the analyses with:
 | ``gpu_compile/`` | the same model under ``torch.compile`` (Inductor/Triton kernels) | wall µs per step |
 | ``gpu_cudagraph/`` | the same model's whole training step captured in a CUDA graph and replayed | wall µs per step, graph kernels |
 | ``gpu_fp8/`` | FP8 (e4m3) GEMMs through ``torch._scaled_mm`` with BF16 output, and a BF16 GEMM beside them | wall µs per step |
+| ``gpu_ddp_nccl/`` | the BF16 step under DDP on one rank, NCCL (``record_param_comms``, NCCL kernels, process group fields) | wall µs per step, gradient bytes |
+| ``gpu_inference/`` | greedy decoding of 16 tokens for 8 prompts under ``inference_mode``, BF16 weights | wall µs per step |
 | ``gpu_snapshot/`` | allocator snapshots of 3 training steps: history started **after** the model and optimizer were built (the common case), and from the start | ``max_memory_allocated``, ``memory_allocated`` at dump, bytes of parameters |
 
 Usage (on the GPU machine, from the repository root):
@@ -260,6 +262,56 @@ def rec_fp8(dev: str, out_dir: str) -> dict:
             "gemm_shape_mnk": [m, n, k], "fp8_gemms_per_step": 4, "bf16_gemms_per_step": 1}
 
 
+def rec_ddp_nccl(dev: str, out_dir: str) -> dict:
+    """The BF16 training step under DistributedDataParallel on one rank (NCCL on CUDA, gloo on a dry run):
+    real ``record_param_comms``/``nccl:all_reduce`` events and communication kernels, with the process
+    group's name, description and ranks as PyTorch writes them."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    dist.init_process_group("nccl" if dev == "cuda" else "gloo", rank=0, world_size=1)
+    try:
+        model, _ = build(dev)
+        ddp = DistributedDataParallel(model, bucket_cap_mb=8)
+        opt = torch.optim.AdamW(ddp.parameters(), lr=1e-4, fused=dev == "cuda")
+        step = train_step_fn(ddp, opt, dev)
+        wait, warmup, active = 1, 1, 3
+        with profiled(dev, os.path.join(out_dir), wait, warmup, active) as prof:
+            walls = timed_steps(step, loader(wait + warmup + active), wait + warmup + active, dev, prof)
+        grads = sum(p.numel() * p.element_size() for p in model.parameters())
+        return {"step_wall_us": walls[wait + warmup:], "profiled_steps": active, "world_size": 1,
+                "backend": dist.get_backend(), "bucket_cap_mb": 8, "gradient_bytes": grads}
+    finally:
+        dist.destroy_process_group()
+
+
+def rec_inference(dev: str, out_dir: str) -> dict:
+    """Serving-style decoding: under ``inference_mode``, BF16 weights, each profiled step generates 16
+    tokens greedily for 8 prompts of 128 tokens (the whole prefix recomputed per token: no KV cache)."""
+    torch.manual_seed(0)
+    model = TinyGPT().to(dev).to(torch.bfloat16).eval()
+    prompts = torch.randint(0, VOCAB, (BATCH, 128), device=dev)
+    new_tokens = 16
+
+    def step(_x, _y):
+        with torch.inference_mode():
+            idx = prompts
+            for _ in range(new_tokens):
+                with record_function("decode_token"):
+                    nxt = model(idx)[:, -1].argmax(-1, keepdim=True)
+                idx = torch.cat([idx, nxt], dim=1)
+        return idx
+
+    wait, warmup, active = 1, 1, 3
+    fake = [(None, None)] * (wait + warmup + active)
+    with profiled(dev, out_dir, wait, warmup, active) as prof:
+        walls = timed_steps(step, fake, wait + warmup + active, dev, prof)
+    return {"step_wall_us": walls[wait + warmup:], "profiled_steps": active, "prompts": BATCH,
+            "prompt_tokens": 128, "new_tokens_per_step": new_tokens}
+
+
 def rec_snapshot(dev: str, out_dir: str) -> dict:
     """Two snapshots of 3 training steps: history begun after the model and optimizer exist (its
     parameters then carry no allocation history), and history begun before anything was allocated."""
@@ -296,6 +348,8 @@ RECORDINGS = {
     "gpu_cudagraph": (rec_cudagraph, True),
     "gpu_fp8": (rec_fp8, True),
     "gpu_snapshot": (rec_snapshot, True),
+    "gpu_ddp_nccl": (rec_ddp_nccl, False),
+    "gpu_inference": (rec_inference, False),
 }
 
 

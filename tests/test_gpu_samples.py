@@ -20,7 +20,7 @@ import pytest
 from conftest import REPO, settled
 
 SAMPLES = REPO / "samples"
-TRACES = ("gpu_transformer_bf16", "gpu_compile", "gpu_cudagraph", "gpu_fp8")
+TRACES = ("gpu_transformer_bf16", "gpu_compile", "gpu_cudagraph", "gpu_fp8", "gpu_ddp_nccl", "gpu_inference")
 MIB = 1 << 20
 
 
@@ -94,6 +94,31 @@ def test_no_mixed_precision_advice_on_bf16_fp8_compile_graph(report, folder):
     ov = worker(report, folder)["overview"]
     assert all(d["rule"] != "mixed_precision" for d in ov["recommendation_details"])
     assert not [r for r in ov["recommendations"] if "mixed precision" in r.lower() or "autocast" in r]
+
+
+def test_ddp_on_nccl_is_read_as_one_rank_of_a_nccl_job(report):
+    """One DDP rank on NCCL (world size 1): the job's configuration, and 7 gradient buckets all-reduced
+    per step, whose host time the breakdown counts as Communication (no NCCL kernel runs for 1 rank)."""
+    w = worker(report, "gpu_ddp_nccl")
+    ov = w["overview"]
+    assert ov["configuration"]["distributed"] == {"backend": "nccl", "rank": 0, "world_size": 1}
+    rows = {r["name"]: r for r in w["operators"]}
+    assert rows["c10d::allreduce_"]["calls"] == rows["record_param_comms"]["calls"] == 21
+    assert rows["c10d::allreduce_"]["device_total_us"] == 0
+    assert all(s["communication_us"] > 0 for s in ov["steps"])
+    comms = [e for e in raw_events("gpu_ddp_nccl") if e.get("name") == "record_param_comms"]
+    assert sum(e["args"]["Out msg nelems"] for e in comms) * 4 == 3 * recorded("gpu_ddp_nccl")["gradient_bytes"]
+
+
+def test_inference_decoding_steps(report):
+    """16 greedy tokens per step, each under ``decode_token``: 48 calls in 3 steps; the critical path's
+    host segments are the tokens (the step is CPU-bound: a 4-layer model on an H200)."""
+    w = worker(report, "gpu_inference")
+    rows = {r["name"]: r for r in w["operators"]}
+    assert rows["decode_token"]["calls"] == 3 * recorded("gpu_inference")["new_tokens_per_step"]
+    for step in w["critical_path"]:  # the longest segments (10), each one token's host work
+        assert step["segments"] and {(s["category"], s["name"]) for s in step["segments"]} == {("cpu", "decode_token")}
+        assert sum(s["dur_us"] for s in step["segments"]) <= step["by_category"]["cpu"] + 1e-6
 
 
 def test_fp8_gemms_are_tensor_core_work(report):

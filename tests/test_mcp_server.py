@@ -167,7 +167,7 @@ def test_a_file_still_loading_is_said_to_be_loading():
     tools = Tools(registry, wait_s=0.1)
     listing = tools.list_runs()
     assert listing["still_loading"] and listing["loading"]["files_done"] == 0
-    with pytest.raises(NotLoaded, match=r"synthetic_resnet/worker0\..* is still loading \(queued, 0%\); 0 of 9 files"):
+    with pytest.raises(NotLoaded, match=r"synthetic_resnet/worker0\..* is still loading \(queued, 0%\); 0 of 11 files"):
         tools.overview("synthetic_resnet")
 
 

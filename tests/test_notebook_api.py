@@ -62,7 +62,7 @@ def test_readme_example_runs_on_samples(monkeypatch, capsys):
 def test_tables_equal_report_json_on_every_sample(report_doc, monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_TABLES", "records")
     pairs = workers(report_doc)
-    assert len(pairs) == 9  # 5 synthetic/CPU traces + the 4 H200 traces of samples/gpu_*
+    assert len(pairs) == 11  # 5 synthetic/CPU traces + the 6 H200 traces of samples/gpu_*
     for run, w in pairs:
         t = kinetoscope.load(str(SAMPLES / run), worker=w["worker"], span=w["span"])
         assert plain(t.overview()) == w["overview"], run

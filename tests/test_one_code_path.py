@@ -55,7 +55,7 @@ def test_every_interface_gives_the_reports_numbers(interfaces, monkeypatch):
     report, tools, client = interfaces
     monkeypatch.setenv("KINETOSCOPE_TABLES", "records")
     files = [(run["name"], w) for run in report["runs"] for w in run["workers"]]
-    assert len(files) == 9  # 5 synthetic/CPU traces + the 4 H200 traces of samples/gpu_*
+    assert len(files) == 11  # 5 synthetic/CPU traces + the 6 H200 traces of samples/gpu_*
     for run, w in files:
         where = {"run": run, "worker": w["worker"], "span": w["span"]}
         nb = kinetoscope.load(str(REPO / "samples" / run), worker=w["worker"], span=w["span"])
