@@ -165,7 +165,9 @@ def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCa
         return check_analysis_budget(load_trace_file(path, fs=fs, size=size, progress=report)), False
     events_path = cache.events_path(url, version)
     parsed: list[Trace] = []
-    local = _local_file(fs, path)  # (real path, stat) of a local file: its raw events may stay in it
+    # (real path, stat) of a local file whose raw events may stay in it (not one named .gz: its blocks are
+    # inflated bytes; a gzip file of another name is found out by its first block and copied)
+    local = None if str(path).lower().endswith(".gz") else _local_file(fs, path)
 
     def parse_into(file) -> None:
         with BackgroundWriter(file) as sink:
