@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from conftest import x
 from tb_plugin.analysis.host_tiles import host_tiles
