@@ -1,11 +1,14 @@
-"""Issue 18 item 4 in headless Debian chromium: on a cold logdir of five 35 MB traces, the file the page
+"""Issue 18 item 4 in headless Debian chromium: on a cold logdir of many 35 MB traces, the file the page
 shows is parsed ahead of the queue, its bar moves while it parses, and the notice says where it is.
 
-Logdir: ``r00``…``r12``, each a copy of the resnet50 num_workers_0 trace, and ``r13``, that trace
-repeated six times (``../shared/tools/scale_trace.py``; it parses in about 3 s, so a poll every 0.5 s sees the bar move), with a cold parse cache: the background loader
-puts all 14 in one process-pool batch. The page picks ``r13``, the last by path. Before: the UI asked
-nothing for a file not ready, so it waited its turn in the pool and then behind the other 13 cached
-loads, its bar at 0 % ("Parsing …: 0 %" for 15–20 s on a cold 54-file logdir).
+Logdir: ``r00``…``r29``, each a copy of the resnet50 num_workers_0 trace, and ``r99``, that trace
+repeated twelve times (``../shared/tools/scale_trace.py``; it parses in about 2 s, so a poll every 0.5 s
+sees the bar move; six copies, as before, parsed in about 1 s once the parse got faster, and the bar was
+seen at one value only), with a cold parse cache: the background loader puts them all in one
+process-pool batch. The page picks ``r99``, the last by path, which must turn ready while some of the
+30 files before it are still loading. Before: the UI asked nothing for a file not ready, so it waited
+its turn in the pool and then behind the other cached loads, its bar at 0 % ("Parsing …: 0 %" for
+15–20 s on a cold 54-file logdir).
 """
 
 from __future__ import annotations
@@ -22,24 +25,25 @@ from tests.e2e.helpers import api, plugin_frame
 
 SRC = SAMPLES / "kineto" / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz"
 SCALE = SAMPLES.parent / "tools" / "scale_trace.py"
-LAST = "r13"
-TEXT = re.compile(r"^(Parsing r13/\S+: \d+ %|Waiting to parse r13/\S+(: it is next|: \d+ files? (is|are) queued before it|\u2026))$")
+LAST = "r99"
+OTHERS = 30
+TEXT = re.compile(rf"^(Parsing {LAST}/\S+: \d+ %|Waiting to parse {LAST}/\S+(: it is next|: \d+ files? (is|are) queued before it|\u2026))$")
 
 
 def test_selected_file_jumps_the_queue_and_its_bar_moves(browser, tmp_path, artifacts):
     logdir = tmp_path / "logs"
-    for i in range(13):
+    for i in range(OTHERS):
         (logdir / f"r{i:02d}").mkdir(parents=True)
         shutil.copy(SRC, logdir / f"r{i:02d}" / SRC.name)
     (logdir / LAST).mkdir()
-    subprocess.run([sys.executable, str(SCALE), str(SRC), str(logdir / LAST / SRC.name), "--copies", "6"], check=True)
+    subprocess.run([sys.executable, str(SCALE), str(SRC), str(logdir / LAST / SRC.name), "--copies", "12"], check=True)
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
-        frame.wait_for_selector('[data-testid="run-select"] option[value="r13"]', state="attached", timeout=60_000)
+        frame.wait_for_selector(f'[data-testid="run-select"] option[value="{LAST}"]', state="attached", timeout=60_000)
         frame.select_option('[data-testid="run-select"]', LAST)
         notice = frame.locator('[data-testid="parse-progress"]')
         texts, values, others_at_ready = [], [], None
@@ -64,7 +68,7 @@ def test_selected_file_jumps_the_queue_and_its_bar_moves(browser, tmp_path, arti
             time.sleep(0.1)
         assert others_at_ready is not None, f"{LAST} never became ready"
         # the last by path was ready before the files ahead of it by path were all loaded
-        assert any(others_at_ready[f"r{i:02d}"] != "ready" for i in range(13)), (others_at_ready, timeline)
+        assert any(others_at_ready[f"r{i:02d}"] != "ready" for i in range(OTHERS)), (others_at_ready, timeline)
         assert texts and all(TEXT.match(t) for t in texts), set(texts)
         moving = sorted({v for v in values if 0 < v < 100})
         assert len(moving) >= 2, values  # the bar moved (it sat at 0 % before)
