@@ -63,7 +63,7 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
         for col in chunks:
             if key in STRING_ID_COLUMNS:
                 col = remap[col]
-            elif key == "src_offset" and into.sink is not None:
+            elif key == "src_offset" and into.sink is not None and base:
                 col = col + base
             into.chunks[key].append(compact_column(col))  # a constant chunk holds one value
             added += col.nbytes
@@ -207,10 +207,9 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
     facts: dict[str, Any] = {}
     builder = ColumnBuilder(events_sink)
     with_sink = events_sink is not None
-    # raw events left in place: the sink's owner takes offsets into the file itself, whose bytes the
-    # blocks are (not gzip: decided by the first block, read before the first batch is cut)
+    # raw events left in place: the sink's owner takes offsets into the file itself, when the blocks are
+    # its bytes (not gzip: ``blocks.raw``, known from the first block, read before the first batch is cut)
     place = with_sink and getattr(events_sink, "in_place_path", None) is not None
-    in_place: list[bool] = []  # decided at the first unit
     held = 0
 
     def check(held: int) -> None:
@@ -224,9 +223,8 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
 
     def take(state: dict, parts: list[bytes]) -> None:
         nonlocal held
-        if place and not in_place:
-            in_place.append(bool(getattr(blocks, "raw", False)))
-        if place and in_place[0]:
+        in_place = place and blocks.raw
+        if in_place:
             if blocks.skipped:  # document offsets → file offsets (a byte order mark)
                 for w in parts.where:
                     w[0][w[0] >= 0] += blocks.skipped
@@ -235,7 +233,7 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
             for joined in parts:
                 events_sink.write(joined)
         with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
-            held += merge(builder, state, 0 if place and in_place[0] else builder.sink_pos)
+            held += merge(builder, state, 0 if in_place else builder.sink_pos)
         builder.sink_pos += sum(map(len, parts))
         check(held)
 
@@ -252,7 +250,7 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
     if progress:
         progress(1.0)
     trace = _finish(builder, facts)
-    if place and in_place and in_place[0]:
+    if place and blocks.raw:
         trace.meta["events_in_place"] = True
     return trace
 
