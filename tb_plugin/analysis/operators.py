@@ -8,7 +8,10 @@ Definitions (µs), per operator event (``cpu_op``/``Operator`` and ``user_annota
 - **Device self** = GPU time (kernels, memcpy, memset) of the work its own launches started. A launch
   belongs to the innermost operator that encloses it on its thread, so a backward op on the autograd
   thread owns the kernels it launched. ``cuda_driver`` launches (Triton, torch.compile) and
-  ``cudaGraphLaunch`` replays are attributed the same way.
+  ``cudaGraphLaunch`` replays are attributed the same way, except the device work of a replay matched
+  to its capture in the trace (:mod:`.graph_capture`): it belongs to the operator around the captured
+  launch it came from. **From graph replay** (``graph_replay_self_us``) = the part of device self
+  that came that way.
 - **Device total** = device self + device total of its child operators.
 - **Calls** = number of events in the group. Rows group by name, by name + input shapes
   (``Input Dims``), or by name + call stack.
@@ -33,6 +36,7 @@ from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
 from ..trace.links import device_mask, launch_mask, launch_of
 from ..trace.model import Trace
 from .call_stacks import stack_ids
+from .graph_capture import replay_source
 from .op_tree import op_tree, roll_up
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
@@ -73,6 +77,7 @@ class OpTimes:
     kernel_total: PerOp
     owner: np.ndarray  # for device work: the operator row its launch belongs to, else -1
     merged: np.ndarray  # operator rows merged into their same-name only-child parent (not table rows)
+    replay_self: PerOp  # device self time that came from graph replays matched to their capture
 
 
 def op_times(trace: Trace) -> OpTimes:
@@ -106,6 +111,10 @@ def _op_times(trace: Trace) -> OpTimes:
     dev = np.flatnonzero(device_mask(trace) & (launcher >= 0))
     owner = np.full(n, -1, dtype=np.int64)
     owner[dev] = parent[launcher[dev]]
+    source = replay_source(trace)
+    replayed = np.flatnonzero(source >= 0)
+    owner[replayed] = parent[source[replayed]]  # replayed work: the operator that captured it
+    del replayed
     owned = dev[owner[dev] >= 0]
     del dev
     owner_pos = at(owner[owned])
@@ -123,7 +132,8 @@ def _op_times(trace: Trace) -> OpTimes:
     device_self = accumulate(None)
     kernel_self = accumulate(kind == Kind.KERNEL)
     tc_self = accumulate(tc)
-    del owner_pos, kind, tc, owned
+    replay_self = accumulate(source[owned] >= 0)
+    del owner_pos, kind, tc, owned, source
     totals = [device_self.copy(), kernel_self.copy(), tc_self.copy()]
     order = tree.order
     roll_up(totals, at(order[is_op[order]]), parent_pos)  # an operator's total holds its subtree
@@ -135,11 +145,11 @@ def _op_times(trace: Trace) -> OpTimes:
     del op_children, n_children, names
     merged = np.zeros(n, dtype=bool)
     merged[ops[same]] = True
-    table_self = [host_self.copy(), device_self.copy(), kernel_self.copy(), tc_self.copy()]
+    table_self = [host_self.copy(), device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self]
     roll_up(table_self, same, parent_pos)  # deepest first, so chains of same-name ops fold all the way up
     per = [PerOp(ops, v) for v in (table_self[0], table_self[1], totals[0], table_self[3], totals[2], table_self[2],
                                    totals[1])]
-    return OpTimes(is_op, *per, owner, merged)
+    return OpTimes(is_op, *per, owner, merged, PerOp(ops, table_self[4]))
 
 
 def _groups(trace: Trace, group_by: str):
@@ -181,7 +191,8 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
     sums = {k: total(v) for k, v in (("host_self_us", t.host_self), ("host_total_us", ev.dur),
                                      ("device_self_us", t.device_self), ("device_total_us", t.device_total),
                                      ("kernel_self", t.kernel_self), ("kernel_total", t.kernel_total),
-                                     ("tc_self", t.tc_self), ("tc_total", t.tc_total))}
+                                     ("tc_self", t.tc_self), ("tc_total", t.tc_total),
+                                     ("graph_replay_self_us", t.replay_self))}
     flops_values = np.nan_to_num(ev.flops[rows], nan=0.0)
     has_flops = np.bincount(inverse, weights=(~np.isnan(ev.flops[rows])).astype(float), minlength=size) > 0
     flops = np.bincount(inverse, weights=flops_values, minlength=size)
@@ -201,6 +212,7 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
             "host_total_us": float(sums["host_total_us"][g]),
             "device_self_us": float(sums["device_self_us"][g]),
             "device_total_us": dev_total,
+            "graph_replay_self_us": float(sums["graph_replay_self_us"][g]),
             "tc_eligible": is_tensor_core_eligible_op(name),
             "tc_self_pct": _pct(sums["tc_self"][g], sums["kernel_self"][g]),
             "tc_total_pct": _pct(sums["tc_total"][g], sums["kernel_total"][g]),

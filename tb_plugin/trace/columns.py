@@ -20,6 +20,12 @@ from .heap import gc_paused
 
 _GET_PH = operator.attrgetter("ph")
 MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
+def _graph_column(values: list) -> np.ndarray:
+    """A CUDA graph id column: Kineto writes 0 for kernels outside a graph, kept as -1 (none)."""
+    col = _int_column(values)
+    return np.where(col > 0, col, -1) if (col == 0).any() else col
+
+
 class ColumnBuilder(Finishing):
     """Accumulates decoded batches; string id 0 is reserved for "missing"."""
 
@@ -283,6 +289,8 @@ class ColumnBuilder(Finishing):
             "process_group_id": _int_column(a["group_id"], np.int32),
             "wait_event_correlation": _int_column(a["wait_record"]),
             "wait_stream": _int_column(a["wait_stream"], np.int32),
+            "graph_id": _graph_column(a["graph_id"]),
+            "graph_node_id": _graph_column(a["graph_node_id"]),
             "epoch": _int_column(a["epoch"], np.int32),
             "batch": _int_column(a["batch"]),
             "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),

@@ -58,6 +58,8 @@ class _Args(msgspec.Struct):
     # cuda_sync "Stream Wait Event" (PyTorch 2.1+): the event's cudaEventRecord correlation and its stream
     wait_record: Any = msgspec.field(default=None, name="wait_on_cuda_event_record_corr_id")
     wait_stream: Any = msgspec.field(default=None, name="wait_on_stream")
+    graph_id: Any = msgspec.field(default=None, name="graph id")  # kernels replayed from a CUDA graph
+    graph_node_id: Any = msgspec.field(default=None, name="graph node id")
     epoch: Any = None  # Composer engine events
     batch: Any = None
     value: Any = None  # metadata events such as clock_sync_timestamp_us
@@ -231,7 +233,7 @@ ARG_FIELDS = ("correlation", "external_id", "external_id_old", "device", "stream
               "occupancy", "block", "registers", "shared_memory", "input_dims", "input_dims_old", "call_stack",
               "flops", "python_id", "python_parent_id", "input_types", "collective", "in_msg_nelems",
               "out_msg_nelems", "dtype", "group_size", "group_ranks", "process_group", "group_desc", "group_id",
-              "seq", "epoch", "batch", "wait_record", "wait_stream")
+              "seq", "epoch", "batch", "wait_record", "wait_stream", "graph_id", "graph_node_id")
 _GET_ARGS = tuple(map(operator.attrgetter, ARG_FIELDS))
 EVENT_FIELDS = ("cat", "name", "pid", "tid", "ts", "dur", "args")
 _GET_EVENT = tuple(map(operator.attrgetter, EVENT_FIELDS))

@@ -50,6 +50,8 @@ EVENT_COLUMNS: dict[str, Any] = {
     "process_group_id": np.int32,  # "Process Group ID" (PyTorch 2.1-2.2; distributedInfo.pg_config uid), -1: none
     "wait_event_correlation": np.int64,  # cuda_sync "Stream Wait Event": its cudaEventRecord's correlation (-1: none)
     "wait_stream": np.int32,  # and the stream that event was recorded on ("wait_on_stream")
+    "graph_id": np.int64,  # kernel "graph id": the CUDA graph it was replayed from (CUDA 12+ Kineto; -1: none, 0 → -1)
+    "graph_node_id": np.int64,  # kernel "graph node id": its node in that graph (creation order; -1: none)
     "epoch": np.int32,  # Composer engine events' "epoch" arg
     "batch": np.int64,  # and "batch"
     "src_offset": np.int64,  # byte offset of the raw event in the events side file (-1: none)
