@@ -11,7 +11,7 @@ holds one capture: ``cudaStreamBeginCapture`` at 10, then ``aten::mm`` [12, 16],
 ``add_k`` starts before ``relu_k`` (start order ≠ capture order; node ids set it right); without,
 they start in capture order. Known: the mm/relu/add/mul rows own 3 × 10, 3 × 3, 3 × 5, 3 × 2 µs of
 device self, all "from graph replay"; ``graph_replay`` owns none; each replay's busy time is 10 + 3 +
-5 + 2 − overlaps (see :data:`BUSY_US`).
+5 + 2 − overlaps (:data:`BUSY_US`; the span from the first start to the last end: :data:`SPAN_US`).
 
 :func:`ambiguous_captures`: the same with a second identical capture at 50–90 µs: two captures of 4
 launches, so the graph is ambiguous and its kernels stay with ``graph_replay``.
@@ -60,7 +60,7 @@ def _capture(events, t0, begin=True, first_op=0):
 _LAYOUT = {True: {"gemm": (10.0, 7), "add_k": (12.0, 20), "relu_k": (21.0, 7), "mul_k": (24.0, 20)},
            False: {"gemm": (10.0, 7), "relu_k": (21.0, 7), "add_k": (22.0, 20), "mul_k": (28.0, 20)}}
 #: per replay: the union of its kernels (µs), by layout (node ids or not)
-BUSY_US = {True: 10.0 + 3.0 + 0.0 + 2.0 + 2.0, False: 10.0 + 3.0 + 4.0 + 2.0}
+BUSY_US = {True: 10.0 + 3.0 + 2.0, False: 10.0 + 6.0 + 2.0}  # add_k under gemm / relu_k ∪ add_k = [21, 27]
 SPAN_US = {True: 26.0 - 10.0, False: 30.0 - 10.0}
 
 

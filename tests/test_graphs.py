@@ -1,0 +1,148 @@
+"""CUDA graph replays, their captures and torch.compile regions: known answers on synthetic traces
+(tests/synth/graphs.py), the real H200 samples, and the kernel-time account on every sample."""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+from synth import graphs as G
+from tb_plugin.analysis.compiled_regions import compiled_regions
+from tb_plugin.analysis.graphs import graphs_document, kernel_accounting
+from tb_plugin.analysis.modules import module_tree  # noqa: F401  (the Module view reads op_times too)
+from tb_plugin.analysis.operators import operator_rows
+from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.trace.decode import decode_trace
+
+REPO = Path(__file__).resolve().parents[1]
+OPS = dict(zip(G.CAPTURED_OPS, ("gemm", "relu_k", "add_k", "mul_k")))
+
+
+def _decode(doc):
+    return decode_trace(json.dumps(doc).encode())
+
+
+def _ops(trace):
+    return {r["name"]: (r["device_self_us"], r["graph_replay_self_us"]) for r in operator_rows(trace)}
+
+
+@pytest.mark.parametrize("node_ids", [True, False])
+def test_capture_attributes_replayed_kernels(node_ids):
+    trace = _decode(G.captured_replays(node_ids))
+    doc = graphs_document(trace)
+    n = len(G.REPLAYS)
+    assert doc["replays"] == n and doc["graphs"] == 1
+    (graph,) = doc["graph_list"]
+    assert graph["status"] == "attributed" and graph["capture"] == 0
+    assert graph["method"] == ("graph node id order" if node_ids else "launch order")
+    assert graph["graph_id"] == (42 if node_ids else None)
+    assert graph["streams"] == [7, 20] and graph["events_per_replay"] == 4
+    ops = _ops(trace)
+    for op, kernel in OPS.items():
+        assert ops[op] == (n * G.KERNEL_US[kernel], n * G.KERNEL_US[kernel])
+    assert ops["graph_replay"] == (0.0, 0.0)
+    kernels = {(k["name"], k["op"], k["frame"]): k["total_us"] for k in graph["kernels"]}
+    assert kernels == {(k, op, "model.py(7): forward"): n * G.KERNEL_US[k] for op, k in OPS.items()}
+    replay = doc["replay_list"][0]
+    assert replay["busy_us"] == G.BUSY_US[node_ids]
+    assert replay["gap_us"] == G.SPAN_US[node_ids] - G.BUSY_US[node_ids]
+    assert replay["launch_us"] == 5.0 and replay["launch_delay_us"] == 9.0 and replay["kernels"] == 4
+    total = n * sum(G.KERNEL_US.values())
+    assert doc["graph_kernel_us"] == total and doc["graph_kernel_pct"] == 100.0
+    assert doc["accounting"] == {"kernel_us": total, "attributed_us": total, "unattributed_us": 0.0,
+                                 "from_graph_replay_us": total}
+    assert doc["advice"] == []
+
+
+def test_two_captures_of_one_size_are_ambiguous():
+    trace = _decode(G.ambiguous_captures())
+    (graph,) = graphs_document(trace)["graph_list"]
+    assert graph["status"] == "ambiguous" and graph["candidates"] == [0, 1] and graph["capture"] is None
+    assert "ambiguous" in graph["note"]
+    ops = _ops(trace)
+    assert ops["graph_replay"] == (len(G.REPLAYS) * sum(G.KERNEL_US.values()), 0.0)  # left with the replay
+    assert all(ops[op] == (0.0, 0.0) for op in G.CAPTURED_OPS)
+
+
+def test_partial_capture_is_reported_and_not_matched():
+    trace = _decode(G.partial_capture())
+    doc = graphs_document(trace)
+    (graph,) = doc["graph_list"]
+    assert graph["status"] == "partial" and graph["capture"] is None
+    assert doc["captures"] == [{"capture": 0, "start_us": 40.0, "launches": 2, "complete": False,
+                                "instantiated": True, "graphs": []}]
+    assert doc["accounting"]["from_graph_replay_us"] == 0.0
+    assert [a["rule"] for a in doc["advice"]] == ["graphs.capture_missing"]
+
+
+def test_compiled_regions_and_recompilation():
+    doc = compiled_regions(_decode(G.compiled_steps()))
+    regions = {r["name"]: r for r in doc["regions"]}
+    assert regions["Torch-Compiled Region: 0/0"]["calls"] == 3
+    assert regions["Torch-Compiled Region: 0/0"]["triton_us"] == 3 * 40.0
+    assert regions["Torch-Compiled Region: 1/1"]["host_us"] == 600.0
+    assert regions["CompiledFunctionBackward"]["kernel_us"] == 3 * 30.0
+    assert regions["TorchDynamo Cache Lookup"]["host_us"] == 30.0
+    triton = {(k["name"], k["region"]): (k["kind"], k["fused"], k["calls"]) for k in doc["triton_kernels"]}
+    assert triton[("triton_poi_fused_add_mul_0", "CompiledFunction")] == ("pointwise", "add_mul", 3)
+    assert triton[("triton_red_fused_sum_1", "Torch-Compiled Region: 1/1")] == ("reduction", "sum", 1)
+    assert triton[("triton_per_fused_native_layer_norm_backward_2", "CompiledFunctionBackward")][0] == \
+        "persistent_reduction"
+    steps = doc["steps"]
+    assert [s["versions"] for s in steps] == [["0/0", "1/0"], ["0/0", "1/0"], ["0/0", "1/1"]]
+    assert [s["recompilations"] for s in steps] == [0, 0, 1]
+    assert [s["between_us"] for s in steps] == [100.0] * 3
+    assert [s["cache_lookup_us"] for s in steps] == [10.0] * 3
+    advice = {a["rule"]: a for a in doc["advice"]}
+    assert set(advice) == {"compile.graph_breaks", "compile.recompilation"}
+    assert advice["compile.graph_breaks"]["addressed_us"] == 100.0
+    assert advice["compile.recompilation"]["addressed_us"] == 400.0 and advice["compile.recompilation"]["steps"] == ["3"]
+
+
+def test_real_cudagraph_replays_without_capture_are_grouped():
+    """samples/gpu_cudagraph: the whole step captured before profiling, replayed once per step."""
+    (path,) = glob.glob(str(REPO / "samples/gpu_cudagraph/*.pt.trace.json.gz"))
+    trace = load_trace_file(path)
+    doc = graphs_document(trace)
+    assert doc["replays"] == 3 and doc["graphs"] == 1 and doc["captures"] == []
+    (graph,) = doc["graph_list"]
+    assert graph["status"] == "no_capture" and graph["replays"] == 3
+    assert "captured before the profiled window" in graph["note"]
+    assert all(k["op"] is None for k in graph["kernels"])
+    assert sum(k["calls"] for k in graph["kernels"]) == 816  # every kernel of the trace, by name
+    assert doc["graph_kernel_pct"] == 100.0
+    assert [a["rule"] for a in doc["advice"]] == ["graphs.capture_missing"]
+
+
+def test_real_compile_regions():
+    (path,) = glob.glob(str(REPO / "samples/gpu_compile/*.pt.trace.json.gz"))
+    doc = compiled_regions(load_trace_file(path))
+    regions = {r["name"]: r for r in doc["regions"]}
+    assert {"Torch-Compiled Region: 0/0", "CompiledFunction", "CompiledFunctionBackward",
+            "TorchDynamo Cache Lookup"} <= set(regions)
+    assert all(r["calls"] == 3 for r in regions.values())
+    assert [s["versions"] for s in doc["steps"]] == [["0/0"]] * 3
+    assert all(s["recompilations"] == 0 and s["between_us"] == 0.0 for s in doc["steps"])
+    assert doc["advice"] == []  # one frame, no recompilation: nothing to advise
+    assert {k["region"] for k in doc["triton_kernels"]} == {"CompiledFunction", "CompiledFunctionBackward"}
+
+
+def _every_sample():
+    found = sorted(glob.glob(str(REPO / "samples/**/*.pt.trace.json*"), recursive=True))
+    found += sorted(glob.glob(str(SAMPLES / "**/*.json*"), recursive=True))
+    return [f for f in found if not f.endswith(".expected.json") and ".memory." not in f]
+
+
+@pytest.mark.parametrize("path", _every_sample(), ids=lambda p: Path(p).parent.name + "/" + Path(p).name[:30])
+def test_kernel_time_is_attributed_or_listed(path):
+    """Operators' kernel self time + kernel time listed as unattributed = the trace's kernel time."""
+    try:
+        trace = load_trace_file(path)
+    except Exception:  # not a trace (a snapshot, a config): nothing to account
+        pytest.skip("not a trace")
+    acc = kernel_accounting(trace)
+    assert acc["attributed_us"] + acc["unattributed_us"] == pytest.approx(acc["kernel_us"], rel=1e-9, abs=1e-6)
