@@ -29,6 +29,7 @@ import orjson
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
+from .cli_graphs import print_graphs
 from .cli_path import print_critical_path
 from .interfaces import mcp_server
 from .registry import report
@@ -268,14 +269,14 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                 )
             for rec in ov["recommendations"]:
                 out.write(f"   * {rec}\n")
+            print_graphs(w.get("graphs"), out)
             print_critical_path(w.get("critical_path") or [], out, across=False)
         print_critical_path(run.get("critical_path") or [], out, across=True)
         _print_artifacts(run, out)
 
 
 def _gpu_kind(g: dict[str, Any]) -> str:
-    """`` (AMD, architecture gfx94x)`` / `` (NVIDIA, compute capability 9.0)``; AMD's computeMajor/Minor
-    is an architecture, never called a compute capability."""
+    """`` (AMD, architecture gfx94x)`` / `` (NVIDIA, compute capability 9.0)``; AMD's computeMajor/Minor is an architecture."""
     parts = [g["vendor"]] if g.get("vendor") else []
     if g.get("architecture"):
         parts.append(f"architecture {g['architecture']}")
@@ -360,9 +361,8 @@ def _pct(value: float | None) -> str:
 
 
 class _ProgressBar:
-    """Per-rank progress on stderr: a line per finished rank, or a one-line bar on a terminal. With
-    ``show_host`` (a Dask cluster) each line says which host and process ran the rank; on the local
-    pool that is always this machine, so it is left out."""
+    """Per-rank progress on stderr: a line per finished rank, or a one-line bar on a terminal. With ``show_host``
+    (a Dask cluster) each line says which host and process ran the rank (on the local pool: this machine, left out)."""
 
     WIDTH = 30
 

@@ -21,12 +21,14 @@ from .artifacts import MEMPROFILER_KINDS
 
 logger = logging.getLogger(__name__)
 
-OPERATOR_KEYS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "tc_eligible"]
+OPERATOR_KEYS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us",
+                 "graph_replay_self_us", "tc_eligible"]
 KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct",
                "tensor_cores"]
 MAX_STACKS = 200  # distinct call stacks sent per operator row
 MAX_FRAMES = 500  # frames sent per call stack
 MAX_DIFF_KERNELS = 500  # kernel rows of the UI's diff
+MAX_REPLAYS = 200  # graph replays listed one by one in the report (all are counted)
 
 
 # -- one file -------------------------------------------------------------------------------------
@@ -46,7 +48,7 @@ def rank_aggregate(views, tables: bool) -> dict[str, Any]:
     if tables:
         sections += [("overview", views.overview), ("operators", lambda: operator_table(views)),
                      ("kernels", lambda: kernel_table(views)), ("modules", views.modules),
-                     ("memory", views.memory_summary)]
+                     ("memory", views.memory_summary), ("graphs", lambda: graphs_report(views))]
     got: dict[str, Any] = {}
     items = len(views.trace.events) + len(views.trace.memory)
     for key, make in sections:
@@ -54,7 +56,7 @@ def rank_aggregate(views, tables: bool) -> dict[str, Any]:
         release_after(items)  # each section's temporaries (a large trace): the next one starts from what is kept
     out: dict[str, Any] = {"distributed": got["distributed"], "insights": got["insights"]}
     if tables:
-        out["tables"] = {key: got[key] for key in ("overview", "operators", "kernels", "modules", "memory")}
+        out["tables"] = {key: got[key] for key in ("overview", "operators", "kernels", "modules", "memory", "graphs")}
     return out
 
 
@@ -69,6 +71,14 @@ def kernel_table(views, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS)
     """The kernel rows of one grouping (:func:`~tb_plugin.analysis.kernels.kernel_rows`) with ``keys``,
     most total time first, then name (µs)."""
     return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
+
+
+def graphs_report(views, max_replays: int = MAX_REPLAYS) -> dict[str, Any]:
+    """CUDA graphs and compiled regions (:meth:`FileViews.graphs`) with the first ``max_replays``
+    replays listed (``replays`` counts them all)."""
+    found = views.graphs()
+    cuda = dict(found["cuda_graphs"], replay_list=found["cuda_graphs"]["replay_list"][:max_replays])
+    return {"cuda_graphs": cuda, "compiled": found["compiled"]}
 
 
 def report_insights(found: dict) -> dict:
@@ -146,11 +156,12 @@ def worker_entry(registry, st) -> dict[str, Any]:
     overview = overview_document(registry, st)
     entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
              "warnings": st.warnings, "notes": st.notes, "overview": overview, "operators": None, "kernels": None,
-             "modules": None, "memory": None, "insights": None}
+             "modules": None, "memory": None, "insights": None, "graphs": None}
     if overview is not None:
         tables = st.aggregate["tables"]
         for key in ("operators", "kernels", "modules", "memory"):
             entry[key] = tables[key]
+        entry["graphs"] = tables.get("graphs")  # an aggregate cached before graphs existed has none
         entry["insights"] = st.aggregate["insights"]
     return entry
 

@@ -8,6 +8,8 @@ import threading
 
 from ..analysis.clock import shared_origin
 from ..analysis import memory as memory_analysis
+from ..analysis.compiled_regions import compiled_regions
+from ..analysis.graphs import graphs_document
 from ..analysis.kernels import kernel_rows, tensor_core_split
 from ..analysis.modules import module_tree
 from ..analysis.overview import compute_overview
@@ -51,7 +53,7 @@ def warm_timeline_inputs(trace: Trace) -> None:
 
 # views computed once per file and kept in the analysis cache (registry/results.py) when there is one;
 # the timeline's meta is not (building it loads the timeline index, which the Trace view needs)
-PERSISTED = ("ops:", "kernels:", "modules", "tc", "insights", "memory_", "overview", "rank_reduce")
+PERSISTED = ("ops:", "kernels:", "modules", "tc", "insights", "memory_", "overview", "rank_reduce", "graphs")
 
 
 class FileViews:
@@ -95,6 +97,13 @@ class FileViews:
 
     def modules(self) -> list[dict] | None:
         return self._get("modules", lambda: module_tree(self.trace))
+
+    def graphs(self) -> dict:
+        """``{"cuda_graphs": …, "compiled": … | None}``: CUDA graph replays and their captures
+        (:func:`~tb_plugin.analysis.graphs.graphs_document`) and torch.compile regions
+        (:func:`~tb_plugin.analysis.compiled_regions.compiled_regions`)."""
+        return self._get("graphs", lambda: {"cuda_graphs": graphs_document(self.trace),
+                                            "compiled": compiled_regions(self.trace)})
 
     def tensor_core_split(self) -> dict[str, float]:
         return self._get("tc", lambda: tensor_core_split(self.trace))
