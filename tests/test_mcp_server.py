@@ -24,7 +24,7 @@ from tb_plugin.interfaces import queries  # noqa: E402
 from tb_plugin.interfaces.mcp_tools import NotLoaded, Tools  # noqa: E402
 from tb_plugin.registry.runs import RunRegistry  # noqa: E402
 
-TOOLS = {"list_runs", "overview", "top_operators", "top_kernels", "top_modules", "memory", "insights", "distributed",
+TOOLS = {"list_runs", "overview", "top_operators", "top_kernels", "top_modules", "memory", "insights", "graphs", "distributed",
          "critical_path", "diff", "search_timeline", "event"}
 
 
@@ -61,7 +61,7 @@ def answers():
         where = {"run": run, "worker": w["worker"], "span": w["span"]}
         calls += [("overview", where), ("top_operators", dict(where, limit=200)),
                   ("top_kernels", dict(where, limit=200)), ("top_modules", dict(where, limit=200, max_depth=64)),
-                  ("memory", dict(where, limit=200)), ("insights", where)]
+                  ("memory", dict(where, limit=200)), ("insights", where), ("graphs", dict(where, limit=200))]
     calls += [("distributed", {"run": "synthetic_ddp", "limit": 200}), ("critical_path", {"run": "synthetic_ddp", "step": "2"}),
               ("diff", {"base_run": "synthetic_kineto2021", "exp_run": "synthetic_resnet", "limit": 3}),
               ("search_timeline", {"run": "synthetic_resnet", "query": "cudnn_convolution", "limit": 5}),
@@ -119,6 +119,12 @@ def test_every_tool_equals_report_json(answers):
         assert {k: ins[k] for k in w["insights"]} == w["insights"]
         assert parse_qs(urlsplit(ins["link"]).fragment) == {"run": [run], "worker": [w["worker"]],
                                                             "span": [w["span"]], "view": ["insights"]}
+        graphs = answer("graphs", **where, limit=200)
+        for key in ("replays", "graphs", "graph_kernel_pct", "captures", "accounting", "advice", "replay_list"):
+            assert graphs["cuda_graphs"][key] == w["graphs"]["cuda_graphs"][key]
+        assert [g["kernels"] for g in graphs["cuda_graphs"]["graph_list"]] == [
+            g["kernels"][:200] for g in w["graphs"]["cuda_graphs"]["graph_list"]]
+        assert (graphs["compiled"] or {}).get("steps") == (w["graphs"]["compiled"] or {}).get("steps")
     ddp = next(r for r in report["runs"] if r["name"] == "synthetic_ddp")["distributed"]
     dist = answer("distributed", run="synthetic_ddp", limit=200)
     assert dist["ranks"] == ddp["ranks"] and dist["collectives"]["rows"] == ddp["collectives"]

@@ -24,7 +24,8 @@ Args = Mapping[str, str]
 OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
 KERNEL_GROUPS = ("kernel", "kernel_op_config")
 OPERATOR_COLUMNS = ["name", "input_shape", "call_stack", "calls", "host_self_us", "host_total_us", "device_self_us",
-                    "device_total_us", "tc_eligible", "tc_self_pct", "tc_total_pct", "flops", "tflops_per_s"]
+                    "device_total_us", "graph_replay_self_us", "tc_eligible", "tc_self_pct", "tc_total_pct", "flops",
+                    "tflops_per_s"]
 KERNEL_COLUMNS = ["name", "op", "grid", "block", "registers_per_thread", "shared_memory_bytes", "tc_eligible", "calls",
                   "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct", "tensor_cores"]
 MEMORY_EVENT_COLUMNS = ["op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"]

@@ -56,7 +56,7 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
     t = Tools(registry, ui_url, wait_s)
     server = MCPServer("kinetoscope", instructions=(
         "PyTorch profiler traces under one logdir. Start with list_runs; then overview, top_operators, "
-        "top_kernels, top_modules, memory, insights for one run/worker/span; distributed for a run's ranks; "
+        "top_kernels, top_modules, memory, insights, graphs for one run/worker/span; distributed for a run's ranks; "
         "critical_path for what held each step back; "
         "diff for two traces; search_timeline then event for single events. Times are µs, sizes bytes. "
         "Each answer has a link that opens the same view in the TensorBoard tab."))
@@ -115,6 +115,13 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         percentiles split into launch overhead and queueing, exposed communication and copies, syncs."""
         return t.insights(run, worker, span)
 
+    def graphs(run: Run, worker: Worker = None, span: Span = None, limit: Limit = 10) -> dict[str, Any]:
+        """CUDA graph replays and torch.compile regions: replays per graph (kernels, gaps, host launch µs),
+        whether a capture in the trace attributes the replayed kernels to operators (status, note), the
+        kernel time in operators vs unattributed; compiled regions' time, Triton kernels by region,
+        recompilations and graph breaks per step; advice with the µs it addresses."""
+        return t.graphs(run, worker, span, limit)
+
     def distributed(run: Run, span: Annotated[str, Field(description="span, default 1")] = "1",
                     limit: Limit = 10) -> dict[str, Any]:
         """A multi-rank run: per rank computation, overlap, communication, transfer and sync µs;
@@ -147,7 +154,7 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         (call_stack, outermost first) and flows (launch ↔ kernel)."""
         return t.event(run, row, worker, span)
 
-    for fn in (list_runs, overview, top_operators, top_kernels, top_modules, memory, insights, distributed,
+    for fn in (list_runs, overview, top_operators, top_kernels, top_modules, memory, insights, graphs, distributed,
                critical_path, diff, search_timeline, event):
         add(fn)
     return server

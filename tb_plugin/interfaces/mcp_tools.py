@@ -164,6 +164,19 @@ class Tools:
                                       by_operator=syncs["by_operator"][:5]),
                            recommendations=found["recommendations"], link=self.link("insights", **self._where(st))))
 
+    def graphs(self, run: str, worker: str | None = None, span: str | None = None, limit: int = 10) -> dict[str, Any]:
+        """CUDA graph replays (per graph: status, note, its ``limit`` longest kernel groups; the first
+        ``limit`` replays) and torch.compile regions (``limit`` longest Triton kernels), as the report."""
+        st = self._file(run, worker, span)
+        found = report.graphs_report(self.registry.views(st), max_replays=limit)
+        cuda, compiled = found["cuda_graphs"], found["compiled"]
+        graph_list = [dict(g, kernels=g["kernels"][:limit], kernels_total=len(g["kernels"])) for g in cuda["graph_list"]]
+        if compiled is not None:
+            compiled = dict(compiled, triton_kernels=compiled["triton_kernels"][:limit],
+                            triton_kernels_total=len(compiled["triton_kernels"]))
+        return _plain(dict(self._where(st), cuda_graphs=dict(cuda, graph_list=graph_list), compiled=compiled,
+                           link=self.link("kernel", **self._where(st))))
+
     def _run_distributed(self, run: str, span: str) -> tuple[dict[str, Any], str]:
         """The run's distributed result and its Distributed tab link; Invalid for an unknown run."""
         self.registry.wait_scanned(self.wait_s)
