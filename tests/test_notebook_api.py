@@ -74,6 +74,11 @@ def test_tables_equal_report_json_on_every_sample(report_doc, monkeypatch):
         mem = t.memory()
         assert plain({"devices": mem["devices"], "top_operators": mem["top_operators"]}) == w["memory"], run
         assert plain(report_insights(t.insights())) == w["insights"], run
+        graphs, want = t.graphs(), w["graphs"]
+        assert plain(graphs["summary"]["accounting"]) == want["cuda_graphs"]["accounting"], run
+        assert plain(graphs["graphs"]) == [{k: v for k, v in g.items() if k != "kernels"}
+                                           for g in want["cuda_graphs"]["graph_list"]], run
+        assert plain(graphs["compile_steps"]) == (want["compiled"] or {}).get("steps", []), run
     ddp = next(r for r in report_doc["runs"] if r["name"] == "synthetic_ddp")["distributed"]
     assert plain(kinetoscope.load_run(str(SAMPLES / "synthetic_ddp")).distributed()) == ddp
 
@@ -94,6 +99,18 @@ def test_known_values_and_groupings():
         assert df["device_self_us"].sum() == pytest.approx(by_name["device_self_us"].sum())
     assert t.kernels(group_by="op")["total_us"].sum() == pytest.approx(t.kernels()["total_us"].sum())
     assert t.memory_stats("GPU0")["allocation_bytes"].max() > 0
+
+
+def test_graphs_tables():
+    """samples/gpu_cudagraph: 3 replays of one graph captured before profiling; gpu_compile: regions."""
+    g = kinetoscope.load(str(SAMPLES / "gpu_cudagraph")).graphs()
+    assert g["summary"]["replays"] == 3 and g["graphs"]["status"].tolist() == ["no_capture"]
+    assert len(g["replays"]) == 3 and g["graph_kernels"]["calls"].sum() == 816
+    assert [a["rule"] for a in g["advice"]] == ["graphs.capture_missing"]
+    c = kinetoscope.load(str(SAMPLES / "gpu_compile")).graphs()
+    assert c["summary"]["replays"] == 0 and len(c["graphs"]) == 0
+    assert c["compile_steps"]["recompilations"].tolist() == [0, 0, 0]
+    assert c["triton_kernels"]["name"].str.startswith("triton_").all()
 
 
 def test_records_without_pandas(monkeypatch):

@@ -1,7 +1,7 @@
 """The notebook API, published as ``import kinetoscope``::
 
     t = kinetoscope.load("runs/resnet", worker="worker0", span="1")   # a run directory or a trace file
-    t.overview(); t.operators(group_by="shape"); t.kernels(); t.modules(); t.memory(); t.insights()
+    t.overview(); t.operators(group_by="shape"); t.kernels(); t.modules(); t.memory(); t.insights(); t.graphs()
     kinetoscope.load_run("runs/ddp").distributed()
     kinetoscope.diff(base, exp)
 
@@ -124,6 +124,25 @@ class Trace:
         other, µs), ``launch`` (launch delay percentiles, overhead vs queueing), ``exposed``
         (communication and copies not hidden behind compute), ``syncs`` and ``recommendations``."""
         return self.views.insights()
+
+    def graphs(self) -> dict[str, Any]:
+        """CUDA graph replays and torch.compile regions, as ``kinetoscope report --json``'s ``graphs``:
+        ``summary`` (replays, graphs, kernel µs in graphs and its %, the kernel-time ``accounting``),
+        tables ``graphs`` (per graph: replays, µs, ``status`` and ``note`` of its capture match),
+        ``replays`` (one row each), ``graph_kernels`` (per graph, kernel name and, when attributed, the
+        capturing ``op`` and Python ``frame``), ``captures``, ``compiled_regions``, ``triton_kernels``,
+        ``compile_steps`` (recompilations, time between regions per step), and ``advice``."""
+        found = self.views.graphs()
+        cuda, compiled = found["cuda_graphs"], found["compiled"] or {}
+        graphs = [{k: v for k, v in g.items() if k != "kernels"} for g in cuda["graph_list"]]
+        return {"summary": {k: cuda[k] for k in ("replays", "graphs", "kernel_us", "graph_kernel_us", "graph_kernel_pct",
+                                                 "accounting")},
+                "graphs": table(graphs), "replays": table(cuda["replay_list"]),
+                "graph_kernels": table([k for g in cuda["graph_list"] for k in g["kernels"]]),
+                "captures": table(cuda["captures"]), "compiled_regions": table(compiled.get("regions", [])),
+                "triton_kernels": table(compiled.get("triton_kernels", [])),
+                "compile_steps": table(compiled.get("steps", [])),
+                "advice": cuda["advice"] + compiled.get("advice", [])}
 
 
 def _open(target: str, cache: bool):
