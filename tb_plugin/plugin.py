@@ -95,6 +95,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/distributed": self._registry_route(api.distributed),
             "/critical_path": self._registry_route(api.critical_path),
             "/insights": self._registry_route(api.insights),
+            "/graphs": self._registry_route(api.graphs),
             "/diff": self._registry_route(api.diff),
         }
 

@@ -146,3 +146,50 @@ def test_kernel_time_is_attributed_or_listed(path):
         pytest.skip("not a trace")
     acc = kernel_accounting(trace)
     assert acc["attributed_us"] + acc["unattributed_us"] == pytest.approx(acc["kernel_us"], rel=1e-9, abs=1e-6)
+
+
+def _write_compiled(tmp_path):
+    trace = tmp_path / "w.1.pt.trace.json"
+    trace.write_text(json.dumps(G.compiled_steps()))
+    return trace
+
+
+def test_provenance_file_names_source_nodes(tmp_path):
+    trace = _write_compiled(tmp_path)
+    (tmp_path / "kernel_information.json").write_text(json.dumps({
+        "triton_poi_fused_add_mul_0": {"stack_traces": ["model.py:12 in forward: y = x * w + b"],
+                                       "post_grad_nodes": ["mul", "add"], "pre_grad_nodes": ["linear_mul", "add_1"]},
+        "triton_red_fused_sum_1": {"post_grad_nodes": ["sum_1", 7], "stack_traces": "not a list"},
+        7: "odd"}))
+    doc = compiled_regions(load_trace_file(str(trace)))
+    rows = {(k["name"], k["region"]): k for k in doc["triton_kernels"]}
+    poi = rows[("triton_poi_fused_add_mul_0", "CompiledFunction")]
+    assert poi["source_nodes"] == ["linear_mul", "add_1"] and poi["source_lines"] == ["model.py:12 in forward: y = x * w + b"]
+    red = rows[("triton_red_fused_sum_1", "Torch-Compiled Region: 1/0")]
+    assert red["source_nodes"] == ["sum_1"] and red["source_lines"] is None  # strings only
+    assert rows[("triton_per_fused_native_layer_norm_backward_2", "CompiledFunctionBackward")]["source_nodes"] is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "oversized", "malformed", "not_a_dict"])
+def test_hostile_provenance_file_is_ignored(tmp_path, kind):
+    import os
+
+    from tb_plugin.registry import provenance
+
+    trace = _write_compiled(tmp_path)
+    target = tmp_path / "kernel_information.json"
+    if kind == "fifo":
+        os.mkfifo(target)  # opening it must not block
+    elif kind == "symlink":
+        outside = tmp_path.parent / f"outside_{tmp_path.name}.json"
+        outside.write_text(json.dumps({"triton_poi_fused_add_mul_0": {"pre_grad_nodes": ["secret"]}}))
+        target.symlink_to(outside)
+    elif kind == "oversized":
+        target.write_text(json.dumps({"k": {"pre_grad_nodes": ["x" * (provenance.MAX_BYTES + 1)]}}))
+    elif kind == "malformed":
+        target.write_text("{not json")
+    else:
+        target.write_text("[1, 2, 3]")
+    loaded = load_trace_file(str(trace))
+    assert "inductor_kernels" not in loaded.meta
+    assert all(k["source_nodes"] is None for k in compiled_regions(loaded)["triton_kernels"])

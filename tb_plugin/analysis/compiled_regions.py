@@ -13,7 +13,10 @@ Definitions (µs):
 - **Triton kernels**: per name, calls, time and the innermost region name around its launch; Inductor's
   name tells the kind (``poi`` pointwise, ``red`` reduction, ``per`` persistent reduction, ``tem``
   template, ``for`` foreach) and the fused ATen ops (``fused``: the text between ``fused_`` and the
-  final ``_N``, as Inductor joined it).
+  final ``_N``, as Inductor joined it). When Inductor's provenance file (``kernel_information.json``)
+  lies beside the trace (read by the registry into ``meta["inductor_kernels"]``), ``source_nodes`` are
+  the FX nodes the kernel fused (its pre-grad nodes, else its post-grad nodes) and ``source_lines``
+  their stack traces; else both are None.
 - **Per step** (the Overview's steps): compiled-region calls, distinct frames ``i``, the versions
   ``i/j`` that ran, **recompilations** (versions with ``j > 0`` first seen in that step), cache-lookup
   time, and **between** = on each thread, the time from the end of one ``Torch-Compiled Region`` to the
@@ -106,6 +109,7 @@ def _triton_rows(trace: Trace, triton: np.ndarray, region_rows: np.ndarray) -> l
     if len(rows) == 0:
         return []
     region = _innermost_region(trace, region_rows, rows)
+    provenance = trace.meta.get("inductor_kernels") or {}
     keys = np.stack([ev.name[rows].astype(np.int64), region], axis=1)
     uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -116,9 +120,12 @@ def _triton_rows(trace: Trace, triton: np.ndarray, region_rows: np.ndarray) -> l
         name = trace.strings[name_id]
         m = _TRITON.match(name)
         kind = _KINDS.get(m.group(1), m.group(1)) if m else None
+        known = provenance.get(name, {})
         out.append({"name": name, "kind": kind, "fused": (m.group(2) or None) if m else None,
                     "region": trace.strings[region_id] if region_id >= 0 else None,
-                    "calls": int(calls[g]), "total_us": float(total[g])})
+                    "calls": int(calls[g]), "total_us": float(total[g]),
+                    "source_nodes": known.get("pre_grad_nodes") or known.get("post_grad_nodes") or None,
+                    "source_lines": known.get("stack_traces") or None})
     out.sort(key=lambda r: (-r["total_us"], r["name"]))
     return out
 

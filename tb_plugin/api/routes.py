@@ -356,6 +356,12 @@ def insights(registry, args: Args):
 
 
 @route
+def graphs(registry, args: Args):
+    """CUDA graph replays and compiled regions, as the report's ``graphs`` section."""
+    return _file_view(registry, args, report.graphs_report)
+
+
+@route
 def diff(registry, args: Args):
     """Baseline vs experiment: steps, operator-tree level at ``path`` (a JSON list), kernels."""
     sides = []
@@ -370,7 +376,7 @@ def diff(registry, args: Args):
     return 200, dict(report.diff_document(sides[0], b, sides[1], e, path), state="ready")
 
 
-__all__ = ["MAX_PARAM_CHARS", "BadRequest", "critical_path", "diff", "distributed", "insights", "kernels", "memory", "memory_events",
+__all__ = ["MAX_PARAM_CHARS", "BadRequest", "critical_path", "diff", "distributed", "graphs", "insights", "kernels", "memory", "memory_events",
            "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
            "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
            "snapshot_allocations", "snapshot_attribution", "snapshot_oom", "snapshot_ranks", "snapshot_segments",

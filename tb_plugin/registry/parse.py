@@ -20,6 +20,7 @@ from ..trace.errors import TraceReadError
 from ..trace.heap import release_after, release_freed_memory
 from ..trace.model import Trace
 from .cache import ParseCache, discard
+from .provenance import read_provenance
 from .results import ResultCache
 from .views import FileViews
 
@@ -55,9 +56,18 @@ def load_trace_file(path: str, fs=None, size: int | None = None,
 
     ``events_sink``: see :func:`~tb_plugin.trace.decode.decode_trace`. ``spool_dir``: where a large
     remote object is downloaded before parsing (default: the directory of ``events_sink``, which is
-    the parse cache's, else the system temp dir)."""
+    the parse cache's, else the system temp dir). Inductor's ``kernel_information.json`` beside the
+    file, when there is one, goes into ``meta["inductor_kernels"]`` (registry/provenance.py)."""
     if fs is None:
         fs, path = url_to_fs(str(path))
+    trace = _load_trace_file(path, fs, size, progress, events_sink, spool_dir)
+    provenance = read_provenance(fs, path)
+    if provenance is not None:
+        trace.meta["inductor_kernels"] = provenance
+    return trace
+
+
+def _load_trace_file(path: str, fs, size: int | None, progress, events_sink, spool_dir: str | None) -> Trace:
     if size is None:
         try:
             size = fs.size(path)
