@@ -282,6 +282,8 @@ export function insightsUrl(sel: Selection): string {
   return `insights?${fileParams(sel).toString()}`;
 }
 
+export const graphsUrl = (sel: Selection) => `graphs?${fileParams(sel).toString()}`;
+
 // ---- diff
 
 /** Baseline and experiment. */

@@ -8,6 +8,8 @@ export const OP_DEFS = {
   device_self_us:
     "Device self time: GPU time (kernels, memcpy, memset) of the work its own launches started.",
   device_total_us: "Device total time: device self time plus the device total time of its child operators.",
+  graph_replay_self_us:
+    "From graph replay: the part of device self time replayed from a CUDA graph whose capture this operator made (matched in the same trace).",
   tc_eligible: "Whether the operator can use tensor cores (a tensor-core-capable op or its backward node).",
   tc_self_pct: "Share of the operator's self kernel time spent in tensor-core kernels.",
   tc_total_pct: "Share of the operator's total kernel time (children included) spent in tensor-core kernels.",

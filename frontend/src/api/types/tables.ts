@@ -25,6 +25,8 @@ export interface OperatorRow {
   host_total_us: number;
   device_self_us: number;
   device_total_us: number;
+  /** The part of device_self_us replayed from a CUDA graph this operator captured; absent from older servers. */
+  graph_replay_self_us?: number;
   tc_eligible: boolean;
   tc_self_pct: number | null;
   tc_total_pct: number | null;

@@ -19,6 +19,7 @@ import { emptyTableText } from "../../util/emptyTable";
 import { KERNEL_DEFS } from "../../util/tableDefinitions";
 import { PAGE_SIZE } from "../operators/OperatorView";
 import { ElidedName } from "../../components/ElidedName";
+import { GraphsCards } from "./GraphsCard";
 
 const TC_COLORS = ["#2ca02c", "#9e9e9e"];
 
@@ -136,6 +137,9 @@ export function KernelView({
               empty={emptyTableText("GPU kernels", [search, opSearch])}
             />
           </Card>
+          <ErrorBoundary title="CUDA graphs failed to render">
+            <GraphsCards selection={selection} />
+          </ErrorBoundary>
         </>
       ) : null}
     </div>

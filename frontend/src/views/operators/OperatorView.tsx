@@ -59,6 +59,14 @@ export function operatorColumns(groupBy: OperatorGroupBy, rows: OperatorRow[], h
       { key: "tc_self_pct", label: "TC Self", numeric: true, tooltip: OP_DEFS.tc_self_pct, render: (r) => formatPct(r.tc_self_pct, 1) },
       { key: "tc_total_pct", label: "TC Total", numeric: true, tooltip: OP_DEFS.tc_total_pct, render: (r) => formatPct(r.tc_total_pct, 1) },
     );
+  if (hasDevice && rows.some((r) => (r.graph_replay_self_us ?? 0) > 0))
+    cols.push({
+      key: "graph_replay_self_us",
+      label: "From Graph Replay",
+      numeric: true,
+      tooltip: OP_DEFS.graph_replay_self_us,
+      render: (r) => formatDuration(r.graph_replay_self_us ?? 0),
+    });
   if (rows.some((r) => r.flops !== null))
     cols.push(
       { key: "flops", label: "FLOPs", numeric: true, tooltip: OP_DEFS.flops, render: (r) => formatFlops(r.flops) },

@@ -10,6 +10,7 @@ import { SystemMetrics } from "./SystemMetrics";
 import { TrainerEvents } from "./TrainerEvents";
 import { FileNotes, WarningsList } from "../../components/WarningsList";
 import { InsightsCard } from "../insights/InsightsCard";
+import { GraphsLine } from "../kernels/GraphsCard";
 import type { Theme } from "../../hooks/useTheme";
 
 interface OverviewProps {
@@ -34,6 +35,9 @@ export function Overview({ data, theme }: OverviewProps) {
           <GpuSummaryCard gpus={data.gpus} />
         </ErrorBoundary>
       </div>
+      <ErrorBoundary title="CUDA graphs line failed to render">
+        <GraphsLine selection={{ run: data.run, worker: data.worker, span: data.span }} />
+      </ErrorBoundary>
       <ErrorBoundary title="Execution Summary failed to render">
         <ExecutionSummary data={data} theme={theme} />
       </ErrorBoundary>
