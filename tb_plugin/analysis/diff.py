@@ -36,7 +36,7 @@ from .steps import compute_steps
 CHANGE_PCT = 5.0
 CHANGE_US = 10.0
 QUANTITY = "host_total_us"  # the one time a verdict and the waterfall compare (µs per average step)
-_FIELDS = ("calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us")
+_FIELDS = ("calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "graph_replay_self_us")
 
 
 def _label(name: str) -> str:
@@ -64,7 +64,8 @@ def op_path_tree(trace: Trace) -> dict[tuple, dict]:
         ids = pid[counted]
         sums = {"calls": np.bincount(ids, minlength=n).astype(float)}
         for key, values in (("host_self_us", times.host_self), ("host_total_us", ev.dur),
-                            ("device_self_us", times.device_self), ("device_total_us", times.device_total)):
+                            ("device_self_us", times.device_self), ("device_total_us", times.device_total),
+                            ("graph_replay_self_us", times.replay_self)):
             sums[key] = np.bincount(ids, weights=values[rows][counted], minlength=n)
         paths: list[tuple] = []
         for p in range(n):  # one pass per distinct path: a parent's id is always smaller than its child's
