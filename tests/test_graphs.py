@@ -193,3 +193,28 @@ def test_hostile_provenance_file_is_ignored(tmp_path, kind):
     loaded = load_trace_file(str(trace))
     assert "inductor_kernels" not in loaded.meta
     assert all(k["source_nodes"] is None for k in compiled_regions(loaded)["triton_kernels"])
+
+
+def test_two_graphs_one_captured():
+    trace = _decode(G.two_graphs())
+    doc = graphs_document(trace)
+    assert doc["replays"] == 5 and doc["graphs"] == 2
+    first, second = doc["graph_list"]
+    assert (first["status"], first["replays"], first["events_per_replay"]) == ("attributed", 3, 4)
+    assert (second["status"], second["replays"], second["events_per_replay"]) == ("partial", 2, 1)
+    assert second["kernels"] == [{"graph": 1, "name": "other_k", "op": None, "frame": None, "calls": 2, "total_us": 14.0}]
+    acc = doc["accounting"]
+    assert acc["from_graph_replay_us"] == 60.0 and acc["unattributed_us"] == 14.0  # no operator around its launch
+    assert acc["attributed_us"] + acc["unattributed_us"] == acc["kernel_us"] == 74.0
+
+
+def test_odd_graph_ids_do_not_crash():
+    doc = G.captured_replays(True)
+    for ev in doc["traceEvents"]:
+        if ev.get("cat") == "kernel":
+            ev["args"]["graph id"] = "not a number" if ev["name"] == "gemm" else -5
+            ev["args"]["graph node id"] = [1]
+    trace = _decode(doc)
+    out = graphs_document(trace)
+    assert out["replays"] == 3 and out["graph_list"][0]["graph_id"] is None
+    assert out["graph_list"][0]["method"] == "launch order"  # node ids unreadable: start order

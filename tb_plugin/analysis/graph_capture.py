@@ -184,11 +184,7 @@ def _matches(trace: Trace) -> Matches:
     n_graphs = int(rep.graph.max()) + 1 if len(rep.graph) else 0
     source = np.full(len(trace.events), -1, dtype=np.int64)
     sizes = np.array([len(x) for x in cap.launches], dtype=np.int64)
-    # a graph's size: its replays' most common device-work count
-    size_of = np.zeros(n_graphs, dtype=np.int64)
-    for g in range(n_graphs):
-        values, counts = np.unique(rep.count[rep.graph == g], return_counts=True)
-        size_of[g] = values[np.argmax(counts)]
+    size_of = graph_sizes(rep, n_graphs)
     status, candidates = [], []
     chosen = np.full(n_graphs, -1, dtype=np.int64)
     for g in range(n_graphs):
@@ -209,6 +205,18 @@ def _matches(trace: Trace) -> Matches:
         ok = (chosen[g_of] >= 0) & (rep.count[rep.replay] == size_of[g_of])
         source[rep.rows[ok]] = table[g_of[ok], rep.position[ok]]
     return Matches(status, chosen, candidates, source)
+
+
+def graph_sizes(rep: Replays, n_graphs: int) -> np.ndarray:
+    """Per graph: its replays' most common device-event count (the smallest among equally common)."""
+    if not n_graphs:
+        return np.zeros(0, dtype=np.int64)
+    pairs, times = np.unique(np.stack([rep.graph, rep.count]), axis=1, return_counts=True)
+    order = np.lexsort((pairs[1], -times, pairs[0]))  # per graph: most replays first, then the smaller count
+    first = np.r_[True, pairs[0][order][1:] != pairs[0][order][:-1]]
+    out = np.zeros(n_graphs, dtype=np.int64)
+    out[pairs[0][order][first]] = pairs[1][order][first]
+    return out
 
 
 def replay_source(trace: Trace) -> np.ndarray:

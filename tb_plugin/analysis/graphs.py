@@ -25,7 +25,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
-from .graph_capture import captures, matches, replay_source, replays
+from .graph_capture import captures, graph_sizes, matches, replay_source, replays
 from .op_tree import op_tree
 from .operators import _groups, op_times
 
@@ -85,18 +85,27 @@ def graphs_document(trace: Trace) -> dict:
     unmatched_us = 0.0
     sums = {k: np.bincount(rep.graph, weights=np.asarray(per[k]), minlength=n_graphs)
             for k in ("busy_us", "gap_us", "launch_us")}
-    for g in range(n_graphs):
-        mine = rep.graph == g
-        rows_g = rep.rows[mine[rep.replay]]
-        size = int(np.bincount(rep.count[mine]).argmax())
+    sizes = graph_sizes(rep, n_graphs)
+    replays_of = np.bincount(rep.graph, minlength=n_graphs)
+    first_replay = np.full(n_graphs, len(rep.launch), dtype=np.int64)
+    np.minimum.at(first_replay, rep.graph, np.arange(len(rep.launch)))
+    event_graph = rep.graph[rep.replay]
+    by_graph = np.argsort(event_graph, kind="stable")
+    bounds = np.searchsorted(event_graph[by_graph], np.arange(n_graphs + 1))
+    kernels_of: dict[int, list] = {}
+    for row in kernel_rows:
+        kernels_of.setdefault(row["graph"], []).append(row)
+    for g in range(n_graphs):  # one pass per graph, each over its own events
+        rows_g = rep.rows[by_graph[bounds[g]:bounds[g + 1]]]
+        size = int(sizes[g])
         status = match.status[g]
         method = "graph node id order" if rep.by_node_id else "launch order"
         note = NOTES[status].format(method=method, n=len(match.candidates[g]), size=size)
         k_us = float(ev.dur[rows_g[ev.kind[rows_g] == Kind.KERNEL]].sum())
         unmatched_us += float(ev.dur[rows_g[(ev.kind[rows_g] == Kind.KERNEL) & (source[rows_g] < 0)]].sum())
         doc["graph_list"].append({
-            "graph": g, "graph_id": int(rep.graph_key[mine][0]) if rep.graph_key[mine][0] >= 0 else None,
-            "replays": int(mine.sum()), "events_per_replay": size, "kernel_us": k_us,
+            "graph": g, "graph_id": int(rep.graph_key[first_replay[g]]) if rep.graph_key[first_replay[g]] >= 0 else None,
+            "replays": int(replays_of[g]), "events_per_replay": size, "kernel_us": k_us,
             "busy_us": float(sums["busy_us"][g]),
             "gap_us": float(sums["gap_us"][g]),
             "launch_us": float(sums["launch_us"][g]),
@@ -104,7 +113,7 @@ def graphs_document(trace: Trace) -> dict:
             "status": status, "method": method if status == "attributed" else None,
             "capture": int(match.capture[g]) if match.capture[g] >= 0 else None,
             "candidates": match.candidates[g], "note": note,
-            "kernels": [r for r in kernel_rows if r["graph"] == g]})
+            "kernels": kernels_of.get(g, [])})
     if kernel_us > 0 and 100.0 * unmatched_us / kernel_us >= UNMATCHED_PCT:
         doc["advice"].append({"rule": "graphs.capture_missing", "addressed_us": unmatched_us,
                               "threshold_pct": UNMATCHED_PCT, "share_pct": 100.0 * unmatched_us / kernel_us,
@@ -128,10 +137,11 @@ def _per_replay(trace: Trace) -> dict:
     np.minimum.at(start, which, ts)
     np.maximum.at(stop, which, end)
     kernel = ev.kind[rows] == Kind.KERNEL
-    # the union of each replay's work: times relative to its start, replays laid end to end
+    # the union of each replay's work: times relative to its start, replays laid end to end (each one
+    # its own span + 1 µs wide, so a replay never reaches into the next)
     rel_s, rel_e = ts - start[which], end - start[which]
-    width = float(np.max(rel_e)) + 1.0 if len(rows) else 1.0
-    base = which * width
+    width = np.where(np.isfinite(stop - start), stop - start, 0.0) + 1.0
+    base = (np.cumsum(width) - width)[which]
     order = np.lexsort((rel_s, which))
     s, e, w = (rel_s + base)[order], (rel_e + base)[order], which[order]
     reach = np.maximum.accumulate(e)

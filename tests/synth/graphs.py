@@ -124,3 +124,15 @@ def compiled_steps() -> dict:
         launch("triton_per_fused_native_layer_norm_backward_2", "triton_per_fused_native_layer_norm_backward_2",
                s + 710.0 + extra, 30.0, tid=2)
     return {"traceEvents": ev}
+
+
+def two_graphs() -> dict:
+    """:func:`captured_replays` without node ids, plus 2 replays at 500 and 600 µs of another graph (one
+    ``other_k`` kernel of 7 µs at t + 10 on stream 7, correlation 2000 + r) whose capture is not in the
+    trace: graph 0 is attributed, graph 1 (``other_k``) has no complete capture of 1 launch: partial."""
+    doc = captured_replays(False)
+    for r, t in enumerate((500.0, 600.0)):
+        doc["traceEvents"].append(_x("cudaGraphLaunch", "cuda_runtime", t + 1.0, 4.0, correlation=2000 + r))
+        doc["traceEvents"].append(_x("other_k", "kernel", t + 10.0, 7.0, pid=0, tid=7, device=0, stream=7,
+                                     correlation=2000 + r))
+    return doc
