@@ -218,3 +218,29 @@ def test_odd_graph_ids_do_not_crash():
     out = graphs_document(trace)
     assert out["replays"] == 3 and out["graph_list"][0]["graph_id"] is None
     assert out["graph_list"][0]["method"] == "launch order"  # node ids unreadable: start order
+
+
+def test_provenance_is_read_through_the_logdir(tmp_path):
+    """Through the registry (a confined logdir): the provenance beside the trace names source nodes in the
+    report; a provenance symlinked to outside the logdir is not read."""
+    from tb_plugin.registry.report import graphs_report
+    from tb_plugin.registry.runs import RunRegistry
+
+    run = tmp_path / "logdir" / "run"
+    run.mkdir(parents=True)
+    _write_compiled(run)
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"triton_poi_fused_add_mul_0": {"pre_grad_nodes": ["secret"]}}))
+    (run / "kernel_information.json").symlink_to(outside)
+    for linked in (True, False):
+        if not linked:
+            (run / "kernel_information.json").unlink()
+            (run / "kernel_information.json").write_text(outside.read_text().replace("secret", "mul_1"))
+        registry = RunRegistry(str(tmp_path / "logdir"))
+        registry.start()
+        (st,) = registry.files()
+        registry.ensure_loaded(st)
+        rows = graphs_report(registry.views(st))["compiled"]["triton_kernels"]
+        nodes = {k["name"]: k["source_nodes"] for k in rows}
+        assert nodes["triton_poi_fused_add_mul_0"] == (None if linked else ["mul_1"])
+        registry.stop()

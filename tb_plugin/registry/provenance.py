@@ -4,7 +4,8 @@
 ``trace.meta["inductor_kernels"]`` for :mod:`tb_plugin.analysis.compiled_regions`.
 
 Bad input never crashes or amplifies: the file is read only when it is a regular file (locally: never a
-FIFO, never a symlink) of at most :data:`MAX_BYTES`; only string items are kept, at most
+FIFO, never a symlink; in a logdir, through ``storage/confined.py``, so never outside it) of at most
+:data:`MAX_BYTES`; only string items are kept, at most
 :data:`MAX_KERNELS` kernels, :data:`MAX_ITEMS` items per list and :data:`MAX_TEXT` characters each.
 A missing, oversized or malformed file is simply not used.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from ..storage.confined import ConfinedLocalFileSystem
 from ..storage.private_files import open_regular
 from ..storage.remote import is_local_fs
 
@@ -31,7 +33,10 @@ def read_provenance(fs, path: str) -> dict[str, dict[str, list[str]]] | None:
     """The sanitized provenance beside the trace at ``path`` on ``fs``, or None."""
     candidate = posixpath.join(posixpath.dirname(str(path)), PROVENANCE_NAME)
     try:
-        if is_local_fs(fs):
+        if isinstance(fs, ConfinedLocalFileSystem):  # a logdir's file: inside it, regular, no FIFO, no symlink
+            with fs.open(candidate, "rb") as f:
+                raw = f.read(MAX_BYTES + 1)
+        elif is_local_fs(fs):
             with open_regular(candidate) as f:
                 raw = f.read(MAX_BYTES + 1)
         else:
