@@ -110,13 +110,13 @@ def _triton_rows(trace: Trace, triton: np.ndarray, region_rows: np.ndarray) -> l
         return []
     region = _innermost_region(trace, region_rows, rows)
     provenance = trace.meta.get("inductor_kernels") or {}
-    keys = np.stack([ev.name[rows].astype(np.int64), region], axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    keys = ev.name[rows].astype(np.int64) << 32 | (region + 1)  # name ids and region ids are int32
+    uniq, inverse = np.unique(keys, return_inverse=True)
     calls = np.bincount(inverse, minlength=len(uniq))
     total = np.bincount(inverse, weights=ev.dur[rows], minlength=len(uniq))
     out = []
-    for g, (name_id, region_id) in enumerate(uniq.tolist()):
+    for g, key in enumerate(uniq.tolist()):
+        name_id, region_id = key >> 32, (key & 0xFFFFFFFF) - 1
         name = trace.strings[name_id]
         m = _TRITON.match(name)
         kind = _KINDS.get(m.group(1), m.group(1)) if m else None
