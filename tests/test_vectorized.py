@@ -307,6 +307,7 @@ def reference_op_path_tree(trace) -> dict:
         node["host_total_us"] += float(ev.dur[row])
         node["device_self_us"] += float(times.device_self[row])
         node["device_total_us"] += float(times.device_total[row])
+        node["graph_replay_self_us"] += float(times.replay_self[row])
     for node in nodes.values():
         for key in diff._FIELDS:
             node[key] /= steps
