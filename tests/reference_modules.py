@@ -62,11 +62,13 @@ def _module_tree(trace: Trace) -> list[dict]:
             node = nodes[path_of(m)]
             node["operators"] += 1
             node["device_self_us"] += float(times.device_self[r])
+            node["graph_replay_self_us"] += float(times.replay_self[r])
     for fwd, bwd in _forward_backward_pairs(trace):
         p = py_parent[fwd]
         m = module_at(int(p)) if p >= 0 else -1
         if m >= 0:
             nodes[path_of(m)]["device_self_us"] += float(times.device_total[bwd])
+            nodes[path_of(m)]["graph_replay_self_us"] += float(times.replay_total[bwd])
 
     roots: list[dict] = []
     by_depth = sorted(nodes, key=len)

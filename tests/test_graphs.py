@@ -13,7 +13,7 @@ from conftest import SAMPLES
 from synth import graphs as G
 from tb_plugin.analysis.compiled_regions import compiled_regions
 from tb_plugin.analysis.graphs import graphs_document, kernel_accounting
-from tb_plugin.analysis.modules import module_tree  # noqa: F401  (the Module view reads op_times too)
+from tb_plugin.analysis.modules import module_tree
 from tb_plugin.analysis.operators import operator_rows
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.decode import decode_trace
@@ -45,6 +45,8 @@ def test_capture_attributes_replayed_kernels(node_ids):
     for op, kernel in OPS.items():
         assert ops[op] == (n * G.KERNEL_US[kernel], n * G.KERNEL_US[kernel])
     assert ops["graph_replay"] == (0.0, 0.0)
+    (net,) = module_tree(trace)  # the Module view credits the capturing module
+    assert (net["name"], net["device_self_us"], net["graph_replay_self_us"]) == ("Net_0", n * 20.0, n * 20.0)
     kernels = {(k["name"], k["op"], k["frame"]): k["total_us"] for k in graph["kernels"]}
     assert kernels == {(k, op, "model.py(7): forward"): n * G.KERNEL_US[k] for op, k in OPS.items()}
     replay = doc["replay_list"][0]

@@ -9,6 +9,8 @@ node; ``occurrences`` counts them. Per node (µs):
 - **device self** = device self time of the operators whose innermost module is this one, plus the
   device total of the backward operators linked to those operators by ``fwdbwd`` flows (the module is
   credited with the backward work of its ops); **device total** = self + children's totals;
+  **from graph replay** (``graph_replay_self_us``) = the part of device self replayed from CUDA graphs
+  whose capture those operators made (:mod:`.graph_capture`);
 - **operators** = operator calls whose innermost module is this one.
 
 Modules nested more than :data:`MAX_DEPTH` levels deep are folded into their ancestor at that depth
@@ -92,6 +94,7 @@ def _module_tree(trace: Trace) -> list[dict]:
     fwd_call = call_above(py_parent[fwd])
     credited = np.concatenate([op_call, fwd_call])
     gain = np.concatenate([times.device_self[op_rows], times.device_total[bwd]])
+    replay_gain = np.concatenate([times.replay_self[op_rows], times.replay_total[bwd]])
     has = credited >= 0
     size = len(node_parent)
     shown = ~folded
@@ -101,6 +104,7 @@ def _module_tree(trace: Trace) -> list[dict]:
     folded_calls = np.bincount(node[folded], minlength=size).tolist()
     operators = np.bincount(node[op_call[op_call >= 0]], minlength=size).tolist()
     device_self = np.bincount(node[credited[has]], weights=gain[has], minlength=size).tolist()
+    replayed = np.bincount(node[credited[has]], weights=replay_gain[has], minlength=size).tolist()
     # nodes in order of their first call (the order the tree lists roots and equal-time children in)
     _, first_call = np.unique(node, return_index=True)
     depth = ancestor_counts(node_parent)
@@ -109,7 +113,8 @@ def _module_tree(trace: Trace) -> list[dict]:
     label_text = list(labels)
     for g in sorted(np.argsort(first_call, kind="stable").tolist(), key=lambda g: depth[g]):
         made[g] = dict(_empty(label_text[node_label[g]]), occurrences=occurrences[g], operators=operators[g],
-                       host_total_us=host_total[g], device_self_us=device_self[g])
+                       host_total_us=host_total[g], device_self_us=device_self[g],
+                       graph_replay_self_us=replayed[g])
         if folded_calls[g]:
             made[g]["folded_calls"] = folded_calls[g]
         (made[node_parent[g]]["children"] if node_parent[g] >= 0 else roots).append(made[g])
@@ -132,7 +137,7 @@ def _lightning_module_name(text: str) -> str:
 
 def _empty(name: str) -> dict:
     return {"name": name, "occurrences": 0, "operators": 0, "host_total_us": 0.0, "host_self_us": 0.0,
-            "device_total_us": 0.0, "device_self_us": 0.0, "children": []}
+            "device_total_us": 0.0, "device_self_us": 0.0, "graph_replay_self_us": 0.0, "children": []}
 
 
 def _roll_up(node: dict) -> None:

@@ -78,6 +78,7 @@ class OpTimes:
     owner: np.ndarray  # for device work: the operator row its launch belongs to, else -1
     merged: np.ndarray  # operator rows merged into their same-name only-child parent (not table rows)
     replay_self: PerOp  # device self time that came from graph replays matched to their capture
+    replay_total: PerOp  # the same, the operator's subtree included
 
 
 def op_times(trace: Trace) -> OpTimes:
@@ -134,7 +135,7 @@ def _op_times(trace: Trace) -> OpTimes:
     tc_self = accumulate(tc)
     replay_self = accumulate(source[owned] >= 0)
     del owner_pos, kind, tc, owned, source
-    totals = [device_self.copy(), kernel_self.copy(), tc_self.copy()]
+    totals = [device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self.copy()]
     order = tree.order
     roll_up(totals, at(order[is_op[order]]), parent_pos)  # an operator's total holds its subtree
     # an op whose single child op has the same name: merge the child into it
@@ -149,7 +150,7 @@ def _op_times(trace: Trace) -> OpTimes:
     roll_up(table_self, same, parent_pos)  # deepest first, so chains of same-name ops fold all the way up
     per = [PerOp(ops, v) for v in (table_self[0], table_self[1], totals[0], table_self[3], totals[2], table_self[2],
                                    totals[1])]
-    return OpTimes(is_op, *per, owner, merged, PerOp(ops, table_self[4]))
+    return OpTimes(is_op, *per, owner, merged, PerOp(ops, table_self[4]), PerOp(ops, totals[3]))
 
 
 def _groups(trace: Trace, group_by: str):

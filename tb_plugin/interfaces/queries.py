@@ -71,7 +71,7 @@ def top_rows(rows: list[dict], sort: str, limit: int, columns: list[str]) -> dic
 
 
 MODULE_COLUMNS = ["path", "name", "depth", "occurrences", "operators", "host_self_us", "host_total_us",
-                  "device_self_us", "device_total_us"]
+                  "device_self_us", "device_total_us", "graph_replay_self_us"]
 
 
 def module_rows(tree: list[dict] | None, parent: str = "", depth: int = 0) -> list[dict]:

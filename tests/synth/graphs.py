@@ -78,7 +78,9 @@ def _replays(events, node_ids):
 
 
 def captured_replays(node_ids: bool = True) -> dict:
-    events = [_x("model.py(7): forward", "python_function", 5.0, 40.0)]
+    """(See the module docstring; the forward frame runs inside module ``nn.Module: Net_0`` [4, 46].)"""
+    events = [_x("nn.Module: Net_0", "python_function", 4.0, 42.0),
+              _x("model.py(7): forward", "python_function", 5.0, 40.0)]
     _capture(events, 10.0)
     _replays(events, node_ids)
     return {"traceEvents": events}

@@ -42,4 +42,6 @@ export const MODULE_DEFS = {
   device_total_us: "Device total time: device self plus its children's device totals.",
   device_self_us:
     "Device self time: device self time of the operators whose innermost module is this one, plus the backward operators linked to them.",
+  graph_replay_self_us:
+    "From graph replay: the part of device self time replayed from CUDA graphs whose capture this module's operators made.",
 } as const;

@@ -112,6 +112,8 @@ export interface ModuleNode {
   host_self_us: number;
   device_total_us: number;
   device_self_us: number;
+  /** The part of device_self_us replayed from CUDA graphs its operators captured; absent from older servers. */
+  graph_replay_self_us?: number;
   children: ModuleNode[];
 }
 

@@ -47,6 +47,7 @@ export function ModuleView({ modules }: { modules: ModuleNode[] }) {
   const rows = useMemo(() => flattenTree(modules, expanded), [modules, expanded]);
   const rects = useMemo(() => flameLayout(modules, focus), [modules, focus]);
   const depth = rects.reduce((m, r) => Math.max(m, r.depth + 1), 0);
+  const replayed = useMemo(() => anyReplayed(modules), [modules]);
 
   const toggle = (id: NodeId) => setExpanded((prev) => toggled(prev, id));
   const focusOn = (id: NodeId | null) => {
@@ -103,6 +104,7 @@ export function ModuleView({ modules }: { modules: ModuleNode[] }) {
               {METRICS.map((k) => (
                 <Th key={k} label={LABELS[k]} tip={MODULE_DEFS[k]} />
               ))}
+              {replayed ? <Th label="From Graph Replay" tip={MODULE_DEFS.graph_replay_self_us} /> : null}
             </>
           }
         >
@@ -131,10 +133,16 @@ export function ModuleView({ modules }: { modules: ModuleNode[] }) {
                   {metric(r.node, k)}
                 </td>
               ))}
+              {replayed ? <td className="num">{formatDuration(r.node.graph_replay_self_us ?? 0)}</td> : null}
             </tr>
           ))}
         </DataTable>
       </Card>
     </div>
   );
+}
+
+/** Whether any node's device self time came from a CUDA graph replay matched to its capture. */
+function anyReplayed(nodes: ModuleNode[]): boolean {
+  return nodes.some((n) => (n.graph_replay_self_us ?? 0) > 0 || anyReplayed(n.children));
 }
