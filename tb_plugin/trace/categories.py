@@ -122,14 +122,21 @@ _COLLECTIVE_CAMEL = re.compile(r"(?:All_?[Rr]educe|All_?[Gg]ather|Reduce_?[Ss]ca
 # copies into a collective's buffer): never communication by name. Kernels launched by a
 # communication op still are (see analysis.breakdown.category_masks).
 _NEVER_COMM_PREFIXES = ("triton_", "triton__")
+# Expert-parallel (MoE) dispatch/combine kernels: DeepEP's ``deep_ep::intranode::dispatch<…>``,
+# ``deep_ep::internode::combine<…>``, ``deep_ep::internode_ll::dispatch<…>`` (and their notify_/cached_
+# helpers), the ``dpsk::ep::internode::dispatch`` spelling of its forks, and bare ``intranode::``/
+# ``internode::`` namespaces of the same kernels. They move tokens between GPUs (NVLink, or RDMA through
+# NVSHMEM) and wait for their peers like any collective, so they are communication.
+_EXPERT_PARALLEL = re.compile(r"(?<![A-Za-z0-9_])(?:deep_ep::|dpsk::ep::|(?:intranode|internode(?:_ll)?)::)")
 
 
 def is_comm_kernel_name(name: str) -> bool:
-    """Whether a kernel name is a communication kernel (see ``COMM_KERNEL_MARKERS`` and the custom
-    collective-kernel rule above). ``at::native::reduce_kernel`` and ``cub::DeviceReduceKernel`` are not."""
+    """Whether a kernel name is a communication kernel (see ``COMM_KERNEL_MARKERS``, the custom
+    collective-kernel rule and the expert-parallel rule above). ``at::native::reduce_kernel`` and ``cub::DeviceReduceKernel`` are not."""
     if name.startswith(_NEVER_COMM_PREFIXES):
         return False
     lower = name.lower()
     if any(marker in lower for marker in COMM_KERNEL_MARKERS):
         return True
-    return _COLLECTIVE_WORD.search(name) is not None or _COLLECTIVE_CAMEL.search(name) is not None
+    return (_COLLECTIVE_WORD.search(name) is not None or _COLLECTIVE_CAMEL.search(name) is not None
+            or _EXPERT_PARALLEL.search(name) is not None)
