@@ -22,7 +22,9 @@ Definitions, all over the **steps window** ``[first step start, last step end]``
   is "not computed", not 0 %. Those kernels are left out and their time is ``kernel_us_without_occupancy``
   (µs inside the window), as ``kernel_us_without_geometry`` for SM efficiency.
 - **Kernel time using Tensor Cores** (%) = time of tensor-core kernels ÷ time of all kernels, over
-  the device's kernels launched from inside an operator. ``null`` when there are none. On AMD these
+  the device's kernels launched from inside a host operator or a record_function range
+  (``ProfilerStep#N`` included: in practice every kernel launched inside a step). ``null`` when there
+  are none. On AMD these
   are matrix-core (MFMA/WMMA) kernels. Kernel families: :mod:`.tensor_cores`.
 """
 
