@@ -175,7 +175,9 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
               f"changes within {fixed(doc['thresholds']['change_us'], 0)} µs or "
               f"{fixed(doc['thresholds']['change_pct'], 0)} % are unchanged):\n")
     for row in sorted(doc["operators"], key=lambda r: -abs(r["change_us"]))[:15]:
-        out.write(f"  {row['status']:<9} {cli_gate.tail(' > '.join(row['path']), 90)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
+        moved = f" (moved from {cli_gate.tail(' > '.join(row['moved_from']), 60)})" if row.get("moved_from") else ""
+        out.write(f"  {row['status']:<9} {cli_gate.tail(' > '.join(row['path']), 90)}{moved}: host "
+                  f"{fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
                   f"device {fixed(row['delta']['device_total_us'], 1, sign=True)} µs\n")
     return 0
 
