@@ -258,13 +258,13 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
             for key, label in zip(CATEGORY_KEYS, _LABELS):
                 # the percentage as the UI computes it ((part / whole) * 100), rounded by the same rule
                 out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{fixed(avg[key] / total * 100, 2):>10}%\n")
-            for g in ov["gpus"]:
-                out.write(
-                    f"   GPU {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: utilization {_pct(g['utilization_pct'])}, "
-                    f"SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
+            for g in ov["gpus"]:  # an accelerator that is no GPU (MTIA): the GPU-only measures do not apply
+                gpu_only = "" if g.get("device_type", "GPU") != "GPU" else (
+                    f", SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
                     f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
-                    f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}\n"
-                )
+                    f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}")
+                out.write(f"   {g.get('device_type', 'GPU')} {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: "
+                          f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n")
             for rec in ov["recommendations"]:
                 out.write(f"   * {rec}\n")
             print_critical_path(w.get("critical_path") or [], out, across=False)

@@ -11,6 +11,10 @@ import enum
 import re
 
 
+#: Kineto's category of CUPTI range-profiler ranges (``CUDA_PROFILER_RANGE`` activities).
+CUPTI_RANGE_CATEGORY = "cuda_profiler_range"
+
+
 class Kind(enum.IntEnum):
     """Normalized kind of a duration event (stored as ``uint8``)."""
 
@@ -48,11 +52,13 @@ _CATEGORY_TO_KIND = {
     "trace": Kind.IGNORED,
     "overhead": Kind.IGNORED,
     "cuda_sync": Kind.IGNORED,
-    # device work that is not a CUDA kernel record: CUPTI range-profiler ranges (one per profiled range of
-    # kernels on the device) and MTIA's command-processor events. We differ from torch-tb-profiler, which
-    # drops both, so such traces read "no GPU activity".
-    "cuda_profiler_range": Kind.KERNEL,
+    # device work that is not a CUDA kernel record: MTIA's command-processor events. We differ from
+    # torch-tb-profiler, which drops them, so such traces read "no GPU activity".
     "mtia_ccp_events": Kind.KERNEL,
+    # CUPTI range-profiler ranges: the profiler replays each range of kernels to read hardware counters,
+    # so a range's time is the profiler's pass, not how long its kernels ran (every range of a trace
+    # can read the same 121.43 ms). Not kernel time; the file says so (trace/finish.py).
+    CUPTI_RANGE_CATEGORY: Kind.IGNORED,
     "cpu_instant_event": Kind.IGNORED,
     "python_function_enter": Kind.IGNORED,
 }
