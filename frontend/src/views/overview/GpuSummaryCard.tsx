@@ -5,6 +5,22 @@ import { gpuGeneration } from "../../util/gpuGeneration";
 import { Card } from "../../components/Card";
 import { InfoTooltip } from "../../components/InfoTooltip";
 
+/** The rows every device has: its name and memory. */
+function DeviceRows({ gpu }: { gpu: GpuInfo }) {
+  return (
+    <>
+      <div className="kv-row">
+        <dt>Name</dt>
+        <dd>{formatText(gpu.name)}</dd>
+      </div>
+      <div className="kv-row">
+        <dt>Memory</dt>
+        <dd>{formatGiB(gpu.memory_bytes)}</dd>
+      </div>
+    </>
+  );
+}
+
 /** An accelerator that is not a GPU (MTIA): its card says what it is and shows what applies to it. */
 function AcceleratorBlock({ gpu, kind }: { gpu: GpuInfo; kind: string }) {
   return (
@@ -13,14 +29,7 @@ function AcceleratorBlock({ gpu, kind }: { gpu: GpuInfo; kind: string }) {
         {kind} {gpu.id}
       </div>
       <dl className="kv">
-        <div className="kv-row">
-          <dt>Name</dt>
-          <dd>{formatText(gpu.name)}</dd>
-        </div>
-        <div className="kv-row">
-          <dt>Memory</dt>
-          <dd>{formatGiB(gpu.memory_bytes)}</dd>
-        </div>
+        <DeviceRows gpu={gpu} />
         <div className="kv-row">
           <dt>
             <InfoTooltip label="Utilization" text={`Time with ${kind} device work running ÷ the steps window.`} />
@@ -45,14 +54,7 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
     <div className="gpu-block" data-testid="gpu-block">
       <div className="gpu-title">GPU {gpu.id}</div>
       <dl className="kv">
-        <div className="kv-row">
-          <dt>Name</dt>
-          <dd>{formatText(gpu.name)}</dd>
-        </div>
-        <div className="kv-row">
-          <dt>Memory</dt>
-          <dd>{formatGiB(gpu.memory_bytes)}</dd>
-        </div>
+        <DeviceRows gpu={gpu} />
         <div className="kv-row">
           <dt>{generation.label}</dt>
           <dd data-testid="gpu-generation">{generation.value}</dd>
