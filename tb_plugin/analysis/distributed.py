@@ -136,8 +136,7 @@ def _comm_ops(trace: Trace, launch: np.ndarray, parent: np.ndarray) -> np.ndarra
     """Per launch: the communication op around it, the innermost of its first :data:`MAX_COMM_OP_LEVELS`
     ancestors with comm args or a communication op's name (:func:`trace.categories.is_comm_op_name`, as
     the step breakdown); else its innermost op (−1: none). All launches at once, one pass per level."""
-    ev = trace.events
-    is_comm = (ev.collective > 0) | (ev.in_msg_nelems >= 0) | trace.name_mask(is_comm_op_name)
+    is_comm = _comm_op_mask(trace)
     node = np.where(launch >= 0, parent[np.maximum(launch, 0)], -1)
     found = node.copy()
     live = np.flatnonzero(node >= 0)
@@ -150,13 +149,20 @@ def _comm_ops(trace: Trace, launch: np.ndarray, parent: np.ndarray) -> np.ndarra
     return found
 
 
+def _comm_op_mask(trace: Trace) -> np.ndarray:
+    """Events that are communication ops: comm args, or a communication op's name (as the breakdown)."""
+    ev = trace.events
+    return (ev.collective > 0) | (ev.in_msg_nelems >= 0) | trace.name_mask(is_comm_op_name)
+
+
 def _outermost_comm_ops(trace: Trace, op: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Per communication op (−1: none), the outermost communication op of the chain of them around it
-    (``c10d::_allgather_base_`` around ``nccl:_all_gather_base``); itself when its parent is none."""
-    ev = trace.events
-    is_comm = (ev.collective > 0) | (ev.in_msg_nelems >= 0) | trace.name_mask(is_comm_op_name)
+    (``c10d::_allgather_base_`` around ``nccl:_all_gather_base``); itself when its parent is none, or
+    when it is no communication op (:func:`_comm_ops`' fallback)."""
+    is_comm = _comm_op_mask(trace)
     out = op.copy()
     live = np.flatnonzero(op >= 0)
+    live = live[is_comm[op[live]]]  # a kernel under no communication op has no chain
     for _ in range(MAX_COMM_OP_LEVELS):
         up = parent[out[live]]
         ok = up >= 0
