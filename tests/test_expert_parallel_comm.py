@@ -5,47 +5,18 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tb_plugin.analysis.breakdown import compute_breakdown
 from tb_plugin.analysis.distributed import comm_kernels, step_overlap
 from tb_plugin.analysis.steps import compute_steps
-from tb_plugin.trace.categories import is_comm_kernel_name
 from tb_plugin.trace.decode import decode_trace
 
+#: DeepEP's intranode dispatch and combine kernels (tests/test_trust_comm.py lists every expert-parallel name).
 EP_NAMES = [
     "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, float*, int*, int*, int4 const*, "
     "float const*, long const*, float const*, bool const*, int const*, int, int, int, int, int, int, int, int, void**, int, int, int)",
     "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768, 4096>(__nv_bfloat16*, float*, __nv_bfloat16 const*, float const*, "
     "__nv_bfloat16 const*, __nv_bfloat16 const*, void const*, int const*, int const*, int const*, int, int, int, int, void**, int, int, int, int)",
-    "void deep_ep::internode::dispatch<true, 8, 4, 1, 16, 8, 8192, 4>(int4*, float*, long*, float*, int4*, int4*, int*, int*)",
-    "void deep_ep::internode::combine<__nv_bfloat16, true, 8, 4, 1, 16, 8, 8192, 4>(int4*, float*, int const*)",
-    "void deep_ep::internode_ll::dispatch<true, 3, 7168>(void*, float*, int*, long*, void*, int*, int*, int*, void*)",
-    "void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int, int const*, int*, int, int, int, int*, int*, int, int, void**, int**, int)",
-    "void deep_ep::internode::cached_notify<8, 4>(int, int, int, int, int, int*, int*, int*, void*, int, int, int, int, void**, int**, bool)",
-    "dpsk::ep::internode::dispatch",
-    "dpsk::ep::internode::combine",
-    "void intranode::dispatch<8, 768, 8192>(int4*, float*, int*)",
-    "void internode::combine<__nv_bfloat16, 8>(int4*, float*)",
-    "void nvshmemi_alltoall_on_stream_kernel<int>(int, int*, int const*, unsigned long, int, int, int)",
 ]
-
-NOT_EP_NAMES = [
-    "void moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, int, int)",
-    "fused_moe_kernel",  # the experts' GEMMs are computation
-    "void at::native::index_elementwise_kernel<128, 4>(long, void*)",
-    "void my_internode_helper(int)",  # a word, not a namespace
-]
-
-
-@pytest.mark.parametrize("name", EP_NAMES)
-def test_expert_parallel_kernels_are_communication(name):
-    assert is_comm_kernel_name(name)
-
-
-@pytest.mark.parametrize("name", NOT_EP_NAMES)
-def test_other_moe_kernels_are_not_communication(name):
-    assert not is_comm_kernel_name(name)
 
 
 def _moe_step_trace():
@@ -74,3 +45,12 @@ def test_deepep_time_is_communication_in_breakdown_and_distributed_view():
     assert [trace.strings[int(trace.events.name[r])] for r in ck["rows"]] == EP_NAMES[:2]
     (step,) = step_overlap(trace)
     assert (step["computation_us"], step["overlap_us"], step["communication_us"]) == (150, 10, 60)
+
+
+def test_deepep_combine_is_communication_on_the_critical_path():
+    """The step's path ends through the DeepEP combine (the last device work): 40 µs of communication."""
+    from tb_plugin.analysis.distributed import rank_reduce, single_rank_view
+
+    (path,) = single_rank_view(0, "w0", rank_reduce(_moe_step_trace()))["critical_path"]
+    assert path["by_category"]["communication"] == 40.0 and path["by_category"]["kernel"] == 0.0
+    assert any(s["category"] == "communication" and s["name"] == EP_NAMES[1] for s in path["segments"])
