@@ -8,11 +8,10 @@
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes to stderr,
 one line per rank. The exit status is 1 when any trace file failed to load or the logdir holds no trace (nor
 memory artifact), 2 for bad arguments (a logdir or path that does not exist or cannot be read, an unknown run,
-worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py):
-exit 3 when a rule's per-step change exceeds both its threshold and the noise. ``serve`` runs the tab without
+worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py): exit
+3 when a rule's per-step change exceeds both its threshold and the noise. ``serve`` runs the tab without
 TensorBoard (tb_plugin/standalone.py). The per-rank work (parse, reduce to aggregates) runs on the executor
-(tb_plugin/registry/executors): the local process pool by default, or a Dask cluster (``--executor`` or
-``$KINETOSCOPE_EXECUTOR``).
+(tb_plugin/registry/executors): the local process pool, or a Dask cluster (``--executor``, ``$KINETOSCOPE_EXECUTOR``).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
 from .cli_graphs import print_graphs
-from .cli_path import print_critical_path
+from .cli_path import print_collectives, print_critical_path
 from .interfaces import mcp_server
 from .registry import report
 from .registry.cache import ParseCache
@@ -176,7 +175,7 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
               f"changes within {fixed(doc['thresholds']['change_us'], 0)} µs or "
               f"{fixed(doc['thresholds']['change_pct'], 0)} % are unchanged):\n")
     for row in sorted(doc["operators"], key=lambda r: -abs(r["change_us"]))[:15]:
-        out.write(f"  {row['status']:<9} {cli_gate.tail(' > '.join(row['path']), 90)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
+        out.write(f"  {row['status']:<9} {cli_gate.path_text(row)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
                   f"device {fixed(row['delta']['device_total_us'], 1, sign=True)} µs\n")
     return 0
 
@@ -260,18 +259,19 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
             for key, label in zip(CATEGORY_KEYS, _LABELS):
                 # the percentage as the UI computes it ((part / whole) * 100), rounded by the same rule
                 out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{fixed(avg[key] / total * 100, 2):>10}%\n")
-            for g in ov["gpus"]:
-                out.write(
-                    f"   GPU {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: utilization {_pct(g['utilization_pct'])}, "
-                    f"SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
+            for g in ov["gpus"]:  # an accelerator that is no GPU (MTIA): the GPU-only measures do not apply
+                gpu_only = "" if g.get("device_type", "GPU") != "GPU" else (
+                    f", SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
                     f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
-                    f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}\n"
-                )
+                    f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}")
+                out.write(f"   {g.get('device_type', 'GPU')} {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: "
+                          f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n")
             for rec in ov["recommendations"]:
                 out.write(f"   * {rec}\n")
             print_graphs(w.get("graphs"), out)
             print_critical_path(w.get("critical_path") or [], out, across=False)
         print_critical_path(run.get("critical_path") or [], out, across=True)
+        print_collectives(run.get("distributed"), out)
         _print_artifacts(run, out)
 
 

@@ -50,3 +50,9 @@ def run_gate(args, base_reg, base, exp_reg, exp, out: TextIO, err: TextIO) -> in
 def tail(text: str, width: int) -> str:
     """``text`` cut to its last ``width`` characters, led by "…" when something was cut."""
     return text if len(text) <= width else "\u2026" + text[-(width - 1):]
+
+
+def path_text(row: dict) -> str:
+    """A diff row's operator path (last 90 characters), and where it moved from when its parent changed."""
+    moved = f" (moved from {tail(' > '.join(row['moved_from']), 60)})" if row.get("moved_from") else ""
+    return tail(" > ".join(row["path"]), 90) + moved

@@ -1,6 +1,7 @@
-"""The critical path in ``kinetoscope report``'s text (the ``critical_path`` of the JSON report; µs,
-definitions in docs/METRICS.md "Critical path"): per step its length and shares, the longest
-segments and the collectives that waited for a late rank."""
+"""The cross-rank parts of ``kinetoscope report``'s text. The critical path (the ``critical_path`` of
+the JSON report; µs, definitions in docs/METRICS.md "Critical path"): per step its length and shares,
+the longest segments and the collectives that waited for a late rank. The collectives (the
+``distributed.collectives`` of the JSON report): bytes and bandwidths, "–" where unknown."""
 
 from __future__ import annotations
 
@@ -40,3 +41,22 @@ def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) 
 
 def _name(text: str) -> str:
     return text if len(text) <= MAX_NAME else text[:MAX_NAME - 1] + "…"
+
+
+def _or_dash(value, text) -> str:
+    return "\u2013" if value is None else text(value)
+
+
+def print_collectives(summary: dict[str, Any] | None, out: TextIO) -> None:
+    """A run's collectives (per collective and communicator size n): calls, bytes, algbw/busbw; unknown
+    bytes and bandwidths read "–" (never 0 B or 0.0 GB/s); then the k-of-n caveat when there is one."""
+    if not summary or not summary.get("collectives"):
+        return
+    out.write("   collectives across ranks (bandwidths in GB/s over transfer time):\n")
+    for c in summary["collectives"]:
+        nbytes = _or_dash(c["bytes"], lambda b: f"{fixed(b / 2**20, 1)} MiB")
+        out.write(f"     {c['name']} n={c['group_size']}: {c['calls']} calls, {nbytes}, "
+                  f"algbw {_or_dash(c['algbw_gbps'], lambda v: fixed(v, 2))}, "
+                  f"busbw {_or_dash(c['busbw_gbps'], lambda v: fixed(v, 2))}\n")
+    if summary.get("bandwidth_caveat"):
+        out.write(f"     note: {summary['bandwidth_caveat']}\n")

@@ -34,6 +34,18 @@ COMM_NAMES = [
     "void nvshmemi_proxy_progress_kernel(void*)",
     "void nvshmemx_barrier_all_on_stream_kernel()",
     "mscclKernel_AllGather_Simple_Sum_f16(ncclDevComm*, mscclAlgo*, mscclWork*)",
+    # expert-parallel (DeepEP) dispatch/combine and their helpers, NVSHMEM all-to-all
+    "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, float*, int*, int*, int4 const*)",
+    "void deep_ep::internode::dispatch<true, 8, 4, 1, 16, 8, 8192, 4>(int4*, float*, long*, float*, int4*, int4*, int*, int*)",
+    "void deep_ep::internode::combine<__nv_bfloat16, true, 8, 4, 1, 16, 8, 8192, 4>(int4*, float*, int const*)",
+    "void deep_ep::internode_ll::dispatch<true, 3, 7168>(void*, float*, int*, long*, void*, int*, int*, int*, void*)",
+    "void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int, int const*, int*, int, int, int, int*, int*)",
+    "void deep_ep::internode::cached_notify<8, 4>(int, int, int, int, int, int*, int*, int*, void*, int, int, int)",
+    "dpsk::ep::internode::dispatch",
+    "dpsk::ep::internode::combine",
+    "void intranode::dispatch<8, 768, 8192>(int4*, float*, int*)",
+    "void internode::combine<__nv_bfloat16, 8>(int4*, float*)",
+    "void nvshmemi_alltoall_on_stream_kernel<int>(int, int*, int const*, unsigned long, int, int, int)",
 ]
 
 NOT_COMM_NAMES = [
@@ -45,6 +57,10 @@ NOT_COMM_NAMES = [
     "triton_red_fused_reduce_scatter_tensor_sum_1",
     "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT",
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+    # MoE computation and routing; a word that merely contains "internode" is no namespace
+    "void moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, int, int)",
+    "fused_moe_kernel",
+    "void my_internode_helper(int)",
 ]
 
 

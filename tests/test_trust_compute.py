@@ -96,6 +96,10 @@ FAMILY_EXAMPLES = {
         "void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, __hip_bfloat16, 256, 128, 128, true, 4>",
         "_ZN5aiter24fmoe_bf16_g1u1_mfma_kernelEv",
     ],
+    "miopen_xdlops": [
+        "igemm_fwd_gtcx2_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x4x1_1x4x1x32_tb1x8x4x1_1x4x1x32",
+        "igemm_bwd_gtcx3_nhwc_bf16_bx0_ex0_bt256x128x32_wt32x32x8_ws2x1_wr2x2_ta1x8x2x1_1x4x1x64_tb1x8x1x1_1x4x1x64",
+    ],
     "amd_ck_xdl": [
         "void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<ck::tensor_layout::gemm::RowMajor>>",
         "ck::DeviceGemmXdlSplitKCShuffle<ck::half_t, ck::half_t, float>",
@@ -155,7 +159,7 @@ def test_not_tensor_core(name):
 def test_families_are_commented():
     for family, (pattern, comment) in TENSOR_CORE_FAMILIES.items():
         assert pattern and len(comment) > 20, family
-    assert set(NOT_TENSOR_CORE) == {"simt", "fp32_attention_pre_ampere"}
+    assert set(NOT_TENSOR_CORE) == {"simt", "fp32_attention_pre_ampere", "miopen_elementwise", "fp8_quantize"}
 
 
 # ---------------------------------------------------------------- helpers

@@ -96,11 +96,12 @@ def test_mtia_device_work_is_device_time(tmp_path):
         assert ov["gpus"][0]["id"] == 0 and ov["gpus"][0]["utilization_pct"] == 20.0
 
 
-def test_cupti_profiler_ranges_are_device_work(tmp_path):
+def test_cupti_profiler_ranges_are_not_kernel_time(tmp_path):
+    """A range-profiler range is the profiler's replay pass, not kernel time (tests/test_trace_kinds.py)."""
     ranges = [{"ph": "X", "cat": "cuda_profiler_range", "name": "range_0", "pid": 0, "tid": 1, "ts": 100, "dur": 250,
                "args": {"device": 0}}]
     events = [x("ProfilerStep#1", "user_annotation", 0, 1000)] + ranges
     t = load_trace_file(str(write_json(tmp_path / "r.pt.trace.json", {"schemaVersion": 1, "traceEvents": events})))
     ov = compute_overview(t)
-    assert ov["configuration"]["device_type"] == "GPU"
-    assert ov["steps"][0]["kernel_us"] == 250 and ov["steps"][0]["cpu_exec_us"] == 0
+    assert ov["steps"][0]["kernel_us"] == 0 and ov["steps"][0]["cpu_exec_us"] == 0
+    assert any("CUPTI range-profiler" in w for w in t.warnings)

@@ -12,6 +12,10 @@
   ``Δ = experiment − baseline`` of it (``change_us``). The node is *added* / *removed* when it has
   calls on one side only; else *slower* when ``Δ > CHANGE_US`` and ``Δ > CHANGE_PCT % × baseline``,
   *faster* when ``−Δ`` passes both, else *unchanged* (``reason`` says which bound it stayed within).
+  A node whose parent changed (``Optimizer.step#AdamW.step`` at the root under torch.compile, under
+  ``ProfilerStep`` eagerly) is one node, not a removed and an added one: :func:`moved_nodes` pairs it
+  by name, and its row carries ``moved_from`` (the baseline path; the row's ``path`` is the
+  experiment's).
   ``change_pct = 100 · Δ / baseline`` (None when the baseline is 0). Host time, because it is the
   time that makes up the step (the step total is wall-clock time); device columns are shown beside
   it, but decide nothing (device work that outlasts the host shows in the remainder below).
@@ -132,20 +136,90 @@ def verdict(base_us: float | None, exp_us: float | None) -> dict:
 
 
 def op_diff(base: Trace, exp: Trace, path: tuple = ()) -> list[dict]:
-    """The children of ``path`` on either side, aligned by name, with both sides and the delta."""
-    b_nodes, e_nodes = op_path_tree(base), op_path_tree(exp)
-    depth = len(path) + 1
-    names = sorted({p[-1] for p in b_nodes if len(p) == depth and p[:-1] == path}
-                   | {p[-1] for p in e_nodes if len(p) == depth and p[:-1] == path})
-    rows = []
-    for name in names:
+    """The children of ``path`` on either side, aligned by name (a moved node: by :func:`moved_nodes`),
+    with both sides and the delta. ``path`` names an experiment node, or a baseline-only one."""
+    return _level(_Sides(base, exp), tuple(path))
+
+
+class _Sides:
+    """Both sides' path trees, their children by parent path, and the moved nodes (worked out once per
+    diff, not once per level)."""
+
+    def __init__(self, base: Trace, exp: Trace) -> None:
+        self.b, self.e = op_path_tree(base), op_path_tree(exp)
+        self.b_kids, self.e_kids = _children(self.b), _children(self.e)
+        self.moves = moved_nodes(self.b, self.e, self.b_kids, self.e_kids)
+        self.moved_away = set(self.moves.values())
+
+
+def _children(nodes: dict[tuple, dict]) -> dict[tuple, list[str]]:
+    kids: dict[tuple, list[str]] = {}
+    for p in nodes:
+        kids.setdefault(p[:-1], []).append(p[-1])
+    return kids
+
+
+def moved_nodes(b_nodes: dict[tuple, dict], e_nodes: dict[tuple, dict], b_kids: dict[tuple, list[str]],
+                e_kids: dict[tuple, list[str]]) -> dict[tuple, tuple]:
+    """Experiment path → baseline path of every operator node whose parent changed (present at one path
+    on each side only). A node is paired with one of the same name: first where its name occurs once
+    among the unmatched nodes of each side, else in order (shallowest first, then tree order); the
+    descendants of a pair at the same relative path are paired with it."""
+    unmatched_b = [p for p in b_nodes if p not in e_nodes]
+    unmatched_e = [p for p in e_nodes if p not in b_nodes]
+    free_b, free_e = set(unmatched_b), set(unmatched_e)
+    pairs: dict[tuple, tuple] = {}
+
+    def pair(pb: tuple, pe: tuple) -> None:
+        stack = [(pb, pe)]
+        while stack:
+            qb, qe = stack.pop()
+            pairs[qe] = qb
+            free_b.discard(qb)
+            free_e.discard(qe)
+            stack.extend((qb + (n,), qe + (n,)) for n in b_kids.get(qb, ())
+                         if qb + (n,) in free_b and qe + (n,) in free_e)
+
+    def order(paths: list[tuple]) -> list[tuple]:
+        return sorted(paths, key=len)  # stable: tree order within a depth
+
+    by_name_b: dict[str, list[tuple]] = {}
+    by_name_e: dict[str, list[tuple]] = {}
+    for p in order(unmatched_b):
+        by_name_b.setdefault(p[-1], []).append(p)
+    for p in order(unmatched_e):
+        by_name_e.setdefault(p[-1], []).append(p)
+    for name, (pb,) in ((n, v) for n, v in by_name_b.items() if len(v) == 1):
+        if len(by_name_e.get(name, ())) == 1 and pb in free_b and by_name_e[name][0] in free_e:
+            pair(pb, by_name_e[name][0])
+    for pb in order(unmatched_b):  # the rest by name and order
+        if pb in free_b:
+            pe = next((q for q in by_name_e.get(pb[-1], ()) if q in free_e), None)
+            if pe is not None:
+                pair(pb, pe)
+    return pairs
+
+
+def _level(sides: _Sides, path: tuple) -> list[dict]:
+    b_parent = sides.moves.get(path, path)
+    keys: list[tuple[tuple, tuple | None, tuple | None]] = []  # (row path, baseline path, experiment path)
+    for name in sides.e_kids.get(path, ()):
         key = path + (name,)
-        b, e = b_nodes.get(key), e_nodes.get(key)
-        zero = dict.fromkeys(_FIELDS, 0.0)
+        keys.append((key, sides.moves.get(key, key if key in sides.b else None), key))
+    for name in sides.b_kids.get(b_parent, ()):
+        bkey = b_parent + (name,)
+        if bkey in sides.moved_away or (b_parent == path and bkey in sides.e):
+            continue  # shown where it moved to, or already listed as an experiment node
+        keys.append((bkey, bkey, None))
+    rows = []
+    zero = dict.fromkeys(_FIELDS, 0.0)
+    for key, bkey, ekey in keys:
+        b, e = sides.b.get(bkey) if bkey else None, sides.e.get(ekey) if ekey else None
         bb, ee = b or zero, e or zero
         rows.append({
-            "name": name, "path": list(key), **verdict(b and b[QUANTITY], e and e[QUANTITY]), "compared": QUANTITY,
-            "has_children": any(len(p) == depth + 1 and p[:depth] == key for p in (*b_nodes, *e_nodes)),
+            "name": key[-1], "path": list(key), **verdict(b and b[QUANTITY], e and e[QUANTITY]), "compared": QUANTITY,
+            "moved_from": list(bkey) if bkey is not None and ekey is not None and bkey != ekey else None,
+            "has_children": bool((ekey and sides.e_kids.get(ekey)) or (bkey and sides.b_kids.get(bkey))),
             "baseline": {k: bb[k] for k in _FIELDS}, "experiment": {k: ee[k] for k in _FIELDS},
             "delta": {k: ee[k] - bb[k] for k in _FIELDS},
         })
@@ -196,11 +270,12 @@ def step_diff(base_overview: dict, exp_overview: dict) -> dict:
 
 def op_diff_flat(base: Trace, exp: Trace, max_nodes: int = 5000) -> list[dict]:
     """Every aligned node, depth first (largest change first among siblings), for the headless report."""
+    sides = _Sides(base, exp)
     out: list[dict] = []
     stack = [()]
     while stack and len(out) < max_nodes:
         path = stack.pop()
-        children = op_diff(base, exp, path)
+        children = _level(sides, path)
         out.extend(children)
         stack.extend(tuple(c["path"]) for c in reversed(children) if c["has_children"])
     return out[:max_nodes]

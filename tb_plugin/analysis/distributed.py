@@ -14,21 +14,21 @@
   (by ``Seq`` where the trace has it, else in order with an alignment; dtype and size must agree). An
   instance's **transfer** time is the minimum kernel duration across its ranks; each rank's **sync**
   (waiting) time is its duration minus the transfer time, so transfer + sync = latency.
-- **Bytes** of a kernel: max(``In msg nelems``, ``Out msg nelems``) × dtype size (the whole buffer, as
-  nccl-tests count it: the gathered output of an all-gather, the input of a reduce-scatter), else
-  ∏ ``Input Dims`` × input type size of the launching op. **Algorithm bandwidth** = bytes ÷ transfer
-  time (GB/s = bytes/µs ÷ 1000); **bus bandwidth** = algbw × :func:`bus_factor` (collective, n).
-- **n**, the communicator's size: the kernel's (or its op's) ``Group size``, else the length of
-  ``Process Group Ranks``, else ``distributedInfo.pg_config``'s ``pg_size`` of its process group, else
-  ``distributedInfo.world_size``; only when none is known, the number of ranks loaded (with a
-  message). Two ranks loaded of a 128-rank job use n = 128.
+- **Bytes** of a kernel: :mod:`.comm_bytes` (the whole buffer, as nccl-tests count it); None when
+  unknown, and a collective row's ``bytes`` is None when no call's is known (never 0). An all-to-all
+  instance's bytes are the mean over its ranks (split sizes may differ). **Algorithm bandwidth** =
+  bytes ÷ transfer time (GB/s = bytes/µs ÷ 1000); **bus bandwidth** = algbw × :func:`bus_factor` (collective, n).
+- **n**, the communicator's size (:func:`.comm_bytes.communicator_sizes`): the named group's size
+  (``Group size``, else the length of ``Process Group Ranks``, else ``pg_config``'s ``pg_size``), else
+  whole buffer ÷ shard of an all-gather or reduce-scatter, else ``distributedInfo.world_size``; only
+  when none is known, the number of ranks loaded (with a message). With k of n ranks loaded,
+  ``bandwidth_caveat`` says that waiting for the absent ranks is inside transfer.
 - **Stragglers**: :mod:`analysis.stragglers` (the rank that arrives last at collectives, judged from
   kernel durations, robust to clock offsets).
 """
 
 from __future__ import annotations
 
-import ast
 import re
 
 import numpy as np
@@ -37,6 +37,7 @@ from ..trace.categories import Kind, is_comm_op_name
 from ..trace.links import launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
+from .comm_bytes import communicator_sizes, instance_bytes, message
 from .collective_matching import match_collectives
 from .critical_path import rank_chains
 from .critical_path_combine import critical_paths
@@ -48,16 +49,6 @@ from .steps import compute_steps
 from .stragglers import arrivals
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-# dtype spellings (comms ``dtype`` arg, ``Input type``) → canonical name; bytes per element
-_DTYPE_ALIASES = {"float": "float32", "float32": "float32", "double": "float64", "float64": "float64",
-                  "half": "float16", "float16": "float16", "bfloat16": "bfloat16", "long": "int64",
-                  "long int": "int64", "int64": "int64", "int": "int32", "int32": "int32", "short": "int16",
-                  "int16": "int16", "char": "int8", "signed char": "int8", "int8": "int8", "unsigned char": "uint8",
-                  "uint8": "uint8", "byte": "uint8", "bool": "bool", "float8_e4m3fn": "float8_e4m3fn",
-                  "float8_e5m2": "float8_e5m2", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz"}
-_CANONICAL_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
-                    "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
-                    "float8_e5m2fnuz": 1}
 _COLLECTIVES = (("allreduce", ("allreduce", "all_reduce", "cross_device_reduce")),
                 ("allgather", ("allgather", "all_gather")),
                 ("reducescatter", ("reducescatter", "reduce_scatter")), ("alltoall", ("alltoall", "all_to_all")),
@@ -111,27 +102,33 @@ def comm_kernels(trace: Trace) -> dict:
         masks = category_masks(trace)
         rows = np.flatnonzero(masks["communication"] & (ev.kind == Kind.KERNEL))
         rows = rows[np.argsort(ev.ts[rows], kind="stable")]
-        op = _comm_ops(trace, launch_of(trace)[rows], op_tree(trace).op_parent)
+        parent = op_tree(trace).op_parent
+        op = _comm_ops(trace, launch_of(trace)[rows], parent)
+        outer = _outermost_comm_ops(trace, op, parent)
         has, at = op >= 0, np.maximum(op, 0)
+        out_at = np.maximum(outer, 0)
         size = np.where(ev.group_size[rows] > 0, ev.group_size[rows], np.where(has, ev.group_size[at], 0))
         seq = np.where(ev.seq[rows] >= 0, ev.seq[rows], np.where(has, ev.seq[at], -1))
         # the texts depend only on these columns of the kernel and of its op: worked out once per
         # distinct combination (a few per trace), not once per kernel
         key = np.stack([ev.columns[c][rows].astype(np.int64) for c in _KERNEL_KEY]
-                       + [np.where(has, ev.columns[c][at].astype(np.int64), -1) for c in _OP_KEY] + [op >= 0], axis=1)
+                       + [np.where(has, ev.columns[c][at].astype(np.int64), -1) for c in _OP_KEY]
+                       + [np.where(outer >= 0, ev.columns[c][out_at].astype(np.int64), -1) for c in _OUTER_KEY]
+                       + [op >= 0], axis=1)
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        texts = [_kernel_texts(trace, int(rows[i]), int(op[i])) for i in first.tolist()]
+        texts = [_kernel_texts(trace, int(rows[i]), int(op[i]), int(outer[i])) for i in first.tolist()]
         per_kernel = [texts[g] for g in inverse.reshape(-1).tolist()]
-        collective, group, nbytes, dtype = (list(c) for c in zip(*per_kernel)) if per_kernel else ([], [], [], [])
+        collective, group, nbytes, dtype, hint = (list(c) for c in zip(*per_kernel)) if per_kernel else ([],) * 5
         return {"rows": rows, "op": op.tolist(), "collective": collective, "group": group,
                 "group_size": [s if s > 0 else None for s in size.tolist()], "bytes": nbytes, "dtype": dtype,
-                "seq": seq.tolist()}
+                "seq": seq.tolist(), "size_from_buffers": hint}
 
     return trace.memo("comm_kernels", build)
 
 
 _KERNEL_KEY = ("collective", "name", "process_group", "in_msg_nelems", "out_msg_nelems", "dtype")
 _OP_KEY = _KERNEL_KEY + ("input_dims", "input_types")
+_OUTER_KEY = ("name", "input_dims", "input_types")
 MAX_COMM_OP_LEVELS = 16  # ancestors searched above a communication kernel's launch
 
 
@@ -139,8 +136,7 @@ def _comm_ops(trace: Trace, launch: np.ndarray, parent: np.ndarray) -> np.ndarra
     """Per launch: the communication op around it, the innermost of its first :data:`MAX_COMM_OP_LEVELS`
     ancestors with comm args or a communication op's name (:func:`trace.categories.is_comm_op_name`, as
     the step breakdown); else its innermost op (−1: none). All launches at once, one pass per level."""
-    ev = trace.events
-    is_comm = (ev.collective > 0) | (ev.in_msg_nelems >= 0) | trace.name_mask(is_comm_op_name)
+    is_comm = _comm_op_mask(trace)
     node = np.where(launch >= 0, parent[np.maximum(launch, 0)], -1)
     found = node.copy()
     live = np.flatnonzero(node >= 0)
@@ -153,46 +149,40 @@ def _comm_ops(trace: Trace, launch: np.ndarray, parent: np.ndarray) -> np.ndarra
     return found
 
 
-def _kernel_texts(trace: Trace, r: int, op: int) -> tuple:
-    """``(collective, group, bytes, dtype)`` of communication kernel ``r`` launched under ``op``."""
+def _comm_op_mask(trace: Trace) -> np.ndarray:
+    """Events that are communication ops: comm args, or a communication op's name (as the breakdown)."""
+    ev = trace.events
+    return (ev.collective > 0) | (ev.in_msg_nelems >= 0) | trace.name_mask(is_comm_op_name)
+
+
+def _outermost_comm_ops(trace: Trace, op: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per communication op (−1: none), the outermost communication op of the chain of them around it
+    (``c10d::_allgather_base_`` around ``nccl:_all_gather_base``); itself when its parent is none, or
+    when it is no communication op (:func:`_comm_ops`' fallback)."""
+    is_comm = _comm_op_mask(trace)
+    out = op.copy()
+    live = np.flatnonzero(op >= 0)
+    live = live[is_comm[op[live]]]  # a kernel under no communication op has no chain
+    for _ in range(MAX_COMM_OP_LEVELS):
+        up = parent[out[live]]
+        ok = up >= 0
+        ok[ok] = is_comm[up[ok]]
+        out[live[ok]] = up[ok]
+        live = live[ok]
+        if not len(live):
+            break
+    return out
+
+
+def _kernel_texts(trace: Trace, r: int, op: int, outer: int) -> tuple:
+    """``(collective, group, bytes, dtype, size_from_buffers)`` of communication kernel ``r`` launched
+    under ``op`` inside ``outer`` (:mod:`.comm_bytes`)."""
     ev = trace.events
     coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
     name = normalize_collective(coll) or normalize_collective(
         trace.strings[ev.name[op]] if op >= 0 else None) or normalize_collective(trace.strings[ev.name[r]])
     group = trace.string(int(ev.process_group[r])) or (trace.string(int(ev.process_group[op])) if op >= 0 else None)
-    return (name or "other", group or "default", *_message(trace, r, op))
-
-
-def canonical_dtype(text: str | None) -> str | None:
-    """``Float`` → ``float32``, ``c10::BFloat16`` → ``bfloat16``…; None when unknown."""
-    if not text:
-        return None
-    low = text.strip().lower().removeprefix("c10::")
-    return _DTYPE_ALIASES.get(low, low)
-
-
-def _message(trace: Trace, kernel: int, op: int) -> tuple[int | None, str | None]:
-    """``(bytes, dtype)`` of a communication kernel (see the module docstring), None where unknown."""
-    ev = trace.events
-    for row in (kernel, op):
-        if row >= 0 and (ev.in_msg_nelems[row] >= 0 or ev.out_msg_nelems[row] >= 0):
-            dtype = canonical_dtype(trace.string(int(ev.dtype[row])))
-            size = _CANONICAL_BYTES.get(dtype or "float32", 4)
-            return int(max(ev.in_msg_nelems[row], ev.out_msg_nelems[row])) * size, dtype
-    if op >= 0 and ev.input_dims[op] > 0:
-        try:
-            dims = ast.literal_eval(trace.strings[ev.input_dims[op]])
-            types = ast.literal_eval(trace.strings[ev.input_types[op]]) if ev.input_types[op] > 0 else []
-        except (ValueError, SyntaxError):
-            return None, None
-        total, first = 0, None
-        for i, shape in enumerate(dims):
-            if isinstance(shape, list) and shape and all(isinstance(x, int) for x in shape):
-                kind = canonical_dtype(str(types[i])) if i < len(types) else None
-                first = first or kind
-                total += int(np.prod(shape)) * _CANONICAL_BYTES.get(kind or "float32", 4)
-        return (total or None), first
-    return None, None
+    return (name or "other", group or "default", *message(trace, r, op, outer, name or "other"))
 
 
 def step_overlap(trace: Trace) -> list[dict]:
@@ -240,6 +230,7 @@ def rank_reduce(trace: Trace) -> dict:
         "comm": {"collective": list(kernels["collective"]), "group": list(kernels["group"]),
                  "group_size": list(kernels["group_size"]), "bytes": list(kernels["bytes"]),
                  "dtype": list(kernels["dtype"]), "seq": list(kernels["seq"]),
+                 "size_from_buffers": list(kernels["size_from_buffers"]),
                  "dur": np.asarray(dur, dtype=np.float64)[kernels["rows"]].tolist()},
         "steps": step_overlap(trace),
         "groups": rank_groups(trace, kernels),
@@ -247,8 +238,12 @@ def rank_reduce(trace: Trace) -> dict:
     }
 
 
-def _array(values: list, field: str) -> np.ndarray:
-    """A ``comm`` list as numbers: durations µs (float), bytes and group sizes (int, 0 = unknown)."""
+_FIELDS = ("dur", "bytes", "group_size", "size_from_buffers")
+
+
+def _array(comm: dict, field: str) -> np.ndarray:
+    """A ``comm`` list as numbers: durations µs (float), bytes and sizes (int, 0 = unknown)."""
+    values = comm.get(field) or [None] * len(comm["dur"])
     if field == "dur":
         return np.asarray(values, dtype=np.float64)
     return np.array([v or 0 for v in values], dtype=np.int64)
@@ -281,7 +276,7 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
     kernels = {rank: agg["comm"] for rank, _, agg in ranks}
     matching = match_collectives(kernels)
     # each rank's columns as arrays once, not once per group it is in
-    arrays = {rank: {f: _array(comm[f], f) for f in ("dur", "bytes", "group_size")} for rank, comm in kernels.items()}
+    arrays = {rank: {f: _array(comm, f) for f in _FIELDS} for rank, comm in kernels.items()}
     messages = list(matching.messages)
     transfer = {rank: 0.0 for rank, _, _ in ranks}
     sync = {rank: 0.0 for rank, _, _ in ranks}
@@ -293,19 +288,14 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
     for gm in matching.groups:
         if len(gm.index) == 0:
             continue
-        col = {f: [arrays[r][f][gm.index[:, q]] for q, r in enumerate(gm.ranks)]
-               for f in ("dur", "bytes", "group_size")}
+        col = {f: [arrays[r][f][gm.index[:, q]] for q, r in enumerate(gm.ranks)] for f in _FIELDS}
         dur = np.stack(col["dur"], axis=1)
         t = dur.min(axis=1)
         colls = np.asarray(kernels[gm.ranks[0]]["collective"], dtype=object)[gm.index[:, 0]].astype(str)
-        nbytes = col["bytes"][0]  # equal on every rank of a matched instance (or unknown: 0)
-        # n: the first rank's Group size that is known, else pg_config's pg_size, else world_size
-        gsize = np.stack(col["group_size"], axis=1)
-        sizes = gsize[np.arange(len(gsize)), np.argmax(gsize > 0, axis=1)]
-        fallback = pg_sizes.get(gm.group) or world
-        if (sizes <= 0).any() and fallback is None:
-            guessed_n = True
-        sizes = np.where(sizes > 0, sizes, fallback or n_ranks)
+        nbytes = instance_bytes(colls, np.stack(col["bytes"], axis=1))
+        sizes, guessed = communicator_sizes(col, pg_sizes.get(gm.group), world)
+        guessed_n |= bool(guessed.any())
+        sizes = np.where(sizes > 0, sizes, n_ranks)
         straggler_input.append((gm.ranks, dur, colls.tolist()))
         names, first_at, code = np.unique(colls, return_index=True, return_inverse=True)
         code = code.ravel()
@@ -314,28 +304,28 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
             sync[r] += float((dur[:, q] - t).sum())
             latency[r] += float(dur[:, q].sum())
             sums = {key: np.bincount(code, weights=w, minlength=len(names)) for key, w in (
-                ("calls", None), ("total_bytes", col["bytes"][q]), ("latency_us", dur[:, q]), ("transfer_us", t),
-                ("sync_us", dur[:, q] - t))}
+                ("calls", None), ("total_bytes", col["bytes"][q]), ("_sized", col["bytes"][q] > 0),
+                ("latency_us", dur[:, q]), ("transfer_us", t), ("sync_us", dur[:, q] - t))}
             for i in np.argsort(first_at).tolist():  # per collective type, in order of first appearance
                 coll = str(names[i])
-                row = per_rank_type[r].setdefault(coll, {"name": coll, "calls": 0, "total_bytes": 0, "latency_us": 0.0,
-                                                         "transfer_us": 0.0, "sync_us": 0.0})
+                row = per_rank_type[r].setdefault(coll, {"name": coll, "calls": 0, "total_bytes": 0, "_sized": 0,
+                                                         "latency_us": 0.0, "transfer_us": 0.0, "sync_us": 0.0})
                 for key, v in sums.items():
-                    row[key] += int(v[i]) if key in ("calls", "total_bytes") else float(v[i])
+                    row[key] += int(v[i]) if key in ("calls", "total_bytes", "_sized") else float(v[i])
         mean_sync = (dur - t[:, None]).mean(axis=1)
         timed = (nbytes > 0) & (t > 0)
         pairs, pair_code = np.unique(np.stack([code, sizes]), axis=1, return_inverse=True)
         pair_code = pair_code.ravel()
         sums = {key: np.bincount(pair_code, weights=w, minlength=pairs.shape[1]) for key, w in (
-            ("calls", None), ("bytes", nbytes), ("transfer_us", t), ("sync_us", mean_sync),
+            ("calls", None), ("bytes", nbytes), ("_sized", nbytes > 0), ("transfer_us", t), ("sync_us", mean_sync),
             ("_bw_bytes", np.where(timed, nbytes, 0)), ("_bw_time", np.where(timed, t, 0.0)))}
         for i in range(pairs.shape[1]):  # per (collective, n)
             coll, size = str(names[pairs[0, i]]), int(pairs[1, i])
-            entry = by_type.setdefault((coll, size), {"name": coll, "calls": 0, "bytes": 0, "transfer_us": 0.0,
-                                                      "sync_us": 0.0, "group_size": size, "_bw_bytes": 0,
-                                                      "_bw_time": 0.0})
+            entry = by_type.setdefault((coll, size), {"name": coll, "calls": 0, "bytes": 0, "_sized": 0,
+                                                      "transfer_us": 0.0, "sync_us": 0.0, "group_size": size,
+                                                      "_bw_bytes": 0, "_bw_time": 0.0})
             for key, v in sums.items():
-                entry[key] += int(v[i]) if key in ("calls", "bytes", "_bw_bytes") else float(v[i])
+                entry[key] += int(v[i]) if key in ("calls", "bytes", "_sized", "_bw_bytes") else float(v[i])
     if guessed_n:
         messages.append(f"the communicator size is not in the traces (no Group size, Process Group Ranks or "
                         f"world_size): bus bandwidth assumes the {n_ranks} loaded ranks")
@@ -344,15 +334,26 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
         algbw = entry["_bw_bytes"] / (entry["_bw_time"] * 1e3) if entry["_bw_time"] > 0 else None
         factor = bus_factor(entry["name"], entry["group_size"])
         collectives.append({k: v for k, v in entry.items() if not k.startswith("_")}
-                           | {"algbw_gbps": algbw, "busbw_gbps": algbw * factor if algbw is not None else None,
-                              "bus_factor": factor})
+                           | {"bytes": entry["bytes"] if entry["_sized"] else None, "calls_without_bytes":
+                              entry["calls"] - entry["_sized"], "algbw_gbps": algbw,
+                              "busbw_gbps": algbw * factor if algbw is not None else None, "bus_factor": factor})
+    present = len(ranks)
+    largest_n = max((c["group_size"] for c in collectives), default=0)
+    caveat = None
+    if collectives and largest_n > present:
+        caveat = (f"{present} of {largest_n} ranks loaded: an instance's transfer time is its shortest kernel "
+                  f"among the loaded ranks, so waiting for the {largest_n - present} absent ranks is inside "
+                  f"transfer; algbw and busbw are lower bounds")
     rank_rows = []
     for rank, worker, agg in ranks:
         steps = agg["steps"]
         k = len(steps) or 1
         mean = {key: sum(s[key] for s in steps) / k for key in ("computation_us", "overlap_us", "communication_us",
                                                                 "other_us", "total_us")}
-        ops = [dict(row, mean_bytes=row["total_bytes"] / row["calls"]) for row in per_rank_type[rank].values()]
+        ops = [{k: v for k, v in row.items() if k != "_sized"}
+               | {"total_bytes": row["total_bytes"] if row["_sized"] else None,
+                  "mean_bytes": row["total_bytes"] / row["_sized"] if row["_sized"] else None}
+               for row in per_rank_type[rank].values()]
         rank_rows.append({"rank": rank, "worker": worker, **mean, "transfer_us": transfer[rank], "sync_us": sync[rank],
                           "latency_us": latency[rank], "steps": steps, "comm_ops": ops,
                           **(agg.get("devices") or {"distributed": None, "gpus": []})})
@@ -361,6 +362,7 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
     matched = sum(v[0] for v in matching.by_type.values())
     total = matched + sum(v[1] for v in matching.by_type.values())
     return {"world_size": world or n_ranks, "ranks_present": n_ranks, "ranks": rank_rows, "collectives": collectives,
+            "bandwidth_caveat": caveat,
             "instances": {"matched": matched, "total": total},
             "matching": {"method": matching.method, "messages": messages,
                          "by_type": [{"name": t, "matched": v[0], "unmatched": v[1]}

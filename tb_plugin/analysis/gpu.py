@@ -21,8 +21,13 @@ Definitions, all over the **steps window** ``[first step start, last step end]``
   cuDNN ``*_sm90_flash_*wgmma*`` attention with over 48 KiB of shared memory, on the H200 samples), which
   is "not computed", not 0 %. Those kernels are left out and their time is ``kernel_us_without_occupancy``
   (µs inside the window), as ``kernel_us_without_geometry`` for SM efficiency.
+- **Not a GPU** (an MTIA trace, :func:`..trace.platform.accelerator_name`): ``device_type`` names the
+  accelerator and SM efficiency, occupancy and the tensor-core share are None: GPU measures that do
+  not apply there (never 0 %). Utilization is the same union of its device work.
 - **Kernel time using Tensor Cores** (%) = time of tensor-core kernels ÷ time of all kernels, over
-  the device's kernels launched from inside an operator. ``null`` when there are none. On AMD these
+  the device's kernels launched from inside a host operator or a record_function range
+  (``ProfilerStep#N`` included: in practice every kernel launched inside a step). ``null`` when there
+  are none. On AMD these
   are matrix-core (MFMA/WMMA) kernels. Kernel families: :mod:`.tensor_cores`.
 """
 
@@ -35,7 +40,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.geometry import block_threads, kernel_blocks
 from ..trace.model import DeviceInfo, Trace
-from ..trace.platform import AMD, amd_architecture, device_vendor, has_matrix_units
+from ..trace.platform import AMD, accelerator_name, amd_architecture, device_vendor, has_matrix_units
 from .intervals import covered_length
 from .tensor_cores import uses_tensor_cores
 from .steps import Steps
@@ -61,6 +66,7 @@ class GpuSummary:
     tensor_core_us: float = 0.0  # time of the device's tensor/matrix-core kernels, all of them (µs)
     matrix_units: bool | None = None  # tensor cores (NVIDIA) / matrix cores (AMD); None: unknown
     kernel_us_without_occupancy: float = 0.0  # kernel time in the window with unknown occupancy (left out of it)
+    device_type: str = "GPU"  # "GPU" (CUDA, ROCm) or the accelerator's name ("MTIA"): GPU-only metrics are None there
 
 
 def gpu_devices(trace: Trace) -> list[int]:
@@ -87,6 +93,7 @@ def compute_gpu_summary(trace: Trace, steps: Steps, op_launched: np.ndarray) -> 
     span = hi - lo
     is_tc = trace.name_mask(uses_tensor_cores)
     occupancy = kernel_occupancy(trace)
+    accelerator = accelerator_name(trace)
     out = []
     for dev in gpu_devices(trace):
         rows = np.flatnonzero((ev.kind == Kind.KERNEL) & (ev.device == dev))
@@ -116,7 +123,17 @@ def compute_gpu_summary(trace: Trace, steps: Steps, op_launched: np.ndarray) -> 
                 kernel_us_without_occupancy=float(clipped[np.isnan(occupancy[rows])].sum()),
             )
         )
+        if accelerator != "GPU":
+            out[-1] = _not_a_gpu(out[-1], accelerator)
     return out
+
+
+def _not_a_gpu(summary: GpuSummary, accelerator: str) -> GpuSummary:
+    """An accelerator that is not a GPU (MTIA): SM efficiency, occupancy and tensor cores do not apply
+    (None, never 0 %), nor do what they leave out; utilization and kernel time do."""
+    return dataclasses.replace(summary, device_type=accelerator, sm_efficiency_pct=None, kernel_us_without_geometry=0.0,
+                               achieved_occupancy_pct=None, kernel_us_without_occupancy=0.0, tensor_core_pct=None,
+                               tensor_core_us=0.0, matrix_units=None)
 
 
 #: Threads an SM can hold at most on any NVIDIA GPU (sm_70…sm_90: 2048; others fewer): the bound below

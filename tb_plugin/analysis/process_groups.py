@@ -17,7 +17,8 @@
   (the time of the union of the group's kernels not covered by the union of the rank's computation
   kernels, i.e. every non-communication kernel; overlap with another group's kernels hides nothing).
 - Across the loaded member ranks of a group: ``time_us``, ``bytes`` and ``exposed_us`` are means per
-  rank (``by_rank`` has each); **bandwidth_gbps** = bytes ÷ time_us ÷ 1000 (GB/s; kernel time includes
+  rank (``by_rank`` has each; ``bytes`` None when no kernel's is known, a mean over the ranks that know
+  it); **bandwidth_gbps** = bytes ÷ time_us ÷ 1000 (GB/s, None without bytes; kernel time includes
   waiting for the other ranks, so this is a lower bound of the algorithm bandwidth).
 - **Fallback**: when no collective carries a ``Process Group Name`` or ID and ``pg_config`` is absent,
   all collectives are one group ``default`` over the world (``world_size``, else the loaded ranks),
@@ -161,7 +162,8 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
         hidden = float(covered_in_windows(cs, ce, gs, ge).sum())
         groups.append({"name": name or FALLBACK_NAME, "description": desc or None, "ranks": pack_ranks(ranks),
                        "size": size, "calls": int(mine.sum()), "time_us": float(ev.dur[rows][mine].sum()),
-                       "bytes": int(nbytes[mine].sum()), "exposed_us": union - hidden, "_first": first})
+                       "bytes": int(nbytes[mine].sum()) if (nbytes[mine] > 0).any() else None,
+                       "exposed_us": union - hidden, "_first": first})
     groups.sort(key=lambda g: g.pop("_first"))
     named = bool(config) or bool((name_id > 0).any()) or bool((pg_id >= 0).any())
     return {"named": named, "unnamed": int(((name_id <= 0) & (pg_id < 0)).sum()), "groups": groups}
@@ -194,11 +196,13 @@ def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dic
         per = row["by_rank"]
         k = len(per)
         time_us = sum(p["time_us"] for p in per) / k
-        nbytes = sum(p["bytes"] for p in per) / k
+        sized = [p["bytes"] for p in per if p["bytes"] is not None]  # unknown bytes are None, never 0
+        nbytes = sum(sized) / len(sized) if sized else None
         out.append(row | {"role": group_role(row["description"]), "ranks_loaded": k,
                           "calls": round(sum(p["calls"] for p in per) / k), "time_us": time_us,
-                          "bytes": round(nbytes), "exposed_us": sum(p["exposed_us"] for p in per) / k,
-                          "bandwidth_gbps": nbytes / (time_us * 1e3) if time_us > 0 else None})
+                          "bytes": round(nbytes) if nbytes is not None else None,
+                          "exposed_us": sum(p["exposed_us"] for p in per) / k,
+                          "bandwidth_gbps": nbytes / (time_us * 1e3) if time_us > 0 and nbytes is not None else None})
     if not named and out:
         messages.append("the traces name no process group (no 'Process Group Name' args, no "
                         "pg_config): all collectives are counted in one group over the world")

@@ -9,7 +9,12 @@
   from a replay from 0, which misses them (3× low on a model whose weights predate the history).
 - **Active memory** after each entry = the bytes of the blocks live before the history + Σ sizes of
   ``alloc`` − Σ sizes freed so far, where a free of a history ``alloc`` frees that alloc's size.
-- **Reserved memory** = Σ ``segment_alloc``/``segment_map`` − Σ ``segment_free``/``segment_unmap``.
+- **Reserved memory** = the bytes of the segments that existed before the history + Σ
+  ``segment_alloc``/``segment_map`` − Σ ``segment_free``/``segment_unmap`` so far. The segments before
+  the history are the dump's segments (their ``total_size``) less the history's net change: the dump
+  and the history end together. Where the device has segments at all, Reserved is never below Active
+  (a history whose segment events were dropped cannot make it so). We differ from a replay from 0,
+  which read 688 MiB reserved under a 919 MiB active peak on ``samples/gpu_snapshot``.
 - **Sizes are requested bytes**: the history's ``alloc``/``free`` sizes are what the caller asked for
   (a 4-byte tensor reads 4), as are the ``requested_size`` of the blocks live before it; so is the peak.
   ``torch.cuda.max_memory_allocated`` counts block bytes: requests rounded up to 512 B, and a
@@ -144,10 +149,17 @@ def _active_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
     return initial + np.cumsum(delta)
 
 
-def reserved_bytes(trace: DeviceTrace) -> np.ndarray:
+def reserved_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
+    """Reserved bytes after each entry of ``device``'s history, segments from before it included."""
+    trace = snapshot.devices[device]
     delta = (np.where(np.isin(trace.action, _SEG_UP), trace.size, 0)
              - np.where(np.isin(trace.action, _SEG_DOWN), trace.size, 0))
-    return np.cumsum(delta)
+    replay = np.cumsum(delta)
+    at_dump = sum(int(seg["total_size"]) for seg in snapshot.segments if seg["device"] == device)
+    if at_dump == 0 and not delta.any():
+        return replay  # no segment information: no reserved curve (all 0), not a copy of Active
+    before = max(at_dump - (int(replay[-1]) if len(replay) else 0), 0)
+    return np.maximum(before + replay, active_bytes(snapshot, device))
 
 
 def lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
@@ -288,13 +300,16 @@ def top_allocations(snapshot: Snapshot, device: int, limit: int = 100) -> list[d
 def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | None, width_px: int,
              bands: int = 200, cache: dict | None = None) -> dict:
     """Active/reserved curves downsampled to ``width_px`` bins (per bin its held maximum), and the
-    ``bands`` largest allocations alive in the window, stacked by allocation order. ``cache`` keeps
-    the per-device arrays between calls."""
+    ``bands`` largest allocations alive in the window, stacked by allocation order, below them the
+    blocks live before the history (:func:`before_history_bands`). ``bands_alive``: the history's
+    allocations alive in the window; ``bands_left_out`` of them are not drawn, none larger than
+    ``left_out_max_bytes`` (None when none is left out): they are in the Active curve only.
+    ``cache`` keeps the per-device arrays between calls."""
     trace = snapshot.devices[device]
     cache = {} if cache is None else cache
     if "t" not in cache:
-        cache.update(t=time_axis(trace), active=active_bytes(snapshot, device), reserved=reserved_bytes(trace),
-                     lifetimes=lifetimes(trace))
+        cache.update(t=time_axis(trace), active=active_bytes(snapshot, device),
+                     reserved=reserved_bytes(snapshot, device), lifetimes=lifetimes(trace))
     t, active, reserved = cache["t"], cache["active"], cache["reserved"]
     lo = float(t[0]) if start is None else start
     hi = float(t[-1]) if end is None else end
@@ -312,16 +327,43 @@ def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | 
     inside = (alloc_t <= hi) & (free_t >= lo)
     chosen = allocs[inside]
     chosen_free = free_t[inside]
-    pick = np.argsort(-trace.size[chosen], kind="stable")[:bands]
+    by_size = np.argsort(-trace.size[chosen], kind="stable")
+    left_out = chosen[by_size[bands:]]
+    pick = by_size[:bands]
     chosen, chosen_free = chosen[pick], chosen_free[pick]
     order = np.argsort(chosen, kind="stable")
     chosen, chosen_free = chosen[order], chosen_free[order]
+    drawn = [{"alloc_time": float(t[i]), "free_time": None if np.isinf(f) else float(f),
+              "bytes": int(trace.size[i]), "stack": int(trace.stack[i]),
+              "frame": frame_summary(snapshot, int(trace.stack[i])), "before_history": False, "blocks": 1}
+             for i, f in zip(chosen.tolist(), chosen_free.tolist())]
     return {
         "start": lo, "end": hi, "time_unit": "us" if snapshot.has_time else "entry",
         "active_bytes": per_bin(active), "reserved_bytes": per_bin(reserved),
-        "bands": [{"alloc_time": float(t[i]), "free_time": None if np.isinf(f) else float(f),
-                   "bytes": int(trace.size[i]), "stack": int(trace.stack[i]),
-                   "frame": frame_summary(snapshot, int(trace.stack[i]))}
-                  for i, f in zip(chosen.tolist(), chosen_free.tolist())],
+        "bands": before_history_bands(snapshot, device, lo) + drawn,
+        "bands_alive": int(inside.sum()), "bands_left_out": len(left_out),
+        "left_out_max_bytes": int(trace.size[left_out].max()) if len(left_out) else None,
         "markers": [m for m in markers(snapshot, device) if lo <= m["time"] <= hi],
     }
+
+
+def before_history_bands(snapshot: Snapshot, device: int, lo: float) -> list[dict]:
+    """The blocks live before the history as bands from its first entry, drawn below the others (as
+    memory_viz stacks them): one band for those still live at the end (``blocks``: how many), and one
+    per block freed during the history at or after ``lo`` (its free's stack). ``before_history``: True."""
+    trace = snapshot.devices[device]
+    t = time_axis(trace)
+    if len(t) == 0:
+        return []
+    start = float(t[0])
+    match = free_matches(trace)
+    early = np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0) & (t >= lo))
+    kept = segment_blocks_before_history(snapshot, device)
+    out = []
+    if kept:
+        out.append({"alloc_time": start, "free_time": None, "bytes": sum(b["bytes"] for b in kept), "stack": -1,
+                    "frame": None, "before_history": True, "blocks": len(kept)})
+    out += [{"alloc_time": start, "free_time": float(t[i]), "bytes": int(trace.size[i]), "stack": int(trace.stack[i]),
+             "frame": frame_summary(snapshot, int(trace.stack[i])), "before_history": True, "blocks": 1}
+            for i in early[np.argsort(-t[early], kind="stable")].tolist()]  # freed last: lowest
+    return out

@@ -25,11 +25,15 @@ TENSOR_CORE_KERNEL_MARKERS_LEGACY = (
 # ``:``, ``<``… or the ends of the name, never by letters.
 _B, _E = r"(?<![A-Za-z])", r"(?![A-Za-z])"
 #: What a GEMM/attention kernel calls itself (used where a marker alone is too weak, e.g. ``e4m3``).
-_MATMUL_WORD = (r"(?:gemm|GEMM|Gemm|matmul|Matmul|(?<![A-Za-z])(?:wg|h|i|x|u)?mma(?![A-Za-z])|MMA|[Cc]onv(?!ert|ex)"
+#: ``gemm`` inside ``fbgemm`` (FBGEMM's namespace, its FP8 quantize kernels among others) is not a GEMM word;
+#: ``bmm`` is one as a token of its own (TensorRT-LLM's trtllm-gen ``bmm_MxE4m3_MxE2m1…_sm100f``).
+_MATMUL_WORD = (r"(?:(?<!fb)gemm|GEMM|Gemm|matmul|Matmul|(?<![A-Za-z])(?:wg|h|i|x|u)?mma(?![A-Za-z])|MMA"
+                r"|(?<![A-Za-z])bmm(?![A-Za-z])|[Cc]onv(?!ert|ex)"
                 r"|fprop|dgrad|wgrad|fmha|Fmha|attn|Attn|attention|Attention)")
 #: A Hopper/Blackwell architecture token: sm90, sm90a, sm_100, and CamelCase Sm100 (Sm100FmhaFwdKernel,
 #: MainloopSm90TmaGmmaWarpSpecialized).
-_SM_HOPPER_PLUS = rf"(?:{_B}[Ss]m|(?<=[a-z])Sm)_?(?:9\d|1[0-2]\d)a?(?![0-9a-z])"
+#: The ``a``/``f`` suffixes are the arch-specific and family-specific targets (sm90a, sm100a, sm100f).
+_SM_HOPPER_PLUS = rf"(?:{_B}[Ss]m|(?<=[a-z])Sm)_?(?:9\d|1[0-2]\d)[af]?(?![0-9a-z])"
 
 #: family name → (pattern, comment). One list, one place; each family has a test in tests/test_trust_compute.py.
 TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
@@ -56,6 +60,9 @@ TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
                          "AMD Tensile/hipBLASLt GEMMs that use MFMA: Cijk_… with MI16x16x1, MI32x32x8… in the name"),
     "amd_mfma": (rf"(?i:{_B}mfma)",
                  "AMD kernels named after MFMA (paged_attention_ll4mi_QKV_mfma16_kernel, CK mfma kernels)"),
+    "miopen_xdlops": (r"(?<![A-Za-z])igemm_\w*?gtcx\d?(?![a-z])",
+                      "MIOpen's implicit-GEMM convolutions on XDLOPS (MFMA): igemm_fwd_gtcx2_nhwc_…, "
+                      "igemm_bwd_gtcx3_…, igemm_wrw_gtcx_… (gtcx = the XDLOPS generation; gtc without x is not)"),
     "amd_ck_xdl": (rf"^(?=.*(?i:xdl(?:ops)?)(?![a-z]))(?=.*{_MATMUL_WORD})",
                    "AMD Composable Kernel GEMMs (kernel_gemm_xdl_cshuffle_v3, DeviceGemmXdl…): XDL = MFMA"),
 }
@@ -66,12 +73,17 @@ TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
 NOT_TENSOR_CORE: dict[str, str] = {
     "simt": rf"(?i:{_B}(?:ffma|simt){_E})",
     "fp32_attention_pre_ampere": r"fmha_cutlass[FB]_f32_.*_sm(?:50|70|75)(?![0-9])",
+    # MIOpen's elementwise tensor ops (SubTensorOpWithScalar1d, SubTensorOpWithSubTensor2d…): "TensorOp"
+    # there is an operation on a tensor, not CUTLASS's tensor-op class
+    "miopen_elementwise": r"SubTensorOp",
+    # FP8 casts and scale computations (fbgemm_gpu::_compute_FP8_quantize_cuda_kernel, _get_FP8_qparam_cuda_kernel)
+    "fp8_quantize": r"(?i:fp8_quantize|fp8_qparam)",
 }
 
 _TC = re.compile("|".join(f"(?:{p})" for p, _ in TENSOR_CORE_FAMILIES.values()), re.DOTALL)
 #: Cheap first test: every family needs one of these (lower-cased) substrings.
 _LITERALS = ("nvjet", "xmma", "sm", "tensorop", "mma", "tcgen05", "e4m3", "e5m2", "e2m1", "ue8m0", "nvf4",
-             "mxf", "fp4", "fp8", "fmha", "flash", "attn", "cijk_", "mfma", "xdl")
+             "mxf", "fp4", "fp8", "fmha", "flash", "attn", "cijk_", "mfma", "xdl", "gtcx")
 _NOT_TC = re.compile("|".join(f"(?:{p})" for p in NOT_TENSOR_CORE.values()))
 
 #: Operators that autocast runs in fp16/bf16 and that tensor cores can serve (with backward nodes).
@@ -82,11 +94,14 @@ TENSOR_CORE_ELIGIBLE_OPS = (
     "aten::linalg_multi_dot", "aten::_thnn_fused_lstm_cell", "aten::_thnn_fused_gru_cell",
     "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
     "aten::convolution_backward", "aten::cudnn_convolution_backward", "aten::cudnn_convolution_transpose_backward",
+    # attention: its kernels are GEMMs on tensor cores (FlashAttention, memory-efficient, cuDNN, vLLM's)
+    "aten::scaled_dot_product", "aten::_scaled_dot_product", "aten::_flash_attention", "aten::_efficient_attention",
+    "aten::_cudnn_attention", "vllm::unified_attention",
 )
 _ELIGIBLE_BACKWARD = re.compile(
     r"^(autograd::engine::evaluate_function: )?"
-    r"(Cudnn|Mkldnn)?(Convolution|ConvolutionTranspose|Addmm|Mm|Bmm|Baddbmm|Addbmm|Mv|Addmv|Addr|Prelu|Linear|Matmul)"
-    r"Backward\d*$"
+    r"((Cudnn|Mkldnn)?(Convolution|ConvolutionTranspose|Addmm|Mm|Bmm|Baddbmm|Addbmm|Mv|Addmv|Addr|Prelu|Linear|Matmul)"
+    r"|ScaledDotProduct(Flash|Efficient|Cudnn|FusedAttentionOverrideable)?Attention)Backward\d*$"
 )
 
 

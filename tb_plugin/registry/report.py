@@ -175,8 +175,10 @@ def distributed_summary(result: dict) -> dict[str, Any] | None:
         "world_size": view["world_size"],
         "ranks": [{k: r[k] for k in ("rank", "worker", "computation_us", "overlap_us", "communication_us",
                                      "other_us", "transfer_us", "sync_us")} for r in view["ranks"]],
-        "collectives": [{k: c[k] for k in ("name", "calls", "bytes", "group_size", "transfer_us", "sync_us",
-                                           "algbw_gbps", "busbw_gbps", "bus_factor")} for c in view["collectives"]],
+        "collectives": [{k: c.get(k) for k in ("name", "calls", "bytes", "calls_without_bytes", "group_size",
+                                               "transfer_us", "sync_us", "algbw_gbps", "busbw_gbps", "bus_factor")}
+                        for c in view["collectives"]],
+        "bandwidth_caveat": view.get("bandwidth_caveat"),
         "matching": {k: view["matching"][k] for k in ("method", "by_type")},
         "stragglers": view["stragglers"],
         "groups": [group_summary(g) for g in view["groups"]],

@@ -11,6 +11,10 @@ import enum
 import re
 
 
+#: Kineto's category of CUPTI range-profiler ranges (``CUDA_PROFILER_RANGE`` activities).
+CUPTI_RANGE_CATEGORY = "cuda_profiler_range"
+
+
 class Kind(enum.IntEnum):
     """Normalized kind of a duration event (stored as ``uint8``)."""
 
@@ -48,11 +52,13 @@ _CATEGORY_TO_KIND = {
     "trace": Kind.IGNORED,
     "overhead": Kind.IGNORED,
     "cuda_sync": Kind.IGNORED,
-    # device work that is not a CUDA kernel record: CUPTI range-profiler ranges (one per profiled range of
-    # kernels on the device) and MTIA's command-processor events. We differ from torch-tb-profiler, which
-    # drops both, so such traces read "no GPU activity".
-    "cuda_profiler_range": Kind.KERNEL,
+    # device work that is not a CUDA kernel record: MTIA's command-processor events. We differ from
+    # torch-tb-profiler, which drops them, so such traces read "no GPU activity".
     "mtia_ccp_events": Kind.KERNEL,
+    # CUPTI range-profiler ranges: the profiler replays each range of kernels to read hardware counters,
+    # so a range's time is the profiler's pass, not how long its kernels ran (every range of a trace
+    # can read the same 121.43 ms). Not kernel time; the file says so (trace/finish.py).
+    CUPTI_RANGE_CATEGORY: Kind.IGNORED,
     "cpu_instant_event": Kind.IGNORED,
     "python_function_enter": Kind.IGNORED,
 }
@@ -122,14 +128,21 @@ _COLLECTIVE_CAMEL = re.compile(r"(?:All_?[Rr]educe|All_?[Gg]ather|Reduce_?[Ss]ca
 # copies into a collective's buffer): never communication by name. Kernels launched by a
 # communication op still are (see analysis.breakdown.category_masks).
 _NEVER_COMM_PREFIXES = ("triton_", "triton__")
+# Expert-parallel (MoE) dispatch/combine kernels: DeepEP's ``deep_ep::intranode::dispatch<…>``,
+# ``deep_ep::internode::combine<…>``, ``deep_ep::internode_ll::dispatch<…>`` (and their notify_/cached_
+# helpers), the ``dpsk::ep::internode::dispatch`` spelling of its forks, and bare ``intranode::``/
+# ``internode::`` namespaces of the same kernels. They move tokens between GPUs (NVLink, or RDMA through
+# NVSHMEM) and wait for their peers like any collective, so they are communication.
+_EXPERT_PARALLEL = re.compile(r"(?<![A-Za-z0-9_])(?:deep_ep::|dpsk::ep::|(?:intranode|internode(?:_ll)?)::)")
 
 
 def is_comm_kernel_name(name: str) -> bool:
-    """Whether a kernel name is a communication kernel (see ``COMM_KERNEL_MARKERS`` and the custom
-    collective-kernel rule above). ``at::native::reduce_kernel`` and ``cub::DeviceReduceKernel`` are not."""
+    """Whether a kernel name is a communication kernel (see ``COMM_KERNEL_MARKERS``, the custom
+    collective-kernel rule and the expert-parallel rule above). ``at::native::reduce_kernel`` and ``cub::DeviceReduceKernel`` are not."""
     if name.startswith(_NEVER_COMM_PREFIXES):
         return False
     lower = name.lower()
     if any(marker in lower for marker in COMM_KERNEL_MARKERS):
         return True
-    return _COLLECTIVE_WORD.search(name) is not None or _COLLECTIVE_CAMEL.search(name) is not None
+    return (_COLLECTIVE_WORD.search(name) is not None or _COLLECTIVE_CAMEL.search(name) is not None
+            or _EXPERT_PARALLEL.search(name) is not None)

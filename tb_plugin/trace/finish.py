@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import jsonsafe
-from .categories import Kind, is_composer_trainer_event, kind_of_category
+from .categories import CUPTI_RANGE_CATEGORY, Kind, is_composer_trainer_event, kind_of_category
 from .devices import unplaceable_warning
 from .heap import release_freed_memory
 from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace, compact_column, held_bytes
@@ -117,6 +117,9 @@ class Finishing:
         (events without a duration, Composer's own trainer spans)."""
         out, notes = [], []
         cats = cols["cat"]
+        ranges = _cupti_ranges_warning(self.strings, cats, cols["dur"])
+        if ranges:
+            out.append(ranges)
         # Composer's trainer spans, whatever their category: Composer's, not unknown content
         composer_name = np.array([is_composer_trainer_event(s) for s in self.strings] + [False], dtype=bool)
         composer = composer_name[cols["name"]] & ~known[cats] if len(cats) else np.zeros(0, dtype=bool)
@@ -153,6 +156,21 @@ class Finishing:
             notes.append(f"{sum(no_duration.values())} events carry no duration ({listed}); they are not step work")
         return out, notes
 
+
+
+def _cupti_ranges_warning(strings: list[str], cats: np.ndarray, dur: np.ndarray) -> str | None:
+    """What a trace of the CUPTI range profiler shows instead of kernel times (None without ranges)."""
+    ids = [i for i, s in enumerate(strings) if s.lower() == CUPTI_RANGE_CATEGORY]
+    rows = np.flatnonzero(np.isin(cats, ids)) if ids else np.zeros(0, dtype=np.int64)
+    if not len(rows):
+        return None
+    d = dur[rows][np.isfinite(dur[rows])]
+    times = "" if not len(d) else (f"; every one lasts {d[0] / 1000:.2f} ms" if np.all(d == d[0])
+                                   else f"; they last {d.min() / 1000:.2f} to {d.max() / 1000:.2f} ms")
+    return (f"{len(rows)} CUPTI range-profiler ranges ('{CUPTI_RANGE_CATEGORY}'): the range profiler replays "
+            f"each range of kernels to read hardware counters, so a range's time is the profiler's pass, not "
+            f"how long its kernels ran{times}. They are not counted as kernel time, GPU utilization or in the "
+            f"kernel table; their counters are in each range's args (Trace view)")
 
 
 _OP_NAME_PREFIXES = ("aten::", "prim::", "c10d::", "torch::", "quantized::", "cudnn::")

@@ -24,6 +24,8 @@ export interface DiffOperator {
   change_us?: number;
   /** ADDED (issue 18): why the verdict is what it is (which bound kept a row unchanged). */
   reason?: DiffReason;
+  /** ADDED: the baseline path of an operator whose parent changed (its `path` is the experiment's); null otherwise. */
+  moved_from?: string[] | null;
   has_children: boolean;
   baseline: OpTimes | null;
   experiment: OpTimes | null;

@@ -54,6 +54,8 @@ export interface Collective {
   busbw_gbps: number | null;
   /** busbw ÷ algbw for this collective and communicator size (absent from older servers). */
   bus_factor?: number;
+  /** ADDED: calls whose message size is unknown (left out of `bytes`; `bytes` is null when all are). */
+  calls_without_bytes?: number;
 }
 
 /** Per rank: how often it arrived last at a matched collective instance and how long the others waited. */
@@ -146,6 +148,8 @@ export interface DistributedData {
   arrivals?: Arrival[];
   matching?: Matching;
   collectives: Collective[];
+  /** ADDED: with k of n ranks loaded, why the bandwidths are lower bounds; null otherwise. */
+  bandwidth_caveat?: string | null;
   ranks: RankRow[];
   /** ADDED (issue 20); absent from older servers. */
   groups?: ProcessGroup[];

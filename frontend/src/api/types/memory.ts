@@ -113,7 +113,11 @@ export interface SnapshotBand {
   free_time: number | null;
   bytes: number;
   stack: number;
-  frame: string;
+  frame: string | null;
+  /** ADDED: blocks allocated before the history began (drawn first, below the others). */
+  before_history?: boolean;
+  /** ADDED: how many blocks the band stands for (the blocks held from before the history to the dump are one band). */
+  blocks?: number;
 }
 
 export interface SnapshotTimelineReady {
@@ -125,6 +129,10 @@ export interface SnapshotTimelineReady {
   active_bytes: number[];
   reserved_bytes: number[];
   bands: SnapshotBand[];
+  /** ADDED: the history's allocations alive in the window; `bands_left_out` of them are not drawn, none larger than `left_out_max_bytes`. */
+  bands_alive?: number;
+  bands_left_out?: number;
+  left_out_max_bytes?: number | null;
   markers: SnapshotMarker[];
 }
 

@@ -61,6 +61,8 @@ export interface GpuInfo {
    * computed", e.g. Hopper nvjet/wgmma kernels), left out of achieved occupancy. */
   kernel_us_without_occupancy?: number;
   tensor_core_pct: number | null;
+  /** ADDED: "GPU" (CUDA, ROCm) or the accelerator's name ("MTIA"), whose card leaves out the GPU-only measures. */
+  device_type?: string;
 }
 
 export interface OverviewLoading {

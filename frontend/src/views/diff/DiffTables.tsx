@@ -162,6 +162,16 @@ export function OpRow({ op, thresholds, onOpen }: { op: DiffOperator; thresholds
         <span className={statusClass(op.status)} data-testid="diff-status">
           {op.status}
         </span>
+        {op.moved_from ? (
+          <span
+            className="diff-badge diff-badge-moved"
+            data-testid="diff-moved"
+            title={`moved: its parent changed (baseline: ${op.moved_from.join(" \u203a ")})`}
+          >
+            {" "}
+            moved
+          </span>
+        ) : null}
         {op.status !== "added" && op.status !== "removed" ? (
           <span className="diff-pct" data-testid="diff-change">
             {" "}

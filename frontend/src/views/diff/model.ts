@@ -213,7 +213,8 @@ export function thresholdText(t: DiffThresholds | undefined): string {
     : "by more than the server's thresholds";
   return (
     `An operator is faster or slower when its host total per step (calls inside the steps) changes ${rule}; ` +
-    "otherwise it is unchanged. Added / removed: present on one side only. The waterfall adds up the same " +
+    "otherwise it is unchanged. Added / removed: present on one side only. Moved: its parent changed (matched " +
+    "by name), compared with its baseline place. The waterfall adds up the same " +
     "host totals; its remainder bar is the step-total \u0394 not in these operators, so it ends at the step-total \u0394."
   );
 }

@@ -88,7 +88,11 @@ export function MatchingSummary({ view }: { view: DistributedData }) {
 const COLLECTIVE_COLUMNS: TableColumn<Collective>[] = [
   { label: "Collective", num: false, className: "cell-code", cell: (c) => c.name },
   { label: "Calls", cell: (c) => formatNumber(c.calls) },
-  { label: "Bytes", cell: (c) => formatBytes(c.bytes) },
+  {
+    label: "Bytes",
+    title: (c) => (c.calls_without_bytes ? `${formatNumber(c.calls_without_bytes)} calls of unknown size are not in it` : undefined),
+    cell: (c) => formatBytes(c.bytes),
+  },
   { label: "Group size", cell: (c) => formatNumber(c.group_size) },
   { label: "Transfer", tip: DIST_DEFS.transfer, cell: (c) => formatDuration(c.transfer_us) },
   { label: "Sync", tip: DIST_DEFS.sync, cell: (c) => formatDuration(c.sync_us) },
@@ -130,6 +134,11 @@ export function CollectivesTable({ view }: { view: DistributedData }) {
         rowKey={(c, i) => `${c.name}\u0000${i}`}
         rowAttrs={() => ({ "data-testid": "collective-row" })}
       />
+      {view.bandwidth_caveat ? (
+        <p className="muted" data-testid="bandwidth-caveat">
+          {view.bandwidth_caveat}
+        </p>
+      ) : null}
     </div>
   );
 }

@@ -221,7 +221,7 @@ export function snapshotTimelineOption(
             type: "polygon",
             shape: { points: bandOutline(p, api.coord) },
             style: {
-              fill: selected ? "#e15759" : bandColor(p.index),
+              fill: selected ? "#e15759" : p.band.before_history ? BEFORE_HISTORY_COLOR : bandColor(p.index),
               stroke: "rgba(0,0,0,0.25)",
               lineWidth: 0.5,
               opacity: 0.85,
@@ -236,10 +236,14 @@ export function snapshotTimelineOption(
             if (!p) return "";
             return [
               `<b>${escapeHtml(formatBytes(p.band.bytes))}</b> (${escapeHtml(formatNumber(p.band.bytes))} B)`,
-              `allocated ${escapeHtml(formatSnapshotTime(p.band.alloc_time, unit))}, ${
+              p.band.before_history
+                ? `allocated before the history began${(p.band.blocks ?? 1) > 1 ? ` (${escapeHtml(formatNumber(p.band.blocks!))} blocks)` : ""}, ${
+                    p.band.free_time === null ? "not freed" : `freed ${escapeHtml(formatSnapshotTime(p.band.free_time, unit))}`
+                  }`
+                : `allocated ${escapeHtml(formatSnapshotTime(p.band.alloc_time, unit))}, ${
                 p.band.free_time === null ? "not freed" : `freed ${escapeHtml(formatSnapshotTime(p.band.free_time, unit))}`
               }`,
-              escapeHtml(p.band.frame || "(no frames)"),
+              escapeHtml(p.band.frame || (p.band.before_history && (p.band.blocks ?? 1) > 1 ? "(several stacks)" : "(no frames)")),
               "<i>click for the stack</i>",
             ].join("<br/>");
           }) as never,
@@ -284,6 +288,32 @@ export function snapshotTimelineOption(
     ],
   };
   return { option, placed };
+}
+
+/** The band of the blocks allocated before the history began: one neutral colour, below the others. */
+export const BEFORE_HISTORY_COLOR = "#9a9a9a";
+
+/**
+ * What the timeline's bands show and leave out, in words: "200 largest of 1,344 live allocations drawn
+ * (the other 1,144, none over 8.0 MiB, are in the Active curve only); below them, 264 MiB allocated
+ * before the history". An older server without the counts: "N largest live allocations drawn".
+ */
+export function bandsCaption(tl: SnapshotTimelineReady): string {
+  const before = tl.bands.filter((b) => b.before_history);
+  const drawn = tl.bands.length - before.length;
+  let text = `${formatNumber(drawn)} largest live allocations drawn`;
+  if (tl.bands_alive !== undefined && tl.bands_left_out !== undefined) {
+    text = tl.bands_left_out
+      ? `${formatNumber(drawn)} largest of ${formatNumber(tl.bands_alive)} live allocations drawn (the other ${formatNumber(
+          tl.bands_left_out,
+        )}, none over ${formatBytes(tl.left_out_max_bytes ?? 0)}, are in the Active curve only)`
+      : `all ${formatNumber(drawn)} live allocations drawn`;
+  }
+  if (before.length) {
+    const bytes = before.reduce((s, b) => s + b.bytes, 0);
+    text += `; below them, ${formatBytes(bytes)} allocated before the history began (grey)`;
+  }
+  return text;
 }
 
 const BAND_COLORS = ["#4e79a7", "#59a14f", "#edc948", "#b07aa1", "#76b7b2", "#ff9da7", "#9c755f", "#86bcb6", "#f28e2b", "#a0cbe8"];

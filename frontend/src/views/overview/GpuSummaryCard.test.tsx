@@ -61,4 +61,17 @@ describe("GpuSummaryCard", () => {
     expect(valueOf("Architecture")).toBe("AMD");
     expect(document.body.textContent).not.toMatch(/null|undefined|NaN/);
   });
+
+  it("gives an MTIA device an accelerator card with no GPU-only measures", () => {
+    const mtia: GpuInfo = { ...base, id: 0, name: null, vendor: null, architecture: null, device_type: "MTIA",
+      utilization_pct: 20, sm_efficiency_pct: null, achieved_occupancy_pct: null, tensor_core_pct: null, kernel_us_without_geometry: 0 };
+    render(<GpuSummaryCard gpus={[mtia]} />);
+    expect(screen.getByText("Accelerator Summary")).toBeTruthy();
+    expect(screen.getByText("MTIA 0", { exact: false })).toBeTruthy();
+    expect(screen.queryByTestId("tensor-core")).toBeNull();
+    expect(screen.queryByTestId("sm-efficiency")).toBeNull();
+    expect(screen.queryByText("Kernel time using Tensor Cores")).toBeNull();
+    expect(screen.getByTestId("gpu-utilization").textContent).toContain("20");
+    expect(screen.getByTestId("accelerator-note").textContent).toContain("do not apply to MTIA");
+  });
 });

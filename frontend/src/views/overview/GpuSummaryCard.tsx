@@ -5,7 +5,47 @@ import { gpuGeneration } from "../../util/gpuGeneration";
 import { Card } from "../../components/Card";
 import { InfoTooltip } from "../../components/InfoTooltip";
 
+/** The rows every device has: its name and memory. */
+function DeviceRows({ gpu }: { gpu: GpuInfo }) {
+  return (
+    <>
+      <div className="kv-row">
+        <dt>Name</dt>
+        <dd>{formatText(gpu.name)}</dd>
+      </div>
+      <div className="kv-row">
+        <dt>Memory</dt>
+        <dd>{formatGiB(gpu.memory_bytes)}</dd>
+      </div>
+    </>
+  );
+}
+
+/** An accelerator that is not a GPU (MTIA): its card says what it is and shows what applies to it. */
+function AcceleratorBlock({ gpu, kind }: { gpu: GpuInfo; kind: string }) {
+  return (
+    <div className="gpu-block" data-testid="gpu-block">
+      <div className="gpu-title">
+        {kind} {gpu.id}
+      </div>
+      <dl className="kv">
+        <DeviceRows gpu={gpu} />
+        <div className="kv-row">
+          <dt>
+            <InfoTooltip label="Utilization" text={`Time with ${kind} device work running ÷ the steps window.`} />
+          </dt>
+          <dd data-testid="gpu-utilization">{formatPct(gpu.utilization_pct)}</dd>
+        </div>
+      </dl>
+      <p className="muted" data-testid="accelerator-note">
+        SM efficiency, occupancy and tensor cores are GPU measures; they do not apply to {kind}.
+      </p>
+    </div>
+  );
+}
+
 function GpuBlock({ gpu }: { gpu: GpuInfo }) {
+  if (gpu.device_type && gpu.device_type !== "GPU") return <AcceleratorBlock gpu={gpu} kind={gpu.device_type} />;
   const generation = gpuGeneration(gpu);
   const amd = gpu.vendor === "AMD";
   const withoutGeometry = gpu.kernel_us_without_geometry ?? 0;
@@ -14,14 +54,7 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
     <div className="gpu-block" data-testid="gpu-block">
       <div className="gpu-title">GPU {gpu.id}</div>
       <dl className="kv">
-        <div className="kv-row">
-          <dt>Name</dt>
-          <dd>{formatText(gpu.name)}</dd>
-        </div>
-        <div className="kv-row">
-          <dt>Memory</dt>
-          <dd>{formatGiB(gpu.memory_bytes)}</dd>
-        </div>
+        <DeviceRows gpu={gpu} />
         <div className="kv-row">
           <dt>{generation.label}</dt>
           <dd data-testid="gpu-generation">{generation.value}</dd>
@@ -69,10 +102,15 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
   );
 }
 
-/** One block per GPU seen in the trace. */
+/** Whether every device of the trace is an accelerator other than a GPU (MTIA). */
+function accelerators(gpus: GpuInfo[]): boolean {
+  return gpus.length > 0 && gpus.every((g) => g.device_type !== undefined && g.device_type !== "GPU");
+}
+
+/** One block per GPU (or other accelerator) seen in the trace. */
 export function GpuSummaryCard({ gpus }: { gpus: GpuInfo[] }) {
   return (
-    <Card title="GPU Summary" testId="gpu-summary">
+    <Card title={accelerators(gpus) ? "Accelerator Summary" : "GPU Summary"} testId="gpu-summary">
       {gpus.length === 0 ? (
         <p className="muted">No GPU activity in this trace.</p>
       ) : (

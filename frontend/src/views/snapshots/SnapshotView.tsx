@@ -15,7 +15,7 @@ import type { Theme } from "../../hooks/useTheme";
 import { formatBytes, formatNumber } from "../../util/format";
 import type { MemChartInstance } from "../memory/echarts";
 import { MemChart } from "../memory/MemChart";
-import { formatSnapshotTime, snapshotTimelineOption } from "../memory/options";
+import { bandsCaption, formatSnapshotTime, snapshotTimelineOption } from "../memory/options";
 import { StackFrames } from "./StackFrames";
 import { useMemoryStyles } from "../memory/useMemoryStyles";
 import { MemoryHtmlView } from "./MemoryHtmlView";
@@ -242,7 +242,7 @@ function SnapshotTimeline({ artifact, device, theme, markerCount }: { artifact: 
       <div className="mem-controls">
         <span className="mem-range" data-testid="snapshot-window">
           {tl ? `${formatSnapshotTime(tl.start, tl.time_unit)} – ${formatSnapshotTime(tl.end, tl.time_unit)}` : ""}
-          {tl ? `; ${formatNumber(tl.bands.length)} largest live allocations drawn` : ""}
+          {tl ? `; ${bandsCaption(tl)}` : ""}
           {markerCount ? `; ${markerCount} OOM/snapshot markers` : ""}
         </span>
         <button type="button" data-testid="snapshot-reset-zoom" disabled={window === null} onClick={() => setWindow(null)}>
@@ -255,10 +255,13 @@ function SnapshotTimeline({ artifact, device, theme, markerCount }: { artifact: 
           <MemChart option={built.option} theme={theme} height={360} ariaLabel="Active memory timeline" onReady={onReady} />
         </div>
       ) : null}
-      <p className="mem-hint">Bands: the largest allocations alive in the window, stacked in allocation order. Click a band for its stack; scroll or use the slider to zoom.</p>
+      <p className="mem-hint">Bands: the largest allocations alive in the window, stacked in allocation order, on the blocks allocated before the history began (grey). Reserved counts the segments that existed before the history. Click a band for its stack; scroll or use the slider to zoom.</p>
       {band ? (
         <div className="mem-detail" data-testid="snapshot-band-detail">
-          <b>{formatBytes(band.bytes)}</b> ({formatNumber(band.bytes)} B), allocated {formatSnapshotTime(band.alloc_time, tl!.time_unit)}
+          <b>{formatBytes(band.bytes)}</b> ({formatNumber(band.bytes)} B),{" "}
+          {band.before_history
+            ? `allocated before the history began${(band.blocks ?? 1) > 1 ? ` (${formatNumber(band.blocks!)} blocks)` : ""}`
+            : `allocated ${formatSnapshotTime(band.alloc_time, tl!.time_unit)}`}
           {band.free_time === null ? ", not freed" : `, freed ${formatSnapshotTime(band.free_time, tl!.time_unit)}`}
           <StackFrames artifact={artifact} stack={band.stack} />
         </div>
