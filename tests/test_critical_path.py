@@ -42,6 +42,10 @@ def test_single_rank_known_chain():
     assert got == sorted(CHAIN_EXPECTED["segments"])
     assert [s["dur_us"] for s in path["segments"]] == sorted((s["dur_us"] for s in path["segments"]), reverse=True)
     assert path["collectives"] == [] and not path["truncated"]
+    assert path["host_blocked_us"] == CHAIN_EXPECTED["host_blocked_us"]
+    items = {(i["category"], i["name"]): (i["us"], i["segments"]) for i in path["top_items"]}
+    assert items[("kernel", "gemm_A")] == (300.0, 1) and items[("cpu", "aten::item")] == (70.0, 1)
+    assert ("waiting", "idle") not in items
     _tiles(path)
     for s in path["segments"]:  # row: the segment's event in the trace ("show in trace"), -1 for waiting
         assert (trace.strings[trace.events.name[s["row"]]] == s["name"]) if s["category"] != "waiting" else s["row"] == -1

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..trace.model import Trace
 from .collective_matching import match_collectives
-from .critical_path import CATEGORIES, RankGraph
+from .critical_path import RankGraph
+from .critical_path_chain import CATEGORIES
 from .critical_path_combine import path_trails
 from .distributed import comm_kernels
 from .timeline import track_of_events
