@@ -62,3 +62,5 @@ def test_event_polling_loop_last_query_waits():
     ev += [_x("cudaLaunchKernel", "cuda_runtime", 200, 5, correlation=2), _k("other", 210, 10, 2),
            _x("cudaEventQuery", "cuda_runtime", 300, 3)]  # a lone query: no loop, no wait
     assert _found(ev) == [("cudaEventQuery", "event_poll", 110.0)]
+    trace = decode_trace(json.dumps({"traceEvents": ev}).encode())
+    assert blocking_calls(trace).blocked_from_us.tolist() == [20.0]  # the loop's first query

@@ -17,6 +17,7 @@ Four kinds (:data:`BLOCKING_KINDS`):
   "Stream Wait Event" with ``wait_on_cuda_event_record_corr_id``): they hold a *stream*, not the host, so
   a consumer that counts host stalls keeps ``kind != stream_wait``.
 
+``blocked_from_us``: when the wait began: the call's start; for a poll, its loop's first query's start.
 ``waited_end_us``: the end of the device work the call waited for. For a copy it is its own device
 copy's end when correlated; for a synchronize, a synchronous copy without a correlated copy and a poll,
 the latest end of any device work inside the call (a poll: since the previous query started); for a
@@ -51,6 +52,7 @@ class BlockingCalls:
     rows: np.ndarray  # int64 event rows, ascending
     kind: np.ndarray  # int8 per row: index into BLOCKING_KINDS
     waited_end_us: np.ndarray  # float64 per row: end (µs) of the device work waited for; NaN when unknown
+    blocked_from_us: np.ndarray  # float64 per row: when the wait began (µs): the call's start, a poll's first query's
 
 
 def _base(name: str) -> str:
@@ -93,7 +95,7 @@ def _blocking_calls(trace: Trace) -> BlockingCalls:
         got = sorted_ends[np.maximum(k, 0)] if len(sorted_ends) else np.zeros(len(hi))
         return np.where((k >= 0) & (got > lo), got, np.nan)
 
-    rows_out, kind_out, waited_out = [], [], []
+    rows_out, kind_out, waited_out, from_out = [], [], [], []
 
     # synchronize calls and synchronous copies: by name
     named = np.flatnonzero(launch & trace.name_mask(always_blocks))
@@ -103,28 +105,30 @@ def _blocking_calls(trace: Trace) -> BlockingCalls:
     own = _own_copy_end(trace, dev, dev_end, len(ev))
     has_own = (sync_kind == BLOCKING_COPY) & np.isfinite(own[named])
     waited = np.where(has_own, own[named], waited)
-    rows_out.append(named), kind_out.append(sync_kind), waited_out.append(waited)
+    rows_out.append(named), kind_out.append(sync_kind), waited_out.append(waited), from_out.append(ev.ts[named])
 
     # asynchronous copies whose device copy ended inside the call
     async_rows = np.flatnonzero(launch & trace.name_mask(_async_copy))
     a_end = own[async_rows]
     inside = np.isfinite(a_end) & (a_end > ev.ts[async_rows]) & (a_end <= end[async_rows])
     rows_out.append(async_rows[inside]), kind_out.append(np.full(int(inside.sum()), BLOCKING_COPY))
-    waited_out.append(a_end[inside])
+    waited_out.append(a_end[inside]), from_out.append(ev.ts[async_rows[inside]])
 
     # polling loops of event queries: the last query of each run of two or more on one thread
-    poll, poll_waited = _event_polls(trace, np.flatnonzero(launch), latest_end_in)
+    poll, poll_waited, poll_from = _event_polls(trace, np.flatnonzero(launch), latest_end_in)
     rows_out.append(poll), kind_out.append(np.full(len(poll), EVENT_POLL)), waited_out.append(poll_waited)
+    from_out.append(poll_from)
 
     # recorded stream waits
     w_rows, src, _ = recorded_waits(trace, dev)
     rows_out.append(w_rows), kind_out.append(np.full(len(w_rows), STREAM_WAIT))
-    waited_out.append(dev_end[src] if len(src) else np.zeros(0))
+    waited_out.append(dev_end[src] if len(src) else np.zeros(0)), from_out.append(ev.ts[w_rows])
 
     rows = np.concatenate(rows_out).astype(np.int64)
     order = np.argsort(rows, kind="stable")
     return BlockingCalls(rows=rows[order], kind=np.concatenate(kind_out).astype(np.int8)[order],
-                         waited_end_us=np.concatenate(waited_out).astype(np.float64)[order])
+                         waited_end_us=np.concatenate(waited_out).astype(np.float64)[order],
+                         blocked_from_us=np.concatenate(from_out).astype(np.float64)[order])
 
 
 def _own_copy_end(trace: Trace, dev: np.ndarray, dev_end: np.ndarray, n: int) -> np.ndarray:
@@ -138,11 +142,12 @@ def _own_copy_end(trace: Trace, dev: np.ndarray, dev_end: np.ndarray, n: int) ->
     return out
 
 
-def _event_polls(trace: Trace, calls: np.ndarray, latest_end_in) -> tuple[np.ndarray, np.ndarray]:
-    """The last query of each polling run and the device end it saw (see the module docstring)."""
+def _event_polls(trace: Trace, calls: np.ndarray, latest_end_in) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The last query of each polling run, the device end it saw (see the module docstring) and the
+    start of the run's first query."""
     ev = trace.events
     if not len(calls):
-        return calls, np.zeros(0)
+        return calls, np.zeros(0), np.zeros(0)
     thread = ev.pid[calls].astype(np.int64) * (1 << 32) + ev.tid[calls].astype(np.int64)
     order = np.lexsort((ev.ts[calls], thread))
     calls, thread = calls[order], thread[order]
@@ -151,9 +156,10 @@ def _event_polls(trace: Trace, calls: np.ndarray, latest_end_in) -> tuple[np.nda
     same[1:] = query[1:] & query[:-1] & (thread[1:] == thread[:-1])  # follows a query of its thread
     last = same & ~np.concatenate([same[1:], [False]])  # ends a run of two or more
     at = np.flatnonzero(last)
+    first = np.maximum.accumulate(np.where(query & ~same, np.arange(len(calls)), 0))[at]
     waited = latest_end_in(ev.ts[calls[at - 1]], ev.ts[calls[at]] + ev.dur[calls[at]])
     keep = np.isfinite(waited)
-    return calls[at][keep], waited[keep]
+    return calls[at][keep], waited[keep], ev.ts[calls[first[keep]]]
 
 
 def recorded_waits(trace: Trace, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -146,7 +146,7 @@ class RankGraph:
         self.ends_order, self.sorted_ends = ends_order, sorted_ends
         bc = blocking_calls(trace)
         held = (bc.kind != STREAM_WAIT) & np.isfinite(bc.waited_end_us)  # the calls that held a host thread
-        b_rows, b_end = bc.rows[held], bc.waited_end_us[held]
+        b_rows, b_end, b_from = bc.rows[held], bc.waited_end_us[held], bc.blocked_from_us[held]
         tiles = host_tiles(trace, host)
         self.parent = tiles.parent
         t_cuts = np.flatnonzero(np.diff(tiles.thread)) + 1 if len(tiles.thread) else np.zeros(0, np.int64)
@@ -157,7 +157,7 @@ class RankGraph:
         for lo_i, hi_i in zip(t_bounds[:-1].tolist(), t_bounds[1:].tolist()):  # one slice per thread
             key = int(tiles.thread[lo_i])
             mine = b_key == key
-            jump, call_start = b_end[mine], ev.ts[b_rows[mine]]
+            jump, call_start = b_end[mine], b_from[mine]
             k = np.searchsorted(sorted_ends, jump, side="left")  # the first node (device order) ending there
             waited = ends_order[np.minimum(k, len(ends_order) - 1)] if len(ends_order) else k
             o = np.argsort(jump, kind="stable")
