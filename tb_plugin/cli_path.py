@@ -1,6 +1,7 @@
 """The critical path in ``kinetoscope report``'s text (the ``critical_path`` of the JSON report; µs,
 definitions in docs/METRICS.md "Critical path"): per step its length and shares, the longest
-segments and the collectives that waited for a late rank."""
+segments, the work on the path grouped by name, the time the host was blocked on the device, and the
+collectives that waited for a late rank."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) 
             ranks = sorted(p["by_rank"], key=lambda r: -r["us"])
             out.write(" [" + ", ".join(f"rank {r['rank']} {fixed(r['us'] / length * 100, 1)}%" for r in ranks[:4]) + "]")
         out.write(" (truncated)\n" if p["truncated"] else "\n")
+        items = p.get("top_items") or []
+        if items:
+            out.write("       most time: " + "; ".join(
+                f"{_name(i['name'])} {fixed(i['us'], 1)} µs over {i['segments']} segment{'s' * (i['segments'] != 1)}"
+                for i in items[:TOP]) + "\n")
+        if p.get("host_blocked_us"):
+            out.write(f"       host blocked on the device: {fixed(p['host_blocked_us'], 1)} µs of the path\n")
         for s in p["segments"][:TOP]:
             where = f"rank {s['rank']} " if across else ""
             out.write(f"       {where}{s['category']} {_name(s['name'])}: {fixed(s['dur_us'], 1)} µs\n")
