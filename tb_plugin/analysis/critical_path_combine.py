@@ -152,7 +152,8 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
             work = target["work"]
             seg = add(r, COMM, sq, ee, name, row, late_rank=q, wait_us=sq - es,
                       late_work=None if work is None else {"name": work[1], "category": CATEGORIES[work[0]],
-                                                           "dur_us": work[3]})
+                                                           "dur_us": work[3],
+                                                           "annotation": work[5] if len(work) > 5 else None})
             if seg is not None:
                 collectives.append(seg)
             r, chain, key = q, target, qi
