@@ -70,7 +70,8 @@ def test_slow_dataloader_rank_is_on_the_path(dl):
             coll, = path["collectives"]
             assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["dur_us"]) == \
                 (want["walker"], want["late"], pytest.approx(want["wait_us"]), pytest.approx(50.0))
-            assert coll["late_work"] == {"name": DATALOADER, "category": "cpu", "dur_us": dl[k][want["late"]]}
+            assert coll["late_work"] == {"name": DATALOADER, "category": "cpu", "dur_us": dl[k][want["late"]],
+                                         "annotation": None}
             trace = dict((r, t) for r, _, t in dataloader_job(dl))[coll["rank"]]
             assert trace.strings[trace.events.name[coll["row"]]] == coll["name"]
             # start_us is on the late rank's own clock (true time − 1000·rank), as its timeline shows it
@@ -213,7 +214,7 @@ def test_pipeline_send_recv_path_crosses_to_the_sender():
     assert path["by_rank"] == [{"rank": 0, "us": 310.0}, {"rank": 1, "us": 260.0}]
     coll, = path["collectives"]
     assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["start_us"], coll["dur_us"]) == (1, 0, 300.0, 310.0, 50.0)
-    assert coll["late_work"] == {"name": "gemm0", "category": "kernel", "dur_us": 300.0}
+    assert coll["late_work"] == {"name": "gemm0", "category": "kernel", "dur_us": 300.0, "annotation": None}
     assert [(s["rank"], s["name"], s["dur_us"]) for s in path["segments"][:2]] == [(0, "gemm0", 300.0), (1, "gemm1", 200.0)]
 
 
