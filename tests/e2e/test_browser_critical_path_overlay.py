@@ -107,12 +107,12 @@ def test_overlay_and_groups_on_single_rank_runs(browser, tmp_path, artifacts):
         wait_all_ready(base, "one", 1)
         doc = api(base, "critical_path", run="chain", worker="w", span=1)
         step, = doc["steps"]
-        assert doc["cross_rank"] is False and step["shown"] == 8
+        assert doc["cross_rank"] is False and step["shown"] == 10
 
         page, frame = _trace_with_path(browser, base, "chain", "w")
         count = frame.locator('[data-testid="path-overlay-count"]').inner_text()
         assert count.startswith("Critical path: 10 segments on rank 0"), count
-        frame.wait_for_function(f"() => {HOOK}.pathRects().length === 8", timeout=30_000)
+        frame.wait_for_function(f"() => {HOOK}.pathRects().length === 10", timeout=30_000)
         bands = frame.evaluate(f"{HOOK}.pathRects()")
         assert sorted(b["category"] for b in bands) == sorted(step["segments"]["category"])
         segs = step["segments"]
