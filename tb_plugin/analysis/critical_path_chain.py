@@ -28,16 +28,17 @@ class Walk:
 
     def add(self, a: float, b: float, cat: int, name: str, row: int = -1) -> None:
         if b > a:
-            blocked = max(0.0, min(b, self.block[1]) - max(a, self.block[0]))
+            lo, hi = self.block
+            blocked = (min(b, hi) - max(a, lo)) if hi > a and lo < b else 0.0
             self.segs.append((float(a), float(b), cat, name, row, blocked))
 
     def fold(self, memo: dict) -> tuple:
         """The summary state of the whole chain, ``(by_category, top, work, stop, stop_at, truncated,
         blocked, items)``, folding segments from the last (earliest) to the first; each marked node's
-        suffix goes to ``memo``. ``items``: per ``(category, name)`` of work (not waiting), ``[µs, segments]``."""
-        tail = self.tail or ([0.0] * len(CATEGORIES), [], None, self.stop, self.stop_at, self.truncated, 0.0, {})
-        by_cat, top, work, stop, stop_at, trunc, blocked, items = tail
-        by_cat, top, items = list(by_cat), list(top), {k: list(v) for k, v in items.items()}
+        suffix goes to ``memo``. ``items``: the work grouped by name, as a lazy :class:`Items`."""
+        tail = self.tail or ([0.0] * len(CATEGORIES), [], None, self.stop, self.stop_at, self.truncated, 0.0, None)
+        by_cat, top, work, stop, stop_at, trunc, blocked, tail_items = tail
+        by_cat, top = list(by_cat), list(top)
         trunc = trunc or self.truncated
         marks = dict(self.marks)
         for p in range(len(self.segs) - 1, -1, -1):
@@ -47,19 +48,12 @@ class Walk:
             blocked += blk
             if len(top) < TOP or d > top[-1][1] - top[-1][0]:
                 top = sorted(top + [seg], key=lambda s: -(s[1] - s[0]))[:TOP]
-            if cat != WAIT:
-                it = items.get((cat, name))
-                if it is None:
-                    items[(cat, name)] = [d, 1]
-                else:
-                    it[0] += d
-                    it[1] += 1
-                if work is None or d > work[1] - work[0]:
-                    work = seg
+            if cat != WAIT and (work is None or d > work[1] - work[0]):
+                work = seg
             if p in marks:
                 memo[marks[p]] = (tuple(by_cat), tuple(top), work, stop, stop_at, trunc, blocked,
-                                  {k: tuple(v) for k, v in items.items()})
-        return by_cat, top, work, stop, stop_at, trunc, blocked, items
+                                  Items(self.segs, p, tail_items))
+        return by_cat, top, work, stop, stop_at, trunc, blocked, Items(self.segs, 0, tail_items)
 
     def summary(self, ctx=None) -> dict:
         """Bounds (common clock), µs per category, the ten longest segments, the longest work, the
@@ -67,11 +61,37 @@ class Walk:
         ``ctx``: row → context of a host segment (:func:`analysis.host_tiles.context`)."""
         by_cat, top, work, stop, stop_at, trunc, blocked, items = self.fold(self.memo)
         lo = stop_at if stop >= 0 else self.lo
-        ranked = sorted(items.items(), key=lambda kv: -kv[1][0])[:MAX_ITEMS]
+        ranked = sorted(items.resolve().items(), key=lambda kv: -kv[1][0])[:MAX_ITEMS]
         return {"lo": lo, "hi": self.hi, "by_category": [float(x) for x in by_cat],
                 "top": [_segment(s, ctx) for s in top], "work": _segment(work, ctx) if work else None,
                 "stop": stop, "truncated": bool(trunc), "host_blocked_us": float(blocked),
                 "items": [[int(c), n, float(v[0]), int(v[1])] for (c, n), v in ranked]}
+
+
+class Items:
+    """The work of a chain's suffix grouped by ``(category, name)``: ``segs[p:]`` plus a memoized tail's
+    items, added up on first use only (a copy at every marked node would cost the number of names per
+    device node walked) and kept."""
+
+    __slots__ = ("segs", "p", "tail", "done")
+
+    def __init__(self, segs: list, p: int, tail: "Items | None"):
+        self.segs, self.p, self.tail, self.done = segs, p, tail, None
+
+    def resolve(self) -> dict:
+        """``{(category, name): [µs, segments]}``."""
+        if self.done is None:
+            out = {k: list(v) for k, v in self.tail.resolve().items()} if self.tail is not None else {}
+            for a, b, cat, name, *_ in self.segs[self.p:]:
+                if cat != WAIT:
+                    it = out.get((cat, name))
+                    if it is None:
+                        out[(cat, name)] = [b - a, 1]
+                    else:
+                        it[0] += b - a
+                        it[1] += 1
+            self.done = out
+        return self.done
 
 
 def _segment(seg: tuple, ctx=None) -> list:
