@@ -105,3 +105,16 @@ def test_transformer_backward_is_not_cpu():
     for p in paths:
         assert not any("run_backward" in s["name"] for s in p["segments"])
         assert max(s["dur_us"] for s in p["segments"] if s["category"] == "cpu") < 2_000
+
+
+def test_cpu_only_and_annotation_only_traces():
+    """No device work: the path is the leaf-operator chain of the step's thread (torch 2.13 CPU);
+    a trace of annotations only (Composer's B/E spans) keeps them, marked as such."""
+    cpu, = [p for p in _check(load_trace_file(str(sample("torch213_cpu/worker0.1795324943899052487.pt.trace.json"))))
+            if p["step"] == "3"]
+    assert cpu["by_category"]["cpu"] == pytest.approx(cpu["length_us"])
+    assert cpu["top_items"][0]["name"] == "aten::convolution_backward"
+    assert all(i["name"].startswith("aten::") for i in cpu["top_items"][:5])  # then Python frames, untraced time
+    composer = _check(load_trace_file(str(sample("composer/rank_0.trace.json"))))
+    names = {i["name"] for p in composer for i in p["top_items"]}
+    assert names and all(n.endswith(ANNOTATION_SUFFIX) for n in names)
