@@ -53,7 +53,7 @@ back to the first communication kernel met (its ``stop``) or to the rank's step 
 its bounds, µs per category, its ten longest segments (host ones with their enclosing annotation and
 Python frame as context), its longest non-waiting segment, its host-blocked µs and its work grouped by
 ``(category, name)`` (µs and segment count, the :data:`analysis.critical_path_chain.MAX_ITEMS` of most
-time): a few kilobytes at most, whatever the number of events. Chains of one step share their tails (a node
+time): about a kilobyte, whatever the number of events. Chains of one step share their tails (a node
 already walked gives the rest of the chain), so each device node is walked once per step; a rank's
 walks visit at most :data:`MAX_VISITS` nodes, past that the rest of a chain is waiting and ``truncated``.
 """

@@ -9,7 +9,7 @@ import numpy as np
 CATEGORIES = ("kernel", "cpu", "communication", "waiting")
 KERNEL, CPU, COMM, WAIT = range(4)
 TOP = 10
-MAX_ITEMS = 64  # items (work grouped by name) a chain keeps; a step reports the ten of most time
+MAX_ITEMS = 10  # items (work grouped by name) a chain keeps, as many as a step reports
 
 
 class Walk:
