@@ -58,3 +58,14 @@ def test_items_and_context():
     assert untraced and all(s["annotation"] == "## forward ##" for s in untraced)
     mm, = [s for s in path["segments"] if s["name"] == "aten::mm"]
     assert mm["annotation"] == "## forward ##" and mm["python"] is None
+
+
+def test_linked_thread_without_leaf_work():
+    """A ``fwdbwd`` flow to a thread that runs annotations only (no leaf work): no join, no failure."""
+    doc, want = RULES["autograd"]()
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not (e.get("tid") == 2 and e["ph"] == "X")]
+    doc["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "## engine ##", "pid": 1, "tid": 2,
+                               "ts": 120, "dur": 680, "args": {}})
+    trace = decode_trace(json.dumps(doc).encode())
+    path, = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+    assert sum(path["by_category"].values()) == pytest.approx(path["length_us"]) == 1000.0

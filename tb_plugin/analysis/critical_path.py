@@ -181,17 +181,15 @@ class RankGraph:
             leaf_us = np.bincount(np.searchsorted(np.unique(tiles.thread), tiles.thread),
                                   weights=np.where(leaf, tiles.end - tiles.start, 0.0)) if len(leaf) else []
             self.main = int(np.unique(tiles.thread)[int(np.argmax(leaf_us))]) if len(leaf_us) else None
-        self.tiles = tiles
-        self._joins(trace, thread_key, leaf)
+        self._joins(trace, thread_key)
         self._scalars(ev)
 
-    def _joins(self, trace: Trace, thread_key: np.ndarray, leaf: np.ndarray) -> None:
+    def _joins(self, trace: Trace, thread_key: np.ndarray) -> None:
         """Per thread, where it waited for a linked thread (see the module docstring): the ends of the
         linked thread's leaf work inside this thread's blocked time (no leaf work of its own), each with
         the end of that blocked time. Linked: the two threads of a ``fwdbwd`` flow (a forward operator
         and its backward node on the autograd engine's thread), and, without flows, the threads running
         ``autograd::engine::`` nodes with the main thread."""
-        tiles, ev = self.tiles, trace.events
         pairs = linked_threads(trace)
         if not len(pairs) and self.main is not None:
             engine = trace.name_mask(lambda s: s.startswith("autograd::engine::"))
@@ -208,7 +206,7 @@ class RankGraph:
             ls, le = mine[1][my_leaf], mine[2][my_leaf]
             x = theirs[2][theirs[3] == LEAF]  # the other thread's leaf ends
             k = np.searchsorted(ls, x, side="left") - 1
-            inside = (k >= 0) & (le[np.maximum(k, 0)] >= x)
+            inside = (k >= 0) & (le[np.maximum(k, 0)] >= x) if len(ls) else np.zeros(len(x), bool)
             x = x[~inside]
             nxt = np.searchsorted(ls, x, side="left")
             block_end = np.where(nxt < len(ls), ls[np.minimum(nxt, len(ls) - 1)] if len(ls) else 0.0, np.inf)
