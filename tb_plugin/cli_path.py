@@ -36,10 +36,12 @@ def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) 
             out.write(f"       host blocked on the device: {fixed(p['host_blocked_us'], 1)} µs of the path\n")
         for s in p["segments"][:TOP]:
             where = f"rank {s['rank']} " if across else ""
-            out.write(f"       {where}{s['category']} {_name(s['name'])}: {fixed(s['dur_us'], 1)} µs\n")
+            ctx = f" in {_name(s['annotation'])}" if s.get("annotation") else ""
+            out.write(f"       {where}{s['category']} {_name(s['name'])}{ctx}: {fixed(s['dur_us'], 1)} µs\n")
         for c in p["collectives"][:TOP]:
             work = c.get("late_work")
-            after = f", late after {_name(work['name'])} ({work['category']}, {fixed(work['dur_us'], 1)} µs)" if work else ""
+            ctx = f" in {_name(work['annotation'])}" if work and work.get("annotation") else ""
+            after = f", late after {_name(work['name'])}{ctx} ({work['category']}, {fixed(work['dur_us'], 1)} µs)" if work else ""
             out.write(f"       rank {c['rank']} waited {fixed(c['wait_us'], 1)} µs in {_name(c['name'])} "
                       f"for rank {c['late_rank']}{after}\n")
     if len(paths) > MAX_STEPS:

@@ -82,6 +82,9 @@ def test_text_report_prints_the_path(logdir):
     assert f"rank 1 cpu {DATALOADER}: 500.0 µs" in text
     assert (f"rank 0 waited 450.0 µs in ncclDevKernel_AllReduce_Sum_f32_RING_LL for rank 1, late after {DATALOADER} "
             "(cpu, 500.0 µs)") in text
+    # the work of most time, grouped by name (step 2: the data loader 500, gemm 100, the all-reduce 50)
+    assert (f"most time: {DATALOADER} 500.0 µs over 1 segment; gemm 100.0 µs over 1 segment; "
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL 50.0 µs over 1 segment") in text
     out = io.StringIO()
     assert run_report(str(logdir), "one", False, False, out, err) == 0
     assert "   critical path (per step: length = step time):\n     step 1: " in out.getvalue()
