@@ -1,6 +1,7 @@
 """The cross-rank parts of ``kinetoscope report``'s text. The critical path (the ``critical_path`` of
 the JSON report; µs, definitions in docs/METRICS.md "Critical path"): per step its length and shares,
-the longest segments and the collectives that waited for a late rank. The collectives (the
+the longest segments, the work on the path grouped by name, the time the host was blocked on the
+device, and the collectives that waited for a late rank. The collectives (the
 ``distributed.collectives`` of the JSON report): bytes and bandwidths, "–" where unknown."""
 
 from __future__ import annotations
@@ -27,12 +28,21 @@ def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) 
             ranks = sorted(p["by_rank"], key=lambda r: -r["us"])
             out.write(" [" + ", ".join(f"rank {r['rank']} {fixed(r['us'] / length * 100, 1)}%" for r in ranks[:4]) + "]")
         out.write(" (truncated)\n" if p["truncated"] else "\n")
+        items = p.get("top_items") or []
+        if items:
+            out.write("       most time: " + "; ".join(
+                f"{_name(i['name'])} {fixed(i['us'], 1)} µs over {i['segments']} segment{'s' * (i['segments'] != 1)}"
+                for i in items[:TOP]) + "\n")
+        if p.get("host_blocked_us"):
+            out.write(f"       host blocked on the device: {fixed(p['host_blocked_us'], 1)} µs of the path\n")
         for s in p["segments"][:TOP]:
             where = f"rank {s['rank']} " if across else ""
-            out.write(f"       {where}{s['category']} {_name(s['name'])}: {fixed(s['dur_us'], 1)} µs\n")
+            ctx = f" in {_name(s['annotation'])}" if s.get("annotation") else ""
+            out.write(f"       {where}{s['category']} {_name(s['name'])}{ctx}: {fixed(s['dur_us'], 1)} µs\n")
         for c in p["collectives"][:TOP]:
             work = c.get("late_work")
-            after = f", late after {_name(work['name'])} ({work['category']}, {fixed(work['dur_us'], 1)} µs)" if work else ""
+            ctx = f" in {_name(work['annotation'])}" if work and work.get("annotation") else ""
+            after = f", late after {_name(work['name'])}{ctx} ({work['category']}, {fixed(work['dur_us'], 1)} µs)" if work else ""
             out.write(f"       rank {c['rank']} waited {fixed(c['wait_us'], 1)} µs in {_name(c['name'])} "
                       f"for rank {c['late_rank']}{after}\n")
     if len(paths) > MAX_STEPS:

@@ -42,6 +42,10 @@ def test_single_rank_known_chain():
     assert got == sorted(CHAIN_EXPECTED["segments"])
     assert [s["dur_us"] for s in path["segments"]] == sorted((s["dur_us"] for s in path["segments"]), reverse=True)
     assert path["collectives"] == [] and not path["truncated"]
+    assert path["host_blocked_us"] == CHAIN_EXPECTED["host_blocked_us"]
+    items = {(i["category"], i["name"]): (i["us"], i["segments"]) for i in path["top_items"]}
+    assert items[("kernel", "gemm_A")] == (300.0, 1) and items[("cpu", "aten::item")] == (70.0, 1)
+    assert ("waiting", "idle") not in items
     _tiles(path)
     for s in path["segments"]:  # row: the segment's event in the trace ("show in trace"), -1 for waiting
         assert (trace.strings[trace.events.name[s["row"]]] == s["name"]) if s["category"] != "waiting" else s["row"] == -1
@@ -66,7 +70,8 @@ def test_slow_dataloader_rank_is_on_the_path(dl):
             coll, = path["collectives"]
             assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["dur_us"]) == \
                 (want["walker"], want["late"], pytest.approx(want["wait_us"]), pytest.approx(50.0))
-            assert coll["late_work"] == {"name": DATALOADER, "category": "cpu", "dur_us": dl[k][want["late"]]}
+            assert coll["late_work"] == {"name": DATALOADER, "category": "cpu", "dur_us": dl[k][want["late"]],
+                                         "annotation": None}
             trace = dict((r, t) for r, _, t in dataloader_job(dl))[coll["rank"]]
             assert trace.strings[trace.events.name[coll["row"]]] == coll["name"]
             # start_us is on the late rank's own clock (true time − 1000·rank), as its timeline shows it
@@ -209,7 +214,7 @@ def test_pipeline_send_recv_path_crosses_to_the_sender():
     assert path["by_rank"] == [{"rank": 0, "us": 310.0}, {"rank": 1, "us": 260.0}]
     coll, = path["collectives"]
     assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["start_us"], coll["dur_us"]) == (1, 0, 300.0, 310.0, 50.0)
-    assert coll["late_work"] == {"name": "gemm0", "category": "kernel", "dur_us": 300.0}
+    assert coll["late_work"] == {"name": "gemm0", "category": "kernel", "dur_us": 300.0, "annotation": None}
     assert [(s["rank"], s["name"], s["dur_us"]) for s in path["segments"][:2]] == [(0, "gemm0", 300.0), (1, "gemm1", 200.0)]
 
 

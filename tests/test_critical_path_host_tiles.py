@@ -1,6 +1,7 @@
-"""The critical path's host segments on ``with_stack`` traces (analysis/host_tiles.py): a host segment is
-named by the outermost operator / launch on the path, else the innermost Python frame, never by the
-script's ``<module>`` frame that spans the whole step (as on every real GPU trace in samples/gpu_*)."""
+"""The critical path's host segments (analysis/host_tiles.py): a host segment is leaf work, the innermost
+operator / launch over its self time, else the innermost Python frame's own time, never the script's
+``<module>`` frame that spans the whole step (as on every real GPU trace in samples/gpu_*) and never
+an annotation (untraced time inside one is ``untraced host work``, the annotation its context)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import json
 import numpy as np
 
 from conftest import x
-from tb_plugin.analysis.host_tiles import host_tiles
-from tb_plugin.analysis.op_tree import op_tree
+from tb_plugin.analysis.host_tiles import ANNOTATION, LEAF, PYTHON, UNTRACED, context, host_tiles
 from tb_plugin.trace.decode import decode_trace
 
 PY = "python_function"
@@ -30,9 +30,9 @@ def _doc() -> dict:
     return {"traceEvents": ev}
 
 
-EXPECTED = [  # (name, start, end): outermost operator / launch, else innermost Python frame
-    ("<module>", 0, 10), ("main", 10, 100), ("step", 100, 150), ("forward", 150, 200), ("aten::mm", 200, 400),
-    ("forward", 400, 500), ("step", 500, 600), ("opt", 600, 900), ("step", 900, 920), ("aten::add", 920, 940),
+EXPECTED = [  # (name, start, end): innermost operator / launch, else innermost Python frame
+    ("<module>", 0, 10), ("main", 10, 100), ("step", 100, 150), ("forward", 150, 200), ("aten::mm", 200, 250),
+    ("cudaLaunchKernel", 250, 260), ("aten::mm", 260, 400), ("forward", 400, 500), ("step", 500, 600), ("opt", 600, 900), ("step", 900, 920), ("aten::add", 920, 940),
     ("step", 940, 950), ("cudaDeviceSynchronize", 950, 960), ("step", 960, 1000), ("main", 1000, 1990),
     ("<module>", 1990, 2000)]
 
@@ -41,24 +41,25 @@ def test_tiles_known_by_construction():
     trace = decode_trace(json.dumps(_doc()).encode())
     ev = trace.events
     rows = np.flatnonzero(ev.name != trace.strings.index("ProfilerStep#1"))
-    rows = rows[np.lexsort((-ev.dur[rows], ev.ts[rows]))]
-    r, s, e = host_tiles(trace, rows, op_tree(trace).py_parent)
+    t = host_tiles(trace, rows)
+    r, s, e = t.row, t.start, t.end
     got = [(trace.strings[ev.name[i]], a, b) for i, a, b in zip(r.tolist(), s.tolist(), e.tolist())]
     assert got == EXPECTED
     # the tiles cover the union of the host events exactly: [0, 2000), no overlap
     assert np.all(s[1:] >= e[:-1]) and float((e - s).sum()) == 2000.0
 
 
-def test_tiles_without_python_frames_are_top_level_events():
-    """No ``python_function``: the tiles are the top-level events, as the critical path always had."""
+def test_tiles_without_python_frames_are_leaf_events():
+    """No ``python_function``: the tiles are the leaf operators and launches over their self time."""
     doc = {"traceEvents": [e for e in _doc()["traceEvents"] if e["cat"] != PY]}
     trace = decode_trace(json.dumps(doc).encode())
     ev = trace.events
     rows = np.flatnonzero(ev.name != trace.strings.index("ProfilerStep#1"))
-    rows = rows[np.lexsort((-ev.dur[rows], ev.ts[rows]))]
-    r, s, e = host_tiles(trace, rows, op_tree(trace).py_parent)
-    assert [trace.strings[ev.name[i]] for i in r.tolist()] == ["aten::mm", "aten::add", "cudaDeviceSynchronize"]
-    assert list(zip(s.tolist(), e.tolist())) == [(200, 400), (920, 940), (950, 960)]
+    t = host_tiles(trace, rows)
+    assert [trace.strings[ev.name[i]] for i in t.row.tolist()] == ["aten::mm", "cudaLaunchKernel", "aten::mm",
+                                                                   "aten::add", "cudaDeviceSynchronize"]
+    assert list(zip(t.start.tolist(), t.end.tolist())) == [(200, 250), (250, 260), (260, 400), (920, 940), (950, 960)]
+    assert t.what.tolist() == [LEAF] * 5
 
 
 def test_step_path_names_operators_and_frames_not_module():
@@ -72,5 +73,22 @@ def test_step_path_names_operators_and_frames_not_module():
     assert path["length_us"] == 900.0
     assert path["by_category"] == {"kernel": 0.0, "cpu": 900.0, "communication": 0.0, "waiting": 0.0}
     names = [(s["name"], s["dur_us"]) for s in path["segments"]]
-    assert names[0] == ("opt", 300.0) and names[1] == ("aten::mm", 200.0)
+    assert names[0] == ("opt", 300.0) and names[1] == ("aten::mm", 140.0)
     assert not {"<module>", "main"} & {n for n, _ in names}
+
+
+def test_annotation_is_context_not_identity():
+    """An annotation around the step: the time with no operator inside is ``untraced host work``
+    (the annotation its context), an operator inside is itself; a thread of annotations only keeps them."""
+    doc = {"traceEvents": [x("## forward ##", "user_annotation", 0, 100), x("aten::mm", "cpu_op", 20, 30),
+                           x("event/batch", "", 0, 50, tid=2), x("event/forward", "", 10, 20, tid=2)]}
+    trace = decode_trace(json.dumps(doc).encode())
+    t = host_tiles(trace, np.arange(len(trace.events)))
+    got = [(trace.strings[trace.events.name[r]], int(w), a, b)
+           for r, w, a, b in zip(t.row.tolist(), t.what.tolist(), t.start.tolist(), t.end.tolist())]
+    assert got == [("## forward ##", UNTRACED, 0, 20), ("aten::mm", LEAF, 20, 50), ("## forward ##", UNTRACED, 50, 100),
+                   ("event/batch", ANNOTATION, 0, 10), ("event/forward", ANNOTATION, 10, 30),
+                   ("event/batch", ANNOTATION, 30, 50)]
+    mm = int(t.row[1])
+    assert context(trace, mm, t.parent) == {"annotation": "## forward ##", "python": None}
+    assert PYTHON not in t.what.tolist()

@@ -82,6 +82,9 @@ def test_text_report_prints_the_path(logdir):
     assert f"rank 1 cpu {DATALOADER}: 500.0 µs" in text
     assert (f"rank 0 waited 450.0 µs in ncclDevKernel_AllReduce_Sum_f32_RING_LL for rank 1, late after {DATALOADER} "
             "(cpu, 500.0 µs)") in text
+    # the work of most time, grouped by name (step 2: the data loader 500, gemm 100, the all-reduce 50)
+    assert (f"most time: {DATALOADER} 500.0 µs over 1 segment; gemm 100.0 µs over 1 segment; "
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL 50.0 µs over 1 segment") in text
     out = io.StringIO()
     assert run_report(str(logdir), "one", False, False, out, err) == 0
     assert "   critical path (per step: length = step time):\n     step 1: " in out.getvalue()
@@ -96,4 +99,14 @@ def test_notebook_run_critical_path_is_the_reports(logdir):
     assert run_report(str(logdir), "job", True, False, report, io.StringIO()) == 0
     want = next(r for r in json.loads(report.getvalue())["runs"] if r["name"] == "job")["critical_path"]
     got = kinetoscope.load_run(str(logdir / "job")).critical_path()
-    assert orjson.loads(orjson.dumps(got)) == want and [p["step"] for p in got] == ["1", "2"]
+    assert orjson.loads(orjson.dumps(got.raw)) == want and [p["step"] for p in got.raw] == ["1", "2"]
+    steps, segments = got  # two tables: one row per step, one per segment
+    rows = steps.to_dict("records") if hasattr(steps, "to_dict") else steps
+    assert [r["step"] for r in rows] == ["1", "2"]
+    for r, p in zip(rows, want):
+        assert r["length_us"] == p["length_us"] and r["host_blocked_us"] == p["host_blocked_us"]
+        assert r["cpu_us"] == p["by_category"]["cpu"] and r["waiting_us"] == p["by_category"]["waiting"]
+    segs = segments.to_dict("records") if hasattr(segments, "to_dict") else segments
+    assert len(segs) == sum(len(p["segments"]) for p in want)
+    assert {(s["step"], s["name"], s["dur_us"]) for s in segs} == {(p["step"], s["name"], s["dur_us"])
+                                                                   for p in want for s in p["segments"]}

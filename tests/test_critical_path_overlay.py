@@ -24,7 +24,7 @@ def _segs(step: dict) -> list[tuple]:
 
 
 def test_single_rank_overlay_is_every_segment_on_its_track(tmp_path):
-    """One rank: all eight segments of the known chain (not only the ten longest: here all), tiling
+    """One rank: all ten segments of the known chain (not only the ten longest: here all), tiling
     the step [0, 1000] in time order; kernels on the stream track, cpu and host gaps on the thread's,
     the 5 µs launch wait on the stream track (the kernel that waited)."""
     write_json(tmp_path / "one" / "w.pt.trace.json", chain_doc())
@@ -32,7 +32,7 @@ def test_single_rank_overlay_is_every_segment_on_its_track(tmp_path):
     code, doc = api.critical_path(reg, {"run": "one", "worker": "w", "span": "1"})
     assert code == 200 and doc["state"] == "ready" and doc["cross_rank"] is False and doc["rank"] == 0
     step, = doc["steps"]
-    assert (step["step"], step["length_us"], step["on_rank_us"], step["total"], step["shown"]) == ("1", 1000.0, 1000.0, 8, 8)
+    assert (step["step"], step["length_us"], step["on_rank_us"], step["total"], step["shown"]) == ("1", 1000.0, 1000.0, 10, 10)
     segs = _segs(step)
     assert sorted((c, n, a, d) for c, n, a, d, _, _ in segs) == sorted(CHAIN_EXPECTED["segments"])
     starts = [a for _, _, a, _, _, _ in segs]
@@ -46,8 +46,8 @@ def test_single_rank_overlay_is_every_segment_on_its_track(tmp_path):
 
 
 def test_cross_rank_overlay_splits_the_path_by_rank(tmp_path):
-    """Slow data loader on rank 1 in step 2: rank 1's overlay is its data loader, aten::mm, the launch
-    wait and gemm (dl + 110 µs), on its timeline's clock; rank 0's is the all-reduce's
+    """Slow data loader on rank 1 in step 2: rank 1's overlay is its data loader, aten::mm's self time,
+    the launch, the launch wait and gemm (dl + 110 µs), on its timeline's clock; rank 0's is the all-reduce's
     transfer and the end of aten::item (60 µs); in step 1 rank 0 holds all of it."""
     dl = [[60, 50], [50, 500]]
     for r, doc in enumerate(dataloader_docs(dl)):
@@ -61,8 +61,8 @@ def test_cross_rank_overlay_splits_the_path_by_rank(tmp_path):
         assert got[0]["length_us"] == got[1]["length_us"] == pytest.approx(want["length_us"])
         assert {r: got[r]["on_rank_us"] for r in range(2) if got[r]["on_rank_us"]} == pytest.approx(want["by_rank"])
     late = _segs(docs[1]["steps"][1])
-    assert [(c, n) for c, n, *_ in late] == [("cpu", DATALOADER), ("cpu", "aten::mm"), ("waiting", "idle"),
-                                             ("kernel", "gemm")]
+    assert [(c, n) for c, n, *_ in late] == [("cpu", DATALOADER), ("cpu", "aten::mm"), ("cpu", "cudaLaunchKernel"),
+                                             ("waiting", "idle"), ("kernel", "gemm")]
     # on rank 1's timeline: its own clock (true time − 1000) less its first event's time (−1000)
     assert late[0][2] == 2000.0 and late[0][3] == 500.0
     comm, = [s for s in _segs(docs[0]["steps"][1]) if s[0] == "communication"]
@@ -114,5 +114,5 @@ def test_many_steps_are_capped_in_all(tmp_path, monkeypatch):
     reg = loaded_registry(tmp_path)
     doc = api.critical_path(reg, {"run": "job", "worker": "rank1", "span": "1"})[1]
     step = doc["steps"][1]
-    assert (step["total"], step["shown"]) == (4, 1)
+    assert (step["total"], step["shown"]) == (5, 1)
     assert _segs(step)[0][:2] == ("cpu", DATALOADER) and step["on_rank_us"] == 610.0  # the share counts them all

@@ -31,9 +31,9 @@ from rank_job import build_rank_job  # noqa: E402
 DLRM = "dlrm_8ranks"
 RANK_AGGREGATE_BOUND = 2048  # bytes: distributed + insights aggregate of one DLRM rank (measured 717)
 # bytes: everything a worker returns for a DLRM rank, report tables included (measured ~8.5 KB; ~15 KB
-# since the critical path's chains travel too, 9 chains of ~540 bytes on a DLRM rank)
+# since the critical path's chains travel too, 9 chains of ~700 bytes on a DLRM rank)
 RESULT_BOUND = 18 * 1024
-CHAIN_BOUND = 1024  # bytes per critical-path chain (a step's or a collective's; ten segments; measured ~540)
+CHAIN_BOUND = 1024  # bytes per critical-path chain (a step's or a collective's; ten segments and ten items; measured ~700 mean, 1.1 KB max)
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_one_corrupt_rank_is_that_ranks_error_only(cluster, tmp_path):
 
 def test_worker_returns_only_small_aggregates(cluster):
     """Measured per DLRM rank: the distributed + insights aggregate is 717 bytes pickled without the
-    critical path's chains (~540 bytes each, one per step and per collective: 4.8 KB); the whole
+    critical path's chains (~700 bytes each, one per step and per collective: 6.2 KB); the whole
     result with the report's (compressed) tables about 15 KB — against ~0.9 MB of trace and ~0.5 MB
     of parsed columns. No numpy array (no event column) is in it."""
     client = distributed.Client(dask_address(cluster), set_as_default=False)

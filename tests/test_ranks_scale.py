@@ -29,8 +29,10 @@ from rank_job import build_rank_job  # noqa: E402
 RANKS = 64
 # pickled per-rank summary (distributed + insights aggregate, critical-path chains included): measured
 # 6.3 KB mean, 6.7 KB max at 64 ranks, and the same at 512 (group rank lists travel as runs; as plain
-# lists they made it 6.5 / 6.8 KB at 64 ranks and 7.6 / 8.0 KB at 512)
-SUMMARY_BOUND = 8 * 1024
+# lists they made it 6.5 / 6.8 KB at 64 ranks and 7.6 / 8.0 KB at 512); each of the ~9 chains a rank
+# sends now carries its ten items of most time and its host segments' annotations: 7.9 KB mean, 8.4 KB
+# max at 512 ranks
+SUMMARY_BOUND = 10 * 1024
 # the measured process's peak RSS (VmHWM) above its own peak before it opened the registry: measured
 # 13 MB (local: ranks parsed one after the other in this process, none kept) and 27 MB (Dask client),
 # against ~95 MB more when the 64 parsed ranks are kept (RunRegistry.distributed with ranks too few for

@@ -2,36 +2,58 @@
 
 **Graph.** On each rank: device work (kernels, memcpy, memset) depends on its launch (the runtime or
 driver call with the same correlation id) and on the previous device work of its stream (stream
-order); a host thread runs in program order, and a sync call (``cudaStreamSynchronize``,
-``cudaDeviceSynchronize``, ``cudaEventSynchronize``, ``cudaMemcpy``… of
-:data:`analysis.insights.SYNC_CALLS`) that returns after device work ends depends on the device work
-that ended last before it returned. Across ranks (see :mod:`analysis.critical_path_combine`) the
+order); a host thread runs in program order, and a blocking call (:mod:`analysis.blocking`: a
+synchronize, a blocking copy, the query of an event-polling loop that saw the event complete) depends
+on the device work it waited for. Across ranks (see :mod:`analysis.critical_path_combine`) the
 kernels of one matched collective instance (:mod:`analysis.collective_matching`) depend on the
 kernel of the rank that arrived last (the one that starts last on the common clock).
 
 **Walk.** The path is found backward from the step's end: at device work ``D`` (``[s, e]`` on the
 path as kernel, or communication for a communication kernel), the predecessor is whichever ended
 later before ``s``: the previous work on ``D``'s stream, or ``D``'s launch (its end, capped at
-``s``), the stream on ties. On a host thread at time ``t`` the path goes back along the thread to
-the latest sync that waited (its waited work ended inside the call, at ``j ≤ t``) and jumps to that
-device work at ``j``; with none it reaches the step start. Time ``[a, b]`` on a thread is split
-into its host tiles (category **cpu**, :mod:`analysis.host_tiles`: the outermost operator or launch
-call, else the innermost Python frame) and the gaps between them (**waiting**); time between a node's end and the point the path reached it is **waiting** too. So
-the segments tile ``[step start, step end]`` exactly. Cross-stream waits are inferred: a device
+``s``), the stream on ties, so kernels that run back to back keep the path on the device however far
+ahead the host is. On a host thread at time ``t`` the path goes back along the thread to the latest
+of: a blocking call that waited (its waited work ended inside the call, at ``j ≤ t``: the path jumps
+to that device work at ``j``; the time the call held the host over the path's device segments is
+``host_blocked_us``), or a **join** with a linked thread (below); with neither it reaches the step
+start. Time ``[a, b]`` on a thread is split into its host tiles (category **cpu**,
+:mod:`analysis.host_tiles`: leaf work, the innermost operator or runtime/driver call over its self
+time, else a Python frame's own time, else ``untraced host work`` inside an annotation; an annotation
+is never a segment's identity) and the gaps between them (**waiting**); time between a node's end
+and the point the path reached it is **waiting** too. So the segments tile ``[step start, step end]``
+exactly.
+
+**Threads.** The walk from the step's end compares the last device end with the last tile end of the
+**main thread**: the thread that launches or waits for the rank's device work (the step marker's
+thread if it does, else the one with the most launches and blocking calls); with no device work, the
+step marker's thread, else the one with the most leaf-operator time. Other threads are reached only
+through a launch or a join, so a thread that launches nothing and waits for nothing (a sleeping
+background thread) is never on the path. **Linked** threads are the two ends of a ``fwdbwd`` flow (the
+forward thread and the autograd engine's thread; without flows, the threads running
+``autograd::engine::`` nodes and the main thread). Where a thread does no leaf work (it is blocked,
+e.g. inside ``backward()``, or between its operators) and a linked thread's leaf work ends at ``x``,
+the thread waited for it: the rest of that blocked time is **waiting** ("blocked on another thread")
+and the path continues on the linked thread from ``x``; so the backward pass on the engine thread is
+on the path, and before its first node the path returns to the forward thread's last work before
+``backward()``.
+
+**Cross-stream waits** are inferred: a device
 kernel that starts after both its launch and its stream predecessor ended waited for something else:
 its predecessor is then the device work, on any stream, that ended last before it started, when that
 ended after both (how a ``cudaStreamWaitEvent`` on another stream's work shows). When the trace
 records its waits (CUPTI's ``cuda_sync`` "Stream Wait Event", PyTorch 2.1+, with the
 ``wait_on_cuda_event_record_corr_id`` of its ``cudaEventRecord`` and ``wait_on_stream``), they are read
-instead of inferred (:func:`wait_edges`): the recorded event completes with the last device work
-launched on ``wait_on_stream`` before the record (highest correlation below it), and the waiting
-stream's first device work launched after the wait depends on it.
+instead of inferred (:func:`wait_edges`, :func:`analysis.blocking.recorded_waits`): the recorded event
+completes with the last device work launched on ``wait_on_stream`` before the record (highest
+correlation below it), and the waiting stream's first device work launched after the wait depends on it.
 
 **Per-rank summary.** The walk on a rank only leaves it at a communication kernel, so each rank
 reduces to *chains*: from its step end, and from the start of each communication kernel, the walk
 back to the first communication kernel met (its ``stop``) or to the rank's step start. A chain keeps
-its bounds, µs per category, its ten longest segments and its longest non-waiting segment: a few
-hundred bytes each, whatever the number of events. Chains of one step share their tails (a node
+its bounds, µs per category, its ten longest segments (host ones with their enclosing annotation and
+Python frame as context), its longest non-waiting segment, its host-blocked µs and its work grouped by
+``(category, name)`` (µs and segment count, the :data:`analysis.critical_path_chain.MAX_ITEMS` of most
+time): about a kilobyte, whatever the number of events. Chains of one step share their tails (a node
 already walked gives the rest of the chain), so each device node is walked once per step; a rank's
 walks visit at most :data:`MAX_VISITS` nodes, past that the rest of a chain is waiting and ``truncated``.
 """
@@ -43,15 +65,13 @@ import numpy as np
 from ..trace.categories import DEVICE_KINDS, HOST_WORK_KINDS, LAUNCH_KINDS, PROFILER_STEP_PREFIX
 from ..trace.links import launch_of
 from ..trace.model import Trace
+from .blocking import STREAM_WAIT, blocking_calls
 from .clock import shared_origin
-from .host_tiles import host_tiles
-from .insights import SYNC_CALLS
-from .op_tree import op_tree
+from .critical_path_chain import CPU, KERNEL, WAIT, Walk
+from .critical_path_edges import linked_threads, wait_edges
+from .host_tiles import ANNOTATION, ANNOTATION_SUFFIX, LEAF, UNTRACED, UNTRACED_NAME, context, host_tiles
 from .steps import compute_steps
 
-CATEGORIES = ("kernel", "cpu", "communication", "waiting")
-KERNEL, CPU, COMM, WAIT = range(4)
-TOP = 10
 MAX_VISITS = 1_000_000
 
 
@@ -77,9 +97,9 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     for k, (name, lo, hi) in enumerate(zip(steps.names, steps.start.tolist(), steps.end.tolist())):
         g.memo = {}  # chains of one step share their tails (the same lower bound)
         out_steps.append({"step": name, "start": lo, "end": hi,
-                          "chain": g.from_end(lo, hi).summary()})
+                          "chain": g.from_end(lo, hi).summary(g.context)})
         for c in members[bounds[k]:bounds[k + 1]]:
-            chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary()
+            chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary(g.context)
     ev = trace.events
     rows = g.comm_rows
     comm = {"start": ev.ts[rows].tolist(), "end": (ev.ts[rows] + ev.dur[rows]).tolist(),
@@ -114,7 +134,8 @@ class RankGraph:
         self.launch = launch
         thread_key = ev.pid.astype(np.int64) * (1 << 32) + ev.tid.astype(np.int64)
         self.thread_key = thread_key
-        # host threads: host tiles (not ProfilerStep#; analysis.host_tiles), and the syncs that waited
+        # host threads: leaf tiles (not ProfilerStep#; analysis.host_tiles), the blocking calls that
+        # waited (analysis.blocking) and the joins with linked threads (autograd)
         host = np.flatnonzero(np.isin(kind, HOST_WORK_KINDS + LAUNCH_KINDS) & finite)
         step_ids = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
         marker = host[step_ids[host]] if len(host) else host
@@ -123,28 +144,77 @@ class RankGraph:
         ends_order = np.argsort(self.te, kind="stable")
         sorted_ends = self.te[ends_order]
         self.ends_order, self.sorted_ends = ends_order, sorted_ends
-        sync_mask = trace.name_mask(lambda s: s in SYNC_CALLS)
-        py_parent = op_tree(trace).py_parent
-        busiest, best = None, -1.0
-        by_thread = host[np.lexsort((-ev.dur[host], ev.ts[host], thread_key[host]))]
-        cuts = np.flatnonzero(np.diff(thread_key[by_thread])) + 1
-        for rows in np.split(by_thread, cuts) if len(by_thread) else []:  # one slice per thread
-            key = int(thread_key[rows[0]])
-            tile_rows, tile_s, tile_e = host_tiles(trace, rows, py_parent)
-            syncs = rows[sync_mask[rows] & np.isin(kind[rows], LAUNCH_KINDS)] if len(dev) else rows[:0]
-            ss, se = ev.ts[syncs], ev.ts[syncs] + ev.dur[syncs]
-            k = np.searchsorted(sorted_ends, se, side="right") - 1
-            waited = ends_order[np.maximum(k, 0)]
-            ok = (k >= 0) & (sorted_ends[np.maximum(k, 0)] > ss)
-            jump = sorted_ends[np.maximum(k, 0)][ok]
+        bc = blocking_calls(trace)
+        held = (bc.kind != STREAM_WAIT) & np.isfinite(bc.waited_end_us)  # the calls that held a host thread
+        b_rows, b_end, b_from = bc.rows[held], bc.waited_end_us[held], bc.blocked_from_us[held]
+        tiles = host_tiles(trace, host)
+        self.parent = tiles.parent
+        t_cuts = np.flatnonzero(np.diff(tiles.thread)) + 1 if len(tiles.thread) else np.zeros(0, np.int64)
+        t_first = np.r_[0, t_cuts] if len(tiles.thread) else t_cuts
+        t_bounds = np.r_[t_first, len(tiles.thread)]
+        leaf = tiles.what == LEAF
+        b_key = thread_key[b_rows]
+        for lo_i, hi_i in zip(t_bounds[:-1].tolist(), t_bounds[1:].tolist()):  # one slice per thread
+            key = int(tiles.thread[lo_i])
+            mine = b_key == key
+            jump, call_start = b_end[mine], b_from[mine]
+            k = np.searchsorted(sorted_ends, jump, side="left")  # the first node (device order) ending there
+            waited = ends_order[np.minimum(k, len(ends_order) - 1)] if len(ends_order) else k
             o = np.argsort(jump, kind="stable")
-            self.threads[key] = (tile_rows, tile_s, tile_e, jump[o], waited[ok][o])
-            busy = float((tile_e - tile_s).sum())
-            if busy > best:
-                busiest, best = key, busy
+            sl = slice(lo_i, hi_i)
+            self.threads[key] = [tiles.row[sl], tiles.start[sl], tiles.end[sl], tiles.what[sl], jump[o], waited[o],
+                                 call_start[o]]
+        # the thread the step's host chain follows: the one that launches or waits for device work
+        # (the step marker's thread among them first, then the most launches); with no device work, the
+        # step marker's thread, else the one with the most leaf-operator time. A thread that launches
+        # nothing and waits for nothing is never chosen (a sleeping background thread).
+        launches = launch[launch >= 0]
+        busy_keys = np.r_[thread_key[launches], b_key]
         marked = int(thread_key[marker[0]]) if len(marker) else None
-        self.main = marked if marked in self.threads else busiest
+        if len(busy_keys):
+            uk, counts = np.unique(busy_keys, return_counts=True)
+            ranked = uk[np.lexsort((uk, -counts))].tolist()
+            self.main = marked if marked in ranked else next((t for t in ranked if t in self.threads), None)
+        elif marked in self.threads:
+            self.main = marked
+        else:
+            leaf_us = np.bincount(np.searchsorted(np.unique(tiles.thread), tiles.thread),
+                                  weights=np.where(leaf, tiles.end - tiles.start, 0.0)) if len(leaf) else []
+            self.main = int(np.unique(tiles.thread)[int(np.argmax(leaf_us))]) if len(leaf_us) else None
+        self._joins(trace, thread_key)
         self._scalars(ev)
+
+    def _joins(self, trace: Trace, thread_key: np.ndarray) -> None:
+        """Per thread, where it waited for a linked thread (see the module docstring): the ends of the
+        linked thread's leaf work inside this thread's blocked time (no leaf work of its own), each with
+        the end of that blocked time. Linked: the two threads of a ``fwdbwd`` flow (a forward operator
+        and its backward node on the autograd engine's thread), and, without flows, the threads running
+        ``autograd::engine::`` nodes with the main thread."""
+        pairs = linked_threads(trace)
+        if not len(pairs) and self.main is not None:
+            engine = trace.name_mask(lambda s: s.startswith("autograd::engine::"))
+            eng = np.unique(thread_key[np.flatnonzero(engine)])
+            pairs = np.array([(self.main, int(t)) for t in eng.tolist() if t != self.main], dtype=np.int64).reshape(-1, 2)
+        pairs = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if len(pairs) else pairs
+        for key, state in self.threads.items():
+            state.extend([np.zeros(0), np.zeros(0, np.int64), np.zeros(0)])
+        for key, other in pairs.tolist():
+            if key not in self.threads or other not in self.threads:
+                continue
+            mine, theirs = self.threads[key], self.threads[other]
+            my_leaf = mine[3] == LEAF
+            ls, le = mine[1][my_leaf], mine[2][my_leaf]
+            x = theirs[2][theirs[3] == LEAF]  # the other thread's leaf ends
+            k = np.searchsorted(ls, x, side="left") - 1
+            inside = (k >= 0) & (le[np.maximum(k, 0)] >= x) if len(ls) else np.zeros(len(x), bool)
+            x = x[~inside]
+            nxt = np.searchsorted(ls, x, side="left")
+            block_end = np.where(nxt < len(ls), ls[np.minimum(nxt, len(ls) - 1)] if len(ls) else 0.0, np.inf)
+            at = np.r_[mine[7], x]
+            to = np.r_[mine[8], np.full(len(x), other, dtype=np.int64)]
+            be = np.r_[mine[9], block_end]
+            o = np.argsort(at, kind="stable")
+            mine[7], mine[8], mine[9] = at[o], to[o], be[o]
 
     def _scalars(self, ev) -> None:
         """Per device node, as Python lists, every number the walk reads at that node (one numpy pass,
@@ -177,8 +247,8 @@ class RankGraph:
         self._waits = self._waits_on.tolist()
 
     # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
-    def from_end(self, lo: float, hi: float) -> "_Walk":
-        w = _Walk(lo, hi, self.memo)
+    def from_end(self, lo: float, hi: float) -> "Walk":
+        w = Walk(lo, hi, self.memo)
         # the latest end in (lo, hi] of device work and of the main thread's tiles, found by
         # bisection (a scan of every node per step would make a trace of many steps quadratic)
         k = int(np.searchsorted(self.sorted_ends, hi, side="right")) - 1
@@ -198,12 +268,12 @@ class RankGraph:
             w.add(lo, hi, WAIT, "idle")
         return w
 
-    def from_kernel(self, i: int, lo: float) -> "_Walk":
-        w = _Walk(lo, float(self.ts[i]), self.memo)
+    def from_kernel(self, i: int, lo: float) -> "Walk":
+        w = Walk(lo, float(self.ts[i]), self.memo)
         self._run(w, self._before_dev(w, i))
         return w
 
-    def _run(self, w: "_Walk", state) -> None:
+    def _run(self, w: "Walk", state) -> None:
         while state is not None:
             self.visits += 1
             if self.visits > MAX_VISITS:
@@ -232,7 +302,7 @@ class RankGraph:
             else:
                 state = self._thread(w, state[1], state[2])
 
-    def _before_dev(self, w: "_Walk", i: int):
+    def _before_dev(self, w: "Walk", i: int):
         """The predecessor of device node ``i`` at its start (see the module docstring)."""
         t = self._ts[i]
         p = self._prev[i]
@@ -255,15 +325,35 @@ class RankGraph:
             w.add(l_end, t, WAIT, "idle")
         return ("thr", key, l_end)
 
-    def _thread(self, w: "_Walk", key: int, t: float):
-        """Back along thread ``key`` from ``t`` to the latest sync that waited, or to the step start."""
-        rows, s, e, jump, waited = self.threads[key]
+    def _thread(self, w: "Walk", key: int, t: float):
+        """Back along thread ``key`` from ``t`` to the latest blocking call that waited or the latest
+        join with a linked thread, or to the step start."""
+        rows, s, e, what, jump, waited, call_start, join_at, join_to, join_end = self.threads[key]
         k = int(np.searchsorted(jump, t, side="right")) - 1
-        a = max(float(jump[k]), w.lo) if k >= 0 else w.lo
+        j = int(np.searchsorted(join_at, t, side="right")) - 1
+        sync_t = float(jump[k]) if k >= 0 else -np.inf
+        join_t = float(join_at[j]) if j >= 0 else -np.inf
+        a = max(sync_t, join_t, w.lo)
+        if join_t > sync_t and join_t > w.lo:  # blocked on a linked thread: [join, end of blocked time] waits
+            b = min(float(join_end[j]), t)
+            self._tiles(w, key, b, t)
+            w.add(join_t, b, WAIT, "blocked on another thread (autograd)")
+            return ("thr", int(join_to[j]), join_t)
+        self._tiles(w, key, a, t)
+        if k < 0 or sync_t <= w.lo:
+            return None
+        w.block = (float(call_start[k]), sync_t)  # the host was blocked on the device over this
+        return ("dev", int(waited[k]), sync_t)
+
+    def _tiles(self, w: "Walk", key: int, a: float, t: float) -> None:
+        """The tiles of thread ``key`` over ``[a, t]`` (cpu) and the gaps between them (waiting), backward."""
+        if t <= a:
+            return
+        rows, s, e, what = self.threads[key][:4]
         lo_i, hi_i = int(np.searchsorted(e, a, side="right")), int(np.searchsorted(s, t, side="left"))
         cs, ce = np.clip(s[lo_i:hi_i], a, t), np.clip(e[lo_i:hi_i], a, t)
         keep = ce > cs
-        cs, ce, names = cs[keep], ce[keep], rows[lo_i:hi_i][keep]
+        cs, ce, names, kinds = cs[keep], ce[keep], rows[lo_i:hi_i][keep], what[lo_i:hi_i][keep]
         gap_s = np.concatenate([[a], ce])
         gap_e = np.concatenate([cs, [t]])
         g = gap_e > gap_s
@@ -272,109 +362,16 @@ class RankGraph:
         cats = np.concatenate([np.full(len(cs), CPU), np.full(int(g.sum()), WAIT)])[order]
         label = self.trace.strings
         idx = self.trace.events.name[names]
-        text = [label[j] for j in idx.tolist()] + ["idle (host)"] * int(g.sum())
+        text = [UNTRACED_NAME if m == UNTRACED else label[i] + ANNOTATION_SUFFIX if m == ANNOTATION else label[i]
+                for i, m in zip(idx.tolist(), kinds.tolist())] + ["idle (host)"] * int(g.sum())
         rows_all = np.concatenate([names, np.full(int(g.sum()), -1)])[order]
-        w.segs.extend(zip(a_all.tolist(), b_all.tolist(), cats.tolist(), [text[j] for j in order.tolist()],
-                          rows_all.tolist()))
-        if k < 0 or jump[k] <= w.lo:
-            return None
-        dev_row = int(waited[k])
-        return ("dev", dev_row, float(jump[k]))
+        n = len(order)
+        w.segs.extend(zip(a_all.tolist(), b_all.tolist(), cats.tolist(), [text[i] for i in order.tolist()],
+                          rows_all.tolist(), [0.0] * n))
+
+    def context(self, row: int) -> dict:
+        """The enclosing annotation and Python frame of host event ``row``."""
+        return context(self.trace, row, self.parent)
 
     def _name(self, row: int) -> str:
         return self.trace.strings[self.trace.events.name[row]]
-
-
-def wait_edges(trace: Trace, dev: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Recorded cross-stream waits: per device node (``dev``: device-work rows sorted by device,
-    stream, start), the node it waits on (−1: none), and whether the trace records its waits at all
-    (then none is inferred). A wait keeps the recorded node that ends last when several precede one."""
-    ev = trace.events
-    out = np.full(len(dev), -1, dtype=np.int64)
-    if "wait_event_correlation" not in ev.columns or not len(dev):
-        return out, False
-    w = np.flatnonzero((ev.wait_event_correlation >= 0) & (ev.wait_stream >= 0) & (ev.stream >= 0))
-    if not len(w):
-        return out, False
-    corr = ev.correlation[dev]
-    lanes = np.stack([ev.device[dev].astype(np.int64), ev.stream[dev]], axis=1)
-    uniq, lane = np.unique(lanes, axis=0, return_inverse=True)
-    lane = lane.reshape(-1)
-    key = lane * (1 << 40) + np.where(corr >= 0, corr, 0)  # (lane, correlation) in one sortable int
-    order = np.argsort(key, kind="stable")
-    skey = key[order]
-
-    # a wait event names streams, not devices (its device column is cleared): a stream id found on
-    # one device only is that lane, one found on several is ambiguous and not used
-    ids, first, count = np.unique(uniq[:, 1], return_index=True, return_counts=True)
-
-    def lane_of(stream):
-        pos = np.minimum(np.searchsorted(ids, stream), len(ids) - 1)
-        return np.where((ids[pos] == stream) & (count[pos] == 1), first[pos], -1)
-
-    src_lane, dst_lane = lane_of(ev.wait_stream[w].astype(np.int64)), lane_of(ev.stream[w])
-    # the recorded node: the last one of its lane below the record's correlation
-    k = np.searchsorted(skey, src_lane * (1 << 40) + ev.wait_event_correlation[w], side="left") - 1
-    src = order[np.maximum(k, 0)]
-    # the waiting node: the first one of the waiting lane above the wait's own correlation
-    j = np.searchsorted(skey, dst_lane * (1 << 40) + ev.correlation[w], side="right")
-    dst = order[np.minimum(j, len(order) - 1)]
-    ok = (src_lane >= 0) & (dst_lane >= 0) & (k >= 0) & (lane[src] == src_lane) & (j < len(order))
-    ok &= (lane[dst] == dst_lane) & (corr[src] >= 0) & (ev.correlation[w] >= 0)
-    src, dst = src[ok], dst[ok]
-    by_end = np.argsort(ev.ts[dev][src] + ev.dur[dev][src], kind="stable")  # later ends assigned last win
-    out[dst[by_end]] = src[by_end]
-    return out, True
-
-
-class _Walk:
-    """The segments of one chain, collected backward as ``(start, end, category, name)``; ``marks``
-    are the device nodes met (where their segment begins) and ``tail`` the memoized rest of the walk."""
-
-    def __init__(self, lo: float, hi: float, memo: dict):
-        self.lo, self.hi, self.memo = lo, hi, memo
-        self.segs: list[tuple] = []
-        self.marks: list[tuple[int, int]] = []
-        self.tail: tuple | None = None
-        self.stop, self.stop_at, self.truncated = -1, lo, False
-
-    def add(self, a: float, b: float, cat: int, name: str, row: int = -1) -> None:
-        if b > a:
-            self.segs.append((float(a), float(b), cat, name, row))
-
-    def fold(self, memo: dict) -> tuple:
-        """The summary state of the whole chain, ``(by_category, top, work, stop, stop_at, truncated)``,
-        folding segments from the last (earliest) to the first; each marked node's suffix goes to ``memo``."""
-        by_cat, top, work, stop, stop_at, trunc = self.tail or ([0.0] * len(CATEGORIES), [], None, self.stop,
-                                                               self.stop_at, self.truncated)
-        by_cat, top = list(by_cat), list(top)
-        trunc = trunc or self.truncated
-        marks = dict(self.marks)
-        for p in range(len(self.segs) - 1, -1, -1):
-            a, b, cat, name, _ = seg = self.segs[p]
-            d = b - a
-            by_cat[cat] += d
-            if len(top) < TOP or d > top[-1][1] - top[-1][0]:
-                top = sorted(top + [seg], key=lambda s: -(s[1] - s[0]))[:TOP]
-            if cat != WAIT and (work is None or d > work[1] - work[0]):
-                work = seg
-            if p in marks:
-                memo[marks[p]] = (tuple(by_cat), tuple(top), work, stop, stop_at, trunc)
-        return by_cat, top, work, stop, stop_at, trunc
-
-    def summary(self) -> dict:
-        """Bounds (common clock), µs per category, the ten longest segments and the longest work."""
-        by_cat, top, work, stop, stop_at, trunc = self.fold(self.memo)
-        lo = stop_at if stop >= 0 else self.lo
-        return {"lo": lo, "hi": self.hi, "by_category": [float(x) for x in by_cat],
-                "top": [_segment(s) for s in top], "work": _segment(work) if work else None,
-                "stop": stop, "truncated": bool(trunc)}
-
-
-def _segment(seg: tuple) -> list:
-    """A path segment as it travels: ``[category index, name, start_us, dur_us, row]`` (a list: the
-    analysis cache's msgpack round trip gives lists back); ``start_us`` on
-    the rank's own clock (as in its trace), ``row`` its event in that trace (the kernel, or the
-    event naming the host tile), −1 for waiting."""
-    a, b, cat, name, row = seg
-    return [int(cat), name, a, b - a, int(row)]

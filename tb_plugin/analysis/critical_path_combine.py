@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .collective_matching import Matching
-from .critical_path import CATEGORIES, COMM, TOP, WAIT
+from .critical_path_chain import CATEGORIES, COMM, TOP, WAIT
 
 MAX_HOPS = 1_000_000  # chains followed per step at most (each moves strictly back in time)
 
@@ -100,6 +100,13 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
     collectives: list[dict] = []
     chain = here[r]["chain"]
     truncated = False
+    blocked = 0.0
+    items: dict[tuple, list] = {}
+
+    def count(cat: int, name: str, us: float, n: int) -> None:
+        it = items.setdefault((cat, name), [0.0, 0])
+        it[0] += us
+        it[1] += n
 
     def add(rank: int, cat: int, a: float, b: float, name: str, row: int = -1, **extra) -> dict | None:
         if b <= a:
@@ -109,6 +116,8 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
         seg = {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row,
                "start_us": a - shift[rank], "at_us": a - lo, "dur_us": b - a, **extra}
         segments.append(seg)
+        if cat != WAIT:
+            count(cat, name, b - a, 1)
         if trail is not None:
             trail.append(("seg", rank, seg))
         return seg
@@ -118,6 +127,9 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
             trail.append(("chain", r, key) + own[r])
         truncated |= chain["truncated"]
         by_cat += chain["by_category"]
+        blocked += chain.get("host_blocked_us", 0.0)
+        for c, n, us, k in chain.get("items", ()):
+            count(c, n, us, k)
         by_rank[r] = by_rank.get(r, 0.0) + float(np.sum(chain["by_category"]))
         segments.extend(_segment(s, r, shift[r] - lo) for s in chain["top"])
         e_idx = chain["stop"]
@@ -140,7 +152,8 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
             work = target["work"]
             seg = add(r, COMM, sq, ee, name, row, late_rank=q, wait_us=sq - es,
                       late_work=None if work is None else {"name": work[1], "category": CATEGORIES[work[0]],
-                                                           "dur_us": work[3]})
+                                                           "dur_us": work[3],
+                                                           "annotation": work[5] if len(work) > 5 else None})
             if seg is not None:
                 collectives.append(seg)
             r, chain, key = q, target, qi
@@ -158,11 +171,17 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
     collectives.sort(key=lambda s: -s["wait_us"])
     return {"step": step, "length_us": float(hi - lo), "by_category": dict(zip(CATEGORIES, map(float, by_cat))),
             "by_rank": [{"rank": k, "us": float(v)} for k, v in sorted(by_rank.items())],
-            "segments": segments[:TOP], "collectives": collectives[:TOP], "truncated": bool(truncated)}
+            "segments": segments[:TOP], "collectives": collectives[:TOP], "truncated": bool(truncated),
+            "host_blocked_us": float(blocked),
+            "top_items": [{"category": CATEGORIES[c], "name": n, "us": float(v[0]), "segments": int(v[1])}
+                          for (c, n), v in sorted(items.items(), key=lambda kv: (-kv[1][0], kv[0][1]))[:TOP]]}
 
 
 def _segment(seg: tuple, rank: int, to_window: float) -> dict:
     """A chain's segment ``[category, name, start_us, dur_us, row]`` as the report lists it."""
-    cat, name, start, dur, row = seg
-    return {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row, "start_us": start,
-            "at_us": start + to_window, "dur_us": dur}
+    cat, name, start, dur, row = seg[:5]
+    out = {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row, "start_us": start,
+           "at_us": start + to_window, "dur_us": dur}
+    if len(seg) > 6 and (seg[5] is not None or seg[6] is not None):
+        out["annotation"], out["python"] = seg[5], seg[6]
+    return out

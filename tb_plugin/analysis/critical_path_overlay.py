@@ -17,7 +17,8 @@ import numpy as np
 
 from ..trace.model import Trace
 from .collective_matching import match_collectives
-from .critical_path import CATEGORIES, RankGraph
+from .critical_path import RankGraph
+from .critical_path_chain import CATEGORIES
 from .critical_path_combine import path_trails
 from .distributed import comm_kernels
 from .timeline import track_of_events
@@ -33,7 +34,8 @@ def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) ->
     """The path on ``rank`` (whose trace is ``trace``) per step. ``ranks``: ``(rank, worker,
     rank_reduce aggregate)`` of the run's loaded ranks at one span (one for a single-rank run: the path
     without cross-rank edges). Returns ``cross_rank`` (more than one rank) and ``steps``: per step
-    ``step``, ``length_us`` (the path's length, as the report has it), ``truncated``, ``on_rank_us`` (its part on this
+    ``step``, ``length_us`` (the path's length, as the report has it), ``truncated``, ``top_items`` (its five
+    items of most time) and ``host_blocked_us`` (as the report has them), ``on_rank_us`` (its part on this
     rank), ``total``/``shown`` segments and ``segments`` as columns ``start_us``, ``dur_us``,
     ``category``, ``name``, ``row`` (−1: waiting), ``track`` (timeline track id), in time order."""
     chains = [(r, agg["critical_path"]) for r, _, agg in ranks if "critical_path" in agg]
@@ -45,6 +47,7 @@ def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) ->
     cap = min(MAX_SEGMENTS, max(MIN_PER_STEP, MAX_TOTAL // max(1, len(trails))))
     return {"cross_rank": len(chains) > 1, "steps": [
         {"step": name, "length_us": path["length_us"], "truncated": path["truncated"],
+         "top_items": path["top_items"][:5], "host_blocked_us": path["host_blocked_us"],
          **_segments(trail, rank, g, tracks, base, cap)}
         for name, (path, trail) in trails.items()]}
 

@@ -18,7 +18,7 @@
 - **Queue length** of a stream at time t = kernels whose launch call has started but that have not
   started on the GPU.
 - **Host synchronization**: ``cuda_sync`` events and synchronizing runtime calls
-  (:data:`SYNC_CALLS`), the operator that issued each (innermost operator around it), and the GPU idle
+  (:func:`analysis.blocking.always_blocks`), the operator that issued each (innermost operator around it), and the GPU idle
   time after each: from its end to the next device work start on any stream of the same process's GPUs.
 
 Advice (:func:`insight_recommendations`), per GPU:
@@ -39,15 +39,13 @@ from .numfmt import duration, fixed
 from ..trace.categories import Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
+from .blocking import always_blocks
 from .breakdown import category_masks
 from .gpu_idle import SHORT_GAP_US, Busy, gpu_idle, stream_idle_split, window
 from .intervals import merge
 from .op_tree import op_tree
 
 GAP_BINS_US = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000, float("inf"))
-SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-              "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize",
-              "hipMemcpy", "cuStreamSynchronize", "cuCtxSynchronize")
 GRAPH_LAUNCH_PREFIXES = ("cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch")
 GRAPH_CAPTURE_MARKERS = ("StreamBeginCapture", "StreamGetCaptureInfo")
 HOST_WAIT_WINDOW_SHARE = 0.10  # reduce-CPU-overhead advice: host wait ≥ this share of the window
@@ -185,7 +183,7 @@ def queue_length(trace: Trace) -> list[dict]:
 def host_syncs(trace: Trace, top: int = 20) -> dict:
     """Synchronizing calls and ``cuda_sync`` events, grouped by the operator that issued them."""
     ev = trace.events
-    sync_call = (ev.kind == Kind.RUNTIME) & trace.name_mask(lambda s: s.startswith(SYNC_CALLS) and "Async" not in s)
+    sync_call = (ev.kind == Kind.RUNTIME) & trace.name_mask(always_blocks)
     cuda_sync = trace.name_mask(lambda s: False)
     cat_sync = {i for i, s in enumerate(trace.strings) if s == "cuda_sync"}
     if cat_sync:

@@ -52,12 +52,14 @@ MAX_NAME = 160  # characters of an operator or kernel name in the critical_path 
 
 
 def _path_brief(path: dict, limit: int) -> dict:
-    """One step's critical path, compact: lengths, shares, the ``limit`` longest segments and the
-    three collectives that waited longest for a late rank (names cut at :data:`MAX_NAME`)."""
+    """One step's critical path, compact: lengths, shares, the ``limit`` longest segments (host ones with
+    their enclosing ``annotation``), the ``limit`` items of most time (work grouped by name), the time
+    the host was blocked on the device, and the three collectives that waited longest for a late rank
+    (names cut at :data:`MAX_NAME`)."""
     def name(text: str) -> str:
         return text if len(text) <= MAX_NAME else text[:MAX_NAME] + "…"
 
-    keep = ("rank", "category", "at_us", "dur_us", "late_rank", "wait_us")
+    keep = ("rank", "category", "at_us", "dur_us", "late_rank", "wait_us", "annotation")
     segments = [dict({k: s[k] for k in keep if k in s}, name=name(s["name"])) for s in path["segments"][:limit]]
     late = [{"rank": c["rank"], "late_rank": c["late_rank"], "wait_us": c["wait_us"], "name": name(c["name"]),
              "late_work": None if c.get("late_work") is None else dict(c["late_work"], name=name(c["late_work"]["name"]))}
@@ -65,6 +67,8 @@ def _path_brief(path: dict, limit: int) -> dict:
     ranks = sorted(path["by_rank"], key=lambda r: -r["us"])
     return {"step": path["step"], "length_us": path["length_us"], "by_category": path["by_category"],
             "by_rank": ranks[:8], "ranks_total": len(ranks), "segments": segments, "late": late,
+            "host_blocked_us": path.get("host_blocked_us", 0.0),
+            "top_items": [dict(i, name=name(i["name"])) for i in (path.get("top_items") or [])[:limit]],
             "truncated": path["truncated"]}
 
 

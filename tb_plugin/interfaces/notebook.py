@@ -26,7 +26,7 @@ from ..storage.remote import StorageError, describe_error
 from . import queries
 from .queries import Invalid
 
-__all__ = ["Invalid", "LoadError", "Run", "Trace", "diff", "load", "load_run"]
+__all__ = ["Invalid", "LoadError", "PathFrames", "Run", "Trace", "diff", "load", "load_run"]
 
 
 class LoadError(RuntimeError):
@@ -222,11 +222,43 @@ class Run:
                     arrivals=table(summary["arrivals"]))
 
 
-    def critical_path(self, span: str | int = "1") -> list[dict[str, Any]]:
-        """The critical path of each step at ``span`` (``kinetoscope report --json``'s ``critical_path``):
-        across the ranks, or the one rank's own path; per step ``step``, ``length_us``, ``by_category``,
-        ``by_rank``, the ten longest ``segments`` and the ``collectives`` that waited for a late rank."""
-        return report.run_critical_path(self.registry.distributed(".", str(span)))
+    def critical_path(self, span: str | int = "1") -> "PathFrames":
+        """The critical path of each step at ``span`` (``kinetoscope report --json``'s ``critical_path``),
+        across the ranks, or the one rank's own path, as two tables (``steps, segments =
+        run.critical_path()``): ``steps``, one row per step (``step``, ``length_us``, µs per category
+        ``kernel_us``/``cpu_us``/``communication_us``/``waiting_us``, ``host_blocked_us``, ``ranks``,
+        ``truncated``), and ``segments``, the ten longest of each step (``step``, ``rank``, ``category``,
+        ``name``, ``start_us``, ``at_us``, ``dur_us``, ``row``, ``annotation``, ``python``, ``late_rank``,
+        ``wait_us``). ``.items``: per step the work of most time grouped by name (``us``, ``segments``);
+        ``.raw``: the report's list."""
+        paths = report.run_critical_path(self.registry.distributed(".", str(span)))
+        return PathFrames(paths)
+
+
+class PathFrames:
+    """The critical path as tables (see :meth:`Run.critical_path`); unpacks as ``(steps, segments)``."""
+
+    STEP_COLUMNS = ["step", "length_us", "kernel_us", "cpu_us", "communication_us", "waiting_us", "host_blocked_us",
+                    "ranks", "truncated"]
+    SEGMENT_COLUMNS = ["step", "rank", "category", "name", "start_us", "at_us", "dur_us", "row", "annotation", "python",
+                       "late_rank", "wait_us"]
+
+    def __init__(self, paths: list[dict[str, Any]]) -> None:
+        self.raw = paths
+        self.steps = table([dict({"step": p["step"], "length_us": p["length_us"],
+                                  "host_blocked_us": p.get("host_blocked_us", 0.0), "ranks": len(p["by_rank"]),
+                                  "truncated": p["truncated"]},
+                                 **{f"{k}_us": v for k, v in p["by_category"].items()}) for p in paths],
+                           self.STEP_COLUMNS)
+        self.segments = table([dict(s, step=p["step"]) for p in paths for s in p["segments"]], self.SEGMENT_COLUMNS)
+        self.items = table([dict(i, step=p["step"]) for p in paths for i in p.get("top_items") or []],
+                           ["step", "category", "name", "us", "segments"])
+
+    def __iter__(self):
+        return iter((self.steps, self.segments))
+
+    def __repr__(self) -> str:
+        return f"<kinetoscope critical path: {len(self.raw)} steps>"
 
 
 def load_run(path: str, cache: bool = True) -> Run:

@@ -4,7 +4,7 @@ Distributed tab, in headless chromium against a real TensorBoard.
 (1) The 8 DLRM ranks: on rank 7 (worker7, on the path) the toggle draws one band per path segment of
 the step, each on its track, colored by category, and says how much of the step's path lies on this
 rank; with all ranks on one clock every rank's part is drawn; on rank 0 (off the path) it draws none. (2) A synthesized single-rank trace
-(tests/synth/critical.py ``chain_doc``): the eight segments of the known chain, the kernels' bands on
+(tests/synth/critical.py ``chain_doc``): the ten segments of the known chain, the kernels' bands on
 the stream track over the kernels themselves. (3) A single-rank run of the FSDP + TP job (rank 3):
 the Distributed tab shows its own two process groups and its critical path.
 """
@@ -57,7 +57,7 @@ def test_overlay_on_dlrm_ranks(browser, tmp_path, artifacts):
 
         page, frame = _trace_with_path(browser, base, "job", worker[on])
         count = frame.locator('[data-testid="path-overlay-count"]').inner_text()
-        assert count.startswith(f"Critical path across ranks: {step['shown']} segments on rank {on}"), count
+        assert count.startswith(f"Critical path across ranks: {step['shown']:,} segments on rank {on}"), count
         here = frame.locator('[data-testid="path-overlay-step"]').inner_text()
         assert f"{format_duration(by_rank[on])} of {format_duration(path['length_us'])}" in here, here
         win = frame.evaluate(f"{HOOK}.getWindow()")
@@ -107,12 +107,12 @@ def test_overlay_and_groups_on_single_rank_runs(browser, tmp_path, artifacts):
         wait_all_ready(base, "one", 1)
         doc = api(base, "critical_path", run="chain", worker="w", span=1)
         step, = doc["steps"]
-        assert doc["cross_rank"] is False and step["shown"] == 8
+        assert doc["cross_rank"] is False and step["shown"] == 10
 
         page, frame = _trace_with_path(browser, base, "chain", "w")
         count = frame.locator('[data-testid="path-overlay-count"]').inner_text()
-        assert count.startswith("Critical path: 8 segments on rank 0"), count
-        frame.wait_for_function(f"() => {HOOK}.pathRects().length === 8", timeout=30_000)
+        assert count.startswith("Critical path: 10 segments on rank 0"), count
+        frame.wait_for_function(f"() => {HOOK}.pathRects().length === 10", timeout=30_000)
         bands = frame.evaluate(f"{HOOK}.pathRects()")
         assert sorted(b["category"] for b in bands) == sorted(step["segments"]["category"])
         segs = step["segments"]

@@ -69,8 +69,10 @@ CHAIN_EXPECTED = {"length_us": 1000.0, "by_category": {"kernel": 400.0, "cpu": 4
                                                        "waiting": 105.0},
                   "segments": [("kernel", "gemm_A", 220.0, 300.0), ("cpu", DATALOADER, 0.0, 200.0),
                                ("cpu", "optimizer_step", 700.0, 200.0), ("kernel", "relu_B", 520.0, 100.0),
-                               ("waiting", "idle (host)", 900.0, 100.0), ("cpu", "aten::item", 620.0, 80.0),
-                               ("cpu", "aten::mm", 200.0, 15.0), ("waiting", "idle", 215.0, 5.0)]}
+                               ("waiting", "idle (host)", 900.0, 100.0), ("cpu", "aten::item", 630.0, 70.0),
+                               ("cpu", "aten::mm", 200.0, 10.0), ("cpu", "cudaStreamSynchronize", 620.0, 10.0),
+                               ("cpu", "cudaLaunchKernel", 210.0, 5.0), ("waiting", "idle", 215.0, 5.0)],
+                  "host_blocked_us": 370.0}
 
 
 def dataloader_docs(dl: list[list[float]]) -> list[dict]:

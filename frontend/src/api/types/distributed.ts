@@ -113,7 +113,7 @@ export interface CriticalPathSegment {
   rank: number;
   category: "kernel" | "cpu" | "communication" | "waiting";
   name: string;
-  /** The segment's event row in that rank's trace (kernel or top-level host event); -1 for waiting. */
+  /** The segment's event row in that rank's trace (kernel or leaf host event); -1 for waiting. */
   row: number;
   /** On the rank's own trace clock (what its timeline shows). */
   start_us: number;
@@ -123,7 +123,18 @@ export interface CriticalPathSegment {
   /** Communication segments only: the rank whose kernel started last, how long `rank` waited for it, and its work before. */
   late_rank?: number | null;
   wait_us?: number;
-  late_work?: { name: string; category: string; dur_us: number } | null;
+  late_work?: { name: string; category: string; dur_us: number; annotation?: string | null } | null;
+  /** Host segments: the enclosing annotation and Python frame (context, never the segment's name); absent from older servers. */
+  annotation?: string | null;
+  python?: string | null;
+}
+
+/** Work on the path grouped by category and name: total µs and number of segments. */
+export interface CriticalPathItem {
+  category: CriticalPathSegment["category"];
+  name: string;
+  us: number;
+  segments: number;
 }
 
 /** ADDED (issue 20): a step's critical path across the loaded ranks; Σ by_category = Σ by_rank = length_us. */
@@ -137,6 +148,10 @@ export interface CriticalPathStep {
   /** The ten collectives on the path whose rank waited longest for a late rank. */
   collectives: CriticalPathSegment[];
   truncated: boolean;
+  /** The ten items of most time on the path (absent from older servers). */
+  top_items?: CriticalPathItem[];
+  /** Path time while the host sat in a blocking call waiting for that device work (absent from older servers). */
+  host_blocked_us?: number;
 }
 
 export interface DistributedData {
@@ -294,6 +309,9 @@ export interface CriticalPathOverlayStep {
   truncated: boolean;
   /** The path's time on this rank. */
   on_rank_us: number;
+  /** The step's items of most time on the path (all ranks; absent from older servers). */
+  top_items?: CriticalPathItem[];
+  host_blocked_us?: number;
   /** Segments on this rank, and how many are listed (the longest, past the server's cap). */
   total: number;
   shown: number;

@@ -70,7 +70,13 @@ describe("CriticalPathPanel", () => {
     render(<CriticalPathPanel steps={path} theme="light" textColor="#000" />);
     expect(screen.getByTestId("path-summary").textContent!.startsWith("19.53 ms · ")).toBe(true);
     expect(screen.getAllByTestId("path-segment-row")).toHaveLength(10);
-    expect(screen.getByTestId("path-late-rank").textContent).toMatch(/^Rank 4 waited 4\.87 ms in ncclKernel_SendRecv.* for rank 7, late after ## forward ##/);
+    expect(screen.getByTestId("path-late-rank").textContent).toMatch(/^Rank 4 waited 4\.87 ms in ncclKernel_SendRecv.* for rank 7, late after untraced host work/);
+    // annotations are context, never a segment: no segment is named "## …"
+    expect(screen.getAllByTestId("path-segment-row").every((r) => !r.textContent!.includes("\u00a0## "))).toBe(true);
+    const items = screen.getAllByTestId("path-item-row");
+    expect(items).toHaveLength(10);
+    expect(items[0]!.textContent).toBe("untraced host workLaunch / CPU3.63 ms370");
+    expect(screen.getByTestId("path-summary").textContent).toMatch(/host blocked on the device 66 µs$/);
   });
 
   it("says when the server sends no path", () => {

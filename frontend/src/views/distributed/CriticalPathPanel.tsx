@@ -1,8 +1,9 @@
 // The Distributed tab's critical-path panel (issue 20): per step, the path's time by category and by
-// rank (stacked bars), then the chosen step's ten longest segments and the collectives that waited
-// for a late rank, with the work that made that rank late. Definitions: docs/METRICS.md.
+// rank (stacked bars), then the chosen step's work of most time grouped by name, its ten longest
+// segments (host ones with their enclosing annotation) and the collectives that waited for a late rank,
+// with the work that made that rank late. Definitions: docs/METRICS.md.
 import { useMemo, useState } from "react";
-import type { CriticalPathSegment, CriticalPathStep, RankRow } from "../../api/types";
+import type { CriticalPathItem, CriticalPathSegment, CriticalPathStep, RankRow } from "../../api/types";
 import { DataTable, Th } from "../../components/DataTable";
 import { SelectField } from "../../components/Fields";
 import { EChart } from "../../components/EChart";
@@ -42,6 +43,7 @@ export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrac
         <span data-testid="path-summary">
           {formatDuration(current.length_us)} ·{" "}
           {PATH_CATEGORIES.map((c) => `${c.label} ${formatPct(percentOf(current.by_category[c.key], current.length_us), 1)}`).join(" · ")}
+          {current.host_blocked_us ? ` · host blocked on the device ${formatDuration(current.host_blocked_us)}` : ""}
         </span>
       </div>
       {current.truncated ? <Notice kind="warning">The graph was too large: part of this path was not walked (shown as waiting).</Notice> : null}
@@ -50,6 +52,7 @@ export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrac
           <Notice kind="warning">{lateText(c)}</Notice>
         </div>
       ))}
+      {current.top_items?.length ? <ItemTable items={current.top_items} /> : null}
       <SegmentTable
         segments={current.segments}
         workerOf={(rank) => ranks?.find((r) => r.rank === rank)?.worker}
@@ -59,10 +62,38 @@ export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrac
   );
 }
 
-/** "rank 0 waited 450 µs in ncclAllReduce… for rank 1, late after DataLoader (cpu, 500 µs)". */
+/** "rank 0 waited 450 µs in ncclAllReduce… for rank 1, late after untraced host work in enumerate(DataLoader)… (cpu, 500 µs)". */
 export function lateText(c: CriticalPathSegment): string {
-  const work = c.late_work ? `, late after ${c.late_work.name} (${CATEGORY_LABEL[c.late_work.category] ?? c.late_work.category}, ${formatDuration(c.late_work.dur_us)})` : "";
+  const w = c.late_work;
+  const where = w?.annotation ? ` in ${w.annotation}` : "";
+  const work = w ? `, late after ${w.name}${where} (${CATEGORY_LABEL[w.category] ?? w.category}, ${formatDuration(w.dur_us)})` : "";
   return `Rank ${c.rank} waited ${formatDuration(c.wait_us ?? 0)} in ${c.name} for rank ${c.late_rank ?? "?"}${work}`;
+}
+
+/** The work of most time on the path, grouped by name ("aten::mm: 1.1 ms over 71 segments"). */
+function ItemTable({ items }: { items: CriticalPathItem[] }) {
+  return (
+    <DataTable
+      testId="path-items-table"
+      head={
+        <>
+          <Th label="Most time on the path" num={false} tip={DIST_DEFS.pathItems} />
+          <Th label="Category" num={false} />
+          <Th label="Total" />
+          <Th label="Segments" />
+        </>
+      }
+    >
+      {items.map((it, i) => (
+        <tr key={i} data-testid="path-item-row">
+          <td className="cell-code">{formatText(it.name)}</td>
+          <td>{CATEGORY_LABEL[it.category] ?? it.category}</td>
+          <td className="num">{formatDuration(it.us)}</td>
+          <td className="num">{it.segments}</td>
+        </tr>
+      ))}
+    </DataTable>
+  );
 }
 
 interface TableProps {
@@ -91,7 +122,10 @@ function SegmentTable({ segments, workerOf, onShowInTrace }: TableProps) {
         <tr key={i} data-testid="path-segment-row" data-rank={s.rank} title={`starts at ${s.start_us} µs on rank ${s.rank}'s trace clock`}>
           <td>{s.rank}</td>
           <td>{CATEGORY_LABEL[s.category] ?? s.category}</td>
-          <td className="cell-code">{formatText(s.name)}</td>
+          <td className="cell-code">
+            {formatText(s.name)}
+            {s.annotation ? <span className="muted" data-testid="path-segment-context">{` in ${formatText(s.annotation)}`}</span> : null}
+          </td>
           <td className="num">{formatDuration(s.at_us)}</td>
           <td className="num">{formatDuration(s.dur_us)}</td>
           <td>{s.late_rank !== undefined && s.late_rank !== null && s.late_rank !== s.rank ? String(s.late_rank) : formatText(null)}</td>

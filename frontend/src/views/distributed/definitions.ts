@@ -29,9 +29,10 @@ export const DIST_DEFS = {
   groupBandwidth:
     "Bandwidth (GB/s) = the group's bytes ÷ its kernel time. Kernel time includes waiting for the other ranks, so this is a lower bound of the algorithm bandwidth.",
   criticalPath:
-    "Critical path: the chain of dependent work from the step's start to its end across the ranks (kernels after their launch and the previous kernel of their stream, host work in order, syncs after the work they wait for, a collective after the last rank arrives), found backward from the step's end. Its length is the step's span over the loaded ranks.",
+    "Critical path: the chain of dependent work from the step's start to its end across the ranks (kernels after their launch and the previous kernel of their stream, host work in order on the thread that launches or waits for the device work, blocking calls after the work they wait for, the autograd thread's work inside backward(), a collective after the last rank arrives), found backward from the step's end. Its length is the step's span over the loaded ranks.",
   pathCategory:
-    "Kernel: device work; Launch / CPU: host operators and launches; Communication: a collective kernel after the last rank arrived; Waiting: nothing on the path runs.",
+    "Kernel: device work; Launch / CPU: leaf host work (the innermost operator or runtime call; annotations are context, never a segment; time inside an annotation with nothing traced is 'untraced host work'); Communication: a collective kernel after the last rank arrived; Waiting: a host blocked in a sync or idle, a thread blocked on the autograd thread, device work waiting for its launch.",
+  pathItems: "Work on the path grouped by name: its total time on the path and the number of its segments.",
   pathAt: "At: from the step's start on the common clock (the path's start).",
   pathLate: "Late rank: for a collective, the rank whose kernel started last; the path continues on that rank.",
 } as const;

@@ -28,6 +28,7 @@ export function PathSummary({ doc, error, loading, ranksDrawn }: Props) {
       {doc.steps.map((s) => (
         <span key={s.step} className="muted" data-testid="path-overlay-step">
           {" · "}step {s.step}: {formatDuration(s.on_rank_us)} of {formatDuration(s.length_us)} here
+          {s.top_items?.length ? <span data-testid="path-overlay-items">{`; most time: ${s.top_items.slice(0, 3).map((it) => `${it.name} ${formatDuration(it.us)} (${formatNumber(it.segments)})`).join(", ")}`}</span> : null}
         </span>
       ))}
       {" · "}
