@@ -175,6 +175,13 @@ def worker_entry(registry, st) -> dict[str, Any]:
     return entry
 
 
+# the distributed section's tables (µs, bytes, GB/s)
+RANK_COLUMNS = ("rank", "worker", "computation_us", "overlap_us", "communication_us", "other_us", "transfer_us", "sync_us")
+COLLECTIVE_COLUMNS = ("name", "calls", "bytes", "group_size", "transfer_us", "sync_us", "algbw_gbps", "busbw_gbps",
+                      "bus_factor")
+ARRIVAL_COLUMNS = ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler", "text")
+
+
 def distributed_summary(result: dict) -> dict[str, Any] | None:
     """The report's ``distributed`` section from :meth:`RunRegistry.distributed` (None without a view)."""
     view = result["view"]
@@ -182,16 +189,13 @@ def distributed_summary(result: dict) -> dict[str, Any] | None:
         return None
     return {
         "world_size": view["world_size"],
-        "ranks": [{k: r[k] for k in ("rank", "worker", "computation_us", "overlap_us", "communication_us",
-                                     "other_us", "transfer_us", "sync_us")} for r in view["ranks"]],
-        "collectives": [{k: c[k] for k in ("name", "calls", "bytes", "group_size", "transfer_us", "sync_us",
-                                           "algbw_gbps", "busbw_gbps", "bus_factor")} for c in view["collectives"]],
+        "ranks": [{k: r[k] for k in RANK_COLUMNS} for r in view["ranks"]],
+        "collectives": [{k: c[k] for k in COLLECTIVE_COLUMNS} for c in view["collectives"]],
         "matching": {k: view["matching"][k] for k in ("method", "by_type")},
         "stragglers": view["stragglers"],
         "groups": [group_summary(g) for g in view["groups"]],
         # the evidence: per rank, how often it arrived last and how long the others waited for it
-        "arrivals": [{k: e[k] for k in ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler",
-                                        "text")} for e in view["arrivals"]],
+        "arrivals": [{k: e[k] for k in ARRIVAL_COLUMNS} for e in view["arrivals"]],
         "messages": result["messages"],
     }
 
