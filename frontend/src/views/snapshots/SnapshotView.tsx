@@ -25,6 +25,7 @@ import { RankPeaks } from "./RankPeaks";
 import { AlivePeak } from "./AlivePeak";
 import { MemProfilerLogView, MemProfilerStatsView } from "./MemProfilerView";
 import { SegmentsCard, TopAllocations } from "./SnapshotTables";
+import { deviceLabel } from "../../util/device";
 
 const KIND_LABEL: Record<string, string> = {
   snapshot: "snapshot",
@@ -139,7 +140,7 @@ function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps
           </div>
           {snap.devices.map((d) => (
             <div key={d.device}>
-              <dt>Peak active bytes, {d.device}</dt>
+              <dt>Peak active bytes, {deviceLabel(d.device)}</dt>
               <dd data-testid={`snapshot-peak-${d.device}`} title={`${d.peak_active_bytes} bytes`}>
                 {formatBytes(d.peak_active_bytes)} ({formatNumber(d.peak_active_bytes)} B)
                 {d.peak_time !== null ? ` at ${formatSnapshotTime(d.peak_time, snap.time_unit)}` : ""}
@@ -164,7 +165,7 @@ function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps
             label="Device"
             testId="snapshot-device-select"
             value={dev?.device ?? ""}
-            options={devNames.map((d) => ({ value: d, label: d }))}
+            options={devNames.map((d) => ({ value: d, label: deviceLabel(d) }))}
             onChange={setDeviceName}
           />
         ) : null}
@@ -180,7 +181,7 @@ function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps
               <li key={i}>
                 {[a.stage, a.name].filter(Boolean).join(" ")}
                 {typeof a.time_us === "number" ? ` @ ${formatNumber(a.time_us)} µs` : ""}
-                {typeof a.device === "number" ? ` (GPU${a.device})` : ""}
+                {typeof a.device === "number" ? ` (GPU ${a.device})` : ""}
               </li>
             ))}
           </ul>
