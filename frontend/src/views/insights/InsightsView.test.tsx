@@ -112,7 +112,7 @@ describe("InsightsCard", () => {
   });
 
   it("says there are no recommendations only when neither it nor the Overview has any", async () => {
-    requests = stubFetch((url) => json({ ...insightsDlrm, recommendations: [] }));
+    requests = stubFetch(() => json({ ...insightsDlrm, recommendations: [] }));
     const { unmount } = render(<InsightsCard selection={{ run: "job", worker: "w", span: "1" }} />);
     expect((await screen.findByTestId("no-recommendations")).textContent).toBe("No recommendations for this trace.");
     unmount();

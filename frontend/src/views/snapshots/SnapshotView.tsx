@@ -44,6 +44,11 @@ function origin(a: ArtifactInfo): string {
   return parts.length ? `, ${parts.join(", ")}` : "";
 }
 
+/** The picker's whole text of one artifact: path (kind, size, origin[, error]). */
+function artifactLabel(a: ArtifactInfo): string {
+  return `${a.path} (${KIND_LABEL[a.kind] ?? a.kind}, ${formatBytes(a.size_bytes)}${origin(a)}${a.state === "error" ? ", error" : ""})`;
+}
+
 const TIMELINE_WIDTH_PX = 1200;
 
 interface SnapshotViewProps {
@@ -70,12 +75,16 @@ export function SnapshotView({ run, artifacts, theme, onOpenTrace }: SnapshotVie
       <div className="mem-controls">
         <label className="selector">
           <span className="selector-label">Memory artifact</span>
-          <select data-testid="artifact-select" value={current.path} onChange={(e) => setPath(e.target.value)}>
+          <select
+            data-testid="artifact-select"
+            className="select-wide"
+            value={current.path}
+            title={artifactLabel(current)}
+            onChange={(e) => setPath(e.target.value)}
+          >
             {artifacts.map((a) => (
               <option key={a.path} value={a.path}>
-                {a.path} ({KIND_LABEL[a.kind] ?? a.kind}, {formatBytes(a.size_bytes)}
-                {origin(a)}
-                {a.state === "error" ? ", error" : ""})
+                {artifactLabel(a)}
               </option>
             ))}
           </select>
