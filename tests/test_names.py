@@ -58,3 +58,17 @@ def test_stacks_ending_alike_say_where_they_part():
     assert differing_frames(stacks) == [1, 1, None, None]
     assert differing_frames([]) == []
     assert differing_frames([["a"], ["a"]]) == [None, None]
+
+
+def test_real_sample_names_and_stacks_carry_no_address():
+    """samples/torch_cpu_cnn: its Python frames carry 276 object addresses in the file."""
+    from conftest import REPO
+    from tb_plugin.registry.parse import load_trace_file
+
+    tr = load_trace_file(str(next((REPO / "samples" / "torch_cpu_cnn").glob("*.pt.trace.json.gz"))))
+    assert not [s for s in tr.strings if " at 0x" in s]
+    rows = operator_rows(tr, "call_stack")
+    assert rows and any("<built-in method" in (r["call_stack"] or "") for r in rows)
+    # no two rows of one operator show the same stack text (they differed only in an address)
+    keys = [(r["name"], r["call_stack"]) for r in rows]
+    assert len(keys) == len(set(keys))
