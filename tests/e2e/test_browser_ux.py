@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 
 import pytest
 
 from conftest import REPO, SAMPLES
 from tests.e2e.conftest import BERT_H100, tensorboard
-from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, wait_spans_ready
 
 WIDTH = 1500
 
@@ -37,16 +36,6 @@ def logdir(tmp_path_factory):
         shutil.copy(src, root / run / (name or src.name))
     shutil.copytree(REPO / "samples" / "gpu_snapshot", root / "snapshot", ignore=shutil.ignore_patterns("*.json"))
     return root
-
-
-def _wait_ready(base: str) -> dict:
-    for _ in range(1200):
-        runs = {r["name"]: r for r in api(base, "runs")["runs"]}
-        spans = [s for r in runs.values() for w in r["workers"] for s in w["spans"]]
-        if len(spans) == 4 and all(s["state"] == "ready" for s in spans):
-            return runs
-        time.sleep(0.25)
-    raise TimeoutError(runs)
 
 
 def _sel(runs: dict, run: str) -> dict:
@@ -71,7 +60,7 @@ _LINK_LINES_JS = """() => [...document.querySelectorAll('.link-button, a')].filt
 
 def test_new_user_items_in_the_browser(browser, logdir, tmp_path, artifacts):
     with tensorboard(logdir, tmp_path) as base:
-        runs = _wait_ready(base)
+        runs = wait_spans_ready(base, 4)
         page = enable_test_hooks(browser.new_page(viewport={"width": WIDTH, "height": 1000}))
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
