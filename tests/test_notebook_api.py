@@ -176,5 +176,6 @@ def test_empty_tables_keep_their_documented_columns(tmp_path):
     diff = kinetoscope.diff(t, t)
     assert list(diff["kernels"].columns) == queries.DIFF_KERNEL_COLUMNS and len(diff["kernels"]) == 0
     assert list(diff["steps"].columns) == queries.DIFF_STEP_COLUMNS
+    assert list(diff["operators"].columns) == queries.DIFF_OPERATOR_COLUMNS and len(diff["operators"]) == 1
     files = kinetoscope.load_run(str(tmp_path), cache=False).files()
     assert list(files.columns) == queries.FILE_COLUMNS and files["worker"].tolist() == ["worker0"]

@@ -234,5 +234,6 @@ def diff(base: Trace, exp: Trace) -> dict[str, Any]:
     s = doc["steps"]
     steps = [{"category": key, "baseline_us": s["baseline"][key], "experiment_us": s["experiment"][key],
               "delta_us": s["delta"][key], "relative_pct": s["relative_pct"][key]} for key in s["baseline"]]
-    return {"steps": table(steps, queries.DIFF_STEP_COLUMNS), "operators": table([_flatten(r) for r in doc["operators"]]),
+    return {"steps": table(steps, queries.DIFF_STEP_COLUMNS),
+            "operators": table([_flatten(r) for r in doc["operators"]], queries.DIFF_OPERATOR_COLUMNS),
             "kernels": table(doc["kernels"], queries.DIFF_KERNEL_COLUMNS), "thresholds": doc["thresholds"]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..api import paging
+from ..analysis.diff import OPERATOR_FIELDS
 from ..analysis.overview import CATEGORY_KEYS
 from ..api.routes import KERNEL_COLUMNS, OPERATOR_COLUMNS
 from ..registry import report
@@ -77,6 +78,9 @@ MEMORY_DEVICE_COLUMNS = ["device", "peak_allocated_bytes", "peak_allocated_ts", 
 MEMORY_TOP_COLUMNS = ["name", "size_increase_bytes", "allocation_bytes", "allocations"]
 FILE_COLUMNS = ["worker", "span", "path", "size_bytes", "state"]
 DIFF_STEP_COLUMNS = ["category", "baseline_us", "experiment_us", "delta_us", "relative_pct"]
+DIFF_OPERATOR_COLUMNS = ["name", "path", "status", "change_us", "change_pct", "reason", "compared", "has_children",
+                         *(f"{side}_{k}" for side in ("baseline", "experiment", "delta") for k in OPERATOR_FIELDS),
+                         "cumulative_delta_us"]
 DIFF_KERNEL_COLUMNS = ["name", "baseline_calls", "experiment_calls", "baseline_us", "experiment_us",
                        "baseline_per_step_us", "experiment_per_step_us", "delta_per_step_us", "status"]
 
