@@ -50,7 +50,9 @@ GROUPINGS = {"operator": ("op-group-by", ("input_shape", "call_stack")),
              "kernel": ("kernel-group-by", ("kernel_op_config",))}
 SETTLE_QUIET_S = 0.5  # no request in flight and no loading line for this long: the tab has rendered
 TAB_TIMEOUT_S = 60.0
-BUDGET_S = 420.0  # the whole sweep (bounded: one TensorBoard, one page, tabs in sequence)
+# the whole sweep (bounded: one TensorBoard, one page, tabs in sequence); a loaded machine (many
+# processes on two cores) may need more: KINETOSCOPE_WALK_BUDGET_S
+BUDGET_S = float(os.environ.get("KINETOSCOPE_WALK_BUDGET_S", "420"))
 
 # Hits known on the code before the issue-14 fixes, each with the item that removes it: (pattern over
 # the failure line, item). Known hits alone make the test xfail; a known pattern that no longer matches
