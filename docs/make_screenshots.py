@@ -2,8 +2,11 @@
 
 Run from the repository root after building the bundle (``cd frontend && npm run build``)::
 
-    python docs/make_screenshots.py            # all three
-    python docs/make_screenshots.py diff       # one of: first_screen, diff, memory_range
+    python docs/make_screenshots.py            # all four
+    python docs/make_screenshots.py diff       # one of: readme, first_screen, diff, memory_range
+
+- ``docs/screenshot.png`` (the README's picture): the Overview of resnet50 num_workers 0
+  (../shared/samples/kineto), the whole page.
 
 - ``first_screen.png``: ``tensorboard --logdir samples`` as a new user opens it (no selection).
 - ``diff_tab.png``: the Diff tab, resnet50 num_workers 0 (baseline) against 4 (../shared/samples/kineto).
@@ -25,7 +28,7 @@ from tests.e2e.conftest import BERT_H100, CHROMIUM, CHROMIUM_ARGS, tensorboard  
 from tests.e2e.helpers import api, drag_across, enable_test_hooks, plugin_frame  # noqa: E402
 
 OUT = REPO / "docs" / "screenshots"
-VIEWPORT = {"width": 1400, "height": 1000}
+VIEWPORT = {"width": 1500, "height": 1000}  # the page width the layout is checked at
 
 
 def _wait_ready(base: str, spans: int) -> None:
@@ -56,6 +59,24 @@ def first_screen(browser, tmp: Path) -> None:
         page.close()
 
 
+def readme(browser, tmp: Path) -> None:
+    logdir = tmp / "logdir"
+    (logdir / "resnet50").mkdir(parents=True)
+    for f in sorted((SAMPLES / "kineto" / "resnet50_num_workers_0").glob("*.pt.trace.json*")):
+        shutil.copy(f, logdir / "resnet50" / f.name)
+    with tensorboard(logdir, tmp) as base:
+        _wait_ready(base, 2)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(base + "/#kinetoscope")
+        frame = plugin_frame(page)
+        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
+        frame.evaluate("() => { location.hash = '#run=resnet50&worker=worker0&span=1'; }")
+        _settle(frame, '[data-testid="insights-card"] [data-testid="exposed-bar"]')
+        _settle(frame, '[data-testid="step-chart"]')
+        page.screenshot(path=str(REPO / "docs" / "screenshot.png"), full_page=True)
+        page.close()
+
+
 def diff(browser, tmp: Path) -> None:
     logdir = tmp / "logdir"
     for run, src in (("nw0", "resnet50_num_workers_0"), ("nw4", "resnet50_num_workers_4")):
@@ -64,7 +85,7 @@ def diff(browser, tmp: Path) -> None:
             shutil.copy(f, logdir / run / f.name)
     with tensorboard(logdir, tmp) as base:
         _wait_ready(base, 4)
-        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        page = browser.new_page(viewport=dict(VIEWPORT, height=1400))
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
@@ -80,7 +101,7 @@ def memory_range(browser, tmp: Path) -> None:
     shutil.copy(SAMPLES / BERT_H100, logdir / "bert" / "w.1.pt.trace.json.gz")
     with tensorboard(logdir, tmp) as base:
         _wait_ready(base, 1)
-        page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": 1100}))
+        page = enable_test_hooks(browser.new_page(viewport=dict(VIEWPORT, height=1100)))
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
@@ -94,7 +115,7 @@ def memory_range(browser, tmp: Path) -> None:
         page.close()
 
 
-SHOTS = {"first_screen": first_screen, "diff": diff, "memory_range": memory_range}
+SHOTS = {"readme": readme, "first_screen": first_screen, "diff": diff, "memory_range": memory_range}
 
 
 def main(names: list[str]) -> None:
@@ -106,7 +127,7 @@ def main(names: list[str]) -> None:
         for name in names or list(SHOTS):
             with tempfile.TemporaryDirectory() as tmp:
                 SHOTS[name](browser, Path(tmp))
-                print(f"wrote docs/screenshots/{name}")
+                print(f"wrote {name}")
         browser.close()
 
 

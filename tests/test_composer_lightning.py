@@ -151,3 +151,14 @@ def test_merged_composer_and_kineto_trace_shows_both_layers():
     names = [t["name"] for t in tq.tracks_meta(merged)]
     assert set(names) == {t["name"] for t in tq.tracks_meta(alone_k)} | {t["name"] for t in tq.tracks_meta(alone_c)}
     assert "Training Loop" in names and "stream 7" in names
+
+
+def test_trainer_events_count_time_inside_the_steps_not_between_them():
+    """Composer's event/epoch spans every step and the gaps between them: its time per step is the
+    steps' own time (the average step), never more."""
+    ov = compute_overview(load_trace_file(str(sample("composer/rank_0.trace.json"))))
+    average = ov["average"]["total_us"]
+    by_name = {e["name"]: e for e in ov["trainer_events"]}
+    assert by_name["event/epoch"]["mean_per_step_us"] == pytest.approx(average)
+    assert by_name["event/epoch"]["total_us"] == pytest.approx(sum(s["total_us"] for s in ov["steps"]))
+    assert all(e["mean_per_step_us"] <= average + 1e-9 for e in ov["trainer_events"])

@@ -174,3 +174,25 @@ def test_loads_go_through_the_parse_cache():
     again = kinetoscope.load(path)
     assert again.state.from_cache is True
     assert again.operators().equals(kinetoscope.load(path, cache=False).operators())
+
+
+def test_empty_tables_keep_their_documented_columns(tmp_path):
+    """A trace with no memory events, no steps and no kernels: every table still has its columns, so
+    ``df["peak_allocated_bytes"]`` is an empty column, not a KeyError."""
+    trace = tmp_path / "worker0.1.pt.trace.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}))
+    t = kinetoscope.load(str(trace), cache=False)
+    memory = t.memory()
+    assert list(memory["devices"].columns) == queries.MEMORY_DEVICE_COLUMNS and len(memory["devices"]) == 0
+    assert memory["devices"]["peak_allocated_bytes"].tolist() == []
+    assert list(memory["top_operators"].columns) == queries.MEMORY_TOP_COLUMNS
+    assert list(t.kernels().columns) == queries.kernel_columns("kernel") and len(t.kernels()) == 0
+    assert list(t.modules().columns) == queries.MODULE_COLUMNS
+    assert set(queries.STEP_COLUMNS) <= set(t.steps().columns)
+    diff = kinetoscope.diff(t, t)
+    assert list(diff["kernels"].columns) == queries.DIFF_KERNEL_COLUMNS and len(diff["kernels"]) == 0
+    assert list(diff["steps"].columns) == queries.DIFF_STEP_COLUMNS
+    assert list(diff["operators"].columns) == queries.DIFF_OPERATOR_COLUMNS and len(diff["operators"]) == 1
+    files = kinetoscope.load_run(str(tmp_path), cache=False).files()
+    assert list(files.columns) == queries.FILE_COLUMNS and files["worker"].tolist() == ["worker0"]

@@ -126,17 +126,17 @@ def test_one_gpu_memory_curve_for_the_memory_view_the_counter_tracks_and_the_pea
     assert meta["origin_us"] == 0
     doc = api.timeline(reg, dict(q, start_us=str(lo), end_us=str(hi), width_px=str(width)))[1]
     tracks = {c["name"]: c["values"] for c in doc["counters"]}
-    # one label rule: the counter track is named by the Memory view's device label
-    assert {"GPU0 Memory Allocated", "GPU0 Memory Reserved"} <= set(tracks)
+    # one device naming: the counter track names the device as the GPU summary and the Memory view show it
+    assert {"GPU 0 Memory Allocated", "GPU 0 Memory Reserved"} <= set(tracks)
     # both are drawn from the one curve: the counter track holds its maxima in ``width`` bins, the
     # Memory view's points hold them in the ``width - 2`` bins its 2 × width points leave room for
-    for curve, name, full in ((gpu["allocated"], "GPU0 Memory Allocated", alloc),
-                              (gpu["reserved"], "GPU0 Memory Reserved", alloc + 4096)):
+    for curve, name, full in ((gpu["allocated"], "GPU 0 Memory Allocated", alloc),
+                              (gpu["reserved"], "GPU 0 Memory Reserved", alloc + 4096)):
         drawn = series.held_max(np.asarray(curve["ts_us"]), np.asarray(curve["bytes"]), lo, hi, width - 2)
         assert drawn.tolist() == series.held_max(times.astype(float), full, lo, hi, width - 2).tolist(), name
         assert tracks[name] == series.held_max(times.astype(float), full, lo, hi, width).tolist(), name
     truth = series.held_max(times.astype(float), alloc, lo, hi, width)
-    assert tracks["GPU0 Memory Allocated"] == truth.tolist() and max(truth) == 15 * 2**30
+    assert tracks["GPU 0 Memory Allocated"] == truth.tolist() and max(truth) == 15 * 2**30
     # the peak of the ">90 % of device memory" advice is the Memory view's peak
     overview = api.overview(reg, q)[1]
     (advice,) = [r for r in overview["recommendations"] if "peaks at" in r]

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import diff_query, loaded_registry, sample
+from conftest import REPO, diff_query, loaded_registry, sample
 from tb_plugin import api
 from tb_plugin.analysis import timeline_query as tq
 from tb_plugin.analysis.diff import CHANGE_PCT, CHANGE_US
@@ -152,3 +152,22 @@ def test_distributed_reason_codes_and_rank_devices(tmp_path):
         assert rank["gpus"] == overview["gpus"] and rank["gpus"]  # one definition: the Overview's rows
         assert rank["distributed"] == overview["configuration"]["distributed"]
         assert rank["distributed"]["rank"] == rank["rank"]
+
+
+def test_single_rank_without_distributed_info_is_a_note(tmp_path):
+    """One rank is compared with nothing: how its rank was read is a note, not a warning; with two
+    ranks the same text is a warning again."""
+    (tmp_path / "one").mkdir()
+    shutil.copy(str(next((REPO / "samples" / "synthetic_resnet").glob("*.pt.trace.json.gz"))), tmp_path / "one")
+    (tmp_path / "two").mkdir()
+    for w in ("a", "b"):
+        (tmp_path / "two" / f"{w}.1.pt.trace.json").write_text(json.dumps({"traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}))
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    code, doc = api.distributed(reg, {"run": "one"})
+    assert code == 200 and doc["reason_code"] == "one_file"
+    assert doc["messages"] == [] and doc["notes"] == ["worker0: no distributedInfo; rank 0 taken from the position"]
+    code, doc = api.distributed(reg, {"run": "two"})
+    assert "notes" not in doc and doc["messages"][:2] == [
+        "a: no distributedInfo; rank 0 taken from the position", "b: no distributedInfo; rank 1 taken from the position"]

@@ -162,7 +162,7 @@ def test_trace_view_gains_the_snapshots_active_memory_as_a_counter_track(tmp_pat
         reg.load_artifact(art)
     code, doc = api.timeline(reg, q)
     (track,) = [c for c in doc["counters"] if "snapshot" in c["name"]]
-    assert track["name"] == "GPU0 snapshot active (rank0_memory_snapshot.pickle)" and track["unit"] == "bytes"
+    assert track["name"] == "GPU 0 snapshot active (rank0_memory_snapshot.pickle)" and track["unit"] == "bytes"
     values = track["values"]  # 1 µs bins from the trace's first event (ts 1000)
     assert len(values) == 2000 and values[0] == values[39] == 0  # before the first entry (ts 1040)
     assert values[40] == 5 * MIB + 4 * MIB  # blocks before the history + A

@@ -136,7 +136,7 @@ def test_timeline_routes(registry):
     code, meta = api.timeline_meta(reg, Q)
     assert code == 200 and len(meta["tracks"]) == 6 and meta["steps"][0]["step"] == "5"
     code, doc = api.timeline(reg, dict(Q, width_px="2000"))
-    assert code == 200 and {c["name"] for c in doc["counters"]} >= {"GPU 0 Utilization", "GPU0 Memory Allocated"}
+    assert code == 200 and {c["name"] for c in doc["counters"]} >= {"GPU 0 Utilization", "GPU 0 Memory Allocated"}
     kernel_row = next(r for t in doc["tracks"] if t["id"] == 3 for r in t["items"]["row"] if r >= 0)
     code, event = api.timeline_event(reg, dict(Q, row=str(kernel_row)))
     assert code == 200 and "grid" in event["args"] and "warps per SM" in event["args"]  # all args, not just ours

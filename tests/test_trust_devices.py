@@ -35,7 +35,7 @@ def test_rocm_memory_events_are_a_gpu(tmp_path):
     assert "GPU0" in str(summary)
     assert not [w for w in t.warnings if "memory events" in w]
     names = [c["name"] for c in counters(t, 0.0, 1000.0, 10)]
-    assert "GPU0 Memory Allocated" in names
+    assert "GPU 0 Memory Allocated" in names
 
 
 def test_other_accelerators_are_named_by_type(tmp_path):

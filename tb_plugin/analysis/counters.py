@@ -13,7 +13,7 @@ bin's start and every sample inside it):
 - **Memory allocated / reserved** per device, per bin = the held maximum of the Memory view's curve
   (:func:`.memory.curves`: ``Total Allocated`` / ``Total Reserved``, or the running sum of ``Bytes``
   without totals), in bytes, 0 before the first event. Named ``<device> Memory Allocated`` with the
-  Memory view's device label (``GPU0``, ``CPU``).
+  device named as every view names it (``GPU 0``, ``CPU``; the Memory view's key ``GPU0``).
 - **Trace counters** (``C`` events, e.g. Composer's system profiler: ``cpu/cpu_percent``,
   ``memory/…``, ``disk/…``, ``network/…``), one track per series named ``<event>/<arg>``, per bin =
   the held maximum of the series (:func:`counter_series`), as recorded (no rates). Unit ``percent`` for
@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.categories import Kind
+from ..trace.devices import device_name
 from ..trace.model import Trace
 from .gpu import device_properties, gpu_devices, sm_level
 from .intervals import merge
@@ -154,9 +155,9 @@ def memory_tracks(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
     for (_, _, rows), c in zip(device_rows(trace), memory_curves(trace)):
         ts = trace.memory.ts[rows]  # the curve's times on the trace's clock
         if (c["allocated_bytes"] >= 0).any():
-            out.append((f"{c['device']} Memory Allocated", ts, c["allocated_bytes"]))
+            out.append((f"{device_name(c['device'])} Memory Allocated", ts, c["allocated_bytes"]))
         if c["reserved_bytes"] is not None:
-            out.append((f"{c['device']} Memory Reserved", ts, c["reserved_bytes"]))
+            out.append((f"{device_name(c['device'])} Memory Reserved", ts, c["reserved_bytes"]))
     return out
 
 

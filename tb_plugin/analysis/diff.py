@@ -41,6 +41,7 @@ CHANGE_PCT = 5.0
 CHANGE_US = 10.0
 QUANTITY = "host_total_us"  # the one time a verdict and the waterfall compare (µs per average step)
 _FIELDS = ("calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "graph_replay_self_us")
+OPERATOR_FIELDS = _FIELDS  # each side's figures of an operator row (calls; µs per step), for the notebook's columns
 
 
 def _label(name: str) -> str:

@@ -16,6 +16,7 @@ from ..trace.model import Trace
 from ..trace.platform import accelerator_name
 from .breakdown import CATEGORIES, CATEGORY_LABELS, compute_breakdown
 from .gpu import INTERNAL_FIELDS, compute_gpu_summary
+from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
 from .counters import counter_series
 from .memory import gpu_peaks
@@ -87,14 +88,16 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
 
 def trainer_events(trace: Trace, steps) -> list[dict]:
     """Composer engine events (``event/forward``, ``event/backward``…) outside the exclusive breakdown:
-    total µs inside the kept steps and the mean per step."""
+    total µs inside the kept steps (the steps themselves, not the gaps between them: an event that
+    spans them all, ``event/epoch``, has a mean per step of at most the average step) and the mean
+    per step."""
     ev = trace.events
     rows = np.flatnonzero(trace.name_mask(lambda s: s.startswith(COMPOSER_EVENT_PREFIX) and s != COMPOSER_BATCH
                                          and not s.startswith("event/dataloader")))
     if len(rows) == 0 or len(steps) == 0:
         return []
-    lo, hi = steps.window
-    clipped = np.clip(ev.ts[rows] + ev.dur[rows], lo, hi) - np.clip(ev.ts[rows], lo, hi)
+    step_s, step_e = merge(np.asarray(steps.start, dtype=np.float64), np.asarray(steps.end, dtype=np.float64))
+    clipped = covered_in_windows(step_s, step_e, ev.ts[rows], ev.ts[rows] + ev.dur[rows])
     names, inv = np.unique(ev.name[rows], return_inverse=True)
     totals = np.bincount(inv, weights=clipped, minlength=len(names))
     out = [{"name": trace.strings[n], "total_us": float(t), "mean_per_step_us": float(t) / len(steps)}

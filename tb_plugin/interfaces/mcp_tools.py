@@ -194,9 +194,8 @@ class Tools:
         summary = report.distributed_summary(result)
         if summary is None:
             return _plain({"run": run, "span": span, "reason": result["reason"], "messages": result["messages"],
-                           "link": link})
-        collectives = queries.top_rows(summary["collectives"], "transfer_us", limit,
-                                       list(summary["collectives"][0]) if summary["collectives"] else ["transfer_us"])
+                           "notes": result.get("notes", []), "link": link})
+        collectives = queries.top_rows(summary["collectives"], "transfer_us", limit, list(report.COLLECTIVE_COLUMNS))
         return _plain(dict(summary, run=run, span=span, ranks=summary["ranks"][:max(limit, 64)],
                            ranks_total=len(summary["ranks"]), collectives=collectives,
                            arrivals=sorted(summary["arrivals"], key=lambda e: -e["wait_total_us"])[:limit],

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..api.routes import MEMORY_STAT_COLUMNS
 from ..registry import report
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
@@ -85,7 +86,7 @@ class Trace:
 
     def steps(self):
         """One row per step: bounds and the eight breakdown categories (µs), as the Overview's chart."""
-        return table(self.overview()["steps"])
+        return table(self.overview()["steps"], queries.STEP_COLUMNS)
 
     def operators(self, group_by: str = "name"):
         """The Operator tab's table: per operator (``group_by="name"``), per operator and input shapes
@@ -111,13 +112,14 @@ class Trace:
         """``devices``: per memory device its peak allocated bytes (and when, µs) and peak reserved bytes;
         ``top_operators``: the operators that allocate most (bytes) — the report's ``memory`` section."""
         doc = self.views.memory_summary()
-        return {"devices": table(doc["devices"]), "top_operators": table(doc["top_operators"])}
+        return {"devices": table(doc["devices"], queries.MEMORY_DEVICE_COLUMNS),
+                "top_operators": table(doc["top_operators"], queries.MEMORY_TOP_COLUMNS)}
 
     def memory_stats(self, device: str = "GPU0"):
         """The Memory tab's per-operator table of one device (``"GPU0"``, ``"CPU"``): allocations, bytes."""
         if device not in self.views.memory_devices():
             raise Invalid(f"device must be one of {', '.join(self.views.memory_devices()) or '(none: no memory events)'}")
-        return table(self.views.memory_stats(device))
+        return table(self.views.memory_stats(device), MEMORY_STAT_COLUMNS)
 
     def insights(self) -> dict[str, Any]:
         """The Insights tab's document: ``idle`` (GPU idle time split into host wait, short gaps and
@@ -203,7 +205,8 @@ class Run:
     def files(self):
         """One row per trace file: ``worker``, ``span``, ``path``, ``size_bytes``, ``state``."""
         return table([{"worker": st.worker, "span": st.span, "path": st.entry.rel, "size_bytes": st.entry.size,
-                       "state": st.state} for st in self.registry.files() if st.run == "."])
+                       "state": st.state} for st in self.registry.files() if st.run == "."],
+                     queries.FILE_COLUMNS)
 
     def trace(self, worker: str | None = None, span: str | int | None = None) -> Trace:
         """One worker's span, loaded (defaults: the first worker, span 1)."""
@@ -218,8 +221,9 @@ class Run:
         summary = report.distributed_summary(result)
         if summary is None:
             return {"reason": result["reason"], "messages": result["messages"]}
-        return dict(summary, ranks=table(summary["ranks"]), collectives=table(summary["collectives"]),
-                    arrivals=table(summary["arrivals"]))
+        return dict(summary, ranks=table(summary["ranks"], list(report.RANK_COLUMNS)),
+                    collectives=table(summary["collectives"], list(report.COLLECTIVE_COLUMNS)),
+                    arrivals=table(summary["arrivals"], list(report.ARRIVAL_COLUMNS)))
 
 
     def critical_path(self, span: str | int = "1") -> "PathFrames":
@@ -281,5 +285,6 @@ def diff(base: Trace, exp: Trace) -> dict[str, Any]:
     s = doc["steps"]
     steps = [{"category": key, "baseline_us": s["baseline"][key], "experiment_us": s["experiment"][key],
               "delta_us": s["delta"][key], "relative_pct": s["relative_pct"][key]} for key in s["baseline"]]
-    return {"steps": table(steps), "operators": table([_flatten(r) for r in doc["operators"]]),
-            "kernels": table(doc["kernels"]), "thresholds": doc["thresholds"]}
+    return {"steps": table(steps, queries.DIFF_STEP_COLUMNS),
+            "operators": table([_flatten(r) for r in doc["operators"]], queries.DIFF_OPERATOR_COLUMNS),
+            "kernels": table(doc["kernels"], queries.DIFF_KERNEL_COLUMNS), "thresholds": doc["thresholds"]}

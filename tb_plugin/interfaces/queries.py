@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..api import paging
+from ..analysis.diff import OPERATOR_FIELDS
+from ..analysis.overview import CATEGORY_KEYS
 from ..api.routes import KERNEL_COLUMNS, OPERATOR_COLUMNS
 from ..registry import report
 
@@ -69,6 +71,18 @@ def top_rows(rows: list[dict], sort: str, limit: int, columns: list[str]) -> dic
     return {"sort": sort, "rows_total": len(rows), "rows": ranked,
             "rest": {"rows": max(0, len(rows) - limit), sort: other[0] if other else 0}}
 
+
+# the columns of the notebook's other tables, so an empty table still has them (µs, bytes)
+STEP_COLUMNS = ["step", "start_us", "end_us", "total_us", *CATEGORY_KEYS]
+MEMORY_DEVICE_COLUMNS = ["device", "peak_allocated_bytes", "peak_allocated_ts", "peak_reserved_bytes"]
+MEMORY_TOP_COLUMNS = ["name", "size_increase_bytes", "allocation_bytes", "allocations"]
+FILE_COLUMNS = ["worker", "span", "path", "size_bytes", "state"]
+DIFF_STEP_COLUMNS = ["category", "baseline_us", "experiment_us", "delta_us", "relative_pct"]
+DIFF_OPERATOR_COLUMNS = ["name", "path", "status", "change_us", "change_pct", "reason", "compared", "has_children",
+                         *(f"{side}_{k}" for side in ("baseline", "experiment", "delta") for k in OPERATOR_FIELDS),
+                         "cumulative_delta_us"]
+DIFF_KERNEL_COLUMNS = ["name", "baseline_calls", "experiment_calls", "baseline_us", "experiment_us",
+                       "baseline_per_step_us", "experiment_per_step_us", "delta_per_step_us", "status"]
 
 MODULE_COLUMNS = ["path", "name", "depth", "occurrences", "operators", "host_self_us", "host_total_us",
                   "device_self_us", "device_total_us", "graph_replay_self_us"]

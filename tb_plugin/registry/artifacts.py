@@ -247,7 +247,7 @@ class ArtifactLoading:
                         continue
                     values = snapshot_attribution.active_track(art.views.wall_active(device), trace, t0 + base,
                                                                  t1 + base, bins)
-                    out.append({"name": f"GPU{device} snapshot active ({art.entry.name})", "unit": "bytes",
+                    out.append({"name": f"GPU {device} snapshot active ({art.entry.name})", "unit": "bytes",
                                 "values": values, "snapshot": art.entry.rel})
             except Exception:  # a snapshot's problem never breaks the trace's timeline
                 logger.exception("snapshot track of %s failed", art.entry.rel)

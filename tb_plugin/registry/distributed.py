@@ -43,7 +43,7 @@ class Distributed:
         (``executor`` / ``$KINETOSCOPE_EXECUTOR``), else to the local process pool when they are
         enough for one (:meth:`LocalExecutor.pool_size`: only their summaries come back, and their
         parses go to the parse cache), else are loaded here."""
-        states, ranks, messages = self._ranks(run, span)
+        states, ranks, messages, guessed = self._ranks(run, span)
         spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
         # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
         # reason: why there is no view (null with one); the files' own failures are in messages
@@ -51,8 +51,10 @@ class Distributed:
                "ranks_loaded": len(ranks), "reason": None}
         if len(ranks) < 2:  # one rank: no comparison, but its own groups and critical path
             own = distributed_analysis.single_rank_view(ranks[0][0], ranks[0][1], ranks[0][2]) if ranks else None
+            # one rank compares with nothing: how its rank was read is a note, not a warning
             return dict(out, reason=no_view_reason(span, len(states), len(ranks)), view=None, messages=messages,
-                        single_rank=own)
+                        notes=guessed, single_rank=own)
+        messages = guessed + messages
         view = distributed_analysis.combine_ranks(ranks)
         messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
         if view["instances"]["total"] == 0:
@@ -64,7 +66,7 @@ class Distributed:
         """The critical path on one loaded file's timeline (:func:`analysis.critical_path_overlay.rank_overlay`):
         across the run's loaded ranks at its span, or its own path when it is the only one; with
         ``rank``, ``worker`` and ``messages`` (ranks that did not load)."""
-        _, ranks, messages = self._ranks(state.run, state.span)
+        _, ranks, messages, guessed = self._ranks(state.run, state.span)
         mine = [r for r in ranks if r[1] == state.worker]
         if not mine:  # it loaded for the timeline but not as a rank: its own path
             self._rank_aggregate(state)
@@ -74,10 +76,12 @@ class Distributed:
         rank = mine[0][0]
         trace = self.views(state).trace
         return dict(critical_path_overlay.rank_overlay(ranks, rank, trace), rank=rank, worker=state.worker,
-                    messages=messages if len(ranks) > 1 else [])  # one rank: how its rank was read is noise
+                    messages=guessed + messages if len(ranks) > 1 else [])  # one rank: how its rank was read is noise
 
-    def _ranks(self, run: str, span: str) -> tuple[list[FileState], list[tuple[int, str, dict]], list[str]]:
-        """The run's files at ``span``, its loaded ranks ``(rank, worker, aggregate)`` and messages."""
+    def _ranks(self, run: str, span: str) -> tuple[list[FileState], list[tuple[int, str, dict]], list[str], list[str]]:
+        """The run's files at ``span``, its loaded ranks ``(rank, worker, aggregate)``, messages, and
+        per rank without ``distributedInfo`` where its rank was read instead."""
+        guessed: list[str] = []
         states = sorted((st for st in self.files() if st.run == run and st.span == span), key=lambda s: s.worker)
         messages = []
         failed: dict[str, str] = {}
@@ -105,12 +109,12 @@ class Distributed:
             agg = st.aggregate["distributed"]
             rank, source = distributed_analysis.rank_of_info(agg["distributed_info"], st.worker, position)
             if source != "distributedInfo":
-                messages.append(f"{st.worker}: no distributedInfo; rank {rank} taken from the {source}")
+                guessed.append(f"{st.worker}: no distributedInfo; rank {rank} taken from the {source}")
             ranks.append((rank, st.worker, agg))
         if len({r for r, _, _ in ranks}) < len(ranks):
             messages.append("two files claim the same rank: ranks are compared in worker order instead")
             ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
-        return states, ranks, messages
+        return states, ranks, messages, guessed
 
     def _rank_aggregate(self, st: FileState) -> None:
         """Load this file (if not loaded) and set its distributed aggregate (its views' ``rank_reduce``,

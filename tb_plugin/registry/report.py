@@ -103,7 +103,27 @@ def operator_stacks(views, group_by: str, key: int) -> dict[str, Any] | None:
     stacks = stacks[:MAX_STACKS]  # the rest is counted, not sent
     for s in stacks:
         s["frames"] = [parse_frame(f) for f in s.pop("text").split("\n")[:MAX_FRAMES]] if s.get("text") else []
+    for s, at in zip(stacks, differing_frames([[f["text"] for f in s["frames"]] for s in stacks])):
+        s["differs_at"] = at
     return {"stacks": stacks, "total_stacks": total}
+
+
+def differing_frames(stacks: list[list[str]]) -> list[int | None]:
+    """Per stack (frames outermost first), the index of the frame where it parts from the stacks
+    that end in the same innermost frame (walking outwards), so two stacks that look alike by their
+    last frame can be told apart; None when its innermost frame is its own, or when it is all the
+    inner part of another stack. Neighbours in the sorted innermost-first order share the longest
+    common inner part."""
+    inner_first = [tuple(reversed(f)) for f in stacks]
+    order = sorted(range(len(stacks)), key=inner_first.__getitem__)
+    shared = [0] * len(stacks)
+    for a, b in zip(order, order[1:]):
+        x, y = inner_first[a], inner_first[b]
+        n = 0
+        while n < len(x) and n < len(y) and x[n] == y[n]:
+            n += 1
+        shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
+    return [len(f) - 1 - k if 0 < k < len(f) else None for f, k in zip(stacks, shared)]
 
 
 def memory_document(views, start_us: float | None, end_us: float | None, width_px: int) -> dict[str, Any]:
@@ -166,6 +186,13 @@ def worker_entry(registry, st) -> dict[str, Any]:
     return entry
 
 
+# the distributed section's tables (µs, bytes, GB/s)
+RANK_COLUMNS = ("rank", "worker", "computation_us", "overlap_us", "communication_us", "other_us", "transfer_us", "sync_us")
+COLLECTIVE_COLUMNS = ("name", "calls", "bytes", "calls_without_bytes", "group_size", "transfer_us", "sync_us",
+                      "algbw_gbps", "busbw_gbps", "bus_factor")
+ARRIVAL_COLUMNS = ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler", "text")
+
+
 def distributed_summary(result: dict) -> dict[str, Any] | None:
     """The report's ``distributed`` section from :meth:`RunRegistry.distributed` (None without a view)."""
     view = result["view"]
@@ -173,18 +200,14 @@ def distributed_summary(result: dict) -> dict[str, Any] | None:
         return None
     return {
         "world_size": view["world_size"],
-        "ranks": [{k: r[k] for k in ("rank", "worker", "computation_us", "overlap_us", "communication_us",
-                                     "other_us", "transfer_us", "sync_us")} for r in view["ranks"]],
-        "collectives": [{k: c.get(k) for k in ("name", "calls", "bytes", "calls_without_bytes", "group_size",
-                                               "transfer_us", "sync_us", "algbw_gbps", "busbw_gbps", "bus_factor")}
-                        for c in view["collectives"]],
+        "ranks": [{k: r[k] for k in RANK_COLUMNS} for r in view["ranks"]],
+        "collectives": [{k: c.get(k) for k in COLLECTIVE_COLUMNS} for c in view["collectives"]],
         "bandwidth_caveat": view.get("bandwidth_caveat"),
         "matching": {k: view["matching"][k] for k in ("method", "by_type")},
         "stragglers": view["stragglers"],
         "groups": [group_summary(g) for g in view["groups"]],
         # the evidence: per rank, how often it arrived last and how long the others waited for it
-        "arrivals": [{k: e[k] for k in ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler",
-                                        "text")} for e in view["arrivals"]],
+        "arrivals": [{k: e[k] for k in ARRIVAL_COLUMNS} for e in view["arrivals"]],
         "messages": result["messages"],
     }
 

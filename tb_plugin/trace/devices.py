@@ -21,6 +21,13 @@ DEVICE_TYPE_NAMES: dict[int, str] = {
 }
 
 
+def device_name(label: str) -> str:
+    """A device label as every view names the device (the GPU summary, timeline tracks, advice):
+    ``"GPU0"`` → ``"GPU 0"``, ``"XPU1"`` → ``"XPU 1"``; ``"CPU"`` and other labels unchanged."""
+    head = label.rstrip("0123456789")
+    return f"{head.rstrip()} {label[len(head):]}" if head and len(head) < len(label) else label
+
+
 def memory_device_label(device_type: int, device_id: int, sep: str = "") -> str | None:
     """``"CPU"``, ``"GPU0"`` (CUDA or HIP), ``"XPU1"``…; ``None`` when the type cannot be placed.
     ``sep`` goes between the prefix and the index (``"GPU 0"`` for counter tracks)."""

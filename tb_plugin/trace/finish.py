@@ -11,6 +11,7 @@ from . import jsonsafe
 from .categories import CUPTI_RANGE_CATEGORY, Kind, is_composer_trainer_event, kind_of_category
 from .devices import unplaceable_warning
 from .heap import release_freed_memory
+from .names import strip_addresses
 from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace, compact_column, held_bytes
 from .events import _float_column, _int_column
 
@@ -57,6 +58,11 @@ class Finishing:
         unplaced = unplaceable_warning(memory.device_type) if len(memory) else None
         if unplaced:
             warnings.append(unplaced)
+        # names that differ only in an object's address (`<... object at 0x7f…>`) are one name
+        if strip_addresses(self.strings):
+            canon = self._canonical_ids()
+            for key in ("name", "call_stack"):
+                cols[key] = canon[cols[key]]
         # pid/tid 25738 and "25738" name the same thread: one id per text
         canon = self._canonical_ids()
         for table in (cols, memory.columns, flows.columns):

@@ -162,3 +162,16 @@ def format_duration(us: float) -> str:
     if a < 1_000_000:
         return f"{fixed(us / 1000, 2)} ms"
     return f"{fixed(us / 1_000_000, 2)} s"
+
+
+def wait_spans_ready(base: str, count: int, polls: int = 1200) -> dict:
+    """The ``runs`` document by run name once the logdir lists ``count`` spans, all ready (waits up
+    to ``polls`` × 0.25 s)."""
+    runs: dict = {}
+    for _ in range(polls):
+        runs = {r["name"]: r for r in api(base, "runs")["runs"]}
+        spans = [s for r in runs.values() for w in r["workers"] for s in w["spans"]]
+        if len(spans) == count and all(s["state"] == "ready" for s in spans):
+            return runs
+        time.sleep(0.25)
+    raise TimeoutError(runs)

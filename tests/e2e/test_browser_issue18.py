@@ -13,7 +13,7 @@ import pytest
 
 from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
+from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, wait_spans_ready
 
 ROCM = "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 CPU = "worker0.1795324943899052487.pt.trace.json"
@@ -32,18 +32,6 @@ def logdir(tmp_path_factory):
     return root
 
 
-def _wait_ready(base: str) -> dict:
-    import time
-
-    for _ in range(600):
-        runs = {r["name"]: r for r in api(base, "runs")["runs"]}
-        spans = [s for r in runs.values() for w in r["workers"] for s in w["spans"]]
-        if len(spans) == 3 and all(s["state"] == "ready" for s in spans):
-            return runs
-        time.sleep(0.3)
-    raise TimeoutError(runs)
-
-
 def _go(frame, run: str, runs: dict, view: str | None = None) -> None:
     sel = {"run": run}
     if runs[run]["workers"]:
@@ -56,7 +44,7 @@ def _go(frame, run: str, runs: dict, view: str | None = None) -> None:
 
 def test_issue18_items_in_the_browser(browser, logdir, tmp_path, artifacts):
     with tensorboard(logdir, tmp_path) as base:
-        runs = _wait_ready(base)
+        runs = wait_spans_ready(base, 3)
         page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": 1000}))
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)

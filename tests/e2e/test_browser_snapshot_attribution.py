@@ -59,6 +59,6 @@ def test_alive_at_the_peak_card_and_counter_track(browser, tmp_path, artifacts):
         frame.wait_for_function(f"() => {HOOK} && {HOOK}.firstPaintMs !== null", timeout=60_000)
         frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
         names = {r["name"]: r["unit"] for r in frame.evaluate(f"{HOOK}.counterRows()")}
-        assert names.get("GPU0 snapshot active (rank0_memory_snapshot.pickle)") == "bytes", names
+        assert names.get("GPU 0 snapshot active (rank0_memory_snapshot.pickle)") == "bytes", names
         page.screenshot(path=str(artifacts / "snapshot_counter_track.png"), full_page=True)
         page.close()

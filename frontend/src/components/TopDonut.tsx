@@ -5,6 +5,7 @@ import type { Theme } from "../hooks/useTheme";
 import { formatDuration, formatPct } from "../util/format";
 import { Card } from "./Card";
 import { EChart } from "./EChart";
+import { ElidedName } from "./ElidedName";
 
 interface TopDonutProps {
   title: string;
@@ -31,7 +32,7 @@ export function TopDonut({ title, items, theme, testId, colors, legend = 5 }: To
             {colored.slice(0, legend).map((it, i) => (
               <li key={i} title={`${it.name}: ${formatDuration(it.value)}`}>
                 <span className="swatch" style={{ background: it.color }} />
-                <span className="donut-legend-name">{it.name}</span>
+                <ElidedName text={it.name} className="donut-legend-name" />
                 <span className="donut-legend-value">{formatPct(it.pct, 1)}</span>
               </li>
             ))}

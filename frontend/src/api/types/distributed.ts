@@ -188,6 +188,8 @@ export interface DistributedResponse {
   /** ADDED (issue 16): why `view` is null, as a code the UI words; null with a view. */
   reason_code?: "no_file" | "one_file" | "ranks_failed" | null;
   messages: string[];
+  /** With one loaded rank: how its rank was read (no distributedInfo), a note rather than a warning. */
+  notes?: string[];
   view: DistributedData | null;
   /** ADDED (issue 20): with one loaded rank (view null), that rank's own process groups and critical path; null otherwise, absent from older servers. */
   single_rank?: SingleRank | null;

@@ -65,6 +65,8 @@ export interface OperatorStack {
   device_self_us: number;
   device_total_us: number;
   frames: StackFrame[];
+  /** Index in `frames` where this stack parts from stacks ending in the same innermost frame. */
+  differs_at?: number | null;
 }
 
 export interface OperatorStacksReady {

@@ -60,6 +60,9 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
             </Notice>
           ))
         : null}
+      {(data?.notes ?? []).map((m, i) => (
+        <Notice key={`note-${i}`}>{m}</Notice>
+      ))}
       {data && data.view === null ? (
         <div data-testid="distributed-null">
           <Notice>{noViewReason(data)}</Notice>

@@ -14,14 +14,16 @@ import { openView } from "../distributed/openView";
 import { Stat } from "./Stat";
 import { useDistributedStyles } from "../distributed/useDistributedStyles";
 
-/** The Overview's compact Insights: idle per GPU, launch delay p50/p95 and its split, exposed bar, recommendations. */
-export function InsightsCard({ selection }: { selection: Selection }) {
+/** The Overview's compact Insights: idle per GPU, launch delay p50/p95 and its split, exposed bar,
+ * recommendations. ``recommendedAbove``: the Overview's own Recommendations card is shown; without it
+ * and without recommendations here, this card says there are none. */
+export function InsightsCard({ selection, recommendedAbove = false }: { selection: Selection; recommendedAbove?: boolean }) {
   useDistributedStyles();
   const state = useRemote<InsightsReady>(insightsUrl(selection));
   return (
     <Card title={<InfoTooltip label="Insights" text={INSIGHT_DEFS.idle} />} testId="insights-card">
       {state.kind === "ready" ? (
-        <InsightsSummary data={state.data} />
+        <InsightsSummary data={state.data} recommendedAbove={recommendedAbove} />
       ) : state.kind === "fetch-error" || state.kind === "file-error" ? (
         // A secondary card: its failure is a quiet line, not an error card competing with the file's own.
         <p className="muted" data-testid="insights-card-error">
@@ -34,8 +36,19 @@ export function InsightsCard({ selection }: { selection: Selection }) {
   );
 }
 
-function InsightsSummary({ data }: { data: InsightsReady }) {
-  if (!hasDeviceActivity(data)) return <NoDeviceActivity />;
+function InsightsSummary({ data, recommendedAbove }: { data: InsightsReady; recommendedAbove: boolean }) {
+  const none = recommendedAbove ? null : (
+    <p className="muted" data-testid="no-recommendations">
+      No recommendations for this trace.
+    </p>
+  );
+  if (!hasDeviceActivity(data))
+    return (
+      <>
+        <NoDeviceActivity />
+        {none}
+      </>
+    );
   return (
     <>
       {data.idle.gpus.map((g) => (
@@ -61,7 +74,9 @@ function InsightsSummary({ data }: { data: InsightsReady }) {
             <li key={i}>{text}</li>
           ))}
         </ul>
-      ) : null}
+      ) : (
+        none
+      )}
       <div className="insights-card-foot">
         <button type="button" className="link-button" data-testid="open-insights" onClick={() => openView("insights")}>
           Open the Insights tab ›

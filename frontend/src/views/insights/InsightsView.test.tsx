@@ -110,4 +110,14 @@ describe("InsightsCard", () => {
     window.removeEventListener("hashchange", listener);
     expect(seen.at(-1)).toContain("view=insights");
   });
+
+  it("says there are no recommendations only when neither it nor the Overview has any", async () => {
+    requests = stubFetch(() => json({ ...insightsDlrm, recommendations: [] }));
+    const { unmount } = render(<InsightsCard selection={{ run: "job", worker: "w", span: "1" }} />);
+    expect((await screen.findByTestId("no-recommendations")).textContent).toBe("No recommendations for this trace.");
+    unmount();
+    render(<InsightsCard selection={{ run: "job", worker: "w", span: "1" }} recommendedAbove />);
+    await screen.findByTestId("exposed-bar");
+    expect(screen.queryByTestId("no-recommendations")).toBeNull();
+  });
 });

@@ -21,6 +21,7 @@ import { memoryCurveOption } from "./options";
 import { useMemoryStyles } from "./useMemoryStyles";
 import {  MemoryEvents, MemoryStats } from "./MemoryTables";
 import { testHooksEnabled } from "../../util/testHooks";
+import { deviceLabel } from "../../util/device";
 
 const CURVE_WIDTH_PX = 1600;
 
@@ -142,7 +143,7 @@ export function MemoryView({ selection, theme }: MemoryViewProps) {
           label="Device"
           testId="memory-device-select"
           value={deviceName}
-          options={devices.map((d) => ({ value: d.device, label: d.device }))}
+          options={devices.map((d) => ({ value: d.device, label: deviceLabel(d.device) }))}
           onChange={(v) => {
             setDevice(v);
             setSelected(null);
@@ -157,7 +158,7 @@ export function MemoryView({ selection, theme }: MemoryViewProps) {
           Reset range
         </button>
       </div>
-      <Card title={`Memory curve: ${deviceName}`}>
+      <Card title={`Memory curve: ${deviceLabel(deviceName ?? "")}`}>
         {dev.reconstructed ? (
           <Notice kind="warning">
             <span data-testid="memory-reconstructed">{RECONSTRUCTED_NOTICE}</span>

@@ -39,6 +39,11 @@ export function OperatorStacks({ selection, rowKey, groupBy, onGoto }: OperatorS
             <span className="stack-summary">
               {s.frames.length === 0 ? "(no call stack)" : (s.frames[s.frames.length - 1]?.text ?? "")}
             </span>
+            {s.differs_at != null && s.frames[s.differs_at] ? (
+              <span className="stack-differs" data-testid="stack-differs" title="The frame where this stack parts from the stacks ending in the same frame">
+                via <code>{s.frames[s.differs_at]?.text}</code>
+              </span>
+            ) : null}
             <span className="stack-stats muted">
               {formatNumber(s.calls)} calls · host self {formatDuration(s.host_self_us)} · host total{" "}
               {formatDuration(s.host_total_us)} · device self {formatDuration(s.device_self_us)} · device total{" "}

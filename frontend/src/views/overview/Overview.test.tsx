@@ -105,6 +105,12 @@ describe("Overview view", () => {
     expect(warnings.tagName).toBe("DETAILS");
   });
 
+  it("shows no Recommendations card when the Overview has none (the Insights card speaks for both)", () => {
+    render(<Overview data={{ ...overview, recommendations: [] }} theme="light" />);
+    expect(screen.queryByTestId("recommendations")).toBeNull();
+    expect(screen.queryByText("No recommendations for this trace.")).toBeNull();
+  });
+
   it("shows a card that fails to render as an error without blanking the others", () => {
     const broken = { ...overview, gpus: null as unknown as OverviewReady["gpus"] };
     const spy = vi.spyOn(console, "error").mockImplementation(() => undefined);

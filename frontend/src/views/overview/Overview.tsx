@@ -54,7 +54,7 @@ export function Overview({ data, theme }: OverviewProps) {
         <Recommendations items={data.recommendations} />
       </ErrorBoundary>
       <ErrorBoundary title="Insights failed to render">
-        <InsightsCard selection={{ run: data.run, worker: data.worker, span: data.span }} />
+        <InsightsCard selection={{ run: data.run, worker: data.worker, span: data.span }} recommendedAbove={data.recommendations.length > 0} />
       </ErrorBoundary>
     </div>
   );

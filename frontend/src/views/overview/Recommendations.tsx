@@ -1,20 +1,16 @@
 import { Card } from "../../components/Card";
 
-/** The server's recommendations, as plain text. */
+/** The server's step-level recommendations, as plain text. None: no card (the Insights card below
+ * says whether there is any recommendation at all, so the two never contradict each other). */
 export function Recommendations({ items }: { items: string[] }) {
+  if (items.length === 0) return null;
   return (
     <Card title="Recommendations">
-      {items.length === 0 ? (
-        <p className="muted" data-testid="recommendations">
-          No recommendations for this trace.
-        </p>
-      ) : (
-        <ul className="recommendations" data-testid="recommendations">
-          {items.map((text, i) => (
-            <li key={i}>{text}</li>
-          ))}
-        </ul>
-      )}
+      <ul className="recommendations" data-testid="recommendations">
+        {items.map((text, i) => (
+          <li key={i}>{text}</li>
+        ))}
+      </ul>
     </Card>
   );
 }

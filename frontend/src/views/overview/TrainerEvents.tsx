@@ -7,7 +7,7 @@ import { ColumnTable, type TableColumn } from "../../components/ColumnTable";
 
 const HELP =
   "Composer engine events (event/forward, event/backward, event/loss…). They overlap the step breakdown " +
-  "above and are not part of it: each row is the event's total time in the trace and its mean per step.";
+  "above and are not part of it: each row is the event's time inside the steps (not the gaps between them) and its mean per step.";
 
 const COLUMNS: TableColumn<TrainerEvent>[] = [
   { label: "Event", num: false, className: "name", cell: (e) => e.name },

@@ -7,6 +7,7 @@ import { PagedTable, type Column } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { formatBytes, formatPct } from "../../util/format";
+import { deviceLabel } from "../../util/device";
 
 interface RankPeaksProps {
   artifact: ArtifactRef;
@@ -30,7 +31,7 @@ export function RankPeaks({ artifact, onSelect }: RankPeaksProps) {
     { key: "rank", label: "Rank", render: (r) => `${r.rank}${r.rank === d.outlier_rank ? " (outlier)" : ""}` },
     { key: "peak_active_bytes", label: "Peak active", numeric: true, render: (r) => (r.peak_active_bytes === null ? r.state : formatBytes(r.peak_active_bytes)) },
     { key: "peak_to_median", label: "vs median", tooltip: "(peak / median of the ranks' peaks − 1) × 100", numeric: true, render: (r) => signedPct(r.peak_to_median) },
-    { key: "device", label: "Device", render: (r) => r.device ?? "–" },
+    { key: "device", label: "Device", render: (r) => (r.device ? deviceLabel(r.device) : "–") },
     { key: "path", label: "File", className: "name", render: (r) => <span className="cell-name">{r.path}</span> },
   ];
   return (

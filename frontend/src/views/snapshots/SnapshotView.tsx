@@ -25,6 +25,7 @@ import { RankPeaks } from "./RankPeaks";
 import { AlivePeak } from "./AlivePeak";
 import { MemProfilerLogView, MemProfilerStatsView } from "./MemProfilerView";
 import { SegmentsCard, TopAllocations } from "./SnapshotTables";
+import { deviceLabel } from "../../util/device";
 
 const KIND_LABEL: Record<string, string> = {
   snapshot: "snapshot",
@@ -41,6 +42,11 @@ function origin(a: ArtifactInfo): string {
   if (a.batch !== null && a.batch !== undefined) parts.push(`batch ${a.batch}`);
   if (a.trace) parts.push(`trace ${a.trace.worker}/${a.trace.span}`);
   return parts.length ? `, ${parts.join(", ")}` : "";
+}
+
+/** The picker's whole text of one artifact: path (kind, size, origin[, error]). */
+function artifactLabel(a: ArtifactInfo): string {
+  return `${a.path} (${KIND_LABEL[a.kind] ?? a.kind}, ${formatBytes(a.size_bytes)}${origin(a)}${a.state === "error" ? ", error" : ""})`;
 }
 
 const TIMELINE_WIDTH_PX = 1200;
@@ -69,12 +75,16 @@ export function SnapshotView({ run, artifacts, theme, onOpenTrace }: SnapshotVie
       <div className="mem-controls">
         <label className="selector">
           <span className="selector-label">Memory artifact</span>
-          <select data-testid="artifact-select" value={current.path} onChange={(e) => setPath(e.target.value)}>
+          <select
+            data-testid="artifact-select"
+            className="select-wide"
+            value={current.path}
+            title={artifactLabel(current)}
+            onChange={(e) => setPath(e.target.value)}
+          >
             {artifacts.map((a) => (
               <option key={a.path} value={a.path}>
-                {a.path} ({KIND_LABEL[a.kind] ?? a.kind}, {formatBytes(a.size_bytes)}
-                {origin(a)}
-                {a.state === "error" ? ", error" : ""})
+                {artifactLabel(a)}
               </option>
             ))}
           </select>
@@ -139,7 +149,7 @@ function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps
           </div>
           {snap.devices.map((d) => (
             <div key={d.device}>
-              <dt>Peak active bytes, {d.device}</dt>
+              <dt>Peak active bytes, {deviceLabel(d.device)}</dt>
               <dd data-testid={`snapshot-peak-${d.device}`} title={`${d.peak_active_bytes} bytes`}>
                 {formatBytes(d.peak_active_bytes)} ({formatNumber(d.peak_active_bytes)} B)
                 {d.peak_time !== null ? ` at ${formatSnapshotTime(d.peak_time, snap.time_unit)}` : ""}
@@ -164,7 +174,7 @@ function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps
             label="Device"
             testId="snapshot-device-select"
             value={dev?.device ?? ""}
-            options={devNames.map((d) => ({ value: d, label: d }))}
+            options={devNames.map((d) => ({ value: d, label: deviceLabel(d) }))}
             onChange={setDeviceName}
           />
         ) : null}
@@ -180,7 +190,7 @@ function SnapshotDetail({ artifact, theme, info, onSelect }: SnapshotDetailProps
               <li key={i}>
                 {[a.stage, a.name].filter(Boolean).join(" ")}
                 {typeof a.time_us === "number" ? ` @ ${formatNumber(a.time_us)} µs` : ""}
-                {typeof a.device === "number" ? ` (GPU${a.device})` : ""}
+                {typeof a.device === "number" ? ` (GPU ${a.device})` : ""}
               </li>
             ))}
           </ul>
