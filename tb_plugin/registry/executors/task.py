@@ -53,6 +53,8 @@ class RankJob:
     aggregate: bool = True  # False: only parse into the cache (the background loader's warm-up)
     tables: bool = False  # also the report's per-worker tables
     progress_slot: int = -1  # where this job's parse progress (0..1) goes in the pool's shared array
+    kind: str = "trace"  # "flight_recorder": read the dumps of ``batch`` instead (.dump_task)
+    batch: tuple = ()  # (key, url, size) of each dump file of a "flight_recorder" job
 
 
 #: the process pool's shared progress array (a ``RawArray("d")``; :func:`init_progress`), or None
@@ -90,6 +92,10 @@ class RankResult:
 
 def reduce_rank(job: RankJob) -> RankResult:
     """Read, parse and reduce one file (see the module docstring). Never raises."""
+    if job.kind == "flight_recorder":
+        from .dump_task import read_dump_batch
+
+        return read_dump_batch(job)
     started = time.perf_counter()
     result = RankResult(key=job.key, where=f"{socket.gethostname()}:{os.getpid()}")
     try:

@@ -1,0 +1,320 @@
+"""PyTorch flight-recorder dumps (the per-rank ring buffer of collectives that NCCL, and Gloo in recent
+versions, write on a timeout) read into compact per-rank records.
+
+A dump is recognized by its content, never its name (:func:`~tb_plugin.storage.sniff.looks_like_flight_recorder`):
+a pickle (protocols 2–5) or a JSON object of a dict with ``version`` and ``pg_config`` or ``entries``. Pickles are read by
+the restricted reader of allocator snapshots (:func:`~.unpickle.restricted_loads`: containers and
+scalars only, every global refused), in a child process (:func:`read_pickles`): a job's many small
+dumps share one child, and a dump that crashes it or runs past its time limit
+(:func:`~.isolated.time_limit_s`) is that file's error; the child is started again for the others.
+JSON is read here by orjson (no code, bounded nesting).
+
+:func:`extract` turns the dump's dict into a :data:`Record`, plain JSON-able columns (one list per
+field, one item per entry)::
+
+    {"version": str, "rank": int | None, "rank_from": "field" | "name" | None,
+     "pg_config": {name: {"desc": str, "ranks": [int] | None}},
+     "pg_status": {pg_id (str): [last enqueued, started, completed]  (collective seq ids, -1: none)},
+     "entries": {"record_id", "pg_id", "seq", "p2p_seq", "is_p2p", "created_ns", "started_ns",
+                 "completed_ns" (ns; None: not recorded), "timeout_ms", "stack" (index in "stacks" or -1),
+                 and, as indices into "vocab"[column]: "pg_name", "pg_desc", "op", "state",
+                 "sizes" (input and output sizes as JSON text), "dtypes" (same)},
+     "vocab": {column: [distinct values]}, "stacks": [["name (file:line)", ...], ...]}
+
+Every string is cut to :data:`MAX_TEXT` characters and every value of the wrong type becomes None,
+so a hostile dump gives odd values, never an exception beyond its own file.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import struct
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Iterable
+
+import orjson
+
+import numpy as np
+
+from ..storage.sniff import looks_like_flight_recorder as looks_like_dump  # noqa: F401 - the recognizer
+from .isolated import time_limit_s
+from .unpickle import RefusedPickle, restricted_loads
+
+MAX_TEXT = 200  # characters kept of any string from a dump (names, ops, frames)
+MAX_FRAMES = 32  # frames kept per entry (innermost first, as recorded)
+STATES = ("scheduled", "started", "completed")
+CODED = ("pg_name", "pg_desc", "op", "state", "sizes", "dtypes")  # entry columns kept as indices into "vocab"
+_TRAILING_NUMBER = re.compile(r"(\d{1,9})(?:\.[A-Za-z]+)?$")
+_LEN = struct.Struct("<Q")
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+Record = dict  # the compact per-rank dump (see the module docstring)
+
+
+class DumpError(Exception):
+    """The file is not a readable flight-recorder dump. The message is shown as is."""
+
+
+def rank_from_name(name: str) -> int | None:
+    """The trailing number of a file name (``nccl_trace_rank_12`` → 12, ``fr_rank_3.json`` → 3)."""
+    m = _TRAILING_NUMBER.search(name)
+    return int(m.group(1)) if m else None
+
+
+def _text(value) -> str | None:
+    return value[:MAX_TEXT] if isinstance(value, str) else None
+
+
+def _int(value) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value if -(1 << 63) <= value < (1 << 63) else None
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
+        return int(value)
+    return None
+
+
+def _ranks(value) -> list[int] | None:
+    """``pg_config``'s ranks: a list of ints or its text (``"[0, 1]"``); None when unknown or empty."""
+    if isinstance(value, str):
+        value = [_int(v) for v in value.strip("[] ").split(",") if v.strip()] if len(value) < 1 << 20 else None
+    if not isinstance(value, (list, tuple)):
+        return None
+    ranks = sorted({v for v in (_int(v) for v in value) if v is not None and 0 <= v < 1 << 24})
+    return ranks or None
+
+
+def _json_text(value) -> str:
+    """Sizes or dtypes as compact JSON text (the key that mismatches compare); ``?`` when unreadable."""
+    try:
+        return orjson.dumps(value).decode()[:MAX_TEXT]
+    except (TypeError, orjson.JSONEncodeError):
+        return "?"
+
+
+def _stack(frames, stacks: dict[tuple, int]) -> int:
+    if not isinstance(frames, list) or not frames:
+        return -1
+    lines = []
+    for f in frames[:MAX_FRAMES]:
+        if isinstance(f, dict):
+            lines.append(f"{_text(f.get('name')) or '?'} ({_text(f.get('filename')) or '?'}:{_int(f.get('line')) or 0})")
+    key = tuple(lines)
+    return stacks.setdefault(key, len(stacks)) if key else -1
+
+
+def extract(dump: Any, name: str = "") -> Record:
+    """The :data:`Record` of a loaded dump (a dict); ``name``: the file name, for the rank when the
+    dump has no ``rank``. Raises :class:`DumpError` when ``dump`` is not a flight-recorder dump."""
+    if not isinstance(dump, dict) or "version" not in dump or not ("entries" in dump or "pg_config" in dump):
+        raise DumpError("not a flight-recorder dump: expected a dict with 'version' and 'entries' or 'pg_config'")
+    rank, rank_from = _int(dump.get("rank")), "field"
+    if rank is None:
+        rank, rank_from = rank_from_name(name), "name"
+    if rank is None:
+        rank_from = None
+    pg_config = {}
+    raw_config = dump.get("pg_config")
+    for key, cfg in (raw_config.items() if isinstance(raw_config, dict) else ()):
+        if isinstance(key, (str, int)) and isinstance(cfg, dict):
+            pg_config[str(key)[:MAX_TEXT]] = {"desc": _text(cfg.get("desc")) or "", "ranks": _ranks(cfg.get("ranks"))}
+    pg_status = {}
+    raw_status = dump.get("pg_status")
+    for key, st in (raw_status.items() if isinstance(raw_status, dict) else ()):
+        if isinstance(key, (str, int)) and isinstance(st, dict):
+            got = [_int(st.get(k)) for k in ("last_enqueued_collective", "last_started_collective",
+                                              "last_completed_collective")]
+            pg_status[str(key)[:MAX_TEXT]] = [-1 if v is None else v for v in got]
+    raw = dump.get("entries")
+    entries = [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
+    cols: dict[str, list] = {k: [] for k in ("record_id", "pg_id", "pg_name", "pg_desc", "seq", "p2p_seq", "op",
+                                             "is_p2p", "state", "created_ns", "started_ns", "completed_ns",
+                                             "timeout_ms", "sizes", "dtypes", "stack")}
+    stacks: dict[tuple, int] = {}
+    vocab: dict[str, dict] = {k: {} for k in CODED}
+    names, descs, ops, states = (vocab[k] for k in ("pg_name", "pg_desc", "op", "state"))
+    sizes, dtypes = vocab["sizes"], vocab["dtypes"]
+    for e in entries:  # the per-rank parse: one pass over this file's entries
+        pg = e.get("process_group")
+        pg = pg if isinstance(pg, (list, tuple)) else ()
+        cols["record_id"].append(_int(e.get("record_id")))
+        cols["pg_id"].append(_int(e.get("pg_id")))
+        cols["pg_name"].append(names.setdefault(_text(pg[0]) if len(pg) > 0 else None, len(names)))
+        cols["pg_desc"].append(descs.setdefault(_text(pg[1]) if len(pg) > 1 else None, len(descs)))
+        cols["seq"].append(_int(e.get("collective_seq_id")))
+        cols["p2p_seq"].append(_int(e.get("p2p_seq_id")))
+        cols["op"].append(ops.setdefault(_text(e.get("profiling_name")), len(ops)))
+        cols["is_p2p"].append(e.get("is_p2p") is True)
+        state = e.get("state")
+        cols["state"].append(states.setdefault(state if state in STATES else None, len(states)))
+        cols["created_ns"].append(_int(e.get("time_created_ns")))
+        cols["started_ns"].append(_int(e.get("time_discovered_started_ns")) or None)  # 0 in JSON: not recorded
+        cols["completed_ns"].append(_int(e.get("time_discovered_completed_ns")) or None)
+        cols["timeout_ms"].append(_int(e.get("timeout_ms")))
+        key = _json_text([e.get("input_sizes"), e.get("output_sizes")])
+        cols["sizes"].append(sizes.setdefault(key, len(sizes)))
+        key = _json_text([e.get("input_dtypes"), e.get("output_dtypes")])
+        cols["dtypes"].append(dtypes.setdefault(key, len(dtypes)))
+        cols["stack"].append(_stack(e.get("frames"), stacks))
+    return {"version": _text(dump.get("version")) if not isinstance(dump.get("version"), (int, float)) else
+            str(dump.get("version")), "rank": rank, "rank_from": rank_from, "pg_config": pg_config,
+            "pg_status": pg_status, "entries": cols, "vocab": {k: list(v) for k, v in vocab.items()},
+            "stacks": [list(s) for s in stacks]}
+
+
+def to_columns(record: Record) -> Record:
+    """``record`` with its entry columns as numpy arrays (int64, -1 for None; times float64 ns, NaN for
+    None; ``is_p2p`` bool): a job's many records stay compact (no Python object per value)."""
+    cols = record["entries"]
+    out = {}
+    for k, values in cols.items():
+        if isinstance(values, np.ndarray):
+            out[k] = values
+        elif k.endswith("_ns"):
+            out[k] = np.array(values, dtype=np.float64)
+        elif k == "is_p2p":
+            out[k] = np.array(values, dtype=bool)
+        else:
+            out[k] = np.array([-1 if v is None else v for v in values] if None in values else values, dtype=np.int64)
+    return dict(record, entries=out)
+
+
+def read_json(data: bytes, name: str = "") -> Record:
+    """The :data:`Record` of a dump in its JSON form."""
+    try:
+        dump = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DumpError(f"not readable JSON: {exc}") from None
+    return extract(dump, name)
+
+
+def _parse_one(data: bytes, name: str) -> Record:
+    """Load and extract one dump: JSON here, a pickle with the restricted reader (call it in the child)."""
+    if data[:1] == b"\x80":
+        try:
+            return extract(restricted_loads(data), name)
+        except RefusedPickle as exc:
+            raise DumpError(str(exc)) from None
+    return read_json(data, name)
+
+
+def read_pickles(files: Iterable[tuple[str, bytes]]) -> dict[str, Record | DumpError]:
+    """Each ``(name, bytes)`` read in one child process: name → :data:`Record`, or the file's
+    :class:`DumpError`. JSON dumps are read here. A pickle that crashes the child or runs past its
+    time limit is its own error; the child is started again for the rest."""
+    out: dict[str, Record | DumpError] = {}
+    pending: list[tuple[str, bytes]] = []
+    for name, data in files:
+        if data[:1] == b"\x80":
+            pending.append((name, data))
+        else:
+            try:
+                out[name] = read_json(data, name)
+            except DumpError as exc:
+                out[name] = exc
+    while pending:
+        answered = _run_child(pending, out)
+        if answered < len(pending):  # the child died or timed out on this file
+            name, data = pending[answered]
+            if name not in out:
+                out[name] = DumpError("reading this pickle crashed the reader or ran out of time: it is not a "
+                                      "flight-recorder dump (a hostile or corrupt file?)")
+            answered += 1
+        pending = pending[answered:]
+    return out
+
+
+def _run_child(files: list[tuple[str, bytes]], out: dict) -> int:
+    """Send ``files`` to a new child; put its answers into ``out``; the number of files answered."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
+    try:
+        child = subprocess.Popen([sys.executable, "-m", "tb_plugin.artifacts.flight_recorder"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=_PACKAGE_PARENT, env=env)
+    except OSError as exc:
+        for name, _ in files:
+            out[name] = DumpError(f"cannot start the process that reads dumps: {exc}")
+        return len(files)
+    answers: list[tuple[bool, bytes]] = []
+    progress = threading.Condition()
+
+    def read_answers() -> None:
+        f = child.stdout
+        while True:
+            head = f.read(_LEN.size + 1)
+            if len(head) < _LEN.size + 1:
+                break
+            (n,) = _LEN.unpack(head[1:])
+            body = f.read(n)
+            if len(body) < n:
+                break
+            with progress:
+                answers.append((head[:1] == b"\x00", body))
+                progress.notify_all()
+        with progress:
+            progress.notify_all()
+
+    def write_files() -> None:
+        try:
+            for name, data in files:
+                label = name.encode("utf-8", "replace")
+                child.stdin.write(_LEN.pack(len(label)) + label + _LEN.pack(len(data)))
+                child.stdin.write(data)
+            child.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    threads = [threading.Thread(target=fn, daemon=True) for fn in (read_answers, write_files)]
+    for t in threads:
+        t.start()
+    done = 0
+    while done < len(files):  # each file has its own time limit, from the previous answer on
+        deadline = time.monotonic() + time_limit_s(len(files[done][1]))
+        with progress:
+            while len(answers) <= done and threads[0].is_alive() and time.monotonic() < deadline:
+                progress.wait(min(1.0, max(0.0, deadline - time.monotonic())))
+            got = answers[done:]
+        if not got:
+            break
+        for ok, body in got:
+            name = files[done][0]
+            if ok:
+                out[name] = orjson.loads(body)
+            else:
+                out[name] = DumpError(body.decode("utf-8", "replace"))
+            done += 1
+    if child.poll() is None:
+        child.kill()
+    child.wait()
+    return done
+
+
+def child_main() -> int:
+    """The reader child: ``(name length, name, size, bytes)`` frames on stdin, one answer frame per file
+    on stdout (status byte 0 and the record's JSON, or 1 and the error message)."""
+    gc.disable()  # a dump is a tree of fresh containers: no cycles to collect, and collecting costs ~30%
+    src, dst = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        head = src.read(_LEN.size)
+        if len(head) < _LEN.size:
+            return 0
+        name = src.read(_LEN.unpack(head)[0]).decode("utf-8", "replace")
+        (size,) = _LEN.unpack(src.read(_LEN.size))
+        data = src.read(size)
+        try:
+            body, status = orjson.dumps(_parse_one(data, name)), b"\x00"
+        except DumpError as exc:
+            body, status = str(exc).encode(), b"\x01"
+        except Exception as exc:  # noqa: BLE001 - this file's error, the next file is still read
+            body, status = f"not a readable dump: {type(exc).__name__}: {exc}".encode()[:2000], b"\x01"
+        dst.write(status + _LEN.pack(len(body)) + body)
+        dst.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(child_main())
