@@ -113,8 +113,7 @@ def analyse(records: list[dict], unreadable: list[dict] | None = None) -> dict:
         findings.append(_finding("no_dump", missing=[r], detail=(
             f"no dump of rank {r}" + (" (a rank numbered between dumped ones)" if r in guessed else
                                       " (a member of a group)"))))
-    return {"ranks": ranks, "groups": groups, "findings": findings, "unreadable": unreadable, "latest_ns": latest,
-            "stacks": {rec["rank"]: rec.get("stacks", []) for rec in records}}
+    return {"ranks": ranks, "groups": groups, "findings": findings, "unreadable": unreadable, "latest_ns": latest}
 
 
 def _rank_row(rec: dict, t: Table) -> dict:

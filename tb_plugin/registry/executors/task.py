@@ -92,12 +92,17 @@ class RankResult:
 
 def reduce_rank(job: RankJob) -> RankResult:
     """Read, parse and reduce one file (see the module docstring). Never raises."""
+    started = time.perf_counter()
+    result = RankResult(key=job.key, where=f"{socket.gethostname()}:{os.getpid()}")
     if job.kind == "flight_recorder":
         from .dump_task import read_dump_batch
 
-        return read_dump_batch(job)
-    started = time.perf_counter()
-    result = RankResult(key=job.key, where=f"{socket.gethostname()}:{os.getpid()}")
+        try:
+            result.aggregate = {"records": read_dump_batch(job.batch)}
+        except Exception as exc:  # noqa: BLE001 - the batch's error, given to each of its files
+            result.error = error_message(exc)
+        result.seconds = time.perf_counter() - started
+        return result
     try:
         fs, path = open_logdir(job.url)
         cache = ParseCache(job.cache_dir) if job.cache_dir else None
