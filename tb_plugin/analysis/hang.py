@@ -94,7 +94,7 @@ def analyse(records: list[dict], unreadable: list[dict] | None = None) -> dict:
     records = [seen[r] for r in sorted(seen)]
     t = Table(records)
     times = np.concatenate([t.created_ns, t.started_ns, t.completed_ns])
-    latest = float(np.nanmax(times)) if np.isfinite(times).any() else None
+    latest = int(times.max()) if times.size and times.max() >= 0 else None
     ranks = [_rank_row(rec, t) for rec in records]
     tracked = {r["rank"]: r["states_tracked"] for r in ranks}
     wrapped = {r["rank"] for r in ranks if r["wrapped"]}
@@ -123,7 +123,7 @@ def _rank_row(rec: dict, t: Table) -> dict:
     rid = t.record_id[mine]
     return {"rank": rec["rank"], "path": rec.get("path"), "rank_from": rec.get("rank_from"),
             "version": rec.get("version"), "entries": mine.stop - mine.start, "states_tracked": tracked,
-            "timing": bool(np.isfinite(t.started_ns[mine]).any() or np.isfinite(t.completed_ns[mine]).any()),
+            "timing": bool((t.started_ns[mine] >= 0).any() or (t.completed_ns[mine] >= 0).any()),
             "wrapped": bool(rid.size and rid[rid >= 0].size and rid[rid >= 0].min() > 0), "pg_status": status}
 
 
@@ -179,14 +179,17 @@ def _group(t: Table, g: int, name, records, tracked, wrapped, dumped, bad, lates
     findings, group["stuck"] = [], None
     if not last:
         return group, findings
-    enq = {r: v[0] if v[0] is not None else -1 for r, v in last.items()}
-    low, high = min(enq.values()), max(enq.values())
+    # a rank whose buffer wrapped past every entry of the group (and no pg_status says more) is unknown
+    unknown = sorted(r for r, v in last.items() if r in wrapped and not v[3] and v[0] is None)
+    enq = {r: v[0] if v[0] is not None else -1 for r, v in last.items() if r not in unknown}
     without = [r for r in members if r not in dumped]
+    if not enq:
+        return group, findings
+    low, high = min(enq.values()), max(enq.values())
     if low < high:
         seq = low + 1
         present = sorted(r for r, v in enq.items() if v >= seq)
-        unknown = sorted(r for r, v in enq.items() if v < seq and r in wrapped and not last[r][3])
-        missing = sorted(r for r, v in enq.items() if v < seq and r not in unknown)
+        missing = sorted(r for r, v in enq.items() if v < seq)
         info = _instance(t, g, seq, present)
         group["stuck"] = {"collective_seq_id": seq, "op": info["op"], "ranks_present": present,
                           "missing_ranks": missing, "unknown_ranks": unknown, "ranks_without_dump": without}
@@ -229,10 +232,11 @@ def _instance(t: Table, g: int, seq: int, ranks: list) -> dict:
     hit = np.flatnonzero((t.pg_name == g) & (t.seq == seq) & ~t.is_p2p & np.isin(t.rank, ranks))
     if not hit.size:
         return {"op": None, "sizes": None, "dtype": None, "created_ns": None}
-    first = hit[np.argmin(t.created_ns[hit])] if np.isfinite(t.created_ns[hit]).any() else hit[0]
+    known = hit[t.created_ns[hit] >= 0]
+    first = known[np.argmin(t.created_ns[known])] if known.size else hit[0]
     created = t.created_ns[first]
     return {"op": t.op_short[t.op[first]], "sizes": t.names["sizes"][t.sizes[first]],
-            "dtype": t.names["dtypes"][t.dtypes[first]], "created_ns": float(created) if np.isfinite(created) else None}
+            "dtype": t.names["dtypes"][t.dtypes[first]], "created_ns": int(created) if created >= 0 else None}
 
 
 def _mismatches(t: Table, g: int, group: dict) -> list[dict]:
@@ -276,6 +280,7 @@ def _states(t: Table, g: int, group: dict, last: dict, tracked: dict, low: int, 
     judged = {r: v for r, v in last.items() if tracked[r]}
     if len(judged) < len(last) or not judged:
         return []
+    judged = {r: v for r, v in judged.items() if v[0] is not None}
     for kind, pos, since_col in (("not_started", 1, "created_ns"), ("not_completed", 2, "started_ns")):
         seq = min((v[pos] if v[pos] is not None else -1) for v in judged.values()) + 1
         if seq > low:  # not every rank enqueued it: the missing ranks say more
@@ -284,8 +289,10 @@ def _states(t: Table, g: int, group: dict, last: dict, tracked: dict, low: int, 
         info = _instance(t, g, seq, stuck)
         hit = np.flatnonzero((t.pg_name == g) & (t.seq == seq) & ~t.is_p2p & np.isin(t.rank, stuck))
         since_at = getattr(t, since_col)[hit]
-        since_at = since_at[np.isfinite(since_at)]
-        since = (latest - float(since_at.min())) / NS_PER_S if latest is not None and since_at.size else None
+        if not (since_at >= 0).any():  # timing off: no start time, the creation time is known
+            since_at = t.created_ns[hit]
+        since_at = since_at[since_at >= 0]
+        since = (latest - int(since_at.min())) / NS_PER_S if latest is not None and since_at.size else None
         present = sorted(judged)
         verb = "started" if kind == "not_started" else "completed"
         return [_finding(kind, group, seq, info["op"], present, stuck, sizes=info["sizes"], dtype=info["dtype"],
@@ -323,7 +330,7 @@ def _p2p(t: Table, wrapped: set, dumped: set) -> list[dict]:
             first = extra[0]
             out.append(_finding("missing_ranks", _p2p_group(t, first), None, op, [who], [peer],
                                 sizes=t.names["sizes"][t.sizes[first]], dtype=t.names["dtypes"][t.dtypes[first]],
-                                p2p_index=n + 1, created_ns=float(t.created_ns[first]), waiting_ranks=[who],
+                                p2p_index=n + 1, created_ns=int(t.created_ns[first]), waiting_ranks=[who],
                                 detail=f"rank {who}'s {op} #{n + 1} {'to' if op == 'send' else 'from'} rank {peer} "
                                 f"has no matching {'recv' if op == 'send' else 'send'} on rank {peer} "
                                 f"({extra.size} unmatched)"))

@@ -169,15 +169,13 @@ def extract(dump: Any, name: str = "") -> Record:
 
 
 def to_columns(record: Record) -> Record:
-    """``record`` with its entry columns as numpy arrays (int64, -1 for None; times float64 ns, NaN for
-    None; ``is_p2p`` bool): a job's many records stay compact (no Python object per value)."""
+    """``record`` with its entry columns as numpy arrays (int64, -1 for None, times in ns; ``is_p2p``
+    bool): a job's many records stay compact (no Python object per value)."""
     cols = record["entries"]
     out = {}
     for k, values in cols.items():
         if isinstance(values, np.ndarray):
             out[k] = values
-        elif k.endswith("_ns"):
-            out[k] = np.array(values, dtype=np.float64)
         elif k == "is_p2p":
             out[k] = np.array(values, dtype=bool)
         else:

@@ -10,8 +10,6 @@ import posixpath
 import threading
 from typing import Callable, Iterable
 
-import numpy as np
-
 from ..analysis import hang, hang_verdict
 from ..storage.fs import open_logdir
 from ..storage.naming import is_certain_trace, snapshot_rank, split_worker
@@ -152,9 +150,7 @@ def rank_entries(records: list[dict], rank: int, limit: int = MAX_ENTRIES_SHOWN)
     return {"rank": rank, "path": rec["path"], "entries_total": n, "entries": rows}
 
 
-def _num(v):
-    if isinstance(v, (float, np.floating)):
-        return None if not np.isfinite(v) else int(v)
+def _num(v) -> int | None:
     return None if v is None or int(v) == -1 else int(v)
 
 
