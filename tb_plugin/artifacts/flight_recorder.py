@@ -109,6 +109,44 @@ def _stack(frames, stacks: dict[tuple, int]) -> int:
     return stacks.setdefault(key, len(stacks)) if key else -1
 
 
+_INT_FIELDS = (("record_id", "record_id"), ("pg_id", "pg_id"), ("seq", "collective_seq_id"),
+               ("p2p_seq", "p2p_seq_id"), ("created_ns", "time_created_ns"),
+               ("started_ns", "time_discovered_started_ns"), ("completed_ns", "time_discovered_completed_ns"),
+               ("timeout_ms", "timeout_ms"))
+
+
+def _int_column(values: list) -> np.ndarray:
+    """int64 of ``values`` (-1 for None or anything not an integer); whole-list fast path."""
+    try:
+        arr = np.array(values)
+        if arr.dtype == np.int64 and arr.ndim == 1:  # all plain integers (floats, text, None: one by one)
+            return arr
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return np.array([-1 if (x := _int(v)) is None else x for v in values], dtype=np.int64)
+
+
+def _group_key(value):
+    """``process_group`` as (name, description) texts."""
+    if not isinstance(value, (list, tuple)):
+        return (None, None)
+    return (_text(value[0]) if len(value) > 0 else None, _text(value[1]) if len(value) > 1 else None)
+
+
+def _codes(values: list, clean) -> tuple[np.ndarray, list]:
+    """(index of each value in the vocabulary, the vocabulary of ``clean(value)``): each distinct value
+    is cleaned once; values that cannot be hashed (lists) are all cleaned first."""
+    seen: dict = {}
+    try:
+        raw = [seen.setdefault(v, len(seen)) for v in values]
+    except TypeError:  # a list among them: clean every value, then number the clean ones
+        values, seen, clean = [clean(v) for v in values], {}, (lambda v: v)
+        raw = [seen.setdefault(v, len(seen)) for v in values]
+    vocab: dict = {}
+    lut = np.array([vocab.setdefault(clean(v), len(vocab)) for v in seen] or [0], dtype=np.int64)
+    return lut[np.array(raw, dtype=np.int64)] if raw else np.zeros(0, np.int64), list(vocab)
+
+
 def extract(dump: Any, name: str = "") -> Record:
     """The :data:`Record` of a loaded dump (a dict); ``name``: the file name, for the rank when the
     dump has no ``rank``. Raises :class:`DumpError` when ``dump`` is not a flight-recorder dump."""
@@ -133,38 +171,28 @@ def extract(dump: Any, name: str = "") -> Record:
             pg_status[str(key)[:MAX_TEXT]] = [-1 if v is None else v for v in got]
     raw = dump.get("entries")
     entries = [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
-    cols: dict[str, list] = {k: [] for k in ("record_id", "pg_id", "pg_name", "pg_desc", "seq", "p2p_seq", "op",
-                                             "is_p2p", "state", "created_ns", "started_ns", "completed_ns",
-                                             "timeout_ms", "sizes", "dtypes", "stack")}
     stacks: dict[tuple, int] = {}
-    vocab: dict[str, dict] = {k: {} for k in CODED}
-    names, descs, ops, states = (vocab[k] for k in ("pg_name", "pg_desc", "op", "state"))
-    sizes, dtypes = vocab["sizes"], vocab["dtypes"]
-    for e in entries:  # the per-rank parse: one pass over this file's entries
-        pg = e.get("process_group")
-        pg = pg if isinstance(pg, (list, tuple)) else ()
-        cols["record_id"].append(_int(e.get("record_id")))
-        cols["pg_id"].append(_int(e.get("pg_id")))
-        cols["pg_name"].append(names.setdefault(_text(pg[0]) if len(pg) > 0 else None, len(names)))
-        cols["pg_desc"].append(descs.setdefault(_text(pg[1]) if len(pg) > 1 else None, len(descs)))
-        cols["seq"].append(_int(e.get("collective_seq_id")))
-        cols["p2p_seq"].append(_int(e.get("p2p_seq_id")))
-        cols["op"].append(ops.setdefault(_text(e.get("profiling_name")), len(ops)))
-        cols["is_p2p"].append(e.get("is_p2p") is True)
-        state = e.get("state")
-        cols["state"].append(states.setdefault(state if state in STATES else None, len(states)))
-        cols["created_ns"].append(_int(e.get("time_created_ns")))
-        cols["started_ns"].append(_int(e.get("time_discovered_started_ns")) or None)  # 0 in JSON: not recorded
-        cols["completed_ns"].append(_int(e.get("time_discovered_completed_ns")) or None)
-        cols["timeout_ms"].append(_int(e.get("timeout_ms")))
-        key = _json_text([e.get("input_sizes"), e.get("output_sizes")])
-        cols["sizes"].append(sizes.setdefault(key, len(sizes)))
-        key = _json_text([e.get("input_dtypes"), e.get("output_dtypes")])
-        cols["dtypes"].append(dtypes.setdefault(key, len(dtypes)))
-        cols["stack"].append(_stack(e.get("frames"), stacks))
+    cols = {k: _int_column([e.get(f) for e in entries]) for k, f in _INT_FIELDS}  # one pass per field
+    for k in ("started_ns", "completed_ns"):
+        cols[k][cols[k] == 0] = -1  # 0 in the JSON form: not recorded
+    cols["is_p2p"] = np.array([e.get("is_p2p") is True for e in entries], dtype=bool)
+    vocab = {}
+    groups = _codes([e.get("process_group") for e in entries], _group_key)
+    for k, i in (("pg_name", 0), ("pg_desc", 1)):
+        parts = {}
+        lut = [parts.setdefault(key[i], len(parts)) for key in groups[1]]
+        cols[k] = np.array(lut or [0], dtype=np.int64)[groups[0]] if entries else np.zeros(0, np.int64)
+        vocab[k] = list(parts)
+    cols["op"], vocab["op"] = _codes([e.get("profiling_name") for e in entries], _text)
+    cols["state"], vocab["state"] = _codes([e.get("state") for e in entries], lambda v: v if v in STATES else None)
+    cols["sizes"], vocab["sizes"] = _codes([_json_text((e.get("input_sizes"), e.get("output_sizes"))) for e in entries],
+                                           str)
+    cols["dtypes"], vocab["dtypes"] = _codes(
+        [_json_text((e.get("input_dtypes"), e.get("output_dtypes"))) for e in entries], str)
+    cols["stack"] = np.array([_stack(e.get("frames"), stacks) for e in entries], dtype=np.int64)
     return {"version": _text(dump.get("version")) if not isinstance(dump.get("version"), (int, float)) else
             str(dump.get("version")), "rank": rank, "rank_from": rank_from, "pg_config": pg_config,
-            "pg_status": pg_status, "entries": cols, "vocab": {k: list(v) for k, v in vocab.items()},
+            "pg_status": pg_status, "entries": cols, "vocab": vocab,
             "stacks": [list(s) for s in stacks]}
 
 
@@ -305,7 +333,7 @@ def child_main() -> int:
         (size,) = _LEN.unpack(src.read(_LEN.size))
         data = src.read(size)
         try:
-            body, status = orjson.dumps(_parse_one(data, name)), b"\x00"
+            body, status = orjson.dumps(_parse_one(data, name), option=orjson.OPT_SERIALIZE_NUMPY), b"\x00"
         except DumpError as exc:
             body, status = str(exc).encode(), b"\x01"
         except Exception as exc:  # noqa: BLE001 - this file's error, the next file is still read
