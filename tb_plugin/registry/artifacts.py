@@ -130,6 +130,8 @@ class ArtifactLoading:
                     art.views = MemoryHtmlViews(extract_png(f.read(MAX_HTML_BYTES + 1)))
             elif entry.kind in MEMPROFILER_KINDS:
                 art.views = load_memprofiler_views(self.fs, entry)
+            elif entry.kind == "flight_recorder":  # read with its job's other dumps (registry/hang.py)
+                raise TimelineExportError("a flight-recorder dump is read with its run's other dumps: see the Hang view")
             else:
                 art.views = TimelineExportViews(load_timeline_export(read_bytes(self.fs, entry.path, entry.size)))
         except (SnapshotError, TimelineExportError, MemProfilerError, MemoryHtmlError, TraceReadError) as exc:

@@ -156,8 +156,8 @@ def _num(v) -> int | None:
 
 class HangRuns:
     """The registry's hang documents per run (a mixin of :class:`~.runs.RunRegistry`: it uses
-    ``artifacts``, ``fs``, ``files`` and ``executor_spec``): the run's ``flight_recorder`` artifacts read
-    once per version, the document rebuilt when they change."""
+    ``artifacts``, ``fs``, ``files`` and ``executor``): the run's ``flight_recorder`` artifacts read
+    once per version (kept until they change), the document built from them on each call."""
 
     _hang_lock = threading.Lock()
 
@@ -172,8 +172,7 @@ class HangRuns:
             if run in cache and cache[run][0] == key:
                 return cache[run][1]
             got = read_dumps([(a.entry.rel, self.fs.unstrip_protocol(a.entry.path) if not _local(self.fs)
-                               else a.entry.path, a.entry.size) for a in arts],
-                             open_executor(getattr(self, "executor_spec", None)))
+                               else a.entry.path, a.entry.size) for a in arts], open_executor(self.executor))
             cache[run] = (key, got)
             return got
 
