@@ -340,6 +340,8 @@ def child_main() -> int:
             body, status = f"not a readable dump: {type(exc).__name__}: {exc}".encode()[:2000], b"\x01"
         dst.write(status + _LEN.pack(len(body)) + body)
         dst.flush()
+        del data, body
+        gc.collect()  # the unpickler and its memo form a cycle: without this every dump read stays alive
 
 
 if __name__ == "__main__":
