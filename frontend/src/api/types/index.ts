@@ -7,3 +7,4 @@ export type * from "./memory";
 export type * from "./distributed";
 export type * from "./diff";
 export type * from "./forensics";
+export type * from "./hang";
