@@ -67,6 +67,13 @@ class Table:
         state = self.vocab["state"]
         self.started = np.isin(self.state, [state.get("started", -1), state.get("completed", -1)])
         self.completed = self.state == state.get("completed", -1)
+        order = np.argsort(self.pg_name, kind="stable")  # each group's rows, in table order
+        cuts = np.searchsorted(self.pg_name[order], np.arange(len(self.names["pg_name"]) + 1))
+        self._group_rows = [order[cuts[g]:cuts[g + 1]] for g in range(len(self.names["pg_name"]))]
+
+    def rows_of(self, g: int) -> np.ndarray:
+        """The rows of group ``g`` (its index in ``names["pg_name"]``), in table order."""
+        return self._group_rows[g]
 
 
 def _short(op: str | None) -> str:
@@ -137,7 +144,7 @@ def _finding(kind: str, group: dict | None = None, seq: int | None = None, op: s
 
 
 def _group(t: Table, g: int, name, records, tracked, wrapped, dumped, bad, latest) -> tuple[dict, list]:
-    rows = np.flatnonzero(t.pg_name == g)
+    rows = t.rows_of(g)
     coll = rows[~t.is_p2p[rows]]
     desc = next((t.names["pg_desc"][c] for c in np.unique(t.pg_desc[rows]) if t.names["pg_desc"][c]), "") or ""
     cfg_ranks: set = set()
@@ -229,7 +236,8 @@ def _raise(got: dict | None, status_seq: int) -> dict | None:
 
 def _instance(t: Table, g: int, seq: int, ranks: list) -> dict:
     """The op, sizes, dtypes and earliest creation (ns) of instance ``seq`` of group ``g`` on ``ranks``."""
-    hit = np.flatnonzero((t.pg_name == g) & (t.seq == seq) & ~t.is_p2p & np.isin(t.rank, ranks))
+    rows = t.rows_of(g)
+    hit = rows[(t.seq[rows] == seq) & ~t.is_p2p[rows] & np.isin(t.rank[rows], ranks)]
     if not hit.size:
         return {"op": None, "sizes": None, "dtype": None, "created_ns": None}
     known = hit[t.created_ns[hit] >= 0]
@@ -241,7 +249,8 @@ def _instance(t: Table, g: int, seq: int, ranks: list) -> dict:
 
 def _mismatches(t: Table, g: int, group: dict) -> list[dict]:
     """Instances of group ``g`` whose ranks disagree on op, dtypes or sizes (one finding per instance)."""
-    idx = np.flatnonzero((t.pg_name == g) & ~t.is_p2p & (t.seq >= 0))
+    idx = t.rows_of(g)
+    idx = idx[~t.is_p2p[idx] & (t.seq[idx] >= 0)]
     if idx.size < 2:
         return []
     out = []
@@ -287,7 +296,8 @@ def _states(t: Table, g: int, group: dict, last: dict, tracked: dict, low: int, 
             continue
         stuck = sorted(r for r, v in judged.items() if (v[pos] if v[pos] is not None else -1) < seq)
         info = _instance(t, g, seq, stuck)
-        hit = np.flatnonzero((t.pg_name == g) & (t.seq == seq) & ~t.is_p2p & np.isin(t.rank, stuck))
+        rows = t.rows_of(g)
+        hit = rows[(t.seq[rows] == seq) & ~t.is_p2p[rows] & np.isin(t.rank[rows], stuck)]
         since_at = getattr(t, since_col)[hit]
         if not (since_at >= 0).any():  # timing off: no start time, the creation time is known
             since_at = t.created_ns[hit]

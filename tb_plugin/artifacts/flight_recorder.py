@@ -211,6 +211,29 @@ def to_columns(record: Record) -> Record:
     return dict(record, entries=out)
 
 
+def pack_record(record: Record) -> bytes:
+    """``record`` as bytes: an 8-byte length, a JSON header (everything but the entry columns, and each
+    column's dtype and length), then the columns' raw bytes (little-endian int64 or bool)."""
+    cols = {k: np.ascontiguousarray(v, dtype=bool if k == "is_p2p" else "<i8") for k, v in record["entries"].items()}
+    head = orjson.dumps({**{k: v for k, v in record.items() if k != "entries"},
+                         "columns": [[k, v.dtype.str, len(v)] for k, v in cols.items()]})
+    return _LEN.pack(len(head)) + head + b"".join(v.tobytes() for v in cols.values())
+
+
+def unpack_record(body: bytes) -> Record:
+    """The record :func:`pack_record` packed; its columns are read-only views of ``body``."""
+    (n,) = _LEN.unpack_from(body)
+    head = orjson.loads(body[_LEN.size:_LEN.size + n])
+    offset, cols = _LEN.size + n, {}
+    for name, dtype, length in head.pop("columns"):
+        dt = np.dtype(dtype)
+        if dt not in (np.dtype("<i8"), np.dtype(bool)) or offset + dt.itemsize * length > len(body):
+            raise DumpError("the dump reader answered unreadable data")
+        cols[name] = np.frombuffer(body, dtype=dt, count=length, offset=offset)
+        offset += dt.itemsize * length
+    return dict(head, entries=cols)
+
+
 def read_json(data: bytes, name: str = "") -> Record:
     """The :data:`Record` of a dump in its JSON form."""
     try:
@@ -310,7 +333,7 @@ def _run_child(files: list[tuple[str, bytes]], out: dict) -> int:
         for ok, body in got:
             name = files[done][0]
             if ok:
-                out[name] = orjson.loads(body)
+                out[name] = unpack_record(body)
             else:
                 out[name] = DumpError(body.decode("utf-8", "replace"))
             done += 1
@@ -333,7 +356,7 @@ def child_main() -> int:
         (size,) = _LEN.unpack(src.read(_LEN.size))
         data = src.read(size)
         try:
-            body, status = orjson.dumps(_parse_one(data, name), option=orjson.OPT_SERIALIZE_NUMPY), b"\x00"
+            body, status = pack_record(_parse_one(data, name)), b"\x00"
         except DumpError as exc:
             body, status = str(exc).encode(), b"\x01"
         except Exception as exc:  # noqa: BLE001 - this file's error, the next file is still read
