@@ -96,7 +96,7 @@ function FindingsCard({
       render: (f) => (
         <span>
           {f.missing_ranks.slice(0, 16).map((r) => (
-            <button key={r} type="button" className="link-button" data-testid="hang-rank-link" onClick={() => onRank(r)}>
+            <button key={r} type="button" className="link-button hang-link" data-testid="hang-rank-link" onClick={() => onRank(r)}>
               {r}
             </button>
           ))}
@@ -114,7 +114,7 @@ function FindingsCard({
           : f.trace_ranks.slice(0, 4).map((r) => {
               const t = traces[String(r)];
               return t ? (
-                <button key={r} type="button" className="link-button" onClick={() => onOpenTrace(t.worker, t.span)}>
+                <button key={r} type="button" className="link-button hang-link" onClick={() => onOpenTrace(t.worker, t.span)}>
                   rank {r}
                 </button>
               ) : null;
