@@ -4,8 +4,8 @@ collective.
 The job has the world group and two subgroups, ``pair_a`` (ranks 0, 1) and ``pair_b`` (ranks 2, 3),
 created with ``new_group(..., group_desc=...)``. Each rank runs :data:`HEALTHY_STEPS` healthy steps
 (an all_reduce on its pair, an all_gather and a broadcast on the world group, a send/recv between
-ranks 0 and 1), under the profiler for the last one (``rank<r>.<ts>.pt.trace.json.gz``, with the
-collectives' process-group names and ``Seq``). Then rank :data:`SKIPPING_RANK` skips the next
+ranks 0 and 1); with ``--traces`` the last one runs under the profiler (``rank<r>.1.pt.trace.json``; the
+committed sample keeps only the dumps, so that the sample traces stay the same set). Then rank :data:`SKIPPING_RANK` skips the next
 ``pair_b`` all_reduce and goes on to the world all_reduce. The others' collectives time out after
 :data:`TIMEOUT_S` seconds; every rank then writes its flight-recorder buffer
 (``torch._C._distributed_c10d._dump_fr_trace``: the pickle that ``TORCH_FR_DUMP_TEMP_FILE`` gets on
@@ -31,7 +31,7 @@ TIMEOUT_S = 4.0
 BUFFER_ENTRIES = 64  # small ring buffer: the dumps stay a few KB
 
 
-def _worker(rank: int, out: str, port: int) -> None:
+def _worker(rank: int, out: str, port: int, traces: bool) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), TORCH_FR_BUFFER_SIZE=str(BUFFER_ENTRIES))
     import torch
     import torch.distributed as dist
@@ -57,9 +57,12 @@ def _worker(rank: int, out: str, port: int) -> None:
 
     for _ in range(HEALTHY_STEPS - 1):
         step()
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    if traces:
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            step()
+        prof.export_chrome_trace(os.path.join(out, f"rank{rank}.1.pt.trace.json"))
+    else:
         step()
-    prof.export_chrome_trace(os.path.join(out, f"rank{rank}.1.pt.trace.json"))
     error = None
     try:
         if rank != SKIPPING_RANK:  # the injected fault: rank 3 never enters this pair_b all_reduce
@@ -82,12 +85,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "fr_gloo_skip"))
     parser.add_argument("--port", type=int, default=29517)
+    parser.add_argument("--traces", action="store_true", help="also profile the last healthy step of each rank")
     args = parser.parse_args()
     import torch
     import torch.multiprocessing as mp
 
     os.makedirs(args.out, exist_ok=True)
-    procs = [mp.get_context("spawn").Process(target=_worker, args=(r, args.out, args.port)) for r in range(WORLD)]
+    procs = [mp.get_context("spawn").Process(target=_worker, args=(r, args.out, args.port, args.traces)) for r in range(WORLD)]
     for p in procs:
         p.start()
     for p in procs:

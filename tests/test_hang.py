@@ -9,6 +9,7 @@ import io
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import types
@@ -219,7 +220,15 @@ def test_real_gloo_dumps_name_the_skipping_rank():
         assert world["explained_by"] == 0
         assert all(not r["states_tracked"] for r in doc["ranks"])  # Gloo records no states: none judged
         assert len(doc["findings"]) == 2
-    assert doc_of(SAMPLE)["traces"]["3"]["path"] == "rank3.1.pt.trace.json.gz"
+    assert doc_of(SAMPLE)["traces"] == {}
+
+
+def test_traces_of_the_same_ranks_are_linked(tmp_path):
+    shutil.copytree(SAMPLE, tmp_path / "job")
+    (tmp_path / "job" / "rank3.1.pt.trace.json").write_text('{"traceEvents": []}')
+    doc = doc_of(tmp_path / "job")
+    assert doc["traces"] == {"3": {"path": "rank3.1.pt.trace.json", "worker": "rank3", "span": "1"}}
+    assert doc["findings"][0]["trace_ranks"] == [3]
 
 
 def test_sniff_by_content():

@@ -33,13 +33,14 @@ def logdir(tmp_path):
 def test_registry_finds_dumps_by_content_and_routes_answer(logdir, expected):
     (logdir / "job" / "renamed_dump_0.pkl").write_bytes((logdir / "job" / "nccl_trace_rank_0").read_bytes())
     (logdir / "job" / "nccl_trace_rank_0").unlink()
+    (logdir / "job" / "rank3.1.pt.trace.json").write_text('{"traceEvents": []}')  # a trace of rank 3, never loaded
     reg = RunRegistry(str(logdir))
     reg.scan()
     kinds = {a.entry.name: a.entry.kind for a in reg.artifacts("job")}
     assert kinds["renamed_dump_0.pkl"] == "flight_recorder" and kinds["nccl_trace_rank_3"] == "flight_recorder"
     status, doc = api.hang(reg, {"run": "job"})
     assert status == 200 and doc["verdict"] == expected
-    assert doc["traces"]["3"] == {"path": "job/rank3.1.pt.trace.json.gz", "worker": "rank3", "span": "1"}
+    assert doc["traces"] == {"3": {"path": "job/rank3.1.pt.trace.json", "worker": "rank3", "span": "1"}}
     status, doc = api.hang_entries(reg, {"run": "job", "rank": "2"})
     assert status == 200 and doc["entries"][-1]["collective_seq_id"] == 4
     assert api.hang_entries(reg, {"run": "job", "rank": "7"})[0] == 404
