@@ -6,14 +6,16 @@ read and analysed by ``kinetoscope hang``'s code (find by content, read on the e
 Writes the dumps (pickles, the layout of PyTorch 2.10: a world group and tensor-parallel groups of
 ``--tp`` ranks, collectives alternating between them; rank ``ranks // 2`` never enters its group's last
 all_reduce) into a fresh folder under ``--dir`` and deletes it at the end. Then measures, in a child
-process, the wall and CPU time of :func:`tb_plugin.registry.hang.folder_document` and the peak RSS of
-that process and of the reader children (the largest one), and checks the verdict names the rank.
+process, the wall and CPU time of :func:`tb_plugin.registry.hang.folder_document` (CPU: that process
+and its reader children) and its peak RSS, and checks the verdict names the rank; then the peak RSS of
+one reader child reading one batch from a fresh process.
 Last line: ``name=value`` figures. Say the machine's load (``uptime``) beside any figure quoted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pickle
 import shutil
@@ -36,6 +38,19 @@ print(json.dumps({"seconds": wall, "cpu_s": cpu, "children_cpu_s": children.ru_u
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "child_peak_rss_mb": children.ru_maxrss / 1024, "verdict": doc["verdict"][:2],
                   "ranks": len(doc["ranks"]), "unreadable": len(doc["unreadable"])}))
+"""
+
+
+BATCH = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+from tb_plugin.artifacts import flight_recorder as fr
+names = sorted(os.listdir(sys.argv[1]))[:int(sys.argv[3])]
+files = [(n, open(os.path.join(sys.argv[1], n), "rb").read()) for n in names]
+t = time.perf_counter()
+fr.read_pickles(files)
+print(json.dumps({"files": len(files), "seconds": time.perf_counter() - t,
+                  "child_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
@@ -94,14 +109,20 @@ def main() -> None:
         print(f"wrote {args.ranks} dumps of {args.entries} entries, {total / 1e6:.0f} MB, in "
               f"{time.perf_counter() - made:.1f} s")
         done = subprocess.run([sys.executable, "-c", CHILD, folder, REPO], capture_output=True, text=True, check=True)
-        import json
-
         got = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"hang analysis: {got['seconds']:.2f} s wall, {got['cpu_s']:.2f} s CPU here + "
-              f"{got['children_cpu_s']:.2f} s in the reader children; peak RSS {got['peak_rss_mb']:.0f} MB "
-              f"(largest reader child {got['child_peak_rss_mb']:.0f} MB); {got['ranks']} ranks read")
+              f"{got['children_cpu_s']:.2f} s in the reader children; peak RSS {got['peak_rss_mb']:.0f} MB; "
+              f"{got['ranks']} ranks read")
         for line in got["verdict"]:
             print(f"  {line}")
+        # a reader child's own peak: ru_maxrss of the children above carries the parent's RSS at fork
+        # (before exec), so one batch is read again from a fresh small process
+        alone = subprocess.run([sys.executable, "-c", BATCH, folder, REPO, str(min(args.ranks, 64))],
+                               capture_output=True, text=True, check=True)
+        batch = json.loads(alone.stdout.strip().splitlines()[-1])
+        print(f"one batch of {batch['files']} dumps alone: reader child peak RSS {batch['child_peak_rss_mb']:.0f} MB, "
+              f"{batch['seconds']:.2f} s")
+        got["child_peak_rss_mb"] = batch["child_peak_rss_mb"]
         load = os.getloadavg()[0]
         print(f"seconds={got['seconds']:.2f} cpu_s={got['cpu_s']:.2f} children_cpu_s={got['children_cpu_s']:.2f} "
               f"peak_rss_mb={got['peak_rss_mb']:.0f} child_peak_rss_mb={got['child_peak_rss_mb']:.0f} "
