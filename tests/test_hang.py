@@ -277,3 +277,23 @@ def test_rank_entries_have_frames():
     assert got["entries"][-1]["frames"][0].startswith("all_reduce (")
     assert hang.rank_entries(records, 9) is None
     assert fr.rank_from_name("nccl_trace_rank_12") == 12 and fr.rank_from_name("fr_rank_3.json") == 3
+
+
+def test_findings_say_where_the_ranks_traces_stand():
+    """A rank's trace whose last all_reduce of group "5" is Seq 3: the stuck instance #4 is not in it."""
+    from synth.comm import Coll, rank_trace
+
+    from tb_plugin.analysis import hang_traces
+
+    trace = rank_trace(2, [Coll("allreduce", 10.0 * i, 10.0 * i + 5, group="5", seq=i) for i in (1, 2, 3)]
+                       + [Coll("allgather", 40.0, 45.0, group="0", seq=9)])
+    got = hang_traces.rank_collectives(trace)
+    assert got["groups"] == {"0": {"last_seq": 9, "kernels": 1}, "5": {"last_seq": 3, "kernels": 3}}
+    assert got["last_step"]["name"] and got["last_step"]["collectives"][-1] == {"collective": "allgather", "group": "0",
+                                                                                  "seq": 9}
+    findings = [{"kind": "missing_ranks", "pg_name": "5", "collective_seq_id": 4, "ranks_present": [1],
+                 "missing_ranks": [2]}, {"kind": "no_dump", "pg_name": None, "collective_seq_id": None,
+                                         "ranks_present": [], "missing_ranks": [7]}]
+    hang_traces.link_findings(findings, {2: got})
+    assert findings[0]["in_traces"] == {"2": {"last_seq": 3, "has_instance": False, "last_step": got["last_step"]}}
+    assert "in_traces" not in findings[1]

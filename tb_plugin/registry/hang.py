@@ -177,13 +177,22 @@ class HangRuns:
             return got
 
     def hang(self, run: str) -> dict | None:
-        """The run's hang document (:func:`job_document`), its traces linked by rank; None without dumps."""
+        """The run's hang document (:func:`job_document`), its traces linked by rank; the findings of a
+        rank whose trace is loaded also say where its collectives stand in it
+        (:func:`~tb_plugin.analysis.hang_traces.link_findings`). None without dumps."""
+        from ..analysis import hang_traces
+        from .states import READY
+
         got = self.hang_records(run)
         if got is None:
             return None
-        traces = {}
+        traces, loaded = {}, {}
         for st in self.files():
             found = snapshot_rank(st.entry.rel) if st.run == run else None
-            if found is not None:
-                traces.setdefault(found[1], {"path": st.entry.rel, "worker": st.worker, "span": st.span})
-        return job_document(*got, traces)
+            if found is not None and found[1] not in traces:
+                traces[found[1]] = {"path": st.entry.rel, "worker": st.worker, "span": st.span}
+                if st.state == READY:  # never loads a trace for this: the links come with loaded ones
+                    loaded[found[1]] = hang_traces.rank_collectives(self.views(st).trace)
+        doc = job_document(*got, traces)
+        hang_traces.link_findings(doc["findings"], loaded)
+        return doc
