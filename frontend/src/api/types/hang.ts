@@ -51,6 +51,8 @@ export interface HangFinding {
   since_s?: number | null;
   field?: string;
   trace_ranks: number[];
+  /** Ranks whose trace is loaded: the group's last Seq there, whether the instance is in it, its last step. */
+  in_traces?: Record<string, { last_seq: number; has_instance: boolean; last_step: { name: string; collectives: { collective: string; group: string; seq: number }[] } | null }>;
 }
 
 export interface HangRank {

@@ -38,6 +38,21 @@ describe("Hang view", () => {
     await waitFor(() => expect(requests.some((u) => u.includes("rank=2"))).toBe(true));
   });
 
+  it("says where a loaded trace of a rank stands", async () => {
+    const traced: HangResponse = {
+      ...HANG,
+      traces: { "3": { path: "job/rank3.1.pt.trace.json.gz", worker: "rank3", span: "1" } },
+      findings: HANG.findings.map((f, i) =>
+        i === 0 ? { ...f, trace_ranks: [3], in_traces: { "3": { last_seq: 3, has_instance: false, last_step: null } } } : f,
+      ),
+    };
+    stubFetch((url) => (url.startsWith("hang?") ? json(traced) : json({ ...ENTRIES, rank: Number(query(url).get("rank")) })));
+    render(<HangView run="fr_traced" onOpenTrace={() => undefined} />);
+    await screen.findAllByTestId("hang-sentence");
+    const links = screen.getAllByTestId("hang-trace-link").map((n) => n.textContent);
+    expect(links[0]).toBe("rank 3 (ends at #3)");
+  });
+
   it("lists ranks compactly", () => {
     expect(rankList([])).toBe("–");
     expect(rankList(Array.from({ length: 20 }, (_, i) => i))).toBe("0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 … and 4 more");

@@ -113,9 +113,12 @@ function FindingsCard({
           ? "–"
           : f.trace_ranks.slice(0, 4).map((r) => {
               const t = traces[String(r)];
+              const at = f.in_traces?.[String(r)];
+              const where = at ? (at.last_seq < 0 ? " (no Seq)" : at.has_instance ? ` (reached #${f.collective_seq_id})` : ` (ends at #${at.last_seq})`) : "";
               return t ? (
-                <button key={r} type="button" className="link-button hang-link" onClick={() => onOpenTrace(t.worker, t.span)}>
+                <button key={r} type="button" className="link-button hang-link" data-testid="hang-trace-link" onClick={() => onOpenTrace(t.worker, t.span)}>
                   rank {r}
+                  {where}
                 </button>
               ) : null;
             }),
