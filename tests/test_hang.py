@@ -297,3 +297,53 @@ def test_findings_say_where_the_ranks_traces_stand():
     hang_traces.link_findings(findings, {2: got})
     assert findings[0]["in_traces"] == {"2": {"last_seq": 3, "has_instance": False, "last_step": got["last_step"]}}
     assert "in_traces" not in findings[1]
+
+
+HOSTILE = [None, "x", "12", 2 ** 70, -5, 1.5, [], {}, [[[]]], True, "nccl:send 9999999999->-1", ("a",)]
+FIELDS = ["record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "profiling_name", "time_created_ns",
+          "input_sizes", "output_dtypes", "state", "time_discovered_started_ns", "time_discovered_completed_ns",
+          "is_p2p", "frames", "timeout_ms"]
+
+
+def test_every_field_of_the_wrong_type_is_a_value_not_a_crash():
+    """Each entry field of rank 1's dump set to each hostile value (one pickle each, one reader child for
+    all): every dump reads, and the job's analysis runs (rank 0 and 1 together)."""
+    job = Job(2, {"0": ("default_pg", [0, 1])})
+    healthy(job, 2)
+    job.p2p("0", 0, 1)
+    dumps = job.dumps()
+    files = [("nccl_trace_rank_0", pickle.dumps(dumps[0], protocol=4))]
+    for field in FIELDS:
+        for i, value in enumerate(HOSTILE):
+            bad = pickle.loads(pickle.dumps(dumps[1]))
+            for e in bad["entries"]:
+                e[field] = value
+            files.append((f"{field}.{i}_1", pickle.dumps(bad, protocol=4)))
+    odd_tops = [dict(dumps[1], pg_status=v) for v in HOSTILE] + [dict(dumps[1], pg_config=v) for v in HOSTILE] + \
+        [dict(dumps[1], entries=v) for v in HOSTILE] + [dict(dumps[1], pg_config={"0": {"ranks": "[" * 100000}})]
+    files += [(f"top.{i}_1", pickle.dumps(d, protocol=4)) for i, d in enumerate(odd_tops)]
+    got = fr.read_pickles(files)
+    assert not any(isinstance(v, fr.DumpError) for v in got.values()), [k for k, v in got.items() if isinstance(v, fr.DumpError)]
+    from tb_plugin.analysis import hang as analysis, hang_verdict
+
+    good = dict(fr.to_columns(got["nccl_trace_rank_0"]), path="r0")
+    for name, rec in got.items():
+        if name == "nccl_trace_rank_0":
+            continue
+        doc = hang_verdict.rank_findings(analysis.analyse([good, dict(fr.to_columns(rec), path=name)]))
+        assert doc["verdict"] and [r["rank"] for r in doc["ranks"]] == [0, 1], name
+
+
+def test_rank_numbers_cannot_amplify_the_answer(tmp_path):
+    """A dump claiming rank 16 000 000 beside ranks 0 and 1 does not make 16 million no-dump findings."""
+    job = Job(2, {"0": ("default_pg", [0, 1])})
+    healthy(job, 1)
+    write(tmp_path, job.dumps())
+    far = dict(job.dumps(with_rank=True)[1], rank=16_000_000)
+    (tmp_path / "far_dump").write_bytes(pickle.dumps(far, protocol=2))
+    neg = dict(job.dumps(with_rank=True)[1], rank=-3)
+    (tmp_path / "neg_dump").write_bytes(pickle.dumps(neg, protocol=2))
+    doc = doc_of(tmp_path)
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1, 16_000_000]
+    assert [f["kind"] for f in doc["findings"]] == []
+    assert [u["path"] for u in doc["unreadable"]] == ["neg_dump"]

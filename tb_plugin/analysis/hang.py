@@ -115,11 +115,12 @@ def analyse(records: list[dict], unreadable: list[dict] | None = None) -> dict:
     findings.extend(_p2p(t, wrapped, dumped))
     known = set().union(*(set(gr["ranks"]) for gr in groups)) if groups else set()
     world = known | dumped | bad
-    guessed = set(range(max(world) + 1)) - world if world else set()
-    for r in sorted((known | guessed) - dumped - bad):
-        findings.append(_finding("no_dump", missing=[r], detail=(
-            f"no dump of rank {r}" + (" (a rank numbered between dumped ones)" if r in guessed else
-                                      " (a member of a group)"))))
+    # ranks numbered between dumped ones, when they are not many more than the ranks known
+    guessed = set(range(max(world) + 1)) - world if world and max(world) < 2 * len(world) + 64 else set()
+    nodump = sorted((known | guessed) - dumped - bad)
+    if nodump:  # one finding for all of them
+        findings.append(_finding("no_dump", missing=nodump, detail=(
+            f"no dump of {_list(nodump)}" + (" (members of the groups, or numbered between dumped ranks)"))))
     return {"ranks": ranks, "groups": groups, "findings": findings, "unreadable": unreadable, "latest_ns": latest}
 
 

@@ -47,6 +47,8 @@ from .unpickle import RefusedPickle, restricted_loads
 
 MAX_TEXT = 200  # characters kept of any string from a dump (names, ops, frames)
 MAX_FRAMES = 32  # frames kept per entry (innermost first, as recorded)
+MAX_RANK = 1 << 24  # ranks and group members at or above are not ranks (bounds what a dump can make us list)
+MAX_GROUP_RANKS = 1 << 17  # ranks kept of one pg_config entry
 STATES = ("scheduled", "started", "completed")
 CODED = ("pg_name", "pg_desc", "op", "state", "sizes", "dtypes")  # entry columns kept as indices into "vocab"
 _TRAILING_NUMBER = re.compile(r"(\d{1,9})(?:\.[A-Za-z]+)?$")
@@ -63,7 +65,7 @@ class DumpError(Exception):
 def rank_from_name(name: str) -> int | None:
     """The trailing number of a file name (``nccl_trace_rank_12`` → 12, ``fr_rank_3.json`` → 3)."""
     m = _TRAILING_NUMBER.search(name)
-    return int(m.group(1)) if m else None
+    return int(m.group(1)) if m and int(m.group(1)) < MAX_RANK else None
 
 
 def _text(value) -> str | None:
@@ -86,7 +88,7 @@ def _ranks(value) -> list[int] | None:
         value = [_int(v) for v in value.strip("[] ").split(",") if v.strip()] if len(value) < 1 << 20 else None
     if not isinstance(value, (list, tuple)):
         return None
-    ranks = sorted({v for v in (_int(v) for v in value) if v is not None and 0 <= v < 1 << 24})
+    ranks = sorted({v for v in (_int(v) for v in value[:MAX_GROUP_RANKS]) if v is not None and 0 <= v < MAX_RANK})
     return ranks or None
 
 
@@ -153,6 +155,8 @@ def extract(dump: Any, name: str = "") -> Record:
     if not isinstance(dump, dict) or "version" not in dump or not ("entries" in dump or "pg_config" in dump):
         raise DumpError("not a flight-recorder dump: expected a dict with 'version' and 'entries' or 'pg_config'")
     rank, rank_from = _int(dump.get("rank")), "field"
+    if rank is not None and not 0 <= rank < MAX_RANK:
+        rank = None
     if rank is None:
         rank, rank_from = rank_from_name(name), "name"
     if rank is None:
