@@ -156,10 +156,13 @@ def _group(t: Table, g: int, name, records, tracked, wrapped, dumped, bad, lates
             desc = desc or cfg.get("desc") or ""
     in_entries = set(np.unique(t.rank[rows]).tolist())
     members = sorted(cfg_ranks or in_entries)
-    pairs = np.unique(np.stack([t.rank[rows], t.pg_id[rows]]), axis=1) if rows.size else np.zeros((2, 0), np.int64)
     pg_ids: dict[int, list] = {}
-    for r, i in pairs.T.tolist():
-        pg_ids.setdefault(r, []).append(i)
+    if rows.size:  # the distinct (rank, pg_id) pairs, as one integer each (a 1-D unique is a fast sort)
+        ids = t.pg_id[rows]
+        base, span = int(ids.min()), int(ids.max()) - int(ids.min()) + 1
+        pairs = np.unique(t.rank[rows] * span + (ids - base))
+        for r, i in zip((pairs // span).tolist(), (pairs % span + base).tolist()):
+            pg_ids.setdefault(r, []).append(i)
     pg_ids = {r: v[0] if len(v) == 1 else v for r, v in pg_ids.items()}
     id_values = {str(v) for v in pg_ids.values()}
     group = {"pg_name": name, "pg_desc": desc, "ranks": members, "ranks_from": "pg_config" if cfg_ranks else "dumps",
