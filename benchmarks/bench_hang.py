@@ -117,7 +117,7 @@ def main() -> None:
             print(f"  {line}")
         # a reader child's own peak: ru_maxrss of the children above carries the parent's RSS at fork
         # (before exec), so one batch is read again from a fresh small process
-        alone = subprocess.run([sys.executable, "-c", BATCH, folder, REPO, str(min(args.ranks, 64))],
+        alone = subprocess.run([sys.executable, "-c", BATCH, folder, REPO, str(min(args.ranks, 128))],
                                capture_output=True, text=True, check=True)
         batch = json.loads(alone.stdout.strip().splitlines()[-1])
         print(f"one batch of {batch['files']} dumps alone: reader child peak RSS {batch['child_peak_rss_mb']:.0f} MB, "
