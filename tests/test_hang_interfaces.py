@@ -82,3 +82,22 @@ def test_notebook_tables(expected):
     assert len(findings) == 2
     with pytest.raises(notebook.LoadError):
         notebook.hang(os.path.join(REPO, "samples", "torch_cpu_cnn"))
+
+
+def test_background_loading_reads_the_dumps_once_and_marks_each(logdir):
+    """The artifact loader reads a run's dumps together: each listed ready, an unreadable one an error."""
+    import time
+
+    data = (logdir / "job" / "nccl_trace_rank_3").read_bytes()
+    (logdir / "job" / "nccl_trace_rank_3").write_bytes(data[: len(data) // 2])
+    reg = RunRegistry(str(logdir)).start()
+    try:
+        reg.wait_scanned(30)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(a.state in ("queued", "loading") for a in reg.artifacts("job")):
+            time.sleep(0.2)
+        states = {a.entry.name: (a.state, a.error) for a in reg.artifacts("job")}
+    finally:
+        reg.stop()
+    assert states["nccl_trace_rank_0"] == ("ready", None)
+    assert states["nccl_trace_rank_3"][0] == "error" and "not a readable pickle" in states["nccl_trace_rank_3"][1]
