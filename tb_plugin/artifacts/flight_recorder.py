@@ -9,20 +9,21 @@ dumps share one child, and a dump that crashes it or runs past its time limit
 (:func:`~.isolated.time_limit_s`) is that file's error; the child is started again for the others.
 JSON is read here by orjson (no code, bounded nesting).
 
-:func:`extract` turns the dump's dict into a :data:`Record`, plain JSON-able columns (one list per
-field, one item per entry)::
+:func:`extract` turns the dump's dict into a :data:`Record`: numpy columns (one item per entry; int64,
+−1 where a value is missing or of the wrong type; ``is_p2p`` bool), sent from the child packed
+(:func:`pack_record`)::
 
     {"version": str, "rank": int | None, "rank_from": "field" | "name" | None,
      "pg_config": {name: {"desc": str, "ranks": [int] | None}},
      "pg_status": {pg_id (str): [last enqueued, started, completed]  (collective seq ids, -1: none)},
      "entries": {"record_id", "pg_id", "seq", "p2p_seq", "is_p2p", "created_ns", "started_ns",
-                 "completed_ns" (ns; None: not recorded), "timeout_ms", "stack" (index in "stacks" or -1),
+                 "completed_ns" (ns; -1: not recorded), "timeout_ms", "stack" (index in "stacks" or -1),
                  and, as indices into "vocab"[column]: "pg_name", "pg_desc", "op", "state",
                  "sizes" (input and output sizes as JSON text), "dtypes" (same)},
      "vocab": {column: [distinct values]}, "stacks": [["name (file:line)", ...], ...]}
 
-Every string is cut to :data:`MAX_TEXT` characters and every value of the wrong type becomes None,
-so a hostile dump gives odd values, never an exception beyond its own file.
+Every string is cut to :data:`MAX_TEXT` characters and every value of the wrong type becomes None
+(−1 in a column), so a hostile dump gives odd values, never an exception beyond its own file.
 """
 
 from __future__ import annotations
