@@ -3,7 +3,7 @@
     kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache] [--executor local|dask://HOST:PORT]
     kinetoscope diff BASE EXP [--fail-on step_time=+5%] [--fail-on kernel:NAME=+10%] [--json]
     kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p]
-    kinetoscope mcp LOGDIR    (the MCP server for coding agents: tb_plugin/interfaces/mcp_server.py)
+    kinetoscope mcp LOGDIR  (MCP server: interfaces/mcp_server.py) | kinetoscope hang DIR [--json]  (cli_hang.py)
 
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes to stderr,
 one line per rank. The exit status is 1 when any trace file failed to load or the logdir holds no trace (nor
@@ -30,6 +30,8 @@ from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
 from .cli_graphs import print_graphs
 from .cli_path import print_collectives, print_critical_path
+from .cli_progress import ProgressBar
+from . import cli_hang
 from .interfaces import mcp_server
 from .registry import report
 from .registry.cache import ParseCache
@@ -71,9 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=6006, help="port (default 6006)")
     serve.add_argument("--path-prefix", default="", help="serve under this URL path, e.g. /profiler")
     mcp_server.add_parser(sub)
+    cli_hang.add_parser(sub)
     args = parser.parse_args(argv)
-    if args.command == "mcp":
-        return mcp_server.run(args)
+    if args.command in ("mcp", "hang"):
+        return (mcp_server if args.command == "mcp" else cli_hang).run(args)
     if args.command == "diff":
         from .analysis.regression import parse_fail_on  # diff only, like cli_gate (fewer imports for report)
         try:
@@ -229,7 +232,7 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     heap.tune_allocator()  # this process's large arrays from the heap (trace/heap.py)
     warn = lambda message: err.write(f"kinetoscope: {message}\n")  # noqa: E731
     chosen = open_executor(executor, warn)
-    bar = _ProgressBar(err, len(files), show_host=not isinstance(chosen, LocalExecutor))
+    bar = ProgressBar(err, len(files), show_host=not isinstance(chosen, LocalExecutor))
     try:
         registry.analyse(files, chosen, tables=True, progress=bar.rank, warn=warn)
     finally:
@@ -273,6 +276,7 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
         print_critical_path(run.get("critical_path") or [], out, across=True)
         print_collectives(run.get("distributed"), out)
         _print_artifacts(run, out)
+        cli_hang.print_report_hang(run, out)
 
 
 def _gpu_kind(g: dict[str, Any]) -> str:
@@ -358,35 +362,6 @@ def _bytes(n: float) -> str:
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{fixed(value, 2)}%"
-
-
-class _ProgressBar:
-    """Per-rank progress on stderr: a line per finished rank, or a one-line bar on a terminal. With ``show_host``
-    (a Dask cluster) each line says which host and process ran the rank (on the local pool: this machine, left out)."""
-
-    WIDTH = 30
-
-    def __init__(self, stream: TextIO, total: int, show_host: bool = False) -> None:
-        self.stream, self.total, self.show_host = stream, total, show_host
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-
-    def rank(self, done: int, total: int, result) -> None:
-        """One rank finished (any order)."""
-        what = f"failed: {result.error}" if result.error else f"{result.seconds:.2f} s"
-        if not self.tty:
-            host, _, pid = result.where.rpartition(":")
-            where = f" (on host {host}, process {pid})" if self.show_host and host else ""
-            self.stream.write(f"[{done}/{total}] {result.key}: {what}{where}\n")
-            return
-        fraction = done / max(total, 1)
-        filled = int(self.WIDTH * fraction)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {int(100 * fraction):3d}%  "
-                          f"{done}/{self.total} {result.key[-50:]}\x1b[K")
-        self.stream.flush()
-
-    def done(self) -> None:
-        if self.tty and self.total:
-            self.stream.write("\n")
 
 
 def entry() -> int:

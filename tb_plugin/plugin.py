@@ -93,6 +93,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/memprofiler_stats": self._registry_route(api.memprofiler_stats),
             "/memprofiler_log": self._registry_route(api.memprofiler_log),
             "/distributed": self._registry_route(api.distributed),
+            "/hang": self._registry_route(api.hang),
+            "/hang_entries": self._registry_route(api.hang_entries),
             "/critical_path": self._registry_route(api.critical_path),
             "/insights": self._registry_route(api.insights),
             "/graphs": self._registry_route(api.graphs),

@@ -25,7 +25,7 @@ from tb_plugin.interfaces.mcp_tools import NotLoaded, Tools  # noqa: E402
 from tb_plugin.registry.runs import RunRegistry  # noqa: E402
 
 TOOLS = {"list_runs", "overview", "top_operators", "top_kernels", "top_modules", "memory", "insights", "graphs", "distributed",
-         "critical_path", "diff", "search_timeline", "event"}
+         "critical_path", "diff", "hang", "search_timeline", "event"}
 
 
 def cli_json(*args: str) -> dict:

@@ -13,6 +13,7 @@ import { SelectedFile } from "./views/SelectedFile";
 import { SnapshotView } from "./views/snapshots/SnapshotView";
 import { DistributedView } from "./views/distributed/DistributedView";
 import { DiffView } from "./views/diff/DiffView";
+import { HangView } from "./views/hang/HangView";
 import type { TraceFocus } from "./views/trace/TraceView";
 import type { Selection } from "./api/types";
 import { focusFor, type PlacedFocus } from "./state/traceFocus";
@@ -58,13 +59,16 @@ export function App() {
   // [memory] events: the server says so per file in `runs` (has_modules / has_memory).
   const hasModules = span?.state === "ready" && span.has_modules === true;
   const hasMemory = span?.state === "ready" && span.has_memory === true;
-  // Snapshots: when the run has artifacts.
-  const artifacts = run?.artifacts ?? [];
+  // Snapshots: when the run has memory artifacts; Hang: when it has flight-recorder dumps.
+  const allArtifacts = run?.artifacts ?? [];
+  const artifacts = allArtifacts.filter((a) => a.kind !== "flight_recorder");
+  const hasDumps = allArtifacts.length > artifacts.length;
   // Distributed: the run's workers compared as ranks when it has two or more; a single rank's own
   // process groups and critical path when it has one (issue 20).
   const hasWorkers = (run?.workers.length ?? 0) >= 1;
-  const artifactsOnly = run !== undefined && run.workers.length === 0 && artifacts.length > 0;
-  const showArtifacts = artifacts.length > 0 && (artifactsOnly || view === "snapshots");
+  const artifactsOnly = run !== undefined && run.workers.length === 0 && (artifacts.length > 0 || hasDumps);
+  const showHang = hasDumps && (view === "hang" || (artifactsOnly && artifacts.length === 0));
+  const showArtifacts = artifacts.length > 0 && !showHang && (artifactsOnly || view === "snapshots");
   const allTabs: { id: ViewId; label: string }[] = [
     { id: "overview", label: "Overview" },
     { id: "operator", label: "Operator" },
@@ -76,8 +80,9 @@ export function App() {
     { id: "insights", label: "Insights" },
     ...(hasWorkers || view === "distributed" ? [{ id: "distributed" as ViewId, label: "Distributed" }] : []),
     { id: "diff", label: "Diff" },
+    ...(hasDumps ? [{ id: "hang" as ViewId, label: "Hang" }] : []),
   ];
-  const tabs = artifactsOnly ? allTabs.filter((t) => t.id === "snapshots") : allTabs;
+  const tabs = artifactsOnly ? allTabs.filter((t) => t.id === "snapshots" || t.id === "hang") : allTabs;
 
   return (
     <div className="app" data-theme={theme}>
@@ -91,8 +96,8 @@ export function App() {
               type="button"
               role="tab"
               className="view-tab"
-              data-testid={["trace", "memory", "distributed", "insights", "diff"].includes(t.id) ? `${t.id}-tab` : `tab-${t.id}`}
-              aria-selected={view === t.id || (artifactsOnly && t.id === "snapshots")}
+              data-testid={["trace", "memory", "distributed", "insights", "diff", "hang"].includes(t.id) ? `${t.id}-tab` : `tab-${t.id}`}
+              aria-selected={t.id === "hang" ? showHang : view === t.id || (showArtifacts && artifactsOnly && t.id === "snapshots")}
               onClick={() => setView(t.id)}
             >
               {t.label}
@@ -122,7 +127,17 @@ export function App() {
         {data && selection ? (
           <>
             <FileProgress loading={data.loading} run={findRun(data.runs, selection.run)} />
-            {view === "diff" && !artifactsOnly ? (
+            {showHang && run ? (
+              <ErrorBoundary key={`hang\u0000${run.name}`}>
+                <HangView
+                  run={run.name}
+                  onOpenTrace={(worker, spanId) => {
+                    select({ run: run.name, worker, span: spanId });
+                    setView("overview");
+                  }}
+                />
+              </ErrorBoundary>
+            ) : view === "diff" && !artifactsOnly ? (
               <ErrorBoundary key="diff">
                 <DiffView runs={data.runs} current={selection} theme={theme} />
               </ErrorBoundary>

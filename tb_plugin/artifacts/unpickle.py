@@ -15,7 +15,6 @@ a pickle whose bound is above :data:`IN_PROCESS_NESTING` is read in a child proc
 
 from __future__ import annotations
 
-import io
 import pickle
 import pickletools
 
@@ -53,12 +52,31 @@ def tuple_nesting_bound(data: bytes) -> int:
     return sum(data.count(op) for op in _WRAPPING) + min(data.count(b"t"), data.count(b"("))
 
 
+class _WholeInput:
+    """The pickle's bytes handed to the unpickler in one ``read``: the C unpickler then runs on its own
+    buffer, as ``pickle.loads`` does (2–3× faster than through ``io.BytesIO``, whose ``peek`` makes it
+    prefetch and skip in small chunks). Later reads find nothing: a truncated pickle stays an error."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def read(self, n: int = -1):
+        data, self._data = self._data, b""  # the whole pickle (any bytes-like object) the first time
+        return data
+
+    def readline(self) -> bytes:
+        return self.read()
+
+    def readinto(self, buffer) -> int:
+        return 0
+
+
 def restricted_loads(data: bytes):
     """Unpickle ``data`` admitting only builtin containers and scalars; a global raises
     :class:`RefusedPickle`. Call it in this process only when :func:`tuple_nesting_bound` is at most
     :data:`IN_PROCESS_NESTING` (see :mod:`.isolated`)."""
     try:
-        obj = _Restricted(io.BytesIO(data)).load()
+        obj = _Restricted(_WholeInput(data)).load()
     except RefusedPickle:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,

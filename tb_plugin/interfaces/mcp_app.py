@@ -142,6 +142,13 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         kernels that changed most (per average step)."""
         return t.diff(base_run, exp_run, base_worker, base_span, exp_worker, exp_span, limit)
 
+    def hang(run: Run, limit: Limit = 10) -> dict[str, Any]:
+        """Why a job hung, from the NCCL/Gloo flight-recorder dumps in the run's folder: the verdict
+        sentences (root cause first: the rank missing from the earliest stuck collective of a group),
+        findings (missing ranks, mismatched sizes/dtypes/ops, not started/completed, ranks without a
+        dump) and the unreadable dumps."""
+        return t.hang(run, limit)
+
     def search_timeline(run: Run, query: Annotated[str, Field(description="substring of event names (or a regex)")],
                         worker: Worker = None, span: Span = None, regex: bool = False,
                         limit: Annotated[int, Field(ge=1, le=500)] = 20) -> dict[str, Any]:
@@ -155,6 +162,6 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         return t.event(run, row, worker, span)
 
     for fn in (list_runs, overview, top_operators, top_kernels, top_modules, memory, insights, graphs, distributed,
-               critical_path, diff, search_timeline, event):
+               critical_path, diff, hang, search_timeline, event):
         add(fn)
     return server

@@ -231,6 +231,22 @@ class Tools:
                        "link": self.link("diff", **self._where(b), **keys,
                                          diff_for=orjson.dumps([b.run, b.worker, b.span]).decode())})
 
+    def hang(self, run: str, limit: int = 10) -> dict[str, Any]:
+        """Why the run's job hung, from its flight-recorder dumps (:mod:`tb_plugin.registry.hang`): the
+        verdict (root cause first), the first ``limit`` findings without their long fields, the
+        unreadable dumps."""
+        self.registry.wait_scanned(self.wait_s)
+        runs = sorted({a.run for a in self.registry.artifacts() if a.entry.kind == "flight_recorder"})
+        if run not in runs:
+            raise Invalid(f"run {run!r} has no flight-recorder dump; runs with dumps: {', '.join(runs) or 'none'}")
+        doc = self.registry.hang(run)
+        keep = ("kind", "pg_name", "pg_desc", "op", "collective_seq_id", "ranks_present", "missing_ranks",
+                "root_cause", "explained_by", "since_s", "trace_ranks", "sentence")
+        findings = [{k: f.get(k) for k in keep} for f in doc["findings"][:limit]]
+        return _plain({"run": run, "dumps": doc["dumps"], "ranks_read": len(doc["ranks"]), "verdict": doc["verdict"],
+                       "findings": findings, "findings_total": len(doc["findings"]),
+                       "unreadable": doc["unreadable"][:limit], "link": self.link("hang", run=run)})
+
     def search_timeline(self, run: str, query: str, worker: str | None = None, span: str | None = None,
                         regex: bool = False, limit: int = 20) -> dict[str, Any]:
         st = self._file(run, worker, span)

@@ -4,6 +4,7 @@
     t.overview(); t.operators(group_by="shape"); t.kernels(); t.modules(); t.memory(); t.insights(); t.graphs()
     kinetoscope.load_run("runs/ddp").distributed()
     kinetoscope.diff(base, exp)
+    kinetoscope.hang("dumps/")        # why a job hung: its flight-recorder dumps, as DataFrames
 
 Paths are local or bucket URLs (s3://, gs://, az://); files are parsed once into the parse cache, as
 the TensorBoard tab and ``kinetoscope report`` do. Every number comes from the same functions as the
@@ -27,7 +28,7 @@ from ..storage.remote import StorageError, describe_error
 from . import queries
 from .queries import Invalid
 
-__all__ = ["Invalid", "LoadError", "PathFrames", "Run", "Trace", "diff", "load", "load_run"]
+__all__ = ["Invalid", "LoadError", "PathFrames", "Run", "Trace", "diff", "hang", "load", "load_run"]
 
 
 class LoadError(RuntimeError):
@@ -288,3 +289,29 @@ def diff(base: Trace, exp: Trace) -> dict[str, Any]:
     return {"steps": table(steps, queries.DIFF_STEP_COLUMNS),
             "operators": table([_flatten(r) for r in doc["operators"]], queries.DIFF_OPERATOR_COLUMNS),
             "kernels": table(doc["kernels"], queries.DIFF_KERNEL_COLUMNS), "thresholds": doc["thresholds"]}
+
+
+def hang(path: str) -> dict[str, Any]:
+    """Why a job hung, from the flight-recorder dumps directly in the folder ``path`` (local or URL), as
+    ``kinetoscope hang --json``: ``verdict`` (sentences, root cause first) and tables ``findings`` (one
+    row per finding: ``kind``, ``pg_name``, ``pg_desc``, ``op``, ``collective_seq_id``,
+    ``ranks_present``, ``missing_ranks``, ``sentence``…), ``groups`` (one row per group and rank: the
+    last enqueued, started and completed sequence numbers and ops), ``ranks`` (one row per dump read)
+    and ``unreadable``. Raises :class:`LoadError` when the folder holds no dump."""
+    from ..registry import hang as hang_doc
+
+    try:
+        doc = hang_doc.folder_document(str(path))
+    except (hang_doc.HangError, StorageError, OSError) as exc:
+        raise LoadError(str(exc)) from None
+    rows = []
+    for g in doc["groups"]:
+        for r in g["per_rank"]:
+            row = {"pg_name": g["pg_name"], "pg_desc": g["pg_desc"], "rank": r["rank"], "dump": r["dump"]}
+            for key in ("last_enqueued", "last_started", "last_completed"):
+                got = r.get(key)
+                row[f"{key}_seq"], row[f"{key}_op"] = (got["collective_seq_id"], got["op"]) if got else (None, None)
+            rows.append(row)
+    ranks = [{k: v for k, v in r.items() if k != "pg_status"} for r in doc["ranks"]]
+    return {"verdict": doc["verdict"], "findings": table(doc["findings"]), "groups": table(rows),
+            "ranks": table(ranks), "unreadable": table(doc["unreadable"], ["path", "rank", "error"])}

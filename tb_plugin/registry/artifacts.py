@@ -130,6 +130,12 @@ class ArtifactLoading:
                     art.views = MemoryHtmlViews(extract_png(f.read(MAX_HTML_BYTES + 1)))
             elif entry.kind in MEMPROFILER_KINDS:
                 art.views = load_memprofiler_views(self.fs, entry)
+            elif entry.kind == "flight_recorder":  # read with the run's other dumps, once (registry/hang.py)
+                _, unreadable = self.hang_records(art.run) or ([], [])
+                error = next((u["error"] for u in unreadable if u["path"] == entry.rel), None)
+                if error is not None:
+                    raise TimelineExportError(error)
+                art.views = None
             else:
                 art.views = TimelineExportViews(load_timeline_export(read_bytes(self.fs, entry.path, entry.size)))
         except (SnapshotError, TimelineExportError, MemProfilerError, MemoryHtmlError, TraceReadError) as exc:

@@ -168,7 +168,22 @@ def report_document(registry, files: list, run: str | None) -> tuple[dict[str, A
         doc["runs"][-1]["workers"].append(worker_entry(registry, st))
     _add_distributed(registry, doc, files)
     failed = _add_artifacts(registry, doc, run)
+    _add_hang(registry, doc)
     return doc, failed
+
+
+def _add_hang(registry, doc: dict) -> None:
+    """Each run with flight-recorder dumps gains ``hang``: its verdict, findings and unreadable dumps
+    (:meth:`~.hang.HangRuns.hang`; the full document is ``kinetoscope hang``'s)."""
+    runs = {r["name"]: r for r in doc["runs"]}
+    for name in sorted({a.run for a in registry.artifacts() if a.entry.kind == "flight_recorder"}):
+        entry = runs.get(name)
+        if entry is None:  # a run of dumps only
+            entry = runs[name] = {"name": name, "workers": [], "snapshots": [], "snapshot_ranks": []}
+            doc["runs"].append(entry)
+        got = registry.hang(name)
+        entry["hang"] = None if got is None else {k: got[k] for k in ("dumps", "verdict", "findings", "unreadable")}
+    doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
 
 
 def worker_entry(registry, st) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from .artifacts import ArtifactLoading, artifact_links
 from .budget import ViewCache
 from .cache import ParseCache
 from .distributed import Distributed
+from .hang import HangRuns
 from .loader import Loading
 from .states import ERROR, LOADING, READY, ArtifactState, FileState
 
@@ -35,7 +36,7 @@ logger = logging.getLogger(__name__)
 RUNS_PROGRESS_S = 0.5  # while a file loads, the runs document shows its progress at most this stale
 
 
-class RunRegistry(Loading, ArtifactLoading, Distributed):
+class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
     """Thread-safe registry of the trace files (and memory artifacts) under one logdir."""
 
     def __init__(self, logdir: str, cache: ParseCache | None = None, reload_interval: float = 10.0,

@@ -7,7 +7,7 @@ import os
 import posixpath
 
 from .confined import ConfinedLocalFileSystem, inside
-from .naming import artifact_kind, is_candidate, is_certain_trace
+from .naming import artifact_kind, is_candidate, is_certain_trace, may_be_flight_recorder
 from .remote import StorageError, is_local_fs
 from .remote import open_logdir as _open_logdir
 from .sniff import SniffCache
@@ -32,7 +32,8 @@ class FileEntry:
     rel: str
     size: int
     version: str  # changes when the file changes: mtime or etag, with the size
-    kind: str = "trace"  # "trace" | "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log"
+    # "trace" | "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log" | "flight_recorder"
+    kind: str = "trace"
 
     @property
     def run(self) -> str:
@@ -102,6 +103,10 @@ def list_files(fs, root: str, sniff: SniffCache, skipped_links: list[str] | None
                 kind = "trace"
             elif is_candidate(name):
                 kind = sniff.kind(fs, path, version)
+            elif may_be_flight_recorder(name):  # dumps have any name: only a dump is taken
+                kind = "flight_recorder" if sniff.kind(fs, path, version) == "flight_recorder" else None
+        elif kind == "snapshot" and sniff.kind(fs, path, version) == "flight_recorder":
+            kind = "flight_recorder"  # a dump named *.pkl is not an allocator snapshot
         if kind is None:
             continue
         rel = path[len(prefix):] if path.startswith(prefix) else name

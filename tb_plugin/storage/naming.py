@@ -112,6 +112,17 @@ def snapshot_rank(rel: str) -> tuple[str, int] | None:
     return None
 
 
+_NO_EXTENSION = re.compile(r"^[^.]*$|\.\d+$")  # "nccl_trace_rank_3", "dump.12": no extension of a known kind
+DUMP_SUFFIXES = (".pkl", ".pickle", ".json", ".bin", ".dump")
+
+
+def may_be_flight_recorder(name: str) -> bool:
+    """True for a file name a flight-recorder dump may have (they are written under any name, by default
+    ``nccl_trace_rank_<r>``): no extension, or ``.pkl``/``.pickle``/``.json``/``.bin``/``.dump``. Such a
+    file's head is sniffed (:func:`~.sniff.looks_like_flight_recorder`)."""
+    return bool(_NO_EXTENSION.search(name)) or name.endswith(DUMP_SUFFIXES)
+
+
 def artifact_kind(name: str) -> str | None:
     """``"snapshot"`` for allocator snapshot pickles, ``"memory_timeline"`` for raw
     ``export_memory_timeline`` files, ``"memory_html"`` for its HTML form (``*.memory.html``: a PNG in an

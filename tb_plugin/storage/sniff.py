@@ -42,8 +42,29 @@ def looks_like_trace(head: bytes) -> bool:
     return False
 
 
+FLIGHT_RECORDER_HEAD = 4096  # bytes of a file's head that :func:`looks_like_flight_recorder` reads
+
+
+def looks_like_flight_recorder(head: bytes) -> bool:
+    """True when ``head`` (a file's first bytes) starts a PyTorch flight-recorder dump: a pickle of
+    protocol 2–5 naming ``version`` and ``pg_config`` or ``entries`` near its start (an allocator
+    snapshot names ``segments``), or a JSON object naming ``pg_config`` and ``pg_status``, or ``entries``
+    with an entry's ``collective_seq_id`` (a trace names ``traceEvents``)."""
+    head = head[:FLIGHT_RECORDER_HEAD]
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return b"version" in head and (b"pg_config" in head or b"entries" in head) and b"segments" not in head
+    text = head.lstrip(LEADING_BYTES)
+    # JSON keys may come sorted ("entries" first, "version" last): an entry's own keys then show it
+    # (a trace's distributedInfo has a pg_config too, never a pg_status or entries)
+    return (text[:1] == b"{" and b'"traceEvents"' not in text and (
+        (b'"pg_config"' in text and b'"pg_status"' in text) or (b'"entries"' in text and b'"collective_seq_id"' in text)))
+
+
 def sniff_kind(head: bytes) -> str | None:
-    """``"trace"``, ``"memory_timeline"`` (a ``[times, sizes]`` export) or None for a JSON file's head."""
+    """``"trace"``, ``"memory_timeline"`` (a ``[times, sizes]`` export), ``"flight_recorder"`` (a
+    flight-recorder dump, pickle or JSON) or None for a file's head."""
+    if looks_like_flight_recorder(head):
+        return "flight_recorder"
     if looks_like_trace(head):
         return "trace"
     text = _head_text(head)

@@ -303,3 +303,13 @@ export function diffUrl(sel: DiffSelection, path: readonly string[] = []): strin
   if (path.length > 0) params.set("path", JSON.stringify(path));
   return `diff?${params.toString()}`;
 }
+
+// ---- hang (flight-recorder dumps of a run)
+
+export function hangUrl(run: string): string {
+  return `hang?${new URLSearchParams({ run }).toString()}`;
+}
+
+export function hangEntriesUrl(run: string, rank: number): string {
+  return `hang_entries?${new URLSearchParams({ run, rank: String(rank) }).toString()}`;
+}

@@ -4,7 +4,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { readHashParam, writeHashParam } from "../state/hashState";
 
-export const VIEWS = ["overview", "operator", "kernel", "module", "trace", "memory", "snapshots", "distributed", "insights", "diff"] as const;
+export const VIEWS = ["overview", "operator", "kernel", "module", "trace", "memory", "snapshots", "distributed", "insights", "diff", "hang"] as const;
 export type ViewId = (typeof VIEWS)[number];
 
 const STORAGE_KEY = "kinetoscope.view";

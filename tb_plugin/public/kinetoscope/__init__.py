@@ -4,6 +4,6 @@ This package is only the public name (mapped in setup.py); the code is in :mod:`
 """
 
 from tb_plugin import __version__
-from tb_plugin.interfaces.notebook import Invalid, LoadError, Run, Trace, diff, load, load_run
+from tb_plugin.interfaces.notebook import Invalid, LoadError, Run, Trace, diff, hang, load, load_run
 
-__all__ = ["Invalid", "LoadError", "Run", "Trace", "__version__", "diff", "load", "load_run"]
+__all__ = ["Invalid", "LoadError", "Run", "Trace", "__version__", "diff", "hang", "load", "load_run"]

@@ -76,6 +76,9 @@ class LocalExecutor:
     def map(self, jobs: Sequence[RankJob], submitted=None) -> Iterator[RankResult]:
         """Results as they complete. ``submitted()`` is called once every job is in the pool (from then
         on :meth:`cancel` can drop the ones not started)."""
+        if jobs and all(job.kind == "flight_recorder" for job in jobs):
+            yield from _dump_batches(jobs)
+            return
         workers = self.pool_size(jobs)
         if workers < 2:
             self.used_workers = 0
@@ -107,3 +110,11 @@ def _auto_workers(jobs: Sequence[RankJob]) -> int:
     if len(jobs) < 2 or sum(sizes) < PARALLEL_MIN_BYTES:
         return 1
     return parallel_workers(sizes)
+
+
+def _dump_batches(jobs: Sequence[RankJob]) -> Iterator[RankResult]:
+    """Flight-recorder batches, one thread per core: each batch's work runs in its own reader child
+    (:mod:`tb_plugin.artifacts.flight_recorder`), so threads use every core without a process pool."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+        for future in concurrent.futures.as_completed([pool.submit(reduce_rank, job) for job in jobs]):
+            yield future.result()

@@ -53,6 +53,8 @@ class RankJob:
     aggregate: bool = True  # False: only parse into the cache (the background loader's warm-up)
     tables: bool = False  # also the report's per-worker tables
     progress_slot: int = -1  # where this job's parse progress (0..1) goes in the pool's shared array
+    kind: str = "trace"  # "flight_recorder": read the dumps of ``batch`` instead (.dump_task)
+    batch: tuple = ()  # (key, url, size) of each dump file of a "flight_recorder" job
 
 
 #: the process pool's shared progress array (a ``RawArray("d")``; :func:`init_progress`), or None
@@ -92,6 +94,15 @@ def reduce_rank(job: RankJob) -> RankResult:
     """Read, parse and reduce one file (see the module docstring). Never raises."""
     started = time.perf_counter()
     result = RankResult(key=job.key, where=f"{socket.gethostname()}:{os.getpid()}")
+    if job.kind == "flight_recorder":
+        from .dump_task import read_dump_batch
+
+        try:
+            result.aggregate = {"records": read_dump_batch(job.batch)}
+        except Exception as exc:  # noqa: BLE001 - the batch's error, given to each of its files
+            result.error = error_message(exc)
+        result.seconds = time.perf_counter() - started
+        return result
     try:
         fs, path = open_logdir(job.url)
         cache = ParseCache(job.cache_dir) if job.cache_dir else None

@@ -8,3 +8,4 @@ export type * from "./distributed";
 export type * from "./diff";
 export type * from "./forensics";
 export type * from "./graphs";
+export type * from "./hang";

@@ -27,7 +27,7 @@ export interface WorkerInfo {
   spans: SpanInfo[];
 }
 
-export type ArtifactKind = "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log" | "memory_html";
+export type ArtifactKind = "snapshot" | "memory_timeline" | "memprofiler_stats" | "memprofiler_log" | "memory_html" | "flight_recorder";
 
 export interface ArtifactInfo {
   /** Path relative to the logdir; the `path` parameter of the snapshot routes. */

@@ -1,0 +1,105 @@
+// Types of `hang` and `hang_entries` (docs/http_api.md, "GET hang"): why a job hung, from the
+// flight-recorder dumps of a run.
+
+export type HangKind = "missing_ranks" | "mismatch" | "not_started" | "not_completed" | "no_dump";
+
+export interface HangOp {
+  collective_seq_id: number;
+  op: string | null;
+}
+
+export interface HangRankRow {
+  rank: number;
+  dump: "read" | "none" | "unreadable";
+  last_enqueued?: HangOp | null;
+  last_started?: HangOp | null;
+  last_completed?: HangOp | null;
+}
+
+export interface HangGroup {
+  pg_name: string | null;
+  /** The group's id as the dumps give it: one number, or per rank when they differ. */
+  pg_id: number | number[] | Record<string, number | number[]>;
+  pg_desc: string;
+  ranks: number[];
+  ranks_from: "pg_config" | "dumps";
+  per_rank: HangRankRow[];
+  stuck: {
+    collective_seq_id: number;
+    op: string | null;
+    ranks_present: number[];
+    missing_ranks: number[];
+    unknown_ranks: number[];
+    ranks_without_dump: number[];
+  } | null;
+}
+
+export interface HangFinding {
+  kind: HangKind;
+  pg_name: string | null;
+  pg_desc: string | null;
+  op: string | null;
+  collective_seq_id: number | null;
+  sizes: string | null;
+  dtype: string | null;
+  ranks_present: number[];
+  missing_ranks: number[];
+  detail: string;
+  sentence: string;
+  root_cause: boolean;
+  explained_by: number | null;
+  since_s?: number | null;
+  field?: string;
+  trace_ranks: number[];
+  /** Ranks whose trace is loaded: the group's last Seq there, whether the instance is in it, its last step. */
+  in_traces?: Record<string, { last_seq: number; has_instance: boolean; last_step: { name: string; collectives: { collective: string; group: string; seq: number }[] } | null }>;
+}
+
+export interface HangRank {
+  rank: number;
+  path: string;
+  rank_from: "field" | "name" | null;
+  version: string | null;
+  entries: number;
+  states_tracked: boolean;
+  timing: boolean;
+  wrapped: boolean;
+}
+
+export interface HangResponse {
+  state: "ready";
+  run: string;
+  dumps: number;
+  verdict: string[];
+  ranks: HangRank[];
+  groups: HangGroup[];
+  findings: HangFinding[];
+  unreadable: { path: string; rank: number | null; error: string }[];
+  traces: Record<string, { path: string; worker: string; span: string }>;
+}
+
+export interface HangEntry {
+  record_id: number | null;
+  pg_id: number | null;
+  pg_name: string | null;
+  pg_desc: string | null;
+  collective_seq_id: number | null;
+  p2p_seq_id: number | null;
+  op: string | null;
+  state: string | null;
+  sizes: string;
+  dtypes: string;
+  created_ns: number | null;
+  started_ns: number | null;
+  completed_ns: number | null;
+  frames: string[];
+}
+
+export interface HangEntriesResponse {
+  state: "ready";
+  run: string;
+  rank: number;
+  path: string;
+  entries_total: number;
+  entries: HangEntry[];
+}

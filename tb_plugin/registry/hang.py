@@ -1,0 +1,198 @@
+"""Flight-recorder dumps of a job: found in a folder by their content, read in batches on the
+executors (:mod:`.executors.dump_task`; a batch's pickles share one bounded reader child), analysed by
+:mod:`tb_plugin.analysis.hang` and ranked by :mod:`tb_plugin.analysis.hang_verdict`. The one builder
+of the hang document for the CLI (``kinetoscope hang``, ``report``), the notebook, MCP and the
+``hang`` route."""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from typing import Callable, Iterable
+
+from ..analysis import hang, hang_verdict
+from ..storage.fs import open_logdir
+from ..storage.naming import is_certain_trace, snapshot_rank, split_worker
+from ..storage.sniff import FLIGHT_RECORDER_HEAD, looks_like_flight_recorder
+from .executors import RankJob, open_executor, run_ranks
+from .executors.dump_task import BATCH_FILES
+
+MAX_ENTRIES_SHOWN = 200  # entries of one rank the view's table gets (the newest)
+
+
+class HangError(Exception):
+    """The folder cannot be listed, or holds no dump. The message is shown as is."""
+
+
+def find_dumps(fs, root: str) -> list[tuple[str, str, int]]:
+    """``(name, path, size)`` of every flight-recorder dump directly in the folder ``root``, by content
+    (the first :data:`~tb_plugin.storage.sniff.FLIGHT_RECORDER_HEAD` bytes), sorted by name."""
+    try:
+        listing = fs.ls(root, detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        raise HangError(f"no such folder: {root}") from None
+    out = []
+    for info in listing:
+        path, name = info["name"], posixpath.basename(info["name"].rstrip("/"))
+        if info.get("type") != "file" or is_certain_trace(name) or not info.get("size"):
+            continue
+        try:
+            head = fs.cat_file(path, start=0, end=FLIGHT_RECORDER_HEAD)
+        except OSError:
+            continue
+        if looks_like_flight_recorder(head):
+            out.append((name, path, int(info["size"])))
+    return sorted(out)
+
+
+def read_dumps(items: Iterable[tuple[str, str, int]], executor=None,
+               warn: Callable[[str], None] | None = None) -> tuple[list[dict], list[dict]]:
+    """``(records, unreadable)`` of the dumps ``(key, url, size)``: records with numpy columns, a
+    ``path`` (the key) and a rank; unreadable ``{"path", "rank", "error"}`` (the rank from the name)."""
+    from ..artifacts.flight_recorder import rank_from_name, to_columns
+
+    items = list(items)
+    jobs = [RankJob(key=f"dumps:{i}", url=items[i][1], version="", size=sum(s for _, _, s in items[i:i + BATCH_FILES]),
+                    kind="flight_recorder", batch=tuple(items[i:i + BATCH_FILES]))
+            for i in range(0, len(items), BATCH_FILES)]
+    own = executor is None
+    executor = executor or open_executor(warn=warn)
+    records, unreadable = [], []
+    try:
+        for result in run_ranks(executor, jobs, warn=warn):
+            got = (result.aggregate or {}).get("records", {})
+            for key, url, _ in items if result.error else ():
+                got.setdefault(key, {"error": result.error})
+            for key, rec in got.items():
+                name = posixpath.basename(key)
+                if "error" in rec:
+                    unreadable.append({"path": key, "rank": rank_from_name(name), "error": rec["error"]})
+                elif rec.get("rank") is None:
+                    unreadable.append({"path": key, "rank": None, "error": "the dump names no rank, nor does its "
+                                       "file name end in one"})
+                else:
+                    records.append(dict(to_columns(rec), path=key))
+    finally:
+        if own:
+            executor.close()
+    records.sort(key=lambda r: (r["rank"], r["path"]))
+    unreadable.sort(key=lambda u: (u["rank"] is None, u["rank"] or 0, u["path"]))
+    return records, unreadable
+
+
+def job_document(records: list[dict], unreadable: list[dict], traces: dict | None = None) -> dict:
+    """The hang document: :func:`~tb_plugin.analysis.hang.analyse` ranked by
+    :func:`~tb_plugin.analysis.hang_verdict.rank_findings`, with ``traces`` (rank → ``{"path",
+    "worker", "span"}`` of a profiler trace of that rank) and, per finding, ``trace_ranks``: the
+    ranks it names that have one."""
+    doc = hang_verdict.rank_findings(hang.analyse(records, unreadable))
+    traces = traces or {}
+    doc["traces"] = {str(r): t for r, t in sorted(traces.items())}
+    for f in doc["findings"]:
+        named = set(f["missing_ranks"]) | set(f["ranks_present"])
+        f["trace_ranks"] = sorted(r for r in named if r in traces)
+    doc["dumps"] = len(records) + len(doc["unreadable"])
+    return doc
+
+
+def traces_by_rank(names: Iterable[str]) -> dict[int, dict]:
+    """rank → ``{"path", "worker", "span"}`` of the first trace file named for that rank
+    (``rank<N>`` in the name, :func:`~tb_plugin.storage.naming.snapshot_rank`); span is always "1"
+    here (the registry gives the real one)."""
+    out: dict[int, dict] = {}
+    for name in sorted(names):
+        got = snapshot_rank(name)
+        if got is not None and is_certain_trace(posixpath.basename(name)):
+            out.setdefault(got[1], {"path": name, "worker": split_worker(posixpath.basename(name))[0], "span": "1"})
+    return out
+
+
+def folder_document(folder: str, executor=None, warn=None) -> dict:
+    """The hang document of the dumps directly in ``folder`` (a path or URL), with the traces beside them.
+    Raises :class:`HangError` when the folder holds no dump."""
+    fs, root = open_logdir(folder)
+    items = find_dumps(fs, root)
+    if not items:
+        raise HangError(f"no flight-recorder dump in {folder}")
+    records, unreadable = read_dumps([(name, fs.unstrip_protocol(path) if not _local(fs) else path, size)
+                                      for name, path, size in items], executor, warn)
+    names = [posixpath.basename(i["name"]) for i in fs.ls(root, detail=True) if i.get("type") == "file"]
+    doc = job_document(records, unreadable, traces_by_rank(names))
+    doc["folder"] = folder
+    return doc
+
+
+def _local(fs) -> bool:
+    from ..storage.remote import is_local_fs
+
+    return is_local_fs(fs)
+
+
+def rank_entries(records: list[dict], rank: int, limit: int = MAX_ENTRIES_SHOWN) -> dict | None:
+    """The newest ``limit`` entries of ``rank``'s dump, newest last, each with its stack (frames as
+    ``"name (file:line)"``) when recorded; None when no readable dump has that rank."""
+    rec = next((r for r in records if r["rank"] == rank), None)
+    if rec is None:
+        return None
+    cols, vocab, stacks = rec["entries"], rec["vocab"], rec.get("stacks", [])
+    n = len(cols["seq"])
+    rows = []
+    for i in range(max(0, n - limit), n):  # at most ``limit`` rows
+        stack = int(cols["stack"][i])
+        rows.append({"record_id": _num(cols["record_id"][i]), "pg_name": vocab["pg_name"][cols["pg_name"][i]],
+                     "pg_desc": vocab["pg_desc"][cols["pg_desc"][i]], "pg_id": _num(cols["pg_id"][i]),
+                     "collective_seq_id": _num(cols["seq"][i]), "p2p_seq_id": _num(cols["p2p_seq"][i]),
+                     "op": vocab["op"][cols["op"][i]], "state": vocab["state"][cols["state"][i]],
+                     "sizes": vocab["sizes"][cols["sizes"][i]], "dtypes": vocab["dtypes"][cols["dtypes"][i]],
+                     "created_ns": _num(cols["created_ns"][i]), "started_ns": _num(cols["started_ns"][i]),
+                     "completed_ns": _num(cols["completed_ns"][i]),
+                     "frames": stacks[stack] if 0 <= stack < len(stacks) else []})
+    return {"rank": rank, "path": rec["path"], "entries_total": n, "entries": rows}
+
+
+def _num(v) -> int | None:
+    return None if v is None or int(v) == -1 else int(v)
+
+
+class HangRuns:
+    """The registry's hang documents per run (a mixin of :class:`~.runs.RunRegistry`: it uses
+    ``artifacts``, ``fs``, ``files`` and ``executor``): the run's ``flight_recorder`` artifacts read
+    once per version (kept until they change), the document built from them on each call."""
+
+    _hang_lock = threading.Lock()
+
+    def hang_records(self, run: str) -> tuple[list[dict], list[dict]] | None:
+        """``(records, unreadable)`` of the run's dumps; None when it has none."""
+        arts = [a for a in self.artifacts(run) if a.entry.kind == "flight_recorder"]
+        if not arts:
+            return None
+        key = tuple((a.entry.rel, a.entry.version) for a in arts)
+        with self._hang_lock:
+            cache = self.__dict__.setdefault("_hang_cache", {})
+            if run in cache and cache[run][0] == key:
+                return cache[run][1]
+            got = read_dumps([(a.entry.rel, self.fs.unstrip_protocol(a.entry.path) if not _local(self.fs)
+                               else a.entry.path, a.entry.size) for a in arts], open_executor(self.executor))
+            cache[run] = (key, got)
+            return got
+
+    def hang(self, run: str) -> dict | None:
+        """The run's hang document (:func:`job_document`), its traces linked by rank; the findings of a
+        rank whose trace is loaded also say where its collectives stand in it
+        (:func:`~tb_plugin.analysis.hang_traces.link_findings`). None without dumps."""
+        from ..analysis import hang_traces
+        from .states import READY
+
+        got = self.hang_records(run)
+        if got is None:
+            return None
+        traces, loaded = {}, {}
+        for st in self.files():
+            found = snapshot_rank(st.entry.rel) if st.run == run else None
+            if found is not None and found[1] not in traces:
+                traces[found[1]] = {"path": st.entry.rel, "worker": st.worker, "span": st.span}
+                if st.state == READY:  # never loads a trace for this: the links come with loaded ones
+                    loaded[found[1]] = hang_traces.rank_collectives(self.views(st).trace)
+        doc = job_document(*got, traces)
+        hang_traces.link_findings(doc["findings"], loaded)
+        return doc
