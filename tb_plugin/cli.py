@@ -29,6 +29,7 @@ import orjson
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
+from .cli_advice import bytes_text as _bytes, print_advice
 from .cli_path import print_critical_path
 from .interfaces import mcp_server
 from .registry import report
@@ -266,8 +267,7 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                     f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
                     f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}\n"
                 )
-            for rec in ov["recommendations"]:
-                out.write(f"   * {rec}\n")
+            print_advice(ov, out)
             print_critical_path(w.get("critical_path") or [], out, across=False)
         print_critical_path(run.get("critical_path") or [], out, across=True)
         _print_artifacts(run, out)
@@ -348,11 +348,6 @@ def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
                 if values:
                     parts.append(f"{label} {_bytes(max(values))}")
             out.write(f"   {what} {item['path']}: {', '.join(parts)}\n")
-
-
-def _bytes(n: float) -> str:
-    """Bytes as MiB (one decimal) below 1 GiB, else GiB (two decimals); 1 MiB = 2**20 bytes."""
-    return f"{fixed(n / 2**30, 2)} GiB" if n >= 2**30 else f"{fixed(n / 2**20, 1)} MiB"
 
 
 def _pct(value: float | None) -> str:

@@ -6,14 +6,19 @@ Each rule returns a recommendation of the shape documented in :mod:`.recommendat
 reaches its threshold (:data:`.recommendations.THRESHOLDS`, documented in docs/METRICS.md):
 
 - ``allocator``: the caching allocator's device calls (``cudaFree``/``hipFree``/``cudaMalloc``…,
-  :data:`ALLOCATOR_CALLS`) inside the steps window.
+  :data:`ALLOCATOR_CALLS`).
 - ``blocking_copy``: copies that held the host until the device finished (:mod:`.blocking`).
 - ``synchronize``: stream/device/event synchronize calls.
-  Each names its dominant API, the operator that issued most of its time and the Python frame.
+  Each addresses the GPU idle time its calls explain (:func:`device_idle_cost`: while they run and
+  until the next device work starts after each; a sync while the GPU is busy costs nothing) and names
+  its dominant API, the operator that issued most of its time and the Python frame. Blocking calls
+  outside the trace are left to the "About this trace" warning.
 - ``cuda_graphs``: launch-bound idle (:mod:`.gpu_idle`) over the steps window, when the trace neither
   replays nor captures CUDA graphs; torch.compile is suggested only when no compiled region runs.
-- ``cpu_overhead``: host wait over the steps window, less the time the host spent blocked in calls the
-  trace cannot explain (:func:`.runtime_calls.outside_trace`), when it is over half the GPU's idle time.
+- ``cpu_overhead``: host wait over the steps window, less the part of it spent in or right after the
+  blocking calls (:func:`blocked_spans` of the call rules' calls and of the calls outside the trace,
+  :func:`.runtime_calls.outside_trace`: the host was blocked on the device, not slow), when it is over
+  half the GPU's idle time.
 
 ``about`` warnings: *work outside the trace* (blocking calls during which the waited-on device shows
 under :data:`.runtime_calls.OUTSIDE_BUSY_SHARE` busy, in total at least the ``cpu_overhead`` threshold)
@@ -28,11 +33,11 @@ from ..trace.categories import LAUNCH_KINDS
 from ..trace.links import device_mask
 from ..trace.model import Trace
 from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
-from .gpu_idle import Busy, window
+from .gpu_idle import Busy, gpu_idle, window
 from .insights import LAUNCH_BOUND_MIN_GAPS, graph_use
 from .numfmt import duration, fixed
 from .recommendations import recommendation, threshold_us
-from .runtime_calls import issuing_frame, issuing_operator, outside_trace
+from .runtime_calls import issuing_frame, issuing_operator, outside_rows, outside_trace
 
 ALLOCATOR_CALLS = ("cudaFree", "hipFree", "cudaMalloc", "hipMalloc", "cuMemFree_v2", "cuMemAlloc_v2",
                    "cuMemFree", "cuMemAlloc", "hipFreeAsync", "hipMallocAsync")
@@ -77,21 +82,50 @@ def graph_capture_share(trace: Trace) -> float:
 
 
 def _named_calls(trace: Trace) -> dict[str, np.ndarray]:
-    """Rows of the calls the call rules address, per rule (allocator, blocking_copy, synchronize)."""
+    """Rows of the calls the call rules address, per rule (allocator, blocking_copy, synchronize); the
+    blocking calls outside the trace are left to the "About this trace" warning."""
     ev = trace.events
     bl = blocking_calls(trace)
     allocator = np.flatnonzero(trace.name_mask(lambda s: s in ALLOCATOR_CALLS) & np.isin(ev.kind, LAUNCH_KINDS))
-    return {"allocator": allocator,
-            "blocking_copy": np.setdiff1d(bl.rows[bl.kind == BLOCKING_COPY], allocator),
-            "synchronize": np.setdiff1d(bl.rows[bl.kind == SYNCHRONIZE], allocator)}
+    blocking = np.setdiff1d(bl.rows, np.concatenate([allocator, outside_rows(trace)[0]]))
+    kind = np.full(len(ev), -1, dtype=np.int8)
+    kind[bl.rows] = bl.kind
+    return {"allocator": allocator, "blocking_copy": blocking[kind[blocking] == BLOCKING_COPY],
+            "synchronize": blocking[kind[blocking] == SYNCHRONIZE]}
+
+
+def blocked_spans(trace: Trace, rows: np.ndarray) -> Busy:
+    """The merged spans, inside the steps window, from each call of ``rows`` to the next device work
+    start after its end (its own end when none follows; µs)."""
+    ev = trace.events
+    lo, hi = window(trace)
+    dev = device_mask(trace)
+    starts = np.append(np.sort(ev.ts[dev]), np.inf)  # no work after a call: its own end
+    end = ev.ts[rows] + ev.dur[rows]
+    after = starts[np.searchsorted(starts, end, side="left")]
+    after = np.where(np.isfinite(after), np.maximum(after, end), end)
+    return Busy.of(np.clip(ev.ts[rows], lo, hi), np.clip(after, lo, hi))
+
+
+def device_idle_cost(trace: Trace, rows: np.ndarray) -> float:
+    """The device idle time the calls ``rows`` explain, inside the steps window (µs): while they run and
+    from each one's end until the next device work starts (a call that blocks drains the device's
+    queue; nothing new runs until the host launches it)."""
+    ev = trace.events
+    if len(rows) == 0:
+        return 0.0
+    dev = device_mask(trace)
+    busy = Busy.of(ev.ts[dev], ev.ts[dev] + ev.dur[dev])
+    spans = blocked_spans(trace, rows)
+    return float(busy.idle_in(spans.start, spans.end).sum())
 
 
 def named_call_idle_us(trace: Trace) -> float:
-    """Time inside the steps window that the call rules' calls spend while no device works (the part of
-    the Runtime category they explain; µs)."""
+    """Time inside the steps window that the call rules' calls and the calls outside the trace spend
+    while no device works (the part of the Runtime category they explain; µs)."""
     ev = trace.events
     lo, hi = window(trace)
-    rows = np.unique(np.concatenate(list(_named_calls(trace).values())))
+    rows = np.unique(np.concatenate(list(_named_calls(trace).values()) + [outside_rows(trace)[0]]))
     if len(rows) == 0:
         return 0.0
     dev = device_mask(trace)
@@ -131,7 +165,7 @@ def call_rules(trace: Trace) -> list[dict]:
     for rule, rows in _named_calls(trace).items():
         inside = np.clip(ev.ts[rows] + ev.dur[rows], lo, hi) - np.clip(ev.ts[rows], lo, hi)
         rows, inside = rows[inside > 0], inside[inside > 0]
-        addressed, limit = float(inside.sum()), threshold_us(rule, span)
+        addressed, limit = device_idle_cost(trace, rows), threshold_us(rule, span)
         if len(rows) == 0 or span <= 0 or addressed < limit:
             continue
         names, inv = np.unique(ev.name[rows], return_inverse=True)
@@ -139,9 +173,11 @@ def call_rules(trace: Trace) -> list[dict]:
         top = int(np.argmax(per))
         api, api_rows = trace.strings[int(names[top])], rows[inv.reshape(-1) == top]
         where, op, frame = _issuer_phrase(trace, api_rows)
-        share = f"{fixed(100 * addressed / span, 1)}% of the steps window"
+        share = (f"the GPU idles {duration(addressed)} ({fixed(100 * addressed / span, 1)}% of the steps window) "
+                 "while they block and until the work launched after them starts")
         head = f"{api} takes {duration(float(per[top]))} in {plural(len(api_rows), 'call')}"
-        others = f" ({duration(addressed)} with the other {rule.replace('_', ' ')} calls)" if len(names) > 1 else ""
+        if len(names) > 1:
+            head += f" ({duration(float(inside.sum()))} with the other {rule.replace('_', ' ')} calls)"
         if rule == "allocator":
             grows = "Malloc" in api or "Alloc" in api
             why = ("The caching allocator is growing its pool from the device: keep tensor shapes steady so "
@@ -152,13 +188,13 @@ def call_rules(trace: Trace) -> list[dict]:
             if not grows:
                 why += (", and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on "
                         "ROCm) to reduce fragmentation.")
-            text = f"{head}{others}, {share}, {where}. {why}"
+            text = f"{head}, {where}; {share}. {why}"
         elif rule == "blocking_copy":
-            text = (f"{head}{others} that hold the host until the device finishes ({share}), {where}. Keep "
+            text = (f"{head} that hold the host until the device finishes, {where}; {share}. Keep "
                     "the values on the device (avoid .item(), .cpu(), .tolist() and nonzero inside the step), "
                     "or copy into pinned memory with non_blocking=True and read them later.")
         else:
-            text = (f"{head}{others}, {share}, {where}. Remove the synchronization from the step or move it "
+            text = (f"{head}, {where}; {share}. Remove the synchronization from the step or move it "
                     "to its end (timing and logging helpers are the usual callers).")
         out.append(recommendation(rule, addressed, limit, "steps_window", text, api=api,
                                   calls=int(len(api_rows)), api_us=float(per[top]), operator=op, frame=frame))
@@ -171,7 +207,9 @@ def idle_rules(trace: Trace, insights_doc: dict) -> list[dict]:
     graphs = graph_use(trace)
     uses_graphs = graphs["replays"] + graphs["captures"] > 0
     compiled = compiled_regions(trace) > 0
-    outside = outside_trace(trace)["unexplained_us"]
+    named = _named_calls(trace)
+    blocked = blocked_spans(trace, np.unique(np.concatenate(list(named.values()) + [outside_rows(trace)[0]])))
+    host_gaps = {g.device: g.gaps for g in gpu_idle(trace)}
     for gpu in insights_doc["idle"]["gpus"]:
         win, bound = gpu["window_us"], gpu["launch_bound_us"]
         limit = threshold_us("cuda_graphs", win)
@@ -186,7 +224,10 @@ def idle_rules(trace: Trace, insights_doc: dict) -> list[dict]:
                 gpu=gpu["device"], gaps=gpu["launch_bound_gaps"]))
     for gpu in insights_doc["idle"]["gpus"]:
         win, total = gpu["window_us"], gpu["idle_us"]
-        wait = max(gpu["host_wait_us"] - outside, 0.0)
+        gaps = host_gaps[gpu["device"]]
+        g0, g1 = gaps.start[gaps.host], gaps.end[gaps.host]
+        # host wait that follows a blocking call (or lies inside one) belongs to that call's rule
+        wait = max(gpu["host_wait_us"] - float((blocked.before(g1) - blocked.before(g0)).sum()), 0.0)
         limit = threshold_us("cpu_overhead", win)
         if win > 0 and total > 0 and wait > 0.5 * total and wait >= limit:
             out.append(recommendation(

@@ -135,18 +135,16 @@ def _runtime_calls(trace: Trace) -> dict:
     return {"window_us": span, "apis": int(len(names)), "rows": out}
 
 
-def outside_trace(trace: Trace) -> dict:
-    """Blocking calls the trace cannot explain (module docstring): ``calls``, ``call_us`` (their
-    time), ``device_busy_us`` (the waited-on device's busy time inside them), ``unexplained_us``
-    (call − busy, clipped to the steps window), ``apis`` ({name: calls}, most time first)."""
+def outside_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, call_us, busy_us)`` of the blocking calls outside the trace (module docstring): their
+    length inside the steps window and the waited-on device's busy time within it."""
     def build():
         ev = trace.events
         lo, hi = window(trace)
         bl = blocking_calls(trace)
         rows = bl.rows[ev.dur[bl.rows] >= OUTSIDE_MIN_CALL_US]
-        empty = {"calls": 0, "call_us": 0.0, "device_busy_us": 0.0, "unexplained_us": 0.0, "apis": {}}
         if len(rows) == 0:
-            return empty
+            return rows, np.zeros(0), np.zeros(0)
         dev = device_mask(trace) & (ev.device >= 0)
         # the device each call waited on: that of its correlated device work, else any device (-1)
         waited_dev = np.full(len(ev), -1, dtype=np.int64)
@@ -164,13 +162,21 @@ def outside_trace(trace: Trace) -> dict:
             busy[on] = (z[on] - a[on]) - u.idle_in(a[on], z[on])
         length = z - a
         hit = (length > 0) & (busy < OUTSIDE_BUSY_SHARE * length)
-        if not hit.any():
-            return empty
-        r = rows[hit]
-        names, counts = np.unique(ev.name[r], return_counts=True)
-        per = np.bincount(np.searchsorted(names, ev.name[r]), weights=length[hit], minlength=len(names))
-        apis = {trace.strings[int(names[k])]: int(counts[k]) for k in np.argsort(-per, kind="stable").tolist()}
-        return {"calls": int(hit.sum()), "call_us": float(length[hit].sum()), "device_busy_us": float(busy[hit].sum()),
-                "unexplained_us": float((length[hit] - busy[hit]).sum()), "apis": apis}
+        return rows[hit], length[hit], busy[hit]
 
-    return trace.memo("outside_trace", build)
+    return trace.memo("outside_trace_rows", build)
+
+
+def outside_trace(trace: Trace) -> dict:
+    """Blocking calls the trace cannot explain (module docstring): ``calls``, ``call_us`` (their
+    time), ``device_busy_us`` (the waited-on device's busy time inside them), ``unexplained_us``
+    (call − busy, clipped to the steps window), ``apis`` ({name: calls}, most time first)."""
+    ev = trace.events
+    rows, length, busy = outside_rows(trace)
+    if len(rows) == 0:
+        return {"calls": 0, "call_us": 0.0, "device_busy_us": 0.0, "unexplained_us": 0.0, "apis": {}}
+    names, counts = np.unique(ev.name[rows], return_counts=True)
+    per = np.bincount(np.searchsorted(names, ev.name[rows]), weights=length, minlength=len(names))
+    apis = {trace.strings[int(names[k])]: int(counts[k]) for k in np.argsort(-per, kind="stable").tolist()}
+    return {"calls": int(len(rows)), "call_us": float(length.sum()), "device_busy_us": float(busy.sum()),
+            "unexplained_us": float((length - busy).sum()), "apis": apis}

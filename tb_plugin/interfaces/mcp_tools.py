@@ -48,6 +48,7 @@ def _cut(value: Any) -> Any:
     return value
 
 
+TOP_RUNTIME_CALLS = 10  # rows of the runtime-calls table in the overview and insights answers
 MAX_NAME = 160  # characters of an operator or kernel name in the critical_path answer
 
 
@@ -120,7 +121,8 @@ class Tools:
         st = self._file(run, worker, span)
         ov = report.overview_document(self.registry, st)
         return _plain(dict(self._where(st), steps=len(ov["steps"]), average_step=ov["average"],
-                           configuration=ov["configuration"], gpus=ov["gpus"], recommendations=ov["recommendations"],
+                           configuration=ov["configuration"], gpus=ov["gpus"],
+                           **report.advice_document(ov, TOP_RUNTIME_CALLS),
                            warnings=st.warnings, link=self.link("overview", **self._where(st))))
 
     def top_operators(self, run: str, worker: str | None = None, span: str | None = None, group_by: str = "name",
@@ -162,7 +164,8 @@ class Tools:
         return _plain(dict(self._where(st), **report.report_insights(found),
                            syncs=dict({k: v for k, v in syncs.items() if k != "by_operator"},
                                       by_operator=syncs["by_operator"][:5]),
-                           recommendations=found["recommendations"], link=self.link("insights", **self._where(st))))
+                           **report.advice_document(report.overview_document(self.registry, st), TOP_RUNTIME_CALLS),
+                           link=self.link("insights", **self._where(st))))
 
     def _run_distributed(self, run: str, span: str) -> tuple[dict[str, Any], str]:
         """The run's distributed result and its Distributed tab link; Invalid for an unknown run."""

@@ -39,6 +39,25 @@ def overview_document(registry, state) -> dict[str, Any] | None:
     return doc
 
 
+#: The columns of one recommendation every interface shows (the rule's own values follow in the details).
+RECOMMENDATION_KEYS = ["rule", "addressed_us", "threshold_us", "basis", "addressed_pct", "addressed_bytes",
+                       "threshold_bytes", "text"]
+RUNTIME_CALL_KEYS = ["api", "calls", "total_us", "window_us", "window_pct", "blocks", "blocking_calls", "blocking_us",
+                     "blocking_kind", "operators", "frames"]
+
+
+def advice_document(overview: dict, top_calls: int | None = None) -> dict[str, Any]:
+    """A file's one list of recommendations as every interface serves it (the Overview's, computed once
+    in analysis/overview.py): ``recommendations`` (sentences), ``recommendation_details`` (rule, addressed
+    µs, threshold µs, basis and the rule's values), ``about`` (the "About this trace" warnings) and
+    ``runtime_calls`` (its first ``top_calls`` rows, all without)."""
+    calls = overview.get("runtime_calls") or {"window_us": 0.0, "apis": 0, "rows": []}
+    return {"recommendations": list(overview["recommendations"]),
+            "recommendation_details": list(overview["recommendation_details"]),
+            "about": list(overview.get("about") or []),
+            "runtime_calls": dict(calls, rows=calls["rows"][:top_calls])}
+
+
 def rank_aggregate(views, tables: bool) -> dict[str, Any]:
     """The aggregate of one parsed trace's views (pure; see registry/executors/task.py): ``distributed``,
     ``insights`` and, with ``tables``, the report's per-worker sections."""
