@@ -122,8 +122,7 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
 
     full = insights.host_syncs(trace, top)  # the parts that were already vectorized
     ev = trace.events
-    rows = np.flatnonzero((ev.kind == insights.Kind.RUNTIME) & trace.name_mask(
-        lambda s: s.startswith(insights.SYNC_CALLS) and "Async" not in s))
+    rows = np.flatnonzero((ev.kind == insights.Kind.RUNTIME) & trace.name_mask(insights.always_blocks))
     parent = insights.op_tree(trace).op_parent
     dev_starts = np.sort(ev.ts[np.flatnonzero(insights.device_mask(trace))])
     by_op: dict[str, dict] = {}

@@ -1,91 +1,195 @@
-"""Host runtime/driver calls that returned only after device work finished (the one classifier shared
-by the critical path, the Insights and the runtime-calls table). Times are µs.
+"""Blocking host calls: the one classifier of host runtime/driver calls that returned only after device
+work finished (µs). The critical path, Insights and the runtime-calls table all read it.
 
-- **Always blocking** (:func:`always_blocks`): stream/device/event/context synchronize calls and the
-  synchronous copies ``cudaMemcpy``/``hipMemcpy`` (exact names; the ``…Async`` forms are not).
-- **Blocking copy**: an asynchronous copy call (``cudaMemcpyAsync``, ``hipMemcpyAsync``,
-  ``hipMemcpyWithStream``, ``cuMemcpy…Async``) whose correlated device copy ended inside the call
-  (a device-to-host copy into pageable memory returns only when the copy is done).
-- **Stream wait**: ``cudaStreamWaitEvent``/``hipStreamWaitEvent`` calls that lasted until device work
-  they correlate with ended (rare: they normally return at once).
+Four kinds (:data:`BLOCKING_KINDS`):
 
-``waited_end_us`` is the end of the device work the call waited for: its correlated device work, else
-the last device work that ended inside the call (any stream), else NaN.
+- **synchronize**: ``cuda``/``hip`` ``Stream``/``Device``/``Event``/``Thread``/``Ctx`` ``Synchronize``,
+  ``cuStreamSynchronize``, ``cuCtxSynchronize``, ``cuEventSynchronize`` (:func:`always_blocks`);
+- **blocking_copy**: the synchronous copies (``cudaMemcpy``, ``cudaMemcpy2D``, ``hipMemcpy``,
+  ``hipMemcpyDtoH``, ``cuMemcpyDtoH_v2``…: every ``cudaMemcpy*``/``hipMemcpy*``/``cuMemcpy*`` name without
+  ``Async`` and without ``WithStream``), and the asynchronous ones (``cudaMemcpyAsync``,
+  ``hipMemcpyAsync``, ``hipMemcpyWithStream``, ``cuMemcpy*Async``) whose correlated device copy ended
+  inside the call (a D2H copy to pageable memory returns only after the copy);
+- **event_poll**: a polling loop of ``cudaEventQuery``/``hipEventQuery`` (two or more queries in a row on
+  one thread, no other runtime call between): its last query is the one that first saw the event
+  complete, so it waited for the device work that ended since the previous query started;
+- **stream_wait**: the recorded waits of one stream on another's event (CUPTI's ``cuda_sync``
+  "Stream Wait Event" with ``wait_on_cuda_event_record_corr_id``): they hold a *stream*, not the host, so
+  a consumer that counts host stalls keeps ``kind != stream_wait``.
+
+``waited_end_us``: the end of the device work the call waited for. For a copy it is its own device
+copy's end when correlated; for a synchronize, a synchronous copy without a correlated copy and a poll,
+the latest end of any device work inside the call (a poll: since the previous query started); for a
+stream wait, the end of the last device work launched on the recorded stream before the record. NaN
+when nothing ended inside the call (the call returned without waiting on traced work).
 """
 
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace.categories import LAUNCH_KINDS
-from ..trace.links import device_mask, launch_of
+from ..trace.categories import DEVICE_KINDS, LAUNCH_KINDS
+from ..trace.links import launch_of
 from ..trace.model import Trace
 
 BLOCKING_KINDS = ("synchronize", "blocking_copy", "event_poll", "stream_wait")
 SYNCHRONIZE, BLOCKING_COPY, EVENT_POLL, STREAM_WAIT = range(4)
 
-_SYNC_NAMES = frozenset(
-    f"{p}{s}" for p in ("cuda", "hip") for s in ("StreamSynchronize", "DeviceSynchronize", "EventSynchronize"))
-_DRIVER_SYNC_NAMES = frozenset(("cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"))
-_SYNC_COPY_NAMES = frozenset(("cudaMemcpy", "hipMemcpy", "cudaMemcpy2D", "hipMemcpy2D", "cudaMemcpyFromSymbol",
-                              "cudaMemcpyToSymbol", "hipMemcpyDtoH", "hipMemcpyHtoD", "cuMemcpyDtoH_v2",
-                              "cuMemcpyHtoD_v2", "cuMemcpyDtoH", "cuMemcpyHtoD"))
-_ASYNC_COPY_NAMES = frozenset(("cudaMemcpyAsync", "hipMemcpyAsync", "hipMemcpyWithStream", "cuMemcpyAsync",
-                               "cuMemcpyDtoHAsync_v2", "cuMemcpyHtoDAsync_v2", "cudaMemcpy2DAsync",
-                               "hipMemcpyDtoHAsync", "hipMemcpy2DAsync"))
-_WAIT_NAMES = frozenset(("cudaStreamWaitEvent", "hipStreamWaitEvent", "cuStreamWaitEvent"))
+_SYNCHRONIZE = frozenset(
+    f"{api}{what}Synchronize" for api in ("cuda", "hip") for what in ("Stream", "Device", "Event", "Thread", "Ctx")
+) | {"cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"}
+_COPY_PREFIXES = ("cudaMemcpy", "hipMemcpy", "cuMemcpy")
+_EVENT_QUERY = frozenset({"cudaEventQuery", "hipEventQuery", "cuEventQuery"})
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class BlockingCalls:
-    rows: np.ndarray  # int64 event rows of host calls that returned only after device work finished
+    """Host calls that returned only after device work finished (see the module docstring)."""
+
+    rows: np.ndarray  # int64 event rows, ascending
     kind: np.ndarray  # int8 per row: index into BLOCKING_KINDS
     waited_end_us: np.ndarray  # float64 per row: end (µs) of the device work waited for; NaN when unknown
 
 
+def _base(name: str) -> str:
+    """An API name without its ABI suffixes (``cuMemcpyDtoH_v2``, ``cudaMemcpy_ptds``)."""
+    return name.split("_", 1)[0]
+
+
 def always_blocks(name: str) -> bool:
-    """Calls that block the host by definition: synchronize calls and synchronous copies."""
-    return name in _SYNC_NAMES or name in _DRIVER_SYNC_NAMES or name in _SYNC_COPY_NAMES
+    """Calls that block by definition: the synchronize calls and the synchronous copies."""
+    base = _base(name)
+    return base in _SYNCHRONIZE or _sync_copy(base)
+
+
+def _sync_copy(base: str) -> bool:
+    return base.startswith(_COPY_PREFIXES) and "Async" not in base and "WithStream" not in base
+
+
+def _async_copy(name: str) -> bool:
+    base = _base(name)
+    return base.startswith(_COPY_PREFIXES) and not _sync_copy(base)
 
 
 def blocking_calls(trace: Trace) -> BlockingCalls:
-    """Every host call that returned only after device work ended (module docstring), in row order."""
+    """Every host call that returned only after device work ended (kept per trace)."""
     return trace.memo("blocking_calls", lambda: _blocking_calls(trace))
 
 
 def _blocking_calls(trace: Trace) -> BlockingCalls:
     ev = trace.events
-    calls = np.isin(ev.kind, LAUNCH_KINDS)
-    sync = calls & trace.name_mask(lambda s: s in _SYNC_NAMES or s in _DRIVER_SYNC_NAMES)
-    sync_copy = calls & trace.name_mask(lambda s: s in _SYNC_COPY_NAMES)
-    async_copy = calls & trace.name_mask(lambda s: s in _ASYNC_COPY_NAMES)
-    wait = calls & trace.name_mask(lambda s: s in _WAIT_NAMES)
-    # the latest end of the device work each call launched (NaN without any)
-    corr_end = np.full(len(ev), np.nan)
-    dev = np.flatnonzero(device_mask(trace))
-    src = launch_of(trace)[dev]
-    has = src >= 0
-    if has.any():
-        ends = ev.ts[dev[has]] + ev.dur[dev[has]]
-        acc = np.full(len(ev), -np.inf)
-        np.maximum.at(acc, src[has], ends)
-        corr_end = np.where(np.isfinite(acc), acc, np.nan)
-    start, end = ev.ts, ev.ts + ev.dur
-    waited_inside = np.isfinite(corr_end) & (corr_end > start) & (corr_end <= end)
-    kind = np.full(len(ev), -1, dtype=np.int8)
-    kind[sync] = SYNCHRONIZE
-    kind[sync_copy | (async_copy & waited_inside)] = BLOCKING_COPY
-    kind[wait & waited_inside] = STREAM_WAIT
-    rows = np.flatnonzero(kind >= 0)
-    waited = corr_end[rows]
-    unknown = ~np.isfinite(waited)
-    if unknown.any() and len(dev):
-        # the last device work (any stream) that ended inside the call
-        dev_end = np.sort(ev.ts[dev] + ev.dur[dev])
-        r = rows[unknown]
-        k = np.searchsorted(dev_end, end[r], side="right") - 1
-        ok = (k >= 0) & (dev_end[np.maximum(k, 0)] > start[r])
-        waited[unknown] = np.where(ok, dev_end[np.maximum(k, 0)], np.nan)
-    return BlockingCalls(rows.astype(np.int64), kind[rows], waited.astype(np.float64))
+    finite = np.isfinite(ev.ts) & np.isfinite(ev.dur)
+    launch = np.isin(ev.kind, LAUNCH_KINDS) & finite
+    dev = np.flatnonzero(np.isin(ev.kind, DEVICE_KINDS) & finite)
+    dev_end = ev.ts[dev] + ev.dur[dev]
+    sorted_ends = np.sort(dev_end)
+    end = ev.ts + ev.dur
+
+    def latest_end_in(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The latest device end in ``(lo, hi]`` per pair (NaN: none)."""
+        k = np.searchsorted(sorted_ends, hi, side="right") - 1
+        got = sorted_ends[np.maximum(k, 0)] if len(sorted_ends) else np.zeros(len(hi))
+        return np.where((k >= 0) & (got > lo), got, np.nan)
+
+    rows_out, kind_out, waited_out = [], [], []
+
+    # synchronize calls and synchronous copies: by name
+    named = np.flatnonzero(launch & trace.name_mask(always_blocks))
+    sync_kind = np.where(trace.name_mask(lambda s: _base(s) in _SYNCHRONIZE)[named], SYNCHRONIZE, BLOCKING_COPY)
+    waited = latest_end_in(ev.ts[named], end[named])
+    # a synchronous copy waited for its own device copy when it has one (launch ↔ copy by correlation)
+    own = _own_copy_end(trace, dev, dev_end, len(ev))
+    has_own = (sync_kind == BLOCKING_COPY) & np.isfinite(own[named])
+    waited = np.where(has_own, own[named], waited)
+    rows_out.append(named), kind_out.append(sync_kind), waited_out.append(waited)
+
+    # asynchronous copies whose device copy ended inside the call
+    async_rows = np.flatnonzero(launch & trace.name_mask(_async_copy))
+    a_end = own[async_rows]
+    inside = np.isfinite(a_end) & (a_end > ev.ts[async_rows]) & (a_end <= end[async_rows])
+    rows_out.append(async_rows[inside]), kind_out.append(np.full(int(inside.sum()), BLOCKING_COPY))
+    waited_out.append(a_end[inside])
+
+    # polling loops of event queries: the last query of each run of two or more on one thread
+    poll, poll_waited = _event_polls(trace, np.flatnonzero(launch), latest_end_in)
+    rows_out.append(poll), kind_out.append(np.full(len(poll), EVENT_POLL)), waited_out.append(poll_waited)
+
+    # recorded stream waits
+    w_rows, src, _ = recorded_waits(trace, dev)
+    rows_out.append(w_rows), kind_out.append(np.full(len(w_rows), STREAM_WAIT))
+    waited_out.append(dev_end[src] if len(src) else np.zeros(0))
+
+    rows = np.concatenate(rows_out).astype(np.int64)
+    order = np.argsort(rows, kind="stable")
+    return BlockingCalls(rows=rows[order], kind=np.concatenate(kind_out).astype(np.int8)[order],
+                         waited_end_us=np.concatenate(waited_out).astype(np.float64)[order])
+
+
+def _own_copy_end(trace: Trace, dev: np.ndarray, dev_end: np.ndarray, n: int) -> np.ndarray:
+    """Per event, the latest end of the device work it launched (NaN: none)."""
+    out = np.full(n, np.nan)
+    lau = launch_of(trace)[dev]
+    ok = lau >= 0
+    if ok.any():
+        order = np.argsort(dev_end[ok], kind="stable")  # later ends written last win
+        out[lau[ok][order]] = dev_end[ok][order]
+    return out
+
+
+def _event_polls(trace: Trace, calls: np.ndarray, latest_end_in) -> tuple[np.ndarray, np.ndarray]:
+    """The last query of each polling run and the device end it saw (see the module docstring)."""
+    ev = trace.events
+    if not len(calls):
+        return calls, np.zeros(0)
+    thread = ev.pid[calls].astype(np.int64) * (1 << 32) + ev.tid[calls].astype(np.int64)
+    order = np.lexsort((ev.ts[calls], thread))
+    calls, thread = calls[order], thread[order]
+    query = trace.name_mask(lambda s: s in _EVENT_QUERY)[calls]
+    same = np.zeros(len(calls), bool)
+    same[1:] = query[1:] & query[:-1] & (thread[1:] == thread[:-1])  # follows a query of its thread
+    last = same & ~np.concatenate([same[1:], [False]])  # ends a run of two or more
+    at = np.flatnonzero(last)
+    waited = latest_end_in(ev.ts[calls[at - 1]], ev.ts[calls[at]] + ev.dur[calls[at]])
+    keep = np.isfinite(waited)
+    return calls[at][keep], waited[keep]
+
+
+def recorded_waits(trace: Trace, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Recorded cross-stream waits: ``(wait rows, recorded node, waiting node)``, the nodes as
+    positions in ``dev`` (device-work rows sorted by device, stream, start, or any order). The recorded
+    node is the last device work launched on ``wait_on_stream`` before the record (highest correlation
+    below the record's); the waiting node the first one launched on the waiting stream after the wait.
+    A stream id found on several devices is ambiguous and not used (a wait event names streams only)."""
+    ev = trace.events
+    empty = np.zeros(0, dtype=np.int64)
+    if "wait_event_correlation" not in ev.columns or not len(dev):
+        return empty, empty, empty
+    w = np.flatnonzero((ev.wait_event_correlation >= 0) & (ev.wait_stream >= 0) & (ev.stream >= 0))
+    if not len(w):
+        return empty, empty, empty
+    corr = ev.correlation[dev]
+    lanes = np.stack([ev.device[dev].astype(np.int64), ev.stream[dev]], axis=1)
+    uniq, lane = np.unique(lanes, axis=0, return_inverse=True)
+    lane = lane.reshape(-1)
+    key = lane * (1 << 40) + np.where(corr >= 0, corr, 0)  # (lane, correlation) in one sortable int
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    ids, first, count = np.unique(uniq[:, 1], return_index=True, return_counts=True)
+
+    def lane_of(stream):
+        pos = np.minimum(np.searchsorted(ids, stream), len(ids) - 1)
+        return np.where((ids[pos] == stream) & (count[pos] == 1), first[pos], -1)
+
+    src_lane, dst_lane = lane_of(ev.wait_stream[w].astype(np.int64)), lane_of(ev.stream[w])
+    k = np.searchsorted(skey, src_lane * (1 << 40) + ev.wait_event_correlation[w], side="left") - 1
+    src = order[np.maximum(k, 0)]
+    j = np.searchsorted(skey, dst_lane * (1 << 40) + ev.correlation[w], side="right")
+    dst = order[np.minimum(j, len(order) - 1)]
+    ok = (src_lane >= 0) & (dst_lane >= 0) & (k >= 0) & (lane[src] == src_lane) & (j < len(order))
+    ok &= (lane[dst] == dst_lane) & (corr[src] >= 0) & (ev.correlation[w] >= 0)
+    return w[ok], src[ok], dst[ok]
+
+
+__all__ = ["BLOCKING_KINDS", "BlockingCalls", "always_blocks", "blocking_calls", "recorded_waits"]

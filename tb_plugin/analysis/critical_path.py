@@ -2,10 +2,9 @@
 
 **Graph.** On each rank: device work (kernels, memcpy, memset) depends on its launch (the runtime or
 driver call with the same correlation id) and on the previous device work of its stream (stream
-order); a host thread runs in program order, and a sync call (``cudaStreamSynchronize``,
-``cudaDeviceSynchronize``, ``cudaEventSynchronize``, ``cudaMemcpy``… of
-:data:`analysis.insights.SYNC_CALLS`) that returns after device work ends depends on the device work
-that ended last before it returned. Across ranks (see :mod:`analysis.critical_path_combine`) the
+order); a host thread runs in program order, and a blocking call (:mod:`analysis.blocking`: a
+synchronize, a blocking copy, the query of an event-polling loop that saw the event complete) depends
+on the device work it waited for. Across ranks (see :mod:`analysis.critical_path_combine`) the
 kernels of one matched collective instance (:mod:`analysis.collective_matching`) depend on the
 kernel of the rank that arrived last (the one that starts last on the common clock).
 
@@ -43,9 +42,9 @@ import numpy as np
 from ..trace.categories import DEVICE_KINDS, HOST_WORK_KINDS, LAUNCH_KINDS, PROFILER_STEP_PREFIX
 from ..trace.links import launch_of
 from ..trace.model import Trace
+from .blocking import STREAM_WAIT, BlockingCalls, blocking_calls, recorded_waits
 from .clock import shared_origin
 from .host_tiles import host_tiles
-from .insights import SYNC_CALLS
 from .op_tree import op_tree
 from .steps import compute_steps
 
@@ -123,7 +122,9 @@ class RankGraph:
         ends_order = np.argsort(self.te, kind="stable")
         sorted_ends = self.te[ends_order]
         self.ends_order, self.sorted_ends = ends_order, sorted_ends
-        sync_mask = trace.name_mask(lambda s: s in SYNC_CALLS)
+        bc = blocking_calls(trace)
+        host_block = bc.kind != STREAM_WAIT  # the calls that held a host thread
+        block = BlockingCalls(bc.rows[host_block], bc.kind[host_block], bc.waited_end_us[host_block])
         py_parent = op_tree(trace).py_parent
         busiest, best = None, -1.0
         by_thread = host[np.lexsort((-ev.dur[host], ev.ts[host], thread_key[host]))]
@@ -131,14 +132,13 @@ class RankGraph:
         for rows in np.split(by_thread, cuts) if len(by_thread) else []:  # one slice per thread
             key = int(thread_key[rows[0]])
             tile_rows, tile_s, tile_e = host_tiles(trace, rows, py_parent)
-            syncs = rows[sync_mask[rows] & np.isin(kind[rows], LAUNCH_KINDS)] if len(dev) else rows[:0]
-            ss, se = ev.ts[syncs], ev.ts[syncs] + ev.dur[syncs]
-            k = np.searchsorted(sorted_ends, se, side="right") - 1
-            waited = ends_order[np.maximum(k, 0)]
-            ok = (k >= 0) & (sorted_ends[np.maximum(k, 0)] > ss)
-            jump = sorted_ends[np.maximum(k, 0)][ok]
+            at = np.flatnonzero(np.isin(block.rows, rows)) if len(dev) else np.zeros(0, np.int64)
+            jump = block.waited_end_us[at]
+            jump = jump[np.isfinite(jump)]
+            k = np.searchsorted(sorted_ends, jump, side="left")  # the first node (device order) ending there
+            waited = ends_order[np.minimum(k, len(ends_order) - 1)] if len(ends_order) else k
             o = np.argsort(jump, kind="stable")
-            self.threads[key] = (tile_rows, tile_s, tile_e, jump[o], waited[ok][o])
+            self.threads[key] = (tile_rows, tile_s, tile_e, jump[o], waited[o])
             busy = float((tile_e - tile_s).sum())
             if busy > best:
                 busiest, best = key, busy
@@ -286,42 +286,17 @@ class RankGraph:
 
 
 def wait_edges(trace: Trace, dev: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Recorded cross-stream waits: per device node (``dev``: device-work rows sorted by device,
-    stream, start), the node it waits on (−1: none), and whether the trace records its waits at all
-    (then none is inferred). A wait keeps the recorded node that ends last when several precede one."""
+    """Recorded cross-stream waits (:func:`analysis.blocking.recorded_waits`): per device node (``dev``:
+    device-work rows sorted by device, stream, start), the node it waits on (−1: none), and whether the
+    trace records its waits at all (then none is inferred). A wait keeps the recorded node that ends last
+    when several precede one."""
     ev = trace.events
     out = np.full(len(dev), -1, dtype=np.int64)
     if "wait_event_correlation" not in ev.columns or not len(dev):
         return out, False
-    w = np.flatnonzero((ev.wait_event_correlation >= 0) & (ev.wait_stream >= 0) & (ev.stream >= 0))
-    if not len(w):
+    if not ((ev.wait_event_correlation >= 0) & (ev.wait_stream >= 0) & (ev.stream >= 0)).any():
         return out, False
-    corr = ev.correlation[dev]
-    lanes = np.stack([ev.device[dev].astype(np.int64), ev.stream[dev]], axis=1)
-    uniq, lane = np.unique(lanes, axis=0, return_inverse=True)
-    lane = lane.reshape(-1)
-    key = lane * (1 << 40) + np.where(corr >= 0, corr, 0)  # (lane, correlation) in one sortable int
-    order = np.argsort(key, kind="stable")
-    skey = key[order]
-
-    # a wait event names streams, not devices (its device column is cleared): a stream id found on
-    # one device only is that lane, one found on several is ambiguous and not used
-    ids, first, count = np.unique(uniq[:, 1], return_index=True, return_counts=True)
-
-    def lane_of(stream):
-        pos = np.minimum(np.searchsorted(ids, stream), len(ids) - 1)
-        return np.where((ids[pos] == stream) & (count[pos] == 1), first[pos], -1)
-
-    src_lane, dst_lane = lane_of(ev.wait_stream[w].astype(np.int64)), lane_of(ev.stream[w])
-    # the recorded node: the last one of its lane below the record's correlation
-    k = np.searchsorted(skey, src_lane * (1 << 40) + ev.wait_event_correlation[w], side="left") - 1
-    src = order[np.maximum(k, 0)]
-    # the waiting node: the first one of the waiting lane above the wait's own correlation
-    j = np.searchsorted(skey, dst_lane * (1 << 40) + ev.correlation[w], side="right")
-    dst = order[np.minimum(j, len(order) - 1)]
-    ok = (src_lane >= 0) & (dst_lane >= 0) & (k >= 0) & (lane[src] == src_lane) & (j < len(order))
-    ok &= (lane[dst] == dst_lane) & (corr[src] >= 0) & (ev.correlation[w] >= 0)
-    src, dst = src[ok], dst[ok]
+    _, src, dst = recorded_waits(trace, dev)
     by_end = np.argsort(ev.ts[dev][src] + ev.dur[dev][src], kind="stable")  # later ends assigned last win
     out[dst[by_end]] = src[by_end]
     return out, True

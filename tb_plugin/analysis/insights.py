@@ -42,10 +42,6 @@ from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .runtime_calls import issuing_operator
 
 GAP_BINS_US = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000, float("inf"))
-# the synchronizing names the critical path reads (the shared classifier is :func:`.blocking.always_blocks`)
-SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-              "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize",
-              "hipMemcpy", "cuStreamSynchronize", "cuCtxSynchronize")
 GRAPH_LAUNCH_PREFIXES = ("cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch")
 GRAPH_CAPTURE_MARKERS = ("StreamBeginCapture", "StreamGetCaptureInfo")
 LAUNCH_BOUND_MIN_GAPS = 50  # … over at least this many gaps ("many short kernels")

@@ -22,7 +22,7 @@ import numpy as np
 from ..trace.categories import LAUNCH_KINDS, Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
-from .blocking import BLOCKING_KINDS, blocking_calls
+from .blocking import BLOCKING_KINDS, STREAM_WAIT, blocking_calls
 from .gpu_idle import Busy, window
 from .op_tree import op_tree
 
@@ -142,7 +142,8 @@ def outside_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ev = trace.events
         lo, hi = window(trace)
         bl = blocking_calls(trace)
-        rows = bl.rows[ev.dur[bl.rows] >= OUTSIDE_MIN_CALL_US]
+        host = bl.rows[bl.kind != STREAM_WAIT]  # a recorded stream wait holds a stream, not the host
+        rows = host[ev.dur[host] >= OUTSIDE_MIN_CALL_US]
         if len(rows) == 0:
             return rows, np.zeros(0), np.zeros(0)
         dev = device_mask(trace) & (ev.device >= 0)
