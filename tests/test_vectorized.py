@@ -122,8 +122,25 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
 
     full = insights.host_syncs(trace, top)  # the parts that were already vectorized
     ev = trace.events
-    rows = np.flatnonzero((ev.kind == insights.Kind.RUNTIME) & trace.name_mask(insights.always_blocks))
-    parent = insights.op_tree(trace).op_parent
+    from tb_plugin.analysis.blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
+    from tb_plugin.analysis.op_tree import op_tree
+
+    bl = blocking_calls(trace)
+    rows = np.sort(bl.rows[np.isin(bl.kind, (SYNCHRONIZE, BLOCKING_COPY))])
+    parent = op_tree(trace).op_parent
+
+    def issuer(r: int) -> int:
+        """The innermost cpu_op around ``r``, else the innermost annotation that is not ProfilerStep#N."""
+        node, fallback = int(parent[r]), -1
+        while node >= 0:
+            if ev.kind[node] == insights.Kind.CPU_OP:
+                return node
+            if (fallback < 0 and ev.kind[node] == insights.Kind.USER_ANNOTATION
+                    and not trace.strings[ev.name[node]].startswith("ProfilerStep#")):
+                fallback = node
+            node = int(parent[node])
+        return fallback
+
     dev_starts = np.sort(ev.ts[np.flatnonzero(insights.device_mask(trace))])
     by_op: dict[str, dict] = {}
     idle_total = 0.0
@@ -132,7 +149,8 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
         i = np.searchsorted(dev_starts, end)
         idle = float(dev_starts[i] - end) if i < len(dev_starts) else 0.0
         idle_total += idle
-        op = trace.strings[ev.name[parent[r]]] if parent[r] >= 0 else "(no operator)"
+        node = issuer(r)
+        op = trace.strings[ev.name[node]] if node >= 0 else "(no operator)"
         entry = by_op.setdefault(op, {"op": op, "calls": 0, "sync_us": 0.0, "gpu_idle_after_us": 0.0, "apis": {}})
         entry["calls"] += 1
         entry["sync_us"] += float(ev.dur[r])
