@@ -1,8 +1,8 @@
 """Performance recommendations: ONE list per file, the Overview's rules here and the Insights' and
 runtime calls' in :mod:`.advice`, served identically by every interface. Each recommendation is
-``{"rule", "addressed_us", "threshold_us", "basis", "addressed_pct", <values>, "text"}``: the time it
-addresses, its rule's threshold over the same ``basis`` (``"average_step"``: µs per average step;
-``"steps_window"``: µs over the steps window), that time's share of the basis, the numbers it rests on
+``{"rule", "addressed_us", "threshold_us", "basis", <values>, "text"}``: the time it addresses, its
+rule's threshold over the same ``basis`` (``"average_step"``: µs per average step; ``"steps_window"``:
+µs over the steps window; ``"median_step"``: µs over the median step), the numbers it rests on
 (units in the field names: ``_pct``, ``_us``, ``_bytes``, ``_ratio``) and its sentence, whose numbers
 are those values written by the one rounding rule (:func:`tb_plugin.analysis.numfmt.fixed`, the UI's
 too). A rule fires only when its addressed time reaches its threshold (:data:`THRESHOLDS`, the table
@@ -60,17 +60,22 @@ def threshold_us(rule: str, basis_us: float) -> float:
 
 
 def recommendation(rule: str, addressed_us: float, limit_us: float, basis: str, text: str, **values) -> dict:
-    """One recommendation in the documented shape (module docstring); ``addressed_pct`` is
-    ``addressed_us`` over the basis that ``limit_us`` is :data:`THRESHOLDS` of."""
-    pct = THRESHOLDS[rule]
-    basis_us = 100.0 * limit_us / pct if pct > 0 else 0.0
+    """One recommendation in the documented shape (module docstring)."""
     return {"rule": rule, **values, "addressed_us": float(addressed_us), "threshold_us": float(limit_us),
-            "basis": basis, "addressed_pct": 100.0 * addressed_us / basis_us if basis_us > 0 else None, "text": text}
+            "basis": basis, "text": text}
+
+
+def _basis_share(rec: dict) -> float:
+    """The share of its basis a time-based recommendation addresses (its threshold is
+    :data:`THRESHOLDS` % of that basis); 0 for byte-based advice."""
+    if "addressed_us" not in rec or rec["threshold_us"] <= 0:
+        return 0.0
+    return rec["addressed_us"] / rec["threshold_us"] * THRESHOLDS[rec["rule"]] / 100.0
 
 
 def ordered(recs: list[dict]) -> list[dict]:
     """Most important first: time-based advice by the share of its basis it addresses, then bytes."""
-    return sorted(recs, key=lambda r: (r.get("addressed_pct") is None, -(r.get("addressed_pct") or 0.0)))
+    return sorted(recs, key=lambda r: ("addressed_us" not in r, -_basis_share(r)))
 #: Rules on a category's share of the average step: (category, threshold %, sentence).
 _SHARE_RULES = (
     ("dataloader", DATALOADER_PCT,

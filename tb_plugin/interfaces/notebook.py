@@ -130,7 +130,7 @@ class Trace:
     def recommendations(self):
         """The file's one list of recommendations, one row each (the Overview's, the report's, MCP's):
         ``rule``, ``addressed_us`` (the time it addresses), ``threshold_us`` (its rule's threshold),
-        ``basis`` (``average_step``, ``steps_window`` or ``median_step``), ``addressed_pct``,
+        ``basis`` (``average_step``, ``steps_window`` or ``median_step``),
         ``addressed_bytes``/``threshold_bytes`` (memory advice) and ``text``; most important first."""
         doc = report.advice_document(self.overview())
         return table(doc["recommendation_details"], report.RECOMMENDATION_KEYS)

@@ -40,8 +40,7 @@ def overview_document(registry, state) -> dict[str, Any] | None:
 
 
 #: The columns of one recommendation every interface shows (the rule's own values follow in the details).
-RECOMMENDATION_KEYS = ["rule", "addressed_us", "threshold_us", "basis", "addressed_pct", "addressed_bytes",
-                       "threshold_bytes", "text"]
+RECOMMENDATION_KEYS = ["rule", "addressed_us", "threshold_us", "basis", "addressed_bytes", "threshold_bytes", "text"]
 RUNTIME_CALL_KEYS = ["api", "calls", "total_us", "window_us", "window_pct", "blocks", "blocking_calls", "blocking_us",
                      "blocking_kind", "operators", "frames"]
 
