@@ -186,3 +186,60 @@ def test_graph_replay_sample_names_the_item_sync():
     rules = _rules(compute_overview(trace))
     assert rules["synchronize"]["operator"] == "aten::_local_scalar_dense"
     assert "cpu_overhead" not in rules  # its host wait follows the syncs
+
+
+# -- item 11: one list of recommendations, served identically -------------------------------------------
+
+def test_every_interface_serves_the_same_list(tmp_path):
+    """The Overview and Insights routes, ``report --json``, the text report, the MCP overview and insights
+    tools and the notebook give one file the same recommendations (rule, addressed µs, threshold, text)."""
+    import io
+    import sys
+
+    import orjson
+
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+    from tb_plugin.cli import run_report
+    from tb_plugin.interfaces.mcp_tools import Tools
+
+    write_json(tmp_path / "job" / "w0.pt.trace.json", allocator_trace())
+    write_json(tmp_path / "job2" / "w0.pt.trace.json", item_copy_trace())
+    reg = loaded_registry(tmp_path)
+    try:
+        for run in ("job", "job2"):
+            where = {"run": run, "worker": "w0", "span": "1"}
+            want = orjson.loads(orjson.dumps(_rules_list(api.overview(reg, where)[1])))
+            assert want and all(r["addressed_us"] >= r["threshold_us"] for r in want)
+            assert _rules_list(api.insights(reg, where)[1]) == want
+            tools = Tools(reg, wait_s=60)
+            for doc in (tools.overview(run), tools.insights(run)):
+                assert _rules_list(doc) == want and doc["recommendations"] == [r["text"] for r in want]
+            out = io.StringIO()
+            assert run_report(str(tmp_path), run, True, False, out, io.StringIO()) == 0
+            (entry,) = orjson.loads(out.getvalue())["runs"][0]["workers"]
+            assert _rules_list(entry["overview"]) == want
+            out = io.StringIO()
+            assert run_report(str(tmp_path), run, False, False, out, io.StringIO()) == 0
+            printed = [line[len("   * "):] for line in out.getvalue().splitlines() if line.startswith("   * [")]
+            assert [p.split("] ", 1)[1].rsplit(" (addresses ", 1)[0] for p in printed] == [r["text"] for r in want]
+            assert [p[1:].split("]", 1)[0] for p in printed] == [r["rule"] for r in want]
+            sys.path.insert(0, str(REPO / "tb_plugin" / "public"))
+            import kinetoscope
+
+            t = kinetoscope.load(str(tmp_path / run))
+            rows = t.recommendations()
+            rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+            assert [(r["rule"], r["addressed_us"], r["threshold_us"], r["text"]) for r in rows] == [
+                (r["rule"], r["addressed_us"], r["threshold_us"], r["text"]) for r in want]
+            calls = t.runtime_calls()
+            apis = list(calls["api"]) if hasattr(calls, "columns") else [r["api"] for r in calls]
+            assert apis == [r["api"] for r in api.overview(reg, where)[1]["runtime_calls"]["rows"]]
+    finally:
+        reg.stop()
+
+
+def _rules_list(doc: dict) -> list[dict]:
+    details = doc["recommendation_details"]
+    assert doc["recommendations"] == [r["text"] for r in details]
+    return details
