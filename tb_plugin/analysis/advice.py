@@ -17,8 +17,8 @@ reaches its threshold (:data:`.recommendations.THRESHOLDS`, documented in docs/M
   replays nor captures CUDA graphs; torch.compile is suggested only when no compiled region runs.
 - ``cpu_overhead``: host wait over the steps window, less the part of it spent in or right after the
   blocking calls (:func:`blocked_spans` of the call rules' calls and of the calls outside the trace,
-  :func:`.runtime_calls.outside_trace`: the host was blocked on the device, not slow), when it is over
-  half the GPU's idle time.
+  :func:`.runtime_calls.outside_trace`: the host was blocked on the device, not slow) and in DataLoader
+  spans (the ``dataloader`` rule's time), when it is over half the GPU's idle time.
 
 ``about`` warnings: *work outside the trace* (blocking calls during which the waited-on device shows
 under :data:`.runtime_calls.OUTSIDE_BUSY_SHARE` busy, in total at least the ``cpu_overhead`` threshold)
@@ -33,6 +33,7 @@ from ..trace.categories import LAUNCH_KINDS
 from ..trace.links import device_mask
 from ..trace.model import Trace
 from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
+from .breakdown import category_masks
 from .gpu_idle import Busy, gpu_idle, window
 from .insights import LAUNCH_BOUND_MIN_GAPS, graph_use
 from .numfmt import duration, fixed
@@ -208,7 +209,11 @@ def idle_rules(trace: Trace, insights_doc: dict) -> list[dict]:
     uses_graphs = graphs["replays"] + graphs["captures"] > 0
     compiled = compiled_regions(trace) > 0
     named = _named_calls(trace)
-    blocked = blocked_spans(trace, np.unique(np.concatenate(list(named.values()) + [outside_rows(trace)[0]])))
+    spans = blocked_spans(trace, np.unique(np.concatenate(list(named.values()) + [outside_rows(trace)[0]])))
+    ev = trace.events
+    loading = category_masks(trace)["dataloader"]  # the host was loading data: the DataLoader rule's time
+    blocked = Busy.of(np.concatenate([spans.start, ev.ts[loading]]),
+                      np.concatenate([spans.end, ev.ts[loading] + ev.dur[loading]]))
     host_gaps = {g.device: g.gaps for g in gpu_idle(trace)}
     for gpu in insights_doc["idle"]["gpus"]:
         win, bound = gpu["window_us"], gpu["launch_bound_us"]

@@ -14,7 +14,8 @@ Rules of this module (thresholds: :data:`THRESHOLDS`):
 - DataLoader share of the average step → raise ``num_workers`` / prefetch.
 - Communication share → overlap or shrink communication.
 - Any GPU's utilization < 50 % → name the largest non-kernel category of the step, counting in Runtime
-  only the calls no other rule explains (allocator, blocking copies, synchronizations: ``explained_us``).
+  only the calls no other rule explains (allocator, blocking copies, synchronizations: ``explained_us``);
+  silent when that category is DataLoader or Communication and its own rule already speaks.
 - AMP, per GPU: the GPU has tensor cores (NVIDIA compute capability ≥ 7) or matrix cores (AMD
   MFMA/WMMA, decided from the gfx architecture, never from the CUDA rule), none of its kernels runs
   on them (tensor-core kernel time is 0 µs), and tensor-core-eligible operators with FP32 inputs
@@ -115,7 +116,8 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
     for gpu in gpus:
         worst = max(own, key=lambda k: own[k]) if own else None
         limit = threshold_us("low_utilization", total)
-        if gpu.utilization_pct < LOW_UTILIZATION_PCT and worst and own[worst] >= limit:
+        named = worst in ("dataloader_us", "communication_us") and any(r["rule"] == worst[:-3] for r in out)
+        if gpu.utilization_pct < LOW_UTILIZATION_PCT and worst and own[worst] >= limit and not named:
             share = 100.0 * own[worst] / total
             out.append(recommendation(
                 "low_utilization", own[worst], limit, "average_step",

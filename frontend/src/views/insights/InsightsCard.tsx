@@ -55,13 +55,6 @@ function InsightsSummary({ data }: { data: InsightsReady }) {
         <InfoTooltip label="Exposed time over the steps window" text={INSIGHT_DEFS.exposed} />
       </div>
       <ExposedBar parts={data.exposed} />
-      {data.recommendations.length > 0 ? (
-        <ul className="recommendations" style={{ marginTop: 12 }} data-testid="insights-recommendations">
-          {data.recommendations.map((text, i) => (
-            <li key={i}>{text}</li>
-          ))}
-        </ul>
-      ) : null}
       <div className="insights-card-foot">
         <button type="button" className="link-button" data-testid="open-insights" onClick={() => openView("insights")}>
           Open the Insights tab ›
