@@ -29,7 +29,7 @@ import orjson
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
-from .cli_advice import bytes_text as _bytes, print_advice
+from .cli_advice import bytes_text as _bytes, print_advice, print_run_advice
 from .cli_path import print_critical_path
 from .interfaces import mcp_server
 from .registry import report
@@ -267,8 +267,9 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                     f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
                     f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}\n"
                 )
-            print_advice(ov, out)
+            print_advice(ov, out, run.get("recommendations"))
             print_critical_path(w.get("critical_path") or [], out, across=False)
+        print_run_advice(run, out)
         print_critical_path(run.get("critical_path") or [], out, across=True)
         _print_artifacts(run, out)
 

@@ -243,3 +243,49 @@ def _rules_list(doc: dict) -> list[dict]:
     details = doc["recommendation_details"]
     assert doc["recommendations"] == [r["text"] for r in details]
     return details
+
+
+# -- item 4: advice that holds on many ranks, said once for the run ----------------------------------------
+
+def test_ranks_text_compresses_runs():
+    from tb_plugin.analysis.advice_ranks import ranks_text
+
+    assert ranks_text([0, 1, 2, 3, 5, 7, 8]) == "0–3, 5, 7–8" and ranks_text(list(range(128))) == "0–127"
+
+
+def test_advice_on_many_ranks_is_said_once_for_the_run(tmp_path):
+    """Ranks 0–2 free cached memory (hipFree; on rank 2 the calls are half as long and the kernel starts
+    4 ms earlier: 4120 µs addressed instead of 8120), rank 3 synchronizes: the allocator advice is said
+    once for ranks 0–2 with its spread, the synchronize advice (one rank) stays rank 3's."""
+    import io
+
+    import orjson
+
+    from conftest import write_json
+    from tb_plugin.cli import run_report
+
+    for rank in range(3):
+        doc = allocator_trace("hipFree")
+        if rank == 2:
+            for ev in doc["traceEvents"]:
+                if ev["name"] == "hipFree":
+                    ev["ts"], ev["dur"] = 100 + (ev["ts"] - 100) // 2, 1000
+                elif ev["name"] in ("cudaLaunchKernel", "gemm_kernel"):
+                    ev["ts"] -= 4000
+        write_json(tmp_path / "job" / f"rank{rank}.pt.trace.json", dict(doc, distributedInfo={"rank": rank}))
+    write_json(tmp_path / "job" / "rank3.pt.trace.json", dict(sync_trace(), distributedInfo={"rank": 3}))
+    out = io.StringIO()
+    assert run_report(str(tmp_path), "job", True, False, out, io.StringIO()) == 0
+    (run,) = orjson.loads(out.getvalue())["runs"]
+    recs = {r["key"]: r for r in run["recommendations"]}
+    alloc = recs["allocator:hipFree"]
+    assert (alloc["ranks"], alloc["ranks_text"], alloc["rank_count"]) == ([0, 1, 2], "0–2", 3)
+    assert alloc["text"].startswith("Ranks 0–2: hipFree takes 8.00 ms in 4 calls")
+    assert alloc["addressed_us"] == {"min": 4120.0, "median": 8120.0, "max": 8120.0}
+    assert alloc["text"].endswith("Across these ranks it addresses 4.12 ms to 8.12 ms per rank (median 8.12 ms).")
+    assert "synchronize:cudaDeviceSynchronize" not in recs
+    out = io.StringIO()
+    assert run_report(str(tmp_path), "job", False, False, out, io.StringIO()) == 0
+    text = out.getvalue()
+    assert text.count("hipFree takes") == 1 and "== run job: advice that holds on several ranks" in text
+    assert text.count("cudaDeviceSynchronize takes 990 µs in 1 call") == 1  # rank 3's own, in its file

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
@@ -155,8 +156,26 @@ def report_document(registry, files: list, run: str | None) -> tuple[dict[str, A
             doc["runs"].append({"name": st.run, "workers": []})
         doc["runs"][-1]["workers"].append(worker_entry(registry, st))
     _add_distributed(registry, doc, files)
+    for entry in doc["runs"]:
+        _add_run_advice(entry)
     failed = _add_artifacts(registry, doc, run)
     return doc, failed
+
+
+def _add_run_advice(entry: dict) -> None:
+    """A run of several ranks gains ``recommendations``: the advice that holds on several of its ranks,
+    once for the run (:func:`~tb_plugin.analysis.advice_ranks.across_ranks`; each file's own list is
+    unchanged). A worker's first span stands for its rank."""
+    per_rank, seen = [], set()
+    for position, w in enumerate(entry["workers"]):
+        if w["overview"] is None or w["worker"] in seen:
+            continue
+        seen.add(w["worker"])
+        info = (w["overview"].get("configuration") or {}).get("distributed")
+        rank, _ = distributed_analysis.rank_of_info(info, w["worker"], position)
+        per_rank.append((rank, w["overview"].get("recommendation_details") or []))
+    if len(per_rank) >= 2:
+        entry["recommendations"] = advice_ranks.across_ranks(per_rank)
 
 
 def worker_entry(registry, st) -> dict[str, Any]:
