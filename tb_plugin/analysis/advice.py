@@ -13,8 +13,9 @@ reaches its threshold (:data:`.recommendations.THRESHOLDS`, documented in docs/M
   until the next device work starts after each; a sync while the GPU is busy costs nothing) and names
   its dominant API, the operator that issued most of its time and the Python frame. Blocking calls
   outside the trace are left to the "About this trace" warning.
-- ``cuda_graphs``: launch-bound idle (:mod:`.gpu_idle`) over the steps window, when the trace neither
-  replays nor captures CUDA graphs; torch.compile is suggested only when no compiled region runs.
+- ``cuda_graphs``: launch-bound idle (:mod:`.gpu_idle`) over the steps window, less the same blocked and
+  DataLoader time as ``cpu_overhead``, when the trace neither replays nor captures CUDA graphs;
+  torch.compile is suggested only when no compiled region runs.
 - ``cpu_overhead``: host wait over the steps window, less the part of it spent in or right after the
   blocking calls (:func:`blocked_spans` of the call rules' calls and of the calls outside the trace,
   :func:`.runtime_calls.outside_trace`: the host was blocked on the device, not slow) and in DataLoader
@@ -215,24 +216,32 @@ def idle_rules(trace: Trace, insights_doc: dict) -> list[dict]:
     blocked = Busy.of(np.concatenate([spans.start, ev.ts[loading]]),
                       np.concatenate([spans.end, ev.ts[loading] + ev.dur[loading]]))
     host_gaps = {g.device: g.gaps for g in gpu_idle(trace)}
+
+    def unblocked(device: int, which: str) -> tuple[float, int]:
+        """The GPU's host-wait (or launch-bound) idle outside ``blocked`` (µs) and the gaps it lies in."""
+        gaps = host_gaps[device]
+        keep = gaps.host if which == "host" else gaps.launch_bound
+        g0, g1 = gaps.start[keep], gaps.end[keep]
+        left = (g1 - g0) - (blocked.before(g1) - blocked.before(g0))
+        return float(left.sum()), int((left > 0).sum())
+
     for gpu in insights_doc["idle"]["gpus"]:
-        win, bound = gpu["window_us"], gpu["launch_bound_us"]
+        win = gpu["window_us"]
+        bound, gaps = unblocked(gpu["device"], "launch_bound")  # time blocked or loading data is not launch overhead
         limit = threshold_us("cuda_graphs", win)
-        if not uses_graphs and win > 0 and gpu["launch_bound_gaps"] >= LAUNCH_BOUND_MIN_GAPS and bound >= limit:
+        if not uses_graphs and win > 0 and gaps >= LAUNCH_BOUND_MIN_GAPS and bound >= limit:
             how = "Capture the step with CUDA graphs (torch.cuda.graphs)" if compiled else (
                 "Capture the step with CUDA graphs or use torch.compile(mode='reduce-overhead')")
             out.append(recommendation(
                 "cuda_graphs", bound, limit, "steps_window",
                 f"GPU {gpu['device']} idles {duration(bound)} ({fixed(100 * bound / win, 0)}% of the steps window) in "
-                f"{plural(gpu['launch_bound_gaps'], 'gap')} that each ended with a kernel shorter than the CPU call "
+                f"{plural(gaps, 'gap')} that each ended with a kernel shorter than the CPU call "
                 f"that launched it: the GPU waits for kernel launches. {how} to cut launch overhead.",
-                gpu=gpu["device"], gaps=gpu["launch_bound_gaps"]))
+                gpu=gpu["device"], gaps=gaps))
     for gpu in insights_doc["idle"]["gpus"]:
         win, total = gpu["window_us"], gpu["idle_us"]
-        gaps = host_gaps[gpu["device"]]
-        g0, g1 = gaps.start[gaps.host], gaps.end[gaps.host]
         # host wait that follows a blocking call (or lies inside one) belongs to that call's rule
-        wait = max(gpu["host_wait_us"] - float((blocked.before(g1) - blocked.before(g0)).sum()), 0.0)
+        wait = max(unblocked(gpu["device"], "host")[0], 0.0)
         limit = threshold_us("cpu_overhead", win)
         if win > 0 and total > 0 and wait > 0.5 * total and wait >= limit:
             out.append(recommendation(
