@@ -73,7 +73,7 @@ def test_blocking_copy_names_the_operator_and_item():
     assert _row(runtime_calls(trace), "cudaLaunchKernel")["blocks"] is False
     rec = _rules(compute_overview(trace))["blocking_copy"]
     assert (rec["addressed_us"], rec["threshold_us"]) == (570.0, 250.0)
-    assert rec["text"].startswith("cudaMemcpyAsync takes 1.96 ms in 1 call that hold the host until the device "
+    assert rec["text"].startswith("cudaMemcpyAsync takes 1.96 ms in 1 call that holds the host until the device "
                                   "finishes, from aten::_local_scalar_dense (.item(), float(), int() or bool() of a "
                                   "tensor) at train.py(12): <module>; the GPU idles 570 µs")
 
@@ -173,6 +173,15 @@ def test_hip_blocking_copies_in_the_runtime_table(rel, operator):
     assert row["blocks"] and row["blocking_kind"] == "blocking_copy" and row["blocking_calls"] == row["calls"]
     assert row["operators"][0]["name"] == operator
     assert _row(runtime_calls(trace), "hipDeviceSynchronize")["operators"][0]["name"] == "(no operator)"
+
+
+def test_alexnet_cudafree_is_named_as_the_allocator():
+    """hta/critical_path/alexnet: cudaFree from cuDNN's convolution (15 calls, 6.55 s) leaves the GPU idle."""
+    trace = load_trace_file(str(SAMPLES / "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"))
+    rec = _rules(compute_overview(trace))["allocator"]
+    assert (rec["api"], rec["calls"], rec["operator"]) == ("cudaFree", 15, "aten::cudnn_convolution")
+    assert rec["addressed_us"] >= rec["threshold_us"] and rec["text"].startswith("cudaFree takes 6.55 s in 15 calls")
+    assert _row(runtime_calls(trace), "cudaFree")["operators"][0]["name"] == "aten::cudnn_convolution"
 
 
 def test_compiled_and_graph_replaying_sample_gets_neither_compile_nor_graph_advice():

@@ -192,7 +192,8 @@ def call_rules(trace: Trace) -> list[dict]:
                         "ROCm) to reduce fragmentation.")
             text = f"{head}, {where}; {share}. {why}"
         elif rule == "blocking_copy":
-            text = (f"{head} that hold the host until the device finishes, {where}; {share}. Keep "
+            verb = "holds" if len(api_rows) == 1 and len(names) == 1 else "hold"
+            text = (f"{head} that {verb} the host until the device finishes, {where}; {share}. Keep "
                     "the values on the device (avoid .item(), .cpu(), .tolist() and nonzero inside the step), "
                     "or copy into pinned memory with non_blocking=True and read them later.")
         else:
