@@ -143,12 +143,12 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
 
     dev_starts = np.sort(ev.ts[np.flatnonzero(insights.device_mask(trace))])
     by_op: dict[str, dict] = {}
-    idle_total = 0.0
+    gaps: dict[int, float] = {}
     for r in rows.tolist():
         end = float(ev.ts[r] + ev.dur[r])
         i = np.searchsorted(dev_starts, end)
         idle = float(dev_starts[i] - end) if i < len(dev_starts) else 0.0
-        idle_total += idle
+        gaps[r] = idle
         node = issuer(r)
         op = trace.strings[ev.name[node]] if node >= 0 else "(no operator)"
         entry = by_op.setdefault(op, {"op": op, "calls": 0, "sync_us": 0.0, "gpu_idle_after_us": 0.0, "apis": {}})
@@ -158,7 +158,14 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
         api_name = trace.strings[ev.name[r]]
         entry["apis"][api_name] = entry["apis"].get(api_name, 0) + 1
     ranked = sorted(by_op.values(), key=lambda x: -x["sync_us"])
-    return dict(full, gpu_idle_after_us=idle_total, by_operator=ranked[:top])
+    # the total is the union of the [end, next device start] intervals (merged in a loop)
+    spans = sorted((float(ev.ts[r] + ev.dur[r]), float(ev.ts[r] + ev.dur[r]) + gaps[r]) for r in rows.tolist())
+    union, reach = 0.0, -np.inf
+    for a, b in spans:
+        if b > reach:
+            union += b - max(a, reach)
+            reach = b
+    return dict(full, gpu_idle_after_us=union if spans else 0.0, by_operator=ranked[:top])
 
 
 def test_host_syncs_equal_the_loop_on_real_traces():

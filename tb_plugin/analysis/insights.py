@@ -23,7 +23,8 @@
 - **Host synchronization**: ``cuda_sync`` events and the host calls that blocked on the device
   (:func:`.blocking.blocking_calls`: synchronize calls and blocking copies), the operator that issued
   each (:func:`.runtime_calls.issuing_operator`: the innermost ``cpu_op``, never a ``ProfilerStep#N``),
-  and the GPU idle time after each: from its end to the next device work start on any stream.
+  and the GPU idle time after each: from its end to the next device work start on any stream (per
+  operator the sum over its calls; in total the time-union, since back-to-back calls share one gap).
 
 Advice from these figures is in :mod:`.advice` (one list per file with the Overview's rules).
 """
@@ -213,7 +214,9 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     ranked = sorted(by_op, key=lambda x: -x["sync_us"])
     return {"sync_calls": int(len(rows)), "sync_us": float(ev.dur[rows].sum()),
             "cuda_sync_events": int(cuda_sync.sum()), "cuda_sync_us": float(ev.dur[cuda_sync].sum()),
-            "gpu_idle_after_us": float(np.cumsum(idle)[-1]) if len(idle) else 0.0, "by_operator": ranked[:top]}
+            # the time-union of the calls' idle-after intervals (back-to-back syncs share one gap)
+            "gpu_idle_after_us": float(Busy.of(end, end + idle).cum[-1]) if len(idle) else 0.0,
+            "by_operator": ranked[:top]}
 
 
 def insights(trace: Trace) -> dict:
