@@ -298,3 +298,12 @@ def test_advice_on_many_ranks_is_said_once_for_the_run(tmp_path):
     text = out.getvalue()
     assert text.count("hipFree takes") == 1 and "== run job: advice that holds on several ranks" in text
     assert text.count("cudaDeviceSynchronize takes 990 µs in 1 call") == 1  # rank 3's own, in its file
+    from conftest import loaded_registry
+    from tb_plugin.interfaces.mcp_tools import Tools
+
+    reg = loaded_registry(tmp_path)
+    try:  # the MCP distributed tool says the same run advice
+        assert orjson.loads(orjson.dumps(Tools(reg, wait_s=60).distributed("job")["recommendations"])) == \
+            run["recommendations"]
+    finally:
+        reg.stop()

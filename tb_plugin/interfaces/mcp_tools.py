@@ -178,15 +178,17 @@ class Tools:
     def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
         summary = report.distributed_summary(result)
+        advice = report.run_advice([{"worker": st.worker, "overview": st.overview} for st in self.registry.files()
+                                    if st.run == run and st.span == str(span)])
         if summary is None:
             return _plain({"run": run, "span": span, "reason": result["reason"], "messages": result["messages"],
-                           "link": link})
+                           "recommendations": advice, "link": link})
         collectives = queries.top_rows(summary["collectives"], "transfer_us", limit,
                                        list(summary["collectives"][0]) if summary["collectives"] else ["transfer_us"])
         return _plain(dict(summary, run=run, span=span, ranks=summary["ranks"][:max(limit, 64)],
                            ranks_total=len(summary["ranks"]), collectives=collectives,
                            arrivals=sorted(summary["arrivals"], key=lambda e: -e["wait_total_us"])[:limit],
-                           link=link))
+                           recommendations=advice, link=link))
 
     def critical_path(self, run: str, span: str = "1", step: str | None = None, limit: int = 5) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)

@@ -163,19 +163,26 @@ def report_document(registry, files: list, run: str | None) -> tuple[dict[str, A
 
 
 def _add_run_advice(entry: dict) -> None:
-    """A run of several ranks gains ``recommendations``: the advice that holds on several of its ranks,
-    once for the run (:func:`~tb_plugin.analysis.advice_ranks.across_ranks`; each file's own list is
-    unchanged). A worker's first span stands for its rank."""
+    """A run of several ranks gains ``recommendations`` (:func:`run_advice`); each file's own list is
+    unchanged."""
+    found = run_advice(entry["workers"])
+    if found is not None:
+        entry["recommendations"] = found
+
+
+def run_advice(workers: list[dict]) -> list[dict] | None:
+    """The advice that holds on several ranks of a run, once for the run
+    (:func:`~tb_plugin.analysis.advice_ranks.across_ranks`), from its workers' ``{"worker", "overview"}``
+    (a worker's first span stands for its rank); None for fewer than two ranks."""
     per_rank, seen = [], set()
-    for position, w in enumerate(entry["workers"]):
+    for position, w in enumerate(workers):
         if w["overview"] is None or w["worker"] in seen:
             continue
         seen.add(w["worker"])
         info = (w["overview"].get("configuration") or {}).get("distributed")
         rank, _ = distributed_analysis.rank_of_info(info, w["worker"], position)
         per_rank.append((rank, w["overview"].get("recommendation_details") or []))
-    if len(per_rank) >= 2:
-        entry["recommendations"] = advice_ranks.across_ranks(per_rank)
+    return advice_ranks.across_ranks(per_rank) if len(per_rank) >= 2 else None
 
 
 def worker_entry(registry, st) -> dict[str, Any]:
