@@ -28,6 +28,7 @@ import orjson
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
+from .cli_advice import bytes_text as _bytes, print_advice, print_run_advice
 from .cli_graphs import print_graphs
 from .cli_path import print_collectives, print_critical_path
 from .cli_progress import ProgressBar
@@ -269,10 +270,10 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
                     f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}")
                 out.write(f"   {g.get('device_type', 'GPU')} {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: "
                           f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n")
-            for rec in ov["recommendations"]:
-                out.write(f"   * {rec}\n")
+            print_advice(ov, out, run.get("recommendations"))
             print_graphs(w.get("graphs"), out)
             print_critical_path(w.get("critical_path") or [], out, across=False)
+        print_run_advice(run, out)
         print_critical_path(run.get("critical_path") or [], out, across=True)
         print_collectives(run.get("distributed"), out)
         _print_artifacts(run, out)
@@ -353,11 +354,6 @@ def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
                 if values:
                     parts.append(f"{label} {_bytes(max(values))}")
             out.write(f"   {what} {item['path']}: {', '.join(parts)}\n")
-
-
-def _bytes(n: float) -> str:
-    """Bytes as MiB (one decimal) below 1 GiB, else GiB (two decimals); 1 MiB = 2**20 bytes."""
-    return f"{fixed(n / 2**30, 2)} GiB" if n >= 2**30 else f"{fixed(n / 2**20, 1)} MiB"
 
 
 def _pct(value: float | None) -> str:

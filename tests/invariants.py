@@ -207,6 +207,7 @@ NULLABLE = frozenset({
     "blocks_per_sm", "registers_per_thread", "shared_memory_bytes", "peak_reserved_bytes", "alloc_us", "free_us",
     "duration_us", "algbw_gbps", "busbw_gbps", "flops", "tflops_per_s", "free_time", "relative_pct",
     "p50", "p95", "max", "short_kernel_share", "edges_us", "base_time_ns",
+    "window_pct",  # the runtime-calls table's share of a steps window of 0 µs
     "world_size", "rank"})  # distributedInfo fields the trace may leave out (the UI omits them)
 
 
@@ -237,4 +238,47 @@ def null_word_failures(doc: Any) -> list[str]:
     for path, key, value in walk(doc):
         if key in SENTENCE_KEYS and isinstance(value, str) and NULL_WORD.search(value):
             out.append(f"{path}: {value!r}")
+    return out
+
+
+# -- 6. advice that fits the trace ---------------------------------------------------------------------
+
+CALL_RULES = ("allocator", "blocking_copy", "synchronize")
+
+
+def advice_failures(overview: dict) -> list[str]:
+    """Recommendations under their threshold, sentences that are not the details' texts, and AMP advice
+    for a GPU whose tensor cores already run kernels."""
+    out = []
+    recs = overview.get("recommendation_details") or []
+    if overview.get("recommendations") != [r["text"] for r in recs]:
+        out.append("recommendations are not the details' sentences")
+    tensor_cores = {g["id"]: g.get("tensor_core_pct") or 0.0 for g in overview.get("gpus") or []}
+    for r in recs:
+        if "addressed_us" in r:
+            if not r["addressed_us"] >= r["threshold_us"] > 0:
+                out.append(f"{r['rule']}: addresses {r['addressed_us']} µs under its threshold {r['threshold_us']} µs")
+        elif not r["addressed_bytes"] >= r["threshold_bytes"] > 0:
+            out.append(f"{r['rule']}: addresses {r['addressed_bytes']} bytes under {r['threshold_bytes']} bytes")
+        if r["rule"] == "mixed_precision" and tensor_cores.get(r["gpu"], 0.0) > 0:
+            out.append(f"AMP advice on GPU {r['gpu']} whose tensor cores run {tensor_cores[r['gpu']]}% of kernel time")
+    return out
+
+
+def blocked_overhead_failures(overview: dict, insights: dict) -> list[str]:
+    """CPU-overhead advice that counts time the host was blocked on the device: its time and the call
+    rules' (GPU idle during and right after blocking calls) are disjoint parts of the GPU's idle time,
+    and it is never more than the GPU's host wait."""
+    recs = overview.get("recommendation_details") or []
+    blocked = sum(r["addressed_us"] for r in recs if r["rule"] in CALL_RULES)
+    idle = {g["device"]: g for g in insights["idle"]["gpus"]}
+    out = []
+    for r in recs:
+        if r["rule"] != "cpu_overhead":
+            continue
+        g = idle[r["gpu"]]
+        if r["addressed_us"] > g["host_wait_us"] + 1e-6:
+            out.append(f"GPU {r['gpu']}: CPU overhead {r['addressed_us']} µs > host wait {g['host_wait_us']} µs")
+        if r["addressed_us"] + blocked > g["idle_us"] + 1e-6:
+            out.append(f"GPU {r['gpu']}: CPU overhead {r['addressed_us']} µs + blocked {blocked} µs > idle {g['idle_us']} µs")
     return out

@@ -106,13 +106,14 @@ def test_launch_delay_and_idle_by_construction():
     (idle,) = stream_idle(trace)["gpus"]
     # GPU gaps in the [0, 1000] window: [0,10) host wait (k1's launch ended at 5 > 0);
     # [30,32) short (its kernel's launch ended at 11, before the gap);
-    # [42,110) and [115,200) host wait (launches ended at 105 > 42 and 125 > 115);
-    # [250,300) other (launch ended at 131, long before; 50 µs ≥ the short-gap threshold);
-    # [310,1000) other (no work after it)
+    # [42,110) host wait (its launch returned at 105, in the gap's second half);
+    # [115,200) other (its launch returned at 125, before the gap's midpoint 157.5: the work then waited
+    # 75 µs queued, not for the host); [250,300) other (launch ended at 131, long before; 50 µs ≥ the
+    # short-gap threshold); [310,1000) other (no work after it)
     assert SHORT_GAP_US == 10
     assert idle["short_gap_us"] == 2
-    assert idle["host_wait_us"] == 10 + (110 - 42) + (200 - 115)
-    assert idle["other_us"] == 50 + 690
+    assert idle["host_wait_us"] == 10 + (110 - 42)
+    assert idle["other_us"] == (200 - 115) + 50 + 690
     exposed = exposed_time(trace)
     assert exposed["compute_us"] == 20 + 10 + 5 + 50 + 10
     assert exposed["compute_us"] + exposed["exposed_comm_us"] + exposed["exposed_memcpy_us"] + exposed["idle_us"] == \

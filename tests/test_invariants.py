@@ -204,3 +204,12 @@ def test_artifact_report_sections(samples, label, run):
     assert any(sections)
     _fail_if(inv.percentage_failures(sections) + inv.null_number_failures(sections) + inv.null_word_failures(sections),
              f"report of run {run}")
+
+
+def test_advice_is_material_and_consistent(request, loaded):
+    """Every recommendation addresses at least its threshold; no AMP advice where tensor cores already
+    run kernels; no CPU-overhead advice for time the host was blocked on the device; the insights route
+    serves the Overview's one list."""
+    _fail_if(inv.advice_failures(loaded.overview), "advice")
+    _fail_if(inv.blocked_overhead_failures(loaded.overview, loaded.insights), "CPU-overhead advice while blocked")
+    assert loaded.insights["recommendation_details"] == loaded.overview["recommendation_details"]

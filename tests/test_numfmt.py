@@ -62,17 +62,6 @@ def test_duration_shared_cases(value, want):
     assert duration(value) == want
 
 
-def test_sync_advice_names_the_duration_as_the_table_does():
-    """34 µs of host synchronization read "stall the host for 0.0 ms" while the table said 34 µs."""
-    from tb_plugin.analysis.insights import insight_recommendations
-
-    doc = {"launch": {"graphs": {}}, "idle": {"gpus": []}, "exposed": {"window_us": 0, "exposed_comm_us": 0},
-           "syncs": {"sync_calls": 3, "sync_us": 34.2, "gpu_idle_after_us": 5.0,
-                     "by_operator": [{"op": "aten::item", "calls": 3}]}}
-    (advice,) = insight_recommendations(doc)
-    assert advice.startswith("3 synchronizing calls stall the host for 34 µs; "), advice
-
-
 def test_csv_cells_carry_no_binary_noise():
     """Every float cell of the operator and memory-event CSVs of a real sample has at most 3 decimals (or 3
     significant digits below 1): "262422.46700000024" was written before."""

@@ -244,4 +244,4 @@ def test_recommendations_carry_values_written_by_the_rounding_rule(tmp_path, cap
     assert "12.3%" in detail["text"]
     assert overview["recommendations"] == [d["text"] for d in overview["recommendation_details"]]
     assert main(["report", str(tmp_path), "--no-cache"]) == 0
-    assert f"   * {detail['text']}" in capsys.readouterr().out
+    assert f"   * [dataloader] {detail['text']} (addresses " in capsys.readouterr().out

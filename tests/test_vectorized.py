@@ -122,17 +122,35 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
 
     full = insights.host_syncs(trace, top)  # the parts that were already vectorized
     ev = trace.events
-    rows = np.flatnonzero((ev.kind == insights.Kind.RUNTIME) & trace.name_mask(insights.always_blocks))
-    parent = insights.op_tree(trace).op_parent
+    from tb_plugin.analysis.blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
+    from tb_plugin.analysis.op_tree import op_tree
+
+    bl = blocking_calls(trace)
+    rows = np.sort(bl.rows[np.isin(bl.kind, (SYNCHRONIZE, BLOCKING_COPY))])
+    parent = op_tree(trace).op_parent
+
+    def issuer(r: int) -> int:
+        """The innermost cpu_op around ``r``, else the innermost annotation that is not ProfilerStep#N."""
+        node, fallback = int(parent[r]), -1
+        while node >= 0:
+            if ev.kind[node] == insights.Kind.CPU_OP:
+                return node
+            if (fallback < 0 and ev.kind[node] == insights.Kind.USER_ANNOTATION
+                    and not trace.strings[ev.name[node]].startswith("ProfilerStep#")):
+                fallback = node
+            node = int(parent[node])
+        return fallback
+
     dev_starts = np.sort(ev.ts[np.flatnonzero(insights.device_mask(trace))])
     by_op: dict[str, dict] = {}
-    idle_total = 0.0
+    gaps: dict[int, float] = {}
     for r in rows.tolist():
         end = float(ev.ts[r] + ev.dur[r])
         i = np.searchsorted(dev_starts, end)
         idle = float(dev_starts[i] - end) if i < len(dev_starts) else 0.0
-        idle_total += idle
-        op = trace.strings[ev.name[parent[r]]] if parent[r] >= 0 else "(no operator)"
+        gaps[r] = idle
+        node = issuer(r)
+        op = trace.strings[ev.name[node]] if node >= 0 else "(no operator)"
         entry = by_op.setdefault(op, {"op": op, "calls": 0, "sync_us": 0.0, "gpu_idle_after_us": 0.0, "apis": {}})
         entry["calls"] += 1
         entry["sync_us"] += float(ev.dur[r])
@@ -140,7 +158,14 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
         api_name = trace.strings[ev.name[r]]
         entry["apis"][api_name] = entry["apis"].get(api_name, 0) + 1
     ranked = sorted(by_op.values(), key=lambda x: -x["sync_us"])
-    return dict(full, gpu_idle_after_us=idle_total, by_operator=ranked[:top])
+    # the total is the union of the [end, next device start] intervals (merged in a loop)
+    spans = sorted((float(ev.ts[r] + ev.dur[r]), float(ev.ts[r] + ev.dur[r]) + gaps[r]) for r in rows.tolist())
+    union, reach = 0.0, -np.inf
+    for a, b in spans:
+        if b > reach:
+            union += b - max(a, reach)
+            reach = b
+    return dict(full, gpu_idle_after_us=union if spans else 0.0, by_operator=ranked[:top])
 
 
 def test_host_syncs_equal_the_loop_on_real_traces():

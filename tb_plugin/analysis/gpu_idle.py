@@ -9,8 +9,10 @@ Definitions:
 - A gap is *ended* by the device work that starts first at or after the gap's end, on that GPU (for
   the trailing gap, that work may lie after the window; when there is none, the gap is *other*).
 - **Host wait**: a gap ended by work on a *compute stream* whose launch call (runtime/driver call with
-  the same correlation id) ended after the gap began — the GPU had nothing queued and waited for the
-  host to launch it. A compute stream carries at least one non-communication kernel; a stream that
+  the same correlation id) returned late: in the second half of the gap (at or after its midpoint) —
+  the GPU had nothing queued and waited for the host to launch it. Work whose launch returned early in
+  the gap (or before it) could have started sooner: the GPU waited for something else (a stream wait,
+  work outside the trace), not for the host. A compute stream carries at least one non-communication kernel; a stream that
   carries only communication kernels (NCCL/RCCL…, :func:`~tb_plugin.analysis.breakdown.category_masks`)
   and/or copies (memcpy, memset) is not waiting for the host, so its work never makes a host wait.
 - Otherwise **short gap** when shorter than :data:`SHORT_GAP_US`, else **other**.
@@ -18,7 +20,7 @@ Definitions:
 - **Per stream** the same split is made over that stream alone (window − that stream's busy time).
   Streams overlap, so per-stream idle is never summed into a GPU or total idle.
 - A gap is **launch-bound** when it is a host wait and the work that ended it includes a kernel shorter
-  than its own launch call whose launch ended after the gap began (the GPU idled waiting for the
+  than its own launch call whose launch returned late (the same rule) (the GPU idled waiting for the
   launch of a kernel that runs for less time than it takes to launch).
 """
 
@@ -156,8 +158,9 @@ def _gaps(start: np.ndarray, end: np.ndarray, launch_end: np.ndarray, eligible: 
     g = np.searchsorted(uniq, g1, side="left")
     found = g < len(uniq)
     gi = np.minimum(g, max(len(uniq) - 1, 0))
-    host = found & (host_max[gi] > g0) if len(uniq) else np.zeros(len(g0), dtype=bool)
-    bound = found & (bound_max[gi] > g0) if len(uniq) else np.zeros(len(g0), dtype=bool)
+    late = np.maximum(0.5 * (g0 + g1), np.nextafter(g0, np.inf))  # the launch returned in the gap's second half
+    host = found & (host_max[gi] >= late) if len(uniq) else np.zeros(len(g0), dtype=bool)
+    bound = found & (bound_max[gi] >= late) if len(uniq) else np.zeros(len(g0), dtype=bool)
     return busy, Gaps(g0, g1, host, bound)
 
 

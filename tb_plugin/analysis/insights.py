@@ -9,7 +9,10 @@
   its streams) was idle, and **queueing** = the rest (the GPU was busy with earlier work). The kernel's
   own interval starts at the kernel start, so it never covers any of that interval: the union of all
   the GPU's work gives the same answer as the union without the kernel. A kernel is *shorter than its
-  launch* when its duration is below its launch call's duration.
+  launch* when its duration is below its launch call's duration. Per kernel, p50/p95; over the trace,
+  ``union_us``: the time, inside the steps window, covered by at least one kernel's launch-overhead
+  (resp. queueing) interval, per GPU, added over GPUs. Kernels' delays overlap, so their sum is not a
+  time (it was once reported: hundreds of seconds in a one-second window).
 - **CUDA graphs in use**: the trace replays graphs (``cudaGraphLaunch``/``hipGraphLaunch``/``cuGraphLaunch``
   calls) or captures them (``*StreamBeginCapture*``, ``*StreamGetCaptureInfo*`` calls).
 - **Exposed time** of each GPU over the steps window, in this order, each part excluding the ones
@@ -17,39 +20,31 @@
   idle. The four add up to the window.
 - **Queue length** of a stream at time t = kernels whose launch call has started but that have not
   started on the GPU.
-- **Host synchronization**: ``cuda_sync`` events and synchronizing runtime calls
-  (:func:`analysis.blocking.always_blocks`), the operator that issued each (innermost operator around it), and the GPU idle
-  time after each: from its end to the next device work start on any stream of the same process's GPUs.
+- **Host synchronization**: ``cuda_sync`` events and the host calls that blocked on the device
+  (:func:`.blocking.blocking_calls`: synchronize calls and blocking copies), the operator that issued
+  each (:func:`.runtime_calls.issuing_operator`: the innermost ``cpu_op``, never a ``ProfilerStep#N``),
+  and the GPU idle time after each: from its end to the next device work start on any stream (per
+  operator the sum over its calls; in total the time-union, since back-to-back calls share one gap).
 
-Advice (:func:`insight_recommendations`), per GPU:
-
-- *Reduce CPU overhead* when the GPU's host wait is more than half its idle time and at least
-  :data:`HOST_WAIT_WINDOW_SHARE` of the window.
-- *CUDA graphs / torch.compile* when the trace neither replays nor captures CUDA graphs, and the GPU's
-  launch-bound idle (idle gaps that ended with a kernel shorter than its launch call, whose launch
-  ended after the gap began) is at least :data:`LAUNCH_BOUND_WINDOW_SHARE` of the window, over at
-  least :data:`LAUNCH_BOUND_MIN_GAPS` gaps.
+Advice from these figures is in :mod:`.advice` (one list per file with the Overview's rules).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .numfmt import duration, fixed
 from ..trace.categories import Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
-from .blocking import always_blocks
 from .breakdown import category_masks
 from .gpu_idle import SHORT_GAP_US, Busy, gpu_idle, stream_idle_split, window
 from .intervals import merge
-from .op_tree import op_tree
+from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
+from .runtime_calls import issuing_operator
 
 GAP_BINS_US = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000, float("inf"))
 GRAPH_LAUNCH_PREFIXES = ("cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch")
 GRAPH_CAPTURE_MARKERS = ("StreamBeginCapture", "StreamGetCaptureInfo")
-HOST_WAIT_WINDOW_SHARE = 0.10  # reduce-CPU-overhead advice: host wait ≥ this share of the window
-LAUNCH_BOUND_WINDOW_SHARE = 0.10  # CUDA-graphs advice: launch-bound idle ≥ this share of the window
 LAUNCH_BOUND_MIN_GAPS = 50  # … over at least this many gaps ("many short kernels")
 
 
@@ -85,11 +80,10 @@ def graph_use(trace: Trace) -> dict:
     return {"replays": int((replay & host).sum()), "captures": int((capture & host).sum())}
 
 
-def _spread(values: np.ndarray) -> dict:
+def _spread(values: np.ndarray, union_us: float = 0.0) -> dict:
     if len(values) == 0:
-        return {"p50": None, "p95": None, "total": 0.0}
-    return {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)),
-            "total": float(values.sum())}
+        return {"p50": None, "p95": None, "union_us": 0.0}
+    return {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)), "union_us": union_us}
 
 
 def launch_delays(trace: Trace) -> dict:
@@ -110,19 +104,25 @@ def launch_delays(trace: Trace) -> dict:
     delay = np.maximum(start - launch_end, 0.0)
     overhead = np.zeros(len(k))
     dev = device_mask(trace)
+    lo, hi = window(trace)
+    union_overhead = union_queueing = 0.0
     for d in np.unique(ev.device[k]):
         on = ev.device[k] == d
         work = dev & (ev.device == d)
         busy = Busy.of(ev.ts[work], ev.ts[work] + ev.dur[work])
         overhead[on] = busy.idle_in(launch_end[on], start[on])
+        waits = Busy.of(np.clip(launch_end[on], lo, hi), np.clip(np.maximum(start[on], launch_end[on]), lo, hi))
+        idle = float(busy.idle_in(waits.start, waits.end).sum())
+        union_overhead += idle
+        union_queueing += float(waits.cum[-1]) - idle
     overhead = np.clip(overhead, 0.0, delay)
     queueing = delay - overhead
     return {
         "kernels": int(len(k)),
         "p50": float(np.percentile(delay, 50)), "p95": float(np.percentile(delay, 95)), "max": float(delay.max()),
         "short_kernel_share": float((ev.dur[k] < ev.dur[src]).mean()),
-        "overhead_us": _spread(overhead), "queueing_us": _spread(queueing), "graphs": graphs,
-        "delay_histogram": _histogram(delay),
+        "overhead_us": _spread(overhead, union_overhead), "queueing_us": _spread(queueing, max(union_queueing, 0.0)),
+        "graphs": graphs, "delay_histogram": _histogram(delay),
         "duration_histogram": _histogram(ev.dur[k]),
     }
 
@@ -183,13 +183,12 @@ def queue_length(trace: Trace) -> list[dict]:
 def host_syncs(trace: Trace, top: int = 20) -> dict:
     """Synchronizing calls and ``cuda_sync`` events, grouped by the operator that issued them."""
     ev = trace.events
-    sync_call = (ev.kind == Kind.RUNTIME) & trace.name_mask(always_blocks)
+    bl = blocking_calls(trace)
     cuda_sync = trace.name_mask(lambda s: False)
     cat_sync = {i for i, s in enumerate(trace.strings) if s == "cuda_sync"}
     if cat_sync:
         cuda_sync = np.isin(ev.cat, list(cat_sync))
-    rows = np.flatnonzero(sync_call)
-    parent = op_tree(trace).op_parent
+    rows = np.sort(bl.rows[np.isin(bl.kind, (SYNCHRONIZE, BLOCKING_COPY))])
     dev = np.flatnonzero(device_mask(trace))
     dev_starts = np.sort(ev.ts[dev])
     end = ev.ts[rows] + ev.dur[rows]
@@ -197,7 +196,7 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     # GPU idle after each call: until the next device work starts (0 when none follows)
     idle = np.where(after < len(dev_starts), dev_starts[np.minimum(after, len(dev_starts) - 1)] - end, 0.0) if len(
         dev_starts) else np.zeros(len(rows))
-    op_of = np.where(parent[rows] >= 0, ev.name[np.maximum(parent[rows], 0)].astype(np.int64), -1)
+    op_of = issuing_operator(trace, rows)
     ops, first, group = np.unique(op_of, return_index=True, return_inverse=True)
     group = group.reshape(-1)
     # sums in row order, as a running total adds them (bincount adds each bin's weights in input order)
@@ -215,44 +214,12 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     ranked = sorted(by_op, key=lambda x: -x["sync_us"])
     return {"sync_calls": int(len(rows)), "sync_us": float(ev.dur[rows].sum()),
             "cuda_sync_events": int(cuda_sync.sum()), "cuda_sync_us": float(ev.dur[cuda_sync].sum()),
-            "gpu_idle_after_us": float(np.cumsum(idle)[-1]) if len(idle) else 0.0, "by_operator": ranked[:top]}
+            # the time-union of the calls' idle-after intervals (back-to-back syncs share one gap)
+            "gpu_idle_after_us": float(Busy.of(end, end + idle).cum[-1]) if len(idle) else 0.0,
+            "by_operator": ranked[:top]}
 
 
 def insights(trace: Trace) -> dict:
     return trace.memo("insights", lambda: {
         "idle": stream_idle(trace), "launch": launch_delays(trace), "exposed": exposed_time(trace),
         "syncs": host_syncs(trace)})
-
-
-def insight_recommendations(doc: dict) -> list[str]:
-    """Quantified advice from :func:`insights` (rules in this module's docstring), per GPU."""
-    out = []
-    launch, idle = doc["launch"], doc["idle"]
-    graphs = launch.get("graphs") or {}
-    uses_graphs = graphs.get("replays", 0) + graphs.get("captures", 0) > 0
-    for gpu in idle["gpus"]:
-        win = gpu["window_us"]
-        if (not uses_graphs and win > 0 and gpu["launch_bound_gaps"] >= LAUNCH_BOUND_MIN_GAPS
-                and gpu["launch_bound_us"] >= LAUNCH_BOUND_WINDOW_SHARE * win):
-            out.append(f"GPU {gpu['device']} idles {duration(gpu['launch_bound_us'])} "
-                       f"({fixed(100 * gpu['launch_bound_us'] / win, 0)}% of the steps window) in {gpu['launch_bound_gaps']} "
-                       "gaps that each ended with a kernel shorter than the CPU call that launched it: the GPU waits "
-                       "for kernel launches. Capture the step with CUDA graphs or use "
-                       "torch.compile(mode='reduce-overhead') to cut launch overhead.")
-    for gpu in idle["gpus"]:
-        win, wait, total = gpu["window_us"], gpu["host_wait_us"], gpu["idle_us"]
-        if win > 0 and total > 0 and wait > 0.5 * total and wait >= HOST_WAIT_WINDOW_SHARE * win:
-            out.append(f"GPU {gpu['device']} waits for the host to launch work {duration(wait)}, "
-                       f"{fixed(100 * wait / win, 0)}% of the {duration(win)} steps window ({fixed(100 * wait / total, 0)}% of "
-                       "its idle time): reduce Python/CPU overhead per step.")
-    syncs = doc["syncs"]
-    if syncs["by_operator"] and syncs["gpu_idle_after_us"] > 0:
-        worst = syncs["by_operator"][0]
-        out.append(f"{syncs['sync_calls']} synchronizing calls stall the host for {duration(syncs['sync_us'])}; the "
-                   f"most costly come from {worst['op']} ({worst['calls']} calls). Avoid .item(), .cpu() and "
-                   "blocking copies inside the step.")
-    exposed = doc["exposed"]
-    if exposed["window_us"] > 0 and exposed["exposed_comm_us"] > 0.1 * exposed["window_us"]:
-        out.append(f"Communication not hidden behind computation takes {fixed(100 * exposed['exposed_comm_us'] / exposed['window_us'], 0)}% "
-                   "of the GPU time: overlap it (DDP bucketing, FSDP prefetch) or send less.")
-    return out

@@ -1,4 +1,6 @@
-"""The Overview of one trace file: steps, breakdown, GPU summary, configuration, recommendations.
+"""The Overview of one trace file: steps, breakdown, GPU summary, configuration, the file's ONE list of
+recommendations (:func:`advise`: this module's, the Insights' and the runtime calls' rules) and the
+"About this trace" warnings.
 
 Returns plain JSON-ready dicts whose shape is documented in ``docs/http_api.md``; the CLI and the
 HTTP route both call :func:`compute_overview`. All times are µs.
@@ -20,7 +22,10 @@ from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
 from .counters import counter_series
 from .memory import gpu_peaks
-from .recommendations import recommend
+from . import advice
+from .insights import insights
+from .recommendations import STEP_RULES, ordered, recommend
+from .runtime_calls import runtime_calls
 from .series import reduce_to
 from .steps import compute_steps
 from .tensor_cores import fp32_eligible_kernel_us_by_device
@@ -46,7 +51,8 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
     average = {"total_us": float(np.mean([r["total_us"] for r in step_rows])) if step_rows else 0.0}
     average.update(breakdown.average())
 
-    recommendations = recommend(
+    lo, hi = steps.window
+    recommendations, about = advise(trace, recommend(
         average,
         [r["total_us"] for r in step_rows],
         steps.names,
@@ -55,8 +61,9 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
         gpu_peaks(trace),
         first_step_prior_us=steps.first_step_prior_work_us,
         step_breakdown=step_rows,
-    )
-    lo, hi = steps.window
+        explained_us=advice.named_call_idle_us(trace) / len(steps) if len(steps) else 0.0,
+        window_us=hi - lo,
+    ))
     return {
         "configuration": {
             "workers_in_run": workers_in_run,
@@ -81,9 +88,21 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
         "gpus": [_gpu_json(g) for g in gpus],
         "recommendations": [r["text"] for r in recommendations],
         "recommendation_details": recommendations,
+        "about": about,
+        "runtime_calls": runtime_calls(trace),
         "trainer_events": trainer_events(trace, steps),
         "system_metrics": system_metrics(trace, origin),
     }
+
+
+def advise(trace: Trace, overview_recs: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``(recommendations, about)``: the Overview's rules with the Insights' and the runtime calls'
+    (:mod:`.advice`), most important first; none on step time when the trace captures CUDA graphs."""
+    about = advice.about(trace)
+    recs = overview_recs + advice.call_rules(trace) + advice.idle_rules(trace, insights(trace))
+    if any(a["kind"] == "graph_capture" for a in about):
+        recs = [r for r in recs if r["rule"] not in STEP_RULES]
+    return ordered(recs), about
 
 
 def trainer_events(trace: Trace, steps) -> list[dict]:

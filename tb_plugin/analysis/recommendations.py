@@ -1,17 +1,26 @@
-"""Performance recommendations derived from the Overview numbers: each one a ``rule``, the numbers it
-rests on (units in the field names: ``_pct``, ``_us``, ``_bytes``, ``_ratio``) and its sentence, whose
-numbers are those values written by the one rounding rule (:func:`tb_plugin.analysis.numfmt.fixed`, the UI's too).
+"""Performance recommendations: ONE list per file, the Overview's rules here and the Insights' and
+runtime calls' in :mod:`.advice`, served identically by every interface. Each recommendation is
+``{"rule", "addressed_us", "threshold_us", "basis", <values>, "text"}``: the time it addresses, its
+rule's threshold over the same ``basis`` (``"average_step"``: µs per average step; ``"steps_window"``:
+µs over the steps window; ``"median_step"``: µs over the median step), the numbers it rests on
+(units in the field names: ``_pct``, ``_us``, ``_bytes``, ``_ratio``) and its sentence, whose numbers
+are those values written by the one rounding rule (:func:`tb_plugin.analysis.numfmt.fixed`, the UI's
+too). A rule fires only when its addressed time reaches its threshold (:data:`THRESHOLDS`, the table
+of docs/METRICS.md); byte-based advice (``memory_peak``) states bytes instead (``addressed_bytes``,
+``threshold_bytes``).
 
-Rules (thresholds are percentages of the average step time unless said otherwise):
+Rules of this module (thresholds: :data:`THRESHOLDS`):
 
-- DataLoader > 5 % → raise ``num_workers`` / prefetch.
-- Communication > 10 % → overlap or shrink communication.
-- Any GPU's utilization < 50 % → name the dominant non-kernel category of the step.
+- DataLoader share of the average step → raise ``num_workers`` / prefetch.
+- Communication share → overlap or shrink communication.
+- Any GPU's utilization < 50 % → name the largest non-kernel category of the step, counting in Runtime
+  only the calls no other rule explains (allocator, blocking copies, synchronizations: ``explained_us``);
+  silent when that category is DataLoader or Communication and its own rule already speaks.
 - AMP, per GPU: the GPU has tensor cores (NVIDIA compute capability ≥ 7) or matrix cores (AMD
   MFMA/WMMA, decided from the gfx architecture, never from the CUDA rule), none of its kernels runs
   on them (tensor-core kernel time is 0 µs), and tensor-core-eligible operators with FP32 inputs
-  (``Input type`` ``float``; never BFloat16/Half/FP8) launch kernels on it. The figure is that kernel
-  time. We differ: the incumbent fires on eligible operators of any precision and reads AMD's
+  (``Input type`` ``float``; never BFloat16/Half/FP8) launch kernels on it for at least the threshold.
+  We differ: the incumbent fires on eligible operators of any precision, at any time, and reads AMD's
   architecture number as a CUDA capability.
 - Peak allocated memory > 90 % of a device's memory → activation checkpointing or AMP.
 - Unbalanced steps: steps are compared on the same footing — the first step without the GPU time that
@@ -33,6 +42,41 @@ COMMUNICATION_PCT = 10.0
 LOW_UTILIZATION_PCT = 50.0
 MEMORY_PEAK_FRACTION = 0.9
 UNBALANCED_RATIO = 1.5
+DEFAULT_PCT = 5.0
+#: Each time-based rule's threshold, % of its basis (docs/METRICS.md "Recommendations" has this table).
+THRESHOLDS = {
+    "dataloader": DATALOADER_PCT, "communication": COMMUNICATION_PCT, "low_utilization": DEFAULT_PCT,
+    "mixed_precision": DEFAULT_PCT, "unbalanced_steps": 100.0 * (UNBALANCED_RATIO - 1.0),  # % of the median step
+    "cuda_graphs": 10.0, "cpu_overhead": 10.0, "allocator": DEFAULT_PCT, "blocking_copy": DEFAULT_PCT,
+    "synchronize": DEFAULT_PCT,
+}
+#: Rules about step time, left out of a trace whose steps are not training or inference steps.
+STEP_RULES = frozenset(("dataloader", "communication", "low_utilization", "unbalanced_steps", "cuda_graphs",
+                        "cpu_overhead"))
+
+
+def threshold_us(rule: str, basis_us: float) -> float:
+    """The rule's threshold in µs over a basis of ``basis_us`` (the average step or the steps window)."""
+    return THRESHOLDS[rule] / 100.0 * max(basis_us, 0.0)
+
+
+def recommendation(rule: str, addressed_us: float, limit_us: float, basis: str, text: str, **values) -> dict:
+    """One recommendation in the documented shape (module docstring)."""
+    return {"rule": rule, **values, "addressed_us": float(addressed_us), "threshold_us": float(limit_us),
+            "basis": basis, "text": text}
+
+
+def _basis_share(rec: dict) -> float:
+    """The share of its basis a time-based recommendation addresses (its threshold is
+    :data:`THRESHOLDS` % of that basis); 0 for byte-based advice."""
+    if "addressed_us" not in rec or rec["threshold_us"] <= 0:
+        return 0.0
+    return rec["addressed_us"] / rec["threshold_us"] * THRESHOLDS[rec["rule"]] / 100.0
+
+
+def ordered(recs: list[dict]) -> list[dict]:
+    """Most important first: time-based advice by the share of its basis it addresses, then bytes."""
+    return sorted(recs, key=lambda r: ("addressed_us" not in r, -_basis_share(r)))
 #: Rules on a category's share of the average step: (category, threshold %, sentence).
 _SHARE_RULES = (
     ("dataloader", DATALOADER_PCT,
@@ -47,44 +91,59 @@ _SHARE_RULES = (
 
 def recommend(average: dict[str, float], step_totals: list[float], step_names: list[str], gpus: list,
               fp32_eligible_kernel_us: dict[int, float], peak_memory: dict[int, int],
-              first_step_prior_us: float = 0.0, step_breakdown: list[dict] | None = None) -> list[dict]:
-    """Recommendations, most important first: ``{"rule", <values>, "text"}``. ``average`` holds the
-    ``*_us`` keys; ``fp32_eligible_kernel_us`` maps a device to the kernel time of its FP32
-    tensor-core-eligible ops; ``peak_memory`` a GPU index to its peak allocated bytes
-    (:func:`.memory.gpu_peaks`); ``step_breakdown`` the per-step ``*_us`` categories (to name what
-    makes a step long)."""
+              first_step_prior_us: float = 0.0, step_breakdown: list[dict] | None = None,
+              explained_us: float = 0.0, window_us: float = 0.0) -> list[dict]:
+    """The Overview's recommendations (module docstring). ``average`` holds the ``*_us`` keys;
+    ``fp32_eligible_kernel_us`` maps a device to the kernel time of its FP32 tensor-core-eligible ops;
+    ``peak_memory`` a GPU index to its peak allocated bytes (:func:`.memory.gpu_peaks`);
+    ``step_breakdown`` the per-step ``*_us`` categories (to name what makes a step long);
+    ``explained_us`` the Runtime time per average step that the call rules address
+    (:func:`.advice.named_call_idle_us` per step); ``window_us`` the steps window."""
     out: list[dict] = []
     total = average.get("total_us", 0.0)
     if total <= 0:
         return out
     pct = {k: 100.0 * v / total for k, v in average.items() if k != "total_us"}
-    for rule, threshold, sentence in _SHARE_RULES:
-        value = pct.get(f"{rule}_us", 0.0)
-        if value > threshold:
-            out.append({"rule": rule, f"{rule}_pct": value, "text": sentence.format(pct=fixed(value, 1))})
+    for rule, _, sentence in _SHARE_RULES:
+        value_us, limit = average.get(f"{rule}_us", 0.0), threshold_us(rule, total)
+        if value_us > 0 and value_us >= limit:
+            value = pct[f"{rule}_us"]
+            out.append(recommendation(rule, value_us, limit, "average_step", sentence.format(pct=fixed(value, 1)),
+                                      **{f"{rule}_pct": value}))
+    own = {k: v for k, v in average.items() if k not in ("total_us", "kernel_us")}
+    if "runtime_us" in own:  # Runtime time that another rule names (allocator, blocking calls) is not overhead
+        own["runtime_us"] = max(own["runtime_us"] - explained_us, 0.0)
     for gpu in gpus:
-        if gpu.utilization_pct < LOW_UTILIZATION_PCT:
-            worst = max((k for k in pct if k != "kernel_us"), key=lambda k: pct[k])
-            out.append({"rule": "low_utilization", "gpu": gpu.id, "utilization_pct": gpu.utilization_pct,
-                        "category": worst, "category_pct": pct[worst], "text":
-                        f"GPU {gpu.id} is busy with kernels only {fixed(gpu.utilization_pct, 1)}% of the steps window. "
-                        f"The largest non-kernel share of the step is {category_phrase(worst)} at "
-                        f"{fixed(pct[worst], 1)}%: reduce it first."})
+        worst = max(own, key=lambda k: own[k]) if own else None
+        limit = threshold_us("low_utilization", total)
+        named = worst in ("dataloader_us", "communication_us") and any(r["rule"] == worst[:-3] for r in out)
+        if gpu.utilization_pct < LOW_UTILIZATION_PCT and worst and own[worst] >= limit and not named:
+            share = 100.0 * own[worst] / total
+            out.append(recommendation(
+                "low_utilization", own[worst], limit, "average_step",
+                f"GPU {gpu.id} is busy with kernels only {fixed(gpu.utilization_pct, 1)}% of the steps window. "
+                f"The largest non-kernel share of the step{' (without allocator, blocking-copy and synchronize calls)' if worst == 'runtime_us' and explained_us > 0 else ''} "
+                f"is {category_phrase(worst)} at {fixed(share, 1)}%: reduce it first.",
+                gpu=gpu.id, utilization_pct=gpu.utilization_pct, category=worst, category_pct=share))
     for gpu in gpus:
         fp32_us = fp32_eligible_kernel_us.get(gpu.id, 0.0)
-        if gpu.matrix_units and gpu.tensor_core_us == 0.0 and fp32_us > 0:
+        limit = threshold_us("mixed_precision", window_us)
+        if gpu.matrix_units and gpu.tensor_core_us == 0.0 and fp32_us > 0 and fp32_us >= limit:
             units = "matrix cores" if gpu.vendor == "AMD" else "tensor cores"
             label = (f"architecture {gpu.architecture}" if gpu.architecture
                      else f"compute capability {gpu.compute_capability}" if gpu.compute_capability else "")
-            out.append({"rule": "mixed_precision", "gpu": gpu.id, "fp32_eligible_kernel_us": fp32_us, "text":
-                        f"GPU {gpu.id} has {units}{f' ({label})' if label else ''} but no kernel uses them, while "
-                        f"matmul/convolution operators with FP32 inputs spend {duration(fp32_us)} in kernels. "
-                        "Enable automatic mixed precision (torch.autocast with float16 or bfloat16)."})
+            out.append(recommendation(
+                "mixed_precision", fp32_us, limit, "steps_window",
+                f"GPU {gpu.id} has {units}{f' ({label})' if label else ''} but no kernel uses them, while "
+                f"matmul/convolution operators with FP32 inputs spend {duration(fp32_us)} in kernels. "
+                "Enable automatic mixed precision (torch.autocast with float16 or bfloat16).",
+                gpu=gpu.id, fp32_eligible_kernel_us=fp32_us))
     for gpu in gpus:
         peak = peak_memory.get(gpu.id)
         if peak and gpu.memory_bytes and peak > MEMORY_PEAK_FRACTION * gpu.memory_bytes:
             out.append({"rule": "memory_peak", "gpu": gpu.id, "peak_allocated_bytes": peak,
-                        "memory_bytes": gpu.memory_bytes, "text":
+                        "memory_bytes": gpu.memory_bytes, "addressed_bytes": int(peak),
+                        "threshold_bytes": int(MEMORY_PEAK_FRACTION * gpu.memory_bytes), "text":
                         f"GPU {gpu.id} peaks at {fixed(peak / 2**30, 1)} GiB allocated, over 90% of its "
                         f"{fixed(gpu.memory_bytes / 2**30, 1)} GiB. Use activation checkpointing or mixed precision "
                         "to leave headroom."})
@@ -106,9 +165,10 @@ def _unbalanced_step(step_totals: list[float], step_names: list[str], first_step
     worst = int(np.argmax(footing))
     if not (median > 0 and footing[worst] > UNBALANCED_RATIO * median and footing[worst] > 1.1 * footing.mean()):
         return None
-    doc = {"rule": "unbalanced_steps", "step": step_names[worst], "step_us": float(footing[worst]),
-           "prior_us": float(prior) if worst == 0 else 0.0, "median_step_us": median,
-           "ratio": float(footing[worst]) / median}
+    doc = recommendation("unbalanced_steps", float(footing[worst]) - median, threshold_us("unbalanced_steps", median),
+                         "median_step", "", step=step_names[worst], step_us=float(footing[worst]),
+                         prior_us=float(prior) if worst == 0 else 0.0, median_step_us=median,
+                         ratio=float(footing[worst]) / median)
     took = f"Step {doc['step']} takes {duration(doc['step_us'])}"
     if worst == 0 and prior > 0:
         took += f" without the {duration(prior)} of GPU work launched before it"

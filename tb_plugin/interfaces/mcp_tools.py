@@ -48,6 +48,7 @@ def _cut(value: Any) -> Any:
     return value
 
 
+TOP_RUNTIME_CALLS = 10  # rows of the runtime-calls table in the overview and insights answers
 MAX_NAME = 160  # characters of an operator or kernel name in the critical_path answer
 
 
@@ -124,7 +125,8 @@ class Tools:
         st = self._file(run, worker, span)
         ov = report.overview_document(self.registry, st)
         return _plain(dict(self._where(st), steps=len(ov["steps"]), average_step=ov["average"],
-                           configuration=ov["configuration"], gpus=ov["gpus"], recommendations=ov["recommendations"],
+                           configuration=ov["configuration"], gpus=ov["gpus"],
+                           **report.advice_document(ov, TOP_RUNTIME_CALLS),
                            warnings=st.warnings, link=self.link("overview", **self._where(st))))
 
     def top_operators(self, run: str, worker: str | None = None, span: str | None = None, group_by: str = "name",
@@ -166,7 +168,8 @@ class Tools:
         return _plain(dict(self._where(st), **report.report_insights(found),
                            syncs=dict({k: v for k, v in syncs.items() if k != "by_operator"},
                                       by_operator=syncs["by_operator"][:5]),
-                           recommendations=found["recommendations"], link=self.link("insights", **self._where(st))))
+                           **report.advice_document(report.overview_document(self.registry, st), TOP_RUNTIME_CALLS),
+                           link=self.link("insights", **self._where(st))))
 
     def graphs(self, run: str, worker: str | None = None, span: str | None = None, limit: int = 10) -> dict[str, Any]:
         """CUDA graph replays (per graph: status, note, its ``limit`` longest kernel groups; the first
@@ -192,14 +195,16 @@ class Tools:
     def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
         summary = report.distributed_summary(result)
+        advice = report.run_advice([{"worker": st.worker, "overview": st.overview} for st in self.registry.files()
+                                    if st.run == run and st.span == str(span)])
         if summary is None:
             return _plain({"run": run, "span": span, "reason": result["reason"], "messages": result["messages"],
-                           "notes": result.get("notes", []), "link": link})
+                           "notes": result.get("notes", []), "recommendations": advice, "link": link})
         collectives = queries.top_rows(summary["collectives"], "transfer_us", limit, list(report.COLLECTIVE_COLUMNS))
         return _plain(dict(summary, run=run, span=span, ranks=summary["ranks"][:max(limit, 64)],
                            ranks_total=len(summary["ranks"]), collectives=collectives,
                            arrivals=sorted(summary["arrivals"], key=lambda e: -e["wait_total_us"])[:limit],
-                           link=link))
+                           recommendations=advice, link=link))
 
     def critical_path(self, run: str, span: str = "1", step: str | None = None, limit: int = 5) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)

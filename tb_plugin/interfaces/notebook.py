@@ -2,6 +2,7 @@
 
     t = kinetoscope.load("runs/resnet", worker="worker0", span="1")   # a run directory or a trace file
     t.overview(); t.operators(group_by="shape"); t.kernels(); t.modules(); t.memory(); t.insights(); t.graphs()
+    t.recommendations(); t.runtime_calls()
     kinetoscope.load_run("runs/ddp").distributed()
     kinetoscope.diff(base, exp)
     kinetoscope.hang("dumps/")        # why a job hung: its flight-recorder dumps, as DataFrames
@@ -124,8 +125,9 @@ class Trace:
 
     def insights(self) -> dict[str, Any]:
         """The Insights tab's document: ``idle`` (GPU idle time split into host wait, short gaps and
-        other, µs), ``launch`` (launch delay percentiles, overhead vs queueing), ``exposed``
-        (communication and copies not hidden behind compute), ``syncs`` and ``recommendations``."""
+        other, µs), ``launch`` (launch delay percentiles, overhead vs queueing as time-unions), ``exposed``
+        (communication and copies not hidden behind compute), ``syncs``, and the file's one list of
+        ``recommendations`` with ``recommendation_details``, ``about`` and ``runtime_calls``."""
         return self.views.insights()
 
     def graphs(self) -> dict[str, Any]:
@@ -146,6 +148,22 @@ class Trace:
                 "triton_kernels": table(compiled.get("triton_kernels", [])),
                 "compile_steps": table(compiled.get("steps", [])),
                 "advice": cuda["advice"] + compiled.get("advice", [])}
+
+    def recommendations(self):
+        """The file's one list of recommendations, one row each (the Overview's, the report's, MCP's):
+        ``rule``, ``addressed_us`` (the time it addresses), ``threshold_us`` (its rule's threshold),
+        ``basis`` (``average_step``, ``steps_window`` or ``median_step``),
+        ``addressed_bytes``/``threshold_bytes`` (memory advice) and ``text``; most important first."""
+        doc = report.advice_document(self.overview())
+        return table(doc["recommendation_details"], report.RECOMMENDATION_KEYS)
+
+    def runtime_calls(self):
+        """The runtime-calls table: per runtime/driver API its ``calls``, ``total_us``, ``window_us`` and
+        ``window_pct`` (inside the steps window), whether it ``blocks`` on the device (``blocking_calls``,
+        ``blocking_us``, ``blocking_kind``), and the ``operators`` and Python ``frames`` that issued most of
+        its time (lists of ``{"name", "calls", "total_us"}``); most time first."""
+        doc = report.advice_document(self.overview())
+        return table(doc["runtime_calls"]["rows"], report.RUNTIME_CALL_KEYS)
 
 
 def _open(target: str, cache: bool):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
@@ -39,6 +40,24 @@ def overview_document(registry, state) -> dict[str, Any] | None:
     doc = dict(state.overview)
     doc["configuration"] = dict(doc.get("configuration", {}), workers_in_run=registry.workers_in_run(state.run))
     return doc
+
+
+#: The columns of one recommendation every interface shows (the rule's own values follow in the details).
+RECOMMENDATION_KEYS = ["rule", "addressed_us", "threshold_us", "basis", "addressed_bytes", "threshold_bytes", "text"]
+RUNTIME_CALL_KEYS = ["api", "calls", "total_us", "window_us", "window_pct", "blocks", "blocking_calls", "blocking_us",
+                     "blocking_kind", "operators", "frames"]
+
+
+def advice_document(overview: dict, top_calls: int | None = None) -> dict[str, Any]:
+    """A file's one list of recommendations as every interface serves it (the Overview's, computed once
+    in analysis/overview.py): ``recommendations`` (sentences), ``recommendation_details`` (rule, addressed
+    µs, threshold µs, basis and the rule's values), ``about`` (the "About this trace" warnings) and
+    ``runtime_calls`` (its first ``top_calls`` rows, all without)."""
+    calls = overview.get("runtime_calls") or {"window_us": 0.0, "apis": 0, "rows": []}
+    return {"recommendations": list(overview["recommendations"]),
+            "recommendation_details": list(overview["recommendation_details"]),
+            "about": list(overview.get("about") or []),
+            "runtime_calls": dict(calls, rows=calls["rows"][:top_calls])}
 
 
 def rank_aggregate(views, tables: bool) -> dict[str, Any]:
@@ -167,6 +186,8 @@ def report_document(registry, files: list, run: str | None) -> tuple[dict[str, A
             doc["runs"].append({"name": st.run, "workers": []})
         doc["runs"][-1]["workers"].append(worker_entry(registry, st))
     _add_distributed(registry, doc, files)
+    for entry in doc["runs"]:
+        _add_run_advice(entry)
     failed = _add_artifacts(registry, doc, run)
     _add_hang(registry, doc)
     return doc, failed
@@ -184,6 +205,29 @@ def _add_hang(registry, doc: dict) -> None:
         got = registry.hang(name)
         entry["hang"] = None if got is None else {k: got[k] for k in ("dumps", "verdict", "findings", "unreadable")}
     doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
+
+
+def _add_run_advice(entry: dict) -> None:
+    """A run of several ranks gains ``recommendations`` (:func:`run_advice`); each file's own list is
+    unchanged."""
+    found = run_advice(entry["workers"])
+    if found is not None:
+        entry["recommendations"] = found
+
+
+def run_advice(workers: list[dict]) -> list[dict] | None:
+    """The advice that holds on several ranks of a run, once for the run
+    (:func:`~tb_plugin.analysis.advice_ranks.across_ranks`), from its workers' ``{"worker", "overview"}``
+    (a worker's first span stands for its rank); None for fewer than two ranks."""
+    per_rank, seen = [], set()
+    for position, w in enumerate(workers):
+        if w["overview"] is None or w["worker"] in seen:
+            continue
+        seen.add(w["worker"])
+        info = (w["overview"].get("configuration") or {}).get("distributed")
+        rank, _ = distributed_analysis.rank_of_info(info, w["worker"], position)
+        per_rank.append((rank, w["overview"].get("recommendation_details") or []))
+    return advice_ranks.across_ranks(per_rank) if len(per_rank) >= 2 else None
 
 
 def worker_entry(registry, st) -> dict[str, Any]:

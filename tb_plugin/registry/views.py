@@ -206,10 +206,12 @@ class FileViews:
     # -- insights -------------------------------------------------------------------------------
     def insights(self) -> dict:
         def build():
-            from ..analysis.insights import insight_recommendations, insights
+            from ..analysis.insights import insights
 
-            doc = insights(self.trace)
-            return dict(doc, recommendations=insight_recommendations(doc))
+            overview = self.overview()  # the file's one list of recommendations
+            return dict(insights(self.trace), recommendations=overview["recommendations"],
+                        recommendation_details=overview["recommendation_details"], about=overview["about"],
+                        runtime_calls=overview["runtime_calls"])
 
         return self._get("insights", build)
 

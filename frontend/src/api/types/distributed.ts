@@ -1,7 +1,7 @@
 // Types of `distributed` and `insights` (docs/http_api.md, "Distributed and insights"; definitions in
 // tb_plugin/analysis/distributed.py and insights.py). Times are µs, sizes bytes, bandwidths GB/s.
 
-import type { DistributedInfo, GpuInfo } from "./overview";
+import type { DistributedInfo, GpuInfo, RecommendationDetail } from "./overview";
 
 // `distributed?run=&span=`: the run's workers compared as ranks of one job at one span.
 export interface RankStep {
@@ -244,11 +244,11 @@ export interface IdleInsights {
   gap_histogram: Histogram;
 }
 
-/** p50/p95 (null without kernels) and total, µs. */
+/** p50/p95 per kernel (null without kernels) and the time-union of the kernels' intervals in the steps window, µs. */
 export interface Spread {
   p50: number | null;
   p95: number | null;
-  total: number;
+  union_us: number;
 }
 
 export interface LaunchInsights {
@@ -301,7 +301,9 @@ export interface InsightsReady {
   launch: LaunchInsights;
   exposed: ExposedInsights;
   syncs: SyncInsights;
+  /** The file's one list of recommendations (the Overview's). */
   recommendations: string[];
+  recommendation_details?: RecommendationDetail[];
 }
 
 /** ADDED (issue 20): `critical_path?run=&worker=&span=`: every segment of each step's critical path on this file's rank (µs on the timeline's clock, as `timeline` items), in time order. */

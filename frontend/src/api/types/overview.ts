@@ -92,6 +92,57 @@ export interface OverviewReady {
   average: AverageBreakdown;
   gpus: GpuInfo[];
   recommendations: string[];
+  /** The same recommendations with their rule, addressed time and threshold; absent from an older server. */
+  recommendation_details?: RecommendationDetail[];
+  /** "About this trace" warnings; absent from an older server. */
+  about?: AboutNote[];
+  /** The runtime-calls table; absent from an older server. */
+  runtime_calls?: RuntimeCalls;
+}
+
+/** One recommendation of the file's one list (docs/http_api.md): the time it addresses and its threshold. */
+export interface RecommendationDetail {
+  rule: string;
+  text: string;
+  /** µs over `basis`; absent for byte-based advice (memory_peak). */
+  addressed_us?: number;
+  threshold_us?: number;
+  basis?: "average_step" | "steps_window" | "median_step";
+  addressed_bytes?: number;
+  threshold_bytes?: number;
+}
+
+/** An "About this trace" warning: the trace cannot explain some time, or is not a run of steps. */
+export interface AboutNote {
+  kind: string;
+  text: string;
+}
+
+/** An operator or Python frame that issued a runtime API's calls. */
+export interface RuntimeCallIssuer {
+  name: string;
+  calls: number;
+  total_us: number;
+}
+
+export interface RuntimeCallRow {
+  api: string;
+  calls: number;
+  total_us: number;
+  window_us: number;
+  window_pct: number | null;
+  blocks: boolean;
+  blocking_calls: number;
+  blocking_us: number;
+  blocking_kind: string | null;
+  operators: RuntimeCallIssuer[];
+  frames: RuntimeCallIssuer[];
+}
+
+export interface RuntimeCalls {
+  window_us: number;
+  apis: number;
+  rows: RuntimeCallRow[];
 }
 
 export type OverviewResponse = OverviewLoading | OverviewError | OverviewReady;

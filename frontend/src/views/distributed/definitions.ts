@@ -41,7 +41,7 @@ export const INSIGHT_DEFS = {
   idle:
     "GPU idle time, per GPU over the steps window: the window minus the union of busy time (kernels, memcpy, memset) over all the GPU's streams. Each idle gap is split by the work that ended it. Host wait + short gaps + other = idle ≤ window.",
   hostWait:
-    "Host wait: the work that ended the gap was launched (its runtime call ended) after the gap began — the GPU had nothing queued. Work on streams that carry only communication or only copies never counts as host wait.",
+    "Host wait: the launch call of the work that ended the gap returned late, at or after the gap's midpoint — the GPU had nothing queued and waited for the launch. Work launched early in the gap waited for something else. Work on streams that carry only communication or only copies never counts as host wait.",
   shortGap: "Short gap: not a host wait, and shorter than the short-gap threshold (10 µs).",
   otherGap: "Other: idle gaps that are neither host waits nor short gaps (e.g. queued work waiting on a dependency, communication, the end of the trace).",
   perStream:
@@ -50,11 +50,13 @@ export const INSIGHT_DEFS = {
   launchOverhead:
     "Launch overhead: the part of a kernel's launch delay during which its GPU (all streams) was idle — the GPU waited for the launch itself.",
   queueing: "Queueing: the part of a kernel's launch delay during which its GPU was busy with earlier work.",
+  launchUnion:
+    "Time-union: the time inside the steps window covered by at least one kernel's launch-overhead (or queueing) interval, per GPU, added over GPUs. Kernels' delays overlap, so their sum would not be a time.",
   shortKernels:
     "Short-kernel share: the share of kernels whose duration is below the duration of the CPU call that launched them (shorter than their launch overhead).",
   exposed:
     "Exposed time of each GPU over the steps window, in this order, each part excluding the ones before it: computation (non-communication kernels), exposed communication, exposed memcpy/memset, idle. The four add up to the window.",
   syncs:
-    "Host synchronization: cuda_sync events and synchronizing runtime calls (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy, …), the innermost operator that issued each, and the GPU idle time after each: from its end to the next device work start on any stream of the same process's GPUs.",
+    "Host synchronization: cuda_sync events and the host calls that blocked on the device (synchronize calls, blocking copies such as a D2H cudaMemcpyAsync into pageable memory), the operator that issued each (the innermost operator, never a ProfilerStep), and the GPU idle time after each: from its end to the next device work start on any stream of the same process's GPUs.",
   gpuIdleAfter: "GPU idle after (µs): from the end of the synchronizing call to the next device work start on the process's GPUs.",
 } as const;

@@ -14,16 +14,14 @@ import { openView } from "../distributed/openView";
 import { Stat } from "./Stat";
 import { useDistributedStyles } from "../distributed/useDistributedStyles";
 
-/** The Overview's compact Insights: idle per GPU, launch delay p50/p95 and its split, exposed bar,
- * recommendations. ``recommendedAbove``: the Overview's own Recommendations card is shown; without it
- * and without recommendations here, this card says there are none. */
-export function InsightsCard({ selection, recommendedAbove = false }: { selection: Selection; recommendedAbove?: boolean }) {
+/** The Overview's compact Insights: idle per GPU, launch delay p50/p95 and its split, exposed bar, recommendations. */
+export function InsightsCard({ selection }: { selection: Selection }) {
   useDistributedStyles();
   const state = useRemote<InsightsReady>(insightsUrl(selection));
   return (
     <Card title={<InfoTooltip label="Insights" text={INSIGHT_DEFS.idle} />} testId="insights-card">
       {state.kind === "ready" ? (
-        <InsightsSummary data={state.data} recommendedAbove={recommendedAbove} />
+        <InsightsSummary data={state.data} />
       ) : state.kind === "fetch-error" || state.kind === "file-error" ? (
         // A secondary card: its failure is a quiet line, not an error card competing with the file's own.
         <p className="muted" data-testid="insights-card-error">
@@ -36,19 +34,8 @@ export function InsightsCard({ selection, recommendedAbove = false }: { selectio
   );
 }
 
-function InsightsSummary({ data, recommendedAbove }: { data: InsightsReady; recommendedAbove: boolean }) {
-  const none = recommendedAbove ? null : (
-    <p className="muted" data-testid="no-recommendations">
-      No recommendations for this trace.
-    </p>
-  );
-  if (!hasDeviceActivity(data))
-    return (
-      <>
-        <NoDeviceActivity />
-        {none}
-      </>
-    );
+function InsightsSummary({ data }: { data: InsightsReady }) {
+  if (!hasDeviceActivity(data)) return <NoDeviceActivity />;
   return (
     <>
       {data.idle.gpus.map((g) => (
@@ -68,15 +55,6 @@ function InsightsSummary({ data, recommendedAbove }: { data: InsightsReady; reco
         <InfoTooltip label="Exposed time over the steps window" text={INSIGHT_DEFS.exposed} />
       </div>
       <ExposedBar parts={data.exposed} />
-      {data.recommendations.length > 0 ? (
-        <ul className="recommendations" style={{ marginTop: 12 }} data-testid="insights-recommendations">
-          {data.recommendations.map((text, i) => (
-            <li key={i}>{text}</li>
-          ))}
-        </ul>
-      ) : (
-        none
-      )}
       <div className="insights-card-foot">
         <button type="button" className="link-button" data-testid="open-insights" onClick={() => openView("insights")}>
           Open the Insights tab ›

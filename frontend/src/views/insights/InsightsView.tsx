@@ -14,6 +14,7 @@ import { remoteData, useRemote } from "../../hooks/useRemote";
 import type { Theme } from "../../hooks/useTheme";
 import { histogramOption, streamIdleOption } from "../distributed/charts";
 import { INSIGHT_DEFS } from "../distributed/definitions";
+import { RecommendationList } from "../overview/Recommendations";
 import { ExposedBar } from "./ExposedBar";
 import { hasDeviceActivity, NoDeviceActivity } from "./NoDeviceActivity";
 import { GpuIdleStats } from "./GpuIdleStats";
@@ -71,13 +72,9 @@ function DeviceInsights({ data, theme }: { data: InsightsReady; theme: Theme }) 
     <>
       <Card title="Recommendations">
         {data.recommendations.length === 0 ? (
-          <p className="muted">No insight recommendations for this trace.</p>
+          <p className="muted">No recommendations for this trace.</p>
         ) : (
-          <ul className="recommendations" data-testid="insights-recommendations">
-            {data.recommendations.map((t, i) => (
-              <li key={i}>{t}</li>
-            ))}
-          </ul>
+          <RecommendationList items={data.recommendations} details={data.recommendation_details} testId="insights-recommendations" />
         )}
       </Card>
 
@@ -124,13 +121,21 @@ function DeviceInsights({ data, theme }: { data: InsightsReady; theme: Theme }) 
             value={`${formatDuration(data.launch.overhead_us.p50)} / ${formatDuration(data.launch.overhead_us.p95)}`}
             testId="overhead-p50-p95"
           />
-          <Stat label="Launch overhead total" value={formatDuration(data.launch.overhead_us.total)} testId="overhead-total" />
+          <Stat
+            label={<InfoTooltip label="Launch overhead (time-union)" text={INSIGHT_DEFS.launchUnion} />}
+            value={formatDuration(data.launch.overhead_us.union_us)}
+            testId="overhead-union"
+          />
           <Stat
             label={<InfoTooltip label="Queueing p50 / p95" text={INSIGHT_DEFS.queueing} />}
             value={`${formatDuration(data.launch.queueing_us.p50)} / ${formatDuration(data.launch.queueing_us.p95)}`}
             testId="queueing-p50-p95"
           />
-          <Stat label="Queueing total" value={formatDuration(data.launch.queueing_us.total)} testId="queueing-total" />
+          <Stat
+            label={<InfoTooltip label="Queueing (time-union)" text={INSIGHT_DEFS.launchUnion} />}
+            value={formatDuration(data.launch.queueing_us.union_us)}
+            testId="queueing-union"
+          />
           {data.launch.graphs.replays + data.launch.graphs.captures > 0 ? (
             <Stat
               label="CUDA graphs"

@@ -96,19 +96,27 @@ describe("Overview view", () => {
     );
     const recs = screen.getByTestId("recommendations");
     const items = within(recs).getAllByRole("listitem").map((li) => li.textContent);
-    expect(items).toHaveLength(3);
+    expect(items).toHaveLength(overview.recommendations.length + 1);
     expect(items[0]).toBe(evil);
-    expect(items[1]).toMatch(/^DataLoader takes 33\.4% of the average step/);
+    expect(items.filter((t) => /^DataLoader takes 33\.4% of the average step/.test(t ?? ""))).toHaveLength(1);
     expect(document.querySelector("img")).toBeNull();
     const warnings = screen.getByTestId("warnings");
     expect(warnings.querySelector("summary")?.textContent).toBe("1 warning while reading this file");
     expect(warnings.tagName).toBe("DETAILS");
   });
 
-  it("shows no Recommendations card when the Overview has none (the Insights card speaks for both)", () => {
-    render(<Overview data={{ ...overview, recommendations: [] }} theme="light" />);
-    expect(screen.queryByTestId("recommendations")).toBeNull();
-    expect(screen.queryByText("No recommendations for this trace.")).toBeNull();
+  it("shows each recommendation's rule and addressed time, the runtime calls and the About-this-trace notes", () => {
+    const about = [{ kind: "work_outside_trace", text: "The host waits 60.00 ms in 1 blocking call (<b>x</b>)" }];
+    render(<Overview data={{ ...overview, about }} theme="light" />);
+    const lines = within(screen.getByTestId("recommendations")).getAllByTestId("recommendation-addressed");
+    expect(lines.map((l) => l.textContent)).toEqual(
+      (overview.recommendation_details ?? []).map((d) => expect.stringMatching(new RegExp(`^${d.rule} · addresses .+ \\(threshold .+\\)$`))),
+    );
+    expect(lines.at(-1)?.textContent).toBe("dataloader · addresses 59.26 ms per average step (threshold 8.88 ms)");
+    const apis = within(screen.getByTestId("runtime-calls")).getAllByTestId("runtime-call-api").map((c) => c.textContent);
+    expect(apis[0]).toBe(overview.runtime_calls?.rows[0]?.api);
+    expect(screen.getByTestId("about-trace").textContent).toContain("(<b>x</b>)");
+    expect(document.querySelector("b")).toBeNull();
   });
 
   it("shows a card that fails to render as an error without blanking the others", () => {

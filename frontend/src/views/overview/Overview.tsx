@@ -4,7 +4,9 @@ import { ConfigurationCard } from "../../components/ConfigurationCard";
 import { ErrorBoundary } from "../../components/ErrorBoundary";
 import { ExecutionSummary } from "./ExecutionSummary";
 import { GpuSummaryCard } from "./GpuSummaryCard";
+import { AboutTrace } from "./AboutTrace";
 import { Recommendations } from "./Recommendations";
+import { RuntimeCallsCard } from "./RuntimeCallsCard";
 import { StepTimeChart } from "./StepTimeChart";
 import { SystemMetrics } from "./SystemMetrics";
 import { TrainerEvents } from "./TrainerEvents";
@@ -27,6 +29,9 @@ export function Overview({ data, theme }: OverviewProps) {
     <div className="overview" data-testid="overview">
       <WarningsList warnings={data.warnings} />
       <FileNotes notes={data.notes} />
+      <ErrorBoundary title="About this trace failed to render">
+        <AboutTrace notes={data.about} />
+      </ErrorBoundary>
       <div className="grid-2">
         <ErrorBoundary title="Configuration failed to render">
           <ConfigurationCard configuration={data.configuration} />
@@ -51,10 +56,13 @@ export function Overview({ data, theme }: OverviewProps) {
         <SystemMetrics metrics={(data as OverviewReady & OverviewExtras).system_metrics} theme={theme} />
       </ErrorBoundary>
       <ErrorBoundary title="Recommendations failed to render">
-        <Recommendations items={data.recommendations} />
+        <Recommendations items={data.recommendations} details={data.recommendation_details} />
+      </ErrorBoundary>
+      <ErrorBoundary title="Runtime calls failed to render">
+        <RuntimeCallsCard calls={data.runtime_calls} />
       </ErrorBoundary>
       <ErrorBoundary title="Insights failed to render">
-        <InsightsCard selection={{ run: data.run, worker: data.worker, span: data.span }} recommendedAbove={data.recommendations.length > 0} />
+        <InsightsCard selection={{ run: data.run, worker: data.worker, span: data.span }} />
       </ErrorBoundary>
     </div>
   );

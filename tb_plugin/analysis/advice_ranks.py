@@ -1,0 +1,79 @@
+"""Advice that holds on many ranks of a run, said once for the run: "ranks 0–127: …" with the spread of
+the time it addresses. Times are µs.
+
+A recommendation *holds* on a rank when that rank's file has a recommendation of the same key: its
+``rule``, and for the call rules its ``api`` (``cudaFree`` and ``cudaStreamSynchronize`` are different
+advice), for the low-utilization and unbalanced-steps rules the category they name. A key that holds on at least :data:`MIN_RANKS` ranks becomes one run recommendation:
+``{"rule", "key", "ranks", "ranks_text", "rank_count", "addressed_us": {"min", "median", "max"},
+"threshold_us": {"min", "median", "max"}, "text"}`` whose sentence is the one of the rank with the
+median addressed time (the lower median for an even count), prefixed by the ranks and followed by the
+spread. Byte-based advice (``memory_peak``) spreads ``addressed_bytes`` instead. Run recommendations are
+ordered by how many ranks they hold on, then by their median addressed time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .numfmt import duration, fixed
+
+MIN_RANKS = 2
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """``[0, 1, 2, 3, 5, 7, 8]`` → ``"0–3, 5, 7–8"``."""
+    out, start = [], None
+    for i, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            out.append(str(start) if start == r else f"{start}–{r}")
+            start = None
+    return ", ".join(out)
+
+
+def advice_key(rec: dict) -> str:
+    """What makes two ranks' recommendations the same advice: the rule, and what it names (the call
+    rules' API, the low-utilization rule's category)."""
+    named = rec.get("api") or rec.get("category")
+    return f"{rec['rule']}:{named}" if named else rec["rule"]
+
+
+def _spread(values: list[float]) -> dict:
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    return {"min": float(v[0]), "median": float(np.median(v)), "max": float(v[-1])}
+
+
+def across_ranks(per_rank: list[tuple[int, list[dict]]]) -> list[dict]:
+    """The run recommendations (module docstring) of ``[(rank, that rank's recommendation details)]``."""
+    found: dict[str, list[tuple[int, dict]]] = {}
+    for rank, recs in per_rank:
+        seen = set()
+        for rec in recs:
+            key = advice_key(rec)
+            if key not in seen:  # per-GPU rules: the rank's first (largest) one
+                seen.add(key)
+                found.setdefault(key, []).append((rank, rec))
+    out = []
+    for key, hits in found.items():
+        if len(hits) < MIN_RANKS:
+            continue
+        hits.sort(key=lambda h: h[0])
+        unit = "addressed_us" if "addressed_us" in hits[0][1] else "addressed_bytes"
+        values = [h[1].get(unit, 0.0) for h in hits]
+        middle = sorted(range(len(hits)), key=lambda i: values[i])[(len(hits) - 1) // 2]
+        ranks = [h[0] for h in hits]
+        spread = _spread(values)
+        doc = {"rule": hits[0][1]["rule"], "key": key, "ranks": ranks, "ranks_text": ranks_text(ranks),
+               "rank_count": len(ranks), unit: spread}
+        if unit == "addressed_us":
+            doc["threshold_us"] = _spread([h[1]["threshold_us"] for h in hits])
+            said = (f"addresses {duration(spread['min'])} to {duration(spread['max'])} per rank "
+                    f"(median {duration(spread['median'])})")
+        else:
+            said = (f"{fixed(spread['min'] / 2**30, 1)} to {fixed(spread['max'] / 2**30, 1)} GiB per rank "
+                    f"(median {fixed(spread['median'] / 2**30, 1)} GiB)")
+        doc["text"] = f"Ranks {doc['ranks_text']}: {hits[middle][1]['text']} Across these ranks it {said}." \
+            if unit == "addressed_us" else f"Ranks {doc['ranks_text']}: {hits[middle][1]['text']} Peaks: {said}."
+        out.append(doc)
+    return sorted(out, key=lambda d: (-d["rank_count"], -(d.get("addressed_us") or d.get("addressed_bytes"))["median"]))
