@@ -89,7 +89,7 @@ class _Machine:
         self.shared: set[int] = {id(self.empty)}  # ids of the cached lists and their dicts (never modified)
         self.dict_slots: list[int] = []  # memo slots of dicts since the last rows batch
         self.stopped = False
-        self.copies_left = object_limit(len(data))  # items copied by _own (a shared list changed again and again)
+        self.copies_left = object_limit(len(data))  # items _own may still copy
 
     def _get(self, i: int):
         memo = self.memo
@@ -239,10 +239,8 @@ class _Machine:
         got = stack[k]
         if id(got) in self.shared:
             self.copies_left -= len(got) + 1
-            if self.copies_left < 0:
-                raise TooManyObjects(f"this pickle changes shared lists so often that copying them exceeds "
-                                     f"{object_limit(len(self.data)):,} objects, the bound for its size: "
-                                     "not a memory snapshot (a hostile or corrupt file?)")
+            if self.copies_left < 0:  # a shared list changed again and again (pickle never writes that)
+                raise TooManyObjects(f"copies of changed shared lists exceed {object_limit(len(self.data)):,} objects")
             got = stack[k] = type(got)(got)
         return got
 

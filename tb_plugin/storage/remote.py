@@ -309,3 +309,13 @@ async def retry_async(call, retriable) -> object:
                 raise
         await asyncio.sleep(delay)
         attempt += 1
+
+
+def remote_message(exc: BaseException, url: str, start: int | None, attempts: int) -> str:
+    """What a failed read of ``url`` says (``start``: the range's first byte, if one failed)."""
+    at = f" at byte {start}" if start else ""
+    if isinstance(exc, FileNotFoundError):
+        return f"the object was deleted or replaced after it was listed: {url} no longer exists"
+    if is_transient(exc):
+        return f"network error reading {url}{at}, still failing after {attempts} attempts: {describe_error(exc)}"
+    return f"cannot read {url}{at}: {describe_error(exc)}"
