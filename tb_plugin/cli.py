@@ -185,15 +185,15 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None, executor=executor)
     problem = _local_logdir_problem(registry)
     if problem is not None:
-        err.write(f"kinetoscope: {logdir}: {problem}\n")
+        err.write(f"kinetoscope: {registry.logdir}: {problem}\n")
         return 2
     registry.scan()
     if registry.error is not None:  # missing extra, no credentials, access denied, missing bucket
-        err.write(f"kinetoscope: {logdir}: {registry.error}\n")
+        err.write(f"kinetoscope: {registry.logdir}: {registry.error}\n")
         return 2
     files = [st for st in registry.files() if run is None or st.run == run]
     if run is not None and not files and not registry.artifacts(run):  # a run of snapshots only is a run too
-        err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")
+        err.write(f"kinetoscope: no run named {run!r} under {registry.logdir}\n")
         return 2
     _analyse(registry, files, executor, err)
     doc, failed_artifacts = report.report_document(registry, files, run)
@@ -205,7 +205,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     for st in failed:
         err.write(f"kinetoscope: {st.entry.rel}: {st.error}\n")
     if not files and not registry.artifacts():
-        err.write(f"kinetoscope: no trace files under {logdir}\n")
+        err.write(f"kinetoscope: no trace files under {registry.logdir}\n")
         return 1  # an existing logdir with nothing to report: a CI job must notice
     return 1 if failed else 0
 

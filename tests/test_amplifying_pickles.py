@@ -19,7 +19,7 @@ import pytest
 
 from tb_plugin.artifacts import expansion, isolated
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot, load_snapshots, parse_pickle
-from fuzz_files import deep_tuple_pickle, memo_index_pickle, shared_annotation_pickle, shared_segment_pickle
+from fuzz_files import deep_tuple_pickle, doubling_tuple_pickle, memo_index_pickle, shared_annotation_pickle, shared_segment_pickle
 from synth.snapshot import synthesize_snapshot
 
 
@@ -97,7 +97,26 @@ def test_a_reader_past_its_memory_limit_is_that_files_error(monkeypatch):
     monkeypatch.setattr(isolated, "MEMORY_PER_BYTE", 1)
     data = sample("memory_snapshots/memory_forward_bf16_128.pickle").read_bytes()
     with pytest.raises(SnapshotError, match="more than 64 MB of memory|crashed the reader|exit status"):
-        load_snapshot(data)
+        isolated.parse_in_child(data)  # a child of its own (the shared one keeps its limits)
+
+
+def test_small_files_share_one_child_that_a_crash_or_a_time_limit_ends(monkeypatch):
+    starts = []
+    real = isolated._child
+    monkeypatch.setattr(isolated, "_child", lambda argv: starts.append(argv) or real(argv))
+    with isolated._shared_lock:
+        while isolated._shared:
+            isolated._end(isolated._shared.pop())
+    good = pickle.dumps(synthesize_snapshot("current", entries=40, frames=2))
+    assert load_snapshot(good).devices[0].size.tolist() == load_snapshot(good).devices[0].size.tolist()
+    assert len(starts) == 1  # two files, one child
+    with pytest.raises(SnapshotError, match="SIGSEGV"):
+        load_snapshot(deep_tuple_pickle("key", 10**6))
+    monkeypatch.setattr(isolated, "BASE_TIME_S", 2.0)
+    with pytest.raises(SnapshotError, match="took more than 2 s"):
+        load_snapshot(doubling_tuple_pickle(60))
+    assert load_snapshot(good).devices[0].size.tolist()
+    assert len(starts) == 3  # a fresh child after the crash and after the time limit
 
 
 def test_many_files_share_one_child_and_each_gets_its_own_answer(monkeypatch):

@@ -59,19 +59,20 @@ def memory_limit_bytes(size: int) -> int:
     return min(max(MEMORY_FLOOR_BYTES, MEMORY_PER_BYTE * int(size)), memory_cap_bytes())
 
 
-def apply_limits(address_space_bytes: int, cpu_s: float) -> None:
-    """In the child: limit its own address space and CPU time (no-op where ``resource`` is missing)."""
+def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:
+    """In the child: limit its own address space and (unless None) CPU time; a no-op where
+    ``resource`` is missing (Windows: the wall-clock limit still holds)."""
     try:
         import resource
-    except ImportError:  # Windows: the wall-clock limit still holds
+    except ImportError:
         return
-    for which, soft in ((resource.RLIMIT_AS, address_space_bytes), (resource.RLIMIT_CPU, int(cpu_s) + 1)):
+    limits = [(resource.RLIMIT_AS, address_space_bytes)] + ([(resource.RLIMIT_CPU, int(cpu_s) + 1)] if cpu_s else [])
+    for which, soft in limits:
         _, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             soft = min(soft, hard)
         try:
-            resource.setrlimit(which, (soft, hard if which == resource.RLIMIT_AS else
-                                       (soft + 5 if hard == resource.RLIM_INFINITY else hard)))
+            resource.setrlimit(which, (soft, hard))
         except (ValueError, OSError):
             pass
 
@@ -260,3 +261,76 @@ def unpack_npz(payload: bytes) -> tuple[dict, dict]:
     except (OSError, ValueError, KeyError, orjson.JSONDecodeError) as exc:
         raise SnapshotError(f"the snapshot reader answered unreadable data: {exc}") from None
     return header, arrays
+
+
+# One reader child kept for small files: its start (~0.1 s, seconds on a busy machine) is paid once
+# for a logdir of many small snapshots or dumps. It runs under the limits of a SHARED_MAX_BYTES file
+# (address space) and, before each file, that file's CPU time (see snapshot._batch); a file that
+# crashes it or runs out of time ends it, and the next file starts a fresh one.
+SHARED_MAX_BYTES = 4 << 20  # files up to this size are read by the shared child
+_shared_lock = threading.Lock()
+_shared: list[subprocess.Popen] = []  # the live shared child, if any
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytes | None:
+    import select
+
+    got = bytearray()
+    while len(got) < n:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, min(n - len(got), 1 << 20))
+        if not chunk:
+            return None
+        got += chunk
+    return bytes(got)
+
+
+def read_shared(data: bytes, mode: str) -> bytes | SnapshotError:
+    """:func:`read_many_in_child` of one small file (up to :data:`SHARED_MAX_BYTES`) on the shared
+    child: the payload or the file's :class:`SnapshotError`. One file at a time (a lock)."""
+    limit = time_limit_s(len(data))
+    with _shared_lock:
+        if _shared and (_shared[0].poll() is not None or _shared[0].args[-1] != mode):
+            _end(_shared.pop())
+        if not _shared:
+            memory = memory_limit_bytes(SHARED_MAX_BYTES)
+            child = _child([str(SHARED_MAX_BYTES), str(memory), str(limit), mode])
+            child.stderr.close()
+            _shared.append(child)
+        child = _shared[0]
+        try:
+            child.stdin.write(_LEN.pack(len(data)) + bytes(data))
+            child.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        deadline = time.monotonic() + limit
+        head = _read_exact(child.stdout.fileno(), 1 + _LEN.size, deadline)
+        payload = None if head is None else _read_exact(child.stdout.fileno(), _LEN.unpack_from(head, 1)[0], deadline)
+        if payload is not None:
+            return payload if head[0] == 0 else SnapshotError(payload.decode("utf-8", "replace"))
+        timed_out = time.monotonic() >= deadline
+        if not timed_out:  # its output ended: it is exiting
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        _end(_shared.pop())
+        if timed_out:
+            return SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
+                                 "it is not a memory snapshot (a hostile or corrupt file?)")
+        return SnapshotError(_crash_message(child.returncode, memory_limit_bytes(SHARED_MAX_BYTES), limit)
+                             if (child.returncode or 0) < 0 else
+                             f"the snapshot reader failed (exit status {child.returncode})")
+
+
+def _end(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        child.kill()
+    child.wait()
+    for f in (child.stdin, child.stdout):
+        try:
+            f.close()
+        except OSError:
+            pass

@@ -28,8 +28,8 @@ from . import pickle_stream
 from .snapshot_columns import ACTIONS, DeviceTrace  # noqa: F401 - imported from here by the analyses
 from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined, trace_columns
 from . import expansion
-from .isolated import (EXIT_REFUSED, SnapshotError, apply_limits, parse_blocks_in_child, parse_in_child,
-                       read_many_in_child, unpack_npz)
+from .isolated import (EXIT_REFUSED, SHARED_MAX_BYTES, SnapshotError, apply_limits, parse_blocks_in_child,
+                       parse_in_child, read_many_in_child, read_shared, time_limit_s, unpack_npz)
 from .unpickle import PICKLE_OPCODES, RefusedPickle, restricted_loads
 
 
@@ -58,6 +58,11 @@ def load_snapshot(data: bytes) -> Snapshot:
     """The snapshot in the pickle ``data``, read in a child process under limits (:mod:`.isolated`):
     no snapshot is ever unpickled in this process."""
     _check_first_byte(data)
+    if len(data) <= SHARED_MAX_BYTES:  # a small file: the shared child, started once
+        got = read_shared(data, "snapshot")
+        if isinstance(got, SnapshotError):
+            raise got
+        return _unpacked(unpack_npz(got))
     return _unpacked(parse_in_child(data))
 
 
@@ -66,9 +71,17 @@ def load_snapshot_blocks(blocks: Iterable, size: int) -> Snapshot:
     reader child block by block (:func:`~.isolated.parse_blocks_in_child`): this process never holds
     the file. ``size``: the file's size in bytes."""
     it = iter(blocks)
-    head = next(it, b"")
-    _check_first_byte(head)
-    return _unpacked(parse_blocks_in_child(itertools.chain([head], it), size))
+    head: list = []
+    total = 0
+    for block in it:  # the first SHARED_MAX_BYTES (inflated): a small file goes to the shared child
+        head.append(block)
+        total += len(block)
+        if total > SHARED_MAX_BYTES:
+            break
+    else:
+        return load_snapshot(b"".join(head))
+    _check_first_byte(head[0])
+    return _unpacked(parse_blocks_in_child(itertools.chain(head, it), max(size, total)))
 
 
 def load_snapshots(datas: Sequence[bytes]) -> list[Snapshot | SnapshotError]:
@@ -281,6 +294,21 @@ def _refusal(exc: BaseException, memory: int) -> str:
 _REFUSALS = (SnapshotError, orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError)
 
 
+def _cpu_limit_for(size: int) -> None:
+    """In the child: this file may use :func:`~.isolated.time_limit_s` more seconds of CPU time."""
+    try:
+        import resource
+    except ImportError:
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + time_limit_s(size)) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    except (ValueError, OSError):
+        pass
+
+
 def _batch(mode: str, memory: int) -> None:
     """Answer each length-prefixed pickle on stdin (see :func:`~.isolated.read_many_in_child`)."""
     read_one = _packed_npz if mode == "snapshot" else _plain_json
@@ -291,6 +319,7 @@ def _batch(mode: str, memory: int) -> None:
         if len(head) < length.size:
             return
         data = stdin.read(length.unpack(head)[0])
+        _cpu_limit_for(len(data))
         try:
             status, payload = 0, read_one(data)
         except _REFUSALS as exc:
@@ -307,7 +336,7 @@ def child_main(argv: list[str]) -> int:
     from stdin, write its packed snapshot as ``.npz`` to stdout (exit status
     :data:`~.isolated.EXIT_REFUSED` for a refused file, the message on stderr)."""
     memory = int(argv[1]) if len(argv) > 1 else 1 << 40
-    apply_limits(memory, float(argv[2]) if len(argv) > 2 else 3600.0)
+    apply_limits(memory, None if len(argv) > 3 else float(argv[2]) if len(argv) > 2 else 3600.0)  # batch: per file
     gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
     if len(argv) > 3:
         _batch(argv[3], memory)

@@ -49,9 +49,9 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
 
     registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
     if registry.error is not None:
-        raise Invalid(f"{logdir}: {registry.error}")
+        raise Invalid(f"{registry.logdir}: {registry.error}")
     if is_local_fs(registry.fs) and not os.path.exists(registry.root):
-        raise Invalid(f"{logdir}: no such directory")
+        raise Invalid(f"{registry.logdir}: no such directory")
     registry.start()
     t = Tools(registry, ui_url, wait_s)
     server = MCPServer("kinetoscope", instructions=(
