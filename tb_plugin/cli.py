@@ -2,17 +2,16 @@
 
     kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache] [--executor local|dask://HOST:PORT]
     kinetoscope diff BASE EXP [--fail-on step_time=+5%] [--fail-on kernel:NAME=+10%] [--json]
-    kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p]
+    kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p] [--allow-host NAME]
     kinetoscope mcp LOGDIR    (the MCP server for coding agents: tb_plugin/interfaces/mcp_server.py)
 
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes to stderr,
 one line per rank. The exit status is 1 when any trace file failed to load or the logdir holds no trace (nor
 memory artifact), 2 for bad arguments (a logdir or path that does not exist or cannot be read, an unknown run,
 worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py):
-exit 3 when a rule's per-step change exceeds both its threshold and the noise. ``serve`` runs the tab without
-TensorBoard (tb_plugin/standalone.py). The per-rank work (parse, reduce to aggregates) runs on the executor
-(tb_plugin/registry/executors): the local process pool by default, or a Dask cluster (``--executor`` or
-``$KINETOSCOPE_EXECUTOR``).
+exit 3 when a rule's per-step change exceeds both its threshold and the noise. ``serve``: the tab without
+TensorBoard (tb_plugin/standalone.py). Per-rank work runs on the executor (tb_plugin/registry/executors): the
+local process pool, or a Dask cluster (``--executor`` or ``$KINETOSCOPE_EXECUTOR``).
 """
 
 from __future__ import annotations
@@ -65,11 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("--fail-on", action="append", default=[], metavar="METRIC=+T",
                       help="CI gate: exit 3 when METRIC (step_time or kernel:NAME) grows by more than T "
                            "(e.g. +5%% or +300us) and beyond the step-to-step noise; repeatable")
-    serve = sub.add_parser("serve", help="serve the tab's UI and routes without TensorBoard (Flask)")
+    serve = sub.add_parser("serve", help="serve the tab's UI and routes without TensorBoard (waitress)")
     serve.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=6006, help="port (default 6006)")
     serve.add_argument("--path-prefix", default="", help="serve under this URL path, e.g. /profiler")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="also answer this Host name")
     mcp_server.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "mcp":
@@ -85,11 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             from .standalone import serve_forever
         except ModuleNotFoundError as exc:
-            if exc.name != "flask":
+            if exc.name not in ("flask", "waitress"):
                 raise
-            sys.stderr.write("kinetoscope: serve needs Flask: pip install 'kinetoscope[serve]'\n")
+            sys.stderr.write(f"kinetoscope: serve needs {exc.name}: pip install 'kinetoscope[serve]'\n")
             return 1
-        return serve_forever(args.logdir, args.host, args.port, args.path_prefix, sys.stderr)
+        return serve_forever(args.logdir, args.host, args.port, args.path_prefix, sys.stderr, args.allow_host)
     return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr,
                       executor=args.executor)
 
