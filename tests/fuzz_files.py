@@ -3,6 +3,7 @@
 
 The shapes are the ones the hardening review (issue 15) used to crash, stall or exhaust the server:
 pickles of deeply nested or doubling tuples, snapshots whose entries share one huge frame list,
+snapshots that reference one dict or segment hundreds of thousands of times, or ask for a huge memo slot,
 snapshot fields of every wrong type, whitespace and ``[`` gzip bombs, bombed memory exports, zero
 pickles, quadratic B/E pairs, integers above 64 bits in every metadata slot, args nested 300 deep,
 3 000 nested ``nn.Module`` events, non-Latin-1 and formula-like names, MemProfiler YAML with huge
