@@ -268,6 +268,7 @@ def unpack_npz(payload: bytes) -> tuple[dict, dict]:
 # (address space) and, before each file, that file's CPU time (see snapshot._batch); a file that
 # crashes it or runs out of time ends it, and the next file starts a fresh one.
 SHARED_MAX_BYTES = 4 << 20  # files up to this size are read by the shared child
+SHARED_CHILD = os.name == "posix"  # its answers are awaited with select(), which takes no pipe on Windows
 _shared_lock = threading.Lock()
 _shared: list[subprocess.Popen] = []  # the live shared child, if any
 

@@ -28,8 +28,9 @@ from . import pickle_stream
 from .snapshot_columns import ACTIONS, DeviceTrace  # noqa: F401 - imported from here by the analyses
 from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined, trace_columns
 from . import expansion
-from .isolated import (EXIT_REFUSED, SHARED_MAX_BYTES, SnapshotError, apply_limits, parse_blocks_in_child,
-                       parse_in_child, read_many_in_child, read_shared, time_limit_s, unpack_npz)
+from .isolated import (EXIT_REFUSED, SHARED_CHILD, SHARED_MAX_BYTES, SnapshotError, apply_limits,
+                       parse_blocks_in_child, parse_in_child, read_many_in_child, read_shared, time_limit_s,
+                       unpack_npz)
 from .unpickle import PICKLE_OPCODES, RefusedPickle, restricted_loads
 
 
@@ -58,7 +59,7 @@ def load_snapshot(data: bytes) -> Snapshot:
     """The snapshot in the pickle ``data``, read in a child process under limits (:mod:`.isolated`):
     no snapshot is ever unpickled in this process."""
     _check_first_byte(data)
-    if len(data) <= SHARED_MAX_BYTES:  # a small file: the shared child, started once
+    if SHARED_CHILD and len(data) <= SHARED_MAX_BYTES:  # a small file: the shared child, started once
         got = read_shared(data, "snapshot")
         if isinstance(got, SnapshotError):
             raise got
