@@ -38,7 +38,7 @@ setup(
         "gcs": ["gcsfs>=2026.10.1"],
         "azure": ["adlfs>=2026.8.0"],
         "dask": ["dask[distributed]>=2026.8.0"],
-        "serve": ["flask>=2.2"],  # kinetoscope serve: the tab without TensorBoard
+        "serve": ["flask>=2.2", "waitress>=3.0"],  # kinetoscope serve: the tab without TensorBoard
         "notebook": ["pandas>=2.0"],  # import kinetoscope: tables as DataFrames
         "mcp": ["mcp>=2.3,<3"],  # kinetoscope mcp: the MCP server for coding agents
         "test": ["pytest>=8", "flask>=2.2", "pandas>=2.0", "mcp>=2.3,<3", "hypothesis>=6.100", "playwright==1.65.2",

@@ -7,7 +7,9 @@ seconds, in one process per core.
 ../shared/samples, hostile field values and layouts, deep nesting, huge numbers, NaN/Infinity,
 duplicate keys, invalid UTF-8, a BOM); the property: it loads and every analysis runs, or it fails
 with ``TraceReadError``. ``files``: hostile files of every kind (deep- and doubling-tuple pickles,
-memo-shared frames, wrong-typed snapshots, zero pickles, whitespace/bracket/export gzip bombs,
+memo-shared frames, shared-reference pickles (one annotation dict or one segment referenced up to
+340,000 times), memo-index pickles (a shared history entry, then ``LONG_BINPUT`` up to 2³²−1),
+wrong-typed snapshots, zero pickles, whitespace/bracket/export gzip bombs,
 quadratic B/E, big integers, deep args, nested modules, odd and formula names, hostile YAML) in a
 logdir served through the plugin's real routes; the property: each file loads or is its own error,
 every route answers 200/400/404 with ``nosniff``, and a good run beside them keeps answering.

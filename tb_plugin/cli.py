@@ -2,16 +2,16 @@
 
     kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache] [--executor local|dask://HOST:PORT]
     kinetoscope diff BASE EXP [--fail-on step_time=+5%] [--fail-on kernel:NAME=+10%] [--json]
-    kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p]
+    kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p] [--allow-host NAME]
     kinetoscope mcp LOGDIR  (MCP server: interfaces/mcp_server.py) | kinetoscope hang DIR [--json]  (cli_hang.py)
 
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes to stderr,
 one line per rank. The exit status is 1 when any trace file failed to load or the logdir holds no trace (nor
 memory artifact), 2 for bad arguments (a logdir or path that does not exist or cannot be read, an unknown run,
-worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py): exit
-3 when a rule's per-step change exceeds both its threshold and the noise. ``serve`` runs the tab without
-TensorBoard (tb_plugin/standalone.py). The per-rank work (parse, reduce to aggregates) runs on the executor
-(tb_plugin/registry/executors): the local process pool, or a Dask cluster (``--executor``, ``$KINETOSCOPE_EXECUTOR``).
+worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py):
+exit 3 when a rule's per-step change exceeds both its threshold and the noise. ``serve``: the tab without
+TensorBoard (tb_plugin/standalone.py). Per-rank work runs on the executor (tb_plugin/registry/executors): the
+local process pool, or a Dask cluster (``--executor`` or ``$KINETOSCOPE_EXECUTOR``).
 """
 
 from __future__ import annotations
@@ -68,11 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("--fail-on", action="append", default=[], metavar="METRIC=+T",
                       help="CI gate: exit 3 when METRIC (step_time or kernel:NAME) grows by more than T "
                            "(e.g. +5%% or +300us) and beyond the step-to-step noise; repeatable")
-    serve = sub.add_parser("serve", help="serve the tab's UI and routes without TensorBoard (Flask)")
+    serve = sub.add_parser("serve", help="serve the tab's UI and routes without TensorBoard (waitress)")
     serve.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=6006, help="port (default 6006)")
     serve.add_argument("--path-prefix", default="", help="serve under this URL path, e.g. /profiler")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="also answer this Host name")
     mcp_server.add_parser(sub)
     cli_hang.add_parser(sub)
     args = parser.parse_args(argv)
@@ -89,11 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             from .standalone import serve_forever
         except ModuleNotFoundError as exc:
-            if exc.name != "flask":
+            if exc.name not in ("flask", "waitress"):
                 raise
-            sys.stderr.write("kinetoscope: serve needs Flask: pip install 'kinetoscope[serve]'\n")
+            sys.stderr.write(f"kinetoscope: serve needs {exc.name}: pip install 'kinetoscope[serve]'\n")
             return 1
-        return serve_forever(args.logdir, args.host, args.port, args.path_prefix, sys.stderr)
+        return serve_forever(args.logdir, args.host, args.port, args.path_prefix, sys.stderr, args.allow_host)
     return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr,
                       executor=args.executor)
 
@@ -189,15 +190,15 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None, executor=executor)
     problem = _local_logdir_problem(registry)
     if problem is not None:
-        err.write(f"kinetoscope: {logdir}: {problem}\n")
+        err.write(f"kinetoscope: {registry.logdir}: {problem}\n")
         return 2
     registry.scan()
     if registry.error is not None:  # missing extra, no credentials, access denied, missing bucket
-        err.write(f"kinetoscope: {logdir}: {registry.error}\n")
+        err.write(f"kinetoscope: {registry.logdir}: {registry.error}\n")
         return 2
     files = [st for st in registry.files() if run is None or st.run == run]
     if run is not None and not files and not registry.artifacts(run):  # a run of snapshots only is a run too
-        err.write(f"kinetoscope: no run named {run!r} under {logdir}\n")
+        err.write(f"kinetoscope: no run named {run!r} under {registry.logdir}\n")
         return 2
     _analyse(registry, files, executor, err)
     doc, failed_artifacts = report.report_document(registry, files, run)
@@ -209,7 +210,7 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     for st in failed:
         err.write(f"kinetoscope: {st.entry.rel}: {st.error}\n")
     if not files and not registry.artifacts():
-        err.write(f"kinetoscope: no trace files under {logdir}\n")
+        err.write(f"kinetoscope: no trace files under {registry.logdir}\n")
         return 1  # an existing logdir with nothing to report: a CI job must notice
     return 1 if failed else 0
 

@@ -4,6 +4,7 @@ noise). The document is built by tb_plugin/registry/gate.py; the test by analysi
 
 from __future__ import annotations
 
+import re
 from typing import TextIO
 
 import orjson
@@ -13,6 +14,9 @@ from .analysis.regression import CONFIDENCE, MIN_STEPS
 from .registry import gate
 from .trace import jsonsafe
 
+# C0 and C1 controls, DEL, and the format characters that reorder or hide text (bidi controls, zero widths)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
 
 def run_gate(args, base_reg, base, exp_reg, exp, out: TextIO, err: TextIO) -> int:
     """The regression gate (tb_plugin/registry/gate.py): 3 on a regression, 2 for a kernel rule that
@@ -20,31 +24,38 @@ def run_gate(args, base_reg, base, exp_reg, exp, out: TextIO, err: TextIO) -> in
     try:
         doc = gate.gate_document(args.rules, base, base_reg.views(base), exp, exp_reg.views(exp))
     except gate.GateError as exc:
-        err.write(f"kinetoscope: {exc}\n")
+        err.write(f"kinetoscope: {printable(str(exc))}\n")
         return 2
     doc = {"baseline": base.entry.path, "experiment": exp.entry.path, **doc}
     if args.json:
         out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        out.write(f"baseline:   {doc['baseline']}\nexperiment: {doc['experiment']}\n")
+        out.write(f"baseline:   {printable(doc['baseline'])}\nexperiment: {printable(doc['experiment'])}\n")
         for c in doc["checks"]:
             iv = c["interval_pct"] or c["interval_us"]
             unit = "%" if c["interval_pct"] else " µs"
             band = "" if iv is None else f" ({CONFIDENCE:.0%} interval {fixed(iv[0], 1, sign=True)}{unit} .. {fixed(iv[1], 1, sign=True)}{unit})"
             change = "n/a" if c["delta_us"] is None else f"{fixed(c['delta_us'], 1, sign=True)} µs" + (
                 "" if c["delta_pct"] is None else f" ({fixed(c['delta_pct'], 1, sign=True)}%)")
-            out.write(f"  {c['status'].upper():<14} {c['rule']}: median {change}{band}, "
+            out.write(f"  {c['status'].upper():<14} {printable(c['rule'])}: median {change}{band}, "
                       f"{c['baseline_steps']} vs {c['experiment_steps']} steps\n")
         for r in doc["explain"]["operators"][:5]:
-            out.write(f"    operator {tail(' > '.join(r['path']), 80)}: {fixed(r['delta_us'], 1, sign=True)} µs/step\n")
+            out.write(f"    operator {printable(tail(' > '.join(r['path']), 80))}: {fixed(r['delta_us'], 1, sign=True)} µs/step\n")
         for k in doc["explain"]["kernels"][:5]:
-            out.write(f"    kernel {tail(k['name'], 80)}: {fixed(k['delta_per_step_us'], 1, sign=True)} µs/step\n")
+            out.write(f"    kernel {printable(tail(k['name'], 80))}: {fixed(k['delta_per_step_us'], 1, sign=True)} µs/step\n")
         out.write(f"verdict: {doc['verdict']}\n")
     for c in doc["checks"]:
         if c["status"] == "too_few_steps":
-            err.write(f"kinetoscope: {c['rule']}: fewer than {MIN_STEPS} steps on a side, the noise cannot be "
+            err.write(f"kinetoscope: {printable(c['rule'])}: fewer than {MIN_STEPS} steps on a side, the noise cannot be "
                       f"estimated; not counted as a regression\n")
     return 3 if doc["verdict"] == "regression" else 0
+
+
+def printable(text: str) -> str:
+    """``text`` with control and format characters (newlines, escape sequences, bidirectional
+    overrides) written as ``\\n``, ``\\x1b``, ``\\u202e``: a name from a trace prints on one line and
+    cannot forge a line of the gate's output nor drive the terminal."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def tail(text: str, width: int) -> str:

@@ -11,9 +11,14 @@ the frontend's relative URLs resolve unchanged:
 
 Security headers: every answer carries ``X-Content-Type-Options: nosniff``, ``X-Frame-Options:
 SAMEORIGIN`` and a CSP with ``frame-ancestors 'self'`` (the plugin's ``http_headers``); the page
-carries TensorBoard's own HTML CSP (script allowed by its SHA-256) plus that directive. Unknown paths
-and methods answer JSON (404/405), never an HTML page. Binds to loopback unless ``--host`` says
-otherwise, and says so on start.
+carries TensorBoard's own HTML CSP (script allowed by its SHA-256) plus that directive. Every error
+answers JSON with those headers, never an HTML page: an unknown path or method (404/405) and any
+other HTTP error (Flask), an exception (the outer WSGI layer), and a malformed or oversized request
+(waitress's own errors, :class:`_JsonErrorTask`). A request whose ``Host`` is not a loopback name, the
+``--host`` given or an ``--allow-host`` name is refused (403), so a DNS-rebinding page cannot read the
+traces. Served by waitress (a bounded pool of :data:`THREADS` threads, :data:`CONNECTION_LIMIT`
+connections, idle ones closed after :data:`CHANNEL_TIMEOUT_S`, no ``Server`` header). Binds to
+loopback unless ``--host`` says otherwise, and says so on start.
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ import base64
 import hashlib
 import os
 import re
+import sys
 from typing import TextIO
 
 import flask
+import orjson
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
+from werkzeug.exceptions import HTTPException
 
 from .http_headers import FRAME_HEADERS
 from .plugin import PLUGIN_NAME, KinetoscopePlugin
@@ -40,6 +48,56 @@ _PAGE = ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Kinetoscop
 _SCRIPT_SHA256 = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode("ascii")
 _PREFIX = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+WILDCARDS = ("0.0.0.0", "::", "")  # binding to every interface names no host a browser would send
+THREADS = 8  # waitress worker threads: requests answered at once
+CONNECTION_LIMIT = 500  # open connections at most (more wait in the listen backlog); idle ones use no thread
+CHANNEL_TIMEOUT_S = 30  # a connection idle (or a request stalled) this long is closed
+MAX_REQUEST_BODY_BYTES = 1 << 20  # every route is a GET; a body is never needed
+MAX_REQUEST_HEADER_BYTES = 64 << 10
+
+
+def allowed_hosts(host: str, extra=()) -> frozenset:
+    """The ``Host`` names a request may carry: the loopback names, the bound ``host`` (unless a
+    wildcard) and the ``--allow-host`` names, lower-case."""
+    names = set(LOOPBACK) | {h.lower().strip("[]") for h in extra if h}
+    if host not in WILDCARDS:
+        names.add(host.lower().strip("[]"))
+    return frozenset(names)
+
+
+def host_name(header: str) -> str:
+    """``example.org:6006`` → ``example.org``; ``[::1]:6006`` → ``::1``; lower-case."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _json_error(status: int, reason: str, message: str) -> tuple[str, list[tuple[str, str]], bytes]:
+    body = orjson.dumps({"error": message})
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+               ("X-Content-Type-Options", "nosniff"), *FRAME_HEADERS]
+    return f"{status} {reason}", headers, body
+
+
+def guarded(app, hosts: frozenset):
+    """The WSGI app ``app`` behind the Host allowlist, answering a JSON 500 (with the security
+    headers) for any exception it raises before its response starts."""
+    def wsgi(environ, start_response):
+        host = environ.get("HTTP_HOST")
+        if host is not None and host_name(host) not in hosts:
+            status, headers, body = _json_error(
+                403, "Forbidden", "this server does not answer for that Host (start it with --allow-host NAME "
+                                  "to add a name)")
+            start_response(status, headers)
+            return [body]
+        try:
+            return app(environ, start_response)
+        except Exception:  # noqa: BLE001 - the last layer: never an HTML traceback page
+            status, headers, body = _json_error(500, "Internal Server Error", "internal error")
+            start_response(status, headers, sys.exc_info())
+            return [body]
+    return wsgi
 
 
 def normalize_prefix(prefix: str) -> str:
@@ -51,8 +109,10 @@ def normalize_prefix(prefix: str) -> str:
     return clean
 
 
-def create_app(logdir: str, path_prefix: str = "", reload_interval: float = 10.0) -> flask.Flask:
-    """The Flask app serving the page and the plugin's routes for ``logdir`` under ``path_prefix``."""
+def create_app(logdir: str, path_prefix: str = "", reload_interval: float = 10.0,
+               hosts: frozenset = frozenset(LOOPBACK)) -> flask.Flask:
+    """The Flask app serving the page and the plugin's routes for ``logdir`` under ``path_prefix``,
+    answering only requests whose ``Host`` is one of ``hosts`` (:func:`allowed_hosts`)."""
     prefix = normalize_prefix(path_prefix)
     flags = argparse.Namespace(reload_interval=reload_interval, logdir_spec="")
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=logdir, flags=flags))
@@ -73,10 +133,15 @@ def create_app(logdir: str, path_prefix: str = "", reload_interval: float = 10.0
         rule = ROUTE_BASE + (route[:-2] + "/<path:_name>" if route.endswith("/*") else route)
         app.add_url_rule(prefix + rule, f"plugin{route}", _mounted(wsgi))
 
-    @app.errorhandler(404)
-    @app.errorhandler(405)
-    def not_routed(exc):
-        return flask.jsonify(error=f"{exc.code} {exc.name}: no route {flask.request.path}"), exc.code
+    @app.errorhandler(HTTPException)
+    def http_error(exc):
+        if exc.code in (404, 405):
+            return flask.jsonify(error=f"{exc.code} {exc.name}: no route {flask.request.path}"), exc.code
+        return flask.jsonify(error=f"{exc.code} {exc.name}"), exc.code
+
+    @app.errorhandler(Exception)
+    def internal_error(exc):
+        return flask.jsonify(error="internal error"), 500
 
     @app.after_request
     def security_headers(response):
@@ -90,6 +155,7 @@ def create_app(logdir: str, path_prefix: str = "", reload_interval: float = 10.0
                 response.headers[name] = value
         return response
 
+    app.wsgi_app = guarded(app.wsgi_app, hosts)
     return app
 
 
@@ -112,10 +178,10 @@ def listen_message(host: str, port: int, prefix: str) -> str:
             f"there is no authentication)")
 
 
-def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: TextIO) -> int:
-    """Run the server until interrupted. 2 for a local logdir that is not a directory, a bad prefix or
-    port; 1 when the address cannot be bound."""
-    from werkzeug.serving import make_server
+def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: TextIO, allow_hosts=()) -> int:
+    """Run the server (waitress) until interrupted. 2 for a local logdir that is not a directory, a bad
+    prefix or port; 1 when the address cannot be bound. ``allow_hosts``: more ``Host`` names to answer."""
+    from waitress.server import create_server
 
     from .trace.heap import tune_allocator
 
@@ -131,18 +197,49 @@ def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: Text
     if not 0 <= port <= 65535:
         err.write(f"kinetoscope: --port {port}: must be 0..65535\n")
         return 2
-    app = create_app(logdir, prefix)
+    app = create_app(logdir, prefix, hosts=allowed_hosts(host, allow_hosts))
     try:
-        server = make_server(host, port, app, threaded=True)
-    except (OSError, SystemExit) as exc:  # werkzeug exits when the port is taken
+        server = create_server(app, host=host, port=port, threads=THREADS, connection_limit=CONNECTION_LIMIT,
+                               channel_timeout=CHANNEL_TIMEOUT_S, ident="", max_request_body_size=MAX_REQUEST_BODY_BYTES,
+                               max_request_header_size=MAX_REQUEST_HEADER_BYTES, clear_untrusted_proxy_headers=True)
+    except (OSError, ValueError) as exc:
         err.write(f"kinetoscope: cannot listen on {host}:{port}: {exc}\n")
         return 1
-    err.write(listen_message(host, server.server_port, prefix) + "\n")
+    server.channel_class = _JsonErrorChannel
+    err.write(listen_message(host, server.effective_port, prefix) + "\n")
     err.flush()
     try:
-        server.serve_forever()
+        server.run()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.close()
     return 0
+
+
+def _waitress_json_errors():
+    """waitress's channel whose own errors (a malformed request, a header or body over its bound, an
+    exception in the app after its response started) answer JSON with the security headers."""
+    from waitress.channel import HTTPChannel
+    from waitress.task import ErrorTask
+
+    class JsonErrorTask(ErrorTask):
+        def execute(self):
+            error = self.request.error
+            status, headers, body = _json_error(error.code, error.reason, f"{error.code} {error.reason}")
+            self.status = status
+            self.response_headers.extend(h for h in headers if h[0] != "Content-Length")
+            self.set_close_on_finish()
+            self.content_length = len(body)
+            self.write(body)
+
+    class JsonErrorChannel(HTTPChannel):
+        error_task_class = JsonErrorTask
+
+    return JsonErrorChannel
+
+
+try:
+    _JsonErrorChannel = _waitress_json_errors()
+except ImportError:  # waitress is the serve extra; create_app (tests, embedding) works without it
+    _JsonErrorChannel = None

@@ -3,6 +3,7 @@
 
 The shapes are the ones the hardening review (issue 15) used to crash, stall or exhaust the server:
 pickles of deeply nested or doubling tuples, snapshots whose entries share one huge frame list,
+snapshots that reference one dict or segment hundreds of thousands of times, or ask for a huge memo slot,
 snapshot fields of every wrong type, whitespace and ``[`` gzip bombs, bombed memory exports, zero
 pickles, quadratic B/E pairs, integers above 64 bits in every metadata slot, args nested 300 deep,
 3 000 nested ``nn.Module`` events, non-Latin-1 and formula-like names, MemProfiler YAML with huge
@@ -95,6 +96,37 @@ def shared_frames_pickle(entries: int, frames: int) -> bytes:
     return pickle.dumps({"segments": [], "device_traces": [trace]})
 
 
+def _memo_get(slot: int) -> bytes:
+    return b"h" + bytes([slot]) if slot < 256 else b"j" + struct.pack("<I", slot)
+
+
+def shared_annotation_pickle(keys: int, refs: int) -> bytes:
+    """The review's 952 KB file: one ``keys``-key annotation dict referenced ``refs`` times by BINGET,
+    written without any MARK (EMPTY_DICT + SETITEM, EMPTY_LIST + APPEND), 3 bytes per reference."""
+    body = _PROTO + _EMPTY_DICT + b"\x94" + _pstr("segments") + _EMPTY_LIST + b"s" + _pstr("device_traces") \
+        + _EMPTY_LIST + b"s" + _pstr("external_annotations") + _EMPTY_LIST + b"\x94"  # memo 0: top, 1: the list
+    body += _EMPTY_DICT + b"\x94" + b"".join(_pstr(f"k{i}") + b"K\x01s" for i in range(keys)) + b"a"  # memo 2
+    return body + (_memo_get(2) + b"a") * (refs - 1) + b"s" + _STOP
+
+
+def shared_segment_pickle(blocks: int, refs: int) -> bytes:
+    """The review's second file: one segment dict with ``blocks`` blocks referenced ``refs`` times."""
+    block = _EMPTY_DICT + _pstr("size") + b"K\x08s" + _pstr("address") + b"K\x00s" + _pstr("state") \
+        + _pstr("active_allocated") + b"s"
+    body = _PROTO + _EMPTY_DICT + b"\x94" + _pstr("device_traces") + _EMPTY_LIST + b"s" + _pstr("segments") \
+        + _EMPTY_LIST + b"\x94"  # memo 0: top, 1: the segments
+    body += _EMPTY_DICT + b"\x94" + _pstr("blocks") + _EMPTY_LIST + (block + b"a") * blocks + b"s" + b"a"  # memo 2
+    return body + (_memo_get(2) + b"a") * (refs - 1) + b"s" + _STOP
+
+
+def memo_index_pickle(index: int) -> bytes:
+    """The review's 89-byte file: a history entry referenced twice (the reader used to fall back to
+    ``pickle``'s unpickler for it), then ``LONG_BINPUT index`` (that unpickler resizes its memo to it)."""
+    entry = _EMPTY_DICT + b"\x94" + _pstr("action") + _pstr("alloc") + b"s" + _pstr("size") + b"K\x08s"
+    return (_PROTO + _EMPTY_DICT + _pstr("segments") + _EMPTY_LIST + b"s" + _pstr("device_traces") + _EMPTY_LIST
+            + _EMPTY_LIST + entry + b"a" + b"h\x00a" + b"r" + struct.pack("<I", index) + b"a" + b"s" + _STOP)
+
+
 _WRONG = [None, "x", -1, 2 ** 70, -(2 ** 80), 1e308, float("nan"), [], [1, 2], {}, {"a": 1}, True, b"\xff",
           ("t",), 3.5]
 
@@ -179,7 +211,7 @@ def named_trace(rng: random.Random) -> bytes:
 def hostile_files(rng: random.Random) -> Iterator[tuple[str, str, bytes]]:
     """An endless stream of ``(label, file name, bytes)``; the name decides how the logdir reads it."""
     while True:
-        k = rng.randrange(15)
+        k = rng.randrange(18)
         if k == 0:
             where, depth = rng.choice(["key", "action", "filename"]), rng.choice([1000, 100_000, 1_000_000])
             yield f"deep-tuple-{where}-{depth}", "snap_snapshot.pickle", deep_tuple_pickle(where, depth)
@@ -189,6 +221,15 @@ def hostile_files(rng: random.Random) -> Iterator[tuple[str, str, bytes]]:
         elif k == 2:
             entries = rng.choice([2000, 20_000, 200_000])
             yield f"shared-frames-{entries}", "shared_snapshot.pickle", shared_frames_pickle(entries, 2000)
+        elif k == 15:
+            keys, refs = rng.choice([(2000, 300_000), (200, 30_000), (2, 100)])
+            yield f"shared-annotation-{keys}x{refs}", "ann_snapshot.pickle", shared_annotation_pickle(keys, refs)
+        elif k == 16:
+            blocks, refs = rng.choice([(1000, 340_000), (100, 3000), (1, 10)])
+            yield f"shared-segment-{blocks}x{refs}", "seg_snapshot.pickle", shared_segment_pickle(blocks, refs)
+        elif k == 17:
+            index = rng.choice([750_000_000, 2 ** 32 - 1, 300, 3])
+            yield f"memo-index-{index}", "memo_snapshot.pickle", memo_index_pickle(index)
         elif k == 3:
             yield "hostile-snapshot", "odd_snapshot.pickle", hostile_snapshot(rng)
         elif k == 4:

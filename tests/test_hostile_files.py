@@ -88,7 +88,7 @@ def test_memory_export_bomb_is_bounded(tmp_path):
     (run / "memory_timeline.raw.json.gz").write_bytes(gzip_bomb(2048, b"["))
     states, rss = _peak_rss_mb_of_loading(tmp_path, {"KINETOSCOPE_MAX_TRACE_BYTES": "1e8"})
     (state,) = [v for k, v in states.items() if k.endswith(".raw.json.gz")]
-    assert "exceeds 100000000 bytes" in state, state
+    assert "exceeds 100000000 bytes" in state or "inflates more than 200x" in state, state
     assert rss < 500, rss  # 100 MB limit + the interpreter
 
 
@@ -96,7 +96,7 @@ def test_memory_export_in_memory_bomb_is_bounded(monkeypatch):
     from tb_plugin.artifacts.timeline_export import TimelineExportError, load_timeline_export
 
     monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(32 << 20))
-    with pytest.raises(TimelineExportError, match="decompressed size exceeds"):
+    with pytest.raises(TimelineExportError, match="decompressed size exceeds|inflates more than 200x"):
         load_timeline_export(gzip_bomb(256, b"["))
     good = gzip.compress(json.dumps([[0, 2, 1024, 3], [1000, 4, -1024, 3], [2000, 2, 10, 1]]).encode())
     doc = load_timeline_export(good)

@@ -38,7 +38,7 @@ def session_calls(calls: list[tuple[str, dict]]) -> tuple[list, list]:
     """``(tools, results)``: the server's tool list and each call's CallToolResult, in one stdio session."""
     async def main():
         params = StdioServerParameters(command=sys.executable, args=["-m", "tb_plugin.cli", "mcp", "samples"],
-                                       cwd=str(REPO), env=dict(os.environ))
+                                       cwd=str(REPO), env=dict(os.environ, KINETOSCOPE_MCP_MAX_ANSWER_BYTES="100000000"))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -93,7 +93,7 @@ def test_every_tool_equals_report_json(answers):
     def answer(name, **args):
         r = got[(name, json.dumps(args, sort_keys=True))]
         assert not r.is_error, r.content[0].text
-        return r.structured_content
+        return r.structured_content["file_data"]
 
     runs = answer("list_runs")
     assert {(r["run"], w["worker"]) for r in runs["runs"] for w in r["workers"]} == {
@@ -144,11 +144,11 @@ def test_search_then_event_with_call_stack():
     """A match found by search_timeline opens with event: same name and start, and its call stack ends
     in it under the step (synthetic_resnet: ProfilerStep#1 > … > aten::cudnn_convolution)."""
     tools, results = session_calls([("search_timeline", {"run": "synthetic_resnet", "query": "cudnn_convolution"})])
-    found = results[0].structured_content
+    found = results[0].structured_content["file_data"]
     assert found["total"] == 16 and len(found["matches"]) == 16  # 4 convolutions a step, forward, 4 steps
     first = found["matches"][0]
     _, (ev,) = session_calls([("event", {"run": "synthetic_resnet", "row": first["row"]})])
-    ev = ev.structured_content
+    ev = ev.structured_content["file_data"]
     assert (ev["name"], ev["start_us"]) == (first["name"], first["start_us"])
     assert ev["call_stack"][0] == "ProfilerStep#1" and ev["call_stack"][-1] == "aten::cudnn_convolution"
     assert "aten::conv2d" in ev["call_stack"]
@@ -198,7 +198,7 @@ def test_the_readme_agent_config_serves(tmp_path):
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                return (await session.call_tool("list_runs", {})).structured_content
+                return (await session.call_tool("list_runs", {})).structured_content["file_data"]
 
     runs = run_async(main)
     assert {r["run"] for r in runs["runs"]} >= {"synthetic_resnet", "synthetic_ddp", "torch_cpu_cnn"}

@@ -35,6 +35,7 @@ def test_a_streamed_snapshot_equals_the_whole_read(tmp_path, monkeypatch, big):
     assert len(big) > 2 << 20
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("tb_plugin.storage.read.CHUNK_BYTES", 256 << 10)  # blocks of 256 KiB (8 MiB in use)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", 1 << 20)  # not the shared child's size
     run = tmp_path / "job"
     run.mkdir()
     (run / "snapshot.pickle").write_bytes(big)
@@ -86,6 +87,7 @@ def test_a_file_over_the_bound_is_refused_and_the_child_ended(tmp_path, monkeypa
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(len(big) * 4 // 5))
     monkeypatch.setattr("tb_plugin.storage.read.CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", 1 << 20)  # a child of its own
     (tmp_path / "snapshot.pickle").write_bytes(big)
     children = []
     real_popen = isolated.subprocess.Popen

@@ -160,6 +160,8 @@ def _forward_backward_pairs(trace: Trace) -> np.ndarray:
     is_op = op_times(trace).is_op
     ops = op_tree(trace).order
     ops = ops[is_op[ops]]  # nesting order: the innermost op at a timestamp comes last
+    if len(ops) == 0:  # flows with no operator to sit on (a 218-byte trace: one module, one flow start)
+        return none
     # one key per (pid, tid, ts) over ops and flows (ts + 0.0: −0.0 and 0.0 are one time; NaN matches nothing)
     op_key = np.stack([ev.pid[ops].astype(np.float64), ev.tid[ops].astype(np.float64), ev.ts[ops] + 0.0], axis=1)
     flow_key = np.stack([flows.pid.astype(np.float64), flows.tid.astype(np.float64), flows.ts + 0.0], axis=1)

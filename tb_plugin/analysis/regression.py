@@ -26,6 +26,7 @@ Definitions (µs; ``kinetoscope diff BASE EXP --fail-on METRIC=+T``):
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 import numpy as np
@@ -37,6 +38,8 @@ MIN_STEPS = 3
 _CHUNK_VALUES = 1 << 21  # resampled values drawn at once per side (16 MiB of float64)
 STEP_TIME = "step_time"
 KERNEL_PREFIX = "kernel:"
+MAX_THRESHOLD = 1e9  # the largest threshold accepted (% or µs)
+MAX_STEP_US = 1e12  # a step longer than this (11.6 days) is a corrupt profile
 _THRESHOLD = re.compile(r"^\+?(\d+(?:\.\d*)?|\.\d+)\s*(%|us|µs)$")
 
 
@@ -70,7 +73,24 @@ def parse_fail_on(text: str) -> FailOn:
     if m is None:
         raise ValueError(f"--fail-on {text!r}: the threshold {threshold!r} must be a non-negative "
                          f"percentage or duration, e.g. +5% or +300us")
-    return FailOn(metric, float(m.group(1)), "%" if m.group(2) == "%" else "us")
+    value = float(m.group(1))
+    if not math.isfinite(value) or value > MAX_THRESHOLD:  # 400 digits read as +inf: a gate that passes anything
+        raise ValueError(f"--fail-on {text!r}: the threshold must be a finite number up to {MAX_THRESHOLD:g}")
+    return FailOn(metric, value, "%" if m.group(2) == "%" else "us")
+
+
+def sample_problem(values: np.ndarray, positive: bool = False) -> str | None:
+    """Why per-step durations (µs) cannot be compared, or None: a NaN or infinite value, a negative one
+    (or with ``positive``, for whole steps, a zero one: the decoder takes an unusable duration as 0 µs),
+    or one above :data:`MAX_STEP_US` (a corrupt profile; its median would pass any gate)."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(values) | (values <= 0 if positive else values < 0) | (values > MAX_STEP_US)
+    if not bad.any():
+        return None
+    first = float(values[np.argmax(bad)])
+    return (f"{int(bad.sum())} of {len(values)} step durations are not finite, {'not positive' if positive else 'negative'}"
+            f" or above {MAX_STEP_US:g} us (the first: {first!r}): a corrupt profile, not compared")
 
 
 def bootstrap_delta_interval(base: np.ndarray, exp: np.ndarray, resamples: int = RESAMPLES,

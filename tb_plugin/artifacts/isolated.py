@@ -16,17 +16,20 @@ from __future__ import annotations
 import io
 import os
 import signal
+import struct
 import subprocess
 import sys
 import threading
 import time
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 import orjson
 
 BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for each MB of pickle
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
+MEMORY_PER_BYTE = 16  # the child's address space per byte of pickle (a bare pickle.load of a snapshot: ~13×)
+MEMORY_FLOOR_BYTES = 1 << 30  # ... and at least this (the interpreter with numpy maps ~150 MB)
 EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,38 +39,95 @@ class SnapshotError(Exception):
 
 
 def time_limit_s(size: int) -> float:
-    """How long the child may take on a pickle of ``size`` bytes (s)."""
+    """How long the child may take on a pickle of ``size`` bytes (s): wall clock, and CPU time."""
     return BASE_TIME_S + PER_MB_TIME_S * size / 1e6
+
+
+def memory_cap_bytes() -> int:
+    """The most address space any reader child gets: the memory-budget setting
+    (``KINETOSCOPE_MEMORY_BUDGET_MB``, default 1536 MB), at least :data:`MEMORY_FLOOR_BYTES`."""
+    try:
+        budget = int(float(os.environ.get("KINETOSCOPE_MEMORY_BUDGET_MB", "1536")) * (1 << 20))
+    except ValueError:
+        budget = 1536 << 20
+    return max(MEMORY_FLOOR_BYTES, budget)
+
+
+def memory_limit_bytes(size: int) -> int:
+    """The child's address-space limit (``RLIMIT_AS``) for a pickle of ``size`` bytes:
+    :data:`MEMORY_PER_BYTE` × ``size``, at least :data:`MEMORY_FLOOR_BYTES`, at most :func:`memory_cap_bytes`."""
+    return min(max(MEMORY_FLOOR_BYTES, MEMORY_PER_BYTE * int(size)), memory_cap_bytes())
+
+
+def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:
+    """In the child: limit its own address space and (unless None) CPU time; a no-op where
+    ``resource`` is missing (Windows: the wall-clock limit still holds)."""
+    try:
+        import resource
+    except ImportError:
+        return
+    limits = [(resource.RLIMIT_AS, address_space_bytes)] + ([(resource.RLIMIT_CPU, int(cpu_s) + 1)] if cpu_s else [])
+    for which, soft in limits:
+        _, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    if name in ("SIGXCPU", "SIGKILL"):
+        return (f"reading this pickle took more than {cpu_s:.0f} s of CPU time, the limit for its size: "
+                "it is not a memory snapshot (a hostile or corrupt file?)")
+    return (f"reading this pickle crashed the reader ({name}): it is not a memory snapshot (values nested too "
+            f"deeply, or more than {size_limit >> 20} MB of memory, the reader's limit for its size: a hostile "
+            "or corrupt file?)")
+
+
+def _child(argv: list[str]) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    try:
+        # cwd: ``-m`` puts the working folder first on the path; the child must import this package
+        return subprocess.Popen([sys.executable, "-m", "tb_plugin.artifacts.snapshot", *argv],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=_PACKAGE_PARENT, env=env)
+    except OSError as exc:
+        raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
+
+
+def _collect(child: subprocess.Popen) -> tuple[dict, list]:
+    out: dict[str, bytes] = {}
+    readers = [threading.Thread(target=lambda name, f: out.__setitem__(name, f.read()), args=(name, f), daemon=True)
+               for name, f in (("stdout", child.stdout), ("stderr", child.stderr))]
+    for t in readers:
+        t.start()
+    return out, readers
 
 
 def parse_in_child(data: bytes) -> tuple[dict, dict]:
     """The packed snapshot (header, arrays) of the pickle ``data``, parsed in a child process.
 
     Raises :class:`SnapshotError` with the child's message, or saying that it crashed
-    (with the signal's name) or ran out of time."""
+    (with the signal's name) or ran out of time or memory."""
     return parse_blocks_in_child([data], len(data))
 
 
 def parse_blocks_in_child(blocks: Iterable, size: int) -> tuple[dict, dict]:
     """:func:`parse_in_child` of the pickle that ``blocks`` (bytes-like) make up, written to the child
     as they come: this process holds one block at a time, never the file. ``size``: the pickle's
-    size in bytes (the child's buffer; a guess for a gzip file: the child grows it). An exception
-    from ``blocks`` (a read error, a bound) ends the child and is raised as it is."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    size in bytes (the child's buffer and limits; a guess for a gzip file: the child grows it). An
+    exception from ``blocks`` (a read error, a bound) ends the child and is raised as it is."""
     limit = time_limit_s(size)
-    try:
-        # cwd: ``-m`` puts the working folder first on the path; the child must import this package
-        child = subprocess.Popen([sys.executable, "-m", "tb_plugin.artifacts.snapshot", str(size)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 cwd=_PACKAGE_PARENT, env=env)
-    except OSError as exc:
-        raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
-    out: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda name, f: out.__setitem__(name, f.read()), args=(name, f), daemon=True)
-               for name, f in (("stdout", child.stdout), ("stderr", child.stderr))]
-    for t in readers:
-        t.start()
+    memory = memory_limit_bytes(size)
+    child = _child([str(size), str(memory), str(limit)])
+    out, readers = _collect(child)
     deadline = time.monotonic() + limit
     try:
         try:
@@ -98,19 +158,180 @@ def parse_blocks_in_child(blocks: Iterable, size: int) -> tuple[dict, dict]:
     if done.returncode == EXIT_REFUSED:
         raise SnapshotError(done.stderr.decode("utf-8", "replace").strip()[-2000:])
     if done.returncode < 0:
-        try:
-            name = signal.Signals(-done.returncode).name
-        except ValueError:
-            name = f"signal {-done.returncode}"
-        raise SnapshotError(f"reading this pickle crashed the reader ({name}): it is not a memory snapshot "
-                            "(values nested too deeply: a hostile or corrupt file?)")
+        raise SnapshotError(_crash_message(done.returncode, memory, limit))
     if done.returncode != 0:
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
         raise SnapshotError(f"the snapshot reader failed (exit status {done.returncode}): {tail[0][:500]}")
+    return unpack_npz(done.stdout)
+
+
+# Many small files, one child (a job's flight-recorder dumps, a folder of snapshots): the child's start
+# (~0.1 s) is paid once. The parent writes each file as an 8-byte little-endian length and its bytes; the
+# child answers each in order with one status byte (0: read, 1: refused, the payload is the message),
+# an 8-byte length and the payload. A child that dies (a signal, a limit) ends the file it was reading;
+# the files after it go to a fresh child.
+_LEN = struct.Struct("<Q")
+
+
+def _frames(raw: bytes) -> list[tuple[int, bytes]]:
+    got, pos = [], 0
+    while pos + 1 + _LEN.size <= len(raw):
+        status, n = raw[pos], _LEN.unpack_from(raw, pos + 1)[0]
+        start = pos + 1 + _LEN.size
+        if start + n > len(raw):
+            break
+        got.append((status, raw[start:start + n]))
+        pos = start + n
+    return got
+
+
+def read_many_in_child(datas: Sequence[bytes], mode: str) -> list[bytes | SnapshotError]:
+    """Each file of ``datas`` read by one bounded child in ``mode`` (``"snapshot"``: the packed
+    snapshot's ``.npz``; ``"plain"``: the restricted reader's value as JSON), in order: the payload, or
+    the file's :class:`SnapshotError`. The child's address space is sized from the largest file
+    (:func:`memory_limit_bytes`), its CPU and wall time from all of them (:func:`time_limit_s` each)."""
+    answers: list[bytes | SnapshotError] = []
+    rest = list(datas)
+    while rest:
+        memory = memory_limit_bytes(max(len(d) for d in rest))
+        limit = sum(time_limit_s(len(d)) for d in rest)
+        child = _child(["0", str(memory), str(limit), mode])
+        out, readers = _collect(child)
+        deadline = time.monotonic() + limit
+        timed_out = False
+        try:
+            for data in rest:
+                child.stdin.write(_LEN.pack(len(data)))
+                child.stdin.write(data)
+            child.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            timed_out = True
+        for t in readers:
+            t.join()
+        done = _frames(out.get("stdout", b""))[:len(rest)]
+        answers += [payload if status == 0 else SnapshotError(payload.decode("utf-8", "replace"))
+                    for status, payload in done]
+        rest = rest[len(done):]
+        if not rest:
+            break
+        if timed_out:
+            error = SnapshotError(f"reading these pickles took more than {limit:.0f} s, the limit for their "
+                                  "sizes: not memory snapshots (a hostile or corrupt file?)")
+        elif child.returncode < 0:
+            error = SnapshotError(_crash_message(child.returncode, memory, limit))
+        else:
+            tail = out.get("stderr", b"").decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+            error = SnapshotError(f"the snapshot reader failed (exit status {child.returncode}): {tail[0][:500]}")
+        answers.append(error)  # the file the child was reading when it ended
+        rest = rest[1:]
+    return answers
+
+
+def read_pickles(datas: Sequence[bytes]) -> list[object | SnapshotError]:
+    """The value of each pickle in ``datas``, read by the restricted streaming reader
+    (:mod:`.pickle_stream`: builtin containers and scalars only; at most :func:`~.expansion.object_limit`
+    objects after shared references are expanded) in one child process under the limits of
+    :func:`read_many_in_child`, or that file's :class:`SnapshotError`. Values come back as JSON
+    (:func:`~tb_plugin.trace.jsonsafe.clean`: tuples as lists, keys as text, big integers as text).
+    For many small files (a job's flight-recorder dumps): this process never unpickles them."""
+    out: list[object | SnapshotError] = []
+    for got in read_many_in_child(datas, "plain"):
+        if isinstance(got, SnapshotError):
+            out.append(got)
+            continue
+        try:
+            out.append(orjson.loads(got))
+        except orjson.JSONDecodeError as exc:
+            out.append(SnapshotError(f"the pickle reader answered unreadable data: {exc}"))
+    return out
+
+
+def unpack_npz(payload: bytes) -> tuple[dict, dict]:
+    """(header, arrays) of the child's ``.npz`` answer; :class:`SnapshotError` when it does not read."""
     try:
-        with np.load(io.BytesIO(done.stdout), allow_pickle=False) as npz:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
             header = orjson.loads(npz["header"].tobytes())
             arrays = {k: npz[k] for k in npz.files if k != "header"}
     except (OSError, ValueError, KeyError, orjson.JSONDecodeError) as exc:
         raise SnapshotError(f"the snapshot reader answered unreadable data: {exc}") from None
     return header, arrays
+
+
+# One reader child kept for small files: its start (~0.1 s, seconds on a busy machine) is paid once
+# for a logdir of many small snapshots or dumps. It runs under the limits of a SHARED_MAX_BYTES file
+# (address space) and, before each file, that file's CPU time (see snapshot._batch); a file that
+# crashes it or runs out of time ends it, and the next file starts a fresh one.
+SHARED_MAX_BYTES = 4 << 20  # files up to this size are read by the shared child
+SHARED_CHILD = os.name == "posix"  # its answers are awaited with select(), which takes no pipe on Windows
+_shared_lock = threading.Lock()
+_shared: list[subprocess.Popen] = []  # the live shared child, if any
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytes | None:
+    import select
+
+    got = bytearray()
+    while len(got) < n:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, min(n - len(got), 1 << 20))
+        if not chunk:
+            return None
+        got += chunk
+    return bytes(got)
+
+
+def read_shared(data: bytes, mode: str) -> bytes | SnapshotError:
+    """:func:`read_many_in_child` of one small file (up to :data:`SHARED_MAX_BYTES`) on the shared
+    child: the payload or the file's :class:`SnapshotError`. One file at a time (a lock)."""
+    limit = time_limit_s(len(data))
+    with _shared_lock:
+        if _shared and (_shared[0].poll() is not None or _shared[0].args[-1] != mode):
+            _end(_shared.pop())
+        if not _shared:
+            memory = memory_limit_bytes(SHARED_MAX_BYTES)
+            child = _child([str(SHARED_MAX_BYTES), str(memory), str(limit), mode])
+            child.stderr.close()
+            _shared.append(child)
+        child = _shared[0]
+        try:
+            child.stdin.write(_LEN.pack(len(data)) + bytes(data))
+            child.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        deadline = time.monotonic() + limit
+        head = _read_exact(child.stdout.fileno(), 1 + _LEN.size, deadline)
+        payload = None if head is None else _read_exact(child.stdout.fileno(), _LEN.unpack_from(head, 1)[0], deadline)
+        if payload is not None:
+            return payload if head[0] == 0 else SnapshotError(payload.decode("utf-8", "replace"))
+        timed_out = time.monotonic() >= deadline
+        if not timed_out:  # its output ended: it is exiting
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        _end(_shared.pop())
+        if timed_out:
+            return SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
+                                 "it is not a memory snapshot (a hostile or corrupt file?)")
+        return SnapshotError(_crash_message(child.returncode, memory_limit_bytes(SHARED_MAX_BYTES), limit)
+                             if (child.returncode or 0) < 0 else
+                             f"the snapshot reader failed (exit status {child.returncode})")
+
+
+def _end(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        child.kill()
+    child.wait()
+    for f in (child.stdin, child.stdout):
+        try:
+            f.close()
+        except OSError:
+            pass

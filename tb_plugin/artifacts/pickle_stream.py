@@ -34,6 +34,7 @@ import struct
 from typing import Callable
 
 from . import pickle_puts
+from .expansion import TooManyObjects, object_limit
 from .pickle_rare import rare
 from .unpickle import RefusedPickle
 
@@ -64,6 +65,8 @@ def read(data: bytes, on_rows: Callable[[list, list], bool] | None = None):
         return _Machine(data, on_rows).run()
     except RefusedPickle:
         raise
+    except TooManyObjects as exc:
+        raise RefusedPickle(str(exc)) from None
     except (EOFError, IndexError, KeyError, ValueError, TypeError, struct.error, UnicodeDecodeError, OverflowError,
             MemoryError, RecursionError, AttributeError) as exc:
         raise RefusedPickle(f"not a readable pickle: {type(exc).__name__}: {exc}") from None
@@ -86,6 +89,7 @@ class _Machine:
         self.shared: set[int] = {id(self.empty)}  # ids of the cached lists and their dicts (never modified)
         self.dict_slots: list[int] = []  # memo slots of dicts since the last rows batch
         self.stopped = False
+        self.copies_left = object_limit(len(data))  # items _own may still copy
 
     def _get(self, i: int):
         memo = self.memo
@@ -234,6 +238,9 @@ class _Machine:
         """``stack[k]``, copied there first when it is a cached (shared) list or dict about to change."""
         got = stack[k]
         if id(got) in self.shared:
+            self.copies_left -= len(got) + 1
+            if self.copies_left < 0:  # a shared list changed again and again (pickle never writes that)
+                raise TooManyObjects(f"copies of changed shared lists exceed {object_limit(len(self.data)):,} objects")
             got = stack[k] = type(got)(got)
         return got
 

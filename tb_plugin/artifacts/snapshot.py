@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import io
 import itertools
+import struct
 import sys
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import orjson
@@ -25,11 +27,11 @@ from ..trace import jsonsafe
 from . import pickle_stream
 from .snapshot_columns import ACTIONS, DeviceTrace  # noqa: F401 - imported from here by the analyses
 from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined, trace_columns
-from .isolated import EXIT_REFUSED, SnapshotError, parse_blocks_in_child, parse_in_child
-from .unpickle import IN_PROCESS_NESTING, PICKLE_OPCODES, RefusedPickle, restricted_loads, tuple_nesting_bound
-
-
-IN_PROCESS_MAX_BYTES = 1 << 20  # a larger pickle is read in the child without counting its bytes
+from . import expansion
+from .isolated import (EXIT_REFUSED, SHARED_CHILD, SHARED_MAX_BYTES, SnapshotError, apply_limits,
+                       parse_blocks_in_child, parse_in_child, read_many_in_child, read_shared, time_limit_s,
+                       unpack_npz)
+from .unpickle import PICKLE_OPCODES, RefusedPickle, restricted_loads
 
 
 @dataclasses.dataclass
@@ -54,36 +56,56 @@ class Snapshot:
 
 
 def load_snapshot(data: bytes) -> Snapshot:
-    """The snapshot in the pickle ``data``. A pickle that could hold deeply nested tuples (see
-    :mod:`.unpickle`) is read in a child process (:mod:`.isolated`); a small plain one here. Above
-    :data:`IN_PROCESS_MAX_BYTES` the bytes are not even counted: every real snapshot that size goes
-    to the child anyway (MARK starts every dict's items)."""
+    """The snapshot in the pickle ``data``, read in a child process under limits (:mod:`.isolated`):
+    no snapshot is ever unpickled in this process."""
     _check_first_byte(data)
-    if len(data) <= IN_PROCESS_MAX_BYTES and tuple_nesting_bound(data) <= IN_PROCESS_NESTING:
-        return parse_pickle(data)
-    snap = unpack_snapshot(*parse_in_child(data))
-    if snap is None:
-        raise SnapshotError("the snapshot reader answered an unknown format")
-    return snap
+    if SHARED_CHILD and len(data) <= SHARED_MAX_BYTES:  # a small file: the shared child, started once
+        got = read_shared(data, "snapshot")
+        if isinstance(got, SnapshotError):
+            raise got
+        return _unpacked(unpack_npz(got))
+    return _unpacked(parse_in_child(data))
 
 
 def load_snapshot_blocks(blocks: Iterable, size: int) -> Snapshot:
-    """:func:`load_snapshot` of the pickle that ``blocks`` (bytes-like, in order) make up: a small one
-    (up to :data:`IN_PROCESS_MAX_BYTES`) joined and read as :func:`load_snapshot` reads it, a larger one
-    written to the reader child block by block (:func:`~.isolated.parse_blocks_in_child`): this process
-    never holds the file. ``size``: the file's size in bytes."""
+    """:func:`load_snapshot` of the pickle that ``blocks`` (bytes-like, in order) make up, written to the
+    reader child block by block (:func:`~.isolated.parse_blocks_in_child`): this process never holds
+    the file. ``size``: the file's size in bytes."""
     it = iter(blocks)
     head: list = []
     total = 0
-    for block in it:
+    for block in it:  # the first SHARED_MAX_BYTES (inflated): a small file goes to the shared child
         head.append(block)
         total += len(block)
-        if total > IN_PROCESS_MAX_BYTES:
+        if total > SHARED_MAX_BYTES:
             break
     else:
         return load_snapshot(b"".join(head))
     _check_first_byte(head[0])
-    snap = unpack_snapshot(*parse_blocks_in_child(itertools.chain(head, it), max(size, total)))
+    return _unpacked(parse_blocks_in_child(itertools.chain(head, it), max(size, total)))
+
+
+def load_snapshots(datas: Sequence[bytes]) -> list[Snapshot | SnapshotError]:
+    """:func:`load_snapshot` of each pickle in ``datas``, all read by one child (its start paid once;
+    :func:`~.isolated.read_many_in_child`): the snapshot or that file's :class:`SnapshotError`."""
+    out: list[Snapshot | SnapshotError] = [None] * len(datas)  # type: ignore[list-item]
+    todo = []
+    for i, data in enumerate(datas):
+        try:
+            _check_first_byte(data)
+            todo.append(i)
+        except SnapshotError as exc:
+            out[i] = exc
+    for i, got in zip(todo, read_many_in_child([datas[i] for i in todo], "snapshot")):
+        try:
+            out[i] = got if isinstance(got, SnapshotError) else _unpacked(unpack_npz(got))
+        except SnapshotError as exc:
+            out[i] = exc
+    return out
+
+
+def _unpacked(packed: tuple[dict, dict]) -> Snapshot:
+    snap = unpack_snapshot(*packed)
     if snap is None:
         raise SnapshotError("the snapshot reader answered an unknown format")
     return snap
@@ -105,22 +127,23 @@ def parse_pickle(data: bytes, stream: bool | None = None) -> Snapshot:
 
 def _read_streamed(data: bytes, stream: bool | None = None) -> tuple[Any, StreamedTraces | None]:
     """The object in ``data`` with its histories as columns; a file that shares a history entry
-    (:class:`~.pickle_stream.SharedEntry`) is unpickled whole (then no columns yet: None), and so is
-    any pickle when ``stream`` is False (the reference path). Protocols 2–3 stream too: their frame
-    lists are keyed without the BINPUT numbers (:mod:`.pickle_puts`)."""
-    stream = stream is not False
-    streamed = StreamedTraces()
+    (:class:`~.pickle_stream.SharedEntry`) is read whole by the same reader without handing its
+    entries on (then no columns yet: None), and so is any pickle when ``stream`` is False. Never
+    ``pickle``'s own unpickler (it sizes its memo from the file: ``LONG_BINPUT 750000000`` asks for
+    12 GB). The value is refused past :func:`~.expansion.object_limit` objects after shared references
+    are expanded (:func:`~.expansion.check`)."""
+    streamed: StreamedTraces | None = StreamedTraces()
     try:
-        if not stream:
-            raise pickle_stream.SharedEntry("read whole")
-        return pickle_stream.read(data, streamed), streamed
-    except pickle_stream.SharedEntry:
         try:
-            return restricted_loads(data), None
-        except RefusedPickle as exc:
-            raise SnapshotError(str(exc)) from None
-    except RefusedPickle as exc:
+            if stream is False:
+                raise pickle_stream.SharedEntry("read whole")
+            obj = pickle_stream.read(data, streamed)
+        except pickle_stream.SharedEntry:
+            obj, streamed = pickle_stream.read(data), None
+        expansion.check(obj, len(data))
+    except (RefusedPickle, expansion.TooManyObjects) as exc:
         raise SnapshotError(str(exc)) from None
+    return obj, streamed
 
 
 def parse_pickle_whole(data: bytes) -> Snapshot:
@@ -241,22 +264,93 @@ def _stdin(argv: list[str]) -> bytearray:
     return buf
 
 
-def child_main() -> int:
-    """The child of :func:`~.isolated.parse_in_child`: read a pickle from stdin, write its packed
-    snapshot as ``.npz`` to stdout (exit status :data:`~.isolated.EXIT_REFUSED` for a refused file)."""
+def _packed_npz(data) -> bytes:
+    """The ``.npz`` (JSON header and arrays) of the snapshot in the pickle ``data``."""
+    header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(data)))
+    body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
+    out = io.BytesIO()
+    np.savez(out, header=np.frombuffer(body, dtype=np.uint8), **arrays)
+    return out.getvalue()
+
+
+def _plain_json(data) -> bytes:
+    """The restricted reader's value of the pickle ``data`` as JSON (:func:`~..trace.jsonsafe.clean`'s form)."""
+    try:
+        obj = pickle_stream.read(data)
+        expansion.check(obj, len(data))
+    except (RefusedPickle, expansion.TooManyObjects) as exc:
+        raise SnapshotError(str(exc)) from None
+    return jsonsafe.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=str)
+
+
+def _refusal(exc: BaseException, memory: int) -> str:
+    if isinstance(exc, SnapshotError):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return (f"reading this pickle needed more than {memory >> 20} MB of memory, the reader's limit for its "
+                "size: not a memory snapshot (a hostile or corrupt file?)")
+    return f"not a memory snapshot: {type(exc).__name__}: {exc}"
+
+
+_REFUSALS = (SnapshotError, orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError)
+
+
+def _cpu_limit_for(size: int) -> None:
+    """In the child: this file may use :func:`~.isolated.time_limit_s` more seconds of CPU time."""
+    try:
+        import resource
+    except ImportError:
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + time_limit_s(size)) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _batch(mode: str, memory: int) -> None:
+    """Answer each length-prefixed pickle on stdin (see :func:`~.isolated.read_many_in_child`)."""
+    read_one = _packed_npz if mode == "snapshot" else _plain_json
+    length = struct.Struct("<Q")
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        head = stdin.read(length.size)
+        if len(head) < length.size:
+            return
+        data = stdin.read(length.unpack(head)[0])
+        _cpu_limit_for(len(data))
+        try:
+            status, payload = 0, read_one(data)
+        except _REFUSALS as exc:
+            status, payload = 1, _refusal(exc, memory).encode()
+        del data
+        stdout.write(bytes([status]) + length.pack(len(payload)))
+        stdout.write(payload)
+        stdout.flush()
+
+
+def child_main(argv: list[str]) -> int:
+    """The child of :mod:`.isolated`. ``argv``: the pickle's size, the address-space limit (bytes), the
+    CPU-time limit (s), and optionally a batch mode (``snapshot`` or ``plain``). Alone: read a pickle
+    from stdin, write its packed snapshot as ``.npz`` to stdout (exit status
+    :data:`~.isolated.EXIT_REFUSED` for a refused file, the message on stderr)."""
+    memory = int(argv[1]) if len(argv) > 1 else 1 << 40
+    apply_limits(memory, None if len(argv) > 3 else float(argv[2]) if len(argv) > 2 else 3600.0)  # batch: per file
     gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
+    if len(argv) > 3:
+        _batch(argv[3], memory)
+        return 0
     try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
-        header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(_stdin(sys.argv[1:]))))
+        header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(_stdin(argv[:1]))))
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
-    except SnapshotError as exc:
-        sys.stderr.write(str(exc))
-        return EXIT_REFUSED
-    except (orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
-        sys.stderr.write(f"not a memory snapshot: {type(exc).__name__}: {exc}")
+    except _REFUSALS as exc:
+        sys.stderr.write(_refusal(exc, memory))
         return EXIT_REFUSED
     np.savez(sys.stdout.buffer, header=np.frombuffer(body, dtype=np.uint8), **arrays)  # streamed, no copy
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(child_main())
+    sys.exit(child_main(sys.argv[1:]))

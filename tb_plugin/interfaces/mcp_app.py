@@ -4,15 +4,19 @@ annotations below) and descriptions, on :class:`~.mcp_tools.Tools`. Needs the ``
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
+import typing
 from typing import Annotated, Any, Literal, Optional
 
+import orjson
 from pydantic import Field
 
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
 from ..storage.remote import is_local_fs
+from . import mcp_bound
 from .mcp_tools import DEFAULT_UI_URL, Tools
 from .queries import Invalid
 
@@ -24,21 +28,38 @@ Span = Annotated[Optional[str], Field(description="span ('1', '2', … by trace 
 Limit = Annotated[int, Field(ge=1, le=200, description="rows to answer (top-N); rows_total and rest count the others")]
 
 
+Page = Annotated[int, Field(ge=0, le=1_000_000, description="page of an answer too large for one "
+                                                              "(0 first; paging.next says the next)")]
+
+
 def _answer(method):
-    """``method`` as a tool: :class:`Invalid` (and anything unexpected) become an MCP tool error with a
-    one-line message, never a traceback."""
+    """``method`` as a tool: its document bounded, paged and put in the envelope (:mod:`.mcp_bound`),
+    answered as compact JSON text (and the same document as structured content); :class:`Invalid`
+    (and anything unexpected) become an MCP tool error with a short message, never a traceback.
+    The tool gains the ``page`` argument."""
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import CallToolResult, TextContent
 
     @functools.wraps(method)
-    def tool(*args, **kwargs):
+    def tool(*args, page: int = 0, **kwargs):
         try:
-            return method(*args, **kwargs)
-        except Invalid as exc:
-            raise ToolError(str(exc)) from None
+            doc = mcp_bound.bounded(method(*args, **kwargs), page)
+        except (Invalid, mcp_bound.PageError) as exc:
+            raise ToolError(mcp_bound.cut_text(str(exc))) from None
         except Exception as exc:  # an analysis bug on one odd file: that call's error, not a crash
             logger.debug("tool %s failed", method.__name__, exc_info=True)
             raise ToolError(f"internal error: {type(exc).__name__}: {exc}"[:500]) from None
+        text = orjson.dumps(doc).decode()
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc)
 
+    hints = typing.get_type_hints(method, include_extras=True)  # the annotations are text here (__future__)
+    signature = inspect.signature(method)
+    params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
+    tool.__signature__ = signature.replace(parameters=[*params, inspect.Parameter(
+        "page", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=Page)], return_annotation=dict[str, Any])
+    tool.__annotations__ = dict(hints, page=Page, **{"return": dict[str, Any]})
+    del tool.__wrapped__  # the schema is read from __signature__
+    tool.__doc__ = f"{method.__doc__ or ''} {mcp_bound.UNTRUSTED_NOTE}"
     return tool
 
 
@@ -49,9 +70,9 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
 
     registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
     if registry.error is not None:
-        raise Invalid(f"{logdir}: {registry.error}")
+        raise Invalid(f"{registry.logdir}: {registry.error}")
     if is_local_fs(registry.fs) and not os.path.exists(registry.root):
-        raise Invalid(f"{logdir}: no such directory")
+        raise Invalid(f"{registry.logdir}: no such directory")
     registry.start()
     t = Tools(registry, ui_url, wait_s)
     server = MCPServer("kinetoscope", instructions=(
@@ -59,7 +80,7 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         "top_kernels, top_modules, memory, insights, graphs for one run/worker/span; distributed for a run's ranks; "
         "critical_path for what held each step back; "
         "diff for two traces; search_timeline then event for single events. Times are µs, sizes bytes. "
-        "Each answer has a link that opens the same view in the TensorBoard tab."))
+        "Each answer has a link that opens the same view in the TensorBoard tab. " + mcp_bound.UNTRUSTED_NOTE))
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     def add(fn):

@@ -17,7 +17,8 @@ TOP_EXPLAIN = 10  # operators and kernels listed as the explanation
 
 
 class GateError(ValueError):
-    """A rule that cannot be checked on these traces (a kernel name that matches no kernel)."""
+    """A rule that cannot be checked on these traces (a kernel name that matches no kernel, step
+    durations that are not finite or negative)."""
 
 
 def _samples(rule: regression.FailOn, state, views) -> np.ndarray:
@@ -40,7 +41,11 @@ def gate_document(rules: list[regression.FailOn], base_state, base_views, exp_st
                 some = sorted(set(matching_kernel_names(base_views.trace, "")))[:5]
                 raise GateError(f"--fail-on {rule.metric}: no kernel name contains {rule.kernel!r} in either trace"
                                 f"{'; some kernels there: ' + ', '.join(some) if some else ' (they have no kernels)'}")
-        check = regression.compare(rule, _samples(rule, base_state, base_views), _samples(rule, exp_state, exp_views))
+        samples = [_samples(rule, base_state, base_views), _samples(rule, exp_state, exp_views)]
+        for side, values in zip(("baseline", "experiment"), samples):
+            if problem := regression.sample_problem(values, positive=rule.kernel is None):
+                raise GateError(f"--fail-on {rule.metric}: {side}: {problem}")
+        check = regression.compare(rule, *samples)
         if rule.kernel is not None:
             check["kernels_matched"] = names
         checks.append(check)

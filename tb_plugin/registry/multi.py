@@ -12,6 +12,7 @@ import re
 import time
 from typing import Any, Callable, Protocol
 
+from ..storage.urls import redact
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
 from .views import FileViews
@@ -83,7 +84,7 @@ class MultiRegistry:
     def __init__(self, entries: list[tuple[str, str]], cache=None, reload_interval: float = 10.0) -> None:
         self.registries = [RunRegistry(path, cache=cache, reload_interval=reload_interval, prefix=name)
                            for name, path in entries]
-        self.logdir = ",".join(f"{name}:{path}" for name, path in entries)
+        self.logdir = ",".join(f"{name}:{redact(path)}" for name, path in entries)
 
     def _owner(self, run: str):
         for reg in self.registries:

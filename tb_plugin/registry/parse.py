@@ -21,6 +21,7 @@ from ..trace.heap import release_after, release_freed_memory
 from ..trace.model import Trace
 from .cache import ParseCache, discard
 from .provenance import read_provenance
+from .raw_events import ends_fingerprint
 from .results import ResultCache
 from .views import FileViews
 
@@ -143,8 +144,16 @@ def _point_at_trace(trace: Trace, real: str, before: os.stat_result) -> None:
         return
     if (after.st_size, after.st_mtime_ns, after.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino):
         return
+    try:
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        try:
+            fingerprint = ends_fingerprint(fd, after.st_size)
+        finally:
+            os.close(fd)
+    except OSError:
+        return
     trace.meta.update(events_file=real, events_bytes=after.st_size, events_mtime_ns=after.st_mtime_ns,
-                      events_inode=after.st_ino)
+                      events_inode=after.st_ino, events_fingerprint=fingerprint)
 
 
 def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from ..storage.fs import FileEntry, list_files, open_logdir
+from ..storage.urls import redact
 from ..storage.naming import assign_spans
 from ..storage.remote import StorageError, describe_error
 from ..storage.sniff import SniffCache
@@ -41,14 +42,15 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
 
     def __init__(self, logdir: str, cache: ParseCache | None = None, reload_interval: float = 10.0,
                  prefix: str = "", executor: str | None = None) -> None:
-        self.logdir = str(logdir)
+        self.logdir = redact(str(logdir))  # as shown and logged: credentials in a URL are never shown
+        self._logdir_url = str(logdir)  # as given: only opened
         self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
         self.error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
         self.skipped_links: list[str] = []  # symlinks the last listing did not follow (logdir-relative)
         try:
-            self.fs, self.root = open_logdir(self.logdir)
+            self.fs, self.root = open_logdir(self._logdir_url)
         except StorageError as exc:
-            self.fs, self.root, self.error = None, "", str(exc)
+            self.fs, self.root, self.error = None, "", redact(str(exc))
         self.cache = cache
         self.reload_interval = max(1.0, float(reload_interval))
         self._sniff = SniffCache(os.path.join(cache.root, "sniff.json") if cache is not None else None)
@@ -103,7 +105,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         try:
             found = list_files(self.fs, self.root, self._sniff, skipped_links=skipped)
         except Exception as exc:  # a flaky bucket must not kill the scanner; loaded runs stay
-            self.error = str(exc) if isinstance(exc, StorageError) else describe_error(exc, self.logdir)
+            self.error = redact(str(exc) if isinstance(exc, StorageError) else describe_error(exc, self.logdir))
             logger.warning("listing %s failed: %s", self.logdir, self.error)
             self._scanned.set()
             return
@@ -229,7 +231,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
             sdk_root = self.fs.unstrip_protocol(self.root).rstrip("/")
             user_root = self.logdir.rstrip("/")
             return message.replace(sdk_root, user_root) if sdk_root != user_root else message
-        return relative_paths(message, (self.root, os.path.abspath(self.logdir), os.path.realpath(self.root)),
+        return relative_paths(message, (self.root, os.path.abspath(self._logdir_url), os.path.realpath(self.root)),
                               self.prefix)
 
 

@@ -21,28 +21,18 @@ from ..analysis.steps import compute_steps
 from ..analysis.timeline import pack_index, timeline_index, unpack_index
 from ..analysis.timeline_range import range_stats
 from ..trace.links import device_mask
-from ..storage.private_files import open_regular
-from ..trace.args import args_of_raw, event_args, event_span
+from ..trace.args import args_of_raw, event_args
 from ..trace.model import Trace
 from . import memory_events
+from .raw_events import read_raw_event
 
 
 def _full_args(trace: Trace, row: int) -> dict:
-    """Every arg of event ``row``: read back from the parse cache's events file when there is one,
-    else the columns the decoder kept."""
-    span = event_span(trace, row)
-    if span is not None:
-        path, offset, length = span
-        try:
-            with open_regular(path) as f:  # never blocks on a FIFO put in its place
-                f.seek(offset)
-                raw = f.read(length)
-        except OSError:
-            raw = None
-        full = args_of_raw(raw) if raw is not None else None
-        if full is not None:
-            return full
-    return event_args(trace, row)
+    """Every arg of event ``row``: read back from the raw events (checked: :mod:`.raw_events`) when there
+    are some, else the columns the decoder kept."""
+    raw = read_raw_event(trace, row)
+    full = args_of_raw(raw) if raw is not None else None
+    return full if full is not None else event_args(trace, row)
 
 
 def warm_timeline_inputs(trace: Trace) -> None:

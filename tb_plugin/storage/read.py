@@ -2,17 +2,15 @@
 
 Local files are read sequentially. A remote object (S3, GCS, Azure) up to :data:`RANGE_BYTES` is
 fetched with one request; a larger one is downloaded with few large ranged requests of
-:data:`RANGE_BYTES`, :data:`PREFETCH` of them in flight, each retried with backoff on transient
-network errors and written at its offset into a temporary file in the parse-cache directory (the
-``spool_dir``), which is then read like a local file and removed: the object is never held twice in
-memory, and progress follows the bytes downloaded. Few large ranges matter: each request costs a
-round trip, and S3-compatible emulators such as moto read the whole object for every ranged GET.
+:data:`RANGE_BYTES`, :data:`PREFETCH` in flight, each retried with backoff on transient network errors
+and written at its offset into a temporary file in the parse-cache directory (``spool_dir``), then
+read like a local file and removed: never held twice in memory; progress follows the download.
 
 Every file read here (traces, allocator snapshots, memory-timeline exports) is limited to
 :func:`max_trace_bytes` once decompressed (``KINETOSCOPE_MAX_TRACE_BYTES``, default 1/8 of the
-machine's memory): gzip is inflated in bounded steps, so a gzip bomb fails with a clear per-file
-error, never by exhausting memory; a JSON file whose first 8 MiB hold no ``{``/``[`` (a whitespace
-bomb) is refused without reading further.
+machine's memory): gzip is inflated in bounded steps, at most :data:`~.inflate.MAX_INFLATION` times
+the compressed bytes, long whitespace runs squeezed (:mod:`.inflate`); a JSON file whose first 8 MiB
+hold no ``{``/``[`` (a whitespace bomb) is refused without reading further.
 """
 
 from __future__ import annotations
@@ -25,7 +23,8 @@ import threading
 import zlib
 from typing import Callable
 
-from .remote import attempts_for, attempts_per_request, describe_error, is_local_fs, is_transient, with_retries
+from .inflate import BLANK_RUN_BYTES, inflation_message, squeeze_blanks
+from .remote import attempts_for, attempts_per_request, is_local_fs, remote_message, with_retries
 from .sniff import GZIP_MAGIC, LEADING_BYTES
 
 
@@ -70,6 +69,13 @@ def max_trace_bytes() -> int:
     except (ValueError, OverflowError):
         value = 0
     return value if value > 0 else default_max_bytes()
+
+
+def _inflation_check(total: int, consumed: int, inflater) -> None:
+    """Refuse ``total`` inflated bytes past the ratio; ``consumed``: compressed bytes read, some still in ``inflater``."""
+    if message := inflation_message(total, consumed - len(inflater.unused_data if inflater.eof
+                                                          else inflater.unconsumed_tail)):
+        raise ReadError(message)
 
 
 def _too_big(limit: int, what: str) -> ReadError:
@@ -120,11 +126,8 @@ def _fetch(fs, path: str, start: int, end: int) -> bytes:
 
 
 def split_ranges(size: int) -> list[tuple[int, int]]:
-    """``[start, end)`` byte ranges covering ``size`` bytes: as few equal ranges as
-    :data:`RANGE_BYTES` allows, but at least :data:`PREFETCH` (every request in flight shares the
-    work). Few requests matter: each costs a round trip, and moto reads the whole object for each
-    ranged GET (0.9 GB from moto on 2 cores: 15 ranges of 64 MB 5.8 s, 8 of 128 MB 3.7 s, 4 of
-    256 MB 3.0 s)."""
+    """``[start, end)`` byte ranges covering ``size`` bytes: as few equal ranges as :data:`RANGE_BYTES`
+    allows, at least :data:`PREFETCH` (0.9 GB from moto: 15 ranges of 64 MB 5.8 s, 4 of 256 MB 3.0 s)."""
     count = max(PREFETCH, -(-size // RANGE_BYTES))
     step = max(1, -(-size // count))
     return [(start, min(size, start + step)) for start in range(0, size, step)]
@@ -199,18 +202,9 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
     except ReadError:
         raise
     except _ChunkError as err:
-        raise ReadError(_remote_message(err.exc, url, err.start, attempts_per_request(fs))) from None
+        raise ReadError(remote_message(err.exc, url, err.start, attempts_per_request(fs))) from None
     except Exception as exc:
-        raise ReadError(_remote_message(exc, url, None, attempts_per_request(fs))) from None
-
-
-def _remote_message(exc: BaseException, url: str, start: int | None, attempts: int) -> str:
-    at = f" at byte {start}" if start else ""
-    if isinstance(exc, FileNotFoundError):
-        return f"the object was deleted or replaced after it was listed: {url} no longer exists"
-    if is_transient(exc):
-        return f"network error reading {url}{at}, still failing after {attempts} attempts: {describe_error(exc)}"
-    return f"cannot read {url}{at}: {describe_error(exc)}"
+        raise ReadError(remote_message(exc, url, None, attempts_per_request(fs))) from None
 
 
 def _named_gz(path: str) -> bool:
@@ -271,11 +265,9 @@ def _read_stream(f, size: int | None, progress, named_gz: bool = False, json_doc
 class Blocks:
     """The decompressed bytes of a local file as blocks of at most :data:`CHUNK_BYTES` (gzip inflated
     in bounded steps), for a decoder that never holds the whole document: iterate it once.
-    ``fraction()`` is the share of the file's (compressed) bytes read so far. The same checks as
-    :func:`read_trace_bytes` (empty file, not gzip, corrupt or truncated gzip, not JSON) raise
-    :class:`ReadError` with the same messages; the document may exceed :func:`max_trace_bytes` up to
-    :data:`STREAM_LIMIT_SHARE` times (the decoder bounds its memory; ``limit_share``: another multiple).
-    ``json_document=False``: any document (an allocator-snapshot pickle), no JSON check."""
+    ``fraction()``: the share of the file's (compressed) bytes read so far. :func:`read_trace_bytes`'s checks
+    and messages; the document may exceed :func:`max_trace_bytes` up to :data:`STREAM_LIMIT_SHARE` times
+    (``limit_share``). ``json_document=False``: any document (an allocator-snapshot pickle), no JSON check."""
 
     def __init__(self, fs, path: str, size: int | None = None, json_document: bool = True,
                  limit_share: int = STREAM_LIMIT_SHARE) -> None:
@@ -331,6 +323,9 @@ class Blocks:
                 total += len(out)
                 if total > limit:
                     raise _too_big(limit, "decompressed")
+                _inflation_check(total, consumed, inflater)
+                if self.json_document:
+                    out = squeeze_blanks(out)
                 if not checked and self.json_document and (out.lstrip(LEADING_BYTES) or total >= JSON_HEAD_BYTES):
                     check_json_head(out if out.lstrip(LEADING_BYTES) else b" " * JSON_HEAD_BYTES, False)
                     checked = True
@@ -362,7 +357,7 @@ def _gunzip_stream(f, head: bytes, size: int | None, progress, json_document: bo
     out = bytearray()
     limit = max_trace_bytes()
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    consumed = 0
+    consumed = inflated = 0  # compressed bytes read, bytes inflated (before blank runs are squeezed)
     chunk = head
     head_checked = not json_document
     while chunk:
@@ -370,14 +365,19 @@ def _gunzip_stream(f, head: bytes, size: int | None, progress, json_document: bo
         data = chunk
         while data:
             try:  # inflate in steps of CHUNK_BYTES at most, never past the limit (a gzip bomb)
-                out += inflater.decompress(data, min(CHUNK_BYTES, limit - len(out) + 1))
+                step = inflater.decompress(data, min(CHUNK_BYTES, limit - len(out) + 1))
             except zlib.error as exc:
                 raise ReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
+            inflated += len(step)
+            out += step
             if len(out) > limit:
                 raise _too_big(limit, "decompressed")
+            _inflation_check(inflated, consumed, inflater)
             if not head_checked and (len(out) >= JSON_HEAD_BYTES or out[:JSON_HEAD_BYTES].lstrip(LEADING_BYTES)):
                 check_json_head(out, False)
                 head_checked = True
+            if json_document and head_checked and len(step) >= BLANK_RUN_BYTES:  # after the head's check
+                out[len(out) - len(step):] = squeeze_blanks(out[len(out) - len(step):])
             if inflater.eof:  # a concatenated gzip member may follow
                 data = inflater.unused_data
                 if data:

@@ -12,6 +12,7 @@ import os
 import time
 
 from .local import LocalFS, is_plain_local, strip_protocol
+from .urls import check_scheme, redact
 
 # URL scheme → (pip extra, fsspec implementation package)
 PROTOCOL_EXTRAS = {
@@ -175,6 +176,8 @@ def open_logdir(logdir: str):
     logdir = str(logdir)
     if is_plain_local(logdir):
         return LocalFS(), strip_protocol(logdir)
+    if problem := check_scheme(logdir):
+        raise StorageError(problem)
     try:
         if protocol_of(logdir) in ("gs", "gcs") and os.environ.get("STORAGE_EMULATOR_HOST"):
             fs, root = _open_gcs_emulator(logdir)
@@ -184,14 +187,14 @@ def open_logdir(logdir: str):
             fs, root = fsspec.core.url_to_fs(logdir, **_storage_options(logdir))
     except ImportError as exc:
         message = missing_extra_message(logdir)
-        raise StorageError(message or f"cannot open {logdir}: {exc}") from None
+        raise StorageError(message or redact(f"cannot open {logdir}: {exc}")) from None
     except ValueError as exc:
         if "Protocol not known" in str(exc):
-            raise StorageError(f"unsupported URL scheme in {logdir!r}: use a local path or "
+            raise StorageError(f"unsupported URL scheme in {redact(logdir)!r}: use a local path or "
                                "s3://, gs://, gcs://, az://, abfs://, abfss://") from None
-        raise StorageError(f"cannot open {logdir}: {exc}") from None
+        raise StorageError(redact(f"cannot open {logdir}: {exc}")) from None
     except Exception as exc:  # an SDK refusing its configuration (e.g. a malformed connection string)
-        raise StorageError(f"cannot open {logdir}: {describe_error(exc)}") from None
+        raise StorageError(redact(f"cannot open {logdir}: {describe_error(exc)}")) from None
     if protocol_of(logdir) in ("az", "abfs", "abfss"):
         _bound_azure_retries(fs)
     elif protocol_of(logdir) in ("gs", "gcs"):
@@ -309,3 +312,14 @@ async def retry_async(call, retriable) -> object:
                 raise
         await asyncio.sleep(delay)
         attempt += 1
+
+
+def remote_message(exc: BaseException, url: str, start: int | None, attempts: int) -> str:
+    """What a failed read of ``url`` says (``start``: the range's first byte, if one failed)."""
+    url = redact(url)
+    at = f" at byte {start}" if start else ""
+    if isinstance(exc, FileNotFoundError):
+        return f"the object was deleted or replaced after it was listed: {url} no longer exists"
+    if is_transient(exc):
+        return f"network error reading {url}{at}, still failing after {attempts} attempts: {describe_error(exc)}"
+    return f"cannot read {url}{at}: {describe_error(exc)}"

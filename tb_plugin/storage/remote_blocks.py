@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import threading
 
-from .read import Blocks, ReadError, _remote_message
+from .read import Blocks, ReadError
+from .remote import remote_message
 from .remote import attempts_for, attempts_per_request, with_retries
 
 RANGE_BYTES = 32 << 20  # one ranged request (moto reads the whole object for each: not too small)
@@ -166,9 +167,9 @@ class RemoteBlocks(Blocks):
         except ReadError:
             raise
         except _RangeError as err:
-            raise ReadError(_remote_message(err.exc, url, err.start, attempts_per_request(self.fs))) from None
+            raise ReadError(remote_message(err.exc, url, err.start, attempts_per_request(self.fs))) from None
         except Exception as exc:
-            raise ReadError(_remote_message(exc, url, None, attempts_per_request(self.fs))) from None
+            raise ReadError(remote_message(exc, url, None, attempts_per_request(self.fs))) from None
         finally:
             ranges.close()
 

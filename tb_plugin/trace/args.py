@@ -9,12 +9,14 @@ complete ``args`` object; otherwise :func:`event_args` returns the known columns
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import msgspec
 import numpy as np
 
+from .jsonsafe import MAX_DECIMAL_DIGITS
 from .model import Trace
 from .nonfinite import quote_nonfinite
 
@@ -52,6 +54,20 @@ def event_span(trace: Trace, row: int) -> tuple[str, int, int] | None:
     return path, int(ev.src_offset[row]), int(ev.src_length[row])
 
 
+def _number_text(text: str) -> int | str:
+    """An integer literal as an int, or as its text past :data:`~.jsonsafe.MAX_DECIMAL_DIGITS` digits."""
+    return int(text) if len(text) <= MAX_DECIMAL_DIGITS else text
+
+
+def _decode_big_numbers(raw: bytes) -> Any:
+    """``raw`` decoded by Python's json with integers past 4,000 digits kept as their text (msgspec
+    refuses such a document whole); None when it does not decode either."""
+    try:
+        return json.loads(bytes(raw), parse_int=_number_text)
+    except (ValueError, RecursionError):
+        return None
+
+
 def args_of_raw(raw: bytes) -> dict[str, Any] | None:
     """The ``args`` object of one event's raw JSON (``{}`` without one); None when it does not decode.
     Bare ``NaN``/``Infinity`` literals (an event read back from the trace file itself) are quoted first."""
@@ -59,11 +75,11 @@ def args_of_raw(raw: bytes) -> dict[str, Any] | None:
         doc = msgspec.json.decode(raw)
     except msgspec.DecodeError:
         quoted = quote_nonfinite(raw)
-        if quoted is None:
-            return None
         try:
-            doc = msgspec.json.decode(quoted[0])
+            doc = msgspec.json.decode(quoted[0]) if quoted is not None else _decode_big_numbers(raw)
         except msgspec.DecodeError:
+            doc = _decode_big_numbers(raw)
+        if doc is None:
             return None
     args = doc.get("args") if isinstance(doc, dict) else None
     return args if isinstance(args, dict) else {}

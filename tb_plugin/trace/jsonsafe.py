@@ -2,7 +2,7 @@
 
 orjson refuses three things a trace, YAML or pickle can hold: integers outside 64 bits, nesting
 deeper than 254 levels, and strings with lone surrogates (``"\\ud800"``). :func:`jsonable` turns each
-into a value: an integer outside [−2⁶³, 2⁶⁴) becomes its decimal string, a container nested more than
+into a value: an integer outside [−2⁶³, 2⁶⁴) becomes its decimal string (hexadecimal past 4,000 digits), a container nested more than
 :data:`MAX_DEPTH` levels below the root becomes a short text marker, and a lone surrogate becomes
 U+FFFD; keys that are not text become text. :func:`dumps` tries orjson first and sanitizes only when it refuses, so ordinary documents
 cost nothing extra. The parse-cache header, every JSON response and the CLI's ``--json`` use it.
@@ -19,6 +19,8 @@ import orjson
 MAX_DEPTH = 200  # containers nested deeper below the document root are replaced by DEEP_MARKER
 DEEP_MARKER = f"(nested more than {MAX_DEPTH} levels deep: not shown)"
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson writes as a number
+MAX_DECIMAL_DIGITS = 4000  # larger integers are written in hexadecimal (Python's own limit: 4300 digits)
+_DECIMAL_BITS = int(MAX_DECIMAL_DIGITS * 3.3219)  # bits of the smallest MAX_DECIMAL_DIGITS-digit numbers, about
 
 
 def _text(s: str) -> str:
@@ -30,13 +32,21 @@ def _text(s: str) -> str:
         return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def int_text(value: int) -> str:
+    """An integer as text: decimal, or hexadecimal (``0x…``, ``-0x…``) past :data:`MAX_DECIMAL_DIGITS`
+    digits, where Python refuses a decimal conversion (and would take quadratic time)."""
+    if value.bit_length() <= _DECIMAL_BITS:
+        return str(value)
+    return f"{'-' if value < 0 else ''}0x{abs(value):x}"
+
+
 def _key(k: Any) -> str:
     """A mapping key as text (as orjson's OPT_NON_STR_KEYS writes numbers; None as "null")."""
     if isinstance(k, str):
         return _text(k)
     if k is None or isinstance(k, bool):
         return orjson.dumps(k).decode()
-    return _text(str(k))
+    return int_text(k) if isinstance(k, int) else _text(str(k))
 
 
 def jsonable(obj: Any, depth: int = MAX_DEPTH) -> Any:
@@ -47,7 +57,7 @@ def jsonable(obj: Any, depth: int = MAX_DEPTH) -> Any:
     if isinstance(obj, bool) or obj is None or isinstance(obj, float):
         return obj
     if isinstance(obj, int):
-        return obj if _INT_MIN <= obj <= _INT_MAX else str(obj)
+        return obj if _INT_MIN <= obj <= _INT_MAX else int_text(obj)
     if isinstance(obj, (dict, list, tuple, set, frozenset)) or (
             dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
         if depth <= 0:
@@ -79,4 +89,4 @@ def dumps(obj: Any, option: int = 0, default: Callable[[Any], Any] | None = None
         return orjson.dumps(jsonable(obj), option=option, default=default)
 
 
-__all__ = ["DEEP_MARKER", "MAX_DEPTH", "clean", "dumps", "jsonable"]
+__all__ = ["DEEP_MARKER", "MAX_DEPTH", "clean", "dumps", "int_text", "jsonable"]

@@ -4,8 +4,10 @@ sized to the cores and the memory available (also for the registry's parallel pa
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import multiprocessing
 import os
+import sys
 from typing import Iterator, Sequence
 
 from .task import RankJob, RankResult, init_progress, reduce_rank
@@ -89,7 +91,8 @@ class LocalExecutor:
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_progress,
                                                     initargs=(self.progress,)) as pool:
-            futures = {pool.submit(reduce_rank, job): job for job in jobs}
+            with _main_not_reimported():  # the workers start at the first submits
+                futures = {pool.submit(reduce_rank, job): job for job in jobs}
             self._futures = {job.key: future for future, job in futures.items()}
             if submitted:
                 submitted()
@@ -103,6 +106,26 @@ class LocalExecutor:
 
     def close(self) -> None:
         pass
+
+
+@contextlib.contextmanager
+def _main_not_reimported():
+    """While workers are spawned: ``__main__`` shows neither a file nor a module name, so the workers do
+    not import it again. Their work (:func:`.task.reduce_rank`) lives in this package; a user's script
+    without an ``if __name__ == "__main__":`` guard (the notebook API from a plain script) would else
+    run again in every worker, and fail there when it starts processes itself."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 def _auto_workers(jobs: Sequence[RankJob]) -> int:

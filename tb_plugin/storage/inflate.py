@@ -1,0 +1,31 @@
+"""Bounds on inflating compressed input: the inflation ratio, and whitespace padding.
+
+A gzip bomb is small on disk and huge inflated (``{"traceEvents":[`` and 2 GiB of spaces: 2 MB).
+Real traces compress 5-30×; :func:`inflation_message` refuses a stream past :data:`MAX_INFLATION`
+once it is larger than :data:`INFLATION_FLOOR_BYTES`. :func:`squeeze_blanks` keeps each long run of
+JSON whitespace as one space, so padding that stays under the ratio still costs no memory.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_INFLATION = 200  # decompressed bytes per compressed byte read, at most (past the floor below)
+INFLATION_FLOOR_BYTES = 16 << 20  # streams inflating to less are never refused by the ratio
+# In inflated JSON, a run of this much whitespace or more is kept as one space: no JSON token holds one
+# (newlines and tabs are escaped inside strings; only a string of 64 Ki spaces would change).
+BLANK_RUN_BYTES = 1 << 16
+_BLANK_RUN = re.compile(rb"(?<![ \t\r\n])[ \t\r\n]{%d,}" % BLANK_RUN_BYTES)  # tried at a run's start only: linear
+
+
+def inflation_message(total: int, used: int) -> str | None:
+    """Why a stream that inflated to ``total`` bytes from ``used`` compressed bytes is refused, or None."""
+    if total > INFLATION_FLOOR_BYTES and total > MAX_INFLATION * max(used, 1):
+        return (f"gzip data inflates more than {MAX_INFLATION}x ({total} bytes from {used} compressed bytes so far; "
+                "real traces compress 5-30x): a gzip bomb? not read further")
+    return None
+
+
+def squeeze_blanks(out: bytes) -> bytes:
+    """``out`` with each run of :data:`BLANK_RUN_BYTES` or more JSON whitespace bytes as one space."""
+    return _BLANK_RUN.sub(b" ", out) if len(out) >= BLANK_RUN_BYTES else out
