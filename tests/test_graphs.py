@@ -240,6 +240,7 @@ def test_provenance_is_read_through_the_logdir(tmp_path):
             (run / "kernel_information.json").write_text(outside.read_text().replace("secret", "mul_1"))
         registry = RunRegistry(str(tmp_path / "logdir"))
         registry.start()
+        assert registry.wait_scanned(60)
         (st,) = registry.files()
         registry.ensure_loaded(st)
         rows = graphs_report(registry.views(st))["compiled"]["triton_kernels"]

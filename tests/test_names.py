@@ -7,7 +7,7 @@ import json
 
 from conftest import x
 from tb_plugin.analysis.operators import operator_rows, operator_stacks
-from tb_plugin.registry.report import differing_frames
+from tb_plugin.analysis.call_stacks import differing_frames
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.names import without_address
 

@@ -94,3 +94,21 @@ def _stack_ids(trace: Trace) -> np.ndarray:
             ids[k] = _intern(trace, _chain_text(trace, int(py_parent[rows[first[k]]]), py_parent), texts)
         out[rows] = ids[np.searchsorted(keys, chain)]
     return out
+
+
+def differing_frames(stacks: list[list[str]]) -> list[int | None]:
+    """Per stack (frames outermost first), the index of the frame where it parts from the stacks
+    that end in the same innermost frame (walking outwards), so two stacks that look alike by their
+    last frame can be told apart; None when its innermost frame is its own, or when it is all the
+    inner part of another stack. Neighbours in the sorted innermost-first order share the longest
+    common inner part."""
+    inner_first = [tuple(reversed(f)) for f in stacks]
+    order = sorted(range(len(stacks)), key=inner_first.__getitem__)
+    shared = [0] * len(stacks)
+    for a, b in zip(order, order[1:]):
+        x, y = inner_first[a], inner_first[b]
+        n = 0
+        while n < len(x) and n < len(y) and x[n] == y[n]:
+            n += 1
+        shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
+    return [len(f) - 1 - k if 0 < k < len(f) else None for f, k in zip(stacks, shared)]

@@ -13,7 +13,7 @@ from typing import Any
 from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
 from ..analysis.breakdown import CATEGORY_LABELS
-from ..analysis.call_stacks import parse_frame
+from ..analysis.call_stacks import differing_frames, parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
 from ..storage.naming import names_oom
@@ -125,24 +125,6 @@ def operator_stacks(views, group_by: str, key: int) -> dict[str, Any] | None:
     for s, at in zip(stacks, differing_frames([[f["text"] for f in s["frames"]] for s in stacks])):
         s["differs_at"] = at
     return {"stacks": stacks, "total_stacks": total}
-
-
-def differing_frames(stacks: list[list[str]]) -> list[int | None]:
-    """Per stack (frames outermost first), the index of the frame where it parts from the stacks
-    that end in the same innermost frame (walking outwards), so two stacks that look alike by their
-    last frame can be told apart; None when its innermost frame is its own, or when it is all the
-    inner part of another stack. Neighbours in the sorted innermost-first order share the longest
-    common inner part."""
-    inner_first = [tuple(reversed(f)) for f in stacks]
-    order = sorted(range(len(stacks)), key=inner_first.__getitem__)
-    shared = [0] * len(stacks)
-    for a, b in zip(order, order[1:]):
-        x, y = inner_first[a], inner_first[b]
-        n = 0
-        while n < len(x) and n < len(y) and x[n] == y[n]:
-            n += 1
-        shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
-    return [len(f) - 1 - k if 0 < k < len(f) else None for f, k in zip(stacks, shared)]
 
 
 def memory_document(views, start_us: float | None, end_us: float | None, width_px: int) -> dict[str, Any]:
