@@ -4,16 +4,14 @@
     kinetoscope diff BASE EXP [--fail-on step_time=+5%] [--fail-on kernel:NAME=+10%] [--json]
     kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p]
     kinetoscope mcp LOGDIR    (the MCP server for coding agents: tb_plugin/interfaces/mcp_server.py)
-
 Prints a readable table (or, with ``--json``, the document described in the README). Progress goes to stderr,
 one line per rank. The exit status is 1 when any trace file failed to load or the logdir holds no trace (nor
 memory artifact), 2 for bad arguments (a logdir or path that does not exist or cannot be read, an unknown run,
 worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py):
 exit 3 when a rule's per-step change exceeds both its threshold and the noise. ``serve`` runs the tab without
 TensorBoard (tb_plugin/standalone.py). The per-rank work (parse, reduce to aggregates) runs on the executor
-(tb_plugin/registry/executors): the local process pool by default, or a Dask cluster (``--executor`` or
-``$KINETOSCOPE_EXECUTOR``).
-"""
+(tb_plugin/registry/executors): the local process pool by default, or a Dask cluster (``--executor``, or
+``$KINETOSCOPE_EXECUTOR``)."""
 
 from __future__ import annotations
 
@@ -26,6 +24,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from . import __version__
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
@@ -45,6 +44,7 @@ _LABELS = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]  # analysis/breakdown.py: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kinetoscope", description="PyTorch profiler trace reports")
+    parser.add_argument("--version", action="version", version=f"kinetoscope {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     report = sub.add_parser("report", help="Overview of every trace under a logdir")
     report.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
