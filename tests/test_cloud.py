@@ -21,6 +21,8 @@ from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.multi import MultiRegistry, parse_logdir_spec
 from tb_plugin.storage import read
 
+pytestmark = pytest.mark.emulator  # storage emulators on loopback (tests/emulators.py)
+
 BACKENDS = ["s3", "gcs", "azure"]
 V100 = "kineto/resnet50_num_workers_0"
 DLRM = "dlrm_8ranks"
@@ -62,6 +64,7 @@ def _load_all(reg):
     return [reg.load(st) for st in reg.files()]
 
 
+@pytest.mark.corpus
 def test_report_json_equals_local(cloud, tmp_path, capsys, monkeypatch):
     """Byte for byte (paths in the report are logdir-relative), without the parse cache, and with it:
     a fresh parse into the cache, then a cached one."""
@@ -78,6 +81,7 @@ def test_report_json_equals_local(cloud, tmp_path, capsys, monkeypatch):
         assert capsys.readouterr().out == expected
 
 
+@pytest.mark.corpus
 def test_restart_reads_nothing_remote(cloud, tmp_path):
     cache = ParseCache(str(tmp_path / "cache"))
     first = _load_all(RunRegistry(cloud.url("v100"), cache=cache))
@@ -96,6 +100,7 @@ def test_restart_reads_nothing_remote(cloud, tmp_path):
     assert [(st.state, st.from_cache) for st in states] == [(READY, True), (READY, True)]
 
 
+@pytest.mark.corpus
 def test_sniff_is_one_small_ranged_read_cached_by_etag(cloud, tmp_path, fresh):
     fs = cloud.fs()
     src = sample(DLRM) / "worker0_step_12.1694128201545.pt.trace.json"
@@ -118,6 +123,7 @@ def test_sniff_is_one_small_ranged_read_cached_by_etag(cloud, tmp_path, fresh):
         clear_fsspec_instances()
 
 
+@pytest.mark.corpus
 def test_new_file_appears_after_rescan(cloud, fresh):
     reg = RunRegistry(cloud.url("live"), reload_interval=1).start()
     try:
@@ -132,6 +138,7 @@ def test_new_file_appears_after_rescan(cloud, fresh):
         reg.stop()
 
 
+@pytest.mark.corpus
 def test_object_deleted_between_listing_and_reading(cloud, fresh):
     fs = cloud.fs()
     fs.put_file(str(next(sample(V100).glob("*.gz"))), f"{cloud.bucket}/gone/w.1.pt.trace.json.gz")
@@ -142,6 +149,7 @@ def test_object_deleted_between_listing_and_reading(cloud, fresh):
     assert st.state == ERROR and "deleted" in st.error and cloud.url("gone") in st.error
 
 
+@pytest.mark.corpus
 def test_missing_bucket_is_a_clear_error(cloud, capsys):
     url = f"{cloud.scheme}://no-such-bucket-kinetoscope/run"
     reg = RunRegistry(url)
@@ -157,9 +165,12 @@ def test_missing_bucket_is_a_clear_error(cloud, capsys):
 # production retry policy, the same for all three (remote.py: 4 attempts, waits of 0.5, 1 and 2 s).
 # Measured on a 2-core box: 3.5 s each (S3 with botocore's own retries off, AWS_MAX_ATTEMPTS=1 below;
 # before, GCS took 34 s with gcsfs's fixed policy and Azure 18 s with the SDK's formula).
-DEAD_ENDPOINT_BOUND_S = 15
+# The policy's waits are asserted as values (test_gcs_transient_errors_retried_with_our_backoff); the
+# bound below only guards against a hang, far above any load's stretch of those 3.5 s.
+DEAD_ENDPOINT_BOUND_S = 120
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch):
     """Mixed --logdir_spec: the remote file fails with a clear message within a bounded time (the
@@ -183,10 +194,10 @@ def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch):
         started = time.time()
         reg.load(remote_st, progress=lambda fraction: emu.kill())
         assert remote_st.state == ERROR, remote_st.error
+        # retried with backoff (the waits themselves: test_gcs_transient_errors_retried_with_our_backoff)
         assert "network error" in remote_st.error and "still failing after 4 attempts" in remote_st.error
         assert emu.url("v100/") in remote_st.error
-        elapsed = time.time() - started
-        assert 3.0 < elapsed < DEAD_ENDPOINT_BOUND_S, elapsed  # retried with backoff, bounded
+        assert time.time() - started < DEAD_ENDPOINT_BOUND_S  # a hang guard
         local_st = reg.load(reg.find("local/v100", "worker0", "1"))
         assert local_st.state == READY
         started = time.time()
@@ -199,6 +210,7 @@ def test_emulator_killed_mid_read(backend, tmp_path, monkeypatch):
         emu.kill()
 
 
+@pytest.mark.corpus
 def test_gcs_transient_errors_retried_with_our_backoff(monkeypatch):
     """gcsfs's fixed 6-attempt loop is replaced by our policy, inside gcsfs, for every request:
     HTTP 503 twice, then the real emulator answers (waits of 0.5 and 1 s); a missing object is
@@ -206,6 +218,14 @@ def test_gcs_transient_errors_retried_with_our_backoff(monkeypatch):
     import gcsfs.core
     import gcsfs.retry
 
+    waits = []  # the policy's answers: seconds to wait before the next attempt, None to give up
+    real_delay = remote.retry_delay
+
+    def recorded_delay(*args, **kwargs):
+        waits.append(real_delay(*args, **kwargs))
+        return waits[-1]
+
+    monkeypatch.setattr(remote, "retry_delay", recorded_delay)
     emu = Emulator("gcs").start()
     try:
         emu.apply_env(monkeypatch)
@@ -215,7 +235,7 @@ def test_gcs_transient_errors_retried_with_our_backoff(monkeypatch):
         calls, failures = [], {"left": 2}
 
         async def flaky(self, method, path, *args, **kwargs):
-            calls.append(time.monotonic())
+            calls.append(method)
             if failures["left"]:
                 failures["left"] -= 1
                 raise gcsfs.retry.HttpError({"code": 503, "message": "backend busy"})
@@ -225,33 +245,30 @@ def test_gcs_transient_errors_retried_with_our_backoff(monkeypatch):
         clear_fsspec_instances()
         fs, root = remote.open_logdir(emu.url("flaky"))
         assert fs.cat_file(f"{root}/{src.name}") == src.read_bytes()
-        assert len(calls) == 3
-        gaps = [b - a for a, b in zip(calls, calls[1:])]
-        assert 0.5 <= gaps[0] < 0.9 and 1.0 <= gaps[1] < 1.4, gaps
+        assert len(calls) == 3 and waits == [0.5, 1.0]
 
-        calls.clear()
+        calls.clear(), waits.clear()
         with pytest.raises(FileNotFoundError):
             fs.cat_file(f"{root}/missing.json")
-        assert len(calls) == 1
+        assert len(calls) == 1 and waits == []  # not retried: the policy is not even asked
 
-        calls.clear()
+        calls.clear(), waits.clear()
         failures["left"] = 100
-        started = time.monotonic()
         with pytest.raises(gcsfs.retry.HttpError):
             fs.cat_file(f"{root}/{src.name}")
-        assert len(calls) == remote.RETRIES == 4
-        assert 3.5 <= time.monotonic() - started < 5.0  # 0.5 + 1 + 2 s of waits
+        assert len(calls) == remote.RETRIES == 4 and waits == [0.5, 1.0, 2.0, None]
 
-        calls.clear()
+        calls.clear(), waits.clear()
         monkeypatch.setattr(remote, "RETRY_DEADLINE_S", 1.0)  # the wait of 1 s would pass it
         with pytest.raises(gcsfs.retry.HttpError):
             fs.cat_file(f"{root}/{src.name}")
-        assert len(calls) == 2
+        assert len(calls) == 2 and waits == [0.5, None]
     finally:
         emu.kill()
         clear_fsspec_instances()
 
 
+@pytest.mark.corpus
 def test_missing_extra_names_it(tmp_path, monkeypatch, capsys):
     import importlib
 

@@ -20,6 +20,8 @@ from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.storage import read, remote, remote_blocks
 
+pytestmark = [pytest.mark.corpus, pytest.mark.emulator]  # the sample corpus (docs/TESTING.md), storage emulators
+
 V100 = "kineto/resnet50_num_workers_0"
 RANGE = 256 << 10
 

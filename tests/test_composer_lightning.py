@@ -57,6 +57,7 @@ def test_composer_array_without_closing_bracket_and_clock_sync():
     assert trace.meta["metadata_values"]["clock_sync_timestamp_us"] == 1_000_250
 
 
+@pytest.mark.corpus
 def test_real_composer_sample():
     ov = compute_overview(load_trace_file(str(sample("composer/rank_0.trace.json"))))
     assert len(ov["steps"]) == 6 and ov["average"]["dataloader_us"] > 0
@@ -64,6 +65,7 @@ def test_real_composer_sample():
     assert ov["system_metrics"][0]["name"] == "cpu/cpu_percent"
 
 
+@pytest.mark.corpus
 def test_old_lightning_export_has_overview_and_operators():
     trace = load_trace_file(str(sample("lightning/0_trace.json")))
     ov = compute_overview(trace)
@@ -111,6 +113,7 @@ def _composer_engine_intervals(events: list[dict]) -> list[tuple[str, float, flo
     return out
 
 
+@pytest.mark.corpus
 def test_merged_composer_and_kineto_trace_shows_both_layers():
     """A trace merged from Composer's profiler and the PyTorch profiler (Composer's merge puts the torch
     events, shifted onto its clock, into the same file, overlapping the engine events): ProfilerStep#

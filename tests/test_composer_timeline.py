@@ -38,6 +38,7 @@ def test_system_metrics_become_counter_tracks_with_known_values():
     assert half["disk/read_bytes"] == [pytest.approx(counter_value("disk/read_bytes", 0, 1))]
 
 
+@pytest.mark.corpus
 def test_real_composer_sample_has_the_cpu_counter_track():
     trace = load_trace_file(str(sample("composer/rank_0.trace.json")))
     a0 = float(trace.events.ts.min())

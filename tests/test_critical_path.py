@@ -94,6 +94,7 @@ def test_rank_summary_is_compact():
         assert by_cat == pytest.approx([100.0, 35.0, 0.0, 35.0])
 
 
+@pytest.mark.corpus
 def test_dlrm_sample_length_and_late_ranks():
     """DLRM, 8 ranks: the path's length is each step's span over the ranks on the common clock; the
     late rank of each collective on the path is the one whose NCCL kernel of that instance starts last."""
@@ -174,6 +175,7 @@ def test_report_has_critical_path(tmp_path, capsys):
     assert path["by_category"] == CHAIN_EXPECTED["by_category"]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("rel", ["hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                                  "hta/trace_diff/test/test.json.gz", "hta/ns_resolution_trace",
                                  "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
@@ -239,6 +241,7 @@ def test_recorded_stream_wait_beats_timing(recorded):
     _tiles(path)
 
 
+@pytest.mark.corpus
 def test_recorded_waits_on_real_sample():
     """HTA's alexnet trace (A100, PyTorch 2.1) records 20 Stream Wait Events; the 6 whose streams have
     device work on both sides become edges, each from a kernel that ended before its waiter started,

@@ -17,6 +17,8 @@ from synth.critical import DATALOADER, dataloader_docs, dataloader_expected
 from tb_plugin.interfaces.mcp_tools import Invalid, Tools
 from tb_plugin.registry.runs import RunRegistry
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 DL = [[60, 50], [50, 500]]
 
 

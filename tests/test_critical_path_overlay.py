@@ -69,6 +69,7 @@ def test_cross_rank_overlay_splits_the_path_by_rank(tmp_path):
     assert comm[3] == 50.0
 
 
+@pytest.mark.corpus
 def test_dlrm_overlays_tile_each_step(tmp_path):
     """On the 8-rank DLRM sample: per step, the ranks' overlays add up to the step's length and each
     equals that rank's ``by_rank`` in the distributed view; every segment lies on one of its tracks."""

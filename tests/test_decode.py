@@ -18,6 +18,7 @@ def _kinds(trace):
     return {Kind(k).name: int(n) for k, n in zip(*np.unique(trace.events.kind, return_counts=True))}
 
 
+@pytest.mark.corpus
 def test_kineto_2021_resnet_columns():
     tr = load_trace_file(str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")))
     kinds = _kinds(tr)
@@ -32,6 +33,7 @@ def test_kineto_2021_resnet_columns():
     assert np.all(np.diff(tr.events.ts) >= 0)  # rows are sorted by start time
 
 
+@pytest.mark.corpus
 def test_pytorch2_h100_categories_and_driver_launch():
     tr = load_trace_file(str(sample("tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")))
     kinds = _kinds(tr)
@@ -41,12 +43,14 @@ def test_pytorch2_h100_categories_and_driver_launch():
     assert tr.meta["baseTimeNanoseconds"] == 1751410836000000000
 
 
+@pytest.mark.corpus
 def test_older_compute_properties_layout():
     tr = load_trace_file(str(sample("kineto/gpu_metrics_input.json")))
     dev = tr.device_info(0)
     assert (dev.compute_major, dev.compute_minor, dev.num_sms) == (7, 0, 80)
 
 
+@pytest.mark.corpus
 def test_ns_resolution_float_timestamps():
     tr = load_trace_file(str(sample("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")))
     # float64 keeps these epoch-µs stamps to within 0.25 µs (their ulp); sub-µs parts survive
@@ -150,6 +154,7 @@ def test_unreadable_files_fail_with_a_clear_message(tmp_path, body, message):
         load_trace_file(str(path))
 
 
+@pytest.mark.corpus
 def test_truncated_gzip_fails_clearly(tmp_path):
     data = gzip.compress(sample("kineto/gpu_metrics_input.json").read_bytes())
     path = tmp_path / "cut.pt.trace.json.gz"
@@ -187,6 +192,7 @@ def test_concatenated_gzip_members_are_read(tmp_path):
     assert len(load_trace_file(str(path)).events) == 1
 
 
+@pytest.mark.corpus
 def test_every_shared_sample_trace_loads():
     files = [p for p in sample(".").rglob("*.json*") if "memory_analysis" not in str(p)]
     assert len(files) >= 30
@@ -195,6 +201,7 @@ def test_every_shared_sample_trace_loads():
         assert len(tr.events) > 0, p
 
 
+@pytest.mark.corpus
 def test_progress_reaches_one(tmp_path):
     seen = []
     load_trace_file(str(sample("kineto/gpu_metrics_input.json")), progress=seen.append)

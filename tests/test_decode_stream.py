@@ -198,6 +198,7 @@ def _sample_traces():
     return sorted(files)
 
 
+@pytest.mark.corpus
 def test_every_sample_trace_streams_equal(monkeypatch):
     import fsspec
     fs = fsspec.filesystem("file")
@@ -217,6 +218,7 @@ def _report(logdir, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.corpus
 def test_report_json_equal_streamed_and_whole(monkeypatch, capsys):
     logdir = SAMPLES if ALL else sample("kineto/resnet50_num_workers_0")
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", str(1 << 40))
@@ -226,6 +228,7 @@ def test_report_json_equal_streamed_and_whole(monkeypatch, capsys):
     assert _report(logdir, capsys) == whole
 
 
+@pytest.mark.corpus
 def test_budget_exceeded_is_a_clear_error_naming_it(monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")
     monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(4 << 20))
@@ -270,6 +273,7 @@ def test_workers_import_this_tb_plugin_whatever_the_working_directory(tmp_path, 
     assert state["texts"] == ["a"] and state["phase_counts"] == {"X": 1}
 
 
+@pytest.mark.corpus
 def test_local_files_above_the_threshold_are_streamed(monkeypatch):
     """The registry's parse streams a local file above KINETOSCOPE_STREAM_ABOVE_BYTES (so the report
     comparisons above do compare the two decoders), and decodes a smaller one whole."""
@@ -286,6 +290,7 @@ def test_local_files_above_the_threshold_are_streamed(monkeypatch):
         parse.load_trace_file(path)
 
 
+@pytest.mark.corpus
 def test_files_of_a_few_tens_of_mb_are_streamed_where_workers_are_forks(monkeypatch, tmp_path):
     """With forked workers (~5 ms to start) and two cores, a file above 32 MB (the V100 sample
     gunzipped, 35 MB) is decoded on both cores; the same file gzipped (counted 8 × 1.2 MB), beside a

@@ -17,6 +17,7 @@ NW0 = "kineto/resnet50_num_workers_0"
 NW4 = "kineto/resnet50_num_workers_4"
 
 
+@pytest.mark.corpus
 def test_cli_diff_dataloader_shrinks_by_the_overview_difference(capsys):
     assert main(["diff", str(sample(NW0)), str(sample(NW4)), "--json", "--no-cache"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -28,6 +29,7 @@ def test_cli_diff_dataloader_shrinks_by_the_overview_difference(capsys):
     assert {"name", "baseline_calls", "experiment_calls", "delta_per_step_us"} <= set(doc["kernels"][0])
 
 
+@pytest.mark.corpus
 def test_cli_diff_text_marks_cut_operator_paths(capsys):
     """Long operator paths are cut from the left to 90 characters and start with "…", never mid-word bare."""
     assert main(["diff", str(sample(NW0)), str(sample(NW4)), "--no-cache"]) == 0
@@ -39,6 +41,7 @@ def test_cli_diff_text_marks_cut_operator_paths(capsys):
     assert cut and all(p.startswith("\u2026") for p in cut)
 
 
+@pytest.mark.corpus
 def test_identical_traces_are_unchanged():
     trace = load_trace_file(str(sample(NW0) / "worker0.1623143089861.pt.trace.json.gz"))
     other = load_trace_file(str(sample(NW0) / "worker0.1623143089861.pt.trace.json.gz"))
@@ -47,6 +50,7 @@ def test_identical_traces_are_unchanged():
     assert all(k["delta_per_step_us"] == 0 for k in kernel_diff(trace, other))
 
 
+@pytest.mark.corpus
 def test_diff_route_drills_down(tmp_path):
     shutil.copytree(sample(NW0), tmp_path / "nw0")
     shutil.copytree(sample(NW4), tmp_path / "nw4")
@@ -138,6 +142,7 @@ def test_verdict_rule_edges(b, e, want):
     assert (CHANGE_US, CHANGE_PCT) == (10.0, 5.0)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("base, exp", [
     ("hta/trace_compare/base/base.json.gz", "hta/trace_compare/test/test.json.gz"),
     ("hta/trace_diff/control/control.json.gz", "hta/trace_diff/test/test.json.gz"),

@@ -24,6 +24,7 @@ def dlrm(tmp_path_factory):
     return reg
 
 
+@pytest.mark.corpus
 def test_dlrm_ranks_matching_and_identity(dlrm):
     result = dlrm.distributed("job", "1")
     view = result["view"]
@@ -119,6 +120,7 @@ def test_launch_delay_and_idle_by_construction():
         pytest.approx(exposed["window_us"])
 
 
+@pytest.mark.corpus
 def test_degrades_cleanly(tmp_path):
     one = tmp_path / "single"
     shutil.copytree(sample("hta/distributed_info_unavailable"), one)
@@ -146,6 +148,7 @@ def test_degrades_cleanly(tmp_path):
     assert api.distributed(reg, {"run": "two", "span": "x"})[0] == 400
 
 
+@pytest.mark.corpus
 def test_launch_delays_without_kernels_keep_the_histogram_shape():
     """A CPU-only trace: no launched kernels, yet both histograms are {edges_us, counts} with zero counts
     (the Insights tab drew `null.counts` and crashed before)."""
@@ -164,6 +167,7 @@ def test_rank_from_name_and_position():
     assert rank_of_info(trace.distributed, "worker", 5) == (5, "position")
 
 
+@pytest.mark.corpus
 def test_insights_route_on_h100(tmp_path):
     (tmp_path / "h100").mkdir()
     shutil.copy(sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"), tmp_path / "h100" / "w.1.pt.trace.json.gz")
@@ -177,6 +181,7 @@ def test_insights_route_on_h100(tmp_path):
         pytest.approx(total["window_us"])
 
 
+@pytest.mark.corpus
 def test_no_view_counts_loaded_ranks_not_listed_files(tmp_path):
     """A run whose files all failed said "only one rank" while its span listed several files."""
     bad = tmp_path / "bad"

@@ -1,7 +1,7 @@
 """Scale-out on Dask: the report computed on a 2-worker ``distributed.LocalCluster`` (loopback,
 started here) equals the local process pool's, byte for byte; failures fall back or stay one rank's.
 
-The 64-rank job is built with ``../shared/tools/scale_trace.py`` (benchmarks/rank_job.py): DLRM rank
+The 64-rank job is built by benchmarks/rank_job.py out of the 8 DLRM ranks of the corpus: DLRM rank
 ``r % 8`` renamed ``worker{r}`` with ``distributedInfo.rank = r``, ``world_size = 64``.
 """
 
@@ -71,6 +71,7 @@ def test_local_pool_size_spec():
     assert messages == ["executor local:zero: expected local:N with N ≥ 1; using the local process pool"]
 
 
+@pytest.mark.corpus
 def test_dlrm_report_identical_on_dask(cluster, capsys):
     assert main(["report", str(sample(DLRM)), "--json", "--executor", cluster]) == 0
     on_dask, err = capsys.readouterr()
@@ -84,6 +85,7 @@ def test_dlrm_report_identical_on_dask(cluster, capsys):
     assert all(w["insights"]["exposed"]["compute_us"] > 0 for w in run["workers"])
 
 
+@pytest.mark.corpus
 def test_64_rank_report_identical_on_dask(cluster, job64):
     code, on_dask, err = _report(job64, cluster)
     assert code == 0, err
@@ -103,6 +105,7 @@ def test_64_rank_report_identical_on_dask(cluster, job64):
     assert "[64/64] " in err
 
 
+@pytest.mark.corpus
 def test_unreachable_scheduler_falls_back_to_local(capsys):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
@@ -125,6 +128,7 @@ def test_dask_not_installed_falls_back(monkeypatch):
     assert "unknown executor 'ray://head:10001'" in messages[0]
 
 
+@pytest.mark.corpus
 def test_env_var_selects_executor(cluster, monkeypatch, capsys):
     monkeypatch.setenv("KINETOSCOPE_EXECUTOR", cluster)
     assert main(["report", str(sample(DLRM)), "--json", "--no-cache"]) == 0
@@ -135,6 +139,7 @@ def test_env_var_selects_executor(cluster, monkeypatch, capsys):
     assert capsys.readouterr().out == out
 
 
+@pytest.mark.corpus
 def test_one_corrupt_rank_is_that_ranks_error_only(cluster, tmp_path):
     logdir = tmp_path / "job"
     shutil.copytree(sample(DLRM), logdir)
@@ -156,6 +161,7 @@ def test_one_corrupt_rank_is_that_ranks_error_only(cluster, tmp_path):
     assert f"{bad.name}: failed: " in err and f"kinetoscope: {bad.name}: " in err
 
 
+@pytest.mark.corpus
 def test_worker_returns_only_small_aggregates(cluster):
     """Measured per DLRM rank: the distributed + insights aggregate is 717 bytes pickled without the
     critical path's chains (~540 bytes each, one per step and per collective: 4.8 KB); the whole
@@ -193,6 +199,7 @@ def _has_array(obj) -> bool:
     return False
 
 
+@pytest.mark.corpus
 def test_lost_ranks_run_again_locally():
     """A rank the executor lost (worker killed) is analysed on this machine, with a message."""
     path = next(iter(sorted(sample(DLRM).iterdir())))
@@ -216,6 +223,7 @@ def test_lost_ranks_run_again_locally():
                         "machine instead"]
 
 
+@pytest.mark.corpus
 def test_registry_distributed_view_through_env_executor(cluster, monkeypatch):
     """TensorBoard's path: $KINETOSCOPE_EXECUTOR sends the distributed view's unloaded ranks to Dask."""
     local = RunRegistry(str(sample(DLRM)))
@@ -238,6 +246,8 @@ def test_registry_distributed_view_through_env_executor(cluster, monkeypatch):
     assert "cannot use the Dask scheduler at tcp://127.0.0.1:1" in got["messages"][0]
 
 
+@pytest.mark.corpus
+@pytest.mark.emulator
 def test_dask_workers_read_their_ranks_from_the_bucket(tmp_path, monkeypatch, capsys):
     """Against a real S3 server (moto on loopback): the Dask workers, separate processes that know only
     the SDK's own environment (AWS_ENDPOINT_URL, keys), open each rank's s3:// URL themselves; the report

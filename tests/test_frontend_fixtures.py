@@ -4,6 +4,7 @@ that the UI tests have not seen fails here."""
 
 from __future__ import annotations
 
+import pytest
 import importlib.util
 import json
 
@@ -19,6 +20,7 @@ def _script():
     return module
 
 
+@pytest.mark.corpus
 def test_committed_fixtures_equal_the_server_answers(tmp_path, monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_SAMPLES", str(SAMPLES))
     make = _script()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import io
 import shutil
-import time
 
 import pytest
 
@@ -28,10 +27,8 @@ def test_gzip_bomb_stops_at_the_limit(tmp_path, monkeypatch):
     bomb.write_bytes(gzip_bomb(1024, b"["))  # 1 GiB of '[' in about 1 MB: a JSON start, so only the limit stops it
     assert bomb.stat().st_size < 2 << 20
     monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(64 << 20))
-    started = time.monotonic()
-    with pytest.raises(TraceReadError) as info:
+    with pytest.raises(TraceReadError) as info:  # how long it takes: benchmarks/bench_bounds.py
         load_trace_file(str(bomb))
-    assert time.monotonic() - started < 30
     message = str(info.value)
     assert "decompressed size exceeds" in message and "raise KINETOSCOPE_MAX_TRACE_BYTES" in message, message
     # through the registry and the CLI: the file and the reason
@@ -40,6 +37,7 @@ def test_gzip_bomb_stops_at_the_limit(tmp_path, monkeypatch):
     assert "kinetoscope: bomb.pt.trace.json.gz: decompressed size exceeds" in err.getvalue()
 
 
+@pytest.mark.corpus
 def test_limit_applies_to_plain_files_and_spares_small_ones(tmp_path, monkeypatch):
     from tb_plugin.registry.parse import load_trace_file
 

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -64,10 +63,8 @@ def test_whitespace_bomb_is_refused_early(tmp_path):
     bomb = run / "w.pt.trace.json.gz"
     bomb.write_bytes(gzip_bomb(2048, b" "))
     assert bomb.stat().st_size < 3 << 20
-    started = time.monotonic()
-    with pytest.raises(TraceReadError, match="first 8 MiB hold only whitespace"):
+    with pytest.raises(TraceReadError, match="first 8 MiB hold only whitespace"):  # early: after 8 MiB of 2 GiB
         load_trace_file(str(bomb))
-    assert time.monotonic() - started < 5
     states, rss = _peak_rss_mb_of_loading(tmp_path)
     assert "whitespace" in states["run/w.pt.trace.json.gz"]
     assert rss < 400, rss  # the interpreter with numpy and TensorBoard's imports is ~150 MB; the bomb adds ≤ 16 MB
@@ -124,10 +121,7 @@ def test_begin_end_pairing_is_linear(tmp_path):
     path = tmp_path / "be.pt.trace.json"
     path.write_bytes(begin_end_trace(60_000))
     assert path.stat().st_size > 4_000_000
-    started = time.monotonic()
-    trace = load_trace_file(str(path))
-    elapsed = time.monotonic() - started
-    assert elapsed < 15, elapsed  # quadratic: ~110 s
+    trace = load_trace_file(str(path))  # how long (linear: seconds; quadratic was ~110 s): bench_bounds.py
     assert any("60000 'B' events without an 'E' and 60000 'E' events without a 'B'" in w for w in trace.warnings)
 
 

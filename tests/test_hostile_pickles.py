@@ -10,7 +10,6 @@ import json
 import pickle
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -44,12 +43,11 @@ def test_a_hash_that_never_ends_hits_the_time_limit(monkeypatch):
     monkeypatch.setattr(isolated, "BASE_TIME_S", 2.0)
     data = doubling_tuple_pickle(60)
     assert len(data) < 500
-    start = time.monotonic()
-    with pytest.raises(SnapshotError, match="took more than 2 s"):
+    with pytest.raises(SnapshotError, match="took more than 2 s"):  # wall time: benchmarks/bench_bounds.py
         load_snapshot(data)
-    assert time.monotonic() - start < 10
 
 
+@pytest.mark.corpus
 def test_real_snapshot_read_in_the_child_equals_the_in_process_parse():
     from conftest import sample
     from tb_plugin.artifacts.snapshot import parse_pickle

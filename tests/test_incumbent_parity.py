@@ -16,6 +16,8 @@ from conftest import sample
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.registry.parse import load_trace_file
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 REFERENCE = json.loads((Path(__file__).parent / "data" / "incumbent_reference.json").read_text())
 PARITY_FILES = [
     "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",

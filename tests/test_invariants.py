@@ -30,6 +30,8 @@ from tb_plugin.storage.fs import list_files, open_logdir
 from tb_plugin.storage.sniff import SniffCache
 from tests import invariants as inv
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 ROOTS = {"shared": SAMPLES, "repo": REPO / "samples"}
 
 

@@ -3,6 +3,7 @@ says how many files are queued before each file."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import shutil
 import threading
@@ -78,6 +79,7 @@ def test_a_wanted_file_is_loaded_while_the_loader_is_busy_with_another(tmp_path,
         reg.stop()
 
 
+@pytest.mark.corpus
 def test_progress_moves_while_a_file_parses_and_the_runs_document_serves_it(tmp_path):
     (tmp_path / "nw0").mkdir()
     shutil.copy(sample(NW0), tmp_path / "nw0")
@@ -101,6 +103,7 @@ def test_progress_moves_while_a_file_parses_and_the_runs_document_serves_it(tmp_
     assert served and served[0][0] == "loading" and 0.3 < served[0][1] < 0.9
 
 
+@pytest.mark.corpus
 def test_progress_moves_while_a_process_pool_parses_a_batch(tmp_path, monkeypatch):
     """Files parsed in the background pool show the pool's progress (it read 0 % for a whole batch)."""
     from tb_plugin.registry import loader
@@ -136,6 +139,7 @@ def test_progress_moves_while_a_process_pool_parses_a_batch(tmp_path, monkeypatc
     assert files[0].state == READY and files[0].from_cache and files[0].progress == 1.0
 
 
+@pytest.mark.corpus
 def test_a_wanted_file_whose_pool_job_has_not_started_leaves_the_batch(tmp_path, monkeypatch):
     """Five files in one pool batch of 2 workers: r4's job waits in the pool; wanting r4 takes it out
     (queued again, its lock free, first in line) and the pool never parses it."""

@@ -114,6 +114,7 @@ def test_downsampled_curve_keeps_the_peak():
         assert 10**9 in small["bytes"]
 
 
+@pytest.mark.corpus
 def test_real_traces():
     resnet = load_trace_file(str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")))
     summary = memory_summary(resnet)
@@ -143,10 +144,12 @@ def _assert_equals_incumbent(rel: str):
     return trace
 
 
+@pytest.mark.corpus
 def test_resnet_memory_statistics_match_incumbent():
     _assert_equals_incumbent("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")
 
 
+@pytest.mark.corpus
 def test_size_increase_matches_the_incumbent_with_addr():
     """With Addr the frees still count during the operator that frees, as in torch-tb-profiler: every
     row equals its table on the H100 sample (before, every size increase there read 0)."""

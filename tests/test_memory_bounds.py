@@ -53,6 +53,7 @@ def test_compact_keeps_values_and_holds_one():
     assert table.compact().minus_one.strides == (0,)  # compacting again changes nothing
 
 
+@pytest.mark.corpus
 def test_parse_and_cache_hold_constant_columns_once(tmp_path):
     """The 2021 V100 trace has no comms, Python-id or FLOPs args: those columns hold one value each,
     from the parse and from the parse cache, and the registry's budget counts them so."""

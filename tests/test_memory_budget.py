@@ -3,6 +3,7 @@ cache on demand, with the same answers; the accounting covers the derived indexe
 
 from __future__ import annotations
 
+import pytest
 import shutil
 import threading
 
@@ -15,6 +16,8 @@ from tb_plugin.registry.runs import READY, RunRegistry
 from tb_plugin.registry.cache import ParseCache
 
 from conftest import sample
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 FILES = {"a": "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
          "b": "kineto/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz",

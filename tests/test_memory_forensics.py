@@ -82,6 +82,7 @@ def test_oom_followed_by_more_entries_is_reconstructed_to_the_state_at_the_oom()
     assert again == doc
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", ["mem_snapshot.pickle", "memory_forward_bf16_128.pickle"])
 def test_state_rebuilt_at_the_last_entry_equals_the_dump(name):
     """At the last history entry nothing is undone and every live block is in the dump: the rebuilt
@@ -101,6 +102,7 @@ def test_snapshot_named_oom_without_history_opens_on_the_dump():
     assert [(r["bytes"], r["frame"]) for r in doc["largest_live"]] == [(8 * MIB, frame("X")), (4 * MIB, frame("Y"))]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", ["mem_snapshot.pickle", "memory_forward_bf16_128.pickle"])
 def test_real_snapshots_have_no_oom_and_their_allocator_state_equals_a_direct_sum(name):
     data = sample(f"memory_snapshots/{name}").read_bytes()
@@ -269,6 +271,7 @@ def test_composer_memory_html_is_listed_with_its_trace_and_served_as_png_only(tm
     assert wrong_kind.status_code == 404
 
 
+@pytest.mark.corpus
 def test_real_composer_sample_gains_a_memory_html_beside_it(tmp_path):
     run = tmp_path / "c"
     run.mkdir()

@@ -123,6 +123,7 @@ def test_bad_arguments_say_what_is_valid(tmp_path):
         kinetoscope.load(str(bad))
 
 
+@pytest.mark.emulator
 def test_bucket_urls_give_the_local_numbers(monkeypatch, tmp_path):
     """A run directory and one trace file on S3 (moto on loopback): the same tables as the local copy."""
     from emulators import Emulator, clear_fsspec_instances

@@ -73,6 +73,7 @@ def test_sync_advice_names_the_duration_as_the_table_does():
     assert advice.startswith("3 synchronizing calls stall the host for 34 µs; "), advice
 
 
+@pytest.mark.corpus
 def test_csv_cells_carry_no_binary_noise():
     """Every float cell of the operator and memory-event CSVs of a real sample has at most 3 decimals (or 3
     significant digits below 1): "262422.46700000024" was written before."""

@@ -4,12 +4,15 @@ timeline index (which the Overview does not need) follow in the same load, and a
 
 from __future__ import annotations
 
+import pytest
 import shutil
 
 from conftest import sample
 from tb_plugin.registry import views as views_mod
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import READY, RunRegistry
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 V100 = "kineto/resnet50_num_workers_0"
 

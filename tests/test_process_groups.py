@@ -129,6 +129,7 @@ def test_parse_ranks():
     assert parse_ranks("[]") is None and parse_ranks("0,1") is None and parse_ranks("[a]") is None
 
 
+@pytest.mark.corpus
 def test_dlrm_has_no_group_args_so_one_world_group():
     """DLRM (PyTorch 2.0, 8 V100s): ``nccl:*`` ops without process-group args and a distributedInfo
     without pg_config: one group over the 8 ranks. Each rank's exposed time is its communication-only
@@ -146,6 +147,7 @@ def test_dlrm_has_no_group_args_so_one_world_group():
     assert view["groups_messages"]
 
 
+@pytest.mark.corpus
 def test_hta_sample_default_pg_from_args():
     """HTA's nccl_parser_config (PyTorch 2.1, 2 A100s, rank 0 loaded): 21 NCCL kernels on group "0"
     (``default_pg``, ranks [0, 1])."""
@@ -185,6 +187,7 @@ def test_report_json_has_groups(tmp_path, capsys):
         ("1", 40.0, [{"rank": 0, "calls": 1, "time_us": 100.0, "bytes": 8192, "exposed_us": 40.0}])
 
 
+@pytest.mark.corpus
 def test_computation_kernels_are_the_breakdowns():
     """rank_groups takes computation kernels as every kernel but the communication ones: the step
     breakdown's ``kernel`` category, on a real trace."""

@@ -60,6 +60,7 @@ def runs(job, tmp_path_factory):
     return out
 
 
+@pytest.mark.corpus
 def test_dask_view_equals_local_byte_for_byte(runs):
     assert runs["dask"]["text"] == runs["local"]["text"]  # the pool's: test_registry_sends_many_…
     assert "Dask cluster" in runs["dask"]["where"] and runs["local"]["where"] == "the local process pool"
@@ -67,6 +68,7 @@ def test_dask_view_equals_local_byte_for_byte(runs):
         assert r["failed"] == {} and r["warnings"] == [] and r["ranks"] == RANKS
 
 
+@pytest.mark.corpus
 def test_view_has_the_groups_and_the_cross_rank_path(runs):
     view = json.loads(runs["local"]["text"])["view"]
     groups = {g["name"]: g for g in view["groups"]}
@@ -88,6 +90,7 @@ def test_view_has_the_groups_and_the_cross_rank_path(runs):
     assert len(step["by_rank"]) >= 2
 
 
+@pytest.mark.corpus
 def test_parent_grows_little_and_summaries_are_small(runs):
     for name, r in runs.items():
         assert r["parent_mb"] - r["start_mb"] <= PARENT_GROWTH_BOUND_MB, (name, r["parent_mb"], r["start_mb"])
@@ -112,6 +115,7 @@ def test_matching_members_by_one_sort():
     assert m.by_type == {"allreduce": [3, 0]}
 
 
+@pytest.mark.corpus
 def test_summary_has_no_event_columns(job):
     """What a rank sends: lists and numbers, no numpy array (an event column would be one)."""
     from tb_plugin.registry.executors import RankJob, reduce_rank
@@ -140,11 +144,13 @@ def test_summary_has_no_event_columns(job):
     ([], []),
     (None, None),
 ])
+@pytest.mark.corpus
 def test_rank_lists_travel_as_runs(ranks, runs):
     assert pack_ranks(ranks) == runs
     assert unpack_ranks(runs) == ranks
 
 
+@pytest.mark.corpus
 def test_registry_sends_many_unloaded_ranks_to_the_local_pool(job, runs, tmp_path):
     """TensorBoard's path (``RunRegistry.distributed``, no remote executor): ranks enough for a pool
     (here ``local:2``; by default once they total PARALLEL_MIN_BYTES) are reduced in worker processes,

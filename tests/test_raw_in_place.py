@@ -123,6 +123,7 @@ def _parse(tmp_path, path, monkeypatch):
     return trace, cache
 
 
+@pytest.mark.corpus
 def test_the_registry_points_the_cache_at_the_trace_file(tmp_path, monkeypatch):
     """A streamed local .json trace: no raw-events copy in the cache, ``events_file`` is the trace
     itself (through a symlink: its real path), and the details panel reads the same args as from the

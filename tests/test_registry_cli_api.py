@@ -16,6 +16,8 @@ from tb_plugin.cli import main, run_report
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.registry.cache import ParseCache
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 
 @pytest.fixture
 def logdir(tmp_path):

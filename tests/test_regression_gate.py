@@ -230,6 +230,7 @@ def test_the_readme_commands(tmp_path, sides):
 # -- real samples ----------------------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_real_spans_use_the_overview_steps(tmp_path):
     """resnet50 span 1 vs span 2 (V100): the medians are those of the Overview's step totals of each
     file; a trace against itself is unchanged, even at a 0 % threshold."""
@@ -254,6 +255,7 @@ def test_real_spans_use_the_overview_steps(tmp_path):
         assert c["delta_us"] == 0 and c["interval_us"][0] < 0 < c["interval_us"][1] and c["status"] == "unchanged"
 
 
+@pytest.mark.corpus
 def test_kernel_step_times_add_up_on_a_real_trace():
     """Summed over the steps, the per-step kernel time of every kernel ("" matches all) is the duration of
     the kernels that start inside a kept step, counted here with a plain mask per step."""

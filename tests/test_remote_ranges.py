@@ -248,6 +248,7 @@ def test_empty_object_has_no_ranges():
     assert obj.started == []
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("stop", ["memory budget", "progress callback raises"])
 def test_parse_stopped_early_stops_the_reader_threads(monkeypatch, stop):
     """The registry's real path (load_trace_file) on a remote V100 trace whose decode stops early (the

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from conftest import write_json
+from fuzz_inputs import time_bound
 from tb_plugin import api
 from tb_plugin.registry import artifacts as registry_artifacts
 from tb_plugin.registry import loader
@@ -110,10 +111,8 @@ def test_snapshot_whose_entries_share_one_frames_list_parses_in_seconds():
                                        "blocks": [{"size": 512, "state": "active_allocated", "frames": frames}]}],
                          "device_traces": [entries]}, protocol=4)
     assert len(data) < 12 << 20  # the pickle memo stores the 10,000 frames once (copies would take ~60 GB)
-    started = time.perf_counter()
-    snap = load_snapshot(data)
-    took = time.perf_counter() - started
-    assert took < 20, took  # was ~2.7 ms per entry (~9 min); ~0.3 s here
+    with time_bound(120):  # a hang guard: it was ~2.7 ms per entry (~9 min); ~0.3 s here
+        snap = load_snapshot(data)
     stack = snap.devices[0].stack
     assert len(stack) == ENTRY_COUNT and len(snap.stacks) == 2
     shared = int(stack[0])
@@ -136,13 +135,17 @@ def test_a_slow_artifact_delays_no_other_artifact_nor_trace(tmp_path, monkeypatc
     slow_bytes = _snapshot_pickle(111)
     (tmp_path / "slow" / "snap.pickle").write_bytes(slow_bytes)
     (tmp_path / "fast" / "snap.pickle").write_bytes(_snapshot_pickle(222))
-    release, reading = threading.Event(), threading.Event()
+    release, reading, slow_read = threading.Event(), threading.Event(), threading.Event()
     real_load = registry_artifacts.load_snapshot_blocks  # local snapshots go to the reader child in blocks
 
     def blocking_load(blocks, size):
         if str(blocks.path).endswith("slow/snap.pickle"):
             reading.set()
-            release.wait(60)
+            release.wait(60)  # a request that waited for this read would return only after it: slow_read set
+            try:
+                return real_load(blocks, size)
+            finally:
+                slow_read.set()
         return real_load(blocks, size)
 
     monkeypatch.setattr(registry_artifacts, "load_snapshot_blocks", blocking_load)
@@ -159,17 +162,14 @@ def test_a_slow_artifact_delays_no_other_artifact_nor_trace(tmp_path, monkeypatc
             {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 25}]})
         reg.scan()
         for route in (api.snapshot, api.snapshot_timeline, api.snapshot_allocations):
-            started = time.perf_counter()
             code, doc = route(reg, fast)
-            assert time.perf_counter() - started < 1 and code == 200 and doc["state"] == "ready", route
-        started = time.perf_counter()
+            assert not slow_read.is_set() and code == 200 and doc["state"] == "ready", route
         code, doc = api.snapshot(reg, slow)  # being read by the loader: answered at once, the UI polls
-        assert time.perf_counter() - started < 1 and (code, doc) == (200, {"state": LOADING, "path": slow["path"]})
+        assert not slow_read.is_set() and (code, doc) == (200, {"state": LOADING, "path": slow["path"]})
         deadline = time.monotonic() + 20
         while True:  # the new trace is loaded by the trace loader meanwhile
-            started = time.perf_counter()
             code, doc = api.overview(reg, {"run": "late", "worker": "w", "span": "1"})
-            assert time.perf_counter() - started < 1 and code == 200
+            assert not slow_read.is_set() and code == 200
             if doc["state"] == "ready" or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
@@ -190,22 +190,18 @@ def _stats_yaml(snapshots: int, values: int) -> bytes:
 
 @pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML built without libyaml")
 def test_large_memprofiler_yaml_uses_the_c_loader(monkeypatch):
+    """The C loader is the one called (how much faster it is: benchmarks/bench_yaml_loader.py)."""
     data = _stats_yaml(1200, 60)
     assert len(data) > 2 << 20
-    used, load_times = [], []
+    used = []
     real_load = yaml.load
 
-    def timed_load(stream, Loader):  # times the loader call alone, not the depth pre-scan around it
+    def recording_load(stream, Loader):
         used.append(Loader)
-        started = time.perf_counter()
-        try:
-            return real_load(stream, Loader)
-        finally:
-            load_times.append(time.perf_counter() - started)
+        return real_load(stream, Loader)
 
-    monkeypatch.setattr(memprofiler.yaml, "load", timed_load)
+    monkeypatch.setattr(memprofiler.yaml, "load", recording_load)
     doc = memprofiler.load_stats("rank_0_memory_stats.yaml", data)
-    c_time = load_times[0]
     assert len(used) == 1 and issubclass(used[0], yaml.CSafeLoader)
     assert len(doc["snapshots"]) == 1200 and doc["snapshots"][5]["values"]["allocated_bytes.all.v7"] == 5007
 
@@ -213,17 +209,16 @@ def test_large_memprofiler_yaml_uses_the_c_loader(monkeypatch):
         pass
 
     PurePython.yaml_constructors = memprofiler._Loader.yaml_constructors
-    started = time.perf_counter()
     assert real_load(data, Loader=PurePython).keys() == {s["key"] for s in doc["snapshots"]}
-    py_time = time.perf_counter() - started
-    assert c_time < 0.6 * py_time, (c_time, py_time)  # loader call alone: ~4x faster measured
 
 
 @pytest.mark.parametrize("data", [b"- " * 200_000 + b"1", b"[" * 200_000, b"{a: " * 200_000],
                          ids=["block", "flow-sequence", "flow-mapping"])
 def test_deeply_nested_yaml_is_an_error_not_a_crash(data):
-    """libyaml's composer recurses in C: without the depth check these crash the process (SIGSEGV)."""
-    with pytest.raises(memprofiler.MemProfilerError, match="nested more than 64 levels"):
+    """libyaml's composer recurses in C: without the depth check these crash the process (SIGSEGV). The
+    message is ours ("nested more than 64 levels") or, where PyYAML >= 6.0.4's own nesting limit fires
+    first, PyYAML's: only our prefix is checked."""
+    with pytest.raises(memprofiler.MemProfilerError, match="^invalid YAML: "):
         memprofiler.load_stats("rank_0_memory_stats.yaml", data)
 
 
@@ -232,9 +227,7 @@ def test_yaml_aliases_cannot_multiply_the_work_or_the_answer():
     data = (f"0.training_step.0.start: &v {values}\n" + "".join(
         f"0.training_step.{i}.end: *v\n" for i in range(1, 100_000))).encode()
     assert len(data) < 3 << 20
-    started = time.perf_counter()
-    doc = memprofiler.load_stats("rank_0_memory_stats.yaml", data)
-    assert time.perf_counter() - started < 20
+    doc = memprofiler.load_stats("rank_0_memory_stats.yaml", data)  # seconds, not minutes: bench_bounds.py
     assert sum(len(s["values"]) for s in doc["snapshots"]) <= memprofiler.MAX_VALUES
     assert len(doc["snapshots"]) == memprofiler.MAX_VALUES // 2000
     assert doc["snapshots"][0]["values"]["k1999"] == 1999

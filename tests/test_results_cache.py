@@ -51,6 +51,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("rel", SAMPLES)
 def test_report_is_byte_equal_with_and_without_the_analysis_cache(rel, tmp_path, monkeypatch):
     logdir = tmp_path / "logdir"
@@ -68,6 +69,7 @@ def test_report_is_byte_equal_with_and_without_the_analysis_cache(rel, tmp_path,
     assert '"workers"' in warm
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("damage", ["empty", "truncated", "garbage", "fifo", "other_version"])
 def test_damaged_entries_are_ignored_recomputed_and_rewritten(damage, tmp_path, monkeypatch):
     logdir = tmp_path / "logdir"
@@ -102,6 +104,7 @@ def _name_of(path: str, good: dict) -> str:
     return msgspec.msgpack.decode(good[path], ext_hook=lambda code, data: None)["name"]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("rel", ["tracelens/h100", "tracelens/mi300", "dlrm_8ranks", "torch213_cpu",
                                  "kineto/resnet50_num_workers_0"])
 def test_cached_views_read_back_exactly_as_computed(rel, tmp_path):

@@ -60,6 +60,7 @@ def test_prefixes():
             normalize_prefix(bad)
 
 
+@pytest.mark.corpus
 def test_every_route_is_mounted_with_the_plugin_headers(client):
     plugin = client.application.kinetoscope_plugin
     routes = plugin.get_plugin_apps()
@@ -81,6 +82,7 @@ def test_every_route_is_mounted_with_the_plugin_headers(client):
         assert r.status_code in (404, 405) and r.is_json and "error" in r.get_json()
 
 
+@pytest.mark.corpus
 def test_the_overview_route_equals_the_report(client, logdir):
     """The numbers the page shows through ``serve`` are ``kinetoscope report --json``'s."""
     out, err = io.StringIO(), io.StringIO()
@@ -99,6 +101,7 @@ def test_the_overview_route_equals_the_report(client, logdir):
     assert compared == 3
 
 
+@pytest.mark.corpus
 def test_the_trace_download_streams_the_file(client, logdir):
     name = sorted(p.name for p in (logdir / "resnet50").iterdir())[0]
     worker, span = "worker0", "1"

@@ -45,6 +45,7 @@ def resnet():
     return load_trace_file(str(sample(RESNET)))
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("t0, t1", [(72_000, 72_300), (0, 5_000_000), (400_000, 400_900)])
 def test_range_statistics_equal_a_direct_computation_on_the_events(resnet, t0, t1):
     ev = resnet.events
@@ -78,6 +79,7 @@ def registry(tmp_path_factory):
     return reg
 
 
+@pytest.mark.corpus
 def test_timeline_range_route(registry):
     q = {"run": "resnet", "worker": "worker0", "span": "1"}
     registry.load(registry.find("resnet", "worker0", "1"))
@@ -94,6 +96,7 @@ def test_timeline_range_route(registry):
         assert api.timeline_range(registry, bad)[0] == 400
 
 
+@pytest.mark.corpus
 def test_runs_say_which_files_have_memory_and_modules(registry):
     for st in registry.files():
         registry.load(st)
@@ -116,6 +119,7 @@ def test_runs_flags_are_null_before_loading(tmp_path):
     assert span["state"] in ("queued", "loading") and (span["has_memory"], span["has_modules"]) == (None, None)
 
 
+@pytest.mark.corpus
 def test_diff_sends_its_thresholds_and_what_each_verdict_compared(tmp_path):
     nw0 = "kineto/resnet50_num_workers_0"
     shutil.copytree(sample(nw0), tmp_path / "a")
@@ -132,6 +136,7 @@ def test_diff_sends_its_thresholds_and_what_each_verdict_compared(tmp_path):
             assert abs(d) > CHANGE_US and abs(op["change_pct"]) > CHANGE_PCT and (d > 0) == (op["status"] == "slower")
 
 
+@pytest.mark.corpus
 def test_distributed_reason_codes_and_rank_devices(tmp_path):
     shutil.copytree(sample("dlrm_8ranks"), tmp_path / "job")
     (tmp_path / "bad").mkdir()

@@ -81,6 +81,7 @@ def test_match_needs_the_same_rank_device_and_overlapping_wall_clock():
     assert match_overlap(load_snapshot(pickle.dumps(untimed)), 0, trace, 0) is None
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", ["mem_snapshot.pickle", "memory_forward_bf16_128.pickle"])
 def test_real_snapshots_group_by_frame_and_add_up_to_the_peak(name):
     with open(sample(f"memory_snapshots/{name}"), "rb") as f:

@@ -49,6 +49,7 @@ def test_streamed_equals_whole_on_synthesized(layout, protocol):
         assert device_summary(streamed, 0)["peak_active_bytes"] == replay_peak(obj) > 0
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("name", REAL)
 def test_streamed_equals_whole_on_real_snapshots(name, protocol):
@@ -60,6 +61,7 @@ def test_streamed_equals_whole_on_real_snapshots(name, protocol):
     assert device_summary(snap, 0)["peak_active_bytes"] == replay_peak(obj) > 0  # memory_viz's peak
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", REAL)
 def test_real_frame_lists_are_read_once_per_stack(name):
     """PyTorch shares frame dicts (memo references), so a stack repeated after its first writing is the
@@ -128,6 +130,7 @@ def test_hostile_pickles_are_refused(data, message):
         parse_pickle(data, stream=True)
 
 
+@pytest.mark.corpus
 def test_the_reader_child_imports_this_package_not_one_in_the_working_folder(tmp_path, monkeypatch):
     """``python -m`` puts the working folder first on the path: a ``tb_plugin`` there must not run."""
     fake = tmp_path / "tb_plugin" / "artifacts"
@@ -206,6 +209,7 @@ def test_changing_a_shared_empty_list_through_the_memo_changes_no_other_list():
     assert [d["k"] for d in got["x"]] == [[], [], []]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("protocol", (2, 3))
 @pytest.mark.parametrize("name", REAL)
 def test_protocol_2_3_frame_lists_are_read_once_per_stack(name, protocol):

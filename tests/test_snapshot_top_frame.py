@@ -34,6 +34,7 @@ def test_only_internal_frames_fall_back_to_the_first():
     assert top_frame([]) is None
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", ["mem_snapshot.pickle", "memory_forward_bf16_128.pickle"])
 def test_real_snapshots_show_no_unwinder_frame(name):
     snap = load_snapshot((SAMPLES / "memory_snapshots" / name).read_bytes())

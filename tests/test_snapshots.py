@@ -34,6 +34,7 @@ def test_restricted_unpickler_refuses_code(tmp_path):
         load_snapshot(pickle.dumps({"hello": 1}))
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", ["mem_snapshot.pickle", "memory_forward_bf16_128.pickle"])
 def test_real_snapshots_open_and_peak_matches_replay(name):
     data = sample(f"memory_snapshots/{name}").read_bytes()
@@ -63,6 +64,7 @@ def test_every_layout(layout):
         assert "C:\\\\work\\\\train" in frame  # Windows paths survive
 
 
+@pytest.mark.corpus
 def test_memory_timeline_export_raw_sample():
     data = load_timeline_export(sample("hta/memory_analysis/memory_timeline.raw.gz").read_bytes())
     assert data["form"] == "raw" and data["bytes"].shape[0] == 8
@@ -79,6 +81,7 @@ def test_times_sizes_export(tmp_path):
     assert list(data["times_us"]) == [0, 1, 2] and data["bytes"][1].tolist() == [2, 5, 1]
 
 
+@pytest.mark.corpus
 def test_snapshot_runs_routes_and_report(tmp_path, capsys):
     run = tmp_path / "job" / "memprofiler"
     run.mkdir(parents=True)

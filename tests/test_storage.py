@@ -93,6 +93,7 @@ def test_discovery_runs_at_any_depth_and_sniffing(tmp_path):
     assert counting.opens == first  # cached by path and version: no second read
 
 
+@pytest.mark.corpus
 def test_cache_roundtrip_is_exact(tmp_path):
     path = sample("kineto/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz")
     parsed = load_trace_file(str(path))
@@ -109,6 +110,7 @@ def test_cache_roundtrip_is_exact(tmp_path):
     assert os.path.isdir(os.path.join(tmp_path, CACHE_VERSION))
 
 
+@pytest.mark.corpus
 def test_corrupt_cache_entry_is_a_miss(tmp_path):
     cache = ParseCache(str(tmp_path))
     parsed = load_trace_file(str(sample("kineto/gpu_metrics_input.json")))

@@ -77,6 +77,7 @@ def test_run_directory_swapped_for_an_outside_symlink_is_refused(dirs):
     assert state.state == ERROR and "outside the logdir" in state.error, state.error
 
 
+@pytest.mark.corpus
 def test_snapshot_swapped_after_listing_is_refused(dirs):
     logdir, outside = dirs
     shutil.copy(sample("memory_snapshots/mem_snapshot.pickle"), logdir / "run" / "mem_snapshot.pickle")

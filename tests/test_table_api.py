@@ -11,6 +11,8 @@ import pytest
 from conftest import loaded_registry, sample
 from tb_plugin import api
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):

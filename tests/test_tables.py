@@ -31,6 +31,7 @@ def _by_name(ours: list[dict], reference: list[dict]) -> list[tuple[str, dict, d
     return [(name, mine[name], theirs) for name, theirs in ref.items()]
 
 
+@pytest.mark.corpus
 def test_operator_table_matches_incumbent(resnet):
     for name, mine, theirs in _by_name(operator_rows(resnet), REFERENCE[RESNET]["ops_by_name"]):
         assert mine["calls"] == theirs["calls"], name
@@ -39,6 +40,7 @@ def test_operator_table_matches_incumbent(resnet):
         assert mine["tc_eligible"] == theirs["tc_eligible"], name
 
 
+@pytest.mark.corpus
 def test_operator_by_input_shape_matches_incumbent(resnet):
     ref = {(o["name"], o["input_shape"]): o for o in REFERENCE[RESNET]["ops_by_name_input"]}
     ours = {(o["name"], o["input_shape"]): o for o in operator_rows(resnet, "input_shape")}
@@ -48,6 +50,7 @@ def test_operator_by_input_shape_matches_incumbent(resnet):
     assert calls_ours == calls_ref
 
 
+@pytest.mark.corpus
 def test_kernel_table_matches_incumbent(resnet):
     for name, mine, theirs in _by_name(kernel_rows(resnet), REFERENCE[RESNET]["kernels_by_name"]):
         assert mine["calls"] == theirs["calls"]
@@ -58,6 +61,7 @@ def test_kernel_table_matches_incumbent(resnet):
         assert mine["tensor_cores"] == theirs["tc_used"]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("rel", [
     "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
     "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
@@ -124,6 +128,7 @@ def test_kernel_without_launch_args_leaves_cells_empty():
     assert row["op"] is None and row["calls"] == 1 and row["total_us"] == 4
 
 
+@pytest.mark.corpus
 def test_module_tree_with_modules_trace():
     tr = load_trace_file(str(sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz")))
     (root,) = module_tree(tr)
@@ -140,6 +145,7 @@ def test_module_tree_with_modules_trace():
     assert root["device_total_us"] > 0
 
 
+@pytest.mark.corpus
 def test_module_repeated_calls_and_absent_modules():
     tr = load_trace_file(str(sample("torch213_cpu/worker0.1795324943899052487.pt.trace.json")))
     (root,) = module_tree(tr)

@@ -213,6 +213,7 @@ def test_a_rank_last_by_a_hair_is_not_a_straggler():
 
 # -- the 8 real DLRM ranks -------------------------------------------------------------------------
 
+@pytest.mark.corpus
 def test_dlrm_straggler_is_the_rank_that_arrives_last():
     """DLRM on 8 V100s: rank 7's kernels are the shortest at 5 of the 8 collectives (it arrives last;
     the others wait for it). The old rule flagged ranks 1, 3, 4, 5 (long steps: they waited) and 7."""

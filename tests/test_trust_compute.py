@@ -262,6 +262,7 @@ def test_amd_9_0_without_a_telling_name_stays_silent(tmp_path):
     assert _amp(ov) == []
 
 
+@pytest.mark.corpus
 def test_amd_samples(tmp_path):
     from conftest import sample
     from tb_plugin.analysis.overview import compute_overview
@@ -278,6 +279,7 @@ def test_amd_samples(tmp_path):
     assert _amp(mi250) == []  # the old rule advised AMP here ("compute capability 9.0")
 
 
+@pytest.mark.corpus
 def test_nvidia_samples_keep_compute_capability():
     from conftest import sample
     from tb_plugin.analysis.overview import compute_overview
@@ -324,6 +326,7 @@ def test_rocm_sm_efficiency_counter_leaves_out_unknown_time(tmp_path):
     assert sm["values"] == pytest.approx([0, 1, 1, 0, 0.5, 0.5, 0, 0.25, 0, 0])
 
 
+@pytest.mark.corpus
 def test_sm_efficiency_samples_before_after():
     """hta/amd_trace: kernels carry no grid (only their launches do): the old rule gave null; now
     every kernel's geometry is known. tracelens/mi300: the deviceProperties id (0) differs from the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import sample, write_json, x
 from tb_plugin.analysis.counters import counters
 from tb_plugin.analysis.memory import curves, memory_summary
@@ -53,6 +54,7 @@ def test_unplaceable_device_type_is_a_warning(tmp_path):
                        "they are left out of the Memory view"]
 
 
+@pytest.mark.corpus
 def test_mi300_sample_shows_its_gpu_memory():
     """The real MI300 trace records its memory as Device Type 6: before, the Memory view had no GPU."""
     t = load_trace_file(str(sample("tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz")))

@@ -65,6 +65,7 @@ def _is_trace(path: Path) -> bool:
     return "memory_timeline" not in path.name
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path", [p for p in _all_traces() if _is_trace(p)],
                          ids=lambda p: str(p.relative_to(p.parents[1])))
 def test_every_sample_gpu_idle_within_window_and_parts_add_up(path):
@@ -89,6 +90,7 @@ def test_every_sample_gpu_idle_within_window_and_parts_add_up(path):
         assert launch["max"] * launch["kernels"] >= total_delay - 1e-6
 
 
+@pytest.mark.corpus
 def test_dlrm_host_wait_no_longer_exceeds_the_window():
     trace = load_trace_file(str(SAMPLES / "dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json"))
     (gpu,) = stream_idle(trace)["gpus"]
@@ -175,6 +177,7 @@ def test_step_inside_the_profiler_span_is_not_clipped():
     assert ov["configuration"]["clipped_steps"] == []
 
 
+@pytest.mark.corpus
 def test_triton_sample_step_reads_the_profiled_time_not_13_seconds():
     from tb_plugin.analysis.overview import compute_overview
 

@@ -121,6 +121,7 @@ def test_weighted_mean_occupancy_stays_within_100(tmp_path):
     assert gpu["achieved_occupancy_pct"] == 100.0
 
 
+@pytest.mark.corpus
 def test_report_run_of_snapshots_only(tmp_path):
     """`kinetoscope report LOGDIR --run R` accepts a run that holds allocator snapshots and no trace."""
     import io

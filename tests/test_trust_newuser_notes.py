@@ -4,6 +4,7 @@ changes what the user sees (events skipped, categories nothing recognizes)."""
 
 from __future__ import annotations
 
+import pytest
 import io
 import json
 
@@ -68,6 +69,7 @@ def test_what_changes_the_view_is_still_a_warning():
     assert len(tr.notes) == 1 and tr.notes[0].startswith("4 Composer trainer events")
 
 
+@pytest.mark.corpus
 def test_real_composer_and_kineto_files_have_no_warnings():
     composer = load_trace_file(str(sample("composer/rank_0.trace.json")))
     assert composer.warnings == []  # before: 359 events in unrecognized categories; 54 events carry no duration

@@ -78,6 +78,7 @@ def _raw_ops(path, parse_float=float):
     return [e for e in events if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "Operator")]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("rel", [RESULT_TYPE_SAMPLE, "hta/trace_diff/control/control.json.gz",
                                  "dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json",
                                  "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"])
@@ -90,6 +91,7 @@ def test_no_zero_length_parent_in_samples(rel):
     assert not np.isin(zero, tree.op_parent).any() and not np.isin(zero, tree.py_parent).any()
 
 
+@pytest.mark.corpus
 def test_result_type_calls_on_ns_sample():
     """aten::result_type never calls itself: each cpu_op event is one call. The decoder keeps µs as
     float64, whose step at 1.7e15 µs is 0.25 µs, so a few raw siblings (``782.894 + 0.157`` then
@@ -109,6 +111,7 @@ def test_result_type_calls_on_ns_sample():
     assert _calls(trace)["aten::result_type"] == len(exact) - len(folded) == 2415 - 35  # 2,359 before
 
 
+@pytest.mark.corpus
 @pytest.mark.xfail(strict=True, reason="decoder rounds µs timestamps to float64 (0.25 µs steps at 1.7e15 µs)")
 def test_result_type_calls_equal_raw_count_on_ns_sample():
     path = sample(RESULT_TYPE_SAMPLE)

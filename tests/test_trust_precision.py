@@ -81,6 +81,7 @@ def _traces():
                 yield path  # (*.expected.json, RECORDED.json: the known answers of samples/; memory exports: not traces)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path", list(_traces()), ids=lambda p: p.name[:40])
 def test_breakdown_within_unions_on_every_sample(path):
     trace = load_trace_file(str(path))

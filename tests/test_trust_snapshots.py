@@ -28,11 +28,13 @@ def test_blocks_before_history_known_answer():
     assert timeline(snap, 0, None, None, 4)["active_bytes"] == [800, 800, 550, 550]
 
 
+@pytest.mark.corpus
 def test_sample_snapshots_cover_every_file():
     names = {p.name for p in SNAPSHOTS}
     assert {"memory_forward_bf16_128.pickle", "mem_snapshot.pickle"} <= names
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path", SNAPSHOTS, ids=lambda p: p.name)
 def test_peak_equals_memory_viz_rule_on_every_snapshot(path: Path):
     data = path.read_bytes()
@@ -44,6 +46,7 @@ def test_peak_equals_memory_viz_rule_on_every_snapshot(path: Path):
         assert max(timeline(snap, device, None, None, 500)["active_bytes"]) == summary["peak_active_bytes"]
 
 
+@pytest.mark.corpus
 def test_bf16_forward_peak_includes_the_weights():
     """memory_viz's Active Memory Timeline peaks at ~780 MB here; replaying from 0 read 256,025,600 B."""
     snap = load_snapshot((SAMPLES / "memory_snapshots" / "memory_forward_bf16_128.pickle").read_bytes())

@@ -4,6 +4,7 @@ inputs built to hit its edge cases (crossings, points, ties)."""
 
 from __future__ import annotations
 
+import pytest
 import glob
 
 import numpy as np
@@ -66,6 +67,7 @@ def test_depths_known_answers():
     assert timeline._depths(start, end, track).tolist() == reference_depths(start, end, track).tolist()
 
 
+@pytest.mark.corpus
 def test_depths_equal_the_stack_loop_on_real_traces():
     seen = 0
     for path, trace in _real_traces():
@@ -99,6 +101,7 @@ def reference_allocation_pairs(trace) -> list[dict]:
     return rows
 
 
+@pytest.mark.corpus
 def test_allocation_pairs_and_device_masks_equal_the_loops_on_real_traces():
     from tb_plugin.analysis import memory
 
@@ -144,6 +147,7 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
     return dict(full, gpu_idle_after_us=idle_total, by_operator=ranked[:top])
 
 
+@pytest.mark.corpus
 def test_host_syncs_equal_the_loop_on_real_traces():
     from tb_plugin.analysis import insights
 
@@ -195,6 +199,7 @@ def reference_comm_kernels(trace) -> dict:
     return out
 
 
+@pytest.mark.corpus
 def test_comm_kernels_equal_the_loop_on_real_traces():
     from tb_plugin.analysis import distributed
 
@@ -269,6 +274,7 @@ def _random_module_trace(seed: int, lightning: bool):
     return decode_trace(json.dumps({"traceEvents": everything}).encode())
 
 
+@pytest.mark.corpus
 def test_module_tree_equals_the_loops_on_real_traces():
     import orjson
     import reference_modules
@@ -313,6 +319,7 @@ def reference_op_path_tree(trace) -> dict:
     return nodes
 
 
+@pytest.mark.corpus
 def test_op_path_tree_equals_the_loop_on_real_traces():
     import orjson
     from tb_plugin.analysis import diff
@@ -364,6 +371,7 @@ def _pairs_queries():
                         yield device, lo, hi, (0, 2**62) if search != "Add" else (1024, 10**6), search, sort, descending
 
 
+@pytest.mark.corpus
 def test_memory_event_table_equals_the_row_loop():
     from tb_plugin.analysis.memory import allocation_pairs
     from tb_plugin.registry import memory_events
@@ -413,6 +421,7 @@ def reference_composer_steps(trace):
     return names, np.array(starts), np.array(ends), True
 
 
+@pytest.mark.corpus
 def test_composer_steps_equal_the_loops():
     import json
 

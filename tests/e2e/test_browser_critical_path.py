@@ -9,6 +9,7 @@ that rank's Trace view with the segment's event selected.
 
 from __future__ import annotations
 
+import pytest
 from synth.critical import DATALOADER, dataloader_docs
 from tests.e2e.helpers import api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab
 
@@ -39,6 +40,7 @@ def test_critical_path_panel_on_a_slow_dataloader_job(browser, tmp_path, artifac
         page.close()
 
 
+@pytest.mark.corpus
 def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
     with job_tensorboard(tmp_path, samples=dlrm_ranks()) as base:
         path, = api(base, "distributed", run="job", span=1)["view"]["critical_path"]

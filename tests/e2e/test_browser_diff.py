@@ -19,6 +19,8 @@ from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, format_duration, plugin_frame, select_file, wait_all_ready
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):

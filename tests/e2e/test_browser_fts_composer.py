@@ -24,6 +24,8 @@ from synth.fts import MiB, snapshot_values
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, open_plugin, wait_all_ready
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 HOOK = "window.__kinetoscopeTimeline"
 REPO_SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "samples"
 OFFSETS = (0.0, 2500.0, -1300.0)

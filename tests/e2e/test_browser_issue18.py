@@ -15,6 +15,8 @@ from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 ROCM = "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 CPU = "worker0.1795324943899052487.pt.trace.json"
 

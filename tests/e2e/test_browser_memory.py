@@ -9,11 +9,14 @@ draws bands, and the peak active bytes shown equal the ``snapshot`` route's.
 
 from __future__ import annotations
 
+import pytest
 import re
 from pathlib import Path
 
 from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
 from tests.e2e.helpers import api, drag_across, enable_test_hooks, open_plugin, open_tab
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 HOOK = "window.__kinetoscopeMemory"
 

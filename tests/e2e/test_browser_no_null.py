@@ -32,6 +32,8 @@ from conftest import REPO, SAMPLES
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 BAD = re.compile(r"\b(null|NaN|undefined|Infinity)\b|\[object Object\]")
 # Lines that say a view is still on its way (frontend/src: RemoteStatus, FileProgress, TraceView …)
 LOADING = re.compile(r"Loading\b|Parsing\b|loading…")

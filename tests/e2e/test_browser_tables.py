@@ -14,6 +14,8 @@ from conftest import SAMPLES
 from tests.e2e.conftest import build_logdir, tensorboard
 from tests.e2e.helpers import api, open_plugin, open_tab, select_file
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
 CAPTURE = "window.__posted=[];window.addEventListener('message',e=>window.__posted.push(e.data))"
 
