@@ -133,3 +133,14 @@ def _with_groups(body: str, rank: int, ranks: int) -> str:
                               "Process Group Ranks": str(g["ranks"]), "Group size": g["pg_size"]})
         lines[i] = json.dumps(event, separators=(",", ":")) + ("," if comma else "")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Write a trace played COPIES times back to back (write_repeated).")
+    ap.add_argument("source", help="a trace file (.json or .json.gz)")
+    ap.add_argument("out", help="the file to write (gzip-compressed when it ends in .gz)")
+    ap.add_argument("--copies", type=int, required=True)
+    a = ap.parse_args()
+    write_repeated(a.source, a.out, a.copies)

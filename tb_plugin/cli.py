@@ -4,7 +4,7 @@
     kinetoscope diff BASE EXP [--fail-on step_time=+5%] [--fail-on kernel:NAME=+10%] [--json]
     kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p]
     kinetoscope mcp LOGDIR    (the MCP server for coding agents: tb_plugin/interfaces/mcp_server.py)
-Prints a readable table (or, with ``--json``, the document described in the README). Progress goes to stderr,
+Prints a readable table (or, with ``--json``, the document described in docs/GUIDE.md). Progress goes to stderr,
 one line per rank. The exit status is 1 when any trace file failed to load or the logdir holds no trace (nor
 memory artifact), 2 for bad arguments (a logdir or path that does not exist or cannot be read, an unknown run,
 worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py):
