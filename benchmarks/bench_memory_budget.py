@@ -1,4 +1,4 @@
-"""Memory-budget benchmark (issue 9): many large runs browsed one after another under a budget.
+"""Memory-budget benchmark: many large runs browsed one after another under a budget.
 
     python benchmarks/bench_memory_budget.py [--runs 20] [--budget-mb 4096] [--trace /tmp/big/worker0.1.pt.trace.json]
 

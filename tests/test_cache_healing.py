@@ -1,4 +1,4 @@
-"""The parse cache heals and stays private (issue 15, items 6 and 7)."""
+"""The parse cache heals and stays private."""
 
 from __future__ import annotations
 

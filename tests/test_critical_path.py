@@ -1,4 +1,4 @@
-"""Issue 20, items 2, 3 and 5: the critical path of each step, on one rank and across ranks.
+"""The critical path of each step, on one rank and across ranks.
 
 Known answers by construction (tests/synth/critical.py), the tiling ``Σ = length_us = step time``,
 the late rank of collectives on the real DLRM sample, and the report's ``critical_path``.

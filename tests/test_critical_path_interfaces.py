@@ -1,4 +1,4 @@
-"""Issue 20, item 4 in the other interfaces: the critical path in the MCP tools (a compact answer,
+"""The critical path in the other interfaces: in the MCP tools (a compact answer,
 1–4 KB, with a link), in ``kinetoscope report``'s text and in the notebook API, with the report's
 numbers (known by construction on the slow-data-loader job, tests/synth/critical.py; real on DLRM)."""
 

@@ -1,4 +1,4 @@
-"""Issue 20, item 4: the critical path overlaid on the Trace view (`critical_path` route,
+"""The critical path overlaid on the Trace view (`critical_path` route,
 analysis/critical_path_overlay.py).
 
 Known answers on the synthesized single-rank chain and the slow-data-loader job (tests/synth/critical.py),

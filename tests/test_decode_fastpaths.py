@@ -1,4 +1,4 @@
-"""The decoder's shortcuts (issue 17, the cold report against its peers) give what the long way gives,
+"""The decoder's shortcuts (the cold report against its peers) give what the long way gives,
 known by construction: an arg absent from a whole batch is the constant its conversion would make
 (-1, NaN, string id 0), present in the next batch it keeps its exact value, string and numeric columns
 skip their per-value Python only when that changes nothing (ranks text is still stripped, a string pid

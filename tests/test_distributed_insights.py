@@ -71,7 +71,7 @@ def test_straggler_transfer_and_sync_by_construction():
              for r, c in computes.items()]
     view = distributed_view(ranks)
     # rank 3 arrived last at the one all-reduce (the others waited 300, 290, 295 µs for it), but one
-    # instance in four ranks is chance (1/4), not a straggler: the rule needs ≥ 3 instances (issue 14 #9)
+    # instance in four ranks is chance (1/4), not a straggler: the rule needs ≥ 3 instances
     assert view["stragglers"] == []
     last = {e["rank"]: e for e in view["arrivals"]}[3]
     assert (last["last"], last["instances"]) == (1, 1) and last["wait_mean_us"] == pytest.approx(295.0)

@@ -1,4 +1,4 @@
-"""Small files that used to exhaust memory or CPU (issue 15, items 2 and 5). Each is written here;
+"""Small files that used to exhaust memory or CPU. Each is written here;
 peak memory is measured in a child process (its ``VmHWM``; ``ru_maxrss`` would carry the peak of the
 test process that started it, which Linux keeps across ``exec``), so the figures are this file's alone."""
 

@@ -1,4 +1,4 @@
-"""Pickles that name no global but crash or hang an unpickler (issue 15, item 1).
+"""Pickles that name no global but crash or hang an unpickler.
 
 Each file is built opcode by opcode (``tests/fuzz_files.py``, which the long fuzz run uses too). Before the fix, hashing a deeply nested tuple killed the
 process (exit 139) at every start of the server, since the background loader opens snapshots unasked.

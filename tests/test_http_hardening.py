@@ -1,4 +1,4 @@
-"""HTTP hardening (issue 15, items 9, 11, 12) through the plugin's own WSGI apps.
+"""HTTP hardening through the plugin's own WSGI apps.
 
 * ``trace_file`` of files named with CJK + emoji, quotes, backslashes and CR/LF: 200, the file's
   bytes, an ASCII ``Content-Disposition`` whose ``filename*`` decodes back to the name;
@@ -130,7 +130,7 @@ def test_csv_cell_escapes_formula_strings_only():
         assert csv_cell(p + "SUM(A1)") == "'" + p + "SUM(A1)"
     for v in (-3, 0, 7, True, "aten::mm", "GPU0", "[[1, 2], []]", "'quoted", ""):
         assert csv_cell(v) == v
-    assert csv_cell(-2.5) == "-2.5"  # a float is written by the one rounding rule (issue 18 item 9), not quoted
+    assert csv_cell(-2.5) == "-2.5"  # a float is written by the one rounding rule, not quoted
     assert csv_cell(None) == ""
     text = to_csv([{"name": "=HYPERLINK(\"x\")", "v": -3, "w": -0.5, "s": "-1"}], ["name", "v", "w", "s"])
     assert text.splitlines() == ["name,v,w,s", "\"'=HYPERLINK(\"\"x\"\")\",-3,-0.5,'-1"]

@@ -1,4 +1,4 @@
-"""The acceptance invariants of issue 14 on every trace in ../shared/samples and samples/.
+"""The acceptance invariants on every trace in ../shared/samples and samples/.
 
 Each file is analysed the way users see it: the headless report (``kinetoscope report --json``, the
 same analyses as the tab) for its run, plus the file's Insights document (the ``insights`` route's
@@ -49,7 +49,7 @@ def _trace_files() -> list[tuple[str, str]]:
 FILES = _trace_files()
 IDS = [f"{label}/{rel}" for label, rel in FILES]
 
-# Files that break an invariant on the code before the issue-14 fixes: {file id: issue item}.
+# Files that break an invariant on the code before their fixes: {file id: the item that fixes it}.
 KNOWN: dict[str, dict[str, str]] = {
     "union": {},  # item 17 fixed: breakdown in exact ticks (analysis/ticks.py)
     "gpu_idle": {},  # item 5 fixed: per-GPU idle = window − union of busy over all streams
@@ -63,7 +63,7 @@ KNOWN: dict[str, dict[str, str]] = {
 def _known(request, check: str, file_id: str) -> None:
     item = KNOWN[check].get(file_id)
     if item:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"issue 14 {item}"))
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"known: {item}"))
 
 
 class _Samples:

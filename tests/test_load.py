@@ -1,4 +1,4 @@
-"""Bounded load test (issue 9): 50 concurrent clients hit every route (30, artifacts included) of a real
+"""Bounded load test: 50 concurrent clients hit every route (30, artifacts included) of a real
 TensorBoard for 10 s.
 
 benchmarks/bench_concurrency.py is the 60 s version; both print the latency percentiles (≈ 0.6 s p95

@@ -1,4 +1,4 @@
-"""Issue 18 item 4: the file a user looks at is parsed first, its progress moves, and the runs document
+"""The file a user looks at is parsed first, its progress moves, and the runs document
 says how many files are queued before each file."""
 
 from __future__ import annotations

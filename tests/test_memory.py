@@ -71,7 +71,7 @@ def test_pairing(known):
 
 
 def test_operator_statistics_self_and_total(known):
-    """Size increase = allocated − freed *during* the operator (issue 14 item 19: a free counts for the
+    """Size increase = allocated − freed *during* the operator (a free counts for the
     operator running when it happens, torch-tb-profiler's documented definition; booking frees to the
     allocating operator made every size increase 0)."""
     stats = {r["name"]: r for r in operator_stats(known, "GPU0")}
@@ -159,7 +159,7 @@ def test_size_increase_matches_the_incumbent_with_addr():
     assert sum(r["self_size_increase_bytes"] != 0 for r in gpu.values()) == 10
 
 def test_brushed_window_reaches_its_end_and_reports_its_own_peak(known):
-    """Issue 14 item 20: a window ending after the last event is drawn to its end (the last value held),
+    """A window ending after the last event is drawn to its end (the last value held),
     and its peak is the peak inside it (the value held at its start counts), not the whole trace's."""
     from tb_plugin.analysis.memory import memory_window
 

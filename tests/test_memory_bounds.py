@@ -1,4 +1,4 @@
-"""Bounded memory of a parse and its analyses (issue 17's 4.5 GB trace):
+"""Bounded memory of a parse and its analyses (the 4.5 GB benchmark trace):
 
 - a column whose rows all hold one value (bit for bit) is held as that one value, a read-only stride-0
   view (``Table.compact``), by the parse and by the parse cache alike; every value reads the same;

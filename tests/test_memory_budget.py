@@ -1,4 +1,4 @@
-"""Memory budget (issue 9): kept files are evicted least-recently-used and reloaded from the parse
+"""Memory budget: kept files are evicted least-recently-used and reloaded from the parse
 cache on demand, with the same answers; the accounting covers the derived indexes, not only columns."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21 items 3-5: OOM forensics, per-rank snapshots side by side, Composer memory timelines
+"""OOM forensics, per-rank snapshots side by side, Composer memory timelines
 (``*.pt.trace.memory.html``) listed with their trace and served as a PNG only."""
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ NUMBER_TEXT = json.load(open(os.path.join(ROOT, "frontend", "src", "__fixtures__
 
 @pytest.mark.parametrize("value,want", NUMBER_TEXT["decimal"])
 def test_decimal_text_shared_cases(value, want):
-    """Issue 18 item 9: raw floats (CSV cells, event arguments) by the one rule, as util/format.ts does."""
+    """Raw floats (CSV cells, event arguments) by the one rule, as util/format.ts does."""
     from tb_plugin.analysis.numfmt import decimal_text
 
     assert decimal_text(value) == want
@@ -56,7 +56,7 @@ def test_decimal_text_shared_cases(value, want):
 
 @pytest.mark.parametrize("value,want", NUMBER_TEXT["duration"])
 def test_duration_shared_cases(value, want):
-    """Issue 18 item 9: a sentence's duration uses the tables' unit choice (34 µs, not "0.0 ms")."""
+    """A sentence's duration uses the tables' unit choice (34 µs, not "0.0 ms")."""
     from tb_plugin.analysis.numfmt import duration
 
     assert duration(value) == want

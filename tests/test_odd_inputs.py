@@ -1,4 +1,4 @@
-"""Valid but odd inputs (issue 15, item 10): integers beyond 64 bits, nesting hundreds of levels deep,
+"""Valid but odd inputs: integers beyond 64 bits, nesting hundreds of levels deep,
 lone surrogates, thousands of nested modules and allocator snapshots with a wrong type in every field
 are values or per-file errors: every route answers JSON with nosniff, never a 500 page, and
 ``kinetoscope report --json`` prints a document, never a traceback."""

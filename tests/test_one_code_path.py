@@ -1,4 +1,4 @@
-"""Issue 19's acceptance: on every trace of samples/, the notebook API (``import kinetoscope``), the
+"""One code path: on every trace of samples/, the notebook API (``import kinetoscope``), the
 MCP tools (:class:`~tb_plugin.interfaces.mcp_tools.Tools`, the bodies of ``kinetoscope mcp``'s tools;
 tests/test_mcp_server.py drives them over stdio), ``kinetoscope serve``'s routes and ``kinetoscope
 report --json`` give equal numbers: Overview, operators, kernels, modules, memory, insights and the
@@ -89,7 +89,7 @@ def test_every_interface_gives_the_reports_numbers(interfaces, monkeypatch):
     ddp = next(r for r in report["runs"] if r["name"] == "synthetic_ddp")["distributed"]
     assert plain(kinetoscope.load_run(str(REPO / "samples" / "synthetic_ddp")).distributed())["ranks"] == ddp["ranks"]
     assert tools.distributed("synthetic_ddp")["ranks"] == ddp["ranks"]
-    # the critical path (issue 20): notebook, MCP tool, route and report
+    # the critical path: notebook, MCP tool, route and report
     paths = next(r for r in report["runs"] if r["name"] == "synthetic_ddp")["critical_path"]
     assert plain(kinetoscope.load_run(str(REPO / "samples" / "synthetic_ddp")).critical_path()) == paths
     assert tools.critical_path("synthetic_ddp", step=paths[0]["step"])["step"]["by_category"] == paths[0]["by_category"]

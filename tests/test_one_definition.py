@@ -1,4 +1,4 @@
-"""One definition per number (issue 16): each quantity is computed in one place, and the places that
+"""One definition per number: each quantity is computed in one place, and the places that
 used to compute it separately (the Overview and the Trace view's counters, the Memory view, the
 recommendations, the CLI) now give the same numbers. Traces are written here, values known."""
 

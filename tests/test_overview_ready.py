@@ -1,6 +1,6 @@
 """A cold load shows the file ready as soon as its Overview is computed: the parse-cache write and the
 timeline index (which the Overview does not need) follow in the same load, and are done when
-``load`` returns (issue 17: Overview-ready cold)."""
+``load`` returns (Overview-ready cold)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 20, item 1: process groups (analysis/process_groups.py).
+"""Process groups (analysis/process_groups.py).
 
 Known answers on a synthesized FSDP + TP job (tests/synth/comm.py ``fsdp_tp_job``), the fallback to
 one group, a single rank seeing its own groups, the report, and the real DLRM and HTA samples.

@@ -1,4 +1,4 @@
-"""Issue 20 item 6 (scale), CI-sized: a 64-rank job with two kinds of process groups goes through the
+"""CI-sized: a 64-rank job with two kinds of process groups goes through the
 distributed analysis (groups, matching, stragglers, cross-rank critical path) with only per-rank
 summaries travelling: the Dask view equals the local one byte for byte, the parent process grows by
 little, and each summary stays small. ``benchmarks/bench_ranks.py`` runs the same at 512 ranks.

@@ -1,4 +1,4 @@
-"""Issue 15 items 3, 4 and 8: one load per file under concurrent requests, a slow artifact delays
+"""One load per file under concurrent requests, a slow artifact delays
 nobody else, per-entry work of snapshots and MemProfiler YAML stays linear in the file's size, and
 memos keyed by request parameters stay bounded. Every file is written by the test."""
 

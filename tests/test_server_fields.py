@@ -1,4 +1,4 @@
-"""Fields that make the server the only source of what the UI shows (issue 16): exact range statistics
+"""Fields that make the server the only source of what the UI shows: exact range statistics
 of the timeline, has_memory / has_modules in ``runs``, diff thresholds, the distributed reason code and
 per-rank devices in ``distributed``."""
 
@@ -129,7 +129,7 @@ def test_diff_sends_its_thresholds_and_what_each_verdict_compared(tmp_path):
     code, doc = api.diff(reg, q)
     assert code == 200 and doc["thresholds"] == {"change_pct": CHANGE_PCT, "change_us": CHANGE_US} == {
         "change_pct": 5.0, "change_us": 10.0}
-    for op in doc["operators"]:  # issue 18: one quantity (host total) decides every verdict
+    for op in doc["operators"]:  # one quantity (host total) decides every verdict
         assert op["compared"] == "host_total_us" and op["change_us"] == op["delta"]["host_total_us"]
         if op["status"] in ("faster", "slower"):
             d = op["change_us"]

@@ -1,4 +1,4 @@
-"""Issue 21 item 2: bytes alive at an allocator snapshot's peak by operator / step / module (with a trace
+"""Bytes alive at an allocator snapshot's peak by operator / step / module (with a trace
 of the same process, on the wall clock) and by Python frame (always)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A snapshot streamed from its file to the reader child in blocks (issue 21, item 1): the same
+"""A snapshot streamed from its file to the reader child in blocks: the same
 snapshot as reading the file whole, plain and gzip; the read bounds (too big, not a pickle, hostile)
 kept; this process never holds the file."""
 

@@ -1,4 +1,4 @@
-"""The streaming snapshot reader (issue 21, item 1): the same snapshot as the whole-object path on
+"""The streaming snapshot reader: the same snapshot as the whole-object path on
 synthesized and real snapshots in pickle protocols 2–5, history handed off in batches, hostile pickles
 refused, and the streamed writer the benchmark uses."""
 

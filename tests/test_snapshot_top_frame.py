@@ -1,4 +1,4 @@
-"""Issue 18 item 8: an allocation's "Top frame" is the user's code, never the stack unwinder's or the
+"""An allocation's "Top frame" is the user's code, never the stack unwinder's or the
 caching allocator's frame (``??:0:torch::unwind::unwind()`` was shown for most allocations)."""
 
 from __future__ import annotations

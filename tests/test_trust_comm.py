@@ -1,4 +1,4 @@
-"""Issue 14, items 9–12: communication kernels, collective matching, bus bandwidth, stragglers.
+"""Communication kernels, collective matching, bus bandwidth, stragglers.
 
 Known answers on synthesized jobs (tests/synth/comm.py) and the 8 real DLRM ranks.
 """

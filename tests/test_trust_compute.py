@@ -1,4 +1,4 @@
-"""Issue 14, items 1–4: tensor-core kernels of 2023–2026, AMP advice only when it applies, AMD
+"""Tensor-core kernels of 2023–2026, AMP advice only when it applies, AMD
 architectures, SM efficiency on ROCm. Known answers by construction (tests/synth/compute.py)
 plus the public samples that showed each problem."""
 

@@ -1,4 +1,4 @@
-"""Issue 14 items 13 and 15: memory on devices other than CUDA, and distributedInfo fields left out."""
+"""Memory on devices other than CUDA, and distributedInfo fields left out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14, items 5–8: GPU idle per GPU, launch overhead vs queueing, CUDA-graph advice, clipped and
+"""GPU idle per GPU, launch overhead vs queueing, CUDA-graph advice, clipped and
 unbalanced steps. Known answers come from the builders in ``tests/synth/idle.py``."""
 
 from __future__ import annotations

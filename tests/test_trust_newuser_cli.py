@@ -1,4 +1,4 @@
-"""What a new user trips over on the command line (issue 18, items 14-16): exit status and messages
+"""What a new user trips over on the command line: exit status and messages
 for a logdir or diff path that is not there, a bad worker or span, and the progress lines."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Notes are not warnings (issue 18 item 7): events without a duration and Composer's own trainer
+"""Notes are not warnings: events without a duration and Composer's own trainer
 spans are normal content, counted in a file's ``notes`` ("about this file"); ``warnings`` keep what
 changes what the user sees (events skipped, categories nothing recognizes)."""
 

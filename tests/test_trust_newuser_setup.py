@@ -1,4 +1,4 @@
-"""`./run_tests.sh` sets itself up (issue 18 item 17): its dry run says what is present and what it
+"""`./run_tests.sh` sets itself up: its dry run says what is present and what it
 would install, without installing or running anything, and `.ci/run` calls exactly that command."""
 
 from __future__ import annotations

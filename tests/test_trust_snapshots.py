@@ -1,4 +1,4 @@
-"""Issue 14 item 18: allocator snapshots count the blocks allocated before the history began."""
+"""Allocator snapshots count the blocks allocated before the history began."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17 item 1: analyses rewritten without a Python loop over events give the results of the loop
+"""Analyses rewritten without a Python loop over events give the results of the loop
 they replaced. Each old loop is kept here as the reference, run on the real samples and on random
 inputs built to hit its edge cases (crossings, points, ties)."""
 

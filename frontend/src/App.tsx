@@ -61,7 +61,7 @@ export function App() {
   // Snapshots: when the run has artifacts.
   const artifacts = run?.artifacts ?? [];
   // Distributed: the run's workers compared as ranks when it has two or more; a single rank's own
-  // process groups and critical path when it has one (issue 20).
+  // process groups and critical path when it has one.
   const hasWorkers = (run?.workers.length ?? 0) >= 1;
   const artifactsOnly = run !== undefined && run.workers.length === 0 && artifacts.length > 0;
   const showArtifacts = artifacts.length > 0 && (artifactsOnly || view === "snapshots");

@@ -1,4 +1,4 @@
-"""Issue 20: the Trace view's critical-path overlay, and a single-rank run's own groups and path in the
+"""The Trace view's critical-path overlay, and a single-rank run's own groups and path in the
 Distributed tab, in headless chromium against a real TensorBoard.
 
 (1) The 8 DLRM ranks: on rank 7 (worker7, on the path) the toggle draws one band per path segment of

@@ -1,4 +1,4 @@
-"""Drive the issue 8 leftovers in headless Debian chromium against a real TensorBoard.
+"""Drive the finetuning-scheduler MemProfiler and Composer views in headless Debian chromium against a real TensorBoard.
 
 Logdir:
 - ``fts``: a finetuning-scheduler ``memprofiler/`` folder (samples/fts_memprofiler, values known by

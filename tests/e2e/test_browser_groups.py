@@ -1,4 +1,4 @@
-"""Issue 20: the Distributed tab's process-group table in headless chromium against a real TensorBoard.
+"""The Distributed tab's process-group table in headless chromium against a real TensorBoard.
 
 (1) The synthesized FSDP + TP job (tests/synth/comm.py ``fsdp_tp_docs``, a 2 × 2 mesh): four groups,
 shown with the ``distributed`` route's roles, ranks and exposed times; clicking a TP group lists its

@@ -1,4 +1,5 @@
-"""Issue 18 items 8, 10, 12 and 13 in headless Debian chromium against a real TensorBoard.
+"""Odd real traces (ROCm names, no device, one counter sample, unwinder stacks) in headless Debian
+chromium against a real TensorBoard.
 
 Logdir (copies of real samples): ``rocm`` (hta/amd_trace, MI250: ROCm kernel names up to 250
 characters), ``cpu`` (torch213_cpu: no device at all), ``composer`` (one ``cpu/cpu_percent`` sample,

@@ -1,4 +1,4 @@
-"""Issue 18 item 4 in headless Debian chromium: on a cold logdir of many 35 MB traces, the file the page
+"""In headless Debian chromium: on a cold logdir of many 35 MB traces, the file the page
 shows is parsed ahead of the queue, its bar moves while it parses, and the notice says where it is.
 
 Logdir: ``r00``…``r29``, each a copy of the resnet50 num_workers_0 trace, and ``r99``, that trace

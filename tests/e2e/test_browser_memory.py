@@ -1,4 +1,4 @@
-"""Drive the Memory tab and the snapshot view (issue 5) in headless Debian chromium against a real TensorBoard.
+"""Drive the Memory tab and the snapshot view in headless Debian chromium against a real TensorBoard.
 
 (1) A BERT trace with [memory] events: open the Memory tab on GPU0, drag across the memory curve with
 the mouse, and check the events table now holds exactly the allocations whose lifetime overlaps the

@@ -1,8 +1,8 @@
-"""No ``null``, ``NaN``, ``undefined``, ``Infinity`` or ``[object Object]`` on the screen (issue 14,
+"""No ``null``, ``NaN``, ``undefined``, ``Infinity`` or ``[object Object]`` on the screen (
 "Acceptance"): every tab of every trace file (and every memory artifact) of every sample, in the real
 TensorBoard and headless Debian chromium.
 
-Issue 18 "Acceptance" adds, on every one of those views (:data:`_LAYOUT_JS`): no time axis runs
+Layout checks add, on every one of those views (:data:`_LAYOUT_JS`): no time axis runs
 negative (each chart's time axes, as ECharts laid them out, from the ``data-time-axes`` test hook of
 charts/timeAxes.ts; the Trace view's window from its test hook), no table row is taller than its
 content needs because a name wrapped (a name cell spans one line; a row more than 2.5× the table's
@@ -48,7 +48,7 @@ SETTLE_QUIET_S = 0.5  # no request in flight and no loading line for this long: 
 TAB_TIMEOUT_S = 60.0
 BUDGET_S = 420.0  # the whole sweep (bounded: one TensorBoard, one page, tabs in sequence)
 
-# Hits known on the code before the issue-14 fixes, each with the item that removes it: (pattern over
+# Hits known on the code before their fixes, each with the item that removes it: (pattern over
 # the failure line, item). Known hits alone make the test xfail; a known pattern that no longer matches
 # anything fails the test (strict), so the entry is removed when the fix is merged.
 KNOWN: list[tuple[re.Pattern, str]] = []  # none left: item 15 ("Distributed: null, rank 0 of null") is fixed
@@ -108,7 +108,7 @@ _TEXT_JS = """() => {
 }"""
 
 
-# Layout problems of the view on screen (issue 18): one line each
+# Layout problems of the view on screen: one line each
 _LAYOUT_JS = """() => {
   const out = [];
   for (const el of document.querySelectorAll('[data-time-axes]')) {
@@ -262,5 +262,5 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
     gone = [item for p, item in KNOWN if not any(p.search(f) for f in failures)]
     assert not gone, f"fixed ({', '.join(gone)}): remove its entry from KNOWN"
     if failures:
-        pytest.xfail(f"issue 14 {', '.join(sorted({i for _, i in KNOWN}))}: {len(failures)} known hits:\n  "
+        pytest.xfail(f"known {', '.join(sorted({i for _, i in KNOWN}))}: {len(failures)} known hits:\n  "
                      + "\n  ".join(failures))

@@ -1,4 +1,4 @@
-"""Drive the real TensorBoard in headless Debian chromium: the Operator and GPU Kernel tables (issue 3).
+"""Drive the real TensorBoard in headless Debian chromium: the Operator and GPU Kernel tables.
 
 The Operator view's default sort, server-side search, row -> call stack -> frame expansion, and "go to
 source", whose message must reach the top TensorBoard page (``window.parent.parent`` of the plugin

@@ -1,4 +1,4 @@
-"""Drive the Trace view (issue 4) in headless Debian chromium against a real TensorBoard.
+"""Drive the Trace view in headless Debian chromium against a real TensorBoard.
 
 On the resnet50 sample: open the Trace view and time its first canvas paint with data (the view's own
 ``window.__kinetoscopeTimeline`` hook), zoom ×1000 onto one kernel of the GPU stream track, click it on

@@ -1,4 +1,4 @@
-"""A real TensorBoard under attack by hostile files (issue 15's acceptance): every hostile file gets
+"""A real TensorBoard under attack by hostile files: every hostile file gets
 its own error, a good run keeps answering (p95 of its overview < 1 s during the attack), and the
 server's peak RSS stays under the stated bound. Each hostile file is written here."""
 

@@ -113,7 +113,7 @@ describe("format helpers", () => {
   });
 });
 
-describe("short number text shared with the server (tests/test_numfmt.py reads the same cases; issue 18 item 9)", () => {
+describe("short number text shared with the server (tests/test_numfmt.py reads the same cases)", () => {
   it("writes raw floats by the one rounding rule, trailing zeros dropped", () => {
     for (const [value, want] of numberText.decimal as [number, string][]) {
       expect(formatDecimal(value), String(value)).toBe(want);

@@ -1,4 +1,4 @@
-// The Distributed tab's critical-path panel (issue 20): per step, the path's time by category and by
+// The Distributed tab's critical-path panel: per step, the path's time by category and by
 // rank (stacked bars), then the chosen step's ten longest segments and the collectives that waited
 // for a late rank, with the work that made that rank late. Definitions: docs/METRICS.md.
 import { useMemo, useState } from "react";
