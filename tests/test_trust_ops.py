@@ -1,4 +1,4 @@
-"""Operators: zero-length events never contain others (#14 item 16)."""
+"""Operators: zero-length events never contain others."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Step breakdown precision: no category exceeds the union of its own intervals (#14 item 17)."""
+"""Step breakdown precision: no category exceeds the union of its own intervals."""
 
 from __future__ import annotations
 
