@@ -6,7 +6,7 @@ Builds a stats file of ``--snapshots`` × ``--values`` entries (about 2.5 MB at 
 defaultdict tag as MemProfiler writes it), times ``yaml.load`` with the loader ``load_stats`` uses
 and with a pure-Python loader of the same constructors, and prints
 ``bytes=… c_s=… python_s=… ratio=…`` (the C loader's share of the Python loader's time; ~0.25 measured).
-tests/test_request_bounds.py checks that the C loader is the one used.
+tests/unit/registry/test_request_bounds.py checks that the C loader is the one used.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Build an N-rank job out of the 8 real DLRM ranks (for tests/test_executor_dask.py and
+"""Build an N-rank job out of the 8 real DLRM ranks (for tests/integration/test_executor_dask.py and
 benchmarks/bench_executor.py).
 
 Each DLRM rank file (from the sample corpus: ``$KINETOSCOPE_SAMPLES``, else ``../shared/samples``) is

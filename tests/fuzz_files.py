@@ -1,5 +1,5 @@
 """Hostile files of every kind the logdir can hold, served through the plugin's real routes
-(``tests/test_fuzz.py`` samples them; ``benchmarks/fuzz_long.py --kinds files`` runs them for minutes).
+(``tests/integration/test_fuzz.py`` samples them; ``benchmarks/fuzz_long.py --kinds files`` runs them for minutes).
 
 The shapes are the ones the hardening review used to crash, stall or exhaust the server:
 pickles of deeply nested or doubling tuples, snapshots whose entries share one huge frame list,

@@ -1,7 +1,7 @@
 """Invariants every analysed trace must satisfy ("Acceptance"), as small reusable checks.
 
 Each ``*_failures`` function returns a list of human-readable failures (empty: the invariant holds), so
-a test can assert on it and print every failure at once. ``tests/test_invariants.py`` runs them on every
+a test can assert on it and print every failure at once. ``tests/integration/test_invariants.py`` runs them on every
 sample; other tests may call them on synthesized traces.
 
 1. :func:`step_sum_failures`: per step, the breakdown categories add up to the step's ``total_us``

@@ -1,5 +1,5 @@
 """The Module view as it was before vectorizing (Python loops over module calls, operators and flows): the
-reference tests/test_vectorized.py compares the vectorized tb_plugin.analysis.modules with."""
+reference tests/unit/analysis/test_vectorized.py compares the vectorized tb_plugin.analysis.modules with."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ _MATMUL_WORD = (r"(?:gemm|GEMM|Gemm|matmul|Matmul|(?<![A-Za-z])(?:wg|h|i|x|u)?mm
 #: MainloopSm90TmaGmmaWarpSpecialized).
 _SM_HOPPER_PLUS = rf"(?:{_B}[Ss]m|(?<=[a-z])Sm)_?(?:9\d|1[0-2]\d)a?(?![0-9a-z])"
 
-#: family name → (pattern, comment). One list, one place; each family has a test in tests/test_trust_compute.py.
+#: family name → (pattern, comment). One list, one place; each family has a test in tests/unit/analysis/test_trust_compute.py.
 TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
     "nvjet": (rf"{_B}nvjet_",
               "cuBLASLt's JIT GEMMs on Hopper/Blackwell (nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT, nvjet_sm90_…)"),

@@ -331,8 +331,8 @@ def test_catastrophic_regex_is_refused(env):
 
 @pytest.fixture(scope="module")
 def odd(tmp_path_factory):
-    """A real TensorBoard on odd but valid inputs (see tests/test_odd_inputs.py)."""
-    from tests.test_odd_inputs import BASE_SNAPSHOT, BIG, _deep, _x
+    """A real TensorBoard on odd but valid inputs (see tests/integration/test_odd_inputs.py)."""
+    from tests.integration.test_odd_inputs import BASE_SNAPSHOT, BIG, _deep, _x
 
     root = tmp_path_factory.mktemp("odd")
     logdir, cache = root / "logdir", root / "cache"

@@ -28,7 +28,7 @@ from tb_plugin.trace.decode_stream import Unstreamable, decode_stream
 from tb_plugin.trace.errors import TraceReadError
 
 ALL = os.environ.get("KINETOSCOPE_TEST_ALL_SAMPLES") == "1"
-REPO_SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
+REPO_SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "samples")
 
 
 def assert_same(a, b) -> None:

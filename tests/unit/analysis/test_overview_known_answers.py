@@ -137,7 +137,7 @@ def test_ddp_ranks_share_a_world(tmp_path):
 def _committed_samples():
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parents[1] / "samples"
+    root = pathlib.Path(__file__).resolve().parents[3] / "samples"
     return sorted(root.glob("synthetic_*/*.pt.trace.json.gz"))
 
 

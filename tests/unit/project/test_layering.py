@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tb_plugin"
+PACKAGE = pathlib.Path(__file__).resolve().parents[3] / "tb_plugin"
 
 # layer → the layers (top-level folders or modules of tb_plugin) it may import besides itself
 ALLOWED = {

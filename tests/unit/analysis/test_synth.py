@@ -414,7 +414,7 @@ def test_committed_samples_are_current(tmp_path):
     import importlib.util
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parents[1] / "samples"
+    root = pathlib.Path(__file__).resolve().parents[3] / "samples"
     spec = importlib.util.spec_from_file_location("make_samples", root / "make_samples.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

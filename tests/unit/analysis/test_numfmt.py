@@ -12,7 +12,7 @@ import pytest
 from tb_plugin.cli import run_report
 from tb_plugin.analysis.numfmt import fixed
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CASES = json.load(open(os.path.join(ROOT, "frontend", "src", "__fixtures__", "rounding_cases.json")))["cases"]
 
 

@@ -23,7 +23,7 @@ from tb_plugin.analysis import regression
 from tb_plugin.analysis.regression import FailOn, compare, parse_fail_on
 
 STEPS = 30
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 # -- statistics --------------------------------------------------------------------------------

@@ -126,7 +126,7 @@ def test_real_traces():
     assert len(allocation_pairs(bert)["rows"]) == 118
 
 
-INCUMBENT = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "incumbent_memory.json").read_text())
+INCUMBENT = json.loads((__import__("pathlib").Path(__file__).parents[2] / "data" / "incumbent_memory.json").read_text())
 _KEYS = (("calls", "calls"), ("size_increase_bytes", "increase_bytes"), ("allocation_bytes", "alloc_bytes"),
          ("self_size_increase_bytes", "self_increase_bytes"), ("self_allocation_bytes", "self_alloc_bytes"),
          ("allocations", "alloc_count"), ("self_allocations", "self_alloc_count"))

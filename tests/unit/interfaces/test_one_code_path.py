@@ -1,6 +1,6 @@
 """One code path: on every trace of samples/, the notebook API (``import kinetoscope``), the
 MCP tools (:class:`~tb_plugin.interfaces.mcp_tools.Tools`, the bodies of ``kinetoscope mcp``'s tools;
-tests/test_mcp_server.py drives them over stdio), ``kinetoscope serve``'s routes and ``kinetoscope
+tests/unit/interfaces/test_mcp_server.py drives them over stdio), ``kinetoscope serve``'s routes and ``kinetoscope
 report --json`` give equal numbers: Overview, operators, kernels, modules, memory, insights and the
 distributed view."""
 

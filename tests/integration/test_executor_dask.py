@@ -252,7 +252,7 @@ def test_dask_workers_read_their_ranks_from_the_bucket(tmp_path, monkeypatch, ca
     """Against a real S3 server (moto on loopback): the Dask workers, separate processes that know only
     the SDK's own environment (AWS_ENDPOINT_URL, keys), open each rank's s3:// URL themselves; the report
     equals the local-disk report byte for byte (paths in it are logdir-relative)."""
-    sys.path.insert(0, os.path.dirname(__file__))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
     from emulators import Emulator, clear_fsspec_instances
 
     local = tmp_path / "local" / "dlrm"

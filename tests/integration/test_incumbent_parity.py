@@ -18,7 +18,7 @@ from tb_plugin.registry.parse import load_trace_file
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
-REFERENCE = json.loads((Path(__file__).parent / "data" / "incumbent_reference.json").read_text())
+REFERENCE = json.loads((Path(__file__).parents[1] / "data" / "incumbent_reference.json").read_text())
 PARITY_FILES = [
     "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
     "kineto/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz",

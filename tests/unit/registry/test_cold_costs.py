@@ -24,7 +24,7 @@ from tb_plugin.storage.local import LocalFS, is_plain_local, strip_protocol
 from tb_plugin.storage.remote import open_logdir, url_to_fs
 from tb_plugin.trace import heap
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _tree(root):

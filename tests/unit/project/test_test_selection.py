@@ -65,7 +65,7 @@ def test_a_corpus_read_without_the_mark_fails(tmp_path):
 
 def test_run_tests_runs_only_the_test_ids_given(tmp_path):
     """``./run_tests.sh TEST_ID`` runs that test alone (the frontend stage and tests/ are left out)."""
-    done = subprocess.run(["bash", str(REPO / "run_tests.sh"), "tests/test_cli_version.py"], cwd=REPO,
+    done = subprocess.run(["bash", str(REPO / "run_tests.sh"), "tests/unit/interfaces/test_cli_version.py"], cwd=REPO,
                           capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, KINETOSCOPE_CHROMIUM=sys.executable))
     assert done.returncode == 0, done.stdout + done.stderr

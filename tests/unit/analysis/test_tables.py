@@ -14,7 +14,7 @@ from tb_plugin.analysis.operators import operator_rows
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
 
-REFERENCE = json.loads((Path(__file__).parent / "data" / "incumbent_tables.json").read_text())
+REFERENCE = json.loads((Path(__file__).parents[2] / "data" / "incumbent_tables.json").read_text())
 RESNET = "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 
 

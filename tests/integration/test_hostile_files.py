@@ -17,7 +17,7 @@ from tb_plugin.storage import read
 from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.registry.parse import load_trace_file
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _peak_rss_mb_of_loading(logdir, env=None) -> tuple[dict, float]:

@@ -99,7 +99,7 @@ def test_workers_are_forks_only_beside_known_threads():
 def test_a_forked_worker_leaves_the_parents_output_alone():
     """A forked worker exits without flushing the buffers it copied: text this process had not yet
     flushed is written once, by this process, and the decoded batches are right."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     code = (f"import sys; sys.path.insert(0, {root!r}); sys.stdout = open(1, 'w', buffering=1 << 20)\n"
             "from tb_plugin.trace import decode_workers as dw\n"
             "assert dw.can_fork()\n"
