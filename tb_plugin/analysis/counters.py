@@ -90,6 +90,15 @@ def _functions(trace: Trace) -> dict:
     return trace.memo("counter_functions", build)
 
 
+MAX_BINS = 4000  # counter bins of one timeline window at most (one per pixel up to this)
+
+
+def counter_bins(width_px: int) -> int:
+    """Bins of a window's counter tracks (the trace's own and matched snapshots'): one per pixel of
+    ``width_px``, at most :data:`MAX_BINS`."""
+    return min(width_px, MAX_BINS)
+
+
 def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
     """Counter series over absolute ``[a0, a1]`` in ``bins`` bins. Values are per bin."""
     bins = max(1, int(bins))
