@@ -28,7 +28,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 from .gpu import device_properties, gpu_devices, sm_level
-from .intervals import merge
+from .intervals import covered_before, cumulative_lengths, merge
 from .memory import curves as memory_curves
 from .memory import device_rows
 from .series import bin_edges, held_max, split_series
@@ -37,18 +37,12 @@ from .series import bin_edges, held_max, split_series
 def _coverage_function(starts: np.ndarray, ends: np.ndarray):
     """C(t) = length of the union of intervals before t, as (breakpoints, cumulative) arrays."""
     s, e = merge(starts, ends)
-    cum = np.concatenate([[0.0], np.cumsum(e - s)])
-    return s, e, cum
+    return s, e, cumulative_lengths(s, e)
 
 
 def _covered_before(fn, t: np.ndarray) -> np.ndarray:
     s, e, cum = fn
-    if len(s) == 0:
-        return np.zeros(len(t))
-    i = np.searchsorted(s, t, side="right") - 1
-    out = np.where(i >= 0, cum[np.maximum(i, 0)], 0.0)
-    inside = np.where(i >= 0, np.clip(t - s[np.maximum(i, 0)], 0, (e - s)[np.maximum(i, 0)]), 0.0)
-    return out + inside
+    return covered_before(s, e, t, cum)
 
 
 def _sm_function(trace: Trace, rows: np.ndarray, num_sms):
