@@ -8,8 +8,8 @@
 # Fails loudly on the first failing stage.
 #
 #   ./run_tests.sh                     set up what is missing, then run every test (CI runs this)
-#   ./run_tests.sh --fast              Python unit and known-answer tests only: no browser, no emulators,
-#                                      no subprocess servers, no external sample corpus (a few minutes)
+#   ./run_tests.sh --fast              Python unit and known-answer tests only (tests/unit/ without the
+#                                      external sample corpus or emulators): no browser, no servers
 #   ./run_tests.sh TEST_ID...          just those tests (pytest ids: tests/test_x.py::test_y), no frontend
 #   ./run_tests.sh [--fast] -k EXPR    any other pytest arguments are passed on
 #   ./run_tests.sh --setup-only        set up what is missing, run nothing
@@ -139,8 +139,8 @@ fi
 where=(tests)
 [ "$ids" = 1 ] && where=()
 if [ "$fast" = 1 ]; then
-  echo "== python: pytest, fast tier (unit and known-answer: not corpus, not e2e, not emulator)"
-  exec "$PYTHON" -m pytest -q -m "not corpus and not e2e and not emulator" "${where[@]}" "$@"
+  echo "== python: pytest, fast tier (unit and known-answer: not corpus, e2e, integration or emulator)"
+  exec "$PYTHON" -m pytest -q -m "not corpus and not e2e and not integration and not emulator" "${where[@]}" "$@"
 fi
 echo "== python: pytest (unit, known-answer, real samples, incumbent parity, browser)"
 exec "$PYTHON" -m pytest -q "${where[@]}" "$@"

@@ -5,7 +5,8 @@ beside the repository (never copied into the repo). Tests that read it carry ``@
 without the corpus they are skipped (one summary line says how to get it), except in CI (``CI`` set),
 where a missing corpus is an error. Markers: ``corpus`` (external samples), ``emulator`` (storage
 emulators on loopback), ``e2e`` (everything under ``tests/e2e/``, given by its folder), ``browser``
-(a test that uses the ``browser`` fixture: headless chromium)."""
+(a test that uses the ``browser`` fixture: headless chromium), ``integration`` (everything under
+``tests/integration/``, given by its folder)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ MARKERS = {
     "corpus": "reads the external sample corpus ($KINETOSCOPE_SAMPLES or ../shared/samples)",
     "emulator": "runs storage emulators (moto, gcp-storage-emulator, Azurite) on loopback",
     "e2e": "end to end: a real server, a subprocess or a browser (every test under tests/e2e/)",
+    "integration": "several layers with real services or the whole stack (every test under tests/integration/)",
     "browser": "drives headless chromium ($KINETOSCOPE_CHROMIUM or /usr/bin/chromium)",
 }
 _skipped: dict[str, int] = {}  # marker -> tests skipped for want of what it needs
@@ -41,10 +43,11 @@ def pytest_configure(config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items) -> None:
     """The folder and fixture markers, added before ``-m`` selects."""
-    e2e = REPO / "tests" / "e2e"
+    folders = {REPO / "tests" / "e2e": pytest.mark.e2e, REPO / "tests" / "integration": pytest.mark.integration}
     for item in items:
-        if e2e in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.e2e)
+        for parent in Path(str(item.path)).parents:
+            if parent in folders:
+                item.add_marker(folders[parent])
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
 

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 PROBE = '''
@@ -63,6 +65,7 @@ def test_a_corpus_read_without_the_mark_fails(tmp_path):
     assert "is not marked @pytest.mark.corpus" in done.stdout
 
 
+@pytest.mark.e2e  # the test command in a subprocess: its setup check imports every test package
 def test_run_tests_runs_only_the_test_ids_given(tmp_path):
     """``./run_tests.sh --fast TEST_ID`` runs that test alone (the frontend stage and tests/ are left out;
     ``--fast`` also leaves out the Node, Azurite and chromium setup)."""

@@ -7,6 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+# each test runs ./run_tests.sh in a subprocess, whose setup check imports every test package: end to end
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
