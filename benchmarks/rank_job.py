@@ -39,10 +39,23 @@ def _number(v) -> bool:
 def repeated_text(src: str, copies: int = 1) -> str:
     """The trace file ``src`` (``.gz`` or plain JSON) with its profiled window played ``copies`` times back
     to back, as JSON text: the other top-level keys first, then ``"traceEvents": [`` and one compact event
-    a line. Copy ``c`` is shifted by ``c`` times (window length + 1 ms), its link ids by ``c`` times one
-    more than the largest id, its ``ProfilerStep#N`` by ``c`` step counts; metadata (``ph: M``) events
-    appear once.
-    A test and benchmark input builder, not analysis: it loops over events."""
+    a line (:func:`repeated_pieces`)."""
+    return "".join(repeated_pieces(src, copies))
+
+
+def write_repeated(src: str, dst: str, copies: int) -> None:
+    """:func:`repeated_text` written to ``dst`` piece by piece (gzip-compressed when it ends in ``.gz``):
+    the output is never held whole, so 30 or 150 copies of a 35 MB trace are cheap in memory."""
+    with (gzip.open(dst, "wt", encoding="utf-8") if dst.endswith(".gz") else open(dst, "w", encoding="utf-8")) as f:
+        for piece in repeated_pieces(src, copies):
+            f.write(piece)
+
+
+def repeated_pieces(src: str, copies: int):
+    """The text of :func:`repeated_text`, in pieces: copy ``c`` is shifted by ``c`` times (window length
+    + 1 ms), its link ids by ``c`` times one more than the largest id, its ``ProfilerStep#N`` by ``c``
+    step counts; metadata (``ph: M``) events appear once. A test and benchmark input builder, not
+    analysis: it loops over events."""
     with (gzip.open(src, "rb") if src.endswith(".gz") else open(src, "rb")) as f:
         head = json.load(f)
     events = head.pop("traceEvents")
@@ -56,7 +69,11 @@ def repeated_text(src: str, copies: int = 1) -> str:
     id_step = max(ids, default=0) + 1
     steps = [int(m.group(1)) for e in body if (m := PROFILER_STEP.match(str(e.get("name", ""))))]
     step_step = max(steps) - min(steps) + 1 if steps else 0
-    lines = [json.dumps(e, separators=(",", ":")) for e in meta]
+    yield json.dumps(head)[:-1] + (", " if head else "") + MARKER + "\n"
+    sep = ""
+    for e in meta:
+        yield sep + json.dumps(e, separators=(",", ":"))
+        sep = ",\n"
     for c in range(copies):
         for e in body:
             if c:
@@ -71,16 +88,9 @@ def repeated_text(src: str, copies: int = 1) -> str:
                 m = PROFILER_STEP.match(str(e.get("name", "")))
                 if m:
                     e["name"] = f"ProfilerStep#{int(m.group(1)) + c * step_step}"
-            lines.append(json.dumps(e, separators=(",", ":")))
-    opening = json.dumps(head)[:-1] + (", " if head else "")
-    return opening + MARKER + "\n" + ",\n".join(lines) + "\n]}"
-
-
-def write_repeated(src: str, dst: str, copies: int) -> None:
-    """``repeated_text(src, copies)`` written to ``dst`` (gzip-compressed when it ends in ``.gz``)."""
-    data = repeated_text(src, copies).encode()
-    with (gzip.open(dst, "wb") if dst.endswith(".gz") else open(dst, "wb")) as f:
-        f.write(data)
+            yield sep + json.dumps(e, separators=(",", ":"))
+            sep = ",\n"
+    yield "\n]}"
 
 
 def build_rank_job(out: str, ranks: int = 64, copies: int = 1, groups: bool = False) -> list[str]:
