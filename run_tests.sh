@@ -1,27 +1,44 @@
 #!/usr/bin/env bash
-# The one test command (README, CI). First it installs whatever the tests need and is missing (and
-# skips what is there): the Python test extras, Node/npm and the frontend's node_modules, Azurite for
-# the Azure tests, Debian's chromium for the browser tests. Then: frontend type-check + unit tests +
-# bundle freshness, then every Python test, the browser tests included. Fails loudly on the first
-# failing stage.
+# The one test command (README, CI, docs/TESTING.md). First it installs whatever the tests need and is
+# missing (and skips what is there): the Python test extras (into ./.venv when no virtual environment is
+# active and python3 lacks them), Node/npm and the frontend's node_modules, Azurite for the Azure tests,
+# Debian's chromium for the browser tests. As root it installs system packages; otherwise it installs
+# what it can and skips, with one line each, the tests whose tools are missing. Then: frontend
+# type-check + unit tests + bundle freshness, then every Python test, the browser tests included.
+# Fails loudly on the first failing stage.
 #
-#   ./run_tests.sh [PYTEST ARGS...]    set up what is missing, then run the tests
+#   ./run_tests.sh                     set up what is missing, then run every test (CI runs this)
+#   ./run_tests.sh --fast              Python unit and known-answer tests only (tests/unit/ without the
+#                                      external sample corpus or emulators): no browser, no servers
+#   ./run_tests.sh TEST_ID...          just those tests (pytest ids: tests/test_x.py::test_y), no frontend
+#   ./run_tests.sh [--fast] -k EXPR    any other pytest arguments are passed on
 #   ./run_tests.sh --setup-only        set up what is missing, run nothing
 #   ./run_tests.sh --setup-dry-run     say what is present and what would be installed, change nothing
+#
+# Tests that read the external sample corpus ($KINETOSCOPE_SAMPLES, else ../shared/samples) are skipped
+# when it is absent, with one summary line; with CI set, a missing corpus is an error.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 mode=test
+fast=0
 case "${1:-}" in
   --setup-only) mode=setup; shift ;;
   --setup-dry-run) mode=dry; shift ;;
+  --fast) fast=1; shift ;;
 esac
+# arguments that name an existing test file or folder are test ids: run those instead of tests/
+ids=0
+for a in "$@"; do
+  case "$a" in -*) continue ;; esac
+  [ -e "${a%%::*}" ] && ids=1
+done
 
-PYTHON=${PYTHON:-python}
 EXTRAS=".[test,s3,gcs,azure,dask]"
 AZURITE_VERSION=3.37.0
 CHROMIUM=${KINETOSCOPE_CHROMIUM:-/usr/bin/chromium}
 export DEBIAN_FRONTEND=noninteractive
+root=0; [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && root=1
 
 # "need X: how" in a dry run; otherwise run the command that installs X (set -e stops on failure)
 install() {
@@ -31,65 +48,99 @@ install() {
   "$@"
 }
 have() { [ "$mode" = dry ] && echo "setup: present: $1"; return 0; }
-
-apt_install() {  # apt_install PACKAGE... (root only; else a message that says what to run)
-  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    if [ "$mode" = dry ]; then echo "setup: missing $*: run as root on Debian/Ubuntu, or: sudo apt-get install $*"; return; fi
-    echo "FAIL: $* missing and this is not root on a Debian/Ubuntu machine: run 'sudo apt-get install $*'" \
-         "(or set KINETOSCOPE_CHROMIUM to a chromium binary), then ./run_tests.sh again" >&2
-    exit 1
-  fi
-  install "$*" sh -c "apt-get update -qq && apt-get install -y -qq $*"
+# apt_install PACKAGES WHAT_NEEDS_THEM: system packages, installed as root on Debian/Ubuntu; otherwise one line saying what to install
+# (returns 1 so that the caller skips what needs it)
+apt_install() {
+  if [ "$root" = 1 ]; then install "$1" sh -c "apt-get update -qq && apt-get install -y -qq $1"; return; fi
+  if [ "$mode" = dry ]; then echo "setup: missing $1: run as root on Debian/Ubuntu, or: sudo apt-get install $1"; return 1; fi
+  echo "setup: SKIPPING $2: $1 is missing and this is not root on Debian/Ubuntu; install it (sudo apt-get install $1)" \
+       "and run ./run_tests.sh again"
+  return 1
 }
 
 echo "== setup: install what is missing"
-# Python: this package (its entry point is how TensorBoard finds the plugin) and the test extras
-if "$PYTHON" - <<'EOF' 2>/dev/null
+# Python: an active virtual environment, else ./.venv, else python3 when it already has every test
+# package, else a new ./.venv (Debian's python3 refuses pip installs into the system)
+has_extras() {
+  "$1" - <<'EOF' 2>/dev/null
 import importlib.metadata, pytest, hypothesis, playwright.sync_api, moto.server, gcp_storage_emulator, s3fs, gcsfs, adlfs, distributed, flask, pandas, mcp
 importlib.metadata.distribution("kinetoscope")
 EOF
-then have "python test extras $EXTRAS"
+}
+if [ -n "${PYTHON:-}" ]; then :
+elif [ -n "${VIRTUAL_ENV:-}" ]; then PYTHON=$VIRTUAL_ENV/bin/python
+elif [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python
+elif has_extras python3; then PYTHON=python3
+else
+  if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
+    apt_install python3-venv "the Python tests" || [ "$mode" = dry ] || exit 1
+  fi
+  install "a virtual environment in .venv" python3 -m venv .venv
+  PYTHON=.venv/bin/python
+fi
+[ "$mode" = dry ] && echo "setup: python: $PYTHON"
+if has_extras "$PYTHON"; then have "python test extras $EXTRAS"
 else install "python test extras" "$PYTHON" -m pip install -q -e "$EXTRAS"
 fi
-# Node + npm (frontend build and unit tests, Azurite)
-if command -v npm >/dev/null 2>&1; then have "node $(node --version 2>/dev/null || echo '?') + npm"
-else apt_install nodejs npm
-fi
-# the frontend's node_modules, when missing or older than package-lock.json
-if [ -d frontend/node_modules ] && [ frontend/node_modules/.package-lock.json -nt frontend/package-lock.json ]; then
-  have "frontend/node_modules"
-else install "frontend/node_modules" sh -c "cd frontend && npm ci --no-audit --no-fund"
-fi
-# Azurite (Azure Blob emulator), pinned, in a gitignored folder (tests/emulators.py looks there)
-azurite=""
-for d in ${KINETOSCOPE_AZURITE_DIR:-} tests/.azurite /tmp/azurite_pkg; do
-  [ -x "$d/node_modules/.bin/azurite-blob" ] && { azurite=$d; break; }
-done
-if [ -n "$azurite" ]; then have "azurite in $azurite"
-else install "azurite $AZURITE_VERSION" npm install --no-audit --no-fund --prefix tests/.azurite "azurite@$AZURITE_VERSION"
-fi
-# Debian's chromium for the browser tests (not Playwright's download: the tests run offline)
-if [ -x "$CHROMIUM" ]; then have "chromium at $CHROMIUM"
-else apt_install chromium
+# this checkout's tb_plugin, also in the subprocesses the tests start (tensorboard, kinetoscope), even
+# when the installed kinetoscope points at another copy
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+node=1
+browser=1
+if [ "$fast" = 0 ]; then
+  # Node + npm (frontend build and unit tests, Azurite)
+  if command -v npm >/dev/null 2>&1; then have "node $(node --version 2>/dev/null || echo '?') + npm"
+  else apt_install "nodejs npm" "the frontend checks and the storage-emulator tests" || node=0
+  fi
+  if [ "$node" = 1 ]; then
+    # the frontend's node_modules, when missing or older than package-lock.json
+    if [ -d frontend/node_modules ] && [ frontend/node_modules/.package-lock.json -nt frontend/package-lock.json ]; then
+      have "frontend/node_modules"
+    else install "frontend/node_modules" sh -c "cd frontend && npm ci --no-audit --no-fund"
+    fi
+    # Azurite (Azure Blob emulator), pinned, in a gitignored folder (tests/emulators.py looks there)
+    azurite=""
+    for d in ${KINETOSCOPE_AZURITE_DIR:-} tests/.azurite /tmp/azurite_pkg; do
+      [ -x "$d/node_modules/.bin/azurite-blob" ] && { azurite=$d; break; }
+    done
+    if [ -n "$azurite" ]; then have "azurite in $azurite"
+    else install "azurite $AZURITE_VERSION" npm install --no-audit --no-fund --prefix tests/.azurite "azurite@$AZURITE_VERSION"
+    fi
+  fi
+  # Debian's chromium for the browser tests (not Playwright's download: the tests run offline)
+  if [ -x "$CHROMIUM" ]; then have "chromium at $CHROMIUM"
+  else apt_install chromium "the browser tests (or set KINETOSCOPE_CHROMIUM to a chromium binary)" || browser=0
+  fi
 fi
 # (tests/e2e/test_install_side_by_side.py installs torch-tb-profiler 0.4.3 into a venv of its own)
 [ "$mode" = test ] || exit 0
+[ "$browser" = 1 ] || export KINETOSCOPE_NO_BROWSER=1
+[ "$node" = 1 ] || export KINETOSCOPE_NO_EMULATORS=1
 
-echo "== frontend: type-check, unit tests, build"
-(
-  cd frontend
-  npm run --silent typecheck
-  npm test --silent
-)
-before=$(cd tb_plugin/static && find . -type f -print0 | sort -z | xargs -0 sha256sum)
-(cd frontend && npm run --silent build >/dev/null)
-after=$(cd tb_plugin/static && find . -type f -print0 | sort -z | xargs -0 sha256sum)
-if [ "$before" != "$after" ]; then
-  echo "FAIL: tb_plugin/static/ is stale: a fresh build of frontend/ differs from it. Commit the rebuilt bundle." >&2
-  diff <(echo "$before") <(echo "$after") >&2 || true
-  exit 1
+if [ "$fast" = 0 ] && [ "$ids" = 0 ] && [ "$node" = 1 ]; then
+  echo "== frontend: type-check, unit tests, build"
+  (
+    cd frontend
+    npm run --silent typecheck
+    npm test --silent
+  )
+  before=$(cd tb_plugin/static && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+  (cd frontend && npm run --silent build >/dev/null)
+  after=$(cd tb_plugin/static && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+  if [ "$before" != "$after" ]; then
+    echo "FAIL: tb_plugin/static/ is stale: a fresh build of frontend/ differs from it. Commit the rebuilt bundle." >&2
+    diff <(echo "$before") <(echo "$after") >&2 || true
+    exit 1
+  fi
+  echo "== frontend bundle is fresh"
 fi
-echo "== frontend bundle is fresh"
 
+where=(tests)
+[ "$ids" = 1 ] && where=()
+if [ "$fast" = 1 ]; then
+  echo "== python: pytest, fast tier (unit and known-answer: not corpus, e2e, integration or emulator)"
+  exec "$PYTHON" -m pytest -q -m "not corpus and not e2e and not integration and not emulator" "${where[@]}" "$@"
+fi
 echo "== python: pytest (unit, known-answer, real samples, incumbent parity, browser)"
-"$PYTHON" -m pytest -q tests "$@"
+exec "$PYTHON" -m pytest -q "${where[@]}" "$@"

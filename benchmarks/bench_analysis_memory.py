@@ -6,7 +6,7 @@ analyses start).
 
 Without arguments, five real samples of ``../shared/samples`` (V100 ResNet-50, H100 Qwen, CPU-only
 torch 2.13, MI300 BERT, DLRM rank 0) are first scaled to 0.1-0.2 GB with
-``../shared/tools/scale_trace.py`` (small traces are all fixed cost). Each folder is then reported
+``benchmarks/rank_job.py`` (``write_repeated``) (small traces are all fixed cost). Each folder is then reported
 (``kinetoscope report --json``, cold, one decode process) in its own process: right after the parse,
 at the budget check, the RSS is noted and the peak is reset (``/proc/self/clear_refs``); at the end
 ``(VmHWM - RSS after the parse) / (events + memory events)`` is the bytes per event the analyses added.
@@ -19,15 +19,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._common import REPO, print_figures, run_child  # noqa: E402
+from benchmarks.rank_job import write_repeated  # noqa: E402
 
 SAMPLES = os.path.join(os.path.dirname(REPO), "shared", "samples")
-SCALE = os.path.join(os.path.dirname(REPO), "shared", "tools", "scale_trace.py")
 # (name, sample, copies): each scaled to 0.1-0.2 GB
 DEFAULT = (
     ("v100", "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz", 5),
@@ -73,8 +72,7 @@ def scaled_dirs(work: str) -> list[tuple[str, str]]:
         target = os.path.join(folder, f"{name}.pt.trace.json")
         if not os.path.exists(target):
             os.makedirs(folder, exist_ok=True)
-            subprocess.run([sys.executable, SCALE, os.path.join(SAMPLES, sample), target, "--copies", str(copies)],
-                           check=True, capture_output=True)
+            write_repeated(os.path.join(SAMPLES, sample), target, copies)
         out.append((name, folder))
     return out
 

@@ -1,4 +1,4 @@
-"""Load benchmark: many concurrent clients hit every route of a real TensorBoard (issue 9, "Load").
+"""Load benchmark: many concurrent clients hit every route of a real TensorBoard ("Load").
 
     python benchmarks/bench_concurrency.py [--clients 50] [--seconds 60] [--samples ../shared/samples]
 

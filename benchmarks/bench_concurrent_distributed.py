@@ -6,7 +6,7 @@ Each case runs in its own subprocess with no parse cache (cold, as after a resta
 then ``--clients`` clients at once (threads calling the route handler, as TensorBoard's request
 threads do). Prints per case the wall time, the peak RSS, how many parses ran, and whether every
 answer equals the single client's. Last line: ``one_s= many_s= one_rss_mb= many_rss_mb= parses_one=
-parses_many= equal=`` (issue 15: 6 requests on two 110 MB ranks took 2.43 GB and 68 s against
+parses_many= equal=`` (6 requests on two 110 MB ranks took 2.43 GB and 68 s against
 668 MB and 15 s for one, because each request parsed every rank).
 """
 

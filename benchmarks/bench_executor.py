@@ -3,7 +3,7 @@ against the local process pool, measured side by side in one run.
 
     python benchmarks/bench_executor.py [--ranks 64] [--copies 1] [--repeat 2] [--out DIR]
 
-The job is built by benchmarks/rank_job.py (``scale_trace.py --copies C`` of each DLRM rank, rank r
+The job is built by benchmarks/rank_job.py (``write_repeated`` with C copies of each DLRM rank, rank r
 = DLRM rank r % 8 with ``distributedInfo.rank = r``). Each executor runs the whole report
 (``kinetoscope report --json --no-cache``) ``--repeat`` times, alternated; the best wall time counts.
 Executors: ``local`` (the default: a pool sized to the cores, or this process for jobs under

@@ -1,4 +1,4 @@
-"""Large-logdir benchmark (issue 9): 1000 runs × 10 small trace files.
+"""Large-logdir benchmark: 1000 runs × 10 small trace files.
 
     python benchmarks/bench_large_logdir.py [--runs 1000] [--files-per-run 10] [--seconds 20] [--clients 8]
 

@@ -1,9 +1,9 @@
-"""Memory-budget benchmark (issue 9): many large runs browsed one after another under a budget.
+"""Memory-budget benchmark: many large runs browsed one after another under a budget.
 
     python benchmarks/bench_memory_budget.py [--runs 20] [--budget-mb 4096] [--trace /tmp/big/worker0.1.pt.trace.json]
 
 Makes ``--runs`` run directories, each holding a hard link to the same large trace (created with
-``/work/shared/tools/scale_trace.py`` when missing), starts a real TensorBoard on loopback with
+``benchmarks/rank_job.py``'s ``write_repeated`` when missing), starts a real TensorBoard on loopback with
 ``KINETOSCOPE_MEMORY_BUDGET_MB=--budget-mb``, and browses the runs in order (overview, operators,
 timeline_meta and a timeline window per run), then browses them all again: the second pass finds the
 early runs evicted and reloads them from the parse cache. Samples the server's VmRSS/VmHWM (and
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,9 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_concurrency import get  # noqa: E402
+from benchmarks.rank_job import write_repeated  # noqa: E402
 from tests.e2e.conftest import tensorboard  # noqa: E402
 
-SCALE = "/work/shared/tools/scale_trace.py"
 SEED = "/work/shared/samples/kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 
 
@@ -128,7 +127,7 @@ def main() -> int:
     if not args.trace.exists():
         args.trace.parent.mkdir(parents=True, exist_ok=True)
         print(f"creating {args.trace} ...", flush=True)
-        subprocess.run([sys.executable, SCALE, SEED, str(args.trace), "--copies", "30"], check=True)
+        write_repeated(str(SEED), str(args.trace), 30)
     if args.cache_dir is not None:  # the cache keys files by path: keep the paths for the next invocation
         work = args.cache_dir.parent / f"{args.cache_dir.name}-logdir"
         import shutil

@@ -3,7 +3,7 @@
     python benchmarks/bench_peers.py [TRACE ...] [--repeat 5]
         [--incumbent-python /work/venv-incumbent/bin/python] [--hta-python /work/venv-hta/bin/python]
 
-Default TRACE: the 35 MB (gunzipped) V100 ResNet-50 sample of ``../shared/samples`` (issue 17's target:
+Default TRACE: the 35 MB (gunzipped) V100 ResNet-50 sample of ``../shared/samples`` (the target:
 Kinetoscope <= 0.25x torch-tb-profiler 0.4.3 and <= 0.35x HolisticTraceAnalysis 0.5). The peers live in
 their own virtualenvs outside the repo (benchmarks/INCUMBENT.md; ``pip install HolisticTraceAnalysis==0.5.0``).
 

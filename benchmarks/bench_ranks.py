@@ -4,7 +4,7 @@
     python benchmarks/bench_ranks.py --parse [--ranks 16] [--mb 50] [--out DIR]
 
 **Scale (default)**: an N-rank job of small ranks (benchmarks/rank_job.py with process groups: DLRM rank
-``r % 8`` through ``../shared/tools/scale_trace.py``, ~0.7 MB and 8 NCCL kernels a rank, all-reduces on
+``r % 8`` through ``benchmarks/rank_job.py`` (``write_repeated``), ~0.7 MB and 8 NCCL kernels a rank, all-reduces on
 the world group, all-to-alls on 8-rank groups) goes through the distributed analysis — per-rank summaries
 on the executor, then groups, matching, stragglers and the cross-rank critical path in the parent — once
 on the local process pool and once on a 2-worker Dask ``LocalCluster`` (processes, loopback). Each run
@@ -115,6 +115,8 @@ print(json.dumps({"seconds": seconds, "reduce_s": reduced_s, "combine_s": second
 
 
 def build_job(out: str, ranks: int, mb: int) -> list[str]:
+    from rank_job import write_repeated
+
     sources = sorted(glob.glob(os.path.join(SHARED, "samples", "dlrm_8ranks", "*.json")))
     os.makedirs(out, exist_ok=True)
     made = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
@@ -124,8 +126,7 @@ def build_job(out: str, ranks: int, mb: int) -> list[str]:
     base = []
     for i, src in enumerate(sources):
         dst = os.path.join(out, f"rank{i}.1.pt.trace.json")
-        subprocess.run([sys.executable, os.path.join(SHARED, "tools", "scale_trace.py"), src, dst, "--copies",
-                        str(copies)], check=True, capture_output=True)
+        write_repeated(src, dst, copies)
         base.append(dst)
     for i in range(len(sources), ranks):
         shutil.copy(base[i % len(base)], os.path.join(out, f"rank{i}.1.pt.trace.json"))
@@ -231,7 +232,7 @@ def main() -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--ranks", type=int, default=None, help="512 (scale) or 16 (--parse)")
     parser.add_argument("--mb", type=int, default=50, help="--parse: MB per rank")
-    parser.add_argument("--copies", type=int, default=1, help="scale: scale_trace copies per rank (steps)")
+    parser.add_argument("--copies", type=int, default=1, help="scale: copies of each DLRM rank's window per rank (steps)")
     parser.add_argument("--executors", default="local,dask",
                         help="scale: comma-separated, of local, local:N, dask and registry (TensorBoard's path: "
                              "RunRegistry.distributed with a parse cache, no executor named)")

@@ -9,11 +9,11 @@ Each measurement runs in its own process (peak RSS is that process's ``VmHWM``):
 - ``warm``: the same command again on the cache the cold run filled.
 
 Last line: ``floor_s= cold_s= warm_s= cold_over_floor= warm_over_cold= peak_rss_mb=`` (the cold
-run's peak; issue 17's targets are ratios, measured in one run).
+run's peak; the targets are ratios, measured in one run).
 
 ``--no-floor`` skips the floor (``orjson.loads`` of a 4.5 GB trace needs ~30 GB of memory): the
 ratios to it are then left out. ``--baseline TRACE09`` first measures the cold report of a smaller
-trace in the same run and prints ``cold_over_baseline`` (issue 17: the 4.5 GB trace's cold time
+trace in the same run and prints ``cold_over_baseline`` (the 4.5 GB trace's cold time
 ≤ 5.5× the 0.9 GB trace's).
 """
 

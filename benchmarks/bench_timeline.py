@@ -5,7 +5,9 @@
 Loads the trace (parse cache allowed), builds the timeline index (reported, not part of the response
 times), then times through the HTTP API functions: the first full-range request, and a sequence of
 zoom and pan requests (random windows from the full range down to 1 µs). Sizes are the serialized
-JSON bodies. Last line: ``first_ms=<n> zoom_p95_ms=<n> max_response_bytes=<n>``.
+JSON bodies. Then the wall time of a search with a catastrophic regex, which the regex engine's CPU-time
+bound (1 s) stops with a 400. Last line: ``first_ms=<n> zoom_p95_ms=<n> max_response_bytes=<n>
+regex_bound_s=<n>``.
 """
 
 from __future__ import annotations
@@ -66,11 +68,17 @@ def main() -> int:
         times.append(ms)
         sizes.append(size)
     p95 = float(np.percentile(times, 95))
+    start = time.perf_counter()  # exponential backtracking on op names: stopped by the 1 s bound
+    code, doc = api.timeline_search(reg, {"run": state.run, "worker": state.worker, "span": state.span,
+                                          "q": r"(\w|\w\w)+$", "regex": "1"})
+    regex_s = time.perf_counter() - start
+    assert code == 400, doc
     print(f"trace: {path}")
     print(f"load (parse or cache) {load_s:.2f} s; timeline index {index_s:.2f} s; {len(meta['tracks'])} tracks")
     print(f"first full-range response: {first_ms:.1f} ms, {first_bytes / 1e6:.2f} MB")
     print(f"zoom/pan: median {np.median(times):.1f} ms, p95 {p95:.1f} ms, max {max(times):.1f} ms over {len(times)} requests")
-    print(f"first_ms={first_ms:.1f} zoom_p95_ms={p95:.1f} max_response_bytes={max(sizes)}")
+    print(f"catastrophic regex search: {regex_s:.2f} s to its 400 ({doc['error']})")
+    print(f"first_ms={first_ms:.1f} zoom_p95_ms={p95:.1f} max_response_bytes={max(sizes)} regex_bound_s={regex_s:.2f}")
     return 0
 
 

@@ -5,7 +5,7 @@
     kinetoscope serve LOGDIR [--host 127.0.0.1] [--port 6006] [--path-prefix /p] [--allow-host NAME]
     kinetoscope mcp LOGDIR  (MCP server: interfaces/mcp_server.py) | kinetoscope hang DIR [--json]  (cli_hang.py)
 
-Prints a readable table (or, with ``--json``, the document described in the README). Progress goes to stderr,
+Prints a readable table (or, with ``--json``, the document described in docs/GUIDE.md). Progress goes to stderr,
 one line per rank. The exit status is 1 when any trace file failed to load or the logdir holds no trace (nor
 memory artifact), 2 for bad arguments (a logdir or path that does not exist or cannot be read, an unknown run,
 worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py):
@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from . import __version__
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.overview import CATEGORY_KEYS
 from .analysis.numfmt import fixed
@@ -48,6 +49,7 @@ _LABELS = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]  # analysis/breakdown.py: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kinetoscope", description="PyTorch profiler trace reports")
+    parser.add_argument("--version", action="version", version=f"kinetoscope {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     report = sub.add_parser("report", help="Overview of every trace under a logdir")
     report.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")

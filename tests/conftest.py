@@ -1,4 +1,12 @@
-"""Shared test helpers. Real traces are read from ../shared/samples (never copied into the repo)."""
+"""Shared test helpers and the test-selection rules (docs/TESTING.md).
+
+Real traces are read from the external sample corpus: ``$KINETOSCOPE_SAMPLES``, else ``../shared/samples``
+beside the repository (never copied into the repo). Tests that read it carry ``@pytest.mark.corpus``;
+without the corpus they are skipped (one summary line says how to get it), except in CI (``CI`` set),
+where a missing corpus is an error. Markers: ``corpus`` (external samples), ``emulator`` (storage
+emulators on loopback), ``e2e`` (everything under ``tests/e2e/``, given by its folder), ``browser``
+(a test that uses the ``browser`` fixture: headless chromium), ``integration`` (everything under
+``tests/integration/``, given by its folder)."""
 
 from __future__ import annotations
 
@@ -11,6 +19,70 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = Path(os.environ.get("KINETOSCOPE_SAMPLES", REPO.parent / "shared" / "samples"))
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+HAVE_CORPUS = SAMPLES.is_dir()
+CHROMIUM = Path(os.environ.get("KINETOSCOPE_CHROMIUM", "/usr/bin/chromium"))
+MARKERS = {
+    "corpus": "reads the external sample corpus ($KINETOSCOPE_SAMPLES or ../shared/samples)",
+    "emulator": "runs storage emulators (moto, gcp-storage-emulator, Azurite) on loopback",
+    "e2e": "end to end: a real server, a subprocess or a browser (every test under tests/e2e/)",
+    "integration": "several layers with real services or the whole stack (every test under tests/integration/)",
+    "browser": "drives headless chromium ($KINETOSCOPE_CHROMIUM or /usr/bin/chromium)",
+}
+_skipped: dict[str, int] = {}  # marker -> tests skipped for want of what it needs
+
+
+def pytest_configure(config) -> None:
+    for name, what in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+    if IN_CI and not HAVE_CORPUS:
+        raise pytest.UsageError(f"CI is set but the sample corpus is missing: {SAMPLES} "
+                                "(set KINETOSCOPE_SAMPLES; docs/TESTING.md says how to rebuild it)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """The folder and fixture markers, added before ``-m`` selects."""
+    folders = {REPO / "tests" / "e2e": pytest.mark.e2e, REPO / "tests" / "integration": pytest.mark.integration}
+    for item in items:
+        for parent in Path(str(item.path)).parents:
+            if parent in folders:
+                item.add_marker(folders[parent])
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session) -> None:
+    """Skip the selected tests that cannot run here (outside CI only), counted for the summary."""
+    no_browser = (not CHROMIUM.exists() or os.environ.get("KINETOSCOPE_NO_BROWSER")) and not IN_CI
+    for item in session.items:
+        if item.get_closest_marker("corpus") and not HAVE_CORPUS:
+            _skipped["corpus"] = _skipped.get("corpus", 0) + 1
+            item.add_marker(pytest.mark.skip(reason=f"sample corpus missing: {SAMPLES}"))
+        elif item.get_closest_marker("emulator") and os.environ.get("KINETOSCOPE_NO_EMULATORS") and not IN_CI:
+            _skipped["emulator"] = _skipped.get("emulator", 0) + 1
+            item.add_marker(pytest.mark.skip(reason="no Node/npm for Azurite"))
+        elif item.get_closest_marker("browser") and no_browser:
+            _skipped["browser"] = _skipped.get("browser", 0) + 1
+            item.add_marker(pytest.mark.skip(reason=f"no chromium at {CHROMIUM}"))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line per kind of test skipped for want of something, naming what enables it."""
+    if _skipped.get("corpus"):
+        terminalreporter.write_line(
+            f"{_skipped['corpus']} tests skipped: they read the sample corpus, not found at {SAMPLES}; set "
+            "KINETOSCOPE_SAMPLES to its folder or place it at ../shared/samples (docs/TESTING.md: where each file "
+            "comes from)")
+    if _skipped.get("emulator"):
+        terminalreporter.write_line(
+            f"{_skipped['emulator']} storage-emulator tests skipped: install Node and npm (sudo apt-get install nodejs "
+            "npm), then ./run_tests.sh --setup-only installs Azurite")
+    if _skipped.get("browser"):
+        terminalreporter.write_line(
+            f"{_skipped['browser']} browser tests skipped: install chromium (sudo apt-get install chromium) or set "
+            "KINETOSCOPE_CHROMIUM to a chromium binary")
 
 
 @pytest.fixture(autouse=True)
@@ -20,9 +92,13 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 
 def sample(rel: str) -> Path:
+    """The corpus file or folder ``rel``. Only a test marked ``corpus`` may call it: without the corpus such
+    a test is skipped before it runs, so a call without it means the mark is missing."""
     path = SAMPLES / rel
+    if not HAVE_CORPUS:
+        pytest.fail(f"this test reads the sample corpus ({rel}) but is not marked @pytest.mark.corpus")
     if not path.exists():
-        pytest.fail(f"shared sample missing: {path} (tests need ../shared/samples)")
+        pytest.fail(f"sample missing from the corpus: {path} (docs/TESTING.md says where it comes from)")
     return path
 
 

@@ -1,7 +1,7 @@
 """Hostile files of every kind the logdir can hold, served through the plugin's real routes
-(``tests/test_fuzz.py`` samples them; ``benchmarks/fuzz_long.py --kinds files`` runs them for minutes).
+(``tests/integration/test_fuzz.py`` samples them; ``benchmarks/fuzz_long.py --kinds files`` runs them for minutes).
 
-The shapes are the ones the hardening review (issue 15) used to crash, stall or exhaust the server:
+The shapes are the ones the hardening review used to crash, stall or exhaust the server:
 pickles of deeply nested or doubling tuples, snapshots whose entries share one huge frame list,
 snapshots that reference one dict or segment hundreds of thousands of times, or ask for a huge memo slot,
 snapshot fields of every wrong type, whitespace and ``[`` gzip bombs, bombed memory exports, zero

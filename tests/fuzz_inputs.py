@@ -1,4 +1,4 @@
-"""Hostile trace inputs for the fuzz tests (``tests/test_fuzz.py``) and the long fuzz run
+"""Hostile trace inputs for the fuzz tests (``tests/integration/test_fuzz.py``) and the long fuzz run
 (``benchmarks/fuzz_long.py``).
 
 Everything here is deterministic given a ``random.Random``: a seeded mutation fuzzer over real

@@ -1,7 +1,7 @@
-"""Invariants every analysed trace must satisfy (issue 14, "Acceptance"), as small reusable checks.
+"""Invariants every analysed trace must satisfy ("Acceptance"), as small reusable checks.
 
 Each ``*_failures`` function returns a list of human-readable failures (empty: the invariant holds), so
-a test can assert on it and print every failure at once. ``tests/test_invariants.py`` runs them on every
+a test can assert on it and print every failure at once. ``tests/integration/test_invariants.py`` runs them on every
 sample; other tests may call them on synthesized traces.
 
 1. :func:`step_sum_failures`: per step, the breakdown categories add up to the step's ``total_us``
@@ -118,7 +118,7 @@ def union_failures(trace, overview: dict) -> list[str]:
             value = row[f"{name}_us"]
             lo, hi = float(steps.start[i]), float(steps.end[i])
             union = plain_union_us(s_all, e_all, lo, hi)
-            # an analysis in whole ns (issue 14 item 17 allows it) is held to the ns union instead
+            # an analysis in whole ns (allows it) is held to the ns union instead
             if value > union and value > ns_union_us(s_all, dur[mask], lo, hi):
                 out.append(f"step {row['step']}: {name}_us = {value!r} > union of its intervals {union!r} "
                            f"(by {value - union:.3g} µs)")

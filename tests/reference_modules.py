@@ -1,5 +1,5 @@
-"""The Module view as it was before issue 17 (Python loops over module calls, operators and flows): the
-reference tests/test_vectorized.py compares the vectorized tb_plugin.analysis.modules with."""
+"""The Module view as it was before vectorizing (Python loops over module calls, operators and flows): the
+reference tests/unit/analysis/test_vectorized.py compares the vectorized tb_plugin.analysis.modules with."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ and, for large tables, the page asked for is small (``limit``). Hand-written fix
     python frontend/scripts/make_fixtures.py            # rewrite the fixtures
     python frontend/scripts/make_fixtures.py --check    # exit 1 and name the fixtures that are stale
 
-tests/test_frontend_fixtures.py runs the check.
+tests/unit/project/test_frontend_fixtures.py runs the check.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ export function App() {
   const artifacts = allArtifacts.filter((a) => a.kind !== "flight_recorder");
   const hasDumps = allArtifacts.length > artifacts.length;
   // Distributed: the run's workers compared as ranks when it has two or more; a single rank's own
-  // process groups and critical path when it has one (issue 20).
+  // process groups and critical path when it has one.
   const hasWorkers = (run?.workers.length ?? 0) >= 1;
   const artifactsOnly = run !== undefined && run.workers.length === 0 && (artifacts.length > 0 || hasDumps);
   const showHang = hasDumps && (view === "hang" || (artifactsOnly && artifacts.length === 0));

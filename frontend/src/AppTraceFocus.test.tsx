@@ -1,4 +1,4 @@
-// Issue 18 item 2: "show in trace" belongs to the (run, worker, span) it was made in. After picking
+// "show in trace" belongs to the (run, worker, span) it was made in. After picking
 // another run, its Trace view opens whole, with nothing selected (no event fetched, full window).
 import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";

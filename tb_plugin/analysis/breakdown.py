@@ -43,7 +43,7 @@ from ..trace.categories import (
 )
 from ..trace.links import launch_of
 from ..trace.model import Trace
-from .intervals import covers, merge
+from .intervals import covered_before, covers, cumulative_lengths, merge
 from .steps import Steps
 from .ticks import tick_scale
 
@@ -157,20 +157,10 @@ def category_unions(trace: Trace, steps: Steps) -> np.ndarray:
         return out
     scale, step_start, step_end, merged = _category_ticks(trace, steps)
     for c, (s, e) in enumerate(merged):
-        out[:, c] = _covered_before(s, e, step_end) - _covered_before(s, e, step_start)
+        cum = cumulative_lengths(s, e)
+        out[:, c] = covered_before(s, e, step_end, cum) - covered_before(s, e, step_start, cum)
     out[:, -1] = step_end - step_start
     return scale.us(out)
-
-
-def _covered_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Length of the merged intervals ``[s, e)`` before each time ``t`` (same units)."""
-    if len(s) == 0:
-        return np.zeros(len(t))
-    before = np.concatenate(([0.0], np.cumsum(e - s)))
-    idx = np.searchsorted(s, t, side="right") - 1
-    last = np.maximum(idx, 0)
-    partial = np.clip(t - s[last], 0.0, e[last] - s[last])
-    return np.where(idx >= 0, before[last] + partial, 0.0)
 
 
 def _category_ticks(trace: Trace, steps: Steps):

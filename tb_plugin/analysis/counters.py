@@ -29,7 +29,7 @@ from ..trace.categories import Kind
 from ..trace.devices import device_name
 from ..trace.model import Trace
 from .gpu import device_properties, gpu_devices, sm_level
-from .intervals import merge
+from .intervals import covered_before, cumulative_lengths, merge
 from .memory import curves as memory_curves
 from .memory import device_rows
 from .series import bin_edges, held_max, split_series
@@ -38,18 +38,12 @@ from .series import bin_edges, held_max, split_series
 def _coverage_function(starts: np.ndarray, ends: np.ndarray):
     """C(t) = length of the union of intervals before t, as (breakpoints, cumulative) arrays."""
     s, e = merge(starts, ends)
-    cum = np.concatenate([[0.0], np.cumsum(e - s)])
-    return s, e, cum
+    return s, e, cumulative_lengths(s, e)
 
 
 def _covered_before(fn, t: np.ndarray) -> np.ndarray:
     s, e, cum = fn
-    if len(s) == 0:
-        return np.zeros(len(t))
-    i = np.searchsorted(s, t, side="right") - 1
-    out = np.where(i >= 0, cum[np.maximum(i, 0)], 0.0)
-    inside = np.where(i >= 0, np.clip(t - s[np.maximum(i, 0)], 0, (e - s)[np.maximum(i, 0)]), 0.0)
-    return out + inside
+    return covered_before(s, e, t, cum)
 
 
 def _sm_function(trace: Trace, rows: np.ndarray, num_sms):
@@ -89,6 +83,15 @@ def _functions(trace: Trace) -> dict:
         return out
 
     return trace.memo("counter_functions", build)
+
+
+MAX_BINS = 4000  # counter bins of one timeline window at most (one per pixel up to this)
+
+
+def counter_bins(width_px: int) -> int:
+    """Bins of a window's counter tracks (the trace's own and matched snapshots'): one per pixel of
+    ``width_px``, at most :data:`MAX_BINS`."""
+    return min(width_px, MAX_BINS)
 
 
 def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:

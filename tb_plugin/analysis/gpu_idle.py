@@ -34,7 +34,7 @@ from ..trace.categories import Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
-from .intervals import merge
+from .intervals import covered_before, cumulative_lengths, merge
 from .steps import compute_steps
 
 SHORT_GAP_US = 10.0
@@ -53,17 +53,11 @@ class Busy:
         s, e = merge(starts, ends)
         keep = e > s
         s, e = s[keep], e[keep]
-        return cls(s, e, np.concatenate([[0.0], np.cumsum(e - s)]))
+        return cls(s, e, cumulative_lengths(s, e))
 
     def before(self, t: np.ndarray) -> np.ndarray:
         """Busy length in ``(-inf, t]`` for each ``t`` (µs)."""
-        t = np.asarray(t, dtype=np.float64)
-        if len(self.start) == 0:
-            return np.zeros(t.shape)
-        j = np.searchsorted(self.start, t, side="right") - 1
-        jj = np.maximum(j, 0)
-        inside = np.clip(t - self.start[jj], 0.0, (self.end - self.start)[jj])
-        return np.where(j >= 0, self.cum[jj] + inside, 0.0)
+        return covered_before(self.start, self.end, t, self.cum)
 
     def idle_in(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Idle (not busy) length of each interval ``[a, b]``; 0 where ``b <= a`` (µs)."""

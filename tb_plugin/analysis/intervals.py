@@ -42,14 +42,29 @@ def covered_in_windows(merged_starts: np.ndarray, merged_ends: np.ndarray, lo: n
         return np.zeros(len(lo))
     s = np.asarray(merged_starts, dtype=np.float64)
     e = np.asarray(merged_ends, dtype=np.float64)
-    before = np.concatenate([[0.0], np.cumsum(e - s)])  # covered length before interval k
+    cum = cumulative_lengths(s, e)
+    return covered_before(s, e, hi, cum) - covered_before(s, e, lo, cum)
 
-    def upto(x: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(s, x, side="right") - 1
-        kk = np.maximum(k, 0)
-        return np.where(k >= 0, before[kk] + np.minimum(x, e[kk]) - s[kk], 0.0)
 
-    return upto(hi) - upto(lo)
+def cumulative_lengths(merged_starts: np.ndarray, merged_ends: np.ndarray) -> np.ndarray:
+    """``cum[k]``: the total length of intervals ``0 … k-1`` (``len + 1`` values, ``cum[0] = 0``)."""
+    return np.concatenate([[0.0], np.cumsum(merged_ends - merged_starts)])
+
+
+def covered_before(merged_starts: np.ndarray, merged_ends: np.ndarray, t, cum: np.ndarray | None = None) -> np.ndarray:
+    """Per time ``t`` (scalar or array): the length of sorted, disjoint intervals (:func:`merge`'s output)
+    before it, in the inputs' unit (µs or ticks): the cumulative length of the intervals that start at
+    or before ``t`` (one ``searchsorted``), less what of the last one lies after ``t``. ``cum``:
+    :func:`cumulative_lengths` of the intervals, when the caller keeps it for many calls."""
+    t = np.asarray(t, dtype=np.float64)
+    if len(merged_starts) == 0:
+        return np.zeros(t.shape)
+    if cum is None:
+        cum = cumulative_lengths(merged_starts, merged_ends)
+    k = np.searchsorted(merged_starts, t, side="right") - 1
+    kk = np.maximum(k, 0)
+    inside = np.clip(t - merged_starts[kk], 0.0, merged_ends[kk] - merged_starts[kk])
+    return np.where(k >= 0, cum[kk] + inside, 0.0)
 
 
 def covered_length(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:

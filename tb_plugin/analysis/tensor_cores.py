@@ -35,7 +35,7 @@ _MATMUL_WORD = (r"(?:(?<!fb)gemm|GEMM|Gemm|matmul|Matmul|(?<![A-Za-z])(?:wg|h|i|
 #: The ``a``/``f`` suffixes are the arch-specific and family-specific targets (sm90a, sm100a, sm100f).
 _SM_HOPPER_PLUS = rf"(?:{_B}[Ss]m|(?<=[a-z])Sm)_?(?:9\d|1[0-2]\d)[af]?(?![0-9a-z])"
 
-#: family name → (pattern, comment). One list, one place; each family has a test in tests/test_trust_compute.py.
+#: family name → (pattern, comment). One list, one place; each family has a test in tests/unit/analysis/test_trust_compute.py.
 TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
     "nvjet": (rf"{_B}nvjet_",
               "cuBLASLt's JIT GEMMs on Hopper/Blackwell (nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT, nvjet_sm90_…)"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Mapping
 
+from ..analysis.counters import counter_bins
 from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
 from ..registry import memory_events as pairs_table
@@ -134,7 +135,7 @@ def timeline(registry, args: Args):
     if t1 <= t0:
         raise BadRequest("'end_us' must be greater than 'start_us'")
     doc = views.timeline_window(t0, t1, width, tracks)
-    extra = registry.snapshot_counters(state, views.trace, t0, t1, min(width, 4000))
+    extra = registry.snapshot_counters(state, views.trace, t0, t1, counter_bins(width))
     return 200, dict(doc, counters=doc["counters"] + extra, state="ready")
 
 

@@ -57,6 +57,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         self._files: dict[str, FileState] = {}
         self._artifacts: dict[str, ArtifactState] = {}
         self._lock = threading.RLock()
+        self._scan_lock = threading.Lock()  # scan() calls one at a time (the scanner thread, a request, the CLI)
         self._wake = threading.Condition(self._lock)
         self._wanted: collections.deque[str] = collections.deque()
         self._views = ViewCache(self._lock)  # the parsed files kept in memory, within the budget
@@ -97,7 +98,12 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
 
     # -- scanning -----------------------------------------------------------------------------
     def scan(self) -> None:
-        """List the logdir once and reconcile the registry with it."""
+        """List the logdir once and reconcile the registry with it. One scan at a time: a listing taken
+        before another scan's must not be applied after it (it would drop the files that one found)."""
+        with self._scan_lock:
+            self._scan()
+
+    def _scan(self) -> None:
         if self.fs is None:  # could not even be opened: self.error says why
             self._scanned.set()
             return

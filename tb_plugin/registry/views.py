@@ -16,7 +16,7 @@ from ..analysis.overview import compute_overview
 from ..analysis.operators import operator_rows, operator_stacks
 from ..analysis import distributed as distributed_analysis
 from ..analysis import timeline_query
-from ..analysis.counters import counters, warm_counter_inputs
+from ..analysis.counters import counter_bins, counters, warm_counter_inputs
 from ..analysis.steps import compute_steps
 from ..analysis.timeline import pack_index, timeline_index, unpack_index
 from ..analysis.timeline_range import range_stats
@@ -164,7 +164,7 @@ class FileViews:
         self.timeline_meta()
         base = timeline_query.origin(self.trace)
         doc = timeline_query.window(self.trace, t0, t1, width_px, track_ids)
-        doc["counters"] = counters(self.trace, t0 + base, t1 + base, min(width_px, 4000))
+        doc["counters"] = counters(self.trace, t0 + base, t1 + base, counter_bins(width_px))
         return doc
 
     def timeline_range(self, t0: float, t1: float, track_ids=None, top: int = 10) -> dict:

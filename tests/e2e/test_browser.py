@@ -17,6 +17,8 @@ from conftest import SAMPLES
 from tests.e2e.conftest import build_logdir, free_port, tensorboard
 from tests.e2e.helpers import check_overview, plugin_frame, shown_utilization
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
 
 

@@ -18,6 +18,8 @@ from tests.e2e.helpers import plugin_frame
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from emulators import Emulator  # noqa: E402
 
+pytestmark = [pytest.mark.corpus, pytest.mark.emulator]  # the sample corpus (docs/TESTING.md), storage emulators
+
 V100 = SAMPLES / "kineto" / "resnet50_num_workers_0"
 WORKER, SPAN = "worker0", "1"
 

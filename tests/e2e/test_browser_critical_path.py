@@ -1,4 +1,4 @@
-"""Issue 20: the Distributed tab's critical-path panel in headless chromium against a real TensorBoard.
+"""The Distributed tab's critical-path panel in headless chromium against a real TensorBoard.
 
 (1) The synthesized job of tests/synth/critical.py (``dataloader_docs``): in step 2 rank 1 loads its
 batch for 500 µs; the panel lists its data loader first and says rank 0 waited 450 µs for rank 1 at the
@@ -9,6 +9,7 @@ that rank's Trace view with the segment's event selected.
 
 from __future__ import annotations
 
+import pytest
 from synth.critical import DATALOADER, dataloader_docs
 from tests.e2e.helpers import api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab
 
@@ -39,6 +40,7 @@ def test_critical_path_panel_on_a_slow_dataloader_job(browser, tmp_path, artifac
         page.close()
 
 
+@pytest.mark.corpus
 def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
     with job_tensorboard(tmp_path, samples=dlrm_ranks()) as base:
         path, = api(base, "distributed", run="job", span=1)["view"]["critical_path"]
@@ -65,7 +67,7 @@ def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
         details.locator('[data-testid="event-name"]').wait_for(timeout=60_000)
         assert details.locator('[data-testid="event-name"]').inner_text() == seg["name"]
         assert "view=trace" in frame.url and worker in frame.url
-        # the path is overlaid: the toggle is on, and a band lies over the segment's event (issue 20)
+        # the path is overlaid: the toggle is on, and a band lies over the segment's event
         assert frame.locator('[data-testid="critical-path-toggle"]').is_checked()
         frame.locator('[data-testid="path-overlay-count"]').wait_for(timeout=60_000)
         hook = "window.__kinetoscopeTimeline"

@@ -1,4 +1,4 @@
-"""Issue 20: the Trace view's critical-path overlay, and a single-rank run's own groups and path in the
+"""The Trace view's critical-path overlay, and a single-rank run's own groups and path in the
 Distributed tab, in headless chromium against a real TensorBoard.
 
 (1) The 8 DLRM ranks: on rank 7 (worker7, on the path) the toggle draws one band per path segment of
@@ -11,6 +11,7 @@ the Distributed tab shows its own two process groups and its critical path.
 
 from __future__ import annotations
 
+import pytest
 import json
 
 from synth.comm import fsdp_tp_docs
@@ -18,6 +19,8 @@ from synth.critical import chain_doc
 from tests.e2e.conftest import sample_logdir, tensorboard
 from tests.e2e.helpers import (api, dlrm_ranks, enable_test_hooks, format_duration, open_tab, plugin_frame,
                                select_file, wait_all_ready)
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 HOOK = "window.__kinetoscopeTimeline"
 

@@ -1,4 +1,4 @@
-"""Drive the Diff tab and the Composer Overview additions (issue 8) in headless Debian chromium.
+"""Drive the Diff tab and the Composer Overview additions in headless Debian chromium.
 
 Logdir: ``nw0`` and ``nw4`` (the resnet50 runs with num_workers 0 and 4) and ``composer`` (the Composer
 sample as ``composer/rank0.1.pt.trace.json``).
@@ -18,6 +18,8 @@ import pytest
 from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, format_duration, plugin_frame, select_file, wait_all_ready
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +142,7 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
         names = [t.split("\t")[0].strip() for t in rows.all_inner_texts()]
         assert names == events
         assert "event/forward" in names and "event/backward" in names
-        # the sample's one cpu sample is shown as a value, not drawn (issue 18 item 10)
+        # the sample's one cpu sample is shown as a value, not drawn
         assert [len(m["ts_us"]) for m in overview["system_metrics"]] == [1]
         metrics = frame.locator('[data-testid="system-metrics-values"]')
         metrics.wait_for(timeout=30_000)

@@ -1,6 +1,6 @@
-"""Issue 18, items 5 and 6, in headless Debian chromium at a 1500 px viewport.
+"""The Diff tab's verdicts and waterfall in headless Debian chromium at a 1500 px viewport.
 
-Logdir: the issue's pair, ``gpu`` (samples/synthetic_ddp rank 0, one GPU, 864.6 µs steps) as the
+Logdir: a GPU/CPU pair, ``gpu`` (samples/synthetic_ddp rank 0, one GPU, 864.6 µs steps) as the
 baseline and ``cpu`` (samples/torch_cpu_cnn, a real CPU trace, 6.87 ms steps) as the experiment.
 (1) Every row's verdict is the server's ``status`` (the UI never recomputes it); ``ProfilerStep`` is
 "slower", like the step total (+694.8 %), where it read "faster −100.0 %" before.

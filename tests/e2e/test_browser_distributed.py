@@ -1,4 +1,4 @@
-"""Drive the Distributed and Insights tabs (issue 6) in headless Debian chromium against a real TensorBoard.
+"""Drive the Distributed and Insights tabs in headless Debian chromium against a real TensorBoard.
 
 (1) The 8 DLRM ranks copied into ``job/``: the Distributed tab lists 8 rank rows, and the straggler
 badges sit on exactly the ranks the ``distributed`` route lists.
@@ -9,9 +9,12 @@ launch-delay p50, formatted the way the UI formats durations.
 from __future__ import annotations
 
 
+import pytest
 from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
 from tests.e2e.helpers import (api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab,
                                open_plugin)
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 
 def test_distributed_tab_ranks_and_stragglers(browser, tmp_path, artifacts):
@@ -57,7 +60,7 @@ def test_insights_tab_histograms_and_p50(browser, tmp_path, artifacts):
         assert card.locator('[data-testid="card-launch-p50"]').inner_text().strip() == expected_p50
         assert card.locator('[data-testid="exposed-bar"]').count() == 1
         card.screenshot(path=str(artifacts / "insights_card.png"))
-        assert frame.locator('[data-testid="distributed-tab"]').count() == 1  # one worker: its own groups and path (issue 20)
+        assert frame.locator('[data-testid="distributed-tab"]').count() == 1  # one worker: its own groups and path
         frame.locator('[data-testid="insights-tab"]').click()
         page_el = frame.locator('[data-testid="insights-page"]')
         page_el.wait_for(timeout=60_000)

@@ -1,4 +1,4 @@
-"""Drive the issue 8 leftovers in headless Debian chromium against a real TensorBoard.
+"""Drive the finetuning-scheduler MemProfiler and Composer views in headless Debian chromium against a real TensorBoard.
 
 Logdir:
 - ``fts``: a finetuning-scheduler ``memprofiler/`` folder (samples/fts_memprofiler, values known by
@@ -23,6 +23,8 @@ from synth.composer import SERIES, write_ranks
 from synth.fts import MiB, snapshot_values
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, open_plugin, wait_all_ready
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 HOOK = "window.__kinetoscopeTimeline"
 REPO_SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "samples"

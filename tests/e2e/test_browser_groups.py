@@ -1,4 +1,4 @@
-"""Issue 20: the Distributed tab's process-group table in headless chromium against a real TensorBoard.
+"""The Distributed tab's process-group table in headless chromium against a real TensorBoard.
 
 (1) The synthesized FSDP + TP job (tests/synth/comm.py ``fsdp_tp_docs``, a 2 × 2 mesh): four groups,
 shown with the ``distributed`` route's roles, ranks and exposed times; clicking a TP group lists its
@@ -8,6 +8,7 @@ so one group over ranks 0–7 and the fallback message under the group table (no
 
 from __future__ import annotations
 
+import pytest
 from synth.comm import fsdp_tp_docs
 from tests.e2e.helpers import api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab
 
@@ -42,6 +43,7 @@ def test_groups_table_on_a_synthesized_fsdp_tp_job(browser, tmp_path, artifacts)
         page.close()
 
 
+@pytest.mark.corpus
 def test_groups_table_falls_back_to_one_group_on_dlrm(browser, tmp_path, artifacts):
     with job_tensorboard(tmp_path, samples=dlrm_ranks()) as base:
         doc = api(base, "distributed", run="job", span=1)

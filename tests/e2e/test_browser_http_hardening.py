@@ -1,4 +1,4 @@
-"""Issue 15, items 9 and 12, in headless Debian chromium against a real TensorBoard.
+"""Odd file names, downloads and framing in headless Debian chromium against a real TensorBoard.
 
 * A run whose trace file is named ``工作-😀.pt.trace.json``: the plugin loads inside TensorBoard (with
   its anti-framing headers on every answer), "Download trace" saves the file under its own name with

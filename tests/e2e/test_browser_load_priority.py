@@ -1,8 +1,8 @@
-"""Issue 18 item 4 in headless Debian chromium: on a cold logdir of many 35 MB traces, the file the page
+"""In headless Debian chromium: on a cold logdir of many 35 MB traces, the file the page
 shows is parsed ahead of the queue, its bar moves while it parses, and the notice says where it is.
 
 Logdir: ``r00``…``r29``, each a copy of the resnet50 num_workers_0 trace, and ``r99``, that trace
-repeated twelve times (``../shared/tools/scale_trace.py``; it parses in about 2 s, so a poll every 0.5 s
+repeated twelve times (``benchmarks/rank_job.py``'s ``write_repeated``; it parses in about 2 s, so a poll every 0.5 s
 sees the bar move; six copies, as before, parsed in about 1 s once the parse got faster, and the bar was
 seen at one value only), with a cold parse cache: the background loader puts them all in one
 process-pool batch. The page picks ``r99``, the last by path, which must turn ready while some of the
@@ -13,18 +13,19 @@ its turn in the pool and then behind the other cached loads, its bar at 0 % ("Pa
 
 from __future__ import annotations
 
+import pytest
 import re
 import shutil
-import subprocess
-import sys
 import time
 
+from benchmarks.rank_job import write_repeated
 from conftest import SAMPLES
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, plugin_frame
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 SRC = SAMPLES / "kineto" / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz"
-SCALE = SAMPLES.parent / "tools" / "scale_trace.py"
 LAST = "r99"
 OTHERS = 30
 TEXT = re.compile(rf"^(Parsing {LAST}/\S+: \d+ %|Waiting to parse {LAST}/\S+(: it is next|: \d+ files? (is|are) queued before it|\u2026))$")
@@ -36,7 +37,7 @@ def test_selected_file_jumps_the_queue_and_its_bar_moves(browser, tmp_path, arti
         (logdir / f"r{i:02d}").mkdir(parents=True)
         shutil.copy(SRC, logdir / f"r{i:02d}" / SRC.name)
     (logdir / LAST).mkdir()
-    subprocess.run([sys.executable, str(SCALE), str(SRC), str(logdir / LAST / SRC.name), "--copies", "12"], check=True)
+    write_repeated(str(SRC), str(logdir / LAST / SRC.name), 12)
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(logdir, cache) as base:

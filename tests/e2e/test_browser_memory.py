@@ -1,4 +1,4 @@
-"""Drive the Memory tab and the snapshot view (issue 5) in headless Debian chromium against a real TensorBoard.
+"""Drive the Memory tab and the snapshot view in headless Debian chromium against a real TensorBoard.
 
 (1) A BERT trace with [memory] events: open the Memory tab on GPU0, drag across the memory curve with
 the mouse, and check the events table now holds exactly the allocations whose lifetime overlaps the
@@ -9,11 +9,14 @@ draws bands, and the peak active bytes shown equal the ``snapshot`` route's.
 
 from __future__ import annotations
 
+import pytest
 import re
 from pathlib import Path
 
 from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
 from tests.e2e.helpers import api, drag_across, enable_test_hooks, open_plugin, open_tab
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 HOOK = "window.__kinetoscopeMemory"
 

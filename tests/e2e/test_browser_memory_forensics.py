@@ -1,4 +1,4 @@
-"""Issue 21 panels in headless Debian chromium against a real TensorBoard:
+"""The memory forensics panels in headless Debian chromium against a real TensorBoard:
 
 (1) a run of per-rank snapshots dumped on an OOM opens on the OOM card (requested size, largest free
 block of its stream, fragmentation as constructed in ``tests/synth/oom.py``) and the peak-per-rank

@@ -1,4 +1,4 @@
-"""No ``null``, ``NaN``, ``undefined``, ``Infinity`` or ``[object Object]`` on the screen (issue 14,
+"""No ``null``, ``NaN``, ``undefined``, ``Infinity`` or ``[object Object]`` on the screen (
 "Acceptance"): every tab of every trace file (and every memory artifact) of every sample, in the real
 TensorBoard and headless Debian chromium.
 
@@ -6,7 +6,7 @@ The new-user checks add, on every view: no name with an object address (`` at 0x
 taller than one line, no table cell whose content runs past its right edge into its neighbour (at the
 1,500 px the issue was measured at).
 
-Issue 18 "Acceptance" adds, on every one of those views (:data:`_LAYOUT_JS`): no time axis runs
+Layout checks add, on every one of those views (:data:`_LAYOUT_JS`): no time axis runs
 negative (each chart's time axes, as ECharts laid them out, from the ``data-time-axes`` test hook of
 charts/timeAxes.ts; the Trace view's window from its test hook), no table row is taller than its
 content needs because a name wrapped (a name cell spans one line; a row more than 2.5× the table's
@@ -36,6 +36,8 @@ from conftest import REPO, SAMPLES
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 BAD = re.compile(r"\b(null|NaN|undefined|Infinity)\b|\[object Object\]")
 # a Python object's address left in a name ("<built-in method softmax of Tensor object at 0x7cbd…>")
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -54,7 +56,7 @@ TAB_TIMEOUT_S = 60.0
 # processes on two cores) may need more: KINETOSCOPE_WALK_BUDGET_S
 BUDGET_S = float(os.environ.get("KINETOSCOPE_WALK_BUDGET_S", "420"))
 
-# Hits known on the code before the issue-14 fixes, each with the item that removes it: (pattern over
+# Hits known on the code before their fixes, each with the item that removes it: (pattern over
 # the failure line, item). Known hits alone make the test xfail; a known pattern that no longer matches
 # anything fails the test (strict), so the entry is removed when the fix is merged.
 KNOWN: list[tuple[re.Pattern, str]] = []  # none left: item 15 ("Distributed: null, rank 0 of null") is fixed
@@ -114,7 +116,7 @@ _TEXT_JS = """() => {
 }"""
 
 
-# Layout problems of the view on screen (issue 18): one line each
+# Layout problems of the view on screen: one line each
 _LAYOUT_JS = """() => {
   const out = [];
   for (const el of document.querySelectorAll('[data-time-axes]')) {
@@ -280,5 +282,5 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
     gone = [item for p, item in KNOWN if not any(p.search(f) for f in failures)]
     assert not gone, f"fixed ({', '.join(gone)}): remove its entry from KNOWN"
     if failures:
-        pytest.xfail(f"issue 14 {', '.join(sorted({i for _, i in KNOWN}))}: {len(failures)} known hits:\n  "
+        pytest.xfail(f"known {', '.join(sorted({i for _, i in KNOWN}))}: {len(failures)} known hits:\n  "
                      + "\n  ".join(failures))

@@ -68,6 +68,7 @@ def test_the_readme_names_both_commands():
                                        "kinetoscope serve runs/ --port 6006 --path-prefix /profiler"]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("which", [0, 1], ids=["root", "path_prefix"])
 def test_overview_renders_through_serve(browser, workdir, artifacts, expected_utilization, which):
     with serve(readme_serve_commands()[which], workdir, workdir / "cache") as (base, started):

@@ -1,4 +1,4 @@
-"""Issue 21 item 2 in headless Debian chromium against a real TensorBoard: a run holding a trace and an
+"""In headless Debian chromium against a real TensorBoard: a run holding a trace and an
 allocator snapshot of the same process (``tests/synth/snapshot_trace.py``). The Snapshots tab's "Alive
 at the peak" card groups the peak's bytes by operator (as constructed), by step and by module, names the
 matched trace, and opens a row's stack; the Trace view carries the snapshot's active memory as a counter

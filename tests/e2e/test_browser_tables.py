@@ -1,4 +1,4 @@
-"""Drive the real TensorBoard in headless Debian chromium: the Operator and GPU Kernel tables (issue 3).
+"""Drive the real TensorBoard in headless Debian chromium: the Operator and GPU Kernel tables.
 
 The Operator view's default sort, server-side search, row -> call stack -> frame expansion, and "go to
 source", whose message must reach the top TensorBoard page (``window.parent.parent`` of the plugin
@@ -13,6 +13,8 @@ import pytest
 from conftest import SAMPLES
 from tests.e2e.conftest import build_logdir, tensorboard
 from tests.e2e.helpers import api, open_plugin, open_tab, select_file
+
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
 RUN, WORKER, SPAN = "resnet50", "worker0", "1"
 CAPTURE = "window.__posted=[];window.addEventListener('message',e=>window.__posted.push(e.data))"

@@ -1,4 +1,4 @@
-"""Drive the Trace view (issue 4) in headless Debian chromium against a real TensorBoard.
+"""Drive the Trace view in headless Debian chromium against a real TensorBoard.
 
 On the resnet50 sample: open the Trace view and time its first canvas paint with data (the view's own
 ``window.__kinetoscopeTimeline`` hook), zoom ×1000 onto one kernel of the GPU stream track, click it on
@@ -133,11 +133,13 @@ def logdir(tmp_path_factory):
     return build_logdir(tmp_path_factory.mktemp("logdir"), SAMPLES)
 
 
+@pytest.mark.corpus
 def test_trace_view_resnet(browser, logdir, tmp_path, artifacts):
     with tensorboard(logdir, tmp_path) as base:
         _open_trace(browser, base, {"run": "resnet50", "worker": "worker0", "span": "1"}, artifacts, "resnet50")
 
 
+@pytest.mark.corpus
 def test_show_in_trace_from_kernel_table(browser, logdir, tmp_path, artifacts):
     """The kernel table's "show in trace" opens the Trace view on that kernel, selected."""
     with tensorboard(logdir, tmp_path) as base:
@@ -162,6 +164,7 @@ def test_show_in_trace_from_kernel_table(browser, logdir, tmp_path, artifacts):
         page.close()
 
 
+@pytest.mark.corpus
 def test_users_pages_carry_no_test_hook(browser, logdir, tmp_path):
     """Without the test flag the Trace view draws, and window.__kinetoscopeTimeline is not installed."""
     with tensorboard(logdir, tmp_path) as base:
@@ -202,6 +205,7 @@ def test_trace_view_big_trace(browser, tmp_path, artifacts):
         _open_trace(browser, base, sel, artifacts, "big")
 
 
+@pytest.mark.corpus
 def test_trace_interaction(browser, logdir, tmp_path, artifacts):
     """Wheel zooms around the cursor, drag pans, W/S/A/D on the focused canvas, shift-drag box-selects."""
     with tensorboard(logdir, tmp_path) as base:
@@ -280,6 +284,7 @@ window.addEventListener("message", (e) => {
 </script>"""
 
 
+@pytest.mark.corpus
 def test_download_and_open_in_perfetto(browser, logdir, tmp_path):
     """"Download trace" serves the original file; "Open in Perfetto" does the documented handshake (PING until
     PONG, then the ArrayBuffer with title and file name). ui.perfetto.dev is played by a local stub page that the

@@ -28,6 +28,8 @@ from synth.traces import SynthSpec, synthesize
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import plugin_frame
 
+pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
+
 P_IMG = '<img src=x onerror="window.__xss=1">'
 P_SCRIPT = "<script>window.__xss=1</script>"
 P_SVG = "<svg onload=window.__xss=1>"

@@ -40,6 +40,7 @@ def side_by_side_env(tmp_path_factory):
     return py, env
 
 
+@pytest.mark.corpus
 def test_both_tabs_work_in_one_tensorboard(side_by_side_env, tmp_path):
     py, env = side_by_side_env
     logdir = tmp_path / "logdir" / "resnet"

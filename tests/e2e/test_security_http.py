@@ -146,6 +146,7 @@ def _no_secret(route: str, body: bytes, env, echoed: str = "") -> None:
         assert str(env["outside"]).encode() not in body, route
 
 
+@pytest.mark.corpus
 def test_listing_hides_symlinks_that_point_outside(env):
     code, body, _ = get(env["base"], "runs")
     assert code == 200
@@ -158,6 +159,7 @@ def test_listing_hides_symlinks_that_point_outside(env):
     assert not any("leak" in p or "linkdir" in p for p in paths), paths
 
 
+@pytest.mark.corpus
 def test_every_lookup_parameter_resists_traversal(env):
     checked = 0
     for route, params in ROUTES.items():
@@ -175,6 +177,7 @@ def test_every_lookup_parameter_resists_traversal(env):
     assert not env["marker"].exists()
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", ["../plugin.py", "..%2fplugin.py", "%2e%2e%2fplugin.py", "%252e%252e%252fplugin.py",
                                   "..%2f..%2f..%2f..%2fetc%2fpasswd", "%2fetc%2fpasswd", "index.js%00.txt",
                                   "...", "__init__.py", "x" * 5000])
@@ -186,6 +189,7 @@ def test_static_serves_only_whitelisted_files(env, name):
     assert code == 200 and headers["Content-Type"].startswith("text/javascript")
 
 
+@pytest.mark.corpus
 def test_trace_file_serves_only_listed_traces(env):
     code, body, headers = get(env["base"], "trace_file", FILE)
     assert code == 200 and headers["Content-Type"] == "application/octet-stream"
@@ -196,6 +200,7 @@ def test_trace_file_serves_only_listed_traces(env):
         assert code == 404 and SECRET.encode() not in body
 
 
+@pytest.mark.corpus
 def test_malicious_pickle_is_refused_over_http_and_never_runs(env):
     marker: Path = env["marker"]
     code, body, headers = get(env["base"], "snapshot", {"run": SNAP_RUN, "path": EVIL_PATH})
@@ -255,6 +260,7 @@ SNAP_SIZE_CASES = {
 }
 
 
+@pytest.mark.corpus
 def test_every_route_answers_within_its_bound(env):
     sizes = {}
     for route, (extra, bound) in SIZE_CASES.items():
@@ -294,6 +300,7 @@ def test_every_route_answers_within_its_bound(env):
     print("response sizes (bytes):", json.dumps(sizes, indent=1))
 
 
+@pytest.mark.corpus
 def test_html_pages_carry_tensorboard_csp(env):
     for path in ("/", "/data/plugin_entry.html?name=kinetoscope"):
         with urllib.request.urlopen(env["base"] + path, timeout=30) as r:
@@ -303,21 +310,18 @@ def test_html_pages_carry_tensorboard_csp(env):
             assert r.headers["X-Content-Type-Options"] == "nosniff"
 
 
-def test_catastrophic_regex_is_refused_quickly(env):
+@pytest.mark.corpus
+def test_catastrophic_regex_is_refused(env):
     # exponential backtracking on the trace's own op names: stopped by the 1 s bound (CPU time of the
-    # regex engine; the allowance covers a loaded 2-core machine)
-    t0 = time.time()
+    # regex engine; the wall time it takes: benchmarks/bench_timeline.py)
     code, body, _ = get(env["base"], "timeline_search", dict(FILE, q="(\\w|\\w\\w)+$", regex="1"))
     assert code == 400 and b"took longer than 1 s" in body, body
-    assert time.time() - t0 < 5
     # counted repeats that would unroll to 10^8 elements: refused before compiling
     code, body, _ = get(env["base"], "timeline_search", dict(FILE, q="(?:(?:(?:a{100}){100}){100}){100}", regex="1"))
     assert code == 400 and b"too large" in body, body
     for pattern in ("(a+)+$", "(\\w*a)*b", "(x+x+)+y", "(a)\\1"):  # once refused by a heuristic: now bounded
-        t0 = time.time()
         code, body, _ = get(env["base"], "timeline_search", dict(FILE, q=pattern, regex="1"))
         assert code == 200, (pattern, body)
-        assert time.time() - t0 < 5
     code, body, _ = get(env["base"], "timeline_search", dict(FILE, q="aten::(add|mul)_?", regex="1"))
     assert code == 200 and json.loads(body)["total"] > 0
     code, body, _ = get(env["base"], "operator_stacks", dict(FILE, key="0"))
@@ -327,8 +331,8 @@ def test_catastrophic_regex_is_refused_quickly(env):
 
 @pytest.fixture(scope="module")
 def odd(tmp_path_factory):
-    """A real TensorBoard on odd but valid inputs (see tests/test_odd_inputs.py)."""
-    from tests.test_odd_inputs import BASE_SNAPSHOT, BIG, _deep, _x
+    """A real TensorBoard on odd but valid inputs (see tests/integration/test_odd_inputs.py)."""
+    from tests.integration.test_odd_inputs import BASE_SNAPSHOT, BIG, _deep, _x
 
     root = tmp_path_factory.mktemp("odd")
     logdir, cache = root / "logdir", root / "cache"

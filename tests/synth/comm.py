@@ -1,4 +1,4 @@
-"""Synthetic multi-rank traces with known communication answers (issue 14, items 9–12).
+"""Synthetic multi-rank traces with known communication answers.
 
 One rank's trace (:func:`rank_doc`) is a ``ProfilerStep#1`` annotation and, per :class:`Coll`, a
 ``record_param_comms`` host op, its ``cudaLaunchKernel`` and an NCCL kernel (the PyTorch 2.x layout:

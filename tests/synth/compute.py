@@ -1,4 +1,4 @@
-"""Small synthesized GPU traces with known tensor-core shares, AMP advice and SM efficiency (issue 14,
+"""Small synthesized GPU traces with known tensor-core shares, AMP advice and SM efficiency (
 items 1–4): BF16/FP8 GEMMs on Hopper/Blackwell kernels, FP32 GEMMs on SIMT kernels, and ROCm traces
 whose launch geometry is spelled the ways ROCm writes it.
 

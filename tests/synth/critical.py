@@ -1,4 +1,4 @@
-"""Synthetic traces whose critical path is known by construction (issue 20, items 2 and 3; µs).
+"""Synthetic traces whose critical path is known by construction (µs).
 
 :func:`chain_doc`: one rank, one step ``[0, 1000]`` on the main thread (pid 1, tid 1):
 

@@ -1,7 +1,7 @@
 """Synthesized traces whose idle time, launch delays and steps are known by construction (µs).
 
 Each builder returns a Kineto-style trace document (``{"traceEvents": [...]}``); the answers are in
-the builders' docstrings and asserted by ``tests/test_trust_idle.py``.
+the builders' docstrings and asserted by ``tests/unit/analysis/test_trust_idle.py``.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ export function modulesUrl(sel: Selection): string {
 // ---- timeline
 
 export const timelineMetaUrl = (sel: Selection) => `timeline_meta?${fileParams(sel).toString()}`;
-/** ADDED (issue 20): the critical path's segments on this file's timeline (the Trace view's overlay). */
+/** ADDED: the critical path's segments on this file's timeline (the Trace view's overlay). */
 export const criticalPathUrl = (sel: Selection) => `critical_path?${fileParams(sel).toString()}`;
 
 export function timelineUrl(sel: Selection, startUs: number, endUs: number, width: number): string {

@@ -11,7 +11,7 @@ function ticks(lo: number, hi: number): string[] {
   return out;
 }
 
-describe("byte axis in binary units (issue 18 item 9)", () => {
+describe("byte axis in binary units", () => {
   it("ticks a 1.9 GiB peak at round GiB, not 953.7 MiB / 1.9 GiB", () => {
     // ECharts' own decimal ticks on this curve read 0 B, 476.8 MiB, 953.7 MiB, 1.4 GiB, 1.9 GiB
     expect(ticks(0, 1.9 * GIB)).toEqual(["0 GiB", "0.5 GiB", "1 GiB", "1.5 GiB", "2 GiB"]);

@@ -5,7 +5,7 @@ import { ElidedName, headWidth, splitForElision } from "./ElidedName";
 const ROCM =
   "Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_EPS0_GRVWA2_GRVWB2_GSUAMB_ISA90a_IU1_K1_LBSPPA128_WS64_WG64_4_1";
 
-describe("ElidedName (issue 18 items 6, 13)", () => {
+describe("ElidedName", () => {
   it("keeps the tail whole, where names that share a prefix differ", () => {
     const [head, tail] = splitForElision(ROCM);
     expect(head + tail).toBe(ROCM);

@@ -1,5 +1,5 @@
 // Fetches the Overview of the selected file. A queued or loading file is asked for too: the request
-// tells the server that a user waits for it, so it is loaded ahead of the queue (issue 18), and the
+// tells the server that a user waits for it, so it is loaded ahead of the queue, and the
 // "loading" answers, retried by useRemote, carry its progress. A failed file needs no request.
 import { overviewUrl } from "../api/routes";
 import type { OverviewReady, Selection, SpanState } from "../api/types";

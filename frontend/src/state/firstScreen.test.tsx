@@ -1,4 +1,4 @@
-// Issue 18 item 1: with no selection asked for, the app opens on the first run that has traces; runs of
+// With no selection asked for, the app opens on the first run that has traces; runs of
 // memory files only come after the trace runs in the Run picker, marked as such.
 import { render, screen } from "@testing-library/react";
 import { describe, expect, it } from "vitest";

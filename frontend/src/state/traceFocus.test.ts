@@ -4,7 +4,7 @@ import { focusFor } from "./traceFocus";
 const A = { run: "resnet50", worker: "worker0", span: "1" };
 const focus = { row: 1234, nonce: 1 };
 
-describe("show in trace belongs to its file (issue 18 item 2)", () => {
+describe("show in trace belongs to its file", () => {
   it("hands the focus to the Trace view of the file it was made in", () => {
     expect(focusFor({ focus, at: A }, { ...A })).toBe(focus);
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { emptyTableText } from "./emptyTable";
 
-describe("emptyTableText (issue 18 item 11)", () => {
+describe("emptyTableText", () => {
   it("says the trace has none when no filter is set", () => {
     expect(emptyTableText("GPU kernels", ["", ""])).toBe("This trace has no GPU kernels.");
     expect(emptyTableText("operators", [" ", null, undefined])).toBe("This trace has no operators.");

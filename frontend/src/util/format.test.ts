@@ -22,7 +22,7 @@ import {
 import rounding from "../__fixtures__/rounding_cases.json";
 import numberText from "../__fixtures__/number_text_cases.json";
 
-describe("rounding shared with kinetoscope report (tests/test_numfmt.py reads the same cases)", () => {
+describe("rounding shared with kinetoscope report (tests/unit/analysis/test_numfmt.py reads the same cases)", () => {
   it("rounds the shortest decimal half away from zero", () => {
     expect(rounding.cases.length).toBeGreaterThan(20);
     for (const [value, digits, want] of rounding.cases as [number, number, string][]) {
@@ -113,7 +113,7 @@ describe("format helpers", () => {
   });
 });
 
-describe("short number text shared with the server (tests/test_numfmt.py reads the same cases; issue 18 item 9)", () => {
+describe("short number text shared with the server (tests/unit/analysis/test_numfmt.py reads the same cases)", () => {
   it("writes raw floats by the one rounding rule, trailing zeros dropped", () => {
     for (const [value, want] of numberText.decimal as [number, string][]) {
       expect(formatDecimal(value), String(value)).toBe(want);

@@ -18,11 +18,11 @@ export interface DiffOperator {
   path: string[];
   status: OpStatus;
   change_pct: number | null;
-  /** ADDED (issue 16): the time the verdict compared; since issue 18 always the host total. */
+  /** ADDED: the time the verdict compared; always the host total. */
   compared?: "device_total_us" | "host_total_us";
-  /** ADDED (issue 18): Δ of the compared time (µs per step); absent from older servers. */
+  /** ADDED: Δ of the compared time (µs per step); absent from older servers. */
   change_us?: number;
-  /** ADDED (issue 18): why the verdict is what it is (which bound kept a row unchanged). */
+  /** ADDED: why the verdict is what it is (which bound kept a row unchanged). */
   reason?: DiffReason;
   /** ADDED: the baseline path of an operator whose parent changed (its `path` is the experiment's); null otherwise. */
   moved_from?: string[] | null;
@@ -35,7 +35,7 @@ export interface DiffOperator {
 
 export type DiffReason = "one_side" | "changed" | "within_us" | "within_pct";
 
-/** ADDED (issue 18): one level's waterfall: rows summed + remainder = the step-total Δ (µs per step). */
+/** ADDED: one level's waterfall: rows summed + remainder = the step-total Δ (µs per step). */
 export interface DiffWaterfall {
   rows_us: number;
   remainder_us: number;
@@ -61,7 +61,7 @@ export interface DiffSteps {
   relative_pct: Record<string, number | null>;
 }
 
-/** The verdict rule: faster/slower when the compared time changes by more than both (ADDED, issue 16). */
+/** The verdict rule: faster/slower when the compared time changes by more than both (ADDED). */
 export interface DiffThresholds {
   change_pct: number;
   change_us: number;
@@ -73,10 +73,10 @@ export interface DiffReady {
   path: string[];
   operators: DiffOperator[];
   kernels: DiffKernel[];
-  /** ADDED (issue 16): absent from older servers. */
+  /** ADDED: absent from older servers. */
   thresholds?: DiffThresholds;
-  /** Display name per category key (ADDED, issue 16); absent from older servers. */
+  /** Display name per category key (ADDED); absent from older servers. */
   category_labels?: Record<string, string>;
-  /** ADDED (issue 18); absent from older servers. */
+  /** ADDED; absent from older servers. */
   waterfall?: DiffWaterfall;
 }

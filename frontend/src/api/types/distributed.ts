@@ -38,7 +38,7 @@ export interface RankRow {
   latency_us: number | null;
   steps: RankStep[];
   comm_ops: CommOp[];
-  /** ADDED (issue 16): the rank's devices, as its own overview has them; absent from older servers. */
+  /** ADDED: the rank's devices, as its own overview has them; absent from older servers. */
   distributed?: DistributedInfo | null;
   gpus?: GpuInfo[];
 }
@@ -81,7 +81,7 @@ export interface Matching {
   messages: string[];
 }
 
-/** ADDED (issue 20): one rank's share of a process group (µs, bytes). */
+/** ADDED: one rank's share of a process group (µs, bytes). */
 export interface GroupRank {
   rank: number;
   calls: number;
@@ -91,7 +91,7 @@ export interface GroupRank {
   exposed_us: number;
 }
 
-/** ADDED (issue 20): a process group of the loaded ranks' collectives; time/bytes/exposed are means per loaded member rank. */
+/** ADDED: a process group of the loaded ranks' collectives; time/bytes/exposed are means per loaded member rank. */
 export interface ProcessGroup {
   name: string;
   description: string | null;
@@ -108,7 +108,7 @@ export interface ProcessGroup {
   by_rank: GroupRank[];
 }
 
-/** ADDED (issue 20): one segment of a step's critical path (µs). */
+/** ADDED: one segment of a step's critical path (µs). */
 export interface CriticalPathSegment {
   rank: number;
   category: "kernel" | "cpu" | "communication" | "waiting";
@@ -137,7 +137,7 @@ export interface CriticalPathItem {
   segments: number;
 }
 
-/** ADDED (issue 20): a step's critical path across the loaded ranks; Σ by_category = Σ by_rank = length_us. */
+/** ADDED: a step's critical path across the loaded ranks; Σ by_category = Σ by_rank = length_us. */
 export interface CriticalPathStep {
   step: string;
   length_us: number;
@@ -166,11 +166,11 @@ export interface DistributedData {
   /** ADDED: with k of n ranks loaded, why the bandwidths are lower bounds; null otherwise. */
   bandwidth_caveat?: string | null;
   ranks: RankRow[];
-  /** ADDED (issue 20); absent from older servers. */
+  /** ADDED; absent from older servers. */
   groups?: ProcessGroup[];
-  /** ADDED (issue 20): e.g. no process-group args, so one group (also in the response's messages). */
+  /** ADDED: e.g. no process-group args, so one group (also in the response's messages). */
   groups_messages?: string[];
-  /** ADDED (issue 20): one entry per step; absent from older servers. */
+  /** ADDED: one entry per step; absent from older servers. */
   critical_path?: CriticalPathStep[];
 }
 
@@ -185,17 +185,17 @@ export interface DistributedResponse {
   ranks_loaded?: number;
   /** Why `view` is null, in words; null with a view. */
   reason?: string | null;
-  /** ADDED (issue 16): why `view` is null, as a code the UI words; null with a view. */
+  /** ADDED: why `view` is null, as a code the UI words; null with a view. */
   reason_code?: "no_file" | "one_file" | "ranks_failed" | null;
   messages: string[];
   /** With one loaded rank: how its rank was read (no distributedInfo), a note rather than a warning. */
   notes?: string[];
   view: DistributedData | null;
-  /** ADDED (issue 20): with one loaded rank (view null), that rank's own process groups and critical path; null otherwise, absent from older servers. */
+  /** ADDED: with one loaded rank (view null), that rank's own process groups and critical path; null otherwise, absent from older servers. */
   single_rank?: SingleRank | null;
 }
 
-/** ADDED (issue 20): one rank's own process groups and critical path (the walk without cross-rank edges). */
+/** ADDED: one rank's own process groups and critical path (the walk without cross-rank edges). */
 export interface SingleRank {
   rank: number;
   worker: string;
@@ -306,7 +306,7 @@ export interface InsightsReady {
   recommendation_details?: RecommendationDetail[];
 }
 
-/** ADDED (issue 20): `critical_path?run=&worker=&span=`: every segment of each step's critical path on this file's rank (µs on the timeline's clock, as `timeline` items), in time order. */
+/** ADDED: `critical_path?run=&worker=&span=`: every segment of each step's critical path on this file's rank (µs on the timeline's clock, as `timeline` items), in time order. */
 export interface CriticalPathOverlayStep {
   step: string;
   length_us: number;

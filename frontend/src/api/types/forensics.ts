@@ -1,4 +1,4 @@
-// Issue 21 (items 3-5): OOM forensics of a snapshot (`snapshot_oom`), per-rank snapshots side by side
+// OOM forensics of a snapshot (`snapshot_oom`), per-rank snapshots side by side
 // (`snapshot_ranks`) and export_memory_timeline HTML files (`memory_html`). Units are in the names.
 
 export interface OomStreamRow {
@@ -104,7 +104,7 @@ export interface AliveRow {
   stack: number;
 }
 
-/** `snapshot_attribution`: who holds the memory at a device's peak (issue 21 item 2). */
+/** `snapshot_attribution`: who holds the memory at a device's peak. */
 export interface SnapshotAttributionReady {
   state: "ready";
   path: string;

@@ -1,4 +1,4 @@
-// Types of the memory routes (docs/http_api.md, "Memory (issue 5)"). Units are in the field names:
+// Types of the memory routes (docs/http_api.md, "Memory"). Units are in the field names:
 // _us microseconds, _bytes bytes. Snapshot times are µs since the first entry, or entry indices.
 import type { SortOrder } from "./tables";
 

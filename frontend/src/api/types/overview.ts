@@ -86,7 +86,7 @@ export interface OverviewReady {
   notes?: string[];
   configuration: Configuration;
   categories: string[];
-  /** Display name per category key (ADDED, issue 16); absent from older servers. */
+  /** Display name per category key (ADDED); absent from older servers. */
   category_labels?: Record<string, string>;
   steps: StepBreakdown[];
   average: AverageBreakdown;

@@ -15,10 +15,10 @@ export interface SpanInfo {
   warnings: string[];
   /** About this file, nothing to act on; absent from an older server. */
   notes?: string[];
-  /** ADDED (issue 16): [memory] events on some device / a module hierarchy; null until loaded, absent from older servers. */
+  /** ADDED: [memory] events on some device / a module hierarchy; null until loaded, absent from older servers. */
   has_memory?: boolean | null;
   has_modules?: boolean | null;
-  /** ADDED (issue 18): while queued, how many files load before it (0: next); absent from older servers. */
+  /** ADDED: while queued, how many files load before it (0: next); absent from older servers. */
   queued_before?: number | null;
 }
 
@@ -36,12 +36,12 @@ export interface ArtifactInfo {
   size_bytes: number;
   state: "queued" | "loading" | "ready" | "error" | string;
   error: string | null;
-  /** ADDED (issue 21): the trace a `*.pt.trace.memory.*` export was written beside; absent on older servers. */
+  /** ADDED: the trace a `*.pt.trace.memory.*` export was written beside; absent on older servers. */
   trace?: { worker: string; span: string } | null;
-  /** ADDED (issue 21): rank (Composer exports, snapshots with rank<N> in their path) and Composer batch. */
+  /** ADDED: rank (Composer exports, snapshots with rank<N> in their path) and Composer batch. */
   rank?: number | null;
   batch?: number | null;
-  /** ADDED (issue 21): a snapshot whose file name says it was dumped on an OOM. */
+  /** ADDED: a snapshot whose file name says it was dumped on an OOM. */
   taken_on_oom?: boolean;
 }
 
@@ -49,13 +49,13 @@ export interface RunInfo {
   /** Path relative to the logdir with "/" separators; "." is the logdir itself. */
   name: string;
   workers: WorkerInfo[];
-  /** Allocator snapshots and memory-timeline exports of the run (issue 5); absent on old servers. */
+  /** Allocator snapshots and memory-timeline exports of the run; absent on old servers. */
   artifacts?: ArtifactInfo[];
 }
 
 export interface RunsResponse {
   logdir: string;
-  /** files_queued ADDED (issue 18): files waiting to load; absent from older servers. */
+  /** files_queued ADDED: files waiting to load; absent from older servers. */
   loading: { files_total: number; files_done: number; files_queued?: number };
   runs: RunInfo[];
   /** Logdir-level notes, e.g. symlinks the listing did not follow; absent on old servers. */

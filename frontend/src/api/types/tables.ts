@@ -1,4 +1,4 @@
-// Types of the tables (docs/http_api.md, "Tables (issue 3)"): operators, operator_stacks, kernels, modules.
+// Types of the tables (docs/http_api.md, "Tables"): operators, operator_stacks, kernels, modules.
 import type { OverviewError, OverviewLoading } from "./overview";
 
 /** Loading / failed answers share the overview's shape. */

@@ -1,4 +1,4 @@
-// Types of the timeline routes (docs/http_api.md, "Timeline (issue 4)"). Times are µs relative to the
+// Types of the timeline routes (docs/http_api.md, "Timeline"). Times are µs relative to the
 // file's origin; a worker's wall time is wall_origin_us + start_us.
 
 export interface TimelineTrack {
@@ -49,7 +49,7 @@ export interface TimelineCounter {
   name: string;
   unit: "fraction" | "bytes" | string;
   values: number[];
-  /** A matched allocator snapshot's active-memory track (issue 21): the snapshot's logdir-relative path. */
+  /** A matched allocator snapshot's active-memory track: the snapshot's logdir-relative path. */
   snapshot?: string;
 }
 
@@ -97,7 +97,7 @@ export interface TimelineEvent {
   flows: TimelineFlow[];
 }
 
-/** `timeline_range` (ADDED, issue 16): exact statistics of the events in a range, not of drawn items. */
+/** `timeline_range` (ADDED): exact statistics of the events in a range, not of drawn items. */
 export interface TimelineRangeName {
   name: string;
   count: number;

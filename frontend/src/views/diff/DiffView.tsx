@@ -1,4 +1,4 @@
-// The Diff view (issue 8): a baseline and an experiment (run, worker, span each), the average step side
+// The Diff view: a baseline and an experiment (run, worker, span each), the average step side
 // by side, the operator trees aligned level by level with a cumulative-delta waterfall, and the kernels.
 import { useMemo } from "react";
 import { diffUrl, type DiffSelection } from "../../api/routes";

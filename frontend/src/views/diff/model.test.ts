@@ -122,7 +122,7 @@ describe("waterfall", () => {
   });
 
   it("with the server's totals, ends with the remainder bar at the step-total delta", () => {
-    // rows +1000, +50, +20, +8 µs (tests/test_diff.py's synthesized pair): the steps grew by 1000 µs
+    // rows +1000, +50, +20, +8 µs (tests/unit/analysis/test_diff.py's synthesized pair): the steps grew by 1000 µs
     const ops = [
       { name: "A", cumulative_delta_us: 1000 },
       { name: "C", cumulative_delta_us: 1050 },

@@ -1,4 +1,4 @@
-// The Distributed tab's critical-path panel (issue 20): per step, the path's time by category and by
+// The Distributed tab's critical-path panel: per step, the path's time by category and by
 // rank (stacked bars), then the chosen step's work of most time grouped by name, its ten longest
 // segments (host ones with their enclosing annotation) and the collectives that waited for a late rank,
 // with the work that made that rank late. Definitions: docs/METRICS.md.

@@ -44,7 +44,7 @@ describe("DistributedView", () => {
     expect(rows).toHaveLength(8);
     const withBadge = rows.filter((r) => within(r).queryByTestId("straggler-badge") !== null).map((r) => Number(r.dataset.rank));
     expect(withBadge).toEqual(distFixture.view.stragglers);
-    // issue 14 #9: the rank that arrives last (rank 7), not the ranks with long steps that waited (1, 3, 4, 5)
+    // the straggler rule: the rank that arrives last (rank 7), not the ranks with long steps that waited (1, 3, 4, 5)
     expect(withBadge).toEqual([7]);
     // the badge sits in the rank cell (first column) and carries the evidence
     const badge = within(rows[7]!).getByTestId("straggler-badge");
@@ -139,7 +139,7 @@ describe("DistributedView", () => {
     expect(JSON.parse(chart.dataset.x ?? "[]")).toEqual(["0", "1", "2", "3", "4", "5", "6", "7"]);
     expect(JSON.parse(chart.dataset.series ?? "[]")).toEqual(["Computation only", "Overlap", "Communication only", "Other"]);
   });
-  it("shows the job's process groups between the charts and the collectives (issue 20)", async () => {
+  it("shows the job's process groups between the charts and the collectives", async () => {
     stubFetch((url) => (url.startsWith("distributed?") ? json(distFsdpTp) : notFound()));
     render(<DistributedView run="job" theme="light" />);
     const card = await screen.findByTestId("groups-card");
@@ -148,7 +148,7 @@ describe("DistributedView", () => {
     expect(distFsdpTp.view.groups.map((g) => g.name)).toEqual(rows.map((r) => r.dataset.group));
   });
 
-  it("shows a single-rank run's own process groups and critical path (issue 20)", async () => {
+  it("shows a single-rank run's own process groups and critical path", async () => {
     stubFetch((url) => (url.startsWith("distributed?") ? json(distSingle) : notFound()));
     render(<DistributedView run="one" theme="light" />);
     const own = await screen.findByTestId("single-rank");

@@ -86,7 +86,7 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
   );
 }
 
-/** One loaded rank: no comparison, but its own process groups and critical path (issue 20). */
+/** One loaded rank: no comparison, but its own process groups and critical path. */
 function SingleRankContent({ own, theme, onShowInTrace }: { own: SingleRank; theme: Theme; onShowInTrace?: (worker: string, row: number) => void }) {
   return (
     <div data-testid="single-rank">

@@ -1,4 +1,4 @@
-// The Distributed tab's process-group table (issue 20): one row per group of the loaded ranks'
+// The Distributed tab's process-group table: one row per group of the loaded ranks'
 // collectives, longest time first; clicking a row lists its ranks' own time and exposed time.
 import { useState } from "react";
 import type { ProcessGroup } from "../../api/types";

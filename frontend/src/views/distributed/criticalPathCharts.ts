@@ -1,4 +1,4 @@
-// ECharts options of the critical-path panel (issue 20): per step, the path's time stacked by
+// ECharts options of the critical-path panel: per step, the path's time stacked by
 // category and by rank. Names in tooltips are escaped (ECharts renders formatter output as HTML).
 import type { ChartOption } from "../../charts/echarts";
 import { legendChartBase } from "../../charts/legendChartBase";

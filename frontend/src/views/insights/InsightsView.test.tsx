@@ -44,7 +44,7 @@ const cpuOnly = {
   recommendations: [],
 };
 
-describe("Insights of a CPU-only trace (issue 18 item 12)", () => {
+describe("Insights of a CPU-only trace", () => {
   it("the tab says there is no device activity instead of zeros", async () => {
     requests = stubFetch(() => json(cpuOnly));
     render(<InsightsView selection={{ run: "cpu", worker: "w", span: "1" }} theme="light" />);

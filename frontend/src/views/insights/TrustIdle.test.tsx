@@ -1,4 +1,4 @@
-// Issue 14, items 5–7 in the UI: idle per GPU (never more than the window), the launch delay split,
+// In the UI: idle per GPU (never more than the window), the launch delay split,
 // per-stream idle labelled per stream, and the note for steps cut at the profiler's end.
 import { render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";

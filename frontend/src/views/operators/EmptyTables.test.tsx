@@ -1,4 +1,4 @@
-// Issue 18 item 11: a table with no rows and no filter says the trace has none, not "No rows match."
+// A table with no rows and no filter says the trace has none, not "No rows match."
 import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import kernelsFixture from "../../__fixtures__/kernels_resnet50.json";

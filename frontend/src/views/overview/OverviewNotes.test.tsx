@@ -9,7 +9,7 @@ vi.mock("../../components/EChart", () => ({ EChart: (props: { testId?: string })
 const overview = overviewFixture as unknown as OverviewReady;
 const NOTE = "31052 events carry no duration (instant ×12840, flow end ×9096); they are not step work";
 
-describe("Overview: notes are not warnings (issue 18 item 7)", () => {
+describe("Overview: notes are not warnings", () => {
   it("shows a file's notes collapsed under 'About this file', with no warning banner", () => {
     render(<Overview data={{ ...overview, warnings: [], notes: [NOTE, "<b>x</b>"] }} theme="light" />);
     expect(screen.queryByTestId("warnings")).toBeNull();

@@ -48,14 +48,14 @@ describe("System metrics card", () => {
     expect(option.xAxis).toMatchObject({ min: 0, name: "Time from the first step (ms)" });
   });
 
-  it("starts the axis at the first sample when one comes before the first step (issue 18 item 10)", () => {
+  it("starts the axis at the first sample when one comes before the first step", () => {
     const option = systemMetricsOption([{ name: "cpu/cpu_percent", ts_us: [-722, 1278], values: [1, 2] }], "#000");
     const series = option.series as { data: number[][] }[];
     expect(series[0]!.data).toEqual([[0, 1], [2, 2]]);
     expect(option.xAxis).toMatchObject({ min: 0, name: "Time from the first sample (ms)" });
   });
 
-  it("shows a series with one sample as a value, not a chart (issue 18 item 10)", () => {
+  it("shows a series with one sample as a value, not a chart", () => {
     // the trial's composer rank_0: one cpu/cpu_percent sample 722 µs before the first step was a dot on a -0.8…0 ms axis
     render(<SystemMetrics metrics={[{ name: "cpu/cpu_percent", ts_us: [-722], values: [12.345] }]} theme="light" />);
     expect(screen.queryByTestId("system-metrics-chart")).toBeNull();

@@ -16,7 +16,7 @@ import { useMemoryStyles } from "../memory/useMemoryStyles";
 interface MemoryTimelineExportViewProps {
   artifact: ArtifactRef;
   theme: Theme;
-  /** The trace of the same rank and batch (issue 21), when the listing names one. */
+  /** The trace of the same rank and batch, when the listing names one. */
   trace?: { worker: string; span: string } | null;
   onOpenTrace?: (worker: string, span: string) => void;
 }

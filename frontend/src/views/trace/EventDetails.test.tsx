@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { argText } from "./EventDetails";
 import { axisTime, peakLabelPosition } from "../memory/options";
 
-describe("event arguments as text (issue 18 item 9)", () => {
+describe("event arguments as text", () => {
   it("rounds raw floats by the one rule and leaves integers and strings alone", () => {
     expect(argText(2.30303)).toBe("2.303");
     expect(argText(99.99999999999991)).toBe("100");
@@ -13,7 +13,7 @@ describe("event arguments as text (issue 18 item 9)", () => {
   });
 });
 
-describe("the memory curve's peak label (issue 18 item 9)", () => {
+describe("the memory curve's peak label", () => {
   it("sits above the peak, or beside it near an edge so it is not cut", () => {
     expect(peakLabelPosition(50, 0, 100)).toBe("top");
     expect(peakLabelPosition(95, 0, 100)).toBe("left");

@@ -29,7 +29,7 @@ interface TraceToolbarProps {
   /** "All ranks on one clock": shown when the run has several workers; `clock` says how they align. */
   allRanks: { on: boolean; clock: string | null } | null;
   onAllRanks: (on: boolean) => void;
-  /** The critical-path overlay (issue 20): on or off. */
+  /** The critical-path overlay: on or off. */
   criticalPath?: boolean;
   onCriticalPath?: (on: boolean) => void;
 }

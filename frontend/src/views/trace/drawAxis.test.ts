@@ -15,7 +15,7 @@ function recordingContext() {
   return { ctx: ctx as unknown as CanvasRenderingContext2D, labels };
 }
 
-describe("the Trace view's time axis (issue 18 item 9)", () => {
+describe("the Trace view's time axis", () => {
   it("keeps the last tick label inside the plot instead of cutting it at the right edge", () => {
     const { ctx, labels } = recordingContext();
     const x0 = 200;

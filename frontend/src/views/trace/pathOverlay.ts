@@ -1,4 +1,4 @@
-// The critical path over the Trace view (issue 20): each segment of the path on this file's rank as a
+// The critical path over the Trace view: each segment of the path on this file's rank as a
 // band on its track (kernel and communication: the stream; cpu: the thread; waiting: the track of
 // the work that waited), colored by category as the Distributed tab's critical-path chart.
 import type { CriticalPathOverlay } from "../../api/types";

@@ -6,7 +6,7 @@ const STEPS = [
   { step: "6", start_us: 200, end_us: 350 },
 ];
 
-describe("step picker (issue 18 item 3)", () => {
+describe("step picker", () => {
   it("shows the step whose window is on screen, on the view's clock", () => {
     expect(stepShown(STEPS, 0, { start: 200, end: 350 })).toBe(1);
     expect(stepShown(STEPS, 1000, { start: 1100, end: 1200 })).toBe(0);
@@ -21,7 +21,7 @@ describe("step picker (issue 18 item 3)", () => {
   });
 });
 
-describe("search counter (issue 18 item 3)", () => {
+describe("search counter", () => {
   it("says how many match before one is visited", () => {
     expect(matchCountText(-1, 8, 8)).toBe("8 matches");
     expect(matchCountText(-1, 1, 1)).toBe("1 match");

@@ -1,4 +1,4 @@
-// The critical-path overlay's data (issue 20): fetched per shown worker when the toggle is on (with
+// The critical-path overlay's data: fetched per shown worker when the toggle is on (with
 // "all ranks on one clock", every rank's share of the path), flattened for drawing.
 import { useMemo } from "react";
 import { criticalPathUrl } from "../../api/routes";

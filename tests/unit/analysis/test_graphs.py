@@ -1,0 +1,248 @@
+"""CUDA graph replays, their captures and torch.compile regions: known answers on synthetic traces
+(tests/synth/graphs.py), the real H200 samples, and the kernel-time account on every sample."""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SAMPLES
+from synth import graphs as G
+from tb_plugin.analysis.compiled_regions import compiled_regions
+from tb_plugin.analysis.graphs import graphs_document, kernel_accounting
+from tb_plugin.analysis.modules import module_tree
+from tb_plugin.analysis.operators import operator_rows
+from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.trace.decode import decode_trace
+
+OPS = dict(zip(G.CAPTURED_OPS, ("gemm", "relu_k", "add_k", "mul_k")))
+
+
+def _decode(doc):
+    return decode_trace(json.dumps(doc).encode())
+
+
+def _ops(trace):
+    return {r["name"]: (r["device_self_us"], r["graph_replay_self_us"]) for r in operator_rows(trace)}
+
+
+@pytest.mark.parametrize("node_ids", [True, False])
+def test_capture_attributes_replayed_kernels(node_ids):
+    trace = _decode(G.captured_replays(node_ids))
+    doc = graphs_document(trace)
+    n = len(G.REPLAYS)
+    assert doc["replays"] == n and doc["graphs"] == 1
+    (graph,) = doc["graph_list"]
+    assert graph["status"] == "attributed" and graph["capture"] == 0
+    assert graph["method"] == ("graph node id order" if node_ids else "launch order")
+    assert graph["graph_id"] == (42 if node_ids else None)
+    assert graph["streams"] == [7, 20] and graph["events_per_replay"] == 4
+    ops = _ops(trace)
+    for op, kernel in OPS.items():
+        assert ops[op] == (n * G.KERNEL_US[kernel], n * G.KERNEL_US[kernel])
+    assert ops["graph_replay"] == (0.0, 0.0)
+    (net,) = module_tree(trace)  # the Module view credits the capturing module
+    assert (net["name"], net["device_self_us"], net["graph_replay_self_us"]) == ("Net_0", n * 20.0, n * 20.0)
+    kernels = {(k["name"], k["op"], k["frame"]): k["total_us"] for k in graph["kernels"]}
+    assert kernels == {(k, op, "model.py(7): forward"): n * G.KERNEL_US[k] for op, k in OPS.items()}
+    replay = doc["replay_list"][0]
+    assert replay["busy_us"] == G.BUSY_US[node_ids]
+    assert replay["gap_us"] == G.SPAN_US[node_ids] - G.BUSY_US[node_ids]
+    assert replay["launch_us"] == 5.0 and replay["launch_delay_us"] == 9.0 and replay["kernels"] == 4
+    total = n * sum(G.KERNEL_US.values())
+    assert doc["graph_kernel_us"] == total and doc["graph_kernel_pct"] == 100.0
+    assert doc["accounting"] == {"kernel_us": total, "attributed_us": total, "unattributed_us": 0.0,
+                                 "from_graph_replay_us": total}
+    assert doc["advice"] == []
+
+
+def test_two_captures_of_one_size_are_ambiguous():
+    trace = _decode(G.ambiguous_captures())
+    (graph,) = graphs_document(trace)["graph_list"]
+    assert graph["status"] == "ambiguous" and graph["candidates"] == [0, 1] and graph["capture"] is None
+    assert "ambiguous" in graph["note"]
+    ops = _ops(trace)
+    assert ops["graph_replay"] == (len(G.REPLAYS) * sum(G.KERNEL_US.values()), 0.0)  # left with the replay
+    assert all(ops[op] == (0.0, 0.0) for op in G.CAPTURED_OPS)
+
+
+def test_partial_capture_is_reported_and_not_matched():
+    trace = _decode(G.partial_capture())
+    doc = graphs_document(trace)
+    (graph,) = doc["graph_list"]
+    assert graph["status"] == "partial" and graph["capture"] is None
+    assert doc["captures"] == [{"capture": 0, "start_us": 40.0, "launches": 2, "complete": False,
+                                "instantiated": True, "graphs": []}]
+    assert doc["accounting"]["from_graph_replay_us"] == 0.0
+    assert [a["rule"] for a in doc["advice"]] == ["graphs.capture_missing"]
+
+
+def test_compiled_regions_and_recompilation():
+    doc = compiled_regions(_decode(G.compiled_steps()))
+    regions = {r["name"]: r for r in doc["regions"]}
+    assert regions["Torch-Compiled Region: 0/0"]["calls"] == 3
+    assert regions["Torch-Compiled Region: 0/0"]["triton_us"] == 3 * 40.0
+    assert regions["Torch-Compiled Region: 1/1"]["host_us"] == 600.0
+    assert regions["CompiledFunctionBackward"]["kernel_us"] == 3 * 30.0
+    assert regions["TorchDynamo Cache Lookup"]["host_us"] == 30.0
+    triton = {(k["name"], k["region"]): (k["kind"], k["fused"], k["calls"]) for k in doc["triton_kernels"]}
+    assert triton[("triton_poi_fused_add_mul_0", "CompiledFunction")] == ("pointwise", "add_mul", 3)
+    assert triton[("triton_red_fused_sum_1", "Torch-Compiled Region: 1/1")] == ("reduction", "sum", 1)
+    assert triton[("triton_per_fused_native_layer_norm_backward_2", "CompiledFunctionBackward")][0] == \
+        "persistent_reduction"
+    steps = doc["steps"]
+    assert [s["versions"] for s in steps] == [["0/0", "1/0"], ["0/0", "1/0"], ["0/0", "1/1"]]
+    assert [s["recompilations"] for s in steps] == [0, 0, 1]
+    assert [s["between_us"] for s in steps] == [100.0] * 3
+    assert [s["cache_lookup_us"] for s in steps] == [10.0] * 3
+    advice = {a["rule"]: a for a in doc["advice"]}
+    assert set(advice) == {"compile.graph_breaks", "compile.recompilation"}
+    assert advice["compile.graph_breaks"]["addressed_us"] == 100.0
+    assert advice["compile.recompilation"]["addressed_us"] == 400.0 and advice["compile.recompilation"]["steps"] == ["3"]
+
+
+def test_real_cudagraph_replays_without_capture_are_grouped():
+    """samples/gpu_cudagraph: the whole step captured before profiling, replayed once per step."""
+    (path,) = glob.glob(str(REPO / "samples/gpu_cudagraph/*.pt.trace.json.gz"))
+    trace = load_trace_file(path)
+    doc = graphs_document(trace)
+    assert doc["replays"] == 3 and doc["graphs"] == 1 and doc["captures"] == []
+    (graph,) = doc["graph_list"]
+    assert graph["status"] == "no_capture" and graph["replays"] == 3
+    assert "captured before the profiled window" in graph["note"]
+    assert all(k["op"] is None for k in graph["kernels"])
+    assert sum(k["calls"] for k in graph["kernels"]) == 816  # every kernel of the trace, by name
+    assert doc["graph_kernel_pct"] == 100.0
+    assert [a["rule"] for a in doc["advice"]] == ["graphs.capture_missing"]
+
+
+def test_real_compile_regions():
+    (path,) = glob.glob(str(REPO / "samples/gpu_compile/*.pt.trace.json.gz"))
+    doc = compiled_regions(load_trace_file(path))
+    regions = {r["name"]: r for r in doc["regions"]}
+    assert {"Torch-Compiled Region: 0/0", "CompiledFunction", "CompiledFunctionBackward",
+            "TorchDynamo Cache Lookup"} <= set(regions)
+    assert all(r["calls"] == 3 for r in regions.values())
+    assert [s["versions"] for s in doc["steps"]] == [["0/0"]] * 3
+    assert all(s["recompilations"] == 0 and s["between_us"] == 0.0 for s in doc["steps"])
+    assert doc["advice"] == []  # one frame, no recompilation: nothing to advise
+    assert {k["region"] for k in doc["triton_kernels"]} == {"CompiledFunction", "CompiledFunctionBackward"}
+
+
+def _every_sample():
+    found = sorted(glob.glob(str(REPO / "samples/**/*.pt.trace.json*"), recursive=True))
+    found += sorted(glob.glob(str(SAMPLES / "**/*.json*"), recursive=True))
+    return [f for f in found if not f.endswith(".expected.json") and ".memory." not in f]
+
+
+@pytest.mark.parametrize("path", _every_sample(), ids=lambda p: Path(p).parent.name + "/" + Path(p).name[:30])
+def test_kernel_time_is_attributed_or_listed(path):
+    """Operators' kernel self time + kernel time listed as unattributed = the trace's kernel time."""
+    try:
+        trace = load_trace_file(path)
+    except Exception:  # not a trace (a snapshot, a config): nothing to account
+        pytest.skip("not a trace")
+    acc = kernel_accounting(trace)
+    assert acc["attributed_us"] + acc["unattributed_us"] == pytest.approx(acc["kernel_us"], rel=1e-9, abs=1e-6)
+
+
+def _write_compiled(tmp_path):
+    trace = tmp_path / "w.1.pt.trace.json"
+    trace.write_text(json.dumps(G.compiled_steps()))
+    return trace
+
+
+def test_provenance_file_names_source_nodes(tmp_path):
+    trace = _write_compiled(tmp_path)
+    (tmp_path / "kernel_information.json").write_text(json.dumps({
+        "triton_poi_fused_add_mul_0": {"stack_traces": ["model.py:12 in forward: y = x * w + b"],
+                                       "post_grad_nodes": ["mul", "add"], "pre_grad_nodes": ["linear_mul", "add_1"]},
+        "triton_red_fused_sum_1": {"post_grad_nodes": ["sum_1", 7], "stack_traces": "not a list"},
+        7: "odd"}))
+    doc = compiled_regions(load_trace_file(str(trace)))
+    rows = {(k["name"], k["region"]): k for k in doc["triton_kernels"]}
+    poi = rows[("triton_poi_fused_add_mul_0", "CompiledFunction")]
+    assert poi["source_nodes"] == ["linear_mul", "add_1"] and poi["source_lines"] == ["model.py:12 in forward: y = x * w + b"]
+    red = rows[("triton_red_fused_sum_1", "Torch-Compiled Region: 1/0")]
+    assert red["source_nodes"] == ["sum_1"] and red["source_lines"] is None  # strings only
+    assert rows[("triton_per_fused_native_layer_norm_backward_2", "CompiledFunctionBackward")]["source_nodes"] is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "oversized", "malformed", "not_a_dict"])
+def test_hostile_provenance_file_is_ignored(tmp_path, kind):
+    import os
+
+    from tb_plugin.registry import provenance
+
+    trace = _write_compiled(tmp_path)
+    target = tmp_path / "kernel_information.json"
+    if kind == "fifo":
+        os.mkfifo(target)  # opening it must not block
+    elif kind == "symlink":
+        outside = tmp_path.parent / f"outside_{tmp_path.name}.json"
+        outside.write_text(json.dumps({"triton_poi_fused_add_mul_0": {"pre_grad_nodes": ["secret"]}}))
+        target.symlink_to(outside)
+    elif kind == "oversized":
+        target.write_text(json.dumps({"k": {"pre_grad_nodes": ["x" * (provenance.MAX_BYTES + 1)]}}))
+    elif kind == "malformed":
+        target.write_text("{not json")
+    else:
+        target.write_text("[1, 2, 3]")
+    loaded = load_trace_file(str(trace))
+    assert "inductor_kernels" not in loaded.meta
+    assert all(k["source_nodes"] is None for k in compiled_regions(loaded)["triton_kernels"])
+
+
+def test_two_graphs_one_captured():
+    trace = _decode(G.two_graphs())
+    doc = graphs_document(trace)
+    assert doc["replays"] == 5 and doc["graphs"] == 2
+    first, second = doc["graph_list"]
+    assert (first["status"], first["replays"], first["events_per_replay"]) == ("attributed", 3, 4)
+    assert (second["status"], second["replays"], second["events_per_replay"]) == ("partial", 2, 1)
+    assert second["kernels"] == [{"graph": 1, "name": "other_k", "op": None, "frame": None, "calls": 2, "total_us": 14.0}]
+    acc = doc["accounting"]
+    assert acc["from_graph_replay_us"] == 60.0 and acc["unattributed_us"] == 14.0  # no operator around its launch
+    assert acc["attributed_us"] + acc["unattributed_us"] == acc["kernel_us"] == 74.0
+
+
+def test_odd_graph_ids_do_not_crash():
+    doc = G.captured_replays(True)
+    for ev in doc["traceEvents"]:
+        if ev.get("cat") == "kernel":
+            ev["args"]["graph id"] = "not a number" if ev["name"] == "gemm" else -5
+            ev["args"]["graph node id"] = [1]
+    trace = _decode(doc)
+    out = graphs_document(trace)
+    assert out["replays"] == 3 and out["graph_list"][0]["graph_id"] is None
+    assert out["graph_list"][0]["method"] == "launch order"  # node ids unreadable: start order
+
+
+def test_provenance_is_read_through_the_logdir(tmp_path):
+    """Through the registry (a confined logdir): the provenance beside the trace names source nodes in the
+    report; a provenance symlinked to outside the logdir is not read."""
+    from tb_plugin.registry.report import graphs_report
+    from tb_plugin.registry.runs import RunRegistry
+
+    run = tmp_path / "logdir" / "run"
+    run.mkdir(parents=True)
+    _write_compiled(run)
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"triton_poi_fused_add_mul_0": {"pre_grad_nodes": ["secret"]}}))
+    (run / "kernel_information.json").symlink_to(outside)
+    for linked in (True, False):
+        if not linked:
+            (run / "kernel_information.json").unlink()
+            (run / "kernel_information.json").write_text(outside.read_text().replace("secret", "mul_1"))
+        registry = RunRegistry(str(tmp_path / "logdir"))
+        registry.start()
+        assert registry.wait_scanned(60)
+        (st,) = registry.files()
+        registry.ensure_loaded(st)
+        rows = graphs_report(registry.views(st))["compiled"]["triton_kernels"]
+        nodes = {k["name"]: k["source_nodes"] for k in rows}
+        assert nodes["triton_poi_fused_add_mul_0"] == (None if linked else ["mul_1"])
+        registry.stop()

@@ -1,0 +1,219 @@
+"""The fixed costs of a cold ``kinetoscope report`` cut without changing any answer: the local file
+system without fsspec (storage/local.py, same answers as fsspec's LocalFileSystem), imports left to
+the commands that need them, analysis-cache writes without fsync, the raw-events fsync moved to the
+deferred write, heap trims only for large traces, the collector frozen before the process exits, and large
+arrays served from the heap (glibc's mmap threshold raised)."""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tb_plugin.registry import parse as parse_mod
+from tb_plugin.registry import report as report_mod
+from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.results import ResultCache
+from tb_plugin.storage import private_files
+from tb_plugin.storage.local import LocalFS, is_plain_local, strip_protocol
+from tb_plugin.storage.remote import open_logdir, url_to_fs
+from tb_plugin.trace import heap
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def _tree(root):
+    """Nested folders, a gzip trace, a symlink to a file, a symlink to a folder, a dangling link and a
+    hard link: what a logdir listing meets."""
+    (root / "run" / "deep").mkdir(parents=True)
+    (root / "run" / "deep" / "w0.1.pt.trace.json").write_text('{"traceEvents": []}')
+    (root / "run" / "w1.2.pt.trace.json.gz").write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    (root / "top.json").write_text("[1, 2, 3]")
+    os.symlink(root / "top.json", root / "run" / "link.json")
+    os.symlink(root / "run" / "deep", root / "dirlink")
+    os.symlink(root / "missing", root / "dangling")
+    os.link(root / "top.json", root / "hard.json")
+
+
+def test_local_fs_answers_as_fsspec(tmp_path):
+    """find/info/exists/isfile/isdir/size/cat_file/unstrip_protocol equal fsspec's LocalFileSystem's
+    on a tree with symlinks (to a file, to a folder, dangling) and a hard link."""
+    fsspec_local = pytest.importorskip("fsspec.implementations.local").LocalFileSystem()
+    _tree(tmp_path)
+    ours = LocalFS()
+    root = str(tmp_path)
+    assert ours.find(root, detail=True) == fsspec_local.find(root, detail=True)
+    assert ours.find(root) == fsspec_local.find(root)
+    assert len(ours.find(root)) == 7  # the dangling link and the folder link are listed, not descended
+    for rel in ("top.json", "run", "run/link.json", "dirlink", "dangling", "hard.json", "nope"):
+        p = os.path.join(root, rel)
+        assert ours.exists(p) == fsspec_local.exists(p), rel
+        assert ours.isfile(p) == fsspec_local.isfile(p), rel
+        assert ours.isdir(p) == fsspec_local.isdir(p), rel
+        if fsspec_local.exists(p):
+            assert ours.info(p) == fsspec_local.info(p), rel
+            assert ours.size(p) == fsspec_local.size(p), rel
+    f = os.path.join(root, "top.json")
+    for start, end in ((None, None), (0, 4), (2, None), (-3, None), (1, -1)):
+        assert ours.cat_file(f, start=start, end=end) == fsspec_local.cat_file(f, start=start, end=end)
+    for spelled in (root, root + "/", "file://" + root):
+        assert ours.unstrip_protocol(spelled) == fsspec_local.unstrip_protocol(spelled)
+        assert strip_protocol(spelled) == fsspec_local._strip_protocol(spelled)
+    assert ours.find(f) == fsspec_local.find(f)  # a file: itself
+
+
+def test_plain_local_paths_and_the_rest(tmp_path, monkeypatch):
+    """Paths and file:// URLs open as fsspec would (same fs kind and root); other spellings go to fsspec."""
+    import fsspec
+
+    monkeypatch.chdir(tmp_path)
+    for url in (str(tmp_path), "rel/dir", "./rel", ".", "file://" + str(tmp_path), str(tmp_path) + "/"):
+        assert is_plain_local(url), url
+        fs, path = url_to_fs(url)
+        assert isinstance(fs, LocalFS)
+        assert path == fsspec.core.url_to_fs(url)[1], url
+        assert open_logdir(url)[1] == (path.rstrip("/") or "/")
+    for url in ("s3://bucket/x", "file:rel", "memory://x", "simplecache::file:///tmp", "data:,abc"):
+        assert not is_plain_local(url), url
+    assert not isinstance(url_to_fs("memory://x/y")[0], LocalFS)
+
+
+def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
+    """A local ``report --json`` never imports fsspec, the MCP tools, the diff gate or the memory
+    artifacts' views (their modules cost a cold report ~50 ms of imports); its answer is complete."""
+    run = tmp_path / "logs"
+    run.mkdir()
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
+    (run / "w.1.pt.trace.json").write_text(json.dumps({"traceEvents": events}))
+    code = ("import sys, tb_plugin.cli as c\n"
+            f"status = c.main(['report', {str(run)!r}, '--json'])\n"
+            "bad = [m for m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli_gate', "
+            "'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot') if m in sys.modules]\n"
+            "sys.stderr.write(f'STATUS {status} BAD {bad}\\n')\n")
+    env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert "STATUS 0 BAD []" in got.stderr, got.stderr
+    assert json.loads(got.stdout)["runs"][0]["workers"][0]["error"] is None
+
+
+def test_analysis_cache_entries_skip_fsync_parse_cache_keeps_it(tmp_path, monkeypatch):
+    """ResultCache.put renames without fsync (and reads back the same value); write_atomic's default
+    still fsyncs."""
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(private_files.os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    cache = ParseCache(str(tmp_path / "c"))
+    results = ResultCache(cache, "file:///x", "1:2")
+    results.put("view:x", {"a": [1.5, 2]})
+    assert synced == []
+    assert results.get("view:x") == (True, {"a": [1.5, 2]})
+    private_files.write_atomic(str(tmp_path / "c" / "y"), lambda f: f.write(b"y"))
+    assert len(synced) == 1
+
+
+def test_deferred_parse_fsyncs_the_raw_events_in_the_deferred_call(tmp_path, monkeypatch):
+    """With ``deferred``, parse_entry renames the raw-events file now and its fsync is the deferred
+    call's first step (before the columns' entry); without, it is fsynced before the rename."""
+    trace_path = tmp_path / "w.1.pt.trace.json"
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
+    trace_path.write_text(json.dumps({"traceEvents": events}))
+    calls = []
+    monkeypatch.setattr(parse_mod, "fsync_path", lambda p: calls.append(("fsync_path", p)))
+    monkeypatch.setattr(private_files.os, "fsync", lambda fd: calls.append(("fsync", fd)))
+    cache = ParseCache(str(tmp_path / "c"))
+    deferred: list = []
+    size = trace_path.stat().st_size
+    trace, hit = parse_mod.parse_entry(LocalFS(), str(trace_path), "u", "v", size, cache, None, deferred)
+    assert not hit and calls == [] and len(deferred) == 1
+    assert os.path.getsize(trace.meta["events_file"]) == trace.meta["events_bytes"] > 0
+    deferred[0]()
+    assert calls[0] == ("fsync_path", trace.meta["events_file"]) and calls[1][0] == "fsync"  # then the npz
+    calls.clear()
+    parse_mod.parse_entry(LocalFS(), str(trace_path), "u2", "v", size, cache)  # no deferred: fsynced at once
+    assert calls and calls[0][0] == "fsync"
+
+
+def test_heap_trims_only_for_large_traces(monkeypatch):
+    """release_after asks malloc_trim only from TRIM_ABOVE_EVENTS events and memory events on."""
+    asked = []
+    monkeypatch.setattr(heap, "release_freed_memory", lambda: asked.append(1) or True)
+    assert heap.release_after(heap.TRIM_ABOVE_EVENTS - 1) is False and asked == []
+    assert heap.release_after(heap.TRIM_ABOVE_EVENTS) is True and asked == [1]
+
+
+def test_rank_aggregate_trims_by_trace_size(monkeypatch):
+    """rank_aggregate passes the trace's events + memory events to release_after after each section."""
+    seen = []
+    monkeypatch.setattr(report_mod, "release_after", seen.append)
+
+    class Views:
+        class trace:  # noqa: N801 - a stand-in with the two lengths rank_aggregate reads
+            events, memory = [0] * 7, [0] * 5
+
+        rank_reduce = staticmethod(lambda: {})
+        insights = staticmethod(lambda: None)
+
+    monkeypatch.setattr(report_mod, "report_insights", lambda found: {})
+    report_mod.rank_aggregate(Views(), False)
+    assert seen == [12, 12]
+
+
+def test_entry_freezes_the_collector(monkeypatch, tmp_path):
+    """``kinetoscope`` (cli.entry) returns main's status with the collector frozen (nothing is left to
+    collect at exit); main() called directly freezes nothing."""
+    from tb_plugin import cli
+
+    monkeypatch.setattr(cli, "main", lambda: 7)
+    gc.unfreeze()
+    try:
+        assert cli.entry() == 7
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_streamed_parse_trims_only_files_large_before_streaming(tmp_path, monkeypatch):
+    """A file streamed only for the cores (below STREAM_ABOVE_BYTES) is trimmed by the trace-size rule
+    (release_after); one above it gives its chunks' pages back as before."""
+    path = tmp_path / "w.1.pt.trace.json"
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(50)]
+    path.write_text(json.dumps({"traceEvents": events}))
+    monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")  # stream this small file
+    trims, after = [], []
+    monkeypatch.setattr(parse_mod, "release_freed_memory", lambda: trims.append(1) or True)
+    monkeypatch.setattr(parse_mod, "release_after", lambda items: after.append(items))
+    assert len(parse_mod.load_trace_file(str(path)).events) == 50
+    assert trims == [] and after == [50]
+    monkeypatch.setattr(parse_mod, "STREAM_ABOVE_BYTES", 0)  # as if it were above the old threshold
+    after.clear()
+    parse_mod.load_trace_file(str(path))
+    assert trims == [1] and after == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_the_report_serves_large_arrays_from_the_heap():
+    """``kinetoscope report`` sets glibc's mmap threshold to 1 GiB before its analyses (trace/heap.py):
+    a 64 MB array freed and allocated again then reuses the heap's pages, where glibc's default (at most
+    32 MiB) maps and zero-fills fresh ones each time (measured here as minor page faults)."""
+    code = r"""
+import resource, sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+from tb_plugin.trace import heap
+if sys.argv[2] == "1":
+    assert heap.tune_allocator()
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+a = np.ones(8 << 20); del a      # 64 MB
+before = faults()
+for _ in range(5):
+    a = np.ones(8 << 20); del a
+print(faults() - before)
+"""
+    tuned, default = (int(subprocess.run([sys.executable, "-c", code, REPO, flag], capture_output=True, text=True,
+                                         check=True).stdout) for flag in ("1", "0"))
+    assert tuned < 100 < default  # 5 × 64 MB: ~16 000 faults of 4 KiB (or ~160 of 2 MiB) without

@@ -1,0 +1,72 @@
+"""The decoder's shortcuts (the cold report against its peers) give what the long way gives,
+known by construction: an arg absent from a whole batch is the constant its conversion would make
+(-1, NaN, string id 0), present in the next batch it keeps its exact value, string and numeric columns
+skip their per-value Python only when that changes nothing (ranks text is still stripped, a string pid
+still names its device), and ``Trace.name_mask`` tests event names only, never the call stacks and
+shapes that fill most of the string table."""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+
+from tb_plugin.trace.decode import decode_trace
+from tb_plugin.trace.events import BATCH_EVENTS
+
+
+def _kernel(i: int, **args) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": f"k{i % 3}", "pid": 0, "tid": 7, "ts": float(i), "dur": 0.5,
+            "args": {"correlation": i, **args}}
+
+
+def _trace(first: list[dict], second: list[dict]) -> bytes:
+    return orjson.dumps({"traceEvents": first + second})
+
+
+def test_an_arg_present_in_one_batch_only():
+    """Batch 1 has no grid, call stack, group or string pid; batch 2 has one of each on its last event."""
+    first = [_kernel(i) for i in range(BATCH_EVENTS)]
+    last = _kernel(BATCH_EVENTS + 4, grid=[2, 3, 4], block=[128, 1, 1], **{
+        "Call stack": "train.py(10): step", "Process Group Ranks": " [0, 1] ", "Seq": 9, "flops": 2.5})
+    second = [_kernel(BATCH_EVENTS + i) for i in range(4)] + [last]
+    second[0]["pid"] = "GPU 3"  # a string pid naming a device
+    ev = decode_trace(_trace(first, second)).events
+    n = BATCH_EVENTS + 5
+    order = np.argsort(ev.correlation)
+    assert len(ev) == n and ev.correlation[order].tolist() == list(range(n))
+    grid_size, seq, flops = ev.grid_size[order], ev.seq[order], ev.flops[order]
+    assert grid_size[-1] == 24 and (grid_size[:-1] == -1).all()
+    assert seq[-1] == 9 and (seq[:-1] == -1).all()
+    assert flops[-1] == 2.5 and np.isnan(flops[:-1]).all()
+    tr = decode_trace(_trace(first, second))
+    text = [tr.strings[i] for i in tr.events.grid.tolist()]
+    assert sorted(set(text)) == ["", "[2, 3, 4]"]
+    ranks = {tr.strings[i] for i in tr.events.process_group_ranks.tolist()}
+    assert ranks == {"", "[0, 1]"}  # stripped: the string shortcut is not taken for ranks
+    assert {tr.strings[i] for i in tr.events.call_stack.tolist()} == {"", "train.py(10): step"}
+    assert (tr.events.group_size == -1).all()  # " [0, 1] " is no "[...]" list text: no count
+    device = dict(zip(tr.events.correlation.tolist(), tr.events.device.tolist()))
+    assert device[BATCH_EVENTS] == 3 and device[0] == 0
+
+
+def test_name_mask_tests_names_only():
+    ops = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": float(i), "dur": 1.0,
+            "args": {"Call stack": "aten::mm_helper in a frame", "Input Dims": [[2, 2]]}}
+           for i, name in enumerate(["aten::mm", "aten::add", "aten::mm"])]
+    tr = decode_trace(orjson.dumps({"traceEvents": ops}))
+    assert any(s.startswith("aten::mm_") for s in tr.strings)  # a call stack matching the predicate
+    assert tr.name_mask(lambda s: s.startswith("aten::mm")).tolist() == [True, False, True]
+    assert not tr.name_mask(lambda s: "frame" in s).any()  # only in a call stack: no event
+    assert tr.name_mask(lambda s: True).all()
+
+
+def test_list_texts_equal_list_text_one_by_one():
+    """The C-speed grid/block texts (``repr``, quoted ones converted one by one) equal :func:`_list_text`
+    of each value: lists of ints, floats, bools, None, strings (quoted by repr, not by _list_text),
+    nested lists, dicts, scalars and None kept as None."""
+    from tb_plugin.trace.events import _list_text, _list_texts
+    values = [None, [13, 1, 1], [1.5, 2, True], ["a", 1], "abc", 'a"b', 7, 2.5, [None, [1, 2]], {"x": 1}, {}, [],
+              [[1, "b"]], [float("nan"), float("inf")], False, 10**30, [-0.0]]
+    assert _list_texts(values) == [_list_text(v) for v in values]
+    assert _list_texts(values)[:4] == [None, "[13, 1, 1]", "[1.5, 2, True]", "[a, 1]"]
+    assert _list_texts([None, None]) == [None, None] and _list_texts([]) == []
