@@ -1,13 +1,12 @@
 """PyTorch flight-recorder dumps (the per-rank ring buffer of collectives that NCCL, and Gloo in recent
 versions, write on a timeout) read into compact per-rank records.
 
-A dump is recognized by its content, never its name (:func:`~tb_plugin.storage.sniff.looks_like_flight_recorder`):
-a pickle (protocols 2–5) or a JSON object of a dict with ``version`` and ``pg_config`` or ``entries``. Pickles are read by
-the restricted reader of allocator snapshots (:func:`~.unpickle.restricted_loads`: containers and
-scalars only, every global refused), in a child process (:func:`read_pickles`): a job's many small
-dumps share one child, and a dump that crashes it or runs past its time limit
-(:func:`~.isolated.time_limit_s`) is that file's error; the child is started again for the others.
-JSON is read here by orjson (no code, bounded nesting).
+A dump is recognized by its content (:func:`~tb_plugin.storage.sniff.looks_like_flight_recorder`): a pickle
+(protocols 2–5) or JSON of a dict with ``version`` and ``pg_config`` or ``entries``. Pickles are read by the
+restricted reader (:func:`~.unpickle.restricted_loads`: containers and scalars only, every global refused) in
+a child process under the snapshot reader's memory and CPU limits for each dump's size (:func:`read_pickles`,
+:func:`~.isolated.cpu_limit_for`): a job's dumps share one child; a dump that crashes it or runs out of time is that file's
+error and the child is started again for the others. JSON is read here by orjson.
 
 :func:`extract` turns the dump's dict into a :data:`Record`: numpy columns (one item per entry; int64,
 −1 where a value is missing or of the wrong type; ``is_p2p`` bool), sent from the child packed
@@ -22,8 +21,7 @@ JSON is read here by orjson (no code, bounded nesting).
                  "sizes" (input and output sizes as JSON text), "dtypes" (same)},
      "vocab": {column: [distinct values]}, "stacks": [["name (file:line)", ...], ...]}
 
-Every string is cut to :data:`MAX_TEXT` characters and every value of the wrong type becomes None
-(−1 in a column), so a hostile dump gives odd values, never an exception beyond its own file.
+Strings are cut to :data:`MAX_TEXT` characters, values of the wrong type become None (−1 in a column).
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ import orjson
 import numpy as np
 
 from ..storage.sniff import looks_like_flight_recorder as looks_like_dump  # noqa: F401 - the recognizer
-from .isolated import time_limit_s
+from .isolated import apply_limits, cpu_limit_for, memory_limit_bytes, time_limit_s
 from .unpickle import RefusedPickle, restricted_loads
 
 MAX_TEXT = 200  # characters kept of any string from a dump (names, ops, frames)
@@ -378,6 +376,8 @@ def child_main() -> int:
         name = src.read(_LEN.unpack(head)[0]).decode("utf-8", "replace")
         (size,) = _LEN.unpack(src.read(_LEN.size))
         data = src.read(size)
+        apply_limits(memory_limit_bytes(size), None)  # this dump's memory limit (MemoryError: its error)
+        cpu_limit_for(size)
         try:
             body, status = pack_record(_parse_one(data, name)), b"\x00"
         except DumpError as exc:

@@ -77,6 +77,22 @@ def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:
             pass
 
 
+def cpu_limit_for(size: int) -> None:
+    """In a reader child, before a file of ``size`` bytes: it may use :func:`time_limit_s` more seconds of CPU
+    time than the child has used so far (SIGXCPU ends the child past it: that file's error)."""
+    try:
+        import resource
+    except ImportError:
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + time_limit_s(size)) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    except (ValueError, OSError):
+        pass
+
+
 def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
     try:
         name = signal.Signals(-returncode).name

@@ -28,8 +28,8 @@ from . import pickle_stream
 from .snapshot_columns import ACTIONS, DeviceTrace  # noqa: F401 - imported from here by the analyses
 from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined, trace_columns
 from . import expansion
-from .isolated import (EXIT_REFUSED, SHARED_CHILD, SHARED_MAX_BYTES, SnapshotError, apply_limits,
-                       parse_blocks_in_child, parse_in_child, read_many_in_child, read_shared, time_limit_s,
+from .isolated import (EXIT_REFUSED, SHARED_CHILD, SHARED_MAX_BYTES, SnapshotError, apply_limits, cpu_limit_for,
+                       parse_blocks_in_child, parse_in_child, read_many_in_child, read_shared,
                        unpack_npz)
 from .unpickle import PICKLE_OPCODES, RefusedPickle, restricted_loads
 
@@ -295,21 +295,6 @@ def _refusal(exc: BaseException, memory: int) -> str:
 _REFUSALS = (SnapshotError, orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError)
 
 
-def _cpu_limit_for(size: int) -> None:
-    """In the child: this file may use :func:`~.isolated.time_limit_s` more seconds of CPU time."""
-    try:
-        import resource
-    except ImportError:
-        return
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    soft = int(used.ru_utime + used.ru_stime + time_limit_s(size)) + 1
-    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-    except (ValueError, OSError):
-        pass
-
-
 def _batch(mode: str, memory: int) -> None:
     """Answer each length-prefixed pickle on stdin (see :func:`~.isolated.read_many_in_child`)."""
     read_one = _packed_npz if mode == "snapshot" else _plain_json
@@ -320,7 +305,7 @@ def _batch(mode: str, memory: int) -> None:
         if len(head) < length.size:
             return
         data = stdin.read(length.unpack(head)[0])
-        _cpu_limit_for(len(data))
+        cpu_limit_for(len(data))
         try:
             status, payload = 0, read_one(data)
         except _REFUSALS as exc:
