@@ -349,3 +349,17 @@ def test_rank_numbers_cannot_amplify_the_answer(tmp_path):
     assert [r["rank"] for r in doc["ranks"]] == [0, 1, 16_000_000]
     assert [f["kind"] for f in doc["findings"]] == []
     assert [u["path"] for u in doc["unreadable"]] == ["neg_dump"]
+
+
+def test_a_dump_that_asks_for_gigabytes_is_its_own_error():
+    """89 bytes that make CPython's unpickler resize and zero its memo for index 750 000 000 (~6 GB): the
+    reader child's memory limit for that size turns it into that file's error; the next dump in the same
+    child is still read."""
+    job = Job(2, {"0": ("default_pg", [0, 1])})
+    healthy(job, 2)
+    good = pickle.dumps(job.dumps()[0], protocol=4)
+    memo_bomb = b"\x80\x04}r" + (750_000_000).to_bytes(4, "little") + b"."
+    out = fr.read_pickles([("bomb", memo_bomb), ("good", good)])
+    assert isinstance(out["bomb"], fr.DumpError), out["bomb"]
+    assert "MemoryError" in str(out["bomb"]) or "crashed" in str(out["bomb"])
+    assert not isinstance(out["good"], fr.DumpError) and out["good"]["rank"] in (0, None)
