@@ -40,14 +40,16 @@ from ..trace.categories import Kind
 from ..trace.links import launch_of
 from ..trace.model import Trace
 from .launch_context import device_work_inside, operator_mask
+from .numfmt import duration, fixed
 from .op_tree import op_tree
+from .recommendations import THRESHOLDS, recommendation, threshold_us
 from .steps import compute_steps
 
 REGION_PREFIX = "Torch-Compiled Region"
 REGION_NAMES = ("CompiledFunction", "CompiledFunctionBackward", "TorchDynamo Cache Lookup")
-BETWEEN_PCT = 5.0
-LOOKUP_PCT = 5.0
-RECOMPILE_PCT = 10.0
+BETWEEN_PCT = THRESHOLDS["compile.graph_breaks"]
+LOOKUP_PCT = THRESHOLDS["compile.cache_lookup"]
+RECOMPILE_PCT = THRESHOLDS["compile.recompilation"]
 _VERSION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 _TRITON = re.compile(r"^triton_(poi|red|per|tem|for|\w+?)_(?:fused_(.*?))?_?(\d+)?$")
 _KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent_reduction", "tem": "template", "for": "foreach"}
@@ -172,34 +174,37 @@ def _between(trace: Trace, rows: np.ndarray) -> float:
 
 
 def _advice(steps: list[dict]) -> list[dict]:
+    """The compile rules of the one recommendation list (:mod:`.recommendations`), each only at or above
+    its threshold (:data:`~.recommendations.THRESHOLDS`)."""
     if not steps:
         return []
     step_us = np.array([s["step_us"] for s in steps])
     mean = float(step_us.mean())
-    out = []
+    out: list[dict] = []
     if mean <= 0:
         return out
     between = float(np.mean([s["between_us"] for s in steps]))
-    if max(s["frames"] for s in steps) >= 2 and 100.0 * between / mean >= BETWEEN_PCT:
-        out.append({"rule": "compile.graph_breaks", "addressed_us": between, "threshold_pct": BETWEEN_PCT,
-                    "share_pct": 100.0 * between / mean,
-                    "text": "Eager code between compiled regions takes {:.1f}% of the average step: find the graph "
-                            "breaks (TORCH_LOGS=graph_breaks) and remove them, or compile a larger "
-                            "function.".format(100.0 * between / mean)})
+    if max(s["frames"] for s in steps) >= 2 and between >= threshold_us("compile.graph_breaks", mean):
+        out.append(recommendation(
+            "compile.graph_breaks", between, threshold_us("compile.graph_breaks", mean), "average_step",
+            "Eager code between compiled regions takes {}% of the average step: find the graph breaks "
+            "(TORCH_LOGS=graph_breaks) and remove them, or compile a larger function.".format(
+                fixed(100.0 * between / mean, 1)), threshold_pct=BETWEEN_PCT, share_pct=100.0 * between / mean))
     lookup = float(np.mean([s["cache_lookup_us"] for s in steps]))
-    if 100.0 * lookup / mean >= LOOKUP_PCT:
-        out.append({"rule": "compile.cache_lookup", "addressed_us": lookup, "threshold_pct": LOOKUP_PCT,
-                    "share_pct": 100.0 * lookup / mean,
-                    "text": "TorchDynamo cache lookups (guard checks) take {:.1f}% of the average step: fewer "
-                            "compiled frames or simpler guards (mark_static / dynamic=False) cut "
-                            "them.".format(100.0 * lookup / mean)})
+    if lookup >= threshold_us("compile.cache_lookup", mean) and lookup > 0:
+        out.append(recommendation(
+            "compile.cache_lookup", lookup, threshold_us("compile.cache_lookup", mean), "average_step",
+            "TorchDynamo cache lookups (guard checks) take {}% of the average step: fewer compiled frames or "
+            "simpler guards (mark_static / dynamic=False) cut them.".format(fixed(100.0 * lookup / mean, 1)),
+            threshold_pct=LOOKUP_PCT, share_pct=100.0 * lookup / mean))
     median = float(np.median(step_us))
     recompiled = [k for k, s in enumerate(steps) if s["recompilations"]]
     excess = sum(max(float(step_us[k]) - median, 0.0) for k in recompiled)
-    if recompiled and median > 0 and 100.0 * excess / (median * len(recompiled)) >= RECOMPILE_PCT:
-        out.append({"rule": "compile.recompilation", "addressed_us": excess, "threshold_pct": RECOMPILE_PCT,
-                    "steps": [steps[k]["step"] for k in recompiled],
-                    "text": "torch.compile recompiled during the profiled steps, which took {:.0f} µs more than "
-                            "the median step: see why with TORCH_LOGS=recompiles (changing shapes, dtypes or "
-                            "Python values in guards).".format(excess)})
+    limit = threshold_us("compile.recompilation", median * len(recompiled))
+    if recompiled and median > 0 and excess >= limit:
+        out.append(recommendation(
+            "compile.recompilation", excess, limit, "median_step",
+            "torch.compile recompiled during the profiled steps, which took {} more than the median step: see "
+            "why with TORCH_LOGS=recompiles (changing shapes, dtypes or Python values in guards).".format(
+                duration(excess)), threshold_pct=RECOMPILE_PCT, steps=[steps[k]["step"] for k in recompiled]))
     return out

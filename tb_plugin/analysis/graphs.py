@@ -27,9 +27,11 @@ from ..trace.categories import Kind
 from ..trace.model import Trace
 from .graph_capture import captures, graph_sizes, matches, replay_source, replays
 from .op_tree import op_tree
+from .numfmt import fixed
 from .operators import _groups, op_times
+from .recommendations import THRESHOLDS, recommendation, threshold_us
 
-UNMATCHED_PCT = 20.0
+UNMATCHED_PCT = THRESHOLDS["graphs.capture_missing"]
 NOTES = {
     "attributed": "Replayed kernels attributed to the operators that launched them during the capture ({method}).",
     "ambiguous": "{n} captures in this profile have {size} launches, as this graph has device events: which one "
@@ -115,12 +117,12 @@ def graphs_document(trace: Trace) -> dict:
             "candidates": match.candidates[g], "note": note,
             "kernels": kernels_of.get(g, [])})
     if kernel_us > 0 and 100.0 * unmatched_us / kernel_us >= UNMATCHED_PCT:
-        doc["advice"].append({"rule": "graphs.capture_missing", "addressed_us": unmatched_us,
-                              "threshold_pct": UNMATCHED_PCT, "share_pct": 100.0 * unmatched_us / kernel_us,
-                              "text": "{:.1f}% of kernel time is replayed from CUDA graphs whose capture is not in this "
-                                      "profile: start the profiler before the capture (warm-up included) to see which "
-                                      "operators and source lines the kernels belong to.".format(
-                                          100.0 * unmatched_us / kernel_us)})
+        share = 100.0 * unmatched_us / kernel_us
+        doc["advice"].append(recommendation(
+            "graphs.capture_missing", unmatched_us, threshold_us("graphs.capture_missing", kernel_us), "kernel_time",
+            "{}% of kernel time is replayed from CUDA graphs whose capture is not in this profile: start the "
+            "profiler before the capture (warm-up included) to see which operators and source lines the kernels "
+            "belong to.".format(fixed(share, 1)), threshold_pct=UNMATCHED_PCT, share_pct=share))
     return doc
 
 

@@ -17,7 +17,9 @@ from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX
 from ..trace.model import Trace
 from ..trace.platform import accelerator_name
 from .breakdown import CATEGORIES, CATEGORY_LABELS, compute_breakdown
+from .compiled_regions import compiled_regions
 from .gpu import INTERNAL_FIELDS, compute_gpu_summary
+from .graphs import graphs_document
 from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
 from .counters import counter_series
@@ -97,9 +99,11 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
 
 def advise(trace: Trace, overview_recs: list[dict]) -> tuple[list[dict], list[dict]]:
     """``(recommendations, about)``: the Overview's rules with the Insights' and the runtime calls'
-    (:mod:`.advice`), most important first; none on step time when the trace captures CUDA graphs."""
+    (:mod:`.advice`) and the CUDA-graph and torch.compile rules (:mod:`.graphs`, :mod:`.compiled_regions`),
+    most important first; none on step time when the trace captures CUDA graphs."""
     about = advice.about(trace)
-    recs = overview_recs + advice.call_rules(trace) + advice.idle_rules(trace, insights(trace))
+    recs = (overview_recs + advice.call_rules(trace) + advice.idle_rules(trace, insights(trace))
+            + graphs_document(trace)["advice"] + ((compiled_regions(trace) or {}).get("advice") or []))
     if any(a["kind"] == "graph_capture" for a in about):
         recs = [r for r in recs if r["rule"] not in STEP_RULES]
     return ordered(recs), about

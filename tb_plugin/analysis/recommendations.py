@@ -2,7 +2,8 @@
 runtime calls' in :mod:`.advice`, served identically by every interface. Each recommendation is
 ``{"rule", "addressed_us", "threshold_us", "basis", <values>, "text"}``: the time it addresses, its
 rule's threshold over the same ``basis`` (``"average_step"``: µs per average step; ``"steps_window"``:
-µs over the steps window; ``"median_step"``: µs over the median step), the numbers it rests on
+µs over the steps window; ``"median_step"``: µs over the median step; ``"kernel_time"``: µs of the
+trace's kernel time), the numbers it rests on
 (units in the field names: ``_pct``, ``_us``, ``_bytes``, ``_ratio``) and its sentence, whose numbers
 are those values written by the one rounding rule (:func:`tb_plugin.analysis.numfmt.fixed`, the UI's
 too). A rule fires only when its addressed time reaches its threshold (:data:`THRESHOLDS`, the table
@@ -49,6 +50,10 @@ THRESHOLDS = {
     "mixed_precision": DEFAULT_PCT, "unbalanced_steps": 100.0 * (UNBALANCED_RATIO - 1.0),  # % of the median step
     "cuda_graphs": 10.0, "cpu_overhead": 10.0, "allocator": DEFAULT_PCT, "blocking_copy": DEFAULT_PCT,
     "synchronize": DEFAULT_PCT,
+    # CUDA graphs and torch.compile (analysis/graphs.py, analysis/compiled_regions.py)
+    "graphs.capture_missing": 20.0,  # % of the trace's kernel time (basis "kernel_time")
+    "compile.graph_breaks": DEFAULT_PCT, "compile.cache_lookup": DEFAULT_PCT,
+    "compile.recompilation": 10.0,  # % of the median step, per recompiling step
 }
 #: Rules about step time, left out of a trace whose steps are not training or inference steps.
 STEP_RULES = frozenset(("dataloader", "communication", "low_utilization", "unbalanced_steps", "cuda_graphs",

@@ -6,6 +6,7 @@ const BASIS: Record<string, string> = {
   average_step: "per average step",
   steps_window: "in the steps window",
   median_step: "over the median step",
+  kernel_time: "of kernel time",
 };
 
 /** "addresses 8.12 ms in the steps window (threshold 500 µs)": what a recommendation is about. */
