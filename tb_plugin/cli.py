@@ -22,25 +22,34 @@ import gc
 import logging
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import orjson
-
-from .analysis.breakdown import CATEGORY_LABELS
-from .analysis.overview import CATEGORY_KEYS
-from .analysis.numfmt import fixed
-from .cli_path import print_critical_path
 from .interfaces import mcp_server
-from .registry import report
-from .registry.cache import ParseCache
-from .registry.executors import ENV_VAR, LocalExecutor, open_executor
-from .registry.runs import RunRegistry
-from .registry.states import ERROR
-from .storage.remote import is_local_fs, url_to_fs
-from .trace import heap, jsonsafe
+from .storage.local import is_plain_local, strip_protocol
+
+# Only what parsing the command line needs is imported here: each command imports its own modules
+# (numpy, the analyses, the registry: ~0.2 s cold), so that a bad argument, ``--help`` or a missing
+# logdir answers before any of them is loaded.
+ENV_VAR = "KINETOSCOPE_EXECUTOR"  # registry/executors: the executor's environment variable (checked by a test)
+if TYPE_CHECKING:
+    from .registry.runs import RunRegistry
 
 logger = logging.getLogger(__name__)
-_LABELS = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]  # analysis/breakdown.py: the one table
+
+
+def fixed(*args, **kwargs) -> str:
+    """:func:`analysis.numfmt.fixed` (the one rounding rule), imported when a table is printed."""
+    from .analysis.numfmt import fixed as rounded
+
+    return rounded(*args, **kwargs)
+
+
+def _labels() -> list[str]:
+    """The breakdown's category labels in the Overview's order (analysis/breakdown.py: the one table)."""
+    from .analysis.breakdown import CATEGORY_LABELS
+    from .analysis.overview import CATEGORY_KEYS
+
+    return [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +115,10 @@ def _pick(target: str, worker: str | None, span: str, use_cache: bool):
     """The loaded FileState of a file or of a run directory's worker/span, and its registry. Raises
     :class:`_PickError` when the path does not exist, names no trace, or the worker/span is not there
     (its message lists the workers and spans that are)."""
+    from .registry.cache import ParseCache
+    from .registry.runs import RunRegistry
+    from .storage.remote import url_to_fs
+
     fs, path = url_to_fs(target)
     if not fs.exists(path):
         raise _PickError(f"{target} does not exist", 2)
@@ -145,7 +158,12 @@ def _span_key(span: str):
 
 
 def run_diff(args, out: TextIO, err: TextIO) -> int:
+    import orjson
+
     from . import cli_gate
+    from .analysis.overview import CATEGORY_KEYS
+    from .registry import report
+    from .trace import jsonsafe
     try:
         base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache)
         exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache)
@@ -164,7 +182,7 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     steps = doc["steps"]
     out.write(f"baseline:   {doc['baseline']}\nexperiment: {doc['experiment']}\n")
     out.write(f"{'Category':<15}{'baseline µs':>14}{'experiment µs':>15}{'delta µs':>12}{'delta %':>9}\n")
-    for key, label in zip(["total_us"] + CATEGORY_KEYS, ["Step"] + _LABELS):
+    for key, label in zip(["total_us"] + CATEGORY_KEYS, ["Step"] + _labels()):
         rel = steps["relative_pct"][key]
         out.write(f"{label:<15}{fixed(steps['baseline'][key], 1):>14}{fixed(steps['experiment'][key], 1):>15}"
                   f"{fixed(steps['delta'][key], 1):>12}{'' if rel is None else f'{fixed(rel, 1):>8}%':>9}\n")
@@ -182,8 +200,23 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
 
 def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO,
                executor: str | None = None) -> int:
+    # a missing local logdir is answered before the registry, numpy and the analyses are imported
+    problem = _local_logdir_problem(strip_protocol(logdir)) if is_plain_local(logdir) else None
+    if problem is not None:
+        err.write(f"kinetoscope: {logdir}: {problem}\n")
+        return 2
+    import orjson
+
+    from .registry import report
+    from .registry.cache import ParseCache
+    from .registry.runs import RunRegistry
+    from .registry.states import ERROR
+    from .storage.remote import is_local_fs
+    from .trace import jsonsafe
+
     registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None, executor=executor)
-    problem = _local_logdir_problem(registry)
+    if registry.fs is not None and is_local_fs(registry.fs) and not is_plain_local(logdir):
+        problem = _local_logdir_problem(registry.root)  # a local spelling only fsspec resolves
     if problem is not None:
         err.write(f"kinetoscope: {logdir}: {problem}\n")
         return 2
@@ -210,11 +243,8 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     return 1 if failed else 0
 
 
-def _local_logdir_problem(registry: RunRegistry) -> str | None:
-    """Why a local logdir cannot be reported on (missing, not a directory, unreadable), or None; buckets: the listing."""
-    if registry.fs is None or not is_local_fs(registry.fs):
-        return None
-    root = registry.root
+def _local_logdir_problem(root: str) -> str | None:
+    """Why the local logdir ``root`` (a path) cannot be reported on (missing, not a directory, unreadable), or None."""
     if not os.path.exists(root):
         return "no such directory"
     if not os.path.isdir(root):
@@ -226,6 +256,9 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     """Every file's per-rank task on the chosen executor, one progress line per rank on ``err``."""
     if not files:
         return
+    from .registry.executors import LocalExecutor, open_executor
+    from .trace import heap
+
     heap.tune_allocator()  # this process's large arrays from the heap (trace/heap.py)
     warn = lambda message: err.write(f"kinetoscope: {message}\n")  # noqa: E731
     chosen = open_executor(executor, warn)
@@ -241,6 +274,10 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
 
 
 def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
+    from .analysis.overview import CATEGORY_KEYS
+    from .cli_path import print_critical_path
+
+    labels = _labels()
     for run in doc["runs"]:
         for w in run["workers"]:
             out.write(f"\n== run {run['name']}  worker {w['worker']}  span {w['span']}  ({w['path']})\n")
@@ -256,7 +293,7 @@ def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
             total = avg["total_us"] or 1.0
             out.write(f"   steps: {len(ov['steps'])}   average step: {fixed(avg['total_us'] / 1000, 3)} ms\n")
             out.write(f"   {'Category':<15}{'avg µs':>14}{'% of step':>11}\n")
-            for key, label in zip(CATEGORY_KEYS, _LABELS):
+            for key, label in zip(CATEGORY_KEYS, labels):
                 # the percentage as the UI computes it ((part / whole) * 100), rounded by the same rule
                 out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{fixed(avg[key] / total * 100, 2):>10}%\n")
             for g in ov["gpus"]:

@@ -101,6 +101,28 @@ def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
     assert json.loads(got.stdout)["runs"][0]["workers"][0]["error"] is None
 
 
+def test_missing_logdir_answers_before_the_heavy_imports(tmp_path):
+    """``report`` on a missing local logdir (and ``--help``) exits 2 without importing numpy, the
+    registry or any analysis: the command's start-up is the interpreter's and argparse's."""
+    code = ("import sys, tb_plugin.cli as c\n"
+            f"status = c.main(['report', {str(tmp_path / 'missing')!r}])\n"
+            "bad = sorted(m for m in sys.modules if m in ('numpy', 'orjson', 'fsspec') or "
+            "m.startswith(('tb_plugin.analysis', 'tb_plugin.registry', 'tb_plugin.trace')))\n"
+            "sys.stderr.write(f'STATUS {status} BAD {bad}\\n')\n")
+    env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert "STATUS 2 BAD []" in got.stderr, got.stderr
+    assert "no such directory" in got.stderr
+
+
+def test_cli_names_the_executors_variable():
+    """cli.py spells the executor's environment variable itself (no registry import for ``--help``)."""
+    from tb_plugin import cli
+    from tb_plugin.registry import executors
+
+    assert cli.ENV_VAR == executors.ENV_VAR
+
+
 def test_analysis_cache_entries_skip_fsync_parse_cache_keeps_it(tmp_path, monkeypatch):
     """ResultCache.put renames without fsync (and reads back the same value); write_atomic's default
     still fsyncs."""
