@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 
 from ..analysis.clock import shared_origin
@@ -22,7 +23,9 @@ from ..trace.links import device_mask
 from ..storage.private_files import open_regular
 from ..trace.args import args_of_raw, event_args, event_span
 from ..trace.model import Trace
-from . import memory_events
+
+if TYPE_CHECKING:
+    from . import memory_events
 
 
 def _full_args(trace: Trace, row: int) -> dict:
@@ -213,6 +216,8 @@ class FileViews:
 
     def memory_pairs_index(self) -> memory_events.PairsIndex:
         """The pairs' rows as columns, for filtering and sorting the table per request."""
+        from . import memory_events  # the Memory view's pairs only: a report never builds them
+
         return self._get("pairs_index", lambda: memory_events.build_index(self.memory_pairs()["rows"]))
 
     def memory_devices(self) -> list[str]:
