@@ -19,7 +19,8 @@ how many modules), per tree. The load average is printed before and after: on a 
 ratios (same-run pairs) are the figures to read, not the seconds.
 
 Last line: ``name=value`` figures (``missing_s``, ``one_file_s``, their ratios over ``python`` and
-``orjson``, with ``--baseline`` the baseline's and ``*_over_baseline``).
+``orjson``, with ``--baseline`` the baseline's and ``*_over_baseline``; ``*_cpu_*``: the same from CPU
+seconds, which a loaded machine disturbs less than wall time).
 """
 
 from __future__ import annotations
@@ -123,16 +124,20 @@ def run(repeat: int = 5, baseline: str | None = None, trace: str = DEFAULT_TRACE
 def figures(runs: dict) -> dict[str, float]:
     """Medians (seconds) and same-run ratios."""
     med = {label: statistics.median(r["wall"] for r in rs) for label, rs in runs.items() if label != "imports"}
+    cpu = {label: statistics.median(r["cpu"] for r in rs) for label, rs in runs.items() if label != "imports"}
     out = {"python_s": med["python"], "orjson_s": med["orjson"], "missing_s": med["missing"],
            "one_file_s": med["one_file"], "missing_over_python": med["missing"] / med["python"],
            "one_file_over_orjson": med["one_file"] / med["orjson"],
            "one_file_rss_mb": max(r["rss_mb"] for r in runs["one_file"]),
-           "missing_imports_ms": runs["imports"]["this"][0]}
+           "missing_imports_ms": runs["imports"]["this"][0], "missing_cpu_s": cpu["missing"],
+           "one_file_cpu_s": cpu["one_file"], "one_file_cpu_over_orjson": cpu["one_file"] / cpu["orjson"]}
     if "baseline_missing" in med:
         out.update(baseline_missing_s=med["baseline_missing"], baseline_one_file_s=med["baseline_one_file"],
                    missing_over_baseline=med["missing"] / med["baseline_missing"],
                    one_file_over_baseline=med["one_file"] / med["baseline_one_file"],
-                   baseline_missing_imports_ms=runs["imports"]["baseline_"][0])
+                   baseline_missing_imports_ms=runs["imports"]["baseline_"][0],
+                   missing_cpu_over_baseline=cpu["missing"] / cpu["baseline_missing"],
+                   one_file_cpu_over_baseline=cpu["one_file"] / cpu["baseline_one_file"])
     return out
 
 
