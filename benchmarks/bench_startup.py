@@ -121,7 +121,7 @@ def run(repeat: int = 5, baseline: str | None = None, trace: str = DEFAULT_TRACE
     return runs
 
 
-def figures(runs: dict) -> dict[str, float]:
+def figures(runs: dict) -> dict:
     """Medians (seconds) and same-run ratios."""
     med = {label: statistics.median(r["wall"] for r in rs) for label, rs in runs.items() if label != "imports"}
     cpu = {label: statistics.median(r["cpu"] for r in rs) for label, rs in runs.items() if label != "imports"}
@@ -129,7 +129,8 @@ def figures(runs: dict) -> dict[str, float]:
            "one_file_s": med["one_file"], "missing_over_python": med["missing"] / med["python"],
            "one_file_over_orjson": med["one_file"] / med["orjson"],
            "one_file_rss_mb": max(r["rss_mb"] for r in runs["one_file"]),
-           "missing_imports_ms": runs["imports"]["this"][0], "missing_cpu_s": cpu["missing"],
+           "missing_imports_ms": runs["imports"]["this"][0], "missing_modules": (runs["imports"]["this"][1], 0),
+           "missing_cpu_s": cpu["missing"],
            "one_file_cpu_s": cpu["one_file"], "one_file_cpu_over_orjson": cpu["one_file"] / cpu["orjson"]}
     if "baseline_missing" in med:
         out.update(baseline_missing_s=med["baseline_missing"], baseline_one_file_s=med["baseline_one_file"],
