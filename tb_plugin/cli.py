@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import os
 import sys
 from typing import TYPE_CHECKING, TextIO
@@ -33,8 +32,6 @@ from .storage.local import is_plain_local, strip_protocol
 ENV_VAR = "KINETOSCOPE_EXECUTOR"  # registry/executors: the executor's environment variable (checked by a test)
 if TYPE_CHECKING:
     from .registry.runs import RunRegistry
-
-logger = logging.getLogger(__name__)
 
 
 def main(argv: list[str] | None = None) -> int:
