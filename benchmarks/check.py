@@ -10,7 +10,7 @@ each stop. The benchmarks (each prints ``name=value`` figures on its last line):
 - ``bench_startup.py --repeat 3``: ``kinetoscope report`` on a missing logdir over ``python -c pass``, the
   modules it imports, and a cold report of the 35 MB V100 sample over ``orjson.loads`` of it (wall and
   CPU), its peak RSS;
-- ``bench_snapshot.py --entries 200000``: a PyTorch-shaped snapshot (a frame list per entry), the first
+- ``bench_snapshot.py --entries 200000 --repeat 2``: a PyTorch-shaped snapshot (a frame list per entry), the first
   timeline and the whole ``kinetoscope report`` over a bare ``pickle.load``, their peak RSS over its.
 
 Every checked figure is lower-is-better and is a same-run ratio, a count or a peak RSS, not seconds:
@@ -38,7 +38,7 @@ BENCHES = (
      ("missing_over_python", "missing_modules", "one_file_over_orjson", "one_file_cpu_over_orjson",
       "one_file_rss_mb"),
      ("python_s", "missing_s", "one_file_s", "orjson_s")),
-    ("bench_snapshot.py", ["--entries", "200000", "--protocol", "4"],
+    ("bench_snapshot.py", ["--entries", "200000", "--protocol", "4", "--repeat", "2"],
      ("first_over_unpickle", "first_cpu_over_unpickle_cpu", "report_over_unpickle", "report_peak_over_unpickle",
       "report_sum_over_unpickle"),
      ("unpickle_s", "first_timeline_s", "report_s", "unpickle_rss_mb")),
