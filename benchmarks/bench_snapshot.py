@@ -260,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                        report_child_rss_mb=(rep["child_hwm_mb"], 0), report_sum_rss_mb=(rep["sum_mb"], 0))
         if bare:
             figures.update(report_over_unpickle=rep["seconds"] / bare["seconds"],
+                           report_cpu_over_unpickle_cpu=rep["cpu_s"] / bare["cpu_s"],
                            report_peak_over_unpickle=max(rep["hwm_mb"], rep["child_hwm_mb"]) / bare["hwm_mb"],
                            report_sum_over_unpickle=rep["sum_mb"] / bare["hwm_mb"])
     figures.update(sum_rss_mb=(first["sum_mb"], 0), reopen_s=again["seconds"], reopen_timeline_s=again["first_timeline_s"],

@@ -131,7 +131,8 @@ def figures(runs: dict) -> dict:
            "one_file_rss_mb": max(r["rss_mb"] for r in runs["one_file"]),
            "missing_imports_ms": runs["imports"]["this"][0], "missing_modules": (runs["imports"]["this"][1], 0),
            "missing_cpu_s": cpu["missing"],
-           "one_file_cpu_s": cpu["one_file"], "one_file_cpu_over_orjson": cpu["one_file"] / cpu["orjson"]}
+           "one_file_cpu_s": cpu["one_file"], "missing_cpu_over_python": cpu["missing"] / cpu["python"],
+           "one_file_cpu_over_orjson": cpu["one_file"] / cpu["orjson"]}
     if "baseline_missing" in med:
         out.update(baseline_missing_s=med["baseline_missing"], baseline_one_file_s=med["baseline_one_file"],
                    missing_over_baseline=med["missing"] / med["baseline_missing"],
