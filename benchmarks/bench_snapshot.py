@@ -263,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                            report_cpu_over_unpickle_cpu=rep["cpu_s"] / bare["cpu_s"],
                            report_peak_over_unpickle=max(rep["hwm_mb"], rep["child_hwm_mb"]) / bare["hwm_mb"],
                            report_sum_over_unpickle=rep["sum_mb"] / bare["hwm_mb"])
-    figures.update(sum_rss_mb=(first["sum_mb"], 0), reopen_s=again["seconds"], reopen_timeline_s=again["first_timeline_s"],
+    figures.update(sum_rss_mb=(first["sum_mb"], 0), reopen_s=again["seconds"],
+                   reopen_timeline_s=again["first_timeline_s"],
                    timeline_p95_ms=(again["timeline_p95_ms"], 1))
     if bare:
         figures.update(sum_rss_over_unpickle=first["sum_mb"] / bare["hwm_mb"])

@@ -100,7 +100,8 @@ def run(repeat: int = 5, baseline: str | None = None, trace: str = DEFAULT_TRACE
             "orjson": ([sys.executable, "-c", ORJSON_FLOOR, trace], REPO, False)}
         for prefix, tree in trees.items():
             jobs[prefix + "missing"] = ([sys.executable, "-m", "tb_plugin.cli", "report", "/nonexistent"], tree, False)
-            jobs[prefix + "one_file"] = ([sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"], tree, True)
+            jobs[prefix + "one_file"] = ([sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"], tree,
+                                         True)
         labels = list(jobs)
         runs: dict = {label: [] for label in labels}
         for rnd in range(repeat + 1):
