@@ -148,6 +148,7 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     from .cli_tables import labels
     from .registry import report
     from .trace import jsonsafe
+
     try:
         base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache)
         exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache)
