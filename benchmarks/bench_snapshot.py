@@ -1,16 +1,20 @@
-"""Allocator-snapshot benchmark: first open and first timeline vs a bare ``pickle.load``, peak memory,
+"""Allocator-snapshot benchmark: first open, first timeline and the whole ``kinetoscope report`` vs a bare
+``pickle.load``, peak memory (each process, and the main process and reader child together),
 cache reopen, timeline requests.
 
     python benchmarks/bench_snapshot.py [--entries 1000000 | --size 2GB] [--frames 8] [--protocol 4]
-                                        [--before-repo /path/to/an/older/checkout] [--no-bare]
+                                        [--shared-frames] [--before-repo /path/to/an/older/checkout]
+                                        [--no-bare] [--no-report]
 
-Writes a synthesized snapshot (``tests/synth/snapshot_writer.py``, streamed: any size) in a fresh
+Writes a PyTorch-shaped snapshot (``benchmarks/snapshot_input.py``: a frame list per entry, or with
+``--shared-frames`` one list per stack; streamed: any size) in a fresh
 folder under ``--dir`` (default: the system's temporary folder, ``/tmp``) and deletes it at the end.
 Then measures, each in its own process: a bare ``pickle.load`` of the file (seconds, peak RSS);
 Kinetoscope's first open (read, parse in the reader child, cache write, summary: what ``report``
 does) and its first timeline, with the peak RSS of this process and of the reader child;
 ``--before-repo``: the same first open by another checkout (the code before a change), in the same
-run; the reopen from the parse cache; timeline requests. A bare ``pickle.load`` needs ~12× the
+run; the reopen from the parse cache; timeline requests; the whole ``kinetoscope report DIR --json``
+process (wall, CPU, the main process's and the reader child's peak RSS, and their sum sampled together). A bare ``pickle.load`` needs ~12× the
 file's size in memory: it is skipped (and said so) when that exceeds 80 % of the available memory.
 With ``--repeat N`` every measurement runs N times, interleaved, and
 each figure is its best run. CPU times (this process and its reader child; for ``pickle.load`` its own) are given beside: on a
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +45,11 @@ print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": time.process_time
 OPEN = HWM + r"""
 import threading
 child_peak = [0.0]
+sum_peak = [0.0]  # this process's RSS + the reader child's, sampled together (MB)
 stop = threading.Event()
+def _kb(pid, key):
+    status = open(f"/proc/{pid}/status").read()
+    return int(next(l for l in status.splitlines() if l.startswith(key)).split()[1])
 def poll():
     import psutil
     me = psutil.Process()
@@ -48,9 +57,8 @@ def poll():
         for c in me.children(recursive=True):
             try:
                 if "tb_plugin.artifacts.snapshot" in " ".join(c.cmdline()):
-                    status = open(f"/proc/{c.pid}/status").read()
-                    kb = int(next(l for l in status.splitlines() if l.startswith("VmHWM:")).split()[1])
-                    child_peak[0] = max(child_peak[0], kb / 1024)
+                    child_peak[0] = max(child_peak[0], _kb(c.pid, "VmHWM:") / 1024)
+                    sum_peak[0] = max(sum_peak[0], (_kb(c.pid, "VmRSS:") + _kb(me.pid, "VmRSS:")) / 1024)
             except Exception:
                 pass
         stop.wait(0.02)
@@ -85,9 +93,49 @@ for lo, hi in [(None, None), (0.1, 0.6), (0.4, 0.45), (0.0, 0.01), (0.5, 0.9)] *
 times.sort()
 peak = art.views.summary()["devices"][0]["peak_active_bytes"]
 print(json.dumps({"seconds": seconds, "first_timeline_s": first_timeline, "cpu_s": cpu_s, "hwm_mb": hwm_mb(),
-                  "child_hwm_mb": child_peak[0], "peak_bytes": peak,
+                  "child_hwm_mb": child_peak[0], "sum_mb": sum_peak[0], "peak_bytes": peak,
                   "timeline_p95_ms": times[int(0.95 * (len(times) - 1))]}))
 """
+
+
+def report_process(folder: str, env: dict) -> dict:
+    """``kinetoscope report FOLDER --json`` in a fresh process (this checkout), to its exit: wall and CPU
+    seconds (its own and its reaped children's), the peak RSS of the main process and of its largest child
+    (the reader child), and the largest sum of their RSS sampled together (MB; every 20 ms)."""
+    import psutil
+
+    def kb(pid: int, key: str) -> int:
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(line for line in f if line.startswith(key)).split()[1])
+
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    main, main_peak, child_peak, sum_peak = psutil.Process(proc.pid), 0, 0, 0
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)  # ru: the process's and its reaped children's
+        if pid:
+            break
+        try:
+            main_peak = max(main_peak, kb(proc.pid, "VmHWM:"))  # sampled: ru_maxrss would count the children
+            total = kb(proc.pid, "VmRSS:")
+            for c in main.children(recursive=True):
+                try:
+                    total += kb(c.pid, "VmRSS:")
+                    child_peak = max(child_peak, kb(c.pid, "VmHWM:"))
+                except (OSError, StopIteration):
+                    pass
+            sum_peak = max(sum_peak, total)
+        except (OSError, StopIteration, psutil.Error):
+            pass
+        time.sleep(0.02)
+    seconds = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode("utf-8", "replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"report exited with {proc.returncode}: {err[-500:]}")
+    return {"seconds": seconds, "cpu_s": ru.ru_utime + ru.ru_stime, "hwm_mb": main_peak / 1024,
+            "child_hwm_mb": child_peak / 1024, "sum_mb": sum_peak / 1024}
 
 
 def _size(text: str) -> int:
@@ -108,7 +156,7 @@ BYTES_PER_ENTRY = {0: 30, 8: 104}  # the synthesized history's pickle, per entry
 BARE_RSS_PER_FILE_BYTE = 12.5  # pickle.load's peak RSS over the file's size, measured on these files
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--size", help="the pickle's size instead of --entries, e.g. 2GB (approximate)")
@@ -118,21 +166,26 @@ def main() -> int:
     parser.add_argument("--no-bare", action="store_true", help="skip the bare pickle.load")
     parser.add_argument("--dir", default=None, help="where the snapshot is written (default: /tmp)")
     parser.add_argument("--repeat", type=int, default=1, help="run each measurement this many times; keep the best")
-    args = parser.parse_args()
+    parser.add_argument("--shared-frames", action="store_true",
+                        help="entries with one stack share its frame list (default: a list per entry, as PyTorch)")
+    parser.add_argument("--no-report", action="store_true", help="skip the whole-process kinetoscope report")
+    args = parser.parse_args(argv)
     entries = args.entries
     if args.size:
         entries = max(1, _size(args.size) // BYTES_PER_ENTRY.get(args.frames, 30 + 10 * args.frames))
-    sys.path.insert(0, os.path.join(REPO, "tests"))  # the synthesizers
-    from synth.snapshot_writer import write_snapshot_pickle
+    from benchmarks.snapshot_input import build
 
     figures: dict = {}
+    with open("/proc/loadavg") as f:
+        print(f"load average before: {' '.join(f.read().split()[:3])}", flush=True)
     with tempfile.TemporaryDirectory(prefix="kinetoscope-snap-", dir=args.dir) as tmp:
-        path = os.path.join(tmp, "snapshot.pickle")
+        logdir = os.path.join(tmp, "logdir")  # the snapshot alone (the caches are beside it)
+        os.mkdir(logdir)
+        path = os.path.join(logdir, "snapshot.pickle")
         t = time.perf_counter()
-        with open(path, "wb") as f:
-            write_snapshot_pickle(f, entries, frames=args.frames, protocol=args.protocol)
-        size = os.path.getsize(path)
-        print(f"snapshot: {entries} history entries, {args.frames} frames each, protocol {args.protocol}, "
+        size = build(path, entries, args.frames, args.protocol, args.shared_frames)
+        print(f"snapshot: {entries} history entries, {args.frames} frames each "
+              f"({'shared' if args.shared_frames else 'a list per entry'}), protocol {args.protocol}, "
               f"{size / 1e6:.0f} MB pickle (written in {time.perf_counter() - t:.0f} s)", flush=True)
         need_mb = BARE_RSS_PER_FILE_BYTE * size / 2**20
         run_bare = not args.no_bare and need_mb <= 0.8 * _available_mb()
@@ -156,10 +209,14 @@ def main() -> int:
             env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-{r}"))
             runs.setdefault("first open", []).append(run_child(OPEN, [path, REPO], env))
             runs.setdefault("reopen from cache", []).append(run_child(OPEN, [path, REPO], env))
+            if not args.no_report:
+                env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-report-{r}"))
+                runs.setdefault("report", []).append(report_process(logdir, env))
     # per figure, its best run (the least disturbed by other work on the machine)
     best = {name: {k: min(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
     bare = best.get("bare")
-    rows = [(name, best[name]) for name in ("before: first open", "first open", "reopen from cache") if name in best]
+    rows = [(name, best[name]) for name in ("before: first open", "first open", "reopen from cache", "report")
+            if name in best]
     first, again = best["first open"], best["reopen from cache"]
     mb = size / 2**20
     head = f"{'':34s}{'seconds':>9s}{'x bare':>8s}{'peak RSS MB':>13s}{'x bare':>8s}{'x file':>8s}"
@@ -169,10 +226,12 @@ def main() -> int:
               f"{bare['hwm_mb'] / mb:8.2f}")
         print(f"{'bare pickle.load: CPU time':34s}{bare['cpu_s']:9.2f}{1:8.2f}")
     for name, r in rows:
-        for label, secs, hwm in ((f"{name} (report)", r["seconds"], r["hwm_mb"]),
-                                 (f"{name}: first timeline", r["first_timeline_s"], None),
-                                 (f"{name}: CPU time to it", r["cpu_s"], None),
-                                 (f"{name}: reader child", None, r["child_hwm_mb"])):
+        whole = name == "report"  # the kinetoscope command, start to exit; the others: in-process registry
+        for label, secs, hwm in ((f"{name}: whole process" if whole else f"{name} (load)", r["seconds"], r["hwm_mb"]),
+                                 (f"{name}: first timeline", r.get("first_timeline_s"), None),
+                                 (f"{name}: CPU time{'' if whole else ' to it'}", r["cpu_s"], None),
+                                 (f"{name}: reader child", None, r["child_hwm_mb"]),
+                                 (f"{name}: main + child together", None, r.get("sum_mb"))):
             if secs is None and not hwm:
                 continue
             cols = f"{secs:9.2f}" if secs is not None else f"{'':9s}"
@@ -181,6 +240,8 @@ def main() -> int:
             cols += f"{hwm:13.0f}" if hwm else f"{'':13s}"
             cols += (f"{hwm / bare['hwm_mb']:8.2f}" if bare and hwm else f"{'':8s}") + (f"{hwm / mb:8.2f}" if hwm else "")
             print(f"{label:34s}{cols}")
+    print("(the timeline route, the MCP server and the notebook open a snapshot through the registry's load,\n"
+          " the 'first open' rows; in this tree neither MCP nor the notebook has a snapshot tool of its own)")
     print(f"timeline request p95: {again['timeline_p95_ms']:.1f} ms; peak active bytes {first['peak_bytes']}")
     if bare:
         figures.update(unpickle_s=bare["seconds"], unpickle_rss_mb=(bare["hwm_mb"], 0))
@@ -193,8 +254,22 @@ def main() -> int:
     if "before: first open" in best:
         before = best["before: first open"]
         figures.update(before_first_open_s=before["seconds"], before_reader_rss_mb=(before["child_hwm_mb"], 0))
-    figures.update(reopen_s=again["seconds"], reopen_timeline_s=again["first_timeline_s"],
+    if "report" in best:
+        rep = best["report"]
+        figures.update(report_s=rep["seconds"], report_rss_mb=(rep["hwm_mb"], 0),
+                       report_child_rss_mb=(rep["child_hwm_mb"], 0), report_sum_rss_mb=(rep["sum_mb"], 0))
+        if bare:
+            figures.update(report_over_unpickle=rep["seconds"] / bare["seconds"],
+                           report_cpu_over_unpickle_cpu=rep["cpu_s"] / bare["cpu_s"],
+                           report_peak_over_unpickle=max(rep["hwm_mb"], rep["child_hwm_mb"]) / bare["hwm_mb"],
+                           report_sum_over_unpickle=rep["sum_mb"] / bare["hwm_mb"])
+    figures.update(sum_rss_mb=(first["sum_mb"], 0), reopen_s=again["seconds"],
+                   reopen_timeline_s=again["first_timeline_s"],
                    timeline_p95_ms=(again["timeline_p95_ms"], 1))
+    if bare:
+        figures.update(sum_rss_over_unpickle=first["sum_mb"] / bare["hwm_mb"])
+    with open("/proc/loadavg") as f:
+        print(f"load average after: {' '.join(f.read().split()[:3])}")
     print_figures(**figures)
     return 0
 

@@ -9,42 +9,30 @@ Prints a readable table (or, with ``--json``, the document described in docs/GUI
 one line per rank. The exit status is 1 when any trace file failed to load or the logdir holds no trace (nor
 memory artifact), 2 for bad arguments (a logdir or path that does not exist or cannot be read, an unknown run,
 worker or span). ``diff`` with ``--fail-on`` is the CI regression gate (tb_plugin/analysis/regression.py):
-exit 3 when a rule's per-step change exceeds both its threshold and the noise. ``serve``: the tab without
-TensorBoard (tb_plugin/standalone.py). Per-rank work runs on the executor (tb_plugin/registry/executors): the
-local process pool, or a Dask cluster (``--executor`` or ``$KINETOSCOPE_EXECUTOR``).
+exit 3 when a rule's per-step change exceeds both its threshold and the noise. ``serve`` runs the tab without
+TensorBoard (tb_plugin/standalone.py). The per-rank work (parse, reduce to aggregates) runs on the executor
+(tb_plugin/registry/executors): the local process pool by default, or a Dask cluster (``--executor`` or
+``$KINETOSCOPE_EXECUTOR``).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-import orjson
-
-from . import __version__
-from .analysis.breakdown import CATEGORY_LABELS
-from .analysis.overview import CATEGORY_KEYS
-from .analysis.numfmt import fixed
-from .cli_advice import bytes_text as _bytes, print_advice, print_run_advice
-from .cli_graphs import print_graphs
-from .cli_path import print_collectives, print_critical_path
-from .cli_progress import ProgressBar
-from . import cli_hang
+from . import __version__, cli_hang
 from .interfaces import mcp_server
-from .registry import report
-from .registry.cache import ParseCache
-from .registry.executors import ENV_VAR, LocalExecutor, open_executor
-from .registry.runs import RunRegistry
-from .registry.states import ERROR
-from .storage.remote import is_local_fs, url_to_fs
-from .trace import heap, jsonsafe
+from .storage.local import is_plain_local, strip_protocol
 
-logger = logging.getLogger(__name__)
-_LABELS = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]  # analysis/breakdown.py: the one table
+# Only what parsing the command line needs is imported here: each command imports its own modules
+# (numpy, the analyses, the registry: ~0.2 s cold), so that a bad argument, ``--help`` or a missing
+# logdir answers before any of them is loaded.
+ENV_VAR = "KINETOSCOPE_EXECUTOR"  # registry/executors: the executor's environment variable (checked by a test)
+if TYPE_CHECKING:
+    from .registry.runs import RunRegistry
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--path-prefix", default="", help="serve under this URL path, e.g. /profiler")
     serve.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="also answer this Host name")
     mcp_server.add_parser(sub)
-    cli_hang.add_parser(sub)
+    cli_hang.add_parser(sub, ENV_VAR)
     args = parser.parse_args(argv)
     if args.command in ("mcp", "hang"):
         return (mcp_server if args.command == "mcp" else cli_hang).run(args)
@@ -113,6 +101,10 @@ def _pick(target: str, worker: str | None, span: str, use_cache: bool):
     """The loaded FileState of a file or of a run directory's worker/span, and its registry. Raises
     :class:`_PickError` when the path does not exist, names no trace, or the worker/span is not there
     (its message lists the workers and spans that are)."""
+    from .registry.cache import ParseCache
+    from .registry.runs import RunRegistry
+    from .storage.remote import url_to_fs
+
     fs, path = url_to_fs(target)
     if not fs.exists(path):
         raise _PickError(f"{target} does not exist", 2)
@@ -152,7 +144,15 @@ def _span_key(span: str):
 
 
 def run_diff(args, out: TextIO, err: TextIO) -> int:
+    import orjson
+
     from . import cli_gate
+    from .analysis.numfmt import fixed
+    from .analysis.overview import CATEGORY_KEYS
+    from .cli_tables import labels
+    from .registry import report
+    from .trace import jsonsafe
+
     try:
         base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache)
         exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache)
@@ -171,7 +171,7 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     steps = doc["steps"]
     out.write(f"baseline:   {doc['baseline']}\nexperiment: {doc['experiment']}\n")
     out.write(f"{'Category':<15}{'baseline µs':>14}{'experiment µs':>15}{'delta µs':>12}{'delta %':>9}\n")
-    for key, label in zip(["total_us"] + CATEGORY_KEYS, ["Step"] + _LABELS):
+    for key, label in zip(["total_us"] + CATEGORY_KEYS, ["Step"] + labels()):
         rel = steps["relative_pct"][key]
         out.write(f"{label:<15}{fixed(steps['baseline'][key], 1):>14}{fixed(steps['experiment'][key], 1):>15}"
                   f"{fixed(steps['delta'][key], 1):>12}{'' if rel is None else f'{fixed(rel, 1):>8}%':>9}\n")
@@ -189,10 +189,25 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
 
 def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO,
                executor: str | None = None) -> int:
-    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None, executor=executor)
-    problem = _local_logdir_problem(registry)
+    # a missing local logdir is answered before the registry, numpy and the analyses are imported
+    problem = _local_logdir_problem(strip_protocol(logdir)) if is_plain_local(logdir) else None
     if problem is not None:
-        err.write(f"kinetoscope: {registry.logdir}: {problem}\n")
+        err.write(f"kinetoscope: {logdir}: {problem}\n")
+        return 2
+    import orjson
+
+    from .registry import report
+    from .registry.cache import ParseCache
+    from .registry.runs import RunRegistry
+    from .registry.states import ERROR
+    from .storage.remote import is_local_fs
+    from .trace import jsonsafe
+
+    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None, executor=executor)
+    if registry.fs is not None and is_local_fs(registry.fs) and not is_plain_local(logdir):
+        problem = _local_logdir_problem(registry.root)  # a local spelling only fsspec resolves
+    if problem is not None:
+        err.write(f"kinetoscope: {logdir}: {problem}\n")
         return 2
     registry.scan()
     if registry.error is not None:  # missing extra, no credentials, access denied, missing bucket
@@ -207,7 +222,9 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     if as_json:
         out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        _print_tables(doc, out)
+        from .cli_tables import print_tables  # the text tables only
+
+        print_tables(doc, out)
     failed = [st for st in files if st.state == ERROR] + failed_artifacts
     for st in failed:
         err.write(f"kinetoscope: {st.entry.rel}: {st.error}\n")
@@ -217,11 +234,8 @@ def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out
     return 1 if failed else 0
 
 
-def _local_logdir_problem(registry: RunRegistry) -> str | None:
-    """Why a local logdir cannot be reported on (missing, not a directory, unreadable), or None; buckets: the listing."""
-    if registry.fs is None or not is_local_fs(registry.fs):
-        return None
-    root = registry.root
+def _local_logdir_problem(root: str) -> str | None:
+    """Why the local logdir ``root`` (a path) cannot be reported on (missing, not a directory, unreadable), or None."""
     if not os.path.exists(root):
         return "no such directory"
     if not os.path.isdir(root):
@@ -233,9 +247,14 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     """Every file's per-rank task on the chosen executor, one progress line per rank on ``err``."""
     if not files:
         return
+    from .registry.executors import LocalExecutor, open_executor
+    from .trace import heap
+
     heap.tune_allocator()  # this process's large arrays from the heap (trace/heap.py)
     warn = lambda message: err.write(f"kinetoscope: {message}\n")  # noqa: E731
     chosen = open_executor(executor, warn)
+    from .cli_progress import ProgressBar
+
     bar = ProgressBar(err, len(files), show_host=not isinstance(chosen, LocalExecutor))
     try:
         registry.analyse(files, chosen, tables=True, progress=bar.rank, warn=warn)
@@ -245,122 +264,6 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     where = ((f"{chosen.used_workers} worker processes" if chosen.used_workers else "this process")
              if isinstance(chosen, LocalExecutor) else chosen.description)
     err.write(f"analysed {len(files)} files on {where}\n")
-
-
-def _print_tables(doc: dict[str, Any], out: TextIO) -> None:
-    for run in doc["runs"]:
-        for w in run["workers"]:
-            out.write(f"\n== run {run['name']}  worker {w['worker']}  span {w['span']}  ({w['path']})\n")
-            if w["error"]:
-                out.write(f"   ERROR: {w['error']}\n")
-                continue
-            for warning in w["warnings"]:
-                out.write(f"   warning: {warning}\n")
-            for note in w["notes"]:
-                out.write(f"   note: {note}\n")
-            ov = w["overview"]
-            avg = ov["average"]
-            total = avg["total_us"] or 1.0
-            out.write(f"   steps: {len(ov['steps'])}   average step: {fixed(avg['total_us'] / 1000, 3)} ms\n")
-            out.write(f"   {'Category':<15}{'avg µs':>14}{'% of step':>11}\n")
-            for key, label in zip(CATEGORY_KEYS, _LABELS):
-                # the percentage as the UI computes it ((part / whole) * 100), rounded by the same rule
-                out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{fixed(avg[key] / total * 100, 2):>10}%\n")
-            for g in ov["gpus"]:  # an accelerator that is no GPU (MTIA): the GPU-only measures do not apply
-                gpu_only = "" if g.get("device_type", "GPU") != "GPU" else (
-                    f", SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
-                    f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
-                    f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}")
-                out.write(f"   {g.get('device_type', 'GPU')} {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: "
-                          f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n")
-            print_advice(ov, out, run.get("recommendations"))
-            print_graphs(w.get("graphs"), out)
-            print_critical_path(w.get("critical_path") or [], out, across=False)
-        print_run_advice(run, out)
-        print_critical_path(run.get("critical_path") or [], out, across=True)
-        print_collectives(run.get("distributed"), out)
-        _print_artifacts(run, out)
-        cli_hang.print_report_hang(run, out)
-
-
-def _gpu_kind(g: dict[str, Any]) -> str:
-    """`` (AMD, architecture gfx94x)`` / `` (NVIDIA, compute capability 9.0)``; AMD's computeMajor/Minor is an architecture."""
-    parts = [g["vendor"]] if g.get("vendor") else []
-    if g.get("architecture"):
-        parts.append(f"architecture {g['architecture']}")
-    elif g.get("compute_capability"):
-        parts.append(f"compute capability {g['compute_capability']}")
-    return f" ({', '.join(parts)})" if parts else ""
-
-
-def _left_out(g: dict[str, Any], what: str) -> str:
-    """Kernel time a GPU metric leaves out (``kernel_us_without_<what>``: geometry, occupancy)."""
-    us = g.get(f"kernel_us_without_{what}") or 0.0
-    why = "without launch geometry" if what == "geometry" else f"with unknown {what}"
-    return f" (leaves out {fixed(us / 1000, 3)} ms of kernel time {why})" if us > 0 else ""
-
-
-# MemProfiler stats keys whose largest value over a file's snapshots the text report shows (bytes).
-_MEMPROFILER_PEAKS = (("allocated_bytes.all.peak", "peak allocated"), ("reserved_bytes.all.peak", "peak reserved"))
-
-
-def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
-    """A run's memory artifacts: each allocator snapshot's peak active bytes per device, each
-    MemProfiler stats file's snapshot count and largest peaks, each MemProfiler log's size."""
-    snapshots, memprofiler = run.get("snapshots") or [], run.get("memprofiler") or []
-    if not snapshots and not memprofiler:
-        return
-    only = " (no trace files)" if not run["workers"] else ""
-    out.write(f"\n== run {run['name']}  memory artifacts{only}\n")
-    if snapshots:
-        out.write(f"   allocator snapshots: {len(snapshots)}\n")
-        for snap in snapshots:
-            if snap["error"]:
-                out.write(f"     {snap['path']}: ERROR: {snap['error']}\n")
-                continue
-            peaks = ", ".join(f"{d['device']} peak active {_bytes(d['peak_active_bytes'])} (requested bytes; allocated at "
-                              f"dump {_bytes(d.get('allocated_at_dump_bytes') or 0)})" for d in snap["devices"])
-            out.write(f"     {snap['path']}: {peaks or 'no devices'}\n")
-            for d in snap["devices"]:
-                alive = d.get("alive_at_peak") or {}
-                top = [(k[3:], alive[k][0]) for k in ("by_operator", "by_step", "by_module", "by_frame")
-                       if alive.get(k)]
-                if top:
-                    out.write(f"       {d['device']} alive at the peak: "
-                              + "; ".join(f"top {k} {r['name']} {_bytes(r['bytes'])}" for k, r in top) + "\n")
-            oom = snap.get("oom")
-            if oom:
-                asked = _bytes(oom["requested_bytes"]) if oom["requested_bytes"] is not None else "unknown size"
-                free = oom["stream_largest_free_block_bytes"]
-                out.write(f"       OOM on {oom['device']}: requested {asked}"
-                          + (f", largest free block on its stream {_bytes(free)}" if free is not None else "")
-                          + (f", fragmentation {fixed(oom['fragmentation_pct'], 1)} %"
-                             if oom["fragmentation_pct"] is not None else "") + "\n")
-    for group in run.get("snapshot_ranks") or []:
-        peaks = ", ".join(f"rank {r['rank']} {_bytes(r['peak_active_bytes'])}" for r in group["ranks"]
-                          if r["peak_active_bytes"] is not None)
-        dev = None if group["outlier_rank"] is None else (group["outlier_peak_to_median"] - 1) * 100
-        outlier = "; no outlier" if dev is None else (
-            f"; outlier: rank {group['outlier_rank']} ({'+' if dev >= 0 else ''}{fixed(dev, 1)} % vs the median)")
-        out.write(f"   peak per rank: {peaks}{outlier}\n")
-    for item in memprofiler:
-        what = "MemProfiler stats" if item["kind"] == "memprofiler_stats" else "MemProfiler log"
-        if item["error"]:
-            out.write(f"   {what} {item['path']}: ERROR: {item['error']}\n")
-        elif item["kind"] == "memprofiler_log":
-            cut = " (shown truncated)" if item["truncated"] else ""
-            out.write(f"   {what} {item['path']}: {item['size_bytes']} bytes{cut}\n")
-        else:
-            parts = [f"rank {item['rank']}", f"{len(item['snapshots'])} snapshots"]
-            for key, label in _MEMPROFILER_PEAKS:
-                values = [s["values"][key] for s in item["snapshots"] if s["values"].get(key) is not None]
-                if values:
-                    parts.append(f"{label} {_bytes(max(values))}")
-            out.write(f"   {what} {item['path']}: {', '.join(parts)}\n")
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{fixed(value, 2)}%"
 
 
 def entry() -> int:

@@ -7,33 +7,35 @@ from __future__ import annotations
 
 from typing import TextIO
 
-import orjson
-
-from .registry import hang
-from .registry.executors import ENV_VAR
-from .storage.remote import StorageError
-from .trace import jsonsafe
+# the registry, orjson and the analyses are imported by :func:`run` only: ``kinetoscope --help`` or another
+# command pays nothing for this one (cli.py)
 
 # the keys of a finding in the JSON answer, in order (the document's own extra keys follow)
 FINDING_KEYS = ("kind", "pg_name", "pg_desc", "pg_id", "op", "collective_seq_id", "sizes", "dtype", "ranks_present",
                 "missing_ranks", "detail")
 
 
-def add_parser(sub) -> None:
-    """The ``hang`` subcommand of ``kinetoscope`` (cli.py)."""
+def add_parser(sub, env_var: str) -> None:
+    """The ``hang`` subcommand of ``kinetoscope`` (cli.py); ``env_var``: the executor's environment variable."""
     p = sub.add_parser("hang", help="why a job hung: read the NCCL/Gloo flight-recorder dumps in DIR")
     p.add_argument("dir", help="the folder of one job's dumps (any file names; local or fsspec URL)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the verdict")
     p.add_argument("--executor", default=None, help=f"where the dumps are read: local or dask://HOST:PORT "
-                                                    f"(default ${ENV_VAR} or local)")
+                                                    f"(default ${env_var} or local)")
 
 
 def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Print the verdict (or JSON) of ``args.dir``; the exit status of the module docstring."""
     import sys
 
-    out, err = out or sys.stdout, err or sys.stderr
+    import orjson
+
+    from .registry import hang
     from .registry.executors import open_executor
+    from .storage.remote import StorageError
+    from .trace import jsonsafe
+
+    out, err = out or sys.stdout, err or sys.stderr
 
     try:
         doc = hang.folder_document(args.dir, open_executor(args.executor, warn=lambda m: err.write(f"kinetoscope: {m}\n")),

@@ -14,7 +14,6 @@ from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import differing_frames, parse_frame
-from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
 from ..analysis.memory import memory_window
 from ..storage.naming import names_oom
 from ..trace.heap import release_after
@@ -144,6 +143,9 @@ def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] 
     ``path`` (the UI) the operator-tree level below that path and the first :data:`MAX_DIFF_KERNELS`
     kernels; without (the CLI) the whole tree flattened and every kernel. ``waterfall``: the level's
     (the CLI: the top level's) rows, remainder and step-total Δ (analysis/diff.py)."""
+    # imported here: a report (the common command) never needs the diff's module
+    from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
+
     b, e = base_views.trace, exp_views.trace
     kernels = kernel_diff(b, e)
     steps = step_diff(base_state.overview, exp_state.overview)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 
 from ..analysis.clock import shared_origin
@@ -23,8 +24,10 @@ from ..analysis.timeline_range import range_stats
 from ..trace.links import device_mask
 from ..trace.args import args_of_raw, event_args
 from ..trace.model import Trace
-from . import memory_events
 from .raw_events import read_raw_event
+
+if TYPE_CHECKING:
+    from . import memory_events
 
 
 def _full_args(trace: Trace, row: int) -> dict:
@@ -214,6 +217,8 @@ class FileViews:
 
     def memory_pairs_index(self) -> memory_events.PairsIndex:
         """The pairs' rows as columns, for filtering and sorting the table per request."""
+        from . import memory_events  # the Memory view's pairs only: a report never builds them
+
         return self._get("pairs_index", lambda: memory_events.build_index(self.memory_pairs()["rows"]))
 
     def memory_devices(self) -> list[str]:

@@ -22,7 +22,7 @@ _FRAME_PARTS = 4096  # pieces buffered before the size is looked at
 
 
 class _Encoder:
-    def __init__(self, f, protocol: int) -> None:
+    def __init__(self, f, protocol: int, shared_frames: bool = False) -> None:
         if not 2 <= protocol <= 5:
             raise ValueError("protocols 2-5")
         self.f, self.protocol = f, protocol
@@ -31,6 +31,8 @@ class _Encoder:
         self.memo_len = 0
         self.out: list[bytes] = []
         self.frame_lists: dict[tuple, tuple[bytes, int]] = {}  # frames -> (bytes, memo entries they add)
+        # shared_frames: a repeated stack is one list object, referred to again by its memo index
+        self.shared: dict[tuple, int] | None = {} if shared_frames else None
 
     def _w(self, b: bytes) -> None:
         self.out.append(b)
@@ -126,6 +128,14 @@ class _Encoder:
         """A frame list: after its strings were written once (protocol 4+: no memo index in the bytes),
         the same bytes each time."""
         key = tuple((f["filename"], f["line"], f["name"]) for f in frames)
+        if self.shared is not None:
+            i = self.shared.get(key)
+            if i is not None:
+                self._w(b"h" + bytes([i]) if i < 256 else b"j" + struct.pack("<I", i))
+                return
+            self.shared[key] = self.memo_len  # the list's own memo entry comes first (value: "]" MEMOIZE)
+            self.value(frames)
+            return
         got = self.frame_lists.get(key) if self.protocol >= 4 else None
         if got is not None:
             self._w(got[0])
@@ -151,10 +161,14 @@ class _Encoder:
 
 
 def write_snapshot_pickle(f, entries: int, frames: int = 8, protocol: int = 4, with_oom: bool = True,
-                          seed: int = 0, windows_paths: bool = False) -> None:
+                          seed: int = 0, windows_paths: bool = False, shared_frames: bool = False) -> None:
     """Write to the binary file ``f`` the pickle of ``synthesize_snapshot("current", entries, frames,
-    windows_paths, with_oom, seed)`` (see the module's docstring), holding one batch at a time."""
-    enc = _Encoder(f, protocol)
+    windows_paths, with_oom, seed)`` (see the module's docstring), holding one batch at a time.
+
+    Each history entry unpickles with its own list of frame dicts (as PyTorch's dumps do; the strings
+    are shared); ``shared_frames``: entries with the same stack share one list object instead (the
+    same values, a smaller file and a cheaper load)."""
+    enc = _Encoder(f, protocol, shared_frames)
     f.write(b"\x80" + bytes([protocol]))
     rng = random.Random(seed)
     live: list[tuple[int, int]] = []

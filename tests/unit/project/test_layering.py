@@ -7,7 +7,7 @@
 - ``artifacts/`` imports only ``storage/``, ``trace/`` and itself;
 - ``analysis/`` imports only ``trace/``, ``artifacts/`` and itself;
 - ``registry/`` never imports ``api/``, ``cli``, ``plugin``; ``api/`` never imports ``cli`` or ``plugin``;
-- the top (``cli``, ``cli_advice``, ``cli_gate``, ``cli_graphs``, ``cli_hang``, ``cli_path``, ``cli_progress``, ``plugin``, ``standalone``) is imported by nobody else; ``standalone``
+- the top (``cli``, ``cli_advice``, ``cli_gate``, ``cli_graphs``, ``cli_hang``, ``cli_path``, ``cli_progress``, ``cli_tables``, ``plugin``, ``standalone``) is imported by nobody else; ``standalone``
   (``kinetoscope serve``) mounts ``plugin``'s route table, and ``cli`` starts ``standalone``;
 - ``interfaces/`` (notebook API, MCP server) imports the layers up to ``api/``; ``public/`` only ``interfaces/``.
 """
@@ -31,7 +31,7 @@ ALLOWED = {
     "interfaces": {"storage", "trace", "artifacts", "analysis", "registry", "api"},
     "public": {"interfaces"},  # public/kinetoscope: the notebook API's published name (setup.py)
 }
-TOP = ("cli", "cli_advice", "cli_gate", "cli_graphs", "cli_hang", "cli_path", "cli_progress", "plugin", "standalone")
+TOP = ("cli", "cli_advice", "cli_gate", "cli_graphs", "cli_hang", "cli_path", "cli_progress", "cli_tables", "plugin", "standalone")
 
 
 def module_name(path: pathlib.Path, root: pathlib.Path) -> str:

@@ -83,22 +83,51 @@ def test_plain_local_paths_and_the_rest(tmp_path, monkeypatch):
     assert not isinstance(url_to_fs("memory://x/y")[0], LocalFS)
 
 
+def _cli_in_child(tmp_path, argv: list[str], unwanted: str):
+    """``cli.main(argv)`` in a fresh interpreter: (exit status, the imported modules for which the
+    expression ``unwanted`` (of ``m``, a module name) is true, the finished process)."""
+    code = ("import sys, tb_plugin.cli as c\n"
+            f"status = c.main({argv!r})\n"
+            f"bad = sorted(m for m in list(sys.modules) if {unwanted})\n"
+            "sys.stderr.write(f'STATUS {status} BAD {bad}\\n')\n")
+    env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    line = next(x for x in got.stderr.splitlines() if x.startswith("STATUS "))
+    status, bad = line[len("STATUS "):].split(" BAD ", 1)
+    return int(status), bad, got
+
+
 def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
-    """A local ``report --json`` never imports fsspec, the MCP tools, the diff gate or the memory
-    artifacts' views (their modules cost a cold report ~50 ms of imports); its answer is complete."""
+    """A local ``report --json`` never imports fsspec, the MCP tools, the diff gate, the diff, the Memory
+    view's pair index or the memory artifacts' views (their modules cost a cold report ~50 ms of
+    imports); its answer is complete."""
     run = tmp_path / "logs"
     run.mkdir()
     events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
     (run / "w.1.pt.trace.json").write_text(json.dumps({"traceEvents": events}))
-    code = ("import sys, tb_plugin.cli as c\n"
-            f"status = c.main(['report', {str(run)!r}, '--json'])\n"
-            "bad = [m for m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli_gate', "
-            "'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot') if m in sys.modules]\n"
-            "sys.stderr.write(f'STATUS {status} BAD {bad}\\n')\n")
-    env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert "STATUS 0 BAD []" in got.stderr, got.stderr
+    status, bad, got = _cli_in_child(tmp_path, ["report", str(run), "--json"], (
+        "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli_gate', 'tb_plugin.analysis.diff', "
+        "'tb_plugin.registry.memory_events', 'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot')"))
+    assert (status, bad) == (0, "[]"), got.stderr
     assert json.loads(got.stdout)["runs"][0]["workers"][0]["error"] is None
+
+
+def test_missing_logdir_answers_before_the_heavy_imports(tmp_path):
+    """``report`` on a missing local logdir exits 2 without importing numpy, the registry or any
+    analysis: the command's start-up is the interpreter's and argparse's."""
+    status, bad, got = _cli_in_child(tmp_path, ["report", str(tmp_path / "missing")], (
+        "m in ('numpy', 'orjson', 'fsspec') or "
+        "m.startswith(('tb_plugin.analysis', 'tb_plugin.registry', 'tb_plugin.trace'))"))
+    assert (status, bad) == (2, "[]"), got.stderr
+    assert "no such directory" in got.stderr
+
+
+def test_cli_names_the_executors_variable():
+    """cli.py spells the executor's environment variable itself (no registry import for ``--help``)."""
+    from tb_plugin import cli
+    from tb_plugin.registry import executors
+
+    assert cli.ENV_VAR == executors.ENV_VAR
 
 
 def test_analysis_cache_entries_skip_fsync_parse_cache_keeps_it(tmp_path, monkeypatch):
