@@ -246,3 +246,43 @@ def test_provenance_is_read_through_the_logdir(tmp_path):
         nodes = {k["name"]: k["source_nodes"] for k in rows}
         assert nodes["triton_poi_fused_add_mul_0"] == (None if linked else ["mul_1"])
         registry.stop()
+
+
+@pytest.mark.parametrize("node_ids", [True, False])
+def test_replayed_kernels_on_the_critical_path(node_ids):
+    """The path through a replay: its kernels are named and credited by their capturing operators, carry
+    the captured launch's Python frame, and depend on their ``cudaGraphLaunch`` (idle 306 → 310)."""
+    import numpy as np
+
+    from tb_plugin.analysis.critical_path import RankGraph
+    from tb_plugin.analysis.critical_path_combine import critical_paths
+    from tb_plugin.analysis.distributed import rank_reduce
+    from tb_plugin.analysis.steps import compute_steps
+
+    trace = _decode(G.replays_on_path(node_ids))
+    steps = compute_steps(trace)
+    w = RankGraph(trace, np.zeros(0, dtype=np.int64)).from_end(float(steps.start[0]), float(steps.end[0]))
+    tail = [(n, a, b) for a, b, c, n, *_ in sorted(w.segs) if a >= 301.0]
+    middle = ([("idle", 320.0, 321.0), ("aten::relu (graph replay)", 321.0, 324.0)] if node_ids else
+              [("idle", 320.0, 322.0), ("aten::add (graph replay)", 322.0, 327.0), ("idle", 327.0, 328.0)])
+    last = [("aten::mul (graph replay)", 324.0, 326.0)] if node_ids else [("aten::mul (graph replay)", 328.0, 330.0)]
+    assert tail == [("cudaGraphLaunch", 301.0, 306.0), ("idle", 306.0, 310.0),
+                    ("aten::mm (graph replay)", 310.0, 320.0)] + middle + last
+    path, = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+    items = {i["name"]: (i["category"], i["us"], i["segments"]) for i in path["top_items"]}
+    assert items["aten::mm (graph replay)"] == ("kernel", 10.0, 1)
+    assert items["aten::mul (graph replay)"] == ("kernel", 2.0, 1)
+    replayed = [s for s in path["segments"] if s["name"].endswith("(graph replay)")]
+    assert replayed and all(s["python"] == "model.py(7): forward" for s in replayed)  # the ten longest only
+
+
+def test_unmatched_replays_keep_kernel_names_on_the_path():
+    """Without a matched capture (ambiguous), the path names the replayed kernels themselves."""
+    doc = G.ambiguous_captures()
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e["name"] != "graph_replay"]
+    from tb_plugin.analysis.critical_path_combine import critical_paths
+    from tb_plugin.analysis.distributed import rank_reduce
+
+    path, = critical_paths([(0, rank_reduce(_decode(doc))["critical_path"])])
+    names = {i["name"] for i in path["top_items"] if i["category"] == "kernel"}
+    assert "gemm" in names and not any(n.endswith("(graph replay)") for n in names)
