@@ -286,3 +286,39 @@ def test_unmatched_replays_keep_kernel_names_on_the_path():
     path, = critical_paths([(0, rank_reduce(_decode(doc))["critical_path"])])
     names = {i["name"] for i in path["top_items"] if i["category"] == "kernel"}
     assert "gemm" in names and not any(n.endswith("(graph replay)") for n in names)
+
+
+@pytest.mark.parametrize("node_ids", [True, False])
+def test_replay_bands_route(tmp_path, node_ids):
+    """``graph_replays``: one band per replay and stream track (3 replays × streams 7 and 20), from the
+    first start to the last end of the replay's work on that stream (timeline clock: origin 4 µs), with
+    the replay's kernels (4), busy µs and its graph's status; the tracks are the timeline's stream tracks."""
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+
+    write_json(tmp_path / "one" / "w.pt.trace.json", G.captured_replays(node_ids))
+    reg = loaded_registry(tmp_path)
+    q = {"run": "one", "worker": "w", "span": "1"}
+    code, doc = api.graph_replays(reg, q)
+    assert code == 200 and doc["state"] == "ready" and (doc["total"], doc["shown"]) == (6, 6)
+    assert doc["graphs"] == [{"graph": 0, "status": "attributed", "replays": 3}]
+    _, meta = api.timeline_meta(reg, q)
+    stream_of = {t["id"]: t["name"] for t in meta["tracks"] if t["kind"] == "stream"}
+    b = doc["bands"]
+    got = [(stream_of[t], s, e, r, g, k, u) for s, e, t, r, g, k, u in
+           zip(b["start_us"], b["end_us"], b["track"], b["replay"], b["graph"], b["kernels"], b["busy_us"])]
+    lay = {True: {"stream 7": (10.0, 24.0), "stream 20": (12.0, 26.0)},
+           False: {"stream 7": (10.0, 24.0), "stream 20": (22.0, 30.0)}}[node_ids]
+    want = sorted(((name, t + a - 4.0, t + e - 4.0, r, 0, 4, G.BUSY_US[node_ids]) for r, t in enumerate(G.REPLAYS)
+                   for name, (a, e) in lay.items()), key=lambda x: (x[1], x[0] != "stream 7"))
+    assert sorted(got, key=lambda x: (x[1], x[0] != "stream 7")) == want
+    assert [x[1] for x in got] == sorted(x[1] for x in got)
+
+
+def test_replay_bands_without_replays(tmp_path):
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+
+    write_json(tmp_path / "one" / "w.pt.trace.json", G.compiled_steps())
+    code, doc = api.graph_replays(loaded_registry(tmp_path), {"run": "one", "worker": "w", "span": "1"})
+    assert code == 200 and doc["total"] == 0 and doc["bands"]["start_us"] == [] and doc["graphs"] == []

@@ -362,6 +362,12 @@ def graphs(registry, args: Args):
 
 
 @route
+def graph_replays(registry, args: Args):
+    """CUDA graph replays as bands on the timeline's stream tracks (the Trace view's replay bands)."""
+    return _file_view(registry, args, lambda views: views.replay_bands())
+
+
+@route
 def diff(registry, args: Args):
     """Baseline vs experiment: steps, operator-tree level at ``path`` (a JSON list), kernels."""
     sides = []
@@ -376,7 +382,7 @@ def diff(registry, args: Args):
     return 200, dict(report.diff_document(sides[0], b, sides[1], e, path), state="ready")
 
 
-__all__ = ["MAX_PARAM_CHARS", "BadRequest", "critical_path", "diff", "distributed", "graphs", "insights", "kernels", "memory", "memory_events",
+__all__ = ["MAX_PARAM_CHARS", "BadRequest", "critical_path", "diff", "distributed", "graph_replays", "graphs", "insights", "kernels", "memory", "memory_events",
            "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
            "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
            "snapshot_allocations", "snapshot_attribution", "snapshot_oom", "snapshot_ranks", "snapshot_segments",
