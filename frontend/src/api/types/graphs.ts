@@ -88,3 +88,23 @@ export interface GraphsReady {
     advice: GraphAdvice[];
   } | null;
 }
+
+/** `graph_replays?run=&worker=&span=`: each CUDA graph replay as a band per stream track it ran on (µs on the timeline's clock, as `timeline` items), in start order. */
+export interface GraphReplayBands {
+  state: "ready";
+  /** Bands in the trace, and how many are listed (the first in time, past the server's cap). */
+  total: number;
+  shown: number;
+  graphs: { graph: number; status: GraphStatus; replays: number }[];
+  bands: {
+    start_us: number[];
+    end_us: number[];
+    /** The timeline track (a stream) it is drawn on. */
+    track: number[];
+    replay: number[];
+    graph: number[];
+    /** The whole replay's kernels and busy µs (the union of its work over all its streams). */
+    kernels: number[];
+    busy_us: number[];
+  };
+}

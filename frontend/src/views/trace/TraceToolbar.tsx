@@ -32,6 +32,9 @@ interface TraceToolbarProps {
   /** The critical-path overlay (issue 20): on or off. */
   criticalPath?: boolean;
   onCriticalPath?: (on: boolean) => void;
+  /** The CUDA graph replay bands: on or off. */
+  graphReplays?: boolean;
+  onGraphReplays?: (on: boolean) => void;
 }
 
 export function TraceToolbar(p: TraceToolbarProps) {
@@ -92,6 +95,12 @@ export function TraceToolbar(p: TraceToolbarProps) {
         <label className="check" title="Highlight each step's critical path on this file's tracks (docs/METRICS.md, Critical path)">
           <input type="checkbox" data-testid="critical-path-toggle" checked={p.criticalPath ?? false} onChange={(e) => p.onCriticalPath?.(e.target.checked)} />
           {" Critical path"}
+        </label>
+      ) : null}
+      {p.onGraphReplays ? (
+        <label className="check" title="Draw each CUDA graph replay as a band over its kernels on the streams it ran on (docs/METRICS.md, Inside CUDA graphs)">
+          <input type="checkbox" data-testid="graph-replays-toggle" checked={p.graphReplays ?? false} onChange={(e) => p.onGraphReplays?.(e.target.checked)} />
+          {" Graph replays"}
         </label>
       ) : null}
       {p.allRanks ? (

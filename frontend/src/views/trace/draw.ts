@@ -5,6 +5,7 @@ import { formatBytes } from "../../util/format";
 import { chooseTicks, colorFor, formatTimeUs, itemName, LANE_H, LABEL_W, rectOfRow, textColorOn, timeToX, type Geometry, type Layout } from "./math";
 import type { TimelineMeta, TimelineResponse } from "../../api/types";
 import { drawPath, type PathRect } from "./pathOverlay";
+import { drawReplays, type ReplayRect } from "./replayBands";
 
 export interface Palette {
   bg: string;
@@ -56,6 +57,8 @@ export interface DrawState {
   box: { t0: number; t1: number } | null;
   /** The critical-path overlay's bands (pathOverlay.ts), when it is on. */
   path?: PathRect[];
+  /** The CUDA graph replay bands (replayBands.ts), when they are on. */
+  replays?: ReplayRect[];
 }
 
 const FONT = "11px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif";
@@ -301,6 +304,14 @@ export function drawLanes(ctx: CanvasRenderingContext2D, s: DrawState): number {
     ctx.restore();
   }
 
+  if (s.replays && s.replays.length > 0) {
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(g.x0, 0, g.width, s.height);
+    ctx.clip();
+    drawReplays(ctx, s.replays);
+    ctx.restore();
+  }
   if (s.path && s.path.length > 0) {
     ctx.save();
     ctx.beginPath();
