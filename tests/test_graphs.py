@@ -322,3 +322,55 @@ def test_replay_bands_without_replays(tmp_path):
     write_json(tmp_path / "one" / "w.pt.trace.json", G.compiled_steps())
     code, doc = api.graph_replays(loaded_registry(tmp_path), {"run": "one", "worker": "w", "span": "1"})
     assert code == 200 and doc["total"] == 0 and doc["bands"]["start_us"] == [] and doc["graphs"] == []
+
+
+def test_capture_in_another_trace_of_the_run(tmp_path):
+    """Replays in one trace, their capture in another trace of the run: the graph is attributed from it
+    (status ``other_trace``, the file named), kernels grouped by the capturing operator and frame; the
+    trace's own Operator table and accounting are unchanged (nothing "from graph replay"), the same answer in
+    the route, MCP and the notebook; without the other trace: ``no_capture`` and its note."""
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+    from tb_plugin.analysis.graphs import NOTES
+    from tb_plugin.interfaces.mcp_tools import Tools
+    from tb_plugin.interfaces.notebook import Trace as NotebookTrace
+
+    capture, replayed = G.split_capture()
+    write_json(tmp_path / "job" / "a_capture.pt.trace.json", capture)
+    write_json(tmp_path / "job" / "b_replay.pt.trace.json", replayed)
+    reg = loaded_registry(tmp_path)
+    code, doc = api.graphs(reg, {"run": "job", "worker": "b_replay", "span": "1"})
+    assert code == 200
+    g, = doc["cuda_graphs"]["graph_list"]
+    assert (g["status"], g["capture_file"], g["method"]) == ("other_trace", "job/a_capture.pt.trace.json", "launch order")
+    assert "job/a_capture.pt.trace.json" in g["note"]
+    got = {(k["name"], k["op"], k["frame"]): (k["calls"], k["total_us"]) for k in g["kernels"]}
+    assert got == {(name, op, "model.py(7): forward"): (3, 3 * G.KERNEL_US[name])
+                   for name, op in zip(("gemm", "relu_k", "add_k", "mul_k"), G.CAPTURED_OPS)}
+    acc = doc["cuda_graphs"]["accounting"]
+    # this trace's own account: the kernels stay with the ``graph_replay`` annotation around the launch
+    assert (acc["kernel_us"], acc["attributed_us"], acc["from_graph_replay_us"]) == (60.0, 60.0, 0.0)
+    assert doc["cuda_graphs"]["advice"] == []  # the capture was found: no "profile the capture" advice
+    st = reg.find("job", "b_replay", "1")
+    mcp, = Tools(reg).graphs("job", "b_replay", "1")["cuda_graphs"]["graph_list"]
+    assert (mcp["status"], mcp["capture_file"]) == ("other_trace", "job/a_capture.pt.trace.json")
+    nb = NotebookTrace(reg, st).graphs()["graphs"]
+    assert list(nb["status"]) == ["other_trace"]
+
+    alone = tmp_path / "alone"
+    write_json(alone / "solo" / "b_replay.pt.trace.json", replayed)
+    _, doc = api.graphs(loaded_registry(alone), {"run": "solo", "worker": "b_replay", "span": "1"})
+    g, = doc["cuda_graphs"]["graph_list"]
+    assert g["status"] == "no_capture" and g["note"] == NOTES["no_capture"] and "capture_file" not in g
+    assert [a["rule"] for a in doc["cuda_graphs"]["advice"]] == ["graphs.capture_missing"]
+
+
+def test_replay_bands_say_the_other_trace_status(tmp_path):
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+
+    capture, replayed = G.split_capture()
+    write_json(tmp_path / "job" / "a_capture.pt.trace.json", capture)
+    write_json(tmp_path / "job" / "b_replay.pt.trace.json", replayed)
+    _, doc = api.graph_replays(loaded_registry(tmp_path), {"run": "job", "worker": "b_replay", "span": "1"})
+    assert doc["graphs"] == [{"graph": 0, "status": "other_trace", "replays": 3}] and doc["total"] == 6

@@ -13,6 +13,7 @@ from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
 from ..registry import memory_events as pairs_table
 from ..registry import report
+from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
 from . import paging
@@ -357,14 +358,24 @@ def insights(registry, args: Args):
 
 @route
 def graphs(registry, args: Args):
-    """CUDA graph replays and compiled regions, as the report's ``graphs`` section."""
-    return _file_view(registry, args, report.graphs_report)
+    """CUDA graph replays and compiled regions, as the report's ``graphs`` section (a graph without its
+    capture here attributed from the run's other traces when one holds it)."""
+    state = ready_file(registry, args)
+    found = report.graphs_report(registry.views(state), others=lambda: sibling_capture_tables(registry, state))
+    return 200, dict(found, state="ready")
 
 
 @route
 def graph_replays(registry, args: Args):
-    """CUDA graph replays as bands on the timeline's stream tracks (the Trace view's replay bands)."""
-    return _file_view(registry, args, lambda views: views.replay_bands())
+    """CUDA graph replays as bands on the timeline's stream tracks (the Trace view's replay bands), each
+    graph's status as the ``graphs`` route has it (a capture in another trace of the run included)."""
+    state = ready_file(registry, args)
+    views = registry.views(state)
+    doc = views.replay_bands()
+    cuda = report.graphs_report(views, max_replays=0, others=lambda: sibling_capture_tables(registry, state))["cuda_graphs"]
+    status = {g["graph"]: g["status"] for g in cuda["graph_list"]}
+    graphs = [dict(g, status=status.get(g["graph"], g["status"])) for g in doc["graphs"]]
+    return 200, dict(doc, graphs=graphs, state="ready")
 
 
 @route

@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from ..registry import report
+from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
 from ..storage.fs import open_logdir
@@ -132,7 +133,8 @@ class Trace:
         ``replays`` (one row each), ``graph_kernels`` (per graph, kernel name and, when attributed, the
         capturing ``op`` and Python ``frame``), ``captures``, ``compiled_regions``, ``triton_kernels``,
         ``compile_steps`` (recompilations, time between regions per step), and ``advice``."""
-        found = self.views.graphs()
+        found = report.graphs_report(self.views, max_replays=len(self.views.graphs()["cuda_graphs"]["replay_list"]),
+                                     others=lambda: sibling_capture_tables(self.registry, self.state))
         cuda, compiled = found["cuda_graphs"], found["compiled"] or {}
         graphs = [{k: v for k, v in g.items() if k != "kernels"} for g in cuda["graph_list"]]
         return {"summary": {k: cuda[k] for k in ("replays", "graphs", "kernel_us", "graph_kernel_us", "graph_kernel_pct",

@@ -14,6 +14,7 @@ from ..analysis import distributed as distributed_analysis
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import parse_frame
 from ..analysis.diff import kernel_diff, op_diff, op_diff_flat, step_diff, thresholds, waterfall_totals
+from ..analysis.graph_elsewhere import LOOKED_UP, attribute_elsewhere
 from ..analysis.memory import memory_window
 from ..storage.naming import names_oom
 from ..trace.heap import release_after
@@ -73,11 +74,17 @@ def kernel_table(views, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS)
     return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
 
 
-def graphs_report(views, max_replays: int = MAX_REPLAYS) -> dict[str, Any]:
+def graphs_report(views, max_replays: int = MAX_REPLAYS, others=None) -> dict[str, Any]:
     """CUDA graphs and compiled regions (:meth:`FileViews.graphs`) with the first ``max_replays``
-    replays listed (``replays`` counts them all)."""
+    replays listed (``replays`` counts them all). ``others``: a callable giving the run's other traces'
+    capture tables (:func:`~tb_plugin.registry.graph_siblings.sibling_capture_tables`), called only when
+    a graph has no matched capture in this trace, to attribute it from theirs
+    (:func:`~tb_plugin.analysis.graph_elsewhere.attribute_elsewhere`)."""
     found = views.graphs()
-    cuda = dict(found["cuda_graphs"], replay_list=found["cuda_graphs"]["replay_list"][:max_replays])
+    cuda = found["cuda_graphs"]
+    if others is not None and any(g["status"] in LOOKED_UP for g in cuda["graph_list"]):
+        cuda = attribute_elsewhere(views.trace, cuda, others())
+    cuda = dict(cuda, replay_list=cuda["replay_list"][:max_replays])
     return {"cuda_graphs": cuda, "compiled": found["compiled"]}
 
 

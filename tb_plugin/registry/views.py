@@ -10,6 +10,7 @@ from ..analysis.clock import shared_origin
 from ..analysis import memory as memory_analysis
 from ..analysis.compiled_regions import compiled_regions
 from ..analysis.graph_bands import replay_bands
+from ..analysis.graph_elsewhere import capture_table
 from ..analysis.graphs import graphs_document
 from ..analysis.kernels import kernel_rows, tensor_core_split
 from ..analysis.modules import module_tree
@@ -105,6 +106,11 @@ class FileViews:
         (:func:`~tb_plugin.analysis.compiled_regions.compiled_regions`)."""
         return self._get("graphs", lambda: {"cuda_graphs": graphs_document(self.trace),
                                             "compiled": compiled_regions(self.trace)})
+
+    def capture_table(self) -> list[dict]:
+        """The trace's complete CUDA graph captures with their launches' operators and frames
+        (:func:`~tb_plugin.analysis.graph_elsewhere.capture_table`), for the run's other traces."""
+        return self._get("graphs_captures", lambda: capture_table(self.trace))
 
     def replay_bands(self) -> dict:
         """CUDA graph replays as bands on the timeline's stream tracks

@@ -13,6 +13,9 @@ they start in capture order. Known: the mm/relu/add/mul rows own 3 × 10, 3 × 3
 device self, all "from graph replay"; ``graph_replay`` owns none; each replay's busy time is 10 + 3 +
 5 + 2 − overlaps (:data:`BUSY_US`; the span from the first start to the last end: :data:`SPAN_US`).
 
+:func:`split_capture`: :func:`captured_replays` as two traces of one run: the capture (with its frames)
+in one, the replays (without node ids) in the other.
+
 :func:`ambiguous_captures`: the same with a second identical capture at 50–90 µs: two captures of 4
 launches, so the graph is ambiguous and its kernels stay with ``graph_replay``.
 
@@ -97,6 +100,16 @@ def replays_on_path(node_ids: bool = True) -> dict:
     doc = captured_replays(node_ids)
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e["name"] != "graph_replay"]
     return doc
+
+
+def split_capture() -> tuple[dict, dict]:
+    """(See the module docstring.) ``(capture trace, replay trace)``."""
+    events = [_x("nn.Module: Net_0", "python_function", 4.0, 42.0),
+              _x("model.py(7): forward", "python_function", 5.0, 40.0)]
+    _capture(events, 10.0)
+    replayed = []
+    _replays(replayed, False)
+    return {"traceEvents": events}, {"traceEvents": replayed}
 
 
 def ambiguous_captures() -> dict:

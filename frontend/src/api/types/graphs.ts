@@ -1,6 +1,7 @@
 // The `graphs` route (docs/http_api.md, "GET graphs"): CUDA graph replays and torch.compile regions.
 
-export type GraphStatus = "attributed" | "ambiguous" | "partial" | "no_capture";
+/** `other_trace`: attributed from the capture in another trace of the run (`capture_file`). */
+export type GraphStatus = "attributed" | "ambiguous" | "partial" | "no_capture" | "other_trace";
 
 export interface GraphKernelRow {
   graph: number;
@@ -25,6 +26,8 @@ export interface GraphRow {
   method: string | null;
   capture: number | null;
   candidates: number[];
+  /** With status `other_trace`: the run's trace whose capture attributed it. */
+  capture_file?: string;
   note: string;
   kernels: GraphKernelRow[];
 }

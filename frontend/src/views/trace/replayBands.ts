@@ -29,13 +29,14 @@ export interface ReplayRect {
   status: GraphStatus;
 }
 
-const COLOR: Record<GraphStatus, string> = { attributed: "#59a14f", ambiguous: "#f28e2b", partial: "#f28e2b", no_capture: "#9c755f" };
+const COLOR: Record<GraphStatus, string> = { attributed: "#59a14f", ambiguous: "#f28e2b", partial: "#f28e2b", no_capture: "#9c755f", other_trace: "#76b7b2" };
 
 export const STATUS_TEXT: Record<GraphStatus, string> = {
   attributed: "kernels attributed to the operators that captured them",
   ambiguous: "capture ambiguous (several captures of this size): not attributed",
   partial: "no complete capture of this size in the profile: not attributed",
   no_capture: "captured before the profile: not attributed",
+  other_trace: "kernels attributed from the capture in another trace of this run",
 };
 
 export function flattenBands(doc: GraphReplayBands, worker: string): ReplayBandSet {
