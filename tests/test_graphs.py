@@ -374,3 +374,31 @@ def test_replay_bands_say_the_other_trace_status(tmp_path):
     write_json(tmp_path / "job" / "b_replay.pt.trace.json", replayed)
     _, doc = api.graph_replays(loaded_registry(tmp_path), {"run": "job", "worker": "b_replay", "span": "1"})
     assert doc["graphs"] == [{"graph": 0, "status": "other_trace", "replays": 3}] and doc["total"] == 6
+
+
+def test_kernel_table_by_graph(tmp_path):
+    """``group_by=graph``: per kernel name and graph (two graphs, one kernel outside every replay), in
+    the route, MCP ``top_kernels`` and the notebook; the groups add up to the kernel time."""
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+    from tb_plugin.interfaces.mcp_tools import Tools
+    from tb_plugin.interfaces.notebook import Trace as NotebookTrace
+
+    doc = G.two_graphs()
+    doc["traceEvents"] += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                            "ts": 700.0, "dur": 2.0, "args": {"correlation": 3000}},
+                           {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 710.0, "dur": 4.0,
+                            "args": {"device": 0, "stream": 7, "correlation": 3000}}]
+    write_json(tmp_path / "one" / "w.pt.trace.json", doc)
+    reg = loaded_registry(tmp_path)
+    code, page = api.kernels(reg, {"run": "one", "worker": "w", "span": "1", "group_by": "graph"})
+    assert code == 200
+    got = {(r["name"], r["graph"]): (r["calls"], r["total_us"]) for r in page["rows"]}
+    assert got == {("gemm", 0): (3, 30.0), ("relu_k", 0): (3, 9.0), ("add_k", 0): (3, 15.0), ("mul_k", 0): (3, 6.0),
+                   ("other_k", 1): (2, 14.0), ("gemm", None): (1, 4.0)}
+    mcp = Tools(reg).top_kernels("one", "w", "1", group_by="graph", limit=2)
+    assert [(r["name"], r["graph"]) for r in mcp["rows"]] == [("gemm", 0), ("add_k", 0)] and mcp["rows_total"] == 6
+    nb = NotebookTrace(reg, reg.find("one", "w", "1")).kernels(group_by="graph")
+    assert "graph" in nb.columns and len(nb) == 6 and float(nb["total_us"].sum()) == 78.0
+    _, plain = api.kernels(reg, {"run": "one", "worker": "w", "span": "1"})
+    assert "graph" not in plain["rows"][0]

@@ -17,18 +17,16 @@ from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
 from . import paging
+from .kernel_columns import KERNEL_COLUMNS, KERNEL_GROUPS, kernel_columns
 from .params import (MAX_PARAM_CHARS, MAX_WIDTH_PX, ApiError, BadRequest, NotFound, NotReady, choice, device_index,
                      integer, number, op_path, param, ready_artifact, ready_file, table_query, time_range, track_ids)
 
 Args = Mapping[str, str]
 
 OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
-KERNEL_GROUPS = ("kernel", "kernel_op_config")
 OPERATOR_COLUMNS = ["name", "input_shape", "call_stack", "calls", "host_self_us", "host_total_us", "device_self_us",
                     "device_total_us", "graph_replay_self_us", "tc_eligible", "tc_self_pct", "tc_total_pct", "flops",
                     "tflops_per_s"]
-KERNEL_COLUMNS = ["name", "op", "grid", "block", "registers_per_thread", "shared_memory_bytes", "tc_eligible", "calls",
-                  "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct", "tensor_cores"]
 MEMORY_EVENT_COLUMNS = ["op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"]
 MEMORY_STAT_COLUMNS = ["name", "calls", "size_increase_bytes", "self_size_increase_bytes", "allocations",
                        "self_allocations", "allocation_bytes", "self_allocation_bytes", "self_not_freed_bytes"]
@@ -105,9 +103,7 @@ def kernels(registry, args: Args, as_csv: bool = False):
     q = table_query(args, KERNEL_COLUMNS, "total_us", paging.MAX_LIMIT)
     views = registry.views(state)
     rows = views.kernels(group_by)
-    columns = KERNEL_COLUMNS if group_by == "kernel_op_config" else [
-        c for c in KERNEL_COLUMNS if c not in ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes",
-                                               "tc_eligible")]
+    columns = kernel_columns(group_by)
     if as_csv:
         return 200, paging.to_csv(paging.selected(rows, q), columns)
     return 200, paging.page(rows, q, group_by=group_by, top=paging.top(rows, "total_us"),

@@ -98,7 +98,8 @@ class Trace:
 
     def kernels(self, group_by: str = "name"):
         """The GPU Kernel tab's table: per kernel name (``group_by="name"``) or per kernel, launching
-        operator and launch configuration (``"op"``): ``calls``, ``total_us``, ``mean_us``, ``min_us``,
+        operator and launch configuration (``"op"``), or per kernel and CUDA graph (``"graph"``, with
+        ``graph``: the graph index, None outside graph replays): ``calls``, ``total_us``, ``mean_us``, ``min_us``,
         ``max_us``, ``blocks_per_sm``, ``achieved_occupancy_pct``, ``tensor_cores``; most time first."""
         g = queries.grouping(group_by, queries.KERNEL_GROUPS, "group_by")
         return table(queries.kernels(self.views, g), queries.kernel_columns(g))
