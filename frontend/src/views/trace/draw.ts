@@ -304,20 +304,18 @@ export function drawLanes(ctx: CanvasRenderingContext2D, s: DrawState): number {
     ctx.restore();
   }
 
-  if (s.replays && s.replays.length > 0) {
+  // overlays over the slices, clipped to the plot: replay bands, then the critical path on top
+  const overlays: [unknown[] | undefined, () => void][] = [
+    [s.replays, () => drawReplays(ctx, s.replays!)],
+    [s.path, () => drawPath(ctx, s.path!)],
+  ];
+  for (const [items, paint] of overlays) {
+    if (!items || items.length === 0) continue;
     ctx.save();
     ctx.beginPath();
     ctx.rect(g.x0, 0, g.width, s.height);
     ctx.clip();
-    drawReplays(ctx, s.replays);
-    ctx.restore();
-  }
-  if (s.path && s.path.length > 0) {
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(g.x0, 0, g.width, s.height);
-    ctx.clip();
-    drawPath(ctx, s.path);
+    paint();
     ctx.restore();
   }
   // selection outline and flow arrows on top

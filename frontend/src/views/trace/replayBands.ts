@@ -3,7 +3,8 @@
 // band's words (graph, replay, kernels, busy µs, attribution status) come from the server as they are.
 import type { GraphReplayBands, GraphStatus } from "../../api/types";
 import { formatNumber } from "../../util/format";
-import { formatTimeUs, timeToX, type Geometry, type Layout } from "./math";
+import { formatTimeUs, type Geometry, type Layout } from "./math";
+import { spanPlacer } from "./pathOverlay";
 
 /** One worker's bands (µs, its own clock) with each band's graph status. */
 export interface ReplayBandSet {
@@ -57,18 +58,11 @@ export function flattenBands(doc: GraphReplayBands, worker: string): ReplayBandS
 
 /** The on-screen rectangles (CSS px) of the bands in the window, on expanded tracks. */
 export function replayRects(layout: Layout, g: Geometry, set: ReplayBandSet): ReplayRect[] {
-  const rowOf = new Map<number, { y: number; h: number }>();
-  for (const r of layout.rows) if (r.kind === "track" && r.worker === set.worker) rowOf.set(r.track, { y: g.y0 + r.y, h: r.h });
-  const off = g.offsets.get(set.worker) ?? 0;
+  const place = spanPlacer(layout, g, set.worker);
   const rects: ReplayRect[] = [];
   for (let i = 0; i < set.start.length; i++) {
-    const row = rowOf.get(set.track[i]!);
-    const st = set.start[i]! + off;
-    const en = set.end[i]! + off;
-    if (!row || en < g.win.start || st > g.win.end) continue;
-    const x1 = Math.max(g.x0, timeToX(st, g.win, g.x0, g.width));
-    const x2 = Math.min(g.x0 + g.width, timeToX(en, g.win, g.x0, g.width));
-    rects.push({ x: x1, y: row.y, w: Math.max(x2 - x1, 1), h: row.h - 1, i, worker: set.worker, status: set.status[i]! });
+    const r = place(set.track[i]!, set.start[i]!, set.end[i]!);
+    if (r) rects.push({ ...r, i, worker: set.worker, status: set.status[i]! });
   }
   return rects;
 }
