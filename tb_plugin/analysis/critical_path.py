@@ -247,15 +247,15 @@ class RankGraph:
         self._replayed_names()
 
     def _replayed_names(self) -> None:
-        """A replayed kernel whose capture is matched (:func:`analysis.graph_capture.replay_source`) is
-        named and credited by the operator that captured it: ``<operator> (graph replay)``, the same
-        owner as the Operator table's (its launch edge stays the graph launch)."""
+        """A replayed kernel with a matched capture (:func:`analysis.graph_capture.replay_source`) is named
+        by its capturing operator, ``<operator> (graph replay)`` (the Operator table's owner)."""
         self.source = replay_source(self.trace)
         src = self.source[self.dev] if len(self.dev) else np.zeros(0, np.int64)
-        owner = np.where(src >= 0, op_tree(self.trace).op_parent[np.maximum(src, 0)], -1) if len(src) else src
-        strings, names = self.trace.strings, self.trace.events.name
+        if not (src >= 0).any():
+            return
+        owner = np.where(src >= 0, op_tree(self.trace).op_parent[np.maximum(src, 0)], -1)
         for i in np.flatnonzero(owner >= 0).tolist():
-            self._names[i] = strings[names[owner[i]]] + REPLAY_SUFFIX
+            self._names[i] = self._name(int(owner[i])) + REPLAY_SUFFIX
 
     @property
     def waits_on(self) -> np.ndarray:
