@@ -1,10 +1,8 @@
 // The replay bands' data: fetched per shown worker when the toggle is on, flattened for drawing.
-import { useMemo } from "react";
 import { graphReplaysUrl } from "../../api/routes";
 import type { GraphReplayBands, Selection } from "../../api/types";
-import { remoteData, useRemoteAll } from "../../hooks/useRemote";
 import { flattenBands, type ReplayBandSet } from "./replayBands";
-import { workerSel } from "./useTimelineMetas";
+import { usePerWorker } from "./usePerWorker";
 
 export interface ReplayBandsState {
   sets: ReplayBandSet[];
@@ -15,18 +13,6 @@ export interface ReplayBandsState {
 }
 
 export function useReplayBands(selection: Selection, workers: string[], on: boolean): ReplayBandsState {
-  const states = useRemoteAll<GraphReplayBands>(on ? workers.map((w) => graphReplaysUrl(workerSel(selection, w))) : []);
-  const sets = useMemo(
-    () => states.flatMap((s, i) => {
-      const d = remoteData(s);
-      return d ? [flattenBands(d, workers[i]!)] : [];
-    }),
-    [states, workers],
-  );
-  const primary = workers.indexOf(selection.worker);
-  const primaryState = primary >= 0 ? states[primary] : undefined;
-  const doc = primaryState ? remoteData(primaryState) : null;
-  const failed = states.find((s) => s.kind === "fetch-error" || s.kind === "file-error");
-  const error = failed && (failed.kind === "fetch-error" || failed.kind === "file-error") ? failed.error : null;
-  return { sets, total: doc ? doc.total : null, shown: doc ? doc.shown : null, error };
+  const { doc, flat, error } = usePerWorker<GraphReplayBands, ReplayBandSet>(selection, workers, on, graphReplaysUrl, flattenBands);
+  return { sets: flat, total: doc ? doc.total : null, shown: doc ? doc.shown : null, error };
 }
