@@ -1,5 +1,5 @@
 """The text report's CUDA graph and torch.compile lines for one worker, from the report's ``graphs``
-section (:func:`tb_plugin.registry.report.graphs_report`); nothing is computed here."""
+section (:func:`tb_plugin.registry.graph_siblings.graphs_report`); nothing is computed here."""
 
 from __future__ import annotations
 

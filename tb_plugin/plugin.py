@@ -98,6 +98,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/critical_path": self._registry_route(api.critical_path),
             "/insights": self._registry_route(api.insights),
             "/graphs": self._registry_route(api.graphs),
+            "/graph_replays": self._registry_route(api.graph_replays),
             "/diff": self._registry_route(api.diff),
         }
 

@@ -37,6 +37,12 @@ and the path continues on the linked thread from ``x``; so the backward pass on 
 on the path, and before its first node the path returns to the forward thread's last work before
 ``backward()``.
 
+**Graph replays.** A kernel replayed from a CUDA graph depends on its graph launch (the same
+correlation) like any launched kernel; when the replay's capture is matched
+(:mod:`analysis.graph_capture`), its segment is named and credited by the operator that captured it
+(``aten::mm (graph replay)``, the Operator table's owner) and carries the captured launch's
+annotation and Python frame.
+
 **Cross-stream waits** are inferred: a device
 kernel that starts after both its launch and its stream predecessor ended waited for something else:
 its predecessor is then the device work, on any stream, that ended last before it started, when that
@@ -69,10 +75,13 @@ from .blocking import STREAM_WAIT, blocking_calls
 from .clock import shared_origin
 from .critical_path_chain import CPU, KERNEL, WAIT, Walk
 from .critical_path_edges import linked_threads, wait_edges
+from .graph_capture import replay_source
 from .host_tiles import ANNOTATION, ANNOTATION_SUFFIX, LEAF, UNTRACED, UNTRACED_NAME, context, host_tiles
+from .op_tree import op_tree
 from .steps import compute_steps
 
 MAX_VISITS = 1_000_000
+REPLAY_SUFFIX = " (graph replay)"  # a replayed kernel's segment, named by its capturing operator
 
 
 def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
@@ -235,6 +244,18 @@ class RankGraph:
         self._ts, self._te, self._prev = self.ts.tolist(), self.te.tolist(), self.prev.tolist()
         self._comm_of, self._row = self.comm_of.tolist(), self.dev.tolist()
         self._names = np.asarray(self.trace.strings, dtype=object)[ev.name[self.dev]].tolist() if n else []
+        self._replayed_names()
+
+    def _replayed_names(self) -> None:
+        """A replayed kernel with a matched capture (:func:`analysis.graph_capture.replay_source`) is named
+        by its capturing operator, ``<operator> (graph replay)`` (the Operator table's owner)."""
+        self.source = replay_source(self.trace)
+        src = self.source[self.dev] if len(self.dev) else np.zeros(0, np.int64)
+        if not (src >= 0).any():
+            return
+        owner = np.where(src >= 0, op_tree(self.trace).op_parent[np.maximum(src, 0)], -1)
+        for i in np.flatnonzero(owner >= 0).tolist():
+            self._names[i] = self._name(int(owner[i])) + REPLAY_SUFFIX
 
     @property
     def waits_on(self) -> np.ndarray:
@@ -370,8 +391,10 @@ class RankGraph:
                           rows_all.tolist(), [0.0] * n))
 
     def context(self, row: int) -> dict:
-        """The enclosing annotation and Python frame of host event ``row``."""
-        return context(self.trace, row, self.parent)
+        """The enclosing annotation and Python frame of host event ``row``; for a replayed kernel with a
+        matched capture, those of its captured launch."""
+        src = int(self.source[row]) if row >= 0 else -1
+        return context(self.trace, src if src >= 0 else row, self.parent)
 
     def _name(self, row: int) -> str:
         return self.trace.strings[self.trace.events.name[row]]

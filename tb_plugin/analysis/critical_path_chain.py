@@ -99,7 +99,7 @@ def _segment(seg: tuple, ctx=None) -> list:
     python]`` (a list: the analysis cache's msgpack round trip gives lists back); ``start_us`` on the
     rank's own clock (as in its trace), ``row`` its event in that trace (the kernel, or the host event
     of the tile), −1 for waiting; ``annotation``/``python``: the enclosing annotation and Python frame
-    of a host segment (None: none, or not a host segment)."""
+    of a host segment, or of a replayed kernel's captured launch (None: none, or another segment)."""
     a, b, cat, name, row = seg[:5]
-    c = ctx(row) if ctx is not None and cat == CPU and row >= 0 else {"annotation": None, "python": None}
+    c = ctx(row) if ctx is not None and cat in (CPU, KERNEL) and row >= 0 else {"annotation": None, "python": None}
     return [int(cat), name, a, b - a, int(row), c["annotation"], c["python"]]

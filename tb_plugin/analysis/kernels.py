@@ -1,4 +1,6 @@
-"""GPU Kernel view: kernels grouped by name, or by name + launching operator + launch configuration.
+"""GPU Kernel view: kernels grouped by name, by name + launching operator + launch configuration, or by
+name + CUDA graph (``graph``: the graph index of the replay the kernel ran in, :mod:`.graph_capture`;
+None for a kernel launched outside every graph replay).
 
 Definitions, per group (µs): ``calls`` = number of kernel events; ``total/mean/min/max`` of their
 durations; ``blocks_per_sm`` and ``achieved_occupancy_pct`` = duration-weighted means over the calls
@@ -16,10 +18,11 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 from .gpu import kernel_occupancy
+from .graph_capture import replays
 from .operators import _longest_member, op_times
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
-GROUPINGS = ("kernel", "kernel_op_config")
+GROUPINGS = ("kernel", "kernel_op_config", "graph")
 
 
 def kernel_rows(trace: Trace, group_by: str = "kernel") -> list[dict]:
@@ -40,6 +43,12 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
     if by_config:
         parts += [op_name, ev.grid[rows].astype(np.int64), ev.block[rows].astype(np.int64),
                   ev.registers[rows].astype(np.int64), ev.shared_memory[rows].astype(np.int64)]
+    by_graph = group_by == "graph"
+    if by_graph:
+        rep = replays(trace)
+        graph_of = np.full(len(ev), -1, dtype=np.int64)
+        graph_of[rep.rows] = rep.graph[rep.replay]
+        parts.append(graph_of[rows])
     stacked = np.stack(parts, axis=1)
     uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -66,6 +75,8 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
                        registers_per_thread=regs if regs >= 0 else None,
                        shared_memory_bytes=smem if smem >= 0 else None,
                        tc_eligible=is_tensor_core_eligible_op(trace.strings[op]) if op else None)
+        if by_graph:
+            row["graph"] = int(uniq[g, 1]) if uniq[g, 1] >= 0 else None
         row.update(calls=int(calls[g]), total_us=float(total[g]), mean_us=float(total[g] / calls[g]),
                    min_us=float(mins[g]), max_us=float(maxs[g]), blocks_per_sm=bps[g], achieved_occupancy_pct=occ[g],
                    tensor_cores=uses_tensor_cores(name), longest_row=int(longest[g]))

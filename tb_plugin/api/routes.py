@@ -14,21 +14,21 @@ from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
 from ..registry import memory_events as pairs_table
 from ..registry import report
+from ..registry import graph_siblings
+from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
 from . import paging
+from .kernel_columns import KERNEL_COLUMNS, KERNEL_GROUPS, kernel_columns
 from .params import (MAX_PARAM_CHARS, MAX_WIDTH_PX, ApiError, BadRequest, NotFound, NotReady, choice, device_index,
                      integer, number, op_path, param, ready_artifact, ready_file, table_query, time_range, track_ids)
 
 Args = Mapping[str, str]
 
 OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
-KERNEL_GROUPS = ("kernel", "kernel_op_config")
 OPERATOR_COLUMNS = ["name", "input_shape", "call_stack", "calls", "host_self_us", "host_total_us", "device_self_us",
                     "device_total_us", "graph_replay_self_us", "tc_eligible", "tc_self_pct", "tc_total_pct", "flops",
                     "tflops_per_s"]
-KERNEL_COLUMNS = ["name", "op", "grid", "block", "registers_per_thread", "shared_memory_bytes", "tc_eligible", "calls",
-                  "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct", "tensor_cores"]
 MEMORY_EVENT_COLUMNS = ["op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"]
 MEMORY_STAT_COLUMNS = ["name", "calls", "size_increase_bytes", "self_size_increase_bytes", "allocations",
                        "self_allocations", "allocation_bytes", "self_allocation_bytes", "self_not_freed_bytes"]
@@ -105,9 +105,7 @@ def kernels(registry, args: Args, as_csv: bool = False):
     q = table_query(args, KERNEL_COLUMNS, "total_us", paging.MAX_LIMIT)
     views = registry.views(state)
     rows = views.kernels(group_by)
-    columns = KERNEL_COLUMNS if group_by == "kernel_op_config" else [
-        c for c in KERNEL_COLUMNS if c not in ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes",
-                                               "tc_eligible")]
+    columns = kernel_columns(group_by)
     if as_csv:
         return 200, paging.to_csv(paging.selected(rows, q), columns)
     return 200, paging.page(rows, q, group_by=group_by, top=paging.top(rows, "total_us"),
@@ -358,8 +356,24 @@ def insights(registry, args: Args):
 
 @route
 def graphs(registry, args: Args):
-    """CUDA graph replays and compiled regions, as the report's ``graphs`` section."""
-    return _file_view(registry, args, report.graphs_report)
+    """CUDA graph replays and compiled regions, as the report's ``graphs`` section (a graph without its
+    capture here attributed from the run's other traces when one holds it)."""
+    state = ready_file(registry, args)
+    found = graph_siblings.graphs_report(registry.views(state), others=lambda: sibling_capture_tables(registry, state))
+    return 200, dict(found, state="ready")
+
+
+@route
+def graph_replays(registry, args: Args):
+    """CUDA graph replays as bands on the timeline's stream tracks (the Trace view's replay bands), each
+    graph's status as the ``graphs`` route has it (a capture in another trace of the run included)."""
+    state = ready_file(registry, args)
+    views = registry.views(state)
+    doc = views.replay_bands()
+    cuda = graph_siblings.graphs_report(views, max_replays=0, others=lambda: sibling_capture_tables(registry, state))["cuda_graphs"]
+    status = {g["graph"]: g["status"] for g in cuda["graph_list"]}
+    graphs = [dict(g, status=status.get(g["graph"], g["status"])) for g in doc["graphs"]]
+    return 200, dict(doc, graphs=graphs, state="ready")
 
 
 @route
@@ -377,7 +391,7 @@ def diff(registry, args: Args):
     return 200, dict(report.diff_document(sides[0], b, sides[1], e, path), state="ready")
 
 
-__all__ = ["MAX_PARAM_CHARS", "BadRequest", "critical_path", "diff", "distributed", "graphs", "insights", "kernels", "memory", "memory_events",
+__all__ = ["MAX_PARAM_CHARS", "BadRequest", "critical_path", "diff", "distributed", "graph_replays", "graphs", "insights", "kernels", "memory", "memory_events",
            "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
            "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
            "snapshot_allocations", "snapshot_attribution", "snapshot_oom", "snapshot_ranks", "snapshot_segments",

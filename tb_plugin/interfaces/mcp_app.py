@@ -108,13 +108,13 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         stack: calls, host and device self/total µs (device: the kernels they launched)."""
         return t.top_operators(run, worker, span, group_by, sort, limit)
 
-    def top_kernels(run: Run, worker: Worker = None, span: Span = None, group_by: Literal["name", "op"] = "name",
+    def top_kernels(run: Run, worker: Worker = None, span: Span = None, group_by: Literal["name", "op", "graph"] = "name",
                     sort: Annotated[str, Field(description=(
                         "column: calls, total_us, mean_us, min_us, max_us, blocks_per_sm, "
                         "achieved_occupancy_pct"))] = "total_us",
                     limit: Limit = 10) -> dict[str, Any]:
-        """The GPU kernels with the most time (the GPU Kernel tab), per name or per launching operator and
-        launch configuration: calls, total/mean/min/max µs, blocks per SM, occupancy, tensor cores."""
+        """The GPU kernels with the most time (the GPU Kernel tab), per name, per launching operator and
+        launch configuration, or per name and CUDA graph (``graph``: None outside graph replays): calls, total/mean/min/max µs, blocks per SM, occupancy, tensor cores."""
         return t.top_kernels(run, worker, span, group_by, sort, limit)
 
     def top_modules(run: Run, worker: Worker = None, span: Span = None,

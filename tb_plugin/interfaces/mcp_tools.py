@@ -18,6 +18,8 @@ from urllib.parse import urlencode
 import orjson
 
 from ..registry import report
+from ..registry import graph_siblings
+from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.states import ERROR, READY
 from ..trace import jsonsafe
 from . import queries
@@ -175,7 +177,8 @@ class Tools:
         """CUDA graph replays (per graph: status, note, its ``limit`` longest kernel groups; the first
         ``limit`` replays) and torch.compile regions (``limit`` longest Triton kernels), as the report."""
         st = self._file(run, worker, span)
-        found = report.graphs_report(self.registry.views(st), max_replays=limit)
+        found = graph_siblings.graphs_report(self.registry.views(st), max_replays=limit,
+                                     others=lambda: sibling_capture_tables(self.registry, st))
         cuda, compiled = found["cuda_graphs"], found["compiled"]
         graph_list = [dict(g, kernels=g["kernels"][:limit], kernels_total=len(g["kernels"])) for g in cuda["graph_list"]]
         if compiled is not None:

@@ -22,6 +22,8 @@ from typing import Any
 
 from ..api.routes import MEMORY_STAT_COLUMNS
 from ..registry import report
+from ..registry import graph_siblings
+from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
 from ..storage.fs import open_logdir
@@ -100,7 +102,8 @@ class Trace:
 
     def kernels(self, group_by: str = "name"):
         """The GPU Kernel tab's table: per kernel name (``group_by="name"``) or per kernel, launching
-        operator and launch configuration (``"op"``): ``calls``, ``total_us``, ``mean_us``, ``min_us``,
+        operator and launch configuration (``"op"``), or per kernel and CUDA graph (``"graph"``, with
+        ``graph``: the graph index, None outside graph replays): ``calls``, ``total_us``, ``mean_us``, ``min_us``,
         ``max_us``, ``blocks_per_sm``, ``achieved_occupancy_pct``, ``tensor_cores``; most time first."""
         g = queries.grouping(group_by, queries.KERNEL_GROUPS, "group_by")
         return table(queries.kernels(self.views, g), queries.kernel_columns(g))
@@ -137,7 +140,8 @@ class Trace:
         ``replays`` (one row each), ``graph_kernels`` (per graph, kernel name and, when attributed, the
         capturing ``op`` and Python ``frame``), ``captures``, ``compiled_regions``, ``triton_kernels``,
         ``compile_steps`` (recompilations, time between regions per step), and ``advice``."""
-        found = self.views.graphs()
+        found = graph_siblings.graphs_report(self.views, max_replays=len(self.views.graphs()["cuda_graphs"]["replay_list"]),
+                                     others=lambda: sibling_capture_tables(self.registry, self.state))
         cuda, compiled = found["cuda_graphs"], found["compiled"] or {}
         graphs = [{k: v for k, v in g.items() if k != "kernels"} for g in cuda["graph_list"]]
         return {"summary": {k: cuda[k] for k in ("replays", "graphs", "kernel_us", "graph_kernel_us", "graph_kernel_pct",

@@ -14,12 +14,13 @@ from typing import Any
 from ..api import paging
 from ..analysis.diff import OPERATOR_FIELDS
 from ..analysis.overview import CATEGORY_KEYS
-from ..api.routes import KERNEL_COLUMNS, OPERATOR_COLUMNS
+from ..api.kernel_columns import kernel_columns
+from ..api.routes import OPERATOR_COLUMNS
 from ..registry import report
 
 # user-facing grouping → the views' grouping (the routes' ``group_by``); the views' names work too
 OPERATOR_GROUPS = {"name": "operator", "shape": "input_shape", "stack": "call_stack"}
-KERNEL_GROUPS = {"name": "kernel", "op": "kernel_op_config"}
+KERNEL_GROUPS = {"name": "kernel", "op": "kernel_op_config", "graph": "graph"}
 
 
 class Invalid(ValueError):
@@ -39,13 +40,6 @@ def operator_columns(group_by: str) -> list[str]:
     """The Operator tab's columns for a views grouping: ``input_shape``/``call_stack`` only when grouped by them."""
     return [c for c in OPERATOR_COLUMNS if not (c == "input_shape" and group_by != "input_shape")
             and not (c == "call_stack" and group_by != "call_stack")]
-
-
-def kernel_columns(group_by: str) -> list[str]:
-    """The GPU Kernel tab's columns for a views grouping (launch configuration only per op and config)."""
-    return KERNEL_COLUMNS if group_by == "kernel_op_config" else [
-        c for c in KERNEL_COLUMNS if c not in ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes",
-                                               "tc_eligible")]
 
 
 def operators(views, group_by: str = "name") -> list[dict[str, Any]]:

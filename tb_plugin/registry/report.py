@@ -17,6 +17,7 @@ from ..analysis.call_stacks import differing_frames, parse_frame
 from ..analysis.memory import memory_window
 from ..storage.naming import names_oom
 from ..trace.heap import release_after
+from . import graph_siblings
 from .artifacts import MEMPROFILER_KINDS
 
 logger = logging.getLogger(__name__)
@@ -28,7 +29,6 @@ KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "bloc
 MAX_STACKS = 200  # distinct call stacks sent per operator row
 MAX_FRAMES = 500  # frames sent per call stack
 MAX_DIFF_KERNELS = 500  # kernel rows of the UI's diff
-MAX_REPLAYS = 200  # graph replays listed one by one in the report (all are counted)
 
 
 # -- one file -------------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def rank_aggregate(views, tables: bool) -> dict[str, Any]:
     if tables:
         sections += [("overview", views.overview), ("operators", lambda: operator_table(views)),
                      ("kernels", lambda: kernel_table(views)), ("modules", views.modules),
-                     ("memory", views.memory_summary), ("graphs", lambda: graphs_report(views))]
+                     ("memory", views.memory_summary), ("graphs", lambda: graph_siblings.graphs_report(views))]
     got: dict[str, Any] = {}
     items = len(views.trace.events) + len(views.trace.memory)
     for key, make in sections:
@@ -89,14 +89,6 @@ def kernel_table(views, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS)
     """The kernel rows of one grouping (:func:`~tb_plugin.analysis.kernels.kernel_rows`) with ``keys``,
     most total time first, then name (µs)."""
     return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
-
-
-def graphs_report(views, max_replays: int = MAX_REPLAYS) -> dict[str, Any]:
-    """CUDA graphs and compiled regions (:meth:`FileViews.graphs`) with the first ``max_replays``
-    replays listed (``replays`` counts them all)."""
-    found = views.graphs()
-    cuda = dict(found["cuda_graphs"], replay_list=found["cuda_graphs"]["replay_list"][:max_replays])
-    return {"cuda_graphs": cuda, "compiled": found["compiled"]}
 
 
 def report_insights(found: dict) -> dict:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from ..analysis.clock import shared_origin
 from ..analysis import memory as memory_analysis
 from ..analysis.compiled_regions import compiled_regions
+from ..analysis.graph_bands import replay_bands
+from ..analysis.graph_elsewhere import capture_table
 from ..analysis.graphs import graphs_document
 from ..analysis.kernels import kernel_rows, tensor_core_split
 from ..analysis.modules import module_tree
@@ -97,6 +99,16 @@ class FileViews:
         (:func:`~tb_plugin.analysis.compiled_regions.compiled_regions`)."""
         return self._get("graphs", lambda: {"cuda_graphs": graphs_document(self.trace),
                                             "compiled": compiled_regions(self.trace)})
+
+    def capture_table(self) -> list[dict]:
+        """The trace's complete CUDA graph captures with their launches' operators and frames
+        (:func:`~tb_plugin.analysis.graph_elsewhere.capture_table`), for the run's other traces."""
+        return self._get("graphs_captures", lambda: capture_table(self.trace))
+
+    def replay_bands(self) -> dict:
+        """CUDA graph replays as bands on the timeline's stream tracks
+        (:func:`~tb_plugin.analysis.graph_bands.replay_bands`, from :meth:`graphs`)."""
+        return self._get("replay_bands", lambda: replay_bands(self.trace, self.graphs()["cuda_graphs"]))
 
     def tensor_core_split(self) -> dict[str, float]:
         return self._get("tc", lambda: tensor_core_split(self.trace))

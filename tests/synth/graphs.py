@@ -13,6 +13,9 @@ they start in capture order. Known: the mm/relu/add/mul rows own 3 × 10, 3 × 3
 device self, all "from graph replay"; ``graph_replay`` owns none; each replay's busy time is 10 + 3 +
 5 + 2 − overlaps (:data:`BUSY_US`; the span from the first start to the last end: :data:`SPAN_US`).
 
+:func:`split_capture`: :func:`captured_replays` as two traces of one run: the capture (with its frames)
+in one, the replays (without node ids) in the other.
+
 :func:`ambiguous_captures`: the same with a second identical capture at 50–90 µs: two captures of 4
 launches, so the graph is ambiguous and its kernels stay with ``graph_replay``.
 
@@ -27,6 +30,12 @@ holding ``CompiledFunction`` [s + 30, s + 290] holding op ``triton_poi_fused_add
 (step 3: ``1/1``, a recompilation that takes 400 µs longer, the step too: 1400 µs) [s + 400, s + 600]
 holding ``triton_red_fused_sum_1`` (20 µs). Backward: ``CompiledFunctionBackward`` on thread (1, 2)
 [s + 700, s + 800] with ``triton_per_fused_native_layer_norm_backward_2`` (30 µs).
+
+:func:`replays_on_path`: :func:`captured_replays` without the ``graph_replay`` annotations, so the host
+is done at 306 µs and the last replay's kernels end the trace: its critical path ends in replayed
+kernels (node ids: ``mul_k`` [324, 326] ← ``relu_k`` [321, 324] ← ``gemm`` [310, 320]; without:
+``mul_k`` [328, 330] ← ``add_k`` [322, 327] ← ``gemm`` [310, 320]), and before ``gemm`` the path waits
+[306, 310] for its ``cudaGraphLaunch`` [301, 306].
 """
 
 from __future__ import annotations
@@ -84,6 +93,23 @@ def captured_replays(node_ids: bool = True) -> dict:
     _capture(events, 10.0)
     _replays(events, node_ids)
     return {"traceEvents": events}
+
+
+def replays_on_path(node_ids: bool = True) -> dict:
+    """(See the module docstring.)"""
+    doc = captured_replays(node_ids)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e["name"] != "graph_replay"]
+    return doc
+
+
+def split_capture() -> tuple[dict, dict]:
+    """(See the module docstring.) ``(capture trace, replay trace)``."""
+    events = [_x("nn.Module: Net_0", "python_function", 4.0, 42.0),
+              _x("model.py(7): forward", "python_function", 5.0, 40.0)]
+    _capture(events, 10.0)
+    replayed = []
+    _replays(replayed, False)
+    return {"traceEvents": events}, {"traceEvents": replayed}
 
 
 def ambiguous_captures() -> dict:

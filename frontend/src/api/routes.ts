@@ -95,6 +95,8 @@ export function modulesUrl(sel: Selection): string {
 export const timelineMetaUrl = (sel: Selection) => `timeline_meta?${fileParams(sel).toString()}`;
 /** ADDED: the critical path's segments on this file's timeline (the Trace view's overlay). */
 export const criticalPathUrl = (sel: Selection) => `critical_path?${fileParams(sel).toString()}`;
+/** CUDA graph replays as bands on this file's stream tracks (the Trace view's replay bands). */
+export const graphReplaysUrl = (sel: Selection) => `graph_replays?${fileParams(sel).toString()}`;
 
 export function timelineUrl(sel: Selection, startUs: number, endUs: number, width: number): string {
   // Rounded to the ns: the server's bins do not need more, and equal windows give equal URLs.

@@ -224,7 +224,7 @@ def test_odd_graph_ids_do_not_crash():
 def test_provenance_is_read_through_the_logdir(tmp_path):
     """Through the registry (a confined logdir): the provenance beside the trace names source nodes in the
     report; a provenance symlinked to outside the logdir is not read."""
-    from tb_plugin.registry.report import graphs_report
+    from tb_plugin.registry.graph_siblings import graphs_report
     from tb_plugin.registry.runs import RunRegistry
 
     run = tmp_path / "logdir" / "run"
@@ -246,3 +246,159 @@ def test_provenance_is_read_through_the_logdir(tmp_path):
         nodes = {k["name"]: k["source_nodes"] for k in rows}
         assert nodes["triton_poi_fused_add_mul_0"] == (None if linked else ["mul_1"])
         registry.stop()
+
+
+@pytest.mark.parametrize("node_ids", [True, False])
+def test_replayed_kernels_on_the_critical_path(node_ids):
+    """The path through a replay: its kernels are named and credited by their capturing operators, carry
+    the captured launch's Python frame, and depend on their ``cudaGraphLaunch`` (idle 306 → 310)."""
+    import numpy as np
+
+    from tb_plugin.analysis.critical_path import RankGraph
+    from tb_plugin.analysis.critical_path_combine import critical_paths
+    from tb_plugin.analysis.distributed import rank_reduce
+    from tb_plugin.analysis.steps import compute_steps
+
+    trace = _decode(G.replays_on_path(node_ids))
+    steps = compute_steps(trace)
+    w = RankGraph(trace, np.zeros(0, dtype=np.int64)).from_end(float(steps.start[0]), float(steps.end[0]))
+    tail = [(n, a, b) for a, b, c, n, *_ in sorted(w.segs) if a >= 301.0]
+    middle = ([("idle", 320.0, 321.0), ("aten::relu (graph replay)", 321.0, 324.0)] if node_ids else
+              [("idle", 320.0, 322.0), ("aten::add (graph replay)", 322.0, 327.0), ("idle", 327.0, 328.0)])
+    last = [("aten::mul (graph replay)", 324.0, 326.0)] if node_ids else [("aten::mul (graph replay)", 328.0, 330.0)]
+    assert tail == [("cudaGraphLaunch", 301.0, 306.0), ("idle", 306.0, 310.0),
+                    ("aten::mm (graph replay)", 310.0, 320.0)] + middle + last
+    path, = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+    items = {i["name"]: (i["category"], i["us"], i["segments"]) for i in path["top_items"]}
+    assert items["aten::mm (graph replay)"] == ("kernel", 10.0, 1)
+    assert items["aten::mul (graph replay)"] == ("kernel", 2.0, 1)
+    replayed = [s for s in path["segments"] if s["name"].endswith("(graph replay)")]
+    assert replayed and all(s["python"] == "model.py(7): forward" for s in replayed)  # the ten longest only
+
+
+def test_unmatched_replays_keep_kernel_names_on_the_path():
+    """Without a matched capture (ambiguous), the path names the replayed kernels themselves."""
+    doc = G.ambiguous_captures()
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e["name"] != "graph_replay"]
+    from tb_plugin.analysis.critical_path_combine import critical_paths
+    from tb_plugin.analysis.distributed import rank_reduce
+
+    path, = critical_paths([(0, rank_reduce(_decode(doc))["critical_path"])])
+    names = {i["name"] for i in path["top_items"] if i["category"] == "kernel"}
+    assert "gemm" in names and not any(n.endswith("(graph replay)") for n in names)
+
+
+@pytest.mark.parametrize("node_ids", [True, False])
+def test_replay_bands_route(tmp_path, node_ids):
+    """``graph_replays``: one band per replay and stream track (3 replays × streams 7 and 20), from the
+    first start to the last end of the replay's work on that stream (timeline clock: origin 4 µs), with
+    the replay's kernels (4), busy µs and its graph's status; the tracks are the timeline's stream tracks."""
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+
+    write_json(tmp_path / "one" / "w.pt.trace.json", G.captured_replays(node_ids))
+    reg = loaded_registry(tmp_path)
+    q = {"run": "one", "worker": "w", "span": "1"}
+    code, doc = api.graph_replays(reg, q)
+    assert code == 200 and doc["state"] == "ready" and (doc["total"], doc["shown"]) == (6, 6)
+    assert doc["graphs"] == [{"graph": 0, "status": "attributed", "replays": 3}]
+    _, meta = api.timeline_meta(reg, q)
+    stream_of = {t["id"]: t["name"] for t in meta["tracks"] if t["kind"] == "stream"}
+    b = doc["bands"]
+    got = [(stream_of[t], s, e, r, g, k, u) for s, e, t, r, g, k, u in
+           zip(b["start_us"], b["end_us"], b["track"], b["replay"], b["graph"], b["kernels"], b["busy_us"])]
+    lay = {True: {"stream 7": (10.0, 24.0), "stream 20": (12.0, 26.0)},
+           False: {"stream 7": (10.0, 24.0), "stream 20": (22.0, 30.0)}}[node_ids]
+    want = sorted(((name, t + a - 4.0, t + e - 4.0, r, 0, 4, G.BUSY_US[node_ids]) for r, t in enumerate(G.REPLAYS)
+                   for name, (a, e) in lay.items()), key=lambda x: (x[1], x[0] != "stream 7"))
+    assert sorted(got, key=lambda x: (x[1], x[0] != "stream 7")) == want
+    assert [x[1] for x in got] == sorted(x[1] for x in got)
+
+
+def test_replay_bands_without_replays(tmp_path):
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+
+    write_json(tmp_path / "one" / "w.pt.trace.json", G.compiled_steps())
+    code, doc = api.graph_replays(loaded_registry(tmp_path), {"run": "one", "worker": "w", "span": "1"})
+    assert code == 200 and doc["total"] == 0 and doc["bands"]["start_us"] == [] and doc["graphs"] == []
+
+
+def test_capture_in_another_trace_of_the_run(tmp_path):
+    """Replays in one trace, their capture in another trace of the run: the graph is attributed from it
+    (status ``other_trace``, the file named), kernels grouped by the capturing operator and frame; the
+    trace's own Operator table and accounting are unchanged (nothing "from graph replay"), the same answer in
+    the route, MCP and the notebook; without the other trace: ``no_capture`` and its note."""
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+    from tb_plugin.analysis.graphs import NOTES
+    from tb_plugin.interfaces.mcp_tools import Tools
+    from tb_plugin.interfaces.notebook import Trace as NotebookTrace
+
+    capture, replayed = G.split_capture()
+    write_json(tmp_path / "job" / "a_capture.pt.trace.json", capture)
+    write_json(tmp_path / "job" / "b_replay.pt.trace.json", replayed)
+    reg = loaded_registry(tmp_path)
+    code, doc = api.graphs(reg, {"run": "job", "worker": "b_replay", "span": "1"})
+    assert code == 200
+    g, = doc["cuda_graphs"]["graph_list"]
+    assert (g["status"], g["capture_file"], g["method"]) == ("other_trace", "job/a_capture.pt.trace.json", "launch order")
+    assert "job/a_capture.pt.trace.json" in g["note"]
+    got = {(k["name"], k["op"], k["frame"]): (k["calls"], k["total_us"]) for k in g["kernels"]}
+    assert got == {(name, op, "model.py(7): forward"): (3, 3 * G.KERNEL_US[name])
+                   for name, op in zip(("gemm", "relu_k", "add_k", "mul_k"), G.CAPTURED_OPS)}
+    acc = doc["cuda_graphs"]["accounting"]
+    # this trace's own account: the kernels stay with the ``graph_replay`` annotation around the launch
+    assert (acc["kernel_us"], acc["attributed_us"], acc["from_graph_replay_us"]) == (60.0, 60.0, 0.0)
+    assert doc["cuda_graphs"]["advice"] == []  # the capture was found: no "profile the capture" advice
+    st = reg.find("job", "b_replay", "1")
+    mcp, = Tools(reg).graphs("job", "b_replay", "1")["cuda_graphs"]["graph_list"]
+    assert (mcp["status"], mcp["capture_file"]) == ("other_trace", "job/a_capture.pt.trace.json")
+    nb = NotebookTrace(reg, st).graphs()["graphs"]
+    assert list(nb["status"]) == ["other_trace"]
+
+    alone = tmp_path / "alone"
+    write_json(alone / "solo" / "b_replay.pt.trace.json", replayed)
+    _, doc = api.graphs(loaded_registry(alone), {"run": "solo", "worker": "b_replay", "span": "1"})
+    g, = doc["cuda_graphs"]["graph_list"]
+    assert g["status"] == "no_capture" and g["note"] == NOTES["no_capture"] and "capture_file" not in g
+    assert [a["rule"] for a in doc["cuda_graphs"]["advice"]] == ["graphs.capture_missing"]
+
+
+def test_replay_bands_say_the_other_trace_status(tmp_path):
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+
+    capture, replayed = G.split_capture()
+    write_json(tmp_path / "job" / "a_capture.pt.trace.json", capture)
+    write_json(tmp_path / "job" / "b_replay.pt.trace.json", replayed)
+    _, doc = api.graph_replays(loaded_registry(tmp_path), {"run": "job", "worker": "b_replay", "span": "1"})
+    assert doc["graphs"] == [{"graph": 0, "status": "other_trace", "replays": 3}] and doc["total"] == 6
+
+
+def test_kernel_table_by_graph(tmp_path):
+    """``group_by=graph``: per kernel name and graph (two graphs, one kernel outside every replay), in
+    the route, MCP ``top_kernels`` and the notebook; the groups add up to the kernel time."""
+    from conftest import loaded_registry, write_json
+    from tb_plugin import api
+    from tb_plugin.interfaces.mcp_tools import Tools
+    from tb_plugin.interfaces.notebook import Trace as NotebookTrace
+
+    doc = G.two_graphs()
+    doc["traceEvents"] += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                            "ts": 700.0, "dur": 2.0, "args": {"correlation": 3000}},
+                           {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 710.0, "dur": 4.0,
+                            "args": {"device": 0, "stream": 7, "correlation": 3000}}]
+    write_json(tmp_path / "one" / "w.pt.trace.json", doc)
+    reg = loaded_registry(tmp_path)
+    code, page = api.kernels(reg, {"run": "one", "worker": "w", "span": "1", "group_by": "graph"})
+    assert code == 200
+    got = {(r["name"], r["graph"]): (r["calls"], r["total_us"]) for r in page["rows"]}
+    assert got == {("gemm", 0): (3, 30.0), ("relu_k", 0): (3, 9.0), ("add_k", 0): (3, 15.0), ("mul_k", 0): (3, 6.0),
+                   ("other_k", 1): (2, 14.0), ("gemm", None): (1, 4.0)}
+    mcp = Tools(reg).top_kernels("one", "w", "1", group_by="graph", limit=2)
+    assert [(r["name"], r["graph"]) for r in mcp["rows"]] == [("gemm", 0), ("add_k", 0)] and mcp["rows_total"] == 6
+    nb = NotebookTrace(reg, reg.find("one", "w", "1")).kernels(group_by="graph")
+    assert "graph" in nb.columns and len(nb) == 6 and float(nb["total_us"].sum()) == 78.0
+    _, plain = api.kernels(reg, {"run": "one", "worker": "w", "span": "1"})
+    assert "graph" not in plain["rows"][0]

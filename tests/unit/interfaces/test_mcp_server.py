@@ -80,7 +80,7 @@ def test_tools_are_listed_with_schemas(answers):
     assert {t.name for t in tools} == TOOLS
     schemas = {t.name: t.input_schema for t in tools}
     assert schemas["top_operators"]["properties"]["group_by"]["enum"] == ["name", "shape", "stack"]
-    assert schemas["top_kernels"]["properties"]["group_by"]["enum"] == ["name", "op"]
+    assert schemas["top_kernels"]["properties"]["group_by"]["enum"] == ["name", "op", "graph"]
     assert schemas["top_operators"]["properties"]["limit"]["maximum"] == 200
     assert schemas["event"]["required"] == ["run", "row"]
     assert all(t.annotations.read_only_hint for t in tools)

@@ -1,6 +1,7 @@
 // The `graphs` route (docs/http_api.md, "GET graphs"): CUDA graph replays and torch.compile regions.
 
-export type GraphStatus = "attributed" | "ambiguous" | "partial" | "no_capture";
+/** `other_trace`: attributed from the capture in another trace of the run (`capture_file`). */
+export type GraphStatus = "attributed" | "ambiguous" | "partial" | "no_capture" | "other_trace";
 
 export interface GraphKernelRow {
   graph: number;
@@ -25,6 +26,8 @@ export interface GraphRow {
   method: string | null;
   capture: number | null;
   candidates: number[];
+  /** With status `other_trace`: the run's trace whose capture attributed it. */
+  capture_file?: string;
   note: string;
   kernels: GraphKernelRow[];
 }
@@ -87,4 +90,24 @@ export interface GraphsReady {
     steps: CompileStepRow[];
     advice: GraphAdvice[];
   } | null;
+}
+
+/** `graph_replays?run=&worker=&span=`: each CUDA graph replay as a band per stream track it ran on (µs on the timeline's clock, as `timeline` items), in start order. */
+export interface GraphReplayBands {
+  state: "ready";
+  /** Bands in the trace, and how many are listed (the first in time, past the server's cap). */
+  total: number;
+  shown: number;
+  graphs: { graph: number; status: GraphStatus; replays: number }[];
+  bands: {
+    start_us: number[];
+    end_us: number[];
+    /** The timeline track (a stream) it is drawn on. */
+    track: number[];
+    replay: number[];
+    graph: number[];
+    /** The whole replay's kernels and busy µs (the union of its work over all its streams). */
+    kernels: number[];
+    busy_us: number[];
+  };
 }

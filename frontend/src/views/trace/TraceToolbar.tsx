@@ -32,6 +32,9 @@ interface TraceToolbarProps {
   /** The critical-path overlay: on or off. */
   criticalPath?: boolean;
   onCriticalPath?: (on: boolean) => void;
+  /** The CUDA graph replay bands: on or off. */
+  graphReplays?: boolean;
+  onGraphReplays?: (on: boolean) => void;
 }
 
 export function TraceToolbar(p: TraceToolbarProps) {
@@ -88,12 +91,19 @@ export function TraceToolbar(p: TraceToolbarProps) {
       >
         Select range
       </button>
-      {p.onCriticalPath ? (
-        <label className="check" title="Highlight each step's critical path on this file's tracks (docs/METRICS.md, Critical path)">
-          <input type="checkbox" data-testid="critical-path-toggle" checked={p.criticalPath ?? false} onChange={(e) => p.onCriticalPath?.(e.target.checked)} />
-          {" Critical path"}
-        </label>
-      ) : null}
+      {[
+        { on: p.criticalPath, set: p.onCriticalPath, id: "critical-path-toggle", label: "Critical path",
+          title: "Highlight each step's critical path on this file's tracks (docs/METRICS.md, Critical path)" },
+        { on: p.graphReplays, set: p.onGraphReplays, id: "graph-replays-toggle", label: "Graph replays",
+          title: "Draw each CUDA graph replay as a band over its kernels on the streams it ran on (docs/METRICS.md, Inside CUDA graphs)" },
+      ].map((t) =>
+        t.set ? (
+          <label key={t.id} className="check" title={t.title}>
+            <input type="checkbox" data-testid={t.id} checked={t.on ?? false} onChange={(e) => t.set?.(e.target.checked)} />
+            {" " + t.label}
+          </label>
+        ) : null,
+      )}
       {p.allRanks ? (
         <label className="check">
           <input type="checkbox" data-testid="all-ranks" checked={p.allRanks.on} onChange={(e) => p.onAllRanks(e.target.checked)} />

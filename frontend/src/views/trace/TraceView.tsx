@@ -27,6 +27,8 @@ import { useRangeStats, type Box } from "./useRangeStats";
 import { pathRects } from "./pathOverlay";
 import { PathSummary } from "./PathSummary";
 import { usePathOverlay } from "./usePathOverlay";
+import { replayAt, replayRects, replayText, type ReplayRect } from "./replayBands";
+import { useReplayBands } from "./useReplayBands";
 
 export interface TraceFocus {
   row: number;
@@ -54,6 +56,11 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   const { metas, ready, error: metaError, offsets, bounds } = useTimelineMetas(selection, activeWorkers);
   const [showPath, setShowPath] = useState(focus?.path === true);
   const path = usePathOverlay(selection, activeWorkers, showPath);
+  const [showReplays, setShowReplays] = useState(false);
+  const replays = useReplayBands(selection, activeWorkers, showReplays);
+  /** The replay band under the mouse (hover) and the one clicked (pinned below the toolbar). */
+  const [replayHover, setReplayHover] = useState<{ cx: number; cy: number; band: ReplayRect } | null>(null);
+  const [replayPinned, setReplayPinned] = useState<ReplayRect | null>(null);
   const [win, setWinState] = useState<TimeWindow | null>(null);
   const setWin = useCallback((w: TimeWindow) => setWinState(bounds ? clampWindow(w, bounds) : w), [bounds]);
   useEffect(() => {
@@ -143,8 +150,14 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   }, [details, selected]);
 
   const bands = geometry ? path.segments.flatMap((p) => pathRects(layout, geometry, p)) : [];
+  const replayBands = geometry && showReplays ? replays.sets.flatMap((r) => replayRects(layout, geometry, r)) : [];
+  const replaySet = (band: ReplayRect) => replays.sets.find((r) => r.worker === band.worker);
+  const replayLines = (band: ReplayRect) => {
+    const set = replaySet(band);
+    return set ? replayText(set, band.i) : [];
+  };
   const drawState = geometry
-    ? { layout, data, metas, g: geometry, width, selected, matches: matchSet, matchTimes, flows, box: box ? { t0: box.t0, t1: box.t1 } : null, path: bands }
+    ? { layout, data, metas, g: geometry, width, selected, matches: matchSet, matchTimes, flows, box: box ? { t0: box.t0, t1: box.t1 } : null, path: bands, replays: replayBands }
     : null;
   const firstPaint = useTimelineCanvas({ axis: axisRef, canvas: canvasRef }, drawState, openedAt.current);
   const stats = useRangeStats(selection, activeWorkers, offsets, layout, box);
@@ -166,8 +179,8 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
   );
 
   // ---- e2e and perf hooks (only under the test flag)
-  const live = useRef({ win, layout, data, geometry, settled: view.settled, setWin, primary: selection.worker, offsets, requests: view.requests, bands });
-  live.current = { win, layout, data, geometry, settled: view.settled, setWin, primary: selection.worker, offsets, requests: view.requests, bands };
+  const live = useRef({ win, layout, data, geometry, settled: view.settled, setWin, primary: selection.worker, offsets, requests: view.requests, bands, replayBands });
+  live.current = { win, layout, data, geometry, settled: view.settled, setWin, primary: selection.worker, offsets, requests: view.requests, bands, replayBands };
   useTimelineTestHooks(() => ({
     openedAt: openedAt.current,
     get firstPaintMs() {
@@ -187,7 +200,15 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
     counterRows: () => live.current.layout.rows.flatMap((r) => (r.kind === "counter" ? [{ worker: r.worker, name: r.name, unit: r.unit }] : [])),
     offsets: () => Object.fromEntries(live.current.offsets),
     pathRects: () => live.current.bands,
+    replayRects: () => live.current.replayBands,
   }));
+
+  /** The replay band under a mouse event on the canvas (CSS px from its corner), or null. */
+  function replayAtEvent(e: React.MouseEvent<HTMLCanvasElement>): ReplayRect | null {
+    if (replayBands.length === 0 || !canvasRef.current) return null;
+    const r = canvasRef.current.getBoundingClientRect();
+    return replayAt(replayBands, e.clientX - r.left, e.clientY - r.top);
+  }
 
   if (metaError) return <Notice kind="warning">Cannot load the timeline: {metaError}</Notice>;
   const steps = metas.get(selection.worker)?.steps ?? [];
@@ -220,6 +241,12 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
         allRanks={workers && workers.length > 1 ? { on: allRanks, clock: allRanks && ready ? clockLabel(activeWorkers.map((w) => metas.get(w)?.clock)) : null } : null}
         criticalPath={showPath}
         onCriticalPath={setShowPath}
+        graphReplays={showReplays}
+        onGraphReplays={(on) => {
+          setShowReplays(on);
+          setReplayHover(null);
+          setReplayPinned(null);
+        }}
         onAllRanks={(on) => {
           setAllRanks(on);
           setWinState(null);
@@ -231,18 +258,70 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
         Wheel: zoom · drag: pan · shift-drag: select range · W/S zoom, A/D pan (click the timeline first) · click a slice for details
       </div>
       {showPath ? <PathSummary doc={path.doc} error={path.error} loading={path.loading} ranksDrawn={activeWorkers.length > 1 ? path.workersDrawn : undefined} /> : null}
+      {showReplays ? (
+        <div className="trace-hint" data-testid="graph-replays-summary">
+          {replays.error ? (
+            <Notice kind="warning">Cannot load the graph replays: {replays.error}</Notice>
+          ) : replays.total === null ? (
+            <span className="muted">Loading graph replays…</span>
+          ) : replays.total === 0 ? (
+            <span className="muted">No CUDA graph replays in this trace.</span>
+          ) : (
+            <span>
+              {formatNumber(replays.total)} replay bands
+              {replays.shown !== null && replays.shown < replays.total ? ` (the first ${formatNumber(replays.shown)} in time drawn)` : ""}
+              {replayPinned ? <> · <b data-testid="graph-replay-pinned">{replayLines(replayPinned).join(" · ")}</b></> : " · click a band for its replay"}
+            </span>
+          )}
+        </div>
+      ) : null}
       {view.error ? <Notice kind="warning">Timeline request failed: {view.error}</Notice> : null}
       {!ready ? <Notice>Loading the timeline…</Notice> : null}
       <div className="timeline" ref={wrapRef}>
         <canvas ref={axisRef} className="timeline-axis" data-testid="timeline-axis" />
         <div className="timeline-scroll">
-          <canvas ref={canvasRef} className="timeline-canvas" data-testid="timeline-canvas" tabIndex={0} {...handlers} />
+          <canvas
+            ref={canvasRef}
+            className="timeline-canvas"
+            data-testid="timeline-canvas"
+            tabIndex={0}
+            {...handlers}
+            onMouseMove={(e) => {
+              handlers.onMouseMove(e);
+              const band = replayAtEvent(e);
+              setReplayHover(band ? { cx: e.clientX, cy: e.clientY, band } : null);
+            }}
+            onMouseDown={(e) => {
+              handlers.onMouseDown(e);
+              const band = replayAtEvent(e);
+              if (band) setReplayPinned(band);
+            }}
+            onMouseLeave={() => {
+              handlers.onMouseLeave();
+              setReplayHover(null);
+            }}
+          />
         </div>
-        {hover ? (
-          <div className="timeline-tooltip" data-testid="timeline-tooltip" style={{ left: hover.cx + 14, top: hover.cy + 14 }}>
-            <div className="tt-name">{hover.hit.name}</div>
-            <div>{formatTimeUs(hover.hit.dur)}</div>
-            {hover.hit.count > 1 ? <div className="muted">{formatNumber(hover.hit.count)} events merged (click to zoom)</div> : null}
+        {hover || replayHover ? (
+          <div
+            className="timeline-tooltip"
+            data-testid="timeline-tooltip"
+            style={{ left: (hover ?? replayHover)!.cx + 14, top: (hover ?? replayHover)!.cy + 14 }}
+          >
+            {hover ? (
+              <>
+                <div className="tt-name">{hover.hit.name}</div>
+                <div>{formatTimeUs(hover.hit.dur)}</div>
+                {hover.hit.count > 1 ? <div className="muted">{formatNumber(hover.hit.count)} events merged (click to zoom)</div> : null}
+              </>
+            ) : null}
+            {replayHover
+              ? replayLines(replayHover.band).map((line, k) => (
+                  <div key={k} className={k === 0 ? "tt-name" : "muted"} data-testid="graph-replay-tooltip">
+                    {line}
+                  </div>
+                ))
+              : null}
           </div>
         ) : null}
       </div>

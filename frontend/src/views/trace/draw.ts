@@ -5,6 +5,7 @@ import { formatBytes } from "../../util/format";
 import { chooseTicks, colorFor, formatTimeUs, itemName, LANE_H, LABEL_W, rectOfRow, textColorOn, timeToX, type Geometry, type Layout } from "./math";
 import type { TimelineMeta, TimelineResponse } from "../../api/types";
 import { drawPath, type PathRect } from "./pathOverlay";
+import { drawReplays, type ReplayRect } from "./replayBands";
 
 export interface Palette {
   bg: string;
@@ -56,6 +57,8 @@ export interface DrawState {
   box: { t0: number; t1: number } | null;
   /** The critical-path overlay's bands (pathOverlay.ts), when it is on. */
   path?: PathRect[];
+  /** The CUDA graph replay bands (replayBands.ts), when they are on. */
+  replays?: ReplayRect[];
 }
 
 const FONT = "11px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif";
@@ -301,12 +304,18 @@ export function drawLanes(ctx: CanvasRenderingContext2D, s: DrawState): number {
     ctx.restore();
   }
 
-  if (s.path && s.path.length > 0) {
+  // overlays over the slices, clipped to the plot: replay bands, then the critical path on top
+  const overlays: [unknown[] | undefined, () => void][] = [
+    [s.replays, () => drawReplays(ctx, s.replays!)],
+    [s.path, () => drawPath(ctx, s.path!)],
+  ];
+  for (const [items, paint] of overlays) {
+    if (!items || items.length === 0) continue;
     ctx.save();
     ctx.beginPath();
     ctx.rect(g.x0, 0, g.width, s.height);
     ctx.clip();
-    drawPath(ctx, s.path);
+    paint();
     ctx.restore();
   }
   // selection outline and flow arrows on top

@@ -35,20 +35,30 @@ export function flattenPath(doc: CriticalPathOverlay, worker: string): PathSegme
   return out;
 }
 
-/** The on-screen rectangles (CSS px) of the segments in the window, on expanded tracks. */
-export function pathRects(layout: Layout, g: Geometry, path: PathSegments): PathRect[] {
+/** Places spans of one worker's tracks on screen: ``(track, start µs, end µs on its own clock)`` → the
+ * rectangle (CSS px) clipped to the window, or null outside it or on a collapsed track. */
+export function spanPlacer(layout: Layout, g: Geometry, worker: string) {
   const rowOf = new Map<number, { y: number; h: number }>();
-  for (const r of layout.rows) if (r.kind === "track" && r.worker === path.worker) rowOf.set(r.track, { y: g.y0 + r.y, h: r.h });
-  const off = g.offsets.get(path.worker) ?? 0;
-  const rects: PathRect[] = [];
-  for (let i = 0; i < path.start.length; i++) {
-    const row = rowOf.get(path.track[i]!);
-    const st = path.start[i]! + off;
-    const en = st + path.dur[i]!;
-    if (!row || en < g.win.start || st > g.win.end) continue;
+  for (const r of layout.rows) if (r.kind === "track" && r.worker === worker) rowOf.set(r.track, { y: g.y0 + r.y, h: r.h });
+  const off = g.offsets.get(worker) ?? 0;
+  return (track: number, start: number, end: number): { x: number; y: number; w: number; h: number } | null => {
+    const row = rowOf.get(track);
+    const st = start + off;
+    const en = end + off;
+    if (!row || en < g.win.start || st > g.win.end) return null;
     const x1 = Math.max(g.x0, timeToX(st, g.win, g.x0, g.width));
     const x2 = Math.min(g.x0 + g.width, timeToX(en, g.win, g.x0, g.width));
-    rects.push({ x: x1, y: row.y, w: Math.max(x2 - x1, 1), h: row.h - 1, category: path.category[i]! });
+    return { x: x1, y: row.y, w: Math.max(x2 - x1, 1), h: row.h - 1 };
+  };
+}
+
+/** The on-screen rectangles (CSS px) of the segments in the window, on expanded tracks. */
+export function pathRects(layout: Layout, g: Geometry, path: PathSegments): PathRect[] {
+  const place = spanPlacer(layout, g, path.worker);
+  const rects: PathRect[] = [];
+  for (let i = 0; i < path.start.length; i++) {
+    const r = place(path.track[i]!, path.start[i]!, path.start[i]! + path.dur[i]!);
+    if (r) rects.push({ ...r, category: path.category[i]! });
   }
   return rects;
 }

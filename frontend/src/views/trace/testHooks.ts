@@ -22,6 +22,8 @@ export interface TimelineHooks {
   offsets(): Record<string, number>;
   /** The critical-path overlay's bands drawn now (CSS px; empty when it is off). */
   pathRects(): { x: number; y: number; w: number; h: number; category: string }[];
+  /** The CUDA graph replay bands drawn now (CSS px), with their index in their worker's set. */
+  replayRects(): { x: number; y: number; w: number; h: number; i: number; worker: string; status: string }[];
 }
 
 declare global {

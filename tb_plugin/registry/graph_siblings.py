@@ -1,0 +1,43 @@
+"""The report's ``graphs`` section, and the run's other traces for a CUDA graph whose capture is not in
+its own trace (:mod:`tb_plugin.analysis.graph_elsewhere`): their capture tables, in lookup order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.graph_elsewhere import LOOKED_UP, attribute_elsewhere
+from .states import READY
+
+MAX_REPLAYS = 200  # graph replays listed one by one in the report (all are counted)
+MAX_SIBLINGS = 8  # other traces looked at (each loaded if it is not): the same worker's spans first
+
+
+def sibling_capture_tables(registry, state) -> list[tuple[str, list[dict]]]:
+    """``(path, capture table)`` of up to :data:`MAX_SIBLINGS` other traces of ``state``'s run: the same
+    worker's other spans (by span), then the other workers' (by worker, span); a trace that fails to
+    load is skipped."""
+    others = [st for st in registry.files() if st.run == state.run and st is not state]
+    others.sort(key=lambda st: (st.worker != state.worker, st.worker, st.span))
+    out = []
+    for st in others[:MAX_SIBLINGS]:
+        registry.ensure_loaded(st)
+        if st.state != READY:
+            continue
+        table = registry.views(st).capture_table()
+        if table:
+            out.append((st.entry.rel, table))
+    return out
+
+
+def graphs_report(views, max_replays: int = MAX_REPLAYS, others=None) -> dict[str, Any]:
+    """CUDA graphs and compiled regions (:meth:`FileViews.graphs`) with the first ``max_replays``
+    replays listed (``replays`` counts them all). ``others``: a callable giving the run's other traces'
+    capture tables (:func:`~tb_plugin.registry.graph_siblings.sibling_capture_tables`), called only when
+    a graph has no matched capture in this trace, to attribute it from theirs
+    (:func:`~tb_plugin.analysis.graph_elsewhere.attribute_elsewhere`)."""
+    found = views.graphs()
+    cuda = found["cuda_graphs"]
+    if others is not None and any(g["status"] in LOOKED_UP for g in cuda["graph_list"]):
+        cuda = attribute_elsewhere(views.trace, cuda, others())
+    cuda = dict(cuda, replay_list=cuda["replay_list"][:max_replays])
+    return {"cuda_graphs": cuda, "compiled": found["compiled"]}
