@@ -91,6 +91,16 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
+def flight_recorder_dump(path) -> bool:
+    """A sample file that is a flight-recorder dump, by its first bytes as the product sniffs it
+    (``samples/fr_gloo_skip``'s JSON form is named ``*.json`` but holds no trace)."""
+    from tb_plugin.storage.sniff import FLIGHT_RECORDER_HEAD, looks_like_flight_recorder
+
+    with open(path, "rb") as f:
+        head = f.read(FLIGHT_RECORDER_HEAD)
+    return looks_like_flight_recorder(head)
+
+
 def sample(rel: str) -> Path:
     """The corpus file or folder ``rel``. Only a test marked ``corpus`` may call it: without the corpus such
     a test is skipped before it runs, so a call without it means the mark is missing."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, flight_recorder_dump
 from synth import graphs as G
 from tb_plugin.analysis.compiled_regions import compiled_regions
 from tb_plugin.analysis.graphs import graphs_document, kernel_accounting
@@ -135,7 +135,7 @@ def test_real_compile_regions():
 def _every_sample():
     found = sorted(glob.glob(str(REPO / "samples/**/*.pt.trace.json*"), recursive=True))
     found += sorted(glob.glob(str(SAMPLES / "**/*.json*"), recursive=True))
-    return [f for f in found if not f.endswith(".expected.json") and ".memory." not in f]
+    return [f for f in found if not f.endswith(".expected.json") and ".memory." not in f and not flight_recorder_dump(f)]
 
 
 @pytest.mark.parametrize("path", _every_sample(), ids=lambda p: Path(p).parent.name + "/" + Path(p).name[:30])

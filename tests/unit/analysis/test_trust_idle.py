@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, flight_recorder_dump
 from tb_plugin.analysis.insights import exposed_time, launch_delays, stream_idle
 from tb_plugin.analysis.overview import compute_overview
 from synth.idle import multi_stream_idle, queued_launches, tiny_kernels
@@ -63,7 +63,7 @@ def _all_traces() -> list[Path]:
         for pattern in ("*.json", "*.json.gz"):
             # not traces: the known answers of samples/ (*.expected.json, RECORDED.json) and memory exports
             found += [p for p in root.rglob(pattern) if not p.name.endswith((".expected.json", "RECORDED.json"))
-                      and ".pt.trace.memory." not in p.name]
+                      and ".pt.trace.memory." not in p.name and not flight_recorder_dump(p)]
     return sorted(found)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, flight_recorder_dump
 from tb_plugin.analysis import breakdown
 from tb_plugin.analysis.breakdown import CATEGORIES, category_masks, compute_breakdown
 from tb_plugin.analysis.steps import compute_steps
@@ -77,7 +77,7 @@ def _traces():
     for root in (SAMPLES, REPO / "samples"):
         for path in sorted(Path(root).rglob("*.json*")):
             if (path.name.endswith((".json", ".json.gz")) and not path.name.endswith((".expected.json", "RECORDED.json"))
-                    and ".pt.trace.memory." not in path.name):
+                    and ".pt.trace.memory." not in path.name and not flight_recorder_dump(path)):
                 yield path  # (*.expected.json, RECORDED.json: the known answers of samples/; memory exports: not traces)
 
 

@@ -204,8 +204,22 @@ def reference_comm_kernels(trace) -> dict:
             node = int(parent[node])
         return first
 
+    def is_comm(node):
+        return ev.collective[node] > 0 or ev.in_msg_nelems[node] >= 0 or d.is_comm_op_name(trace.strings[ev.name[node]])
+
+    def outermost(op):
+        """The outermost communication op of the chain around ``op`` (c10d:: around nccl:)."""
+        if op < 0 or not is_comm(op):
+            return op
+        for _ in range(16):
+            up = int(parent[op])
+            if up < 0 or not is_comm(up):
+                break
+            op = up
+        return op
+
     out = {"rows": rows, "op": [], "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [],
-           "seq": []}
+           "seq": [], "size_from_buffers": []}
     for r in rows.tolist():
         op = comm_op(int(launcher[r]))
         out["op"].append(op)
@@ -216,9 +230,9 @@ def reference_comm_kernels(trace) -> dict:
         size = int(ev.group_size[r]) if ev.group_size[r] > 0 else (
             int(ev.group_size[op]) if op >= 0 and ev.group_size[op] > 0 else None)
         seq = int(ev.seq[r]) if ev.seq[r] >= 0 else (int(ev.seq[op]) if op >= 0 else -1)
-        nbytes, dtype = d._message(trace, r, op)
+        nbytes, dtype, hint = d.message(trace, r, op, outermost(op), name or "other")
         for k, v in (("collective", name or "other"), ("group", group or "default"), ("group_size", size),
-                     ("bytes", nbytes), ("dtype", dtype), ("seq", seq)):
+                     ("bytes", nbytes), ("dtype", dtype), ("seq", seq), ("size_from_buffers", hint)):
             out[k].append(v)
     return out
 

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import SAMPLES, sample
+from conftest import SAMPLES, flight_recorder_dump, sample
 from tb_plugin import cli
 from tb_plugin.registry import parse
 from tb_plugin.storage import read
@@ -195,7 +195,7 @@ def _sample_traces():
             files += [os.path.join(dirpath, n) for n in names if ".json" in n
                       and not n.endswith((".expected.json", "RECORDED.json")) and ".pt.trace.memory." not in n
                       and "memory_analysis" not in dirpath]
-    return sorted(files)
+    return sorted(f for f in files if not flight_recorder_dump(f))
 
 
 @pytest.mark.corpus
