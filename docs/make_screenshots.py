@@ -59,40 +59,43 @@ def first_screen(browser, tmp: Path) -> None:
         page.close()
 
 
-def readme(browser, tmp: Path) -> None:
+def _copy_runs(tmp: Path, runs: dict[str, str]) -> Path:
+    """A logdir of the V100 samples' runs: run name → folder under kineto/."""
     logdir = tmp / "logdir"
-    (logdir / "resnet50").mkdir(parents=True)
-    for f in sorted((SAMPLES / "kineto" / "resnet50_num_workers_0").glob("*.pt.trace.json*")):
-        shutil.copy(f, logdir / "resnet50" / f.name)
-    with tensorboard(logdir, tmp) as base:
-        _wait_ready(base, 2)
-        page = browser.new_page(viewport=VIEWPORT)
-        page.goto(base + "/#kinetoscope")
-        frame = plugin_frame(page)
-        frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        frame.evaluate("() => { location.hash = '#run=resnet50&worker=worker0&span=1'; }")
-        _settle(frame, '[data-testid="insights-card"] [data-testid="exposed-bar"]')
-        _settle(frame, '[data-testid="step-chart"]')
-        page.screenshot(path=str(REPO / "docs" / "screenshot.png"), full_page=True)
-        page.close()
-
-
-def diff(browser, tmp: Path) -> None:
-    logdir = tmp / "logdir"
-    for run, src in (("nw0", "resnet50_num_workers_0"), ("nw4", "resnet50_num_workers_4")):
+    for run, src in runs.items():
         (logdir / run).mkdir(parents=True)
         for f in sorted((SAMPLES / "kineto" / src).glob("*.pt.trace.json*")):
             shutil.copy(f, logdir / run / f.name)
+    return logdir
+
+
+def _shoot_hash(browser, logdir: Path, tmp: Path, files: int, state: str, settle: list[str], out: Path,
+                viewport: dict, full_page: bool = False) -> None:
+    """Open the tab at the hash ``state`` once ``files`` traces are ready, wait for ``settle``, shoot."""
     with tensorboard(logdir, tmp) as base:
-        _wait_ready(base, 4)
-        page = browser.new_page(viewport=dict(VIEWPORT, height=1400))
+        _wait_ready(base, files)
+        page = browser.new_page(viewport=viewport)
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
         frame.wait_for_selector('[data-testid="run-select"]', timeout=60_000)
-        frame.evaluate("() => { location.hash = '#run=nw0&worker=worker0&span=1&view=diff'; }")
-        _settle(frame, '[data-testid="diff-steps"]')
-        page.screenshot(path=str(OUT / "diff_tab.png"))
+        frame.evaluate(f"() => {{ location.hash = '#{state}'; }}")
+        for selector in settle:
+            _settle(frame, selector)
+        page.screenshot(path=str(out), full_page=full_page)
         page.close()
+
+
+def readme(browser, tmp: Path) -> None:
+    _shoot_hash(browser, _copy_runs(tmp, {"resnet50": "resnet50_num_workers_0"}), tmp, 2,
+                "run=resnet50&worker=worker0&span=1",
+                ['[data-testid="insights-card"] [data-testid="exposed-bar"]', '[data-testid="step-chart"]'],
+                REPO / "docs" / "screenshot.png", VIEWPORT, full_page=True)
+
+
+def diff(browser, tmp: Path) -> None:
+    _shoot_hash(browser, _copy_runs(tmp, {"nw0": "resnet50_num_workers_0", "nw4": "resnet50_num_workers_4"}), tmp,
+                4, "run=nw0&worker=worker0&span=1&view=diff", ['[data-testid="diff-steps"]'], OUT / "diff_tab.png",
+                dict(VIEWPORT, height=1400))
 
 
 def memory_range(browser, tmp: Path) -> None:

@@ -41,3 +41,18 @@ def graphs_report(views, max_replays: int = MAX_REPLAYS, others=None) -> dict[st
         cuda = attribute_elsewhere(views.trace, cuda, others())
     cuda = dict(cuda, replay_list=cuda["replay_list"][:max_replays])
     return {"cuda_graphs": cuda, "compiled": found["compiled"]}
+
+
+def report_graphs(registry, state, graphs: dict | None) -> dict | None:
+    """The report's ``graphs`` of ``state`` (its aggregate's ``graphs``), redone as the routes, MCP and the
+    notebook do it (:func:`graphs_report` with the run's other traces) when one of its graphs has no matched
+    capture and the run has other traces: so every interface names the same capture. Loads ``state`` in
+    this process only then."""
+    if graphs is None or not any(g["status"] in LOOKED_UP for g in graphs["cuda_graphs"]["graph_list"]):
+        return graphs
+    if not any(st.run == state.run and st is not state for st in registry.files()):
+        return graphs
+    registry.ensure_loaded(state)
+    if state.state != READY:
+        return graphs
+    return graphs_report(registry.views(state), others=lambda: sibling_capture_tables(registry, state))

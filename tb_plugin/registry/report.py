@@ -216,7 +216,8 @@ def worker_entry(registry, st) -> dict[str, Any]:
         tables = st.aggregate["tables"]
         for key in ("operators", "kernels", "modules", "memory"):
             entry[key] = tables[key]
-        entry["graphs"] = tables.get("graphs")  # an aggregate cached before graphs existed has none
+        # an aggregate cached before graphs existed has none; a capture in another trace as the routes find it
+        entry["graphs"] = graph_siblings.report_graphs(registry, st, tables.get("graphs"))
         entry["insights"] = st.aggregate["insights"]
     return entry
 

@@ -3,11 +3,7 @@ import { deviceLabel } from "./device";
 
 describe("deviceLabel", () => {
   it("names a device as the GPU summary and the timeline do", () => {
-    expect(deviceLabel("GPU0")).toBe("GPU 0");
-    expect(deviceLabel("GPU12")).toBe("GPU 12");
-    expect(deviceLabel("XPU1")).toBe("XPU 1");
-    expect(deviceLabel("GPU 2")).toBe("GPU 2");
-    expect(deviceLabel("CPU")).toBe("CPU");
-    expect(deviceLabel("")).toBe("");
+    const cases: [string, string][] = [["GPU0", "GPU 0"], ["GPU12", "GPU 12"], ["XPU1", "XPU 1"], ["GPU 2", "GPU 2"], ["CPU", "CPU"], ["", ""]];
+    expect(cases.map(([key]) => deviceLabel(key))).toEqual(cases.map(([, label]) => label));
   });
 });

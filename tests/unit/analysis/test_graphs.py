@@ -324,7 +324,7 @@ def test_replay_bands_without_replays(tmp_path):
     assert code == 200 and doc["total"] == 0 and doc["bands"]["start_us"] == [] and doc["graphs"] == []
 
 
-def test_capture_in_another_trace_of_the_run(tmp_path):
+def test_capture_in_another_trace_of_the_run(tmp_path, capsys):
     """Replays in one trace, their capture in another trace of the run: the graph is attributed from it
     (status ``other_trace``, the file named), kernels grouped by the capturing operator and frame; the
     trace's own Operator table and accounting are unchanged (nothing "from graph replay"), the same answer in
@@ -356,6 +356,12 @@ def test_capture_in_another_trace_of_the_run(tmp_path):
     assert (mcp["status"], mcp["capture_file"]) == ("other_trace", "job/a_capture.pt.trace.json")
     nb = NotebookTrace(reg, st).graphs()["graphs"]
     assert list(nb["status"]) == ["other_trace"]
+    from tb_plugin.cli import main
+
+    assert main(["report", str(tmp_path), "--json", "--no-cache"]) == 0  # the CLI report finds it too
+    (worker,) = [w for w in json.loads(capsys.readouterr().out)["runs"][0]["workers"] if w["worker"] == "b_replay"]
+    rep, = worker["graphs"]["cuda_graphs"]["graph_list"]
+    assert (rep["status"], rep["capture_file"]) == ("other_trace", "job/a_capture.pt.trace.json")
 
     alone = tmp_path / "alone"
     write_json(alone / "solo" / "b_replay.pt.trace.json", replayed)
