@@ -54,7 +54,7 @@ def _write_attack(logdir: Path) -> dict[str, str]:
         "doubling_snapshot.pickle": (doubling_tuple_pickle(64), "took more than"),
         "shared_snapshot.pickle": (shared_frames_pickle(200_000, 10_000), None),  # took ~9 min in stack_of
         "w.pt.trace.json.gz": (gzip_bomb(2048, b" "), "hold only whitespace"),
-        "memory_timeline.raw.json.gz": (gzip_bomb(2048, b"["), "exceeds"),
+        "memory_timeline.raw.json.gz": (gzip_bomb(2048, b"["), "inflates more than 200x"),  # the ratio bound first
         "be.pt.trace.json": (begin_end_trace(60_000), None),
         "big.pt.trace.json": (big_integer_trace(rng), None),
         "工作-😀.pt.trace.json": (named_trace(rng), None),

@@ -34,7 +34,8 @@ def side_by_side_env(tmp_path_factory):
         return set(skip(folder, names)) | ({"artifacts"} if Path(folder).name == "e2e" else set())
 
     shutil.copytree(REPO, src, ignore=ignore)
-    env = dict(os.environ, PATH=f"{root / 'bin'}:/usr/bin:/bin")
+    # the installed package, not this checkout (run_tests.sh puts the checkout first on PYTHONPATH)
+    env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, PATH=f"{root / 'bin'}:/usr/bin:/bin")
     subprocess.run([str(py), "-m", "pip", "install", "-q", str(src), "torch-tb-profiler==0.4.3"],
                    check=True, env=env, timeout=900)
     return py, env

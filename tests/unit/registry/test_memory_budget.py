@@ -156,7 +156,9 @@ def test_views_computed_after_loading_count_against_the_budget(tmp_path, monkeyp
     meta = views.timeline_meta()
     views.timeline_window(0.0, meta["end_us"], 1000)
     browsed = view_bytes(views)
-    assert browsed > loaded + (1 << 20), (browsed, loaded)
+    # the load already builds what the Overview needs (operator tree, graphs): browsing adds the tables'
+    # and the timeline's indexes on top (~120 KB on these small traces)
+    assert browsed > loaded + (64 << 10), (browsed, loaded)
     assert reg.memory_in_use()[a.entry.rel] == loaded  # not measured yet
     reg.views(b)  # a request for another file
     assert reg.memory_in_use()[a.entry.rel] == browsed
