@@ -126,6 +126,12 @@ def graphs_document(trace: Trace) -> dict:
     return doc
 
 
+def graph_advice(trace: Trace) -> list[dict]:
+    """The CUDA-graph rules of the one recommendation list (``graphs_document``'s ``advice``): none for a
+    trace without replays, without building its document (the kernel accounting needs the operator tree)."""
+    return graphs_document(trace)["advice"] if len(replays(trace).launch) else []
+
+
 def _per_replay(trace: Trace) -> dict:
     """Per replay: ``start_us``, ``end_us``, ``events``, ``kernels``, ``kernel_us``, ``busy_us``, ``gap_us``,
     ``launch_us``, ``launch_delay_us`` (lists, replay order)."""

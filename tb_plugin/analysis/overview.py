@@ -19,7 +19,7 @@ from ..trace.platform import accelerator_name
 from .breakdown import CATEGORIES, CATEGORY_LABELS, compute_breakdown
 from .compiled_regions import compiled_regions
 from .gpu import INTERNAL_FIELDS, compute_gpu_summary
-from .graphs import graphs_document
+from .graphs import graph_advice
 from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
 from .counters import counter_series
@@ -103,7 +103,7 @@ def advise(trace: Trace, overview_recs: list[dict]) -> tuple[list[dict], list[di
     most important first; none on step time when the trace captures CUDA graphs."""
     about = advice.about(trace)
     recs = (overview_recs + advice.call_rules(trace) + advice.idle_rules(trace, insights(trace))
-            + graphs_document(trace)["advice"] + ((compiled_regions(trace) or {}).get("advice") or []))
+            + graph_advice(trace) + ((compiled_regions(trace) or {}).get("advice") or []))
     if any(a["kind"] == "graph_capture" for a in about):
         recs = [r for r in recs if r["rule"] not in STEP_RULES]
     return ordered(recs), about
