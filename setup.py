@@ -41,8 +41,16 @@ setup(
         "serve": ["flask>=2.2", "waitress>=3.0"],  # kinetoscope serve: the tab without TensorBoard
         "notebook": ["pandas>=2.0"],  # import kinetoscope: tables as DataFrames
         "mcp": ["mcp>=2.3,<3"],  # kinetoscope mcp: the MCP server for coding agents
-        "test": ["pytest>=8", "flask>=2.2", "pandas>=2.0", "mcp>=2.3,<3", "hypothesis>=6.100", "playwright==1.65.2",
-                 "moto[server]==5.2.1", "gcp-storage-emulator==2026.7.19"],
+        "test": [
+            "pytest>=8",
+            "flask>=2.2",
+            "pandas>=2.0",
+            "mcp>=2.3,<3",
+            "hypothesis>=6.100",
+            "playwright==1.65.2",
+            "moto[server]==5.2.1",
+            "gcp-storage-emulator==2026.7.19",
+        ],
     },
     entry_points={
         "tensorboard_plugins": ["kinetoscope = tb_plugin.plugin:KinetoscopePlugin"],

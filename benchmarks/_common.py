@@ -43,8 +43,9 @@ def hwm_mb():
 
 def run_child(script: str, args: list[str], env: dict | None = None, cwd: str | None = None) -> dict:
     """Run ``python -c script *args`` in a fresh process (in ``cwd``); its last stdout line, parsed as JSON."""
-    out = subprocess.run([sys.executable, "-c", script, *args], env=env, check=True, capture_output=True, text=True,
-                         cwd=cwd)
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args], env=env, check=True, capture_output=True, text=True, cwd=cwd
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -23,8 +23,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import REPO, print_figures, run_child  # noqa: E402
-from benchmarks.rank_job import write_repeated  # noqa: E402
+from benchmarks._common import REPO, print_figures, run_child
+from benchmarks.rank_job import write_repeated
 
 SAMPLES = os.path.join(os.path.dirname(REPO), "shared", "samples")
 # (name, sample, copies): each scaled to 0.1-0.2 GB
@@ -93,10 +93,15 @@ def main() -> None:
             got = run_child(CHILD, [folder, REPO], env={**os.environ, "KINETOSCOPE_CACHE_DIR": cache})
             shutil.rmtree(cache, ignore_errors=True)
             worst = max(worst, got["per_event"])
-            print(f"{name}: {got['events']} events, RSS after the parse {got['rss_mb']:.0f} MB, peak "
-                  f"{got['hwm_mb']:.0f} MB: the analyses added {got['per_event']:.0f} bytes per event")
-        print_figures(max_added_per_event=(worst, 1), planned_per_event=(ANALYSIS_BYTES_PER_EVENT, 0),
-                      margin=ANALYSIS_BYTES_PER_EVENT / worst)
+            print(
+                f"{name}: {got['events']} events, RSS after the parse {got['rss_mb']:.0f} MB, peak "
+                f"{got['hwm_mb']:.0f} MB: the analyses added {got['per_event']:.0f} bytes per event"
+            )
+        print_figures(
+            max_added_per_event=(worst, 1),
+            planned_per_event=(ANALYSIS_BYTES_PER_EVENT, 0),
+            margin=ANALYSIS_BYTES_PER_EVENT / worst,
+        )
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from fuzz_files import begin_end_trace, doubling_tuple_pickle, gzip_bomb  # noqa: E402
+
 from tb_plugin.artifacts import isolated, memprofiler  # noqa: E402
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot  # noqa: E402
 from tb_plugin.registry.parse import load_trace_file  # noqa: E402
@@ -48,8 +49,9 @@ def _refused(call, error: type) -> None:
 def main() -> None:
     figures = {}
     values = "{" + ", ".join(f"k{j}: {j}" for j in range(2000)) + "}"
-    aliases = (f"0.training_step.0.start: &v {values}\n" + "".join(
-        f"0.training_step.{i}.end: *v\n" for i in range(1, 100_000))).encode()
+    aliases = (
+        f"0.training_step.0.start: &v {values}\n" + "".join(f"0.training_step.{i}.end: *v\n" for i in range(1, 100_000))
+    ).encode()
     figures["yaml_aliases_s"] = _seconds(lambda: memprofiler.load_stats("rank_0_memory_stats.yaml", aliases))
     with tempfile.TemporaryDirectory() as tmp:
         paired = Path(tmp, "be.pt.trace.json")

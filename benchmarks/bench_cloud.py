@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "2"))  # local/S3 pairs, alternated; the best of each counts
@@ -65,8 +64,13 @@ print(json.dumps({"upload_s": upload_s, "raw_s": time.perf_counter() - t, "bytes
 
 def child(logdir: str, name: str, env: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-") as cache_dir:  # cold: an empty cache
-        out = subprocess.run([sys.executable, "-c", CHILD, logdir, name], env=dict(env, KINETOSCOPE_CACHE_DIR=cache_dir),
-                             cwd=str(REPO), capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, logdir, name],
+            env=dict(env, KINETOSCOPE_CACHE_DIR=cache_dir),
+            cwd=str(REPO),
+            capture_output=True,
+            text=True,
+        )
     if out.returncode:
         raise SystemExit(f"child failed on {logdir}/{name}:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -86,8 +90,13 @@ def main() -> int:
         emu.make_bucket()
         # in a child: Linux children inherit the parent's peak RSS in ru_maxrss, so this process
         # must never hold the object (an earlier version reported the 2.2 GB of its cat_file here)
-        raw = subprocess.run([sys.executable, "-c", UPLOAD_AND_RAW, str(trace), f"{emu.bucket}/bench/{trace.name}"],
-                             env=env, cwd=str(REPO), capture_output=True, text=True)
+        raw = subprocess.run(
+            [sys.executable, "-c", UPLOAD_AND_RAW, str(trace), f"{emu.bucket}/bench/{trace.name}"],
+            env=env,
+            cwd=str(REPO),
+            capture_output=True,
+            text=True,
+        )
         if raw.returncode:
             raise SystemExit(f"upload failed:\n{raw.stderr[-3000:]}")
         raw = json.loads(raw.stdout.strip().splitlines()[-1])
@@ -102,12 +111,16 @@ def main() -> int:
             shutil.copyfile(trace, os.path.join(alone, trace.name))
         for _ in range(REPEAT):  # alternated, best of each: load from other processes evens out
             run = child(alone, trace.name, env)
-            print(f"local cold: {run['seconds']:.2f} s, {run['steps']} steps, peak RSS {run['peak_rss_mb']:.0f} MB",
-                  flush=True)
+            print(
+                f"local cold: {run['seconds']:.2f} s, {run['steps']} steps, peak RSS {run['peak_rss_mb']:.0f} MB",
+                flush=True,
+            )
             local = run if local is None or run["seconds"] < local["seconds"] else local
             run = child(emu.url("bench"), trace.name, env)
-            print(f"s3 (moto) cold: {run['seconds']:.2f} s, {run['steps']} steps, peak RSS {run['peak_rss_mb']:.0f} MB",
-                  flush=True)
+            print(
+                f"s3 (moto) cold: {run['seconds']:.2f} s, {run['steps']} steps, peak RSS {run['peak_rss_mb']:.0f} MB",
+                flush=True,
+            )
             s3 = run if s3 is None or run["seconds"] < s3["seconds"] else s3
     finally:
         emu.kill()
@@ -116,8 +129,10 @@ def main() -> int:
     assert (s3["steps"], s3["avg_step_us"]) == (local["steps"], local["avg_step_us"])
     ratio = s3["seconds"] / local["seconds"]
     peak = max(local["peak_rss_mb"], s3["peak_rss_mb"])
-    print(f"moto_raw_s={raw_s:.2f} moto_raw_mb_s={raw_bytes / 1e6 / raw_s:.0f} local_cold_s={local['seconds']:.2f} s3_cold_s={s3['seconds']:.2f} s3_over_local={ratio:.2f} "
-          f"peak_rss_mb={peak:.0f} loadavg={'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"moto_raw_s={raw_s:.2f} moto_raw_mb_s={raw_bytes / 1e6 / raw_s:.0f} local_cold_s={local['seconds']:.2f} s3_cold_s={s3['seconds']:.2f} s3_over_local={ratio:.2f} "
+        f"peak_rss_mb={peak:.0f} loadavg={'/'.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     return 0
 
 

@@ -30,23 +30,58 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the synthesizers
 
-from benchmarks._common import get, hammer, percentile  # noqa: E402,F401  (get and percentile: used from here too)
+from benchmarks._common import get, hammer, percentile  # noqa: E402  (get and percentile: used from here too)
 from tests.e2e.conftest import tensorboard  # noqa: E402  (a real TensorBoard on a free loopback port)
 
 DEFAULT_SAMPLES = Path(os.environ.get("KINETOSCOPE_SAMPLES", REPO.parent / "shared" / "samples"))
-FILES = [("resnet50", "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
-          "worker0.1623143089861.pt.trace.json.gz"),
-         ("h100", "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz", "bert.1.pt.trace.json.gz")]
+FILES = [
+    (
+        "resnet50",
+        "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+        "worker0.1623143089861.pt.trace.json.gz",
+    ),
+    ("h100", "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz", "bert.1.pt.trace.json.gz"),
+]
 # every route of the plugin (plugin.py), with the artifacts of ARTIFACT_RUN for the artifact routes
-ROUTES = ["runs", "overview", "operators", "operators.csv", "operator_stacks", "kernels", "kernels.csv",
-          "modules", "timeline_meta", "timeline", "timeline_search", "timeline_event", "trace_file", "memory",
-          "memory_events", "memory_events.csv", "memory_stats", "memory_stats.csv", "insights", "distributed",
-          "diff", "snapshot", "snapshot_timeline", "snapshot_segments", "snapshot_allocations", "snapshot_stack",
-          "memory_timeline_export", "memprofiler_stats", "memprofiler_log", "index.js"]
+ROUTES = [
+    "runs",
+    "overview",
+    "operators",
+    "operators.csv",
+    "operator_stacks",
+    "kernels",
+    "kernels.csv",
+    "modules",
+    "timeline_meta",
+    "timeline",
+    "timeline_search",
+    "timeline_event",
+    "trace_file",
+    "memory",
+    "memory_events",
+    "memory_events.csv",
+    "memory_stats",
+    "memory_stats.csv",
+    "insights",
+    "distributed",
+    "diff",
+    "snapshot",
+    "snapshot_timeline",
+    "snapshot_segments",
+    "snapshot_allocations",
+    "snapshot_stack",
+    "memory_timeline_export",
+    "memprofiler_stats",
+    "memprofiler_log",
+    "index.js",
+]
 ARTIFACT_RUN = "resnet50"
-ARTIFACTS = {"snapshot": "resnet50/mem_snapshot.pickle", "memory_timeline_export": "resnet50/memory_timeline.raw.gz",
-             "memprofiler_stats": "resnet50/memprofiler/rank_0_memory_stats.yaml",
-             "memprofiler_log": "resnet50/memprofiler/fsdp_mem_rank_0_training_step_2.log"}
+ARTIFACTS = {
+    "snapshot": "resnet50/mem_snapshot.pickle",
+    "memory_timeline_export": "resnet50/memory_timeline.raw.gz",
+    "memprofiler_stats": "resnet50/memprofiler/rank_0_memory_stats.yaml",
+    "memprofiler_log": "resnet50/memprofiler/fsdp_mem_rank_0_training_step_2.log",
+}
 
 
 def build_logdir(root: Path, samples: Path) -> Path:
@@ -56,7 +91,9 @@ def build_logdir(root: Path, samples: Path) -> Path:
         (root / run).mkdir(parents=True, exist_ok=True)
         shutil.copy(samples / rel, root / run / name)
     shutil.copy(samples / "memory_snapshots" / "mem_snapshot.pickle", root / ARTIFACTS["snapshot"])
-    shutil.copy(samples / "hta" / "memory_analysis" / "memory_timeline.raw.gz", root / ARTIFACTS["memory_timeline_export"])
+    shutil.copy(
+        samples / "hta" / "memory_analysis" / "memory_timeline.raw.gz", root / ARTIFACTS["memory_timeline_export"]
+    )
     write_memprofiler(root / ARTIFACT_RUN, ranks=1, iterations=(2,), snapshots=False)
     return root
 
@@ -67,8 +104,12 @@ def wait_ready(base: str, expected: int, timeout: float = 300.0) -> list[dict]:
     while time.time() < deadline:
         _, body = get(base + "/runs")
         doc = json.loads(body)
-        files = [{"run": r["name"], "worker": w["worker"], "span": s["span"], "state": s["state"]}
-                 for r in doc["runs"] for w in r["workers"] for s in w["spans"]]
+        files = [
+            {"run": r["name"], "worker": w["worker"], "span": s["span"], "state": s["state"]}
+            for r in doc["runs"]
+            for w in r["workers"]
+            for s in w["spans"]
+        ]
         if len(files) >= expected and all(f["state"] == "ready" for f in files):
             return [{k: f[k] for k in ("run", "worker", "span")} for f in files]
         bad = [f for f in files if f["state"] == "error"]
@@ -186,15 +227,20 @@ def report(result: dict, seconds: float) -> str:
     every = []
     for route, v in result["latencies"].items():
         every.extend(v)
-        lines.append(f"{route:24} {len(v):7d} {percentile(v, 50) * 1e3:9.1f} {percentile(v, 95) * 1e3:9.1f} "
-                     f"{percentile(v, 99) * 1e3:9.1f}")
-    lines.append(f"{'overall':24} {len(every):7d} {percentile(every, 50) * 1e3:9.1f} "
-                 f"{percentile(every, 95) * 1e3:9.1f} {percentile(every, 99) * 1e3:9.1f}")
+        lines.append(
+            f"{route:24} {len(v):7d} {percentile(v, 50) * 1e3:9.1f} {percentile(v, 95) * 1e3:9.1f} "
+            f"{percentile(v, 99) * 1e3:9.1f}"
+        )
+    lines.append(
+        f"{'overall':24} {len(every):7d} {percentile(every, 50) * 1e3:9.1f} "
+        f"{percentile(every, 95) * 1e3:9.1f} {percentile(every, 99) * 1e3:9.1f}"
+    )
     for e in result["errors"][:20]:
         lines.append("error: " + e)
     lines.append(f"throughput {len(every) / seconds:.1f} req/s")
-    lines.append(f"requests={result['requests']} errors={len(result['errors'])} "
-                 f"p95_ms={percentile(every, 95) * 1e3:.1f}")
+    lines.append(
+        f"requests={result['requests']} errors={len(result['errors'])} p95_ms={percentile(every, 95) * 1e3:.1f}"
+    )
     return "\n".join(lines)
 
 
@@ -213,8 +259,11 @@ def main() -> int:
             base += "/data/plugin/kinetoscope"
             t = time.perf_counter()
             keys = wait_ready(base, len(FILES))
-            print(f"{len(keys)} files analysed in {time.perf_counter() - t:.1f} s; "
-                  f"{args.clients} clients for {args.seconds:.0f} s", flush=True)
+            print(
+                f"{len(keys)} files analysed in {time.perf_counter() - t:.1f} s; "
+                f"{args.clients} clients for {args.seconds:.0f} s",
+                flush=True,
+            )
             result = load(base, targets(base, keys), args.clients, args.seconds, args.seed)
     print(report(result, args.seconds))
     return 1 if result["errors"] else 0

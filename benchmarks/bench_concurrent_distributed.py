@@ -22,7 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from benchmarks._common import HWM  # noqa: E402
 
-_CHILD = HWM + r"""
+_CHILD = (
+    HWM
+    + r"""
 import json, sys, threading, time
 sys.path.insert(0, sys.argv[4])
 from tb_plugin import api
@@ -49,11 +51,13 @@ docs = [json.dumps(a, sort_keys=True, default=str) for a in answers]
 print(json.dumps({"wall_s": wall, "rss_mb": hwm_mb(),
                   "parses": parses[0], "equal": len(set(docs)) == 1, "status": answers[0][0], "doc": docs[0]}))
 """
+)
 
 
 def _case(logdir: str, run: str, clients: int) -> dict:
-    done = subprocess.run([sys.executable, "-c", _CHILD, logdir, run, str(clients), str(REPO)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, logdir, run, str(clients), str(REPO)], capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -66,12 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     one = _case(args.logdir, args.run, 1)
     many = _case(args.logdir, args.run, args.clients)
     for name, r in (("1 client", one), (f"{args.clients} clients", many)):
-        print(f"{name}: {r['wall_s']:.1f} s, peak RSS {r['rss_mb']:.0f} MB, {r['parses']} parses, "
-              f"answers equal: {r['equal']}, status {r['status']}")
+        print(
+            f"{name}: {r['wall_s']:.1f} s, peak RSS {r['rss_mb']:.0f} MB, {r['parses']} parses, "
+            f"answers equal: {r['equal']}, status {r['status']}"
+        )
     same = one["doc"] == many["doc"]
-    print(f"one_s={one['wall_s']:.2f} many_s={many['wall_s']:.2f} one_rss_mb={one['rss_mb']:.0f} "
-          f"many_rss_mb={many['rss_mb']:.0f} parses_one={one['parses']} parses_many={many['parses']} "
-          f"equal={many['equal'] and same}")
+    print(
+        f"one_s={one['wall_s']:.2f} many_s={many['wall_s']:.2f} one_rss_mb={one['rss_mb']:.0f} "
+        f"many_rss_mb={many['rss_mb']:.0f} parses_one={one['parses']} parses_many={many['parses']} "
+        f"equal={many['equal'] and same}"
+    )
     return 0 if many["equal"] and same else 1
 
 

@@ -41,8 +41,9 @@ print(json.dumps({"events": len(trace.events), "steps": len(out["steps"]), "pars
 
 def run_tree(tree: str, trace: str, repeat: int) -> dict:
     env = dict(os.environ, PYTHONPATH=tree)
-    out = subprocess.run([sys.executable, "-c", _CHILD, trace, str(repeat)], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, trace, str(repeat)], env=env, capture_output=True, text=True, check=True
+    )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]), tree=tree)
 
 

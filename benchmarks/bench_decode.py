@@ -15,9 +15,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import HWM, REPO, print_figures, run_child  # noqa: E402
+from _common import HWM, REPO, print_figures, run_child
 
-CHILD = HWM + r"""
+CHILD = (
+    HWM
+    + r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[2])
 import fsspec
@@ -41,6 +43,7 @@ if check and mode != "whole":
 children_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps({"s": seconds, "mb": hwm_mb(), "children_mb": children_mb, "events": len(trace.events)}))
 """
+)
 
 
 def main() -> None:
@@ -55,8 +58,11 @@ def main() -> None:
     figures = {}
     for mode in args.modes.split(","):
         out = run_child(CHILD, [args.trace, REPO, mode, str(args.workers), "1" if args.check else "0"])
-        print(f"{mode:8s} {out['s']:8.1f} s  peak {out['mb']:8.0f} MB  workers' peak {out['children_mb']:6.0f} MB"
-              f"  {out['events']} events", flush=True)
+        print(
+            f"{mode:8s} {out['s']:8.1f} s  peak {out['mb']:8.0f} MB  workers' peak {out['children_mb']:6.0f} MB"
+            f"  {out['events']} events",
+            flush=True,
+        )
         figures[f"{mode}_s"] = (out["s"], 1)
         figures[f"{mode}_mb"] = (out["mb"], 0)
         if mode == "streamN":

@@ -47,8 +47,8 @@ def main() -> None:
 
 def run(a, out: str) -> None:
     from distributed import Client, LocalCluster
-
     from rank_job import build_rank_job
+
     from tb_plugin.cli import run_report
     from tb_plugin.registry.executors import dask_address
     from tb_plugin.registry.runs import RunRegistry
@@ -56,14 +56,19 @@ def run(a, out: str) -> None:
     t = time.perf_counter()
     paths = build_rank_job(out, a.ranks, a.copies)
     total = sum(os.path.getsize(p) for p in paths)
-    print(f"job: {len(paths)} ranks, {total / 2**20:.1f} MB in {out} (built in {time.perf_counter() - t:.1f} s); "
-          f"{os.cpu_count()} cores here")
+    print(
+        f"job: {len(paths)} ranks, {total / 2**20:.1f} MB in {out} (built in {time.perf_counter() - t:.1f} s); "
+        f"{os.cpu_count()} cores here"
+    )
 
     t = time.perf_counter()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=":0") as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
+    ) as cluster:
         spec = cluster.scheduler_address.replace("tcp://", "dask://")
-        print(f"cluster: 2 workers x 1 thread at {cluster.scheduler_address}, started in {time.perf_counter() - t:.2f} s")
+        print(
+            f"cluster: 2 workers x 1 thread at {cluster.scheduler_address}, started in {time.perf_counter() - t:.2f} s"
+        )
         best: dict[str, float] = {}
         docs: dict[str, str] = {}
         for _ in range(a.repeat):
@@ -87,19 +92,24 @@ def run(a, out: str) -> None:
         jobs = [reg.rank_job(st, tables=True) for st in reg.files()]
         client = Client(dask_address(spec), set_as_default=False)
         try:
-            results = client.gather(client.map(reduce_rank, [j.__class__(**{**j.__dict__, "cache_dir": None})
-                                                             for j in jobs], pure=False))
+            results = client.gather(
+                client.map(reduce_rank, [j.__class__(**{**j.__dict__, "cache_dir": None}) for j in jobs], pure=False)
+            )
         finally:
             client.close()
     core = [len(pickle.dumps({k: r.aggregate[k] for k in ("distributed", "insights")})) for r in results]
     whole = [len(pickle.dumps(r)) for r in results]
     d, l1, l2 = best[spec], best["local"], best["local:2"]
-    print(f"per rank sent back: distributed+insights aggregate mean {sum(core) / len(core):.0f} B, max {max(core)} B; "
-          f"whole result (with compressed report tables) mean {sum(whole) / len(whole):.0f} B, max {max(whole)} B; "
-          f"trace file mean {total / len(paths) / 1024:.0f} KB")
-    print(f"dask_s={d:.2f} local_s={l1:.2f} local2_s={l2:.2f} ratio_dask_over_local={d / l1:.2f} "
-          f"ratio_dask_over_local2={d / l2:.2f} aggregate_bytes_mean={sum(core) / len(core):.0f} "
-          f"aggregate_bytes_max={max(core)} result_bytes_mean={sum(whole) / len(whole):.0f} result_bytes_max={max(whole)}")
+    print(
+        f"per rank sent back: distributed+insights aggregate mean {sum(core) / len(core):.0f} B, max {max(core)} B; "
+        f"whole result (with compressed report tables) mean {sum(whole) / len(whole):.0f} B, max {max(whole)} B; "
+        f"trace file mean {total / len(paths) / 1024:.0f} KB"
+    )
+    print(
+        f"dask_s={d:.2f} local_s={l1:.2f} local2_s={l2:.2f} ratio_dask_over_local={d / l1:.2f} "
+        f"ratio_dask_over_local2={d / l2:.2f} aggregate_bytes_mean={sum(core) / len(core):.0f} "
+        f"aggregate_bytes_max={max(core)} result_bytes_mean={sum(whole) / len(whole):.0f} result_bytes_max={max(whole)}"
+    )
 
 
 if __name__ == "__main__":

@@ -67,26 +67,55 @@ def rank_dump(rank: int, entries: int, tp: int, ranks: int, stuck: int, t0: int)
             world_seq += 1
         else:
             tp_seq += 1
-        out.append({"frames": [], "record_id": i, "pg_id": 0 if world else 1,
-                    "process_group": ("0", "default_pg") if world else (tp_name, "tp"),
-                    "thread_id": "1", "thread_name": "python", "collective_seq_id": world_seq if world else tp_seq,
-                    "p2p_seq_id": 0, "op_id": i, "profiling_name": "nccl:all_reduce" if world else "nccl:all_gather",
-                    "time_created_ns": t0 + i * 1000, "input_sizes": [[4096]], "input_dtypes": ["BFloat16"],
-                    "output_sizes": [[4096]] if world else [[tp, 4096]], "output_dtypes": ["BFloat16"],
-                    "state": "completed", "time_discovered_started_ns": t0 + i * 1000 + 10,
-                    "time_discovered_completed_ns": t0 + i * 1000 + 500, "retired": True, "timeout_ms": 600000,
-                    "is_p2p": False})
+        out.append(
+            {
+                "frames": [],
+                "record_id": i,
+                "pg_id": 0 if world else 1,
+                "process_group": ("0", "default_pg") if world else (tp_name, "tp"),
+                "thread_id": "1",
+                "thread_name": "python",
+                "collective_seq_id": world_seq if world else tp_seq,
+                "p2p_seq_id": 0,
+                "op_id": i,
+                "profiling_name": "nccl:all_reduce" if world else "nccl:all_gather",
+                "time_created_ns": t0 + i * 1000,
+                "input_sizes": [[4096]],
+                "input_dtypes": ["BFloat16"],
+                "output_sizes": [[4096]] if world else [[tp, 4096]],
+                "output_dtypes": ["BFloat16"],
+                "state": "completed",
+                "time_discovered_started_ns": t0 + i * 1000 + 10,
+                "time_discovered_completed_ns": t0 + i * 1000 + 500,
+                "retired": True,
+                "timeout_ms": 600000,
+                "is_p2p": False,
+            }
+        )
     waiting = rank != stuck and rank // tp == stuck // tp  # the stuck rank's group peers wait in its last op
     if waiting:
         out[-1].update(state="started", time_discovered_completed_ns=None, retired=False)
-    return {"version": "2.10", "comm_lib_version": "2.21.5",
-            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": str(list(range(ranks)))},
-                          tp_name: {"name": tp_name, "desc": "tp", "ranks": str(members)}},
-            "pg_status": {"0": {"last_enqueued_collective": world_seq, "last_started_collective": world_seq,
-                                "last_completed_collective": world_seq},
-                          "1": {"last_enqueued_collective": tp_seq, "last_started_collective": tp_seq,
-                                "last_completed_collective": tp_seq - (1 if waiting else 0)}},
-            "entries": out}
+    return {
+        "version": "2.10",
+        "comm_lib_version": "2.21.5",
+        "pg_config": {
+            "0": {"name": "0", "desc": "default_pg", "ranks": str(list(range(ranks)))},
+            tp_name: {"name": tp_name, "desc": "tp", "ranks": str(members)},
+        },
+        "pg_status": {
+            "0": {
+                "last_enqueued_collective": world_seq,
+                "last_started_collective": world_seq,
+                "last_completed_collective": world_seq,
+            },
+            "1": {
+                "last_enqueued_collective": tp_seq,
+                "last_started_collective": tp_seq,
+                "last_completed_collective": tp_seq - (1 if waiting else 0),
+            },
+        },
+        "entries": out,
+    }
 
 
 def main() -> None:
@@ -106,27 +135,39 @@ def main() -> None:
             total += len(data)
             with open(os.path.join(folder, f"nccl_trace_rank_{r}"), "wb") as f:
                 f.write(data)
-        print(f"wrote {args.ranks} dumps of {args.entries} entries, {total / 1e6:.0f} MB, in "
-              f"{time.perf_counter() - made:.1f} s")
+        print(
+            f"wrote {args.ranks} dumps of {args.entries} entries, {total / 1e6:.0f} MB, in "
+            f"{time.perf_counter() - made:.1f} s"
+        )
         done = subprocess.run([sys.executable, "-c", CHILD, folder, REPO], capture_output=True, text=True, check=True)
         got = json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"hang analysis: {got['seconds']:.2f} s wall, {got['cpu_s']:.2f} s CPU here + "
-              f"{got['children_cpu_s']:.2f} s in the reader children; peak RSS {got['peak_rss_mb']:.0f} MB; "
-              f"{got['ranks']} ranks read")
+        print(
+            f"hang analysis: {got['seconds']:.2f} s wall, {got['cpu_s']:.2f} s CPU here + "
+            f"{got['children_cpu_s']:.2f} s in the reader children; peak RSS {got['peak_rss_mb']:.0f} MB; "
+            f"{got['ranks']} ranks read"
+        )
         for line in got["verdict"]:
             print(f"  {line}")
         # a reader child's own peak: ru_maxrss of the children above carries the parent's RSS at fork
         # (before exec), so one batch is read again from a fresh small process
-        alone = subprocess.run([sys.executable, "-c", BATCH, folder, REPO, str(min(args.ranks, 128))],
-                               capture_output=True, text=True, check=True)
+        alone = subprocess.run(
+            [sys.executable, "-c", BATCH, folder, REPO, str(min(args.ranks, 128))],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         batch = json.loads(alone.stdout.strip().splitlines()[-1])
-        print(f"one batch of {batch['files']} dumps alone: reader child peak RSS {batch['child_peak_rss_mb']:.0f} MB, "
-              f"{batch['seconds']:.2f} s")
+        print(
+            f"one batch of {batch['files']} dumps alone: reader child peak RSS {batch['child_peak_rss_mb']:.0f} MB, "
+            f"{batch['seconds']:.2f} s"
+        )
         got["child_peak_rss_mb"] = batch["child_peak_rss_mb"]
         load = os.getloadavg()[0]
-        print(f"seconds={got['seconds']:.2f} cpu_s={got['cpu_s']:.2f} children_cpu_s={got['children_cpu_s']:.2f} "
-              f"peak_rss_mb={got['peak_rss_mb']:.0f} child_peak_rss_mb={got['child_peak_rss_mb']:.0f} "
-              f"ranks={args.ranks} entries={args.entries} load1={load:.2f}")
+        print(
+            f"seconds={got['seconds']:.2f} cpu_s={got['cpu_s']:.2f} children_cpu_s={got['children_cpu_s']:.2f} "
+            f"peak_rss_mb={got['peak_rss_mb']:.0f} child_peak_rss_mb={got['child_peak_rss_mb']:.0f} "
+            f"ranks={args.ranks} entries={args.entries} load1={load:.2f}"
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -38,13 +38,45 @@ def tiny_trace(seed: int) -> bytes:
     for step in range(2):
         t = 1000 + step * 500
         events += [
-            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": t, "dur": 400},
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t + 10, "dur": 100 + seed % 50,
-             "args": {"Input Dims": [[64, 64], [64, 64]]}},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 20, "dur": 5,
-             "args": {"correlation": step + 1}},
-            {"ph": "X", "cat": "kernel", "name": "volta_sgemm_64x64_nn", "pid": 0, "tid": 7, "ts": t + 30, "dur": 50,
-             "args": {"correlation": step + 1, "device": 0, "stream": 7, "grid": [4, 1, 1], "block": [256, 1, 1]}},
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{step}",
+                "pid": 1,
+                "tid": 1,
+                "ts": t,
+                "dur": 400,
+            },
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm",
+                "pid": 1,
+                "tid": 1,
+                "ts": t + 10,
+                "dur": 100 + seed % 50,
+                "args": {"Input Dims": [[64, 64], [64, 64]]},
+            },
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": t + 20,
+                "dur": 5,
+                "args": {"correlation": step + 1},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "volta_sgemm_64x64_nn",
+                "pid": 0,
+                "tid": 7,
+                "ts": t + 30,
+                "dur": 50,
+                "args": {"correlation": step + 1, "device": 0, "stream": 7, "grid": [4, 1, 1], "block": [256, 1, 1]},
+            },
         ]
     return json.dumps({"schemaVersion": 1, "traceEvents": events}).encode()
 
@@ -80,8 +112,8 @@ def hammer_registry(base: str, keys: list[dict], clients: int, seconds: float) -
 
 
 def run(runs: int, files_per_run: int, seconds: float, clients: int, verbose: bool = True) -> dict:
-    from tb_plugin.registry.runs import RunRegistry
     from tb_plugin.registry.cache import ParseCache
+    from tb_plugin.registry.runs import RunRegistry
 
     say = print if verbose else (lambda *a, **k: None)
     with tempfile.TemporaryDirectory(prefix="kinetoscope-large-") as tmp:
@@ -109,14 +141,27 @@ def run(runs: int, files_per_run: int, seconds: float, clients: int, verbose: bo
             first_runs = time.perf_counter() - t
             doc = json.loads(body)
             assert status == 200 and doc["loading"]["files_total"] == n, doc.get("loading")
-            say(f"first runs answer {first_runs:.3f} s ({len(body) / 2**20:.1f} MB, {len(doc['runs'])} runs)", flush=True)
-            keys = [{"run": r["name"], "worker": w["worker"], "span": s["span"]}
-                    for r in doc["runs"] for w in r["workers"] for s in w["spans"]]
+            say(
+                f"first runs answer {first_runs:.3f} s ({len(body) / 2**20:.1f} MB, {len(doc['runs'])} runs)",
+                flush=True,
+            )
+            keys = [
+                {"run": r["name"], "worker": w["worker"], "span": s["span"]}
+                for r in doc["runs"]
+                for w in r["workers"]
+                for s in w["spans"]
+            ]
             done0 = doc["loading"]["files_done"]
             result = hammer_registry(base, keys, clients, seconds)
             done1 = json.loads(get(base + "/runs")[1])["loading"]["files_done"]
-    out = {"files": n, "listing_s": listing, "first_runs_s": first_runs, "errors": result["errors"],
-           "files_done_during": done1 - done0, "latencies": result["latencies"]}
+    out = {
+        "files": n,
+        "listing_s": listing,
+        "first_runs_s": first_runs,
+        "errors": result["errors"],
+        "files_done_during": done1 - done0,
+        "latencies": result["latencies"],
+    }
     for route, v in result["latencies"].items():
         out[f"{route}_p50_ms"] = percentile(v, 50) * 1e3
         out[f"{route}_p95_ms"] = percentile(v, 95) * 1e3
@@ -135,9 +180,11 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=8)
     args = ap.parse_args()
     out = run(args.runs, args.files_per_run, args.seconds, args.clients)
-    print(f"files={out['files']} listing_s={out['listing_s']:.3f} first_runs_s={out['first_runs_s']:.3f} "
-          f"runs_p95_ms={out['runs_p95_ms']:.1f} overview_p95_ms={out['overview_p95_ms']:.1f} "
-          f"errors={len(out['errors'])}")
+    print(
+        f"files={out['files']} listing_s={out['listing_s']:.3f} first_runs_s={out['first_runs_s']:.3f} "
+        f"runs_p95_ms={out['runs_p95_ms']:.1f} overview_p95_ms={out['overview_p95_ms']:.1f} "
+        f"errors={len(out['errors'])}"
+    )
     return 1 if out["errors"] or out["listing_s"] > 2.0 else 0
 
 

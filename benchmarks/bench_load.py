@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import REPO, print_figures, run_child  # noqa: E402
+from benchmarks._common import REPO, print_figures, run_child
 
 CPU = r"""
 import resource
@@ -32,7 +32,9 @@ def cpu_s():
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
 """
 
-FLOOR = CPU + r"""
+FLOOR = (
+    CPU
+    + r"""
 import gzip, json, resource, sys, time, orjson
 path = sys.argv[1]
 c = cpu_s()
@@ -46,8 +48,11 @@ seconds = time.perf_counter() - t
 print(json.dumps({"seconds": seconds, "cpu_s": cpu_s() - c,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+)
 
-OURS = CPU + r"""
+OURS = (
+    CPU
+    + r"""
 import json, os, resource, sys, threading, time
 sys.path.insert(0, sys.argv[2])
 from tb_plugin.registry.runs import RunRegistry
@@ -77,14 +82,19 @@ print(json.dumps({"seconds": before + ready_s if ready_s is not None else done, 
                   "from_cache": state.from_cache, "steps": len(state.overview["steps"]),
                   "avg_step_us": state.overview["average"]["total_us"]}))
 """
+)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each figure; the best is kept")
-    parser.add_argument("--repo", default=REPO, help="the Kinetoscope checkout to measure (default: this one), "
-                        "e.g. an older commit's worktree, for a before/after in one run")
+    parser.add_argument(
+        "--repo",
+        default=REPO,
+        help="the Kinetoscope checkout to measure (default: this one), "
+        "e.g. an older commit's worktree, for a before/after in one run",
+    )
     args = parser.parse_args()
     trace = os.path.abspath(args.trace)
     best: dict[str, dict] = {}
@@ -102,20 +112,36 @@ def main() -> int:
                 best[key] = fig
     size_mb = os.path.getsize(trace) / 2**20
     floor, cold, warm = (best[k]["seconds"] for k in ("floor", "cold", "warm"))
-    print(f"trace: {trace} ({size_mb:.1f} MB), {best['cold']['steps']} steps, "
-          f"average step {best['cold']['avg_step_us'] / 1000:.3f} ms")
+    print(
+        f"trace: {trace} ({size_mb:.1f} MB), {best['cold']['steps']} steps, "
+        f"average step {best['cold']['avg_step_us'] / 1000:.3f} ms"
+    )
     cpu = {k: best[k]["cpu_s"] for k in ("floor", "cold", "warm")}
-    print(f"floor (gunzip + orjson.loads): {floor:8.2f} s   peak RSS {best['floor']['peak_rss_mb']:7.0f} MB"
-          f"   CPU {cpu['floor']:6.2f} s")
-    print(f"kinetoscope cold:              {cold:8.2f} s   peak RSS {best['cold']['peak_rss_mb']:7.0f} MB"
-          f"   CPU {cpu['cold']:6.2f} s (all processes, until ready)"
-          f"   (load done, cache written and timeline index built: {best['cold']['done_s']:.2f} s)")
-    print(f"kinetoscope warm:              {warm:8.2f} s   peak RSS {best['warm']['peak_rss_mb']:7.0f} MB"
-          f"   CPU {cpu['warm']:6.2f} s")
-    print(f"cpu: floor_cpu_s={cpu['floor']:.2f} cold_cpu_s={cpu['cold']:.2f} "
-          f"cold_cpu_over_floor_cpu={cpu['cold'] / cpu['floor']:.3f}")
-    print_figures(floor_s=floor, cold_s=cold, warm_s=warm, cold_over_floor=cold / floor, warm_over_cold=warm / cold,
-                  peak_rss_mb=(best["cold"]["peak_rss_mb"], 0))
+    print(
+        f"floor (gunzip + orjson.loads): {floor:8.2f} s   peak RSS {best['floor']['peak_rss_mb']:7.0f} MB"
+        f"   CPU {cpu['floor']:6.2f} s"
+    )
+    print(
+        f"kinetoscope cold:              {cold:8.2f} s   peak RSS {best['cold']['peak_rss_mb']:7.0f} MB"
+        f"   CPU {cpu['cold']:6.2f} s (all processes, until ready)"
+        f"   (load done, cache written and timeline index built: {best['cold']['done_s']:.2f} s)"
+    )
+    print(
+        f"kinetoscope warm:              {warm:8.2f} s   peak RSS {best['warm']['peak_rss_mb']:7.0f} MB"
+        f"   CPU {cpu['warm']:6.2f} s"
+    )
+    print(
+        f"cpu: floor_cpu_s={cpu['floor']:.2f} cold_cpu_s={cpu['cold']:.2f} "
+        f"cold_cpu_over_floor_cpu={cpu['cold'] / cpu['floor']:.3f}"
+    )
+    print_figures(
+        floor_s=floor,
+        cold_s=cold,
+        warm_s=warm,
+        cold_over_floor=cold / floor,
+        warm_over_cold=warm / cold,
+        peak_rss_mb=(best["cold"]["peak_rss_mb"], 0),
+    )
     return 0
 
 

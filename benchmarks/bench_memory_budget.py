@@ -108,8 +108,9 @@ def browse(base: str, run: str, timeout: float) -> dict:
             raise RuntimeError(f"{run}: {route} answered {status}: {body[:300]!r}")
         if route == "timeline_meta":
             end = json.loads(body)["end_us"]
-    status, body = get(f"{base}/timeline?{qs}&start_us={end * 0.4:.1f}&end_us={end * 0.45:.1f}&width_px=2000",
-                       timeout=timeout)
+    status, body = get(
+        f"{base}/timeline?{qs}&start_us={end * 0.4:.1f}&end_us={end * 0.45:.1f}&width_px=2000", timeout=timeout
+    )
     if status != 200:
         raise RuntimeError(f"{run}: timeline answered {status}: {body[:300]!r}")
     return {"overview_ready_s": ready, "browse_s": time.perf_counter() - t1}
@@ -155,10 +156,12 @@ def main() -> int:
                 for i in range(args.runs):
                     r = browse(base, f"run{i:02d}", args.timeout)
                     rows.append(dict(r, run=f"run{i:02d}", pass_=pass_))
-                    print(f"pass {pass_} run{i:02d}: overview ready after {r['overview_ready_s']:7.2f} s, "
-                          f"operators+kernels+timeline {r['browse_s']:6.2f} s; server VmRSS "
-                          f"{proc_kb(sampler.pid, 'VmRSS') / 1024:6.0f} MB (peak {sampler.peak_rss_kb / 1024:.0f})",
-                          flush=True)
+                    print(
+                        f"pass {pass_} run{i:02d}: overview ready after {r['overview_ready_s']:7.2f} s, "
+                        f"operators+kernels+timeline {r['browse_s']:6.2f} s; server VmRSS "
+                        f"{proc_kb(sampler.pid, 'VmRSS') / 1024:6.0f} MB (peak {sampler.peak_rss_kb / 1024:.0f})",
+                        flush=True,
+                    )
             sampler.stop.set()
             sampler.join()
     finally:
@@ -168,10 +171,14 @@ def main() -> int:
         if args.cache_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     second = [r["overview_ready_s"] + r["browse_s"] for r in rows if r["pass_"] == 2]
-    print(f"total {time.perf_counter() - started:.0f} s; pass 2 (reloads from the parse cache): "
-          f"mean {sum(second) / len(second):.2f} s, max {max(second):.2f} s per run")
-    print(f"peak server VmHWM={sampler.hwm_kb / 1024:.0f} MB VmRSS={sampler.peak_rss_kb / 1024:.0f} MB; "
-          f"parse-pool children peak {sampler.peak_children_kb / 1024:.0f} MB; budget {args.budget_mb} MB")
+    print(
+        f"total {time.perf_counter() - started:.0f} s; pass 2 (reloads from the parse cache): "
+        f"mean {sum(second) / len(second):.2f} s, max {max(second):.2f} s per run"
+    )
+    print(
+        f"peak server VmHWM={sampler.hwm_kb / 1024:.0f} MB VmRSS={sampler.peak_rss_kb / 1024:.0f} MB; "
+        f"parse-pool children peak {sampler.peak_children_kb / 1024:.0f} MB; budget {args.budget_mb} MB"
+    )
     return 0
 
 

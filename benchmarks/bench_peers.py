@@ -100,8 +100,11 @@ def bench_file(path: str, args, tmp: str) -> dict[str, list[dict]]:
             if rnd:  # round 0 warms the file cache and the byte-code
                 runs[tool].append(got)
         if rnd:
-            print(f"  round {rnd}: " + ", ".join(f"{t} {runs[t][-1]['wall']:.2f} s" for t in args.tools),
-                  file=sys.stderr, flush=True)
+            print(
+                f"  round {rnd}: " + ", ".join(f"{t} {runs[t][-1]['wall']:.2f} s" for t in args.tools),
+                file=sys.stderr,
+                flush=True,
+            )
     return runs
 
 
@@ -109,14 +112,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("traces", nargs="*", default=[DEFAULT_TRACE])
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each tool per trace")
-    parser.add_argument("--kinetoscope-python", default=KINETOSCOPE_VENV if os.path.exists(KINETOSCOPE_VENV) else
-                        sys.executable, help="a python with Kinetoscope's requirements (default: its own venv "
-                        "when there is one, else this one); it runs this checkout's tb_plugin")
+    parser.add_argument(
+        "--kinetoscope-python",
+        default=KINETOSCOPE_VENV if os.path.exists(KINETOSCOPE_VENV) else sys.executable,
+        help="a python with Kinetoscope's requirements (default: its own venv "
+        "when there is one, else this one); it runs this checkout's tb_plugin",
+    )
     parser.add_argument("--incumbent-python", default="/work/venv-incumbent/bin/python")
     parser.add_argument("--hta-python", default="/work/venv-hta/bin/python")
     parser.add_argument("--tools", default=",".join(TOOLS[:3]), help="comma-separated subset of " + ",".join(TOOLS[:3]))
-    parser.add_argument("--baseline", metavar="COMMIT", help="also time Kinetoscope's tb_plugin at this commit "
-                        "of this repo (tool 'baseline': before/after in the same run)")
+    parser.add_argument(
+        "--baseline",
+        metavar="COMMIT",
+        help="also time Kinetoscope's tb_plugin at this commit "
+        "of this repo (tool 'baseline': before/after in the same run)",
+    )
     args = parser.parse_args(argv)
     args.tools = [t for t in args.tools.split(",") if t]
     if set(args.tools) - set(TOOLS[:3]) or "kinetoscope" not in args.tools:
@@ -125,14 +135,17 @@ def main(argv: list[str] | None = None) -> int:
     base_tmp = tempfile.TemporaryDirectory(prefix="kinetoscope-bench-base-")
     if args.baseline:
         args.baseline_dir = base_tmp.name
-        archive = subprocess.run(["git", "-C", REPO, "archive", args.baseline, "tb_plugin"], check=True,
-                                 capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", REPO, "archive", args.baseline, "tb_plugin"], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", base_tmp.name], input=archive, check=True)
         compileall.compile_dir(os.path.join(base_tmp.name, "tb_plugin"), quiet=1)
         args.tools.append("baseline")
     with open("/proc/loadavg") as f:
-        print(f"load average before: {' '.join(f.read().split()[:3])}; kinetoscope runs on {args.kinetoscope_python}",
-              flush=True)
+        print(
+            f"load average before: {' '.join(f.read().split()[:3])}; kinetoscope runs on {args.kinetoscope_python}",
+            flush=True,
+        )
     best: dict[str, list[float]] = {t: [] for t in args.tools}
     med: dict[str, list[float]] = {t: [] for t in args.tools}
     with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-peers-") as tmp:
@@ -145,9 +158,12 @@ def main(argv: list[str] | None = None) -> int:
                 rss = max(r["rss_mb"] for r in runs[tool])
                 best[tool].append(min(walls))
                 med[tool].append(statistics.median(walls))
-                print(f"  {tool:<12} wall best {min(walls):6.2f} s  median {statistics.median(walls):6.2f} s"
-                      f"   cpu best {min(cpus):6.2f} s  median {statistics.median(cpus):6.2f} s"
-                      f"   peak RSS {rss:5.0f} MB   ({len(walls)} runs)", flush=True)
+                print(
+                    f"  {tool:<12} wall best {min(walls):6.2f} s  median {statistics.median(walls):6.2f} s"
+                    f"   cpu best {min(cpus):6.2f} s  median {statistics.median(cpus):6.2f} s"
+                    f"   peak RSS {rss:5.0f} MB   ({len(walls)} runs)",
+                    flush=True,
+                )
     with open("/proc/loadavg") as f:
         print(f"load average after: {' '.join(f.read().split()[:3])}")
     total = {t: sum(best[t]) for t in args.tools}

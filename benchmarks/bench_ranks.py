@@ -74,7 +74,9 @@ print(json.dumps({"seconds": seconds, "workers": workers, "files": len(files),
 """
 
 # argv: logdir, repo, executor spec ("local" or dask://…), where the view's JSON goes
-SCALE = HWM + r"""
+SCALE = (
+    HWM
+    + r"""
 import hashlib, json, pickle, sys, time
 sys.path.insert(0, sys.argv[2])
 from tb_plugin.registry.executors import open_executor
@@ -112,6 +114,7 @@ print(json.dumps({"seconds": seconds, "reduce_s": reduced_s, "combine_s": second
                   "matched": (v.get("instances") or {}).get("matched"),
                   "path_collectives": sum(len(s["collectives"]) for s in v.get("critical_path") or [])}))
 """
+)
 
 
 def build_job(out: str, ranks: int, mb: int) -> list[str]:
@@ -138,21 +141,31 @@ def parse_bench(args) -> int:
     files = build_job(out, args.ranks or 16, args.mb)
     with tempfile.TemporaryDirectory(prefix="kinetoscope-cache-") as cache:
         env = dict(os.environ, KINETOSCOPE_CACHE_DIR=cache)
-        one = json.loads(subprocess.run([sys.executable, "-c", ONE, files[0], REPO], env=env, check=True,
-                                        capture_output=True, text=True).stdout.splitlines()[-1])
-        run = json.loads(subprocess.run([sys.executable, "-c", RUN, out, REPO], env=env, check=True,
-                                        capture_output=True, text=True).stdout.splitlines()[-1])
+        one = json.loads(
+            subprocess.run(
+                [sys.executable, "-c", ONE, files[0], REPO], env=env, check=True, capture_output=True, text=True
+            ).stdout.splitlines()[-1]
+        )
+        run = json.loads(
+            subprocess.run(
+                [sys.executable, "-c", RUN, out, REPO], env=env, check=True, capture_output=True, text=True
+            ).stdout.splitlines()[-1]
+        )
     cores = os.cpu_count() or 1
     target = one["seconds"] * len(files) / cores
     size_mb = os.path.getsize(files[0]) / 2**20
     print(f"job: {len(files)} ranks of {size_mb:.0f} MB in {out}; {cores} cores")
     print(f"serial parse + Overview of one file: {one['seconds']:.2f} s")
-    print(f"whole run ({run['workers']} workers): {run['seconds']:.2f} s; target {target:.2f} s "
-          f"(ratio {run['seconds'] / target:.2f})")
+    print(
+        f"whole run ({run['workers']} workers): {run['seconds']:.2f} s; target {target:.2f} s "
+        f"(ratio {run['seconds'] / target:.2f})"
+    )
     print(f"peak RSS: parent {run['parent_mb']:.0f} MB, largest worker {run['worker_mb']:.0f} MB")
-    print(f"serial_one_s={one['seconds']:.3f} run_s={run['seconds']:.3f} target_s={target:.3f} "
-          f"run_over_target={run['seconds'] / target:.3f} workers={run['workers']} "
-          f"peak_rss_parent_mb={run['parent_mb']:.0f} peak_rss_worker_mb={run['worker_mb']:.0f}")
+    print(
+        f"serial_one_s={one['seconds']:.3f} run_s={run['seconds']:.3f} target_s={target:.3f} "
+        f"run_over_target={run['seconds'] / target:.3f} workers={run['workers']} "
+        f"peak_rss_parent_mb={run['parent_mb']:.0f} peak_rss_worker_mb={run['worker_mb']:.0f}"
+    )
     return 0
 
 
@@ -160,8 +173,9 @@ def scale_run(logdir: str, spec: str, doc: str) -> dict:
     """One measured run of the distributed analysis in a child process (see the module docstring)."""
     env = dict(os.environ, KINETOSCOPE_CACHE_DIR=tempfile.mkdtemp(prefix="kinetoscope-cache-"))
     try:
-        out = subprocess.run([sys.executable, "-c", SCALE, logdir, REPO, spec, doc], env=env, capture_output=True,
-                             text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", SCALE, logdir, REPO, spec, doc], env=env, capture_output=True, text=True
+        )
     finally:
         shutil.rmtree(env["KINETOSCOPE_CACHE_DIR"], ignore_errors=True)
     if out.returncode != 0:
@@ -189,8 +203,11 @@ def scale_bench(args) -> int:
     made = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
     paths = made if len(made) == ranks else build_rank_job(out, ranks, args.copies, groups=True)
     total = sum(os.path.getsize(p) for p in paths)
-    print(f"job: {len(paths)} ranks, {total / 2**20:.0f} MB in {out} (ready in {time.perf_counter() - t:.1f} s); "
-          f"{os.cpu_count()} cores", flush=True)
+    print(
+        f"job: {len(paths)} ranks, {total / 2**20:.0f} MB in {out} (ready in {time.perf_counter() - t:.1f} s); "
+        f"{os.cpu_count()} cores",
+        flush=True,
+    )
     results: dict[str, dict] = {}
     docs: dict[str, str] = {}
     wanted = args.executors.split(",")
@@ -200,29 +217,37 @@ def scale_bench(args) -> int:
             if name == "dask":
                 from distributed import LocalCluster
 
-                with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=":0") as cluster:
+                with LocalCluster(
+                    n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
+                ) as cluster:
                     spec = cluster.scheduler_address.replace("tcp://", "dask://")
                     check_workers_code(cluster)
                     results[name] = scale_run(out, spec, docs[name])
             else:
                 results[name] = scale_run(out, name, docs[name])
             r = results[name]
-            print(f"  {name:<6} {r['seconds']:7.2f} s (per-rank {r['reduce_s']:.2f} s, combine {r['combine_s']:.2f} s) "
-                  f"on {r['where']}; parent peak RSS {r['parent_mb']:.0f} MB (at start {r['start_mb']:.0f} MB); "
-                  f"{r['ranks']} ranks, {r['groups']} groups, {r['matched']} matched instances, {r['steps']} steps "
-                  f"on the critical path; view {r['json_bytes'] / 1024:.0f} KB", flush=True)
+            print(
+                f"  {name:<6} {r['seconds']:7.2f} s (per-rank {r['reduce_s']:.2f} s, combine {r['combine_s']:.2f} s) "
+                f"on {r['where']}; parent peak RSS {r['parent_mb']:.0f} MB (at start {r['start_mb']:.0f} MB); "
+                f"{r['ranks']} ranks, {r['groups']} groups, {r['matched']} matched instances, {r['steps']} steps "
+                f"on the critical path; view {r['json_bytes'] / 1024:.0f} KB",
+                flush=True,
+            )
             if r["failed"] or r["warnings"]:
                 print(f"    failed: {r['failed']}; warnings: {r['warnings']}")
         texts = [open(docs[n], encoding="utf-8").read() for n in wanted]
     identical = all(t == texts[0] for t in texts)
     first = results[wanted[0]]
-    print(f"per-rank summary (pickled): mean {first['summary_mean']:.0f} B, max {first['summary_max']} B; "
-          f"trace file mean {total / len(paths) / 1024:.0f} KB")
+    print(
+        f"per-rank summary (pickled): mean {first['summary_mean']:.0f} B, max {first['summary_max']} B; "
+        f"trace file mean {total / len(paths) / 1024:.0f} KB"
+    )
     print(f"views identical across executors ({', '.join(wanted)}): {'yes' if identical else 'NO'}")
     figures = " ".join(f"{n}_s={results[n]['seconds']:.2f} {n}_parent_mb={results[n]['parent_mb']:.0f}" for n in wanted)
-    print(f"ranks={ranks} {figures} summary_bytes_mean={first['summary_mean']:.0f} "
-          f"summary_bytes_max={first['summary_max']} identical={int(identical)}")
+    print(
+        f"ranks={ranks} {figures} summary_bytes_mean={first['summary_mean']:.0f} "
+        f"summary_bytes_max={first['summary_max']} identical={int(identical)}"
+    )
     return 0 if identical else 1
 
 
@@ -232,10 +257,15 @@ def main() -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--ranks", type=int, default=None, help="512 (scale) or 16 (--parse)")
     parser.add_argument("--mb", type=int, default=50, help="--parse: MB per rank")
-    parser.add_argument("--copies", type=int, default=1, help="scale: copies of each DLRM rank's window per rank (steps)")
-    parser.add_argument("--executors", default="local,dask",
-                        help="scale: comma-separated, of local, local:N, dask and registry (TensorBoard's path: "
-                             "RunRegistry.distributed with a parse cache, no executor named)")
+    parser.add_argument(
+        "--copies", type=int, default=1, help="scale: copies of each DLRM rank's window per rank (steps)"
+    )
+    parser.add_argument(
+        "--executors",
+        default="local,dask",
+        help="scale: comma-separated, of local, local:N, dask and registry (TensorBoard's path: "
+        "RunRegistry.distributed with a parse cache, no executor named)",
+    )
     args = parser.parse_args()
     return parse_bench(args) if args.parse else scale_bench(args)
 

@@ -114,12 +114,16 @@ def measure(backend: str, trace: Path, latency_s: float, bytes_per_s: float, con
         for lat in (False, True):
             suffix = "_lat" if lat else ""
             args = [str(latency_s if lat else 0.0), str(bytes_per_s if lat else 0.0)]
-            for what, modes in (("floor", (("", 1),)), ("read", (("_seq", 1), ("_conc", concurrency))),
-                                ("parse", (("_seq", 1), ("_conc", concurrency)))):
+            for what, modes in (
+                ("floor", (("", 1),)),
+                ("read", (("_seq", 1), ("_conc", concurrency))),
+                ("parse", (("_seq", 1), ("_conc", concurrency))),
+            ):
                 for _ in range(REPEAT):
                     for mode, k in modes:
-                        res = run_child(CHILD, [str(REPO / "benchmarks"), url, what, str(k), *args], env=env,
-                                        cwd=str(REPO))
+                        res = run_child(
+                            CHILD, [str(REPO / "benchmarks"), url, what, str(k), *args], env=env, cwd=str(REPO)
+                        )
                         key = f"{what}{mode}{suffix}"
                         out[key] = min(out.get(key, float("inf")), res["s"])
                         assert counts.setdefault(what, res["n"]) == res["n"], (what, res, counts)
@@ -127,11 +131,17 @@ def measure(backend: str, trace: Path, latency_s: float, bytes_per_s: float, con
                             out[f"gets{mode}"] = res["requests"]
                         if what == "parse":  # the main process's peak RSS (decode workers apart)
                             out[f"rss{mode}_mb"] = max(out.get(f"rss{mode}_mb", 0), res["hwm_mb"])
-            print(f"[{backend}] {'with delay' if lat else 'no delay'}: floor {out['floor' + suffix]:.2f} s, read "
-                  f"{out['read_seq' + suffix]:.2f} / {out['read_conc' + suffix]:.2f} s, read+parse "
-                  f"{out['parse_seq' + suffix]:.2f} / {out['parse_conc' + suffix]:.2f} s (seq / conc)", flush=True)
-        print(f"[{backend}] {counts['floor'] / 1e6:.0f} MB, {out['gets_seq']} ranged GETs, {counts['parse']} events; "
-              f"read+parse peak RSS {out['rss_seq_mb']:.0f} / {out['rss_conc_mb']:.0f} MB (seq / conc)", flush=True)
+            print(
+                f"[{backend}] {'with delay' if lat else 'no delay'}: floor {out['floor' + suffix]:.2f} s, read "
+                f"{out['read_seq' + suffix]:.2f} / {out['read_conc' + suffix]:.2f} s, read+parse "
+                f"{out['parse_seq' + suffix]:.2f} / {out['parse_conc' + suffix]:.2f} s (seq / conc)",
+                flush=True,
+            )
+        print(
+            f"[{backend}] {counts['floor'] / 1e6:.0f} MB, {out['gets_seq']} ranged GETs, {counts['parse']} events; "
+            f"read+parse peak RSS {out['rss_seq_mb']:.0f} / {out['rss_conc_mb']:.0f} MB (seq / conc)",
+            flush=True,
+        )
     finally:
         emu.kill()
     return out
@@ -148,19 +158,30 @@ def main() -> int:
 
     concurrency = getattr(remote_blocks, "CONCURRENCY", 1)
     trace = Path(args.trace).resolve()
-    print(f"{trace.name}: {trace.stat().st_size / 1e6:.0f} MB, ranges of {remote_blocks.RANGE_BYTES >> 20} MiB, "
-          f"{concurrency} in flight (conc) vs 1 (seq); delay: {args.latency_ms:.0f} ms per GET"
-          + (f" + bytes at {args.mb_s:.0f} MB/s per connection" if args.mb_s else ""), flush=True)
+    print(
+        f"{trace.name}: {trace.stat().st_size / 1e6:.0f} MB, ranges of {remote_blocks.RANGE_BYTES >> 20} MiB, "
+        f"{concurrency} in flight (conc) vs 1 (seq); delay: {args.latency_ms:.0f} ms per GET"
+        + (f" + bytes at {args.mb_s:.0f} MB/s per connection" if args.mb_s else ""),
+        flush=True,
+    )
     figures = {}
     for backend in args.backends.split(","):
         res = measure(backend, trace, args.latency_ms / 1e3, args.mb_s * 1e6, concurrency)
         print(f"\n[{backend}] seconds    | floor (1 GET) | read seq | read conc | read+parse seq | read+parse conc")
         for suffix, label in (("", "no delay  "), ("_lat", "with delay")):
-            print(f"[{backend}] {label} | {res['floor' + suffix]:13.2f} | {res['read_seq' + suffix]:8.2f} | "
-                  f"{res['read_conc' + suffix]:9.2f} | {res['parse_seq' + suffix]:14.2f} | "
-                  f"{res['parse_conc' + suffix]:15.2f}\n", flush=True)
-        figures.update({f"{backend}_{k}" if k.endswith("_mb") else f"{backend}_{k}_s": v for k, v in res.items()
-                        if not k.startswith("gets")})
+            print(
+                f"[{backend}] {label} | {res['floor' + suffix]:13.2f} | {res['read_seq' + suffix]:8.2f} | "
+                f"{res['read_conc' + suffix]:9.2f} | {res['parse_seq' + suffix]:14.2f} | "
+                f"{res['parse_conc' + suffix]:15.2f}\n",
+                flush=True,
+            )
+        figures.update(
+            {
+                f"{backend}_{k}" if k.endswith("_mb") else f"{backend}_{k}_s": v
+                for k, v in res.items()
+                if not k.startswith("gets")
+            }
+        )
     load = "/".join(f"{x:.2f}" for x in os.getloadavg())
     print(" ".join(f"{k}={v:.2f}" for k, v in figures.items()) + f" concurrency={concurrency} loadavg={load}")
     return 0

@@ -25,9 +25,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import HWM, REPO, run_child  # noqa: E402
+from benchmarks._common import HWM, REPO, run_child
 
-FLOOR = HWM + r"""
+FLOOR = (
+    HWM
+    + r"""
 import gzip, json, sys, time
 import orjson
 t = time.perf_counter()
@@ -38,8 +40,11 @@ if data[:2] == b"\x1f\x8b":
 orjson.loads(data)
 print(json.dumps({"seconds": time.perf_counter() - t, "rss_mb": hwm_mb()}))
 """
+)
 
-REPORT = HWM + r"""
+REPORT = (
+    HWM
+    + r"""
 import io, json, os, sys, time
 sys.path.insert(0, sys.argv[2])
 from tb_plugin.cli import main
@@ -52,6 +57,7 @@ finally:
     sys.stdout = stdout
 print(json.dumps({"seconds": time.perf_counter() - t, "rss_mb": hwm_mb(), "code": code, "bytes": len(out.getvalue())}))
 """
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,8 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     best = _measure(args.trace, args.repeat, cases)
     for name in cases:
         r = best[name]
-        print(f"{name}: {r['seconds']:.2f} s, peak RSS {r['rss_mb']:.0f} MB"
-              + (f", exit {r['code']}, {r['bytes']} bytes of JSON" if "code" in r else ""))
+        print(
+            f"{name}: {r['seconds']:.2f} s, peak RSS {r['rss_mb']:.0f} MB"
+            + (f", exit {r['code']}, {r['bytes']} bytes of JSON" if "code" in r else "")
+        )
     c, w = best["cold"]["seconds"], best["warm"]["seconds"]
     line = ""
     if "floor" in best:

@@ -31,18 +31,23 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import CHILD_REGISTRY, HWM, REPO, print_figures, run_child  # noqa: E402
+from benchmarks._common import CHILD_REGISTRY, HWM, REPO, print_figures, run_child
 
-BARE = HWM + r"""
+BARE = (
+    HWM
+    + r"""
 import json, pickle, sys, time
 t, cpu = time.perf_counter(), time.process_time()
 with open(sys.argv[1], "rb") as f:
     pickle.load(f)
 print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": time.process_time() - cpu, "hwm_mb": hwm_mb()}))
 """
+)
 
 # The reader child's peak (VmHWM), polled: ru_maxrss would carry this process's peak across exec.
-OPEN = HWM + r"""
+OPEN = (
+    HWM
+    + r"""
 import threading
 child_peak = [0.0]
 sum_peak = [0.0]  # this process's RSS + the reader child's, sampled together (MB)
@@ -63,7 +68,9 @@ def poll():
                 pass
         stop.wait(0.02)
 threading.Thread(target=poll, daemon=True).start()
-""" + CHILD_REGISTRY + r"""
+"""
+    + CHILD_REGISTRY
+    + r"""
 (art,) = [a for a in reg.artifacts() if a.entry.rel == os.path.basename(path)]
 import resource
 def cpu_now():  # this process's CPU time and its waited-for children's (the reader child), s
@@ -96,6 +103,7 @@ print(json.dumps({"seconds": seconds, "first_timeline_s": first_timeline, "cpu_s
                   "child_hwm_mb": child_peak[0], "sum_mb": sum_peak[0], "peak_bytes": peak,
                   "timeline_p95_ms": times[int(0.95 * (len(times) - 1))]}))
 """
+)
 
 
 def report_process(folder: str, env: dict) -> dict:
@@ -109,8 +117,13 @@ def report_process(folder: str, env: dict) -> dict:
             return int(next(line for line in f if line.startswith(key)).split()[1])
 
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     main, main_peak, child_peak, sum_peak = psutil.Process(proc.pid), 0, 0, 0
     while True:
         pid, status, ru = os.wait4(proc.pid, os.WNOHANG)  # ru: the process's and its reaped children's
@@ -134,8 +147,13 @@ def report_process(folder: str, env: dict) -> dict:
     err = proc.stderr.read().decode("utf-8", "replace")
     if proc.returncode != 0:
         raise RuntimeError(f"report exited with {proc.returncode}: {err[-500:]}")
-    return {"seconds": seconds, "cpu_s": ru.ru_utime + ru.ru_stime, "hwm_mb": main_peak / 1024,
-            "child_hwm_mb": child_peak / 1024, "sum_mb": sum_peak / 1024}
+    return {
+        "seconds": seconds,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "hwm_mb": main_peak / 1024,
+        "child_hwm_mb": child_peak / 1024,
+        "sum_mb": sum_peak / 1024,
+    }
 
 
 def _size(text: str) -> int:
@@ -143,7 +161,7 @@ def _size(text: str) -> int:
     text = text.strip().upper()
     for unit, mult in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3), ("B", 1)):
         if text.endswith(unit):
-            return int(float(text[:-len(unit)]) * mult)
+            return int(float(text[: -len(unit)]) * mult)
     return int(text)
 
 
@@ -166,8 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-bare", action="store_true", help="skip the bare pickle.load")
     parser.add_argument("--dir", default=None, help="where the snapshot is written (default: /tmp)")
     parser.add_argument("--repeat", type=int, default=1, help="run each measurement this many times; keep the best")
-    parser.add_argument("--shared-frames", action="store_true",
-                        help="entries with one stack share its frame list (default: a list per entry, as PyTorch)")
+    parser.add_argument(
+        "--shared-frames",
+        action="store_true",
+        help="entries with one stack share its frame list (default: a list per entry, as PyTorch)",
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the whole-process kinetoscope report")
     args = parser.parse_args(argv)
     entries = args.entries
@@ -184,16 +205,21 @@ def main(argv: list[str] | None = None) -> int:
         path = os.path.join(logdir, "snapshot.pickle")
         t = time.perf_counter()
         size = build(path, entries, args.frames, args.protocol, args.shared_frames)
-        print(f"snapshot: {entries} history entries, {args.frames} frames each "
-              f"({'shared' if args.shared_frames else 'a list per entry'}), protocol {args.protocol}, "
-              f"{size / 1e6:.0f} MB pickle (written in {time.perf_counter() - t:.0f} s)", flush=True)
+        print(
+            f"snapshot: {entries} history entries, {args.frames} frames each "
+            f"({'shared' if args.shared_frames else 'a list per entry'}), protocol {args.protocol}, "
+            f"{size / 1e6:.0f} MB pickle (written in {time.perf_counter() - t:.0f} s)",
+            flush=True,
+        )
         need_mb = BARE_RSS_PER_FILE_BYTE * size / 2**20
         run_bare = not args.no_bare and need_mb <= 0.8 * _available_mb()
         if args.no_bare:
             print("bare pickle.load: skipped (--no-bare)")
         elif not run_bare:
-            print(f"bare pickle.load: skipped: it needs ~{need_mb / 1024:.1f} GB, {_available_mb() / 1024:.1f} GB "
-                  "available")
+            print(
+                f"bare pickle.load: skipped: it needs ~{need_mb / 1024:.1f} GB, {_available_mb() / 1024:.1f} GB "
+                "available"
+            )
         before_repo = os.path.abspath(args.before_repo) if args.before_repo else None
         if before_repo and not run_bare and not args.no_bare:  # the old reader needs as much as pickle.load
             print("before: skipped: the whole-object reader needs as much memory as pickle.load")
@@ -204,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
                 runs.setdefault("bare", []).append(run_child(BARE, [path]))
             if before_repo:
                 env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-before-{r}"))
-                runs.setdefault("before: first open", []).append(run_child(OPEN, [path, before_repo], env,
-                                                                           cwd=before_repo))
+                runs.setdefault("before: first open", []).append(
+                    run_child(OPEN, [path, before_repo], env, cwd=before_repo)
+                )
             env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-{r}"))
             runs.setdefault("first open", []).append(run_child(OPEN, [path, REPO], env))
             runs.setdefault("reopen from cache", []).append(run_child(OPEN, [path, REPO], env))
@@ -215,57 +242,84 @@ def main(argv: list[str] | None = None) -> int:
     # per figure, its best run (the least disturbed by other work on the machine)
     best = {name: {k: min(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
     bare = best.get("bare")
-    rows = [(name, best[name]) for name in ("before: first open", "first open", "reopen from cache", "report")
-            if name in best]
+    rows = [
+        (name, best[name])
+        for name in ("before: first open", "first open", "reopen from cache", "report")
+        if name in best
+    ]
     first, again = best["first open"], best["reopen from cache"]
     mb = size / 2**20
     head = f"{'':34s}{'seconds':>9s}{'x bare':>8s}{'peak RSS MB':>13s}{'x bare':>8s}{'x file':>8s}"
     print(head)
     if bare:
-        print(f"{'bare pickle.load':34s}{bare['seconds']:9.2f}{1:8.2f}{bare['hwm_mb']:13.0f}{1:8.2f}"
-              f"{bare['hwm_mb'] / mb:8.2f}")
+        print(
+            f"{'bare pickle.load':34s}{bare['seconds']:9.2f}{1:8.2f}{bare['hwm_mb']:13.0f}{1:8.2f}"
+            f"{bare['hwm_mb'] / mb:8.2f}"
+        )
         print(f"{'bare pickle.load: CPU time':34s}{bare['cpu_s']:9.2f}{1:8.2f}")
     for name, r in rows:
         whole = name == "report"  # the kinetoscope command, start to exit; the others: in-process registry
-        for label, secs, hwm in ((f"{name}: whole process" if whole else f"{name} (load)", r["seconds"], r["hwm_mb"]),
-                                 (f"{name}: first timeline", r.get("first_timeline_s"), None),
-                                 (f"{name}: CPU time{'' if whole else ' to it'}", r["cpu_s"], None),
-                                 (f"{name}: reader child", None, r["child_hwm_mb"]),
-                                 (f"{name}: main + child together", None, r.get("sum_mb"))):
+        for label, secs, hwm in (
+            (f"{name}: whole process" if whole else f"{name} (load)", r["seconds"], r["hwm_mb"]),
+            (f"{name}: first timeline", r.get("first_timeline_s"), None),
+            (f"{name}: CPU time{'' if whole else ' to it'}", r["cpu_s"], None),
+            (f"{name}: reader child", None, r["child_hwm_mb"]),
+            (f"{name}: main + child together", None, r.get("sum_mb")),
+        ):
             if secs is None and not hwm:
                 continue
             cols = f"{secs:9.2f}" if secs is not None else f"{'':9s}"
             ref = bare and (bare["cpu_s"] if "CPU" in label else bare["seconds"])
             cols += f"{secs / ref:8.2f}" if ref and secs is not None else f"{'':8s}"
             cols += f"{hwm:13.0f}" if hwm else f"{'':13s}"
-            cols += (f"{hwm / bare['hwm_mb']:8.2f}" if bare and hwm else f"{'':8s}") + (f"{hwm / mb:8.2f}" if hwm else "")
+            cols += (f"{hwm / bare['hwm_mb']:8.2f}" if bare and hwm else f"{'':8s}") + (
+                f"{hwm / mb:8.2f}" if hwm else ""
+            )
             print(f"{label:34s}{cols}")
-    print("(the timeline route, the MCP server and the notebook open a snapshot through the registry's load,\n"
-          " the 'first open' rows; in this tree neither MCP nor the notebook has a snapshot tool of its own)")
+    print(
+        "(the timeline route, the MCP server and the notebook open a snapshot through the registry's load,\n"
+        " the 'first open' rows; in this tree neither MCP nor the notebook has a snapshot tool of its own)"
+    )
     print(f"timeline request p95: {again['timeline_p95_ms']:.1f} ms; peak active bytes {first['peak_bytes']}")
     if bare:
         figures.update(unpickle_s=bare["seconds"], unpickle_rss_mb=(bare["hwm_mb"], 0))
-    figures.update(size_mb=(mb, 0), first_open_s=first["seconds"], first_timeline_s=first["first_timeline_s"],
-                   open_rss_mb=(first["hwm_mb"], 0), reader_rss_mb=(first["child_hwm_mb"], 0))
+    figures.update(
+        size_mb=(mb, 0),
+        first_open_s=first["seconds"],
+        first_timeline_s=first["first_timeline_s"],
+        open_rss_mb=(first["hwm_mb"], 0),
+        reader_rss_mb=(first["child_hwm_mb"], 0),
+    )
     if bare:
-        figures.update(first_over_unpickle=first["first_timeline_s"] / bare["seconds"],
-                       first_cpu_over_unpickle_cpu=first["cpu_s"] / bare["cpu_s"],
-                       reader_rss_over_unpickle=first["child_hwm_mb"] / bare["hwm_mb"])
+        figures.update(
+            first_over_unpickle=first["first_timeline_s"] / bare["seconds"],
+            first_cpu_over_unpickle_cpu=first["cpu_s"] / bare["cpu_s"],
+            reader_rss_over_unpickle=first["child_hwm_mb"] / bare["hwm_mb"],
+        )
     if "before: first open" in best:
         before = best["before: first open"]
         figures.update(before_first_open_s=before["seconds"], before_reader_rss_mb=(before["child_hwm_mb"], 0))
     if "report" in best:
         rep = best["report"]
-        figures.update(report_s=rep["seconds"], report_rss_mb=(rep["hwm_mb"], 0),
-                       report_child_rss_mb=(rep["child_hwm_mb"], 0), report_sum_rss_mb=(rep["sum_mb"], 0))
+        figures.update(
+            report_s=rep["seconds"],
+            report_rss_mb=(rep["hwm_mb"], 0),
+            report_child_rss_mb=(rep["child_hwm_mb"], 0),
+            report_sum_rss_mb=(rep["sum_mb"], 0),
+        )
         if bare:
-            figures.update(report_over_unpickle=rep["seconds"] / bare["seconds"],
-                           report_cpu_over_unpickle_cpu=rep["cpu_s"] / bare["cpu_s"],
-                           report_peak_over_unpickle=max(rep["hwm_mb"], rep["child_hwm_mb"]) / bare["hwm_mb"],
-                           report_sum_over_unpickle=rep["sum_mb"] / bare["hwm_mb"])
-    figures.update(sum_rss_mb=(first["sum_mb"], 0), reopen_s=again["seconds"],
-                   reopen_timeline_s=again["first_timeline_s"],
-                   timeline_p95_ms=(again["timeline_p95_ms"], 1))
+            figures.update(
+                report_over_unpickle=rep["seconds"] / bare["seconds"],
+                report_cpu_over_unpickle_cpu=rep["cpu_s"] / bare["cpu_s"],
+                report_peak_over_unpickle=max(rep["hwm_mb"], rep["child_hwm_mb"]) / bare["hwm_mb"],
+                report_sum_over_unpickle=rep["sum_mb"] / bare["hwm_mb"],
+            )
+    figures.update(
+        sum_rss_mb=(first["sum_mb"], 0),
+        reopen_s=again["seconds"],
+        reopen_timeline_s=again["first_timeline_s"],
+        timeline_p95_ms=(again["timeline_p95_ms"], 1),
+    )
     if bare:
         figures.update(sum_rss_over_unpickle=first["sum_mb"] / bare["hwm_mb"])
     with open("/proc/loadavg") as f:

@@ -36,15 +36,17 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import REPO, print_figures  # noqa: E402
+from benchmarks._common import REPO, print_figures
 
 SAMPLES = os.environ.get("KINETOSCOPE_SAMPLES", os.path.join(os.path.dirname(REPO), "shared", "samples"))
 if not os.path.isdir(SAMPLES):
     SAMPLES = "/work/shared/samples"
 DEFAULT_TRACE = os.path.join(SAMPLES, "kineto", "resnet50_num_workers_0", "worker0.1623143089861.pt.trace.json.gz")
-ORJSON_FLOOR = ("import gzip, sys, orjson\n"
-                "raw = open(sys.argv[1], 'rb').read()\n"
-                "orjson.loads(gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw)\n")
+ORJSON_FLOOR = (
+    "import gzip, sys, orjson\n"
+    "raw = open(sys.argv[1], 'rb').read()\n"
+    "orjson.loads(gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw)\n"
+)
 
 
 def measure(cmd: list[str], env: dict, cwd: str, out_path: str) -> tuple[dict, int]:
@@ -54,8 +56,9 @@ def measure(cmd: list[str], env: dict, cwd: str, out_path: str) -> tuple[dict, i
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=cwd)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}, \
-        os.waitstatus_to_exitcode(status)
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}, os.waitstatus_to_exitcode(
+        status
+    )
 
 
 def load_average() -> str:
@@ -66,8 +69,12 @@ def load_average() -> str:
 def import_ms(tree: str) -> tuple[float, int]:
     """``report /nonexistent`` under ``-X importtime`` from ``tree``: the summed cumulative time of its
     top-level imports (ms) and the number of modules imported."""
-    got = subprocess.run([sys.executable, "-X", "importtime", "-m", "tb_plugin.cli", "report", "/nonexistent"],
-                         cwd=tree, capture_output=True, text=True)
+    got = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tb_plugin.cli", "report", "/nonexistent"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    )
     top, count = 0, 0
     for line in got.stderr.splitlines():
         if not line.startswith("import time:") or "imported package" in line:
@@ -86,8 +93,9 @@ def run(repeat: int = 5, baseline: str | None = None, trace: str = DEFAULT_TRACE
         if baseline:
             base = os.path.join(tmp, "baseline")
             os.mkdir(base)
-            archive = subprocess.run(["git", "-C", REPO, "archive", baseline, "tb_plugin"], check=True,
-                                     capture_output=True).stdout
+            archive = subprocess.run(
+                ["git", "-C", REPO, "archive", baseline, "tb_plugin"], check=True, capture_output=True
+            ).stdout
             subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
             trees["baseline_"] = base
         for tree in trees.values():
@@ -97,11 +105,15 @@ def run(repeat: int = 5, baseline: str | None = None, trace: str = DEFAULT_TRACE
         shutil.copyfile(trace, os.path.join(folder, os.path.basename(trace)))
         jobs: dict[str, tuple[list[str], str, bool]] = {  # label: (command, cwd, cold cache)
             "python": ([sys.executable, "-c", "pass"], REPO, False),
-            "orjson": ([sys.executable, "-c", ORJSON_FLOOR, trace], REPO, False)}
+            "orjson": ([sys.executable, "-c", ORJSON_FLOOR, trace], REPO, False),
+        }
         for prefix, tree in trees.items():
             jobs[prefix + "missing"] = ([sys.executable, "-m", "tb_plugin.cli", "report", "/nonexistent"], tree, False)
-            jobs[prefix + "one_file"] = ([sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"], tree,
-                                         True)
+            jobs[prefix + "one_file"] = (
+                [sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"],
+                tree,
+                True,
+            )
         labels = list(jobs)
         runs: dict = {label: [] for label in labels}
         for rnd in range(repeat + 1):
@@ -126,21 +138,31 @@ def figures(runs: dict) -> dict:
     """Medians (seconds) and same-run ratios."""
     med = {label: statistics.median(r["wall"] for r in rs) for label, rs in runs.items() if label != "imports"}
     cpu = {label: statistics.median(r["cpu"] for r in rs) for label, rs in runs.items() if label != "imports"}
-    out = {"python_s": med["python"], "orjson_s": med["orjson"], "missing_s": med["missing"],
-           "one_file_s": med["one_file"], "missing_over_python": med["missing"] / med["python"],
-           "one_file_over_orjson": med["one_file"] / med["orjson"],
-           "one_file_rss_mb": max(r["rss_mb"] for r in runs["one_file"]),
-           "missing_imports_ms": runs["imports"]["this"][0], "missing_modules": (runs["imports"]["this"][1], 0),
-           "missing_cpu_s": cpu["missing"],
-           "one_file_cpu_s": cpu["one_file"], "missing_cpu_over_python": cpu["missing"] / cpu["python"],
-           "one_file_cpu_over_orjson": cpu["one_file"] / cpu["orjson"]}
+    out = {
+        "python_s": med["python"],
+        "orjson_s": med["orjson"],
+        "missing_s": med["missing"],
+        "one_file_s": med["one_file"],
+        "missing_over_python": med["missing"] / med["python"],
+        "one_file_over_orjson": med["one_file"] / med["orjson"],
+        "one_file_rss_mb": max(r["rss_mb"] for r in runs["one_file"]),
+        "missing_imports_ms": runs["imports"]["this"][0],
+        "missing_modules": (runs["imports"]["this"][1], 0),
+        "missing_cpu_s": cpu["missing"],
+        "one_file_cpu_s": cpu["one_file"],
+        "missing_cpu_over_python": cpu["missing"] / cpu["python"],
+        "one_file_cpu_over_orjson": cpu["one_file"] / cpu["orjson"],
+    }
     if "baseline_missing" in med:
-        out.update(baseline_missing_s=med["baseline_missing"], baseline_one_file_s=med["baseline_one_file"],
-                   missing_over_baseline=med["missing"] / med["baseline_missing"],
-                   one_file_over_baseline=med["one_file"] / med["baseline_one_file"],
-                   baseline_missing_imports_ms=runs["imports"]["baseline_"][0],
-                   missing_cpu_over_baseline=cpu["missing"] / cpu["baseline_missing"],
-                   one_file_cpu_over_baseline=cpu["one_file"] / cpu["baseline_one_file"])
+        out.update(
+            baseline_missing_s=med["baseline_missing"],
+            baseline_one_file_s=med["baseline_one_file"],
+            missing_over_baseline=med["missing"] / med["baseline_missing"],
+            one_file_over_baseline=med["one_file"] / med["baseline_one_file"],
+            baseline_missing_imports_ms=runs["imports"]["baseline_"][0],
+            missing_cpu_over_baseline=cpu["missing"] / cpu["baseline_missing"],
+            one_file_cpu_over_baseline=cpu["one_file"] / cpu["baseline_one_file"],
+        )
     return out
 
 
@@ -157,9 +179,11 @@ def main(argv: list[str] | None = None) -> int:
         if label == "imports":
             continue
         walls = [r["wall"] for r in rs]
-        print(f"  {label:<20} wall median {statistics.median(walls):7.3f} s  best {min(walls):7.3f} s   "
-              f"cpu median {statistics.median(r['cpu'] for r in rs):7.3f} s   peak RSS "
-              f"{max(r['rss_mb'] for r in rs):5.0f} MB")
+        print(
+            f"  {label:<20} wall median {statistics.median(walls):7.3f} s  best {min(walls):7.3f} s   "
+            f"cpu median {statistics.median(r['cpu'] for r in rs):7.3f} s   peak RSS "
+            f"{max(r['rss_mb'] for r in rs):5.0f} MB"
+        )
     for tree, (ms, n) in runs["imports"].items():
         print(f"  imports of report /nonexistent ({tree}): {ms:.0f} ms, {n} modules")
     print_figures(**figures(runs))

@@ -22,9 +22,9 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tb_plugin import api  # noqa: E402
-from tb_plugin.registry.runs import RunRegistry  # noqa: E402
-from tb_plugin.registry.cache import ParseCache  # noqa: E402
+from tb_plugin import api
+from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
 
 
 def main() -> int:
@@ -69,14 +69,17 @@ def main() -> int:
         sizes.append(size)
     p95 = float(np.percentile(times, 95))
     start = time.perf_counter()  # exponential backtracking on op names: stopped by the 1 s bound
-    code, doc = api.timeline_search(reg, {"run": state.run, "worker": state.worker, "span": state.span,
-                                          "q": r"(\w|\w\w)+$", "regex": "1"})
+    code, doc = api.timeline_search(
+        reg, {"run": state.run, "worker": state.worker, "span": state.span, "q": r"(\w|\w\w)+$", "regex": "1"}
+    )
     regex_s = time.perf_counter() - start
     assert code == 400, doc
     print(f"trace: {path}")
     print(f"load (parse or cache) {load_s:.2f} s; timeline index {index_s:.2f} s; {len(meta['tracks'])} tracks")
     print(f"first full-range response: {first_ms:.1f} ms, {first_bytes / 1e6:.2f} MB")
-    print(f"zoom/pan: median {np.median(times):.1f} ms, p95 {p95:.1f} ms, max {max(times):.1f} ms over {len(times)} requests")
+    print(
+        f"zoom/pan: median {np.median(times):.1f} ms, p95 {p95:.1f} ms, max {max(times):.1f} ms over {len(times)} requests"
+    )
     print(f"catastrophic regex search: {regex_s:.2f} s to its 400 ({doc['error']})")
     print(f"first_ms={first_ms:.1f} zoom_p95_ms={p95:.1f} max_response_bytes={max(sizes)} regex_bound_s={regex_s:.2f}")
     return 0

@@ -18,10 +18,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import CHILD_REGISTRY, REPO, print_figures, run_child  # noqa: E402
-from benchmarks.bench_load import FLOOR  # noqa: E402
+from benchmarks._common import CHILD_REGISTRY, REPO, print_figures, run_child
+from benchmarks.bench_load import FLOOR
 
-VIEWS = CHILD_REGISTRY + r"""
+VIEWS = (
+    CHILD_REGISTRY
+    + r"""
 (state,) = [s for s in reg.files() if s.entry.name == os.path.basename(path)]
 trace = reg._parse(state, lambda _: None)
 from tb_plugin.registry.views import FileViews
@@ -51,9 +53,12 @@ for name, fn, args in requests:
     timings[name] = max(timings.get(name, 0), (time.perf_counter() - t) * 1000)
 print(json.dumps({"views_s": views_s, "table_ms": timings, "rows": {g: len(views.operators(g)) for g in ("operator", "input_shape", "call_stack")}}))
 """
+)
 
 
-RESTART = CHILD_REGISTRY + r"""
+RESTART = (
+    CHILD_REGISTRY
+    + r"""
 (state,) = [s for s in reg.files() if s.entry.name == os.path.basename(path)]
 t = time.perf_counter()
 reg.load(state)  # parse cache hit, Overview from the analysis cache
@@ -73,6 +78,7 @@ for name, fn, args in requests:
     timings[name] = max(timings.get(name, 0), (time.perf_counter() - t) * 1000)
 print(json.dumps({"load_s": load_s, "first_ms": timings}))
 """
+)
 
 
 def main() -> int:
@@ -89,14 +95,21 @@ def main() -> int:
     print(f"all three views (every grouping): {ours['views_s']:8.2f} s   operator rows {ours['rows']}")
     for name, ms in ours["table_ms"].items():
         print(f"slowest {name:<16} answer: {ms:8.1f} ms")
-    print(f"restart, file ready in {filling['load_s']:.2f} s (analysis cache empty) / {restart['load_s']:.2f} s "
-          "(filled); first answer per route, analysis cache empty / filled:")
+    print(
+        f"restart, file ready in {filling['load_s']:.2f} s (analysis cache empty) / {restart['load_s']:.2f} s "
+        "(filled); first answer per route, analysis cache empty / filled:"
+    )
     for name, ms in restart["first_ms"].items():
         print(f"  first {name:<16} answer: {filling['first_ms'][name]:8.1f} ms / {ms:8.1f} ms")
-    print_figures(floor_s=floor["seconds"], views_s=ours["views_s"], views_over_floor=ours["views_s"] / floor["seconds"],
-                  slowest_table_ms=(slowest, 1), restart_load_s=restart["load_s"],
-                  slowest_first_ms_uncached=(max(filling["first_ms"].values()), 1),
-                  slowest_first_ms_cached=(max(restart["first_ms"].values()), 1))
+    print_figures(
+        floor_s=floor["seconds"],
+        views_s=ours["views_s"],
+        views_over_floor=ours["views_s"] / floor["seconds"],
+        slowest_table_ms=(slowest, 1),
+        restart_load_s=restart["load_s"],
+        slowest_first_ms_uncached=(max(filling["first_ms"].values()), 1),
+        slowest_first_ms_cached=(max(restart["first_ms"].values()), 1),
+    )
     return 0
 
 

@@ -20,13 +20,15 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tb_plugin.artifacts import memprofiler  # noqa: E402
+from tb_plugin.artifacts import memprofiler
 
 
 def stats_yaml(snapshots: int, values: int) -> bytes:
     """A MemProfiler stats document: ``snapshots`` keys of ``values`` counters each."""
-    doc = {f"0.training_step.{i}.start": {f"allocated_bytes.all.v{j}": i * 1000 + j for j in range(values)}
-           for i in range(snapshots)}
+    doc = {
+        f"0.training_step.{i}.start": {f"allocated_bytes.all.v{j}": i * 1000 + j for j in range(values)}
+        for i in range(snapshots)
+    }
     return yaml.dump(collections.defaultdict(dict, doc)).encode()
 
 
@@ -48,8 +50,10 @@ def main() -> None:
         started = time.perf_counter()
         yaml.load(data, Loader=loader)
         seconds[name] = time.perf_counter() - started
-    print(f"bytes={len(data)} c_s={seconds['c']:.3f} python_s={seconds['python']:.3f} "
-          f"ratio={seconds['c'] / seconds['python']:.2f}")
+    print(
+        f"bytes={len(data)} c_s={seconds['c']:.3f} python_s={seconds['python']:.3f} "
+        f"ratio={seconds['c'] / seconds['python']:.2f}"
+    )
 
 
 if __name__ == "__main__":

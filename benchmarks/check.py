@@ -35,13 +35,30 @@ TOLERANCE = 1.25  # a figure more than 25 % above its accepted value is a regres
 
 # (benchmark, its arguments, the figures judged, the figures shown only)
 BENCHES = (
-    ("bench_startup.py", ["--repeat", "3"],
-     ("missing_cpu_over_python", "missing_modules", "one_file_cpu_over_orjson", "one_file_rss_mb"),
-     ("missing_over_python", "one_file_over_orjson", "python_s", "missing_s", "one_file_s", "orjson_s")),
-    ("bench_snapshot.py", ["--entries", "200000", "--protocol", "4", "--repeat", "2"],
-     ("first_cpu_over_unpickle_cpu", "report_cpu_over_unpickle_cpu", "report_peak_over_unpickle",
-      "report_sum_over_unpickle"),
-     ("first_over_unpickle", "report_over_unpickle", "unpickle_s", "first_timeline_s", "report_s", "unpickle_rss_mb")),
+    (
+        "bench_startup.py",
+        ["--repeat", "3"],
+        ("missing_cpu_over_python", "missing_modules", "one_file_cpu_over_orjson", "one_file_rss_mb"),
+        ("missing_over_python", "one_file_over_orjson", "python_s", "missing_s", "one_file_s", "orjson_s"),
+    ),
+    (
+        "bench_snapshot.py",
+        ["--entries", "200000", "--protocol", "4", "--repeat", "2"],
+        (
+            "first_cpu_over_unpickle_cpu",
+            "report_cpu_over_unpickle_cpu",
+            "report_peak_over_unpickle",
+            "report_sum_over_unpickle",
+        ),
+        (
+            "first_over_unpickle",
+            "report_over_unpickle",
+            "unpickle_s",
+            "first_timeline_s",
+            "report_s",
+            "unpickle_rss_mb",
+        ),
+    ),
 )
 
 
@@ -52,8 +69,9 @@ def load_average() -> str:
 
 def run_bench(script: str, args: list[str]) -> dict[str, float]:
     """Run one benchmark script to its end; the figures of its last line."""
-    got = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script), *args], cwd=REPO,
-                         capture_output=True, text=True)
+    got = subprocess.run(
+        [sys.executable, os.path.join(REPO, "benchmarks", script), *args], cwd=REPO, capture_output=True, text=True
+    )
     if got.returncode != 0:
         raise RuntimeError(f"{script} exited with {got.returncode}: {got.stderr[-1000:]}")
     last = got.stdout.strip().splitlines()[-1]
@@ -82,8 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(ACCEPTED) as f:
             accepted = json.load(f)
     figures: dict[str, float] = {}
-    print(f"load average before: {before}; accepted {accepted.get('measured', {}).get('date', 'never')} at load "
-          f"{accepted.get('measured', {}).get('load', '-')}", flush=True)
+    print(
+        f"load average before: {before}; accepted {accepted.get('measured', {}).get('date', 'never')} at load "
+        f"{accepted.get('measured', {}).get('load', '-')}",
+        flush=True,
+    )
     print(f"{'figure':<30}{'now':>10}{'accepted':>10}{'ratio':>8}")
     for script, bench_args, judged, shown in BENCHES:
         got = run_bench(script, bench_args)
@@ -98,12 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     after = load_average()
     print(f"load average after: {after}")
     if args.accept:
-        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        doc = {"measured": {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                            "load": f"{before} / {after}", "commit": commit, "cpus": os.cpu_count()},
-               "tolerance": TOLERANCE,
-               "figures": {name: {"value": round(value, 3)} for name, value in figures.items()}}
+        commit = subprocess.run(
+            ["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        doc = {
+            "measured": {
+                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "load": f"{before} / {after}",
+                "commit": commit,
+                "cpus": os.cpu_count(),
+            },
+            "tolerance": TOLERANCE,
+            "figures": {name: {"value": round(value, 3)} for name, value in figures.items()},
+        }
         with open(ACCEPTED, "w") as f:
             json.dump(doc, f, indent=2)
             f.write("\n")

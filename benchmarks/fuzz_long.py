@@ -43,9 +43,10 @@ def _worker(kind: str, seed: int, seconds: float, crashes: str) -> dict:
     import fuzz_inputs as F
 
     deadline = time.monotonic() + seconds
-    report = lambda label, data, exc: print(  # noqa: E731
-        f"UNHANDLED {label}: {type(exc).__name__}: {str(exc)[:200]} -> "
-        f"{F.save_crash(Path(crashes), label, data, exc)}", flush=True)
+    report = lambda label, data, exc: print(
+        f"UNHANDLED {label}: {type(exc).__name__}: {str(exc)[:200]} -> {F.save_crash(Path(crashes), label, data, exc)}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="kinetoscope-fuzz-") as tmp:
         if kind == "traces":
             return F.run_for(random.Random(seed), lambda n: time.monotonic() < deadline, Path(tmp), on_unhandled=report)
@@ -70,7 +71,7 @@ def _files_for(rng: random.Random, deadline: float, tmp: Path, crashes: Path, re
             with F.time_bound(120.0), tempfile.TemporaryDirectory(dir=tmp) as one:
                 states = FF.exercise_files([(name, data)], Path(one))
             counts["error" if "error" in states.values() else "ok"] += 1
-        except Exception as exc:  # noqa: BLE001 - counting is the point
+        except Exception as exc:
             counts["unhandled"] += 1
             report(f"{label}:{name}", data, exc)
     current.unlink(missing_ok=True)
@@ -89,8 +90,11 @@ def main(argv: list[str] | None = None) -> int:
 
     kinds = [k for k in args.kinds.split(",") if k in ("traces", "files")] or ["traces"]
     seeds = F.seed_documents()
-    print(f"fuzzing {'+'.join(kinds)} for {args.seconds:.0f} s with {args.jobs} processes, seed {args.seed}, "
-          f"{len(seeds)} seed traces: {', '.join(name for name, _ in seeds)}", flush=True)
+    print(
+        f"fuzzing {'+'.join(kinds)} for {args.seconds:.0f} s with {args.jobs} processes, seed {args.seed}, "
+        f"{len(seeds)} seed traces: {', '.join(name for name, _ in seeds)}",
+        flush=True,
+    )
     if "traces" in kinds and not seeds:
         print(f"no seed traces under {F.SAMPLES}", file=sys.stderr)
         return 2
@@ -98,21 +102,28 @@ def main(argv: list[str] | None = None) -> int:
     ctx = multiprocessing.get_context("spawn")
     total = {"tried": 0, "ok": 0, "error": 0, "unhandled": 0, "crashes": 0}
     with concurrent.futures.ProcessPoolExecutor(max(1, args.jobs), mp_context=ctx) as pool:
-        futures = [pool.submit(_worker, kinds[i % len(kinds)], args.seed * 1000 + i, args.seconds, args.crashes)
-                   for i in range(max(1, args.jobs))]
+        futures = [
+            pool.submit(_worker, kinds[i % len(kinds)], args.seed * 1000 + i, args.seconds, args.crashes)
+            for i in range(max(1, args.jobs))
+        ]
         for i, future in enumerate(futures):
             try:
                 result = future.result()
             except concurrent.futures.process.BrokenProcessPool:
                 total["crashes"] += 1  # a worker died (a signal): its input is current-<pid>.bin
                 continue
-            print(f"  job {i} ({kinds[i % len(kinds)]}): tried={result['tried']} ok={result['ok']} "
-                  f"errors={result['error']} unhandled={result['unhandled']}", flush=True)
+            print(
+                f"  job {i} ({kinds[i % len(kinds)]}): tried={result['tried']} ok={result['ok']} "
+                f"errors={result['error']} unhandled={result['unhandled']}",
+                flush=True,
+            )
             for k in ("tried", "ok", "error", "unhandled"):
                 total[k] += result[k]
     elapsed = time.monotonic() - started
-    print(f"tried={total['tried']} ok={total['ok']} errors={total['error']} unhandled={total['unhandled']} "
-          f"crashes={total['crashes']} inputs_per_s={total['tried'] / elapsed:.1f} seconds={elapsed:.0f}")
+    print(
+        f"tried={total['tried']} ok={total['ok']} errors={total['error']} unhandled={total['unhandled']} "
+        f"crashes={total['crashes']} inputs_per_s={total['tried'] / elapsed:.1f} seconds={elapsed:.0f}"
+    )
     return 1 if total["unhandled"] or total["crashes"] else 0
 
 

@@ -37,6 +37,7 @@ Usage (from the repo root):
     /work/venv-incumbent/bin/python benchmarks/incumbent_reference.py \
         --out tests/data/incumbent_reference.json FILE_OR_GLOB...
 """
+
 import argparse
 import datetime
 import glob
@@ -48,24 +49,30 @@ import sys
 import tempfile
 import time
 
-DEFAULT_ROOT = '/work/shared/samples'
+DEFAULT_ROOT = "/work/shared/samples"
 
 # our names <- incumbent ProfileRole names (torch_tb_profiler.profiler.event_parser.ProfileRole)
 ROLE_FIELDS = [
-    ('kernel_us', 'Kernel'),
-    ('memcpy_us', 'Memcpy'),
-    ('memset_us', 'Memset'),
-    ('communication_us', 'Communication'),
-    ('runtime_us', 'Runtime'),
-    ('dataloader_us', 'DataLoader'),
-    ('cpu_exec_us', 'CpuOp'),
-    ('other_us', 'Other'),
-    ('total_us', 'Total'),
+    ("kernel_us", "Kernel"),
+    ("memcpy_us", "Memcpy"),
+    ("memset_us", "Memset"),
+    ("communication_us", "Communication"),
+    ("runtime_us", "Runtime"),
+    ("dataloader_us", "DataLoader"),
+    ("cpu_exec_us", "CpuOp"),
+    ("other_us", "Other"),
+    ("total_us", "Total"),
 ]
 # our names <- names in the incumbent's Overview "performance" block
 DISPLAY_NAMES = {
-    'Kernel': 'kernel', 'Memcpy': 'memcpy', 'Memset': 'memset', 'Communication': 'communication',
-    'Runtime': 'runtime', 'DataLoader': 'dataloader', 'CPU Exec': 'cpu_exec', 'Other': 'other',
+    "Kernel": "kernel",
+    "Memcpy": "memcpy",
+    "Memset": "memset",
+    "Communication": "communication",
+    "Runtime": "runtime",
+    "DataLoader": "dataloader",
+    "CPU Exec": "cpu_exec",
+    "Other": "other",
 }
 
 
@@ -79,13 +86,14 @@ def _num(x):
         return x
     if isinstance(x, float):
         return x
-    if hasattr(x, 'item'):
+    if hasattr(x, "item"):
         return x.item()
     return x
 
 
 def _worker_and_span(path):
     from torch_tb_profiler import consts
+
     base = os.path.basename(path)
     m = consts.WORKER_PATTERN.match(base)
     if not m:
@@ -108,13 +116,13 @@ def load_one(path):
     orig_aggregate = overall_parser.OverallParser.aggregate
 
     def aggregate(self, steps, role_ranges):
-        captured['steps'] = list(steps)
+        captured["steps"] = list(steps)
         return orig_aggregate(self, steps, role_ranges)
 
     overall_parser.OverallParser.aggregate = aggregate
 
     worker, span, name_matches = _worker_and_span(path)
-    cache_dir = tempfile.mkdtemp(prefix='incumbent-cache-')
+    cache_dir = tempfile.mkdtemp(prefix="incumbent-cache-")
     # RunProfileData.parse(worker, span, path, cache_dir) is exactly these two calls; we make them
     # one by one to time reading+json apart from the incumbent's processing.
     t0 = time.perf_counter()
@@ -130,22 +138,22 @@ def load_one(path):
         return {ours: _num(costs.costs[getattr(ProfileRole, role)]) for ours, role in ROLE_FIELDS}
 
     steps = []
-    bounds = captured.get('steps') or []
+    bounds = captured.get("steps") or []
     for i, costs in enumerate(data.steps_costs):
-        row = {'name': data.steps_names[i]}
+        row = {"name": data.steps_names[i]}
         if i < len(bounds):
-            row['start_us'] = _num(bounds[i][0])
-            row['end_us'] = _num(bounds[i][1])
+            row["start_us"] = _num(bounds[i][0])
+            row["end_us"] = _num(bounds[i][1])
         row.update(costs_dict(costs))
         steps.append(row)
 
     overview = profile.overview
-    perf = overview['performance'][0]
-    avg_displayed = {'total_us': perf['value']}
-    for child in perf['children']:
-        key = DISPLAY_NAMES[child['name']]
-        avg_displayed[key + '_us'] = child['value']
-        avg_displayed[key + '_pct'] = child['extra']
+    perf = overview["performance"][0]
+    avg_displayed = {"total_us": perf["value"]}
+    for child in perf["children"]:
+        key = DISPLAY_NAMES[child["name"]]
+        avg_displayed[key + "_us"] = child["value"]
+        avg_displayed[key + "_pct"] = child["extra"]
 
     gm = data.gpu_metrics_parser
     gpus = []
@@ -155,54 +163,55 @@ def load_one(path):
         sm = gm.avg_approximated_sm_efficiency_per_device[gpu_id]
         occ = gm.avg_occupancy_per_device[gpu_id]
         tc = data.tc_ratio[gpu_id]
-        gpus.append({
-            'id': gpu_id,
-            'name': info.get('Name'),
-            'memory': info.get('Memory'),
-            'memory_bytes': info.get('Memory Raw'),
-            'compute_capability': info.get('Compute Capability'),
-            # incumbent keeps utilization/SM efficiency/TC as fractions, occupancy already in %
-            'utilization_pct': None if util is None else _num(util) * 100,
-            'sm_efficiency_pct': None if sm is None else _num(sm) * 100,
-            'achieved_occupancy_pct': None if occ is None else _num(occ),
-            'tensor_core_pct': None if tc is None else _num(tc) * 100,
-            'utilization': _num(util),
-            'sm_efficiency': _num(sm),
-            'tensor_core_ratio': _num(tc),
-        })
+        gpus.append(
+            {
+                "id": gpu_id,
+                "name": info.get("Name"),
+                "memory": info.get("Memory"),
+                "memory_bytes": info.get("Memory Raw"),
+                "compute_capability": info.get("Compute Capability"),
+                # incumbent keeps utilization/SM efficiency/TC as fractions, occupancy already in %
+                "utilization_pct": None if util is None else _num(util) * 100,
+                "sm_efficiency_pct": None if sm is None else _num(sm) * 100,
+                "achieved_occupancy_pct": None if occ is None else _num(occ),
+                "tensor_core_pct": None if tc is None else _num(tc) * 100,
+                "utilization": _num(util),
+                "sm_efficiency": _num(sm),
+                "tensor_core_ratio": _num(tc),
+            }
+        )
     # The GPU Summary block exactly as the Overview shows it (strings, rounded to 0.01).
     if profile.gpu_summary:
         cur = None
         for item in profile.gpu_summary:
-            title, value = item['title'], item['value']
-            if title.startswith('GPU ') and title.endswith(':'):
+            title, value = item["title"], item["value"]
+            if title.startswith("GPU ") and title.endswith(":"):
                 gid = int(title[4:-1])
-                cur = next((g for g in gpus if g['id'] == gid), None)
+                cur = next((g for g in gpus if g["id"] == gid), None)
                 if cur is not None:
-                    cur['displayed'] = {}
-            elif title != '<hr/>' and cur is not None:
-                cur['displayed'][title] = value
+                    cur["displayed"] = {}
+            elif title != "<hr/>" and cur is not None:
+                cur["displayed"][title] = value
 
     return {
-        'worker': worker,
-        'span': span,
-        'run_loader_would_pick_it': name_matches,
-        'has_runtime': profile.has_runtime,
-        'has_kernel': profile.has_kernel,
-        'has_communication': profile.has_communication,
-        'has_memcpy_or_memset': profile.has_memcpy_or_memset,
-        'device_type': 'GPU' if (profile.has_runtime or profile.has_kernel or profile.has_memcpy_or_memset)
-        else 'CPU',
-        'used_devices': [_num(d) for d in data.used_devices],
-        'views': [v.display_name for v in profile.views],
-        'steps': steps,
-        'avg_step': costs_dict(data.avg_costs),
-        'avg_step_displayed': avg_displayed,
-        'gpus': gpus,
-        'tc_eligible_ops_kernel_ratio': _num(data.tc_eligible_ops_kernel_ratio),
-        'recommendations': list(data.recommendations),
-        'recommendations_html': overview['recommendations'],
-        'timing': {'read_json_s': t_read - t0, 'process_s': t1 - t_read, 'parse_s': t1 - t0, 'generate_s': t2 - t1},
+        "worker": worker,
+        "span": span,
+        "run_loader_would_pick_it": name_matches,
+        "has_runtime": profile.has_runtime,
+        "has_kernel": profile.has_kernel,
+        "has_communication": profile.has_communication,
+        "has_memcpy_or_memset": profile.has_memcpy_or_memset,
+        "device_type": "GPU" if (profile.has_runtime or profile.has_kernel or profile.has_memcpy_or_memset) else "CPU",
+        "used_devices": [_num(d) for d in data.used_devices],
+        "views": [v.display_name for v in profile.views],
+        "steps": steps,
+        "avg_step": costs_dict(data.avg_costs),
+        "avg_step_displayed": avg_displayed,
+        "gpus": gpus,
+        "tc_eligible_ops_kernel_ratio": _num(data.tc_eligible_ops_kernel_ratio),
+        "recommendations": list(data.recommendations),
+        "recommendations_html": overview["recommendations"],
+        "timing": {"read_json_s": t_read - t0, "process_s": t1 - t_read, "parse_s": t1 - t0, "generate_s": t2 - t1},
     }
 
 
@@ -215,7 +224,7 @@ def incumbent_profile(path):
     from torch_tb_profiler.profiler.run_generator import RunGenerator
 
     worker, span, _ = _worker_and_span(path)
-    cache_dir = tempfile.mkdtemp(prefix='incumbent-cache-')
+    cache_dir = tempfile.mkdtemp(prefix="incumbent-cache-")
     t0 = time.perf_counter()
     trace_path, trace_json = RunProfileData._preprocess_file(path, cache_dir)
     data = RunProfileData.from_json(worker, span, trace_json)
@@ -229,20 +238,26 @@ def child_main(path, result_path):
         result = load_one(path)
     except BaseException as ex:  # record, don't fight
         import traceback
-        result = {'error': '{}: {}'.format(type(ex).__name__, ex),
-                  'traceback_tail': traceback.format_exc().strip().splitlines()[-6:]}
-    with open(result_path, 'w') as f:
+
+        result = {
+            "error": f"{type(ex).__name__}: {ex}",
+            "traceback_tail": traceback.format_exc().strip().splitlines()[-6:],
+        }
+    with open(result_path, "w") as f:
         json.dump(result, f)
 
 
 def run_in_child(path, timeout=None):
-    fd, result_path = tempfile.mkstemp(suffix='.json', prefix='incumbent-result-')
+    fd, result_path = tempfile.mkstemp(suffix=".json", prefix="incumbent-result-")
     os.close(fd)
-    err_path = result_path + '.stderr'
-    with open(err_path, 'wb') as err:
+    err_path = result_path + ".stderr"
+    with open(err_path, "wb") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--child', path, result_path],
-                                stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--child", path, result_path],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
         _, status, rusage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -250,16 +265,16 @@ def run_in_child(path, timeout=None):
         with open(result_path) as f:
             result = json.load(f)
     except (OSError, ValueError):
-        with open(err_path, 'rb') as f:
-            tail = f.read().decode('utf-8', 'replace').strip().splitlines()[-6:]
-        result = {'error': 'child exited with {} and no result'.format(proc.returncode), 'stderr_tail': tail}
+        with open(err_path, "rb") as f:
+            tail = f.read().decode("utf-8", "replace").strip().splitlines()[-6:]
+        result = {"error": f"child exited with {proc.returncode} and no result", "stderr_tail": tail}
     finally:
         for p in (result_path, err_path):
             if os.path.exists(p):
                 os.unlink(p)
-    timing = result.setdefault('timing', {})
-    timing['wall_s'] = wall
-    timing['peak_rss_mb'] = rusage.ru_maxrss / 1024.0  # Linux: KiB
+    timing = result.setdefault("timing", {})
+    timing["wall_s"] = wall
+    timing["peak_rss_mb"] = rusage.ru_maxrss / 1024.0  # Linux: KiB
     return result
 
 
@@ -269,8 +284,7 @@ def expand(patterns):
         matches = sorted(glob.glob(pat)) or [pat]
         for m in matches:
             if os.path.isdir(m):
-                files.extend(sorted(os.path.join(m, f) for f in os.listdir(m)
-                                    if os.path.isfile(os.path.join(m, f))))
+                files.extend(sorted(os.path.join(m, f) for f in os.listdir(m) if os.path.isfile(os.path.join(m, f))))
             else:
                 files.append(m)
     return files
@@ -278,53 +292,58 @@ def expand(patterns):
 
 def add_common_args(ap):
     """The arguments every incumbent script takes: the files, --root and --out."""
-    ap.add_argument('files', nargs='*', help='trace files, directories or globs')
-    ap.add_argument('--root', default=DEFAULT_ROOT, help='keys are paths relative to this (default %(default)s)')
-    ap.add_argument('--out', help='write the JSON here (default: stdout)')
+    ap.add_argument("files", nargs="*", help="trace files, directories or globs")
+    ap.add_argument("--root", default=DEFAULT_ROOT, help="keys are paths relative to this (default %(default)s)")
+    ap.add_argument("--out", help="write the JSON here (default: stdout)")
 
 
 def sample_key(path, root):
     """A file's key in the results: its path relative to root, or its absolute path when outside root."""
     key = os.path.relpath(os.path.abspath(path), root)
-    return os.path.abspath(path) if key.startswith('..') else key
+    return os.path.abspath(path) if key.startswith("..") else key
 
 
 def write_output(text, out):
     """Write text and a newline to the file out (making its folder), or print it when out is None."""
     if out:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        with open(out, 'w') as f:
-            f.write(text + '\n')
+        with open(out, "w") as f:
+            f.write(text + "\n")
     else:
         print(text)
 
 
 def meta():
     import importlib.metadata as md
+
     versions = {}
-    for pkg in ('torch-tb-profiler', 'pandas', 'numpy', 'tensorboard'):
+    for pkg in ("torch-tb-profiler", "pandas", "numpy", "tensorboard"):
         try:
             versions[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             versions[pkg] = None
     return {
-        'generated_by': 'benchmarks/incumbent_reference.py',
-        'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'),
-        'python': platform.python_version(),
-        'packages': versions,
-        'machine': '{} cpus, {}'.format(os.cpu_count(), platform.platform()),
-        'note': 'Numbers are the incumbent\'s unrounded internals unless named *_displayed/displayed. '
-                'timing is machine-dependent. Keys other than _meta are paths relative to the samples root.',
+        "generated_by": "benchmarks/incumbent_reference.py",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "python": platform.python_version(),
+        "packages": versions,
+        "machine": f"{os.cpu_count()} cpus, {platform.platform()}",
+        "note": "Numbers are the incumbent's unrounded internals unless named *_displayed/displayed. "
+        "timing is machine-dependent. Keys other than _meta are paths relative to the samples root.",
     }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(ap)
-    ap.add_argument('--merge', action='store_true', help='update an existing --out file instead of replacing it')
-    ap.add_argument('--repeat', type=int, default=1,
-                    help='load each file N times (each in a fresh process) and keep the fastest run\'s timing')
-    ap.add_argument('--child', nargs=2, metavar=('PATH', 'RESULT'), help=argparse.SUPPRESS)
+    ap.add_argument("--merge", action="store_true", help="update an existing --out file instead of replacing it")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="load each file N times (each in a fresh process) and keep the fastest run's timing",
+    )
+    ap.add_argument("--child", nargs=2, metavar=("PATH", "RESULT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.child:
@@ -335,21 +354,25 @@ def main():
     if args.merge and args.out and os.path.exists(args.out):
         with open(args.out) as f:
             results = json.load(f)
-    results['_meta'] = meta()
+    results["_meta"] = meta()
     for path in expand(args.files):
         key = sample_key(path, args.root)
-        print('loading {} ...'.format(key), file=sys.stderr, flush=True)
+        print(f"loading {key} ...", file=sys.stderr, flush=True)
         runs = [run_in_child(path) for _ in range(max(1, args.repeat))]
-        r = min(runs, key=lambda x: x['timing']['wall_s'])  # least disturbed run
+        r = min(runs, key=lambda x: x["timing"]["wall_s"])  # least disturbed run
         if len(runs) > 1:
-            r['timing']['runs'] = len(runs)
-            r['timing']['wall_s_all'] = [x['timing']['wall_s'] for x in runs]
-            r['timing']['peak_rss_mb_all'] = [x['timing']['peak_rss_mb'] for x in runs]
-        t = r['timing']
-        status = 'FAILED: ' + r['error'] if 'error' in r else '{} steps, {} GPUs'.format(
-            len(r['steps']), len(r['gpus']))
-        print('  {:.2f} s wall, {:.0f} MB peak RSS, {}'.format(t['wall_s'], t['peak_rss_mb'], status),
-              file=sys.stderr, flush=True)
+            r["timing"]["runs"] = len(runs)
+            r["timing"]["wall_s_all"] = [x["timing"]["wall_s"] for x in runs]
+            r["timing"]["peak_rss_mb_all"] = [x["timing"]["peak_rss_mb"] for x in runs]
+        t = r["timing"]
+        status = (
+            "FAILED: " + r["error"] if "error" in r else "{} steps, {} GPUs".format(len(r["steps"]), len(r["gpus"]))
+        )
+        print(
+            "  {:.2f} s wall, {:.0f} MB peak RSS, {}".format(t["wall_s"], t["peak_rss_mb"], status),
+            file=sys.stderr,
+            flush=True,
+        )
         results[key] = r
 
     text = json.dumps(results, indent=1, sort_keys=False)
@@ -357,5 +380,5 @@ def main():
     return 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

@@ -34,66 +34,78 @@ Usage (from the repo root):
 ``--full-for SUBSTR`` (repeatable) keeps ops_by_name_input and kernels_by_name_op only for files whose
 key contains SUBSTR (to keep the JSON small); without it they are kept for every file.
 """
+
 import argparse
 import collections
-import gzip
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from incumbent_reference import (  # noqa: E402
-    _num, _worker_and_span, add_common_args, expand, incumbent_profile, meta, sample_key, write_output)
+from incumbent_reference import (
+    _num,
+    _worker_and_span,
+    add_common_args,
+    expand,
+    incumbent_profile,
+    meta,
+    sample_key,
+    write_output,
+)
 
-OP_CATS = ('cpu_op', 'operator')                       # lower-cased categories of operator events
-RUNTIME_CATS = ('runtime', 'cuda_runtime', 'cuda_driver')
-KERNEL_CATS = ('kernel',)
+OP_CATS = ("cpu_op", "operator")  # lower-cased categories of operator events
+RUNTIME_CATS = ("runtime", "cuda_runtime", "cuda_driver")
+KERNEL_CATS = ("kernel",)
 
 
 def _op_row(agg, with_input):
-    row = {'name': agg.name}
+    row = {"name": agg.name}
     if with_input:
-        row['input_shape'] = agg.input_shape
-    row.update({
-        'calls': agg.calls,
-        'host_self_us': _num(agg.self_host_duration),
-        'host_total_us': _num(agg.host_duration),
-        'device_self_us': _num(agg.self_device_duration),
-        'device_total_us': _num(agg.device_duration),
-        'tc_eligible': bool(agg.tc_eligible),
-        'tc_self_pct': _num(100 * agg.tc_self_ratio),
-        'tc_total_pct': _num(100 * agg.tc_total_ratio),
-    })
+        row["input_shape"] = agg.input_shape
+    row.update(
+        {
+            "calls": agg.calls,
+            "host_self_us": _num(agg.self_host_duration),
+            "host_total_us": _num(agg.host_duration),
+            "device_self_us": _num(agg.self_device_duration),
+            "device_total_us": _num(agg.device_duration),
+            "tc_eligible": bool(agg.tc_eligible),
+            "tc_self_pct": _num(100 * agg.tc_self_ratio),
+            "tc_total_pct": _num(100 * agg.tc_total_ratio),
+        }
+    )
     return row
 
 
 def _sorted_ops(op_list, show_gpu):
     # RunGenerator._generate_op_table's order (Python's sort is stable, like the incumbent's)
-    return sorted(op_list, key=lambda x: x.self_device_duration if show_gpu else x.self_host_duration,
-                  reverse=True)
+    return sorted(op_list, key=lambda x: x.self_device_duration if show_gpu else x.self_host_duration, reverse=True)
 
 
 def _check_op_table(rows, table, show_gpu, with_input):
     """Compare our unrounded rows with the incumbent's displayed table (rounded with round())."""
-    shown = table['data']
+    shown = table["data"]
     if len(shown) != len(rows):
-        return 'row count {} != displayed {}'.format(len(rows), len(shown))
+        return f"row count {len(rows)} != displayed {len(shown)}"
     for ours, disp in zip(rows, shown):
-        expect = {'name': ours['name'], 'calls': ours['calls'],
-                  'host_self_duration': round(ours['host_self_us']),
-                  'host_total_duration': round(ours['host_total_us']),
-                  'tc_eligible': 'Yes' if ours['tc_eligible'] else 'No',
-                  'tc_self_ratio': round(ours['tc_self_pct'], 2),
-                  'tc_total_ratio': round(ours['tc_total_pct'], 2)}
+        expect = {
+            "name": ours["name"],
+            "calls": ours["calls"],
+            "host_self_duration": round(ours["host_self_us"]),
+            "host_total_duration": round(ours["host_total_us"]),
+            "tc_eligible": "Yes" if ours["tc_eligible"] else "No",
+            "tc_self_ratio": round(ours["tc_self_pct"], 2),
+            "tc_total_ratio": round(ours["tc_total_pct"], 2),
+        }
         if show_gpu:
-            expect['device_self_duration'] = round(ours['device_self_us'])
-            expect['device_total_duration'] = round(ours['device_total_us'])
+            expect["device_self_duration"] = round(ours["device_self_us"])
+            expect["device_total_duration"] = round(ours["device_total_us"])
         if with_input:
-            expect['input_shape'] = ours['input_shape']
+            expect["input_shape"] = ours["input_shape"]
         for k, v in expect.items():
             if disp.get(k) != v:
-                return 'row {!r}: {} = {!r}, displayed {!r}'.format(ours['name'], k, v, disp.get(k))
-    return 'ok'
+                return "row {!r}: {} = {!r}, displayed {!r}".format(ours["name"], k, v, disp.get(k))
+    return "ok"
 
 
 def _kernel_rows(data):
@@ -102,17 +114,19 @@ def _kernel_rows(data):
         return []
     rows = []
     for name, r in ks.iterrows():
-        rows.append({
-            'name': str(name),
-            'tc_used': bool(r['tc_used']),
-            'calls': _num(r['count']),
-            'total_us': _num(r['sum']),
-            'mean_us': _num(r['mean']),
-            'max_us': _num(r['max']),
-            'min_us': _num(r['min']),
-            'mean_blocks_per_sm': _num(r['blocks_per_sm']),
-            'mean_occupancy_pct': _num(r['occupancy']),
-        })
+        rows.append(
+            {
+                "name": str(name),
+                "tc_used": bool(r["tc_used"]),
+                "calls": _num(r["count"]),
+                "total_us": _num(r["sum"]),
+                "mean_us": _num(r["mean"]),
+                "max_us": _num(r["max"]),
+                "min_us": _num(r["min"]),
+                "mean_blocks_per_sm": _num(r["blocks_per_sm"]),
+                "mean_occupancy_pct": _num(r["occupancy"]),
+            }
+        )
     return rows
 
 
@@ -120,81 +134,100 @@ def _kernel_op_rows(data):
     aggs = sorted(data.kernel_list_groupby_name_op or [], key=lambda x: x.total_duration, reverse=True)
     rows = []
     for a in aggs:
-        rows.append({
-            'name': a.name,
-            'op_name': a.op_name,
-            'grid': str(a.grid),
-            'block': str(a.block),
-            'registers_per_thread': str(a.regs_per_thread or '0'),
-            'shared_memory': str(a.shared_memory or '0'),
-            'tc_used': bool(a.tc_used),
-            'op_tc_eligible': bool(a.op_tc_eligible),
-            'calls': a.calls,
-            'total_us': _num(a.total_duration),
-            'mean_us': _num(a.avg_duration),
-            'max_us': _num(a.max_duration),
-            'min_us': _num(a.min_duration),
-            'mean_blocks_per_sm': _num(a.avg_blocks_per_sm),
-            'mean_occupancy_pct': _num(a.avg_occupancy),
-        })
+        rows.append(
+            {
+                "name": a.name,
+                "op_name": a.op_name,
+                "grid": str(a.grid),
+                "block": str(a.block),
+                "registers_per_thread": str(a.regs_per_thread or "0"),
+                "shared_memory": str(a.shared_memory or "0"),
+                "tc_used": bool(a.tc_used),
+                "op_tc_eligible": bool(a.op_tc_eligible),
+                "calls": a.calls,
+                "total_us": _num(a.total_duration),
+                "mean_us": _num(a.avg_duration),
+                "max_us": _num(a.max_duration),
+                "min_us": _num(a.min_duration),
+                "mean_blocks_per_sm": _num(a.avg_blocks_per_sm),
+                "mean_occupancy_pct": _num(a.avg_occupancy),
+            }
+        )
     return rows
 
 
 def _check_kernel_table(rows, table, gm):
-    shown = table['data']['rows']
+    shown = table["data"]["rows"]
     if len(shown) != len(rows):
-        return 'row count {} != displayed {}'.format(len(rows), len(shown))
+        return f"row count {len(rows)} != displayed {len(shown)}"
     for ours, disp in zip(rows, shown):
-        expect = [ours['name'], 'Yes' if ours['tc_used'] else 'No', round(ours['calls']),
-                  round(ours['total_us']), round(ours['mean_us']), round(ours['max_us']), round(ours['min_us'])]
+        expect = [
+            ours["name"],
+            "Yes" if ours["tc_used"] else "No",
+            round(ours["calls"]),
+            round(ours["total_us"]),
+            round(ours["mean_us"]),
+            round(ours["max_us"]),
+            round(ours["min_us"]),
+        ]
         if gm.has_blocks_per_sm:
-            expect.append(round(ours['mean_blocks_per_sm'], 2))
+            expect.append(round(ours["mean_blocks_per_sm"], 2))
         if gm.has_occupancy:
-            expect.append(round(ours['mean_occupancy_pct'], 2))
+            expect.append(round(ours["mean_occupancy_pct"], 2))
         if list(disp) != expect:
-            return 'row {!r}: ours {!r}, displayed {!r}'.format(ours['name'], expect, list(disp))
-    return 'ok'
+            return "row {!r}: ours {!r}, displayed {!r}".format(ours["name"], expect, list(disp))
+    return "ok"
 
 
 def _check_kernel_op_table(rows, table, gm):
-    shown = table['data']['rows']
+    shown = table["data"]["rows"]
     if len(shown) != len(rows):
-        return 'row count {} != displayed {}'.format(len(rows), len(shown))
+        return f"row count {len(rows)} != displayed {len(shown)}"
     for ours, disp in zip(rows, shown):
-        expect = [ours['name'], ours['op_name'], ours['grid'], ours['block'], ours['registers_per_thread'],
-                  ours['shared_memory'], 'Yes' if ours['tc_used'] else 'No',
-                  'Yes' if ours['op_tc_eligible'] else 'No', ours['calls'], ours['total_us'],
-                  round(ours['mean_us']), ours['max_us'], ours['min_us']]
+        expect = [
+            ours["name"],
+            ours["op_name"],
+            ours["grid"],
+            ours["block"],
+            ours["registers_per_thread"],
+            ours["shared_memory"],
+            "Yes" if ours["tc_used"] else "No",
+            "Yes" if ours["op_tc_eligible"] else "No",
+            ours["calls"],
+            ours["total_us"],
+            round(ours["mean_us"]),
+            ours["max_us"],
+            ours["min_us"],
+        ]
         if gm.has_blocks_per_sm:
-            expect.append(round(ours['mean_blocks_per_sm'], 2))
+            expect.append(round(ours["mean_blocks_per_sm"], 2))
         if gm.has_occupancy:
-            expect.append(round(ours['mean_occupancy_pct'], 2))
+            expect.append(round(ours["mean_occupancy_pct"], 2))
         if list(disp) != expect:
-            return 'row {!r}/{!r}: ours {!r}, displayed {!r}'.format(ours['name'], ours['op_name'], expect,
-                                                                   list(disp))
-    return 'ok'
+            return "row {!r}/{!r}: ours {!r}, displayed {!r}".format(ours["name"], ours["op_name"], expect, list(disp))
+    return "ok"
 
 
 def _raw_launchers(trace_json):
     """Operator name -> kernels it launched, from the raw trace (independent of the incumbent)."""
-    events = [e for e in trace_json.get('traceEvents', []) if e.get('ph') == 'X']
+    events = [e for e in trace_json.get("traceEvents", []) if e.get("ph") == "X"]
 
     def ext(e):
-        a = e.get('args') or {}
-        x = a.get('External id')
-        return a.get('external id') if x is None else x
+        a = e.get("args") or {}
+        x = a.get("External id")
+        return a.get("external id") if x is None else x
 
     ext2op = {}
     corr2ext = {}
     kernels = []
     for e in events:
-        cat = (e.get('cat') or '').lower()
+        cat = (e.get("cat") or "").lower()
         if cat in OP_CATS:
             x = ext(e)
             if x:
-                ext2op[x] = e.get('name')
+                ext2op[x] = e.get("name")
         elif cat in RUNTIME_CATS:
-            c = (e.get('args') or {}).get('correlation')
+            c = (e.get("args") or {}).get("correlation")
             if c is not None:
                 corr2ext[c] = ext(e)
         elif cat in KERNEL_CATS:
@@ -202,12 +235,12 @@ def _raw_launchers(trace_json):
     by_op = collections.defaultdict(lambda: [0, 0.0])
     unattributed = [0, 0.0]
     for k in kernels:
-        c = (k.get('args') or {}).get('correlation')
+        c = (k.get("args") or {}).get("correlation")
         x = corr2ext.get(c) or ext(k)
         name = ext2op.get(x) if x else None
         slot = by_op[name] if name is not None else unattributed
         slot[0] += 1
-        slot[1] += k.get('dur') or 0
+        slot[1] += k.get("dur") or 0
     return by_op, unattributed, len(kernels)
 
 
@@ -218,11 +251,11 @@ def load_one(path, full):
     show_gpu = bool(data.has_kernel or data.has_memcpy_or_memset)
     gm = data.gpu_metrics_parser
     out = {
-        'worker': worker,
-        'views': [v.display_name for v in profile.views],
-        'op_view_shows_device_columns': show_gpu,
-        'kernel_view_shows_blocks_per_sm': bool(data.has_kernel and gm.has_blocks_per_sm),
-        'kernel_view_shows_occupancy': bool(data.has_kernel and gm.has_occupancy),
+        "worker": worker,
+        "views": [v.display_name for v in profile.views],
+        "op_view_shows_device_columns": show_gpu,
+        "kernel_view_shows_blocks_per_sm": bool(data.has_kernel and gm.has_blocks_per_sm),
+        "kernel_view_shows_occupancy": bool(data.has_kernel and gm.has_occupancy),
     }
 
     ops = [_op_row(a, False) for a in _sorted_ops(data.op_list_groupby_name, show_gpu)]
@@ -230,29 +263,29 @@ def load_one(path, full):
     kernels = _kernel_rows(data) if data.has_kernel else []
     kernels_op = _kernel_op_rows(data) if data.has_kernel else []
     checks = {
-        'ops_by_name': _check_op_table(ops, profile.operation_table_by_name, show_gpu, False),
-        'ops_by_name_input': _check_op_table(ops_in, profile.operation_table_by_name_input, show_gpu, True),
+        "ops_by_name": _check_op_table(ops, profile.operation_table_by_name, show_gpu, False),
+        "ops_by_name_input": _check_op_table(ops_in, profile.operation_table_by_name_input, show_gpu, True),
     }
     if data.has_kernel:
-        checks['kernels_by_name'] = _check_kernel_table(kernels, profile.kernel_table, gm)
-        checks['kernels_by_name_op'] = _check_kernel_op_table(kernels_op, profile.kernel_op_table, gm)
-    out['displayed_check'] = checks
+        checks["kernels_by_name"] = _check_kernel_table(kernels, profile.kernel_table, gm)
+        checks["kernels_by_name_op"] = _check_kernel_op_table(kernels_op, profile.kernel_op_table, gm)
+    out["displayed_check"] = checks
 
     # Totals, to see at a glance what the tables cover.
     op_nodes = data.op_list_groupby_name
-    out['totals'] = {
-        'op_rows': len(ops),
-        'op_calls': sum(a.calls for a in op_nodes),
-        'op_device_self_us': _num(sum(a.self_device_duration for a in op_nodes)),
-        'op_host_self_us': _num(sum(a.self_host_duration for a in op_nodes)),
-        'op_by_name_input_rows': len(ops_in),
-        'kernel_rows': len(kernels),
-        'kernel_calls': sum(r['calls'] for r in kernels),
-        'kernel_us': _num(sum(r['total_us'] for r in kernels)),
-        'kernel_by_name_op_rows': len(kernels_op),
-        'kernel_by_name_op_calls': sum(r['calls'] for r in kernels_op),
-        'kernel_by_name_op_us': _num(sum(r['total_us'] for r in kernels_op)),
-        'kernel_by_name_op_per_op_name': _per_op_name(kernels_op),
+    out["totals"] = {
+        "op_rows": len(ops),
+        "op_calls": sum(a.calls for a in op_nodes),
+        "op_device_self_us": _num(sum(a.self_device_duration for a in op_nodes)),
+        "op_host_self_us": _num(sum(a.self_host_duration for a in op_nodes)),
+        "op_by_name_input_rows": len(ops_in),
+        "kernel_rows": len(kernels),
+        "kernel_calls": sum(r["calls"] for r in kernels),
+        "kernel_us": _num(sum(r["total_us"] for r in kernels)),
+        "kernel_by_name_op_rows": len(kernels_op),
+        "kernel_by_name_op_calls": sum(r["calls"] for r in kernels_op),
+        "kernel_by_name_op_us": _num(sum(r["total_us"] for r in kernels_op)),
+        "kernel_by_name_op_per_op_name": _per_op_name(kernels_op),
     }
 
     by_op, unattributed, n_kernels = _raw_launchers(trace_json)
@@ -261,73 +294,87 @@ def load_one(path, full):
     for name, (cnt, us) in sorted(by_op.items(), key=lambda kv: -kv[1][1]):
         a = inc.get(name)
         if a is not None and a.device_duration == 0 and cnt > 0:
-            zero.append({'name': name, 'raw_kernels': cnt, 'raw_kernel_us': _num(us), 'calls': a.calls})
-    out['zero_device_launchers'] = zero
-    out['raw_kernel_attribution'] = {
-        'kernels': n_kernels,
-        'launching_op_names': len(by_op),
-        'unattributed_kernels': unattributed[0],
-        'unattributed_kernel_us': _num(unattributed[1]),
-        'launching_op_names_not_in_op_table': sorted(n for n in by_op if n not in inc),
+            zero.append({"name": name, "raw_kernels": cnt, "raw_kernel_us": _num(us), "calls": a.calls})
+    out["zero_device_launchers"] = zero
+    out["raw_kernel_attribution"] = {
+        "kernels": n_kernels,
+        "launching_op_names": len(by_op),
+        "unattributed_kernels": unattributed[0],
+        "unattributed_kernel_us": _num(unattributed[1]),
+        "launching_op_names_not_in_op_table": sorted(n for n in by_op if n not in inc),
     }
 
-    out['ops_by_name'] = ops
+    out["ops_by_name"] = ops
     if full:
-        out['ops_by_name_input'] = ops_in
-    out['kernels_by_name'] = kernels
+        out["ops_by_name_input"] = ops_in
+    out["kernels_by_name"] = kernels
     if full:
-        out['kernels_by_name_op'] = kernels_op
-    out['timing_s'] = seconds
+        out["kernels_by_name_op"] = kernels_op
+    out["timing_s"] = seconds
     return out
 
 
 def _per_op_name(kernels_op):
     acc = collections.defaultdict(lambda: [0, 0])
     for r in kernels_op:
-        acc[r['op_name']][0] += r['calls']
-        acc[r['op_name']][1] += r['total_us']
+        acc[r["op_name"]][0] += r["calls"]
+        acc[r["op_name"]][1] += r["total_us"]
     top = sorted(acc.items(), key=lambda kv: -kv[1][1])
     # only the op names that matter for the surprises: N/A and CallTreeRoot, plus the top 3
-    keep = {k for k, _ in top[:3]} | {'N/A', 'CallTreeRoot'}
-    return {k: {'calls': v[0], 'us': _num(v[1])} for k, v in top if k in keep}
+    keep = {k for k, _ in top[:3]} | {"N/A", "CallTreeRoot"}
+    return {k: {"calls": v[0], "us": _num(v[1])} for k, v in top if k in keep}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(ap)
-    ap.add_argument('--full-for', action='append', default=None, metavar='SUBSTR',
-                    help='keep ops_by_name_input and kernels_by_name_op only for keys containing SUBSTR')
+    ap.add_argument(
+        "--full-for",
+        action="append",
+        default=None,
+        metavar="SUBSTR",
+        help="keep ops_by_name_input and kernels_by_name_op only for keys containing SUBSTR",
+    )
     args = ap.parse_args()
 
     m = meta()
-    m['generated_by'] = 'benchmarks/incumbent_tables.py'
-    m['note'] = ('Unrounded incumbent aggregates in µs (occupancy and tc_* in %). Rows in the incumbent\'s '
-                 'display order. ops_by_name_input/kernels_by_name_op only where full_tables_for matches. '
-                 'timing_s is machine-dependent. Keys other than _meta are paths relative to the samples root.')
-    m['full_tables_for'] = args.full_for or ['*']
-    results = {'_meta': m}
+    m["generated_by"] = "benchmarks/incumbent_tables.py"
+    m["note"] = (
+        "Unrounded incumbent aggregates in µs (occupancy and tc_* in %). Rows in the incumbent's "
+        "display order. ops_by_name_input/kernels_by_name_op only where full_tables_for matches. "
+        "timing_s is machine-dependent. Keys other than _meta are paths relative to the samples root."
+    )
+    m["full_tables_for"] = args.full_for or ["*"]
+    results = {"_meta": m}
     for path in expand(args.files):
         key = sample_key(path, args.root)
         full = args.full_for is None or any(s in key for s in args.full_for)
-        print('loading {} ...'.format(key), file=sys.stderr, flush=True)
+        print(f"loading {key} ...", file=sys.stderr, flush=True)
         try:
             r = load_one(path, full)
         except Exception as ex:  # record, don't fight
-            r = {'error': '{}: {}'.format(type(ex).__name__, ex)}
+            r = {"error": f"{type(ex).__name__}: {ex}"}
         results[key] = r
-        if 'error' not in r:
-            print('  {} op rows, {} kernel rows, {} zero-device launchers, checks {}'.format(
-                r['totals']['op_rows'], r['totals']['kernel_rows'], len(r['zero_device_launchers']),
-                r['displayed_check']), file=sys.stderr, flush=True)
+        if "error" not in r:
+            print(
+                "  {} op rows, {} kernel rows, {} zero-device launchers, checks {}".format(
+                    r["totals"]["op_rows"],
+                    r["totals"]["kernel_rows"],
+                    len(r["zero_device_launchers"]),
+                    r["displayed_check"],
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
         else:
-            print('  FAILED: ' + r['error'], file=sys.stderr, flush=True)
+            print("  FAILED: " + r["error"], file=sys.stderr, flush=True)
 
-    text = json.dumps(results, indent=None, separators=(',', ':'), sort_keys=False)
+    text = json.dumps(results, indent=None, separators=(",", ":"), sort_keys=False)
     # one row per line: diffable, still compact
     text = text.replace('},{"name"', '},\n{"name"')
     write_output(text, args.out)
     return 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

@@ -46,7 +46,7 @@ def repeated_text(src: str, copies: int = 1) -> str:
 def write_repeated(src: str, dst: str, copies: int) -> None:
     """:func:`repeated_text` written to ``dst`` piece by piece (gzip-compressed when it ends in ``.gz``):
     the output is never held whole, so 30 or 150 copies of a 35 MB trace are cheap in memory."""
-    with (gzip.open(dst, "wt", encoding="utf-8") if dst.endswith(".gz") else open(dst, "w", encoding="utf-8")) as f:
+    with gzip.open(dst, "wt", encoding="utf-8") if dst.endswith(".gz") else open(dst, "w", encoding="utf-8") as f:
         for piece in repeated_pieces(src, copies):
             f.write(piece)
 
@@ -56,7 +56,7 @@ def repeated_pieces(src: str, copies: int):
     + 1 ms), its link ids by ``c`` times one more than the largest id, its ``ProfilerStep#N`` by ``c``
     step counts; metadata (``ph: M``) events appear once. A test and benchmark input builder, not
     analysis: it loops over events."""
-    with (gzip.open(src, "rb") if src.endswith(".gz") else open(src, "rb")) as f:
+    with gzip.open(src, "rb") if src.endswith(".gz") else open(src, "rb") as f:
         head = json.load(f)
     events = head.pop("traceEvents")
     meta = [e for e in events if e.get("ph") == "M"]
@@ -83,8 +83,9 @@ def repeated_pieces(src: str, copies: int):
                 if isinstance(e.get("id"), int):
                     e["id"] += c * id_step
                 if e.get("args"):
-                    e["args"] = {k: v + c * id_step if k in LINK_ARGS and isinstance(v, int) else v
-                                 for k, v in e["args"].items()}
+                    e["args"] = {
+                        k: v + c * id_step if k in LINK_ARGS and isinstance(v, int) else v for k, v in e["args"].items()
+                    }
                 m = PROFILER_STEP.match(str(e.get("name", "")))
                 if m:
                     e["name"] = f"ProfilerStep#{int(m.group(1)) + c * step_step}"
@@ -125,8 +126,10 @@ def _groups(rank: int, ranks: int) -> list[dict]:
     ``pg_size``): ``"0"`` over the world, and its block's send/recv group."""
     lo = rank // BLOCK * BLOCK
     block = list(range(lo, min(lo + BLOCK, ranks)))
-    return [{"pg_name": "0", "pg_desc": "default_pg", "ranks": list(range(ranks)), "pg_size": ranks},
-            {"pg_name": str(1 + rank // BLOCK), "pg_desc": "mesh_ep", "ranks": block, "pg_size": len(block)}]
+    return [
+        {"pg_name": "0", "pg_desc": "default_pg", "ranks": list(range(ranks)), "pg_size": ranks},
+        {"pg_name": str(1 + rank // BLOCK), "pg_desc": "mesh_ep", "ranks": block, "pg_size": len(block)},
+    ]
 
 
 def _with_groups(body: str, rank: int, ranks: int) -> str:
@@ -139,8 +142,14 @@ def _with_groups(body: str, rank: int, ranks: int) -> str:
         comma = line.endswith(",")
         event = json.loads(line.rstrip(","))
         g = world if "AllReduce" in event["name"] else block
-        event["args"].update({"Process Group Name": g["pg_name"], "Process Group Description": g["pg_desc"],
-                              "Process Group Ranks": str(g["ranks"]), "Group size": g["pg_size"]})
+        event["args"].update(
+            {
+                "Process Group Name": g["pg_name"],
+                "Process Group Description": g["pg_desc"],
+                "Process Group Ranks": str(g["ranks"]),
+                "Group size": g["pg_size"],
+            }
+        )
         lines[i] = json.dumps(event, separators=(",", ":")) + ("," if comma else "")
     return "\n".join(lines)
 

@@ -49,9 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     t = time.perf_counter()
     size = build(args.out, args.entries, args.frames, args.protocol, args.shared_frames)
-    print(f"{args.out}: {args.entries} entries, {args.frames} frames, protocol {args.protocol}, "
-          f"{'shared' if args.shared_frames else 'distinct'} frame lists, {size / 1e6:.1f} MB "
-          f"({time.perf_counter() - t:.1f} s)")
+    print(
+        f"{args.out}: {args.entries} entries, {args.frames} frames, protocol {args.protocol}, "
+        f"{'shared' if args.shared_frames else 'distinct'} frame lists, {size / 1e6:.1f} MB "
+        f"({time.perf_counter() - t:.1f} s)"
+    )
     return 0
 
 

@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from conftest import SAMPLES  # noqa: E402  (tests/conftest.py: ../shared/samples)
+
 from tests.e2e.conftest import BERT_H100, CHROMIUM, CHROMIUM_ARGS, tensorboard  # noqa: E402
 from tests.e2e.helpers import api, drag_across, enable_test_hooks, plugin_frame  # noqa: E402
 
@@ -69,8 +70,17 @@ def _copy_runs(tmp: Path, runs: dict[str, str]) -> Path:
     return logdir
 
 
-def _shoot_hash(browser, logdir: Path, tmp: Path, files: int, state: str, settle: list[str], out: Path,
-                viewport: dict, full_page: bool = False) -> None:
+def _shoot_hash(
+    browser,
+    logdir: Path,
+    tmp: Path,
+    files: int,
+    state: str,
+    settle: list[str],
+    out: Path,
+    viewport: dict,
+    full_page: bool = False,
+) -> None:
     """Open the tab at the hash ``state`` once ``files`` traces are ready, wait for ``settle``, shoot."""
     with tensorboard(logdir, tmp) as base:
         _wait_ready(base, files)
@@ -86,16 +96,30 @@ def _shoot_hash(browser, logdir: Path, tmp: Path, files: int, state: str, settle
 
 
 def readme(browser, tmp: Path) -> None:
-    _shoot_hash(browser, _copy_runs(tmp, {"resnet50": "resnet50_num_workers_0"}), tmp, 2,
-                "run=resnet50&worker=worker0&span=1",
-                ['[data-testid="insights-card"] [data-testid="exposed-bar"]', '[data-testid="step-chart"]'],
-                REPO / "docs" / "screenshot.png", VIEWPORT, full_page=True)
+    _shoot_hash(
+        browser,
+        _copy_runs(tmp, {"resnet50": "resnet50_num_workers_0"}),
+        tmp,
+        2,
+        "run=resnet50&worker=worker0&span=1",
+        ['[data-testid="insights-card"] [data-testid="exposed-bar"]', '[data-testid="step-chart"]'],
+        REPO / "docs" / "screenshot.png",
+        VIEWPORT,
+        full_page=True,
+    )
 
 
 def diff(browser, tmp: Path) -> None:
-    _shoot_hash(browser, _copy_runs(tmp, {"nw0": "resnet50_num_workers_0", "nw4": "resnet50_num_workers_4"}), tmp,
-                4, "run=nw0&worker=worker0&span=1&view=diff", ['[data-testid="diff-steps"]'], OUT / "diff_tab.png",
-                dict(VIEWPORT, height=1400))
+    _shoot_hash(
+        browser,
+        _copy_runs(tmp, {"nw0": "resnet50_num_workers_0", "nw4": "resnet50_num_workers_4"}),
+        tmp,
+        4,
+        "run=nw0&worker=worker0&span=1&view=diff",
+        ['[data-testid="diff-steps"]'],
+        OUT / "diff_tab.png",
+        dict(VIEWPORT, height=1400),
+    )
 
 
 def memory_range(browser, tmp: Path) -> None:

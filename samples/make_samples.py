@@ -9,6 +9,7 @@ The output is deterministic: rerunning gives byte-identical files.
 Usage (from the repository root):
     python samples/make_samples.py [--out samples]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,27 +18,49 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))  # the synthesizers
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+)  # the synthesizers
 
-from synth.traces import SynthSpec, expected_overview, synthesize, write_trace  # noqa: E402
-from synth.fts import write_memprofiler  # noqa: E402
+from synth.fts import write_memprofiler
+from synth.traces import SynthSpec, expected_overview, synthesize, write_trace
 
 #: folder -> [(file name, spec)]. Timestamps in names are fixed so reruns are identical.
 SAMPLES: dict[str, list[tuple[str, SynthSpec]]] = {
     "synthetic_resnet": [
-        ("worker0.1751410836000.pt.trace.json.gz",
-         SynthSpec(style="pytorch2", steps=4, seed=1, layers=4, with_cuda_graph=True,
-                   with_driver_launch=True, with_python_stack=True)),
+        (
+            "worker0.1751410836000.pt.trace.json.gz",
+            SynthSpec(
+                style="pytorch2",
+                steps=4,
+                seed=1,
+                layers=4,
+                with_cuda_graph=True,
+                with_driver_launch=True,
+                with_python_stack=True,
+            ),
+        ),
     ],
     "synthetic_ddp": [
-        (f"rank{r}.1751410900000.pt.trace.json.gz",
-         SynthSpec(style="pytorch2", steps=3, seed=2, ranks=2, rank=r, layers=3))
+        (
+            f"rank{r}.1751410900000.pt.trace.json.gz",
+            SynthSpec(style="pytorch2", steps=3, seed=2, ranks=2, rank=r, layers=3),
+        )
         for r in range(2)
     ],
     "synthetic_kineto2021": [
-        ("worker0.1623143089861.pt.trace.json.gz",
-         SynthSpec(style="kineto2021", steps=4, seed=3, layers=4, backward_thread=True,
-                   with_python_stack=True, tail="truncated")),
+        (
+            "worker0.1623143089861.pt.trace.json.gz",
+            SynthSpec(
+                style="kineto2021",
+                steps=4,
+                seed=3,
+                layers=4,
+                backward_thread=True,
+                with_python_stack=True,
+                tail="truncated",
+            ),
+        ),
     ],
 }
 

@@ -8,6 +8,7 @@ Writes ``<out_dir>/worker0.<timestamp>.pt.trace.json.gz`` via
 Usage (from the repository root):
     python samples/record_cpu_trace.py [--out samples/torch_cpu_cnn] [--steps 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,14 @@ from torch.utils.data import DataLoader, TensorDataset
 def make_model() -> nn.Module:
     """A tiny CNN for 3x32x32 inputs and 10 classes."""
     return nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(16, 10),
+        nn.Conv2d(3, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(16, 10),
     )
 
 

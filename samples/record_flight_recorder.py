@@ -91,7 +91,10 @@ def main() -> None:
     import torch.multiprocessing as mp
 
     os.makedirs(args.out, exist_ok=True)
-    procs = [mp.get_context("spawn").Process(target=_worker, args=(r, args.out, args.port, args.traces)) for r in range(WORLD)]
+    procs = [
+        mp.get_context("spawn").Process(target=_worker, args=(r, args.out, args.port, args.traces))
+        for r in range(WORLD)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -104,13 +107,20 @@ def main() -> None:
                 errors[str(r)] = f.read() or None
             os.remove(path)
     recorded = {
-        "torch": torch.__version__, "python": platform.python_version(), "backend": "gloo", "world_size": WORLD,
-        "groups": {"pair_a": [0, 1], "pair_b": [2, 3]}, "buffer_entries": BUFFER_ENTRIES, "timeout_s": TIMEOUT_S,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "backend": "gloo",
+        "world_size": WORLD,
+        "groups": {"pair_a": [0, 1], "pair_b": [2, 3]},
+        "buffer_entries": BUFFER_ENTRIES,
+        "timeout_s": TIMEOUT_S,
         "healthy_steps": HEALTHY_STEPS,
         "injected": f"rank {SKIPPING_RANK} skipped the all_reduce of pair_b after {HEALTHY_STEPS} healthy steps, "
-                    "then entered the world all_reduce",
-        "expected": {"root_cause": {"group_desc": "pair_b", "missing_ranks": [SKIPPING_RANK], "op": "all_reduce"},
-                     "explained": {"group": "world (name 0)", "missing_ranks": [2]}},
+        "then entered the world all_reduce",
+        "expected": {
+            "root_cause": {"group_desc": "pair_b", "missing_ranks": [SKIPPING_RANK], "op": "all_reduce"},
+            "explained": {"group": "world (name 0)", "missing_ranks": [2]},
+        },
         "exceptions_by_rank": errors,
     }
     with open(os.path.join(args.out, "RECORDED.json"), "w") as f:

@@ -18,6 +18,7 @@ Usage (on the GPU machine, from the repository root):
     python samples/record_gpu_traces.py [--out samples] [--only NAME ...]
 ``--device cpu`` runs the CPU-capable parts as a dry run of this script (nothing CUDA-only).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,8 +83,12 @@ def loader(batches: int) -> DataLoader:
     """A DataLoader over random token batches (inputs, next-token targets), pinned when CUDA is there."""
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, VOCAB, (batches * BATCH, SEQ + 1), generator=g)
-    return DataLoader(TensorDataset(tokens[:, :-1], tokens[:, 1:]), batch_size=BATCH,
-                      pin_memory=torch.cuda.is_available(), num_workers=0)
+    return DataLoader(
+        TensorDataset(tokens[:, :-1], tokens[:, 1:]),
+        batch_size=BATCH,
+        pin_memory=torch.cuda.is_available(),
+        num_workers=0,
+    )
 
 
 def activities(dev: str) -> list:
@@ -109,6 +114,7 @@ def worker_name(dev: str) -> str:
 def trace_writer(out_dir: str, worker: str, memory_timeline: bool = False):
     """An ``on_trace_ready`` that writes ``<worker>.<ms>.pt.trace.json.gz`` (tensorboard_trace_handler's
     naming) and, if asked, ``<same stem>.pt.trace.memory.raw.json.gz`` from ``export_memory_timeline``."""
+
     def ready(prof) -> None:
         os.makedirs(out_dir, exist_ok=True)
         stem = os.path.join(out_dir, f"{worker}.{int(time.time() * 1000)}")
@@ -116,6 +122,7 @@ def trace_writer(out_dir: str, worker: str, memory_timeline: bool = False):
         if memory_timeline:
             device = "cuda:0" if torch.cuda.is_available() else "cpu"
             prof.export_memory_timeline(stem + ".pt.trace.memory.raw.json.gz", device=device)
+
     return ready
 
 
@@ -137,6 +144,7 @@ def timed_steps(step_fn, batches, total: int, dev: str, prof=None) -> list[float
 
 def train_step_fn(model, opt, dev: str):
     """One BF16-autocast training step: H2D copy, forward, loss, backward, optimizer; ``loss.item()`` syncs."""
+
     def step(x, y):
         x = x.to(dev, non_blocking=True)
         y = y.to(dev, non_blocking=True)
@@ -148,6 +156,7 @@ def train_step_fn(model, opt, dev: str):
         opt.step()
         opt.zero_grad(set_to_none=True)
         return loss.item()
+
     return step
 
 
@@ -163,7 +172,11 @@ def profiled(dev: str, out_dir: str, wait: int, warmup: int, active: int, memory
         activities=activities(dev),
         schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
         on_trace_ready=trace_writer(out_dir, worker_name(dev), memory_timeline),
-        record_shapes=True, profile_memory=True, with_stack=True, with_modules=True, with_flops=True,
+        record_shapes=True,
+        profile_memory=True,
+        with_stack=True,
+        with_modules=True,
+        with_flops=True,
     )
 
 
@@ -175,7 +188,7 @@ def rec_transformer_bf16(dev: str, out_dir: str) -> dict:
     wait, warmup, active = 1, 1, 3
     with profiled(dev, out_dir, wait, warmup, active, memory_timeline=True) as prof:
         walls = timed_steps(step, loader(wait + warmup + active), wait + warmup + active, dev, prof)
-    out = {"step_wall_us": walls[wait + warmup:], "profiled_steps": active}
+    out = {"step_wall_us": walls[wait + warmup :], "profiled_steps": active}
     if dev == "cuda":
         out["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated()
     return out
@@ -185,11 +198,10 @@ def rec_compile(dev: str, out_dir: str) -> dict:
     model, opt = build(dev)
     cmodel = torch.compile(model)
     step = train_step_fn(cmodel, opt, dev)
-    wait, warmup, active = 2, 1, 3          # the first steps compile (tens of seconds); not profiled
+    wait, warmup, active = 2, 1, 3  # the first steps compile (tens of seconds); not profiled
     with profiled(dev, out_dir, wait, warmup, active) as prof:
         walls = timed_steps(step, loader(wait + warmup + active), wait + warmup + active, dev, prof)
-    return {"step_wall_us": walls[wait + warmup:], "profiled_steps": active,
-            "compile_steps_wall_us": walls[:wait]}
+    return {"step_wall_us": walls[wait + warmup :], "profiled_steps": active, "compile_steps_wall_us": walls[:wait]}
 
 
 def rec_cudagraph(dev: str, out_dir: str) -> dict:
@@ -230,7 +242,7 @@ def rec_cudagraph(dev: str, out_dir: str) -> dict:
     wait, warmup, active = 1, 1, 3
     with profiled(dev, out_dir, wait, warmup, active) as prof:
         walls = timed_steps(step, data[1:], wait + warmup + active, dev, prof)
-    return {"step_wall_us": walls[wait + warmup:], "profiled_steps": active}
+    return {"step_wall_us": walls[wait + warmup :], "profiled_steps": active}
 
 
 def rec_fp8(dev: str, out_dir: str) -> dict:
@@ -239,7 +251,7 @@ def rec_fp8(dev: str, out_dir: str) -> dict:
     m = n = k = 4096
     g = torch.Generator(device=dev).manual_seed(0)
     a = torch.randn(m, k, device=dev, generator=g).to(torch.float8_e4m3fn)
-    b = torch.randn(n, k, device=dev, generator=g).to(torch.float8_e4m3fn).t()   # column-major, as required
+    b = torch.randn(n, k, device=dev, generator=g).to(torch.float8_e4m3fn).t()  # column-major, as required
     one = torch.tensor(1.0, device=dev)
     a16 = torch.randn(m, k, device=dev, dtype=torch.bfloat16, generator=g)
     b16 = torch.randn(k, n, device=dev, dtype=torch.bfloat16, generator=g)
@@ -258,8 +270,13 @@ def rec_fp8(dev: str, out_dir: str) -> dict:
     fake = [(None, None)] * (wait + warmup + active)
     with profiled(dev, out_dir, wait, warmup, active) as prof:
         walls = timed_steps(step, fake, wait + warmup + active, dev, prof)
-    return {"step_wall_us": walls[wait + warmup:], "profiled_steps": active,
-            "gemm_shape_mnk": [m, n, k], "fp8_gemms_per_step": 4, "bf16_gemms_per_step": 1}
+    return {
+        "step_wall_us": walls[wait + warmup :],
+        "profiled_steps": active,
+        "gemm_shape_mnk": [m, n, k],
+        "fp8_gemms_per_step": 4,
+        "bf16_gemms_per_step": 1,
+    }
 
 
 def rec_ddp_nccl(dev: str, out_dir: str) -> dict:
@@ -281,8 +298,14 @@ def rec_ddp_nccl(dev: str, out_dir: str) -> dict:
         with profiled(dev, os.path.join(out_dir), wait, warmup, active) as prof:
             walls = timed_steps(step, loader(wait + warmup + active), wait + warmup + active, dev, prof)
         grads = sum(p.numel() * p.element_size() for p in model.parameters())
-        return {"step_wall_us": walls[wait + warmup:], "profiled_steps": active, "world_size": 1,
-                "backend": dist.get_backend(), "bucket_cap_mb": 8, "gradient_bytes": grads}
+        return {
+            "step_wall_us": walls[wait + warmup :],
+            "profiled_steps": active,
+            "world_size": 1,
+            "backend": dist.get_backend(),
+            "bucket_cap_mb": 8,
+            "gradient_bytes": grads,
+        }
     finally:
         dist.destroy_process_group()
 
@@ -308,8 +331,13 @@ def rec_inference(dev: str, out_dir: str) -> dict:
     fake = [(None, None)] * (wait + warmup + active)
     with profiled(dev, out_dir, wait, warmup, active) as prof:
         walls = timed_steps(step, fake, wait + warmup + active, dev, prof)
-    return {"step_wall_us": walls[wait + warmup:], "profiled_steps": active, "prompts": BATCH,
-            "prompt_tokens": 128, "new_tokens_per_step": new_tokens}
+    return {
+        "step_wall_us": walls[wait + warmup :],
+        "profiled_steps": active,
+        "prompts": BATCH,
+        "prompt_tokens": 128,
+        "new_tokens_per_step": new_tokens,
+    }
 
 
 def rec_snapshot(dev: str, out_dir: str) -> dict:
@@ -332,12 +360,15 @@ def rec_snapshot(dev: str, out_dir: str) -> dict:
         path = os.path.join(out_dir, f"{worker_name(dev)}_{label}.pickle")
         torch.cuda.memory._dump_snapshot(path)
         torch.cuda.memory._record_memory_history(enabled=None)
-        out[label] = {"file": os.path.basename(path), "parameter_bytes": params,
-                      "allocated_before_build_bytes": base,
-                      "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(),
-                      "memory_allocated_at_dump_bytes": torch.cuda.memory_allocated(),
-                      "memory_reserved_at_dump_bytes": torch.cuda.memory_reserved(),
-                      "file_bytes": os.path.getsize(path)}
+        out[label] = {
+            "file": os.path.basename(path),
+            "parameter_bytes": params,
+            "allocated_before_build_bytes": base,
+            "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(),
+            "memory_allocated_at_dump_bytes": torch.cuda.memory_allocated(),
+            "memory_reserved_at_dump_bytes": torch.cuda.memory_reserved(),
+            "file_bytes": os.path.getsize(path),
+        }
         del model, opt, step
     return out
 
@@ -357,8 +388,12 @@ def environment(dev: str) -> dict:
     env = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": dev}
     if dev == "cuda":
         p = torch.cuda.get_device_properties(0)
-        env.update(gpu=p.name, capability=list(torch.cuda.get_device_capability(0)),
-                   sm_count=p.multi_processor_count, total_memory_bytes=p.total_memory)
+        env.update(
+            gpu=p.name,
+            capability=list(torch.cuda.get_device_capability(0)),
+            sm_count=p.multi_processor_count,
+            total_memory_bytes=p.total_memory,
+        )
     return env
 
 
@@ -383,8 +418,12 @@ def main() -> int:
             failed += 1
             print(f"{name}: FAILED\n{traceback.format_exc()}")
             continue
-        record = {"recording": name, "script": "samples/record_gpu_traces.py", **environment(args.device),
-                  "measured": measured}
+        record = {
+            "recording": name,
+            "script": "samples/record_gpu_traces.py",
+            **environment(args.device),
+            "measured": measured,
+        }
         with open(os.path.join(out_dir, "RECORDED.json"), "w") as f:
             json.dump(record, f, indent=1)
         print(f"{name}: {time.perf_counter() - t0:.1f} s")

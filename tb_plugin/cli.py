@@ -44,9 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--run", help="only this run (its path relative to the logdir; '.' for the root)")
     report.add_argument("--json", action="store_true", help="print JSON instead of tables")
     report.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
-    report.add_argument("--executor", default=None,
-                        help=f"where the per-rank work runs: 'local' (process pool, the default) or "
-                             f"dask://HOST:PORT (a Dask scheduler); default ${ENV_VAR} or local")
+    report.add_argument(
+        "--executor",
+        default=None,
+        help=f"where the per-rank work runs: 'local' (process pool, the default) or "
+        f"dask://HOST:PORT (a Dask scheduler); default ${ENV_VAR} or local",
+    )
     diff = sub.add_parser("diff", help="compare a baseline trace with an experiment")
     diff.add_argument("base", help="a trace file or a run directory (local or bucket URL)")
     diff.add_argument("exp", help="a trace file or a run directory (local or bucket URL)")
@@ -55,9 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         diff.add_argument(f"--{side}-span", default="1", help="span (default: 1)")
     diff.add_argument("--json", action="store_true", help="print JSON instead of tables")
     diff.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
-    diff.add_argument("--fail-on", action="append", default=[], metavar="METRIC=+T",
-                      help="CI gate: exit 3 when METRIC (step_time or kernel:NAME) grows by more than T "
-                           "(e.g. +5%% or +300us) and beyond the step-to-step noise; repeatable")
+    diff.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        metavar="METRIC=+T",
+        help="CI gate: exit 3 when METRIC (step_time or kernel:NAME) grows by more than T "
+        "(e.g. +5%% or +300us) and beyond the step-to-step noise; repeatable",
+    )
     serve = sub.add_parser("serve", help="serve the tab's UI and routes without TensorBoard (waitress)")
     serve.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
@@ -71,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return (mcp_server if args.command == "mcp" else cli_hang).run(args)
     if args.command == "diff":
         from .analysis.regression import parse_fail_on  # diff only, like cli_gate (fewer imports for report)
+
         try:
             args.rules = [parse_fail_on(text) for text in args.fail_on]
         except ValueError as exc:
@@ -85,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"kinetoscope: serve needs {exc.name}: pip install 'kinetoscope[serve]'\n")
             return 1
         return serve_forever(args.logdir, args.host, args.port, args.path_prefix, sys.stderr, args.allow_host)
-    return run_report(args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr,
-                      executor=args.executor)
+    return run_report(
+        args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr, executor=args.executor
+    )
 
 
 class _PickError(Exception):
@@ -128,10 +138,13 @@ def _pick(target: str, worker: str | None, span: str, use_cache: bool):
             spans: dict[str, set[str]] = {}
             for st in files:
                 spans.setdefault(st.worker, set()).add(st.span)
-            there = "; ".join(f"{w} (span{'s' if len(s) > 1 else ''} {', '.join(sorted(s, key=_span_key))})"
-                              for w, s in sorted(spans.items()))
-            raise _PickError(f"no trace for worker {chosen!r}, span {span!r} in {target}; "
-                             f"the workers and spans there: {there}", 2)
+            there = "; ".join(
+                f"{w} (span{'s' if len(s) > 1 else ''} {', '.join(sorted(s, key=_span_key))})"
+                for w, s in sorted(spans.items())
+            )
+            raise _PickError(
+                f"no trace for worker {chosen!r}, span {span!r} in {target}; the workers and spans there: {there}", 2
+            )
         files = picked
     state = registry.load(files[0])
     if state.error:
@@ -163,8 +176,11 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
         return exc.status
     if getattr(args, "rules", None):
         return cli_gate.run_gate(args, base_reg, base, exp_reg, exp, out, err)
-    doc = {"baseline": base.entry.path, "experiment": exp.entry.path,
-           **report.diff_document(base, base_reg.views(base), exp, exp_reg.views(exp))}
+    doc = {
+        "baseline": base.entry.path,
+        "experiment": exp.entry.path,
+        **report.diff_document(base, base_reg.views(base), exp, exp_reg.views(exp)),
+    }
     if args.json:
         out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
@@ -173,22 +189,31 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     out.write(f"{'Category':<15}{'baseline µs':>14}{'experiment µs':>15}{'delta µs':>12}{'delta %':>9}\n")
     for key, label in zip(["total_us"] + CATEGORY_KEYS, ["Step"] + labels()):
         rel = steps["relative_pct"][key]
-        out.write(f"{label:<15}{fixed(steps['baseline'][key], 1):>14}{fixed(steps['experiment'][key], 1):>15}"
-                  f"{fixed(steps['delta'][key], 1):>12}{'' if rel is None else f'{fixed(rel, 1):>8}%':>9}\n")
+        out.write(
+            f"{label:<15}{fixed(steps['baseline'][key], 1):>14}{fixed(steps['experiment'][key], 1):>15}"
+            f"{fixed(steps['delta'][key], 1):>12}{'' if rel is None else f'{fixed(rel, 1):>8}%':>9}\n"
+        )
     wf = doc["waterfall"]
-    out.write(f"\nTop-level operators {fixed(wf['rows_us'], 1, sign=True)} µs + not in them "
-              f"{fixed(wf['remainder_us'], 1, sign=True)} µs = step {fixed(wf['total_us'], 1, sign=True)} µs\n")
-    out.write("\nLargest operator changes (per average step; verdict on host total, "
-              f"changes within {fixed(doc['thresholds']['change_us'], 0)} µs or "
-              f"{fixed(doc['thresholds']['change_pct'], 0)} % are unchanged):\n")
+    out.write(
+        f"\nTop-level operators {fixed(wf['rows_us'], 1, sign=True)} µs + not in them "
+        f"{fixed(wf['remainder_us'], 1, sign=True)} µs = step {fixed(wf['total_us'], 1, sign=True)} µs\n"
+    )
+    out.write(
+        "\nLargest operator changes (per average step; verdict on host total, "
+        f"changes within {fixed(doc['thresholds']['change_us'], 0)} µs or "
+        f"{fixed(doc['thresholds']['change_pct'], 0)} % are unchanged):\n"
+    )
     for row in sorted(doc["operators"], key=lambda r: -abs(r["change_us"]))[:15]:
-        out.write(f"  {row['status']:<9} {cli_gate.path_text(row)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
-                  f"device {fixed(row['delta']['device_total_us'], 1, sign=True)} µs\n")
+        out.write(
+            f"  {row['status']:<9} {cli_gate.path_text(row)}: host {fixed(row['delta']['host_total_us'], 1, sign=True)} µs, "
+            f"device {fixed(row['delta']['device_total_us'], 1, sign=True)} µs\n"
+        )
     return 0
 
 
-def run_report(logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO,
-               executor: str | None = None) -> int:
+def run_report(
+    logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO, executor: str | None = None
+) -> int:
     # a missing local logdir is answered before the registry, numpy and the analyses are imported
     problem = _local_logdir_problem(strip_protocol(logdir)) if is_plain_local(logdir) else None
     if problem is not None:
@@ -251,7 +276,7 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     from .trace import heap
 
     heap.tune_allocator()  # this process's large arrays from the heap (trace/heap.py)
-    warn = lambda message: err.write(f"kinetoscope: {message}\n")  # noqa: E731
+    warn = lambda message: err.write(f"kinetoscope: {message}\n")
     chosen = open_executor(executor, warn)
     from .cli_progress import ProgressBar
 
@@ -261,8 +286,11 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     finally:
         chosen.close()
     bar.done()
-    where = ((f"{chosen.used_workers} worker processes" if chosen.used_workers else "this process")
-             if isinstance(chosen, LocalExecutor) else chosen.description)
+    where = (
+        (f"{chosen.used_workers} worker processes" if chosen.used_workers else "this process")
+        if isinstance(chosen, LocalExecutor)
+        else chosen.description
+    )
     err.write(f"analysed {len(files)} files on {where}\n")
 
 

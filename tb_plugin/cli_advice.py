@@ -18,8 +18,11 @@ def bytes_text(n: float) -> str:
 
 
 TOP_RUNTIME_CALLS = 5  # rows of the runtime-calls table in the text report
-_BASIS = {"average_step": "per average step", "steps_window": "in the steps window",
-          "median_step": "over the median step"}
+_BASIS = {
+    "average_step": "per average step",
+    "steps_window": "in the steps window",
+    "median_step": "over the median step",
+}
 
 
 def print_run_advice(run: dict[str, Any], out: TextIO) -> None:
@@ -45,15 +48,19 @@ def print_advice(ov: dict[str, Any], out: TextIO, run_recs: list[dict] | None = 
         for r in calls["rows"]:
             pct = "–" if r["window_pct"] is None else f"{fixed(r['window_pct'], 1)}%"
             issuer = r["operators"][0]["name"] if r["operators"] else "–"
-            out.write(f"   {r['api'][:27]:<28}{r['calls']:>9,}{fixed(r['total_us'] / 1000, 3):>12}{pct:>11}  "
-                      f"{'yes' if r['blocks'] else 'no':<6}  {issuer}\n")
+            out.write(
+                f"   {r['api'][:27]:<28}{r['calls']:>9,}{fixed(r['total_us'] / 1000, 3):>12}{pct:>11}  "
+                f"{'yes' if r['blocks'] else 'no':<6}  {issuer}\n"
+            )
     for rec in doc["recommendation_details"]:
         if advice_key(rec) in said:
             continue
         if rec.get("addressed_us") is not None:
             basis = _BASIS.get(rec["basis"], rec["basis"])
-            why = (f"addresses {fixed(rec['addressed_us'] / 1000, 3)} ms {basis}, threshold "
-                   f"{fixed(rec['threshold_us'] / 1000, 3)} ms")
+            why = (
+                f"addresses {fixed(rec['addressed_us'] / 1000, 3)} ms {basis}, threshold "
+                f"{fixed(rec['threshold_us'] / 1000, 3)} ms"
+            )
         else:
             why = f"addresses {bytes_text(rec['addressed_bytes'])}, threshold {bytes_text(rec['threshold_bytes'])}"
         out.write(f"   * [{rec['rule']}] {rec['text']} ({why})\n")

@@ -34,20 +34,36 @@ def run_gate(args, base_reg, base, exp_reg, exp, out: TextIO, err: TextIO) -> in
         for c in doc["checks"]:
             iv = c["interval_pct"] or c["interval_us"]
             unit = "%" if c["interval_pct"] else " µs"
-            band = "" if iv is None else f" ({CONFIDENCE:.0%} interval {fixed(iv[0], 1, sign=True)}{unit} .. {fixed(iv[1], 1, sign=True)}{unit})"
-            change = "n/a" if c["delta_us"] is None else f"{fixed(c['delta_us'], 1, sign=True)} µs" + (
-                "" if c["delta_pct"] is None else f" ({fixed(c['delta_pct'], 1, sign=True)}%)")
-            out.write(f"  {c['status'].upper():<14} {printable(c['rule'])}: median {change}{band}, "
-                      f"{c['baseline_steps']} vs {c['experiment_steps']} steps\n")
+            band = (
+                ""
+                if iv is None
+                else f" ({CONFIDENCE:.0%} interval {fixed(iv[0], 1, sign=True)}{unit} .. {fixed(iv[1], 1, sign=True)}{unit})"
+            )
+            change = (
+                "n/a"
+                if c["delta_us"] is None
+                else f"{fixed(c['delta_us'], 1, sign=True)} µs"
+                + ("" if c["delta_pct"] is None else f" ({fixed(c['delta_pct'], 1, sign=True)}%)")
+            )
+            out.write(
+                f"  {c['status'].upper():<14} {printable(c['rule'])}: median {change}{band}, "
+                f"{c['baseline_steps']} vs {c['experiment_steps']} steps\n"
+            )
         for r in doc["explain"]["operators"][:5]:
-            out.write(f"    operator {printable(tail(' > '.join(r['path']), 80))}: {fixed(r['delta_us'], 1, sign=True)} µs/step\n")
+            out.write(
+                f"    operator {printable(tail(' > '.join(r['path']), 80))}: {fixed(r['delta_us'], 1, sign=True)} µs/step\n"
+            )
         for k in doc["explain"]["kernels"][:5]:
-            out.write(f"    kernel {printable(tail(k['name'], 80))}: {fixed(k['delta_per_step_us'], 1, sign=True)} µs/step\n")
+            out.write(
+                f"    kernel {printable(tail(k['name'], 80))}: {fixed(k['delta_per_step_us'], 1, sign=True)} µs/step\n"
+            )
         out.write(f"verdict: {doc['verdict']}\n")
     for c in doc["checks"]:
         if c["status"] == "too_few_steps":
-            err.write(f"kinetoscope: {printable(c['rule'])}: fewer than {MIN_STEPS} steps on a side, the noise cannot be "
-                      f"estimated; not counted as a regression\n")
+            err.write(
+                f"kinetoscope: {printable(c['rule'])}: fewer than {MIN_STEPS} steps on a side, the noise cannot be "
+                f"estimated; not counted as a regression\n"
+            )
     return 3 if doc["verdict"] == "regression" else 0
 
 
@@ -60,7 +76,7 @@ def printable(text: str) -> str:
 
 def tail(text: str, width: int) -> str:
     """``text`` cut to its last ``width`` characters, led by "…" when something was cut."""
-    return text if len(text) <= width else "\u2026" + text[-(width - 1):]
+    return text if len(text) <= width else "\u2026" + text[-(width - 1) :]
 
 
 def path_text(row: dict) -> str:

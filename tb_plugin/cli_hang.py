@@ -11,8 +11,19 @@ from typing import TextIO
 # command pays nothing for this one (cli.py)
 
 # the keys of a finding in the JSON answer, in order (the document's own extra keys follow)
-FINDING_KEYS = ("kind", "pg_name", "pg_desc", "pg_id", "op", "collective_seq_id", "sizes", "dtype", "ranks_present",
-                "missing_ranks", "detail")
+FINDING_KEYS = (
+    "kind",
+    "pg_name",
+    "pg_desc",
+    "pg_id",
+    "op",
+    "collective_seq_id",
+    "sizes",
+    "dtype",
+    "ranks_present",
+    "missing_ranks",
+    "detail",
+)
 
 
 def add_parser(sub, env_var: str) -> None:
@@ -20,8 +31,11 @@ def add_parser(sub, env_var: str) -> None:
     p = sub.add_parser("hang", help="why a job hung: read the NCCL/Gloo flight-recorder dumps in DIR")
     p.add_argument("dir", help="the folder of one job's dumps (any file names; local or fsspec URL)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the verdict")
-    p.add_argument("--executor", default=None, help=f"where the dumps are read: local or dask://HOST:PORT "
-                                                    f"(default ${env_var} or local)")
+    p.add_argument(
+        "--executor",
+        default=None,
+        help=f"where the dumps are read: local or dask://HOST:PORT (default ${env_var} or local)",
+    )
 
 
 def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -38,8 +52,11 @@ def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
 
     try:
-        doc = hang.folder_document(args.dir, open_executor(args.executor, warn=lambda m: err.write(f"kinetoscope: {m}\n")),
-                                   warn=lambda m: err.write(f"kinetoscope: {m}\n"))
+        doc = hang.folder_document(
+            args.dir,
+            open_executor(args.executor, warn=lambda m: err.write(f"kinetoscope: {m}\n")),
+            warn=lambda m: err.write(f"kinetoscope: {m}\n"),
+        )
     except (hang.HangError, StorageError, OSError) as exc:
         err.write(f"kinetoscope: {exc}\n")
         return 2
@@ -60,35 +77,54 @@ def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
 def json_document(doc: dict) -> dict:
     """The ``--json`` answer: ``ranks``, ``groups``, ``findings`` (the issue's keys first), ``unreadable``,
     ``verdict``, ``traces``."""
-    findings = [{**{k: f.get(k) for k in FINDING_KEYS}, **{k: v for k, v in f.items() if k not in FINDING_KEYS}}
-                for f in doc["findings"]]
-    return {"folder": doc.get("folder"), "verdict": doc["verdict"], "ranks": doc["ranks"], "groups": doc["groups"],
-            "findings": findings, "unreadable": doc["unreadable"], "traces": doc["traces"]}
+    findings = [
+        {**{k: f.get(k) for k in FINDING_KEYS}, **{k: v for k, v in f.items() if k not in FINDING_KEYS}}
+        for f in doc["findings"]
+    ]
+    return {
+        "folder": doc.get("folder"),
+        "verdict": doc["verdict"],
+        "ranks": doc["ranks"],
+        "groups": doc["groups"],
+        "findings": findings,
+        "unreadable": doc["unreadable"],
+        "traces": doc["traces"],
+    }
 
 
 def print_document(doc: dict, out: TextIO, indent: str = "") -> None:
     """The verdict, then per group its stuck instance, then the unreadable dumps."""
     guessed = [r["rank"] for r in doc["ranks"] if r["rank_from"] == "name"]
-    out.write(f"{indent}{len(doc['ranks'])} dumps read ({_ranks(r['rank'] for r in doc['ranks'])})"
-              + (f"; rank taken from the file name for {len(guessed)}" if guessed else "") + "\n")
+    out.write(
+        f"{indent}{len(doc['ranks'])} dumps read ({_ranks(r['rank'] for r in doc['ranks'])})"
+        + (f"; rank taken from the file name for {len(guessed)}" if guessed else "")
+        + "\n"
+    )
     out.write(f"{indent}verdict:\n")
     for n, text in enumerate(doc["verdict"], start=1):
         out.write(f"{indent}  {n}. {text}\n")
     for f in doc["findings"]:
         if f.get("trace_ranks"):
             t = doc["traces"]
-            out.write(f"{indent}  traces of finding {doc['findings'].index(f) + 1}: "
-                      + ", ".join(f"rank {r} {t[str(r)]['path']}" for r in f["trace_ranks"][:4]) + "\n")
+            out.write(
+                f"{indent}  traces of finding {doc['findings'].index(f) + 1}: "
+                + ", ".join(f"rank {r} {t[str(r)]['path']}" for r in f["trace_ranks"][:4])
+                + "\n"
+            )
     for g in doc["groups"]:
         stuck = g.get("stuck")
         where = f"{g['pg_desc'] or '-'} (pg {g['pg_name']}, {len(g['ranks'])} ranks)"
         if stuck:
-            out.write(f"{indent}group {where}: stuck at {stuck['op'] or '?'} #{stuck['collective_seq_id']}, present "
-                      f"{_ranks(stuck['ranks_present'])}, missing {_ranks(stuck['missing_ranks']) or '-'}\n")
+            out.write(
+                f"{indent}group {where}: stuck at {stuck['op'] or '?'} #{stuck['collective_seq_id']}, present "
+                f"{_ranks(stuck['ranks_present'])}, missing {_ranks(stuck['missing_ranks']) or '-'}\n"
+            )
         else:
             out.write(f"{indent}group {where}: no rank behind\n")
     for u in doc["unreadable"]:
-        out.write(f"{indent}unreadable: {u['path']} (rank {u['rank'] if u['rank'] is not None else '?'}): {u['error']}\n")
+        out.write(
+            f"{indent}unreadable: {u['path']} (rank {u['rank'] if u['rank'] is not None else '?'}): {u['error']}\n"
+        )
 
 
 def print_report_hang(run: dict, out: TextIO) -> None:

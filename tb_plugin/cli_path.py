@@ -26,13 +26,20 @@ def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) 
         out.write(f"     step {p['step']}: {fixed(p['length_us'], 1)} µs ({shares})")
         if across:
             ranks = sorted(p["by_rank"], key=lambda r: -r["us"])
-            out.write(" [" + ", ".join(f"rank {r['rank']} {fixed(r['us'] / length * 100, 1)}%" for r in ranks[:4]) + "]")
+            out.write(
+                " [" + ", ".join(f"rank {r['rank']} {fixed(r['us'] / length * 100, 1)}%" for r in ranks[:4]) + "]"
+            )
         out.write(" (truncated)\n" if p["truncated"] else "\n")
         items = p.get("top_items") or []
         if items:
-            out.write("       most time: " + "; ".join(
-                f"{_name(i['name'])} {fixed(i['us'], 1)} µs over {i['segments']} segment{'s' * (i['segments'] != 1)}"
-                for i in items[:TOP]) + "\n")
+            out.write(
+                "       most time: "
+                + "; ".join(
+                    f"{_name(i['name'])} {fixed(i['us'], 1)} µs over {i['segments']} segment{'s' * (i['segments'] != 1)}"
+                    for i in items[:TOP]
+                )
+                + "\n"
+            )
         if p.get("host_blocked_us"):
             out.write(f"       host blocked on the device: {fixed(p['host_blocked_us'], 1)} µs of the path\n")
         for s in p["segments"][:TOP]:
@@ -42,15 +49,21 @@ def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) 
         for c in p["collectives"][:TOP]:
             work = c.get("late_work")
             ctx = f" in {_name(work['annotation'])}" if work and work.get("annotation") else ""
-            after = f", late after {_name(work['name'])}{ctx} ({work['category']}, {fixed(work['dur_us'], 1)} µs)" if work else ""
-            out.write(f"       rank {c['rank']} waited {fixed(c['wait_us'], 1)} µs in {_name(c['name'])} "
-                      f"for rank {c['late_rank']}{after}\n")
+            after = (
+                f", late after {_name(work['name'])}{ctx} ({work['category']}, {fixed(work['dur_us'], 1)} µs)"
+                if work
+                else ""
+            )
+            out.write(
+                f"       rank {c['rank']} waited {fixed(c['wait_us'], 1)} µs in {_name(c['name'])} "
+                f"for rank {c['late_rank']}{after}\n"
+            )
     if len(paths) > MAX_STEPS:
         out.write(f"     … {len(paths) - MAX_STEPS} more steps (kinetoscope report --json lists them all)\n")
 
 
 def _name(text: str) -> str:
-    return text if len(text) <= MAX_NAME else text[:MAX_NAME - 1] + "…"
+    return text if len(text) <= MAX_NAME else text[: MAX_NAME - 1] + "…"
 
 
 def _or_dash(value, text) -> str:
@@ -65,8 +78,10 @@ def print_collectives(summary: dict[str, Any] | None, out: TextIO) -> None:
     out.write("   collectives across ranks (bandwidths in GB/s over transfer time):\n")
     for c in summary["collectives"]:
         nbytes = _or_dash(c["bytes"], lambda b: f"{fixed(b / 2**20, 1)} MiB")
-        out.write(f"     {c['name']} n={c['group_size']}: {c['calls']} calls, {nbytes}, "
-                  f"algbw {_or_dash(c['algbw_gbps'], lambda v: fixed(v, 2))}, "
-                  f"busbw {_or_dash(c['busbw_gbps'], lambda v: fixed(v, 2))}\n")
+        out.write(
+            f"     {c['name']} n={c['group_size']}: {c['calls']} calls, {nbytes}, "
+            f"algbw {_or_dash(c['algbw_gbps'], lambda v: fixed(v, 2))}, "
+            f"busbw {_or_dash(c['busbw_gbps'], lambda v: fixed(v, 2))}\n"
+        )
     if summary.get("bandwidth_caveat"):
         out.write(f"     note: {summary['bandwidth_caveat']}\n")

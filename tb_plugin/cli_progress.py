@@ -26,8 +26,10 @@ class ProgressBar:
             return
         fraction = done / max(total, 1)
         filled = int(self.WIDTH * fraction)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {int(100 * fraction):3d}%  "
-                          f"{done}/{self.total} {result.key[-50:]}\x1b[K")
+        self.stream.write(
+            f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {int(100 * fraction):3d}%  "
+            f"{done}/{self.total} {result.key[-50:]}\x1b[K"
+        )
         self.stream.flush()
 
     def done(self) -> None:

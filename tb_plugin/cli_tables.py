@@ -9,7 +9,8 @@ from typing import Any, TextIO
 from .analysis.breakdown import CATEGORY_LABELS
 from .analysis.numfmt import fixed
 from .analysis.overview import CATEGORY_KEYS
-from .cli_advice import bytes_text as _bytes, print_advice, print_run_advice
+from .cli_advice import bytes_text as _bytes
+from .cli_advice import print_advice, print_run_advice
 from .cli_graphs import print_graphs
 from .cli_hang import print_report_hang
 from .cli_path import print_collectives, print_critical_path
@@ -40,12 +41,19 @@ def print_tables(doc: dict[str, Any], out: TextIO) -> None:
                 # the percentage as the UI computes it ((part / whole) * 100), rounded by the same rule
                 out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{fixed(avg[key] / total * 100, 2):>10}%\n")
             for g in ov["gpus"]:  # an accelerator that is no GPU (MTIA): the GPU-only measures do not apply
-                gpu_only = "" if g.get("device_type", "GPU") != "GPU" else (
-                    f", SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
-                    f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
-                    f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}")
-                out.write(f"   {g.get('device_type', 'GPU')} {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: "
-                          f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n")
+                gpu_only = (
+                    ""
+                    if g.get("device_type", "GPU") != "GPU"
+                    else (
+                        f", SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
+                        f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
+                        f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}"
+                    )
+                )
+                out.write(
+                    f"   {g.get('device_type', 'GPU')} {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: "
+                    f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n"
+                )
             print_advice(ov, out, run.get("recommendations"))
             print_graphs(w.get("graphs"), out)
             print_critical_path(w.get("critical_path") or [], out, across=False)
@@ -92,30 +100,49 @@ def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
             if snap["error"]:
                 out.write(f"     {snap['path']}: ERROR: {snap['error']}\n")
                 continue
-            peaks = ", ".join(f"{d['device']} peak active {_bytes(d['peak_active_bytes'])} (requested bytes; allocated at "
-                              f"dump {_bytes(d.get('allocated_at_dump_bytes') or 0)})" for d in snap["devices"])
+            peaks = ", ".join(
+                f"{d['device']} peak active {_bytes(d['peak_active_bytes'])} (requested bytes; allocated at "
+                f"dump {_bytes(d.get('allocated_at_dump_bytes') or 0)})"
+                for d in snap["devices"]
+            )
             out.write(f"     {snap['path']}: {peaks or 'no devices'}\n")
             for d in snap["devices"]:
                 alive = d.get("alive_at_peak") or {}
-                top = [(k[3:], alive[k][0]) for k in ("by_operator", "by_step", "by_module", "by_frame")
-                       if alive.get(k)]
+                top = [
+                    (k[3:], alive[k][0]) for k in ("by_operator", "by_step", "by_module", "by_frame") if alive.get(k)
+                ]
                 if top:
-                    out.write(f"       {d['device']} alive at the peak: "
-                              + "; ".join(f"top {k} {r['name']} {_bytes(r['bytes'])}" for k, r in top) + "\n")
+                    out.write(
+                        f"       {d['device']} alive at the peak: "
+                        + "; ".join(f"top {k} {r['name']} {_bytes(r['bytes'])}" for k, r in top)
+                        + "\n"
+                    )
             oom = snap.get("oom")
             if oom:
                 asked = _bytes(oom["requested_bytes"]) if oom["requested_bytes"] is not None else "unknown size"
                 free = oom["stream_largest_free_block_bytes"]
-                out.write(f"       OOM on {oom['device']}: requested {asked}"
-                          + (f", largest free block on its stream {_bytes(free)}" if free is not None else "")
-                          + (f", fragmentation {fixed(oom['fragmentation_pct'], 1)} %"
-                             if oom["fragmentation_pct"] is not None else "") + "\n")
+                out.write(
+                    f"       OOM on {oom['device']}: requested {asked}"
+                    + (f", largest free block on its stream {_bytes(free)}" if free is not None else "")
+                    + (
+                        f", fragmentation {fixed(oom['fragmentation_pct'], 1)} %"
+                        if oom["fragmentation_pct"] is not None
+                        else ""
+                    )
+                    + "\n"
+                )
     for group in run.get("snapshot_ranks") or []:
-        peaks = ", ".join(f"rank {r['rank']} {_bytes(r['peak_active_bytes'])}" for r in group["ranks"]
-                          if r["peak_active_bytes"] is not None)
+        peaks = ", ".join(
+            f"rank {r['rank']} {_bytes(r['peak_active_bytes'])}"
+            for r in group["ranks"]
+            if r["peak_active_bytes"] is not None
+        )
         dev = None if group["outlier_rank"] is None else (group["outlier_peak_to_median"] - 1) * 100
-        outlier = "; no outlier" if dev is None else (
-            f"; outlier: rank {group['outlier_rank']} ({'+' if dev >= 0 else ''}{fixed(dev, 1)} % vs the median)")
+        outlier = (
+            "; no outlier"
+            if dev is None
+            else (f"; outlier: rank {group['outlier_rank']} ({'+' if dev >= 0 else ''}{fixed(dev, 1)} % vs the median)")
+        )
         out.write(f"   peak per rank: {peaks}{outlier}\n")
     for item in memprofiler:
         what = "MemProfiler stats" if item["kind"] == "memprofiler_stats" else "MemProfiler log"

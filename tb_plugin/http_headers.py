@@ -39,10 +39,12 @@ def with_frame_headers(app):
         def start(status, headers, exc_info=None):
             kept = [(k, v) for k, v in headers if k.lower() not in names]
             # a route's own CSP (memory_html_image: default-src 'none'; sandbox) keeps its directives
-            own = "; ".join(v for k, v in headers if k.lower() == "content-security-policy"
-                            and "frame-ancestors" not in v)
-            added = [(k, f"{own}; {v}" if own and k.lower() == "content-security-policy" else v)
-                     for k, v in FRAME_HEADERS]
+            own = "; ".join(
+                v for k, v in headers if k.lower() == "content-security-policy" and "frame-ancestors" not in v
+            )
+            added = [
+                (k, f"{own}; {v}" if own and k.lower() == "content-security-policy" else v) for k, v in FRAME_HEADERS
+            ]
             return start_response(status, kept + added, exc_info)
 
         return app(environ, start)

@@ -21,8 +21,8 @@ from .registry.cache import ParseCache
 from .registry.multi import MultiRegistry, parse_logdir_spec
 from .registry.runs import RunRegistry
 from .storage.remote import describe_error
-from .trace.heap import tune_allocator
 from .trace import jsonsafe
+from .trace.heap import tune_allocator
 
 logger = logging.getLogger(__name__)
 PLUGIN_NAME = "kinetoscope"
@@ -47,8 +47,9 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         if self._logdir:  # a local path or a cloud URL (s3://, gs://, az://, abfs://, …)
             self._registry = RunRegistry(self._logdir, cache=ParseCache(), reload_interval=reload_interval).start()
         elif spec:  # name1:path1,name2:path2: one registry per logdir
-            self._registry = MultiRegistry(parse_logdir_spec(spec), cache=ParseCache(),
-                                           reload_interval=reload_interval).start()
+            self._registry = MultiRegistry(
+                parse_logdir_spec(spec), cache=ParseCache(), reload_interval=reload_interval
+            ).start()
         self._static = {name for name in os.listdir(STATIC_DIR)} if os.path.isdir(STATIC_DIR) else set()
 
     # -- TBPlugin interface -------------------------------------------------------------------
@@ -129,8 +130,9 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         """The original trace file of a (run, worker, span), for "Download trace" and Perfetto."""
         if self._registry is None:
             return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
-        state = self._registry.find(request.args.get("run", ""), request.args.get("worker", ""),
-                                    request.args.get("span", ""))
+        state = self._registry.find(
+            request.args.get("run", ""), request.args.get("worker", ""), request.args.get("span", "")
+        )
         if state is None:  # the path comes from the registry, never from the request
             return _json(request, 404, {"error": "no such trace"})
         f = None
@@ -174,11 +176,13 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
 
     def _registry_route(self, handler, as_csv: bool = False):
         """A route answering ``handler(registry, request.args)`` as JSON (CSV text with ``as_csv``)."""
+
         def serve(request):
             if self._registry is None:
                 return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
-            status, doc = handler(self._registry, request.args, as_csv=True) if as_csv else handler(
-                self._registry, request.args)
+            status, doc = (
+                handler(self._registry, request.args, as_csv=True) if as_csv else handler(self._registry, request.args)
+            )
             if as_csv and isinstance(doc, str):
                 return http_util.Respond(request, doc, "text/csv", code=status)
             return _json(request, status, doc)
@@ -191,8 +195,11 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             return http_util.Respond(request, "not found", "text/plain", code=404)
         with open(os.path.join(STATIC_DIR, name), "rb") as f:
             body = f.read()
-        content_type = "text/javascript" if name.endswith((".js", ".mjs")) else (
-            mimetypes.guess_type(name)[0] or "application/octet-stream")
+        content_type = (
+            "text/javascript"
+            if name.endswith((".js", ".mjs"))
+            else (mimetypes.guess_type(name)[0] or "application/octet-stream")
+        )
         return http_util.Respond(request, body, content_type)
 
 

@@ -43,8 +43,10 @@ from .plugin import PLUGIN_NAME, KinetoscopePlugin
 
 ROUTE_BASE = f"/data/plugin/{PLUGIN_NAME}"  # as in TensorBoard: the frontend's <base href>
 _SCRIPT = 'import("./index.js").then((m) => void m.render());'
-_PAGE = ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Kinetoscope: PyTorch Profiler</title>"
-         f"<base href=\"{ROUTE_BASE[1:]}/\"></head>\n<body><script type=\"module\">{_SCRIPT}</script></body></html>\n")
+_PAGE = (
+    '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Kinetoscope: PyTorch Profiler</title>'
+    f'<base href="{ROUTE_BASE[1:]}/"></head>\n<body><script type="module">{_SCRIPT}</script></body></html>\n'
+)
 _SCRIPT_SHA256 = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode("ascii")
 _PREFIX = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -69,34 +71,42 @@ def host_name(header: str) -> str:
     """``example.org:6006`` → ``example.org``; ``[::1]:6006`` → ``::1``; lower-case."""
     header = header.strip().lower()
     if header.startswith("["):
-        return header[1:header.find("]")] if "]" in header else header
+        return header[1 : header.find("]")] if "]" in header else header
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def _json_error(status: int, reason: str, message: str) -> tuple[str, list[tuple[str, str]], bytes]:
     body = orjson.dumps({"error": message})
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-               ("X-Content-Type-Options", "nosniff"), *FRAME_HEADERS]
+    headers = [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(body))),
+        ("X-Content-Type-Options", "nosniff"),
+        *FRAME_HEADERS,
+    ]
     return f"{status} {reason}", headers, body
 
 
 def guarded(app, hosts: frozenset):
     """The WSGI app ``app`` behind the Host allowlist, answering a JSON 500 (with the security
     headers) for any exception it raises before its response starts."""
+
     def wsgi(environ, start_response):
         host = environ.get("HTTP_HOST")
         if host is not None and host_name(host) not in hosts:
             status, headers, body = _json_error(
-                403, "Forbidden", "this server does not answer for that Host (start it with --allow-host NAME "
-                                  "to add a name)")
+                403,
+                "Forbidden",
+                "this server does not answer for that Host (start it with --allow-host NAME to add a name)",
+            )
             start_response(status, headers)
             return [body]
         try:
             return app(environ, start_response)
-        except Exception:  # noqa: BLE001 - the last layer: never an HTML traceback page
+        except Exception:
             status, headers, body = _json_error(500, "Internal Server Error", "internal error")
             start_response(status, headers, sys.exc_info())
             return [body]
+
     return wsgi
 
 
@@ -109,8 +119,9 @@ def normalize_prefix(prefix: str) -> str:
     return clean
 
 
-def create_app(logdir: str, path_prefix: str = "", reload_interval: float = 10.0,
-               hosts: frozenset = frozenset(LOOPBACK)) -> flask.Flask:
+def create_app(
+    logdir: str, path_prefix: str = "", reload_interval: float = 10.0, hosts: frozenset = frozenset(LOOPBACK)
+) -> flask.Flask:
     """The Flask app serving the page and the plugin's routes for ``logdir`` under ``path_prefix``,
     answering only requests whose ``Host`` is one of ``hosts`` (:func:`allowed_hosts`)."""
     prefix = normalize_prefix(path_prefix)
@@ -126,8 +137,9 @@ def create_app(logdir: str, path_prefix: str = "", reload_interval: float = 10.0
         return response
 
     if prefix:  # "/p" → "/p/" (relative, like Flask's own slash redirect, but kept behind a proxy too)
-        app.add_url_rule(prefix, "bare", lambda: flask.Response(
-            status=308, headers={"Location": prefix.rsplit("/", 1)[-1] + "/"}))
+        app.add_url_rule(
+            prefix, "bare", lambda: flask.Response(status=308, headers={"Location": prefix.rsplit("/", 1)[-1] + "/"})
+        )
 
     for route, wsgi in plugin.get_plugin_apps().items():
         rule = ROUTE_BASE + (route[:-2] + "/<path:_name>" if route.endswith("/*") else route)
@@ -161,6 +173,7 @@ def create_app(logdir: str, path_prefix: str = "", reload_interval: float = 10.0
 
 def _mounted(wsgi):
     """A Flask view answering with the plugin's WSGI app (its status, headers and streamed body)."""
+
     def view(**_):
         return wrappers.Response.from_app(wsgi, flask.request.environ)
 
@@ -172,10 +185,14 @@ def listen_message(host: str, port: int, prefix: str) -> str:
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}{prefix}/"
     if host in LOOPBACK:
-        return (f"Kinetoscope at {url} (bound to loopback {host}: only this machine can connect; "
-                f"--host 0.0.0.0 to listen on every interface)")
-    return (f"Kinetoscope at {url} (bound to {host}: anyone who can reach this port can read the traces; "
-            f"there is no authentication)")
+        return (
+            f"Kinetoscope at {url} (bound to loopback {host}: only this machine can connect; "
+            f"--host 0.0.0.0 to listen on every interface)"
+        )
+    return (
+        f"Kinetoscope at {url} (bound to {host}: anyone who can reach this port can read the traces; "
+        f"there is no authentication)"
+    )
 
 
 def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: TextIO, allow_hosts=()) -> int:
@@ -199,9 +216,18 @@ def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: Text
         return 2
     app = create_app(logdir, prefix, hosts=allowed_hosts(host, allow_hosts))
     try:
-        server = create_server(app, host=host, port=port, threads=THREADS, connection_limit=CONNECTION_LIMIT,
-                               channel_timeout=CHANNEL_TIMEOUT_S, ident="", max_request_body_size=MAX_REQUEST_BODY_BYTES,
-                               max_request_header_size=MAX_REQUEST_HEADER_BYTES, clear_untrusted_proxy_headers=True)
+        server = create_server(
+            app,
+            host=host,
+            port=port,
+            threads=THREADS,
+            connection_limit=CONNECTION_LIMIT,
+            channel_timeout=CHANNEL_TIMEOUT_S,
+            ident="",
+            max_request_body_size=MAX_REQUEST_BODY_BYTES,
+            max_request_header_size=MAX_REQUEST_HEADER_BYTES,
+            clear_untrusted_proxy_headers=True,
+        )
     except (OSError, ValueError) as exc:
         err.write(f"kinetoscope: cannot listen on {host}:{port}: {exc}\n")
         return 1

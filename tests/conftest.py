@@ -36,8 +36,10 @@ def pytest_configure(config) -> None:
     for name, what in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
     if IN_CI and not HAVE_CORPUS:
-        raise pytest.UsageError(f"CI is set but the sample corpus is missing: {SAMPLES} "
-                                "(set KINETOSCOPE_SAMPLES; docs/TESTING.md says how to rebuild it)")
+        raise pytest.UsageError(
+            f"CI is set but the sample corpus is missing: {SAMPLES} "
+            "(set KINETOSCOPE_SAMPLES; docs/TESTING.md says how to rebuild it)"
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -74,15 +76,18 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(
             f"{_skipped['corpus']} tests skipped: they read the sample corpus, not found at {SAMPLES}; set "
             "KINETOSCOPE_SAMPLES to its folder or place it at ../shared/samples (docs/TESTING.md: where each file "
-            "comes from)")
+            "comes from)"
+        )
     if _skipped.get("emulator"):
         terminalreporter.write_line(
             f"{_skipped['emulator']} storage-emulator tests skipped: install Node and npm (sudo apt-get install nodejs "
-            "npm), then ./run_tests.sh --setup-only installs Azurite")
+            "npm), then ./run_tests.sh --setup-only installs Azurite"
+        )
     if _skipped.get("browser"):
         terminalreporter.write_line(
             f"{_skipped['browser']} browser tests skipped: install chromium (sudo apt-get install chromium) or set "
-            "KINETOSCOPE_CHROMIUM to a chromium binary")
+            "KINETOSCOPE_CHROMIUM to a chromium binary"
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -152,8 +157,14 @@ def loaded_registry(root: Path, **kwargs):
 
 def diff_query(base_run: str, exp_run: str, worker: str = "worker0", span: str = "1") -> dict:
     """The ``diff`` route's query comparing span ``span`` of ``worker`` in two runs."""
-    return {"base_run": base_run, "base_worker": worker, "base_span": span,
-            "exp_run": exp_run, "exp_worker": worker, "exp_span": span}
+    return {
+        "base_run": base_run,
+        "base_worker": worker,
+        "base_span": span,
+        "exp_run": exp_run,
+        "exp_worker": worker,
+        "exp_span": span,
+    }
 
 
 def write_json(path: Path, doc, gz: bool = False) -> Path:
@@ -167,7 +178,9 @@ def x(name, cat, ts, dur, pid=1, tid=1, **args):
     """A complete ('X') event."""
     ev = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
     if args:
-        ev["args"] = {k.replace("_", " ") if k not in ("correlation", "device", "stream") else k: v for k, v in args.items()}
+        ev["args"] = {
+            k.replace("_", " ") if k not in ("correlation", "device", "stream") else k: v for k, v in args.items()
+        }
     return ev
 
 

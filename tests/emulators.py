@@ -52,17 +52,26 @@ class Emulator:
         self.proc: subprocess.Popen | None = None
         self.bucket = "traces"
         if backend == "s3":
-            self.env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-                        "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.port}"}
+            self.env = {
+                "AWS_ACCESS_KEY_ID": "test",
+                "AWS_SECRET_ACCESS_KEY": "test",
+                "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.port}",
+            }
             self.scheme = "s3"
         elif backend == "gcs":
-            self.env = {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{self.port}",
-                        "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
+            self.env = {
+                "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{self.port}",
+                "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
+            }
             self.scheme = "gs"
         elif backend == "azure":
-            self.env = {"AZURE_STORAGE_CONNECTION_STRING": (
-                "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
-                f"AccountKey={AZURE_KEY};BlobEndpoint=http://127.0.0.1:{self.port}/devstoreaccount1;")}
+            self.env = {
+                "AZURE_STORAGE_CONNECTION_STRING": (
+                    "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+                    f"AccountKey={AZURE_KEY};BlobEndpoint=http://127.0.0.1:{self.port}/devstoreaccount1;"
+                )
+            }
             self.scheme = "az"
         else:
             raise ValueError(backend)
@@ -70,24 +79,42 @@ class Emulator:
     def url(self, path: str = "") -> str:
         return f"{self.scheme}://{self.bucket}/{path}".rstrip("/")
 
-    def start(self) -> "Emulator":
+    def start(self) -> Emulator:
         if self.backend == "s3":
-            cmd = [sys.executable, "-c", "import sys; from moto.server import main; sys.exit(main())",
-                   "-H", "127.0.0.1", "-p", str(self.port)]
+            cmd = [
+                sys.executable,
+                "-c",
+                "import sys; from moto.server import main; sys.exit(main())",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+            ]
         elif self.backend == "gcs":
-            cmd = [sys.executable, "-c",
-                   "import sys, time; from gcp_storage_emulator.server import create_server; "
-                   f"s = create_server('127.0.0.1', {self.port}, in_memory=True, default_bucket='{self.bucket}'); "
-                   "s.start(); time.sleep(10**9)"]
+            cmd = [
+                sys.executable,
+                "-c",
+                "import sys, time; from gcp_storage_emulator.server import create_server; "
+                f"s = create_server('127.0.0.1', {self.port}, in_memory=True, default_bucket='{self.bucket}'); "
+                "s.start(); time.sleep(10**9)",
+            ]
         else:
             exe = azurite_bin()
             if exe is None:
-                raise RuntimeError("Azurite is not installed: npm install --prefix tests/.azurite azurite@3.37.0 "
-                                   "(.ci/run does this)")
-            cmd = [str(exe), "--blobHost", "127.0.0.1", "--blobPort", str(self.port), "--inMemoryPersistence",
-                   "--skipApiVersionCheck", "--silent"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+                raise RuntimeError(
+                    "Azurite is not installed: npm install --prefix tests/.azurite azurite@3.37.0 (.ci/run does this)"
+                )
+            cmd = [
+                str(exe),
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(self.port),
+                "--inMemoryPersistence",
+                "--skipApiVersionCheck",
+                "--silent",
+            ]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         _wait_port(self.port, self.proc)
         return self
 
@@ -96,22 +123,24 @@ class Emulator:
             monkeypatch.setenv(k, v)
 
     def fs(self):
-        import fsspec
 
         if self.backend == "s3":
             import s3fs
 
-            return s3fs.S3FileSystem(endpoint_url=self.env["AWS_ENDPOINT_URL"], key="test", secret="test",
-                                     skip_instance_cache=True)
+            return s3fs.S3FileSystem(
+                endpoint_url=self.env["AWS_ENDPOINT_URL"], key="test", secret="test", skip_instance_cache=True
+            )
         if self.backend == "gcs":
             from gcsfs.core import GCSFileSystem  # not gcsfs.GCSFileSystem: see remote._open_gcs_emulator
 
-            return GCSFileSystem(project="test", token="anon", endpoint_url=self.env["STORAGE_EMULATOR_HOST"],
-                                       skip_instance_cache=True)
+            return GCSFileSystem(
+                project="test", token="anon", endpoint_url=self.env["STORAGE_EMULATOR_HOST"], skip_instance_cache=True
+            )
         import adlfs
 
-        return adlfs.AzureBlobFileSystem(connection_string=self.env["AZURE_STORAGE_CONNECTION_STRING"],
-                                         skip_instance_cache=True)
+        return adlfs.AzureBlobFileSystem(
+            connection_string=self.env["AZURE_STORAGE_CONNECTION_STRING"], skip_instance_cache=True
+        )
 
     def make_bucket(self) -> None:
         fs = self.fs()

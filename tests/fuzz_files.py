@@ -25,12 +25,22 @@ from typing import Iterator
 
 from fuzz_inputs import deep_nesting
 
-GOOD_TRACE = {"traceEvents": [
-    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
-    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 50,
-     "args": {"External id": 1}},
-]}
-FORMULA_NAMES = ("=cmd|'/C calc'!A0", "+SUM(1,2)", "-2+3", "@SUM(A1)", "\tx", "\rx", "=HYPERLINK(\"http://x\")")
+GOOD_TRACE = {
+    "traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10,
+            "dur": 50,
+            "args": {"External id": 1},
+        },
+    ]
+}
+FORMULA_NAMES = ("=cmd|'/C calc'!A0", "+SUM(1,2)", "-2+3", "@SUM(A1)", "\tx", "\rx", '=HYPERLINK("http://x")')
 ODD_NAMES = ("工作-😀", "a\nb", "<img src=x onerror=alert(1)>", "\u202eevil", "x" * 5000) + FORMULA_NAMES
 
 
@@ -45,8 +55,13 @@ def gzip_bomb(megabytes: int, fill: bytes = b"\0") -> bytes:
     crc = 0
     for _ in range(megabytes):
         crc = zlib.crc32(chunk, crc)
-    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + first + again * (megabytes - 1) + final
-            + struct.pack("<II", crc, (megabytes << 20) & 0xFFFFFFFF))
+    return (
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+        + first
+        + again * (megabytes - 1)
+        + final
+        + struct.pack("<II", crc, (megabytes << 20) & 0xFFFFFFFF)
+    )
 
 
 # -- pickles, opcode by opcode ------------------------------------------------------------------
@@ -63,8 +78,21 @@ def _deep_tuple(depth: int) -> bytes:
 
 
 def _snapshot_with(entry: bytes) -> bytes:
-    return (_PROTO + _EMPTY_DICT + _MARK + _pstr("segments") + _EMPTY_LIST + _pstr("device_traces") + _EMPTY_LIST
-            + _EMPTY_LIST + entry + b"a" + b"a" + b"u" + _STOP)
+    return (
+        _PROTO
+        + _EMPTY_DICT
+        + _MARK
+        + _pstr("segments")
+        + _EMPTY_LIST
+        + _pstr("device_traces")
+        + _EMPTY_LIST
+        + _EMPTY_LIST
+        + entry
+        + b"a"
+        + b"a"
+        + b"u"
+        + _STOP
+    )
 
 
 def deep_tuple_pickle(where: str, depth: int) -> bytes:
@@ -73,10 +101,30 @@ def deep_tuple_pickle(where: str, depth: int) -> bytes:
         return _PROTO + _EMPTY_DICT + _deep_tuple(depth) + b"K\x01s" + _STOP
     if where == "action":
         return _snapshot_with(_EMPTY_DICT + _MARK + _pstr("action") + _deep_tuple(depth) + _pstr("size") + b"K\x08u")
-    frame = _EMPTY_DICT + _MARK + _pstr("filename") + _deep_tuple(depth) + _pstr("line") + b"K\x01" \
-        + _pstr("name") + _pstr("f") + b"u"
-    return _snapshot_with(_EMPTY_DICT + _MARK + _pstr("action") + _pstr("alloc") + _pstr("size") + b"K\x08"
-                          + _pstr("frames") + _EMPTY_LIST + frame + b"a" + b"u")
+    frame = (
+        _EMPTY_DICT
+        + _MARK
+        + _pstr("filename")
+        + _deep_tuple(depth)
+        + _pstr("line")
+        + b"K\x01"
+        + _pstr("name")
+        + _pstr("f")
+        + b"u"
+    )
+    return _snapshot_with(
+        _EMPTY_DICT
+        + _MARK
+        + _pstr("action")
+        + _pstr("alloc")
+        + _pstr("size")
+        + b"K\x08"
+        + _pstr("frames")
+        + _EMPTY_LIST
+        + frame
+        + b"a"
+        + b"u"
+    )
 
 
 def doubling_tuple_pickle(levels: int) -> bytes:
@@ -91,8 +139,17 @@ def shared_frames_pickle(entries: int, frames: int) -> bytes:
     """``entries`` history entries that all reference ONE list of ``frames`` frames (the pickle memo
     keeps the file small: the review's 420 KB file had 200 000 entries and 10 000 frames)."""
     shared = [{"filename": f"/src/model_{i % 97}.py", "line": i, "name": f"fn_{i}"} for i in range(frames)]
-    trace = [{"action": "alloc" if i % 2 == 0 else "free_completed", "addr": 4096 * (i // 2), "size": 512,
-              "stream": 0, "time_us": i, "frames": shared} for i in range(entries)]
+    trace = [
+        {
+            "action": "alloc" if i % 2 == 0 else "free_completed",
+            "addr": 4096 * (i // 2),
+            "size": 512,
+            "stream": 0,
+            "time_us": i,
+            "frames": shared,
+        }
+        for i in range(entries)
+    ]
     return pickle.dumps({"segments": [], "device_traces": [trace]})
 
 
@@ -103,18 +160,47 @@ def _memo_get(slot: int) -> bytes:
 def shared_annotation_pickle(keys: int, refs: int) -> bytes:
     """The review's 952 KB file: one ``keys``-key annotation dict referenced ``refs`` times by BINGET,
     written without any MARK (EMPTY_DICT + SETITEM, EMPTY_LIST + APPEND), 3 bytes per reference."""
-    body = _PROTO + _EMPTY_DICT + b"\x94" + _pstr("segments") + _EMPTY_LIST + b"s" + _pstr("device_traces") \
-        + _EMPTY_LIST + b"s" + _pstr("external_annotations") + _EMPTY_LIST + b"\x94"  # memo 0: top, 1: the list
+    body = (
+        _PROTO
+        + _EMPTY_DICT
+        + b"\x94"
+        + _pstr("segments")
+        + _EMPTY_LIST
+        + b"s"
+        + _pstr("device_traces")
+        + _EMPTY_LIST
+        + b"s"
+        + _pstr("external_annotations")
+        + _EMPTY_LIST
+        + b"\x94"
+    )  # memo 0: top, 1: the list
     body += _EMPTY_DICT + b"\x94" + b"".join(_pstr(f"k{i}") + b"K\x01s" for i in range(keys)) + b"a"  # memo 2
     return body + (_memo_get(2) + b"a") * (refs - 1) + b"s" + _STOP
 
 
 def shared_segment_pickle(blocks: int, refs: int) -> bytes:
     """The review's second file: one segment dict with ``blocks`` blocks referenced ``refs`` times."""
-    block = _EMPTY_DICT + _pstr("size") + b"K\x08s" + _pstr("address") + b"K\x00s" + _pstr("state") \
-        + _pstr("active_allocated") + b"s"
-    body = _PROTO + _EMPTY_DICT + b"\x94" + _pstr("device_traces") + _EMPTY_LIST + b"s" + _pstr("segments") \
-        + _EMPTY_LIST + b"\x94"  # memo 0: top, 1: the segments
+    block = (
+        _EMPTY_DICT
+        + _pstr("size")
+        + b"K\x08s"
+        + _pstr("address")
+        + b"K\x00s"
+        + _pstr("state")
+        + _pstr("active_allocated")
+        + b"s"
+    )
+    body = (
+        _PROTO
+        + _EMPTY_DICT
+        + b"\x94"
+        + _pstr("device_traces")
+        + _EMPTY_LIST
+        + b"s"
+        + _pstr("segments")
+        + _EMPTY_LIST
+        + b"\x94"
+    )  # memo 0: top, 1: the segments
     body += _EMPTY_DICT + b"\x94" + _pstr("blocks") + _EMPTY_LIST + (block + b"a") * blocks + b"s" + b"a"  # memo 2
     return body + (_memo_get(2) + b"a") * (refs - 1) + b"s" + _STOP
 
@@ -123,30 +209,76 @@ def memo_index_pickle(index: int) -> bytes:
     """The review's 89-byte file: a history entry referenced twice (the reader used to fall back to
     ``pickle``'s unpickler for it), then ``LONG_BINPUT index`` (that unpickler resizes its memo to it)."""
     entry = _EMPTY_DICT + b"\x94" + _pstr("action") + _pstr("alloc") + b"s" + _pstr("size") + b"K\x08s"
-    return (_PROTO + _EMPTY_DICT + _pstr("segments") + _EMPTY_LIST + b"s" + _pstr("device_traces") + _EMPTY_LIST
-            + _EMPTY_LIST + entry + b"a" + b"h\x00a" + b"r" + struct.pack("<I", index) + b"a" + b"s" + _STOP)
+    return (
+        _PROTO
+        + _EMPTY_DICT
+        + _pstr("segments")
+        + _EMPTY_LIST
+        + b"s"
+        + _pstr("device_traces")
+        + _EMPTY_LIST
+        + _EMPTY_LIST
+        + entry
+        + b"a"
+        + b"h\x00a"
+        + b"r"
+        + struct.pack("<I", index)
+        + b"a"
+        + b"s"
+        + _STOP
+    )
 
 
-_WRONG = [None, "x", -1, 2 ** 70, -(2 ** 80), 1e308, float("nan"), [], [1, 2], {}, {"a": 1}, True, b"\xff",
-          ("t",), 3.5]
+_WRONG = [None, "x", -1, 2**70, -(2**80), 1e308, float("nan"), [], [1, 2], {}, {"a": 1}, True, b"\xff", ("t",), 3.5]
 
 
 def hostile_snapshot(rng: random.Random) -> bytes:
     """A snapshot dict with a wrong type in some fields of segments, blocks, entries and frames."""
+
     def val(good):
         return rng.choice(_WRONG) if rng.random() < 0.3 else good
 
     frames = [{"filename": val("/a.py"), "line": val(3), "name": val("f")} for _ in range(rng.randint(0, 3))]
-    blocks = [{"address": val(4096), "size": val(512), "requested_size": val(500), "state": val("active_allocated"),
-               "frames": val(frames)} for _ in range(rng.randint(0, 3))]
-    segments = [{"device": val(0), "address": val(4096), "total_size": val(2 << 20), "stream": val(0),
-                 "segment_type": val("large"), "blocks": val(blocks)} for _ in range(rng.randint(0, 3))]
-    entries = [val({"action": val(rng.choice(["alloc", "free_completed", "segment_alloc", "oom"])),
-                    "addr": val(4096 * i), "size": val(512), "stream": val(0), "time_us": val(i),
-                    "frames": val(frames)}) for i in range(rng.randint(0, 20))]
-    doc = {"segments": val(segments), "device_traces": val([entries, val([])]),
-           "external_annotations": val([{"stage": val("x"), "time_us": val(1)}]),
-           "allocator_settings": val({"a": 1})}
+    blocks = [
+        {
+            "address": val(4096),
+            "size": val(512),
+            "requested_size": val(500),
+            "state": val("active_allocated"),
+            "frames": val(frames),
+        }
+        for _ in range(rng.randint(0, 3))
+    ]
+    segments = [
+        {
+            "device": val(0),
+            "address": val(4096),
+            "total_size": val(2 << 20),
+            "stream": val(0),
+            "segment_type": val("large"),
+            "blocks": val(blocks),
+        }
+        for _ in range(rng.randint(0, 3))
+    ]
+    entries = [
+        val(
+            {
+                "action": val(rng.choice(["alloc", "free_completed", "segment_alloc", "oom"])),
+                "addr": val(4096 * i),
+                "size": val(512),
+                "stream": val(0),
+                "time_us": val(i),
+                "frames": val(frames),
+            }
+        )
+        for i in range(rng.randint(0, 20))
+    ]
+    doc = {
+        "segments": val(segments),
+        "device_traces": val([entries, val([])]),
+        "external_annotations": val([{"stage": val("x"), "time_us": val(1)}]),
+        "allocator_settings": val({"a": 1}),
+    }
     return pickle.dumps(val(doc) if rng.random() < 0.1 else doc)
 
 
@@ -156,7 +288,7 @@ def _trace(events: list, **top) -> bytes:
 
 
 def big_integer_trace(rng: random.Random) -> bytes:
-    big = rng.choice([2 ** 64, 2 ** 64 + 1, 2 ** 200, -(2 ** 70), 10 ** 40])
+    big = rng.choice([2**64, 2**64 + 1, 2**200, -(2**70), 10**40])
     slot = rng.randrange(5)
     if slot == 0:
         return _trace([], distributedInfo={"rank": big, "world_size": 2, "backend": "nccl"})
@@ -166,22 +298,56 @@ def big_integer_trace(rng: random.Random) -> bytes:
         return _trace([], baseTimeNanoseconds=big)
     if slot == 3:
         return _trace([{"ph": "M", "name": "clock_sync_timestamp_us", "pid": 1, "tid": 1, "args": {"value": big}}])
-    return _trace([{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
-                    "args": {"big": big, "External id": big, "Sequence number": big}}])
+    return _trace(
+        [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::add",
+                "pid": 1,
+                "tid": 1,
+                "ts": 20,
+                "dur": 5,
+                "args": {"big": big, "External id": big, "Sequence number": big},
+            }
+        ]
+    )
 
 
 def deep_args_trace(depth: int) -> bytes:
     """An op whose args nest ``depth`` deep (the text is spliced in: json.dumps would recurse)."""
-    doc = _trace([{"ph": "X", "cat": "cpu_op", "name": "aten::deep", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
-                   "args": {"deep": "@DEEP@"}}])
+    doc = _trace(
+        [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::deep",
+                "pid": 1,
+                "tid": 1,
+                "ts": 20,
+                "dur": 5,
+                "args": {"deep": "@DEEP@"},
+            }
+        ]
+    )
     return doc.replace(b'"@DEEP@"', deep_nesting(depth).encode())
 
 
 def nested_modules_trace(depth: int) -> bytes:
     """``depth`` ``nn.Module`` events each inside the one before (python_function events)."""
-    events = [{"ph": "X", "cat": "python_function", "name": f"nn.Module: Layer_{i}", "pid": 1, "tid": 1,
-               "ts": 10 + i * 0.001, "dur": 80 - i * 0.002, "args": {"Python id": i + 1, "Python parent id": i}}
-              for i in range(depth)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "python_function",
+            "name": f"nn.Module: Layer_{i}",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10 + i * 0.001,
+            "dur": 80 - i * 0.002,
+            "args": {"Python id": i + 1, "Python parent id": i},
+        }
+        for i in range(depth)
+    ]
     return _trace(events)
 
 
@@ -193,17 +359,63 @@ def begin_end_trace(n: int) -> bytes:
 
 def named_trace(rng: random.Random) -> bytes:
     names = rng.sample(ODD_NAMES, 4)
-    events = [{"ph": "X", "cat": "cpu_op", "name": names[0], "pid": 1, "tid": 1, "ts": 20, "dur": 10,
-               "args": {"External id": 9, "Input Dims": [[1, 2]], "Call stack": names[1]}},
-              {"ph": "X", "cat": "kernel", "name": names[2], "pid": 0, "tid": 7, "ts": 22, "dur": 5,
-               "args": {"correlation": 5, "device": 0, "stream": 7}},
-              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 21, "dur": 1,
-               "args": {"correlation": 5, "External id": 9}},
-              {"ph": "X", "cat": "python_function", "name": f"nn.Module: {names[3]}", "pid": 1, "tid": 1, "ts": 15,
-               "dur": 30, "args": {"Python id": 1}},
-              {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 25,
-               "args": {"Bytes": 512, "Addr": 4096, "Total Allocated": 512, "Total Reserved": 2048,
-                        "Device Type": 1, "Device Id": 0}}]
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": names[0],
+            "pid": 1,
+            "tid": 1,
+            "ts": 20,
+            "dur": 10,
+            "args": {"External id": 9, "Input Dims": [[1, 2]], "Call stack": names[1]},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": names[2],
+            "pid": 0,
+            "tid": 7,
+            "ts": 22,
+            "dur": 5,
+            "args": {"correlation": 5, "device": 0, "stream": 7},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 21,
+            "dur": 1,
+            "args": {"correlation": 5, "External id": 9},
+        },
+        {
+            "ph": "X",
+            "cat": "python_function",
+            "name": f"nn.Module: {names[3]}",
+            "pid": 1,
+            "tid": 1,
+            "ts": 15,
+            "dur": 30,
+            "args": {"Python id": 1},
+        },
+        {
+            "ph": "i",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": 25,
+            "args": {
+                "Bytes": 512,
+                "Addr": 4096,
+                "Total Allocated": 512,
+                "Total Reserved": 2048,
+                "Device Type": 1,
+                "Device Id": 0,
+            },
+        },
+    ]
     return _trace(events)
 
 
@@ -228,7 +440,7 @@ def hostile_files(rng: random.Random) -> Iterator[tuple[str, str, bytes]]:
             blocks, refs = rng.choice([(1000, 340_000), (100, 3000), (1, 10)])
             yield f"shared-segment-{blocks}x{refs}", "seg_snapshot.pickle", shared_segment_pickle(blocks, refs)
         elif k == 17:
-            index = rng.choice([750_000_000, 2 ** 32 - 1, 300, 3])
+            index = rng.choice([750_000_000, 2**32 - 1, 300, 3])
             yield f"memo-index-{index}", "memo_snapshot.pickle", memo_index_pickle(index)
         elif k == 3:
             yield "hostile-snapshot", "odd_snapshot.pickle", hostile_snapshot(rng)
@@ -253,9 +465,11 @@ def hostile_files(rng: random.Random) -> Iterator[tuple[str, str, bytes]]:
         elif k == 12:
             yield "odd-names", rng.choice(["工作-😀.pt.trace.json", "n.pt.trace.json"]), named_trace(rng)
         elif k == 13:
-            big = rng.choice([2 ** 64, 2 ** 200, -(2 ** 70)])
-            yaml = (f"0.training_step.1.start:\n  allocated_bytes.all.current: {big}\n"
-                    f"  reserved_bytes.all.peak: {rng.choice([1, big])}\n").encode()
+            big = rng.choice([2**64, 2**200, -(2**70)])
+            yaml = (
+                f"0.training_step.1.start:\n  allocated_bytes.all.current: {big}\n"
+                f"  reserved_bytes.all.peak: {rng.choice([1, big])}\n"
+            ).encode()
             yield "yaml-big-int", "rank_0_memory_stats.yaml", yaml
         else:
             depth = rng.choice([100, 10_000, 100_000])
@@ -263,12 +477,38 @@ def hostile_files(rng: random.Random) -> Iterator[tuple[str, str, bytes]]:
 
 
 # -- the property ---------------------------------------------------------------------------------
-_TRACE_ROUTES = ("/overview", "/operators", "/operators.csv", "/operator_stacks", "/kernels", "/kernels.csv",
-                 "/modules", "/timeline_meta", "/timeline", "/timeline_search", "/timeline_event", "/memory",
-                 "/memory_events", "/memory_events.csv", "/memory_stats", "/memory_stats.csv", "/insights",
-                 "/distributed", "/critical_path", "/trace_file")
-_ARTIFACT_ROUTES = ("/snapshot", "/snapshot_timeline", "/snapshot_segments", "/snapshot_allocations",
-                    "/snapshot_stack", "/memory_timeline_export", "/memprofiler_stats", "/memprofiler_log")
+_TRACE_ROUTES = (
+    "/overview",
+    "/operators",
+    "/operators.csv",
+    "/operator_stacks",
+    "/kernels",
+    "/kernels.csv",
+    "/modules",
+    "/timeline_meta",
+    "/timeline",
+    "/timeline_search",
+    "/timeline_event",
+    "/memory",
+    "/memory_events",
+    "/memory_events.csv",
+    "/memory_stats",
+    "/memory_stats.csv",
+    "/insights",
+    "/distributed",
+    "/critical_path",
+    "/trace_file",
+)
+_ARTIFACT_ROUTES = (
+    "/snapshot",
+    "/snapshot_timeline",
+    "/snapshot_segments",
+    "/snapshot_allocations",
+    "/snapshot_stack",
+    "/memory_timeline_export",
+    "/memprofiler_stats",
+    "/memprofiler_log",
+)
 
 
 class Unhandled(AssertionError):
@@ -278,8 +518,8 @@ class Unhandled(AssertionError):
 def _plugin_over(logdir: Path, cache_dir: Path):
     """The plugin's real route table over a registry this thread loads (no background threads)."""
     from tb_plugin.plugin import KinetoscopePlugin
-    from tb_plugin.registry.runs import RunRegistry
     from tb_plugin.registry.cache import ParseCache
+    from tb_plugin.registry.runs import RunRegistry
 
     plugin = KinetoscopePlugin.__new__(KinetoscopePlugin)
     plugin._registry = RunRegistry(str(logdir), cache=ParseCache(str(cache_dir)))
@@ -362,5 +602,12 @@ def shorten_snapshot_time_limit(seconds: float = 3.0) -> None:
     isolated.PER_MB_TIME_S = 0.5
 
 
-__all__ = ["exercise_files", "hostile_files", "gzip_bomb", "Unhandled", "fuzz_environment",
-           "shorten_snapshot_time_limit", "types"]
+__all__ = [
+    "exercise_files",
+    "hostile_files",
+    "gzip_bomb",
+    "Unhandled",
+    "fuzz_environment",
+    "shorten_snapshot_time_limit",
+    "types",
+]

@@ -11,7 +11,6 @@ load and analyse, or fail with :class:`~tb_plugin.trace.errors.TraceReadError`.
 from __future__ import annotations
 
 import gzip
-
 import json
 import os
 import random
@@ -51,15 +50,16 @@ def seed_documents() -> list[tuple[str, bytes]]:
 # The property
 # --------------------------------------------------------------------------------------------
 
+
 def exercise(data: bytes, tmpdir: Path | None = None) -> str:
     """Decode ``data`` (through a real file when ``tmpdir`` is given, so gzip and reading are covered)
     and run every analysis. Returns ``"ok"`` or ``"error"`` (a :class:`TraceReadError`); any other
     exception propagates."""
     from tb_plugin.analysis.overview import compute_overview
+    from tb_plugin.registry.parse import load_trace_file
     from tb_plugin.registry.views import FileViews
     from tb_plugin.trace.decode import decode_trace
     from tb_plugin.trace.errors import TraceReadError
-    from tb_plugin.registry.parse import load_trace_file
 
     try:
         if tmpdir is not None:
@@ -135,10 +135,39 @@ def time_bound(seconds: float):
 # Mutations of real traces
 # --------------------------------------------------------------------------------------------
 
-_INTERESTING = [b"", b"0", b"-1", b"1e400", b"-1e400", b"NaN", b"Infinity", b"-Infinity", b"null", b"true",
-                b"\"x\"", b"[]", b"{}", b"[[[[", b"]]]]", b"{{{{", b"}}}}", b"1180591620717411303424",
-                b"-9223372036854775809", b"18446744073709551616", b"\"\\ud800\"", b"\xff\xfe", b"\xc3\x28",
-                b"\xef\xbb\xbf", b"\x00", b",", b":", b"\"", b"\\", b"1.7976931348623157e308", b"4.9e-324"]
+_INTERESTING = [
+    b"",
+    b"0",
+    b"-1",
+    b"1e400",
+    b"-1e400",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"null",
+    b"true",
+    b'"x"',
+    b"[]",
+    b"{}",
+    b"[[[[",
+    b"]]]]",
+    b"{{{{",
+    b"}}}}",
+    b"1180591620717411303424",
+    b"-9223372036854775809",
+    b"18446744073709551616",
+    b'"\\ud800"',
+    b"\xff\xfe",
+    b"\xc3\x28",
+    b"\xef\xbb\xbf",
+    b"\x00",
+    b",",
+    b":",
+    b'"',
+    b"\\",
+    b"1.7976931348623157e308",
+    b"4.9e-324",
+]
 
 
 def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
@@ -155,21 +184,21 @@ def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
         elif op == 1:  # random byte
             buf[i] = rng.randrange(256)
         elif op == 2:  # delete a run
-            del buf[i:i + rng.randint(1, 64)]
+            del buf[i : i + rng.randint(1, 64)]
         elif op == 3:  # insert an interesting token
             buf[i:i] = rng.choice(_INTERESTING)
         elif op == 4:  # duplicate a run
             j = min(len(buf), i + rng.randint(1, 256))
             buf[i:i] = buf[i:j]
         elif op == 5:  # replace a JSON token-ish byte with another structural byte
-            buf[i] = rng.choice(b"[]{}\",:0-eE.")
+            buf[i] = rng.choice(b'[]{}",:0-eE.')
         elif op == 6:  # overwrite a number-looking run
-            buf[i:i + rng.randint(1, 8)] = rng.choice(_INTERESTING)
+            buf[i : i + rng.randint(1, 8)] = rng.choice(_INTERESTING)
         else:  # swap two runs
             j = rng.randrange(len(buf))
             a, b = sorted((i, j))
             n = min(rng.randint(1, 32), b - a)
-            buf[a:a + n], buf[b:b + n] = buf[b:b + n], buf[a:a + n]
+            buf[a : a + n], buf[b : b + n] = buf[b : b + n], buf[a : a + n]
     return bytes(buf)
 
 
@@ -202,26 +231,109 @@ def gzip_garbage(rng: random.Random, data: bytes) -> bytes:
 # --------------------------------------------------------------------------------------------
 
 _FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "s", "bp")
-_ARG_KEYS = ("correlation", "External id", "external id", "device", "stream", "grid", "block", "blocks per SM",
-             "est. achieved occupancy %", "Bytes", "Addr", "Total Allocated", "Total Reserved", "Device Type",
-             "Device Id", "name", "registers per thread", "shared memory", "Input Dims", "Input dims",
-             "Call stack", "flops", "Python id", "Python parent id", "Input type", "Collective name",
-             "In msg nelems", "Out msg nelems", "dtype", "Group size", "Process Group Name", "epoch", "batch",
-             "value", "labels")
+_ARG_KEYS = (
+    "correlation",
+    "External id",
+    "external id",
+    "device",
+    "stream",
+    "grid",
+    "block",
+    "blocks per SM",
+    "est. achieved occupancy %",
+    "Bytes",
+    "Addr",
+    "Total Allocated",
+    "Total Reserved",
+    "Device Type",
+    "Device Id",
+    "name",
+    "registers per thread",
+    "shared memory",
+    "Input Dims",
+    "Input dims",
+    "Call stack",
+    "flops",
+    "Python id",
+    "Python parent id",
+    "Input type",
+    "Collective name",
+    "In msg nelems",
+    "Out msg nelems",
+    "dtype",
+    "Group size",
+    "Process Group Name",
+    "epoch",
+    "batch",
+    "value",
+    "labels",
+)
 # JSON *text* of odd values (some are not valid JSON for json.dumps: NaN, 1e400, deep nesting)
-_ODD_VALUES = ["[1,2,3]", "\"x\"", "{\"a\":1}", "null", "true", "false", "1e400", "-1e400", "NaN", "Infinity",
-               "-Infinity", str(2 ** 70), str(-2 ** 70), str(2 ** 64), "-0", "0.5", "1e-400", "\"\"",
-               "\"\\u0000\"", "\"\\ud800\"", "[]", "{}", "[[[]]]", "\"1e400\"", "\"NaN\"", "12345678901234567890123",
-               "\"X\"", "\"B\"", "\"E\"", "\"M\"", "\"C\"", "\"i\"", "\"s\"", "\"f\"", "\"kernel\"", "\"cpu_op\"",
-               "\"ProfilerStep#1\"", "\"[memory]\"", "\"process_name\"", "\"Kernel\"", "\"gpu_memcpy\"",
-               "\"ac2g\"", "\"fwdbwd\"", "\"cuda_runtime\"", "\"nccl:all_reduce\"", "\"Operator\"", "3", "-3",
-               "1700000000000000", "[1, \"a\", null]", "[1e400, 2, 3]", "[\"a\",\"b\",\"c\"]"]
+_ODD_VALUES = [
+    "[1,2,3]",
+    '"x"',
+    '{"a":1}',
+    "null",
+    "true",
+    "false",
+    "1e400",
+    "-1e400",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    str(2**70),
+    str(-(2**70)),
+    str(2**64),
+    "-0",
+    "0.5",
+    "1e-400",
+    '""',
+    '"\\u0000"',
+    '"\\ud800"',
+    "[]",
+    "{}",
+    "[[[]]]",
+    '"1e400"',
+    '"NaN"',
+    "12345678901234567890123",
+    '"X"',
+    '"B"',
+    '"E"',
+    '"M"',
+    '"C"',
+    '"i"',
+    '"s"',
+    '"f"',
+    '"kernel"',
+    '"cpu_op"',
+    '"ProfilerStep#1"',
+    '"[memory]"',
+    '"process_name"',
+    '"Kernel"',
+    '"gpu_memcpy"',
+    '"ac2g"',
+    '"fwdbwd"',
+    '"cuda_runtime"',
+    '"nccl:all_reduce"',
+    '"Operator"',
+    "3",
+    "-3",
+    "1700000000000000",
+    '[1, "a", null]',
+    "[1e400, 2, 3]",
+    '["a","b","c"]',
+]
 
 
-_ODD_DEVICES = "[{\"id\":1e400,\"totalGlobalMem\":\"x\"},{\"id\":\"0\",\"numSms\":2e308},3,null]"
+_ODD_DEVICES = '[{"id":1e400,"totalGlobalMem":"x"},{"id":"0","numSms":2e308},3,null]'
 
 
-_NOT_JSON = {"NaN", "Infinity", "-Infinity", "\"\\ud800\""}  # literals some writers emit; strict JSON (and msgspec) rejects them
+_NOT_JSON = {
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    '"\\ud800"',
+}  # literals some writers emit; strict JSON (and msgspec) rejects them
 _VALID_ODD = [v for v in _ODD_VALUES if v not in _NOT_JSON]
 
 
@@ -251,7 +363,7 @@ def deep_nesting(depth: int, opener: str = "[") -> str:
     closer = "]" if opener == "[" else "}"
     if opener == "[":
         return "[" * depth + "]" * depth
-    return "{\"a\":" * depth + "1" + closer * depth
+    return '{"a":' * depth + "1" + closer * depth
 
 
 def structural(rng: random.Random, doc, max_events: int = 400) -> bytes:
@@ -259,7 +371,7 @@ def structural(rng: random.Random, doc, max_events: int = 400) -> bytes:
     events = [e for e in _events_of(doc) if isinstance(e, dict)]
     if len(events) > max_events:
         start = rng.randrange(len(events) - max_events + 1)
-        events = events[start:start + max_events]
+        events = events[start : start + max_events]
     texts = []
     # most documents stay valid JSON so the odd values reach the analyses; some carry NaN/Infinity
     # literals (read after a rewrite, with a warning) or 100k-deep nesting (the whole document fails)
@@ -289,7 +401,7 @@ def structural(rng: random.Random, doc, max_events: int = 400) -> bytes:
                     ev.pop(field, None)
                 else:  # deep nesting inside args
                     depth = rng.choice([10, 1000, 100_000] if hostile else [10, 100, 500])
-                    overrides["args"] = "{\"Input Dims\":" + deep_nesting(depth) + "}"
+                    overrides["args"] = '{"Input Dims":' + deep_nesting(depth) + "}"
                     ev.pop("args", None)
         texts.append(_dump_event(ev, overrides, dup))
     body = "[" + ",".join(texts) + "]"
@@ -297,20 +409,29 @@ def structural(rng: random.Random, doc, max_events: int = 400) -> bytes:
     if layout == 0 and isinstance(doc, dict):
         top = {k: v for k, v in doc.items() if k != "traceEvents"}
         head = ",".join(f"{_dump(k)}:{_dump(v)}" for k, v in top.items())
-        out = "{" + head + ("," if head else "") + "\"traceEvents\":" + body + "}"
+        out = "{" + head + ("," if head else "") + '"traceEvents":' + body + "}"
     elif layout == 1:  # odd top-level facts
-        field = rng.choice(["deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion",
-                            "computeProperties", "traceName", "displayTimeUnit"])
+        field = rng.choice(
+            [
+                "deviceProperties",
+                "distributedInfo",
+                "baseTimeNanoseconds",
+                "schemaVersion",
+                "computeProperties",
+                "traceName",
+                "displayTimeUnit",
+            ]
+        )
         value = rng.choice(odd + [_ODD_DEVICES])
-        out = "{" + _dump(field) + ":" + value + ",\"traceEvents\":" + body + "}"
+        out = "{" + _dump(field) + ":" + value + ',"traceEvents":' + body + "}"
     elif layout == 2:  # array form, maybe without its closing bracket
         out = body if rng.random() < 0.5 else body[:-1]
     elif layout == 3:  # duplicate traceEvents keys
-        out = "{\"traceEvents\":[],\"traceEvents\":" + body + "}"
+        out = '{"traceEvents":[],"traceEvents":' + body + "}"
     elif layout == 4:  # a BOM and whitespace
-        out = "\ufeff  \n" + "{\"traceEvents\":" + body + "}"
+        out = "\ufeff  \n" + '{"traceEvents":' + body + "}"
     else:
-        out = "{\"traceEvents\":" + body + "}"
+        out = '{"traceEvents":' + body + "}"
     data = out.encode("utf-8", "surrogatepass")
     if rng.random() < 0.05:  # invalid UTF-8 somewhere
         i = rng.randrange(len(data) + 1)
@@ -322,69 +443,155 @@ def handmade(rng: random.Random) -> bytes:
     """Small documents built from scratch around one hostile feature."""
     kind = rng.randrange(12)
     if kind == 0:
-        return b"{\"traceEvents\":" + deep_nesting(100_000).encode() + b"}"
+        return b'{"traceEvents":' + deep_nesting(100_000).encode() + b"}"
     if kind == 1:
         return deep_nesting(rng.choice([1000, 100_000]), "{").encode()
     if kind == 2:
-        return ("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,"
-                "\"dur\":2,\"args\":{\"Input Dims\":" + deep_nesting(100_000) + "}}]}").encode()
+        return (
+            '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,'
+            '"dur":2,"args":{"Input Dims":' + deep_nesting(100_000) + "}}]}"
+        ).encode()
     if kind == 3:
         field = rng.choice(("ts", "dur", "pid", "tid", "name", "cat", "args", "ph", "id"))
         value = rng.choice(_ODD_VALUES)
-        ev = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
-              "args": {"External id": 3}}
-        return ("{\"traceEvents\":[" + _dump_event(ev, {field: value}, None) + "]}").encode()
+        ev = {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10,
+            "dur": 5,
+            "args": {"External id": 3},
+        }
+        return ('{"traceEvents":[' + _dump_event(ev, {field: value}, None) + "]}").encode()
     if kind == 4:
-        return b"\xef\xbb\xbf" + rng.choice([b"", b"[", b"{", b"{\"traceEvents\":[]}", b"[]"])
+        return b"\xef\xbb\xbf" + rng.choice([b"", b"[", b"{", b'{"traceEvents":[]}', b"[]"])
     if kind == 5:
         return rng.randbytes(rng.randint(0, 512))
     if kind == 6:
         return gzip.compress(rng.randbytes(rng.randint(0, 512)))
     if kind == 7:
-        return rng.choice([b"", b" ", b"\n\t ", b"null", b"0", b"\"trace\"", b"[", b"{", b"]", b"}", b"[null]",
-                           b"[1,2,3]", b"{\"traceEvents\":null}", b"{\"traceEvents\":{}}", b"{\"traceEvents\":[1]}",
-                           b"{\"traceEvents\":[[]]}", b"{\"traceEvents\":[\"x\"]}", b"{\"traceEvents\":[{}]}",
-                           b"[{}", b"[{},", b"[{\"ph\":\"X\"", b"\x1f\x8b", b"\x1f", b"NaN", b"[NaN]",
-                           b"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":NaN,\"dur\":Infinity}]}"])
+        return rng.choice(
+            [
+                b"",
+                b" ",
+                b"\n\t ",
+                b"null",
+                b"0",
+                b'"trace"',
+                b"[",
+                b"{",
+                b"]",
+                b"}",
+                b"[null]",
+                b"[1,2,3]",
+                b'{"traceEvents":null}',
+                b'{"traceEvents":{}}',
+                b'{"traceEvents":[1]}',
+                b'{"traceEvents":[[]]}',
+                b'{"traceEvents":["x"]}',
+                b'{"traceEvents":[{}]}',
+                b"[{}",
+                b"[{},",
+                b'[{"ph":"X"',
+                b"\x1f\x8b",
+                b"\x1f",
+                b"NaN",
+                b"[NaN]",
+                b'{"traceEvents":[{"ph":"X","ts":NaN,"dur":Infinity}]}',
+            ]
+        )
     if kind == 8:  # B/E pairs with odd values
-        ev = lambda ph, ts: {"ph": ph, "name": rng.choice(["a", "b", None, 3]), "pid": rng.choice([1, "1", None]),
-                             "tid": rng.choice([1, "1", [1]]), "ts": ts}
+        ev = lambda ph, ts: {
+            "ph": ph,
+            "name": rng.choice(["a", "b", None, 3]),
+            "pid": rng.choice([1, "1", None]),
+            "tid": rng.choice([1, "1", [1]]),
+            "ts": ts,
+        }
         evs = [ev(rng.choice("BE"), rng.choice([1, 2, 3, None, "x", 1e300, -1e300])) for _ in range(rng.randint(1, 30))]
         return _dump({"traceEvents": evs}).encode()
     if kind == 9:  # memory events with odd values
-        evs = [{"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": rng.choice([1, 2, "x", None, 1e300]),
-                "args": {k: rng.choice([1, -1, 2 ** 70, "x", None, [1], 1e300, -1e300])
-                         for k in ("Bytes", "Addr", "Total Allocated", "Total Reserved", "Device Type", "Device Id")}}
-               for _ in range(rng.randint(1, 30))]
+        evs = [
+            {
+                "ph": "i",
+                "name": "[memory]",
+                "pid": 1,
+                "tid": 1,
+                "ts": rng.choice([1, 2, "x", None, 1e300]),
+                "args": {
+                    k: rng.choice([1, -1, 2**70, "x", None, [1], 1e300, -1e300])
+                    for k in ("Bytes", "Addr", "Total Allocated", "Total Reserved", "Device Type", "Device Id")
+                },
+            }
+            for _ in range(rng.randint(1, 30))
+        ]
         evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 0, "dur": 100})
         return _dump({"traceEvents": evs}).encode()
     if kind == 10:  # counters and flows with odd values
-        evs = [{"ph": rng.choice(["C", "s", "f", "t"]), "cat": rng.choice(["fwdbwd", "ac2g", None]),
-                "name": rng.choice(["gpu", "x", 1]), "id": rng.choice([1, "a", 2 ** 70, None, 1e400 if False else 1.5]),
-                "pid": 1, "tid": 1, "ts": rng.choice([1, "2", None, 1e300]),
-                "args": rng.choice([{"value": 1e308}, {"a": "x"}, [], 3, {"v": 2 ** 70}])}
-               for _ in range(rng.randint(1, 30))]
+        evs = [
+            {
+                "ph": rng.choice(["C", "s", "f", "t"]),
+                "cat": rng.choice(["fwdbwd", "ac2g", None]),
+                "name": rng.choice(["gpu", "x", 1]),
+                "id": rng.choice([1, "a", 2**70, None, 1e400 if False else 1.5]),
+                "pid": 1,
+                "tid": 1,
+                "ts": rng.choice([1, "2", None, 1e300]),
+                "args": rng.choice([{"value": 1e308}, {"a": "x"}, [], 3, {"v": 2**70}]),
+            }
+            for _ in range(rng.randint(1, 30))
+        ]
         return _dump({"traceEvents": evs}).encode()
     # kind 11: kernels and runtime with odd correlation/stream/grid
     evs = []
     for i in range(rng.randint(1, 20)):
-        corr = rng.choice([i, -1, 2 ** 70, "x", None, 1.5])
-        evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                    "ts": i * 10, "dur": 2, "args": {"correlation": corr, "External id": rng.choice([1, None, "q"])}})
-        evs.append({"ph": "X", "cat": "kernel", "name": "k", "pid": rng.choice([0, -1, 2 ** 31, "x"]),
-                    "tid": rng.choice([7, "stream 7"]), "ts": i * 10 + rng.choice([1, -1e6, 1e15]),
-                    "dur": rng.choice([1, 0, -5, 1e300]),
-                    "args": {"correlation": corr, "device": rng.choice([0, -1, 2 ** 40, "x"]),
-                             "stream": rng.choice([7, "x", None]), "grid": rng.choice([[1, 2, 3], [1], "x", [1e300, 1, 1]]),
-                             "block": rng.choice([[1, 1, 1], None, 5]), "blocks per SM": rng.choice([1, "x", -1]),
-                             "est. achieved occupancy %": rng.choice([50, 1e300, "x"])}})
-    evs.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000})
-    return _dump({"traceEvents": evs}, ).encode()
+        corr = rng.choice([i, -1, 2**70, "x", None, 1.5])
+        evs.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": i * 10,
+                "dur": 2,
+                "args": {"correlation": corr, "External id": rng.choice([1, None, "q"])},
+            }
+        )
+        evs.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "k",
+                "pid": rng.choice([0, -1, 2**31, "x"]),
+                "tid": rng.choice([7, "stream 7"]),
+                "ts": i * 10 + rng.choice([1, -1e6, 1e15]),
+                "dur": rng.choice([1, 0, -5, 1e300]),
+                "args": {
+                    "correlation": corr,
+                    "device": rng.choice([0, -1, 2**40, "x"]),
+                    "stream": rng.choice([7, "x", None]),
+                    "grid": rng.choice([[1, 2, 3], [1], "x", [1e300, 1, 1]]),
+                    "block": rng.choice([[1, 1, 1], None, 5]),
+                    "blocks per SM": rng.choice([1, "x", -1]),
+                    "est. achieved occupancy %": rng.choice([50, 1e300, "x"]),
+                },
+            }
+        )
+    evs.append(
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}
+    )
+    return _dump(
+        {"traceEvents": evs},
+    ).encode()
 
 
 # --------------------------------------------------------------------------------------------
 # One stream of inputs
 # --------------------------------------------------------------------------------------------
+
 
 def inputs(rng: random.Random, seeds: list[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
     """An endless stream of ``(label, bytes)`` hostile inputs."""
@@ -413,8 +620,13 @@ def inputs(rng: random.Random, seeds: list[tuple[str, bytes]]) -> Iterator[tuple
             yield "handmade", handmade(rng)
 
 
-def run_for(rng: random.Random, budget: Callable[[int], bool], tmpdir: Path, per_input: float = PER_INPUT_SECONDS,
-            on_unhandled: Callable[[str, bytes, BaseException], None] | None = None) -> dict:
+def run_for(
+    rng: random.Random,
+    budget: Callable[[int], bool],
+    tmpdir: Path,
+    per_input: float = PER_INPUT_SECONDS,
+    on_unhandled: Callable[[str, bytes, BaseException], None] | None = None,
+) -> dict:
     """Feed inputs while ``budget(tried)`` is true. Returns the counts."""
     seeds = seed_documents()
     counts = {"tried": 0, "ok": 0, "error": 0, "unhandled": 0}
@@ -427,7 +639,7 @@ def run_for(rng: random.Random, budget: Callable[[int], bool], tmpdir: Path, per
                 # every other input goes through a real file (gzip detection, reading); others straight to decode
                 result = exercise(data, tmpdir if counts["tried"] % 2 else None)
             counts[result] += 1
-        except Exception as exc:  # noqa: BLE001 - counting is the point
+        except Exception as exc:
             counts["unhandled"] += 1
             if on_unhandled is not None:
                 on_unhandled(label, data, exc)
@@ -444,10 +656,24 @@ def save_crash(directory: Path, label: str, data: bytes, exc: BaseException) -> 
     path = directory / f"crash-{digest}.bin"
     path.write_bytes(data)
     (directory / f"crash-{digest}.txt").write_text(
-        f"{label}\n" + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        f"{label}\n" + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    )
     return path
 
 
-__all__ = ["SEED_FILES", "exercise", "inputs", "run_for", "seed_documents", "save_crash", "time_bound", "Hang",
-           "mutate_bytes", "truncate", "gzip_garbage", "structural", "handmade", "deep_nesting"]
-
+__all__ = [
+    "SEED_FILES",
+    "exercise",
+    "inputs",
+    "run_for",
+    "seed_documents",
+    "save_crash",
+    "time_bound",
+    "Hang",
+    "mutate_bytes",
+    "truncate",
+    "gzip_garbage",
+    "structural",
+    "handmade",
+    "deep_nesting",
+]

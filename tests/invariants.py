@@ -30,8 +30,16 @@ import numpy as np
 
 SUM_REL_TOL = 1e-9  # of the step's total: an 8-term float sum is off by a few ULPs at most
 
-CATEGORY_KEYS = ("kernel_us", "memcpy_us", "memset_us", "communication_us", "runtime_us", "dataloader_us",
-                 "cpu_exec_us", "other_us")
+CATEGORY_KEYS = (
+    "kernel_us",
+    "memcpy_us",
+    "memset_us",
+    "communication_us",
+    "runtime_us",
+    "dataloader_us",
+    "cpu_exec_us",
+    "other_us",
+)
 
 # -- 1. categories add up to the step -------------------------------------------------------------
 
@@ -120,8 +128,10 @@ def union_failures(trace, overview: dict) -> list[str]:
             union = plain_union_us(s_all, e_all, lo, hi)
             # an analysis in whole ns (allows it) is held to the ns union instead
             if value > union and value > ns_union_us(s_all, dur[mask], lo, hi):
-                out.append(f"step {row['step']}: {name}_us = {value!r} > union of its intervals {union!r} "
-                           f"(by {value - union:.3g} µs)")
+                out.append(
+                    f"step {row['step']}: {name}_us = {value!r} > union of its intervals {union!r} "
+                    f"(by {value - union:.3g} µs)"
+                )
     return out
 
 
@@ -134,8 +144,11 @@ def exposed_idle_failures(insights: dict) -> list[str]:
     """The exposed-time decomposition: each GPU's ``idle_us`` within ``[0, window_us]``."""
     exposed = insights["exposed"]
     window = exposed["window_us"]
-    return [f"GPU {g['device']}: exposed idle_us {g['idle_us']!r} outside [0, window_us {window!r}]"
-            for g in exposed["gpus"] if not 0 <= g["idle_us"] <= window]
+    return [
+        f"GPU {g['device']}: exposed idle_us {g['idle_us']!r} outside [0, window_us {window!r}]"
+        for g in exposed["gpus"]
+        if not 0 <= g["idle_us"] <= window
+    ]
 
 
 def stream_idle_per_gpu(insights: dict) -> dict[int, float]:
@@ -152,8 +165,11 @@ def stream_idle_per_gpu(insights: dict) -> dict[int, float]:
 def gpu_idle_failures(insights: dict) -> list[str]:
     """GPUs whose idle time (:func:`stream_idle_per_gpu`) exceeds the steps window."""
     window = insights["exposed"]["window_us"]
-    return [f"GPU {d}: idle {v / 1000:.3f} ms > window {window / 1000:.3f} ms ({v / window if window else math.inf:.2f}×)"
-            for d, v in sorted(stream_idle_per_gpu(insights).items()) if v > window]
+    return [
+        f"GPU {d}: idle {v / 1000:.3f} ms > window {window / 1000:.3f} ms ({v / window if window else math.inf:.2f}×)"
+        for d, v in sorted(stream_idle_per_gpu(insights).items())
+        if v > window
+    ]
 
 
 # -- 4. percentages ------------------------------------------------------------------------------
@@ -196,19 +212,66 @@ def percentage_failures(doc: Any) -> list[str]:
 
 # Fields docs/http_api.md documents as numbers (by unit suffix or by name) ...
 _NUMERIC_KEY = re.compile(r"(_us|_bytes|_pct|_gbps|_share|_ts)$")
-_NUMERIC_NAMES = frozenset({
-    "calls", "occurrences", "operators", "allocations", "self_allocations", "kernels", "rank", "world_size",
-    "workers_in_run", "gpu_count", "step_count", "sync_calls", "cuda_sync_events", "ranks_present", "id",
-    "group_size", "total_rows", "counts", "p50", "p95", "max", "total_stacks"})
+_NUMERIC_NAMES = frozenset(
+    {
+        "calls",
+        "occurrences",
+        "operators",
+        "allocations",
+        "self_allocations",
+        "kernels",
+        "rank",
+        "world_size",
+        "workers_in_run",
+        "gpu_count",
+        "step_count",
+        "sync_calls",
+        "cuda_sync_events",
+        "ranks_present",
+        "id",
+        "group_size",
+        "total_rows",
+        "counts",
+        "p50",
+        "p95",
+        "max",
+        "total_stacks",
+    }
+)
 # ... except those it documents as "number | null" (a value the trace cannot give), and the launch
 # statistics, null when the trace has no launched kernel (insights.launch_delays; the UI shows "–").
-NULLABLE = frozenset({
-    "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct", "tc_self_pct", "tc_total_pct", "memory_bytes",
-    "blocks_per_sm", "registers_per_thread", "shared_memory_bytes", "peak_reserved_bytes", "alloc_us", "free_us",
-    "duration_us", "algbw_gbps", "busbw_gbps", "flops", "tflops_per_s", "free_time", "relative_pct",
-    "p50", "p95", "max", "short_kernel_share", "edges_us", "base_time_ns",
-    "window_pct",  # the runtime-calls table's share of a steps window of 0 µs
-    "world_size", "rank"})  # distributedInfo fields the trace may leave out (the UI omits them)
+NULLABLE = frozenset(
+    {
+        "sm_efficiency_pct",
+        "achieved_occupancy_pct",
+        "tensor_core_pct",
+        "tc_self_pct",
+        "tc_total_pct",
+        "memory_bytes",
+        "blocks_per_sm",
+        "registers_per_thread",
+        "shared_memory_bytes",
+        "peak_reserved_bytes",
+        "alloc_us",
+        "free_us",
+        "duration_us",
+        "algbw_gbps",
+        "busbw_gbps",
+        "flops",
+        "tflops_per_s",
+        "free_time",
+        "relative_pct",
+        "p50",
+        "p95",
+        "max",
+        "short_kernel_share",
+        "edges_us",
+        "base_time_ns",
+        "window_pct",  # the runtime-calls table's share of a steps window of 0 µs
+        "world_size",
+        "rank",
+    }
+)  # distributedInfo fields the trace may leave out (the UI omits them)
 
 
 def null_number_failures(doc: Any) -> list[str]:
@@ -280,5 +343,7 @@ def blocked_overhead_failures(overview: dict, insights: dict) -> list[str]:
         if r["addressed_us"] > g["host_wait_us"] + 1e-6:
             out.append(f"GPU {r['gpu']}: CPU overhead {r['addressed_us']} µs > host wait {g['host_wait_us']} µs")
         if r["addressed_us"] + blocked > g["idle_us"] + 1e-6:
-            out.append(f"GPU {r['gpu']}: CPU overhead {r['addressed_us']} µs + blocked {blocked} µs > idle {g['idle_us']} µs")
+            out.append(
+                f"GPU {r['gpu']}: CPU overhead {r['addressed_us']} µs + blocked {blocked} µs > idle {g['idle_us']} µs"
+            )
     return out

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_plugin.trace.model import Trace
-from tb_plugin.analysis.op_tree import op_tree
-from tb_plugin.analysis.operators import op_times
 # unchanged helpers (module detection and inputs, node rollup) are the module's own: only the loops differ
 from tb_plugin.analysis.modules import MAX_DEPTH, _empty, _module_inputs, _roll_up
+from tb_plugin.analysis.op_tree import op_tree
+from tb_plugin.analysis.operators import op_times
+from tb_plugin.trace.model import Trace
 
 
 def module_tree(trace: Trace) -> list[dict] | None:
@@ -39,8 +39,7 @@ def _module_tree(trace: Trace) -> list[dict]:
 
     module_rows = np.flatnonzero(is_module)
     parent_module = {int(r): (module_at(int(py_parent[r])) if py_parent[r] >= 0 else -1) for r in module_rows}
-    node_of, folded = _module_paths(module_rows.tolist(), parent_module,
-                                    lambda row: label(trace.strings[ev.name[row]]))
+    node_of, folded = _module_paths(module_rows.tolist(), parent_module, lambda row: label(trace.strings[ev.name[row]]))
 
     def path_of(row: int) -> tuple:
         return node_of[row]
@@ -115,8 +114,9 @@ def _forward_backward_pairs(trace: Trace) -> list[tuple[int, int]]:
             at[(int(ev.pid[r]), int(ev.tid[r]), float(ev.ts[r]))] = r
     starts: dict[int, int] = {}
     ends: dict[int, int] = {}
-    for fid, phase, ts, pid, tid in zip(flows.id.tolist(), flows.phase.tolist(), flows.ts.tolist(),
-                                        flows.pid.tolist(), flows.tid.tolist()):
+    for fid, phase, ts, pid, tid in zip(
+        flows.id.tolist(), flows.phase.tolist(), flows.ts.tolist(), flows.pid.tolist(), flows.tid.tolist()
+    ):
         row = at.get((pid, tid, ts))
         if row is not None:
             (starts if phase == 0 else ends)[fid] = row

@@ -41,18 +41,32 @@ from .numfmt import duration, fixed
 from .recommendations import recommendation, threshold_us
 from .runtime_calls import issuing_frame, issuing_operator, outside_rows, outside_trace
 
-ALLOCATOR_CALLS = ("cudaFree", "hipFree", "cudaMalloc", "hipMalloc", "cuMemFree_v2", "cuMemAlloc_v2",
-                   "cuMemFree", "cuMemAlloc", "hipFreeAsync", "hipMallocAsync")
+ALLOCATOR_CALLS = (
+    "cudaFree",
+    "hipFree",
+    "cudaMalloc",
+    "hipMalloc",
+    "cuMemFree_v2",
+    "cuMemAlloc_v2",
+    "cuMemFree",
+    "cuMemAlloc",
+    "hipFreeAsync",
+    "hipMallocAsync",
+)
 COMPILED_MARKERS = ("CompiledFunction", "Torch-Compiled Region")
 CAPTURE_TRACE_SHARE = 0.5
 #: What an issuing operator usually is in user code (blocking copies and synchronizations).
 OPERATOR_CAUSES = {
-    "aten::item": ".item()", "aten::_local_scalar_dense": ".item(), float(), int() or bool() of a tensor",
+    "aten::item": ".item()",
+    "aten::_local_scalar_dense": ".item(), float(), int() or bool() of a tensor",
     "aten::is_nonzero": "a tensor used as a Python bool (if tensor: …)",
     "aten::nonzero": "nonzero (also torch.where(mask) and boolean-mask indexing)",
-    "aten::masked_select": "masked_select / boolean-mask indexing", "aten::unique": "unique",
-    "aten::_unique2": "unique", "aten::repeat_interleave": "repeat_interleave without output_size",
-    "aten::to": ".cpu() / .to() / .tolist()", "aten::_to_copy": ".cpu() / .to() / .tolist()",
+    "aten::masked_select": "masked_select / boolean-mask indexing",
+    "aten::unique": "unique",
+    "aten::_unique2": "unique",
+    "aten::repeat_interleave": "repeat_interleave without output_size",
+    "aten::to": ".cpu() / .to() / .tolist()",
+    "aten::_to_copy": ".cpu() / .to() / .tolist()",
     "aten::copy_": ".cpu() / .to() / .tolist() / copy_()",
 }
 
@@ -92,8 +106,11 @@ def _named_calls(trace: Trace) -> dict[str, np.ndarray]:
     blocking = np.setdiff1d(bl.rows, np.concatenate([allocator, outside_rows(trace)[0]]))
     kind = np.full(len(ev), -1, dtype=np.int8)
     kind[bl.rows] = bl.kind
-    return {"allocator": allocator, "blocking_copy": blocking[kind[blocking] == BLOCKING_COPY],
-            "synchronize": blocking[kind[blocking] == SYNCHRONIZE]}
+    return {
+        "allocator": allocator,
+        "blocking_copy": blocking[kind[blocking] == BLOCKING_COPY],
+        "synchronize": blocking[kind[blocking] == SYNCHRONIZE],
+    }
 
 
 def blocked_spans(trace: Trace, rows: np.ndarray) -> Busy:
@@ -175,32 +192,55 @@ def call_rules(trace: Trace) -> list[dict]:
         top = int(np.argmax(per))
         api, api_rows = trace.strings[int(names[top])], rows[inv.reshape(-1) == top]
         where, op, frame = _issuer_phrase(trace, api_rows)
-        share = (f"the GPU idles {duration(addressed)} ({fixed(100 * addressed / span, 1)}% of the steps window) "
-                 "while they block and until the work launched after them starts")
+        share = (
+            f"the GPU idles {duration(addressed)} ({fixed(100 * addressed / span, 1)}% of the steps window) "
+            "while they block and until the work launched after them starts"
+        )
         head = f"{api} takes {duration(float(per[top]))} in {plural(len(api_rows), 'call')}"
         if len(names) > 1:
             head += f" ({duration(float(inside.sum()))} with the other {rule.replace('_', ' ')} calls)"
         if rule == "allocator":
             grows = "Malloc" in api or "Alloc" in api
-            why = ("The caching allocator is growing its pool from the device: keep tensor shapes steady so "
-                   "cached blocks are reused, and allocate the largest buffers early." if grows else
-                   "The caching allocator is returning memory to the device: torch.cuda.empty_cache(), or "
-                   "freeing cached blocks to retry an allocation when memory is fragmented. Do not call "
-                   "empty_cache() inside the step, keep tensor shapes steady")
+            why = (
+                "The caching allocator is growing its pool from the device: keep tensor shapes steady so "
+                "cached blocks are reused, and allocate the largest buffers early."
+                if grows
+                else "The caching allocator is returning memory to the device: torch.cuda.empty_cache(), or "
+                "freeing cached blocks to retry an allocation when memory is fragmented. Do not call "
+                "empty_cache() inside the step, keep tensor shapes steady"
+            )
             if not grows:
-                why += (", and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on "
-                        "ROCm) to reduce fragmentation.")
+                why += (
+                    ", and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on "
+                    "ROCm) to reduce fragmentation."
+                )
             text = f"{head}, {where}; {share}. {why}"
         elif rule == "blocking_copy":
             verb = "holds" if len(api_rows) == 1 and len(names) == 1 else "hold"
-            text = (f"{head} that {verb} the host until the device finishes, {where}; {share}. Keep "
-                    "the values on the device (avoid .item(), .cpu(), .tolist() and nonzero inside the step), "
-                    "or copy into pinned memory with non_blocking=True and read them later.")
+            text = (
+                f"{head} that {verb} the host until the device finishes, {where}; {share}. Keep "
+                "the values on the device (avoid .item(), .cpu(), .tolist() and nonzero inside the step), "
+                "or copy into pinned memory with non_blocking=True and read them later."
+            )
         else:
-            text = (f"{head}, {where}; {share}. Remove the synchronization from the step or move it "
-                    "to its end (timing and logging helpers are the usual callers).")
-        out.append(recommendation(rule, addressed, limit, "steps_window", text, api=api,
-                                  calls=int(len(api_rows)), api_us=float(per[top]), operator=op, frame=frame))
+            text = (
+                f"{head}, {where}; {share}. Remove the synchronization from the step or move it "
+                "to its end (timing and logging helpers are the usual callers)."
+            )
+        out.append(
+            recommendation(
+                rule,
+                addressed,
+                limit,
+                "steps_window",
+                text,
+                api=api,
+                calls=int(len(api_rows)),
+                api_us=float(per[top]),
+                operator=op,
+                frame=frame,
+            )
+        )
     return sorted(out, key=lambda r: -r["addressed_us"])
 
 
@@ -214,8 +254,9 @@ def idle_rules(trace: Trace, insights_doc: dict) -> list[dict]:
     spans = blocked_spans(trace, np.unique(np.concatenate(list(named.values()) + [outside_rows(trace)[0]])))
     ev = trace.events
     loading = category_masks(trace)["dataloader"]  # the host was loading data: the DataLoader rule's time
-    blocked = Busy.of(np.concatenate([spans.start, ev.ts[loading]]),
-                      np.concatenate([spans.end, ev.ts[loading] + ev.dur[loading]]))
+    blocked = Busy.of(
+        np.concatenate([spans.start, ev.ts[loading]]), np.concatenate([spans.end, ev.ts[loading] + ev.dur[loading]])
+    )
     host_gaps = {g.device: g.gaps for g in gpu_idle(trace)}
 
     def unblocked(device: int, which: str) -> tuple[float, int]:
@@ -231,25 +272,42 @@ def idle_rules(trace: Trace, insights_doc: dict) -> list[dict]:
         bound, gaps = unblocked(gpu["device"], "launch_bound")  # time blocked or loading data is not launch overhead
         limit = threshold_us("cuda_graphs", win)
         if not uses_graphs and win > 0 and gaps >= LAUNCH_BOUND_MIN_GAPS and bound >= limit:
-            how = "Capture the step with CUDA graphs (torch.cuda.graphs)" if compiled else (
-                "Capture the step with CUDA graphs or use torch.compile(mode='reduce-overhead')")
-            out.append(recommendation(
-                "cuda_graphs", bound, limit, "steps_window",
-                f"GPU {gpu['device']} idles {duration(bound)} ({fixed(100 * bound / win, 0)}% of the steps window) in "
-                f"{plural(gaps, 'gap')} that each ended with a kernel shorter than the CPU call "
-                f"that launched it: the GPU waits for kernel launches. {how} to cut launch overhead.",
-                gpu=gpu["device"], gaps=gaps))
+            how = (
+                "Capture the step with CUDA graphs (torch.cuda.graphs)"
+                if compiled
+                else ("Capture the step with CUDA graphs or use torch.compile(mode='reduce-overhead')")
+            )
+            out.append(
+                recommendation(
+                    "cuda_graphs",
+                    bound,
+                    limit,
+                    "steps_window",
+                    f"GPU {gpu['device']} idles {duration(bound)} ({fixed(100 * bound / win, 0)}% of the steps window) in "
+                    f"{plural(gaps, 'gap')} that each ended with a kernel shorter than the CPU call "
+                    f"that launched it: the GPU waits for kernel launches. {how} to cut launch overhead.",
+                    gpu=gpu["device"],
+                    gaps=gaps,
+                )
+            )
     for gpu in insights_doc["idle"]["gpus"]:
         win, total = gpu["window_us"], gpu["idle_us"]
         # host wait that follows a blocking call (or lies inside one) belongs to that call's rule
         wait = max(unblocked(gpu["device"], "host")[0], 0.0)
         limit = threshold_us("cpu_overhead", win)
         if win > 0 and total > 0 and wait > 0.5 * total and wait >= limit:
-            out.append(recommendation(
-                "cpu_overhead", wait, limit, "steps_window",
-                f"GPU {gpu['device']} waits for the host to launch work {duration(wait)}, {fixed(100 * wait / win, 0)}% "
-                f"of the {duration(win)} steps window ({fixed(100 * wait / total, 0)}% of its idle time): reduce "
-                "Python/CPU overhead per step.", gpu=gpu["device"]))
+            out.append(
+                recommendation(
+                    "cpu_overhead",
+                    wait,
+                    limit,
+                    "steps_window",
+                    f"GPU {gpu['device']} waits for the host to launch work {duration(wait)}, {fixed(100 * wait / win, 0)}% "
+                    f"of the {duration(win)} steps window ({fixed(100 * wait / total, 0)}% of its idle time): reduce "
+                    "Python/CPU overhead per step.",
+                    gpu=gpu["device"],
+                )
+            )
     return out
 
 
@@ -260,17 +318,29 @@ def about(trace: Trace) -> list[dict]:
     found = outside_trace(trace)
     if found["calls"] and found["unexplained_us"] >= threshold_us("cpu_overhead", hi - lo):
         apis = ", ".join(found["apis"])
-        out.append({"kind": "work_outside_trace", "calls": found["calls"], "call_us": found["call_us"],
-                    "device_busy_us": found["device_busy_us"], "unexplained_us": found["unexplained_us"],
-                    "text": f"The host waits {duration(found['call_us'])} in {plural(found['calls'], 'blocking call')} "
-                            f"({apis}) while this trace shows the device busy only {duration(found['device_busy_us'])} "
-                            "of that time. The device was running work this trace does not hold (a CUDA-graph "
-                            "replay, another process, work queued before the profiler started) or the copy was "
-                            "stalled on the host side. No CPU-overhead advice is given for that time."})
+        out.append(
+            {
+                "kind": "work_outside_trace",
+                "calls": found["calls"],
+                "call_us": found["call_us"],
+                "device_busy_us": found["device_busy_us"],
+                "unexplained_us": found["unexplained_us"],
+                "text": f"The host waits {duration(found['call_us'])} in {plural(found['calls'], 'blocking call')} "
+                f"({apis}) while this trace shows the device busy only {duration(found['device_busy_us'])} "
+                "of that time. The device was running work this trace does not hold (a CUDA-graph "
+                "replay, another process, work queued before the profiler started) or the copy was "
+                "stalled on the host side. No CPU-overhead advice is given for that time.",
+            }
+        )
     share = graph_capture_share(trace)
     if share >= CAPTURE_TRACE_SHARE:
-        out.append({"kind": "graph_capture", "capture_pct": 100 * share,
-                    "text": f"This trace captures CUDA graphs during {fixed(100 * share, 0)}% of its steps window: "
-                            "its steps are graph capture and warm-up, not training or inference steps, so no "
-                            "step-time advice is given."})
+        out.append(
+            {
+                "kind": "graph_capture",
+                "capture_pct": 100 * share,
+                "text": f"This trace captures CUDA graphs during {fixed(100 * share, 0)}% of its steps window: "
+                "its steps are graph capture and warm-up, not training or inference steps, so no "
+                "step-time advice is given.",
+            }
+        )
     return out

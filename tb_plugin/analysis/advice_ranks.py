@@ -64,16 +64,29 @@ def across_ranks(per_rank: list[tuple[int, list[dict]]]) -> list[dict]:
         middle = sorted(range(len(hits)), key=lambda i: values[i])[(len(hits) - 1) // 2]
         ranks = [h[0] for h in hits]
         spread = _spread(values)
-        doc = {"rule": hits[0][1]["rule"], "key": key, "ranks": ranks, "ranks_text": ranks_text(ranks),
-               "rank_count": len(ranks), unit: spread}
+        doc = {
+            "rule": hits[0][1]["rule"],
+            "key": key,
+            "ranks": ranks,
+            "ranks_text": ranks_text(ranks),
+            "rank_count": len(ranks),
+            unit: spread,
+        }
         if unit == "addressed_us":
             doc["threshold_us"] = _spread([h[1]["threshold_us"] for h in hits])
-            said = (f"addresses {duration(spread['min'])} to {duration(spread['max'])} per rank "
-                    f"(median {duration(spread['median'])})")
+            said = (
+                f"addresses {duration(spread['min'])} to {duration(spread['max'])} per rank "
+                f"(median {duration(spread['median'])})"
+            )
         else:
-            said = (f"{fixed(spread['min'] / 2**30, 1)} to {fixed(spread['max'] / 2**30, 1)} GiB per rank "
-                    f"(median {fixed(spread['median'] / 2**30, 1)} GiB)")
-        doc["text"] = f"Ranks {doc['ranks_text']}: {hits[middle][1]['text']} Across these ranks it {said}." \
-            if unit == "addressed_us" else f"Ranks {doc['ranks_text']}: {hits[middle][1]['text']} Peaks: {said}."
+            said = (
+                f"{fixed(spread['min'] / 2**30, 1)} to {fixed(spread['max'] / 2**30, 1)} GiB per rank "
+                f"(median {fixed(spread['median'] / 2**30, 1)} GiB)"
+            )
+        doc["text"] = (
+            f"Ranks {doc['ranks_text']}: {hits[middle][1]['text']} Across these ranks it {said}."
+            if unit == "addressed_us"
+            else f"Ranks {doc['ranks_text']}: {hits[middle][1]['text']} Peaks: {said}."
+        )
         out.append(doc)
     return sorted(out, key=lambda d: (-d["rank_count"], -(d.get("addressed_us") or d.get("addressed_bytes"))["median"]))

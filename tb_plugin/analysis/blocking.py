@@ -126,9 +126,12 @@ def _blocking_calls(trace: Trace) -> BlockingCalls:
 
     rows = np.concatenate(rows_out).astype(np.int64)
     order = np.argsort(rows, kind="stable")
-    return BlockingCalls(rows=rows[order], kind=np.concatenate(kind_out).astype(np.int8)[order],
-                         waited_end_us=np.concatenate(waited_out).astype(np.float64)[order],
-                         blocked_from_us=np.concatenate(from_out).astype(np.float64)[order])
+    return BlockingCalls(
+        rows=rows[order],
+        kind=np.concatenate(kind_out).astype(np.int8)[order],
+        waited_end_us=np.concatenate(waited_out).astype(np.float64)[order],
+        blocked_from_us=np.concatenate(from_out).astype(np.float64)[order],
+    )
 
 
 def _own_copy_end(trace: Trace, dev: np.ndarray, dev_end: np.ndarray, n: int) -> np.ndarray:

@@ -46,12 +46,18 @@ def compile_bounded(pattern: str, flags: int = re.IGNORECASE):
         raise ValueError(f"invalid regular expression: {exc}") from None
     size = _unrolled_size(parsed.data if hasattr(parsed, "data") else parsed)
     if size > MAX_UNROLLED:
-        raise ValueError(f"regular expression too large: its counted repeats unroll to about {size:,} "
-                         f"elements (at most {MAX_UNROLLED:,})")
+        raise ValueError(
+            f"regular expression too large: its counted repeats unroll to about {size:,} "
+            f"elements (at most {MAX_UNROLLED:,})"
+        )
     import regex  # here, not at the top: only a regex search needs it (~6 ms of every start)
 
-    rx_flags = regex.V0 | (regex.IGNORECASE if flags & re.IGNORECASE else 0) | (
-        regex.MULTILINE if flags & re.MULTILINE else 0) | (regex.DOTALL if flags & re.DOTALL else 0)
+    rx_flags = (
+        regex.V0
+        | (regex.IGNORECASE if flags & re.IGNORECASE else 0)
+        | (regex.MULTILINE if flags & re.MULTILINE else 0)
+        | (regex.DOTALL if flags & re.DOTALL else 0)
+    )
     try:
         return regex.compile(pattern, rx_flags)
     except (regex.error, OverflowError, RecursionError, MemoryError) as exc:
@@ -99,6 +105,8 @@ def matching(rx, strings: Iterable[tuple[int, str]], seconds: float = SEARCH_SEC
             if search(text, timeout=left, concurrent=True) is not None:
                 out.append(i)
     except TimeoutError:
-        raise RegexTimeout(f"the regular expression took longer than {seconds:g} s to match; simplify it "
-                           "(nested or overlapping repeats such as (a|aa)+ backtrack exponentially)") from None
+        raise RegexTimeout(
+            f"the regular expression took longer than {seconds:g} s to match; simplify it "
+            "(nested or overlapping repeats such as (a|aa)+ backtrack exponentially)"
+        ) from None
     return out

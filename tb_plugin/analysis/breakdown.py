@@ -51,8 +51,14 @@ CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloa
 #: The one table of the categories' display names, by ``<category>_us`` key: served in the Overview's
 #: ``category_labels`` for the UI, printed by ``kinetoscope report|diff``, named by the recommendations.
 CATEGORY_LABELS: dict[str, str] = {
-    "kernel_us": "Kernel", "memcpy_us": "Memcpy", "memset_us": "Memset", "communication_us": "Communication",
-    "runtime_us": "Runtime", "dataloader_us": "DataLoader", "cpu_exec_us": "CPU Exec", "other_us": "Other",
+    "kernel_us": "Kernel",
+    "memcpy_us": "Memcpy",
+    "memset_us": "Memset",
+    "communication_us": "Communication",
+    "runtime_us": "Runtime",
+    "dataloader_us": "DataLoader",
+    "cpu_exec_us": "CPU Exec",
+    "other_us": "Other",
 }
 #: What a label leaves unsaid, where a sentence needs it ("Runtime (CUDA/HIP API calls)").
 CATEGORY_NOTES: dict[str, str] = {"runtime_us": "CUDA/HIP API calls", "other_us": "host idle or unprofiled work"}

@@ -53,8 +53,10 @@ def match_collectives(kernels: dict[int, dict]) -> Matching:
     """``kernels``: per rank, the ``comm`` lists of :func:`analysis.distributed.rank_reduce`
     (``collective``, ``group``, ``dtype``, ``bytes``, ``seq``…, one entry per kernel in time order)."""
     order = sorted(kernels)
-    cat = {f: np.concatenate([_column(kernels[r], f) for r in order]) if order else np.zeros(0, dtype=object)
-           for f in ("collective", "dtype", "bytes", "group")}
+    cat = {
+        f: np.concatenate([_column(kernels[r], f) for r in order]) if order else np.zeros(0, dtype=object)
+        for f in ("collective", "dtype", "bytes", "group")
+    }
     lengths = [len(kernels[r]["collective"]) for r in order]
     bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     type_names, type_code = np.unique(cat["collective"].astype(str), return_inverse=True)
@@ -62,15 +64,19 @@ def match_collectives(kernels: dict[int, dict]) -> Matching:
     # an all-to-all's split sizes may differ per rank (uneven all-to-all): its bytes are not part of its key
     sized = np.where(cat["collective"].astype(str) == "alltoall", "any", cat["bytes"].astype(str))
     _, bytes_code = np.unique(sized, return_inverse=True)
-    key = (type_code.astype(np.int64) * (dtype_code.max(initial=0) + 1) + dtype_code) * (bytes_code.max(initial=0) + 1) \
-        + bytes_code
+    key = (type_code.astype(np.int64) * (dtype_code.max(initial=0) + 1) + dtype_code) * (
+        bytes_code.max(initial=0) + 1
+    ) + bytes_code
     p2p = np.isin(type_names, sorted(P2P))[type_code]
     per_rank = {}
     for i, rank in enumerate(order):
         sl = slice(int(bounds[i]), int(bounds[i + 1]))
-        per_rank[rank] = {"key": key[sl], "p2p": p2p[sl],
-                          "seq": np.asarray(kernels[rank].get("seq") or [-1] * lengths[i], dtype=np.int64),
-                          "type": type_code[sl]}
+        per_rank[rank] = {
+            "key": key[sl],
+            "p2p": p2p[sl],
+            "seq": np.asarray(kernels[rank].get("seq") or [-1] * lengths[i], dtype=np.int64),
+            "type": type_code[sl],
+        }
     out = Matching([], {}, "none", [])
     methods = set()
     for group, members in _members(cat["group"], bounds, order):
@@ -78,8 +84,10 @@ def match_collectives(kernels: dict[int, dict]) -> Matching:
         if len(ranks) < 2:
             (only,) = ranks
             _count(out.by_type, type_names, per_rank[only]["type"][members[only]], np.zeros(len(members[only]), bool))
-            out.messages.append(f"process group {group}: only rank {only} of it is loaded; its "
-                                f"{len(members[only])} collectives are not compared")
+            out.messages.append(
+                f"process group {group}: only rank {only} of it is loaded; its "
+                f"{len(members[only])} collectives are not compared"
+            )
             continue
         data = {r: {k: per_rank[r][k][members[r]] for k in ("key", "p2p", "seq")} for r in ranks}
         if all((d["seq"] >= 0).all() for d in data.values()):
@@ -112,20 +120,26 @@ def match_collectives(kernels: dict[int, dict]) -> Matching:
             here = first == q
             types[here] = per_rank[r]["type"][members[r][local[here]]]
         _count(out.by_type, type_names, types, matched)
-        index = np.stack([members[r][table[matched, q]] for q, r in enumerate(ranks)], axis=1) if matched.any() \
+        index = (
+            np.stack([members[r][table[matched, q]] for q, r in enumerate(ranks)], axis=1)
+            if matched.any()
             else np.zeros((0, len(ranks)), dtype=np.int64)
+        )
         out.groups.append(GroupMatch(group, ranks, index))
         differ = int((complete & ~same).sum())
         missing = int((~complete).sum())
         label = f"process group {group}" if group != "default" else "the collectives"
         if shift_note:
-            out.messages.append(f"{label}: the ranks' windows do not line up ({shift_note}); "
-                                f"{missing} instances outside the common window are unmatched")
+            out.messages.append(
+                f"{label}: the ranks' windows do not line up ({shift_note}); "
+                f"{missing} instances outside the common window are unmatched"
+            )
         elif missing:
             out.messages.append(f"{label}: {missing} instances are missing on some rank and are unmatched")
         if differ:
-            out.messages.append(f"{label}: {differ} instances have a dtype or size that differs across ranks "
-                                "and are not matched")
+            out.messages.append(
+                f"{label}: {differ} instances have a dtype or size that differs across ranks and are not matched"
+            )
     out.method = " and ".join(sorted(methods)) if methods else "none"
     return out
 

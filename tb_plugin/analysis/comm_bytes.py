@@ -23,15 +23,49 @@ import numpy as np
 from ..trace.model import Trace
 
 # dtype spellings (comms ``dtype`` arg, ``Input type``) → canonical name; bytes per element
-_DTYPE_ALIASES = {"float": "float32", "float32": "float32", "double": "float64", "float64": "float64",
-                  "half": "float16", "float16": "float16", "bfloat16": "bfloat16", "long": "int64",
-                  "long int": "int64", "int64": "int64", "int": "int32", "int32": "int32", "short": "int16",
-                  "int16": "int16", "char": "int8", "signed char": "int8", "int8": "int8", "unsigned char": "uint8",
-                  "uint8": "uint8", "byte": "uint8", "bool": "bool", "float8_e4m3fn": "float8_e4m3fn",
-                  "float8_e5m2": "float8_e5m2", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz"}
-_CANONICAL_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
-                    "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
-                    "float8_e5m2fnuz": 1}
+_DTYPE_ALIASES = {
+    "float": "float32",
+    "float32": "float32",
+    "double": "float64",
+    "float64": "float64",
+    "half": "float16",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "long": "int64",
+    "long int": "int64",
+    "int64": "int64",
+    "int": "int32",
+    "int32": "int32",
+    "short": "int16",
+    "int16": "int16",
+    "char": "int8",
+    "signed char": "int8",
+    "int8": "int8",
+    "unsigned char": "uint8",
+    "uint8": "uint8",
+    "byte": "uint8",
+    "bool": "bool",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "float8_e5m2fnuz": "float8_e5m2fnuz",
+}
+_CANONICAL_BYTES = {
+    "float32": 4,
+    "float64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+}
 #: Collectives whose whole buffer is n shards (n = the communicator's size).
 SHARDED = ("allgather", "reducescatter")
 
@@ -44,7 +78,9 @@ def canonical_dtype(text: str | None) -> str | None:
     return _DTYPE_ALIASES.get(low, low)
 
 
-def message(trace: Trace, kernel: int, op: int, outer: int, collective: str) -> tuple[int | None, str | None, int | None]:
+def message(
+    trace: Trace, kernel: int, op: int, outer: int, collective: str
+) -> tuple[int | None, str | None, int | None]:
     """``(bytes, dtype, size_from_buffers)`` of communication kernel ``kernel`` launched under the
     communication op ``op`` inside the outermost one ``outer`` (−1: none); see the module docstring."""
     ev = trace.events
@@ -108,6 +144,7 @@ def communicator_sizes(col: dict, pg_size: int | None, world: int | None) -> tup
     Ranks``, else ``pg_config``'s ``pg_size``), else the whole buffer ÷ the shard of an all-gather or
     reduce-scatter (:func:`message`), else the world size; 0 where none is known (and True in the
     second array there)."""
+
     def first_known(field):
         v = np.stack(col[field], axis=1)
         return v[np.arange(len(v)), np.argmax(v > 0, axis=1)]

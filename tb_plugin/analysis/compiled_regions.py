@@ -75,15 +75,26 @@ def compiled_regions(trace: Trace) -> dict | None:
         mask = np.zeros(len(ev), dtype=bool)
         mask[rows] = True
         inside = device_work_inside(trace, mask)
-        regions.append({"name": trace.strings[name], "calls": int(len(rows)), "host_us": float(ev.dur[rows].sum()),
-                        "device_us": float(ev.dur[inside].sum()), "kernels": int((inside & kernel).sum()),
-                        "kernel_us": float(ev.dur[inside & kernel].sum()),
-                        "triton_kernels": int((inside & triton).sum()),
-                        "triton_us": float(ev.dur[inside & triton].sum())})
+        regions.append(
+            {
+                "name": trace.strings[name],
+                "calls": int(len(rows)),
+                "host_us": float(ev.dur[rows].sum()),
+                "device_us": float(ev.dur[inside].sum()),
+                "kernels": int((inside & kernel).sum()),
+                "kernel_us": float(ev.dur[inside & kernel].sum()),
+                "triton_kernels": int((inside & triton).sum()),
+                "triton_us": float(ev.dur[inside & triton].sum()),
+            }
+        )
     regions.sort(key=lambda r: (-r["host_us"], r["name"]))
     steps = _per_step(trace, region_rows)
-    return {"regions": regions, "triton_kernels": _triton_rows(trace, triton, region_rows), "steps": steps,
-            "advice": _advice(steps)}
+    return {
+        "regions": regions,
+        "triton_kernels": _triton_rows(trace, triton, region_rows),
+        "steps": steps,
+        "advice": _advice(steps),
+    }
 
 
 def _innermost_region(trace: Trace, region_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -123,11 +134,18 @@ def _triton_rows(trace: Trace, triton: np.ndarray, region_rows: np.ndarray) -> l
         m = _TRITON.match(name)
         kind = _KINDS.get(m.group(1), m.group(1)) if m else None
         known = provenance.get(name, {})
-        out.append({"name": name, "kind": kind, "fused": (m.group(2) or None) if m else None,
-                    "region": trace.strings[region_id] if region_id >= 0 else None,
-                    "calls": int(calls[g]), "total_us": float(total[g]),
-                    "source_nodes": known.get("pre_grad_nodes") or known.get("post_grad_nodes") or None,
-                    "source_lines": known.get("stack_traces") or None})
+        out.append(
+            {
+                "name": name,
+                "kind": kind,
+                "fused": (m.group(2) or None) if m else None,
+                "region": trace.strings[region_id] if region_id >= 0 else None,
+                "calls": int(calls[g]),
+                "total_us": float(total[g]),
+                "source_nodes": known.get("pre_grad_nodes") or known.get("post_grad_nodes") or None,
+                "source_lines": known.get("stack_traces") or None,
+            }
+        )
     out.sort(key=lambda r: (-r["total_us"], r["name"]))
     return out
 
@@ -151,11 +169,18 @@ def _per_step(trace: Trace, region_rows: np.ndarray) -> list[dict]:
         versions = sorted(set(zip(frame[fr & (frame >= 0)].tolist(), ver[fr & (frame >= 0)].tolist())))
         new = [v for v in versions if v not in seen and v[1] > 0]
         seen.update(versions)
-        out.append({"step": step, "step_us": float(steps.end[k] - steps.start[k]), "regions": int(fr.sum()),
-                    "frames": len({v[0] for v in versions}) or (1 if fr.any() else 0),
-                    "versions": [f"{a}/{b}" for a, b in versions], "recompilations": len(new),
-                    "cache_lookup_us": float(ev.dur[region_rows[here & lookup]].sum()),
-                    "between_us": _between(trace, region_rows[fr])})
+        out.append(
+            {
+                "step": step,
+                "step_us": float(steps.end[k] - steps.start[k]),
+                "regions": int(fr.sum()),
+                "frames": len({v[0] for v in versions}) or (1 if fr.any() else 0),
+                "versions": [f"{a}/{b}" for a, b in versions],
+                "recompilations": len(new),
+                "cache_lookup_us": float(ev.dur[region_rows[here & lookup]].sum()),
+                "between_us": _between(trace, region_rows[fr]),
+            }
+        )
     return out
 
 
@@ -185,26 +210,47 @@ def _advice(steps: list[dict]) -> list[dict]:
         return out
     between = float(np.mean([s["between_us"] for s in steps]))
     if max(s["frames"] for s in steps) >= 2 and between >= threshold_us("compile.graph_breaks", mean):
-        out.append(recommendation(
-            "compile.graph_breaks", between, threshold_us("compile.graph_breaks", mean), "average_step",
-            "Eager code between compiled regions takes {}% of the average step: find the graph breaks "
-            "(TORCH_LOGS=graph_breaks) and remove them, or compile a larger function.".format(
-                fixed(100.0 * between / mean, 1)), threshold_pct=BETWEEN_PCT, share_pct=100.0 * between / mean))
+        out.append(
+            recommendation(
+                "compile.graph_breaks",
+                between,
+                threshold_us("compile.graph_breaks", mean),
+                "average_step",
+                f"Eager code between compiled regions takes {fixed(100.0 * between / mean, 1)}% of the average step: find the graph breaks "
+                "(TORCH_LOGS=graph_breaks) and remove them, or compile a larger function.",
+                threshold_pct=BETWEEN_PCT,
+                share_pct=100.0 * between / mean,
+            )
+        )
     lookup = float(np.mean([s["cache_lookup_us"] for s in steps]))
     if lookup >= threshold_us("compile.cache_lookup", mean) and lookup > 0:
-        out.append(recommendation(
-            "compile.cache_lookup", lookup, threshold_us("compile.cache_lookup", mean), "average_step",
-            "TorchDynamo cache lookups (guard checks) take {}% of the average step: fewer compiled frames or "
-            "simpler guards (mark_static / dynamic=False) cut them.".format(fixed(100.0 * lookup / mean, 1)),
-            threshold_pct=LOOKUP_PCT, share_pct=100.0 * lookup / mean))
+        out.append(
+            recommendation(
+                "compile.cache_lookup",
+                lookup,
+                threshold_us("compile.cache_lookup", mean),
+                "average_step",
+                f"TorchDynamo cache lookups (guard checks) take {fixed(100.0 * lookup / mean, 1)}% of the average step: fewer compiled frames or "
+                "simpler guards (mark_static / dynamic=False) cut them.",
+                threshold_pct=LOOKUP_PCT,
+                share_pct=100.0 * lookup / mean,
+            )
+        )
     median = float(np.median(step_us))
     recompiled = [k for k, s in enumerate(steps) if s["recompilations"]]
     excess = sum(max(float(step_us[k]) - median, 0.0) for k in recompiled)
     limit = threshold_us("compile.recompilation", median * len(recompiled))
     if recompiled and median > 0 and excess >= limit:
-        out.append(recommendation(
-            "compile.recompilation", excess, limit, "median_step",
-            "torch.compile recompiled during the profiled steps, which took {} more than the median step: see "
-            "why with TORCH_LOGS=recompiles (changing shapes, dtypes or Python values in guards).".format(
-                duration(excess)), threshold_pct=RECOMPILE_PCT, steps=[steps[k]["step"] for k in recompiled]))
+        out.append(
+            recommendation(
+                "compile.recompilation",
+                excess,
+                limit,
+                "median_step",
+                f"torch.compile recompiled during the profiled steps, which took {duration(excess)} more than the median step: see "
+                "why with TORCH_LOGS=recompiles (changing shapes, dtypes or Python values in guards).",
+                threshold_pct=RECOMPILE_PCT,
+                steps=[steps[k]["step"] for k in recompiled],
+            )
+        )
     return out

@@ -78,8 +78,10 @@ def _functions(trace: Trace) -> dict:
         for dev in gpu_devices(trace):
             rows = np.flatnonzero((ev.kind == Kind.KERNEL) & (ev.device == dev))
             info = device_properties(trace, dev)
-            out[dev] = (_coverage_function(ev.ts[rows], ev.ts[rows] + ev.dur[rows]),
-                        _sm_function(trace, rows, info.num_sms if info else None))
+            out[dev] = (
+                _coverage_function(ev.ts[rows], ev.ts[rows] + ev.dur[rows]),
+                _sm_function(trace, rows, info.num_sms if info else None),
+            )
         return out
 
     return trace.memo("counter_functions", build)
@@ -108,8 +110,9 @@ def counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
             known_width = width - np.diff(_integral_before(times, unknown, cum_unknown, edges))
             integral = np.diff(_integral_before(times, rate, cum, edges))
             eff = np.where(known_width > 1e-9 * width, integral / np.maximum(known_width, 1e-300), 0.0)
-            out.append({"name": f"GPU {dev} Est. SM Efficiency", "unit": "fraction",
-                        "values": np.round(eff, 4).tolist()})
+            out.append(
+                {"name": f"GPU {dev} Est. SM Efficiency", "unit": "fraction", "values": np.round(eff, 4).tolist()}
+            )
     out += _memory(trace, a0, a1, bins)
     out += _queues(trace, a0, a1, bins)
     out += _trace_counters(trace, a0, a1, bins)
@@ -130,6 +133,7 @@ def counter_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """``(name, ts µs, values)`` of each ``C`` counter series, ascending by series id, each by time;
     non-finite samples dropped (:func:`.series.split_series`). The one split of ``trace.counters``:
     the Trace view's counter tracks and the Overview's system metrics both read it."""
+
     def build():
         c = trace.counters
         return [(trace.strings[sid], ts, values) for sid, ts, values in split_series(c.ts, c.series, c.value)]
@@ -138,17 +142,25 @@ def counter_series(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
 
 
 def _trace_counters(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
-    return [{"name": name, "unit": counter_unit(name), "values": np.round(held_max(ts, values, a0, a1, bins), 4).tolist()}
-            for name, ts, values in counter_series(trace) if len(ts)]
+    return [
+        {"name": name, "unit": counter_unit(name), "values": np.round(held_max(ts, values, a0, a1, bins), 4).tolist()}
+        for name, ts, values in counter_series(trace)
+        if len(ts)
+    ]
 
 
 def _queues(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
     """Per stream, the longest queue of launched-but-not-started kernels in each bin."""
     from .insights import queue_length
 
-    return [{"name": f"GPU {q['device']} stream {q['stream']} queue", "unit": "kernels",
-             "values": np.maximum(held_max(q["times"], q["lengths"].astype(np.int64), a0, a1, bins), 0).tolist()}
-            for q in queue_length(trace)]
+    return [
+        {
+            "name": f"GPU {q['device']} stream {q['stream']} queue",
+            "unit": "kernels",
+            "values": np.maximum(held_max(q["times"], q["lengths"].astype(np.int64), a0, a1, bins), 0).tolist(),
+        }
+        for q in queue_length(trace)
+    ]
 
 
 def memory_tracks(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -165,8 +177,10 @@ def memory_tracks(trace: Trace) -> list[tuple[str, np.ndarray, np.ndarray]]:
 
 
 def _memory(trace: Trace, a0: float, a1: float, bins: int) -> list[dict]:
-    return [{"name": name, "unit": "bytes", "values": np.maximum(held_max(ts, series, a0, a1, bins), 0).tolist()}
-            for name, ts, series in memory_tracks(trace)]
+    return [
+        {"name": name, "unit": "bytes", "values": np.maximum(held_max(ts, series, a0, a1, bins), 0).tolist()}
+        for name, ts, series in memory_tracks(trace)
+    ]
 
 
 def warm_counter_inputs(trace: Trace) -> None:

@@ -105,14 +105,18 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     members = members.tolist()
     for k, (name, lo, hi) in enumerate(zip(steps.names, steps.start.tolist(), steps.end.tolist())):
         g.memo = {}  # chains of one step share their tails (the same lower bound)
-        out_steps.append({"step": name, "start": lo, "end": hi,
-                          "chain": g.from_end(lo, hi).summary(g.context)})
-        for c in members[bounds[k]:bounds[k + 1]]:
+        out_steps.append({"step": name, "start": lo, "end": hi, "chain": g.from_end(lo, hi).summary(g.context)})
+        for c in members[bounds[k] : bounds[k + 1]]:
             chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary(g.context)
     ev = trace.events
     rows = g.comm_rows
-    comm = {"start": ev.ts[rows].tolist(), "end": (ev.ts[rows] + ev.dur[rows]).tolist(),
-            "name": [trace.strings[i] for i in ev.name[rows].tolist()], "row": rows.tolist(), "chain": chains}
+    comm = {
+        "start": ev.ts[rows].tolist(),
+        "end": (ev.ts[rows] + ev.dur[rows]).tolist(),
+        "name": [trace.strings[i] for i in ev.name[rows].tolist()],
+        "row": rows.tolist(),
+        "chain": chains,
+    }
     return {"offset_us": offset, "steps": out_steps, "comm": comm, "truncated": g.visits > MAX_VISITS}
 
 
@@ -171,8 +175,15 @@ class RankGraph:
             waited = ends_order[np.minimum(k, len(ends_order) - 1)] if len(ends_order) else k
             o = np.argsort(jump, kind="stable")
             sl = slice(lo_i, hi_i)
-            self.threads[key] = [tiles.row[sl], tiles.start[sl], tiles.end[sl], tiles.what[sl], jump[o], waited[o],
-                                 call_start[o]]
+            self.threads[key] = [
+                tiles.row[sl],
+                tiles.start[sl],
+                tiles.end[sl],
+                tiles.what[sl],
+                jump[o],
+                waited[o],
+                call_start[o],
+            ]
         # the thread the step's host chain follows: the one that launches or waits for device work
         # (the step marker's thread among them first, then the most launches); with no device work, the
         # step marker's thread, else the one with the most leaf-operator time. A thread that launches
@@ -187,8 +198,14 @@ class RankGraph:
         elif marked in self.threads:
             self.main = marked
         else:
-            leaf_us = np.bincount(np.searchsorted(np.unique(tiles.thread), tiles.thread),
-                                  weights=np.where(leaf, tiles.end - tiles.start, 0.0)) if len(leaf) else []
+            leaf_us = (
+                np.bincount(
+                    np.searchsorted(np.unique(tiles.thread), tiles.thread),
+                    weights=np.where(leaf, tiles.end - tiles.start, 0.0),
+                )
+                if len(leaf)
+                else []
+            )
             self.main = int(np.unique(tiles.thread)[int(np.argmax(leaf_us))]) if len(leaf_us) else None
         self._joins(trace, thread_key)
         self._scalars(ev)
@@ -203,9 +220,11 @@ class RankGraph:
         if not len(pairs) and self.main is not None:
             engine = trace.name_mask(lambda s: s.startswith("autograd::engine::"))
             eng = np.unique(thread_key[np.flatnonzero(engine)])
-            pairs = np.array([(self.main, int(t)) for t in eng.tolist() if t != self.main], dtype=np.int64).reshape(-1, 2)
+            pairs = np.array([(self.main, int(t)) for t in eng.tolist() if t != self.main], dtype=np.int64).reshape(
+                -1, 2
+            )
         pairs = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if len(pairs) else pairs
-        for key, state in self.threads.items():
+        for state in self.threads.values():
             state.extend([np.zeros(0), np.zeros(0, np.int64), np.zeros(0)])
         for key, other in pairs.tolist():
             if key not in self.threads or other not in self.threads:
@@ -239,8 +258,9 @@ class RankGraph:
         k = np.searchsorted(self.sorted_ends, self.ts, side="right") - 1 if n else np.zeros(0, np.int64)
         kk = np.maximum(k, 0)
         self._inf_end = np.where(k >= 0, self.sorted_ends[kk] if n else 0.0, -np.inf).tolist()
-        self._inf_node = np.where((k >= 0) & (self.ends_order[kk] != np.arange(n)), self.ends_order[kk] if n else 0,
-                                  -1).tolist()
+        self._inf_node = np.where(
+            (k >= 0) & (self.ends_order[kk] != np.arange(n)), self.ends_order[kk] if n else 0, -1
+        ).tolist()
         self._ts, self._te, self._prev = self.ts.tolist(), self.te.tolist(), self.prev.tolist()
         self._comm_of, self._row = self.comm_of.tolist(), self.dev.tolist()
         self._names = np.asarray(self.trace.strings, dtype=object)[ev.name[self.dev]].tolist() if n else []
@@ -268,7 +288,7 @@ class RankGraph:
         self._waits = self._waits_on.tolist()
 
     # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
-    def from_end(self, lo: float, hi: float) -> "Walk":
+    def from_end(self, lo: float, hi: float) -> Walk:
         w = Walk(lo, hi, self.memo)
         # the latest end in (lo, hi] of device work and of the main thread's tiles, found by
         # bisection (a scan of every node per step would make a trace of many steps quadratic)
@@ -289,12 +309,12 @@ class RankGraph:
             w.add(lo, hi, WAIT, "idle")
         return w
 
-    def from_kernel(self, i: int, lo: float) -> "Walk":
+    def from_kernel(self, i: int, lo: float) -> Walk:
         w = Walk(lo, float(self.ts[i]), self.memo)
         self._run(w, self._before_dev(w, i))
         return w
 
-    def _run(self, w: "Walk", state) -> None:
+    def _run(self, w: Walk, state) -> None:
         while state is not None:
             self.visits += 1
             if self.visits > MAX_VISITS:
@@ -323,7 +343,7 @@ class RankGraph:
             else:
                 state = self._thread(w, state[1], state[2])
 
-    def _before_dev(self, w: "Walk", i: int):
+    def _before_dev(self, w: Walk, i: int):
         """The predecessor of device node ``i`` at its start (see the module docstring)."""
         t = self._ts[i]
         p = self._prev[i]
@@ -346,7 +366,7 @@ class RankGraph:
             w.add(l_end, t, WAIT, "idle")
         return ("thr", key, l_end)
 
-    def _thread(self, w: "Walk", key: int, t: float):
+    def _thread(self, w: Walk, key: int, t: float):
         """Back along thread ``key`` from ``t`` to the latest blocking call that waited or the latest
         join with a linked thread, or to the step start."""
         rows, s, e, what, jump, waited, call_start, join_at, join_to, join_end = self.threads[key]
@@ -366,7 +386,7 @@ class RankGraph:
         w.block = (float(call_start[k]), sync_t)  # the host was blocked on the device over this
         return ("dev", int(waited[k]), sync_t)
 
-    def _tiles(self, w: "Walk", key: int, a: float, t: float) -> None:
+    def _tiles(self, w: Walk, key: int, a: float, t: float) -> None:
         """The tiles of thread ``key`` over ``[a, t]`` (cpu) and the gaps between them (waiting), backward."""
         if t <= a:
             return
@@ -383,12 +403,22 @@ class RankGraph:
         cats = np.concatenate([np.full(len(cs), CPU), np.full(int(g.sum()), WAIT)])[order]
         label = self.trace.strings
         idx = self.trace.events.name[names]
-        text = [UNTRACED_NAME if m == UNTRACED else label[i] + ANNOTATION_SUFFIX if m == ANNOTATION else label[i]
-                for i, m in zip(idx.tolist(), kinds.tolist())] + ["idle (host)"] * int(g.sum())
+        text = [
+            UNTRACED_NAME if m == UNTRACED else label[i] + ANNOTATION_SUFFIX if m == ANNOTATION else label[i]
+            for i, m in zip(idx.tolist(), kinds.tolist())
+        ] + ["idle (host)"] * int(g.sum())
         rows_all = np.concatenate([names, np.full(int(g.sum()), -1)])[order]
         n = len(order)
-        w.segs.extend(zip(a_all.tolist(), b_all.tolist(), cats.tolist(), [text[i] for i in order.tolist()],
-                          rows_all.tolist(), [0.0] * n))
+        w.segs.extend(
+            zip(
+                a_all.tolist(),
+                b_all.tolist(),
+                cats.tolist(),
+                [text[i] for i in order.tolist()],
+                rows_all.tolist(),
+                [0.0] * n,
+            )
+        )
 
     def context(self, row: int) -> dict:
         """The enclosing annotation and Python frame of host event ``row``; for a replayed kernel with a

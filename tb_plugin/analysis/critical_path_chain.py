@@ -51,8 +51,16 @@ class Walk:
             if cat != WAIT and (work is None or d > work[1] - work[0]):
                 work = seg
             if p in marks:
-                memo[marks[p]] = (tuple(by_cat), tuple(top), work, stop, stop_at, trunc, blocked,
-                                  Items(self.segs, p, tail_items))
+                memo[marks[p]] = (
+                    tuple(by_cat),
+                    tuple(top),
+                    work,
+                    stop,
+                    stop_at,
+                    trunc,
+                    blocked,
+                    Items(self.segs, p, tail_items),
+                )
         return by_cat, top, work, stop, stop_at, trunc, blocked, Items(self.segs, 0, tail_items)
 
     def summary(self, ctx=None) -> dict:
@@ -62,10 +70,17 @@ class Walk:
         by_cat, top, work, stop, stop_at, trunc, blocked, items = self.fold(self.memo)
         lo = stop_at if stop >= 0 else self.lo
         ranked = sorted(items.resolve().items(), key=lambda kv: -kv[1][0])[:MAX_ITEMS]
-        return {"lo": lo, "hi": self.hi, "by_category": [float(x) for x in by_cat],
-                "top": [_segment(s, ctx) for s in top], "work": _segment(work, ctx) if work else None,
-                "stop": stop, "truncated": bool(trunc), "host_blocked_us": float(blocked),
-                "items": [[int(c), n, float(v[0]), int(v[1])] for (c, n), v in ranked]}
+        return {
+            "lo": lo,
+            "hi": self.hi,
+            "by_category": [float(x) for x in by_cat],
+            "top": [_segment(s, ctx) for s in top],
+            "work": _segment(work, ctx) if work else None,
+            "stop": stop,
+            "truncated": bool(trunc),
+            "host_blocked_us": float(blocked),
+            "items": [[int(c), n, float(v[0]), int(v[1])] for (c, n), v in ranked],
+        }
 
 
 class Items:
@@ -75,14 +90,14 @@ class Items:
 
     __slots__ = ("segs", "p", "tail", "done")
 
-    def __init__(self, segs: list, p: int, tail: "Items | None"):
+    def __init__(self, segs: list, p: int, tail: Items | None):
         self.segs, self.p, self.tail, self.done = segs, p, tail, None
 
     def resolve(self) -> dict:
         """``{(category, name): [µs, segments]}``."""
         if self.done is None:
             out = {k: list(v) for k, v in self.tail.resolve().items()} if self.tail is not None else {}
-            for a, b, cat, name, *_ in self.segs[self.p:]:
+            for a, b, cat, name, *_ in self.segs[self.p :]:
                 if cat != WAIT:
                     it = out.get((cat, name))
                     if it is None:

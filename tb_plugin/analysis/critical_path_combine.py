@@ -68,13 +68,23 @@ def _prepare(ranks: list[tuple[int, dict]], matching: Matching | None):
 def _late_ranks(cps: dict[int, dict], matching: Matching, shift: dict[int, float]) -> dict:
     """Per rank: for each of its communication kernels, the late rank of its instance and that rank's
     kernel index (−1 when unmatched)."""
-    out = {r: (np.full(len(cp["comm"]["start"]), -1, dtype=np.int64),
-               np.full(len(cp["comm"]["start"]), -1, dtype=np.int64)) for r, cp in cps.items()}
+    out = {
+        r: (
+            np.full(len(cp["comm"]["start"]), -1, dtype=np.int64),
+            np.full(len(cp["comm"]["start"]), -1, dtype=np.int64),
+        )
+        for r, cp in cps.items()
+    }
     for gm in matching.groups:
         if len(gm.index) == 0 or any(r not in cps for r in gm.ranks):
             continue
-        starts = np.stack([np.asarray(cps[r]["comm"]["start"], dtype=np.float64)[gm.index[:, p]] + shift[r]
-                           for p, r in enumerate(gm.ranks)], axis=1)
+        starts = np.stack(
+            [
+                np.asarray(cps[r]["comm"]["start"], dtype=np.float64)[gm.index[:, p]] + shift[r]
+                for p, r in enumerate(gm.ranks)
+            ],
+            axis=1,
+        )
         last = np.argmax(starts, axis=1)
         late_rank = np.asarray(gm.ranks, dtype=np.int64)[last]
         late_idx = gm.index[np.arange(len(last)), last]
@@ -87,8 +97,12 @@ def _late_ranks(cps: dict[int, dict], matching: Matching, shift: dict[int, float
 def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], trail: list | None = None) -> dict:
     """One step's path; times on the common clock − ref (``shift`` added to each rank's own); what it
     walks goes to ``trail`` when given (see :func:`path_trails`)."""
-    here = {r: {"start": s["start"] + shift[r], "end": s["end"] + shift[r], "chain": s["chain"]}
-            for r, cp in cps.items() for s in cp["steps"] if s["step"] == step}
+    here = {
+        r: {"start": s["start"] + shift[r], "end": s["end"] + shift[r], "chain": s["chain"]}
+        for r, cp in cps.items()
+        for s in cp["steps"]
+        if s["step"] == step
+    }
     own = {r: (s["start"], s["end"]) for r, cp in cps.items() for s in cp["steps"] if s["step"] == step}
     key = -1
     lo = min(s["start"] for s in here.values())
@@ -113,8 +127,16 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
             return None
         by_cat[cat] += b - a
         by_rank[rank] = by_rank.get(rank, 0.0) + (b - a)
-        seg = {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row,
-               "start_us": a - shift[rank], "at_us": a - lo, "dur_us": b - a, **extra}
+        seg = {
+            "rank": rank,
+            "category": CATEGORIES[cat],
+            "name": name,
+            "row": row,
+            "start_us": a - shift[rank],
+            "at_us": a - lo,
+            "dur_us": b - a,
+            **extra,
+        }
         segments.append(seg)
         if cat != WAIT:
             count(cat, name, b - a, 1)
@@ -150,10 +172,24 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
         sq = cps[q]["comm"]["start"][qi] + shift[q] if target is not None else None
         if target is not None and es < sq <= ee and target["lo"] + shift[q] >= lo:
             work = target["work"]
-            seg = add(r, COMM, sq, ee, name, row, late_rank=q, wait_us=sq - es,
-                      late_work=None if work is None else {"name": work[1], "category": CATEGORIES[work[0]],
-                                                           "dur_us": work[3],
-                                                           "annotation": work[5] if len(work) > 5 else None})
+            seg = add(
+                r,
+                COMM,
+                sq,
+                ee,
+                name,
+                row,
+                late_rank=q,
+                wait_us=sq - es,
+                late_work=None
+                if work is None
+                else {
+                    "name": work[1],
+                    "category": CATEGORIES[work[0]],
+                    "dur_us": work[3],
+                    "annotation": work[5] if len(work) > 5 else None,
+                },
+            )
             if seg is not None:
                 collectives.append(seg)
             r, chain, key = q, target, qi
@@ -169,19 +205,34 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
         add(r, WAIT, lo, chain["hi"] + shift[r], "not walked (too many collectives)")
     segments.sort(key=lambda s: -s["dur_us"])
     collectives.sort(key=lambda s: -s["wait_us"])
-    return {"step": step, "length_us": float(hi - lo), "by_category": dict(zip(CATEGORIES, map(float, by_cat))),
-            "by_rank": [{"rank": k, "us": float(v)} for k, v in sorted(by_rank.items())],
-            "segments": segments[:TOP], "collectives": collectives[:TOP], "truncated": bool(truncated),
-            "host_blocked_us": float(blocked),
-            "top_items": [{"category": CATEGORIES[c], "name": n, "us": float(v[0]), "segments": int(v[1])}
-                          for (c, n), v in sorted(items.items(), key=lambda kv: (-kv[1][0], kv[0][1]))[:TOP]]}
+    return {
+        "step": step,
+        "length_us": float(hi - lo),
+        "by_category": dict(zip(CATEGORIES, map(float, by_cat))),
+        "by_rank": [{"rank": k, "us": float(v)} for k, v in sorted(by_rank.items())],
+        "segments": segments[:TOP],
+        "collectives": collectives[:TOP],
+        "truncated": bool(truncated),
+        "host_blocked_us": float(blocked),
+        "top_items": [
+            {"category": CATEGORIES[c], "name": n, "us": float(v[0]), "segments": int(v[1])}
+            for (c, n), v in sorted(items.items(), key=lambda kv: (-kv[1][0], kv[0][1]))[:TOP]
+        ],
+    }
 
 
 def _segment(seg: tuple, rank: int, to_window: float) -> dict:
     """A chain's segment ``[category, name, start_us, dur_us, row]`` as the report lists it."""
     cat, name, start, dur, row = seg[:5]
-    out = {"rank": rank, "category": CATEGORIES[cat], "name": name, "row": row, "start_us": start,
-           "at_us": start + to_window, "dur_us": dur}
+    out = {
+        "rank": rank,
+        "category": CATEGORIES[cat],
+        "name": name,
+        "row": row,
+        "start_us": start,
+        "at_us": start + to_window,
+        "dur_us": dur,
+    }
     if len(seg) > 6 and (seg[5] is not None or seg[6] is not None):
         out["annotation"], out["python"] = seg[5], seg[6]
     return out

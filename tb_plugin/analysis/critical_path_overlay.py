@@ -45,11 +45,20 @@ def rank_overlay(ranks: list[tuple[int, str, dict]], rank: int, trace: Trace) ->
     tracks = track_of_events(trace)
     base = origin(trace)
     cap = min(MAX_SEGMENTS, max(MIN_PER_STEP, MAX_TOTAL // max(1, len(trails))))
-    return {"cross_rank": len(chains) > 1, "steps": [
-        {"step": name, "length_us": path["length_us"], "truncated": path["truncated"],
-         "top_items": path["top_items"][:5], "host_blocked_us": path["host_blocked_us"],
-         **_segments(trail, rank, g, tracks, base, cap)}
-        for name, (path, trail) in trails.items()]}
+    return {
+        "cross_rank": len(chains) > 1,
+        "steps": [
+            {
+                "step": name,
+                "length_us": path["length_us"],
+                "truncated": path["truncated"],
+                "top_items": path["top_items"][:5],
+                "host_blocked_us": path["host_blocked_us"],
+                **_segments(trail, rank, g, tracks, base, cap),
+            }
+            for name, (path, trail) in trails.items()
+        ],
+    }
 
 
 def _segments(trail: list[tuple], rank: int, g: RankGraph, tracks: np.ndarray, base: float, cap: int) -> dict:
@@ -60,8 +69,9 @@ def _segments(trail: list[tuple], rank: int, g: RankGraph, tracks: np.ndarray, b
         if item[0] == "seg":
             s = item[2]
             if item[1] == rank:
-                segs.append((s["start_us"], s["start_us"] + s["dur_us"], CATEGORIES.index(s["category"]), s["name"],
-                             s["row"]))
+                segs.append(
+                    (s["start_us"], s["start_us"] + s["dur_us"], CATEGORIES.index(s["category"]), s["name"], s["row"])
+                )
             continue
         _, r, key, lo, hi = item
         if r == rank:
@@ -93,9 +103,14 @@ def _segments(trail: list[tuple], rank: int, g: RankGraph, tracks: np.ndarray, b
 
 def _columns(segs: list[tuple], track: np.ndarray, base: float) -> dict:
     """Segments ``(start, end, category, name, row)`` as columns (what the route sends)."""
-    return {"start_us": [round(float(s[0] - base), 3) for s in segs], "dur_us": [float(s[1] - s[0]) for s in segs],
-            "category": [CATEGORIES[s[2]] for s in segs], "name": [s[3][:MAX_NAME] for s in segs],
-            "row": [int(s[4]) for s in segs], "track": [int(t) for t in track.tolist()]}
+    return {
+        "start_us": [round(float(s[0] - base), 3) for s in segs],
+        "dur_us": [float(s[1] - s[0]) for s in segs],
+        "category": [CATEGORIES[s[2]] for s in segs],
+        "name": [s[3][:MAX_NAME] for s in segs],
+        "row": [int(s[4]) for s in segs],
+        "track": [int(t) for t in track.tolist()],
+    }
 
 
 __all__ = ["MAX_SEGMENTS", "MAX_TOTAL", "rank_overlay"]

@@ -56,6 +56,7 @@ def _label(name: str) -> str:
 
 def op_path_tree(trace: Trace) -> dict[tuple, dict]:
     """path → summed times (per average step) for every operator node with calls inside the steps."""
+
     def build():
         ev = trace.events
         tree = op_tree(trace)
@@ -68,16 +69,22 @@ def op_path_tree(trace: Trace) -> dict[tuple, dict]:
         n = len(parent_pid)
         ids = pid[counted]
         sums = {"calls": np.bincount(ids, minlength=n).astype(float)}
-        for key, values in (("host_self_us", times.host_self), ("host_total_us", ev.dur),
-                            ("device_self_us", times.device_self), ("device_total_us", times.device_total),
-                            ("graph_replay_self_us", times.replay_self)):
+        for key, values in (
+            ("host_self_us", times.host_self),
+            ("host_total_us", ev.dur),
+            ("device_self_us", times.device_self),
+            ("device_total_us", times.device_total),
+            ("graph_replay_self_us", times.replay_self),
+        ):
             sums[key] = np.bincount(ids, weights=values[rows][counted], minlength=n)
         paths: list[tuple] = []
         for p in range(n):  # one pass per distinct path: a parent's id is always smaller than its child's
             q = int(parent_pid[p])
             paths.append((paths[q] if q >= 0 else ()) + (labels[label_of[p]],))
-        return {paths[p]: {key: float(sums[key][p]) / steps for key in _FIELDS}
-                for p in np.flatnonzero(sums["calls"]).tolist()}
+        return {
+            paths[p]: {key: float(sums[key][p]) / steps for key in _FIELDS}
+            for p in np.flatnonzero(sums["calls"]).tolist()
+        }
 
     return trace.memo("op_path_tree", build)
 
@@ -108,7 +115,7 @@ def _path_ids(trace: Trace, rows: np.ndarray, parents: np.ndarray):
         count += keys.shape[1]
         done = pid >= 0
         level = ~done & (ppos >= 0) & done[np.maximum(ppos, 0)]
-    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64)
     return pid, cat(parent_pid), cat(label_of), [str(x) for x in labels]
 
 
@@ -160,8 +167,12 @@ def _children(nodes: dict[tuple, dict]) -> dict[tuple, list[str]]:
     return kids
 
 
-def moved_nodes(b_nodes: dict[tuple, dict], e_nodes: dict[tuple, dict], b_kids: dict[tuple, list[str]],
-                e_kids: dict[tuple, list[str]]) -> dict[tuple, tuple]:
+def moved_nodes(
+    b_nodes: dict[tuple, dict],
+    e_nodes: dict[tuple, dict],
+    b_kids: dict[tuple, list[str]],
+    e_kids: dict[tuple, list[str]],
+) -> dict[tuple, tuple]:
     """Experiment path → baseline path of every operator node whose parent changed (present at one path
     on each side only). A node is paired with one of the same name: first where its name occurs once
     among the unmatched nodes of each side, else in order (shallowest first, then tree order); the
@@ -178,8 +189,9 @@ def moved_nodes(b_nodes: dict[tuple, dict], e_nodes: dict[tuple, dict], b_kids: 
             pairs[qe] = qb
             free_b.discard(qb)
             free_e.discard(qe)
-            stack.extend((qb + (n,), qe + (n,)) for n in b_kids.get(qb, ())
-                         if qb + (n,) in free_b and qe + (n,) in free_e)
+            stack.extend(
+                (qb + (n,), qe + (n,)) for n in b_kids.get(qb, ()) if qb + (n,) in free_b and qe + (n,) in free_e
+            )
 
     def order(paths: list[tuple]) -> list[tuple]:
         return sorted(paths, key=len)  # stable: tree order within a depth
@@ -217,13 +229,19 @@ def _level(sides: _Sides, path: tuple) -> list[dict]:
     for key, bkey, ekey in keys:
         b, e = sides.b.get(bkey) if bkey else None, sides.e.get(ekey) if ekey else None
         bb, ee = b or zero, e or zero
-        rows.append({
-            "name": key[-1], "path": list(key), **verdict(b and b[QUANTITY], e and e[QUANTITY]), "compared": QUANTITY,
-            "moved_from": list(bkey) if bkey is not None and ekey is not None and bkey != ekey else None,
-            "has_children": bool((ekey and sides.e_kids.get(ekey)) or (bkey and sides.b_kids.get(bkey))),
-            "baseline": {k: bb[k] for k in _FIELDS}, "experiment": {k: ee[k] for k in _FIELDS},
-            "delta": {k: ee[k] - bb[k] for k in _FIELDS},
-        })
+        rows.append(
+            {
+                "name": key[-1],
+                "path": list(key),
+                **verdict(b and b[QUANTITY], e and e[QUANTITY]),
+                "compared": QUANTITY,
+                "moved_from": list(bkey) if bkey is not None and ekey is not None and bkey != ekey else None,
+                "has_children": bool((ekey and sides.e_kids.get(ekey)) or (bkey and sides.b_kids.get(bkey))),
+                "baseline": {k: bb[k] for k in _FIELDS},
+                "experiment": {k: ee[k] for k in _FIELDS},
+                "delta": {k: ee[k] - bb[k] for k in _FIELDS},
+            }
+        )
     rows.sort(key=lambda r: (-abs(r["change_us"]), r["name"]))
     running = 0.0
     for r in rows:  # cumulative delta, largest changes first, for the waterfall chart
@@ -255,18 +273,31 @@ def kernel_diff(base: Trace, exp: Trace) -> list[dict]:
     for name in sorted(set(b) | set(e)):
         bc, bt = b.get(name, (0, 0.0))
         ec, et = e.get(name, (0, 0.0))
-        out.append({"name": name, "baseline_calls": bc, "experiment_calls": ec, "baseline_us": bt, "experiment_us": et,
-                    "baseline_per_step_us": bt / b_steps, "experiment_per_step_us": et / e_steps,
-                    "delta_per_step_us": et / e_steps - bt / b_steps,
-                    "status": "added" if name not in b else "removed" if name not in e else "present"})
+        out.append(
+            {
+                "name": name,
+                "baseline_calls": bc,
+                "experiment_calls": ec,
+                "baseline_us": bt,
+                "experiment_us": et,
+                "baseline_per_step_us": bt / b_steps,
+                "experiment_per_step_us": et / e_steps,
+                "delta_per_step_us": et / e_steps - bt / b_steps,
+                "status": "added" if name not in b else "removed" if name not in e else "present",
+            }
+        )
     out.sort(key=lambda r: -abs(r["delta_per_step_us"]))
     return out
 
 
 def step_diff(base_overview: dict, exp_overview: dict) -> dict:
     b, e = base_overview["average"], exp_overview["average"]
-    return {"baseline": b, "experiment": e, "delta": {k: e[k] - b[k] for k in b},
-            "relative_pct": {k: (100.0 * (e[k] - b[k]) / b[k] if b[k] else None) for k in b}}
+    return {
+        "baseline": b,
+        "experiment": e,
+        "delta": {k: e[k] - b[k] for k in b},
+        "relative_pct": {k: (100.0 * (e[k] - b[k]) / b[k] if b[k] else None) for k in b},
+    }
 
 
 def op_diff_flat(base: Trace, exp: Trace, max_nodes: int = 5000) -> list[dict]:

@@ -37,8 +37,8 @@ from ..trace.categories import Kind, is_comm_op_name
 from ..trace.links import launch_of
 from ..trace.model import Trace
 from .breakdown import category_masks
-from .comm_bytes import communicator_sizes, instance_bytes, message
 from .collective_matching import match_collectives
+from .comm_bytes import communicator_sizes, instance_bytes, message
 from .critical_path import rank_chains
 from .critical_path_combine import critical_paths
 from .intervals import covered_in_windows, merge
@@ -49,11 +49,16 @@ from .steps import compute_steps
 from .stragglers import arrivals
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-_COLLECTIVES = (("allreduce", ("allreduce", "all_reduce", "cross_device_reduce")),
-                ("allgather", ("allgather", "all_gather")),
-                ("reducescatter", ("reducescatter", "reduce_scatter")), ("alltoall", ("alltoall", "all_to_all")),
-                ("broadcast", ("broadcast",)), ("reduce", ("reduce",)), ("sendrecv", ("sendrecv", "send", "recv")),
-                ("barrier", ("barrier",)))
+_COLLECTIVES = (
+    ("allreduce", ("allreduce", "all_reduce", "cross_device_reduce")),
+    ("allgather", ("allgather", "all_gather")),
+    ("reducescatter", ("reducescatter", "reduce_scatter")),
+    ("alltoall", ("alltoall", "all_to_all")),
+    ("broadcast", ("broadcast",)),
+    ("reduce", ("reduce",)),
+    ("sendrecv", ("sendrecv", "send", "recv")),
+    ("barrier", ("barrier",)),
+)
 
 
 def bus_factor(collective: str, n: int) -> float:
@@ -97,6 +102,7 @@ def normalize_collective(text: str | None) -> str | None:
 def comm_kernels(trace: Trace) -> dict:
     """Communication kernels in time order with their launching communication op (row, −1 when none),
     collective, process group, group size (None when unknown), dtype (canonical name or None), message bytes (or None) and ``Seq`` (−1 when absent)."""
+
     def build():
         ev = trace.events
         masks = category_masks(trace)
@@ -111,17 +117,28 @@ def comm_kernels(trace: Trace) -> dict:
         seq = np.where(ev.seq[rows] >= 0, ev.seq[rows], np.where(has, ev.seq[at], -1))
         # the texts depend only on these columns of the kernel and of its op: worked out once per
         # distinct combination (a few per trace), not once per kernel
-        key = np.stack([ev.columns[c][rows].astype(np.int64) for c in _KERNEL_KEY]
-                       + [np.where(has, ev.columns[c][at].astype(np.int64), -1) for c in _OP_KEY]
-                       + [np.where(outer >= 0, ev.columns[c][out_at].astype(np.int64), -1) for c in _OUTER_KEY]
-                       + [op >= 0], axis=1)
+        key = np.stack(
+            [ev.columns[c][rows].astype(np.int64) for c in _KERNEL_KEY]
+            + [np.where(has, ev.columns[c][at].astype(np.int64), -1) for c in _OP_KEY]
+            + [np.where(outer >= 0, ev.columns[c][out_at].astype(np.int64), -1) for c in _OUTER_KEY]
+            + [op >= 0],
+            axis=1,
+        )
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
         texts = [_kernel_texts(trace, int(rows[i]), int(op[i]), int(outer[i])) for i in first.tolist()]
         per_kernel = [texts[g] for g in inverse.reshape(-1).tolist()]
         collective, group, nbytes, dtype, hint = (list(c) for c in zip(*per_kernel)) if per_kernel else ([],) * 5
-        return {"rows": rows, "op": op.tolist(), "collective": collective, "group": group,
-                "group_size": [s if s > 0 else None for s in size.tolist()], "bytes": nbytes, "dtype": dtype,
-                "seq": seq.tolist(), "size_from_buffers": hint}
+        return {
+            "rows": rows,
+            "op": op.tolist(),
+            "collective": collective,
+            "group": group,
+            "group_size": [s if s > 0 else None for s in size.tolist()],
+            "bytes": nbytes,
+            "dtype": dtype,
+            "seq": seq.tolist(),
+            "size_from_buffers": hint,
+        }
 
     return trace.memo("comm_kernels", build)
 
@@ -178,9 +195,12 @@ def _kernel_texts(trace: Trace, r: int, op: int, outer: int) -> tuple:
     """``(collective, group, bytes, dtype, size_from_buffers)`` of communication kernel ``r`` launched
     under ``op`` inside ``outer`` (:mod:`.comm_bytes`)."""
     ev = trace.events
-    coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
-    name = normalize_collective(coll) or normalize_collective(
-        trace.strings[ev.name[op]] if op >= 0 else None) or normalize_collective(trace.strings[ev.name[r]])
+    coll = trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None)
+    name = (
+        normalize_collective(coll)
+        or normalize_collective(trace.strings[ev.name[op]] if op >= 0 else None)
+        or normalize_collective(trace.strings[ev.name[r]])
+    )
     group = trace.string(int(ev.process_group[r])) or (trace.string(int(ev.process_group[op])) if op >= 0 else None)
     return (name or "other", group or "default", *message(trace, r, op, outer, name or "other"))
 
@@ -200,9 +220,17 @@ def step_overlap(trace: Trace) -> list[dict]:
     comm_len = covered_in_windows(ms, me, lo, hi)
     union = covered_in_windows(us, ue, lo, hi)
     overlap = comp_len + comm_len - union
-    return [{"step": name, "computation_us": float(c - o), "overlap_us": float(o), "communication_us": float(m - o),
-             "other_us": float(h - l_) - float(u), "total_us": float(h - l_)}
-            for name, c, m, u, o, l_, h in zip(steps.names, comp_len, comm_len, union, overlap, lo, hi)]
+    return [
+        {
+            "step": name,
+            "computation_us": float(c - o),
+            "overlap_us": float(o),
+            "communication_us": float(m - o),
+            "other_us": float(h - l_) - float(u),
+            "total_us": float(h - l_),
+        }
+        for name, c, m, u, o, l_, h in zip(steps.names, comp_len, comm_len, union, overlap, lo, hi)
+    ]
 
 
 def rank_reduce(trace: Trace) -> dict:
@@ -227,11 +255,16 @@ def rank_reduce(trace: Trace) -> dict:
     return {
         "distributed_info": dist,
         "devices": rank_devices(trace),
-        "comm": {"collective": list(kernels["collective"]), "group": list(kernels["group"]),
-                 "group_size": list(kernels["group_size"]), "bytes": list(kernels["bytes"]),
-                 "dtype": list(kernels["dtype"]), "seq": list(kernels["seq"]),
-                 "size_from_buffers": list(kernels["size_from_buffers"]),
-                 "dur": np.asarray(dur, dtype=np.float64)[kernels["rows"]].tolist()},
+        "comm": {
+            "collective": list(kernels["collective"]),
+            "group": list(kernels["group"]),
+            "group_size": list(kernels["group_size"]),
+            "bytes": list(kernels["bytes"]),
+            "dtype": list(kernels["dtype"]),
+            "seq": list(kernels["seq"]),
+            "size_from_buffers": list(kernels["size_from_buffers"]),
+            "dur": np.asarray(dur, dtype=np.float64)[kernels["rows"]].tolist(),
+        },
         "steps": step_overlap(trace),
         "groups": rank_groups(trace, kernels),
         "critical_path": rank_chains(trace, kernels["rows"]),
@@ -303,84 +336,164 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
             transfer[r] += float(t.sum())
             sync[r] += float((dur[:, q] - t).sum())
             latency[r] += float(dur[:, q].sum())
-            sums = {key: np.bincount(code, weights=w, minlength=len(names)) for key, w in (
-                ("calls", None), ("total_bytes", col["bytes"][q]), ("_sized", col["bytes"][q] > 0),
-                ("latency_us", dur[:, q]), ("transfer_us", t), ("sync_us", dur[:, q] - t))}
+            sums = {
+                key: np.bincount(code, weights=w, minlength=len(names))
+                for key, w in (
+                    ("calls", None),
+                    ("total_bytes", col["bytes"][q]),
+                    ("_sized", col["bytes"][q] > 0),
+                    ("latency_us", dur[:, q]),
+                    ("transfer_us", t),
+                    ("sync_us", dur[:, q] - t),
+                )
+            }
             for i in np.argsort(first_at).tolist():  # per collective type, in order of first appearance
                 coll = str(names[i])
-                row = per_rank_type[r].setdefault(coll, {"name": coll, "calls": 0, "total_bytes": 0, "_sized": 0,
-                                                         "latency_us": 0.0, "transfer_us": 0.0, "sync_us": 0.0})
+                row = per_rank_type[r].setdefault(
+                    coll,
+                    {
+                        "name": coll,
+                        "calls": 0,
+                        "total_bytes": 0,
+                        "_sized": 0,
+                        "latency_us": 0.0,
+                        "transfer_us": 0.0,
+                        "sync_us": 0.0,
+                    },
+                )
                 for key, v in sums.items():
                     row[key] += int(v[i]) if key in ("calls", "total_bytes", "_sized") else float(v[i])
         mean_sync = (dur - t[:, None]).mean(axis=1)
         timed = (nbytes > 0) & (t > 0)
         pairs, pair_code = np.unique(np.stack([code, sizes]), axis=1, return_inverse=True)
         pair_code = pair_code.ravel()
-        sums = {key: np.bincount(pair_code, weights=w, minlength=pairs.shape[1]) for key, w in (
-            ("calls", None), ("bytes", nbytes), ("_sized", nbytes > 0), ("transfer_us", t), ("sync_us", mean_sync),
-            ("_bw_bytes", np.where(timed, nbytes, 0)), ("_bw_time", np.where(timed, t, 0.0)))}
+        sums = {
+            key: np.bincount(pair_code, weights=w, minlength=pairs.shape[1])
+            for key, w in (
+                ("calls", None),
+                ("bytes", nbytes),
+                ("_sized", nbytes > 0),
+                ("transfer_us", t),
+                ("sync_us", mean_sync),
+                ("_bw_bytes", np.where(timed, nbytes, 0)),
+                ("_bw_time", np.where(timed, t, 0.0)),
+            )
+        }
         for i in range(pairs.shape[1]):  # per (collective, n)
             coll, size = str(names[pairs[0, i]]), int(pairs[1, i])
-            entry = by_type.setdefault((coll, size), {"name": coll, "calls": 0, "bytes": 0, "_sized": 0,
-                                                      "transfer_us": 0.0, "sync_us": 0.0, "group_size": size,
-                                                      "_bw_bytes": 0, "_bw_time": 0.0})
+            entry = by_type.setdefault(
+                (coll, size),
+                {
+                    "name": coll,
+                    "calls": 0,
+                    "bytes": 0,
+                    "_sized": 0,
+                    "transfer_us": 0.0,
+                    "sync_us": 0.0,
+                    "group_size": size,
+                    "_bw_bytes": 0,
+                    "_bw_time": 0.0,
+                },
+            )
             for key, v in sums.items():
                 entry[key] += int(v[i]) if key in ("calls", "bytes", "_sized", "_bw_bytes") else float(v[i])
     if guessed_n:
-        messages.append(f"the communicator size is not in the traces (no Group size, Process Group Ranks or "
-                        f"world_size): bus bandwidth assumes the {n_ranks} loaded ranks")
+        messages.append(
+            f"the communicator size is not in the traces (no Group size, Process Group Ranks or "
+            f"world_size): bus bandwidth assumes the {n_ranks} loaded ranks"
+        )
     collectives = []
     for entry in sorted(by_type.values(), key=lambda e: -e["transfer_us"]):
         algbw = entry["_bw_bytes"] / (entry["_bw_time"] * 1e3) if entry["_bw_time"] > 0 else None
         factor = bus_factor(entry["name"], entry["group_size"])
-        collectives.append({k: v for k, v in entry.items() if not k.startswith("_")}
-                           | {"bytes": entry["bytes"] if entry["_sized"] else None, "calls_without_bytes":
-                              entry["calls"] - entry["_sized"], "algbw_gbps": algbw,
-                              "busbw_gbps": algbw * factor if algbw is not None else None, "bus_factor": factor})
+        collectives.append(
+            {k: v for k, v in entry.items() if not k.startswith("_")}
+            | {
+                "bytes": entry["bytes"] if entry["_sized"] else None,
+                "calls_without_bytes": entry["calls"] - entry["_sized"],
+                "algbw_gbps": algbw,
+                "busbw_gbps": algbw * factor if algbw is not None else None,
+                "bus_factor": factor,
+            }
+        )
     present = len(ranks)
     largest_n = max((c["group_size"] for c in collectives), default=0)
     caveat = None
     if collectives and largest_n > present:
-        caveat = (f"{present} of {largest_n} ranks loaded: an instance's transfer time is its shortest kernel "
-                  f"among the loaded ranks, so waiting for the {largest_n - present} absent ranks is inside "
-                  f"transfer; algbw and busbw are lower bounds")
+        caveat = (
+            f"{present} of {largest_n} ranks loaded: an instance's transfer time is its shortest kernel "
+            f"among the loaded ranks, so waiting for the {largest_n - present} absent ranks is inside "
+            f"transfer; algbw and busbw are lower bounds"
+        )
     rank_rows = []
     for rank, worker, agg in ranks:
         steps = agg["steps"]
         k = len(steps) or 1
-        mean = {key: sum(s[key] for s in steps) / k for key in ("computation_us", "overlap_us", "communication_us",
-                                                                "other_us", "total_us")}
-        ops = [{k: v for k, v in row.items() if k != "_sized"}
-               | {"total_bytes": row["total_bytes"] if row["_sized"] else None,
-                  "mean_bytes": row["total_bytes"] / row["_sized"] if row["_sized"] else None}
-               for row in per_rank_type[rank].values()]
-        rank_rows.append({"rank": rank, "worker": worker, **mean, "transfer_us": transfer[rank], "sync_us": sync[rank],
-                          "latency_us": latency[rank], "steps": steps, "comm_ops": ops,
-                          **(agg.get("devices") or {"distributed": None, "gpus": []})})
+        mean = {
+            key: sum(s[key] for s in steps) / k
+            for key in ("computation_us", "overlap_us", "communication_us", "other_us", "total_us")
+        }
+        ops = [
+            {k: v for k, v in row.items() if k != "_sized"}
+            | {
+                "total_bytes": row["total_bytes"] if row["_sized"] else None,
+                "mean_bytes": row["total_bytes"] / row["_sized"] if row["_sized"] else None,
+            }
+            for row in per_rank_type[rank].values()
+        ]
+        rank_rows.append(
+            {
+                "rank": rank,
+                "worker": worker,
+                **mean,
+                "transfer_us": transfer[rank],
+                "sync_us": sync[rank],
+                "latency_us": latency[rank],
+                "steps": steps,
+                "comm_ops": ops,
+                **(agg.get("devices") or {"distributed": None, "gpus": []}),
+            }
+        )
     evidence = arrivals(straggler_input, [rank for rank, _, _ in ranks])
     groups = combine_groups([(rank, agg["groups"]) for rank, _, agg in ranks if "groups" in agg], world)
     matched = sum(v[0] for v in matching.by_type.values())
     total = matched + sum(v[1] for v in matching.by_type.values())
-    return {"world_size": world or n_ranks, "ranks_present": n_ranks, "ranks": rank_rows, "collectives": collectives,
-            "bandwidth_caveat": caveat,
-            "instances": {"matched": matched, "total": total},
-            "matching": {"method": matching.method, "messages": messages,
-                         "by_type": [{"name": t, "matched": v[0], "unmatched": v[1]}
-                                     for t, v in sorted(matching.by_type.items())]},
-            "arrivals": evidence, "stragglers": [e["rank"] for e in evidence if e["straggler"]],
-            "groups": groups["groups"], "groups_messages": groups["messages"],
-            "critical_path": critical_paths([(rank, agg["critical_path"]) for rank, _, agg in ranks], matching)
-            if all("critical_path" in agg for _, _, agg in ranks) else []}
+    return {
+        "world_size": world or n_ranks,
+        "ranks_present": n_ranks,
+        "ranks": rank_rows,
+        "collectives": collectives,
+        "bandwidth_caveat": caveat,
+        "instances": {"matched": matched, "total": total},
+        "matching": {
+            "method": matching.method,
+            "messages": messages,
+            "by_type": [{"name": t, "matched": v[0], "unmatched": v[1]} for t, v in sorted(matching.by_type.items())],
+        },
+        "arrivals": evidence,
+        "stragglers": [e["rank"] for e in evidence if e["straggler"]],
+        "groups": groups["groups"],
+        "groups_messages": groups["messages"],
+        "critical_path": critical_paths([(rank, agg["critical_path"]) for rank, _, agg in ranks], matching)
+        if all("critical_path" in agg for _, _, agg in ranks)
+        else [],
+    }
 
 
 def single_rank_view(rank: int, worker: str, agg: dict) -> dict:
     """A run with one loaded rank: its own ``groups`` and ``groups_messages``
     (:func:`analysis.process_groups.combine_groups` of that rank) and ``critical_path`` (the walk
     without cross-rank edges; [] without chains), from its :func:`rank_reduce` aggregate ``agg``."""
-    found = combine_groups([(rank, agg["groups"])] if "groups" in agg else [],
-                           agg["distributed_info"].get("world_size"))
-    return {"rank": rank, "worker": worker, "groups": found["groups"], "groups_messages": found["messages"],
-            "critical_path": critical_paths([(rank, agg["critical_path"])]) if "critical_path" in agg else []}
+    found = combine_groups(
+        [(rank, agg["groups"])] if "groups" in agg else [], agg["distributed_info"].get("world_size")
+    )
+    return {
+        "rank": rank,
+        "worker": worker,
+        "groups": found["groups"],
+        "groups_messages": found["messages"],
+        "critical_path": critical_paths([(rank, agg["critical_path"])]) if "critical_path" in agg else [],
+    }
 
 
 def no_view_code(files: int, loaded: int) -> str | None:

@@ -42,8 +42,8 @@ from ..trace.geometry import block_threads, kernel_blocks
 from ..trace.model import DeviceInfo, Trace
 from ..trace.platform import AMD, accelerator_name, amd_architecture, device_vendor, has_matrix_units
 from .intervals import covered_length
-from .tensor_cores import uses_tensor_cores
 from .steps import Steps
+from .tensor_cores import uses_tensor_cores
 
 #: GpuSummary fields that other analyses use but the Overview JSON does not carry.
 INTERNAL_FIELDS = ("kernel_us", "tensor_core_us", "matrix_units")
@@ -131,9 +131,17 @@ def compute_gpu_summary(trace: Trace, steps: Steps, op_launched: np.ndarray) -> 
 def _not_a_gpu(summary: GpuSummary, accelerator: str) -> GpuSummary:
     """An accelerator that is not a GPU (MTIA): SM efficiency, occupancy and tensor cores do not apply
     (None, never 0 %), nor do what they leave out; utilization and kernel time do."""
-    return dataclasses.replace(summary, device_type=accelerator, sm_efficiency_pct=None, kernel_us_without_geometry=0.0,
-                               achieved_occupancy_pct=None, kernel_us_without_occupancy=0.0, tensor_core_pct=None,
-                               tensor_core_us=0.0, matrix_units=None)
+    return dataclasses.replace(
+        summary,
+        device_type=accelerator,
+        sm_efficiency_pct=None,
+        kernel_us_without_geometry=0.0,
+        achieved_occupancy_pct=None,
+        kernel_us_without_occupancy=0.0,
+        tensor_core_pct=None,
+        tensor_core_us=0.0,
+        matrix_units=None,
+    )
 
 
 #: Threads an SM can hold at most on any NVIDIA GPU (sm_70…sm_90: 2048; others fewer): the bound below

@@ -49,7 +49,7 @@ class Busy:
     cum: np.ndarray  # cum[i] = total length of intervals 0..i-1
 
     @classmethod
-    def of(cls, starts: np.ndarray, ends: np.ndarray) -> "Busy":
+    def of(cls, starts: np.ndarray, ends: np.ndarray) -> Busy:
         s, e = merge(starts, ends)
         keep = e > s
         s, e = s[keep], e[keep]
@@ -85,8 +85,12 @@ class Gaps:
         host = float(length[self.host].sum())
         short_us = float(length[short].sum())
         idle = float(length.sum())
-        return {"idle_us": idle, "host_wait_us": host, "short_gap_us": short_us,
-                "other_us": max(idle - host - short_us, 0.0)}
+        return {
+            "idle_us": idle,
+            "host_wait_us": host,
+            "short_gap_us": short_us,
+            "other_us": max(idle - host - short_us, 0.0),
+        }
 
 
 @dataclasses.dataclass
@@ -112,6 +116,7 @@ def window(trace: Trace) -> tuple[float, float]:
 
 def _work_rows(trace: Trace) -> dict:
     """Device rows (device ≥ 0), their launch end (-inf without launch), compute-stream and short flags."""
+
     def build():
         ev = trace.events
         rows = np.flatnonzero(device_mask(trace) & (ev.device >= 0))
@@ -126,15 +131,29 @@ def _work_rows(trace: Trace) -> dict:
         keys, inverse = np.unique(stream_key, return_inverse=True)
         compute_stream = np.bincount(inverse, weights=compute_kernel, minlength=len(keys)) > 0
         short_kernel = (ev.kind[rows] == Kind.KERNEL) & has & (ev.dur[rows] < launch_dur)
-        return {"rows": rows, "launch_end": launch_end, "eligible": compute_stream[inverse],
-                "short_kernel": short_kernel, "stream_key": stream_key, "stream_keys": keys,
-                "stream_of": inverse, "compute_stream": compute_stream}
+        return {
+            "rows": rows,
+            "launch_end": launch_end,
+            "eligible": compute_stream[inverse],
+            "short_kernel": short_kernel,
+            "stream_key": stream_key,
+            "stream_keys": keys,
+            "stream_of": inverse,
+            "compute_stream": compute_stream,
+        }
 
     return trace.memo("gpu_idle_work_rows", build)
 
 
-def _gaps(start: np.ndarray, end: np.ndarray, launch_end: np.ndarray, eligible: np.ndarray,
-          short_kernel: np.ndarray, lo: float, hi: float) -> tuple[Busy, Gaps]:
+def _gaps(
+    start: np.ndarray,
+    end: np.ndarray,
+    launch_end: np.ndarray,
+    eligible: np.ndarray,
+    short_kernel: np.ndarray,
+    lo: float,
+    hi: float,
+) -> tuple[Busy, Gaps]:
     """Busy intervals and classified gaps of one set of device work inside ``[lo, hi]``."""
     busy = Busy.of(np.clip(start, lo, hi), np.clip(end, lo, hi))
     g0 = np.concatenate([[lo], busy.end])
@@ -160,6 +179,7 @@ def _gaps(start: np.ndarray, end: np.ndarray, launch_end: np.ndarray, eligible: 
 
 def gpu_idle(trace: Trace) -> list[GpuIdle]:
     """Per GPU (device index ≥ 0 with device work), busy time and classified idle gaps (module docstring)."""
+
     def build():
         ev = trace.events
         lo, hi = window(trace)
@@ -194,8 +214,14 @@ def stream_idle_split(trace: Trace) -> list[dict]:
             continue
         busy, gaps = _gaps(s, e, w["launch_end"][on], w["eligible"][on], w["short_kernel"][on], lo, hi)
         kinds = ev.kind[r]
-        carries = "compute" if w["compute_stream"][i] else (
-            "communication" if (kinds == Kind.KERNEL).any() else "copy")
-        out.append({"device": int(key >> 32), "stream": int(key & 0xFFFFFFFF), "carries": carries,
-                    "busy_us": float(busy.cum[-1]), **gaps.split()})
+        carries = "compute" if w["compute_stream"][i] else ("communication" if (kinds == Kind.KERNEL).any() else "copy")
+        out.append(
+            {
+                "device": int(key >> 32),
+                "stream": int(key & 0xFFFFFFFF),
+                "carries": carries,
+                "busy_us": float(busy.cum[-1]),
+                **gaps.split(),
+            }
+        )
     return out

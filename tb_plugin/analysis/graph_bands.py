@@ -46,9 +46,15 @@ def replay_bands(trace: Trace, doc: dict) -> dict:
     busy = np.array([r["busy_us"] for r in listed], dtype=np.float64)
     r = band_replay[by_time]
     base = origin(trace)
-    bands = {"start_us": np.round(start[by_time] - base, 3).tolist(), "end_us": np.round(end[by_time] - base, 3).tolist(),
-             "track": band_track[by_time].tolist(), "replay": r.tolist(), "graph": rep.graph[r].tolist(),
-             "kernels": kernels[r].tolist(), "busy_us": busy[r].tolist()}
+    bands = {
+        "start_us": np.round(start[by_time] - base, 3).tolist(),
+        "end_us": np.round(end[by_time] - base, 3).tolist(),
+        "track": band_track[by_time].tolist(),
+        "replay": r.tolist(),
+        "graph": rep.graph[r].tolist(),
+        "kernels": kernels[r].tolist(),
+        "busy_us": busy[r].tolist(),
+    }
     return {"total": int(len(first)), "shown": int(len(by_time)), "graphs": graphs, "bands": bands}
 
 

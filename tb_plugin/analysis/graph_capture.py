@@ -38,7 +38,9 @@ INSTANTIATE_PREFIXES = ("cudaGraphInstantiate", "hipGraphInstantiate", "cuGraphI
 NODE_LAUNCH_MARKERS = ("LaunchKernel", "LaunchCooperativeKernel", "Memcpy", "Memset")
 
 # per-position multipliers of the name-sequence hash (fixed seed: a graph's key is stable across runs)
-_HASH_MULT = np.random.default_rng(20240611).integers(1, 2**63, size=4096, dtype=np.int64).astype(np.uint64) | np.uint64(1)
+_HASH_MULT = np.random.default_rng(20240611).integers(1, 2**63, size=4096, dtype=np.int64).astype(
+    np.uint64
+) | np.uint64(1)
 
 
 @dataclasses.dataclass
@@ -121,8 +123,16 @@ def _replays(trace: Trace) -> Replays:
     _, first_seen, graph = np.unique(sig, return_index=True, return_inverse=True)
     relabel = np.empty(len(first_seen), dtype=np.int64)
     relabel[np.argsort(first_seen, kind="stable")] = np.arange(len(first_seen))  # graphs numbered by first replay
-    return Replays(launches, relabel[graph.reshape(-1)] if len(launches) else np.zeros(0, dtype=np.int64), key,
-                   count, work, replay, position, by_node)
+    return Replays(
+        launches,
+        relabel[graph.reshape(-1)] if len(launches) else np.zeros(0, dtype=np.int64),
+        key,
+        count,
+        work,
+        replay,
+        position,
+        by_node,
+    )
 
 
 def captures(trace: Trace) -> Captures:
@@ -136,8 +146,13 @@ def _captures(trace: Trace) -> Captures:
     ends = _prefix_mask(trace, END_CAPTURE_PREFIXES)
     inst = _prefix_mask(trace, INSTANTIATE_PREFIXES)
     marks = np.flatnonzero(begins | ends)
-    out = Captures(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), [],
-                   np.zeros(0, dtype=bool))
+    out = Captures(
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+        [],
+        np.zeros(0, dtype=bool),
+    )
     if len(marks) == 0:
         return out
     thread = ev.pid.astype(np.int64) << 32 | ev.tid.astype(np.int64)
@@ -200,7 +215,7 @@ def _matches(trace: Trace) -> Matches:
     if (chosen >= 0).any():
         table = np.full((n_graphs, int(size_of.max()) if n_graphs else 0), -1, dtype=np.int64)
         for g in np.flatnonzero(chosen >= 0).tolist():
-            table[g, :size_of[g]] = cap.launches[chosen[g]]
+            table[g, : size_of[g]] = cap.launches[chosen[g]]
         g_of = rep.graph[rep.replay]
         ok = (chosen[g_of] >= 0) & (rep.count[rep.replay] == size_of[g_of])
         source[rep.rows[ok]] = table[g_of[ok], rep.position[ok]]
@@ -225,4 +240,3 @@ def replay_source(trace: Trace) -> np.ndarray:
     if not len(replays(trace).launch):
         return np.full(len(trace.events), -1, dtype=np.int64)
     return matches(trace).source
-

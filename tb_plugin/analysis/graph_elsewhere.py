@@ -24,9 +24,13 @@ from .op_tree import op_tree
 
 LOOKED_UP = ("partial", "no_capture")  # the statuses a capture in another trace can resolve
 MAX_TABLE_LAUNCHES = 200_000  # per capture table: past it the later captures are left out
-NOTE = ("Replayed kernels attributed to the operators of capture {capture} in {file}, another trace of this "
-        "run (launch order). They stay unattributed in this trace's Operator table: those operators ran there.")
-AMBIGUOUS_NOTE = " {n} captures in {file} (another trace of this run) have {size} launches: which one it replays is ambiguous."
+NOTE = (
+    "Replayed kernels attributed to the operators of capture {capture} in {file}, another trace of this "
+    "run (launch order). They stay unattributed in this trace's Operator table: those operators ran there."
+)
+AMBIGUOUS_NOTE = (
+    " {n} captures in {file} (another trace of this run) have {size} launches: which one it replays is ambiguous."
+)
 
 
 def capture_table(trace: Trace) -> list[dict]:
@@ -42,9 +46,13 @@ def capture_table(trace: Trace) -> list[dict]:
         if total > MAX_TABLE_LAUNCHES:
             break
         op, frame = tree.op_parent[rows], tree.py_parent[rows]
-        out.append({"capture": int(i),
-                    "ops": [strings[names[r]] if r >= 0 else None for r in op.tolist()],
-                    "frames": [strings[names[r]] if r >= 0 else None for r in frame.tolist()]})
+        out.append(
+            {
+                "capture": int(i),
+                "ops": [strings[names[r]] if r >= 0 else None for r in op.tolist()],
+                "frames": [strings[names[r]] if r >= 0 else None for r in frame.tolist()],
+            }
+        )
     return out
 
 
@@ -65,9 +73,14 @@ def attribute_elsewhere(trace: Trace, doc: dict, others: list[tuple[str, list[di
             fits = [c for c in table if len(c["ops"]) == size]
             if len(fits) == 1:
                 c = fits[0]
-                g = dict(g, status="other_trace", method="launch order", capture_file=file,
-                         note=NOTE.format(capture=c["capture"], file=file),
-                         kernels=_kernels(trace, g["graph"], c))
+                g = dict(
+                    g,
+                    status="other_trace",
+                    method="launch order",
+                    capture_file=file,
+                    note=NOTE.format(capture=c["capture"], file=file),
+                    kernels=_kernels(trace, g["graph"], c),
+                )
                 resolved_us += g["kernel_us"]
                 break
             if len(fits) > 1:
@@ -82,8 +95,12 @@ def attribute_elsewhere(trace: Trace, doc: dict, others: list[tuple[str, list[di
             share = 100.0 * left / doc["kernel_us"] if doc["kernel_us"] > 0 else 0.0
             if share < a["threshold_pct"]:
                 continue
-            a = dict(a, addressed_us=left, share_pct=share, text=a["text"].replace(
-                "{:.1f}%".format(a["share_pct"]), "{:.1f}%".format(share), 1))
+            a = dict(
+                a,
+                addressed_us=left,
+                share_pct=share,
+                text=a["text"].replace("{:.1f}%".format(a["share_pct"]), f"{share:.1f}%", 1),
+            )
         advice.append(a)
     out["advice"] = advice
     return out
@@ -111,8 +128,17 @@ def _kernels(trace: Trace, graph: int, table: dict) -> list[dict]:
     inverse = inverse.reshape(-1)
     calls = np.bincount(inverse, minlength=len(uniq))
     total = np.bincount(inverse, weights=ev.dur[rows], minlength=len(uniq))
-    out = [{"graph": graph, "name": trace.strings[n], "op": labels[o], "frame": labels[f], "calls": int(calls[i]),
-            "total_us": float(total[i])} for i, (n, o, f) in enumerate(uniq.tolist())]
+    out = [
+        {
+            "graph": graph,
+            "name": trace.strings[n],
+            "op": labels[o],
+            "frame": labels[f],
+            "calls": int(calls[i]),
+            "total_us": float(total[i]),
+        }
+        for i, (n, o, f) in enumerate(uniq.tolist())
+    ]
     out.sort(key=lambda r: (-r["total_us"], r["name"]))
     return out
 

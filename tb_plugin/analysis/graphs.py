@@ -26,8 +26,8 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 from .graph_capture import captures, graph_sizes, matches, replay_source, replays
-from .op_tree import op_tree
 from .numfmt import fixed
+from .op_tree import op_tree
 from .operators import _groups, op_times
 from .recommendations import THRESHOLDS, recommendation, threshold_us
 
@@ -35,12 +35,12 @@ UNMATCHED_PCT = THRESHOLDS["graphs.capture_missing"]
 NOTES = {
     "attributed": "Replayed kernels attributed to the operators that launched them during the capture ({method}).",
     "ambiguous": "{n} captures in this profile have {size} launches, as this graph has device events: which one "
-                 "it replays is ambiguous, so its kernels stay with the replay.",
+    "it replays is ambiguous, so its kernels stay with the replay.",
     "partial": "No complete capture in this profile has {size} launches (a capture cut by the profiling window, "
-               "or another graph): its kernels stay with the replay.",
+    "or another graph): its kernels stay with the replay.",
     "no_capture": "The graph was captured before the profiled window: its kernels are grouped by graph and "
-                  "name. Profile the capture (cudaStreamBeginCapture … cudaGraphInstantiate) in the same trace "
-                  "to attribute them to operators and source lines.",
+    "name. Profile the capture (cudaStreamBeginCapture … cudaGraphInstantiate) in the same trace "
+    "to attribute them to operators and source lines.",
 }
 
 
@@ -56,9 +56,12 @@ def kernel_accounting(trace: Trace) -> dict:
     owner = times.owner[kernels]
     listed = owner >= 0
     listed[listed] = table[owner[listed]] | times.merged[owner[listed]]
-    return {"kernel_us": float(ev.dur[kernels].sum()), "attributed_us": float(times.kernel_self[rows].sum()),
-            "unattributed_us": float(ev.dur[kernels[~listed]].sum()),
-            "from_graph_replay_us": float(ev.dur[kernels[listed & (replay_source(trace)[kernels] >= 0)]].sum())}
+    return {
+        "kernel_us": float(ev.dur[kernels].sum()),
+        "attributed_us": float(times.kernel_self[rows].sum()),
+        "unattributed_us": float(ev.dur[kernels[~listed]].sum()),
+        "from_graph_replay_us": float(ev.dur[kernels[listed & (replay_source(trace)[kernels] >= 0)]].sum()),
+    }
 
 
 def graphs_document(trace: Trace) -> dict:
@@ -67,9 +70,18 @@ def graphs_document(trace: Trace) -> dict:
     ev = trace.events
     rep = replays(trace)
     kernel_us = float(ev.dur[ev.kind == Kind.KERNEL].sum())
-    doc = {"replays": int(len(rep.launch)), "graphs": 0, "kernel_us": kernel_us, "graph_kernel_us": 0.0,
-           "graph_kernel_pct": 0.0, "graph_list": [], "replay_list": [], "captures": _capture_list(trace, None),
-           "accounting": kernel_accounting(trace), "advice": []}
+    doc = {
+        "replays": int(len(rep.launch)),
+        "graphs": 0,
+        "kernel_us": kernel_us,
+        "graph_kernel_us": 0.0,
+        "graph_kernel_pct": 0.0,
+        "graph_list": [],
+        "replay_list": [],
+        "captures": _capture_list(trace, None),
+        "accounting": kernel_accounting(trace),
+        "advice": [],
+    }
     if not len(rep.launch):
         return doc
     per = _per_replay(trace)
@@ -77,16 +89,22 @@ def graphs_document(trace: Trace) -> dict:
     n_graphs = len(match.status)
     is_kernel = ev.kind[rep.rows] == Kind.KERNEL
     graph_kernel_us = float(ev.dur[rep.rows[is_kernel]].sum())
-    doc.update(graphs=n_graphs, graph_kernel_us=graph_kernel_us,
-               graph_kernel_pct=100.0 * graph_kernel_us / kernel_us if kernel_us > 0 else 0.0)
-    doc["replay_list"] = [dict(replay=i, graph=int(rep.graph[i]), **{k: v[i] for k, v in per.items()})
-                          for i in range(len(rep.launch))]
+    doc.update(
+        graphs=n_graphs,
+        graph_kernel_us=graph_kernel_us,
+        graph_kernel_pct=100.0 * graph_kernel_us / kernel_us if kernel_us > 0 else 0.0,
+    )
+    doc["replay_list"] = [
+        dict(replay=i, graph=int(rep.graph[i]), **{k: v[i] for k, v in per.items()}) for i in range(len(rep.launch))
+    ]
     doc["captures"] = _capture_list(trace, match)
     kernel_rows = _kernels_by_graph(trace)
     source = match.source
     unmatched_us = 0.0
-    sums = {k: np.bincount(rep.graph, weights=np.asarray(per[k]), minlength=n_graphs)
-            for k in ("busy_us", "gap_us", "launch_us")}
+    sums = {
+        k: np.bincount(rep.graph, weights=np.asarray(per[k]), minlength=n_graphs)
+        for k in ("busy_us", "gap_us", "launch_us")
+    }
     sizes = graph_sizes(rep, n_graphs)
     replays_of = np.bincount(rep.graph, minlength=n_graphs)
     first_replay = np.full(n_graphs, len(rep.launch), dtype=np.int64)
@@ -98,31 +116,47 @@ def graphs_document(trace: Trace) -> dict:
     for row in kernel_rows:
         kernels_of.setdefault(row["graph"], []).append(row)
     for g in range(n_graphs):  # one pass per graph, each over its own events
-        rows_g = rep.rows[by_graph[bounds[g]:bounds[g + 1]]]
+        rows_g = rep.rows[by_graph[bounds[g] : bounds[g + 1]]]
         size = int(sizes[g])
         status = match.status[g]
         method = "graph node id order" if rep.by_node_id else "launch order"
         note = NOTES[status].format(method=method, n=len(match.candidates[g]), size=size)
         k_us = float(ev.dur[rows_g[ev.kind[rows_g] == Kind.KERNEL]].sum())
         unmatched_us += float(ev.dur[rows_g[(ev.kind[rows_g] == Kind.KERNEL) & (source[rows_g] < 0)]].sum())
-        doc["graph_list"].append({
-            "graph": g, "graph_id": int(rep.graph_key[first_replay[g]]) if rep.graph_key[first_replay[g]] >= 0 else None,
-            "replays": int(replays_of[g]), "events_per_replay": size, "kernel_us": k_us,
-            "busy_us": float(sums["busy_us"][g]),
-            "gap_us": float(sums["gap_us"][g]),
-            "launch_us": float(sums["launch_us"][g]),
-            "streams": sorted({int(s) for s in np.unique(ev.stream[rows_g]).tolist()}),
-            "status": status, "method": method if status == "attributed" else None,
-            "capture": int(match.capture[g]) if match.capture[g] >= 0 else None,
-            "candidates": match.candidates[g], "note": note,
-            "kernels": kernels_of.get(g, [])})
+        doc["graph_list"].append(
+            {
+                "graph": g,
+                "graph_id": int(rep.graph_key[first_replay[g]]) if rep.graph_key[first_replay[g]] >= 0 else None,
+                "replays": int(replays_of[g]),
+                "events_per_replay": size,
+                "kernel_us": k_us,
+                "busy_us": float(sums["busy_us"][g]),
+                "gap_us": float(sums["gap_us"][g]),
+                "launch_us": float(sums["launch_us"][g]),
+                "streams": sorted({int(s) for s in np.unique(ev.stream[rows_g]).tolist()}),
+                "status": status,
+                "method": method if status == "attributed" else None,
+                "capture": int(match.capture[g]) if match.capture[g] >= 0 else None,
+                "candidates": match.candidates[g],
+                "note": note,
+                "kernels": kernels_of.get(g, []),
+            }
+        )
     if kernel_us > 0 and 100.0 * unmatched_us / kernel_us >= UNMATCHED_PCT:
         share = 100.0 * unmatched_us / kernel_us
-        doc["advice"].append(recommendation(
-            "graphs.capture_missing", unmatched_us, threshold_us("graphs.capture_missing", kernel_us), "kernel_time",
-            "{}% of kernel time is replayed from CUDA graphs whose capture is not in this profile: start the "
-            "profiler before the capture (warm-up included) to see which operators and source lines the kernels "
-            "belong to.".format(fixed(share, 1)), threshold_pct=UNMATCHED_PCT, share_pct=share))
+        doc["advice"].append(
+            recommendation(
+                "graphs.capture_missing",
+                unmatched_us,
+                threshold_us("graphs.capture_missing", kernel_us),
+                "kernel_time",
+                f"{fixed(share, 1)}% of kernel time is replayed from CUDA graphs whose capture is not in this profile: start the "
+                "profiler before the capture (warm-up included) to see which operators and source lines the kernels "
+                "belong to.",
+                threshold_pct=UNMATCHED_PCT,
+                share_pct=share,
+            )
+        )
     return doc
 
 
@@ -157,11 +191,17 @@ def _per_replay(trace: Trace) -> dict:
     group_end = np.r_[np.flatnonzero(new)[1:] - 1, len(s) - 1] if len(s) else np.zeros(0, dtype=np.int64)
     busy = np.bincount(w[new], weights=reach[group_end] - s[new], minlength=n)
     launch = rep.launch
-    return {"start_us": start.tolist(), "end_us": stop.tolist(), "events": rep.count.tolist(),
-            "kernels": np.bincount(which[kernel], minlength=n).tolist(),
-            "kernel_us": np.bincount(which[kernel], weights=ev.dur[rows[kernel]], minlength=n).tolist(),
-            "busy_us": busy.tolist(), "gap_us": np.maximum(stop - start - busy, 0.0).tolist(),
-            "launch_us": ev.dur[launch].tolist(), "launch_delay_us": (start - ev.ts[launch]).tolist()}
+    return {
+        "start_us": start.tolist(),
+        "end_us": stop.tolist(),
+        "events": rep.count.tolist(),
+        "kernels": np.bincount(which[kernel], minlength=n).tolist(),
+        "kernel_us": np.bincount(which[kernel], weights=ev.dur[rows[kernel]], minlength=n).tolist(),
+        "busy_us": busy.tolist(),
+        "gap_us": np.maximum(stop - start - busy, 0.0).tolist(),
+        "launch_us": ev.dur[launch].tolist(),
+        "launch_delay_us": (start - ev.ts[launch]).tolist(),
+    }
 
 
 def _kernels_by_graph(trace: Trace) -> list[dict]:
@@ -189,9 +229,17 @@ def _kernels_by_graph(trace: Trace) -> list[dict]:
     uniq = np.stack([c[order][new] for c in cols], axis=1)
     calls = np.bincount(inverse, minlength=len(uniq))
     total = np.bincount(inverse, weights=ev.dur[rows], minlength=len(uniq))
-    out = [{"graph": g, "name": trace.strings[n], "op": trace.strings[o] if o >= 0 else None,
-            "frame": trace.strings[f] if f >= 0 else None, "calls": int(calls[i]), "total_us": float(total[i])}
-           for i, (g, n, o, f) in enumerate(uniq.tolist())]
+    out = [
+        {
+            "graph": g,
+            "name": trace.strings[n],
+            "op": trace.strings[o] if o >= 0 else None,
+            "frame": trace.strings[f] if f >= 0 else None,
+            "calls": int(calls[i]),
+            "total_us": float(total[i]),
+        }
+        for i, (g, n, o, f) in enumerate(uniq.tolist())
+    ]
     out.sort(key=lambda r: (r["graph"], -r["total_us"], r["name"]))
     return out
 
@@ -205,7 +253,14 @@ def _capture_list(trace: Trace, match) -> list[dict]:
     for i in range(len(cap.begin)):
         anchor = cap.begin[i] if cap.begin[i] >= 0 else cap.end[i]
         graphs = [] if match is None else [g for g, c in enumerate(match.capture.tolist()) if c == i]
-        out.append({"capture": i, "start_us": float(ev.ts[anchor]), "launches": int(len(cap.launches[i])),
-                    "complete": bool(cap.complete[i]), "instantiated": bool(cap.instantiate[i] >= 0),
-                    "graphs": graphs})
+        out.append(
+            {
+                "capture": i,
+                "start_us": float(ev.ts[anchor]),
+                "launches": int(len(cap.launches[i])),
+                "complete": bool(cap.complete[i]),
+                "instantiated": bool(cap.instantiate[i] >= 0),
+                "graphs": graphs,
+            }
+        )
     return out

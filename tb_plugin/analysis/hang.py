@@ -41,8 +41,21 @@ class Table:
 
     def __init__(self, records: list[dict]) -> None:
         self.vocab: dict[str, dict] = {k: {} for k in ("pg_name", "pg_desc", "op", "state", "sizes", "dtypes")}
-        parts: dict[str, list] = {k: [] for k in ("rank", "record_id", "pg_id", "seq", "is_p2p", "created_ns",
-                                                  "started_ns", "completed_ns", "stack", *self.vocab)}
+        parts: dict[str, list] = {
+            k: []
+            for k in (
+                "rank",
+                "record_id",
+                "pg_id",
+                "seq",
+                "is_p2p",
+                "created_ns",
+                "started_ns",
+                "completed_ns",
+                "stack",
+                *self.vocab,
+            )
+        }
         self.bounds: dict[int, slice] = {}  # rank → its rows (records come one per rank, in order)
         start = 0
         for rec in records:  # one pass per rank; each column is converted whole
@@ -52,8 +65,9 @@ class Table:
             for k in ("record_id", "pg_id", "seq", "stack", "created_ns", "started_ns", "completed_ns", "is_p2p"):
                 parts[k].append(cols[k])
             for k, global_vocab in self.vocab.items():
-                lut = np.array([global_vocab.setdefault(v, len(global_vocab)) for v in rec["vocab"][k]] or [0],
-                               dtype=np.int64)
+                lut = np.array(
+                    [global_vocab.setdefault(v, len(global_vocab)) for v in rec["vocab"][k]] or [0], dtype=np.int64
+                )
                 parts[k].append(lut[np.asarray(cols[k], dtype=np.int64)] if n else np.zeros(0, np.int64))
         for k, chunks in parts.items():
             setattr(self, k, np.concatenate(chunks) if chunks else np.zeros(0))
@@ -69,7 +83,7 @@ class Table:
         self.completed = self.state == state.get("completed", -1)
         order = np.argsort(self.pg_name, kind="stable")  # each group's rows, in table order
         cuts = np.searchsorted(self.pg_name[order], np.arange(len(self.names["pg_name"]) + 1))
-        self._group_rows = [order[cuts[g]:cuts[g + 1]] for g in range(len(self.names["pg_name"]))]
+        self._group_rows = [order[cuts[g] : cuts[g + 1]] for g in range(len(self.names["pg_name"]))]
 
     def rows_of(self, g: int) -> np.ndarray:
         """The rows of group ``g`` (its index in ``names["pg_name"]``), in table order."""
@@ -94,8 +108,13 @@ def analyse(records: list[dict], unreadable: list[dict] | None = None) -> dict:
     seen: dict[int, dict] = {}
     for rec in records:
         if rec["rank"] in seen:
-            unreadable.append({"path": rec.get("path"), "rank": rec["rank"],
-                               "error": f"a second dump of rank {rec['rank']} (the first is {seen[rec['rank']].get('path')})"})
+            unreadable.append(
+                {
+                    "path": rec.get("path"),
+                    "rank": rec["rank"],
+                    "error": f"a second dump of rank {rec['rank']} (the first is {seen[rec['rank']].get('path')})",
+                }
+            )
         else:
             seen[rec["rank"]] = rec
     records = [seen[r] for r in sorted(seen)]
@@ -119,8 +138,13 @@ def analyse(records: list[dict], unreadable: list[dict] | None = None) -> dict:
     guessed = set(range(max(world) + 1)) - world if world and max(world) < 2 * len(world) + 64 else set()
     nodump = sorted((known | guessed) - dumped - bad)
     if nodump:  # one finding for all of them
-        findings.append(_finding("no_dump", missing=nodump, detail=(
-            f"no dump of {_list(nodump)}" + (" (members of the groups, or numbered between dumped ranks)"))))
+        findings.append(
+            _finding(
+                "no_dump",
+                missing=nodump,
+                detail=(f"no dump of {_list(nodump)}" + (" (members of the groups, or numbered between dumped ranks)")),
+            )
+        )
     return {"ranks": ranks, "groups": groups, "findings": findings, "unreadable": unreadable, "latest_ns": latest}
 
 
@@ -129,19 +153,45 @@ def _rank_row(rec: dict, t: Table) -> dict:
     status = rec.get("pg_status", {})
     tracked = bool(t.started[mine].any()) or any(v[1] >= 0 for v in status.values())
     rid = t.record_id[mine]
-    return {"rank": rec["rank"], "path": rec.get("path"), "rank_from": rec.get("rank_from"),
-            "version": rec.get("version"), "entries": mine.stop - mine.start, "states_tracked": tracked,
-            "timing": bool((t.started_ns[mine] >= 0).any() or (t.completed_ns[mine] >= 0).any()),
-            "wrapped": bool(rid.size and rid[rid >= 0].size and rid[rid >= 0].min() > 0), "pg_status": status}
+    return {
+        "rank": rec["rank"],
+        "path": rec.get("path"),
+        "rank_from": rec.get("rank_from"),
+        "version": rec.get("version"),
+        "entries": mine.stop - mine.start,
+        "states_tracked": tracked,
+        "timing": bool((t.started_ns[mine] >= 0).any() or (t.completed_ns[mine] >= 0).any()),
+        "wrapped": bool(rid.size and rid[rid >= 0].size and rid[rid >= 0].min() > 0),
+        "pg_status": status,
+    }
 
 
-def _finding(kind: str, group: dict | None = None, seq: int | None = None, op: str | None = None,
-             present: list | None = None, missing: list | None = None, detail: str = "", **extra) -> dict:
+def _finding(
+    kind: str,
+    group: dict | None = None,
+    seq: int | None = None,
+    op: str | None = None,
+    present: list | None = None,
+    missing: list | None = None,
+    detail: str = "",
+    **extra,
+) -> dict:
     group = group or {}
-    return {"kind": kind, "pg_name": group.get("pg_name"), "pg_desc": group.get("pg_desc"),
-            "pg_id": group.get("pg_id"), "group_ranks": group.get("ranks"), "op": op, "collective_seq_id": seq,
-            "sizes": extra.pop("sizes", None), "dtype": extra.pop("dtype", None), "ranks_present": present or [],
-            "missing_ranks": missing or [], "detail": detail, **extra}
+    return {
+        "kind": kind,
+        "pg_name": group.get("pg_name"),
+        "pg_desc": group.get("pg_desc"),
+        "pg_id": group.get("pg_id"),
+        "group_ranks": group.get("ranks"),
+        "op": op,
+        "collective_seq_id": seq,
+        "sizes": extra.pop("sizes", None),
+        "dtype": extra.pop("dtype", None),
+        "ranks_present": present or [],
+        "missing_ranks": missing or [],
+        "detail": detail,
+        **extra,
+    }
 
 
 def _group(t: Table, g: int, name, records, tracked, wrapped, dumped, bad, latest) -> tuple[dict, list]:
@@ -165,8 +215,13 @@ def _group(t: Table, g: int, name, records, tracked, wrapped, dumped, bad, lates
             pg_ids.setdefault(r, []).append(i)
     pg_ids = {r: v[0] if len(v) == 1 else v for r, v in pg_ids.items()}
     id_values = {str(v) for v in pg_ids.values()}
-    group = {"pg_name": name, "pg_desc": desc, "ranks": members, "ranks_from": "pg_config" if cfg_ranks else "dumps",
-             "pg_id": (next(iter(pg_ids.values())) if len(id_values) == 1 else {str(r): v for r, v in pg_ids.items()})}
+    group = {
+        "pg_name": name,
+        "pg_desc": desc,
+        "ranks": members,
+        "ranks_from": "pg_config" if cfg_ranks else "dumps",
+        "pg_id": (next(iter(pg_ids.values())) if len(id_values) == 1 else {str(r): v for r, v in pg_ids.items()}),
+    }
     enq_rows = _last_rows(t, coll)
     st_rows = _last_rows(t, coll[t.started[coll]])
     done_rows = _last_rows(t, coll[t.completed[coll]])
@@ -184,8 +239,16 @@ def _group(t: Table, g: int, name, records, tracked, wrapped, dumped, bad, lates
         if tracked[r] and status is not None:  # pg_status outlives the ring buffer
             enq, st, done = (_raise(enq, status[0]), _raise(st, status[1]), _raise(done, status[2]))
         last[r] = tuple(None if x is None else x["collective_seq_id"] for x in (enq, st, done)) + (r in enq_rows,)
-        per_rank.append({"rank": r, "dump": "read", "last_enqueued": enq, "last_started": st, "last_completed": done,
-                         "pg_status": status})
+        per_rank.append(
+            {
+                "rank": r,
+                "dump": "read",
+                "last_enqueued": enq,
+                "last_started": st,
+                "last_completed": done,
+                "pg_status": status,
+            }
+        )
     group["per_rank"] = per_rank
     findings, group["stuck"] = [], None
     if not last:
@@ -202,16 +265,37 @@ def _group(t: Table, g: int, name, records, tracked, wrapped, dumped, bad, lates
         present = sorted(r for r, v in enq.items() if v >= seq)
         missing = sorted(r for r, v in enq.items() if v < seq)
         info = _instance(t, g, seq, present)
-        group["stuck"] = {"collective_seq_id": seq, "op": info["op"], "ranks_present": present,
-                          "missing_ranks": missing, "unknown_ranks": unknown, "ranks_without_dump": without}
+        group["stuck"] = {
+            "collective_seq_id": seq,
+            "op": info["op"],
+            "ranks_present": present,
+            "missing_ranks": missing,
+            "unknown_ranks": unknown,
+            "ranks_without_dump": without,
+        }
         if missing:
             waiting = [r for r in present if not tracked[r] or last[r][2] is None or last[r][2] < seq]
-            findings.append(_finding(
-                "missing_ranks", group, seq, info["op"], present, missing, sizes=info["sizes"], dtype=info["dtype"],
-                waiting_ranks=waiting, unknown_ranks=unknown, ranks_without_dump=without,
-                created_ns=info["created_ns"], detail=(
-                    f"{_list(missing)} never enqueued {info['op'] or 'collective'} #{seq}; "
-                    f"{_list(present)} did" + (f"; {_list(unknown)} unknown (ring buffer wrapped)" if unknown else ""))))
+            findings.append(
+                _finding(
+                    "missing_ranks",
+                    group,
+                    seq,
+                    info["op"],
+                    present,
+                    missing,
+                    sizes=info["sizes"],
+                    dtype=info["dtype"],
+                    waiting_ranks=waiting,
+                    unknown_ranks=unknown,
+                    ranks_without_dump=without,
+                    created_ns=info["created_ns"],
+                    detail=(
+                        f"{_list(missing)} never enqueued {info['op'] or 'collective'} #{seq}; "
+                        f"{_list(present)} did"
+                        + (f"; {_list(unknown)} unknown (ring buffer wrapped)" if unknown else "")
+                    ),
+                )
+            )
     findings.extend(_mismatches(t, g, group))
     findings.extend(_states(t, g, group, last, tracked, low, latest))
     return group, findings
@@ -247,8 +331,12 @@ def _instance(t: Table, g: int, seq: int, ranks: list) -> dict:
     known = hit[t.created_ns[hit] >= 0]
     first = known[np.argmin(t.created_ns[known])] if known.size else hit[0]
     created = t.created_ns[first]
-    return {"op": t.op_short[t.op[first]], "sizes": t.names["sizes"][t.sizes[first]],
-            "dtype": t.names["dtypes"][t.dtypes[first]], "created_ns": int(created) if created >= 0 else None}
+    return {
+        "op": t.op_short[t.op[first]],
+        "sizes": t.names["sizes"][t.sizes[first]],
+        "dtype": t.names["dtypes"][t.dtypes[first]],
+        "created_ns": int(created) if created >= 0 else None,
+    }
 
 
 def _mismatches(t: Table, g: int, group: dict) -> list[dict]:
@@ -268,7 +356,7 @@ def _mismatches(t: Table, g: int, group: dict) -> list[dict]:
         lo = np.minimum.reduceat(vals, starts)
         hi = np.maximum.reduceat(vals, starts)
         for k in np.flatnonzero(lo != hi):
-            rows = idx[starts[k]:ends[k]]
+            rows = idx[starts[k] : ends[k]]
             if col == "sizes" and any(_NO_SIZE_CHECK.search(t.op_short[o]) for o in np.unique(t.op[rows])):
                 continue
             by_value: dict[int, list] = {}
@@ -277,12 +365,24 @@ def _mismatches(t: Table, g: int, group: dict) -> list[dict]:
             common = max(by_value, key=lambda v: (len(by_value[v]), -min(by_value[v])))
             odd = sorted(r for v, rs in by_value.items() if v != common for r in rs)
             names = t.op_short if col == "op" else t.names[col]
-            seen = "; ".join(f"{_list(sorted(rs))}: {names[v]}" for v, rs in sorted(by_value.items(), key=lambda kv: min(kv[1])))
+            seen = "; ".join(
+                f"{_list(sorted(rs))}: {names[v]}" for v, rs in sorted(by_value.items(), key=lambda kv: min(kv[1]))
+            )
             first = rows[0]
-            out.append(_finding("mismatch", group, int(seqs[starts[k]]), t.op_short[t.op[first]],
-                                sorted(int(r) for r in t.rank[rows]), odd, sizes=t.names["sizes"][t.sizes[first]],
-                                dtype=t.names["dtypes"][t.dtypes[first]], field=what,
-                                detail=f"{what} differ: {seen}"))
+            out.append(
+                _finding(
+                    "mismatch",
+                    group,
+                    int(seqs[starts[k]]),
+                    t.op_short[t.op[first]],
+                    sorted(int(r) for r in t.rank[rows]),
+                    odd,
+                    sizes=t.names["sizes"][t.sizes[first]],
+                    dtype=t.names["dtypes"][t.dtypes[first]],
+                    field=what,
+                    detail=f"{what} differ: {seen}",
+                )
+            )
             if len(out) >= 50:
                 return out
     return out
@@ -309,9 +409,21 @@ def _states(t: Table, g: int, group: dict, last: dict, tracked: dict, low: int, 
         since = (latest - int(since_at.min())) / NS_PER_S if latest is not None and since_at.size else None
         present = sorted(judged)
         verb = "started" if kind == "not_started" else "completed"
-        return [_finding(kind, group, seq, info["op"], present, stuck, sizes=info["sizes"], dtype=info["dtype"],
-                         since_s=since, detail=f"{_list(stuck)} enqueued {info['op'] or 'collective'} #{seq} but never "
-                         f"{verb} it" + (f" ({since:.1f} s before the latest time in the dumps)" if since is not None else ""))]
+        return [
+            _finding(
+                kind,
+                group,
+                seq,
+                info["op"],
+                present,
+                stuck,
+                sizes=info["sizes"],
+                dtype=info["dtype"],
+                since_s=since,
+                detail=f"{_list(stuck)} enqueued {info['op'] or 'collective'} #{seq} but never "
+                f"{verb} it" + (f" ({since:.1f} s before the latest time in the dumps)" if since is not None else ""),
+            )
+        ]
     return []
 
 
@@ -335,25 +447,53 @@ def _p2p(t: Table, wrapped: set, dumped: set) -> list[dict]:
         bad = np.flatnonzero(t.sizes[s[:n]] != t.sizes[r[:n]])
         if bad.size:
             k = int(bad[0])
-            out.append(_finding("mismatch", _p2p_group(t, s[k]), None, "send/recv", [a, b], [b], field="sizes",
-                                sizes=t.names["sizes"][t.sizes[s[k]]], dtype=t.names["dtypes"][t.dtypes[s[k]]],
-                                p2p_index=k + 1, detail=f"send #{k + 1} from rank {a} to rank {b} has sizes "
-                                f"{t.names['sizes'][t.sizes[s[k]]]}, the matching recv {t.names['sizes'][t.sizes[r[k]]]}"))
+            out.append(
+                _finding(
+                    "mismatch",
+                    _p2p_group(t, s[k]),
+                    None,
+                    "send/recv",
+                    [a, b],
+                    [b],
+                    field="sizes",
+                    sizes=t.names["sizes"][t.sizes[s[k]]],
+                    dtype=t.names["dtypes"][t.dtypes[s[k]]],
+                    p2p_index=k + 1,
+                    detail=f"send #{k + 1} from rank {a} to rank {b} has sizes "
+                    f"{t.names['sizes'][t.sizes[s[k]]]}, the matching recv {t.names['sizes'][t.sizes[r[k]]]}",
+                )
+            )
         if s.size != r.size:
             extra, (who, peer, op) = (s[n:], (a, b, "send")) if s.size > r.size else (r[n:], (b, a, "recv"))
             first = extra[0]
-            out.append(_finding("missing_ranks", _p2p_group(t, first), None, op, [who], [peer],
-                                sizes=t.names["sizes"][t.sizes[first]], dtype=t.names["dtypes"][t.dtypes[first]],
-                                p2p_index=n + 1, created_ns=int(t.created_ns[first]), waiting_ranks=[who],
-                                detail=f"rank {who}'s {op} #{n + 1} {'to' if op == 'send' else 'from'} rank {peer} "
-                                f"has no matching {'recv' if op == 'send' else 'send'} on rank {peer} "
-                                f"({extra.size} unmatched)"))
+            out.append(
+                _finding(
+                    "missing_ranks",
+                    _p2p_group(t, first),
+                    None,
+                    op,
+                    [who],
+                    [peer],
+                    sizes=t.names["sizes"][t.sizes[first]],
+                    dtype=t.names["dtypes"][t.dtypes[first]],
+                    p2p_index=n + 1,
+                    created_ns=int(t.created_ns[first]),
+                    waiting_ranks=[who],
+                    detail=f"rank {who}'s {op} #{n + 1} {'to' if op == 'send' else 'from'} rank {peer} "
+                    f"has no matching {'recv' if op == 'send' else 'send'} on rank {peer} "
+                    f"({extra.size} unmatched)",
+                )
+            )
     return out
 
 
 def _p2p_group(t: Table, row: int) -> dict:
-    return {"pg_name": t.names["pg_name"][t.pg_name[row]], "pg_desc": t.names["pg_desc"][t.pg_desc[row]],
-            "pg_id": int(t.pg_id[row]), "ranks": None}
+    return {
+        "pg_name": t.names["pg_name"][t.pg_name[row]],
+        "pg_desc": t.names["pg_desc"][t.pg_desc[row]],
+        "pg_id": int(t.pg_id[row]),
+        "ranks": None,
+    }
 
 
 def _list(ranks: list) -> str:

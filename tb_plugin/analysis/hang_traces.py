@@ -27,8 +27,12 @@ def rank_collectives(trace: Trace) -> dict:
     if len(steps.names) and len(k["rows"]):
         ts = trace.events.ts[k["rows"]]
         inside = np.flatnonzero((ts >= steps.start[-1]) & (ts <= steps.end[-1]))
-        last_step = {"name": steps.names[-1], "collectives": [
-            {"collective": k["collective"][i], "group": k["group"][i], "seq": int(k["seq"][i])} for i in inside[-3:]]}
+        last_step = {
+            "name": steps.names[-1],
+            "collectives": [
+                {"collective": k["collective"][i], "group": k["group"][i], "seq": int(k["seq"][i])} for i in inside[-3:]
+            ],
+        }
     return {"groups": groups, "last_step": last_step}
 
 

@@ -43,8 +43,13 @@ def rank_findings(doc: dict) -> dict:
         f = findings[i]
         kind = "explained" if f["explained_by"] is not None else f["kind"]
         created = f.get("created_ns")
-        return (_ORDER.get(kind, 9), len(f.get("group_ranks") or []) or 1 << 30,
-                created if created is not None else float("inf"), f["collective_seq_id"] or 0, i)
+        return (
+            _ORDER.get(kind, 9),
+            len(f.get("group_ranks") or []) or 1 << 30,
+            created if created is not None else float("inf"),
+            f["collective_seq_id"] or 0,
+            i,
+        )
 
     order = sorted(range(len(findings)), key=key)
     new_index = {old: new for new, old in enumerate(order)}
@@ -60,7 +65,8 @@ def rank_findings(doc: dict) -> dict:
         named = sorted({u["rank"] for u in doc["unreadable"] if u.get("rank") is not None})
         unnamed = sum(1 for u in doc["unreadable"] if u.get("rank") is None)
         parts = ([f"the dumps of {_list(named)} are unreadable"] if named else []) + (
-            [f"{unnamed} dump{'s' if unnamed > 1 else ''} of unknown rank unreadable"] if unnamed else [])
+            [f"{unnamed} dump{'s' if unnamed > 1 else ''} of unknown rank unreadable"] if unnamed else []
+        )
         verdict.append("; ".join(parts).capitalize() + ": their ranks are not judged.")
     if not verdict:
         verdict.append("No hang found: every group's ranks reached the same collectives.")
@@ -71,8 +77,7 @@ def group_label(f: dict) -> str:
     """``pair_b (pg 2, ranks 2–3)``: the description, the name and the ranks of the finding's group."""
     name, desc = f.get("pg_name"), f.get("pg_desc")
     ranks = f.get("group_ranks")
-    inner = ", ".join(filter(None, [f"pg {name}" if name not in (None, "") else None,
-                                    _list(ranks) if ranks else None]))
+    inner = ", ".join(filter(None, [f"pg {name}" if name not in (None, "") else None, _list(ranks) if ranks else None]))
     head = desc or (f"group {name}" if name not in (None, "") else "an unnamed group")
     return f"{head} ({inner})" if inner and desc else head
 
@@ -88,16 +93,22 @@ def sentence(f: dict, ranked: list[dict]) -> str:
         return f"{f['detail'][0].upper()}{f['detail'][1:]} in {where}."
     if kind == "missing_ranks":
         missing, waiting = f["missing_ranks"], f.get("waiting_ranks") or f["ranks_present"]
-        text = (f"{_list(missing).capitalize()} never entered {instance} of {where}; "
-                f"{_list(waiting)} {'waits' if len(waiting) == 1 else 'wait'} in it")
+        text = (
+            f"{_list(missing).capitalize()} never entered {instance} of {where}; "
+            f"{_list(waiting)} {'waits' if len(waiting) == 1 else 'wait'} in it"
+        )
         if f.get("explained_by") is not None:
             cause = ranked[f["explained_by"]]
-            text += f" ({_list(missing)} {'is' if len(missing) == 1 else 'are'} held in {cause.get('op') or 'a collective'} " \
-                    f"#{cause.get('collective_seq_id')} of {group_label(cause)})"
+            text += (
+                f" ({_list(missing)} {'is' if len(missing) == 1 else 'are'} held in {cause.get('op') or 'a collective'} "
+                f"#{cause.get('collective_seq_id')} of {group_label(cause)})"
+            )
         return text + "."
     if kind == "mismatch":
-        return f"{instance.capitalize()} of {where} was entered with different {f.get('field', 'arguments')}: " \
-               f"{f['detail'].split(': ', 1)[-1]}."
+        return (
+            f"{instance.capitalize()} of {where} was entered with different {f.get('field', 'arguments')}: "
+            f"{f['detail'].split(': ', 1)[-1]}."
+        )
     verb = "started" if kind == "not_started" else "completed"
     since = f" ({f['since_s']:.1f} s before the dumps' latest time)" if f.get("since_s") is not None else ""
     return f"{_list(f['missing_ranks']).capitalize()} enqueued {instance} of {where} but never {verb} it{since}."

@@ -36,10 +36,10 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
+from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .breakdown import category_masks
 from .gpu_idle import SHORT_GAP_US, Busy, gpu_idle, stream_idle_split, window
 from .intervals import merge
-from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .runtime_calls import issuing_operator
 
 GAP_BINS_US = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000, float("inf"))
@@ -48,11 +48,12 @@ GRAPH_CAPTURE_MARKERS = ("StreamBeginCapture", "StreamGetCaptureInfo")
 LAUNCH_BOUND_MIN_GAPS = 50  # … over at least this many gaps ("many short kernels")
 
 
-
 def _histogram(values: np.ndarray) -> dict:
     """The documented {edges_us, counts} shape over :data:`GAP_BINS_US` (null = +∞)."""
-    return {"edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
-            "counts": np.histogram(values, bins=np.array(GAP_BINS_US))[0].tolist()}
+    return {
+        "edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
+        "counts": np.histogram(values, bins=np.array(GAP_BINS_US))[0].tolist(),
+    }
 
 
 def stream_idle(trace: Trace) -> dict:
@@ -62,13 +63,24 @@ def stream_idle(trace: Trace) -> dict:
     gpus, lengths = [], []
     for g in gpu_idle(trace):
         gaps = g.gaps
-        gpus.append({"device": g.device, "window_us": hi - lo, "busy_us": float(g.busy.cum[-1]), **gaps.split(),
-                     "launch_bound_us": float(gaps.length[gaps.launch_bound].sum()),
-                     "launch_bound_gaps": int(gaps.launch_bound.sum())})
+        gpus.append(
+            {
+                "device": g.device,
+                "window_us": hi - lo,
+                "busy_us": float(g.busy.cum[-1]),
+                **gaps.split(),
+                "launch_bound_us": float(gaps.length[gaps.launch_bound].sum()),
+                "launch_bound_gaps": int(gaps.launch_bound.sum()),
+            }
+        )
         lengths.append(gaps.length)
-    return {"short_gap_threshold_us": SHORT_GAP_US, "window_us": hi - lo, "gpus": gpus,
-            "per_stream": stream_idle_split(trace),
-            "gap_histogram": _histogram(np.concatenate(lengths) if lengths else np.zeros(0))}
+    return {
+        "short_gap_threshold_us": SHORT_GAP_US,
+        "window_us": hi - lo,
+        "gpus": gpus,
+        "per_stream": stream_idle_split(trace),
+        "gap_histogram": _histogram(np.concatenate(lengths) if lengths else np.zeros(0)),
+    }
 
 
 def graph_use(trace: Trace) -> dict:
@@ -95,9 +107,18 @@ def launch_delays(trace: Trace) -> dict:
     graphs = graph_use(trace)
     if len(k) == 0:
         empty = np.zeros(0)
-        return {"kernels": 0, "p50": None, "p95": None, "max": None, "short_kernel_share": None,
-                "overhead_us": _spread(empty), "queueing_us": _spread(empty), "graphs": graphs,
-                "delay_histogram": _histogram(empty), "duration_histogram": _histogram(empty)}
+        return {
+            "kernels": 0,
+            "p50": None,
+            "p95": None,
+            "max": None,
+            "short_kernel_share": None,
+            "overhead_us": _spread(empty),
+            "queueing_us": _spread(empty),
+            "graphs": graphs,
+            "delay_histogram": _histogram(empty),
+            "duration_histogram": _histogram(empty),
+        }
     src = launcher[k]
     launch_end = ev.ts[src] + ev.dur[src]
     start = ev.ts[k]
@@ -119,10 +140,14 @@ def launch_delays(trace: Trace) -> dict:
     queueing = delay - overhead
     return {
         "kernels": int(len(k)),
-        "p50": float(np.percentile(delay, 50)), "p95": float(np.percentile(delay, 95)), "max": float(delay.max()),
+        "p50": float(np.percentile(delay, 50)),
+        "p95": float(np.percentile(delay, 95)),
+        "max": float(delay.max()),
         "short_kernel_share": float((ev.dur[k] < ev.dur[src]).mean()),
-        "overhead_us": _spread(overhead, union_overhead), "queueing_us": _spread(queueing, max(union_queueing, 0.0)),
-        "graphs": graphs, "delay_histogram": _histogram(delay),
+        "overhead_us": _spread(overhead, union_overhead),
+        "queueing_us": _spread(queueing, max(union_queueing, 0.0)),
+        "graphs": graphs,
+        "delay_histogram": _histogram(delay),
         "duration_histogram": _histogram(ev.dur[k]),
     }
 
@@ -140,11 +165,20 @@ def exposed_time(trace: Trace) -> dict:
         on = ev.device == d
         parts = _priority_cover([compute & on, comm & on, copy & on], ev, lo, hi)
         span = hi - lo
-        out.append({"device": int(d), "compute_us": parts[0], "exposed_comm_us": parts[1],
-                    "exposed_memcpy_us": parts[2], "idle_us": max(span - sum(parts), 0.0)})
-    total = {k: float(sum(x[k] for x in out)) for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us",
-                                                         "idle_us")} if out else \
-        {"compute_us": 0.0, "exposed_comm_us": 0.0, "exposed_memcpy_us": 0.0, "idle_us": 0.0}
+        out.append(
+            {
+                "device": int(d),
+                "compute_us": parts[0],
+                "exposed_comm_us": parts[1],
+                "exposed_memcpy_us": parts[2],
+                "idle_us": max(span - sum(parts), 0.0),
+            }
+        )
+    total = (
+        {k: float(sum(x[k] for x in out)) for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us", "idle_us")}
+        if out
+        else {"compute_us": 0.0, "exposed_comm_us": 0.0, "exposed_memcpy_us": 0.0, "idle_us": 0.0}
+    )
     return {"window_us": hi - lo, "gpus": out, **total}
 
 
@@ -162,6 +196,7 @@ def _priority_cover(masks, ev, lo, hi) -> list[float]:
 
 def queue_length(trace: Trace) -> list[dict]:
     """Per stream, the queue-length step function: ``times`` and ``lengths`` after each change."""
+
     def build():
         ev = trace.events
         launcher = launch_of(trace)
@@ -173,8 +208,14 @@ def queue_length(trace: Trace) -> list[dict]:
             times = np.concatenate([ev.ts[launcher[rows]], ev.ts[rows]])
             delta = np.concatenate([np.ones(len(rows)), -np.ones(len(rows))])
             order = np.lexsort((delta, times))  # at one instant, a start before a launch
-            out.append({"device": int(s >> 32), "stream": int(s & 0xFFFFFFFF), "times": times[order],
-                        "lengths": np.maximum(np.cumsum(delta[order]), 0)})
+            out.append(
+                {
+                    "device": int(s >> 32),
+                    "stream": int(s & 0xFFFFFFFF),
+                    "times": times[order],
+                    "lengths": np.maximum(np.cumsum(delta[order]), 0),
+                }
+            )
         return out
 
     return trace.memo("queue_length", build)
@@ -194,8 +235,11 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     end = ev.ts[rows] + ev.dur[rows]
     after = np.searchsorted(dev_starts, end)
     # GPU idle after each call: until the next device work starts (0 when none follows)
-    idle = np.where(after < len(dev_starts), dev_starts[np.minimum(after, len(dev_starts) - 1)] - end, 0.0) if len(
-        dev_starts) else np.zeros(len(rows))
+    idle = (
+        np.where(after < len(dev_starts), dev_starts[np.minimum(after, len(dev_starts) - 1)] - end, 0.0)
+        if len(dev_starts)
+        else np.zeros(len(rows))
+    )
     op_of = issuing_operator(trace, rows)
     ops, first, group = np.unique(op_of, return_index=True, return_inverse=True)
     group = group.reshape(-1)
@@ -203,23 +247,41 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     calls = np.bincount(group, minlength=len(ops)).tolist()
     sync_us = np.bincount(group, weights=ev.dur[rows], minlength=len(ops)).tolist()
     idle_us = np.bincount(group, weights=idle, minlength=len(ops)).tolist()
-    pairs, pair_first, pair_calls = np.unique(group.astype(np.int64) << 32 | ev.name[rows].astype(np.int64),
-                                              return_index=True, return_counts=True)
+    pairs, pair_first, pair_calls = np.unique(
+        group.astype(np.int64) << 32 | ev.name[rows].astype(np.int64), return_index=True, return_counts=True
+    )
     apis: list[dict] = [{} for _ in ops]
     for k in np.argsort(pair_first, kind="stable").tolist():  # per (operator, API), first seen first
         apis[int(pairs[k] >> 32)][trace.strings[int(pairs[k] & 0xFFFFFFFF)]] = int(pair_calls[k])
-    by_op = [{"op": trace.strings[int(ops[g])] if ops[g] >= 0 else "(no operator)", "calls": calls[g],
-              "sync_us": sync_us[g], "gpu_idle_after_us": idle_us[g], "apis": apis[g]}
-             for g in np.argsort(first, kind="stable").tolist()]  # operators in order of first appearance
+    by_op = [
+        {
+            "op": trace.strings[int(ops[g])] if ops[g] >= 0 else "(no operator)",
+            "calls": calls[g],
+            "sync_us": sync_us[g],
+            "gpu_idle_after_us": idle_us[g],
+            "apis": apis[g],
+        }
+        for g in np.argsort(first, kind="stable").tolist()
+    ]  # operators in order of first appearance
     ranked = sorted(by_op, key=lambda x: -x["sync_us"])
-    return {"sync_calls": int(len(rows)), "sync_us": float(ev.dur[rows].sum()),
-            "cuda_sync_events": int(cuda_sync.sum()), "cuda_sync_us": float(ev.dur[cuda_sync].sum()),
-            # the time-union of the calls' idle-after intervals (back-to-back syncs share one gap)
-            "gpu_idle_after_us": float(Busy.of(end, end + idle).cum[-1]) if len(idle) else 0.0,
-            "by_operator": ranked[:top]}
+    return {
+        "sync_calls": int(len(rows)),
+        "sync_us": float(ev.dur[rows].sum()),
+        "cuda_sync_events": int(cuda_sync.sum()),
+        "cuda_sync_us": float(ev.dur[cuda_sync].sum()),
+        # the time-union of the calls' idle-after intervals (back-to-back syncs share one gap)
+        "gpu_idle_after_us": float(Busy.of(end, end + idle).cum[-1]) if len(idle) else 0.0,
+        "by_operator": ranked[:top],
+    }
 
 
 def insights(trace: Trace) -> dict:
-    return trace.memo("insights", lambda: {
-        "idle": stream_idle(trace), "launch": launch_delays(trace), "exposed": exposed_time(trace),
-        "syncs": host_syncs(trace)})
+    return trace.memo(
+        "insights",
+        lambda: {
+            "idle": stream_idle(trace),
+            "launch": launch_delays(trace),
+            "exposed": exposed_time(trace),
+            "syncs": host_syncs(trace),
+        },
+    )

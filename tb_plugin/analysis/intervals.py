@@ -31,8 +31,9 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return out_s, out_e
 
 
-def covered_in_windows(merged_starts: np.ndarray, merged_ends: np.ndarray, lo: np.ndarray,
-                       hi: np.ndarray) -> np.ndarray:
+def covered_in_windows(
+    merged_starts: np.ndarray, merged_ends: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
     """Per window ``[lo[i], hi[i]]``: the length (µs) of sorted, disjoint intervals (:func:`merge`'s
     output) inside it, for all windows at once: F(hi) − F(lo), where F(x) is the covered length up to
     ``x`` (cumulative lengths, one ``searchsorted``). An empty or inverted window covers 0."""

@@ -41,8 +41,13 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
     op_name = np.where(owner >= 0, ev.name[np.maximum(owner, 0)], 0).astype(np.int64)
     parts = [ev.name[rows].astype(np.int64)]
     if by_config:
-        parts += [op_name, ev.grid[rows].astype(np.int64), ev.block[rows].astype(np.int64),
-                  ev.registers[rows].astype(np.int64), ev.shared_memory[rows].astype(np.int64)]
+        parts += [
+            op_name,
+            ev.grid[rows].astype(np.int64),
+            ev.block[rows].astype(np.int64),
+            ev.registers[rows].astype(np.int64),
+            ev.shared_memory[rows].astype(np.int64),
+        ]
     by_graph = group_by == "graph"
     if by_graph:
         rep = replays(trace)
@@ -66,20 +71,39 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
     out = []
     for g in range(size):
         name = trace.strings[uniq[g, 0]]
-        row = {"key": str(g), "name": name, "op": None, "grid": None, "block": None, "registers_per_thread": None,
-               "shared_memory_bytes": None, "tc_eligible": None}
+        row = {
+            "key": str(g),
+            "name": name,
+            "op": None,
+            "grid": None,
+            "block": None,
+            "registers_per_thread": None,
+            "shared_memory_bytes": None,
+            "tc_eligible": None,
+        }
         if by_config:
             op, grid, block, regs, smem = (int(v) for v in uniq[g, 1:])
-            row.update(op=trace.strings[op] if op else None, grid=trace.strings[grid] if grid else None,
-                       block=trace.strings[block] if block else None,
-                       registers_per_thread=regs if regs >= 0 else None,
-                       shared_memory_bytes=smem if smem >= 0 else None,
-                       tc_eligible=is_tensor_core_eligible_op(trace.strings[op]) if op else None)
+            row.update(
+                op=trace.strings[op] if op else None,
+                grid=trace.strings[grid] if grid else None,
+                block=trace.strings[block] if block else None,
+                registers_per_thread=regs if regs >= 0 else None,
+                shared_memory_bytes=smem if smem >= 0 else None,
+                tc_eligible=is_tensor_core_eligible_op(trace.strings[op]) if op else None,
+            )
         if by_graph:
             row["graph"] = int(uniq[g, 1]) if uniq[g, 1] >= 0 else None
-        row.update(calls=int(calls[g]), total_us=float(total[g]), mean_us=float(total[g] / calls[g]),
-                   min_us=float(mins[g]), max_us=float(maxs[g]), blocks_per_sm=bps[g], achieved_occupancy_pct=occ[g],
-                   tensor_cores=uses_tensor_cores(name), longest_row=int(longest[g]))
+        row.update(
+            calls=int(calls[g]),
+            total_us=float(total[g]),
+            mean_us=float(total[g] / calls[g]),
+            min_us=float(mins[g]),
+            max_us=float(maxs[g]),
+            blocks_per_sm=bps[g],
+            achieved_occupancy_pct=occ[g],
+            tensor_cores=uses_tensor_cores(name),
+            longest_row=int(longest[g]),
+        )
         out.append(row)
     return out
 

@@ -86,8 +86,14 @@ def _memory_data(trace: Trace) -> MemoryData:
     return MemoryData(labels, device_code, names, op, alloc_op, unfreed, has_addr, origin, freed_at, ends)
 
 
-def _link_frees(addr: np.ndarray, nbytes: np.ndarray, device_code: np.ndarray, freed_at: np.ndarray,
-                ends: np.ndarray, unfreed: np.ndarray) -> None:
+def _link_frees(
+    addr: np.ndarray,
+    nbytes: np.ndarray,
+    device_code: np.ndarray,
+    freed_at: np.ndarray,
+    ends: np.ndarray,
+    unfreed: np.ndarray,
+) -> None:
     """Per (device, Addr), in row order: a free (bytes < 0) right after an allocation (bytes > 0)
     ends it (``freed_at`` of the allocation, ``ends`` of the free); an allocation that is the last
     event of its address is never freed (``unfreed``). An allocation followed by another at the same
@@ -132,10 +138,11 @@ def innermost_ops_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarr
     def thread_key(p, q):  # (pid, tid) as one int64: both are 32-bit ids
         return p.astype(np.int64) << 32 | (q.astype(np.int64) & 0xFFFFFFFF)
 
-    _, code = np.unique(np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(pid, tid)]),
-                        return_inverse=True)
+    _, code = np.unique(
+        np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(pid, tid)]), return_inverse=True
+    )
     code = code.reshape(-1)
-    op_code, q_code = code[: len(ops)], code[len(ops):]
+    op_code, q_code = code[: len(ops)], code[len(ops) :]
     op_start = ev.ts[ops]
     order = np.lexsort((np.arange(len(ops)), op_start, op_code))  # by thread, then start; nesting order kept
     ops, op_code, op_start = ops[order], op_code[order], op_start[order]
@@ -170,6 +177,7 @@ def memory_origin(trace: Trace) -> float:
 def device_rows(trace: Trace) -> list[tuple[str, int | None, np.ndarray]]:
     """``(label, GPU index or None, memory-event rows by time)`` of each memory device the tool can
     place, CPU first then by index (the order of :func:`curves`)."""
+
     def build():
         mem = trace.memory
         if len(mem) == 0:
@@ -208,23 +216,28 @@ def _curves(trace: Trace) -> list[dict]:
         reserved = mem.total_reserved[rows]
         ts = mem.ts[rows] - origin
         peak = int(np.argmax(allocated))
-        out.append({
-            "device": label,
-            "ts_us": ts,
-            "allocated_bytes": allocated,
-            "reserved_bytes": reserved if (reserved >= 0).any() else None,
-            "reconstructed": reconstructed,
-            "peak_allocated_bytes": int(allocated[peak]),
-            "peak_allocated_ts": float(ts[peak]),
-            "peak_reserved_bytes": int(reserved.max()) if (reserved >= 0).any() else None,
-        })
+        out.append(
+            {
+                "device": label,
+                "ts_us": ts,
+                "allocated_bytes": allocated,
+                "reserved_bytes": reserved if (reserved >= 0).any() else None,
+                "reconstructed": reconstructed,
+                "peak_allocated_bytes": int(allocated[peak]),
+                "peak_allocated_ts": float(ts[peak]),
+                "peak_reserved_bytes": int(reserved.max()) if (reserved >= 0).any() else None,
+            }
+        )
     return out
 
 
 def gpu_peaks(trace: Trace) -> dict[int, int]:
     """Peak allocated bytes per GPU index (CUDA and HIP devices), from :func:`curves`; never below 0."""
-    return {gpu: max(c["peak_allocated_bytes"], 0)
-            for (_, gpu, _), c in zip(device_rows(trace), curves(trace)) if gpu is not None}
+    return {
+        gpu: max(c["peak_allocated_bytes"], 0)
+        for (_, gpu, _), c in zip(device_rows(trace), curves(trace))
+        if gpu is not None
+    }
 
 
 def _device_order(label: str) -> tuple:
@@ -236,8 +249,11 @@ def allocation_pairs(trace: Trace) -> dict:
     mem = trace.memory
     data = memory_data(trace)
     if not data.has_addr:
-        return {"rows": [], "reason": "this trace's memory events have no 'Addr', so allocations cannot be "
-                                      "paired with their frees (the curve and the statistics still work)"}
+        return {
+            "rows": [],
+            "reason": "this trace's memory events have no 'Addr', so allocations cannot be "
+            "paired with their frees (the curve and the statistics still work)",
+        }
     # one output row per allocation, or per free that ends none (pairs: memory_data), in row order
     i = np.flatnonzero((mem.addr >= 0) & (mem.bytes != 0) & (data.device_code > 0))
     i = i[(mem.bytes[i] > 0) | (data.ends[i] < 0)]
@@ -249,8 +265,11 @@ def allocation_pairs(trace: Trace) -> dict:
     freed = alloc & (j >= 0)
     free_t = t_rel[np.where(freed, j, i)]
     op = data.op[i]
-    op_name = np.asarray(trace.strings, dtype=object)[trace.events.name[np.maximum(op, 0)]] if len(
-        trace.events) else np.full(len(i), None, dtype=object)
+    op_name = (
+        np.asarray(trace.strings, dtype=object)[trace.events.name[np.maximum(op, 0)]]
+        if len(trace.events)
+        else np.full(len(i), None, dtype=object)
+    )
     columns = {
         "device": np.asarray(data.labels, dtype=object)[data.device_code[i] - 1] if data.labels else [],
         "addr": mem.addr[i],
@@ -324,13 +343,19 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     for k in range(g):
         if cols[1][k] == 0 and cols[4][k] == 0 and cols[0][k] == 0 and cols[3][k] == 0:
             continue  # an operator that never touched this device's memory
-        out.append({
-            "name": trace.strings[keys[k]], "calls": int(calls[k]),
-            "self_size_increase_bytes": int(cols[0][k]), "self_allocation_bytes": int(cols[1][k]),
-            "self_allocations": int(cols[2][k]),
-            "size_increase_bytes": int(cols[3][k]), "allocation_bytes": int(cols[4][k]), "allocations": int(cols[5][k]),
-            "self_not_freed_bytes": int(cols[6][k]) if data.has_addr else None,
-        })
+        out.append(
+            {
+                "name": trace.strings[keys[k]],
+                "calls": int(calls[k]),
+                "self_size_increase_bytes": int(cols[0][k]),
+                "self_allocation_bytes": int(cols[1][k]),
+                "self_allocations": int(cols[2][k]),
+                "size_increase_bytes": int(cols[3][k]),
+                "allocation_bytes": int(cols[4][k]),
+                "allocations": int(cols[5][k]),
+                "self_not_freed_bytes": int(cols[6][k]) if data.has_addr else None,
+            }
+        )
     out.sort(key=lambda r: (-r["allocation_bytes"], r["name"]))
     return out
 
@@ -344,7 +369,7 @@ def downsample_curve(ts: np.ndarray, values: np.ndarray, start: float, end: floa
     out_t, out_v = reduce_points(ts, values, start, end, max(1, bins))
     if len(out_t) > max_points:
         peak = int(np.argmax(out_v))
-        keep = sorted(list(dict.fromkeys([peak, len(out_t) - 1, 0]))[:max(0, max_points)])
+        keep = sorted(list(dict.fromkeys([peak, len(out_t) - 1, 0]))[: max(0, max_points)])
         out_t, out_v = [out_t[k] for k in keep], [out_v[k] for k in keep]
     return {"ts_us": out_t, "bytes": out_v}
 
@@ -381,14 +406,21 @@ def memory_window(curve: dict, start: float, end: float, width_px: int) -> dict:
 
 def memory_summary(trace: Trace, top: int = 20) -> dict:
     """The headless report's ``memory``: per-device peaks and the top operators over all devices."""
-    devices = [{"device": c["device"], "peak_allocated_bytes": c["peak_allocated_bytes"],
-                "peak_allocated_ts": c["peak_allocated_ts"], "peak_reserved_bytes": c["peak_reserved_bytes"]}
-               for c in curves(trace)]
+    devices = [
+        {
+            "device": c["device"],
+            "peak_allocated_bytes": c["peak_allocated_bytes"],
+            "peak_allocated_ts": c["peak_allocated_ts"],
+            "peak_reserved_bytes": c["peak_reserved_bytes"],
+        }
+        for c in curves(trace)
+    ]
     merged: dict[str, dict] = {}
     for d in devices:
         for row in operator_stats(trace, d["device"]):
-            acc = merged.setdefault(row["name"], {"name": row["name"], "size_increase_bytes": 0,
-                                                  "allocation_bytes": 0, "allocations": 0})
+            acc = merged.setdefault(
+                row["name"], {"name": row["name"], "size_increase_bytes": 0, "allocation_bytes": 0, "allocations": 0}
+            )
             for key in ("size_increase_bytes", "allocation_bytes", "allocations"):
                 acc[key] += row[key]
     ranked = sorted(merged.values(), key=lambda r: (-r["allocation_bytes"], r["name"]))

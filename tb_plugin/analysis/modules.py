@@ -83,8 +83,13 @@ def _module_tree(trace: Trace) -> list[dict]:
     parent_call = call_above(py_parent[module_rows])
     names, name_of_call = np.unique(ev.name[module_rows], return_inverse=True)
     labels: dict[str, int] = {}
-    label_of_call = np.array([labels.setdefault(label(trace.strings[k]), len(labels)) for k in names.tolist()],
-                             dtype=np.int64)[name_of_call.reshape(-1)] if len(names) else np.zeros(0, dtype=np.int64)
+    label_of_call = (
+        np.array([labels.setdefault(label(trace.strings[k]), len(labels)) for k in names.tolist()], dtype=np.int64)[
+            name_of_call.reshape(-1)
+        ]
+        if len(names)
+        else np.zeros(0, dtype=np.int64)
+    )
     node, folded, node_parent, node_label = path_nodes(parent_call, label_of_call, MAX_DEPTH)
     # operators → innermost module, then the backward ops linked to them: one sum in this order
     op_rows = np.flatnonzero(times.is_op & ~is_module & (py_parent >= 0))
@@ -112,9 +117,14 @@ def _module_tree(trace: Trace) -> list[dict]:
     roots: list[dict] = []
     label_text = list(labels)
     for g in sorted(np.argsort(first_call, kind="stable").tolist(), key=lambda g: depth[g]):
-        made[g] = dict(_empty(label_text[node_label[g]]), occurrences=occurrences[g], operators=operators[g],
-                       host_total_us=host_total[g], device_self_us=device_self[g],
-                       graph_replay_self_us=replayed[g])
+        made[g] = dict(
+            _empty(label_text[node_label[g]]),
+            occurrences=occurrences[g],
+            operators=operators[g],
+            host_total_us=host_total[g],
+            device_self_us=device_self[g],
+            graph_replay_self_us=replayed[g],
+        )
         if folded_calls[g]:
             made[g]["folded_calls"] = folded_calls[g]
         (made[node_parent[g]]["children"] if node_parent[g] >= 0 else roots).append(made[g])
@@ -124,20 +134,29 @@ def _module_tree(trace: Trace) -> list[dict]:
 
 
 def _python_module_name(text: str) -> str:
-    return text[len(MODULE_PREFIX):]
+    return text[len(MODULE_PREFIX) :]
 
 
 def _lightning_module_name(text: str) -> str:
     """``[pl][module]torch.nn.modules.linear.Linear: layer.0`` → ``layer.0 (Linear)``."""
-    body = text[len(PL_MODULE_PREFIX):]
+    body = text[len(PL_MODULE_PREFIX) :]
     cls, _, name = body.partition(": ")
     short = cls.rsplit(".", 1)[-1]
     return f"{name} ({short})" if name else short
 
 
 def _empty(name: str) -> dict:
-    return {"name": name, "occurrences": 0, "operators": 0, "host_total_us": 0.0, "host_self_us": 0.0,
-            "device_total_us": 0.0, "device_self_us": 0.0, "graph_replay_self_us": 0.0, "children": []}
+    return {
+        "name": name,
+        "occurrences": 0,
+        "operators": 0,
+        "host_total_us": 0.0,
+        "host_self_us": 0.0,
+        "device_total_us": 0.0,
+        "device_self_us": 0.0,
+        "graph_replay_self_us": 0.0,
+        "children": [],
+    }
 
 
 def _roll_up(node: dict) -> None:
@@ -168,8 +187,8 @@ def _forward_backward_pairs(trace: Trace) -> np.ndarray:
     keys, inverse = np.unique(np.concatenate([op_key, flow_key]), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     last = np.full(len(keys), -1, dtype=np.int64)
-    np.maximum.at(last, inverse[:len(ops)], np.arange(len(ops)))
-    at = last[inverse[len(ops):]]
+    np.maximum.at(last, inverse[: len(ops)], np.arange(len(ops)))
+    at = last[inverse[len(ops) :]]
     row = np.where((at >= 0) & ~np.isnan(flows.ts), ops[np.maximum(at, 0)], -1)
     fids, fid = np.unique(flows.id, return_inverse=True)
     fid = fid.reshape(-1)

@@ -21,8 +21,13 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 
-_RANK = {int(Kind.PYTHON_FUNCTION): 0, int(Kind.USER_ANNOTATION): 1, int(Kind.CPU_OP): 2,
-         int(Kind.RUNTIME): 3, int(Kind.DRIVER): 3}
+_RANK = {
+    int(Kind.PYTHON_FUNCTION): 0,
+    int(Kind.USER_ANNOTATION): 1,
+    int(Kind.CPU_OP): 2,
+    int(Kind.RUNTIME): 3,
+    int(Kind.DRIVER): 3,
+}
 
 
 @dataclasses.dataclass
@@ -97,7 +102,7 @@ def path_nodes(parent: np.ndarray, label: np.ndarray, max_depth: int | None = No
     node_label: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
     made = 0
     for level in range(len(bounds) - 1):
-        at = by_depth[bounds[level]:bounds[level + 1]]
+        at = by_depth[bounds[level] : bounds[level + 1]]
         above = np.where(parent[at] >= 0, node[np.maximum(parent[at], 0)], -1)
         if max_depth is not None and level >= max_depth:
             node[at] = above

@@ -40,8 +40,13 @@ from .graph_capture import replay_source
 from .op_tree import op_tree, roll_up
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
-EXCLUDED_PREFIXES = (PROFILER_STEP_PREFIX, "DataParallel.forward", "DistributedDataParallel.forward", "Optimizer.",
-                     *DATALOADER_PREFIXES)
+EXCLUDED_PREFIXES = (
+    PROFILER_STEP_PREFIX,
+    "DataParallel.forward",
+    "DistributedDataParallel.forward",
+    "Optimizer.",
+    *DATALOADER_PREFIXES,
+)
 GROUPINGS = ("operator", "input_shape", "call_stack")
 
 
@@ -122,18 +127,18 @@ def _op_times(trace: Trace) -> OpTimes:
     kind = ev.kind[owned]
     tc = (kind == Kind.KERNEL) & trace.name_mask(uses_tensor_cores)[owned]
 
-    def accumulate(weights_mask):
+    def accumulate(pos: np.ndarray, rows: np.ndarray, weights_mask) -> np.ndarray:
         out = np.zeros(m)
         if weights_mask is None:
-            np.add.at(out, owner_pos, ev.dur[owned])
+            np.add.at(out, pos, ev.dur[rows])
         else:
-            np.add.at(out, owner_pos[weights_mask], ev.dur[owned[weights_mask]])
+            np.add.at(out, pos[weights_mask], ev.dur[rows[weights_mask]])
         return out
 
-    device_self = accumulate(None)
-    kernel_self = accumulate(kind == Kind.KERNEL)
-    tc_self = accumulate(tc)
-    replay_self = accumulate(source[owned] >= 0)
+    device_self = accumulate(owner_pos, owned, None)
+    kernel_self = accumulate(owner_pos, owned, kind == Kind.KERNEL)
+    tc_self = accumulate(owner_pos, owned, tc)
+    replay_self = accumulate(owner_pos, owned, source[owned] >= 0)
     del owner_pos, kind, tc, owned, source
     totals = [device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self.copy()]
     order = tree.order
@@ -142,14 +147,18 @@ def _op_times(trace: Trace) -> OpTimes:
     op_children = np.flatnonzero(parent_pos >= 0)  # positions of operators inside another operator
     n_children = np.bincount(parent_pos[op_children], minlength=m)
     names = ev.name[ops]
-    same = op_children[(n_children[parent_pos[op_children]] == 1) & (names[op_children] == names[parent_pos[op_children]])]
+    same = op_children[
+        (n_children[parent_pos[op_children]] == 1) & (names[op_children] == names[parent_pos[op_children]])
+    ]
     del op_children, n_children, names
     merged = np.zeros(n, dtype=bool)
     merged[ops[same]] = True
     table_self = [host_self.copy(), device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self]
     roll_up(table_self, same, parent_pos)  # deepest first, so chains of same-name ops fold all the way up
-    per = [PerOp(ops, v) for v in (table_self[0], table_self[1], totals[0], table_self[3], totals[2], table_self[2],
-                                   totals[1])]
+    per = [
+        PerOp(ops, v)
+        for v in (table_self[0], table_self[1], totals[0], table_self[3], totals[2], table_self[2], totals[1])
+    ]
     return OpTimes(is_op, *per, owner, merged, PerOp(ops, table_self[4]), PerOp(ops, totals[3]))
 
 
@@ -189,11 +198,20 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
         return np.bincount(inverse, weights=values[rows], minlength=size)
 
     calls = np.bincount(inverse, minlength=size)
-    sums = {k: total(v) for k, v in (("host_self_us", t.host_self), ("host_total_us", ev.dur),
-                                     ("device_self_us", t.device_self), ("device_total_us", t.device_total),
-                                     ("kernel_self", t.kernel_self), ("kernel_total", t.kernel_total),
-                                     ("tc_self", t.tc_self), ("tc_total", t.tc_total),
-                                     ("graph_replay_self_us", t.replay_self))}
+    sums = {
+        k: total(v)
+        for k, v in (
+            ("host_self_us", t.host_self),
+            ("host_total_us", ev.dur),
+            ("device_self_us", t.device_self),
+            ("device_total_us", t.device_total),
+            ("kernel_self", t.kernel_self),
+            ("kernel_total", t.kernel_total),
+            ("tc_self", t.tc_self),
+            ("tc_total", t.tc_total),
+            ("graph_replay_self_us", t.replay_self),
+        )
+    }
     flops_values = np.nan_to_num(ev.flops[rows], nan=0.0)
     has_flops = np.bincount(inverse, weights=(~np.isnan(ev.flops[rows])).astype(float), minlength=size) > 0
     flops = np.bincount(inverse, weights=flops_values, minlength=size)
@@ -203,24 +221,26 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
         name = trace.strings[key >> 32]
         sec = key & 0xFFFFFFFF
         dev_total = float(sums["device_total_us"][g])
-        out.append({
-            "key": str(g),
-            "name": name,
-            "input_shape": trace.strings[sec] if group_by == "input_shape" and sec else None,
-            "call_stack": trace.strings[sec] if group_by == "call_stack" and sec else None,
-            "calls": int(calls[g]),
-            "host_self_us": float(sums["host_self_us"][g]),
-            "host_total_us": float(sums["host_total_us"][g]),
-            "device_self_us": float(sums["device_self_us"][g]),
-            "device_total_us": dev_total,
-            "graph_replay_self_us": float(sums["graph_replay_self_us"][g]),
-            "tc_eligible": is_tensor_core_eligible_op(name),
-            "tc_self_pct": _pct(sums["tc_self"][g], sums["kernel_self"][g]),
-            "tc_total_pct": _pct(sums["tc_total"][g], sums["kernel_total"][g]),
-            "flops": float(flops[g]) if has_flops[g] else None,
-            "tflops_per_s": (float(flops[g]) / dev_total / 1e6) if has_flops[g] and dev_total > 0 else None,
-            "longest_row": int(longest[g]),
-        })
+        out.append(
+            {
+                "key": str(g),
+                "name": name,
+                "input_shape": trace.strings[sec] if group_by == "input_shape" and sec else None,
+                "call_stack": trace.strings[sec] if group_by == "call_stack" and sec else None,
+                "calls": int(calls[g]),
+                "host_self_us": float(sums["host_self_us"][g]),
+                "host_total_us": float(sums["host_total_us"][g]),
+                "device_self_us": float(sums["device_self_us"][g]),
+                "device_total_us": dev_total,
+                "graph_replay_self_us": float(sums["graph_replay_self_us"][g]),
+                "tc_eligible": is_tensor_core_eligible_op(name),
+                "tc_self_pct": _pct(sums["tc_self"][g], sums["kernel_self"][g]),
+                "tc_total_pct": _pct(sums["tc_total"][g], sums["kernel_total"][g]),
+                "flops": float(flops[g]) if has_flops[g] else None,
+                "tflops_per_s": (float(flops[g]) / dev_total / 1e6) if has_flops[g] and dev_total > 0 else None,
+                "longest_row": int(longest[g]),
+            }
+        )
     return out
 
 
@@ -248,12 +268,22 @@ def operator_stacks(trace: Trace, group_by: str, key: int) -> list[dict]:
     t = op_times(trace)
     stacks, which = np.unique(stack_ids(trace)[members], return_inverse=True)
     n = len(stacks)
-    sums = [np.bincount(which, weights=w[members], minlength=n)
-            for w in (t.host_self, trace.events.dur, t.device_self, t.device_total)]
+    sums = [
+        np.bincount(which, weights=w[members], minlength=n)
+        for w in (t.host_self, trace.events.dur, t.device_self, t.device_total)
+    ]
     calls = np.bincount(which, minlength=n)
-    out = [{"text": trace.strings[int(s)] if s else "", "calls": int(calls[i]),
-            "host_self_us": float(sums[0][i]), "host_total_us": float(sums[1][i]),
-            "device_self_us": float(sums[2][i]), "device_total_us": float(sums[3][i])} for i, s in enumerate(stacks)]
+    out = [
+        {
+            "text": trace.strings[int(s)] if s else "",
+            "calls": int(calls[i]),
+            "host_self_us": float(sums[0][i]),
+            "host_total_us": float(sums[1][i]),
+            "device_self_us": float(sums[2][i]),
+            "device_total_us": float(sums[3][i]),
+        }
+        for i, s in enumerate(stacks)
+    ]
     out.sort(key=lambda s: (-s["device_total_us"], -s["host_total_us"]))
     return out
 

@@ -16,16 +16,16 @@ import numpy as np
 from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX
 from ..trace.model import Trace
 from ..trace.platform import accelerator_name
+from . import advice
 from .breakdown import CATEGORIES, CATEGORY_LABELS, compute_breakdown
 from .compiled_regions import compiled_regions
+from .counters import counter_series
 from .gpu import INTERNAL_FIELDS, compute_gpu_summary
 from .graphs import graph_advice
+from .insights import insights
 from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
-from .counters import counter_series
 from .memory import gpu_peaks
-from . import advice
-from .insights import insights
 from .recommendations import STEP_RULES, ordered, recommend
 from .runtime_calls import runtime_calls
 from .series import reduce_to
@@ -46,26 +46,33 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
     origin = float(steps.start[0]) if len(steps) else 0.0
     step_rows = []
     for i, name in enumerate(steps.names):
-        row = {"step": name, "start_us": float(steps.start[i] - origin), "end_us": float(steps.end[i] - origin),
-               "total_us": float(steps.end[i] - steps.start[i])}
+        row = {
+            "step": name,
+            "start_us": float(steps.start[i] - origin),
+            "end_us": float(steps.end[i] - origin),
+            "total_us": float(steps.end[i] - steps.start[i]),
+        }
         row.update(breakdown.step(i))
         step_rows.append(row)
     average = {"total_us": float(np.mean([r["total_us"] for r in step_rows])) if step_rows else 0.0}
     average.update(breakdown.average())
 
     lo, hi = steps.window
-    recommendations, about = advise(trace, recommend(
-        average,
-        [r["total_us"] for r in step_rows],
-        steps.names,
-        gpus,
-        fp32_eligible_kernel_us,
-        gpu_peaks(trace),
-        first_step_prior_us=steps.first_step_prior_work_us,
-        step_breakdown=step_rows,
-        explained_us=advice.named_call_idle_us(trace) / len(steps) if len(steps) else 0.0,
-        window_us=hi - lo,
-    ))
+    recommendations, about = advise(
+        trace,
+        recommend(
+            average,
+            [r["total_us"] for r in step_rows],
+            steps.names,
+            gpus,
+            fp32_eligible_kernel_us,
+            gpu_peaks(trace),
+            first_step_prior_us=steps.first_step_prior_work_us,
+            step_breakdown=step_rows,
+            explained_us=advice.named_call_idle_us(trace) / len(steps) if len(steps) else 0.0,
+            window_us=hi - lo,
+        ),
+    )
     return {
         "configuration": {
             "workers_in_run": workers_in_run,
@@ -77,8 +84,14 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
             "has_step_markers": steps.has_markers,
             "dropped_tail_steps": steps.dropped_tail,
             # steps whose annotation outlived the profiler, cut at its end (µs from the first step's start)
-            "clipped_steps": [{"step": c["step"], "host_end_us": c["host_end_us"] - origin,
-                               "clipped_to_us": c["clipped_to_us"] - origin} for c in steps.clipped],
+            "clipped_steps": [
+                {
+                    "step": c["step"],
+                    "host_end_us": c["host_end_us"] - origin,
+                    "clipped_to_us": c["clipped_to_us"] - origin,
+                }
+                for c in steps.clipped
+            ],
             "distributed": _distributed(trace),
             "trace_format": trace.meta.get("trace_format"),
             "pytorch_version": trace.meta.get("pytorch_version"),
@@ -102,8 +115,13 @@ def advise(trace: Trace, overview_recs: list[dict]) -> tuple[list[dict], list[di
     (:mod:`.advice`) and the CUDA-graph and torch.compile rules (:mod:`.graphs`, :mod:`.compiled_regions`),
     most important first; none on step time when the trace captures CUDA graphs."""
     about = advice.about(trace)
-    recs = (overview_recs + advice.call_rules(trace) + advice.idle_rules(trace, insights(trace))
-            + graph_advice(trace) + ((compiled_regions(trace) or {}).get("advice") or []))
+    recs = (
+        overview_recs
+        + advice.call_rules(trace)
+        + advice.idle_rules(trace, insights(trace))
+        + graph_advice(trace)
+        + ((compiled_regions(trace) or {}).get("advice") or [])
+    )
     if any(a["kind"] == "graph_capture" for a in about):
         recs = [r for r in recs if r["rule"] not in STEP_RULES]
     return ordered(recs), about
@@ -115,16 +133,23 @@ def trainer_events(trace: Trace, steps) -> list[dict]:
     spans them all, ``event/epoch``, has a mean per step of at most the average step) and the mean
     per step."""
     ev = trace.events
-    rows = np.flatnonzero(trace.name_mask(lambda s: s.startswith(COMPOSER_EVENT_PREFIX) and s != COMPOSER_BATCH
-                                         and not s.startswith("event/dataloader")))
+    rows = np.flatnonzero(
+        trace.name_mask(
+            lambda s: (
+                s.startswith(COMPOSER_EVENT_PREFIX) and s != COMPOSER_BATCH and not s.startswith("event/dataloader")
+            )
+        )
+    )
     if len(rows) == 0 or len(steps) == 0:
         return []
     step_s, step_e = merge(np.asarray(steps.start, dtype=np.float64), np.asarray(steps.end, dtype=np.float64))
     clipped = covered_in_windows(step_s, step_e, ev.ts[rows], ev.ts[rows] + ev.dur[rows])
     names, inv = np.unique(ev.name[rows], return_inverse=True)
     totals = np.bincount(inv, weights=clipped, minlength=len(names))
-    out = [{"name": trace.strings[n], "total_us": float(t), "mean_per_step_us": float(t) / len(steps)}
-           for n, t in zip(names, totals)]
+    out = [
+        {"name": trace.strings[n], "total_us": float(t), "mean_per_step_us": float(t) / len(steps)}
+        for n, t in zip(names, totals)
+    ]
     return sorted(out, key=lambda r: -r["total_us"])
 
 
@@ -155,8 +180,10 @@ def gpu_summary(trace: Trace) -> list:
     """The Overview's GPU summary rows (:func:`~.gpu.compute_gpu_summary` over the steps' window, kernels
     launched inside operators marked), computed once per trace: the Overview and the per-rank devices
     both show them."""
-    return trace.memo("gpu_summary", lambda: compute_gpu_summary(
-        trace, compute_steps(trace), device_work_inside(trace, operator_mask(trace))))
+    return trace.memo(
+        "gpu_summary",
+        lambda: compute_gpu_summary(trace, compute_steps(trace), device_work_inside(trace, operator_mask(trace))),
+    )
 
 
 def _gpu_json(gpu) -> dict[str, Any]:

@@ -36,9 +36,17 @@ from ..trace.model import Trace
 from .intervals import covered_in_windows, merge
 
 FALLBACK_NAME = "default"
-_ROLES = (("FSDP shard", ("shard",)), ("FSDP replicate", ("replicate",)), ("FSDP", ("fsdp", "hsdp")),
-          ("TP", ("tp", "tensor")), ("PP", ("pp", "pipeline")), ("EP", ("ep", "expert", "moe")),
-          ("CP", ("cp", "context")), ("DDP", ("ddp", "dp", "data")), ("world", ("default", "world")))
+_ROLES = (
+    ("FSDP shard", ("shard",)),
+    ("FSDP replicate", ("replicate",)),
+    ("FSDP", ("fsdp", "hsdp")),
+    ("TP", ("tp", "tensor")),
+    ("PP", ("pp", "pipeline")),
+    ("EP", ("ep", "expert", "moe")),
+    ("CP", ("cp", "context")),
+    ("DDP", ("ddp", "dp", "data")),
+    ("world", ("default", "world")),
+)
 
 
 def group_role(description: str | None) -> str | None:
@@ -95,8 +103,9 @@ def unpack_ranks(runs: list[list[int]] | None) -> list[int] | None:
         return None
     out: list[int] = []
     for run in runs:
-        out.extend(run if len(run) == 1 else range(run[0], run[0] + run[1] * run[2], run[2]) if run[2] else
-                   [run[0]] * run[1])
+        out.extend(
+            run if len(run) == 1 else range(run[0], run[0] + run[1] * run[2], run[2]) if run[2] else [run[0]] * run[1]
+        )
     return out
 
 
@@ -110,8 +119,11 @@ def _pg_config(info: dict | None) -> tuple[dict[str, dict], dict[int, str]]:
             ranks = parse_ranks(pg.get("ranks"))
             size = pg.get("pg_size") if isinstance(pg.get("pg_size"), int) else None
             desc = pg.get("pg_desc") if isinstance(pg.get("pg_desc"), str) else None
-            out[str(pg["pg_name"])] = {"description": desc, "ranks": ranks,
-                                       "size": size or (len(ranks) if ranks else None)}
+            out[str(pg["pg_name"])] = {
+                "description": desc,
+                "ranks": ranks,
+                "size": size or (len(ranks) if ranks else None),
+            }
             if isinstance(pg.get("uid"), int):
                 by_uid[pg["uid"]] = str(pg["pg_name"])
     return out, by_uid
@@ -160,10 +172,19 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
         gs, ge = merge(start[mine], end[mine])
         union = float((ge - gs).sum())
         hidden = float(covered_in_windows(cs, ce, gs, ge).sum())
-        groups.append({"name": name or FALLBACK_NAME, "description": desc or None, "ranks": pack_ranks(ranks),
-                       "size": size, "calls": int(mine.sum()), "time_us": float(ev.dur[rows][mine].sum()),
-                       "bytes": int(nbytes[mine].sum()) if (nbytes[mine] > 0).any() else None,
-                       "exposed_us": union - hidden, "_first": first})
+        groups.append(
+            {
+                "name": name or FALLBACK_NAME,
+                "description": desc or None,
+                "ranks": pack_ranks(ranks),
+                "size": size,
+                "calls": int(mine.sum()),
+                "time_us": float(ev.dur[rows][mine].sum()),
+                "bytes": int(nbytes[mine].sum()) if (nbytes[mine] > 0).any() else None,
+                "exposed_us": union - hidden,
+                "_first": first,
+            }
+        )
     groups.sort(key=lambda g: g.pop("_first"))
     named = bool(config) or bool((name_id > 0).any()) or bool((pg_id >= 0).any())
     return {"named": named, "unnamed": int(((name_id <= 0) & (pg_id < 0)).sum()), "groups": groups}
@@ -181,8 +202,13 @@ def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dic
             key = (g["name"], tuple(map(tuple, g["ranks"])) if g["ranks"] else None)  # packed: one form per list
             row = merged.get(key)
             if row is None:  # unpacked once per group, not once per member rank
-                row = merged[key] = {"name": g["name"], "description": g["description"],
-                                     "ranks": unpack_ranks(g["ranks"]), "size": g["size"], "by_rank": []}
+                row = merged[key] = {
+                    "name": g["name"],
+                    "description": g["description"],
+                    "ranks": unpack_ranks(g["ranks"]),
+                    "size": g["size"],
+                    "by_rank": [],
+                }
             row["description"] = row["description"] or g["description"]
             row["size"] = row["size"] or g["size"]
             row["by_rank"].append({"rank": rank, **{k: g[k] for k in ("calls", "time_us", "bytes", "exposed_us")}})
@@ -198,20 +224,30 @@ def combine_groups(ranks: list[tuple[int, dict]], world_size: int | None) -> dic
         time_us = sum(p["time_us"] for p in per) / k
         sized = [p["bytes"] for p in per if p["bytes"] is not None]  # unknown bytes are None, never 0
         nbytes = sum(sized) / len(sized) if sized else None
-        out.append(row | {"role": group_role(row["description"]), "ranks_loaded": k,
-                          "calls": round(sum(p["calls"] for p in per) / k), "time_us": time_us,
-                          "bytes": round(nbytes) if nbytes is not None else None,
-                          "exposed_us": sum(p["exposed_us"] for p in per) / k,
-                          "bandwidth_gbps": nbytes / (time_us * 1e3) if time_us > 0 and nbytes is not None else None})
+        out.append(
+            row
+            | {
+                "role": group_role(row["description"]),
+                "ranks_loaded": k,
+                "calls": round(sum(p["calls"] for p in per) / k),
+                "time_us": time_us,
+                "bytes": round(nbytes) if nbytes is not None else None,
+                "exposed_us": sum(p["exposed_us"] for p in per) / k,
+                "bandwidth_gbps": nbytes / (time_us * 1e3) if time_us > 0 and nbytes is not None else None,
+            }
+        )
     if not named and out:
-        messages.append("the traces name no process group (no 'Process Group Name' args, no "
-                        "pg_config): all collectives are counted in one group over the world")
+        messages.append(
+            "the traces name no process group (no 'Process Group Name' args, no "
+            "pg_config): all collectives are counted in one group over the world"
+        )
     unnamed = {rank: rg.get("unnamed", 0) for rank, rg in ranks if named and rg.get("unnamed", 0)}
     if unnamed:
         items = sorted(unnamed.items())
         where = ", ".join(f"rank {r}: {n}" for r, n in items[:8])
         where += f", … ({len(items)} ranks)" if len(items) > 8 else ""
-        messages.append(f"some collective kernels name no process group ({where}): they are counted in "
-                        f"group {FALLBACK_NAME!r}")
+        messages.append(
+            f"some collective kernels name no process group ({where}): they are counted in group {FALLBACK_NAME!r}"
+        )
     out.sort(key=lambda g: (-g["time_us"], g["name"]))
     return {"groups": out, "messages": messages}

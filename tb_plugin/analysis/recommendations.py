@@ -34,9 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numfmt import duration, fixed
-
 from .breakdown import CATEGORY_LABELS, category_phrase
+from .numfmt import duration, fixed
 
 DATALOADER_PCT = 5.0
 COMMUNICATION_PCT = 10.0
@@ -46,18 +45,26 @@ UNBALANCED_RATIO = 1.5
 DEFAULT_PCT = 5.0
 #: Each time-based rule's threshold, % of its basis (docs/METRICS.md "Recommendations" has this table).
 THRESHOLDS = {
-    "dataloader": DATALOADER_PCT, "communication": COMMUNICATION_PCT, "low_utilization": DEFAULT_PCT,
-    "mixed_precision": DEFAULT_PCT, "unbalanced_steps": 100.0 * (UNBALANCED_RATIO - 1.0),  # % of the median step
-    "cuda_graphs": 10.0, "cpu_overhead": 10.0, "allocator": DEFAULT_PCT, "blocking_copy": DEFAULT_PCT,
+    "dataloader": DATALOADER_PCT,
+    "communication": COMMUNICATION_PCT,
+    "low_utilization": DEFAULT_PCT,
+    "mixed_precision": DEFAULT_PCT,
+    "unbalanced_steps": 100.0 * (UNBALANCED_RATIO - 1.0),  # % of the median step
+    "cuda_graphs": 10.0,
+    "cpu_overhead": 10.0,
+    "allocator": DEFAULT_PCT,
+    "blocking_copy": DEFAULT_PCT,
     "synchronize": DEFAULT_PCT,
     # CUDA graphs and torch.compile (analysis/graphs.py, analysis/compiled_regions.py)
     "graphs.capture_missing": 20.0,  # % of the trace's kernel time (basis "kernel_time")
-    "compile.graph_breaks": DEFAULT_PCT, "compile.cache_lookup": DEFAULT_PCT,
+    "compile.graph_breaks": DEFAULT_PCT,
+    "compile.cache_lookup": DEFAULT_PCT,
     "compile.recompilation": 10.0,  # % of the median step, per recompiling step
 }
 #: Rules about step time, left out of a trace whose steps are not training or inference steps.
-STEP_RULES = frozenset(("dataloader", "communication", "low_utilization", "unbalanced_steps", "cuda_graphs",
-                        "cpu_overhead"))
+STEP_RULES = frozenset(
+    ("dataloader", "communication", "low_utilization", "unbalanced_steps", "cuda_graphs", "cpu_overhead")
+)
 
 
 def threshold_us(rule: str, basis_us: float) -> float:
@@ -67,8 +74,14 @@ def threshold_us(rule: str, basis_us: float) -> float:
 
 def recommendation(rule: str, addressed_us: float, limit_us: float, basis: str, text: str, **values) -> dict:
     """One recommendation in the documented shape (module docstring)."""
-    return {"rule": rule, **values, "addressed_us": float(addressed_us), "threshold_us": float(limit_us),
-            "basis": basis, "text": text}
+    return {
+        "rule": rule,
+        **values,
+        "addressed_us": float(addressed_us),
+        "threshold_us": float(limit_us),
+        "basis": basis,
+        "text": text,
+    }
 
 
 def _basis_share(rec: dict) -> float:
@@ -82,22 +95,38 @@ def _basis_share(rec: dict) -> float:
 def ordered(recs: list[dict]) -> list[dict]:
     """Most important first: time-based advice by the share of its basis it addresses, then bytes."""
     return sorted(recs, key=lambda r: ("addressed_us" not in r, -_basis_share(r)))
+
+
 #: Rules on a category's share of the average step: (category, threshold %, sentence).
 _SHARE_RULES = (
-    ("dataloader", DATALOADER_PCT,
-     "DataLoader takes {pct}% of the average step. Load data in parallel: raise num_workers in "
-     "torch.utils.data.DataLoader, and set pin_memory=True and persistent_workers=True."),
-    ("communication", COMMUNICATION_PCT,
-     "Communication takes {pct}% of the average step without overlapping computation. Overlap it (DDP "
-     "bucket_cap_mb, gradient accumulation with no_sync) or send less (compress gradients, a larger batch "
-     "per rank)."),
+    (
+        "dataloader",
+        DATALOADER_PCT,
+        "DataLoader takes {pct}% of the average step. Load data in parallel: raise num_workers in "
+        "torch.utils.data.DataLoader, and set pin_memory=True and persistent_workers=True.",
+    ),
+    (
+        "communication",
+        COMMUNICATION_PCT,
+        "Communication takes {pct}% of the average step without overlapping computation. Overlap it (DDP "
+        "bucket_cap_mb, gradient accumulation with no_sync) or send less (compress gradients, a larger batch "
+        "per rank).",
+    ),
 )
 
 
-def recommend(average: dict[str, float], step_totals: list[float], step_names: list[str], gpus: list,
-              fp32_eligible_kernel_us: dict[int, float], peak_memory: dict[int, int],
-              first_step_prior_us: float = 0.0, step_breakdown: list[dict] | None = None,
-              explained_us: float = 0.0, window_us: float = 0.0) -> list[dict]:
+def recommend(
+    average: dict[str, float],
+    step_totals: list[float],
+    step_names: list[str],
+    gpus: list,
+    fp32_eligible_kernel_us: dict[int, float],
+    peak_memory: dict[int, int],
+    first_step_prior_us: float = 0.0,
+    step_breakdown: list[dict] | None = None,
+    explained_us: float = 0.0,
+    window_us: float = 0.0,
+) -> list[dict]:
     """The Overview's recommendations (module docstring). ``average`` holds the ``*_us`` keys;
     ``fp32_eligible_kernel_us`` maps a device to the kernel time of its FP32 tensor-core-eligible ops;
     ``peak_memory`` a GPU index to its peak allocated bytes (:func:`.memory.gpu_peaks`);
@@ -113,8 +142,16 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
         value_us, limit = average.get(f"{rule}_us", 0.0), threshold_us(rule, total)
         if value_us > 0 and value_us >= limit:
             value = pct[f"{rule}_us"]
-            out.append(recommendation(rule, value_us, limit, "average_step", sentence.format(pct=fixed(value, 1)),
-                                      **{f"{rule}_pct": value}))
+            out.append(
+                recommendation(
+                    rule,
+                    value_us,
+                    limit,
+                    "average_step",
+                    sentence.format(pct=fixed(value, 1)),
+                    **{f"{rule}_pct": value},
+                )
+            )
     own = {k: v for k, v in average.items() if k not in ("total_us", "kernel_us")}
     if "runtime_us" in own:  # Runtime time that another rule names (allocator, blocking calls) is not overhead
         own["runtime_us"] = max(own["runtime_us"] - explained_us, 0.0)
@@ -124,42 +161,71 @@ def recommend(average: dict[str, float], step_totals: list[float], step_names: l
         named = worst in ("dataloader_us", "communication_us") and any(r["rule"] == worst[:-3] for r in out)
         if gpu.utilization_pct < LOW_UTILIZATION_PCT and worst and own[worst] >= limit and not named:
             share = 100.0 * own[worst] / total
-            out.append(recommendation(
-                "low_utilization", own[worst], limit, "average_step",
-                f"GPU {gpu.id} is busy with kernels only {fixed(gpu.utilization_pct, 1)}% of the steps window. "
-                f"The largest non-kernel share of the step{' (without allocator, blocking-copy and synchronize calls)' if worst == 'runtime_us' and explained_us > 0 else ''} "
-                f"is {category_phrase(worst)} at {fixed(share, 1)}%: reduce it first.",
-                gpu=gpu.id, utilization_pct=gpu.utilization_pct, category=worst, category_pct=share))
+            out.append(
+                recommendation(
+                    "low_utilization",
+                    own[worst],
+                    limit,
+                    "average_step",
+                    f"GPU {gpu.id} is busy with kernels only {fixed(gpu.utilization_pct, 1)}% of the steps window. "
+                    f"The largest non-kernel share of the step{' (without allocator, blocking-copy and synchronize calls)' if worst == 'runtime_us' and explained_us > 0 else ''} "
+                    f"is {category_phrase(worst)} at {fixed(share, 1)}%: reduce it first.",
+                    gpu=gpu.id,
+                    utilization_pct=gpu.utilization_pct,
+                    category=worst,
+                    category_pct=share,
+                )
+            )
     for gpu in gpus:
         fp32_us = fp32_eligible_kernel_us.get(gpu.id, 0.0)
         limit = threshold_us("mixed_precision", window_us)
         if gpu.matrix_units and gpu.tensor_core_us == 0.0 and fp32_us > 0 and fp32_us >= limit:
             units = "matrix cores" if gpu.vendor == "AMD" else "tensor cores"
-            label = (f"architecture {gpu.architecture}" if gpu.architecture
-                     else f"compute capability {gpu.compute_capability}" if gpu.compute_capability else "")
-            out.append(recommendation(
-                "mixed_precision", fp32_us, limit, "steps_window",
-                f"GPU {gpu.id} has {units}{f' ({label})' if label else ''} but no kernel uses them, while "
-                f"matmul/convolution operators with FP32 inputs spend {duration(fp32_us)} in kernels. "
-                "Enable automatic mixed precision (torch.autocast with float16 or bfloat16).",
-                gpu=gpu.id, fp32_eligible_kernel_us=fp32_us))
+            label = (
+                f"architecture {gpu.architecture}"
+                if gpu.architecture
+                else f"compute capability {gpu.compute_capability}"
+                if gpu.compute_capability
+                else ""
+            )
+            out.append(
+                recommendation(
+                    "mixed_precision",
+                    fp32_us,
+                    limit,
+                    "steps_window",
+                    f"GPU {gpu.id} has {units}{f' ({label})' if label else ''} but no kernel uses them, while "
+                    f"matmul/convolution operators with FP32 inputs spend {duration(fp32_us)} in kernels. "
+                    "Enable automatic mixed precision (torch.autocast with float16 or bfloat16).",
+                    gpu=gpu.id,
+                    fp32_eligible_kernel_us=fp32_us,
+                )
+            )
     for gpu in gpus:
         peak = peak_memory.get(gpu.id)
         if peak and gpu.memory_bytes and peak > MEMORY_PEAK_FRACTION * gpu.memory_bytes:
-            out.append({"rule": "memory_peak", "gpu": gpu.id, "peak_allocated_bytes": peak,
-                        "memory_bytes": gpu.memory_bytes, "addressed_bytes": int(peak),
-                        "threshold_bytes": int(MEMORY_PEAK_FRACTION * gpu.memory_bytes), "text":
-                        f"GPU {gpu.id} peaks at {fixed(peak / 2**30, 1)} GiB allocated, over 90% of its "
-                        f"{fixed(gpu.memory_bytes / 2**30, 1)} GiB. Use activation checkpointing or mixed precision "
-                        "to leave headroom."})
+            out.append(
+                {
+                    "rule": "memory_peak",
+                    "gpu": gpu.id,
+                    "peak_allocated_bytes": peak,
+                    "memory_bytes": gpu.memory_bytes,
+                    "addressed_bytes": int(peak),
+                    "threshold_bytes": int(MEMORY_PEAK_FRACTION * gpu.memory_bytes),
+                    "text": f"GPU {gpu.id} peaks at {fixed(peak / 2**30, 1)} GiB allocated, over 90% of its "
+                    f"{fixed(gpu.memory_bytes / 2**30, 1)} GiB. Use activation checkpointing or mixed precision "
+                    "to leave headroom.",
+                }
+            )
     unbalanced = _unbalanced_step(step_totals, step_names, first_step_prior_us, step_breakdown)
     if unbalanced:
         out.append(unbalanced)
     return out
 
 
-def _unbalanced_step(step_totals: list[float], step_names: list[str], first_step_prior_us: float,
-                     step_breakdown: list[dict] | None) -> dict | None:
+def _unbalanced_step(
+    step_totals: list[float], step_names: list[str], first_step_prior_us: float, step_breakdown: list[dict] | None
+) -> dict | None:
     """The unbalanced-steps advice (module docstring), or None."""
     if len(step_totals) < 3:
         return None
@@ -170,10 +236,18 @@ def _unbalanced_step(step_totals: list[float], step_names: list[str], first_step
     worst = int(np.argmax(footing))
     if not (median > 0 and footing[worst] > UNBALANCED_RATIO * median and footing[worst] > 1.1 * footing.mean()):
         return None
-    doc = recommendation("unbalanced_steps", float(footing[worst]) - median, threshold_us("unbalanced_steps", median),
-                         "median_step", "", step=step_names[worst], step_us=float(footing[worst]),
-                         prior_us=float(prior) if worst == 0 else 0.0, median_step_us=median,
-                         ratio=float(footing[worst]) / median)
+    doc = recommendation(
+        "unbalanced_steps",
+        float(footing[worst]) - median,
+        threshold_us("unbalanced_steps", median),
+        "median_step",
+        "",
+        step=step_names[worst],
+        step_us=float(footing[worst]),
+        prior_us=float(prior) if worst == 0 else 0.0,
+        median_step_us=median,
+        ratio=float(footing[worst]) / median,
+    )
     took = f"Step {doc['step']} takes {duration(doc['step_us'])}"
     if worst == 0 and prior > 0:
         took += f" without the {duration(prior)} of GPU work launched before it"
@@ -184,6 +258,8 @@ def _unbalanced_step(step_totals: list[float], step_names: list[str], first_step
         top = max(excess, key=lambda k: excess[k]) if excess else None
         if top is not None and excess[top] > 0:
             doc.update(category=top, category_excess_us=excess[top])
-            text += f" Most of the extra time is {category_phrase(top)} (+{duration(excess[top])} over the median step)."
+            text += (
+                f" Most of the extra time is {category_phrase(top)} (+{duration(excess[top])} over the median step)."
+            )
     doc["text"] = text + " Look for what is special about it (warm-up, checkpointing, evaluation, a data stall)."
     return doc

@@ -54,7 +54,7 @@ class FailOn:
     @property
     def kernel(self) -> str | None:
         """The kernel name (substring) of a ``kernel:NAME`` rule, else None."""
-        return self.metric[len(KERNEL_PREFIX):] if self.metric.startswith(KERNEL_PREFIX) else None
+        return self.metric[len(KERNEL_PREFIX) :] if self.metric.startswith(KERNEL_PREFIX) else None
 
     def label(self) -> str:
         return f"{self.metric}=+{self.value:g}{'%' if self.unit == '%' else 'us'}"
@@ -71,8 +71,10 @@ def parse_fail_on(text: str) -> FailOn:
         raise ValueError(f"--fail-on {text!r}: unknown metric {metric!r}; valid: {STEP_TIME}, {KERNEL_PREFIX}NAME")
     m = _THRESHOLD.match(threshold.strip())
     if m is None:
-        raise ValueError(f"--fail-on {text!r}: the threshold {threshold!r} must be a non-negative "
-                         f"percentage or duration, e.g. +5% or +300us")
+        raise ValueError(
+            f"--fail-on {text!r}: the threshold {threshold!r} must be a non-negative "
+            f"percentage or duration, e.g. +5% or +300us"
+        )
     value = float(m.group(1))
     if not math.isfinite(value) or value > MAX_THRESHOLD:  # 400 digits read as +inf: a gate that passes anything
         raise ValueError(f"--fail-on {text!r}: the threshold must be a finite number up to {MAX_THRESHOLD:g}")
@@ -89,12 +91,15 @@ def sample_problem(values: np.ndarray, positive: bool = False) -> str | None:
     if not bad.any():
         return None
     first = float(values[np.argmax(bad)])
-    return (f"{int(bad.sum())} of {len(values)} step durations are not finite, {'not positive' if positive else 'negative'}"
-            f" or above {MAX_STEP_US:g} us (the first: {first!r}): a corrupt profile, not compared")
+    return (
+        f"{int(bad.sum())} of {len(values)} step durations are not finite, {'not positive' if positive else 'negative'}"
+        f" or above {MAX_STEP_US:g} us (the first: {first!r}): a corrupt profile, not compared"
+    )
 
 
-def bootstrap_delta_interval(base: np.ndarray, exp: np.ndarray, resamples: int = RESAMPLES,
-                             confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float]:
+def bootstrap_delta_interval(
+    base: np.ndarray, exp: np.ndarray, resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED
+) -> tuple[float, float]:
     """The percentile-bootstrap interval (µs) of ``median(exp) − median(base)`` (module docstring)."""
     rng = np.random.default_rng(seed)
     b = np.asarray(base, dtype=np.float64)
@@ -120,10 +125,21 @@ def compare(rule: FailOn, base: np.ndarray, exp: np.ndarray) -> dict:
     the threshold and the status (module docstring)."""
     base = np.asarray(base, dtype=np.float64)
     exp = np.asarray(exp, dtype=np.float64)
-    doc = {"metric": rule.metric, "rule": rule.label(), "threshold": rule.value,
-           "threshold_unit": rule.unit, "baseline_steps": int(len(base)), "experiment_steps": int(len(exp)),
-           "baseline_median_us": None, "experiment_median_us": None, "delta_us": None, "delta_pct": None,
-           "interval_us": None, "interval_pct": None, "status": "too_few_steps"}
+    doc = {
+        "metric": rule.metric,
+        "rule": rule.label(),
+        "threshold": rule.value,
+        "threshold_unit": rule.unit,
+        "baseline_steps": int(len(base)),
+        "experiment_steps": int(len(exp)),
+        "baseline_median_us": None,
+        "experiment_median_us": None,
+        "delta_us": None,
+        "delta_pct": None,
+        "interval_us": None,
+        "interval_pct": None,
+        "status": "too_few_steps",
+    }
     if len(base) == 0 or len(exp) == 0:
         return doc
     b_med, e_med = float(np.median(base)), float(np.median(exp))
@@ -157,7 +173,12 @@ def verdict(checks: list[dict]) -> str:
 
 def method() -> dict:
     """The test, for the JSON document (the numbers are this module's constants)."""
-    return {"statistic": "difference of medians of the per-step values (µs)",
-            "interval": "percentile bootstrap", "resamples": RESAMPLES, "confidence": CONFIDENCE,
-            "seed": SEED, "min_steps": MIN_STEPS,
-            "rule": "a regression when the delta exceeds the threshold and the whole interval lies above 0"}
+    return {
+        "statistic": "difference of medians of the per-step values (µs)",
+        "interval": "percentile bootstrap",
+        "resamples": RESAMPLES,
+        "confidence": CONFIDENCE,
+        "seed": SEED,
+        "min_steps": MIN_STEPS,
+        "rule": "a regression when the delta exceeds the threshold and the whole interval lies above 0",
+    }

@@ -56,7 +56,6 @@ def issuing_operator(trace: Trace, rows: np.ndarray) -> np.ndarray:
 def issuing_frame(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """Per row, the innermost enclosing Python frame that is not a ``<built-in …>`` one (the innermost
     built-in when all are), or -1."""
-    ev = trace.events
     py_parent = op_tree(trace).py_parent
     builtin = trace.name_mask(lambda s: s.startswith("<built-in"))
     cur = py_parent[rows].copy()
@@ -82,8 +81,13 @@ def _top(trace: Trace, group: np.ndarray, label: np.ndarray, dur: np.ndarray, gr
     for k in np.lexsort((-calls, -total)).tolist():
         g, name = int(pairs[k] >> 32), int(pairs[k] & 0xFFFFFFFF) - 1
         if len(out[g]) < TOP_ISSUERS:
-            out[g].append({"name": trace.strings[name] if name >= 0 else "(no operator)",
-                           "calls": int(calls[k]), "total_us": float(total[k])})
+            out[g].append(
+                {
+                    "name": trace.strings[name] if name >= 0 else "(no operator)",
+                    "calls": int(calls[k]),
+                    "total_us": float(total[k]),
+                }
+            )
     return out
 
 
@@ -125,19 +129,28 @@ def _runtime_calls(trace: Trace) -> dict:
     frames = _top(trace, group[py >= 0], ev.name[py[py >= 0]].astype(np.int64), dur[py >= 0], len(names))
     out = []
     for g in order.tolist():
-        out.append({"api": trace.strings[int(names[g])], "calls": int(calls[g]), "total_us": float(total[g]),
-                    "window_us": float(in_window[g]),
-                    "window_pct": 100.0 * float(in_window[g]) / span if span > 0 else None,
-                    "blocks": bool(b_calls[g] > 0), "blocking_calls": int(b_calls[g]),
-                    "blocking_us": float(b_us[g]),
-                    "blocking_kind": BLOCKING_KINDS[int(np.argmax(kinds[g]))] if b_calls[g] else None,
-                    "operators": ops[g], "frames": frames[g]})
+        out.append(
+            {
+                "api": trace.strings[int(names[g])],
+                "calls": int(calls[g]),
+                "total_us": float(total[g]),
+                "window_us": float(in_window[g]),
+                "window_pct": 100.0 * float(in_window[g]) / span if span > 0 else None,
+                "blocks": bool(b_calls[g] > 0),
+                "blocking_calls": int(b_calls[g]),
+                "blocking_us": float(b_us[g]),
+                "blocking_kind": BLOCKING_KINDS[int(np.argmax(kinds[g]))] if b_calls[g] else None,
+                "operators": ops[g],
+                "frames": frames[g],
+            }
+        )
     return {"window_us": span, "apis": int(len(names)), "rows": out}
 
 
 def outside_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(rows, call_us, busy_us)`` of the blocking calls outside the trace (module docstring): their
     length inside the steps window and the waited-on device's busy time within it."""
+
     def build():
         ev = trace.events
         lo, hi = window(trace)
@@ -179,5 +192,10 @@ def outside_trace(trace: Trace) -> dict:
     names, counts = np.unique(ev.name[rows], return_counts=True)
     per = np.bincount(np.searchsorted(names, ev.name[rows]), weights=length, minlength=len(names))
     apis = {trace.strings[int(names[k])]: int(counts[k]) for k in np.argsort(-per, kind="stable").tolist()}
-    return {"calls": int(len(rows)), "call_us": float(length.sum()), "device_busy_us": float(busy.sum()),
-            "unexplained_us": float((length - busy).sum()), "apis": apis}
+    return {
+        "calls": int(len(rows)),
+        "call_us": float(length.sum()),
+        "device_busy_us": float(busy.sum()),
+        "unexplained_us": float((length - busy).sum()),
+        "apis": apis,
+    }

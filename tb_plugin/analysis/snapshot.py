@@ -128,8 +128,9 @@ def segment_blocks_before_history(snapshot: Snapshot, device: int) -> list[dict]
             i = np.searchsorted(live, b["address"])
             if i < len(live) and live[i] == b["address"]:
                 continue
-            out.append({"address": b["address"], "bytes": int(b.get("requested_size") or b["size"]),
-                        "stack": b["stack"]})
+            out.append(
+                {"address": b["address"], "bytes": int(b.get("requested_size") or b["size"]), "stack": b["stack"]}
+            )
     return out
 
 
@@ -145,15 +146,18 @@ def _active_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
     early_free = is_free & (match < 0)
     freed = np.where(match >= 0, trace.size[np.maximum(match, 0)], trace.size)
     delta = np.where(trace.action == _ALLOC, trace.size, 0) - np.where(is_free, freed, 0)
-    initial = int(trace.size[early_free].sum()) + sum(b["bytes"] for b in segment_blocks_before_history(snapshot, device))
+    initial = int(trace.size[early_free].sum()) + sum(
+        b["bytes"] for b in segment_blocks_before_history(snapshot, device)
+    )
     return initial + np.cumsum(delta)
 
 
 def reserved_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
     """Reserved bytes after each entry of ``device``'s history, segments from before it included."""
     trace = snapshot.devices[device]
-    delta = (np.where(np.isin(trace.action, _SEG_UP), trace.size, 0)
-             - np.where(np.isin(trace.action, _SEG_DOWN), trace.size, 0))
+    delta = np.where(np.isin(trace.action, _SEG_UP), trace.size, 0) - np.where(
+        np.isin(trace.action, _SEG_DOWN), trace.size, 0
+    )
     replay = np.cumsum(delta)
     at_dump = sum(int(seg["total_size"]) for seg in snapshot.segments if seg["device"] == device)
     if at_dump == 0 and not delta.any():
@@ -180,8 +184,15 @@ def _lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
 
 # Frames of the stack capture and of the caching allocator itself: never the "top frame" of an allocation
 # (and ATen's tensor-allocation helpers, ``at::detail::empty_cuda``…, which only pass the request on)
-_INTERNAL_FRAME = ("torch::unwind", "torch::CapturedTraceback", "c10::cuda::CUDACachingAllocator",
-                   "c10::CachingDeviceAllocator", "gather_with_cpp", "at::detail::", "at::TensorBase at::detail::")
+_INTERNAL_FRAME = (
+    "torch::unwind",
+    "torch::CapturedTraceback",
+    "c10::cuda::CUDACachingAllocator",
+    "c10::CachingDeviceAllocator",
+    "gather_with_cpp",
+    "at::detail::",
+    "at::TensorBase at::detail::",
+)
 _LIBRARY_DIRS = ("/site-packages/", "/dist-packages/", "/lib/python")
 
 
@@ -229,11 +240,13 @@ def alive_at_peak(snapshot: Snapshot, device: int) -> dict:
     peak = int(np.argmax(active)) if len(active) else -1
     allocs, frees = lifetimes(trace)
     match = free_matches(trace)
-    return {"peak": peak, "peak_bytes": int(active[peak]) if len(active) else 0,
-            "allocs": allocs[(allocs <= peak) & (frees > peak)],
-            "early": np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0)
-                                    & (np.arange(len(match)) > peak)),
-            "blocks": segment_blocks_before_history(snapshot, device)}
+    return {
+        "peak": peak,
+        "peak_bytes": int(active[peak]) if len(active) else 0,
+        "allocs": allocs[(allocs <= peak) & (frees > peak)],
+        "early": np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0) & (np.arange(len(match)) > peak)),
+        "blocks": segment_blocks_before_history(snapshot, device),
+    }
 
 
 def device_summary(snapshot: Snapshot, device: int, top: int = 10) -> dict:
@@ -243,13 +256,36 @@ def device_summary(snapshot: Snapshot, device: int, top: int = 10) -> dict:
     t = time_axis(trace)
     alive = alive_at_peak(snapshot, device)
     peak = alive["peak"]
-    rows = [{"bytes": int(trace.size[i]), "frame": frame_summary(snapshot, int(trace.stack[i])),
-             "stack": int(trace.stack[i]), "time": float(t[i]), "before_history": False}
-            for i in alive["allocs"].tolist()]
-    rows += [{"bytes": int(trace.size[i]), "frame": frame_summary(snapshot, int(trace.stack[i])),
-              "stack": int(trace.stack[i]), "time": None, "before_history": True} for i in alive["early"].tolist()]
-    rows += [{"bytes": b["bytes"], "frame": frame_summary(snapshot, b["stack"]), "stack": b["stack"], "time": None,
-              "before_history": True} for b in alive["blocks"]]
+    rows = [
+        {
+            "bytes": int(trace.size[i]),
+            "frame": frame_summary(snapshot, int(trace.stack[i])),
+            "stack": int(trace.stack[i]),
+            "time": float(t[i]),
+            "before_history": False,
+        }
+        for i in alive["allocs"].tolist()
+    ]
+    rows += [
+        {
+            "bytes": int(trace.size[i]),
+            "frame": frame_summary(snapshot, int(trace.stack[i])),
+            "stack": int(trace.stack[i]),
+            "time": None,
+            "before_history": True,
+        }
+        for i in alive["early"].tolist()
+    ]
+    rows += [
+        {
+            "bytes": b["bytes"],
+            "frame": frame_summary(snapshot, b["stack"]),
+            "stack": b["stack"],
+            "time": None,
+            "before_history": True,
+        }
+        for b in alive["blocks"]
+    ]
     rows.sort(key=lambda r: -r["bytes"])
     return {
         "device": f"GPU{device}",
@@ -263,8 +299,13 @@ def device_summary(snapshot: Snapshot, device: int, top: int = 10) -> dict:
 def allocated_at_dump(snapshot: Snapshot, device: int) -> int:
     """Σ ``size`` of the device's ``active_allocated`` blocks in the dump: block bytes, which is
     ``torch.cuda.memory_allocated()`` at the dump exactly (the H200 sample: 388,331,520 B both)."""
-    return sum(int(b["size"]) for s in snapshot.segments if s["device"] == device
-               for b in s["blocks"] if b["state"] == "active_allocated")
+    return sum(
+        int(b["size"])
+        for s in snapshot.segments
+        if s["device"] == device
+        for b in s["blocks"]
+        if b["state"] == "active_allocated"
+    )
 
 
 def segments_state(snapshot: Snapshot, device: int) -> list[dict]:
@@ -280,8 +321,10 @@ def markers(snapshot: Snapshot, device: int) -> list[dict]:
         return []
     t = time_axis(trace)
     rows = np.flatnonzero(np.isin(trace.action, (_A["oom"], _A["snapshot"])))
-    return [{"action": ACTIONS[int(trace.action[i])], "time": float(t[i]), "bytes": int(trace.size[i])}
-            for i in rows.tolist()]
+    return [
+        {"action": ACTIONS[int(trace.action[i])], "time": float(t[i]), "bytes": int(trace.size[i])}
+        for i in rows.tolist()
+    ]
 
 
 def top_allocations(snapshot: Snapshot, device: int, limit: int = 100) -> list[dict]:
@@ -291,14 +334,27 @@ def top_allocations(snapshot: Snapshot, device: int, limit: int = 100) -> list[d
     order = allocs[np.argsort(-trace.size[allocs], kind="stable")][:limit]
     free_of = dict(zip(allocs.tolist(), frees.tolist()))
     n = len(trace.action)
-    return [{"bytes": int(trace.size[i]), "alloc_time": float(t[i]),
-             "free_time": float(t[free_of[i]]) if free_of[i] < n else None,
-             "frame": frame_summary(snapshot, int(trace.stack[i])), "stack": int(trace.stack[i])}
-            for i in order.tolist()]
+    return [
+        {
+            "bytes": int(trace.size[i]),
+            "alloc_time": float(t[i]),
+            "free_time": float(t[free_of[i]]) if free_of[i] < n else None,
+            "frame": frame_summary(snapshot, int(trace.stack[i])),
+            "stack": int(trace.stack[i]),
+        }
+        for i in order.tolist()
+    ]
 
 
-def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | None, width_px: int,
-             bands: int = 200, cache: dict | None = None) -> dict:
+def timeline(
+    snapshot: Snapshot,
+    device: int,
+    start: float | None,
+    end: float | None,
+    width_px: int,
+    bands: int = 200,
+    cache: dict | None = None,
+) -> dict:
     """Active/reserved curves downsampled to ``width_px`` bins (per bin its held maximum), and the
     ``bands`` largest allocations alive in the window, stacked by allocation order, below them the
     blocks live before the history (:func:`before_history_bands`). ``bands_alive``: the history's
@@ -308,8 +364,12 @@ def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | 
     trace = snapshot.devices[device]
     cache = {} if cache is None else cache
     if "t" not in cache:
-        cache.update(t=time_axis(trace), active=active_bytes(snapshot, device),
-                     reserved=reserved_bytes(snapshot, device), lifetimes=lifetimes(trace))
+        cache.update(
+            t=time_axis(trace),
+            active=active_bytes(snapshot, device),
+            reserved=reserved_bytes(snapshot, device),
+            lifetimes=lifetimes(trace),
+        )
     t, active, reserved = cache["t"], cache["active"], cache["reserved"]
     lo = float(t[0]) if start is None else start
     hi = float(t[-1]) if end is None else end
@@ -333,15 +393,27 @@ def timeline(snapshot: Snapshot, device: int, start: float | None, end: float | 
     chosen, chosen_free = chosen[pick], chosen_free[pick]
     order = np.argsort(chosen, kind="stable")
     chosen, chosen_free = chosen[order], chosen_free[order]
-    drawn = [{"alloc_time": float(t[i]), "free_time": None if np.isinf(f) else float(f),
-              "bytes": int(trace.size[i]), "stack": int(trace.stack[i]),
-              "frame": frame_summary(snapshot, int(trace.stack[i])), "before_history": False, "blocks": 1}
-             for i, f in zip(chosen.tolist(), chosen_free.tolist())]
+    drawn = [
+        {
+            "alloc_time": float(t[i]),
+            "free_time": None if np.isinf(f) else float(f),
+            "bytes": int(trace.size[i]),
+            "stack": int(trace.stack[i]),
+            "frame": frame_summary(snapshot, int(trace.stack[i])),
+            "before_history": False,
+            "blocks": 1,
+        }
+        for i, f in zip(chosen.tolist(), chosen_free.tolist())
+    ]
     return {
-        "start": lo, "end": hi, "time_unit": "us" if snapshot.has_time else "entry",
-        "active_bytes": per_bin(active), "reserved_bytes": per_bin(reserved),
+        "start": lo,
+        "end": hi,
+        "time_unit": "us" if snapshot.has_time else "entry",
+        "active_bytes": per_bin(active),
+        "reserved_bytes": per_bin(reserved),
         "bands": before_history_bands(snapshot, device, lo) + drawn,
-        "bands_alive": int(inside.sum()), "bands_left_out": len(left_out),
+        "bands_alive": int(inside.sum()),
+        "bands_left_out": len(left_out),
         "left_out_max_bytes": int(trace.size[left_out].max()) if len(left_out) else None,
         "markers": [m for m in markers(snapshot, device) if lo <= m["time"] <= hi],
     }
@@ -361,9 +433,27 @@ def before_history_bands(snapshot: Snapshot, device: int, lo: float) -> list[dic
     kept = segment_blocks_before_history(snapshot, device)
     out = []
     if kept:
-        out.append({"alloc_time": start, "free_time": None, "bytes": sum(b["bytes"] for b in kept), "stack": -1,
-                    "frame": None, "before_history": True, "blocks": len(kept)})
-    out += [{"alloc_time": start, "free_time": float(t[i]), "bytes": int(trace.size[i]), "stack": int(trace.stack[i]),
-             "frame": frame_summary(snapshot, int(trace.stack[i])), "before_history": True, "blocks": 1}
-            for i in early[np.argsort(-t[early], kind="stable")].tolist()]  # freed last: lowest
+        out.append(
+            {
+                "alloc_time": start,
+                "free_time": None,
+                "bytes": sum(b["bytes"] for b in kept),
+                "stack": -1,
+                "frame": None,
+                "before_history": True,
+                "blocks": len(kept),
+            }
+        )
+    out += [
+        {
+            "alloc_time": start,
+            "free_time": float(t[i]),
+            "bytes": int(trace.size[i]),
+            "stack": int(trace.stack[i]),
+            "frame": frame_summary(snapshot, int(trace.stack[i])),
+            "before_history": True,
+            "blocks": 1,
+        }
+        for i in early[np.argsort(-t[early], kind="stable")].tolist()
+    ]  # freed last: lowest
     return out

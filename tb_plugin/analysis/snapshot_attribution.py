@@ -48,8 +48,14 @@ from .series import held_max
 from .snapshot import active_bytes, alive_at_peak, frame_summary, time_axis
 from .steps import host_steps
 
-BEFORE, OUTSIDE, NO_OP, NO_STEP, NO_MODULE, NO_FRAMES = ("(before history)", "(outside the trace)", "(no operator)",
-                                                        "(no step)", "(no module)", "(no frames)")
+BEFORE, OUTSIDE, NO_OP, NO_STEP, NO_MODULE, NO_FRAMES = (
+    "(before history)",
+    "(outside the trace)",
+    "(no operator)",
+    "(no step)",
+    "(no module)",
+    "(no frames)",
+)
 
 
 def trace_wall_span(trace: Trace) -> tuple[float, float] | None:
@@ -65,10 +71,15 @@ def match_facts(trace: Trace) -> dict:
     """What matching needs of a trace (small, kept by the registry per file): ``span`` (wall-clock µs,
     :func:`trace_wall_span`), ``rank`` (``distributedInfo.rank`` or None), ``ran`` (GPUs its kernels,
     copies and sets ran on) and ``listed`` (``deviceProperties`` ids)."""
+
     def build():
         rank = (trace.distributed or {}).get("rank")
-        return {"span": trace_wall_span(trace), "rank": rank if isinstance(rank, int) and not isinstance(rank, bool)
-                else None, "ran": gpu_devices(trace), "listed": [d.id for d in trace.devices]}
+        return {
+            "span": trace_wall_span(trace),
+            "rank": rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+            "ran": gpu_devices(trace),
+            "listed": [d.id for d in trace.devices],
+        }
 
     return trace.memo("snapshot_match_facts", build)
 
@@ -110,8 +121,15 @@ def _group(names: np.ndarray, nbytes: np.ndarray, stacks: np.ndarray) -> list[di
     count = np.bincount(inv, minlength=len(uniq))
     order = np.lexsort((-nbytes, inv))  # per group, its largest member first
     first = order[np.r_[True, inv[order][1:] != inv[order][:-1]]]
-    rows = [{"name": str(uniq[g]), "bytes": int(round(total[g])), "allocations": int(count[g]),
-             "stack": int(stacks[first[k]])} for k, g in enumerate(inv[first].tolist())]
+    rows = [
+        {
+            "name": str(uniq[g]),
+            "bytes": int(round(total[g])),
+            "allocations": int(count[g]),
+            "stack": int(stacks[first[k]]),
+        }
+        for k, g in enumerate(inv[first].tolist())
+    ]
     rows.sort(key=lambda r: (-r["bytes"], r["name"]))
     return rows
 
@@ -131,8 +149,9 @@ def by_frame(snapshot: Snapshot, stacks: np.ndarray, nbytes: np.ndarray, before:
     """Alive bytes grouped by :func:`.snapshot.frame_summary` (one summary per distinct stack); an item
     without frames is ``(before history)`` when it predates the history, else ``(no frames)``."""
     uniq, inv = np.unique(stacks, return_inverse=True)
-    labels = np.array([frame_summary(snapshot, int(s)) or NO_FRAMES for s in uniq.tolist()] or [NO_FRAMES],
-                      dtype=object)
+    labels = np.array(
+        [frame_summary(snapshot, int(s)) or NO_FRAMES for s in uniq.tolist()] or [NO_FRAMES], dtype=object
+    )
     names = labels[inv.reshape(-1)] if len(stacks) else labels[:0]
     names = np.where(before & (names == NO_FRAMES), BEFORE, names)
     return _group(names, nbytes, stacks)
@@ -188,7 +207,7 @@ def _names(trace: Trace, rows: np.ndarray, none: str, strip: tuple[str, ...] = (
         if i >= 0 and blank and text.startswith(blank):
             text = none
         for prefix in strip:
-            text = text[len(prefix):] if text.startswith(prefix) else text
+            text = text[len(prefix) :] if text.startswith(prefix) else text
         labels.append(text)
     return np.array(labels or [none], dtype=object)[inv.reshape(-1)] if len(rows) else np.zeros(0, dtype=object)
 
@@ -197,9 +216,16 @@ def attribute(snapshot: Snapshot, device: int, trace: Trace | None) -> dict:
     """Bytes alive at ``device``'s peak by frame and, with ``trace`` (a match: :func:`match_overlap`),
     by operator, step and module. ``alive_bytes`` = Σ of every table = ``peak_active_bytes``."""
     alive, nbytes, stacks, wall = _alive(snapshot, device)
-    out = {"device": f"GPU{device}", "peak_active_bytes": alive["peak_bytes"], "alive_bytes": int(nbytes.sum()),
-           "allocations": int(len(nbytes)), "by_frame": by_frame(snapshot, stacks, nbytes, np.isnan(wall)),
-           "by_operator": None, "by_step": None, "by_module": None}
+    out = {
+        "device": f"GPU{device}",
+        "peak_active_bytes": alive["peak_bytes"],
+        "alive_bytes": int(nbytes.sum()),
+        "allocations": int(len(nbytes)),
+        "by_frame": by_frame(snapshot, stacks, nbytes, np.isnan(wall)),
+        "by_operator": None,
+        "by_step": None,
+        "by_module": None,
+    }
     if trace is None:
         return out
     span = trace_wall_span(trace)

@@ -64,9 +64,18 @@ def _by_stream(segs: list[dict]) -> tuple[list[dict], dict]:
     "largest_free_block_bytes", "free_blocks"}`` per segment (see the module doc)."""
     per: dict = {}
     for seg in segs:
-        row = per.setdefault(seg["stream"], {"stream": seg["stream"], "segments": 0, "reserved_bytes": 0,
-                                             "allocated_bytes": 0, "free_bytes": 0, "largest_free_block_bytes": 0,
-                                             "free_blocks": 0})
+        row = per.setdefault(
+            seg["stream"],
+            {
+                "stream": seg["stream"],
+                "segments": 0,
+                "reserved_bytes": 0,
+                "allocated_bytes": 0,
+                "free_bytes": 0,
+                "largest_free_block_bytes": 0,
+                "free_blocks": 0,
+            },
+        )
         row["segments"] += 1
         for key in ("reserved_bytes", "allocated_bytes", "free_bytes", "free_blocks"):
             row[key] += seg[key]
@@ -75,8 +84,10 @@ def _by_stream(segs: list[dict]) -> tuple[list[dict], dict]:
     for r in rows:
         r["fragmentation_pct"] = fragmentation_pct(r["free_bytes"], r["largest_free_block_bytes"])
         r["is_oom_stream"] = False
-    totals = {k: sum(r[k] for r in rows) for k in ("segments", "reserved_bytes", "allocated_bytes", "free_bytes",
-                                                    "free_blocks")}
+    totals = {
+        k: sum(r[k] for r in rows)
+        for k in ("segments", "reserved_bytes", "allocated_bytes", "free_bytes", "free_blocks")
+    }
     totals["largest_free_block_bytes"] = max((r["largest_free_block_bytes"] for r in rows), default=0)
     totals["fragmentation_pct"] = fragmentation_pct(totals["free_bytes"], totals["largest_free_block_bytes"])
     return rows, totals
@@ -89,9 +100,16 @@ def streams_state(snapshot: Snapshot, device: int) -> tuple[list[dict], dict]:
         if seg["device"] != device:
             continue
         free = [b["size"] for b in seg["blocks"] if b["state"] == "inactive"]
-        segs.append({"stream": _stream(seg["stream"]), "reserved_bytes": seg["total_size"],
-                     "allocated_bytes": sum(b["size"] for b in seg["blocks"]) - sum(free), "free_bytes": sum(free),
-                     "largest_free_block_bytes": max(free, default=0), "free_blocks": len(free)})
+        segs.append(
+            {
+                "stream": _stream(seg["stream"]),
+                "reserved_bytes": seg["total_size"],
+                "allocated_bytes": sum(b["size"] for b in seg["blocks"]) - sum(free),
+                "free_bytes": sum(free),
+                "largest_free_block_bytes": max(free, default=0),
+                "free_blocks": len(free),
+            }
+        )
     return _by_stream(segs)
 
 
@@ -101,7 +119,7 @@ def streams_at(snapshot: Snapshot, device: int, index: int) -> tuple[list[dict],
     trace = snapshot.devices[device]
     segs = {s["address"]: (s["total_size"], _stream(s["stream"])) for s in snapshot.segments if s["device"] == device}
     streams = {o["index"]: _stream(o["stream"]) for o in snapshot.segment_streams if o["device"] == device}
-    post = np.flatnonzero(np.isin(trace.action[index + 1:], _SEG_UP + _SEG_DOWN)) + index + 1
+    post = np.flatnonzero(np.isin(trace.action[index + 1 :], _SEG_UP + _SEG_DOWN)) + index + 1
     for i in post[::-1].tolist():  # undo the segment entries after the OOM, last first
         if trace.action[i] in _SEG_UP:
             segs.pop(int(trace.addr[i]), None)
@@ -129,10 +147,17 @@ def streams_at(snapshot: Snapshot, device: int, index: int) -> tuple[list[dict],
     tail = np.maximum(starts + totals - last_end, 0)
     largest = np.maximum(largest, tail)
     n_free += tail > 0
-    rows = [{"stream": segs[int(st)][1], "reserved_bytes": int(tot), "allocated_bytes": int(min(u, tot)),
-             "free_bytes": int(max(tot - u, 0)), "largest_free_block_bytes": int(lg), "free_blocks": int(g)}
-            for st, tot, u, lg, g in zip(starts.tolist(), totals.tolist(), used.tolist(), largest.tolist(),
-                                         n_free.tolist())]
+    rows = [
+        {
+            "stream": segs[int(st)][1],
+            "reserved_bytes": int(tot),
+            "allocated_bytes": int(min(u, tot)),
+            "free_bytes": int(max(tot - u, 0)),
+            "largest_free_block_bytes": int(lg),
+            "free_blocks": int(g),
+        }
+        for st, tot, u, lg, g in zip(starts.tolist(), totals.tolist(), used.tolist(), largest.tolist(), n_free.tolist())
+    ]
     return _by_stream(rows)
 
 
@@ -141,8 +166,13 @@ def _live_blocks(snapshot: Snapshot, device: int, index: int) -> tuple[np.ndarra
     still live at the dump, else the requested size rounded up to :data:`BLOCK_ROUND`."""
     trace = snapshot.devices[device]
     n = len(trace.action)
-    dump = {b["address"]: b["size"] for s in snapshot.segments if s["device"] == device for b in s["blocks"]
-            if b["state"] != "inactive"}
+    dump = {
+        b["address"]: b["size"]
+        for s in snapshot.segments
+        if s["device"] == device
+        for b in s["blocks"]
+        if b["state"] != "inactive"
+    }
     allocs, frees = lifetimes(trace)
     cond = (allocs <= index) & (frees > index)
     addr = trace.addr[allocs[cond]]
@@ -153,8 +183,13 @@ def _live_blocks(snapshot: Snapshot, device: int, index: int) -> tuple[np.ndarra
     early = np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0) & (np.arange(n) > index))
     before = segment_blocks_before_history(snapshot, device)
     addr = np.concatenate([addr, trace.addr[early], np.array([b["address"] for b in before], dtype=np.int64)])
-    size = np.concatenate([size, _block_size(trace.size[early]),
-                           np.array([dump.get(b["address"], b["bytes"]) for b in before], dtype=np.int64)])
+    size = np.concatenate(
+        [
+            size,
+            _block_size(trace.size[early]),
+            np.array([dump.get(b["address"], b["bytes"]) for b in before], dtype=np.int64),
+        ]
+    )
     return addr.astype(np.int64), size.astype(np.int64)
 
 
@@ -170,24 +205,33 @@ def live_at(snapshot: Snapshot, device: int, index: int, top: int) -> list[dict]
     allocs, frees = lifetimes(trace)
     alive = allocs[(allocs <= index) & (frees > index)]
     alive = alive[np.argsort(-trace.size[alive], kind="stable")][:top]
-    rows = [{"bytes": int(trace.size[i]), "stack": int(trace.stack[i]), "time": float(t[i]), "before_history": False}
-            for i in alive.tolist()]
+    rows = [
+        {"bytes": int(trace.size[i]), "stack": int(trace.stack[i]), "time": float(t[i]), "before_history": False}
+        for i in alive.tolist()
+    ]
     match = free_matches(trace)
     early = np.flatnonzero(np.isin(trace.action, _FREES) & (match < 0) & (np.arange(len(match)) > index))
     early = early[np.argsort(-trace.size[early], kind="stable")][:top]
-    rows += [{"bytes": int(trace.size[i]), "stack": int(trace.stack[i]), "time": None, "before_history": True}
-             for i in early.tolist()]
-    rows += [{"bytes": b["bytes"], "stack": b["stack"], "time": None, "before_history": True}
-             for b in segment_blocks_before_history(snapshot, device)]
+    rows += [
+        {"bytes": int(trace.size[i]), "stack": int(trace.stack[i]), "time": None, "before_history": True}
+        for i in early.tolist()
+    ]
+    rows += [
+        {"bytes": b["bytes"], "stack": b["stack"], "time": None, "before_history": True}
+        for b in segment_blocks_before_history(snapshot, device)
+    ]
     return _with_frames(snapshot, rows, top)
 
 
 def dump_live(snapshot: Snapshot, device: int, top: int) -> list[dict]:
     """The ``top`` largest ``active_allocated`` blocks of ``device`` at the dump."""
-    rows = [{"bytes": int(b.get("requested_size") or b["size"]), "stack": b["stack"], "time": None,
-             "before_history": False}
-            for s in snapshot.segments if s["device"] == device
-            for b in s["blocks"] if b["state"] == "active_allocated"]
+    rows = [
+        {"bytes": int(b.get("requested_size") or b["size"]), "stack": b["stack"], "time": None, "before_history": False}
+        for s in snapshot.segments
+        if s["device"] == device
+        for b in s["blocks"]
+        if b["state"] == "active_allocated"
+    ]
     return _with_frames(snapshot, rows, top)
 
 
@@ -219,8 +263,19 @@ def growth_before(snapshot: Snapshot, device: int, index: int, last_n: int, top:
     sites: dict = {}  # one pass over the distinct stacks, never over the entries
     for k, sid in enumerate(stacks.tolist()):
         frame = frame_summary(snapshot, sid)
-        row = sites.setdefault(frame, {"frame": frame, "stack": sid, "net_bytes": 0, "allocated_bytes": 0,
-                                       "freed_bytes": 0, "allocs": 0, "frees": 0, "_best": -1})
+        row = sites.setdefault(
+            frame,
+            {
+                "frame": frame,
+                "stack": sid,
+                "net_bytes": 0,
+                "allocated_bytes": 0,
+                "freed_bytes": 0,
+                "allocs": 0,
+                "frees": 0,
+                "_best": -1,
+            },
+        )
         row["allocated_bytes"] += int(added[k])
         row["freed_bytes"] += int(removed[k])
         row["net_bytes"] += int(added[k] - removed[k])
@@ -230,9 +285,13 @@ def growth_before(snapshot: Snapshot, device: int, index: int, last_n: int, top:
             row["_best"], row["stack"] = abs(int(added[k] - removed[k])), sid
     rows = sorted(sites.values(), key=lambda r: (-r["net_bytes"], str(r["frame"])))
     t = time_axis(trace)
-    return {"last_n": last_n, "entries": index - lo, "start_time": float(t[lo]) if index > lo else None,
-            "net_bytes": int(plus.sum() - minus.sum()),
-            "rows": [{k: v for k, v in r.items() if k != "_best"} for r in rows[:top]]}
+    return {
+        "last_n": last_n,
+        "entries": index - lo,
+        "start_time": float(t[lo]) if index > lo else None,
+        "net_bytes": int(plus.sum() - minus.sum()),
+        "rows": [{k: v for k, v in r.items() if k != "_best"} for r in rows[:top]],
+    }
 
 
 def _pick_device(snapshot: Snapshot, device: int | None) -> int | None:
@@ -248,14 +307,24 @@ def _pick_device(snapshot: Snapshot, device: int | None) -> int | None:
     return min((s["device"] for s in snapshot.segments), default=None)
 
 
-def oom_report(snapshot: Snapshot, device: int | None = None, taken_on_oom: bool = False, last_n: int = 1000,
-               top: int = 20) -> dict:
+def oom_report(
+    snapshot: Snapshot, device: int | None = None, taken_on_oom: bool = False, last_n: int = 1000, top: int = 20
+) -> dict:
     """The OOM forensics of ``device`` (None: the device of the last OOM); see the module doc."""
     device = _pick_device(snapshot, device)
-    doc = {"device": None if device is None else f"GPU{device}", "detected_by": None, "oom": None, "ooms": [],
-           "state_at": "dump", "entries_after_oom": None, "streams": [], "totals": None, "dump_totals": None,
-           "largest_live": [],
-           "growth": None}
+    doc = {
+        "device": None if device is None else f"GPU{device}",
+        "detected_by": None,
+        "oom": None,
+        "ooms": [],
+        "state_at": "dump",
+        "entries_after_oom": None,
+        "streams": [],
+        "totals": None,
+        "dump_totals": None,
+        "largest_live": [],
+        "growth": None,
+    }
     if device is None:
         return doc
     doc["streams"], doc["totals"] = streams_state(snapshot, device)
@@ -264,16 +333,21 @@ def oom_report(snapshot: Snapshot, device: int | None = None, taken_on_oom: bool
     if len(rows) == 0:
         if taken_on_oom:
             doc["detected_by"] = "file_name"
-            doc["largest_live"] = live_at(snapshot, device, len(trace.action) - 1, top) if trace is not None and len(
-                trace.action) else dump_live(snapshot, device, top)
+            doc["largest_live"] = (
+                live_at(snapshot, device, len(trace.action) - 1, top)
+                if trace is not None and len(trace.action)
+                else dump_live(snapshot, device, top)
+            )
         return doc
     t = time_axis(trace)
     extra = {o["index"]: o for o in snapshot.ooms if o["device"] == device}
     doc["ooms"] = [{"index": int(i), "time": float(t[i]), "requested_bytes": int(trace.size[i])} for i in rows.tolist()]
     index = int(rows[-1])
-    after = trace.action[index + 1:]
-    seg_after = int(np.where(np.isin(after, _SEG_UP), trace.size[index + 1:], 0).sum()
-                    - np.where(np.isin(after, _SEG_DOWN), trace.size[index + 1:], 0).sum())
+    after = trace.action[index + 1 :]
+    seg_after = int(
+        np.where(np.isin(after, _SEG_UP), trace.size[index + 1 :], 0).sum()
+        - np.where(np.isin(after, _SEG_DOWN), trace.size[index + 1 :], 0).sum()
+    )
     doc["entries_after_oom"] = int(np.isin(after, _ALLOCATOR).sum())
     doc["state_at"] = "oom" if doc["entries_after_oom"] == 0 else "reconstructed"
     doc["dump_totals"] = doc["totals"]
@@ -281,11 +355,15 @@ def oom_report(snapshot: Snapshot, device: int | None = None, taken_on_oom: bool
         doc["streams"], doc["totals"] = streams_at(snapshot, device, index)
     doc["detected_by"] = "history"
     info = extra.get(index, {})
-    doc["oom"] = {"index": index, "time": float(t[index]), "requested_bytes": int(trace.size[index]),
-                  "device_free_bytes": info.get("device_free"), "stream": info.get("stream"),
-                  "active_bytes_at_oom": int(active_bytes(snapshot, device)[index]),
-                  "reserved_bytes_at_oom": (doc["dump_totals"]["reserved_bytes"] - seg_after
-                                            if snapshot.segments else None)}
+    doc["oom"] = {
+        "index": index,
+        "time": float(t[index]),
+        "requested_bytes": int(trace.size[index]),
+        "device_free_bytes": info.get("device_free"),
+        "stream": info.get("stream"),
+        "active_bytes_at_oom": int(active_bytes(snapshot, device)[index]),
+        "reserved_bytes_at_oom": (doc["dump_totals"]["reserved_bytes"] - seg_after if snapshot.segments else None),
+    }
     for r in doc["streams"]:
         r["is_oom_stream"] = info.get("stream") is not None and r["stream"] == info["stream"]
     doc["largest_live"] = live_at(snapshot, device, index, top)

@@ -36,8 +36,12 @@ def compare(rows: list[dict]) -> dict:
         best = min(scored, key=lambda r: (-abs(r["peak_to_median"] - 1), -r["peak_active_bytes"], r["rank"]))
         if abs(best["peak_to_median"] - 1) >= OUTLIER_DEVIATION - 1e-12:
             outlier, outlier_ratio = best["rank"], best["peak_to_median"]
-    return {"ranks": out_rows,
-            "median_peak_bytes": None if median is None else int(round(median)),
-            "max_peak_bytes": int(peaks.max()) if len(peaks) else None,
-            "min_peak_bytes": int(peaks.min()) if len(peaks) else None,
-            "outlier_rank": outlier, "outlier_peak_to_median": outlier_ratio, "outlier_threshold": OUTLIER_DEVIATION}
+    return {
+        "ranks": out_rows,
+        "median_peak_bytes": None if median is None else int(round(median)),
+        "max_peak_bytes": int(peaks.max()) if len(peaks) else None,
+        "min_peak_bytes": int(peaks.min()) if len(peaks) else None,
+        "outlier_rank": outlier,
+        "outlier_peak_to_median": outlier_ratio,
+        "outlier_threshold": OUTLIER_DEVIATION,
+    }

@@ -94,8 +94,9 @@ def _clip_to_profiler_span(trace: Trace, names: list[str], h_start: np.ndarray, 
         return h_end, []
     end = span[1]
     over = (h_end > end) & (h_start < end)
-    clipped = [{"step": names[i], "host_end_us": float(h_end[i]), "clipped_to_us": end}
-               for i in np.flatnonzero(over).tolist()]
+    clipped = [
+        {"step": names[i], "host_end_us": float(h_end[i]), "clipped_to_us": end} for i in np.flatnonzero(over).tolist()
+    ]
     return np.where(over, end, h_end), clipped
 
 
@@ -112,13 +113,14 @@ def host_steps(trace: Trace) -> tuple[list[str], np.ndarray, np.ndarray, bool]:
         for r in rows:
             seen.setdefault((int(ev.name[r]), float(ev.ts[r])), int(r))
         rows = np.array(sorted(seen.values(), key=lambda r: (ev.ts[r], r)), dtype=np.int64)
-        names = [trace.strings[ev.name[r]][len(PROFILER_STEP_PREFIX):] for r in rows]
+        names = [trace.strings[ev.name[r]][len(PROFILER_STEP_PREFIX) :] for r in rows]
         return names, ev.ts[rows].copy(), (ev.ts[rows] + ev.dur[rows]), True
     composer = _composer_steps(trace)
     if composer is not None:
         return composer
-    host = np.isin(kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST,
-                          Kind.RUNTIME, Kind.DRIVER))
+    host = np.isin(
+        kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.UNKNOWN_HOST, Kind.RUNTIME, Kind.DRIVER)
+    )
     if not host.any():
         host = kind != Kind.IGNORED
     if not host.any():
@@ -138,13 +140,15 @@ def _composer_steps(trace: Trace):
     loads = loads[np.argsort(ev.ts[loads], kind="stable")]
     # each batch's load: the latest-starting load of its (epoch, batch, pid, tid), by one key sort
     rows = np.concatenate([loads, batches])
-    key = np.stack([ev.epoch[rows].astype(np.int64), ev.batch[rows], ev.pid[rows].astype(np.int64),
-                    ev.tid[rows].astype(np.int64)], axis=1)
+    key = np.stack(
+        [ev.epoch[rows].astype(np.int64), ev.batch[rows], ev.pid[rows].astype(np.int64), ev.tid[rows].astype(np.int64)],
+        axis=1,
+    )
     _, code = np.unique(key, axis=0, return_inverse=True)
     code = code.reshape(-1)
     last = np.full(len(rows), -1, dtype=np.int64)
-    np.maximum.at(last, code[:len(loads)], np.arange(len(loads)))
-    load = last[code[len(loads):]]
+    np.maximum.at(last, code[: len(loads)], np.arange(len(loads)))
+    load = last[code[len(loads) :]]
     loaded = np.where(load >= 0, ev.ts[loads[np.maximum(load, 0)]] if len(loads) else 0.0, np.nan)
     start, end = ev.ts[batches].astype(np.float64), (ev.ts[batches] + ev.dur[batches]).astype(np.float64)
     previous_end = np.r_[-np.inf, end[:-1]]  # a batch's load may not reach back into the batch before
@@ -204,8 +208,9 @@ def _compute_steps(trace: Trace) -> Steps:
         own = device_step == 0
         prior = is_device & (device_step < 0)
         both = own | prior
-        prior_work = (covered_length(ev.ts[both], ev.ts[both] + ev.dur[both], start[0], end[0])
-                      - covered_length(ev.ts[own], ev.ts[own] + ev.dur[own], start[0], end[0]))
+        prior_work = covered_length(ev.ts[both], ev.ts[both] + ev.dur[both], start[0], end[0]) - covered_length(
+            ev.ts[own], ev.ts[own] + ev.dur[own], start[0], end[0]
+        )
 
     keep = n
     if has_device_work and has_markers and dev_count.any():

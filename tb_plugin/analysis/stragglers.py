@@ -78,13 +78,30 @@ def arrivals(instances: list[tuple[list[int], np.ndarray, list[str]]], all_ranks
         n, k = s["instances"], s["last"]
         mean_wait = s["wait_total_us"] / k if k else 0.0
         chance = binomial_tail(k, n, s["chance"] / n) if n else 1.0
-        straggler = (n >= MIN_INSTANCES and k >= MIN_LAST_SHARE * n and chance < MAX_CHANCE
-                     and mean_wait >= max(MIN_WAIT_SHARE * median_dur, MIN_WAIT_US))
-        by_type = [{"name": t, "last": v[0], "instances": v[1]} for t, v in sorted(s["by_type"].items(), key=lambda kv: -kv[1][1])]
-        out.append({"rank": r, "instances": n, "last": k, "last_share": k / n if n else 0.0,
-                    "wait_total_us": s["wait_total_us"], "wait_mean_us": mean_wait, "chance": chance,
-                    "straggler": bool(straggler), "by_type": by_type, "text": evidence_text(r, n, k, mean_wait,
-                                                                                          s["wait_total_us"], by_type)})
+        straggler = (
+            n >= MIN_INSTANCES
+            and k >= MIN_LAST_SHARE * n
+            and chance < MAX_CHANCE
+            and mean_wait >= max(MIN_WAIT_SHARE * median_dur, MIN_WAIT_US)
+        )
+        by_type = [
+            {"name": t, "last": v[0], "instances": v[1]}
+            for t, v in sorted(s["by_type"].items(), key=lambda kv: -kv[1][1])
+        ]
+        out.append(
+            {
+                "rank": r,
+                "instances": n,
+                "last": k,
+                "last_share": k / n if n else 0.0,
+                "wait_total_us": s["wait_total_us"],
+                "wait_mean_us": mean_wait,
+                "chance": chance,
+                "straggler": bool(straggler),
+                "by_type": by_type,
+                "text": evidence_text(r, n, k, mean_wait, s["wait_total_us"], by_type),
+            }
+        )
     return out
 
 
@@ -109,7 +126,9 @@ def evidence_text(rank: int, n: int, k: int, mean_wait: float, total_wait: float
     if len(by_type) == 1:
         what = f"{by_type[0]['name']} instances"
     else:
-        what = "collective instances (" + ", ".join(f"{t['name']} {t['last']} of {t['instances']}" for t in by_type) + ")"
+        what = (
+            "collective instances (" + ", ".join(f"{t['name']} {t['last']} of {t['instances']}" for t in by_type) + ")"
+        )
     head = f"rank {rank}: last at {k} of {n} {what}"
     if k == 0:
         return head

@@ -16,9 +16,24 @@ import numpy as np
 
 #: torch-tb-profiler's list (Volta/Turing cuDNN and cuBLAS names), plain substrings.
 TENSOR_CORE_KERNEL_MARKERS_LEGACY = (
-    "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
-    "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm",
-    "xmma_sparse_conv", "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm", "c1688",
+    "h884",
+    "s884",
+    "h1688",
+    "s1688",
+    "hmma",
+    "i8816",
+    "16816",
+    "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel",
+    "conv1x1",
+    "conv2d_c1_k1",
+    "direct_group",
+    "xmma_implicit_gemm",
+    "xmma_sparse_conv",
+    "xmma_warp_specialized_implicit_gemm",
+    "xmma_gemm",
+    "xmma_sparse_gemm",
+    "c1688",
 )
 
 # ``(?<![A-Za-z])`` / ``(?![A-Za-z])``: the marker is a token of its own, delimited by ``_``, digits,
@@ -27,9 +42,11 @@ _B, _E = r"(?<![A-Za-z])", r"(?![A-Za-z])"
 #: What a GEMM/attention kernel calls itself (used where a marker alone is too weak, e.g. ``e4m3``).
 #: ``gemm`` inside ``fbgemm`` (FBGEMM's namespace, its FP8 quantize kernels among others) is not a GEMM word;
 #: ``bmm`` is one as a token of its own (TensorRT-LLM's trtllm-gen ``bmm_MxE4m3_MxE2m1…_sm100f``).
-_MATMUL_WORD = (r"(?:(?<!fb)gemm|GEMM|Gemm|matmul|Matmul|(?<![A-Za-z])(?:wg|h|i|x|u)?mma(?![A-Za-z])|MMA"
-                r"|(?<![A-Za-z])bmm(?![A-Za-z])|[Cc]onv(?!ert|ex)"
-                r"|fprop|dgrad|wgrad|fmha|Fmha|attn|Attn|attention|Attention)")
+_MATMUL_WORD = (
+    r"(?:(?<!fb)gemm|GEMM|Gemm|matmul|Matmul|(?<![A-Za-z])(?:wg|h|i|x|u)?mma(?![A-Za-z])|MMA"
+    r"|(?<![A-Za-z])bmm(?![A-Za-z])|[Cc]onv(?!ert|ex)"
+    r"|fprop|dgrad|wgrad|fmha|Fmha|attn|Attn|attention|Attention)"
+)
 #: A Hopper/Blackwell architecture token: sm90, sm90a, sm_100, and CamelCase Sm100 (Sm100FmhaFwdKernel,
 #: MainloopSm90TmaGmmaWarpSpecialized).
 #: The ``a``/``f`` suffixes are the arch-specific and family-specific targets (sm90a, sm100a, sm100f).
@@ -37,34 +54,56 @@ _SM_HOPPER_PLUS = rf"(?:{_B}[Ss]m|(?<=[a-z])Sm)_?(?:9\d|1[0-2]\d)[af]?(?![0-9a-z
 
 #: family name → (pattern, comment). One list, one place; each family has a test in tests/unit/analysis/test_trust_compute.py.
 TENSOR_CORE_FAMILIES: dict[str, tuple[str, str]] = {
-    "nvjet": (rf"{_B}nvjet_",
-              "cuBLASLt's JIT GEMMs on Hopper/Blackwell (nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT, nvjet_sm90_…)"),
-    "xmma": (rf"{_B}sm\d{{2,3}}a?_xmma_",
-             "cuBLAS/cuDNN xmma kernels of any architecture (sm80_xmma_…, sm90_xmma_gemm_bf16bf16…, sm100_xmma_…)"),
-    "sm_arch_gemm": (rf"^(?=.*{_SM_HOPPER_PLUS})(?=.*{_MATMUL_WORD})",
-                     "CUTLASS/cuBLAS/DeepGEMM GEMMs and attention built for Hopper (sm90) or Blackwell (sm100, sm120): "
-                     "cutlass3x_sm90_…gemm, Sm100FmhaFwdKernel, deep_gemm::sm90_fp8_gemm…"),
-    "tensorop": (r"tensorop|TensorOp(?!tions)",
-                 "CUTLASS tensor-op kernels (cutlass_80_tensorop_…, cutlass3x_sm100_bstensorop_…, OpClassTensorOp)"),
-    "mma_instruction": (rf"{_B}(?:wgmma|hgmma|hmma|imma|dmma|qmma|omma|mma|wmma|umma|tcgen05|utcmma){_E}",
-                        "names that spell the tensor-core instruction: wgmma (Hopper), tcgen05/umma (Blackwell), "
-                        "hmma/imma/mma (Volta–Ada), wmma (warp MMA, also AMD RDNA3)"),
-    "block_scaled_fp8_fp4": (rf"^(?=.*(?i:{_B}(?:mx)?(?:u?e4m3|e5m2|e2m1|ue8m0|nvf4|mxf4|mxf8|fp4|fp8)(?:fn|fnuz)?(?![A-Za-z])))"
-                             rf"(?=.*{_MATMUL_WORD})",
-                             "FP8/FP4 (block-scaled MxE4m3, MxE2m1, ue8m0, e4m3, e5m2) GEMMs and attention: only with a "
-                             "GEMM/attention word, so an FP8 cast kernel is not one"),
-    "attention": (r"(?i:fmha|flash_?(?:fwd|bwd|attn)|flashattn|flash_attention)|(?<![A-Za-z])_?attn_(?:fwd|bwd)",
-                  "flash/fused attention: fmha_* (xformers, cuDNN, AITER), flash_fwd*/flash_bwd* (FlashAttention), "
-                  "FlashAttnFwdSm90, Triton attn_fwd/attn_bwd (ROCm)"),
-    "amd_tensile_mfma": (r"^Cijk_.*(?:_MI\d+x\d+x\d+|_MFMA)",
-                         "AMD Tensile/hipBLASLt GEMMs that use MFMA: Cijk_… with MI16x16x1, MI32x32x8… in the name"),
-    "amd_mfma": (rf"(?i:{_B}mfma)",
-                 "AMD kernels named after MFMA (paged_attention_ll4mi_QKV_mfma16_kernel, CK mfma kernels)"),
-    "miopen_xdlops": (r"(?<![A-Za-z])igemm_\w*?gtcx\d?(?![a-z])",
-                      "MIOpen's implicit-GEMM convolutions on XDLOPS (MFMA): igemm_fwd_gtcx2_nhwc_…, "
-                      "igemm_bwd_gtcx3_…, igemm_wrw_gtcx_… (gtcx = the XDLOPS generation; gtc without x is not)"),
-    "amd_ck_xdl": (rf"^(?=.*(?i:xdl(?:ops)?)(?![a-z]))(?=.*{_MATMUL_WORD})",
-                   "AMD Composable Kernel GEMMs (kernel_gemm_xdl_cshuffle_v3, DeviceGemmXdl…): XDL = MFMA"),
+    "nvjet": (
+        rf"{_B}nvjet_",
+        "cuBLASLt's JIT GEMMs on Hopper/Blackwell (nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT, nvjet_sm90_…)",
+    ),
+    "xmma": (
+        rf"{_B}sm\d{{2,3}}a?_xmma_",
+        "cuBLAS/cuDNN xmma kernels of any architecture (sm80_xmma_…, sm90_xmma_gemm_bf16bf16…, sm100_xmma_…)",
+    ),
+    "sm_arch_gemm": (
+        rf"^(?=.*{_SM_HOPPER_PLUS})(?=.*{_MATMUL_WORD})",
+        "CUTLASS/cuBLAS/DeepGEMM GEMMs and attention built for Hopper (sm90) or Blackwell (sm100, sm120): "
+        "cutlass3x_sm90_…gemm, Sm100FmhaFwdKernel, deep_gemm::sm90_fp8_gemm…",
+    ),
+    "tensorop": (
+        r"tensorop|TensorOp(?!tions)",
+        "CUTLASS tensor-op kernels (cutlass_80_tensorop_…, cutlass3x_sm100_bstensorop_…, OpClassTensorOp)",
+    ),
+    "mma_instruction": (
+        rf"{_B}(?:wgmma|hgmma|hmma|imma|dmma|qmma|omma|mma|wmma|umma|tcgen05|utcmma){_E}",
+        "names that spell the tensor-core instruction: wgmma (Hopper), tcgen05/umma (Blackwell), "
+        "hmma/imma/mma (Volta–Ada), wmma (warp MMA, also AMD RDNA3)",
+    ),
+    "block_scaled_fp8_fp4": (
+        rf"^(?=.*(?i:{_B}(?:mx)?(?:u?e4m3|e5m2|e2m1|ue8m0|nvf4|mxf4|mxf8|fp4|fp8)(?:fn|fnuz)?(?![A-Za-z])))"
+        rf"(?=.*{_MATMUL_WORD})",
+        "FP8/FP4 (block-scaled MxE4m3, MxE2m1, ue8m0, e4m3, e5m2) GEMMs and attention: only with a "
+        "GEMM/attention word, so an FP8 cast kernel is not one",
+    ),
+    "attention": (
+        r"(?i:fmha|flash_?(?:fwd|bwd|attn)|flashattn|flash_attention)|(?<![A-Za-z])_?attn_(?:fwd|bwd)",
+        "flash/fused attention: fmha_* (xformers, cuDNN, AITER), flash_fwd*/flash_bwd* (FlashAttention), "
+        "FlashAttnFwdSm90, Triton attn_fwd/attn_bwd (ROCm)",
+    ),
+    "amd_tensile_mfma": (
+        r"^Cijk_.*(?:_MI\d+x\d+x\d+|_MFMA)",
+        "AMD Tensile/hipBLASLt GEMMs that use MFMA: Cijk_… with MI16x16x1, MI32x32x8… in the name",
+    ),
+    "amd_mfma": (
+        rf"(?i:{_B}mfma)",
+        "AMD kernels named after MFMA (paged_attention_ll4mi_QKV_mfma16_kernel, CK mfma kernels)",
+    ),
+    "miopen_xdlops": (
+        r"(?<![A-Za-z])igemm_\w*?gtcx\d?(?![a-z])",
+        "MIOpen's implicit-GEMM convolutions on XDLOPS (MFMA): igemm_fwd_gtcx2_nhwc_…, "
+        "igemm_bwd_gtcx3_…, igemm_wrw_gtcx_… (gtcx = the XDLOPS generation; gtc without x is not)",
+    ),
+    "amd_ck_xdl": (
+        rf"^(?=.*(?i:xdl(?:ops)?)(?![a-z]))(?=.*{_MATMUL_WORD})",
+        "AMD Composable Kernel GEMMs (kernel_gemm_xdl_cshuffle_v3, DeviceGemmXdl…): XDL = MFMA",
+    ),
 }
 
 #: Names that say the kernel runs on the ordinary FP32 pipes even though a family matched
@@ -82,21 +121,66 @@ NOT_TENSOR_CORE: dict[str, str] = {
 
 _TC = re.compile("|".join(f"(?:{p})" for p, _ in TENSOR_CORE_FAMILIES.values()), re.DOTALL)
 #: Cheap first test: every family needs one of these (lower-cased) substrings.
-_LITERALS = ("nvjet", "xmma", "sm", "tensorop", "mma", "tcgen05", "e4m3", "e5m2", "e2m1", "ue8m0", "nvf4",
-             "mxf", "fp4", "fp8", "fmha", "flash", "attn", "cijk_", "mfma", "xdl", "gtcx")
+_LITERALS = (
+    "nvjet",
+    "xmma",
+    "sm",
+    "tensorop",
+    "mma",
+    "tcgen05",
+    "e4m3",
+    "e5m2",
+    "e2m1",
+    "ue8m0",
+    "nvf4",
+    "mxf",
+    "fp4",
+    "fp8",
+    "fmha",
+    "flash",
+    "attn",
+    "cijk_",
+    "mfma",
+    "xdl",
+    "gtcx",
+)
 _NOT_TC = re.compile("|".join(f"(?:{p})" for p in NOT_TENSOR_CORE.values()))
 
 #: Operators that autocast runs in fp16/bf16 and that tensor cores can serve (with backward nodes).
 TENSOR_CORE_ELIGIBLE_OPS = (
-    "aten::conv", "aten::cudnn_convolution", "aten::_convolution", "aten::convolution",
-    "aten::prelu", "aten::addmm", "aten::addmv", "aten::addr", "aten::matmul", "aten::mm", "aten::mv",
-    "aten::linear", "aten::addbmm", "aten::baddbmm", "aten::bmm", "aten::chain_matmul",
-    "aten::linalg_multi_dot", "aten::_thnn_fused_lstm_cell", "aten::_thnn_fused_gru_cell",
-    "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
-    "aten::convolution_backward", "aten::cudnn_convolution_backward", "aten::cudnn_convolution_transpose_backward",
+    "aten::conv",
+    "aten::cudnn_convolution",
+    "aten::_convolution",
+    "aten::convolution",
+    "aten::prelu",
+    "aten::addmm",
+    "aten::addmv",
+    "aten::addr",
+    "aten::matmul",
+    "aten::mm",
+    "aten::mv",
+    "aten::linear",
+    "aten::addbmm",
+    "aten::baddbmm",
+    "aten::bmm",
+    "aten::chain_matmul",
+    "aten::linalg_multi_dot",
+    "aten::_thnn_fused_lstm_cell",
+    "aten::_thnn_fused_gru_cell",
+    "aten::lstm_cell",
+    "aten::gru_cell",
+    "aten::rnn_tanh_cell",
+    "aten::rnn_relu_cell",
+    "aten::convolution_backward",
+    "aten::cudnn_convolution_backward",
+    "aten::cudnn_convolution_transpose_backward",
     # attention: its kernels are GEMMs on tensor cores (FlashAttention, memory-efficient, cuDNN, vLLM's)
-    "aten::scaled_dot_product", "aten::_scaled_dot_product", "aten::_flash_attention", "aten::_efficient_attention",
-    "aten::_cudnn_attention", "vllm::unified_attention",
+    "aten::scaled_dot_product",
+    "aten::_scaled_dot_product",
+    "aten::_flash_attention",
+    "aten::_efficient_attention",
+    "aten::_cudnn_attention",
+    "vllm::unified_attention",
 )
 _ELIGIBLE_BACKWARD = re.compile(
     r"^(autograd::engine::evaluate_function: )?"

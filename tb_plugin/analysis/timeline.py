@@ -37,11 +37,18 @@ class Level:
     reach: np.ndarray  # running max of end, for window search
 
     @classmethod
-    def build(cls, start, end, depth, name, count, row) -> "Level":
+    def build(cls, start, end, depth, name, count, row) -> Level:
         order = np.lexsort((depth, start))
         start, end = start[order], end[order]
-        return cls(start, end, depth[order], name[order], count[order], row[order],
-                   np.maximum.accumulate(end) if len(end) else end)
+        return cls(
+            start,
+            end,
+            depth[order],
+            name[order],
+            count[order],
+            row[order],
+            np.maximum.accumulate(end) if len(end) else end,
+        )
 
     def window(self, t0: float, t1: float) -> np.ndarray:
         """Indices of items overlapping ``[t0, t1]``."""
@@ -80,8 +87,16 @@ def pack_index(trace: Trace) -> tuple[dict, dict[str, np.ndarray]]:
     header = {"format": INDEX_FORMAT, "tracks": []}
     arrays: dict[str, np.ndarray] = {"track_of": trace.derived["track_of"]}
     for t in tracks:
-        header["tracks"].append({"id": t.id, "kind": t.kind, "process": t.process, "name": t.name,
-                                 "max_depth": t.max_depth, "levels": len(t.levels)})
+        header["tracks"].append(
+            {
+                "id": t.id,
+                "kind": t.kind,
+                "process": t.process,
+                "name": t.name,
+                "max_depth": t.max_depth,
+                "levels": len(t.levels),
+            }
+        )
         for l, level in enumerate(t.levels):
             for f in _LEVEL_FIELDS:
                 arrays[f"{t.id}.{l}.{f}"] = getattr(level, f)
@@ -133,7 +148,7 @@ def _build(trace: Trace) -> list[Track]:
     by_track = np.argsort(track_of, kind="stable")
     bounds = np.searchsorted(track_of[by_track], np.arange(len(uniq) + 1))
     for new_id, t in enumerate(order_tracks):
-        rows = by_track[bounds[t]:bounds[t + 1]]
+        rows = by_track[bounds[t] : bounds[t + 1]]
         c, x, y = (int(v) for v in uniq[t])
         kind_name, process, name = _labels(trace, c, x, y)
         levels = _pyramid(ev.ts[rows], ev.ts[rows] + ev.dur[rows], depth[rows], ev.name[rows], ev.dur[rows], rows)
@@ -212,8 +227,11 @@ def _holders(s: np.ndarray, e: np.ndarray, point: np.ndarray, t: np.ndarray) -> 
 
 def _pyramid(start, end, depth, name, dur, rows) -> list[Level]:
     end = np.maximum(end, start)
-    levels = [Level.build(start, end, depth, name.astype(np.int32), np.ones(len(start), dtype=np.int64),
-                          rows.astype(np.int64))]
+    levels = [
+        Level.build(
+            start, end, depth, name.astype(np.int32), np.ones(len(start), dtype=np.int64), rows.astype(np.int64)
+        )
+    ]
     weight = np.maximum(dur, 0.0)
     span = float(end.max() - start.min()) if len(start) else 0.0
     bucket = 1.0
@@ -265,8 +283,14 @@ def _merge(level: Level, weight: np.ndarray, bucket: float) -> tuple[Level, np.n
     starts = np.concatenate([level.start[keep], m_start])
     depths = np.concatenate([level.depth[keep], m_depth])
     order = np.lexsort((depths, starts))
-    new = Level(starts[order], np.concatenate([level.end[keep], m_end])[order], depths[order],
-                np.concatenate([level.name[keep], m_name])[order], np.concatenate([level.count[keep], m_count])[order],
-                np.concatenate([level.row[keep], single_rows])[order], np.zeros(0))
+    new = Level(
+        starts[order],
+        np.concatenate([level.end[keep], m_end])[order],
+        depths[order],
+        np.concatenate([level.name[keep], m_name])[order],
+        np.concatenate([level.count[keep], m_count])[order],
+        np.concatenate([level.row[keep], single_rows])[order],
+        np.zeros(0),
+    )
     new.reach = np.maximum.accumulate(new.end)
     return new, np.concatenate([weight[keep], m_weight])[order]

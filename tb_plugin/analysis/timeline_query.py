@@ -10,7 +10,7 @@ import numpy as np
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
 from .bounded_regex import compile_bounded, matching
-from .timeline import Track, timeline_index, track_of_events  # noqa: F401 (re-exported)
+from .timeline import Track, timeline_index, track_of_events
 
 MAX_ITEMS_PER_TRACK = 20_000
 MAX_FLOWS = 2_000
@@ -19,6 +19,7 @@ MAX_SEARCH_RESULTS = 1_000
 
 def origin(trace: Trace) -> float:
     """The earliest event start (absolute µs): time 0 of every timeline response."""
+
     def build():
         ev = trace.events
         return float(ev.ts.min()) if len(ev) else 0.0
@@ -35,8 +36,17 @@ def extent(trace: Trace) -> tuple[float, float]:
 
 
 def tracks_meta(trace: Trace) -> list[dict]:
-    return [{"id": t.id, "kind": t.kind, "process": t.process, "name": t.name, "max_depth": t.max_depth,
-             "events": int(len(t.levels[0].start))} for t in timeline_index(trace)]
+    return [
+        {
+            "id": t.id,
+            "kind": t.kind,
+            "process": t.process,
+            "name": t.name,
+            "max_depth": t.max_depth,
+            "events": int(len(t.levels[0].start)),
+        }
+        for t in timeline_index(trace)
+    ]
 
 
 def choose_level(track: Track, px_us: float) -> int:
@@ -65,23 +75,30 @@ def window(trace: Trace, t0: float, t1: float, width_px: int, track_ids: list[in
         lv = track.levels[level]
         names = lv.name[idx]
         name_ids.update(np.unique(names).tolist())
-        out_tracks.append({
-            "id": track.id,
-            "level": level,
-            "bucket_us": track.bucket(level),
-            "items": {
-                "start": np.round(lv.start[idx] - base, 3).tolist(),
-                "dur": np.round(lv.end[idx] - lv.start[idx], 3).tolist(),
-                "depth": lv.depth[idx].tolist(),
-                "name": names.tolist(),
-                "count": lv.count[idx].tolist(),
-                "row": lv.row[idx].tolist(),
-            },
-            "hidden_events": int(lv.count[idx].sum() - len(idx)),
-        })
-    return {"start_us": t0, "end_us": t1, "width_px": width_px, "tracks": out_tracks,
-            "names": {str(i): trace.strings[i] for i in sorted(name_ids)},
-            "flows": flows_in_window(trace, a0, a1)}
+        out_tracks.append(
+            {
+                "id": track.id,
+                "level": level,
+                "bucket_us": track.bucket(level),
+                "items": {
+                    "start": np.round(lv.start[idx] - base, 3).tolist(),
+                    "dur": np.round(lv.end[idx] - lv.start[idx], 3).tolist(),
+                    "depth": lv.depth[idx].tolist(),
+                    "name": names.tolist(),
+                    "count": lv.count[idx].tolist(),
+                    "row": lv.row[idx].tolist(),
+                },
+                "hidden_events": int(lv.count[idx].sum() - len(idx)),
+            }
+        )
+    return {
+        "start_us": t0,
+        "end_us": t1,
+        "width_px": width_px,
+        "tracks": out_tracks,
+        "names": {str(i): trace.strings[i] for i in sorted(name_ids)},
+        "flows": flows_in_window(trace, a0, a1),
+    }
 
 
 def flows_in_window(trace: Trace, a0: float, a1: float) -> dict:
@@ -95,9 +112,12 @@ def flows_in_window(trace: Trace, a0: float, a1: float) -> dict:
     track_of = track_of_events(trace)
     base = origin(trace)
     return {
-        "from_row": src.tolist(), "from_track": track_of[src].tolist(),
+        "from_row": src.tolist(),
+        "from_track": track_of[src].tolist(),
         "from_us": np.round(ev.ts[src] - base, 3).tolist(),
-        "to_row": dev.tolist(), "to_track": track_of[dev].tolist(), "to_us": np.round(ev.ts[dev] - base, 3).tolist(),
+        "to_row": dev.tolist(),
+        "to_track": track_of[dev].tolist(),
+        "to_us": np.round(ev.ts[dev] - base, 3).tolist(),
         "hidden": int(max(total - MAX_FLOWS, 0)),
     }
 
@@ -134,9 +154,14 @@ def search(trace: Trace, pattern: str, regex: bool = False, limit: int = MAX_SEA
     track_of = track_of_events(trace)
     base = origin(trace)
     shown = rows[:limit]
-    return {"total": int(len(rows)), "rows": shown.tolist(), "start_us": np.round(ev.ts[shown] - base, 3).tolist(),
-            "dur_us": np.round(ev.dur[shown], 3).tolist(), "track": track_of[shown].tolist(),
-            "name": [trace.strings[i] for i in ev.name[shown]]}
+    return {
+        "total": int(len(rows)),
+        "rows": shown.tolist(),
+        "start_us": np.round(ev.ts[shown] - base, 3).tolist(),
+        "dur_us": np.round(ev.dur[shown], 3).tolist(),
+        "track": track_of[shown].tolist(),
+        "name": [trace.strings[i] for i in ev.name[shown]],
+    }
 
 
 def parents(trace: Trace, row: int) -> list[dict]:
@@ -151,8 +176,15 @@ def parents(trace: Trace, row: int) -> list[dict]:
         here = here[lv.depth[here] < depth_of_row[0]]
     here = here[np.argsort(lv.depth[here])]
     base = origin(trace)
-    return [{"row": int(lv.row[i]), "name": trace.strings[lv.name[i]], "start_us": round(float(lv.start[i] - base), 3),
-             "dur_us": round(float(lv.end[i] - lv.start[i]), 3)} for i in here]
+    return [
+        {
+            "row": int(lv.row[i]),
+            "name": trace.strings[lv.name[i]],
+            "start_us": round(float(lv.start[i] - base), 3),
+            "dur_us": round(float(lv.end[i] - lv.start[i]), 3),
+        }
+        for i in here
+    ]
 
 
 def flow_partners(trace: Trace, row: int) -> list[dict]:
@@ -166,5 +198,14 @@ def flow_partners(trace: Trace, row: int) -> list[dict]:
         partners.append(("device", r))
     track_of = track_of_events(trace)
     base = origin(trace)
-    return [{"type": kind, "row": r, "name": trace.strings[ev.name[r]], "track": int(track_of[r]),
-             "start_us": round(float(ev.ts[r] - base), 3), "dur_us": round(float(ev.dur[r]), 3)} for kind, r in partners]
+    return [
+        {
+            "type": kind,
+            "row": r,
+            "name": trace.strings[ev.name[r]],
+            "track": int(track_of[r]),
+            "start_us": round(float(ev.ts[r] - base), 3),
+            "dur_us": round(float(ev.dur[r]), 3),
+        }
+        for kind, r in partners
+    ]

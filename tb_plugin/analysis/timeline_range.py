@@ -37,7 +37,13 @@ def range_stats(trace: Trace, t0: float, t1: float, track_ids: set[int] | None =
     counts = np.bincount(inv, minlength=len(names))
     totals = np.bincount(inv, weights=clipped, minlength=len(names))
     labels = [trace.strings[int(n)] for n in names]
-    order = sorted(range(len(names)), key=lambda i: (-totals[i], -counts[i], labels[i]))[:max(0, min(top, MAX_TOP))]
-    return {"start_us": lo, "end_us": hi, "duration_us": hi - lo, "count": int(len(rows)),
-            "total_us": float(clipped.sum()), "names": int(len(names)),
-            "top": [{"name": labels[i], "count": int(counts[i]), "total_us": float(totals[i])} for i in order]}
+    order = sorted(range(len(names)), key=lambda i: (-totals[i], -counts[i], labels[i]))[: max(0, min(top, MAX_TOP))]
+    return {
+        "start_us": lo,
+        "end_us": hi,
+        "duration_us": hi - lo,
+        "count": int(len(rows)),
+        "total_us": float(clipped.sum()),
+        "names": int(len(names)),
+        "top": [{"name": labels[i], "count": int(counts[i]), "total_us": float(totals[i])} for i in order],
+    }

@@ -3,9 +3,9 @@ registry or of :mod:`tb_plugin.registry.report`, and answer ``(status, document)
 pages tables and writes CSV. ``plugin.py`` maps each route to a URL."""
 
 from .params import ApiError, BadRequest
-from .routes import *  # noqa: F401,F403 - the route functions, looked up by plugin.py at start-up
+from .routes import *  # noqa: F403 - the route functions, looked up by plugin.py at start-up
 from .routes import __all__ as _routes
-from .routes_hang import *  # noqa: F401,F403 - the Hang view's routes
+from .routes_hang import *  # noqa: F403 - the Hang view's routes
 from .routes_hang import __all__ as _hang_routes
 
 __all__ = ["ApiError", "BadRequest", *_routes, *_hang_routes]

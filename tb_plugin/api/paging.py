@@ -29,8 +29,10 @@ def filter_rows(rows: list[dict], search: str | None, op_search: str | None = No
 def sort_rows(rows: list[dict], key: str, descending: bool) -> list[dict]:
     present = [r for r in rows if r.get(key) is not None]
     missing = [r for r in rows if r.get(key) is None]
-    present.sort(key=lambda r: (r[key], r["name"]) if not isinstance(r[key], str) else (r[key].lower(), r["name"]),
-                 reverse=descending)
+    present.sort(
+        key=lambda r: (r[key], r["name"]) if not isinstance(r[key], str) else (r[key].lower(), r["name"]),
+        reverse=descending,
+    )
     return present + missing
 
 
@@ -41,8 +43,14 @@ def selected(rows: list[dict], q: dict[str, Any]) -> list[dict]:
 
 def window(rows: list[dict], q: dict[str, Any]) -> dict[str, Any]:
     """One page of already selected ``rows``: the query's sort, order, offset and the total count."""
-    return {"state": "ready", "sort": q["sort"], "order": "desc" if q["descending"] else "asc",
-            "total_rows": len(rows), "offset": q["offset"], "rows": rows[q["offset"]: q["offset"] + q["limit"]]}
+    return {
+        "state": "ready",
+        "sort": q["sort"],
+        "order": "desc" if q["descending"] else "asc",
+        "total_rows": len(rows),
+        "offset": q["offset"],
+        "rows": rows[q["offset"] : q["offset"] + q["limit"]],
+    }
 
 
 def page(all_rows: list[dict], q: dict[str, Any], **extra) -> dict[str, Any]:

@@ -12,30 +12,69 @@ from typing import Any, Mapping
 from ..analysis.counters import counter_bins
 from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
+from ..registry import graph_siblings, report
 from ..registry import memory_events as pairs_table
-from ..registry import report
-from ..registry import graph_siblings
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
 from . import paging
 from .kernel_columns import KERNEL_COLUMNS, KERNEL_GROUPS, kernel_columns
-from .params import (MAX_PARAM_CHARS, MAX_WIDTH_PX, ApiError, BadRequest, NotFound, NotReady, choice, device_index,
-                     integer, number, op_path, param, ready_artifact, ready_file, table_query, time_range, track_ids)
+from .params import (
+    MAX_PARAM_CHARS,
+    MAX_WIDTH_PX,
+    ApiError,
+    BadRequest,
+    NotFound,
+    NotReady,
+    choice,
+    device_index,
+    integer,
+    number,
+    op_path,
+    param,
+    ready_artifact,
+    ready_file,
+    table_query,
+    time_range,
+    track_ids,
+)
 
 Args = Mapping[str, str]
 
 OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
-OPERATOR_COLUMNS = ["name", "input_shape", "call_stack", "calls", "host_self_us", "host_total_us", "device_self_us",
-                    "device_total_us", "graph_replay_self_us", "tc_eligible", "tc_self_pct", "tc_total_pct", "flops",
-                    "tflops_per_s"]
+OPERATOR_COLUMNS = [
+    "name",
+    "input_shape",
+    "call_stack",
+    "calls",
+    "host_self_us",
+    "host_total_us",
+    "device_self_us",
+    "device_total_us",
+    "graph_replay_self_us",
+    "tc_eligible",
+    "tc_self_pct",
+    "tc_total_pct",
+    "flops",
+    "tflops_per_s",
+]
 MEMORY_EVENT_COLUMNS = ["op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"]
-MEMORY_STAT_COLUMNS = ["name", "calls", "size_increase_bytes", "self_size_increase_bytes", "allocations",
-                       "self_allocations", "allocation_bytes", "self_allocation_bytes", "self_not_freed_bytes"]
+MEMORY_STAT_COLUMNS = [
+    "name",
+    "calls",
+    "size_increase_bytes",
+    "self_size_increase_bytes",
+    "allocations",
+    "self_allocations",
+    "allocation_bytes",
+    "self_allocation_bytes",
+    "self_not_freed_bytes",
+]
 
 
 def route(handler):
     """``handler``'s ``(status, doc)``, or the status and document of the :class:`ApiError` it raised."""
+
     @functools.wraps(handler)
     def answer(*args, **kwargs):
         try:
@@ -66,8 +105,15 @@ def runs(registry) -> tuple[int, dict[str, Any]]:
 def overview(registry, args: Args):
     state = ready_file(registry, args)
     doc = report.overview_document(registry, state) or {}
-    doc.update(state="ready", run=args["run"], worker=args["worker"], span=args["span"], path=state.entry.rel,
-               warnings=list(state.warnings), notes=list(state.notes))
+    doc.update(
+        state="ready",
+        run=args["run"],
+        worker=args["worker"],
+        span=args["span"],
+        path=state.entry.rel,
+        warnings=list(state.warnings),
+        notes=list(state.notes),
+    )
     return 200, doc
 
 
@@ -79,8 +125,12 @@ def operators(registry, args: Args, as_csv: bool = False):
     default_sort = "device_self_us" if views.has_device else "host_self_us"
     q = dict(table_query(args, OPERATOR_COLUMNS, default_sort, paging.MAX_LIMIT), op_search="")  # no launching op
     rows = views.operators(group_by)
-    columns = [c for c in OPERATOR_COLUMNS if not (c == "input_shape" and group_by != "input_shape")
-               and not (c == "call_stack" and group_by != "call_stack")]
+    columns = [
+        c
+        for c in OPERATOR_COLUMNS
+        if not (c == "input_shape" and group_by != "input_shape")
+        and not (c == "call_stack" and group_by != "call_stack")
+    ]
     if as_csv:
         return 200, paging.to_csv(paging.selected(rows, q), columns)
     top = {k: paging.top(rows, k) for k in ("device_self_us", "device_total_us", "host_self_us", "host_total_us")}
@@ -108,8 +158,9 @@ def kernels(registry, args: Args, as_csv: bool = False):
     columns = kernel_columns(group_by)
     if as_csv:
         return 200, paging.to_csv(paging.selected(rows, q), columns)
-    return 200, paging.page(rows, q, group_by=group_by, top=paging.top(rows, "total_us"),
-                            tensor_core=views.tensor_core_split())
+    return 200, paging.page(
+        rows, q, group_by=group_by, top=paging.top(rows, "total_us"), tensor_core=views.tensor_core_split()
+    )
 
 
 @route
@@ -190,8 +241,9 @@ def memory_events(registry, args: Args, as_csv: bool = False):
     q = table_query(args, MEMORY_EVENT_COLUMNS, "size_bytes", paging.MAX_LIMIT)
     views = registry.views(state)
     pairs = views.memory_pairs()
-    rows = pairs_table.select(views.memory_pairs_index(), args.get("device"), lo, hi, min_b, max_b, q["search"],
-                                q["sort"], q["descending"])
+    rows = pairs_table.select(
+        views.memory_pairs_index(), args.get("device"), lo, hi, min_b, max_b, q["search"], q["sort"], q["descending"]
+    )
     if as_csv:
         return 200, paging.to_csv(rows, MEMORY_EVENT_COLUMNS)
     return 200, dict(paging.window(rows, q), reason=pairs["reason"])
@@ -370,7 +422,9 @@ def graph_replays(registry, args: Args):
     state = ready_file(registry, args)
     views = registry.views(state)
     doc = views.replay_bands()
-    cuda = graph_siblings.graphs_report(views, max_replays=0, others=lambda: sibling_capture_tables(registry, state))["cuda_graphs"]
+    cuda = graph_siblings.graphs_report(views, max_replays=0, others=lambda: sibling_capture_tables(registry, state))[
+        "cuda_graphs"
+    ]
     status = {g["graph"]: g["status"] for g in cuda["graph_list"]}
     graphs = [dict(g, status=status.get(g["graph"], g["status"])) for g in doc["graphs"]]
     return 200, dict(doc, graphs=graphs, state="ready")
@@ -381,7 +435,7 @@ def diff(registry, args: Args):
     """Baseline vs experiment: steps, operator-tree level at ``path`` (a JSON list), kernels."""
     sides = []
     for side in ("base", "exp"):
-        sub = {k[len(side) + 1:]: v for k, v in args.items() if k.startswith(side + "_")}
+        sub = {k[len(side) + 1 :]: v for k, v in args.items() if k.startswith(side + "_")}
         try:
             sides.append(ready_file(registry, sub))
         except ApiError as exc:
@@ -391,9 +445,40 @@ def diff(registry, args: Args):
     return 200, dict(report.diff_document(sides[0], b, sides[1], e, path), state="ready")
 
 
-__all__ = ["MAX_PARAM_CHARS", "BadRequest", "critical_path", "diff", "distributed", "graph_replays", "graphs", "insights", "kernels", "memory", "memory_events",
-           "memory_html", "memory_html_image", "memory_stats", "memory_timeline_export", "memprofiler_log",
-           "memprofiler_stats", "modules", "operator_stacks", "operators", "overview", "runs", "snapshot",
-           "snapshot_allocations", "snapshot_attribution", "snapshot_oom", "snapshot_ranks", "snapshot_segments",
-           "snapshot_stack",
-           "snapshot_timeline", "timeline", "timeline_event", "timeline_meta", "timeline_range", "timeline_search"]
+__all__ = [
+    "MAX_PARAM_CHARS",
+    "BadRequest",
+    "critical_path",
+    "diff",
+    "distributed",
+    "graph_replays",
+    "graphs",
+    "insights",
+    "kernels",
+    "memory",
+    "memory_events",
+    "memory_html",
+    "memory_html_image",
+    "memory_stats",
+    "memory_timeline_export",
+    "memprofiler_log",
+    "memprofiler_stats",
+    "modules",
+    "operator_stacks",
+    "operators",
+    "overview",
+    "runs",
+    "snapshot",
+    "snapshot_allocations",
+    "snapshot_attribution",
+    "snapshot_oom",
+    "snapshot_ranks",
+    "snapshot_segments",
+    "snapshot_stack",
+    "snapshot_timeline",
+    "timeline",
+    "timeline_event",
+    "timeline_meta",
+    "timeline_range",
+    "timeline_search",
+]

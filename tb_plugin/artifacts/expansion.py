@@ -44,7 +44,8 @@ def _refuse(limit: int, size: int) -> TooManyObjects:
     return TooManyObjects(
         f"this pickle expands to more than {limit:,} objects through shared references, the bound for its "
         f"{size:,} bytes ({OBJECTS_PER_BYTE} objects per byte, at least {OBJECTS_FLOOR:,}): "
-        "not a memory snapshot (a hostile or corrupt file?)")
+        "not a memory snapshot (a hostile or corrupt file?)"
+    )
 
 
 def check(value, size: int) -> int:

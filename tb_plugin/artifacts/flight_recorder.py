@@ -37,9 +37,8 @@ import threading
 import time
 from typing import Any, Iterable
 
-import orjson
-
 import numpy as np
+import orjson
 
 from ..storage.sniff import looks_like_flight_recorder as looks_like_dump  # noqa: F401 - the recognizer
 from .isolated import apply_limits, cpu_limit_for, memory_limit_bytes, time_limit_s
@@ -106,19 +105,36 @@ def _stack(frames, stacks: dict[tuple, int]) -> int:
     lines = []
     for f in frames[:MAX_FRAMES]:
         if isinstance(f, dict):
-            lines.append(f"{_text(f.get('name')) or '?'} ({_text(f.get('filename')) or '?'}:{_int(f.get('line')) or 0})")
+            lines.append(
+                f"{_text(f.get('name')) or '?'} ({_text(f.get('filename')) or '?'}:{_int(f.get('line')) or 0})"
+            )
     key = tuple(lines)
     return stacks.setdefault(key, len(stacks)) if key else -1
 
 
-_INT_FIELDS = (("record_id", "record_id"), ("pg_id", "pg_id"), ("seq", "collective_seq_id"),
-               ("p2p_seq", "p2p_seq_id"), ("created_ns", "time_created_ns"),
-               ("started_ns", "time_discovered_started_ns"), ("completed_ns", "time_discovered_completed_ns"),
-               ("timeout_ms", "timeout_ms"))
+_INT_FIELDS = (
+    ("record_id", "record_id"),
+    ("pg_id", "pg_id"),
+    ("seq", "collective_seq_id"),
+    ("p2p_seq", "p2p_seq_id"),
+    ("created_ns", "time_created_ns"),
+    ("started_ns", "time_discovered_started_ns"),
+    ("completed_ns", "time_discovered_completed_ns"),
+    ("timeout_ms", "timeout_ms"),
+)
 
 
-_FIELDS = tuple(f for _, f in _INT_FIELDS) + ("is_p2p", "process_group", "profiling_name", "state", "input_sizes",
-                                             "output_sizes", "input_dtypes", "output_dtypes", "frames")
+_FIELDS = tuple(f for _, f in _INT_FIELDS) + (
+    "is_p2p",
+    "process_group",
+    "profiling_name",
+    "state",
+    "input_sizes",
+    "output_sizes",
+    "input_dtypes",
+    "output_dtypes",
+    "frames",
+)
 _GET = operator.itemgetter(*_FIELDS)
 
 
@@ -179,15 +195,17 @@ def extract(dump: Any, name: str = "") -> Record:
         rank_from = None
     pg_config = {}
     raw_config = dump.get("pg_config")
-    for key, cfg in (raw_config.items() if isinstance(raw_config, dict) else ()):
+    for key, cfg in raw_config.items() if isinstance(raw_config, dict) else ():
         if isinstance(key, (str, int)) and isinstance(cfg, dict):
             pg_config[str(key)[:MAX_TEXT]] = {"desc": _text(cfg.get("desc")) or "", "ranks": _ranks(cfg.get("ranks"))}
     pg_status = {}
     raw_status = dump.get("pg_status")
-    for key, st in (raw_status.items() if isinstance(raw_status, dict) else ()):
+    for key, st in raw_status.items() if isinstance(raw_status, dict) else ():
         if isinstance(key, (str, int)) and isinstance(st, dict):
-            got = [_int(st.get(k)) for k in ("last_enqueued_collective", "last_started_collective",
-                                              "last_completed_collective")]
+            got = [
+                _int(st.get(k))
+                for k in ("last_enqueued_collective", "last_started_collective", "last_completed_collective")
+            ]
             pg_status[str(key)[:MAX_TEXT]] = [-1 if v is None else v for v in got]
     raw = dump.get("entries")
     entries = [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
@@ -207,13 +225,22 @@ def extract(dump: Any, name: str = "") -> Record:
     cols["op"], vocab["op"] = _codes(field["profiling_name"], _text)
     cols["state"], vocab["state"] = _codes(field["state"], lambda v: v if v in STATES else None)
     cols["sizes"], vocab["sizes"] = _codes(list(map(_json_text, zip(field["input_sizes"], field["output_sizes"]))), str)
-    cols["dtypes"], vocab["dtypes"] = _codes(list(map(_json_text, zip(field["input_dtypes"], field["output_dtypes"]))),
-                                             str)
+    cols["dtypes"], vocab["dtypes"] = _codes(
+        list(map(_json_text, zip(field["input_dtypes"], field["output_dtypes"]))), str
+    )
     cols["stack"] = np.array([_stack(f, stacks) if f else -1 for f in field["frames"]], dtype=np.int64)
-    return {"version": _text(dump.get("version")) if not isinstance(dump.get("version"), (int, float)) else
-            str(dump.get("version")), "rank": rank, "rank_from": rank_from, "pg_config": pg_config,
-            "pg_status": pg_status, "entries": cols, "vocab": vocab,
-            "stacks": [list(s) for s in stacks]}
+    return {
+        "version": _text(dump.get("version"))
+        if not isinstance(dump.get("version"), (int, float))
+        else str(dump.get("version")),
+        "rank": rank,
+        "rank_from": rank_from,
+        "pg_config": pg_config,
+        "pg_status": pg_status,
+        "entries": cols,
+        "vocab": vocab,
+        "stacks": [list(s) for s in stacks],
+    }
 
 
 def to_columns(record: Record) -> Record:
@@ -235,15 +262,19 @@ def pack_record(record: Record) -> bytes:
     """``record`` as bytes: an 8-byte length, a JSON header (everything but the entry columns, and each
     column's dtype and length), then the columns' raw bytes (little-endian int64 or bool)."""
     cols = {k: np.ascontiguousarray(v, dtype=bool if k == "is_p2p" else "<i8") for k, v in record["entries"].items()}
-    head = orjson.dumps({**{k: v for k, v in record.items() if k != "entries"},
-                         "columns": [[k, v.dtype.str, len(v)] for k, v in cols.items()]})
+    head = orjson.dumps(
+        {
+            **{k: v for k, v in record.items() if k != "entries"},
+            "columns": [[k, v.dtype.str, len(v)] for k, v in cols.items()],
+        }
+    )
     return _LEN.pack(len(head)) + head + b"".join(v.tobytes() for v in cols.values())
 
 
 def unpack_record(body: bytes) -> Record:
     """The record :func:`pack_record` packed; its columns are read-only views of ``body``."""
     (n,) = _LEN.unpack_from(body)
-    head = orjson.loads(body[_LEN.size:_LEN.size + n])
+    head = orjson.loads(body[_LEN.size : _LEN.size + n])
     offset, cols = _LEN.size + n, {}
     for name, dtype, length in head.pop("columns"):
         dt = np.dtype(dtype)
@@ -292,8 +323,10 @@ def read_pickles(files: Iterable[tuple[str, bytes]]) -> dict[str, Record | DumpE
         if answered < len(pending):  # the child died or timed out on this file
             name, data = pending[answered]
             if name not in out:
-                out[name] = DumpError("reading this pickle crashed the reader or ran out of time: it is not a "
-                                      "flight-recorder dump (a hostile or corrupt file?)")
+                out[name] = DumpError(
+                    "reading this pickle crashed the reader or ran out of time: it is not a "
+                    "flight-recorder dump (a hostile or corrupt file?)"
+                )
             answered += 1
         pending = pending[answered:]
     return out
@@ -303,8 +336,14 @@ def _run_child(files: list[tuple[str, bytes]], out: dict) -> int:
     """Send ``files`` to a new child; put its answers into ``out``; the number of files answered."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
     try:
-        child = subprocess.Popen([sys.executable, "-m", "tb_plugin.artifacts.flight_recorder"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=_PACKAGE_PARENT, env=env)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tb_plugin.artifacts.flight_recorder"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=_PACKAGE_PARENT,
+            env=env,
+        )
     except OSError as exc:
         for name, _ in files:
             out[name] = DumpError(f"cannot start the process that reads dumps: {exc}")
@@ -382,7 +421,7 @@ def child_main() -> int:
             body, status = pack_record(_parse_one(data, name)), b"\x00"
         except DumpError as exc:
             body, status = str(exc).encode(), b"\x01"
-        except Exception as exc:  # noqa: BLE001 - this file's error, the next file is still read
+        except Exception as exc:
             body, status = f"not a readable dump: {type(exc).__name__}: {exc}".encode()[:2000], b"\x01"
         dst.write(status + _LEN.pack(len(body)) + body)
         dst.flush()

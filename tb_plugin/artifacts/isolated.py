@@ -99,29 +99,45 @@ def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
     except ValueError:
         name = f"signal {-returncode}"
     if name in ("SIGXCPU", "SIGKILL"):
-        return (f"reading this pickle took more than {cpu_s:.0f} s of CPU time, the limit for its size: "
-                "it is not a memory snapshot (a hostile or corrupt file?)")
-    return (f"reading this pickle crashed the reader ({name}): it is not a memory snapshot (values nested too "
-            f"deeply, or more than {size_limit >> 20} MB of memory, the reader's limit for its size: a hostile "
-            "or corrupt file?)")
+        return (
+            f"reading this pickle took more than {cpu_s:.0f} s of CPU time, the limit for its size: "
+            "it is not a memory snapshot (a hostile or corrupt file?)"
+        )
+    return (
+        f"reading this pickle crashed the reader ({name}): it is not a memory snapshot (values nested too "
+        f"deeply, or more than {size_limit >> 20} MB of memory, the reader's limit for its size: a hostile "
+        "or corrupt file?)"
+    )
 
 
 def _child(argv: list[str]) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
     try:
         # cwd: ``-m`` puts the working folder first on the path; the child must import this package
-        return subprocess.Popen([sys.executable, "-m", "tb_plugin.artifacts.snapshot", *argv],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=_PACKAGE_PARENT, env=env)
+        return subprocess.Popen(
+            [sys.executable, "-m", "tb_plugin.artifacts.snapshot", *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=_PACKAGE_PARENT,
+            env=env,
+        )
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
 
 
 def _collect(child: subprocess.Popen) -> tuple[dict, list]:
     out: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda name, f: out.__setitem__(name, f.read()), args=(name, f), daemon=True)
-               for name, f in (("stdout", child.stdout), ("stderr", child.stderr))]
+    readers = [
+        threading.Thread(target=lambda name, f: out.__setitem__(name, f.read()), args=(name, f), daemon=True)
+        for name, f in (("stdout", child.stdout), ("stderr", child.stderr))
+    ]
     for t in readers:
         t.start()
     return out, readers
@@ -162,8 +178,10 @@ def parse_blocks_in_child(blocks: Iterable, size: int) -> tuple[dict, dict]:
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
-        raise SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
-                            "it is not a memory snapshot (a hostile or corrupt file?)") from None
+        raise SnapshotError(
+            f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
+            "it is not a memory snapshot (a hostile or corrupt file?)"
+        ) from None
     except BaseException:  # the blocks' own error (too big, unreadable): the child is not left running
         child.kill()
         child.wait()
@@ -196,7 +214,7 @@ def _frames(raw: bytes) -> list[tuple[int, bytes]]:
         start = pos + 1 + _LEN.size
         if start + n > len(raw):
             break
-        got.append((status, raw[start:start + n]))
+        got.append((status, raw[start : start + n]))
         pos = start + n
     return got
 
@@ -230,15 +248,18 @@ def read_many_in_child(datas: Sequence[bytes], mode: str) -> list[bytes | Snapsh
             timed_out = True
         for t in readers:
             t.join()
-        done = _frames(out.get("stdout", b""))[:len(rest)]
-        answers += [payload if status == 0 else SnapshotError(payload.decode("utf-8", "replace"))
-                    for status, payload in done]
-        rest = rest[len(done):]
+        done = _frames(out.get("stdout", b""))[: len(rest)]
+        answers += [
+            payload if status == 0 else SnapshotError(payload.decode("utf-8", "replace")) for status, payload in done
+        ]
+        rest = rest[len(done) :]
         if not rest:
             break
         if timed_out:
-            error = SnapshotError(f"reading these pickles took more than {limit:.0f} s, the limit for their "
-                                  "sizes: not memory snapshots (a hostile or corrupt file?)")
+            error = SnapshotError(
+                f"reading these pickles took more than {limit:.0f} s, the limit for their "
+                "sizes: not memory snapshots (a hostile or corrupt file?)"
+            )
         elif child.returncode < 0:
             error = SnapshotError(_crash_message(child.returncode, memory, limit))
         else:
@@ -335,11 +356,15 @@ def read_shared(data: bytes, mode: str) -> bytes | SnapshotError:
                 pass
         _end(_shared.pop())
         if timed_out:
-            return SnapshotError(f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
-                                 "it is not a memory snapshot (a hostile or corrupt file?)")
-        return SnapshotError(_crash_message(child.returncode, memory_limit_bytes(SHARED_MAX_BYTES), limit)
-                             if (child.returncode or 0) < 0 else
-                             f"the snapshot reader failed (exit status {child.returncode})")
+            return SnapshotError(
+                f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
+                "it is not a memory snapshot (a hostile or corrupt file?)"
+            )
+        return SnapshotError(
+            _crash_message(child.returncode, memory_limit_bytes(SHARED_MAX_BYTES), limit)
+            if (child.returncode or 0) < 0
+            else f"the snapshot reader failed (exit status {child.returncode})"
+        )
 
 
 def _end(child: subprocess.Popen) -> None:

@@ -63,7 +63,7 @@ class MemProfilerError(Exception):
     """Not a readable MemProfiler file (the message says why)."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _yaml_kit() -> tuple:
     """``(yaml, _Loader, _OPEN, _CLOSE)``, made on first use: PyYAML's import is ~8 ms of every start
     of a process that reads no MemProfiler file (``memprofiler.yaml`` and the others still resolve).
@@ -79,8 +79,12 @@ def _yaml_kit() -> tuple:
     _Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.defaultdict", _defaultdict)
     # the default factory (``!!python/name:builtins.dict ''``) is only a name here: read it as text
     _Loader.add_constructor("tag:yaml.org,2002:python/name:builtins.dict", lambda loader, node: "builtins.dict")
-    return (yaml, _Loader, (yaml.SequenceStartEvent, yaml.MappingStartEvent),
-            (yaml.SequenceEndEvent, yaml.MappingEndEvent))
+    return (
+        yaml,
+        _Loader,
+        (yaml.SequenceStartEvent, yaml.MappingStartEvent),
+        (yaml.SequenceEndEvent, yaml.MappingEndEvent),
+    )
 
 
 def __getattr__(name: str):
@@ -139,15 +143,18 @@ def load_stats(name: str, data: bytes) -> dict:
     dropped with a warning, as are entries whose key is not a snapshot key."""
     m = STATS_FILE.match(name)
     if m and m.group(2) == "pickle":
-        raise MemProfilerError("pickled MemProfiler stats are not read (unpickling can run code); "
-                               "the YAML form is (MemProfilerCfg dump_memorystats_yaml: true)")
+        raise MemProfilerError(
+            "pickled MemProfiler stats are not read (unpickling can run code); "
+            "the YAML form is (MemProfilerCfg dump_memorystats_yaml: true)"
+        )
     if len(data) > MAX_STATS_BYTES:
-        raise MemProfilerError(f"{len(data)} bytes is more than a MemProfiler stats file holds "
-                               f"(limit {MAX_STATS_BYTES} bytes)")
+        raise MemProfilerError(
+            f"{len(data)} bytes is more than a MemProfiler stats file holds (limit {MAX_STATS_BYTES} bytes)"
+        )
     yaml, loader = _yaml_kit()[:2]
     try:
         _check_depth(data)
-        doc = yaml.load(data, Loader=loader)  # noqa: S506 - SafeLoader subclass, see _Loader
+        doc = yaml.load(data, Loader=loader)
     except MemProfilerError:
         raise
     except yaml.YAMLError as exc:
@@ -168,17 +175,29 @@ def load_stats(name: str, data: bytes) -> dict:
             seen = filtered[id(values)] = (values, *_numbers(values))
         kept = seen[1]
         dropped += seen[2]
-        snapshots.append({"key": str(key), "rank": _index(km.group(1)), "function": km.group(2),
-                          "iteration": _index(km.group(3)), "phase": km.group(4), "values": kept})
+        snapshots.append(
+            {
+                "key": str(key),
+                "rank": _index(km.group(1)),
+                "function": km.group(2),
+                "iteration": _index(km.group(3)),
+                "phase": km.group(4),
+                "values": kept,
+            }
+        )
     warnings = []
     if bad_keys:
-        warnings.append(f"skipped {len(bad_keys)} entries whose key is not <rank>.<function>.<iteration>."
-                        f"<start|end> with a mapping of values: {', '.join(repr(k[:80]) for k in bad_keys[:5])}")
+        warnings.append(
+            f"skipped {len(bad_keys)} entries whose key is not <rank>.<function>.<iteration>."
+            f"<start|end> with a mapping of values: {', '.join(repr(k[:80]) for k in bad_keys[:5])}"
+        )
     if dropped:
         warnings.append(f"skipped {dropped} values that are not numbers")
     if not snapshots:
-        raise MemProfilerError("no MemProfiler snapshots (keys like 0.training_step.2.start) in this file"
-                               + (f"; {warnings[0]}" if warnings else ""))
+        raise MemProfilerError(
+            "no MemProfiler snapshots (keys like 0.training_step.2.start) in this file"
+            + (f"; {warnings[0]}" if warnings else "")
+        )
     if len(snapshots) > MAX_SNAPSHOTS:
         warnings.append(f"showing the first {MAX_SNAPSHOTS} of {len(snapshots)} snapshots")
     snapshots.sort(key=lambda s: (s["function"], _order(s["iteration"]), s["phase"] != "start", _order(s["rank"])))
@@ -224,5 +243,4 @@ def load_log(data: bytes, size: int) -> dict:
     shown = data[:MAX_LOG_BYTES]
     if b"\0" in shown[:8192]:
         raise MemProfilerError("binary data, not a text report")
-    return {"text": shown.decode("utf-8", errors="replace"), "size_bytes": int(size),
-            "truncated": size > len(shown)}
+    return {"text": shown.decode("utf-8", errors="replace"), "size_bytes": int(size), "truncated": size > len(shown)}

@@ -37,8 +37,10 @@ _LONG: dict[int, tuple[int, int]] = {}  # n -> (A, B): n LONG_BINPUTs numbered b
 def _long(n: int) -> tuple[int, int]:
     got = _LONG.get(n)
     if got is None:
-        got = _LONG[n] = (sum((0x72 + (k << 8)) << (40 * k) for k in range(n)),
-                          sum(1 << (40 * k + 8) for k in range(n)))
+        got = _LONG[n] = (
+            sum((0x72 + (k << 8)) << (40 * k) for k in range(n)),
+            sum(1 << (40 * k + 8) for k in range(n)),
+        )
     return got
 
 
@@ -48,8 +50,9 @@ def sequential(puts: bytes, n: int, base: int) -> bool:
     if 256 <= base <= (1 << 32) - n:  # the common case: every number past 256, each PUT 5 bytes
         a, b = _long(n)
         return len(puts) == 5 * n and int.from_bytes(puts, "little") == a + base * b
-    return puts == b"".join(b"q" + bytes((i,)) if i < 256 else b"r" + struct.pack("<I", i)
-                            for i in range(base, base + n))
+    return puts == b"".join(
+        b"q" + bytes((i,)) if i < 256 else b"r" + struct.pack("<I", i) for i in range(base, base + n)
+    )
 
 
 def frames(m, start: int) -> tuple[object, int] | None:
@@ -62,7 +65,7 @@ def frames(m, start: int) -> tuple[object, int] | None:
     if data[end - 1] not in b"ae":
         return None
     base = len(memo)
-    near = (end - start, bytes(data[max(start, end - _TAIL):end]))
+    near = (end - start, bytes(data[max(start, end - _TAIL) : end]))
     bucket = m.templates.get(near)
     if bucket is not None and base < 1 << 31:  # (numbers far below 2³²: a shift carries into no other byte)
         hit = _template_hit(bucket, int.from_bytes(data[start:end], "little"), base)
@@ -96,7 +99,8 @@ def frames(m, start: int) -> tuple[object, int] | None:
                 offsets.append(at + 1)
             at += len(part)
         m.templates.setdefault(near, []).append(
-            (int.from_bytes(data[start:end], "little"), base, sum(1 << (8 * o) for o in offsets), got))
+            (int.from_bytes(data[start:end], "little"), base, sum(1 << (8 * o) for o in offsets), got)
+        )
     return got[0], end
 
 

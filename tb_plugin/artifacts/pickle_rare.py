@@ -9,15 +9,29 @@ import struct
 
 from .unpickle import RefusedPickle
 
-_REFUSED = {ord(c): n for c, n in [("R", "REDUCE"), ("b", "BUILD"), ("i", "INST"), ("o", "OBJ"),
-                                     ("\x81", "NEWOBJ"), ("\x92", "NEWOBJ_EX"), ("\x82", "EXT1"), ("\x83", "EXT2"),
-                                     ("\x84", "EXT4"), ("P", "PERSID"), ("Q", "BINPERSID"),
-                                     ("\x97", "NEXT_BUFFER"), ("\x98", "READONLY_BUFFER")]}
+_REFUSED = {
+    ord(c): n
+    for c, n in [
+        ("R", "REDUCE"),
+        ("b", "BUILD"),
+        ("i", "INST"),
+        ("o", "OBJ"),
+        ("\x81", "NEWOBJ"),
+        ("\x92", "NEWOBJ_EX"),
+        ("\x82", "EXT1"),
+        ("\x83", "EXT2"),
+        ("\x84", "EXT4"),
+        ("P", "PERSID"),
+        ("Q", "BINPERSID"),
+        ("\x97", "NEXT_BUFFER"),
+        ("\x98", "READONLY_BUFFER"),
+    ]
+}
 _I4 = struct.Struct("<i").unpack_from
 _U8 = struct.Struct("<Q").unpack_from
 
 
-def rare(m, op: int, pos: int, stack: list, marks: list) -> int:  # noqa: C901 - the opcodes no snapshot writer uses often
+def rare(m, op: int, pos: int, stack: list, marks: list) -> int:
     """Run the opcode ``op`` (its argument at ``pos``) of the reader ``m``; the new position."""
     data = m.data
     if op == 0x80:  # PROTO
@@ -28,31 +42,35 @@ def rare(m, op: int, pos: int, stack: list, marks: list) -> int:  # noqa: C901 -
         if op == 0x63:
             nl = data.index(b"\n", pos)
             nl2 = data.index(b"\n", nl + 1)
-            module, name = data[pos:nl].decode("utf-8", "replace"), data[nl + 1:nl2].decode("utf-8", "replace")
+            module, name = data[pos:nl].decode("utf-8", "replace"), data[nl + 1 : nl2].decode("utf-8", "replace")
         else:
             name, module = stack[-1], stack[-2]
-        raise RefusedPickle(f"refused to load global '{module}.{name}': only plain containers and scalars are "
-                            "allowed in memory snapshots (this file may run code when unpickled)")
+        raise RefusedPickle(
+            f"refused to load global '{module}.{name}': only plain containers and scalars are "
+            "allowed in memory snapshots (this file may run code when unpickled)"
+        )
     if op in _REFUSED:
-        raise RefusedPickle(f"refused opcode {_REFUSED[op]}: only plain containers and scalars are allowed in "
-                            "memory snapshots (this file may run code when unpickled)")
+        raise RefusedPickle(
+            f"refused opcode {_REFUSED[op]}: only plain containers and scalars are allowed in "
+            "memory snapshots (this file may run code when unpickled)"
+        )
     if op == 0x8D:  # BINUNICODE8
         n = _U8(data, pos)[0]
-        stack.append(codecs.utf_8_decode(data[pos + 8:pos + 8 + n], "surrogatepass", True)[0])
+        stack.append(codecs.utf_8_decode(data[pos + 8 : pos + 8 + n], "surrogatepass", True)[0])
         return pos + 8 + n
     if op in (0x43, 0x42, 0x8E, 0x96, 0x55, 0x54):  # bytes, bytearray; Python 2 str (as ASCII text)
         width = {0x43: 1, 0x55: 1, 0x42: 4, 0x54: 4, 0x8E: 8, 0x96: 8}[op]
-        n = int.from_bytes(data[pos:pos + width], "little", signed=op == 0x54)
+        n = int.from_bytes(data[pos : pos + width], "little", signed=op == 0x54)
         if n < 0 or pos + width + n > len(data):
             raise ValueError("truncated or negative length")
-        raw = bytes(data[pos + width:pos + width + n])
+        raw = bytes(data[pos + width : pos + width + n])
         stack.append(bytearray(raw) if op == 0x96 else raw.decode("ascii") if op in (0x55, 0x54) else raw)
         return pos + width + n
     if op == 0x8B:  # LONG4
         n = _I4(data, pos)[0]
         if n < 0:
             raise ValueError("LONG pickle has negative byte count")
-        stack.append(int.from_bytes(data[pos + 4:pos + 4 + n], "little", signed=True))
+        stack.append(int.from_bytes(data[pos + 4 : pos + 4 + n], "little", signed=True))
         return pos + 4 + n
     if op == 0x8F:  # EMPTY_SET
         stack.append(set())
@@ -70,7 +88,7 @@ def rare(m, op: int, pos: int, stack: list, marks: list) -> int:  # noqa: C901 -
             stack.pop()
         return pos
     if op == 0x31:  # POP_MARK
-        del stack[marks.pop():]
+        del stack[marks.pop() :]
         return pos
     if op == 0x32:  # DUP
         stack.append(stack[-1])

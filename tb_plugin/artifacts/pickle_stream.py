@@ -67,8 +67,19 @@ def read(data: bytes, on_rows: Callable[[list, list], bool] | None = None):
         raise
     except TooManyObjects as exc:
         raise RefusedPickle(str(exc)) from None
-    except (EOFError, IndexError, KeyError, ValueError, TypeError, struct.error, UnicodeDecodeError, OverflowError,
-            MemoryError, RecursionError, AttributeError) as exc:
+    except (
+        EOFError,
+        IndexError,
+        KeyError,
+        ValueError,
+        TypeError,
+        struct.error,
+        UnicodeDecodeError,
+        OverflowError,
+        MemoryError,
+        RecursionError,
+        AttributeError,
+    ) as exc:
         raise RefusedPickle(f"not a readable pickle: {type(exc).__name__}: {exc}") from None
 
 
@@ -149,7 +160,7 @@ class _Machine:
         self.dict_slots.clear()
         return True
 
-    def _flat_items(self, pos: int, stack: list, fast: bool) -> tuple[int, bool]:  # noqa: C901 - one branch per opcode
+    def _flat_items(self, pos: int, stack: list, fast: bool) -> tuple[int, bool]:
         """The items of the dict below ``stack``'s top, from ``pos`` just after its MARK: values of
         the common opcodes (memo references, ints, frame lists) go on ``stack``; at SETITEMS they go
         into the dict: (the position after it, True). At any other opcode: (its position, False), and
@@ -172,7 +183,7 @@ class _Machine:
                 pos += 2
             elif op == 0x8A:  # LONG1
                 n = data[pos + 1]
-                push(from_bytes(data[pos + 2:pos + 2 + n], "little", signed=True))
+                push(from_bytes(data[pos + 2 : pos + 2 + n], "little", signed=True))
                 pos += 2 + n
             elif op == 0x4B:  # BININT1
                 push(data[pos + 1])
@@ -206,7 +217,11 @@ class _Machine:
                     pos = got[1]
                 elif data[pos + 1] == 0x94:
                     nxt = data[pos + 2]  # stays empty: a key (not an item and APPEND) or SETITEMS follows
-                    if nxt == 0x75 or (nxt == 0x68 and data[pos + 4] != 0x61) or (nxt == 0x6A and data[pos + 7] != 0x61):
+                    if (
+                        nxt == 0x75
+                        or (nxt == 0x68 and data[pos + 4] != 0x61)
+                        or (nxt == 0x6A and data[pos + 7] != 0x61)
+                    ):
                         lst = empty  # one shared empty list (copied if changed), not 56 bytes per free entry
                     else:
                         lst = []
@@ -244,7 +259,7 @@ class _Machine:
             got = stack[k] = type(got)(got)
         return got
 
-    def _loop(self, pos: int, end: int, stack: list, fast: bool) -> list:  # noqa: C901 - one branch per opcode
+    def _loop(self, pos: int, end: int, stack: list, fast: bool) -> list:
         """Run the opcodes in ``data[pos:end]`` on ``stack``; ``fast``: the frame-list cache and the rows
         hand-off are on (off inside a frame list read for the cache). Returns at STOP or ``end``."""
         data, memo, shared, slots = self.data, self.memo, self.shared, self.dict_slots
@@ -270,7 +285,7 @@ class _Machine:
                 pos += 4
             elif op == 0x8A:  # LONG1
                 n = data[pos]
-                push(from_bytes(data[pos + 1:pos + 1 + n], "little", signed=True))
+                push(from_bytes(data[pos + 1 : pos + 1 + n], "little", signed=True))
                 pos += 1 + n
             elif op == 0x94:  # MEMOIZE
                 memoize(stack[-1])
@@ -337,8 +352,9 @@ class _Machine:
                 target = self._own(stack, k - 1) if id(stack[k - 1]) in shared else stack[k - 1]
                 items = stack[k:]
                 del stack[k:]
-                if not (fast and type(target) is list and items and type(items[0]) is dict
-                        and self._rows(target, items)):
+                if not (
+                    fast and type(target) is list and items and type(items[0]) is dict and self._rows(target, items)
+                ):
                     target.extend(items)
             elif op == 0x61:  # a APPEND
                 item = stack.pop()
@@ -347,11 +363,11 @@ class _Machine:
                     target.append(item)
             elif op == 0x8C:  # SHORT_BINUNICODE
                 n = data[pos]
-                push(codecs.utf_8_decode(data[pos + 1:pos + 1 + n], "surrogatepass", True)[0])
+                push(codecs.utf_8_decode(data[pos + 1 : pos + 1 + n], "surrogatepass", True)[0])
                 pos += 1 + n
             elif op == 0x58:  # X BINUNICODE
                 n = _U4(data, pos)[0]
-                push(codecs.utf_8_decode(data[pos + 4:pos + 4 + n], "surrogatepass", True)[0])
+                push(codecs.utf_8_decode(data[pos + 4 : pos + 4 + n], "surrogatepass", True)[0])
                 pos += 4 + n
             elif op == 0x73:  # s SETITEM
                 v = stack.pop()
@@ -388,8 +404,15 @@ class _Machine:
                 k = marks.pop()
                 items = stack[k:]
                 del stack[k:]
-                push(tuple(items) if op == 0x74 else items if op == 0x6C else frozenset(items) if op == 0x91
-                     else dict(zip(items[::2], items[1::2])))
+                push(
+                    tuple(items)
+                    if op == 0x74
+                    else items
+                    if op == 0x6C
+                    else frozenset(items)
+                    if op == 0x91
+                    else dict(zip(items[::2], items[1::2]))
+                )
             elif op == 0x2E:  # . STOP: the value on top (as pickle.load, what lies below is dropped)
                 self.stopped = True
                 return [stack[-1]]

@@ -24,13 +24,32 @@ import numpy as np
 import orjson
 
 from ..trace import jsonsafe
-from . import pickle_stream
-from .snapshot_columns import ACTIONS, DeviceTrace  # noqa: F401 - imported from here by the analyses
-from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined, trace_columns
-from . import expansion
-from .isolated import (EXIT_REFUSED, SHARED_CHILD, SHARED_MAX_BYTES, SnapshotError, apply_limits, cpu_limit_for,
-                       parse_blocks_in_child, parse_in_child, read_many_in_child, read_shared,
-                       unpack_npz)
+from . import expansion, pickle_stream
+from .isolated import (
+    EXIT_REFUSED,
+    SHARED_CHILD,
+    SHARED_MAX_BYTES,
+    SnapshotError,
+    apply_limits,
+    cpu_limit_for,
+    parse_blocks_in_child,
+    parse_in_child,
+    read_many_in_child,
+    read_shared,
+    unpack_npz,
+)
+from .snapshot_columns import (  # noqa: F401 - imported from here by the analyses
+    _FIELDS,
+    ACTIONS,
+    DeviceTrace,
+    Interner,
+    StreamedTraces,
+    _int,
+    _list,
+    _scalar,
+    joined,
+    trace_columns,
+)
 from .unpickle import PICKLE_OPCODES, RefusedPickle, restricted_loads
 
 
@@ -113,8 +132,9 @@ def _unpacked(packed: tuple[dict, dict]) -> Snapshot:
 
 def _check_first_byte(data) -> None:
     if bytes(data[:1]) not in PICKLE_OPCODES:  # e.g. a sparse file's zero bytes: refused before any work
-        raise SnapshotError(f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, "
-                            "which no pickle starts with")
+        raise SnapshotError(
+            f"not a pickle: it starts with byte {bytes(data[:1]).hex() or '(none: empty)'}, which no pickle starts with"
+        )
 
 
 def parse_pickle(data: bytes, stream: bool | None = None) -> Snapshot:
@@ -170,8 +190,9 @@ def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot
         traces_raw = obj.get("device_traces") or []
         annotations = _list(obj.get("external_annotations")) + _list(obj.get("user_metadata"))
     else:
-        raise SnapshotError("not a CUDA allocator snapshot: expected a dict with 'segments'/'device_traces' "
-                            "or a list of segments")
+        raise SnapshotError(
+            "not a CUDA allocator snapshot: expected a dict with 'segments'/'device_traces' or a list of segments"
+        )
     if not isinstance(segments_raw, list) or not isinstance(traces_raw, list):
         raise SnapshotError("not a CUDA allocator snapshot: 'segments' and 'device_traces' must be lists")
     devices: dict[int, DeviceTrace] = {}
@@ -203,25 +224,55 @@ def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot
                 continue
             address = _int(b.get("address", next_address))
             size = _int(b.get("size", 0))
-            blocks.append({"address": address, "size": size,
-                           "requested_size": _int(b.get("requested_size", size)),
-                           "state": str(b.get("state", "")), "stack": stack_of(b.get("frames"))})
+            blocks.append(
+                {
+                    "address": address,
+                    "size": size,
+                    "requested_size": _int(b.get("requested_size", size)),
+                    "state": str(b.get("state", "")),
+                    "stack": stack_of(b.get("frames")),
+                }
+            )
             next_address = _int(address + size)
-        segments.append({"device": _int(seg.get("device", 0)), "address": _int(seg.get("address", 0)),
-                         "total_size": _int(seg.get("total_size", 0)), "stream": _scalar(seg.get("stream")),
-                         "segment_type": _scalar(seg.get("segment_type")), "blocks": blocks})
+        segments.append(
+            {
+                "device": _int(seg.get("device", 0)),
+                "address": _int(seg.get("address", 0)),
+                "total_size": _int(seg.get("total_size", 0)),
+                "stream": _scalar(seg.get("stream")),
+                "segment_type": _scalar(seg.get("segment_type")),
+                "blocks": blocks,
+            }
+        )
     # frame fields and annotations are kept as written: integers beyond 64 bits become decimal strings and
     # nesting deeper than jsonsafe.MAX_DEPTH a marker now, so a snapshot reads the same from the cache
     annotations = jsonsafe.clean([a for a in annotations if isinstance(a, dict)])
-    return Snapshot(devices, segments, interner.stacks, annotations, has_time, layout,
-                    jsonsafe.clean(interner.frames), ooms, segment_streams)
+    return Snapshot(
+        devices,
+        segments,
+        interner.stacks,
+        annotations,
+        has_time,
+        layout,
+        jsonsafe.clean(interner.frames),
+        ooms,
+        segment_streams,
+    )
 
 
 def pack_snapshot(snap: Snapshot) -> tuple[dict, dict]:
     """A snapshot as a JSON header plus flat arrays, for the parse cache."""
-    header = {"format": 2, "segments": snap.segments, "frames": snap.frames, "annotations": snap.annotations,
-              "has_time": snap.has_time, "layout": snap.layout, "devices": sorted(snap.devices), "ooms": snap.ooms,
-              "segment_streams": snap.segment_streams}
+    header = {
+        "format": 2,
+        "segments": snap.segments,
+        "frames": snap.frames,
+        "annotations": snap.annotations,
+        "has_time": snap.has_time,
+        "layout": snap.layout,
+        "devices": sorted(snap.devices),
+        "ooms": snap.ooms,
+        "segment_streams": snap.segment_streams,
+    }
     arrays = {f"{d}.{f}": getattr(t, f) for d, t in snap.devices.items() for f in _FIELDS}
     lengths = np.array([len(x) for x in snap.stacks], dtype=np.int64)
     arrays["stack_lengths"] = lengths
@@ -236,9 +287,17 @@ def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
     flat = arrays["stack_frames"].tolist()
     bounds = np.concatenate([[0], np.cumsum(arrays["stack_lengths"])]).tolist()
     stacks = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-    return Snapshot(devices, header["segments"], stacks, header["annotations"], header["has_time"],
-                    header["layout"], header["frames"], header.get("ooms") or [],
-                    header.get("segment_streams") or [])
+    return Snapshot(
+        devices,
+        header["segments"],
+        stacks,
+        header["annotations"],
+        header["has_time"],
+        header["layout"],
+        header["frames"],
+        header.get("ooms") or [],
+        header.get("segment_streams") or [],
+    )
 
 
 def _stdin(argv: list[str]) -> bytearray:
@@ -287,8 +346,10 @@ def _refusal(exc: BaseException, memory: int) -> str:
     if isinstance(exc, SnapshotError):
         return str(exc)
     if isinstance(exc, MemoryError):
-        return (f"reading this pickle needed more than {memory >> 20} MB of memory, the reader's limit for its "
-                "size: not a memory snapshot (a hostile or corrupt file?)")
+        return (
+            f"reading this pickle needed more than {memory >> 20} MB of memory, the reader's limit for its "
+            "size: not a memory snapshot (a hostile or corrupt file?)"
+        )
     return f"not a memory snapshot: {type(exc).__name__}: {exc}"
 
 

@@ -13,8 +13,19 @@ from typing import Any
 
 import numpy as np
 
-ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
-           "segment_unmap", "snapshot", "oom", "free", "other")
+ACTIONS = (
+    "alloc",
+    "free_requested",
+    "free_completed",
+    "segment_alloc",
+    "segment_free",
+    "segment_map",
+    "segment_unmap",
+    "snapshot",
+    "oom",
+    "free",
+    "other",
+)
 _ACTION_CODE = {a: i for i, a in enumerate(ACTIONS)}
 _SEGMENT_CODES = [_ACTION_CODE[a] for a in ("segment_alloc", "segment_free", "segment_map", "segment_unmap")]
 
@@ -138,8 +149,9 @@ class Interner:
         try:
             got = stack_ids.get(key)
         except TypeError:  # a list or dict as a frame field: kept as its text
-            key = tuple(tuple(v if v is None or isinstance(v, (str, int, float)) else repr(v)[:500] for v in f)
-                        for f in key)
+            key = tuple(
+                tuple(v if v is None or isinstance(v, (str, int, float)) else repr(v)[:500] for v in f) for f in key
+            )
             got = stack_ids.get(key)
         if got is None:
             got = stack_ids[key] = len(self.stacks)
@@ -164,8 +176,10 @@ def _stack_ids(frames, stack_of) -> np.ndarray:
     (what :meth:`Interner.stack_of` does first) without a call."""
     known = getattr(stack_of, "__self__", None)
     get = known.by_identity.get if isinstance(known, Interner) else {}.get
-    return np.array([(s[1] if (s := get(id(f))) is not None and s[0] is f else stack_of(f)) if f else -1
-                     for f in frames], dtype=np.int32)
+    return np.array(
+        [(s[1] if (s := get(id(f))) is not None and s[0] is f else stack_of(f)) if f else -1 for f in frames],
+        dtype=np.int32,
+    )
 
 
 def trace_columns(entries: list[dict], stack_of) -> dict:
@@ -177,14 +191,25 @@ def trace_columns(entries: list[dict], stack_of) -> dict:
         actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
         times, frames = [e.get("time_us") for e in entries], [e.get("frames") for e in entries]
     timed = times.count(None) != len(times)
-    cols = {"action": _action_codes(entries, list(actions)), "addr": _ints(list(addrs)), "size": _ints(list(sizes)),
-            "time": _floats(list(times)) if timed else np.full(len(entries), np.nan),
-            "stack": _stack_ids(frames, stack_of)}
-    ooms = [{"index": i, "stream": _scalar(entries[i].get("stream")),
-             "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None)}
-            for i in np.flatnonzero(cols["action"] == _ACTION_CODE["oom"]).tolist()]
-    streams = [{"index": i, "stream": _scalar(entries[i].get("stream"))}
-               for i in np.flatnonzero(np.isin(cols["action"], _SEGMENT_CODES)).tolist()]
+    cols = {
+        "action": _action_codes(entries, list(actions)),
+        "addr": _ints(list(addrs)),
+        "size": _ints(list(sizes)),
+        "time": _floats(list(times)) if timed else np.full(len(entries), np.nan),
+        "stack": _stack_ids(frames, stack_of),
+    }
+    ooms = [
+        {
+            "index": i,
+            "stream": _scalar(entries[i].get("stream")),
+            "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None),
+        }
+        for i in np.flatnonzero(cols["action"] == _ACTION_CODE["oom"]).tolist()
+    ]
+    streams = [
+        {"index": i, "stream": _scalar(entries[i].get("stream"))}
+        for i in np.flatnonzero(np.isin(cols["action"], _SEGMENT_CODES)).tolist()
+    ]
     return {"cols": cols, "timed": timed, "ooms": ooms, "segment_streams": streams, "n": len(entries)}
 
 
@@ -219,6 +244,7 @@ def joined(batches: list[dict], dev: int) -> tuple[DeviceTrace, list, list, bool
     # field by field, each batch's array dropped once joined: the columns are never all there twice
     trace = DeviceTrace(**{f: np.concatenate([b["cols"].pop(f) for b in batches]) for f in _FIELDS})
     ooms = [dict(o, device=dev, index=o["index"] + off) for b, off in zip(batches, offsets) for o in b["ooms"]]
-    streams = [dict(s, device=dev, index=s["index"] + off) for b, off in zip(batches, offsets)
-               for s in b["segment_streams"]]
+    streams = [
+        dict(s, device=dev, index=s["index"] + off) for b, off in zip(batches, offsets) for s in b["segment_streams"]
+    ]
     return trace, ooms, streams, any(b["timed"] for b in batches)

@@ -17,8 +17,16 @@ import numpy as np
 
 from ..storage.read import ReadError, gunzip_bounded
 
-CATEGORIES = ("parameter", "optimizer state", "input", "temporary", "activation", "gradient", "autograd detail",
-              "unknown")
+CATEGORIES = (
+    "parameter",
+    "optimizer state",
+    "input",
+    "temporary",
+    "activation",
+    "gradient",
+    "autograd detail",
+    "unknown",
+)
 
 
 class TimelineExportError(Exception):
@@ -37,13 +45,20 @@ def load_timeline_export(data: bytes) -> dict:
         raise TimelineExportError(f"invalid JSON: {exc}") from None
     except RecursionError:
         raise TimelineExportError("invalid JSON: nested too deeply for a memory-timeline export") from None
-    if isinstance(doc, list) and len(doc) == 2 and isinstance(doc[0], list) and isinstance(doc[1], list) and (
-            not doc[0] or not isinstance(doc[0][0], list)) and not _raw_rows(doc):
+    if (
+        isinstance(doc, list)
+        and len(doc) == 2
+        and isinstance(doc[0], list)
+        and isinstance(doc[1], list)
+        and (not doc[0] or not isinstance(doc[0][0], list))
+        and not _raw_rows(doc)
+    ):
         return _from_times_sizes(doc[0], doc[1])
     if isinstance(doc, list) and all(isinstance(r, list) and len(r) == 4 for r in doc[:100]):
         return _from_raw(np.array(doc, dtype=np.float64).reshape(-1, 4))
-    raise TimelineExportError("not a memory-timeline export: expected [times, sizes] or rows of "
-                              "[ts, action, bytes, category]")
+    raise TimelineExportError(
+        "not a memory-timeline export: expected [times, sizes] or rows of [ts, action, bytes, category]"
+    )
 
 
 def _raw_rows(doc: list) -> bool:
@@ -66,8 +81,12 @@ def _from_raw(rows: np.ndarray) -> dict:
         # value after the last row at each distinct time
         last = np.r_[idx[1:] - 1, len(ts) - 1]
         series.append(running[last])
-    return {"form": "raw", "times_us": ((times - first) / 1000.0), "categories": list(CATEGORIES),
-            "bytes": np.stack(series) if series else np.zeros((0, 0))}
+    return {
+        "form": "raw",
+        "times_us": ((times - first) / 1000.0),
+        "categories": list(CATEGORIES),
+        "bytes": np.stack(series) if series else np.zeros((0, 0)),
+    }
 
 
 def _from_times_sizes(times: list, sizes: list) -> dict:

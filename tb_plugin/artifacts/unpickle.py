@@ -37,7 +37,7 @@ class RefusedPickle(Exception):
 
 
 class _Restricted(pickle.Unpickler):
-    def find_class(self, module: str, name: str):  # noqa: D102 - the only gate
+    def find_class(self, module: str, name: str):
         raise RefusedPickle(
             f"refused to load global '{module}.{name}': only plain containers and scalars are allowed in "
             "memory snapshots (this file may run code when unpickled)"
@@ -79,7 +79,17 @@ def restricted_loads(data: bytes):
         obj = _Restricted(_WholeInput(data)).load()
     except RefusedPickle:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
-            MemoryError, RecursionError, OverflowError) as exc:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        MemoryError,
+        RecursionError,
+        OverflowError,
+    ) as exc:
         raise RefusedPickle(f"not a readable pickle: {type(exc).__name__}: {exc}") from None
     return obj

@@ -28,8 +28,10 @@ Span = Annotated[Optional[str], Field(description="span ('1', '2', … by trace 
 Limit = Annotated[int, Field(ge=1, le=200, description="rows to answer (top-N); rows_total and rest count the others")]
 
 
-Page = Annotated[int, Field(ge=0, le=1_000_000, description="page of an answer too large for one "
-                                                              "(0 first; paging.next says the next)")]
+Page = Annotated[
+    int,
+    Field(ge=0, le=1_000_000, description="page of an answer too large for one (0 first; paging.next says the next)"),
+]
 
 
 def _answer(method):
@@ -55,8 +57,10 @@ def _answer(method):
     hints = typing.get_type_hints(method, include_extras=True)  # the annotations are text here (__future__)
     signature = inspect.signature(method)
     params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
-    tool.__signature__ = signature.replace(parameters=[*params, inspect.Parameter(
-        "page", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=Page)], return_annotation=dict[str, Any])
+    tool.__signature__ = signature.replace(
+        parameters=[*params, inspect.Parameter("page", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=Page)],
+        return_annotation=dict[str, Any],
+    )
     tool.__annotations__ = dict(hints, page=Page, **{"return": dict[str, Any]})
     del tool.__wrapped__  # the schema is read from __signature__
     tool.__doc__ = f"{method.__doc__ or ''} {mcp_bound.UNTRUSTED_NOTE}"
@@ -75,13 +79,19 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         raise Invalid(f"{registry.logdir}: no such directory")
     registry.start()
     t = Tools(registry, ui_url, wait_s)
-    server = MCPServer("kinetoscope", instructions=(
-        "PyTorch profiler traces under one logdir. Start with list_runs; then overview, top_operators, "
-        "top_kernels, top_modules, memory, insights, graphs for one run/worker/span; distributed for a run's ranks; "
-        "critical_path for what held each step back; "
-        "diff for two traces; search_timeline then event for single events. Times are µs, sizes bytes. "
-        "Each answer has a link that opens the same view in the TensorBoard tab. " + mcp_bound.UNTRUSTED_NOTE))
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+    server = MCPServer(
+        "kinetoscope",
+        instructions=(
+            "PyTorch profiler traces under one logdir. Start with list_runs; then overview, top_operators, "
+            "top_kernels, top_modules, memory, insights, graphs for one run/worker/span; distributed for a run's ranks; "
+            "critical_path for what held each step back; "
+            "diff for two traces; search_timeline then event for single events. Times are µs, sizes bytes. "
+            "Each answer has a link that opens the same view in the TensorBoard tab. " + mcp_bound.UNTRUSTED_NOTE
+        ),
+    )
+    read_only = ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
 
     def add(fn):
         server.add_tool(_answer(fn), annotations=read_only)
@@ -97,33 +107,59 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         occupancy and tensor-core share (%), recommendations."""
         return t.overview(run, worker, span)
 
-    def top_operators(run: Run, worker: Worker = None, span: Span = None,
-                      group_by: Literal["name", "shape", "stack"] = "name",
-                      sort: Annotated[Optional[str], Field(description=(
-                          "column: calls, host_self_us, host_total_us, device_self_us, device_total_us, "
-                          "tc_self_pct, tc_total_pct, flops, tflops_per_s; default device_self_us "
-                          "(host_self_us without GPU)"))] = None,
-                      limit: Limit = 10) -> dict[str, Any]:
+    def top_operators(
+        run: Run,
+        worker: Worker = None,
+        span: Span = None,
+        group_by: Literal["name", "shape", "stack"] = "name",
+        sort: Annotated[
+            Optional[str],
+            Field(
+                description=(
+                    "column: calls, host_self_us, host_total_us, device_self_us, device_total_us, "
+                    "tc_self_pct, tc_total_pct, flops, tflops_per_s; default device_self_us "
+                    "(host_self_us without GPU)"
+                )
+            ),
+        ] = None,
+        limit: Limit = 10,
+    ) -> dict[str, Any]:
         """The operators with the most time (the Operator tab), per name, per input shape or per call
         stack: calls, host and device self/total µs (device: the kernels they launched)."""
         return t.top_operators(run, worker, span, group_by, sort, limit)
 
-    def top_kernels(run: Run, worker: Worker = None, span: Span = None, group_by: Literal["name", "op", "graph"] = "name",
-                    sort: Annotated[str, Field(description=(
-                        "column: calls, total_us, mean_us, min_us, max_us, blocks_per_sm, "
-                        "achieved_occupancy_pct"))] = "total_us",
-                    limit: Limit = 10) -> dict[str, Any]:
+    def top_kernels(
+        run: Run,
+        worker: Worker = None,
+        span: Span = None,
+        group_by: Literal["name", "op", "graph"] = "name",
+        sort: Annotated[
+            str,
+            Field(
+                description=("column: calls, total_us, mean_us, min_us, max_us, blocks_per_sm, achieved_occupancy_pct")
+            ),
+        ] = "total_us",
+        limit: Limit = 10,
+    ) -> dict[str, Any]:
         """The GPU kernels with the most time (the GPU Kernel tab), per name, per launching operator and
         launch configuration, or per name and CUDA graph (``graph``: None outside graph replays): calls, total/mean/min/max µs, blocks per SM, occupancy, tensor cores."""
         return t.top_kernels(run, worker, span, group_by, sort, limit)
 
-    def top_modules(run: Run, worker: Worker = None, span: Span = None,
-                    sort: Annotated[str, Field(description=(
-                        "column: occurrences, operators, host_self_us, host_total_us, device_self_us, "
-                        "device_total_us"))] = "host_total_us",
-                    limit: Limit = 10,
-                    max_depth: Annotated[int, Field(ge=1, le=64, description="module levels (1: top level)")] = 1,
-                    ) -> dict[str, Any]:
+    def top_modules(
+        run: Run,
+        worker: Worker = None,
+        span: Span = None,
+        sort: Annotated[
+            str,
+            Field(
+                description=(
+                    "column: occurrences, operators, host_self_us, host_total_us, device_self_us, device_total_us"
+                )
+            ),
+        ] = "host_total_us",
+        limit: Limit = 10,
+        max_depth: Annotated[int, Field(ge=1, le=64, description="module levels (1: top level)")] = 1,
+    ) -> dict[str, Any]:
         """The nn.Module tree's nodes with the most time (the Module tab), down to max_depth levels."""
         return t.top_modules(run, worker, span, sort, limit, max_depth)
 
@@ -143,22 +179,33 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         recompilations and graph breaks per step; advice with the µs it addresses."""
         return t.graphs(run, worker, span, limit)
 
-    def distributed(run: Run, span: Annotated[str, Field(description="span, default 1")] = "1",
-                    limit: Limit = 10) -> dict[str, Any]:
+    def distributed(
+        run: Run, span: Annotated[str, Field(description="span, default 1")] = "1", limit: Limit = 10
+    ) -> dict[str, Any]:
         """A multi-rank run: per rank computation, overlap, communication, transfer and sync µs;
         collectives with bytes and algorithm/bus bandwidth (GB/s); stragglers with their evidence."""
         return t.distributed(run, span, limit)
 
-    def critical_path(run: Run, span: Annotated[str, Field(description="span, default 1")] = "1",
-                      step: Annotated[Optional[str], Field(description="step name; default the longest")] = None,
-                      limit: Annotated[int, Field(ge=1, le=50)] = 5) -> dict[str, Any]:
+    def critical_path(
+        run: Run,
+        span: Annotated[str, Field(description="span, default 1")] = "1",
+        step: Annotated[Optional[str], Field(description="step name; default the longest")] = None,
+        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+    ) -> dict[str, Any]:
         """Which work held each step back: the critical path across the run's ranks (one rank: its own),
         its length (= the step's time, µs), share by category (kernel, cpu, communication, waiting) and by
         rank, the longest segments, and the collectives that waited for a late rank with that rank's work."""
         return t.critical_path(run, span, step, limit)
 
-    def diff(base_run: Run, exp_run: Run, base_worker: Worker = None, base_span: Span = None,
-             exp_worker: Worker = None, exp_span: Span = None, limit: Limit = 10) -> dict[str, Any]:
+    def diff(
+        base_run: Run,
+        exp_run: Run,
+        base_worker: Worker = None,
+        base_span: Span = None,
+        exp_worker: Worker = None,
+        exp_span: Span = None,
+        limit: Limit = 10,
+    ) -> dict[str, Any]:
         """Baseline vs experiment: the average step per category (µs, delta, %), and the operators and
         kernels that changed most (per average step)."""
         return t.diff(base_run, exp_run, base_worker, base_span, exp_worker, exp_span, limit)
@@ -170,19 +217,42 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         dump) and the unreadable dumps."""
         return t.hang(run, limit)
 
-    def search_timeline(run: Run, query: Annotated[str, Field(description="substring of event names (or a regex)")],
-                        worker: Worker = None, span: Span = None, regex: bool = False,
-                        limit: Annotated[int, Field(ge=1, le=500)] = 20) -> dict[str, Any]:
+    def search_timeline(
+        run: Run,
+        query: Annotated[str, Field(description="substring of event names (or a regex)")],
+        worker: Worker = None,
+        span: Span = None,
+        regex: bool = False,
+        limit: Annotated[int, Field(ge=1, le=500)] = 20,
+    ) -> dict[str, Any]:
         """Timeline events whose name matches: row (for event), name, start_us (from the trace start), dur_us."""
         return t.search_timeline(run, query, worker, span, regex, limit)
 
-    def event(run: Run, row: Annotated[int, Field(ge=0, description="an event row from search_timeline")],
-              worker: Worker = None, span: Span = None) -> dict[str, Any]:
+    def event(
+        run: Run,
+        row: Annotated[int, Field(ge=0, description="an event row from search_timeline")],
+        worker: Worker = None,
+        span: Span = None,
+    ) -> dict[str, Any]:
         """One timeline event: name, category, start_us, dur_us, args, the enclosing operators
         (call_stack, outermost first) and flows (launch ↔ kernel)."""
         return t.event(run, row, worker, span)
 
-    for fn in (list_runs, overview, top_operators, top_kernels, top_modules, memory, insights, graphs, distributed,
-               critical_path, diff, hang, search_timeline, event):
+    for fn in (
+        list_runs,
+        overview,
+        top_operators,
+        top_kernels,
+        top_modules,
+        memory,
+        insights,
+        graphs,
+        distributed,
+        critical_path,
+        diff,
+        hang,
+        search_timeline,
+        event,
+    ):
         add(fn)
     return server

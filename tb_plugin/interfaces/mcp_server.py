@@ -18,8 +18,11 @@ def add_parser(sub) -> None:
     """The ``mcp`` subcommand of ``kinetoscope`` (cli.py)."""
     p = sub.add_parser("mcp", help="serve the Model Context Protocol over stdio (for coding agents)")
     p.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
-    p.add_argument("--ui-url", default=None,  # None: mcp_tools.DEFAULT_UI_URL (imported only by the mcp command)
-                   help="the tab's page, for the answers' links (default: TensorBoard on localhost:6006)")
+    p.add_argument(
+        "--ui-url",
+        default=None,  # None: mcp_tools.DEFAULT_UI_URL (imported only by the mcp command)
+        help="the tab's page, for the answers' links (default: TensorBoard on localhost:6006)",
+    )
     p.add_argument("--wait", type=float, default=20.0, help="seconds a tool waits for a file still loading")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
 

@@ -17,8 +17,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from ..registry import report
-from ..registry import graph_siblings
+from ..registry import graph_siblings, report
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.states import ERROR, READY
 from ..trace import jsonsafe
@@ -59,20 +58,37 @@ def _path_brief(path: dict, limit: int) -> dict:
     their enclosing ``annotation``), the ``limit`` items of most time (work grouped by name), the time
     the host was blocked on the device, and the three collectives that waited longest for a late rank
     (names cut at :data:`MAX_NAME`)."""
+
     def name(text: str) -> str:
         return text if len(text) <= MAX_NAME else text[:MAX_NAME] + "…"
 
     keep = ("rank", "category", "at_us", "dur_us", "late_rank", "wait_us", "annotation")
     segments = [dict({k: s[k] for k in keep if k in s}, name=name(s["name"])) for s in path["segments"][:limit]]
-    late = [{"rank": c["rank"], "late_rank": c["late_rank"], "wait_us": c["wait_us"], "name": name(c["name"]),
-             "late_work": None if c.get("late_work") is None else dict(c["late_work"], name=name(c["late_work"]["name"]))}
-            for c in path["collectives"][:3]]
+    late = [
+        {
+            "rank": c["rank"],
+            "late_rank": c["late_rank"],
+            "wait_us": c["wait_us"],
+            "name": name(c["name"]),
+            "late_work": None
+            if c.get("late_work") is None
+            else dict(c["late_work"], name=name(c["late_work"]["name"])),
+        }
+        for c in path["collectives"][:3]
+    ]
     ranks = sorted(path["by_rank"], key=lambda r: -r["us"])
-    return {"step": path["step"], "length_us": path["length_us"], "by_category": path["by_category"],
-            "by_rank": ranks[:8], "ranks_total": len(ranks), "segments": segments, "late": late,
-            "host_blocked_us": path.get("host_blocked_us", 0.0),
-            "top_items": [dict(i, name=name(i["name"])) for i in (path.get("top_items") or [])[:limit]],
-            "truncated": path["truncated"]}
+    return {
+        "step": path["step"],
+        "length_us": path["length_us"],
+        "by_category": path["by_category"],
+        "by_rank": ranks[:8],
+        "ranks_total": len(ranks),
+        "segments": segments,
+        "late": late,
+        "host_blocked_us": path.get("host_blocked_us", 0.0),
+        "top_items": [dict(i, name=name(i["name"])) for i in (path.get("top_items") or [])[:limit]],
+        "truncated": path["truncated"],
+    }
 
 
 class Tools:
@@ -103,8 +119,10 @@ class Tools:
             raise NotLoaded(f"{st.entry.rel} failed to load: {st.error}")
         if st.state != READY:
             doc = self.registry.runs_document()["loading"]
-            raise NotLoaded(f"{st.entry.rel} is still loading ({st.state}, {st.progress:.0%}); "
-                            f"{doc['files_done']} of {doc['files_total']} files of the logdir are loaded: call again shortly")
+            raise NotLoaded(
+                f"{st.entry.rel} is still loading ({st.state}, {st.progress:.0%}); "
+                f"{doc['files_done']} of {doc['files_total']} files of the logdir are loaded: call again shortly"
+            )
         return st
 
     def _where(self, st) -> dict[str, str]:
@@ -114,25 +132,59 @@ class Tools:
     def list_runs(self) -> dict[str, Any]:
         self.registry.wait_scanned(self.wait_s)
         doc = self.registry.runs_document()
-        runs = [{"run": r["name"], "workers": [
-            {"worker": w["worker"], "spans": [{k: s[k] for k in ("span", "state", "progress", "error", "size_bytes")}
-                                              for s in w["spans"]]} for w in r["workers"]],
-                 "memory_artifacts": len(r["artifacts"]), "link": self.link(run=r["name"])}
-                for r in doc["runs"]]
-        return _plain({"logdir": self.registry.logdir, "loading": doc["loading"],
-                       "still_loading": doc["loading"]["files_done"] < doc["loading"]["files_total"],
-                       "errors": doc["errors"], "runs": runs, "link": self.link()})
+        runs = [
+            {
+                "run": r["name"],
+                "workers": [
+                    {
+                        "worker": w["worker"],
+                        "spans": [
+                            {k: s[k] for k in ("span", "state", "progress", "error", "size_bytes")} for s in w["spans"]
+                        ],
+                    }
+                    for w in r["workers"]
+                ],
+                "memory_artifacts": len(r["artifacts"]),
+                "link": self.link(run=r["name"]),
+            }
+            for r in doc["runs"]
+        ]
+        return _plain(
+            {
+                "logdir": self.registry.logdir,
+                "loading": doc["loading"],
+                "still_loading": doc["loading"]["files_done"] < doc["loading"]["files_total"],
+                "errors": doc["errors"],
+                "runs": runs,
+                "link": self.link(),
+            }
+        )
 
     def overview(self, run: str, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
         st = self._file(run, worker, span)
         ov = report.overview_document(self.registry, st)
-        return _plain(dict(self._where(st), steps=len(ov["steps"]), average_step=ov["average"],
-                           configuration=ov["configuration"], gpus=ov["gpus"],
-                           **report.advice_document(ov, TOP_RUNTIME_CALLS),
-                           warnings=st.warnings, link=self.link("overview", **self._where(st))))
+        return _plain(
+            dict(
+                self._where(st),
+                steps=len(ov["steps"]),
+                average_step=ov["average"],
+                configuration=ov["configuration"],
+                gpus=ov["gpus"],
+                **report.advice_document(ov, TOP_RUNTIME_CALLS),
+                warnings=st.warnings,
+                link=self.link("overview", **self._where(st)),
+            )
+        )
 
-    def top_operators(self, run: str, worker: str | None = None, span: str | None = None, group_by: str = "name",
-                      sort: str | None = None, limit: int = 10) -> dict[str, Any]:
+    def top_operators(
+        self,
+        run: str,
+        worker: str | None = None,
+        span: str | None = None,
+        group_by: str = "name",
+        sort: str | None = None,
+        limit: int = 10,
+    ) -> dict[str, Any]:
         st = self._file(run, worker, span)
         views = self.registry.views(st)
         g = queries.grouping(group_by, queries.OPERATOR_GROUPS, "group_by")
@@ -140,17 +192,38 @@ class Tools:
         doc = queries.top_rows(queries.operators(views, g), sort, limit, queries.operator_columns(g))
         return _plain(dict(self._where(st), group_by=group_by, **doc, link=self.link("operator", **self._where(st))))
 
-    def top_kernels(self, run: str, worker: str | None = None, span: str | None = None, group_by: str = "name",
-                    sort: str = "total_us", limit: int = 10) -> dict[str, Any]:
+    def top_kernels(
+        self,
+        run: str,
+        worker: str | None = None,
+        span: str | None = None,
+        group_by: str = "name",
+        sort: str = "total_us",
+        limit: int = 10,
+    ) -> dict[str, Any]:
         st = self._file(run, worker, span)
         views = self.registry.views(st)
         g = queries.grouping(group_by, queries.KERNEL_GROUPS, "group_by")
         doc = queries.top_rows(queries.kernels(views, g), sort, limit, queries.kernel_columns(g))
-        return _plain(dict(self._where(st), group_by=group_by, **doc, tensor_core=views.tensor_core_split(),
-                           link=self.link("kernel", **self._where(st))))
+        return _plain(
+            dict(
+                self._where(st),
+                group_by=group_by,
+                **doc,
+                tensor_core=views.tensor_core_split(),
+                link=self.link("kernel", **self._where(st)),
+            )
+        )
 
-    def top_modules(self, run: str, worker: str | None = None, span: str | None = None, sort: str = "host_total_us",
-                    limit: int = 10, max_depth: int = 1) -> dict[str, Any]:
+    def top_modules(
+        self,
+        run: str,
+        worker: str | None = None,
+        span: str | None = None,
+        sort: str = "host_total_us",
+        limit: int = 10,
+        max_depth: int = 1,
+    ) -> dict[str, Any]:
         st = self._file(run, worker, span)
         rows = [r for r in queries.module_rows(self.registry.views(st).modules()) if r["depth"] < max_depth]
         doc = queries.top_rows(rows, sort, limit, queries.MODULE_COLUMNS)
@@ -160,32 +233,57 @@ class Tools:
         st = self._file(run, worker, span)
         doc = self.registry.views(st).memory_summary()
         ops = doc["top_operators"]
-        return _plain(dict(self._where(st), devices=doc["devices"], top_operators=ops[:limit],
-                           top_operators_total=len(ops), link=self.link("memory", **self._where(st))))
+        return _plain(
+            dict(
+                self._where(st),
+                devices=doc["devices"],
+                top_operators=ops[:limit],
+                top_operators_total=len(ops),
+                link=self.link("memory", **self._where(st)),
+            )
+        )
 
     def insights(self, run: str, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
         st = self._file(run, worker, span)
         found = self.registry.views(st).insights()
         syncs = found["syncs"]
-        return _plain(dict(self._where(st), **report.report_insights(found),
-                           syncs=dict({k: v for k, v in syncs.items() if k != "by_operator"},
-                                      by_operator=syncs["by_operator"][:5]),
-                           **report.advice_document(report.overview_document(self.registry, st), TOP_RUNTIME_CALLS),
-                           link=self.link("insights", **self._where(st))))
+        return _plain(
+            dict(
+                self._where(st),
+                **report.report_insights(found),
+                syncs=dict(
+                    {k: v for k, v in syncs.items() if k != "by_operator"}, by_operator=syncs["by_operator"][:5]
+                ),
+                **report.advice_document(report.overview_document(self.registry, st), TOP_RUNTIME_CALLS),
+                link=self.link("insights", **self._where(st)),
+            )
+        )
 
     def graphs(self, run: str, worker: str | None = None, span: str | None = None, limit: int = 10) -> dict[str, Any]:
         """CUDA graph replays (per graph: status, note, its ``limit`` longest kernel groups; the first
         ``limit`` replays) and torch.compile regions (``limit`` longest Triton kernels), as the report."""
         st = self._file(run, worker, span)
-        found = graph_siblings.graphs_report(self.registry.views(st), max_replays=limit,
-                                     others=lambda: sibling_capture_tables(self.registry, st))
+        found = graph_siblings.graphs_report(
+            self.registry.views(st), max_replays=limit, others=lambda: sibling_capture_tables(self.registry, st)
+        )
         cuda, compiled = found["cuda_graphs"], found["compiled"]
-        graph_list = [dict(g, kernels=g["kernels"][:limit], kernels_total=len(g["kernels"])) for g in cuda["graph_list"]]
+        graph_list = [
+            dict(g, kernels=g["kernels"][:limit], kernels_total=len(g["kernels"])) for g in cuda["graph_list"]
+        ]
         if compiled is not None:
-            compiled = dict(compiled, triton_kernels=compiled["triton_kernels"][:limit],
-                            triton_kernels_total=len(compiled["triton_kernels"]))
-        return _plain(dict(self._where(st), cuda_graphs=dict(cuda, graph_list=graph_list), compiled=compiled,
-                           link=self.link("kernel", **self._where(st))))
+            compiled = dict(
+                compiled,
+                triton_kernels=compiled["triton_kernels"][:limit],
+                triton_kernels_total=len(compiled["triton_kernels"]),
+            )
+        return _plain(
+            dict(
+                self._where(st),
+                cuda_graphs=dict(cuda, graph_list=graph_list),
+                compiled=compiled,
+                link=self.link("kernel", **self._where(st)),
+            )
+        )
 
     def _run_distributed(self, run: str, span: str) -> tuple[dict[str, Any], str]:
         """The run's distributed result and its Distributed tab link; Invalid for an unknown run."""
@@ -198,46 +296,98 @@ class Tools:
     def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
         summary = report.distributed_summary(result)
-        advice = report.run_advice([{"worker": st.worker, "overview": st.overview} for st in self.registry.files()
-                                    if st.run == run and st.span == str(span)])
+        advice = report.run_advice(
+            [
+                {"worker": st.worker, "overview": st.overview}
+                for st in self.registry.files()
+                if st.run == run and st.span == str(span)
+            ]
+        )
         if summary is None:
-            return _plain({"run": run, "span": span, "reason": result["reason"], "messages": result["messages"],
-                           "notes": result.get("notes", []), "recommendations": advice, "link": link})
+            return _plain(
+                {
+                    "run": run,
+                    "span": span,
+                    "reason": result["reason"],
+                    "messages": result["messages"],
+                    "notes": result.get("notes", []),
+                    "recommendations": advice,
+                    "link": link,
+                }
+            )
         collectives = queries.top_rows(summary["collectives"], "transfer_us", limit, list(report.COLLECTIVE_COLUMNS))
-        return _plain(dict(summary, run=run, span=span, ranks=summary["ranks"][:max(limit, 64)],
-                           ranks_total=len(summary["ranks"]), collectives=collectives,
-                           arrivals=sorted(summary["arrivals"], key=lambda e: -e["wait_total_us"])[:limit],
-                           recommendations=advice, link=link))
+        return _plain(
+            dict(
+                summary,
+                run=run,
+                span=span,
+                ranks=summary["ranks"][: max(limit, 64)],
+                ranks_total=len(summary["ranks"]),
+                collectives=collectives,
+                arrivals=sorted(summary["arrivals"], key=lambda e: -e["wait_total_us"])[:limit],
+                recommendations=advice,
+                link=link,
+            )
+        )
 
     def critical_path(self, run: str, span: str = "1", step: str | None = None, limit: int = 5) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
         paths = report.run_critical_path(result)
         if not paths:
-            return _plain({"run": run, "span": span, "steps_total": 0, "messages": result["messages"][:5],
-                           "link": link})
+            return _plain(
+                {"run": run, "span": span, "steps_total": 0, "messages": result["messages"][:5], "link": link}
+            )
         names = [p["step"] for p in paths]
         if step is not None and str(step) not in names:
             raise Invalid(f"no step {step!r} in run {run!r} at span {span}; steps: {', '.join(names[:20])}")
-        chosen = next(p for p in paths if p["step"] == str(step)) if step is not None else max(
-            paths, key=lambda p: p["length_us"])
+        chosen = (
+            next(p for p in paths if p["step"] == str(step))
+            if step is not None
+            else max(paths, key=lambda p: p["length_us"])
+        )
         longest = sorted(paths, key=lambda p: -p["length_us"])[:10]
-        return _plain({"run": run, "span": span, "cross_rank": result.get("view") is not None,
-                       "steps_total": len(paths), "steps": [{"step": p["step"], "length_us": p["length_us"]}
-                                                            for p in longest],
-                       "step": _path_brief(chosen, limit), "link": link})
+        return _plain(
+            {
+                "run": run,
+                "span": span,
+                "cross_rank": result.get("view") is not None,
+                "steps_total": len(paths),
+                "steps": [{"step": p["step"], "length_us": p["length_us"]} for p in longest],
+                "step": _path_brief(chosen, limit),
+                "link": link,
+            }
+        )
 
-    def diff(self, base_run: str, exp_run: str, base_worker: str | None = None, base_span: str | None = None,
-             exp_worker: str | None = None, exp_span: str | None = None, limit: int = 10) -> dict[str, Any]:
+    def diff(
+        self,
+        base_run: str,
+        exp_run: str,
+        base_worker: str | None = None,
+        base_span: str | None = None,
+        exp_worker: str | None = None,
+        exp_span: str | None = None,
+        limit: int = 10,
+    ) -> dict[str, Any]:
         b, e = self._file(base_run, base_worker, base_span), self._file(exp_run, exp_worker, exp_span)
         doc = report.diff_document(b, self.registry.views(b), e, self.registry.views(e))
         ops = sorted(doc["operators"], key=lambda r: -abs(r["delta"][r["compared"]]))
         kernels = sorted(doc["kernels"], key=lambda r: -abs(r["delta_per_step_us"]))
         keys = {f"{side}_{k}": v for side, st in (("base", b), ("exp", e)) for k, v in self._where(st).items()}
-        return _plain({"baseline": self._where(b), "experiment": self._where(e), "steps": doc["steps"],
-                       "thresholds": doc["thresholds"], "operators": ops[:limit], "operators_total": len(ops),
-                       "kernels": kernels[:limit], "kernels_total": len(kernels),
-                       "link": self.link("diff", **self._where(b), **keys,
-                                         diff_for=orjson.dumps([b.run, b.worker, b.span]).decode())})
+        return _plain(
+            {
+                "baseline": self._where(b),
+                "experiment": self._where(e),
+                "steps": doc["steps"],
+                "thresholds": doc["thresholds"],
+                "operators": ops[:limit],
+                "operators_total": len(ops),
+                "kernels": kernels[:limit],
+                "kernels_total": len(kernels),
+                "link": self.link(
+                    "diff", **self._where(b), **keys, diff_for=orjson.dumps([b.run, b.worker, b.span]).decode()
+                ),
+            }
+        )
 
     def hang(self, run: str, limit: int = 10) -> dict[str, Any]:
         """Why the run's job hung, from its flight-recorder dumps (:mod:`tb_plugin.registry.hang`): the
@@ -248,15 +398,43 @@ class Tools:
         if run not in runs:
             raise Invalid(f"run {run!r} has no flight-recorder dump; runs with dumps: {', '.join(runs) or 'none'}")
         doc = self.registry.hang(run)
-        keep = ("kind", "pg_name", "pg_desc", "op", "collective_seq_id", "ranks_present", "missing_ranks",
-                "root_cause", "explained_by", "since_s", "trace_ranks", "sentence")
+        keep = (
+            "kind",
+            "pg_name",
+            "pg_desc",
+            "op",
+            "collective_seq_id",
+            "ranks_present",
+            "missing_ranks",
+            "root_cause",
+            "explained_by",
+            "since_s",
+            "trace_ranks",
+            "sentence",
+        )
         findings = [{k: f.get(k) for k in keep} for f in doc["findings"][:limit]]
-        return _plain({"run": run, "dumps": doc["dumps"], "ranks_read": len(doc["ranks"]), "verdict": doc["verdict"],
-                       "findings": findings, "findings_total": len(doc["findings"]),
-                       "unreadable": doc["unreadable"][:limit], "link": self.link("hang", run=run)})
+        return _plain(
+            {
+                "run": run,
+                "dumps": doc["dumps"],
+                "ranks_read": len(doc["ranks"]),
+                "verdict": doc["verdict"],
+                "findings": findings,
+                "findings_total": len(doc["findings"]),
+                "unreadable": doc["unreadable"][:limit],
+                "link": self.link("hang", run=run),
+            }
+        )
 
-    def search_timeline(self, run: str, query: str, worker: str | None = None, span: str | None = None,
-                        regex: bool = False, limit: int = 20) -> dict[str, Any]:
+    def search_timeline(
+        self,
+        run: str,
+        query: str,
+        worker: str | None = None,
+        span: str | None = None,
+        regex: bool = False,
+        limit: int = 20,
+    ) -> dict[str, Any]:
         st = self._file(run, worker, span)
         if not query or len(query) > 500:
             raise Invalid("query must be 1 to 500 characters")
@@ -265,16 +443,34 @@ class Tools:
         except ValueError as exc:  # a bad or too slow regular expression
             raise Invalid(str(exc)) from None
         cols = [k for k in ("rows", "name", "start_us", "dur_us", "track") if k in found]
-        matches = [dict(zip(["row" if c == "rows" else c for c in cols], vals))
-                   for vals in zip(*(found[c][:limit] for c in cols))]
-        return _plain(dict(self._where(st), query=query, regex=regex, total=found["total"], matches=matches,
-                           link=self.link("trace", **self._where(st))))
+        matches = [
+            dict(zip(["row" if c == "rows" else c for c in cols], vals))
+            for vals in zip(*(found[c][:limit] for c in cols))
+        ]
+        return _plain(
+            dict(
+                self._where(st),
+                query=query,
+                regex=regex,
+                total=found["total"],
+                matches=matches,
+                link=self.link("trace", **self._where(st)),
+            )
+        )
 
     def event(self, run: str, row: int, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
         st = self._file(run, worker, span)
         doc = self.registry.views(st).event(row)
         if doc is None:
-            raise Invalid(f"row must be an event index from search_timeline, 0 to "
-                          f"{len(self.registry.views(st).trace.events) - 1} (got {row})")
-        return _plain(dict(self._where(st), **doc, call_stack=[p["name"] for p in doc["parents"]] + [doc["name"]],
-                           link=self.link("trace", **self._where(st))))
+            raise Invalid(
+                f"row must be an event index from search_timeline, 0 to "
+                f"{len(self.registry.views(st).trace.events) - 1} (got {row})"
+            )
+        return _plain(
+            dict(
+                self._where(st),
+                **doc,
+                call_stack=[p["name"] for p in doc["parents"]] + [doc["name"]],
+                link=self.link("trace", **self._where(st)),
+            )
+        )

@@ -21,10 +21,9 @@ import os
 from typing import Any
 
 from ..api.routes import MEMORY_STAT_COLUMNS
-from ..registry import report
-from ..registry import graph_siblings
-from ..registry.graph_siblings import sibling_capture_tables
+from ..registry import graph_siblings, report
 from ..registry.cache import ParseCache
+from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.runs import RunRegistry
 from ..storage.fs import open_logdir
 from ..storage.remote import StorageError, describe_error
@@ -117,13 +116,17 @@ class Trace:
         """``devices``: per memory device its peak allocated bytes (and when, µs) and peak reserved bytes;
         ``top_operators``: the operators that allocate most (bytes) — the report's ``memory`` section."""
         doc = self.views.memory_summary()
-        return {"devices": table(doc["devices"], queries.MEMORY_DEVICE_COLUMNS),
-                "top_operators": table(doc["top_operators"], queries.MEMORY_TOP_COLUMNS)}
+        return {
+            "devices": table(doc["devices"], queries.MEMORY_DEVICE_COLUMNS),
+            "top_operators": table(doc["top_operators"], queries.MEMORY_TOP_COLUMNS),
+        }
 
     def memory_stats(self, device: str = "GPU0"):
         """The Memory tab's per-operator table of one device (``"GPU0"``, ``"CPU"``): allocations, bytes."""
         if device not in self.views.memory_devices():
-            raise Invalid(f"device must be one of {', '.join(self.views.memory_devices()) or '(none: no memory events)'}")
+            raise Invalid(
+                f"device must be one of {', '.join(self.views.memory_devices()) or '(none: no memory events)'}"
+            )
         return table(self.views.memory_stats(device), MEMORY_STAT_COLUMNS)
 
     def insights(self) -> dict[str, Any]:
@@ -140,18 +143,27 @@ class Trace:
         ``replays`` (one row each), ``graph_kernels`` (per graph, kernel name and, when attributed, the
         capturing ``op`` and Python ``frame``), ``captures``, ``compiled_regions``, ``triton_kernels``,
         ``compile_steps`` (recompilations, time between regions per step), and ``advice``."""
-        found = graph_siblings.graphs_report(self.views, max_replays=len(self.views.graphs()["cuda_graphs"]["replay_list"]),
-                                     others=lambda: sibling_capture_tables(self.registry, self.state))
+        found = graph_siblings.graphs_report(
+            self.views,
+            max_replays=len(self.views.graphs()["cuda_graphs"]["replay_list"]),
+            others=lambda: sibling_capture_tables(self.registry, self.state),
+        )
         cuda, compiled = found["cuda_graphs"], found["compiled"] or {}
         graphs = [{k: v for k, v in g.items() if k != "kernels"} for g in cuda["graph_list"]]
-        return {"summary": {k: cuda[k] for k in ("replays", "graphs", "kernel_us", "graph_kernel_us", "graph_kernel_pct",
-                                                 "accounting")},
-                "graphs": table(graphs), "replays": table(cuda["replay_list"]),
-                "graph_kernels": table([k for g in cuda["graph_list"] for k in g["kernels"]]),
-                "captures": table(cuda["captures"]), "compiled_regions": table(compiled.get("regions", [])),
-                "triton_kernels": table(compiled.get("triton_kernels", [])),
-                "compile_steps": table(compiled.get("steps", [])),
-                "advice": cuda["advice"] + compiled.get("advice", [])}
+        return {
+            "summary": {
+                k: cuda[k]
+                for k in ("replays", "graphs", "kernel_us", "graph_kernel_us", "graph_kernel_pct", "accounting")
+            },
+            "graphs": table(graphs),
+            "replays": table(cuda["replay_list"]),
+            "graph_kernels": table([k for g in cuda["graph_list"] for k in g["kernels"]]),
+            "captures": table(cuda["captures"]),
+            "compiled_regions": table(compiled.get("regions", [])),
+            "triton_kernels": table(compiled.get("triton_kernels", [])),
+            "compile_steps": table(compiled.get("steps", [])),
+            "advice": cuda["advice"] + compiled.get("advice", []),
+        }
 
     def recommendations(self):
         """The file's one list of recommendations, one row each (the Overview's, the report's, MCP's):
@@ -211,8 +223,9 @@ def load(path: str, worker: str | None = None, span: str | int | None = None, ca
         return _loaded(registry, found[0])
     runs = queries.layout(registry)
     if "." not in runs:
-        raise Invalid(f"no trace files directly in {path}: give a run directory or a trace file; "
-                      f"{queries.describe(runs)}")
+        raise Invalid(
+            f"no trace files directly in {path}: give a run directory or a trace file; {queries.describe(runs)}"
+        )
     return _loaded(registry, queries.find_file(registry, ".", worker, None if span is None else str(span)))
 
 
@@ -227,13 +240,26 @@ class Run:
 
     def files(self):
         """One row per trace file: ``worker``, ``span``, ``path``, ``size_bytes``, ``state``."""
-        return table([{"worker": st.worker, "span": st.span, "path": st.entry.rel, "size_bytes": st.entry.size,
-                       "state": st.state} for st in self.registry.files() if st.run == "."],
-                     queries.FILE_COLUMNS)
+        return table(
+            [
+                {
+                    "worker": st.worker,
+                    "span": st.span,
+                    "path": st.entry.rel,
+                    "size_bytes": st.entry.size,
+                    "state": st.state,
+                }
+                for st in self.registry.files()
+                if st.run == "."
+            ],
+            queries.FILE_COLUMNS,
+        )
 
     def trace(self, worker: str | None = None, span: str | int | None = None) -> Trace:
         """One worker's span, loaded (defaults: the first worker, span 1)."""
-        return _loaded(self.registry, queries.find_file(self.registry, ".", worker, None if span is None else str(span)))
+        return _loaded(
+            self.registry, queries.find_file(self.registry, ".", worker, None if span is None else str(span))
+        )
 
     def distributed(self, span: str | int = "1") -> dict[str, Any]:
         """The Distributed tab's summary at ``span`` (``kinetoscope report --json``'s ``distributed``):
@@ -244,12 +270,14 @@ class Run:
         summary = report.distributed_summary(result)
         if summary is None:
             return {"reason": result["reason"], "messages": result["messages"]}
-        return dict(summary, ranks=table(summary["ranks"], list(report.RANK_COLUMNS)),
-                    collectives=table(summary["collectives"], list(report.COLLECTIVE_COLUMNS)),
-                    arrivals=table(summary["arrivals"], list(report.ARRIVAL_COLUMNS)))
+        return dict(
+            summary,
+            ranks=table(summary["ranks"], list(report.RANK_COLUMNS)),
+            collectives=table(summary["collectives"], list(report.COLLECTIVE_COLUMNS)),
+            arrivals=table(summary["arrivals"], list(report.ARRIVAL_COLUMNS)),
+        )
 
-
-    def critical_path(self, span: str | int = "1") -> "PathFrames":
+    def critical_path(self, span: str | int = "1") -> PathFrames:
         """The critical path of each step at ``span`` (``kinetoscope report --json``'s ``critical_path``),
         across the ranks, or the one rank's own path, as two tables (``steps, segments =
         run.critical_path()``): ``steps``, one row per step (``step``, ``length_us``, µs per category
@@ -265,21 +293,55 @@ class Run:
 class PathFrames:
     """The critical path as tables (see :meth:`Run.critical_path`); unpacks as ``(steps, segments)``."""
 
-    STEP_COLUMNS = ["step", "length_us", "kernel_us", "cpu_us", "communication_us", "waiting_us", "host_blocked_us",
-                    "ranks", "truncated"]
-    SEGMENT_COLUMNS = ["step", "rank", "category", "name", "start_us", "at_us", "dur_us", "row", "annotation", "python",
-                       "late_rank", "wait_us"]
+    STEP_COLUMNS = [
+        "step",
+        "length_us",
+        "kernel_us",
+        "cpu_us",
+        "communication_us",
+        "waiting_us",
+        "host_blocked_us",
+        "ranks",
+        "truncated",
+    ]
+    SEGMENT_COLUMNS = [
+        "step",
+        "rank",
+        "category",
+        "name",
+        "start_us",
+        "at_us",
+        "dur_us",
+        "row",
+        "annotation",
+        "python",
+        "late_rank",
+        "wait_us",
+    ]
 
     def __init__(self, paths: list[dict[str, Any]]) -> None:
         self.raw = paths
-        self.steps = table([dict({"step": p["step"], "length_us": p["length_us"],
-                                  "host_blocked_us": p.get("host_blocked_us", 0.0), "ranks": len(p["by_rank"]),
-                                  "truncated": p["truncated"]},
-                                 **{f"{k}_us": v for k, v in p["by_category"].items()}) for p in paths],
-                           self.STEP_COLUMNS)
+        self.steps = table(
+            [
+                dict(
+                    {
+                        "step": p["step"],
+                        "length_us": p["length_us"],
+                        "host_blocked_us": p.get("host_blocked_us", 0.0),
+                        "ranks": len(p["by_rank"]),
+                        "truncated": p["truncated"],
+                    },
+                    **{f"{k}_us": v for k, v in p["by_category"].items()},
+                )
+                for p in paths
+            ],
+            self.STEP_COLUMNS,
+        )
         self.segments = table([dict(s, step=p["step"]) for p in paths for s in p["segments"]], self.SEGMENT_COLUMNS)
-        self.items = table([dict(i, step=p["step"]) for p in paths for i in p.get("top_items") or []],
-                           ["step", "category", "name", "us", "segments"])
+        self.items = table(
+            [dict(i, step=p["step"]) for p in paths for i in p.get("top_items") or []],
+            ["step", "category", "name", "us", "segments"],
+        )
 
     def __iter__(self):
         return iter((self.steps, self.segments))
@@ -306,11 +368,22 @@ def diff(base: Trace, exp: Trace) -> dict[str, Any]:
     ``delta_*`` µs and a ``status``) and ``kernels`` (per kernel per average step)."""
     doc = report.diff_document(base.state, base.views, exp.state, exp.views)
     s = doc["steps"]
-    steps = [{"category": key, "baseline_us": s["baseline"][key], "experiment_us": s["experiment"][key],
-              "delta_us": s["delta"][key], "relative_pct": s["relative_pct"][key]} for key in s["baseline"]]
-    return {"steps": table(steps, queries.DIFF_STEP_COLUMNS),
-            "operators": table([_flatten(r) for r in doc["operators"]], queries.DIFF_OPERATOR_COLUMNS),
-            "kernels": table(doc["kernels"], queries.DIFF_KERNEL_COLUMNS), "thresholds": doc["thresholds"]}
+    steps = [
+        {
+            "category": key,
+            "baseline_us": s["baseline"][key],
+            "experiment_us": s["experiment"][key],
+            "delta_us": s["delta"][key],
+            "relative_pct": s["relative_pct"][key],
+        }
+        for key in s["baseline"]
+    ]
+    return {
+        "steps": table(steps, queries.DIFF_STEP_COLUMNS),
+        "operators": table([_flatten(r) for r in doc["operators"]], queries.DIFF_OPERATOR_COLUMNS),
+        "kernels": table(doc["kernels"], queries.DIFF_KERNEL_COLUMNS),
+        "thresholds": doc["thresholds"],
+    }
 
 
 def hang(path: str) -> dict[str, Any]:
@@ -335,5 +408,10 @@ def hang(path: str) -> dict[str, Any]:
                 row[f"{key}_seq"], row[f"{key}_op"] = (got["collective_seq_id"], got["op"]) if got else (None, None)
             rows.append(row)
     ranks = [{k: v for k, v in r.items() if k != "pg_status"} for r in doc["ranks"]]
-    return {"verdict": doc["verdict"], "findings": table(doc["findings"]), "groups": table(rows),
-            "ranks": table(ranks), "unreadable": table(doc["unreadable"], ["path", "rank", "error"])}
+    return {
+        "verdict": doc["verdict"],
+        "findings": table(doc["findings"]),
+        "groups": table(rows),
+        "ranks": table(ranks),
+        "unreadable": table(doc["unreadable"], ["path", "rank", "error"]),
+    }

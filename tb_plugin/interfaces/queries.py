@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api import paging
 from ..analysis.diff import OPERATOR_FIELDS
 from ..analysis.overview import CATEGORY_KEYS
+from ..api import paging
 from ..api.kernel_columns import kernel_columns
 from ..api.routes import OPERATOR_COLUMNS
 from ..registry import report
@@ -38,8 +38,12 @@ def grouping(value: str, groups: dict[str, str], what: str) -> str:
 
 def operator_columns(group_by: str) -> list[str]:
     """The Operator tab's columns for a views grouping: ``input_shape``/``call_stack`` only when grouped by them."""
-    return [c for c in OPERATOR_COLUMNS if not (c == "input_shape" and group_by != "input_shape")
-            and not (c == "call_stack" and group_by != "call_stack")]
+    return [
+        c
+        for c in OPERATOR_COLUMNS
+        if not (c == "input_shape" and group_by != "input_shape")
+        and not (c == "call_stack" and group_by != "call_stack")
+    ]
 
 
 def operators(views, group_by: str = "name") -> list[dict[str, Any]]:
@@ -62,8 +66,12 @@ def top_rows(rows: list[dict], sort: str, limit: int, columns: list[str]) -> dic
         raise Invalid(f"sort must be one of {', '.join(columns)} (got {sort!r})")
     ranked = paging.sort_rows(rows, sort, True)[:limit]
     other = [p["value"] for p in paging.top(rows, sort, limit) if p["name"] == "Other"] if limit < len(rows) else []
-    return {"sort": sort, "rows_total": len(rows), "rows": ranked,
-            "rest": {"rows": max(0, len(rows) - limit), sort: other[0] if other else 0}}
+    return {
+        "sort": sort,
+        "rows_total": len(rows),
+        "rows": ranked,
+        "rest": {"rows": max(0, len(rows) - limit), sort: other[0] if other else 0},
+    }
 
 
 # the columns of the notebook's other tables, so an empty table still has them (µs, bytes)
@@ -72,14 +80,42 @@ MEMORY_DEVICE_COLUMNS = ["device", "peak_allocated_bytes", "peak_allocated_ts", 
 MEMORY_TOP_COLUMNS = ["name", "size_increase_bytes", "allocation_bytes", "allocations"]
 FILE_COLUMNS = ["worker", "span", "path", "size_bytes", "state"]
 DIFF_STEP_COLUMNS = ["category", "baseline_us", "experiment_us", "delta_us", "relative_pct"]
-DIFF_OPERATOR_COLUMNS = ["name", "path", "status", "change_us", "change_pct", "reason", "compared", "has_children",
-                         *(f"{side}_{k}" for side in ("baseline", "experiment", "delta") for k in OPERATOR_FIELDS),
-                         "cumulative_delta_us"]
-DIFF_KERNEL_COLUMNS = ["name", "baseline_calls", "experiment_calls", "baseline_us", "experiment_us",
-                       "baseline_per_step_us", "experiment_per_step_us", "delta_per_step_us", "status"]
+DIFF_OPERATOR_COLUMNS = [
+    "name",
+    "path",
+    "status",
+    "change_us",
+    "change_pct",
+    "reason",
+    "compared",
+    "has_children",
+    *(f"{side}_{k}" for side in ("baseline", "experiment", "delta") for k in OPERATOR_FIELDS),
+    "cumulative_delta_us",
+]
+DIFF_KERNEL_COLUMNS = [
+    "name",
+    "baseline_calls",
+    "experiment_calls",
+    "baseline_us",
+    "experiment_us",
+    "baseline_per_step_us",
+    "experiment_per_step_us",
+    "delta_per_step_us",
+    "status",
+]
 
-MODULE_COLUMNS = ["path", "name", "depth", "occurrences", "operators", "host_self_us", "host_total_us",
-                  "device_self_us", "device_total_us", "graph_replay_self_us"]
+MODULE_COLUMNS = [
+    "path",
+    "name",
+    "depth",
+    "occurrences",
+    "operators",
+    "host_self_us",
+    "host_total_us",
+    "device_self_us",
+    "device_total_us",
+    "graph_replay_self_us",
+]
 
 
 def module_rows(tree: list[dict] | None, parent: str = "", depth: int = 0) -> list[dict]:

@@ -40,7 +40,8 @@ class SnapshotViews:
         def build():
             snap = self.snapshot
             return {
-                "layout": snap.layout, "time_unit": "us" if snap.has_time else "entry",
+                "layout": snap.layout,
+                "time_unit": "us" if snap.has_time else "entry",
                 "devices": [snap_analysis.device_summary(snap, d) for d in self.devices()],
                 "segment_devices": sorted({s["device"] for s in snap.segments}),
                 "history_recorded": bool(snap.devices),
@@ -71,8 +72,9 @@ class SnapshotViews:
     def attribution(self, device: int, trace, trace_key) -> dict:
         """Bytes alive at ``device``'s peak by frame and, with ``trace`` (a match; ``trace_key`` names
         its file and version), by operator, step and module (:mod:`~.analysis.snapshot_attribution`)."""
-        return self._get(("attribution", device, trace_key),
-                         lambda: snapshot_attribution.attribute(self.snapshot, device, trace))
+        return self._get(
+            ("attribution", device, trace_key), lambda: snapshot_attribution.attribute(self.snapshot, device, trace)
+        )
 
     def wall_active(self, device: int):
         """:func:`~.analysis.snapshot_attribution.wall_active` of ``device``, kept."""
@@ -92,8 +94,13 @@ class MemoryHtmlViews:
         self.data = data
 
     def meta(self) -> dict:
-        return {"content_type": CONTENT_TYPE, "width_px": self.data["width_px"], "height_px": self.data["height_px"],
-                "image_bytes": len(self.data["png"]), "html_bytes": self.data["html_bytes"]}
+        return {
+            "content_type": CONTENT_TYPE,
+            "width_px": self.data["width_px"],
+            "height_px": self.data["height_px"],
+            "image_bytes": len(self.data["png"]),
+            "html_bytes": self.data["html_bytes"],
+        }
 
     def image(self) -> bytes:
         return self.data["png"]
@@ -111,10 +118,14 @@ class TimelineExportViews:
             t, b = t[keep], b[:, keep]
         total = b.sum(axis=0) if b.size else np.zeros(0)
         peak = int(np.argmax(total)) if len(total) else 0
-        return {"form": self.data["form"], "categories": self.data["categories"] or list(CATEGORIES),
-                "times_us": t.tolist(), "bytes": b.astype(np.int64).tolist(),
-                "peak_bytes": int(total[peak]) if len(total) else 0,
-                "peak_time_us": float(t[peak]) if len(t) else None}
+        return {
+            "form": self.data["form"],
+            "categories": self.data["categories"] or list(CATEGORIES),
+            "times_us": t.tolist(),
+            "bytes": b.astype(np.int64).tolist(),
+            "peak_bytes": int(total[peak]) if len(total) else 0,
+            "peak_time_us": float(t[peak]) if len(t) else None,
+        }
 
 
 class MemProfilerStatsViews:
@@ -126,9 +137,12 @@ class MemProfilerStatsViews:
     def stats(self) -> dict:
         """The snapshots with every value, and the headline metrics present in any of them."""
         present = {k for s in self.data["snapshots"] for k in s["values"]}
-        return {"rank": self.data["rank"], "warnings": self.data["warnings"],
-                "metrics": [{"key": k, "label": label, "unit": unit} for k, label, unit in HEADLINE if k in present],
-                "snapshots": self.data["snapshots"]}
+        return {
+            "rank": self.data["rank"],
+            "warnings": self.data["warnings"],
+            "metrics": [{"key": k, "label": label, "unit": unit} for k, label, unit in HEADLINE if k in present],
+            "snapshots": self.data["snapshots"],
+        }
 
 
 class TextReportViews:

@@ -72,8 +72,9 @@ class ArtifactLoading:
 
     def artifacts(self, run: str | None = None) -> list[ArtifactState]:
         with self._lock:
-            return sorted((a for a in self._artifacts.values() if run is None or a.run == run),
-                          key=lambda a: a.entry.rel)
+            return sorted(
+                (a for a in self._artifacts.values() if run is None or a.run == run), key=lambda a: a.entry.rel
+            )
 
     def find_artifact(self, run: str, path: str) -> ArtifactState | None:
         """The artifact with this logdir-relative path in this run (a lookup, never a file path)."""
@@ -122,8 +123,13 @@ class ArtifactLoading:
                         self.cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
                 art.views = SnapshotViews(snap, summary)
                 if summary is None and self.cache is not None:
-                    self.cache.put_blob(url, entry.version, "snapshot-summary",
-                                        {"summary": art.views.summary(), "analysis": ANALYSIS_VERSION}, {})
+                    self.cache.put_blob(
+                        url,
+                        entry.version,
+                        "snapshot-summary",
+                        {"summary": art.views.summary(), "analysis": ANALYSIS_VERSION},
+                        {},
+                    )
                 art.views.summary()
             elif entry.kind == "memory_html":
                 with self.fs.open(entry.path, "rb") as f:
@@ -144,8 +150,10 @@ class ArtifactLoading:
             art.error, art.state = self.client_message(f"cannot read file: {exc}"), ERROR
         except Exception as exc:  # one bad file must stay one file's problem
             logger.exception("reading %s failed", entry.rel)
-            art.error, art.state = self.client_message(
-                f"internal error while reading this file: {type(exc).__name__}: {exc}"), ERROR
+            art.error, art.state = (
+                self.client_message(f"internal error while reading this file: {type(exc).__name__}: {exc}"),
+                ERROR,
+            )
         else:
             art.state = READY
 
@@ -158,8 +166,9 @@ class ArtifactLoading:
         if not is_local_fs(self.fs):
             return load_snapshot(read_bytes(self.fs, entry.path, entry.size, json_document=False))
         try:
-            return load_snapshot_blocks(Blocks(self.fs, entry.path, entry.size, json_document=False, limit_share=1),
-                                        entry.size or 0)
+            return load_snapshot_blocks(
+                Blocks(self.fs, entry.path, entry.size, json_document=False, limit_share=1), entry.size or 0
+            )
         except ReadError as exc:
             raise TraceReadError(str(exc)) from None
 
@@ -183,14 +192,23 @@ class ArtifactLoading:
         rows = []
         for rank, other in self.rank_group(art):
             self.load_artifact(other, wait=False)
-            row = {"rank": rank, "run": other.run, "path": other.entry.rel, "state": other.state, "error": other.error,
-                   "peak_active_bytes": None, "device": None, "peak_time": None}
+            row = {
+                "rank": rank,
+                "run": other.run,
+                "path": other.entry.rel,
+                "state": other.state,
+                "error": other.error,
+                "peak_active_bytes": None,
+                "device": None,
+                "peak_time": None,
+            }
             if other.state == READY:
                 devices = other.views.summary()["devices"]
                 if devices:
                     top = max(devices, key=lambda d: d["peak_active_bytes"])
-                    row.update(peak_active_bytes=top["peak_active_bytes"], device=top["device"],
-                               peak_time=top["peak_time"])
+                    row.update(
+                        peak_active_bytes=top["peak_active_bytes"], device=top["device"], peak_time=top["peak_time"]
+                    )
             rows.append(row)
         from ..analysis.snapshot_ranks import compare
 
@@ -217,8 +235,16 @@ class ArtifactLoading:
                 continue
             overlap = snapshot_attribution.match_overlap(art.views.snapshot, device, self._match_facts(st), rank)
             if overlap is not None and (best is None or overlap > best[0]["overlap_us"]):
-                best = ({"worker": st.worker, "span": st.span, "path": st.entry.rel, "overlap_us": overlap,
-                         "version": st.entry.version}, st)
+                best = (
+                    {
+                        "worker": st.worker,
+                        "span": st.span,
+                        "path": st.entry.rel,
+                        "overlap_us": overlap,
+                        "version": st.entry.version,
+                    },
+                    st,
+                )
         if best is None:
             return None, None, loading
         return best[0], self.views(best[1]).trace, loading
@@ -251,10 +277,17 @@ class ArtifactLoading:
                 for device in art.views.devices():
                     if snapshot_attribution.match_overlap(art.views.snapshot, device, trace, got and got[1]) is None:
                         continue
-                    values = snapshot_attribution.active_track(art.views.wall_active(device), trace, t0 + base,
-                                                                 t1 + base, bins)
-                    out.append({"name": f"GPU {device} snapshot active ({art.entry.name})", "unit": "bytes",
-                                "values": values, "snapshot": art.entry.rel})
+                    values = snapshot_attribution.active_track(
+                        art.views.wall_active(device), trace, t0 + base, t1 + base, bins
+                    )
+                    out.append(
+                        {
+                            "name": f"GPU {device} snapshot active ({art.entry.name})",
+                            "unit": "bytes",
+                            "values": values,
+                            "snapshot": art.entry.rel,
+                        }
+                    )
             except Exception:  # a snapshot's problem never breaks the trace's timeline
                 logger.exception("snapshot track of %s failed", art.entry.rel)
         return out

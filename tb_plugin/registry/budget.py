@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 TRACE_MEMORY_BUDGET_BYTES = int(os.environ.get("KINETOSCOPE_MEMORY_BUDGET_MB", "1536")) << 20
 REMEASURE_S = 1.0  # a kept file's memory is measured again at most this often (requests grow its indexes)
 
+
 class ViewCache:
     """The views of the files kept in memory, least recently used first, within
     :data:`TRACE_MEMORY_BUDGET_BYTES` (read at every accounting). ``lock`` is the registry's lock."""
@@ -142,8 +143,11 @@ class ViewCache:
 
 def _trace_bytes(trace: Trace) -> int:
     """The parsed columns of a trace (events, memory, flows, counters)."""
-    return sum(held_bytes(a) for table in (trace.events, trace.memory, trace.flows, trace.counters)
-               for a in table.columns.values())
+    return sum(
+        held_bytes(a)
+        for table in (trace.events, trace.memory, trace.flows, trace.counters)
+        for a in table.columns.values()
+    )
 
 
 def _shape(views: FileViews) -> tuple[int, int]:
@@ -158,7 +162,8 @@ def view_bytes(views: FileViews) -> int:
     strings = views.__dict__.get("_strings_nbytes")
     if strings is None:
         strings = views.__dict__["_strings_nbytes"] = 8 * len(trace.strings) + sum(
-            sys.getsizeof(s) for s in trace.strings)
+            sys.getsizeof(s) for s in trace.strings
+        )
     total = _trace_bytes(trace) + strings
     seen: set[int] = set()
     for holder in (trace.derived, getattr(views, "_memo", {})):

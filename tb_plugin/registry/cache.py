@@ -21,10 +21,19 @@ import threading
 import numpy as np
 import orjson
 
-from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..storage.fs import INODE_MARK
+from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..trace import jsonsafe
-from ..trace.model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace, compact_column
+from ..trace.model import (
+    COUNTER_COLUMNS,
+    EVENT_COLUMNS,
+    FLOW_COLUMNS,
+    MEMORY_COLUMNS,
+    DeviceInfo,
+    Table,
+    Trace,
+    compact_column,
+)
 
 FORMAT_REVISION = 10  # 10: object addresses stripped from names; 9: CUPTI range-profiler ranges are not device work; 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
 # 5: "seq" column; group_size falls back to the length of "Process Group Ranks"
@@ -70,9 +79,13 @@ def _read_npz(path: str, compact: bool = False) -> tuple[dict, dict] | None:
         return header, arrays
     except FileNotFoundError:
         return None
-    except Exception as exc:  # noqa: BLE001 - zero-length (EOFError), truncated, corrupt, a FIFO: all misses
-        logger.warning("parse cache entry %s is unreadable (%s: %s): treated as a miss and rewritten",
-                       path, type(exc).__name__, exc)
+    except Exception as exc:
+        logger.warning(
+            "parse cache entry %s is unreadable (%s: %s): treated as a miss and rewritten",
+            path,
+            type(exc).__name__,
+            exc,
+        )
         discard(path)
         return None
 
@@ -95,9 +108,12 @@ def _events_file_intact(meta) -> bool:
         st = os.lstat(meta["events_file"])
     except (OSError, TypeError, ValueError):
         return False
-    return (stat.S_ISREG(st.st_mode) and st.st_size == meta.get("events_bytes", st.st_size)
-            and st.st_mtime_ns == meta.get("events_mtime_ns", st.st_mtime_ns)
-            and st.st_ino == meta.get("events_inode", st.st_ino))
+    return (
+        stat.S_ISREG(st.st_mode)
+        and st.st_size == meta.get("events_bytes", st.st_size)
+        and st.st_mtime_ns == meta.get("events_mtime_ns", st.st_mtime_ns)
+        and st.st_ino == meta.get("events_inode", st.st_ino)
+    )
 
 
 class ParseCache:
@@ -135,7 +151,9 @@ class ParseCache:
 
     def events_path(self, url: str, version: str) -> str:
         """Where the raw events of this file go (for the timeline's full event args)."""
-        return self._path(url, version)[: -len(".npz")] + ".events.bin"  # not ".json": a logdir scan must never take it for a trace
+        return (
+            self._path(url, version)[: -len(".npz")] + ".events.bin"
+        )  # not ".json": a logdir scan must never take it for a trace
 
     def _blob_path(self, url: str, version: str, kind: str) -> str:
         return self._path(url, version)[: -len(".npz")] + f".{kind}.npz"
@@ -209,7 +227,7 @@ class ParseCache:
         """Write what :meth:`prepare` returned; a failure only costs the cache entry (logged)."""
         try:
             self._write(path, arrays)
-        except Exception as exc:  # noqa: BLE001 - in a writer thread: never an unhandled thread error
+        except Exception as exc:
             logger.warning("cannot write parse cache entry %s: %s", path, exc)
 
     @staticmethod

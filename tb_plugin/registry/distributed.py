@@ -60,26 +60,44 @@ class Distributed:
         enough for one (:meth:`LocalExecutor.pool_size`: only their summaries come back, and their
         parses go to the parse cache), else are loaded here."""
         states, ranks, messages, guessed = self._ranks(run, span)
-        return self._remembered(("distributed", run, span), states, (tuple(messages), tuple(guessed)),
-                                lambda: self._distributed_doc(run, span, states, ranks, messages, guessed))
+        return self._remembered(
+            ("distributed", run, span),
+            states,
+            (tuple(messages), tuple(guessed)),
+            lambda: self._distributed_doc(run, span, states, ranks, messages, guessed),
+        )
 
     def _distributed_doc(self, run: str, span: str, states, ranks, messages, guessed) -> dict:
         spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
         # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
         # reason: why there is no view (null with one); the files' own failures are in messages
-        out = {"state": "ready", "run": run, "span": span, "spans": spans, "files": len(states),
-               "ranks_loaded": len(ranks), "reason": None}
+        out = {
+            "state": "ready",
+            "run": run,
+            "span": span,
+            "spans": spans,
+            "files": len(states),
+            "ranks_loaded": len(ranks),
+            "reason": None,
+        }
         if len(ranks) < 2:  # one rank: no comparison, but its own groups and critical path
             own = distributed_analysis.single_rank_view(ranks[0][0], ranks[0][1], ranks[0][2]) if ranks else None
             # one rank compares with nothing: how its rank was read is a note, not a warning
-            return dict(out, reason=no_view_reason(span, len(states), len(ranks)), view=None, messages=messages,
-                        notes=guessed, single_rank=own)
+            return dict(
+                out,
+                reason=no_view_reason(span, len(states), len(ranks)),
+                view=None,
+                messages=messages,
+                notes=guessed,
+                single_rank=own,
+            )
         messages = guessed + messages
         view = distributed_analysis.combine_ranks(ranks)
         messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
         if view["instances"]["total"] == 0:
-            messages.append("no communication kernels found (CPU-only or Gloo ranks): transfer and sync times "
-                            "need GPU collectives")
+            messages.append(
+                "no communication kernels found (CPU-only or Gloo ranks): transfer and sync times need GPU collectives"
+            )
         return dict(out, view=view, messages=messages)
 
     def critical_path_overlay(self, state: FileState) -> dict:
@@ -95,10 +113,17 @@ class Distributed:
             ranks = mine
         rank = mine[0][0]
         states = [st for st in self.files() if st.run == state.run and st.span == state.span]
-        return self._remembered(("critical_path", state.run, state.span, state.worker), states,
-                                (tuple(guessed + messages), rank, tuple(r[1] for r in ranks)), lambda: dict(
-            critical_path_overlay.rank_overlay(ranks, rank, self.views(state).trace), rank=rank, worker=state.worker,
-            messages=guessed + messages if len(ranks) > 1 else []))  # one rank: how its rank was read is noise
+        return self._remembered(
+            ("critical_path", state.run, state.span, state.worker),
+            states,
+            (tuple(guessed + messages), rank, tuple(r[1] for r in ranks)),
+            lambda: dict(
+                critical_path_overlay.rank_overlay(ranks, rank, self.views(state).trace),
+                rank=rank,
+                worker=state.worker,
+                messages=guessed + messages if len(ranks) > 1 else [],
+            ),
+        )  # one rank: how its rank was read is noise
 
     def _ranks(self, run: str, span: str) -> tuple[list[FileState], list[tuple[int, str, dict]], list[str], list[str]]:
         """The run's files at ``span``, its loaded ranks ``(rank, worker, aggregate)``, messages, and
@@ -115,8 +140,13 @@ class Distributed:
             if executor is not None:  # the files another request is analysing are waited for below
                 mine = [st for st in todo if st.lock.acquire(blocking=False)]
                 try:
-                    self.analyse([st for st in mine if st.aggregate is None], executor, tables=False,
-                                 failed=failed, warn=messages.append)
+                    self.analyse(
+                        [st for st in mine if st.aggregate is None],
+                        executor,
+                        tables=False,
+                        failed=failed,
+                        warn=messages.append,
+                    )
                 finally:
                     for st in mine:
                         st.lock.release()
@@ -153,12 +183,24 @@ class Distributed:
     def rank_job(self, state: FileState, tables: bool = True) -> RankJob:
         """The executor job of one file (see executors/task.py)."""
         entry = state.entry
-        return RankJob(key=entry.rel, url=self.fs.unstrip_protocol(entry.path), version=entry.version,
-                       size=entry.size, cache_dir=os.path.dirname(self.cache.root) if self.cache is not None else None,
-                       tables=tables)
+        return RankJob(
+            key=entry.rel,
+            url=self.fs.unstrip_protocol(entry.path),
+            version=entry.version,
+            size=entry.size,
+            cache_dir=os.path.dirname(self.cache.root) if self.cache is not None else None,
+            tables=tables,
+        )
 
-    def analyse(self, states: list[FileState], executor, tables: bool = True, progress=None, warn=None,
-                failed: dict[str, str] | None = None) -> None:
+    def analyse(
+        self,
+        states: list[FileState],
+        executor,
+        tables: bool = True,
+        progress=None,
+        warn=None,
+        failed: dict[str, str] | None = None,
+    ) -> None:
         """Run the per-rank task of each file on ``executor`` (results in completion order, ``progress``
         per rank). With ``tables`` (the report) each file ends READY with its overview and aggregate, or
         ERROR with its message; without, only ``aggregate`` is set and errors go to ``failed``."""
@@ -220,5 +262,7 @@ def no_view_reason(span: str, files: int, loaded: int) -> str:
         return f"no file of this run has span {span}: there is nothing to compare across ranks"
     if files == 1:
         return "only one rank (file) in this run has this span: there is nothing to compare across ranks"
-    return (f"{files - loaded} of the {files} files of span {span} failed to load, leaving {loaded} "
-            f"rank{'' if loaded == 1 else 's'}: there is nothing to compare across ranks")
+    return (
+        f"{files - loaded} of the {files} files of span {span} failed to load, leaving {loaded} "
+        f"rank{'' if loaded == 1 else 's'}: there is nothing to compare across ranks"
+    )

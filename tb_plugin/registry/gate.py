@@ -35,12 +35,16 @@ def gate_document(rules: list[regression.FailOn], base_state, base_views, exp_st
     checks = []
     for rule in rules:
         if rule.kernel is not None:
-            names = {side: matching_kernel_names(v.trace, rule.kernel) for side, v in
-                     (("baseline", base_views), ("experiment", exp_views))}
+            names = {
+                side: matching_kernel_names(v.trace, rule.kernel)
+                for side, v in (("baseline", base_views), ("experiment", exp_views))
+            }
             if not names["baseline"] and not names["experiment"]:
                 some = sorted(set(matching_kernel_names(base_views.trace, "")))[:5]
-                raise GateError(f"--fail-on {rule.metric}: no kernel name contains {rule.kernel!r} in either trace"
-                                f"{'; some kernels there: ' + ', '.join(some) if some else ' (they have no kernels)'}")
+                raise GateError(
+                    f"--fail-on {rule.metric}: no kernel name contains {rule.kernel!r} in either trace"
+                    f"{'; some kernels there: ' + ', '.join(some) if some else ' (they have no kernels)'}"
+                )
         samples = [_samples(rule, base_state, base_views), _samples(rule, exp_state, exp_views)]
         for side, values in zip(("baseline", "experiment"), samples):
             if problem := regression.sample_problem(values, positive=rule.kernel is None):
@@ -49,8 +53,12 @@ def gate_document(rules: list[regression.FailOn], base_state, base_views, exp_st
         if rule.kernel is not None:
             check["kernels_matched"] = names
         checks.append(check)
-    return {"verdict": regression.verdict(checks), "method": regression.method(), "checks": checks,
-            "explain": explain(base_views.trace, exp_views.trace)}
+    return {
+        "verdict": regression.verdict(checks),
+        "method": regression.method(),
+        "checks": checks,
+        "explain": explain(base_views.trace, exp_views.trace),
+    }
 
 
 def explain(base_trace, exp_trace, limit: int = TOP_EXPLAIN) -> dict[str, list[dict]]:
@@ -61,11 +69,25 @@ def explain(base_trace, exp_trace, limit: int = TOP_EXPLAIN) -> dict[str, list[d
     for r in op_diff_flat(base_trace, exp_trace):
         has_device = r["baseline"]["device_total_us"] > 0 or r["experiment"]["device_total_us"] > 0
         key = "device_self_us" if has_device else "host_self_us"
-        rows.append({"path": r["path"], "status": r["status"], "compared": key,
-                     "baseline_us": r["baseline"][key], "experiment_us": r["experiment"][key],
-                     "delta_us": r["delta"][key]})
+        rows.append(
+            {
+                "path": r["path"],
+                "status": r["status"],
+                "compared": key,
+                "baseline_us": r["baseline"][key],
+                "experiment_us": r["experiment"][key],
+                "delta_us": r["delta"][key],
+            }
+        )
     rows.sort(key=lambda r: -abs(r["delta_us"]))
-    kernels = [{"name": k["name"], "status": k["status"], "baseline_per_step_us": k["baseline_per_step_us"],
-                "experiment_per_step_us": k["experiment_per_step_us"], "delta_per_step_us": k["delta_per_step_us"]}
-               for k in kernel_diff(base_trace, exp_trace)[:limit]]
+    kernels = [
+        {
+            "name": k["name"],
+            "status": k["status"],
+            "baseline_per_step_us": k["baseline_per_step_us"],
+            "experiment_per_step_us": k["experiment_per_step_us"],
+            "delta_per_step_us": k["delta_per_step_us"],
+        }
+        for k in kernel_diff(base_trace, exp_trace)[:limit]
+    ]
     return {"operators": rows[:limit], "kernels": kernels}

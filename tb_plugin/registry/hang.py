@@ -45,31 +45,45 @@ def find_dumps(fs, root: str) -> list[tuple[str, str, int]]:
     return sorted(out)
 
 
-def read_dumps(items: Iterable[tuple[str, str, int]], executor=None,
-               warn: Callable[[str], None] | None = None) -> tuple[list[dict], list[dict]]:
+def read_dumps(
+    items: Iterable[tuple[str, str, int]], executor=None, warn: Callable[[str], None] | None = None
+) -> tuple[list[dict], list[dict]]:
     """``(records, unreadable)`` of the dumps ``(key, url, size)``: records with numpy columns, a
     ``path`` (the key) and a rank; unreadable ``{"path", "rank", "error"}`` (the rank from the name)."""
     from ..artifacts.flight_recorder import rank_from_name, to_columns
 
     items = list(items)
-    jobs = [RankJob(key=f"dumps:{i}", url=items[i][1], version="", size=sum(s for _, _, s in items[i:i + BATCH_FILES]),
-                    kind="flight_recorder", batch=tuple(items[i:i + BATCH_FILES]))
-            for i in range(0, len(items), BATCH_FILES)]
+    jobs = [
+        RankJob(
+            key=f"dumps:{i}",
+            url=items[i][1],
+            version="",
+            size=sum(s for _, _, s in items[i : i + BATCH_FILES]),
+            kind="flight_recorder",
+            batch=tuple(items[i : i + BATCH_FILES]),
+        )
+        for i in range(0, len(items), BATCH_FILES)
+    ]
     own = executor is None
     executor = executor or open_executor(warn=warn)
     records, unreadable = [], []
     try:
         for result in run_ranks(executor, jobs, warn=warn):
             got = (result.aggregate or {}).get("records", {})
-            for key, url, _ in items if result.error else ():
+            for key, _url, _ in items if result.error else ():
                 got.setdefault(key, {"error": result.error})
             for key, rec in got.items():
                 name = posixpath.basename(key)
                 if "error" in rec:
                     unreadable.append({"path": key, "rank": rank_from_name(name), "error": rec["error"]})
                 elif rec.get("rank") is None:
-                    unreadable.append({"path": key, "rank": None, "error": "the dump names no rank, nor does its "
-                                       "file name end in one"})
+                    unreadable.append(
+                        {
+                            "path": key,
+                            "rank": None,
+                            "error": "the dump names no rank, nor does its file name end in one",
+                        }
+                    )
                 else:
                     records.append(dict(to_columns(rec), path=key))
     finally:
@@ -114,8 +128,11 @@ def folder_document(folder: str, executor=None, warn=None) -> dict:
     items = find_dumps(fs, root)
     if not items:
         raise HangError(f"no flight-recorder dump in {folder}")
-    records, unreadable = read_dumps([(name, fs.unstrip_protocol(path) if not _local(fs) else path, size)
-                                      for name, path, size in items], executor, warn)
+    records, unreadable = read_dumps(
+        [(name, fs.unstrip_protocol(path) if not _local(fs) else path, size) for name, path, size in items],
+        executor,
+        warn,
+    )
     names = [posixpath.basename(i["name"]) for i in fs.ls(root, detail=True) if i.get("type") == "file"]
     doc = job_document(records, unreadable, traces_by_rank(names))
     doc["folder"] = folder
@@ -139,14 +156,24 @@ def rank_entries(records: list[dict], rank: int, limit: int = MAX_ENTRIES_SHOWN)
     rows = []
     for i in range(max(0, n - limit), n):  # at most ``limit`` rows
         stack = int(cols["stack"][i])
-        rows.append({"record_id": _num(cols["record_id"][i]), "pg_name": vocab["pg_name"][cols["pg_name"][i]],
-                     "pg_desc": vocab["pg_desc"][cols["pg_desc"][i]], "pg_id": _num(cols["pg_id"][i]),
-                     "collective_seq_id": _num(cols["seq"][i]), "p2p_seq_id": _num(cols["p2p_seq"][i]),
-                     "op": vocab["op"][cols["op"][i]], "state": vocab["state"][cols["state"][i]],
-                     "sizes": vocab["sizes"][cols["sizes"][i]], "dtypes": vocab["dtypes"][cols["dtypes"][i]],
-                     "created_ns": _num(cols["created_ns"][i]), "started_ns": _num(cols["started_ns"][i]),
-                     "completed_ns": _num(cols["completed_ns"][i]),
-                     "frames": stacks[stack] if 0 <= stack < len(stacks) else []})
+        rows.append(
+            {
+                "record_id": _num(cols["record_id"][i]),
+                "pg_name": vocab["pg_name"][cols["pg_name"][i]],
+                "pg_desc": vocab["pg_desc"][cols["pg_desc"][i]],
+                "pg_id": _num(cols["pg_id"][i]),
+                "collective_seq_id": _num(cols["seq"][i]),
+                "p2p_seq_id": _num(cols["p2p_seq"][i]),
+                "op": vocab["op"][cols["op"][i]],
+                "state": vocab["state"][cols["state"][i]],
+                "sizes": vocab["sizes"][cols["sizes"][i]],
+                "dtypes": vocab["dtypes"][cols["dtypes"][i]],
+                "created_ns": _num(cols["created_ns"][i]),
+                "started_ns": _num(cols["started_ns"][i]),
+                "completed_ns": _num(cols["completed_ns"][i]),
+                "frames": stacks[stack] if 0 <= stack < len(stacks) else [],
+            }
+        )
     return {"rank": rank, "path": rec["path"], "entries_total": n, "entries": rows}
 
 
@@ -171,8 +198,17 @@ class HangRuns:
             cache = self.__dict__.setdefault("_hang_cache", {})
             if run in cache and cache[run][0] == key:
                 return cache[run][1]
-            got = read_dumps([(a.entry.rel, self.fs.unstrip_protocol(a.entry.path) if not _local(self.fs)
-                               else a.entry.path, a.entry.size) for a in arts], open_executor(self.executor))
+            got = read_dumps(
+                [
+                    (
+                        a.entry.rel,
+                        self.fs.unstrip_protocol(a.entry.path) if not _local(self.fs) else a.entry.path,
+                        a.entry.size,
+                    )
+                    for a in arts
+                ],
+                open_executor(self.executor),
+            )
             cache[run] = (key, got)
             return got
 

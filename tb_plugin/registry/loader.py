@@ -119,9 +119,13 @@ class Loading:
     def _parallel_batch(self, first: FileState) -> list[FileState]:
         """``first`` and the queued files after it, enough to be worth a process pool (under the lock):
         parallel parsing only pays for big files, so small batches are loaded one by one."""
+
         def uncached(st: FileState) -> int:
-            return 0 if self.cache.has(self.fs.unstrip_protocol(st.entry.path), st.entry.version) else (
-                decompressed_guess(st.entry.size, st.entry.name))
+            return (
+                0
+                if self.cache.has(self.fs.unstrip_protocol(st.entry.path), st.entry.version)
+                else (decompressed_guess(st.entry.size, st.entry.name))
+            )
 
         batch, total = [first], uncached(first)
         if not total:  # already parsed: load it now, parse the next ones after
@@ -276,8 +280,18 @@ class Loading:
             i = slot_of.get(st.entry.path)
             st.progress_source = None if i is None else (lambda i=i: PARSE_SHARE * slots[i])
             st.state = LOADING
-        jobs = [RankJob(key=path, url=url, version=version, size=size, cache_dir=os.path.dirname(self.cache.root),
-                        aggregate=False, progress_slot=slot_of[path]) for path, url, version, size in todo]
+        jobs = [
+            RankJob(
+                key=path,
+                url=url,
+                version=version,
+                size=size,
+                cache_dir=os.path.dirname(self.cache.root),
+                aggregate=False,
+                progress_slot=slot_of[path],
+            )
+            for path, url, version, size in todo
+        ]
         pool = LocalExecutor(workers=workers, progress=slots)
         try:
             for result in pool.map(jobs, submitted=lambda: setattr(self, "_batch_pool", pool)):
@@ -294,12 +308,14 @@ class Loading:
                     st.state = QUEUED
         return workers
 
-    def _parse(self, state: FileState, report: Callable[[float], None],
-               deferred: list[Callable[[], None]] | None = None) -> Trace:
+    def _parse(
+        self, state: FileState, report: Callable[[float], None], deferred: list[Callable[[], None]] | None = None
+    ) -> Trace:
         entry = state.entry
         url = self.fs.unstrip_protocol(entry.path)
-        trace, from_cache = parse_entry(self.fs, entry.path, url, entry.version, entry.size, self.cache, report,
-                                        deferred)
+        trace, from_cache = parse_entry(
+            self.fs, entry.path, url, entry.version, entry.size, self.cache, report, deferred
+        )
         if from_cache:
             state.from_cache = True
         return trace

@@ -33,7 +33,9 @@ class PairsIndex:
 def _codes(values: list) -> tuple[np.ndarray, list]:
     """Per value a code into the distinct values (first-seen order)."""
     table: dict = {}
-    return np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64, count=len(values)), list(table)
+    return np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64, count=len(values)), list(
+        table
+    )
 
 
 def _ranks(distinct: list[str]) -> np.ndarray:
@@ -57,10 +59,19 @@ def build_index(rows: list[dict]) -> PairsIndex:
     device_code, devices = _codes([r["device"] for r in rows])
     lower_op = _ranks([t.lower() for t in op_texts])[op_code] if n else np.zeros(0, dtype=np.int64)
     lower_dev = _ranks([str(d).lower() for d in devices])[device_code] if n else np.zeros(0, dtype=np.int64)
-    return PairsIndex(rows, column("size_bytes", np.int64, 0)[0], column("addr", np.int64, 0)[0], numbers,
-                      device_code, {d: k for k, d in enumerate(devices)}, op_code, op_texts, op_none,
-                      {"op": (lower_op, op_none), "device": (lower_dev, np.zeros(n, dtype=bool))},
-                      _ranks(op_texts)[op_code] if n else np.zeros(0, dtype=np.int64))
+    return PairsIndex(
+        rows,
+        column("size_bytes", np.int64, 0)[0],
+        column("addr", np.int64, 0)[0],
+        numbers,
+        device_code,
+        {d: k for k, d in enumerate(devices)},
+        op_code,
+        op_texts,
+        op_none,
+        {"op": (lower_op, op_none), "device": (lower_dev, np.zeros(n, dtype=bool))},
+        _ranks(op_texts)[op_code] if n else np.zeros(0, dtype=np.int64),
+    )
 
 
 class Rows(Sequence):
@@ -82,8 +93,17 @@ def _named(row: dict) -> dict:
     return dict(row, name=row["op"] or "")
 
 
-def select(index: PairsIndex, device: str | None, lo: float | None, hi: float | None, min_bytes: int,
-           max_bytes: int, search: str, sort: str, descending: bool) -> Sequence:
+def select(
+    index: PairsIndex,
+    device: str | None,
+    lo: float | None,
+    hi: float | None,
+    min_bytes: int,
+    max_bytes: int,
+    search: str,
+    sort: str,
+    descending: bool,
+) -> Sequence:
     """The rows :func:`reference_select` gives, from the columns."""
     keep = (index.size >= min_bytes) & (index.size <= max_bytes)
     if device:
@@ -111,8 +131,17 @@ def select(index: PairsIndex, device: str | None, lo: float | None, hi: float | 
     return Rows(index.rows, np.concatenate([present[order], np.flatnonzero(keep & none)]))
 
 
-def reference_select(rows: list[dict], device: str | None, lo: float | None, hi: float | None, min_bytes: int,
-                     max_bytes: int, search: str, sort: str, descending: bool) -> list[dict]:
+def reference_select(
+    rows: list[dict],
+    device: str | None,
+    lo: float | None,
+    hi: float | None,
+    min_bytes: int,
+    max_bytes: int,
+    search: str,
+    sort: str,
+    descending: bool,
+) -> list[dict]:
     """Allocation/free pairs on ``device`` whose lifetime overlaps ``[lo, hi]`` (µs; None: open), with
     ``min_bytes ≤ size ≤ max_bytes`` and ``search`` in the op name (case-insensitive), sorted by
     ``sort`` then name (rows without a ``sort`` value last, in row order)."""
@@ -132,6 +161,8 @@ def reference_select(rows: list[dict], device: str | None, lo: float | None, hi:
         out.append(dict(r, name=r["op"] or ""))
     present = [r for r in out if r.get(sort) is not None]
     missing = [r for r in out if r.get(sort) is None]
-    present.sort(key=lambda r: (r[sort], r["name"]) if not isinstance(r[sort], str) else (r[sort].lower(), r["name"]),
-                 reverse=descending)
+    present.sort(
+        key=lambda r: (r[sort], r["name"]) if not isinstance(r[sort], str) else (r[sort].lower(), r["name"]),
+        reverse=descending,
+    )
     return present + missing

@@ -53,7 +53,7 @@ class Registry(Protocol):
 
     @property
     def error(self) -> str | None: ...
-    def start(self) -> "Registry": ...
+    def start(self) -> Registry: ...
     def stop(self) -> None: ...
     def scan(self) -> None: ...
     def wait_scanned(self, timeout: float | None = None) -> bool: ...
@@ -82,8 +82,9 @@ class MultiRegistry:
     are ``<name>`` or ``<name>/<run>``."""
 
     def __init__(self, entries: list[tuple[str, str]], cache=None, reload_interval: float = 10.0) -> None:
-        self.registries = [RunRegistry(path, cache=cache, reload_interval=reload_interval, prefix=name)
-                           for name, path in entries]
+        self.registries = [
+            RunRegistry(path, cache=cache, reload_interval=reload_interval, prefix=name) for name, path in entries
+        ]
         self.logdir = ",".join(f"{name}:{redact(path)}" for name, path in entries)
 
     def _owner(self, run: str):
@@ -93,7 +94,7 @@ class MultiRegistry:
         return None
 
     # lifecycle
-    def start(self) -> "MultiRegistry":
+    def start(self) -> MultiRegistry:
         for reg in self.registries:
             reg.start()
         return self
@@ -121,8 +122,9 @@ class MultiRegistry:
 
     # files
     def files(self):
-        return sorted((st for reg in self.registries for st in reg.files()),
-                      key=lambda s: (s.run, s.worker, int(s.span)))
+        return sorted(
+            (st for reg in self.registries for st in reg.files()), key=lambda s: (s.run, s.worker, int(s.span))
+        )
 
     def find(self, run: str, worker: str, span: str):
         reg = self._owner(run)
@@ -184,9 +186,11 @@ class MultiRegistry:
         docs = [reg.runs_document() for reg in self.registries]
         return {
             "logdir": self.logdir,
-            "loading": {"files_total": sum(d["loading"]["files_total"] for d in docs),
-                        "files_done": sum(d["loading"]["files_done"] for d in docs),
-                        "files_queued": sum(d["loading"].get("files_queued", 0) for d in docs)},
+            "loading": {
+                "files_total": sum(d["loading"]["files_total"] for d in docs),
+                "files_done": sum(d["loading"]["files_done"] for d in docs),
+                "files_queued": sum(d["loading"].get("files_queued", 0) for d in docs),
+            },
             "errors": [e for d in docs for e in d["errors"]],
             "notices": [n for d in docs for n in d.get("notices", [])],
             "runs": sorted((r for d in docs for r in d["runs"]), key=lambda r: r["name"]),

@@ -9,8 +9,8 @@ import stat
 from typing import Callable
 
 from ..storage.private_files import fsync_path, write_atomic
-from ..storage.remote import is_local_fs, url_to_fs
 from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
+from ..storage.remote import is_local_fs, url_to_fs
 from ..storage.remote_blocks import RemoteBlocks
 from ..storage.writer import BackgroundWriter
 from ..trace.decode import decode_trace
@@ -50,9 +50,14 @@ def stream_above_bytes() -> int:
     return STREAM_ABOVE_BYTES
 
 
-def load_trace_file(path: str, fs=None, size: int | None = None,
-                    progress: Callable[[float], None] | None = None, events_sink=None,
-                    spool_dir: str | None = None) -> Trace:
+def load_trace_file(
+    path: str,
+    fs=None,
+    size: int | None = None,
+    progress: Callable[[float], None] | None = None,
+    events_sink=None,
+    spool_dir: str | None = None,
+) -> Trace:
     """Read and decode one trace file (local path or fsspec URL). Raises ``TraceReadError``.
 
     ``events_sink``: see :func:`~tb_plugin.trace.decode.decode_trace`. ``spool_dir``: where a large
@@ -103,8 +108,7 @@ def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
     """The trace decoded as a stream (bounded memory, all cores), or None when the document cannot
     be split (then it is decoded as a whole: its errors and recoveries are the reference)."""
     try:
-        return decode_stream(blocks, progress, events_sink, workers=default_workers(),
-                             budget=max_trace_bytes())
+        return decode_stream(blocks, progress, events_sink, workers=default_workers(), budget=max_trace_bytes())
     except ReadError as exc:
         raise TraceReadError(str(exc)) from None
     except Unstreamable:
@@ -152,12 +156,23 @@ def _point_at_trace(trace: Trace, real: str, before: os.stat_result) -> None:
             os.close(fd)
     except OSError:
         return
-    trace.meta.update(events_file=real, events_bytes=after.st_size, events_mtime_ns=after.st_mtime_ns,
-                      events_inode=after.st_ino, events_fingerprint=fingerprint)
+    trace.meta.update(
+        events_file=real,
+        events_bytes=after.st_size,
+        events_mtime_ns=after.st_mtime_ns,
+        events_inode=after.st_ino,
+        events_fingerprint=fingerprint,
+    )
 
 
-def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,
-               spool_dir: str | None = None, json_document: bool = True):
+def read_bytes(
+    fs,
+    path: str,
+    size: int | None = None,
+    progress: Callable[[float], None] | None = None,
+    spool_dir: str | None = None,
+    json_document: bool = True,
+):
     """:func:`~tb_plugin.storage.read.read_trace_bytes`, its read error raised as :class:`TraceReadError`
     (same message): every file kind the registry reads goes through here."""
     try:
@@ -166,9 +181,16 @@ def read_bytes(fs, path: str, size: int | None = None, progress: Callable[[float
         raise TraceReadError(str(exc)) from None
 
 
-def parse_entry(fs, path: str, url: str, version: str, size: int, cache: ParseCache | None,
-                report: Callable[[float], None] | None = None,
-                deferred: list[Callable[[], None]] | None = None) -> tuple[Trace, bool]:
+def parse_entry(
+    fs,
+    path: str,
+    url: str,
+    version: str,
+    size: int,
+    cache: ParseCache | None,
+    report: Callable[[float], None] | None = None,
+    deferred: list[Callable[[], None]] | None = None,
+) -> tuple[Trace, bool]:
     """``(trace, came from the cache)`` for one file of ``fs``: read back from the parse cache, else
     parsed (progress through ``report``, fraction 0–1) and stored there with its raw events file.
     With ``deferred``, the parsed columns are taken now and their write (a second or two on a 0.9 GB
@@ -251,7 +273,8 @@ def check_analysis_budget(trace: Trace) -> Trace:
             f"analysing this trace ({len(trace.events)} events, {len(trace.memory)} memory events) needs about "
             f"{need} bytes ({need / (1 << 30):.3g} GiB) of memory beyond its parsed columns, more than {budget} "
             f"bytes ({budget / (1 << 30):.3g} GiB), the memory budget for one trace (KINETOSCOPE_MAX_TRACE_BYTES); "
-            "raise it to analyse this file")
+            "raise it to analyse this file"
+        )
     return trace
 
 
@@ -259,6 +282,11 @@ def open_views(trace: Trace, cache: ParseCache | None, url: str, version: str) -
     """The views of a parsed trace, storing their derived indexes and results beside it in the parse cache."""
     if cache is None:
         return FileViews(trace)
-    return FileViews(trace, store=(lambda kind: cache.get_blob(url, version, kind),
-                                   lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays)),
-                     results=ResultCache(cache, url, version))
+    return FileViews(
+        trace,
+        store=(
+            lambda kind: cache.get_blob(url, version, kind),
+            lambda kind, header, arrays: cache.put_blob(url, version, kind, header, arrays),
+        ),
+        results=ResultCache(cache, url, version),
+    )

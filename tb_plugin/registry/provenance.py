@@ -47,7 +47,7 @@ def read_provenance(fs, path: str) -> dict[str, dict[str, list[str]]] | None:
                 raw = f.read(MAX_BYTES + 1)
     except (OSError, ValueError):
         return None
-    except Exception:  # noqa: BLE001 - a remote backend's own errors: the file is optional
+    except Exception:
         return None
     if len(raw) > MAX_BYTES:
         return None
@@ -68,6 +68,10 @@ def sanitize(doc: Any) -> dict[str, dict[str, list[str]]] | None:
             break
         if not isinstance(name, str) or not isinstance(entry, dict):
             continue
-        out[name[:MAX_TEXT]] = {f: [v[:MAX_TEXT] for v in entry.get(f, [])[:MAX_ITEMS] if isinstance(v, str)]
-                                if isinstance(entry.get(f), list) else [] for f in FIELDS}
+        out[name[:MAX_TEXT]] = {
+            f: [v[:MAX_TEXT] for v in entry.get(f, [])[:MAX_ITEMS] if isinstance(v, str)]
+            if isinstance(entry.get(f), list)
+            else []
+            for f in FIELDS
+        }
     return out or None

@@ -34,8 +34,11 @@ def ends_fingerprint(fd: int, size: int) -> str:
 
 def _same_file(fd: int, meta: dict) -> bool:
     st = os.fstat(fd)
-    if (st.st_ino, st.st_size, st.st_mtime_ns) != (meta.get("events_inode"), meta.get("events_bytes"),
-                                                   meta.get("events_mtime_ns")):
+    if (st.st_ino, st.st_size, st.st_mtime_ns) != (
+        meta.get("events_inode"),
+        meta.get("events_bytes"),
+        meta.get("events_mtime_ns"),
+    ):
         return False
     expected = meta.get("events_fingerprint")
     return expected is None or ends_fingerprint(fd, st.st_size) == expected

@@ -22,10 +22,27 @@ from .artifacts import MEMPROFILER_KINDS
 
 logger = logging.getLogger(__name__)
 
-OPERATOR_KEYS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us",
-                 "graph_replay_self_us", "tc_eligible"]
-KERNEL_KEYS = ["name", "calls", "total_us", "mean_us", "min_us", "max_us", "blocks_per_sm", "achieved_occupancy_pct",
-               "tensor_cores"]
+OPERATOR_KEYS = [
+    "name",
+    "calls",
+    "host_self_us",
+    "host_total_us",
+    "device_self_us",
+    "device_total_us",
+    "graph_replay_self_us",
+    "tc_eligible",
+]
+KERNEL_KEYS = [
+    "name",
+    "calls",
+    "total_us",
+    "mean_us",
+    "min_us",
+    "max_us",
+    "blocks_per_sm",
+    "achieved_occupancy_pct",
+    "tensor_cores",
+]
 MAX_STACKS = 200  # distinct call stacks sent per operator row
 MAX_FRAMES = 500  # frames sent per call stack
 MAX_DIFF_KERNELS = 500  # kernel rows of the UI's diff
@@ -43,8 +60,19 @@ def overview_document(registry, state) -> dict[str, Any] | None:
 
 #: The columns of one recommendation every interface shows (the rule's own values follow in the details).
 RECOMMENDATION_KEYS = ["rule", "addressed_us", "threshold_us", "basis", "addressed_bytes", "threshold_bytes", "text"]
-RUNTIME_CALL_KEYS = ["api", "calls", "total_us", "window_us", "window_pct", "blocks", "blocking_calls", "blocking_us",
-                     "blocking_kind", "operators", "frames"]
+RUNTIME_CALL_KEYS = [
+    "api",
+    "calls",
+    "total_us",
+    "window_us",
+    "window_pct",
+    "blocks",
+    "blocking_calls",
+    "blocking_us",
+    "blocking_kind",
+    "operators",
+    "frames",
+]
 
 
 def advice_document(overview: dict, top_calls: int | None = None) -> dict[str, Any]:
@@ -53,10 +81,12 @@ def advice_document(overview: dict, top_calls: int | None = None) -> dict[str, A
     µs, threshold µs, basis and the rule's values), ``about`` (the "About this trace" warnings) and
     ``runtime_calls`` (its first ``top_calls`` rows, all without)."""
     calls = overview.get("runtime_calls") or {"window_us": 0.0, "apis": 0, "rows": []}
-    return {"recommendations": list(overview["recommendations"]),
-            "recommendation_details": list(overview["recommendation_details"]),
-            "about": list(overview.get("about") or []),
-            "runtime_calls": dict(calls, rows=calls["rows"][:top_calls])}
+    return {
+        "recommendations": list(overview["recommendations"]),
+        "recommendation_details": list(overview["recommendation_details"]),
+        "about": list(overview.get("about") or []),
+        "runtime_calls": dict(calls, rows=calls["rows"][:top_calls]),
+    }
 
 
 def rank_aggregate(views, tables: bool) -> dict[str, Any]:
@@ -64,9 +94,14 @@ def rank_aggregate(views, tables: bool) -> dict[str, Any]:
     ``insights`` and, with ``tables``, the report's per-worker sections."""
     sections = [("distributed", views.rank_reduce), ("insights", lambda: report_insights(views.insights()))]
     if tables:
-        sections += [("overview", views.overview), ("operators", lambda: operator_table(views)),
-                     ("kernels", lambda: kernel_table(views)), ("modules", views.modules),
-                     ("memory", views.memory_summary), ("graphs", lambda: graph_siblings.graphs_report(views))]
+        sections += [
+            ("overview", views.overview),
+            ("operators", lambda: operator_table(views)),
+            ("kernels", lambda: kernel_table(views)),
+            ("modules", views.modules),
+            ("memory", views.memory_summary),
+            ("graphs", lambda: graph_siblings.graphs_report(views)),
+        ]
     got: dict[str, Any] = {}
     items = len(views.trace.events) + len(views.trace.memory)
     for key, make in sections:
@@ -81,8 +116,10 @@ def rank_aggregate(views, tables: bool) -> dict[str, Any]:
 def operator_table(views, group_by: str = "operator", keys: list[str] = OPERATOR_KEYS) -> list[dict[str, Any]]:
     """The operator rows of one grouping (:func:`~tb_plugin.analysis.operators.operator_rows`) with
     ``keys``, most device self time first, then host self time, then name (µs)."""
-    return [{k: r[k] for k in keys} for r in sorted(
-        views.operators(group_by), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))]
+    return [
+        {k: r[k] for k in keys}
+        for r in sorted(views.operators(group_by), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))
+    ]
 
 
 def kernel_table(views, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS) -> list[dict[str, Any]]:
@@ -94,11 +131,18 @@ def kernel_table(views, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS)
 def report_insights(found: dict) -> dict:
     """The insight figures the report prints, from :meth:`FileViews.insights` (µs)."""
     return {
-        "idle": {"gpus": [{k: g[k] for k in ("device", "window_us", "idle_us", "host_wait_us", "short_gap_us", "other_us")}
-                          for g in found["idle"]["gpus"]]},
-        "launch_delay_us": {"p50": found["launch"]["p50"], "p95": found["launch"]["p95"],
-                            "overhead_p50": found["launch"]["overhead_us"]["p50"],
-                            "queueing_p50": found["launch"]["queueing_us"]["p50"]},
+        "idle": {
+            "gpus": [
+                {k: g[k] for k in ("device", "window_us", "idle_us", "host_wait_us", "short_gap_us", "other_us")}
+                for g in found["idle"]["gpus"]
+            ]
+        },
+        "launch_delay_us": {
+            "p50": found["launch"]["p50"],
+            "p95": found["launch"]["p95"],
+            "overhead_p50": found["launch"]["overhead_us"]["p50"],
+            "queueing_p50": found["launch"]["queueing_us"]["p50"],
+        },
         "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us", "idle_us")},
     }
 
@@ -123,10 +167,15 @@ def memory_document(views, start_us: float | None, end_us: float | None, width_p
     whole trace), downsampled to ``width_px`` bins."""
     devices = views.memory_curves()
     lo = 0.0 if start_us is None else start_us
-    hi = end_us if end_us is not None else max(
-        (float(d["ts_us"].max()) for d in devices if len(d["ts_us"])), default=0.0)
-    return {"devices": [memory_window(d, lo, hi, width_px) for d in devices],
-            "pairs_reason": views.memory_pairs()["reason"]}
+    hi = (
+        end_us
+        if end_us is not None
+        else max((float(d["ts_us"].max()) for d in devices if len(d["ts_us"])), default=0.0)
+    )
+    return {
+        "devices": [memory_window(d, lo, hi, width_px) for d in devices],
+        "pairs_reason": views.memory_pairs()["reason"],
+    }
 
 
 # -- diff -----------------------------------------------------------------------------------------
@@ -145,10 +194,17 @@ def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] 
     if path is None:
         operators = op_diff_flat(b, e)
         top = [r for r in operators if len(r["path"]) == 1]
-        return dict(doc, operators=operators, kernels=kernels, waterfall=waterfall_totals(steps["delta"]["total_us"], top))
+        return dict(
+            doc, operators=operators, kernels=kernels, waterfall=waterfall_totals(steps["delta"]["total_us"], top)
+        )
     operators = op_diff(b, e, tuple(path))
-    return dict(doc, path=path, operators=operators, kernels=kernels[:MAX_DIFF_KERNELS],
-                waterfall=waterfall_totals(steps["delta"]["total_us"], operators))
+    return dict(
+        doc,
+        path=path,
+        operators=operators,
+        kernels=kernels[:MAX_DIFF_KERNELS],
+        waterfall=waterfall_totals(steps["delta"]["total_us"], operators),
+    )
 
 
 # -- the CLI's report -----------------------------------------------------------------------------
@@ -209,9 +265,21 @@ def run_advice(workers: list[dict]) -> list[dict] | None:
 def worker_entry(registry, st) -> dict[str, Any]:
     """One file of the report: its Overview and, when analysed, its tables and insight figures."""
     overview = overview_document(registry, st)
-    entry = {"worker": st.worker, "span": st.span, "path": st.entry.rel, "error": st.error,
-             "warnings": st.warnings, "notes": st.notes, "overview": overview, "operators": None, "kernels": None,
-             "modules": None, "memory": None, "insights": None, "graphs": None}
+    entry = {
+        "worker": st.worker,
+        "span": st.span,
+        "path": st.entry.rel,
+        "error": st.error,
+        "warnings": st.warnings,
+        "notes": st.notes,
+        "overview": overview,
+        "operators": None,
+        "kernels": None,
+        "modules": None,
+        "memory": None,
+        "insights": None,
+        "graphs": None,
+    }
     if overview is not None:
         tables = st.aggregate["tables"]
         for key in ("operators", "kernels", "modules", "memory"):
@@ -223,9 +291,28 @@ def worker_entry(registry, st) -> dict[str, Any]:
 
 
 # the distributed section's tables (µs, bytes, GB/s)
-RANK_COLUMNS = ("rank", "worker", "computation_us", "overlap_us", "communication_us", "other_us", "transfer_us", "sync_us")
-COLLECTIVE_COLUMNS = ("name", "calls", "bytes", "calls_without_bytes", "group_size", "transfer_us", "sync_us",
-                      "algbw_gbps", "busbw_gbps", "bus_factor")
+RANK_COLUMNS = (
+    "rank",
+    "worker",
+    "computation_us",
+    "overlap_us",
+    "communication_us",
+    "other_us",
+    "transfer_us",
+    "sync_us",
+)
+COLLECTIVE_COLUMNS = (
+    "name",
+    "calls",
+    "bytes",
+    "calls_without_bytes",
+    "group_size",
+    "transfer_us",
+    "sync_us",
+    "algbw_gbps",
+    "busbw_gbps",
+    "bus_factor",
+)
 ARRIVAL_COLUMNS = ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler", "text")
 
 
@@ -250,8 +337,22 @@ def distributed_summary(result: dict) -> dict[str, Any] | None:
 
 def group_summary(group: dict) -> dict[str, Any]:
     """One process group of the report (see analysis.process_groups.combine_groups)."""
-    return {k: group[k] for k in ("name", "description", "role", "ranks", "size", "calls", "time_us", "bytes",
-                                  "exposed_us", "bandwidth_gbps", "by_rank")}
+    return {
+        k: group[k]
+        for k in (
+            "name",
+            "description",
+            "role",
+            "ranks",
+            "size",
+            "calls",
+            "time_us",
+            "bytes",
+            "exposed_us",
+            "bandwidth_gbps",
+            "by_rank",
+        )
+    }
 
 
 def run_critical_path(result: dict) -> list[dict]:
@@ -276,8 +377,10 @@ def _add_distributed(registry, doc: dict, files: list) -> None:
                     agg = st.aggregate["distributed"]
                     rank, _ = distributed_analysis.rank_of_info(agg["distributed_info"], st.worker, 0)
                     own = distributed_analysis.single_rank_view(rank, st.worker, agg)
-                    w["distributed"] = {"groups": [group_summary(g) for g in own["groups"]],
-                                        "messages": own["groups_messages"]}
+                    w["distributed"] = {
+                        "groups": [group_summary(g) for g in own["groups"]],
+                        "messages": own["groups_messages"],
+                    }
                     if "critical_path" in agg:  # the same walk, without cross-rank edges
                         w["critical_path"] = own["critical_path"]
             continue
@@ -308,7 +411,8 @@ def _add_artifacts(registry, doc: dict, run: str | None) -> list:
             logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
             art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
             item = {"path": art.entry.rel, "error": art.error} | (
-                {"kind": art.entry.kind} if memprofiler else {"devices": []})
+                {"kind": art.entry.kind} if memprofiler else {"devices": []}
+            )
         if art.error:
             failed.append(art)
         entry.setdefault("memprofiler" if memprofiler else "snapshots", []).append(item)
@@ -324,10 +428,15 @@ def snapshot_item(art, registry=None) -> dict:
     (with ``registry``) the bytes alive at the peak by operator/step/module/frame (:func:`alive_item`)."""
     item = {"path": art.entry.rel, "error": art.error, "devices": []}
     if not art.error:
-        item["devices"] = [{"device": d["device"], "peak_active_bytes": d["peak_active_bytes"],
-                            "allocated_at_dump_bytes": d.get("allocated_at_dump_bytes"),
-                            "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]]}
-                           for d in art.views.summary()["devices"]]
+        item["devices"] = [
+            {
+                "device": d["device"],
+                "peak_active_bytes": d["peak_active_bytes"],
+                "allocated_at_dump_bytes": d.get("allocated_at_dump_bytes"),
+                "largest": [{"bytes": x["bytes"], "frame": x["frame"]} for x in d["largest"]],
+            }
+            for d in art.views.summary()["devices"]
+        ]
         if registry is not None:
             for d, dev in zip(item["devices"], art.views.devices()):
                 d["alive_at_peak"] = alive_item(registry, art, dev)
@@ -339,8 +448,10 @@ def alive_item(registry, art, device: int, top: int = 5) -> dict:
     """The ``top`` rows of each ``snapshot_attribution`` table of ``device`` and the matched trace's path."""
     link, trace, _ = registry.snapshot_trace(art, device)
     doc = art.views.attribution(device, trace, None if link is None else (link["path"], link["version"]))
-    tables = {k: None if doc[k] is None else [{"name": r["name"], "bytes": r["bytes"]} for r in doc[k][:top]]
-              for k in ("by_operator", "by_step", "by_module", "by_frame")}
+    tables = {
+        k: None if doc[k] is None else [{"name": r["name"], "bytes": r["bytes"]} for r in doc[k][:top]]
+        for k in ("by_operator", "by_step", "by_module", "by_frame")
+    }
     return dict(tables, trace=None if link is None else link["path"])
 
 
@@ -351,12 +462,17 @@ def oom_item(art) -> dict | None:
         return None
     oom = doc["oom"] or {}
     stream = next((r for r in doc["streams"] if r["is_oom_stream"]), None)
-    return {"device": doc["device"], "detected_by": doc["detected_by"], "state_at": doc["state_at"],
-            "requested_bytes": oom.get("requested_bytes"), "device_free_bytes": oom.get("device_free_bytes"),
-            "stream_largest_free_block_bytes": stream["largest_free_block_bytes"] if stream else None,
-            "fragmentation_pct": doc["totals"]["fragmentation_pct"] if doc["totals"] else None,
-            "largest_live": [{"bytes": r["bytes"], "frame": r["frame"]} for r in doc["largest_live"]],
-            "growth_net_bytes": doc["growth"]["net_bytes"] if doc["growth"] else None}
+    return {
+        "device": doc["device"],
+        "detected_by": doc["detected_by"],
+        "state_at": doc["state_at"],
+        "requested_bytes": oom.get("requested_bytes"),
+        "device_free_bytes": oom.get("device_free_bytes"),
+        "stream_largest_free_block_bytes": stream["largest_free_block_bytes"] if stream else None,
+        "fragmentation_pct": doc["totals"]["fragmentation_pct"] if doc["totals"] else None,
+        "largest_live": [{"bytes": r["bytes"], "frame": r["frame"]} for r in doc["largest_live"]],
+        "growth_net_bytes": doc["growth"]["net_bytes"] if doc["growth"] else None,
+    }
 
 
 def rank_groups(registry, run: str) -> list[dict]:
@@ -370,10 +486,17 @@ def rank_groups(registry, run: str) -> list[dict]:
         seen.update(a.entry.rel for _, a in group)
         if len(group) >= 2 and group[0][1].run == run:
             doc = registry.snapshot_ranks(art)
-            out.append({"ranks": [{"rank": r["rank"], "path": r["path"], "peak_active_bytes": r["peak_active_bytes"]}
-                                  for r in doc["ranks"]],
-                        "median_peak_bytes": doc["median_peak_bytes"], "outlier_rank": doc["outlier_rank"],
-                        "outlier_peak_to_median": doc["outlier_peak_to_median"]})
+            out.append(
+                {
+                    "ranks": [
+                        {"rank": r["rank"], "path": r["path"], "peak_active_bytes": r["peak_active_bytes"]}
+                        for r in doc["ranks"]
+                    ],
+                    "median_peak_bytes": doc["median_peak_bytes"],
+                    "outlier_rank": doc["outlier_rank"],
+                    "outlier_peak_to_median": doc["outlier_peak_to_median"],
+                }
+            )
     return out
 
 
@@ -388,6 +511,18 @@ def memprofiler_item(art) -> dict:
         return dict(item, size_bytes=doc["size_bytes"], truncated=doc["truncated"])
     doc = art.views.stats()
     keys = [m["key"] for m in doc["metrics"]]
-    return dict(item, rank=doc["rank"], warnings=doc["warnings"], snapshots=[
-        {"key": s["key"], "function": s["function"], "iteration": s["iteration"], "phase": s["phase"],
-         "values": {k: s["values"][k] for k in keys if k in s["values"]}} for s in doc["snapshots"]])
+    return dict(
+        item,
+        rank=doc["rank"],
+        warnings=doc["warnings"],
+        snapshots=[
+            {
+                "key": s["key"],
+                "function": s["function"],
+                "iteration": s["iteration"],
+                "phase": s["phase"],
+                "values": {k: s["values"][k] for k in keys if k in s["values"]},
+            }
+            for s in doc["snapshots"]
+        ],
+    )

@@ -37,9 +37,16 @@ from .cache import CACHE_VERSION, ParseCache, discard
 logger = logging.getLogger(__name__)
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SOURCES = ("__init__.py", "analysis", "trace", "artifacts", os.path.join("registry", "report.py"),
-            os.path.join("registry", "views.py"), os.path.join("registry", "results.py"),
-            os.path.join("registry", "executors", "task.py"))
+_SOURCES = (
+    "__init__.py",
+    "analysis",
+    "trace",
+    "artifacts",
+    os.path.join("registry", "report.py"),
+    os.path.join("registry", "views.py"),
+    os.path.join("registry", "results.py"),
+    os.path.join("registry", "executors", "task.py"),
+)
 _ARRAY, _SCALAR = 1, 2  # msgpack extension codes
 
 
@@ -49,8 +56,13 @@ def _analysis_version() -> str:
     digest = hashlib.sha256(CACHE_VERSION.encode())
     for item in _SOURCES:
         path = os.path.join(_PACKAGE, item)
-        files = [path] if os.path.isfile(path) else sorted(
-            os.path.join(path, f) for f in os.listdir(path) if f.endswith(".py")) if os.path.isdir(path) else []
+        files = (
+            [path]
+            if os.path.isfile(path)
+            else sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".py"))
+            if os.path.isdir(path)
+            else []
+        )
         for f in files:
             digest.update(os.path.relpath(f, _PACKAGE).encode() + b"\0")
             with open(f, "rb") as src:
@@ -75,7 +87,7 @@ def _enc_hook(obj: Any) -> msgspec.msgpack.Ext:
 
 def _ext_hook(code: int, data: memoryview) -> Any:
     raw = bytes(data)
-    dtype = np.dtype(raw[1:1 + raw[0]].decode())
+    dtype = np.dtype(raw[1 : 1 + raw[0]].decode())
     pos = 1 + raw[0]
     if code == _SCALAR:
         return np.frombuffer(raw, dtype=dtype, offset=pos, count=1)[0]
@@ -124,7 +136,7 @@ class ResultCache:
             return True, decode(name, data)
         except FileNotFoundError:
             return False, None
-        except Exception as exc:  # noqa: BLE001 - 0 bytes, truncated, corrupt, a FIFO, old code: all misses
+        except Exception as exc:
             logger.info("analysis cache entry %s is unusable (%s: %s): computed again", path, type(exc).__name__, exc)
             discard(path)
             return False, None

@@ -20,10 +20,10 @@ import time
 from typing import Any
 
 from ..storage.fs import FileEntry, list_files, open_logdir
-from ..storage.urls import redact
 from ..storage.naming import assign_spans
 from ..storage.remote import StorageError, describe_error
 from ..storage.sniff import SniffCache
+from ..storage.urls import redact
 from .artifacts import ArtifactLoading, artifact_links
 from .budget import ViewCache
 from .cache import ParseCache
@@ -40,8 +40,14 @@ RUNS_PROGRESS_S = 0.5  # while a file loads, the runs document shows its progres
 class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
     """Thread-safe registry of the trace files (and memory artifacts) under one logdir."""
 
-    def __init__(self, logdir: str, cache: ParseCache | None = None, reload_interval: float = 10.0,
-                 prefix: str = "", executor: str | None = None) -> None:
+    def __init__(
+        self,
+        logdir: str,
+        cache: ParseCache | None = None,
+        reload_interval: float = 10.0,
+        prefix: str = "",
+        executor: str | None = None,
+    ) -> None:
         self.logdir = redact(str(logdir))  # as shown and logged: credentials in a URL are never shown
         self._logdir_url = str(logdir)  # as given: only opened
         self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
@@ -73,10 +79,13 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         self._init_executor(executor)
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def start(self) -> "RunRegistry":
+    def start(self) -> RunRegistry:
         """Start the scanner and loader threads (daemons)."""
-        for target, name in ((self._scan_loop, "kinetoscope-scan"), (self._load_loop, "kinetoscope-load"),
-                             (self._artifact_loop, "kinetoscope-artifacts")):
+        for target, name in (
+            (self._scan_loop, "kinetoscope-scan"),
+            (self._load_loop, "kinetoscope-load"),
+            (self._artifact_loop, "kinetoscope-artifacts"),
+        ):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -177,11 +186,19 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         :data:`RUNS_PROGRESS_S` for its progress: the UI polls it."""
         # the key is read before building: a change during the build invalidates the result
         queue = self.queue_positions()
-        changes = (tuple(st.shown() for st in self.files()), tuple(a.shown() for a in self.artifacts()),
-                   tuple(queue.items()), self.error, tuple(self.skipped_links))
+        changes = (
+            tuple(st.shown() for st in self.files()),
+            tuple(a.shown() for a in self.artifacts()),
+            tuple(queue.items()),
+            self.error,
+            tuple(self.skipped_links),
+        )
         cached = self._runs_doc
-        if cached is not None and cached[0] == changes and (
-                not cached[3] or time.monotonic() - cached[1] < RUNS_PROGRESS_S):
+        if (
+            cached is not None
+            and cached[0] == changes
+            and (not cached[3] or time.monotonic() - cached[1] < RUNS_PROGRESS_S)
+        ):
             return cached[2]
         doc, loading = self._build_runs_document(queue)
         self._runs_doc = (changes, time.monotonic(), doc, loading)
@@ -194,7 +211,8 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         runs: dict[str, dict[str, list]] = {}
         for st in files:
             runs.setdefault(st.run, {}).setdefault(st.worker, []).append(
-                dict(st.as_json(), queued_before=queue.get(st.entry.rel)))
+                dict(st.as_json(), queued_before=queue.get(st.entry.rel))
+            )
         by_run: dict[str, list] = {}
         traces = {st.entry.rel: (st.worker, st.span) for st in files}
         for a in artifacts:
@@ -207,13 +225,17 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         return {
             "logdir": self.logdir,
             "loading": {"files_total": len(files), "files_done": done, "files_queued": len(queue)},
-            "errors": [] if self.error is None else [
-                {"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}],
+            "errors": []
+            if self.error is None
+            else [{"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}],
             "notices": skipped_links_notice(self.skipped_links),
             "runs": [
-                {"name": run, "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()],
-                 "artifacts": by_run.get(run, []),
-                 "error": self.error if self.error is not None and run == (self.prefix or ".") else None}
+                {
+                    "name": run,
+                    "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()],
+                    "artifacts": by_run.get(run, []),
+                    "error": self.error if self.error is not None and run == (self.prefix or ".") else None,
+                }
                 for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
             ],
         }, loading
@@ -226,7 +248,6 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         """:meth:`client_message` of the registry holding ``state`` (this one)."""
         return self.client_message(message)
 
-
     def client_message(self, message: str) -> str:
         """A per-file error message as clients see it. Cloud objects are named the way the user wrote
         the logdir (adlfs rewrites az:// as abfs://); local paths are made logdir-relative (with the
@@ -237,8 +258,9 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
             sdk_root = self.fs.unstrip_protocol(self.root).rstrip("/")
             user_root = self.logdir.rstrip("/")
             return message.replace(sdk_root, user_root) if sdk_root != user_root else message
-        return relative_paths(message, (self.root, os.path.abspath(self._logdir_url), os.path.realpath(self.root)),
-                              self.prefix)
+        return relative_paths(
+            message, (self.root, os.path.abspath(self._logdir_url), os.path.realpath(self.root)), self.prefix
+        )
 
 
 MAX_NAMED_LINKS = 5
@@ -257,11 +279,14 @@ def skipped_links_notice(links: list[str]) -> list[str]:
     """The ``runs`` notice for symlinks the listing did not follow (empty when there are none)."""
     if not links:
         return []
-    named = ", ".join(links[:MAX_NAMED_LINKS]) + (f" and {len(links) - MAX_NAMED_LINKS} more"
-                                                  if len(links) > MAX_NAMED_LINKS else "")
-    return [f"Skipped {len(links)} symbolic link{'s' if len(links) != 1 else ''} ({named}): links to directories, "
-            "and links that resolve outside the logdir, are not followed. Copy the files in, or point "
-            "--logdir at the real folder."]
+    named = ", ".join(links[:MAX_NAMED_LINKS]) + (
+        f" and {len(links) - MAX_NAMED_LINKS} more" if len(links) > MAX_NAMED_LINKS else ""
+    )
+    return [
+        f"Skipped {len(links)} symbolic link{'s' if len(links) != 1 else ''} ({named}): links to directories, "
+        "and links that resolve outside the logdir, are not followed. Copy the files in, or point "
+        "--logdir at the real folder."
+    ]
 
 
 def _run_sort_key(name: str) -> tuple:

@@ -44,8 +44,17 @@ class FileState:
 
     def shown(self) -> tuple:
         """What the ``runs`` document shows of this file, but its progress: equal tuples, equal rows."""
-        return (self.entry.rel, self.entry.size, self.worker, self.span, self.state, self.error,
-                tuple(self.warnings), tuple(self.notes), tuple(sorted((self.contents or {}).items())))
+        return (
+            self.entry.rel,
+            self.entry.size,
+            self.worker,
+            self.span,
+            self.state,
+            self.error,
+            tuple(self.warnings),
+            tuple(self.notes),
+            tuple(sorted((self.contents or {}).items())),
+        )
 
     def current_progress(self) -> float:
         """0..1: the pool's progress while a pool parses the file, else :attr:`progress`."""
@@ -86,5 +95,10 @@ class ArtifactState:
         return (self.entry.rel, self.entry.kind, self.entry.size, self.state, self.error)
 
     def as_json(self) -> dict[str, Any]:
-        return {"path": self.entry.rel, "kind": self.entry.kind, "size_bytes": self.entry.size,
-                "state": self.state, "error": self.error}
+        return {
+            "path": self.entry.rel,
+            "kind": self.entry.kind,
+            "size_bytes": self.entry.size,
+            "state": self.state,
+            "error": self.error,
+        }

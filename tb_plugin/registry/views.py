@@ -6,25 +6,24 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-
-from ..analysis.clock import shared_origin
+from ..analysis import distributed as distributed_analysis
 from ..analysis import memory as memory_analysis
+from ..analysis import timeline_query
+from ..analysis.clock import shared_origin
 from ..analysis.compiled_regions import compiled_regions
+from ..analysis.counters import counter_bins, counters, warm_counter_inputs
 from ..analysis.graph_bands import replay_bands
 from ..analysis.graph_elsewhere import capture_table
 from ..analysis.graphs import graphs_document
 from ..analysis.kernels import kernel_rows, tensor_core_split
 from ..analysis.modules import module_tree
-from ..analysis.overview import compute_overview
 from ..analysis.operators import operator_rows, operator_stacks
-from ..analysis import distributed as distributed_analysis
-from ..analysis import timeline_query
-from ..analysis.counters import counter_bins, counters, warm_counter_inputs
+from ..analysis.overview import compute_overview
 from ..analysis.steps import compute_steps
 from ..analysis.timeline import pack_index, timeline_index, unpack_index
 from ..analysis.timeline_range import range_stats
-from ..trace.links import device_mask
 from ..trace.args import args_of_raw, event_args
+from ..trace.links import device_mask
 from ..trace.model import Trace
 from .raw_events import read_raw_event
 
@@ -97,8 +96,9 @@ class FileViews:
         """``{"cuda_graphs": …, "compiled": … | None}``: CUDA graph replays and their captures
         (:func:`~tb_plugin.analysis.graphs.graphs_document`) and torch.compile regions
         (:func:`~tb_plugin.analysis.compiled_regions.compiled_regions`)."""
-        return self._get("graphs", lambda: {"cuda_graphs": graphs_document(self.trace),
-                                            "compiled": compiled_regions(self.trace)})
+        return self._get(
+            "graphs", lambda: {"cuda_graphs": graphs_document(self.trace), "compiled": compiled_regions(self.trace)}
+        )
 
     def capture_table(self) -> list[dict]:
         """The trace's complete CUDA graph captures with their launches' operators and frames
@@ -155,8 +155,10 @@ class FileViews:
                 "clock": clock,
                 "end_us": timeline_query.extent(self.trace)[1],
                 "tracks": timeline_query.tracks_meta(self.trace),
-                "steps": [{"step": n, "start_us": float(a - base), "end_us": float(b - base)}
-                          for n, a, b in zip(steps.names, steps.start, steps.end)],
+                "steps": [
+                    {"step": n, "start_us": float(a - base), "end_us": float(b - base)}
+                    for n, a, b in zip(steps.names, steps.start, steps.end)
+                ],
             }
 
         return self._get("timeline_meta", build)
@@ -214,9 +216,13 @@ class FileViews:
             from ..analysis.insights import insights
 
             overview = self.overview()  # the file's one list of recommendations
-            return dict(insights(self.trace), recommendations=overview["recommendations"],
-                        recommendation_details=overview["recommendation_details"], about=overview["about"],
-                        runtime_calls=overview["runtime_calls"])
+            return dict(
+                insights(self.trace),
+                recommendations=overview["recommendations"],
+                recommendation_details=overview["recommendation_details"],
+                about=overview["about"],
+                runtime_calls=overview["runtime_calls"],
+            )
 
         return self._get("insights", build)
 

@@ -48,14 +48,18 @@ def open_inside(root: str, path: str, buffering: int = -1):
     real = os.path.realpath(path)
     if not inside(root, real):
         logger.warning("refused %s: it resolves to %s, outside the logdir", path, real)
-        raise OutsideLogdirError(errno.EACCES, f"{path} resolves to a path outside the logdir "
-                                 "(replaced by a symbolic link after it was listed?): not read")
+        raise OutsideLogdirError(
+            errno.EACCES,
+            f"{path} resolves to a path outside the logdir "
+            "(replaced by a symbolic link after it was listed?): not read",
+        )
     try:
         fd = os.open(real, _FLAGS)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise OutsideLogdirError(errno.EACCES, f"{path} became a symbolic link while it was being "
-                                     "opened: not read") from None
+            raise OutsideLogdirError(
+                errno.EACCES, f"{path} became a symbolic link while it was being opened: not read"
+            ) from None
         raise
     try:
         mode = os.fstat(fd).st_mode
@@ -64,8 +68,11 @@ def open_inside(root: str, path: str, buffering: int = -1):
         opened = _opened_path(fd)
         if opened is not None and not inside(root, opened):
             logger.warning("refused %s: it was opened as %s, outside the logdir", path, opened)
-            raise OutsideLogdirError(errno.EACCES, f"{path} was opened as a file outside the logdir "
-                                     "(a directory was replaced by a symbolic link?): not read")
+            raise OutsideLogdirError(
+                errno.EACCES,
+                f"{path} was opened as a file outside the logdir "
+                "(a directory was replaced by a symbolic link?): not read",
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb", buffering)

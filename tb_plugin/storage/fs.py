@@ -89,7 +89,7 @@ def list_files(fs, root: str, sniff: SniffCache, skipped_links: list[str] | None
     for path, info in found.items():
         if links and (path.startswith(links) or (info.get("islink") and not _link_inside(real_root, path))):
             if skipped_links is not None and info.get("islink") and not path.startswith(links):
-                skipped_links.append(path[len(prefix):] if path.startswith(prefix) else posixpath.basename(path))
+                skipped_links.append(path[len(prefix) :] if path.startswith(prefix) else posixpath.basename(path))
             continue  # below a symlinked directory, or a symlink that resolves outside the logdir
         if info.get("type") not in (None, "file") and not (real_root is not None and info.get("islink")):
             continue
@@ -109,7 +109,7 @@ def list_files(fs, root: str, sniff: SniffCache, skipped_links: list[str] | None
             kind = "flight_recorder"  # a dump named *.pkl is not an allocator snapshot
         if kind is None:
             continue
-        rel = path[len(prefix):] if path.startswith(prefix) else name
+        rel = path[len(prefix) :] if path.startswith(prefix) else name
         out.append(FileEntry(path=path, rel=rel, size=int(info.get("size") or 0), version=version, kind=kind))
     out.sort(key=lambda e: e.rel)
     return out

@@ -21,8 +21,10 @@ _BLANK_RUN = re.compile(rb"(?<![ \t\r\n])[ \t\r\n]{%d,}" % BLANK_RUN_BYTES)  # t
 def inflation_message(total: int, used: int) -> str | None:
     """Why a stream that inflated to ``total`` bytes from ``used`` compressed bytes is refused, or None."""
     if total > INFLATION_FLOOR_BYTES and total > MAX_INFLATION * max(used, 1):
-        return (f"gzip data inflates more than {MAX_INFLATION}x ({total} bytes from {used} compressed bytes so far; "
-                "real traces compress 5-30x): a gzip bomb? not read further")
+        return (
+            f"gzip data inflates more than {MAX_INFLATION}x ({total} bytes from {used} compressed bytes so far; "
+            "real traces compress 5-30x): a gzip bomb? not read further"
+        )
     return None
 
 

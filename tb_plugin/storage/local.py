@@ -61,8 +61,11 @@ class LocalFS:
         if isinstance(path, os.DirEntry):
             out = path.stat(follow_symlinks=False)
             link = path.is_symlink()
-            kind = "directory" if path.is_dir(follow_symlinks=False) else (
-                "file" if path.is_file(follow_symlinks=False) else "other")
+            kind = (
+                "directory"
+                if path.is_dir(follow_symlinks=False)
+                else ("file" if path.is_file(follow_symlinks=False) else "other")
+            )
             size = out.st_size
             if link:
                 try:
@@ -78,8 +81,13 @@ class LocalFS:
                 out = os.stat(path, follow_symlinks=True)
             size = out.st_size
             kind = "directory" if stat.S_ISDIR(out.st_mode) else ("file" if stat.S_ISREG(out.st_mode) else "other")
-        result = {"name": path, "size": size, "type": kind, "created": getattr(out, "st_birthtime", out.st_ctime),
-                  "islink": link}
+        result = {
+            "name": path,
+            "size": size,
+            "type": kind,
+            "created": getattr(out, "st_birthtime", out.st_ctime),
+            "islink": link,
+        }
         for field in ("mode", "uid", "gid", "mtime", "ino", "nlink"):
             result[field] = getattr(out, f"st_{field}")
         if link:
@@ -133,13 +141,13 @@ class LocalFS:
         try:
             self.info(path)
             return True
-        except Exception:  # noqa: BLE001 - as fsspec: any failure is "does not exist"
+        except Exception:
             return False
 
     def isfile(self, path) -> bool:
         try:
             return self.info(path)["type"] == "file"
-        except Exception:  # noqa: BLE001
+        except Exception:
             return False
 
     def isdir(self, path) -> bool:
@@ -161,8 +169,10 @@ class LocalFS:
         f = self._open(path, "rb", block_size=block_size)
         if mode == "r":
             import io
-            return io.TextIOWrapper(f, encoding=kwargs.get("encoding"), errors=kwargs.get("errors"),
-                                    newline=kwargs.get("newline"))
+
+            return io.TextIOWrapper(
+                f, encoding=kwargs.get("encoding"), errors=kwargs.get("errors"), newline=kwargs.get("newline")
+            )
         return f
 
     def cat_file(self, path, start: int | None = None, end: int | None = None, **kwargs) -> bytes:

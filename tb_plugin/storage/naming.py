@@ -63,8 +63,13 @@ TIMELINE_EXPORT_SUFFIXES = (".raw.json.gz", ".raw.json", ".raw.gz")
 # export_memory_timeline's HTML form (Composer: rank{r}.{batch}.pt.trace.memory.html)
 MEMORY_HTML_SUFFIX = ".memory.html"
 # the export_memory_timeline forms written next to a trace: <stem><suffix> belongs to <stem>.pt.trace.json[.gz]
-MEMORY_EXPORT_SUFFIXES = (".pt.trace.memory.raw.json.gz", ".pt.trace.memory.raw.json", ".pt.trace.memory.json.gz",
-                          ".pt.trace.memory.json", ".pt.trace.memory.html")
+MEMORY_EXPORT_SUFFIXES = (
+    ".pt.trace.memory.raw.json.gz",
+    ".pt.trace.memory.raw.json",
+    ".pt.trace.memory.json.gz",
+    ".pt.trace.memory.json",
+    ".pt.trace.memory.html",
+)
 _COMPOSER_STEM = re.compile(r"^rank(\d+)\.(\d+)$")
 _RANK = re.compile(r"(?<![a-z0-9])rank[_-]?(\d+)(?![0-9])", re.IGNORECASE)
 
@@ -107,7 +112,7 @@ def snapshot_rank(rel: str) -> tuple[str, int] | None:
             break
         m = _RANK.search(parts[k])
         if m and len(m.group(1)) < 10:
-            parts[k] = parts[k][: m.start(1)] + "*" + parts[k][m.end(1):]
+            parts[k] = parts[k][: m.start(1)] + "*" + parts[k][m.end(1) :]
             return "/".join(parts), int(m.group(1))
     return None
 

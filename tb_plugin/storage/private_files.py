@@ -23,7 +23,7 @@ import os
 import re
 import stat
 import threading
-from typing import Callable, IO
+from typing import IO, Callable
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600

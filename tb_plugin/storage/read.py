@@ -31,6 +31,7 @@ from .sniff import GZIP_MAGIC, LEADING_BYTES
 class ReadError(Exception):
     """A file unreadable within the bounds; its message is shown as is (the loader raises ``TraceReadError``)."""
 
+
 CHUNK_BYTES = 8 << 20  # local sequential reads
 RANGE_BYTES = 256 << 20  # the largest ranged request for a remote object
 PREFETCH = 4  # ranged requests in flight for a remote object (and the fewest ranges it is split into)
@@ -73,19 +74,26 @@ def max_trace_bytes() -> int:
 
 def _inflation_check(total: int, consumed: int, inflater) -> None:
     """Refuse ``total`` inflated bytes past the ratio; ``consumed``: compressed bytes read, some still in ``inflater``."""
-    if message := inflation_message(total, consumed - len(inflater.unused_data if inflater.eof
-                                                          else inflater.unconsumed_tail)):
+    if message := inflation_message(
+        total, consumed - len(inflater.unused_data if inflater.eof else inflater.unconsumed_tail)
+    ):
         raise ReadError(message)
 
 
 def _too_big(limit: int, what: str) -> ReadError:
-    return ReadError(f"{what} size exceeds {limit} bytes ({limit / (1 << 30):.3g} GiB), the limit on one trace; "
-                          "raise KINETOSCOPE_MAX_TRACE_BYTES to read it")
+    return ReadError(
+        f"{what} size exceeds {limit} bytes ({limit / (1 << 30):.3g} GiB), the limit on one trace; "
+        "raise KINETOSCOPE_MAX_TRACE_BYTES to read it"
+    )
 
 
 def read_trace_bytes(
-    fs, path: str, size: int | None = None, progress: Callable[[float], None] | None = None,
-    spool_dir: str | None = None, json_document: bool = True,
+    fs,
+    path: str,
+    size: int | None = None,
+    progress: Callable[[float], None] | None = None,
+    spool_dir: str | None = None,
+    json_document: bool = True,
 ) -> bytearray | mmap.mmap:
     """Return the decompressed bytes of ``path`` on filesystem ``fs`` (an fsspec filesystem): a
     ``bytearray``, or for a large plain-JSON remote object a read-only ``mmap`` of its download.
@@ -150,7 +158,7 @@ def _download(fs, path: str, size: int, fd: int, progress) -> None:
             raise
         view = memoryview(data)
         while view:
-            view = view[os.pwrite(fd, view, start + len(data) - len(view)):]
+            view = view[os.pwrite(fd, view, start + len(data) - len(view)) :]
         return len(data)
 
     with concurrent.futures.ThreadPoolExecutor(PREFETCH, thread_name_prefix="kinetoscope-fetch") as pool:
@@ -166,8 +174,9 @@ def _download(fs, path: str, size: int, fd: int, progress) -> None:
             raise
 
 
-def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | None,
-                 json_document: bool = True) -> bytearray:
+def _read_remote(
+    fs, path: str, size: int | None, progress, spool_dir: str | None, json_document: bool = True
+) -> bytearray:
     url = fs.unstrip_protocol(path)
     try:
         if size is None:
@@ -180,6 +189,7 @@ def _read_remote(fs, path: str, size: int | None, progress, spool_dir: str | Non
         if spool_dir:
             os.makedirs(spool_dir, exist_ok=True)
         import tempfile  # remote objects only (its import costs ~3 ms of every cold report)
+
         fd, tmp = tempfile.mkstemp(prefix=".download-", suffix=".part", dir=spool_dir)
         try:
             os.ftruncate(fd, size)
@@ -230,11 +240,12 @@ def check_json_head(head: bytes, complete: bool) -> None:
         stripped = bytes(head[:JSON_HEAD_BYTES]).lstrip(LEADING_BYTES)
     if stripped:
         if stripped[:1] not in (b"{", b"["):
-            raise ReadError(f"not a JSON trace: the document starts with {chr(stripped[0])!r}, "
-                                 "expected '{' or '['")
+            raise ReadError(f"not a JSON trace: the document starts with {chr(stripped[0])!r}, expected '{{' or '['")
     elif not complete and len(head) >= JSON_HEAD_BYTES:
-        raise ReadError(f"not a JSON trace: its first {JSON_HEAD_BYTES >> 20} MiB hold only whitespace "
-                             "(a whitespace bomb?); not read further")
+        raise ReadError(
+            f"not a JSON trace: its first {JSON_HEAD_BYTES >> 20} MiB hold only whitespace "
+            "(a whitespace bomb?); not read further"
+        )
 
 
 def _read_stream(f, size: int | None, progress, named_gz: bool = False, json_document: bool = True) -> bytearray:
@@ -269,8 +280,9 @@ class Blocks:
     and messages; the document may exceed :func:`max_trace_bytes` up to :data:`STREAM_LIMIT_SHARE` times
     (``limit_share``). ``json_document=False``: any document (an allocator-snapshot pickle), no JSON check."""
 
-    def __init__(self, fs, path: str, size: int | None = None, json_document: bool = True,
-                 limit_share: int = STREAM_LIMIT_SHARE) -> None:
+    def __init__(
+        self, fs, path: str, size: int | None = None, json_document: bool = True, limit_share: int = STREAM_LIMIT_SHARE
+    ) -> None:
         self.fs, self.path, self.size = fs, path, size
         self.json_document, self.limit_share = json_document, limit_share
         self.read, self.raw = 0, False  # raw: the blocks are the file's own bytes (not gzip), known at the first
@@ -344,8 +356,10 @@ class Blocks:
         if out:
             yield out
         if not inflater.eof:
-            raise ReadError(f"gzip stream is truncated: it ends after {consumed} compressed bytes "
-                            f"({total} bytes decompressed) without its end marker")
+            raise ReadError(
+                f"gzip stream is truncated: it ends after {consumed} compressed bytes "
+                f"({total} bytes decompressed) without its end marker"
+            )
 
 
 def gunzip_bounded(data: bytes, json_document: bool = True) -> bytearray:
@@ -377,7 +391,7 @@ def _gunzip_stream(f, head: bytes, size: int | None, progress, json_document: bo
                 check_json_head(out, False)
                 head_checked = True
             if json_document and head_checked and len(step) >= BLANK_RUN_BYTES:  # after the head's check
-                out[len(out) - len(step):] = squeeze_blanks(out[len(out) - len(step):])
+                out[len(out) - len(step) :] = squeeze_blanks(out[len(out) - len(step) :])
             if inflater.eof:  # a concatenated gzip member may follow
                 data = inflater.unused_data
                 if data:

@@ -16,9 +16,14 @@ from .urls import check_scheme, redact
 
 # URL scheme → (pip extra, fsspec implementation package)
 PROTOCOL_EXTRAS = {
-    "s3": ("s3", "s3fs"), "s3a": ("s3", "s3fs"),
-    "gs": ("gcs", "gcsfs"), "gcs": ("gcs", "gcsfs"),
-    "az": ("azure", "adlfs"), "abfs": ("azure", "adlfs"), "abfss": ("azure", "adlfs"), "adl": ("azure", "adlfs"),
+    "s3": ("s3", "s3fs"),
+    "s3a": ("s3", "s3fs"),
+    "gs": ("gcs", "gcsfs"),
+    "gcs": ("gcs", "gcsfs"),
+    "az": ("azure", "adlfs"),
+    "abfs": ("azure", "adlfs"),
+    "abfss": ("azure", "adlfs"),
+    "adl": ("azure", "adlfs"),
 }
 RETRIES = 4  # attempts per request on a transient network error
 BACKOFF_S = 0.5  # first wait; doubled after each failed attempt (waits 0.5 + 1 + 2 s)
@@ -60,8 +65,7 @@ def missing_extra_message(url: str) -> str | None:
     if extra is None:
         return None
     name, package = extra
-    return (f"{protocol_of(url)}:// logdirs need the optional package {package}: "
-            f'pip install "kinetoscope[{name}]"')
+    return f'{protocol_of(url)}:// logdirs need the optional package {package}: pip install "kinetoscope[{name}]"'
 
 
 def _storage_options(url: str) -> dict:
@@ -69,8 +73,11 @@ def _storage_options(url: str) -> dict:
     if protocol in ("gs", "gcs"):
         import aiohttp
 
-        options = {"requests_timeout": aiohttp.ClientTimeout(
-            total=None, connect=GCS_CONNECT_TIMEOUT_S, sock_read=GCS_STALL_TIMEOUT_S)}
+        options = {
+            "requests_timeout": aiohttp.ClientTimeout(
+                total=None, connect=GCS_CONNECT_TIMEOUT_S, sock_read=GCS_STALL_TIMEOUT_S
+            )
+        }
         if os.environ.get("STORAGE_EMULATOR_HOST"):
             os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
             if not os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
@@ -190,8 +197,10 @@ def open_logdir(logdir: str):
         raise StorageError(message or redact(f"cannot open {logdir}: {exc}")) from None
     except ValueError as exc:
         if "Protocol not known" in str(exc):
-            raise StorageError(f"unsupported URL scheme in {redact(logdir)!r}: use a local path or "
-                               "s3://, gs://, gcs://, az://, abfs://, abfss://") from None
+            raise StorageError(
+                f"unsupported URL scheme in {redact(logdir)!r}: use a local path or "
+                "s3://, gs://, gcs://, az://, abfs://, abfss://"
+            ) from None
         raise StorageError(redact(f"cannot open {logdir}: {exc}")) from None
     except Exception as exc:  # an SDK refusing its configuration (e.g. a malformed connection string)
         raise StorageError(redact(f"cannot open {logdir}: {describe_error(exc)}")) from None
@@ -216,16 +225,29 @@ def describe_error(exc: BaseException, where: str = "") -> str:
     names = {type(e).__name__ for e in _chain(exc)}
     text = " ".join(str(e) for e in _chain(exc))
     lowered = text.lower()
-    if "NoCredentialsError" in names or "DefaultAzureCredentialError" in names or \
-            "ClientAuthenticationError" in names or "unable to locate credentials" in lowered or \
-            "no credentials" in lowered or "credentialunavailable" in lowered:
-        return (f"no credentials{at}: configure the SDK's credentials (see README, Cloud logdirs): "
-                f"{_short(exc)}")
-    if isinstance(exc, PermissionError) or "accessdenied" in lowered.replace(" ", "") or "403" in text or \
-            "forbidden" in lowered or "authorizationfailure" in lowered.replace(" ", ""):
+    if (
+        "NoCredentialsError" in names
+        or "DefaultAzureCredentialError" in names
+        or "ClientAuthenticationError" in names
+        or "unable to locate credentials" in lowered
+        or "no credentials" in lowered
+        or "credentialunavailable" in lowered
+    ):
+        return f"no credentials{at}: configure the SDK's credentials (see README, Cloud logdirs): {_short(exc)}"
+    if (
+        isinstance(exc, PermissionError)
+        or "accessdenied" in lowered.replace(" ", "")
+        or "403" in text
+        or "forbidden" in lowered
+        or "authorizationfailure" in lowered.replace(" ", "")
+    ):
         return f"access denied{at}: {_short(exc)}"
-    if "nosuchbucket" in lowered.replace(" ", "") or "containernotfound" in lowered.replace(" ", "") or \
-            "bucket does not exist" in lowered or "specified container does not exist" in lowered:
+    if (
+        "nosuchbucket" in lowered.replace(" ", "")
+        or "containernotfound" in lowered.replace(" ", "")
+        or "bucket does not exist" in lowered
+        or "specified container does not exist" in lowered
+    ):
         return f"bucket or container not found{at}: {_short(exc)}"
     if isinstance(exc, FileNotFoundError):
         return f"not found{at}: {_short(exc)}"
@@ -240,11 +262,29 @@ def _short(exc: BaseException) -> str:
 
 
 _TRANSIENT_NAMES = {
-    "ConnectionError", "ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError",
-    "BrokenPipeError", "TimeoutError", "FSTimeoutError", "EndpointConnectionError", "ConnectTimeoutError",
-    "ReadTimeoutError", "ClientConnectorError", "ClientOSError", "ServerDisconnectedError",
-    "ClientPayloadError", "ServerTimeoutError", "IncompleteRead", "ServiceRequestError", "ServiceResponseError",
-    "HttpResponseError", "ResponseParserError", "ClientConnectionError", "TransportError", "RetryError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "ConnectionAbortedError",
+    "BrokenPipeError",
+    "TimeoutError",
+    "FSTimeoutError",
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ClientConnectorError",
+    "ClientOSError",
+    "ServerDisconnectedError",
+    "ClientPayloadError",
+    "ServerTimeoutError",
+    "IncompleteRead",
+    "ServiceRequestError",
+    "ServiceResponseError",
+    "HttpResponseError",
+    "ResponseParserError",
+    "ClientConnectionError",
+    "TransportError",
+    "RetryError",
 }
 
 
@@ -267,8 +307,9 @@ def backoff_wait(attempt: int, backoff: float | None = None) -> float:
     return (BACKOFF_S if backoff is None else backoff) * 2 ** (attempt - 1)
 
 
-def retry_delay(attempt: int, started: float, attempts: int | None = None,
-                backoff: float | None = None) -> float | None:
+def retry_delay(
+    attempt: int, started: float, attempts: int | None = None, backoff: float | None = None
+) -> float | None:
     """The wait, in seconds, before the next attempt once attempt ``attempt`` (1-based) failed
     transiently, or ``None`` to give up: after ``attempts`` attempts (default :data:`RETRIES`), or
     when the next attempt would start more than :data:`RETRY_DEADLINE_S` after ``started`` (a

@@ -26,8 +26,7 @@ from __future__ import annotations
 import threading
 
 from .read import Blocks, ReadError
-from .remote import remote_message
-from .remote import attempts_for, attempts_per_request, with_retries
+from .remote import attempts_for, attempts_per_request, remote_message, with_retries
 
 RANGE_BYTES = 32 << 20  # one ranged request (moto reads the whole object for each: not too small)
 CONCURRENCY = 4  # ranged requests in flight at once (threads)
@@ -44,8 +43,9 @@ class _Ranges:
     """A file-like ``read(n)`` over the object's ranges, fetched by ``concurrency`` threads and
     handed over in order; ``held`` ranges take a slot (at most ``concurrency + ahead``)."""
 
-    def __init__(self, fs, path: str, size: int, range_bytes: int, concurrency: int | None = None,
-                 ahead: int | None = None) -> None:
+    def __init__(
+        self, fs, path: str, size: int, range_bytes: int, concurrency: int | None = None, ahead: int | None = None
+    ) -> None:
         self.fs, self.path, self.size, self.range_bytes = fs, path, size, range_bytes
         self.starts = list(range(0, size, range_bytes))
         concurrency = max(1, CONCURRENCY if concurrency is None else concurrency)
@@ -60,14 +60,16 @@ class _Ranges:
         self._attempts = attempts_for(fs)
         self._file = None
         try:
-            self._file = with_retries(lambda: fs.open(path, "rb", block_size=range_bytes, cache_type="none"), path,
-                                      self._attempts)
+            self._file = with_retries(
+                lambda: fs.open(path, "rb", block_size=range_bytes, cache_type="none"), path, self._attempts
+            )
         except BaseException as exc:  # raised by the decoder's first read, as a failed first range
             self._done[0] = _RangeError(0, exc)
             self.starts, self._stop = [0], True
         count = 0 if self._stop else min(concurrency, len(self.starts))
-        self._threads = [threading.Thread(target=self._run, name=f"kinetoscope-remote-read-{i}", daemon=True)
-                         for i in range(count)]
+        self._threads = [
+            threading.Thread(target=self._run, name=f"kinetoscope-remote-read-{i}", daemon=True) for i in range(count)
+        ]
         for t in self._threads:
             t.start()
 
@@ -127,7 +129,7 @@ class _Ranges:
                 self._eof = True
                 raise item
             self._buf, self._pos, self._holding = item, 0, True
-        out = self._buf[self._pos:self._pos + n]
+        out = self._buf[self._pos : self._pos + n]
         self._pos += len(out)
         if self._pos >= len(self._buf):
             self._buf, self._pos = b"", 0

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import zlib
-import logging
 
 from .private_files import open_regular, write_atomic
 
@@ -16,7 +16,7 @@ SNIFF_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip member
 LEADING_BYTES = b"\xef\xbb\xbf \t\r\n"  # a UTF-8 byte order mark and whitespace, allowed before JSON
 _OBJECT_HINT = re.compile(rb'"traceEvents"\s*:')
-_ARRAY_EVENT = re.compile(rb'^\[\s*\{')
+_ARRAY_EVENT = re.compile(rb"^\[\s*\{")
 _EVENT_KEYS = re.compile(rb'"ph"\s*:\s*"')
 
 
@@ -56,8 +56,14 @@ def looks_like_flight_recorder(head: bytes) -> bool:
     text = head.lstrip(LEADING_BYTES)
     # JSON keys may come sorted ("entries" first, "version" last): an entry's own keys then show it
     # (a trace's distributedInfo has a pg_config too, never a pg_status or entries)
-    return (text[:1] == b"{" and b'"traceEvents"' not in text and (
-        (b'"pg_config"' in text and b'"pg_status"' in text) or (b'"entries"' in text and b'"collective_seq_id"' in text)))
+    return (
+        text[:1] == b"{"
+        and b'"traceEvents"' not in text
+        and (
+            (b'"pg_config"' in text and b'"pg_status"' in text)
+            or (b'"entries"' in text and b'"collective_seq_id"' in text)
+        )
+    )
 
 
 def sniff_kind(head: bytes) -> str | None:
@@ -92,7 +98,7 @@ class SniffCache:
                     for key, kind in json.load(f).items():
                         path, _, version = key.partition("\0")
                         self._known[(path, version)] = kind if isinstance(kind, str) else None
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if not isinstance(exc, FileNotFoundError):
                     logger.warning("sniff index %s is unreadable (%s): starting afresh", store, type(exc).__name__)
                 self._known.clear()

@@ -23,6 +23,7 @@ def redact(text: str) -> str:
     """``text`` (a logdir or a message holding one) with URL credentials replaced by ``***``: the
     user-info before ``@`` (for Azure URLs, where ``container@account`` is no secret, only a
     ``:password`` in it) and every query value."""
+
     def userinfo(m: re.Match) -> str:
         scheme, info = m.group(1), m.group(2)
         if scheme[:-3].lower() in _AZURE and ":" not in info:
@@ -46,5 +47,6 @@ def check_scheme(url: str) -> str | None:
     scheme = m.group(1).lower() if m else str(url).split("::", 1)[0]
     if m is not None and scheme in ACCEPTED_SCHEMES and "::" not in str(url):
         return None
-    return (f"unsupported URL scheme {scheme!r} in {redact(url)!r}: use a local path or "
-            + ", ".join(f"{s}://" for s in ACCEPTED_SCHEMES if s != "file"))
+    return f"unsupported URL scheme {scheme!r} in {redact(url)!r}: use a local path or " + ", ".join(
+        f"{s}://" for s in ACCEPTED_SCHEMES if s != "file"
+    )

@@ -54,7 +54,7 @@ class BackgroundWriter:
         if self._error is not None:
             raise self._error
 
-    def __enter__(self) -> "BackgroundWriter":
+    def __enter__(self) -> BackgroundWriter:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -21,9 +21,17 @@ from .model import Trace
 from .nonfinite import quote_nonfinite
 
 _STRING_COLUMNS = {"grid": "grid", "block": "block", "input_dims": "Input Dims", "call_stack": "Call stack"}
-_NUMBER_COLUMNS = {"correlation": "correlation", "external_id": "External id", "device": "device",
-                   "stream": "stream", "blocks_per_sm": "blocks per SM", "occupancy_pct": "est. achieved occupancy %",
-                   "registers": "registers per thread", "shared_memory": "shared memory", "flops": "flops"}
+_NUMBER_COLUMNS = {
+    "correlation": "correlation",
+    "external_id": "External id",
+    "device": "device",
+    "stream": "stream",
+    "blocks_per_sm": "blocks per SM",
+    "occupancy_pct": "est. achieved occupancy %",
+    "registers": "registers per thread",
+    "shared_memory": "shared memory",
+    "flops": "flops",
+}
 
 
 def event_args(trace: Trace, row: int) -> dict[str, Any]:

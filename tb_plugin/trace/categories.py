@@ -10,7 +10,6 @@ from __future__ import annotations
 import enum
 import re
 
-
 #: Kineto's category of CUPTI range-profiler ranges (``CUDA_PROFILER_RANGE`` activities).
 CUPTI_RANGE_CATEGORY = "cuda_profiler_range"
 
@@ -95,6 +94,8 @@ COMPOSER_TRAINER_PREFIXES = (COMPOSER_EVENT_PREFIX, "callback/", "dataloader/")
 def is_composer_trainer_event(name: str) -> bool:
     """Whether an event name is one of Composer's trainer spans (engine, callback or dataloader)."""
     return name.startswith(COMPOSER_TRAINER_PREFIXES)
+
+
 # Communication ops (host side), by name: one definition for the step breakdown's Communication
 # category and the Distributed view's search for the op around a communication kernel.
 COMM_OP_PREFIXES = ("nccl:", "gloo:", "mpi:", "ucc:", "c10d::", "c10d_functional::", "_c10d_functional::")
@@ -144,5 +145,8 @@ def is_comm_kernel_name(name: str) -> bool:
     lower = name.lower()
     if any(marker in lower for marker in COMM_KERNEL_MARKERS):
         return True
-    return (_COLLECTIVE_WORD.search(name) is not None or _COLLECTIVE_CAMEL.search(name) is not None
-            or _EXPERT_PARALLEL.search(name) is not None)
+    return (
+        _COLLECTIVE_WORD.search(name) is not None
+        or _COLLECTIVE_CAMEL.search(name) is not None
+        or _EXPERT_PARALLEL.search(name) is not None
+    )

@@ -12,14 +12,40 @@ import msgspec
 import numpy as np
 
 from .categories import Kind, kind_of_category
-from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
-from .events import _all_none, _list_texts, event_columns, _ONE_BATCH_DECODER, _mapped, _strings_only, arg_columns, _Args, _BATCH_DECODER, _Event, _FLOW_PHASES, _INSTANT_PHASES, _LooseEvent, _MAX_TIME, _ONE_DECODER, _SKIPPED, _device_of_pid, _float_column, _grid_size, _int_column, _json_text, _ranks_count, _ranks_text, _to_float
+from .events import (
+    _BATCH_DECODER,
+    _FLOW_PHASES,
+    _INSTANT_PHASES,
+    _MAX_TIME,
+    _ONE_BATCH_DECODER,
+    _ONE_DECODER,
+    _SKIPPED,
+    _all_none,
+    _Args,
+    _device_of_pid,
+    _Event,
+    _float_column,
+    _grid_size,
+    _int_column,
+    _json_text,
+    _list_texts,
+    _LooseEvent,
+    _mapped,
+    _ranks_count,
+    _ranks_text,
+    _strings_only,
+    _to_float,
+    arg_columns,
+    event_columns,
+)
 from .finish import Finishing
 from .heap import gc_paused
-
+from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
 
 _GET_PH = operator.attrgetter("ph")
 MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
+
+
 def _graph_column(values: list) -> np.ndarray:
     """A CUDA graph id column: Kineto writes 0 for kernels outside a graph, kept as -1 (none)."""
     col = _int_column(values)
@@ -112,7 +138,9 @@ class ColumnBuilder(Finishing):
             x_index = list(itertools.compress(range(len(phases)), map(operator.eq, phases, itertools.repeat("X"))))
             xs = list(map(events.__getitem__, x_index))
             x_offsets = offsets[x_index] if offsets is not None else None
-            for i in itertools.compress(range(len(phases)), map(operator.ne, phases, itertools.repeat("X"))):  # in order
+            for i in itertools.compress(
+                range(len(phases)), map(operator.ne, phases, itertools.repeat("X"))
+            ):  # in order
                 e, ph = events[i], phases[i]
                 if ph is _SKIPPED:
                     continue
@@ -135,8 +163,9 @@ class ColumnBuilder(Finishing):
         Python objects."""
         fields = list(zip(*self.memory_rows))
         self.memory_rows = []
-        numbers = {key: _int_column(list(values), MEMORY_COLUMNS[key])
-                   for key, values in zip(MEMORY_VALUE_COLUMNS, fields[3:])}
+        numbers = {
+            key: _int_column(list(values), MEMORY_COLUMNS[key]) for key, values in zip(MEMORY_VALUE_COLUMNS, fields[3:])
+        }
         self.memory_parts.append((_float_column(list(fields[0])), list(fields[1]), list(fields[2]), numbers))
 
     def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
@@ -168,9 +197,7 @@ class ColumnBuilder(Finishing):
                     events.append(_Event(ph=_SKIPPED))
                     continue
                 self.bad_args += 1
-                events.append(
-                    _Event(loose.ph, loose.cat, loose.name, loose.pid, loose.tid, loose.ts, loose.dur, None)
-                )
+                events.append(_Event(loose.ph, loose.cat, loose.name, loose.pid, loose.tid, loose.ts, loose.dur, None))
         return events
 
     def _counter(self, ev: _Event, raw: msgspec.Raw) -> None:
@@ -191,13 +218,26 @@ class ColumnBuilder(Finishing):
             if ev.name == "[memory]" and ev.args is not None:
                 a = ev.args
                 self.memory_rows.append(
-                    (ev.ts, ev.pid, ev.tid, a.bytes, a.addr, a.total_allocated, a.total_reserved, a.device_type, a.device_id)
+                    (
+                        ev.ts,
+                        ev.pid,
+                        ev.tid,
+                        a.bytes,
+                        a.addr,
+                        a.total_allocated,
+                        a.total_reserved,
+                        a.device_type,
+                        a.device_id,
+                    )
                 )
         elif ph == "B" or ph == "E":
-            self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end),
-                                   offset))
-        elif ph == "M" and ev.args is not None and isinstance(ev.args.value, (int, float, str)) and isinstance(
-                ev.name, str):
+            self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end), offset))
+        elif (
+            ph == "M"
+            and ev.args is not None
+            and isinstance(ev.args.value, (int, float, str))
+            and isinstance(ev.name, str)
+        ):
             self.metadata_values[ev.name] = ev.args.value  # e.g. Composer's clock_sync_timestamp_us, global_rank
         elif ph == "M" and ev.args is not None and isinstance(ev.args.name, str):
             if ev.name == "process_name":
@@ -242,8 +282,12 @@ class ColumnBuilder(Finishing):
         old_external = _int_column(a["external_id_old"])
         external = np.where(external >= 0, external, old_external)
         device = _int_column(a["device"], np.int32)
-        pid_numeric = _int_column(pid_values if pid_types <= {int, float} else [
-            p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values], np.int32)
+        pid_numeric = _int_column(
+            pid_values
+            if pid_types <= {int, float}
+            else [p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values],
+            np.int32,
+        )
         device = np.where(device >= 0, device, pid_numeric)
         grid, ranks = a["grid"], a["group_ranks"]
         no_grid = _all_none(grid)
@@ -259,16 +303,20 @@ class ColumnBuilder(Finishing):
             "external_id": external,
             "device": device,
             "stream": _int_column(a["stream"]),
-            "grid_size": np.full(n, -1, dtype=np.int64) if no_grid else np.array(
-                [_grid_size(g) if g is not None else -1 for g in grid], dtype=np.int64),
+            "grid_size": np.full(n, -1, dtype=np.int64)
+            if no_grid
+            else np.array([_grid_size(g) if g is not None else -1 for g in grid], dtype=np.int64),
             "blocks_per_sm": _float_column(a["blocks_per_sm"]),
             "occupancy_pct": _float_column(a["occupancy"]),
             "grid": self.intern(_list_texts(grid)),
             "block": self.intern(_list_texts(a["block"])),
             "registers": _int_column(a["registers"], np.int32),
             "shared_memory": _int_column(a["shared_memory"]),
-            "input_dims": self.intern_json(a["input_dims"] if not any(map(len, a["input_dims_old"])) else
-                                           [d if len(d) else o for d, o in zip(a["input_dims"], a["input_dims_old"])]),
+            "input_dims": self.intern_json(
+                a["input_dims"]
+                if not any(map(len, a["input_dims_old"]))
+                else [d if len(d) else o for d, o in zip(a["input_dims"], a["input_dims_old"])]
+            ),
             "call_stack": self.intern(_strings_only(a["call_stack"])),
             "flops": _float_column(a["flops"]),
             "python_id": _int_column(a["python_id"]),
@@ -278,14 +326,16 @@ class ColumnBuilder(Finishing):
             "in_msg_nelems": _int_column(a["in_msg_nelems"]),
             "out_msg_nelems": _int_column(a["out_msg_nelems"]),
             "dtype": self.intern(_strings_only(a["dtype"])),
-            "group_size": _int_column(list(a["group_size"]) if _all_none(ranks) else
-                                      [s if s is not None else _ranks_count(r) for s, r in zip(a["group_size"], ranks)],
-                                      np.int32),
+            "group_size": _int_column(
+                list(a["group_size"])
+                if _all_none(ranks)
+                else [s if s is not None else _ranks_count(r) for s, r in zip(a["group_size"], ranks)],
+                np.int32,
+            ),
             "seq": _int_column(a["seq"]),
             "process_group": self.intern(_mapped(a["process_group"], str)),
             "process_group_desc": self.intern(_strings_only(a["group_desc"])),
-            "process_group_ranks": self.intern(list(ranks) if _all_none(ranks) else
-                                               [_ranks_text(r) for r in ranks]),
+            "process_group_ranks": self.intern(list(ranks) if _all_none(ranks) else [_ranks_text(r) for r in ranks]),
             "process_group_id": _int_column(a["group_id"], np.int32),
             "wait_event_correlation": _int_column(a["wait_record"]),
             "wait_stream": _int_column(a["wait_stream"], np.int32),
@@ -327,7 +377,9 @@ class ColumnBuilder(Finishing):
                 ts=ts,
                 dur=end - ts,
                 args=[b[6] if b[6] is not None else _Args() for b in begins],
-                offsets=np.array([b[8] if b[8] is not None else (-1, -1) for b in begins], dtype=np.int64).reshape(-1, 2),
+                offsets=np.array([b[8] if b[8] is not None else (-1, -1) for b in begins], dtype=np.int64).reshape(
+                    -1, 2
+                ),
             )
         return unmatched_b, unmatched_e
 

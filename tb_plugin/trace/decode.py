@@ -24,19 +24,17 @@ from typing import Any, Callable
 
 import msgspec
 
+from .columns import ColumnBuilder
 from .errors import TraceReadError
+from .events import _OBJECT_DECODER, _RAW_LIST, BATCH_EVENTS
+from .heap import gc_paused
 from .model import Trace
 from .nonfinite import quote_nonfinite, token_at
-from .events import BATCH_EVENTS, _OBJECT_DECODER, _RAW_LIST
-
-from .columns import ColumnBuilder
-from .heap import gc_paused
 
 
-
-
-def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float], None] | None = None,
-                 events_sink=None) -> Trace:
+def decode_trace(
+    data: bytes | bytearray | memoryview, progress: Callable[[float], None] | None = None, events_sink=None
+) -> Trace:
     """Decode a whole trace document. Raises :class:`TraceReadError` when it is not a trace.
 
     With ``events_sink`` (a binary file), the raw JSON of every event is written there and each
@@ -65,8 +63,9 @@ def decode_trace(data: bytes | bytearray | memoryview, progress: Callable[[float
             raws, top, form = _split(buf, first, warnings)
         except _NonFiniteLiteral as again:  # cannot happen once quoted; never let it escape as a crash
             raise again.error from None
-        warnings.append(f"{count} bare NaN/Infinity literals (not valid JSON) were read as the non-finite numbers "
-                        "they stand for")
+        warnings.append(
+            f"{count} bare NaN/Infinity literals (not valid JSON) were read as the non-finite numbers they stand for"
+        )
     builder = ColumnBuilder(events_sink)
     total = len(raws)
     for start in range(0, total, BATCH_EVENTS):  # the stream decoder cuts at the same events

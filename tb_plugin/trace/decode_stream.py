@@ -31,7 +31,7 @@ import numpy as np
 from .columns import ColumnBuilder
 from .decode_workers import decode_batch, run_parallel
 from .errors import TraceReadError
-from .events import BATCH_EVENTS, _OBJECT_DECODER
+from .events import _OBJECT_DECODER, BATCH_EVENTS
 from .heap import gc_paused
 from .model import STRING_ID_COLUMNS, Trace, compact_column
 from .scan import Source, Unstreamable, scan_document
@@ -114,8 +114,8 @@ def _batches(source: Source, chunk_bytes: int, facts: dict, positions: bool = Fa
             table = tuple(np.concatenate(column) for column in zip(*placed)) if positions else ()
             k = 0
             while len(pending) - k >= BATCH_EVENTS:
-                batch = pending[k:k + BATCH_EVENTS]
-                yield (batch, tuple(a[k:k + BATCH_EVENTS] for a in table)) if positions else batch
+                batch = pending[k : k + BATCH_EVENTS]
+                yield (batch, tuple(a[k : k + BATCH_EVENTS] for a in table)) if positions else batch
                 k += BATCH_EVENTS
             del pending[:k]
             placed = [tuple(a[k:] for a in table)] if positions else []
@@ -186,8 +186,10 @@ def _to_document(state: dict, where: list[tuple[np.ndarray, np.ndarray, np.ndarr
     for i, col in enumerate(chunks["src_offset"]):
         chunks["src_offset"][i], length = relocate(np.asarray(col))
         chunks["src_length"][i] = length.astype(np.int32)
-    state["begin_end"] = [row if row[8] is None else row[:8] + (np.stack(relocate(np.asarray(row[8][:1]))).reshape(2),)
-                          for row in state["begin_end"]]
+    state["begin_end"] = [
+        row if row[8] is None else row[:8] + (np.stack(relocate(np.asarray(row[8][:1]))).reshape(2),)
+        for row in state["begin_end"]
+    ]
 
 
 def _held(builder: ColumnBuilder) -> int:
@@ -197,8 +199,14 @@ def _held(builder: ColumnBuilder) -> int:
     return sum(c.nbytes for chunks in builder.chunks.values() for c in chunks) + ROW_BYTES * rows + memory
 
 
-def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | None = None, events_sink=None,
-                  workers: int = 1, budget: int | None = None, chunk_bytes: int = CHUNK_BYTES) -> Trace:
+def decode_stream(
+    blocks: Iterable[bytes],
+    progress: Callable[[float], None] | None = None,
+    events_sink=None,
+    workers: int = 1,
+    budget: int | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Trace:
     """Decode the document whose bytes ``blocks`` yields (see the module docstring). ``progress``
     receives the fraction of batches done when ``blocks`` has a ``fraction()`` method, else nothing.
     Raises :class:`.scan.Unstreamable` (parse the whole document instead) or :class:`TraceReadError`."""
@@ -217,7 +225,8 @@ def decode_stream(blocks: Iterable[bytes], progress: Callable[[float], None] | N
         if budget is not None and held > budget:
             raise TraceReadError(
                 f"the parsed trace needs more than {budget} bytes ({budget / (1 << 30):.3g} GiB) of memory, the "
-                "budget for one trace (KINETOSCOPE_MAX_TRACE_BYTES); raise it to read this file")
+                "budget for one trace (KINETOSCOPE_MAX_TRACE_BYTES); raise it to read this file"
+            )
         if progress:
             progress(blocks.fraction())
 
@@ -292,11 +301,15 @@ def _finish(builder: ColumnBuilder, facts: dict) -> Trace:
     if facts["cut_off"] is not None:
         total = sum(builder.phase_counts.values()) + builder.bad_events
         length = facts["length"] + 2 * facts["nonfinite"]
-        warnings.append(f"the trace array was cut off (file ends at byte {length} without its closing ']'); "
-                        f"recovered {total} complete events")
+        warnings.append(
+            f"the trace array was cut off (file ends at byte {length} without its closing ']'); "
+            f"recovered {total} complete events"
+        )
     if facts["nonfinite"]:
-        warnings.append(f"{facts['nonfinite']} bare NaN/Infinity literals (not valid JSON) were read as the non-finite "
-                        "numbers they stand for")
+        warnings.append(
+            f"{facts['nonfinite']} bare NaN/Infinity literals (not valid JSON) were read as the non-finite "
+            "numbers they stand for"
+        )
     form = facts["form"]
     with gc_paused():
         trace = builder.finish(top if form == "object" else {}, form)

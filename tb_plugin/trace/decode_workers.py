@@ -49,8 +49,11 @@ def can_fork() -> bool:
     thread is one of :data:`_FORK_SAFE_THREADS` (a forked child gets copies of every lock, held ones
     too, but only the forking thread: a lock another thread held would stay held forever in the child)."""
     current = threading.current_thread()
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and all(
-        t is current or t.name in _FORK_SAFE_THREADS for t in threading.enumerate())
+    return (
+        sys.platform.startswith("linux")
+        and hasattr(os, "fork")
+        and all(t is current or t.name in _FORK_SAFE_THREADS for t in threading.enumerate())
+    )
 
 
 class _Forked:
@@ -141,8 +144,9 @@ class Workers:
                 if fork:
                     self.procs.append(_Forked([fd for proc in self.procs for fd in proc.fds()]))
                 else:
-                    self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                                       stdout=subprocess.PIPE))
+                    self.procs.append(
+                        subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                    )
         except OSError as exc:
             self.__exit__(type(exc), exc, None)
             raise WorkerDied(f"cannot start a decode worker: {exc}") from None
@@ -186,7 +190,7 @@ class Workers:
         with gc_paused():  # a batch's rows: many small acyclic objects (heap.gc_paused)
             return pickle.loads(body)
 
-    def __enter__(self) -> "Workers":
+    def __enter__(self) -> Workers:
         return self
 
     def __exit__(self, *exc) -> None:

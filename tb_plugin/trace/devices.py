@@ -15,8 +15,24 @@ CPU_DEVICE_TYPE = 0
 GPU_DEVICE_TYPES = (1, 6)
 #: c10 DeviceType number → label prefix, for every type that holds memory of its own.
 DEVICE_TYPE_NAMES: dict[int, str] = {
-    0: "CPU", 1: "GPU", 2: "MKLDNN", 3: "OpenGL", 4: "OpenCL", 5: "IDEEP", 6: "GPU", 7: "FPGA", 8: "MAIA",
-    9: "XLA", 10: "Vulkan", 11: "Metal", 12: "XPU", 13: "MPS", 15: "HPU", 16: "VE", 18: "IPU", 19: "MTIA",
+    0: "CPU",
+    1: "GPU",
+    2: "MKLDNN",
+    3: "OpenGL",
+    4: "OpenCL",
+    5: "IDEEP",
+    6: "GPU",
+    7: "FPGA",
+    8: "MAIA",
+    9: "XLA",
+    10: "Vulkan",
+    11: "Metal",
+    12: "XPU",
+    13: "MPS",
+    15: "HPU",
+    16: "VE",
+    18: "IPU",
+    19: "MTIA",
     20: "PrivateUse1_",
 }
 
@@ -25,7 +41,7 @@ def device_name(label: str) -> str:
     """A device label as every view names the device (the GPU summary, timeline tracks, advice):
     ``"GPU0"`` → ``"GPU 0"``, ``"XPU1"`` → ``"XPU 1"``; ``"CPU"`` and other labels unchanged."""
     head = label.rstrip("0123456789")
-    return f"{head.rstrip()} {label[len(head):]}" if head and len(head) < len(label) else label
+    return f"{head.rstrip()} {label[len(head) :]}" if head and len(head) < len(label) else label
 
 
 def memory_device_label(device_type: int, device_id: int, sep: str = "") -> str | None:
@@ -45,7 +61,11 @@ def unplaceable_warning(device_types: np.ndarray) -> str | None:
     if known.all():
         return None
     values, counts = np.unique(device_types[~known], return_counts=True)
-    listed = ", ".join(f"{'no Device Type' if v < 0 else f'Device Type {int(v)}'} ×{int(c)}"
-                       for v, c in zip(values.tolist(), counts.tolist()))
-    return (f"{int(counts.sum())} memory events on devices the tool cannot place ({listed}); "
-            "they are left out of the Memory view")
+    listed = ", ".join(
+        f"{'no Device Type' if v < 0 else f'Device Type {int(v)}'} ×{int(c)}"
+        for v, c in zip(values.tolist(), counts.tolist())
+    )
+    return (
+        f"{int(counts.sum())} memory events on devices the tool cannot place ({listed}); "
+        "they are left out of the Memory view"
+    )

@@ -10,7 +10,6 @@ from typing import Any, Optional, Union
 import msgspec
 import numpy as np
 
-
 # Events decoded into columns at once. Both decoders (whole document, stream) cut at the same
 # multiples of it, which makes their string interning, and so their Traces, equal byte for byte; the
 # whole-document decoder reports progress once per batch. Smaller batches keep a batch's structs and
@@ -195,8 +194,10 @@ def _list_texts(values: list) -> list:
     shows: the ``repr`` is computed in C and the rare quoted ones are converted one by one."""
     if _all_none(values):
         return list(values)
-    return [None if v is None else r if "'" not in r and '"' not in r else _list_text(v)
-            for v, r in zip(values, map(repr, values))]
+    return [
+        None if v is None else r if "'" not in r and '"' not in r else _list_text(v)
+        for v, r in zip(values, map(repr, values))
+    ]
 
 
 def _json_text(raw: bytes) -> str:
@@ -229,11 +230,42 @@ def _grid_size(grid: Any) -> int:
 
 # The args of complete events that become columns, read from every event at once (one C-level pass and
 # a transpose instead of a Python loop per arg)
-ARG_FIELDS = ("correlation", "external_id", "external_id_old", "device", "stream", "grid", "blocks_per_sm",
-              "occupancy", "block", "registers", "shared_memory", "input_dims", "input_dims_old", "call_stack",
-              "flops", "python_id", "python_parent_id", "input_types", "collective", "in_msg_nelems",
-              "out_msg_nelems", "dtype", "group_size", "group_ranks", "process_group", "group_desc", "group_id",
-              "seq", "epoch", "batch", "wait_record", "wait_stream", "graph_id", "graph_node_id")
+ARG_FIELDS = (
+    "correlation",
+    "external_id",
+    "external_id_old",
+    "device",
+    "stream",
+    "grid",
+    "blocks_per_sm",
+    "occupancy",
+    "block",
+    "registers",
+    "shared_memory",
+    "input_dims",
+    "input_dims_old",
+    "call_stack",
+    "flops",
+    "python_id",
+    "python_parent_id",
+    "input_types",
+    "collective",
+    "in_msg_nelems",
+    "out_msg_nelems",
+    "dtype",
+    "group_size",
+    "group_ranks",
+    "process_group",
+    "group_desc",
+    "group_id",
+    "seq",
+    "epoch",
+    "batch",
+    "wait_record",
+    "wait_stream",
+    "graph_id",
+    "graph_node_id",
+)
 _GET_ARGS = tuple(map(operator.attrgetter, ARG_FIELDS))
 EVENT_FIELDS = ("cat", "name", "pid", "tid", "ts", "dur", "args")
 _GET_EVENT = tuple(map(operator.attrgetter, EVENT_FIELDS))

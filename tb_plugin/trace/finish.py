@@ -10,11 +10,20 @@ import numpy as np
 from . import jsonsafe
 from .categories import CUPTI_RANGE_CATEGORY, Kind, is_composer_trainer_event, kind_of_category
 from .devices import unplaceable_warning
-from .heap import release_freed_memory
-from .names import strip_addresses
-from .model import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, MEMORY_COLUMNS, DeviceInfo, Table, Trace, compact_column, held_bytes
 from .events import _float_column, _int_column
-
+from .heap import release_freed_memory
+from .model import (
+    COUNTER_COLUMNS,
+    EVENT_COLUMNS,
+    FLOW_COLUMNS,
+    MEMORY_COLUMNS,
+    DeviceInfo,
+    Table,
+    Trace,
+    compact_column,
+    held_bytes,
+)
+from .names import strip_addresses
 
 TRIM_ABOVE_BYTES = 8 << 20  # a column this large gives its chunks' freed heap pages back at once
 
@@ -29,7 +38,8 @@ class Finishing:
         for k in list(self.chunks):  # one column at a time: the chunks and the result are never all held twice
             v = self.chunks.pop(k)
             cols[k] = compact_column(
-                (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False))
+                (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False)
+            )
             del v
             if cols[k].nbytes >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
                 release_freed_memory()
@@ -77,7 +87,9 @@ class Finishing:
             counters=self._counter_table(),
             devices=_devices(top),
             # integers beyond 64 bits become decimal strings here, so the trace is the same from the cache
-            distributed=jsonsafe.clean(top["distributedInfo"]) if isinstance(top.get("distributedInfo"), dict) else None,
+            distributed=jsonsafe.clean(top["distributedInfo"])
+            if isinstance(top.get("distributedInfo"), dict)
+            else None,
             meta=jsonsafe.clean(meta),
             warnings=warnings,
             notes=notes,
@@ -100,9 +112,11 @@ class Finishing:
         if not self.memory_parts:
             return Table.empty(MEMORY_COLUMNS)
         parts, self.memory_parts = self.memory_parts, []
-        cols = {"ts": np.concatenate([p[0] for p in parts]),
-                "pid": self.intern([v for p in parts for v in p[1]]),
-                "tid": self.intern([v for p in parts for v in p[2]])}
+        cols = {
+            "ts": np.concatenate([p[0] for p in parts]),
+            "pid": self.intern([v for p in parts for v in p[1]]),
+            "tid": self.intern([v for p in parts for v in p[2]]),
+        }
         for key in parts[0][3]:
             cols[key] = np.concatenate([p[3][key] for p in parts])
         del parts
@@ -113,8 +127,13 @@ class Finishing:
         if not self.flow_rows:
             return Table.empty(FLOW_COLUMNS)
         ids, phase, ts, pid, tid = (list(f) for f in zip(*self.flow_rows))
-        cols = {"id": _int_column(ids), "phase": np.array(phase, dtype=np.uint8), "ts": _float_column(ts),
-                "pid": self.intern(pid), "tid": self.intern(tid)}
+        cols = {
+            "id": _int_column(ids),
+            "phase": np.array(phase, dtype=np.uint8),
+            "ts": _float_column(ts),
+            "pid": self.intern(pid),
+            "tid": self.intern(tid),
+        }
         return Table(cols)
 
     def _warnings(self, cols, known, unmatched_b, unmatched_e) -> tuple[list[str], list[str]]:
@@ -130,8 +149,10 @@ class Finishing:
         composer_name = np.array([is_composer_trainer_event(s) for s in self.strings] + [False], dtype=bool)
         composer = composer_name[cols["name"]] & ~known[cats] if len(cats) else np.zeros(0, dtype=bool)
         if composer.any():
-            notes.append(f"{int(composer.sum())} Composer trainer events (engine, callback and dataloader spans); "
-                         "they are analysed as host (CPU) work")
+            notes.append(
+                f"{int(composer.sum())} Composer trainer events (engine, callback and dataloader spans); "
+                "they are analysed as host (CPU) work"
+            )
             cats = cats[~composer]
         counts = np.bincount(cats, minlength=len(self.strings)) if len(cats) else np.zeros(len(self.strings), int)
         if counts[0]:
@@ -142,26 +163,37 @@ class Finishing:
             listed = ", ".join(f"{name!r} ×{n}" for name, n in unknown[:8])
             more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
             total = sum(n for _, n in unknown)
-            out.append(f"{total} events in unrecognized categories ({listed}{more}); they are analysed as host (CPU) work")
+            out.append(
+                f"{total} events in unrecognized categories ({listed}{more}); they are analysed as host (CPU) work"
+            )
         if self.no_dur:
-            out.append(f"{self.no_dur} complete ('X') events had no 'dur' (or an unusable one: NaN, infinite, beyond 1e30); taken as 0 µs")
+            out.append(
+                f"{self.no_dur} complete ('X') events had no 'dur' (or an unusable one: NaN, infinite, beyond 1e30); taken as 0 µs"
+            )
         if self.no_ts:
             out.append(f"{self.no_ts} duration events had no usable 'ts' and were skipped")
         if self.bad_events:
-            out.append(f"{self.bad_events} events could not be decoded (invalid UTF-8, nesting too deep or numbers "
-                       "out of range) and were skipped")
+            out.append(
+                f"{self.bad_events} events could not be decoded (invalid UTF-8, nesting too deep or numbers "
+                "out of range) and were skipped"
+            )
         if self.bad_args:
-            out.append(f"{self.bad_args} events had malformed 'args' (not an object or odd types); their args were ignored")
+            out.append(
+                f"{self.bad_args} events had malformed 'args' (not an object or odd types); their args were ignored"
+            )
         if unmatched_b or unmatched_e:
-            out.append(f"{unmatched_b} 'B' events without an 'E' and {unmatched_e} 'E' events without a 'B' were skipped")
+            out.append(
+                f"{unmatched_b} 'B' events without an 'E' and {unmatched_e} 'E' events without a 'B' were skipped"
+            )
         if self.string_pids:
             out.append(f"{self.string_pids} duration events have a string 'pid' (kept as a label)")
         no_duration = {str(k): v for k, v in self.phase_counts.items() if k not in ("X", "B", "E")}
         if no_duration:
-            listed = ", ".join(f"{_PHASE_NAMES.get(k, repr(k))} ×{v}" for k, v in sorted(no_duration.items(), key=lambda kv: -kv[1]))
+            listed = ", ".join(
+                f"{_PHASE_NAMES.get(k, repr(k))} ×{v}" for k, v in sorted(no_duration.items(), key=lambda kv: -kv[1])
+            )
             notes.append(f"{sum(no_duration.values())} events carry no duration ({listed}); they are not step work")
         return out, notes
-
 
 
 def _cupti_ranges_warning(strings: list[str], cats: np.ndarray, dur: np.ndarray) -> str | None:
@@ -171,18 +203,36 @@ def _cupti_ranges_warning(strings: list[str], cats: np.ndarray, dur: np.ndarray)
     if not len(rows):
         return None
     d = dur[rows][np.isfinite(dur[rows])]
-    times = "" if not len(d) else (f"; every one lasts {d[0] / 1000:.2f} ms" if np.all(d == d[0])
-                                   else f"; they last {d.min() / 1000:.2f} to {d.max() / 1000:.2f} ms")
-    return (f"{len(rows)} CUPTI range-profiler ranges ('{CUPTI_RANGE_CATEGORY}'): the range profiler replays "
-            f"each range of kernels to read hardware counters, so a range's time is the profiler's pass, not "
-            f"how long its kernels ran{times}. They are not counted as kernel time, GPU utilization or in the "
-            f"kernel table; their counters are in each range's args (Trace view)")
+    times = (
+        ""
+        if not len(d)
+        else (
+            f"; every one lasts {d[0] / 1000:.2f} ms"
+            if np.all(d == d[0])
+            else f"; they last {d.min() / 1000:.2f} to {d.max() / 1000:.2f} ms"
+        )
+    )
+    return (
+        f"{len(rows)} CUPTI range-profiler ranges ('{CUPTI_RANGE_CATEGORY}'): the range profiler replays "
+        f"each range of kernels to read hardware counters, so a range's time is the profiler's pass, not "
+        f"how long its kernels ran{times}. They are not counted as kernel time, GPU utilization or in the "
+        f"kernel table; their counters are in each range's args (Trace view)"
+    )
 
 
 _OP_NAME_PREFIXES = ("aten::", "prim::", "c10d::", "torch::", "quantized::", "cudnn::")
-_PHASE_NAMES = {"i": "instant", "I": "instant", "s": "flow start", "t": "flow step", "f": "flow end",
-                "M": "metadata", "C": "counter", "b": "async begin", "e": "async end", "n": "async instant"}
-
+_PHASE_NAMES = {
+    "i": "instant",
+    "I": "instant",
+    "s": "flow start",
+    "t": "flow step",
+    "f": "flow end",
+    "M": "metadata",
+    "C": "counter",
+    "b": "async begin",
+    "e": "async end",
+    "n": "async instant",
+}
 
 
 def _kind_table(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -42,8 +42,9 @@ def tune_allocator() -> bool:
         return False
     try:
         return bool(_mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(
-            _mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
-    except Exception:  # noqa: BLE001 - best effort only
+            _mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+        )
+    except Exception:
         return False
 
 
@@ -53,7 +54,7 @@ def release_freed_memory() -> bool:
         return False
     try:
         _trim(0)
-    except Exception:  # noqa: BLE001 - best effort only
+    except Exception:
         return False
     return True
 

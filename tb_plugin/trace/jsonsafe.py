@@ -59,7 +59,8 @@ def jsonable(obj: Any, depth: int = MAX_DEPTH) -> Any:
     if isinstance(obj, int):
         return obj if _INT_MIN <= obj <= _INT_MAX else int_text(obj)
     if isinstance(obj, (dict, list, tuple, set, frozenset)) or (
-            dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
+        dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+    ):
         if depth <= 0:
             return DEEP_MARKER
         if isinstance(obj, dict):

@@ -46,4 +46,3 @@ def _launch_of(trace: Trace) -> np.ndarray:
     hit = sorted_corr[pos] == ev.correlation[devices]
     out[devices[hit]] = launches[order[pos[hit]]]
     return out
-

@@ -60,9 +60,24 @@ EVENT_COLUMNS: dict[str, Any] = {
 
 #: The :data:`EVENT_COLUMNS` that hold string ids (indexes into ``Trace.strings``): a decoder that
 #: merges separately decoded batches renumbers exactly these.
-STRING_ID_COLUMNS = frozenset({"cat", "name", "pid", "tid", "grid", "block", "input_dims", "call_stack",
-                               "input_types", "collective", "dtype", "process_group", "process_group_desc",
-                               "process_group_ranks"})
+STRING_ID_COLUMNS = frozenset(
+    {
+        "cat",
+        "name",
+        "pid",
+        "tid",
+        "grid",
+        "block",
+        "input_dims",
+        "call_stack",
+        "input_types",
+        "collective",
+        "dtype",
+        "process_group",
+        "process_group_desc",
+        "process_group_ranks",
+    }
+)
 
 #: ``C`` counter events: one row per numeric arg; ``series`` is "name/arg" (or "name" for ``value``).
 COUNTER_COLUMNS: dict[str, Any] = {
@@ -110,10 +125,10 @@ class Table:
             raise AttributeError(key) from None
 
     @classmethod
-    def empty(cls, spec: dict[str, Any]) -> "Table":
+    def empty(cls, spec: dict[str, Any]) -> Table:
         return cls({k: np.zeros(0, dtype=t) for k, t in spec.items()})
 
-    def compact(self) -> "Table":
+    def compact(self) -> Table:
         """Replace (in place) every column whose rows all hold the same value (bit for bit: one NaN,
         one sign of zero) by a read-only stride-0 view of that value: same length, dtype and values,
         one value held instead of one per row. A 2021 Kineto trace has no comms, Python-id or FLOPs
@@ -137,7 +152,7 @@ def _constant(col: np.ndarray) -> bool:
     step = 1 << 20  # in slices, so a column that differs early costs little and no N-sized mask is made
     first = bits[0]
     for lo in range(0, len(bits), step):
-        if not (bits[lo:lo + step] == first).all():
+        if not (bits[lo : lo + step] == first).all():
             return False
     return True
 

@@ -27,7 +27,7 @@ _FEW = 256  # up to this many quotes after a backslash per block are checked one
 def token_at(buf, position: int) -> bool:
     """Whether a non-finite literal starts at byte ``position`` (where a strict parser stopped: the
     ``N`` of ``NaN``, the ``I`` of ``Infinity``, or the ``-`` or ``I`` of ``-Infinity``)."""
-    return bytes(buf[position: position + 9]).startswith((b"NaN", b"Infinity", b"-Infinity"))
+    return bytes(buf[position : position + 9]).startswith((b"NaN", b"Infinity", b"-Infinity"))
 
 
 def quote_nonfinite(buf) -> tuple[bytes, int] | None:
@@ -84,7 +84,7 @@ def _escaped(arr: np.ndarray, quotes: np.ndarray, lo: int) -> np.ndarray:
         return escaped
     after_bs = np.flatnonzero((quotes > 0) & (arr[np.maximum(quotes - 1, 0)] == _BACKSLASH))
     if len(after_bs) > _FEW:  # many: run lengths from the last non-backslash before each quote
-        block = arr[lo: int(quotes[-1]) + 1]
+        block = arr[lo : int(quotes[-1]) + 1]
         index = np.arange(len(block), dtype=np.int64)
         last_other = np.maximum.accumulate(np.where(block != _BACKSLASH, index, -1))
         q = quotes[after_bs] - lo

@@ -86,7 +86,11 @@ def has_matrix_units(vendor: str | None, info: DeviceInfo | None) -> bool | None
         if arch in ("gfx908", "gfx90a") or (info.name and _AMD_INSTINCT.search(info.name)):
             return True
         if major == 9:
-            return True if minor >= 4 else (False if arch in ("gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c") else None)
+            return (
+                True
+                if minor >= 4
+                else (False if arch in ("gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c") else None)
+            )
         return major >= 11
     return major >= 7
 

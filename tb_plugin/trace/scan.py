@@ -164,13 +164,13 @@ def _string(source: Source) -> bytes:
     if source.peek() != 0x22:
         raise Unstreamable("a top-level key that is not a string")
     for stop in _windows(source, 1 << 10, "the document ends inside a key", skip=1):  # keys are short
-        arr = np.frombuffer(source.buf, dtype=np.uint8)[source.pos + 1: stop]
+        arr = np.frombuffer(source.buf, dtype=np.uint8)[source.pos + 1 : stop]
         quotes = np.flatnonzero(arr == 0x22)
         quotes = quotes[~_escaped(arr, quotes, 0)] if len(quotes) else quotes
         del arr  # (the buffer must not stay exported: reading more resizes it)
         if len(quotes):
             end = source.pos + 2 + int(quotes[0])
-            key = bytes(source.buf[source.pos: end])
+            key = bytes(source.buf[source.pos : end])
             source.pos = end
             return key
     raise AssertionError("unreachable: _windows raises at the end of the document")
@@ -185,7 +185,7 @@ def _value(source: Source) -> bytes:
         ends = element_ends(memoryview(source.buf)[:stop], source.pos, final=source.eof and stop == len(source.buf))
         if len(ends):
             end = int(ends[0])
-            value = bytes(source.buf[source.pos: end]).rstrip(_WS)
+            value = bytes(source.buf[source.pos : end]).rstrip(_WS)
             source.pos = end
             return value
     raise AssertionError("unreachable: _windows raises at the end of the document")
@@ -315,7 +315,7 @@ def _decode(buf, start: int, end: int, facts: dict) -> list[msgspec.Raw] | None:
 def _recover_tail(source: Source, facts: dict) -> list[msgspec.Raw]:
     """The array form cut off (no closing ``]``): keep the complete events of the tail, trimming it
     the way :func:`.decode._split_array_form` trims a whole document (the same number of tries)."""
-    data = bytes(source.buf[source.pos:])
+    data = bytes(source.buf[source.pos :])
     source.pos = len(source.buf)
     closed = data.rstrip()
     if closed.endswith(b"]"):  # closed after all, its last elements being no objects ("5]")

@@ -15,8 +15,15 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = os.environ.get("KINETOSCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
 
@@ -56,14 +63,31 @@ def running(proc: subprocess.Popen, ready_url: str):
 
 
 @contextlib.contextmanager
-def tensorboard(logdir: Path | str, cache_dir: Path, path_prefix: str = "", env: dict | None = None,
-                extra_args: list[str] | None = None, procs: list | None = None):
+def tensorboard(
+    logdir: Path | str,
+    cache_dir: Path,
+    path_prefix: str = "",
+    env: dict | None = None,
+    extra_args: list[str] | None = None,
+    procs: list | None = None,
+):
     """Run ``tensorboard`` on a free loopback port; yields its base URL (with the prefix). ``env``:
     extra environment variables (e.g. an emulator's endpoint); ``extra_args``: extra flags; ``procs``:
     a list the server's ``Popen`` is appended to (to watch its memory)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
-           "--host", "127.0.0.1", "--reload_interval", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tensorboard.main",
+        "--logdir",
+        str(logdir),
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--reload_interval",
+        "2",
+    ]
     if path_prefix:
         cmd += ["--path_prefix", path_prefix]
     cmd += extra_args or []

@@ -143,7 +143,9 @@ def job_tensorboard(tmp_path, docs=(), samples=()):
 
 def open_distributed_tab(browser, base: str, height: int = 2600):
     """``(page, frame)``: a new 1400 × ``height`` page on run ``job``'s Distributed tab."""
-    page = enable_test_hooks(browser.new_page(viewport={"width": 1400, "height": height}))  # "show in trace" checks the canvas
+    page = enable_test_hooks(
+        browser.new_page(viewport={"width": 1400, "height": height})
+    )  # "show in trace" checks the canvas
     frame = open_plugin(page, base, "job")
     open_tab(frame, "distributed-tab")
     return page, frame

@@ -12,8 +12,8 @@ import threading
 import urllib.request
 
 import pytest
-
 from conftest import SAMPLES
+
 from tests.e2e.conftest import build_logdir, free_port, tensorboard
 from tests.e2e.helpers import check_overview, plugin_frame, shown_utilization
 
@@ -71,12 +71,12 @@ class _StrippingProxy(http.server.BaseHTTPRequestHandler):
     prefix = "/user/me/proxy/6006"
     upstream = ""
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         if not self.path.startswith(self.prefix + "/"):
             self.send_error(404, "outside the proxied prefix")
             return
         try:
-            with urllib.request.urlopen(self.upstream + self.path[len(self.prefix):], timeout=60) as r:
+            with urllib.request.urlopen(self.upstream + self.path[len(self.prefix) :], timeout=60) as r:
                 body, status, headers = r.read(), r.status, r.headers
         except urllib.error.HTTPError as e:
             body, status, headers = e.read(), e.code, e.headers

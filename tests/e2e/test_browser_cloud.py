@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLES
+
 from tb_plugin.registry.runs import RunRegistry
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import plugin_frame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from emulators import Emulator  # noqa: E402
+from emulators import Emulator
 
 pytestmark = [pytest.mark.corpus, pytest.mark.emulator]  # the sample corpus (docs/TESTING.md), storage emulators
 

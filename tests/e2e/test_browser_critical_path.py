@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from synth.critical import DATALOADER, dataloader_docs
+
 from tests.e2e.helpers import api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab
 
 
@@ -35,7 +36,11 @@ def test_critical_path_panel_on_a_slow_dataloader_job(browser, tmp_path, artifac
         notice = panel.locator('[data-testid="path-late-rank"]')
         assert notice.count() == 1
         text = notice.inner_text()
-        assert f"Rank 0 waited {format_duration(450.0)}" in text and "for rank 1, late after" in text and DATALOADER in text
+        assert (
+            f"Rank 0 waited {format_duration(450.0)}" in text
+            and "for rank 1, late after" in text
+            and DATALOADER in text
+        )
         frame.locator('[data-testid="path-card"]').screenshot(path=str(artifacts / "critical_path_dataloader.png"))
         page.close()
 
@@ -43,7 +48,7 @@ def test_critical_path_panel_on_a_slow_dataloader_job(browser, tmp_path, artifac
 @pytest.mark.corpus
 def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
     with job_tensorboard(tmp_path, samples=dlrm_ranks()) as base:
-        path, = api(base, "distributed", run="job", span=1)["view"]["critical_path"]
+        (path,) = api(base, "distributed", run="job", span=1)["view"]["critical_path"]
         assert sum(path["by_category"].values()) == path["length_us"]
 
         page, frame = open_distributed_tab(browser, base, 3200)
@@ -53,12 +58,17 @@ def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
         late = {c["late_rank"] for c in path["collectives"]}
         notices = panel.locator('[data-testid="path-late-rank"]')
         assert notices.count() == len(path["collectives"]) >= 1
-        assert all(f"for rank {r}" in notices.nth(i).inner_text() for i, r in enumerate(c["late_rank"] for c in path["collectives"]))
+        assert all(
+            f"for rank {r}" in notices.nth(i).inner_text()
+            for i, r in enumerate(c["late_rank"] for c in path["collectives"])
+        )
         assert late == {7}
         frame.locator('[data-testid="path-card"]').screenshot(path=str(artifacts / "critical_path_dlrm.png"))
         # "show in trace" on the longest segment with an event: that rank's file, the event selected
         seg = next(s for s in path["segments"] if s["row"] >= 0)
-        worker = {r["rank"]: r["worker"] for r in api(base, "distributed", run="job", span=1)["view"]["ranks"]}[seg["rank"]]
+        worker = {r["rank"]: r["worker"] for r in api(base, "distributed", run="job", span=1)["view"]["ranks"]}[
+            seg["rank"]
+        ]
         event = api(base, "timeline_event", run="job", worker=worker, span=1, row=seg["row"])
         assert event["name"] == seg["name"]
         i = path["segments"].index(seg)
@@ -71,9 +81,14 @@ def test_critical_path_panel_on_dlrm(browser, tmp_path, artifacts):
         assert frame.locator('[data-testid="critical-path-toggle"]').is_checked()
         frame.locator('[data-testid="path-overlay-count"]').wait_for(timeout=60_000)
         hook = "window.__kinetoscopeTimeline"
-        frame.wait_for_function(f"(row) => {hook} && {hook}.rectOf(row) !== null && {hook}.pathRects().length > 0",
-                                arg=seg["row"], timeout=60_000)
+        frame.wait_for_function(
+            f"(row) => {hook} && {hook}.rectOf(row) !== null && {hook}.pathRects().length > 0",
+            arg=seg["row"],
+            timeout=60_000,
+        )
         ev = frame.evaluate(f"(row) => {hook}.rectOf(row)", seg["row"])
-        assert any(b["y"] <= ev["y"] <= b["y"] + b["h"] and b["category"] == seg["category"]
-                   for b in frame.evaluate(f"{hook}.pathRects()"))
+        assert any(
+            b["y"] <= ev["y"] <= b["y"] + b["h"] and b["category"] == seg["category"]
+            for b in frame.evaluate(f"{hook}.pathRects()")
+        )
         page.close()

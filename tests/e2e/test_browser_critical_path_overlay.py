@@ -11,14 +11,23 @@ the Distributed tab shows its own two process groups and its critical path.
 
 from __future__ import annotations
 
-import pytest
 import json
 
+import pytest
 from synth.comm import fsdp_tp_docs
 from synth.critical import chain_doc
+
 from tests.e2e.conftest import sample_logdir, tensorboard
-from tests.e2e.helpers import (api, dlrm_ranks, enable_test_hooks, format_duration, open_tab, plugin_frame,
-                               select_file, wait_all_ready)
+from tests.e2e.helpers import (
+    api,
+    dlrm_ranks,
+    enable_test_hooks,
+    format_duration,
+    open_tab,
+    plugin_frame,
+    select_file,
+    wait_all_ready,
+)
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
@@ -50,12 +59,12 @@ def test_overlay_on_dlrm_ranks(browser, tmp_path, artifacts):
     with tensorboard(logdir, cache) as base:
         wait_all_ready(base, "job", 8)
         ranks = api(base, "distributed", run="job", span=1)["view"]
-        path, = ranks["critical_path"]
+        (path,) = ranks["critical_path"]
         by_rank = {b["rank"]: b["us"] for b in path["by_rank"]}
         worker = {r["rank"]: r["worker"] for r in ranks["ranks"]}
         on = max(by_rank, key=by_rank.get)
         doc = api(base, "critical_path", run="job", worker=worker[on], span=1)
-        step, = doc["steps"]
+        (step,) = doc["steps"]
         assert step["on_rank_us"] == by_rank[on] and step["shown"] == step["total"] > 0
 
         page, frame = _trace_with_path(browser, base, "job", worker[on])
@@ -69,33 +78,47 @@ def test_overlay_on_dlrm_ranks(browser, tmp_path, artifacts):
         frame.wait_for_function(f"(n) => {HOOK}.pathRects().length === n", arg=shown, timeout=30_000)
         rects = frame.evaluate(f"{HOOK}.pathRects()")
         drawn = sorted(r["category"] for r in rects)
-        assert drawn == sorted(c for c, s, d in zip(step["segments"]["category"], step["segments"]["start_us"],
-                                                    step["segments"]["dur_us"]) if s + d >= win["start"] and s <= win["end"])
+        assert drawn == sorted(
+            c
+            for c, s, d in zip(step["segments"]["category"], step["segments"]["start_us"], step["segments"]["dur_us"])
+            if s + d >= win["start"] and s <= win["end"]
+        )
         # the longest kernel or cpu segment's band lies over its event
-        i = max((k for k, r in enumerate(step["segments"]["row"]) if r >= 0), key=lambda k: step["segments"]["dur_us"][k])
-        frame.evaluate(f"([s, e]) => {HOOK}.setWindow(s, e)",
-                       [step["segments"]["start_us"][i], step["segments"]["start_us"][i] + step["segments"]["dur_us"][i]])
+        i = max(
+            (k for k, r in enumerate(step["segments"]["row"]) if r >= 0), key=lambda k: step["segments"]["dur_us"][k]
+        )
+        frame.evaluate(
+            f"([s, e]) => {HOOK}.setWindow(s, e)",
+            [step["segments"]["start_us"][i], step["segments"]["start_us"][i] + step["segments"]["dur_us"][i]],
+        )
         frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
         ev = frame.evaluate(f"(row) => {HOOK}.rectOf(row)", step["segments"]["row"][i])
         bands = frame.evaluate(f"{HOOK}.pathRects()")
-        assert ev is not None and any(b["y"] <= ev["y"] <= b["y"] + b["h"] and b["category"] == step["segments"]["category"][i]
-                                      for b in bands), (ev, bands)
+        assert ev is not None and any(
+            b["y"] <= ev["y"] <= b["y"] + b["h"] and b["category"] == step["segments"]["category"][i] for b in bands
+        ), (ev, bands)
         page.screenshot(path=str(artifacts / "critical_path_overlay_dlrm.png"), full_page=True)
         # all ranks on one clock: every rank's part of the path is drawn (ranks 4 and 7 here)
         frame.check('[data-testid="all-ranks"]')
         frame.wait_for_function(
             "() => document.querySelector('[data-testid=path-overlay-ranks]')?.textContent === ' · drawn on the 8 ranks shown'",
-            timeout=90_000)
+            timeout=90_000,
+        )
         frame.wait_for_function(f"() => {HOOK}.settled()", timeout=60_000)
-        everyone = sum(api(base, "critical_path", run="job", worker=worker[r], span=1)["steps"][0]["shown"] for r in by_rank)
+        everyone = sum(
+            api(base, "critical_path", run="job", worker=worker[r], span=1)["steps"][0]["shown"] for r in by_rank
+        )
         frame.wait_for_function(f"(n) => {HOOK}.pathRects().length === n", arg=everyone, timeout=30_000)
         page.screenshot(path=str(artifacts / "critical_path_overlay_all_ranks.png"), full_page=True)
         page.close()
 
         off = next(r for r in sorted(worker) if r not in by_rank)
         page, frame = _trace_with_path(browser, base, "job", worker[off])
-        assert frame.locator('[data-testid="path-overlay-count"]').inner_text().startswith(
-            f"Critical path across ranks: 0 segments on rank {off}")
+        assert (
+            frame.locator('[data-testid="path-overlay-count"]')
+            .inner_text()
+            .startswith(f"Critical path across ranks: 0 segments on rank {off}")
+        )
         assert frame.evaluate(f"{HOOK}.pathRects().length") == 0
         page.close()
 
@@ -109,7 +132,7 @@ def test_overlay_and_groups_on_single_rank_runs(browser, tmp_path, artifacts):
         wait_all_ready(base, "chain", 1)
         wait_all_ready(base, "one", 1)
         doc = api(base, "critical_path", run="chain", worker="w", span=1)
-        step, = doc["steps"]
+        (step,) = doc["steps"]
         assert doc["cross_rank"] is False and step["shown"] == 10
 
         page, frame = _trace_with_path(browser, base, "chain", "w")
@@ -122,8 +145,13 @@ def test_overlay_and_groups_on_single_rank_runs(browser, tmp_path, artifacts):
         for name in ("gemm_A", "relu_B"):  # each kernel's band covers the kernel on its stream row
             k = segs["name"].index(name)
             ev = frame.evaluate(f"(row) => {HOOK}.rectOf(row)", segs["row"][k])
-            assert any(b["category"] == "kernel" and b["y"] <= ev["y"] <= b["y"] + b["h"]
-                       and abs(b["x"] - ev["x"]) <= 1.5 and abs(b["w"] - ev["w"]) <= 1.5 for b in bands), (name, ev, bands)
+            assert any(
+                b["category"] == "kernel"
+                and b["y"] <= ev["y"] <= b["y"] + b["h"]
+                and abs(b["x"] - ev["x"]) <= 1.5
+                and abs(b["w"] - ev["w"]) <= 1.5
+                for b in bands
+            ), (name, ev, bands)
         page.screenshot(path=str(artifacts / "critical_path_overlay_single.png"), full_page=True)
         page.close()
 
@@ -139,7 +167,7 @@ def test_overlay_and_groups_on_single_rank_runs(browser, tmp_path, artifacts):
         single = api(base, "distributed", run="one", span=1)["single_rank"]
         assert len(single["groups"]) == 2
         assert own.locator('[data-testid="groups-card"] tbody tr').count() >= 2
-        path, = single["critical_path"]
+        (path,) = single["critical_path"]
         assert own.locator('[data-testid="path-summary"]').inner_text().startswith(format_duration(path["length_us"]))
         page.screenshot(path=str(artifacts / "single_rank_distributed.png"), full_page=True)
         page.close()

@@ -14,8 +14,8 @@ import json
 import shutil
 
 import pytest
-
 from conftest import SAMPLES
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, format_duration, plugin_frame, select_file, wait_all_ready
 
@@ -61,7 +61,9 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
     with tensorboard(logdir, cache) as base:
         for run in ("nw0", "nw4", "composer"):
             wait_all_ready(base, run, 1)
-        sides = dict(base_run="nw0", base_worker="worker0", base_span=1, exp_run="nw4", exp_worker="worker0", exp_span=1)
+        sides = dict(
+            base_run="nw0", base_worker="worker0", base_span=1, exp_run="nw4", exp_worker="worker0", exp_span=1
+        )
         doc = api(base, "diff", **sides)
         assert doc["state"] == "ready", doc
         delta = doc["steps"]["delta"]["dataloader_us"]
@@ -83,8 +85,11 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
         assert chart.locator("canvas").count() >= 1
         # the defaults follow the main selection and are not written to the URL; a pick is (below)
         assert "base_run=" not in frame.url and "diff_for=" not in frame.url
-        assert frame.locator('[data-testid="diff-rule"]').inner_text().startswith(
-            "Baseline: the main selection (nw0 \u00b7 worker0 \u00b7 span 1)")
+        assert (
+            frame.locator('[data-testid="diff-rule"]')
+            .inner_text()
+            .startswith("Baseline: the main selection (nw0 \u00b7 worker0 \u00b7 span 1)")
+        )
         frame.locator('[data-testid="diff-kernels"] [data-testid="diff-kernel-row"]').first.wait_for(timeout=30_000)
         page.screenshot(path=str(artifacts / "diff_steps.png"), full_page=True)
 
@@ -92,7 +97,9 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
         _row(frame, "ProfilerStep").click()
         _row(frame, "enumerate(DataLoader)").wait_for(timeout=60_000)
         _row(frame, "enumerate(DataLoader)").click()
-        level2 = json.loads(json.dumps(api(base, "diff", path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"]), **sides)))
+        level2 = json.loads(
+            json.dumps(api(base, "diff", path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"]), **sides))
+        )
         child_names = [op["name"] for op in level2["operators"]]
         assert child_names, level2
         _row(frame, child_names[-1]).wait_for(timeout=60_000)

@@ -29,8 +29,10 @@ PREFIX = "autograd::engine::evaluate_function: "
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("diffverdicts")
-    for run, src in (("gpu", "synthetic_ddp/rank0.1751410900000.pt.trace.json.gz"),
-                     ("cpu", "torch_cpu_cnn/worker0.1795328811011213031.pt.trace.json.gz")):
+    for run, src in (
+        ("gpu", "synthetic_ddp/rank0.1751410900000.pt.trace.json.gz"),
+        ("cpu", "torch_cpu_cnn/worker0.1795328811011213031.pt.trace.json.gz"),
+    ):
         (root / run).mkdir()
         shutil.copy(SAMPLES / src, root / run / "worker0.1.pt.trace.json.gz")
     return root
@@ -45,13 +47,16 @@ def _check_level(frame, doc) -> None:
     rows = frame.locator('[data-testid="diff-op-row"]')
     rows.first.wait_for(timeout=60_000)
     shown = rows.evaluate_all(
-        "rs => rs.map(r => [r.dataset.name, r.querySelector('[data-testid=diff-status]').textContent])")
+        "rs => rs.map(r => [r.dataset.name, r.querySelector('[data-testid=diff-status]').textContent])"
+    )
     assert shown == [[op["name"], op["status"]] for op in doc["operators"]]
     wf = doc["waterfall"]
     assert wf["total_us"] == doc["steps"]["delta"]["total_us"]
     assert wf["rows_us"] + wf["remainder_us"] == pytest.approx(wf["total_us"], abs=1e-6)
     total_row = frame.locator('[data-testid="diff-step-row"][data-key="total_us"] [data-testid="diff-step-delta"]')
-    assert frame.locator('[data-testid="diff-wf-total"]').inner_text() == _signed(wf["total_us"]) == total_row.inner_text()
+    assert (
+        frame.locator('[data-testid="diff-wf-total"]').inner_text() == _signed(wf["total_us"]) == total_row.inner_text()
+    )
     assert frame.locator('[data-testid="diff-wf-rows"]').inner_text() == _signed(wf["rows_us"])
     assert frame.locator('[data-testid="diff-wf-remainder"]').inner_text() == _signed(wf["remainder_us"])
 
@@ -62,11 +67,15 @@ def test_diff_verdicts_waterfall_and_long_names(browser, logdir, tmp_path, artif
     with tensorboard(logdir, cache) as base:
         for run in ("gpu", "cpu"):
             wait_all_ready(base, run, 1)
-        sides = dict(base_run="gpu", base_worker="worker0", base_span=1, exp_run="cpu", exp_worker="worker0", exp_span=1)
+        sides = dict(
+            base_run="gpu", base_worker="worker0", base_span=1, exp_run="cpu", exp_worker="worker0", exp_span=1
+        )
         top = api(base, "diff", **sides)
         assert top["state"] == "ready", top
         step = top["steps"]["delta"]["total_us"]
-        assert step == pytest.approx(6006.7, abs=0.1) and top["steps"]["relative_pct"]["total_us"] == pytest.approx(694.8, abs=0.05)
+        assert step == pytest.approx(6006.7, abs=0.1) and top["steps"]["relative_pct"]["total_us"] == pytest.approx(
+            694.8, abs=0.05
+        )
         ps = next(op for op in top["operators"] if op["name"] == "ProfilerStep")
         assert ps["status"] == "slower" and ps["change_us"] == pytest.approx(step)
 
@@ -83,8 +92,10 @@ def test_diff_verdicts_waterfall_and_long_names(browser, logdir, tmp_path, artif
 
         # (3) no column cut off: the table is no wider than its scroll box, which fits in the card
         scroll = frame.locator(".diff-op-scroll")
-        widths = scroll.evaluate("e => [e.scrollWidth, e.clientWidth, e.getBoundingClientRect().right,"
-                                 " e.closest('[data-testid=diff-operators]').getBoundingClientRect().right]")
+        widths = scroll.evaluate(
+            "e => [e.scrollWidth, e.clientWidth, e.getBoundingClientRect().right,"
+            " e.closest('[data-testid=diff-operators]').getBoundingClientRect().right]"
+        )
         assert widths[0] <= widths[1] and widths[2] <= widths[3], widths
         last = frame.locator('[data-testid="diff-op-row"]').first.locator("td").last
         assert last.bounding_box()["x"] + last.bounding_box()["width"] <= widths[3]
@@ -96,7 +107,10 @@ def test_diff_verdicts_waterfall_and_long_names(browser, logdir, tmp_path, artif
         _check_level(frame, level)
         long_names = [op["name"] for op in level["operators"] if op["name"].startswith(PREFIX)]
         assert len(long_names) >= 2
-        cells = [frame.locator(f'[data-testid="diff-op-row"][data-name="{n}"] [data-testid="diff-op-name"]') for n in long_names]
+        cells = [
+            frame.locator(f'[data-testid="diff-op-row"][data-name="{n}"] [data-testid="diff-op-name"]')
+            for n in long_names
+        ]
         texts = [c.inner_text().strip().lstrip("\u25b8") for c in cells]
         assert len(set(texts)) == len(texts) and all("\u2026" in t for t in texts), texts
         for name, cell, text in zip(long_names, cells, texts):

@@ -8,11 +8,10 @@ launch-delay p50, formatted the way the UI formats durations.
 
 from __future__ import annotations
 
-
 import pytest
+
 from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
-from tests.e2e.helpers import (api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab,
-                               open_plugin)
+from tests.e2e.helpers import api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab, open_plugin
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from conftest import SAMPLES
 from synth.composer import SERIES, write_ranks
 from synth.fts import MiB, snapshot_values
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, open_plugin, wait_all_ready
 
@@ -111,7 +111,9 @@ def test_memprofiler_view_and_composer_counter_tracks(browser, logdir, tmp_path,
             by_worker.setdefault(r["worker"], set()).add(r["name"])
         assert len(by_worker) == len(OFFSETS) and all(v >= set(SERIES) for v in by_worker.values()), by_worker
         page.screenshot(path=str(artifacts / "composer_ranks_trace.png"), full_page=True)
-        raw = [api(base, "timeline_meta", run="composer_ranks", worker=f"rank{r}", span=1)["origin_us"]
-               for r in range(len(OFFSETS))]
+        raw = [
+            api(base, "timeline_meta", run="composer_ranks", worker=f"rank{r}", span=1)["origin_us"]
+            for r in range(len(OFFSETS))
+        ]
         assert max(raw) - min(raw) == pytest.approx(max(OFFSETS) - min(OFFSETS))
         page.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from synth import graphs as G
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, open_tab, plugin_frame, select_file
 

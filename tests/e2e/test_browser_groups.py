@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from synth.comm import fsdp_tp_docs
+
 from tests.e2e.helpers import api, dlrm_ranks, format_duration, job_tensorboard, open_distributed_tab
 
 
@@ -23,8 +24,12 @@ def test_groups_table_on_a_synthesized_fsdp_tp_job(browser, tmp_path, artifacts)
     with job_tensorboard(tmp_path, docs=fsdp_tp_docs()) as base:
         doc = api(base, "distributed", run="job", span=1)
         groups = doc["view"]["groups"]
-        assert [(g["name"], g["role"], g["exposed_us"]) for g in groups] == \
-            [("1", "FSDP shard", 40.0), ("2", "FSDP shard", 40.0), ("3", "TP", 45.0), ("4", "TP", 45.0)]
+        assert [(g["name"], g["role"], g["exposed_us"]) for g in groups] == [
+            ("1", "FSDP shard", 40.0),
+            ("2", "FSDP shard", 40.0),
+            ("3", "TP", 45.0),
+            ("4", "TP", 45.0),
+        ]
 
         page, frame = open_distributed_tab(browser, base)
         rows = _groups_rows(frame)
@@ -37,8 +42,10 @@ def test_groups_table_on_a_synthesized_fsdp_tp_job(browser, tmp_path, artifacts)
         rows.nth(3).click()
         per_rank = frame.locator('[data-testid="group-rank-row"]')
         assert [per_rank.nth(i).get_attribute("data-rank") for i in range(per_rank.count())] == ["2", "3"]
-        assert [per_rank.nth(i).locator("td").nth(3).inner_text().strip() for i in range(2)] == \
-            [format_duration(50.0), format_duration(40.0)]
+        assert [per_rank.nth(i).locator("td").nth(3).inner_text().strip() for i in range(2)] == [
+            format_duration(50.0),
+            format_duration(40.0),
+        ]
         frame.locator('[data-testid="groups-card"]').screenshot(path=str(artifacts / "groups_fsdp_tp.png"))
         page.close()
 

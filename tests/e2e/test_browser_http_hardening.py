@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from synth.traces import SynthSpec, synthesize
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, select_file
 from tests.e2e.test_browser_timeline import HOOK, PERFETTO_STUB
@@ -47,15 +48,20 @@ def test_unicode_trace_name_download_and_perfetto(browser, tmp_path):
     cache.mkdir()
     with tensorboard(tmp_path / "logdir", cache) as base:
         api(base, "timeline_meta", **SEL)
-        context = enable_test_hooks(browser.new_context(viewport={"width": 1500, "height": 1100}, accept_downloads=True))
-        context.route("https://ui.perfetto.dev/**",
-                      lambda route: route.fulfill(status=200, content_type="text/html", body=PERFETTO_STUB))
+        context = enable_test_hooks(
+            browser.new_context(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
+        )
+        context.route(
+            "https://ui.perfetto.dev/**",
+            lambda route: route.fulfill(status=200, content_type="text/html", body=PERFETTO_STUB),
+        )
         errors: list[str] = []
         plugin_answers: list[tuple[str, int, dict]] = []
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("response", lambda r: plugin_answers.append((r.url, r.status, r.all_headers()))
-                if PLUGIN in r.url else None)
+        page.on(
+            "response", lambda r: plugin_answers.append((r.url, r.status, r.all_headers())) if PLUGIN in r.url else None
+        )
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)  # the plugin still loads inside TensorBoard's page
         select_file(frame, **SEL)
@@ -106,7 +112,7 @@ def other_origin(html: str):
     body = html.encode()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
+        def do_GET(self):
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(body)))

@@ -13,13 +13,14 @@ its turn in the pool and then behind the other cached loads, its bar at 0 % ("Pa
 
 from __future__ import annotations
 
-import pytest
 import re
 import shutil
 import time
 
-from benchmarks.rank_job import write_repeated
+import pytest
 from conftest import SAMPLES
+
+from benchmarks.rank_job import write_repeated
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, plugin_frame
 
@@ -28,7 +29,9 @@ pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTIN
 SRC = SAMPLES / "kineto" / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz"
 LAST = "r99"
 OTHERS = 30
-TEXT = re.compile(rf"^(Parsing {LAST}/\S+: \d+ %|Waiting to parse {LAST}/\S+(: it is next|: \d+ files? (is|are) queued before it|\u2026))$")
+TEXT = re.compile(
+    rf"^(Parsing {LAST}/\S+: \d+ %|Waiting to parse {LAST}/\S+(: it is next|: \d+ files? (is|are) queued before it|\u2026))$"
+)
 
 
 def test_selected_file_jumps_the_queue_and_its_bar_moves(browser, tmp_path, artifacts):

@@ -5,13 +5,13 @@ run's first, and of an insights answer; and through ``kinetoscope serve`` (``--u
 from __future__ import annotations
 
 import pytest
-
 from conftest import REPO
-from tests.e2e.conftest import tensorboard
-from tests.e2e.test_browser_serve import serve
-from tests.e2e.helpers import wait_all_ready
+
 from tb_plugin.interfaces.mcp_tools import Tools
 from tb_plugin.registry.runs import RunRegistry
+from tests.e2e.conftest import tensorboard
+from tests.e2e.helpers import wait_all_ready
+from tests.e2e.test_browser_serve import serve
 
 
 @pytest.fixture

@@ -9,9 +9,10 @@ draws bands, and the peak active bytes shown equal the ``snapshot`` route's.
 
 from __future__ import annotations
 
-import pytest
 import re
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.conftest import BERT_H100, sample_logdir, tensorboard
 from tests.e2e.helpers import api, drag_across, enable_test_hooks, open_plugin, open_tab
@@ -27,8 +28,12 @@ def _ms(us: float) -> str:
 
 
 def _row_total(frame) -> int:
-    text = frame.locator('[data-testid="memory-events-table"]').locator(
-        "xpath=ancestor::div[contains(@class,'table-wrap')]").locator('[data-testid="row-count"]').inner_text()
+    text = (
+        frame.locator('[data-testid="memory-events-table"]')
+        .locator("xpath=ancestor::div[contains(@class,'table-wrap')]")
+        .locator('[data-testid="row-count"]')
+        .inner_text()
+    )
     return int(re.search(r"of ([\d,]+) rows", text).group(1).replace(",", ""))
 
 
@@ -73,11 +78,17 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
             frame.wait_for_timeout(100)
         assert rng and rng["end_us"] > rng["start_us"], rng
         start, end = float(_ms(rng["start_us"])), float(_ms(rng["end_us"]))
-        expected = api(base, "memory_events", **sel, device="GPU0", start_us=_ms(start), end_us=_ms(end),
-                        limit=1000)["total_rows"]
-        overlapping = sum(1 for r in everything["rows"]
-                          if not ((r["free_us"] if r["free_us"] is not None else float("inf")) < start
-                                  or (r["alloc_us"] if r["alloc_us"] is not None else float("-inf")) > end))
+        expected = api(base, "memory_events", **sel, device="GPU0", start_us=_ms(start), end_us=_ms(end), limit=1000)[
+            "total_rows"
+        ]
+        overlapping = sum(
+            1
+            for r in everything["rows"]
+            if not (
+                (r["free_us"] if r["free_us"] is not None else float("inf")) < start
+                or (r["alloc_us"] if r["alloc_us"] is not None else float("-inf")) > end
+            )
+        )
         assert expected == overlapping
         assert expected < everything["total_rows"]
         _wait_total(frame, expected)
@@ -94,7 +105,9 @@ def test_memory_tab_drag_selects_range(browser, tmp_path, artifacts):
         # the test hook selects an exact range; reset goes back to the whole trace
         a, b = everything["rows"][0]["alloc_us"], everything["rows"][0]["free_us"]
         frame.evaluate(f"{HOOK}.selectRange({a}, {b})")
-        _wait_total(frame, api(base, "memory_events", **sel, device="GPU0", start_us=_ms(a), end_us=_ms(b))["total_rows"])
+        _wait_total(
+            frame, api(base, "memory_events", **sel, device="GPU0", start_us=_ms(a), end_us=_ms(b))["total_rows"]
+        )
         frame.locator('[data-testid="memory-reset-range"]').click()
         _wait_total(frame, everything["total_rows"])
         page.close()
@@ -125,5 +138,7 @@ def test_snapshot_only_run(browser, tmp_path, artifacts):
         frame.locator('[data-testid="snapshot-allocation-row"]').first.wait_for(timeout=30_000)
         page.screenshot(path=str(artifacts / "snapshot_view.png"), full_page=True)
         frame.locator('[data-testid="snapshot-segments"]').screenshot(path=str(artifacts / "snapshot_segments.png"))
-        frame.locator('[data-testid="snapshot-allocations-table"]').screenshot(path=str(artifacts / "snapshot_allocations.png"))
+        frame.locator('[data-testid="snapshot-allocations-table"]').screenshot(
+            path=str(artifacts / "snapshot_allocations.png")
+        )
         page.close()

@@ -14,6 +14,7 @@ import pickle
 from synth.composer import composer_trace, dumps
 from synth.memory_html import hostile_memory_html, png, torch_memory_html
 from synth.oom import MIB, oom_snapshot, rank_snapshot
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, open_plugin
 
@@ -72,14 +73,17 @@ def test_oom_card_rank_table_and_memory_html(browser, tmp_path, artifacts):
         rows.nth(3).click()  # a rank's row opens its snapshot
         frame.wait_for_function(
             "document.querySelector('[data-testid=\"artifact-select\"]').value === 'oomjob/rank3_oom.pickle'",
-            timeout=30_000)
+            timeout=30_000,
+        )
 
         # dumped after the OOM (three entries later): the state is rebuilt to the OOM's
         frame.select_option('[data-testid="run-select"]', "late")
         frame.locator('[data-testid="oom-reconstructed"]').wait_for(timeout=60_000)
         assert frame.locator('[data-testid="oom-fragmentation"]').inner_text() == "36.0 %"
         assert frame.locator('[data-testid="oom-largest-free"]').inner_text() == "6.0 MiB"
-        assert "17.0 MiB free, largest block 10.0 MiB" in frame.locator('[data-testid="oom-reconstructed"]').inner_text()
+        assert (
+            "17.0 MiB free, largest block 10.0 MiB" in frame.locator('[data-testid="oom-reconstructed"]').inner_text()
+        )
 
         # Composer memory timelines: the image, the trace it belongs to, nothing executable
         frame.select_option('[data-testid="run-select"]', "composer")
@@ -88,14 +92,18 @@ def test_oom_card_rank_table_and_memory_html(browser, tmp_path, artifacts):
         select.wait_for(timeout=60_000)
         labels = select.locator("option").all_inner_texts()
         assert any("rank 0, batch 1, trace rank0/1" in t for t in labels), labels
-        for path, (w, h) in (("composer/rank0.1.pt.trace.memory.html", (9, 4)),
-                             ("composer/rank1.1.pt.trace.memory.html", (11, 6))):
+        for path, (w, h) in (
+            ("composer/rank0.1.pt.trace.memory.html", (9, 4)),
+            ("composer/rank1.1.pt.trace.memory.html", (11, 6)),
+        ):
             select.select_option(path)
             img = frame.locator('[data-testid="memory-html-image"]')
             img.wait_for(timeout=60_000)
             frame.wait_for_function(
                 "(() => { const i = document.querySelector('[data-testid=\"memory-html-image\"]');"
-                f" return i && i.complete && i.naturalWidth === {w}; }})()", timeout=30_000)
+                f" return i && i.complete && i.naturalWidth === {w}; }})()",
+                timeout=30_000,
+            )
             assert frame.evaluate("document.querySelector('[data-testid=\"memory-html-image\"]').naturalHeight") == h
             assert "memory_html_image?" in img.get_attribute("src")
             page.wait_for_timeout(500)
@@ -115,8 +123,10 @@ def test_oom_card_rank_table_and_memory_html(browser, tmp_path, artifacts):
         assert frame.locator('[data-testid="worker-select"]').input_value() == "rank0"
         # opened directly, the image route is a PNG with a no-script CSP: still nothing runs
         direct = browser.new_page()
-        direct.goto(f"{base}/data/plugin/kinetoscope/memory_html_image?run=composer&path="
-                    "composer%2Frank1.1.pt.trace.memory.html")
+        direct.goto(
+            f"{base}/data/plugin/kinetoscope/memory_html_image?run=composer&path="
+            "composer%2Frank1.1.pt.trace.memory.html"
+        )
         direct.wait_for_timeout(500)
         assert direct.evaluate("typeof window.__xss") == "undefined"
         direct.close()

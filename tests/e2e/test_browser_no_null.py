@@ -31,8 +31,8 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SAMPLES
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame
 
@@ -48,8 +48,10 @@ RUN_TABS = ("distributed", "diff")  # views of a run, not of a file: visited wit
 FILE_TABS = tuple(t for t in FILE_TABS if t not in RUN_TABS)
 # Other groupings of the tables (their columns differ: op, grid, block, shapes, stacks), with the
 # run's first file: {view: (select test id, values)}
-GROUPINGS = {"operator": ("op-group-by", ("input_shape", "call_stack")),
-             "kernel": ("kernel-group-by", ("kernel_op_config",))}
+GROUPINGS = {
+    "operator": ("op-group-by", ("input_shape", "call_stack")),
+    "kernel": ("kernel-group-by", ("kernel_op_config",)),
+}
 SETTLE_QUIET_S = 0.5  # no request in flight and no loading line for this long: the tab has rendered
 TAB_TIMEOUT_S = 60.0
 # the whole sweep (bounded: one TensorBoard, one page, tabs in sequence); a loaded machine (many
@@ -154,7 +156,7 @@ _LAYOUT_JS = """() => {
   }
   for (const td of document.querySelectorAll('td')) {
     if (!td.offsetParent || getComputedStyle(td).overflowX !== 'visible') continue;
-    if (td.scrollWidth > td.clientWidth + 1) out.push(`cell content runs ${td.scrollWidth - td.clientWidth} px into the next cell: ${td.innerText.slice(0, 80).replace(/\s+/g, ' ')}`);
+    if (td.scrollWidth > td.clientWidth + 1) out.push(`cell content runs ${td.scrollWidth - td.clientWidth} px into the next cell: ${td.innerText.slice(0, 80).replace(/\\s+/g, ' ')}`);
   }
   for (const w of document.querySelectorAll('[data-testid="warnings"]')) {
     if (/no duration|without a duration|unrecognized categor/i.test(w.textContent)) out.push(`warning banner: ${w.textContent.slice(0, 120)}`);
@@ -196,7 +198,7 @@ def _hits(text: str) -> list[str]:
     """Each bad word with up to 40 characters around it, on one line."""
     out = []
     for m in (*BAD.finditer(text), *ADDRESS.finditer(text)):
-        context = text[max(0, m.start() - 40): m.end() + 40].replace("\n", " ⏎ ")
+        context = text[max(0, m.start() - 40) : m.end() + 40].replace("\n", " ⏎ ")
         out.append(f"{m.group(0)!r} in …{context}…")
     return sorted(set(out))
 
@@ -221,8 +223,9 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
             text, settled = _settle(page, frame, inflight)
             visited.append(f"{where} [{view}] {len(text)} chars: {_main(text)!r}")
             if not settled:
-                failures.append(f"{where} [{view}]: did not finish loading in {TAB_TIMEOUT_S:.0f} s "
-                                f"(shows: {_main(text)[:200]!r})")
+                failures.append(
+                    f"{where} [{view}]: did not finish loading in {TAB_TIMEOUT_S:.0f} s (shows: {_main(text)[:200]!r})"
+                )
             for hit in _hits(text):
                 failures.append(f"{where} [{view}]: {hit}")
             layout = None
@@ -266,7 +269,9 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
                 if files:
                     sel.update(worker=files[0][0], span=files[0][1])
                 visit(f"{name} (artifacts)", "snapshots", **sel)
-                options = frame.eval_on_selector_all('[data-testid="artifact-select"] option', "os => os.map(o => o.value)")
+                options = frame.eval_on_selector_all(
+                    '[data-testid="artifact-select"] option', "os => os.map(o => o.value)"
+                )
                 for value in options[1:]:
                     frame.select_option('[data-testid="artifact-select"]', value)
                     check(value, "snapshots")
@@ -282,5 +287,6 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
     gone = [item for p, item in KNOWN if not any(p.search(f) for f in failures)]
     assert not gone, f"fixed ({', '.join(gone)}): remove its entry from KNOWN"
     if failures:
-        pytest.xfail(f"known {', '.join(sorted({i for _, i in KNOWN}))}: {len(failures)} known hits:\n  "
-                     + "\n  ".join(failures))
+        pytest.xfail(
+            f"known {', '.join(sorted({i for _, i in KNOWN}))}: {len(failures)} known hits:\n  " + "\n  ".join(failures)
+        )

@@ -11,8 +11,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from conftest import SAMPLES
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, wait_spans_ready
 
@@ -25,8 +25,11 @@ CPU = "worker0.1795324943899052487.pt.trace.json"
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("issue18")
-    for run, src in (("rocm", SAMPLES / "hta" / "amd_trace" / ROCM), ("cpu", SAMPLES / "torch213_cpu" / CPU),
-                     ("composer", SAMPLES / "composer" / "rank_0.trace.json")):
+    for run, src in (
+        ("rocm", SAMPLES / "hta" / "amd_trace" / ROCM),
+        ("cpu", SAMPLES / "torch213_cpu" / CPU),
+        ("composer", SAMPLES / "composer" / "rank_0.trace.json"),
+    ):
         (root / run).mkdir()
         name = "rank0.1.pt.trace.json" if run == "composer" else src.name
         shutil.copy(src, root / run / name)
@@ -60,11 +63,12 @@ def test_issue18_items_in_the_browser(browser, logdir, tmp_path, artifacts):
             '[data-testid="kernel-table"] [data-testid="elided-name"]',
             "els => els.map(e => ({title: e.title, text: e.textContent, inner: e.innerText, h: e.getBoundingClientRect().height,"
             " w: e.getBoundingClientRect().width, full: e.scrollWidth, head: e.firstChild.scrollWidth > e.firstChild.clientWidth,"
-            " lh: parseFloat(getComputedStyle(e).fontSize)}))")
+            " lh: parseFloat(getComputedStyle(e).fontSize)}))",
+        )
         w = runs["rocm"]["workers"][0]
         q = {"run": "rocm", "worker": w["worker"], "span": w["spans"][0]["span"], "limit": "100"}
         want = [r["name"] for r in api(base, "kernels", **q)["rows"]]
-        assert [n["title"] for n in names] == want[:len(names)]
+        assert [n["title"] for n in names] == want[: len(names)]
         assert [n["text"] for n in names] == [n["title"] for n in names]  # the whole name stays in the DOM
         assert [n["inner"] for n in names] == [n["title"] for n in names]  # as one line (copy, innerText)
         longest = max(names, key=lambda n: len(n["title"]))
@@ -96,8 +100,9 @@ def test_issue18_items_in_the_browser(browser, logdir, tmp_path, artifacts):
         _go(frame, "snapshots", runs, "snapshots")
         rows = frame.locator('[data-testid="snapshot-allocation-row"]')
         rows.first.wait_for(timeout=60_000)
-        frames = frame.eval_on_selector_all('[data-testid="snapshot-allocations-table"] [data-testid="elided-name"]',
-                                            "els => els.map(e => e.title)")
+        frames = frame.eval_on_selector_all(
+            '[data-testid="snapshot-allocations-table"] [data-testid="elided-name"]', "els => els.map(e => e.title)"
+        )
         assert frames and not [f for f in frames if "torch::unwind" in f or f.startswith("??")], frames[:5]
         assert any(f.endswith(".py:7:custom_softmax") for f in frames), frames[:10]
         page.close()

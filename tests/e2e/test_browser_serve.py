@@ -14,8 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLES
+
 from tests.e2e.conftest import build_logdir, free_port, running
 from tests.e2e.helpers import check_overview, shown_utilization
 
@@ -41,8 +41,9 @@ def serve(command: str, cwd: Path, cache: Path):
     env = dict(os.environ, KINETOSCOPE_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
     log_path = cwd / f"serve-{port}.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "tb_plugin.cli", *args[1:]], cwd=cwd, env=env,
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tb_plugin.cli", *args[1:]], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
     prefix = args[args.index("--path-prefix") + 1] if "--path-prefix" in args else ""
     base = f"http://127.0.0.1:{port}{prefix}"
     with running(proc, base + "/"):
@@ -64,8 +65,10 @@ def expected_utilization(workdir) -> str:
 
 
 def test_the_readme_names_both_commands():
-    assert readme_serve_commands() == ["kinetoscope serve runs/ --port 6006",
-                                       "kinetoscope serve runs/ --port 6006 --path-prefix /profiler"]
+    assert readme_serve_commands() == [
+        "kinetoscope serve runs/ --port 6006",
+        "kinetoscope serve runs/ --port 6006 --path-prefix /profiler",
+    ]
 
 
 @pytest.mark.corpus

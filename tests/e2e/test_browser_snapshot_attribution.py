@@ -11,6 +11,7 @@ import json
 import pickle
 
 from synth.snapshot_trace import EXPECTED_BY_OPERATOR, EXPECTED_BY_STEP, paired_snapshot, paired_trace
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, open_plugin, open_tab
 
@@ -48,7 +49,8 @@ def test_alive_at_the_peak_card_and_counter_track(browser, tmp_path, artifacts):
         frame.select_option('[data-testid="snapshot-alive-grouping"]', "by_step")
         frame.wait_for_function(
             "document.querySelector('[data-testid=\"snapshot-alive-row\"]').innerText.includes('ProfilerStep#2')",
-            timeout=30_000)
+            timeout=30_000,
+        )
         assert rows.count() == len(EXPECTED_BY_STEP)
         rows.first.click()  # a row opens the stack of its largest allocation
         frames = frame.locator('[data-testid="snapshot-frames"]')

@@ -7,10 +7,9 @@ iframe) as ``{filename, line: line - 1}``, with the values the ``operator_stacks
 
 from __future__ import annotations
 
-
 import pytest
-
 from conftest import SAMPLES
+
 from tests.e2e.conftest import build_logdir, tensorboard
 from tests.e2e.helpers import api, open_plugin, open_tab, select_file
 
@@ -49,10 +48,14 @@ def test_operator_and_kernel_views(browser, logdir, tmp_path, artifacts):
 
         # server-side search, then the aten::conv2d row's call stacks
         frame.fill('[data-testid="op-search"]', "conv2d")
-        row = frame.locator('[data-testid="table-row"]', has=frame.locator('td[data-col="name"]', has_text="aten::conv2d")).first
+        row = frame.locator(
+            '[data-testid="table-row"]', has=frame.locator('td[data-col="name"]', has_text="aten::conv2d")
+        ).first
         frame.wait_for_function(
             "() => [...document.querySelectorAll('[data-testid=table-row] td[data-col=name]')]"
-            ".every(td => td.textContent.toLowerCase().includes('conv2d'))", timeout=30_000)
+            ".every(td => td.textContent.toLowerCase().includes('conv2d'))",
+            timeout=30_000,
+        )
         row.wait_for(timeout=30_000)
         key = row.get_attribute("data-key")
         csv = frame.locator('[data-testid="csv-link"]').get_attribute("href")

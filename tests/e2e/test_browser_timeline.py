@@ -16,8 +16,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLES
+
 from tests.e2e.conftest import build_logdir, tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, select_file
 
@@ -105,24 +105,32 @@ def _open_trace(browser, base: str, sel: dict, artifacts: Path, tag: str) -> Non
         details.locator('[data-testid="event-flow"]').first.click()
         frame.wait_for_function(
             "(name) => document.querySelector('[data-testid=event-name]')?.textContent === name",
-            arg=launch["name"], timeout=30_000)
+            arg=launch["name"],
+            timeout=30_000,
+        )
         page.screenshot(path=str(artifacts / f"trace_{tag}_launch.png"), full_page=True)
 
     # search: highlights and "N matches" (then "n of N"); next zooms to the first match
     frame.fill('[data-testid="timeline-search"]', "sgemm" if tag == "resnet50" else kernel["name"][:12])
     frame.wait_for_function(
-        "() => /^[0-9,]+ match(es)?/.test(document.querySelector('[data-testid=match-count]').textContent)", timeout=30_000)
+        "() => /^[0-9,]+ match(es)?/.test(document.querySelector('[data-testid=match-count]').textContent)",
+        timeout=30_000,
+    )
     frame.click('[data-testid="match-next"]')
     frame.wait_for_function(
-        "() => document.querySelector('[data-testid=match-count]').textContent.startsWith('1 of')", timeout=30_000)
+        "() => document.querySelector('[data-testid=match-count]').textContent.startsWith('1 of')", timeout=30_000
+    )
     frame.locator('[data-testid="timeline-details"] [data-testid="event-name"]').wait_for(timeout=30_000)
 
     # step selector zooms to the step
     if meta["steps"]:
         frame.select_option('[data-testid="step-select"]', "0")
         frame.wait_for_function(
-            f"(s) => Math.abs({HOOK}.getWindow().start - s) < 1", arg=meta["steps"][0]["start_us"], timeout=10_000)
-        assert frame.eval_on_selector('[data-testid="step-select"]', "e => e.value") == "0"  # the picked step stays shown
+            f"(s) => Math.abs({HOOK}.getWindow().start - s) < 1", arg=meta["steps"][0]["start_us"], timeout=10_000
+        )
+        assert (
+            frame.eval_on_selector('[data-testid="step-select"]', "e => e.value") == "0"
+        )  # the picked step stays shown
         frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
         page.screenshot(path=str(artifacts / f"trace_{tag}_step.png"), full_page=True)
     page.close()
@@ -230,8 +238,11 @@ def test_trace_interaction(browser, logdir, tmp_path, artifacts):
         page.mouse.move(box["x"] + cx, box["y"] + 200)
         for _ in range(5):
             page.mouse.wheel(0, -100)
-        frame.wait_for_function(f"(s) => ({HOOK}.getWindow().end - {HOOK}.getWindow().start) < s * 0.6",
-                                arg=win0["end"] - win0["start"], timeout=10_000)
+        frame.wait_for_function(
+            f"(s) => ({HOOK}.getWindow().end - {HOOK}.getWindow().start) < s * 0.6",
+            arg=win0["end"] - win0["start"],
+            timeout=10_000,
+        )
         win1 = frame.evaluate(f"{HOOK}.getWindow()")
         t_after = win1["start"] + (cx - x_plot0) / plot_w * (win1["end"] - win1["start"])
         assert t_after == pytest.approx(t_before, abs=(win1["end"] - win1["start"]) * 0.01)
@@ -286,7 +297,7 @@ window.addEventListener("message", (e) => {
 
 @pytest.mark.corpus
 def test_download_and_open_in_perfetto(browser, logdir, tmp_path):
-    """"Download trace" serves the original file; "Open in Perfetto" does the documented handshake (PING until
+    """ "Download trace" serves the original file; "Open in Perfetto" does the documented handshake (PING until
     PONG, then the ArrayBuffer with title and file name). ui.perfetto.dev is played by a local stub page that the
     browser serves for that origin, so the test runs offline and checks what Perfetto would receive."""
     src = sorted((SAMPLES / "kineto" / "resnet50_num_workers_0").glob("worker0.*.gz"))[0]  # span 1: the earliest
@@ -294,8 +305,10 @@ def test_download_and_open_in_perfetto(browser, logdir, tmp_path):
         sel = {"run": "resnet50", "worker": "worker0", "span": "1"}
         api(base, "timeline_meta", **sel)
         context = enable_test_hooks(browser.new_context(viewport={"width": 1500, "height": 1100}))
-        context.route("https://ui.perfetto.dev/**",
-                      lambda route: route.fulfill(status=200, content_type="text/html", body=PERFETTO_STUB))
+        context.route(
+            "https://ui.perfetto.dev/**",
+            lambda route: route.fulfill(status=200, content_type="text/html", body=PERFETTO_STUB),
+        )
         page = context.new_page()
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)

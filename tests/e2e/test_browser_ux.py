@@ -16,8 +16,8 @@ import re
 import shutil
 
 import pytest
-
 from conftest import REPO, SAMPLES
+
 from tests.e2e.conftest import BERT_H100, tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, wait_spans_ready
 
@@ -28,10 +28,11 @@ WIDTH = 1500
 def logdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("ux")
     for run, src, name in (
-            ("cnn", next((REPO / "samples" / "torch_cpu_cnn").glob("*.gz")), None),
-            ("cudagraph", next((REPO / "samples" / "gpu_cudagraph").glob("*.gz")), None),
-            ("bert", SAMPLES / BERT_H100, "bert.1.pt.trace.json.gz"),
-            ("composer", SAMPLES / "composer" / "rank_0.trace.json", "rank0.1.pt.trace.json")):
+        ("cnn", next((REPO / "samples" / "torch_cpu_cnn").glob("*.gz")), None),
+        ("cudagraph", next((REPO / "samples" / "gpu_cudagraph").glob("*.gz")), None),
+        ("bert", SAMPLES / BERT_H100, "bert.1.pt.trace.json.gz"),
+        ("composer", SAMPLES / "composer" / "rank_0.trace.json", "rank0.1.pt.trace.json"),
+    ):
         (root / run).mkdir()
         shutil.copy(src, root / run / (name or src.name))
     shutil.copytree(REPO / "samples" / "gpu_snapshot", root / "snapshot", ignore=shutil.ignore_patterns("*.json"))
@@ -69,8 +70,10 @@ def test_new_user_items_in_the_browser(browser, logdir, tmp_path, artifacts):
         # layout: the content uses the page's width (no fixed maximum leaving a fifth of it empty)
         _go(frame, "operator", **_sel(runs, "bert"))
         frame.locator('[data-testid="show-in-trace"]').first.wait_for(timeout=60_000)
-        content, body = frame.evaluate("() => [document.querySelector('.content').getBoundingClientRect().width,"
-                                       " document.documentElement.clientWidth]")
+        content, body = frame.evaluate(
+            "() => [document.querySelector('.content').getBoundingClientRect().width,"
+            " document.documentElement.clientWidth]"
+        )
         assert content >= body - 1, (content, body)
         # action links on one line, here and on a narrower page where the columns are squeezed
         for width in (WIDTH, 1000):
@@ -83,8 +86,9 @@ def test_new_user_items_in_the_browser(browser, logdir, tmp_path, artifacts):
         # long kernel names: elided in the middle, the whole name on hover, no cell spills into the next
         _go(frame, "kernel", **_sel(runs, "bert"))
         frame.locator('[data-testid="kernel-table"] [data-testid="elided-name"]').first.wait_for(timeout=60_000)
-        names = frame.eval_on_selector_all('[data-testid="kernel-table"] [data-testid="elided-name"]',
-                                           "els => els.map(e => [e.title, e.textContent])")
+        names = frame.eval_on_selector_all(
+            '[data-testid="kernel-table"] [data-testid="elided-name"]', "els => els.map(e => [e.title, e.textContent])"
+        )
         assert names and all(title == text for title, text in names)
         assert frame.evaluate(_SPILLS_JS) == []
 
@@ -98,7 +102,9 @@ def test_new_user_items_in_the_browser(browser, logdir, tmp_path, artifacts):
         assert len(parts) == 2 and parts[0] != parts[1], stacks
         _go(frame, "operator", **_sel(runs, "cnn"))
         frame.fill('[data-testid="op-search"]', "conv2d")
-        row = frame.locator('[data-testid="table-row"]', has=frame.locator('td[data-col="name"]', has_text="aten::conv2d")).first
+        row = frame.locator(
+            '[data-testid="table-row"]', has=frame.locator('td[data-col="name"]', has_text="aten::conv2d")
+        ).first
         row.wait_for(timeout=30_000)
         row.locator('[data-testid="op-expand"]').click()
         frame.locator('[data-testid="stack-differs"]').first.wait_for(timeout=30_000)
@@ -140,8 +146,10 @@ def test_new_user_items_in_the_browser(browser, logdir, tmp_path, artifacts):
         select = frame.locator('[data-testid="memory-device-select"]')
         select.wait_for(timeout=60_000)
         assert select.input_value() == "GPU0"  # the key sent to the server
-        label = frame.evaluate("() => { const s = document.querySelector('[data-testid=memory-device-select]');"
-                               " return s.options[s.selectedIndex].text; }")
+        label = frame.evaluate(
+            "() => { const s = document.querySelector('[data-testid=memory-device-select]');"
+            " return s.options[s.selectedIndex].text; }"
+        )
         assert label == "GPU 0"
         assert re.search(r"Memory curve: GPU 0\b", frame.evaluate("() => document.body.innerText"))
 

@@ -22,9 +22,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import sample
 from synth.traces import SynthSpec, synthesize
+
 from tests.e2e.conftest import tensorboard
 from tests.e2e.helpers import plugin_frame
 
@@ -79,8 +79,11 @@ def build_xss_logdir(root: Path) -> Path:
     for run, style in ((RUN, "kineto2021"), (BASE_RUN, "pytorch2")):
         (root / run).mkdir(parents=True)
         for rank in (0, 1):
-            trace = poison(synthesize(SynthSpec(steps=3, ranks=2, rank=rank, with_python_stack=True, style=style,
-                                                backward_thread=True)))
+            trace = poison(
+                synthesize(
+                    SynthSpec(steps=3, ranks=2, rank=rank, with_python_stack=True, style=style, backward_thread=True)
+                )
+            )
             (root / run / f"{WORKER_PREFIX}{rank}.1700000000{rank}.pt.trace.json").write_text(json.dumps(trace))
     shutil.copy(sample("memory_snapshots/mem_snapshot.pickle"), root / RUN / "snap<svg onload=window.__xss=1>.pickle")
     return root
@@ -95,8 +98,7 @@ def _wait_loaded(base: str, run: str) -> None:
         spans = [s for r in doc["runs"] if r["name"] == run for w in r["workers"] for s in w["spans"]]
         for s in spans:
             if s["state"] not in ("ready", "error"):
-                w = next(w["worker"] for r in doc["runs"] if r["name"] == run for w in r["workers"]
-                         if s in w["spans"])
+                w = next(w["worker"] for r in doc["runs"] if r["name"] == run for w in r["workers"] if s in w["spans"])
                 q = urllib.parse.urlencode({"run": run, "worker": w, "span": s["span"]})
                 urllib.request.urlopen(f"{base}/data/plugin/kinetoscope/overview?{q}", timeout=30).read()
         if spans and all(s["state"] == "ready" for s in spans):
@@ -173,7 +175,9 @@ def walk_every_view(page, frame, run: str, search: str = "onerror") -> dict:
             continue
         tab.click()
         page.wait_for_timeout(2500)
-        rows = frame.locator('[data-testid="table-row"], [data-testid="memory-event-row"], [data-testid="memory-stat-row"]')
+        rows = frame.locator(
+            '[data-testid="table-row"], [data-testid="memory-event-row"], [data-testid="memory-stat-row"]'
+        )
         for i in range(min(3, rows.count())):
             try:
                 rows.nth(i).click(timeout=2000)
@@ -283,8 +287,14 @@ def test_bundle_satisfies_csp_in_every_view(browser, tmp_path, artifacts):
         page.add_init_script(CSP_LISTENER)
         page.route("**/data/plugin_entry.html*", _stricter_csp)
         external = []
-        page.on("request", lambda r: None if r.url.startswith(base.split("/", 3)[0] + "//" + base.split("/", 3)[2])
-                or r.url.startswith("data:") else external.append(r.url))
+        page.on(
+            "request",
+            lambda r: (
+                None
+                if r.url.startswith(base.split("/", 3)[0] + "//" + base.split("/", 3)[2]) or r.url.startswith("data:")
+                else external.append(r.url)
+            ),
+        )
         page.goto(base + "/#kinetoscope")
         frame = plugin_frame(page)
         walk_every_view(page, frame, "dlrm", search="aten::")

@@ -4,7 +4,6 @@ server's peak RSS stays under the stated bound. Each hostile file is written her
 
 from __future__ import annotations
 
-import pytest
 import json
 import shutil
 import threading
@@ -13,10 +12,19 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import sample
-from tests.fuzz_files import (begin_end_trace, big_integer_trace, deep_tuple_pickle, doubling_tuple_pickle, gzip_bomb,
-                        named_trace, shared_frames_pickle)
 from tests.e2e.conftest import tensorboard
+from tests.fuzz_files import (
+    begin_end_trace,
+    big_integer_trace,
+    deep_tuple_pickle,
+    doubling_tuple_pickle,
+    gzip_bomb,
+    named_trace,
+    shared_frames_pickle,
+)
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
@@ -83,8 +91,10 @@ def _states(doc: dict) -> dict[str, tuple[str, str | None]]:
 def test_server_survives_hostile_files(tmp_path):
     logdir = tmp_path / "logdir"
     (logdir / "good").mkdir(parents=True)
-    shutil.copy(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"),
-                logdir / "good" / "worker0.pt.trace.json.gz")
+    shutil.copy(
+        sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"),
+        logdir / "good" / "worker0.pt.trace.json.gz",
+    )
     expected = _write_attack(logdir)
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -123,7 +133,10 @@ def test_server_survives_hostile_files(tmp_path):
                         assert exc.code in (400, 404), exc.code
                 time.sleep(0.2)
 
-        threads = [threading.Thread(target=poll_good, daemon=True), threading.Thread(target=hammer_hostile, daemon=True)]
+        threads = [
+            threading.Thread(target=poll_good, daemon=True),
+            threading.Thread(target=hammer_hostile, daemon=True),
+        ]
         for t in threads:
             t.start()
         states = {}
@@ -145,7 +158,9 @@ def test_server_survives_hostile_files(tmp_path):
             assert state == "error" and fragment in error, (path, error)
     latencies.sort()
     p95 = latencies[int(0.95 * (len(latencies) - 1))]
-    print(f"overview during the attack: {len(latencies)} requests, p50 {latencies[len(latencies) // 2] * 1000:.0f} ms, "
-          f"p95 {p95 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; server peak RSS {peak:.0f} MB")
+    print(
+        f"overview during the attack: {len(latencies)} requests, p50 {latencies[len(latencies) // 2] * 1000:.0f} ms, "
+        f"p95 {p95 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; server peak RSS {peak:.0f} MB"
+    )
     assert latencies  # good requests kept being answered (how fast: printed above, not asserted)
     assert peak < PEAK_BOUND_MB, peak

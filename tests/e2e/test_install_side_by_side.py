@@ -16,8 +16,8 @@ import venv
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SAMPLES
+
 from tests.e2e.conftest import free_port, wait_http
 
 
@@ -36,8 +36,9 @@ def side_by_side_env(tmp_path_factory):
     shutil.copytree(REPO, src, ignore=ignore)
     # the installed package, not this checkout (run_tests.sh puts the checkout first on PYTHONPATH)
     env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, PATH=f"{root / 'bin'}:/usr/bin:/bin")
-    subprocess.run([str(py), "-m", "pip", "install", "-q", str(src), "torch-tb-profiler==0.4.3"],
-                   check=True, env=env, timeout=900)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", str(src), "torch-tb-profiler==0.4.3"], check=True, env=env, timeout=900
+    )
     return py, env
 
 
@@ -51,9 +52,22 @@ def test_both_tabs_work_in_one_tensorboard(side_by_side_env, tmp_path):
     log = tmp_path / "tb.log"
     env = dict(env, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"), PYTHONWARNINGS="default")
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(py), "-m", "tensorboard.main", "--logdir", str(tmp_path / "logdir"),
-                                 "--port", str(port), "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT,
-                                env=env)
+        proc = subprocess.Popen(
+            [
+                str(py),
+                "-m",
+                "tensorboard.main",
+                "--logdir",
+                str(tmp_path / "logdir"),
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_http(base + "/data/plugins_listing", timeout=120)
@@ -70,7 +84,9 @@ def test_both_tabs_work_in_one_tensorboard(side_by_side_env, tmp_path):
             time.sleep(0.5)
         assert [r["name"] for r in ours["runs"]] == ["resnet"]
         assert theirs["runs"] == ["resnet"]
-        doc = json.load(urllib.request.urlopen(base + "/data/plugin/kinetoscope/overview?run=resnet&worker=worker0&span=1"))
+        doc = json.load(
+            urllib.request.urlopen(base + "/data/plugin/kinetoscope/overview?run=resnet&worker=worker0&span=1")
+        )
         assert doc["gpus"][0]["utilization_pct"] == pytest.approx(55.5141, abs=1e-3)
         with urllib.request.urlopen(base + "/data/plugin/kinetoscope/index.js") as r:
             assert r.status == 200 and b"render" in r.read()
@@ -86,17 +102,26 @@ def test_install_publishes_the_notebook_api_without_test_code(side_by_side_env, 
     """``pip install .`` gives ``import kinetoscope`` (setup.py maps tb_plugin/public/kinetoscope) and the
     ``kinetoscope mcp`` subcommand, and puts no test code (tests/, synth/) into site-packages."""
     py, env = side_by_side_env
-    code = ("import json, os, kinetoscope, tb_plugin; site = os.path.dirname(os.path.dirname(tb_plugin.__file__)); "
-            "t = kinetoscope.load(os.environ['RUN']); "
-            "print(json.dumps({'file': kinetoscope.__file__, 'site': site, 'avg': t.overview()['average']['total_us'], "
-            "'test_dirs': sorted(d for d in os.listdir(site) if d in ('tests', 'synth', 'samples'))}))")
-    out = subprocess.run([str(py), "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True,
-                         env=dict(env, RUN=str(REPO / "samples" / "synthetic_resnet"),
-                                  KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache")))
+    code = (
+        "import json, os, kinetoscope, tb_plugin; site = os.path.dirname(os.path.dirname(tb_plugin.__file__)); "
+        "t = kinetoscope.load(os.environ['RUN']); "
+        "print(json.dumps({'file': kinetoscope.__file__, 'site': site, 'avg': t.overview()['average']['total_us'], "
+        "'test_dirs': sorted(d for d in os.listdir(site) if d in ('tests', 'synth', 'samples'))}))"
+    )
+    out = subprocess.run(
+        [str(py), "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env=dict(env, RUN=str(REPO / "samples" / "synthetic_resnet"), KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache")),
+    )
     doc = json.loads(out.stdout)
     assert doc["file"].startswith(doc["site"]) and doc["avg"] == 913.78125 and doc["test_dirs"] == []
     walked = [p for p in Path(doc["site"], "tb_plugin").rglob("*") if "test" in p.name or "synth" in p.name]
     assert walked == []
-    helped = subprocess.run([str(Path(py).parent / "kinetoscope"), "mcp", "--help"], capture_output=True, text=True,
-                            env=env, timeout=120)
+    helped = subprocess.run(
+        [str(Path(py).parent / "kinetoscope"), "mcp", "--help"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert helped.returncode == 0 and "--ui-url" in helped.stdout

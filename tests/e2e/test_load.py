@@ -8,10 +8,10 @@ answers, without errors."""
 from __future__ import annotations
 
 import pytest
+from conftest import SAMPLES
+
 from benchmarks import bench_concurrency as bench
 from tests.e2e.conftest import tensorboard
-
-from conftest import SAMPLES
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 

@@ -21,10 +21,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import sample
 from synth.fts import write_memprofiler
 from synth.memory_html import png, torch_memory_html
+
 from tests.e2e.conftest import tensorboard
 
 SECRET = "KINETOSCOPE-SECRET-5f1c9e"
@@ -53,8 +53,10 @@ def env(tmp_path_factory):
     (logdir / RUN).mkdir(parents=True)
     (logdir / SNAP_RUN).mkdir()
     (outside / "secretrun").mkdir(parents=True)
-    shutil.copy(sample("dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json"),
-                logdir / RUN / "worker0_step_12.1694128201545.pt.trace.json")
+    shutil.copy(
+        sample("dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json"),
+        logdir / RUN / "worker0_step_12.1694128201545.pt.trace.json",
+    )
     shutil.copy(sample("memory_snapshots/mem_snapshot.pickle"), logdir / SNAP_PATH)
     shutil.copy(sample("hta/memory_analysis/memory_timeline.raw.gz"), logdir / EXPORT_PATH)
     write_memprofiler(logdir / SNAP_RUN, ranks=1, snapshots=False)
@@ -62,8 +64,9 @@ def env(tmp_path_factory):
     marker = root / "pwned"
     (logdir / EVIL_PATH).write_bytes(pickle.dumps({"segments": [], "device_traces": [[_Evil(str(marker))]]}))
     # the secret: a valid trace whose op name is the secret, and a plain secret file, all outside
-    secret_trace = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": SECRET, "pid": 1, "tid": 1,
-                                     "ts": 0, "dur": 5}]}
+    secret_trace = {
+        "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": SECRET, "pid": 1, "tid": 1, "ts": 0, "dur": 5}]
+    }
     for p in (outside / "secret.pt.trace.json", outside / "secretrun" / "w.pt.trace.json"):
         p.write_text(json.dumps(secret_trace))
     (outside / "secret.txt").write_text(SECRET)
@@ -107,35 +110,97 @@ FILE = {"run": RUN, "worker": WORKER, "span": SPAN}
 SNAP = {"run": SNAP_RUN, "path": SNAP_PATH}
 # every route that takes a lookup parameter, with valid values for all of them
 ROUTES = {
-    "overview": FILE, "operators": FILE, "operators.csv": FILE, "kernels": FILE, "kernels.csv": FILE,
-    "modules": FILE, "timeline_meta": FILE, "timeline": FILE, "timeline_search": dict(FILE, q="a"),
+    "overview": FILE,
+    "operators": FILE,
+    "operators.csv": FILE,
+    "kernels": FILE,
+    "kernels.csv": FILE,
+    "modules": FILE,
+    "timeline_meta": FILE,
+    "timeline": FILE,
+    "timeline_search": dict(FILE, q="a"),
     "timeline_range": dict(FILE, start_us="0", end_us="1000"),
-    "operator_stacks": dict(FILE, key="0"), "timeline_event": dict(FILE, row="0"), "trace_file": FILE,
-    "memory": FILE, "memory_events": FILE, "memory_events.csv": FILE, "memory_stats": dict(FILE, device="GPU0"),
-    "memory_stats.csv": dict(FILE, device="GPU0"), "insights": FILE,
-    "snapshot": SNAP, "snapshot_timeline": SNAP, "snapshot_segments": SNAP, "snapshot_allocations": SNAP,
-    "snapshot_stack": dict(SNAP, stack="0"), "snapshot_oom": SNAP, "snapshot_ranks": SNAP,
+    "operator_stacks": dict(FILE, key="0"),
+    "timeline_event": dict(FILE, row="0"),
+    "trace_file": FILE,
+    "memory": FILE,
+    "memory_events": FILE,
+    "memory_events.csv": FILE,
+    "memory_stats": dict(FILE, device="GPU0"),
+    "memory_stats.csv": dict(FILE, device="GPU0"),
+    "insights": FILE,
+    "snapshot": SNAP,
+    "snapshot_timeline": SNAP,
+    "snapshot_segments": SNAP,
+    "snapshot_allocations": SNAP,
+    "snapshot_stack": dict(SNAP, stack="0"),
+    "snapshot_oom": SNAP,
+    "snapshot_ranks": SNAP,
     "memory_timeline_export": {"run": SNAP_RUN, "path": EXPORT_PATH},
-    "memory_html": {"run": SNAP_RUN, "path": HTML_PATH}, "memory_html_image": {"run": SNAP_RUN, "path": HTML_PATH},
-    "memprofiler_stats": {"run": SNAP_RUN, "path": STATS_PATH}, "memprofiler_log": {"run": SNAP_RUN, "path": LOG_PATH},
+    "memory_html": {"run": SNAP_RUN, "path": HTML_PATH},
+    "memory_html_image": {"run": SNAP_RUN, "path": HTML_PATH},
+    "memprofiler_stats": {"run": SNAP_RUN, "path": STATS_PATH},
+    "memprofiler_log": {"run": SNAP_RUN, "path": LOG_PATH},
     "distributed": {"run": RUN},
     "diff": {f"{s}_{k}": v for s in ("base", "exp") for k, v in FILE.items()},
 }
-LOOKUP_PARAMS = {"run", "worker", "span", "path", "key", "row", "stack", "base_run", "base_worker", "base_span",
-                 "exp_run", "exp_worker", "exp_span"}
+LOOKUP_PARAMS = {
+    "run",
+    "worker",
+    "span",
+    "path",
+    "key",
+    "row",
+    "stack",
+    "base_run",
+    "base_worker",
+    "base_span",
+    "exp_run",
+    "exp_worker",
+    "exp_span",
+}
 
 
 def hostile_values(env) -> list[str]:
     """Raw (already URL-encoded) hostile values for one parameter."""
     outside = str(env["outside"])
-    plain = ["..", "../..", "../outside/secret.txt", "../../outside/secret.pt.trace.json", f"{outside}/secret.txt",
-             f"{outside}/secret.pt.trace.json", "/etc/passwd", "linkdir", "linkdir/secretrun", "linkdir/secretrun/w",
-             f"{RUN}/leak.pt.trace.json", "leak", "leak2", f"{SNAP_RUN}/leak.pickle", f"{RUN}/../linkdir",
-             "..\\..\\outside\\secret.txt", "file:///etc/passwd", "x" * 10_000, "1e3", "-1", "0x10"]
+    plain = [
+        "..",
+        "../..",
+        "../outside/secret.txt",
+        "../../outside/secret.pt.trace.json",
+        f"{outside}/secret.txt",
+        f"{outside}/secret.pt.trace.json",
+        "/etc/passwd",
+        "linkdir",
+        "linkdir/secretrun",
+        "linkdir/secretrun/w",
+        f"{RUN}/leak.pt.trace.json",
+        "leak",
+        "leak2",
+        f"{SNAP_RUN}/leak.pickle",
+        f"{RUN}/../linkdir",
+        "..\\..\\outside\\secret.txt",
+        "file:///etc/passwd",
+        "x" * 10_000,
+        "1e3",
+        "-1",
+        "0x10",
+    ]
     encoded = [urllib.parse.quote(v, safe="") for v in plain]
-    return encoded + ["%2e%2e%2f%2e%2e%2foutside%2fsecret.txt", "%252e%252e%252f%252e%252e%252foutside%252fsecret.txt",
-                      "..%2f..%2foutside%2fsecret.txt", "%2e%2e", "%252e%252e", "%00", f"{RUN}%00", "..%00",
-                      "%c0%ae%c0%ae%2f", "%2fetc%2fpasswd", "linkdir%2fsecretrun"]
+    return encoded + [
+        "%2e%2e%2f%2e%2e%2foutside%2fsecret.txt",
+        "%252e%252e%252f%252e%252e%252foutside%252fsecret.txt",
+        "..%2f..%2foutside%2fsecret.txt",
+        "%2e%2e",
+        "%252e%252e",
+        "%00",
+        f"{RUN}%00",
+        "..%00",
+        "%c0%ae%c0%ae%2f",
+        "%2fetc%2fpasswd",
+        "linkdir%2fsecretrun",
+    ]
 
 
 def _no_secret(route: str, body: bytes, env, echoed: str = "") -> None:
@@ -178,9 +243,21 @@ def test_every_lookup_parameter_resists_traversal(env):
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("name", ["../plugin.py", "..%2fplugin.py", "%2e%2e%2fplugin.py", "%252e%252e%252fplugin.py",
-                                  "..%2f..%2f..%2f..%2fetc%2fpasswd", "%2fetc%2fpasswd", "index.js%00.txt",
-                                  "...", "__init__.py", "x" * 5000])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../plugin.py",
+        "..%2fplugin.py",
+        "%2e%2e%2fplugin.py",
+        "%252e%252e%252fplugin.py",
+        "..%2f..%2f..%2f..%2fetc%2fpasswd",
+        "%2fetc%2fpasswd",
+        "index.js%00.txt",
+        "...",
+        "__init__.py",
+        "x" * 5000,
+    ],
+)
 def test_static_serves_only_whitelisted_files(env, name):
     code, body, headers = get(env["base"], f"static/{name}")
     assert code == 404 and b"import" not in body and b"root:" not in body
@@ -339,10 +416,18 @@ def odd(tmp_path_factory):
     cache.mkdir()
     for run, doc in {
         "args": {"traceEvents": [_x("big", 0, 10, Big=BIG), _x("deep", 20, 10, Deep=_deep(300))]},
-        "top": {"distributedInfo": {"rank": 0, "world_size": BIG}, "baseTimeNanoseconds": BIG,
-                "deviceProperties": [{"id": 0, "name": "G", "totalGlobalMem": BIG}], "traceEvents": [
-                    _x("aten::mm", 0, 10), {"ph": "M", "name": "clock_sync_timestamp_us", "pid": 1, "args": {"value": BIG}}]},
-        "mods": {"traceEvents": [_x(f"nn.Module: M_{i}", i, 10_000 - 2 * i, cat="python_function") for i in range(3000)]},
+        "top": {
+            "distributedInfo": {"rank": 0, "world_size": BIG},
+            "baseTimeNanoseconds": BIG,
+            "deviceProperties": [{"id": 0, "name": "G", "totalGlobalMem": BIG}],
+            "traceEvents": [
+                _x("aten::mm", 0, 10),
+                {"ph": "M", "name": "clock_sync_timestamp_us", "pid": 1, "args": {"value": BIG}},
+            ],
+        },
+        "mods": {
+            "traceEvents": [_x(f"nn.Module: M_{i}", i, 10_000 - 2 * i, cat="python_function") for i in range(3000)]
+        },
     }.items():
         (logdir / run).mkdir(parents=True)
         (logdir / run / "w.1.pt.trace.json").write_text(json.dumps(doc))
@@ -373,12 +458,16 @@ def test_odd_inputs_answer_json(odd):
     for key, route, query in [
         ("big", "timeline_event", dict(file, run="args", row="0")),
         ("deep", "timeline_event", dict(file, run="args", row="1")),
-        ("top", "overview", dict(file, run="top")), ("meta", "timeline_meta", dict(file, run="top")),
+        ("top", "overview", dict(file, run="top")),
+        ("meta", "timeline_meta", dict(file, run="top")),
         ("mods", "modules", dict(file, run="mods")),
         ("yaml", "memprofiler_stats", {"run": "mem", "path": "mem/rank_0_memory_stats.yaml"}),
-        ("surrogate", "diff", dict(diff, path='["\\ud800"]')), ("nested", "diff", dict(diff, path="[" * 3000)),
-        ("snap", "snapshot", snap), ("timeline", "snapshot_timeline", snap),
-        ("segments", "snapshot_segments", snap), ("allocs", "snapshot_allocations", snap),
+        ("surrogate", "diff", dict(diff, path='["\\ud800"]')),
+        ("nested", "diff", dict(diff, path="[" * 3000)),
+        ("snap", "snapshot", snap),
+        ("timeline", "snapshot_timeline", snap),
+        ("segments", "snapshot_segments", snap),
+        ("allocs", "snapshot_allocations", snap),
         ("junk_device", "snapshot_timeline", dict(snap, device="1")),
     ]:
         code, body, headers = get(odd, route, query)

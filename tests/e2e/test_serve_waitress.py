@@ -11,25 +11,39 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 from tb_plugin.standalone import ROUTE_BASE, allowed_hosts, create_app, host_name
-
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("logs")
     (logdir / "r").mkdir()
-    (logdir / "r" / "w.1.pt.trace.json").write_text(json.dumps({"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}))
+    (logdir / "r" / "w.1.pt.trace.json").write_text(
+        json.dumps(
+            {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}
+        )
+    )
     env = dict(os.environ, PYTHONPATH=str(REPO), KINETOSCOPE_CACHE_DIR=str(tmp_path_factory.mktemp("cache")))
-    proc = subprocess.Popen([sys.executable, "-m", "tb_plugin.cli", "serve", str(logdir), "--port", "0",
-                             "--allow-host", "profiler.internal"], stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tb_plugin.cli",
+            "serve",
+            str(logdir),
+            "--port",
+            "0",
+            "--allow-host",
+            "profiler.internal",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     line = proc.stderr.readline()
     port = int(re.search(r":(\d+)/", line).group(1))
     yield proc, port
@@ -71,10 +85,14 @@ def test_host_allowlist(server):
     assert "10.0.0.5" in allowed_hosts("10.0.0.5") and host_name("[::1]:80") == "::1" and host_name("A.b:1") == "a.b"
 
 
-@pytest.mark.parametrize("request_bytes, status", [
-    (b"GARBAGE\r\n\r\n", 400),
-    (b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5000000\r\n\r\n", 413),
-], ids=["malformed", "body-too-large"])
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"GARBAGE\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5000000\r\n\r\n", 413),
+    ],
+    ids=["malformed", "body-too-large"],
+)
 def test_server_level_errors_are_json_with_the_headers(server, request_bytes, status):
     _, port = server
     got, headers, body = _raw(port, request_bytes)

@@ -11,15 +11,14 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-
 from conftest import sample
 from emulators import Emulator, clear_fsspec_instances
+
 from tb_plugin.cli import main
-from tb_plugin.registry.runs import ERROR, READY, RunRegistry
-from tb_plugin.storage import remote
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.multi import MultiRegistry, parse_logdir_spec
-from tb_plugin.storage import read
+from tb_plugin.registry.runs import ERROR, READY, RunRegistry
+from tb_plugin.storage import read, remote
 
 pytestmark = pytest.mark.emulator  # storage emulators on loopback (tests/emulators.py)
 
@@ -109,7 +108,9 @@ def test_sniff_is_one_small_ranged_read_cached_by_etag(cloud, tmp_path, fresh):
     reg = RunRegistry(cloud.url("sniff"), cache=cache)
     calls = []
     real = reg.fs.cat_file
-    reg.fs.cat_file = lambda path, start=None, end=None, **k: calls.append((start, end)) or real(path, start=start, end=end, **k)
+    reg.fs.cat_file = lambda path, start=None, end=None, **k: (
+        calls.append((start, end)) or real(path, start=start, end=end, **k)
+    )
     try:
         reg.scan()
         assert [st.entry.name for st in reg.files()] == ["rank0.json"]
@@ -289,7 +290,7 @@ def test_missing_extra_names_it(tmp_path, monkeypatch, capsys):
     doc = reg.runs_document()
     runs = {r["name"]: r for r in doc["runs"]}
     assert "mine/v100" in runs, doc
-    assert 'kinetoscope[gcs]' in runs["theirs"]["error"] and runs["mine/v100"]["error"] is None
+    assert "kinetoscope[gcs]" in runs["theirs"]["error"] and runs["mine/v100"]["error"] is None
     assert reg.load(reg.find("mine/v100", "worker0", "1")).state == READY
 
 
@@ -323,4 +324,7 @@ def test_no_credentials_and_access_denied(tmp_path, monkeypatch, fresh):
 
 def test_logdir_spec_parsing(tmp_path):
     assert parse_logdir_spec(f"a:s3://b/x,gs://c/run1,b:{tmp_path}") == [
-        ("a", "s3://b/x"), ("run1", "gs://c/run1"), ("b", os.path.realpath(tmp_path))]
+        ("a", "s3://b/x"),
+        ("run1", "gs://c/run1"),
+        ("b", os.path.realpath(tmp_path)),
+    ]

@@ -11,14 +11,14 @@ from unittest import mock
 
 import numpy as np
 import pytest
-
 from conftest import sample
 from emulators import Emulator, clear_fsspec_instances
+
 from tb_plugin.cli import main
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
-from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.storage import read, remote, remote_blocks
+from tb_plugin.trace.errors import TraceReadError
 
 pytestmark = [pytest.mark.corpus, pytest.mark.emulator]  # the sample corpus (docs/TESTING.md), storage emulators
 
@@ -80,8 +80,13 @@ def _same(a, b) -> None:
         assert sorted(ta.columns) == sorted(tb.columns)
         for key, col in ta.columns.items():
             assert col.dtype == tb.columns[key].dtype and np.array_equal(col, tb.columns[key], equal_nan=True), key
-    assert (a.meta, a.warnings, a.notes, a.distributed, a.devices) == (b.meta, b.warnings, b.notes, b.distributed,
-                                                                       b.devices)
+    assert (a.meta, a.warnings, a.notes, a.distributed, a.devices) == (
+        b.meta,
+        b.warnings,
+        b.notes,
+        b.distributed,
+        b.devices,
+    )
 
 
 def test_remote_trace_streamed_in_ranges_equals_the_local_parse(cloud, streamed):

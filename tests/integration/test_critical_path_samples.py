@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, sample
+
 from tb_plugin.analysis.blocking import blocking_calls
 from tb_plugin.analysis.critical_path import RankGraph, rank_chains
 from tb_plugin.analysis.critical_path_combine import critical_paths
@@ -22,17 +22,25 @@ from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.categories import Kind
 from tb_plugin.trace.links import launch_of
 
-SHARED = ["dlrm_8ranks/worker4_step_12.1694128201547.pt.trace.json", "dlrm_8ranks/worker1_step_12.1694128201556.pt.trace.json",
-          "hta/trace_diff/control/control.json.gz", "hta/trace_diff/test/test.json.gz",
-          "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
-          "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", "hta/triton_example/triton_example.json.gz",
-          "hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz",
-          "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
-          "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-          "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
-          "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"]
-LOCAL = sorted(str(Path(p).relative_to(REPO)) for p in glob.glob(str(REPO / "samples" / "gpu_*" / "*.pt.trace.json.gz"))
-               if "memory" not in p)
+SHARED = [
+    "dlrm_8ranks/worker4_step_12.1694128201547.pt.trace.json",
+    "dlrm_8ranks/worker1_step_12.1694128201556.pt.trace.json",
+    "hta/trace_diff/control/control.json.gz",
+    "hta/trace_diff/test/test.json.gz",
+    "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+    "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    "hta/triton_example/triton_example.json.gz",
+    "hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz",
+    "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+    "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+]
+LOCAL = sorted(
+    str(Path(p).relative_to(REPO))
+    for p in glob.glob(str(REPO / "samples" / "gpu_*" / "*.pt.trace.json.gz"))
+    if "memory" not in p
+)
 
 
 def _paths(trace):
@@ -75,7 +83,7 @@ def test_local_gpu_samples(rel):
 @pytest.mark.corpus
 def test_dlrm_annotations_are_not_segments():
     """DLRM rank 4 used to read ``## backward ##`` 5.33 ms as one cpu segment."""
-    path, = _check(load_trace_file(str(sample(SHARED[0]))))
+    (path,) = _check(load_trace_file(str(sample(SHARED[0]))))
     names = {s["name"] for s in path["segments"]} | {i["name"] for i in path["top_items"]}
     assert not {n for n in names if n.startswith("##")}
     assert any(s["name"] == "blocked on another thread (autograd)" for s in _every(SHARED[0]))
@@ -85,8 +93,11 @@ def _every(rel):
     trace = load_trace_file(str(sample(rel)))
     _, g = _paths(trace)
     steps = compute_steps(trace)
-    return [{"name": s[3], "dur_us": s[1] - s[0]} for k in range(len(steps))
-            for s in g.from_end(float(steps.start[k]), float(steps.end[k])).segs]
+    return [
+        {"name": s[3], "dur_us": s[1] - s[0]}
+        for k in range(len(steps))
+        for s in g.from_end(float(steps.start[k]), float(steps.end[k])).segs
+    ]
 
 
 @pytest.mark.corpus
@@ -113,8 +124,11 @@ def test_transformer_backward_is_not_cpu():
 def test_cpu_only_and_annotation_only_traces():
     """No device work: the path is the leaf-operator chain of the step's thread (torch 2.13 CPU);
     a trace of annotations only (Composer's B/E spans) keeps them, marked as such."""
-    cpu, = [p for p in _check(load_trace_file(str(sample("torch213_cpu/worker0.1795324943899052487.pt.trace.json"))))
-            if p["step"] == "3"]
+    (cpu,) = [
+        p
+        for p in _check(load_trace_file(str(sample("torch213_cpu/worker0.1795324943899052487.pt.trace.json"))))
+        if p["step"] == "3"
+    ]
     assert cpu["by_category"]["cpu"] == pytest.approx(cpu["length_us"])
     assert cpu["top_items"][0]["name"] == "aten::convolution_backward"
     assert all(i["name"].startswith("aten::") for i in cpu["top_items"][:5])  # then Python frames, untraced time

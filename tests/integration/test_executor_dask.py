@@ -17,8 +17,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO, sample
+
 from tb_plugin.cli import main, run_report
 from tb_plugin.registry.executors import RankJob, RankResult, dask_address, open_executor, reduce_rank, run_ranks
 from tb_plugin.registry.executors.task import unpack
@@ -26,7 +26,7 @@ from tb_plugin.registry.runs import RunRegistry
 
 distributed = pytest.importorskip("distributed")
 sys.path.insert(0, os.path.join(str(REPO), "benchmarks"))
-from rank_job import build_rank_job  # noqa: E402
+from rank_job import build_rank_job
 
 DLRM = "dlrm_8ranks"
 RANK_AGGREGATE_BOUND = 2048  # bytes: distributed + insights aggregate of one DLRM rank (measured 717)
@@ -39,8 +39,9 @@ CHAIN_BOUND = 1024  # bytes per critical-path chain (a step's or a collective's;
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=":0") as c:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
+    ) as c:
         yield c.scheduler_address.replace("tcp://", "dask://")
 
 
@@ -122,8 +123,10 @@ def test_dask_not_installed_falls_back(monkeypatch):
     messages = []
     executor = open_executor("dask://127.0.0.1:8786", messages.append)
     assert executor.description == "the local process pool"
-    assert messages == ["executor dask://127.0.0.1:8786: Dask is not installed here (pip install 'kinetoscope[dask]'); "
-                        "using the local process pool"]
+    assert messages == [
+        "executor dask://127.0.0.1:8786: Dask is not installed here (pip install 'kinetoscope[dask]'); "
+        "using the local process pool"
+    ]
     messages.clear()
     open_executor("ray://head:10001", messages.append)
     assert "unknown executor 'ray://head:10001'" in messages[0]
@@ -147,7 +150,7 @@ def test_one_corrupt_rank_is_that_ranks_error_only(cluster, tmp_path):
     for p in logdir.iterdir():
         p.chmod(0o644)
     bad = next(p for p in sorted(logdir.iterdir()) if p.name.startswith("worker3_"))
-    bad.write_bytes(bad.read_bytes()[: 200_000] + b"\x00garbage")  # truncated mid-event
+    bad.write_bytes(bad.read_bytes()[:200_000] + b"\x00garbage")  # truncated mid-event
     code, on_dask, err = _report(logdir, cluster)
     assert code == 1
     code_local, local, _ = _report(logdir, "local")
@@ -220,8 +223,9 @@ def test_lost_ranks_run_again_locally():
     results = list(run_ranks(Losing(), [job], lambda d, t, r: seen.append((d, t, r.key)), messages.append))
     assert [r.error for r in results] == [None] and results[0].aggregate["distributed"]["distributed_info"]["rank"] == 0
     assert seen == [(1, 1, "r0")]
-    assert messages == ["1 of 1 ranks were lost by a flaky cluster (KilledWorker: gone); analysing them on this "
-                        "machine instead"]
+    assert messages == [
+        "1 of 1 ranks were lost by a flaky cluster (KilledWorker: gone); analysing them on this machine instead"
+    ]
 
 
 @pytest.mark.corpus
@@ -268,8 +272,9 @@ def test_dask_workers_read_their_ranks_from_the_bucket(tmp_path, monkeypatch, ca
         clear_fsspec_instances()
         emu.make_bucket()
         emu.upload(sample(DLRM), "dlrm")
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                      dashboard_address=":0") as c:
+        with distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
+        ) as c:
             address = c.scheduler_address.replace("tcp://", "dask://")
             with distributed.Client(c) as client:
                 worker_pids = set(client.run(os.getpid).values())
@@ -279,6 +284,9 @@ def test_dask_workers_read_their_ranks_from_the_bucket(tmp_path, monkeypatch, ca
         emu.kill()
         clear_fsspec_instances()
     assert got == expected
-    ran_on = {int(line.rsplit(" process ", 1)[1].rstrip(")")) for line in err.splitlines()
-              if line.startswith("[") and line.rstrip().endswith(")")}
+    ran_on = {
+        int(line.rsplit(" process ", 1)[1].rstrip(")"))
+        for line in err.splitlines()
+        if line.startswith("[") and line.rstrip().endswith(")")
+    }
     assert ran_on and ran_on <= worker_pids and os.getpid() not in ran_on  # every rank read by a Dask worker

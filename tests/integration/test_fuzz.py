@@ -17,13 +17,13 @@ import shutil
 import socket
 import time
 
+import fuzz_inputs as F
 import numpy as np
 import pytest
+from conftest import sample
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import fuzz_inputs as F
-from conftest import sample
 from tb_plugin import api
 from tb_plugin.cli import run_report
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
@@ -32,18 +32,23 @@ from tb_plugin.trace.errors import TraceReadError
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy on hostile numbers
 MUTATION_SECONDS = float(os.environ.get("KINETOSCOPE_FUZZ_SECONDS", "25"))
-HYPOTHESIS = settings(max_examples=int(os.environ.get("KINETOSCOPE_FUZZ_EXAMPLES", "150")), deadline=None,
-                      derandomize=True, database=None,
-                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                             HealthCheck.data_too_large])
+HYPOTHESIS = settings(
+    max_examples=int(os.environ.get("KINETOSCOPE_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
 TRIED = {"hypothesis": 0, "mutation": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _report_counts(request):
     yield
-    line = (f"fuzz: {TRIED['hypothesis'] + TRIED['mutation']} inputs tried "
-            f"({TRIED['hypothesis']} hypothesis, {TRIED['mutation']} seeded mutations), 0 unhandled")
+    line = (
+        f"fuzz: {TRIED['hypothesis'] + TRIED['mutation']} inputs tried "
+        f"({TRIED['hypothesis']} hypothesis, {TRIED['mutation']} seeded mutations), 0 unhandled"
+    )
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if capture is not None:
         with capture.global_and_fixture_disabled():
@@ -62,14 +67,19 @@ def _check(data: bytes, tmp_path=None, kind: str = "hypothesis") -> str:
 # Bounded fuzzing
 # --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.corpus
 def test_seeded_mutations_of_real_traces(tmp_path):
     """Byte flips, truncation, gzip garbage, hostile field values and layouts over six real traces."""
     assert len(F.seed_documents()) == len(F.SEED_FILES), "a seed trace is missing from ../shared/samples"
     failures = []
     started = time.monotonic()
-    counts = F.run_for(random.Random(20240611), lambda n: time.monotonic() - started < MUTATION_SECONDS, tmp_path,
-                       on_unhandled=lambda label, data, exc: failures.append((label, data[:200], repr(exc))))
+    counts = F.run_for(
+        random.Random(20240611),
+        lambda n: time.monotonic() - started < MUTATION_SECONDS,
+        tmp_path,
+        on_unhandled=lambda label, data, exc: failures.append((label, data[:200], repr(exc))),
+    )
     TRIED["mutation"] += counts["tried"]
     assert not failures, failures[:3]
     assert counts["tried"] >= 20 and counts["ok"] >= 5 and counts["error"] >= 5, counts
@@ -82,36 +92,93 @@ def test_arbitrary_bytes(data):
 
 
 _SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-2**80, max_value=2**80),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
-    st.sampled_from(["X", "B", "E", "i", "M", "C", "s", "f", "kernel", "cpu_op", "cuda_runtime", "[memory]",
-                     "ProfilerStep#1", "process_name", "gpu_memcpy", "ac2g", "fwdbwd", "Operator", "Kernel"]),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "X",
+            "B",
+            "E",
+            "i",
+            "M",
+            "C",
+            "s",
+            "f",
+            "kernel",
+            "cpu_op",
+            "cuda_runtime",
+            "[memory]",
+            "ProfilerStep#1",
+            "process_name",
+            "gpu_memcpy",
+            "ac2g",
+            "fwdbwd",
+            "Operator",
+            "Kernel",
+        ]
+    ),
 )
-_JSON = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                       st.dictionaries(st.text(max_size=6), inner, max_size=4)),
-                     max_leaves=12)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    max_leaves=12,
+)
 _ARG_KEYS = st.sampled_from(F._ARG_KEYS)
 
 
 def _event_strategy():
-    base = {"ph": st.sampled_from(["X", "X", "X", "B", "E", "i", "M", "C", "s", "f"]) | _JSON,
-            "cat": st.sampled_from(["kernel", "cpu_op", "cuda_runtime", "gpu_memcpy", "user_annotation",
-                                    "python_function", "Kernel", "Operator", "cpu_instant_event"]) | _JSON,
-            "name": st.sampled_from(["aten::mm", "ProfilerStep#1", "k", "[memory]", "cudaLaunchKernel",
-                                     "process_name", "nccl:all_reduce"]) | _JSON,
-            "pid": st.integers(0, 3) | _JSON,
-            "tid": st.integers(0, 3) | _JSON,
-            "ts": st.floats(0, 1e4) | _JSON,
-            "dur": st.floats(0, 1e3) | _JSON,
-            "id": st.integers(0, 4) | _JSON,
-            "args": st.dictionaries(_ARG_KEYS, _JSON, max_size=6) | _JSON}
+    base = {
+        "ph": st.sampled_from(["X", "X", "X", "B", "E", "i", "M", "C", "s", "f"]) | _JSON,
+        "cat": st.sampled_from(
+            [
+                "kernel",
+                "cpu_op",
+                "cuda_runtime",
+                "gpu_memcpy",
+                "user_annotation",
+                "python_function",
+                "Kernel",
+                "Operator",
+                "cpu_instant_event",
+            ]
+        )
+        | _JSON,
+        "name": st.sampled_from(
+            ["aten::mm", "ProfilerStep#1", "k", "[memory]", "cudaLaunchKernel", "process_name", "nccl:all_reduce"]
+        )
+        | _JSON,
+        "pid": st.integers(0, 3) | _JSON,
+        "tid": st.integers(0, 3) | _JSON,
+        "ts": st.floats(0, 1e4) | _JSON,
+        "dur": st.floats(0, 1e3) | _JSON,
+        "id": st.integers(0, 4) | _JSON,
+        "args": st.dictionaries(_ARG_KEYS, _JSON, max_size=6) | _JSON,
+    }
     return st.fixed_dictionaries({}, optional=base)
 
 
 @HYPOTHESIS
-@given(st.lists(_event_strategy(), max_size=25), st.sampled_from(["object", "array", "cut"]),
-       st.dictionaries(st.sampled_from(["deviceProperties", "distributedInfo", "baseTimeNanoseconds",
-                                        "schemaVersion", "computeProperties", "displayTimeUnit"]), _JSON, max_size=3))
+@given(
+    st.lists(_event_strategy(), max_size=25),
+    st.sampled_from(["object", "array", "cut"]),
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "deviceProperties",
+                "distributedInfo",
+                "baseTimeNanoseconds",
+                "schemaVersion",
+                "computeProperties",
+                "displayTimeUnit",
+            ]
+        ),
+        _JSON,
+        max_size=3,
+    ),
+)
 def test_events_with_wrong_types_per_field(events, form, top):
     text = json.dumps(events)
     if form == "object":
@@ -123,8 +190,11 @@ def test_events_with_wrong_types_per_field(events, form, top):
 
 @pytest.mark.corpus
 @HYPOTHESIS
-@given(st.sampled_from(range(len(F.SEED_FILES))), st.randoms(use_true_random=False), st.sampled_from(
-    ["bytes", "truncate", "gzip", "struct", "handmade"]))
+@given(
+    st.sampled_from(range(len(F.SEED_FILES))),
+    st.randoms(use_true_random=False),
+    st.sampled_from(["bytes", "truncate", "gzip", "struct", "handmade"]),
+)
 def test_hypothesis_driven_mutations(tmp_path, index, rng, how):
     seeds = F.seed_documents()
     name, data = seeds[index % len(seeds)]
@@ -144,6 +214,7 @@ def test_hypothesis_driven_mutations(tmp_path, index, rng, how):
 # --------------------------------------------------------------------------------------------
 # Regressions: each input crashed the parser or an analysis before it was fixed
 # --------------------------------------------------------------------------------------------
+
 
 def _doc(*events, **top) -> bytes:
     return json.dumps(dict(top, traceEvents=list(events))).encode()
@@ -191,9 +262,12 @@ def test_invalid_utf8():
 
 def test_numbers_out_of_range():
     # 1e400 does not fit a float: the event is skipped; 2**70 does not fit an int64: the column says -1
-    data = _step_and(_ev(name="huge"), _ev(name="big", ts=2**70, dur=2**70, args={"correlation": 2**70,
-                                                                                   "External id": -2**70}))
-    data = data.replace(b'"name": "huge", "pid": 1, "tid": 1, "ts": 10', b'"name": "huge", "pid": 1, "tid": 1, "ts": 1e400')
+    data = _step_and(
+        _ev(name="huge"), _ev(name="big", ts=2**70, dur=2**70, args={"correlation": 2**70, "External id": -(2**70)})
+    )
+    data = data.replace(
+        b'"name": "huge", "pid": 1, "tid": 1, "ts": 10', b'"name": "huge", "pid": 1, "tid": 1, "ts": 1e400'
+    )
     trace = decode_trace(data)
     assert any("could not be decoded" in w for w in trace.warnings)
     assert F.exercise(data) == "ok"
@@ -222,8 +296,13 @@ def test_nan_and_infinity_literals_in_args_keep_every_event_and_metric():
     with pytest.raises(Exception):
         json.loads(hostile, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # really not JSON
     a, b = decode_trace(clean), decode_trace(hostile)
-    assert b.warnings == [f"{3 * args} bare NaN/Infinity literals (not valid JSON) were read as the "
-                          "non-finite numbers they stand for"] + a.warnings
+    assert (
+        b.warnings
+        == [
+            f"{3 * args} bare NaN/Infinity literals (not valid JSON) were read as the non-finite numbers they stand for"
+        ]
+        + a.warnings
+    )
     assert args > 50_000 and len(b.events) == len(a.events) == a.meta["event_count"] > 40_000
     assert b.strings == a.strings and any('"NaN": -Infinity\\;' in s for s in b.strings)
     for key, col in a.events.columns.items():
@@ -249,12 +328,14 @@ def test_nan_and_infinity_literals_in_args_keep_every_event_and_metric():
     assert any(w.startswith("1 bare NaN/Infinity") for w in trace.warnings)
 
 
-_NONFINITE_TEXT = st.lists(st.sampled_from(['"', "\\", "NaN", "-Infinity", "Infinity", " ", "a", ":", ","]),
-                           max_size=12).map("".join)
+_NONFINITE_TEXT = st.lists(
+    st.sampled_from(['"', "\\", "NaN", "-Infinity", "Infinity", " ", "a", ":", ","]), max_size=12
+).map("".join)
 _WITH_NONFINITE = st.recursive(
     st.one_of(st.floats(), _NONFINITE_TEXT, st.integers(-5, 5), st.none()),
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_NONFINITE_TEXT, inner, max_size=4)),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 
 def _as_quoted(value):
@@ -288,7 +369,8 @@ def test_quote_nonfinite_touches_only_literals_outside_strings(value, block_few)
         out, count = quoted
         assert json.loads(out, parse_constant=lambda c: pytest.fail(f"literal {c} left")) == expected
         assert count == out.count(b'"NaN"') + out.count(b'"Infinity"') + out.count(b'"-Infinity"') - (
-            text.count(b'"NaN"') + text.count(b'"Infinity"') + text.count(b'"-Infinity"'))
+            text.count(b'"NaN"') + text.count(b'"Infinity"') + text.count(b'"-Infinity"')
+        )
 
 
 def test_malformed_json_near_a_nan_in_a_string_is_still_an_error():
@@ -298,42 +380,71 @@ def test_malformed_json_near_a_nan_in_a_string_is_still_an_error():
     assert "invalid JSON" in _error(b'{"traceEvents":[{"ph":"X","ts":NaN NaN}]}')
 
 
-@pytest.mark.parametrize("field,value", [
-    ("ts", [1, 2, 3]), ("dur", "x"), ("pid", {"a": 1}), ("tid", [1]), ("args", 3), ("name", 7), ("cat", [1]),
-    ("ph", {"x": 1}), ("ph", [1]), ("dur", [1, 2, 3]), ("id", {"a": 1}),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("ts", [1, 2, 3]),
+        ("dur", "x"),
+        ("pid", {"a": 1}),
+        ("tid", [1]),
+        ("args", 3),
+        ("name", 7),
+        ("cat", [1]),
+        ("ph", {"x": 1}),
+        ("ph", [1]),
+        ("dur", [1, 2, 3]),
+        ("id", {"a": 1}),
+    ],
+)
 def test_wrong_type_in_every_event(field, value):
     events = [_ev(**{field: value}, ts=i * 10) if field != "ts" else _ev(ts=value) for i in range(5)]
-    events += [{"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 11, field: value,
-                "args": {"Bytes": [1, 2, 3], "Addr": [1, 2, 3], "Device Type": [0, 0, 0], "Device Id": [0]}}
-               for _ in range(3)]
+    events += [
+        {
+            "ph": "i",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": 11,
+            field: value,
+            "args": {"Bytes": [1, 2, 3], "Addr": [1, 2, 3], "Device Type": [0, 0, 0], "Device Id": [0]},
+        }
+        for _ in range(3)
+    ]
     assert F.exercise(_step_and(*events)) in ("ok", "error")
 
 
 def test_odd_kernel_args():
     k = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 5}
-    events = [dict(k, args={"grid": [2**62, 2**62, 2**62], "correlation": 1, "stream": 7, "device": 0}),
-              dict(k, args={"grid": [1e300, 1, 1], "block": 5, "correlation": [1, 2, 3], "device": 2**40}),
-              dict(k, args={"grid": "abc", "blocks per SM": "x", "est. achieved occupancy %": 1e300})]
+    events = [
+        dict(k, args={"grid": [2**62, 2**62, 2**62], "correlation": 1, "stream": 7, "device": 0}),
+        dict(k, args={"grid": [1e300, 1, 1], "block": 5, "correlation": [1, 2, 3], "device": 2**40}),
+        dict(k, args={"grid": "abc", "blocks per SM": "x", "est. achieved occupancy %": 1e300}),
+    ]
     assert F.exercise(_step_and(*events)) == "ok"
 
 
 def test_duplicate_keys_bom_and_cut_array():
     assert F.exercise(b'{"traceEvents":[],"traceEvents":' + _step_and(_ev())[15:]) == "ok"
-    assert F.exercise(b'\xef\xbb\xbf' + _step_and(_ev(), _ev(ts=20))) == "ok"
+    assert F.exercise(b"\xef\xbb\xbf" + _step_and(_ev(), _ev(ts=20))) == "ok"
     assert F.exercise(json.dumps([_ev(), _ev(ts=20)]).encode()[:-30]) == "ok"
     assert F.exercise(b'[{"ph":"X","ts":1,"dur":1,"ts":[1],"dur":"x"}]') in ("ok", "error")
 
 
 def test_gzip_of_garbage(tmp_path):
-    for data in (b"\x1f\x8b", b"\x1f\x8b\x08\x00" + b"\x00" * 50, gzip.compress(os.urandom(1000)),
-                 gzip.compress(b"")[:-4], gzip.compress(_step_and(_ev())) + b"trailing junk"):
+    for data in (
+        b"\x1f\x8b",
+        b"\x1f\x8b\x08\x00" + b"\x00" * 50,
+        gzip.compress(os.urandom(1000)),
+        gzip.compress(b"")[:-4],
+        gzip.compress(_step_and(_ev())) + b"trailing junk",
+    ):
         assert _check(data, tmp_path, "mutation") == "error"
 
 
 # --------------------------------------------------------------------------------------------
 # Odd things in a logdir
 # --------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def odd_logdir(tmp_path):
@@ -365,9 +476,9 @@ def test_registry_lists_and_loads_an_odd_logdir(odd_logdir):
     states = {st.entry.rel: st for st in reg.files()}
     # non-regular files (directories, FIFOs, sockets, dangling or looping links) are skipped
     assert set(states) == {"run1/empty.pt.trace.json", "run1/junk.pt.trace.json", "run1/good.pt.trace.json"}
-    for st in states.values():
+    for state in states.values():
         with F.time_bound(60):
-            reg.load(st)
+            reg.load(state)
     assert states["run1/good.pt.trace.json"].state == READY
     assert states["run1/empty.pt.trace.json"].state == ERROR
     assert states["run1/empty.pt.trace.json"].error == "file is empty (0 bytes)"
@@ -393,7 +504,10 @@ def test_report_names_each_bad_file_and_reason(odd_logdir):
     assert len(lines) == 2, lines
     doc = json.loads(out.getvalue())
     assert {w["path"] for r in doc["runs"] for w in r["workers"]} == {
-        "run1/empty.pt.trace.json", "run1/junk.pt.trace.json", "run1/good.pt.trace.json"}
+        "run1/empty.pt.trace.json",
+        "run1/junk.pt.trace.json",
+        "run1/good.pt.trace.json",
+    }
 
 
 def _listed_then_removed(tmp_path):
@@ -420,4 +534,3 @@ def test_file_removed_after_listing(tmp_path):
     reg, st, _ = _listed_then_removed(tmp_path)
     reg.load(st)
     assert st.state == ERROR and st.error.startswith("cannot read file"), st.error
-

@@ -8,13 +8,15 @@ import io
 import shutil
 
 import pytest
-
 from conftest import sample
-from tb_plugin.cli import run_report
-from tb_plugin.trace.errors import TraceReadError
 from fuzz_files import gzip_bomb
 from test_fuzz import _ev, _step_and
+
+from tb_plugin.cli import run_report
+from tb_plugin.trace.errors import TraceReadError
+
 # --------------------------------------------------------------------------------------------
+
 
 def test_gzip_bomb_helper_is_a_real_gzip_file():
     assert gzip.decompress(gzip_bomb(3, b" ")) == b" " * (3 << 20)
@@ -110,13 +112,26 @@ def test_long_whitespace_runs_cost_nothing_and_change_no_value(tmp_path):
     from tb_plugin.storage.read import gunzip_bounded
 
     rng = random.Random(3)
-    events = [{"ph": "X", "name": "".join(rng.choice("abcdefghij") for _ in range(200_000)), "pid": 1, "tid": 1,
-               "ts": i * 10, "dur": 5, "cat": "cpu_op"} for i in range(4)]
+    events = [
+        {
+            "ph": "X",
+            "name": "".join(rng.choice("abcdefghij") for _ in range(200_000)),
+            "pid": 1,
+            "tid": 1,
+            "ts": i * 10,
+            "dur": 5,
+            "cat": "cpu_op",
+        }
+        for i in range(4)
+    ]
     pad = " \n\t" * (1 << 18)  # 768 KiB of blanks between events
     body = '{"traceEvents":[' + (pad + ",").join(json.dumps(e) for e in events) + "]}"
     (tmp_path / "pad.pt.trace.json.gz").write_bytes(gzip.compress(body.encode()))
     (tmp_path / "plain.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
-    padded, plain = load_trace_file(str(tmp_path / "pad.pt.trace.json.gz")), load_trace_file(str(tmp_path / "plain.pt.trace.json.gz"))
+    padded, plain = (
+        load_trace_file(str(tmp_path / "pad.pt.trace.json.gz")),
+        load_trace_file(str(tmp_path / "plain.pt.trace.json.gz")),
+    )
     assert len(padded.events) == len(plain.events) == 4
     assert [padded.strings[i] for i in padded.events.name] == [plain.strings[i] for i in plain.events.name]
     inflated = gunzip_bounded(gzip.compress(body.encode()))

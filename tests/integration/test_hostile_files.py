@@ -11,11 +11,11 @@ import subprocess
 import sys
 
 import pytest
-
 from fuzz_files import begin_end_trace, gzip_bomb
+
+from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.storage import read
 from tb_plugin.trace.errors import TraceReadError
-from tb_plugin.registry.parse import load_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,8 +36,15 @@ def _peak_rss_mb_of_loading(logdir, env=None) -> tuple[dict, float]:
         "    reg.load_artifact(art); out[art.entry.rel] = art.error or art.state\n"
         "print(json.dumps({'states': out, 'rss_mb': hwm_mb()}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(logdir)], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT, env=dict(os.environ, **(env or {})), check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(logdir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=dict(os.environ, **(env or {})),
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout.strip().splitlines()[-1])
     return doc["states"], doc["rss_mb"]

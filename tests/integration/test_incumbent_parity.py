@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import sample
+
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.registry.parse import load_trace_file
 
@@ -26,8 +26,16 @@ PARITY_FILES = [
     "kineto/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz",
     "kineto/gpu_metrics_input.json",
 ]
-CATEGORIES = ["kernel_us", "memcpy_us", "memset_us", "communication_us", "runtime_us", "dataloader_us",
-              "cpu_exec_us", "other_us"]
+CATEGORIES = [
+    "kernel_us",
+    "memcpy_us",
+    "memset_us",
+    "communication_us",
+    "runtime_us",
+    "dataloader_us",
+    "cpu_exec_us",
+    "other_us",
+]
 
 
 @pytest.fixture(scope="module", params=PARITY_FILES)
@@ -75,12 +83,15 @@ def test_resnet_matches_exactly_not_just_within_tolerance():
     assert ours["gpus"][0]["utilization_pct"] == pytest.approx(55.5141, abs=1e-4)
 
 
-@pytest.mark.parametrize("rel", [
-    "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-    "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
-    "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
-    "dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json",
-])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+        "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+        "dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json",
+    ],
+)
 def test_pytorch2_runtime_is_not_zero(rel):
     """The incumbent maps no PyTorch 2.x runtime category and shows Runtime 0; we do not."""
     assert REFERENCE[rel]["avg_step"]["runtime_us"] == 0

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import REPO, SAMPLES
-from tb_plugin.registry.artifacts import MEMPROFILER_KINDS
+
 from tb_plugin.cli import run_report
-from tb_plugin.registry.runs import READY, RunRegistry
+from tb_plugin.registry.artifacts import MEMPROFILER_KINDS
 from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.runs import READY, RunRegistry
 from tb_plugin.storage.fs import list_files, open_logdir
 from tb_plugin.storage.sniff import SniffCache
 from tests import invariants as inv
@@ -133,18 +133,24 @@ def _id(request) -> str:
 
 
 def _fail_if(failures: list[str], what: str) -> None:
-    assert not failures, f"{what}:\n  " + "\n  ".join(failures[:40]) + (
-        f"\n  … and {len(failures) - 40} more" if len(failures) > 40 else "")
+    assert not failures, (
+        f"{what}:\n  "
+        + "\n  ".join(failures[:40])
+        + (f"\n  … and {len(failures) - 40} more" if len(failures) > 40 else "")
+    )
 
 
 def test_sample_list_is_complete():
     """Every sample folder the README names is found (a listing bug must not shrink the sweep)."""
     ids = set(IDS)
-    for must in ("shared/kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
-                 "shared/tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
-                 "shared/dlrm_8ranks/worker7_step_12.1694128201553.pt.trace.json",
-                 "shared/composer/rank_0.trace.json", "shared/lightning/0_trace.json",
-                 "repo/synthetic_ddp/rank0.1751410900000.pt.trace.json.gz"):
+    for must in (
+        "shared/kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+        "shared/tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+        "shared/dlrm_8ranks/worker7_step_12.1694128201553.pt.trace.json",
+        "shared/composer/rank_0.trace.json",
+        "shared/lightning/0_trace.json",
+        "repo/synthetic_ddp/rank0.1751410900000.pt.trace.json.gz",
+    ):
         assert must in ids
     assert not [i for i in ids if i.endswith((".pickle", ".raw.gz", ".expected.json"))]
     assert len(FILES) >= 36
@@ -171,20 +177,26 @@ def test_gpu_idle_within_window(request, loaded):
 
 def test_percentages_in_range(request, loaded):
     _known(request, "percentages", _id(request))
-    _fail_if(inv.percentage_failures([loaded.entry, loaded.insights, loaded.run_doc.get("distributed")]),
-             "percentage out of range")
+    _fail_if(
+        inv.percentage_failures([loaded.entry, loaded.insights, loaded.run_doc.get("distributed")]),
+        "percentage out of range",
+    )
 
 
 def test_no_null_in_numbers(request, loaded):
     _known(request, "null_number", _id(request))
-    _fail_if(inv.null_number_failures([loaded.entry, loaded.insights, loaded.run_doc.get("distributed")]),
-             "null/NaN/Infinity where a number is documented")
+    _fail_if(
+        inv.null_number_failures([loaded.entry, loaded.insights, loaded.run_doc.get("distributed")]),
+        "null/NaN/Infinity where a number is documented",
+    )
 
 
 def test_no_null_words_in_sentences(request, loaded):
     _known(request, "null_word", _id(request))
-    _fail_if(inv.null_word_failures([loaded.entry, loaded.insights, loaded.run_doc.get("distributed")]),
-             "null word in a sentence")
+    _fail_if(
+        inv.null_word_failures([loaded.entry, loaded.insights, loaded.run_doc.get("distributed")]),
+        "null word in a sentence",
+    )
 
 
 def _artifact_runs() -> list[tuple[str, str]]:
@@ -193,8 +205,13 @@ def _artifact_runs() -> list[tuple[str, str]]:
     for label, root in ROOTS.items():
         reg = RunRegistry(str(root))
         reg.scan()
-        out += sorted({(label, art.run) for art in reg.artifacts()
-                       if art.entry.kind == "snapshot" or art.entry.kind in MEMPROFILER_KINDS})
+        out += sorted(
+            {
+                (label, art.run)
+                for art in reg.artifacts()
+                if art.entry.kind == "snapshot" or art.entry.kind in MEMPROFILER_KINDS
+            }
+        )
     return out
 
 
@@ -204,8 +221,10 @@ def test_artifact_report_sections(samples, label, run):
     doc = next(r for r in samples.report(label, run)["runs"] if r["name"] == run)
     sections = [doc.get("snapshots"), doc.get("memprofiler")]
     assert any(sections)
-    _fail_if(inv.percentage_failures(sections) + inv.null_number_failures(sections) + inv.null_word_failures(sections),
-             f"report of run {run}")
+    _fail_if(
+        inv.percentage_failures(sections) + inv.null_number_failures(sections) + inv.null_word_failures(sections),
+        f"report of run {run}",
+    )
 
 
 def test_advice_is_material_and_consistent(request, loaded):

@@ -12,15 +12,15 @@ import logging
 import pickle
 
 import pytest
+from conftest import loaded_registry, write_json
 from werkzeug.test import Client
 
-from conftest import loaded_registry, write_json
 from tb_plugin import api, plugin
-from tb_plugin.trace import jsonsafe
-from tb_plugin.cli import run_report
 from tb_plugin.analysis.numfmt import fixed
-from tb_plugin.registry.runs import READY, RunRegistry
+from tb_plugin.cli import run_report
 from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.runs import READY, RunRegistry
+from tb_plugin.trace import jsonsafe
 
 BIG = 2**70 + 1  # beyond 64 bits: orjson refuses it
 BIG_TEXT = "1180591620717411303425"
@@ -65,13 +65,22 @@ def _file(run):
 
 # -- the sanitizer ------------------------------------------------------------------------------------
 
+
 def test_jsonable_turns_refused_values_into_values():
-    doc = {"big": BIG, "neg": -BIG, "u64": 2**64 - 1, BIG: "key", "s": "a\ud800b", "pair": "\ud83d\ude00",
-           "deep": _deep(300), "t": (1, BIG)}
+    doc = {
+        "big": BIG,
+        "neg": -BIG,
+        "u64": 2**64 - 1,
+        BIG: "key",
+        "s": "a\ud800b",
+        "pair": "\ud83d\ude00",
+        "deep": _deep(300),
+        "t": (1, BIG),
+    }
     out = json.loads(jsonsafe.dumps(doc))
     assert out["big"] == BIG_TEXT and out["neg"] == "-" + BIG_TEXT and out["u64"] == 2**64 - 1
     assert out[BIG_TEXT] == "key"
-    assert out["s"] == "a\ufffdb" and out["pair"] == "\U0001F600"
+    assert out["s"] == "a\ufffdb" and out["pair"] == "\U0001f600"
     assert out["t"] == [1, BIG_TEXT]
     level, node = 0, out["deep"]
     while isinstance(node, list):
@@ -82,6 +91,7 @@ def test_jsonable_turns_refused_values_into_values():
 
 
 # -- the route layer ----------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def small(tmp_path):
@@ -116,9 +126,12 @@ def test_a_bad_parameter_that_escapes_a_route_is_a_400(small, monkeypatch):
 
 # -- trace files --------------------------------------------------------------------------------------
 
+
 def test_timeline_event_with_a_big_integer_and_deep_nesting_in_args(tmp_path):
-    write_json(tmp_path / "a" / "w.1.pt.trace.json", {"traceEvents": [
-        _x("big", 0, 10, Big=BIG, Neg=-BIG), _x("deep", 20, 10, Deep=_deep(300))]})
+    write_json(
+        tmp_path / "a" / "w.1.pt.trace.json",
+        {"traceEvents": [_x("big", 0, 10, Big=BIG, Neg=-BIG), _x("deep", 20, 10, Deep=_deep(300))]},
+    )
     apps = _app(_registry(tmp_path))
     status, doc = _get(apps, "/timeline_event", row=0, **_file("a"))
     assert status == 200 and doc["name"] == "big"
@@ -131,12 +144,16 @@ def test_timeline_event_with_a_big_integer_and_deep_nesting_in_args(tmp_path):
     assert node == jsonsafe.DEEP_MARKER and level > 150  # shown truncated, not refused
 
 
-@pytest.mark.parametrize("top", [
-    {"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": BIG}},
-    {"deviceProperties": [{"id": 0, "name": "GPU-X", "totalGlobalMem": BIG, "numSms": 132}]},
-    {"baseTimeNanoseconds": BIG},
-    {"M": {"ph": "M", "name": "clock_sync_timestamp_us", "pid": 1, "args": {"value": BIG}}},
-], ids=["distributedInfo", "deviceProperties", "baseTimeNanoseconds", "M"])
+@pytest.mark.parametrize(
+    "top",
+    [
+        {"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": BIG}},
+        {"deviceProperties": [{"id": 0, "name": "GPU-X", "totalGlobalMem": BIG, "numSms": 132}]},
+        {"baseTimeNanoseconds": BIG},
+        {"M": {"ph": "M", "name": "clock_sync_timestamp_us", "pid": 1, "args": {"value": BIG}}},
+    ],
+    ids=["distributedInfo", "deviceProperties", "baseTimeNanoseconds", "M"],
+)
 def test_big_integers_at_the_top_of_a_trace_are_values(tmp_path, top):
     events = [_x("aten::mm", 0, 10)] + ([top.pop("M")] if "M" in top else [])
     write_json(tmp_path / "t" / "w.1.pt.trace.json", dict(top, traceEvents=events))
@@ -192,7 +209,9 @@ def test_diff_with_odd_paths(tmp_path):
     apps = _app(_registry(tmp_path))
     sides = {f"{side}_{k}": v for side in ("base", "exp") for k, v in _file("d").items()}
     assert _get(apps, "/diff", path='["\\ud800"]', **sides) == (
-        400, {"error": "parameter 'path' holds a lone surrogate (not text)"})
+        400,
+        {"error": "parameter 'path' holds a lone surrogate (not text)"},
+    )
     bad = (400, {"error": "parameter 'path' must be a JSON list of operator names"})
     assert _get(apps, "/diff", path="[" * 5000 + "]" * 5000, **sides) == bad
     assert _get(apps, "/diff", path=json.dumps([[[]]]), **sides) == bad
@@ -202,11 +221,13 @@ def test_diff_with_odd_paths(tmp_path):
 
 # -- memory artifacts ---------------------------------------------------------------------------------
 
+
 def test_memprofiler_yaml_with_a_big_integer(tmp_path, caplog):
     (tmp_path / "mp").mkdir()
     (tmp_path / "mp" / "rank_0_memory_stats.yaml").write_text(
         f"0.training_step.2.start:\n  allocated_bytes.all.peak: {BIG}\n  rss: 5\n  vms: {10**400}\n"
-        f"0.training_step.{'9' * 30}.end:\n  rss: 6\n")
+        f"0.training_step.{'9' * 30}.end:\n  rss: 6\n"
+    )
     reg = RunRegistry(str(tmp_path), cache=ParseCache())
     reg.scan()
     status, doc = _get(_app(reg), "/memprofiler_stats", run="mp", path="mp/rank_0_memory_stats.yaml")
@@ -227,14 +248,27 @@ def test_memprofiler_yaml_with_a_big_integer(tmp_path, caplog):
 
 FRAME = {"filename": "model.py", "line": 3, "name": "forward"}
 BASE_SNAPSHOT = {
-    "segments": [{"device": 0, "address": 4096, "total_size": 2048, "stream": 0, "segment_type": "large",
-                  "blocks": [{"address": 4096, "size": 512, "requested_size": 500, "state": "active_allocated",
-                              "frames": [FRAME]},
-                             {"size": 1536, "state": "inactive", "frames": []}]}],
-    "device_traces": [[{"action": "segment_alloc", "addr": 4096, "size": 2048, "time_us": 1, "frames": [FRAME]},
-                       {"action": "alloc", "addr": 4096, "size": 512, "time_us": 2, "frames": [FRAME]},
-                       {"action": "free_completed", "addr": 4096, "size": 512, "time_us": 3, "frames": []},
-                       {"action": "oom", "addr": 0, "size": 99, "time_us": 4, "frames": []}]],
+    "segments": [
+        {
+            "device": 0,
+            "address": 4096,
+            "total_size": 2048,
+            "stream": 0,
+            "segment_type": "large",
+            "blocks": [
+                {"address": 4096, "size": 512, "requested_size": 500, "state": "active_allocated", "frames": [FRAME]},
+                {"size": 1536, "state": "inactive", "frames": []},
+            ],
+        }
+    ],
+    "device_traces": [
+        [
+            {"action": "segment_alloc", "addr": 4096, "size": 2048, "time_us": 1, "frames": [FRAME]},
+            {"action": "alloc", "addr": 4096, "size": 512, "time_us": 2, "frames": [FRAME]},
+            {"action": "free_completed", "addr": 4096, "size": 512, "time_us": 3, "frames": []},
+            {"action": "oom", "addr": 0, "size": 99, "time_us": 4, "frames": []},
+        ]
+    ],
     "external_annotations": [{"stage": "forward", "time_us": 1}],
 }
 HOSTILE = ["text", [], {}, BIG, -BIG, None, 1.5, float("nan"), True, [1, "y"], {"a": BIG}, _deep(40)]
@@ -243,13 +277,14 @@ HOSTILE = ["text", [], {}, BIG, -BIG, None, 1.5, float("nan"), True, [1, "y"], {
 def hostile_snapshots():
     """``(name, object)``: the valid snapshot above with one field replaced by one hostile value, for
     every field at every level (top, segment, block, frame, history entry) and every value of HOSTILE."""
+
     def variant(edit):
         snap = copy.deepcopy(BASE_SNAPSHOT)
         edit(snap)
         return snap
 
-    segment = lambda s: s["segments"][0]  # noqa: E731
-    entries = lambda s: s["device_traces"][0]  # noqa: E731
+    segment = lambda s: s["segments"][0]
+    entries = lambda s: s["device_traces"][0]
     for i, v in enumerate(HOSTILE):
         for key in ("segments", "device_traces", "external_annotations", "user_metadata"):
             yield f"{i}.{key}", variant(lambda s: s.__setitem__(key, v))
@@ -261,9 +296,14 @@ def hostile_snapshots():
                 yield f"{i}.block{b}.{key}", variant(lambda s: segment(s)["blocks"][b].__setitem__(key, v))
             yield f"{i}.block{b}", variant(lambda s: segment(s)["blocks"].__setitem__(b, v))
         for key in ("filename", "line", "name"):
-            yield f"{i}.block_frame.{key}", variant(
-                lambda s: segment(s)["blocks"][0].__setitem__("frames", [dict(FRAME, **{key: v})]))
-            yield f"{i}.entry_frame.{key}", variant(lambda s: entries(s)[1].__setitem__("frames", [dict(FRAME, **{key: v})]))
+            yield (
+                f"{i}.block_frame.{key}",
+                variant(lambda s: segment(s)["blocks"][0].__setitem__("frames", [dict(FRAME, **{key: v})])),
+            )
+            yield (
+                f"{i}.entry_frame.{key}",
+                variant(lambda s: entries(s)[1].__setitem__("frames", [dict(FRAME, **{key: v})])),
+            )
         yield f"{i}.entry_frame", variant(lambda s: entries(s)[1].__setitem__("frames", [v]))
         for e in range(4):
             for key in ("action", "addr", "size", "time_us", "frames"):
@@ -275,8 +315,16 @@ def hostile_snapshots():
         yield f"{i}.segments_only", [v]
 
 
-SNAPSHOT_ROUTES = ("/snapshot", "/snapshot_timeline", "/snapshot_segments", "/snapshot_allocations",
-                   "/snapshot_stack", "/snapshot_oom", "/snapshot_ranks", "/snapshot_attribution")
+SNAPSHOT_ROUTES = (
+    "/snapshot",
+    "/snapshot_timeline",
+    "/snapshot_segments",
+    "/snapshot_allocations",
+    "/snapshot_stack",
+    "/snapshot_oom",
+    "/snapshot_ranks",
+    "/snapshot_attribution",
+)
 
 
 def test_hostile_snapshots_are_values_or_per_file_errors(tmp_path, caplog):
@@ -353,7 +401,9 @@ def test_snapshot_timeline_with_non_dict_entries(tmp_path):
     # bytes), plus the alloc of 512 at 1 µs freed at 2 µs
     assert doc["active_bytes"] == [500, 1012, 1012, 500] and doc["reserved_bytes"] == [2048] * 4
     assert _get(apps, "/snapshot_timeline", device="1", **where) == (
-        400, {"error": "no history for device 1; recorded: [0]"})
+        400,
+        {"error": "no history for device 1; recorded: [0]"},
+    )
 
 
 def test_report_json_turns_a_failing_artifact_into_its_error(tmp_path, monkeypatch):
@@ -375,6 +425,9 @@ def test_report_json_turns_a_failing_artifact_into_its_error(tmp_path, monkeypat
     assert run_report(str(tmp_path), None, True, True, out, err) == 1
     good, bad = json.loads(out.getvalue())["runs"][0]["memprofiler"]
     assert good["error"] is None and good["snapshots"][0]["values"] == {"rss": 5}
-    assert bad == {"path": "mp/rank_1_memory_stats.yaml", "kind": "memprofiler_stats",
-                   "error": "internal error while reporting this file: ValueError: odd"}
+    assert bad == {
+        "path": "mp/rank_1_memory_stats.yaml",
+        "kind": "memprofiler_stats",
+        "error": "internal error while reporting this file: ValueError: odd",
+    }
     assert "mp/rank_1_memory_stats.yaml: internal error while reporting this file" in err.getvalue()

@@ -7,15 +7,17 @@ import io
 import json
 import pickle
 
-from conftest import write_json
 from test_odd_inputs import _app, _file, _get, _registry, _x
+
 from tb_plugin.artifacts.snapshot import load_snapshot
 from tb_plugin.cli import run_report
 from tb_plugin.trace import jsonsafe
 
-MODULE_AND_FLOW = (b'{"traceEvents":[{"ph":"X","cat":"python_function","name":"nn.Module: Linear_0","pid":1,"tid":1,'
-                   b'"ts":0,"dur":10},{"ph":"s" ,"cat":"fwdbwd","id":1,"pid":1,"tid":1,"ts":1,"name":"fwdbwd",'
-                   b'"bp":"e"}],"displayTimeUnit":"ms"}')
+MODULE_AND_FLOW = (
+    b'{"traceEvents":[{"ph":"X","cat":"python_function","name":"nn.Module: Linear_0","pid":1,"tid":1,'
+    b'"ts":0,"dur":10},{"ph":"s" ,"cat":"fwdbwd","id":1,"pid":1,"tid":1,"ts":1,"name":"fwdbwd",'
+    b'"bp":"e"}],"displayTimeUnit":"ms"}'
+)
 
 
 def test_a_module_and_a_flow_without_operators_is_a_module_tree(tmp_path):
@@ -38,7 +40,9 @@ def test_huge_integer_in_args_is_kept_as_text(tmp_path):
     """Args with a 5,000-digit integer came back ``{}``; now the integer is its digits, the rest as is."""
     path = tmp_path / "a" / "w.1.pt.trace.json"
     path.parent.mkdir()
-    body = json.dumps({"traceEvents": [_x("mm", 0, 10, Small=1, Name="x", Big=0)]}).replace('"Big": 0', '"Big": ' + "7" * 5000)
+    body = json.dumps({"traceEvents": [_x("mm", 0, 10, Small=1, Name="x", Big=0)]}).replace(
+        '"Big": 0', '"Big": ' + "7" * 5000
+    )
     path.write_text(body)
     status, doc = _get(_app(_registry(tmp_path)), "/timeline_event", row=0, **_file("a"))
     assert status == 200 and doc["args"]["Small"] == 1 and doc["args"]["Name"] == "x"
@@ -47,8 +51,15 @@ def test_huge_integer_in_args_is_kept_as_text(tmp_path):
 
 def test_huge_integer_in_a_snapshot_is_kept_as_text():
     """A snapshot with such an integer was "internal error: ValueError" as a whole."""
-    snap = load_snapshot(pickle.dumps({"segments": [], "device_traces": [], "external_annotations": [
-        {"stage": "START", "huge": HUGE, HUGE: -HUGE, "big": 2**70}]}))
+    snap = load_snapshot(
+        pickle.dumps(
+            {
+                "segments": [],
+                "device_traces": [],
+                "external_annotations": [{"stage": "START", "huge": HUGE, HUGE: -HUGE, "big": 2**70}],
+            }
+        )
+    )
     (note,) = snap.annotations
     assert note["huge"] == hex(HUGE) and note[hex(HUGE)] == "-" + hex(HUGE) and note["big"] == str(2**70)
     assert jsonsafe.int_text(10**3999) == str(10**3999) and jsonsafe.int_text(-(10**4500)).startswith("-0x")

@@ -16,15 +16,15 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO
+
 from tb_plugin.analysis.collective_matching import match_collectives
 from tb_plugin.analysis.process_groups import pack_ranks, unpack_ranks
 
 distributed = pytest.importorskip("distributed")
 sys.path.insert(0, os.path.join(str(REPO), "benchmarks"))
-from bench_ranks import check_workers_code, scale_run  # noqa: E402
-from rank_job import build_rank_job  # noqa: E402
+from bench_ranks import check_workers_code, scale_run
+from rank_job import build_rank_job
 
 RANKS = 64
 # pickled per-rank summary (distributed + insights aggregate, critical-path chains included): measured
@@ -51,8 +51,9 @@ def job(tmp_path_factory):
 def runs(job, tmp_path_factory):
     docs = tmp_path_factory.mktemp("views")
     out = {}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=":0") as c:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
+    ) as c:
         spec = c.scheduler_address.replace("tcp://", "dask://")
         check_workers_code(c)  # this checkout's code on the workers, not an installed kinetoscope
         out["dask"] = scale_run(job, spec, str(docs / "dask.json"))
@@ -101,8 +102,14 @@ def test_parent_grows_little_and_summaries_are_small(runs):
 
 def _comm(groups: list[str]) -> dict:
     n = len(groups)
-    return {"collective": ["allreduce"] * n, "group": groups, "dtype": ["float32"] * n, "bytes": [4] * n,
-            "seq": [-1] * n, "dur": [1.0] * n}
+    return {
+        "collective": ["allreduce"] * n,
+        "group": groups,
+        "dtype": ["float32"] * n,
+        "bytes": [4] * n,
+        "seq": [-1] * n,
+        "dur": [1.0] * n,
+    }
 
 
 def test_matching_members_by_one_sort():
@@ -137,15 +144,18 @@ def test_summary_has_no_event_columns(job):
     assert len(pickle.dumps(res.aggregate)) <= SUMMARY_BOUND
 
 
-@pytest.mark.parametrize("ranks, runs", [
-    (list(range(64)), [[0, 64, 1]]),  # the world group: one run, whatever the world size
-    ([0, 8, 16, 24], [[0, 4, 8]]),  # a strided (TP-like) group
-    ([3, 1, 2, 7, 8, 9, 5], [[3], [1], [2], [7, 3, 1], [5]]),
-    ([4, 4, 4], [[4, 3, 0]]),
-    ([0, 1], [[0], [1]]),
-    ([], []),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "ranks, runs",
+    [
+        (list(range(64)), [[0, 64, 1]]),  # the world group: one run, whatever the world size
+        ([0, 8, 16, 24], [[0, 4, 8]]),  # a strided (TP-like) group
+        ([3, 1, 2, 7, 8, 9, 5], [[3], [1], [2], [7, 3, 1], [5]]),
+        ([4, 4, 4], [[4, 3, 0]]),
+        ([0, 1], [[0], [1]]),
+        ([], []),
+        (None, None),
+    ],
+)
 @pytest.mark.corpus
 def test_rank_lists_travel_as_runs(ranks, runs):
     assert pack_ranks(ranks) == runs

@@ -19,8 +19,15 @@ class Builder:
 
     def x(self, name: str, cat: str, ts: float, dur: float, **args) -> int:
         device = cat in DEVICE_CATS
-        ev = {"ph": "X", "cat": cat, "name": name, "pid": GPU_PID if device else HOST_PID,
-              "tid": args.get("stream", 7) if device else 1, "ts": ts, "dur": dur}
+        ev = {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": GPU_PID if device else HOST_PID,
+            "tid": args.get("stream", 7) if device else 1,
+            "ts": ts,
+            "dur": dur,
+        }
         if device:
             args = {"device": 0, "stream": 7, **args}
         if args:
@@ -43,8 +50,15 @@ class Builder:
         self.x(name, cat, ts, dur, correlation=self.corr)
         return self.corr
 
-    def launch(self, call_ts: float, call_dur: float, ts: float, dur: float, name: str = "gemm_kernel",
-               api: str = "cudaLaunchKernel") -> None:
+    def launch(
+        self,
+        call_ts: float,
+        call_dur: float,
+        ts: float,
+        dur: float,
+        name: str = "gemm_kernel",
+        api: str = "cudaLaunchKernel",
+    ) -> None:
         corr = self.call(api, call_ts, call_dur)
         self.x(name, "kernel", ts, dur, correlation=corr)
 
@@ -52,9 +66,20 @@ class Builder:
         self.x(name, cat, ts, dur, correlation=corr)
 
     def doc(self) -> dict:
-        return {"schemaVersion": 1, "traceEvents": self.events,
-                "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920,
-                                      "computeMajor": 8, "computeMinor": 0, "numSms": 108}]}
+        return {
+            "schemaVersion": 1,
+            "traceEvents": self.events,
+            "deviceProperties": [
+                {
+                    "id": 0,
+                    "name": "NVIDIA A100-SXM4-80GB",
+                    "totalGlobalMem": 85899345920,
+                    "computeMajor": 8,
+                    "computeMinor": 0,
+                    "numSms": 108,
+                }
+            ],
+        }
 
 
 def allocator_trace(api: str = "hipFree") -> dict:
@@ -140,6 +165,8 @@ def early_launch_trace() -> dict:
 
 def with_events(doc: dict, *events: tuple[str, str, float, float]) -> dict:
     """``doc`` with more host events ``(name, category, ts, dur)``."""
-    extra = [{"ph": "X", "cat": cat, "name": name, "pid": HOST_PID, "tid": 1, "ts": ts, "dur": dur}
-             for name, cat, ts, dur in events]
+    extra = [
+        {"ph": "X", "cat": cat, "name": name, "pid": HOST_PID, "tid": 1, "ts": ts, "dur": dur}
+        for name, cat, ts, dur in events
+    ]
     return dict(doc, traceEvents=doc["traceEvents"] + extra)

@@ -40,12 +40,23 @@ class Coll:
     kernel: str | None = None  # kernel name (default: ncclDevKernel_<Name>_Sum_f32_RING_LL)
 
 
-_KERNEL_NAMES = {"allreduce": "AllReduce", "allgather": "AllGather", "reduce_scatter": "ReduceScatter",
-                 "all_to_all": "SendRecv", "broadcast": "Broadcast"}
+_KERNEL_NAMES = {
+    "allreduce": "AllReduce",
+    "allgather": "AllGather",
+    "reduce_scatter": "ReduceScatter",
+    "all_to_all": "SendRecv",
+    "broadcast": "Broadcast",
+}
 
 
-def rank_doc(rank: int, colls: list[Coll], world_size: int | None = None, clock_offset_us: float = 0.0,
-             compute: list[tuple[str, float, float]] = (), step: tuple[float, float] | None = None) -> dict:
+def rank_doc(
+    rank: int,
+    colls: list[Coll],
+    world_size: int | None = None,
+    clock_offset_us: float = 0.0,
+    compute: list[tuple[str, float, float]] = (),
+    step: tuple[float, float] | None = None,
+) -> dict:
     """The trace document of one rank: ``colls`` in order, ``compute`` kernels ``(name, start, dur)``
     (true time), and a ``ProfilerStep#1`` over ``step`` (default: from 0 to the last kernel's end)."""
     off = clock_offset_us
@@ -54,8 +65,18 @@ def rank_doc(rank: int, colls: list[Coll], world_size: int | None = None, clock_
 
     def x(name, cat, ts, dur, **args):
         kernel = cat == "kernel"
-        events.append({"ph": "X", "cat": cat, "name": name, "pid": 0 if kernel else 1, "tid": 7 if kernel else 1,
-                       "ts": ts + off, "dur": dur, "args": args})
+        events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 0 if kernel else 1,
+                "tid": 7 if kernel else 1,
+                "ts": ts + off,
+                "dur": dur,
+                "args": args,
+            }
+        )
 
     last = 0.0
     for name, start, dur in compute:
@@ -66,8 +87,12 @@ def rank_doc(rank: int, colls: list[Coll], world_size: int | None = None, clock_
         last = max(last, start + dur)
     for c in colls:
         corr += 1
-        args = {"Collective name": c.name, "dtype": c.dtype, "In msg nelems": c.nelems,
-                "Out msg nelems": c.out_nelems if c.out_nelems is not None else c.nelems}
+        args = {
+            "Collective name": c.name,
+            "dtype": c.dtype,
+            "In msg nelems": c.nelems,
+            "Out msg nelems": c.out_nelems if c.out_nelems is not None else c.nelems,
+        }
         if c.group is not None:
             args["Process Group Name"] = c.group
         if c.group_size is not None:
@@ -99,17 +124,30 @@ def rank_trace(*args, **kwargs) -> Trace:
     return decode_trace(json.dumps(rank_doc(*args, **kwargs)).encode())
 
 
-def job(per_rank: dict[int, list[Coll]], world_size: int | None = None, offsets: dict[int, float] | None = None,
-        steps: dict[int, tuple[float, float]] | None = None) -> list[tuple[int, str, Trace]]:
+def job(
+    per_rank: dict[int, list[Coll]],
+    world_size: int | None = None,
+    offsets: dict[int, float] | None = None,
+    steps: dict[int, tuple[float, float]] | None = None,
+) -> list[tuple[int, str, Trace]]:
     """``(rank, worker, trace)`` per rank, ready for ``distributed_view``."""
     offsets = offsets or {}
     steps = steps or {}
-    return [(r, f"rank{r}", rank_trace(r, colls, world_size, offsets.get(r, 0.0), step=steps.get(r)))
-            for r, colls in sorted(per_rank.items())]
+    return [
+        (r, f"rank{r}", rank_trace(r, colls, world_size, offsets.get(r, 0.0), step=steps.get(r)))
+        for r, colls in sorted(per_rank.items())
+    ]
 
 
-def late_rank_job(n_ranks: int = 4, late: int = 2, instances: int = 10, late_at: int = 9, wait_us: float = 300.0,
-                  transfer_us: float = 50.0, offsets: dict[int, float] | None = None):
+def late_rank_job(
+    n_ranks: int = 4,
+    late: int = 2,
+    instances: int = 10,
+    late_at: int = 9,
+    wait_us: float = 300.0,
+    transfer_us: float = 50.0,
+    offsets: dict[int, float] | None = None,
+):
     """``n_ranks`` ranks, ``instances`` all-reduces of 4 KiB (group size ``n_ranks``). At the first
     ``late_at`` instances rank ``late`` arrives ``wait_us`` after the others (who arrive together);
     at the rest, rank 0 arrives ``wait_us / 10`` late. Every instance ends ``transfer_us`` after its last
@@ -141,12 +179,16 @@ def fsdp_tp_docs(named: bool = True) -> list[dict]:
         shard, tp = ("1", "[0, 2]") if r % 2 == 0 else ("2", "[1, 3]"), ("3", "[0, 1]") if r < 2 else ("4", "[2, 3]")
         arrive = 200.0 if r % 2 == 0 else 220.0
         colls = []
-        for name, t0, nel, out_nel, (group, ranks), desc in (("allgather", 0.0, 1024, 2048, shard, "mesh_dp_shard"),
-                                                               ("allreduce", arrive, 1024, 1024, tp, "mesh_tp")):
+        for name, t0, nel, out_nel, (group, ranks), desc in (
+            ("allgather", 0.0, 1024, 2048, shard, "mesh_dp_shard"),
+            ("allreduce", arrive, 1024, 1024, tp, "mesh_tp"),
+        ):
             end = 100.0 if name == "allgather" else 260.0
-            colls.append(Coll(name, t0, end, nelems=nel, out_nelems=out_nel, group=group, group_ranks=ranks,
-                              group_desc=desc) if named else Coll(name, t0, end, nelems=nel, out_nelems=out_nel,
-                                                                  group=None))
+            colls.append(
+                Coll(name, t0, end, nelems=nel, out_nelems=out_nel, group=group, group_ranks=ranks, group_desc=desc)
+                if named
+                else Coll(name, t0, end, nelems=nel, out_nelems=out_nel, group=None)
+            )
         docs.append(rank_doc(r, colls, 4, compute=compute))
     return docs
 
@@ -163,13 +205,33 @@ def fsdp_tp_job(named: bool = True):
     collectives carry no process-group args (the fallback: one group). Returns ``(job, expected)``."""
     out = [(r, f"rank{r}", decode_trace(json.dumps(doc).encode())) for r, doc in enumerate(fsdp_tp_docs(named))]
     expected = {
-        ("1", (0, 2)): {"role": "FSDP shard", "time_us": 100.0, "exposed_us": 40.0, "bytes": 8192,
-                        "by_rank": {0: (100.0, 40.0), 2: (100.0, 40.0)}},
-        ("2", (1, 3)): {"role": "FSDP shard", "time_us": 100.0, "exposed_us": 40.0, "bytes": 8192,
-                        "by_rank": {1: (100.0, 40.0), 3: (100.0, 40.0)}},
-        ("3", (0, 1)): {"role": "TP", "time_us": 50.0, "exposed_us": 45.0, "bytes": 4096,
-                        "by_rank": {0: (60.0, 50.0), 1: (40.0, 40.0)}},
-        ("4", (2, 3)): {"role": "TP", "time_us": 50.0, "exposed_us": 45.0, "bytes": 4096,
-                        "by_rank": {2: (60.0, 50.0), 3: (40.0, 40.0)}},
+        ("1", (0, 2)): {
+            "role": "FSDP shard",
+            "time_us": 100.0,
+            "exposed_us": 40.0,
+            "bytes": 8192,
+            "by_rank": {0: (100.0, 40.0), 2: (100.0, 40.0)},
+        },
+        ("2", (1, 3)): {
+            "role": "FSDP shard",
+            "time_us": 100.0,
+            "exposed_us": 40.0,
+            "bytes": 8192,
+            "by_rank": {1: (100.0, 40.0), 3: (100.0, 40.0)},
+        },
+        ("3", (0, 1)): {
+            "role": "TP",
+            "time_us": 50.0,
+            "exposed_us": 45.0,
+            "bytes": 4096,
+            "by_rank": {0: (60.0, 50.0), 1: (40.0, 40.0)},
+        },
+        ("4", (2, 3)): {
+            "role": "TP",
+            "time_us": 50.0,
+            "exposed_us": 45.0,
+            "bytes": 4096,
+            "by_rank": {2: (60.0, 50.0), 3: (40.0, 40.0)},
+        },
     }
     return out, expected

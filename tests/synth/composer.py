@@ -39,12 +39,20 @@ def counter_value(series: str, batch: int, rank: int) -> float:
     }[series]
 
 
-SERIES = ("cpu/cpu_percent", "memory/used", "memory/percent", "disk/read_bytes", "disk/write_bytes",
-          "network/bytes_sent", "network/bytes_recv")
+SERIES = (
+    "cpu/cpu_percent",
+    "memory/used",
+    "memory/percent",
+    "disk/read_bytes",
+    "disk/write_bytes",
+    "network/bytes_sent",
+    "network/bytes_recv",
+)
 
 
-def composer_trace(rank: int = 0, batches: int = 4, load_us: float = 300.0, compute_us: float = 700.0,
-                   offset_us: float = 0.0) -> list[dict]:
+def composer_trace(
+    rank: int = 0, batches: int = 4, load_us: float = 300.0, compute_us: float = 700.0, offset_us: float = 0.0
+) -> list[dict]:
     """The events of one rank, ``offset_us`` ahead of true time."""
     tid = 100 + rank
 

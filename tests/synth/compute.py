@@ -12,30 +12,76 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-H100 = {"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85018279936, "computeMajor": 9,
-        "computeMinor": 0, "numSms": 132, "warpSize": 32, "maxThreadsPerBlock": 1024}
-B200 = {"id": 0, "name": "NVIDIA B200", "totalGlobalMem": 191510855680, "computeMajor": 10,
-        "computeMinor": 0, "numSms": 148, "warpSize": 32, "maxThreadsPerBlock": 1024}
-A100 = {"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85197848576, "computeMajor": 8,
-        "computeMinor": 0, "numSms": 108, "warpSize": 32, "maxThreadsPerBlock": 1024}
+H100 = {
+    "id": 0,
+    "name": "NVIDIA H100 80GB HBM3",
+    "totalGlobalMem": 85018279936,
+    "computeMajor": 9,
+    "computeMinor": 0,
+    "numSms": 132,
+    "warpSize": 32,
+    "maxThreadsPerBlock": 1024,
+}
+B200 = {
+    "id": 0,
+    "name": "NVIDIA B200",
+    "totalGlobalMem": 191510855680,
+    "computeMajor": 10,
+    "computeMinor": 0,
+    "numSms": 148,
+    "warpSize": 32,
+    "maxThreadsPerBlock": 1024,
+}
+A100 = {
+    "id": 0,
+    "name": "NVIDIA A100-SXM4-80GB",
+    "totalGlobalMem": 85197848576,
+    "computeMajor": 8,
+    "computeMinor": 0,
+    "numSms": 108,
+    "warpSize": 32,
+    "maxThreadsPerBlock": 1024,
+}
 #: As ROCm writes it: the visible GPU is id 0 here while its kernels carry its physical index (2).
-MI300X = {"id": 0, "name": "AMD Instinct MI300X VF", "totalGlobalMem": 205571227648, "computeMajor": 9,
-          "computeMinor": 4, "numSms": 304, "warpSize": 64, "maxThreadsPerBlock": 1024}
+MI300X = {
+    "id": 0,
+    "name": "AMD Instinct MI300X VF",
+    "totalGlobalMem": 205571227648,
+    "computeMajor": 9,
+    "computeMinor": 4,
+    "numSms": 304,
+    "warpSize": 64,
+    "maxThreadsPerBlock": 1024,
+}
 #: MI250 as ROCm 6.2 names it (hta/amd_trace): the name does not say Instinct.
-MI250_GENERIC = {"id": 0, "name": "AMD Radeon Graphics", "totalGlobalMem": 68702699520, "computeMajor": 9,
-                 "computeMinor": 0, "numSms": 104, "warpSize": 64, "maxThreadsPerBlock": 1024}
+MI250_GENERIC = {
+    "id": 0,
+    "name": "AMD Radeon Graphics",
+    "totalGlobalMem": 68702699520,
+    "computeMajor": 9,
+    "computeMinor": 0,
+    "numSms": 104,
+    "warpSize": 64,
+    "maxThreadsPerBlock": 1024,
+}
 
 BF16, FP16, FP32 = "c10::BFloat16", "c10::Half", "float"
 FP8 = "c10::Float8_e4m3fn"
 
 NVJET = "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT"
-SM100_BLOCK_SCALED = ("cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue8m0xe4m3_ue8m0xe4m3_f32_bf16_bf16_"
-                      "256x128x128_1x1x1_0_tnn_align32_o_vs32_2sm")
+SM100_BLOCK_SCALED = (
+    "cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue8m0xe4m3_ue8m0xe4m3_f32_bf16_bf16_"
+    "256x128x128_1x1x1_0_tnn_align32_o_vs32_2sm"
+)
 SGEMM = "ampere_sgemm_128x64_nn"
-ELEMENTWISE = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
-               "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)")
-TENSILE_MFMA = ("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x128_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_"
-                "ASEM1_CLR1_CADS0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_GSUAMB_GLS0_ISA942_IU1_K1")
+ELEMENTWISE = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)"
+)
+TENSILE_MFMA = (
+    "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x128_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_"
+    "ASEM1_CLR1_CADS0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_GSUAMB_GLS0_ISA942_IU1_K1"
+)
 TENSILE_MAC = "Cijk_Ailk_Bljk_SB_MT64x64x8_SE_K1_MAC"
 
 
@@ -60,20 +106,37 @@ class Op:
     kernels: list[Kernel] = dataclasses.field(default_factory=list)
 
 
-def build(device: dict, ops: list[Op], *, kernel_device: int | None = None, step_us: float = 1000.0,
-          top: dict[str, Any] | None = None) -> dict:
+def build(
+    device: dict,
+    ops: list[Op],
+    *,
+    kernel_device: int | None = None,
+    step_us: float = 1000.0,
+    top: dict[str, Any] | None = None,
+) -> dict:
     """The trace document. ``kernel_device``: the device index kernels carry (default: ``device["id"]``)."""
     dev = device["id"] if kernel_device is None else kernel_device
-    events: list[dict] = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
-                           "ts": 0.0, "dur": step_us, "args": {"External id": 1}}]
+    events: list[dict] = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": 0.0,
+            "dur": step_us,
+            "args": {"External id": 1},
+        }
+    ]
     corr = 100
     for i, op in enumerate(ops):
         ext = 10 + i
         args: dict[str, Any] = {"External id": ext}
         if op.input_types is not None:
             args["Input type"] = op.input_types
-        events.append({"ph": "X", "cat": "cpu_op", "name": op.name, "pid": 1, "tid": 1, "ts": op.ts,
-                       "dur": op.dur, "args": args})
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": op.name, "pid": 1, "tid": 1, "ts": op.ts, "dur": op.dur, "args": args}
+        )
         for j, k in enumerate(op.kernels):
             corr += 1
             geometry = {}
@@ -81,16 +144,35 @@ def build(device: dict, ops: list[Op], *, kernel_device: int | None = None, step
                 geometry["grid"] = k.grid
             if k.block is not None:
                 geometry["block"] = k.block
-            events.append({"ph": "X", "cat": "cuda_runtime", "name": k.launch, "pid": 1, "tid": 1,
-                           "ts": op.ts + 1 + j, "dur": 0.5,
-                           "args": {"External id": ext, "correlation": corr, **geometry}})
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": k.launch,
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": op.ts + 1 + j,
+                    "dur": 0.5,
+                    "args": {"External id": ext, "correlation": corr, **geometry},
+                }
+            )
             kargs: dict[str, Any] = {"External id": ext, "device": dev, "stream": 7, "correlation": corr}
             if k.grid_on_kernel:
                 kargs.update(geometry)
             if k.blocks_per_sm is not None:
                 kargs["blocks per SM"] = k.blocks_per_sm
-            events.append({"ph": "X", "cat": "kernel", "name": k.name, "pid": dev, "tid": 7, "ts": k.ts,
-                           "dur": k.dur, "args": kargs})
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": k.name,
+                    "pid": dev,
+                    "tid": 7,
+                    "ts": k.ts,
+                    "dur": k.dur,
+                    "args": kargs,
+                }
+            )
     doc = {"schemaVersion": 1, "deviceProperties": [device], "traceEvents": events}
     doc.update(top or {})
     return doc
@@ -100,34 +182,69 @@ def bf16_nvjet() -> dict:
     """H100, BF16: ``aten::mm`` on an nvjet GEMM (300 µs) and ``aten::add`` on an elementwise kernel
     (100 µs). Tensor-core share 300 / 400 = 75 %; no AMP advice (the inputs are BF16 and the GEMM is on
     tensor cores already)."""
-    return build(H100, [
-        Op("aten::mm", 100, 200, [BF16, BF16], [Kernel(NVJET, 150, 300, grid=[132, 1, 1], block=[384, 1, 1],
-                                                       blocks_per_sm=1.0)]),
-        Op("aten::add", 300, 100, [BF16, BF16, "Scalar"], [Kernel(ELEMENTWISE, 500, 100, grid=[264, 1, 1],
-                                                                  block=[128, 1, 1], blocks_per_sm=2.0)]),
-    ], top={"cuda_runtime_version": 12040})
+    return build(
+        H100,
+        [
+            Op(
+                "aten::mm",
+                100,
+                200,
+                [BF16, BF16],
+                [Kernel(NVJET, 150, 300, grid=[132, 1, 1], block=[384, 1, 1], blocks_per_sm=1.0)],
+            ),
+            Op(
+                "aten::add",
+                300,
+                100,
+                [BF16, BF16, "Scalar"],
+                [Kernel(ELEMENTWISE, 500, 100, grid=[264, 1, 1], block=[128, 1, 1], blocks_per_sm=2.0)],
+            ),
+        ],
+        top={"cuda_runtime_version": 12040},
+    )
 
 
 def fp8_blackwell() -> dict:
     """B200, FP8: ``aten::_scaled_mm`` on a block-scaled CUTLASS GEMM (200 µs) and a BF16 add (200 µs).
     Tensor-core share 50 %; no AMP advice."""
-    return build(B200, [
-        Op("aten::_scaled_mm", 100, 100, [FP8, FP8, "float", "float", "", "", "ScalarType"],
-           [Kernel(SM100_BLOCK_SCALED, 150, 200, grid=[148, 1, 1], block=[256, 1, 1])]),
-        Op("aten::add", 300, 100, [BF16, BF16, "Scalar"], [Kernel(ELEMENTWISE, 400, 200, grid=[148, 1, 1],
-                                                                  block=[128, 1, 1])]),
-    ])
+    return build(
+        B200,
+        [
+            Op(
+                "aten::_scaled_mm",
+                100,
+                100,
+                [FP8, FP8, "float", "float", "", "", "ScalarType"],
+                [Kernel(SM100_BLOCK_SCALED, 150, 200, grid=[148, 1, 1], block=[256, 1, 1])],
+            ),
+            Op(
+                "aten::add",
+                300,
+                100,
+                [BF16, BF16, "Scalar"],
+                [Kernel(ELEMENTWISE, 400, 200, grid=[148, 1, 1], block=[128, 1, 1])],
+            ),
+        ],
+    )
 
 
 def fp32_sgemm(device: dict = A100, gemm: str = SGEMM, mm_types: list[str] | None = None) -> dict:
     """FP32 ``aten::mm`` on a SIMT GEMM (300 µs) plus an FP32 ``aten::add`` (100 µs, not eligible): AMP
     advice on a GPU with tensor/matrix cores, naming 300 µs."""
     types = mm_types or [FP32, FP32]
-    return build(device, [
-        Op("aten::mm", 100, 200, types, [Kernel(gemm, 150, 300, grid=[108, 1, 1], block=[256, 1, 1])]),
-        Op("aten::add", 300, 100, [FP32, FP32, "Scalar"], [Kernel(ELEMENTWISE, 500, 100, grid=[108, 1, 1],
-                                                                  block=[128, 1, 1])]),
-    ])
+    return build(
+        device,
+        [
+            Op("aten::mm", 100, 200, types, [Kernel(gemm, 150, 300, grid=[108, 1, 1], block=[256, 1, 1])]),
+            Op(
+                "aten::add",
+                300,
+                100,
+                [FP32, FP32, "Scalar"],
+                [Kernel(ELEMENTWISE, 500, 100, grid=[108, 1, 1], block=[128, 1, 1])],
+            ),
+        ],
+    )
 
 
 #: :func:`rocm_geometry`'s known answers.
@@ -148,13 +265,48 @@ def rocm_geometry() -> dict:
     Kernels carry device 2 while ``deviceProperties`` lists the GPU as id 0 (ROCm does).
     """
     mi = dict(MI300X, numSms=100)
-    return build(mi, [
-        Op("aten::mm", 50, 40, [FP32, FP32], [Kernel(TENSILE_MFMA, 100, 200, launch="hipExtModuleLaunchKernel",
-                                                     grid=[51200, 1, 1], block=[256, 1, 1])]),
-        Op("aten::_flash_attention_forward", 350, 40, [BF16, BF16, BF16],
-           [Kernel("attn_fwd", 400, 200, launch="hipModuleLaunchKernel", grid=[50, 1, 1], block=[256, 1, 1])]),
-        Op("aten::add", 650, 40, [FP32, FP32, "Scalar"],
-           [Kernel(ELEMENTWISE, 700, 100, launch="hipLaunchKernel", grid=[25, 1, 1], block=[128, 1, 1],
-                   grid_on_kernel=False)]),
-        Op("aten::copy_", 820, 20, [FP32, FP32, "Bool"], [Kernel("copyBuffer", 850, 100, launch="hipLaunchKernel")]),
-    ], kernel_device=2, top={"roctracer_version": 4.1, "hip_runtime_version": 60443483})
+    return build(
+        mi,
+        [
+            Op(
+                "aten::mm",
+                50,
+                40,
+                [FP32, FP32],
+                [
+                    Kernel(
+                        TENSILE_MFMA, 100, 200, launch="hipExtModuleLaunchKernel", grid=[51200, 1, 1], block=[256, 1, 1]
+                    )
+                ],
+            ),
+            Op(
+                "aten::_flash_attention_forward",
+                350,
+                40,
+                [BF16, BF16, BF16],
+                [Kernel("attn_fwd", 400, 200, launch="hipModuleLaunchKernel", grid=[50, 1, 1], block=[256, 1, 1])],
+            ),
+            Op(
+                "aten::add",
+                650,
+                40,
+                [FP32, FP32, "Scalar"],
+                [
+                    Kernel(
+                        ELEMENTWISE,
+                        700,
+                        100,
+                        launch="hipLaunchKernel",
+                        grid=[25, 1, 1],
+                        block=[128, 1, 1],
+                        grid_on_kernel=False,
+                    )
+                ],
+            ),
+            Op(
+                "aten::copy_", 820, 20, [FP32, FP32, "Bool"], [Kernel("copyBuffer", 850, 100, launch="hipLaunchKernel")]
+            ),
+        ],
+        kernel_device=2,
+        top={"roctracer_version": 4.1, "hip_runtime_version": 60443483},
+    )

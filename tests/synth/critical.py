@@ -41,9 +41,18 @@ class _Doc:
 
     def x(self, name, cat, ts, dur, tid=1, **args):
         kernel = cat == "kernel"
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0 if kernel else 1,
-                            "tid": args.get("stream", 7) if kernel else tid, "ts": ts + self.offset, "dur": dur,
-                            "args": args})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 0 if kernel else 1,
+                "tid": args.get("stream", 7) if kernel else tid,
+                "ts": ts + self.offset,
+                "dur": dur,
+                "args": args,
+            }
+        )
 
     def launch(self, ts, dur, kernel, k_ts, k_dur, stream=7, **args):
         self.corr += 1
@@ -65,14 +74,23 @@ def chain_doc() -> dict:
     return {"schemaVersion": 1, "traceEvents": d.events}
 
 
-CHAIN_EXPECTED = {"length_us": 1000.0, "by_category": {"kernel": 400.0, "cpu": 495.0, "communication": 0.0,
-                                                       "waiting": 105.0},
-                  "segments": [("kernel", "gemm_A", 220.0, 300.0), ("cpu", DATALOADER, 0.0, 200.0),
-                               ("cpu", "optimizer_step", 700.0, 200.0), ("kernel", "relu_B", 520.0, 100.0),
-                               ("waiting", "idle (host)", 900.0, 100.0), ("cpu", "aten::item", 630.0, 70.0),
-                               ("cpu", "aten::mm", 200.0, 10.0), ("cpu", "cudaStreamSynchronize", 620.0, 10.0),
-                               ("cpu", "cudaLaunchKernel", 210.0, 5.0), ("waiting", "idle", 215.0, 5.0)],
-                  "host_blocked_us": 370.0}
+CHAIN_EXPECTED = {
+    "length_us": 1000.0,
+    "by_category": {"kernel": 400.0, "cpu": 495.0, "communication": 0.0, "waiting": 105.0},
+    "segments": [
+        ("kernel", "gemm_A", 220.0, 300.0),
+        ("cpu", DATALOADER, 0.0, 200.0),
+        ("cpu", "optimizer_step", 700.0, 200.0),
+        ("kernel", "relu_B", 520.0, 100.0),
+        ("waiting", "idle (host)", 900.0, 100.0),
+        ("cpu", "aten::item", 630.0, 70.0),
+        ("cpu", "aten::mm", 200.0, 10.0),
+        ("cpu", "cudaStreamSynchronize", 620.0, 10.0),
+        ("cpu", "cudaLaunchKernel", 210.0, 5.0),
+        ("waiting", "idle", 215.0, 5.0),
+    ],
+    "host_blocked_us": 370.0,
+}
 
 
 def dataloader_docs(dl: list[list[float]]) -> list[dict]:
@@ -88,14 +106,27 @@ def dataloader_docs(dl: list[list[float]]) -> list[dict]:
             d.x(DATALOADER, "cpu_op", base, per_rank[r])
             d.x("aten::mm", "cpu_op", t, 10)
             d.launch(t + 2, 3, "gemm", t + 10, 100)
-            comm = {"Collective name": "allreduce", "dtype": "Float", "In msg nelems": 1024,
-                    "Out msg nelems": 1024, "Group size": n_ranks, "Process Group Name": "0"}
+            comm = {
+                "Collective name": "allreduce",
+                "dtype": "Float",
+                "In msg nelems": 1024,
+                "Out msg nelems": 1024,
+                "Group size": n_ranks,
+                "Process Group Name": "0",
+            }
             d.x("record_param_comms", "cpu_op", t + 10, 10, **comm)
             d.launch(t + 12, 3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 110, end - (t + 110), stream=20, **comm)
             d.x("aten::item", "cpu_op", t + 20, end + 10.0 - (t + 20))
             d.x("cudaStreamSynchronize", "cuda_runtime", t + 25, end + 5.0 - (t + 25))
-    return [{"schemaVersion": 1, "traceEvents": d.events, "baseTimeNanoseconds": int(1e6 * r),
-             "distributedInfo": {"backend": "nccl", "rank": r, "world_size": n_ranks}} for r, d in enumerate(docs)]
+    return [
+        {
+            "schemaVersion": 1,
+            "traceEvents": d.events,
+            "baseTimeNanoseconds": int(1e6 * r),
+            "distributedInfo": {"backend": "nccl", "rank": r, "world_size": n_ranks},
+        }
+        for r, d in enumerate(docs)
+    ]
 
 
 def dataloader_job(dl: list[list[float]]):
@@ -118,8 +149,12 @@ def dataloader_expected(dl: list[list[float]], step: int) -> dict:
     else:
         out["by_rank"] = {r: 10.0 + TRANSFER_US, q: per_rank[q] + 110.0}
         out["wait_us"] = per_rank[q] - per_rank[r]
-    out["by_category"] = {"kernel": 100.0, "cpu": 10.0 + 5.0 + per_rank[q], "communication": TRANSFER_US,
-                          "waiting": 5.0}
+    out["by_category"] = {
+        "kernel": 100.0,
+        "cpu": 10.0 + 5.0 + per_rank[q],
+        "communication": TRANSFER_US,
+        "waiting": 5.0,
+    }
     return out
 
 
@@ -154,8 +189,13 @@ def pipeline_docs() -> list[dict]:
             d.x("aten::item", "cpu_op", 20, 550)
             d.x("cudaStreamSynchronize", "cuda_runtime", 20, 545)
             d.x("ProfilerStep#1", "user_annotation", 0, 570)
-        docs.append({"schemaVersion": 1, "traceEvents": d.events,
-                     "distributedInfo": {"backend": "nccl", "rank": r, "world_size": 2}})
+        docs.append(
+            {
+                "schemaVersion": 1,
+                "traceEvents": d.events,
+                "distributedInfo": {"backend": "nccl", "rank": r, "world_size": 2},
+            }
+        )
     return docs
 
 
@@ -183,10 +223,25 @@ def wait_event_doc(recorded: bool = True) -> dict:
     d.corr += 1
     d.x("cudaStreamWaitEvent", "cuda_runtime", 43, 1, correlation=d.corr)
     if recorded:
-        d.events.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 20, "ts": 44,
-                         "dur": 0, "args": {"cuda_sync_kind": "Stream Wait Event", "correlation": d.corr, "stream": 20,
-                                            "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": d.corr - 1,
-                                            "device": 0}})
+        d.events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_sync",
+                "name": "Stream Wait Event",
+                "pid": 0,
+                "tid": 20,
+                "ts": 44,
+                "dur": 0,
+                "args": {
+                    "cuda_sync_kind": "Stream Wait Event",
+                    "correlation": d.corr,
+                    "stream": 20,
+                    "wait_on_stream": 7,
+                    "wait_on_cuda_event_record_corr_id": d.corr - 1,
+                    "device": 0,
+                },
+            }
+        )
     d.x("aten::relu", "cpu_op", 45, 15)
     d.launch(46, 4, "relu_Z", 400, 100, stream=20)
     d.x("aten::item", "cpu_op", 60, 530)
@@ -194,5 +249,7 @@ def wait_event_doc(recorded: bool = True) -> dict:
     return {"schemaVersion": 1, "traceEvents": d.events}
 
 
-WAIT_EXPECTED = {True: {"kernel": 390.0, "cpu": 95.0, "communication": 0.0, "waiting": 115.0},
-                 False: {"kernel": 420.0, "cpu": 115.0, "communication": 0.0, "waiting": 65.0}}
+WAIT_EXPECTED = {
+    True: {"kernel": 390.0, "cpu": 95.0, "communication": 0.0, "waiting": 115.0},
+    False: {"kernel": 420.0, "cpu": 115.0, "communication": 0.0, "waiting": 65.0},
+}

@@ -15,8 +15,18 @@ class _Doc:
 
     def x(self, name, cat, ts, dur, tid=MAIN, **args):
         kernel = cat in ("kernel", "gpu_memcpy")
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0 if kernel else 1,
-                            "tid": args.get("stream", 7) if kernel else tid, "ts": ts, "dur": dur, "args": args})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 0 if kernel else 1,
+                "tid": args.get("stream", 7) if kernel else tid,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
 
     def launch(self, ts, dur, kernel, k_ts, k_dur, api="cudaLaunchKernel", cat="kernel", tid=MAIN):
         self.corr += 1
@@ -42,11 +52,17 @@ def annotation_step():
     d.launch(150, 10, "gemm", 310, 590)
     d.x("aten::item", "cpu_op", 350, 600)
     d.x("cudaStreamSynchronize", "cuda_runtime", 400, 505)
-    segs = [("cpu", "untraced host work", 0, 100), ("cpu", "aten::mm", 100, 50), ("cpu", "cudaLaunchKernel", 150, 10),
-            ("waiting", "idle", 160, 150), ("kernel", "gemm", 310, 590), ("cpu", "cudaStreamSynchronize", 900, 5),
-            ("cpu", "aten::item", 905, 45), ("cpu", "untraced host work", 950, 50)]
-    return d.doc(), {"by_category": _cats(kernel=590, cpu=260, waiting=150), "segments": segs,
-                     "host_blocked_us": 500.0}
+    segs = [
+        ("cpu", "untraced host work", 0, 100),
+        ("cpu", "aten::mm", 100, 50),
+        ("cpu", "cudaLaunchKernel", 150, 10),
+        ("waiting", "idle", 160, 150),
+        ("kernel", "gemm", 310, 590),
+        ("cpu", "cudaStreamSynchronize", 900, 5),
+        ("cpu", "aten::item", 905, 45),
+        ("cpu", "untraced host work", 950, 50),
+    ]
+    return d.doc(), {"by_category": _cats(kernel=590, cpu=260, waiting=150), "segments": segs, "host_blocked_us": 500.0}
 
 
 def autograd_step():
@@ -63,12 +79,20 @@ def autograd_step():
     node = "autograd::engine::evaluate_function: MmBackward0"
     d.x(node, "cpu_op", 120, 680, tid=ENGINE)
     d.x("aten::mm", "cpu_op", 130, 570, tid=ENGINE)
-    d.events += [{"ph": "s", "id": 1, "pid": 1, "tid": MAIN, "ts": 0, "cat": "fwdbwd", "name": "fwdbwd"},
-                 {"ph": "f", "bp": "e", "id": 1, "pid": 1, "tid": ENGINE, "ts": 120, "cat": "fwdbwd", "name": "fwdbwd"}]
+    d.events += [
+        {"ph": "s", "id": 1, "pid": 1, "tid": MAIN, "ts": 0, "cat": "fwdbwd", "name": "fwdbwd"},
+        {"ph": "f", "bp": "e", "id": 1, "pid": 1, "tid": ENGINE, "ts": 120, "cat": "fwdbwd", "name": "fwdbwd"},
+    ]
     blocked = "blocked on another thread (autograd)"
-    segs = [("cpu", "aten::mm", 0, 100), ("waiting", blocked, 100, 20), ("cpu", node, 120, 10),
-            ("cpu", "aten::mm", 130, 570), ("cpu", node, 700, 100), ("waiting", blocked, 800, 100),
-            ("cpu", "aten::add_", 900, 100)]
+    segs = [
+        ("cpu", "aten::mm", 0, 100),
+        ("waiting", blocked, 100, 20),
+        ("cpu", node, 120, 10),
+        ("cpu", "aten::mm", 130, 570),
+        ("cpu", node, 700, 100),
+        ("waiting", blocked, 800, 100),
+        ("cpu", "aten::add_", 900, 100),
+    ]
     return d.doc(), {"by_category": _cats(cpu=880, waiting=120), "segments": segs, "host_blocked_us": 0.0}
 
 
@@ -83,8 +107,14 @@ def polling_step():
     for i in range(50):
         d.x("cudaEventQuery", "cuda_runtime", 10 + 10 * i, 3)
     d.x("aten::add", "cpu_op", 510, 90)
-    segs = [("cpu", "cudaLaunchKernel", 0, 5), ("waiting", "idle", 5, 5), ("kernel", "dispatch", 10, 490),
-            ("cpu", "cudaEventQuery", 500, 3), ("waiting", "idle (host)", 503, 7), ("cpu", "aten::add", 510, 90)]
+    segs = [
+        ("cpu", "cudaLaunchKernel", 0, 5),
+        ("waiting", "idle", 5, 5),
+        ("kernel", "dispatch", 10, 490),
+        ("cpu", "cudaEventQuery", 500, 3),
+        ("waiting", "idle (host)", 503, 7),
+        ("cpu", "aten::add", 510, 90),
+    ]
     return d.doc(), {"by_category": _cats(kernel=490, cpu=98, waiting=12), "segments": segs, "host_blocked_us": 490.0}
 
 
@@ -96,9 +126,14 @@ def blocking_copy_step():
     d.launch(0, 5, "gemm", 10, 390)
     d.launch(20, 440, "Memcpy DtoH (Device -> Pageable)", 400, 50, api="cudaMemcpyAsync", cat="gpu_memcpy")
     d.x("aten::add", "cpu_op", 460, 40)
-    segs = [("cpu", "cudaLaunchKernel", 0, 5), ("waiting", "idle", 5, 5), ("kernel", "gemm", 10, 390),
-            ("kernel", "Memcpy DtoH (Device -> Pageable)", 400, 50), ("cpu", "cudaMemcpyAsync", 450, 10),
-            ("cpu", "aten::add", 460, 40)]
+    segs = [
+        ("cpu", "cudaLaunchKernel", 0, 5),
+        ("waiting", "idle", 5, 5),
+        ("kernel", "gemm", 10, 390),
+        ("kernel", "Memcpy DtoH (Device -> Pageable)", 400, 50),
+        ("cpu", "cudaMemcpyAsync", 450, 10),
+        ("cpu", "aten::add", 460, 40),
+    ]
     return d.doc(), {"by_category": _cats(kernel=440, cpu=55, waiting=5), "segments": segs, "host_blocked_us": 430.0}
 
 
@@ -113,8 +148,11 @@ def gpu_bound_step():
     segs = [("cpu", "cudaLaunchKernel", 0, 5), ("waiting", "idle", 5, 95)]
     segs += [("kernel", f"k{i}", 100 + 200 * i, 200) for i in range(5)]
     segs += [("cpu", "cudaDeviceSynchronize", 1100, 5), ("waiting", "idle (host)", 1105, 5)]
-    return d.doc(), {"by_category": _cats(kernel=1000, cpu=10, waiting=100), "segments": segs,
-                     "host_blocked_us": 1040.0}
+    return d.doc(), {
+        "by_category": _cats(kernel=1000, cpu=10, waiting=100),
+        "segments": segs,
+        "host_blocked_us": 1040.0,
+    }
 
 
 def sleeper_step():
@@ -128,11 +166,16 @@ def sleeper_step():
     d.launch(10, 5, "gemm", 20, 280)
     d.x("cudaStreamSynchronize", "cuda_runtime", 60, 245)
     d.x("aten::add", "cpu_op", 305, 95)
-    segs = [("cpu", "aten::mm", 0, 10), ("cpu", "cudaLaunchKernel", 10, 5), ("waiting", "idle", 15, 5),
-            ("kernel", "gemm", 20, 280), ("cpu", "cudaStreamSynchronize", 300, 5), ("cpu", "aten::add", 305, 95),
-            ("waiting", "idle (host)", 400, 600)]
-    return d.doc(), {"by_category": _cats(kernel=280, cpu=115, waiting=605), "segments": segs,
-                     "host_blocked_us": 240.0}
+    segs = [
+        ("cpu", "aten::mm", 0, 10),
+        ("cpu", "cudaLaunchKernel", 10, 5),
+        ("waiting", "idle", 15, 5),
+        ("kernel", "gemm", 20, 280),
+        ("cpu", "cudaStreamSynchronize", 300, 5),
+        ("cpu", "aten::add", 305, 95),
+        ("waiting", "idle (host)", 400, 600),
+    ]
+    return d.doc(), {"by_category": _cats(kernel=280, cpu=115, waiting=605), "segments": segs, "host_blocked_us": 240.0}
 
 
 def tie_step():
@@ -148,6 +191,12 @@ def tie_step():
     return d.doc(), {"by_category": _cats(kernel=400, cpu=5, waiting=95), "segments": segs, "host_blocked_us": 0.0}
 
 
-RULES = {"annotation": annotation_step, "autograd": autograd_step, "polling": polling_step,
-         "blocking_copy": blocking_copy_step, "gpu_bound": gpu_bound_step, "sleeper": sleeper_step,
-         "tie": tie_step}
+RULES = {
+    "annotation": annotation_step,
+    "autograd": autograd_step,
+    "polling": polling_step,
+    "blocking_copy": blocking_copy_step,
+    "gpu_bound": gpu_bound_step,
+    "sleeper": sleeper_step,
+    "tie": tie_step,
+}

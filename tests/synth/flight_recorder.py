@@ -18,8 +18,14 @@ STEP_NS = 1_000_000  # 1 ms between two ops of the schedule
 
 
 class Job:
-    def __init__(self, world: int, groups: dict[str, tuple[str, list[int]]], buffer: int = 2000,
-                 timing: bool = True, backend: str = "nccl") -> None:
+    def __init__(
+        self,
+        world: int,
+        groups: dict[str, tuple[str, list[int]]],
+        buffer: int = 2000,
+        timing: bool = True,
+        backend: str = "nccl",
+    ) -> None:
         """``groups``: name → (description, ranks). Group ids (``pg_id``) are given per rank in the
         order the rank belongs to the groups, as each process counts its own."""
         self.world, self.groups, self.buffer, self.timing, self.backend = world, groups, buffer, timing, backend
@@ -43,26 +49,53 @@ class Job:
         if len(buf) > self.buffer:
             del buf[0]
 
-    def collective(self, group: str, op: str, sizes=((1024,),), dtype: str = "Float", ranks=None,
-                   state: str | dict = "completed", rank_sizes: dict | None = None, frames=None) -> None:
+    def collective(
+        self,
+        group: str,
+        op: str,
+        sizes=((1024,),),
+        dtype: str = "Float",
+        ranks=None,
+        state: str | dict = "completed",
+        rank_sizes: dict | None = None,
+        frames=None,
+    ) -> None:
         """``ranks`` (default: all of the group) enqueue the next instance of ``op`` in ``group``;
         ``state``: how far they got (a dict rank → state for different ones)."""
         desc, members = self.groups[group]
         self.clock += STEP_NS
-        for r in (members if ranks is None else ranks):
+        for r in members if ranks is None else ranks:
             self.seq[(r, group)] += 1
             seq = self.seq[(r, group)]
             st = state if isinstance(state, str) else state.get(r, "completed")
             size = [list(s) for s in (rank_sizes or {}).get(r, sizes)]
             started = self.clock + 1000 if st in ("started", "completed") and self.timing else None
             completed = self.clock + 5000 if st == "completed" and self.timing else None
-            self._add(r, {"frames": frames or [], "pg_id": self.pg_id[(r, group)], "process_group": (group, desc),
-                          "collective_seq_id": seq, "p2p_seq_id": 0, "op_id": seq,
-                          "profiling_name": f"{self.backend}:{op}", "time_created_ns": self.clock + r,
-                          "input_sizes": size, "input_dtypes": [dtype], "output_sizes": size, "output_dtypes": [dtype],
-                          "state": st, "time_discovered_started_ns": started,
-                          "time_discovered_completed_ns": completed, "retired": st == "completed",
-                          "timeout_ms": 600000, "is_p2p": False, "thread_id": "1", "thread_name": "python"})
+            self._add(
+                r,
+                {
+                    "frames": frames or [],
+                    "pg_id": self.pg_id[(r, group)],
+                    "process_group": (group, desc),
+                    "collective_seq_id": seq,
+                    "p2p_seq_id": 0,
+                    "op_id": seq,
+                    "profiling_name": f"{self.backend}:{op}",
+                    "time_created_ns": self.clock + r,
+                    "input_sizes": size,
+                    "input_dtypes": [dtype],
+                    "output_sizes": size,
+                    "output_dtypes": [dtype],
+                    "state": st,
+                    "time_discovered_started_ns": started,
+                    "time_discovered_completed_ns": completed,
+                    "retired": st == "completed",
+                    "timeout_ms": 600000,
+                    "is_p2p": False,
+                    "thread_id": "1",
+                    "thread_name": "python",
+                },
+            )
             status = self.status[(r, group)]
             status[0] = seq
             if st in ("started", "completed"):
@@ -78,35 +111,64 @@ class Job:
             if not on:
                 continue
             self.p2p_seq[rank] += 1
-            self._add(rank, {"frames": [], "pg_id": self.pg_id[(rank, group)], "process_group": (group, desc),
-                             "collective_seq_id": 0, "p2p_seq_id": self.p2p_seq[rank], "op_id": self.p2p_seq[rank],
-                             "profiling_name": f"{self.backend}:{kind} {src}->{dst}", "time_created_ns": self.clock,
-                             "input_sizes": [list(s) for s in sizes], "input_dtypes": ["Float"],
-                             "output_sizes": [list(s) for s in sizes], "output_dtypes": ["Float"],
-                             "state": "completed", "time_discovered_started_ns": self.clock + 10,
-                             "time_discovered_completed_ns": self.clock + 20, "retired": True, "timeout_ms": 600000,
-                             "is_p2p": True, "thread_id": "1", "thread_name": "python"})
+            self._add(
+                rank,
+                {
+                    "frames": [],
+                    "pg_id": self.pg_id[(rank, group)],
+                    "process_group": (group, desc),
+                    "collective_seq_id": 0,
+                    "p2p_seq_id": self.p2p_seq[rank],
+                    "op_id": self.p2p_seq[rank],
+                    "profiling_name": f"{self.backend}:{kind} {src}->{dst}",
+                    "time_created_ns": self.clock,
+                    "input_sizes": [list(s) for s in sizes],
+                    "input_dtypes": ["Float"],
+                    "output_sizes": [list(s) for s in sizes],
+                    "output_dtypes": ["Float"],
+                    "state": "completed",
+                    "time_discovered_started_ns": self.clock + 10,
+                    "time_discovered_completed_ns": self.clock + 20,
+                    "retired": True,
+                    "timeout_ms": 600000,
+                    "is_p2p": True,
+                    "thread_id": "1",
+                    "thread_name": "python",
+                },
+            )
 
     def dumps(self, with_rank: bool = False) -> dict[int, dict]:
         """rank → its dump dict (``pg_config`` ranks as text, ``pg_status`` keyed by pg id as text)."""
         out = {}
         for r in range(self.world):
             mine = [g for g, (_, ranks) in self.groups.items() if r in ranks]
-            out[r] = {"version": "2.10", "comm_lib_version": "2.21.5",
-                      "pg_config": {g: {"name": g, "desc": self.groups[g][0], "ranks": str(self.groups[g][1])}
-                                    for g in mine},
-                      "pg_status": {str(self.pg_id[(r, g)]): {
-                          "last_enqueued_collective": self.status[(r, g)][0],
-                          "last_started_collective": self.status[(r, g)][1],
-                          "last_completed_collective": self.status[(r, g)][2]} for g in mine},
-                      "entries": list(self.entries[r])}
+            out[r] = {
+                "version": "2.10",
+                "comm_lib_version": "2.21.5",
+                "pg_config": {g: {"name": g, "desc": self.groups[g][0], "ranks": str(self.groups[g][1])} for g in mine},
+                "pg_status": {
+                    str(self.pg_id[(r, g)]): {
+                        "last_enqueued_collective": self.status[(r, g)][0],
+                        "last_started_collective": self.status[(r, g)][1],
+                        "last_completed_collective": self.status[(r, g)][2],
+                    }
+                    for g in mine
+                },
+                "entries": list(self.entries[r]),
+            }
             if with_rank:
                 out[r]["rank"] = r
         return out
 
 
-def write(folder: str, dumps: dict[int, dict], protocol: int = 2, form: str = "pickle",
-          prefix: str = "nccl_trace_rank_", ranks=None) -> list[str]:
+def write(
+    folder: str,
+    dumps: dict[int, dict],
+    protocol: int = 2,
+    form: str = "pickle",
+    prefix: str = "nccl_trace_rank_",
+    ranks=None,
+) -> list[str]:
     """Write each rank's dump (only ``ranks`` when given) as ``<prefix><rank>`` (pickle) or
     ``<prefix><rank>.json``; the paths written."""
     os.makedirs(folder, exist_ok=True)

@@ -36,8 +36,17 @@ from .snapshot import synthesize_snapshot
 MiB = 1 << 20
 GiB = 1 << 30
 FUNCTION = "training_step"
-_STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes", "active_bytes",
-          "inactive_split_bytes", "requested_bytes")
+_STATS = (
+    "allocation",
+    "segment",
+    "active",
+    "inactive_split",
+    "allocated_bytes",
+    "reserved_bytes",
+    "active_bytes",
+    "inactive_split_bytes",
+    "requested_bytes",
+)
 _POOLS = ("all", "large_pool", "small_pool")
 
 
@@ -53,53 +62,99 @@ def snapshot_values(rank: int, iteration: int, phase: str, first: int = 2) -> di
     rss = rss_start + (6 * MiB if end else 0)
     npp = 700 * MiB + 8 * MiB * rank
     values: dict = {
-        "npp_pre_forward": 0, "npp_post_forward": npp if end else 0, "npp_diff": npp if end else 0,
-        "rss_pre_forward": rss_start if end else 0, "rss_post_forward": rss if end else 0,
+        "npp_pre_forward": 0,
+        "npp_post_forward": npp if end else 0,
+        "npp_diff": npp if end else 0,
+        "rss_pre_forward": rss_start if end else 0,
+        "rss_post_forward": rss if end else 0,
         "rss_diff": rss - rss_start if end else 0,
-        "rss": rss, "vms": 40 * GiB,
+        "rss": rss,
+        "vms": 40 * GiB,
     }
     count = 900 + 10 * rank + (120 if end else 0)
-    current = {"allocation": count, "segment": 40 + rank, "active": count, "inactive_split": 12,
-               "allocated_bytes": alloc, "reserved_bytes": reserved, "active_bytes": alloc,
-               "inactive_split_bytes": 6 * MiB, "requested_bytes": alloc - 2 * MiB}
-    peak = {"allocation": count + 800, "segment": 44 + rank, "active": count + 800, "inactive_split": 30,
-            "allocated_bytes": alloc_peak, "reserved_bytes": reserved_peak, "active_bytes": alloc_peak,
-            "inactive_split_bytes": 20 * MiB, "requested_bytes": alloc_peak - 2 * MiB}
+    current = {
+        "allocation": count,
+        "segment": 40 + rank,
+        "active": count,
+        "inactive_split": 12,
+        "allocated_bytes": alloc,
+        "reserved_bytes": reserved,
+        "active_bytes": alloc,
+        "inactive_split_bytes": 6 * MiB,
+        "requested_bytes": alloc - 2 * MiB,
+    }
+    peak = {
+        "allocation": count + 800,
+        "segment": 44 + rank,
+        "active": count + 800,
+        "inactive_split": 30,
+        "allocated_bytes": alloc_peak,
+        "reserved_bytes": reserved_peak,
+        "active_bytes": alloc_peak,
+        "inactive_split_bytes": 20 * MiB,
+        "requested_bytes": alloc_peak - 2 * MiB,
+    }
     for stat in _STATS:
         cur, pk = current[stat], peak[stat]
         total = 50 * cur * iteration  # cumulative allocations since the start of the process
-        parts = {"all": (cur, pk, total, total - cur),
-                 "large_pool": (cur * 3 // 4, pk * 3 // 4, total * 3 // 4, total * 3 // 4 - cur * 3 // 4)}
+        parts = {
+            "all": (cur, pk, total, total - cur),
+            "large_pool": (cur * 3 // 4, pk * 3 // 4, total * 3 // 4, total * 3 // 4 - cur * 3 // 4),
+        }
         parts["small_pool"] = tuple(a - b for a, b in zip(parts["all"], parts["large_pool"]))
         for pool in _POOLS:
             for metric, v in zip(("current", "peak", "allocated", "freed"), parts[pool]):
                 values[f"{stat}.{pool}.{metric}"] = int(v)
-    values.update({"max_split_size": -1, "num_alloc_retries": 0, "num_ooms": 0, "num_sync_all_streams": 0,
-                   "num_device_alloc": 44 + rank, "num_device_free": 0,
-                   "oversize_allocations.current": 0, "oversize_allocations.peak": 0,
-                   "oversize_allocations.allocated": 0, "oversize_allocations.freed": 0,
-                   "oversize_segments.current": 0, "oversize_segments.peak": 0,
-                   "oversize_segments.allocated": 0, "oversize_segments.freed": 0})
+    values.update(
+        {
+            "max_split_size": -1,
+            "num_alloc_retries": 0,
+            "num_ooms": 0,
+            "num_sync_all_streams": 0,
+            "num_device_alloc": 44 + rank,
+            "num_device_free": 0,
+            "oversize_allocations.current": 0,
+            "oversize_allocations.peak": 0,
+            "oversize_allocations.allocated": 0,
+            "oversize_allocations.freed": 0,
+            "oversize_segments.current": 0,
+            "oversize_segments.peak": 0,
+            "oversize_segments.allocated": 0,
+            "oversize_segments.freed": 0,
+        }
+    )
     return values
 
 
 def expected_stats(rank: int, iterations=(2,)) -> dict[str, dict]:
     """Snapshot key → values for one rank's YAML file."""
-    return {f"{rank}.{FUNCTION}.{i}.{phase}": snapshot_values(rank, i, phase, first=iterations[0])
-            for i in iterations for phase in ("start", "end")}
+    return {
+        f"{rank}.{FUNCTION}.{i}.{phase}": snapshot_values(rank, i, phase, first=iterations[0])
+        for i in iterations
+        for phase in ("start", "end")
+    }
 
 
 def _report(rank: int, iteration: int) -> str:
     """A text report in the spirit of an FSDP memory tracker dump (made-up module sizes, MiB)."""
     v = snapshot_values(rank, iteration, "end")
-    lines = [f"Iteration {iteration} {FUNCTION} Peak FSDP memory stats: ", "-" * 80,
-             f"cuda:{rank} peak: {v['allocated_bytes.all.peak'] / MiB:.2f} MiB",
-             f"  Parameter: {256 + 8 * rank:.2f} MiB", f"  Gradient: {256 + 8 * rank:.2f} MiB",
-             f"  Optimstate: {512 + 16 * rank:.2f} MiB", f"  Activation: {v['npp_post_forward'] / MiB:.2f} MiB",
-             "-" * 80, f"Iteration {iteration} {FUNCTION} Modulewise FSDP memory stats: ", "-" * 80]
+    lines = [
+        f"Iteration {iteration} {FUNCTION} Peak FSDP memory stats: ",
+        "-" * 80,
+        f"cuda:{rank} peak: {v['allocated_bytes.all.peak'] / MiB:.2f} MiB",
+        f"  Parameter: {256 + 8 * rank:.2f} MiB",
+        f"  Gradient: {256 + 8 * rank:.2f} MiB",
+        f"  Optimstate: {512 + 16 * rank:.2f} MiB",
+        f"  Activation: {v['npp_post_forward'] / MiB:.2f} MiB",
+        "-" * 80,
+        f"Iteration {iteration} {FUNCTION} Modulewise FSDP memory stats: ",
+        "-" * 80,
+    ]
     for depth, module in enumerate(("model", "model.layers.0", "model.layers.1", "model.output")):
-        lines.append(f"{'  ' * min(depth, 1)}{module}: pre-forward {100 + 10 * depth:.2f} MiB, "
-                     f"post-forward {180 + 20 * depth:.2f} MiB, peak-backward {220 + 25 * depth:.2f} MiB")
+        lines.append(
+            f"{'  ' * min(depth, 1)}{module}: pre-forward {100 + 10 * depth:.2f} MiB, "
+            f"post-forward {180 + 20 * depth:.2f} MiB, peak-backward {220 + 25 * depth:.2f} MiB"
+        )
     lines.append("-" * 80)
     return "\n".join(lines) + "\n"
 

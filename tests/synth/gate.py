@@ -24,17 +24,57 @@ def pair_trace(gemm_us: list[float], add_us: list[float]) -> dict:
     t, corr = 1000.0, 1
     for i, (g, a) in enumerate(zip(gemm_us, add_us)):
         step = HOST_PAD_US + g + a
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i + 1}", "pid": 1, "tid": 1,
-                       "ts": t, "dur": step, "args": {"External id": 10 * i + 1}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{i + 1}",
+                "pid": 1,
+                "tid": 1,
+                "ts": t,
+                "dur": step,
+                "args": {"External id": 10 * i + 1},
+            }
+        )
         k0 = t + 40.0
         for j, (op, kernel, start, dur) in enumerate((("aten::mm", GEMM, k0, g), ("aten::add", ADD, k0 + g, a))):
             ext = 10 * i + 2 + j
-            events.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": t + 5 + 10 * j,
-                           "dur": 8.0, "args": {"External id": ext}})
-            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                           "ts": t + 6 + 10 * j, "dur": 2.0, "args": {"External id": ext, "correlation": corr}})
-            events.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": start, "dur": dur,
-                           "args": {"External id": ext, "device": 0, "stream": 7, "correlation": corr}})
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": op,
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t + 5 + 10 * j,
+                    "dur": 8.0,
+                    "args": {"External id": ext},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t + 6 + 10 * j,
+                    "dur": 2.0,
+                    "args": {"External id": ext, "correlation": corr},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": kernel,
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": start,
+                    "dur": dur,
+                    "args": {"External id": ext, "device": 0, "stream": 7, "correlation": corr},
+                }
+            )
             corr += 1
         t += step
     return {"schemaVersion": 1, "deviceProperties": [H100], "traceEvents": events}

@@ -66,8 +66,10 @@ def _capture(events, t0, begin=True, first_op=0):
 
 
 #: per replay (start offset from t, stream) of each kernel
-_LAYOUT = {True: {"gemm": (10.0, 7), "add_k": (12.0, 20), "relu_k": (21.0, 7), "mul_k": (24.0, 20)},
-           False: {"gemm": (10.0, 7), "relu_k": (21.0, 7), "add_k": (22.0, 20), "mul_k": (28.0, 20)}}
+_LAYOUT = {
+    True: {"gemm": (10.0, 7), "add_k": (12.0, 20), "relu_k": (21.0, 7), "mul_k": (24.0, 20)},
+    False: {"gemm": (10.0, 7), "relu_k": (21.0, 7), "add_k": (22.0, 20), "mul_k": (28.0, 20)},
+}
 #: per replay: the union of its kernels (µs), by layout (node ids or not)
 BUSY_US = {True: 10.0 + 3.0 + 2.0, False: 10.0 + 6.0 + 2.0}  # add_k under gemm / relu_k ∪ add_k = [21, 27]
 SPAN_US = {True: 26.0 - 10.0, False: 30.0 - 10.0}
@@ -88,8 +90,10 @@ def _replays(events, node_ids):
 
 def captured_replays(node_ids: bool = True) -> dict:
     """(See the module docstring; the forward frame runs inside module ``nn.Module: Net_0`` [4, 46].)"""
-    events = [_x("nn.Module: Net_0", "python_function", 4.0, 42.0),
-              _x("model.py(7): forward", "python_function", 5.0, 40.0)]
+    events = [
+        _x("nn.Module: Net_0", "python_function", 4.0, 42.0),
+        _x("model.py(7): forward", "python_function", 5.0, 40.0),
+    ]
     _capture(events, 10.0)
     _replays(events, node_ids)
     return {"traceEvents": events}
@@ -104,8 +108,10 @@ def replays_on_path(node_ids: bool = True) -> dict:
 
 def split_capture() -> tuple[dict, dict]:
     """(See the module docstring.) ``(capture trace, replay trace)``."""
-    events = [_x("nn.Module: Net_0", "python_function", 4.0, 42.0),
-              _x("model.py(7): forward", "python_function", 5.0, 40.0)]
+    events = [
+        _x("nn.Module: Net_0", "python_function", 4.0, 42.0),
+        _x("model.py(7): forward", "python_function", 5.0, 40.0),
+    ]
     _capture(events, 10.0)
     replayed = []
     _replays(replayed, False)
@@ -149,8 +155,13 @@ def compiled_steps() -> dict:
         ev.append(_x("Torch-Compiled Region: " + ("1/1" if k == 2 else "1/0"), "cpu_op", s + 400.0, 200.0 + extra))
         launch("triton_red_fused_sum_1", "triton_red_fused_sum_1", s + 410.0, 20.0)
         ev.append(_x("CompiledFunctionBackward", "cpu_op", s + 700.0 + extra, 100.0, tid=2))
-        launch("triton_per_fused_native_layer_norm_backward_2", "triton_per_fused_native_layer_norm_backward_2",
-               s + 710.0 + extra, 30.0, tid=2)
+        launch(
+            "triton_per_fused_native_layer_norm_backward_2",
+            "triton_per_fused_native_layer_norm_backward_2",
+            s + 710.0 + extra,
+            30.0,
+            tid=2,
+        )
     return {"traceEvents": ev}
 
 
@@ -161,6 +172,7 @@ def two_graphs() -> dict:
     doc = captured_replays(False)
     for r, t in enumerate((500.0, 600.0)):
         doc["traceEvents"].append(_x("cudaGraphLaunch", "cuda_runtime", t + 1.0, 4.0, correlation=2000 + r))
-        doc["traceEvents"].append(_x("other_k", "kernel", t + 10.0, 7.0, pid=0, tid=7, device=0, stream=7,
-                                     correlation=2000 + r))
+        doc["traceEvents"].append(
+            _x("other_k", "kernel", t + 10.0, 7.0, pid=0, tid=7, device=0, stream=7, correlation=2000 + r)
+        )
     return doc

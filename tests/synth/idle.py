@@ -11,8 +11,15 @@ HOST_PID, GPU_PID = 1, 0
 
 def _x(name: str, cat: str, ts: float, dur: float, **args) -> dict:
     device = cat in ("kernel", "gpu_memcpy", "gpu_memset")
-    ev = {"ph": "X", "cat": cat, "name": name, "pid": GPU_PID if device else HOST_PID,
-          "tid": args.get("stream", 1) if device else 1, "ts": ts, "dur": dur}
+    ev = {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": GPU_PID if device else HOST_PID,
+        "tid": args.get("stream", 1) if device else 1,
+        "ts": ts,
+        "dur": dur,
+    }
     if args:
         ev["args"] = args
     return ev
@@ -26,8 +33,17 @@ class _Builder:
     def step(self, n: int, ts: float, dur: float) -> None:
         self.events.append(_x(f"ProfilerStep#{n}", "user_annotation", ts, dur))
 
-    def launch(self, call_ts: float, call_dur: float, work_ts: float, work_dur: float, stream: int,
-               name: str = "gemm", cat: str = "kernel", api: str = "cudaLaunchKernel") -> None:
+    def launch(
+        self,
+        call_ts: float,
+        call_dur: float,
+        work_ts: float,
+        work_dur: float,
+        stream: int,
+        name: str = "gemm",
+        cat: str = "kernel",
+        api: str = "cudaLaunchKernel",
+    ) -> None:
         self.corr += 1
         self.events.append(_x(api, "cuda_runtime", call_ts, call_dur, correlation=self.corr))
         self.events.append(_x(name, cat, work_ts, work_dur, correlation=self.corr, device=0, stream=stream))
@@ -102,8 +118,17 @@ def outlived_profiler(step_dur: float = 13_300_000.0) -> dict:
     annotation ``[1000, 1000 + step_dur]`` that outlives it. Inside: ``aten::mm`` ``[2000, 100000]``
     launching a kernel ``[5000, 50000]``. The step is clipped to ``[1000, 355000]`` (354 ms)."""
     b = _Builder()
-    b.events.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
-                     "tid": "PyTorch Profiler", "ts": 0, "dur": 355000})
+    b.events.append(
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "name": "PyTorch Profiler (0)",
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "ts": 0,
+            "dur": 355000,
+        }
+    )
     b.step(1, 1000, step_dur)
     b.events.append(_x("aten::mm", "cpu_op", 2000, 98000))
     b.launch(3000, 10, 5000, 45000, 7)

@@ -35,13 +35,20 @@ A, B, C, D = 0x10000000, 0x20000000, 0x30000000, 0x40000000
 
 
 def _frames(path: str, line: int, name: str) -> list[dict]:
-    return [{"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"},
-            {"filename": path, "line": line, "name": name}]
+    return [
+        {"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"},
+        {"filename": path, "line": line, "name": name},
+    ]
 
 
-SITES = {"X": ("/w/model.py", 10, "build_weights"), "T": ("/w/train.py", 50, "scratch"),
-         "Y": ("/w/layer.py", 20, "forward"), "Z": ("/w/layer.py", 30, "forward"), "W": ("/w/aux.py", 5, "side"),
-         "P": ("/w/weights.py", 1, "load")}
+SITES = {
+    "X": ("/w/model.py", 10, "build_weights"),
+    "T": ("/w/train.py", 50, "scratch"),
+    "Y": ("/w/layer.py", 20, "forward"),
+    "Z": ("/w/layer.py", 30, "forward"),
+    "W": ("/w/aux.py", 5, "side"),
+    "P": ("/w/weights.py", 1, "load"),
+}
 
 
 def frame(site: str) -> str:
@@ -52,43 +59,90 @@ def frame(site: str) -> str:
 
 def oom_snapshot(after_oom: bool = False) -> dict:
     def e(action, addr, size, site=None, stream=0):
-        out = {"action": action, "addr": addr, "size": size, "stream": stream,
-               "frames": _frames(*SITES[site]) if site else []}
+        out = {
+            "action": action,
+            "addr": addr,
+            "size": size,
+            "stream": stream,
+            "frames": _frames(*SITES[site]) if site else [],
+        }
         return out
 
-    hist = [e("segment_alloc", A, 20 * MIB), e("alloc", A, 8 * MIB, "X"), e("alloc", A + 8 * MIB, 2 * MIB, "T"),
-            e("alloc", A + 10 * MIB, 4 * MIB, "Y"), e("alloc", A + 14 * MIB, 6 * MIB, "T"),
-            e("free_requested", A + 8 * MIB, 2 * MIB), e("free_completed", A + 8 * MIB, 2 * MIB),
-            e("free_requested", A + 14 * MIB, 6 * MIB), e("free_completed", A + 14 * MIB, 6 * MIB),
-            e("segment_alloc", B, 2 * MIB), e("alloc", B, 1 * MIB, "Z"),
-            e("segment_alloc", C, 16 * MIB, stream=7), e("alloc", C, 16 * MIB, "W", stream=7),
-            e("free_completed", C, 16 * MIB, stream=7)]
+    hist = [
+        e("segment_alloc", A, 20 * MIB),
+        e("alloc", A, 8 * MIB, "X"),
+        e("alloc", A + 8 * MIB, 2 * MIB, "T"),
+        e("alloc", A + 10 * MIB, 4 * MIB, "Y"),
+        e("alloc", A + 14 * MIB, 6 * MIB, "T"),
+        e("free_requested", A + 8 * MIB, 2 * MIB),
+        e("free_completed", A + 8 * MIB, 2 * MIB),
+        e("free_requested", A + 14 * MIB, 6 * MIB),
+        e("free_completed", A + 14 * MIB, 6 * MIB),
+        e("segment_alloc", B, 2 * MIB),
+        e("alloc", B, 1 * MIB, "Z"),
+        e("segment_alloc", C, 16 * MIB, stream=7),
+        e("alloc", C, 16 * MIB, "W", stream=7),
+        e("free_completed", C, 16 * MIB, stream=7),
+    ]
     oom = {"action": "oom", "size": 10 * MIB, "stream": 0, "device_free": 5 * MIB, "frames": _frames(*SITES["Y"])}
     hist.append(oom)  # PyTorch writes device_free in place of addr for an OOM
     if after_oom:
-        hist += [e("free_requested", A, 8 * MIB), e("free_completed", A, 8 * MIB),
-                 e("segment_free", C, 16 * MIB, stream=7)]
+        hist += [
+            e("free_requested", A, 8 * MIB),
+            e("free_completed", A, 8 * MIB),
+            e("segment_free", C, 16 * MIB, stream=7),
+        ]
     for i, h in enumerate(hist):
         h["time_us"] = 1000 + 10 * i
 
     def blk(addr, size, state, site=None, requested=None):
-        return {"address": addr, "size": size, "requested_size": requested or size, "state": state,
-                "frames": _frames(*SITES[site]) if site else []}
+        return {
+            "address": addr,
+            "size": size,
+            "requested_size": requested or size,
+            "state": state,
+            "frames": _frames(*SITES[site]) if site else [],
+        }
 
-    seg_a = [blk(A, 8 * MIB, "active_allocated", "X"), blk(A + 8 * MIB, 2 * MIB, "inactive"),
-             blk(A + 10 * MIB, 4 * MIB, "active_allocated", "Y"), blk(A + 14 * MIB, 6 * MIB, "inactive")]
+    seg_a = [
+        blk(A, 8 * MIB, "active_allocated", "X"),
+        blk(A + 8 * MIB, 2 * MIB, "inactive"),
+        blk(A + 10 * MIB, 4 * MIB, "active_allocated", "Y"),
+        blk(A + 14 * MIB, 6 * MIB, "inactive"),
+    ]
     if after_oom:
         seg_a = [blk(A, 10 * MIB, "inactive"), seg_a[2], seg_a[3]]
     segments = [
         {"device": 0, "address": A, "total_size": 20 * MIB, "stream": 0, "segment_type": "large", "blocks": seg_a},
-        {"device": 0, "address": B, "total_size": 2 * MIB, "stream": 0, "segment_type": "large",
-         "blocks": [blk(B, 1 * MIB, "active_allocated", "Z"), blk(B + MIB, 1 * MIB, "inactive")]},
-        {"device": 0, "address": D, "total_size": 4 * MIB, "stream": 0, "segment_type": "large",
-         "blocks": [blk(D, 4 * MIB, "active_allocated", "P", requested=3 * MIB)]},
+        {
+            "device": 0,
+            "address": B,
+            "total_size": 2 * MIB,
+            "stream": 0,
+            "segment_type": "large",
+            "blocks": [blk(B, 1 * MIB, "active_allocated", "Z"), blk(B + MIB, 1 * MIB, "inactive")],
+        },
+        {
+            "device": 0,
+            "address": D,
+            "total_size": 4 * MIB,
+            "stream": 0,
+            "segment_type": "large",
+            "blocks": [blk(D, 4 * MIB, "active_allocated", "P", requested=3 * MIB)],
+        },
     ]
     if not after_oom:
-        segments.insert(2, {"device": 0, "address": C, "total_size": 16 * MIB, "stream": 7, "segment_type": "large",
-                            "blocks": [blk(C, 16 * MIB, "inactive")]})
+        segments.insert(
+            2,
+            {
+                "device": 0,
+                "address": C,
+                "total_size": 16 * MIB,
+                "stream": 7,
+                "segment_type": "large",
+                "blocks": [blk(C, 16 * MIB, "inactive")],
+            },
+        )
     return {"segments": segments, "device_traces": [hist], "allocator_settings": {}, "external_annotations": []}
 
 
@@ -97,10 +151,12 @@ def rank_snapshot(peak_bytes: int, seed: int = 0) -> dict:
     half = peak_bytes // 2
     rest = peak_bytes - half
     base = 0x50000000 + seed * 0x1000000
-    hist = [{"action": "alloc", "addr": base, "size": half, "stream": 0, "frames": _frames(*SITES["X"])},
-            {"action": "alloc", "addr": base + half, "size": rest, "stream": 0, "frames": _frames(*SITES["Y"])},
-            {"action": "free_completed", "addr": base, "size": half, "stream": 0, "frames": []},
-            {"action": "free_completed", "addr": base + half, "size": rest, "stream": 0, "frames": []}]
+    hist = [
+        {"action": "alloc", "addr": base, "size": half, "stream": 0, "frames": _frames(*SITES["X"])},
+        {"action": "alloc", "addr": base + half, "size": rest, "stream": 0, "frames": _frames(*SITES["Y"])},
+        {"action": "free_completed", "addr": base, "size": half, "stream": 0, "frames": []},
+        {"action": "free_completed", "addr": base + half, "size": rest, "stream": 0, "frames": []},
+    ]
     for i, h in enumerate(hist):
         h["time_us"] = 500 + i
     return {"segments": [], "device_traces": [hist]}

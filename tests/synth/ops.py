@@ -28,18 +28,20 @@ def _x(name: str, cat: str, ts: float, dur: float, pid=1, tid=1, **args) -> dict
 def zero_length_siblings() -> dict:
     """Trace document; calls: aten::add 1, aten::mul 3, aten::sub 1, aten::result_type 1,
     aten::empty 2, aten::view 2 (see the module docstring)."""
-    return {"traceEvents": [
-        _x("aten::add", "cpu_op", 0.0, 10.0),
-        _x("aten::mul", "cpu_op", 2.0, 0.0),
-        _x("aten::mul", "cpu_op", 2.0, 0.0),
-        _x("aten::mul", "cpu_op", 2.0, 0.0),
-        _x("aten::result_type", "cpu_op", 5.0, 0.0),
-        _x("aten::sub", "cpu_op", 5.0, 3.0),
-        _x("aten::empty", "cpu_op", 10.0, 0.0),
-        _x("aten::empty", "cpu_op", 10.0, 0.0),
-        _x("aten::view", "cpu_op", 3.0, 0.0, tid=2),
-        _x("aten::view", "cpu_op", 3.0, 0.0, tid=2),
-    ]}
+    return {
+        "traceEvents": [
+            _x("aten::add", "cpu_op", 0.0, 10.0),
+            _x("aten::mul", "cpu_op", 2.0, 0.0),
+            _x("aten::mul", "cpu_op", 2.0, 0.0),
+            _x("aten::mul", "cpu_op", 2.0, 0.0),
+            _x("aten::result_type", "cpu_op", 5.0, 0.0),
+            _x("aten::sub", "cpu_op", 5.0, 3.0),
+            _x("aten::empty", "cpu_op", 10.0, 0.0),
+            _x("aten::empty", "cpu_op", 10.0, 0.0),
+            _x("aten::view", "cpu_op", 3.0, 0.0, tid=2),
+            _x("aten::view", "cpu_op", 3.0, 0.0, tid=2),
+        ]
+    }
 
 
 def ulp_edges(t0: float, count: int) -> np.ndarray:

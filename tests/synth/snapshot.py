@@ -42,18 +42,29 @@ def _make_frames(rng: random.Random, depth: int, windows: bool) -> list[dict]:
     sep = "\\\\" if windows else "/"
     out = [{"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"}]
     for k in range(max(depth - 1, 0)):
-        out.append({"filename": f"{root}{sep}model_{rng.randint(0, 3)}.py", "line": rng.randint(1, 400),
-                    "name": f"layer{k}"})
+        out.append(
+            {"filename": f"{root}{sep}model_{rng.randint(0, 3)}.py", "line": rng.randint(1, 400), "name": f"layer{k}"}
+        )
     return out[:depth]
 
 
-def history_entries(rng: random.Random, entries: int, frames: int, windows_paths: bool, with_oom: bool,
-                    live: list[tuple[int, int]]):
+def history_entries(
+    rng: random.Random, entries: int, frames: int, windows_paths: bool, with_oom: bool, live: list[tuple[int, int]]
+):
     """The history of :func:`synthesize_snapshot`, one entry at a time (an entry is yielded once it is
     final); ``live`` ends as the ``(address, size)`` of the blocks still allocated."""
     base = 0x7F0000000000
-    pending = collections.deque([{"action": "segment_alloc", "addr": base, "size": SEGMENT_BYTES, "stream": 0,
-                                  "frames": _frames(rng, frames, windows_paths)}])
+    pending = collections.deque(
+        [
+            {
+                "action": "segment_alloc",
+                "addr": base,
+                "size": SEGMENT_BYTES,
+                "stream": 0,
+                "frames": _frames(rng, frames, windows_paths),
+            }
+        ]
+    )
     count = 1
     next_addr = base
     t = 1_700_000_000_000_000
@@ -68,8 +79,15 @@ def history_entries(rng: random.Random, entries: int, frames: int, windows_paths
             count += 2
         else:
             size = 512 * rng.randint(1, 4096)
-            pending.append({"action": "alloc", "addr": next_addr, "size": size, "stream": 0,
-                            "frames": _frames(rng, frames, windows_paths)})
+            pending.append(
+                {
+                    "action": "alloc",
+                    "addr": next_addr,
+                    "size": size,
+                    "stream": 0,
+                    "frames": _frames(rng, frames, windows_paths),
+                }
+            )
             live.append((next_addr, size))
             next_addr += size
             count += 1
@@ -86,19 +104,46 @@ def history_entries(rng: random.Random, entries: int, frames: int, windows_paths
         yield {"action": "oom", "addr": 0, "size": 1 << 34, "stream": 0, "frames": [], "time_us": t + 1}
 
 
-def live_segments(rng: random.Random, live: list[tuple[int, int]], frames: int, windows_paths: bool,
-                  base: int) -> list[dict]:
+def live_segments(
+    rng: random.Random, live: list[tuple[int, int]], frames: int, windows_paths: bool, base: int
+) -> list[dict]:
     """One segment at ``base`` holding the ``(address, size)`` blocks still live, each with its frames."""
-    blocks = [{"address": a, "size": s, "requested_size": s, "state": "active_allocated",
-               "frames": _frames(rng, frames, windows_paths)} for a, s in live]
-    return [{"device": 0, "address": base, "total_size": SEGMENT_BYTES, "allocated_size": sum(s for _, s in live),
-             "active_size": sum(s for _, s in live), "requested_size": sum(s for _, s in live), "stream": 0,
-             "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False, "blocks": blocks,
-             "frames": []}]
+    blocks = [
+        {
+            "address": a,
+            "size": s,
+            "requested_size": s,
+            "state": "active_allocated",
+            "frames": _frames(rng, frames, windows_paths),
+        }
+        for a, s in live
+    ]
+    return [
+        {
+            "device": 0,
+            "address": base,
+            "total_size": SEGMENT_BYTES,
+            "allocated_size": sum(s for _, s in live),
+            "active_size": sum(s for _, s in live),
+            "requested_size": sum(s for _, s in live),
+            "stream": 0,
+            "segment_type": "large",
+            "segment_pool_id": (0, 0),
+            "is_expandable": False,
+            "blocks": blocks,
+            "frames": [],
+        }
+    ]
 
 
-def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int = 3, windows_paths: bool = False,
-                        with_oom: bool = True, seed: int = 0):
+def synthesize_snapshot(
+    layout: str = "current",
+    entries: int = 200,
+    frames: int = 3,
+    windows_paths: bool = False,
+    with_oom: bool = True,
+    seed: int = 0,
+):
     """A snapshot object (dict, or list for ``segments_only``) with about ``entries`` history entries."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}")
@@ -112,8 +157,12 @@ def synthesize_snapshot(layout: str = "current", entries: int = 200, frames: int
     segments = live_segments(rng, live, frames, windows_paths, base)
     if layout == "segments_only":
         return segments
-    return {"segments": segments, "device_traces": [] if layout == "empty_history" else [history],
-            "allocator_settings": {}, "external_annotations": [{"device": 0, "stage": "forward", "name": "step 1"}]}
+    return {
+        "segments": segments,
+        "device_traces": [] if layout == "empty_history" else [history],
+        "allocator_settings": {},
+        "external_annotations": [{"device": 0, "stage": "forward", "name": "step 1"}],
+    }
 
 
 def replay_peak(obj, device: int = 0) -> int:
@@ -169,9 +218,20 @@ def snapshot_with_blocks_before_history() -> tuple[dict, int]:
         {"action": "free_completed", "addr": 0x1000, "size": 100, "stream": 0, "time_us": 40, "frames": []},
     ]
     weights = [{"filename": "train.py", "line": 12, "name": "build_model"}]
-    blocks = [{"address": 0x1000, "size": 512, "requested_size": 100, "state": "inactive", "frames": []},
-              {"address": 0x2000, "size": 512, "requested_size": 50, "state": "active_allocated", "frames": []},
-              {"address": 0x9000, "size": 512, "requested_size": 400, "state": "active_allocated", "frames": weights}]
-    segments = [{"device": 0, "address": 0x1000, "total_size": 1 << 16, "stream": 0, "segment_type": "small",
-                 "blocks": blocks, "frames": []}]
+    blocks = [
+        {"address": 0x1000, "size": 512, "requested_size": 100, "state": "inactive", "frames": []},
+        {"address": 0x2000, "size": 512, "requested_size": 50, "state": "active_allocated", "frames": []},
+        {"address": 0x9000, "size": 512, "requested_size": 400, "state": "active_allocated", "frames": weights},
+    ]
+    segments = [
+        {
+            "device": 0,
+            "address": 0x1000,
+            "total_size": 1 << 16,
+            "stream": 0,
+            "segment_type": "small",
+            "blocks": blocks,
+            "frames": [],
+        }
+    ]
     return {"segments": segments, "device_traces": [history]}, 800

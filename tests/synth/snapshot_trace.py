@@ -33,45 +33,81 @@ def paired_trace(rank: int = 0) -> dict:
     ev = [
         _x("ProfilerStep#1", "user_annotation", 1000, 1000),
         _x("nn.Module: Linear_0", "python_function", 1010, 200),
-        _x("aten::linear", "cpu_op", 1020, 100), _x("aten::addmm", "cpu_op", 1030, 50),
-        _x("nn.Module: ReLU_0", "python_function", 1300, 100), _x("aten::relu", "cpu_op", 1310, 50),
+        _x("aten::linear", "cpu_op", 1020, 100),
+        _x("aten::addmm", "cpu_op", 1030, 50),
+        _x("nn.Module: ReLU_0", "python_function", 1300, 100),
+        _x("aten::relu", "cpu_op", 1310, 50),
         _x("## backward ##", "user_annotation", 1450, 400),
         _x("autograd::engine::evaluate_function: AddmmBackward0", "cpu_op", 1500, 200, tid=2),
         _x("aten::mm", "cpu_op", 1510, 50, tid=2),
         _x("ProfilerStep#2", "user_annotation", 2000, 1000),
         _x("nn.Module: Linear_0", "python_function", 2010, 200),
-        _x("aten::linear", "cpu_op", 2020, 100), _x("aten::addmm", "cpu_op", 2030, 50),
+        _x("aten::linear", "cpu_op", 2020, 100),
+        _x("aten::addmm", "cpu_op", 2030, 50),
         _x("aten::empty", "cpu_op", 2500, 10),
     ]
-    return {"schemaVersion": 1, "baseTimeNanoseconds": BASE_NS,
-            "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 80 * 1024 * MIB}],
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
-            "traceEvents": ev}
+    return {
+        "schemaVersion": 1,
+        "baseTimeNanoseconds": BASE_NS,
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 80 * 1024 * MIB}],
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+        "traceEvents": ev,
+    }
 
 
 def frame(line: int, name: str, filename: str = "/work/train/model.py") -> list[dict]:
-    return [{"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"},
-            {"filename": filename, "line": line, "name": name}]
+    return [
+        {"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"},
+        {"filename": filename, "line": line, "name": name},
+    ]
 
 
 # (label, bytes, trace ts of the alloc, ts of its free or None, frames' line, function)
-ALLOCS = [("A", 4 * MIB, 1040, None, 10, "linear_fwd"), ("B", 2 * MIB, 1320, None, 20, "relu_fwd"),
-          ("D", 16 * MIB, 1330, 1600, 21, "relu_tmp"), ("C", 8 * MIB, 1520, None, 30, "mm_bwd"),
-          ("E", 1 * MIB, 2040, None, 10, "linear_fwd"), ("F", 32 * MIB, 2505, 5100, 40, "empty"),
-          ("G", 64 << 10, 2900, None, 50, "loose"), ("H", 512 << 10, 5000, None, 60, "late")]
+ALLOCS = [
+    ("A", 4 * MIB, 1040, None, 10, "linear_fwd"),
+    ("B", 2 * MIB, 1320, None, 20, "relu_fwd"),
+    ("D", 16 * MIB, 1330, 1600, 21, "relu_tmp"),
+    ("C", 8 * MIB, 1520, None, 30, "mm_bwd"),
+    ("E", 1 * MIB, 2040, None, 10, "linear_fwd"),
+    ("F", 32 * MIB, 2505, 5100, 40, "empty"),
+    ("G", 64 << 10, 2900, None, 50, "loose"),
+    ("H", 512 << 10, 5000, None, 60, "late"),
+]
 EARLY = 2 * MIB  # a block allocated before the history, freed at 5200 (after the peak)
 WEIGHTS = 3 * MIB  # a block allocated before the history, held at the dump
 
-EXPECTED_BY_OPERATOR = {"aten::addmm": 5 * MIB, "aten::relu": 2 * MIB, "aten::mm": 8 * MIB, "aten::empty": 32 * MIB,
-                        "(no operator)": 64 << 10, "(outside the trace)": 512 << 10, "(before history)": 5 * MIB}
-EXPECTED_BY_STEP = {"ProfilerStep#1": 14 * MIB, "ProfilerStep#2": 33 * MIB + (64 << 10),
-                    "(outside the trace)": 512 << 10, "(before history)": 5 * MIB}
-EXPECTED_BY_MODULE = {"Linear_0": 5 * MIB, "ReLU_0": 2 * MIB, "(no module)": 40 * MIB + (64 << 10),
-                      "(outside the trace)": 512 << 10, "(before history)": 5 * MIB}
-EXPECTED_BY_FRAME = {"/work/train/model.py:10:linear_fwd": 5 * MIB, "/work/train/model.py:20:relu_fwd": 2 * MIB,
-                     "/work/train/model.py:30:mm_bwd": 8 * MIB, "/work/train/model.py:40:empty": 32 * MIB,
-                     "/work/train/model.py:50:loose": 64 << 10, "/work/train/model.py:60:late": 512 << 10,
-                     "/work/train/train.py:12:build_model": 3 * MIB, "/work/train/train.py:13:load_state": 2 * MIB}
+EXPECTED_BY_OPERATOR = {
+    "aten::addmm": 5 * MIB,
+    "aten::relu": 2 * MIB,
+    "aten::mm": 8 * MIB,
+    "aten::empty": 32 * MIB,
+    "(no operator)": 64 << 10,
+    "(outside the trace)": 512 << 10,
+    "(before history)": 5 * MIB,
+}
+EXPECTED_BY_STEP = {
+    "ProfilerStep#1": 14 * MIB,
+    "ProfilerStep#2": 33 * MIB + (64 << 10),
+    "(outside the trace)": 512 << 10,
+    "(before history)": 5 * MIB,
+}
+EXPECTED_BY_MODULE = {
+    "Linear_0": 5 * MIB,
+    "ReLU_0": 2 * MIB,
+    "(no module)": 40 * MIB + (64 << 10),
+    "(outside the trace)": 512 << 10,
+    "(before history)": 5 * MIB,
+}
+EXPECTED_BY_FRAME = {
+    "/work/train/model.py:10:linear_fwd": 5 * MIB,
+    "/work/train/model.py:20:relu_fwd": 2 * MIB,
+    "/work/train/model.py:30:mm_bwd": 8 * MIB,
+    "/work/train/model.py:40:empty": 32 * MIB,
+    "/work/train/model.py:50:loose": 64 << 10,
+    "/work/train/model.py:60:late": 512 << 10,
+    "/work/train/train.py:12:build_model": 3 * MIB,
+    "/work/train/train.py:13:load_state": 2 * MIB,
+}
 EXPECTED_PEAK = sum(EXPECTED_BY_OPERATOR.values())
 
 
@@ -83,16 +119,32 @@ def paired_snapshot(shift_us: int = 0) -> dict:
         events.append((ts, {"action": "alloc", "addr": addr, "size": size, "stream": 0, "frames": frame(line, name)}))
         if free_ts is not None:
             for action in ("free_requested", "free_completed"):
-                events.append((free_ts, {"action": action, "addr": addr, "size": size, "stream": 0,
-                                         "frames": frame(line, name)}))
+                events.append(
+                    (free_ts, {"action": action, "addr": addr, "size": size, "stream": 0, "frames": frame(line, name)})
+                )
     early = frame(13, "load_state", "/work/train/train.py")
     for action in ("free_requested", "free_completed"):
         events.append((5200, {"action": action, "addr": 0x7000000, "size": EARLY, "stream": 0, "frames": early}))
     history = []
     for ts, e in sorted(events, key=lambda p: p[0]):
         history.append(dict(e, time_us=BASE_US + ts + shift_us))
-    blocks = [{"address": 0x8000000, "size": WEIGHTS, "requested_size": WEIGHTS, "state": "active_allocated",
-               "frames": frame(12, "build_model", "/work/train/train.py")}]
-    segments = [{"device": 0, "address": 0x8000000, "total_size": 4 * MIB, "stream": 0, "segment_type": "large",
-                 "blocks": blocks}]
+    blocks = [
+        {
+            "address": 0x8000000,
+            "size": WEIGHTS,
+            "requested_size": WEIGHTS,
+            "state": "active_allocated",
+            "frames": frame(12, "build_model", "/work/train/train.py"),
+        }
+    ]
+    segments = [
+        {
+            "device": 0,
+            "address": 0x8000000,
+            "total_size": 4 * MIB,
+            "stream": 0,
+            "segment_type": "large",
+            "blocks": blocks,
+        }
+    ]
     return {"segments": segments, "device_traces": [history]}

@@ -58,7 +58,7 @@ class _Encoder:
         self.f.write(body)
         self.out = []
 
-    def value(self, x) -> None:  # noqa: C901 - one branch per type
+    def value(self, x) -> None:
         t = type(x)
         if t is str:
             got = self.strings.get(id(x))
@@ -88,8 +88,11 @@ class _Encoder:
             self._w(b"G" + struct.pack(">d", x))
         elif isinstance(x, str):
             raw = x.encode("utf-8", "surrogatepass")
-            self._w(b"\x8c" + bytes([len(raw)]) + raw if self.protocol >= 4 and len(raw) < 256
-                    else b"X" + struct.pack("<I", len(raw)) + raw)
+            self._w(
+                b"\x8c" + bytes([len(raw)]) + raw
+                if self.protocol >= 4 and len(raw) < 256
+                else b"X" + struct.pack("<I", len(raw)) + raw
+            )
             i = self.memo_len
             self.strings[id(x)] = (i, x, b"h" + bytes([i]) if i < 256 else b"j" + struct.pack("<I", i))
             self._memoize()
@@ -99,7 +102,7 @@ class _Encoder:
                 return
             for v in x:
                 self.value(v)
-            self._w(b"\x84\x85\x86\x87"[len(x):len(x) + 1])
+            self._w(b"\x84\x85\x86\x87"[len(x) : len(x) + 1])
             self._memoize()
         elif isinstance(x, list):
             self._w(b"]")
@@ -114,7 +117,7 @@ class _Encoder:
 
     def _batches(self, items: list, write, one: bytes, many: bytes) -> None:
         for k in range(0, len(items), _BATCH):
-            batch = items[k:k + _BATCH]
+            batch = items[k : k + _BATCH]
             if len(batch) == 1:
                 write(batch[0])
                 self._w(one)
@@ -160,8 +163,16 @@ class _Encoder:
         self._w(b"u")
 
 
-def write_snapshot_pickle(f, entries: int, frames: int = 8, protocol: int = 4, with_oom: bool = True,
-                          seed: int = 0, windows_paths: bool = False, shared_frames: bool = False) -> None:
+def write_snapshot_pickle(
+    f,
+    entries: int,
+    frames: int = 8,
+    protocol: int = 4,
+    with_oom: bool = True,
+    seed: int = 0,
+    windows_paths: bool = False,
+    shared_frames: bool = False,
+) -> None:
     """Write to the binary file ``f`` the pickle of ``synthesize_snapshot("current", entries, frames,
     windows_paths, with_oom, seed)`` (see the module's docstring), holding one batch at a time.
 
@@ -195,8 +206,11 @@ def write_snapshot_pickle(f, entries: int, frames: int = 8, protocol: int = 4, w
     enc._w(b"a")  # the history into device_traces
     base = 0x7F0000000000
     segments = live_segments(rng, live, frames, windows_paths, base)
-    for key, value in (("segments", segments), ("allocator_settings", {}),
-                       ("external_annotations", [{"device": 0, "stage": "forward", "name": "step 1"}])):
+    for key, value in (
+        ("segments", segments),
+        ("allocator_settings", {}),
+        ("external_annotations", [{"device": 0, "stage": "forward", "name": "step 1"}]),
+    ):
         enc.value(key)
         enc.value(value)
     enc._w(b"u.")

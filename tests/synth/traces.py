@@ -31,6 +31,7 @@ All times are µs, all sizes bytes. The layout is deterministic for a given :cla
 
 Only the standard library and numpy are used.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -71,10 +72,28 @@ _TAG_KEY = dict(zip(_TAGS, CATEGORY_KEYS))
 #: Substrings that mark a tensor-core kernel (METRICS.md list plus the Ampere/Hopper names).
 #: Used here only to double-check the names this module picks; the analysis owns its own list.
 TENSOR_CORE_NAME_PATTERNS = (
-    "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
-    "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm",
-    "xmma_sparse_conv", "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm",
-    "c1688", "sm80_xmma", "sm90_xmma", "wgmma", "hgmma",
+    "h884",
+    "s884",
+    "h1688",
+    "s1688",
+    "hmma",
+    "i8816",
+    "16816",
+    "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel",
+    "conv1x1",
+    "conv2d_c1_k1",
+    "direct_group",
+    "xmma_implicit_gemm",
+    "xmma_sparse_conv",
+    "xmma_warp_specialized_implicit_gemm",
+    "xmma_gemm",
+    "xmma_sparse_gemm",
+    "c1688",
+    "sm80_xmma",
+    "sm90_xmma",
+    "wgmma",
+    "hgmma",
 )
 
 _DATALOADER_NAME = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -82,17 +101,33 @@ _MIB = 1 << 20
 
 # Device descriptions written into "deviceProperties" (the fields Kineto writes).
 _H100 = {
-    "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85018279936, "computeMajor": 9,
-    "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
-    "regsPerBlock": 65536, "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 132,
-    "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 232448,
+    "name": "NVIDIA H100 80GB HBM3",
+    "totalGlobalMem": 85018279936,
+    "computeMajor": 9,
+    "computeMinor": 0,
+    "maxThreadsPerBlock": 1024,
+    "maxThreadsPerMultiprocessor": 2048,
+    "regsPerBlock": 65536,
+    "warpSize": 32,
+    "sharedMemPerBlock": 49152,
+    "numSms": 132,
+    "regsPerMultiprocessor": 65536,
+    "sharedMemPerBlockOptin": 232448,
     "sharedMemPerMultiprocessor": 233472,
 }
 _V100 = {
-    "name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34079899648, "computeMajor": 7,
-    "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
-    "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32,
-    "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 98304, "numSms": 80,
+    "name": "Tesla V100-SXM2-32GB",
+    "totalGlobalMem": 34079899648,
+    "computeMajor": 7,
+    "computeMinor": 0,
+    "maxThreadsPerBlock": 1024,
+    "maxThreadsPerMultiprocessor": 2048,
+    "regsPerBlock": 65536,
+    "regsPerMultiprocessor": 65536,
+    "warpSize": 32,
+    "sharedMemPerBlock": 49152,
+    "sharedMemPerMultiprocessor": 98304,
+    "numSms": 80,
     "sharedMemPerBlockOptin": 98304,
 }
 
@@ -422,9 +457,15 @@ class _Builder:
         }[kind]
 
     @contextlib.contextmanager
-    def span(self, name: str, kind: str = "op", tag: str | None = "cpu",
-             args: dict | None = None, shapes: list | None = None,
-             types: list | None = None) -> Iterator[dict]:
+    def span(
+        self,
+        name: str,
+        kind: str = "op",
+        tag: str | None = "cpu",
+        args: dict | None = None,
+        shapes: list | None = None,
+        types: list | None = None,
+    ) -> Iterator[dict]:
         """A host duration event [enter cursor, exit cursor) on the current thread.
 
         kind: "op" (aten op), "annotation" (record_function), "python", "step".
@@ -449,8 +490,7 @@ class _Builder:
                 ev_args["Input type"] = types or ["float"] * len(shapes)
             ev_args["Ev Idx"] = self._ev_idx()
         else:
-            ev_args = {"Device": self.pid, "External id": ext, "Trace name": "PyTorch Profiler",
-                       "Trace iteration": 0}
+            ev_args = {"Device": self.pid, "External id": ext, "Trace name": "PyTorch Profiler", "Trace iteration": 0}
             if shapes is not None:
                 ev_args["Input Dims"] = shapes
                 ev_args["Input type"] = types or ["float"] * len(shapes)
@@ -458,15 +498,22 @@ class _Builder:
                 ev_args["Call stack"] = _call_stack(name)
         if args:
             ev_args.update(args)
-        self.events.append({
-            "ph": "X", "cat": self._cat(kind), "name": name, "pid": self.pid,
-            "tid": self.host_tid(), "ts": self.tval(ts), "dur": self.tval(self.t - ts),
-            "args": ev_args,
-        })
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": self._cat(kind),
+                "name": name,
+                "pid": self.pid,
+                "tid": self.host_tid(),
+                "ts": self.tval(ts),
+                "dur": self.tval(self.t - ts),
+                "args": ev_args,
+            }
+        )
         if tag is not None and self.t > ts:
             self.plan.append(_Planned(ts, self.t, tag))
         if kind == "annotation" and self.pt2 and tag in ("cpu", "comm"):
-            self._gpu_annotation(name, ext, self.dev_log[rec["dev0"]:])
+            self._gpu_annotation(name, ext, self.dev_log[rec["dev0"] :])
 
     def _gpu_annotation(self, name: str, ext: int, work: list[tuple[float, float, int]]) -> None:
         """pytorch2: the gpu_user_annotation copy of a user annotation, one per stream, from
@@ -474,9 +521,18 @@ class _Builder:
         for stream in sorted({s for _, _, s in work}):
             t0 = min(a for a, _, s in work if s == stream)
             t1 = max(b for _, b, s in work if s == stream)
-            self.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": name,
-                                "pid": self.device, "tid": stream, "ts": t0, "dur": t1 - t0,
-                                "args": {"External id": ext}})
+            self.events.append(
+                {
+                    "ph": "X",
+                    "cat": "gpu_user_annotation",
+                    "name": name,
+                    "pid": self.device,
+                    "tid": stream,
+                    "ts": t0,
+                    "dur": t1 - t0,
+                    "args": {"External id": ext},
+                }
+            )
 
     def _ev_idx(self) -> int:
         self.ev_idx += 1
@@ -521,8 +577,15 @@ class _Builder:
             args["Addr"] = addr
         args["Device Id"] = dev_id
         args["Device Type"] = device_type
-        ev: dict[str, Any] = {"ph": "i", "s": "t", "name": "[memory]", "pid": self.pid,
-                              "tid": self.tid, "ts": self.tval(self.t), "args": args}
+        ev: dict[str, Any] = {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": self.pid,
+            "tid": self.tid,
+            "ts": self.tval(self.t),
+            "args": args,
+        }
         if self.pt2:
             ev["cat"] = "cpu_instant_event"
             args["Ev Idx"] = self._ev_idx()
@@ -539,29 +602,67 @@ class _Builder:
 
     def _runtime_event(self, name: str, ts: float, end: float, corr: int, driver: bool) -> None:
         ext = self.current_op_ext()
-        cbid = {"cudaLaunchKernel": 211, "cudaMemcpyAsync": 41, "cudaMemsetAsync": 51,
-                "cudaStreamSynchronize": 131, "cudaGraphLaunch": 311, "cuLaunchKernel": 307,
-                "cudaDeviceSynchronize": 165, "cudaStreamWaitEvent": 145,
-                "cudaEventRecord": 135}.get(name, 1)
+        cbid = {
+            "cudaLaunchKernel": 211,
+            "cudaMemcpyAsync": 41,
+            "cudaMemsetAsync": 51,
+            "cudaStreamSynchronize": 131,
+            "cudaGraphLaunch": 311,
+            "cuLaunchKernel": 307,
+            "cudaDeviceSynchronize": 165,
+            "cudaStreamWaitEvent": 145,
+            "cudaEventRecord": 135,
+        }.get(name, 1)
         if self.pt2:
             args = {"External id": ext, "cbid": cbid, "correlation": corr}
             cat = "cuda_driver" if driver else "cuda_runtime"
         else:
-            args = {"cbid": cbid, "correlation": corr, "external id": ext,
-                    "external ts": self.tval(self.stack[-1]["ts"] if self.stack else ts)}
+            args = {
+                "cbid": cbid,
+                "correlation": corr,
+                "external id": ext,
+                "external ts": self.tval(self.stack[-1]["ts"] if self.stack else ts),
+            }
             cat = "Runtime"
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": self.pid,
-                            "tid": self.host_tid(), "ts": self.tval(ts),
-                            "dur": self.tval(end - ts), "args": args})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": self.pid,
+                "tid": self.host_tid(),
+                "ts": self.tval(ts),
+                "dur": self.tval(end - ts),
+                "args": args,
+            }
+        )
         self.plan.append(_Planned(ts, end, "runtime"))
 
     def _flow(self, corr: int, host_ts: float, dev_ts: float, stream: int) -> None:
         cat, name = ("ac2g", "ac2g") if self.pt2 else ("async", "launch")
-        self.events.append({"ph": "s", "id": corr, "pid": self.pid, "tid": self.host_tid(),
-                            "ts": self.tval(host_ts), "cat": cat, "name": name})
-        self.events.append({"ph": "f", "id": corr, "pid": self.device,
-                            "tid": self.gpu_tid(stream), "ts": self.tval(dev_ts), "cat": cat,
-                            "name": name, "bp": "e"})
+        self.events.append(
+            {
+                "ph": "s",
+                "id": corr,
+                "pid": self.pid,
+                "tid": self.host_tid(),
+                "ts": self.tval(host_ts),
+                "cat": cat,
+                "name": name,
+            }
+        )
+        self.events.append(
+            {
+                "ph": "f",
+                "id": corr,
+                "pid": self.device,
+                "tid": self.gpu_tid(stream),
+                "ts": self.tval(dev_ts),
+                "cat": cat,
+                "name": name,
+                "bp": "e",
+            }
+        )
 
     def _device_event(self, item: dict, ts: float, corr: int) -> float:
         """Emit one device event starting at ts; returns its end (µs)."""
@@ -576,8 +677,7 @@ class _Builder:
             args = {}
             cat = {"kernel": "Kernel", "memcpy": "Memcpy", "memset": "Memset"}[kind]
         if kind == "kernel":
-            args.update({"queued": 0, "device": self.device, "context": 1, "stream": stream,
-                         "correlation": corr})
+            args.update({"queued": 0, "device": self.device, "context": 1, "stream": stream, "correlation": corr})
             if not self.pt2:
                 args["external id"] = ext
             grid, block = item["grid"], item["block"]
@@ -602,16 +702,24 @@ class _Builder:
             tag = "comm" if item.get("comm") else "kernel"
         else:
             nbytes = item["bytes"]
-            args.update({"device": self.device, "context": 1, "stream": stream,
-                         "correlation": corr})
+            args.update({"device": self.device, "context": 1, "stream": stream, "correlation": corr})
             if not self.pt2:
                 args["external id"] = ext
             args["bytes"] = nbytes
             args["memory bandwidth (GB/s)"] = nbytes / (d * 1000.0)
             tag = kind
-        self.events.append({"ph": "X", "cat": cat, "name": item["name"], "pid": self.device,
-                            "tid": self.gpu_tid(stream), "ts": self.tval(ts),
-                            "dur": self.tval(d), "args": args})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": item["name"],
+                "pid": self.device,
+                "tid": self.gpu_tid(stream),
+                "ts": self.tval(ts),
+                "dur": self.tval(d),
+                "args": args,
+            }
+        )
         self.plan.append(_Planned(ts, ts + d, tag))
         self.stream_free[stream] = ts + d
         self.dev_log.append((ts, ts + d, stream))
@@ -623,8 +731,9 @@ class _Builder:
                 self.step_dev_spans.append((ts, ts + d))
         return ts + d
 
-    def launch(self, items: list[dict], name: str = "cudaLaunchKernel",
-               rt_dur: float | None = None, driver: bool = False) -> None:
+    def launch(
+        self, items: list[dict], name: str = "cudaLaunchKernel", rt_dur: float | None = None, driver: bool = False
+    ) -> None:
         """An asynchronous runtime call at the cursor; its device work queues on the streams.
 
         Each item starts at max(runtime end + launch latency, stream free time); several items
@@ -652,8 +761,7 @@ class _Builder:
         r0 = self.t
         corr = self.new_corr()
         stream = item.get("stream", _STREAM_COMPUTE)
-        start = max(r0 + self.dur(2, 5), self.stream_free.get(stream, -1.0),
-                    item.get("not_before", -1.0))
+        start = max(r0 + self.dur(2, 5), self.stream_free.get(stream, -1.0), item.get("not_before", -1.0))
         self._flow(corr, r0, start, stream)
         end = self._device_event(item, start, corr)
         r1 = end + self.dur(1, 4)
@@ -673,15 +781,30 @@ class _Builder:
         self._runtime_event(name, self.t, self.t + d, self.new_corr(), False)
         self.adv(d)
 
-    def kernel(self, name: str, dur: float, nblocks: int, occ: int, threads: int = 256,
-               stream: int = _STREAM_COMPUTE, **extra: Any) -> dict:
+    def kernel(
+        self,
+        name: str,
+        dur: float,
+        nblocks: int,
+        occ: int,
+        threads: int = 256,
+        stream: int = _STREAM_COMPUTE,
+        **extra: Any,
+    ) -> dict:
         """A kernel work item with a grid of nblocks blocks split over (x, y, 1)."""
         gx = nblocks if nblocks <= 65535 else nblocks // 4
         gy = nblocks // gx
-        item = {"kind": "kernel", "name": name, "dur": dur, "grid": [gx, gy, 1],
-                "block": [threads, 1, 1], "occ": occ, "stream": stream,
-                "regs": 32 if "xmma" not in name and "884" not in name else 168,
-                "smem": 0 if "xmma" not in name and "884" not in name else 49152}
+        item = {
+            "kind": "kernel",
+            "name": name,
+            "dur": dur,
+            "grid": [gx, gy, 1],
+            "block": [threads, 1, 1],
+            "occ": occ,
+            "stream": stream,
+            "regs": 32 if "xmma" not in name and "884" not in name else 168,
+            "smem": 0 if "xmma" not in name and "884" not in name else 49152,
+        }
         item.update(extra)
         return item
 
@@ -693,9 +816,18 @@ class _Builder:
             return
         t0 = min(a for a, _ in self.step_dev_spans)
         t1 = max(b for _, b in self.step_dev_spans)
-        self.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": step.name,
-                            "pid": self.device, "tid": _STREAM_COMPUTE, "ts": t0,
-                            "dur": t1 - t0, "args": {"External id": ext}})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": "gpu_user_annotation",
+                "name": step.name,
+                "pid": self.device,
+                "tid": _STREAM_COMPUTE,
+                "ts": t0,
+                "dur": t1 - t0,
+                "args": {"External id": ext},
+            }
+        )
 
 
 def _is_tc(name: str) -> bool:
@@ -705,8 +837,10 @@ def _is_tc(name: str) -> bool:
 
 def _call_stack(name: str) -> str:
     """An old-style 'Call stack' string for an op (kineto2021 with_python_stack)."""
-    return ("/opt/conda/lib/python3.8/site-packages/torch/nn/modules/module.py(1051): _call_impl;"
-            f"train_synthetic.py(57): train_step;train_synthetic.py(88): <module>")
+    return (
+        "/opt/conda/lib/python3.8/site-packages/torch/nn/modules/module.py(1051): _call_impl;"
+        "train_synthetic.py(57): train_step;train_synthetic.py(88): <module>"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -716,7 +850,7 @@ def _call_stack(name: str) -> str:
 def _conv_shapes(i: int) -> tuple[list, int, int]:
     """Input dims of conv layer i, and its output size (elements) and channel count."""
     c_in = 3 if i == 0 else 32 * 2 ** (i - 1)
-    c_out = 32 * 2 ** i
+    c_out = 32 * 2**i
     hw = max(7, 56 >> i)
     dims = [[32, c_in, hw, hw], [c_out, c_in, 3, 3], [c_out], [], [], [], []]
     return dims, 32 * c_out * hw * hw, c_out
@@ -725,8 +859,9 @@ def _conv_shapes(i: int) -> tuple[list, int, int]:
 def _classifier_gemm(b: _Builder, tc_layers: set[int], max_us: float) -> None:
     """Launch the Linear layer's GEMM kernel (6 to ``max_us`` µs): the tensor-core one when any conv uses them."""
     tc = bool(tc_layers)
-    b.launch([b.kernel(_NAMES[b.spec.style]["gemm"][0 if tc else 1], b.dur(6, max_us), 66,
-                       31 if tc else 18, threads=128)])
+    b.launch(
+        [b.kernel(_NAMES[b.spec.style]["gemm"][0 if tc else 1], b.dur(6, max_us), 66, 31 if tc else 18, threads=128)]
+    )
 
 
 def _forward(b: _Builder, tc_layers: set[int]) -> list[tuple[int, int]]:
@@ -739,9 +874,11 @@ def _forward(b: _Builder, tc_layers: set[int]) -> list[tuple[int, int]]:
         for i in range(spec.layers):
             dims, n_out, c_out = _conv_shapes(i)
             with b.pyframe(f"nn.Module: Conv2d_{i}"):
-                with b.span("aten::conv2d", shapes=dims,
-                            types=["float", "float", "float", "ScalarList", "ScalarList",
-                                   "ScalarList", "Int"]):
+                with b.span(
+                    "aten::conv2d",
+                    shapes=dims,
+                    types=["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Int"],
+                ):
                     b.adv(b.dur(2, 5))
                     with b.span("aten::convolution", shapes=dims):
                         b.adv(b.dur(1, 3))
@@ -755,8 +892,7 @@ def _forward(b: _Builder, tc_layers: set[int]) -> list[tuple[int, int]]:
                                 b.adv(b.dur(2, 6))
                                 tc = i in tc_layers
                                 kname = names["conv_fwd"][0 if tc else 1]
-                                b.launch([b.kernel(kname, b.dur(25, 60), 264 + 40 * i,
-                                                   25 if tc else 12)])
+                                b.launch([b.kernel(kname, b.dur(25, 60), 264 + 40 * i, 25 if tc else 12)])
                                 b.adv(b.dur(2, 5))
                             b.adv(b.dur(1, 2))
                         b.adv(b.dur(1, 2))
@@ -767,8 +903,7 @@ def _forward(b: _Builder, tc_layers: set[int]) -> list[tuple[int, int]]:
                     b.adv(b.dur(1, 3))
                     with b.span("aten::clamp_min_", shapes=[[32, c_out, 1, 1], []]):
                         b.adv(b.dur(1, 3))
-                        b.launch([b.kernel(_RELU_KERNEL, b.dur(4, 12), 1056 + 128 * i, 75,
-                                           threads=128)])
+                        b.launch([b.kernel(_RELU_KERNEL, b.dur(4, 12), 1056 + 128 * i, 75, threads=128)])
                         b.adv(b.dur(0.5, 2))
                     b.adv(b.dur(0.5, 2))
             b.adv(b.dur(3, 8))
@@ -813,11 +948,9 @@ def _backward(b: _Builder, tc_layers: set[int], acts: list[tuple[int, int]]) -> 
                 with b.span("aten::convolution_backward", shapes=[dims[0], dims[0], dims[1]]):
                     b.adv(b.dur(2, 5))
                     tc = i in tc_layers
-                    b.launch([b.kernel(names["dgrad"][0 if tc else 1], b.dur(20, 50),
-                                       198 + 20 * i, 25 if tc else 12)])
+                    b.launch([b.kernel(names["dgrad"][0 if tc else 1], b.dur(20, 50), 198 + 20 * i, 25 if tc else 12)])
                     b.adv(b.dur(2, 4))
-                    b.launch([b.kernel(names["wgrad"][0 if tc else 1], b.dur(20, 50),
-                                       150 + 10 * i, 25 if tc else 10)])
+                    b.launch([b.kernel(names["wgrad"][0 if tc else 1], b.dur(20, 50), 150 + 10 * i, 25 if tc else 10)])
                     b.adv(b.dur(1, 3))
                     if acts:
                         addr, n = acts.pop()
@@ -844,8 +977,7 @@ def _overlap(b: _Builder) -> None:
         b.adv(b.dur(0.5, 1))
     with b.span("aten::fill_", shapes=[[512], []]):
         b.adv(b.dur(0.5, 1))
-        b.launch([b.kernel(_FILL_KERNEL, 12.0, max(1, int(sms * 0.25)), 50,
-                           stream=_STREAM_SIDE)])
+        b.launch([b.kernel(_FILL_KERNEL, 12.0, max(1, int(sms * 0.25)), 50, stream=_STREAM_SIDE)])
         b.adv(b.dur(0.5, 1))
     with b.span("aten::fill_", shapes=[[512], []]):
         b.adv(b.dur(0.5, 1))
@@ -873,14 +1005,29 @@ def _allreduce(b: _Builder) -> None:
         b.adv(b.dur(0.5, 1))
     # wait until that kernel runs: it covers record_param_comms' start margin
     b.t = max(b.t, b.stream_free[_STREAM_COMPUTE] - 30.0) + b.q
-    comm_args = {"Collective name": "allreduce", "In msg nelems": nelems,
-                 "Out msg nelems": nelems, "Group size": spec.ranks, "dtype": "Float",
-                 "In split size": "[]", "Out split size": "[]", "Process Group Name": "0",
-                 "Process Group Description": "default_pg",
-                 "Process Group Ranks": str(list(range(spec.ranks)))}
-    nccl_item = b.kernel(names["nccl"], b.dur(60, 120), 2 * (spec.sms // 20 or 1), 0,
-                         threads=544, stream=_STREAM_COMM, comm=True, occ_not_computed=True,
-                         comm_args=comm_args if b.pt2 else None)
+    comm_args = {
+        "Collective name": "allreduce",
+        "In msg nelems": nelems,
+        "Out msg nelems": nelems,
+        "Group size": spec.ranks,
+        "dtype": "Float",
+        "In split size": "[]",
+        "Out split size": "[]",
+        "Process Group Name": "0",
+        "Process Group Description": "default_pg",
+        "Process Group Ranks": str(list(range(spec.ranks))),
+    }
+    nccl_item = b.kernel(
+        names["nccl"],
+        b.dur(60, 120),
+        2 * (spec.sms // 20 or 1),
+        0,
+        threads=544,
+        stream=_STREAM_COMM,
+        comm=True,
+        occ_not_computed=True,
+        comm_args=comm_args if b.pt2 else None,
+    )
     if b.pt2:
         rpc_args = dict(comm_args, **{"Global rank start": 0, "Global rank stride": 1})
         outer = b.span("record_param_comms", "op", "comm", args=rpc_args)
@@ -907,12 +1054,10 @@ def _optimizer(b: _Builder) -> None:
     b.adv(b.dur(2, 5))
     with b.span("Optimizer.step#SGD.step", kind):
         b.adv(b.dur(3, 6))
-        with b.span("aten::_foreach_add_", shapes=[[], [], []],
-                    types=["TensorList", "TensorList", "Scalar"]):
+        with b.span("aten::_foreach_add_", shapes=[[], [], []], types=["TensorList", "TensorList", "Scalar"]):
             b.adv(b.dur(2, 4))
             nb = b.stream_free.get(_STREAM_COMM, -1.0) if spec.comm else -1.0
-            b.launch([b.kernel(_FOREACH_KERNEL, b.dur(10, 20), 2 * spec.sms, 70, threads=512,
-                               not_before=nb)])
+            b.launch([b.kernel(_FOREACH_KERNEL, b.dur(10, 20), 2 * spec.sms, 70, threads=512, not_before=nb)])
             b.adv(b.dur(1, 2))
         b.adv(b.dur(1, 2))
         # host-side work until the GPU has drained, then one more launch that starts late (8 µs
@@ -922,8 +1067,9 @@ def _optimizer(b: _Builder) -> None:
             b.t = max(b.t + b.dur(2, 4), max(b.stream_free.values()) + b.dur(1, 2))
         with b.span("aten::_foreach_mul_", shapes=[[], []], types=["TensorList", "Scalar"]):
             b.adv(b.dur(1, 2))
-            b.launch([b.kernel(_FOREACH_KERNEL, b.dur(3, 6), spec.sms, 70, threads=512,
-                               not_before=b.t + 12.0)], rt_dur=4.0)
+            b.launch(
+                [b.kernel(_FOREACH_KERNEL, b.dur(3, 6), spec.sms, 70, threads=512, not_before=b.t + 12.0)], rt_dur=4.0
+            )
             b.adv(b.q)
         b.adv(b.q)
 
@@ -942,8 +1088,10 @@ def _zero_grad(b: _Builder) -> None:
                 b.adv(b.q)
             with b.span("aten::fill_", shapes=[[4096], []]):
                 b.adv(b.dur(1, 2))
-                b.launch([{"kind": "memset", "name": "Memset (Device)", "dur": b.dur(1, 3),
-                           "bytes": 16384}], name="cudaMemsetAsync")
+                b.launch(
+                    [{"kind": "memset", "name": "Memset (Device)", "dur": b.dur(1, 3), "bytes": 16384}],
+                    name="cudaMemsetAsync",
+                )
                 b.adv(b.dur(0.5, 1))
             b.adv(b.dur(0.5, 1))
         b.adv(b.dur(1, 2))
@@ -956,8 +1104,7 @@ def _triton(b: _Builder) -> None:
         b.adv(b.dur(2, 4))
         with b.span(_TRITON_KERNEL, "annotation" if b.pt2 else "op"):
             b.adv(b.dur(1, 2))
-            b.launch([b.kernel(_TRITON_KERNEL, b.dur(5, 12), 528, 45, threads=128)],
-                     name="cuLaunchKernel", driver=True)
+            b.launch([b.kernel(_TRITON_KERNEL, b.dur(5, 12), 528, 45, threads=128)], name="cuLaunchKernel", driver=True)
             b.adv(b.dur(0.5, 1))
         b.adv(b.dur(1, 2))
 
@@ -966,14 +1113,18 @@ def _graph(b: _Builder) -> None:
     """CUDA graph replay: one cudaGraphLaunch, three kernels sharing its correlation id."""
     names = _NAMES[b.spec.style]
     b.adv(b.dur(2, 4))
-    with b.span("aten::_graph_replay" if b.pt2 else "CUDAGraph.replay",
-                "op" if b.pt2 else "op"):
+    with b.span("aten::_graph_replay" if b.pt2 else "CUDAGraph.replay", "op" if b.pt2 else "op"):
         b.adv(b.dur(2, 4))
         tc = b.spec.tensor_cores
-        b.launch([b.kernel(_FILL_KERNEL, b.dur(2, 4), 4, 10),
-                  b.kernel(names["gemm"][0 if tc else 1], b.dur(8, 16), 132, 31, threads=128),
-                  b.kernel(_ADD_KERNEL, b.dur(2, 5), 64, 20)],
-                 name="cudaGraphLaunch", rt_dur=b.dur(10, 20))
+        b.launch(
+            [
+                b.kernel(_FILL_KERNEL, b.dur(2, 4), 4, 10),
+                b.kernel(names["gemm"][0 if tc else 1], b.dur(8, 16), 132, 31, threads=128),
+                b.kernel(_ADD_KERNEL, b.dur(2, 5), 64, 20),
+            ],
+            name="cudaGraphLaunch",
+            rt_dur=b.dur(10, 20),
+        )
         b.adv(b.dur(1, 2))
 
 
@@ -990,8 +1141,14 @@ def _h2d(b: _Builder, nbytes: int) -> None:
             b.adv(b.dur(0.5, 1))
             with b.span("aten::copy_", shapes=[[32, 3, 56, 56], [32, 3, 56, 56], []]):
                 b.adv(b.dur(1, 3))
-                b.sync_copy({"kind": "memcpy", "name": "Memcpy HtoD (Pageable -> Device)",
-                             "dur": b.dur(15, 30), "bytes": nbytes})
+                b.sync_copy(
+                    {
+                        "kind": "memcpy",
+                        "name": "Memcpy HtoD (Pageable -> Device)",
+                        "dur": b.dur(15, 30),
+                        "bytes": nbytes,
+                    }
+                )
                 b.adv(b.dur(0.5, 2))
                 b.mem(-nbytes, b.cpu_addr, device_type=0)
                 b.adv(b.q)
@@ -1021,9 +1178,18 @@ def _item(b: _Builder) -> None:
         with b.span("aten::_local_scalar_dense", shapes=[[]]):
             b.adv(b.dur(1, 2))
             busy = max(b.stream_free.values(), default=-1.0)
-            b.launch([{"kind": "memcpy", "name": "Memcpy DtoH (Device -> Pageable)",
-                       "dur": b.dur(1, 3), "bytes": 4, "not_before": busy}],
-                     name="cudaMemcpyAsync")
+            b.launch(
+                [
+                    {
+                        "kind": "memcpy",
+                        "name": "Memcpy DtoH (Device -> Pageable)",
+                        "dur": b.dur(1, 3),
+                        "bytes": 4,
+                        "not_before": busy,
+                    }
+                ],
+                name="cudaMemcpyAsync",
+            )
             b.wait_all("cudaStreamSynchronize")
             b.adv(b.dur(0.5, 1))
         b.adv(b.dur(0.5, 1))
@@ -1043,8 +1209,7 @@ def _spill(b: _Builder) -> float:
         start = max(r0 + rt + 4.0, b.stream_free.get(_STREAM_COMPUTE, -1.0))
         host_end = r0 + rt + 1.0 + host_tail
         kdur = max(4.0, b.quant(host_end + b.spec.device_spill_us - start))
-        b.launch([b.kernel(_ADD_KERNEL, kdur, 3 * b.spec.sms, 85, not_before=start)],
-                 rt_dur=rt)
+        b.launch([b.kernel(_ADD_KERNEL, kdur, 3 * b.spec.sms, 85, not_before=start)], rt_dur=rt)
         b.adv(1.0)
     return host_tail
 
@@ -1117,8 +1282,7 @@ def _build(spec: SynthSpec) -> tuple[dict, _Layout]:
     b.runtime_only("cudaDeviceSynchronize", b.dur(3, 6))
     t_end = max([b.t] + list(b.stream_free.values())) + 5.0
     trace = _envelope(b, t_end)
-    dist = ({"backend": "nccl", "rank": spec.rank, "world_size": spec.ranks}
-            if spec.ranks > 1 or spec.comm else None)
+    dist = {"backend": "nccl", "rank": spec.rank, "world_size": spec.ranks} if spec.ranks > 1 or spec.comm else None
     layout = _Layout(b.plan, b.steps, b.kernels, b.device, dist, {b.device: b.peak_alloc})
     return trace, layout
 
@@ -1132,47 +1296,81 @@ def _envelope(b: _Builder, t_end: float) -> dict:
     device_props = [{"id": i, **props} for i in range(n_dev)]
     t0 = b.t_begin
     meta: list[dict] = [
-        {"name": "process_name", "ph": "M", "ts": b.tval(t0), "pid": b.pid, "tid": 0,
-         "args": {"name": "python"}},
-        {"name": "process_labels", "ph": "M", "ts": b.tval(t0), "pid": b.pid, "tid": 0,
-         "args": {"labels": "CPU"}},
-        {"name": "process_name", "ph": "M", "ts": b.tval(t0), "pid": b.device, "tid": 0,
-         "args": {"name": "python"}},
-        {"name": "process_labels", "ph": "M", "ts": b.tval(t0), "pid": b.device, "tid": 0,
-         "args": {"labels": f"GPU {b.device}"}},
+        {"name": "process_name", "ph": "M", "ts": b.tval(t0), "pid": b.pid, "tid": 0, "args": {"name": "python"}},
+        {"name": "process_labels", "ph": "M", "ts": b.tval(t0), "pid": b.pid, "tid": 0, "args": {"labels": "CPU"}},
+        {"name": "process_name", "ph": "M", "ts": b.tval(t0), "pid": b.device, "tid": 0, "args": {"name": "python"}},
+        {
+            "name": "process_labels",
+            "ph": "M",
+            "ts": b.tval(t0),
+            "pid": b.device,
+            "tid": 0,
+            "args": {"labels": f"GPU {b.device}"},
+        },
     ]
     tids = [b.main_tid] + ([b.bwd_tid] if spec.backward_thread else [])
     for tid in tids:
-        meta.append({"name": "thread_name", "ph": "M", "ts": b.tval(t0), "pid": b.pid,
-                     "tid": tid if b.pt2 else str(tid),
-                     "args": {"name": f"thread {tid} (python)"}})
-    streams = sorted({e["args"]["stream"] for e in b.events
-                      if e.get("ph") == "X" and "stream" in e.get("args", {})})
+        meta.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "ts": b.tval(t0),
+                "pid": b.pid,
+                "tid": tid if b.pt2 else str(tid),
+                "args": {"name": f"thread {tid} (python)"},
+            }
+        )
+    streams = sorted({e["args"]["stream"] for e in b.events if e.get("ph") == "X" and "stream" in e.get("args", {})})
     for s in streams:
-        meta.append({"name": "thread_name", "ph": "M", "ts": b.tval(t0), "pid": b.device,
-                     "tid": b.gpu_tid(s), "args": {"name": f"stream {s} "}})
+        meta.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "ts": b.tval(t0),
+                "pid": b.device,
+                "tid": b.gpu_tid(s),
+                "args": {"name": f"stream {s} "},
+            }
+        )
     span_pid = "Spans" if b.pt2 else "Traces"
     tail = [
-        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": span_pid,
-         "tid": "PyTorch Profiler", "ts": b.tval(t0), "dur": b.tval(t_end - t0),
-         "args": {"Op count": 0}},
-        {"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "pid": "Traces",
-         "tid": "Trace PyTorch Profiler", "ts": b.tval(t0)},
-        {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "",
-         "ts": b.tval(t_end)},
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "name": "PyTorch Profiler (0)",
+            "pid": span_pid,
+            "tid": "PyTorch Profiler",
+            "ts": b.tval(t0),
+            "dur": b.tval(t_end - t0),
+            "args": {"Op count": 0},
+        },
+        {
+            "name": "Iteration Start: PyTorch Profiler",
+            "ph": "i",
+            "s": "g",
+            "pid": "Traces",
+            "tid": "Trace PyTorch Profiler",
+            "ts": b.tval(t0),
+        },
+        {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": b.tval(t_end)},
     ]
     out: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": device_props}
     if spec.ranks > 1 or spec.comm:
-        out["distributedInfo"] = {"backend": "nccl", "rank": spec.rank,
-                                  "world_size": spec.ranks}
+        out["distributedInfo"] = {"backend": "nccl", "rank": spec.rank, "world_size": spec.ranks}
     if b.pt2:
-        out.update({
-            "record_shapes": 1, "profile_memory": int(spec.with_memory),
-            "with_stack": int(spec.with_python_stack), "cuda_runtime_version": 12040,
-            "cuda_driver_version": 12090, "cupti_version": 22,
-            "trace_id": f"{spec.seed:08X}{spec.rank:08X}{spec.steps:016X}",
-            "displayTimeUnit": "ms", "baseTimeNanoseconds": 1751410836000000000,
-        })
+        out.update(
+            {
+                "record_shapes": 1,
+                "profile_memory": int(spec.with_memory),
+                "with_stack": int(spec.with_python_stack),
+                "cuda_runtime_version": 12040,
+                "cuda_driver_version": 12090,
+                "cupti_version": 22,
+                "trace_id": f"{spec.seed:08X}{spec.rank:08X}{spec.steps:016X}",
+                "displayTimeUnit": "ms",
+                "baseTimeNanoseconds": 1751410836000000000,
+            }
+        )
     out["traceEvents"] = meta + b.events + tail
     out["traceName"] = f"synthetic/{spec.style}/rank{spec.rank}.pt.trace.json"
     return out
@@ -1193,8 +1391,7 @@ def write_trace(trace: dict, path: str | os.PathLike) -> None:
     p = os.fspath(path)
     if p.endswith(".gz"):
         # no file name and mtime=0 in the gzip header: byte-identical reruns
-        with open(p, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
-                                                 mtime=0) as f:
+        with open(p, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
             f.write(data)
     else:
         with open(p, "wb") as f:
@@ -1288,8 +1485,7 @@ def _gpu_metrics(kernels: list[_KernelPlan], w0: float, w1: float) -> dict[str, 
     sm = 0.0
     for a, b in zip(cuts, cuts[1:]):
         mid = (a + b) / 2
-        s = sum(k.blocks_per_sm for ka, kb, k in clipped
-                if ka <= mid < kb and k.blocks_per_sm > 0)
+        s = sum(k.blocks_per_sm for ka, kb, k in clipped if ka <= mid < kb and k.blocks_per_sm > 0)
         sm += min(s, 1.0) * (b - a)
     occ_w = [(k.occupancy, b - a) for a, b, k in clipped if k.occupancy >= 0]
     occ_den = sum(d for _, d in occ_w)
@@ -1353,61 +1549,125 @@ def worked_example_trace() -> tuple[dict, dict]:
     """
     pid, tid = 1000, 1000
 
-    def x(cat: str, name: str, ts: float, end: float, args: dict, p: int = pid,
-          t: int = tid) -> dict:
-        return {"ph": "X", "cat": cat, "name": name, "pid": p, "tid": t, "ts": ts,
-                "dur": end - ts, "args": args}
+    def x(cat: str, name: str, ts: float, end: float, args: dict, p: int = pid, t: int = tid) -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "pid": p, "tid": t, "ts": ts, "dur": end - ts, "args": args}
 
     gpu = {"device": 0, "context": 1, "stream": 7}
     events = [
-        {"name": "process_name", "ph": "M", "ts": 0, "pid": pid, "tid": 0,
-         "args": {"name": "python"}},
-        {"name": "process_name", "ph": "M", "ts": 0, "pid": 0, "tid": 0,
-         "args": {"name": "python"}},
+        {"name": "process_name", "ph": "M", "ts": 0, "pid": pid, "tid": 0, "args": {"name": "python"}},
+        {"name": "process_name", "ph": "M", "ts": 0, "pid": 0, "tid": 0, "args": {"name": "python"}},
         x("user_annotation", "ProfilerStep#1", 50, 450, {"External id": 1}),
         x("user_annotation", _DATALOADER_NAME, 60, 240, {"External id": 2}),
         x("cpu_op", "aten::to", 250, 300, {"External id": 3, "Input Dims": [[32, 3, 8, 8]]}),
-        x("cuda_runtime", "cudaMemcpyAsync", 255, 280,
-          {"External id": 3, "cbid": 41, "correlation": 11}),
-        x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 260, 270,
-          {"External id": 3, **gpu, "correlation": 11, "bytes": 24576,
-           "memory bandwidth (GB/s)": 2.4576}, p=0, t=7),
+        x("cuda_runtime", "cudaMemcpyAsync", 255, 280, {"External id": 3, "cbid": 41, "correlation": 11}),
+        x(
+            "gpu_memcpy",
+            "Memcpy HtoD (Pageable -> Device)",
+            260,
+            270,
+            {"External id": 3, **gpu, "correlation": 11, "bytes": 24576, "memory bandwidth (GB/s)": 2.4576},
+            p=0,
+            t=7,
+        ),
         x("cpu_op", "aten::add", 300, 330, {"External id": 4, "Input Dims": [[64], [64], []]}),
-        x("cuda_runtime", "cudaLaunchKernel", 305, 315,
-          {"External id": 4, "cbid": 211, "correlation": 12}),
-        x("kernel", _ADD_KERNEL, 320, 335,
-          {"External id": 4, "queued": 0, **gpu, "correlation": 12, "registers per thread": 20,
-           "shared memory": 0, "blocks per SM": 0.5, "warps per SM": 2.0, "grid": [66, 1, 1],
-           "block": [128, 1, 1], "est. achieved occupancy %": 25}, p=0, t=7),
+        x("cuda_runtime", "cudaLaunchKernel", 305, 315, {"External id": 4, "cbid": 211, "correlation": 12}),
+        x(
+            "kernel",
+            _ADD_KERNEL,
+            320,
+            335,
+            {
+                "External id": 4,
+                "queued": 0,
+                **gpu,
+                "correlation": 12,
+                "registers per thread": 20,
+                "shared memory": 0,
+                "blocks per SM": 0.5,
+                "warps per SM": 2.0,
+                "grid": [66, 1, 1],
+                "block": [128, 1, 1],
+                "est. achieved occupancy %": 25,
+            },
+            p=0,
+            t=7,
+        ),
         x("cuda_runtime", "cudaMemsetAsync", 340, 345, {"cbid": 51, "correlation": 13}),
-        x("gpu_memset", "Memset (Device)", 350, 355,
-          {**gpu, "correlation": 13, "bytes": 4096, "memory bandwidth (GB/s)": 0.8192},
-          p=0, t=7),
+        x(
+            "gpu_memset",
+            "Memset (Device)",
+            350,
+            355,
+            {**gpu, "correlation": 13, "bytes": 4096, "memory bandwidth (GB/s)": 0.8192},
+            p=0,
+            t=7,
+        ),
         x("gpu_user_annotation", "ProfilerStep#1", 260, 355, {"External id": 1}, p=0, t=7),
-        {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": pid,
-         "tid": tid, "ts": 252, "args": {"Total Reserved": 2097152, "Total Allocated": 24576,
-                                         "Bytes": 24576, "Addr": 139900000000000,
-                                         "Device Id": 0, "Device Type": 1}},
+        {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "s": "t",
+            "name": "[memory]",
+            "pid": pid,
+            "tid": tid,
+            "ts": 252,
+            "args": {
+                "Total Reserved": 2097152,
+                "Total Allocated": 24576,
+                "Bytes": 24576,
+                "Addr": 139900000000000,
+                "Device Id": 0,
+                "Device Type": 1,
+            },
+        },
     ]
     for corr, ts, dev_ts in ((11, 255, 260), (12, 305, 320), (13, 340, 350)):
-        events.append({"ph": "s", "id": corr, "pid": pid, "tid": tid, "ts": ts, "cat": "ac2g",
-                       "name": "ac2g"})
-        events.append({"ph": "f", "id": corr, "pid": 0, "tid": 7, "ts": dev_ts, "cat": "ac2g",
-                       "name": "ac2g", "bp": "e"})
-    trace = {"schemaVersion": 1, "deviceProperties": [{"id": 0, **_H100}],
-             "traceEvents": events, "traceName": "worked_example.pt.trace.json",
-             "displayTimeUnit": "ms"}
-    row = {"step": "1", "start_us": 0.0, "end_us": 400.0, "total_us": 400.0,
-           "kernel_us": 15.0, "memcpy_us": 10.0, "memset_us": 5.0, "communication_us": 0.0,
-           "runtime_us": 30.0, "dataloader_us": 180.0, "cpu_exec_us": 35.0, "other_us": 125.0}
+        events.append({"ph": "s", "id": corr, "pid": pid, "tid": tid, "ts": ts, "cat": "ac2g", "name": "ac2g"})
+        events.append(
+            {"ph": "f", "id": corr, "pid": 0, "tid": 7, "ts": dev_ts, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+        )
+    trace = {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, **_H100}],
+        "traceEvents": events,
+        "traceName": "worked_example.pt.trace.json",
+        "displayTimeUnit": "ms",
+    }
+    row = {
+        "step": "1",
+        "start_us": 0.0,
+        "end_us": 400.0,
+        "total_us": 400.0,
+        "kernel_us": 15.0,
+        "memcpy_us": 10.0,
+        "memset_us": 5.0,
+        "communication_us": 0.0,
+        "runtime_us": 30.0,
+        "dataloader_us": 180.0,
+        "cpu_exec_us": 35.0,
+        "other_us": 125.0,
+    }
     expected = {
         "steps": [row],
         "average": {k: v for k, v in row.items() if k not in ("step", "start_us", "end_us")},
-        "gpus": [{"id": 0, "utilization_pct": 3.75, "sm_efficiency_pct": 1.875,
-                  "achieved_occupancy_pct": 25.0, "tensor_core_pct": 0.0}],
-        "configuration": {"step_count": 1, "steps_window_us": 400.0, "average_step_us": 400.0,
-                          "has_step_markers": True, "gpu_count": 1, "device_type": "GPU",
-                          "distributed": None},
+        "gpus": [
+            {
+                "id": 0,
+                "utilization_pct": 3.75,
+                "sm_efficiency_pct": 1.875,
+                "achieved_occupancy_pct": 25.0,
+                "tensor_core_pct": 0.0,
+            }
+        ],
+        "configuration": {
+            "step_count": 1,
+            "steps_window_us": 400.0,
+            "average_step_us": 400.0,
+            "has_step_markers": True,
+            "gpu_count": 1,
+            "device_type": "GPU",
+            "distributed": None,
+        },
         "memory": {"GPU0": {"peak_allocated_bytes": 24576}},
     }
     return trace, expected
@@ -1415,5 +1675,6 @@ def worked_example_trace() -> tuple[dict, dict]:
 
 if __name__ == "__main__":  # pragma: no cover - manual smoke run
     import pprint
+
     s = SynthSpec()
     pprint.pprint(expected_overview(s))

@@ -20,8 +20,20 @@ from .task import RankJob, RankResult, reduce_rank
 ENV_VAR = "KINETOSCOPE_EXECUTOR"
 DEFAULT_DASK_PORT = 8786
 
-__all__ = ["ENV_VAR", "Executor", "LocalExecutor", "Progress", "RankJob", "RankResult", "dask_address",
-           "executor_spec", "is_remote", "open_executor", "reduce_rank", "run_ranks"]
+__all__ = [
+    "ENV_VAR",
+    "Executor",
+    "LocalExecutor",
+    "Progress",
+    "RankJob",
+    "RankResult",
+    "dask_address",
+    "executor_spec",
+    "is_remote",
+    "open_executor",
+    "reduce_rank",
+    "run_ranks",
+]
 
 
 def executor_spec(spec: str | None = None) -> str:
@@ -37,7 +49,7 @@ def dask_address(spec: str) -> str | None:
     """``dask://host:port`` → ``tcp://host:port`` (None when ``spec`` is no Dask address)."""
     for scheme in ("dask://", "tcp://", "tls://"):
         if spec.startswith(scheme):
-            rest = spec[len(scheme):].rstrip("/")
+            rest = spec[len(scheme) :].rstrip("/")
             if not rest:
                 return None
             if ":" not in rest.rsplit("]", 1)[-1]:
@@ -54,7 +66,7 @@ def open_executor(spec: str | None = None, warn: Callable[[str], None] | None = 
     if spec == "local":
         return LocalExecutor()
     if spec.startswith("local:"):
-        count = spec[len("local:"):]
+        count = spec[len("local:") :]
         if count.isdigit() and int(count) >= 1:
             return LocalExecutor(workers=int(count))
         say(f"executor {spec}: expected local:N with N ≥ 1; using the local process pool")
@@ -68,8 +80,10 @@ def open_executor(spec: str | None = None, warn: Callable[[str], None] | None = 
     try:
         return DaskExecutor(address)
     except ImportError:
-        say(f"executor {spec}: Dask is not installed here (pip install 'kinetoscope[dask]'); "
-            "using the local process pool")
+        say(
+            f"executor {spec}: Dask is not installed here (pip install 'kinetoscope[dask]'); "
+            "using the local process pool"
+        )
     except Exception as exc:  # unreachable, refused, TLS, no workers
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         say(f"executor {spec}: cannot use the Dask scheduler at {address} ({detail}); using the local process pool")

@@ -25,12 +25,15 @@ class Executor(Protocol):
         (worker died, cluster gone) is yielded with ``lost=True``."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
-def run_ranks(executor: Executor, jobs: Sequence[RankJob], progress: Progress | None = None,
-              warn: Callable[[str], None] | None = None) -> Iterable[RankResult]:
+def run_ranks(
+    executor: Executor,
+    jobs: Sequence[RankJob],
+    progress: Progress | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Iterable[RankResult]:
     """Every job's result, each yielded once, with ``progress`` per rank. Jobs the executor lost are
     run again on this machine (inline), after a message through ``warn``."""
     total, done = len(jobs), 0
@@ -50,8 +53,10 @@ def run_ranks(executor: Executor, jobs: Sequence[RankJob], progress: Progress | 
         from .local import LocalExecutor
 
         if warn:
-            warn(f"{len(lost)} of {total} ranks were lost by {executor.description} ({reason}); analysing them "
-                 "on this machine instead")
+            warn(
+                f"{len(lost)} of {total} ranks were lost by {executor.description} ({reason}); analysing them "
+                "on this machine instead"
+            )
         for result in LocalExecutor(workers=1).map(lost):
             done += 1
             if progress:

@@ -12,7 +12,6 @@ from typing import Iterator, Sequence
 
 from .task import RankJob, RankResult, init_progress, reduce_rank
 
-
 PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
 # Peak RSS of one parse ≤ this × the decompressed trace size. Measured (peak minus the interpreter's 41 MB):
 # a real trace scaled to 121 MB (V100 ResNet-50, ~530 bytes an event) 2.7×; 117 MB of the smallest
@@ -89,8 +88,9 @@ class LocalExecutor:
             return
         self.used_workers = workers
         ctx = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_progress,
-                                                    initargs=(self.progress,)) as pool:
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=init_progress, initargs=(self.progress,)
+        ) as pool:
             with _main_not_reimported():  # the workers start at the first submits
                 futures = {pool.submit(reduce_rank, job): job for job in jobs}
             self._futures = {job.key: future for future, job in futures.items()}

@@ -74,6 +74,7 @@ def _reporter(slot: int):
 
     def report(fraction: float) -> None:
         slots[slot] = fraction
+
     return report
 
 
@@ -99,7 +100,7 @@ def reduce_rank(job: RankJob) -> RankResult:
 
         try:
             result.aggregate = {"records": read_dump_batch(job.batch)}
-        except Exception as exc:  # noqa: BLE001 - the batch's error, given to each of its files
+        except Exception as exc:
             result.error = error_message(exc)
         result.seconds = time.perf_counter() - started
         return result
@@ -116,8 +117,9 @@ def reduce_rank(job: RankJob) -> RankResult:
             deferred: list = []  # the parse cache's column write, made on a thread while the analyses run
             writer = None
             try:
-                trace, result.from_cache = parse_entry(fs, path, job.url, job.version, job.size, cache,
-                                                       _reporter(job.progress_slot), deferred)
+                trace, result.from_cache = parse_entry(
+                    fs, path, job.url, job.version, job.size, cache, _reporter(job.progress_slot), deferred
+                )
                 writer = threading.Thread(target=lambda: [call() for call in deferred], name="kinetoscope-cache-write")
                 writer.start()
                 if job.aggregate:
@@ -130,7 +132,7 @@ def reduce_rank(job: RankJob) -> RankResult:
                 results.put(name, {"aggregate": result.aggregate, "warnings": result.warnings, "notes": result.notes})
         if job.aggregate and job.tables:
             result.aggregate = dict(result.aggregate, tables=pack(result.aggregate["tables"]))
-    except Exception as exc:  # noqa: BLE001 - one bad rank is that rank's error
+    except Exception as exc:
         result.error = error_message(exc)
     result.seconds = time.perf_counter() - started
     return result
@@ -142,8 +144,10 @@ def error_message(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, MemoryError):
         budget = max_trace_bytes()
-        return (f"not enough memory to load and analyse this trace within the memory budget for one trace "
-                f"({budget} bytes, {budget / (1 << 30):.3g} GiB; KINETOSCOPE_MAX_TRACE_BYTES)")
+        return (
+            f"not enough memory to load and analyse this trace within the memory budget for one trace "
+            f"({budget} bytes, {budget / (1 << 30):.3g} GiB; KINETOSCOPE_MAX_TRACE_BYTES)"
+        )
     if isinstance(exc, StorageError):
         return str(exc)
     return f"internal error while analysing this file: {type(exc).__name__}: {exc}"

@@ -9,11 +9,17 @@ import json
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import REPO, SAMPLES
-from synth.advice import (allocator_trace, early_launch_trace, item_copy_trace, outside_trace_trace, sync_trace,
-                          with_events)
+from synth.advice import (
+    allocator_trace,
+    early_launch_trace,
+    item_copy_trace,
+    outside_trace_trace,
+    sync_trace,
+    with_events,
+)
 from synth.idle import tiny_kernels
+
 from tb_plugin.analysis.insights import stream_idle
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.analysis.recommendations import THRESHOLDS, recommend
@@ -37,6 +43,7 @@ def _row(table: dict, api: str) -> dict:
 
 # -- item 1: the runtime-calls table and the call rules ----------------------------------------------
 
+
 def test_allocator_calls_are_named_with_their_cause():
     trace = _decode(allocator_trace("hipFree"))
     row = _row(runtime_calls(trace), "hipFree")
@@ -49,8 +56,10 @@ def test_allocator_calls_are_named_with_their_cause():
     rec = rules["allocator"]
     assert (rec["addressed_us"], rec["threshold_us"], rec["basis"]) == (8120.0, 500.0, "steps_window")
     assert (rec["api"], rec["calls"], rec["operator"]) == ("hipFree", 4, None)
-    assert rec["text"].startswith("hipFree takes 8.00 ms in 4 calls, outside any operator at "
-                                  "torch/cuda/memory.py(192): empty_cache; the GPU idles 8.12 ms (81.2% of the steps window)")
+    assert rec["text"].startswith(
+        "hipFree takes 8.00 ms in 4 calls, outside any operator at "
+        "torch/cuda/memory.py(192): empty_cache; the GPU idles 8.12 ms (81.2% of the steps window)"
+    )
     assert "empty_cache()" in rec["text"] and "expandable_segments" in rec["text"]
     assert "cpu_overhead" not in rules  # the host was blocked on the device, not slow
     low = rules.get("low_utilization")
@@ -67,15 +76,21 @@ def test_blocking_copy_names_the_operator_and_item():
     trace = _decode(item_copy_trace())
     row = _row(runtime_calls(trace), "cudaMemcpyAsync")
     assert (row["blocks"], row["blocking_calls"], row["blocking_us"], row["blocking_kind"]) == (
-        True, 1, 1960.0, "blocking_copy")
+        True,
+        1,
+        1960.0,
+        "blocking_copy",
+    )
     assert row["operators"][0]["name"] == "aten::_local_scalar_dense"
     assert row["frames"][0]["name"] == "train.py(12): <module>"
     assert _row(runtime_calls(trace), "cudaLaunchKernel")["blocks"] is False
     rec = _rules(compute_overview(trace))["blocking_copy"]
     assert (rec["addressed_us"], rec["threshold_us"]) == (570.0, 250.0)
-    assert rec["text"].startswith("cudaMemcpyAsync takes 1.96 ms in 1 call that holds the host until the device "
-                                  "finishes, from aten::_local_scalar_dense (.item(), float(), int() or bool() of a "
-                                  "tensor) at train.py(12): <module>; the GPU idles 570 µs")
+    assert rec["text"].startswith(
+        "cudaMemcpyAsync takes 1.96 ms in 1 call that holds the host until the device "
+        "finishes, from aten::_local_scalar_dense (.item(), float(), int() or bool() of a "
+        "tensor) at train.py(12): <module>; the GPU idles 570 µs"
+    )
 
 
 def test_synchronize_names_the_caller_not_the_step():
@@ -83,8 +98,9 @@ def test_synchronize_names_the_caller_not_the_step():
     ov = compute_overview(trace)
     rec = _rules(ov)["synchronize"]
     assert (rec["addressed_us"], rec["calls"], rec["frame"]) == (530.0, 1, "train.py(30): log_metrics")
-    assert rec["text"].startswith("cudaDeviceSynchronize takes 990 µs in 1 call, outside any operator at "
-                                  "train.py(30): log_metrics;")
+    assert rec["text"].startswith(
+        "cudaDeviceSynchronize takes 990 µs in 1 call, outside any operator at train.py(30): log_metrics;"
+    )
     assert "ProfilerStep" not in rec["text"]
     from tb_plugin.analysis.insights import host_syncs
 
@@ -94,20 +110,24 @@ def test_synchronize_names_the_caller_not_the_step():
 
 # -- item 2: work outside the trace ----------------------------------------------------------------
 
+
 def test_blocked_host_with_an_idle_device_is_work_outside_the_trace():
     ov = compute_overview(_decode(outside_trace_trace()))
     (about,) = ov["about"]
     assert about["kind"] == "work_outside_trace"
     assert (about["calls"], about["call_us"], about["device_busy_us"]) == (1, 60000.0, 79.0)
     assert about["unexplained_us"] == 60000.0 - 79.0
-    assert about["text"].startswith("The host waits 60.00 ms in 1 blocking call (hipMemcpyWithStream) while this "
-                                    "trace shows the device busy only 79 µs of that time.")
+    assert about["text"].startswith(
+        "The host waits 60.00 ms in 1 blocking call (hipMemcpyWithStream) while this "
+        "trace shows the device busy only 79 µs of that time."
+    )
     rules = _rules(ov)
     assert not {"cpu_overhead", "blocking_copy", "cuda_graphs"} & set(rules), rules
     assert rules.get("low_utilization", {}).get("category") != "runtime_us"
 
 
 # -- item 3: host wait only when the launch returned late; time-unions ------------------------------
+
 
 def test_a_gap_ended_by_work_launched_early_is_not_host_wait():
     (gpu,) = stream_idle(_decode(early_launch_trace()))["gpus"]
@@ -116,9 +136,18 @@ def test_a_gap_ended_by_work_launched_early_is_not_host_wait():
 
 # -- item 4: materiality, compiled regions, graph captures ------------------------------------------
 
+
 def _gpu(**kw):
-    base = dict(id=0, utilization_pct=90.0, matrix_units=True, tensor_core_us=0.0, vendor="NVIDIA", architecture=None,
-                compute_capability="8.0", memory_bytes=80 * 2**30)
+    base = dict(
+        id=0,
+        utilization_pct=90.0,
+        matrix_units=True,
+        tensor_core_us=0.0,
+        vendor="NVIDIA",
+        architecture=None,
+        compute_capability="8.0",
+        memory_bytes=80 * 2**30,
+    )
     return SimpleNamespace(**dict(base, **kw))
 
 
@@ -148,8 +177,11 @@ def test_compiled_regions_get_cuda_graphs_advice_without_torch_compile():
 
 
 def test_a_graph_capture_trace_is_not_advised_on_as_steps():
-    doc = with_events(tiny_kernels(200), ("cudaStreamBeginCapture", "cuda_runtime", 0, 1),
-                      ("cudaStreamEndCapture", "cuda_runtime", 7990, 5))
+    doc = with_events(
+        tiny_kernels(200),
+        ("cudaStreamBeginCapture", "cuda_runtime", 0, 1),
+        ("cudaStreamEndCapture", "cuda_runtime", 7990, 5),
+    )
     ov = compute_overview(_decode(doc))
     assert [a["kind"] for a in ov["about"]] == ["graph_capture"]
     assert ov["about"][0]["capture_pct"] == pytest.approx(100.0 * 7995 / 8000)
@@ -164,10 +196,15 @@ def test_every_recommendation_states_its_addressed_time_and_threshold():
 
 # -- real samples ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.corpus
-@pytest.mark.parametrize("rel,operator", [("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", "aten::copy_"),
-                                          ("tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
-                                           "aten::_local_scalar_dense")])
+@pytest.mark.parametrize(
+    "rel,operator",
+    [
+        ("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", "aten::copy_"),
+        ("tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz", "aten::_local_scalar_dense"),
+    ],
+)
 def test_hip_blocking_copies_in_the_runtime_table(rel, operator):
     trace = load_trace_file(str(SAMPLES / rel))
     row = _row(runtime_calls(trace), "hipMemcpyWithStream")
@@ -179,7 +216,9 @@ def test_hip_blocking_copies_in_the_runtime_table(rel, operator):
 @pytest.mark.corpus
 def test_alexnet_cudafree_is_named_as_the_allocator():
     """hta/critical_path/alexnet: cudaFree from cuDNN's convolution (15 calls, 6.55 s) leaves the GPU idle."""
-    trace = load_trace_file(str(SAMPLES / "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"))
+    trace = load_trace_file(
+        str(SAMPLES / "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")
+    )
     rec = _rules(compute_overview(trace))["allocator"]
     assert (rec["api"], rec["calls"], rec["operator"]) == ("cudaFree", 15, "aten::cudnn_convolution")
     assert rec["addressed_us"] >= rec["threshold_us"] and rec["text"].startswith("cudaFree takes 6.55 s in 15 calls")
@@ -191,8 +230,11 @@ def test_compiled_and_graph_replaying_sample_gets_neither_compile_nor_graph_advi
     trace = load_trace_file(str(SAMPLES / "hta/trace_diff/test/test.json.gz"))
     recs = compute_overview(trace)["recommendation_details"]
     # no advice to adopt torch.compile or CUDA graphs: the step already runs both
-    assert not [r["text"] for r in recs if r["rule"] != "graphs.capture_missing"
-                and ("torch.compile" in r["text"] or "CUDA graphs" in r["text"])]
+    assert not [
+        r["text"]
+        for r in recs
+        if r["rule"] != "graphs.capture_missing" and ("torch.compile" in r["text"] or "CUDA graphs" in r["text"])
+    ]
     # but a third of its kernel time is replayed from graphs captured before the profile: say how to see it
     (missing,) = [r for r in recs if r["rule"] == "graphs.capture_missing"]
     assert missing["text"].startswith("33.1% of kernel time is replayed from CUDA graphs whose capture is not")
@@ -208,6 +250,7 @@ def test_graph_replay_sample_names_the_item_sync():
 
 # -- item 11: one list of recommendations, served identically -------------------------------------------
 
+
 def test_every_interface_serves_the_same_list(tmp_path):
     """The Overview and Insights routes, ``report --json``, the text report, the MCP overview and insights
     tools and the notebook give one file the same recommendations (rule, addressed µs, threshold, text)."""
@@ -215,8 +258,8 @@ def test_every_interface_serves_the_same_list(tmp_path):
     import sys
 
     import orjson
-
     from conftest import loaded_registry, write_json
+
     from tb_plugin import api
     from tb_plugin.cli import run_report
     from tb_plugin.interfaces.mcp_tools import Tools
@@ -239,7 +282,7 @@ def test_every_interface_serves_the_same_list(tmp_path):
             assert _rules_list(entry["overview"]) == want
             out = io.StringIO()
             assert run_report(str(tmp_path), run, False, False, out, io.StringIO()) == 0
-            printed = [line[len("   * "):] for line in out.getvalue().splitlines() if line.startswith("   * [")]
+            printed = [line[len("   * ") :] for line in out.getvalue().splitlines() if line.startswith("   * [")]
             assert [p.split("] ", 1)[1].rsplit(" (addresses ", 1)[0] for p in printed] == [r["text"] for r in want]
             assert [p[1:].split("]", 1)[0] for p in printed] == [r["rule"] for r in want]
             sys.path.insert(0, str(REPO / "tb_plugin" / "public"))
@@ -249,7 +292,8 @@ def test_every_interface_serves_the_same_list(tmp_path):
             rows = t.recommendations()
             rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
             assert [(r["rule"], r["addressed_us"], r["threshold_us"], r["text"]) for r in rows] == [
-                (r["rule"], r["addressed_us"], r["threshold_us"], r["text"]) for r in want]
+                (r["rule"], r["addressed_us"], r["threshold_us"], r["text"]) for r in want
+            ]
             calls = t.runtime_calls()
             apis = list(calls["api"]) if hasattr(calls, "columns") else [r["api"] for r in calls]
             assert apis == [r["api"] for r in api.overview(reg, where)[1]["runtime_calls"]["rows"]]
@@ -265,6 +309,7 @@ def _rules_list(doc: dict) -> list[dict]:
 
 # -- item 4: advice that holds on many ranks, said once for the run ----------------------------------------
 
+
 def test_ranks_text_compresses_runs():
     from tb_plugin.analysis.advice_ranks import ranks_text
 
@@ -278,8 +323,8 @@ def test_advice_on_many_ranks_is_said_once_for_the_run(tmp_path):
     import io
 
     import orjson
-
     from conftest import write_json
+
     from tb_plugin.cli import run_report
 
     for rank in range(3):
@@ -308,11 +353,14 @@ def test_advice_on_many_ranks_is_said_once_for_the_run(tmp_path):
     assert text.count("hipFree takes") == 1 and "== run job: advice that holds on several ranks" in text
     assert text.count("cudaDeviceSynchronize takes 990 µs in 1 call") == 1  # rank 3's own, in its file
     from conftest import loaded_registry
+
     from tb_plugin.interfaces.mcp_tools import Tools
 
     reg = loaded_registry(tmp_path)
     try:  # the MCP distributed tool says the same run advice
-        assert orjson.loads(orjson.dumps(Tools(reg, wait_s=60).distributed("job")["recommendations"])) == \
-            run["recommendations"]
+        assert (
+            orjson.loads(orjson.dumps(Tools(reg, wait_s=60).distributed("job")["recommendations"]))
+            == run["recommendations"]
+        )
     finally:
         reg.stop()

@@ -6,15 +6,15 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from conftest import sample
+from synth.composer import SERIES, composer_trace, counter_value, dumps, write_ranks
+
 from tb_plugin import api
 from tb_plugin.analysis.clock import shared_origin
 from tb_plugin.analysis.counters import counters
-from tb_plugin.registry.runs import RunRegistry
-from synth.composer import SERIES, composer_trace, counter_value, dumps, write_ranks
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.trace.decode import decode_trace
 
 OFFSETS = (0.0, 2500.0, -1300.0, 40_000.0)
 
@@ -32,8 +32,10 @@ def test_system_metrics_become_counter_tracks_with_known_values():
     assert got["network/bytes_sent"]["unit"] == "bytes" and got["memory/percent"]["unit"] == "percent"
     # a bin between samples holds the earlier sample; the max of the bin wins when several fall inside
     two = {c["name"]: c["values"] for c in counters(trace, a0, a0 + 4 * batch, 2)}
-    assert two["cpu/cpu_percent"] == [pytest.approx(counter_value("cpu/cpu_percent", 1, 1)),
-                                      pytest.approx(counter_value("cpu/cpu_percent", 3, 1))]
+    assert two["cpu/cpu_percent"] == [
+        pytest.approx(counter_value("cpu/cpu_percent", 1, 1)),
+        pytest.approx(counter_value("cpu/cpu_percent", 3, 1)),
+    ]
     half = {c["name"]: c["values"] for c in counters(trace, a0 + batch / 2, a0 + batch, 1)}
     assert half["disk/read_bytes"] == [pytest.approx(counter_value("disk/read_bytes", 0, 1))]
 

@@ -12,10 +12,9 @@ import pickle
 
 import numpy as np
 import pytest
-
 from conftest import sample
-from synth.critical import (CHAIN_EXPECTED, DATALOADER, chain_doc, dataloader_docs, dataloader_expected,
-                            dataloader_job)
+from synth.critical import CHAIN_EXPECTED, DATALOADER, chain_doc, dataloader_docs, dataloader_expected, dataloader_job
+
 from tb_plugin.analysis.collective_matching import match_collectives
 from tb_plugin.analysis.critical_path import rank_chains
 from tb_plugin.analysis.critical_path_combine import critical_paths
@@ -33,7 +32,7 @@ def _tiles(path: dict) -> None:
 def test_single_rank_known_chain():
     """One rank: data loader → launch → gemm_A → relu_B (stream order) → sync → host (synth.critical)."""
     trace = decode_trace(json.dumps(chain_doc()).encode())
-    path, = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+    (path,) = critical_paths([(0, rank_reduce(trace)["critical_path"])])
     steps = compute_steps(trace)
     assert path["length_us"] == CHAIN_EXPECTED["length_us"] == steps.end[0] - steps.start[0]
     assert path["by_category"] == CHAIN_EXPECTED["by_category"]
@@ -48,7 +47,9 @@ def test_single_rank_known_chain():
     assert ("waiting", "idle") not in items
     _tiles(path)
     for s in path["segments"]:  # row: the segment's event in the trace ("show in trace"), -1 for waiting
-        assert (trace.strings[trace.events.name[s["row"]]] == s["name"]) if s["category"] != "waiting" else s["row"] == -1
+        assert (
+            (trace.strings[trace.events.name[s["row"]]] == s["name"]) if s["category"] != "waiting" else s["row"] == -1
+        )
 
 
 @pytest.mark.parametrize("dl", [[[60, 50], [50, 500]], [[50, 50, 50, 180], [50, 50, 900, 50], [40, 30, 20, 10]]])
@@ -67,15 +68,23 @@ def test_slow_dataloader_rank_is_on_the_path(dl):
         loaders = [s for s in path["segments"] if s["name"] == DATALOADER]
         assert [(s["rank"], s["dur_us"]) for s in loaders] == [(want["late"], dl[k][want["late"]])]
         if want["late"] != want["walker"]:
-            coll, = path["collectives"]
-            assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["dur_us"]) == \
-                (want["walker"], want["late"], pytest.approx(want["wait_us"]), pytest.approx(50.0))
-            assert coll["late_work"] == {"name": DATALOADER, "category": "cpu", "dur_us": dl[k][want["late"]],
-                                         "annotation": None}
+            (coll,) = path["collectives"]
+            assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["dur_us"]) == (
+                want["walker"],
+                want["late"],
+                pytest.approx(want["wait_us"]),
+                pytest.approx(50.0),
+            )
+            assert coll["late_work"] == {
+                "name": DATALOADER,
+                "category": "cpu",
+                "dur_us": dl[k][want["late"]],
+                "annotation": None,
+            }
             trace = dict((r, t) for r, _, t in dataloader_job(dl))[coll["rank"]]
             assert trace.strings[trace.events.name[coll["row"]]] == coll["name"]
             # start_us is on the late rank's own clock (true time − 1000·rank), as its timeline shows it
-            loader, = loaders
+            (loader,) = loaders
             assert loader["start_us"] == pytest.approx(k * 2000.0 - 1000.0 * want["late"])
         else:
             assert path["collectives"] == []
@@ -88,8 +97,19 @@ def test_rank_summary_is_compact():
     for n in (300, 3000):
         doc = dataloader_docs([[50, 60]])[1]
         doc["traceEvents"] = [e for e in doc["traceEvents"] if e["name"] != DATALOADER]
-        doc["traceEvents"] += [{"ph": "X", "cat": "cpu_op", "name": f"op{i % 7}", "pid": 1, "tid": 1,
-                                "ts": 60.0 / n * i - 1000.0, "dur": 30.0 / n, "args": {}} for i in range(n)]
+        doc["traceEvents"] += [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": f"op{i % 7}",
+                "pid": 1,
+                "tid": 1,
+                "ts": 60.0 / n * i - 1000.0,
+                "dur": 30.0 / n,
+                "args": {},
+            }
+            for i in range(n)
+        ]
         trace = decode_trace(json.dumps(doc).encode())
         cp = rank_chains(trace, comm_kernels(trace)["rows"])
         sizes.append(len(pickle.dumps(cp)))  # what an executor sends
@@ -111,8 +131,9 @@ def test_dlrm_sample_length_and_late_ranks():
         red = rank_reduce(trace)
         rank, _ = rank_of_info(red["distributed_info"], f, i)
         loaded.append((rank, trace, red))
-    paths = critical_paths([(r, red["critical_path"]) for r, _, red in loaded],
-                           match_collectives({r: red["comm"] for r, _, red in loaded}))
+    paths = critical_paths(
+        [(r, red["critical_path"]) for r, _, red in loaded], match_collectives({r: red["comm"] for r, _, red in loaded})
+    )
     assert paths
     matching = match_collectives({r: red["comm"] for r, _, red in loaded})
     traces = {r: (t, red) for r, t, red in loaded}
@@ -132,8 +153,16 @@ def test_dlrm_sample_length_and_late_ranks():
     checked = 0
     for path in paths:
         name = path["step"]
-        spans = [(st.start[st.names.index(name)], st.end[st.names.index(name)], float(t.meta.get("baseTimeNanoseconds") or 0) / 1000.0)
-                 for t, _ in traces.values() for st in [compute_steps(t)] if name in st.names]
+        spans = [
+            (
+                st.start[st.names.index(name)],
+                st.end[st.names.index(name)],
+                float(t.meta.get("baseTimeNanoseconds") or 0) / 1000.0,
+            )
+            for t, _ in traces.values()
+            for st in [compute_steps(t)]
+            if name in st.names
+        ]
         assert path["length_us"] == pytest.approx(max(e + b for _, e, b in spans) - min(s + b for s, _, b in spans))
         _tiles(path)
         for coll in path["collectives"]:
@@ -175,16 +204,23 @@ def test_report_has_critical_path(tmp_path, capsys):
     assert (first["length_us"], second["length_us"]) == (230.0, 670.0)
     assert second["collectives"][0]["late_rank"] == 1
     assert "distributed" in runs["job"]
-    w, = runs["single"]["workers"]
-    path, = w["critical_path"]
+    (w,) = runs["single"]["workers"]
+    (path,) = w["critical_path"]
     assert path["by_category"] == CHAIN_EXPECTED["by_category"]
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("rel", ["hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-                                 "hta/trace_diff/test/test.json.gz", "hta/ns_resolution_trace",
-                                 "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-                                 "torch213_cpu", "composer/rank_0.trace.json"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+        "hta/trace_diff/test/test.json.gz",
+        "hta/ns_resolution_trace",
+        "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        "torch213_cpu",
+        "composer/rank_0.trace.json",
+    ],
+)
 def test_real_single_rank_paths_tile_each_step(rel):
     """Real traces (GPU, ROCm, CPU-only, Composer, absolute clocks): each step's path tiles the step,
     Σ by_category = length_us = the step's end − start, with no overlapping stream work counted twice."""
@@ -210,14 +246,23 @@ def test_pipeline_send_recv_path_crosses_to_the_sender():
     from synth.critical import pipeline_docs
 
     ranks = [(r, f"stage{r}", decode_trace(json.dumps(doc).encode())) for r, doc in enumerate(pipeline_docs())]
-    path, = distributed_view(ranks)["critical_path"]
+    (path,) = distributed_view(ranks)["critical_path"]
     assert path["length_us"] == 570.0
     assert path["by_category"] == {"kernel": 500.0, "cpu": 15.0, "communication": 50.0, "waiting": 5.0}
     assert path["by_rank"] == [{"rank": 0, "us": 310.0}, {"rank": 1, "us": 260.0}]
-    coll, = path["collectives"]
-    assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["start_us"], coll["dur_us"]) == (1, 0, 300.0, 310.0, 50.0)
+    (coll,) = path["collectives"]
+    assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["start_us"], coll["dur_us"]) == (
+        1,
+        0,
+        300.0,
+        310.0,
+        50.0,
+    )
     assert coll["late_work"] == {"name": "gemm0", "category": "kernel", "dur_us": 300.0, "annotation": None}
-    assert [(s["rank"], s["name"], s["dur_us"]) for s in path["segments"][:2]] == [(0, "gemm0", 300.0), (1, "gemm1", 200.0)]
+    assert [(s["rank"], s["name"], s["dur_us"]) for s in path["segments"][:2]] == [
+        (0, "gemm0", 300.0),
+        (1, "gemm1", 200.0),
+    ]
 
 
 def test_hop_bound_still_tiles(monkeypatch):
@@ -237,8 +282,9 @@ def test_recorded_stream_wait_beats_timing(recorded):
     correlation) is an edge from the recorded stream's last work to the waiting stream's next kernel;
     without it the wait is inferred from timing and lands on other work (synth.critical.wait_event_doc)."""
     from synth.critical import WAIT_EXPECTED, wait_event_doc
+
     trace = decode_trace(json.dumps(wait_event_doc(recorded)).encode())
-    path, = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+    (path,) = critical_paths([(0, rank_reduce(trace)["critical_path"])])
     assert path["length_us"] == 600.0
     assert path["by_category"] == WAIT_EXPECTED[recorded]
     kernels = {s["name"] for s in path["segments"] if s["category"] == "kernel"}
@@ -254,6 +300,7 @@ def test_recorded_waits_on_real_sample():
     import gzip
 
     from tb_plugin.analysis import critical_path as cp
+
     raw = gzip.open(sample("hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")).read()
     trace = decode_trace(raw)
     g = cp.RankGraph(trace, comm_kernels(trace)["rows"])
@@ -270,6 +317,7 @@ def test_recorded_waits_on_real_sample():
 
         def add(self, *a):
             pass
+
     recorded = [g._before_dev(_W(), int(i)) for i in waiter]
     g.explicit, g.waits_on = False, np.full(len(g.dev), -1)
     inferred = [g._before_dev(_W(), int(i)) for i in waiter]

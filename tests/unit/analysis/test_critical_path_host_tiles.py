@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 from conftest import x
+
 from tb_plugin.analysis.host_tiles import ANNOTATION, LEAF, PYTHON, UNTRACED, context, host_tiles
 from tb_plugin.trace.decode import decode_trace
 
@@ -22,19 +22,40 @@ def _doc() -> dict:
     <module> [0, 2000) > main [10, 1990) > step [100, 1000) > {forward [150, 500) > aten::mm [200, 400)
     > cudaLaunchKernel [250, 260)}, {opt [600, 900)}, a launch outside any op [950, 960), and
     ``aten::add`` [920, 940) directly in ``step``."""
-    ev = [x("ProfilerStep#1", "user_annotation", 100, 900),
-          x("<module>", PY, 0, 2000), x("main", PY, 10, 1980), x("step", PY, 100, 900),
-          x("forward", PY, 150, 350), x("aten::mm", "cpu_op", 200, 200),
-          x("cudaLaunchKernel", "cuda_runtime", 250, 10), x("opt", PY, 600, 300),
-          x("aten::add", "cpu_op", 920, 20), x("cudaDeviceSynchronize", "cuda_runtime", 950, 10)]
+    ev = [
+        x("ProfilerStep#1", "user_annotation", 100, 900),
+        x("<module>", PY, 0, 2000),
+        x("main", PY, 10, 1980),
+        x("step", PY, 100, 900),
+        x("forward", PY, 150, 350),
+        x("aten::mm", "cpu_op", 200, 200),
+        x("cudaLaunchKernel", "cuda_runtime", 250, 10),
+        x("opt", PY, 600, 300),
+        x("aten::add", "cpu_op", 920, 20),
+        x("cudaDeviceSynchronize", "cuda_runtime", 950, 10),
+    ]
     return {"traceEvents": ev}
 
 
 EXPECTED = [  # (name, start, end): innermost operator / launch, else innermost Python frame
-    ("<module>", 0, 10), ("main", 10, 100), ("step", 100, 150), ("forward", 150, 200), ("aten::mm", 200, 250),
-    ("cudaLaunchKernel", 250, 260), ("aten::mm", 260, 400), ("forward", 400, 500), ("step", 500, 600), ("opt", 600, 900), ("step", 900, 920), ("aten::add", 920, 940),
-    ("step", 940, 950), ("cudaDeviceSynchronize", 950, 960), ("step", 960, 1000), ("main", 1000, 1990),
-    ("<module>", 1990, 2000)]
+    ("<module>", 0, 10),
+    ("main", 10, 100),
+    ("step", 100, 150),
+    ("forward", 150, 200),
+    ("aten::mm", 200, 250),
+    ("cudaLaunchKernel", 250, 260),
+    ("aten::mm", 260, 400),
+    ("forward", 400, 500),
+    ("step", 500, 600),
+    ("opt", 600, 900),
+    ("step", 900, 920),
+    ("aten::add", 920, 940),
+    ("step", 940, 950),
+    ("cudaDeviceSynchronize", 950, 960),
+    ("step", 960, 1000),
+    ("main", 1000, 1990),
+    ("<module>", 1990, 2000),
+]
 
 
 def test_tiles_known_by_construction():
@@ -56,8 +77,13 @@ def test_tiles_without_python_frames_are_leaf_events():
     ev = trace.events
     rows = np.flatnonzero(ev.name != trace.strings.index("ProfilerStep#1"))
     t = host_tiles(trace, rows)
-    assert [trace.strings[ev.name[i]] for i in t.row.tolist()] == ["aten::mm", "cudaLaunchKernel", "aten::mm",
-                                                                   "aten::add", "cudaDeviceSynchronize"]
+    assert [trace.strings[ev.name[i]] for i in t.row.tolist()] == [
+        "aten::mm",
+        "cudaLaunchKernel",
+        "aten::mm",
+        "aten::add",
+        "cudaDeviceSynchronize",
+    ]
     assert list(zip(t.start.tolist(), t.end.tolist())) == [(200, 250), (250, 260), (260, 400), (920, 940), (950, 960)]
     assert t.what.tolist() == [LEAF] * 5
 
@@ -69,7 +95,7 @@ def test_step_path_names_operators_and_frames_not_module():
     from tb_plugin.analysis.distributed import rank_reduce
 
     trace = decode_trace(json.dumps(_doc()).encode())
-    path, = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+    (path,) = critical_paths([(0, rank_reduce(trace)["critical_path"])])
     assert path["length_us"] == 900.0
     assert path["by_category"] == {"kernel": 0.0, "cpu": 900.0, "communication": 0.0, "waiting": 0.0}
     names = [(s["name"], s["dur_us"]) for s in path["segments"]]
@@ -80,15 +106,28 @@ def test_step_path_names_operators_and_frames_not_module():
 def test_annotation_is_context_not_identity():
     """An annotation around the step: the time with no operator inside is ``untraced host work``
     (the annotation its context), an operator inside is itself; a thread of annotations only keeps them."""
-    doc = {"traceEvents": [x("## forward ##", "user_annotation", 0, 100), x("aten::mm", "cpu_op", 20, 30),
-                           x("event/batch", "", 0, 50, tid=2), x("event/forward", "", 10, 20, tid=2)]}
+    doc = {
+        "traceEvents": [
+            x("## forward ##", "user_annotation", 0, 100),
+            x("aten::mm", "cpu_op", 20, 30),
+            x("event/batch", "", 0, 50, tid=2),
+            x("event/forward", "", 10, 20, tid=2),
+        ]
+    }
     trace = decode_trace(json.dumps(doc).encode())
     t = host_tiles(trace, np.arange(len(trace.events)))
-    got = [(trace.strings[trace.events.name[r]], int(w), a, b)
-           for r, w, a, b in zip(t.row.tolist(), t.what.tolist(), t.start.tolist(), t.end.tolist())]
-    assert got == [("## forward ##", UNTRACED, 0, 20), ("aten::mm", LEAF, 20, 50), ("## forward ##", UNTRACED, 50, 100),
-                   ("event/batch", ANNOTATION, 0, 10), ("event/forward", ANNOTATION, 10, 30),
-                   ("event/batch", ANNOTATION, 30, 50)]
+    got = [
+        (trace.strings[trace.events.name[r]], int(w), a, b)
+        for r, w, a, b in zip(t.row.tolist(), t.what.tolist(), t.start.tolist(), t.end.tolist())
+    ]
+    assert got == [
+        ("## forward ##", UNTRACED, 0, 20),
+        ("aten::mm", LEAF, 20, 50),
+        ("## forward ##", UNTRACED, 50, 100),
+        ("event/batch", ANNOTATION, 0, 10),
+        ("event/forward", ANNOTATION, 10, 30),
+        ("event/batch", ANNOTATION, 30, 50),
+    ]
     mm = int(t.row[1])
     assert context(trace, mm, t.parent) == {"annotation": "## forward ##", "python": None}
     assert PYTHON not in t.what.tolist()

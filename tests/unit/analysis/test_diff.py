@@ -6,8 +6,8 @@ import json
 import shutil
 
 import pytest
-
 from conftest import diff_query, loaded_registry, sample, write_json, x
+
 from tb_plugin import api
 from tb_plugin.analysis.diff import CHANGE_PCT, CHANGE_US, kernel_diff, op_diff, verdict
 from tb_plugin.cli import main
@@ -59,8 +59,11 @@ def test_diff_route_drills_down(tmp_path):
     code, top = api.diff(reg, q)
     assert code == 200 and "ProfilerStep" in [r["name"] for r in top["operators"]]
     code, level2 = api.diff(reg, dict(q, path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"])))
-    assert code == 200 and level2["operators"] and all(r["path"][:2] == ["ProfilerStep", "enumerate(DataLoader)"]
-                                                     for r in level2["operators"])
+    assert (
+        code == 200
+        and level2["operators"]
+        and all(r["path"][:2] == ["ProfilerStep", "enumerate(DataLoader)"] for r in level2["operators"])
+    )
     cumulative = [r["cumulative_delta_us"] for r in level2["operators"]]
     assert cumulative[-1] == pytest.approx(sum(r["delta"]["host_total_us"] for r in level2["operators"]))
     wf = level2["waterfall"]
@@ -90,8 +93,10 @@ def _pair(tmp_path):
     A 2000 (+1000 µs, +100 %: slower), B 108 (+8 µs, +8 %: unchanged, within 10 µs), D 1020 (+20 µs,
     +2 %: unchanged, within 5 %), C 50 (added), and a 5000 µs operator before the first step (no step)."""
     write_json(tmp_path / "base" / "worker0.1.pt.trace.json", _steps({"A": 1000, "B": 100, "D": 1000}, 3000))
-    write_json(tmp_path / "exp" / "worker0.1.pt.trace.json",
-               _steps({"A": 2000, "B": 108, "D": 1020, "C": 50}, 4000, outside=5000))
+    write_json(
+        tmp_path / "exp" / "worker0.1.pt.trace.json",
+        _steps({"A": 2000, "B": 108, "D": 1020, "C": 50}, 4000, outside=5000),
+    )
     return loaded_registry(tmp_path)
 
 
@@ -101,14 +106,20 @@ def test_verdicts_and_waterfall_known_by_construction(tmp_path):
     code, top = api.diff(reg, q)
     assert code == 200 and top["steps"]["delta"]["total_us"] == 1000.0
     assert [(r["name"], r["status"], r["change_us"], r["change_pct"]) for r in top["operators"]] == [
-        ("ProfilerStep", "slower", 1000.0, pytest.approx(100 / 3))]  # "warmup" lies in no step
+        ("ProfilerStep", "slower", 1000.0, pytest.approx(100 / 3))
+    ]  # "warmup" lies in no step
     assert top["waterfall"] == {"rows_us": 1000.0, "remainder_us": 0.0, "total_us": 1000.0}
     code, level = api.diff(reg, dict(q, path=json.dumps(["ProfilerStep"])))
-    got = {r["name"]: (r["status"], r["reason"], r["change_us"], r["change_pct"], r["compared"]) for r in level["operators"]}
-    assert got == {"A": ("slower", "changed", 1000.0, 100.0, "host_total_us"),
-                   "C": ("added", "one_side", 50.0, None, "host_total_us"),
-                   "D": ("unchanged", "within_pct", 20.0, 2.0, "host_total_us"),
-                   "B": ("unchanged", "within_us", 8.0, 8.0, "host_total_us")}
+    got = {
+        r["name"]: (r["status"], r["reason"], r["change_us"], r["change_pct"], r["compared"])
+        for r in level["operators"]
+    }
+    assert got == {
+        "A": ("slower", "changed", 1000.0, 100.0, "host_total_us"),
+        "C": ("added", "one_side", 50.0, None, "host_total_us"),
+        "D": ("unchanged", "within_pct", 20.0, 2.0, "host_total_us"),
+        "B": ("unchanged", "within_us", 8.0, 8.0, "host_total_us"),
+    }
     assert [r["name"] for r in level["operators"]] == ["A", "C", "D", "B"]  # largest |Δ| first
     assert [r["cumulative_delta_us"] for r in level["operators"]] == [1000.0, 1050.0, 1070.0, 1078.0]
     # the steps got 1000 µs longer, the rows 1078 µs: ProfilerStep's own time shrank by 78 µs
@@ -121,8 +132,13 @@ def test_cli_json_and_text_carry_the_same_verdicts(tmp_path, capsys):
     assert main(["diff", base, exp, "--json", "--no-cache"]) == 0
     doc = json.loads(capsys.readouterr().out)
     status = {" > ".join(r["path"]): r["status"] for r in doc["operators"]}
-    assert status == {"ProfilerStep": "slower", "ProfilerStep > A": "slower", "ProfilerStep > C": "added",
-                      "ProfilerStep > D": "unchanged", "ProfilerStep > B": "unchanged"}
+    assert status == {
+        "ProfilerStep": "slower",
+        "ProfilerStep > A": "slower",
+        "ProfilerStep > C": "added",
+        "ProfilerStep > D": "unchanged",
+        "ProfilerStep > B": "unchanged",
+    }
     assert doc["waterfall"] == {"rows_us": 1000.0, "remainder_us": 0.0, "total_us": 1000.0}
     assert main(["diff", base, exp, "--no-cache"]) == 0
     text = capsys.readouterr().out
@@ -131,11 +147,19 @@ def test_cli_json_and_text_carry_the_same_verdicts(tmp_path, capsys):
         assert any(line.split()[:1] == [st] and f" {path}: host " in line for line in text.splitlines()), path
 
 
-@pytest.mark.parametrize("b, e, want", [
-    (None, 5.0, ("added", "one_side")), (5.0, None, ("removed", "one_side")),
-    (100.0, 110.0, ("unchanged", "within_us")), (100.0, 111.0, ("slower", "changed")),
-    (1000.0, 1050.0, ("unchanged", "within_pct")), (1000.0, 949.0, ("faster", "changed")),
-    (0.0, 11.0, ("slower", "changed")), (0.0, 0.0, ("unchanged", "within_us"))])
+@pytest.mark.parametrize(
+    "b, e, want",
+    [
+        (None, 5.0, ("added", "one_side")),
+        (5.0, None, ("removed", "one_side")),
+        (100.0, 110.0, ("unchanged", "within_us")),
+        (100.0, 111.0, ("slower", "changed")),
+        (1000.0, 1050.0, ("unchanged", "within_pct")),
+        (1000.0, 949.0, ("faster", "changed")),
+        (0.0, 11.0, ("slower", "changed")),
+        (0.0, 0.0, ("unchanged", "within_us")),
+    ],
+)
 def test_verdict_rule_edges(b, e, want):
     v = verdict(b, e)
     assert (v["status"], v["reason"]) == want and v["change_us"] == (e or 0) - (b or 0)
@@ -143,10 +167,17 @@ def test_verdict_rule_edges(b, e, want):
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("base, exp", [
-    ("hta/trace_compare/base/base.json.gz", "hta/trace_compare/test/test.json.gz"),
-    ("hta/trace_diff/control/control.json.gz", "hta/trace_diff/test/test.json.gz"),
-    ("torch213_cpu/worker0.1795324943899052487.pt.trace.json", "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")])
+@pytest.mark.parametrize(
+    "base, exp",
+    [
+        ("hta/trace_compare/base/base.json.gz", "hta/trace_compare/test/test.json.gz"),
+        ("hta/trace_diff/control/control.json.gz", "hta/trace_diff/test/test.json.gz"),
+        (
+            "torch213_cpu/worker0.1795324943899052487.pt.trace.json",
+            "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+        ),
+    ],
+)
 def test_real_pairs_waterfall_sums_to_the_step_delta_and_step_verdict_follows_it(tmp_path, base, exp):
     """Real traces of different lengths (CPU vs GPU, A100 vs V100, trimmed): every level's rows plus
     its remainder is the step-total Δ; ProfilerStep's verdict has the step total's sign."""

@@ -7,8 +7,8 @@ import glob
 import json
 
 import pytest
-
 from conftest import REPO, diff_query, loaded_registry, write_json, x
+
 from tb_plugin import api
 from tb_plugin.analysis.diff import op_diff, op_diff_flat
 from tb_plugin.cli import main
@@ -37,8 +37,10 @@ OPT = "Optimizer.step#AdamW.step"
 #: Eager: forward > aten::mm; the optimizer step (> fused AdamW) directly in the step.
 EAGER = [("forward", 1000, [("aten::mm", 400, [])]), (OPT, 800, [("aten::_fused_adamw_", 700, [])])]
 #: Compiled: the compiled region > aten::mm; the optimizer step (> fused AdamW) inside a wrapper.
-COMPILED = [("Torch-Compiled Region: 0/0", 600, [("aten::mm", 300, [])]),
-            ("wrapper", 900, [(OPT, 850, [("aten::_fused_adamw_", 750, [])])])]
+COMPILED = [
+    ("Torch-Compiled Region: 0/0", 600, [("aten::mm", 300, [])]),
+    ("wrapper", 900, [(OPT, 850, [("aten::_fused_adamw_", 750, [])])]),
+]
 
 
 def _pair(tmp_path, base=EAGER, exp=COMPILED):
@@ -53,8 +55,11 @@ def test_a_node_whose_parent_changed_is_moved(tmp_path):
     code, level = api.diff(reg, dict(q, path=json.dumps(["ProfilerStep"])))
     assert code == 200
     got = {r["name"]: (r["status"], r["change_us"], r["moved_from"]) for r in level["operators"]}
-    assert got == {"Torch-Compiled Region: 0/0": ("added", 600.0, None), "wrapper": ("added", 900.0, None),
-                   "forward": ("removed", -1000.0, None)}  # the optimizer step shows where it moved to
+    assert got == {
+        "Torch-Compiled Region: 0/0": ("added", 600.0, None),
+        "wrapper": ("added", 900.0, None),
+        "forward": ("removed", -1000.0, None),
+    }  # the optimizer step shows where it moved to
     code, inner = api.diff(reg, dict(q, path=json.dumps(["ProfilerStep", "wrapper"])))
     (row,) = inner["operators"]
     assert (row["name"], row["status"], row["change_us"]) == (OPT, "slower", 50.0)  # 50 µs > 10 µs and > 5 % of 800
@@ -68,7 +73,11 @@ def test_a_node_whose_parent_changed_is_moved(tmp_path):
     # a name once among the unmatched nodes of each side: aten::mm under forward ↔ under the compiled region
     code, region = api.diff(reg, dict(q, path=json.dumps(["ProfilerStep", "Torch-Compiled Region: 0/0"])))
     (mm,) = region["operators"]
-    assert (mm["status"], mm["change_us"], mm["moved_from"]) == ("faster", -100.0, ["ProfilerStep", "forward", "aten::mm"])
+    assert (mm["status"], mm["change_us"], mm["moved_from"]) == (
+        "faster",
+        -100.0,
+        ["ProfilerStep", "forward", "aten::mm"],
+    )
     # opening a removed node still shows its (removed) children
     code, fwd = api.diff(reg, dict(q, path=json.dumps(["ProfilerStep", "forward"])))
     assert fwd["operators"] == []  # its only child moved away
@@ -80,8 +89,13 @@ def test_same_name_several_times_pairs_in_order(tmp_path):
     base = [("X", 500, [("aten::add", 100, [])]), ("Y", 500, [("aten::add", 200, [])])]
     exp = [("W", 500, [("aten::add", 110, [])]), ("Z", 500, [("aten::add", 260, [])])]
     _pair(tmp_path, base, exp)
-    rows = {tuple(r["path"]): r for r in op_diff_flat(load_trace_file(str(tmp_path / "base" / "worker0.1.pt.trace.json")),
-                                                       load_trace_file(str(tmp_path / "exp" / "worker0.1.pt.trace.json")))}
+    rows = {
+        tuple(r["path"]): r
+        for r in op_diff_flat(
+            load_trace_file(str(tmp_path / "base" / "worker0.1.pt.trace.json")),
+            load_trace_file(str(tmp_path / "exp" / "worker0.1.pt.trace.json")),
+        )
+    }
     assert rows[("ProfilerStep", "W", "aten::add")]["moved_from"] == ["ProfilerStep", "X", "aten::add"]
     assert rows[("ProfilerStep", "Z", "aten::add")]["moved_from"] == ["ProfilerStep", "Y", "aten::add"]
     assert rows[("ProfilerStep", "Z", "aten::add")]["change_us"] == 60.0

@@ -6,8 +6,8 @@ import json
 import shutil
 
 import pytest
-
 from conftest import sample
+
 from tb_plugin import api
 from tb_plugin.analysis.distributed import distributed_view, rank_of_info
 from tb_plugin.analysis.insights import SHORT_GAP_US, exposed_time, launch_delays, stream_idle
@@ -43,9 +43,18 @@ def test_dlrm_ranks_matching_and_identity(dlrm):
 
 def _rank_trace(rank: int, compute_us: float, slowest_end: float, transfer_us: float, world: int = 4) -> dict:
     """One step: a compute kernel, then an all-reduce kernel that ends when the slowest rank arrived + transfer."""
+
     def x(name, cat, ts, dur, **args):
-        return {"ph": "X", "cat": cat, "name": name, "pid": 1 if cat not in ("kernel",) else 0,
-                "tid": 1 if cat != "kernel" else 7, "ts": ts, "dur": dur, "args": args}
+        return {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": 1 if cat not in ("kernel",) else 0,
+            "tid": 1 if cat != "kernel" else 7,
+            "ts": ts,
+            "dur": dur,
+            "args": args,
+        }
 
     compute_end = 10 + compute_us
     return {
@@ -54,12 +63,24 @@ def _rank_trace(rank: int, compute_us: float, slowest_end: float, transfer_us: f
             x("ProfilerStep#1", "user_annotation", 0, 5),
             x("aten::mm", "cpu_op", 1, 2),
             x("cudaLaunchKernel", "cuda_runtime", 1.5, 1, correlation=1),
-            x("nccl:all_reduce", "cpu_op", 3, 1, **{"In msg nelems": 1000, "dtype": "Float", "Group size": world,
-                                                    "Collective name": "allreduce"}),
+            x(
+                "nccl:all_reduce",
+                "cpu_op",
+                3,
+                1,
+                **{"In msg nelems": 1000, "dtype": "Float", "Group size": world, "Collective name": "allreduce"},
+            ),
             x("cudaLaunchKernel", "cuda_runtime", 3.2, 0.5, correlation=2),
             x("gemm", "kernel", 10, compute_us, correlation=1, device=0, stream=7),
-            x("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", compute_end, slowest_end + transfer_us - compute_end,
-              correlation=2, device=0, stream=7),
+            x(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                "kernel",
+                compute_end,
+                slowest_end + transfer_us - compute_end,
+                correlation=2,
+                device=0,
+                stream=7,
+            ),
         ],
     }
 
@@ -67,8 +88,10 @@ def _rank_trace(rank: int, compute_us: float, slowest_end: float, transfer_us: f
 def test_straggler_transfer_and_sync_by_construction():
     computes = {0: 100.0, 1: 110.0, 2: 105.0, 3: 400.0}  # rank 3 is slow on purpose
     slowest_end = 10 + max(computes.values())
-    ranks = [(r, f"rank{r}", decode_trace(json.dumps(_rank_trace(r, c, slowest_end, 50.0)).encode()))
-             for r, c in computes.items()]
+    ranks = [
+        (r, f"rank{r}", decode_trace(json.dumps(_rank_trace(r, c, slowest_end, 50.0)).encode()))
+        for r, c in computes.items()
+    ]
     view = distributed_view(ranks)
     # rank 3 arrived last at the one all-reduce (the others waited 300, 290, 295 µs for it), but one
     # instance in four ranks is chance (1/4), not a straggler: the rule needs ≥ 3 instances
@@ -90,8 +113,16 @@ def test_straggler_transfer_and_sync_by_construction():
 def test_launch_delay_and_idle_by_construction():
     def x(name, cat, ts, dur, **args):
         kernel = cat == "kernel"
-        return {"ph": "X", "cat": cat, "name": name, "pid": 0 if kernel else 1, "tid": 7 if kernel else 1,
-                "ts": ts, "dur": dur, "args": args}
+        return {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": 0 if kernel else 1,
+            "tid": 7 if kernel else 1,
+            "ts": ts,
+            "dur": dur,
+            "args": args,
+        }
 
     events = [x("ProfilerStep#1", "user_annotation", 0, 1000)]
     # (launch start, launch dur, kernel start, kernel dur)
@@ -117,8 +148,9 @@ def test_launch_delay_and_idle_by_construction():
     assert idle["other_us"] == (200 - 115) + 50 + 690
     exposed = exposed_time(trace)
     assert exposed["compute_us"] == 20 + 10 + 5 + 50 + 10
-    assert exposed["compute_us"] + exposed["exposed_comm_us"] + exposed["exposed_memcpy_us"] + exposed["idle_us"] == \
-        pytest.approx(exposed["window_us"])
+    assert exposed["compute_us"] + exposed["exposed_comm_us"] + exposed["exposed_memcpy_us"] + exposed[
+        "idle_us"
+    ] == pytest.approx(exposed["window_us"])
 
 
 @pytest.mark.corpus
@@ -132,10 +164,14 @@ def test_degrades_cleanly(tmp_path):
     shutil.copy(src, two / "rank-1.json.gz")
     cpu = tmp_path / "gloo"
     cpu.mkdir()
-    shutil.copy(sample("hta/cpu_only__older_b8cce2c/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"),
-                cpu / "rank-34.1.pt.trace.json.gz")
-    shutil.copy(sample("hta/cpu_only__older_b8cce2c/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"),
-                cpu / "rank-35.1.pt.trace.json.gz")
+    shutil.copy(
+        sample("hta/cpu_only__older_b8cce2c/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"),
+        cpu / "rank-34.1.pt.trace.json.gz",
+    )
+    shutil.copy(
+        sample("hta/cpu_only__older_b8cce2c/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"),
+        cpu / "rank-35.1.pt.trace.json.gz",
+    )
     reg = RunRegistry(str(tmp_path))
     reg.scan()
     single = reg.distributed("single", "1")
@@ -171,15 +207,19 @@ def test_rank_from_name_and_position():
 @pytest.mark.corpus
 def test_insights_route_on_h100(tmp_path):
     (tmp_path / "h100").mkdir()
-    shutil.copy(sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"), tmp_path / "h100" / "w.1.pt.trace.json.gz")
+    shutil.copy(
+        sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"),
+        tmp_path / "h100" / "w.1.pt.trace.json.gz",
+    )
     reg = RunRegistry(str(tmp_path))
     reg.scan()
     reg.load(reg.files()[0])
     code, doc = api.insights(reg, {"run": "h100", "worker": "w", "span": "1"})
     assert code == 200 and doc["launch"]["kernels"] > 0 and "recommendations" in doc
     total = doc["exposed"]
-    assert total["compute_us"] + total["exposed_comm_us"] + total["exposed_memcpy_us"] + total["idle_us"] == \
-        pytest.approx(total["window_us"])
+    assert total["compute_us"] + total["exposed_comm_us"] + total["exposed_memcpy_us"] + total[
+        "idle_us"
+    ] == pytest.approx(total["window_us"])
 
 
 @pytest.mark.corpus
@@ -197,7 +237,10 @@ def test_no_view_counts_loaded_ranks_not_listed_files(tmp_path):
     got = reg.distributed("bad", "1")
     assert got["view"] is None and (got["files"], got["ranks_loaded"]) == (2, 0)
     assert [m.split(":")[0] for m in got["messages"]] == ["bad/empty.pt.trace.json", "bad/junk.pt.trace.json"]
-    assert got["reason"] == "2 of the 2 files of span 1 failed to load, leaving 0 ranks: there is nothing to compare across ranks"
+    assert (
+        got["reason"]
+        == "2 of the 2 files of span 1 failed to load, leaving 0 ranks: there is nothing to compare across ranks"
+    )
     got = reg.distributed("mixed", "1")
     assert got["view"] is None and (got["files"], got["ranks_loaded"]) == (3, 1)
     assert got["reason"].startswith("2 of the 3 files of span 1 failed to load, leaving 1 rank:")

@@ -23,11 +23,16 @@ def _moe_step_trace():
     """One 400 µs step on one GPU: an expert GEMM [10, 110), a DeepEP dispatch [150, 180) launched by no
     communication op (DeepEP calls its kernels from its own C++ extension), an expert GEMM [200, 260)
     and a DeepEP combine [250, 290) on a second stream that overlaps the GEMM by 10 µs."""
+
     def x(n, cat, ts, dur, pid=1, tid=1, **args):
         return {"ph": "X", "cat": cat, "name": n, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
-    kernels = [("fused_moe_kernel", 10, 100, 7), (EP_NAMES[0], 150, 30, 7), ("fused_moe_kernel", 200, 60, 7),
-               (EP_NAMES[1], 250, 40, 9)]
+    kernels = [
+        ("fused_moe_kernel", 10, 100, 7),
+        (EP_NAMES[0], 150, 30, 7),
+        ("fused_moe_kernel", 200, 60, 7),
+        (EP_NAMES[1], 250, 40, 9),
+    ]
     events = [x("ProfilerStep#1", "user_annotation", 0, 400)]
     for i, (name, start, dur, stream) in enumerate(kernels, start=1):
         events.append(x("deep_ep::Buffer::dispatch" if "deep_ep" in name else "aten::mm", "cpu_op", start - 9, 3))

@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
-
 from synth.gate import GEMM, noisy, pair_trace
-from tb_plugin.analysis import regression
 from test_regression_gate import _gate
+
+from tb_plugin.analysis import regression
 
 STEPS = 12
 

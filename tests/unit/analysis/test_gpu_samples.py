@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, settled
 
 SAMPLES = REPO / "samples"
@@ -36,8 +35,14 @@ def raw_events(folder: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def report() -> dict:
     """``kinetoscope report samples --json``, by run name (one process for the five folders)."""
-    out = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "report", str(SAMPLES), "--json"], cwd=REPO,
-                         capture_output=True, text=True, check=True, timeout=600).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "tb_plugin.cli", "report", str(SAMPLES), "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
     return {r["name"]: r for r in json.loads(out)["runs"]}
 
 
@@ -182,8 +187,12 @@ def _replay_peak(snap: dict, size_of) -> int:
         elif e["action"] == "free_completed":
             cur -= live.pop(e["addr"])
         peak = max(peak, cur)
-    before = sum(b["size"] for s in snap["segments"] for b in s["blocks"]
-                 if b["state"] == "active_allocated" and b["address"] not in live)
+    before = sum(
+        b["size"]
+        for s in snap["segments"]
+        for b in s["blocks"]
+        if b["state"] == "active_allocated" and b["address"] not in live
+    )
     return peak + before
 
 

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SAMPLES, flight_recorder_dump
 from synth import graphs as G
+
 from tb_plugin.analysis.compiled_regions import compiled_regions
 from tb_plugin.analysis.graphs import graphs_document, kernel_accounting
 from tb_plugin.analysis.modules import module_tree
@@ -54,8 +54,12 @@ def test_capture_attributes_replayed_kernels(node_ids):
     assert replay["launch_us"] == 5.0 and replay["launch_delay_us"] == 9.0 and replay["kernels"] == 4
     total = n * sum(G.KERNEL_US.values())
     assert doc["graph_kernel_us"] == total and doc["graph_kernel_pct"] == 100.0
-    assert doc["accounting"] == {"kernel_us": total, "attributed_us": total, "unattributed_us": 0.0,
-                                 "from_graph_replay_us": total}
+    assert doc["accounting"] == {
+        "kernel_us": total,
+        "attributed_us": total,
+        "unattributed_us": 0.0,
+        "from_graph_replay_us": total,
+    }
     assert doc["advice"] == []
 
 
@@ -74,8 +78,9 @@ def test_partial_capture_is_reported_and_not_matched():
     doc = graphs_document(trace)
     (graph,) = doc["graph_list"]
     assert graph["status"] == "partial" and graph["capture"] is None
-    assert doc["captures"] == [{"capture": 0, "start_us": 40.0, "launches": 2, "complete": False,
-                                "instantiated": True, "graphs": []}]
+    assert doc["captures"] == [
+        {"capture": 0, "start_us": 40.0, "launches": 2, "complete": False, "instantiated": True, "graphs": []}
+    ]
     assert doc["accounting"]["from_graph_replay_us"] == 0.0
     assert [a["rule"] for a in doc["advice"]] == ["graphs.capture_missing"]
 
@@ -91,8 +96,10 @@ def test_compiled_regions_and_recompilation():
     triton = {(k["name"], k["region"]): (k["kind"], k["fused"], k["calls"]) for k in doc["triton_kernels"]}
     assert triton[("triton_poi_fused_add_mul_0", "CompiledFunction")] == ("pointwise", "add_mul", 3)
     assert triton[("triton_red_fused_sum_1", "Torch-Compiled Region: 1/1")] == ("reduction", "sum", 1)
-    assert triton[("triton_per_fused_native_layer_norm_backward_2", "CompiledFunctionBackward")][0] == \
-        "persistent_reduction"
+    assert (
+        triton[("triton_per_fused_native_layer_norm_backward_2", "CompiledFunctionBackward")][0]
+        == "persistent_reduction"
+    )
     steps = doc["steps"]
     assert [s["versions"] for s in steps] == [["0/0", "1/0"], ["0/0", "1/0"], ["0/0", "1/1"]]
     assert [s["recompilations"] for s in steps] == [0, 0, 1]
@@ -101,7 +108,9 @@ def test_compiled_regions_and_recompilation():
     advice = {a["rule"]: a for a in doc["advice"]}
     assert set(advice) == {"compile.graph_breaks", "compile.recompilation"}
     assert advice["compile.graph_breaks"]["addressed_us"] == 100.0
-    assert advice["compile.recompilation"]["addressed_us"] == 400.0 and advice["compile.recompilation"]["steps"] == ["3"]
+    assert advice["compile.recompilation"]["addressed_us"] == 400.0 and advice["compile.recompilation"]["steps"] == [
+        "3"
+    ]
 
 
 def test_real_cudagraph_replays_without_capture_are_grouped():
@@ -123,8 +132,12 @@ def test_real_compile_regions():
     (path,) = glob.glob(str(REPO / "samples/gpu_compile/*.pt.trace.json.gz"))
     doc = compiled_regions(load_trace_file(path))
     regions = {r["name"]: r for r in doc["regions"]}
-    assert {"Torch-Compiled Region: 0/0", "CompiledFunction", "CompiledFunctionBackward",
-            "TorchDynamo Cache Lookup"} <= set(regions)
+    assert {
+        "Torch-Compiled Region: 0/0",
+        "CompiledFunction",
+        "CompiledFunctionBackward",
+        "TorchDynamo Cache Lookup",
+    } <= set(regions)
     assert all(r["calls"] == 3 for r in regions.values())
     assert [s["versions"] for s in doc["steps"]] == [["0/0"]] * 3
     assert all(s["recompilations"] == 0 and s["between_us"] == 0.0 for s in doc["steps"])
@@ -135,7 +148,9 @@ def test_real_compile_regions():
 def _every_sample():
     found = sorted(glob.glob(str(REPO / "samples/**/*.pt.trace.json*"), recursive=True))
     found += sorted(glob.glob(str(SAMPLES / "**/*.json*"), recursive=True))
-    return [f for f in found if not f.endswith(".expected.json") and ".memory." not in f and not flight_recorder_dump(f)]
+    return [
+        f for f in found if not f.endswith(".expected.json") and ".memory." not in f and not flight_recorder_dump(f)
+    ]
 
 
 @pytest.mark.parametrize("path", _every_sample(), ids=lambda p: Path(p).parent.name + "/" + Path(p).name[:30])
@@ -157,15 +172,25 @@ def _write_compiled(tmp_path):
 
 def test_provenance_file_names_source_nodes(tmp_path):
     trace = _write_compiled(tmp_path)
-    (tmp_path / "kernel_information.json").write_text(json.dumps({
-        "triton_poi_fused_add_mul_0": {"stack_traces": ["model.py:12 in forward: y = x * w + b"],
-                                       "post_grad_nodes": ["mul", "add"], "pre_grad_nodes": ["linear_mul", "add_1"]},
-        "triton_red_fused_sum_1": {"post_grad_nodes": ["sum_1", 7], "stack_traces": "not a list"},
-        7: "odd"}))
+    (tmp_path / "kernel_information.json").write_text(
+        json.dumps(
+            {
+                "triton_poi_fused_add_mul_0": {
+                    "stack_traces": ["model.py:12 in forward: y = x * w + b"],
+                    "post_grad_nodes": ["mul", "add"],
+                    "pre_grad_nodes": ["linear_mul", "add_1"],
+                },
+                "triton_red_fused_sum_1": {"post_grad_nodes": ["sum_1", 7], "stack_traces": "not a list"},
+                7: "odd",
+            }
+        )
+    )
     doc = compiled_regions(load_trace_file(str(trace)))
     rows = {(k["name"], k["region"]): k for k in doc["triton_kernels"]}
     poi = rows[("triton_poi_fused_add_mul_0", "CompiledFunction")]
-    assert poi["source_nodes"] == ["linear_mul", "add_1"] and poi["source_lines"] == ["model.py:12 in forward: y = x * w + b"]
+    assert poi["source_nodes"] == ["linear_mul", "add_1"] and poi["source_lines"] == [
+        "model.py:12 in forward: y = x * w + b"
+    ]
     red = rows[("triton_red_fused_sum_1", "Torch-Compiled Region: 1/0")]
     assert red["source_nodes"] == ["sum_1"] and red["source_lines"] is None  # strings only
     assert rows[("triton_per_fused_native_layer_norm_backward_2", "CompiledFunctionBackward")]["source_nodes"] is None
@@ -203,7 +228,9 @@ def test_two_graphs_one_captured():
     first, second = doc["graph_list"]
     assert (first["status"], first["replays"], first["events_per_replay"]) == ("attributed", 3, 4)
     assert (second["status"], second["replays"], second["events_per_replay"]) == ("partial", 2, 1)
-    assert second["kernels"] == [{"graph": 1, "name": "other_k", "op": None, "frame": None, "calls": 2, "total_us": 14.0}]
+    assert second["kernels"] == [
+        {"graph": 1, "name": "other_k", "op": None, "frame": None, "calls": 2, "total_us": 14.0}
+    ]
     acc = doc["accounting"]
     assert acc["from_graph_replay_us"] == 60.0 and acc["unattributed_us"] == 14.0  # no operator around its launch
     assert acc["attributed_us"] + acc["unattributed_us"] == acc["kernel_us"] == 74.0
@@ -263,12 +290,19 @@ def test_replayed_kernels_on_the_critical_path(node_ids):
     steps = compute_steps(trace)
     w = RankGraph(trace, np.zeros(0, dtype=np.int64)).from_end(float(steps.start[0]), float(steps.end[0]))
     tail = [(n, a, b) for a, b, c, n, *_ in sorted(w.segs) if a >= 301.0]
-    middle = ([("idle", 320.0, 321.0), ("aten::relu (graph replay)", 321.0, 324.0)] if node_ids else
-              [("idle", 320.0, 322.0), ("aten::add (graph replay)", 322.0, 327.0), ("idle", 327.0, 328.0)])
+    middle = (
+        [("idle", 320.0, 321.0), ("aten::relu (graph replay)", 321.0, 324.0)]
+        if node_ids
+        else [("idle", 320.0, 322.0), ("aten::add (graph replay)", 322.0, 327.0), ("idle", 327.0, 328.0)]
+    )
     last = [("aten::mul (graph replay)", 324.0, 326.0)] if node_ids else [("aten::mul (graph replay)", 328.0, 330.0)]
-    assert tail == [("cudaGraphLaunch", 301.0, 306.0), ("idle", 306.0, 310.0),
-                    ("aten::mm (graph replay)", 310.0, 320.0)] + middle + last
-    path, = critical_paths([(0, rank_reduce(trace)["critical_path"])])
+    assert (
+        tail
+        == [("cudaGraphLaunch", 301.0, 306.0), ("idle", 306.0, 310.0), ("aten::mm (graph replay)", 310.0, 320.0)]
+        + middle
+        + last
+    )
+    (path,) = critical_paths([(0, rank_reduce(trace)["critical_path"])])
     items = {i["name"]: (i["category"], i["us"], i["segments"]) for i in path["top_items"]}
     assert items["aten::mm (graph replay)"] == ("kernel", 10.0, 1)
     assert items["aten::mul (graph replay)"] == ("kernel", 2.0, 1)
@@ -283,7 +317,7 @@ def test_unmatched_replays_keep_kernel_names_on_the_path():
     from tb_plugin.analysis.critical_path_combine import critical_paths
     from tb_plugin.analysis.distributed import rank_reduce
 
-    path, = critical_paths([(0, rank_reduce(_decode(doc))["critical_path"])])
+    (path,) = critical_paths([(0, rank_reduce(_decode(doc))["critical_path"])])
     names = {i["name"] for i in path["top_items"] if i["category"] == "kernel"}
     assert "gemm" in names and not any(n.endswith("(graph replay)") for n in names)
 
@@ -294,6 +328,7 @@ def test_replay_bands_route(tmp_path, node_ids):
     first start to the last end of the replay's work on that stream (timeline clock: origin 4 µs), with
     the replay's kernels (4), busy µs and its graph's status; the tracks are the timeline's stream tracks."""
     from conftest import loaded_registry, write_json
+
     from tb_plugin import api
 
     write_json(tmp_path / "one" / "w.pt.trace.json", G.captured_replays(node_ids))
@@ -305,18 +340,31 @@ def test_replay_bands_route(tmp_path, node_ids):
     _, meta = api.timeline_meta(reg, q)
     stream_of = {t["id"]: t["name"] for t in meta["tracks"] if t["kind"] == "stream"}
     b = doc["bands"]
-    got = [(stream_of[t], s, e, r, g, k, u) for s, e, t, r, g, k, u in
-           zip(b["start_us"], b["end_us"], b["track"], b["replay"], b["graph"], b["kernels"], b["busy_us"])]
-    lay = {True: {"stream 7": (10.0, 24.0), "stream 20": (12.0, 26.0)},
-           False: {"stream 7": (10.0, 24.0), "stream 20": (22.0, 30.0)}}[node_ids]
-    want = sorted(((name, t + a - 4.0, t + e - 4.0, r, 0, 4, G.BUSY_US[node_ids]) for r, t in enumerate(G.REPLAYS)
-                   for name, (a, e) in lay.items()), key=lambda x: (x[1], x[0] != "stream 7"))
+    got = [
+        (stream_of[t], s, e, r, g, k, u)
+        for s, e, t, r, g, k, u in zip(
+            b["start_us"], b["end_us"], b["track"], b["replay"], b["graph"], b["kernels"], b["busy_us"]
+        )
+    ]
+    lay = {
+        True: {"stream 7": (10.0, 24.0), "stream 20": (12.0, 26.0)},
+        False: {"stream 7": (10.0, 24.0), "stream 20": (22.0, 30.0)},
+    }[node_ids]
+    want = sorted(
+        (
+            (name, t + a - 4.0, t + e - 4.0, r, 0, 4, G.BUSY_US[node_ids])
+            for r, t in enumerate(G.REPLAYS)
+            for name, (a, e) in lay.items()
+        ),
+        key=lambda x: (x[1], x[0] != "stream 7"),
+    )
     assert sorted(got, key=lambda x: (x[1], x[0] != "stream 7")) == want
     assert [x[1] for x in got] == sorted(x[1] for x in got)
 
 
 def test_replay_bands_without_replays(tmp_path):
     from conftest import loaded_registry, write_json
+
     from tb_plugin import api
 
     write_json(tmp_path / "one" / "w.pt.trace.json", G.compiled_steps())
@@ -330,6 +378,7 @@ def test_capture_in_another_trace_of_the_run(tmp_path, capsys):
     trace's own Operator table and accounting are unchanged (nothing "from graph replay"), the same answer in
     the route, MCP and the notebook; without the other trace: ``no_capture`` and its note."""
     from conftest import loaded_registry, write_json
+
     from tb_plugin import api
     from tb_plugin.analysis.graphs import NOTES
     from tb_plugin.interfaces.mcp_tools import Tools
@@ -341,18 +390,24 @@ def test_capture_in_another_trace_of_the_run(tmp_path, capsys):
     reg = loaded_registry(tmp_path)
     code, doc = api.graphs(reg, {"run": "job", "worker": "b_replay", "span": "1"})
     assert code == 200
-    g, = doc["cuda_graphs"]["graph_list"]
-    assert (g["status"], g["capture_file"], g["method"]) == ("other_trace", "job/a_capture.pt.trace.json", "launch order")
+    (g,) = doc["cuda_graphs"]["graph_list"]
+    assert (g["status"], g["capture_file"], g["method"]) == (
+        "other_trace",
+        "job/a_capture.pt.trace.json",
+        "launch order",
+    )
     assert "job/a_capture.pt.trace.json" in g["note"]
     got = {(k["name"], k["op"], k["frame"]): (k["calls"], k["total_us"]) for k in g["kernels"]}
-    assert got == {(name, op, "model.py(7): forward"): (3, 3 * G.KERNEL_US[name])
-                   for name, op in zip(("gemm", "relu_k", "add_k", "mul_k"), G.CAPTURED_OPS)}
+    assert got == {
+        (name, op, "model.py(7): forward"): (3, 3 * G.KERNEL_US[name])
+        for name, op in zip(("gemm", "relu_k", "add_k", "mul_k"), G.CAPTURED_OPS)
+    }
     acc = doc["cuda_graphs"]["accounting"]
     # this trace's own account: the kernels stay with the ``graph_replay`` annotation around the launch
     assert (acc["kernel_us"], acc["attributed_us"], acc["from_graph_replay_us"]) == (60.0, 60.0, 0.0)
     assert doc["cuda_graphs"]["advice"] == []  # the capture was found: no "profile the capture" advice
     st = reg.find("job", "b_replay", "1")
-    mcp, = Tools(reg).graphs("job", "b_replay", "1")["cuda_graphs"]["graph_list"]
+    (mcp,) = Tools(reg).graphs("job", "b_replay", "1")["cuda_graphs"]["graph_list"]
     assert (mcp["status"], mcp["capture_file"]) == ("other_trace", "job/a_capture.pt.trace.json")
     nb = NotebookTrace(reg, st).graphs()["graphs"]
     assert list(nb["status"]) == ["other_trace"]
@@ -360,19 +415,20 @@ def test_capture_in_another_trace_of_the_run(tmp_path, capsys):
 
     assert main(["report", str(tmp_path), "--json", "--no-cache"]) == 0  # the CLI report finds it too
     (worker,) = [w for w in json.loads(capsys.readouterr().out)["runs"][0]["workers"] if w["worker"] == "b_replay"]
-    rep, = worker["graphs"]["cuda_graphs"]["graph_list"]
+    (rep,) = worker["graphs"]["cuda_graphs"]["graph_list"]
     assert (rep["status"], rep["capture_file"]) == ("other_trace", "job/a_capture.pt.trace.json")
 
     alone = tmp_path / "alone"
     write_json(alone / "solo" / "b_replay.pt.trace.json", replayed)
     _, doc = api.graphs(loaded_registry(alone), {"run": "solo", "worker": "b_replay", "span": "1"})
-    g, = doc["cuda_graphs"]["graph_list"]
+    (g,) = doc["cuda_graphs"]["graph_list"]
     assert g["status"] == "no_capture" and g["note"] == NOTES["no_capture"] and "capture_file" not in g
     assert [a["rule"] for a in doc["cuda_graphs"]["advice"]] == ["graphs.capture_missing"]
 
 
 def test_replay_bands_say_the_other_trace_status(tmp_path):
     from conftest import loaded_registry, write_json
+
     from tb_plugin import api
 
     capture, replayed = G.split_capture()
@@ -386,22 +442,47 @@ def test_kernel_table_by_graph(tmp_path):
     """``group_by=graph``: per kernel name and graph (two graphs, one kernel outside every replay), in
     the route, MCP ``top_kernels`` and the notebook; the groups add up to the kernel time."""
     from conftest import loaded_registry, write_json
+
     from tb_plugin import api
     from tb_plugin.interfaces.mcp_tools import Tools
     from tb_plugin.interfaces.notebook import Trace as NotebookTrace
 
     doc = G.two_graphs()
-    doc["traceEvents"] += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                            "ts": 700.0, "dur": 2.0, "args": {"correlation": 3000}},
-                           {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 710.0, "dur": 4.0,
-                            "args": {"device": 0, "stream": 7, "correlation": 3000}}]
+    doc["traceEvents"] += [
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 700.0,
+            "dur": 2.0,
+            "args": {"correlation": 3000},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "gemm",
+            "pid": 0,
+            "tid": 7,
+            "ts": 710.0,
+            "dur": 4.0,
+            "args": {"device": 0, "stream": 7, "correlation": 3000},
+        },
+    ]
     write_json(tmp_path / "one" / "w.pt.trace.json", doc)
     reg = loaded_registry(tmp_path)
     code, page = api.kernels(reg, {"run": "one", "worker": "w", "span": "1", "group_by": "graph"})
     assert code == 200
     got = {(r["name"], r["graph"]): (r["calls"], r["total_us"]) for r in page["rows"]}
-    assert got == {("gemm", 0): (3, 30.0), ("relu_k", 0): (3, 9.0), ("add_k", 0): (3, 15.0), ("mul_k", 0): (3, 6.0),
-                   ("other_k", 1): (2, 14.0), ("gemm", None): (1, 4.0)}
+    assert got == {
+        ("gemm", 0): (3, 30.0),
+        ("relu_k", 0): (3, 9.0),
+        ("add_k", 0): (3, 15.0),
+        ("mul_k", 0): (3, 6.0),
+        ("other_k", 1): (2, 14.0),
+        ("gemm", None): (1, 4.0),
+    }
     mcp = Tools(reg).top_kernels("one", "w", "1", group_by="graph", limit=2)
     assert [(r["name"], r["graph"]) for r in mcp["rows"]] == [("gemm", 0), ("add_k", 0)] and mcp["rows_total"] == 6
     nb = NotebookTrace(reg, reg.find("one", "w", "1")).kernels(group_by="graph")

@@ -14,11 +14,10 @@ import subprocess
 import sys
 import types
 
-import pytest
-
 import conftest
-
+import pytest
 from synth.flight_recorder import Job, healthy, write
+
 from tb_plugin import cli_hang
 from tb_plugin.artifacts import flight_recorder as fr
 from tb_plugin.registry import hang
@@ -54,12 +53,19 @@ def test_missing_rank_in_nested_group_is_the_root_cause(tmp_path):
     write(tmp_path, job.dumps())
     doc = doc_of(tmp_path)
     first, second = doc["findings"][:2]
-    assert (first["kind"], first["pg_desc"], first["pg_name"], first["op"], first["collective_seq_id"]) == \
-        ("missing_ranks", "tp_b", "2", "all_reduce", 4)
+    assert (first["kind"], first["pg_desc"], first["pg_name"], first["op"], first["collective_seq_id"]) == (
+        "missing_ranks",
+        "tp_b",
+        "2",
+        "all_reduce",
+        4,
+    )
     assert first["missing_ranks"] == [6] and first["ranks_present"] == [4, 5, 7] and first["root_cause"]
     assert (second["pg_desc"], second["collective_seq_id"], second["missing_ranks"]) == ("default_pg", 7, [4, 5, 7])
     assert second["explained_by"] == 0 and not second["root_cause"]
-    assert doc["verdict"][0] == "Rank 6 never entered all_reduce #4 of tp_b (pg 2, ranks 4–7); ranks 4, 5, 7 wait in it."
+    assert (
+        doc["verdict"][0] == "Rank 6 never entered all_reduce #4 of tp_b (pg 2, ranks 4–7); ranks 4, 5, 7 wait in it."
+    )
     assert "held in all_reduce #4 of tp_b" in doc["verdict"][1]
     assert len(doc["findings"]) == 2 and doc["unreadable"] == []
     tp_b = next(g for g in doc["groups"] if g["pg_desc"] == "tp_b")
@@ -68,8 +74,11 @@ def test_missing_rank_in_nested_group_is_the_root_cause(tmp_path):
     assert row6["last_enqueued"] == {"collective_seq_id": 3, "op": "all_reduce"}
     assert row6["last_completed"]["collective_seq_id"] == 3
     row4 = next(r for r in tp_b["per_rank"] if r["rank"] == 4)
-    assert (row4["last_enqueued"]["collective_seq_id"], row4["last_started"]["collective_seq_id"],
-            row4["last_completed"]["collective_seq_id"]) == (4, 4, 3)
+    assert (
+        row4["last_enqueued"]["collective_seq_id"],
+        row4["last_started"]["collective_seq_id"],
+        row4["last_completed"]["collective_seq_id"],
+    ) == (4, 4, 3)
 
 
 def test_desync_of_sizes_is_a_mismatch(tmp_path):
@@ -80,7 +89,12 @@ def test_desync_of_sizes_is_a_mismatch(tmp_path):
     doc = doc_of(tmp_path)
     assert kinds(doc) == ["mismatch"]
     f = doc["findings"][0]
-    assert (f["collective_seq_id"], f["field"], f["missing_ranks"], f["ranks_present"]) == (5, "sizes", [2], [0, 1, 2, 3])
+    assert (f["collective_seq_id"], f["field"], f["missing_ranks"], f["ranks_present"]) == (
+        5,
+        "sizes",
+        [2],
+        [0, 1, 2, 3],
+    )
     assert "rank 2: [[[512]],[[512]]]" in f["detail"]
 
 
@@ -189,11 +203,18 @@ def test_hostile_and_truncated_dumps_are_per_file_errors(tmp_path):
     write(tmp_path, job.dumps(), ranks=[0, 1])
     good = pickle.dumps(job.dumps()[2], protocol=2)
     (tmp_path / "nccl_trace_rank_2").write_bytes(good[: len(good) // 2])  # truncated
-    evil = b"\x80\x02" + b"}q\x00(X\x07\x00\x00\x00versionq\x01X\x04\x00\x00\x002.10X\x07\x00\x00\x00entries" + \
-        b"cos\nsystem\n(X\x04\x00\x00\x00trueuR."
+    evil = (
+        b"\x80\x02"
+        + b"}q\x00(X\x07\x00\x00\x00versionq\x01X\x04\x00\x00\x002.10X\x07\x00\x00\x00entries"
+        + b"cos\nsystem\n(X\x04\x00\x00\x00trueuR."
+    )
     (tmp_path / "nccl_trace_rank_3").write_bytes(evil)
-    deep = b"\x80\x02}(X\x07\x00\x00\x00versionX\x04\x00\x00\x002.10X\x07\x00\x00\x00entries" + \
-        b")" + b"\x85" * 200000 + b"K\x01s."  # a tuple 200 000 deep as a dict key: crashes an unbounded reader
+    deep = (
+        b"\x80\x02}(X\x07\x00\x00\x00versionX\x04\x00\x00\x002.10X\x07\x00\x00\x00entries"
+        + b")"
+        + b"\x85" * 200000
+        + b"K\x01s."
+    )  # a tuple 200 000 deep as a dict key: crashes an unbounded reader
     (tmp_path / "nccl_trace_rank_4").write_bytes(deep)
     doc = doc_of(tmp_path)
     assert [r["rank"] for r in doc["ranks"]] == [0, 1]
@@ -215,7 +236,10 @@ def test_real_gloo_dumps_name_the_skipping_rank():
         root = doc["findings"][0]
         assert root["root_cause"] and root["kind"] == "missing_ranks"
         assert (root["pg_desc"], root["missing_ranks"], root["op"]) == (
-            expected["root_cause"]["group_desc"], expected["root_cause"]["missing_ranks"], expected["root_cause"]["op"])
+            expected["root_cause"]["group_desc"],
+            expected["root_cause"]["missing_ranks"],
+            expected["root_cause"]["op"],
+        )
         assert root["ranks_present"] == [2]
         world = doc["findings"][1]
         assert world["pg_desc"] == "default_pg" and world["missing_ranks"] == expected["explained"]["missing_ranks"]
@@ -262,18 +286,29 @@ def test_cli_json_shape_and_exit_codes(tmp_path):
 
 def test_console_script_runs_this_checkout():
     env = dict(os.environ, PYTHONPATH=REPO)
-    done = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "hang", SAMPLE], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "tb_plugin.cli", "hang", SAMPLE],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
     assert done.returncode == 3, done.stderr
     assert "1. Rank 3 never entered all_reduce #4 of pair_b" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "hang"], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "tb_plugin.cli", "hang"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
     assert done.returncode == 2
 
 
 def test_rank_entries_have_frames():
-    records, _ = hang.read_dumps([(n, os.path.join(SAMPLE, n), os.path.getsize(os.path.join(SAMPLE, n)))
-                                  for n in ("nccl_trace_rank_2", "nccl_trace_rank_3")])
+    records, _ = hang.read_dumps(
+        [
+            (n, os.path.join(SAMPLE, n), os.path.getsize(os.path.join(SAMPLE, n)))
+            for n in ("nccl_trace_rank_2", "nccl_trace_rank_3")
+        ]
+    )
     got = hang.rank_entries(records, 2)
     assert got["entries_total"] == 10 and got["entries"][-1]["op"] == "gloo:all_reduce"
     assert got["entries"][-1]["frames"][0].startswith("all_reduce (")
@@ -287,24 +322,45 @@ def test_findings_say_where_the_ranks_traces_stand():
 
     from tb_plugin.analysis import hang_traces
 
-    trace = rank_trace(2, [Coll("allreduce", 10.0 * i, 10.0 * i + 5, group="5", seq=i) for i in (1, 2, 3)]
-                       + [Coll("allgather", 40.0, 45.0, group="0", seq=9)])
+    trace = rank_trace(
+        2,
+        [Coll("allreduce", 10.0 * i, 10.0 * i + 5, group="5", seq=i) for i in (1, 2, 3)]
+        + [Coll("allgather", 40.0, 45.0, group="0", seq=9)],
+    )
     got = hang_traces.rank_collectives(trace)
     assert got["groups"] == {"0": {"last_seq": 9, "kernels": 1}, "5": {"last_seq": 3, "kernels": 3}}
-    assert got["last_step"]["name"] and got["last_step"]["collectives"][-1] == {"collective": "allgather", "group": "0",
-                                                                                  "seq": 9}
-    findings = [{"kind": "missing_ranks", "pg_name": "5", "collective_seq_id": 4, "ranks_present": [1],
-                 "missing_ranks": [2]}, {"kind": "no_dump", "pg_name": None, "collective_seq_id": None,
-                                         "ranks_present": [], "missing_ranks": [7]}]
+    assert got["last_step"]["name"] and got["last_step"]["collectives"][-1] == {
+        "collective": "allgather",
+        "group": "0",
+        "seq": 9,
+    }
+    findings = [
+        {"kind": "missing_ranks", "pg_name": "5", "collective_seq_id": 4, "ranks_present": [1], "missing_ranks": [2]},
+        {"kind": "no_dump", "pg_name": None, "collective_seq_id": None, "ranks_present": [], "missing_ranks": [7]},
+    ]
     hang_traces.link_findings(findings, {2: got})
     assert findings[0]["in_traces"] == {"2": {"last_seq": 3, "has_instance": False, "last_step": got["last_step"]}}
     assert "in_traces" not in findings[1]
 
 
-HOSTILE = [None, "x", "12", 2 ** 70, -5, 1.5, [], {}, [[[]]], True, "nccl:send 9999999999->-1", ("a",)]
-FIELDS = ["record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "profiling_name", "time_created_ns",
-          "input_sizes", "output_dtypes", "state", "time_discovered_started_ns", "time_discovered_completed_ns",
-          "is_p2p", "frames", "timeout_ms"]
+HOSTILE = [None, "x", "12", 2**70, -5, 1.5, [], {}, [[[]]], True, "nccl:send 9999999999->-1", ("a",)]
+FIELDS = [
+    "record_id",
+    "pg_id",
+    "process_group",
+    "collective_seq_id",
+    "p2p_seq_id",
+    "profiling_name",
+    "time_created_ns",
+    "input_sizes",
+    "output_dtypes",
+    "state",
+    "time_discovered_started_ns",
+    "time_discovered_completed_ns",
+    "is_p2p",
+    "frames",
+    "timeout_ms",
+]
 
 
 def test_every_field_of_the_wrong_type_is_a_value_not_a_crash():
@@ -321,12 +377,19 @@ def test_every_field_of_the_wrong_type_is_a_value_not_a_crash():
             for e in bad["entries"]:
                 e[field] = value
             files.append((f"{field}.{i}_1", pickle.dumps(bad, protocol=4)))
-    odd_tops = [dict(dumps[1], pg_status=v) for v in HOSTILE] + [dict(dumps[1], pg_config=v) for v in HOSTILE] + \
-        [dict(dumps[1], entries=v) for v in HOSTILE] + [dict(dumps[1], pg_config={"0": {"ranks": "[" * 100000}})]
+    odd_tops = (
+        [dict(dumps[1], pg_status=v) for v in HOSTILE]
+        + [dict(dumps[1], pg_config=v) for v in HOSTILE]
+        + [dict(dumps[1], entries=v) for v in HOSTILE]
+        + [dict(dumps[1], pg_config={"0": {"ranks": "[" * 100000}})]
+    )
     files += [(f"top.{i}_1", pickle.dumps(d, protocol=4)) for i, d in enumerate(odd_tops)]
     got = fr.read_pickles(files)
-    assert not any(isinstance(v, fr.DumpError) for v in got.values()), [k for k, v in got.items() if isinstance(v, fr.DumpError)]
-    from tb_plugin.analysis import hang as analysis, hang_verdict
+    assert not any(isinstance(v, fr.DumpError) for v in got.values()), [
+        k for k, v in got.items() if isinstance(v, fr.DumpError)
+    ]
+    from tb_plugin.analysis import hang as analysis
+    from tb_plugin.analysis import hang_verdict
 
     good = dict(fr.to_columns(got["nccl_trace_rank_0"]), path="r0")
     for name, rec in got.items():

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import sample
+
 from tb_plugin.analysis.memory import allocation_pairs, curves, downsample_curve, memory_summary, operator_stats
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.trace.decode import decode_trace
 
 
 def _op(name, ts, dur, tid=1):
@@ -59,8 +59,10 @@ def test_curve_and_peak(known):
 
 def test_pairing(known):
     rows = allocation_pairs(known)["rows"]
-    got = {(r["device"], r["addr"]): (r["op"], r["size_bytes"], r["alloc_us"], r["free_us"], r["duration_us"])
-           for r in rows}
+    got = {
+        (r["device"], r["addr"]): (r["op"], r["size_bytes"], r["alloc_us"], r["free_us"], r["duration_us"])
+        for r in rows
+    }
     assert got == {
         ("GPU0", 1): ("aten::empty", 1000, 12, 60, 48),
         ("GPU0", 2): ("aten::mm", 500, 25, 300, 275),
@@ -75,15 +77,28 @@ def test_operator_statistics_self_and_total(known):
     operator running when it happens, torch-tb-profiler's documented definition; booking frees to the
     allocating operator made every size increase 0)."""
     stats = {r["name"]: r for r in operator_stats(known, "GPU0")}
-    assert stats["aten::empty"] == {"name": "aten::empty", "calls": 1, "self_size_increase_bytes": 1000,
-                                    "self_allocation_bytes": 1000, "self_allocations": 1, "size_increase_bytes": 1000,
-                                    "allocation_bytes": 1000, "allocations": 1, "self_not_freed_bytes": 0}
+    assert stats["aten::empty"] == {
+        "name": "aten::empty",
+        "calls": 1,
+        "self_size_increase_bytes": 1000,
+        "self_allocation_bytes": 1000,
+        "self_allocations": 1,
+        "size_increase_bytes": 1000,
+        "allocation_bytes": 1000,
+        "allocations": 1,
+        "self_not_freed_bytes": 0,
+    }
     assert (stats["aten::mm"]["self_size_increase_bytes"], stats["aten::mm"]["self_allocation_bytes"]) == (500, 500)
     linear = stats["aten::linear"]  # frees empty's 1000 B itself, at 60 µs
     assert (linear["self_size_increase_bytes"], linear["size_increase_bytes"]) == (-1000, 500)
     assert (linear["self_allocations"], linear["allocations"], linear["allocation_bytes"]) == (0, 2, 1500)
     assert (stats["aten::relu"]["size_increase_bytes"], stats["aten::relu"]["self_not_freed_bytes"]) == (300, 300)
-    assert [r["name"] for r in operator_stats(known, "GPU0")] == ["aten::linear", "aten::empty", "aten::mm", "aten::relu"]
+    assert [r["name"] for r in operator_stats(known, "GPU0")] == [
+        "aten::linear",
+        "aten::empty",
+        "aten::mm",
+        "aten::relu",
+    ]
     window = {r["name"]: r for r in operator_stats(known, "GPU0", start_us=0, end_us=30)}
     assert window["aten::linear"]["size_increase_bytes"] == 1500  # the free at 60 µs is outside
 
@@ -127,9 +142,15 @@ def test_real_traces():
 
 
 INCUMBENT = json.loads((__import__("pathlib").Path(__file__).parents[2] / "data" / "incumbent_memory.json").read_text())
-_KEYS = (("calls", "calls"), ("size_increase_bytes", "increase_bytes"), ("allocation_bytes", "alloc_bytes"),
-         ("self_size_increase_bytes", "self_increase_bytes"), ("self_allocation_bytes", "self_alloc_bytes"),
-         ("allocations", "alloc_count"), ("self_allocations", "self_alloc_count"))
+_KEYS = (
+    ("calls", "calls"),
+    ("size_increase_bytes", "increase_bytes"),
+    ("allocation_bytes", "alloc_bytes"),
+    ("self_size_increase_bytes", "self_increase_bytes"),
+    ("self_allocation_bytes", "self_alloc_bytes"),
+    ("allocations", "alloc_count"),
+    ("self_allocations", "self_alloc_count"),
+)
 
 
 def _assert_equals_incumbent(rel: str):
@@ -157,6 +178,7 @@ def test_size_increase_matches_the_incumbent_with_addr():
     gpu = {r["name"]: r for r in operator_stats(trace, "GPU0")}
     assert gpu["aten::addmm"]["self_size_increase_bytes"] == -13313536
     assert sum(r["self_size_increase_bytes"] != 0 for r in gpu.values()) == 10
+
 
 def test_brushed_window_reaches_its_end_and_reports_its_own_peak(known):
     """A window ending after the last event is drawn to its end (the last value held),

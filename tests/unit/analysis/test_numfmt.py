@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from tb_plugin.cli import run_report
 from tb_plugin.analysis.numfmt import fixed
+from tb_plugin.cli import run_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CASES = json.load(open(os.path.join(ROOT, "frontend", "src", "__fixtures__", "rounding_cases.json")))["cases"]
@@ -32,9 +32,10 @@ def test_report_rounds_like_the_ui_on_synthetic_ddp_rank0():
     assert run_report(os.path.join(ROOT, "samples", "synthetic_ddp"), None, False, False, out, err) == 0
     rank0 = out.getvalue().split("== run")[1]
     assert "worker rank0" in rank0
+
     def row(label):
         (line,) = [x for x in rank0.splitlines() if x.startswith(f"   {label}  ")]
-        return line[len(f"   {label}"):].split()
+        return line[len(f"   {label}") :].split()
 
     # averages 2.25 µs and 56.25 µs: the Overview shows 2.3 and 56.3; Python's ".1f" printed 2.2 and 56.2
     assert row("Memset") == ["2.3", "0.26%"]
@@ -70,6 +71,7 @@ def test_csv_cells_carry_no_binary_noise():
     import re
 
     from conftest import loaded_registry, sample
+
     from tb_plugin import api
 
     reg = loaded_registry(sample("torch213_cpu"))

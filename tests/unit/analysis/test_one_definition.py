@@ -27,10 +27,11 @@ def test_trace_memo_computes_once_and_keeps_none():
 
 # -- one step-series rule: the Overview, the Trace view, the Memory view -------------------------------
 
-from conftest import write_json, x  # noqa: E402
-from tb_plugin import api  # noqa: E402
-from tb_plugin.analysis import series  # noqa: E402
-from tb_plugin.registry.runs import RunRegistry  # noqa: E402
+from conftest import write_json, x
+
+from tb_plugin import api
+from tb_plugin.analysis import series
+from tb_plugin.registry.runs import RunRegistry
 
 STEP_START = 1000  # µs, absolute; every time below is an integer, so shifting by an origin is exact
 
@@ -101,9 +102,23 @@ def test_overview_system_metrics_equal_the_trace_views_counter_tracks(tmp_path):
 
 
 def _mem(ts, total, reserved):
-    return {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
-            "args": {"Bytes": 1, "Addr": ts, "Total Allocated": total, "Total Reserved": reserved,
-                     "Device Type": 1, "Device Id": 0}}
+    return {
+        "ph": "i",
+        "s": "t",
+        "cat": "cpu_instant_event",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "args": {
+            "Bytes": 1,
+            "Addr": ts,
+            "Total Allocated": total,
+            "Total Reserved": reserved,
+            "Device Type": 1,
+            "Device Id": 0,
+        },
+    }
 
 
 def test_one_gpu_memory_curve_for_the_memory_view_the_counter_tracks_and_the_peak_advice(tmp_path):
@@ -111,11 +126,22 @@ def test_one_gpu_memory_curve_for_the_memory_view_the_counter_tracks_and_the_pea
     times = np.arange(5000) * 3  # µs from the first event
     alloc = rng.integers(1, 1000, size=5000) * 1024
     alloc[4321] = 15 * 2**30  # 15 GiB: over 90 % of a 16 GiB device
-    events = [x("ProfilerStep#1", "user_annotation", 0, 20_000), x("aten::mm", "cpu_op", 0, 10),
-              x("gemm", "kernel", 100, 50, pid=0, tid=7, device=0, stream=7)]
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 20_000),
+        x("aten::mm", "cpu_op", 0, 10),
+        x("gemm", "kernel", 100, 50, pid=0, tid=7, device=0, stream=7),
+    ]
     events += [_mem(int(t), int(a), int(a) + 4096) for t, a in zip(times, alloc)]
-    props = [{"id": 0, "name": "Tesla V100-SXM2-16GB", "totalGlobalMem": 16 * 2**30,
-              "computeMajor": 7, "computeMinor": 0, "numSms": 80}]
+    props = [
+        {
+            "id": 0,
+            "name": "Tesla V100-SXM2-16GB",
+            "totalGlobalMem": 16 * 2**30,
+            "computeMajor": 7,
+            "computeMinor": 0,
+            "numSms": 80,
+        }
+    ]
     reg, q = _registry(tmp_path, events, props)
     width, lo, hi = 300, 1000.0, 13_000.0
     mem = api.memory(reg, dict(q, start_us=str(lo), end_us=str(hi), width_px=str(width)))[1]
@@ -130,8 +156,10 @@ def test_one_gpu_memory_curve_for_the_memory_view_the_counter_tracks_and_the_pea
     assert {"GPU 0 Memory Allocated", "GPU 0 Memory Reserved"} <= set(tracks)
     # both are drawn from the one curve: the counter track holds its maxima in ``width`` bins, the
     # Memory view's points hold them in the ``width - 2`` bins its 2 × width points leave room for
-    for curve, name, full in ((gpu["allocated"], "GPU 0 Memory Allocated", alloc),
-                              (gpu["reserved"], "GPU 0 Memory Reserved", alloc + 4096)):
+    for curve, name, full in (
+        (gpu["allocated"], "GPU 0 Memory Allocated", alloc),
+        (gpu["reserved"], "GPU 0 Memory Reserved", alloc + 4096),
+    ):
         drawn = series.held_max(np.asarray(curve["ts_us"]), np.asarray(curve["bytes"]), lo, hi, width - 2)
         assert drawn.tolist() == series.held_max(times.astype(float), full, lo, hi, width - 2).tolist(), name
         assert tracks[name] == series.held_max(times.astype(float), full, lo, hi, width).tolist(), name
@@ -151,7 +179,13 @@ def test_held_max_bin_rule():
     # before the first sample: ``before``; the value in force at a bin's start counts
     assert series.held_max(ts, v, -10, 40, 5).tolist() == [0, 1, 5, 7, 9]
     assert series.held_max(ts, v, 12, 18, 2).tolist() == [2, 2]
-    assert series.bin_of(np.array([-1.0, 0.0, 9.99, 10.0, 30.0]), series.bin_edges(0, 30, 3)).tolist() == [-1, 0, 0, 1, 3]
+    assert series.bin_of(np.array([-1.0, 0.0, 9.99, 10.0, 30.0]), series.bin_edges(0, 30, 3)).tolist() == [
+        -1,
+        0,
+        0,
+        1,
+        3,
+    ]
 
 
 def test_point_reduction_keeps_every_bins_held_maximum():
@@ -161,12 +195,17 @@ def test_point_reduction_keeps_every_bins_held_maximum():
     for lo, hi, bins in ((0.0, 1000.0, 64), (123.4, 567.8, 50), (-5.0, 2000.0, 7)):
         t2, v2 = series.reduce_points(ts, v, lo, hi, bins)
         assert len(t2) <= 2 * bins + 3
-        assert series.held_max(np.asarray(t2), np.asarray(v2), lo, hi, bins).tolist() == \
-            series.held_max(ts, v, lo, hi, bins).tolist()
+        assert (
+            series.held_max(np.asarray(t2), np.asarray(v2), lo, hi, bins).tolist()
+            == series.held_max(ts, v, lo, hi, bins).tolist()
+        )
     keep = series.reduce_to(ts, v, 4000)
     assert len(keep) <= 4000 and int(np.argmax(v)) in keep.tolist() and keep[-1] == len(ts) - 1
     t3 = ts[keep]
-    assert series.held_max(t3, v[keep], ts[0], ts[-1], 1999).tolist() == series.held_max(ts, v, ts[0], ts[-1], 1999).tolist()
+    assert (
+        series.held_max(t3, v[keep], ts[0], ts[-1], 1999).tolist()
+        == series.held_max(ts, v, ts[0], ts[-1], 1999).tolist()
+    )
 
 
 def test_split_series_orders_by_time_and_drops_non_finite():
@@ -179,6 +218,7 @@ def test_split_series_orders_by_time_and_drops_non_finite():
 
 # -- one communication classifier ----------------------------------------------------------------------
 
+
 def test_breakdown_and_distributed_view_share_the_communication_op_rule():
     """A functional collective (``_c10d_functional::all_reduce``, no comm args) is a communication op
     for the step breakdown; the Distributed view finds the same op around the NCCL kernel and reads the
@@ -187,17 +227,31 @@ def test_breakdown_and_distributed_view_share_the_communication_op_rule():
     from tb_plugin.analysis.distributed import comm_kernels
     from tb_plugin.trace.categories import COMM_OP_NAMES, COMM_OP_PREFIXES, is_comm_op_name
 
-    events = [x("ProfilerStep#1", "user_annotation", 0, 1000),
-              x("_c10d_functional::all_reduce", "cpu_op", 10, 200, External_id=7, Input_Dims=[[1024]], Input_type=["float"]),
-              x("aten::empty", "cpu_op", 20, 50, External_id=8),
-              x("cudaLaunchKernel", "cuda_runtime", 30, 5, correlation=5, External_id=8),
-              x("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", "kernel", 100, 40, pid=0, tid=7,
-                correlation=5, device=0, stream=7, External_id=8)]
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 1000),
+        x("_c10d_functional::all_reduce", "cpu_op", 10, 200, External_id=7, Input_Dims=[[1024]], Input_type=["float"]),
+        x("aten::empty", "cpu_op", 20, 50, External_id=8),
+        x("cudaLaunchKernel", "cuda_runtime", 30, 5, correlation=5, External_id=8),
+        x(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",
+            "kernel",
+            100,
+            40,
+            pid=0,
+            tid=7,
+            correlation=5,
+            device=0,
+            stream=7,
+            External_id=8,
+        ),
+    ]
     trace = decode_trace(_trace(events))
     names = [trace.strings[n] for n in trace.events.name]
     comm = category_masks(trace)["communication"]
-    assert [names[i] for i in np.flatnonzero(comm)] == ["_c10d_functional::all_reduce",
-                                                          "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)"]
+    assert [names[i] for i in np.flatnonzero(comm)] == [
+        "_c10d_functional::all_reduce",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",
+    ]
     kernels = comm_kernels(trace)
     assert kernels["collective"] == ["allreduce"] and kernels["bytes"] == [4096] and kernels["dtype"] == ["float32"]
     for name in [p + "x" for p in COMM_OP_PREFIXES] + sorted(COMM_OP_NAMES):
@@ -207,11 +261,14 @@ def test_breakdown_and_distributed_view_share_the_communication_op_rule():
 
 # -- one table of category labels; recommendations carry values, written by the one rounding rule ------
 
+
 def _dataloader_job(tmp_path):
     """One 400 µs step whose DataLoader takes 49 µs: 12.25 %, a tie that the rounding rule writes 12.3
     (Python's ``:.1f`` gives 12.2)."""
-    events = [x("ProfilerStep#1", "user_annotation", 0, 400),
-              x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "cpu_op", 10, 49)]
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 400),
+        x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "cpu_op", 10, 49),
+    ]
     return _registry(tmp_path, events)
 
 
@@ -222,19 +279,29 @@ def test_category_labels_are_one_table_for_the_ui_the_cli_and_the_recommendation
     reg, q = _dataloader_job(tmp_path)
     overview = api.overview(reg, q)[1]
     assert overview["category_labels"] == {
-        "kernel_us": "Kernel", "memcpy_us": "Memcpy", "memset_us": "Memset", "communication_us": "Communication",
-        "runtime_us": "Runtime", "dataloader_us": "DataLoader", "cpu_exec_us": "CPU Exec", "other_us": "Other"}
+        "kernel_us": "Kernel",
+        "memcpy_us": "Memcpy",
+        "memset_us": "Memset",
+        "communication_us": "Communication",
+        "runtime_us": "Runtime",
+        "dataloader_us": "DataLoader",
+        "cpu_exec_us": "CPU Exec",
+        "other_us": "Other",
+    }
     assert list(overview["category_labels"]) == overview["categories"]
     assert main(["report", str(tmp_path), "--no-cache"]) == 0
     printed = capsys.readouterr().out
-    rows = [line.split()[0] + (" Exec" if line.split()[0] == "CPU" else "") for line in printed.splitlines()
-            if line.startswith("   ") and line.split() and line.split()[-1].endswith("%") and "Category" not in line]
+    rows = [
+        line.split()[0] + (" Exec" if line.split()[0] == "CPU" else "")
+        for line in printed.splitlines()
+        if line.startswith("   ") and line.split() and line.split()[-1].endswith("%") and "Category" not in line
+    ]
     assert rows == list(CATEGORY_LABELS.values())
 
 
 def test_recommendations_carry_values_written_by_the_rounding_rule(tmp_path, capsys):
-    from tb_plugin.cli import main
     from tb_plugin.analysis.numfmt import fixed
+    from tb_plugin.cli import main
 
     reg, q = _dataloader_job(tmp_path)
     overview = api.overview(reg, q)[1]

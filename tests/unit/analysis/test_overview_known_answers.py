@@ -8,11 +8,10 @@ then compute_overview (Trace -> dict shaped like docs/http_api.md "overview").
 Tolerance: 1e-6 relative (plus 1e-9 µs / 1e-9 points absolute, for categories that are exactly 0).
 The GPU percentages are compared unrounded (the API sends data, never formatted numbers).
 """
+
 from __future__ import annotations
 
 import pytest
-
-from tb_plugin.analysis.overview import compute_overview
 from synth.traces import (
     CATEGORY_KEYS,
     SynthSpec,
@@ -21,6 +20,8 @@ from synth.traces import (
     worked_example_trace,
     write_trace,
 )
+
+from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.registry.parse import load_trace_file
 
 REL, ABS = 1e-6, 1e-9
@@ -32,10 +33,12 @@ CASES = {
     "pt2_no_memory": SynthSpec(steps=3, seed=1, with_memory=False),
     "pt2_driver_launch": SynthSpec(steps=3, seed=2, with_driver_launch=True),
     "pt2_cuda_graph": SynthSpec(steps=3, seed=3, with_cuda_graph=True),
-    "pt2_everything": SynthSpec(steps=4, seed=4, with_driver_launch=True, with_cuda_graph=True,
-                                with_python_stack=True, backward_thread=True),
-    "pt2_cpu_op_step_marker": SynthSpec(steps=3, seed=5, step_marker_cat="cpu_op",
-                                        gpu_step_annotation=False, tensor_cores=False),
+    "pt2_everything": SynthSpec(
+        steps=4, seed=4, with_driver_launch=True, with_cuda_graph=True, with_python_stack=True, backward_thread=True
+    ),
+    "pt2_cpu_op_step_marker": SynthSpec(
+        steps=3, seed=5, step_marker_cat="cpu_op", gpu_step_annotation=False, tensor_cores=False
+    ),
     "pt2_no_blocks_per_sm": SynthSpec(steps=2, seed=6, omit_blocks_per_sm=True),
     "pt2_spill": SynthSpec(steps=3, seed=7, device_spill_us=25.0),
     "pt2_tail_no_device": SynthSpec(steps=3, seed=8, tail="no_device"),
@@ -43,16 +46,17 @@ CASES = {
     "pt2_short_dataloader": SynthSpec(steps=2, seed=10, dataloader_us=12.0, first_step=41),
     "pt2_ddp_rank0": SynthSpec(steps=3, seed=11, ranks=2, rank=0),
     "pt2_ddp_rank1": SynthSpec(steps=3, seed=11, ranks=2, rank=1),
-    "pt2_ddp_graph_driver": SynthSpec(steps=2, seed=12, ranks=2, rank=1, with_cuda_graph=True,
-                                      with_driver_launch=True, with_memory=False),
+    "pt2_ddp_graph_driver": SynthSpec(
+        steps=2, seed=12, ranks=2, rank=1, with_cuda_graph=True, with_driver_launch=True, with_memory=False
+    ),
     # kineto 2021 (Operator / Runtime / Kernel / Memcpy / Memset), V100
     "k21_basic": SynthSpec(style="kineto2021", steps=3, seed=0),
     "k21_no_memory": SynthSpec(style="kineto2021", steps=3, seed=1, with_memory=False),
-    "k21_cuda_graph_stack": SynthSpec(style="kineto2021", steps=3, seed=2, with_cuda_graph=True,
-                                      with_python_stack=True, backward_thread=True),
+    "k21_cuda_graph_stack": SynthSpec(
+        style="kineto2021", steps=3, seed=2, with_cuda_graph=True, with_python_stack=True, backward_thread=True
+    ),
     "k21_no_tensor_cores": SynthSpec(style="kineto2021", steps=2, seed=3, tensor_cores=False),
-    "k21_spill_truncated": SynthSpec(style="kineto2021", steps=3, seed=4, device_spill_us=12.0,
-                                     tail="truncated"),
+    "k21_spill_truncated": SynthSpec(style="kineto2021", steps=3, seed=4, device_spill_us=12.0, tail="truncated"),
     "k21_ddp_rank0": SynthSpec(style="kineto2021", steps=2, seed=5, ranks=2, rank=0),
     "k21_ddp_rank1": SynthSpec(style="kineto2021", steps=2, seed=5, ranks=2, rank=1),
 }
@@ -113,10 +117,15 @@ def test_worked_example(suffix, tmp_path):
     assert row["step"] == "1"
     assert row["total_us"] == _approx(400.0)
     assert {k: row[k] for k in CATEGORY_KEYS} == {
-        "kernel_us": _approx(15.0), "memcpy_us": _approx(10.0), "memset_us": _approx(5.0),
-        "communication_us": _approx(0.0), "runtime_us": _approx(30.0),
-        "dataloader_us": _approx(180.0), "cpu_exec_us": _approx(35.0),
-        "other_us": _approx(125.0)}
+        "kernel_us": _approx(15.0),
+        "memcpy_us": _approx(10.0),
+        "memset_us": _approx(5.0),
+        "communication_us": _approx(0.0),
+        "runtime_us": _approx(30.0),
+        "dataloader_us": _approx(180.0),
+        "cpu_exec_us": _approx(35.0),
+        "other_us": _approx(125.0),
+    }
     _check_steps(got, exp)
     _check_gpus(got, exp)
 
@@ -126,8 +135,7 @@ def test_ddp_ranks_share_a_world(tmp_path):
     for rank in (0, 1):
         spec = SynthSpec(steps=2, seed=21, ranks=2, rank=rank)
         got = _overview_of(synthesize(spec), tmp_path / f"rank{rank}.1.pt.trace.json.gz")
-        assert got["configuration"]["distributed"] == {"backend": "nccl", "rank": rank,
-                                                       "world_size": 2}
+        assert got["configuration"]["distributed"] == {"backend": "nccl", "rank": rank, "world_size": 2}
         assert [g["id"] for g in got["gpus"]] == [rank]
         exp = expected_overview(spec)
         _check_steps(got, exp)

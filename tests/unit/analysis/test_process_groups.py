@@ -11,9 +11,9 @@ import json
 import shutil
 
 import pytest
-
 from conftest import sample, sample_ranks
-from synth.comm import fsdp_tp_job, rank_doc, Coll
+from synth.comm import Coll, fsdp_tp_job, rank_doc
+
 from tb_plugin.analysis.distributed import distributed_view, rank_reduce
 from tb_plugin.analysis.process_groups import combine_groups, group_role, parse_ranks
 from tb_plugin.trace.decode import decode_trace
@@ -36,8 +36,9 @@ def test_fsdp_tp_groups_known_by_construction():
         assert g["exposed_us"] == pytest.approx(w["exposed_us"])
         assert g["bytes"] == w["bytes"]
         assert g["bandwidth_gbps"] == pytest.approx(w["bytes"] / (w["time_us"] * 1e3))
-        assert {r["rank"]: (r["time_us"], r["exposed_us"]) for r in g["by_rank"]} == \
-            {r: pytest.approx(v) for r, v in w["by_rank"].items()}
+        assert {r["rank"]: (r["time_us"], r["exposed_us"]) for r in g["by_rank"]} == {
+            r: pytest.approx(v) for r, v in w["by_rank"].items()
+        }
     assert g["description"] in ("mesh_dp_shard", "mesh_tp")
     assert view["groups_messages"] == []
     # longest time first: the FSDP groups (100 µs) before the TP groups (50 µs)
@@ -63,8 +64,7 @@ def test_fallback_one_group_with_a_message():
     assert len(view["groups"]) == 1
     g = view["groups"][0]
     assert (g["name"], g["ranks"], g["size"], g["calls"], g["role"]) == ("default", [0, 1, 2, 3], 4, 2, None)
-    assert {r["rank"]: r["exposed_us"] for r in g["by_rank"]} == \
-        pytest.approx({0: 90.0, 1: 80.0, 2: 90.0, 3: 80.0})
+    assert {r["rank"]: r["exposed_us"] for r in g["by_rank"]} == pytest.approx({0: 90.0, 1: 80.0, 2: 90.0, 3: 80.0})
     assert g["time_us"] == pytest.approx((160 + 140 + 160 + 140) / 4)
     assert g["bytes"] == 8192 + 4096
     assert len(view["groups_messages"]) == 1 and "one group" in view["groups_messages"][0]
@@ -75,10 +75,9 @@ def test_pg_config_gives_description_and_ranks():
     docs = []
     for r in range(2):
         doc = rank_doc(r, [Coll("allreduce", 0.0, 50.0, group="5")], 2)
-        doc["distributedInfo"]["pg_config"] = [{"pg_name": "5", "pg_desc": "mesh_ep", "pg_size": 2,
-                                                "ranks": [0, 1]}]
+        doc["distributedInfo"]["pg_config"] = [{"pg_name": "5", "pg_desc": "mesh_ep", "pg_size": 2, "ranks": [0, 1]}]
         docs.append((r, f"rank{r}", decode_trace(json.dumps(doc).encode())))
-    g, = distributed_view(docs)["groups"]
+    (g,) = distributed_view(docs)["groups"]
     assert (g["name"], g["description"], g["role"], g["ranks"], g["size"]) == ("5", "mesh_ep", "EP", [0, 1], 2)
     assert g["exposed_us"] == pytest.approx(50.0)  # no compute at all
 
@@ -90,8 +89,9 @@ def test_kernels_without_a_group_among_named_ones_are_a_message():
         docs.append((r, f"rank{r}", decode_trace(json.dumps(rank_doc(r, colls, 2)).encode())))
     view = distributed_view(docs)
     assert {g["name"]: g["time_us"] for g in view["groups"]} == {"1": 50.0, "default": 20.0}
-    assert view["groups_messages"] == ["some collective kernels name no process group (rank 0: 1, rank 1: 1): "
-                                       "they are counted in group 'default'"]
+    assert view["groups_messages"] == [
+        "some collective kernels name no process group (rank 0: 1, rank 1: 1): they are counted in group 'default'"
+    ]
 
 
 @pytest.mark.parametrize("uid,name", [(7, "3"), (9, "9")])
@@ -105,20 +105,34 @@ def test_process_group_id_of_older_traces(uid, name):
         for e in doc["traceEvents"]:
             if e["name"] == "record_param_comms":
                 e["args"]["Process Group ID"] = uid
-        doc["distributedInfo"]["pg_config"] = [{"pg_name": "3", "uid": 7, "pg_desc": "mesh_tp", "pg_size": 2,
-                                                "ranks": [0, 1]}]
+        doc["distributedInfo"]["pg_config"] = [
+            {"pg_name": "3", "uid": 7, "pg_desc": "mesh_tp", "pg_size": 2, "ranks": [0, 1]}
+        ]
         docs.append((r, f"rank{r}", decode_trace(json.dumps(doc).encode())))
     view = distributed_view(docs)
-    g, = view["groups"]
+    (g,) = view["groups"]
     assert g["name"] == name and g["calls"] == 1 and view["groups_messages"] == []
     if name == "3":
         assert (g["role"], g["ranks"], g["size"]) == ("TP", [0, 1], 2)
 
 
-@pytest.mark.parametrize("desc,role", [
-    ("default_pg", "world"), ("mesh_dp_shard", "FSDP shard"), ("mesh_dp_replicate", "FSDP replicate"),
-    ("mesh_dp_shard_cp", "FSDP shard"), ("mesh_tp", "TP"), ("mesh_pp", "PP"), ("mesh_ep", "EP"),
-    ("mesh_cp", "CP"), ("ddp", "DDP"), ("undefined", None), (None, None), ("stepped", None)])
+@pytest.mark.parametrize(
+    "desc,role",
+    [
+        ("default_pg", "world"),
+        ("mesh_dp_shard", "FSDP shard"),
+        ("mesh_dp_replicate", "FSDP replicate"),
+        ("mesh_dp_shard_cp", "FSDP shard"),
+        ("mesh_tp", "TP"),
+        ("mesh_pp", "PP"),
+        ("mesh_ep", "EP"),
+        ("mesh_cp", "CP"),
+        ("ddp", "DDP"),
+        ("undefined", None),
+        (None, None),
+        ("stepped", None),
+    ],
+)
 def test_roles_from_description_words(desc, role):
     assert group_role(desc) == role
 
@@ -136,7 +150,7 @@ def test_dlrm_has_no_group_args_so_one_world_group():
     time of the step overlap (the one step spans every collective), e.g. rank 0: 5537 µs of its
     5798 µs of NCCL kernels."""
     view = distributed_view(sample_ranks("dlrm_8ranks"))
-    g, = view["groups"]
+    (g,) = view["groups"]
     assert (g["name"], g["ranks"], g["size"], g["calls"], g["ranks_loaded"]) == ("default", list(range(8)), 8, 8, 8)
     assert g["bytes"] == 2549700
     rows = {r["rank"]: r for r in view["ranks"]}
@@ -153,9 +167,15 @@ def test_hta_sample_default_pg_from_args():
     (``default_pg``, ranks [0, 1])."""
     trace = decode_trace(gzip.open(sample("hta/nccl_parser_config/nccl_data.json.gz")).read())
     found = combine_groups([(0, rank_reduce(trace)["groups"])], 2)
-    g, = found["groups"]
-    assert (g["name"], g["description"], g["role"], g["ranks"], g["size"], g["calls"]) == \
-        ("0", "default_pg", "world", [0, 1], 2, 21)
+    (g,) = found["groups"]
+    assert (g["name"], g["description"], g["role"], g["ranks"], g["size"], g["calls"]) == (
+        "0",
+        "default_pg",
+        "world",
+        [0, 1],
+        2,
+        21,
+    )
     assert 0 < g["exposed_us"] <= g["time_us"]
     assert found["messages"] == []
 
@@ -170,21 +190,29 @@ def test_report_json_has_groups(tmp_path, capsys):
     single.mkdir()
     compute = [("sm80_xmma_gemm", 40.0, 60.0), ("sm80_xmma_gemm", 190.0, 20.0)]
     for r in range(2):
-        colls = [Coll("allgather", 0.0, 100.0, 1024, 2048, group="1", group_ranks="[0, 1]",
-                      group_desc="mesh_dp_shard")]
+        colls = [Coll("allgather", 0.0, 100.0, 1024, 2048, group="1", group_ranks="[0, 1]", group_desc="mesh_dp_shard")]
         (job / f"rank{r}.pt.trace.json").write_text(json.dumps(rank_doc(r, colls, 2, compute=compute)))
     shutil.copy(job / "rank0.pt.trace.json", single / "rank0.pt.trace.json")
     assert main(["report", str(tmp_path), "--json", "--no-cache"]) == 0
     doc = json.loads(capsys.readouterr().out)
     runs = {r["name"]: r for r in doc["runs"]}
-    g, = runs["job"]["distributed"]["groups"]
-    assert (g["name"], g["role"], g["ranks"], g["time_us"], g["exposed_us"], g["bytes"]) == \
-        ("1", "FSDP shard", [0, 1], 100.0, 40.0, 8192)
+    (g,) = runs["job"]["distributed"]["groups"]
+    assert (g["name"], g["role"], g["ranks"], g["time_us"], g["exposed_us"], g["bytes"]) == (
+        "1",
+        "FSDP shard",
+        [0, 1],
+        100.0,
+        40.0,
+        8192,
+    )
     assert [r["rank"] for r in g["by_rank"]] == [0, 1]
-    w, = runs["single"]["workers"]
-    g1, = w["distributed"]["groups"]
-    assert (g1["name"], g1["exposed_us"], g1["by_rank"]) == \
-        ("1", 40.0, [{"rank": 0, "calls": 1, "time_us": 100.0, "bytes": 8192, "exposed_us": 40.0}])
+    (w,) = runs["single"]["workers"]
+    (g1,) = w["distributed"]["groups"]
+    assert (g1["name"], g1["exposed_us"], g1["by_rank"]) == (
+        "1",
+        40.0,
+        [{"rank": 0, "calls": 1, "time_us": 100.0, "bytes": 8192, "exposed_us": 40.0}],
+    )
 
 
 @pytest.mark.corpus
@@ -203,11 +231,14 @@ def test_computation_kernels_are_the_breakdowns():
     assert comp.sum() > 0 and np.array_equal(comp, category_masks(trace)["kernel"])
 
 
-@pytest.mark.parametrize("args", [
-    {"Process Group Name": {"a": 1}, "Process Group Ranks": {"x": 1}, "Process Group Description": 5},
-    {"Process Group Name": 3, "Process Group Ranks": [0, "b"], "Process Group ID": "seven"},
-    {"Process Group Ranks": "[0, 1", "Process Group ID": 10 ** 30, "Process Group Description": ["tp"]},
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"Process Group Name": {"a": 1}, "Process Group Ranks": {"x": 1}, "Process Group Description": 5},
+        {"Process Group Name": 3, "Process Group Ranks": [0, "b"], "Process Group ID": "seven"},
+        {"Process Group Ranks": "[0, 1", "Process Group ID": 10**30, "Process Group Description": ["tp"]},
+    ],
+)
 def test_odd_group_args_never_crash(args):
     """Odd values are text or ignored: the collective still lands in one group, without an exception."""
     docs = []
@@ -228,6 +259,7 @@ def test_distributed_route_single_rank_shows_its_own_groups(tmp_path):
     [2, 3], exposed 40 µs each by construction) and its critical path (the step's length: its
     ``ProfilerStep#1`` spans [−10, 401])."""
     from synth.comm import fsdp_tp_docs
+
     from tb_plugin import api
     from tb_plugin.registry.runs import RunRegistry
 
@@ -243,5 +275,5 @@ def test_distributed_route_single_rank_shows_its_own_groups(tmp_path):
     assert set(got) == {("2", (1, 3)), ("4", (2, 3))}
     assert got[("2", (1, 3))]["exposed_us"] == pytest.approx(40.0) == got[("4", (2, 3))]["exposed_us"]
     assert [r["rank"] for r in got[("4", (2, 3))]["by_rank"]] == [3] and own["groups_messages"] == []
-    path, = own["critical_path"]
+    (path,) = own["critical_path"]
     assert path["length_us"] == pytest.approx(411.0) and path["by_rank"] == [{"rank": 3, "us": path["length_us"]}]

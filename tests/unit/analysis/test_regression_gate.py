@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from synth.gate import ADD, GEMM, noisy, pair_trace, step_totals
 from synth.traces import write_trace
+
 from tb_plugin import cli
 from tb_plugin.analysis import regression
 from tb_plugin.analysis.regression import FailOn, compare, parse_fail_on
@@ -119,8 +119,17 @@ def test_a_known_regression_fails_the_job(tmp_path, sides):
     exp_gemm = [g * 1.2 for g in noisy(1000.0, 0.02, STEPS, 3)]
     exp_add = noisy(100.0, 0.02, STEPS, 4)
     base, exp = _pair(tmp_path, (sides["gemm"], sides["add"]), (exp_gemm, exp_add))
-    code, out, err = _gate(base, exp, "--fail-on", "step_time=+5%", "--fail-on", "kernel:xmma_gemm=+10%",
-                           "--fail-on", "kernel:elementwise=+10%", "--json")
+    code, out, err = _gate(
+        base,
+        exp,
+        "--fail-on",
+        "step_time=+5%",
+        "--fail-on",
+        "kernel:xmma_gemm=+10%",
+        "--fail-on",
+        "kernel:elementwise=+10%",
+        "--json",
+    )
     assert code == 3, err
     doc = json.loads(out)
     assert doc["verdict"] == "regression"
@@ -135,7 +144,9 @@ def test_a_known_regression_fails_the_job(tmp_path, sides):
     assert gemm["status"] == "regression" and gemm["kernels_matched"] == {"baseline": [GEMM], "experiment": [GEMM]}
     assert add["status"] == "unchanged" and add["kernels_matched"]["experiment"] == [ADD]
     assert doc["explain"]["kernels"][0]["name"] == GEMM
-    assert doc["explain"]["kernels"][0]["delta_per_step_us"] == pytest.approx(np.mean(exp_gemm) - np.mean(sides["gemm"]))
+    assert doc["explain"]["kernels"][0]["delta_per_step_us"] == pytest.approx(
+        np.mean(exp_gemm) - np.mean(sides["gemm"])
+    )
     assert doc["explain"]["operators"][0]["path"] == ["ProfilerStep", "aten::mm"]
     assert doc["method"]["resamples"] == regression.RESAMPLES
     code, text, _ = _gate(base, exp, "--fail-on", "step_time=+5%")  # the printed table says the same
@@ -144,7 +155,9 @@ def test_a_known_regression_fails_the_job(tmp_path, sides):
 
 def test_noise_only_passes(tmp_path, sides):
     """Same distributions, other seeds: exit 0, no regression."""
-    base, exp = _pair(tmp_path, (sides["gemm"], sides["add"]), (noisy(1000.0, 0.02, STEPS, 5), noisy(100.0, 0.02, STEPS, 6)))
+    base, exp = _pair(
+        tmp_path, (sides["gemm"], sides["add"]), (noisy(1000.0, 0.02, STEPS, 5), noisy(100.0, 0.02, STEPS, 6))
+    )
     code, out, err = _gate(base, exp, "--fail-on", "step_time=+5%", "--fail-on", "kernel:gemm=+10%", "--json")
     assert code == 0, err
     doc = json.loads(out)
@@ -202,8 +215,13 @@ def test_the_console_script_exits_3(tmp_path, sides):
     """The command as a CI job runs it (this checkout's tb_plugin): the exit status reaches the shell."""
     cmd = [sys.executable, "-m", "tb_plugin.cli"]
     base, exp = _pair(tmp_path, (sides["gemm"], sides["add"]), ([g * 1.3 for g in sides["gemm"]], sides["add"]))
-    proc = subprocess.run([*cmd, "diff", base, exp, "--fail-on", "step_time=+5%", "--no-cache"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [*cmd, "diff", base, exp, "--fail-on", "step_time=+5%", "--no-cache"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 3, proc.stderr
     assert "verdict: regression" in proc.stdout
 
@@ -220,8 +238,14 @@ def test_the_readme_commands(tmp_path, sides):
         write_trace(pair_trace(gemm, sides["add"]), tmp_path / "runs" / side / "w.1.pt.trace.json")
     for line in lines:
         command = line.replace("kinetoscope ", f"{shlex.quote(sys.executable)} -m tb_plugin.cli ", 1)
-        proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT), KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache")))
+        proc = subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, PYTHONPATH=str(ROOT), KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache")),
+        )
         assert proc.returncode == 3, (line, proc.stderr)
     doc = json.loads((tmp_path / "gate.json").read_text())
     assert doc["verdict"] == "regression" and [c["status"] for c in doc["checks"]] == ["regression", "regression"]
@@ -235,19 +259,24 @@ def test_real_spans_use_the_overview_steps(tmp_path):
     """resnet50 span 1 vs span 2 (V100): the medians are those of the Overview's step totals of each
     file; a trace against itself is unchanged, even at a 0 % threshold."""
     from conftest import SAMPLES
+
     from tb_plugin.registry.runs import RunRegistry
 
     folder = SAMPLES / "kineto" / "resnet50_num_workers_0"
     reg = RunRegistry(str(folder))
     reg.scan()
-    totals = [[s["total_us"] for s in reg.load(reg.find(".", "worker0", span)).overview["steps"]] for span in ("1", "2")]
+    totals = [
+        [s["total_us"] for s in reg.load(reg.find(".", "worker0", span)).overview["steps"]] for span in ("1", "2")
+    ]
     code, out, err = _gate(str(folder), str(folder), "--exp-span", "2", "--fail-on", "step_time=+5%", "--json")
     check = json.loads(out)["checks"][0]
     assert code == 0, err
     assert check["baseline_median_us"] == pytest.approx(np.median(totals[0]))
     assert check["experiment_median_us"] == pytest.approx(np.median(totals[1]))
     assert (check["baseline_steps"], check["experiment_steps"]) == (len(totals[0]), len(totals[1]))
-    code, out, _ = _gate(str(folder), str(folder), "--fail-on", "step_time=+0%", "--fail-on", "kernel:sgemm=+0%", "--json")
+    code, out, _ = _gate(
+        str(folder), str(folder), "--fail-on", "step_time=+0%", "--fail-on", "kernel:sgemm=+0%", "--json"
+    )
     doc = json.loads(out)
     assert code == 0 and doc["verdict"] == "no_regression"
     for c in doc["checks"]:
@@ -260,6 +289,7 @@ def test_kernel_step_times_add_up_on_a_real_trace():
     """Summed over the steps, the per-step kernel time of every kernel ("" matches all) is the duration of
     the kernels that start inside a kept step, counted here with a plain mask per step."""
     from conftest import SAMPLES
+
     from tb_plugin.analysis.step_metrics import kernel_step_times
     from tb_plugin.analysis.steps import compute_steps
     from tb_plugin.registry.runs import RunRegistry

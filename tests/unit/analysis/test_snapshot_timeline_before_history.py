@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import REPO
 from synth.snapshot import snapshot_with_blocks_before_history
+
 from tb_plugin.analysis.snapshot import active_bytes, reserved_bytes, timeline
 from tb_plugin.artifacts.snapshot import load_snapshot, parse_snapshot
 
@@ -18,7 +18,9 @@ H200 = REPO / "samples" / "gpu_snapshot"
 
 def _stacked_at(bands: list[dict], t: float, end: float) -> int:
     """Bytes of the bands alive at ``t`` (a band lives over [alloc, free), to ``end`` when not freed)."""
-    return sum(b["bytes"] for b in bands if b["alloc_time"] <= t < (b["free_time"] if b["free_time"] is not None else end + 1))
+    return sum(
+        b["bytes"] for b in bands if b["alloc_time"] <= t < (b["free_time"] if b["free_time"] is not None else end + 1)
+    )
 
 
 def test_known_answer_bands_reserved_and_left_out():
@@ -27,8 +29,12 @@ def test_known_answer_bands_reserved_and_left_out():
     snap = parse_snapshot(snapshot_with_blocks_before_history()[0])
     tl = timeline(snap, 0, None, None, 4)
     bands = [(b["alloc_time"], b["free_time"], b["bytes"], b["before_history"], b["blocks"]) for b in tl["bands"]]
-    assert bands == [(0.0, None, 400, True, 1), (0.0, 10.0, 300, True, 1),
-                     (0.0, 30.0, 100, False, 1), (20.0, None, 50, False, 1)]
+    assert bands == [
+        (0.0, None, 400, True, 1),
+        (0.0, 10.0, 300, True, 1),
+        (0.0, 30.0, 100, False, 1),
+        (20.0, None, 50, False, 1),
+    ]
     # drawn whole, the stack is the active curve at every entry
     t = np.array([0.0, 10.0, 20.0, 30.0])
     assert [_stacked_at(tl["bands"], x, tl["end"]) for x in t] == [800, 500, 550, 450]
@@ -52,8 +58,10 @@ def test_no_segment_information_gives_no_reserved_curve():
     assert not reserved_bytes(snap, 0).any()
 
 
-@pytest.mark.parametrize("name, before_bytes, blocks", [("h200_after_build.pickle", 264_351_744, 61),
-                                                        ("h200_from_start.pickle", 204_472_320, 9)])
+@pytest.mark.parametrize(
+    "name, before_bytes, blocks",
+    [("h200_after_build.pickle", 264_351_744, 61), ("h200_from_start.pickle", 204_472_320, 9)],
+)
 def test_h200_snapshots(name, before_bytes, blocks):
     """Before: Reserved peaked at 688 MiB (after_build) under a 919 MiB Active peak, and the blocks
     allocated before the history (the model's weights) were in no band. The dump holds 1028 MiB of
@@ -65,7 +73,12 @@ def test_h200_snapshots(name, before_bytes, blocks):
     tl = timeline(snap, 0, None, None, 800)
     assert all(r >= a for r, a in zip(tl["reserved_bytes"], tl["active_bytes"]))
     first = tl["bands"][0]
-    assert (first["before_history"], first["bytes"], first["blocks"], first["free_time"]) == (True, before_bytes, blocks, None)
+    assert (first["before_history"], first["bytes"], first["blocks"], first["free_time"]) == (
+        True,
+        before_bytes,
+        blocks,
+        None,
+    )
     assert sum(b["before_history"] for b in tl["bands"]) == 1
     drawn = len(tl["bands"]) - 1
     assert drawn == 200 and tl["bands_left_out"] == tl["bands_alive"] - drawn > 0

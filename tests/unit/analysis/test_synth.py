@@ -6,6 +6,7 @@ at a time, with the METRICS.md rules written out plainly. expected_overview deri
 numbers from the synthesizer's internal plan; the two must agree. That checks that the events
 say what the plan says, independently of the analysis code under test elsewhere.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -14,7 +15,6 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
-
 from synth.traces import (
     CATEGORY_KEYS,
     TENSOR_CORE_NAME_PATTERNS,
@@ -34,19 +34,29 @@ HOST_CPU_CATS = {"Operator", "cpu_op", "user_annotation", "python_function"}
 
 SPECS = {
     "pt2_default": SynthSpec(),
-    "pt2_all": SynthSpec(steps=4, seed=7, with_driver_launch=True, with_cuda_graph=True,
-                         with_python_stack=True, backward_thread=True),
+    "pt2_all": SynthSpec(
+        steps=4, seed=7, with_driver_launch=True, with_cuda_graph=True, with_python_stack=True, backward_thread=True
+    ),
     "pt2_ddp_r0": SynthSpec(steps=3, ranks=2, rank=0, seed=3),
     "pt2_ddp_r1": SynthSpec(steps=3, ranks=2, rank=1, seed=3, with_cuda_graph=True),
     "pt2_spill": SynthSpec(steps=3, seed=5, device_spill_us=25.0, tail="no_device"),
-    "pt2_truncated": SynthSpec(steps=2, seed=11, tail="truncated", tensor_cores=False,
-                               step_marker_cat="cpu_op", with_memory=False),
+    "pt2_truncated": SynthSpec(
+        steps=2, seed=11, tail="truncated", tensor_cores=False, step_marker_cat="cpu_op", with_memory=False
+    ),
     "pt2_no_bpsm": SynthSpec(steps=2, seed=13, omit_blocks_per_sm=True, with_overlap=True),
     "k21_default": SynthSpec(style="kineto2021"),
-    "k21_ddp": SynthSpec(style="kineto2021", ranks=2, rank=1, seed=2, with_cuda_graph=True,
-                         with_python_stack=True, backward_thread=True),
-    "k21_spill_trunc": SynthSpec(style="kineto2021", steps=3, seed=9, device_spill_us=12.0,
-                                 tail="truncated", tensor_cores=False, dataloader_us=40.0),
+    "k21_ddp": SynthSpec(
+        style="kineto2021", ranks=2, rank=1, seed=2, with_cuda_graph=True, with_python_stack=True, backward_thread=True
+    ),
+    "k21_spill_trunc": SynthSpec(
+        style="kineto2021",
+        steps=3,
+        seed=9,
+        device_spill_us=12.0,
+        tail="truncated",
+        tensor_cores=False,
+        dataloader_us=40.0,
+    ),
 }
 
 
@@ -87,8 +97,7 @@ def _device_category(e: dict) -> str:
 def _raster_overview(trace: dict, q: float) -> dict:
     """Steps, breakdown and GPU metrics recomputed cell by cell from the trace events."""
     xs = _x_events(trace)
-    host_steps = [e for e in xs if e["cat"] != "gpu_user_annotation"
-                  and e["name"].startswith("ProfilerStep#")]
+    host_steps = [e for e in xs if e["cat"] != "gpu_user_annotation" and e["name"].startswith("ProfilerStep#")]
     runtimes = [e for e in xs if e["cat"] in RUNTIME_CATS]
     devs = [e for e in xs if e["cat"] in DEVICE_CATS]
     by_corr = defaultdict(list)
@@ -108,8 +117,12 @@ def _raster_overview(trace: dict, q: float) -> dict:
     prev_end = None
     for s in sorted(host_steps, key=lambda e: e["ts"]):
         a, b = s["ts"], s["ts"] + s["dur"]
-        launched = [d for r in runtimes if a <= r["ts"] and r["ts"] + r["dur"] <= b
-                    for d in by_corr.get(r["args"]["correlation"], [])]
+        launched = [
+            d
+            for r in runtimes
+            if a <= r["ts"] and r["ts"] + r["dur"] <= b
+            for d in by_corr.get(r["args"]["correlation"], [])
+        ]
         dev_end = max((d["ts"] + d["dur"] for d in launched), default=b)
         start = a if prev_end is None else max(prev_end, a)
         end = max(b, dev_end)
@@ -120,18 +133,17 @@ def _raster_overview(trace: dict, q: float) -> dict:
     if len(rows) >= 2 and rows[-1][3] < 0.8 * rows[-2][3]:
         rows.pop()
     # category masks
-    masks = {t: np.zeros(n, bool) for t in
-             ("kernel", "memcpy", "memset", "comm", "runtime", "dataloader", "cpu")}
+    masks = {t: np.zeros(n, bool) for t in ("kernel", "memcpy", "memset", "comm", "runtime", "dataloader", "cpu")}
     for e in xs:
         cat = _device_category(e) if e["cat"] in DEVICE_CATS else _host_category(e)
         if cat is not None:
-            masks[cat][cell(e["ts"]):cell(e["ts"] + e["dur"])] = True
+            masks[cat][cell(e["ts"]) : cell(e["ts"] + e["dur"])] = True
     owner = np.full(n, 7)  # 7 = other
     for i, t in reversed(list(enumerate(masks))):
         owner[masks[t]] = i
     steps = []
     for name, a, b, _ in rows:
-        seg = owner[cell(a):cell(b)]
+        seg = owner[cell(a) : cell(b)]
         row = {"step": name, "total_us": b - a}
         for i, k in enumerate(CATEGORY_KEYS):
             row[k] = float(np.count_nonzero(seg == i)) * q
@@ -183,8 +195,7 @@ def test_deterministic():
 
 def test_write_trace_roundtrip_and_bytes_stable(tmp_path):
     trace = synthesize(SPECS["pt2_default"])
-    p1, p2, p3 = (tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz",
-                  tmp_path / "c.pt.trace.json")
+    p1, p2, p3 = (tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz", tmp_path / "c.pt.trace.json")
     write_trace(trace, p1)
     write_trace(trace, p2)
     write_trace(trace, p3)
@@ -241,8 +252,7 @@ def test_expected_adds_up(name):
         assert sum(row[k] for k in CATEGORY_KEYS) == pytest.approx(row["total_us"], abs=1e-9)
         assert all(row[k] >= 0 for k in CATEGORY_KEYS)
         assert row["end_us"] - row["start_us"] == pytest.approx(row["total_us"], abs=1e-9)
-    assert [r["step"] for r in exp["steps"]] == [
-        str(SPECS[name].first_step + i) for i in range(SPECS[name].steps)]
+    assert [r["step"] for r in exp["steps"]] == [str(SPECS[name].first_step + i) for i in range(SPECS[name].steps)]
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -267,10 +277,16 @@ def test_worked_example_is_metrics_md():
     (row,) = exp["steps"]
     assert (row["start_us"], row["end_us"], row["total_us"]) == (0.0, 400.0, 400.0)
     assert {k: row[k] for k in CATEGORY_KEYS} == {
-        "kernel_us": 15.0, "memcpy_us": 10.0, "memset_us": 5.0, "communication_us": 0.0,
-        "runtime_us": 30.0, "dataloader_us": 180.0, "cpu_exec_us": 35.0, "other_us": 125.0}
-    step = next(e for e in _x_events(trace) if e["cat"] == "user_annotation"
-                and e["name"] == "ProfilerStep#1")
+        "kernel_us": 15.0,
+        "memcpy_us": 10.0,
+        "memset_us": 5.0,
+        "communication_us": 0.0,
+        "runtime_us": 30.0,
+        "dataloader_us": 180.0,
+        "cpu_exec_us": 35.0,
+        "other_us": 125.0,
+    }
+    step = next(e for e in _x_events(trace) if e["cat"] == "user_annotation" and e["name"] == "ProfilerStep#1")
     assert (step["ts"], step["ts"] + step["dur"]) == (50, 450)
     got = _raster_overview(trace, 1.0)
     assert got["steps"] == [{"step": "1", "total_us": 400, **{k: row[k] for k in CATEGORY_KEYS}}]
@@ -297,9 +313,19 @@ def test_gpu_user_annotations_cover_idle_time():
 
 def test_styles_use_their_categories():
     pt2 = {e.get("cat") for e in synthesize(SPECS["pt2_all"])["traceEvents"]}
-    assert {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver",
-            "kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "ac2g",
-            "cpu_instant_event"} <= pt2
+    assert {
+        "cpu_op",
+        "user_annotation",
+        "python_function",
+        "cuda_runtime",
+        "cuda_driver",
+        "kernel",
+        "gpu_memcpy",
+        "gpu_memset",
+        "gpu_user_annotation",
+        "ac2g",
+        "cpu_instant_event",
+    } <= pt2
     k21 = synthesize(SPECS["k21_ddp"])
     cats = {e.get("cat") for e in k21["traceEvents"]}
     assert cats <= {"Operator", "Runtime", "Kernel", "Memcpy", "Memset", "async", "Trace", None}
@@ -326,11 +352,17 @@ def test_features_present():
     assert len({e["tid"] for e in xs if e["cat"] == "cpu_op"}) == 2  # backward thread
     names = {e["name"] for e in xs}
     assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in names
-    assert {"aten::conv2d", "aten::convolution", "aten::cudnn_convolution", "aten::linear",
-            "aten::addmm", "aten::mm", "Optimizer.step#SGD.step"} <= names
+    assert {
+        "aten::conv2d",
+        "aten::convolution",
+        "aten::cudnn_convolution",
+        "aten::linear",
+        "aten::addmm",
+        "aten::mm",
+        "Optimizer.step#SGD.step",
+    } <= names
     mem = [e for e in t["traceEvents"] if e.get("name") == "[memory]"]
-    assert {"Addr", "Bytes", "Total Allocated", "Total Reserved", "Device Type",
-            "Device Id"} <= set(mem[0]["args"])
+    assert {"Addr", "Bytes", "Total Allocated", "Total Reserved", "Device Type", "Device Id"} <= set(mem[0]["args"])
     assert "distributedInfo" not in t
 
 
@@ -345,8 +377,7 @@ def test_ddp_ranks():
         assert len(rpc) == 3
         assert {"In msg nelems", "Out msg nelems", "dtype", "Group size"} <= set(rpc[0]["args"])
         assert rpc[0]["args"]["Group size"] == 2
-        assert expected_overview(SynthSpec(ranks=2, rank=rank, seed=3))["steps"][0][
-            "communication_us"] > 0
+        assert expected_overview(SynthSpec(ranks=2, rank=rank, seed=3))["steps"][0]["communication_us"] > 0
 
 
 def test_gpu_metrics_exercise_overlap_and_saturation():
@@ -374,8 +405,10 @@ def test_spill_stretches_steps_and_tail_is_trimmed():
     spec = SPECS["pt2_spill"]
     t = synthesize(spec)
     exp = expected_overview(spec)
-    markers = sorted((e for e in _x_events(t) if e["cat"] == "user_annotation"
-                      and e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    markers = sorted(
+        (e for e in _x_events(t) if e["cat"] == "user_annotation" and e["name"].startswith("ProfilerStep#")),
+        key=lambda e: e["ts"],
+    )
     assert len(markers) == spec.steps + 1  # one extra trailing step, trimmed
     first = markers[0]["ts"]
     for m, row in zip(markers, exp["steps"]):
@@ -391,11 +424,17 @@ def test_omitted_blocks_per_sm():
 
 
 def test_kernel_names_tensor_core_flags():
-    tc = [e["name"] for e in _x_events(synthesize(SPECS["pt2_default"])) if e["cat"] == "kernel"
-          and any(p in e["name"] for p in TENSOR_CORE_NAME_PATTERNS)]
+    tc = [
+        e["name"]
+        for e in _x_events(synthesize(SPECS["pt2_default"]))
+        if e["cat"] == "kernel" and any(p in e["name"] for p in TENSOR_CORE_NAME_PATTERNS)
+    ]
     assert tc and all(n.startswith("sm90_xmma") for n in tc)
-    k21 = [e["name"] for e in _x_events(synthesize(SPECS["k21_default"])) if e["cat"] == "Kernel"
-           and any(p in e["name"] for p in TENSOR_CORE_NAME_PATTERNS)]
+    k21 = [
+        e["name"]
+        for e in _x_events(synthesize(SPECS["k21_default"]))
+        if e["cat"] == "Kernel" and any(p in e["name"] for p in TENSOR_CORE_NAME_PATTERNS)
+    ]
     assert k21 and all(n.startswith("volta_") and ("884" in n) for n in k21)
 
 

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import sample
+
 from tb_plugin.analysis.kernels import kernel_rows
 from tb_plugin.analysis.modules import module_tree
 from tb_plugin.analysis.operators import operator_rows
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.trace.decode import decode_trace
 
 REFERENCE = json.loads((Path(__file__).parents[2] / "data" / "incumbent_tables.json").read_text())
 RESNET = "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
@@ -62,11 +62,14 @@ def test_kernel_table_matches_incumbent(resnet):
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("rel", [
-    "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-    "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
-    "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
-])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+        "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+    ],
+)
 def test_pytorch2_launching_ops_have_device_time(rel):
     launchers = REFERENCE[rel]["zero_device_launchers"]
     names = launchers if isinstance(launchers, list) else list(launchers)
@@ -83,8 +86,16 @@ def _ev(name, cat, ts, dur, tid=1, **args):
 
 
 def _kernel(name, ts, dur, corr):
-    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
-            "args": {"correlation": corr, "device": 0, "blocks per SM": 2.0, "est. achieved occupancy %": 50}}
+    return {
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "pid": 0,
+        "tid": 7,
+        "ts": ts,
+        "dur": dur,
+        "args": {"correlation": corr, "device": 0, "blocks per SM": 2.0, "est. achieved occupancy %": 50},
+    }
 
 
 def test_attribution_known_by_construction():
@@ -114,7 +125,8 @@ def test_attribution_known_by_construction():
     assert ops["aten::mm"]["device_self_us"] == 8
     assert ops["AddmmBackward0"]["device_total_us"] == 8 and ops["AddmmBackward0"]["device_self_us"] == 0
     assert ops["aten::addmm"]["tc_self_pct"] == 100 and ops["aten::linear"]["tc_total_pct"] == pytest.approx(
-        100 * 40 / 46)
+        100 * 40 / 46
+    )
     assert ops["AddmmBackward0"]["tc_eligible"] and not ops["aten::relu"]["tc_eligible"]
     kernels = {k["name"]: k for k in kernel_rows(tr, "kernel_op_config")}
     assert kernels["elementwise"]["op"] == "aten::mm"
@@ -135,12 +147,18 @@ def test_module_tree_with_modules_trace():
     assert root["name"] == "BertLMHeadModel_0" and root["occurrences"] == 1
     names = {c["name"] for c in root["children"]}
     assert names == {"BertModel_0", "BertOnlyMLMHead_0"}
+
     # totals add up: host total = self + children; device total = self + children
     def check(node):
-        assert node["host_total_us"] == pytest.approx(node["host_self_us"] + sum(c["host_total_us"] for c in node["children"]))
-        assert node["device_total_us"] == pytest.approx(node["device_self_us"] + sum(c["device_total_us"] for c in node["children"]))
+        assert node["host_total_us"] == pytest.approx(
+            node["host_self_us"] + sum(c["host_total_us"] for c in node["children"])
+        )
+        assert node["device_total_us"] == pytest.approx(
+            node["device_self_us"] + sum(c["device_total_us"] for c in node["children"])
+        )
         for c in node["children"]:
             check(c)
+
     check(root)
     assert root["device_total_us"] > 0
 

@@ -7,18 +7,18 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import sample
+from synth.traces import SynthSpec, expected_overview, synthesize
+
 from tb_plugin import api
 from tb_plugin.analysis import timeline_query as tq
 from tb_plugin.analysis.counters import counters
 from tb_plugin.analysis.steps import compute_steps
 from tb_plugin.analysis.timeline import timeline_index, track_of_events
-from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.registry.cache import ParseCache
-from synth.traces import SynthSpec, expected_overview, synthesize
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.trace.decode import decode_trace
 
 RESNET = "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 
@@ -145,8 +145,12 @@ def test_timeline_routes(registry):
     code, event = api.timeline_event(reg, dict(Q, row=str(kernel_row)))
     assert code == 200 and "grid" in event["args"] and "warps per SM" in event["args"]  # all args, not just ours
     assert event["flows"][0]["type"] == "launch" and event["flows"][0]["name"] == "cudaLaunchKernel"
-    for bad in (dict(Q, start_us="nan"), dict(Q, start_us="5", end_us="1"), dict(Q, width_px="0"),
-                dict(Q, tracks="a,b")):
+    for bad in (
+        dict(Q, start_us="nan"),
+        dict(Q, start_us="5", end_us="1"),
+        dict(Q, width_px="0"),
+        dict(Q, tracks="a,b"),
+    ):
         assert api.timeline(reg, bad)[0] == 400
     assert api.timeline_search(reg, dict(Q, q="(", regex="1"))[0] == 400
     assert api.timeline_event(reg, dict(Q, row="99999999"))[0] == 404

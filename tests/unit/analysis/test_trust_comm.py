@@ -8,15 +8,14 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import sample_ranks
+from synth.comm import Coll, job, late_rank_job
+
 from tb_plugin.analysis.breakdown import category_masks, compute_breakdown
 from tb_plugin.analysis.distributed import bus_factor, distributed_view
 from tb_plugin.analysis.steps import compute_steps
-from synth.comm import Coll, job, late_rank_job
 from tb_plugin.trace.categories import is_comm_kernel_name
 from tb_plugin.trace.decode import decode_trace
-
 
 # -- item 12: communication kernels ---------------------------------------------------------------
 
@@ -81,8 +80,16 @@ def test_vllm_custom_allreduce_time_is_communication():
 
     def x(n, cat, ts, dur, **args):
         kernel = cat == "kernel"
-        return {"ph": "X", "cat": cat, "name": n, "pid": 0 if kernel else 1, "tid": 7 if kernel else 1, "ts": ts,
-                "dur": dur, "args": args}
+        return {
+            "ph": "X",
+            "cat": cat,
+            "name": n,
+            "pid": 0 if kernel else 1,
+            "tid": 7 if kernel else 1,
+            "ts": ts,
+            "dur": dur,
+            "args": args,
+        }
 
     events = [x("ProfilerStep#1", "user_annotation", 0, 400)]
     for i, (kname, start, dur) in enumerate([("gemm_bf16", 10, 100), (name, 150, 30), (name, 250, 20)], start=1):
@@ -97,6 +104,7 @@ def test_vllm_custom_allreduce_time_is_communication():
 
 
 # -- item 10: matching -----------------------------------------------------------------------------
+
 
 def _chain(sizes, t0=0.0, dtype="Float", name="allreduce", seqs=None):
     out, t = [], t0
@@ -149,6 +157,7 @@ def test_sequence_numbers_match_across_gaps():
 
 # -- item 11: bus bandwidth ------------------------------------------------------------------------
 
+
 def test_bus_factors():
     assert bus_factor("allreduce", 8) == pytest.approx(2 * 7 / 8)
     assert bus_factor("allgather", 8) == pytest.approx(7 / 8)
@@ -189,6 +198,7 @@ def test_allgather_bytes_are_the_gathered_buffer():
 
 # -- item 9: stragglers ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("offsets", [None, {0: 0.0, 1: 3.5e6, 2: -1.2e6, 3: 250.0}])
 def test_the_late_rank_is_the_straggler(offsets):
     """Rank 2 arrives 300 µs after the others at 9 of 10 all-reduces. The ranks that waited have the
@@ -220,14 +230,17 @@ def test_no_straggler_when_arrivals_are_balanced():
 
 def test_a_rank_last_by_a_hair_is_not_a_straggler():
     """Rank 1 is last at all 10 instances, but the others wait 1 µs for it out of 500 µs: not flagged."""
-    per_rank = {r: [Coll("allreduce", 1000.0 * i + (1 if r == 1 else 0), 1000.0 * i + 500, group_size=4)
-                    for i in range(10)] for r in range(4)}
+    per_rank = {
+        r: [Coll("allreduce", 1000.0 * i + (1 if r == 1 else 0), 1000.0 * i + 500, group_size=4) for i in range(10)]
+        for r in range(4)
+    }
     view = distributed_view(job(per_rank, world_size=4))
     assert view["stragglers"] == []
     assert {e["rank"]: e["last"] for e in view["arrivals"]}[1] == 10
 
 
 # -- the 8 real DLRM ranks -------------------------------------------------------------------------
+
 
 @pytest.mark.corpus
 def test_dlrm_straggler_is_the_rank_that_arrives_last():
@@ -239,8 +252,10 @@ def test_dlrm_straggler_is_the_rank_that_arrives_last():
     assert (ev[7]["last"], ev[7]["instances"]) == (5, 8)
     assert (ev[5]["last"], ev[4]["last"]) == (2, 1)
     assert view["instances"] == {"matched": 8, "total": 8}
-    assert {r["name"]: (r["matched"], r["unmatched"]) for r in view["matching"]["by_type"]} == \
-        {"allreduce": (3, 0), "alltoall": (5, 0)}
+    assert {r["name"]: (r["matched"], r["unmatched"]) for r in view["matching"]["by_type"]} == {
+        "allreduce": (3, 0),
+        "alltoall": (5, 0),
+    }
 
 
 def test_pg_config_size_is_the_communicator_size():
@@ -251,7 +266,9 @@ def test_pg_config_size_is_the_communicator_size():
     ranks = []
     for r in (0, 1):
         doc = rank_doc(r, [Coll("allreduce", 0.0 if r == 0 else 30.0, 130.0, nelems=250000, group="3")], world_size=64)
-        doc["distributedInfo"]["pg_config"] = [{"pg_name": "3", "pg_desc": "tp", "pg_size": 16, "ranks": list(range(16))}]
+        doc["distributedInfo"]["pg_config"] = [
+            {"pg_name": "3", "pg_desc": "tp", "pg_size": 16, "ranks": list(range(16))}
+        ]
         ranks.append((r, f"rank{r}", decode_trace(json.dumps(doc).encode())))
     (coll,) = distributed_view(ranks)["collectives"]
     assert coll["group_size"] == 16 and coll["busbw_gbps"] == pytest.approx(10.0 * 2 * 15 / 16)
@@ -259,8 +276,9 @@ def test_pg_config_size_is_the_communicator_size():
 
 def test_route_shows_windows_that_do_not_line_up(tmp_path):
     """Through the registry: the matching message reaches the route's messages (the tab's notices)."""
-    from tb_plugin.registry.runs import RunRegistry
     from synth.comm import rank_doc
+
+    from tb_plugin.registry.runs import RunRegistry
 
     sizes = [1000 * (k + 1) for k in range(13)]
     (tmp_path / "job").mkdir()

@@ -164,8 +164,10 @@ def test_families_are_commented():
 
 # ---------------------------------------------------------------- helpers
 
+
 def _overview(doc, tmp_path, name="t.pt.trace.json"):
     from conftest import write_json
+
     from tb_plugin.analysis.overview import compute_overview
     from tb_plugin.registry.parse import load_trace_file
 
@@ -178,6 +180,7 @@ def _amp(ov):
 
 
 # ---------------------------------------------------------------- item 2: AMP advice only when it applies
+
 
 def test_bf16_nvjet_no_amp_and_known_tensor_core_share(tmp_path):
     from synth import compute as sc
@@ -205,8 +208,15 @@ def test_fp32_sgemm_gets_amp_with_the_fp32_figure(tmp_path):
     assert "300 µs" in advice and "compute capability 8.0" in advice and "tensor cores" in advice
 
 
-@pytest.mark.parametrize("types", [["c10::BFloat16", "c10::BFloat16"], ["c10::Half", "c10::Half"],
-                                   ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn"], None])
+@pytest.mark.parametrize(
+    "types",
+    [
+        ["c10::BFloat16", "c10::BFloat16"],
+        ["c10::Half", "c10::Half"],
+        ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn"],
+        None,
+    ],
+)
 def test_no_amp_when_inputs_are_not_fp32(types, tmp_path):
     """A reduced-precision (or untyped) GEMM on a non-tensor-core kernel: AMP would change nothing."""
     from synth import compute as sc
@@ -237,6 +247,7 @@ def test_no_amp_when_tensor_cores_already_run(tmp_path):
 
 
 # ---------------------------------------------------------------- item 3: AMD architectures
+
 
 def test_amd_device_reports_architecture_not_capability(tmp_path):
     from synth import compute as sc
@@ -269,10 +280,13 @@ def test_amd_9_0_without_a_telling_name_stays_silent(tmp_path):
 @pytest.mark.corpus
 def test_amd_samples(tmp_path):
     from conftest import sample
+
     from tb_plugin.analysis.overview import compute_overview
     from tb_plugin.registry.parse import load_trace_file
 
-    mi300 = compute_overview(load_trace_file(str(sample("tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz"))))
+    mi300 = compute_overview(
+        load_trace_file(str(sample("tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz")))
+    )
     (gpu,) = mi300["gpus"]
     assert (gpu["vendor"], gpu["architecture"], gpu["compute_capability"]) == ("AMD", "gfx94x", None)
     assert gpu["tensor_core_pct"] > 50  # hipBLASLt MFMA GEMMs and Triton attention
@@ -286,6 +300,7 @@ def test_amd_samples(tmp_path):
 @pytest.mark.corpus
 def test_nvidia_samples_keep_compute_capability():
     from conftest import sample
+
     from tb_plugin.analysis.overview import compute_overview
     from tb_plugin.registry.parse import load_trace_file
 
@@ -295,6 +310,7 @@ def test_nvidia_samples_keep_compute_capability():
 
 
 # ---------------------------------------------------------------- item 4: SM efficiency on ROCm
+
 
 def test_rocm_sm_efficiency_known_answer(tmp_path):
     from synth import compute as sc
@@ -309,8 +325,8 @@ def test_rocm_kernel_blocks(tmp_path):
     """Work-item grids of hipExtModuleLaunchKernel are divided by the block; hipModuleLaunchKernel's are
     blocks already; a kernel without grid borrows its launch's; none at all is unknown (NaN)."""
     import numpy as np
-
     from synth import compute as sc
+
     from tb_plugin.trace.categories import Kind
     from tb_plugin.trace.geometry import kernel_blocks
 
@@ -323,6 +339,7 @@ def test_rocm_kernel_blocks(tmp_path):
 
 def test_rocm_sm_efficiency_counter_leaves_out_unknown_time(tmp_path):
     from synth import compute as sc
+
     from tb_plugin.analysis.counters import counters
 
     _, trace = _overview(sc.rocm_geometry(), tmp_path)
@@ -336,11 +353,14 @@ def test_sm_efficiency_samples_before_after():
     every kernel's geometry is known. tracelens/mi300: the deviceProperties id (0) differs from the
     kernels' device (2): the old rule found no SM count and gave null."""
     from conftest import sample
+
     from tb_plugin.analysis.overview import compute_overview
     from tb_plugin.registry.parse import load_trace_file
 
-    for rel in ("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-                "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz"):
+    for rel in (
+        "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+        "tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+    ):
         (gpu,) = compute_overview(load_trace_file(str(sample(rel))))["gpus"]
         assert gpu["sm_efficiency_pct"] is not None and 0 < gpu["sm_efficiency_pct"] <= gpu["utilization_pct"], rel
         assert gpu["kernel_us_without_geometry"] == 0.0, rel
@@ -351,6 +371,7 @@ def test_cli_report_labels_amd_architecture(tmp_path):
 
     from conftest import write_json
     from synth import compute as sc
+
     from tb_plugin.cli import run_report
 
     write_json(tmp_path / "logs" / "rocm" / "w.pt.trace.json", sc.rocm_geometry())
@@ -368,6 +389,7 @@ def test_cli_report_labels_amd_architecture(tmp_path):
 def test_kernel_table_and_split_use_the_same_list(tmp_path):
     """The Kernels table's tensor_cores column and the tensor-core split read the one list."""
     from synth import compute as sc
+
     from tb_plugin.analysis.kernels import kernel_rows, tensor_core_split
 
     _, trace = _overview(sc.bf16_nvjet(), tmp_path)

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SAMPLES, flight_recorder_dump
+from synth.idle import multi_stream_idle, queued_launches, tiny_kernels
+
 from tb_plugin.analysis.insights import exposed_time, launch_delays, stream_idle
 from tb_plugin.analysis.overview import compute_overview
-from synth.idle import multi_stream_idle, queued_launches, tiny_kernels
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.trace.decode import decode_trace
 
 
 def _decode(doc: dict):
@@ -30,6 +30,7 @@ def _graph_advice(recs: list[str]) -> list[str]:
 
 
 # -- item 5: idle per GPU -------------------------------------------------------------------------------
+
 
 def test_gpu_idle_is_window_minus_union_of_all_streams():
     trace = _decode(multi_stream_idle())
@@ -49,8 +50,12 @@ def test_gpu_idle_is_window_minus_union_of_all_streams():
 
 def test_per_stream_idle_is_labelled_and_comm_or_copy_streams_never_wait_for_the_host():
     streams = {s["stream"]: s for s in stream_idle(_decode(multi_stream_idle()))["per_stream"]}
-    assert {k: s["carries"] for k, s in streams.items()} == {7: "compute", 8: "compute", 20: "communication",
-                                                               30: "copy"}
+    assert {k: s["carries"] for k, s in streams.items()} == {
+        7: "compute",
+        8: "compute",
+        20: "communication",
+        30: "copy",
+    }
     assert streams[20]["host_wait_us"] == 0 and streams[20]["idle_us"] == pytest.approx(900)
     assert streams[30]["host_wait_us"] == 0 and streams[30]["idle_us"] == pytest.approx(930)
     s7 = streams[7]
@@ -62,8 +67,13 @@ def _all_traces() -> list[Path]:
     for root in (SAMPLES, REPO / "samples"):
         for pattern in ("*.json", "*.json.gz"):
             # not traces: the known answers of samples/ (*.expected.json, RECORDED.json) and memory exports
-            found += [p for p in root.rglob(pattern) if not p.name.endswith((".expected.json", "RECORDED.json"))
-                      and ".pt.trace.memory." not in p.name and not flight_recorder_dump(p)]
+            found += [
+                p
+                for p in root.rglob(pattern)
+                if not p.name.endswith((".expected.json", "RECORDED.json"))
+                and ".pt.trace.memory." not in p.name
+                and not flight_recorder_dump(p)
+            ]
     return sorted(found)
 
 
@@ -72,8 +82,9 @@ def _is_trace(path: Path) -> bool:
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", [p for p in _all_traces() if _is_trace(p)],
-                         ids=lambda p: str(p.relative_to(p.parents[1])))
+@pytest.mark.parametrize(
+    "path", [p for p in _all_traces() if _is_trace(p)], ids=lambda p: str(p.relative_to(p.parents[1]))
+)
 def test_every_sample_gpu_idle_within_window_and_parts_add_up(path):
     trace = load_trace_file(str(path))
     idle = stream_idle(trace)
@@ -107,6 +118,7 @@ def test_dlrm_host_wait_no_longer_exceeds_the_window():
 
 
 # -- item 6: launch overhead vs queueing, CUDA-graph advice ----------------------------------------------
+
 
 def test_queued_launches_are_queueing_not_launch_overhead():
     trace = _decode(queued_launches())
@@ -142,8 +154,18 @@ def test_no_graph_advice_on_a_trace_that_replays_graphs():
 
 def test_no_graph_advice_on_a_trace_that_captures_graphs():
     doc = tiny_kernels(200)
-    doc["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamGetCaptureInfo_v2", "pid": 1,
-                               "tid": 1, "ts": 5, "dur": 1, "args": {"correlation": 99999}})
+    doc["traceEvents"].append(
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaStreamGetCaptureInfo_v2",
+            "pid": 1,
+            "tid": 1,
+            "ts": 5,
+            "dur": 1,
+            "args": {"correlation": 99999},
+        }
+    )
     trace = _decode(doc)
     assert launch_delays(trace)["graphs"] == {"replays": 0, "captures": 1}
     assert _graph_advice(_recommendations(trace)) == []
@@ -156,16 +178,19 @@ def test_host_wait_advice_uses_the_per_gpu_figure():
     assert [r for r in recs if "reduce Python/CPU overhead" in r] == []
     recs = _recommendations(_decode(tiny_kernels(200)))
     (advice,) = [r for r in recs if "reduce Python/CPU overhead" in r]
-    assert advice.startswith("GPU 0 waits for the host to launch work 7.57 ms, 95% of the 8.00 ms steps window "
-                             "(100% of its idle time)")
+    assert advice.startswith(
+        "GPU 0 waits for the host to launch work 7.57 ms, 95% of the 8.00 ms steps window (100% of its idle time)"
+    )
 
 
 # -- item 7: steps that outlive the profiler ----------------------------------------------------------
 
+
 def test_step_past_the_profiler_span_is_clipped_and_reported():
-    from tb_plugin.analysis.overview import compute_overview
-    from tb_plugin.analysis.breakdown import CATEGORIES
     from synth.idle import outlived_profiler
+
+    from tb_plugin.analysis.breakdown import CATEGORIES
+    from tb_plugin.analysis.overview import compute_overview
 
     ov = compute_overview(_decode(outlived_profiler()))
     (step,) = ov["steps"]
@@ -173,12 +198,14 @@ def test_step_past_the_profiler_span_is_clipped_and_reported():
     assert sum(step[f"{c}_us"] for c in CATEGORIES) == pytest.approx(step["total_us"])
     assert step["kernel_us"] == pytest.approx(45000)
     assert ov["configuration"]["clipped_steps"] == [
-        {"step": "1", "host_end_us": pytest.approx(13_300_000), "clipped_to_us": pytest.approx(354000)}]
+        {"step": "1", "host_end_us": pytest.approx(13_300_000), "clipped_to_us": pytest.approx(354000)}
+    ]
 
 
 def test_step_inside_the_profiler_span_is_not_clipped():
-    from tb_plugin.analysis.overview import compute_overview
     from synth.idle import outlived_profiler
+
+    from tb_plugin.analysis.overview import compute_overview
 
     ov = compute_overview(_decode(outlived_profiler(step_dur=200000)))
     assert ov["steps"][0]["total_us"] == pytest.approx(200000)
@@ -199,6 +226,7 @@ def test_triton_sample_step_reads_the_profiled_time_not_13_seconds():
 
 # -- item 8: unbalanced steps on the same footing ---------------------------------------------------------
 
+
 def _step_advice(doc: dict) -> list[str]:
     from tb_plugin.analysis.overview import compute_overview
 
@@ -207,8 +235,9 @@ def _step_advice(doc: dict) -> list[str]:
 
 
 def test_pipelined_first_step_stretched_by_earlier_work_is_not_unbalanced():
-    from tb_plugin.analysis.steps import compute_steps
     from synth.idle import pipelined_steps
+
+    from tb_plugin.analysis.steps import compute_steps
 
     steps = compute_steps(_decode(pipelined_steps()))
     assert steps.first_step_prior_work_us == pytest.approx(36000)
@@ -222,8 +251,10 @@ def test_a_really_slow_step_is_named_with_its_cause():
 
     ov, (advice,) = _step_advice(pipelined_steps(slow_step=3))
     assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 40000, 9000])
-    assert advice.startswith("Step 4 takes 40.00 ms, 4.4× the median step (9.00 ms). Most of the extra time is "
-                             "Kernel (+31.00 ms over the median step).")
+    assert advice.startswith(
+        "Step 4 takes 40.00 ms, 4.4× the median step (9.00 ms). Most of the extra time is "
+        "Kernel (+31.00 ms over the median step)."
+    )
 
 
 def test_a_first_step_slow_on_its_own_is_named_and_the_earlier_work_said():
@@ -231,5 +262,7 @@ def test_a_first_step_slow_on_its_own_is_named_and_the_earlier_work_said():
 
     ov, (advice,) = _step_advice(pipelined_steps(slow_first=True))
     assert [r["total_us"] for r in ov["steps"]] == pytest.approx([48000, 9000, 9000, 9000, 9000])
-    assert advice.startswith("Step 1 takes 47.50 ms without the 500 µs of GPU work launched before it, 5.3× the "
-                             "median step (9.00 ms). Most of the extra time is Kernel")
+    assert advice.startswith(
+        "Step 1 takes 47.50 ms without the 500 µs of GPU work launched before it, 5.3× the "
+        "median step (9.00 ms). Most of the extra time is Kernel"
+    )

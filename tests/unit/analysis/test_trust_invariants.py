@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import write_json
+
 from tb_plugin.analysis.kernels import kernel_rows
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.registry.parse import load_trace_file
@@ -48,14 +48,37 @@ def test_plain_union():
 
 
 def _kernel(name, ts, dur, **args):
-    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
-            "args": {"device": 0, "stream": 7, "correlation": 1, **args}}
+    return {
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "pid": 0,
+        "tid": 7,
+        "ts": ts,
+        "dur": dur,
+        "args": {"device": 0, "stream": 7, "correlation": 1, **args},
+    }
 
 
 def test_union_check_catches_an_overcounted_category(tmp_path):
-    path = write_json(tmp_path / "t.pt.trace.json", {"traceEvents": [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
-        _kernel("k", 10, 20), _kernel("k", 40, 20)]})
+    path = write_json(
+        tmp_path / "t.pt.trace.json",
+        {
+            "traceEvents": [
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": "ProfilerStep#1",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": 0,
+                    "dur": 100,
+                },
+                _kernel("k", 10, 20),
+                _kernel("k", 40, 20),
+            ]
+        },
+    )
     trace = load_trace_file(str(path))
     overview = compute_overview(trace)
     assert inv.union_failures(trace, overview) == []
@@ -66,9 +89,15 @@ def test_union_check_catches_an_overcounted_category(tmp_path):
 
 
 def test_gpu_idle_check():
-    doc = {"exposed": {"window_us": 100.0, "gpus": [{"device": 0, "idle_us": 30.0}]},
-           "idle": {"gpus": [{"device": 0, "idle_us": 110.0, "host_wait_us": 100.0, "short_gap_us": 0.0, "other_us": 10.0},
-                             {"device": 1, "idle_us": 40.0, "host_wait_us": 30.0, "short_gap_us": 5.0, "other_us": 5.0}]}}
+    doc = {
+        "exposed": {"window_us": 100.0, "gpus": [{"device": 0, "idle_us": 30.0}]},
+        "idle": {
+            "gpus": [
+                {"device": 0, "idle_us": 110.0, "host_wait_us": 100.0, "short_gap_us": 0.0, "other_us": 10.0},
+                {"device": 1, "idle_us": 40.0, "host_wait_us": 30.0, "short_gap_us": 5.0, "other_us": 5.0},
+            ]
+        },
+    }
     assert inv.exposed_idle_failures(doc) == []
     failures = inv.gpu_idle_failures(doc)
     assert len(failures) == 1 and failures[0].startswith("GPU 0: idle 0.110 ms > window 0.100 ms")
@@ -82,26 +111,40 @@ def test_gpu_idle_check():
 
 
 def test_percentage_check():
-    doc = {"gpus": [{"utilization_pct": 100.0, "sm_efficiency_pct": None, "tensor_core_pct": 100.00000000000001}],
-           "launch": {"short_kernel_share": 1.5}, "rows": [{"tc_self_pct": -0.1}]}
+    doc = {
+        "gpus": [{"utilization_pct": 100.0, "sm_efficiency_pct": None, "tensor_core_pct": 100.00000000000001}],
+        "launch": {"short_kernel_share": 1.5},
+        "rows": [{"tc_self_pct": -0.1}],
+    }
     failures = sorted(inv.percentage_failures(doc))
-    assert failures == [".gpus[0].tensor_core_pct = 100.00000000000001 (not within 0–100)",
-                        ".launch.short_kernel_share = 1.5 (not within 0–1)",
-                        ".rows[0].tc_self_pct = -0.1 (not within 0–100)"]
+    assert failures == [
+        ".gpus[0].tensor_core_pct = 100.00000000000001 (not within 0–100)",
+        ".launch.short_kernel_share = 1.5 (not within 0–1)",
+        ".rows[0].tc_self_pct = -0.1 (not within 0–100)",
+    ]
 
 
 def test_null_number_check():
     # world_size may be null (a distributedInfo without it: the UI leaves it out); gpu_count may not
-    doc = {"configuration": {"distributed": {"rank": 0, "world_size": None}, "gpu_count": None},
-           "gpus": [{"sm_efficiency_pct": None, "utilization_pct": float("nan"), "name": None}],
-           "launch": {"p50": None}, "steps": [{"total_us": float("inf"), "step": "1"}]}
-    assert sorted(inv.null_number_failures(doc)) == [".configuration.gpu_count is null",
-                                                      ".gpus[0].utilization_pct = nan", ".steps[0].total_us = inf"]
+    doc = {
+        "configuration": {"distributed": {"rank": 0, "world_size": None}, "gpu_count": None},
+        "gpus": [{"sm_efficiency_pct": None, "utilization_pct": float("nan"), "name": None}],
+        "launch": {"p50": None},
+        "steps": [{"total_us": float("inf"), "step": "1"}],
+    }
+    assert sorted(inv.null_number_failures(doc)) == [
+        ".configuration.gpu_count is null",
+        ".gpus[0].utilization_pct = nan",
+        ".steps[0].total_us = inf",
+    ]
 
 
 def test_null_word_check():
-    doc = {"recommendations": ["Distributed: null, rank 0 of None", "GPU idle nan ms", "fine: annulled nonetheless"],
-           "messages": ["[object Object]"], "name": "None"}
+    doc = {
+        "recommendations": ["Distributed: null, rank 0 of None", "GPU idle nan ms", "fine: annulled nonetheless"],
+        "messages": ["[object Object]"],
+        "name": "None",
+    }
     assert len(inv.null_word_failures(doc)) == 3
 
 
@@ -128,8 +171,8 @@ def test_report_run_of_snapshots_only(tmp_path):
     import shutil
 
     import orjson
-
     from conftest import sample
+
     from tb_plugin.cli import run_report
 
     (tmp_path / "snaps").mkdir()

@@ -4,17 +4,18 @@ changes what the user sees (events skipped, categories nothing recognizes)."""
 
 from __future__ import annotations
 
-import pytest
 import io
 import json
 
+import pytest
 from conftest import sample, write_json, x
+
 from tb_plugin import api
 from tb_plugin.cli import run_report
-from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.registry.cache import ParseCache
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.trace.decode import decode_trace
 
 
 def _kineto_like():
@@ -35,11 +36,16 @@ def _composer_like():
     """Composer's trainer spans: engine events (category ""), callback spans ("<event>,<Callback>")
     and dataloader spans ("dataloader"), as B/E pairs."""
     out = []
-    for name, cat, ts in (("event/batch", "", 0), ("callback/JSONTraceHandler/event/batch_start", "batch_start,JSONTraceHandler", 1),
-                          ("callback/SystemProfiler/event/after_dataloader", "after_dataloader,SystemProfiler", 2),
-                          ("dataloader/train", "dataloader", 3)):
-        out += [{"ph": "B", "cat": cat, "name": name, "pid": 0, "tid": 1, "ts": ts},
-                {"ph": "E", "cat": cat, "name": name, "pid": 0, "tid": 1, "ts": ts + 0.5}]
+    for name, cat, ts in (
+        ("event/batch", "", 0),
+        ("callback/JSONTraceHandler/event/batch_start", "batch_start,JSONTraceHandler", 1),
+        ("callback/SystemProfiler/event/after_dataloader", "after_dataloader,SystemProfiler", 2),
+        ("dataloader/train", "dataloader", 3),
+    ):
+        out += [
+            {"ph": "B", "cat": cat, "name": name, "pid": 0, "tid": 1, "ts": ts},
+            {"ph": "E", "cat": cat, "name": name, "pid": 0, "tid": 1, "ts": ts + 0.5},
+        ]
     return out
 
 
@@ -50,22 +56,29 @@ def _decode(events):
 def test_events_without_duration_are_a_note_not_a_warning():
     tr = _decode(_kineto_like())
     assert tr.warnings == []
-    assert tr.notes == ["4 events carry no duration (metadata ×1, flow start ×1, flow end ×1, instant ×1); "
-                        "they are not step work"]
+    assert tr.notes == [
+        "4 events carry no duration (metadata ×1, flow start ×1, flow end ×1, instant ×1); they are not step work"
+    ]
 
 
 def test_composer_trainer_spans_are_recognized_and_noted():
     tr = _decode(_composer_like())
     assert tr.warnings == []
-    assert tr.notes == ["4 Composer trainer events (engine, callback and dataloader spans); "
-                        "they are analysed as host (CPU) work"]
+    assert tr.notes == [
+        "4 Composer trainer events (engine, callback and dataloader spans); they are analysed as host (CPU) work"
+    ]
 
 
 def test_what_changes_the_view_is_still_a_warning():
-    events = _composer_like() + [x("mystery", "brand_new_cat", 10, 1), {"ph": "B", "cat": "cpu_op", "name": "open", "pid": 1, "tid": 1, "ts": 20}]
+    events = _composer_like() + [
+        x("mystery", "brand_new_cat", 10, 1),
+        {"ph": "B", "cat": "cpu_op", "name": "open", "pid": 1, "tid": 1, "ts": 20},
+    ]
     tr = _decode(events)
-    assert tr.warnings == ["1 events in unrecognized categories ('brand_new_cat' ×1); they are analysed as host (CPU) work",
-                           "1 'B' events without an 'E' and 0 'E' events without a 'B' were skipped"]
+    assert tr.warnings == [
+        "1 events in unrecognized categories ('brand_new_cat' ×1); they are analysed as host (CPU) work",
+        "1 'B' events without an 'E' and 0 'E' events without a 'B' were skipped",
+    ]
     assert len(tr.notes) == 1 and tr.notes[0].startswith("4 Composer trainer events")
 
 
@@ -73,9 +86,10 @@ def test_what_changes_the_view_is_still_a_warning():
 def test_real_composer_and_kineto_files_have_no_warnings():
     composer = load_trace_file(str(sample("composer/rank_0.trace.json")))
     assert composer.warnings == []  # before: 359 events in unrecognized categories; 54 events carry no duration
-    assert composer.notes == ["359 Composer trainer events (engine, callback and dataloader spans); they are analysed "
-                              "as host (CPU) work",
-                              "54 events carry no duration (instant ×46, metadata ×7, counter ×1); they are not step work"]
+    assert composer.notes == [
+        "359 Composer trainer events (engine, callback and dataloader spans); they are analysed as host (CPU) work",
+        "54 events carry no duration (instant ×46, metadata ×7, counter ×1); they are not step work",
+    ]
     resnet = load_trace_file(str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")))
     assert resnet.warnings == [] and len(resnet.notes) == 1 and "carry no duration" in resnet.notes[0]
 

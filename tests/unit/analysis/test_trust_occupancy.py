@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import write_json
 
 
@@ -28,16 +27,39 @@ def _doc() -> dict:
     GPU occupancy = (50 × 100 + 0 × 50) / 150 = 33.33 %; unknown time 300 + 40 = 340 µs."""
     from synth import compute as sc
 
-    doc = sc.build(sc.H100, [
-        sc.Op("aten::mm", 100, 150, [sc.BF16, sc.BF16], [sc.Kernel(sc.NVJET, 150, 300, grid=[2, 66, 1],
-                                                                   block=[384, 1, 1], blocks_per_sm=1.0)]),
-        sc.Op("aten::add", 300, 50, [sc.BF16, sc.BF16, "Scalar"],
-              [sc.Kernel(sc.ELEMENTWISE, 460, 100, grid=[264, 1, 1], block=[128, 1, 1], blocks_per_sm=2.0)]),
-        sc.Op("aten::sum", 400, 50, [sc.BF16], [sc.Kernel("reduce_kernel", 600, 50, grid=[1, 1, 1],
-                                                          block=[128, 1, 1], blocks_per_sm=1 / 132)]),
-        sc.Op("aten::neg", 500, 50, [sc.BF16], [sc.Kernel("neg_kernel", 700, 40, grid=[132, 1, 1],
-                                                          block=[256, 1, 1], blocks_per_sm=1.0)]),
-    ])
+    doc = sc.build(
+        sc.H100,
+        [
+            sc.Op(
+                "aten::mm",
+                100,
+                150,
+                [sc.BF16, sc.BF16],
+                [sc.Kernel(sc.NVJET, 150, 300, grid=[2, 66, 1], block=[384, 1, 1], blocks_per_sm=1.0)],
+            ),
+            sc.Op(
+                "aten::add",
+                300,
+                50,
+                [sc.BF16, sc.BF16, "Scalar"],
+                [sc.Kernel(sc.ELEMENTWISE, 460, 100, grid=[264, 1, 1], block=[128, 1, 1], blocks_per_sm=2.0)],
+            ),
+            sc.Op(
+                "aten::sum",
+                400,
+                50,
+                [sc.BF16],
+                [sc.Kernel("reduce_kernel", 600, 50, grid=[1, 1, 1], block=[128, 1, 1], blocks_per_sm=1 / 132)],
+            ),
+            sc.Op(
+                "aten::neg",
+                500,
+                50,
+                [sc.BF16],
+                [sc.Kernel("neg_kernel", 700, 40, grid=[132, 1, 1], block=[256, 1, 1], blocks_per_sm=1.0)],
+            ),
+        ],
+    )
     occ = {sc.NVJET: 0, sc.ELEMENTWISE: 50, "reduce_kernel": 0}
     for e in doc["traceEvents"]:
         if e.get("cat") == "kernel" and e["name"] in occ:
@@ -55,6 +77,7 @@ def _load(tmp_path):
 
 def test_failed_zero_is_unknown_not_zero(tmp_path):
     from synth import compute as sc
+
     from tb_plugin.analysis.gpu import kernel_occupancy
     from tb_plugin.trace.categories import Kind
 
@@ -71,6 +94,7 @@ def test_failed_zero_is_unknown_not_zero(tmp_path):
 
 def test_kernel_table_shows_unknown_as_null(tmp_path):
     from synth import compute as sc
+
     from tb_plugin.analysis.kernels import kernel_rows
 
     _, trace = _load(tmp_path)
@@ -81,6 +105,8 @@ def test_kernel_table_shows_unknown_as_null(tmp_path):
 def test_cli_says_what_occupancy_leaves_out():
     from tb_plugin.cli_tables import _left_out
 
-    assert _left_out({"kernel_us_without_occupancy": 340.0}, "occupancy") == \
-        " (leaves out 0.340 ms of kernel time with unknown occupancy)"
+    assert (
+        _left_out({"kernel_us_without_occupancy": 340.0}, "occupancy")
+        == " (leaves out 0.340 ms of kernel time with unknown occupancy)"
+    )
     assert _left_out({"kernel_us_without_occupancy": 0.0}, "occupancy") == ""

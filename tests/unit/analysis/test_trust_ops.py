@@ -9,14 +9,14 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import sample
+from synth.ops import zero_length_siblings
+
 from tb_plugin.analysis import timeline_query as tq
 from tb_plugin.analysis.op_tree import op_tree
 from tb_plugin.analysis.operators import op_times, operator_rows
-from synth.ops import zero_length_siblings
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.trace.decode import decode_trace
 
 
 def _decode(doc):
@@ -37,8 +37,14 @@ def _row(trace, name, dur=None):
 
 def test_zero_length_siblings_are_separate_calls():
     trace = _decode(zero_length_siblings())
-    assert _calls(trace) == {"aten::add": 1, "aten::mul": 3, "aten::sub": 1, "aten::result_type": 1,
-                             "aten::empty": 2, "aten::view": 2}
+    assert _calls(trace) == {
+        "aten::add": 1,
+        "aten::mul": 3,
+        "aten::sub": 1,
+        "aten::result_type": 1,
+        "aten::empty": 2,
+        "aten::view": 2,
+    }
 
 
 def test_zero_length_event_is_never_a_parent():
@@ -79,9 +85,15 @@ def _raw_ops(path, parse_float=float):
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("rel", [RESULT_TYPE_SAMPLE, "hta/trace_diff/control/control.json.gz",
-                                 "dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json",
-                                 "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        RESULT_TYPE_SAMPLE,
+        "hta/trace_diff/control/control.json.gz",
+        "dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json",
+        "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+    ],
+)
 def test_no_zero_length_parent_in_samples(rel):
     trace = load_trace_file(str(sample(rel)))
     ev = trace.events

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, SAMPLES, flight_recorder_dump
+from synth.ops import ULP_T0_US, ulp_kernels
+
 from tb_plugin.analysis import breakdown
 from tb_plugin.analysis.breakdown import CATEGORIES, category_masks, compute_breakdown
 from tb_plugin.analysis.steps import compute_steps
-from synth.ops import ULP_T0_US, ulp_kernels
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.trace.decode import decode_trace
 
 
 def _exact_union(starts, ends, lo, hi) -> Fraction:
@@ -38,10 +38,10 @@ def test_synth_edges_are_one_ulp_apart(ulp_trace):
     ev = ulp_trace.events
     k1 = ulp_trace.name_mask(lambda s: s == "k1")
     assert ev.ts[k1].min() > 7e12 and (ev.ts[k1] + ev.dur[k1] == np.nextafter(ev.ts[k1], np.inf)).all()
-    assert np.spacing(ULP_T0_US) == 2.0 ** -10
+    assert np.spacing(ULP_T0_US) == 2.0**-10
 
 
-ULP = 2.0 ** -10  # µs, the float64 spacing at 7e12 µs
+ULP = 2.0**-10  # µs, the float64 spacing at 7e12 µs
 
 
 def test_breakdown_known_answer_at_7e12(ulp_trace):
@@ -76,8 +76,12 @@ def test_breakdown_never_exceeds_union_at_7e12(ulp_trace):
 def _traces():
     for root in (SAMPLES, REPO / "samples"):
         for path in sorted(Path(root).rglob("*.json*")):
-            if (path.name.endswith((".json", ".json.gz")) and not path.name.endswith((".expected.json", "RECORDED.json"))
-                    and ".pt.trace.memory." not in path.name and not flight_recorder_dump(path)):
+            if (
+                path.name.endswith((".json", ".json.gz"))
+                and not path.name.endswith((".expected.json", "RECORDED.json"))
+                and ".pt.trace.memory." not in path.name
+                and not flight_recorder_dump(path)
+            ):
                 yield path  # (*.expected.json, RECORDED.json: the known answers of samples/; memory exports: not traces)
 
 

@@ -4,18 +4,28 @@ inputs built to hit its edge cases (crossings, points, ties)."""
 
 from __future__ import annotations
 
-import pytest
 import glob
 
 import numpy as np
-
+import pytest
 from conftest import sample
+
 from tb_plugin.analysis import timeline
 from tb_plugin.registry.parse import load_trace_file
 
-REAL = ["kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz", "tracelens/h100/*", "tracelens/mi300/*",
-        "dlrm_8ranks/worker0*", "hta/amd_trace/*", "hta/triton_example/*", "hta/with_gpu_user_annotation/*",
-        "hta/critical_path/alexnet/*", "torch213_cpu/*", "composer/*", "lightning/*"]
+REAL = [
+    "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+    "tracelens/h100/*",
+    "tracelens/mi300/*",
+    "dlrm_8ranks/worker0*",
+    "hta/amd_trace/*",
+    "hta/triton_example/*",
+    "hta/with_gpu_user_annotation/*",
+    "hta/critical_path/alexnet/*",
+    "torch213_cpu/*",
+    "composer/*",
+    "lightning/*",
+]
 
 
 def _real_traces():
@@ -94,10 +104,17 @@ def reference_allocation_pairs(trace) -> list[dict]:
         t, j = float(t_rel[i]), int(data.freed_at[i])
         free_t = float(t_rel[j]) if b > 0 and j >= 0 else None
         op = int(data.op[i])
-        rows.append({"device": lab, "addr": int(mem.addr[i]), "size_bytes": abs(b),
-                     "alloc_us": t if b > 0 else None, "free_us": free_t if b > 0 else t,
-                     "duration_us": free_t - t if free_t is not None else None,
-                     "op": trace.strings[trace.events.name[op]] if op >= 0 else None})
+        rows.append(
+            {
+                "device": lab,
+                "addr": int(mem.addr[i]),
+                "size_bytes": abs(b),
+                "alloc_us": t if b > 0 else None,
+                "free_us": free_t if b > 0 else t,
+                "duration_us": free_t - t if free_t is not None else None,
+                "op": trace.strings[trace.events.name[op]] if op >= 0 else None,
+            }
+        )
     return rows
 
 
@@ -114,8 +131,10 @@ def test_allocation_pairs_and_device_masks_equal_the_loops_on_real_traces():
         with_pairs += bool(expected)
         data = memory.memory_data(trace)
         for label in set(data.device) - {""}:
-            assert np.array_equal(np.isin(data.device_code, [k + 1 for k, x in enumerate(data.labels) if x == label]),
-                                  np.array([d == label for d in data.device], dtype=bool))
+            assert np.array_equal(
+                np.isin(data.device_code, [k + 1 for k, x in enumerate(data.labels) if x == label]),
+                np.array([d == label for d in data.device], dtype=bool),
+            )
     assert with_pairs >= 4
 
 
@@ -138,8 +157,11 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
         while node >= 0:
             if ev.kind[node] == insights.Kind.CPU_OP:
                 return node
-            if (fallback < 0 and ev.kind[node] == insights.Kind.USER_ANNOTATION
-                    and not trace.strings[ev.name[node]].startswith("ProfilerStep#")):
+            if (
+                fallback < 0
+                and ev.kind[node] == insights.Kind.USER_ANNOTATION
+                and not trace.strings[ev.name[node]].startswith("ProfilerStep#")
+            ):
                 fallback = node
             node = int(parent[node])
         return fallback
@@ -199,7 +221,11 @@ def reference_comm_kernels(trace) -> dict:
         for _ in range(16):
             if node < 0:
                 break
-            if ev.collective[node] > 0 or ev.in_msg_nelems[node] >= 0 or d.is_comm_op_name(trace.strings[ev.name[node]]):
+            if (
+                ev.collective[node] > 0
+                or ev.in_msg_nelems[node] >= 0
+                or d.is_comm_op_name(trace.strings[ev.name[node]])
+            ):
                 return node
             node = int(parent[node])
         return first
@@ -218,21 +244,43 @@ def reference_comm_kernels(trace) -> dict:
             op = up
         return op
 
-    out = {"rows": rows, "op": [], "collective": [], "group": [], "group_size": [], "bytes": [], "dtype": [],
-           "seq": [], "size_from_buffers": []}
+    out = {
+        "rows": rows,
+        "op": [],
+        "collective": [],
+        "group": [],
+        "group_size": [],
+        "bytes": [],
+        "dtype": [],
+        "seq": [],
+        "size_from_buffers": [],
+    }
     for r in rows.tolist():
         op = comm_op(int(launcher[r]))
         out["op"].append(op)
-        coll = (trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None))
-        name = d.normalize_collective(coll) or d.normalize_collective(
-            trace.strings[ev.name[op]] if op >= 0 else None) or d.normalize_collective(trace.strings[ev.name[r]])
+        coll = trace.string(int(ev.collective[r])) or (trace.string(int(ev.collective[op])) if op >= 0 else None)
+        name = (
+            d.normalize_collective(coll)
+            or d.normalize_collective(trace.strings[ev.name[op]] if op >= 0 else None)
+            or d.normalize_collective(trace.strings[ev.name[r]])
+        )
         group = trace.string(int(ev.process_group[r])) or (trace.string(int(ev.process_group[op])) if op >= 0 else None)
-        size = int(ev.group_size[r]) if ev.group_size[r] > 0 else (
-            int(ev.group_size[op]) if op >= 0 and ev.group_size[op] > 0 else None)
+        size = (
+            int(ev.group_size[r])
+            if ev.group_size[r] > 0
+            else (int(ev.group_size[op]) if op >= 0 and ev.group_size[op] > 0 else None)
+        )
         seq = int(ev.seq[r]) if ev.seq[r] >= 0 else (int(ev.seq[op]) if op >= 0 else -1)
         nbytes, dtype, hint = d.message(trace, r, op, outermost(op), name or "other")
-        for k, v in (("collective", name or "other"), ("group", group or "default"), ("group_size", size),
-                     ("bytes", nbytes), ("dtype", dtype), ("seq", seq), ("size_from_buffers", hint)):
+        for k, v in (
+            ("collective", name or "other"),
+            ("group", group or "default"),
+            ("group_size", size),
+            ("bytes", nbytes),
+            ("dtype", dtype),
+            ("seq", seq),
+            ("size_from_buffers", hint),
+        ):
             out[k].append(v)
     return out
 
@@ -242,7 +290,8 @@ def test_comm_kernels_equal_the_loop_on_real_traces():
     from tb_plugin.analysis import distributed
 
     paths = [str(p) for p in sorted(sample("dlrm_8ranks").glob("*.json"))[:3]] + [
-        str(p) for p in sorted(sample("hta").glob("*/*.gz")) if "memory" not in str(p)]
+        str(p) for p in sorted(sample("hta").glob("*/*.gz")) if "memory" not in str(p)
+    ]
     with_comm = 0
     for path in paths:
         trace = load_trace_file(path)
@@ -250,7 +299,10 @@ def test_comm_kernels_equal_the_loop_on_real_traces():
         assert np.array_equal(got["rows"], expected["rows"]) and list(got) == list(expected), path
         for key in expected:
             if key != "rows":
-                assert got[key] == expected[key] and [type(v) for v in got[key]] == [type(v) for v in expected[key]], (path, key)
+                assert got[key] == expected[key] and [type(v) for v in got[key]] == [type(v) for v in expected[key]], (
+                    path,
+                    key,
+                )
         with_comm += len(expected["rows"]) > 0
     assert with_comm >= 4
 
@@ -272,41 +324,90 @@ def _random_module_trace(seed: int, lightning: bool):
     rng = np.random.default_rng(seed)
     events, flows, ops = [], [], []
     for tid in (1, 2):
+
         def call(lo, hi, depth):
             deep = depth < (130 if seed % 3 == 0 else 6)
             name = f"M_{rng.integers(3)}" if rng.random() < 0.7 else f"M_{depth}"
             if lightning:
-                events.append({"ph": "X", "cat": "user_annotation", "pid": 1, "tid": tid, "ts": lo, "dur": hi - lo,
-                               "name": f"[pl][module]torch.nn.{name}: layer.{rng.integers(2)}"})
+                events.append(
+                    {
+                        "ph": "X",
+                        "cat": "user_annotation",
+                        "pid": 1,
+                        "tid": tid,
+                        "ts": lo,
+                        "dur": hi - lo,
+                        "name": f"[pl][module]torch.nn.{name}: layer.{rng.integers(2)}",
+                    }
+                )
             else:
-                events.append({"ph": "X", "cat": "python_function", "pid": 1, "tid": tid, "ts": lo, "dur": hi - lo,
-                               "name": f"nn.Module: {name}"})
+                events.append(
+                    {
+                        "ph": "X",
+                        "cat": "python_function",
+                        "pid": 1,
+                        "tid": tid,
+                        "ts": lo,
+                        "dur": hi - lo,
+                        "name": f"nn.Module: {name}",
+                    }
+                )
             t = lo + 1
             while t + 4 < hi and deep and rng.random() < 0.8:
                 span = int(rng.integers(2, max(3, (hi - t) // 2)))
                 if rng.random() < 0.5 and depth < 140:
                     call(t, t + span, depth + 1)
                 else:
-                    events.append({"ph": "X", "cat": "cpu_op", "pid": 1, "tid": tid, "ts": t, "dur": span,
-                                   "name": f"aten::op{rng.integers(4)}"})
+                    events.append(
+                        {
+                            "ph": "X",
+                            "cat": "cpu_op",
+                            "pid": 1,
+                            "tid": tid,
+                            "ts": t,
+                            "dur": span,
+                            "name": f"aten::op{rng.integers(4)}",
+                        }
+                    )
                     ops.append((tid, t))
                 t += span + int(rng.integers(0, 2))
+
         call(0, 100_000, 0)
     if seed % 3 == 0:  # a chain deeper than MAX_DEPTH, with operators at several depths
         for depth in range(130):
             name = f"[pl][module]torch.nn.Deep: d{depth % 5}" if lightning else f"nn.Module: Deep_{depth % 5}"
             kind = "user_annotation" if lightning else "python_function"
-            events.append({"ph": "X", "cat": kind, "pid": 1, "tid": 3, "ts": 10 * depth, "dur": 10_000 - 20 * depth,
-                           "name": name})
+            events.append(
+                {"ph": "X", "cat": kind, "pid": 1, "tid": 3, "ts": 10 * depth, "dur": 10_000 - 20 * depth, "name": name}
+            )
             if depth % 20 == 19:
-                events.append({"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 3, "ts": 10 * depth + 1, "dur": 2,
-                               "name": "aten::deep"})
+                events.append(
+                    {
+                        "ph": "X",
+                        "cat": "cpu_op",
+                        "pid": 1,
+                        "tid": 3,
+                        "ts": 10 * depth + 1,
+                        "dur": 2,
+                        "name": "aten::deep",
+                    }
+                )
                 ops.append((3, 10 * depth + 1))
     for k in range(len(ops) // 2):
         a, b = rng.choice(len(ops), 2)
         for phase, (tid, ts) in (("s", ops[a]), ("f", ops[b])):
-            flows.append({"ph": phase, "cat": "fwdbwd", "id": int(k % 7), "pid": 1, "tid": tid, "ts": ts,
-                          "name": "fwdbwd", **({"bp": "e"} if phase == "f" else {})})
+            flows.append(
+                {
+                    "ph": phase,
+                    "cat": "fwdbwd",
+                    "id": int(k % 7),
+                    "pid": 1,
+                    "tid": tid,
+                    "ts": ts,
+                    "name": "fwdbwd",
+                    **({"bp": "e"} if phase == "f" else {}),
+                }
+            )
     everything = events + flows
     rng.shuffle(everything)
     return decode_trace(json.dumps({"traceEvents": everything}).encode())
@@ -316,6 +417,7 @@ def _random_module_trace(seed: int, lightning: bool):
 def test_module_tree_equals_the_loops_on_real_traces():
     import orjson
     import reference_modules
+
     from tb_plugin.analysis import modules
 
     with_modules = folded = linked = 0
@@ -361,6 +463,7 @@ def reference_op_path_tree(trace) -> dict:
 @pytest.mark.corpus
 def test_op_path_tree_equals_the_loop_on_real_traces():
     import orjson
+
     from tb_plugin.analysis import diff
 
     seen = 0
@@ -416,11 +519,18 @@ def test_memory_event_table_equals_the_row_loop():
     from tb_plugin.registry import memory_events
 
     rng = np.random.default_rng(3)
-    made = [{"device": str(rng.choice(["GPU0", "CPU", "gpu0"])), "addr": int(rng.integers(0, 5)),
-             "size_bytes": int(rng.integers(0, 4)) * 1024, "alloc_us": None if rng.random() < 0.2 else float(rng.integers(0, 5)),
-             "free_us": None if rng.random() < 0.3 else float(rng.integers(0, 9)), "duration_us": None,
-             "op": None if rng.random() < 0.2 else str(rng.choice(["aten::empty", "aten::Add", "b", "B", ""]))}
-            for _ in range(300)]  # many ties, None values, names differing only by case
+    made = [
+        {
+            "device": str(rng.choice(["GPU0", "CPU", "gpu0"])),
+            "addr": int(rng.integers(0, 5)),
+            "size_bytes": int(rng.integers(0, 4)) * 1024,
+            "alloc_us": None if rng.random() < 0.2 else float(rng.integers(0, 5)),
+            "free_us": None if rng.random() < 0.3 else float(rng.integers(0, 9)),
+            "duration_us": None,
+            "op": None if rng.random() < 0.2 else str(rng.choice(["aten::empty", "aten::Add", "b", "B", ""])),
+        }
+        for _ in range(300)
+    ]  # many ties, None values, names differing only by case
     tables = [made] + [allocation_pairs(trace)["rows"] for _, trace in _real_traces()]
     assert sum(len(t) > 100 for t in tables) >= 4
     for rows in tables:
@@ -428,11 +538,11 @@ def test_memory_event_table_equals_the_row_loop():
         for device, lo, hi, (low, high), search, sort, descending in _pairs_queries():
             got = memory_events.select(index, device, lo, hi, low, high, search, sort, descending)
             want = memory_events.reference_select(rows, device, lo, hi, low, high, search, sort, descending)
-            assert len(got) == len(want) and got[0:len(got)] == want, (device, lo, hi, search, sort, descending)
+            assert len(got) == len(want) and got[0 : len(got)] == want, (device, lo, hi, search, sort, descending)
     nan_rows = [dict(made[0], alloc_us=float("nan")), dict(made[1], alloc_us=1.0)]  # NaN keys: the loop's own order
-    assert list(memory_events.select(memory_events.build_index(nan_rows), None, None, None, 0, 2**62, "", "alloc_us",
-                                     True)) == memory_events.reference_select(nan_rows, None, None, None, 0, 2**62, "",
-                                                                              "alloc_us", True)
+    assert list(
+        memory_events.select(memory_events.build_index(nan_rows), None, None, None, 0, 2**62, "", "alloc_us", True)
+    ) == memory_events.reference_select(nan_rows, None, None, None, 0, 2**62, "", "alloc_us", True)
 
 
 def reference_composer_steps(trace):
@@ -465,6 +575,7 @@ def test_composer_steps_equal_the_loops():
     import json
 
     from synth.composer import composer_trace
+
     from tb_plugin.analysis import steps as st
     from tb_plugin.trace.decode import decode_trace
 
@@ -473,17 +584,42 @@ def test_composer_steps_equal_the_loops():
         for load_us in (300.0, 5000.0):  # a load longer than a batch reaches back into the batch before
             doc = composer_trace(rank=rank, batches=6, load_us=load_us)
             traces.append(decode_trace(json.dumps(doc if isinstance(doc, dict) else {"traceEvents": doc}).encode()))
+
     def x(name, ts, dur, batch, tid=1):
-        return {"name": name, "ph": "X", "cat": "event", "pid": 0, "tid": tid, "ts": ts, "dur": dur,
-                "args": {"epoch": 0, "batch": batch}}
+        return {
+            "name": name,
+            "ph": "X",
+            "cat": "event",
+            "pid": 0,
+            "tid": tid,
+            "ts": ts,
+            "dur": dur,
+            "args": {"epoch": 0, "batch": batch},
+        }
 
     # batch 1's load starts inside batch 0 (kept at its own start); batch 2's load is taken; two loads of
     # batch 3 (the later counts); batch −1 is named by its position; a load on another thread is not its
-    traces.append(decode_trace(json.dumps({"traceEvents": [
-        x("event/batch", 100, 100, 0), x("dataloader/train", 150, 140, 1), x("event/batch", 300, 100, 1),
-        x("dataloader/train", 450, 40, 2), x("event/batch", 500, 100, 2), x("dataloader/train", 610, 10, 3),
-        x("dataloader/train", 640, 50, 3), x("event/batch", 700, 50, 3), x("event/batch", 800, 50, -1),
-        x("dataloader/train", 760, 30, 4, tid=2), x("event/batch", 900, 50, 4)]}).encode()))
+    traces.append(
+        decode_trace(
+            json.dumps(
+                {
+                    "traceEvents": [
+                        x("event/batch", 100, 100, 0),
+                        x("dataloader/train", 150, 140, 1),
+                        x("event/batch", 300, 100, 1),
+                        x("dataloader/train", 450, 40, 2),
+                        x("event/batch", 500, 100, 2),
+                        x("dataloader/train", 610, 10, 3),
+                        x("dataloader/train", 640, 50, 3),
+                        x("event/batch", 700, 50, 3),
+                        x("event/batch", 800, 50, -1),
+                        x("dataloader/train", 760, 30, 4, tid=2),
+                        x("event/batch", 900, 50, 4),
+                    ]
+                }
+            ).encode()
+        )
+    )
     checked = 0
     for trace in traces:
         got, want = st._composer_steps(trace), reference_composer_steps(trace)

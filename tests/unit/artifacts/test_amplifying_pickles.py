@@ -16,11 +16,17 @@ import textwrap
 import tracemalloc
 
 import pytest
+from fuzz_files import (
+    deep_tuple_pickle,
+    doubling_tuple_pickle,
+    memo_index_pickle,
+    shared_annotation_pickle,
+    shared_segment_pickle,
+)
+from synth.snapshot import synthesize_snapshot
 
 from tb_plugin.artifacts import expansion, isolated
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot, load_snapshots, parse_pickle
-from fuzz_files import deep_tuple_pickle, doubling_tuple_pickle, memo_index_pickle, shared_annotation_pickle, shared_segment_pickle
-from synth.snapshot import synthesize_snapshot
 
 
 def test_shared_annotation_dict_is_refused_by_the_object_bound():
@@ -126,8 +132,14 @@ def test_many_files_share_one_child_and_each_gets_its_own_answer(monkeypatch):
     real = isolated._child
     monkeypatch.setattr(isolated, "_child", lambda argv: starts.append(argv) or real(argv))
     good = pickle.dumps(synthesize_snapshot("current", entries=40, frames=2))
-    files = [good, b"\x80\x04garbage", shared_annotation_pickle(2000, 300_000), deep_tuple_pickle("key", 10**6),
-             good, b"\0\0"]
+    files = [
+        good,
+        b"\x80\x04garbage",
+        shared_annotation_pickle(2000, 300_000),
+        deep_tuple_pickle("key", 10**6),
+        good,
+        b"\0\0",
+    ]
     got = load_snapshots(files)
     assert got[0].devices[0].size.tolist() == got[4].devices[0].size.tolist()
     assert isinstance(got[1], SnapshotError) and "not a readable pickle" in str(got[1])

@@ -12,14 +12,14 @@ import subprocess
 import sys
 
 import pytest
+from fuzz_files import deep_tuple_pickle, doubling_tuple_pickle
+from synth.snapshot import synthesize_snapshot
 
 from tb_plugin import api
 from tb_plugin.artifacts import isolated
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot
 from tb_plugin.artifacts.unpickle import IN_PROCESS_NESTING, tuple_nesting_bound
 from tb_plugin.registry.runs import RunRegistry
-from fuzz_files import deep_tuple_pickle, doubling_tuple_pickle
-from synth.snapshot import synthesize_snapshot
 
 
 def test_nesting_bound_counts_every_wrapping_opcode():
@@ -50,6 +50,7 @@ def test_a_hash_that_never_ends_hits_the_time_limit(monkeypatch):
 @pytest.mark.corpus
 def test_real_snapshot_read_in_the_child_equals_the_in_process_parse():
     from conftest import sample
+
     from tb_plugin.artifacts.snapshot import parse_pickle
 
     data = sample("memory_snapshots/memory_forward_bf16_128.pickle").read_bytes()
@@ -74,8 +75,12 @@ def test_server_and_cli_survive_a_deep_tuple_snapshot(tmp_path):
     assert code == 200 and bad["state"] == "error" and "SIGSEGV" in bad["error"]
     code, good = api.snapshot(reg, {"run": "job", "path": "job/good_snapshot.pickle"})
     assert code == 200 and good["devices"][0]["peak_active_bytes"] > 0
-    done = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "report", str(tmp_path), "--json", "--no-cache"],
-                          capture_output=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "tb_plugin.cli", "report", str(tmp_path), "--json", "--no-cache"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 1, done.stderr[-2000:]  # one file failed; not 139
     snaps = {s["path"]: s for s in json.loads(done.stdout)["runs"][0]["snapshots"]}
     assert "SIGSEGV" in snaps["job/evil_snapshot.pickle"]["error"]

@@ -10,13 +10,13 @@ import shutil
 import time
 
 import pytest
-from tensorboard.plugins import base_plugin
-from werkzeug.test import Client
-
 from conftest import sample
 from synth.composer import composer_trace, dumps
 from synth.memory_html import hostile_memory_html, png, torch_memory_html
 from synth.oom import MIB, frame, oom_snapshot, rank_snapshot
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+
 from tb_plugin import api
 from tb_plugin.analysis.snapshot_oom import oom_report, streams_at, streams_state
 from tb_plugin.analysis.snapshot_ranks import compare
@@ -43,21 +43,33 @@ def test_oom_snapshot_forensics_equal_the_construction():
     assert (s0["free_bytes"], s0["largest_free_block_bytes"], s0["free_blocks"]) == (9 * MIB, 6 * MIB, 3)
     assert s0["fragmentation_pct"] == pytest.approx(100 / 3) and s0["is_oom_stream"]
     assert (s7["stream"], s7["free_bytes"], s7["largest_free_block_bytes"], s7["fragmentation_pct"]) == (
-        7, 16 * MIB, 16 * MIB, 0.0) and not s7["is_oom_stream"]
+        7,
+        16 * MIB,
+        16 * MIB,
+        0.0,
+    ) and not s7["is_oom_stream"]
     tot = doc["totals"]
     assert (tot["reserved_bytes"], tot["free_bytes"], tot["largest_free_block_bytes"]) == (42 * MIB, 25 * MIB, 16 * MIB)
     assert tot["fragmentation_pct"] == pytest.approx(36.0)
     assert [(r["bytes"], r["frame"], r["before_history"]) for r in doc["largest_live"]] == [
-        (8 * MIB, frame("X"), False), (4 * MIB, frame("Y"), False), (3 * MIB, frame("P"), True)]
+        (8 * MIB, frame("X"), False),
+        (4 * MIB, frame("Y"), False),
+        (3 * MIB, frame("P"), True),
+    ]
     assert snap.stack_frames(doc["largest_live"][0]["stack"])[1]["name"] == "build_weights"
     growth = doc["growth"]
     assert (growth["entries"], growth["net_bytes"], growth["start_time"]) == (14, 13 * MIB, 0.0)
     assert [(r["frame"], r["net_bytes"], r["allocs"], r["frees"]) for r in growth["rows"]] == [
-        (frame("X"), 8 * MIB, 1, 0), (frame("Y"), 4 * MIB, 1, 0), (frame("Z"), 1 * MIB, 1, 0)]
+        (frame("X"), 8 * MIB, 1, 0),
+        (frame("Y"), 4 * MIB, 1, 0),
+        (frame("Z"), 1 * MIB, 1, 0),
+    ]
     last5 = oom_report(snap, None, False, 5, 10)["growth"]  # rows 9-13: Z +1 MiB, W +16 −16
     assert (last5["entries"], last5["net_bytes"], last5["start_time"]) == (5, 1 * MIB, 90.0)
     assert [(r["frame"], r["net_bytes"], r["allocated_bytes"], r["freed_bytes"]) for r in last5["rows"]] == [
-        (frame("Z"), MIB, MIB, 0), (frame("W"), 0, 16 * MIB, 16 * MIB)]
+        (frame("Z"), MIB, MIB, 0),
+        (frame("W"), 0, 16 * MIB, 16 * MIB),
+    ]
     # the same answers from the parse cache's packed form
     again = oom_report(unpack_snapshot(*pack_snapshot(snap)), None, False, 1000, 3)
     assert again == doc
@@ -74,7 +86,10 @@ def test_oom_followed_by_more_entries_is_reconstructed_to_the_state_at_the_oom()
     assert doc["streams"][1]["stream"] == 7  # segment C's stream, from its segment_free entry
     dump = doc["dump_totals"]
     assert (dump["reserved_bytes"], dump["free_bytes"], dump["largest_free_block_bytes"]) == (
-        26 * MIB, 17 * MIB, 10 * MIB)
+        26 * MIB,
+        17 * MIB,
+        10 * MIB,
+    )
     assert doc["oom"]["reserved_bytes_at_oom"] == 42 * MIB == doc["totals"]["reserved_bytes"]
     assert doc["oom"]["active_bytes_at_oom"] == 16 * MIB
     assert [(r["bytes"], r["frame"]) for r in doc["largest_live"]] == [(8 * MIB, frame("X")), (4 * MIB, frame("Y"))]
@@ -133,7 +148,9 @@ def test_oom_route_and_its_bounds(tmp_path):
 # -- item 4: per-rank snapshots --------------------------------------------------------------------
 def test_rank_names_group_by_everything_but_the_rank():
     assert snapshot_rank("j/iteration_5/rank3_memory_snapshot.pickle") == (
-        "j/iteration_5/rank*_memory_snapshot.pickle", 3)
+        "j/iteration_5/rank*_memory_snapshot.pickle",
+        3,
+    )
     assert snapshot_rank("j/rank_2/snapshot.pickle") == ("j/rank_*/snapshot.pickle", 2)
     assert snapshot_rank("j/frank1.pickle") is None and snapshot_rank("j/snapshot.pickle") is None
 
@@ -145,11 +162,22 @@ def test_compare_names_the_outlier_by_its_distance_from_the_median():
     assert [r["peak_to_median"] for r in doc["ranks"]] == pytest.approx([100 / 101, 102 / 101, 98 / 101, 150 / 101])
     even = compare([{"rank": r, "peak_active_bytes": p} for r, p in enumerate([100, 105, 96])])
     assert even["outlier_rank"] is None  # within 10 % of the median
-    low = compare([{"rank": 0, "peak_active_bytes": 100}, {"rank": 1, "peak_active_bytes": 100},
-                   {"rank": 2, "peak_active_bytes": 40}, {"rank": 3, "peak_active_bytes": None}])
+    low = compare(
+        [
+            {"rank": 0, "peak_active_bytes": 100},
+            {"rank": 1, "peak_active_bytes": 100},
+            {"rank": 2, "peak_active_bytes": 40},
+            {"rank": 3, "peak_active_bytes": None},
+        ]
+    )
     assert low["outlier_rank"] == 2 and low["ranks"][3]["peak_to_median"] is None
-    edge = compare([{"rank": 0, "peak_active_bytes": 100}, {"rank": 1, "peak_active_bytes": 100},
-                    {"rank": 2, "peak_active_bytes": 110}])
+    edge = compare(
+        [
+            {"rank": 0, "peak_active_bytes": 100},
+            {"rank": 1, "peak_active_bytes": 100},
+            {"rank": 2, "peak_active_bytes": 110},
+        ]
+    )
     assert edge["outlier_rank"] == 2  # exactly 10 % above the median is named
     assert compare([{"rank": 0, "peak_active_bytes": 5}])["outlier_rank"] is None
 
@@ -167,8 +195,9 @@ def test_per_rank_snapshots_side_by_side(tmp_path):
     reg.scan()
     listed = {a["path"]: a for r in reg.runs_document()["runs"] for a in r["artifacts"]}
     assert listed["job/iteration_5/rank3_memory_snapshot.pickle"]["rank"] == 3
-    code, doc = api.snapshot_ranks(reg, {"run": "job/iteration_5",
-                                         "path": "job/iteration_5/rank1_memory_snapshot.pickle"})
+    code, doc = api.snapshot_ranks(
+        reg, {"run": "job/iteration_5", "path": "job/iteration_5/rank1_memory_snapshot.pickle"}
+    )
     assert code == 200 and [r["rank"] for r in doc["ranks"]] == [0, 1, 2, 3]
     assert [r["peak_active_bytes"] for r in doc["ranks"]] == [peaks[r] for r in range(4)]
     assert doc["outlier_rank"] == 3 and doc["median_peak_bytes"] == 101 * MIB
@@ -180,8 +209,9 @@ def test_per_rank_snapshots_side_by_side(tmp_path):
         q = {"run": "job/iteration_5", "path": "job/iteration_5/rank1_memory_snapshot.pickle"}
         assert api.snapshot_ranks(reg, q) == (200, {"state": "loading", "path": q["path"]})
         other.state = "ready"
-    code, alone = api.snapshot_ranks(reg, {"run": "job/iteration_10",
-                                         "path": "job/iteration_10/rank0_memory_snapshot.pickle"})
+    code, alone = api.snapshot_ranks(
+        reg, {"run": "job/iteration_10", "path": "job/iteration_10/rank0_memory_snapshot.pickle"}
+    )
     assert [r["peak_active_bytes"] for r in alone["ranks"]] == [7 * MIB] and alone["outlier_rank"] is None
     # one folder per rank: each folder is a run, the group spans them
     for rank, peak in ((0, 10 * MIB), (1, 30 * MIB)):
@@ -190,7 +220,9 @@ def test_per_rank_snapshots_side_by_side(tmp_path):
     reg.scan()
     code, split = api.snapshot_ranks(reg, {"run": "fsdp/rank_1", "path": "fsdp/rank_1/snapshot.pickle"})
     assert [(r["rank"], r["run"], r["peak_active_bytes"]) for r in split["ranks"]] == [
-        (0, "fsdp/rank_0", 10 * MIB), (1, "fsdp/rank_1", 30 * MIB)]
+        (0, "fsdp/rank_0", 10 * MIB),
+        (1, "fsdp/rank_1", 30 * MIB),
+    ]
     assert split["outlier_rank"] == 1  # the tie on distance goes to the larger peak
 
 
@@ -201,8 +233,12 @@ def test_png_is_extracted_from_torchs_page_and_nothing_else():
     assert got["png"] == image and (got["width_px"], got["height_px"]) == (7, 5)
     hostile = extract_png(hostile_memory_html(image))
     assert hostile["png"] == image  # the SVG, the fake PNG and the markup are skipped
-    for bad in (b"<html><script>alert(1)</script></html>", b"<img src='data:image/png;base64,!!!'>", b"",
-                b"<img src='data:image/svg+xml;base64,PHN2Zz4='>"):
+    for bad in (
+        b"<html><script>alert(1)</script></html>",
+        b"<img src='data:image/png;base64,!!!'>",
+        b"",
+        b"<img src='data:image/svg+xml;base64,PHN2Zz4='>",
+    ):
         with pytest.raises(MemoryHtmlError, match="no embedded PNG"):
             extract_png(bad)
 
@@ -244,8 +280,10 @@ def test_composer_memory_html_is_listed_with_its_trace_and_served_as_png_only(tm
         assert a["kind"] == "memory_html" and (a["rank"], a["batch"]) == (0, batch)
         assert a["trace"] == {"worker": "rank0", "span": spans[f"composer/rank0.{batch}.pt.trace.json"]}
     raw = arts["composer/rank0.2.pt.trace.memory.raw.json"]
-    assert raw["kind"] == "memory_timeline" and raw["trace"] == {"worker": "rank0", "span": spans[
-        "composer/rank0.2.pt.trace.json"]}
+    assert raw["kind"] == "memory_timeline" and raw["trace"] == {
+        "worker": "rank0",
+        "span": spans["composer/rank0.2.pt.trace.json"],
+    }
     assert arts["composer/rank1.2.pt.trace.memory.html"]["trace"] is None
     sniffed = arts["composer/rank0.1.pt.trace.memory.json"]
     assert sniffed["kind"] == "memory_timeline" and (sniffed["rank"], sniffed["batch"]) == (0, 1)
@@ -253,8 +291,15 @@ def test_composer_memory_html_is_listed_with_its_trace_and_served_as_png_only(tm
     assert arts["composer/rank1.2.pt.trace.memory.html"]["rank"] == 1
     q = {"run": "composer", "path": "composer/rank0.1.pt.trace.memory.html"}
     meta = json.loads(_get(apps, "memory_html", **q).data)
-    assert meta == {"state": "ready", "path": q["path"], "content_type": "image/png", "width_px": 9, "height_px": 4,
-                    "image_bytes": len(image), "html_bytes": len(torch_memory_html(image))}
+    assert meta == {
+        "state": "ready",
+        "path": q["path"],
+        "content_type": "image/png",
+        "width_px": 9,
+        "height_px": 4,
+        "image_bytes": len(image),
+        "html_bytes": len(torch_memory_html(image)),
+    }
     for path in (q["path"], "composer/rank1.2.pt.trace.memory.html"):
         r = _get(apps, "memory_html_image", run="composer", path=path)
         assert r.status_code == 200 and r.data == image and r.headers["Content-Type"] == "image/png"
@@ -296,7 +341,10 @@ def test_report_names_the_oom_and_the_outlier_rank(tmp_path, capsys):
     snaps = {s["path"]: s for s in run["snapshots"]}
     oom = snaps["job/rank0_oom.pickle"]["oom"]
     assert (oom["requested_bytes"], oom["device_free_bytes"], oom["stream_largest_free_block_bytes"]) == (
-        10 * MIB, 5 * MIB, 6 * MIB)
+        10 * MIB,
+        5 * MIB,
+        6 * MIB,
+    )
     assert oom["fragmentation_pct"] == pytest.approx(36.0) and oom["state_at"] == "oom"
     assert [r["bytes"] for r in oom["largest_live"]] == [8 * MIB, 4 * MIB, 3 * MIB, 1 * MIB]
     assert snaps["job/rank3_oom.pickle"]["oom"]["detected_by"] == "file_name"  # named so, no OOM entry
@@ -306,8 +354,10 @@ def test_report_names_the_oom_and_the_outlier_rank(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--no-cache"]) == 0
     text = capsys.readouterr().out
     assert "OOM on GPU0: requested 10.0 MiB, largest free block on its stream 6.0 MiB, fragmentation 36.0 %" in text
-    assert "peak per rank: rank 0 32.0 MiB, rank 1 32.0 MiB, rank 2 33.0 MiB, rank 3 64.0 MiB; outlier: rank 3 " \
-           "(+96.9 % vs the median)" in text
+    assert (
+        "peak per rank: rank 0 32.0 MiB, rank 1 32.0 MiB, rank 2 33.0 MiB, rank 3 64.0 MiB; outlier: rank 3 "
+        "(+96.9 % vs the median)" in text
+    )
 
 
 def test_a_two_row_raw_export_is_not_read_as_times_and_sizes():

@@ -8,11 +8,19 @@ import pickle
 
 import orjson
 import pytest
-
 from conftest import sample
 from synth.snapshot import replay_peak, synthesize_snapshot
-from synth.snapshot_trace import (EXPECTED_BY_FRAME, EXPECTED_BY_MODULE, EXPECTED_BY_OPERATOR, EXPECTED_BY_STEP,
-                                  EXPECTED_PEAK, MIB, paired_snapshot, paired_trace)
+from synth.snapshot_trace import (
+    EXPECTED_BY_FRAME,
+    EXPECTED_BY_MODULE,
+    EXPECTED_BY_OPERATOR,
+    EXPECTED_BY_STEP,
+    EXPECTED_PEAK,
+    MIB,
+    paired_snapshot,
+    paired_trace,
+)
+
 from tb_plugin import api
 from tb_plugin.analysis.snapshot import device_summary, frame_summary
 from tb_plugin.analysis.snapshot_attribution import attribute, match_overlap
@@ -72,8 +80,18 @@ def test_match_needs_the_same_rank_device_and_overlapping_wall_clock():
     # a rank's trace lists every visible GPU: the GPUs its kernels ran on decide
     on_gpu1 = paired_trace()
     on_gpu1["deviceProperties"].append(dict(on_gpu1["deviceProperties"][0], id=1))
-    on_gpu1["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 1040, "dur": 5,
-                                   "args": {"device": 1, "stream": 7}})
+    on_gpu1["traceEvents"].append(
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k",
+            "pid": 1,
+            "tid": 7,
+            "ts": 1040,
+            "dur": 5,
+            "args": {"device": 1, "stream": 7},
+        }
+    )
     assert match_overlap(snap, 0, decode_trace(orjson.dumps(on_gpu1)), None) is None
     on_gpu1["traceEvents"][-1]["args"]["device"] = 0
     assert match_overlap(snap, 0, decode_trace(orjson.dumps(on_gpu1)), None) == 1960.0
@@ -96,7 +114,9 @@ def test_real_snapshots_group_by_frame_and_add_up_to_the_peak(name):
     if name == "memory_forward_bf16_128.pickle":  # the weights predate the history and carry no frames
         rows = {r["name"]: r for r in attribute(snap, 0, None)["by_frame"]}
         assert (rows["(before history)"]["bytes"], rows["(before history)"]["allocations"]) == (523_811_840, 137)
-        assert rows["/root/autodl-tmp/assignment1-basics/cs336_basics/model/linear.py:15:forward"]["bytes"] == 83_009_536
+        assert (
+            rows["/root/autodl-tmp/assignment1-basics/cs336_basics/model/linear.py:15:forward"]["bytes"] == 83_009_536
+        )
 
 
 def test_route_matches_the_runs_trace_and_answers_frames_otherwise(tmp_path):
@@ -138,7 +158,8 @@ def test_report_lists_the_top_rows_alive_at_the_peak(tmp_path, capsys):
     alive = snap["devices"][0]["alive_at_peak"]
     assert alive["trace"] == "job/host.pt.trace.json"
     assert [(r["name"], r["bytes"]) for r in alive["by_operator"]] == sorted(
-        EXPECTED_BY_OPERATOR.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        EXPECTED_BY_OPERATOR.items(), key=lambda kv: (-kv[1], kv[0])
+    )[:5]
     assert alive["by_step"][0] == {"name": "ProfilerStep#2", "bytes": EXPECTED_BY_STEP["ProfilerStep#2"]}
     assert alive["by_frame"][0] == {"name": "/work/train/model.py:40:empty", "bytes": 32 * MIB}
     assert main(["report", str(tmp_path), "--no-cache"]) == 0

@@ -7,12 +7,11 @@ from __future__ import annotations
 import pickle
 
 import pytest
-
 from synth.snapshot import synthesize_snapshot
 from test_snapshot_stream import assert_same
-from tb_plugin.artifacts.snapshot import parse_pickle, parse_pickle_whole
 
 from benchmarks.snapshot_input import build
+from tb_plugin.artifacts.snapshot import parse_pickle, parse_pickle_whole
 
 
 def _stacks(obj) -> list[list]:

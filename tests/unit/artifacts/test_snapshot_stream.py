@@ -10,10 +10,10 @@ import pickletools
 
 import numpy as np
 import pytest
-
 from conftest import sample
 from synth.snapshot import LAYOUTS, replay_peak, synthesize_snapshot
 from synth.snapshot_writer import write_snapshot_pickle
+
 from tb_plugin.analysis.snapshot import device_summary
 from tb_plugin.artifacts import pickle_stream
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot, parse_pickle, parse_pickle_whole
@@ -26,8 +26,12 @@ REAL = ("mem_snapshot.pickle", "memory_forward_bf16_128.pickle")
 def assert_same(a, b):
     """Every field of two parsed snapshots equal (columns by value and dtype, NaN = NaN)."""
     assert (a.layout, a.has_time, a.frames, a.stacks) == (b.layout, b.has_time, b.frames, b.stacks)
-    assert (a.segments, a.annotations, a.ooms, a.segment_streams) == (b.segments, b.annotations, b.ooms,
-                                                                     b.segment_streams)
+    assert (a.segments, a.annotations, a.ooms, a.segment_streams) == (
+        b.segments,
+        b.annotations,
+        b.ooms,
+        b.segment_streams,
+    )
     assert sorted(a.devices) == sorted(b.devices)
     for dev in a.devices:
         for field in ("action", "addr", "size", "time", "stack"):
@@ -76,7 +80,9 @@ def test_real_frame_lists_are_read_once_per_stack(name):
     assert kept == plain
     by_stack = {}
     for e in kept:
-        by_stack.setdefault(tuple((f["filename"], f["line"], f["name"]) for f in e["frames"]), set()).add(id(e["frames"]))
+        by_stack.setdefault(tuple((f["filename"], f["line"], f["name"]) for f in e["frames"]), set()).add(
+            id(e["frames"])
+        )
     lists = sum(len(ids) for ids in by_stack.values())
     assert by_stack and lists <= 2 * len(by_stack) + data.count(b"\x95") < len([e for e in kept if e["frames"]])
 
@@ -84,8 +90,9 @@ def test_real_frame_lists_are_read_once_per_stack(name):
 def test_history_is_handed_off_in_batches():
     obj = synthesize_snapshot("current", entries=2500, frames=3)
     batches = []
-    got = pickle_stream.read(pickle.dumps(obj), lambda target, items: "action" in items[0]
-                             and (batches.append(list(items)) or True))
+    got = pickle_stream.read(
+        pickle.dumps(obj), lambda target, items: "action" in items[0] and (batches.append(list(items)) or True)
+    )
     assert [len(b) for b in batches] == [1000, 1000, len(obj["device_traces"][0]) - 2000]
     assert got["device_traces"] == [[]] and got["segments"] == obj["segments"]
     assert [e for b in batches for e in b] == obj["device_traces"][0]
@@ -111,18 +118,21 @@ def test_a_shared_history_entry_is_read_whole():
     assert snap.devices[1].addr.tolist() == [4096]
 
 
-@pytest.mark.parametrize("data, message", [
-    (pickle.dumps(print, protocol=2), "refused to load global '__builtin__.print'"),  # GLOBAL (Python 2 name)
-    (pickle.dumps(print, protocol=5), "refused to load global 'builtins.print'"),  # STACK_GLOBAL
-    (b"\x80\x04N)R.", "refused opcode REDUCE"),  # a call without a global
-    (b"\x80\x04}\x94N\x8c\x01x\x94b.", "refused opcode BUILD"),
-    (b"\x80\x05\x97.", "refused opcode NEXT_BUFFER"),
-    (b"\x80\x04]\x94(K\x01K\x02", "not a readable pickle"),  # truncated: no APPENDS, no STOP
-    (b"\x80\x04h\x07.", "not a readable pickle"),  # a memo slot never written
-    (b"\x80\x04\x8c\xffabc.", "not a readable pickle"),  # a string longer than the file
-    (b"\x80\x09N.", "unsupported pickle protocol"),
-    (b"\x80\x04(K\x01K\x02K\x03u.", "not a readable pickle"),  # SETITEMS without a dict
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (pickle.dumps(print, protocol=2), "refused to load global '__builtin__.print'"),  # GLOBAL (Python 2 name)
+        (pickle.dumps(print, protocol=5), "refused to load global 'builtins.print'"),  # STACK_GLOBAL
+        (b"\x80\x04N)R.", "refused opcode REDUCE"),  # a call without a global
+        (b"\x80\x04}\x94N\x8c\x01x\x94b.", "refused opcode BUILD"),
+        (b"\x80\x05\x97.", "refused opcode NEXT_BUFFER"),
+        (b"\x80\x04]\x94(K\x01K\x02", "not a readable pickle"),  # truncated: no APPENDS, no STOP
+        (b"\x80\x04h\x07.", "not a readable pickle"),  # a memo slot never written
+        (b"\x80\x04\x8c\xffabc.", "not a readable pickle"),  # a string longer than the file
+        (b"\x80\x09N.", "unsupported pickle protocol"),
+        (b"\x80\x04(K\x01K\x02K\x03u.", "not a readable pickle"),  # SETITEMS without a dict
+    ],
+)
 def test_hostile_pickles_are_refused(data, message):
     with pytest.raises(RefusedPickle, match=message):
         pickle_stream.read(data)
@@ -178,8 +188,19 @@ def test_a_value_ending_in_the_setitems_byte_before_another_opcode(protocol):
     0x75 (SETITEMS' byte: 117, a memo index 117, an address ending in it) just before must not be
     taken for the dict's end."""
     keys = [f"k{i}" for i in range(130)]  # new key text (left to the main loop) right after each value
-    entries = [{"action": "alloc", "addr": 0x7575, keys[i]: 1, "size": 117, f"s{i}": 2, "stream": 0,
-                "time_us": 1.5, "frames": []} for i in range(130)]
+    entries = [
+        {
+            "action": "alloc",
+            "addr": 0x7575,
+            keys[i]: 1,
+            "size": 117,
+            f"s{i}": 2,
+            "stream": 0,
+            "time_us": 1.5,
+            "frames": [],
+        }
+        for i in range(130)
+    ]
     obj = {"segments": [], "device_traces": [entries], "external_annotations": [{"k": keys, "v": 117.0}]}
     data = pickle.dumps(obj, protocol=protocol)
     assert pickle_stream.read(data) == obj
@@ -233,6 +254,7 @@ def test_put_numbers_are_sequential_only_as_pickle_writes_them():
     from struct import pack
 
     from tb_plugin.artifacts.pickle_puts import sequential
+
     assert sequential(b"r" + pack("<I", 300) + b"r" + pack("<I", 301), 2, 300)
     assert not sequential(b"r" + pack("<I", 300) + b"r" + pack("<I", 301), 2, 299)
     assert not sequential(b"r" + pack("<I", 301) + b"r" + pack("<I", 300), 2, 300)  # the same slots, swapped
@@ -252,12 +274,17 @@ def test_a_repeated_frame_list_whose_put_overwrites_an_old_slot_is_read_as_pickl
     data = bytearray(pickle.dumps(obj, protocol=2))
     ops = list(pickletools.genops(bytes(data)))
     alloc_slot = next(ops[i + 1][1] for i, (op, arg, _) in enumerate(ops) if arg == "alloc")
-    frame_puts = [ops[i + 1] for i, (op, _, _) in enumerate(ops)
-                  if op.name == "EMPTY_LIST" and ops[i + 2][0].name in ("MARK", "EMPTY_DICT", "BINGET", "LONG_BINGET")
-                  and ops[i + 1][0].name.endswith("PUT")][-4:]
+    frame_puts = [
+        ops[i + 1]
+        for i, (op, _, _) in enumerate(ops)
+        if op.name == "EMPTY_LIST"
+        and ops[i + 2][0].name in ("MARK", "EMPTY_DICT", "BINGET", "LONG_BINGET")
+        and ops[i + 1][0].name.endswith("PUT")
+    ][-4:]
     op, _, pos = frame_puts[2]
-    data[pos + 1:pos + (2 if op.name == "BINPUT" else 5)] = (alloc_slot.to_bytes(1, "little") if op.name == "BINPUT"
-                                                           else alloc_slot.to_bytes(4, "little"))
+    data[pos + 1 : pos + (2 if op.name == "BINPUT" else 5)] = (
+        alloc_slot.to_bytes(1, "little") if op.name == "BINPUT" else alloc_slot.to_bytes(4, "little")
+    )
     hostile = bytes(data)
     expected = pickle.loads(hostile)
     assert expected["device_traces"][0][3]["action"] == frames  # the list, through the overwritten slot
@@ -266,6 +293,7 @@ def test_a_repeated_frame_list_whose_put_overwrites_an_old_slot_is_read_as_pickl
     pickle_stream.read(hostile, lambda target, items: "action" in items[0] and (kept.extend(items) or True))
     assert kept == expected["device_traces"][0]
     from tb_plugin.artifacts import pickle_puts
+
     with monkeypatch.context() as patched:
         patched.setattr(pickle_puts, "sequential", lambda *a: True)  # the check left out: the cached list is taken
         assert pickle_stream.read(hostile) != expected
@@ -281,13 +309,13 @@ def test_a_template_matches_only_the_same_bytes_with_the_put_numbers_shifted():
 
     def frame_list(base, line=7):  # ] PUT ( } PUT ( 'line' K line u } PUT ( ... u e: three PUTs
         put = [b"r" + pack("<I", base + k) for k in range(3)]
-        return (b"]" + put[0] + b"(}" + put[1] + b"(h\x05K" + bytes([line]) + b"u}" + put[2]
-                + b"(h\x05K\x08ue")
+        return b"]" + put[0] + b"(}" + put[1] + b"(h\x05K" + bytes([line]) + b"u}" + put[2] + b"(h\x05K\x08ue"
+
     first = frame_list(1000)
     offsets = [2, 9, 21]
-    assert [first[o:o + 4] for o in offsets] == [pack("<I", 1000 + k) for k in range(3)]
+    assert [first[o : o + 4] for o in offsets] == [pack("<I", 1000 + k) for k in range(3)]
     bucket = [(int.from_bytes(first, "little"), 1000, sum(1 << (8 * o) for o in offsets), "cached")]
-    as_int = lambda raw: int.from_bytes(raw, "little")  # noqa: E731
+    as_int = lambda raw: int.from_bytes(raw, "little")
     assert _template_hit(bucket, as_int(frame_list(5000)), 5000) == "cached"
     assert _template_hit(bucket, as_int(frame_list(300)), 300) == "cached"
     assert _template_hit(bucket, as_int(frame_list(5000)), 5001) is None  # numbered from another slot

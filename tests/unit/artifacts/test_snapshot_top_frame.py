@@ -3,19 +3,25 @@ caching allocator's frame (``??:0:torch::unwind::unwind()`` was shown for most a
 
 from __future__ import annotations
 
-
 import pytest
-
 from conftest import SAMPLES
+
 from tb_plugin.analysis.snapshot import device_summary, top_frame
 from tb_plugin.artifacts.snapshot import load_snapshot
 
 UNWIND = {"filename": "??", "line": 0, "name": "torch::unwind::unwind()"}
 GATHER = {"filename": "memory_snapshot.cpp", "line": 0, "name": "torch::cuda::(anonymous namespace)::gather_with_cpp()"}
-ALLOC = {"filename": "CUDACachingAllocator.cpp", "line": 0,
-         "name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long)"}
+ALLOC = {
+    "filename": "CUDACachingAllocator.cpp",
+    "line": 0,
+    "name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long)",
+}
 EMPTY = {"filename": "??", "line": 0, "name": "at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"}
-BMM = {"filename": "RegisterCUDA.cpp", "line": 0, "name": "at::(anonymous namespace)::wrapper_CUDA_bmm(at::Tensor const&)"}
+BMM = {
+    "filename": "RegisterCUDA.cpp",
+    "line": 0,
+    "name": "at::(anonymous namespace)::wrapper_CUDA_bmm(at::Tensor const&)",
+}
 LIB_PY = {"filename": "/venv/lib/python3.12/site-packages/torch/functional.py", "line": 407, "name": "einsum"}
 USER_PY = {"filename": "/home/me/train.py", "line": 12, "name": "forward"}
 

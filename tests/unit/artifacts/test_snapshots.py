@@ -7,14 +7,14 @@ import pickle
 import shutil
 
 import pytest
-
 from conftest import sample
+from synth.snapshot import LAYOUTS, replay_peak, synthesize_snapshot
+
 from tb_plugin import api
 from tb_plugin.analysis.snapshot import device_summary, timeline
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot
 from tb_plugin.artifacts.timeline_export import load_timeline_export
 from tb_plugin.registry.runs import RunRegistry
-from synth.snapshot import LAYOUTS, replay_peak, synthesize_snapshot
 
 
 class _RunsCode:
@@ -76,8 +76,11 @@ def test_memory_timeline_export_raw_sample():
 def test_times_sizes_export(tmp_path):
     import json
 
-    data = load_timeline_export(json.dumps([[1000, 2000, 3000], [[1, 2, 0, 0, 0, 0, 0, 0], [1, 5, 0, 0, 0, 0, 0, 0],
-                                                                   [0, 1, 0, 0, 0, 0, 0, 0]]]).encode())
+    data = load_timeline_export(
+        json.dumps(
+            [[1000, 2000, 3000], [[1, 2, 0, 0, 0, 0, 0, 0], [1, 5, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0, 0]]]
+        ).encode()
+    )
     assert list(data["times_us"]) == [0, 1, 2] and data["bytes"][1].tolist() == [2, 5, 1]
 
 

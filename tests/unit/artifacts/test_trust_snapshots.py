@@ -6,12 +6,12 @@ import pickle
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SAMPLES
+from synth.snapshot import LAYOUTS, replay_peak, snapshot_with_blocks_before_history, synthesize_snapshot
+
 from tb_plugin.analysis.snapshot import device_summary, timeline
 from tb_plugin.artifacts.snapshot import load_snapshot, parse_snapshot
 from tb_plugin.artifacts.unpickle import restricted_loads
-from synth.snapshot import LAYOUTS, replay_peak, snapshot_with_blocks_before_history, synthesize_snapshot
 
 SNAPSHOTS = sorted(SAMPLES.glob("**/*.pickle")) + sorted((REPO / "samples").glob("**/*.pickle"))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import REPO
+
 from tb_plugin import __version__
 from tb_plugin.cli import main
 
@@ -17,4 +17,4 @@ def test_version_flag_prints_the_package_version(capsys):
     assert exit_info.value.code == 0
     assert capsys.readouterr().out == f"kinetoscope {__version__}\n"
     assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
-    assert "tb_plugin\" / \"__init__.py\"" in (REPO / "setup.py").read_text()  # setup.py's version: the same
+    assert 'tb_plugin" / "__init__.py"' in (REPO / "setup.py").read_text()  # setup.py's version: the same

@@ -11,9 +11,9 @@ import sys
 
 import orjson
 import pytest
-
 from conftest import REPO, sample, write_json
 from synth.critical import DATALOADER, dataloader_docs, dataloader_expected
+
 from tb_plugin.interfaces.mcp_tools import Invalid, Tools
 from tb_plugin.registry.runs import RunRegistry
 
@@ -49,7 +49,7 @@ def test_mcp_critical_path_known_answer(tools):
     step = doc["step"]
     assert step["step"] == "2" and step["by_category"] == pytest.approx(want["by_category"])
     assert {r["rank"]: r["us"] for r in step["by_rank"]} == pytest.approx(want["by_rank"])
-    late, = step["late"]
+    (late,) = step["late"]
     assert (late["rank"], late["late_rank"], late["wait_us"]) == (0, 1, want["wait_us"])
     assert (late["late_work"]["name"], late["late_work"]["dur_us"]) == (DATALOADER, 500.0)
     assert step["segments"][0] == {"rank": 1, "category": "cpu", "at_us": 0.0, "dur_us": 500.0, "name": DATALOADER}
@@ -80,13 +80,20 @@ def test_text_report_prints_the_path(logdir):
     text = out.getvalue()
     # step 2 (670 µs): kernel 100, cpu 10 + 5 + 500, communication 50, waiting 5; rank 1 610, rank 0 60
     assert "critical path across ranks (per step: length = step time):" in text
-    assert "step 2: 670.0 µs (kernel 14.9% · cpu 76.9% · communication 7.5% · waiting 0.7%) [rank 1 91.0%, rank 0 9.0%]" in text
+    assert (
+        "step 2: 670.0 µs (kernel 14.9% · cpu 76.9% · communication 7.5% · waiting 0.7%) [rank 1 91.0%, rank 0 9.0%]"
+        in text
+    )
     assert f"rank 1 cpu {DATALOADER}: 500.0 µs" in text
-    assert (f"rank 0 waited 450.0 µs in ncclDevKernel_AllReduce_Sum_f32_RING_LL for rank 1, late after {DATALOADER} "
-            "(cpu, 500.0 µs)") in text
+    assert (
+        f"rank 0 waited 450.0 µs in ncclDevKernel_AllReduce_Sum_f32_RING_LL for rank 1, late after {DATALOADER} "
+        "(cpu, 500.0 µs)"
+    ) in text
     # the work of most time, grouped by name (step 2: the data loader 500, gemm 100, the all-reduce 50)
-    assert (f"most time: {DATALOADER} 500.0 µs over 1 segment; gemm 100.0 µs over 1 segment; "
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL 50.0 µs over 1 segment") in text
+    assert (
+        f"most time: {DATALOADER} 500.0 µs over 1 segment; gemm 100.0 µs over 1 segment; "
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL 50.0 µs over 1 segment"
+    ) in text
     out = io.StringIO()
     assert run_report(str(logdir), "one", False, False, out, err) == 0
     assert "   critical path (per step: length = step time):\n     step 1: " in out.getvalue()
@@ -98,6 +105,7 @@ def test_notebook_run_critical_path_is_the_reports(logdir):
 
     report = io.StringIO()
     from tb_plugin.cli import run_report
+
     assert run_report(str(logdir), "job", True, False, report, io.StringIO()) == 0
     want = next(r for r in json.loads(report.getvalue())["runs"] if r["name"] == "job")["critical_path"]
     got = kinetoscope.load_run(str(logdir / "job")).critical_path()
@@ -110,5 +118,6 @@ def test_notebook_run_critical_path_is_the_reports(logdir):
         assert r["cpu_us"] == p["by_category"]["cpu"] and r["waiting_us"] == p["by_category"]["waiting"]
     segs = segments.to_dict("records") if hasattr(segments, "to_dict") else segments
     assert len(segs) == sum(len(p["segments"]) for p in want)
-    assert {(s["step"], s["name"], s["dur_us"]) for s in segs} == {(p["step"], s["name"], s["dur_us"])
-                                                                   for p in want for s in p["segments"]}
+    assert {(s["step"], s["name"], s["dur_us"]) for s in segs} == {
+        (p["step"], s["name"], s["dur_us"]) for p in want for s in p["segments"]
+    }

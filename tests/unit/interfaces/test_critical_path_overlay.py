@@ -12,9 +12,9 @@ import json
 import shutil
 
 import pytest
-
 from conftest import loaded_registry, sample, write_json
 from synth.critical import CHAIN_EXPECTED, DATALOADER, chain_doc, dataloader_docs, dataloader_expected
+
 from tb_plugin import api
 
 
@@ -31,12 +31,20 @@ def test_single_rank_overlay_is_every_segment_on_its_track(tmp_path):
     reg = loaded_registry(tmp_path)
     code, doc = api.critical_path(reg, {"run": "one", "worker": "w", "span": "1"})
     assert code == 200 and doc["state"] == "ready" and doc["cross_rank"] is False and doc["rank"] == 0
-    step, = doc["steps"]
-    assert (step["step"], step["length_us"], step["on_rank_us"], step["total"], step["shown"]) == ("1", 1000.0, 1000.0, 10, 10)
+    (step,) = doc["steps"]
+    assert (step["step"], step["length_us"], step["on_rank_us"], step["total"], step["shown"]) == (
+        "1",
+        1000.0,
+        1000.0,
+        10,
+        10,
+    )
     segs = _segs(step)
     assert sorted((c, n, a, d) for c, n, a, d, _, _ in segs) == sorted(CHAIN_EXPECTED["segments"])
     starts = [a for _, _, a, _, _, _ in segs]
-    assert starts == sorted(starts) and all(a + d == b for (_, _, a, d, _, _), (_, _, b, _, _, _) in zip(segs, segs[1:]))
+    assert starts == sorted(starts) and all(
+        a + d == b for (_, _, a, d, _, _), (_, _, b, _, _, _) in zip(segs, segs[1:])
+    )
     _, meta = api.timeline_meta(reg, {"run": "one", "worker": "w", "span": "1"})
     kind = {t["id"]: t["kind"] for t in meta["tracks"]}
     for cat, name, _, _, row, track in segs:
@@ -61,11 +69,16 @@ def test_cross_rank_overlay_splits_the_path_by_rank(tmp_path):
         assert got[0]["length_us"] == got[1]["length_us"] == pytest.approx(want["length_us"])
         assert {r: got[r]["on_rank_us"] for r in range(2) if got[r]["on_rank_us"]} == pytest.approx(want["by_rank"])
     late = _segs(docs[1]["steps"][1])
-    assert [(c, n) for c, n, *_ in late] == [("cpu", DATALOADER), ("cpu", "aten::mm"), ("cpu", "cudaLaunchKernel"),
-                                             ("waiting", "idle"), ("kernel", "gemm")]
+    assert [(c, n) for c, n, *_ in late] == [
+        ("cpu", DATALOADER),
+        ("cpu", "aten::mm"),
+        ("cpu", "cudaLaunchKernel"),
+        ("waiting", "idle"),
+        ("kernel", "gemm"),
+    ]
     # on rank 1's timeline: its own clock (true time − 1000) less its first event's time (−1000)
     assert late[0][2] == 2000.0 and late[0][3] == 500.0
-    comm, = [s for s in _segs(docs[0]["steps"][1]) if s[0] == "communication"]
+    (comm,) = [s for s in _segs(docs[0]["steps"][1]) if s[0] == "communication"]
     assert comm[3] == 50.0
 
 

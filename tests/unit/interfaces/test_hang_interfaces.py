@@ -8,9 +8,8 @@ import io
 import os
 import shutil
 
-import pytest
-
 import conftest
+import pytest
 
 from tb_plugin import api
 from tb_plugin.interfaces import notebook

@@ -20,14 +20,14 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from synth.traces import SynthSpec, synthesize
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
+from tb_plugin.api.paging import csv_cell, to_csv
 from tb_plugin.http_headers import content_disposition
 from tb_plugin.plugin import KinetoscopePlugin
-from tb_plugin.api.paging import csv_cell, to_csv
 from tb_plugin.registry.runs import RunRegistry, relative_paths
-from synth.traces import SynthSpec, synthesize
 
 UNICODE_NAME = "工作-😀.pt.trace.json"
 NASTY_NAME = 'a"b\\c\r\nX-Evil: 1.pt.trace.json'  # quote, backslash, CR/LF and a would-be header
@@ -47,15 +47,18 @@ def formula_trace() -> tuple[dict, dict[str, str]]:
     events = trace["traceEvents"]
     ops = [e["name"] for e in events if e.get("cat") == "cpu_op"]
     kernels = [e["name"] for e in events if e.get("cat") == "kernel"]
-    modules = [e["name"][len("nn.Module: "):] for e in events
-               if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
+    modules = [
+        e["name"][len("nn.Module: ") :]
+        for e in events
+        if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")
+    ]
     renamed = {**_prefixed(ops), **_prefixed(kernels)}
     mods = _prefixed(modules)
     for e in events:
         if e.get("cat") in ("cpu_op", "kernel"):
             e["name"] = renamed[e["name"]]
         elif e.get("cat") == "python_function" and e["name"].startswith("nn.Module: "):
-            e["name"] = "nn.Module: " + mods[e["name"][len("nn.Module: "):]]
+            e["name"] = "nn.Module: " + mods[e["name"][len("nn.Module: ") :]]
     return trace, renamed
 
 
@@ -85,13 +88,16 @@ def _wait_ready(apps: dict, sel: dict) -> None:
 
 
 # --- item 9: Content-Disposition -----------------------------------------------------------------
-@pytest.mark.parametrize("name, fallback", [
-    (UNICODE_NAME, "__-_.pt.trace.json"),
-    (NASTY_NAME, "abcX-Evil: 1.pt.trace.json"),
-    ("café.json", "caf_.json"),
-    ("plain.pt.trace.json", "plain.pt.trace.json"),
-    ("\r\n", "trace.json"),
-])
+@pytest.mark.parametrize(
+    "name, fallback",
+    [
+        (UNICODE_NAME, "__-_.pt.trace.json"),
+        (NASTY_NAME, "abcX-Evil: 1.pt.trace.json"),
+        ("café.json", "caf_.json"),
+        ("plain.pt.trace.json", "plain.pt.trace.json"),
+        ("\r\n", "trace.json"),
+    ],
+)
 def test_content_disposition_is_ascii_with_an_rfc5987_name(name, fallback):
     value = content_disposition(name)
     value.encode("ascii")  # raises if not
@@ -132,8 +138,8 @@ def test_csv_cell_escapes_formula_strings_only():
         assert csv_cell(v) == v
     assert csv_cell(-2.5) == "-2.5"  # a float is written by the one rounding rule, not quoted
     assert csv_cell(None) == ""
-    text = to_csv([{"name": "=HYPERLINK(\"x\")", "v": -3, "w": -0.5, "s": "-1"}], ["name", "v", "w", "s"])
-    assert text.splitlines() == ["name,v,w,s", "\"'=HYPERLINK(\"\"x\"\")\",-3,-0.5,'-1"]
+    text = to_csv([{"name": '=HYPERLINK("x")', "v": -3, "w": -0.5, "s": "-1"}], ["name", "v", "w", "s"])
+    assert text.splitlines() == ["name,v,w,s", '"\'=HYPERLINK(""x"")",-3,-0.5,\'-1']
 
 
 def _csv(apps: dict, route: str, **query) -> list[dict[str, str]]:
@@ -174,7 +180,10 @@ def test_every_csv_route_escapes_formula_names(tmp_path):
     sel = {"run": "run", "worker": "w", "span": "1"}
     _wait_ready(apps, sel)
     cats = {e["name"]: e["cat"] for e in trace["traceEvents"] if e.get("cat") in ("cpu_op", "kernel")}
-    kinds = {"op": {n for n, c in cats.items() if c == "cpu_op"}, "kernel": {n for n, c in cats.items() if c == "kernel"}}
+    kinds = {
+        "op": {n for n, c in cats.items() if c == "cpu_op"},
+        "kernel": {n for n, c in cats.items() if c == "kernel"},
+    }
     unrenamed = {e["name"] for e in trace["traceEvents"] if isinstance(e.get("name"), str)} - set(renamed.values())
     assert not any(n.startswith(PREFIXES) for n in unrenamed)
     seen: dict[str, set[str]] = {}  # route → the formula characters it escaped
@@ -206,7 +215,8 @@ def test_every_csv_route_escapes_formula_names(tmp_path):
 def test_relative_paths_replaces_every_spelling_of_the_root():
     msg = "[Errno 2] No such file or directory: '/real/logs/run/a.json' (/tmp/l/run/b.json, /tmp/logs2/x)"
     assert relative_paths(msg, ("/tmp/l", "/real/logs")) == (
-        "[Errno 2] No such file or directory: 'run/a.json' (run/b.json, /tmp/logs2/x)")
+        "[Errno 2] No such file or directory: 'run/a.json' (run/b.json, /tmp/logs2/x)"
+    )
     assert relative_paths("/tmp/l/run/a.json", ("/tmp/l/",), "name") == "name/run/a.json"
     assert relative_paths("/x/y", ("/",)) == "/x/y"
 
@@ -231,8 +241,10 @@ def test_per_file_errors_name_logdir_relative_paths(tmp_path):
     for st in states.values():
         reg.load(st)
     swapped, gone = states["run/swapped.pt.trace.json"].error, states["run/gone.pt.trace.json"].error
-    assert swapped == ("cannot read file: [Errno 13] run/swapped.pt.trace.json resolves to a path outside the "
-                       "logdir (replaced by a symbolic link after it was listed?): not read"), swapped
+    assert swapped == (
+        "cannot read file: [Errno 13] run/swapped.pt.trace.json resolves to a path outside the "
+        "logdir (replaced by a symbolic link after it was listed?): not read"
+    ), swapped
     assert gone == "cannot read file: [Errno 2] No such file or directory: 'run/gone.pt.trace.json'", gone
     assert states["run/ok.pt.trace.json"].error is None
     for msg in (swapped, gone):
@@ -255,8 +267,10 @@ def test_routes_hide_absolute_paths_and_carry_frame_headers(tmp_path):
     r = _get(apps, "trace_file", **sel)
     assert r.status_code == 502, r.data
     error = json.loads(r.data)["error"]
-    assert error.startswith("cannot read run/w.pt.trace.json: access denied: [Errno 13] run/w.pt.trace.json "
-                            "resolves to a path outside the logdir"), error
+    assert error.startswith(
+        "cannot read run/w.pt.trace.json: access denied: [Errno 13] run/w.pt.trace.json "
+        "resolves to a path outside the logdir"
+    ), error
     assert str(tmp_path) not in error and SECRET_DIR not in error
     # every route, whatever its answer, carries the anti-framing headers
     for route in apps:

@@ -10,8 +10,8 @@ import time
 
 import orjson
 import pytest
-
 from conftest import run_async
+
 from tb_plugin.interfaces import mcp_bound
 from tb_plugin.interfaces.mcp_bound import ENVELOPE, bounded
 
@@ -27,7 +27,7 @@ def test_small_answers_are_whole_and_enveloped():
 
 def test_keys_are_cut_like_values():
     doc = bounded({"args": {"k" * (3 << 20): "v" * (3 << 20)}})
-    (key, value), = doc[ENVELOPE]["args"].items()
+    ((key, value),) = doc[ENVELOPE]["args"].items()
     assert len(key) < 2100 and len(value) < 2100 and len(orjson.dumps(doc)) < 5000
 
 
@@ -78,7 +78,7 @@ def test_every_tool_answer_is_bounded_through_the_server(tmp_path, monkeypatch):
         try:
             call("search_timeline", run="r", worker="w", query="aten::mm")
             break
-        except Exception:  # noqa: BLE001 - still loading
+        except Exception:
             time.sleep(0.2)
     _, ev = call("event", run="r", worker="w", row=0)
     assert ev["truncated"] and ev["paging"]["path"] == ["args"] and ev["paging"]["items_total"] == 3001

@@ -13,32 +13,56 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 import pytest
-
 from conftest import REPO, run_async
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tb_plugin.interfaces import queries  # noqa: E402
-from tb_plugin.interfaces.mcp_tools import NotLoaded, Tools  # noqa: E402
-from tb_plugin.registry.runs import RunRegistry  # noqa: E402
+from tb_plugin.interfaces import queries
+from tb_plugin.interfaces.mcp_tools import NotLoaded, Tools
+from tb_plugin.registry.runs import RunRegistry
 
-TOOLS = {"list_runs", "overview", "top_operators", "top_kernels", "top_modules", "memory", "insights", "graphs", "distributed",
-         "critical_path", "diff", "hang", "search_timeline", "event"}
+TOOLS = {
+    "list_runs",
+    "overview",
+    "top_operators",
+    "top_kernels",
+    "top_modules",
+    "memory",
+    "insights",
+    "graphs",
+    "distributed",
+    "critical_path",
+    "diff",
+    "hang",
+    "search_timeline",
+    "event",
+}
 
 
 def cli_json(*args: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "tb_plugin.cli", *args, "--json"], cwd=REPO, capture_output=True,
-                         text=True, check=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "tb_plugin.cli", *args, "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     return json.loads(out.stdout)
 
 
 def session_calls(calls: list[tuple[str, dict]]) -> tuple[list, list]:
     """``(tools, results)``: the server's tool list and each call's CallToolResult, in one stdio session."""
+
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "tb_plugin.cli", "mcp", "samples"],
-                                       cwd=str(REPO), env=dict(os.environ, KINETOSCOPE_MCP_MAX_ANSWER_BYTES="100000000"))
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "tb_plugin.cli", "mcp", "samples"],
+            cwd=str(REPO),
+            env=dict(os.environ, KINETOSCOPE_MCP_MAX_ANSWER_BYTES="100000000"),
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -59,18 +83,28 @@ def answers():
     calls: list[tuple[str, dict]] = [("list_runs", {})]
     for run, w in files:
         where = {"run": run, "worker": w["worker"], "span": w["span"]}
-        calls += [("overview", where), ("top_operators", dict(where, limit=200)),
-                  ("top_kernels", dict(where, limit=200)), ("top_modules", dict(where, limit=200, max_depth=64)),
-                  ("memory", dict(where, limit=200)), ("insights", where), ("graphs", dict(where, limit=200))]
-    calls += [("distributed", {"run": "synthetic_ddp", "limit": 200}), ("critical_path", {"run": "synthetic_ddp", "step": "2"}),
-              ("diff", {"base_run": "synthetic_kineto2021", "exp_run": "synthetic_resnet", "limit": 3}),
-              ("search_timeline", {"run": "synthetic_resnet", "query": "cudnn_convolution", "limit": 5}),
-              # bad arguments
-              ("overview", {"run": "nope"}), ("top_operators", {"run": "synthetic_resnet", "group_by": "shapes"}),
-              ("top_kernels", {"run": "synthetic_resnet", "sort": "speed"}),
-              ("overview", {"run": "synthetic_ddp", "worker": "rank9"}),
-              ("event", {"run": "synthetic_resnet", "row": 10**9}),
-              ("search_timeline", {"run": "synthetic_resnet", "query": "(", "regex": True})]
+        calls += [
+            ("overview", where),
+            ("top_operators", dict(where, limit=200)),
+            ("top_kernels", dict(where, limit=200)),
+            ("top_modules", dict(where, limit=200, max_depth=64)),
+            ("memory", dict(where, limit=200)),
+            ("insights", where),
+            ("graphs", dict(where, limit=200)),
+        ]
+    calls += [
+        ("distributed", {"run": "synthetic_ddp", "limit": 200}),
+        ("critical_path", {"run": "synthetic_ddp", "step": "2"}),
+        ("diff", {"base_run": "synthetic_kineto2021", "exp_run": "synthetic_resnet", "limit": 3}),
+        ("search_timeline", {"run": "synthetic_resnet", "query": "cudnn_convolution", "limit": 5}),
+        # bad arguments
+        ("overview", {"run": "nope"}),
+        ("top_operators", {"run": "synthetic_resnet", "group_by": "shapes"}),
+        ("top_kernels", {"run": "synthetic_resnet", "sort": "speed"}),
+        ("overview", {"run": "synthetic_ddp", "worker": "rank9"}),
+        ("event", {"run": "synthetic_resnet", "row": 10**9}),
+        ("search_timeline", {"run": "synthetic_resnet", "query": "(", "regex": True}),
+    ]
     tools, results = session_calls(calls)
     return report, files, tools, list(zip(calls, results))
 
@@ -97,7 +131,8 @@ def test_every_tool_equals_report_json(answers):
 
     runs = answer("list_runs")
     assert {(r["run"], w["worker"]) for r in runs["runs"] for w in r["workers"]} == {
-        (run, w["worker"]) for run, w in files}
+        (run, w["worker"]) for run, w in files
+    }
     for run, w in files:
         where = {"run": run, "worker": w["worker"], "span": w["span"]}
         ov = answer("overview", **where)
@@ -112,18 +147,24 @@ def test_every_tool_equals_report_json(answers):
         assert {n: {k: r[k] for k in want[n]} for n, r in by_name(kernels["rows"]).items()} == want
         modules = answer("top_modules", **where, limit=200, max_depth=64)
         assert sorted(modules["rows"], key=lambda r: r["path"]) == sorted(
-            orjson.loads(orjson.dumps(queries.module_rows(w["modules"]))), key=lambda r: r["path"])
+            orjson.loads(orjson.dumps(queries.module_rows(w["modules"]))), key=lambda r: r["path"]
+        )
         mem = answer("memory", **where, limit=200)
         assert {"devices": mem["devices"], "top_operators": mem["top_operators"]} == w["memory"]
         ins = answer("insights", **where)
         assert {k: ins[k] for k in w["insights"]} == w["insights"]
-        assert parse_qs(urlsplit(ins["link"]).fragment) == {"run": [run], "worker": [w["worker"]],
-                                                            "span": [w["span"]], "view": ["insights"]}
+        assert parse_qs(urlsplit(ins["link"]).fragment) == {
+            "run": [run],
+            "worker": [w["worker"]],
+            "span": [w["span"]],
+            "view": ["insights"],
+        }
         graphs = answer("graphs", **where, limit=200)
         for key in ("replays", "graphs", "graph_kernel_pct", "captures", "accounting", "advice", "replay_list"):
             assert graphs["cuda_graphs"][key] == w["graphs"]["cuda_graphs"][key]
         assert [g["kernels"] for g in graphs["cuda_graphs"]["graph_list"]] == [
-            g["kernels"][:200] for g in w["graphs"]["cuda_graphs"]["graph_list"]]
+            g["kernels"][:200] for g in w["graphs"]["cuda_graphs"]["graph_list"]
+        ]
         assert (graphs["compiled"] or {}).get("steps") == (w["graphs"]["compiled"] or {}).get("steps")
     ddp = next(r for r in report["runs"] if r["name"] == "synthetic_ddp")["distributed"]
     dist = answer("distributed", run="synthetic_ddp", limit=200)
@@ -132,7 +173,9 @@ def test_every_tool_equals_report_json(answers):
     path = next(r for r in report["runs"] if r["name"] == "synthetic_ddp")["critical_path"][1]
     brief = answer("critical_path", run="synthetic_ddp", step="2")["step"]
     assert (brief["length_us"], brief["by_category"]) == (path["length_us"], path["by_category"])
-    assert [(s["rank"], s["dur_us"]) for s in brief["segments"]] == [(s["rank"], s["dur_us"]) for s in path["segments"][:5]]
+    assert [(s["rank"], s["dur_us"]) for s in brief["segments"]] == [
+        (s["rank"], s["dur_us"]) for s in path["segments"][:5]
+    ]
     diff = answer("diff", base_run="synthetic_kineto2021", exp_run="synthetic_resnet", limit=3)
     want = cli_json("diff", "samples/synthetic_kineto2021", "samples/synthetic_resnet")
     assert diff["steps"] == want["steps"]
@@ -160,8 +203,14 @@ def test_bad_arguments_are_tool_errors_listing_valid_values(answers):
     assert len(errors) == 6
     texts = [r.content[0].text for r in errors.values()]
     assert all("Traceback" not in t for t in texts)
-    want = ["run 'synthetic_resnet'", "'name', 'shape' or 'stack'", "sort must be one of name, calls, total_us",
-            "workers rank0 (span 1), rank1 (span 1)", "0 to ", "regular expression"]
+    want = [
+        "run 'synthetic_resnet'",
+        "'name', 'shape' or 'stack'",
+        "sort must be one of name, calls, total_us",
+        "workers rank0 (span 1), rank1 (span 1)",
+        "0 to ",
+        "regular expression",
+    ]
     for fragment in want:
         assert any(fragment in t for t in texts), (fragment, texts)
 
@@ -178,8 +227,14 @@ def test_a_file_still_loading_is_said_to_be_loading():
 
 
 def test_a_missing_logdir_is_a_bad_argument(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "mcp", str(tmp_path / "nothing")], cwd=REPO,
-                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [sys.executable, "-m", "tb_plugin.cli", "mcp", str(tmp_path / "nothing")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 2 and "nothing: no such directory" in out.stderr and out.stdout == ""
 
 
@@ -193,8 +248,12 @@ def test_the_readme_agent_config_serves(tmp_path):
     args = [str(REPO / "samples") if a == "/path/to/logdir" else a for a in entry["args"]]
 
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "tb_plugin.cli", *args], cwd=str(tmp_path),
-                                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "tb_plugin.cli", *args],
+            cwd=str(tmp_path),
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()

@@ -11,15 +11,15 @@ import sys
 
 import orjson
 import pytest
-
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "tb_plugin" / "public"))  # what setup.py's package_dir maps as "kinetoscope"
 
-import kinetoscope  # noqa: E402
-from tb_plugin.interfaces import queries  # noqa: E402
-from tb_plugin.registry.report import report_insights  # noqa: E402
-from tb_plugin.trace import jsonsafe  # noqa: E402
+import kinetoscope
+
+from tb_plugin.interfaces import queries
+from tb_plugin.registry.report import report_insights
+from tb_plugin.trace import jsonsafe
 
 SAMPLES = REPO / "samples"
 
@@ -38,8 +38,14 @@ def readme_block(heading: str) -> str:
 
 @pytest.fixture(scope="module")
 def report_doc():
-    out = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "report", "samples", "--json"], cwd=REPO,
-                         capture_output=True, text=True, check=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "tb_plugin.cli", "report", "samples", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     return json.loads(out.stdout)
 
 
@@ -76,8 +82,9 @@ def test_tables_equal_report_json_on_every_sample(report_doc, monkeypatch):
         assert plain(report_insights(t.insights())) == w["insights"], run
         graphs, want = t.graphs(), w["graphs"]
         assert plain(graphs["summary"]["accounting"]) == want["cuda_graphs"]["accounting"], run
-        assert plain(graphs["graphs"]) == [{k: v for k, v in g.items() if k != "kernels"}
-                                           for g in want["cuda_graphs"]["graph_list"]], run
+        assert plain(graphs["graphs"]) == [
+            {k: v for k, v in g.items() if k != "kernels"} for g in want["cuda_graphs"]["graph_list"]
+        ], run
         assert plain(graphs["compile_steps"]) == (want["compiled"] or {}).get("steps", []), run
     ddp = next(r for r in report_doc["runs"] if r["name"] == "synthetic_ddp")["distributed"]
     assert plain(kinetoscope.load_run(str(SAMPLES / "synthetic_ddp")).distributed()) == ddp
@@ -158,7 +165,8 @@ def test_bucket_urls_give_the_local_numbers(monkeypatch, tmp_path):
         one = kinetoscope.load(emu.url("ddp/rank0.1751410900000.pt.trace.json.gz"))
         assert one.worker == "rank0" and one.kernels() == kinetoscope.load(str(SAMPLES / "synthetic_ddp")).kernels()
         assert plain(kinetoscope.load_run(emu.url("ddp")).distributed()) == plain(
-            kinetoscope.load_run(str(SAMPLES / "synthetic_ddp")).distributed())
+            kinetoscope.load_run(str(SAMPLES / "synthetic_ddp")).distributed()
+        )
         with pytest.raises(kinetoscope.LoadError, match="does not exist"):
             kinetoscope.load(emu.url("nothing-here"))
     finally:
@@ -181,8 +189,11 @@ def test_empty_tables_keep_their_documented_columns(tmp_path):
     """A trace with no memory events, no steps and no kernels: every table still has its columns, so
     ``df["peak_allocated_bytes"]`` is an empty column, not a KeyError."""
     trace = tmp_path / "worker0.1.pt.trace.json"
-    trace.write_text(json.dumps({"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}))
+    trace.write_text(
+        json.dumps(
+            {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}
+        )
+    )
     t = kinetoscope.load(str(trace), cache=False)
     memory = t.memory()
     assert list(memory["devices"].columns) == queries.MEMORY_DEVICE_COLUMNS and len(memory["devices"]) == 0

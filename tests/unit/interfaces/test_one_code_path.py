@@ -13,20 +13,20 @@ from urllib.parse import urlencode
 
 import orjson
 import pytest
-
 from conftest import REPO, settled
 
 sys.path.insert(0, str(REPO / "tb_plugin" / "public"))  # setup.py maps this folder as "kinetoscope"
 
-import kinetoscope  # noqa: E402
-from tb_plugin.interfaces import queries  # noqa: E402
-from tb_plugin.interfaces.mcp_tools import Tools  # noqa: E402
-from tb_plugin.registry.report import report_insights  # noqa: E402
-from tb_plugin.registry.runs import RunRegistry  # noqa: E402
-from tb_plugin.trace import jsonsafe  # noqa: E402
+import kinetoscope
+
+from tb_plugin.interfaces import queries
+from tb_plugin.interfaces.mcp_tools import Tools
+from tb_plugin.registry.report import report_insights
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.trace import jsonsafe
 
 flask = pytest.importorskip("flask")
-from tb_plugin.standalone import ROUTE_BASE, create_app  # noqa: E402
+from tb_plugin.standalone import ROUTE_BASE, create_app
 
 
 def plain(doc):
@@ -39,8 +39,16 @@ def by_name(rows, keys):
 
 @pytest.fixture(scope="module")
 def interfaces():
-    report = json.loads(subprocess.run([sys.executable, "-m", "tb_plugin.cli", "report", "samples", "--json"],
-                                       cwd=REPO, capture_output=True, text=True, check=True, timeout=300).stdout)
+    report = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "tb_plugin.cli", "report", "samples", "--json"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        ).stdout
+    )
     registry = RunRegistry(str(REPO / "samples")).start()
     client = create_app(str(REPO / "samples")).test_client()
     yield report, Tools(registry, wait_s=120), client
@@ -78,7 +86,8 @@ def test_every_interface_gives_the_reports_numbers(interfaces, monkeypatch):
         assert plain(nb.modules()) == want_modules
         assert plain(queries.module_rows(route(client, "modules", **where)["modules"])) == want_modules
         assert sorted(tools.top_modules(**where, limit=200, max_depth=64)["rows"], key=lambda r: r["path"]) == sorted(
-            want_modules, key=lambda r: r["path"])
+            want_modules, key=lambda r: r["path"]
+        )
         mem = tools.memory(**where, limit=200)
         assert {"devices": mem["devices"], "top_operators": mem["top_operators"]} == w["memory"]
         assert plain(nb.memory()) == w["memory"]

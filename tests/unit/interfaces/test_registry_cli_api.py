@@ -9,12 +9,12 @@ import shutil
 import time
 
 import pytest
-
 from conftest import sample, write_json
+
 from tb_plugin import api
 from tb_plugin.cli import main, run_report
-from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
@@ -24,12 +24,15 @@ def logdir(tmp_path):
     shutil.copy(sample("kineto/gpu_metrics_input.json"), tmp_path / "gpu_metrics_input.json")
     good = tmp_path / "good"
     good.mkdir()
-    shutil.copy(sample("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"), good / "worker0.100.pt.trace.json.gz")
+    shutil.copy(
+        sample("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"), good / "worker0.100.pt.trace.json.gz"
+    )
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "empty.pt.trace.json").write_bytes(b"")
     (bad / "cut.pt.trace.json.gz").write_bytes(
-        __import__("gzip").compress(sample("kineto/gpu_metrics_input.json").read_bytes())[:3000])
+        __import__("gzip").compress(sample("kineto/gpu_metrics_input.json").read_bytes())[:3000]
+    )
     return tmp_path
 
 
@@ -52,15 +55,19 @@ def test_bad_files_fail_alone(logdir):
 def test_new_and_changed_files_are_picked_up(logdir):
     reg = RunRegistry(str(logdir))
     _load_all(reg)
-    write_json(logdir / "late" / "w.5.pt.trace.json",
-               {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10}]})
+    write_json(
+        logdir / "late" / "w.5.pt.trace.json",
+        {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10}]},
+    )
     reg.scan()
     assert reg.find("late", "w", "1") is not None
     st = reg.load(reg.find("late", "w", "1"))
     assert st.overview["average"]["total_us"] == 10
     time.sleep(0.01)
-    write_json(logdir / "late" / "w.5.pt.trace.json",
-               {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 25}]})
+    write_json(
+        logdir / "late" / "w.5.pt.trace.json",
+        {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 25}]},
+    )
     os.utime(logdir / "late" / "w.5.pt.trace.json", (time.time() + 5, time.time() + 5))
     reg.scan()
     st = reg.find("late", "w", "1")
@@ -92,11 +99,22 @@ def test_cli_json_document_and_exit_status(logdir, capsys):
     assert (good["worker"], good["span"], good["error"]) == ("worker0", "1", None)
     ov = good["overview"]
     assert set(ov) >= {"steps", "average", "gpus", "recommendations"}
-    step_keys = {"step", "total_us", "kernel_us", "memcpy_us", "memset_us", "communication_us", "runtime_us",
-                 "dataloader_us", "cpu_exec_us", "other_us"}
+    step_keys = {
+        "step",
+        "total_us",
+        "kernel_us",
+        "memcpy_us",
+        "memset_us",
+        "communication_us",
+        "runtime_us",
+        "dataloader_us",
+        "cpu_exec_us",
+        "other_us",
+    }
     assert step_keys <= set(ov["steps"][0])
-    assert {"id", "name", "utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct",
-            "tensor_core_pct"} <= set(ov["gpus"][0])
+    assert {"id", "name", "utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct"} <= set(
+        ov["gpus"][0]
+    )
     bad = {w["path"]: w for w in runs["bad"]["workers"]}
     assert bad["bad/empty.pt.trace.json"]["overview"] is None
     assert "0 bytes" in bad["bad/empty.pt.trace.json"]["error"]

@@ -11,8 +11,8 @@ import shutil
 import socket
 
 import pytest
-
 from conftest import SAMPLES, settled
+
 from tb_plugin import cli
 from tb_plugin.standalone import ROUTE_BASE, create_app, listen_message, normalize_prefix, serve_forever
 
@@ -77,7 +77,12 @@ def test_every_route_is_mounted_with_the_plugin_headers(client):
     assert "script-src" in page.headers["Content-Security-Policy"]
     bare = client.get("/p")
     assert bare.status_code == 308 and bare.headers["Location"] == "p/"
-    for r in (client.get("/"), client.get("/p/nope"), client.get(f"/p{ROUTE_BASE}/nope"), client.post(f"/p{ROUTE_BASE}/runs")):
+    for r in (
+        client.get("/"),
+        client.get("/p/nope"),
+        client.get(f"/p{ROUTE_BASE}/nope"),
+        client.post(f"/p{ROUTE_BASE}/runs"),
+    ):
         _headers_ok(r)
         assert r.status_code in (404, 405) and r.is_json and "error" in r.get_json()
 

@@ -9,15 +9,15 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import REPO, diff_query, loaded_registry, sample
+
 from tb_plugin import api
 from tb_plugin.analysis import timeline_query as tq
 from tb_plugin.analysis.diff import CHANGE_PCT, CHANGE_US
 from tb_plugin.analysis.timeline_range import range_stats
+from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.trace.decode import decode_trace
-from tb_plugin.registry.parse import load_trace_file
 
 RESNET = "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 
@@ -71,7 +71,9 @@ def registry(tmp_path_factory):
     (root / "resnet").mkdir()
     shutil.copy(sample(RESNET), root / "resnet")
     (root / "bert").mkdir()
-    shutil.copy(sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"), root / "bert" / "w.1.pt.trace.json.gz")
+    shutil.copy(
+        sample("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"), root / "bert" / "w.1.pt.trace.json.gz"
+    )
     (root / "cpu").mkdir()
     (root / "cpu" / "w.pt.trace.json").write_text(json.dumps({"traceEvents": [_ev("aten::add", 0, 5)]}))
     reg = RunRegistry(str(root))
@@ -91,8 +93,12 @@ def test_timeline_range_route(registry):
     assert code == 200 and tracks["count"] > 0
     assert {k: v for k, v in tracks.items() if k != "state"} == range_stats(trace, 0, 1e7, {3}, 10)
     assert tracks["count"] < range_stats(trace, 0, 1e7, None, 10)["count"]  # one track is fewer events
-    for bad in (dict(q, start_us="0"), dict(q, start_us="x", end_us="1"), dict(q, start_us="0", end_us="1", top="-1"),
-                dict(q, start_us="0", end_us="1", tracks="a")):
+    for bad in (
+        dict(q, start_us="0"),
+        dict(q, start_us="x", end_us="1"),
+        dict(q, start_us="0", end_us="1", top="-1"),
+        dict(q, start_us="0", end_us="1", tracks="a"),
+    ):
         assert api.timeline_range(registry, bad)[0] == 400
 
 
@@ -128,7 +134,9 @@ def test_diff_sends_its_thresholds_and_what_each_verdict_compared(tmp_path):
     q = diff_query("a", "b")
     code, doc = api.diff(reg, q)
     assert code == 200 and doc["thresholds"] == {"change_pct": CHANGE_PCT, "change_us": CHANGE_US} == {
-        "change_pct": 5.0, "change_us": 10.0}
+        "change_pct": 5.0,
+        "change_us": 10.0,
+    }
     for op in doc["operators"]:  # one quantity (host total) decides every verdict
         assert op["compared"] == "host_total_us" and op["change_us"] == op["delta"]["host_total_us"]
         if op["status"] in ("faster", "slower"):
@@ -166,8 +174,15 @@ def test_single_rank_without_distributed_info_is_a_note(tmp_path):
     shutil.copy(str(next((REPO / "samples" / "synthetic_resnet").glob("*.pt.trace.json.gz"))), tmp_path / "one")
     (tmp_path / "two").mkdir()
     for w in ("a", "b"):
-        (tmp_path / "two" / f"{w}.1.pt.trace.json").write_text(json.dumps({"traceEvents": [
-            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}))
+        (tmp_path / "two" / f"{w}.1.pt.trace.json").write_text(
+            json.dumps(
+                {
+                    "traceEvents": [
+                        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 5}
+                    ]
+                }
+            )
+        )
     reg = RunRegistry(str(tmp_path))
     reg.scan()
     code, doc = api.distributed(reg, {"run": "one"})
@@ -175,4 +190,6 @@ def test_single_rank_without_distributed_info_is_a_note(tmp_path):
     assert doc["messages"] == [] and doc["notes"] == ["worker0: no distributedInfo; rank 0 taken from the position"]
     code, doc = api.distributed(reg, {"run": "two"})
     assert "notes" not in doc and doc["messages"][:2] == [
-        "a: no distributedInfo; rank 0 taken from the position", "b: no distributedInfo; rank 1 taken from the position"]
+        "a: no distributedInfo; rank 0 taken from the position",
+        "b: no distributedInfo; rank 1 taken from the position",
+    ]

@@ -7,8 +7,8 @@ import io
 import shutil
 
 import pytest
-
 from conftest import loaded_registry, sample
+
 from tb_plugin import api
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
@@ -31,8 +31,11 @@ C = {"run": "cpu", "worker": "worker0", "span": "1"}
 def test_operator_paging_and_default_sort(registry):
     code, doc = api.operators(registry, dict(R, limit="5"))
     assert code == 200 and doc["default_sort"] == "device_self_us" and doc["sort"] == "device_self_us"
-    assert [r["name"] for r in doc["rows"][:3]] == ["aten::cudnn_convolution_backward_weight",
-                                                   "aten::cudnn_convolution_backward_input", "aten::cudnn_convolution"]
+    assert [r["name"] for r in doc["rows"][:3]] == [
+        "aten::cudnn_convolution_backward_weight",
+        "aten::cudnn_convolution_backward_input",
+        "aten::cudnn_convolution",
+    ]
     assert len(doc["rows"]) == 5 and doc["total_rows"] == 76
     _, page2 = api.operators(registry, dict(R, limit="5", offset="5"))
     assert page2["rows"][0]["device_self_us"] <= doc["rows"][-1]["device_self_us"]
@@ -86,10 +89,17 @@ def test_modules_route(registry):
     assert api.modules(registry, C)[1]["modules"][0]["name"] == "Sequential_0"
 
 
-@pytest.mark.parametrize("args", [
-    dict(R, group_by="nope"), dict(R, sort="__class__"), dict(R, order="sideways"), dict(R, limit="100000"),
-    dict(R, offset="-1"), dict(R, limit="ten"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        dict(R, group_by="nope"),
+        dict(R, sort="__class__"),
+        dict(R, order="sideways"),
+        dict(R, limit="100000"),
+        dict(R, offset="-1"),
+        dict(R, limit="ten"),
+    ],
+)
 def test_bad_parameters_are_400(registry, args):
     assert api.operators(registry, args)[0] == 400
 

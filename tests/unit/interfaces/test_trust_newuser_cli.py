@@ -7,8 +7,8 @@ import io
 import os
 
 import pytest
-
 from conftest import write_json, x
+
 from tb_plugin.cli import main, run_report
 
 
@@ -71,8 +71,10 @@ def test_diff_with_a_bad_worker_lists_the_workers_and_spans(tmp_path, capsys, fl
     good = _run(tmp_path, spans=(5, 9))
     assert main(["diff", str(good), str(good), flag, "rank7", "--no-cache"]) == 2
     err = capsys.readouterr().err
-    assert err == (f"kinetoscope: no trace for worker 'rank7', span '1' in {good}; "
-                   "the workers and spans there: w0 (spans 1, 2); w1 (spans 1, 2)\n")
+    assert err == (
+        f"kinetoscope: no trace for worker 'rank7', span '1' in {good}; "
+        "the workers and spans there: w0 (spans 1, 2); w1 (spans 1, 2)\n"
+    )
 
 
 def test_diff_with_a_bad_span_lists_the_spans(tmp_path, capsys):

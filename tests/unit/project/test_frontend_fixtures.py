@@ -4,10 +4,10 @@ that the UI tests have not seen fails here."""
 
 from __future__ import annotations
 
-import pytest
 import importlib.util
 import json
 
+import pytest
 from conftest import REPO, SAMPLES
 
 SCRIPT = REPO / "frontend" / "scripts" / "make_fixtures.py"
@@ -26,8 +26,11 @@ def test_committed_fixtures_equal_the_server_answers(tmp_path, monkeypatch):
     make = _script()
     docs = make.build(tmp_path)
     assert len(docs) >= 27
-    stale = [rel for rel, doc in docs.items()
-             if not (make.FIXTURES / rel).exists() or (make.FIXTURES / rel).read_text(encoding="utf-8") != make.text(doc)]
+    stale = [
+        rel
+        for rel, doc in docs.items()
+        if not (make.FIXTURES / rel).exists() or (make.FIXTURES / rel).read_text(encoding="utf-8") != make.text(doc)
+    ]
     assert stale == [], f"stale frontend fixtures, run python {SCRIPT.relative_to(REPO)}: {stale}"
 
 

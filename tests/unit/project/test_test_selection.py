@@ -9,10 +9,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
-PROBE = '''
+PROBE = """
 import pytest
 from conftest import sample
 
@@ -22,13 +21,13 @@ def test_marked():
 
 def test_plain():
     assert True
-'''
-UNMARKED = '''
+"""
+UNMARKED = """
 from conftest import sample
 
 def test_unmarked():
     sample("kineto")
-'''
+"""
 
 
 def _pytest(tmp_path, source: str, **env) -> subprocess.CompletedProcess:
@@ -39,8 +38,14 @@ def _pytest(tmp_path, source: str, **env) -> subprocess.CompletedProcess:
     try:
         full = {k: v for k, v in os.environ.items() if k != "CI"}
         full.update(KINETOSCOPE_SAMPLES=str(tmp_path / "no-corpus"), PYTHONPATH=str(REPO), **env)
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)],
-                              cwd=REPO, capture_output=True, text=True, env=full, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env=full,
+            timeout=300,
+        )
     finally:
         module.unlink()
 
@@ -69,8 +74,13 @@ def test_a_corpus_read_without_the_mark_fails(tmp_path):
 def test_run_tests_runs_only_the_test_ids_given(tmp_path):
     """``./run_tests.sh --fast TEST_ID`` runs that test alone (the frontend stage and tests/ are left out;
     ``--fast`` also leaves out the Node, Azurite and chromium setup)."""
-    done = subprocess.run(["bash", str(REPO / "run_tests.sh"), "--fast", "tests/unit/interfaces/test_cli_version.py"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ))
+    done = subprocess.run(
+        ["bash", str(REPO / "run_tests.sh"), "--fast", "tests/unit/interfaces/test_cli_version.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "== frontend" not in done.stdout and "1 passed" in done.stdout, done.stdout

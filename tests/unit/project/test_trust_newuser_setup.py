@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _dry(tmp_path, **env):
     full = dict(os.environ, **env)
-    return subprocess.run(["bash", str(ROOT / "run_tests.sh"), "--setup-dry-run"], capture_output=True, text=True,
-                          env=full, timeout=120)
+    return subprocess.run(
+        ["bash", str(ROOT / "run_tests.sh"), "--setup-dry-run"], capture_output=True, text=True, env=full, timeout=120
+    )
 
 
 def test_script_parses():
@@ -58,7 +59,9 @@ def test_missing_chromium_is_installed_as_root_or_named_otherwise(tmp_path):
     assert "setup: missing chromium: run as root on Debian/Ubuntu, or: sudo apt-get install chromium" in done.stdout
     if os.geteuid() == 0 and subprocess.run(["sh", "-c", "command -v apt-get"], capture_output=True).returncode == 0:
         done = _dry(tmp_path, KINETOSCOPE_CHROMIUM=str(tmp_path / "none"))
-        assert "setup: would install chromium: sh -c apt-get update -qq && apt-get install -y -qq chromium" in done.stdout
+        assert (
+            "setup: would install chromium: sh -c apt-get update -qq && apt-get install -y -qq chromium" in done.stdout
+        )
 
 
 def test_ci_calls_the_readme_command():

@@ -11,13 +11,13 @@ import sys
 import threading
 
 import pytest
+from synth.traces import SynthSpec, synthesize, write_trace
 
 from tb_plugin import api
-from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.registry import cache as cache_mod
 from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.storage.private_files import open_regular, sweep_temps
-from synth.traces import SynthSpec, synthesize, write_trace
 
 
 def _logdir(tmp_path, mode=None):
@@ -59,8 +59,9 @@ def test_zero_length_and_fifo_entries_are_misses_and_rewritten(tmp_path, pattern
     os.unlink(entry)
     os.mkfifo(entry)  # a FIFO blocked the request thread forever
     result = {}
-    worker = threading.Thread(target=lambda: result.update(zip(("reg", "code", "doc"), _overview(logdir, cache_dir))),
-                              daemon=True)
+    worker = threading.Thread(
+        target=lambda: result.update(zip(("reg", "code", "doc"), _overview(logdir, cache_dir))), daemon=True
+    )
     worker.start()
     worker.join(30)
     assert not worker.is_alive(), "a FIFO in the cache blocked the load"

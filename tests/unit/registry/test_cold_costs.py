@@ -86,14 +86,16 @@ def test_plain_local_paths_and_the_rest(tmp_path, monkeypatch):
 def _cli_in_child(tmp_path, argv: list[str], unwanted: str):
     """``cli.main(argv)`` in a fresh interpreter: (exit status, the imported modules for which the
     expression ``unwanted`` (of ``m``, a module name) is true, the finished process)."""
-    code = ("import sys, tb_plugin.cli as c\n"
-            f"status = c.main({argv!r})\n"
-            f"bad = sorted(m for m in list(sys.modules) if {unwanted})\n"
-            "sys.stderr.write(f'STATUS {status} BAD {bad}\\n')\n")
+    code = (
+        "import sys, tb_plugin.cli as c\n"
+        f"status = c.main({argv!r})\n"
+        f"bad = sorted(m for m in list(sys.modules) if {unwanted})\n"
+        "sys.stderr.write(f'STATUS {status} BAD {bad}\\n')\n"
+    )
     env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     line = next(x for x in got.stderr.splitlines() if x.startswith("STATUS "))
-    status, bad = line[len("STATUS "):].split(" BAD ", 1)
+    status, bad = line[len("STATUS ") :].split(" BAD ", 1)
     return int(status), bad, got
 
 
@@ -105,9 +107,14 @@ def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
     run.mkdir()
     events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
     (run / "w.1.pt.trace.json").write_text(json.dumps({"traceEvents": events}))
-    status, bad, got = _cli_in_child(tmp_path, ["report", str(run), "--json"], (
-        "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli_gate', 'tb_plugin.analysis.diff', "
-        "'tb_plugin.registry.memory_events', 'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot')"))
+    status, bad, got = _cli_in_child(
+        tmp_path,
+        ["report", str(run), "--json"],
+        (
+            "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli_gate', 'tb_plugin.analysis.diff', "
+            "'tb_plugin.registry.memory_events', 'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot')"
+        ),
+    )
     assert (status, bad) == (0, "[]"), got.stderr
     assert json.loads(got.stdout)["runs"][0]["workers"][0]["error"] is None
 
@@ -115,9 +122,14 @@ def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
 def test_missing_logdir_answers_before_the_heavy_imports(tmp_path):
     """``report`` on a missing local logdir exits 2 without importing numpy, the registry or any
     analysis: the command's start-up is the interpreter's and argparse's."""
-    status, bad, got = _cli_in_child(tmp_path, ["report", str(tmp_path / "missing")], (
-        "m in ('numpy', 'orjson', 'fsspec') or "
-        "m.startswith(('tb_plugin.analysis', 'tb_plugin.registry', 'tb_plugin.trace'))"))
+    status, bad, got = _cli_in_child(
+        tmp_path,
+        ["report", str(tmp_path / "missing")],
+        (
+            "m in ('numpy', 'orjson', 'fsspec') or "
+            "m.startswith(('tb_plugin.analysis', 'tb_plugin.registry', 'tb_plugin.trace'))"
+        ),
+    )
     assert (status, bad) == (2, "[]"), got.stderr
     assert "no such directory" in got.stderr
 
@@ -181,10 +193,10 @@ def test_rank_aggregate_trims_by_trace_size(monkeypatch):
     monkeypatch.setattr(report_mod, "release_after", seen.append)
 
     class Views:
-        class trace:  # noqa: N801 - a stand-in with the two lengths rank_aggregate reads
+        class trace:
             events, memory = [0] * 7, [0] * 5
 
-        rank_reduce = staticmethod(lambda: {})
+        rank_reduce = staticmethod(dict)
         insights = staticmethod(lambda: None)
 
     monkeypatch.setattr(report_mod, "report_insights", lambda found: {})
@@ -243,6 +255,8 @@ for _ in range(5):
     a = np.ones(8 << 20); del a
 print(faults() - before)
 """
-    tuned, default = (int(subprocess.run([sys.executable, "-c", code, REPO, flag], capture_output=True, text=True,
-                                         check=True).stdout) for flag in ("1", "0"))
+    tuned, default = (
+        int(subprocess.run([sys.executable, "-c", code, REPO, flag], capture_output=True, text=True, check=True).stdout)
+        for flag in ("1", "0")
+    )
     assert tuned < 100 < default  # 5 × 64 MB: ~16 000 faults of 4 KiB (or ~160 of 2 MiB) without

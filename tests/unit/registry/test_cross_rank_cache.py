@@ -6,8 +6,10 @@ from __future__ import annotations
 import shutil
 
 from conftest import REPO, loaded_registry
+
 from tb_plugin import api
-from tb_plugin.analysis import critical_path_overlay, distributed as distributed_analysis
+from tb_plugin.analysis import critical_path_overlay
+from tb_plugin.analysis import distributed as distributed_analysis
 
 
 def test_distributed_and_critical_path_are_combined_once(tmp_path, monkeypatch):
@@ -23,6 +25,7 @@ def test_distributed_and_critical_path_are_combined_once(tmp_path, monkeypatch):
     def counted_overlay(*a, **k):
         calls["overlay"] += 1
         return overlay(*a, **k)
+
     monkeypatch.setattr(distributed_analysis, "combine_ranks", counted_combine)
     monkeypatch.setattr(critical_path_overlay, "rank_overlay", counted_overlay)
     first = [api.distributed(reg, {"run": "ddp"}) for _ in range(5)]

@@ -3,13 +3,14 @@ says how many files are queued before each file."""
 
 from __future__ import annotations
 
-import pytest
 import json
 import shutil
 import threading
 import time
 
+import pytest
 from conftest import sample
+
 from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.registry.states import LOADING, QUEUED, READY
 
@@ -164,7 +165,7 @@ def test_a_wanted_file_whose_pool_job_has_not_started_leaves_the_batch(tmp_path,
     reg.want(r4)
     assert r4.state == QUEUED and not r4.lock.locked() and reg.queue_positions()["r4/" + NW0.rsplit("/", 1)[1]] == 0
     worker.join(120)
-    url = lambda st: reg.fs.unstrip_protocol(st.entry.path)  # noqa: E731
+    url = lambda st: reg.fs.unstrip_protocol(st.entry.path)
     assert [cache.has(url(st), st.entry.version) for st in files] == [True] * 4 + [False]
     assert [st.state for st in files] == [QUEUED] * 5 and not any(st.lock.locked() for st in files)
     reg.load(r4)

@@ -13,8 +13,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import sample
+
 from tb_plugin import cli
 from tb_plugin.registry import parse
 from tb_plugin.registry.budget import _trace_bytes
@@ -30,20 +30,29 @@ def test_compact_keeps_values_and_holds_one():
     n = 1000
     nan_payload = np.full(n, np.nan)
     nan_payload.view(np.uint64)[7] ^= 1  # another NaN: not bit-equal to the others
-    table = Table({
-        "minus_one": np.full(n, -1, dtype=np.int64),
-        "nan": np.full(n, np.nan),
-        "zeros_of_both_signs": np.r_[np.zeros(n - 1), -0.0],
-        "nan_payloads": nan_payload,
-        "varying": np.arange(n, dtype=np.int32),
-        "one_row": np.array([5], dtype=np.int32),
-        "empty": np.zeros(0),
-    })
+    table = Table(
+        {
+            "minus_one": np.full(n, -1, dtype=np.int64),
+            "nan": np.full(n, np.nan),
+            "zeros_of_both_signs": np.r_[np.zeros(n - 1), -0.0],
+            "nan_payloads": nan_payload,
+            "varying": np.arange(n, dtype=np.int32),
+            "one_row": np.array([5], dtype=np.int32),
+            "empty": np.zeros(0),
+        }
+    )
     before = {k: v.copy() for k, v in table.columns.items()}
     table.compact()
     held = {k: held_bytes(v) for k, v in table.columns.items()}
-    assert held == {"minus_one": 8, "nan": 8, "zeros_of_both_signs": 8 * n, "nan_payloads": 8 * n,
-                    "varying": 4 * n, "one_row": 4, "empty": 0}
+    assert held == {
+        "minus_one": 8,
+        "nan": 8,
+        "zeros_of_both_signs": 8 * n,
+        "nan_payloads": 8 * n,
+        "varying": 4 * n,
+        "one_row": 4,
+        "empty": 0,
+    }
     for k, v in table.columns.items():
         assert v.dtype == before[k].dtype and v.shape == before[k].shape
         assert v.tobytes() == before[k].tobytes(), k  # every bit the same
@@ -82,8 +91,10 @@ def _tiny_events_logdir(tmp_path, n: int):
     """A run whose file has ``n`` small operator events (about 100 bytes each on disk)."""
     run = tmp_path / "logdir" / "run"
     run.mkdir(parents=True)
-    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 7}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
-              for i in range(n)]
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 7}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
+        for i in range(n)
+    ]
     path = run / "w.pt.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
     return tmp_path / "logdir", path

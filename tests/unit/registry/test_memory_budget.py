@@ -3,25 +3,26 @@ cache on demand, with the same answers; the accounting covers the derived indexe
 
 from __future__ import annotations
 
-import pytest
 import shutil
 import threading
 
 import numpy as np
+import pytest
+from conftest import sample
 
 from tb_plugin.registry import budget as budget_mod
 from tb_plugin.registry import loader, parse
 from tb_plugin.registry.budget import _trace_bytes, view_bytes
-from tb_plugin.registry.runs import READY, RunRegistry
 from tb_plugin.registry.cache import ParseCache
-
-from conftest import sample
+from tb_plugin.registry.runs import READY, RunRegistry
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
-FILES = {"a": "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
-         "b": "kineto/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz",
-         "c": "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"}
+FILES = {
+    "a": "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+    "b": "kineto/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz",
+    "c": "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+}
 
 
 def _registry(tmp_path):
@@ -36,10 +37,14 @@ def _registry(tmp_path):
 def _answers(views) -> dict:
     meta = views.timeline_meta()
     window = views.timeline_window(0.0, meta["end_us"] / 3, 500)
-    return {"operators": views.operators("operator"), "kernels": views.kernels("kernel"),
-            "modules": views.modules(), "meta": meta,
-            "window": {t["id"]: {k: np.asarray(v).tolist() for k, v in t["items"].items()} for t in window["tracks"]},
-            "event": views.event(10)}
+    return {
+        "operators": views.operators("operator"),
+        "kernels": views.kernels("kernel"),
+        "modules": views.modules(),
+        "meta": meta,
+        "window": {t["id"]: {k: np.asarray(v).tolist() for k, v in t["items"].items()} for t in window["tracks"]},
+        "event": views.event(10),
+    }
 
 
 def test_accounting_covers_derived_indexes(tmp_path):
@@ -81,7 +86,9 @@ def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
 
     parses = []
     real_parse = reg._parse
-    monkeypatch.setattr(reg, "_parse", lambda state, report, *rest: parses.append(state.entry.rel) or real_parse(state, report, *rest))
+    monkeypatch.setattr(
+        reg, "_parse", lambda state, report, *rest: parses.append(state.entry.rel) or real_parse(state, report, *rest)
+    )
     evicted = states[0]
     evicted.from_cache = False
     got = []

@@ -4,10 +4,11 @@ timeline index (which the Overview does not need) follow in the same load, and a
 
 from __future__ import annotations
 
-import pytest
 import shutil
 
+import pytest
 from conftest import sample
+
 from tb_plugin.registry import views as views_mod
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import READY, RunRegistry

@@ -12,37 +12,56 @@ import time
 
 import pytest
 import yaml
-
 from conftest import write_json
 from fuzz_inputs import time_bound
+
 from tb_plugin import api
-from tb_plugin.registry import artifacts as registry_artifacts
-from tb_plugin.registry import loader
 from tb_plugin.analysis import distributed as distributed_analysis
 from tb_plugin.analysis import memory as memory_analysis
 from tb_plugin.artifacts import memprofiler
 from tb_plugin.artifacts.snapshot import load_snapshot
+from tb_plugin.registry import artifacts as registry_artifacts
+from tb_plugin.registry import loader
 from tb_plugin.registry.runs import LOADING, READY, RunRegistry
 
 
 # -- item 3: concurrent distributed requests parse each rank once ------------------------------------
 def _rank_trace(rank: int, compute_us: float) -> dict:
     """One step: a GEMM, then an all-reduce kernel (rank 1 computes longer: it arrives last)."""
+
     def ev(name, cat, ts, dur, **args):
         kernel = cat == "kernel"
-        return {"ph": "X", "cat": cat, "name": name, "pid": 0 if kernel else 1, "tid": 7 if kernel else 1,
-                "ts": ts, "dur": dur, "args": args}
+        return {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": 0 if kernel else 1,
+            "tid": 7 if kernel else 1,
+            "ts": ts,
+            "dur": dur,
+            "args": args,
+        }
 
     end = 10 + compute_us
-    return {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}, "traceEvents": [
-        ev("ProfilerStep#1", "user_annotation", 0, 5),
-        ev("cudaLaunchKernel", "cuda_runtime", 1.5, 1, correlation=1),
-        ev("nccl:all_reduce", "cpu_op", 3, 1, **{"In msg nelems": 1000, "dtype": "Float", "Group size": 2}),
-        ev("cudaLaunchKernel", "cuda_runtime", 3.2, 0.5, correlation=2),
-        ev("gemm", "kernel", 10, compute_us, correlation=1, device=0, stream=7),
-        ev("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", end, 60 + 10 + 40 - end, correlation=2, device=0,
-           stream=7),
-    ]}
+    return {
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+        "traceEvents": [
+            ev("ProfilerStep#1", "user_annotation", 0, 5),
+            ev("cudaLaunchKernel", "cuda_runtime", 1.5, 1, correlation=1),
+            ev("nccl:all_reduce", "cpu_op", 3, 1, **{"In msg nelems": 1000, "dtype": "Float", "Group size": 2}),
+            ev("cudaLaunchKernel", "cuda_runtime", 3.2, 0.5, correlation=2),
+            ev("gemm", "kernel", 10, compute_us, correlation=1, device=0, stream=7),
+            ev(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                "kernel",
+                end,
+                60 + 10 + 40 - end,
+                correlation=2,
+                device=0,
+                stream=7,
+            ),
+        ],
+    }
 
 
 def test_concurrent_distributed_requests_parse_each_rank_once(tmp_path, monkeypatch):
@@ -103,13 +122,33 @@ def test_snapshot_whose_entries_share_one_frames_list_parses_in_seconds():
     frames = [{"filename": f"model/layer{i % 97}.py", "line": i, "name": f"fn{i}"} for i in range(FRAME_COUNT)]
     same_content = [dict(f) for f in frames]  # equal frames, another list object: the same stack
     other = frames[:3]
-    entries = [{"action": "alloc" if i % 2 == 0 else "free_completed", "addr": 4096 * (i // 2), "size": 512,
-                "time_us": float(i), "frames": frames} for i in range(ENTRY_COUNT)]
+    entries = [
+        {
+            "action": "alloc" if i % 2 == 0 else "free_completed",
+            "addr": 4096 * (i // 2),
+            "size": 512,
+            "time_us": float(i),
+            "frames": frames,
+        }
+        for i in range(ENTRY_COUNT)
+    ]
     entries[1]["frames"] = same_content
     entries[2]["frames"] = other
-    data = pickle.dumps({"segments": [{"device": 0, "address": 0, "total_size": 1 << 20, "stream": 0,
-                                       "blocks": [{"size": 512, "state": "active_allocated", "frames": frames}]}],
-                         "device_traces": [entries]}, protocol=4)
+    data = pickle.dumps(
+        {
+            "segments": [
+                {
+                    "device": 0,
+                    "address": 0,
+                    "total_size": 1 << 20,
+                    "stream": 0,
+                    "blocks": [{"size": 512, "state": "active_allocated", "frames": frames}],
+                }
+            ],
+            "device_traces": [entries],
+        },
+        protocol=4,
+    )
     assert len(data) < 12 << 20  # the pickle memo stores the 10,000 frames once (copies would take ~60 GB)
     with time_bound(120):  # a hang guard: it was ~2.7 ms per entry (~9 min); ~0.3 s here
         snap = load_snapshot(data)
@@ -124,8 +163,10 @@ def test_snapshot_whose_entries_share_one_frames_list_parses_in_seconds():
 
 def _snapshot_pickle(size: int) -> bytes:
     frames = [{"filename": "train.py", "line": 7, "name": "step"}]
-    entries = [{"action": "alloc", "addr": 0, "size": size, "time_us": 1.0, "frames": frames},
-               {"action": "free_completed", "addr": 0, "size": size, "time_us": 2.0, "frames": frames}]
+    entries = [
+        {"action": "alloc", "addr": 0, "size": size, "time_us": 1.0, "frames": frames},
+        {"action": "free_completed", "addr": 0, "size": size, "time_us": 2.0, "frames": frames},
+    ]
     return pickle.dumps({"segments": [], "device_traces": [entries]})
 
 
@@ -158,8 +199,10 @@ def test_a_slow_artifact_delays_no_other_artifact_nor_trace(tmp_path, monkeypatc
     reg.start()  # the artifact loader picks the queued slow snapshot and blocks in it
     try:
         assert reading.wait(10)
-        write_json(tmp_path / "late" / "w.pt.trace.json", {"traceEvents": [
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 25}]})
+        write_json(
+            tmp_path / "late" / "w.pt.trace.json",
+            {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 25}]},
+        )
         reg.scan()
         for route in (api.snapshot, api.snapshot_timeline, api.snapshot_allocations):
             code, doc = route(reg, fast)
@@ -183,8 +226,10 @@ def test_a_slow_artifact_delays_no_other_artifact_nor_trace(tmp_path, monkeypatc
 
 
 def _stats_yaml(snapshots: int, values: int) -> bytes:
-    doc = {f"0.training_step.{i}.start": {f"allocated_bytes.all.v{j}": i * 1000 + j for j in range(values)}
-           for i in range(snapshots)}
+    doc = {
+        f"0.training_step.{i}.start": {f"allocated_bytes.all.v{j}": i * 1000 + j for j in range(values)}
+        for i in range(snapshots)
+    }
     return yaml.dump(collections.defaultdict(dict, doc)).encode()  # the defaultdict tag, as MemProfiler writes
 
 
@@ -215,8 +260,9 @@ def test_large_memprofiler_yaml_uses_the_c_loader(monkeypatch):
     assert real_load(small, Loader=PurePython) == real_load(small, Loader=memprofiler._Loader)
 
 
-@pytest.mark.parametrize("data", [b"- " * 200_000 + b"1", b"[" * 200_000, b"{a: " * 200_000],
-                         ids=["block", "flow-sequence", "flow-mapping"])
+@pytest.mark.parametrize(
+    "data", [b"- " * 200_000 + b"1", b"[" * 200_000, b"{a: " * 200_000], ids=["block", "flow-sequence", "flow-mapping"]
+)
 def test_deeply_nested_yaml_is_an_error_not_a_crash(data):
     """libyaml's composer recurses in C: without the depth check these crash the process (SIGSEGV). The
     message is ours ("nested more than 64 levels") or, where PyYAML >= 6.0.4's own nesting limit fires
@@ -227,27 +273,44 @@ def test_deeply_nested_yaml_is_an_error_not_a_crash(data):
 
 def test_yaml_aliases_cannot_multiply_the_work_or_the_answer():
     values = "{" + ", ".join(f"k{j}: {j}" for j in range(2000)) + "}"
-    data = (f"0.training_step.0.start: &v {values}\n" + "".join(
-        f"0.training_step.{i}.end: *v\n" for i in range(1, 100_000))).encode()
+    data = (
+        f"0.training_step.0.start: &v {values}\n" + "".join(f"0.training_step.{i}.end: *v\n" for i in range(1, 100_000))
+    ).encode()
     assert len(data) < 3 << 20
     doc = memprofiler.load_stats("rank_0_memory_stats.yaml", data)  # seconds, not minutes: bench_bounds.py
     assert sum(len(s["values"]) for s in doc["snapshots"]) <= memprofiler.MAX_VALUES
     assert len(doc["snapshots"]) == memprofiler.MAX_VALUES // 2000
     assert doc["snapshots"][0]["values"]["k1999"] == 1999
-    assert doc["warnings"] == ["showing the first 2000 of 100000 snapshots",
-                               f"showing the first 200 of 2000 snapshots ({memprofiler.MAX_VALUES} values at most)"]
+    assert doc["warnings"] == [
+        "showing the first 2000 of 100000 snapshots",
+        f"showing the first 200 of 2000 snapshots ({memprofiler.MAX_VALUES} values at most)",
+    ]
 
 
 # -- item 8: request-keyed memos stay bounded ------------------------------------------------------------
 def _mem(ts, nbytes, addr, total, dev_type=1):
-    return {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
-            "args": {"Bytes": nbytes, "Addr": addr, "Total Allocated": total, "Device Type": dev_type, "Device Id": 0}}
+    return {
+        "ph": "i",
+        "s": "t",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "args": {"Bytes": nbytes, "Addr": addr, "Total Allocated": total, "Device Type": dev_type, "Device Id": 0},
+    }
 
 
 def test_memory_stats_of_unknown_devices_compute_and_memoize_nothing(tmp_path, monkeypatch):
-    write_json(tmp_path / "run" / "w.pt.trace.json", {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
-        _mem(10, 4096, 1, 4096), _mem(20, 64, 2, 64, dev_type=0)]})
+    write_json(
+        tmp_path / "run" / "w.pt.trace.json",
+        {
+            "traceEvents": [
+                {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
+                _mem(10, 4096, 1, 4096),
+                _mem(20, 64, 2, 64, dev_type=0),
+            ]
+        },
+    )
     reg = RunRegistry(str(tmp_path))
     reg.scan()
     (st,) = reg.files()
@@ -272,8 +335,18 @@ def test_memory_stats_of_unknown_devices_compute_and_memoize_nothing(tmp_path, m
 
 
 def test_snapshot_segments_of_devices_without_segments_are_not_memoized(tmp_path):
-    snap = {"segments": [{"device": 1, "address": 4096, "total_size": 8192, "stream": 0,
-                          "blocks": [{"size": 8192, "state": "active_allocated"}]}], "device_traces": []}
+    snap = {
+        "segments": [
+            {
+                "device": 1,
+                "address": 4096,
+                "total_size": 8192,
+                "stream": 0,
+                "blocks": [{"size": 8192, "state": "active_allocated"}],
+            }
+        ],
+        "device_traces": [],
+    }
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "snap.pickle").write_bytes(pickle.dumps(snap))
     reg = RunRegistry(str(tmp_path))

@@ -10,8 +10,8 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import sample
+
 from tb_plugin import cli
 from tb_plugin.registry import results
 from tb_plugin.registry.cache import ParseCache
@@ -19,8 +19,18 @@ from tb_plugin.registry.executors import task
 from tb_plugin.registry.parse import open_views, parse_entry
 from tb_plugin.storage.fs import open_logdir
 
-SAMPLES = ["dlrm_8ranks", "kineto/resnet50_num_workers_0", "tracelens/h100", "tracelens/mi300", "torch213_cpu",
-           "hta/amd_trace", "hta/nccl_parser_config", "hta/cpu_only__older_b8cce2c", "composer", "lightning"]
+SAMPLES = [
+    "dlrm_8ranks",
+    "kineto/resnet50_num_workers_0",
+    "tracelens/h100",
+    "tracelens/mi300",
+    "torch213_cpu",
+    "hta/amd_trace",
+    "hta/nccl_parser_config",
+    "hta/cpu_only__older_b8cce2c",
+    "composer",
+    "lightning",
+]
 
 
 def _report(logdir, cache: bool) -> str:
@@ -36,8 +46,12 @@ def _entries(cache_dir) -> list[str]:
 def _same(a, b) -> bool:
     """Strict equality: types included (a numpy array is equal only to an array of its dtype and shape)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
-                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        return (
+            type(a) is type(b)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+        )
     if type(a) is not type(b):
         return isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and _same(list(a), list(b))
     if isinstance(a, dict):
@@ -105,8 +119,9 @@ def _name_of(path: str, good: dict) -> str:
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("rel", ["tracelens/h100", "tracelens/mi300", "dlrm_8ranks", "torch213_cpu",
-                                 "kineto/resnet50_num_workers_0"])
+@pytest.mark.parametrize(
+    "rel", ["tracelens/h100", "tracelens/mi300", "dlrm_8ranks", "torch213_cpu", "kineto/resnet50_num_workers_0"]
+)
 def test_cached_views_read_back_exactly_as_computed(rel, tmp_path):
     path = sorted(glob.glob(str(sample(rel)) + "/*.json*"))[0]
     fs, fpath = open_logdir(path)
@@ -114,9 +129,16 @@ def test_cached_views_read_back_exactly_as_computed(rel, tmp_path):
     trace, _ = parse_entry(fs, fpath, path, "v1", os.path.getsize(path), cache)
 
     def compute_all(views):
-        out = {"overview": views.overview(), "rank_reduce": views.rank_reduce(), "insights": views.insights(),
-               "modules": views.modules(), "tc": views.tensor_core_split(), "curves": views.memory_curves(),
-               "pairs": views.memory_pairs(), "summary": views.memory_summary()}
+        out = {
+            "overview": views.overview(),
+            "rank_reduce": views.rank_reduce(),
+            "insights": views.insights(),
+            "modules": views.modules(),
+            "tc": views.tensor_core_split(),
+            "curves": views.memory_curves(),
+            "pairs": views.memory_pairs(),
+            "summary": views.memory_summary(),
+        }
         for g in ("operator", "input_shape", "call_stack"):
             out["ops:" + g] = views.operators(g)
         for g in ("kernel", "kernel_op_config"):
@@ -135,9 +157,18 @@ def test_cached_views_read_back_exactly_as_computed(rel, tmp_path):
 
 
 def test_values_round_trip_exactly():
-    value = {"f": [1.5, float("nan"), float("inf"), -0.0], "i": [0, -(2**63), 2**64 - 1], "n": None, "s": "µs",
-             "a": np.arange(6, dtype=np.int32).reshape(2, 3), "b": np.array([True, False]), "e": np.zeros(0),
-             "x": np.float32(2.5), "y": np.int64(7), 3: "int key"}
+    value = {
+        "f": [1.5, float("nan"), float("inf"), -0.0],
+        "i": [0, -(2**63), 2**64 - 1],
+        "n": None,
+        "s": "µs",
+        "a": np.arange(6, dtype=np.int32).reshape(2, 3),
+        "b": np.array([True, False]),
+        "e": np.zeros(0),
+        "x": np.float32(2.5),
+        "y": np.int64(7),
+        3: "int key",
+    }
     back = results.decode("v", results.encode("v", value))
     assert _same(value, back)
     assert back["a"].flags.writeable

@@ -21,8 +21,15 @@ from tb_plugin.storage.urls import check_scheme, redact
 SECRET = "hunter2-S3CRET"
 
 
-@pytest.mark.parametrize("url", [f"ftp://user:{SECRET}@127.0.0.1:1/logs", f"https://{SECRET}@example.invalid/x",
-                                 f"memory://u:{SECRET}@x/y", f"simplecache::ftp://u:{SECRET}@h/x"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"ftp://user:{SECRET}@127.0.0.1:1/logs",
+        f"https://{SECRET}@example.invalid/x",
+        f"memory://u:{SECRET}@x/y",
+        f"simplecache::ftp://u:{SECRET}@h/x",
+    ],
+)
 def test_undocumented_schemes_are_refused_and_never_echo_credentials(url, caplog):
     with pytest.raises(StorageError, match="unsupported URL scheme") as info:
         open_logdir(url)
@@ -42,11 +49,24 @@ def test_undocumented_schemes_are_refused_and_never_echo_credentials(url, caplog
 
 
 def test_redaction_keeps_what_is_no_secret():
-    assert redact(f"s3://bucket/prefix") == "s3://bucket/prefix"
-    assert redact("abfs://container@account.dfs.core.windows.net/p") == "abfs://container@account.dfs.core.windows.net/p"
+    assert redact("s3://bucket/prefix") == "s3://bucket/prefix"
+    assert (
+        redact("abfs://container@account.dfs.core.windows.net/p") == "abfs://container@account.dfs.core.windows.net/p"
+    )
     assert redact(f"abfs://container:{SECRET}@account/p") == "abfs://***@account/p"
     assert redact(f"az://c/p?sv=2020&sig={SECRET}") == "az://c/p?sv=***&sig=***"
     assert redact(f"cannot open s3://k:{SECRET}@bucket/x: denied") == "cannot open s3://***@bucket/x: denied"
     assert redact("/home/me/logs") == "/home/me/logs"
-    for ok in ("s3://b/p", "gs://b", "gcs://b", "az://c", "abfs://c@a/p", "abfss://c", "adl://x", "file:///tmp", "/tmp", "rel"):
+    for ok in (
+        "s3://b/p",
+        "gs://b",
+        "gcs://b",
+        "az://c",
+        "abfs://c@a/p",
+        "abfss://c",
+        "adl://x",
+        "file:///tmp",
+        "/tmp",
+        "rel",
+    ):
         assert check_scheme(ok) is None, ok

@@ -257,6 +257,7 @@ def test_parse_stopped_early_stops_the_reader_threads(monkeypatch, stop):
     import gzip
 
     from conftest import sample
+
     from tb_plugin.registry.parse import load_trace_file
     from tb_plugin.trace.errors import TraceReadError
 

@@ -7,17 +7,19 @@ import os
 
 import numpy as np
 import pytest
-
 from conftest import sample, write_json
+
 from tb_plugin.registry.cache import CACHE_VERSION, ParseCache
 from tb_plugin.storage.fs import list_files, open_logdir
 
 
 def list_trace_files(fs, root, sniff):
     return [e for e in list_files(fs, root, sniff) if e.kind == "trace"]
+
+
+from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.storage.naming import assign_spans, split_worker
 from tb_plugin.storage.sniff import SniffCache, looks_like_trace
-from tb_plugin.registry.parse import load_trace_file
 
 
 @pytest.mark.parametrize(
@@ -53,7 +55,7 @@ def test_sniff_forms():
     assert looks_like_trace(b'[\n{"name": "a", "ph": "B"')  # array form, cut off
     assert looks_like_trace(gzip.compress(b'{"traceEvents": []}'))
     assert not looks_like_trace(b'{"loss": 0.5, "epoch": 1}')
-    assert not looks_like_trace(b'[1, 2, 3]')
+    assert not looks_like_trace(b"[1, 2, 3]")
     assert not looks_like_trace(b"")
     assert not looks_like_trace(b"\x1f\x8bgarbage")
 
@@ -127,20 +129,24 @@ def test_lightning_profiler_files_are_grouped_by_action():
     time order."""
     from tb_plugin.storage.naming import assign_spans
 
-    got = assign_spans([
-        "fit-prof-0-training_step.1700000000009.pt.trace.json",
-        "fit-prof-0-training_step.1700000000001.pt.trace.json",
-        "fit-prof-0-validation_step.1700000000005.pt.trace.json",
-        "fit-prof-1-training_step.1700000000002.pt.trace.json",
-        "fit-prof-0-[pl][profile]run_training_epoch.1700000000003.pt.trace.json",
-    ])
+    got = assign_spans(
+        [
+            "fit-prof-0-training_step.1700000000009.pt.trace.json",
+            "fit-prof-0-training_step.1700000000001.pt.trace.json",
+            "fit-prof-0-validation_step.1700000000005.pt.trace.json",
+            "fit-prof-1-training_step.1700000000002.pt.trace.json",
+            "fit-prof-0-[pl][profile]run_training_epoch.1700000000003.pt.trace.json",
+        ]
+    )
     assert got == {
         "fit-prof-0-training_step.1700000000001.pt.trace.json": ("fit-prof-0-training_step", "1"),
         "fit-prof-0-training_step.1700000000009.pt.trace.json": ("fit-prof-0-training_step", "2"),
         "fit-prof-0-validation_step.1700000000005.pt.trace.json": ("fit-prof-0-validation_step", "1"),
         "fit-prof-1-training_step.1700000000002.pt.trace.json": ("fit-prof-1-training_step", "1"),
-        "fit-prof-0-[pl][profile]run_training_epoch.1700000000003.pt.trace.json":
-            ("fit-prof-0-[pl][profile]run_training_epoch", "1"),
+        "fit-prof-0-[pl][profile]run_training_epoch.1700000000003.pt.trace.json": (
+            "fit-prof-0-[pl][profile]run_training_epoch",
+            "1",
+        ),
     }
 
 
@@ -164,7 +170,9 @@ def test_skipped_symlinks_are_named_in_the_runs_notices(tmp_path):
     reg.scan()
     doc = reg.runs_document()
     assert [s["path"] for r in doc["runs"] for w in r["workers"] for s in w["spans"]] == [
-        "run/inside.pt.trace.json", "run/w.pt.trace.json"]
+        "run/inside.pt.trace.json",
+        "run/w.pt.trace.json",
+    ]
     assert reg.skipped_links == ["linked_run", "run/x.pt.trace.json"]
     assert len(doc["notices"]) == 1
     assert doc["notices"][0].startswith("Skipped 2 symbolic links (linked_run, run/x.pt.trace.json)")

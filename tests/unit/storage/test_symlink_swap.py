@@ -12,20 +12,33 @@ import os
 import shutil
 
 import pytest
-
 from conftest import sample
+
+from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.storage import confined
-from tb_plugin.registry.cache import ParseCache
 from tb_plugin.storage.fs import open_logdir
 
 SECRET = "KINETOSCOPE-SECRET-OUTSIDE"
 
 
 def _trace(name: str) -> str:
-    return json.dumps({"traceEvents": [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
-        {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 10, "dur": 5}]})
+    return json.dumps(
+        {
+            "traceEvents": [
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": "ProfilerStep#1",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": 0,
+                    "dur": 100,
+                },
+                {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+            ]
+        }
+    )
 
 
 @pytest.fixture()

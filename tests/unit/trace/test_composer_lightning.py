@@ -5,31 +5,62 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import sample
+
 from tb_plugin.analysis.operators import operator_rows
 from tb_plugin.analysis.overview import compute_overview
-from tb_plugin.trace.decode import decode_trace
 from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.trace.decode import decode_trace
 
 
-def _composer(batches: int, load_us: float, compute_us: float, rank: int = 0, clock: int = 0,
-              close: bool = True) -> bytes:
-    events = [{"name": "clock_sync_timestamp_us", "ph": "M", "pid": rank, "tid": 1, "ts": 0,
-               "args": {"value": 1_000_000 + clock}}]
+def _composer(
+    batches: int, load_us: float, compute_us: float, rank: int = 0, clock: int = 0, close: bool = True
+) -> bytes:
+    events = [
+        {
+            "name": "clock_sync_timestamp_us",
+            "ph": "M",
+            "pid": rank,
+            "tid": 1,
+            "ts": 0,
+            "args": {"value": 1_000_000 + clock},
+        }
+    ]
     t = 100.0
     for b in range(batches):
         a = {"epoch": 0, "batch": b}
         events += [
             {"name": "dataloader/train", "cat": "dataloader", "ph": "B", "ts": t, "pid": rank, "tid": 1, "args": a},
-            {"name": "dataloader/train", "cat": "dataloader", "ph": "E", "ts": t + load_us, "pid": rank, "tid": 1, "args": a},
+            {
+                "name": "dataloader/train",
+                "cat": "dataloader",
+                "ph": "E",
+                "ts": t + load_us,
+                "pid": rank,
+                "tid": 1,
+                "args": a,
+            },
             {"name": "event/batch", "cat": "", "ph": "B", "ts": t + load_us, "pid": rank, "tid": 1, "args": a},
             {"name": "event/forward", "cat": "", "ph": "B", "ts": t + load_us + 1, "pid": rank, "tid": 1, "args": a},
-            {"name": "event/forward", "cat": "", "ph": "E", "ts": t + load_us + 1 + compute_us / 2, "pid": rank, "tid": 1,
-             "args": a},
+            {
+                "name": "event/forward",
+                "cat": "",
+                "ph": "E",
+                "ts": t + load_us + 1 + compute_us / 2,
+                "pid": rank,
+                "tid": 1,
+                "args": a,
+            },
             # Composer's E of event/batch carries the NEXT batch number: args must not pair B with E
-            {"name": "event/batch", "cat": "", "ph": "E", "ts": t + load_us + compute_us, "pid": rank, "tid": 1,
-             "args": {"epoch": 0, "batch": b + 1}},
+            {
+                "name": "event/batch",
+                "cat": "",
+                "ph": "E",
+                "ts": t + load_us + compute_us,
+                "pid": rank,
+                "tid": 1,
+                "args": {"epoch": 0, "batch": b + 1},
+            },
             {"name": "cpu", "cat": "cpu", "ph": "C", "ts": t, "pid": rank, "tid": 1, "args": {"cpu_percent": 10.0 * b}},
         ]
         t += load_us + compute_us
@@ -74,7 +105,9 @@ def test_old_lightning_export_has_overview_and_operators():
     # no categories in this export: ATen-named events are operators, with nesting giving self times
     raw = json.loads(sample("lightning/0_trace.json").read_text())
     assert ops["aten::empty"]["calls"] == sum(1 for e in raw if e["name"] == "aten::empty")
-    assert ops["aten::empty"]["host_total_us"] == pytest.approx(sum(e["dur"] for e in raw if e["name"] == "aten::empty"))
+    assert ops["aten::empty"]["host_total_us"] == pytest.approx(
+        sum(e["dur"] for e in raw if e["name"] == "aten::empty")
+    )
     assert all(o["host_self_us"] <= o["host_total_us"] + 1e-6 for o in ops.values())
     assert any("no 'cat'" in w for w in trace.warnings)
 
@@ -129,8 +162,11 @@ def test_merged_composer_and_kineto_trace_shows_both_layers():
     composer_path = sample("composer/rank_0.trace.json")
     kineto = json.loads(gzip.decompress(kineto_path.read_bytes()))
     composer = json.loads(composer_path.read_bytes())
-    shift = min(e["ts"] for e in composer if "ts" in e) + 1000 - min(
-        e["ts"] for e in kineto["traceEvents"] if "ts" in e and e.get("ph") != "M")
+    shift = (
+        min(e["ts"] for e in composer if "ts" in e)
+        + 1000
+        - min(e["ts"] for e in kineto["traceEvents"] if "ts" in e and e.get("ph") != "M")
+    )
     for e in kineto["traceEvents"]:
         if "ts" in e:
             e["ts"] += shift

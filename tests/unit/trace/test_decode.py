@@ -6,12 +6,12 @@ import gzip
 
 import numpy as np
 import pytest
-
 from conftest import sample
+
+from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.categories import Kind
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.errors import TraceReadError
-from tb_plugin.registry.parse import load_trace_file
 
 
 def _kinds(trace):
@@ -60,10 +60,20 @@ def test_ns_resolution_float_timestamps():
 
 
 def test_string_timestamps_and_string_pids():
-    doc = {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": "host", "tid": "main", "ts": "1000.5", "dur": "2.25"},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 7, "tid": 7, "ts": 1003, "dur": 1},
-    ]}
+    doc = {
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm",
+                "pid": "host",
+                "tid": "main",
+                "ts": "1000.5",
+                "dur": "2.25",
+            },
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 7, "tid": 7, "ts": 1003, "dur": 1},
+        ]
+    }
     tr = decode_trace(__import__("json").dumps(doc).encode())
     assert list(tr.events.ts) == [1000.5, 1003.0]
     assert list(tr.events.dur) == [2.25, 1.0]
@@ -72,8 +82,10 @@ def test_string_timestamps_and_string_pids():
 
 
 def test_extra_top_level_keys_after_trace_events():
-    body = b'{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0}}],' \
-           b'"traceName":"x","deviceProperties":[{"id":0,"name":"G","numSms":10}],"someNewKey":{"a":[1,2]}}'
+    body = (
+        b'{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0}}],'
+        b'"traceName":"x","deviceProperties":[{"id":0,"name":"G","numSms":10}],"someNewKey":{"a":[1,2]}}'
+    )
     tr = decode_trace(body)
     assert len(tr.events) == 1 and tr.devices[0].name == "G" and tr.meta["traceName"] == "x"
 
@@ -86,7 +98,9 @@ def test_array_form_without_closing_bracket_is_recovered():
 
 
 def test_array_form_cut_mid_event_keeps_complete_events():
-    body = b'[{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":5,"args":{"x":{"y":1}}},{"ph":"X","name":"b","pid":1,"ti'
+    body = (
+        b'[{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":5,"args":{"x":{"y":1}}},{"ph":"X","name":"b","pid":1,"ti'
+    )
     tr = decode_trace(body)
     assert [tr.strings[i] for i in tr.events.name] == ["a"]
 
@@ -126,7 +140,16 @@ def test_unknown_category_and_missing_cat_are_warnings_not_errors():
 def test_odd_typed_args_do_not_fail_the_file():
     events = [
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": ["not", "a", "dict"]},
-        {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 3, "dur": 2, "args": {"device": "0", "grid": "x"}},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k2",
+            "pid": 0,
+            "tid": 7,
+            "ts": 3,
+            "dur": 2,
+            "args": {"device": "0", "grid": "x"},
+        },
     ]
     tr = decode_trace(__import__("json").dumps({"traceEvents": events}).encode())
     assert len(tr.events) == 2
@@ -175,7 +198,9 @@ def test_corrupt_gzip_fails_clearly(tmp_path):
 def test_random_bytes_named_gz_fail_as_not_gzip(tmp_path):
     path = tmp_path / "random2.pt.trace.json.gz"
     path.write_bytes(bytes([0xD3, 0x5A]) + bytes(range(256)) * 4)
-    with pytest.raises(TraceReadError, match=r"^not gzip: the file is named \.gz but starts with bytes d3 5a, not the gzip magic 1f 8b"):
+    with pytest.raises(
+        TraceReadError, match=r"^not gzip: the file is named \.gz but starts with bytes d3 5a, not the gzip magic 1f 8b"
+    ):
         load_trace_file(str(path))
 
 

@@ -15,8 +15,16 @@ from tb_plugin.trace.events import BATCH_EVENTS
 
 
 def _kernel(i: int, **args) -> dict:
-    return {"ph": "X", "cat": "kernel", "name": f"k{i % 3}", "pid": 0, "tid": 7, "ts": float(i), "dur": 0.5,
-            "args": {"correlation": i, **args}}
+    return {
+        "ph": "X",
+        "cat": "kernel",
+        "name": f"k{i % 3}",
+        "pid": 0,
+        "tid": 7,
+        "ts": float(i),
+        "dur": 0.5,
+        "args": {"correlation": i, **args},
+    }
 
 
 def _trace(first: list[dict], second: list[dict]) -> bytes:
@@ -26,8 +34,12 @@ def _trace(first: list[dict], second: list[dict]) -> bytes:
 def test_an_arg_present_in_one_batch_only():
     """Batch 1 has no grid, call stack, group or string pid; batch 2 has one of each on its last event."""
     first = [_kernel(i) for i in range(BATCH_EVENTS)]
-    last = _kernel(BATCH_EVENTS + 4, grid=[2, 3, 4], block=[128, 1, 1], **{
-        "Call stack": "train.py(10): step", "Process Group Ranks": " [0, 1] ", "Seq": 9, "flops": 2.5})
+    last = _kernel(
+        BATCH_EVENTS + 4,
+        grid=[2, 3, 4],
+        block=[128, 1, 1],
+        **{"Call stack": "train.py(10): step", "Process Group Ranks": " [0, 1] ", "Seq": 9, "flops": 2.5},
+    )
     second = [_kernel(BATCH_EVENTS + i) for i in range(4)] + [last]
     second[0]["pid"] = "GPU 3"  # a string pid naming a device
     ev = decode_trace(_trace(first, second)).events
@@ -50,9 +62,19 @@ def test_an_arg_present_in_one_batch_only():
 
 
 def test_name_mask_tests_names_only():
-    ops = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": float(i), "dur": 1.0,
-            "args": {"Call stack": "aten::mm_helper in a frame", "Input Dims": [[2, 2]]}}
-           for i, name in enumerate(["aten::mm", "aten::add", "aten::mm"])]
+    ops = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": name,
+            "pid": 1,
+            "tid": 1,
+            "ts": float(i),
+            "dur": 1.0,
+            "args": {"Call stack": "aten::mm_helper in a frame", "Input Dims": [[2, 2]]},
+        }
+        for i, name in enumerate(["aten::mm", "aten::add", "aten::mm"])
+    ]
     tr = decode_trace(orjson.dumps({"traceEvents": ops}))
     assert any(s.startswith("aten::mm_") for s in tr.strings)  # a call stack matching the predicate
     assert tr.name_mask(lambda s: s.startswith("aten::mm")).tolist() == [True, False, True]
@@ -65,8 +87,26 @@ def test_list_texts_equal_list_text_one_by_one():
     of each value: lists of ints, floats, bools, None, strings (quoted by repr, not by _list_text),
     nested lists, dicts, scalars and None kept as None."""
     from tb_plugin.trace.events import _list_text, _list_texts
-    values = [None, [13, 1, 1], [1.5, 2, True], ["a", 1], "abc", 'a"b', 7, 2.5, [None, [1, 2]], {"x": 1}, {}, [],
-              [[1, "b"]], [float("nan"), float("inf")], False, 10**30, [-0.0]]
+
+    values = [
+        None,
+        [13, 1, 1],
+        [1.5, 2, True],
+        ["a", 1],
+        "abc",
+        'a"b',
+        7,
+        2.5,
+        [None, [1, 2]],
+        {"x": 1},
+        {},
+        [],
+        [[1, "b"]],
+        [float("nan"), float("inf")],
+        False,
+        10**30,
+        [-0.0],
+    ]
     assert _list_texts(values) == [_list_text(v) for v in values]
     assert _list_texts(values)[:4] == [None, "[13, 1, 1]", "[1.5, 2, True]", "[a, 1]"]
     assert _list_texts([None, None]) == [None, None] and _list_texts([]) == []

@@ -13,8 +13,23 @@ from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.trace.heap import gc_paused
 
-DOC = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1,
-                                   "ts": i, "dur": 1, "args": {"External id": i}} for i in range(25_000)]}).encode()
+DOC = json.dumps(
+    {
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": f"op{i}",
+                "pid": 1,
+                "tid": 1,
+                "ts": i,
+                "dur": 1,
+                "args": {"External id": i},
+            }
+            for i in range(25_000)
+        ]
+    }
+).encode()
 
 
 @pytest.fixture
@@ -38,7 +53,7 @@ def test_paused_inside_and_enabled_again_after_an_error(restore_gc):
     with pytest.raises(ZeroDivisionError):
         with gc_paused():
             assert not gc.isenabled()
-            1 / 0
+            raise ZeroDivisionError("inside the pause")
     assert gc.isenabled()
     with pytest.raises(TraceReadError):
         decode_trace(bytearray(b'{"traceEvents": 5}'))

@@ -16,19 +16,22 @@ import os
 
 import numpy as np
 import pytest
-
 from conftest import SAMPLES, flight_recorder_dump, sample
+
 from tb_plugin import cli
 from tb_plugin.registry import parse
 from tb_plugin.storage import read
 from tb_plugin.storage.read import Blocks, read_trace_bytes
-from tb_plugin.trace import decode, decode_stream as ds
+from tb_plugin.trace import decode
+from tb_plugin.trace import decode_stream as ds
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.decode_stream import Unstreamable, decode_stream
 from tb_plugin.trace.errors import TraceReadError
 
 ALL = os.environ.get("KINETOSCOPE_TEST_ALL_SAMPLES") == "1"
-REPO_SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "samples")
+REPO_SAMPLES = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "samples"
+)
 
 
 def assert_same(a, b) -> None:
@@ -45,7 +48,7 @@ def assert_same(a, b) -> None:
 
 
 def blocks_of(data: bytes, size: int):
-    return [data[i: i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def both(data: bytes, chunk: int, block: int, workers: int = 1):
@@ -62,7 +65,7 @@ def ev(name, ts, **args):
     return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 1, "args": args}
 
 
-HOSTILE_NAMES = ['a"},{"b', 'q\\"}, {"ph": "X"', 'back\\\\', '}]', '\\\\"},{', 'x}, ', '"', '{"ph":"E"}']
+HOSTILE_NAMES = ['a"},{"b', 'q\\"}, {"ph": "X"', "back\\\\", "}]", '\\\\"},{', "x}, ", '"', '{"ph":"E"}']
 
 
 def doc_bytes(events, before=None, after=None, indent=None) -> bytes:
@@ -77,10 +80,28 @@ def doc_bytes(events, before=None, after=None, indent=None) -> bytes:
 def test_cuts_inside_strings_with_escaped_quotes_and_nested_args(chunk, block):
     events = []
     for i, name in enumerate(HOSTILE_NAMES * 3):
-        events.append(ev(name, i, **{"Input Dims": [[1, 2], []], "nested": [{"a": name}, {"b": [{"c": "}],{"}]}],
-                                     "External id": i, "Call stack": name}))
-    events.append({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5,
-                   "args": {"Bytes": 4, "Addr": 9, "Device Type": 1, "Device Id": 0, "x": {"y": "]}"}}})
+        events.append(
+            ev(
+                name,
+                i,
+                **{
+                    "Input Dims": [[1, 2], []],
+                    "nested": [{"a": name}, {"b": [{"c": "}],{"}]}],
+                    "External id": i,
+                    "Call stack": name,
+                },
+            )
+        )
+    events.append(
+        {
+            "ph": "i",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": 5,
+            "args": {"Bytes": 4, "Addr": 9, "Device Type": 1, "Device Id": 0, "x": {"y": "]}"}},
+        }
+    )
     events.append({"ph": "B", "name": 'b"}', "pid": 1, "tid": 2, "ts": 1, "args": {"k": [{"}": "{"}]}})
     events.append({"ph": "E", "pid": 1, "tid": 2, "ts": 3})
     ref, got = both(doc_bytes(events, indent=1), chunk, block)
@@ -92,11 +113,13 @@ def test_cuts_inside_strings_with_escaped_quotes_and_nested_args(chunk, block):
 def test_top_level_keys_before_and_after_the_events(chunk):
     devices = [{"id": 0, "name": 'V"100', "totalGlobalMem": 1 << 30, "numSms": 80}]
     events = [ev("aten::mm", i) for i in range(20)]
-    for before, after in [({}, {"deviceProperties": devices, "distributedInfo": {"rank": 3}}),
-                          ({"deviceProperties": devices, "traceName": "t"}, {"baseTimeNanoseconds": 17, "x": [{"y": 1}]}),
-                          ({"schemaVersion": 1, "displayTimeUnit": "ms"}, {}),
-                          # keys longer than the scanner's first window (1 KB), a quote escaped in one
-                          ({"k" * 3000 + '"x': 1, "q" * 900 + '\\"': 2}, {"z" * 70000: [1]})]:
+    for before, after in [
+        ({}, {"deviceProperties": devices, "distributedInfo": {"rank": 3}}),
+        ({"deviceProperties": devices, "traceName": "t"}, {"baseTimeNanoseconds": 17, "x": [{"y": 1}]}),
+        ({"schemaVersion": 1, "displayTimeUnit": "ms"}, {}),
+        # keys longer than the scanner's first window (1 KB), a quote escaped in one
+        ({"k" * 3000 + '"x': 1, "q" * 900 + '\\"': 2}, {"z" * 70000: [1]}),
+    ]:
         _, got = both(doc_bytes(events, before, after), chunk, 7)
         assert got.devices and got.devices[0].name == 'V"100' if "deviceProperties" in {**before, **after} else True
     _, got = both(doc_bytes(events, {"traceName": "t"}, {"distributedInfo": {"rank": 3}}), chunk, 5)
@@ -112,9 +135,11 @@ def test_array_form_and_empty_events():
 
 @pytest.mark.parametrize("block", [1, 2, 5, 9])
 def test_nonfinite_literals_across_block_and_chunk_boundaries(block):
-    body = ('{"traceEvents": [{"ph": "X", "name": "NaN", "ts": 1, "dur": NaN, "args": {"flops": Infinity}},'
-            '{"ph": "X", "name": "b", "ts": 2, "dur": -Infinity, "args": {"s": "Infinity"}}], '
-            '"deviceProperties": [{"id": 0, "totalGlobalMem": NaN}]}').encode()
+    body = (
+        b'{"traceEvents": [{"ph": "X", "name": "NaN", "ts": 1, "dur": NaN, "args": {"flops": Infinity}},'
+        b'{"ph": "X", "name": "b", "ts": 2, "dur": -Infinity, "args": {"s": "Infinity"}}], '
+        b'"deviceProperties": [{"id": 0, "totalGlobalMem": NaN}]}'
+    )
     ref, got = both(body, 3, block)
     assert "3 bare NaN/Infinity literals" in " ".join(got.warnings) or "4 bare" in " ".join(got.warnings)
     assert np.isinf(got.events.flops).sum() == 1
@@ -132,8 +157,14 @@ def test_cut_off_array_recovers_complete_events_like_the_whole_document(cut, chu
 
 
 def test_undecodable_documents_are_left_to_the_whole_document_decoder():
-    for body in (b'{"traceEvents": [{"ph": "X"}, 5]', b'{"traceEvents": [{"ph": "X"}], "a": }', b'{"a": 1}',
-                 b'{"traceEvents": [{"ph": "X"}]} trailing', b'{"traceEvents": [], "traceEvents": []}', b'  7'):
+    for body in (
+        b'{"traceEvents": [{"ph": "X"}, 5]',
+        b'{"traceEvents": [{"ph": "X"}], "a": }',
+        b'{"a": 1}',
+        b'{"traceEvents": [{"ph": "X"}]} trailing',
+        b'{"traceEvents": [], "traceEvents": []}',
+        b"  7",
+    ):
         with pytest.raises(Unstreamable):
             decode_stream(blocks_of(body, 4), chunk_bytes=2)
 
@@ -150,16 +181,34 @@ def test_parallel_decode_equals_serial_and_whole_document(monkeypatch):
     events = []
     for i in range(60):
         events.append(ev(f"op{i % 9}", i, **{"External id": i, "Input Dims": [[i]], "Input type": ["float"]}))
-        events.append({"ph": "X", "cat": "kernel", "name": f"k{i % 4}", "pid": 0, "tid": 7, "ts": i + 0.5,
-                       "dur": 0.25, "args": {"correlation": i, "device": 0, "stream": 7, "grid": [i, 1, 1]}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"k{i % 4}",
+                "pid": 0,
+                "tid": 7,
+                "ts": i + 0.5,
+                "dur": 0.25,
+                "args": {"correlation": i, "device": 0, "stream": 7, "grid": [i, 1, 1]},
+            }
+        )
         if i % 5 == 0:
-            events += [{"ph": "B", "name": f"b{i}", "pid": 1, "tid": 3, "ts": i},
-                       {"ph": "E", "name": f"b{i}", "pid": 1, "tid": 3, "ts": i + 2},
-                       {"ph": "C", "name": "mem", "pid": 1, "ts": i, "args": {"value": i}},
-                       {"ph": "s", "cat": "fwdbwd", "id": i, "pid": 1, "tid": 1, "ts": i},
-                       {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": i,
-                        "args": {"Bytes": 8 * i, "Addr": i, "Device Type": 1, "Device Id": 0}},
-                       {"ph": "M", "name": "thread_name", "pid": 1, "tid": 3, "args": {"name": f"t{i}"}}]
+            events += [
+                {"ph": "B", "name": f"b{i}", "pid": 1, "tid": 3, "ts": i},
+                {"ph": "E", "name": f"b{i}", "pid": 1, "tid": 3, "ts": i + 2},
+                {"ph": "C", "name": "mem", "pid": 1, "ts": i, "args": {"value": i}},
+                {"ph": "s", "cat": "fwdbwd", "id": i, "pid": 1, "tid": 1, "ts": i},
+                {
+                    "ph": "i",
+                    "name": "[memory]",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": i,
+                    "args": {"Bytes": 8 * i, "Addr": i, "Device Type": 1, "Device Id": 0},
+                },
+                {"ph": "M", "name": "thread_name", "pid": 1, "tid": 3, "args": {"name": f"t{i}"}},
+            ]
     events.append({"ph": "X", "name": True, "pid": 1.0, "tid": "1", "ts": 99, "dur": 1})  # equal keys, other types
     body = doc_bytes(events, {"deviceProperties": [{"id": 0, "name": "gpu"}]})
     serial = both(body, 500, 97, workers=1)[1]
@@ -175,6 +224,7 @@ def test_gzip_streamed_in_small_steps_and_ending_mid_chunk(tmp_path, monkeypatch
     path = tmp_path / "t.pt.trace.json.gz"
     path.write_bytes(gzip.compress(body[:100]) + gzip.compress(body[100:]))  # two members, the cut mid-chunk
     import fsspec
+
     fs = fsspec.filesystem("file")
     ref = decode_trace(read_trace_bytes(fs, str(path)))
     assert_same(ref, decode_stream(Blocks(fs, str(path), path.stat().st_size), chunk_bytes=300))
@@ -192,15 +242,21 @@ def _sample_traces():
     for root in roots:
         for dirpath, _, names in os.walk(root):
             # not traces: known answers (*.expected.json, RECORDED.json) and export_memory_timeline files
-            files += [os.path.join(dirpath, n) for n in names if ".json" in n
-                      and not n.endswith((".expected.json", "RECORDED.json")) and ".pt.trace.memory." not in n
-                      and "memory_analysis" not in dirpath]
+            files += [
+                os.path.join(dirpath, n)
+                for n in names
+                if ".json" in n
+                and not n.endswith((".expected.json", "RECORDED.json"))
+                and ".pt.trace.memory." not in n
+                and "memory_analysis" not in dirpath
+            ]
     return sorted(f for f in files if not flight_recorder_dump(f))
 
 
 @pytest.mark.corpus
 def test_every_sample_trace_streams_equal(monkeypatch):
     import fsspec
+
     fs = fsspec.filesystem("file")
     files = _sample_traces()
     assert len(files) >= 35
@@ -241,11 +297,13 @@ def test_unstreamable_file_falls_back_to_the_whole_document_with_its_cache(tmp_p
     """The scanner gives up half way (a non-event last element in the object form): the file is
     parsed whole, and the raw-events side file holds the events once."""
     from tb_plugin.registry.cache import ParseCache
+
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")
     body = doc_bytes([ev(f"op{i}", i) for i in range(50)] + [5], after={"traceName": "odd"})
     path = tmp_path / "odd.pt.trace.json"
     path.write_bytes(body)
     import fsspec
+
     fs = fsspec.filesystem("file")
     cache = ParseCache(str(tmp_path / "cache"))
     trace, cached = parse.parse_entry(fs, str(path), str(path), "v1", len(body), cache)
@@ -263,6 +321,7 @@ def test_workers_import_this_tb_plugin_whatever_the_working_directory(tmp_path, 
     could not start, and the parse fell back to serial without a word)."""
     from tb_plugin.trace import decode_workers
     from tb_plugin.trace.decode_workers import Workers
+
     monkeypatch.setattr(decode_workers, "can_fork", lambda: False)  # a fresh interpreter, as beside a server's threads
     (tmp_path / "tb_plugin").mkdir()
     (tmp_path / "tb_plugin" / "__init__.py").write_text("")
@@ -315,12 +374,15 @@ def test_files_of_a_few_tens_of_mb_are_streamed_where_workers_are_forks(monkeypa
     monkeypatch.setattr(parse, "decode_trace", real_decode)
 
 
-@pytest.mark.parametrize("doc, message", [
-    (b'{"abc', "inside a key"),
-    (b'{"' + b"k" * 5000, "inside a key"),  # longer than the first windows: they grow, then more is read
-    (b'{"traceEvents": [], "k": [1, 2', "inside a top-level value"),
-    (b'{"k": "' + b"v" * 300000, "inside a top-level value"),
-])
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        (b'{"abc', "inside a key"),
+        (b'{"' + b"k" * 5000, "inside a key"),  # longer than the first windows: they grow, then more is read
+        (b'{"traceEvents": [], "k": [1, 2', "inside a top-level value"),
+        (b'{"k": "' + b"v" * 300000, "inside a top-level value"),
+    ],
+)
 def test_a_document_cut_in_its_top_level_is_left_to_the_whole_document_decoder(doc, message):
     """The scanner's growing windows end at the document's end with Unstreamable (the whole-document
     decoder then says what is wrong), for keys and values shorter and longer than a window."""

@@ -11,22 +11,32 @@ import threading
 
 import numpy as np
 import pytest
-
 from fuzz_inputs import time_bound
+
 from tb_plugin.trace import decode_workers as dw
 from tb_plugin.trace.columns import ColumnBuilder
-from tb_plugin.trace.events import _RAW_LIST
 from tb_plugin.trace.decode_workers import decode_batch, run_parallel
+from tb_plugin.trace.events import _RAW_LIST
 
 FORKS = sys.platform.startswith("linux") and hasattr(os, "fork")  # where can_fork() may be true
-BATCHES = [b"[" + b",".join(b'{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"tid":%d,"ts":%d,"dur":1}' % (i % 7, b, i)
-                             for i in range(200)) + b"]" for b in range(12)]
+BATCHES = [
+    b"["
+    + b",".join(
+        b'{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"tid":%d,"ts":%d,"dur":1}' % (i % 7, b, i) for i in range(200)
+    )
+    + b"]"
+    for b in range(12)
+]
 
 
 def _states(batches, n, monkeypatch=None):
     got = []
-    run_parallel(iter([[b] for b in batches]), n, False,
-                 lambda state, parts: got.append((b"".join(parts), state["keys"], state["texts"])))
+    run_parallel(
+        iter([[b] for b in batches]),
+        n,
+        False,
+        lambda state, parts: got.append((b"".join(parts), state["keys"], state["texts"])),
+    )
     return got
 
 
@@ -76,15 +86,19 @@ def test_a_failing_caller_stops_the_workers_promptly(start_method):
 def test_workers_are_forks_only_beside_known_threads():
     """A fork copies every lock but only the forking thread: beside an unknown thread (a server's),
     workers are fresh interpreters; beside the events file's writer alone, forks."""
-    others_known = all(t is threading.current_thread() or t.name in dw._FORK_SAFE_THREADS for t in threading.enumerate())
+    others_known = all(
+        t is threading.current_thread() or t.name in dw._FORK_SAFE_THREADS for t in threading.enumerate()
+    )
     assert dw.can_fork() == (FORKS and others_known)
     stop = threading.Event()
     for name, expected in (("kinetoscope-writer", True), ("some-server-thread", False)):
         thread = threading.Thread(target=stop.wait, name=name)
         thread.start()
         try:
-            others_ok = all(t is threading.current_thread() or t is thread or t.name in dw._FORK_SAFE_THREADS
-                            for t in threading.enumerate())
+            others_ok = all(
+                t is threading.current_thread() or t is thread or t.name in dw._FORK_SAFE_THREADS
+                for t in threading.enumerate()
+            )
             assert dw.can_fork() == (FORKS and expected and others_ok)
             if others_ok:
                 with dw.Workers(1) as workers:
@@ -100,14 +114,16 @@ def test_a_forked_worker_leaves_the_parents_output_alone():
     """A forked worker exits without flushing the buffers it copied: text this process had not yet
     flushed is written once, by this process, and the decoded batches are right."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    code = (f"import sys; sys.path.insert(0, {root!r}); sys.stdout = open(1, 'w', buffering=1 << 20)\n"
-            "from tb_plugin.trace import decode_workers as dw\n"
-            "assert dw.can_fork()\n"
-            "print('before', end='')\n"
-            "got = []\n"
-            "batches = [[b'[' + b','.join(b'{\"ph\":\"X\",\"name\":\"n%d\",\"ts\":%d,\"dur\":1}' % (i, i) for i in range(50)) + b']']] * 5\n"
-            "dw.run_parallel(iter(batches), 2, False, lambda state, joined: got.append(len(state['texts'])))\n"
-            "print(' after', got, end='')\n")
+    code = (
+        f"import sys; sys.path.insert(0, {root!r}); sys.stdout = open(1, 'w', buffering=1 << 20)\n"
+        "from tb_plugin.trace import decode_workers as dw\n"
+        "assert dw.can_fork()\n"
+        "print('before', end='')\n"
+        "got = []\n"
+        'batches = [[b\'[\' + b\',\'.join(b\'{"ph":"X","name":"n%d","ts":%d,"dur":1}\' % (i, i) for i in range(50)) + b\']\']] * 5\n'
+        "dw.run_parallel(iter(batches), 2, False, lambda state, joined: got.append(len(state['texts'])))\n"
+        "print(' after', got, end='')\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout == b"before after [50, 50, 50, 50, 50]"  # (each batch interns its own names)

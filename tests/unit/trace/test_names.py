@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 from conftest import x
-from tb_plugin.analysis.operators import operator_rows, operator_stacks
+
 from tb_plugin.analysis.call_stacks import differing_frames
+from tb_plugin.analysis.operators import operator_rows, operator_stacks
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.names import without_address
 
@@ -22,10 +23,20 @@ def _trace():
     ev = []
     for i, addr in enumerate(("7cbd12345670", "7f00deadbeef")):
         t = 1000 * i
-        ev += [x("model.py(10): forward", PY, t, 500), x(SOFTMAX.format(addr), PY, t + 10, 400),
-               x("aten::softmax", "cpu_op", t + 20, 100)]
-    ev.append(x("<function hook at 0xABCDEF12>", "cpu_op", 3000, 5,
-                Call_stack=f"<function hook at 0x{1:012x}>;main.py(3): run"))
+        ev += [
+            x("model.py(10): forward", PY, t, 500),
+            x(SOFTMAX.format(addr), PY, t + 10, 400),
+            x("aten::softmax", "cpu_op", t + 20, 100),
+        ]
+    ev.append(
+        x(
+            "<function hook at 0xABCDEF12>",
+            "cpu_op",
+            3000,
+            5,
+            Call_stack=f"<function hook at 0x{1:012x}>;main.py(3): run",
+        )
+    )
     return decode_trace(json.dumps({"traceEvents": ev}).encode())
 
 
@@ -51,8 +62,12 @@ def test_no_name_or_stack_keeps_an_address():
 
 
 def test_stacks_ending_alike_say_where_they_part():
-    stacks = [["main", "train", "forward", "softmax"], ["main", "eval", "forward", "softmax"], ["other"],
-              ["forward", "softmax"]]
+    stacks = [
+        ["main", "train", "forward", "softmax"],
+        ["main", "eval", "forward", "softmax"],
+        ["other"],
+        ["forward", "softmax"],
+    ]
     # innermost-first, the first two share "softmax", "forward" and part at train / eval (index 1);
     # the last is all the inner part of both (nothing to show); "other" ends in its own frame
     assert differing_frames(stacks) == [1, 1, None, None]
@@ -63,6 +78,7 @@ def test_stacks_ending_alike_say_where_they_part():
 def test_real_sample_names_and_stacks_carry_no_address():
     """samples/torch_cpu_cnn: its Python frames carry 276 object addresses in the file."""
     from conftest import REPO
+
     from tb_plugin.registry.parse import load_trace_file
 
     tr = load_trace_file(str(next((REPO / "samples" / "torch_cpu_cnn").glob("*.pt.trace.json.gz"))))

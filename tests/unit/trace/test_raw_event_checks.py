@@ -10,13 +10,25 @@ import os
 import shutil
 
 from test_raw_in_place import _parse
+
 from tb_plugin.registry.raw_events import read_raw_event
 from tb_plugin.registry.views import _full_args
 
 
 def _trace(secret: str, n: int = 300) -> bytes:
-    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5,
-               "args": {"External id": i, "note": f"{secret}-{i:04d}"}} for i in range(n)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": f"op{i}",
+            "pid": 1,
+            "tid": 1,
+            "ts": i * 10,
+            "dur": 5,
+            "args": {"External id": i, "note": f"{secret}-{i:04d}"},
+        }
+        for i in range(n)
+    ]
     return json.dumps({"traceEvents": events}).encode()
 
 

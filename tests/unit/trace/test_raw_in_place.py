@@ -14,8 +14,8 @@ import os
 import fsspec
 import numpy as np
 import pytest
-
 from conftest import sample
+
 from tb_plugin.registry import parse
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.views import _full_args
@@ -27,6 +27,7 @@ from tb_plugin.trace.raw_positions import locate
 
 class FileBlocks(list):
     """Blocks that are the file's own bytes (as storage.read.Blocks says of an uncompressed file)."""
+
     raw = True
 
 
@@ -39,7 +40,7 @@ def ev(name, ts, **args):
 
 
 def events_doc(n: int = 60) -> list[dict]:
-    names = ['a"},{"b', 'q\\"}, {"ph": "X"', 'back\\\\', '}]', 'x}, ', '{"ph":"E"}', "plain"]
+    names = ['a"},{"b', 'q\\"}, {"ph": "X"', "back\\\\", "}]", "x}, ", '{"ph":"E"}', "plain"]
     return [ev(names[i % len(names)], i, nested={"k": [i, {"deep": "}, {"}]}) for i in range(n)]
 
 
@@ -50,8 +51,12 @@ def check(doc: bytes, chunk: int, block: int = 1 << 20, workers: int = 1, nonfin
     ref_sink = io.BytesIO()
     ref = decode_trace(doc, events_sink=ref_sink)
     sink = InPlaceSink()
-    got = decode_stream(FileBlocks(doc[i:i + block] for i in range(0, len(doc), block)), events_sink=sink,
-                        workers=workers, chunk_bytes=chunk)
+    got = decode_stream(
+        FileBlocks(doc[i : i + block] for i in range(0, len(doc), block)),
+        events_sink=sink,
+        workers=workers,
+        chunk_bytes=chunk,
+    )
     assert sink.getvalue() == b""  # nothing copied
     assert got.meta.pop("events_in_place") is True
     assert ref.strings == got.strings and ref.meta == got.meta and ref.warnings == got.warnings
@@ -67,7 +72,7 @@ def check(doc: bytes, chunk: int, block: int = 1 << 20, workers: int = 1, nonfin
         if o < 0:
             continue
         placed += 1
-        mine, theirs = doc[o:o + n], side[ro:ro + rn]
+        mine, theirs = doc[o : o + n], side[ro : ro + rn]
         if nonfinite:
             assert args_of_raw(mine) == args_of_raw(theirs) is not None
         else:
@@ -101,13 +106,14 @@ def test_bare_nan_literals_keep_their_file_bytes():
     (the exact scan), and the details panel quotes the literals again when it reads them back."""
     body = json.dumps(events_doc(20)).encode().replace(b'"deep": "}, {"', b'"deep": NaN, "inf": -Infinity')
     assert check(body, 300, nonfinite=True) == 20
-    raw_first = body[body.index(b"{", 1):]
+    raw_first = body[body.index(b"{", 1) :]
     assert args_of_raw(raw_first[: raw_first.index(b"}}") + 3]) is not None
 
 
 def test_locate_returns_none_for_what_it_cannot_place():
     buf = bytearray(b'  {"a": 1} , 5 ,{"b": 2}')
     import msgspec
+
     raws = msgspec.json.decode(b"[" + bytes(buf) + b"]", type=list[msgspec.Raw])
     assert locate(buf, 0, raws, quoted=False) is None  # an element that is no object
     buf2 = bytearray(b' {"a": 1},\n  {"b": [1, 2]}')
@@ -148,7 +154,7 @@ def test_the_registry_points_the_cache_at_the_trace_file(tmp_path, monkeypatch):
     for row in rows[:: len(rows) // 400]:
         full = _full_args(trace, int(row))
         assert full == _full_args(copy, int(row))
-        assert full == args_of_raw(data[trace.events.src_offset[row]:][: trace.events.src_length[row]])
+        assert full == args_of_raw(data[trace.events.src_offset[row] :][: trace.events.src_length[row]])
 
     # read back from the cache: the same offsets; a trace file touched since is no longer trusted
     again = cache.get(str(link), "v1")
@@ -170,4 +176,4 @@ def test_a_gzipped_file_without_the_gz_name_is_copied(tmp_path, monkeypatch):
         side = f.read()
     row = 7
     o, n = trace.events.src_offset[row], trace.events.src_length[row]
-    assert json.loads(side[o:o + n])["ts"] == 7
+    assert json.loads(side[o : o + n])["ts"] == 7

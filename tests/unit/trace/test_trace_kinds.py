@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from conftest import write_json, x
+
 from tb_plugin.analysis.kernels import kernel_rows
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.cli import main
@@ -18,13 +19,34 @@ KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunc
 def _range_profiler_doc() -> dict:
     """A step of 1000 µs with one real 100 µs kernel, and three CUPTI range-profiler ranges of the
     kernels profiled, each 121 430 µs long (the range profiler's pass; all equal, as on real traces)."""
-    events = [x("ProfilerStep#1", "user_annotation", 0, 1000), x("aten::fill_", "cpu_op", 10, 20),
-              x("cudaLaunchKernel", "cuda_runtime", 12, 5, correlation=1),
-              {"ph": "X", "cat": "kernel", "name": KERNEL, "pid": 0, "tid": 7, "ts": 100, "dur": 100,
-               "args": {"correlation": 1, "device": 0, "stream": 7}}]
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 1000),
+        x("aten::fill_", "cpu_op", 10, 20),
+        x("cudaLaunchKernel", "cuda_runtime", 12, 5, correlation=1),
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": KERNEL,
+            "pid": 0,
+            "tid": 7,
+            "ts": 100,
+            "dur": 100,
+            "args": {"correlation": 1, "device": 0, "stream": 7},
+        },
+    ]
     for i in range(3):
-        events.append({"ph": "X", "cat": "cuda_profiler_range", "name": f"{KERNEL}", "pid": 0, "tid": 1,
-                       "ts": 50 + i, "dur": 121_430, "args": {"device": 0, "sm__cycles_active.avg": 1234.0 + i}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_profiler_range",
+                "name": f"{KERNEL}",
+                "pid": 0,
+                "tid": 1,
+                "ts": 50 + i,
+                "dur": 121_430,
+                "args": {"device": 0, "sm__cycles_active.avg": 1234.0 + i},
+            }
+        )
     return {"schemaVersion": 1, "traceEvents": events}
 
 
@@ -49,11 +71,24 @@ def test_cli_report_prints_the_explanation(tmp_path, capsys):
 
 def _mtia_doc() -> dict:
     """One 1000 µs step on MTIA 0: two command-processor events of 100 µs under ``aten::mm``."""
-    events = [x("ProfilerStep#1", "user_annotation", 0, 1000), x("aten::mm", "cpu_op", 10, 50, input_type=["float", "float"])]
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 1000),
+        x("aten::mm", "cpu_op", 10, 50, input_type=["float", "float"]),
+    ]
     for corr, ts in ((1, 100), (2, 300)):
         events.append(x("mtiaLaunchKernel", "mtia_runtime", 10 + 10 * corr, 5, correlation=corr))
-        events.append({"ph": "X", "cat": "mtia_ccp_events", "name": "fused_gemm_kernel", "pid": "MTIA 0", "tid": 7,
-                       "ts": ts, "dur": 100, "args": {"correlation": corr}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "mtia_ccp_events",
+                "name": "fused_gemm_kernel",
+                "pid": "MTIA 0",
+                "tid": 7,
+                "ts": ts,
+                "dur": 100,
+                "args": {"correlation": corr},
+            }
+        )
     return {"schemaVersion": 1, "traceEvents": events}
 
 
