@@ -18,6 +18,7 @@ from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
 from . import paging
+from .distributed_pages import MAX_STEP_ROWS, bounded_view
 from .kernel_columns import KERNEL_COLUMNS, KERNEL_GROUPS, kernel_columns
 from .params import (
     MAX_PARAM_CHARS,
@@ -390,7 +391,15 @@ def distributed(registry, args: Args):
     span = str(integer(args, "span", 1, 1, 10**6))
     if not any(st.run == run for st in registry.files()):
         raise NotFound(f"no run {run!r} with traces")
+    step = args.get("step") or None
+    if step is not None and (len(step) > MAX_PARAM_CHARS or "\x00" in step):
+        raise BadRequest("parameter 'step' is malformed")
+    rank = integer(args, "rank", -1, -1, 10**9)
+    offset = integer(args, "offset", 0, 0, 10**9)
+    limit = integer(args, "limit", MAX_STEP_ROWS, 1, MAX_STEP_ROWS)
     doc = registry.distributed(run, span)
+    # the cached whole view, trimmed to the 2 MB bound: per-step rows and path details paged
+    doc = bounded_view(doc, step, rank if rank >= 0 else None, offset, limit)
     return 200, dict(doc, reason_code=no_view_code(doc["files"], doc["ranks_loaded"]))
 
 

@@ -276,8 +276,8 @@ export function memprofilerLogUrl(a: ArtifactRef): string {
 
 // ---- distributed, insights
 
-export function distributedUrl(run: string, span: string): string {
-  return `distributed?${new URLSearchParams({ run, span }).toString()}`;
+export function distributedUrl(run: string, span: string, step?: string): string {
+  return `distributed?${new URLSearchParams(step === undefined ? { run, span } : { run, span, step }).toString()}`;
 }
 
 export function insightsUrl(sel: Selection): string {

@@ -36,7 +36,10 @@ export interface RankRow {
   transfer_us: number | null;
   sync_us: number | null;
   latency_us: number | null;
-  steps: RankStep[];
+  /** Per-step rows: sent by older servers only; now paged with `?rank=` (`view.rank_steps`). */
+  steps?: RankStep[];
+  /** How many per-step rows the rank has (absent from older servers). */
+  steps_total?: number;
   comm_ops: CommOp[];
   /** ADDED: the rank's devices, as its own overview has them; absent from older servers. */
   distributed?: DistributedInfo | null;
@@ -137,16 +140,21 @@ export interface CriticalPathItem {
   segments: number;
 }
 
-/** ADDED: a step's critical path across the loaded ranks; Σ by_category = Σ by_rank = length_us. */
+/** ADDED: a step's critical path across the loaded ranks; Σ by_category = Σ by_rank + by_rank_other.us = length_us. */
 export interface CriticalPathStep {
   step: string;
   length_us: number;
   by_category: { kernel: number; cpu: number; communication: number; waiting: number };
+  /** The ranks of most time on the path (at most 16), in rank order. */
   by_rank: { rank: number; us: number }[];
-  /** The ten longest segments. */
-  segments: CriticalPathSegment[];
-  /** The ten collectives on the path whose rank waited longest for a late rank. */
-  collectives: CriticalPathSegment[];
+  /** The ranks left out of `by_rank` and their time (absent from older servers). */
+  by_rank_other?: { ranks: number; us: number };
+  /** False: the segment lists were left out (one step per answer has them; ask with `?step=`). Absent from older servers (always detailed). */
+  detailed?: boolean;
+  /** The ten longest segments (absent when not `detailed`). */
+  segments?: CriticalPathSegment[];
+  /** The ten collectives on the path whose rank waited longest for a late rank (absent when not `detailed`). */
+  collectives?: CriticalPathSegment[];
   truncated: boolean;
   /** The ten items of most time on the path (absent from older servers). */
   top_items?: CriticalPathItem[];
@@ -172,6 +180,10 @@ export interface DistributedData {
   groups_messages?: string[];
   /** ADDED: one entry per step; absent from older servers. */
   critical_path?: CriticalPathStep[];
+  /** The number of critical-path steps (those listed are the first 1000). */
+  critical_path_total?: number;
+  /** One page of a rank's per-step rows, with `?rank=R&offset=&limit=`; null otherwise. */
+  rank_steps?: { rank: number; found: boolean; total: number; offset: number; rows: RankStep[] } | null;
 }
 
 export interface DistributedResponse {
@@ -202,6 +214,7 @@ export interface SingleRank {
   groups: ProcessGroup[];
   groups_messages: string[];
   critical_path: CriticalPathStep[];
+  critical_path_total?: number;
 }
 
 /** Bin i spans [edges_us[i], edges_us[i+1]); the last edge null means +∞. */

@@ -3,7 +3,9 @@
 // segments (host ones with their enclosing annotation) and the collectives that waited for a late rank,
 // with the work that made that rank late. Definitions: docs/METRICS.md.
 import { useMemo, useState } from "react";
-import type { CriticalPathItem, CriticalPathSegment, CriticalPathStep, RankRow } from "../../api/types";
+import type { CriticalPathItem, CriticalPathSegment, CriticalPathStep, DistributedResponse, RankRow } from "../../api/types";
+import { RemoteStatus } from "../../components/RemoteStatus";
+import { remoteData, useRemote } from "../../hooks/useRemote";
 import { DataTable, Th } from "../../components/DataTable";
 import { SelectField } from "../../components/Fields";
 import { EChart } from "../../components/EChart";
@@ -23,15 +25,23 @@ interface Props {
   /** The ranks' workers, for "show in trace" (absent: no such column). */
   ranks?: Pick<RankRow, "rank" | "worker">[];
   onShowInTrace?: (worker: string, row: number) => void;
+  /** The number of steps of the path when the answer lists fewer (the first ones). */
+  total?: number;
+  /** The `distributed` URL that details one step (an answer details one step only). */
+  detailUrl?: (step: string) => string;
 }
 
-export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrace }: Props) {
+export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrace, total, detailUrl }: Props) {
   const [chosen, setChosen] = useState<string | null>(null);
+  const listed = steps?.find((s) => s.step === chosen) ?? steps?.[0];
+  const needed = listed && listed.detailed === false && detailUrl ? detailUrl(listed.step) : null;
+  const detailState = useRemote<DistributedResponse>(needed);
+  const fetched = pathStep(remoteData(detailState), listed?.step);
   const byCategory = useMemo(() => (steps?.length ? pathByCategoryOption(steps, textColor) : null), [steps, textColor]);
   const byRank = useMemo(() => (steps?.length ? pathByRankOption(steps, textColor) : null), [steps, textColor]);
   if (steps === undefined) return <p className="muted">The critical path is not sent by this server.</p>;
   if (steps.length === 0) return <p className="muted" data-testid="path-empty">No steps in these ranks.</p>;
-  const current = steps.find((s) => s.step === chosen) ?? steps[0]!;
+  const current = listed?.detailed === false && fetched ? fetched : listed!;
   return (
     <div data-testid="critical-path">
       <div className="grid-2">
@@ -46,20 +56,30 @@ export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrac
           {current.host_blocked_us ? ` · host blocked on the device ${formatDuration(current.host_blocked_us)}` : ""}
         </span>
       </div>
+      {total !== undefined && total > steps.length ? (
+        <Notice>{`The first ${steps.length} of ${total} steps are listed.`}</Notice>
+      ) : null}
+      {current.detailed === false ? <RemoteStatus state={detailState} what="step's critical path" /> : null}
       {current.truncated ? <Notice kind="warning">The graph was too large: part of this path was not walked (shown as waiting).</Notice> : null}
-      {current.collectives.map((c, i) => (
+      {(current.collectives ?? []).map((c, i) => (
         <div key={i} data-testid="path-late-rank">
           <Notice kind="warning">{lateText(c)}</Notice>
         </div>
       ))}
       {current.top_items?.length ? <ItemTable items={current.top_items} /> : null}
       <SegmentTable
-        segments={current.segments}
+        segments={current.segments ?? []}
         workerOf={(rank) => ranks?.find((r) => r.rank === rank)?.worker}
         onShowInTrace={onShowInTrace}
       />
     </div>
   );
+}
+
+/** The step named ``step`` of a `distributed` answer asked with `?step=` (view or single rank), when detailed. */
+function pathStep(doc: DistributedResponse | null, step: string | undefined): CriticalPathStep | undefined {
+  const steps = doc?.view?.critical_path ?? doc?.single_rank?.critical_path ?? [];
+  return steps.find((s) => s.step === step && s.detailed !== false);
 }
 
 /** "rank 0 waited 450 µs in ncclAllReduce… for rank 1, late after untraced host work in enumerate(DataLoader)… (cpu, 500 µs)". */

@@ -72,6 +72,7 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
         <SingleRankContent
           own={data.single_rank}
           theme={theme}
+          detailUrl={(step) => distributedUrl(run, span, step)}
           onShowInTrace={onShowInTrace ? (worker, row) => onShowInTrace({ run, worker, span }, row) : undefined}
         />
       ) : null}
@@ -79,6 +80,7 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
         <DistributedContent
           view={data.view}
           theme={theme}
+          detailUrl={(step) => distributedUrl(run, span, step)}
           onShowInTrace={onShowInTrace ? (worker, row) => onShowInTrace({ run, worker, span }, row) : undefined}
         />
       ) : null}
@@ -87,14 +89,32 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
 }
 
 /** One loaded rank: no comparison, but its own process groups and critical path. */
-function SingleRankContent({ own, theme, onShowInTrace }: { own: SingleRank; theme: Theme; onShowInTrace?: (worker: string, row: number) => void }) {
+function SingleRankContent({
+  own,
+  theme,
+  onShowInTrace,
+  detailUrl,
+}: {
+  own: SingleRank;
+  theme: Theme;
+  onShowInTrace?: (worker: string, row: number) => void;
+  detailUrl: (step: string) => string;
+}) {
   return (
     <div data-testid="single-rank">
       <Card title={`Process groups of rank ${own.rank}`} testId="groups-card">
         <ProcessGroupsTable groups={own.groups} messages={own.groups_messages} />
       </Card>
       <Card title={PATH_TITLE} testId="path-card">
-        <CriticalPathPanel steps={own.critical_path} theme={theme} textColor={chartTextColor(theme)} ranks={[{ rank: own.rank, worker: own.worker }]} onShowInTrace={onShowInTrace} />
+        <CriticalPathPanel
+          steps={own.critical_path}
+          total={own.critical_path_total}
+          detailUrl={detailUrl}
+          theme={theme}
+          textColor={chartTextColor(theme)}
+          ranks={[{ rank: own.rank, worker: own.worker }]}
+          onShowInTrace={onShowInTrace}
+        />
       </Card>
     </div>
   );
@@ -103,10 +123,12 @@ function SingleRankContent({ own, theme, onShowInTrace }: { own: SingleRank; the
 interface ContentProps {
   view: DistributedData;
   theme: Theme;
+  /** The `distributed` URL that details one critical-path step. */
+  detailUrl: (step: string) => string;
   onShowInTrace?: (worker: string, row: number) => void;
 }
 
-function DistributedContent({ view, theme, onShowInTrace }: ContentProps) {
+function DistributedContent({ view, theme, onShowInTrace, detailUrl }: ContentProps) {
   const text = chartTextColor(theme);
   const ranks = useMemo(() => [...view.ranks].sort((a, b) => a.rank - b.rank), [view]);
   const stragglers = useMemo(() => new Set(view.stragglers), [view]);
@@ -139,7 +161,15 @@ function DistributedContent({ view, theme, onShowInTrace }: ContentProps) {
         <ProcessGroupsTable groups={view.groups} messages={view.groups_messages} />
       </Card>
       <Card title={PATH_TITLE} testId="path-card">
-        <CriticalPathPanel steps={view.critical_path} theme={theme} textColor={text} ranks={ranks} onShowInTrace={onShowInTrace} />
+        <CriticalPathPanel
+          steps={view.critical_path}
+          total={view.critical_path_total}
+          detailUrl={detailUrl}
+          theme={theme}
+          textColor={text}
+          ranks={ranks}
+          onShowInTrace={onShowInTrace}
+        />
       </Card>
       <Card title="Collectives">
         <CollectivesTable view={view} />

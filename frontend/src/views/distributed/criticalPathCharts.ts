@@ -69,7 +69,9 @@ export function pathRanks(steps: CriticalPathStep[]): number[] {
   return [...new Set(steps.flatMap((s) => s.by_rank.map((r) => r.rank)))].sort((a, b) => a - b);
 }
 
-/** One stacked bar per step: the path's time on each rank. */
+const OTHER_RANKS_COLOR = "#9e9e9e";
+
+/** One stacked bar per step: the path's time on each rank (the ranks of most time; the rest as "Other ranks"). */
 export function pathByRankOption(steps: CriticalPathStep[], textColor: string): ChartOption {
   const { unit, option } = base(steps, textColor);
   return {
@@ -81,6 +83,19 @@ export function pathByRankOption(steps: CriticalPathStep[], textColor: string): 
       data: steps.map((s) => (s.by_rank.find((r) => r.rank === rank)?.us ?? 0) / unit.divisor),
       itemStyle: { color: RANK_COLORS[i % RANK_COLORS.length] },
       barMaxWidth: 56,
-    })),
+    })).concat(
+      steps.some((s) => (s.by_rank_other?.us ?? 0) > 0)
+        ? [
+            {
+              type: "bar",
+              name: "Other ranks",
+              stack: "path",
+              data: steps.map((s) => (s.by_rank_other?.us ?? 0) / unit.divisor),
+              itemStyle: { color: OTHER_RANKS_COLOR },
+              barMaxWidth: 56,
+            },
+          ]
+        : [],
+    ),
   };
 }
