@@ -296,13 +296,7 @@ class Tools:
     def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
         summary = report.distributed_summary(result)
-        advice = report.run_advice(
-            [
-                {"worker": st.worker, "overview": st.overview}
-                for st in self.registry.files()
-                if st.run == run and st.span == str(span)
-            ]
-        )
+        advice = report.span_advice(self.registry, run, str(span))
         if summary is None:
             return _plain(
                 {

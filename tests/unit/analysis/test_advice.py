@@ -354,13 +354,18 @@ def test_advice_on_many_ranks_is_said_once_for_the_run(tmp_path):
     assert text.count("cudaDeviceSynchronize takes 990 µs in 1 call") == 1  # rank 3's own, in its file
     from conftest import loaded_registry
 
+    from tb_plugin import api
     from tb_plugin.interfaces.mcp_tools import Tools
 
     reg = loaded_registry(tmp_path)
-    try:  # the MCP distributed tool says the same run advice
+    try:  # the MCP distributed tool and the distributed route say the same run advice
         assert (
             orjson.loads(orjson.dumps(Tools(reg, wait_s=60).distributed("job")["recommendations"]))
             == run["recommendations"]
         )
+        code, dist = api.distributed(reg, {"run": "job"})
+        assert code == 200 and orjson.loads(orjson.dumps(dist["recommendations"])) == run["recommendations"]
+        code, dist = api.distributed(reg, {"run": "job", "span": "2"})  # no file at this span: no run advice
+        assert code == 200 and dist["recommendations"] is None
     finally:
         reg.stop()

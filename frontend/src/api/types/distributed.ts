@@ -203,8 +203,23 @@ export interface DistributedResponse {
   /** With one loaded rank: how its rank was read (no distributedInfo), a note rather than a warning. */
   notes?: string[];
   view: DistributedData | null;
+  /** The advice that holds on several ranks, said once for the run (as the text report's); null for fewer than two ranks, absent from older servers. */
+  recommendations?: RunRecommendation[] | null;
   /** ADDED: with one loaded rank (view null), that rank's own process groups and critical path; null otherwise, absent from older servers. */
   single_rank?: SingleRank | null;
+}
+
+/** A recommendation that holds on several ranks: `text` starts "Ranks 0–7: …" and ends with the spread. */
+export interface RunRecommendation {
+  rule: string;
+  key: string;
+  ranks: number[];
+  ranks_text: string;
+  rank_count: number;
+  addressed_us?: { min: number; median: number; max: number };
+  addressed_bytes?: { min: number; median: number; max: number };
+  threshold_us?: { min: number; median: number; max: number };
+  text: string;
 }
 
 /** ADDED: one rank's own process groups and critical path (the walk without cross-rank edges). */

@@ -63,6 +63,17 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
       {(data?.notes ?? []).map((m, i) => (
         <Notice key={`note-${i}`}>{m}</Notice>
       ))}
+      {data?.recommendations?.length ? (
+        <Card title="Advice for the run" testId="run-advice-card">
+          <ul className="recommendations">
+            {data.recommendations.map((r) => (
+              <li key={r.key} data-testid="run-advice">
+                {formatText(r.text)}
+              </li>
+            ))}
+          </ul>
+        </Card>
+      ) : null}
       {data && data.view === null ? (
         <div data-testid="distributed-null">
           <Notice>{noViewReason(data)}</Notice>
