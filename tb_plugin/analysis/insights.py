@@ -221,6 +221,23 @@ def queue_length(trace: Trace) -> list[dict]:
     return trace.memo("queue_length", build)
 
 
+def idle_after_union(
+    group: np.ndarray, after: np.ndarray, end: np.ndarray, dev_starts: np.ndarray, n: int
+) -> np.ndarray:
+    """Per group (``n`` of them), the time-union µs of its calls' ``[end, next device start]`` idle
+    intervals. A call's interval ends at the first device start at or after its end (index ``after``);
+    calls that share that start share the interval from the earliest of their ends, and intervals of
+    different next starts never overlap (a later start means the call ended after the earlier one):
+    so the union is, per (group, next start), the start minus the group's earliest end before it."""
+    valid = after < len(dev_starts)
+    key = group[valid].astype(np.int64) * (len(dev_starts) + 1) + after[valid]
+    keys, inverse = np.unique(key, return_inverse=True)
+    first_end = np.full(len(keys), np.inf)
+    np.minimum.at(first_end, inverse.reshape(-1), end[valid])
+    spans = dev_starts[keys % (len(dev_starts) + 1)] - first_end
+    return np.bincount(keys // (len(dev_starts) + 1), weights=spans, minlength=n)
+
+
 def host_syncs(trace: Trace, top: int = 20) -> dict:
     """Synchronizing calls and ``cuda_sync`` events, grouped by the operator that issued them."""
     ev = trace.events
@@ -246,7 +263,7 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     # sums in row order, as a running total adds them (bincount adds each bin's weights in input order)
     calls = np.bincount(group, minlength=len(ops)).tolist()
     sync_us = np.bincount(group, weights=ev.dur[rows], minlength=len(ops)).tolist()
-    idle_us = np.bincount(group, weights=idle, minlength=len(ops)).tolist()
+    idle_us = idle_after_union(group, after, end, dev_starts, len(ops)).tolist()
     pairs, pair_first, pair_calls = np.unique(
         group.astype(np.int64) << 32 | ev.name[rows].astype(np.int64), return_index=True, return_counts=True
     )
@@ -269,7 +286,8 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
         "sync_us": float(ev.dur[rows].sum()),
         "cuda_sync_events": int(cuda_sync.sum()),
         "cuda_sync_us": float(ev.dur[cuda_sync].sum()),
-        # the time-union of the calls' idle-after intervals (back-to-back syncs share one gap)
+        # the time-union of the calls' idle-after intervals (back-to-back syncs share one gap); each
+        # operator's is the union of its own calls' (so the rows may add up to more than the total)
         "gpu_idle_after_us": float(Busy.of(end, end + idle).cum[-1]) if len(idle) else 0.0,
         "by_operator": ranked[:top],
     }

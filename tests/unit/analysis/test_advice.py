@@ -108,6 +108,34 @@ def test_synchronize_names_the_caller_not_the_step():
     assert by_op["op"] == "(no operator)" and by_op["calls"] == 1
 
 
+def test_gpu_idle_after_is_a_union_per_operator():
+    """``aten::item`` on two threads syncs ``[105, 200]`` and ``[115, 250]``; the next kernel starts at 400:
+    the GPU idles ``[200, 400]`` once (200 µs, not 200 + 150 = 350). ``aten::nonzero`` syncs ``[505, 600]``
+    before the kernel at 700: 100 µs. The total is the union of both: 300 µs."""
+    from synth.advice import Builder
+
+    from tb_plugin.analysis.insights import host_syncs
+
+    b = Builder()
+    b.step(1, 0, 2000)
+    b.launch(0, 10, 20, 80)
+    b.op("aten::item", 100, 120)
+    b.call("cudaStreamSynchronize", 105, 95)
+    first = len(b.events)
+    b.op("aten::item", 110, 150)
+    b.call("cudaStreamSynchronize", 115, 135)
+    for ev in b.events[first:]:
+        ev["tid"] = 2  # the second call on another thread, overlapping the first
+    b.launch(390, 5, 400, 100)
+    b.op("aten::nonzero", 500, 120)
+    b.call("cudaStreamSynchronize", 505, 95)
+    b.launch(690, 5, 700, 50)
+    got = host_syncs(_decode(b.doc()))
+    rows = {r["op"]: (r["calls"], r["gpu_idle_after_us"]) for r in got["by_operator"]}
+    assert rows == {"aten::item": (2, 200.0), "aten::nonzero": (1, 100.0)}
+    assert got["gpu_idle_after_us"] == 300.0
+
+
 # -- item 2: work outside the trace ----------------------------------------------------------------
 
 

@@ -168,6 +168,7 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
 
     dev_starts = np.sort(ev.ts[np.flatnonzero(insights.device_mask(trace))])
     by_op: dict[str, dict] = {}
+    spans_of: dict[str, list[tuple[float, float]]] = {}
     gaps: dict[int, float] = {}
     for r in rows.tolist():
         end = float(ev.ts[r] + ev.dur[r])
@@ -179,18 +180,25 @@ def reference_host_syncs(trace, top: int = 20) -> dict:
         entry = by_op.setdefault(op, {"op": op, "calls": 0, "sync_us": 0.0, "gpu_idle_after_us": 0.0, "apis": {}})
         entry["calls"] += 1
         entry["sync_us"] += float(ev.dur[r])
-        entry["gpu_idle_after_us"] += idle
+        spans_of.setdefault(op, []).append((end, end + idle))
         api_name = trace.strings[ev.name[r]]
         entry["apis"][api_name] = entry["apis"].get(api_name, 0) + 1
+
+    def union_of(spans: list[tuple[float, float]]) -> float:
+        """The time-union of the intervals (merged in a loop)."""
+        union, reach = 0.0, -np.inf
+        for a, b in sorted(spans):
+            if b > reach:
+                union += b - max(a, reach)
+                reach = b
+        return union
+
+    # the total, and each operator's, is the union of the [end, next device start] intervals
+    for entry in by_op.values():
+        entry["gpu_idle_after_us"] = union_of(spans_of[entry["op"]])
     ranked = sorted(by_op.values(), key=lambda x: -x["sync_us"])
-    # the total is the union of the [end, next device start] intervals (merged in a loop)
-    spans = sorted((float(ev.ts[r] + ev.dur[r]), float(ev.ts[r] + ev.dur[r]) + gaps[r]) for r in rows.tolist())
-    union, reach = 0.0, -np.inf
-    for a, b in spans:
-        if b > reach:
-            union += b - max(a, reach)
-            reach = b
-    return dict(full, gpu_idle_after_us=union if spans else 0.0, by_operator=ranked[:top])
+    spans = [(float(ev.ts[r] + ev.dur[r]), float(ev.ts[r] + ev.dur[r]) + gaps[r]) for r in rows.tolist()]
+    return dict(full, gpu_idle_after_us=union_of(spans) if spans else 0.0, by_operator=ranked[:top])
 
 
 @pytest.mark.corpus

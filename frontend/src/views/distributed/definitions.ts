@@ -58,5 +58,6 @@ export const INSIGHT_DEFS = {
     "Exposed time of each GPU over the steps window, in this order, each part excluding the ones before it: computation (non-communication kernels), exposed communication, exposed memcpy/memset, idle. The four add up to the window.",
   syncs:
     "Host synchronization: cuda_sync events and the host calls that blocked on the device (synchronize calls, blocking copies such as a D2H cudaMemcpyAsync into pageable memory), the operator that issued each (the innermost operator, never a ProfilerStep), and the GPU idle time after each: from its end to the next device work start on any stream of the same process's GPUs.",
-  gpuIdleAfter: "GPU idle after (µs): from the end of the synchronizing call to the next device work start on the process's GPUs.",
+  gpuIdleAfter:
+    "GPU idle after (µs): from the end of the synchronizing call to the next device work start on the process's GPUs, as a time-union (calls that overlap one idle span count it once), per operator and in all.",
 } as const;
