@@ -45,7 +45,7 @@ describe("CriticalPathPanel", () => {
     expect(screen.getByTestId("path-late-rank").textContent).toBe(
       "Rank 0 waited 450 µs in ncclDevKernel_AllReduce_Sum_f32_RING_LL for rank 1, late after enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ (Launch / CPU, 500 µs)",
     );
-    expect(lateText(steps[1]!.collectives[0]!)).toContain("for rank 1");
+    expect(lateText(steps[1]!.collectives![0]!)).toContain("for rank 1");
   });
 
   it("shows a segment in its rank's trace: that rank's worker and the event row", () => {
@@ -58,7 +58,7 @@ describe("CriticalPathPanel", () => {
     fireEvent.change(screen.getByTestId("path-step-select"), { target: { value: "2" } });
     const rows = screen.getAllByTestId("path-segment-row");
     fireEvent.click(within(rows[0]!).getByTestId("path-show-in-trace"));
-    expect(shown).toEqual([["rank1", steps[1]!.segments[0]!.row]]);
+    expect(shown).toEqual([["rank1", steps[1]!.segments![0]!.row]]);
     // waiting segments have no event to show
     const waiting = rows.filter((r) => cells(r)[1] === "Waiting");
     expect(waiting.length).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-import { fireEvent, render, screen, within } from "@testing-library/react";
+import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
 import distFixture from "../../__fixtures__/distributed/distributed_dlrm.json";
 import distNull from "../../__fixtures__/distributed/distributed_null.json";
@@ -161,5 +161,32 @@ describe("DistributedView", () => {
     const path = within(own).getByTestId("critical-path");
     expect(within(path).getByTestId("path-summary").textContent).toMatch(/^411 µs/);
     expect(within(path).getAllByTestId("path-segment-row").every((r) => r.dataset.rank === "3")).toBe(true);
+  });
+
+  it("shows the run's advice that holds on several ranks, as the server words it", async () => {
+    render(<DistributedView run="job" theme="light" />);
+    const items = await screen.findAllByTestId("run-advice");
+    expect(items.map((i) => i.textContent)).toEqual((distFixture.recommendations ?? []).map((r) => r.text));
+    expect(items[0]!.textContent).toMatch(/^Ranks 0–7: /);
+  });
+
+  it("asks for a step's detail when the answer left it out, and draws the ranks left out as other ranks", async () => {
+    const [first] = distFixture.view.critical_path;
+    const { segments, collectives, top_items, ...summary } = first!;
+    const other = { ...summary, step: "11", detailed: false, by_rank_other: { ranks: 3, us: 5.0 } };
+    const doc = { ...distFixture, view: { ...distFixture.view, critical_path: [first, other], critical_path_total: 2 } };
+    const detailed = { ...first, step: "11", detailed: true, segments: segments.slice(0, 1), collectives: [], top_items };
+    const log = stubFetch((url) => {
+      if (!url.startsWith("distributed?")) return notFound();
+      const step = query(url).get("step");
+      return json(step === "11" ? { ...doc, view: { ...doc.view, critical_path: [summary, detailed] } } : doc);
+    });
+    render(<DistributedView run="job" theme="light" />);
+    const path = await screen.findByTestId("critical-path");
+    expect(JSON.parse(within(path).getByTestId("path-rank-chart").dataset.series ?? "[]")).toContain("Other ranks");
+    expect(within(path).getAllByTestId("path-segment-row")).toHaveLength(segments.length);
+    fireEvent.change(within(path).getByTestId("path-step-select"), { target: { value: "11" } });
+    await waitFor(() => expect(within(path).getAllByTestId("path-segment-row")).toHaveLength(1));
+    expect(log.some((u) => query(u).get("step") === "11")).toBe(true);
   });
 });

@@ -69,33 +69,28 @@ export function pathRanks(steps: CriticalPathStep[]): number[] {
   return [...new Set(steps.flatMap((s) => s.by_rank.map((r) => r.rank)))].sort((a, b) => a - b);
 }
 
-const OTHER_RANKS_COLOR = "#9e9e9e";
+const OTHER_RANKS_COLOR: string = "#9e9e9e";
 
 /** One stacked bar per step: the path's time on each rank (the ranks of most time; the rest as "Other ranks"). */
 export function pathByRankOption(steps: CriticalPathStep[], textColor: string): ChartOption {
   const { unit, option } = base(steps, textColor);
+  const bars: { name: string; color: string; us: (s: CriticalPathStep) => number }[] = pathRanks(steps).map((rank, i) => ({
+    name: `Rank ${rank}`,
+    color: RANK_COLORS[i % RANK_COLORS.length]!,
+    us: (s) => s.by_rank.find((r) => r.rank === rank)?.us ?? 0,
+  }));
+  if (steps.some((s) => (s.by_rank_other?.us ?? 0) > 0)) {
+    bars.push({ name: "Other ranks", color: OTHER_RANKS_COLOR, us: (s) => s.by_rank_other?.us ?? 0 });
+  }
   return {
     ...option,
-    series: pathRanks(steps).map((rank, i) => ({
+    series: bars.map((b) => ({
       type: "bar",
-      name: `Rank ${rank}`,
+      name: b.name,
       stack: "path",
-      data: steps.map((s) => (s.by_rank.find((r) => r.rank === rank)?.us ?? 0) / unit.divisor),
-      itemStyle: { color: RANK_COLORS[i % RANK_COLORS.length] },
+      data: steps.map((s) => b.us(s) / unit.divisor),
+      itemStyle: { color: b.color },
       barMaxWidth: 56,
-    })).concat(
-      steps.some((s) => (s.by_rank_other?.us ?? 0) > 0)
-        ? [
-            {
-              type: "bar",
-              name: "Other ranks",
-              stack: "path",
-              data: steps.map((s) => (s.by_rank_other?.us ?? 0) / unit.divisor),
-              itemStyle: { color: OTHER_RANKS_COLOR },
-              barMaxWidth: 56,
-            },
-          ]
-        : [],
-    ),
+    })),
   };
 }
