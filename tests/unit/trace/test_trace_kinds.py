@@ -110,3 +110,58 @@ def test_mtia_text_report_says_mtia(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--no-cache", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["runs"][0]["workers"][0]["overview"]["gpus"][0]["device_type"] == "MTIA"
+
+
+def _mtia_collective_doc() -> dict:
+    """One 1000 µs step on MTIA 0: gemms ``[100, 200]`` and ``[400, 500]`` on queue 7, and an all-reduce
+    ``[150, 450]`` on queue 8 launched (``mtiaLaunchKernel``, correlation 2) inside ``c10d::allreduce_``
+    ``[40, 70]`` / ``record_param_comms``, as PyTorch's c10d writes it on any backend. Exposed
+    communication (not under a gemm): ``[200, 400]`` = 200 µs; the step breakdown's Communication adds the
+    host collective call ``[40, 70]`` = 30 µs (its launch call inside it included), when the device is idle."""
+
+    def device(name: str, ts: float, dur: float, corr: int, queue: int) -> dict:
+        return {
+            "ph": "X",
+            "cat": "mtia_ccp_events",
+            "name": name,
+            "pid": "MTIA 0",
+            "tid": queue,
+            "ts": ts,
+            "dur": dur,
+            "args": {"correlation": corr},
+        }
+
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 1000),
+        x("aten::mm", "cpu_op", 10, 20),
+        x("mtiaLaunchKernel", "mtia_runtime", 12, 5, correlation=1),
+        device("fused_gemm_kernel", 100, 100, 1, 7),
+        x("c10d::allreduce_", "cpu_op", 40, 30),
+        x("record_param_comms", "cpu_op", 42, 25),
+        x("mtiaLaunchKernel", "mtia_runtime", 45, 5, correlation=2),
+        device("allreduce_ring_kernel", 150, 300, 2, 8),
+        x("aten::mm", "cpu_op", 80, 20),
+        x("mtiaLaunchKernel", "mtia_runtime", 82, 5, correlation=3),
+        device("fused_gemm_kernel", 400, 100, 3, 7),
+    ]
+    return {"schemaVersion": 1, "traceEvents": events}
+
+
+def test_mtia_exposed_communication_agrees_with_the_breakdown(tmp_path):
+    """On MTIA a collective launched inside a c10d op is communication for the step breakdown and for
+    the exposed-time decomposition alike (one classifier, ``breakdown.category_masks``): the exposed
+    communication is the breakdown's device part, and the breakdown's Communication exceeds it only by
+    the host collective call's own time while the device is idle."""
+    from tb_plugin.analysis.insights import exposed_time
+
+    trace = load_trace_file(str(write_json(tmp_path / "m.pt.trace.json", _mtia_collective_doc())))
+    ov = compute_overview(trace)
+    (step,) = ov["steps"]
+    (dev,) = ov["gpus"]
+    exposed = exposed_time(trace)
+    assert dev["device_type"] == "MTIA" and dev["utilization_pct"] == 40.0  # [100, 500]: gemms and the collective
+    assert (exposed["compute_us"], exposed["exposed_comm_us"], exposed["idle_us"]) == (200.0, 200.0, 600.0)
+    assert step["kernel_us"] == exposed["compute_us"]
+    # the breakdown's Communication: the exposed 200 µs plus c10d::allreduce_ [40, 70] (host, device idle)
+    assert step["communication_us"] == exposed["exposed_comm_us"] + 30.0
+    assert (dev["tensor_core_pct"], dev["sm_efficiency_pct"]) == (None, None)
