@@ -151,8 +151,8 @@ def test_gpu_idle_after_is_a_union_per_operator():
 )
 def test_real_blocking_copies_are_not_work_outside_the_trace(rel, calls):
     """The corpus's real ``hipMemcpyWithStream`` calls block the host, but for tens of µs (under the rule's
-    1 ms minimum) with the device busy for much of them: no "work outside the trace" warning, and no
-    sample of the corpus is a graph-capture trace (none holds a ``StreamBeginCapture``)."""
+    1 ms minimum) with the device busy for much of them: no "work outside the trace" warning (and no
+    graph-capture warning: they capture nothing)."""
     from conftest import sample
 
     from tb_plugin.analysis.blocking import blocking_calls
