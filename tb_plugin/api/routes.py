@@ -401,7 +401,7 @@ def distributed(registry, args: Args):
     # the cached whole view, trimmed to the 2 MB bound: per-step rows and path details paged
     doc = bounded_view(doc, step, rank if rank >= 0 else None, offset, limit)
     # the advice that holds on several ranks, said once for the run (as the report's and MCP's)
-    advice = report.span_advice(registry, run, span)
+    advice = registry.span_advice(run, span)
     return 200, dict(doc, reason_code=no_view_code(doc["files"], doc["ranks_loaded"]), recommendations=advice)
 
 

@@ -296,7 +296,7 @@ class Tools:
     def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
         summary = report.distributed_summary(result)
-        advice = report.span_advice(self.registry, run, str(span))
+        advice = self.registry.span_advice(run, str(span))
         if summary is None:
             return _plain(
                 {

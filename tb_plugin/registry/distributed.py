@@ -10,6 +10,7 @@ import time
 
 from ..analysis import critical_path_overlay
 from ..analysis import distributed as distributed_analysis
+from . import report
 from .executors import LocalExecutor, is_remote, open_executor, run_ranks
 from .executors.task import RankJob, unpack
 from .states import ERROR, LOADING, QUEUED, READY, FileState
@@ -99,6 +100,12 @@ class Distributed:
                 "no communication kernels found (CPU-only or Gloo ranks): transfer and sync times need GPU collectives"
             )
         return dict(out, view=view, messages=messages)
+
+    def span_advice(self, run: str, span: str) -> list[dict] | None:
+        """The advice that holds on several of the run's loaded files at ``span``, once for the run
+        (:func:`.report.run_advice`): the ``distributed`` route's and the MCP tool's."""
+        files = [st for st in self.files() if st.run == run and st.span == span]
+        return report.run_advice([{"worker": st.worker, "overview": st.overview} for st in files])
 
     def critical_path_overlay(self, state: FileState) -> dict:
         """The critical path on one loaded file's timeline (:func:`analysis.critical_path_overlay.rank_overlay`):

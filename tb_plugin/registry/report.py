@@ -262,13 +262,6 @@ def run_advice(workers: list[dict]) -> list[dict] | None:
     return advice_ranks.across_ranks(per_rank) if len(per_rank) >= 2 else None
 
 
-def span_advice(registry, run: str, span: str) -> list[dict] | None:
-    """:func:`run_advice` of the run's loaded files at ``span`` (the distributed route and MCP tool)."""
-    return run_advice(
-        [{"worker": st.worker, "overview": st.overview} for st in registry.files() if st.run == run and st.span == span]
-    )
-
-
 def worker_entry(registry, st) -> dict[str, Any]:
     """One file of the report: its Overview and, when analysed, its tables and insight figures."""
     overview = overview_document(registry, st)
