@@ -102,6 +102,14 @@ def test_every_interface_gives_the_reports_numbers(interfaces, monkeypatch):
     paths = next(r for r in report["runs"] if r["name"] == "synthetic_ddp")["critical_path"]
     assert plain(kinetoscope.load_run(str(REPO / "samples" / "synthetic_ddp")).critical_path().raw) == paths
     assert tools.critical_path("synthetic_ddp", step=paths[0]["step"])["step"]["by_category"] == paths[0]["by_category"]
-    assert route(client, "distributed", run="synthetic_ddp", span="1")["view"]["critical_path"] == paths
+    # the route: every step summarised, each step's detail (asked with step=) as the report's
+    listed = route(client, "distributed", run="synthetic_ddp", span="1")["view"]["critical_path"]
+    assert [(s["step"], s["length_us"], s["by_category"]) for s in listed] == [
+        (p["step"], p["length_us"], p["by_category"]) for p in paths
+    ]
+    for p in paths:
+        got = route(client, "distributed", run="synthetic_ddp", span="1", step=p["step"])["view"]["critical_path"]
+        (detailed,) = [s for s in got if s["detailed"]]
+        assert {k: detailed[k] for k in p} == p  # by_rank whole: the ranks are fewer than the cap
     view = route(client, "distributed", run="synthetic_ddp", span="1")["view"]
     assert [{k: r[k] for k in ddp["ranks"][0]} for r in view["ranks"]] == ddp["ranks"]
