@@ -7,6 +7,7 @@ import logging
 import os
 import threading
 import time
+from typing import Callable
 
 from ..analysis import critical_path_overlay
 from ..analysis import distributed as distributed_analysis
@@ -23,6 +24,8 @@ EXECUTOR_RETRY_S = 60.0  # after a remote executor failed, the local loads are u
 class Distributed:
     """Per-rank work and the cross-rank view (a mixin: it uses the registry's ``files``, ``tables``,
     ``_load_locked``, ``fs``, ``cache``, ``executor`` and ``client_message``)."""
+
+    files: Callable[[], list[FileState]]  # the registry's (declared for the type checker; no attribute here)
 
     def _init_executor(self, executor: str | None) -> None:
         # where the distributed view's per-rank work runs when ranks are not loaded here: "local",
