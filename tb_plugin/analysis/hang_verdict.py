@@ -10,7 +10,7 @@ smaller group first, then the earlier instance (``created_ns``). The first findi
 
 from __future__ import annotations
 
-from .hang import _list
+from .hang_finding import rank_list as _list
 
 _ORDER = {"missing_ranks": 0, "mismatch": 1, "not_started": 2, "not_completed": 3, "explained": 4, "no_dump": 5}
 

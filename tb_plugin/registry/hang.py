@@ -10,7 +10,10 @@ import posixpath
 import threading
 from typing import Callable, Iterable
 
+import numpy as np
+
 from ..analysis import hang, hang_verdict
+from ..analysis.hang_table import narrow
 from ..storage.fs import open_logdir
 from ..storage.naming import is_certain_trace, snapshot_rank, split_worker
 from ..storage.sniff import FLIGHT_RECORDER_HEAD, looks_like_flight_recorder
@@ -85,13 +88,20 @@ def read_dumps(
                         }
                     )
                 else:
-                    records.append(dict(to_columns(rec), path=key))
+                    records.append(dict(compact(to_columns(rec)), path=key))
     finally:
         if own:
             executor.close()
     records.sort(key=lambda r: (r["rank"], r["path"]))
     unreadable.sort(key=lambda u: (u["rank"] is None, u["rank"] or 0, u["path"]))
     return records, unreadable
+
+
+def compact(record: dict) -> dict:
+    """``record`` with its entry columns narrowed (int32 where every value fits; times stay int64), as
+    copies: the reader's answer they were views of is freed."""
+    cols = {k: v if k.endswith("_ns") else narrow(v) for k, v in record["entries"].items()}
+    return dict(record, entries={k: np.array(v) for k, v in cols.items()})
 
 
 def job_document(records: list[dict], unreadable: list[dict], traces: dict | None = None) -> dict:
