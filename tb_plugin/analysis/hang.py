@@ -10,7 +10,9 @@ Definitions (docs/METRICS.md, "Hang"):
   point-to-point) entries; **last started** / **last completed** the highest of those in state
   ``started``/``completed``, raised to ``pg_status`` where the dump tracks states (some entry started
   or completed, or ``pg_status`` has a started collective; Gloo dumps record neither, so states are
-  not judged for them, and its ``pg_status`` also counts point-to-point ops).
+  not judged for them, and its ``pg_status`` also counts point-to-point ops); last started is at
+  least last completed (without timing, ``pg_status`` never records a start: ``last_started_collective``
+  stays −1 while collectives complete, as in the dump PyTorch's flight-recorder docs print).
 - **Stuck instance** of a group: the lowest sequence number that some ranks enqueued and others did
   not (the lowest last enqueued, plus one). Its **missing ranks** are the ranks that did not; a rank
   whose ring buffer wrapped (its oldest entry's ``record_id`` above 0) and holds no entry of the group
@@ -165,6 +167,8 @@ class _Job:
             status = self.status_of[r].get(str(pid)) if pid is not None and not isinstance(pid, list) else None
             if self.tracked[r] and status is not None:  # pg_status outlives the ring buffer
                 enq, st, done = (_raise(enq, status[0]), _raise(st, status[1]), _raise(done, status[2]))
+            if done is not None and (st is None or st["collective_seq_id"] < done["collective_seq_id"]):
+                st = done  # completed implies started (without timing, pg_status never records a start)
             seqs = tuple(None if x is None else x["collective_seq_id"] for x in (enq, st, done))
             last[r] = seqs + (rows[0] >= 0,)
             per_rank.append(

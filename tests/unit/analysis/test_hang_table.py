@@ -100,3 +100,28 @@ def test_p2p_size_mismatch_names_the_first_differing_send(bad):
         job.p2p("0", 0, 1, sizes=((64,),), send=False, recv=True)
     (f,) = hang.analyse(records_of(job.dumps()))["findings"]
     assert (f["kind"], f["field"], f["p2p_index"]) == ("mismatch", "sizes", bad + 1)
+
+
+def test_a_completed_collective_counts_as_started_without_timing():
+    """Without timing NCCL's pg_status keeps ``last_started_collective`` at −1 while collectives complete
+    (the dump PyTorch's flight-recorder docs print: its buffer holds collective #1, its pg_status says #2
+    enqueued and completed, none started): no "never started" finding."""
+    job = Job(2, {"0": ("default_pg", [0, 1])}, timing=False)
+    healthy(job, steps=1)
+    dumps = job.dumps()
+    for dump in dumps.values():
+        dump["entries"].pop()  # the last collective is in pg_status only
+        for status in dump["pg_status"].values():
+            status["last_started_collective"] = -1
+    doc = hang.analyse(records_of(dumps))
+    assert doc["findings"] == []
+    last = doc["groups"][0]["per_rank"][0]
+    assert (
+        last["last_started"]
+        == last["last_completed"]
+        == last["last_enqueued"]
+        == {
+            "collective_seq_id": job.seq[(0, "0")],
+            "op": None,
+        }
+    )
