@@ -36,8 +36,8 @@ def mismatches(t: Table, groups: dict[int, dict]) -> dict[int, list[dict]]:
         bad = np.flatnonzero((lo != hi) & ~(skip_sizes if col == "sizes" else np.zeros(n, bool)))
         if not bad.size:
             continue
-        g = group_of[bad]  # instances are numbered by (group, sequence number): bad is sorted by group
-        first_of_group = np.searchsorted(g, g)
+        bad_group = group_of[bad]  # instances are numbered by (group, sequence number): sorted by group
+        first_of_group = np.searchsorted(bad_group, bad_group)
         keep = bad[np.arange(bad.size) - first_of_group < MAX_PER_GROUP]
         chosen.extend(zip(group_of[keep].tolist(), [f] * keep.size, keep.tolist()))
     chosen.sort()

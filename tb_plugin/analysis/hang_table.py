@@ -51,6 +51,21 @@ class Table:
     :data:`CODED` (int32). ``bounds``: rank → its rows. Per op of the vocabulary: ``op_short``,
     ``op_kind`` (:data:`SEND`, :data:`RECV`, 0), ``op_src``/``op_dst`` (−1 when not point-to-point)."""
 
+    rank: np.ndarray
+    record_id: np.ndarray
+    pg_id: np.ndarray
+    seq: np.ndarray
+    is_p2p: np.ndarray
+    created_ns: np.ndarray
+    started_ns: np.ndarray
+    completed_ns: np.ndarray
+    pg_name: np.ndarray
+    pg_desc: np.ndarray
+    op: np.ndarray
+    state: np.ndarray
+    sizes: np.ndarray
+    dtypes: np.ndarray
+
     def __init__(self, records: list[dict]) -> None:
         self.vocab: dict[str, dict] = {k: {} for k in CODED}
         parts: dict[str, list] = {k: [] for k in ("rank", "is_p2p", *_INTS, *_TIMES, *CODED)}

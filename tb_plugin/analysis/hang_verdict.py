@@ -20,7 +20,9 @@ def rank_findings(doc: dict) -> dict:
     of the finding whose group holds its missing ranks, or None), ``root_cause`` and ``sentence``, and
     ``verdict``: the sentences in order, then one for unreadable dumps."""
     findings = doc["findings"]
-    waits = {}  # rank → (finding index, group size) of a stuck instance it is present in
+    waits: dict[
+        int, list[tuple[int, int]]
+    ] = {}  # rank → (finding index, group size) of a stuck instance it is present in
     for i, f in enumerate(findings):
         if f["kind"] == "missing_ranks" and f["collective_seq_id"] is not None:
             for r in f.get("waiting_ranks") or f["ranks_present"]:
