@@ -174,15 +174,17 @@ def _last_row(t: Table, cell: np.ndarray, mask: np.ndarray, n_cells: int) -> np.
 
 
 def instances(t: Table, rows: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(instance of each row, number of instances)``: rows of the same group and sequence number
-    share an instance, numbered in (group, sequence number) order."""
+    """``(instance of each row, number of instances)``: rows (with sequence numbers ≥ 0) of the same
+    group and sequence number share an instance, numbered in (group, sequence number) order."""
     if not rows.size:
         return np.zeros(0, np.int64), 0
     g, seq = t.pg_name[rows].astype(np.int64), t.seq[rows].astype(np.int64)
     n_groups = len(t.names["pg_name"])
     lo, hi = per_key(np.minimum, n_groups, g, seq), per_key(np.maximum, n_groups, g, seq)
-    span = np.where(hi >= lo, hi - lo + 1, 0)
-    if span.sum() <= 4 * rows.size + 1024:  # dense sequence numbers: an offset per group, no sort
+    limit = 4 * rows.size + 1024
+    width = np.where(hi >= lo, hi - lo, -1)  # no overflow: sequence numbers are ≥ 0
+    span = np.where(width >= 0, np.minimum(width, limit) + 1, 0)
+    if width.max() < limit and span.sum() <= limit:  # dense sequence numbers: an offset per group, no sort
         offset = np.r_[0, np.cumsum(span)[:-1]]
         dense = offset[g] + seq - lo[g]
         used = np.bincount(dense, minlength=int(span.sum())) > 0

@@ -125,3 +125,14 @@ def test_a_completed_collective_counts_as_started_without_timing():
             "op": None,
         }
     )
+
+
+def test_sequence_numbers_at_the_ends_of_int64_are_judged_without_overflow():
+    """A hostile dump's sequence numbers 0 and 2^63 − 1 in one group: numbered by a sort, no crash."""
+    job = Job(2, {"0": ("default_pg", [0, 1])})
+    healthy(job, steps=1)
+    dumps = job.dumps()
+    dumps[0]["entries"][0]["collective_seq_id"] = 0
+    dumps[0]["entries"][-1]["collective_seq_id"] = (1 << 63) - 1
+    doc = hang.analyse(records_of(dumps))
+    assert {f["kind"] for f in doc["findings"]} <= {"missing_ranks", "mismatch"}
