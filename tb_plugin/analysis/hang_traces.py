@@ -25,7 +25,12 @@ def rank_collectives(trace: Trace) -> dict:
     """The trace's summary: ``{"groups": {pg name: {"last_seq": int (−1: no Seq), "kernels": int,
     "seq": array, "at": array (indices into "kernels")}}, "kernels": {"collective": [...], "ts_us",
     "dur_us": arrays}, "last_step": {"name", "start_us", "end_us", "top_ops": [{"name", "dur_us"}],
-    "collectives": [{"collective", "group", "seq"}] (its last three communication kernels)} or None}``."""
+    "collectives": [{"collective", "group", "seq"}] (its last three communication kernels)} or None}``;
+    computed once per trace (:meth:`~tb_plugin.trace.model.Trace.memo`)."""
+    return trace.memo("hang_rank_collectives", lambda: _summary(trace))
+
+
+def _summary(trace: Trace) -> dict:
     k = comm_kernels(trace)
     ev = trace.events
     names = np.array(k["group"], dtype=object)
