@@ -117,16 +117,21 @@ def note(f: dict, links: dict[str, dict]) -> str:
     instance = f"{f.get('op') or 'collective'} #{f['collective_seq_id']}"
     parts = []
     suspects = [r for r in f["missing_ranks"] if str(r) in links][:MAX_NOTE_RANKS]
+    no_seq = f"no Seq of group {f['pg_name']}"  # no Seq args (Gloo, older traces) or no such collective
     for r in suspects:
         link = links[str(r)]
-        where = (
-            f"has {instance} (Seq {f['collective_seq_id']})"
-            if link["has_instance"]
-            else f"ends before {instance}"
-            + (f" (its last Seq in group {f['pg_name']} is {link['last_seq']})" if link["last_seq"] >= 0 else "")
-        )
+        if link["last_seq"] < 0:
+            where = f"records {no_seq}"
+        elif link["has_instance"]:
+            where = f"has {instance} (Seq {f['collective_seq_id']})"
+        else:
+            where = f"ends before {instance} (its last Seq in group {f['pg_name']} is {link['last_seq']})"
         parts.append(f"rank {r}'s trace {where}" + _doing(link["last_step"]))
     others = [int(r) for r in links if int(r) not in f["missing_ranks"]]
+    unnumbered = [r for r in others if links[str(r)]["last_seq"] < 0]
+    if unnumbered:
+        parts.append(f"the traces of {rank_list(unnumbered)} record {no_seq}")
+    others = [r for r in others if r not in unnumbered]
     have = [r for r in others if links[str(r)]["instance"] is not None]
     if have:
         first = links[str(have[0])]["instance"]

@@ -87,3 +87,20 @@ def test_an_unreadable_trace_is_listed_and_the_findings_still_come(tmp_path):
     doc = hang.folder_document(str(tmp_path))
     assert [e["rank"] for e in doc["trace_errors"]] == [3]
     assert doc["findings"][0]["missing_ranks"] == [3] and sorted(doc["findings"][0]["in_traces"]) == ["2"]
+
+
+def test_a_trace_without_seq_is_not_said_to_end_before_the_instance(tmp_path):
+    """Traces whose collectives carry no ``Seq`` (Gloo CPU traces, older PyTorch): nothing is claimed
+    about how far they got."""
+    hung_job_with_traces(tmp_path)
+    for rank in (2, 3):
+        path = tmp_path / f"rank{rank}.1700000000000.pt.trace.json"
+        doc = json.loads(path.read_text())
+        for e in doc["traceEvents"]:
+            e["args"].pop("Seq", None)
+        path.write_text(json.dumps(doc))
+    first = hang.folder_document(str(tmp_path))["findings"][0]
+    assert first["in_traces"]["3"]["last_seq"] == -1 and first["in_traces"]["2"]["instance"] is None
+    assert first["trace_note"].startswith("Rank 3's trace records no Seq of group 2; in its last recorded step")
+    assert "the traces of rank 2 record no Seq of group 2" in first["trace_note"]
+    assert "ends before" not in first["trace_note"]
