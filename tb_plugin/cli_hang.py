@@ -103,14 +103,16 @@ def print_document(doc: dict, out: TextIO, indent: str = "") -> None:
     out.write(f"{indent}verdict:\n")
     for n, text in enumerate(doc["verdict"], start=1):
         out.write(f"{indent}  {n}. {text}\n")
-    for f in doc["findings"]:
+    for n, f in enumerate(doc["findings"], start=1):
         if f.get("trace_ranks"):
             t = doc["traces"]
             out.write(
-                f"{indent}  traces of finding {doc['findings'].index(f) + 1}: "
+                f"{indent}  traces of finding {n}: "
                 + ", ".join(f"rank {r} {t[str(r)]['path']}" for r in f["trace_ranks"][:4])
                 + "\n"
             )
+        if f.get("trace_note"):  # what the traces say of it (registry/hang.py links them by group and Seq)
+            out.write(f"{indent}  in the traces, finding {n}: {f['trace_note']}\n")
     for g in doc["groups"]:
         stuck = g.get("stuck")
         where = f"{g['pg_desc'] or '-'} (pg {g['pg_name']}, {len(g['ranks'])} ranks)"

@@ -10,7 +10,7 @@ smaller group first, then the earlier instance (``created_ns``). The first findi
 
 from __future__ import annotations
 
-from .hang import _list
+from .hang_finding import rank_list as _list
 
 _ORDER = {"missing_ranks": 0, "mismatch": 1, "not_started": 2, "not_completed": 3, "explained": 4, "no_dump": 5}
 
@@ -20,7 +20,9 @@ def rank_findings(doc: dict) -> dict:
     of the finding whose group holds its missing ranks, or None), ``root_cause`` and ``sentence``, and
     ``verdict``: the sentences in order, then one for unreadable dumps."""
     findings = doc["findings"]
-    waits = {}  # rank → (finding index, group size) of a stuck instance it is present in
+    waits: dict[
+        int, list[tuple[int, int]]
+    ] = {}  # rank → (finding index, group size) of a stuck instance it is present in
     for i, f in enumerate(findings):
         if f["kind"] == "missing_ranks" and f["collective_seq_id"] is not None:
             for r in f.get("waiting_ranks") or f["ranks_present"]:

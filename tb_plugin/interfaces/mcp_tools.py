@@ -404,6 +404,7 @@ class Tools:
             "explained_by",
             "since_s",
             "trace_ranks",
+            "trace_note",
             "sentence",
         )
         findings = [{k: f.get(k) for k in keep} for f in doc["findings"][:limit]]

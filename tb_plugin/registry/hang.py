@@ -10,14 +10,19 @@ import posixpath
 import threading
 from typing import Callable, Iterable
 
+import numpy as np
+
 from ..analysis import hang, hang_verdict
+from ..analysis.hang_table import narrow
 from ..storage.fs import open_logdir
 from ..storage.naming import is_certain_trace, snapshot_rank, split_worker
+from ..storage.remote import StorageError
 from ..storage.sniff import FLIGHT_RECORDER_HEAD, looks_like_flight_recorder
 from .executors import RankJob, open_executor, run_ranks
 from .executors.dump_task import BATCH_FILES
 
 MAX_ENTRIES_SHOWN = 200  # entries of one rank the view's table gets (the newest)
+MAX_TRACES_LINKED = 4  # traces beside a folder's dumps loaded to link the findings (the suspects' first)
 
 
 class HangError(Exception):
@@ -85,13 +90,20 @@ def read_dumps(
                         }
                     )
                 else:
-                    records.append(dict(to_columns(rec), path=key))
+                    records.append(dict(compact(to_columns(rec)), path=key))
     finally:
         if own:
             executor.close()
     records.sort(key=lambda r: (r["rank"], r["path"]))
     unreadable.sort(key=lambda u: (u["rank"] is None, u["rank"] or 0, u["path"]))
     return records, unreadable
+
+
+def compact(record: dict) -> dict:
+    """``record`` with its entry columns narrowed (int32 where every value fits; times stay int64), as
+    copies: the reader's answer they were views of is freed."""
+    cols = {k: v if k.endswith("_ns") else narrow(v) for k, v in record["entries"].items()}
+    return dict(record, entries={k: np.array(v) for k, v in cols.items()})
 
 
 def job_document(records: list[dict], unreadable: list[dict], traces: dict | None = None) -> dict:
@@ -121,8 +133,9 @@ def traces_by_rank(names: Iterable[str]) -> dict[int, dict]:
     return out
 
 
-def folder_document(folder: str, executor=None, warn=None) -> dict:
-    """The hang document of the dumps directly in ``folder`` (a path or URL), with the traces beside them.
+def folder_document(folder: str, executor=None, warn=None, link_traces: bool = True) -> dict:
+    """The hang document of the dumps directly in ``folder`` (a path or URL), with the traces beside them
+    (by rank; ``link_traces``: the findings linked to the collectives in them, :func:`link_folder_traces`).
     Raises :class:`HangError` when the folder holds no dump."""
     fs, root = open_logdir(folder)
     items = find_dumps(fs, root)
@@ -136,7 +149,35 @@ def folder_document(folder: str, executor=None, warn=None) -> dict:
     names = [posixpath.basename(i["name"]) for i in fs.ls(root, detail=True) if i.get("type") == "file"]
     doc = job_document(records, unreadable, traces_by_rank(names))
     doc["folder"] = folder
+    if link_traces:
+        link_folder_traces(doc, fs, root)
     return doc
+
+
+def link_folder_traces(doc: dict, fs, root: str, limit: int = MAX_TRACES_LINKED) -> None:
+    """Loads the traces beside the dumps of the first ``limit`` ranks the findings name (suspects first,
+    in verdict order) and links the findings to them
+    (:func:`~tb_plugin.analysis.hang_traces.link_findings`); a trace that cannot be read is listed in
+    ``doc["trace_errors"]``."""
+    from ..analysis import hang_traces
+    from ..trace.errors import TraceReadError
+    from .parse import load_trace_file
+
+    wanted: list[int] = []
+    for f in doc["findings"]:
+        for r in [*f["missing_ranks"], *(f.get("waiting_ranks") or f["ranks_present"])]:
+            if str(r) in doc["traces"] and r not in wanted and len(wanted) < limit:
+                wanted.append(r)
+    by_rank, errors = {}, []
+    for r in wanted:
+        path = doc["traces"][str(r)]["path"]
+        try:
+            by_rank[r] = hang_traces.rank_collectives(load_trace_file(posixpath.join(root, path), fs))
+        except (TraceReadError, StorageError, OSError, ValueError, MemoryError) as exc:
+            errors.append({"rank": r, "path": path, "error": str(exc)[:500]})
+    hang_traces.link_findings(doc["findings"], by_rank)
+    if errors:
+        doc["trace_errors"] = errors
 
 
 def _local(fs) -> bool:

@@ -328,7 +328,7 @@ def test_findings_say_where_the_ranks_traces_stand():
         + [Coll("allgather", 40.0, 45.0, group="0", seq=9)],
     )
     got = hang_traces.rank_collectives(trace)
-    assert got["groups"] == {"0": {"last_seq": 9, "kernels": 1}, "5": {"last_seq": 3, "kernels": 3}}
+    assert {g: (v["last_seq"], v["kernels"]) for g, v in got["groups"].items()} == {"0": (9, 1), "5": (3, 3)}
     assert got["last_step"]["name"] and got["last_step"]["collectives"][-1] == {
         "collective": "allgather",
         "group": "0",
@@ -339,7 +339,12 @@ def test_findings_say_where_the_ranks_traces_stand():
         {"kind": "no_dump", "pg_name": None, "collective_seq_id": None, "ranks_present": [], "missing_ranks": [7]},
     ]
     hang_traces.link_findings(findings, {2: got})
-    assert findings[0]["in_traces"] == {"2": {"last_seq": 3, "has_instance": False, "last_step": got["last_step"]}}
+    assert findings[0]["in_traces"] == {
+        "2": {"last_seq": 3, "has_instance": False, "instance": None, "last_step": got["last_step"]}
+    }
+    assert findings[0]["trace_note"].startswith(
+        "Rank 2's trace ends before collective #4 (its last Seq in group 5 is 3)"
+    )
     assert "in_traces" not in findings[1]
 
 
