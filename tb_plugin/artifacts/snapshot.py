@@ -53,6 +53,8 @@ from .snapshot_columns import (  # noqa: F401 - imported from here by the analys
 )
 from .unpickle import PICKLE_OPCODES, RefusedPickle, load_whole, restricted_loads
 
+_SLICE = 1 << 16  # history entries turned into columns at a time, when the history was read whole
+
 
 @dataclasses.dataclass
 class Snapshot:
@@ -149,14 +151,16 @@ def parse_pickle(data: bytes, stream: bool | None = None) -> Snapshot:
 
 
 def _parse_owned(box: list, stream: bool | None = None) -> Snapshot:
-    """:func:`parse_pickle` of ``box``'s one item, which it takes out: a streamed read frees the pickle's
-    bytes once read, before the parse (a whole read keeps them, to read them again when the whole
-    object and its parse do not fit after all)."""
+    """:func:`parse_pickle` of ``box``'s one item, which it takes out: the pickle's bytes are freed once
+    read, before the parse (a whole read that runs out of memory reads them again, streamed)."""
     if stream is None and whole_read.fits(len(box[0])):
         try:
-            return parse_snapshot(_read_whole(box[0]))
+            obj = _read_whole(box[0])
         except MemoryError:  # past the child's address space: read again by the streaming reader
-            pass
+            obj = None
+        else:
+            box.clear()
+            return parse_snapshot(obj)  # (its MemoryError, past the estimate's margin: the file's error)
     return parse_snapshot(*_read_streamed(box.pop(), stream))
 
 
@@ -231,8 +235,8 @@ def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot
         if batches is None:
             if not isinstance(entries, list):
                 continue
-            entries = [e for e in entries if isinstance(e, dict)]
-            batches = [trace_columns(entries, stack_of)] if entries else []
+            entries = [e for e in entries if isinstance(e, dict)]  # a whole read: in slices (small transients)
+            batches = [trace_columns(entries[i : i + _SLICE], stack_of) for i in range(0, len(entries), _SLICE)]
         if not batches or not sum(b["n"] for b in batches):
             continue
         devices[dev], dev_ooms, dev_streams, timed = joined(batches, dev)
