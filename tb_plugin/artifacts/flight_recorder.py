@@ -35,7 +35,6 @@ import subprocess
 import sys
 import threading
 import time
-from itertools import repeat
 from typing import Any, Iterable
 
 import numpy as np
@@ -117,20 +116,6 @@ def _json_text(value) -> str:
         return "?"
 
 
-def _json_texts(inputs: list, outputs: list) -> tuple[list, Any]:
-    """(the values to number, the function that makes one distinct value its text) for the
-    :func:`_json_text` of each (input, output) pair: the pairs' JSON bytes in one C-level pass, each
-    distinct one decoded and cut once; one by one when some pair does not serialize."""
-    try:
-        return list(map(orjson.dumps, zip(inputs, outputs))), _cut_text
-    except (TypeError, orjson.JSONEncodeError):
-        return list(map(_json_text, zip(inputs, outputs))), str
-
-
-def _cut_text(raw: bytes) -> str:
-    return raw.decode()[:MAX_TEXT]
-
-
 def _stack(frames, stacks: dict[tuple, int]) -> int:
     if not isinstance(frames, list) or not frames:
         return -1
@@ -182,17 +167,13 @@ def _columns(entries: list[dict]) -> list:
 
 
 def _int_column(values: list) -> np.ndarray:
-    """int64 of ``values`` (-1 for None or anything not an integer); whole-list fast paths (also for
-    integers and None: a time not recorded)."""
-    for attempt in (values, [-1 if v is None else v for v in values] if None in values else None):
-        if attempt is None:
-            break
-        try:
-            arr = np.array(attempt)
-            if arr.dtype == np.int64 and arr.ndim == 1:  # all plain integers (floats, text: one by one)
-                return arr
-        except (TypeError, ValueError, OverflowError):
-            pass
+    """int64 of ``values`` (-1 for None or anything not an integer); whole-list fast path."""
+    try:
+        arr = np.array(values)
+        if arr.dtype == np.int64 and arr.ndim == 1:  # all plain integers (floats, text, None: one by one)
+            return arr
+    except (TypeError, ValueError, OverflowError):
+        pass
     return np.array([-1 if (x := _int(v)) is None else x for v in values], dtype=np.int64)
 
 
@@ -206,12 +187,12 @@ def _group_key(value):
 def _codes(values: list, clean) -> tuple[np.ndarray, list]:
     """(index of each value in the vocabulary, the vocabulary of ``clean(value)``): each distinct value
     is cleaned once; values that cannot be hashed (lists) are all cleaned first."""
+    seen: dict = {}
     try:
-        seen = {v: i for i, v in enumerate(dict.fromkeys(values))}  # each distinct value, in first-seen order
+        raw = [seen.setdefault(v, len(seen)) for v in values]
     except TypeError:  # a list among them: clean every value, then number the clean ones
-        values, clean = [clean(v) for v in values], (lambda v: v)
-        seen = {v: i for i, v in enumerate(dict.fromkeys(values))}
-    raw = list(map(seen.__getitem__, values))
+        values, seen, clean = [clean(v) for v in values], {}, (lambda v: v)
+        raw = [seen.setdefault(v, len(seen)) for v in values]
     vocab: dict = {}
     lut = np.array([vocab.setdefault(clean(v), len(vocab)) for v in seen] or [0], dtype=np.int64)
     return lut[np.array(raw, dtype=np.int64)] if raw else np.zeros(0, np.int64), list(vocab)
@@ -250,7 +231,7 @@ def extract(dump: Any, name: str = "") -> Record:
     cols = {k: _int_column(field[f]) for k, f in _INT_FIELDS}
     for k in ("started_ns", "completed_ns"):
         cols[k][cols[k] == 0] = -1  # 0 in the JSON form: not recorded
-    cols["is_p2p"] = np.fromiter(map(operator.is_, field["is_p2p"], repeat(True)), dtype=bool, count=len(entries))
+    cols["is_p2p"] = np.array([v is True for v in field["is_p2p"]], dtype=bool)
     vocab = {}
     groups = _codes(field["process_group"], _group_key)
     for k, i in (("pg_name", 0), ("pg_desc", 1)):
@@ -260,8 +241,10 @@ def extract(dump: Any, name: str = "") -> Record:
         vocab[k] = list(parts)
     cols["op"], vocab["op"] = _codes(field["profiling_name"], _text)
     cols["state"], vocab["state"] = _codes(field["state"], lambda v: v if v in STATES else None)
-    cols["sizes"], vocab["sizes"] = _codes(*_json_texts(field["input_sizes"], field["output_sizes"]))
-    cols["dtypes"], vocab["dtypes"] = _codes(*_json_texts(field["input_dtypes"], field["output_dtypes"]))
+    cols["sizes"], vocab["sizes"] = _codes(list(map(_json_text, zip(field["input_sizes"], field["output_sizes"]))), str)
+    cols["dtypes"], vocab["dtypes"] = _codes(
+        list(map(_json_text, zip(field["input_dtypes"], field["output_dtypes"]))), str
+    )
     cols["stack"] = np.array([_stack(f, stacks) if f else -1 for f in field["frames"]], dtype=np.int64)
     return {
         "version": _text(dump.get("version"))
