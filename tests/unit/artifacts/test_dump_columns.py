@@ -70,3 +70,19 @@ def test_group_ranks_in_every_written_form():
     assert cfg["2"]["ranks"] == [1, 7]  # a bool is an int, numeric text is read, a float is not a rank
     assert cfg["3"]["ranks"] == [0, 1]
     assert cfg["4"]["ranks"] is None
+
+
+def test_a_dump_whose_shared_sizes_amplify_is_refused_by_the_bound():
+    """One entry dict with a 10,000-item size list referenced 100,000 times (2-3 bytes each): 5 GB of
+    JSON text if each entry's sizes were written out; the reader child stops at the bound."""
+    import pickle
+
+    entry = _entry(0, input_sizes=[list(range(10_000))])
+    data = pickle.dumps({"version": "2.10", "rank": 0, "entries": [entry] * 100_000}, protocol=4)
+    assert len(data) < 400_000
+    out = fr.read_pickles([("amplified", data), ("good", pickle.dumps({"version": "2.10", "entries": [_entry(0)]}))])
+    assert isinstance(out["amplified"], fr.DumpError)
+    assert "expand past the bound for its size through shared references" in str(out["amplified"])
+    assert out["good"]["entries"]["seq"].tolist() == [1]
+    small = pickle.dumps({"version": "2.10", "entries": [entry] * 3}, protocol=4)  # the same shape, small
+    assert fr.read_pickles([("small", small)])["small"]["entries"]["seq"].tolist() == [1, 1, 1]
