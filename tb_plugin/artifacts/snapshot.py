@@ -425,7 +425,7 @@ def child_main(argv: list[str]) -> int:
         sys.stderr.write(_refusal(exc, memory))
         return EXIT_REFUSED
     np.savez(sys.stdout.buffer, header=np.frombuffer(body, dtype=np.uint8), **arrays)  # streamed, no copy
-    sys.stdout.flush()
+    sys.stdout.buffer.flush()
     os._exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
 
 
