@@ -323,7 +323,18 @@ def main(argv: list[str] | None = None) -> int:
     if bare:
         figures.update(sum_rss_over_unpickle=first["sum_mb"] / bare["hwm_mb"])
     with open("/proc/loadavg") as f:
-        print(f"load average after: {' '.join(f.read().split()[:3])}")
+        load_after = " ".join(f.read().split()[:3])
+    if bare and "report" in best:  # the target, side by side: report against a bare pickle.load of the same file
+        rep = best["report"]
+        print(
+            f"report vs bare pickle.load: wall {rep['seconds']:.2f} s vs {bare['seconds']:.2f} s "
+            f"({rep['seconds'] / bare['seconds']:.2f}x), CPU {rep['cpu_s']:.2f} s vs {bare['cpu_s']:.2f} s "
+            f"({rep['cpu_s'] / bare['cpu_s']:.2f}x), peak (largest process) "
+            f"{max(rep['hwm_mb'], rep['child_hwm_mb']):.0f} MB vs {bare['hwm_mb']:.0f} MB "
+            f"({max(rep['hwm_mb'], rep['child_hwm_mb']) / bare['hwm_mb']:.2f}x), main + child "
+            f"{rep['sum_mb']:.0f} MB ({rep['sum_mb'] / bare['hwm_mb']:.2f}x); load average {load_after}"
+        )
+    print(f"load average after: {load_after}")
     print_figures(**figures)
     return 0
 

@@ -40,7 +40,8 @@ def _items(c):
     return itertools.chain.from_iterable(c.items()) if isinstance(c, dict) else iter(c)
 
 
-def _refuse(limit: int, size: int) -> TooManyObjects:
+def refusal(limit: int, size: int) -> TooManyObjects:
+    """The error for a value past ``limit`` objects read from a ``size``-byte file."""
     return TooManyObjects(
         f"this pickle expands to more than {limit:,} objects through shared references, the bound for its "
         f"{size:,} bytes ({OBJECTS_PER_BYTE} objects per byte, at least {OBJECTS_FLOOR:,}): "
@@ -73,7 +74,7 @@ def check(value, size: int) -> int:
             else:
                 top[2] += _scalar(item)
             if top[2] > limit:
-                raise _refuse(limit, size)
+                raise refusal(limit, size)
         else:
             work.pop()
             open_ids.discard(id(top[0]))
@@ -82,5 +83,5 @@ def check(value, size: int) -> int:
                 return top[2]
             work[-1][2] += top[2]
             if work[-1][2] > limit:
-                raise _refuse(limit, size)
+                raise refusal(limit, size)
     return 0  # not reached

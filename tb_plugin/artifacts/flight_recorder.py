@@ -41,6 +41,7 @@ import numpy as np
 import orjson
 
 from ..storage.sniff import looks_like_flight_recorder as looks_like_dump  # noqa: F401 - the recognizer
+from . import expansion
 from .isolated import apply_limits, cpu_limit_for, memory_limit_bytes, time_limit_s
 from .unpickle import RefusedPickle, restricted_loads
 
@@ -84,11 +85,28 @@ def _int(value) -> int | None:
 def _ranks(value) -> list[int] | None:
     """``pg_config``'s ranks: a list of ints or its text (``"[0, 1]"``); None when unknown or empty."""
     if isinstance(value, str):
-        value = [_int(v) for v in value.strip("[] ").split(",") if v.strip()] if len(value) < 1 << 20 else None
+        value = _rank_text(value) if len(value) < 1 << 20 else None
     if not isinstance(value, (list, tuple)):
         return None
+    try:  # all plain integers (PyTorch's form): at C speed
+        arr = np.array(value[:MAX_GROUP_RANKS])
+        if arr.dtype == np.int64 and arr.ndim == 1:
+            return np.unique(arr[(arr >= 0) & (arr < MAX_RANK)]).tolist() or None
+    except (TypeError, ValueError, OverflowError):
+        pass
     ranks = sorted({v for v in (_int(v) for v in value[:MAX_GROUP_RANKS]) if v is not None and 0 <= v < MAX_RANK})
     return ranks or None
+
+
+def _rank_text(value: str) -> list:
+    """The ranks in ``pg_config``'s text form (``"[0, 1, 2]"``), as JSON when it is a list of them."""
+    try:
+        got = orjson.loads(value)
+        if isinstance(got, list):
+            return got
+    except orjson.JSONDecodeError:
+        pass
+    return [_int(v) for v in value.strip("[] ").split(",") if v.strip()]
 
 
 def _json_text(value) -> str:
@@ -181,9 +199,34 @@ def _codes(values: list, clean) -> tuple[np.ndarray, list]:
     return lut[np.array(raw, dtype=np.int64)] if raw else np.zeros(0, np.int64), list(vocab)
 
 
-def extract(dump: Any, name: str = "") -> Record:
+def _json_texts(pairs: Iterable, budget: int | None) -> list[str]:
+    """:func:`_json_text` of each pair; ``budget``: the most JSON characters written for them all (a list
+    shared by memo references is written again for each entry that refers to it: past the budget the
+    dump is a :class:`DumpError` naming the bound)."""
+    if budget is None:
+        return list(map(_json_text, pairs))
+    out = []
+    for value in pairs:
+        try:
+            text = orjson.dumps(value).decode()
+        except (TypeError, orjson.JSONEncodeError):
+            text = "?"
+        budget -= len(text)
+        if budget < 0:
+            raise DumpError(
+                "this dump's sizes and dtypes expand past the bound for its size through shared references "
+                f"({expansion.OBJECTS_PER_BYTE} characters per byte, at least {expansion.OBJECTS_FLOOR:,}): "
+                "not a flight-recorder dump (a hostile or corrupt file?)"
+            )
+        out.append(text[:MAX_TEXT])
+    return out
+
+
+def extract(dump: Any, name: str = "", size: int | None = None) -> Record:
     """The :data:`Record` of a loaded dump (a dict); ``name``: the file name, for the rank when the
-    dump has no ``rank``. Raises :class:`DumpError` when ``dump`` is not a flight-recorder dump."""
+    dump has no ``rank``; ``size``: the pickle's size in bytes when it was unpickled (shared references
+    then bound the texts written, :func:`_json_texts`). Raises :class:`DumpError` when ``dump`` is not a
+    flight-recorder dump."""
     if not isinstance(dump, dict) or "version" not in dump or not ("entries" in dump or "pg_config" in dump):
         raise DumpError("not a flight-recorder dump: expected a dict with 'version' and 'entries' or 'pg_config'")
     rank, rank_from = _int(dump.get("rank")), "field"
@@ -224,10 +267,11 @@ def extract(dump: Any, name: str = "") -> Record:
         vocab[k] = list(parts)
     cols["op"], vocab["op"] = _codes(field["profiling_name"], _text)
     cols["state"], vocab["state"] = _codes(field["state"], lambda v: v if v in STATES else None)
-    cols["sizes"], vocab["sizes"] = _codes(list(map(_json_text, zip(field["input_sizes"], field["output_sizes"]))), str)
-    cols["dtypes"], vocab["dtypes"] = _codes(
-        list(map(_json_text, zip(field["input_dtypes"], field["output_dtypes"]))), str
-    )
+    budget = None if size is None else expansion.object_limit(size)
+    sizes = _json_texts(zip(field["input_sizes"], field["output_sizes"]), budget)
+    dtypes = _json_texts(zip(field["input_dtypes"], field["output_dtypes"]), budget)
+    cols["sizes"], vocab["sizes"] = _codes(sizes, str)
+    cols["dtypes"], vocab["dtypes"] = _codes(dtypes, str)
     cols["stack"] = np.array([_stack(f, stacks) if f else -1 for f in field["frames"]], dtype=np.int64)
     return {
         "version": _text(dump.get("version"))
@@ -298,7 +342,7 @@ def _parse_one(data: bytes, name: str) -> Record:
     """Load and extract one dump: JSON here, a pickle with the restricted reader (call it in the child)."""
     if data[:1] == b"\x80":
         try:
-            return extract(restricted_loads(data), name)
+            return extract(restricted_loads(data), name, len(data))
         except RefusedPickle as exc:
             raise DumpError(str(exc)) from None
     return read_json(data, name)
@@ -426,7 +470,9 @@ def child_main() -> int:
         dst.write(status + _LEN.pack(len(body)) + body)
         dst.flush()
         del data, body
-        gc.collect()  # the unpickler and its memo form a cycle: without this every dump read stays alive
+        gc.collect(0)  # a dump's containers are freed as it is dropped; a pickle that makes a cycle is
+        # collected here (the youngest generation: the objects made since; a full collection would also
+        # empty the interpreter's free lists, which the next dump then fills again)
 
 
 if __name__ == "__main__":

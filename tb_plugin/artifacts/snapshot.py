@@ -16,6 +16,7 @@ import dataclasses
 import gc
 import io
 import itertools
+import os
 import struct
 import sys
 from typing import Any, Iterable, Sequence
@@ -24,7 +25,7 @@ import numpy as np
 import orjson
 
 from ..trace import jsonsafe
-from . import expansion, pickle_stream
+from . import expansion, pickle_stream, whole_read
 from .isolated import (
     EXIT_REFUSED,
     SHARED_CHILD,
@@ -50,7 +51,9 @@ from .snapshot_columns import (  # noqa: F401 - imported from here by the analys
     joined,
     trace_columns,
 )
-from .unpickle import PICKLE_OPCODES, RefusedPickle, restricted_loads
+from .unpickle import PICKLE_OPCODES, RefusedPickle, load_whole, restricted_loads
+
+_SLICE = 1 << 16  # history entries turned into columns at a time, when the history was read whole
 
 
 @dataclasses.dataclass
@@ -138,20 +141,47 @@ def _check_first_byte(data) -> None:
 
 
 def parse_pickle(data: bytes, stream: bool | None = None) -> Snapshot:
-    """Read (restricted, streaming: :mod:`.pickle_stream`) and parse ``data`` in this process: only for
-    pickles that :func:`load_snapshot` has cleared, or inside the child of :mod:`.isolated`. The
-    histories become columns batch by batch while reading; their dicts are never all alive.
-    ``stream`` False: unpickled whole (the reference path), else streamed (every protocol)."""
-    return parse_snapshot(*_read_streamed(data, stream))
+    """Read (restricted) and parse ``data`` in this process: only for pickles that :func:`load_snapshot`
+    has cleared, or inside the child of :mod:`.isolated`. ``stream`` None: in a reader child whose
+    address-space limit holds the whole object (:func:`~.whole_read.fits`), ``pickle``'s C unpickler,
+    restricted (:func:`_read_whole`); otherwise, or when that runs out of memory, the streaming reader
+    (:mod:`.pickle_stream`: the histories become columns batch by batch while reading, their dicts
+    never all alive). ``stream`` True: streamed; False: the streaming reader's whole value."""
+    return _parse_owned([data], stream)
+
+
+def _parse_owned(box: list, stream: bool | None = None) -> Snapshot:
+    """:func:`parse_pickle` of ``box``'s one item, which it takes out: the pickle's bytes are freed once
+    read, before the parse (a whole read that runs out of memory reads them again, streamed)."""
+    if stream is None and whole_read.fits(len(box[0])):
+        try:
+            obj = _read_whole(box[0])
+        except MemoryError:  # past the child's address space: read again by the streaming reader
+            obj = None
+        else:
+            box.clear()
+            return parse_snapshot(obj)  # (its MemoryError, past the estimate's margin: the file's error)
+    return parse_snapshot(*_read_streamed(box.pop(), stream))
+
+
+def _read_whole(data: bytes) -> Any:
+    """The object in ``data`` by ``pickle``'s C unpickler, restricted (:func:`~.unpickle.load_whole`:
+    it sizes its memo from the file, so ``LONG_BINPUT 750000000`` is a :class:`MemoryError` under the
+    child's limit), bounded after memo expansion by :func:`~.whole_read.check_snapshot`."""
+    try:
+        obj = load_whole(data)
+        whole_read.check_snapshot(obj, len(data))
+    except (RefusedPickle, expansion.TooManyObjects) as exc:
+        raise SnapshotError(str(exc)) from None
+    return obj
 
 
 def _read_streamed(data: bytes, stream: bool | None = None) -> tuple[Any, StreamedTraces | None]:
     """The object in ``data`` with its histories as columns; a file that shares a history entry
     (:class:`~.pickle_stream.SharedEntry`) is read whole by the same reader without handing its
     entries on (then no columns yet: None), and so is any pickle when ``stream`` is False. Never
-    ``pickle``'s own unpickler (it sizes its memo from the file: ``LONG_BINPUT 750000000`` asks for
-    12 GB). The value is refused past :func:`~.expansion.object_limit` objects after shared references
-    are expanded (:func:`~.expansion.check`)."""
+    ``pickle``'s own unpickler. The value is refused past :func:`~.expansion.object_limit` objects after
+    shared references are expanded (:func:`~.expansion.check`)."""
     streamed: StreamedTraces | None = StreamedTraces()
     try:
         try:
@@ -205,8 +235,8 @@ def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot
         if batches is None:
             if not isinstance(entries, list):
                 continue
-            entries = [e for e in entries if isinstance(e, dict)]
-            batches = [trace_columns(entries, stack_of)] if entries else []
+            entries = [e for e in entries if isinstance(e, dict)]  # a whole read: in slices (small transients)
+            batches = [trace_columns(entries[i : i + _SLICE], stack_of) for i in range(0, len(entries), _SLICE)]
         if not batches or not sum(b["n"] for b in batches):
             continue
         devices[dev], dev_ooms, dev_streams, timed = joined(batches, dev)
@@ -325,7 +355,7 @@ def _stdin(argv: list[str]) -> bytearray:
 
 def _packed_npz(data) -> bytes:
     """The ``.npz`` (JSON header and arrays) of the snapshot in the pickle ``data``."""
-    header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(data)))
+    header, arrays = pack_snapshot(parse_pickle(data))
     body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     out = io.BytesIO()
     np.savez(out, header=np.frombuffer(body, dtype=np.uint8), **arrays)
@@ -389,13 +419,14 @@ def child_main(argv: list[str]) -> int:
         _batch(argv[3], memory)
         return 0
     try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
-        header, arrays = pack_snapshot(parse_snapshot(*_read_streamed(_stdin(argv[:1]))))
+        header, arrays = pack_snapshot(_parse_owned([_stdin(argv[:1])]))
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     except _REFUSALS as exc:
         sys.stderr.write(_refusal(exc, memory))
         return EXIT_REFUSED
     np.savez(sys.stdout.buffer, header=np.frombuffer(body, dtype=np.uint8), **arrays)  # streamed, no copy
-    return 0
+    sys.stdout.buffer.flush()
+    os._exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
 
 
 if __name__ == "__main__":

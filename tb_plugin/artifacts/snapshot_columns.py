@@ -189,7 +189,7 @@ def trace_columns(entries: list[dict], stack_of) -> dict:
         actions, addrs, sizes, times, frames = zip(*map(_ENTRY_FIELDS, entries))
     except KeyError:
         actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
-        times, frames = [e.get("time_us") for e in entries], [e.get("frames") for e in entries]
+        times, frames = _field(entries, "time_us"), _field(entries, "frames")  # each: fast unless it is missing
     timed = times.count(None) != len(times)
     cols = {
         "action": _action_codes(entries, list(actions)),

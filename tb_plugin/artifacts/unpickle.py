@@ -76,8 +76,18 @@ def restricted_loads(data: bytes):
     :class:`RefusedPickle`. Call it in this process only when :func:`tuple_nesting_bound` is at most
     :data:`IN_PROCESS_NESTING` (see :mod:`.isolated`)."""
     try:
+        return load_whole(data)
+    except MemoryError as exc:
+        raise RefusedPickle(f"not a readable pickle: MemoryError: {exc}") from None
+
+
+def load_whole(data: bytes):
+    """:func:`restricted_loads`, except that :class:`MemoryError` is raised as it is (the caller may read
+    the file another way). Only in a process whose address space is limited: CPython's unpickler sizes
+    its memo from the file (``LONG_BINPUT 750000000`` asks for 6 GB)."""
+    try:
         obj = _Restricted(_WholeInput(data)).load()
-    except RefusedPickle:
+    except (RefusedPickle, MemoryError):
         raise
     except (
         pickle.UnpicklingError,
@@ -87,7 +97,6 @@ def restricted_loads(data: bytes):
         IndexError,
         KeyError,
         AttributeError,
-        MemoryError,
         RecursionError,
         OverflowError,
     ) as exc:

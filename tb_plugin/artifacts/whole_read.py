@@ -1,0 +1,72 @@
+"""When a reader child unpickles a snapshot whole with CPython's C unpickler, and the object bound then.
+
+The streaming reader (:mod:`.pickle_stream`) holds a batch of history entries at a time (~1–2× the file
+in memory) but runs every opcode in Python: ~2× a bare ``pickle.load``. The C unpickler (restricted: every
+global refused, :func:`~.unpickle.load_whole`) builds the whole object (~10× the file's size in address
+space, measured on PyTorch-shaped snapshots) at C speed. A reader child uses it when that fits under its
+own address-space limit (``RLIMIT_AS``, set by :mod:`.isolated`): :func:`fits`. Past the limit the
+unpickler's allocation fails with :class:`MemoryError` (a file larger than estimated, or one asking for a
+huge memo), and the child reads the file again with the streaming reader. A process without a finite
+address-space limit (the server, the tests) never takes this path: no unbounded unpickler runs anywhere.
+
+Shared references are built once by the unpickler; they amplify when the value is walked.
+:func:`check_snapshot` applies :func:`~.expansion.object_limit` to what the snapshot's parse walks: each
+history counts its entries (a history list referenced twice counts twice), its frame lists are read once
+per distinct list object (:func:`~.snapshot_columns.trace_columns`: a shared list is no amplification),
+and everything else (segments and their blocks, annotations) is counted by :func:`~.expansion.check`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import expansion
+
+WHOLE_PER_BYTE = 12  # address space a whole read may take per byte of pickle (measured: ~10×)
+
+
+def _address_space_limit() -> int | None:
+    """This process's ``RLIMIT_AS`` soft limit (bytes), or None when it has none (or no ``resource``)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return None if soft == resource.RLIM_INFINITY or soft <= 0 else int(soft)
+
+
+def _mapped_bytes() -> int | None:
+    """This process's mapped address space now (``VmSize``, bytes), or None where /proc is missing."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def fits(size: int) -> bool:
+    """Whether a whole read of a ``size``-byte pickle should fit this process's address-space limit: only
+    in a process that has one (a reader child), with :data:`WHOLE_PER_BYTE` × ``size`` left under it."""
+    limit, mapped = _address_space_limit(), _mapped_bytes()
+    return limit is not None and mapped is not None and mapped + WHOLE_PER_BYTE * int(size) <= limit
+
+
+def check_snapshot(obj: Any, size: int) -> int:
+    """The objects a snapshot's parse walks in ``obj`` (read whole from a ``size``-byte file), counted
+    with shared references expanded (see the module docstring); raises
+    :class:`~.expansion.TooManyObjects` past :func:`~.expansion.object_limit` ``(size)``."""
+    if not (isinstance(obj, dict) and isinstance(obj.get("device_traces"), list)):
+        return expansion.check(obj, size)
+    limit = expansion.object_limit(size)
+    traces = obj["device_traces"]
+    rows = sum(len(t) for t in traces if isinstance(t, list))  # one step per device (≤ the file's bytes)
+    if rows > limit:
+        raise expansion.refusal(limit, size)
+    rest = {k: v for k, v in obj.items() if k != "device_traces"}
+    total = rows + expansion.check([rest, [t for t in traces if not isinstance(t, list)]], size)
+    if total > limit:
+        raise expansion.refusal(limit, size)
+    return total
