@@ -176,7 +176,7 @@ def _download(fs, path: str, size: int, fd: int, progress) -> None:
 
 def _read_remote(
     fs, path: str, size: int | None, progress, spool_dir: str | None, json_document: bool = True
-) -> bytearray:
+) -> bytearray | mmap.mmap:
     url = fs.unstrip_protocol(path)
     try:
         if size is None:
@@ -231,7 +231,7 @@ def _check_not_gzip(head: bytes, named_gz: bool) -> None:
         )
 
 
-def check_json_head(head: bytes, complete: bool) -> None:
+def check_json_head(head: bytes | bytearray, complete: bool) -> None:
     """Refuse a JSON document early: its first non-blank byte must be ``{`` or ``[``, and it must
     appear within :data:`JSON_HEAD_BYTES` (``head`` is the document's start, ``complete`` whether it
     is the whole document; an all-blank complete file is left to the decoder's message)."""

@@ -250,15 +250,13 @@ class ColumnBuilder(Finishing):
         if None in args:
             none = _Args()
             args = [a if a is not None else none for a in args]
-        ts = _float_column(ts)
-        dur = _float_column(dur)
         self._append(
             cat=self.intern(cat),
             name=self.intern(name),
             pid_values=pid,
             tid=self.intern(tid),
-            ts=ts,
-            dur=dur,
+            ts=_float_column(ts),
+            dur=_float_column(dur),
             args=args,
             offsets=offsets,
         )
@@ -358,7 +356,7 @@ class ColumnBuilder(Finishing):
         by_thread: dict[tuple, list[tuple]] = collections.defaultdict(list)
         for row in self.begin_end:
             by_thread[(str(row[0]), str(row[1]))].append(row)
-        pairs = []
+        pairs: list[tuple] = []
         unmatched_b = unmatched_e = 0
         for rows in by_thread.values():
             rows.sort(key=lambda r: (_to_float(r[2]), r[7]))

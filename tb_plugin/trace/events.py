@@ -5,6 +5,7 @@ conversions of decoded values into numpy columns (see :mod:`.decode`)."""
 # annotations with typing.ForwardRef, compiling each (the decoders are built at import: ~10 ms a start).
 import operator
 import re
+from collections.abc import Callable, Sequence
 from typing import Any, Optional, Union
 
 import msgspec
@@ -282,14 +283,14 @@ def event_columns(events: list) -> list[list]:
     return [list(map(get, events)) for get in _GET_EVENT]
 
 
-def _mapped(values: tuple, convert) -> list:
+def _mapped(values: Sequence[Any], convert: Callable[[Any], Any]) -> list:
     """``convert(v)`` of each value, None kept (all-None columns at C speed)."""
     if _all_none(values):
         return list(values)
     return [convert(v) if v is not None else None for v in values]
 
 
-def _strings_only(values: tuple) -> list:
+def _strings_only(values: Sequence[Any]) -> list:
     """The values that are strings, None for the others."""
     if _all_none(values):
         return list(values)

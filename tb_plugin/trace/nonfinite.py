@@ -41,7 +41,7 @@ def quote_nonfinite(buf) -> tuple[bytes, int] | None:
     outside = ~_inside_strings(np.frombuffer(view, dtype=np.uint8), starts)
     if not outside.any():
         return None
-    pieces = []
+    pieces: list[bytes | memoryview] = []
     prev = 0
     for keep, (start, end) in zip(outside.tolist(), spans):
         if keep:

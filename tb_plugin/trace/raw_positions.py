@@ -26,11 +26,18 @@ from .nonfinite import _escaped
 
 _SEPARATOR = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*")
 _BLANK = re.compile(rb"[ \t\r\n]*")
+
 _BLANK_BYTES = np.array([0x20, 0x09, 0x0D, 0x0A], dtype=np.uint8)
 OPEN, CLOSE = 0x7B, 0x7D
 
 
 Where = tuple[np.ndarray, np.ndarray, np.ndarray]  # offsets, lengths in the document, lengths of the raws
+
+
+def _blank_end(buf: bytes | bytearray | memoryview, start: int) -> int:
+    """Where the JSON whitespace from ``start`` on ends (``start`` itself when there is none)."""
+    blank = _BLANK.match(buf, start)  # (a run of nothing matches too: never None)
+    return blank.end() if blank is not None else start
 
 
 def locate(buf, start: int, raws: list[msgspec.Raw], quoted: bool) -> Where | None:
@@ -45,7 +52,7 @@ def locate(buf, start: int, raws: list[msgspec.Raw], quoted: bool) -> Where | No
     arr = np.frombuffer(buf, dtype=np.uint8)
     try:
         if not quoted:
-            starts = _uniform(buf, arr, _BLANK.match(buf, start).end(), raw_lengths)
+            starts = _uniform(buf, arr, _blank_end(buf, start), raw_lengths)
             if starts is not None:
                 return starts, raw_lengths, raw_lengths
         got = _exact(arr, start, n)

@@ -23,7 +23,7 @@ the caller then parses the file as a whole document, whose errors and recoveries
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import msgspec
 import numpy as np
@@ -49,7 +49,7 @@ class Unstreamable(Exception):
 class Source:
     """A growing window on the document: ``buf[pos:]`` is what has been read and not consumed."""
 
-    def __init__(self, blocks: Iterator[bytes], max_carry: int) -> None:
+    def __init__(self, blocks: Iterable[bytes], max_carry: int) -> None:
         self.blocks = iter(blocks)
         self.buf = bytearray()
         self.pos = 0
