@@ -20,8 +20,8 @@ import time
 from typing import Iterable
 
 try:  # Python 3.11+
-    from re import _constants as _sre_constants
-    from re import _parser as _sre_parse
+    from re import _constants as _sre_constants  # type: ignore[attr-defined]  # (private: no stubs)
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]  # (private: no stubs)
 except ImportError:  # pragma: no cover - Python 3.9/3.10
     import sre_constants as _sre_constants  # type: ignore[no-redef]
     import sre_parse as _sre_parse  # type: ignore[no-redef]

@@ -39,6 +39,24 @@ NS_PER_S = 1e9
 class Table:
     """All ranks' entries as numpy columns (one row per entry), with global vocabularies."""
 
+    # the columns __init__ sets (int64, −1 unknown; times in ns; is_p2p bool): the entries' numbers ...
+    rank: np.ndarray
+    record_id: np.ndarray
+    pg_id: np.ndarray
+    seq: np.ndarray
+    is_p2p: np.ndarray
+    created_ns: np.ndarray
+    started_ns: np.ndarray
+    completed_ns: np.ndarray
+    stack: np.ndarray
+    # ... and the codes of the texts (indices into ``names[column]``)
+    pg_name: np.ndarray
+    pg_desc: np.ndarray
+    op: np.ndarray
+    state: np.ndarray
+    sizes: np.ndarray
+    dtypes: np.ndarray
+
     def __init__(self, records: list[dict]) -> None:
         self.vocab: dict[str, dict] = {k: {} for k in ("pg_name", "pg_desc", "op", "state", "sizes", "dtypes")}
         parts: dict[str, list] = {
@@ -250,7 +268,8 @@ def _group(t: Table, g: int, name, records, tracked, wrapped, dumped, bad, lates
             }
         )
     group["per_rank"] = per_rank
-    findings, group["stuck"] = [], None
+    findings: list[dict] = []
+    group["stuck"] = None
     if not last:
         return group, findings
     # a rank whose buffer wrapped past every entry of the group (and no pg_status says more) is unknown

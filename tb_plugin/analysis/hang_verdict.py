@@ -20,7 +20,8 @@ def rank_findings(doc: dict) -> dict:
     of the finding whose group holds its missing ranks, or None), ``root_cause`` and ``sentence``, and
     ``verdict``: the sentences in order, then one for unreadable dumps."""
     findings = doc["findings"]
-    waits = {}  # rank → (finding index, group size) of a stuck instance it is present in
+    # rank → [(finding index, group size)] of the stuck instances it is present in
+    waits: dict[int, list[tuple[int, int]]] = {}
     for i, f in enumerate(findings):
         if f["kind"] == "missing_ranks" and f["collective_seq_id"] is not None:
             for r in f.get("waiting_ranks") or f["ranks_present"]:

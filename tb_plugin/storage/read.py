@@ -329,7 +329,7 @@ class Blocks:
             data = chunk
             while data:
                 try:
-                    out = inflater.decompress(data, CHUNK_BYTES)
+                    out: bytes | bytearray = inflater.decompress(data, CHUNK_BYTES)
                 except zlib.error as exc:
                     raise ReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
                 total += len(out)
@@ -362,12 +362,12 @@ class Blocks:
             )
 
 
-def gunzip_bounded(data: bytes, json_document: bool = True) -> bytearray:
+def gunzip_bounded(data: bytes | bytearray, json_document: bool = True) -> bytearray:
     """Inflate gzip ``data`` held in memory under the same limit as files (a bomb is refused)."""
     return _gunzip_stream(io.BytesIO(data[CHUNK_BYTES:]), data[:CHUNK_BYTES], len(data), None, json_document)
 
 
-def _gunzip_stream(f, head: bytes, size: int | None, progress, json_document: bool = True) -> bytearray:
+def _gunzip_stream(f, head: bytes | bytearray, size: int | None, progress, json_document: bool = True) -> bytearray:
     out = bytearray()
     limit = max_trace_bytes()
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)

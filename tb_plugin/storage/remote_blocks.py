@@ -164,7 +164,7 @@ class RemoteBlocks(Blocks):
 
     def __iter__(self):
         url = self.fs.unstrip_protocol(self.path)
-        self._ranges = ranges = _Ranges(self.fs, self.path, self.size, self.range_bytes)
+        self._ranges = ranges = _Ranges(self.fs, self.path, self.size or 0, self.range_bytes)  # (size: given)
         try:
             yield from self._blocks(ranges)
         except ReadError:
