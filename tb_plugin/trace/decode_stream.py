@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 import msgspec
 import numpy as np
 
-from .columns import ColumnBuilder
+from .columns import ColumnBuilder, EventsSink
 from .decode_workers import decode_batch, run_parallel
 from .errors import TraceReadError
 from .events import _OBJECT_DECODER, BATCH_EVENTS
@@ -204,7 +204,7 @@ def _held(builder: ColumnBuilder) -> int:
 def decode_stream(
     blocks: Iterable[bytes],
     progress: Callable[[float], None] | None = None,
-    events_sink=None,
+    events_sink: EventsSink | None = None,
     workers: int = 1,
     budget: int | None = None,
     chunk_bytes: int = CHUNK_BYTES,

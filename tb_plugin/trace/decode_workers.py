@@ -208,7 +208,7 @@ class Workers:
     def __enter__(self) -> Workers:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if exc and exc[0] is not None:  # failing (a budget error, an interrupt): answers are not wanted
             for proc in self.procs:
                 proc.kill()
@@ -233,7 +233,7 @@ class Workers:
 class _NullSink:
     """Stands in for the events side file in a worker: offsets are counted from 0, nothing written."""
 
-    def write(self, data) -> None:
+    def write(self, data: bytes) -> None:
         pass
 
 
@@ -283,7 +283,7 @@ def run_parallel(units: Iterable[list[bytes]], n: int, with_sink: bool, take: Ca
             take(decode(unit, with_sink), unit)
 
 
-def _serve(source=None, sink=None) -> None:
+def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> None:
     """Answer batches from ``source`` (default: standard input) on ``sink`` (standard output) until EOF."""
     source = sys.stdin.buffer if source is None else source
     sink = sys.stdout.buffer if sink is None else sink

@@ -10,6 +10,7 @@ from typing import Any, Optional, Union
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 # Events decoded into columns at once. Both decoders (whole document, stream) cut at the same
 # multiples of it, which makes their string interning, and so their Traces, equal byte for byte; the
@@ -117,7 +118,7 @@ _INSTANT_PHASES = ("i", "I")
 _FLOW_PHASES = ("s", "t", "f")
 
 
-def _all_none(values) -> bool:
+def _all_none(values: Sequence[Any]) -> bool:
     """Whether every value is None (C-speed count, skipped when the first value already says no)."""
     return not values or (values[0] is None and values.count(None) == len(values))
 
@@ -160,7 +161,7 @@ def _ranks_text(ranks: Any) -> Optional[str]:
     return ranks.strip() if isinstance(ranks, str) else None
 
 
-def _int_column(values: list, dtype=np.int64) -> np.ndarray:
+def _int_column(values: list, dtype: npt.DTypeLike = np.int64) -> np.ndarray:
     """Integer column; None and unparseable values become -1."""
     if _all_none(values):  # an arg no event of the batch has (C-speed check)
         return np.full(len(values), -1, dtype=dtype)
@@ -211,7 +212,7 @@ def _json_text(raw: bytes) -> str:
 _DEVICE_PID = re.compile(r"^\s*(?:mtia|gpu|xpu|hpu|device)[ _:#-]*(\d{1,6})\s*$", re.IGNORECASE)
 
 
-def _device_of_pid(pid) -> Optional[int]:
+def _device_of_pid(pid: object) -> Optional[int]:
     """The device index of a string pid that names a device ("MTIA 0", "GPU 1"), else None."""
     if isinstance(pid, str):
         m = _DEVICE_PID.match(pid)

@@ -162,7 +162,9 @@ class Finishing(ABC):
         }
         return Table(cols)
 
-    def _warnings(self, cols, known, unmatched_b, unmatched_e) -> tuple[list[str], list[str]]:
+    def _warnings(
+        self, cols: dict[str, np.ndarray], known: np.ndarray, unmatched_b: int, unmatched_e: int
+    ) -> tuple[list[str], list[str]]:
         """``(warnings, notes)``: warnings say what changes what the user sees (events skipped or
         guessed at, categories nothing recognizes); notes count normal content that needs no action
         (events without a duration, Composer's own trainer spans)."""
@@ -312,7 +314,9 @@ def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
     return out
 
 
-def _meta(top: dict[str, Any], form: str, strings: list[str], cols: dict, phases) -> dict[str, Any]:
+def _meta(
+    top: dict[str, Any], form: str, strings: list[str], cols: dict[str, np.ndarray], phases: collections.Counter
+) -> dict[str, Any]:
     cats = {strings[i] for i in np.flatnonzero(np.bincount(cols["cat"]))} if len(cols["cat"]) else set()
     if cats & {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"}:
         fmt = "kineto-2021"
