@@ -119,16 +119,23 @@ def normalize_prefix(prefix: str) -> str:
     return clean
 
 
+class KinetoscopeApp(flask.Flask):
+    """The standalone server's Flask app; ``kinetoscope_plugin``: the plugin (and its registry)
+    behind the routes, for tests and embedding."""
+
+    kinetoscope_plugin: KinetoscopePlugin
+
+
 def create_app(
     logdir: str, path_prefix: str = "", reload_interval: float = 10.0, hosts: frozenset = frozenset(LOOPBACK)
-) -> flask.Flask:
+) -> KinetoscopeApp:
     """The Flask app serving the page and the plugin's routes for ``logdir`` under ``path_prefix``,
     answering only requests whose ``Host`` is one of ``hosts`` (:func:`allowed_hosts`)."""
     prefix = normalize_prefix(path_prefix)
     flags = argparse.Namespace(reload_interval=reload_interval, logdir_spec="")
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=logdir, flags=flags))
-    app = flask.Flask(__name__, static_folder=None)
-    app.kinetoscope_plugin = plugin  # for tests and embedding: the registry behind the routes
+    app = KinetoscopeApp(__name__, static_folder=None)
+    app.kinetoscope_plugin = plugin
 
     @app.route(prefix + "/", endpoint="page")
     def page():
@@ -167,7 +174,7 @@ def create_app(
                 response.headers[name] = value
         return response
 
-    app.wsgi_app = guarded(app.wsgi_app, hosts)
+    app.wsgi_app = guarded(app.wsgi_app, hosts)  # type: ignore[method-assign]  # Flask's way to wrap the WSGI app
     return app
 
 

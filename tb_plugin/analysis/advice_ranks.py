@@ -13,6 +13,8 @@ ordered by how many ranks they hold on, then by their median addressed time.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .numfmt import duration, fixed
@@ -54,7 +56,7 @@ def across_ranks(per_rank: list[tuple[int, list[dict]]]) -> list[dict]:
             if key not in seen:  # per-GPU rules: the rank's first (largest) one
                 seen.add(key)
                 found.setdefault(key, []).append((rank, rec))
-    out = []
+    out: list[dict[str, Any]] = []
     for key, hits in found.items():
         if len(hits) < MIN_RANKS:
             continue
@@ -64,7 +66,7 @@ def across_ranks(per_rank: list[tuple[int, list[dict]]]) -> list[dict]:
         middle = sorted(range(len(hits)), key=lambda i: values[i])[(len(hits) - 1) // 2]
         ranks = [h[0] for h in hits]
         spread = _spread(values)
-        doc = {
+        doc: dict[str, Any] = {
             "rule": hits[0][1]["rule"],
             "key": key,
             "ranks": ranks,
@@ -89,4 +91,4 @@ def across_ranks(per_rank: list[tuple[int, list[dict]]]) -> list[dict]:
             else f"Ranks {doc['ranks_text']}: {hits[middle][1]['text']} Peaks: {said}."
         )
         out.append(doc)
-    return sorted(out, key=lambda d: (-d["rank_count"], -(d.get("addressed_us") or d.get("addressed_bytes"))["median"]))
+    return sorted(out, key=lambda d: (-d["rank_count"], -(d.get("addressed_us") or d["addressed_bytes"])["median"]))

@@ -105,24 +105,33 @@ def _blocking_calls(trace: Trace) -> BlockingCalls:
     own = _own_copy_end(trace, dev, dev_end, len(ev))
     has_own = (sync_kind == BLOCKING_COPY) & np.isfinite(own[named])
     waited = np.where(has_own, own[named], waited)
-    rows_out.append(named), kind_out.append(sync_kind), waited_out.append(waited), from_out.append(ev.ts[named])
+    rows_out.append(named)
+    kind_out.append(sync_kind)
+    waited_out.append(waited)
+    from_out.append(ev.ts[named])
 
     # asynchronous copies whose device copy ended inside the call
     async_rows = np.flatnonzero(launch & trace.name_mask(_async_copy))
     a_end = own[async_rows]
     inside = np.isfinite(a_end) & (a_end > ev.ts[async_rows]) & (a_end <= end[async_rows])
-    rows_out.append(async_rows[inside]), kind_out.append(np.full(int(inside.sum()), BLOCKING_COPY))
-    waited_out.append(a_end[inside]), from_out.append(ev.ts[async_rows[inside]])
+    rows_out.append(async_rows[inside])
+    kind_out.append(np.full(int(inside.sum()), BLOCKING_COPY))
+    waited_out.append(a_end[inside])
+    from_out.append(ev.ts[async_rows[inside]])
 
     # polling loops of event queries: the last query of each run of two or more on one thread
     poll, poll_waited, poll_from = _event_polls(trace, np.flatnonzero(launch), latest_end_in)
-    rows_out.append(poll), kind_out.append(np.full(len(poll), EVENT_POLL)), waited_out.append(poll_waited)
+    rows_out.append(poll)
+    kind_out.append(np.full(len(poll), EVENT_POLL))
+    waited_out.append(poll_waited)
     from_out.append(poll_from)
 
     # recorded stream waits
     w_rows, src, _ = recorded_waits(trace, dev)
-    rows_out.append(w_rows), kind_out.append(np.full(len(w_rows), STREAM_WAIT))
-    waited_out.append(dev_end[src] if len(src) else np.zeros(0)), from_out.append(ev.ts[w_rows])
+    rows_out.append(w_rows)
+    kind_out.append(np.full(len(w_rows), STREAM_WAIT))
+    waited_out.append(dev_end[src] if len(src) else np.zeros(0))
+    from_out.append(ev.ts[w_rows])
 
     rows = np.concatenate(rows_out).astype(np.int64)
     order = np.argsort(rows, kind="stable")

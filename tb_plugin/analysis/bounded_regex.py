@@ -20,11 +20,11 @@ import time
 from typing import Iterable
 
 try:  # Python 3.11+
-    from re import _constants as _sre_constants
-    from re import _parser as _sre_parse
+    from re import _constants as _sre_constants  # type: ignore[attr-defined]  # (private: no stubs)
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]  # (private: no stubs)
 except ImportError:  # pragma: no cover - Python 3.9/3.10
-    import sre_constants as _sre_constants  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+    import sre_constants as _sre_constants
+    import sre_parse as _sre_parse
 
 SEARCH_SECONDS = 1.0  # the most one search may spend matching, all strings together
 MAX_UNROLLED = 100_000  # largest unrolled pattern size accepted (about 0.06 s to compile)

@@ -61,7 +61,7 @@ def _chains(name: np.ndarray, parent: np.ndarray, leaves: np.ndarray) -> np.ndar
 
 def _chain_text(trace: Trace, leaf: int, parent: np.ndarray) -> str:
     """The call-stack text of one leaf: frame names outermost first, one per line."""
-    frames = []
+    frames: list[str] = []
     node = leaf
     while node >= 0 and len(frames) < MAX_FRAMES:
         frames.append(trace.strings[trace.events.name[node]])

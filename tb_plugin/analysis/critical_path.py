@@ -125,7 +125,8 @@ class RankGraph:
 
     def __init__(self, trace: Trace, comm_rows: np.ndarray):
         ev = trace.events
-        self.trace, self.visits, self.memo = trace, 0, {}
+        self.trace, self.visits = trace, 0
+        self.memo: dict = {}
         kind = ev.kind
         finite = np.isfinite(ev.ts) & np.isfinite(ev.dur)  # a time that is not a number is on no path
         dev = np.flatnonzero(np.isin(kind, DEVICE_KINDS) & finite)
@@ -153,7 +154,7 @@ class RankGraph:
         step_ids = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
         marker = host[step_ids[host]] if len(host) else host
         host = host[~step_ids[host]] if len(host) else host
-        self.threads: dict[int, tuple] = {}
+        self.threads: dict[int, list[np.ndarray]] = {}
         ends_order = np.argsort(self.te, kind="stable")
         sorted_ends = self.te[ends_order]
         self.ends_order, self.sorted_ends = ends_order, sorted_ends
@@ -198,7 +199,7 @@ class RankGraph:
         elif marked in self.threads:
             self.main = marked
         else:
-            leaf_us = (
+            leaf_us: np.ndarray | list = (
                 np.bincount(
                     np.searchsorted(np.unique(tiles.thread), tiles.thread),
                     weights=np.where(leaf, tiles.end - tiles.start, 0.0),

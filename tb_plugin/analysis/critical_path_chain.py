@@ -91,7 +91,8 @@ class Items:
     __slots__ = ("segs", "p", "tail", "done")
 
     def __init__(self, segs: list, p: int, tail: Items | None):
-        self.segs, self.p, self.tail, self.done = segs, p, tail, None
+        self.segs, self.p, self.tail = segs, p, tail
+        self.done: dict | None = None
 
     def resolve(self) -> dict:
         """``{(category, name): [µs, segments]}``."""

@@ -169,7 +169,7 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
             break
         q, qi = (int(late[r][0][e_idx]), int(late[r][1][e_idx])) if r in late else (-1, -1)
         target = cps[q]["comm"]["chain"][qi] if q >= 0 and q != r else None
-        sq = cps[q]["comm"]["start"][qi] + shift[q] if target is not None else None
+        sq: float = cps[q]["comm"]["start"][qi] + shift[q] if target is not None else 0.0  # (0: unused)
         if target is not None and es < sq <= ee and target["lo"] + shift[q] >= lo:
             work = target["work"]
             seg = add(

@@ -13,6 +13,8 @@ of the work that waited (the next segment of the path on this rank, else the pre
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..trace.model import Trace
@@ -96,7 +98,7 @@ def _segments(trail: list[tuple], rank: int, g: RankGraph, tracks: np.ndarray, b
     keep = np.arange(len(segs))
     if len(keep) > cap:
         keep = np.sort(np.argsort(-(end - start), kind="stable")[:cap])
-    out = {"on_rank_us": float((end - start).sum()), "total": len(segs), "shown": len(keep)}
+    out: dict[str, Any] = {"on_rank_us": float((end - start).sum()), "total": len(segs), "shown": len(keep)}
     out["segments"] = _columns([segs[i] for i in keep.tolist()], track[keep], base)
     return out
 

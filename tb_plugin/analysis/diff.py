@@ -28,6 +28,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
@@ -220,10 +222,10 @@ def _level(sides: _Sides, path: tuple) -> list[dict]:
         key = path + (name,)
         keys.append((key, sides.moves.get(key, key if key in sides.b else None), key))
     for name in sides.b_kids.get(b_parent, ()):
-        bkey = b_parent + (name,)
-        if bkey in sides.moved_away or (b_parent == path and bkey in sides.e):
+        b_path = b_parent + (name,)
+        if b_path in sides.moved_away or (b_parent == path and b_path in sides.e):
             continue  # shown where it moved to, or already listed as an experiment node
-        keys.append((bkey, bkey, None))
+        keys.append((b_path, b_path, None))
     rows = []
     zero = dict.fromkeys(_FIELDS, 0.0)
     for key, bkey, ekey in keys:
@@ -233,7 +235,7 @@ def _level(sides: _Sides, path: tuple) -> list[dict]:
             {
                 "name": key[-1],
                 "path": list(key),
-                **verdict(b and b[QUANTITY], e and e[QUANTITY]),
+                **verdict(b[QUANTITY] if b else None, e[QUANTITY] if e else None),
                 "compared": QUANTITY,
                 "moved_from": list(bkey) if bkey is not None and ekey is not None and bkey != ekey else None,
                 "has_children": bool((ekey and sides.e_kids.get(ekey)) or (bkey and sides.b_kids.get(bkey))),
@@ -269,7 +271,7 @@ def _kernel_table(trace: Trace) -> dict[str, tuple[int, float]]:
 def kernel_diff(base: Trace, exp: Trace) -> list[dict]:
     b, e = _kernel_table(base), _kernel_table(exp)
     b_steps, e_steps = max(len(compute_steps(base)), 1), max(len(compute_steps(exp)), 1)
-    out = []
+    out: list[dict[str, Any]] = []
     for name in sorted(set(b) | set(e)):
         bc, bt = b.get(name, (0, 0.0))
         ec, et = e.get(name, (0, 0.0))

@@ -28,7 +28,7 @@ def replay_bands(trace: Trace, doc: dict) -> dict:
     ev = trace.events
     rep = replays(trace)
     graphs = [{"graph": g["graph"], "status": g["status"], "replays": g["replays"]} for g in doc["graph_list"]]
-    empty = {k: [] for k in ("start_us", "end_us", "track", "replay", "graph", "kernels", "busy_us")}
+    empty: dict[str, list] = {k: [] for k in ("start_us", "end_us", "track", "replay", "graph", "kernels", "busy_us")}
     if not len(rep.rows):
         return {"total": 0, "shown": 0, "graphs": graphs, "bands": empty}
     rows, which = rep.rows, rep.replay

@@ -21,6 +21,8 @@ attributed kernel time that came through a matched capture.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..trace.categories import Kind
@@ -70,7 +72,7 @@ def graphs_document(trace: Trace) -> dict:
     ev = trace.events
     rep = replays(trace)
     kernel_us = float(ev.dur[ev.kind == Kind.KERNEL].sum())
-    doc = {
+    doc: dict[str, Any] = {
         "replays": int(len(rep.launch)),
         "graphs": 0,
         "kernel_us": kernel_us,

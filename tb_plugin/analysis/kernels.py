@@ -119,7 +119,7 @@ def _weighted_mean(values: np.ndarray, weights: np.ndarray, inverse: np.ndarray,
     hi = np.full(size, -np.inf)
     np.minimum.at(lo, inverse[ok], values[ok])
     np.maximum.at(hi, inverse[ok], values[ok])
-    out = []
+    out: list[float | None] = []
     for g in range(size):
         if n[g] == 0:
             out.append(None)

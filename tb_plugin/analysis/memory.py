@@ -186,7 +186,9 @@ def device_rows(trace: Trace) -> list[tuple[str, int | None, np.ndarray]]:
         placed = np.isin(dtype, list(DEVICE_TYPE_NAMES))
         labels: dict[str, list] = {}
         for t, d in np.unique(np.stack([dtype[placed], did[placed]], axis=1), axis=0).tolist():
-            labels.setdefault(memory_device_label(t, d), []).append((t, d))
+            label = memory_device_label(t, d)
+            if label is not None:  # (a placed type always has one)
+                labels.setdefault(label, []).append((t, d))
         out = []
         for label in sorted(labels, key=_device_order):
             pairs = labels[label]
@@ -265,7 +267,7 @@ def allocation_pairs(trace: Trace) -> dict:
     freed = alloc & (j >= 0)
     free_t = t_rel[np.where(freed, j, i)]
     op = data.op[i]
-    op_name = (
+    op_name: np.ndarray = (
         np.asarray(trace.strings, dtype=object)[trace.events.name[np.maximum(op, 0)]]
         if len(trace.events)
         else np.full(len(i), None, dtype=object)
@@ -277,7 +279,7 @@ def allocation_pairs(trace: Trace) -> dict:
         "alloc_us": _or_none(t, alloc),
         "free_us": _or_none(np.where(alloc, free_t, t), freed | ~alloc),
         "duration_us": _or_none(free_t - t, freed),
-        "op": np.where(op >= 0, op_name, None),
+        "op": _or_none(op_name, op >= 0),
     }
     values = [c.tolist() if isinstance(c, np.ndarray) else c for c in columns.values()]
     return {"rows": [dict(zip(columns, row)) for row in zip(*values)], "reason": None}

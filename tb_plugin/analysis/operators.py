@@ -29,6 +29,7 @@ is merged into it, its self times added to the parent's (as torch-tb-profiler co
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -155,11 +156,20 @@ def _op_times(trace: Trace) -> OpTimes:
     merged[ops[same]] = True
     table_self = [host_self.copy(), device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self]
     roll_up(table_self, same, parent_pos)  # deepest first, so chains of same-name ops fold all the way up
-    per = [
-        PerOp(ops, v)
-        for v in (table_self[0], table_self[1], totals[0], table_self[3], totals[2], table_self[2], totals[1])
-    ]
-    return OpTimes(is_op, *per, owner, merged, PerOp(ops, table_self[4]), PerOp(ops, totals[3]))
+    return OpTimes(
+        is_op,
+        host_self=PerOp(ops, table_self[0]),
+        device_self=PerOp(ops, table_self[1]),
+        device_total=PerOp(ops, totals[0]),
+        tc_self=PerOp(ops, table_self[3]),
+        tc_total=PerOp(ops, totals[2]),
+        kernel_self=PerOp(ops, table_self[2]),
+        kernel_total=PerOp(ops, totals[1]),
+        owner=owner,
+        merged=merged,
+        replay_self=PerOp(ops, table_self[4]),
+        replay_total=PerOp(ops, totals[3]),
+    )
 
 
 def _groups(trace: Trace, group_by: str):
@@ -273,7 +283,7 @@ def operator_stacks(trace: Trace, group_by: str, key: int) -> list[dict]:
         for w in (t.host_self, trace.events.dur, t.device_self, t.device_total)
     ]
     calls = np.bincount(which, minlength=n)
-    out = [
+    out: list[dict[str, Any]] = [
         {
             "text": trace.strings[int(s)] if s else "",
             "calls": int(calls[i]),

@@ -44,7 +44,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
     fp32_eligible_kernel_us = fp32_eligible_kernel_us_by_device(trace, ops)
 
     origin = float(steps.start[0]) if len(steps) else 0.0
-    step_rows = []
+    step_rows: list[dict[str, Any]] = []
     for i, name in enumerate(steps.names):
         row = {
             "step": name,

@@ -28,6 +28,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -158,7 +159,7 @@ def rank_groups(trace: Trace, kernels: dict) -> dict:
     keys = np.stack([name_id, ranks_id, pg_id]) if len(rows) else np.zeros((3, 0), dtype=np.int64)
     pairs, code = np.unique(keys, axis=1, return_inverse=True)
     code = code.ravel()
-    groups = []
+    groups: list[dict[str, Any]] = []
     for g in range(pairs.shape[1]):  # per group (a handful), never per event
         mine = code == g
         first = int(np.flatnonzero(mine)[0])

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from typing import Any
 
 import numpy as np
 
@@ -125,7 +126,7 @@ def compare(rule: FailOn, base: np.ndarray, exp: np.ndarray) -> dict:
     the threshold and the status (module docstring)."""
     base = np.asarray(base, dtype=np.float64)
     exp = np.asarray(exp, dtype=np.float64)
-    doc = {
+    doc: dict[str, Any] = {
         "metric": rule.metric,
         "rule": rule.label(),
         "threshold": rule.value,

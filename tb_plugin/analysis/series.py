@@ -110,7 +110,7 @@ def split_series(ts: np.ndarray, series: np.ndarray, values: np.ndarray) -> list
     """``(series id, ts, values)`` of each series of a long table (one row per sample), ascending by id,
     each by time (stable: equal times keep the file's order); samples whose time or value is not finite
     are dropped (a NaN reading is no reading: the previous value holds). Times and values are float64."""
-    out = []
+    out: list[tuple[int, np.ndarray, np.ndarray]] = []
     if len(series) == 0:
         return out
     order = np.lexsort((np.arange(len(series)), ts, series))  # NaN times sort last and are dropped below

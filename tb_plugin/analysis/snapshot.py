@@ -33,6 +33,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..artifacts.snapshot import ACTIONS, DeviceTrace, Snapshot
@@ -221,7 +223,7 @@ def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
     """:func:`top_frame` of a stack as ``file:line:function``; None without a stack."""
     if stack < 0:
         return None
-    f = top_frame(snapshot.stack_frames(stack))
+    f = top_frame(snapshot.stack_frames(stack) or [])  # (an index beyond the stacks: no frames)
     if f is None:
         return None
     if str(f.get("filename") or "") in ("", "??"):  # a native frame without its file: the function alone
@@ -256,7 +258,7 @@ def device_summary(snapshot: Snapshot, device: int, top: int = 10) -> dict:
     t = time_axis(trace)
     alive = alive_at_peak(snapshot, device)
     peak = alive["peak"]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "bytes": int(trace.size[i]),
             "frame": frame_summary(snapshot, int(trace.stack[i])),

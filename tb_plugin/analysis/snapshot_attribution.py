@@ -33,6 +33,8 @@ allocation, −1 for none), largest bytes first, then by name.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..artifacts.snapshot import Snapshot
@@ -121,7 +123,7 @@ def _group(names: np.ndarray, nbytes: np.ndarray, stacks: np.ndarray) -> list[di
     count = np.bincount(inv, minlength=len(uniq))
     order = np.lexsort((-nbytes, inv))  # per group, its largest member first
     first = order[np.r_[True, inv[order][1:] != inv[order][:-1]]]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": str(uniq[g]),
             "bytes": int(round(total[g])),
@@ -226,10 +228,10 @@ def attribute(snapshot: Snapshot, device: int, trace: Trace | None) -> dict:
         "by_step": None,
         "by_module": None,
     }
-    if trace is None:
+    span = trace_wall_span(trace) if trace is not None else None
+    offset = wall_offset_us(trace) if trace is not None else None
+    if trace is None or span is None or offset is None:  # no trace, or one not on the wall clock
         return out
-    span = trace_wall_span(trace)
-    offset = wall_offset_us(trace)
     before = np.isnan(wall)
     timed_in = ~before & (wall >= span[0]) & (wall <= span[1])
     t = np.where(timed_in, wall - offset, np.nan)

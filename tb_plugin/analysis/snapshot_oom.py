@@ -35,6 +35,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..artifacts.snapshot import ACTIONS, Snapshot
@@ -205,7 +207,7 @@ def live_at(snapshot: Snapshot, device: int, index: int, top: int) -> list[dict]
     allocs, frees = lifetimes(trace)
     alive = allocs[(allocs <= index) & (frees > index)]
     alive = alive[np.argsort(-trace.size[alive], kind="stable")][:top]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"bytes": int(trace.size[i]), "stack": int(trace.stack[i]), "time": float(t[i]), "before_history": False}
         for i in alive.tolist()
     ]
@@ -312,7 +314,7 @@ def oom_report(
 ) -> dict:
     """The OOM forensics of ``device`` (None: the device of the last OOM); see the module doc."""
     device = _pick_device(snapshot, device)
-    doc = {
+    doc: dict[str, Any] = {
         "device": None if device is None else f"GPU{device}",
         "detected_by": None,
         "oom": None,
@@ -330,7 +332,7 @@ def oom_report(
     doc["streams"], doc["totals"] = streams_state(snapshot, device)
     trace = snapshot.devices.get(device)
     rows = np.flatnonzero(trace.action == _A["oom"]) if trace is not None else np.zeros(0, dtype=np.int64)
-    if len(rows) == 0:
+    if trace is None or len(rows) == 0:  # (no trace: no rows)
         if taken_on_oom:
             doc["detected_by"] = "file_name"
             doc["largest_live"] = (

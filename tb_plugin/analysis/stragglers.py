@@ -30,6 +30,7 @@ exceeds the median by 10 %: those are typically the ranks that *waited* (their s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,11 +43,22 @@ MIN_WAIT_SHARE = 0.05
 MIN_WAIT_US = 5.0
 
 
+@dataclass
+class _RankArrivals:
+    """One rank's arrival counts over every collective instance it took part in."""
+
+    instances: int = 0  # instances the rank took part in
+    last: int = 0  # instances where it alone arrived last
+    wait_total_us: float = 0.0  # the others' wait for it at those, summed (µs)
+    chance: float = 0.0  # instances it would be last in by chance (sum of 1/participants)
+    by_type: dict[str, list[int]] = field(default_factory=dict)  # collective → [last, instances]
+
+
 def arrivals(instances: list[tuple[list[int], np.ndarray, list[str]]], all_ranks: list[int]) -> list[dict]:
     """Per rank (``all_ranks`` order) the arrival evidence and the straggler verdict.
 
     ``instances``: per process group ``(participant ranks, durations[k, p] µs, collective of each k)``."""
-    stats = {r: {"instances": 0, "last": 0, "wait_total_us": 0.0, "chance": 0.0, "by_type": {}} for r in all_ranks}
+    stats = {r: _RankArrivals() for r in all_ranks}
     means = []
     for ranks, dur, types in instances:
         if len(dur) == 0 or len(ranks) < 2:
@@ -59,25 +71,25 @@ def arrivals(instances: list[tuple[list[int], np.ndarray, list[str]]], all_ranks
         means.append(dur.mean(axis=1))
         counts = np.bincount(last[unique], minlength=p)
         waits = np.bincount(last[unique], weights=wait[unique], minlength=p)
-        types = np.asarray(types, dtype=object)
+        type_of = np.asarray(types, dtype=object)
         for q, r in enumerate(ranks):
             s = stats[r]
-            s["instances"] += len(dur)
-            s["last"] += int(counts[q])
-            s["wait_total_us"] += float(waits[q])
-            s["chance"] += len(dur) / p
-            for t in np.unique(types).tolist():
-                of_type = types == t
-                row = s["by_type"].setdefault(t, [0, 0])
+            s.instances += len(dur)
+            s.last += int(counts[q])
+            s.wait_total_us += float(waits[q])
+            s.chance += len(dur) / p
+            for t in np.unique(type_of).tolist():
+                of_type = type_of == t
+                row = s.by_type.setdefault(t, [0, 0])
                 row[0] += int((unique & (last == q) & of_type).sum())
                 row[1] += int(of_type.sum())
     median_dur = float(np.median(np.concatenate(means))) if means else 0.0
     out = []
     for r in all_ranks:
         s = stats[r]
-        n, k = s["instances"], s["last"]
-        mean_wait = s["wait_total_us"] / k if k else 0.0
-        chance = binomial_tail(k, n, s["chance"] / n) if n else 1.0
+        n, k = s.instances, s.last
+        mean_wait = s.wait_total_us / k if k else 0.0
+        chance = binomial_tail(k, n, s.chance / n) if n else 1.0
         straggler = (
             n >= MIN_INSTANCES
             and k >= MIN_LAST_SHARE * n
@@ -85,8 +97,7 @@ def arrivals(instances: list[tuple[list[int], np.ndarray, list[str]]], all_ranks
             and mean_wait >= max(MIN_WAIT_SHARE * median_dur, MIN_WAIT_US)
         )
         by_type = [
-            {"name": t, "last": v[0], "instances": v[1]}
-            for t, v in sorted(s["by_type"].items(), key=lambda kv: -kv[1][1])
+            {"name": t, "last": v[0], "instances": v[1]} for t, v in sorted(s.by_type.items(), key=lambda kv: -kv[1][1])
         ]
         out.append(
             {
@@ -94,12 +105,12 @@ def arrivals(instances: list[tuple[list[int], np.ndarray, list[str]]], all_ranks
                 "instances": n,
                 "last": k,
                 "last_share": k / n if n else 0.0,
-                "wait_total_us": s["wait_total_us"],
+                "wait_total_us": s.wait_total_us,
                 "wait_mean_us": mean_wait,
                 "chance": chance,
                 "straggler": bool(straggler),
                 "by_type": by_type,
-                "text": evidence_text(r, n, k, mean_wait, s["wait_total_us"], by_type),
+                "text": evidence_text(r, n, k, mean_wait, s.wait_total_us, by_type),
             }
         )
     return out

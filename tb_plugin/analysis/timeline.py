@@ -14,6 +14,7 @@ and at full zoom the answer is exactly the events of the window.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def timeline_index(trace: Trace) -> list[Track]:
 def pack_index(trace: Trace) -> tuple[dict, dict[str, np.ndarray]]:
     """The index as a JSON header plus flat arrays, for the parse cache."""
     tracks = timeline_index(trace)
-    header = {"format": INDEX_FORMAT, "tracks": []}
+    header: dict[str, Any] = {"format": INDEX_FORMAT, "tracks": []}
     arrays: dict[str, np.ndarray] = {"track_of": trace.derived["track_of"]}
     for t in tracks:
         header["tracks"].append(

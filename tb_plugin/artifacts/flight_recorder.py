@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Iterable
+from typing import IO, Any, Iterable, cast
 
 import numpy as np
 import orjson
@@ -229,6 +229,7 @@ def extract(dump: Any, name: str = "", size: int | None = None) -> Record:
     flight-recorder dump."""
     if not isinstance(dump, dict) or "version" not in dump or not ("entries" in dump or "pg_config" in dump):
         raise DumpError("not a flight-recorder dump: expected a dict with 'version' and 'entries' or 'pg_config'")
+    rank_from: str | None
     rank, rank_from = _int(dump.get("rank")), "field"
     if rank is not None and not 0 <= rank < MAX_RANK:
         rank = None
@@ -261,7 +262,7 @@ def extract(dump: Any, name: str = "", size: int | None = None) -> Record:
     vocab = {}
     groups = _codes(field["process_group"], _group_key)
     for k, i in (("pg_name", 0), ("pg_desc", 1)):
-        parts = {}
+        parts: dict = {}
         lut = [parts.setdefault(key[i], len(parts)) for key in groups[1]]
         cols[k] = np.array(lut or [0], dtype=np.int64)[groups[0]] if entries else np.zeros(0, np.int64)
         vocab[k] = list(parts)
@@ -396,7 +397,7 @@ def _run_child(files: list[tuple[str, bytes]], out: dict) -> int:
     progress = threading.Condition()
 
     def read_answers() -> None:
-        f = child.stdout
+        f = cast(IO[bytes], child.stdout)  # (a pipe: never None)
         while True:
             head = f.read(_LEN.size + 1)
             if len(head) < _LEN.size + 1:
@@ -412,12 +413,13 @@ def _run_child(files: list[tuple[str, bytes]], out: dict) -> int:
             progress.notify_all()
 
     def write_files() -> None:
+        stdin = cast(IO[bytes], child.stdin)  # (a pipe: never None)
         try:
             for name, data in files:
                 label = name.encode("utf-8", "replace")
-                child.stdin.write(_LEN.pack(len(label)) + label + _LEN.pack(len(data)))
-                child.stdin.write(data)
-            child.stdin.close()
+                stdin.write(_LEN.pack(len(label)) + label + _LEN.pack(len(data)))
+                stdin.write(data)
+            stdin.close()
         except (BrokenPipeError, OSError):
             pass
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Iterable, Sequence
+from typing import IO, Any, Iterable, Protocol, Sequence, cast
 
 import numpy as np
 import orjson
@@ -110,7 +110,23 @@ def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
     )
 
 
-def _child(argv: list[str]) -> subprocess.Popen:
+class _Child(Protocol):
+    """What a reader child is used through: a :class:`subprocess.Popen` started with all three pipes."""
+
+    stdin: IO[bytes]
+    stdout: IO[bytes]
+    stderr: IO[bytes]
+    args: list[str]
+    returncode: Any  # (typeshed: int | Any) the exit status once waited for, None before
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
+def _child(argv: list[str]) -> _Child:
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
@@ -120,19 +136,22 @@ def _child(argv: list[str]) -> subprocess.Popen:
     )
     try:
         # cwd: ``-m`` puts the working folder first on the path; the child must import this package
-        return subprocess.Popen(
-            [sys.executable, "-m", "tb_plugin.artifacts.snapshot", *argv],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=_PACKAGE_PARENT,
-            env=env,
+        return cast(  # (three pipes asked for: none is None)
+            _Child,
+            subprocess.Popen(
+                [sys.executable, "-m", "tb_plugin.artifacts.snapshot", *argv],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=_PACKAGE_PARENT,
+                env=env,
+            ),
         )
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
 
 
-def _collect(child: subprocess.Popen) -> tuple[dict, list]:
+def _collect(child: _Child) -> tuple[dict, list]:
     out: dict[str, bytes] = {}
     readers = [
         threading.Thread(target=lambda name, f: out.__setitem__(name, f.read()), args=(name, f), daemon=True)
@@ -307,7 +326,7 @@ def unpack_npz(payload: bytes) -> tuple[dict, dict]:
 SHARED_MAX_BYTES = 4 << 20  # files up to this size are read by the shared child
 SHARED_CHILD = os.name == "posix"  # its answers are awaited with select(), which takes no pipe on Windows
 _shared_lock = threading.Lock()
-_shared: list[subprocess.Popen] = []  # the live shared child, if any
+_shared: list[_Child] = []  # the live shared child, if any
 
 
 def _read_exact(fd: int, n: int, deadline: float) -> bytes | None:
@@ -346,7 +365,7 @@ def read_shared(data: bytes, mode: str) -> bytes | SnapshotError:
         deadline = time.monotonic() + limit
         head = _read_exact(child.stdout.fileno(), 1 + _LEN.size, deadline)
         payload = None if head is None else _read_exact(child.stdout.fileno(), _LEN.unpack_from(head, 1)[0], deadline)
-        if payload is not None:
+        if head is not None and payload is not None:
             return payload if head[0] == 0 else SnapshotError(payload.decode("utf-8", "replace"))
         timed_out = time.monotonic() >= deadline
         if not timed_out:  # its output ended: it is exiting
@@ -367,7 +386,7 @@ def read_shared(data: bytes, mode: str) -> bytes | SnapshotError:
         )
 
 
-def _end(child: subprocess.Popen) -> None:
+def _end(child: _Child) -> None:
     if child.poll() is None:
         child.kill()
     child.wait()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +74,9 @@ def _yaml_kit() -> tuple:
     tag: the ``defaultdict`` PyYAML's default dumper writes, read as a mapping."""
     import yaml
 
-    class _Loader(getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader):
+    base: Any = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader  # chosen at run time
+
+    class _Loader(base):
         pass
 
     _Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.defaultdict", _defaultdict)
@@ -163,7 +166,9 @@ def load_stats(name: str, data: bytes) -> dict:
         raise MemProfilerError("invalid YAML: nested too deeply") from None
     if not isinstance(doc, dict):
         raise MemProfilerError(f"expected a mapping of snapshot keys, found {type(doc).__name__}")
-    snapshots, bad_keys, dropped = [], [], 0
+    snapshots: list[dict[str, Any]] = []
+    bad_keys: list[str] = []
+    dropped = 0
     filtered: dict[int, tuple[dict, dict, int]] = {}  # id(values) -> (values, kept alive; kept; dropped)
     for key, values in doc.items():
         km = SNAP_KEY.match(str(key))

@@ -61,7 +61,10 @@ def frames(m, start: int) -> tuple[object, int] | None:
     the next memo slots, else read once (and cached when its PUTs are sequential): (value, end), or None
     (read plainly). First tried: a template of the same length and last bytes (:func:`_template_hit`)."""
     data, memo = m.data, m.memo
-    end = FRAME_LIST.match(data, start).end()
+    listed = FRAME_LIST.match(data, start)
+    if listed is None:  # (the caller is at a ``]``: it matches)
+        return None
+    end = listed.end()
     if data[end - 1] not in b"ae":
         return None
     base = len(memo)

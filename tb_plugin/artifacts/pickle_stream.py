@@ -55,7 +55,7 @@ _U4 = struct.Struct("<I").unpack_from
 _F8 = struct.Struct(">d").unpack_from
 
 
-def read(data: bytes, on_rows: Callable[[list, list], bool] | None = None):
+def read(data: bytes | bytearray, on_rows: Callable[[list, list], bool] | None = None):
     """The object in the pickle ``data``. ``on_rows(target, items)`` is called for each APPEND(S)
     of dicts onto a list: it returns True when it took the items (they are then not appended).
     Raises :class:`RefusedPickle` for a global, an object-building opcode or an unreadable pickle."""
@@ -88,7 +88,7 @@ class SharedEntry(RefusedPickle):
 
 
 class _Machine:
-    def __init__(self, data: bytes, on_rows) -> None:
+    def __init__(self, data: bytes | bytearray, on_rows) -> None:
         self.data = data
         self.on_rows = on_rows
         self.memo: list = []
@@ -121,7 +121,7 @@ class _Machine:
     def _frames(self, start: int) -> tuple[object, int] | None:
         """The frame list at ``start`` from the cache (reading it once): (value, end) or None."""
         m = _FRAME_LIST.match(self.data, start)
-        end = m.end()
+        end = m.end()  # type: ignore[union-attr]  # (at a ``]``: the pattern always matches)
         if self.data[end - 1] not in b"ae":  # an empty list (or one built some other way): read plainly
             return None
         raw = bytes(self.data[start:end])  # the cache key (a bytearray's slice is not hashable)
@@ -197,7 +197,7 @@ class _Machine:
             elif op == 0x5D and fast:  # a frame list, or an empty list
                 got = None
                 if data[pos + 2] == 0x28 and data[pos + 1] == 0x94:
-                    end = frame_list(data, pos).end()
+                    end = frame_list(data, pos).end()  # type: ignore[union-attr]  # (at a ``]``: always matches)
                     if data[end - 1] in (0x61, 0x65):  # APPEND, APPENDS: a list with items
                         hit = cache.get(bytes(data[pos:end]))  # (bytes() of bytes is no copy)
                         if hit is not None:  # seen before: the same list, and its memo objects
@@ -293,7 +293,7 @@ class _Machine:
                 push(data[pos])
                 pos += 1
             elif op == 0x7D:  # } EMPTY_DICT (most often with its MEMOIZE and MARK)
-                d = {}
+                d: dict = {}
                 push(d)
                 nxt = data[pos]  # its memo slot, to release it if it is a history entry
                 if nxt == 0x94:

@@ -176,7 +176,7 @@ def _read_whole(data: bytes) -> Any:
     return obj
 
 
-def _read_streamed(data: bytes, stream: bool | None = None) -> tuple[Any, StreamedTraces | None]:
+def _read_streamed(data: bytes | bytearray, stream: bool | None = None) -> tuple[Any, StreamedTraces | None]:
     """The object in ``data`` with its histories as columns; a file that shares a history entry
     (:class:`~.pickle_stream.SharedEntry`) is read whole by the same reader without handing its
     entries on (then no columns yet: None), and so is any pickle when ``stream`` is False. Never
@@ -212,6 +212,7 @@ def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot
     columns while reading (:func:`parse_pickle`), for the lists that hold them."""
     interner = streamed.interner if streamed is not None else Interner()
     stack_of = interner.stack_of
+    traces_raw: Any  # the device traces as the file has them (checked below)
     if isinstance(obj, list):
         layout, segments_raw, traces_raw, annotations = "segments-only", obj, [], []
     elif isinstance(obj, dict) and ("segments" in obj or "device_traces" in obj):
@@ -345,7 +346,7 @@ def _stdin(argv: list[str]) -> bytearray:
             buf += bytes(len(buf) // 4)
             got += len(more)
         with memoryview(buf) as view:
-            n = sys.stdin.buffer.readinto(view[got:])
+            n = sys.stdin.buffer.readinto(view[got:])  # type: ignore[union-attr]  # (a BufferedReader)
         if not n:
             break
         got += n

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -87,6 +88,10 @@ def _ints(values: list) -> np.ndarray:
         return out
 
 
+@overload
+def _int(value: Any, default: int = 0) -> int: ...
+@overload
+def _int(value: Any, default: None) -> int | None: ...
 def _int(value: Any, default: int | None = 0) -> int | None:
     """``value`` as an int64 (as ``int()`` reads numbers and numeric text), else ``default``: for text,
     containers, None, NaN and integers beyond 64 bits (no address or size is that large)."""
@@ -175,7 +180,8 @@ def _stack_ids(frames, stack_of) -> np.ndarray:
     """int32 stack index per entry's frames (−1: none); a list read before is found by identity here
     (what :meth:`Interner.stack_of` does first) without a call."""
     known = getattr(stack_of, "__self__", None)
-    get = known.by_identity.get if isinstance(known, Interner) else {}.get
+    table: dict[int, tuple[Any, int]] = known.by_identity if isinstance(known, Interner) else {}
+    get = table.get
     return np.array(
         [(s[1] if (s := get(id(f))) is not None and s[0] is f else stack_of(f)) if f else -1 for f in frames],
         dtype=np.int32,
@@ -185,6 +191,11 @@ def _stack_ids(frames, stack_of) -> np.ndarray:
 def trace_columns(entries: list[dict], stack_of) -> dict:
     """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
     ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``."""
+    actions: Sequence[Any]
+    addrs: Sequence[Any]
+    sizes: Sequence[Any]
+    times: Sequence[Any]
+    frames: Sequence[Any]
     try:  # the common case, every field in every entry: read in one pass
         actions, addrs, sizes, times, frames = zip(*map(_ENTRY_FIELDS, entries))
     except KeyError:

@@ -33,7 +33,7 @@ class TimelineExportError(Exception):
     """Not a memory-timeline export."""
 
 
-def load_timeline_export(data: bytes) -> dict:
+def load_timeline_export(data: bytes | bytearray) -> dict:
     if data[:2] == b"\x1f\x8b":  # inflated under the read limit: a 2 MB bomb no longer reaches 4 GB
         try:
             data = gunzip_bounded(data)

@@ -87,7 +87,11 @@ def list_files(fs, root: str, sniff: SniffCache, skipped_links: list[str] | None
     real_root = os.path.realpath(root) if is_local_fs(fs) else None
     links = tuple(p.rstrip("/") + "/" for p, i in found.items() if i.get("islink")) if real_root else ()
     for path, info in found.items():
-        if links and (path.startswith(links) or (info.get("islink") and not _link_inside(real_root, path))):
+        if (
+            links
+            and real_root
+            and (path.startswith(links) or (info.get("islink") and not _link_inside(real_root, path)))
+        ):
             if skipped_links is not None and info.get("islink") and not path.startswith(links):
                 skipped_links.append(path[len(prefix) :] if path.startswith(prefix) else posixpath.basename(path))
             continue  # below a symlinked directory, or a symlink that resolves outside the logdir

@@ -28,6 +28,6 @@ def inflation_message(total: int, used: int) -> str | None:
     return None
 
 
-def squeeze_blanks(out: bytes) -> bytes:
+def squeeze_blanks(out: bytes | bytearray) -> bytes | bytearray:
     """``out`` with each run of :data:`BLANK_RUN_BYTES` or more JSON whitespace bytes as one space."""
     return _BLANK_RUN.sub(b" ", out) if len(out) >= BLANK_RUN_BYTES else out

@@ -157,7 +157,7 @@ class LocalFS:
             return False
 
     def size(self, path) -> int:
-        return self.info(path).get("size")
+        return self.info(path)["size"]  # (every entry info() returns has one)
 
     def _open(self, path, mode: str = "rb", block_size=None, **kwargs):
         return open(strip_protocol(path), mode)

@@ -69,7 +69,7 @@ def temp_name(path: str) -> str:
     return os.path.join(head, f".{tail}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
-def write_atomic(path: str, write: Callable[[IO[bytes]], None], durable: bool = True) -> None:
+def write_atomic(path: str, write: Callable[[IO[bytes]], object], durable: bool = True) -> None:
     """Create ``path`` (mode 0600, in a 0700 directory) from what ``write(file)`` writes: temp file,
     fsync (unless not ``durable``: see the module docstring), rename. Raises ``OSError``; the temp
     file never survives a failure."""

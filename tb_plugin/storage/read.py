@@ -176,7 +176,7 @@ def _download(fs, path: str, size: int, fd: int, progress) -> None:
 
 def _read_remote(
     fs, path: str, size: int | None, progress, spool_dir: str | None, json_document: bool = True
-) -> bytearray:
+) -> bytearray | mmap.mmap:
     url = fs.unstrip_protocol(path)
     try:
         if size is None:
@@ -231,7 +231,7 @@ def _check_not_gzip(head: bytes, named_gz: bool) -> None:
         )
 
 
-def check_json_head(head: bytes, complete: bool) -> None:
+def check_json_head(head: bytes | bytearray, complete: bool) -> None:
     """Refuse a JSON document early: its first non-blank byte must be ``{`` or ``[``, and it must
     appear within :data:`JSON_HEAD_BYTES` (``head`` is the document's start, ``complete`` whether it
     is the whole document; an all-blank complete file is left to the decoder's message)."""
@@ -329,7 +329,7 @@ class Blocks:
             data = chunk
             while data:
                 try:
-                    out = inflater.decompress(data, CHUNK_BYTES)
+                    out: bytes | bytearray = inflater.decompress(data, CHUNK_BYTES)
                 except zlib.error as exc:
                     raise ReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
                 total += len(out)
@@ -362,12 +362,12 @@ class Blocks:
             )
 
 
-def gunzip_bounded(data: bytes, json_document: bool = True) -> bytearray:
+def gunzip_bounded(data: bytes | bytearray, json_document: bool = True) -> bytearray:
     """Inflate gzip ``data`` held in memory under the same limit as files (a bomb is refused)."""
     return _gunzip_stream(io.BytesIO(data[CHUNK_BYTES:]), data[:CHUNK_BYTES], len(data), None, json_document)
 
 
-def _gunzip_stream(f, head: bytes, size: int | None, progress, json_document: bool = True) -> bytearray:
+def _gunzip_stream(f, head: bytes | bytearray, size: int | None, progress, json_document: bool = True) -> bytearray:
     out = bytearray()
     limit = max_trace_bytes()
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from .local import LocalFS, is_plain_local, strip_protocol
 from .urls import check_scheme, redact
@@ -73,7 +75,7 @@ def _storage_options(url: str) -> dict:
     if protocol in ("gs", "gcs"):
         import aiohttp
 
-        options = {
+        options: dict[str, Any] = {
             "requests_timeout": aiohttp.ClientTimeout(
                 total=None, connect=GCS_CONNECT_TIMEOUT_S, sock_read=GCS_STALL_TIMEOUT_S
             )
@@ -211,7 +213,7 @@ def open_logdir(logdir: str):
     return fs, root.rstrip("/") or "/"
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

@@ -24,6 +24,7 @@ iteration) stops the threads: none starts another range, and each has ended when
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from .read import Blocks, ReadError
 from .remote import attempts_for, attempts_per_request, remote_message, with_retries
@@ -58,7 +59,7 @@ class _Ranges:
         self._stop = False  # set by close() or by a failed range: no range is started after it
         self._buf, self._pos, self._eof, self._holding = b"", 0, False, False
         self._attempts = attempts_for(fs)
-        self._file = None
+        self._file: Any = None  # the fsspec file once opened
         try:
             self._file = with_retries(
                 lambda: fs.open(path, "rb", block_size=range_bytes, cache_type="none"), path, self._attempts
@@ -163,7 +164,7 @@ class RemoteBlocks(Blocks):
 
     def __iter__(self):
         url = self.fs.unstrip_protocol(self.path)
-        self._ranges = ranges = _Ranges(self.fs, self.path, self.size, self.range_bytes)
+        self._ranges = ranges = _Ranges(self.fs, self.path, self.size or 0, self.range_bytes)  # (size: given)
         try:
             yield from self._blocks(ranges)
         except ReadError:

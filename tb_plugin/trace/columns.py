@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import itertools
 import operator
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
@@ -52,10 +52,17 @@ def _graph_column(values: list) -> np.ndarray:
     return np.where(col > 0, col, -1) if (col == 0).any() else col
 
 
+class EventsSink(Protocol):
+    """Where the builder writes each batch's raw events (the events side file); the events' offsets
+    count from the first byte written."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
 class ColumnBuilder(Finishing):
     """Accumulates decoded batches; string id 0 is reserved for "missing"."""
 
-    def __init__(self, events_sink=None) -> None:
+    def __init__(self, events_sink: EventsSink | None = None) -> None:
         self.sink = events_sink
         self.sink_pos = 0
         self.strings: list[str] = [""]
@@ -213,7 +220,7 @@ class ColumnBuilder(Finishing):
                 series = str(ev.name) if key == "value" else f"{ev.name}/{key}"
                 self.counter_rows.append((ev.ts, series, value))
 
-    def _other(self, ev: _Event, ph: Any, offset=None) -> None:
+    def _other(self, ev: _Event, ph: Any, offset: np.ndarray | None = None) -> None:
         if ph in _INSTANT_PHASES:
             if ev.name == "[memory]" and ev.args is not None:
                 a = ev.args
@@ -245,25 +252,34 @@ class ColumnBuilder(Finishing):
             elif ev.name == "thread_name":
                 self.thread_names[f"{ev.pid}/{ev.tid}"] = ev.args.name
 
-    def _add_complete_events(self, xs: list[_Event], offsets=None) -> None:
+    def _add_complete_events(self, xs: list[_Event], offsets: np.ndarray | None = None) -> None:
         cat, name, pid, tid, ts, dur, args = event_columns(xs)  # one C-level pass per field
         if None in args:
             none = _Args()
             args = [a if a is not None else none for a in args]
-        ts = _float_column(ts)
-        dur = _float_column(dur)
         self._append(
             cat=self.intern(cat),
             name=self.intern(name),
             pid_values=pid,
             tid=self.intern(tid),
-            ts=ts,
-            dur=dur,
+            ts=_float_column(ts),
+            dur=_float_column(dur),
             args=args,
             offsets=offsets,
         )
 
-    def _append(self, *, cat, name, pid_values, tid, ts, dur, args, offsets=None) -> None:
+    def _append(
+        self,
+        *,
+        cat: np.ndarray,
+        name: np.ndarray,
+        pid_values: list,
+        tid: np.ndarray,
+        ts: np.ndarray,
+        dur: np.ndarray,
+        args: list,
+        offsets: np.ndarray | None = None,
+    ) -> None:
         n = len(ts)
         pid_types = set(map(type, pid_values))  # almost always {int}: no per-event checks then
         for i in [] if str not in pid_types else [i for i, p in enumerate(pid_values) if isinstance(p, str)]:
@@ -358,7 +374,7 @@ class ColumnBuilder(Finishing):
         by_thread: dict[tuple, list[tuple]] = collections.defaultdict(list)
         for row in self.begin_end:
             by_thread[(str(row[0]), str(row[1]))].append(row)
-        pairs = []
+        pairs: list[tuple] = []
         unmatched_b = unmatched_e = 0
         for rows in by_thread.values():
             rows.sort(key=lambda r: (_to_float(r[2]), r[7]))

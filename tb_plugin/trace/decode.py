@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import msgspec
 
-from .columns import ColumnBuilder
+from .columns import ColumnBuilder, EventsSink
 from .errors import TraceReadError
 from .events import _OBJECT_DECODER, _RAW_LIST, BATCH_EVENTS
 from .heap import gc_paused
@@ -33,7 +33,9 @@ from .nonfinite import quote_nonfinite, token_at
 
 
 def decode_trace(
-    data: bytes | bytearray | memoryview, progress: Callable[[float], None] | None = None, events_sink=None
+    data: bytes | bytearray | memoryview,
+    progress: Callable[[float], None] | None = None,
+    events_sink: EventsSink | None = None,
 ) -> Trace:
     """Decode a whole trace document. Raises :class:`TraceReadError` when it is not a trace.
 

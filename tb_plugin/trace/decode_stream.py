@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import msgspec
 import numpy as np
 
-from .columns import ColumnBuilder
+from .columns import ColumnBuilder, EventsSink
 from .decode_workers import decode_batch, run_parallel
 from .errors import TraceReadError
 from .events import _OBJECT_DECODER, BATCH_EVENTS
@@ -154,10 +154,12 @@ def _units(batches: Iterable, positions: bool = False) -> Iterable[_Unit]:
     sizes = iter(FIRST_UNITS)
     size = next(sizes, UNIT_BATCHES)
     for batch in batches:
-        raws, where = batch if positions else (batch, None)
-        unit.append(_joined(raws))
         if positions:
+            raws, where = batch
             unit.where.append(where)
+        else:
+            raws = batch
+        unit.append(_joined(raws))
         if len(unit) == size:
             yield unit
             unit = _Unit()
@@ -202,7 +204,7 @@ def _held(builder: ColumnBuilder) -> int:
 def decode_stream(
     blocks: Iterable[bytes],
     progress: Callable[[float], None] | None = None,
-    events_sink=None,
+    events_sink: EventsSink | None = None,
     workers: int = 1,
     budget: int | None = None,
     chunk_bytes: int = CHUNK_BYTES,
@@ -210,8 +212,8 @@ def decode_stream(
     """Decode the document whose bytes ``blocks`` yields (see the module docstring). ``progress``
     receives the fraction of batches done when ``blocks`` has a ``fraction()`` method, else nothing.
     Raises :class:`.scan.Unstreamable` (parse the whole document instead) or :class:`TraceReadError`."""
-    blocks = _strip_bom(blocks)
-    source = Source(blocks, max_carry=max(8 * chunk_bytes, 256 << 20))
+    stripped = _strip_bom(blocks)
+    source = Source(stripped, max_carry=max(8 * chunk_bytes, 256 << 20))
     facts: dict[str, Any] = {}
     builder = ColumnBuilder(events_sink)
     with_sink = events_sink is not None
@@ -228,15 +230,15 @@ def decode_stream(
                 "budget for one trace (KINETOSCOPE_MAX_TRACE_BYTES); raise it to read this file"
             )
         if progress:
-            progress(blocks.fraction())
+            progress(stripped.fraction())
 
-    def take(state: dict, parts: list[bytes]) -> None:
+    def take(state: dict, parts: _Unit) -> None:
         nonlocal held
-        in_place = place and blocks.raw
+        in_place = place and stripped.raw
         if in_place:
-            if blocks.skipped:  # document offsets → file offsets (a byte order mark)
+            if stripped.skipped:  # document offsets → file offsets (a byte order mark)
                 for w in parts.where:
-                    w[0][w[0] >= 0] += blocks.skipped
+                    w[0][w[0] >= 0] += stripped.skipped
             _to_document(state, parts.where)
         elif events_sink is not None:
             for joined in parts:
@@ -259,36 +261,41 @@ def decode_stream(
     if progress:
         progress(1.0)
     trace = _finish(builder, facts)
-    if place and blocks.raw:
+    if place and stripped.raw:
         trace.meta["events_in_place"] = True
     return trace
 
 
-def _strip_bom(blocks):
+class _BomStripped:
     """``blocks`` without a leading UTF-8 byte order mark (keeps a ``fraction()`` method; ``skipped``:
     the bytes dropped; ``raw``: whether the blocks are the file's own bytes, as ``blocks`` says)."""
 
-    class _Blocks:
-        skipped = 0
+    def __init__(self, blocks: Iterable[bytes]) -> None:
+        self.blocks = blocks
+        self.skipped = 0
 
-        def __iter__(self):
-            first = True
-            for block in blocks:
-                if first and block:
-                    first = False
-                    if block[:3] == b"\xef\xbb\xbf":
-                        block = block[3:]
-                        self.skipped = 3
-                yield block
+    def __iter__(self) -> Iterator[bytes]:
+        first = True
+        for block in self.blocks:
+            if first and block:
+                first = False
+                if block[:3] == b"\xef\xbb\xbf":
+                    block = block[3:]
+                    self.skipped = 3
+            yield block
 
-        @property
-        def raw(self) -> bool:
-            return bool(getattr(blocks, "raw", False))
+    @property
+    def raw(self) -> bool:
+        return bool(getattr(self.blocks, "raw", False))
 
-        def fraction(self) -> float:
-            return blocks.fraction() if hasattr(blocks, "fraction") else 0.0
+    def fraction(self) -> float:
+        fraction = getattr(self.blocks, "fraction", None)
+        return fraction() if fraction is not None else 0.0
 
-    return _Blocks()
+
+def _strip_bom(blocks: Iterable[bytes]) -> _BomStripped:
+    """``blocks`` without a leading UTF-8 byte order mark (see :class:`_BomStripped`)."""
+    return _BomStripped(blocks)
 
 
 def _finish(builder: ColumnBuilder, facts: dict) -> Trace:

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable
+from typing import IO, Any, Callable, Iterable, Protocol, cast
 
 from .columns import ColumnBuilder
 from .events import _RAW_LIST
@@ -41,6 +41,18 @@ _LENGTH = struct.Struct("<Q")
 # Threads that may run while workers are forked: the events side file's writer (storage/writer.py)
 # holds only its own queue's lock and file, which a worker never touches
 _FORK_SAFE_THREADS = ("kinetoscope-writer",)
+
+
+class _WorkerProcess(Protocol):
+    """What :class:`Workers` uses of a worker: a :class:`_Forked` or a :class:`subprocess.Popen`
+    started with both pipes."""
+
+    stdin: IO[bytes]
+    stdout: IO[bytes]
+
+    def kill(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 def can_fork() -> bool:
@@ -80,8 +92,8 @@ class _Forked:
         os.close(to_child)
         os.close(from_child)
         self.pid = pid
-        self.stdin = open(from_parent, "wb")
-        self.stdout = open(to_parent, "rb")
+        self.stdin: IO[bytes] = open(from_parent, "wb")
+        self.stdout: IO[bytes] = open(to_parent, "rb")
         self.returncode: int | None = None
 
     def fds(self) -> list[int]:
@@ -134,7 +146,8 @@ class Workers:
         # where another checkout of tb_plugin may stand
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         code = f"import sys; sys.path.insert(0, {root!r}); from tb_plugin.trace.decode_workers import _serve; _serve()"
-        self.procs = []
+        self.procs: list[_WorkerProcess] = []
+        forked: list[_Forked] = []  # (each child closes the parent's ends of those before it)
         self.queues: list[queue.Queue] = []
         self.feeders: list[threading.Thread] = []
         self.failed: str | None = None  # a write failed: the worker is gone
@@ -142,11 +155,13 @@ class Workers:
         try:
             for _ in range(n):
                 if fork:
-                    self.procs.append(_Forked([fd for proc in self.procs for fd in proc.fds()]))
+                    forked.append(_Forked([fd for proc in forked for fd in proc.fds()]))
+                    self.procs.append(forked[-1])
                 else:
-                    self.procs.append(
-                        subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                    spawned = subprocess.Popen(
+                        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
                     )
+                    self.procs.append(cast(_WorkerProcess, spawned))  # (both pipes asked for: neither is None)
         except OSError as exc:
             self.__exit__(type(exc), exc, None)
             raise WorkerDied(f"cannot start a decode worker: {exc}") from None
@@ -157,7 +172,7 @@ class Workers:
             self.queues.append(q)
             self.feeders.append(thread)
 
-    def _feed(self, proc, q: queue.Queue) -> None:
+    def _feed(self, proc: _WorkerProcess, q: queue.Queue) -> None:
         while True:
             item = q.get()
             if item is None:
@@ -193,7 +208,7 @@ class Workers:
     def __enter__(self) -> Workers:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if exc and exc[0] is not None:  # failing (a budget error, an interrupt): answers are not wanted
             for proc in self.procs:
                 proc.kill()
@@ -218,7 +233,7 @@ class Workers:
 class _NullSink:
     """Stands in for the events side file in a worker: offsets are counted from 0, nothing written."""
 
-    def write(self, data) -> None:
+    def write(self, data: bytes) -> None:
         pass
 
 
@@ -268,7 +283,7 @@ def run_parallel(units: Iterable[list[bytes]], n: int, with_sink: bool, take: Ca
             take(decode(unit, with_sink), unit)
 
 
-def _serve(source=None, sink=None) -> None:
+def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> None:
     """Answer batches from ``source`` (default: standard input) on ``sink`` (standard output) until EOF."""
     source = sys.stdin.buffer if source is None else source
     sink = sys.stdout.buffer if sink is None else sink

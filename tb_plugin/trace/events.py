@@ -5,10 +5,12 @@ conversions of decoded values into numpy columns (see :mod:`.decode`)."""
 # annotations with typing.ForwardRef, compiling each (the decoders are built at import: ~10 ms a start).
 import operator
 import re
+from collections.abc import Callable, Sequence
 from typing import Any, Optional, Union
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 # Events decoded into columns at once. Both decoders (whole document, stream) cut at the same
 # multiples of it, which makes their string interning, and so their Traces, equal byte for byte; the
@@ -116,7 +118,7 @@ _INSTANT_PHASES = ("i", "I")
 _FLOW_PHASES = ("s", "t", "f")
 
 
-def _all_none(values) -> bool:
+def _all_none(values: Sequence[Any]) -> bool:
     """Whether every value is None (C-speed count, skipped when the first value already says no)."""
     return not values or (values[0] is None and values.count(None) == len(values))
 
@@ -159,7 +161,7 @@ def _ranks_text(ranks: Any) -> Optional[str]:
     return ranks.strip() if isinstance(ranks, str) else None
 
 
-def _int_column(values: list, dtype=np.int64) -> np.ndarray:
+def _int_column(values: list, dtype: npt.DTypeLike = np.int64) -> np.ndarray:
     """Integer column; None and unparseable values become -1."""
     if _all_none(values):  # an arg no event of the batch has (C-speed check)
         return np.full(len(values), -1, dtype=dtype)
@@ -210,7 +212,7 @@ def _json_text(raw: bytes) -> str:
 _DEVICE_PID = re.compile(r"^\s*(?:mtia|gpu|xpu|hpu|device)[ _:#-]*(\d{1,6})\s*$", re.IGNORECASE)
 
 
-def _device_of_pid(pid) -> Optional[int]:
+def _device_of_pid(pid: object) -> Optional[int]:
     """The device index of a string pid that names a device ("MTIA 0", "GPU 1"), else None."""
     if isinstance(pid, str):
         m = _DEVICE_PID.match(pid)
@@ -282,14 +284,14 @@ def event_columns(events: list) -> list[list]:
     return [list(map(get, events)) for get in _GET_EVENT]
 
 
-def _mapped(values: tuple, convert) -> list:
+def _mapped(values: Sequence[Any], convert: Callable[[Any], Any]) -> list:
     """``convert(v)`` of each value, None kept (all-None columns at C speed)."""
     if _all_none(values):
         return list(values)
     return [convert(v) if v is not None else None for v in values]
 
 
-def _strings_only(values: tuple) -> list:
+def _strings_only(values: Sequence[Any]) -> list:
     """The values that are strings, None for the others."""
     if _all_none(values):
         return list(values)

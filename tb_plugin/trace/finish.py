@@ -3,6 +3,8 @@ counter, memory and flow tables, devices, metadata and the warnings and notes ab
 
 from __future__ import annotations
 
+import collections
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -28,13 +30,37 @@ from .names import strip_addresses
 TRIM_ABOVE_BYTES = 8 << 20  # a column this large gives its chunks' freed heap pages back at once
 
 
-class Finishing:
+class Finishing(ABC):
     """The last step of :class:`~.columns.ColumnBuilder` (a mixin: it uses the builder's lists)."""
+
+    # the builder's state this step reads (set in ColumnBuilder.__init__)
+    strings: list[str]
+    chunks: dict[str, list[np.ndarray]]
+    memory_parts: list[tuple]
+    flow_rows: list[tuple]
+    counter_rows: list[tuple]
+    metadata_values: dict[str, Any]
+    process_names: dict[str, str]
+    thread_names: dict[str, str]
+    phase_counts: collections.Counter
+    no_dur: int
+    no_ts: int
+    bad_args: int
+    bad_events: int
+    string_pids: int
+
+    @abstractmethod
+    def intern(self, values: list) -> np.ndarray:
+        """String-table ids of ``values``."""
+
+    @abstractmethod
+    def _pair_begin_end(self) -> tuple[int, int]:
+        """Pairs the 'B' and 'E' events into columns: ``(unmatched B, unmatched E)``."""
 
     # -- the result ----------------------------------------------------------------------------
     def finish(self, top: dict[str, Any], form: str) -> Trace:
         unmatched_b, unmatched_e = self._pair_begin_end()
-        cols = {}
+        cols: dict[str, np.ndarray] = {}
         for k in list(self.chunks):  # one column at a time: the chunks and the result are never all held twice
             v = self.chunks.pop(k)
             cols[k] = compact_column(
@@ -136,7 +162,9 @@ class Finishing:
         }
         return Table(cols)
 
-    def _warnings(self, cols, known, unmatched_b, unmatched_e) -> tuple[list[str], list[str]]:
+    def _warnings(
+        self, cols: dict[str, np.ndarray], known: np.ndarray, unmatched_b: int, unmatched_e: int
+    ) -> tuple[list[str], list[str]]:
         """``(warnings, notes)``: warnings say what changes what the user sees (events skipped or
         guessed at, categories nothing recognizes); notes count normal content that needs no action
         (events without a duration, Composer's own trainer spans)."""
@@ -250,20 +278,20 @@ def _kind_table(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
 def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
     """Normalize ``deviceProperties`` (2021+) and the older ``computeProperties`` layout."""
     raw = top.get("deviceProperties") or top.get("computeProperties") or []
-    out = []
+    out: list[DeviceInfo] = []
     if not isinstance(raw, list):
         return out
     for entry in raw:
         if not isinstance(entry, dict):
             continue
         try:
-            dev_id = int(entry.get("id"))
-        except (TypeError, ValueError, OverflowError):
+            dev_id = int(entry["id"])
+        except (KeyError, TypeError, ValueError, OverflowError):
             continue
         if not -(2**31) <= dev_id < 2**31:  # beyond 32 bits is no device index
             continue
 
-        def num(*keys):
+        def num(*keys: str) -> int | None:
             for k in keys:
                 v = entry.get(k)
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 2**63:
@@ -286,7 +314,9 @@ def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
     return out
 
 
-def _meta(top: dict[str, Any], form: str, strings: list[str], cols: dict, phases) -> dict[str, Any]:
+def _meta(
+    top: dict[str, Any], form: str, strings: list[str], cols: dict[str, np.ndarray], phases: collections.Counter
+) -> dict[str, Any]:
     cats = {strings[i] for i in np.flatnonzero(np.bincount(cols["cat"]))} if len(cols["cat"]) else set()
     if cats & {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"}:
         fmt = "kineto-2021"
@@ -294,6 +324,6 @@ def _meta(top: dict[str, Any], form: str, strings: list[str], cols: dict, phases
         fmt = "pytorch-2.x"
     else:
         fmt = "chrome-array" if form == "array" else "chrome"
-    meta = {k: v for k, v in top.items() if v is not None and isinstance(v, (str, int, float))}
+    meta: dict[str, Any] = {k: v for k, v in top.items() if v is not None and isinstance(v, (str, int, float))}
     meta.update(form=form, trace_format=fmt, event_count=int(len(cols["ts"])), phase_counts=dict(phases))
     return meta

@@ -8,7 +8,8 @@ integers are ``-1``; missing floats are ``NaN``. String columns hold indices int
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -60,6 +61,8 @@ EVENT_COLUMNS: dict[str, Any] = {
 
 #: The :data:`EVENT_COLUMNS` that hold string ids (indexes into ``Trace.strings``): a decoder that
 #: merges separately decoded batches renumbers exactly these.
+_T = TypeVar("_T")  # what a memoized analysis returns
+
 STRING_ID_COLUMNS = frozenset(
     {
         "cat",
@@ -200,7 +203,7 @@ class Trace:
     # per-trace results of analyses, filled by :meth:`memo` (the registry measures it for its memory budget)
     derived: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
-    def memo(self, key: str, make):
+    def memo(self, key: str, make: Callable[[], _T]) -> _T:
         """``make()``, computed once per trace and kept in :attr:`derived` under ``key``; later calls
         return the kept value (``None`` included). Analyses keep their per-trace indexes here (op tree,
         timeline index, counter inputs…), so each is built once whoever asks first. ``key`` names the
@@ -214,11 +217,11 @@ class Trace:
     def string(self, index: int) -> str | None:
         return self.strings[index] if index >= 0 else None
 
-    def name_ids(self, predicate) -> np.ndarray:
+    def name_ids(self, predicate: Callable[[str], object]) -> np.ndarray:
         """Indices of strings for which ``predicate(str)`` holds (for vectorized name tests)."""
         return np.fromiter((i for i, s in enumerate(self.strings) if predicate(s)), dtype=np.int64)
 
-    def name_mask(self, predicate) -> np.ndarray:
+    def name_mask(self, predicate: Callable[[str], object]) -> np.ndarray:
         """Boolean mask over events whose name satisfies ``predicate`` (tested once per distinct event
         name, not on every string of the table: call stacks and shapes are most of it, and long)."""
         names = self.memo("event_name_ids", lambda: (u := np.unique(self.events.name))[u >= 0])

@@ -14,7 +14,9 @@ blocks of :data:`BLOCK_BYTES` to find which quotes open or close strings, and on
 
 from __future__ import annotations
 
+import mmap
 import re
+from typing import Union
 
 import numpy as np
 
@@ -23,14 +25,16 @@ _QUOTE, _BACKSLASH = 0x22, 0x5C
 BLOCK_BYTES = 8 << 20  # bytes scanned at once for quotes (bounds the temporaries to a few × this)
 _FEW = 256  # up to this many quotes after a backslash per block are checked one by one
 
+ByteBuffer = Union[bytes, bytearray, memoryview, mmap.mmap]  # a document in memory (a file's pages too)
 
-def token_at(buf, position: int) -> bool:
+
+def token_at(buf: ByteBuffer, position: int) -> bool:
     """Whether a non-finite literal starts at byte ``position`` (where a strict parser stopped: the
     ``N`` of ``NaN``, the ``I`` of ``Infinity``, or the ``-`` or ``I`` of ``-Infinity``)."""
     return bytes(buf[position : position + 9]).startswith((b"NaN", b"Infinity", b"-Infinity"))
 
 
-def quote_nonfinite(buf) -> tuple[bytes, int] | None:
+def quote_nonfinite(buf: ByteBuffer) -> tuple[bytes, int] | None:
     """``(rewritten document, number of literals quoted)``, or None when no bare literal stands
     outside a string. ``buf``: any bytes-like object (bytes, bytearray, memoryview, mmap)."""
     view = memoryview(buf).cast("B")
@@ -41,7 +45,7 @@ def quote_nonfinite(buf) -> tuple[bytes, int] | None:
     outside = ~_inside_strings(np.frombuffer(view, dtype=np.uint8), starts)
     if not outside.any():
         return None
-    pieces = []
+    pieces: list[bytes | memoryview] = []
     prev = 0
     for keep, (start, end) in zip(outside.tolist(), spans):
         if keep:

@@ -22,10 +22,11 @@ import re
 import msgspec
 import numpy as np
 
-from .nonfinite import _escaped
+from .nonfinite import ByteBuffer, _escaped
 
 _SEPARATOR = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*")
 _BLANK = re.compile(rb"[ \t\r\n]*")
+
 _BLANK_BYTES = np.array([0x20, 0x09, 0x0D, 0x0A], dtype=np.uint8)
 OPEN, CLOSE = 0x7B, 0x7D
 
@@ -33,7 +34,13 @@ OPEN, CLOSE = 0x7B, 0x7D
 Where = tuple[np.ndarray, np.ndarray, np.ndarray]  # offsets, lengths in the document, lengths of the raws
 
 
-def locate(buf, start: int, raws: list[msgspec.Raw], quoted: bool) -> Where | None:
+def _blank_end(buf: ByteBuffer, start: int) -> int:
+    """Where the JSON whitespace from ``start`` on ends (``start`` itself when there is none)."""
+    blank = _BLANK.match(buf, start)  # (a run of nothing matches too: never None)
+    return blank.end() if blank is not None else start
+
+
+def locate(buf: ByteBuffer, start: int, raws: list[msgspec.Raw], quoted: bool) -> Where | None:
     """``(starts, lengths, raw lengths)`` (int64; starts are positions in ``buf``) of the ``raws``
     decoded from the chunk that begins at ``buf[start]`` (after the previous separator), or None when
     they cannot be placed. ``quoted``: the raws were decoded from a copy whose non-finite literals were
@@ -45,7 +52,7 @@ def locate(buf, start: int, raws: list[msgspec.Raw], quoted: bool) -> Where | No
     arr = np.frombuffer(buf, dtype=np.uint8)
     try:
         if not quoted:
-            starts = _uniform(buf, arr, _BLANK.match(buf, start).end(), raw_lengths)
+            starts = _uniform(buf, arr, _blank_end(buf, start), raw_lengths)
             if starts is not None:
                 return starts, raw_lengths, raw_lengths
         got = _exact(arr, start, n)
@@ -54,7 +61,7 @@ def locate(buf, start: int, raws: list[msgspec.Raw], quoted: bool) -> Where | No
         del arr  # the scanner's bytearray must be resizable again
 
 
-def _uniform(buf, arr: np.ndarray, p0: int, lengths: np.ndarray) -> np.ndarray | None:
+def _uniform(buf: ByteBuffer, arr: np.ndarray, p0: int, lengths: np.ndarray) -> np.ndarray | None:
     """Starts under one separator for the whole chunk (that of the first two events), each checked."""
     n = len(lengths)
     if n == 1:
@@ -98,7 +105,7 @@ def _exact(arr: np.ndarray, start: int, n: int) -> tuple[np.ndarray, np.ndarray]
     return lo.astype(np.int64), (hi - lo + 1).astype(np.int64)
 
 
-def element_ends(buf, start: int, final: bool = False) -> np.ndarray:
+def element_ends(buf: ByteBuffer | np.ndarray, start: int, final: bool = False) -> np.ndarray:
     """Positions of the ``,``, ``]`` and ``}`` that end elements at the depth of ``start`` (which
     must lie outside any string), found in one vectorized pass: quotes not escaped by an odd run of
     backslashes delimit strings; brackets and commas outside strings count; the running depth is

@@ -23,13 +23,13 @@ the caller then parses the file as a whole document, whose errors and recoveries
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import msgspec
 import numpy as np
 
 from .events import _RAW_LIST
-from .nonfinite import _escaped, quote_nonfinite, token_at
+from .nonfinite import ByteBuffer, _escaped, quote_nonfinite, token_at
 from .raw_positions import element_ends, locate
 
 MAX_TRIES = 8  # candidate cuts tried (each costs a decode of the chunk) before the exact scan
@@ -49,7 +49,7 @@ class Unstreamable(Exception):
 class Source:
     """A growing window on the document: ``buf[pos:]`` is what has been read and not consumed."""
 
-    def __init__(self, blocks: Iterator[bytes], max_carry: int) -> None:
+    def __init__(self, blocks: Iterable[bytes], max_carry: int) -> None:
         self.blocks = iter(blocks)
         self.buf = bytearray()
         self.pos = 0
@@ -235,7 +235,10 @@ def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool, pos
             return
 
 
-def _cut(source: Source, chunk_bytes: int, facts: dict):
+_Cut = tuple[list[msgspec.Raw], int, bool]  # a chunk's raws, the position after it, whether it closed the array
+
+
+def _cut(source: Source, chunk_bytes: int, facts: dict) -> _Cut | None:
     """``(raws, position after the separator, whether it closed the array)`` for the next chunk,
     or None when the array is not closed before the end of the document. The array's close is
     looked for first within ``chunk_bytes``, then a cut between events past ``chunk_bytes``."""
@@ -268,7 +271,7 @@ def _cut(source: Source, chunk_bytes: int, facts: dict):
     return _exact_cut(source, chunk_bytes, facts)
 
 
-def _exact_cut(source: Source, chunk_bytes: int, facts: dict):
+def _exact_cut(source: Source, chunk_bytes: int, facts: dict) -> _Cut | None:
     """The next cut from the exact scan (:func:`element_ends`), reading more until one is found."""
     while True:
         buf, start = source.buf, source.pos
@@ -289,7 +292,7 @@ def _exact_cut(source: Source, chunk_bytes: int, facts: dict):
             return None
 
 
-def _decode(buf, start: int, end: int, facts: dict) -> list[msgspec.Raw] | None:
+def _decode(buf: ByteBuffer, start: int, end: int, facts: dict) -> list[msgspec.Raw] | None:
     """The raws of ``buf[start:end]`` (elements separated by commas), or None if it is not a
     whole number of elements."""
     text = b"".join((b"[", memoryview(buf)[start:end], b"]"))  # one copy of the chunk

@@ -63,6 +63,16 @@ def test_without_a_trace_frames_group_and_the_others_are_absent():
     assert doc["peak_active_bytes"] == EXPECTED_PEAK
 
 
+def test_a_trace_without_a_wall_clock_base_groups_frames_only():
+    # no baseTimeNanoseconds: no wall-clock span, so nothing to place the allocations on (it used to
+    # raise TypeError indexing the missing span)
+    snap = load_snapshot(pickle.dumps(paired_snapshot()))
+    unclocked = {k: v for k, v in paired_trace().items() if k != "baseTimeNanoseconds"}
+    doc = attribute(snap, 0, decode_trace(orjson.dumps(unclocked)))
+    assert _table(doc["by_frame"]) == EXPECTED_BY_FRAME
+    assert doc["by_operator"] is doc["by_step"] is doc["by_module"] is None
+
+
 def test_match_needs_the_same_rank_device_and_overlapping_wall_clock():
     snap = load_snapshot(pickle.dumps(paired_snapshot()))
     trace = decode_trace(orjson.dumps(paired_trace()))
