@@ -4,14 +4,14 @@ their frames (``hang_entries``), both from :mod:`tb_plugin.registry.hang`."""
 from __future__ import annotations
 
 from ..registry.hang import rank_entries
-from .params import NotFound, integer, param
+from .params import NotFoundError, integer, param
 from .routes import Args, route
 
 
 def _records(registry, run: str):
     got = registry.hang_records(run)
     if got is None:
-        raise NotFound(f"no flight-recorder dump in run {run!r}")
+        raise NotFoundError(f"no flight-recorder dump in run {run!r}")
     return got
 
 
@@ -30,7 +30,7 @@ def hang_entries(registry, args: Args):
     rank = integer(args, "rank", 0, 0, 1 << 24)
     got = rank_entries(_records(registry, run)[0], rank)
     if got is None:
-        raise NotFound(f"no readable dump of rank {rank} in run {run!r}")
+        raise NotFoundError(f"no readable dump of rank {rank} in run {run!r}")
     return 200, dict(got, state="ready", run=run)
 
 
