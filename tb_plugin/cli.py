@@ -24,6 +24,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from . import __version__, cli_hang
+from .errors import CLI_EXIT_STATUS, KinetoscopeError
 from .interfaces import mcp_server
 from .storage.local import is_plain_local, strip_protocol
 
@@ -36,6 +37,16 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status. The CLI's one error mapping: a
+    :class:`~tb_plugin.errors.KinetoscopeError` from any command is its message on stderr, exit status 2."""
+    try:
+        return _command(argv)
+    except KinetoscopeError as exc:
+        sys.stderr.write(f"kinetoscope: {exc.message}\n")
+        return CLI_EXIT_STATUS
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="kinetoscope", description="PyTorch profiler trace reports")
     parser.add_argument("--version", action="version", version=f"kinetoscope {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

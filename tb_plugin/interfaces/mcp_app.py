@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Optional
 import orjson
 from pydantic import Field
 
+from ..errors import KinetoscopeError
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
 from ..storage.remote import is_local_fs
@@ -36,7 +37,8 @@ Page = Annotated[
 
 def _answer(method):
     """``method`` as a tool: its document bounded, paged and put in the envelope (:mod:`.mcp_bound`),
-    answered as compact JSON text (and the same document as structured content); :class:`Invalid`
+    answered as compact JSON text (and the same document as structured content); a
+    :class:`~tb_plugin.errors.KinetoscopeError`
     (and anything unexpected) become an MCP tool error with a short message, never a traceback.
     The tool gains the ``page`` argument."""
     from mcp.server.mcpserver.exceptions import ToolError
@@ -46,8 +48,8 @@ def _answer(method):
     def tool(*args, page: int = 0, **kwargs):
         try:
             doc = mcp_bound.bounded(method(*args, **kwargs), page)
-        except (Invalid, mcp_bound.PageError) as exc:
-            raise ToolError(mcp_bound.cut_text(str(exc))) from None
+        except KinetoscopeError as exc:  # the MCP server's one error mapping: the message as the tool error
+            raise ToolError(mcp_bound.cut_text(exc.message)) from None
         except Exception as exc:  # an analysis bug on one odd file: that call's error, not a crash
             logger.debug("tool %s failed", method.__name__, exc_info=True)
             raise ToolError(f"internal error: {type(exc).__name__}: {exc}"[:500]) from None

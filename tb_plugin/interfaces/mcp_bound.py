@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from ..errors import InvalidArgumentError
+
 ENVELOPE = "file_data"
 MAX_TEXT = 2000  # characters of one string (a key or a value)
 DEFAULT_MAX_ANSWER_BYTES = 32 << 10
@@ -28,7 +30,7 @@ _SAFE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
 _OVERHEAD = 600  # bytes kept for the envelope and the paging note
 
 
-class PageError(ValueError):
+class PageError(InvalidArgumentError):
     """A ``page`` beyond the answer's last."""
 
 

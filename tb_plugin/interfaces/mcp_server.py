@@ -29,8 +29,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """Serve until stdin closes. 2 when the ``mcp`` package is missing or the logdir cannot be opened."""
+    from ..errors import KinetoscopeError
     from .mcp_tools import DEFAULT_UI_URL
-    from .queries import Invalid
 
     ui_url = DEFAULT_UI_URL if args.ui_url is None else args.ui_url
     try:
@@ -40,7 +40,7 @@ def run(args) -> int:
     except ImportError as exc:
         sys.stderr.write(f"kinetoscope: the MCP server needs the mcp package: pip install 'kinetoscope[mcp]' ({exc})\n")
         return 2
-    except Invalid as exc:
+    except KinetoscopeError as exc:
         sys.stderr.write(f"kinetoscope: {exc}\n")
         return 2
     server.run("stdio")

@@ -21,6 +21,7 @@ import os
 from typing import Any
 
 from ..api.routes import MEMORY_STAT_COLUMNS
+from ..errors import UnreadableFileError
 from ..registry import graph_siblings, report
 from ..registry.cache import ParseCache
 from ..registry.graph_siblings import sibling_capture_tables
@@ -33,8 +34,9 @@ from .queries import Invalid
 __all__ = ["Invalid", "LoadError", "PathFrames", "Run", "Trace", "diff", "hang", "load", "load_run"]
 
 
-class LoadError(RuntimeError):
-    """A path that does not exist, holds no trace, or a trace that failed to load (the message says why)."""
+class LoadError(UnreadableFileError, RuntimeError):
+    """A path that does not exist, holds no trace, or a trace that failed to load (the message says
+    why). A :class:`~tb_plugin.errors.KinetoscopeError` (and a ``RuntimeError``)."""
 
 
 def table(rows: list[dict], columns: list[str] | None = None):

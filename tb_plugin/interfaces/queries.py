@@ -16,6 +16,7 @@ from ..analysis.overview import CATEGORY_KEYS
 from ..api import paging
 from ..api.kernel_columns import kernel_columns
 from ..api.routes import OPERATOR_COLUMNS
+from ..errors import InvalidArgumentError
 from ..registry import report
 
 # user-facing grouping → the views' grouping (the routes' ``group_by``); the views' names work too
@@ -23,8 +24,9 @@ OPERATOR_GROUPS = {"name": "operator", "shape": "input_shape", "stack": "call_st
 KERNEL_GROUPS = {"name": "kernel", "op": "kernel_op_config", "graph": "graph"}
 
 
-class Invalid(ValueError):
-    """A bad argument (an unknown run, worker, span, grouping or column); the message lists what is valid."""
+class Invalid(InvalidArgumentError):
+    """A bad argument (an unknown run, worker, span, grouping or column); the message lists what is
+    valid. A :class:`~tb_plugin.errors.InvalidArgumentError` (and so a ``ValueError``)."""
 
 
 def grouping(value: str, groups: dict[str, str], what: str) -> str:
