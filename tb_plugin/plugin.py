@@ -21,6 +21,7 @@ from .http_headers import content_disposition, with_frame_headers
 from .registry.cache import ParseCache
 from .registry.multi import MultiRegistry, parse_logdir_spec
 from .registry.runs import RunRegistry
+from .settings import Settings
 from .storage.remote import describe_error
 from .trace import jsonsafe
 from .trace.heap import tune_allocator
@@ -38,7 +39,9 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
 
     plugin_name = PLUGIN_NAME
 
-    def __init__(self, context: base_plugin.TBContext) -> None:
+    def __init__(self, context: base_plugin.TBContext, settings: Settings | None = None) -> None:
+        """``settings``: the ``KINETOSCOPE_*`` settings (default: read from the environment, once)."""
+        settings = Settings.from_env() if settings is None else settings
         tune_allocator()  # TensorBoard's process serves the tab: large arrays from the heap (trace/heap.py)
         self._logdir = context.logdir or ""
         flags = context.flags
@@ -46,10 +49,15 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         spec = getattr(flags, "logdir_spec", None) or ""
         self._registry = None
         if self._logdir:  # a local path or a cloud URL (s3://, gs://, az://, abfs://, …)
-            self._registry = RunRegistry(self._logdir, cache=ParseCache(), reload_interval=reload_interval).start()
+            self._registry = RunRegistry(
+                self._logdir, cache=ParseCache(settings.cache_dir), reload_interval=reload_interval, settings=settings
+            ).start()
         elif spec:  # name1:path1,name2:path2: one registry per logdir
             self._registry = MultiRegistry(
-                parse_logdir_spec(spec), cache=ParseCache(), reload_interval=reload_interval
+                parse_logdir_spec(spec),
+                cache=ParseCache(settings.cache_dir),
+                reload_interval=reload_interval,
+                settings=settings,
             ).start()
         self._static = {name for name in os.listdir(STATIC_DIR)} if os.path.isdir(STATIC_DIR) else set()
 

@@ -16,6 +16,7 @@ from pydantic import Field
 from ..errors import KinetoscopeError
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
+from ..settings import MIN_MCP_MAX_ANSWER_BYTES, Settings
 from ..storage.remote import is_local_fs
 from . import mcp_bound
 from .mcp_tools import DEFAULT_UI_URL, Tools
@@ -35,19 +36,19 @@ Page = Annotated[
 ]
 
 
-def _answer(method):
+def _answer(method, max_answer_bytes: int | None = None):
     """``method`` as a tool: its document bounded, paged and put in the envelope (:mod:`.mcp_bound`),
     answered as compact JSON text (and the same document as structured content); a
     :class:`~tb_plugin.errors.KinetoscopeError`
     (and anything unexpected) become an MCP tool error with a short message, never a traceback.
-    The tool gains the ``page`` argument."""
+    The tool gains the ``page`` argument. ``max_answer_bytes``: the bound (default: the environment's)."""
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import CallToolResult, TextContent
 
     @functools.wraps(method)
     def tool(*args, page: int = 0, **kwargs):
         try:
-            doc = mcp_bound.bounded(method(*args, **kwargs), page)
+            doc = mcp_bound.bounded(method(*args, **kwargs), page, max_answer_bytes)
         except KinetoscopeError as exc:  # the MCP server's one error mapping: the message as the tool error
             raise ToolError(mcp_bound.cut_text(exc.message)) from None
         except Exception as exc:  # an analysis bug on one odd file: that call's error, not a crash
@@ -69,12 +70,21 @@ def _answer(method):
     return tool
 
 
-def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0, use_cache: bool = True):
-    """The MCPServer over ``logdir`` with its registry started (scanning and loading in the background)."""
+def build_server(
+    logdir: str,
+    ui_url: str = DEFAULT_UI_URL,
+    wait_s: float = 20.0,
+    use_cache: bool = True,
+    settings: Settings | None = None,
+):
+    """The MCPServer over ``logdir`` with its registry started (scanning and loading in the background).
+    ``settings``: the ``KINETOSCOPE_*`` settings (default: read from the environment, once)."""
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
 
-    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
+    settings = Settings.from_env() if settings is None else settings
+    cache = ParseCache(settings.cache_dir) if use_cache else None
+    registry = RunRegistry(logdir, cache=cache, settings=settings)
     if registry.error is not None:
         raise Invalid(f"{registry.logdir}: {registry.error}")
     if is_local_fs(registry.fs) and not os.path.exists(registry.root):
@@ -96,7 +106,9 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
     )
 
     def add(fn):
-        server.add_tool(_answer(fn), annotations=read_only)
+        server.add_tool(
+            _answer(fn, max(MIN_MCP_MAX_ANSWER_BYTES, settings.mcp_max_answer_bytes)), annotations=read_only
+        )
 
     def list_runs() -> dict[str, Any]:
         """Runs, workers and spans under the logdir with each file's load state (queued, loading, ready,

@@ -11,13 +11,13 @@ many pages there are and how to ask for the next (the tool's ``page`` argument).
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
 import orjson
 
 from ..errors import InvalidArgumentError
+from ..settings import MIN_MCP_MAX_ANSWER_BYTES, current
 
 ENVELOPE = "file_data"
 MAX_TEXT = 2000  # characters of one string (a key or a value)
@@ -36,11 +36,7 @@ class PageError(InvalidArgumentError):
 
 def max_answer_bytes() -> int:
     """The bound in force (bytes of compact JSON): ``$KINETOSCOPE_MCP_MAX_ANSWER_BYTES``, at least 4096."""
-    try:
-        value = int(os.environ.get("KINETOSCOPE_MCP_MAX_ANSWER_BYTES", DEFAULT_MAX_ANSWER_BYTES))
-    except ValueError:
-        value = DEFAULT_MAX_ANSWER_BYTES
-    return max(4096, value)
+    return max(MIN_MCP_MAX_ANSWER_BYTES, current().mcp_max_answer_bytes)
 
 
 def cut_text(value: Any) -> Any:

@@ -11,7 +11,10 @@ the ``[mcp]`` extra.
 
 from __future__ import annotations
 
+import argparse
 import sys
+
+from ..settings import Settings
 
 
 def add_parser(sub) -> None:
@@ -27,7 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
     """Serve until stdin closes. 2 when the ``mcp`` package is missing or the logdir cannot be opened."""
     from ..errors import KinetoscopeError
     from .mcp_tools import DEFAULT_UI_URL
@@ -36,7 +39,7 @@ def run(args) -> int:
     try:
         from .mcp_app import build_server  # needs the mcp extra (and pydantic): imported only here
 
-        server = build_server(args.logdir, ui_url, args.wait, not args.no_cache)
+        server = build_server(args.logdir, ui_url, args.wait, not args.no_cache, settings)
     except ImportError as exc:
         sys.stderr.write(f"kinetoscope: the MCP server needs the mcp package: pip install 'kinetoscope[mcp]' ({exc})\n")
         return 2

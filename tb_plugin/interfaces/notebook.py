@@ -17,7 +17,6 @@ when pandas is installed (``pip install kinetoscope[notebook]``), else lists of 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..api.routes import MEMORY_STAT_COLUMNS
@@ -26,6 +25,7 @@ from ..registry import graph_siblings, report
 from ..registry.cache import ParseCache
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.runs import RunRegistry
+from ..settings import Settings, current
 from ..storage.fs import open_logdir
 from ..storage.remote import StorageError, describe_error
 from . import queries
@@ -41,7 +41,7 @@ class LoadError(UnreadableFileError, RuntimeError):
 
 def table(rows: list[dict], columns: list[str] | None = None):
     """``rows`` as a pandas DataFrame (``columns`` in that order) when pandas is installed, else the list."""
-    if os.environ.get("KINETOSCOPE_TABLES") != "records":
+    if current().tables != "records":
         try:
             import pandas as pd
         except ImportError:
@@ -184,7 +184,7 @@ class Trace:
         return table(doc["runtime_calls"]["rows"], report.RUNTIME_CALL_KEYS)
 
 
-def _open(target: str, cache: bool):
+def _open(target: str, cache: bool, settings: Settings | None):
     """``(registry, file name or None)`` for a trace file or a run directory (local or URL), opened
     the way the plugin opens a logdir (storage/: credentials, emulators, confined local reads)."""
     try:
@@ -199,7 +199,8 @@ def _open(target: str, cache: bool):
         raise LoadError(f"{target} does not exist")
     if is_file:
         target = (target.rstrip("/").rsplit("/", 1)[0] or "/") if "/" in target else "."
-    registry = RunRegistry(target, cache=ParseCache() if cache else None)
+    settings = Settings.from_env() if settings is None else settings  # the notebook's entry: each load
+    registry = RunRegistry(target, cache=ParseCache(settings.cache_dir) if cache else None, settings=settings)
     registry.scan()
     if registry.error is not None:
         raise LoadError(f"{target}: {registry.error}")
@@ -213,11 +214,18 @@ def _loaded(registry: RunRegistry, state) -> Trace:
     return Trace(registry, state)
 
 
-def load(path: str, worker: str | None = None, span: str | int | None = None, cache: bool = True) -> Trace:
+def load(
+    path: str,
+    worker: str | None = None,
+    span: str | int | None = None,
+    cache: bool = True,
+    settings: Settings | None = None,
+) -> Trace:
     """Load one trace: ``path`` is a trace file, or a run directory (then ``worker``, default the first,
     and ``span``, default 1). Raises :class:`Invalid` naming the workers and spans there are, or
-    :class:`LoadError`. ``cache=False`` neither reads nor writes the parse cache."""
-    registry, name = _open(str(path), cache)
+    :class:`LoadError`. ``cache=False`` neither reads nor writes the parse cache; ``settings``: the
+    ``KINETOSCOPE_*`` settings (default: read from the environment)."""
+    registry, name = _open(str(path), cache, settings)
     if name is not None:
         found = [st for st in registry.files() if st.run == "." and st.entry.name == name]
         if not found:
@@ -352,9 +360,9 @@ class PathFrames:
         return f"<kinetoscope critical path: {len(self.raw)} steps>"
 
 
-def load_run(path: str, cache: bool = True) -> Run:
-    """A run directory (local or URL) whose trace files are one run's ranks."""
-    registry, name = _open(str(path), cache)
+def load_run(path: str, cache: bool = True, settings: Settings | None = None) -> Run:
+    """A run directory (local or URL) whose trace files are one run's ranks (``settings`` as for :func:`load`)."""
+    registry, name = _open(str(path), cache, settings)
     if name is not None:
         raise LoadError(f"{path} is a file: give the run directory that holds the ranks' traces")
     if not any(st.run == "." for st in registry.files()):

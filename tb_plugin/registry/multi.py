@@ -12,7 +12,9 @@ import re
 import time
 from typing import Any, Callable, Protocol
 
+from ..settings import Settings
 from ..storage.urls import redact
+from .cache import ParseCache
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
 from .views import FileViews
@@ -81,9 +83,16 @@ class MultiRegistry:
     """The :class:`Registry` interface over several logdirs (one :class:`RunRegistry` each); run names
     are ``<name>`` or ``<name>/<run>``."""
 
-    def __init__(self, entries: list[tuple[str, str]], cache=None, reload_interval: float = 10.0) -> None:
+    def __init__(
+        self,
+        entries: list[tuple[str, str]],
+        cache: ParseCache | None = None,
+        reload_interval: float = 10.0,
+        settings: Settings | None = None,
+    ) -> None:
         self.registries = [
-            RunRegistry(path, cache=cache, reload_interval=reload_interval, prefix=name) for name, path in entries
+            RunRegistry(path, cache=cache, reload_interval=reload_interval, prefix=name, settings=settings)
+            for name, path in entries
         ]
         self.logdir = ",".join(f"{name}:{redact(path)}" for name, path in entries)
 
