@@ -291,14 +291,14 @@ def memory_stats(registry: Registry, args: Args, state: FileState, as_csv: bool 
     return 200, paging.page(rows, q, device=device)
 
 
-def _snapshot_device(art, args: Args) -> int:
+def _snapshot_device(art: ArtifactState, args: Args) -> int:
     """A device with recorded history: the one asked for, or the first."""
     devices = art.views.devices()
     device = device_index(args)
     if device is None:
         if not devices:
             raise InvalidArgumentError("this snapshot has no recorded history (device_traces is empty)")
-        return devices[0]
+        return int(devices[0])
     if device not in devices:
         raise InvalidArgumentError(f"no history for device {device}; recorded: {devices}")
     return device

@@ -8,7 +8,7 @@ import inspect
 import logging
 import os
 import typing
-from typing import Annotated, Any, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional
 
 import orjson
 from pydantic import Field
@@ -21,6 +21,9 @@ from ..storage.remote import is_local_fs
 from . import mcp_bound
 from .mcp_tools import DEFAULT_UI_URL, Tools
 from .queries import Invalid
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ Page = Annotated[
 ]
 
 
-def _answer(method, max_answer_bytes: int | None = None):
+def _answer(method: Callable[..., dict[str, Any]], max_answer_bytes: int | None = None) -> Callable[..., Any]:
     """``method`` as a tool: its document bounded, paged and put in the envelope (:mod:`.mcp_bound`),
     answered as compact JSON text (and the same document as structured content); a
     :class:`~tb_plugin.errors.KinetoscopeError`
@@ -46,7 +49,7 @@ def _answer(method, max_answer_bytes: int | None = None):
     from mcp_types import CallToolResult, TextContent
 
     @functools.wraps(method)
-    def tool(*args, page: int = 0, **kwargs):
+    def tool(*args: Any, page: int = 0, **kwargs: Any) -> Any:
         try:
             doc = mcp_bound.bounded(method(*args, **kwargs), page, max_answer_bytes)
         except KinetoscopeError as exc:  # the MCP server's one error mapping: the message as the tool error
@@ -60,7 +63,7 @@ def _answer(method, max_answer_bytes: int | None = None):
     hints = typing.get_type_hints(method, include_extras=True)  # the annotations are text here (__future__)
     signature = inspect.signature(method)
     params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
-    tool.__signature__ = signature.replace(
+    tool.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*params, inspect.Parameter("page", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=Page)],
         return_annotation=dict[str, Any],
     )
@@ -76,7 +79,7 @@ def build_server(
     wait_s: float = 20.0,
     use_cache: bool = True,
     settings: Settings | None = None,
-):
+) -> MCPServer:
     """The MCPServer over ``logdir`` with its registry started (scanning and loading in the background).
     ``settings``: the ``KINETOSCOPE_*`` settings (default: read from the environment, once)."""
     from mcp.server.mcpserver import MCPServer
@@ -105,10 +108,10 @@ def build_server(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
 
-    def add(fn):
-        server.add_tool(
-            _answer(fn, max(MIN_MCP_MAX_ANSWER_BYTES, settings.mcp_max_answer_bytes)), annotations=read_only
-        )
+    bound = max(MIN_MCP_MAX_ANSWER_BYTES, settings.mcp_max_answer_bytes)
+
+    def add(fn: Callable[..., dict[str, Any]]) -> None:
+        server.add_tool(_answer(fn, bound), annotations=read_only)
 
     def list_runs() -> dict[str, Any]:
         """Runs, workers and spans under the logdir with each file's load state (queued, loading, ready,

@@ -50,14 +50,17 @@ def cut_text(value: Any) -> Any:
     return value
 
 
+Path = tuple[Any, ...]  # keys and indexes from the root of an answer to one of its parts
+
+
 def _size(value: Any) -> int:
     return len(orjson.dumps(value))
 
 
-def _largest(value: Any) -> tuple[int, tuple]:
+def _largest(value: Any) -> tuple[int, Path]:
     """(serialized size, path) of the part to page: from the root, down into any child list or dict that
     holds more than half of its parent's bytes; the deepest of those with two items or more."""
-    path: tuple = ()
+    path: Path = ()
     size = _size(value)
     best = (size, path) if isinstance(value, (list, dict)) and len(value) > 1 else (0, ())
     while isinstance(value, (list, dict)):
@@ -71,7 +74,7 @@ def _largest(value: Any) -> tuple[int, tuple]:
     return best
 
 
-def _replace(value: Any, path: tuple, new: Any) -> Any:
+def _replace(value: Any, path: Path, new: Any) -> Any:
     if not path:
         return new
     head, rest = path[0], path[1:]
@@ -80,7 +83,7 @@ def _replace(value: Any, path: tuple, new: Any) -> Any:
     return [(_replace(v, rest, new) if i == head else v) for i, v in enumerate(value)]
 
 
-def _at(value: Any, path: tuple) -> Any:
+def _at(value: Any, path: Path) -> Any:
     for key in path:
         value = value[key]
     return value

@@ -17,7 +17,7 @@ import sys
 from ..settings import Settings
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``mcp`` subcommand of ``kinetoscope`` (cli.py)."""
     p = sub.add_parser("mcp", help="serve the Model Context Protocol over stdio (for coding agents)")
     p.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
