@@ -24,7 +24,9 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from . import __version__, cli_hang
+from .errors import CLI_EXIT_STATUS, KinetoscopeError
 from .interfaces import mcp_server
+from .settings import Settings
 from .storage.local import is_plain_local, strip_protocol
 
 # Only what parsing the command line needs is imported here: each command imports its own modules
@@ -36,6 +38,16 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status. The CLI's one error mapping: a
+    :class:`~tb_plugin.errors.KinetoscopeError` from any command is its message on stderr, exit status 2."""
+    try:
+        return _command(argv)
+    except KinetoscopeError as exc:
+        sys.stderr.write(f"kinetoscope: {exc.message}\n")
+        return CLI_EXIT_STATUS
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="kinetoscope", description="PyTorch profiler trace reports")
     parser.add_argument("--version", action="version", version=f"kinetoscope {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -75,8 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     mcp_server.add_parser(sub)
     cli_hang.add_parser(sub, ENV_VAR)
     args = parser.parse_args(argv)
-    if args.command in ("mcp", "hang"):
-        return (mcp_server if args.command == "mcp" else cli_hang).run(args)
+    settings = Settings.from_env()  # the one read of the KINETOSCOPE_* variables, passed down
+    if args.command == "mcp":
+        return mcp_server.run(args, settings)
+    if args.command == "hang":
+        return cli_hang.run(args)
     if args.command == "diff":
         from .analysis.regression import parse_fail_on  # diff only, like cli_gate (fewer imports for report)
 
@@ -84,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             args.rules = [parse_fail_on(text) for text in args.fail_on]
         except ValueError as exc:
             parser.error(str(exc))
-        return run_diff(args, sys.stdout, sys.stderr)
+        return run_diff(args, sys.stdout, sys.stderr, settings)
     if args.command == "serve":
         try:
             from .standalone import serve_forever
@@ -93,9 +108,18 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             sys.stderr.write(f"kinetoscope: serve needs {exc.name}: pip install 'kinetoscope[serve]'\n")
             return 1
-        return serve_forever(args.logdir, args.host, args.port, args.path_prefix, sys.stderr, args.allow_host)
+        return serve_forever(
+            args.logdir, args.host, args.port, args.path_prefix, sys.stderr, args.allow_host, settings=settings
+        )
     return run_report(
-        args.logdir, args.run, args.json, not args.no_cache, sys.stdout, sys.stderr, executor=args.executor
+        args.logdir,
+        args.run,
+        args.json,
+        not args.no_cache,
+        sys.stdout,
+        sys.stderr,
+        executor=args.executor,
+        settings=settings,
     )
 
 
@@ -107,7 +131,7 @@ class _PickError(Exception):
         self.status = status
 
 
-def _pick(target: str, worker: str | None, span: str, use_cache: bool):
+def _pick(target: str, worker: str | None, span: str, use_cache: bool, settings: Settings | None = None):
     """The loaded FileState of a file or of a run directory's worker/span, and its registry. Raises
     :class:`_PickError` when the path does not exist, names no trace, or the worker/span is not there
     (its message lists the workers and spans that are)."""
@@ -120,7 +144,8 @@ def _pick(target: str, worker: str | None, span: str, use_cache: bool):
         raise _PickError(f"{target} does not exist", 2)
     is_file = fs.isfile(path)
     root = target.rsplit("/", 1)[0] if is_file else target
-    registry = RunRegistry(root or ".", cache=ParseCache() if use_cache else None)
+    cache_dir = None if settings is None else settings.cache_dir
+    registry = RunRegistry(root or ".", cache=ParseCache(cache_dir) if use_cache else None, settings=settings)
     registry.scan()
     if registry.error is not None:
         raise _PickError(f"{target}: {registry.error}", 2)
@@ -156,7 +181,7 @@ def _span_key(span: str):
     return (0, int(span), "") if span.isdigit() else (1, 0, span)
 
 
-def run_diff(args, out: TextIO, err: TextIO) -> int:
+def run_diff(args, out: TextIO, err: TextIO, settings: Settings | None = None) -> int:
     import orjson
 
     from . import cli_gate
@@ -167,8 +192,8 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
     from .trace import jsonsafe
 
     try:
-        base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache)
-        exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache)
+        base_reg, base = _pick(args.base, args.base_worker, args.base_span, not args.no_cache, settings)
+        exp_reg, exp = _pick(args.exp, args.exp_worker, args.exp_span, not args.no_cache, settings)
     except _PickError as exc:
         err.write(f"kinetoscope: {exc}\n")
         if getattr(args, "rules", None) and args.json:  # a CI job's gate.json says why there is no verdict
@@ -212,7 +237,14 @@ def run_diff(args, out: TextIO, err: TextIO) -> int:
 
 
 def run_report(
-    logdir: str, run: str | None, as_json: bool, use_cache: bool, out: TextIO, err: TextIO, executor: str | None = None
+    logdir: str,
+    run: str | None,
+    as_json: bool,
+    use_cache: bool,
+    out: TextIO,
+    err: TextIO,
+    executor: str | None = None,
+    settings: Settings | None = None,
 ) -> int:
     # a missing local logdir is answered before the registry, numpy and the analyses are imported
     problem = _local_logdir_problem(strip_protocol(logdir)) if is_plain_local(logdir) else None
@@ -228,7 +260,10 @@ def run_report(
     from .storage.remote import is_local_fs
     from .trace import jsonsafe
 
-    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None, executor=executor)
+    settings = Settings.from_env() if settings is None else settings
+    cache = ParseCache(settings.cache_dir) if use_cache else None
+    executor = executor or settings.executor
+    registry = RunRegistry(logdir, cache=cache, executor=executor, settings=settings)
     if registry.fs is not None and is_local_fs(registry.fs) and not is_plain_local(logdir):
         problem = _local_logdir_problem(registry.root)  # a local spelling only fsspec resolves
     if problem is not None:

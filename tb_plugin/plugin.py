@@ -16,10 +16,12 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from . import api
+from .errors import KinetoscopeError, NoLogdirError, NotFoundError, UnreadableFileError, http_answer
 from .http_headers import content_disposition, with_frame_headers
 from .registry.cache import ParseCache
 from .registry.multi import MultiRegistry, parse_logdir_spec
 from .registry.runs import RunRegistry
+from .settings import Settings
 from .storage.remote import describe_error
 from .trace import jsonsafe
 from .trace.heap import tune_allocator
@@ -37,7 +39,9 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
 
     plugin_name = PLUGIN_NAME
 
-    def __init__(self, context: base_plugin.TBContext) -> None:
+    def __init__(self, context: base_plugin.TBContext, settings: Settings | None = None) -> None:
+        """``settings``: the ``KINETOSCOPE_*`` settings (default: read from the environment, once)."""
+        settings = Settings.from_env() if settings is None else settings
         tune_allocator()  # TensorBoard's process serves the tab: large arrays from the heap (trace/heap.py)
         self._logdir = context.logdir or ""
         flags = context.flags
@@ -45,10 +49,15 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         spec = getattr(flags, "logdir_spec", None) or ""
         self._registry: RunRegistry | MultiRegistry | None = None
         if self._logdir:  # a local path or a cloud URL (s3://, gs://, az://, abfs://, …)
-            self._registry = RunRegistry(self._logdir, cache=ParseCache(), reload_interval=reload_interval).start()
+            self._registry = RunRegistry(
+                self._logdir, cache=ParseCache(settings.cache_dir), reload_interval=reload_interval, settings=settings
+            ).start()
         elif spec:  # name1:path1,name2:path2: one registry per logdir
             self._registry = MultiRegistry(
-                parse_logdir_spec(spec), cache=ParseCache(), reload_interval=reload_interval
+                parse_logdir_spec(spec),
+                cache=ParseCache(settings.cache_dir),
+                reload_interval=reload_interval,
+                settings=settings,
             ).start()
         self._static = {name for name in os.listdir(STATIC_DIR)} if os.path.isdir(STATIC_DIR) else set()
 
@@ -129,12 +138,12 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     def _serve_trace_file(self, request):
         """The original trace file of a (run, worker, span), for "Download trace" and Perfetto."""
         if self._registry is None:
-            return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
+            raise NoLogdirError()
         state = self._registry.find(
             request.args.get("run", ""), request.args.get("worker", ""), request.args.get("span", "")
         )
         if state is None:  # the path comes from the registry, never from the request
-            return _json(request, 404, {"error": "no such trace"})
+            raise NotFoundError("no such trace")
         f = None
         try:
             f = self._registry.fs_of(state).open(state.entry.path, "rb")
@@ -144,7 +153,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                 f.close()
 
             message = self._registry.client_message_of(state, describe_error(exc))  # no absolute path
-            return _json(request, 502, {"error": f"cannot read {state.entry.rel}: {message}"})
+            raise UnreadableFileError(f"cannot read {state.entry.rel}: {message}") from None
 
         def chunks():  # streamed: a gigabyte trace is never held in memory for a download
             try:
@@ -165,8 +174,10 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         CSP that allows nothing (``default-src 'none'; sandbox``) and ``inline`` with a ``.png`` name. The
         bytes start with the PNG signature (checked when extracted); none of the file's HTML is sent."""
         if self._registry is None:
-            return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
-        _, png = api.memory_html_image(self._registry, request.args)  # an ApiError is answered by _guarded
+            raise NoLogdirError()
+        status, png = api.memory_html_image(self._registry, request.args)
+        if not isinstance(png, bytes):  # not ready yet, or an error: its JSON document
+            return _json(request, status, png)
         response = wrappers.Response(png, content_type=MEMORY_IMAGE_TYPE)
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
@@ -179,7 +190,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
 
         def serve(request):
             if self._registry is None:
-                return _json(request, 404, {"error": "TensorBoard was started without --logdir"})
+                raise NoLogdirError()
             status, doc = (
                 handler(self._registry, request.args, as_csv=True) if as_csv else handler(self._registry, request.args)
             )
@@ -208,16 +219,17 @@ MAX_ERROR_CHARS = 500  # characters of an exception's text in a 500 answer
 
 def _guarded(serve):
     """A WSGI route of ``serve(request)`` that never lets an exception reach TensorBoard (whose answer
-    would be an HTML 500 page). The one exception → HTTP mapping: an :class:`~.api.ApiError` that
-    escaped a route (a bad parameter, a missing file) is answered with its own status and document;
-    any other exception is a JSON 500 ``{"error": ...}``, logged once with its traceback."""
+    would be an HTML 500 page). A :class:`~.errors.KinetoscopeError` (no logdir, no such trace, one
+    raised by a route handler outside ``api.routes.route``) is answered with its status and document
+    (:func:`~.errors.http_answer`); any other exception is a bug: a JSON 500 ``{"error": ...}``, logged
+    once with its traceback."""
 
     @wrappers.Request.application
     def route(request):
         try:
             return serve(request)
-        except api.ApiError as exc:
-            return _json(request, exc.status, exc.doc)
+        except KinetoscopeError as exc:
+            return _json(request, *http_answer(exc))
         except Exception as exc:  # an analysis bug must stay one view's problem
             logger.exception("%s failed", request.path)
             text = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]

@@ -29,7 +29,7 @@ import hashlib
 import os
 import re
 import sys
-from typing import TextIO
+from typing import Iterable, TextIO
 
 import flask
 import orjson
@@ -40,6 +40,7 @@ from werkzeug.exceptions import HTTPException
 
 from .http_headers import FRAME_HEADERS
 from .plugin import PLUGIN_NAME, KinetoscopePlugin
+from .settings import Settings
 
 ROUTE_BASE = f"/data/plugin/{PLUGIN_NAME}"  # as in TensorBoard: the frontend's <base href>
 _SCRIPT = 'import("./index.js").then((m) => void m.render());'
@@ -127,15 +128,20 @@ class KinetoscopeApp(flask.Flask):
 
 
 def create_app(
-    logdir: str, path_prefix: str = "", reload_interval: float = 10.0, hosts: frozenset = frozenset(LOOPBACK)
+    logdir: str,
+    path_prefix: str = "",
+    reload_interval: float = 10.0,
+    hosts: frozenset = frozenset(LOOPBACK),
+    settings: Settings | None = None,
 ) -> KinetoscopeApp:
     """The Flask app serving the page and the plugin's routes for ``logdir`` under ``path_prefix``,
-    answering only requests whose ``Host`` is one of ``hosts`` (:func:`allowed_hosts`)."""
+    answering only requests whose ``Host`` is one of ``hosts`` (:func:`allowed_hosts`). ``settings``:
+    the ``KINETOSCOPE_*`` settings (default: read from the environment)."""
     prefix = normalize_prefix(path_prefix)
     flags = argparse.Namespace(reload_interval=reload_interval, logdir_spec="")
-    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=logdir, flags=flags))
+    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=logdir, flags=flags), settings)
     app = KinetoscopeApp(__name__, static_folder=None)
-    app.kinetoscope_plugin = plugin
+    app.kinetoscope_plugin = plugin  # for tests and embedding: the registry behind the routes
 
     @app.route(prefix + "/", endpoint="page")
     def page():
@@ -202,9 +208,18 @@ def listen_message(host: str, port: int, prefix: str) -> str:
     )
 
 
-def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: TextIO, allow_hosts=()) -> int:
+def serve_forever(
+    logdir: str,
+    host: str,
+    port: int,
+    path_prefix: str,
+    err: TextIO,
+    allow_hosts: Iterable[str] = (),
+    settings: Settings | None = None,
+) -> int:
     """Run the server (waitress) until interrupted. 2 for a local logdir that is not a directory, a bad
-    prefix or port; 1 when the address cannot be bound. ``allow_hosts``: more ``Host`` names to answer."""
+    prefix or port; 1 when the address cannot be bound. ``allow_hosts``: more ``Host`` names to answer;
+    ``settings``: the CLI's (default: read from the environment)."""
     from waitress.server import create_server
 
     from .trace.heap import tune_allocator
@@ -221,7 +236,7 @@ def serve_forever(logdir: str, host: str, port: int, path_prefix: str, err: Text
     if not 0 <= port <= 65535:
         err.write(f"kinetoscope: --port {port}: must be 0..65535\n")
         return 2
-    app = create_app(logdir, prefix, hosts=allowed_hosts(host, allow_hosts))
+    app = create_app(logdir, prefix, hosts=allowed_hosts(host, allow_hosts), settings=settings)
     try:
         server = create_server(
             app,

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import Any, Sequence
 
 from ..analysis.numfmt import decimal_text
+
+Row = dict[str, Any]  # one table row: column name → value
 
 MAX_LIMIT = 1000
 TOP_N = 10
 
 
-def filter_rows(rows: list[dict], search: str | None, op_search: str | None = None) -> list[dict]:
+def filter_rows(rows: list[Row], search: str | None, op_search: str | None = None) -> list[Row]:
     if search:
         needle = search.lower()
         rows = [r for r in rows if needle in r["name"].lower()]
@@ -26,7 +28,7 @@ def filter_rows(rows: list[dict], search: str | None, op_search: str | None = No
     return rows
 
 
-def sort_rows(rows: list[dict], key: str, descending: bool) -> list[dict]:
+def sort_rows(rows: list[Row], key: str, descending: bool) -> list[Row]:
     present = [r for r in rows if r.get(key) is not None]
     missing = [r for r in rows if r.get(key) is None]
     present.sort(
@@ -36,12 +38,12 @@ def sort_rows(rows: list[dict], key: str, descending: bool) -> list[dict]:
     return present + missing
 
 
-def selected(rows: list[dict], q: dict[str, Any]) -> list[dict]:
+def selected(rows: list[Row], q: dict[str, Any]) -> list[Row]:
     """The rows a query (:func:`~.params.table_query`) shows, filtered and sorted, before paging."""
     return sort_rows(filter_rows(rows, q["search"], q["op_search"]), q["sort"], q["descending"])
 
 
-def window(rows: list[dict], q: dict[str, Any]) -> dict[str, Any]:
+def window(rows: Sequence[Row], q: dict[str, Any]) -> dict[str, Any]:
     """One page of already selected ``rows``: the query's sort, order, offset and the total count."""
     return {
         "state": "ready",
@@ -53,12 +55,12 @@ def window(rows: list[dict], q: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def page(all_rows: list[dict], q: dict[str, Any], **extra) -> dict[str, Any]:
+def page(all_rows: list[Row], q: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """The page of ``all_rows`` that ``q`` asks for, with ``extra`` fields."""
     return {**window(selected(all_rows, q), q), **extra}
 
 
-def top(rows: list[dict], key: str, n: int = TOP_N) -> list[dict[str, Any]]:
+def top(rows: list[Row], key: str, n: int = TOP_N) -> list[dict[str, Any]]:
     """The ``n`` largest rows by ``key`` and one ``Other`` entry for the rest (over all rows)."""
     ranked = sorted((r for r in rows if (r.get(key) or 0) > 0), key=lambda r: -r[key])
     out = [{"name": _label(r), "value": r[key]} for r in ranked[:n]]
@@ -68,7 +70,7 @@ def top(rows: list[dict], key: str, n: int = TOP_N) -> list[dict[str, Any]]:
     return out
 
 
-def _label(row: dict) -> str:
+def _label(row: Row) -> str:
     extra = row.get("input_shape") or ""
     return f"{row['name']} {extra}".strip()
 
@@ -90,7 +92,7 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def to_csv(rows: list[dict], columns: list[str]) -> str:
+def to_csv(rows: Sequence[Row], columns: list[str]) -> str:
     """Every CSV the plugin serves: a header line, then one line per row, each cell through
     :func:`csv_cell` (column names too)."""
     buf = io.StringIO()

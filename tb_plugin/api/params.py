@@ -1,6 +1,8 @@
-"""Parameter parsing for the routes. Every error carries its HTTP status and JSON document
-(:class:`ApiError`): a route raises, and one place answers (:func:`~tb_plugin.api.routes.route` for a
-route's return value, ``plugin._guarded`` for anything that escapes).
+"""Parameter parsing for the routes. A bad parameter raises an
+:class:`~tb_plugin.errors.InvalidArgumentError`, a name the registry does not hold a
+:class:`~tb_plugin.errors.NotFoundError`; :func:`~tb_plugin.api.routes.route` answers them
+(:func:`tb_plugin.errors.http_answer`). A file or artifact that is still loading, or failed, is not an
+error: :func:`ready_file` and :func:`ready_artifact` return a :class:`Pending` answer with its state.
 
 Route parameters only ever select entries of the in-memory registry: no parameter is joined into a
 filesystem path, so none can reach outside the logdir.
@@ -9,58 +11,43 @@ filesystem path, so none can reach outside the logdir.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
-from ..registry.states import ERROR, LOADING, QUEUED, READY
+from ..errors import InvalidArgumentError, NotFoundError
+from ..registry.multi import Registry
+from ..registry.states import ERROR, LOADING, QUEUED, READY, ArtifactState, FileState
 
 MAX_PARAM_CHARS = 4096
 MAX_WIDTH_PX = 10_000
 MAX_OP_PATH = 256  # operator names in the diff's ``path``
 MAX_OP_PATH_CHARS = 1 << 20  # characters of the diff's ``path`` parameter
 
-
-class ApiError(Exception):
-    """An answer other than the route's own: ``status`` (HTTP) and the JSON ``doc``."""
-
-    def __init__(self, status: int, doc: dict[str, Any]) -> None:
-        super().__init__(doc.get("error", ""))
-        self.status, self.doc = status, doc
+Args = Mapping[str, str]
 
 
-class BadRequest(ApiError):
-    """A missing or malformed parameter (HTTP 400)."""
+class Pending(NamedTuple):
+    """The answer about a file or artifact that is not ready: its ``state`` document (``loading``
+    with the progress, or ``error`` with the reason), HTTP 200; the client polls."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(400, {"error": message})
+    doc: dict[str, Any]
 
-
-class NotFound(ApiError):
-    """The parameters name nothing the registry holds (HTTP 404)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(404, {"error": message})
-
-
-class NotReady(ApiError):
-    """The file or artifact is loading or failed: answered with its state (HTTP 200; the client polls)."""
-
-    def __init__(self, doc: dict[str, Any]) -> None:
-        super().__init__(200, doc)
+    def answer(self) -> tuple[int, dict[str, Any]]:
+        return 200, self.doc
 
 
 def param(args: Mapping[str, str], key: str) -> str:
     value = args.get(key)
     if value is None or value == "":
-        raise BadRequest(f"missing parameter '{key}'")
+        raise InvalidArgumentError(f"missing parameter '{key}'")
     if len(value) > MAX_PARAM_CHARS or "\x00" in value:
-        raise BadRequest(f"parameter '{key}' is malformed")
+        raise InvalidArgumentError(f"parameter '{key}' is malformed")
     return value
 
 
-def choice(args: Mapping[str, str], key: str, choices: tuple, default: str) -> str:
+def choice(args: Mapping[str, str], key: str, choices: tuple[str, ...], default: str) -> str:
     value = args.get(key) or default
     if value not in choices:
-        raise BadRequest(f"parameter '{key}' must be one of {', '.join(choices)}")
+        raise InvalidArgumentError(f"parameter '{key}' must be one of {', '.join(choices)}")
     return value
 
 
@@ -71,9 +58,9 @@ def integer(args: Mapping[str, str], key: str, default: int, lo: int, hi: int) -
     try:
         value = int(raw)
     except ValueError:
-        raise BadRequest(f"parameter '{key}' must be an integer") from None
+        raise InvalidArgumentError(f"parameter '{key}' must be an integer") from None
     if not lo <= value <= hi:
-        raise BadRequest(f"parameter '{key}' must be between {lo} and {hi}")
+        raise InvalidArgumentError(f"parameter '{key}' must be between {lo} and {hi}")
     return value
 
 
@@ -81,14 +68,14 @@ def number(args: Mapping[str, str], key: str, default: float | None = None) -> f
     raw = args.get(key)
     if raw in (None, ""):
         if default is None:
-            raise BadRequest(f"missing parameter '{key}'")
+            raise InvalidArgumentError(f"missing parameter '{key}'")
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise BadRequest(f"parameter '{key}' must be a number") from None
+        raise InvalidArgumentError(f"parameter '{key}' must be a number") from None
     if value != value or value in (float("inf"), float("-inf")):
-        raise BadRequest(f"parameter '{key}' must be finite")
+        raise InvalidArgumentError(f"parameter '{key}' must be finite")
     return value
 
 
@@ -103,7 +90,7 @@ def table_query(args: Mapping[str, str], columns: list[str], default_sort: str, 
     """Sort column and order, paging and search of a table route."""
     sort = args.get("sort") or default_sort
     if sort not in columns:
-        raise BadRequest(f"parameter 'sort' must be a column: {', '.join(columns)}")
+        raise InvalidArgumentError(f"parameter 'sort' must be a column: {', '.join(columns)}")
     return {
         "sort": sort,
         "descending": choice(args, "order", ("desc", "asc"), "desc") == "desc",
@@ -121,7 +108,7 @@ def track_ids(args: Mapping[str, str]) -> set[int] | None:
     try:
         return {int(t) for t in raw.split(",")[:10_000]}
     except ValueError:
-        raise BadRequest("parameter 'tracks' must be comma-separated integers") from None
+        raise InvalidArgumentError("parameter 'tracks' must be comma-separated integers") from None
 
 
 def device_index(args: Mapping[str, str]) -> int | None:
@@ -132,16 +119,16 @@ def device_index(args: Mapping[str, str]) -> int | None:
     try:
         device = int(raw.removeprefix("GPU"))
     except ValueError:
-        raise BadRequest("parameter 'device' must be a device index like 0 or GPU0") from None
+        raise InvalidArgumentError("parameter 'device' must be a device index like 0 or GPU0") from None
     if not 0 <= device <= 1024:
-        raise BadRequest("parameter 'device' must be between 0 and 1024")
+        raise InvalidArgumentError("parameter 'device' must be between 0 and 1024")
     return device
 
 
 def op_path(raw: str) -> list[str]:
     """The diff's ``path`` parameter: a JSON list of at most MAX_OP_PATH operator names, each valid
-    text (a lone surrogate such as ``"\\ud800"`` names no operator). Anything else is a BadRequest."""
-    bad = BadRequest("parameter 'path' must be a JSON list of operator names")
+    text (a lone surrogate such as ``"\\ud800"`` names no operator). Anything else is an InvalidArgumentError."""
+    bad = InvalidArgumentError("parameter 'path' must be a JSON list of operator names")
     if len(raw) > MAX_OP_PATH_CHARS:
         raise bad
     try:
@@ -154,35 +141,35 @@ def op_path(raw: str) -> list[str]:
         try:
             p.encode("utf-8")
         except UnicodeEncodeError:
-            raise BadRequest("parameter 'path' holds a lone surrogate (not text)") from None
+            raise InvalidArgumentError("parameter 'path' holds a lone surrogate (not text)") from None
     return path
 
 
-def ready_file(registry, args: Mapping[str, str]):
-    """The loaded file that ``run``/``worker``/``span`` name; raises :class:`NotFound`, or
-    :class:`NotReady` with its loading/error state (a queued file is loaded next)."""
+def ready_file(registry: Registry, args: Args) -> FileState | Pending:
+    """The loaded file that ``run``/``worker``/``span`` name, or the :class:`Pending` answer of its
+    loading/error state (a queued file is loaded next); raises :class:`NotFoundError`."""
     run, worker, span = param(args, "run"), param(args, "worker"), param(args, "span")
     state = registry.find(run, worker, span)
     if state is None:
-        raise NotFound(f"no trace for run {run!r}, worker {worker!r}, span {span!r}")
+        raise NotFoundError(f"no trace for run {run!r}, worker {worker!r}, span {span!r}")
     if state.state in (QUEUED, LOADING):
         registry.want(state)
-        raise NotReady({"state": state.state, "progress": round(state.current_progress(), 4)})
+        return Pending({"state": state.state, "progress": round(state.current_progress(), 4)})
     if state.state == ERROR:
-        raise NotReady({"state": ERROR, "error": state.error, "path": state.entry.rel})
+        return Pending({"state": ERROR, "error": state.error, "path": state.entry.rel})
     return state
 
 
-def ready_artifact(registry, args: Mapping[str, str], kind: str):
-    """The loaded ``kind`` artifact that ``run``/``path`` name (loaded here on first use); raises
-    :class:`NotFound`, or :class:`NotReady` with its loading/error state."""
+def ready_artifact(registry: Registry, args: Args, kind: str) -> ArtifactState | Pending:
+    """The loaded ``kind`` artifact that ``run``/``path`` name (loaded here on first use), or the
+    :class:`Pending` answer of its loading/error state; raises :class:`NotFoundError`."""
     run, path = param(args, "run"), param(args, "path")
     art = registry.find_artifact(run, path)
     if art is None or art.entry.kind != kind:
-        raise NotFound(f"no {kind.replace('_', ' ')} {path!r} in run {run!r}")
+        raise NotFoundError(f"no {kind.replace('_', ' ')} {path!r} in run {run!r}")
     registry.load_artifact(art, wait=False)  # loads it here, unless another thread is loading it
     if art.state == ERROR:
-        raise NotReady({"state": ERROR, "error": art.error, "path": path})
+        return Pending({"state": ERROR, "error": art.error, "path": path})
     if art.state != READY:  # another request (or the artifact loader) is reading it: poll
-        raise NotReady({"state": LOADING, "path": path})
+        return Pending({"state": LOADING, "path": path})
     return art

@@ -1,21 +1,26 @@
 """The routes: parse the parameters (:mod:`.params`), call one function of the registry or of
-:mod:`tb_plugin.registry.report`, answer. Each returns ``(http_status, document)``; a parameter
-error or a file that is not ready is raised as an :class:`~.params.ApiError` and answered by
-:func:`route`. ``plugin.py`` turns the pair into a response (JSON, or CSV for the ``as_csv`` routes).
+:mod:`tb_plugin.registry.report`, answer. Each returns ``(http_status, document)``; a
+:class:`~tb_plugin.errors.KinetoscopeError` it raises (a bad parameter, a name the registry does not
+hold) is answered by :func:`route`, the routes' one error → HTTP mapping. A file that is not ready is
+answered with its state (:class:`~.params.Pending`) by :func:`file_route` / :func:`artifact_route`.
+``plugin.py`` turns the pair into a response (JSON, or CSV for the ``as_csv`` routes).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping
+from typing import Any, Callable
 
 from ..analysis.counters import counter_bins
 from ..analysis.distributed import no_view_code
 from ..analysis.timeline_range import MAX_TOP
+from ..errors import InvalidArgumentError, KinetoscopeError, NotFoundError, http_answer
 from ..registry import graph_siblings, report
 from ..registry import memory_events as pairs_table
 from ..registry.graph_siblings import sibling_capture_tables
-from ..registry.states import LOADING, QUEUED
+from ..registry.multi import Registry
+from ..registry.states import LOADING, QUEUED, ArtifactState, FileState
+from ..registry.views import FileViews
 from ..storage.naming import names_oom
 from . import paging
 from .distributed_pages import MAX_STEP_ROWS, bounded_view
@@ -23,10 +28,8 @@ from .kernel_columns import KERNEL_COLUMNS, KERNEL_GROUPS, kernel_columns
 from .params import (
     MAX_PARAM_CHARS,
     MAX_WIDTH_PX,
-    ApiError,
-    BadRequest,
-    NotFound,
-    NotReady,
+    Args,
+    Pending,
     choice,
     device_index,
     integer,
@@ -40,7 +43,7 @@ from .params import (
     track_ids,
 )
 
-Args = Mapping[str, str]
+Answer = tuple[int, Any]  # (HTTP status, JSON document, or CSV text for the as_csv routes)
 
 OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
 OPERATOR_COLUMNS = [
@@ -73,38 +76,74 @@ MEMORY_STAT_COLUMNS = [
 ]
 
 
-def route(handler):
-    """``handler``'s ``(status, doc)``, or the status and document of the :class:`ApiError` it raised."""
+def route(handler: Callable[..., Answer]) -> Callable[..., Answer]:
+    """``handler``'s ``(status, doc)``, or the status and document of the
+    :class:`~tb_plugin.errors.KinetoscopeError` it raised (:func:`~tb_plugin.errors.http_answer`)."""
 
     @functools.wraps(handler)
-    def answer(*args, **kwargs):
+    def answer(*args: Any, **kwargs: Any) -> Answer:
         try:
             return handler(*args, **kwargs)
-        except ApiError as exc:
-            return exc.status, exc.doc
+        except KinetoscopeError as exc:
+            return http_answer(exc)
 
     return answer
 
 
-def _file_view(registry, args: Args, view) -> tuple[int, dict[str, Any]]:
+def file_route(handler: Callable[..., Answer]) -> Callable[..., Answer]:
+    """A route of one loaded file: ``handler(registry, args, state, **kwargs)`` once the file that
+    ``run``/``worker``/``span`` name is ready; before that, its loading or error state (HTTP 200)."""
+
+    @route
+    @functools.wraps(handler)
+    def answer(registry: Registry, args: Args, **kwargs: Any) -> Answer:
+        state = ready_file(registry, args)
+        if isinstance(state, Pending):
+            return state.answer()
+        return handler(registry, args, state, **kwargs)
+
+    return answer
+
+
+def artifact_route(kind: str) -> Callable[[Callable[..., Answer]], Callable[..., Answer]]:
+    """A route of one loaded ``kind`` artifact (the twin of :func:`file_route`):
+    ``handler(registry, args, art)`` once the artifact that ``run``/``path`` name is ready."""
+
+    def decorate(handler: Callable[..., Answer]) -> Callable[..., Answer]:
+        @route
+        @functools.wraps(handler)
+        def answer(registry: Registry, args: Args) -> Answer:
+            art = ready_artifact(registry, args, kind)
+            if isinstance(art, Pending):
+                return art.answer()
+            return handler(registry, args, art)
+
+        return answer
+
+    return decorate
+
+
+def _loading(art: ArtifactState) -> Answer:
+    """The answer while a file this artifact's view needs is still loading (the client polls)."""
+    return 200, {"state": LOADING, "path": art.entry.rel}
+
+
+def _file_view(registry: Registry, state: FileState, view: Callable[[FileViews], dict[str, Any]]) -> Answer:
     """``view(FileViews)`` of a loaded file, with ``state: ready``."""
-    state = ready_file(registry, args)
     return 200, dict(view(registry.views(state)), state="ready")
 
 
-def _artifact_view(registry, args: Args, kind: str, view) -> tuple[int, dict[str, Any]]:
-    """``view(artifact views)`` of a loaded ``kind`` artifact, with its path (the twin of :func:`_file_view`)."""
-    art = ready_artifact(registry, args, kind)
+def _artifact_view(art: ArtifactState, view: Callable[[Any], dict[str, Any]]) -> Answer:
+    """``view(artifact views)`` of a loaded artifact, with its path (the twin of :func:`_file_view`)."""
     return 200, dict(view(art.views), state="ready", path=art.entry.rel)
 
 
-def runs(registry) -> tuple[int, dict[str, Any]]:
+def runs(registry: Registry) -> Answer:
     return 200, registry.runs_document()
 
 
-@route
-def overview(registry, args: Args):
-    state = ready_file(registry, args)
+@file_route
+def overview(registry: Registry, args: Args, state: FileState) -> Answer:
     doc = report.overview_document(registry, state) or {}
     doc.update(
         state="ready",
@@ -118,9 +157,8 @@ def overview(registry, args: Args):
     return 200, doc
 
 
-@route
-def operators(registry, args: Args, as_csv: bool = False):
-    state = ready_file(registry, args)
+@file_route
+def operators(registry: Registry, args: Args, state: FileState, as_csv: bool = False) -> Answer:
     group_by = choice(args, "group_by", OPERATOR_GROUPS, "operator")
     views = registry.views(state)
     default_sort = "device_self_us" if views.has_device else "host_self_us"
@@ -138,20 +176,18 @@ def operators(registry, args: Args, as_csv: bool = False):
     return 200, paging.page(rows, q, group_by=group_by, has_device=views.has_device, default_sort=default_sort, top=top)
 
 
-@route
-def operator_stacks(registry, args: Args):
-    state = ready_file(registry, args)
+@file_route
+def operator_stacks(registry: Registry, args: Args, state: FileState) -> Answer:
     group_by = choice(args, "group_by", OPERATOR_GROUPS, "operator")
     key = integer(args, "key", 0, 0, 10**9)
     doc = report.operator_stacks(registry.views(state), group_by, key)
     if doc is None:
-        raise NotFound(f"no operator row {key}")
+        raise NotFoundError(f"no operator row {key}")
     return 200, doc
 
 
-@route
-def kernels(registry, args: Args, as_csv: bool = False):
-    state = ready_file(registry, args)
+@file_route
+def kernels(registry: Registry, args: Args, state: FileState, as_csv: bool = False) -> Answer:
     group_by = choice(args, "group_by", KERNEL_GROUPS, "kernel")
     q = table_query(args, KERNEL_COLUMNS, "total_us", paging.MAX_LIMIT)
     views = registry.views(state)
@@ -164,67 +200,62 @@ def kernels(registry, args: Args, as_csv: bool = False):
     )
 
 
-@route
-def modules(registry, args: Args):
-    return _file_view(registry, args, lambda views: {"modules": views.modules()})
+@file_route
+def modules(registry: Registry, args: Args, state: FileState) -> Answer:
+    return _file_view(registry, state, lambda views: {"modules": views.modules()})
 
 
-@route
-def timeline_meta(registry, args: Args):
-    return _file_view(registry, args, lambda views: views.timeline_meta())
+@file_route
+def timeline_meta(registry: Registry, args: Args, state: FileState) -> Answer:
+    return _file_view(registry, state, lambda views: views.timeline_meta())
 
 
-@route
-def timeline(registry, args: Args):
-    state = ready_file(registry, args)
+@file_route
+def timeline(registry: Registry, args: Args, state: FileState) -> Answer:
     views = registry.views(state)
     t0 = number(args, "start_us", 0.0)
     t1 = number(args, "end_us", views.timeline_meta()["end_us"])
     width = integer(args, "width_px", 2000, 1, MAX_WIDTH_PX)
     tracks = track_ids(args)
     if t1 <= t0:
-        raise BadRequest("'end_us' must be greater than 'start_us'")
+        raise InvalidArgumentError("'end_us' must be greater than 'start_us'")
     doc = views.timeline_window(t0, t1, width, tracks)
     extra = registry.snapshot_counters(state, views.trace, t0, t1, counter_bins(width))
     return 200, dict(doc, counters=doc["counters"] + extra, state="ready")
 
 
-@route
-def timeline_range(registry, args: Args):
+@file_route
+def timeline_range(registry: Registry, args: Args, state: FileState) -> Answer:
     """Exact statistics of the events in ``[start_us, end_us]`` (analysis/timeline_range.py)."""
-    state = ready_file(registry, args)
     t0, t1 = number(args, "start_us"), number(args, "end_us")
     tracks, top = track_ids(args), integer(args, "top", 10, 0, MAX_TOP)
     return 200, dict(registry.views(state).timeline_range(t0, t1, tracks, top), state="ready")
 
 
-@route
-def timeline_search(registry, args: Args):
-    state = ready_file(registry, args)
+@file_route
+def timeline_search(registry: Registry, args: Args, state: FileState) -> Answer:
     pattern = param(args, "q")
     if len(pattern) > 500:
-        raise BadRequest("search pattern is too long (500 characters at most)")
+        raise InvalidArgumentError("search pattern is too long (500 characters at most)")
     regex = choice(args, "regex", ("0", "1"), "0") == "1"
     try:
         return 200, dict(registry.views(state).timeline_search(pattern, regex), state="ready")
     except ValueError as exc:  # a bad or too slow regular expression
-        raise BadRequest(str(exc)) from None
+        raise InvalidArgumentError(str(exc)) from None
 
 
-@route
-def timeline_event(registry, args: Args):
-    state = ready_file(registry, args)
+@file_route
+def timeline_event(registry: Registry, args: Args, state: FileState) -> Answer:
     row = integer(args, "row", 0, 0, 10**12)
     doc = registry.views(state).event(row)
     if doc is None:
-        raise NotFound(f"no event {row}")
+        raise NotFoundError(f"no event {row}")
     return 200, dict(doc, state="ready")
 
 
-@route
-def memory(registry, args: Args):
+@file_route
+def memory(registry: Registry, args: Args, state: FileState) -> Answer:
     """Per device: peaks and the allocated/reserved curves, downsampled to the requested window."""
-    state = ready_file(registry, args)
     views = registry.views(state)
     width = integer(args, "width_px", 2000, 1, MAX_WIDTH_PX)
     lo = number(args, "start_us", 0.0)
@@ -232,10 +263,9 @@ def memory(registry, args: Args):
     return 200, dict(report.memory_document(views, lo, hi, width), state="ready")
 
 
-@route
-def memory_events(registry, args: Args, as_csv: bool = False):
+@file_route
+def memory_events(registry: Registry, args: Args, state: FileState, as_csv: bool = False) -> Answer:
     """Allocation/free pairs, filtered by device, time range (lifetime overlaps it), size and op name."""
-    state = ready_file(registry, args)
     lo, hi = time_range(args)
     min_b = integer(args, "min_bytes", 0, 0, 2**62)
     max_b = integer(args, "max_bytes", 2**62, 0, 2**62)
@@ -250,10 +280,9 @@ def memory_events(registry, args: Args, as_csv: bool = False):
     return 200, dict(paging.window(rows, q), reason=pairs["reason"])
 
 
-@route
-def memory_stats(registry, args: Args, as_csv: bool = False):
+@file_route
+def memory_stats(registry: Registry, args: Args, state: FileState, as_csv: bool = False) -> Answer:
     """Per-operator memory statistics of one device, optionally restricted to a time range."""
-    state = ready_file(registry, args)
     device = param(args, "device")
     lo, hi = time_range(args)
     q = dict(table_query(args, MEMORY_STAT_COLUMNS, "allocation_bytes", paging.MAX_LIMIT), op_search="")
@@ -263,27 +292,26 @@ def memory_stats(registry, args: Args, as_csv: bool = False):
     return 200, paging.page(rows, q, device=device)
 
 
-def _snapshot_device(art, args: Args) -> int:
+def _snapshot_device(art: ArtifactState, args: Args) -> int:
     """A device with recorded history: the one asked for, or the first."""
     devices = art.views.devices()
     device = device_index(args)
     if device is None:
         if not devices:
-            raise BadRequest("this snapshot has no recorded history (device_traces is empty)")
-        return devices[0]
+            raise InvalidArgumentError("this snapshot has no recorded history (device_traces is empty)")
+        return int(devices[0])
     if device not in devices:
-        raise BadRequest(f"no history for device {device}; recorded: {devices}")
+        raise InvalidArgumentError(f"no history for device {device}; recorded: {devices}")
     return device
 
 
-@route
-def snapshot(registry, args: Args):
-    return _artifact_view(registry, args, "snapshot", lambda views: views.summary())
+@artifact_route("snapshot")
+def snapshot(registry: Registry, args: Args, art: ArtifactState) -> Answer:
+    return _artifact_view(art, lambda views: views.summary())
 
 
-@route
-def snapshot_timeline(registry, args: Args):
-    art = ready_artifact(registry, args, "snapshot")
+@artifact_route("snapshot")
+def snapshot_timeline(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     device = _snapshot_device(art, args)
     width = integer(args, "width_px", 1000, 1, MAX_WIDTH_PX)
     start = number(args, "start", 0.0) if args.get("start") else None
@@ -291,37 +319,33 @@ def snapshot_timeline(registry, args: Args):
     return 200, dict(art.views.timeline(device, start, end, width), state="ready", device=f"GPU{device}")
 
 
-@route
-def snapshot_segments(registry, args: Args):
-    art = ready_artifact(registry, args, "snapshot")
+@artifact_route("snapshot")
+def snapshot_segments(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     device = device_index(args)
     device = 0 if device is None else device  # segments exist without history: any device index
     return 200, {"state": "ready", "device": f"GPU{device}", "segments": art.views.segments(device)}
 
 
-@route
-def snapshot_allocations(registry, args: Args):
-    art = ready_artifact(registry, args, "snapshot")
+@artifact_route("snapshot")
+def snapshot_allocations(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     device = _snapshot_device(art, args)
     limit = integer(args, "limit", 100, 1, 10_000)
     return 200, {"state": "ready", "device": f"GPU{device}", "rows": art.views.allocations(device, limit)}
 
 
-@route
-def snapshot_stack(registry, args: Args):
-    art = ready_artifact(registry, args, "snapshot")
+@artifact_route("snapshot")
+def snapshot_stack(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     index = integer(args, "stack", 0, 0, 10**9)
     frames = art.views.stack(index)
     if frames is None:
-        raise NotFound(f"no stack {index}")
+        raise NotFoundError(f"no stack {index}")
     return 200, {"state": "ready", "frames": frames}
 
 
-@route
-def snapshot_oom(registry, args: Args):
+@artifact_route("snapshot")
+def snapshot_oom(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     """OOM forensics (``analysis/snapshot_oom.py``): the last OOM of ``device`` (default: the device of
     the last OOM), the allocator state per stream, the largest live allocations, the recent growth."""
-    art = ready_artifact(registry, args, "snapshot")
     device = device_index(args)
     last_n = integer(args, "last_n", 1000, 1, 10_000_000)
     top = integer(args, "top", 20, 1, 1000)
@@ -329,71 +353,70 @@ def snapshot_oom(registry, args: Args):
     return 200, dict(doc, state="ready", path=art.entry.rel)
 
 
-@route
-def snapshot_attribution(registry, args: Args):
+@artifact_route("snapshot")
+def snapshot_attribution(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     """Bytes alive at the peak of ``device`` by frame, and by operator, step and module when a trace of
     the run matches the snapshot (``analysis/snapshot_attribution.py``). While a trace of the run is
     still loading and none matches yet, the answer is ``loading`` (poll)."""
-    art = ready_artifact(registry, args, "snapshot")
     device = _snapshot_device(art, args)
     link, trace, loading = registry.snapshot_trace(art, device)
     if link is None and loading:
-        raise NotReady({"state": LOADING, "path": art.entry.rel})
+        return _loading(art)
     key = None if link is None else (link["path"], link["version"])
     doc = art.views.attribution(device, trace, key)
     matched = None if link is None else {k: link[k] for k in ("worker", "span", "path", "overlap_us")}
     return 200, dict(doc, state="ready", path=art.entry.rel, trace=matched)
 
 
-@route
-def snapshot_ranks(registry, args: Args):
+@artifact_route("snapshot")
+def snapshot_ranks(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     """The snapshots of ``path``'s rank group side by side: peak per rank, the outlier rank. While
     another thread still reads one of them the answer is ``loading`` (poll), as for one artifact."""
-    art = ready_artifact(registry, args, "snapshot")
     doc = registry.snapshot_ranks(art)
     if any(r["state"] in (LOADING, QUEUED) for r in doc["ranks"]):
-        raise NotReady({"state": LOADING, "path": art.entry.rel})
+        return _loading(art)
     return 200, dict(doc, state="ready", path=art.entry.rel)
 
 
-@route
-def memory_html(registry, args: Args):
+@artifact_route("memory_html")
+def memory_html(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     """An ``export_memory_timeline`` HTML file: the size of its PNG (served by ``memory_html_image``)."""
-    return _artifact_view(registry, args, "memory_html", lambda views: views.meta())
+    return _artifact_view(art, lambda views: views.meta())
 
 
-def memory_html_image(registry, args: Args) -> tuple[int, Any]:
-    """``(200, png bytes)`` of a loaded ``memory_html`` artifact; raises :class:`ApiError` otherwise
-    (``plugin.py`` answers it as JSON)."""
-    return 200, ready_artifact(registry, args, "memory_html").views.image()
+@artifact_route("memory_html")
+def memory_html_image(registry: Registry, args: Args, art: ArtifactState) -> Answer:
+    """``(200, png bytes)`` of a loaded ``memory_html`` artifact; before that (or on an error) a JSON
+    document as for every route (``plugin.py`` answers bytes as the image, a document as JSON)."""
+    return 200, art.views.image()
 
 
-@route
-def memory_timeline_export(registry, args: Args):
-    return _artifact_view(registry, args, "memory_timeline", lambda views: views.series())
+@artifact_route("memory_timeline")
+def memory_timeline_export(registry: Registry, args: Args, art: ArtifactState) -> Answer:
+    return _artifact_view(art, lambda views: views.series())
 
 
-@route
-def memprofiler_stats(registry, args: Args):
+@artifact_route("memprofiler_stats")
+def memprofiler_stats(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     """A MemProfiler ``rank_<r>_memory_stats.yaml``: snapshots with their values, headline metrics."""
-    return _artifact_view(registry, args, "memprofiler_stats", lambda views: views.stats())
+    return _artifact_view(art, lambda views: views.stats())
 
 
-@route
-def memprofiler_log(registry, args: Args):
+@artifact_route("memprofiler_log")
+def memprofiler_log(registry: Registry, args: Args, art: ArtifactState) -> Answer:
     """A MemProfiler ``fsdp_mem_*.log`` report as text (the first MAX_LOG_BYTES bytes)."""
-    return _artifact_view(registry, args, "memprofiler_log", lambda views: views.text())
+    return _artifact_view(art, lambda views: views.text())
 
 
 @route
-def distributed(registry, args: Args):
+def distributed(registry: Registry, args: Args) -> Answer:
     run = param(args, "run")
     span = str(integer(args, "span", 1, 1, 10**6))
     if not any(st.run == run for st in registry.files()):
-        raise NotFound(f"no run {run!r} with traces")
+        raise NotFoundError(f"no run {run!r} with traces")
     step = args.get("step") or None
     if step is not None and (len(step) > MAX_PARAM_CHARS or "\x00" in step):
-        raise BadRequest("parameter 'step' is malformed")
+        raise InvalidArgumentError("parameter 'step' is malformed")
     rank = integer(args, "rank", -1, -1, 10**9)
     offset = integer(args, "offset", 0, 0, 10**9)
     limit = integer(args, "limit", MAX_STEP_ROWS, 1, MAX_STEP_ROWS)
@@ -405,32 +428,29 @@ def distributed(registry, args: Args):
     return 200, dict(doc, reason_code=no_view_code(doc["files"], doc["ranks_loaded"]), recommendations=advice)
 
 
-@route
-def critical_path(registry, args: Args):
+@file_route
+def critical_path(registry: Registry, args: Args, state: FileState) -> Answer:
     """The critical path's segments on one file's timeline, per step (the Trace view's overlay)."""
-    state = ready_file(registry, args)
     return 200, dict(registry.critical_path_overlay(state), state="ready")
 
 
-@route
-def insights(registry, args: Args):
-    return _file_view(registry, args, lambda views: views.insights())
+@file_route
+def insights(registry: Registry, args: Args, state: FileState) -> Answer:
+    return _file_view(registry, state, lambda views: views.insights())
 
 
-@route
-def graphs(registry, args: Args):
+@file_route
+def graphs(registry: Registry, args: Args, state: FileState) -> Answer:
     """CUDA graph replays and compiled regions, as the report's ``graphs`` section (a graph without its
     capture here attributed from the run's other traces when one holds it)."""
-    state = ready_file(registry, args)
     found = graph_siblings.graphs_report(registry.views(state), others=lambda: sibling_capture_tables(registry, state))
     return 200, dict(found, state="ready")
 
 
-@route
-def graph_replays(registry, args: Args):
+@file_route
+def graph_replays(registry: Registry, args: Args, state: FileState) -> Answer:
     """CUDA graph replays as bands on the timeline's stream tracks (the Trace view's replay bands), each
     graph's status as the ``graphs`` route has it (a capture in another trace of the run included)."""
-    state = ready_file(registry, args)
     views = registry.views(state)
     doc = views.replay_bands()
     cuda = graph_siblings.graphs_report(views, max_replays=0, others=lambda: sibling_capture_tables(registry, state))[
@@ -442,15 +462,19 @@ def graph_replays(registry, args: Args):
 
 
 @route
-def diff(registry, args: Args):
+def diff(registry: Registry, args: Args) -> Answer:
     """Baseline vs experiment: steps, operator-tree level at ``path`` (a JSON list), kernels."""
     sides = []
     for side in ("base", "exp"):
         sub = {k[len(side) + 1 :]: v for k, v in args.items() if k.startswith(side + "_")}
         try:
-            sides.append(ready_file(registry, sub))
-        except ApiError as exc:
-            return exc.status, dict(exc.doc, side=side)
+            got = ready_file(registry, sub)
+        except KinetoscopeError as exc:
+            status, doc = http_answer(exc)
+            return status, dict(doc, side=side)
+        if isinstance(got, Pending):
+            return 200, dict(got.doc, side=side)
+        sides.append(got)
     path = op_path(args.get("path") or "[]")
     b, e = (registry.views(s) for s in sides)
     return 200, dict(report.diff_document(sides[0], b, sides[1], e, path), state="ready")
@@ -458,7 +482,7 @@ def diff(registry, args: Args):
 
 __all__ = [
     "MAX_PARAM_CHARS",
-    "BadRequest",
+    "InvalidArgumentError",
     "critical_path",
     "diff",
     "distributed",

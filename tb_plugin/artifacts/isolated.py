@@ -26,6 +26,8 @@ from typing import IO, Any, Iterable, Protocol, Sequence, cast
 import numpy as np
 import orjson
 
+from ..settings import current
+
 BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for each MB of pickle
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
 MEMORY_PER_BYTE = 16  # the child's address space per byte of pickle (a bare pickle.load of a snapshot: ~13×)
@@ -46,11 +48,7 @@ def time_limit_s(size: int) -> float:
 def memory_cap_bytes() -> int:
     """The most address space any reader child gets: the memory-budget setting
     (``KINETOSCOPE_MEMORY_BUDGET_MB``, default 1536 MB), at least :data:`MEMORY_FLOOR_BYTES`."""
-    try:
-        budget = int(float(os.environ.get("KINETOSCOPE_MEMORY_BUDGET_MB", "1536")) * (1 << 20))
-    except ValueError:
-        budget = 1536 << 20
-    return max(MEMORY_FLOOR_BYTES, budget)
+    return max(MEMORY_FLOOR_BYTES, current().memory_budget_bytes)
 
 
 def memory_limit_bytes(size: int) -> int:

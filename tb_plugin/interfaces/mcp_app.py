@@ -8,17 +8,22 @@ import inspect
 import logging
 import os
 import typing
-from typing import Annotated, Any, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional
 
 import orjson
 from pydantic import Field
 
+from ..errors import KinetoscopeError
 from ..registry.cache import ParseCache
 from ..registry.runs import RunRegistry
+from ..settings import MIN_MCP_MAX_ANSWER_BYTES, Settings
 from ..storage.remote import is_local_fs
 from . import mcp_bound
 from .mcp_tools import DEFAULT_UI_URL, Tools
 from .queries import Invalid
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 logger = logging.getLogger(__name__)
 
@@ -34,20 +39,21 @@ Page = Annotated[
 ]
 
 
-def _answer(method):
+def _answer(method: Callable[..., dict[str, Any]], max_answer_bytes: int | None = None) -> Callable[..., Any]:
     """``method`` as a tool: its document bounded, paged and put in the envelope (:mod:`.mcp_bound`),
-    answered as compact JSON text (and the same document as structured content); :class:`Invalid`
+    answered as compact JSON text (and the same document as structured content); a
+    :class:`~tb_plugin.errors.KinetoscopeError`
     (and anything unexpected) become an MCP tool error with a short message, never a traceback.
-    The tool gains the ``page`` argument."""
+    The tool gains the ``page`` argument. ``max_answer_bytes``: the bound (default: the environment's)."""
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import CallToolResult, TextContent
 
     @functools.wraps(method)
-    def tool(*args, page: int = 0, **kwargs):
+    def tool(*args: Any, page: int = 0, **kwargs: Any) -> Any:
         try:
-            doc = mcp_bound.bounded(method(*args, **kwargs), page)
-        except (Invalid, mcp_bound.PageError) as exc:
-            raise ToolError(mcp_bound.cut_text(str(exc))) from None
+            doc = mcp_bound.bounded(method(*args, **kwargs), page, max_answer_bytes)
+        except KinetoscopeError as exc:  # the MCP server's one error mapping: the message as the tool error
+            raise ToolError(mcp_bound.cut_text(exc.message)) from None
         except Exception as exc:  # an analysis bug on one odd file: that call's error, not a crash
             logger.debug("tool %s failed", method.__name__, exc_info=True)
             raise ToolError(f"internal error: {type(exc).__name__}: {exc}"[:500]) from None
@@ -57,7 +63,7 @@ def _answer(method):
     hints = typing.get_type_hints(method, include_extras=True)  # the annotations are text here (__future__)
     signature = inspect.signature(method)
     params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
-    tool.__signature__ = signature.replace(
+    tool.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*params, inspect.Parameter("page", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=Page)],
         return_annotation=dict[str, Any],
     )
@@ -67,12 +73,21 @@ def _answer(method):
     return tool
 
 
-def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0, use_cache: bool = True):
-    """The MCPServer over ``logdir`` with its registry started (scanning and loading in the background)."""
+def build_server(
+    logdir: str,
+    ui_url: str = DEFAULT_UI_URL,
+    wait_s: float = 20.0,
+    use_cache: bool = True,
+    settings: Settings | None = None,
+) -> MCPServer:
+    """The MCPServer over ``logdir`` with its registry started (scanning and loading in the background).
+    ``settings``: the ``KINETOSCOPE_*`` settings (default: read from the environment, once)."""
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
 
-    registry = RunRegistry(logdir, cache=ParseCache() if use_cache else None)
+    settings = Settings.from_env() if settings is None else settings
+    cache = ParseCache(settings.cache_dir) if use_cache else None
+    registry = RunRegistry(logdir, cache=cache, settings=settings)
     if registry.error is not None:
         raise Invalid(f"{registry.logdir}: {registry.error}")
     if is_local_fs(registry.fs) and not os.path.exists(registry.root):
@@ -93,8 +108,10 @@ def build_server(logdir: str, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
 
-    def add(fn):
-        server.add_tool(_answer(fn), annotations=read_only)
+    bound = max(MIN_MCP_MAX_ANSWER_BYTES, settings.mcp_max_answer_bytes)
+
+    def add(fn: Callable[..., dict[str, Any]]) -> None:
+        server.add_tool(_answer(fn, bound), annotations=read_only)
 
     def list_runs() -> dict[str, Any]:
         """Runs, workers and spans under the logdir with each file's load state (queued, loading, ready,

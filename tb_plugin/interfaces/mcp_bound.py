@@ -11,11 +11,13 @@ many pages there are and how to ask for the next (the tool's ``page`` argument).
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
 import orjson
+
+from ..errors import InvalidArgumentError
+from ..settings import MIN_MCP_MAX_ANSWER_BYTES, current
 
 ENVELOPE = "file_data"
 MAX_TEXT = 2000  # characters of one string (a key or a value)
@@ -28,17 +30,13 @@ _SAFE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
 _OVERHEAD = 600  # bytes kept for the envelope and the paging note
 
 
-class PageError(ValueError):
+class PageError(InvalidArgumentError):
     """A ``page`` beyond the answer's last."""
 
 
 def max_answer_bytes() -> int:
     """The bound in force (bytes of compact JSON): ``$KINETOSCOPE_MCP_MAX_ANSWER_BYTES``, at least 4096."""
-    try:
-        value = int(os.environ.get("KINETOSCOPE_MCP_MAX_ANSWER_BYTES", DEFAULT_MAX_ANSWER_BYTES))
-    except ValueError:
-        value = DEFAULT_MAX_ANSWER_BYTES
-    return max(4096, value)
+    return max(MIN_MCP_MAX_ANSWER_BYTES, current().mcp_max_answer_bytes)
 
 
 def cut_text(value: Any) -> Any:
@@ -52,14 +50,17 @@ def cut_text(value: Any) -> Any:
     return value
 
 
+Path = tuple[Any, ...]  # keys and indexes from the root of an answer to one of its parts
+
+
 def _size(value: Any) -> int:
     return len(orjson.dumps(value))
 
 
-def _largest(value: Any) -> tuple[int, tuple]:
+def _largest(value: Any) -> tuple[int, Path]:
     """(serialized size, path) of the part to page: from the root, down into any child list or dict that
     holds more than half of its parent's bytes; the deepest of those with two items or more."""
-    path: tuple = ()
+    path: Path = ()
     size = _size(value)
     best = (size, path) if isinstance(value, (list, dict)) and len(value) > 1 else (0, ())
     while isinstance(value, (list, dict)):
@@ -73,7 +74,7 @@ def _largest(value: Any) -> tuple[int, tuple]:
     return best
 
 
-def _replace(value: Any, path: tuple, new: Any) -> Any:
+def _replace(value: Any, path: Path, new: Any) -> Any:
     if not path:
         return new
     head, rest = path[0], path[1:]
@@ -82,7 +83,7 @@ def _replace(value: Any, path: tuple, new: Any) -> Any:
     return [(_replace(v, rest, new) if i == head else v) for i, v in enumerate(value)]
 
 
-def _at(value: Any, path: tuple) -> Any:
+def _at(value: Any, path: Path) -> Any:
     for key in path:
         value = value[key]
     return value

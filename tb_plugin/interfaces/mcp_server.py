@@ -11,10 +11,13 @@ the ``[mcp]`` extra.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
+from ..settings import Settings
 
-def add_parser(sub) -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``mcp`` subcommand of ``kinetoscope`` (cli.py)."""
     p = sub.add_parser("mcp", help="serve the Model Context Protocol over stdio (for coding agents)")
     p.add_argument("logdir", help="directory or fsspec URL (s3://, gs://, az://)")
@@ -27,20 +30,20 @@ def add_parser(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
     """Serve until stdin closes. 2 when the ``mcp`` package is missing or the logdir cannot be opened."""
+    from ..errors import KinetoscopeError
     from .mcp_tools import DEFAULT_UI_URL
-    from .queries import Invalid
 
     ui_url = DEFAULT_UI_URL if args.ui_url is None else args.ui_url
     try:
         from .mcp_app import build_server  # needs the mcp extra (and pydantic): imported only here
 
-        server = build_server(args.logdir, ui_url, args.wait, not args.no_cache)
+        server = build_server(args.logdir, ui_url, args.wait, not args.no_cache, settings)
     except ImportError as exc:
         sys.stderr.write(f"kinetoscope: the MCP server needs the mcp package: pip install 'kinetoscope[mcp]' ({exc})\n")
         return 2
-    except Invalid as exc:
+    except KinetoscopeError as exc:
         sys.stderr.write(f"kinetoscope: {exc}\n")
         return 2
     server.run("stdio")

@@ -19,7 +19,8 @@ import orjson
 
 from ..registry import graph_siblings, report
 from ..registry.graph_siblings import sibling_capture_tables
-from ..registry.states import ERROR, READY
+from ..registry.multi import Registry
+from ..registry.states import ERROR, READY, FileState
 from ..trace import jsonsafe
 from . import queries
 from .queries import Invalid
@@ -32,10 +33,11 @@ class NotLoaded(Invalid):
     """The file asked for is still loading (or failed to load): the message says which and how far."""
 
 
-def _plain(doc: Any) -> Any:
+def _plain(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` as plain JSON values (numpy scalars, NaN → null, odd strings made text), strings cut
     at :data:`MAX_TEXT` characters (a call stack, an event's args)."""
-    return _cut(orjson.loads(jsonsafe.dumps(doc)))
+    plain: dict[str, Any] = _cut(orjson.loads(jsonsafe.dumps(doc)))
+    return plain
 
 
 def _cut(value: Any) -> Any:
@@ -53,7 +55,7 @@ TOP_RUNTIME_CALLS = 10  # rows of the runtime-calls table in the overview and in
 MAX_NAME = 160  # characters of an operator or kernel name in the critical_path answer
 
 
-def _path_brief(path: dict, limit: int) -> dict:
+def _path_brief(path: dict[str, Any], limit: int) -> dict[str, Any]:
     """One step's critical path, compact: lengths, shares, the ``limit`` longest segments (host ones with
     their enclosing ``annotation``), the ``limit`` items of most time (work grouped by name), the time
     the host was blocked on the device, and the three collectives that waited longest for a late rank
@@ -94,7 +96,7 @@ def _path_brief(path: dict, limit: int) -> dict:
 class Tools:
     """The tools over one registry (scanning and loading in the background)."""
 
-    def __init__(self, registry, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0) -> None:
+    def __init__(self, registry: Registry, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0) -> None:
         self.registry, self.ui_url, self.wait_s = registry, ui_url, wait_s
 
     # -- shared ---------------------------------------------------------------------------------
@@ -105,7 +107,7 @@ class Tools:
             params["view"] = view
         return f"{self.ui_url}#{urlencode(params)}"
 
-    def _file(self, run: str, worker: str | None, span: str | None):
+    def _file(self, run: str | None, worker: str | None, span: str | None) -> FileState:
         """The loaded file; waits up to ``wait_s`` for it (asking the loader for it first)."""
         self.registry.wait_scanned(self.wait_s)
         if self.registry.error is not None:
@@ -125,7 +127,14 @@ class Tools:
             )
         return st
 
-    def _where(self, st) -> dict[str, str]:
+    def _overview(self, st: FileState) -> dict[str, Any]:
+        """The loaded file's Overview (:func:`report.overview_document`)."""
+        doc = report.overview_document(self.registry, st)
+        if doc is None:  # loaded, but its overview was dropped (evicted): load it again
+            raise NotLoaded(f"{st.entry.rel} has no overview yet: call again shortly")
+        return doc
+
+    def _where(self, st: FileState) -> dict[str, str]:
         return {"run": st.run, "worker": st.worker, "span": st.span}
 
     # -- tools ----------------------------------------------------------------------------------
@@ -162,7 +171,7 @@ class Tools:
 
     def overview(self, run: str, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
         st = self._file(run, worker, span)
-        ov = report.overview_document(self.registry, st)
+        ov = self._overview(st)
         return _plain(
             dict(
                 self._where(st),
@@ -254,7 +263,7 @@ class Tools:
                 syncs=dict(
                     {k: v for k, v in syncs.items() if k != "by_operator"}, by_operator=syncs["by_operator"][:5]
                 ),
-                **report.advice_document(report.overview_document(self.registry, st), TOP_RUNTIME_CALLS),
+                **report.advice_document(self._overview(st), TOP_RUNTIME_CALLS),
                 link=self.link("insights", **self._where(st)),
             )
         )
@@ -392,6 +401,8 @@ class Tools:
         if run not in runs:
             raise Invalid(f"run {run!r} has no flight-recorder dump; runs with dumps: {', '.join(runs) or 'none'}")
         doc = self.registry.hang(run)
+        if doc is None:  # the dumps went away since the listing
+            raise Invalid(f"run {run!r} has no flight-recorder dump")
         keep = (
             "kind",
             "pg_name",

@@ -17,14 +17,17 @@ when pandas is installed (``pip install kinetoscope[notebook]``), else lists of 
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from typing import Any, Iterator
 
 from ..api.routes import MEMORY_STAT_COLUMNS
+from ..errors import UnreadableFileError
 from ..registry import graph_siblings, report
 from ..registry.cache import ParseCache
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.runs import RunRegistry
+from ..registry.states import FileState
+from ..registry.views import FileViews
+from ..settings import Settings, current
 from ..storage.fs import open_logdir
 from ..storage.remote import StorageError, describe_error
 from . import queries
@@ -33,13 +36,17 @@ from .queries import Invalid
 __all__ = ["Invalid", "LoadError", "PathFrames", "Run", "Trace", "diff", "hang", "load", "load_run"]
 
 
-class LoadError(RuntimeError):
-    """A path that does not exist, holds no trace, or a trace that failed to load (the message says why)."""
+class LoadError(UnreadableFileError, RuntimeError):
+    """A path that does not exist, holds no trace, or a trace that failed to load (the message says
+    why). A :class:`~tb_plugin.errors.KinetoscopeError` (and a ``RuntimeError``)."""
 
 
-def table(rows: list[dict], columns: list[str] | None = None):
+Table = Any  # a pandas DataFrame, or a list of dicts (no pandas, or KINETOSCOPE_TABLES=records)
+
+
+def table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> Table:
     """``rows`` as a pandas DataFrame (``columns`` in that order) when pandas is installed, else the list."""
-    if os.environ.get("KINETOSCOPE_TABLES") != "records":
+    if current().tables != "records":
         try:
             import pandas as pd
         except ImportError:
@@ -51,7 +58,7 @@ def table(rows: list[dict], columns: list[str] | None = None):
     return [{c: r.get(c) for c in columns} for r in rows]
 
 
-def _flatten(row: dict, prefix: str = "") -> dict:
+def _flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested dicts as flat columns: ``{"delta": {"host_total_us": 1}}`` → ``delta_host_total_us``."""
     out: dict[str, Any] = {}
     for k, v in row.items():
@@ -65,7 +72,7 @@ def _flatten(row: dict, prefix: str = "") -> dict:
 class Trace:
     """One trace file (a worker's span of a run), loaded. Every method reads the tab's views."""
 
-    def __init__(self, registry: RunRegistry, state) -> None:
+    def __init__(self, registry: RunRegistry, state: FileState) -> None:
         self.registry, self.state = registry, state
 
     def __repr__(self) -> str:
@@ -77,7 +84,7 @@ class Trace:
     warnings = property(lambda self: list(self.state.warnings), doc="what the loader warned about")
 
     @property
-    def views(self):
+    def views(self) -> FileViews:
         """The file's :class:`~tb_plugin.registry.views.FileViews` (re-read from the parse cache if evicted)."""
         return self.registry.views(self.state)
 
@@ -85,13 +92,16 @@ class Trace:
         """The Overview tab's document (``kinetoscope report --json``'s ``overview``): ``average`` and
         ``steps`` split into the eight categories (µs), ``gpus`` (utilization, SM efficiency, occupancy,
         tensor-core share, %), ``recommendations``."""
-        return report.overview_document(self.registry, self.state)
+        doc = report.overview_document(self.registry, self.state)
+        if doc is None:  # not loaded (evicted and not reloaded)
+            raise LoadError(f"{self.state.entry.rel}: not loaded")
+        return doc
 
-    def steps(self):
+    def steps(self) -> Table:
         """One row per step: bounds and the eight breakdown categories (µs), as the Overview's chart."""
         return table(self.overview()["steps"], queries.STEP_COLUMNS)
 
-    def operators(self, group_by: str = "name"):
+    def operators(self, group_by: str = "name") -> Table:
         """The Operator tab's table: per operator (``group_by="name"``), per operator and input shapes
         (``"shape"``) or per operator and call stack (``"stack"``): ``calls``, ``host_self_us``,
         ``host_total_us``, ``device_self_us``, ``device_total_us`` (device time of the kernels it
@@ -99,7 +109,7 @@ class Trace:
         g = queries.grouping(group_by, queries.OPERATOR_GROUPS, "group_by")
         return table(queries.operators(self.views, g), queries.operator_columns(g))
 
-    def kernels(self, group_by: str = "name"):
+    def kernels(self, group_by: str = "name") -> Table:
         """The GPU Kernel tab's table: per kernel name (``group_by="name"``) or per kernel, launching
         operator and launch configuration (``"op"``), or per kernel and CUDA graph (``"graph"``, with
         ``graph``: the graph index, None outside graph replays): ``calls``, ``total_us``, ``mean_us``, ``min_us``,
@@ -107,7 +117,7 @@ class Trace:
         g = queries.grouping(group_by, queries.KERNEL_GROUPS, "group_by")
         return table(queries.kernels(self.views, g), queries.kernel_columns(g))
 
-    def modules(self):
+    def modules(self) -> Table:
         """The Module tab's tree as rows (``path``, ``depth``, ``occurrences``, ``operators`` and host/device
         self/total µs); empty when the trace has no ``nn.Module`` annotations."""
         return table(queries.module_rows(self.views.modules()), queries.MODULE_COLUMNS)
@@ -121,7 +131,7 @@ class Trace:
             "top_operators": table(doc["top_operators"], queries.MEMORY_TOP_COLUMNS),
         }
 
-    def memory_stats(self, device: str = "GPU0"):
+    def memory_stats(self, device: str = "GPU0") -> Table:
         """The Memory tab's per-operator table of one device (``"GPU0"``, ``"CPU"``): allocations, bytes."""
         if device not in self.views.memory_devices():
             raise Invalid(
@@ -134,7 +144,8 @@ class Trace:
         other, µs), ``launch`` (launch delay percentiles, overhead vs queueing as time-unions), ``exposed``
         (communication and copies not hidden behind compute), ``syncs``, and the file's one list of
         ``recommendations`` with ``recommendation_details``, ``about`` and ``runtime_calls``."""
-        return self.views.insights()
+        doc: dict[str, Any] = self.views.insights()
+        return doc
 
     def graphs(self) -> dict[str, Any]:
         """CUDA graph replays and torch.compile regions, as ``kinetoscope report --json``'s ``graphs``:
@@ -165,7 +176,7 @@ class Trace:
             "advice": cuda["advice"] + compiled.get("advice", []),
         }
 
-    def recommendations(self):
+    def recommendations(self) -> Table:
         """The file's one list of recommendations, one row each (the Overview's, the report's, MCP's):
         ``rule``, ``addressed_us`` (the time it addresses), ``threshold_us`` (its rule's threshold),
         ``basis`` (``average_step``, ``steps_window`` or ``median_step``),
@@ -173,7 +184,7 @@ class Trace:
         doc = report.advice_document(self.overview())
         return table(doc["recommendation_details"], report.RECOMMENDATION_KEYS)
 
-    def runtime_calls(self):
+    def runtime_calls(self) -> Table:
         """The runtime-calls table: per runtime/driver API its ``calls``, ``total_us``, ``window_us`` and
         ``window_pct`` (inside the steps window), whether it ``blocks`` on the device (``blocking_calls``,
         ``blocking_us``, ``blocking_kind``), and the ``operators`` and Python ``frames`` that issued most of
@@ -182,7 +193,7 @@ class Trace:
         return table(doc["runtime_calls"]["rows"], report.RUNTIME_CALL_KEYS)
 
 
-def _open(target: str, cache: bool):
+def _open(target: str, cache: bool, settings: Settings | None) -> tuple[RunRegistry, str | None]:
     """``(registry, file name or None)`` for a trace file or a run directory (local or URL), opened
     the way the plugin opens a logdir (storage/: credentials, emulators, confined local reads)."""
     try:
@@ -197,25 +208,33 @@ def _open(target: str, cache: bool):
         raise LoadError(f"{target} does not exist")
     if is_file:
         target = (target.rstrip("/").rsplit("/", 1)[0] or "/") if "/" in target else "."
-    registry = RunRegistry(target, cache=ParseCache() if cache else None)
+    settings = Settings.from_env() if settings is None else settings  # the notebook's entry: each load
+    registry = RunRegistry(target, cache=ParseCache(settings.cache_dir) if cache else None, settings=settings)
     registry.scan()
     if registry.error is not None:
         raise LoadError(f"{target}: {registry.error}")
     return registry, (root.rstrip("/").rsplit("/", 1)[-1] if is_file else None)
 
 
-def _loaded(registry: RunRegistry, state) -> Trace:
+def _loaded(registry: RunRegistry, state: FileState) -> Trace:
     registry.ensure_loaded(state)
     if state.error:
         raise LoadError(f"{state.entry.rel}: {state.error}")
     return Trace(registry, state)
 
 
-def load(path: str, worker: str | None = None, span: str | int | None = None, cache: bool = True) -> Trace:
+def load(
+    path: str,
+    worker: str | None = None,
+    span: str | int | None = None,
+    cache: bool = True,
+    settings: Settings | None = None,
+) -> Trace:
     """Load one trace: ``path`` is a trace file, or a run directory (then ``worker``, default the first,
     and ``span``, default 1). Raises :class:`Invalid` naming the workers and spans there are, or
-    :class:`LoadError`. ``cache=False`` neither reads nor writes the parse cache."""
-    registry, name = _open(str(path), cache)
+    :class:`LoadError`. ``cache=False`` neither reads nor writes the parse cache; ``settings``: the
+    ``KINETOSCOPE_*`` settings (default: read from the environment)."""
+    registry, name = _open(str(path), cache, settings)
     if name is not None:
         found = [st for st in registry.files() if st.run == "." and st.entry.name == name]
         if not found:
@@ -238,7 +257,7 @@ class Run:
     def __repr__(self) -> str:
         return f"<kinetoscope.Run {self.registry.logdir} {queries.describe(queries.layout(self.registry))}>"
 
-    def files(self):
+    def files(self) -> Table:
         """One row per trace file: ``worker``, ``span``, ``path``, ``size_bytes``, ``state``."""
         return table(
             [
@@ -343,16 +362,16 @@ class PathFrames:
             ["step", "category", "name", "us", "segments"],
         )
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Table]:
         return iter((self.steps, self.segments))
 
     def __repr__(self) -> str:
         return f"<kinetoscope critical path: {len(self.raw)} steps>"
 
 
-def load_run(path: str, cache: bool = True) -> Run:
-    """A run directory (local or URL) whose trace files are one run's ranks."""
-    registry, name = _open(str(path), cache)
+def load_run(path: str, cache: bool = True, settings: Settings | None = None) -> Run:
+    """A run directory (local or URL) whose trace files are one run's ranks (``settings`` as for :func:`load`)."""
+    registry, name = _open(str(path), cache, settings)
     if name is not None:
         raise LoadError(f"{path} is a file: give the run directory that holds the ranks' traces")
     if not any(st.run == "." for st in registry.files()):

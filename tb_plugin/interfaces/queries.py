@@ -14,17 +14,22 @@ from typing import Any
 from ..analysis.diff import OPERATOR_FIELDS
 from ..analysis.overview import CATEGORY_KEYS
 from ..api import paging
-from ..api.kernel_columns import kernel_columns
+from ..api.kernel_columns import kernel_columns as kernel_columns  # re-exported: the tools' columns
 from ..api.routes import OPERATOR_COLUMNS
+from ..errors import InvalidArgumentError
 from ..registry import report
+from ..registry.multi import Registry
+from ..registry.states import FileState
+from ..registry.views import FileViews
 
 # user-facing grouping → the views' grouping (the routes' ``group_by``); the views' names work too
 OPERATOR_GROUPS = {"name": "operator", "shape": "input_shape", "stack": "call_stack"}
 KERNEL_GROUPS = {"name": "kernel", "op": "kernel_op_config", "graph": "graph"}
 
 
-class Invalid(ValueError):
-    """A bad argument (an unknown run, worker, span, grouping or column); the message lists what is valid."""
+class Invalid(InvalidArgumentError):
+    """A bad argument (an unknown run, worker, span, grouping or column); the message lists what is
+    valid. A :class:`~tb_plugin.errors.InvalidArgumentError` (and so a ``ValueError``)."""
 
 
 def grouping(value: str, groups: dict[str, str], what: str) -> str:
@@ -46,19 +51,19 @@ def operator_columns(group_by: str) -> list[str]:
     ]
 
 
-def operators(views, group_by: str = "name") -> list[dict[str, Any]]:
+def operators(views: FileViews, group_by: str = "name") -> list[dict[str, Any]]:
     """The operator rows (µs) of a grouping, in the report's order (:func:`report.operator_table`)."""
     g = grouping(group_by, OPERATOR_GROUPS, "group_by")
     return report.operator_table(views, g, operator_columns(g))
 
 
-def kernels(views, group_by: str = "name") -> list[dict[str, Any]]:
+def kernels(views: FileViews, group_by: str = "name") -> list[dict[str, Any]]:
     """The kernel rows (µs) of a grouping, in the report's order (:func:`report.kernel_table`)."""
     g = grouping(group_by, KERNEL_GROUPS, "group_by")
     return report.kernel_table(views, g, kernel_columns(g))
 
 
-def top_rows(rows: list[dict], sort: str, limit: int, columns: list[str]) -> dict[str, Any]:
+def top_rows(rows: list[dict[str, Any]], sort: str, limit: int, columns: list[str]) -> dict[str, Any]:
     """The ``limit`` rows with the largest ``sort`` (missing values last), with ``rows_total`` (all rows)
     and ``rest``: the rows left out and their ``sort`` total as the tab's pie shows it (the ``Other``
     slice of :func:`paging.top`: positive values only)."""
@@ -118,10 +123,10 @@ MODULE_COLUMNS = [
 ]
 
 
-def module_rows(tree: list[dict] | None, parent: str = "", depth: int = 0) -> list[dict]:
+def module_rows(tree: list[dict[str, Any]] | None, parent: str = "", depth: int = 0) -> list[dict[str, Any]]:
     """The Module tab's tree (:func:`~tb_plugin.analysis.modules.module_tree`) as rows, parents first:
     ``path`` ("Model/Linear_0"), ``depth`` (0: top level) and the node's own figures (µs)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for node in tree or []:
         path = f"{parent}/{node['name']}" if parent else node["name"]
         rows.append(dict({k: v for k, v in node.items() if k != "children"}, path=path, depth=depth))
@@ -130,11 +135,11 @@ def module_rows(tree: list[dict] | None, parent: str = "", depth: int = 0) -> li
 
 
 # -- picking a file -------------------------------------------------------------------------------
-def _span_key(span: str):
+def _span_key(span: str) -> tuple[int, int, str]:
     return (0, int(span), "") if span.isdigit() else (1, 0, span)
 
 
-def layout(registry) -> dict[str, dict[str, list[str]]]:
+def layout(registry: Registry) -> dict[str, dict[str, list[str]]]:
     """run → worker → spans of every trace file the registry lists."""
     out: dict[str, dict[str, list[str]]] = {}
     for st in registry.files():
@@ -155,7 +160,7 @@ def describe(runs: dict[str, dict[str, list[str]]]) -> str:
     return "; ".join(parts) + more if parts else "no trace files"
 
 
-def find_file(registry, run: str | None, worker: str | None = None, span: str | None = None):
+def find_file(registry: Registry, run: str | None, worker: str | None = None, span: str | None = None) -> FileState:
     """The FileState of ``run``/``worker``/``span`` (each None: the first there, the only run when
     there is one). Raises :class:`Invalid` naming the runs, workers and spans there are."""
     runs = layout(registry)
@@ -175,4 +180,7 @@ def find_file(registry, run: str | None, worker: str | None = None, span: str | 
     span = ("1" if "1" in spans else spans[0]) if span is None else str(span)
     if span not in spans:
         raise Invalid(f"no span {span!r} for worker {worker!r} in run {run!r}; {describe({run: {worker: spans}})}")
-    return registry.find(run, worker, span)
+    found = registry.find(run, worker, span)
+    if found is None:  # the listing changed since layout()
+        raise Invalid(f"no span {span!r} for worker {worker!r} in run {run!r}; {describe(layout(registry))}")
+    return found

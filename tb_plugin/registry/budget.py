@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
 import sys
 import threading
 import time
@@ -21,28 +20,36 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..settings import current
 from ..trace.heap import release_freed_memory
 from ..trace.model import Trace, held_bytes
 from .views import FileViews
 
 logger = logging.getLogger(__name__)
 # Parsed traces kept in memory for the detail views (least recently used evicted; reloaded from the
-# parse cache on demand). Set KINETOSCOPE_MEMORY_BUDGET_MB to change it.
-TRACE_MEMORY_BUDGET_BYTES = int(os.environ.get("KINETOSCOPE_MEMORY_BUDGET_MB", "1536")) << 20
+# parse cache on demand), unless the registry was given its own (Settings.memory_budget_mb). Set
+# KINETOSCOPE_MEMORY_BUDGET_MB to change it.
+TRACE_MEMORY_BUDGET_BYTES = current().memory_budget_bytes
 REMEASURE_S = 1.0  # a kept file's memory is measured again at most this often (requests grow its indexes)
 
 
 class ViewCache:
     """The views of the files kept in memory, least recently used first, within
-    :data:`TRACE_MEMORY_BUDGET_BYTES` (read at every accounting). ``lock`` is the registry's lock."""
+    ``budget_bytes``, else :data:`TRACE_MEMORY_BUDGET_BYTES` (read at every accounting). ``lock`` is
+    the registry's lock."""
 
-    def __init__(self, lock: threading.RLock) -> None:
+    def __init__(self, lock: threading.RLock, budget_bytes: int | None = None) -> None:
         self._lock = lock
+        self._budget_bytes = budget_bytes
         self._views: collections.OrderedDict[str, FileViews] = collections.OrderedDict()
         self._sizes: dict[str, tuple[float, int]] = {}  # rel -> (measured at, bytes)
         self._shapes: dict[str, tuple[int, int]] = {}  # rel -> _shape() when measured
         self._reload_locks: dict[str, threading.Lock] = {}  # one reload of an evicted file at a time
         self._total = 0  # bytes of self._views, per self._sizes
+
+    def budget_bytes(self) -> int:
+        """The bytes of views kept in memory before the least recently used are evicted."""
+        return TRACE_MEMORY_BUDGET_BYTES if self._budget_bytes is None else self._budget_bytes
 
     def remember(self, rel: str, views: FileViews) -> None:
         with self._lock:
@@ -67,12 +74,12 @@ class ViewCache:
             self._shapes[rel] = shape
             self._total += size - old
             evicted = []
-            while len(self._views) > 1 and self._total > TRACE_MEMORY_BUDGET_BYTES:
+            while len(self._views) > 1 and self._total > self.budget_bytes():
                 dropped, gone = self._views.popitem(last=False)
                 evicted.append(gone)
                 self._total -= self._sizes.pop(dropped, (0.0, 0))[1]
                 self._shapes.pop(dropped, None)
-                logger.info("evicted %s from memory (budget %d MB)", dropped, TRACE_MEMORY_BUDGET_BYTES >> 20)
+                logger.info("evicted %s from memory (budget %d MB)", dropped, self.budget_bytes() >> 20)
         if evicted:
             del evicted, views  # the last references this thread holds
             release_freed_memory()  # malloc arenas keep what the evicted views freed (see above)

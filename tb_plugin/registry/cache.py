@@ -21,6 +21,7 @@ import threading
 import numpy as np
 import orjson
 
+from ..settings import current
 from ..storage.fs import INODE_MARK
 from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..trace import jsonsafe
@@ -53,9 +54,9 @@ CACHE_VERSION = f"v{FORMAT_REVISION}-{_layout_fingerprint()}"
 
 
 def default_cache_dir() -> str:
-    env = os.environ.get("KINETOSCOPE_CACHE_DIR")
-    if env:
-        return env
+    chosen = current().cache_dir
+    if chosen:
+        return chosen
     import platformdirs
 
     return platformdirs.user_cache_dir("kinetoscope", appauthor=False)

@@ -12,7 +12,9 @@ import re
 import time
 from typing import Any, Callable, Protocol
 
+from ..settings import Settings
 from ..storage.urls import redact
+from .cache import ParseCache
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
 from .views import FileViews
@@ -75,15 +77,25 @@ class Registry(Protocol):
     def hang_records(self, run: str) -> tuple[list, list] | None: ...
     def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]: ...
     def runs_document(self) -> dict[str, Any]: ...
+    def snapshot_counters(self, state: FileState, trace: Any, t0: float, t1: float, bins: int) -> list[dict]: ...
+    def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict | None, object, int]: ...
+    def critical_path_overlay(self, state: FileState) -> dict: ...
 
 
 class MultiRegistry:
     """The :class:`Registry` interface over several logdirs (one :class:`RunRegistry` each); run names
     are ``<name>`` or ``<name>/<run>``."""
 
-    def __init__(self, entries: list[tuple[str, str]], cache=None, reload_interval: float = 10.0) -> None:
+    def __init__(
+        self,
+        entries: list[tuple[str, str]],
+        cache: ParseCache | None = None,
+        reload_interval: float = 10.0,
+        settings: Settings | None = None,
+    ) -> None:
         self.registries = [
-            RunRegistry(path, cache=cache, reload_interval=reload_interval, prefix=name) for name, path in entries
+            RunRegistry(path, cache=cache, reload_interval=reload_interval, prefix=name, settings=settings)
+            for name, path in entries
         ]
         self.logdir = ",".join(f"{name}:{redact(path)}" for name, path in entries)
 

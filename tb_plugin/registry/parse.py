@@ -8,6 +8,7 @@ import os
 import stat
 from typing import Callable
 
+from ..settings import current
 from ..storage.private_files import fsync_path, write_atomic
 from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
 from ..storage.remote import is_local_fs, url_to_fs
@@ -42,9 +43,9 @@ GZIP_RATIO = 8
 
 def stream_above_bytes() -> int:
     """The size above which a file is streamed (see :data:`STREAM_ABOVE_BYTES`)."""
-    raw = os.environ.get("KINETOSCOPE_STREAM_ABOVE_BYTES", "").strip()
-    if raw.isdigit():
-        return int(raw)
+    chosen = current().stream_above_bytes
+    if chosen is not None:
+        return chosen
     if default_workers() > 1 and can_fork():
         return FORKED_STREAM_ABOVE_BYTES
     return STREAM_ABOVE_BYTES

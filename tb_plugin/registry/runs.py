@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from ..settings import Settings
 from ..storage.fs import FileEntry, list_files, open_logdir
 from ..storage.naming import assign_spans
 from ..storage.remote import StorageError, describe_error
@@ -47,7 +48,13 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         reload_interval: float = 10.0,
         prefix: str = "",
         executor: str | None = None,
+        settings: Settings | None = None,
     ) -> None:
+        """``settings``: an entry point's settings (the memory budget, the executor); None in a library
+        call: the defaults and the environment (:func:`tb_plugin.settings.current`)."""
+        self.settings = settings
+        if executor is None and settings is not None:
+            executor = settings.executor
         self.logdir = redact(str(logdir))  # as shown and logged: credentials in a URL are never shown
         self._logdir_url = str(logdir)  # as given: only opened
         self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
@@ -66,7 +73,9 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         self._scan_lock = threading.Lock()  # scan() calls one at a time (the scanner thread, a request, the CLI)
         self._wake = threading.Condition(self._lock)
         self._wanted: collections.deque[str] = collections.deque()
-        self._views = ViewCache(self._lock)  # the parsed files kept in memory, within the budget
+        self._views = ViewCache(
+            self._lock, None if settings is None else settings.memory_budget_bytes
+        )  # the parsed files kept in memory, within the budget
         self._by_key: dict[tuple[str, str, str], FileState] = {}  # (run, worker, span) -> file
         self._order: list[FileState] | None = None  # files() order, rebuilt after a scan changes it
         self._runs_doc: tuple[Any, float, dict, bool] | None = None  # (changes, time, doc, loading)

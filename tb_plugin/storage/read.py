@@ -23,6 +23,7 @@ import threading
 import zlib
 from typing import Callable
 
+from ..settings import current
 from .inflate import BLANK_RUN_BYTES, inflation_message, squeeze_blanks
 from .remote import attempts_for, attempts_per_request, is_local_fs, remote_message, with_retries
 from .sniff import GZIP_MAGIC, LEADING_BYTES
@@ -64,12 +65,7 @@ def default_max_bytes() -> int:
 
 def max_trace_bytes() -> int:
     """The limit in force: ``$KINETOSCOPE_MAX_TRACE_BYTES``, else :func:`default_max_bytes`."""
-    raw = os.environ.get("KINETOSCOPE_MAX_TRACE_BYTES", "").strip()
-    try:
-        value = int(float(raw)) if raw else 0
-    except (ValueError, OverflowError):
-        value = 0
-    return value if value > 0 else default_max_bytes()
+    return current().max_trace_bytes or default_max_bytes()
 
 
 def _inflation_check(total: int, consumed: int, inflater) -> None:

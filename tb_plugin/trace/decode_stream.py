@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 import msgspec
 import numpy as np
 
+from ..settings import current
 from .columns import ColumnBuilder, EventsSink
 from .decode_workers import decode_batch, run_parallel
 from .errors import TraceReadError
@@ -88,9 +89,9 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
 def default_workers() -> int:
     """Worker processes for a large file: ``$KINETOSCOPE_DECODE_WORKERS``, else the usable cores (1
     inside a multiprocessing worker: the registry's pool already parses files side by side)."""
-    raw = os.environ.get("KINETOSCOPE_DECODE_WORKERS", "").strip()
-    if raw.isdigit():
-        return max(1, int(raw))
+    chosen = current().decode_workers
+    if chosen is not None:
+        return chosen
     if multiprocessing.parent_process() is not None:  # already one of a pool's workers (files in parallel)
         return 1
     try:

@@ -18,6 +18,7 @@ from werkzeug.test import Client
 from tb_plugin import api, plugin
 from tb_plugin.analysis.numfmt import fixed
 from tb_plugin.cli import run_report
+from tb_plugin.errors import InvalidArgumentError
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import READY, RunRegistry
 from tb_plugin.trace import jsonsafe
@@ -118,7 +119,7 @@ def test_an_unexpected_exception_is_a_json_500_logged_once(small, monkeypatch, c
 
 def test_a_bad_parameter_that_escapes_a_route_is_a_400(small, monkeypatch):
     def strict(registry, args):
-        raise api.BadRequest("parameter 'x' is odd")
+        raise InvalidArgumentError("parameter 'x' is odd")
 
     monkeypatch.setattr(api, "insights", strict)
     assert _get(_app(small), "/insights", **_file("r")) == (400, {"error": "parameter 'x' is odd"})

@@ -10,14 +10,14 @@ says so and the local process pool runs the ranks instead.
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 
+from ...settings import ENV_NAMES, current
 from .base import Executor, Progress, run_ranks
 from .local import LocalExecutor
 from .task import RankJob, RankResult, reduce_rank
 
-ENV_VAR = "KINETOSCOPE_EXECUTOR"
+ENV_VAR = ENV_NAMES["executor"]
 DEFAULT_DASK_PORT = 8786
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
 
 def executor_spec(spec: str | None = None) -> str:
     """The executor asked for: ``spec``, else ``$KINETOSCOPE_EXECUTOR``, else ``local``."""
-    return (spec or os.environ.get(ENV_VAR) or "local").strip()
+    return (spec or current().executor or "local").strip()
 
 
 def is_remote(spec: str | None = None) -> bool:

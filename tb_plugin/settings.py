@@ -1,0 +1,94 @@
+"""The settings record: every ``KINETOSCOPE_*`` environment variable, read in this module only.
+
+The entry points (the TensorBoard plugin, the CLI, ``kinetoscope serve``, the MCP server, the notebook
+API) build one :class:`Settings` with :meth:`Settings.from_env` (or take one given explicitly) and pass
+it down: to the registry (the memory budget, the executor), the parse cache (its directory) and the MCP
+answer bound. The loader's limits (bytes per trace, the streaming threshold, decode workers), which run
+inside worker processes too, use :func:`current`: the environment as it is when no entry point is in
+between (a library call). No other module reads these variables (``tests/unit/project/test_settings.py``).
+The table of settings, with units and defaults, is in docs/GUIDE.md ("Settings").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Literal, Mapping
+
+DEFAULT_MEMORY_BUDGET_MB = 1536.0
+DEFAULT_MCP_MAX_ANSWER_BYTES = 32 << 10
+MIN_MCP_MAX_ANSWER_BYTES = 4096
+TableForm = Literal["dataframe", "records"]
+
+# setting → its environment variable
+ENV_NAMES = {
+    "memory_budget_mb": "KINETOSCOPE_MEMORY_BUDGET_MB",
+    "max_trace_bytes": "KINETOSCOPE_MAX_TRACE_BYTES",
+    "stream_above_bytes": "KINETOSCOPE_STREAM_ABOVE_BYTES",
+    "decode_workers": "KINETOSCOPE_DECODE_WORKERS",
+    "cache_dir": "KINETOSCOPE_CACHE_DIR",
+    "executor": "KINETOSCOPE_EXECUTOR",
+    "mcp_max_answer_bytes": "KINETOSCOPE_MCP_MAX_ANSWER_BYTES",
+    "tables": "KINETOSCOPE_TABLES",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the environment configures; ``None`` means the built-in default, computed where it is used
+    (it depends on the machine: its memory, its cores, the platform's cache directory)."""
+
+    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB  # MB of loaded traces' views kept in memory
+    max_trace_bytes: int | None = None  # bytes one trace may read or decompress to (None: 1/8 of memory)
+    stream_above_bytes: int | None = None  # bytes above which a trace is decoded as a stream
+    decode_workers: int | None = None  # processes decoding one streamed trace (None: the usable cores)
+    cache_dir: str | None = None  # the parse cache's directory (None: the platform's user cache)
+    executor: str | None = None  # where per-rank work runs: "local" or "dask://HOST:PORT" (None: local)
+    mcp_max_answer_bytes: int = DEFAULT_MCP_MAX_ANSWER_BYTES  # bytes of one MCP answer (compact JSON)
+    tables: TableForm = "dataframe"  # the notebook API's tables: pandas DataFrames, or lists of dicts
+
+    @property
+    def memory_budget_bytes(self) -> int:
+        return int(self.memory_budget_mb * (1 << 20))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings ``environ`` (default ``os.environ``) gives; a malformed value is the default."""
+        env = os.environ if environ is None else environ
+
+        def raw(name: str) -> str:
+            return env.get(ENV_NAMES[name], "").strip()
+
+        tables: TableForm = "records" if raw("tables") == "records" else "dataframe"
+        return cls(
+            memory_budget_mb=_positive_float(raw("memory_budget_mb")) or DEFAULT_MEMORY_BUDGET_MB,
+            max_trace_bytes=_positive_int(raw("max_trace_bytes")),
+            stream_above_bytes=int(raw("stream_above_bytes")) if raw("stream_above_bytes").isdigit() else None,
+            decode_workers=max(1, int(raw("decode_workers"))) if raw("decode_workers").isdigit() else None,
+            cache_dir=raw("cache_dir") or None,
+            executor=raw("executor") or None,
+            mcp_max_answer_bytes=_positive_int(raw("mcp_max_answer_bytes")) or DEFAULT_MCP_MAX_ANSWER_BYTES,
+            tables=tables,
+        )
+
+
+def current() -> Settings:
+    """The settings of a call that no entry point configured: the environment as it is now."""
+    return Settings.from_env()
+
+
+def _positive_float(text: str) -> float | None:
+    try:
+        value = float(text) if text else 0.0
+    except ValueError:
+        return None
+    return value if 0 < value < float("inf") else None
+
+
+def _positive_int(text: str) -> int | None:
+    """``text`` as a positive integer (``1e8`` allowed), else None (empty, malformed, infinite, ≤ 0)."""
+    value = _positive_float(text)
+    return int(value) if value is not None and value >= 1 else None
+
+
+__all__ = ["ENV_NAMES", "Settings", "current"]
