@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..api.routes import MEMORY_STAT_COLUMNS
+from ..api.table_columns import MEMORY_STAT_COLUMNS
 from ..registry import graph_siblings, report
 from ..registry.cache import ParseCache
 from ..registry.graph_siblings import sibling_capture_tables

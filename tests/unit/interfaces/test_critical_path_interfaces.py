@@ -73,7 +73,7 @@ def test_mcp_critical_path_single_rank_and_dlrm(tools):
 
 
 def test_text_report_prints_the_path(logdir):
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
 
     out, err = io.StringIO(), io.StringIO()
     assert run_report(str(logdir), "job", False, False, out, err) == 0
@@ -104,7 +104,7 @@ def test_notebook_run_critical_path_is_the_reports(logdir):
     import kinetoscope
 
     report = io.StringIO()
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
 
     assert run_report(str(logdir), "job", True, False, report, io.StringIO()) == 0
     want = next(r for r in json.loads(report.getvalue())["runs"] if r["name"] == "job")["critical_path"]

@@ -111,7 +111,7 @@ def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
         tmp_path,
         ["report", str(run), "--json"],
         (
-            "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli_gate', 'tb_plugin.analysis.diff', "
+            "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli.gate', 'tb_plugin.analysis.diff', "
             "'tb_plugin.registry.memory_events', 'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot')"
         ),
     )

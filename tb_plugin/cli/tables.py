@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from .analysis.breakdown import CATEGORY_LABELS
-from .analysis.numfmt import fixed
-from .analysis.overview import CATEGORY_KEYS
-from .cli_advice import bytes_text as _bytes
-from .cli_advice import print_advice, print_run_advice
-from .cli_graphs import print_graphs
-from .cli_hang import print_report_hang
-from .cli_path import print_collectives, print_critical_path
+from ..analysis.breakdown import CATEGORY_LABELS
+from ..analysis.numfmt import fixed
+from ..analysis.overview import CATEGORY_KEYS
+from .advice import bytes_text as _bytes
+from .advice import print_advice, print_run_advice
+from .graphs import print_graphs
+from .hang import print_report_hang
+from .path import print_collectives, print_critical_path
 
 
 def labels() -> list[str]:

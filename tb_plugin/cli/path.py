@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from .analysis.numfmt import fixed
+from ..analysis.numfmt import fixed
 
 MAX_STEPS = 10  # steps printed; the rest are counted
 TOP = 3  # segments and late collectives printed per step
