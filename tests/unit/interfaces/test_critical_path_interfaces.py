@@ -64,7 +64,9 @@ def test_mcp_critical_path_single_rank_and_dlrm(tools):
     """A one-rank run answers its own path (no cross-rank edges: rank 1 alone is its whole step); on
     DLRM the collectives on the path waited for rank 7, and the answer stays within 4 KB."""
     one = tools.critical_path("one")
-    assert one["cross_rank"] is False and one["step"]["by_rank"] == [{"rank": 1, "us": one["step"]["length_us"]}]
+    assert one["cross_rank"] is False and one["step"]["by_rank"] == [
+        {"rank": 1, "us": one["step"]["length_us"], "pct": 100.0}
+    ]
     assert one["step"]["late"] == []
     dlrm = tools.critical_path("dlrm", limit=50)
     assert {c["late_rank"] for c in dlrm["step"]["late"]} == {7}

@@ -135,7 +135,7 @@ def test_missing_logdir_answers_before_the_heavy_imports(tmp_path):
 
 
 def test_cli_names_the_executors_variable():
-    """cli.py spells the executor's environment variable itself (no registry import for ``--help``)."""
+    """cli/__init__.py spells the executor's environment variable itself (no registry import for ``--help``)."""
     from tb_plugin import cli
     from tb_plugin.registry import executors
 

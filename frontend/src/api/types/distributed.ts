@@ -142,7 +142,10 @@ export interface CriticalPathStep {
   step: string;
   length_us: number;
   by_category: { kernel: number; cpu: number; communication: number; waiting: number };
-  by_rank: { rank: number; us: number }[];
+  /** Each category's share of length_us (%; null for a path of length 0), as the CLI prints it. */
+  by_category_pct: { kernel: number | null; cpu: number | null; communication: number | null; waiting: number | null };
+  /** pct: the rank's share of length_us (%; null for a path of length 0). */
+  by_rank: { rank: number; us: number; pct: number | null }[];
   /** The ten longest segments. */
   segments: CriticalPathSegment[];
   /** The ten collectives on the path whose rank waited longest for a late rank. */
