@@ -49,7 +49,7 @@ def run(a, out: str) -> None:
     from distributed import Client, LocalCluster
     from rank_job import build_rank_job
 
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
     from tb_plugin.registry.executors import dask_address
     from tb_plugin.registry.runs import RunRegistry
 

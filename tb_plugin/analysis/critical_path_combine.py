@@ -29,7 +29,8 @@ MAX_HOPS = 1_000_000  # chains followed per step at most (each moves strictly ba
 
 def critical_paths(ranks: list[tuple[int, dict]], matching: Matching | None = None) -> list[dict]:
     """Per step (in the first rank's order, then the others'): ``step``, ``length_us``,
-    ``by_category`` {category: µs}, ``by_rank`` [{``rank``, ``us``}], ``segments`` (the ten longest:
+    ``by_category`` {category: µs}, ``by_category_pct`` {category: % of the length}, ``by_rank`` [{``rank``,
+    ``us``, ``pct`` (% of the length)}] (the shares every interface shows, computed here once), ``segments`` (the ten longest:
     ``rank``, ``category``, ``name``, ``row`` (its event in the rank's trace, −1 for waiting), ``start_us``
     on the rank's own clock, ``at_us`` from the
     window's start, ``dur_us``; communication ones add ``late_rank``, ``wait_us``, ``late_work``),
@@ -209,7 +210,10 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
         "step": step,
         "length_us": float(hi - lo),
         "by_category": dict(zip(CATEGORIES, map(float, by_cat))),
-        "by_rank": [{"rank": k, "us": float(v)} for k, v in sorted(by_rank.items())],
+        "by_category_pct": {c: share_pct(float(v), hi - lo) for c, v in zip(CATEGORIES, by_cat)},
+        "by_rank": [
+            {"rank": k, "us": float(v), "pct": share_pct(float(v), hi - lo)} for k, v in sorted(by_rank.items())
+        ],
         "segments": segments[:TOP],
         "collectives": collectives[:TOP],
         "truncated": bool(truncated),
@@ -219,6 +223,11 @@ def _walk(step: str, cps: dict[int, dict], late: dict, shift: dict[int, float], 
             for (c, n), v in sorted(items.items(), key=lambda kv: (-kv[1][0], kv[0][1]))[:TOP]
         ],
     }
+
+
+def share_pct(part_us: float, length_us: float) -> float | None:
+    """``part_us`` as a % of the path's length (None for a path of length 0)."""
+    return part_us / length_us * 100 if length_us > 0 else None
 
 
 def _segment(seg: tuple, rank: int, to_window: float) -> dict:

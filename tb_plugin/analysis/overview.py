@@ -56,6 +56,10 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
         step_rows.append(row)
     average = {"total_us": float(np.mean([r["total_us"] for r in step_rows])) if step_rows else 0.0}
     average.update(breakdown.average())
+    # each category's share of the average step (%; None without steps): the one computation of the
+    # CLI's "% of step" column and the Overview's Execution Summary
+    total = average["total_us"]
+    average_pct = {k: (average[k] / total * 100 if total > 0 else None) for k in CATEGORY_KEYS}
 
     lo, hi = steps.window
     recommendations, about = advise(
@@ -100,6 +104,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
         "category_labels": dict(CATEGORY_LABELS),
         "steps": step_rows,
         "average": average,
+        "average_pct": average_pct,
         "gpus": [_gpu_json(g) for g in gpus],
         "recommendations": [r["text"] for r in recommendations],
         "recommendation_details": recommendations,

@@ -4,7 +4,8 @@
 - A rank's **peak** is the largest ``peak_active_bytes`` over its snapshot's devices (bytes; the
   definition of :func:`.snapshot.device_summary`).
 - **Median** = the median of the peaks of the ranks that have one (bytes).
-- **Peak to median** of a rank = peak / median (a ratio; 1.0 is the median).
+- **Peak to median** of a rank = peak / median (a ratio; 1.0 is the median); **vs median** = (peak to
+  median − 1) × 100 (%, signed: +48.5 is 48.5 % above the median), the one percentage every interface shows.
 - The **outlier** is the rank whose |peak to median − 1| is largest (ties: the larger peak, then the
   lower rank); it is named only when at least two ranks have a peak and |peak to median − 1| ≥
   :data:`OUTLIER_DEVIATION` (10 %), else ``outlier_rank`` is None.
@@ -19,8 +20,9 @@ OUTLIER_DEVIATION = 0.10  # |peak / median − 1| at which a rank is named the o
 
 def compare(rows: list[dict]) -> dict:
     """``rows``: ``{"rank", "peak_active_bytes" | None, …}`` per rank. Returns ``{"ranks": rows with
-    "peak_to_median" added, "median_peak_bytes", "max_peak_bytes", "min_peak_bytes", "outlier_rank",
-    "outlier_peak_to_median", "outlier_threshold"}``."""
+    "peak_to_median" and "vs_median_pct" added, "median_peak_bytes", "max_peak_bytes", "min_peak_bytes",
+    "outlier_rank", "outlier_peak_to_median", "outlier_vs_median_pct", "outlier_threshold",
+    "outlier_threshold_pct"}``."""
     with_peak = [r for r in rows if r.get("peak_active_bytes") is not None]
     peaks = np.array([r["peak_active_bytes"] for r in with_peak], dtype=np.float64)
     median = float(np.median(peaks)) if len(peaks) else None
@@ -29,7 +31,7 @@ def compare(rows: list[dict]) -> dict:
         ratio = None
         if r.get("peak_active_bytes") is not None and median:
             ratio = r["peak_active_bytes"] / median
-        out_rows.append(dict(r, peak_to_median=ratio))
+        out_rows.append(dict(r, peak_to_median=ratio, vs_median_pct=vs_median_pct(ratio)))
     outlier, outlier_ratio = None, None
     scored = [r for r in out_rows if r["peak_to_median"] is not None]
     if len(scored) >= 2:
@@ -43,5 +45,12 @@ def compare(rows: list[dict]) -> dict:
         "min_peak_bytes": int(peaks.min()) if len(peaks) else None,
         "outlier_rank": outlier,
         "outlier_peak_to_median": outlier_ratio,
+        "outlier_vs_median_pct": vs_median_pct(outlier_ratio),
         "outlier_threshold": OUTLIER_DEVIATION,
+        "outlier_threshold_pct": OUTLIER_DEVIATION * 100,
     }
+
+
+def vs_median_pct(peak_to_median: float | None) -> float | None:
+    """A peak's distance from the median in % (signed; None without a ratio): (peak to median − 1) × 100."""
+    return None if peak_to_median is None else (peak_to_median - 1) * 100

@@ -24,7 +24,6 @@ from ..registry.views import FileViews
 from ..storage.naming import names_oom
 from . import paging
 from .distributed_pages import MAX_STEP_ROWS, bounded_view
-from .kernel_columns import KERNEL_COLUMNS, KERNEL_GROUPS, kernel_columns
 from .params import (
     MAX_PARAM_CHARS,
     MAX_WIDTH_PX,
@@ -42,38 +41,18 @@ from .params import (
     time_range,
     track_ids,
 )
+from .table_columns import (
+    KERNEL_COLUMNS,
+    KERNEL_GROUPS,
+    MEMORY_EVENT_COLUMNS,
+    MEMORY_STAT_COLUMNS,
+    OPERATOR_COLUMNS,
+    OPERATOR_GROUPS,
+    kernel_columns,
+    operator_columns,
+)
 
 Answer = tuple[int, Any]  # (HTTP status, JSON document, or CSV text for the as_csv routes)
-
-OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
-OPERATOR_COLUMNS = [
-    "name",
-    "input_shape",
-    "call_stack",
-    "calls",
-    "host_self_us",
-    "host_total_us",
-    "device_self_us",
-    "device_total_us",
-    "graph_replay_self_us",
-    "tc_eligible",
-    "tc_self_pct",
-    "tc_total_pct",
-    "flops",
-    "tflops_per_s",
-]
-MEMORY_EVENT_COLUMNS = ["op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"]
-MEMORY_STAT_COLUMNS = [
-    "name",
-    "calls",
-    "size_increase_bytes",
-    "self_size_increase_bytes",
-    "allocations",
-    "self_allocations",
-    "allocation_bytes",
-    "self_allocation_bytes",
-    "self_not_freed_bytes",
-]
 
 
 def route(handler: Callable[..., Answer]) -> Callable[..., Answer]:
@@ -164,12 +143,7 @@ def operators(registry: Registry, args: Args, state: FileState, as_csv: bool = F
     default_sort = "device_self_us" if views.has_device else "host_self_us"
     q = dict(table_query(args, OPERATOR_COLUMNS, default_sort, paging.MAX_LIMIT), op_search="")  # no launching op
     rows = views.operators(group_by)
-    columns = [
-        c
-        for c in OPERATOR_COLUMNS
-        if not (c == "input_shape" and group_by != "input_shape")
-        and not (c == "call_stack" and group_by != "call_stack")
-    ]
+    columns = operator_columns(group_by)
     if as_csv:
         return 200, paging.to_csv(paging.selected(rows, q), columns)
     top = {k: paging.top(rows, k) for k in ("device_self_us", "device_total_us", "host_self_us", "host_total_us")}

@@ -83,6 +83,7 @@ def _path_brief(path: dict[str, Any], limit: int) -> dict[str, Any]:
         "step": path["step"],
         "length_us": path["length_us"],
         "by_category": path["by_category"],
+        "by_category_pct": path["by_category_pct"],
         "by_rank": ranks[:8],
         "ranks_total": len(ranks),
         "segments": segments,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..api.routes import MEMORY_STAT_COLUMNS
+from ..api.table_columns import MEMORY_STAT_COLUMNS
 from ..errors import UnreadableFileError
 from ..registry import graph_siblings, report
 from ..registry.cache import ParseCache

@@ -1,6 +1,6 @@
 """What the notebook API and the MCP tools share: picking a file of the registry by run, worker and
 span (a bad name raises :class:`Invalid` listing the valid ones), the groupings and columns of the
-operator and kernel tables (the tab's, :mod:`tb_plugin.api.routes`), and top-N selection.
+operator and kernel tables (the tab's, :mod:`tb_plugin.api.table_columns`), and top-N selection.
 
 No number is computed here: rows come from :class:`~tb_plugin.registry.views.FileViews` through
 :mod:`tb_plugin.registry.report` (the builder of ``kinetoscope report --json``), and the "rest" of a
@@ -14,8 +14,7 @@ from typing import Any
 from ..analysis.diff import OPERATOR_FIELDS
 from ..analysis.overview import CATEGORY_KEYS
 from ..api import paging
-from ..api.kernel_columns import kernel_columns as kernel_columns  # re-exported: the tools' columns
-from ..api.routes import OPERATOR_COLUMNS
+from ..api.table_columns import kernel_columns, operator_columns
 from ..errors import InvalidArgumentError
 from ..registry import report
 from ..registry.multi import Registry
@@ -39,16 +38,6 @@ def grouping(value: str, groups: dict[str, str], what: str) -> str:
     if value in groups.values():
         return value
     raise Invalid(f"{what} must be one of {', '.join(groups)} (got {value!r})")
-
-
-def operator_columns(group_by: str) -> list[str]:
-    """The Operator tab's columns for a views grouping: ``input_shape``/``call_stack`` only when grouped by them."""
-    return [
-        c
-        for c in OPERATOR_COLUMNS
-        if not (c == "input_shape" and group_by != "input_shape")
-        and not (c == "call_stack" and group_by != "call_stack")
-    ]
 
 
 def operators(views: FileViews, group_by: str = "name") -> list[dict[str, Any]]:

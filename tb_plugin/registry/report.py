@@ -495,6 +495,7 @@ def rank_groups(registry, run: str) -> list[dict]:
                     "median_peak_bytes": doc["median_peak_bytes"],
                     "outlier_rank": doc["outlier_rank"],
                     "outlier_peak_to_median": doc["outlier_peak_to_median"],
+                    "outlier_vs_median_pct": doc["outlier_vs_median_pct"],
                 }
             )
     return out

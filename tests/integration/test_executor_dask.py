@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from conftest import REPO, sample
 
-from tb_plugin.cli import main, run_report
+from tb_plugin.cli import main
+from tb_plugin.cli.report import run_report
 from tb_plugin.registry.executors import RankJob, RankResult, dask_address, open_executor, reduce_rank, run_ranks
 from tb_plugin.registry.executors.task import unpack
 from tb_plugin.registry.runs import RunRegistry

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tb_plugin import api
-from tb_plugin.cli import run_report
+from tb_plugin.cli.report import run_report
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.errors import TraceReadError

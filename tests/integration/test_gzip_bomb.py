@@ -12,7 +12,7 @@ from conftest import sample
 from fuzz_files import gzip_bomb
 from test_fuzz import _ev, _step_and
 
-from tb_plugin.cli import run_report
+from tb_plugin.cli.report import run_report
 from tb_plugin.trace.errors import TraceReadError
 
 # --------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import orjson
 import pytest
 from conftest import REPO, SAMPLES
 
-from tb_plugin.cli import run_report
+from tb_plugin.cli.report import run_report
 from tb_plugin.registry.artifacts import MEMPROFILER_KINDS
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import READY, RunRegistry

@@ -17,7 +17,7 @@ from werkzeug.test import Client
 
 from tb_plugin import api, plugin
 from tb_plugin.analysis.numfmt import fixed
-from tb_plugin.cli import run_report
+from tb_plugin.cli.report import run_report
 from tb_plugin.errors import InvalidArgumentError
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import READY, RunRegistry

@@ -10,7 +10,7 @@ import pickle
 from test_odd_inputs import _app, _file, _get, _registry, _x
 
 from tb_plugin.artifacts.snapshot import load_snapshot
-from tb_plugin.cli import run_report
+from tb_plugin.cli.report import run_report
 from tb_plugin.trace import jsonsafe
 
 MODULE_AND_FLOW = (

@@ -98,8 +98,13 @@ describe("execution summary rows", () => {
     ]);
   });
 
+  it("shows the served share of the average step, not one recomputed from the µs", () => {
+    const rows = buildExecutionRows({ categories: ["kernel_us"], average: { total_us: 100, kernel_us: 50 }, average_pct: { kernel_us: 12.5 } });
+    expect(rows[0]?.pct).toBe(12.5);
+  });
+
   it("has no percentages when the average step is 0", () => {
-    const rows = buildExecutionRows({ categories: ["kernel_us"], average: { total_us: 0, kernel_us: 0 } });
+    const rows = buildExecutionRows({ categories: ["kernel_us"], average: { total_us: 0, kernel_us: 0 }, average_pct: { kernel_us: null } });
     expect(rows[0]?.pct).toBeNull();
   });
 });

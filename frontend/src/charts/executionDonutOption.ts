@@ -10,12 +10,13 @@ export interface ExecutionRow {
   label: string;
   color: string;
   us: number;
-  /** Share of the average step, 0-100; null when the average step is 0. */
+  /** Share of the average step, 0-100 (the server's `average_pct`); null when the average step is 0. */
   pct: number | null;
 }
 
-export function buildExecutionRows(data: Pick<OverviewReady, "average" | "categories" | "category_labels">): ExecutionRow[] {
-  const total = data.average.total_us;
+export function buildExecutionRows(
+  data: Pick<OverviewReady, "average" | "average_pct" | "categories" | "category_labels">,
+): ExecutionRow[] {
   return data.categories.map((key, index) => {
     const us = categoryValue(data.average, key);
     return {
@@ -23,7 +24,7 @@ export function buildExecutionRows(data: Pick<OverviewReady, "average" | "catego
       label: categoryLabel(key, data.category_labels),
       color: categoryColor(key, index),
       us,
-      pct: total > 0 ? (us / total) * 100 : null,
+      pct: data.average_pct[key] ?? null, // the served share (analysis/overview.py), not recomputed
     };
   });
 }

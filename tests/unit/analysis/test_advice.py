@@ -318,7 +318,7 @@ def test_every_interface_serves_the_same_list(tmp_path):
     from conftest import loaded_registry, write_json
 
     from tb_plugin import api
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
     from tb_plugin.interfaces.mcp_tools import Tools
 
     write_json(tmp_path / "job" / "w0.pt.trace.json", allocator_trace())
@@ -382,7 +382,7 @@ def test_advice_on_many_ranks_is_said_once_for_the_run(tmp_path):
     import orjson
     from conftest import write_json
 
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
 
     for rank in range(3):
         doc = allocator_trace("hipFree")

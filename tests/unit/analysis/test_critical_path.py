@@ -36,7 +36,7 @@ def test_single_rank_known_chain():
     steps = compute_steps(trace)
     assert path["length_us"] == CHAIN_EXPECTED["length_us"] == steps.end[0] - steps.start[0]
     assert path["by_category"] == CHAIN_EXPECTED["by_category"]
-    assert path["by_rank"] == [{"rank": 0, "us": 1000.0}]
+    assert path["by_rank"] == [{"rank": 0, "us": 1000.0, "pct": 100.0}]
     got = sorted((s["category"], s["name"], s["start_us"], s["dur_us"]) for s in path["segments"])
     assert got == sorted(CHAIN_EXPECTED["segments"])
     assert [s["dur_us"] for s in path["segments"]] == sorted((s["dur_us"] for s in path["segments"]), reverse=True)
@@ -249,7 +249,17 @@ def test_pipeline_send_recv_path_crosses_to_the_sender():
     (path,) = distributed_view(ranks)["critical_path"]
     assert path["length_us"] == 570.0
     assert path["by_category"] == {"kernel": 500.0, "cpu": 15.0, "communication": 50.0, "waiting": 5.0}
-    assert path["by_rank"] == [{"rank": 0, "us": 310.0}, {"rank": 1, "us": 260.0}]
+    assert path["by_rank"] == [
+        {"rank": 0, "us": 310.0, "pct": 310 / 570 * 100},
+        {"rank": 1, "us": 260.0, "pct": 260 / 570 * 100},
+    ]
+    # the shares of the length, served once (the Distributed view and the CLI show them as they are)
+    assert path["by_category_pct"] == {
+        "kernel": 500 / 570 * 100,
+        "cpu": 15 / 570 * 100,
+        "communication": 50 / 570 * 100,
+        "waiting": 5 / 570 * 100,
+    }
     (coll,) = path["collectives"]
     assert (coll["rank"], coll["late_rank"], coll["wait_us"], coll["start_us"], coll["dur_us"]) == (
         1,

@@ -18,8 +18,8 @@ import conftest
 import pytest
 from synth.flight_recorder import Job, healthy, write
 
-from tb_plugin import cli_hang
 from tb_plugin.artifacts import flight_recorder as fr
+from tb_plugin.cli import hang as cli_hang
 from tb_plugin.registry import hang
 from tb_plugin.storage.sniff import looks_like_flight_recorder
 

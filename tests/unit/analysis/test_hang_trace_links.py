@@ -11,7 +11,7 @@ import types
 from synth.comm import Coll, rank_doc
 from synth.flight_recorder import Job, healthy, write
 
-from tb_plugin import cli_hang
+from tb_plugin.cli import hang as cli_hang
 from tb_plugin.registry import hang
 
 

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from tb_plugin.analysis.numfmt import fixed
-from tb_plugin.cli import run_report
+from tb_plugin.cli.report import run_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CASES = json.load(open(os.path.join(ROOT, "frontend", "src", "__fixtures__", "rounding_cases.json")))["cases"]

@@ -276,4 +276,6 @@ def test_distributed_route_single_rank_shows_its_own_groups(tmp_path):
     assert got[("2", (1, 3))]["exposed_us"] == pytest.approx(40.0) == got[("4", (2, 3))]["exposed_us"]
     assert [r["rank"] for r in got[("4", (2, 3))]["by_rank"]] == [3] and own["groups_messages"] == []
     (path,) = own["critical_path"]
-    assert path["length_us"] == pytest.approx(411.0) and path["by_rank"] == [{"rank": 3, "us": path["length_us"]}]
+    assert path["length_us"] == pytest.approx(411.0) and path["by_rank"] == [
+        {"rank": 3, "us": path["length_us"], "pct": 100.0}
+    ]

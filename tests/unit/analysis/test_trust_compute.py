@@ -372,7 +372,7 @@ def test_cli_report_labels_amd_architecture(tmp_path):
     from conftest import write_json
     from synth import compute as sc
 
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
 
     write_json(tmp_path / "logs" / "rocm" / "w.pt.trace.json", sc.rocm_geometry())
     write_json(tmp_path / "logs" / "a100" / "w.pt.trace.json", sc.fp32_sgemm())

@@ -173,7 +173,7 @@ def test_report_run_of_snapshots_only(tmp_path):
     import orjson
     from conftest import sample
 
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
 
     (tmp_path / "snaps").mkdir()
     shutil.copy(sample("memory_snapshots/mem_snapshot.pickle"), tmp_path / "snaps" / "mem_snapshot.pickle")

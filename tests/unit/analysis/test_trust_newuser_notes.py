@@ -11,7 +11,7 @@ import pytest
 from conftest import sample, write_json, x
 
 from tb_plugin import api
-from tb_plugin.cli import run_report
+from tb_plugin.cli.report import run_report
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.runs import RunRegistry

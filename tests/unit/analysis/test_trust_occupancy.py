@@ -103,7 +103,7 @@ def test_kernel_table_shows_unknown_as_null(tmp_path):
 
 
 def test_cli_says_what_occupancy_leaves_out():
-    from tb_plugin.cli_tables import _left_out
+    from tb_plugin.cli.tables import _left_out
 
     assert (
         _left_out({"kernel_us_without_occupancy": 340.0}, "occupancy")

@@ -117,7 +117,7 @@ def test_text_report_lists_memory_artifacts(tmp_path):
     """A run with only MemProfiler files printed nothing in the text report (--json had them)."""
     import io
 
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
 
     write_memprofiler(tmp_path / "version_0", ranks=2, iterations=(2,))
     out, err = io.StringIO(), io.StringIO()

@@ -64,7 +64,9 @@ def test_mcp_critical_path_single_rank_and_dlrm(tools):
     """A one-rank run answers its own path (no cross-rank edges: rank 1 alone is its whole step); on
     DLRM the collectives on the path waited for rank 7, and the answer stays within 4 KB."""
     one = tools.critical_path("one")
-    assert one["cross_rank"] is False and one["step"]["by_rank"] == [{"rank": 1, "us": one["step"]["length_us"]}]
+    assert one["cross_rank"] is False and one["step"]["by_rank"] == [
+        {"rank": 1, "us": one["step"]["length_us"], "pct": 100.0}
+    ]
     assert one["step"]["late"] == []
     dlrm = tools.critical_path("dlrm", limit=50)
     assert {c["late_rank"] for c in dlrm["step"]["late"]} == {7}
@@ -73,7 +75,7 @@ def test_mcp_critical_path_single_rank_and_dlrm(tools):
 
 
 def test_text_report_prints_the_path(logdir):
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
 
     out, err = io.StringIO(), io.StringIO()
     assert run_report(str(logdir), "job", False, False, out, err) == 0
@@ -104,7 +106,7 @@ def test_notebook_run_critical_path_is_the_reports(logdir):
     import kinetoscope
 
     report = io.StringIO()
-    from tb_plugin.cli import run_report
+    from tb_plugin.cli.report import run_report
 
     assert run_report(str(logdir), "job", True, False, report, io.StringIO()) == 0
     want = next(r for r in json.loads(report.getvalue())["runs"] if r["name"] == "job")["critical_path"]

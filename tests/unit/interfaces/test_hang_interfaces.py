@@ -51,10 +51,10 @@ def test_registry_finds_dumps_by_content_and_routes_answer(logdir, expected):
 
 
 def test_report_has_the_verdict(logdir, expected):
-    from tb_plugin import cli
+    from tb_plugin.cli import report as cli_report
 
     out, err = io.StringIO(), io.StringIO()
-    status = cli.run_report(str(logdir), "job", True, False, out, err, executor="local:1")
+    status = cli_report.run_report(str(logdir), "job", True, False, out, err, executor="local:1")
     import json
 
     doc = json.loads(out.getvalue())

@@ -112,3 +112,15 @@ def test_kinetoscope_runs_without_the_mcp_extra(tmp_path):
         timeout=300,
     )
     assert report.returncode == 0 and "average step: 0.914 ms" in report.stdout
+
+
+def test_the_routes_and_the_queries_select_columns_with_one_function():
+    """The Operator and GPU Kernel tables' columns per grouping: one function each
+    (``api/table_columns.py``) for the routes, their CSV, MCP and the notebook."""
+    from tb_plugin.api import routes, table_columns
+
+    assert routes.operator_columns is queries.operator_columns is table_columns.operator_columns
+    assert routes.kernel_columns is queries.kernel_columns is table_columns.kernel_columns
+    shape = table_columns.operator_columns("input_shape")
+    assert "input_shape" in shape and "call_stack" not in shape
+    assert "input_shape" not in table_columns.operator_columns("operator")

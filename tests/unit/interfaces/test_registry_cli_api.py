@@ -12,7 +12,8 @@ import pytest
 from conftest import sample, write_json
 
 from tb_plugin import api
-from tb_plugin.cli import main, run_report
+from tb_plugin.cli import main
+from tb_plugin.cli.report import run_report
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
 

@@ -13,7 +13,7 @@ import socket
 import pytest
 from conftest import SAMPLES, settled
 
-from tb_plugin import cli
+from tb_plugin.cli import report as cli_report
 from tb_plugin.standalone import ROUTE_BASE, create_app, listen_message, normalize_prefix, serve_forever
 
 RESNET = SAMPLES / "kineto" / "resnet50_num_workers_0"
@@ -91,7 +91,7 @@ def test_every_route_is_mounted_with_the_plugin_headers(client):
 def test_the_overview_route_equals_the_report(client, logdir):
     """The numbers the page shows through ``serve`` are ``kinetoscope report --json``'s."""
     out, err = io.StringIO(), io.StringIO()
-    assert cli.run_report(str(logdir), None, True, False, out, err) == 1  # the broken file
+    assert cli_report.run_report(str(logdir), None, True, False, out, err) == 1  # the broken file
     report = json.loads(out.getvalue())
     compared = 0
     for run in report["runs"]:

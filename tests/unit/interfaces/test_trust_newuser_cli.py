@@ -9,7 +9,8 @@ import os
 import pytest
 from conftest import write_json, x
 
-from tb_plugin.cli import main, run_report
+from tb_plugin.cli import main
+from tb_plugin.cli.report import run_report
 
 
 def _run(tmp_path, name="run", workers=("w0", "w1"), spans=(5,)):

@@ -7,9 +7,11 @@
 - ``artifacts/`` imports only ``storage/``, ``trace/`` and itself;
 - ``analysis/`` imports only ``trace/``, ``artifacts/`` and itself;
 - ``registry/`` never imports ``api/``, ``cli``, ``plugin``; ``api/`` never imports ``cli`` or ``plugin``;
-- the top (``cli``, ``cli_advice``, ``cli_gate``, ``cli_graphs``, ``cli_hang``, ``cli_path``, ``cli_progress``, ``cli_tables``, ``plugin``, ``standalone``) is imported by nobody else; ``standalone``
-  (``kinetoscope serve``) mounts ``plugin``'s route table, and ``cli`` starts ``standalone``;
-- ``interfaces/`` (notebook API, MCP server) imports the layers up to ``api/``; ``public/`` only ``interfaces/``;
+- the top (the ``cli`` package, one module per command; ``plugin``, ``standalone``) is imported by nobody
+  else; ``standalone`` (``kinetoscope serve``) mounts ``plugin``'s route table, and ``cli`` starts ``standalone``;
+- ``interfaces/`` (notebook API, MCP server) imports the layers up to ``api/``, but never the HTTP routes
+  (``api.routes``, ``api.routes_hang``): what they share with the routes (the tables' columns, paging)
+  lives in modules of its own; ``public/`` only ``interfaces/``.
 - ``errors`` (the error hierarchy) and ``settings`` (the settings record) import nothing of ours, and
   every layer may import them.
 """
@@ -29,25 +31,17 @@ ALLOWED = {
     "analysis": {"trace", "artifacts"},
     "registry": {"storage", "trace", "artifacts", "analysis"},
     "api": {"storage", "trace", "artifacts", "analysis", "registry"},
-    # the notebook API and the MCP server: read the registry (and the routes' column lists), never cli/plugin
+    # the notebook API and the MCP server: read the registry (and api/'s column lists and paging, never its
+    # routes: ROUTES_ONLY), never cli/plugin
     "interfaces": {"storage", "trace", "artifacts", "analysis", "registry", "api"},
     "public": {"interfaces"},  # public/kinetoscope: the notebook API's published name (setup.py)
     "errors": set(),
     "settings": set(),
 }
 BASE = ("errors", "settings")  # leaves every layer may import
-TOP = (
-    "cli",
-    "cli_advice",
-    "cli_gate",
-    "cli_graphs",
-    "cli_hang",
-    "cli_path",
-    "cli_progress",
-    "cli_tables",
-    "plugin",
-    "standalone",
-)
+TOP = ("cli", "plugin", "standalone")
+# the HTTP routes: the routes' own, imported by plugin (and the tests), never by the notebook API or MCP
+ROUTES_ONLY = ("tb_plugin.api.routes", "tb_plugin.api.routes_hang")
 
 
 def module_name(path: pathlib.Path, root: pathlib.Path) -> str:
@@ -112,6 +106,8 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
                 out.append(f"{src} imports {dst}")
             elif theirs in TOP and mine not in TOP:  # the top: imported by nobody
                 out.append(f"{src} imports {dst}")
+            elif dst in ROUTES_ONLY and mine in ("interfaces", "public"):
+                out.append(f"{src} imports {dst}")
     return sorted(out)
 
 
@@ -174,6 +170,20 @@ def test_the_checker_sees_function_level_imports_and_cycles(tmp_path):
     assert edges["tb_plugin.storage.fs"] == {"tb_plugin.registry.runs"}
     assert cycles(edges) == [["tb_plugin.registry.runs", "tb_plugin.storage.fs"]]
     assert violations(edges) == ["tb_plugin.storage.fs imports tb_plugin.registry.runs"]
+
+
+def test_the_checker_refuses_the_routes_to_the_notebook_and_mcp():
+    """The notebook API and the MCP server take the tables' columns from ``api.table_columns``, never from
+    the HTTP routes; the CLI and the plugin may import the routes."""
+    edges = {
+        "tb_plugin.interfaces.notebook": {"tb_plugin.api.routes", "tb_plugin.api.table_columns"},
+        "tb_plugin.interfaces.mcp_tools": {"tb_plugin.api.routes_hang"},
+        "tb_plugin.plugin": {"tb_plugin.api.routes"},
+    }
+    assert violations(edges) == [
+        "tb_plugin.interfaces.mcp_tools imports tb_plugin.api.routes_hang",
+        "tb_plugin.interfaces.notebook imports tb_plugin.api.routes",
+    ]
 
 
 MAX_MODULE_LINES = 530  # as `ruff format` lays code out (400 in the denser hand layout before it)

@@ -111,7 +111,7 @@ def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
         tmp_path,
         ["report", str(run), "--json"],
         (
-            "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli_gate', 'tb_plugin.analysis.diff', "
+            "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli.gate', 'tb_plugin.analysis.diff', "
             "'tb_plugin.registry.memory_events', 'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot')"
         ),
     )
@@ -135,7 +135,7 @@ def test_missing_logdir_answers_before_the_heavy_imports(tmp_path):
 
 
 def test_cli_names_the_executors_variable():
-    """cli.py spells the executor's environment variable itself (no registry import for ``--help``)."""
+    """cli/__init__.py spells the executor's environment variable itself (no registry import for ``--help``)."""
     from tb_plugin import cli
     from tb_plugin.registry import executors
 

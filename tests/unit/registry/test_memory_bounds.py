@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import sample
 
-from tb_plugin import cli
+from tb_plugin.cli import report as cli_report
 from tb_plugin.registry import parse
 from tb_plugin.registry.budget import _trace_bytes
 from tb_plugin.registry.cache import ParseCache
@@ -113,7 +113,7 @@ def test_analysis_over_the_budget_is_a_per_file_error_naming_it(tmp_path, monkey
     assert "KINETOSCOPE_MAX_TRACE_BYTES" in message and "memory budget" in message and "60000 events" in message
 
     out, errs = io.StringIO(), io.StringIO()  # the CLI: the file's error, exit 1, no traceback
-    assert cli.run_report(str(logdir), None, True, True, out, errs) == 1
+    assert cli_report.run_report(str(logdir), None, True, True, out, errs) == 1
     doc = json.loads(out.getvalue())
     (worker,) = doc["runs"][0]["workers"]
     assert "memory budget" in worker["error"] and "KINETOSCOPE_MAX_TRACE_BYTES" in worker["error"]
@@ -127,6 +127,6 @@ def test_analysis_over_the_budget_is_a_per_file_error_naming_it(tmp_path, monkey
 
     monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(2 * need))  # within the budget: analysed
     out, errs = io.StringIO(), io.StringIO()
-    assert cli.run_report(str(logdir), None, True, True, out, errs) == 0, errs.getvalue()
+    assert cli_report.run_report(str(logdir), None, True, True, out, errs) == 0, errs.getvalue()
     (worker,) = json.loads(out.getvalue())["runs"][0]["workers"]
     assert worker["error"] is None and worker["operators"]

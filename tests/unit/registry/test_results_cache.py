@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import sample
 
-from tb_plugin import cli
+from tb_plugin.cli import report as cli_report
 from tb_plugin.registry import results
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.executors import task
@@ -35,7 +35,7 @@ SAMPLES = [
 
 def _report(logdir, cache: bool) -> str:
     out, err = io.StringIO(), io.StringIO()
-    cli.run_report(str(logdir), None, True, cache, out, err, executor="local:1")
+    cli_report.run_report(str(logdir), None, True, cache, out, err, executor="local:1")
     return out.getvalue()
 
 

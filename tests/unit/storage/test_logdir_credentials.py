@@ -11,7 +11,7 @@ import logging
 import pytest
 
 from tb_plugin import api
-from tb_plugin.cli import run_report
+from tb_plugin.cli.report import run_report
 from tb_plugin.interfaces.mcp_tools import Tools
 from tb_plugin.registry.multi import MultiRegistry
 from tb_plugin.registry.runs import RunRegistry

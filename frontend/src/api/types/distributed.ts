@@ -145,8 +145,10 @@ export interface CriticalPathStep {
   step: string;
   length_us: number;
   by_category: { kernel: number; cpu: number; communication: number; waiting: number };
-  /** The ranks of most time on the path (at most 16), in rank order. */
-  by_rank: { rank: number; us: number }[];
+  /** Each category's share of length_us (%; null for a path of length 0), as the CLI prints it. */
+  by_category_pct: { kernel: number | null; cpu: number | null; communication: number | null; waiting: number | null };
+  /** The ranks of most time on the path (at most 16), in rank order; pct: the rank's share of length_us (%; null for a path of length 0). */
+  by_rank: { rank: number; us: number; pct: number | null }[];
   /** The ranks left out of `by_rank` and their time (absent from older servers). */
   by_rank_other?: { ranks: number; us: number };
   /** False: the segment lists were left out (one step per answer has them; ask with `?step=`). Absent from older servers (always detailed). */

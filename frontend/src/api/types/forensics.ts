@@ -70,6 +70,8 @@ export interface RankPeakRow {
   peak_time: number | null;
   /** peak / median of the ranks' peaks (1.0 is the median). */
   peak_to_median: number | null;
+  /** (peak_to_median − 1) × 100: % above (+) or below (−) the median. */
+  vs_median_pct: number | null;
 }
 
 export interface SnapshotRanksReady {
@@ -81,8 +83,12 @@ export interface SnapshotRanksReady {
   min_peak_bytes: number | null;
   outlier_rank: number | null;
   outlier_peak_to_median: number | null;
+  /** The outlier's vs_median_pct (signed %). */
+  outlier_vs_median_pct: number | null;
   /** |peak_to_median − 1| at which the outlier is named (0.1). */
   outlier_threshold: number;
+  /** outlier_threshold in % (10). */
+  outlier_threshold_pct: number;
 }
 
 export interface MemoryHtmlReady {

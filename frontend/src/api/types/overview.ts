@@ -90,6 +90,8 @@ export interface OverviewReady {
   category_labels?: Record<string, string>;
   steps: StepBreakdown[];
   average: AverageBreakdown;
+  /** Each category's share of the average step (%, per category key; null without steps), as the CLI prints it. */
+  average_pct: Record<string, number | null>;
   gpus: GpuInfo[];
   recommendations: string[];
   /** The same recommendations with their rule, addressed time and threshold; absent from an older server. */

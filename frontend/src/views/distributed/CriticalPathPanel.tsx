@@ -12,7 +12,7 @@ import { EChart } from "../../components/EChart";
 import { InfoTooltip } from "../../components/InfoTooltip";
 import { Notice } from "../../components/Notice";
 import type { Theme } from "../../hooks/useTheme";
-import { formatDuration, formatPct, formatText, percentOf } from "../../util/format";
+import { formatDuration, formatPct, formatText } from "../../util/format";
 import { PATH_CATEGORIES, pathByCategoryOption, pathByRankOption } from "./criticalPathCharts";
 import { DIST_DEFS } from "./definitions";
 
@@ -52,7 +52,7 @@ export function CriticalPathPanel({ steps, theme, textColor, ranks, onShowInTrac
         <SelectField label="Step" testId="path-step-select" value={current.step} options={steps.map((s) => ({ value: s.step, label: s.step }))} onChange={setChosen} />
         <span data-testid="path-summary">
           {formatDuration(current.length_us)} ·{" "}
-          {PATH_CATEGORIES.map((c) => `${c.label} ${formatPct(percentOf(current.by_category[c.key], current.length_us), 1)}`).join(" · ")}
+          {PATH_CATEGORIES.map((c) => `${c.label} ${formatPct(current.by_category_pct[c.key], 1)}`).join(" · ")}
           {current.host_blocked_us ? ` · host blocked on the device ${formatDuration(current.host_blocked_us)}` : ""}
         </span>
       </div>

@@ -10,7 +10,7 @@ import { InfoTooltip } from "../../components/InfoTooltip";
 import { chartTextColor } from "../../components/chartColors";
 
 interface ExecutionSummaryProps {
-  data: Pick<OverviewReady, "average" | "categories" | "category_labels">;
+  data: Pick<OverviewReady, "average" | "average_pct" | "categories" | "category_labels">;
   theme: Theme;
 }
 

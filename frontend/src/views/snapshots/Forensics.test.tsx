@@ -25,10 +25,10 @@ const OOM: SnapshotOomReady = {
 };
 const RANKS: SnapshotRanksReady = {
   state: "ready", path: "job/rank0_oom.pickle", median_peak_bytes: 101 * MIB, max_peak_bytes: 150 * MIB, min_peak_bytes: 98 * MIB,
-  outlier_rank: 1, outlier_peak_to_median: 150 / 101, outlier_threshold: 0.1,
+  outlier_rank: 1, outlier_peak_to_median: 150 / 101, outlier_vs_median_pct: (150 / 101 - 1) * 100, outlier_threshold: 0.1, outlier_threshold_pct: 10,
   ranks: [
-    { rank: 0, run: "job", path: "job/rank0_oom.pickle", state: "ready", error: null, peak_active_bytes: 100 * MIB, device: "GPU0", peak_time: 1, peak_to_median: 100 / 101 },
-    { rank: 1, run: "job", path: "job/rank1_oom.pickle", state: "ready", error: null, peak_active_bytes: 150 * MIB, device: "GPU0", peak_time: 1, peak_to_median: 150 / 101 },
+    { rank: 0, run: "job", path: "job/rank0_oom.pickle", state: "ready", error: null, peak_active_bytes: 100 * MIB, device: "GPU0", peak_time: 1, peak_to_median: 100 / 101, vs_median_pct: (100 / 101 - 1) * 100 },
+    { rank: 1, run: "job", path: "job/rank1_oom.pickle", state: "ready", error: null, peak_active_bytes: 150 * MIB, device: "GPU0", peak_time: 1, peak_to_median: 150 / 101, vs_median_pct: (150 / 101 - 1) * 100 },
   ],
 };
 const ARTIFACTS: ArtifactInfo[] = [
@@ -58,6 +58,25 @@ describe("memory forensics panels", () => {
     expect((await screen.findByTestId("snapshot-outlier")).textContent).toContain("Rank 1 is the outlier: its peak is 48.5 % above the median (101.0 MiB)");
     fireEvent.click(screen.getAllByTestId("snapshot-rank-row")[1]!);
     await waitFor(() => expect(requests.some((u) => u.startsWith("snapshot?") && u.includes("rank1_oom"))).toBe(true));
+  });
+
+  it("shows the served vs-median percentages, not ones recomputed from the ratios", async () => {
+    const served = {
+      ...RANKS,
+      outlier_vs_median_pct: 12.5,
+      ranks: [{ ...RANKS.ranks[0]!, vs_median_pct: -3.25 }, { ...RANKS.ranks[1]!, vs_median_pct: 12.5 }],
+    };
+    stubFetch((url) => {
+      if (url.startsWith("snapshot_ranks?")) return json(served);
+      if (url.startsWith("snapshot?")) return json({ ...SUMMARY, path: query(url).get("path") });
+      if (url.startsWith("snapshot_oom?")) return json(OOM);
+      return new Response("{}", { status: 404 });
+    });
+    render(<SnapshotView run="job" artifacts={ARTIFACTS.slice(0, 2)} theme="light" />);
+    expect((await screen.findByTestId("snapshot-outlier")).textContent).toContain("its peak is 12.5 % above the median");
+    const rows = screen.getAllByTestId("snapshot-rank-row").map((r) => r.textContent);
+    expect(rows[0]).toContain("-3.3 %");
+    expect(rows[1]).toContain("+12.5 %");
   });
 
   it("shows a memory-timeline HTML file as its extracted image only", async () => {

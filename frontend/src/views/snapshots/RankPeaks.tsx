@@ -15,10 +15,9 @@ interface RankPeaksProps {
   onSelect: (path: string) => void;
 }
 
-/** 1.485 -> "+48.5 %", 0.99 -> "-1.0 %"; null -> "–". */
-function signedPct(ratio: number | null): string {
-  if (ratio === null) return "–";
-  const pct = (ratio - 1) * 100;
+/** The served vs-median percentage (analysis/snapshot_ranks.py), signed: 48.5 -> "+48.5 %", -1 -> "-1.0 %"; null -> "–". */
+function signedPct(pct: number | null): string {
+  if (pct === null) return "–";
   return `${pct >= 0 ? "+" : ""}${formatPct(pct, 1)}`;
 }
 
@@ -30,7 +29,7 @@ export function RankPeaks({ artifact, onSelect }: RankPeaksProps) {
   const columns: Column<RankPeakRow>[] = [
     { key: "rank", label: "Rank", render: (r) => `${r.rank}${r.rank === d.outlier_rank ? " (outlier)" : ""}` },
     { key: "peak_active_bytes", label: "Peak active", numeric: true, render: (r) => (r.peak_active_bytes === null ? r.state : formatBytes(r.peak_active_bytes)) },
-    { key: "peak_to_median", label: "vs median", tooltip: "(peak / median of the ranks' peaks − 1) × 100", numeric: true, render: (r) => signedPct(r.peak_to_median) },
+    { key: "peak_to_median", label: "vs median", tooltip: "(peak / median of the ranks' peaks − 1) × 100", numeric: true, render: (r) => signedPct(r.vs_median_pct) },
     { key: "device", label: "Device", render: (r) => (r.device ? deviceLabel(r.device) : "–") },
     { key: "path", label: "File", className: "name", render: (r) => <span className="cell-name">{r.path}</span> },
   ];
@@ -39,13 +38,13 @@ export function RankPeaks({ artifact, onSelect }: RankPeaksProps) {
       {d.outlier_rank !== null ? (
         <Notice kind="warning">
           <span data-testid="snapshot-outlier">
-            Rank {d.outlier_rank} is the outlier: its peak is {formatPct(Math.abs(((d.outlier_peak_to_median ?? 1) - 1) * 100), 1)}{" "}
-            {(d.outlier_peak_to_median ?? 1) >= 1 ? "above" : "below"} the median ({formatBytes(d.median_peak_bytes)}).
+            Rank {d.outlier_rank} is the outlier: its peak is {formatPct(Math.abs(d.outlier_vs_median_pct ?? 0), 1)}{" "}
+            {(d.outlier_vs_median_pct ?? 0) >= 0 ? "above" : "below"} the median ({formatBytes(d.median_peak_bytes)}).
           </span>
         </Notice>
       ) : (
         <Notice>
-          <span data-testid="snapshot-outlier">No outlier: every rank's peak is within {formatPct(d.outlier_threshold * 100, 0)} of the median ({formatBytes(d.median_peak_bytes)}).</span>
+          <span data-testid="snapshot-outlier">No outlier: every rank's peak is within {formatPct(d.outlier_threshold_pct, 0)} of the median ({formatBytes(d.median_peak_bytes)}).</span>
         </Notice>
       )}
       <PagedTable

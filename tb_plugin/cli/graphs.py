@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from .analysis.numfmt import fixed
+from ..analysis.numfmt import fixed
 
 MAX_KERNELS = 5  # kernels printed per graph
 MAX_TRITON = 5  # Triton kernels printed

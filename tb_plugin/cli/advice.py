@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from .analysis.advice_ranks import advice_key
-from .analysis.numfmt import fixed
-from .registry import report
+from ..analysis.advice_ranks import advice_key
+from ..analysis.numfmt import fixed
+from ..registry import report
 
 
 def bytes_text(n: float) -> str:

@@ -1,4 +1,4 @@
-"""``kinetoscope report``'s per-rank progress on stderr (moved out of cli.py, which is at its size limit)."""
+"""``kinetoscope report``'s per-rank progress on stderr."""
 
 from __future__ import annotations
 

@@ -5,10 +5,13 @@ status), so a CI job or a restart agent can act on it. Also prints the hang sect
 
 from __future__ import annotations
 
+import argparse
 from typing import TextIO
 
-# the registry, orjson and the analyses are imported by :func:`run` only: ``kinetoscope --help`` or another
-# command pays nothing for this one (cli.py)
+from ..settings import Settings
+
+# the registry, orjson and the analyses are imported by :func:`run` only: the text report, which prints
+# the hang section (:func:`print_report_hang`), pays nothing for the command
 
 # the keys of a finding in the JSON answer, in order (the document's own extra keys follow)
 FINDING_KEYS = (
@@ -26,16 +29,9 @@ FINDING_KEYS = (
 )
 
 
-def add_parser(sub, env_var: str) -> None:
-    """The ``hang`` subcommand of ``kinetoscope`` (cli.py); ``env_var``: the executor's environment variable."""
-    p = sub.add_parser("hang", help="why a job hung: read the NCCL/Gloo flight-recorder dumps in DIR")
-    p.add_argument("dir", help="the folder of one job's dumps (any file names; local or fsspec URL)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of the verdict")
-    p.add_argument(
-        "--executor",
-        default=None,
-        help=f"where the dumps are read: local or dask://HOST:PORT (default ${env_var} or local)",
-    )
+def command(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: Settings) -> int:
+    """``kinetoscope hang`` (its arguments: cli/__init__.py)."""
+    return run(args)
 
 
 def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -44,10 +40,10 @@ def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
 
     import orjson
 
-    from .registry import hang
-    from .registry.executors import open_executor
-    from .storage.remote import StorageError
-    from .trace import jsonsafe
+    from ..registry import hang
+    from ..registry.executors import open_executor
+    from ..storage.remote import StorageError
+    from ..trace import jsonsafe
 
     out, err = out or sys.stdout, err or sys.stderr
 

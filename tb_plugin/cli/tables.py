@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from .analysis.breakdown import CATEGORY_LABELS
-from .analysis.numfmt import fixed
-from .analysis.overview import CATEGORY_KEYS
-from .cli_advice import bytes_text as _bytes
-from .cli_advice import print_advice, print_run_advice
-from .cli_graphs import print_graphs
-from .cli_hang import print_report_hang
-from .cli_path import print_collectives, print_critical_path
+from ..analysis.breakdown import CATEGORY_LABELS
+from ..analysis.numfmt import fixed
+from ..analysis.overview import CATEGORY_KEYS
+from .advice import bytes_text as _bytes
+from .advice import print_advice, print_run_advice
+from .graphs import print_graphs
+from .hang import print_report_hang
+from .path import print_collectives, print_critical_path
 
 
 def labels() -> list[str]:
@@ -34,12 +34,12 @@ def print_tables(doc: dict[str, Any], out: TextIO) -> None:
                 out.write(f"   note: {note}\n")
             ov = w["overview"]
             avg = ov["average"]
-            total = avg["total_us"] or 1.0
             out.write(f"   steps: {len(ov['steps'])}   average step: {fixed(avg['total_us'] / 1000, 3)} ms\n")
             out.write(f"   {'Category':<15}{'avg µs':>14}{'% of step':>11}\n")
             for key, label in zip(CATEGORY_KEYS, labels()):
-                # the percentage as the UI computes it ((part / whole) * 100), rounded by the same rule
-                out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{fixed(avg[key] / total * 100, 2):>10}%\n")
+                # the share the Overview shows (analysis/overview.py: average_pct), rounded by the same rule
+                pct = ov["average_pct"][key]
+                out.write(f"   {label:<15}{fixed(avg[key], 1):>14}{'–' if pct is None else fixed(pct, 2):>10}%\n")
             for g in ov["gpus"]:  # an accelerator that is no GPU (MTIA): the GPU-only measures do not apply
                 gpu_only = (
                     ""
@@ -137,7 +137,7 @@ def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
             for r in group["ranks"]
             if r["peak_active_bytes"] is not None
         )
-        dev = None if group["outlier_rank"] is None else (group["outlier_peak_to_median"] - 1) * 100
+        dev = group["outlier_vs_median_pct"]  # analysis/snapshot_ranks.py: the one percentage
         outlier = (
             "; no outlier"
             if dev is None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from .analysis.numfmt import fixed
+from ..analysis.numfmt import fixed
 
 MAX_STEPS = 10  # steps printed; the rest are counted
 TOP = 3  # segments and late collectives printed per step
@@ -21,14 +21,12 @@ def print_critical_path(paths: list[dict[str, Any]], out: TextIO, across: bool) 
         return
     out.write(f"   critical path{' across ranks' if across else ''} (per step: length = step time):\n")
     for p in paths[:MAX_STEPS]:
-        length = p["length_us"] or 1.0
-        shares = " · ".join(f"{k} {fixed(v / length * 100, 1)}%" for k, v in p["by_category"].items())
+        # the shares as served (analysis/critical_path_combine.py: by_category_pct, by_rank's pct)
+        shares = " · ".join(f"{k} {_pct(v)}%" for k, v in p["by_category_pct"].items())
         out.write(f"     step {p['step']}: {fixed(p['length_us'], 1)} µs ({shares})")
         if across:
             ranks = sorted(p["by_rank"], key=lambda r: -r["us"])
-            out.write(
-                " [" + ", ".join(f"rank {r['rank']} {fixed(r['us'] / length * 100, 1)}%" for r in ranks[:4]) + "]"
-            )
+            out.write(" [" + ", ".join(f"rank {r['rank']} {_pct(r['pct'])}%" for r in ranks[:4]) + "]")
         out.write(" (truncated)\n" if p["truncated"] else "\n")
         items = p.get("top_items") or []
         if items:
@@ -85,3 +83,8 @@ def print_collectives(summary: dict[str, Any] | None, out: TextIO) -> None:
         )
     if summary.get("bandwidth_caveat"):
         out.write(f"     note: {summary['bandwidth_caveat']}\n")
+
+
+def _pct(value: float | None) -> str:
+    """A served share (%) with one decimal; a path of length 0 has none: 0.0."""
+    return fixed(value or 0.0, 1)

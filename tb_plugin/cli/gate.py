@@ -9,10 +9,10 @@ from typing import TextIO
 
 import orjson
 
-from .analysis.numfmt import fixed
-from .analysis.regression import CONFIDENCE, MIN_STEPS
-from .registry import gate
-from .trace import jsonsafe
+from ..analysis.numfmt import fixed
+from ..analysis.regression import CONFIDENCE, MIN_STEPS
+from ..registry import gate
+from ..trace import jsonsafe
 
 # C0 and C1 controls, DEL, and the format characters that reorder or hide text (bidi controls, zero widths)
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")

@@ -1,0 +1,127 @@
+"""``kinetoscope report LOGDIR [--run RUN] [--json] [--no-cache] [--executor local|dask://HOST:PORT]``: the
+report document of every trace under a logdir (tb_plugin/registry/report.py), as JSON or as text tables
+(tables.py), with one progress line per rank on stderr (progress.py). Exit status: 1 when any trace
+file failed to load or the logdir holds no trace (nor memory artifact), 2 for a logdir that does not
+exist or cannot be read, or an unknown run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING, TextIO
+
+from ..settings import Settings
+from ..storage.local import is_plain_local, strip_protocol
+
+# the registry, numpy and the analyses are imported by run_report, after the logdir is found to exist
+if TYPE_CHECKING:
+    from ..registry.runs import RunRegistry
+
+
+def command(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: Settings) -> int:
+    """``kinetoscope report`` (its arguments: cli/__init__.py)."""
+    import sys
+
+    return run_report(
+        args.logdir,
+        args.run,
+        args.json,
+        not args.no_cache,
+        sys.stdout,
+        sys.stderr,
+        executor=args.executor,
+        settings=settings,
+    )
+
+
+def run_report(
+    logdir: str,
+    run: str | None,
+    as_json: bool,
+    use_cache: bool,
+    out: TextIO,
+    err: TextIO,
+    executor: str | None = None,
+    settings: Settings | None = None,
+) -> int:
+    # a missing local logdir is answered before the registry, numpy and the analyses are imported
+    problem = _local_logdir_problem(strip_protocol(logdir)) if is_plain_local(logdir) else None
+    if problem is not None:
+        err.write(f"kinetoscope: {logdir}: {problem}\n")
+        return 2
+    import orjson
+
+    from ..registry import report
+    from ..registry.cache import ParseCache
+    from ..registry.runs import RunRegistry
+    from ..registry.states import ERROR
+    from ..storage.remote import is_local_fs
+    from ..trace import jsonsafe
+
+    settings = Settings.from_env() if settings is None else settings
+    cache = ParseCache(settings.cache_dir) if use_cache else None
+    executor = executor or settings.executor
+    registry = RunRegistry(logdir, cache=cache, executor=executor, settings=settings)
+    if registry.fs is not None and is_local_fs(registry.fs) and not is_plain_local(logdir):
+        problem = _local_logdir_problem(registry.root)  # a local spelling only fsspec resolves
+    if problem is not None:
+        err.write(f"kinetoscope: {logdir}: {problem}\n")
+        return 2
+    registry.scan()
+    if registry.error is not None:  # missing extra, no credentials, access denied, missing bucket
+        err.write(f"kinetoscope: {registry.logdir}: {registry.error}\n")
+        return 2
+    files = [st for st in registry.files() if run is None or st.run == run]
+    if run is not None and not files and not registry.artifacts(run):  # a run of snapshots only is a run too
+        err.write(f"kinetoscope: no run named {run!r} under {registry.logdir}\n")
+        return 2
+    _analyse(registry, files, executor, err)
+    doc, failed_artifacts = report.report_document(registry, files, run)
+    if as_json:
+        out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        from .tables import print_tables  # the text tables only
+
+        print_tables(doc, out)
+    failed = [st for st in files if st.state == ERROR] + failed_artifacts
+    for st in failed:
+        err.write(f"kinetoscope: {st.entry.rel}: {st.error}\n")
+    if not files and not registry.artifacts():
+        err.write(f"kinetoscope: no trace files under {registry.logdir}\n")
+        return 1  # an existing logdir with nothing to report: a CI job must notice
+    return 1 if failed else 0
+
+
+def _local_logdir_problem(root: str) -> str | None:
+    """Why the local logdir ``root`` (a path) cannot be reported on (missing, not a directory, unreadable), or None."""
+    if not os.path.exists(root):
+        return "no such directory"
+    if not os.path.isdir(root):
+        return None if os.path.isfile(root) else "not a directory or a file"
+    return None if os.access(root, os.R_OK | os.X_OK) else "cannot be read (permission denied)"
+
+
+def _analyse(registry: RunRegistry, files: list, executor: str | None, err: TextIO) -> None:
+    """Every file's per-rank task on the chosen executor, one progress line per rank on ``err``."""
+    if not files:
+        return
+    from ..registry.executors import LocalExecutor, open_executor
+    from ..trace import heap
+
+    heap.tune_allocator()  # this process's large arrays from the heap (trace/heap.py)
+    warn = lambda message: err.write(f"kinetoscope: {message}\n")
+    chosen = open_executor(executor, warn)
+    from .progress import ProgressBar
+
+    bar = ProgressBar(err, len(files), show_host=not isinstance(chosen, LocalExecutor))
+    try:
+        registry.analyse(files, chosen, tables=True, progress=bar.rank, warn=warn)
+    finally:
+        chosen.close()
+    bar.done()
+    where = (
+        (f"{chosen.used_workers} worker processes" if chosen.used_workers else "this process")
+        if isinstance(chosen, LocalExecutor)
+        else chosen.description
+    )
+    err.write(f"analysed {len(files)} files on {where}\n")
