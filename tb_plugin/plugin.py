@@ -18,6 +18,7 @@ from werkzeug import wrappers
 from . import api
 from .http_headers import content_disposition, with_frame_headers
 from .registry.cache import ParseCache
+from .registry.interface import Registry
 from .registry.multi import MultiRegistry, parse_logdir_spec
 from .registry.runs import RunRegistry
 from .storage.remote import describe_error
@@ -43,7 +44,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         flags = context.flags
         reload_interval = getattr(flags, "reload_interval", None) or 10.0
         spec = getattr(flags, "logdir_spec", None) or ""
-        self._registry = None
+        self._registry: Registry | None = None
         if self._logdir:  # a local path or a cloud URL (s3://, gs://, az://, abfs://, …)
             self._registry = RunRegistry(self._logdir, cache=ParseCache(), reload_interval=reload_interval).start()
         elif spec:  # name1:path1,name2:path2: one registry per logdir

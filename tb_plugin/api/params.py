@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from ..registry.interface import Registry
 from ..registry.states import ERROR, LOADING, QUEUED, READY
 
 MAX_PARAM_CHARS = 4096
@@ -158,7 +159,7 @@ def op_path(raw: str) -> list[str]:
     return path
 
 
-def ready_file(registry, args: Mapping[str, str]):
+def ready_file(registry: Registry, args: Mapping[str, str]):
     """The loaded file that ``run``/``worker``/``span`` name; raises :class:`NotFound`, or
     :class:`NotReady` with its loading/error state (a queued file is loaded next)."""
     run, worker, span = param(args, "run"), param(args, "worker"), param(args, "span")
@@ -173,7 +174,7 @@ def ready_file(registry, args: Mapping[str, str]):
     return state
 
 
-def ready_artifact(registry, args: Mapping[str, str], kind: str):
+def ready_artifact(registry: Registry, args: Mapping[str, str], kind: str):
     """The loaded ``kind`` artifact that ``run``/``path`` name (loaded here on first use); raises
     :class:`NotFound`, or :class:`NotReady` with its loading/error state."""
     run, path = param(args, "run"), param(args, "path")

@@ -15,6 +15,7 @@ from ..analysis.timeline_range import MAX_TOP
 from ..registry import graph_siblings, report
 from ..registry import memory_events as pairs_table
 from ..registry.graph_siblings import sibling_capture_tables
+from ..registry.interface import Registry
 from ..registry.states import LOADING, QUEUED
 from ..storage.naming import names_oom
 from . import paging
@@ -85,24 +86,24 @@ def route(handler):
     return answer
 
 
-def _file_view(registry, args: Args, view) -> tuple[int, dict[str, Any]]:
+def _file_view(registry: Registry, args: Args, view) -> tuple[int, dict[str, Any]]:
     """``view(FileViews)`` of a loaded file, with ``state: ready``."""
     state = ready_file(registry, args)
     return 200, dict(view(registry.views(state)), state="ready")
 
 
-def _artifact_view(registry, args: Args, kind: str, view) -> tuple[int, dict[str, Any]]:
+def _artifact_view(registry: Registry, args: Args, kind: str, view) -> tuple[int, dict[str, Any]]:
     """``view(artifact views)`` of a loaded ``kind`` artifact, with its path (the twin of :func:`_file_view`)."""
     art = ready_artifact(registry, args, kind)
     return 200, dict(view(art.views), state="ready", path=art.entry.rel)
 
 
-def runs(registry) -> tuple[int, dict[str, Any]]:
+def runs(registry: Registry) -> tuple[int, dict[str, Any]]:
     return 200, registry.runs_document()
 
 
 @route
-def overview(registry, args: Args):
+def overview(registry: Registry, args: Args):
     state = ready_file(registry, args)
     doc = report.overview_document(registry, state) or {}
     doc.update(
@@ -118,7 +119,7 @@ def overview(registry, args: Args):
 
 
 @route
-def operators(registry, args: Args, as_csv: bool = False):
+def operators(registry: Registry, args: Args, as_csv: bool = False):
     state = ready_file(registry, args)
     group_by = choice(args, "group_by", OPERATOR_GROUPS, "operator")
     views = registry.views(state)
@@ -138,7 +139,7 @@ def operators(registry, args: Args, as_csv: bool = False):
 
 
 @route
-def operator_stacks(registry, args: Args):
+def operator_stacks(registry: Registry, args: Args):
     state = ready_file(registry, args)
     group_by = choice(args, "group_by", OPERATOR_GROUPS, "operator")
     key = integer(args, "key", 0, 0, 10**9)
@@ -149,7 +150,7 @@ def operator_stacks(registry, args: Args):
 
 
 @route
-def kernels(registry, args: Args, as_csv: bool = False):
+def kernels(registry: Registry, args: Args, as_csv: bool = False):
     state = ready_file(registry, args)
     group_by = choice(args, "group_by", KERNEL_GROUPS, "kernel")
     q = table_query(args, KERNEL_COLUMNS, "total_us", paging.MAX_LIMIT)
@@ -164,17 +165,17 @@ def kernels(registry, args: Args, as_csv: bool = False):
 
 
 @route
-def modules(registry, args: Args):
+def modules(registry: Registry, args: Args):
     return _file_view(registry, args, lambda views: {"modules": views.modules()})
 
 
 @route
-def timeline_meta(registry, args: Args):
+def timeline_meta(registry: Registry, args: Args):
     return _file_view(registry, args, lambda views: views.timeline_meta())
 
 
 @route
-def timeline(registry, args: Args):
+def timeline(registry: Registry, args: Args):
     state = ready_file(registry, args)
     views = registry.views(state)
     t0 = number(args, "start_us", 0.0)
@@ -189,7 +190,7 @@ def timeline(registry, args: Args):
 
 
 @route
-def timeline_range(registry, args: Args):
+def timeline_range(registry: Registry, args: Args):
     """Exact statistics of the events in ``[start_us, end_us]`` (analysis/timeline_range.py)."""
     state = ready_file(registry, args)
     t0, t1 = number(args, "start_us"), number(args, "end_us")
@@ -198,7 +199,7 @@ def timeline_range(registry, args: Args):
 
 
 @route
-def timeline_search(registry, args: Args):
+def timeline_search(registry: Registry, args: Args):
     state = ready_file(registry, args)
     pattern = param(args, "q")
     if len(pattern) > 500:
@@ -211,7 +212,7 @@ def timeline_search(registry, args: Args):
 
 
 @route
-def timeline_event(registry, args: Args):
+def timeline_event(registry: Registry, args: Args):
     state = ready_file(registry, args)
     row = integer(args, "row", 0, 0, 10**12)
     doc = registry.views(state).event(row)
@@ -221,7 +222,7 @@ def timeline_event(registry, args: Args):
 
 
 @route
-def memory(registry, args: Args):
+def memory(registry: Registry, args: Args):
     """Per device: peaks and the allocated/reserved curves, downsampled to the requested window."""
     state = ready_file(registry, args)
     views = registry.views(state)
@@ -232,7 +233,7 @@ def memory(registry, args: Args):
 
 
 @route
-def memory_events(registry, args: Args, as_csv: bool = False):
+def memory_events(registry: Registry, args: Args, as_csv: bool = False):
     """Allocation/free pairs, filtered by device, time range (lifetime overlaps it), size and op name."""
     state = ready_file(registry, args)
     lo, hi = time_range(args)
@@ -250,7 +251,7 @@ def memory_events(registry, args: Args, as_csv: bool = False):
 
 
 @route
-def memory_stats(registry, args: Args, as_csv: bool = False):
+def memory_stats(registry: Registry, args: Args, as_csv: bool = False):
     """Per-operator memory statistics of one device, optionally restricted to a time range."""
     state = ready_file(registry, args)
     device = param(args, "device")
@@ -276,12 +277,12 @@ def _snapshot_device(art, args: Args) -> int:
 
 
 @route
-def snapshot(registry, args: Args):
+def snapshot(registry: Registry, args: Args):
     return _artifact_view(registry, args, "snapshot", lambda views: views.summary())
 
 
 @route
-def snapshot_timeline(registry, args: Args):
+def snapshot_timeline(registry: Registry, args: Args):
     art = ready_artifact(registry, args, "snapshot")
     device = _snapshot_device(art, args)
     width = integer(args, "width_px", 1000, 1, MAX_WIDTH_PX)
@@ -291,7 +292,7 @@ def snapshot_timeline(registry, args: Args):
 
 
 @route
-def snapshot_segments(registry, args: Args):
+def snapshot_segments(registry: Registry, args: Args):
     art = ready_artifact(registry, args, "snapshot")
     device = device_index(args)
     device = 0 if device is None else device  # segments exist without history: any device index
@@ -299,7 +300,7 @@ def snapshot_segments(registry, args: Args):
 
 
 @route
-def snapshot_allocations(registry, args: Args):
+def snapshot_allocations(registry: Registry, args: Args):
     art = ready_artifact(registry, args, "snapshot")
     device = _snapshot_device(art, args)
     limit = integer(args, "limit", 100, 1, 10_000)
@@ -307,7 +308,7 @@ def snapshot_allocations(registry, args: Args):
 
 
 @route
-def snapshot_stack(registry, args: Args):
+def snapshot_stack(registry: Registry, args: Args):
     art = ready_artifact(registry, args, "snapshot")
     index = integer(args, "stack", 0, 0, 10**9)
     frames = art.views.stack(index)
@@ -317,7 +318,7 @@ def snapshot_stack(registry, args: Args):
 
 
 @route
-def snapshot_oom(registry, args: Args):
+def snapshot_oom(registry: Registry, args: Args):
     """OOM forensics (``analysis/snapshot_oom.py``): the last OOM of ``device`` (default: the device of
     the last OOM), the allocator state per stream, the largest live allocations, the recent growth."""
     art = ready_artifact(registry, args, "snapshot")
@@ -329,7 +330,7 @@ def snapshot_oom(registry, args: Args):
 
 
 @route
-def snapshot_attribution(registry, args: Args):
+def snapshot_attribution(registry: Registry, args: Args):
     """Bytes alive at the peak of ``device`` by frame, and by operator, step and module when a trace of
     the run matches the snapshot (``analysis/snapshot_attribution.py``). While a trace of the run is
     still loading and none matches yet, the answer is ``loading`` (poll)."""
@@ -345,7 +346,7 @@ def snapshot_attribution(registry, args: Args):
 
 
 @route
-def snapshot_ranks(registry, args: Args):
+def snapshot_ranks(registry: Registry, args: Args):
     """The snapshots of ``path``'s rank group side by side: peak per rank, the outlier rank. While
     another thread still reads one of them the answer is ``loading`` (poll), as for one artifact."""
     art = ready_artifact(registry, args, "snapshot")
@@ -356,36 +357,36 @@ def snapshot_ranks(registry, args: Args):
 
 
 @route
-def memory_html(registry, args: Args):
+def memory_html(registry: Registry, args: Args):
     """An ``export_memory_timeline`` HTML file: the size of its PNG (served by ``memory_html_image``)."""
     return _artifact_view(registry, args, "memory_html", lambda views: views.meta())
 
 
-def memory_html_image(registry, args: Args) -> tuple[int, Any]:
+def memory_html_image(registry: Registry, args: Args) -> tuple[int, Any]:
     """``(200, png bytes)`` of a loaded ``memory_html`` artifact; raises :class:`ApiError` otherwise
     (``plugin.py`` answers it as JSON)."""
     return 200, ready_artifact(registry, args, "memory_html").views.image()
 
 
 @route
-def memory_timeline_export(registry, args: Args):
+def memory_timeline_export(registry: Registry, args: Args):
     return _artifact_view(registry, args, "memory_timeline", lambda views: views.series())
 
 
 @route
-def memprofiler_stats(registry, args: Args):
+def memprofiler_stats(registry: Registry, args: Args):
     """A MemProfiler ``rank_<r>_memory_stats.yaml``: snapshots with their values, headline metrics."""
     return _artifact_view(registry, args, "memprofiler_stats", lambda views: views.stats())
 
 
 @route
-def memprofiler_log(registry, args: Args):
+def memprofiler_log(registry: Registry, args: Args):
     """A MemProfiler ``fsdp_mem_*.log`` report as text (the first MAX_LOG_BYTES bytes)."""
     return _artifact_view(registry, args, "memprofiler_log", lambda views: views.text())
 
 
 @route
-def distributed(registry, args: Args):
+def distributed(registry: Registry, args: Args):
     run = param(args, "run")
     span = str(integer(args, "span", 1, 1, 10**6))
     if not any(st.run == run for st in registry.files()):
@@ -395,19 +396,19 @@ def distributed(registry, args: Args):
 
 
 @route
-def critical_path(registry, args: Args):
+def critical_path(registry: Registry, args: Args):
     """The critical path's segments on one file's timeline, per step (the Trace view's overlay)."""
     state = ready_file(registry, args)
     return 200, dict(registry.critical_path_overlay(state), state="ready")
 
 
 @route
-def insights(registry, args: Args):
+def insights(registry: Registry, args: Args):
     return _file_view(registry, args, lambda views: views.insights())
 
 
 @route
-def graphs(registry, args: Args):
+def graphs(registry: Registry, args: Args):
     """CUDA graph replays and compiled regions, as the report's ``graphs`` section (a graph without its
     capture here attributed from the run's other traces when one holds it)."""
     state = ready_file(registry, args)
@@ -416,7 +417,7 @@ def graphs(registry, args: Args):
 
 
 @route
-def graph_replays(registry, args: Args):
+def graph_replays(registry: Registry, args: Args):
     """CUDA graph replays as bands on the timeline's stream tracks (the Trace view's replay bands), each
     graph's status as the ``graphs`` route has it (a capture in another trace of the run included)."""
     state = ready_file(registry, args)
@@ -431,7 +432,7 @@ def graph_replays(registry, args: Args):
 
 
 @route
-def diff(registry, args: Args):
+def diff(registry: Registry, args: Args):
     """Baseline vs experiment: steps, operator-tree level at ``path`` (a JSON list), kernels."""
     sides = []
     for side in ("base", "exp"):

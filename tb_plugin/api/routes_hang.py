@@ -4,11 +4,12 @@ their frames (``hang_entries``), both from :mod:`tb_plugin.registry.hang`."""
 from __future__ import annotations
 
 from ..registry.hang import rank_entries
+from ..registry.interface import Registry
 from .params import NotFound, integer, param
 from .routes import Args, route
 
 
-def _records(registry, run: str):
+def _records(registry: Registry, run: str):
     got = registry.hang_records(run)
     if got is None:
         raise NotFound(f"no flight-recorder dump in run {run!r}")
@@ -16,7 +17,7 @@ def _records(registry, run: str):
 
 
 @route
-def hang(registry, args: Args):
+def hang(registry: Registry, args: Args):
     """The run's hang document (docs/http_api.md): verdict, groups, findings, unreadable dumps."""
     run = param(args, "run")
     _records(registry, run)
@@ -24,7 +25,7 @@ def hang(registry, args: Args):
 
 
 @route
-def hang_entries(registry, args: Args):
+def hang_entries(registry: Registry, args: Args):
     """The newest entries of one rank's dump, with their frames when recorded."""
     run = param(args, "run")
     rank = integer(args, "rank", 0, 0, 1 << 24)

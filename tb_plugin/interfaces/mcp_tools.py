@@ -19,6 +19,7 @@ import orjson
 
 from ..registry import graph_siblings, report
 from ..registry.graph_siblings import sibling_capture_tables
+from ..registry.interface import Registry
 from ..registry.states import ERROR, READY
 from ..trace import jsonsafe
 from . import queries
@@ -94,7 +95,7 @@ def _path_brief(path: dict, limit: int) -> dict:
 class Tools:
     """The tools over one registry (scanning and loading in the background)."""
 
-    def __init__(self, registry, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0) -> None:
+    def __init__(self, registry: Registry, ui_url: str = DEFAULT_UI_URL, wait_s: float = 20.0) -> None:
         self.registry, self.ui_url, self.wait_s = registry, ui_url, wait_s
 
     # -- shared ---------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..api.routes import MEMORY_STAT_COLUMNS
 from ..registry import graph_siblings, report
 from ..registry.cache import ParseCache
 from ..registry.graph_siblings import sibling_capture_tables
+from ..registry.interface import Registry
 from ..registry.runs import RunRegistry
 from ..storage.fs import open_logdir
 from ..storage.remote import StorageError, describe_error
@@ -65,7 +66,7 @@ def _flatten(row: dict, prefix: str = "") -> dict:
 class Trace:
     """One trace file (a worker's span of a run), loaded. Every method reads the tab's views."""
 
-    def __init__(self, registry: RunRegistry, state) -> None:
+    def __init__(self, registry: Registry, state) -> None:
         self.registry, self.state = registry, state
 
     def __repr__(self) -> str:
@@ -204,7 +205,7 @@ def _open(target: str, cache: bool):
     return registry, (root.rstrip("/").rsplit("/", 1)[-1] if is_file else None)
 
 
-def _loaded(registry: RunRegistry, state) -> Trace:
+def _loaded(registry: Registry, state) -> Trace:
     registry.ensure_loaded(state)
     if state.error:
         raise LoadError(f"{state.entry.rel}: {state.error}")
@@ -232,7 +233,7 @@ def load(path: str, worker: str | None = None, span: str | int | None = None, ca
 class Run:
     """A run directory: its trace files (workers × spans) and the cross-rank view."""
 
-    def __init__(self, registry: RunRegistry) -> None:
+    def __init__(self, registry: Registry) -> None:
         self.registry = registry
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ from ..api import paging
 from ..api.kernel_columns import kernel_columns
 from ..api.routes import OPERATOR_COLUMNS
 from ..registry import report
+from ..registry.interface import Registry
 
 # user-facing grouping → the views' grouping (the routes' ``group_by``); the views' names work too
 OPERATOR_GROUPS = {"name": "operator", "shape": "input_shape", "stack": "call_stack"}
@@ -134,7 +135,7 @@ def _span_key(span: str):
     return (0, int(span), "") if span.isdigit() else (1, 0, span)
 
 
-def layout(registry) -> dict[str, dict[str, list[str]]]:
+def layout(registry: Registry) -> dict[str, dict[str, list[str]]]:
     """run → worker → spans of every trace file the registry lists."""
     out: dict[str, dict[str, list[str]]] = {}
     for st in registry.files():
@@ -155,7 +156,7 @@ def describe(runs: dict[str, dict[str, list[str]]]) -> str:
     return "; ".join(parts) + more if parts else "no trace files"
 
 
-def find_file(registry, run: str | None, worker: str | None = None, span: str | None = None):
+def find_file(registry: Registry, run: str | None, worker: str | None = None, span: str | None = None):
     """The FileState of ``run``/``worker``/``span`` (each None: the first there, the only run when
     there is one). Raises :class:`Invalid` naming the runs, workers and spans there are."""
     runs = layout(registry)

@@ -19,6 +19,7 @@ from ..storage.naming import names_oom
 from ..trace.heap import release_after
 from . import graph_siblings
 from .artifacts import MEMPROFILER_KINDS
+from .interface import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ MAX_DIFF_KERNELS = 500  # kernel rows of the UI's diff
 
 
 # -- one file -------------------------------------------------------------------------------------
-def overview_document(registry, state) -> dict[str, Any] | None:
+def overview_document(registry: Registry, state) -> dict[str, Any] | None:
     """A loaded file's Overview with ``configuration.workers_in_run`` (the files' workers in its run)."""
     if state.overview is None:
         return None
@@ -208,7 +209,7 @@ def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] 
 
 
 # -- the CLI's report -----------------------------------------------------------------------------
-def report_document(registry, files: list, run: str | None) -> tuple[dict[str, Any], list]:
+def report_document(registry: Registry, files: list, run: str | None) -> tuple[dict[str, Any], list]:
     """``(document, failed artifacts)`` of ``kinetoscope report`` over analysed ``files`` (see the
     README): per run its workers, ``distributed`` (runs of several ranks), ``snapshots`` and
     ``memprofiler``."""
@@ -225,7 +226,7 @@ def report_document(registry, files: list, run: str | None) -> tuple[dict[str, A
     return doc, failed
 
 
-def _add_hang(registry, doc: dict) -> None:
+def _add_hang(registry: Registry, doc: dict) -> None:
     """Each run with flight-recorder dumps gains ``hang``: its verdict, findings and unreadable dumps
     (:meth:`~.hang.HangRuns.hang`; the full document is ``kinetoscope hang``'s)."""
     runs = {r["name"]: r for r in doc["runs"]}
@@ -262,7 +263,7 @@ def run_advice(workers: list[dict]) -> list[dict] | None:
     return advice_ranks.across_ranks(per_rank) if len(per_rank) >= 2 else None
 
 
-def worker_entry(registry, st) -> dict[str, Any]:
+def worker_entry(registry: Registry, st) -> dict[str, Any]:
     """One file of the report: its Overview and, when analysed, its tables and insight figures."""
     overview = overview_document(registry, st)
     entry = {
@@ -363,7 +364,7 @@ def run_critical_path(result: dict) -> list[dict]:
     return (result.get("single_rank") or {}).get("critical_path", [])
 
 
-def _add_distributed(registry, doc: dict, files: list) -> None:
+def _add_distributed(registry: Registry, doc: dict, files: list) -> None:
     """Runs with more than one rank gain ``distributed`` and ``critical_path`` (span 1, across ranks);
     the workers of a single-rank run gain ``distributed.groups``, their own process groups, and their
     own ``critical_path`` (see analysis.critical_path_combine)."""
@@ -391,7 +392,7 @@ def _add_distributed(registry, doc: dict, files: list) -> None:
             entry["critical_path"] = result["view"]["critical_path"]
 
 
-def _add_artifacts(registry, doc: dict, run: str | None) -> list:
+def _add_artifacts(registry: Registry, doc: dict, run: str | None) -> list:
     """Each run gains ``snapshots`` (allocator snapshots: peaks and the largest live allocations) and,
     when it has finetuning-scheduler MemProfiler files, ``memprofiler`` (see :func:`memprofiler_item`)."""
     failed = []
@@ -423,7 +424,7 @@ def _add_artifacts(registry, doc: dict, run: str | None) -> list:
     return failed
 
 
-def snapshot_item(art, registry=None) -> dict:
+def snapshot_item(art, registry: Registry | None = None) -> dict:
     """An allocator snapshot in the report: per device its peak active bytes, largest allocations and
     (with ``registry``) the bytes alive at the peak by operator/step/module/frame (:func:`alive_item`)."""
     item = {"path": art.entry.rel, "error": art.error, "devices": []}
@@ -444,7 +445,7 @@ def snapshot_item(art, registry=None) -> dict:
     return item
 
 
-def alive_item(registry, art, device: int, top: int = 5) -> dict:
+def alive_item(registry: Registry, art, device: int, top: int = 5) -> dict:
     """The ``top`` rows of each ``snapshot_attribution`` table of ``device`` and the matched trace's path."""
     link, trace, _ = registry.snapshot_trace(art, device)
     doc = art.views.attribution(device, trace, None if link is None else (link["path"], link["version"]))
@@ -475,7 +476,7 @@ def oom_item(art) -> dict | None:
     }
 
 
-def rank_groups(registry, run: str) -> list[dict]:
+def rank_groups(registry: Registry, run: str) -> list[dict]:
     """Per-rank snapshot groups of two ranks or more whose lowest rank lies in ``run`` (a group of
     ``rank_<N>/`` runs is reported once): peaks per rank and the outlier."""
     out, seen = [], set()

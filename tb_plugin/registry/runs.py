@@ -29,6 +29,7 @@ from .budget import ViewCache
 from .cache import ParseCache
 from .distributed import Distributed
 from .hang import HangRuns
+from .interface import Registry
 from .loader import Loading
 from .states import ERROR, LOADING, READY, ArtifactState, FileState
 
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 RUNS_PROGRESS_S = 0.5  # while a file loads, the runs document shows its progress at most this stale
 
 
-class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
+class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns, Registry):
     """Thread-safe registry of the trace files (and memory artifacts) under one logdir."""
 
     def __init__(
@@ -51,7 +52,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         self.logdir = redact(str(logdir))  # as shown and logged: credentials in a URL are never shown
         self._logdir_url = str(logdir)  # as given: only opened
         self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
-        self.error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
+        self._error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
         self.skipped_links: list[str] = []  # symlinks the last listing did not follow (logdir-relative)
         try:
             self.fs, self.root = open_logdir(self._logdir_url)
@@ -77,6 +78,15 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._init_executor(executor)
+
+    @property
+    def error(self) -> str | None:
+        """Why the logdir cannot be listed (a missing extra, credentials, …); None when it can."""
+        return self._error
+
+    @error.setter
+    def error(self, message: str | None) -> None:
+        self._error = message
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> RunRegistry:
