@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from ..registry import graph_siblings, report
+from ..registry import graph_siblings, report, report_distributed
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.interface import Registry
 from ..registry.states import ERROR, READY
@@ -296,8 +296,8 @@ class Tools:
 
     def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
-        summary = report.distributed_summary(result)
-        advice = report.run_advice(
+        summary = report_distributed.distributed_summary(result)
+        advice = report_distributed.run_advice(
             [
                 {"worker": st.worker, "overview": st.overview}
                 for st in self.registry.files()
@@ -316,7 +316,9 @@ class Tools:
                     "link": link,
                 }
             )
-        collectives = queries.top_rows(summary["collectives"], "transfer_us", limit, list(report.COLLECTIVE_COLUMNS))
+        collectives = queries.top_rows(
+            summary["collectives"], "transfer_us", limit, list(report_distributed.COLLECTIVE_COLUMNS)
+        )
         return _plain(
             dict(
                 summary,
@@ -333,7 +335,7 @@ class Tools:
 
     def critical_path(self, run: str, span: str = "1", step: str | None = None, limit: int = 5) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
-        paths = report.run_critical_path(result)
+        paths = report_distributed.run_critical_path(result)
         if not paths:
             return _plain(
                 {"run": run, "span": span, "steps_total": 0, "messages": result["messages"][:5], "link": link}

@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from ..api.routes import MEMORY_STAT_COLUMNS
-from ..registry import graph_siblings, report
+from ..registry import graph_siblings, report, report_distributed
 from ..registry.cache import ParseCache
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.interface import Registry
@@ -268,14 +268,14 @@ class Run:
         ``collectives`` (calls, bytes, algorithm/bus bandwidth GB/s), ``stragglers`` with their
         ``arrivals`` evidence, ``messages``. None (with the reason in ``reason``) without two ranks."""
         result = self.registry.distributed(".", str(span))
-        summary = report.distributed_summary(result)
+        summary = report_distributed.distributed_summary(result)
         if summary is None:
             return {"reason": result["reason"], "messages": result["messages"]}
         return dict(
             summary,
-            ranks=table(summary["ranks"], list(report.RANK_COLUMNS)),
-            collectives=table(summary["collectives"], list(report.COLLECTIVE_COLUMNS)),
-            arrivals=table(summary["arrivals"], list(report.ARRIVAL_COLUMNS)),
+            ranks=table(summary["ranks"], list(report_distributed.RANK_COLUMNS)),
+            collectives=table(summary["collectives"], list(report_distributed.COLLECTIVE_COLUMNS)),
+            arrivals=table(summary["arrivals"], list(report_distributed.ARRIVAL_COLUMNS)),
         )
 
     def critical_path(self, span: str | int = "1") -> PathFrames:
@@ -287,7 +287,7 @@ class Run:
         ``name``, ``start_us``, ``at_us``, ``dur_us``, ``row``, ``annotation``, ``python``, ``late_rank``,
         ``wait_us``). ``.items``: per step the work of most time grouped by name (``us``, ``segments``);
         ``.raw``: the report's list."""
-        paths = report.run_critical_path(self.registry.distributed(".", str(span)))
+        paths = report_distributed.run_critical_path(self.registry.distributed(".", str(span)))
         return PathFrames(paths)
 
 
