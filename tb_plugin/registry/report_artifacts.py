@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 def add_hang(registry: Registry, doc: dict) -> None:
     """Each run with flight-recorder dumps gains ``hang``: its verdict, findings and unreadable dumps
-    (:meth:`~.hang.HangRuns.hang`; the full document is ``kinetoscope hang``'s)."""
+    (:meth:`~.hang.HangDumps.document`; the full document is ``kinetoscope hang``'s)."""
     runs = {r["name"]: r for r in doc["runs"]}
     for name in sorted({a.run for a in registry.artifacts() if a.entry.kind == "flight_recorder"}):
         entry = runs.get(name)
