@@ -21,7 +21,10 @@ def hang(registry: Registry, args: Args):
     """The run's hang document (docs/http_api.md): verdict, groups, findings, unreadable dumps."""
     run = param(args, "run")
     _records(registry, run)
-    return 200, dict(registry.hang(run), state="ready", run=run)
+    doc = registry.hang(run)
+    if doc is None:  # its dumps went away since
+        raise NotFound(f"no flight-recorder dump in run {run!r}")
+    return 200, dict(doc, state="ready", run=run)
 
 
 @route

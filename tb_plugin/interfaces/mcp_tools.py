@@ -20,7 +20,7 @@ import orjson
 from ..registry import graph_siblings, report, report_distributed
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.interface import Registry
-from ..registry.states import ERROR, READY
+from ..registry.states import ERROR, READY, FileState
 from ..trace import jsonsafe
 from . import queries
 from .queries import Invalid
@@ -106,6 +106,13 @@ class Tools:
             params["view"] = view
         return f"{self.ui_url}#{urlencode(params)}"
 
+    def _overview(self, st: FileState) -> dict[str, Any]:
+        """The Overview of a loaded file (:func:`~tb_plugin.registry.report.overview_document`)."""
+        doc = report.overview_document(self.registry, st)
+        if doc is None:  # a loaded file has one; a file reloading since has not yet
+            raise NotLoaded(f"{st.entry.rel} is loading again: call again shortly")
+        return doc
+
     def _file(self, run: str, worker: str | None, span: str | None):
         """The loaded file; waits up to ``wait_s`` for it (asking the loader for it first)."""
         self.registry.wait_scanned(self.wait_s)
@@ -163,7 +170,7 @@ class Tools:
 
     def overview(self, run: str, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
         st = self._file(run, worker, span)
-        ov = report.overview_document(self.registry, st)
+        ov = self._overview(st)
         return _plain(
             dict(
                 self._where(st),
@@ -255,7 +262,7 @@ class Tools:
                 syncs=dict(
                     {k: v for k, v in syncs.items() if k != "by_operator"}, by_operator=syncs["by_operator"][:5]
                 ),
-                **report.advice_document(report.overview_document(self.registry, st), TOP_RUNTIME_CALLS),
+                **report.advice_document(self._overview(st), TOP_RUNTIME_CALLS),
                 link=self.link("insights", **self._where(st)),
             )
         )
@@ -401,6 +408,8 @@ class Tools:
         if run not in runs:
             raise Invalid(f"run {run!r} has no flight-recorder dump; runs with dumps: {', '.join(runs) or 'none'}")
         doc = self.registry.hang(run)
+        if doc is None:  # its dumps went away since the listing above
+            raise Invalid(f"run {run!r} has no flight-recorder dump")
         keep = (
             "kind",
             "pg_name",
