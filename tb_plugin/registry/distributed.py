@@ -90,7 +90,7 @@ class DistributedAggregate:
             lambda: self._distributed_doc(run, span, states, ranks, messages, guessed),
         )
 
-    def _distributed_doc(self, run: str, span: str, states, ranks, messages, guessed) -> dict:
+    def _distributed_doc(self, run: str, span: str, states, ranks, messages, guessed) -> dict[str, Any]:
         spans = sorted({st.span for st in self._traces.files() if st.run == run}, key=int)
         # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
         # reason: why there is no view (null with one); the files' own failures are in messages

@@ -76,7 +76,7 @@ RUNTIME_CALL_KEYS = [
 ]
 
 
-def advice_document(overview: dict, top_calls: int | None = None) -> dict[str, Any]:
+def advice_document(overview: dict[str, Any], top_calls: int | None = None) -> dict[str, Any]:
     """A file's one list of recommendations as every interface serves it (the Overview's, computed once
     in analysis/overview.py): ``recommendations`` (sentences), ``recommendation_details`` (rule, addressed
     µs, threshold µs, basis and the rule's values), ``about`` (the "About this trace" warnings) and
@@ -129,7 +129,7 @@ def kernel_table(views, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS)
     return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
 
 
-def report_insights(found: dict) -> dict:
+def report_insights(found: dict[str, Any]) -> dict[str, Any]:
     """The insight figures the report prints, from :meth:`FileViews.insights` (µs)."""
     return {
         "idle": {
@@ -209,7 +209,7 @@ def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] 
 
 
 # -- the CLI's report -----------------------------------------------------------------------------
-def report_document(registry: Registry, files: list, run: str | None) -> tuple[dict[str, Any], list]:
+def report_document(registry: Registry, files: list[Any], run: str | None) -> tuple[dict[str, Any], list]:
     """``(document, failed artifacts)`` of ``kinetoscope report`` over analysed ``files`` (see the
     README): per run its workers, ``distributed`` (runs of several ranks), ``snapshots`` and
     ``memprofiler``."""
@@ -226,7 +226,7 @@ def report_document(registry: Registry, files: list, run: str | None) -> tuple[d
     return doc, failed
 
 
-def _add_run_advice(entry: dict) -> None:
+def _add_run_advice(entry: dict[str, Any]) -> None:
     """A run of several ranks gains ``recommendations`` (:func:`run_advice`); each file's own list is
     unchanged."""
     found = run_advice(entry["workers"])

@@ -6,6 +6,7 @@ selects and nests them."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ..storage.naming import names_oom
 from .artifacts import MEMPROFILER_KINDS
@@ -14,7 +15,7 @@ from .interface import Registry
 logger = logging.getLogger(__name__)
 
 
-def add_hang(registry: Registry, doc: dict) -> None:
+def add_hang(registry: Registry, doc: dict[str, Any]) -> None:
     """Each run with flight-recorder dumps gains ``hang``: its verdict, findings and unreadable dumps
     (:meth:`~.hang.HangDumps.document`; the full document is ``kinetoscope hang``'s)."""
     runs = {r["name"]: r for r in doc["runs"]}
@@ -28,7 +29,7 @@ def add_hang(registry: Registry, doc: dict) -> None:
     doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
 
 
-def add_artifacts(registry: Registry, doc: dict, run: str | None) -> list:
+def add_artifacts(registry: Registry, doc: dict[str, Any], run: str | None) -> list[Any]:
     """Each run gains ``snapshots`` (allocator snapshots: peaks and the largest live allocations) and,
     when it has finetuning-scheduler MemProfiler files, ``memprofiler`` (see :func:`memprofiler_item`)."""
     failed = []
@@ -60,7 +61,7 @@ def add_artifacts(registry: Registry, doc: dict, run: str | None) -> list:
     return failed
 
 
-def snapshot_item(art, registry: Registry | None = None) -> dict:
+def snapshot_item(art, registry: Registry | None = None) -> dict[str, Any]:
     """An allocator snapshot in the report: per device its peak active bytes, largest allocations and
     (with ``registry``) the bytes alive at the peak by operator/step/module/frame (:func:`alive_item`)."""
     item = {"path": art.entry.rel, "error": art.error, "devices": []}
@@ -81,7 +82,7 @@ def snapshot_item(art, registry: Registry | None = None) -> dict:
     return item
 
 
-def alive_item(registry: Registry, art, device: int, top: int = 5) -> dict:
+def alive_item(registry: Registry, art, device: int, top: int = 5) -> dict[str, Any]:
     """The ``top`` rows of each ``snapshot_attribution`` table of ``device`` and the matched trace's path."""
     link, trace, _ = registry.snapshot_trace(art, device)
     doc = art.views.attribution(device, trace, None if link is None else (link["path"], link["version"]))
@@ -92,7 +93,7 @@ def alive_item(registry: Registry, art, device: int, top: int = 5) -> dict:
     return dict(tables, trace=None if link is None else link["path"])
 
 
-def oom_item(art) -> dict | None:
+def oom_item(art) -> dict[str, Any] | None:
     """An allocator snapshot's OOM in the report (``analysis/snapshot_oom.py``), None without one."""
     doc = art.views.oom(None, names_oom(art.entry.name), 1000, 5)
     if doc["detected_by"] is None:
@@ -112,7 +113,7 @@ def oom_item(art) -> dict | None:
     }
 
 
-def rank_groups(registry: Registry, run: str) -> list[dict]:
+def rank_groups(registry: Registry, run: str) -> list[dict[str, Any]]:
     """Per-rank snapshot groups of two ranks or more whose lowest rank lies in ``run`` (a group of
     ``rank_<N>/`` runs is reported once): peaks per rank and the outlier."""
     out, seen = [], set()
@@ -137,7 +138,7 @@ def rank_groups(registry: Registry, run: str) -> list[dict]:
     return out
 
 
-def memprofiler_item(art) -> dict:
+def memprofiler_item(art) -> dict[str, Any]:
     """A MemProfiler file in the report: stats files list each snapshot with its headline values
     (bytes or counts), text reports their size."""
     item = {"path": art.entry.rel, "kind": art.entry.kind, "error": art.error}

@@ -13,7 +13,7 @@ from .interface import Registry
 from .states import FileState
 
 
-def run_advice(workers: list[dict]) -> list[dict] | None:
+def run_advice(workers: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """The advice that holds on several ranks of a run, once for the run
     (:func:`~tb_plugin.analysis.advice_ranks.across_ranks`), from its workers' ``{"worker", "overview"}``
     (a worker's first span stands for its rank); None for fewer than two ranks."""
@@ -54,7 +54,7 @@ COLLECTIVE_COLUMNS = (
 ARRIVAL_COLUMNS = ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler", "text")
 
 
-def distributed_summary(result: dict) -> dict[str, Any] | None:
+def distributed_summary(result: dict[str, Any]) -> dict[str, Any] | None:
     """The report's ``distributed`` section from :meth:`RunRegistry.distributed` (None without a view)."""
     view = result["view"]
     if view is None:
@@ -73,7 +73,7 @@ def distributed_summary(result: dict) -> dict[str, Any] | None:
     }
 
 
-def group_summary(group: dict) -> dict[str, Any]:
+def group_summary(group: dict[str, Any]) -> dict[str, Any]:
     """One process group of the report (see analysis.process_groups.combine_groups)."""
     return {
         k: group[k]
@@ -93,7 +93,7 @@ def group_summary(group: dict) -> dict[str, Any]:
     }
 
 
-def run_critical_path(result: dict) -> list[dict]:
+def run_critical_path(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The critical path per step of a ``registry.distributed`` result: across the ranks with a view,
     the one rank's own without (``single_rank``), else [] (see analysis.critical_path_combine)."""
     if result.get("view") is not None:
