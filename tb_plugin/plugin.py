@@ -19,6 +19,7 @@ from . import api
 from .errors import KinetoscopeError, NoLogdirError, NotFoundError, UnreadableFileError, http_answer
 from .http_headers import content_disposition, with_frame_headers
 from .registry.cache import ParseCache
+from .registry.interface import Registry
 from .registry.multi import MultiRegistry, parse_logdir_spec
 from .registry.runs import RunRegistry
 from .settings import Settings
@@ -47,7 +48,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         flags = context.flags
         reload_interval = getattr(flags, "reload_interval", None) or 10.0
         spec = getattr(flags, "logdir_spec", None) or ""
-        self._registry: RunRegistry | MultiRegistry | None = None
+        self._registry: Registry | None = None
         if self._logdir:  # a local path or a cloud URL (s3://, gs://, az://, abfs://, …)
             self._registry = RunRegistry(
                 self._logdir, cache=ParseCache(settings.cache_dir), reload_interval=reload_interval, settings=settings

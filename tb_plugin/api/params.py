@@ -14,7 +14,7 @@ import json
 from typing import Any, Mapping, NamedTuple
 
 from ..errors import InvalidArgumentError, NotFoundError
-from ..registry.multi import Registry
+from ..registry.interface import Registry
 from ..registry.states import ERROR, LOADING, QUEUED, READY, ArtifactState, FileState
 
 MAX_PARAM_CHARS = 4096

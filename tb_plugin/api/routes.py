@@ -18,7 +18,7 @@ from ..errors import InvalidArgumentError, KinetoscopeError, NotFoundError, http
 from ..registry import graph_siblings, report
 from ..registry import memory_events as pairs_table
 from ..registry.graph_siblings import sibling_capture_tables
-from ..registry.multi import Registry
+from ..registry.interface import Registry
 from ..registry.states import LOADING, QUEUED, ArtifactState, FileState
 from ..registry.views import FileViews
 from ..storage.naming import names_oom

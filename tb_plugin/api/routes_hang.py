@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ..registry.hang import rank_entries
-from ..registry.multi import Registry
+from ..registry.interface import Registry
 from .params import Args, integer, param
 from .routes import Answer, route
 

@@ -17,9 +17,9 @@ from urllib.parse import urlencode
 
 import orjson
 
-from ..registry import graph_siblings, report
+from ..registry import graph_siblings, report, report_distributed
 from ..registry.graph_siblings import sibling_capture_tables
-from ..registry.multi import Registry
+from ..registry.interface import Registry
 from ..registry.states import ERROR, READY, FileState
 from ..trace import jsonsafe
 from . import queries
@@ -108,6 +108,13 @@ class Tools:
             params["view"] = view
         return f"{self.ui_url}#{urlencode(params)}"
 
+    def _overview(self, st: FileState) -> dict[str, Any]:
+        """The Overview of a loaded file (:func:`~tb_plugin.registry.report.overview_document`)."""
+        doc = report.overview_document(self.registry, st)
+        if doc is None:  # a loaded file has one; a file reloading since has not yet
+            raise NotLoaded(f"{st.entry.rel} is loading again: call again shortly")
+        return doc
+
     def _file(self, run: str | None, worker: str | None, span: str | None) -> FileState:
         """The loaded file; waits up to ``wait_s`` for it (asking the loader for it first)."""
         self.registry.wait_scanned(self.wait_s)
@@ -127,13 +134,6 @@ class Tools:
                 f"{doc['files_done']} of {doc['files_total']} files of the logdir are loaded: call again shortly"
             )
         return st
-
-    def _overview(self, st: FileState) -> dict[str, Any]:
-        """The loaded file's Overview (:func:`report.overview_document`)."""
-        doc = report.overview_document(self.registry, st)
-        if doc is None:  # loaded, but its overview was dropped (evicted): load it again
-            raise NotLoaded(f"{st.entry.rel} has no overview yet: call again shortly")
-        return doc
 
     def _where(self, st: FileState) -> dict[str, str]:
         return {"run": st.run, "worker": st.worker, "span": st.span}
@@ -305,7 +305,7 @@ class Tools:
 
     def distributed(self, run: str, span: str = "1", limit: int = 10) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
-        summary = report.distributed_summary(result)
+        summary = report_distributed.distributed_summary(result)
         advice = self.registry.span_advice(run, str(span))
         if summary is None:
             return _plain(
@@ -319,7 +319,9 @@ class Tools:
                     "link": link,
                 }
             )
-        collectives = queries.top_rows(summary["collectives"], "transfer_us", limit, list(report.COLLECTIVE_COLUMNS))
+        collectives = queries.top_rows(
+            summary["collectives"], "transfer_us", limit, list(report_distributed.COLLECTIVE_COLUMNS)
+        )
         return _plain(
             dict(
                 summary,
@@ -336,7 +338,7 @@ class Tools:
 
     def critical_path(self, run: str, span: str = "1", step: str | None = None, limit: int = 5) -> dict[str, Any]:
         result, link = self._run_distributed(run, span)
-        paths = report.run_critical_path(result)
+        paths = report_distributed.run_critical_path(result)
         if not paths:
             return _plain(
                 {"run": run, "span": span, "steps_total": 0, "messages": result["messages"][:5], "link": link}

@@ -21,9 +21,10 @@ from typing import Any, Iterator
 
 from ..api.table_columns import MEMORY_STAT_COLUMNS
 from ..errors import UnreadableFileError
-from ..registry import graph_siblings, report
+from ..registry import graph_siblings, report, report_distributed
 from ..registry.cache import ParseCache
 from ..registry.graph_siblings import sibling_capture_tables
+from ..registry.interface import Registry
 from ..registry.runs import RunRegistry
 from ..registry.states import FileState
 from ..registry.views import FileViews
@@ -72,7 +73,7 @@ def _flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 class Trace:
     """One trace file (a worker's span of a run), loaded. Every method reads the tab's views."""
 
-    def __init__(self, registry: RunRegistry, state: FileState) -> None:
+    def __init__(self, registry: Registry, state: FileState) -> None:
         self.registry, self.state = registry, state
 
     def __repr__(self) -> str:
@@ -216,7 +217,7 @@ def _open(target: str, cache: bool, settings: Settings | None) -> tuple[RunRegis
     return registry, (root.rstrip("/").rsplit("/", 1)[-1] if is_file else None)
 
 
-def _loaded(registry: RunRegistry, state: FileState) -> Trace:
+def _loaded(registry: Registry, state: FileState) -> Trace:
     registry.ensure_loaded(state)
     if state.error:
         raise LoadError(f"{state.entry.rel}: {state.error}")
@@ -251,7 +252,7 @@ def load(
 class Run:
     """A run directory: its trace files (workers × spans) and the cross-rank view."""
 
-    def __init__(self, registry: RunRegistry) -> None:
+    def __init__(self, registry: Registry) -> None:
         self.registry = registry
 
     def __repr__(self) -> str:
@@ -286,14 +287,14 @@ class Run:
         ``collectives`` (calls, bytes, algorithm/bus bandwidth GB/s), ``stragglers`` with their
         ``arrivals`` evidence, ``messages``. None (with the reason in ``reason``) without two ranks."""
         result = self.registry.distributed(".", str(span))
-        summary = report.distributed_summary(result)
+        summary = report_distributed.distributed_summary(result)
         if summary is None:
             return {"reason": result["reason"], "messages": result["messages"]}
         return dict(
             summary,
-            ranks=table(summary["ranks"], list(report.RANK_COLUMNS)),
-            collectives=table(summary["collectives"], list(report.COLLECTIVE_COLUMNS)),
-            arrivals=table(summary["arrivals"], list(report.ARRIVAL_COLUMNS)),
+            ranks=table(summary["ranks"], list(report_distributed.RANK_COLUMNS)),
+            collectives=table(summary["collectives"], list(report_distributed.COLLECTIVE_COLUMNS)),
+            arrivals=table(summary["arrivals"], list(report_distributed.ARRIVAL_COLUMNS)),
         )
 
     def critical_path(self, span: str | int = "1") -> PathFrames:
@@ -305,7 +306,7 @@ class Run:
         ``name``, ``start_us``, ``at_us``, ``dur_us``, ``row``, ``annotation``, ``python``, ``late_rank``,
         ``wait_us``). ``.items``: per step the work of most time grouped by name (``us``, ``segments``);
         ``.raw``: the report's list."""
-        paths = report.run_critical_path(self.registry.distributed(".", str(span)))
+        paths = report_distributed.run_critical_path(self.registry.distributed(".", str(span)))
         return PathFrames(paths)
 
 

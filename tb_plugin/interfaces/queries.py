@@ -14,10 +14,11 @@ from typing import Any
 from ..analysis.diff import OPERATOR_FIELDS
 from ..analysis.overview import CATEGORY_KEYS
 from ..api import paging
-from ..api.table_columns import kernel_columns, operator_columns
+from ..api.table_columns import kernel_columns as kernel_columns  # re-exported: the tools' columns
+from ..api.table_columns import operator_columns as operator_columns
 from ..errors import InvalidArgumentError
 from ..registry import report
-from ..registry.multi import Registry
+from ..registry.interface import Registry
 from ..registry.states import FileState
 from ..registry.views import FileViews
 

@@ -6,6 +6,7 @@ traces only ~8 ms of imports."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ MAX_EXPORT_POINTS = 4000
 
 
 class SnapshotViews:
-    def __init__(self, snapshot: Snapshot, summary: dict | None = None) -> None:
+    def __init__(self, snapshot: Snapshot, summary: dict[str, Any] | None = None) -> None:
         """``summary``: :meth:`summary`'s answer kept in the parse cache (as JSON), if any."""
         self.snapshot = snapshot
         self._memo: dict = {} if summary is None else {"summary": summary}
@@ -36,7 +37,7 @@ class SnapshotViews:
     def devices(self) -> list[int]:
         return sorted(self.snapshot.devices)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         def build():
             snap = self.snapshot
             return {
@@ -51,25 +52,25 @@ class SnapshotViews:
 
         return self._get("summary", build)
 
-    def timeline(self, device: int, start, end, width_px: int) -> dict:
+    def timeline(self, device: int, start, end, width_px: int) -> dict[str, Any]:
         arrays = self._get(("timeline_arrays", device), dict)
         with self._lock:
             return snap_analysis.timeline(self.snapshot, device, start, end, width_px, cache=arrays)
 
-    def segments(self, device: int) -> list[dict]:
+    def segments(self, device: int) -> list[dict[str, Any]]:
         """The segments of one device; memoized only for devices that have segments (any index is a
         valid request, so the memo would otherwise grow with the requests)."""
         if device not in self.summary()["segment_devices"]:
             return []
         return self._get(("segments", device), lambda: snap_analysis.segments_state(self.snapshot, device))
 
-    def allocations(self, device: int, limit: int) -> list[dict]:
+    def allocations(self, device: int, limit: int) -> list[dict[str, Any]]:
         return snap_analysis.top_allocations(self.snapshot, device, limit)
 
-    def stack(self, index: int) -> list[dict] | None:
+    def stack(self, index: int) -> list[dict[str, Any]] | None:
         return self.snapshot.stack_frames(index)
 
-    def attribution(self, device: int, trace, trace_key) -> dict:
+    def attribution(self, device: int, trace, trace_key) -> dict[str, Any]:
         """Bytes alive at ``device``'s peak by frame and, with ``trace`` (a match; ``trace_key`` names
         its file and version), by operator, step and module (:mod:`~.analysis.snapshot_attribution`)."""
         return self._get(
@@ -80,7 +81,7 @@ class SnapshotViews:
         """:func:`~.analysis.snapshot_attribution.wall_active` of ``device``, kept."""
         return self._get(("wall_active", device), lambda: snapshot_attribution.wall_active(self.snapshot, device))
 
-    def oom(self, device: int | None, taken_on_oom: bool, last_n: int, top: int) -> dict:
+    def oom(self, device: int | None, taken_on_oom: bool, last_n: int, top: int) -> dict[str, Any]:
         """OOM forensics (:func:`~.analysis.snapshot_oom.oom_report`) of ``device`` (None: the device
         of the last OOM, else the first with history or segments); small, not memoized."""
         with self._lock:
@@ -90,10 +91,10 @@ class SnapshotViews:
 class MemoryHtmlViews:
     """The PNG of an ``export_memory_timeline`` HTML file (:mod:`~.artifacts.memory_html`)."""
 
-    def __init__(self, data: dict) -> None:
+    def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
 
-    def meta(self) -> dict:
+    def meta(self) -> dict[str, Any]:
         return {
             "content_type": CONTENT_TYPE,
             "width_px": self.data["width_px"],
@@ -107,10 +108,10 @@ class MemoryHtmlViews:
 
 
 class TimelineExportViews:
-    def __init__(self, data: dict) -> None:
+    def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
 
-    def series(self) -> dict:
+    def series(self) -> dict[str, Any]:
         t = self.data["times_us"]
         b = self.data["bytes"]
         if len(t) > MAX_EXPORT_POINTS:  # per bin the largest and the last total (analysis/series.py)
@@ -131,10 +132,10 @@ class TimelineExportViews:
 class MemProfilerStatsViews:
     """One ``rank_<r>_memory_stats.yaml`` (parsed by :func:`~.artifacts.memprofiler.load_stats`)."""
 
-    def __init__(self, data: dict) -> None:
+    def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """The snapshots with every value, and the headline metrics present in any of them."""
         present = {k for s in self.data["snapshots"] for k in s["values"]}
         return {
@@ -148,10 +149,10 @@ class MemProfilerStatsViews:
 class TextReportViews:
     """A MemProfiler ``fsdp_mem_*.log`` text report (the first bytes of it)."""
 
-    def __init__(self, data: dict) -> None:
+    def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
 
-    def text(self) -> dict:
+    def text(self) -> dict[str, Any]:
         return dict(self.data)
 
 

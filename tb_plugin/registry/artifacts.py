@@ -1,10 +1,12 @@
 """Memory artifacts other than traces (allocator snapshots, memory-timeline exports, MemProfiler
-output): loading them in their own thread (:class:`ArtifactLoading`, part of the registry); their views
+output): loading them in their own thread (:class:`ArtifactStore`, a collaborator of the registry); their views
 are :mod:`.artifact_views`, imported with their analysis and reader modules when one is loaded."""
 
 from __future__ import annotations
 
 import logging
+import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..analysis import timeline_query
 from ..storage.fs import FileEntry
@@ -14,27 +16,34 @@ from ..storage.remote import is_local_fs
 from ..trace.errors import TraceReadError
 from .parse import read_bytes
 from .results import ANALYSIS_VERSION
-from .states import ERROR, LOADING, QUEUED, READY, ArtifactState
+from .states import ERROR, LOADING, QUEUED, READY, ArtifactState, DumpRecords, FileState
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+    from ..trace.model import Trace
+    from .cache import ParseCache
+    from .trace_files import TraceFiles
 
 logger = logging.getLogger(__name__)
 
 MEMPROFILER_KINDS = ("memprofiler_stats", "memprofiler_log")
 
 
-def load_snapshot_blocks(blocks, size: int):
+def load_snapshot_blocks(blocks: Blocks, size: int) -> Any:
     """:func:`~tb_plugin.artifacts.snapshot.load_snapshot_blocks` (imported when a snapshot is read)."""
     from ..artifacts.snapshot import load_snapshot_blocks as load
 
     return load(blocks, size)
 
 
-def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> dict:
+def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> dict[str, Any]:
     """What the ``runs`` listing adds to an artifact: ``trace`` (``{"worker", "span"}`` of the trace file
     a ``*.pt.trace.memory.*`` export was written beside, from ``traces``: logdir-relative path →
     (worker, span)), Composer's ``rank`` and ``batch`` from its name, a snapshot's ``rank`` (a
     ``rank<N>`` in its name or folder: see :func:`~.storage.naming.snapshot_rank`) and ``taken_on_oom``
     (its name says OOM: :func:`~.storage.naming.names_oom`)."""
-    out: dict = {"trace": None, "rank": None, "batch": None}
+    out: dict[str, Any] = {"trace": None, "rank": None, "batch": None}
     name, folder = art.entry.name, art.entry.rel[: len(art.entry.rel) - len(art.entry.name)]
     for trace_name in companion_traces(name):
         if folder + trace_name in traces:
@@ -53,13 +62,30 @@ def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> di
     return out
 
 
-class ArtifactLoading:
-    """The memory artifacts of a :class:`~tb_plugin.registry.runs.RunRegistry` (a mixin: it uses the
-    registry's ``_lock``, ``_wake``, ``_stop``, ``_artifacts``, ``fs``, ``cache`` and ``client_message``; for
-    :meth:`snapshot_trace` its traces: ``files``, ``views``, ``want``)."""
+class ArtifactStore:
+    """The memory artifacts of one logdir, a collaborator of the registry: reconciled with each
+    listing, loaded in their own thread (:meth:`run`) or on request, and matched against the logdir's
+    trace files (``traces``) for the snapshot views. Flight-recorder dumps are read with their run's
+    other dumps by ``dumps`` (:class:`~.hang.HangDumps`)."""
 
-    def _reconcile_artifacts(self, entries: list[FileEntry]) -> None:
-        with self._lock:
+    def __init__(
+        self,
+        fs: AbstractFileSystem | None,
+        cache: ParseCache | None,
+        traces: TraceFiles,
+        dumps: Callable[[str], DumpRecords | None],
+    ) -> None:
+        self._fs = fs
+        self._cache = cache
+        self._traces = traces
+        self._dumps = dumps
+        self._artifacts: dict[str, ArtifactState] = {}  # rel → artifact
+        self._wake = threading.Condition(threading.Lock())  # notified when the artifacts change or at stop
+        self._match_facts_memo: dict[tuple[str, str], dict[str, Any]] = {}  # (rel, version) → match facts
+
+    def reconcile(self, entries: list[FileEntry]) -> None:
+        """Make the artifacts those of a listing: new or changed ones queued, gone ones dropped."""
+        with self._wake:
             seen = set()
             for e in entries:
                 seen.add(e.rel)
@@ -69,16 +95,22 @@ class ArtifactLoading:
             for rel in list(self._artifacts):
                 if rel not in seen:
                     del self._artifacts[rel]
+            self._wake.notify_all()
+
+    def wake(self) -> None:
+        """Wake the loader thread (:meth:`run`): to stop, or to look at the artifacts again."""
+        with self._wake:
+            self._wake.notify_all()
 
     def artifacts(self, run: str | None = None) -> list[ArtifactState]:
-        with self._lock:
+        with self._wake:
             return sorted(
                 (a for a in self._artifacts.values() if run is None or a.run == run), key=lambda a: a.entry.rel
             )
 
     def find_artifact(self, run: str, path: str) -> ArtifactState | None:
         """The artifact with this logdir-relative path in this run (a lookup, never a file path)."""
-        with self._lock:
+        with self._wake:
             a = self._artifacts.get(path)
         return a if a is not None and a.run == run else None
 
@@ -105,25 +137,29 @@ class ArtifactLoading:
         from ..artifacts.timeline_export import TimelineExportError, load_timeline_export
         from .artifact_views import MemoryHtmlViews, SnapshotViews, TimelineExportViews, load_memprofiler_views
 
+        fs = self._fs
+        if fs is None:  # never listed: an artifact comes from a listing of an opened logdir
+            art.error, art.state = "the logdir cannot be opened", ERROR
+            return
         art.state = LOADING
         entry = art.entry
-        url = self.fs.unstrip_protocol(entry.path)
+        url = fs.unstrip_protocol(entry.path)
         try:
             if entry.kind == "snapshot":
                 snap = summary = None
-                if self.cache is not None:
-                    got = self.cache.get_blob(url, entry.version, "snapshot")
+                if self._cache is not None:
+                    got = self._cache.get_blob(url, entry.version, "snapshot")
                     snap = unpack_snapshot(*got) if got else None
                     # the summary too (its alloc/free matching sorts the whole history: seconds at 20 M entries)
-                    got = self.cache.get_blob(url, entry.version, "snapshot-summary") if snap is not None else None
+                    got = self._cache.get_blob(url, entry.version, "snapshot-summary") if snap is not None else None
                     summary = got[0].get("summary") if got and got[0].get("analysis") == ANALYSIS_VERSION else None
                 if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
-                    snap = self._read_snapshot(entry)
-                    if self.cache is not None:
-                        self.cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
+                    snap = self._read_snapshot(fs, entry)
+                    if self._cache is not None:
+                        self._cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
                 art.views = SnapshotViews(snap, summary)
-                if summary is None and self.cache is not None:
-                    self.cache.put_blob(
+                if summary is None and self._cache is not None:
+                    self._cache.put_blob(
                         url,
                         entry.version,
                         "snapshot-summary",
@@ -132,42 +168,42 @@ class ArtifactLoading:
                     )
                 art.views.summary()
             elif entry.kind == "memory_html":
-                with self.fs.open(entry.path, "rb") as f:
+                with fs.open(entry.path, "rb") as f:
                     art.views = MemoryHtmlViews(extract_png(f.read(MAX_HTML_BYTES + 1)))
             elif entry.kind in MEMPROFILER_KINDS:
-                art.views = load_memprofiler_views(self.fs, entry)
+                art.views = load_memprofiler_views(fs, entry)
             elif entry.kind == "flight_recorder":  # read with the run's other dumps, once (registry/hang.py)
-                _, unreadable = self.hang_records(art.run) or ([], [])
+                _, unreadable = self._dumps(art.run) or ([], [])
                 error = next((u["error"] for u in unreadable if u["path"] == entry.rel), None)
                 if error is not None:
                     raise TimelineExportError(error)
                 art.views = None
             else:
-                art.views = TimelineExportViews(load_timeline_export(read_bytes(self.fs, entry.path, entry.size)))
+                art.views = TimelineExportViews(load_timeline_export(read_bytes(fs, entry.path, entry.size)))
         except (SnapshotError, TimelineExportError, MemProfilerError, MemoryHtmlError, TraceReadError) as exc:
-            art.error, art.state = self.client_message(str(exc)), ERROR
+            art.error, art.state = self._traces.client_message(str(exc)), ERROR
         except OSError as exc:
-            art.error, art.state = self.client_message(f"cannot read file: {exc}"), ERROR
+            art.error, art.state = self._traces.client_message(f"cannot read file: {exc}"), ERROR
         except Exception as exc:  # one bad file must stay one file's problem
             logger.exception("reading %s failed", entry.rel)
             art.error, art.state = (
-                self.client_message(f"internal error while reading this file: {type(exc).__name__}: {exc}"),
+                self._traces.client_message(f"internal error while reading this file: {type(exc).__name__}: {exc}"),
                 ERROR,
             )
         else:
             art.state = READY
 
-    def _read_snapshot(self, entry: FileEntry):
+    def _read_snapshot(self, fs: AbstractFileSystem, entry: FileEntry) -> Any:
         """The snapshot in ``entry``: a local file streamed to the reader child in blocks (this
         process holds one block, not the file), with the bounds of :func:`read_bytes`; a remote one read
         whole first."""
         from ..artifacts.snapshot import load_snapshot
 
-        if not is_local_fs(self.fs):
-            return load_snapshot(read_bytes(self.fs, entry.path, entry.size, json_document=False))
+        if not is_local_fs(fs):
+            return load_snapshot(read_bytes(fs, entry.path, entry.size, json_document=False))
         try:
             return load_snapshot_blocks(
-                Blocks(self.fs, entry.path, entry.size, json_document=False, limit_share=1), entry.size or 0
+                Blocks(fs, entry.path, entry.size, json_document=False, limit_share=1), entry.size or 0
             )
         except ReadError as exc:
             raise TraceReadError(str(exc)) from None
@@ -186,7 +222,7 @@ class ArtifactLoading:
                 out.append((got[1], other))
         return sorted(out, key=lambda ra: (ra[0], ra[1].entry.rel))
 
-    def snapshot_ranks(self, art: ArtifactState) -> dict:
+    def snapshot_ranks(self, art: ArtifactState) -> dict[str, Any]:
         """Peak active bytes per rank of ``art``'s rank group (each snapshot loaded here unless another
         thread is loading it) and the outlier (:func:`~.analysis.snapshot_ranks.compare`)."""
         rows = []
@@ -214,7 +250,7 @@ class ArtifactLoading:
 
         return compare(rows)
 
-    def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict | None, object, int]:
+    def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict[str, Any] | None, Trace | None, int]:
         """The loaded trace of ``art``'s run that matches ``device`` of the snapshot best (largest
         wall-clock overlap, :func:`~.analysis.snapshot_attribution.match_overlap`): ``(link, trace,
         traces still loading)``; ``link`` is ``{"worker", "span", "path", "overlap_us"}``, None (and
@@ -224,11 +260,11 @@ class ArtifactLoading:
         got = snapshot_rank(art.entry.rel)
         rank = got[1] if got else None
         best, loading = None, 0
-        for st in self.files():
+        for st in self._traces.files():
             if st.run != art.run:
                 continue
             if st.state in (QUEUED, LOADING):
-                self.want(st)  # loaded next (the client polls)
+                self._traces.want(st)  # loaded next (the client polls)
                 loading += 1
                 continue
             if st.state != READY:
@@ -247,20 +283,22 @@ class ArtifactLoading:
                 )
         if best is None:
             return None, None, loading
-        return best[0], self.views(best[1]).trace, loading
+        return best[0], self._traces.views(best[1]).trace, loading
 
-    def _match_facts(self, st) -> dict:
+    def _match_facts(self, st: FileState) -> dict[str, Any]:
         """:func:`~.analysis.snapshot_attribution.match_facts` of a loaded trace file, kept per file
         version: matching a snapshot against every rank's trace never reloads an evicted trace."""
         from ..analysis import snapshot_attribution
 
-        memo = self.__dict__.setdefault("_snapshot_match_facts", {})
+        memo = self._match_facts_memo
         key = (st.entry.rel, st.entry.version)
         if key not in memo:
-            memo[key] = snapshot_attribution.match_facts(self.views(st).trace)
+            memo[key] = snapshot_attribution.match_facts(self._traces.views(st).trace)
         return memo[key]
 
-    def snapshot_counters(self, state, trace, t0: float, t1: float, bins: int) -> list[dict]:
+    def snapshot_counters(
+        self, state: FileState, trace: Trace, t0: float, t1: float, bins: int
+    ) -> list[dict[str, Any]]:
         """Counter tracks for the Trace view of ``trace`` (the file ``state``) over ``[t0, t1]`` (µs of
         the timeline, from its first event): per loaded snapshot of its run and device that matches it
         (:func:`~.analysis.snapshot_attribution.match_overlap`), the snapshot's active bytes per bin.
@@ -292,13 +330,14 @@ class ArtifactLoading:
                 logger.exception("snapshot track of %s failed", art.entry.rel)
         return out
 
-    def _artifact_loop(self) -> None:
-        """Load queued memory artifacts in the background, in their own thread: a slow snapshot or
-        YAML file never holds up the traces (the loader thread) nor another artifact's requests."""
-        while not self._stop.is_set():
+    def run(self, stop: threading.Event, interval: float) -> None:
+        """Load queued memory artifacts in the background until ``stop`` is set (the registry's
+        artifact thread): a slow snapshot or YAML file never holds up the traces (the loader thread)
+        nor another artifact's requests. Looks again at least every ``interval`` s."""
+        while not stop.is_set():
             with self._wake:
                 art = next((a for a in self._artifacts.values() if a.state == QUEUED), None)
                 if art is None:
-                    self._wake.wait(timeout=self.reload_interval)
+                    self._wake.wait(timeout=interval)
                     continue
             self.load_artifact(art)

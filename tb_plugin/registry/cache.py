@@ -17,6 +17,7 @@ import logging
 import os
 import stat
 import threading
+from typing import Any
 
 import numpy as np
 import orjson
@@ -67,7 +68,7 @@ _SWEPT: set[str] = set()  # cache directories this process has swept
 _SWEPT_LOCK = threading.Lock()
 
 
-def _read_npz(path: str, compact: bool = False) -> tuple[dict, dict] | None:
+def _read_npz(path: str, compact: bool = False) -> tuple[dict[str, Any], dict] | None:
     """``(header, {name: array})`` of the npz at ``path``, or None when it is missing or unreadable
     in any way (then it is removed, so the next write replaces it)."""
     try:
@@ -162,11 +163,11 @@ class ParseCache:
     def has_blob(self, url: str, version: str, kind: str) -> bool:
         return os.path.exists(self._blob_path(url, version, kind))
 
-    def get_blob(self, url: str, version: str, kind: str) -> tuple[dict, dict] | None:
+    def get_blob(self, url: str, version: str, kind: str) -> tuple[dict[str, Any], dict] | None:
         """A derived index stored beside the parsed columns (``kind`` names it), or None."""
         return _read_npz(self._blob_path(url, version, kind))
 
-    def put_blob(self, url: str, version: str, kind: str, header: dict, arrays: dict) -> None:
+    def put_blob(self, url: str, version: str, kind: str, header: dict[str, Any], arrays: dict[str, Any]) -> None:
         path = self._blob_path(url, version, kind)
         self._write(path, dict(arrays, header=np.frombuffer(jsonsafe.dumps(header, default=str), dtype=np.uint8)))
 
@@ -224,7 +225,7 @@ class ParseCache:
         arrays.update({"c." + k: v for k, v in trace.counters.columns.items()})
         return path, arrays
 
-    def write_prepared(self, path: str, arrays: dict) -> None:
+    def write_prepared(self, path: str, arrays: dict[str, Any]) -> None:
         """Write what :meth:`prepare` returned; a failure only costs the cache entry (logged)."""
         try:
             self._write(path, arrays)
@@ -232,7 +233,7 @@ class ParseCache:
             logger.warning("cannot write parse cache entry %s: %s", path, exc)
 
     @staticmethod
-    def _write(path: str, arrays: dict) -> None:
+    def _write(path: str, arrays: dict[str, Any]) -> None:
         """Write an npz privately and atomically; a failure only costs the cache entry."""
         try:
             write_atomic(path, lambda f: np.savez(f, **arrays))

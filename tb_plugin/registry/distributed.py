@@ -1,5 +1,6 @@
 """The distributed view of a run: each rank's aggregate, computed here or on an executor (local
-process pool or Dask), combined across ranks (:class:`Distributed`, part of the registry)."""
+process pool or Dask), combined across ranks (:class:`DistributedAggregate`, a collaborator of the
+registry)."""
 
 from __future__ import annotations
 
@@ -7,39 +8,57 @@ import logging
 import os
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..analysis import critical_path_overlay
 from ..analysis import distributed as distributed_analysis
-from . import report
+from . import report_distributed
 from .executors import LocalExecutor, is_remote, open_executor, run_ranks
 from .executors.task import RankJob, unpack
 from .states import ERROR, LOADING, QUEUED, READY, FileState
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+    from .cache import ParseCache
+    from .executors.base import Executor
+    from .executors.base import Progress as RankProgress
+    from .trace_files import TraceFiles
 
 logger = logging.getLogger(__name__)
 
 EXECUTOR_RETRY_S = 60.0  # after a remote executor failed, the local loads are used this long before a new try
 
 
-class Distributed:
-    """Per-rank work and the cross-rank view (a mixin: it uses the registry's ``files``, ``tables``,
-    ``_load_locked``, ``fs``, ``cache``, ``executor`` and ``client_message``)."""
+class DistributedAggregate:
+    """Per-rank work and the cross-rank view of one logdir's runs, a collaborator of the registry: each
+    rank's aggregate is computed from the trace files (``traces``) here, or on an executor from the
+    files themselves (``fs``, ``cache``), and combined across ranks."""
 
-    files: Callable[[], list[FileState]]  # the registry's (declared for the type checker; no attribute here)
-
-    def _init_executor(self, executor: str | None) -> None:
+    def __init__(
+        self, traces: TraceFiles, fs: AbstractFileSystem | None, cache: ParseCache | None, executor: str | None
+    ) -> None:
+        self._traces = traces
+        self._fs = fs
+        self._cache = cache
         # where the distributed view's per-rank work runs when ranks are not loaded here: "local",
         # "dask://host:port", or None for $KINETOSCOPE_EXECUTOR (see registry/executors)
         self.executor = executor
-        self._executor = None
+        self._executor: Executor | None = None
         self._executor_failure: tuple[float, str] | None = None
         self._executor_lock = threading.Lock()
         # the last cross-rank answer per (kind, run, span[, worker]): (what it was computed from, answer).
         # Computed from the ranks' aggregates, it is reused while they are the same objects (held here,
         # so their ids are not reused), instead of being recombined at every request (256 ranks: 7 s).
-        self._combined: dict[tuple, tuple[tuple, list, dict]] = {}
+        self._combined: dict[tuple[str, ...], tuple[tuple[Any, ...], list[Any], dict[str, Any]]] = {}
 
-    def _remembered(self, slot: tuple, states: list[FileState], extra: tuple, compute) -> dict:
+    def _remembered(
+        self,
+        slot: tuple[str, ...],
+        states: list[FileState],
+        extra: tuple[Any, ...],
+        compute: Callable[[], dict[str, Any]],
+    ) -> dict[str, Any]:
         """``compute()``, or the answer kept for ``slot`` when ``states`` (their file versions and
         aggregates) and ``extra`` are what it was computed from."""
         held = [st.aggregate for st in states]
@@ -51,13 +70,14 @@ class Distributed:
         self._combined[slot] = (key, held, doc)
         return doc
 
-    def _close_executor(self) -> None:
+    def close(self) -> None:
+        """Close the remote executor, if one was opened."""
         with self._executor_lock:
             if self._executor is not None:
                 self._executor.close()
                 self._executor = None
 
-    def distributed(self, run: str, span: str = "1") -> dict:
+    def distributed(self, run: str, span: str = "1") -> dict[str, Any]:
         """The distributed view of a run's ranks at one span (see analysis.distributed), combined from
         each rank's aggregate. Ranks not analysed yet go to the remote executor when one is chosen
         (``executor`` / ``$KINETOSCOPE_EXECUTOR``), else to the local process pool when they are
@@ -71,8 +91,8 @@ class Distributed:
             lambda: self._distributed_doc(run, span, states, ranks, messages, guessed),
         )
 
-    def _distributed_doc(self, run: str, span: str, states, ranks, messages, guessed) -> dict:
-        spans = sorted({st.span for st in self.files() if st.run == run}, key=int)
+    def _distributed_doc(self, run: str, span: str, states, ranks, messages, guessed) -> dict[str, Any]:
+        spans = sorted({st.span for st in self._traces.files() if st.run == run}, key=int)
         # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
         # reason: why there is no view (null with one); the files' own failures are in messages
         out = {
@@ -104,13 +124,13 @@ class Distributed:
             )
         return dict(out, view=view, messages=messages)
 
-    def span_advice(self, run: str, span: str) -> list[dict] | None:
+    def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
         """The advice that holds on several of the run's loaded files at ``span``, once for the run
-        (:func:`.report.run_advice`): the ``distributed`` route's and the MCP tool's."""
-        files = [st for st in self.files() if st.run == run and st.span == span]
-        return report.run_advice([{"worker": st.worker, "overview": st.overview} for st in files])
+        (:func:`.report_distributed.run_advice`): the ``distributed`` route's and the MCP tool's."""
+        files = [st for st in self._traces.files() if st.run == run and st.span == span]
+        return report_distributed.run_advice([{"worker": st.worker, "overview": st.overview} for st in files])
 
-    def critical_path_overlay(self, state: FileState) -> dict:
+    def critical_path_overlay(self, state: FileState) -> dict[str, Any]:
         """The critical path on one loaded file's timeline (:func:`analysis.critical_path_overlay.rank_overlay`):
         across the run's loaded ranks at its span, or its own path when it is the only one; with
         ``rank``, ``worker`` and ``messages`` (ranks that did not load)."""
@@ -122,24 +142,28 @@ class Distributed:
             mine = [(distributed_analysis.rank_of_info(agg["distributed_info"], state.worker, 0)[0], state.worker, agg)]
             ranks = mine
         rank = mine[0][0]
-        states = [st for st in self.files() if st.run == state.run and st.span == state.span]
+        states = [st for st in self._traces.files() if st.run == state.run and st.span == state.span]
         return self._remembered(
             ("critical_path", state.run, state.span, state.worker),
             states,
             (tuple(guessed + messages), rank, tuple(r[1] for r in ranks)),
             lambda: dict(
-                critical_path_overlay.rank_overlay(ranks, rank, self.views(state).trace),
+                critical_path_overlay.rank_overlay(ranks, rank, self._traces.views(state).trace),
                 rank=rank,
                 worker=state.worker,
                 messages=guessed + messages if len(ranks) > 1 else [],
             ),
         )  # one rank: how its rank was read is noise
 
-    def _ranks(self, run: str, span: str) -> tuple[list[FileState], list[tuple[int, str, dict]], list[str], list[str]]:
+    def _ranks(
+        self, run: str, span: str
+    ) -> tuple[list[FileState], list[tuple[int, str, dict[str, Any]]], list[str], list[str]]:
         """The run's files at ``span``, its loaded ranks ``(rank, worker, aggregate)``, messages, and
         per rank without ``distributedInfo`` where its rank was read instead."""
         guessed: list[str] = []
-        states = sorted((st for st in self.files() if st.run == run and st.span == span), key=lambda s: s.worker)
+        states = sorted(
+            (st for st in self._traces.files() if st.run == run and st.span == span), key=lambda s: s.worker
+        )
         messages = []
         failed: dict[str, str] = {}
         todo = [st for st in states if st.aggregate is None and st.state not in (READY, ERROR)]
@@ -186,29 +210,31 @@ class Distributed:
             if st.aggregate is not None:
                 return
             if st.state in (QUEUED, LOADING):
-                self._load_locked(st)
+                self._traces.load_held(st)
             if st.state == READY:
-                st.aggregate = {"distributed": self.views(st).rank_reduce()}
+                st.aggregate = {"distributed": self._traces.views(st).rank_reduce()}
 
     def rank_job(self, state: FileState, tables: bool = True) -> RankJob:
         """The executor job of one file (see executors/task.py)."""
-        entry = state.entry
+        entry, fs = state.entry, self._fs
+        if fs is None:  # a listed file comes from an opened logdir
+            raise LookupError(f"{entry.rel}: the logdir cannot be opened")
         return RankJob(
             key=entry.rel,
-            url=self.fs.unstrip_protocol(entry.path),
+            url=fs.unstrip_protocol(entry.path),
             version=entry.version,
             size=entry.size,
-            cache_dir=os.path.dirname(self.cache.root) if self.cache is not None else None,
+            cache_dir=os.path.dirname(self._cache.root) if self._cache is not None else None,
             tables=tables,
         )
 
     def analyse(
         self,
         states: list[FileState],
-        executor,
+        executor: Executor,
         tables: bool = True,
-        progress=None,
-        warn=None,
+        progress: RankProgress | None = None,
+        warn: Callable[[str], None] | None = None,
         failed: dict[str, str] | None = None,
     ) -> None:
         """Run the per-rank task of each file on ``executor`` (results in completion order, ``progress``
@@ -221,7 +247,7 @@ class Distributed:
                 st.state, st.progress = LOADING, 0.0
         for result in run_ranks(executor, jobs, progress, warn):
             st = by_key[result.key]
-            error = self.client_message(result.error) if result.error else None
+            error = self._traces.client_message(result.error) if result.error else None
             if not tables:
                 if error:
                     (failed if failed is not None else {})[result.key] = error
@@ -237,7 +263,7 @@ class Distributed:
                 st.overview = st.aggregate["tables"]["overview"]
                 st.progress, st.state = 1.0, READY
 
-    def _executor_for(self, todo: list[FileState]):
+    def _executor_for(self, todo: list[FileState]) -> tuple[Executor | None, str | None]:
         """``(executor, problem)`` for the ranks ``todo``: the remote executor when one is chosen, a
         local pool when ``todo`` is big enough for one, else ``(None, None)`` (load them here)."""
         if is_remote(self.executor):
@@ -247,7 +273,7 @@ class Distributed:
             return None, None
         return pool, None
 
-    def _remote_executor(self):
+    def _remote_executor(self) -> tuple[Executor | None, str | None]:
         """``(executor, problem)``: the remote executor, opened once and kept; after a failure
         ``(None, message)`` and a new try only after :data:`EXECUTOR_RETRY_S`."""
         with self._executor_lock:

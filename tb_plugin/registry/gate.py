@@ -61,7 +61,7 @@ def gate_document(rules: list[regression.FailOn], base_state, base_views, exp_st
     }
 
 
-def explain(base_trace, exp_trace, limit: int = TOP_EXPLAIN) -> dict[str, list[dict]]:
+def explain(base_trace, exp_trace, limit: int = TOP_EXPLAIN) -> dict[str, list[dict[str, Any]]]:
     """The operator nodes (path, status) with the largest change of self time (device self time where
     the node has device time, else host self time; µs per average step; self times do not count a
     child's change twice), and the kernels with the largest change of time per average step."""

@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.graph_elsewhere import LOOKED_UP, attribute_elsewhere
+from .interface import Registry
 from .states import READY
 
 MAX_REPLAYS = 200  # graph replays listed one by one in the report (all are counted)
 MAX_SIBLINGS = 8  # other traces looked at (each loaded if it is not): the same worker's spans first
 
 
-def sibling_capture_tables(registry, state) -> list[tuple[str, list[dict]]]:
+def sibling_capture_tables(registry: Registry, state) -> list[tuple[str, list[dict[str, Any]]]]:
     """``(path, capture table)`` of up to :data:`MAX_SIBLINGS` other traces of ``state``'s run: the same
     worker's other spans (by span), then the other workers' (by worker, span); a trace that fails to
     load is skipped."""
@@ -43,7 +44,7 @@ def graphs_report(views, max_replays: int = MAX_REPLAYS, others=None) -> dict[st
     return {"cuda_graphs": cuda, "compiled": found["compiled"]}
 
 
-def report_graphs(registry, state, graphs: dict | None) -> dict | None:
+def report_graphs(registry: Registry, state, graphs: dict[str, Any] | None) -> dict[str, Any] | None:
     """The report's ``graphs`` of ``state`` (its aggregate's ``graphs``), redone as the routes, MCP and the
     notebook do it (:func:`graphs_report` with the run's other traces) when one of its graphs has no matched
     capture and the run has other traces: so every interface names the same capture. Loads ``state`` in

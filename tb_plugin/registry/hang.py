@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import threading
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
@@ -20,6 +20,12 @@ from ..storage.remote import StorageError
 from ..storage.sniff import FLIGHT_RECORDER_HEAD, looks_like_flight_recorder
 from .executors import RankJob, open_executor, run_ranks
 from .executors.dump_task import BATCH_FILES
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+    from .states import ArtifactState, DumpRecords
+    from .trace_files import TraceFiles
 
 MAX_ENTRIES_SHOWN = 200  # entries of one rank the view's table gets (the newest)
 MAX_TRACES_LINKED = 4  # traces beside a folder's dumps loaded to link the findings (the suspects' first)
@@ -222,54 +228,64 @@ def _num(v) -> int | None:
     return None if v is None or int(v) == -1 else int(v)
 
 
-class HangRuns:
-    """The registry's hang documents per run (a mixin of :class:`~.runs.RunRegistry`: it uses
-    ``artifacts``, ``fs``, ``files`` and ``executor``): the run's ``flight_recorder`` artifacts read
-    once per version (kept until they change), the document built from them on each call."""
+class HangDumps:
+    """The flight-recorder dumps of one logdir's runs, a collaborator of the registry: each run's
+    ``flight_recorder`` artifacts (from ``artifacts``) read once per version and kept until they change;
+    the hang document built from them on each call, linked to the run's trace files (``traces``)."""
 
-    _hang_lock = threading.Lock()
+    def __init__(
+        self,
+        fs: AbstractFileSystem | None,
+        executor: str | None,
+        artifacts: Callable[[str], list[ArtifactState]],
+        traces: TraceFiles,
+    ) -> None:
+        self._fs = fs
+        self._executor = executor  # where dumps are read: see registry/executors
+        self._artifacts = artifacts
+        self._traces = traces
+        self._lock = threading.Lock()
+        self._read: dict[str, tuple[tuple[tuple[str, str], ...], DumpRecords]] = {}  # run → (versions, records)
 
-    def hang_records(self, run: str) -> tuple[list[dict], list[dict]] | None:
+    def records(self, run: str) -> DumpRecords | None:
         """``(records, unreadable)`` of the run's dumps; None when it has none."""
-        arts = [a for a in self.artifacts(run) if a.entry.kind == "flight_recorder"]
-        if not arts:
+        arts = [a for a in self._artifacts(run) if a.entry.kind == "flight_recorder"]
+        if not arts or self._fs is None:
             return None
+        fs = self._fs
         key = tuple((a.entry.rel, a.entry.version) for a in arts)
-        with self._hang_lock:
-            cache = self.__dict__.setdefault("_hang_cache", {})
-            if run in cache and cache[run][0] == key:
-                return cache[run][1]
+        with self._lock:
+            held = self._read.get(run)
+            if held is not None and held[0] == key:
+                return held[1]
             got = read_dumps(
                 [
-                    (
-                        a.entry.rel,
-                        self.fs.unstrip_protocol(a.entry.path) if not _local(self.fs) else a.entry.path,
-                        a.entry.size,
-                    )
+                    (a.entry.rel, fs.unstrip_protocol(a.entry.path) if not _local(fs) else a.entry.path, a.entry.size)
                     for a in arts
                 ],
-                open_executor(self.executor),
+                open_executor(self._executor),
             )
-            cache[run] = (key, got)
+            self._read[run] = (key, got)
             return got
 
-    def hang(self, run: str) -> dict | None:
+    def document(self, run: str) -> dict[str, Any] | None:
         """The run's hang document (:func:`job_document`), its traces linked by rank; the findings of a
         rank whose trace is loaded also say where its collectives stand in it
         (:func:`~tb_plugin.analysis.hang_traces.link_findings`). None without dumps."""
         from ..analysis import hang_traces
         from .states import READY
 
-        got = self.hang_records(run)
+        got = self.records(run)
         if got is None:
             return None
-        traces, loaded = {}, {}
-        for st in self.files():
+        traces: dict[int, dict[str, str]] = {}
+        loaded: dict[int, Any] = {}
+        for st in self._traces.files():
             found = snapshot_rank(st.entry.rel) if st.run == run else None
             if found is not None and found[1] not in traces:
                 traces[found[1]] = {"path": st.entry.rel, "worker": st.worker, "span": st.span}
                 if st.state == READY:  # never loads a trace for this: the links come with loaded ones
-                    loaded[found[1]] = hang_traces.rank_collectives(self.views(st).trace)
+                    loaded[found[1]] = hang_traces.rank_collectives(self._traces.views(st).trace)
         doc = job_document(*got, traces)
         hang_traces.link_findings(doc["findings"], loaded)
         return doc

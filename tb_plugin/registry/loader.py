@@ -10,22 +10,31 @@ progress moves: bytes read, then events decoded), by a second thread when the lo
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import multiprocessing
 import os
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..analysis.contents import file_contents
 from ..trace.errors import TraceReadError
 from ..trace.model import Trace
+from .budget import ViewCache
 from .executors.local import PARALLEL_MIN_BYTES, LocalExecutor, decompressed_guess, parallel_workers
 from .executors.task import RankJob, error_message
 from .parse import open_views, parse_entry
 from .states import ERROR, LOADING, QUEUED, READY, FileState
+from .trace_files import TraceFiles
 from .views import FileViews
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+    from ..settings import Settings
+    from .cache import ParseCache
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +42,42 @@ PARALLEL_BATCH_BYTES = 512 << 20  # a parallel batch holds about this much per c
 PARSE_SHARE = 0.9  # share of a load's progress given to parsing; the rest is the Overview and indexes
 
 
-class Loading:
-    """The trace loads of a registry (a mixin: it uses the registry's ``_lock``, ``_wake``, ``_stop``,
-    ``_files``, ``_wanted``, ``_queue_order``/``_queue_pos``, ``_views`` (a
-    :class:`~tb_plugin.registry.budget.ViewCache`), ``fs``, ``cache`` and ``client_message``)."""
+class Loading(TraceFiles):
+    """The trace loads of a :class:`~.runs.RunRegistry` (a base class of it). The registry owns the
+    listing (the files, the lock, the stop event, the threads) and declares it below; the loader's
+    own state (the wanted files, the queue, the parsed views kept within the budget, the running
+    batch) is set by :meth:`_init_loading` and changed only here. The registry tells it of a new
+    listing through :meth:`_requeue` and :meth:`_forget`."""
 
-    _priority_busy = False  # a thread loads wanted files (see want)
+    # what the loader reads of the registry (set by RunRegistry.__init__)
+    fs: AbstractFileSystem | None
+    cache: ParseCache | None
+    reload_interval: float
+    _files: dict[str, FileState]  # rel → file, as the last scan listed them
+    _lock: threading.RLock
+    _wake: threading.Condition  # on ``_lock``: notified when files are listed, wanted or at stop
+    _stop: threading.Event
+    _threads: list[threading.Thread]  # the registry's background threads (none: loads only on request)
+    settings: Settings | None  # the entry point's settings (the memory budget), or None
+
+    def _init_loading(self) -> None:
+        """The loader's own state (called by the registry's constructor, after ``_lock``)."""
+        self._wanted: collections.deque[str] = collections.deque()  # rels a user asked for, most recent first
+        budget = None if self.settings is None else self.settings.memory_budget_bytes
+        self._views = ViewCache(self._lock, budget)  # the parsed files kept in memory, within the budget
+        self._queue_order: list[FileState] = []  # files by path: the loader's default order
+        self._queue_pos = 0  # every file before it has left QUEUED (a scan starts it over)
+        self._priority_busy = False  # a thread loads wanted files (see want)
+        self._batch: dict[str, FileState] = {}  # rel → file of the running parallel batch (under the lock)
+        self._batch_pool: LocalExecutor | None = None  # its pool, once its jobs are submitted
+
+    def _requeue(self, by_path: list[FileState]) -> None:
+        """Under the lock, after a scan: the files in the loader's default order, from the first."""
+        self._queue_order, self._queue_pos = by_path, 0
+
+    def _forget(self, rel: str, reload_lock: bool = False) -> None:
+        """Under the lock: drop the parsed views of a file that changed or is gone (see ViewCache.forget)."""
+        self._views.forget(rel, reload_lock=reload_lock)
 
     def _load_loop(self) -> None:
         while not self._stop.is_set():
@@ -171,6 +210,10 @@ class Loading:
                 self._load_locked(state)
         return state
 
+    def load_held(self, state: FileState) -> FileState:
+        """Load this file now, in this thread; the caller holds ``state.lock`` (see :class:`~.trace_files.TraceFiles`)."""
+        return self._load_locked(state)
+
     def load(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState:
         """Parse (or fetch from the cache) and analyse one file now, in this thread (again, if it was
         loaded: see :meth:`ensure_loaded`). Waits for a load of it in progress elsewhere."""
@@ -243,9 +286,6 @@ class Loading:
                 held, self._batch, self._batch_pool = list(self._batch.values()), {}, None
             for st in held:
                 st.lock.release()
-
-    _batch: dict = {}  # rel → file of the running parallel batch (under the lock)
-    _batch_pool = None  # its LocalExecutor, once its jobs are submitted
 
     def _take_from_batch(self, state: FileState) -> bool:
         """Under the lock: take a wanted file out of the running batch when its job has not started in

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class PairsIndex:
     name_rank: np.ndarray  # rank of the row's name (op or "") among the names, in Python's string order
 
 
-def _codes(values: list) -> tuple[np.ndarray, list]:
+def _codes(values: list[Any]) -> tuple[np.ndarray, list]:
     """Per value a code into the distinct values (first-seen order)."""
     table: dict = {}
     return np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64, count=len(values)), list(
@@ -45,7 +46,7 @@ def _ranks(distinct: list[str]) -> np.ndarray:
     return np.array([where[t] for t in distinct], dtype=np.int64)
 
 
-def build_index(rows: list[dict]) -> PairsIndex:
+def build_index(rows: list[dict[str, Any]]) -> PairsIndex:
     n = len(rows)
 
     def column(key, dtype, fill):
@@ -77,7 +78,7 @@ def build_index(rows: list[dict]) -> PairsIndex:
 class Rows(Sequence):
     """The selected rows, in order; each built (a copy with ``name``) when read."""
 
-    def __init__(self, rows: list[dict], order: np.ndarray) -> None:
+    def __init__(self, rows: list[dict[str, Any]], order: np.ndarray) -> None:
         self._rows, self._order = rows, order
 
     def __len__(self) -> int:
@@ -89,7 +90,7 @@ class Rows(Sequence):
         return _named(self._rows[int(self._order[k])])
 
 
-def _named(row: dict) -> dict:
+def _named(row: dict[str, Any]) -> dict[str, Any]:
     return dict(row, name=row["op"] or "")
 
 
@@ -132,7 +133,7 @@ def select(
 
 
 def reference_select(
-    rows: list[dict],
+    rows: list[dict[str, Any]],
     device: str | None,
     lo: float | None,
     hi: float | None,
@@ -141,7 +142,7 @@ def reference_select(
     search: str,
     sort: str,
     descending: bool,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Allocation/free pairs on ``device`` whose lifetime overlaps ``[lo, hi]`` (µs; None: open), with
     ``min_bytes ≤ size ≤ max_bytes`` and ``search`` in the op name (case-insensitive), sorted by
     ``sort`` then name (rows without a ``sort`` value last, in row order)."""

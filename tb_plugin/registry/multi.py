@@ -1,4 +1,4 @@
-"""The :class:`Registry` protocol (what the routes and the CLI use), and :class:`MultiRegistry`:
+""":class:`MultiRegistry`: the :class:`~.interface.Registry` interface over
 several logdirs at once (TensorBoard's ``--logdir_spec name1:path1,name2:path2``), local and remote
 mixed: one :class:`~tb_plugin.registry.runs.RunRegistry` per logdir, so a bucket that cannot be listed
 (no credentials, access denied, missing bucket, an extra not installed) is an error of its own runs
@@ -10,14 +10,20 @@ import os
 import posixpath
 import re
 import time
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..settings import Settings
 from ..storage.urls import redact
 from .cache import ParseCache
+from .interface import Progress, RankProgress, Registry
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
 from .views import FileViews
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+    from ..trace.model import Trace
 
 _URI = re.compile(r"^[a-zA-Z][0-9a-zA-Z.+-]*://")
 
@@ -47,44 +53,10 @@ def parse_logdir_spec(spec: str) -> list[tuple[str, str]]:
     return out
 
 
-class Registry(Protocol):
-    """The data provider the routes, the CLI and the plugin use: :class:`RunRegistry` (one logdir)
-    and :class:`MultiRegistry` (several) both implement it."""
-
-    logdir: str
-
-    @property
-    def error(self) -> str | None: ...
-    def start(self) -> Registry: ...
-    def stop(self) -> None: ...
-    def scan(self) -> None: ...
-    def wait_scanned(self, timeout: float | None = None) -> bool: ...
-    def files(self) -> list[FileState]: ...
-    def find(self, run: str, worker: str, span: str) -> FileState | None: ...
-    def want(self, state: FileState) -> None: ...
-    def load(self, state: FileState, progress: Callable[[float], None] | None = None) -> FileState: ...
-    def views(self, state: FileState) -> FileViews: ...
-    def fs_of(self, state: FileState): ...
-    def client_message_of(self, state: FileState, message: str) -> str: ...
-    def parse_in_parallel(self, states: list[FileState]) -> int: ...
-    def distributed(self, run: str, span: str = "1") -> dict: ...
-    def workers_in_run(self, run: str) -> int: ...
-    def artifacts(self, run: str | None = None) -> list[ArtifactState]: ...
-    def find_artifact(self, run: str, path: str) -> ArtifactState | None: ...
-    def load_artifact(self, art: ArtifactState, wait: bool = True) -> ArtifactState: ...
-    def snapshot_ranks(self, art: ArtifactState) -> dict: ...
-    def hang(self, run: str) -> dict | None: ...
-    def hang_records(self, run: str) -> tuple[list, list] | None: ...
-    def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]: ...
-    def runs_document(self) -> dict[str, Any]: ...
-    def snapshot_counters(self, state: FileState, trace: Any, t0: float, t1: float, bins: int) -> list[dict]: ...
-    def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict | None, object, int]: ...
-    def critical_path_overlay(self, state: FileState) -> dict: ...
-
-
-class MultiRegistry:
-    """The :class:`Registry` interface over several logdirs (one :class:`RunRegistry` each); run names
-    are ``<name>`` or ``<name>/<run>``."""
+class MultiRegistry(Registry):
+    """The :class:`~.interface.Registry` interface over several logdirs (one :class:`RunRegistry`
+    each); run names are ``<name>`` or ``<name>/<run>``. Every call about a file, an artifact or a run
+    goes to the registry that holds it."""
 
     def __init__(
         self,
@@ -99,11 +71,19 @@ class MultiRegistry:
         ]
         self.logdir = ",".join(f"{name}:{redact(path)}" for name, path in entries)
 
-    def _owner(self, run: str):
+    def _owner(self, run: str) -> RunRegistry | None:
+        """The registry whose runs include ``run`` (None when no entry's name is its prefix)."""
         for reg in self.registries:
             if run == reg.prefix or run.startswith(reg.prefix + "/"):
                 return reg
         return None
+
+    def _holder(self, run: str) -> RunRegistry:
+        """The registry holding a file or artifact of ``run`` (one it listed, so there is one)."""
+        reg = self._owner(run)
+        if reg is None:
+            raise LookupError(f"no logdir holds run {run!r}")
+        return reg
 
     # lifecycle
     def start(self) -> MultiRegistry:
@@ -133,66 +113,99 @@ class MultiRegistry:
         return "; ".join(errors) or None
 
     # files
-    def files(self):
+    def files(self) -> list[FileState]:
         return sorted(
             (st for reg in self.registries for st in reg.files()), key=lambda s: (s.run, s.worker, int(s.span))
         )
 
-    def find(self, run: str, worker: str, span: str):
+    def find(self, run: str, worker: str, span: str) -> FileState | None:
         reg = self._owner(run)
         return reg.find(run, worker, span) if reg else None
-
-    def want(self, state) -> None:
-        self._owner(state.run).want(state)
-
-    def load(self, state, progress=None):
-        return self._owner(state.run).load(state, progress)
-
-    def views(self, state):
-        return self._owner(state.run).views(state)
-
-    def fs_of(self, state):
-        return self._owner(state.run).fs
-
-    def client_message_of(self, state, message: str) -> str:
-        return self._owner(state.run).client_message(message)
-
-    def parse_in_parallel(self, states) -> int:
-        used = 0
-        for reg in self.registries:
-            mine = [st for st in states if self._owner(st.run) is reg]
-            used = max(used, reg.parse_in_parallel(mine)) if mine else used
-        return used
-
-    def distributed(self, run: str, span: str = "1") -> dict:
-        return self._owner(run).distributed(run, span)
 
     def workers_in_run(self, run: str) -> int:
         reg = self._owner(run)
         return reg.workers_in_run(run) if reg else 0
 
+    def want(self, state: FileState) -> None:
+        self._holder(state.run).want(state)
+
+    def load(self, state: FileState, progress: Progress | None = None) -> FileState:
+        return self._holder(state.run).load(state, progress)
+
+    def ensure_loaded(self, state: FileState) -> FileState:
+        return self._holder(state.run).ensure_loaded(state)
+
+    def views(self, state: FileState) -> FileViews:
+        return self._holder(state.run).views(state)
+
+    def fs_of(self, state: FileState) -> AbstractFileSystem | None:
+        return self._holder(state.run).fs_of(state)
+
+    def client_message_of(self, state: FileState, message: str) -> str:
+        return self._holder(state.run).client_message_of(state, message)
+
+    def _by_holder(self, states: list[FileState]) -> list[tuple[RunRegistry, list[FileState]]]:
+        """``states`` grouped by the registry holding each (registries without one left out)."""
+        groups = [(reg, [st for st in states if self._owner(st.run) is reg]) for reg in self.registries]
+        return [(reg, mine) for reg, mine in groups if mine]
+
+    def parse_in_parallel(self, states: list[FileState]) -> int:
+        return max((reg.parse_in_parallel(mine) for reg, mine in self._by_holder(states)), default=0)
+
+    # the distributed aggregate
+    def distributed(self, run: str, span: str = "1") -> dict[str, Any]:
+        return self._holder(run).distributed(run, span)
+
+    def critical_path_overlay(self, state: FileState) -> dict[str, Any]:
+        return self._holder(state.run).critical_path_overlay(state)
+
+    def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
+        return self._holder(run).span_advice(run, span)
+
+    def analyse(
+        self,
+        states: list[FileState],
+        executor: Any,  # an executors.base.Executor (not imported: executors import the report)
+        tables: bool = True,
+        progress: RankProgress | None = None,
+        warn: Callable[[str], None] | None = None,
+        failed: dict[str, str] | None = None,
+    ) -> None:
+        for reg, mine in self._by_holder(states):
+            reg.analyse(mine, executor, tables, progress, warn, failed)
+
     # artifacts
-    def artifacts(self, run: str | None = None):
+    def artifacts(self, run: str | None = None) -> list[ArtifactState]:
         return sorted((a for reg in self.registries for a in reg.artifacts(run)), key=lambda a: a.entry.rel)
 
-    def find_artifact(self, run: str, path: str):
+    def find_artifact(self, run: str, path: str) -> ArtifactState | None:
         reg = self._owner(run)
         return reg.find_artifact(run, path) if reg else None
 
-    def load_artifact(self, art, wait: bool = True):
-        return self._owner(art.run).load_artifact(art, wait)
+    def load_artifact(self, art: ArtifactState, wait: bool = True) -> ArtifactState:
+        return self._holder(art.run).load_artifact(art, wait)
 
-    def snapshot_ranks(self, art) -> dict:
-        return self._owner(art.run).snapshot_ranks(art)
+    def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]:
+        return self._holder(art.run).rank_group(art)
 
-    def hang(self, run: str) -> dict | None:
-        return self._owner(run).hang(run)
+    def snapshot_ranks(self, art: ArtifactState) -> dict[str, Any]:
+        return self._holder(art.run).snapshot_ranks(art)
 
-    def hang_records(self, run: str):
-        return self._owner(run).hang_records(run)
+    def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict[str, Any] | None, Trace | None, int]:
+        return self._holder(art.run).snapshot_trace(art, device)
 
-    def rank_group(self, art) -> list:
-        return self._owner(art.run).rank_group(art)
+    def snapshot_counters(
+        self, state: FileState, trace: Trace, t0: float, t1: float, bins: int
+    ) -> list[dict[str, Any]]:
+        return self._holder(state.run).snapshot_counters(state, trace, t0, t1, bins)
+
+    def hang_records(self, run: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        reg = self._owner(run)
+        return reg.hang_records(run) if reg else None
+
+    def hang(self, run: str) -> dict[str, Any] | None:
+        reg = self._owner(run)
+        return reg.hang(run) if reg else None
 
     def runs_document(self) -> dict[str, Any]:
         docs = [reg.runs_document() for reg in self.registries]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import Any
 
 import msgspec
 
@@ -32,7 +33,7 @@ def ends_fingerprint(fd: int, size: int) -> str:
     return digest.hexdigest()
 
 
-def _same_file(fd: int, meta: dict) -> bool:
+def _same_file(fd: int, meta: dict[str, Any]) -> bool:
     st = os.fstat(fd)
     if (st.st_ino, st.st_size, st.st_mtime_ns) != (
         meta.get("events_inode"),

@@ -3,9 +3,10 @@
 A *run* is a directory (relative to the logdir, "/" separators, "." for the root) that directly holds
 trace files. Each file is one (worker, span) of its run (see :mod:`tb_plugin.storage.naming`). A
 scanner thread re-lists the logdir every ``reload_interval`` seconds, so new runs and files appear
-without a restart and changed files are read again. This module is the facade: scanning, lookups
-and the ``runs`` document; loading is in :mod:`.loader`, the memory budget in :mod:`.budget`, memory
-artifacts in :mod:`.artifacts`, the cross-rank view in :mod:`.distributed`.
+without a restart and changed files are read again. This module lists the runs (scanning, lookups,
+the ``runs`` document); loading is in :mod:`.loader`, the memory budget in :mod:`.budget`. The memory
+artifacts (:mod:`.artifacts`), the flight-recorder dumps (:mod:`.hang`) and the cross-rank view
+(:mod:`.distributed`) are collaborators the registry composes (see docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import posixpath
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..settings import Settings
 from ..storage.fs import FileEntry, list_files, open_logdir
@@ -25,21 +26,31 @@ from ..storage.naming import assign_spans
 from ..storage.remote import StorageError, describe_error
 from ..storage.sniff import SniffCache
 from ..storage.urls import redact
-from .artifacts import ArtifactLoading, artifact_links
-from .budget import ViewCache
+from .artifacts import ArtifactStore, artifact_links
 from .cache import ParseCache
-from .distributed import Distributed
-from .hang import HangRuns
+from .distributed import DistributedAggregate
+from .hang import HangDumps
+from .interface import RankProgress, Registry
 from .loader import Loading
-from .states import ERROR, LOADING, READY, ArtifactState, FileState
+from .states import ERROR, LOADING, READY, ArtifactState, DumpRecords, FileState
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+    from ..trace.model import Trace
+    from .executors.task import RankJob
 
 logger = logging.getLogger(__name__)
 
 RUNS_PROGRESS_S = 0.5  # while a file loads, the runs document shows its progress at most this stale
 
 
-class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
-    """Thread-safe registry of the trace files (and memory artifacts) under one logdir."""
+class RunRegistry(Loading, Registry):
+    """Thread-safe registry of the trace files (and memory artifacts) under one logdir. It lists the
+    runs and loads the trace files itself (:class:`~.loader.Loading`); the memory artifacts
+    (:class:`~.artifacts.ArtifactStore`), the flight-recorder dumps (:class:`~.hang.HangDumps`) and
+    the cross-rank aggregate (:class:`~.distributed.DistributedAggregate`) are collaborators it
+    composes, each given what it uses of the trace files (:class:`~.trace_files.TraceFiles`)."""
 
     def __init__(
         self,
@@ -58,7 +69,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         self.logdir = redact(str(logdir))  # as shown and logged: credentials in a URL are never shown
         self._logdir_url = str(logdir)  # as given: only opened
         self.prefix = prefix.strip("/")  # run-name prefix (the name of a --logdir_spec entry)
-        self.error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
+        self._error: str | None = None  # why the logdir cannot be listed (missing extra, credentials, …)
         self.skipped_links: list[str] = []  # symlinks the last listing did not follow (logdir-relative)
         try:
             self.fs, self.root = open_logdir(self._logdir_url)
@@ -68,24 +79,34 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         self.reload_interval = max(1.0, float(reload_interval))
         self._sniff = SniffCache(os.path.join(cache.root, "sniff.json") if cache is not None else None)
         self._files: dict[str, FileState] = {}
-        self._artifacts: dict[str, ArtifactState] = {}
         self._lock = threading.RLock()
         self._scan_lock = threading.Lock()  # scan() calls one at a time (the scanner thread, a request, the CLI)
         self._wake = threading.Condition(self._lock)
-        self._wanted: collections.deque[str] = collections.deque()
-        self._views = ViewCache(
-            self._lock, None if settings is None else settings.memory_budget_bytes
-        )  # the parsed files kept in memory, within the budget
         self._by_key: dict[tuple[str, str, str], FileState] = {}  # (run, worker, span) -> file
         self._order: list[FileState] | None = None  # files() order, rebuilt after a scan changes it
-        self._runs_doc: tuple[Any, float, dict, bool] | None = None  # (changes, time, doc, loading)
+        self._runs_doc: tuple[Any, float, dict[str, Any], bool] | None = None  # (changes, time, doc, loading)
         self._workers_of_run: dict[str, int] = {}
-        self._queue_order: list[FileState] = []  # files by path: the loader's default order
-        self._queue_pos = 0  # every file before it has left QUEUED (a scan starts it over)
         self._scanned = threading.Event()
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
-        self._init_executor(executor)
+        self._init_loading()
+        self._distributed = DistributedAggregate(self, self.fs, cache, executor)
+        self._dumps = HangDumps(self.fs, executor, self.artifacts, self)
+        self._artifacts = ArtifactStore(self.fs, cache, self, self._dumps.records)
+
+    @property
+    def executor(self) -> str | None:
+        """Where the per-rank work of the distributed view and the dumps' reading run (registry/executors)."""
+        return self._distributed.executor
+
+    @property
+    def error(self) -> str | None:
+        """Why the logdir cannot be listed (a missing extra, credentials, …); None when it can."""
+        return self._error
+
+    @error.setter
+    def error(self, message: str | None) -> None:
+        self._error = message
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> RunRegistry:
@@ -93,7 +114,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         for target, name in (
             (self._scan_loop, "kinetoscope-scan"),
             (self._load_loop, "kinetoscope-load"),
-            (self._artifact_loop, "kinetoscope-artifacts"),
+            (lambda: self._artifacts.run(self._stop, self.reload_interval), "kinetoscope-artifacts"),
         ):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
@@ -102,7 +123,8 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
 
     def stop(self) -> None:
         self._stop.set()
-        self._close_executor()
+        self._distributed.close()
+        self._artifacts.wake()
         with self._wake:
             self._wake.notify_all()
 
@@ -138,7 +160,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         if self.prefix:
             found = [dataclasses.replace(e, rel=f"{self.prefix}/{e.rel}") for e in found]
         entries = [e for e in found if e.kind == "trace"]
-        self._reconcile_artifacts([e for e in found if e.kind != "trace"])
+        self._artifacts.reconcile([e for e in found if e.kind != "trace"])
         by_run: dict[str, list[FileEntry]] = collections.defaultdict(list)
         for e in entries:
             by_run[e.run].append(e)
@@ -152,13 +174,13 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
                     old = self._files.get(e.rel)
                     if old is None or old.entry.version != e.version:
                         self._files[e.rel] = FileState(entry=e, worker=worker, span=span)
-                        self._views.forget(e.rel)
+                        self._forget(e.rel)
                     else:
                         old.worker, old.span = worker, span
             for rel in list(self._files):
                 if rel not in seen:
                     del self._files[rel]
-                    self._views.forget(rel, reload_lock=True)
+                    self._forget(rel, reload_lock=True)
             self._reindex()
             self._wake.notify_all()
         self._scanned.set()
@@ -168,12 +190,11 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         by_key = {(st.run, st.worker, st.span): st for st in self._files.values()}
         order = sorted(self._files.values(), key=lambda s: (s.run, s.worker, int(s.span)))
         self._by_key, self._order = by_key, order
-        workers: dict[str, set] = collections.defaultdict(set)
+        workers: dict[str, set[str]] = collections.defaultdict(set)
         for st in order:
             workers[st.run].add(st.worker)
         self._workers_of_run = {run: len(w) for run, w in workers.items()}
-        self._queue_order = sorted(self._files.values(), key=lambda s: s.entry.rel)
-        self._queue_pos = 0
+        self._requeue(sorted(self._files.values(), key=lambda s: s.entry.rel))
 
     # -- queries ------------------------------------------------------------------------------
     def files(self) -> list[FileState]:
@@ -217,12 +238,12 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
         """The document, with ``queue`` (:meth:`queue_positions`) for each file's ``queued_before``."""
         files = self.files()
         artifacts = self.artifacts()
-        runs: dict[str, dict[str, list]] = {}
+        runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for st in files:
             runs.setdefault(st.run, {}).setdefault(st.worker, []).append(
                 dict(st.as_json(), queued_before=queue.get(st.entry.rel))
             )
-        by_run: dict[str, list] = {}
+        by_run: dict[str, list[dict[str, Any]]] = {}
         traces = {st.entry.rel: (st.worker, st.span) for st in files}
         for a in artifacts:
             runs.setdefault(a.run, {})
@@ -249,7 +270,60 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
             ],
         }, loading
 
-    def fs_of(self, state: FileState):
+    # -- the collaborators ---------------------------------------------------------------------
+    def artifacts(self, run: str | None = None) -> list[ArtifactState]:
+        return self._artifacts.artifacts(run)
+
+    def find_artifact(self, run: str, path: str) -> ArtifactState | None:
+        return self._artifacts.find_artifact(run, path)
+
+    def load_artifact(self, art: ArtifactState, wait: bool = True) -> ArtifactState:
+        return self._artifacts.load_artifact(art, wait)
+
+    def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]:
+        return self._artifacts.rank_group(art)
+
+    def snapshot_ranks(self, art: ArtifactState) -> dict[str, Any]:
+        return self._artifacts.snapshot_ranks(art)
+
+    def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict[str, Any] | None, Trace | None, int]:
+        return self._artifacts.snapshot_trace(art, device)
+
+    def snapshot_counters(
+        self, state: FileState, trace: Trace, t0: float, t1: float, bins: int
+    ) -> list[dict[str, Any]]:
+        return self._artifacts.snapshot_counters(state, trace, t0, t1, bins)
+
+    def hang_records(self, run: str) -> DumpRecords | None:
+        return self._dumps.records(run)
+
+    def hang(self, run: str) -> dict[str, Any] | None:
+        return self._dumps.document(run)
+
+    def distributed(self, run: str, span: str = "1") -> dict[str, Any]:
+        return self._distributed.distributed(run, span)
+
+    def critical_path_overlay(self, state: FileState) -> dict[str, Any]:
+        return self._distributed.critical_path_overlay(state)
+
+    def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
+        return self._distributed.span_advice(run, span)
+
+    def rank_job(self, state: FileState, tables: bool = True) -> RankJob:
+        return self._distributed.rank_job(state, tables)
+
+    def analyse(
+        self,
+        states: list[FileState],
+        executor: Any,
+        tables: bool = True,
+        progress: RankProgress | None = None,
+        warn: Callable[[str], None] | None = None,
+        failed: dict[str, str] | None = None,
+    ) -> None:
+        self._distributed.analyse(states, executor, tables, progress, warn, failed)
+
+    def fs_of(self, state: FileState) -> AbstractFileSystem | None:
         """The filesystem holding this file."""
         return self.fs
 
@@ -275,7 +349,7 @@ class RunRegistry(Loading, ArtifactLoading, Distributed, HangRuns):
 MAX_NAMED_LINKS = 5
 
 
-def relative_paths(message: str, roots, prefix: str = "") -> str:
+def relative_paths(message: str, roots: Iterable[str], prefix: str = "") -> str:
     """``message`` with every ``<root>/`` of ``roots`` (absolute spellings of one local logdir:
     as given, as listed, resolved) replaced by ``prefix/`` (or nothing), longest first (one spelling
     may contain another). A logdir of ``/`` is left alone: its paths are already the whole story."""
@@ -298,5 +372,5 @@ def skipped_links_notice(links: list[str]) -> list[str]:
     ]
 
 
-def _run_sort_key(name: str) -> tuple:
+def _run_sort_key(name: str) -> tuple[bool, str]:
     return (name != ".", posixpath.normpath(name))

@@ -1,6 +1,6 @@
 """The state of one trace file or memory artifact in the registry.
 
-A file goes ``queued`` → ``loading`` → ``ready`` or ``error``. :meth:`FileState.shown` and
+A file goes ``queued`` → ``loading`` → ``ready`` or ``error`` (:class:`LoadState`). :meth:`FileState.shown` and
 :meth:`ArtifactState.shown` are what the ``runs`` document shows of an entry (all but the load
 progress): the registry rebuilds that document only when these change (see
 :meth:`RunRegistry.runs_document`), so writers just assign fields; nothing needs to announce a change.
@@ -9,12 +9,33 @@ progress): the registry rebuilds that document only when these change (see
 from __future__ import annotations
 
 import dataclasses
+import enum
 import threading
 from typing import Any, Callable
 
 from ..storage.fs import FileEntry
 
-QUEUED, LOADING, READY, ERROR = "queued", "loading", "ready", "error"
+#: ``(records, unreadable)`` of a run's flight-recorder dumps (registry/hang.py ``read_dumps``)
+DumpRecords = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+
+
+class LoadState(str, enum.Enum):
+    """Where a trace file or an artifact stands. A ``str`` whose value is what the ``runs`` document
+    and the routes show (``"ready"``, …), so it compares equal to, prints as and encodes to that."""
+
+    QUEUED = "queued"
+    LOADING = "loading"
+    READY = "ready"
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+QUEUED, LOADING, READY, ERROR = LoadState.QUEUED, LoadState.LOADING, LoadState.READY, LoadState.ERROR
 
 
 @dataclasses.dataclass
@@ -22,7 +43,7 @@ class FileState:
     entry: FileEntry
     worker: str
     span: str
-    state: str = QUEUED
+    state: LoadState = QUEUED
     progress: float = 0.0
     error: str | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
@@ -42,7 +63,7 @@ class FileState:
     def run(self) -> str:
         return self.entry.run
 
-    def shown(self) -> tuple:
+    def shown(self) -> tuple[Any, ...]:
         """What the ``runs`` document shows of this file, but its progress: equal tuples, equal rows."""
         return (
             self.entry.rel,
@@ -80,7 +101,7 @@ class ArtifactState:
     """A memory artifact of a run: an allocator snapshot, a memory-timeline export or a MemProfiler file."""
 
     entry: FileEntry
-    state: str = QUEUED
+    state: LoadState = QUEUED
     error: str | None = None
     views: Any = None  # set before ``state`` becomes READY: readers check ``state`` without a lock
     # held while this artifact loads: one load per artifact, other artifacts never wait for it
@@ -90,7 +111,7 @@ class ArtifactState:
     def run(self) -> str:
         return self.entry.run
 
-    def shown(self) -> tuple:
+    def shown(self) -> tuple[Any, ...]:
         """What the ``runs`` document shows of this artifact."""
         return (self.entry.rel, self.entry.kind, self.entry.size, self.state, self.error)
 

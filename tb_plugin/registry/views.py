@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..analysis import distributed as distributed_analysis
 from ..analysis import memory as memory_analysis
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from . import memory_events
 
 
-def _full_args(trace: Trace, row: int) -> dict:
+def _full_args(trace: Trace, row: int) -> dict[str, Any]:
     """Every arg of event ``row``: read back from the raw events (checked: :mod:`.raw_events`) when there
     are some, else the columns the decoder kept."""
     raw = read_raw_event(trace, row)
@@ -83,16 +83,16 @@ class FileViews:
                     self._memo[key] = make()
             return self._memo[key]
 
-    def operators(self, group_by: str = "operator") -> list[dict]:
+    def operators(self, group_by: str = "operator") -> list[dict[str, Any]]:
         return self._get("ops:" + group_by, lambda: operator_rows(self.trace, group_by))
 
-    def kernels(self, group_by: str = "kernel") -> list[dict]:
+    def kernels(self, group_by: str = "kernel") -> list[dict[str, Any]]:
         return self._get("kernels:" + group_by, lambda: kernel_rows(self.trace, group_by))
 
-    def modules(self) -> list[dict] | None:
+    def modules(self) -> list[dict[str, Any]] | None:
         return self._get("modules", lambda: module_tree(self.trace))
 
-    def graphs(self) -> dict:
+    def graphs(self) -> dict[str, Any]:
         """``{"cuda_graphs": …, "compiled": … | None}``: CUDA graph replays and their captures
         (:func:`~tb_plugin.analysis.graphs.graphs_document`) and torch.compile regions
         (:func:`~tb_plugin.analysis.compiled_regions.compiled_regions`)."""
@@ -100,12 +100,12 @@ class FileViews:
             "graphs", lambda: {"cuda_graphs": graphs_document(self.trace), "compiled": compiled_regions(self.trace)}
         )
 
-    def capture_table(self) -> list[dict]:
+    def capture_table(self) -> list[dict[str, Any]]:
         """The trace's complete CUDA graph captures with their launches' operators and frames
         (:func:`~tb_plugin.analysis.graph_elsewhere.capture_table`), for the run's other traces."""
         return self._get("graphs_captures", lambda: capture_table(self.trace))
 
-    def replay_bands(self) -> dict:
+    def replay_bands(self) -> dict[str, Any]:
         """CUDA graph replays as bands on the timeline's stream tracks
         (:func:`~tb_plugin.analysis.graph_bands.replay_bands`, from :meth:`graphs`)."""
         return self._get("replay_bands", lambda: replay_bands(self.trace, self.graphs()["cuda_graphs"]))
@@ -113,11 +113,11 @@ class FileViews:
     def tensor_core_split(self) -> dict[str, float]:
         return self._get("tc", lambda: tensor_core_split(self.trace))
 
-    def overview(self) -> dict:
+    def overview(self) -> dict[str, Any]:
         """The file's Overview (:func:`~tb_plugin.analysis.overview.compute_overview`)."""
         return self._get("overview", lambda: compute_overview(self.trace))
 
-    def rank_reduce(self) -> dict:
+    def rank_reduce(self) -> dict[str, Any]:
         """This rank's part of the distributed view (:func:`~tb_plugin.analysis.distributed.rank_reduce`)."""
         return self._get("rank_reduce", lambda: distributed_analysis.rank_reduce(self.trace))
 
@@ -130,7 +130,7 @@ class FileViews:
         self.modules()
         self.tensor_core_split()
 
-    def stacks(self, group_by: str, key: int) -> list[dict] | None:
+    def stacks(self, group_by: str, key: int) -> list[dict[str, Any]] | None:
         """Distinct call stacks of one operator row (:func:`operator_stacks`); None past the table."""
         if key >= len(self.operators(group_by)):
             return None
@@ -138,7 +138,7 @@ class FileViews:
             return operator_stacks(self.trace, group_by, key)
 
     # -- timeline -------------------------------------------------------------------------------
-    def timeline_meta(self) -> dict:
+    def timeline_meta(self) -> dict[str, Any]:
         def build():
             with self._lock_index():
                 self._load_or_build_index()
@@ -177,22 +177,22 @@ class FileViews:
     def _lock_index(self):
         return self._index_lock
 
-    def timeline_window(self, t0: float, t1: float, width_px: int, track_ids=None) -> dict:
+    def timeline_window(self, t0: float, t1: float, width_px: int, track_ids=None) -> dict[str, Any]:
         self.timeline_meta()
         base = timeline_query.origin(self.trace)
         doc = timeline_query.window(self.trace, t0, t1, width_px, track_ids)
         doc["counters"] = counters(self.trace, t0 + base, t1 + base, counter_bins(width_px))
         return doc
 
-    def timeline_range(self, t0: float, t1: float, track_ids=None, top: int = 10) -> dict:
+    def timeline_range(self, t0: float, t1: float, track_ids=None, top: int = 10) -> dict[str, Any]:
         self.timeline_meta()
         return range_stats(self.trace, t0, t1, track_ids, top)
 
-    def timeline_search(self, pattern: str, regex: bool) -> dict:
+    def timeline_search(self, pattern: str, regex: bool) -> dict[str, Any]:
         self.timeline_meta()
         return timeline_query.search(self.trace, pattern, regex)
 
-    def event(self, row: int) -> dict | None:
+    def event(self, row: int) -> dict[str, Any] | None:
         self.timeline_meta()
         ev = self.trace.events
         if not 0 <= row < len(ev):
@@ -211,7 +211,7 @@ class FileViews:
         }
 
     # -- insights -------------------------------------------------------------------------------
-    def insights(self) -> dict:
+    def insights(self) -> dict[str, Any]:
         def build():
             from ..analysis.insights import insights
 
@@ -227,10 +227,10 @@ class FileViews:
         return self._get("insights", build)
 
     # -- memory ---------------------------------------------------------------------------------
-    def memory_curves(self) -> list[dict]:
+    def memory_curves(self) -> list[dict[str, Any]]:
         return self._get("memory_curves", lambda: memory_analysis.curves(self.trace))
 
-    def memory_pairs(self) -> dict:
+    def memory_pairs(self) -> dict[str, Any]:
         return self._get("memory_pairs", lambda: memory_analysis.allocation_pairs(self.trace))
 
     def memory_pairs_index(self) -> memory_events.PairsIndex:
@@ -243,7 +243,7 @@ class FileViews:
         """The trace's memory devices ("GPU0", "CPU", …): the only ``device`` values worth computing."""
         return [c["device"] for c in self.memory_curves()]
 
-    def memory_stats(self, device: str, start_us=None, end_us=None) -> list[dict]:
+    def memory_stats(self, device: str, start_us=None, end_us=None) -> list[dict[str, Any]]:
         """Per-operator memory statistics of one device; no rows for a device without memory events,
         checked before anything is computed or memoized (the memo holds one entry per real device)."""
         if device not in self.memory_devices():
@@ -252,5 +252,5 @@ class FileViews:
             return self._get("memory_stats:" + device, lambda: memory_analysis.operator_stats(self.trace, device))
         return memory_analysis.operator_stats(self.trace, device, start_us, end_us)
 
-    def memory_summary(self) -> dict:
+    def memory_summary(self) -> dict[str, Any]:
         return self._get("memory_summary", lambda: memory_analysis.memory_summary(self.trace))

@@ -64,7 +64,7 @@ def running(proc: subprocess.Popen, ready_url: str):
 
 @contextlib.contextmanager
 def tensorboard(
-    logdir: Path | str,
+    logdir: Path | str | None,
     cache_dir: Path,
     path_prefix: str = "",
     env: dict | None = None,
@@ -73,14 +73,14 @@ def tensorboard(
 ):
     """Run ``tensorboard`` on a free loopback port; yields its base URL (with the prefix). ``env``:
     extra environment variables (e.g. an emulator's endpoint); ``extra_args``: extra flags; ``procs``:
-    a list the server's ``Popen`` is appended to (to watch its memory)."""
+    a list the server's ``Popen`` is appended to (to watch its memory). Without ``logdir``, the logdirs
+    come in ``extra_args`` (``--logdir_spec``)."""
     port = free_port()
     cmd = [
         sys.executable,
         "-m",
         "tensorboard.main",
-        "--logdir",
-        str(logdir),
+        *(["--logdir", str(logdir)] if logdir is not None else []),
         "--port",
         str(port),
         "--host",

@@ -1,0 +1,129 @@
+"""The distributed sections of the report documents (``kinetoscope report``, the notebook API, the MCP
+tools): a run's ``distributed`` summary, its critical path, the advice that holds across its ranks,
+and a single-rank worker's own process groups. Numbers come from analysis/ through
+:meth:`~.interface.Registry.distributed`; this module selects and nests them (µs, bytes, GB/s)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis import advice_ranks
+from ..analysis import distributed as distributed_analysis
+from .interface import Registry
+from .states import FileState
+
+
+def run_advice(workers: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The advice that holds on several ranks of a run, once for the run
+    (:func:`~tb_plugin.analysis.advice_ranks.across_ranks`), from its workers' ``{"worker", "overview"}``
+    (a worker's first span stands for its rank); None for fewer than two ranks."""
+    per_rank, seen = [], set()
+    for position, w in enumerate(workers):
+        if w["overview"] is None or w["worker"] in seen:
+            continue
+        seen.add(w["worker"])
+        info = (w["overview"].get("configuration") or {}).get("distributed")
+        rank, _ = distributed_analysis.rank_of_info(info, w["worker"], position)
+        per_rank.append((rank, w["overview"].get("recommendation_details") or []))
+    return advice_ranks.across_ranks(per_rank) if len(per_rank) >= 2 else None
+
+
+# the distributed section's tables (µs, bytes, GB/s)
+RANK_COLUMNS = (
+    "rank",
+    "worker",
+    "computation_us",
+    "overlap_us",
+    "communication_us",
+    "other_us",
+    "transfer_us",
+    "sync_us",
+)
+COLLECTIVE_COLUMNS = (
+    "name",
+    "calls",
+    "bytes",
+    "calls_without_bytes",
+    "group_size",
+    "transfer_us",
+    "sync_us",
+    "algbw_gbps",
+    "busbw_gbps",
+    "bus_factor",
+)
+ARRIVAL_COLUMNS = ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler", "text")
+
+
+def distributed_summary(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The report's ``distributed`` section from :meth:`RunRegistry.distributed` (None without a view)."""
+    view = result["view"]
+    if view is None:
+        return None
+    return {
+        "world_size": view["world_size"],
+        "ranks": [{k: r[k] for k in RANK_COLUMNS} for r in view["ranks"]],
+        "collectives": [{k: c.get(k) for k in COLLECTIVE_COLUMNS} for c in view["collectives"]],
+        "bandwidth_caveat": view.get("bandwidth_caveat"),
+        "matching": {k: view["matching"][k] for k in ("method", "by_type")},
+        "stragglers": view["stragglers"],
+        "groups": [group_summary(g) for g in view["groups"]],
+        # the evidence: per rank, how often it arrived last and how long the others waited for it
+        "arrivals": [{k: e[k] for k in ARRIVAL_COLUMNS} for e in view["arrivals"]],
+        "messages": result["messages"],
+    }
+
+
+def group_summary(group: dict[str, Any]) -> dict[str, Any]:
+    """One process group of the report (see analysis.process_groups.combine_groups)."""
+    return {
+        k: group[k]
+        for k in (
+            "name",
+            "description",
+            "role",
+            "ranks",
+            "size",
+            "calls",
+            "time_us",
+            "bytes",
+            "exposed_us",
+            "bandwidth_gbps",
+            "by_rank",
+        )
+    }
+
+
+def run_critical_path(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The critical path per step of a ``registry.distributed`` result: across the ranks with a view,
+    the one rank's own without (``single_rank``), else [] (see analysis.critical_path_combine)."""
+    if result.get("view") is not None:
+        return result["view"]["critical_path"]
+    return (result.get("single_rank") or {}).get("critical_path", [])
+
+
+def add_distributed(registry: Registry, doc: dict[str, Any], files: list[FileState]) -> None:
+    """Runs with more than one rank gain ``distributed`` and ``critical_path`` (span 1, across ranks);
+    the workers of a single-rank run gain ``distributed.groups``, their own process groups, and their
+    own ``critical_path`` (see analysis.critical_path_combine)."""
+    by_path = {st.entry.rel: st for st in files}
+    for entry in doc["runs"]:
+        workers = {w["worker"] for w in entry["workers"] if w["error"] is None}
+        if len(workers) < 2:
+            for w in entry["workers"]:
+                st = by_path.get(w["path"])
+                if w["overview"] is not None and st is not None and "groups" in st.aggregate["distributed"]:
+                    agg = st.aggregate["distributed"]
+                    rank, _ = distributed_analysis.rank_of_info(agg["distributed_info"], st.worker, 0)
+                    own = distributed_analysis.single_rank_view(rank, st.worker, agg)
+                    w["distributed"] = {
+                        "groups": [group_summary(g) for g in own["groups"]],
+                        "messages": own["groups_messages"],
+                    }
+                    if "critical_path" in agg:  # the same walk, without cross-rank edges
+                        w["critical_path"] = own["critical_path"]
+            continue
+        result = registry.distributed(entry["name"], "1")
+        summary = distributed_summary(result)
+        if summary is not None:
+            entry["distributed"] = summary
+            entry["critical_path"] = result["view"]["critical_path"]
