@@ -11,7 +11,7 @@
 #   ./run_tests.sh                     set up what is missing, then run every check and test (CI runs this)
 #   ./run_tests.sh --static            the static checks only: ruff check, ruff format --check, mypy, eslint
 #   ./run_tests.sh --fast              ruff (lint + format), then the Python unit and known-answer tests
-#                                      (tests/unit/ without the external sample corpus or emulators): no
+#                                      (tests/unit/ without the external corpus or emulators), in 2 processes: no
 #                                      mypy, eslint, browser or servers
 #   ./run_tests.sh TEST_ID...          just those tests (pytest ids: tests/test_x.py::test_y), no frontend
 #   ./run_tests.sh [--fast] -k EXPR    any other pytest arguments are passed on
@@ -69,7 +69,7 @@ echo "== setup: install what is missing"
 has_extras() {
   "$1" - <<'EOF' 2>/dev/null
 import importlib.metadata, pytest, hypothesis, playwright.sync_api, moto.server, gcp_storage_emulator, s3fs, gcsfs, adlfs, distributed, flask, pandas, mcp, mypy
-importlib.metadata.distribution("kinetoscope"), importlib.metadata.distribution("ruff")
+importlib.metadata.distribution("kinetoscope"), importlib.metadata.distribution("ruff"), importlib.metadata.distribution("pytest-xdist")
 EOF
 }
 if [ -n "${PYTHON:-}" ]; then :
@@ -163,8 +163,14 @@ fi
 where=(tests)
 [ "$ids" = 1 ] && where=()
 if [ "$fast" = 1 ]; then
+  # the fast tier in 2 processes (pytest-xdist, from the test extra; $KINETOSCOPE_TEST_JOBS overrides);
+  # test ids, or -n given, run as asked
+  jobs=()
+  case " $* " in *" -n "*|*" -n"[0-9]*) ;; *)
+    [ "$ids" = 0 ] && "$PYTHON" -c "import xdist" 2>/dev/null && jobs=(-n "${KINETOSCOPE_TEST_JOBS:-2}") ;;
+  esac
   echo "== python: pytest, fast tier (unit and known-answer: not corpus, e2e, integration or emulator)"
-  exec "$PYTHON" -m pytest -q -m "not corpus and not e2e and not integration and not emulator" "${where[@]}" "$@"
+  exec "$PYTHON" -m pytest -q "${jobs[@]}" -m "not corpus and not e2e and not integration and not emulator" "${where[@]}" "$@"
 fi
 echo "== python: pytest (unit, known-answer, real samples, incumbent parity, browser)"
 exec "$PYTHON" -m pytest -q "${where[@]}" "$@"
