@@ -19,3 +19,18 @@ def complete(name: str, cat: str, ts: float, dur: float, tid: int = 1, **args) -
         "dur": dur,
         "args": args,
     }
+
+
+def memory_instant(ts: float, **args) -> dict:
+    """A ``[memory]`` instant event on the host (pid 1, tid 1) whose args are ``args`` (``Bytes``,
+    ``Addr``, ``Total Allocated``, ``Total Reserved``, ``Device Type``, ``Device Id``; bytes)."""
+    return {
+        "ph": "i",
+        "s": "t",
+        "cat": "cpu_instant_event",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "args": args,
+    }
