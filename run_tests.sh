@@ -4,12 +4,15 @@
 # active and python3 lacks them), Node/npm and the frontend's node_modules, Azurite for the Azure tests,
 # Debian's chromium for the browser tests. As root it installs system packages; otherwise it installs
 # what it can and skips, with one line each, the tests whose tools are missing. Then: frontend
-# type-check + unit tests + bundle freshness, then every Python test, the browser tests included.
-# Fails loudly on the first failing stage.
+# the static checks (ruff lint + format, mypy against .mypy-baseline, eslint), then frontend type-check +
+# unit tests + bundle freshness, then every Python test, the browser tests included. Fails loudly on the
+# first failing stage.
 #
-#   ./run_tests.sh                     set up what is missing, then run every test (CI runs this)
-#   ./run_tests.sh --fast              Python unit and known-answer tests only (tests/unit/ without the
-#                                      external sample corpus or emulators): no browser, no servers
+#   ./run_tests.sh                     set up what is missing, then run every check and test (CI runs this)
+#   ./run_tests.sh --static            the static checks only: ruff check, ruff format --check, mypy, eslint
+#   ./run_tests.sh --fast              ruff (lint + format), then the Python unit and known-answer tests
+#                                      (tests/unit/ without the external corpus or emulators), in 2 processes: no
+#                                      mypy, eslint, browser or servers
 #   ./run_tests.sh TEST_ID...          just those tests (pytest ids: tests/test_x.py::test_y), no frontend
 #   ./run_tests.sh [--fast] -k EXPR    any other pytest arguments are passed on
 #   ./run_tests.sh --setup-only        set up what is missing, run nothing
@@ -22,10 +25,12 @@ cd "$(dirname "$0")"
 
 mode=test
 fast=0
+static=0
 case "${1:-}" in
   --setup-only) mode=setup; shift ;;
   --setup-dry-run) mode=dry; shift ;;
   --fast) fast=1; shift ;;
+  --static) static=1; shift ;;
 esac
 # arguments that name an existing test file or folder are test ids: run those instead of tests/
 ids=0
@@ -63,8 +68,8 @@ echo "== setup: install what is missing"
 # package, else a new ./.venv (Debian's python3 refuses pip installs into the system)
 has_extras() {
   "$1" - <<'EOF' 2>/dev/null
-import importlib.metadata, pytest, hypothesis, playwright.sync_api, moto.server, gcp_storage_emulator, s3fs, gcsfs, adlfs, distributed, flask, pandas, mcp
-importlib.metadata.distribution("kinetoscope")
+import importlib.metadata, pytest, hypothesis, playwright.sync_api, moto.server, gcp_storage_emulator, s3fs, gcsfs, adlfs, distributed, flask, pandas, mcp, mypy
+importlib.metadata.distribution("kinetoscope"), importlib.metadata.distribution("ruff"), importlib.metadata.distribution("pytest-xdist")
 EOF
 }
 if [ -n "${PYTHON:-}" ]; then :
@@ -104,12 +109,14 @@ if [ "$fast" = 0 ]; then
     for d in ${KINETOSCOPE_AZURITE_DIR:-} tests/.azurite /tmp/azurite_pkg; do
       [ -x "$d/node_modules/.bin/azurite-blob" ] && { azurite=$d; break; }
     done
-    if [ -n "$azurite" ]; then have "azurite in $azurite"
+    if [ "$static" = 1 ]; then :
+    elif [ -n "$azurite" ]; then have "azurite in $azurite"
     else install "azurite $AZURITE_VERSION" npm install --no-audit --no-fund --prefix tests/.azurite "azurite@$AZURITE_VERSION"
     fi
   fi
   # Debian's chromium for the browser tests (not Playwright's download: the tests run offline)
-  if [ -x "$CHROMIUM" ]; then have "chromium at $CHROMIUM"
+  if [ "$static" = 1 ]; then :
+  elif [ -x "$CHROMIUM" ]; then have "chromium at $CHROMIUM"
   else apt_install chromium "the browser tests (or set KINETOSCOPE_CHROMIUM to a chromium binary)" || browser=0
   fi
 fi
@@ -117,6 +124,23 @@ fi
 [ "$mode" = test ] || exit 0
 [ "$browser" = 1 ] || export KINETOSCOPE_NO_BROWSER=1
 [ "$node" = 1 ] || export KINETOSCOPE_NO_EMULATORS=1
+
+# static checks: every finding fails the run (mypy: beyond the per-file counts in .mypy-baseline, which
+# only shrink; docs/TESTING.md). --fast runs ruff only; test ids run none.
+if [ "$ids" = 0 ]; then
+  echo "== static: ruff check, ruff format --check"
+  "$PYTHON" -m ruff check --no-cache . || { echo "FAIL: ruff check found the above (ruff check --fix fixes some)" >&2; exit 1; }
+  "$PYTHON" -m ruff format --no-cache --check . || { echo "FAIL: files not formatted: run ruff format" >&2; exit 1; }
+  if [ "$fast" = 0 ]; then
+    echo "== static: mypy (mypy.ini) against .mypy-baseline"
+    "$PYTHON" tools/mypy_gate.py || { echo "FAIL: mypy findings beyond .mypy-baseline (above)" >&2; exit 1; }
+    if [ "$node" = 1 ]; then
+      echo "== static: eslint (frontend/eslint.config.js)"
+      (cd frontend && npm run --silent lint) || { echo "FAIL: eslint found the above in frontend/" >&2; exit 1; }
+    fi
+  fi
+  if [ "$static" = 1 ]; then echo "== static checks: clean"; exit 0; fi
+fi
 
 if [ "$fast" = 0 ] && [ "$ids" = 0 ] && [ "$node" = 1 ]; then
   echo "== frontend: type-check, unit tests, build"
@@ -139,8 +163,14 @@ fi
 where=(tests)
 [ "$ids" = 1 ] && where=()
 if [ "$fast" = 1 ]; then
+  # the fast tier in 2 processes (pytest-xdist, from the test extra; $KINETOSCOPE_TEST_JOBS overrides);
+  # test ids, or -n given, run as asked
+  jobs=()
+  case " $* " in *" -n "*|*" -n"[0-9]*) ;; *)
+    [ "$ids" = 0 ] && "$PYTHON" -c "import xdist" 2>/dev/null && jobs=(-n "${KINETOSCOPE_TEST_JOBS:-2}") ;;
+  esac
   echo "== python: pytest, fast tier (unit and known-answer: not corpus, e2e, integration or emulator)"
-  exec "$PYTHON" -m pytest -q -m "not corpus and not e2e and not integration and not emulator" "${where[@]}" "$@"
+  exec "$PYTHON" -m pytest -q "${jobs[@]}" -m "not corpus and not e2e and not integration and not emulator" "${where[@]}" "$@"
 fi
 echo "== python: pytest (unit, known-answer, real samples, incumbent parity, browser)"
 exec "$PYTHON" -m pytest -q "${where[@]}" "$@"

@@ -17,8 +17,12 @@ every route answers 200/400/404 with ``nosniff``, and a good run beside them kee
 Jobs are split between the kinds. Nothing may be raised, no input may run past its time bound, and
 no worker process may die (a crash: the input it was on is left in ``--crashes`` as
 ``current-<pid>.bin``). Unhandled inputs are saved (``crash-<sha1>.bin`` and ``.txt`` with the
-traceback). Last line: ``tried=… ok=… errors=… unhandled=… crashes=… inputs_per_s=…``; the exit
-status is 1 if any input was unhandled or crashed a worker.
+traceback). It prints the peak resident memory of the parent, of the busiest worker and of the
+largest process any worker started (a snapshot or flight-recorder reader child) against the bound in
+docs/SECURITY.md ("Fuzzing"): the reader children's address-space cap, the memory-budget setting
+(``artifacts/isolated.memory_cap_bytes``, 1536 MB by default). Last line: ``tried=… ok=… errors=…
+unhandled=… crashes=… inputs_per_s=… peak_rss_mb=…``; the exit status is 1 if any input was unhandled,
+crashed a worker, or a process's peak passed the bound.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import concurrent.futures
 import multiprocessing
 import os
 import random
+import resource
 import sys
 import tempfile
 import time
@@ -36,6 +41,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+
+def hwm_mb() -> float:
+    """This process's own peak resident memory (``VmHWM``, MB)."""
+    with open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith("VmHWM:")).split()[1]) / 1024
+
+
+def children_peak_mb() -> float:
+    """The largest peak resident memory of the processes this one started and reaped (MB; Linux's
+    ``ru_maxrss`` of ``RUSAGE_CHILDREN``, an upper bound: it includes what a child had before ``exec``)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def _worker(kind: str, seed: int, seconds: float, crashes: str) -> dict:
@@ -49,8 +66,12 @@ def _worker(kind: str, seed: int, seconds: float, crashes: str) -> dict:
     )
     with tempfile.TemporaryDirectory(prefix="kinetoscope-fuzz-") as tmp:
         if kind == "traces":
-            return F.run_for(random.Random(seed), lambda n: time.monotonic() < deadline, Path(tmp), on_unhandled=report)
-        return _files_for(random.Random(seed), deadline, Path(tmp), Path(crashes), report)
+            counts = F.run_for(
+                random.Random(seed), lambda n: time.monotonic() < deadline, Path(tmp), on_unhandled=report
+            )
+        else:
+            counts = _files_for(random.Random(seed), deadline, Path(tmp), Path(crashes), report)
+    return {**counts, "hwm_mb": hwm_mb(), "children_mb": children_peak_mb()}
 
 
 def _files_for(rng: random.Random, deadline: float, tmp: Path, crashes: Path, report) -> dict:
@@ -98,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     if "traces" in kinds and not seeds:
         print(f"no seed traces under {F.SAMPLES}", file=sys.stderr)
         return 2
+    from tb_plugin.artifacts.isolated import memory_cap_bytes
+
+    bound_mb = memory_cap_bytes() / (1 << 20)
+    peaks = {"workers": 0.0, "their_children": 0.0}
     started = time.monotonic()
     ctx = multiprocessing.get_context("spawn")
     total = {"tried": 0, "ok": 0, "error": 0, "unhandled": 0, "crashes": 0}
@@ -119,12 +144,21 @@ def main(argv: list[str] | None = None) -> int:
             )
             for k in ("tried", "ok", "error", "unhandled"):
                 total[k] += result[k]
+            peaks["workers"] = max(peaks["workers"], result["hwm_mb"])
+            peaks["their_children"] = max(peaks["their_children"], result["children_mb"])
     elapsed = time.monotonic() - started
+    peak = max(hwm_mb(), *peaks.values())
+    print(
+        f"peak RSS (MB): parent {hwm_mb():.0f}, workers {peaks['workers']:.0f}, reader children"
+        f" {peaks['their_children']:.0f}, all reaped children {children_peak_mb():.0f}; bound {bound_mb:.0f}"
+        f" (docs/SECURITY.md, Fuzzing): {'under' if peak <= bound_mb else 'OVER'}"
+    )
     print(
         f"tried={total['tried']} ok={total['ok']} errors={total['error']} unhandled={total['unhandled']} "
         f"crashes={total['crashes']} inputs_per_s={total['tried'] / elapsed:.1f} seconds={elapsed:.0f}"
+        f" peak_rss_mb={peak:.0f}"
     )
-    return 1 if total["unhandled"] or total["crashes"] else 0
+    return 1 if total["unhandled"] or total["crashes"] or peak > bound_mb else 0
 
 
 if __name__ == "__main__":

@@ -27,19 +27,10 @@ import re
 from typing import Any, Iterator
 
 import numpy as np
+from synth.traces import CATEGORY_KEYS  # the breakdown keys in priority order
 
 SUM_REL_TOL = 1e-9  # of the step's total: an 8-term float sum is off by a few ULPs at most
 
-CATEGORY_KEYS = (
-    "kernel_us",
-    "memcpy_us",
-    "memset_us",
-    "communication_us",
-    "runtime_us",
-    "dataloader_us",
-    "cpu_exec_us",
-    "other_us",
-)
 
 # -- 1. categories add up to the step -------------------------------------------------------------
 

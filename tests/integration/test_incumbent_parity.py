@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import sample
+from synth.traces import CATEGORY_KEYS
 
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.registry.parse import load_trace_file
@@ -26,16 +27,7 @@ PARITY_FILES = [
     "kineto/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz",
     "kineto/gpu_metrics_input.json",
 ]
-CATEGORIES = [
-    "kernel_us",
-    "memcpy_us",
-    "memset_us",
-    "communication_us",
-    "runtime_us",
-    "dataloader_us",
-    "cpu_exec_us",
-    "other_us",
-]
+CATEGORIES = list(CATEGORY_KEYS)
 
 
 @pytest.fixture(scope="module", params=PARITY_FILES)

@@ -19,6 +19,8 @@ import json
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.model import Trace
 
+from .events import complete
+
 DTYPE_BYTES = {"Float": 4, "BFloat16": 2, "Half": 2, "Long": 8, "Int": 4}
 
 
@@ -64,19 +66,7 @@ def rank_doc(
     corr = 0
 
     def x(name, cat, ts, dur, **args):
-        kernel = cat == "kernel"
-        events.append(
-            {
-                "ph": "X",
-                "cat": cat,
-                "name": name,
-                "pid": 0 if kernel else 1,
-                "tid": 7 if kernel else 1,
-                "ts": ts + off,
-                "dur": dur,
-                "args": args,
-            }
-        )
+        events.append(complete(name, cat, ts + off, dur, **args))
 
     last = 0.0
     for name, start, dur in compute:

@@ -28,6 +28,8 @@ import json
 
 from tb_plugin.trace.decode import decode_trace
 
+from .events import complete
+
 STEP_US = 2000.0
 TRANSFER_US = 50.0
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -40,19 +42,7 @@ class _Doc:
         self.offset = offset
 
     def x(self, name, cat, ts, dur, tid=1, **args):
-        kernel = cat == "kernel"
-        self.events.append(
-            {
-                "ph": "X",
-                "cat": cat,
-                "name": name,
-                "pid": 0 if kernel else 1,
-                "tid": args.get("stream", 7) if kernel else tid,
-                "ts": ts + self.offset,
-                "dur": dur,
-                "args": args,
-            }
-        )
+        self.events.append(complete(name, cat, ts + self.offset, dur, tid, **args))
 
     def launch(self, ts, dur, kernel, k_ts, k_dur, stream=7, **args):
         self.corr += 1

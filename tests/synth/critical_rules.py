@@ -5,6 +5,8 @@ segments as ``(category, name, start, dur)`` in time order, and ``host_blocked_u
 
 from __future__ import annotations
 
+from .events import complete
+
 MAIN, ENGINE, SLEEPER = 1, 2, 9
 
 
@@ -14,19 +16,7 @@ class _Doc:
         self.corr = 0
 
     def x(self, name, cat, ts, dur, tid=MAIN, **args):
-        kernel = cat in ("kernel", "gpu_memcpy")
-        self.events.append(
-            {
-                "ph": "X",
-                "cat": cat,
-                "name": name,
-                "pid": 0 if kernel else 1,
-                "tid": args.get("stream", 7) if kernel else tid,
-                "ts": ts,
-                "dur": dur,
-                "args": args,
-            }
-        )
+        self.events.append(complete(name, cat, ts, dur, tid, **args))
 
     def launch(self, ts, dur, kernel, k_ts, k_dur, api="cudaLaunchKernel", cat="kernel", tid=MAIN):
         self.corr += 1

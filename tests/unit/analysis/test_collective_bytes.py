@@ -8,6 +8,7 @@ import json
 
 import pytest
 from synth.comm import Coll, job
+from synth.events import complete
 
 from tb_plugin.analysis.distributed import bus_factor, distributed_view
 from tb_plugin.trace.decode import decode_trace
@@ -27,18 +28,7 @@ def _fsdp_rank(
 ) -> tuple[int, str, object]:
     """One rank's all-gather as PyTorch 2.x FSDP writes it without message sizes: ``c10d::_allgather_base_``
     (Input Dims: output, input) > ``nccl:_all_gather_base`` (the input shard) > its kernel [arrive, end)."""
-    events = [
-        {
-            "ph": "X",
-            "cat": "user_annotation",
-            "name": "ProfilerStep#1",
-            "pid": 1,
-            "tid": 1,
-            "ts": 0,
-            "dur": end + 100,
-            "args": {},
-        }
-    ]
+    events = [complete("ProfilerStep#1", "user_annotation", 0, end + 100)]
     if outer:
         events.append(
             {
@@ -161,16 +151,7 @@ def test_uneven_all_to_all_matches_in_order():
 def _unknown_bytes_doc(rank: int) -> dict:
     """An all-reduce kernel under ``nccl:all_reduce`` with no message size and no Input Dims."""
     events = [
-        {
-            "ph": "X",
-            "cat": "user_annotation",
-            "name": "ProfilerStep#1",
-            "pid": 1,
-            "tid": 1,
-            "ts": 0,
-            "dur": 500,
-            "args": {},
-        },
+        complete("ProfilerStep#1", "user_annotation", 0, 500),
         {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
         {
             "ph": "X",

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 from conftest import sample
+from synth.events import complete
 
 from tb_plugin import api
 from tb_plugin.analysis.distributed import distributed_view, rank_of_info
@@ -44,18 +45,7 @@ def test_dlrm_ranks_matching_and_identity(dlrm):
 def _rank_trace(rank: int, compute_us: float, slowest_end: float, transfer_us: float, world: int = 4) -> dict:
     """One step: a compute kernel, then an all-reduce kernel that ends when the slowest rank arrived + transfer."""
 
-    def x(name, cat, ts, dur, **args):
-        return {
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": 1 if cat not in ("kernel",) else 0,
-            "tid": 1 if cat != "kernel" else 7,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-
+    x = complete
     compute_end = 10 + compute_us
     return {
         "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
@@ -111,19 +101,7 @@ def test_straggler_transfer_and_sync_by_construction():
 
 
 def test_launch_delay_and_idle_by_construction():
-    def x(name, cat, ts, dur, **args):
-        kernel = cat == "kernel"
-        return {
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": 0 if kernel else 1,
-            "tid": 7 if kernel else 1,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-
+    x = complete
     events = [x("ProfilerStep#1", "user_annotation", 0, 1000)]
     # (launch start, launch dur, kernel start, kernel dur)
     plan = [(0, 5, 10, 20), (6, 5, 32, 10), (100, 5, 110, 5), (120, 5, 200, 50), (126, 5, 300, 10)]

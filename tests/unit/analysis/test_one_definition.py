@@ -28,6 +28,7 @@ def test_trace_memo_computes_once_and_keeps_none():
 # -- one step-series rule: the Overview, the Trace view, the Memory view -------------------------------
 
 from conftest import write_json, x
+from synth.events import memory_instant
 
 from tb_plugin import api
 from tb_plugin.analysis import series
@@ -102,15 +103,9 @@ def test_overview_system_metrics_equal_the_trace_views_counter_tracks(tmp_path):
 
 
 def _mem(ts, total, reserved):
-    return {
-        "ph": "i",
-        "s": "t",
-        "cat": "cpu_instant_event",
-        "name": "[memory]",
-        "pid": 1,
-        "tid": 1,
-        "ts": ts,
-        "args": {
+    return memory_instant(
+        ts,
+        **{
             "Bytes": 1,
             "Addr": ts,
             "Total Allocated": total,
@@ -118,7 +113,7 @@ def _mem(ts, total, reserved):
             "Device Type": 1,
             "Device Id": 0,
         },
-    }
+    )
 
 
 def test_one_gpu_memory_curve_for_the_memory_view_the_counter_tracks_and_the_peak_advice(tmp_path):

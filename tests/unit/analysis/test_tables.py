@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import sample
+from synth.events import complete
 
 from tb_plugin.analysis.kernels import kernel_rows
 from tb_plugin.analysis.modules import module_tree
@@ -86,16 +87,8 @@ def _ev(name, cat, ts, dur, tid=1, **args):
 
 
 def _kernel(name, ts, dur, corr):
-    return {
-        "ph": "X",
-        "cat": "kernel",
-        "name": name,
-        "pid": 0,
-        "tid": 7,
-        "ts": ts,
-        "dur": dur,
-        "args": {"correlation": corr, "device": 0, "blocks per SM": 2.0, "est. achieved occupancy %": 50},
-    }
+    occupancy = {"blocks per SM": 2.0, "est. achieved occupancy %": 50}
+    return complete(name, "kernel", ts, dur, correlation=corr, device=0, **occupancy)
 
 
 def test_attribution_known_by_construction():

@@ -10,6 +10,7 @@ import json
 import pytest
 from conftest import sample_ranks
 from synth.comm import Coll, job, late_rank_job
+from synth.events import complete
 
 from tb_plugin.analysis.breakdown import category_masks, compute_breakdown
 from tb_plugin.analysis.distributed import bus_factor, distributed_view
@@ -78,19 +79,7 @@ def test_vllm_custom_allreduce_time_is_communication():
     the breakdown puts 50 µs in Communication and 100 µs in Kernel."""
     name = "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)"
 
-    def x(n, cat, ts, dur, **args):
-        kernel = cat == "kernel"
-        return {
-            "ph": "X",
-            "cat": cat,
-            "name": n,
-            "pid": 0 if kernel else 1,
-            "tid": 7 if kernel else 1,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-
+    x = complete
     events = [x("ProfilerStep#1", "user_annotation", 0, 400)]
     for i, (kname, start, dur) in enumerate([("gemm_bf16", 10, 100), (name, 150, 30), (name, 250, 20)], start=1):
         events.append(x("vllm::all_reduce" if "cross" in kname else "aten::mm", "cpu_op", start - 8, 2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import sample, write_json, x
+from synth.events import memory_instant
 
 from tb_plugin.analysis.counters import counters
 from tb_plugin.analysis.memory import curves, memory_summary
@@ -16,15 +17,9 @@ MiB = 1 << 20
 
 
 def _mem(ts, nbytes, addr, total, device_type, device_id=0):
-    return {
-        "ph": "i",
-        "s": "t",
-        "cat": "cpu_instant_event",
-        "name": "[memory]",
-        "pid": 1,
-        "tid": 1,
-        "ts": ts,
-        "args": {
+    return memory_instant(
+        ts,
+        **{
             "Bytes": nbytes,
             "Addr": addr,
             "Total Allocated": total,
@@ -32,7 +27,7 @@ def _mem(ts, nbytes, addr, total, device_type, device_id=0):
             "Device Type": device_type,
             "Device Id": device_id,
         },
-    }
+    )
 
 
 def _trace(tmp_path, memory_events, name="t.pt.trace.json"):

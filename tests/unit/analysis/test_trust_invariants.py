@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from conftest import write_json
+from synth.events import complete
 
 from tb_plugin.analysis.kernels import kernel_rows
 from tb_plugin.analysis.overview import compute_overview
@@ -48,16 +49,7 @@ def test_plain_union():
 
 
 def _kernel(name, ts, dur, **args):
-    return {
-        "ph": "X",
-        "cat": "kernel",
-        "name": name,
-        "pid": 0,
-        "tid": 7,
-        "ts": ts,
-        "dur": dur,
-        "args": {"device": 0, "stream": 7, "correlation": 1, **args},
-    }
+    return complete(name, "kernel", ts, dur, **{"device": 0, "stream": 7, "correlation": 1, **args})
 
 
 def test_union_check_catches_an_overcounted_category(tmp_path):

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from conftest import sample, write_json
+from synth.traces import CATEGORY_KEYS
 
 from tb_plugin import api
 from tb_plugin.cli import main
@@ -100,18 +101,7 @@ def test_cli_json_document_and_exit_status(logdir, capsys):
     assert (good["worker"], good["span"], good["error"]) == ("worker0", "1", None)
     ov = good["overview"]
     assert set(ov) >= {"steps", "average", "gpus", "recommendations"}
-    step_keys = {
-        "step",
-        "total_us",
-        "kernel_us",
-        "memcpy_us",
-        "memset_us",
-        "communication_us",
-        "runtime_us",
-        "dataloader_us",
-        "cpu_exec_us",
-        "other_us",
-    }
+    step_keys = {"step", "total_us", *CATEGORY_KEYS}
     assert step_keys <= set(ov["steps"][0])
     assert {"id", "name", "utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct"} <= set(
         ov["gpus"][0]

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from conftest import write_json
 from fuzz_inputs import time_bound
+from synth.events import complete
 
 from tb_plugin import api
 from tb_plugin.analysis import distributed as distributed_analysis
@@ -29,19 +30,7 @@ from tb_plugin.registry.runs import LOADING, READY, RunRegistry
 def _rank_trace(rank: int, compute_us: float) -> dict:
     """One step: a GEMM, then an all-reduce kernel (rank 1 computes longer: it arrives last)."""
 
-    def ev(name, cat, ts, dur, **args):
-        kernel = cat == "kernel"
-        return {
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": 0 if kernel else 1,
-            "tid": 7 if kernel else 1,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-
+    ev = complete
     end = 10 + compute_us
     return {
         "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},

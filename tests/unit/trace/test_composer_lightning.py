@@ -192,6 +192,7 @@ def test_merged_composer_and_kineto_trace_shows_both_layers():
     assert "Training Loop" in names and "stream 7" in names
 
 
+@pytest.mark.corpus
 def test_trainer_events_count_time_inside_the_steps_not_between_them():
     """Composer's event/epoch spans every step and the gaps between them: its time per step is the
     steps' own time (the average step), never more."""

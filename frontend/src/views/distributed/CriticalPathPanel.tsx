@@ -4,6 +4,7 @@
 // with the work that made that rank late. Definitions: docs/METRICS.md.
 import { useMemo, useState } from "react";
 import type { CriticalPathItem, CriticalPathSegment, CriticalPathStep, DistributedResponse, RankRow } from "../../api/types";
+import { ColumnTable, type TableColumn } from "../../components/ColumnTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { remoteData, useRemote } from "../../hooks/useRemote";
 import { DataTable, Th } from "../../components/DataTable";
@@ -93,28 +94,22 @@ export function lateText(c: CriticalPathSegment): string {
 /** The work of most time on the path, grouped by name ("aten::mm: 1.1 ms over 71 segments"). */
 function ItemTable({ items }: { items: CriticalPathItem[] }) {
   return (
-    <DataTable
+    <ColumnTable
       testId="path-items-table"
-      head={
-        <>
-          <Th label="Most time on the path" num={false} tip={DIST_DEFS.pathItems} />
-          <Th label="Category" num={false} />
-          <Th label="Total" />
-          <Th label="Segments" />
-        </>
-      }
-    >
-      {items.map((it, i) => (
-        <tr key={i} data-testid="path-item-row">
-          <td className="cell-code">{formatText(it.name)}</td>
-          <td>{CATEGORY_LABEL[it.category] ?? it.category}</td>
-          <td className="num">{formatDuration(it.us)}</td>
-          <td className="num">{it.segments}</td>
-        </tr>
-      ))}
-    </DataTable>
+      columns={ITEM_COLUMNS}
+      rows={items}
+      rowKey={(_, i) => i}
+      rowAttrs={() => ({ "data-testid": "path-item-row" })}
+    />
   );
 }
+
+const ITEM_COLUMNS: TableColumn<CriticalPathItem>[] = [
+  { label: "Most time on the path", num: false, tip: DIST_DEFS.pathItems, className: "cell-code", cell: (it) => formatText(it.name) },
+  { label: "Category", num: false, cell: (it) => CATEGORY_LABEL[it.category] ?? it.category },
+  { label: "Total", cell: (it) => formatDuration(it.us) },
+  { label: "Segments", cell: (it) => it.segments },
+];
 
 interface TableProps {
   segments: CriticalPathSegment[];

@@ -172,7 +172,7 @@ describe("DistributedView", () => {
 
   it("asks for a step's detail when the answer left it out, and draws the ranks left out as other ranks", async () => {
     const [first] = distFixture.view.critical_path;
-    const { segments, collectives, top_items, ...summary } = first!;
+    const { segments, collectives: _collectives, top_items, ...summary } = first!;
     const other = { ...summary, step: "11", detailed: false, by_rank_other: { ranks: 3, us: 5.0 } };
     const doc = { ...distFixture, view: { ...distFixture.view, critical_path: [first, other], critical_path_total: 2 } };
     const detailed = { ...first, step: "11", detailed: true, segments: segments.slice(0, 1), collectives: [], top_items };

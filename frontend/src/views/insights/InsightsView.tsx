@@ -3,7 +3,7 @@
 // synchronizations, recommendations.
 import { useMemo } from "react";
 import { insightsUrl } from "../../api/routes";
-import type { InsightsReady, SyncByOperator } from "../../api/types";
+import type { InsightsReady, Spread, SyncByOperator } from "../../api/types";
 import type { Selection } from "../../api/types";
 import { Card } from "../../components/Card";
 import { EChart } from "../../components/EChart";
@@ -116,26 +116,8 @@ function DeviceInsights({ data, theme }: { data: InsightsReady; theme: Theme }) 
           <Stat label={<InfoTooltip label="Launch delay p50" text={INSIGHT_DEFS.launchDelay} />} value={formatDuration(data.launch.p50)} testId="launch-p50" />
           <Stat label="Launch delay p95" value={formatDuration(data.launch.p95)} testId="launch-p95" />
           <Stat label="Launch delay max" value={formatDuration(data.launch.max)} />
-          <Stat
-            label={<InfoTooltip label="Launch overhead p50 / p95" text={INSIGHT_DEFS.launchOverhead} />}
-            value={`${formatDuration(data.launch.overhead_us.p50)} / ${formatDuration(data.launch.overhead_us.p95)}`}
-            testId="overhead-p50-p95"
-          />
-          <Stat
-            label={<InfoTooltip label="Launch overhead (time-union)" text={INSIGHT_DEFS.launchUnion} />}
-            value={formatDuration(data.launch.overhead_us.union_us)}
-            testId="overhead-union"
-          />
-          <Stat
-            label={<InfoTooltip label="Queueing p50 / p95" text={INSIGHT_DEFS.queueing} />}
-            value={`${formatDuration(data.launch.queueing_us.p50)} / ${formatDuration(data.launch.queueing_us.p95)}`}
-            testId="queueing-p50-p95"
-          />
-          <Stat
-            label={<InfoTooltip label="Queueing (time-union)" text={INSIGHT_DEFS.launchUnion} />}
-            value={formatDuration(data.launch.queueing_us.union_us)}
-            testId="queueing-union"
-          />
+          <SpreadStats label="Launch overhead" tip={INSIGHT_DEFS.launchOverhead} spread={data.launch.overhead_us} testId="overhead" />
+          <SpreadStats label="Queueing" tip={INSIGHT_DEFS.queueing} spread={data.launch.queueing_us} testId="queueing" />
           {data.launch.graphs.replays + data.launch.graphs.captures > 0 ? (
             <Stat
               label="CUDA graphs"
@@ -190,6 +172,24 @@ function DeviceInsights({ data, theme }: { data: InsightsReady; theme: Theme }) 
           <ColumnTable testId="sync-table" columns={SYNC_COLUMNS} rows={data.syncs.by_operator} rowKey={(r, i) => `${r.op}\u0000${i}`} />
         )}
       </Card>
+    </>
+  );
+}
+
+/** Two stats of one launch cost: its p50 / p95 per kernel and its time-union over the trace (µs). */
+function SpreadStats({ label, tip, spread, testId }: { label: string; tip: string; spread: Spread; testId: string }) {
+  return (
+    <>
+      <Stat
+        label={<InfoTooltip label={`${label} p50 / p95`} text={tip} />}
+        value={`${formatDuration(spread.p50)} / ${formatDuration(spread.p95)}`}
+        testId={`${testId}-p50-p95`}
+      />
+      <Stat
+        label={<InfoTooltip label={`${label} (time-union)`} text={INSIGHT_DEFS.launchUnion} />}
+        value={formatDuration(spread.union_us)}
+        testId={`${testId}-union`}
+      />
     </>
   );
 }

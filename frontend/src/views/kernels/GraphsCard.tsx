@@ -3,15 +3,68 @@
 // compiled region its time, the Triton kernels by region, and recompilations / graph breaks per step.
 // Strings from the trace are rendered as text, never HTML.
 import { graphsUrl } from "../../api/routes";
-import type { GraphsReady, Selection } from "../../api/types";
+import type {
+  CompiledRegionRow,
+  CompileStepRow,
+  GraphKernelRow,
+  GraphsReady,
+  Selection,
+  TritonKernelRow,
+} from "../../api/types";
 import { Card } from "../../components/Card";
-import { DataTable, Th } from "../../components/DataTable";
+import { ColumnTable, type TableColumn } from "../../components/ColumnTable";
 import { ElidedName } from "../../components/ElidedName";
 import { useRemote } from "../../hooks/useRemote";
 import { formatDuration, formatNumber, formatPct, formatText } from "../../util/format";
 
 const MAX_KERNELS = 20; // kernel rows shown per graph
 const MAX_TRITON = 30;
+
+/** A kernel's name column: elided, the whole name on hover. */
+function nameColumn<Row extends { name: string }>(label: string): TableColumn<Row> {
+  return { label, num: false, className: "name", cell: (r) => <ElidedName text={r.name} /> };
+}
+
+const GRAPH_KERNEL_COLUMNS: TableColumn<GraphKernelRow>[] = [
+  nameColumn("Kernel"),
+  { label: "Captured by", num: false, cell: (k) => formatText(k.op) },
+  { label: "Frame", num: false, cell: (k) => formatText(k.frame) },
+  { label: "Calls", cell: (k) => formatNumber(k.calls) },
+  { label: "Total", cell: (k) => formatDuration(k.total_us) },
+];
+
+const REGION_COLUMNS: TableColumn<CompiledRegionRow>[] = [
+  nameColumn("Region"),
+  { label: "Calls", cell: (r) => formatNumber(r.calls) },
+  { label: "Host", cell: (r) => formatDuration(r.host_us) },
+  { label: "Device", cell: (r) => formatDuration(r.device_us) },
+  { label: "Triton kernels", cell: (r) => formatNumber(r.triton_kernels) },
+  { label: "Triton time", cell: (r) => formatDuration(r.triton_us) },
+];
+
+const STEP_COLUMNS: TableColumn<CompileStepRow>[] = [
+  { label: "Step", num: false, cell: (s) => s.step },
+  { label: "Regions", cell: (s) => formatNumber(s.regions) },
+  { label: "Frames", cell: (s) => formatNumber(s.frames) },
+  { label: "Versions", num: false, cell: (s) => s.versions.join(" ") || "–" },
+  { label: "Recompilations", cell: (s) => formatNumber(s.recompilations) },
+  { label: "Between regions", cell: (s) => formatDuration(s.between_us) },
+  { label: "Cache lookup", cell: (s) => formatDuration(s.cache_lookup_us) },
+];
+
+const TRITON_COLUMNS: TableColumn<TritonKernelRow>[] = [
+  nameColumn("Triton kernel"),
+  { label: "Kind", num: false, cell: (k) => formatText(k.kind) },
+  { label: "Region", num: false, cell: (k) => formatText(k.region) },
+  {
+    label: "Source nodes",
+    num: false,
+    title: (k) => (k.source_lines ? k.source_lines.join("\n") : undefined),
+    cell: (k) => (k.source_nodes ? k.source_nodes.join(", ") : formatText(k.fused)),
+  },
+  { label: "Calls", cell: (k) => formatNumber(k.calls) },
+  { label: "Total", cell: (k) => formatDuration(k.total_us) },
+];
 
 /** One line for the Overview: "N replays, X % of GPU kernel time in graphs"; nothing without replays. */
 export function GraphsLine({ selection }: { selection: Selection }) {
@@ -49,28 +102,12 @@ export function GraphsCards({ selection }: { selection: Selection }) {
                 {formatDuration(g.gap_us)}, host launch {formatDuration(g.launch_us)} — {g.status.replace("_", " ")}
               </h3>
               <p className="muted">{g.note}</p>
-              <DataTable
+              <ColumnTable
                 testId="graph-kernels"
-                head={
-                  <>
-                    <Th label="Kernel" num={false} />
-                    <Th label="Captured by" num={false} />
-                    <Th label="Frame" num={false} />
-                    <Th label="Calls" />
-                    <Th label="Total" />
-                  </>
-                }
-              >
-                {g.kernels.slice(0, MAX_KERNELS).map((k, i) => (
-                  <tr key={i}>
-                    <td className="name"><ElidedName text={k.name} /></td>
-                    <td>{formatText(k.op)}</td>
-                    <td>{formatText(k.frame)}</td>
-                    <td className="num">{formatNumber(k.calls)}</td>
-                    <td className="num">{formatDuration(k.total_us)}</td>
-                  </tr>
-                ))}
-              </DataTable>
+                columns={GRAPH_KERNEL_COLUMNS}
+                rows={g.kernels.slice(0, MAX_KERNELS)}
+                rowKey={(_, i) => i}
+              />
             </div>
           ))}
           <Advice items={cuda.advice} />
@@ -78,82 +115,14 @@ export function GraphsCards({ selection }: { selection: Selection }) {
       ) : null}
       {compiled ? (
         <Card title="Compiled Regions (torch.compile)" testId="compiled-card">
-          <DataTable
-            testId="compiled-regions"
-            head={
-              <>
-                <Th label="Region" num={false} />
-                <Th label="Calls" />
-                <Th label="Host" />
-                <Th label="Device" />
-                <Th label="Triton kernels" />
-                <Th label="Triton time" />
-              </>
-            }
-          >
-            {compiled.regions.map((r) => (
-              <tr key={r.name}>
-                <td className="name"><ElidedName text={r.name} /></td>
-                <td className="num">{formatNumber(r.calls)}</td>
-                <td className="num">{formatDuration(r.host_us)}</td>
-                <td className="num">{formatDuration(r.device_us)}</td>
-                <td className="num">{formatNumber(r.triton_kernels)}</td>
-                <td className="num">{formatDuration(r.triton_us)}</td>
-              </tr>
-            ))}
-          </DataTable>
-          <DataTable
-            testId="compile-steps"
-            head={
-              <>
-                <Th label="Step" num={false} />
-                <Th label="Regions" />
-                <Th label="Frames" />
-                <Th label="Versions" num={false} />
-                <Th label="Recompilations" />
-                <Th label="Between regions" />
-                <Th label="Cache lookup" />
-              </>
-            }
-          >
-            {compiled.steps.map((s) => (
-              <tr key={s.step}>
-                <td>{s.step}</td>
-                <td className="num">{formatNumber(s.regions)}</td>
-                <td className="num">{formatNumber(s.frames)}</td>
-                <td>{s.versions.join(" ") || "–"}</td>
-                <td className="num">{formatNumber(s.recompilations)}</td>
-                <td className="num">{formatDuration(s.between_us)}</td>
-                <td className="num">{formatDuration(s.cache_lookup_us)}</td>
-              </tr>
-            ))}
-          </DataTable>
-          <DataTable
+          <ColumnTable testId="compiled-regions" columns={REGION_COLUMNS} rows={compiled.regions} rowKey={(r) => r.name} />
+          <ColumnTable testId="compile-steps" columns={STEP_COLUMNS} rows={compiled.steps} rowKey={(s) => s.step} />
+          <ColumnTable
             testId="triton-kernels"
-            head={
-              <>
-                <Th label="Triton kernel" num={false} />
-                <Th label="Kind" num={false} />
-                <Th label="Region" num={false} />
-                <Th label="Source nodes" num={false} />
-                <Th label="Calls" />
-                <Th label="Total" />
-              </>
-            }
-          >
-            {compiled.triton_kernels.slice(0, MAX_TRITON).map((k, i) => (
-              <tr key={i}>
-                <td className="name"><ElidedName text={k.name} /></td>
-                <td>{formatText(k.kind)}</td>
-                <td>{formatText(k.region)}</td>
-                <td title={k.source_lines ? k.source_lines.join("\n") : undefined}>
-                  {k.source_nodes ? k.source_nodes.join(", ") : formatText(k.fused)}
-                </td>
-                <td className="num">{formatNumber(k.calls)}</td>
-                <td className="num">{formatDuration(k.total_us)}</td>
-              </tr>
-            ))}
-          </DataTable>
+            columns={TRITON_COLUMNS}
+            rows={compiled.triton_kernels.slice(0, MAX_TRITON)}
+            rowKey={(_, i) => i}
+          />
           <Advice items={compiled.advice} />
         </Card>
       ) : null}

@@ -127,7 +127,7 @@ export function TraceView({ selection, workers, focus, theme }: TraceViewProps) 
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [focus?.nonce, ready, bounds !== null]);
 
-  const matchList = search.matches?.list ?? [];
+  const matchList = useMemo(() => search.matches?.list ?? [], [search.matches]);
   const matchSet = useMemo(() => new Set(matchList.map((m) => `${m.worker}:${m.row}`)), [matchList]);
   const matchTimes = useMemo(() => matchList.map((m) => m.start + (offsets.get(m.worker) ?? 0)), [matchList, offsets]);
   const gotoMatch = (i: number) => {
