@@ -234,7 +234,7 @@ class DistributedAggregate:
         executor: Executor,
         tables: bool = True,
         progress: RankProgress | None = None,
-        warn: Callable[[str], None] | None = None,
+        warn: Callable[[str], object] | None = None,
         failed: dict[str, str] | None = None,
     ) -> None:
         """Run the per-rank task of each file on ``executor`` (results in completion order, ``progress``

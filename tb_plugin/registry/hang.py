@@ -57,7 +57,7 @@ def find_dumps(fs, root: str) -> list[tuple[str, str, int]]:
 
 
 def read_dumps(
-    items: Iterable[tuple[str, str, int]], executor=None, warn: Callable[[str], None] | None = None
+    items: Iterable[tuple[str, str, int]], executor=None, warn: Callable[[str], object] | None = None
 ) -> tuple[list[dict], list[dict]]:
     """``(records, unreadable)`` of the dumps ``(key, url, size)``: records with numpy columns, a
     ``path`` (the key) and a rank; unreadable ``{"path", "rank", "error"}`` (the rank from the name)."""

@@ -116,7 +116,7 @@ class Registry(abc.ABC):
         executor: Any,  # an executors.base.Executor (not imported: executors import the report)
         tables: bool = True,
         progress: RankProgress | None = None,
-        warn: Callable[[str], None] | None = None,
+        warn: Callable[[str], object] | None = None,
         failed: dict[str, str] | None = None,
     ) -> None:
         """Run the per-rank task of each file on ``executor`` (the CLI's report)."""

@@ -168,7 +168,7 @@ class MultiRegistry(Registry):
         executor: Any,  # an executors.base.Executor (not imported: executors import the report)
         tables: bool = True,
         progress: RankProgress | None = None,
-        warn: Callable[[str], None] | None = None,
+        warn: Callable[[str], object] | None = None,
         failed: dict[str, str] | None = None,
     ) -> None:
         for reg, mine in self._by_holder(states):

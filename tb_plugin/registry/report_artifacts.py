@@ -43,14 +43,14 @@ def add_artifacts(registry: Registry, doc: dict[str, Any], run: str | None) -> l
             entry = runs[art.run] = {"name": art.run, "workers": []}
             doc["runs"].append(entry)
         memprofiler = art.entry.kind != "snapshot"
+        item: dict[str, Any]
         try:
             item = memprofiler_item(art) if memprofiler else snapshot_item(art, registry)
         except Exception as exc:  # an analysis bug on one odd file is that file's error, not a traceback
             logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
             art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
-            item = {"path": art.entry.rel, "error": art.error} | (
-                {"kind": art.entry.kind} if memprofiler else {"devices": []}
-            )
+            extra: dict[str, Any] = {"kind": art.entry.kind} if memprofiler else {"devices": []}
+            item = {"path": art.entry.rel, "error": art.error, **extra}
         if art.error:
             failed.append(art)
         entry.setdefault("memprofiler" if memprofiler else "snapshots", []).append(item)
@@ -116,7 +116,8 @@ def oom_item(art) -> dict[str, Any] | None:
 def rank_groups(registry: Registry, run: str) -> list[dict[str, Any]]:
     """Per-rank snapshot groups of two ranks or more whose lowest rank lies in ``run`` (a group of
     ``rank_<N>/`` runs is reported once): peaks per rank and the outlier."""
-    out, seen = [], set()
+    out: list[dict[str, Any]] = []
+    seen: set[Any] = set()
     for art in registry.artifacts(run):
         if art.entry.kind != "snapshot" or art.entry.rel in seen:
             continue

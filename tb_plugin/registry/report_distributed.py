@@ -111,7 +111,12 @@ def add_distributed(registry: Registry, doc: dict[str, Any], files: list[FileSta
         if len(workers) < 2:
             for w in entry["workers"]:
                 st = by_path.get(w["path"])
-                if w["overview"] is not None and st is not None and "groups" in st.aggregate["distributed"]:
+                if (
+                    w["overview"] is not None
+                    and st is not None
+                    and st.aggregate
+                    and "groups" in st.aggregate["distributed"]
+                ):
                     agg = st.aggregate["distributed"]
                     rank, _ = distributed_analysis.rank_of_info(agg["distributed_info"], st.worker, 0)
                     own = distributed_analysis.single_rank_view(rank, st.worker, agg)

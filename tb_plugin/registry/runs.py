@@ -318,7 +318,7 @@ class RunRegistry(Loading, Registry):
         executor: Any,
         tables: bool = True,
         progress: RankProgress | None = None,
-        warn: Callable[[str], None] | None = None,
+        warn: Callable[[str], object] | None = None,
         failed: dict[str, str] | None = None,
     ) -> None:
         self._distributed.analyse(states, executor, tables, progress, warn, failed)

@@ -58,7 +58,7 @@ def dask_address(spec: str) -> str | None:
     return None
 
 
-def open_executor(spec: str | None = None, warn: Callable[[str], None] | None = None) -> Executor:
+def open_executor(spec: str | None = None, warn: Callable[[str], object] | None = None) -> Executor:
     """The executor for ``spec`` (see the module docstring). Never fails: any problem with a remote
     executor is reported through ``warn`` and the local process pool is returned instead."""
     spec = executor_spec(spec)

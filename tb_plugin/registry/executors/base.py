@@ -32,7 +32,7 @@ def run_ranks(
     executor: Executor,
     jobs: Sequence[RankJob],
     progress: Progress | None = None,
-    warn: Callable[[str], None] | None = None,
+    warn: Callable[[str], object] | None = None,
 ) -> Iterable[RankResult]:
     """Every job's result, each yielded once, with ``progress`` per rank. Jobs the executor lost are
     run again on this machine (inline), after a message through ``warn``."""
