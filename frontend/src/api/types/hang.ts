@@ -51,8 +51,29 @@ export interface HangFinding {
   since_s?: number | null;
   field?: string;
   trace_ranks: number[];
-  /** Ranks whose trace is loaded: the group's last Seq there, whether the instance is in it, its last step. */
-  in_traces?: Record<string, { last_seq: number; has_instance: boolean; last_step: { name: string; collectives: { collective: string; group: string; seq: number }[] } | null }>;
+  /** Ranks whose trace is loaded (rank → where the finding's instance stands in that trace). */
+  in_traces?: Record<string, HangTraceLink>;
+  /** One sentence: what the linked traces say of the finding (suspects first); "" when nothing to say. */
+  trace_note?: string;
+}
+
+/** A rank's profiler trace seen from a finding: the group's last Seq there (−1: the trace records no Seq
+ * of the group), whether the stuck instance is in it, the trace's kernel of that instance, its last step. */
+export interface HangTraceLink {
+  last_seq: number;
+  has_instance: boolean;
+  /** The trace's collective of the group and Seq (µs on the trace's clock), or null when absent. */
+  instance?: { collective: string; ts_us: number; dur_us: number } | null;
+  last_step: HangLastStep | null;
+}
+
+/** The trace's last recorded step: its window (µs), its longest outermost host ops, its last collectives. */
+export interface HangLastStep {
+  name: string;
+  start_us?: number;
+  end_us?: number;
+  top_ops?: { name: string; dur_us: number }[];
+  collectives: { collective: string; group: string | null; seq: number }[];
 }
 
 export interface HangRank {
@@ -76,6 +97,8 @@ export interface HangResponse {
   findings: HangFinding[];
   unreadable: { path: string; rank: number | null; error: string }[];
   traces: Record<string, { path: string; worker: string; span: string }>;
+  /** The ranks' traces beside a folder's dumps that could not be read for linking (`kinetoscope hang --json`; absent when none). */
+  trace_errors?: { rank: number; path: string; error: string }[];
 }
 
 export interface HangEntry {

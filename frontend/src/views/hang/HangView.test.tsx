@@ -55,6 +55,67 @@ describe("Hang view", () => {
     expect(links[0]).toBe("rank 3 (ends at #3)");
   });
 
+  it("shows under a finding what its ranks' traces say, and nothing for a finding without links", async () => {
+    const linked: HangResponse = {
+      ...HANG,
+      traces: { "2": { path: "job/rank2.1.pt.trace.json.gz", worker: "rank2", span: "1" }, "3": { path: "job/rank3.1.pt.trace.json.gz", worker: "rank3", span: "1" } },
+      findings: HANG.findings.map((f, i) =>
+        i === 0
+          ? {
+              ...f,
+              in_traces: {
+                "2": { last_seq: 4, has_instance: true, instance: { collective: "gloo:all_reduce", ts_us: 1500.4, dur_us: 2048.6 }, last_step: null },
+                "3": {
+                  last_seq: 3,
+                  has_instance: false,
+                  instance: null,
+                  last_step: {
+                    name: "7",
+                    start_us: 1000,
+                    end_us: 9000,
+                    top_ops: [
+                      { name: "<b>aten::mm</b>", dur_us: 812.2 },
+                      { name: "aten::add_", dur_us: 3.5 },
+                    ],
+                    collectives: [{ collective: "gloo:all_reduce", group: "2", seq: 3 }],
+                  },
+                },
+              },
+              trace_note: "Rank 3's trace ends before all_reduce #4 (its last Seq in group 2 is 3); the traces of rank 2 have it.",
+            }
+          : f,
+      ),
+    };
+    stubFetch((url) => (url.startsWith("hang?") ? json(linked) : json({ ...ENTRIES, rank: Number(query(url).get("rank")) })));
+    render(<HangView run="fr_traced" />);
+    const note = await screen.findByTestId("hang-trace-note");
+    expect(note.textContent).toBe("Rank 3's trace ends before all_reduce #4 (its last Seq in group 2 is 3); the traces of rank 2 have it.");
+    // the suspect first; an op name from the trace is text, not markup
+    const rows = screen.getAllByTestId("hang-trace-rank").map((n) => Array.from(n.children).map((c) => c.textContent));
+    expect(rows).toEqual([
+      ["3 (suspect)", "not in its trace (last Seq 3)", "step 7: <b>aten::mm</b> (812 \u00b5s), aten::add_ (3.50 \u00b5s)"],
+      ["2", "gloo:all_reduce at 1,500 \u00b5s, 2,049 \u00b5s", "–"],
+    ]);
+    expect(screen.queryByText("aten::mm", { selector: "b" })).toBeNull();
+    // the second finding has no links: closed, and opened it says so
+    expect(screen.getAllByTestId("hang-traces")).toHaveLength(1);
+    const toggles = screen.getAllByRole("button", { name: "Expand" });
+    fireEvent.click(toggles[0]!);
+    expect(screen.getByTestId("hang-trace-none").textContent).toBe("No loaded trace of its ranks.");
+    const page = screen.getByTestId("hang-page").textContent ?? "";
+    expect(page).not.toMatch(/null|NaN|undefined/);
+  });
+
+  it("shows an unreadable trace as a notice", async () => {
+    const broken: HangResponse = { ...HANG, trace_errors: [{ rank: 3, path: "job/rank3.1.pt.trace.json.gz", error: "not JSON: <script>x</script>" }] };
+    stubFetch((url) => (url.startsWith("hang?") ? json(broken) : json({ ...ENTRIES, rank: Number(query(url).get("rank")) })));
+    render(<HangView run="fr_broken" />);
+    const card = await screen.findByTestId("hang-trace-errors");
+    expect(card.textContent).toContain("Rank 3's trace job/rank3.1.pt.trace.json.gz could not be linked: not JSON: <script>x</script>");
+    expect(card.querySelector("script")).toBeNull();
+    expect(screen.queryByTestId("hang-traces")).toBeNull();
+  });
+
   it("lists ranks compactly", () => {
     expect(rankList([])).toBe("–");
     expect(rankList(Array.from({ length: 20 }, (_, i) => i))).toBe("0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 … and 4 more");

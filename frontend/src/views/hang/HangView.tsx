@@ -1,5 +1,6 @@
 // The Hang tab: why the run's job hung, from its flight-recorder dumps (routes hang, hang_entries).
-// The verdict (root cause first), the findings, one table per process group (rank × last enqueued /
+// The verdict (root cause first), the findings (under each, what its ranks' loaded profiler traces
+// say: FindingTraces), one table per process group (rank × last enqueued /
 // started / completed collective) with its stuck instance, and the entries of a selected rank with
 // their frames. Every string from a dump is shown as text.
 import { useState } from "react";
@@ -10,6 +11,7 @@ import { Notice } from "../../components/Notice";
 import { PagedTable, type Column } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
+import { FindingTraces } from "./FindingTraces";
 
 interface HangViewProps {
   run: string;
@@ -55,6 +57,15 @@ export function HangView({ run, onOpenTrace }: HangViewProps) {
         </ol>
       </Card>
       {d.findings.length > 0 ? <FindingsCard findings={d.findings} traces={d.traces} onOpenTrace={onOpenTrace} onRank={setRank} /> : null}
+      {d.trace_errors && d.trace_errors.length > 0 ? (
+        <Card title="Unreadable traces" testId="hang-trace-errors">
+          {d.trace_errors.map((e) => (
+            <Notice key={`${e.rank}\u0000${e.path}`} kind="warning">
+              Rank {e.rank}'s trace {e.path} could not be linked: {e.error}
+            </Notice>
+          ))}
+        </Card>
+      ) : null}
       {d.groups.map((g) => (
         <GroupCard key={`${g.pg_name}\u0000${g.pg_desc}`} group={g} onRank={setRank} />
       ))}
@@ -85,6 +96,8 @@ function FindingsCard({
   onOpenTrace?: (worker: string, span: string) => void;
   onRank: (rank: number) => void;
 }) {
+  // a finding's trace links open under it from the start
+  const [open, setOpen] = useState<Set<string>>(() => new Set(findings.flatMap((f, i) => (f.in_traces && Object.keys(f.in_traces).length > 0 ? [String(i)] : []))));
   const columns: Column<HangFinding>[] = [
     { key: "kind", label: "Finding", render: (f) => `${KIND_LABEL[f.kind] ?? f.kind}${f.root_cause ? " (root cause)" : f.explained_by !== null ? ` (held by ${f.explained_by + 1})` : ""}` },
     { key: "group", label: "Group", render: (f) => (f.pg_desc || f.pg_name ? `${f.pg_desc ?? ""} (pg ${f.pg_name ?? "?"})` : "–") },
@@ -126,7 +139,19 @@ function FindingsCard({
   ];
   return (
     <Card title={`Findings (${findings.length})`} testId="hang-findings">
-      <PagedTable testId="hang-findings-table" rowTestId="hang-finding-row" columns={columns} rows={findings} rowKey={(_, i) => String(i)} totalRows={findings.length} offset={0} limit={findings.length} />
+      <PagedTable
+        testId="hang-findings-table"
+        rowTestId="hang-finding-row"
+        columns={columns}
+        rows={findings}
+        rowKey={(_, i) => String(i)}
+        totalRows={findings.length}
+        offset={0}
+        limit={findings.length}
+        expanded={open}
+        onToggle={(key) => setOpen((prev) => toggled(prev, key))}
+        renderExpanded={(f) => <FindingTraces finding={f} />}
+      />
     </Card>
   );
 }
@@ -208,14 +233,7 @@ function RankEntries({ run, rank, ranks, onRank }: { run: string; rank: number; 
             offset={0}
             limit={state.data.entries.length}
             expanded={open}
-            onToggle={(key) =>
-              setOpen((prev) => {
-                const next = new Set(prev);
-                if (next.has(key)) next.delete(key);
-                else next.add(key);
-                return next;
-              })
-            }
+            onToggle={(key) => setOpen((prev) => toggled(prev, key))}
             renderExpanded={(e) =>
               e.frames.length === 0 ? (
                 <span>No frames recorded.</span>
@@ -232,4 +250,12 @@ function RankEntries({ run, rank, ranks, onRank }: { run: string; rank: number; 
       )}
     </Card>
   );
+}
+
+/** A copy of `keys` with `key` added or removed. */
+function toggled(keys: Set<string>, key: string): Set<string> {
+  const next = new Set(keys);
+  if (next.has(key)) next.delete(key);
+  else next.add(key);
+  return next;
 }
