@@ -14,11 +14,11 @@ function us(value: number | null | undefined): string {
 }
 
 /** Where the instance stands in the trace: its kernel, or why it is not there. */
-export function instanceText(link: HangTraceLink, seq: number | null): string {
+export function instanceText(link: HangTraceLink): string {
   const inst = link.instance;
   if (inst) return `${inst.collective || "collective"} at ${us(inst.ts_us)}, ${us(inst.dur_us)}`;
   if (link.last_seq < 0) return "not in its trace (no Seq of the group)";
-  if (link.has_instance) return `not in its trace (Seq ${seq ?? "–"} reached, kernel not recorded)`;
+  if (link.has_instance) return `not in its trace (its Seqs go on to ${link.last_seq})`;
   return `not in its trace (last Seq ${link.last_seq})`;
 }
 
@@ -55,7 +55,7 @@ export function FindingTraces({ finding }: { finding: HangFinding }) {
                 {rank}
                 {missing.has(rank) ? " (suspect)" : ""}
               </td>
-              <td>{instanceText(link, finding.collective_seq_id)}</td>
+              <td>{instanceText(link)}</td>
               <td className="cell-name">{stepText(link.last_step) || "–"}</td>
             </tr>
           ))}

@@ -1,6 +1,7 @@
 import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { HangEntriesResponse, HangResponse } from "../../api/types";
+import type { HangEntriesResponse, HangFinding, HangResponse, HangTraceLink } from "../../api/types";
+import { instanceText, stepText } from "./FindingTraces";
 import { HangView, rankList } from "./HangView";
 import { json, query, stubFetch } from "../../testing/fetch";
 
@@ -9,6 +10,9 @@ const HANG: HangResponse = {"ranks": [{"rank": 0, "path": "fr_gloo_skip/nccl_tra
 // created_ns are nanosecond timestamps past 2^53: the literal rounds as JSON.parse rounds the server's answer
 // eslint-disable-next-line no-loss-of-precision
 const ENTRIES: HangEntriesResponse = {"rank": 3, "path": "fr_gloo_skip/nccl_trace_rank_3", "entries_total": 10, "entries": [{"record_id": 8, "pg_name": "0", "pg_desc": "default_pg", "pg_id": 0, "collective_seq_id": 6, "p2p_seq_id": 0, "op": "gloo:broadcast", "state": "scheduled", "sizes": "[[[256]],[[256]]]", "dtypes": "[[\"Float\"],[\"Float\"]]", "created_ns": 1795919371738128614, "started_ns": null, "completed_ns": null, "frames": ["broadcast (/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py:3145)", "wrapper (/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py:83)"]}, {"record_id": 9, "pg_name": "0", "pg_desc": "default_pg", "pg_id": 0, "collective_seq_id": 7, "p2p_seq_id": 0, "op": "gloo:all_reduce", "state": "scheduled", "sizes": "[[[512]],[[512]]]", "dtypes": "[[\"Float\"],[\"Float\"]]", "created_ns": 1795919371746993122, "started_ns": null, "completed_ns": null, "frames": ["all_reduce (/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py:3245)", "wrapper (/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py:83)"]}], "state": "ready", "run": "fr_gloo_skip"};
+// in_traces and trace_note of the first finding of `kinetoscope hang --json` on the synthetic job of
+// tests/unit/analysis/test_hang_trace_links.py (rank 3 never enters all_reduce #4 of group 2; both ranks left a trace)
+const LINKED = {"in_traces": {"2": {"last_seq": 4, "has_instance": true, "instance": {"collective": "allreduce", "ts_us": 400.0, "dur_us": 20.0}, "last_step": {"name": "1", "start_us": -10.0, "end_us": 421.0, "top_ops": [{"name": "record_param_comms", "dur_us": 2.0}, {"name": "record_param_comms", "dur_us": 2.0}, {"name": "record_param_comms", "dur_us": 2.0}], "collectives": [{"collective": "allreduce", "group": "2", "seq": 2}, {"collective": "allreduce", "group": "2", "seq": 3}, {"collective": "allreduce", "group": "2", "seq": 4}]}}, "3": {"last_seq": 3, "has_instance": false, "instance": null, "last_step": {"name": "1", "start_us": -10.0, "end_us": 890.0, "top_ops": [{"name": "aten::index_select", "dur_us": 500.0}, {"name": "record_param_comms", "dur_us": 2.0}, {"name": "record_param_comms", "dur_us": 2.0}], "collectives": [{"collective": "allreduce", "group": "2", "seq": 1}, {"collective": "allreduce", "group": "2", "seq": 2}, {"collective": "allreduce", "group": "2", "seq": 3}]}}}, "trace_note": "Rank 3's trace ends before all_reduce #4 (its last Seq in group 2 is 3); in its last recorded step (step 1) its longest ops were aten::index_select (500 \u00b5s), record_param_comms (2 \u00b5s), record_param_comms (2 \u00b5s) and its last collectives allreduce #1, allreduce #2, allreduce #3; the traces of rank 2 have it (allreduce, 20 \u00b5s on rank 2)."} satisfies Pick<HangFinding, "in_traces" | "trace_note"> & { in_traces: Record<string, HangTraceLink>; trace_note: string };
 let requests: string[] = [];
 
 beforeEach(() => {
@@ -58,62 +62,50 @@ describe("Hang view", () => {
   it("shows under a finding what its ranks' traces say, and nothing for a finding without links", async () => {
     const linked: HangResponse = {
       ...HANG,
-      traces: { "2": { path: "job/rank2.1.pt.trace.json.gz", worker: "rank2", span: "1" }, "3": { path: "job/rank3.1.pt.trace.json.gz", worker: "rank3", span: "1" } },
-      findings: HANG.findings.map((f, i) =>
-        i === 0
-          ? {
-              ...f,
-              in_traces: {
-                "2": { last_seq: 4, has_instance: true, instance: { collective: "gloo:all_reduce", ts_us: 1500.4, dur_us: 2048.6 }, last_step: null },
-                "3": {
-                  last_seq: 3,
-                  has_instance: false,
-                  instance: null,
-                  last_step: {
-                    name: "7",
-                    start_us: 1000,
-                    end_us: 9000,
-                    top_ops: [
-                      { name: "<b>aten::mm</b>", dur_us: 812.2 },
-                      { name: "aten::add_", dur_us: 3.5 },
-                    ],
-                    collectives: [{ collective: "gloo:all_reduce", group: "2", seq: 3 }],
-                  },
-                },
-              },
-              trace_note: "Rank 3's trace ends before all_reduce #4 (its last Seq in group 2 is 3); the traces of rank 2 have it.",
-            }
-          : f,
-      ),
+      traces: { "2": { path: "job/rank2.1.pt.trace.json", worker: "rank2", span: "1" }, "3": { path: "job/rank3.1.pt.trace.json", worker: "rank3", span: "1" } },
+      findings: HANG.findings.map((f, i) => (i === 0 ? { ...f, ...LINKED } : f)),
     };
     stubFetch((url) => (url.startsWith("hang?") ? json(linked) : json({ ...ENTRIES, rank: Number(query(url).get("rank")) })));
     render(<HangView run="fr_traced" />);
     const note = await screen.findByTestId("hang-trace-note");
-    expect(note.textContent).toBe("Rank 3's trace ends before all_reduce #4 (its last Seq in group 2 is 3); the traces of rank 2 have it.");
-    // the suspect first; an op name from the trace is text, not markup
+    expect(note.textContent).toBe(LINKED.trace_note);
+    // the suspect first
     const rows = screen.getAllByTestId("hang-trace-rank").map((n) => Array.from(n.children).map((c) => c.textContent));
     expect(rows).toEqual([
-      ["3 (suspect)", "not in its trace (last Seq 3)", "step 7: <b>aten::mm</b> (812 \u00b5s), aten::add_ (3.50 \u00b5s)"],
-      ["2", "gloo:all_reduce at 1,500 \u00b5s, 2,049 \u00b5s", "–"],
+      ["3 (suspect)", "not in its trace (last Seq 3)", "step 1: aten::index_select (500 \u00b5s), record_param_comms (2.00 \u00b5s), record_param_comms (2.00 \u00b5s)"],
+      ["2", "allreduce at 400 \u00b5s, 20 \u00b5s", "step 1: record_param_comms (2.00 \u00b5s), record_param_comms (2.00 \u00b5s), record_param_comms (2.00 \u00b5s)"],
     ]);
-    expect(screen.queryByText("aten::mm", { selector: "b" })).toBeNull();
     // the second finding has no links: closed, and opened it says so
     expect(screen.getAllByTestId("hang-traces")).toHaveLength(1);
-    const toggles = screen.getAllByRole("button", { name: "Expand" });
-    fireEvent.click(toggles[0]!);
+    fireEvent.click(screen.getAllByRole("button", { name: "Expand" })[0]!);
     expect(screen.getByTestId("hang-trace-none").textContent).toBe("No loaded trace of its ranks.");
-    const page = screen.getByTestId("hang-page").textContent ?? "";
-    expect(page).not.toMatch(/null|NaN|undefined/);
+    expect(screen.getByTestId("hang-page").textContent ?? "").not.toMatch(/null|NaN|undefined/);
   });
 
-  it("shows an unreadable trace as a notice", async () => {
-    const broken: HangResponse = { ...HANG, trace_errors: [{ rank: 3, path: "job/rank3.1.pt.trace.json.gz", error: "not JSON: <script>x</script>" }] };
+  it("shows an unreadable trace as a notice and strings from traces as text", async () => {
+    const rank3 = LINKED.in_traces["3"]!;
+    const odd = { ...rank3, last_seq: -1, last_step: { ...rank3.last_step!, name: "<b>step</b>", top_ops: [{ name: "<img src=x>", dur_us: 1.5 }] } };
+    const broken: HangResponse = {
+      ...HANG,
+      trace_errors: [{ rank: 2, path: "job/rank2.1.pt.trace.json", error: "not JSON: <script>x</script>" }],
+      findings: HANG.findings.map((f, i) => (i === 0 ? { ...f, in_traces: { "3": odd } } : f)),
+    };
     stubFetch((url) => (url.startsWith("hang?") ? json(broken) : json({ ...ENTRIES, rank: Number(query(url).get("rank")) })));
     render(<HangView run="fr_broken" />);
     const card = await screen.findByTestId("hang-trace-errors");
-    expect(card.textContent).toContain("Rank 3's trace job/rank3.1.pt.trace.json.gz could not be linked: not JSON: <script>x</script>");
+    expect(card.querySelector(".notice")?.textContent).toBe("Rank 2's trace job/rank2.1.pt.trace.json could not be linked: not JSON: <script>x</script>");
     expect(card.querySelector("script")).toBeNull();
-    expect(screen.queryByTestId("hang-traces")).toBeNull();
+    // no note without trace_note; a trace without Seq of the group; markup in names stays text
+    expect(screen.queryByTestId("hang-trace-note")).toBeNull();
+    const cells = Array.from(screen.getByTestId("hang-trace-rank").children).map((c) => c.textContent);
+    expect(cells).toEqual(["3 (suspect)", "not in its trace (no Seq of the group)", "<b>step</b>: <img src=x> (1.50 \u00b5s)"]);
+    expect(screen.getByTestId("hang-page").querySelector("img, b")).toBeNull();
+  });
+
+  it("says a trace whose Seqs pass the instance without its kernel lacks it", () => {
+    expect(instanceText({ last_seq: 9, has_instance: true, instance: null, last_step: null })).toBe("not in its trace (its Seqs go on to 9)");
+    expect(stepText(null)).toBe("");
+    expect(stepText({ name: "ProfilerStep#3", collectives: [] })).toBe("ProfilerStep#3");
   });
 
   it("lists ranks compactly", () => {
