@@ -259,7 +259,8 @@ class ArtifactStore:
 
         got = snapshot_rank(art.entry.rel)
         rank = got[1] if got else None
-        best, loading = None, 0
+        best: tuple[dict[str, Any], FileState] | None = None  # (the match, its file)
+        loading = 0
         for st in self._traces.files():
             if st.run != art.run:
                 continue

@@ -137,8 +137,10 @@ class DistributedAggregate:
         _, ranks, messages, guessed = self._ranks(state.run, state.span)
         mine = [r for r in ranks if r[1] == state.worker]
         if not mine:  # it loaded for the timeline but not as a rank: its own path
-            self._rank_aggregate(state)
-            agg = state.aggregate["distributed"]
+            aggregate = self._rank_aggregate(state)
+            if aggregate is None:  # it failed to load again since the request found it ready
+                raise LookupError(f"{state.entry.rel}: not loaded ({state.error})")
+            agg = aggregate["distributed"]
             mine = [(distributed_analysis.rank_of_info(agg["distributed_info"], state.worker, 0)[0], state.worker, agg)]
             ranks = mine
         rank = mine[0][0]
@@ -202,17 +204,18 @@ class DistributedAggregate:
             ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
         return states, ranks, messages, guessed
 
-    def _rank_aggregate(self, st: FileState) -> None:
+    def _rank_aggregate(self, st: FileState) -> dict[str, Any] | None:
         """Load this file (if not loaded) and set its distributed aggregate (its views' ``rank_reduce``,
         read from the analysis cache when there), once: under the file's lock, so concurrent requests
-        wait for one parse and one reduction."""
+        wait for one parse and one reduction. Returns it (None: the file did not load)."""
         with st.lock:
             if st.aggregate is not None:
-                return
+                return st.aggregate
             if st.state in (QUEUED, LOADING):
                 self._traces.load_held(st)
             if st.state == READY:
                 st.aggregate = {"distributed": self._traces.views(st).rank_reduce()}
+            return st.aggregate
 
     def rank_job(self, state: FileState, tables: bool = True) -> RankJob:
         """The executor job of one file (see executors/task.py)."""
@@ -255,11 +258,12 @@ class DistributedAggregate:
                     st.aggregate = result.aggregate
                 continue
             st.load_seconds, st.from_cache = result.seconds, result.from_cache
-            if error:
-                st.error, st.state = error, ERROR
+            aggregate = result.aggregate  # a result without an error holds its aggregate (executors/task.py)
+            if error or aggregate is None:
+                st.error, st.state = error or "the rank's analysis returned no result", ERROR
             else:
                 st.warnings, st.notes = list(result.warnings), list(result.notes)
-                st.aggregate = dict(result.aggregate, tables=unpack(result.aggregate["tables"]))
+                st.aggregate = dict(aggregate, tables=unpack(aggregate["tables"]))
                 st.overview = st.aggregate["tables"]["overview"]
                 st.progress, st.state = 1.0, READY
 

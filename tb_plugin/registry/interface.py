@@ -88,8 +88,8 @@ class Registry(abc.ABC):
         """The detail views of a loaded file."""
 
     @abc.abstractmethod
-    def fs_of(self, state: FileState) -> AbstractFileSystem | None:
-        """The filesystem holding this file."""
+    def fs_of(self, state: FileState) -> AbstractFileSystem:
+        """The filesystem holding this file (a listed file's logdir was opened)."""
 
     @abc.abstractmethod
     def client_message_of(self, state: FileState, message: str) -> str:

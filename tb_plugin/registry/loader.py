@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from ..analysis.contents import file_contents
+from ..storage.remote import StorageError
 from ..trace.errors import TraceReadError
 from ..trace.model import Trace
 from .budget import ViewCache
@@ -50,7 +51,8 @@ class Loading(TraceFiles):
     listing through :meth:`_requeue` and :meth:`_forget`."""
 
     # what the loader reads of the registry (set by RunRegistry.__init__)
-    fs: AbstractFileSystem | None
+    fs: AbstractFileSystem | None  # None: the logdir could not be opened (``error`` says why)
+    error: str | None
     cache: ParseCache | None
     reload_interval: float
     _files: dict[str, FileState]  # rel → file, as the last scan listed them
@@ -59,6 +61,14 @@ class Loading(TraceFiles):
     _stop: threading.Event
     _threads: list[threading.Thread]  # the registry's background threads (none: loads only on request)
     settings: Settings | None  # the entry point's settings (the memory budget), or None
+
+    @property
+    def opened_fs(self) -> AbstractFileSystem:
+        """The logdir's filesystem. Every listed file comes from an opened logdir, so a file's load
+        has one; raises :class:`StorageError` (with ``error``) when the logdir could not be opened."""
+        if self.fs is None:
+            raise StorageError(self.error or "the logdir could not be opened")
+        return self.fs
 
     def _init_loading(self) -> None:
         """The loader's own state (called by the registry's constructor, after ``_lock``)."""
@@ -158,11 +168,14 @@ class Loading(TraceFiles):
     def _parallel_batch(self, first: FileState) -> list[FileState]:
         """``first`` and the queued files after it, enough to be worth a process pool (under the lock):
         parallel parsing only pays for big files, so small batches are loaded one by one."""
+        cache, fs = self.cache, self.opened_fs
+        if cache is None:  # no parse cache to parse into: every file is loaded one by one
+            return []
 
         def uncached(st: FileState) -> int:
             return (
                 0
-                if self.cache.has(self.fs.unstrip_protocol(st.entry.path), st.entry.version)
+                if cache.has(fs.unstrip_protocol(st.entry.path), st.entry.version)
                 else (decompressed_guess(st.entry.size, st.entry.name))
             )
 
@@ -266,7 +279,7 @@ class Loading(TraceFiles):
         """Whether this file's timeline index is neither in memory nor in the parse cache."""
         if self.cache is None:
             return True
-        url = self.fs.unstrip_protocol(state.entry.path)
+        url = self.opened_fs.unstrip_protocol(state.entry.path)
         return not self.cache.has_blob(url, state.entry.version, "timeline")
 
     def parse_in_parallel(self, states: list[FileState]) -> int:
@@ -274,13 +287,14 @@ class Loading(TraceFiles):
         that follow are cache hits. Returns the number of worker processes used (0: nothing to do).
         The pool is sized to the cores and to the memory available: a worker needs about
         ``PARSE_MEMORY_FACTOR`` × the file's decompressed size (executors/local.py)."""
-        if self.cache is None:
+        cache = self.cache
+        if cache is None:
             return 0
         busy = [st for st in states if st.state == QUEUED and st.lock.acquire(blocking=False)]
         with self._lock:
             self._batch = {st.entry.rel: st for st in busy}  # a wanted file leaves it (see _take_from_batch)
         try:  # the files' locks are held while the pool parses them: a request for one waits, then reads the cache
-            return self._parse_locked_in_parallel(busy)
+            return self._parse_locked_in_parallel(busy, cache)
         finally:
             with self._lock:
                 held, self._batch, self._batch_pool = list(self._batch.values()), {}, None
@@ -299,13 +313,13 @@ class Loading(TraceFiles):
         state.lock.release()
         return True
 
-    def _parse_locked_in_parallel(self, busy: list[FileState]) -> int:
+    def _parse_locked_in_parallel(self, busy: list[FileState], cache: ParseCache) -> int:
         todo = []
         seen = set()  # hard links to one file share a cache entry: parse it once
         for st in busy:
-            url = self.fs.unstrip_protocol(st.entry.path)
-            identity = self.cache.identity(url, st.entry.version)
-            if st.state == QUEUED and identity not in seen and not self.cache.has(url, st.entry.version):
+            url = self.opened_fs.unstrip_protocol(st.entry.path)
+            identity = cache.identity(url, st.entry.version)
+            if st.state == QUEUED and identity not in seen and not cache.has(url, st.entry.version):
                 seen.add(identity)
                 todo.append((st.entry.path, url, st.entry.version, st.entry.size))
         if len(todo) < 2:
@@ -326,7 +340,7 @@ class Loading(TraceFiles):
                 url=url,
                 version=version,
                 size=size,
-                cache_dir=os.path.dirname(self.cache.root),
+                cache_dir=os.path.dirname(cache.root),
                 aggregate=False,
                 progress_slot=slot_of[path],
             )
@@ -351,11 +365,9 @@ class Loading(TraceFiles):
     def _parse(
         self, state: FileState, report: Callable[[float], None], deferred: list[Callable[[], None]] | None = None
     ) -> Trace:
-        entry = state.entry
-        url = self.fs.unstrip_protocol(entry.path)
-        trace, from_cache = parse_entry(
-            self.fs, entry.path, url, entry.version, entry.size, self.cache, report, deferred
-        )
+        entry, fs = state.entry, self.opened_fs
+        url = fs.unstrip_protocol(entry.path)
+        trace, from_cache = parse_entry(fs, entry.path, url, entry.version, entry.size, self.cache, report, deferred)
         if from_cache:
             state.from_cache = True
         return trace
@@ -366,7 +378,7 @@ class Loading(TraceFiles):
         return self._views.get(state.entry.rel, lambda: self._views_of(state, self._parse(state, lambda _: None)))
 
     def _views_of(self, state: FileState, trace: Trace) -> FileViews:
-        return open_views(trace, self.cache, self.fs.unstrip_protocol(state.entry.path), state.entry.version)
+        return open_views(trace, self.cache, self.opened_fs.unstrip_protocol(state.entry.path), state.entry.version)
 
     def memory_in_use(self) -> dict[str, int]:
         """Bytes of each file kept in memory, as the budget counts them (most recently used last)."""

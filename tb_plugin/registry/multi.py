@@ -138,7 +138,7 @@ class MultiRegistry(Registry):
     def views(self, state: FileState) -> FileViews:
         return self._holder(state.run).views(state)
 
-    def fs_of(self, state: FileState) -> AbstractFileSystem | None:
+    def fs_of(self, state: FileState) -> AbstractFileSystem:
         return self._holder(state.run).fs_of(state)
 
     def client_message_of(self, state: FileState, message: str) -> str:

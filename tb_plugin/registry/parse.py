@@ -222,7 +222,7 @@ def parse_entry(
         write_atomic(events_path, parse_into, durable=deferred is None)
         trace = parsed[0]
         in_place = bool(trace.meta.pop("events_in_place", False))
-        if in_place:
+        if in_place and local is not None:  # (events stay in place only in a local file: ``local``)
             discard(events_path)  # empty: the events were left in the trace file
             _point_at_trace(trace, *local)
         else:
@@ -230,7 +230,7 @@ def parse_entry(
             trace.meta["events_bytes"] = os.path.getsize(events_path)  # the cache checks it on every hit
     except OSError:  # an unwritable cache only costs the full event args
         trace = parsed[0] if parsed else load_trace_file(path, fs=fs, size=size, progress=report)
-        if trace.meta.pop("events_in_place", False):
+        if trace.meta.pop("events_in_place", False) and local is not None:
             _point_at_trace(trace, *local)
     if deferred is not None:
         prepared = cache.prepare(url, version, trace)  # the trace as parsed, whatever the analyses add later

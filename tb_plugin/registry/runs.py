@@ -323,9 +323,9 @@ class RunRegistry(Loading, Registry):
     ) -> None:
         self._distributed.analyse(states, executor, tables, progress, warn, failed)
 
-    def fs_of(self, state: FileState) -> AbstractFileSystem | None:
-        """The filesystem holding this file."""
-        return self.fs
+    def fs_of(self, state: FileState) -> AbstractFileSystem:
+        """The filesystem holding this file (:attr:`opened_fs`)."""
+        return self.opened_fs
 
     def client_message_of(self, state: FileState, message: str) -> str:
         """:meth:`client_message` of the registry holding ``state`` (this one)."""

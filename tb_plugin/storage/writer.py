@@ -16,6 +16,8 @@ class BackgroundWriter:
     def __init__(self, file) -> None:
         self.file = file
         self.name = getattr(file, "name", None)
+        # the trace file's real path when its raw events may be left in it (see trace/decode_stream.py)
+        self.in_place_path: str | None = None
         self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_CHUNKS)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._drain, name="kinetoscope-writer", daemon=True)

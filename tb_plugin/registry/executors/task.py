@@ -109,7 +109,8 @@ def reduce_rank(job: RankJob) -> RankResult:
         cache = ParseCache(job.cache_dir) if job.cache_dir else None
         results = ResultCache(cache, job.url, job.version) if cache is not None and job.aggregate else None
         name = "rank_aggregate:tables" if job.tables else "rank_aggregate"
-        hit, stored = results.get(name) if results is not None else (False, None)
+        cached: tuple[bool, Any] = results.get(name) if results is not None else (False, None)
+        hit, stored = cached
         if hit:  # analysed before by this code: nothing to parse or compute
             result.from_cache = True
             result.aggregate, result.warnings, result.notes = stored["aggregate"], stored["warnings"], stored["notes"]
@@ -130,7 +131,7 @@ def reduce_rank(job: RankJob) -> RankResult:
             result.warnings, result.notes = list(trace.warnings), list(trace.notes)
             if results is not None:
                 results.put(name, {"aggregate": result.aggregate, "warnings": result.warnings, "notes": result.notes})
-        if job.aggregate and job.tables:
+        if job.aggregate and job.tables and result.aggregate is not None:  # (set above with job.aggregate)
             result.aggregate = dict(result.aggregate, tables=pack(result.aggregate["tables"]))
     except Exception as exc:
         result.error = error_message(exc)

@@ -118,3 +118,16 @@ def test_logdir_spec_answers_the_trace_view_like_one_logdir(tmp_path):
         assert any(c.get("snapshot") == f"{name}/paired/rank0_memory_snapshot.pickle" for c in counters)
         assert both["snapshot_attribution"][1]["trace"]["path"] == f"{name}/paired/host.pt.trace.json"
         assert json.dumps(both, sort_keys=True).replace(f"{name}/paired", "paired") == alone
+
+
+def test_a_logdir_that_could_not_be_opened_has_no_filesystem_and_says_why(tmp_path):
+    """``opened_fs`` (what a file's load and ``fs_of`` use) raises the registry's own ``error`` when
+    the logdir could not be opened, and is the listing's filesystem when it could."""
+    from tb_plugin.storage.remote import StorageError
+
+    bad = RunRegistry("ftp://127.0.0.1:1/logs")  # an unsupported scheme: never opened
+    assert bad.fs is None and bad.error and "unsupported URL scheme" in bad.error
+    with pytest.raises(StorageError, match="unsupported URL scheme"):
+        _ = bad.opened_fs
+    good = RunRegistry(str(tmp_path))
+    assert good.opened_fs is good.fs is not None
