@@ -13,6 +13,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -182,6 +184,20 @@ def x(name, cat, ts, dur, pid=1, tid=1, **args):
             k.replace("_", " ") if k not in ("correlation", "device", "stream") else k: v for k, v in args.items()
         }
     return ev
+
+
+def cli_json(*args: str) -> dict:
+    """The document ``kinetoscope ARGS --json`` prints, run from the repository root (this checkout's
+    ``tb_plugin``)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tb_plugin.cli", *args, "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return json.loads(out.stdout)
 
 
 def run_async(fn, *args):

@@ -3,50 +3,32 @@ the routes, their CSV, MCP and the notebook all take them from here (one selecti
 
 from __future__ import annotations
 
+from ..registry.report import KERNEL_KEYS, OPERATOR_KEYS
+
 KERNEL_GROUPS = ("kernel", "kernel_op_config", "graph")
-KERNEL_COLUMNS = [
-    "name",
-    "graph",
-    "op",
-    "grid",
-    "block",
-    "registers_per_thread",
-    "shared_memory_bytes",
-    "tc_eligible",
-    "calls",
-    "total_us",
-    "mean_us",
-    "min_us",
-    "max_us",
-    "blocks_per_sm",
-    "achieved_occupancy_pct",
-    "tensor_cores",
-]
+#: The launch configuration, shown only grouped per op and config.
+KERNEL_CONFIG_COLUMNS = ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes", "tc_eligible")
+#: The report's kernel keys (name first) with the graph and the launch configuration after the name.
+KERNEL_COLUMNS = [KERNEL_KEYS[0], "graph", *KERNEL_CONFIG_COLUMNS, *KERNEL_KEYS[1:]]
 
 
 def kernel_columns(group_by: str) -> list[str]:
     """The GPU Kernel tab's columns for a grouping: the launch configuration only per op and config, the
     graph only per graph."""
-    config = ("op", "grid", "block", "registers_per_thread", "shared_memory_bytes", "tc_eligible")
     return [
         c
         for c in KERNEL_COLUMNS
-        if (c not in config or group_by == "kernel_op_config") and (c != "graph" or group_by == "graph")
+        if (c not in KERNEL_CONFIG_COLUMNS or group_by == "kernel_op_config") and (c != "graph" or group_by == "graph")
     ]
 
 
 OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
+#: The report's operator keys (name first) with the groupings' own columns and the Tensor Core and FLOP ones.
 OPERATOR_COLUMNS = [
-    "name",
+    OPERATOR_KEYS[0],
     "input_shape",
     "call_stack",
-    "calls",
-    "host_self_us",
-    "host_total_us",
-    "device_self_us",
-    "device_total_us",
-    "graph_replay_self_us",
-    "tc_eligible",
+    *OPERATOR_KEYS[1:],
     "tc_self_pct",
     "tc_total_pct",
     "flops",

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 import pytest
-from conftest import REPO, run_async
+from conftest import REPO, cli_json, run_async
 
 pytest.importorskip("mcp")
 
@@ -39,18 +39,6 @@ TOOLS = {
     "search_timeline",
     "event",
 }
-
-
-def cli_json(*args: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "tb_plugin.cli", *args, "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    return json.loads(out.stdout)
 
 
 def session_calls(calls: list[tuple[str, dict]]) -> tuple[list, list]:

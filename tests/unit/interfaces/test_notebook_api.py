@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 
 import orjson
 import pytest
-from conftest import REPO
+from conftest import REPO, cli_json
 
 sys.path.insert(0, str(REPO / "tb_plugin" / "public"))  # what setup.py's package_dir maps as "kinetoscope"
 
@@ -38,15 +37,7 @@ def readme_block(heading: str) -> str:
 
 @pytest.fixture(scope="module")
 def report_doc():
-    out = subprocess.run(
-        [sys.executable, "-m", "tb_plugin.cli", "report", "samples", "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    return json.loads(out.stdout)
+    return cli_json("report", "samples")
 
 
 def workers(doc):

@@ -6,14 +6,12 @@ distributed view."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from urllib.parse import urlencode
 
 import orjson
 import pytest
-from conftest import REPO, settled
+from conftest import REPO, cli_json, settled
 
 sys.path.insert(0, str(REPO / "tb_plugin" / "public"))  # setup.py maps this folder as "kinetoscope"
 
@@ -39,16 +37,7 @@ def by_name(rows, keys):
 
 @pytest.fixture(scope="module")
 def interfaces():
-    report = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "tb_plugin.cli", "report", "samples", "--json"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=300,
-        ).stdout
-    )
+    report = cli_json("report", "samples")
     registry = RunRegistry(str(REPO / "samples")).start()
     client = create_app(str(REPO / "samples")).test_client()
     yield report, Tools(registry, wait_s=120), client
