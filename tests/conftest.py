@@ -150,10 +150,16 @@ def loaded_registry(root: Path, **kwargs):
     """A RunRegistry over ``root`` (``kwargs`` as RunRegistry takes them), scanned, every file loaded."""
     from tb_plugin.registry.runs import RunRegistry
 
-    reg = RunRegistry(str(root), **kwargs)
+    return load_everything(RunRegistry(str(root), **kwargs), artifacts=False)
+
+
+def load_everything(reg, artifacts: bool = True):
+    """``reg`` (any Registry) scanned, every file loaded and, with ``artifacts``, every artifact too."""
     reg.scan()
     for st in reg.files():
         reg.load(st)
+    for art in reg.artifacts() if artifacts else ():
+        reg.load_artifact(art)
     return reg
 
 

@@ -10,6 +10,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+from conftest import load_everything
 from synth.snapshot_trace import paired_snapshot, paired_trace
 
 from tb_plugin import api
@@ -77,15 +78,6 @@ def _logdir(root: Path, shift_us: int = 0) -> Path:
     return root
 
 
-def _loaded(reg: Registry) -> Registry:
-    reg.scan()
-    for st in reg.files():
-        reg.load(st)
-    for art in reg.artifacts():
-        reg.load_artifact(art)
-    return reg
-
-
 def _trace_view(reg: Registry, run: str) -> dict:
     """The Trace view's requests for the one trace of ``run`` (and its snapshot), as JSON text."""
     file = {"run": run, "worker": "host", "span": "1"}
@@ -109,8 +101,8 @@ def test_logdir_spec_answers_the_trace_view_like_one_logdir(tmp_path):
     critical-path overlay, snapshot attribution and ranks answer 200, and what one logdir answers
     alone, the run names aside."""
     a, b = _logdir(tmp_path / "a"), _logdir(tmp_path / "b")
-    multi = _loaded(MultiRegistry([("a", str(a)), ("b", str(b))]))
-    single = _loaded(RunRegistry(str(a)))
+    multi = load_everything(MultiRegistry([("a", str(a)), ("b", str(b))]))
+    single = load_everything(RunRegistry(str(a)))
     alone = json.dumps(_trace_view(single, "paired"), sort_keys=True)
     for name in ("a", "b"):
         both = _trace_view(multi, f"{name}/paired")
