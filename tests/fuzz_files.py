@@ -24,20 +24,12 @@ from pathlib import Path
 from typing import Iterator
 
 from fuzz_inputs import deep_nesting
+from synth.events import complete
 
 GOOD_TRACE = {
     "traceEvents": [
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
-        {
-            "ph": "X",
-            "cat": "cpu_op",
-            "name": "aten::mm",
-            "pid": 1,
-            "tid": 1,
-            "ts": 10,
-            "dur": 50,
-            "args": {"External id": 1},
-        },
+        complete("aten::mm", "cpu_op", 10, 50, **{"External id": 1}),
     ]
 }
 FORMULA_NAMES = ("=cmd|'/C calc'!A0", "+SUM(1,2)", "-2+3", "@SUM(A1)", "\tx", "\rx", '=HYPERLINK("http://x")')

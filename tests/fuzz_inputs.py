@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator
 
+from synth.events import complete
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = Path(os.environ.get("KINETOSCOPE_SAMPLES", REPO.parent / "shared" / "samples"))
 
@@ -454,16 +456,7 @@ def handmade(rng: random.Random) -> bytes:
     if kind == 3:
         field = rng.choice(("ts", "dur", "pid", "tid", "name", "cat", "args", "ph", "id"))
         value = rng.choice(_ODD_VALUES)
-        ev = {
-            "ph": "X",
-            "cat": "cpu_op",
-            "name": "aten::mm",
-            "pid": 1,
-            "tid": 1,
-            "ts": 10,
-            "dur": 5,
-            "args": {"External id": 3},
-        }
+        ev = complete("aten::mm", "cpu_op", 10, 5, **{"External id": 3})
         return ('{"traceEvents":[' + _dump_event(ev, {field: value}, None) + "]}").encode()
     if kind == 4:
         return b"\xef\xbb\xbf" + rng.choice([b"", b"[", b"{", b'{"traceEvents":[]}', b"[]"])

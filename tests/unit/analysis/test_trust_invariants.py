@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import write_json
+from conftest import write_json, x
 from synth.events import complete
 
 from tb_plugin.analysis.kernels import kernel_rows
@@ -57,15 +57,7 @@ def test_union_check_catches_an_overcounted_category(tmp_path):
         tmp_path / "t.pt.trace.json",
         {
             "traceEvents": [
-                {
-                    "ph": "X",
-                    "cat": "user_annotation",
-                    "name": "ProfilerStep#1",
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": 0,
-                    "dur": 100,
-                },
+                x("ProfilerStep#1", "user_annotation", 0, 100),
                 _kernel("k", 10, 20),
                 _kernel("k", 40, 20),
             ]

@@ -12,7 +12,7 @@ import os
 import shutil
 
 import pytest
-from conftest import sample
+from conftest import sample, x
 
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import ERROR, READY, RunRegistry
@@ -26,16 +26,8 @@ def _trace(name: str) -> str:
     return json.dumps(
         {
             "traceEvents": [
-                {
-                    "ph": "X",
-                    "cat": "user_annotation",
-                    "name": "ProfilerStep#1",
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": 0,
-                    "dur": 100,
-                },
-                {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+                x("ProfilerStep#1", "user_annotation", 0, 100),
+                x(name, "cpu_op", 10, 5),
             ]
         }
     )
