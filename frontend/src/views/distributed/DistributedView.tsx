@@ -3,7 +3,7 @@
 // rank's communication ops, and each rank's devices (sent with the rank).
 import { useMemo, useState } from "react";
 import { distributedUrl } from "../../api/routes";
-import type { DistributedData, DistributedResponse, Selection, SingleRank } from "../../api/types";
+import type { DistributedData, DistributedResponse, RankRow, Selection, SingleRank } from "../../api/types";
 import { Card } from "../../components/Card";
 import { SelectField } from "../../components/Fields";
 import { EChart } from "../../components/EChart";
@@ -113,21 +113,51 @@ function SingleRankContent({
 }) {
   return (
     <div data-testid="single-rank">
-      <Card title={`Process groups of rank ${own.rank}`} testId="groups-card">
-        <ProcessGroupsTable groups={own.groups} messages={own.groups_messages} />
+      <GroupsAndPathCards
+        groupsTitle={`Process groups of rank ${own.rank}`}
+        source={own}
+        ranks={[{ rank: own.rank, worker: own.worker }]}
+        theme={theme}
+        onShowInTrace={onShowInTrace}
+        detailUrl={detailUrl}
+      />
+    </div>
+  );
+}
+
+/** The process-groups card and the critical-path card of the ranks ``source`` covers (one or many). */
+function GroupsAndPathCards({
+  groupsTitle,
+  source,
+  ranks,
+  theme,
+  onShowInTrace,
+  detailUrl,
+}: {
+  groupsTitle: string;
+  source: Pick<DistributedData, "groups" | "groups_messages" | "critical_path" | "critical_path_total">;
+  ranks: Pick<RankRow, "rank" | "worker">[];
+  theme: Theme;
+  onShowInTrace?: (worker: string, row: number) => void;
+  detailUrl: (step: string) => string;
+}) {
+  return (
+    <>
+      <Card title={groupsTitle} testId="groups-card">
+        <ProcessGroupsTable groups={source.groups} messages={source.groups_messages} />
       </Card>
       <Card title={PATH_TITLE} testId="path-card">
         <CriticalPathPanel
-          steps={own.critical_path}
-          total={own.critical_path_total}
+          steps={source.critical_path}
+          total={source.critical_path_total}
           detailUrl={detailUrl}
           theme={theme}
           textColor={chartTextColor(theme)}
-          ranks={[{ rank: own.rank, worker: own.worker }]}
+          ranks={ranks}
           onShowInTrace={onShowInTrace}
         />
       </Card>
-    </div>
+    </>
   );
 }
 
@@ -168,20 +198,14 @@ function DistributedContent({ view, theme, onShowInTrace, detailUrl }: ContentPr
           <EChart option={transferSync} theme={theme} height={320} testId="transfer-sync-chart" ariaLabel="Per-rank transfer and sync time in collectives" />
         </Card>
       </div>
-      <Card title="Process groups" testId="groups-card">
-        <ProcessGroupsTable groups={view.groups} messages={view.groups_messages} />
-      </Card>
-      <Card title={PATH_TITLE} testId="path-card">
-        <CriticalPathPanel
-          steps={view.critical_path}
-          total={view.critical_path_total}
-          detailUrl={detailUrl}
-          theme={theme}
-          textColor={text}
-          ranks={ranks}
-          onShowInTrace={onShowInTrace}
-        />
-      </Card>
+      <GroupsAndPathCards
+        groupsTitle="Process groups"
+        source={view}
+        ranks={ranks}
+        theme={theme}
+        onShowInTrace={onShowInTrace}
+        detailUrl={detailUrl}
+      />
       <Card title="Collectives">
         <CollectivesTable view={view} />
       </Card>

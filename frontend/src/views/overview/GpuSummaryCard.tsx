@@ -1,3 +1,4 @@
+import type { ReactNode } from "react";
 import type { GpuInfo } from "../../api/types";
 import { DEFINITIONS } from "../../util/definitions";
 import { formatDuration, formatGiB, formatPct, formatText } from "../../util/format";
@@ -5,18 +6,32 @@ import { gpuGeneration } from "../../util/gpuGeneration";
 import { Card } from "../../components/Card";
 import { InfoTooltip } from "../../components/InfoTooltip";
 
+/** One labelled value of a device's card; ``definition`` puts the label behind an info tooltip. */
+function KvRow({
+  label,
+  definition,
+  testId,
+  children,
+}: {
+  label: string;
+  definition?: string;
+  testId?: string;
+  children: ReactNode;
+}) {
+  return (
+    <div className="kv-row">
+      <dt>{definition === undefined ? label : <InfoTooltip label={label} text={definition} />}</dt>
+      <dd data-testid={testId}>{children}</dd>
+    </div>
+  );
+}
+
 /** The rows every device has: its name and memory. */
 function DeviceRows({ gpu }: { gpu: GpuInfo }) {
   return (
     <>
-      <div className="kv-row">
-        <dt>Name</dt>
-        <dd>{formatText(gpu.name)}</dd>
-      </div>
-      <div className="kv-row">
-        <dt>Memory</dt>
-        <dd>{formatGiB(gpu.memory_bytes)}</dd>
-      </div>
+      <KvRow label="Name">{formatText(gpu.name)}</KvRow>
+      <KvRow label="Memory">{formatGiB(gpu.memory_bytes)}</KvRow>
     </>
   );
 }
@@ -30,12 +45,13 @@ function AcceleratorBlock({ gpu, kind }: { gpu: GpuInfo; kind: string }) {
       </div>
       <dl className="kv">
         <DeviceRows gpu={gpu} />
-        <div className="kv-row">
-          <dt>
-            <InfoTooltip label="Utilization" text={`Time with ${kind} device work running ÷ the steps window.`} />
-          </dt>
-          <dd data-testid="gpu-utilization">{formatPct(gpu.utilization_pct)}</dd>
-        </div>
+        <KvRow
+          label="Utilization"
+          definition={`Time with ${kind} device work running ÷ the steps window.`}
+          testId="gpu-utilization"
+        >
+          {formatPct(gpu.utilization_pct)}
+        </KvRow>
       </dl>
       <p className="muted" data-testid="accelerator-note">
         SM efficiency, occupancy and tensor cores are GPU measures; they do not apply to {kind}.
@@ -55,48 +71,35 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
       <div className="gpu-title">GPU {gpu.id}</div>
       <dl className="kv">
         <DeviceRows gpu={gpu} />
-        <div className="kv-row">
-          <dt>{generation.label}</dt>
-          <dd data-testid="gpu-generation">{generation.value}</dd>
-        </div>
-        <div className="kv-row">
-          <dt>
-            <InfoTooltip label="GPU Utilization" text={DEFINITIONS.gpuUtilization} />
-          </dt>
-          <dd data-testid="gpu-utilization">{formatPct(gpu.utilization_pct)}</dd>
-        </div>
-        <div className="kv-row">
-          <dt>
-            <InfoTooltip label="Est. SM Efficiency" text={DEFINITIONS.smEfficiency} />
-          </dt>
-          <dd data-testid="sm-efficiency">{formatPct(gpu.sm_efficiency_pct)}</dd>
-        </div>
+        <KvRow label={generation.label} testId="gpu-generation">
+          {generation.value}
+        </KvRow>
+        <KvRow label="GPU Utilization" definition={DEFINITIONS.gpuUtilization} testId="gpu-utilization">
+          {formatPct(gpu.utilization_pct)}
+        </KvRow>
+        <KvRow label="Est. SM Efficiency" definition={DEFINITIONS.smEfficiency} testId="sm-efficiency">
+          {formatPct(gpu.sm_efficiency_pct)}
+        </KvRow>
         {withoutGeometry > 0 ? (
           <p className="muted" data-testid="sm-efficiency-note">
             Leaves out {formatDuration(withoutGeometry)} of kernel time without launch geometry.
           </p>
         ) : null}
-        <div className="kv-row">
-          <dt>
-            <InfoTooltip label="Est. Achieved Occupancy" text={DEFINITIONS.achievedOccupancy} />
-          </dt>
-          <dd data-testid="achieved-occupancy">{formatPct(gpu.achieved_occupancy_pct)}</dd>
-        </div>
+        <KvRow label="Est. Achieved Occupancy" definition={DEFINITIONS.achievedOccupancy} testId="achieved-occupancy">
+          {formatPct(gpu.achieved_occupancy_pct)}
+        </KvRow>
         {withoutOccupancy > 0 ? (
           <p className="muted" data-testid="occupancy-note">
             Leaves out {formatDuration(withoutOccupancy)} of kernel time with unknown occupancy.
           </p>
         ) : null}
-        <div className="kv-row">
-          <dt>
-            {amd ? (
-              <InfoTooltip label="Kernel time using Matrix Cores" text={DEFINITIONS.matrixCores} />
-            ) : (
-              <InfoTooltip label="Kernel time using Tensor Cores" text={DEFINITIONS.tensorCores} />
-            )}
-          </dt>
-          <dd data-testid="tensor-core">{formatPct(gpu.tensor_core_pct)}</dd>
-        </div>
+        <KvRow
+          label={amd ? "Kernel time using Matrix Cores" : "Kernel time using Tensor Cores"}
+          definition={amd ? DEFINITIONS.matrixCores : DEFINITIONS.tensorCores}
+          testId="tensor-core"
+        >
+          {formatPct(gpu.tensor_core_pct)}
+        </KvRow>
       </dl>
     </div>
   );
