@@ -6,24 +6,41 @@ import { gpuGeneration } from "../../util/gpuGeneration";
 import { Card } from "../../components/Card";
 import { InfoTooltip } from "../../components/InfoTooltip";
 
-/** One labelled value of a device's card; ``definition`` puts the label behind an info tooltip. */
+/** One labelled value of a device's card; ``definition`` puts the label behind an info tooltip, ``note``
+ * (a muted line under the row, test id ``noteTestId``) says what the value leaves out. */
 function KvRow({
   label,
   definition,
   testId,
+  note,
+  noteTestId,
   children,
 }: {
   label: string;
   definition?: string;
   testId?: string;
+  note?: string;
+  noteTestId?: string;
   children: ReactNode;
 }) {
   return (
-    <div className="kv-row">
-      <dt>{definition === undefined ? label : <InfoTooltip label={label} text={definition} />}</dt>
-      <dd data-testid={testId}>{children}</dd>
-    </div>
+    <>
+      <div className="kv-row">
+        <dt>{definition === undefined ? label : <InfoTooltip label={label} text={definition} />}</dt>
+        <dd data-testid={testId}>{children}</dd>
+      </div>
+      {note ? (
+        <p className="muted" data-testid={noteTestId}>
+          {note}
+        </p>
+      ) : null}
+    </>
   );
+}
+
+/** "Leaves out <time> of kernel time <why>." for a positive time (µs), else nothing. */
+function leavesOut(us: number, why: string): string | undefined {
+  return us > 0 ? `Leaves out ${formatDuration(us)} of kernel time ${why}.` : undefined;
 }
 
 /** The rows every device has: its name and memory. */
@@ -64,8 +81,6 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
   if (gpu.device_type && gpu.device_type !== "GPU") return <AcceleratorBlock gpu={gpu} kind={gpu.device_type} />;
   const generation = gpuGeneration(gpu);
   const amd = gpu.vendor === "AMD";
-  const withoutGeometry = gpu.kernel_us_without_geometry ?? 0;
-  const withoutOccupancy = gpu.kernel_us_without_occupancy ?? 0;
   return (
     <div className="gpu-block" data-testid="gpu-block">
       <div className="gpu-title">GPU {gpu.id}</div>
@@ -77,22 +92,24 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
         <KvRow label="GPU Utilization" definition={DEFINITIONS.gpuUtilization} testId="gpu-utilization">
           {formatPct(gpu.utilization_pct)}
         </KvRow>
-        <KvRow label="Est. SM Efficiency" definition={DEFINITIONS.smEfficiency} testId="sm-efficiency">
+        <KvRow
+          label="Est. SM Efficiency"
+          definition={DEFINITIONS.smEfficiency}
+          testId="sm-efficiency"
+          note={leavesOut(gpu.kernel_us_without_geometry ?? 0, "without launch geometry")}
+          noteTestId="sm-efficiency-note"
+        >
           {formatPct(gpu.sm_efficiency_pct)}
         </KvRow>
-        {withoutGeometry > 0 ? (
-          <p className="muted" data-testid="sm-efficiency-note">
-            Leaves out {formatDuration(withoutGeometry)} of kernel time without launch geometry.
-          </p>
-        ) : null}
-        <KvRow label="Est. Achieved Occupancy" definition={DEFINITIONS.achievedOccupancy} testId="achieved-occupancy">
+        <KvRow
+          label="Est. Achieved Occupancy"
+          definition={DEFINITIONS.achievedOccupancy}
+          testId="achieved-occupancy"
+          note={leavesOut(gpu.kernel_us_without_occupancy ?? 0, "with unknown occupancy")}
+          noteTestId="occupancy-note"
+        >
           {formatPct(gpu.achieved_occupancy_pct)}
         </KvRow>
-        {withoutOccupancy > 0 ? (
-          <p className="muted" data-testid="occupancy-note">
-            Leaves out {formatDuration(withoutOccupancy)} of kernel time with unknown occupancy.
-          </p>
-        ) : null}
         <KvRow
           label={amd ? "Kernel time using Matrix Cores" : "Kernel time using Tensor Cores"}
           definition={amd ? DEFINITIONS.matrixCores : DEFINITIONS.tensorCores}
