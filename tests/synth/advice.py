@@ -6,8 +6,9 @@ and asserted by ``tests/test_advice.py``; API and operator names are the real on
 
 from __future__ import annotations
 
-HOST_PID, GPU_PID = 1, 0
-DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+from .events import DEVICE_WORK_CATEGORIES, work
+
+HOST_PID = 1
 
 
 class Builder:
@@ -18,20 +19,9 @@ class Builder:
         self.corr = 0
 
     def x(self, name: str, cat: str, ts: float, dur: float, **args) -> int:
-        device = cat in DEVICE_CATS
-        ev = {
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": GPU_PID if device else HOST_PID,
-            "tid": args.get("stream", 7) if device else 1,
-            "ts": ts,
-            "dur": dur,
-        }
-        if device:
+        if cat in DEVICE_WORK_CATEGORIES:
             args = {"device": 0, "stream": 7, **args}
-        if args:
-            ev["args"] = args
+        ev = work(name, cat, ts, dur, **args)
         self.events.append(ev)
         return len(self.events) - 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy")
+DEVICE_WORK_CATEGORIES = (*DEVICE_CATEGORIES, "gpu_memset")
 
 
 def complete(name: str, cat: str, ts: float, dur: float, tid: int = 1, **args) -> dict:
@@ -19,6 +20,24 @@ def complete(name: str, cat: str, ts: float, dur: float, tid: int = 1, **args) -
         "dur": dur,
         "args": args,
     }
+
+
+def work(name: str, cat: str, ts: float, dur: float, default_stream: int = 7, **args) -> dict:
+    """A complete (``"X"``) event with no ``args`` key when ``args`` is empty: kernels, copies and memsets
+    on pid 0 and their ``stream`` arg's tid (``default_stream`` without one), host work on pid 1, tid 1."""
+    device = cat in DEVICE_WORK_CATEGORIES
+    ev = {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0 if device else 1,
+        "tid": args.get("stream", default_stream) if device else 1,
+        "ts": ts,
+        "dur": dur,
+    }
+    if args:
+        ev["args"] = args
+    return ev
 
 
 def memory_instant(ts: float, **args) -> dict:

@@ -6,23 +6,11 @@ the builders' docstrings and asserted by ``tests/unit/analysis/test_trust_idle.p
 
 from __future__ import annotations
 
-HOST_PID, GPU_PID = 1, 0
+from .events import work
 
 
 def _x(name: str, cat: str, ts: float, dur: float, **args) -> dict:
-    device = cat in ("kernel", "gpu_memcpy", "gpu_memset")
-    ev = {
-        "ph": "X",
-        "cat": cat,
-        "name": name,
-        "pid": GPU_PID if device else HOST_PID,
-        "tid": args.get("stream", 1) if device else 1,
-        "ts": ts,
-        "dur": dur,
-    }
-    if args:
-        ev["args"] = args
-    return ev
+    return work(name, cat, ts, dur, default_stream=1, **args)
 
 
 class _Builder:
