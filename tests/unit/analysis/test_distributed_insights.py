@@ -16,6 +16,12 @@ from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.trace.decode import decode_trace
 
 
+def _assert_parts_fill_the_window(exposed: dict) -> None:
+    """Compute, exposed communication, exposed copies and idle time add up to the window (µs)."""
+    parts = exposed["compute_us"] + exposed["exposed_comm_us"] + exposed["exposed_memcpy_us"] + exposed["idle_us"]
+    assert parts == pytest.approx(exposed["window_us"])
+
+
 @pytest.fixture(scope="module")
 def dlrm(tmp_path_factory):
     root = tmp_path_factory.mktemp("dlrm")
@@ -126,9 +132,7 @@ def test_launch_delay_and_idle_by_construction():
     assert idle["other_us"] == (200 - 115) + 50 + 690
     exposed = exposed_time(trace)
     assert exposed["compute_us"] == 20 + 10 + 5 + 50 + 10
-    assert exposed["compute_us"] + exposed["exposed_comm_us"] + exposed["exposed_memcpy_us"] + exposed[
-        "idle_us"
-    ] == pytest.approx(exposed["window_us"])
+    _assert_parts_fill_the_window(exposed)
 
 
 @pytest.mark.corpus
@@ -194,10 +198,7 @@ def test_insights_route_on_h100(tmp_path):
     reg.load(reg.files()[0])
     code, doc = api.insights(reg, {"run": "h100", "worker": "w", "span": "1"})
     assert code == 200 and doc["launch"]["kernels"] > 0 and "recommendations" in doc
-    total = doc["exposed"]
-    assert total["compute_us"] + total["exposed_comm_us"] + total["exposed_memcpy_us"] + total[
-        "idle_us"
-    ] == pytest.approx(total["window_us"])
+    _assert_parts_fill_the_window(doc["exposed"])
 
 
 @pytest.mark.corpus
