@@ -198,6 +198,20 @@ def _between(trace: Trace, rows: np.ndarray) -> float:
     return float(np.maximum(gap[same], 0.0).sum())
 
 
+def _share_of_step(rule: str, us: float, mean_step_us: float, threshold_pct: float, text: str) -> dict:
+    """``rule``'s recommendation for ``us`` of the average step (µs); ``text``'s ``{pct}`` is that share (%)."""
+    share_pct = 100.0 * us / mean_step_us
+    return recommendation(
+        rule,
+        us,
+        threshold_us(rule, mean_step_us),
+        "average_step",
+        text.format(pct=fixed(share_pct, 1)),
+        threshold_pct=threshold_pct,
+        share_pct=share_pct,
+    )
+
+
 def _advice(steps: list[dict]) -> list[dict]:
     """The compile rules of the one recommendation list (:mod:`.recommendations`), each only at or above
     its threshold (:data:`~.recommendations.THRESHOLDS`)."""
@@ -211,29 +225,25 @@ def _advice(steps: list[dict]) -> list[dict]:
     between = float(np.mean([s["between_us"] for s in steps]))
     if max(s["frames"] for s in steps) >= 2 and between >= threshold_us("compile.graph_breaks", mean):
         out.append(
-            recommendation(
+            _share_of_step(
                 "compile.graph_breaks",
                 between,
-                threshold_us("compile.graph_breaks", mean),
-                "average_step",
-                f"Eager code between compiled regions takes {fixed(100.0 * between / mean, 1)}% of the average step: find the graph breaks "
+                mean,
+                BETWEEN_PCT,
+                "Eager code between compiled regions takes {pct}% of the average step: find the graph breaks "
                 "(TORCH_LOGS=graph_breaks) and remove them, or compile a larger function.",
-                threshold_pct=BETWEEN_PCT,
-                share_pct=100.0 * between / mean,
             )
         )
     lookup = float(np.mean([s["cache_lookup_us"] for s in steps]))
     if lookup >= threshold_us("compile.cache_lookup", mean) and lookup > 0:
         out.append(
-            recommendation(
+            _share_of_step(
                 "compile.cache_lookup",
                 lookup,
-                threshold_us("compile.cache_lookup", mean),
-                "average_step",
-                f"TorchDynamo cache lookups (guard checks) take {fixed(100.0 * lookup / mean, 1)}% of the average step: fewer compiled frames or "
+                mean,
+                LOOKUP_PCT,
+                "TorchDynamo cache lookups (guard checks) take {pct}% of the average step: fewer compiled frames or "
                 "simpler guards (mark_static / dynamic=False) cut them.",
-                threshold_pct=LOOKUP_PCT,
-                share_pct=100.0 * lookup / mean,
             )
         )
     median = float(np.median(step_us))
