@@ -23,17 +23,10 @@ def kernel_columns(group_by: str) -> list[str]:
 
 
 OPERATOR_GROUPS = ("operator", "input_shape", "call_stack")
-#: The report's operator keys (name first) with the groupings' own columns and the Tensor Core and FLOP ones.
-OPERATOR_COLUMNS = [
-    OPERATOR_KEYS[0],
-    "input_shape",
-    "call_stack",
-    *OPERATOR_KEYS[1:],
-    "tc_self_pct",
-    "tc_total_pct",
-    "flops",
-    "tflops_per_s",
-]
+#: The Operator tab's Tensor Core shares (%) and FLOP counts, after the report's keys.
+OPERATOR_TC_FLOP_COLUMNS = ("tc_self_pct", "tc_total_pct", "flops", "tflops_per_s")
+#: The report's operator keys (name first) with the groupings' own columns after the name.
+OPERATOR_COLUMNS = [OPERATOR_KEYS[0], "input_shape", "call_stack", *OPERATOR_KEYS[1:], *OPERATOR_TC_FLOP_COLUMNS]
 MEMORY_EVENT_COLUMNS = ["op", "device", "size_bytes", "alloc_us", "free_us", "duration_us", "addr"]
 MEMORY_STAT_COLUMNS = [
     "name",
