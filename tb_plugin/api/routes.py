@@ -246,9 +246,8 @@ def memory_events(registry: Registry, args: Args, state: FileState, as_csv: bool
     q = table_query(args, MEMORY_EVENT_COLUMNS, "size_bytes", paging.MAX_LIMIT)
     views = registry.views(state)
     pairs = views.memory_pairs()
-    rows = pairs_table.select(
-        views.memory_pairs_index(), args.get("device"), lo, hi, min_b, max_b, q["search"], q["sort"], q["descending"]
-    )
+    query = pairs_table.PairsQuery(args.get("device"), lo, hi, min_b, max_b, q["search"], q["sort"], q["descending"])
+    rows = pairs_table.select(views.memory_pairs_index(), query)
     if as_csv:
         return 200, paging.to_csv(rows, MEMORY_EVENT_COLUMNS)
     return 200, dict(paging.window(rows, q), reason=pairs["reason"])

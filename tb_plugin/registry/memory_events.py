@@ -94,76 +94,71 @@ def _named(row: dict[str, Any]) -> dict[str, Any]:
     return dict(row, name=row["op"] or "")
 
 
-def select(
-    index: PairsIndex,
-    device: str | None,
-    lo: float | None,
-    hi: float | None,
-    min_bytes: int,
-    max_bytes: int,
-    search: str,
-    sort: str,
-    descending: bool,
-) -> Sequence:
+@dataclasses.dataclass(frozen=True)
+class PairsQuery:
+    """What the Memory events table shows: pairs on ``device`` (None or "": all) whose lifetime overlaps
+    ``[lo, hi]`` (µs; None: open), with ``min_bytes ≤ size ≤ max_bytes`` and ``search`` in the op name
+    (case-insensitive), sorted by ``sort`` then name."""
+
+    device: str | None
+    lo: float | None
+    hi: float | None
+    min_bytes: int
+    max_bytes: int
+    search: str
+    sort: str
+    descending: bool
+
+
+def select(index: PairsIndex, q: PairsQuery) -> Sequence:
     """The rows :func:`reference_select` gives, from the columns."""
-    keep = (index.size >= min_bytes) & (index.size <= max_bytes)
-    if device:
-        keep &= index.device_code == index.devices.get(device, -1)
+    keep = (index.size >= q.min_bytes) & (index.size <= q.max_bytes)
+    if q.device:
+        keep &= index.device_code == index.devices.get(q.device, -1)
     alloc, alloc_none = index.numbers["alloc_us"]
     free, free_none = index.numbers["free_us"]
-    if lo is not None:
-        keep &= ~(np.where(free_none, np.inf, free) < lo)
-    if hi is not None:
-        keep &= ~(np.where(alloc_none, -np.inf, alloc) > hi)
-    if search:
-        needle = search.lower()
+    if q.lo is not None:
+        keep &= ~(np.where(free_none, np.inf, free) < q.lo)
+    if q.hi is not None:
+        keep &= ~(np.where(alloc_none, -np.inf, alloc) > q.hi)
+    if q.search:
+        needle = q.search.lower()
         keep &= np.array([needle in t.lower() for t in index.op_texts], dtype=bool)[index.op_code]
-    if sort in index.texts:
-        value, none = index.texts[sort]
-    elif sort in index.numbers:
-        value, none = index.numbers[sort]
+    if q.sort in index.texts:
+        value, none = index.texts[q.sort]
+    elif q.sort in index.numbers:
+        value, none = index.numbers[q.sort]
     else:
-        value, none = (index.size if sort == "size_bytes" else index.addr), np.zeros(len(keep), dtype=bool)
+        value, none = (index.size if q.sort == "size_bytes" else index.addr), np.zeros(len(keep), dtype=bool)
     present = np.flatnonzero(keep & ~none)
     if value.dtype.kind == "f" and np.isnan(value[present]).any():  # NaN keys: Python's own order
-        return reference_select(index.rows, device, lo, hi, min_bytes, max_bytes, search, sort, descending)
+        return reference_select(index.rows, q)
     v, name = value[present], index.name_rank[present]
-    order = np.lexsort((-name, -v) if descending else (name, v))  # stable: ties keep row order, as sort() does
+    order = np.lexsort((-name, -v) if q.descending else (name, v))  # stable: ties keep row order, as sort() does
     return Rows(index.rows, np.concatenate([present[order], np.flatnonzero(keep & none)]))
 
 
-def reference_select(
-    rows: list[dict[str, Any]],
-    device: str | None,
-    lo: float | None,
-    hi: float | None,
-    min_bytes: int,
-    max_bytes: int,
-    search: str,
-    sort: str,
-    descending: bool,
-) -> list[dict[str, Any]]:
-    """Allocation/free pairs on ``device`` whose lifetime overlaps ``[lo, hi]`` (µs; None: open), with
-    ``min_bytes ≤ size ≤ max_bytes`` and ``search`` in the op name (case-insensitive), sorted by
-    ``sort`` then name (rows without a ``sort`` value last, in row order)."""
-    needle = search.lower()
+def reference_select(rows: list[dict[str, Any]], q: PairsQuery) -> list[dict[str, Any]]:
+    """The pairs ``q`` shows, by a loop over the rows (rows without a ``sort`` value last, in row order)."""
+    needle = q.search.lower()
     out = []
     for r in rows:
-        if device and r["device"] != device:
+        if q.device and r["device"] != q.device:
             continue
-        if not min_bytes <= r["size_bytes"] <= max_bytes:
+        if not q.min_bytes <= r["size_bytes"] <= q.max_bytes:
             continue
         start = r["alloc_us"] if r["alloc_us"] is not None else float("-inf")
         end = r["free_us"] if r["free_us"] is not None else float("inf")
-        if (lo is not None and end < lo) or (hi is not None and start > hi):
+        if (q.lo is not None and end < q.lo) or (q.hi is not None and start > q.hi):
             continue
         if needle and needle not in (r["op"] or "").lower():
             continue
         out.append(dict(r, name=r["op"] or ""))
-    present = [r for r in out if r.get(sort) is not None]
-    missing = [r for r in out if r.get(sort) is None]
+    present = [r for r in out if r.get(q.sort) is not None]
+    missing = [r for r in out if r.get(q.sort) is None]
+    sort = q.sort
     present.sort(
         key=lambda r: (r[sort], r["name"]) if not isinstance(r[sort], str) else (r[sort].lower(), r["name"]),
-        reverse=descending,
+        reverse=q.descending,
     )
     return present + missing

@@ -544,13 +544,15 @@ def test_memory_event_table_equals_the_row_loop():
     for rows in tables:
         index = memory_events.build_index(rows)
         for device, lo, hi, (low, high), search, sort, descending in _pairs_queries():
-            got = memory_events.select(index, device, lo, hi, low, high, search, sort, descending)
-            want = memory_events.reference_select(rows, device, lo, hi, low, high, search, sort, descending)
+            q = memory_events.PairsQuery(device, lo, hi, low, high, search, sort, descending)
+            got = memory_events.select(index, q)
+            want = memory_events.reference_select(rows, q)
             assert len(got) == len(want) and got[0 : len(got)] == want, (device, lo, hi, search, sort, descending)
     nan_rows = [dict(made[0], alloc_us=float("nan")), dict(made[1], alloc_us=1.0)]  # NaN keys: the loop's own order
-    assert list(
-        memory_events.select(memory_events.build_index(nan_rows), None, None, None, 0, 2**62, "", "alloc_us", True)
-    ) == memory_events.reference_select(nan_rows, None, None, None, 0, 2**62, "", "alloc_us", True)
+    q = memory_events.PairsQuery(None, None, None, 0, 2**62, "", "alloc_us", True)
+    assert list(memory_events.select(memory_events.build_index(nan_rows), q)) == memory_events.reference_select(
+        nan_rows, q
+    )
 
 
 def reference_composer_steps(trace):
