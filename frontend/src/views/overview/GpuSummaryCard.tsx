@@ -38,6 +38,22 @@ function KvRow({
   );
 }
 
+/** The GPU's percentages: utilization, the two estimates (each with what it leaves out) and the Tensor
+ * (on AMD, Matrix) Core share of kernel time. */
+function percentRows(gpu: GpuInfo): { label: string; definition: string; testId: string; pct: number | null; note?: string; noteTestId?: string }[] {
+  const amd = gpu.vendor === "AMD";
+  const geometry = leavesOut(gpu.kernel_us_without_geometry ?? 0, "without launch geometry");
+  const occupancy = leavesOut(gpu.kernel_us_without_occupancy ?? 0, "with unknown occupancy");
+  return [
+    { label: "GPU Utilization", definition: DEFINITIONS.gpuUtilization, testId: "gpu-utilization", pct: gpu.utilization_pct },
+    { label: "Est. SM Efficiency", definition: DEFINITIONS.smEfficiency, testId: "sm-efficiency", pct: gpu.sm_efficiency_pct, note: geometry, noteTestId: "sm-efficiency-note" },
+    { label: "Est. Achieved Occupancy", definition: DEFINITIONS.achievedOccupancy, testId: "achieved-occupancy", pct: gpu.achieved_occupancy_pct, note: occupancy, noteTestId: "occupancy-note" },
+    amd
+      ? { label: "Kernel time using Matrix Cores", definition: DEFINITIONS.matrixCores, testId: "tensor-core", pct: gpu.tensor_core_pct }
+      : { label: "Kernel time using Tensor Cores", definition: DEFINITIONS.tensorCores, testId: "tensor-core", pct: gpu.tensor_core_pct },
+  ];
+}
+
 /** "Leaves out <time> of kernel time <why>." for a positive time (µs), else nothing. */
 function leavesOut(us: number, why: string): string | undefined {
   return us > 0 ? `Leaves out ${formatDuration(us)} of kernel time ${why}.` : undefined;
@@ -80,7 +96,6 @@ function AcceleratorBlock({ gpu, kind }: { gpu: GpuInfo; kind: string }) {
 function GpuBlock({ gpu }: { gpu: GpuInfo }) {
   if (gpu.device_type && gpu.device_type !== "GPU") return <AcceleratorBlock gpu={gpu} kind={gpu.device_type} />;
   const generation = gpuGeneration(gpu);
-  const amd = gpu.vendor === "AMD";
   return (
     <div className="gpu-block" data-testid="gpu-block">
       <div className="gpu-title">GPU {gpu.id}</div>
@@ -89,34 +104,11 @@ function GpuBlock({ gpu }: { gpu: GpuInfo }) {
         <KvRow label={generation.label} testId="gpu-generation">
           {generation.value}
         </KvRow>
-        <KvRow label="GPU Utilization" definition={DEFINITIONS.gpuUtilization} testId="gpu-utilization">
-          {formatPct(gpu.utilization_pct)}
-        </KvRow>
-        <KvRow
-          label="Est. SM Efficiency"
-          definition={DEFINITIONS.smEfficiency}
-          testId="sm-efficiency"
-          note={leavesOut(gpu.kernel_us_without_geometry ?? 0, "without launch geometry")}
-          noteTestId="sm-efficiency-note"
-        >
-          {formatPct(gpu.sm_efficiency_pct)}
-        </KvRow>
-        <KvRow
-          label="Est. Achieved Occupancy"
-          definition={DEFINITIONS.achievedOccupancy}
-          testId="achieved-occupancy"
-          note={leavesOut(gpu.kernel_us_without_occupancy ?? 0, "with unknown occupancy")}
-          noteTestId="occupancy-note"
-        >
-          {formatPct(gpu.achieved_occupancy_pct)}
-        </KvRow>
-        <KvRow
-          label={amd ? "Kernel time using Matrix Cores" : "Kernel time using Tensor Cores"}
-          definition={amd ? DEFINITIONS.matrixCores : DEFINITIONS.tensorCores}
-          testId="tensor-core"
-        >
-          {formatPct(gpu.tensor_core_pct)}
-        </KvRow>
+        {percentRows(gpu).map(({ pct, ...row }) => (
+          <KvRow key={row.testId} {...row}>
+            {formatPct(pct)}
+          </KvRow>
+        ))}
       </dl>
     </div>
   );
