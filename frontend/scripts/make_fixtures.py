@@ -28,10 +28,9 @@ FIXTURES = REPO / "frontend" / "src" / "__fixtures__"
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from conftest import load_everything  # noqa: E402
-
 from tb_plugin import api  # noqa: E402
 from tb_plugin.registry.runs import RunRegistry  # noqa: E402
+from conftest import load_everything  # noqa: E402
 
 
 def samples() -> Path:
@@ -82,10 +81,7 @@ def build(tmp: Path) -> dict[str, object]:
     out["operator_stacks_conv2d.json"] = _ok(api.operator_stacks(reg, dict(sel, key=str(key), group_by="operator")))
     # H100 BERT (modules, insights)
     h100 = tmp / "h100"
-    _copy(
-        s / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
-        h100 / "bert" / "w.1.pt.trace.json.gz",
-    )
+    _copy(s / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz", h100 / "bert" / "w.1.pt.trace.json.gz")
     reg = _registry(h100)
     bert = {"run": "bert", "worker": "w", "span": "1"}
     out["modules_bert.json"] = _ok(api.modules(reg, bert))
@@ -93,17 +89,13 @@ def build(tmp: Path) -> dict[str, object]:
     # DLRM, 8 ranks (distributed); a second file of rank 0 is span 2, the real "no view" answer
     dl = tmp / "dlrm"
     shutil.copytree(s / "dlrm_8ranks", dl / "job")
-    _copy(
-        s / "dlrm_8ranks" / "worker0_step_12.1694128201545.pt.trace.json",
-        dl / "job" / "worker0_step_12.1694128299999.pt.trace.json",
-    )
+    _copy(s / "dlrm_8ranks" / "worker0_step_12.1694128201545.pt.trace.json", dl / "job" / "worker0_step_12.1694128299999.pt.trace.json")
     reg = _registry(dl)
     out["distributed/distributed_dlrm.json"] = _ok(api.distributed(reg, {"run": "job", "span": "1"}))
     out["distributed/distributed_null.json"] = _ok(api.distributed(reg, {"run": "job", "span": "2"}))
     rank0 = {"run": "job", "worker": "worker0_step_12", "span": "1"}
-    out["distributed/critical_path_dlrm_rank4.json"] = _ok(
-        api.critical_path(reg, {"run": "job", "worker": "worker4_step_12", "span": "1"})
-    )
+    out["distributed/critical_path_dlrm_rank4.json"] = _ok(api.critical_path(reg, {"run": "job", "worker": "worker4_step_12",
+                                                                                     "span": "1"}))
     out["distributed/overview_dlrm_rank0.json"] = _ok(api.overview(reg, rank0))
     out["distributed/insights_dlrm_rank0.json"] = _ok(api.insights(reg, rank0))
     # a synthesized FSDP + TP job on a 2 × 2 mesh (tests/synth/comm.py fsdp_tp_docs): four process groups
@@ -112,15 +104,11 @@ def build(tmp: Path) -> dict[str, object]:
     for r, doc in enumerate(fsdp_tp_docs()):
         (tmp / "fsdp" / "job").mkdir(parents=True, exist_ok=True)
         (tmp / "fsdp" / "job" / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
-    out["distributed/distributed_fsdp_tp.json"] = _ok(
-        api.distributed(_registry(tmp / "fsdp"), {"run": "job", "span": "1"})
-    )
+    out["distributed/distributed_fsdp_tp.json"] = _ok(api.distributed(_registry(tmp / "fsdp"), {"run": "job", "span": "1"}))
     # one rank of it alone (rank 3): its own groups and critical path (single_rank)
     (tmp / "fsdp1" / "one").mkdir(parents=True)
     (tmp / "fsdp1" / "one" / "rank3.pt.trace.json").write_text(json.dumps(fsdp_tp_docs()[3]))
-    out["distributed/distributed_single_rank.json"] = _ok(
-        api.distributed(_registry(tmp / "fsdp1"), {"run": "one", "span": "1"})
-    )
+    out["distributed/distributed_single_rank.json"] = _ok(api.distributed(_registry(tmp / "fsdp1"), {"run": "one", "span": "1"}))
     # Diff: ResNet-50 with 0 and 4 DataLoader workers, and a Composer trace
     dd = tmp / "dlog"
     shutil.copytree(s / "kineto" / "resnet50_num_workers_0", dd / "nw0")
@@ -128,24 +116,15 @@ def build(tmp: Path) -> dict[str, object]:
     _copy(s / "composer" / "rank_0.trace.json", dd / "composer" / "rank0.1.pt.trace.json")
     reg = _registry(dd)
     out["diff/runs.json"] = _runs(reg, "/tmp/dlog")
-    q = {
-        "base_run": "nw0",
-        "base_worker": "worker0",
-        "base_span": "1",
-        "exp_run": "nw4",
-        "exp_worker": "worker0",
-        "exp_span": "1",
-    }
+    q = {"base_run": "nw0", "base_worker": "worker0", "base_span": "1", "exp_run": "nw4", "exp_worker": "worker0",
+         "exp_span": "1"}
     out["diff/diff_root.json"] = _ok(api.diff(reg, q))
     out["diff/diff_l1.json"] = _ok(api.diff(reg, dict(q, path=json.dumps(["ProfilerStep"]))))
     out["diff/diff_l2.json"] = _ok(api.diff(reg, dict(q, path=json.dumps(["ProfilerStep", "enumerate(DataLoader)"]))))
     out["diff/overview_composer.json"] = _ok(api.overview(reg, {"run": "composer", "worker": "rank0", "span": "1"}))
     # Memory: a trace with [memory] events, a memory-timeline export, snapshots (one refused), MemProfiler
     mem = tmp / "memfx" / "logdir"
-    _copy(
-        s / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
-        mem / "bert" / "w.1.pt.trace.json.gz",
-    )
+    _copy(s / "tracelens" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz", mem / "bert" / "w.1.pt.trace.json.gz")
     _copy(s / "hta" / "memory_analysis" / "memory_timeline.raw.gz", mem / "mt" / "memory_timeline.raw.gz")
     _copy(s / "memory_snapshots" / "memory_forward_bf16_128.pickle", mem / "snap" / "memory_forward_bf16_128.pickle")
     (mem / "snap" / "evil.pickle").write_bytes(pickle.dumps(Evil(), protocol=0))
@@ -155,13 +134,9 @@ def build(tmp: Path) -> dict[str, object]:
     out["memory/memory.json"] = _ok(api.memory(reg, dict(bert, width_px="10")))
     out["memory/memory_events.json"] = _ok(api.memory_events(reg, dict(bert, device="GPU0", limit="20")))
     out["memory/memory_stats.json"] = _ok(api.memory_stats(reg, dict(bert, device="GPU0")))
-    out["memory/memory_timeline_export.json"] = _ok(
-        api.memory_timeline_export(reg, {"run": "mt", "path": "mt/memory_timeline.raw.gz"})
-    )
+    out["memory/memory_timeline_export.json"] = _ok(api.memory_timeline_export(reg, {"run": "mt", "path": "mt/memory_timeline.raw.gz"}))
     stats = "fts_memprofiler/memprofiler/rank_1_memory_stats.yaml"
-    out["memory/memprofiler_stats_rank1.json"] = _ok(
-        api.memprofiler_stats(reg, {"run": "fts_memprofiler", "path": stats})
-    )
+    out["memory/memprofiler_stats_rank1.json"] = _ok(api.memprofiler_stats(reg, {"run": "fts_memprofiler", "path": stats}))
     snap = {"run": "snap", "path": "snap/memory_forward_bf16_128.pickle"}
     out["memory/snapshot.json"] = _ok(api.snapshot(reg, snap))
     out["memory/snapshot_error.json"] = _ok(api.snapshot(reg, {"run": "snap", "path": "snap/evil.pickle"}))
@@ -170,9 +145,7 @@ def build(tmp: Path) -> dict[str, object]:
     allocations = _ok(api.snapshot_allocations(reg, dict(snap, device="0", limit="20")))
     out["memory/snapshot_allocations.json"] = allocations
     out["memory/snapshot_attribution.json"] = _ok(api.snapshot_attribution(reg, dict(snap, device="0")))
-    out["memory/snapshot_stack.json"] = _ok(
-        api.snapshot_stack(reg, dict(snap, stack=str(allocations["rows"][0]["stack"])))
-    )
+    out["memory/snapshot_stack.json"] = _ok(api.snapshot_stack(reg, dict(snap, stack=str(allocations["rows"][0]["stack"]))))
     return out
 
 
