@@ -131,9 +131,10 @@ class ArtifactStore:
         return art
 
     def _load_artifact(self, art: ArtifactState) -> None:
+        from ..artifacts.isolated import SnapshotError
         from ..artifacts.memory_html import MAX_HTML_BYTES, MemoryHtmlError, extract_png
         from ..artifacts.memprofiler import MemProfilerError
-        from ..artifacts.snapshot import SnapshotError, pack_snapshot, unpack_snapshot
+        from ..artifacts.snapshot import pack_snapshot, unpack_snapshot
         from ..artifacts.timeline_export import TimelineExportError, load_timeline_export
         from .artifact_views import MemoryHtmlViews, SnapshotViews, TimelineExportViews, load_memprofiler_views
 

@@ -21,7 +21,7 @@ from ..analysis.modules import module_tree
 from ..analysis.operators import operator_rows, operator_stacks
 from ..analysis.overview import compute_overview
 from ..analysis.steps import compute_steps
-from ..analysis.timeline import pack_index, timeline_index, unpack_index
+from ..analysis.timeline import pack_index, timeline_index, track_of_events, unpack_index
 from ..analysis.timeline_range import range_stats
 from ..trace.args import args_of_raw, event_args
 from ..trace.links import device_mask
@@ -219,7 +219,7 @@ class FileViews:
             "category": self.trace.strings[ev.cat[row]] or None,
             "start_us": round(float(ev.ts[row] - base), 3),
             "dur_us": round(float(ev.dur[row]), 3),
-            "track": int(timeline_query.track_of_events(self.trace)[row]),
+            "track": int(track_of_events(self.trace)[row]),
             "args": _full_args(self.trace, row),
             "parents": timeline_query.parents(self.trace, row),
             "flows": timeline_query.flow_partners(self.trace, row),
