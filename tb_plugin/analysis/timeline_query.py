@@ -5,6 +5,8 @@ All times in responses are µs relative to the trace origin (its earliest event)
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 
 from ..trace.links import device_mask, launch_of
@@ -58,7 +60,7 @@ def choose_level(track: Track, px_us: float) -> int:
     return level
 
 
-def window(trace: Trace, t0: float, t1: float, width_px: int, track_ids: list[int] | None = None) -> dict:
+def window(trace: Trace, t0: float, t1: float, width_px: int, track_ids: Collection[int] | None = None) -> dict:
     """Drawable items of each track overlapping ``[t0, t1]`` (relative µs) at ``width_px`` pixels."""
     base = origin(trace)
     px = max(t1 - t0, 1e-9) / max(width_px, 1)

@@ -6,7 +6,8 @@ traces only ~8 ms of imports."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 import numpy as np
 
@@ -18,6 +19,14 @@ from ..artifacts.memprofiler import HEADLINE, MAX_LOG_BYTES, MAX_STATS_BYTES, lo
 from ..artifacts.snapshot import Snapshot
 from ..artifacts.timeline_export import CATEGORIES
 
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+    from ..storage.fs import FileEntry
+    from ..trace.model import Trace
+
+T = TypeVar("T")
+
 MAX_EXPORT_POINTS = 4000
 
 
@@ -25,20 +34,20 @@ class SnapshotViews:
     def __init__(self, snapshot: Snapshot, summary: dict[str, Any] | None = None) -> None:
         """``summary``: :meth:`summary`'s answer kept in the parse cache (as JSON), if any."""
         self.snapshot = snapshot
-        self._memo: dict = {} if summary is None else {"summary": summary}
+        self._memo: dict[Hashable, object] = {} if summary is None else {"summary": summary}
         self._lock = threading.Lock()
 
-    def _get(self, key, make):
+    def _get(self, key: Hashable, make: Callable[[], T]) -> T:
         with self._lock:
             if key not in self._memo:
                 self._memo[key] = make()
-            return self._memo[key]
+            return cast(T, self._memo[key])  # the value ``make`` built for this key
 
     def devices(self) -> list[int]:
         return sorted(self.snapshot.devices)
 
     def summary(self) -> dict[str, Any]:
-        def build():
+        def build() -> dict[str, Any]:
             snap = self.snapshot
             return {
                 "layout": snap.layout,
@@ -52,8 +61,8 @@ class SnapshotViews:
 
         return self._get("summary", build)
 
-    def timeline(self, device: int, start, end, width_px: int) -> dict[str, Any]:
-        arrays = self._get(("timeline_arrays", device), dict)
+    def timeline(self, device: int, start: float | None, end: float | None, width_px: int) -> dict[str, Any]:
+        arrays: dict[str, Any] = self._get(("timeline_arrays", device), dict)
         with self._lock:
             return snap_analysis.timeline(self.snapshot, device, start, end, width_px, cache=arrays)
 
@@ -70,14 +79,14 @@ class SnapshotViews:
     def stack(self, index: int) -> list[dict[str, Any]] | None:
         return self.snapshot.stack_frames(index)
 
-    def attribution(self, device: int, trace, trace_key) -> dict[str, Any]:
+    def attribution(self, device: int, trace: Trace | None, trace_key: tuple[str, str] | None) -> dict[str, Any]:
         """Bytes alive at ``device``'s peak by frame and, with ``trace`` (a match; ``trace_key`` names
         its file and version), by operator, step and module (:mod:`~.analysis.snapshot_attribution`)."""
         return self._get(
             ("attribution", device, trace_key), lambda: snapshot_attribution.attribute(self.snapshot, device, trace)
         )
 
-    def wall_active(self, device: int):
+    def wall_active(self, device: int) -> tuple[np.ndarray, np.ndarray]:
         """:func:`~.analysis.snapshot_attribution.wall_active` of ``device``, kept."""
         return self._get(("wall_active", device), lambda: snapshot_attribution.wall_active(self.snapshot, device))
 
@@ -104,7 +113,8 @@ class MemoryHtmlViews:
         }
 
     def image(self) -> bytes:
-        return self.data["png"]
+        png: bytes = self.data["png"]  # extract_png's decoded image
+        return png
 
 
 class TimelineExportViews:
@@ -156,7 +166,7 @@ class TextReportViews:
         return dict(self.data)
 
 
-def load_memprofiler_views(fs, entry):
+def load_memprofiler_views(fs: AbstractFileSystem, entry: FileEntry) -> MemProfilerStatsViews | TextReportViews:
     """Read a MemProfiler file of ``entry.kind`` (bounded reads) into its views; raises
     :class:`~.artifacts.memprofiler.MemProfilerError` for a file that is not one."""
     limit = MAX_STATS_BYTES if entry.kind == "memprofiler_stats" else MAX_LOG_BYTES

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..analysis import timeline_query
 from ..storage.fs import FileEntry
@@ -131,9 +131,10 @@ class ArtifactStore:
         return art
 
     def _load_artifact(self, art: ArtifactState) -> None:
+        from ..artifacts.isolated import SnapshotError
         from ..artifacts.memory_html import MAX_HTML_BYTES, MemoryHtmlError, extract_png
         from ..artifacts.memprofiler import MemProfilerError
-        from ..artifacts.snapshot import SnapshotError, pack_snapshot, unpack_snapshot
+        from ..artifacts.snapshot import pack_snapshot, unpack_snapshot
         from ..artifacts.timeline_export import TimelineExportError, load_timeline_export
         from .artifact_views import MemoryHtmlViews, SnapshotViews, TimelineExportViews, load_memprofiler_views
 
@@ -179,7 +180,9 @@ class ArtifactStore:
                     raise TimelineExportError(error)
                 art.views = None
             else:
-                art.views = TimelineExportViews(load_timeline_export(read_bytes(fs, entry.path, entry.size)))
+                # (a large remote object comes back as a read-only mmap: bytes-like, as the readers take it)
+                data = cast(bytes, read_bytes(fs, entry.path, entry.size))
+                art.views = TimelineExportViews(load_timeline_export(data))
         except (SnapshotError, TimelineExportError, MemProfilerError, MemoryHtmlError, TraceReadError) as exc:
             art.error, art.state = self._traces.client_message(str(exc)), ERROR
         except OSError as exc:
@@ -200,7 +203,8 @@ class ArtifactStore:
         from ..artifacts.snapshot import load_snapshot
 
         if not is_local_fs(fs):
-            return load_snapshot(read_bytes(fs, entry.path, entry.size, json_document=False))
+            # (a large remote object comes back as a read-only mmap: bytes-like, as the reader takes it)
+            return load_snapshot(cast(bytes, read_bytes(fs, entry.path, entry.size, json_document=False)))
         try:
             return load_snapshot_blocks(
                 Blocks(fs, entry.path, entry.size, json_document=False, limit_share=1), entry.size or 0

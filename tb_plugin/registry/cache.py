@@ -68,7 +68,7 @@ _SWEPT: set[str] = set()  # cache directories this process has swept
 _SWEPT_LOCK = threading.Lock()
 
 
-def _read_npz(path: str, compact: bool = False) -> tuple[dict[str, Any], dict] | None:
+def _read_npz(path: str, compact: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     """``(header, {name: array})`` of the npz at ``path``, or None when it is missing or unreadable
     in any way (then it is removed, so the next write replaces it)."""
     try:
@@ -100,7 +100,7 @@ def discard(path: str) -> None:
         pass
 
 
-def _events_file_intact(meta) -> bool:
+def _events_file_intact(meta: object) -> bool:
     """Whether the entry's raw events file (if it has one) is still the regular file of the size
     written (a zero-length, truncated or FIFO replacement makes the whole entry a miss); when it is the
     trace file itself (events left in place), also of the same mtime and inode."""
@@ -163,7 +163,7 @@ class ParseCache:
     def has_blob(self, url: str, version: str, kind: str) -> bool:
         return os.path.exists(self._blob_path(url, version, kind))
 
-    def get_blob(self, url: str, version: str, kind: str) -> tuple[dict[str, Any], dict] | None:
+    def get_blob(self, url: str, version: str, kind: str) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
         """A derived index stored beside the parsed columns (``kind`` names it), or None."""
         return _read_npz(self._blob_path(url, version, kind))
 
@@ -202,7 +202,7 @@ class ParseCache:
     def put(self, url: str, version: str, trace: Trace) -> None:
         self._write(*self.prepare(url, version, trace))
 
-    def prepare(self, url: str, version: str, trace: Trace) -> tuple[str, dict]:
+    def prepare(self, url: str, version: str, trace: Trace) -> tuple[str, dict[str, Any]]:
         """``(path, arrays)`` that :meth:`put` writes, taken now (header serialized, column dicts copied):
         writing them later, in another thread (:meth:`write_prepared`), stores the trace as it is now."""
         path = self._path(url, version)

@@ -91,7 +91,15 @@ class DistributedAggregate:
             lambda: self._distributed_doc(run, span, states, ranks, messages, guessed),
         )
 
-    def _distributed_doc(self, run: str, span: str, states, ranks, messages, guessed) -> dict[str, Any]:
+    def _distributed_doc(
+        self,
+        run: str,
+        span: str,
+        states: list[FileState],
+        ranks: list[tuple[int, str, dict[str, Any]]],
+        messages: list[str],
+        guessed: list[str],
+    ) -> dict[str, Any]:
         spans = sorted({st.span for st in self._traces.files() if st.run == run}, key=int)
         # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
         # reason: why there is no view (null with one); the files' own failures are in messages

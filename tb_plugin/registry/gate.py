@@ -5,13 +5,18 @@ selecting and ordering."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..analysis import regression
 from ..analysis.diff import kernel_diff, op_diff_flat
 from ..analysis.step_metrics import kernel_step_times, matching_kernel_names
+
+if TYPE_CHECKING:
+    from ..trace.model import Trace
+    from .states import FileState
+    from .views import FileViews
 
 TOP_EXPLAIN = 10  # operators and kernels listed as the explanation
 
@@ -21,13 +26,20 @@ class GateError(ValueError):
     durations that are not finite or negative)."""
 
 
-def _samples(rule: regression.FailOn, state, views) -> np.ndarray:
+def _samples(rule: regression.FailOn, state: FileState, views: FileViews) -> np.ndarray:
     if rule.kernel is None:  # the Overview's step totals: the numbers the tab shows
+        assert state.overview is not None, "the gate compares two loaded files"
         return np.array([s["total_us"] for s in state.overview["steps"]], dtype=np.float64)
     return kernel_step_times(views.trace, rule.kernel)
 
 
-def gate_document(rules: list[regression.FailOn], base_state, base_views, exp_state, exp_views) -> dict[str, Any]:
+def gate_document(
+    rules: list[regression.FailOn],
+    base_state: FileState,
+    base_views: FileViews,
+    exp_state: FileState,
+    exp_views: FileViews,
+) -> dict[str, Any]:
     """``verdict``, ``method``, ``checks`` (one per rule, :func:`..analysis.regression.compare`) and
     ``explain`` (the top operators by change of self time per average step, the top kernels by change
     of time per average step). Raises :class:`GateError` for a kernel rule matching no kernel on
@@ -61,7 +73,7 @@ def gate_document(rules: list[regression.FailOn], base_state, base_views, exp_st
     }
 
 
-def explain(base_trace, exp_trace, limit: int = TOP_EXPLAIN) -> dict[str, list[dict[str, Any]]]:
+def explain(base_trace: Trace, exp_trace: Trace, limit: int = TOP_EXPLAIN) -> dict[str, list[dict[str, Any]]]:
     """The operator nodes (path, status) with the largest change of self time (device self time where
     the node has device time, else host self time; µs per average step; self times do not count a
     child's change twice), and the kernels with the largest change of time per average step."""

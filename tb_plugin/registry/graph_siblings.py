@@ -3,23 +3,30 @@ its own trace (:mod:`tb_plugin.analysis.graph_elsewhere`): their capture tables,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..analysis.graph_elsewhere import LOOKED_UP, attribute_elsewhere
 from .interface import Registry
 from .states import READY
 
+if TYPE_CHECKING:
+    from .states import FileState
+    from .views import FileViews
+
+# ``(path, capture table)`` of the run's other traces, in lookup order
+SiblingTables = list[tuple[str, list[dict[str, Any]]]]
+
 MAX_REPLAYS = 200  # graph replays listed one by one in the report (all are counted)
 MAX_SIBLINGS = 8  # other traces looked at (each loaded if it is not): the same worker's spans first
 
 
-def sibling_capture_tables(registry: Registry, state) -> list[tuple[str, list[dict[str, Any]]]]:
+def sibling_capture_tables(registry: Registry, state: FileState) -> SiblingTables:
     """``(path, capture table)`` of up to :data:`MAX_SIBLINGS` other traces of ``state``'s run: the same
     worker's other spans (by span), then the other workers' (by worker, span); a trace that fails to
     load is skipped."""
     others = [st for st in registry.files() if st.run == state.run and st is not state]
     others.sort(key=lambda st: (st.worker != state.worker, st.worker, st.span))
-    out = []
+    out: SiblingTables = []
     for st in others[:MAX_SIBLINGS]:
         registry.ensure_loaded(st)
         if st.state != READY:
@@ -30,7 +37,9 @@ def sibling_capture_tables(registry: Registry, state) -> list[tuple[str, list[di
     return out
 
 
-def graphs_report(views, max_replays: int = MAX_REPLAYS, others=None) -> dict[str, Any]:
+def graphs_report(
+    views: FileViews, max_replays: int = MAX_REPLAYS, others: Callable[[], SiblingTables] | None = None
+) -> dict[str, Any]:
     """CUDA graphs and compiled regions (:meth:`FileViews.graphs`) with the first ``max_replays``
     replays listed (``replays`` counts them all). ``others``: a callable giving the run's other traces'
     capture tables (:func:`~tb_plugin.registry.graph_siblings.sibling_capture_tables`), called only when
@@ -44,7 +53,7 @@ def graphs_report(views, max_replays: int = MAX_REPLAYS, others=None) -> dict[st
     return {"cuda_graphs": cuda, "compiled": found["compiled"]}
 
 
-def report_graphs(registry: Registry, state, graphs: dict[str, Any] | None) -> dict[str, Any] | None:
+def report_graphs(registry: Registry, state: FileState, graphs: dict[str, Any] | None) -> dict[str, Any] | None:
     """The report's ``graphs`` of ``state`` (its aggregate's ``graphs``), redone as the routes, MCP and the
     notebook do it (:func:`graphs_report` with the run's other traces) when one of its graphs has no matched
     capture and the run has other traces: so every interface names the same capture. Loads ``state`` in

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, SupportsInt
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from .executors.dump_task import BATCH_FILES
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+    from .executors import Executor
     from .states import ArtifactState, DumpRecords
     from .trace_files import TraceFiles
 
@@ -35,14 +36,14 @@ class HangError(Exception):
     """The folder cannot be listed, or holds no dump. The message is shown as is."""
 
 
-def find_dumps(fs, root: str) -> list[tuple[str, str, int]]:
+def find_dumps(fs: AbstractFileSystem, root: str) -> list[tuple[str, str, int]]:
     """``(name, path, size)`` of every flight-recorder dump directly in the folder ``root``, by content
     (the first :data:`~tb_plugin.storage.sniff.FLIGHT_RECORDER_HEAD` bytes), sorted by name."""
     try:
         listing = fs.ls(root, detail=True)
     except (FileNotFoundError, NotADirectoryError):
         raise HangError(f"no such folder: {root}") from None
-    out = []
+    out: list[tuple[str, str, int]] = []
     for info in listing:
         path, name = info["name"], posixpath.basename(info["name"].rstrip("/"))
         if info.get("type") != "file" or is_certain_trace(name) or not info.get("size"):
@@ -57,8 +58,10 @@ def find_dumps(fs, root: str) -> list[tuple[str, str, int]]:
 
 
 def read_dumps(
-    items: Iterable[tuple[str, str, int]], executor=None, warn: Callable[[str], object] | None = None
-) -> tuple[list[dict], list[dict]]:
+    items: Iterable[tuple[str, str, int]],
+    executor: Executor | None = None,
+    warn: Callable[[str], object] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(records, unreadable)`` of the dumps ``(key, url, size)``: records with numpy columns, a
     ``path`` (the key) and a rank; unreadable ``{"path", "rank", "error"}`` (the rank from the name)."""
     from ..artifacts.flight_recorder import rank_from_name, to_columns
@@ -77,7 +80,8 @@ def read_dumps(
     ]
     own = executor is None
     executor = executor or open_executor(warn=warn)
-    records, unreadable = [], []
+    records: list[dict[str, Any]] = []
+    unreadable: list[dict[str, Any]] = []
     try:
         for result in run_ranks(executor, jobs, warn=warn):
             got = (result.aggregate or {}).get("records", {})
@@ -105,14 +109,16 @@ def read_dumps(
     return records, unreadable
 
 
-def compact(record: dict) -> dict:
+def compact(record: dict[str, Any]) -> dict[str, Any]:
     """``record`` with its entry columns narrowed (int32 where every value fits; times stay int64), as
     copies: the reader's answer they were views of is freed."""
     cols = {k: v if k.endswith("_ns") else narrow(v) for k, v in record["entries"].items()}
     return dict(record, entries={k: np.array(v) for k, v in cols.items()})
 
 
-def job_document(records: list[dict], unreadable: list[dict], traces: dict | None = None) -> dict:
+def job_document(
+    records: list[dict[str, Any]], unreadable: list[dict[str, Any]], traces: dict[int, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The hang document: :func:`~tb_plugin.analysis.hang.analyse` ranked by
     :func:`~tb_plugin.analysis.hang_verdict.rank_findings`, with ``traces`` (rank → ``{"path",
     "worker", "span"}`` of a profiler trace of that rank) and, per finding, ``trace_ranks``: the
@@ -127,11 +133,11 @@ def job_document(records: list[dict], unreadable: list[dict], traces: dict | Non
     return doc
 
 
-def traces_by_rank(names: Iterable[str]) -> dict[int, dict]:
+def traces_by_rank(names: Iterable[str]) -> dict[int, dict[str, Any]]:
     """rank → ``{"path", "worker", "span"}`` of the first trace file named for that rank
     (``rank<N>`` in the name, :func:`~tb_plugin.storage.naming.snapshot_rank`); span is always "1"
     here (the registry gives the real one)."""
-    out: dict[int, dict] = {}
+    out: dict[int, dict[str, Any]] = {}
     for name in sorted(names):
         got = snapshot_rank(name)
         if got is not None and is_certain_trace(posixpath.basename(name)):
@@ -139,7 +145,12 @@ def traces_by_rank(names: Iterable[str]) -> dict[int, dict]:
     return out
 
 
-def folder_document(folder: str, executor=None, warn=None, link_traces: bool = True) -> dict:
+def folder_document(
+    folder: str,
+    executor: Executor | None = None,
+    warn: Callable[[str], object] | None = None,
+    link_traces: bool = True,
+) -> dict[str, Any]:
     """The hang document of the dumps directly in ``folder`` (a path or URL), with the traces beside them
     (by rank; ``link_traces``: the findings linked to the collectives in them, :func:`link_folder_traces`).
     Raises :class:`HangError` when the folder holds no dump."""
@@ -160,7 +171,7 @@ def folder_document(folder: str, executor=None, warn=None, link_traces: bool = T
     return doc
 
 
-def link_folder_traces(doc: dict, fs, root: str, limit: int = MAX_TRACES_LINKED) -> None:
+def link_folder_traces(doc: dict[str, Any], fs: AbstractFileSystem, root: str, limit: int = MAX_TRACES_LINKED) -> None:
     """Loads the traces beside the dumps of the first ``limit`` ranks the findings name (suspects first,
     in verdict order) and links the findings to them
     (:func:`~tb_plugin.analysis.hang_traces.link_findings`); a trace that cannot be read is listed in
@@ -174,7 +185,8 @@ def link_folder_traces(doc: dict, fs, root: str, limit: int = MAX_TRACES_LINKED)
         for r in [*f["missing_ranks"], *(f.get("waiting_ranks") or f["ranks_present"])]:
             if str(r) in doc["traces"] and r not in wanted and len(wanted) < limit:
                 wanted.append(r)
-    by_rank, errors = {}, []
+    by_rank: dict[int, dict[str, Any]] = {}
+    errors: list[dict[str, Any]] = []
     for r in wanted:
         path = doc["traces"][str(r)]["path"]
         try:
@@ -186,13 +198,13 @@ def link_folder_traces(doc: dict, fs, root: str, limit: int = MAX_TRACES_LINKED)
         doc["trace_errors"] = errors
 
 
-def _local(fs) -> bool:
+def _local(fs: AbstractFileSystem) -> bool:
     from ..storage.remote import is_local_fs
 
     return is_local_fs(fs)
 
 
-def rank_entries(records: list[dict], rank: int, limit: int = MAX_ENTRIES_SHOWN) -> dict | None:
+def rank_entries(records: list[dict[str, Any]], rank: int, limit: int = MAX_ENTRIES_SHOWN) -> dict[str, Any] | None:
     """The newest ``limit`` entries of ``rank``'s dump, newest last, each with its stack (frames as
     ``"name (file:line)"``) when recorded; None when no readable dump has that rank."""
     rec = next((r for r in records if r["rank"] == rank), None)
@@ -224,7 +236,7 @@ def rank_entries(records: list[dict], rank: int, limit: int = MAX_ENTRIES_SHOWN)
     return {"rank": rank, "path": rec["path"], "entries_total": n, "entries": rows}
 
 
-def _num(v) -> int | None:
+def _num(v: SupportsInt | None) -> int | None:
     return None if v is None or int(v) == -1 else int(v)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -18,7 +18,7 @@ import numpy as np
 class PairsIndex:
     """Columns of the pairs' rows (built once per file). ``*_none``: the row's value is None."""
 
-    rows: list[dict]
+    rows: list[dict[str, Any]]
     size: np.ndarray
     addr: np.ndarray
     numbers: dict[str, tuple[np.ndarray, np.ndarray]]  # alloc_us, free_us, duration_us: (values, none)
@@ -31,9 +31,9 @@ class PairsIndex:
     name_rank: np.ndarray  # rank of the row's name (op or "") among the names, in Python's string order
 
 
-def _codes(values: list[Any]) -> tuple[np.ndarray, list]:
+def _codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     """Per value a code into the distinct values (first-seen order)."""
-    table: dict = {}
+    table: dict[Any, int] = {}
     return np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64, count=len(values)), list(
         table
     )
@@ -49,7 +49,7 @@ def _ranks(distinct: list[str]) -> np.ndarray:
 def build_index(rows: list[dict[str, Any]]) -> PairsIndex:
     n = len(rows)
 
-    def column(key, dtype, fill):
+    def column(key: str, dtype: type[np.generic], fill: float) -> tuple[np.ndarray, np.ndarray]:
         values = [r[key] for r in rows]
         none = np.fromiter((v is None for v in values), dtype=bool, count=n)
         return np.array([fill if v is None else v for v in values], dtype=dtype).reshape(n), none
@@ -75,7 +75,7 @@ def build_index(rows: list[dict[str, Any]]) -> PairsIndex:
     )
 
 
-class Rows(Sequence):
+class Rows(Sequence[dict[str, Any]]):
     """The selected rows, in order; each built (a copy with ``name``) when read."""
 
     def __init__(self, rows: list[dict[str, Any]], order: np.ndarray) -> None:
@@ -84,7 +84,13 @@ class Rows(Sequence):
     def __len__(self) -> int:
         return len(self._order)
 
-    def __getitem__(self, k):
+    @overload
+    def __getitem__(self, k: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, k: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(k, slice):
             return [_named(self._rows[i]) for i in self._order[k].tolist()]
         return _named(self._rows[int(self._order[k])])
@@ -110,7 +116,7 @@ class PairsQuery:
     descending: bool
 
 
-def select(index: PairsIndex, q: PairsQuery) -> Sequence:
+def select(index: PairsIndex, q: PairsQuery) -> Sequence[dict[str, Any]]:
     """The rows :func:`reference_select` gives, from the columns."""
     keep = (index.size >= q.min_bytes) & (index.size <= q.max_bytes)
     if q.device:

@@ -4,9 +4,10 @@ task and the tests all parse through :func:`parse_entry`."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import stat
-from typing import Callable
+from typing import IO, TYPE_CHECKING, Callable, cast
 
 from ..settings import current
 from ..storage.private_files import fsync_path, write_atomic
@@ -14,6 +15,7 @@ from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
 from ..storage.remote import is_local_fs, url_to_fs
 from ..storage.remote_blocks import RemoteBlocks
 from ..storage.writer import BackgroundWriter
+from ..trace.columns import EventsSink
 from ..trace.decode import decode_trace
 from ..trace.decode_stream import Unstreamable, decode_stream, default_workers
 from ..trace.decode_workers import can_fork
@@ -25,6 +27,9 @@ from .provenance import read_provenance
 from .raw_events import ends_fingerprint
 from .results import ResultCache
 from .views import FileViews
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast); the rest is decoding
 # A file larger than this (bytes on storage; gzip counts 8×) is decoded as a stream of chunks, on all
@@ -53,10 +58,10 @@ def stream_above_bytes() -> int:
 
 def load_trace_file(
     path: str,
-    fs=None,
+    fs: AbstractFileSystem | None = None,
     size: int | None = None,
     progress: Callable[[float], None] | None = None,
-    events_sink=None,
+    events_sink: EventsSink | None = None,
     spool_dir: str | None = None,
 ) -> Trace:
     """Read and decode one trace file (local path or fsspec URL). Raises ``TraceReadError``.
@@ -74,7 +79,14 @@ def load_trace_file(
     return trace
 
 
-def _load_trace_file(path: str, fs, size: int | None, progress, events_sink, spool_dir: str | None) -> Trace:
+def _load_trace_file(
+    path: str,
+    fs: AbstractFileSystem,
+    size: int | None,
+    progress: Callable[[float], None] | None,
+    events_sink: EventsSink | None,
+    spool_dir: str | None,
+) -> Trace:
     if size is None:
         try:
             size = fs.size(path)
@@ -91,8 +103,9 @@ def _load_trace_file(path: str, fs, size: int | None, progress, events_sink, spo
                 release_freed_memory() if expanded > STREAM_ABOVE_BYTES else release_after(_items(trace))
                 return trace
     read_progress = (lambda x: progress(READ_SHARE * x)) if progress else None
-    if spool_dir is None and isinstance(getattr(events_sink, "name", None), str):
-        spool_dir = os.path.dirname(os.path.abspath(events_sink.name))
+    sink_name = getattr(events_sink, "name", None)
+    if spool_dir is None and isinstance(sink_name, str):
+        spool_dir = os.path.dirname(os.path.abspath(sink_name))
     data = read_bytes(fs, path, size, read_progress, spool_dir)
     decode_progress = (lambda x: progress(READ_SHARE + (1 - READ_SHARE) * x)) if progress else None
     trace = decode_trace(data, decode_progress, events_sink)
@@ -105,7 +118,9 @@ def _items(trace: Trace) -> int:
     return len(trace.events) + len(trace.memory)
 
 
-def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
+def _load_streamed(
+    blocks: Blocks, progress: Callable[[float], None] | None, events_sink: EventsSink | None
+) -> Trace | None:
     """The trace decoded as a stream (bounded memory, all cores), or None when the document cannot
     be split (then it is decoded as a whole: its errors and recoveries are the reference)."""
     try:
@@ -117,9 +132,10 @@ def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
             rewind = getattr(events_sink, "rewind", None)
             if rewind is not None:
                 rewind()
-            else:
-                events_sink.seek(0)
-                events_sink.truncate()
+            else:  # a plain file
+                file = cast(IO[bytes], events_sink)
+                file.seek(0)
+                file.truncate()
         return None
     finally:  # a remote object's reader threads stop as soon as the decoder does (not when collected)
         close = getattr(blocks, "close", None)
@@ -127,7 +143,7 @@ def _load_streamed(blocks: Blocks, progress, events_sink) -> Trace | None:
             close()
 
 
-def _local_file(fs, path: str) -> tuple[str, os.stat_result] | None:
+def _local_file(fs: AbstractFileSystem, path: str) -> tuple[str, os.stat_result] | None:
     """``(real path, stat)`` of a regular local file, else None."""
     if not is_local_fs(fs):
         return None
@@ -167,13 +183,13 @@ def _point_at_trace(trace: Trace, real: str, before: os.stat_result) -> None:
 
 
 def read_bytes(
-    fs,
+    fs: AbstractFileSystem,
     path: str,
     size: int | None = None,
     progress: Callable[[float], None] | None = None,
     spool_dir: str | None = None,
     json_document: bool = True,
-):
+) -> bytearray | mmap.mmap:
     """:func:`~tb_plugin.storage.read.read_trace_bytes`, its read error raised as :class:`TraceReadError`
     (same message): every file kind the registry reads goes through here."""
     try:
@@ -183,7 +199,7 @@ def read_bytes(
 
 
 def parse_entry(
-    fs,
+    fs: AbstractFileSystem,
     path: str,
     url: str,
     version: str,
@@ -211,7 +227,7 @@ def parse_entry(
     # inflated bytes; a gzip file of another name is found out by its first block and copied)
     local = None if str(path).lower().endswith(".gz") else _local_file(fs, path)
 
-    def parse_into(file) -> None:
+    def parse_into(file: IO[bytes]) -> None:
         with BackgroundWriter(file) as sink:
             if local is not None:
                 sink.in_place_path = local[0]

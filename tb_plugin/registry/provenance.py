@@ -13,13 +13,16 @@ A missing, oversized or malformed file is simply not used.
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..storage.confined import ConfinedLocalFileSystem
 from ..storage.private_files import open_regular
 from ..storage.remote import is_local_fs
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 PROVENANCE_NAME = "kernel_information.json"
 MAX_BYTES = 8 << 20
@@ -29,7 +32,7 @@ MAX_TEXT = 2000
 FIELDS = ("pre_grad_nodes", "post_grad_nodes", "stack_traces")
 
 
-def read_provenance(fs, path: str) -> dict[str, dict[str, list[str]]] | None:
+def read_provenance(fs: AbstractFileSystem, path: str) -> dict[str, dict[str, list[str]]] | None:
     """The sanitized provenance beside the trace at ``path`` on ``fs``, or None."""
     candidate = posixpath.join(posixpath.dirname(str(path)), PROVENANCE_NAME)
     try:

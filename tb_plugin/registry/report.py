@@ -10,7 +10,7 @@ sections are built in :mod:`.report_distributed`, its memory-artifact and hang s
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import differing_frames, parse_frame
@@ -20,6 +20,10 @@ from . import graph_siblings
 from .interface import Registry
 from .report_artifacts import add_artifacts, add_hang
 from .report_distributed import add_distributed, run_advice
+
+if TYPE_CHECKING:
+    from .states import FileState
+    from .views import FileViews
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +54,7 @@ MAX_DIFF_KERNELS = 500  # kernel rows of the UI's diff
 
 
 # -- one file -------------------------------------------------------------------------------------
-def overview_document(registry: Registry, state) -> dict[str, Any] | None:
+def overview_document(registry: Registry, state: FileState) -> dict[str, Any] | None:
     """A loaded file's Overview with ``configuration.workers_in_run`` (the files' workers in its run)."""
     if state.overview is None:
         return None
@@ -90,10 +94,13 @@ def advice_document(overview: dict[str, Any], top_calls: int | None = None) -> d
     }
 
 
-def rank_aggregate(views, tables: bool) -> dict[str, Any]:
+def rank_aggregate(views: FileViews, tables: bool) -> dict[str, Any]:
     """The aggregate of one parsed trace's views (pure; see registry/executors/task.py): ``distributed``,
     ``insights`` and, with ``tables``, the report's per-worker sections."""
-    sections = [("distributed", views.rank_reduce), ("insights", lambda: report_insights(views.insights()))]
+    sections: list[tuple[str, Callable[[], object]]] = [
+        ("distributed", views.rank_reduce),
+        ("insights", lambda: report_insights(views.insights())),
+    ]
     if tables:
         sections += [
             ("overview", views.overview),
@@ -114,7 +121,9 @@ def rank_aggregate(views, tables: bool) -> dict[str, Any]:
     return out
 
 
-def operator_table(views, group_by: str = "operator", keys: list[str] = OPERATOR_KEYS) -> list[dict[str, Any]]:
+def operator_table(
+    views: FileViews, group_by: str = "operator", keys: list[str] = OPERATOR_KEYS
+) -> list[dict[str, Any]]:
     """The operator rows of one grouping (:func:`~tb_plugin.analysis.operators.operator_rows`) with
     ``keys``, most device self time first, then host self time, then name (µs)."""
     return [
@@ -123,7 +132,7 @@ def operator_table(views, group_by: str = "operator", keys: list[str] = OPERATOR
     ]
 
 
-def kernel_table(views, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS) -> list[dict[str, Any]]:
+def kernel_table(views: FileViews, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS) -> list[dict[str, Any]]:
     """The kernel rows of one grouping (:func:`~tb_plugin.analysis.kernels.kernel_rows`) with ``keys``,
     most total time first, then name (µs)."""
     return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
@@ -148,7 +157,7 @@ def report_insights(found: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def operator_stacks(views, group_by: str, key: int) -> dict[str, Any] | None:
+def operator_stacks(views: FileViews, group_by: str, key: int) -> dict[str, Any] | None:
     """The distinct call stacks of one operator row (most device time first, at most
     :data:`MAX_STACKS`, each with at most :data:`MAX_FRAMES` parsed frames); None for no such row."""
     stacks = views.stacks(group_by, key)
@@ -163,7 +172,7 @@ def operator_stacks(views, group_by: str, key: int) -> dict[str, Any] | None:
     return {"stacks": stacks, "total_stacks": total}
 
 
-def memory_document(views, start_us: float | None, end_us: float | None, width_px: int) -> dict[str, Any]:
+def memory_document(views: FileViews, start_us: float | None, end_us: float | None, width_px: int) -> dict[str, Any]:
     """Per device: peaks and the allocated/reserved curves over ``[start_us, end_us]`` (default: the
     whole trace), downsampled to ``width_px`` bins."""
     devices = views.memory_curves()
@@ -180,7 +189,13 @@ def memory_document(views, start_us: float | None, end_us: float | None, width_p
 
 
 # -- diff -----------------------------------------------------------------------------------------
-def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] | None = None) -> dict[str, Any]:
+def diff_document(
+    base_state: FileState,
+    base_views: FileViews,
+    exp_state: FileState,
+    exp_views: FileViews,
+    path: list[str] | None = None,
+) -> dict[str, Any]:
     """Baseline vs experiment: ``steps`` (Overview categories), ``operators`` and ``kernels``. With
     ``path`` (the UI) the operator-tree level below that path and the first :data:`MAX_DIFF_KERNELS`
     kernels; without (the CLI) the whole tree flattened and every kernel. ``waterfall``: the level's
@@ -190,6 +205,7 @@ def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] 
 
     b, e = base_views.trace, exp_views.trace
     kernels = kernel_diff(b, e)
+    assert base_state.overview is not None and exp_state.overview is not None, "a diff compares two loaded files"
     steps = step_diff(base_state.overview, exp_state.overview)
     doc = {"steps": steps, "thresholds": thresholds(), "category_labels": dict(CATEGORY_LABELS)}
     if path is None:
@@ -209,7 +225,7 @@ def diff_document(base_state, base_views, exp_state, exp_views, path: list[str] 
 
 
 # -- the CLI's report -----------------------------------------------------------------------------
-def report_document(registry: Registry, files: list[Any], run: str | None) -> tuple[dict[str, Any], list]:
+def report_document(registry: Registry, files: list[Any], run: str | None) -> tuple[dict[str, Any], list[Any]]:
     """``(document, failed artifacts)`` of ``kinetoscope report`` over analysed ``files`` (see the
     README): per run its workers, ``distributed`` (runs of several ranks), ``snapshots`` and
     ``memprofiler``."""
@@ -234,7 +250,7 @@ def _add_run_advice(entry: dict[str, Any]) -> None:
         entry["recommendations"] = found
 
 
-def worker_entry(registry: Registry, st) -> dict[str, Any]:
+def worker_entry(registry: Registry, st: FileState) -> dict[str, Any]:
     """One file of the report: its Overview and, when analysed, its tables and insight figures."""
     overview = overview_document(registry, st)
     entry = {
@@ -253,6 +269,7 @@ def worker_entry(registry: Registry, st) -> dict[str, Any]:
         "graphs": None,
     }
     if overview is not None:
+        assert st.aggregate is not None, "a loaded file of the report has its aggregate"
         tables = st.aggregate["tables"]
         for key in ("operators", "kernels", "modules", "memory"):
             entry[key] = tables[key]

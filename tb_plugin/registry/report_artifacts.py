@@ -6,11 +6,14 @@ selects and nests them."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..storage.naming import names_oom
 from .artifacts import MEMPROFILER_KINDS
 from .interface import Registry
+
+if TYPE_CHECKING:
+    from .states import ArtifactState
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +64,10 @@ def add_artifacts(registry: Registry, doc: dict[str, Any], run: str | None) -> l
     return failed
 
 
-def snapshot_item(art, registry: Registry | None = None) -> dict[str, Any]:
+def snapshot_item(art: ArtifactState, registry: Registry | None = None) -> dict[str, Any]:
     """An allocator snapshot in the report: per device its peak active bytes, largest allocations and
     (with ``registry``) the bytes alive at the peak by operator/step/module/frame (:func:`alive_item`)."""
-    item = {"path": art.entry.rel, "error": art.error, "devices": []}
+    item: dict[str, Any] = {"path": art.entry.rel, "error": art.error, "devices": []}
     if not art.error:
         item["devices"] = [
             {
@@ -82,7 +85,7 @@ def snapshot_item(art, registry: Registry | None = None) -> dict[str, Any]:
     return item
 
 
-def alive_item(registry: Registry, art, device: int, top: int = 5) -> dict[str, Any]:
+def alive_item(registry: Registry, art: ArtifactState, device: int, top: int = 5) -> dict[str, Any]:
     """The ``top`` rows of each ``snapshot_attribution`` table of ``device`` and the matched trace's path."""
     link, trace, _ = registry.snapshot_trace(art, device)
     doc = art.views.attribution(device, trace, None if link is None else (link["path"], link["version"]))
@@ -93,7 +96,7 @@ def alive_item(registry: Registry, art, device: int, top: int = 5) -> dict[str, 
     return dict(tables, trace=None if link is None else link["path"])
 
 
-def oom_item(art) -> dict[str, Any] | None:
+def oom_item(art: ArtifactState) -> dict[str, Any] | None:
     """An allocator snapshot's OOM in the report (``analysis/snapshot_oom.py``), None without one."""
     doc = art.views.oom(None, names_oom(art.entry.name), 1000, 5)
     if doc["detected_by"] is None:
@@ -140,7 +143,7 @@ def rank_groups(registry: Registry, run: str) -> list[dict[str, Any]]:
     return out
 
 
-def memprofiler_item(art) -> dict[str, Any]:
+def memprofiler_item(art: ArtifactState) -> dict[str, Any]:
     """A MemProfiler file in the report: stats files list each snapshot with its headline values
     (bytes or counts), text reports their size."""
     item = {"path": art.entry.rel, "kind": art.entry.kind, "error": art.error}

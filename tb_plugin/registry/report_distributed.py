@@ -96,9 +96,12 @@ def group_summary(group: dict[str, Any]) -> dict[str, Any]:
 def run_critical_path(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The critical path per step of a ``registry.distributed`` result: across the ranks with a view,
     the one rank's own without (``single_rank``), else [] (see analysis.critical_path_combine)."""
+    path: list[dict[str, Any]]
     if result.get("view") is not None:
-        return result["view"]["critical_path"]
-    return (result.get("single_rank") or {}).get("critical_path", [])
+        path = result["view"]["critical_path"]
+    else:
+        path = (result.get("single_rank") or {}).get("critical_path", [])
+    return path
 
 
 def add_distributed(registry: Registry, doc: dict[str, Any], files: list[FileState]) -> None:

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from ..analysis import distributed as distributed_analysis
 from ..analysis import memory as memory_analysis
@@ -20,7 +21,7 @@ from ..analysis.modules import module_tree
 from ..analysis.operators import operator_rows, operator_stacks
 from ..analysis.overview import compute_overview
 from ..analysis.steps import compute_steps
-from ..analysis.timeline import pack_index, timeline_index, unpack_index
+from ..analysis.timeline import pack_index, timeline_index, track_of_events, unpack_index
 from ..analysis.timeline_range import range_stats
 from ..trace.args import args_of_raw, event_args
 from ..trace.links import device_mask
@@ -28,7 +29,19 @@ from ..trace.model import Trace
 from .raw_events import read_raw_event
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from . import memory_events
+    from .results import ResultCache
+
+T = TypeVar("T")
+# a derived index's header (JSON) and arrays, as the parse cache stores them
+Blob = tuple[dict[str, Any], dict[str, "np.ndarray"]]
+# ``(get(kind), put(kind, header, arrays))``: where the derived indexes are kept (the parse cache)
+IndexStore = tuple[
+    Callable[[str], "Blob | None"],
+    Callable[[str, dict[str, Any], dict[str, "np.ndarray"]], None],
+]
 
 
 def _full_args(trace: Trace, row: int) -> dict[str, Any]:
@@ -53,7 +66,7 @@ PERSISTED = ("ops:", "kernels:", "modules", "tc", "insights", "memory_", "overvi
 class FileViews:
     """Operator, Kernel and Module views of one trace, memoized per grouping. Thread-safe."""
 
-    def __init__(self, trace: Trace, store=None, results=None) -> None:
+    def __init__(self, trace: Trace, store: IndexStore | None = None, results: ResultCache | None = None) -> None:
         """``store``: optional ``(get(kind), put(kind, header, arrays))`` for derived indexes (parse cache);
         ``results``: optional :class:`~tb_plugin.registry.results.ResultCache` of this file, where the
         views are read back instead of computed (and stored once computed)."""
@@ -66,11 +79,11 @@ class FileViews:
         self._key_locks: dict[str, threading.Lock] = {}
         self._index_lock = threading.Lock()
 
-    def _get(self, key: str, make):
+    def _get(self, key: str, make: Callable[[], T]) -> T:
         """The memoized value of ``key``, built once. One lock per key: a view being built (seconds on a
         large trace) never blocks requests for views that are already built or built by another key."""
         try:
-            return self._memo[key]
+            return cast(T, self._memo[key])  # the value ``make`` built for this key
         except KeyError:
             pass
         with self._lock:
@@ -81,7 +94,7 @@ class FileViews:
                     self._memo[key] = self._results.get_or_make("view:" + key, make)
                 else:
                     self._memo[key] = make()
-            return self._memo[key]
+            return cast(T, self._memo[key])
 
     def operators(self, group_by: str = "operator") -> list[dict[str, Any]]:
         return self._get("ops:" + group_by, lambda: operator_rows(self.trace, group_by))
@@ -139,7 +152,7 @@ class FileViews:
 
     # -- timeline -------------------------------------------------------------------------------
     def timeline_meta(self) -> dict[str, Any]:
-        def build():
+        def build() -> dict[str, Any]:
             with self._lock_index():
                 self._load_or_build_index()
                 warm_timeline_inputs(self.trace)
@@ -174,17 +187,19 @@ class FileViews:
         if self._store is not None:
             self._store[1]("timeline", *pack_index(self.trace))
 
-    def _lock_index(self):
+    def _lock_index(self) -> threading.Lock:
         return self._index_lock
 
-    def timeline_window(self, t0: float, t1: float, width_px: int, track_ids=None) -> dict[str, Any]:
+    def timeline_window(
+        self, t0: float, t1: float, width_px: int, track_ids: Collection[int] | None = None
+    ) -> dict[str, Any]:
         self.timeline_meta()
         base = timeline_query.origin(self.trace)
         doc = timeline_query.window(self.trace, t0, t1, width_px, track_ids)
         doc["counters"] = counters(self.trace, t0 + base, t1 + base, counter_bins(width_px))
         return doc
 
-    def timeline_range(self, t0: float, t1: float, track_ids=None, top: int = 10) -> dict[str, Any]:
+    def timeline_range(self, t0: float, t1: float, track_ids: set[int] | None = None, top: int = 10) -> dict[str, Any]:
         self.timeline_meta()
         return range_stats(self.trace, t0, t1, track_ids, top)
 
@@ -204,7 +219,7 @@ class FileViews:
             "category": self.trace.strings[ev.cat[row]] or None,
             "start_us": round(float(ev.ts[row] - base), 3),
             "dur_us": round(float(ev.dur[row]), 3),
-            "track": int(timeline_query.track_of_events(self.trace)[row]),
+            "track": int(track_of_events(self.trace)[row]),
             "args": _full_args(self.trace, row),
             "parents": timeline_query.parents(self.trace, row),
             "flows": timeline_query.flow_partners(self.trace, row),
@@ -212,7 +227,7 @@ class FileViews:
 
     # -- insights -------------------------------------------------------------------------------
     def insights(self) -> dict[str, Any]:
-        def build():
+        def build() -> dict[str, Any]:
             from ..analysis.insights import insights
 
             overview = self.overview()  # the file's one list of recommendations
@@ -243,7 +258,9 @@ class FileViews:
         """The trace's memory devices ("GPU0", "CPU", …): the only ``device`` values worth computing."""
         return [c["device"] for c in self.memory_curves()]
 
-    def memory_stats(self, device: str, start_us=None, end_us=None) -> list[dict[str, Any]]:
+    def memory_stats(
+        self, device: str, start_us: float | None = None, end_us: float | None = None
+    ) -> list[dict[str, Any]]:
         """Per-operator memory statistics of one device; no rows for a device without memory events,
         checked before anything is computed or memoized (the memo holds one entry per real device)."""
         if device not in self.memory_devices():

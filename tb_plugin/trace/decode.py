@@ -19,6 +19,7 @@ typed event structs, :mod:`.columns` turns batches into columns (and pairs ``B``
 
 from __future__ import annotations
 
+import mmap
 import re
 from typing import Any, Callable
 
@@ -33,7 +34,7 @@ from .nonfinite import quote_nonfinite, token_at
 
 
 def decode_trace(
-    data: bytes | bytearray | memoryview,
+    data: bytes | bytearray | memoryview | mmap.mmap,
     progress: Callable[[float], None] | None = None,
     events_sink: EventsSink | None = None,
 ) -> Trace:

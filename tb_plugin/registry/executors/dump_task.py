@@ -5,6 +5,8 @@ bad file is that file's error."""
 
 from __future__ import annotations
 
+from typing import Any, Iterable, Iterator
+
 from ...storage.fs import open_logdir
 from ...storage.remote import StorageError
 from ...trace.errors import TraceReadError
@@ -13,13 +15,13 @@ from ..parse import read_bytes
 BATCH_FILES = 128  # dumps per task: one reader child each (its start-up, ~0.2 s of CPU, shared by the batch)
 
 
-def read_dump_batch(batch) -> dict[str, dict]:
+def read_dump_batch(batch: Iterable[tuple[str, str, int]]) -> dict[str, dict[str, Any]]:
     """key → record, or ``{"error": message}``, for each ``(key, url, size)`` of ``batch``."""
     from ...artifacts.flight_recorder import DumpError, read_pickles
 
-    records: dict[str, dict] = {}
+    records: dict[str, dict[str, Any]] = {}
 
-    def files():
+    def files() -> Iterator[tuple[str, bytes]]:
         for key, url, size in batch:
             try:
                 fs, path = open_logdir(url)

@@ -8,9 +8,9 @@ import contextlib
 import multiprocessing
 import os
 import sys
-from typing import Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from .task import RankJob, RankResult, init_progress, reduce_rank
+from .task import ProgressSlots, RankJob, RankResult, init_progress, reduce_rank
 
 PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
 # Peak RSS of one parse ≤ this × the decompressed trace size. Measured (peak minus the interpreter's 41 MB):
@@ -55,10 +55,10 @@ class LocalExecutor:
     as fit in the available memory, and no pool at all (this process, one rank after the other) when
     the files are too small for process start-up to pay. ``workers=1`` always runs inline."""
 
-    def __init__(self, workers: int | None = None, progress=None) -> None:
+    def __init__(self, workers: int | None = None, progress: ProgressSlots | None = None) -> None:
         self.workers = workers
         self.progress = progress  # a spawn-context RawArray("d") the jobs' progress_slot index, or None
-        self._futures: dict = {}  # job key → future of the running map
+        self._futures: dict[str, concurrent.futures.Future[RankResult]] = {}  # job key → future of the running map
         self.used_workers = 0  # processes of the last map (0: ran in this process)
         self.description = "the local process pool"
 
@@ -74,7 +74,7 @@ class LocalExecutor:
         workers = min(workers, len(jobs))
         return workers if workers >= 2 else 0
 
-    def map(self, jobs: Sequence[RankJob], submitted=None) -> Iterator[RankResult]:
+    def map(self, jobs: Sequence[RankJob], submitted: Callable[[], object] | None = None) -> Iterator[RankResult]:
         """Results as they complete. ``submitted()`` is called once every job is in the pool (from then
         on :meth:`cancel` can drop the ones not started)."""
         if jobs and all(job.kind == "flight_recorder" for job in jobs):
@@ -109,7 +109,7 @@ class LocalExecutor:
 
 
 @contextlib.contextmanager
-def _main_not_reimported():
+def _main_not_reimported() -> Iterator[None]:
     """While workers are spawned: ``__main__`` shows neither a file nor a module name, so the workers do
     not import it again. Their work (:func:`.task.reduce_rank`) lives in this package; a user's script
     without an ``if __name__ == "__main__":`` guard (the notebook API from a plain script) would else
@@ -118,7 +118,7 @@ def _main_not_reimported():
     if main is None:
         yield
         return
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    saved: dict[str, Any] = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
     main.__dict__.pop("__file__", None)
     main.__spec__ = None
     try:

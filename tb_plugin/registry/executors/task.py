@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import zlib
-from typing import Any
+from typing import Any, Callable, Protocol
 
 from ...storage.fs import open_logdir
 from ...storage.read import max_trace_bytes
@@ -54,20 +54,26 @@ class RankJob:
     tables: bool = False  # also the report's per-worker tables
     progress_slot: int = -1  # where this job's parse progress (0..1) goes in the pool's shared array
     kind: str = "trace"  # "flight_recorder": read the dumps of ``batch`` instead (.dump_task)
-    batch: tuple = ()  # (key, url, size) of each dump file of a "flight_recorder" job
+    batch: tuple[tuple[str, str, int], ...] = ()  # (key, url, size) of each dump file of a "flight_recorder" job
 
 
-#: the process pool's shared progress array (a ``RawArray("d")``; :func:`init_progress`), or None
-_PROGRESS = None
+class ProgressSlots(Protocol):
+    """The process pool's shared progress array (a ``RawArray("d")``): one fraction 0..1 per slot."""
+
+    def __setitem__(self, slot: int, fraction: float, /) -> None: ...
 
 
-def init_progress(slots) -> None:
+#: the process pool's shared progress array (:func:`init_progress`), or None
+_PROGRESS: ProgressSlots | None = None
+
+
+def init_progress(slots: ProgressSlots | None) -> None:
     """Pool initializer: the shared array each job writes its parse progress to (``progress_slot``)."""
     global _PROGRESS
     _PROGRESS = slots
 
 
-def _reporter(slot: int):
+def _reporter(slot: int) -> Callable[[float], None] | None:
     if _PROGRESS is None or slot < 0:
         return None
     slots = _PROGRESS
@@ -115,7 +121,9 @@ def reduce_rank(job: RankJob) -> RankResult:
             result.from_cache = True
             result.aggregate, result.warnings, result.notes = stored["aggregate"], stored["warnings"], stored["notes"]
         else:
-            deferred: list = []  # the parse cache's column write, made on a thread while the analyses run
+            deferred: list[
+                Callable[[], None]
+            ] = []  # the parse cache's column write, made on a thread while the analyses run
             writer = None
             try:
                 trace, result.from_cache = parse_entry(
