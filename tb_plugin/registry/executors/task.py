@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import posixpath
 import socket
 import threading
 import time
@@ -111,7 +112,11 @@ def reduce_rank(job: RankJob) -> RankResult:
         result.seconds = time.perf_counter() - started
         return result
     try:
-        fs, path = open_logdir(job.url)
+        # the file's own folder is the confinement root: files read beside the trace (Inductor's
+        # kernel_information.json) are inside it, as they are inside the logdir
+        folder, name = posixpath.split(job.url)
+        fs, root = open_logdir(folder)
+        path = posixpath.join(root, name)
         cache = ParseCache(job.cache_dir) if job.cache_dir else None
         results = ResultCache(cache, job.url, job.version) if cache is not None and job.aggregate else None
         name = "rank_aggregate:tables" if job.tables else "rank_aggregate"
