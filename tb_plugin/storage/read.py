@@ -387,7 +387,9 @@ def _gunzip_stream(f, head: bytes | bytearray, size: int | None, progress, json_
                 check_json_head(out, False)
                 head_checked = True
             if json_document and head_checked and len(step) >= BLANK_RUN_BYTES:  # after the head's check
-                out[len(out) - len(step) :] = squeeze_blanks(out[len(out) - len(step) :])
+                squeezed = squeeze_blanks(step)  # step's bytes are out's tail; most steps come back as they are
+                if squeezed is not step:
+                    out[len(out) - len(step) :] = squeezed
             if inflater.eof:  # a concatenated gzip member may follow
                 data = inflater.unused_data
                 if data:
