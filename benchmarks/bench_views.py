@@ -25,7 +25,7 @@ VIEWS = (
     CHILD_REGISTRY
     + r"""
 (state,) = [s for s in reg.files() if s.entry.name == os.path.basename(path)]
-trace = reg._parse(state, lambda _: None)
+trace = reg._loader._parse(state, lambda _: None)
 from tb_plugin.registry.views import FileViews
 t = time.perf_counter()
 views = FileViews(trace)
@@ -37,7 +37,7 @@ views.modules()
 views.tensor_core_split()
 views_s = time.perf_counter() - t
 reg.load(state)
-reg._views.remember(state.entry.rel, views)
+reg._loader.view_cache.remember(state.entry.rel, views)
 q = {"run": state.run, "worker": state.worker, "span": state.span}
 timings = {}
 requests = [("operators", api.operators, dict(q, group_by=g, sort=s, search=f)) for g in ("operator", "input_shape", "call_stack")

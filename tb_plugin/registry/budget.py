@@ -166,11 +166,9 @@ def view_bytes(views: FileViews) -> int:
     """What one kept file holds: the columns, the string table, the derived indexes of
     ``trace.derived`` (timeline index, op tree, counters, …) and the memoized view rows."""
     trace = views.trace
-    strings = views.__dict__.get("_strings_nbytes")
-    if strings is None:
-        strings = views.__dict__["_strings_nbytes"] = 8 * len(trace.strings) + sum(
-            sys.getsizeof(s) for s in trace.strings
-        )
+    strings = views.strings_bytes
+    if strings is None:  # measured once: the string table does not change
+        strings = views.strings_bytes = 8 * len(trace.strings) + sum(sys.getsizeof(s) for s in trace.strings)
     total = _trace_bytes(trace) + strings
     seen: set[int] = set()
     for holder in (trace.derived, getattr(views, "_memo", {})):

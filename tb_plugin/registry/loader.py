@@ -1,16 +1,17 @@
 """Loading trace files: the background load loop, parallel batches on a process pool, and the
-loads that requests ask for (:class:`Loading`, part of :class:`~tb_plugin.registry.runs.RunRegistry`).
+loads that requests ask for (:class:`TraceLoader`, a collaborator of :class:`~tb_plugin.registry.runs.RunRegistry`).
 
 A loader thread parses queued files one at a time (the one a user asked for first), stores the
 parsed columns in the parse cache and keeps the Overview; big batches of uncached files are first
 parsed in parallel straight into the cache, so the loads that follow are cache hits. A file a user
-asks for (:meth:`Loading.want`) never waits for a batch: it is loaded at once, in this process (so its
+asks for (:meth:`TraceLoader.want`) never waits for a batch: it is loaded at once, in this process (so its
 progress moves: bytes read, then events decoded), by a second thread when the loader is busy.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import logging
 import multiprocessing
@@ -28,7 +29,6 @@ from .executors.local import PARALLEL_MIN_BYTES, LocalExecutor, decompressed_gue
 from .executors.task import RankJob, error_message
 from .parse import open_views, parse_entry
 from .states import ERROR, LOADING, QUEUED, READY, FileState
-from .trace_files import TraceFiles
 from .views import FileViews
 
 if TYPE_CHECKING:
@@ -43,58 +43,76 @@ PARALLEL_BATCH_BYTES = 512 << 20  # a parallel batch holds about this much per c
 PARSE_SHARE = 0.9  # share of a load's progress given to parsing; the rest is the Overview and indexes
 
 
-class Loading(TraceFiles):
-    """The trace loads of a :class:`~.runs.RunRegistry` (a base class of it). The registry owns the
-    listing (the files, the lock, the stop event, the threads) and declares it below; the loader's
-    own state (the wanted files, the queue, the parsed views kept within the budget, the running
-    batch) is set by :meth:`_init_loading` and changed only here. The registry tells it of a new
-    listing through :meth:`_requeue` and :meth:`_forget`."""
+@dataclasses.dataclass(frozen=True)
+class Listing:
+    """What the loader uses of the registry's listing, handed to it once when the registry composes it.
+    The registry owns all of it: it changes ``files`` (under ``lock``), tells the loader through
+    :meth:`TraceLoader.requeue` and :meth:`TraceLoader.forget`, and notifies ``wake``."""
 
-    # what the loader reads of the registry (set by RunRegistry.__init__)
-    fs: AbstractFileSystem | None  # None: the logdir could not be opened (``error`` says why)
-    error: str | None
-    cache: ParseCache | None
-    reload_interval: float
-    _files: dict[str, FileState]  # rel → file, as the last scan listed them
-    _lock: threading.RLock
-    _wake: threading.Condition  # on ``_lock``: notified when files are listed, wanted or at stop
-    _stop: threading.Event
-    _threads: list[threading.Thread]  # the registry's background threads (none: loads only on request)
+    files: dict[str, FileState]  # rel → file, as the last scan listed them (read under ``lock``)
+    lock: threading.RLock
+    wake: threading.Condition  # on ``lock``: notified when files are listed, wanted or at stop
+    stop: threading.Event  # set when the registry stops
+    fs: AbstractFileSystem | None  # the logdir's filesystem; None: the logdir could not be opened
+    fs_error: str | None  # why it could not be opened (with ``fs`` None)
+    cache: ParseCache | None  # the parse cache loads read from and write to
     settings: Settings | None  # the entry point's settings (the memory budget), or None
+    reload_interval: float  # s the load loop sleeps when nothing is queued (it wakes on ``wake``)
+    client_message: Callable[[str], str]  # a per-file error message as clients see it
 
-    @property
-    def opened_fs(self) -> AbstractFileSystem:
-        """The logdir's filesystem. Every listed file comes from an opened logdir, so a file's load
-        has one; raises :class:`StorageError` (with ``error``) when the logdir could not be opened."""
-        if self.fs is None:
-            raise StorageError(self.error or "the logdir could not be opened")
-        return self.fs
 
-    def _init_loading(self) -> None:
-        """The loader's own state (called by the registry's constructor, after ``_lock``)."""
+class TraceLoader:
+    """The trace loads of one logdir, a collaborator of :class:`~.runs.RunRegistry`: it reads the
+    registry's listing only through :class:`Listing`; its own state (the wanted files, the queue,
+    the parsed views kept within the budget, the running batch) is changed only here."""
+
+    def __init__(self, listing: Listing) -> None:
+        self._listing = listing
+        self._files = listing.files  # the registry's dict: read under the lock, never written here
+        self._lock = listing.lock
+        self._wake = listing.wake
+        self._stop = listing.stop
+        self.cache = listing.cache
         self._wanted: collections.deque[str] = collections.deque()  # rels a user asked for, most recent first
-        budget = None if self.settings is None else self.settings.memory_budget_bytes
-        self._views = ViewCache(self._lock, budget)  # the parsed files kept in memory, within the budget
+        budget = None if listing.settings is None else listing.settings.memory_budget_bytes
+        self.view_cache = ViewCache(self._lock, budget)  # the parsed files kept in memory, within the budget
         self._queue_order: list[FileState] = []  # files by path: the loader's default order
         self._queue_pos = 0  # every file before it has left QUEUED (a scan starts it over)
+        self._background = False  # the load loop runs (start_thread): wanted files get a thread of their own
         self._priority_busy = False  # a thread loads wanted files (see want)
         self._batch: dict[str, FileState] = {}  # rel → file of the running parallel batch (under the lock)
         self._batch_pool: LocalExecutor | None = None  # its pool, once its jobs are submitted
 
-    def _requeue(self, by_path: list[FileState]) -> None:
+    @property
+    def opened_fs(self) -> AbstractFileSystem:
+        """The logdir's filesystem. Every listed file comes from an opened logdir, so a file's load
+        has one; raises :class:`StorageError` (with the registry's reason) when it could not be opened."""
+        fs = self._listing.fs
+        if fs is None:
+            raise StorageError(self._listing.fs_error or "the logdir could not be opened")
+        return fs
+
+    def start_thread(self) -> threading.Thread:
+        """Start the load loop in a daemon thread (the registry's :meth:`~.runs.RunRegistry.start`)."""
+        self._background = True
+        thread = threading.Thread(target=self._load_loop, name="kinetoscope-load", daemon=True)
+        thread.start()
+        return thread
+
+    def requeue(self, by_path: list[FileState]) -> None:
         """Under the lock, after a scan: the files in the loader's default order, from the first."""
         self._queue_order, self._queue_pos = by_path, 0
 
-    def _forget(self, rel: str, reload_lock: bool = False) -> None:
+    def forget(self, rel: str, reload_lock: bool = False) -> None:
         """Under the lock: drop the parsed views of a file that changed or is gone (see ViewCache.forget)."""
-        self._views.forget(rel, reload_lock=reload_lock)
+        self.view_cache.forget(rel, reload_lock=reload_lock)
 
     def _load_loop(self) -> None:
         while not self._stop.is_set():
             with self._wake:
                 state, wanted = self._next_queued()
                 if state is None:
-                    self._wake.wait(timeout=self.reload_interval)
+                    self._wake.wait(timeout=self._listing.reload_interval)
                     continue
                 # a wanted file is loaded here, with its progress, never in a batch
                 batch = self._parallel_batch(state) if self.cache is not None and not wanted else []
@@ -109,7 +127,7 @@ class Loading(TraceFiles):
         if state.state == READY:  # warm the detail views so table requests only page and sort
             try:
                 self.views(state).compute_all()
-                self._views.account(state.entry.rel)
+                self.view_cache.account(state.entry.rel)
             except Exception:
                 logger.exception("computing the views of %s failed", state.entry.rel)
 
@@ -195,7 +213,7 @@ class Loading(TraceFiles):
 
     def want(self, state: FileState) -> None:
         """Load this file next (a user is looking at it): ahead of the queue and of any parallel batch
-        (a batch's job not started yet is taken out of it); when the loader threads run (:meth:`start`),
+        (a batch's job not started yet is taken out of it); when the load loop runs (:meth:`start_thread`),
         a second thread loads it at once if the loader is busy with another file."""
         with self._wake:
             if state.state == LOADING and not self._take_from_batch(state):
@@ -208,7 +226,7 @@ class Loading(TraceFiles):
                     self._wanted.remove(rel)
                 self._wanted.appendleft(rel)
             self._wake.notify_all()
-            if self._threads and not self._stop.is_set() and not self._priority_busy:
+            if self._background and not self._stop.is_set() and not self._priority_busy:
                 self._priority_busy = True
                 threading.Thread(target=self._priority_loop, name="kinetoscope-wanted", daemon=True).start()
 
@@ -256,12 +274,12 @@ class Loading(TraceFiles):
         except Exception as exc:  # a bad file, or an analysis bug, must stay one file's problem
             if not isinstance(exc, (TraceReadError, MemoryError)):
                 logger.exception("analysing %s failed", state.entry.rel)
-            state.error, state.state = self.client_message(error_message(exc)), ERROR
+            state.error, state.state = self._listing.client_message(error_message(exc)), ERROR
             state.load_seconds = state.ready_seconds = time.perf_counter() - started
             return state
         state.warnings, state.notes = list(trace.warnings), list(trace.notes)
         state.overview, state.contents = overview, contents
-        self._views.remember(state.entry.rel, views)
+        self.view_cache.remember(state.entry.rel, views)
         state.progress, state.state = 1.0, READY
         state.ready_seconds = time.perf_counter() - started
         try:
@@ -269,7 +287,7 @@ class Loading(TraceFiles):
                 call()
             if self._index_missing(state):  # the timeline index is part of parsing: built once and kept in
                 views.timeline_meta()  # the parse cache, so the Trace view rarely waits for it
-                self._views.account(state.entry.rel)  # its arrays count against the memory budget
+                self.view_cache.account(state.entry.rel)  # its arrays count against the memory budget
         except Exception:  # the file is shown; a failed cache write or index only costs a rebuild later
             logger.exception("storing the parse or the timeline index of %s failed", state.entry.rel)
         state.load_seconds = time.perf_counter() - started
@@ -347,8 +365,12 @@ class Loading(TraceFiles):
             for path, url, version, size in todo
         ]
         pool = LocalExecutor(workers=workers, progress=slots)
+
+        def submitted() -> None:  # from now on a wanted file's job may be cancelled (see _take_from_batch)
+            self._batch_pool = pool
+
         try:
-            for result in pool.map(jobs, submitted=lambda: setattr(self, "_batch_pool", pool)):
+            for result in pool.map(jobs, submitted=submitted):
                 if result.error or result.lost:  # the serial load that follows reports the error properly
                     logger.debug("parallel parse of %s failed: %s", result.key, result.error)
         finally:
@@ -375,11 +397,11 @@ class Loading(TraceFiles):
     def views(self, state: FileState) -> FileViews:
         """The detail views of a loaded file (re-read from the parse cache if it was evicted).
         Concurrent requests for an evicted file wait for one reload instead of each parsing it."""
-        return self._views.get(state.entry.rel, lambda: self._views_of(state, self._parse(state, lambda _: None)))
+        return self.view_cache.get(state.entry.rel, lambda: self._views_of(state, self._parse(state, lambda _: None)))
 
     def _views_of(self, state: FileState, trace: Trace) -> FileViews:
         return open_views(trace, self.cache, self.opened_fs.unstrip_protocol(state.entry.path), state.entry.version)
 
     def memory_in_use(self) -> dict[str, int]:
         """Bytes of each file kept in memory, as the budget counts them (most recently used last)."""
-        return self._views.memory_in_use()
+        return self.view_cache.memory_in_use()

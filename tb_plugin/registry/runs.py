@@ -4,7 +4,7 @@ A *run* is a directory (relative to the logdir, "/" separators, "." for the root
 trace files. Each file is one (worker, span) of its run (see :mod:`tb_plugin.storage.naming`). A
 scanner thread re-lists the logdir every ``reload_interval`` seconds, so new runs and files appear
 without a restart and changed files are read again. This module lists the runs (scanning, lookups,
-the ``runs`` document); loading is in :mod:`.loader`, the memory budget in :mod:`.budget`. The memory
+the ``runs`` document); the loads (:mod:`.loader`, with the memory budget of :mod:`.budget`), the memory
 artifacts (:mod:`.artifacts`), the flight-recorder dumps (:mod:`.hang`) and the cross-rank view
 (:mod:`.distributed`) are collaborators the registry composes (see docs/ARCHITECTURE.md).
 """
@@ -30,27 +30,31 @@ from .artifacts import ArtifactStore, artifact_links
 from .cache import ParseCache
 from .distributed import DistributedAggregate
 from .hang import HangDumps
-from .interface import RankProgress, Registry
-from .loader import Loading
+from .interface import Progress, RankProgress, Registry
+from .loader import Listing, TraceLoader
 from .states import ERROR, LOADING, READY, ArtifactState, DumpRecords, FileState
+from .trace_files import TraceFiles
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
     from ..trace.model import Trace
     from .executors.task import RankJob
+    from .views import FileViews
 
 logger = logging.getLogger(__name__)
 
 RUNS_PROGRESS_S = 0.5  # while a file loads, the runs document shows its progress at most this stale
 
 
-class RunRegistry(Loading, Registry):
+class RunRegistry(Registry, TraceFiles):
     """Thread-safe registry of the trace files (and memory artifacts) under one logdir. It lists the
-    runs and loads the trace files itself (:class:`~.loader.Loading`); the memory artifacts
-    (:class:`~.artifacts.ArtifactStore`), the flight-recorder dumps (:class:`~.hang.HangDumps`) and
-    the cross-rank aggregate (:class:`~.distributed.DistributedAggregate`) are collaborators it
-    composes, each given what it uses of the trace files (:class:`~.trace_files.TraceFiles`)."""
+    runs itself; the loads (:class:`~.loader.TraceLoader`, given the listing as a
+    :class:`~.loader.Listing`), the memory artifacts (:class:`~.artifacts.ArtifactStore`), the
+    flight-recorder dumps (:class:`~.hang.HangDumps`) and the cross-rank aggregate
+    (:class:`~.distributed.DistributedAggregate`) are collaborators it composes and calls, the last
+    three given what they use of the trace files (:class:`~.trace_files.TraceFiles`, which the
+    registry implements)."""
 
     def __init__(
         self,
@@ -89,7 +93,20 @@ class RunRegistry(Loading, Registry):
         self._scanned = threading.Event()
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
-        self._init_loading()
+        self._loader = TraceLoader(
+            Listing(
+                files=self._files,
+                lock=self._lock,
+                wake=self._wake,
+                stop=self._stop,
+                fs=self.fs,
+                fs_error=self.error,
+                cache=cache,
+                settings=settings,
+                reload_interval=self.reload_interval,
+                client_message=self.client_message,
+            )
+        )
         self._distributed = DistributedAggregate(self, self.fs, cache, executor)
         self._dumps = HangDumps(self.fs, executor, self.artifacts, self)
         self._artifacts = ArtifactStore(self.fs, cache, self, self._dumps.records)
@@ -113,12 +130,12 @@ class RunRegistry(Loading, Registry):
         """Start the scanner and loader threads (daemons)."""
         for target, name in (
             (self._scan_loop, "kinetoscope-scan"),
-            (self._load_loop, "kinetoscope-load"),
             (lambda: self._artifacts.run(self._stop, self.reload_interval), "kinetoscope-artifacts"),
         ):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
+        self._threads.append(self._loader.start_thread())
         return self
 
     def stop(self) -> None:
@@ -174,13 +191,13 @@ class RunRegistry(Loading, Registry):
                     old = self._files.get(e.rel)
                     if old is None or old.entry.version != e.version:
                         self._files[e.rel] = FileState(entry=e, worker=worker, span=span)
-                        self._forget(e.rel)
+                        self._loader.forget(e.rel)
                     else:
                         old.worker, old.span = worker, span
             for rel in list(self._files):
                 if rel not in seen:
                     del self._files[rel]
-                    self._forget(rel, reload_lock=True)
+                    self._loader.forget(rel, reload_lock=True)
             self._reindex()
             self._wake.notify_all()
         self._scanned.set()
@@ -194,7 +211,7 @@ class RunRegistry(Loading, Registry):
         for st in order:
             workers[st.run].add(st.worker)
         self._workers_of_run = {run: len(w) for run, w in workers.items()}
-        self._requeue(sorted(self._files.values(), key=lambda s: s.entry.rel))
+        self._loader.requeue(sorted(self._files.values(), key=lambda s: s.entry.rel))
 
     # -- queries ------------------------------------------------------------------------------
     def files(self) -> list[FileState]:
@@ -269,6 +286,38 @@ class RunRegistry(Loading, Registry):
                 for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
             ],
         }, loading
+
+    # -- loading (the loader) -----------------------------------------------------------------
+    @property
+    def opened_fs(self) -> AbstractFileSystem:
+        """The logdir's filesystem; raises :class:`StorageError` (with :attr:`error`) when it could not be opened."""
+        return self._loader.opened_fs
+
+    def want(self, state: FileState) -> None:
+        self._loader.want(state)
+
+    def load(self, state: FileState, progress: Progress | None = None) -> FileState:
+        return self._loader.load(state, progress)
+
+    def ensure_loaded(self, state: FileState) -> FileState:
+        return self._loader.ensure_loaded(state)
+
+    def load_held(self, state: FileState) -> FileState:
+        return self._loader.load_held(state)
+
+    def parse_in_parallel(self, states: list[FileState]) -> int:
+        return self._loader.parse_in_parallel(states)
+
+    def views(self, state: FileState) -> FileViews:
+        return self._loader.views(state)
+
+    def queue_positions(self) -> dict[str, int]:
+        """rel → how many files will be loaded before it (0: next), for every queued file."""
+        return self._loader.queue_positions()
+
+    def memory_in_use(self) -> dict[str, int]:
+        """Bytes of each file kept in memory, as the budget counts them (most recently used last)."""
+        return self._loader.memory_in_use()
 
     # -- the collaborators ---------------------------------------------------------------------
     def artifacts(self, run: str | None = None) -> list[ArtifactState]:

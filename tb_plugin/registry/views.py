@@ -78,6 +78,7 @@ class FileViews:
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
         self._index_lock = threading.Lock()
+        self.strings_bytes: int | None = None  # bytes of the trace's string table, once the budget measured it
 
     def _get(self, key: str, make: Callable[[], T]) -> T:
         """The memoized value of ``key``, built once. One lock per key: a view being built (seconds on a

@@ -192,7 +192,7 @@ def test_index_is_stored_with_the_parse_cache(registry, monkeypatch):
     reg, _ = registry
     state = reg.files()[0]
     reg.views(state).timeline_meta()  # built once and stored
-    reg._views.clear()
+    reg._loader.view_cache.clear()
     import tb_plugin.analysis.timeline as timeline
 
     monkeypatch.setattr(timeline, "_build", lambda trace: pytest.fail("index rebuilt instead of read from cache"))

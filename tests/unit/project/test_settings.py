@@ -57,7 +57,7 @@ def test_explicit_settings_override_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "from-env"))
     chosen = Settings(memory_budget_mb=7, executor="local:1", cache_dir=str(tmp_path / "given"))
     reg = RunRegistry(str(tmp_path), settings=chosen)
-    assert reg._views.budget_bytes() == 7 << 20 and reg.executor == "local:1"
+    assert reg._loader.view_cache.budget_bytes() == 7 << 20 and reg.executor == "local:1"
 
     class Context:
         logdir = str(tmp_path)
@@ -67,14 +67,14 @@ def test_explicit_settings_override_the_environment(monkeypatch, tmp_path):
     try:
         registry = tab._registry
         assert isinstance(registry, RunRegistry) and registry.settings is chosen
-        assert registry._views.budget_bytes() == 7 << 20 and registry.executor == "local:1"
+        assert registry._loader.view_cache.budget_bytes() == 7 << 20 and registry.executor == "local:1"
         assert registry.cache is not None and registry.cache.root.startswith(str(tmp_path / "given"))
     finally:
         tab._registry.stop()
     # without explicit settings the entry point reads the environment (once)
     tab = KinetoscopePlugin(Context())  # type: ignore[arg-type]
     try:
-        assert tab._registry._views.budget_bytes() == 99 << 20
+        assert tab._registry._loader.view_cache.budget_bytes() == 99 << 20
         assert tab._registry.cache.root.startswith(str(tmp_path / "from-env"))
     finally:
         tab._registry.stop()

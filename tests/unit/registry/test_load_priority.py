@@ -41,7 +41,7 @@ def test_a_wanted_file_goes_first_and_the_runs_document_counts_the_files_before_
     assert [spans[f"r{i}"]["queued_before"] for i in range(5)] == [1, 2, 3, 0, 4]
     reg.want(reg.find("r4", "w", "1"))  # the latest wanted goes first
     assert [_spans(reg)[f"r{i}"]["queued_before"] for i in range(5)] == [2, 3, 4, 1, 0]
-    state, wanted = reg._next_queued()
+    state, wanted = reg._loader._next_queued()
     assert (state.run, wanted) == ("r4", True)
     reg.load(state)
     reg.load(reg.find("r0", "w", "1"))
@@ -55,14 +55,14 @@ def test_a_wanted_file_is_loaded_while_the_loader_is_busy_with_another(tmp_path,
     """The loader thread is stuck parsing r0; the wanted r3 is loaded meanwhile by the second thread."""
     reg = _logdir(tmp_path)
     release = threading.Event()
-    parse = reg._parse
+    parse = reg._loader._parse
 
     def slow_parse(state, report, *rest):
         if state.run == "r0":
             release.wait(30)
         return parse(state, report, *rest)
 
-    monkeypatch.setattr(reg, "_parse", slow_parse)
+    monkeypatch.setattr(reg._loader, "_parse", slow_parse)
     reg.start()
     try:
         r0, r3 = reg.find("r0", "w", "1"), reg.find("r3", "w", "1")
@@ -158,7 +158,7 @@ def test_a_wanted_file_whose_pool_job_has_not_started_leaves_the_batch(tmp_path,
     worker = threading.Thread(target=reg.parse_in_parallel, args=(files,))
     worker.start()
     deadline = time.monotonic() + 60
-    while reg._batch_pool is None and time.monotonic() < deadline:
+    while reg._loader._batch_pool is None and time.monotonic() < deadline:
         time.sleep(0.005)
     r4 = reg.find("r4", "worker0", "1")
     assert r4.state == LOADING

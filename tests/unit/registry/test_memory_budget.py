@@ -59,7 +59,7 @@ def test_accounting_covers_derived_indexes(tmp_path):
     derived = after - before
     assert after > _trace_bytes(views.trace)
     assert "timeline_index" in views.trace.derived and derived > 0
-    reg._views.account(st.entry.rel)
+    reg._loader.view_cache.account(st.entry.rel)
     assert reg.memory_in_use()[st.entry.rel] == after
 
 
@@ -76,18 +76,20 @@ def test_lru_eviction_and_transparent_reload(tmp_path, monkeypatch):
     budget = sum(sorted(sizes.values())[1:]) + 1
     monkeypatch.setattr(budget_mod, "TRACE_MEMORY_BUDGET_BYTES", budget)
     for st in states:
-        reg._views.account(st.entry.rel)
+        reg._loader.view_cache.account(st.entry.rel)
     kept = reg.memory_in_use()
     assert sum(kept.values()) <= budget and len(kept) < len(states)
 
     monkeypatch.setattr(budget_mod, "TRACE_MEMORY_BUDGET_BYTES", 1)  # one file at a time
-    reg._views.account(states[-1].entry.rel)
+    reg._loader.view_cache.account(states[-1].entry.rel)
     assert list(reg.memory_in_use()) == [states[-1].entry.rel]
 
     parses = []
-    real_parse = reg._parse
+    real_parse = reg._loader._parse
     monkeypatch.setattr(
-        reg, "_parse", lambda state, report, *rest: parses.append(state.entry.rel) or real_parse(state, report, *rest)
+        reg._loader,
+        "_parse",
+        lambda state, report, *rest: parses.append(state.entry.rel) or real_parse(state, report, *rest),
     )
     evicted = states[0]
     evicted.from_cache = False
