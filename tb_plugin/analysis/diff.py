@@ -37,6 +37,7 @@ from ..trace.model import Trace
 from .intervals import covers, merge
 from .op_tree import op_tree
 from .operators import op_times
+from .overview import Overview
 from .steps import compute_steps
 
 CHANGE_PCT = 5.0
@@ -292,7 +293,7 @@ def kernel_diff(base: Trace, exp: Trace) -> list[dict]:
     return out
 
 
-def step_diff(base_overview: dict, exp_overview: dict) -> dict:
+def step_diff(base_overview: Overview, exp_overview: Overview) -> dict:
     b, e = base_overview["average"], exp_overview["average"]
     return {
         "baseline": b,

@@ -9,7 +9,7 @@ HTTP route both call :func:`compute_overview`. All times are µs.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -35,7 +35,27 @@ from .tensor_cores import fp32_eligible_kernel_us_by_device
 CATEGORY_KEYS = [f"{c}_us" for c in CATEGORIES]
 
 
-def compute_overview(trace: Trace, workers_in_run: int = 1) -> dict[str, Any]:
+class Overview(TypedDict):
+    """Everything the Overview page shows of one worker's trace file (:func:`compute_overview`; times
+    in µs, step times from the first step's start). A plain dict at run time, so the JSON is the
+    dict itself; the type checker holds the keys every interface reads."""
+
+    configuration: dict[str, Any]  # workers, device, step count and window, distributed info, versions
+    categories: list[str]  # CATEGORY_KEYS: the breakdown's columns
+    category_labels: dict[str, str]
+    steps: list[dict[str, Any]]  # per step: step, start_us, end_us, total_us and each category
+    average: dict[str, float]  # the average step: total_us and each category
+    average_pct: dict[str, float | None]  # each category's share of the average step (%; None without steps)
+    gpus: list[dict[str, Any]]
+    recommendations: list[str]  # the sentences of recommendation_details
+    recommendation_details: list[dict[str, Any]]
+    about: list[dict[str, Any]]  # "About this trace" warnings
+    runtime_calls: dict[str, Any]  # analysis/runtime_calls.py
+    trainer_events: list[dict[str, Any]]
+    system_metrics: list[dict[str, Any]]
+
+
+def compute_overview(trace: Trace, workers_in_run: int = 1) -> Overview:
     """Everything the Overview page shows, for one worker's trace file."""
     steps = compute_steps(trace)
     breakdown = compute_breakdown(trace, steps)

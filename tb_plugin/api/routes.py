@@ -123,7 +123,8 @@ def runs(registry: Registry) -> Answer:
 
 @file_route
 def overview(registry: Registry, args: Args, state: FileState) -> Answer:
-    doc = report.overview_document(registry, state) or {}
+    overview = report.overview_document(registry, state)
+    doc: dict[str, Any] = {**overview} if overview is not None else {}
     doc.update(
         state="ready",
         run=args["run"],

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 import orjson
 
+from ..analysis.overview import Overview
 from ..registry import graph_siblings, report, report_distributed
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.interface import Registry
@@ -108,7 +109,7 @@ class Tools:
             params["view"] = view
         return f"{self.ui_url}#{urlencode(params)}"
 
-    def _overview(self, st: FileState) -> dict[str, Any]:
+    def _overview(self, st: FileState) -> Overview:
         """The Overview of a loaded file (:func:`~tb_plugin.registry.report.overview_document`)."""
         doc = report.overview_document(self.registry, st)
         if doc is None:  # a loaded file has one; a file reloading since has not yet

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ..analysis.overview import Overview
 from ..api.table_columns import MEMORY_STAT_COLUMNS
 from ..errors import UnreadableFileError
 from ..registry import graph_siblings, report, report_distributed
@@ -89,7 +90,7 @@ class Trace:
         """The file's :class:`~tb_plugin.registry.views.FileViews` (re-read from the parse cache if evicted)."""
         return self.registry.views(self.state)
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> Overview:
         """The Overview tab's document (``kinetoscope report --json``'s ``overview``): ``average`` and
         ``steps`` split into the eight categories (µs), ``gpus`` (utilization, SM efficiency, occupancy,
         tensor-core share, %), ``recommendations``."""

@@ -14,7 +14,8 @@ from ..analysis import critical_path_overlay
 from ..analysis import distributed as distributed_analysis
 from . import report_distributed
 from .executors import LocalExecutor, is_remote, open_executor, run_ranks
-from .executors.task import RankJob, unpack
+from .executors.task import RankJob, received_aggregate
+from .records import RankAggregate
 from .states import ERROR, LOADING, QUEUED, READY, FileState
 
 if TYPE_CHECKING:
@@ -212,7 +213,7 @@ class DistributedAggregate:
             ranks = [(i, w, t) for i, (_, w, t) in enumerate(ranks)]
         return states, ranks, messages, guessed
 
-    def _rank_aggregate(self, st: FileState) -> dict[str, Any] | None:
+    def _rank_aggregate(self, st: FileState) -> RankAggregate | None:
         """Load this file (if not loaded) and set its distributed aggregate (its views' ``rank_reduce``,
         read from the analysis cache when there), once: under the file's lock, so concurrent requests
         wait for one parse and one reduction. Returns it (None: the file did not load)."""
@@ -262,8 +263,8 @@ class DistributedAggregate:
             if not tables:
                 if error:
                     (failed if failed is not None else {})[result.key] = error
-                else:
-                    st.aggregate = result.aggregate
+                elif result.aggregate is not None:
+                    st.aggregate = received_aggregate(result.aggregate)
                 continue
             st.load_seconds, st.from_cache = result.seconds, result.from_cache
             aggregate = result.aggregate  # a result without an error holds its aggregate (executors/task.py)
@@ -271,8 +272,8 @@ class DistributedAggregate:
                 st.error, st.state = error or "the rank's analysis returned no result", ERROR
             else:
                 st.warnings, st.notes = list(result.warnings), list(result.notes)
-                st.aggregate = dict(aggregate, tables=unpack(aggregate["tables"]))
-                st.overview = st.aggregate["tables"]["overview"]
+                received = received_aggregate(aggregate)
+                st.aggregate, st.overview = received, received["tables"]["overview"]
                 st.progress, st.state = 1.0, READY
 
     def _executor_for(self, todo: list[FileState]) -> tuple[Executor | None, str | None]:

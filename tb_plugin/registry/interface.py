@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
     from ..trace.model import Trace
+    from .records import RunsDocument
     from .states import ArtifactState, FileState
     from .views import FileViews
 
@@ -64,7 +65,7 @@ class Registry(abc.ABC):
         """How many workers the run's files name."""
 
     @abc.abstractmethod
-    def runs_document(self) -> dict[str, Any]:
+    def runs_document(self) -> RunsDocument:
         """The ``runs`` document of docs/http_api.md."""
 
     @abc.abstractmethod

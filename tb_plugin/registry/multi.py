@@ -16,6 +16,7 @@ from ..settings import Settings
 from ..storage.urls import redact
 from .cache import ParseCache
 from .interface import Progress, RankProgress, Registry
+from .records import RunsDocument
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
 from .views import FileViews
@@ -207,16 +208,16 @@ class MultiRegistry(Registry):
         reg = self._owner(run)
         return reg.hang(run) if reg else None
 
-    def runs_document(self) -> dict[str, Any]:
+    def runs_document(self) -> RunsDocument:
         docs = [reg.runs_document() for reg in self.registries]
         return {
             "logdir": self.logdir,
             "loading": {
                 "files_total": sum(d["loading"]["files_total"] for d in docs),
                 "files_done": sum(d["loading"]["files_done"] for d in docs),
-                "files_queued": sum(d["loading"].get("files_queued", 0) for d in docs),
+                "files_queued": sum(d["loading"]["files_queued"] for d in docs),
             },
             "errors": [e for d in docs for e in d["errors"]],
-            "notices": [n for d in docs for n in d.get("notices", [])],
+            "notices": [n for d in docs for n in d["notices"]],
             "runs": sorted((r for d in docs for r in d["runs"]), key=lambda r: r["name"]),
         }

@@ -22,6 +22,7 @@ from .report_artifacts import add_artifacts, add_hang
 from .report_distributed import add_distributed, run_advice
 
 if TYPE_CHECKING:
+    from ..analysis.overview import Overview
     from .states import FileState
     from .views import FileViews
 
@@ -54,11 +55,11 @@ MAX_DIFF_KERNELS = 500  # kernel rows of the UI's diff
 
 
 # -- one file -------------------------------------------------------------------------------------
-def overview_document(registry: Registry, state: FileState) -> dict[str, Any] | None:
+def overview_document(registry: Registry, state: FileState) -> Overview | None:
     """A loaded file's Overview with ``configuration.workers_in_run`` (the files' workers in its run)."""
     if state.overview is None:
         return None
-    doc = dict(state.overview)
+    doc = state.overview.copy()
     doc["configuration"] = dict(doc.get("configuration", {}), workers_in_run=registry.workers_in_run(state.run))
     return doc
 
@@ -80,7 +81,7 @@ RUNTIME_CALL_KEYS = [
 ]
 
 
-def advice_document(overview: dict[str, Any], top_calls: int | None = None) -> dict[str, Any]:
+def advice_document(overview: Overview, top_calls: int | None = None) -> dict[str, Any]:
     """A file's one list of recommendations as every interface serves it (the Overview's, computed once
     in analysis/overview.py): ``recommendations`` (sentences), ``recommendation_details`` (rule, addressed
     µs, threshold µs, basis and the rule's values), ``about`` (the "About this trace" warnings) and
@@ -253,7 +254,7 @@ def _add_run_advice(entry: dict[str, Any]) -> None:
 def worker_entry(registry: Registry, st: FileState) -> dict[str, Any]:
     """One file of the report: its Overview and, when analysed, its tables and insight figures."""
     overview = overview_document(registry, st)
-    entry = {
+    entry: dict[str, Any] = {
         "worker": st.worker,
         "span": st.span,
         "path": st.entry.rel,
@@ -271,8 +272,8 @@ def worker_entry(registry: Registry, st: FileState) -> dict[str, Any]:
     if overview is not None:
         assert st.aggregate is not None, "a loaded file of the report has its aggregate"
         tables = st.aggregate["tables"]
-        for key in ("operators", "kernels", "modules", "memory"):
-            entry[key] = tables[key]
+        entry["operators"], entry["kernels"] = tables["operators"], tables["kernels"]
+        entry["modules"], entry["memory"] = tables["modules"], tables["memory"]
         # an aggregate cached before graphs existed has none; a capture in another trace as the routes find it
         entry["graphs"] = graph_siblings.report_graphs(registry, st, tables.get("graphs"))
         entry["insights"] = st.aggregate["insights"]

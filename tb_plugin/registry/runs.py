@@ -32,6 +32,7 @@ from .distributed import DistributedAggregate
 from .hang import HangDumps
 from .interface import Progress, RankProgress, Registry
 from .loader import Listing, TraceLoader
+from .records import LogdirError, RunRow, RunsDocument
 from .states import ERROR, LOADING, READY, ArtifactState, DumpRecords, FileState
 from .trace_files import TraceFiles
 
@@ -88,7 +89,7 @@ class RunRegistry(Registry, TraceFiles):
         self._wake = threading.Condition(self._lock)
         self._by_key: dict[tuple[str, str, str], FileState] = {}  # (run, worker, span) -> file
         self._order: list[FileState] | None = None  # files() order, rebuilt after a scan changes it
-        self._runs_doc: tuple[Any, float, dict[str, Any], bool] | None = None  # (changes, time, doc, loading)
+        self._runs_doc: tuple[Any, float, RunsDocument, bool] | None = None  # (changes, time, doc, loading)
         self._workers_of_run: dict[str, int] = {}
         self._scanned = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -227,7 +228,7 @@ class RunRegistry(Registry, TraceFiles):
         with self._lock:
             return self._workers_of_run.get(run, 0)
 
-    def runs_document(self) -> dict[str, Any]:
+    def runs_document(self) -> RunsDocument:
         """The ``runs`` document of docs/http_api.md. Rebuilt only when what it shows of the files and
         artifacts changed (their ``shown()``), or, while a file is loading, every
         :data:`RUNS_PROGRESS_S` for its progress: the UI polls it."""
@@ -251,7 +252,7 @@ class RunRegistry(Registry, TraceFiles):
         self._runs_doc = (changes, time.monotonic(), doc, loading)
         return doc
 
-    def _build_runs_document(self, queue: dict[str, int]) -> tuple[dict[str, Any], bool]:
+    def _build_runs_document(self, queue: dict[str, int]) -> tuple[RunsDocument, bool]:
         """The document, with ``queue`` (:meth:`queue_positions`) for each file's ``queued_before``."""
         files = self.files()
         artifacts = self.artifacts()
@@ -269,22 +270,24 @@ class RunRegistry(Registry, TraceFiles):
         loading = any(st.state == LOADING for st in files)
         if self.error is not None:
             runs.setdefault(self.prefix or ".", {})
+        errors: list[LogdirError] = (
+            [] if self.error is None else [{"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}]
+        )
+        rows: list[RunRow] = [
+            {
+                "name": run,
+                "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()],
+                "artifacts": by_run.get(run, []),
+                "error": self.error if self.error is not None and run == (self.prefix or ".") else None,
+            }
+            for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
+        ]
         return {
             "logdir": self.logdir,
             "loading": {"files_total": len(files), "files_done": done, "files_queued": len(queue)},
-            "errors": []
-            if self.error is None
-            else [{"logdir": self.logdir, "run": self.prefix or ".", "error": self.error}],
+            "errors": errors,
             "notices": skipped_links_notice(self.skipped_links),
-            "runs": [
-                {
-                    "name": run,
-                    "workers": [{"worker": w, "spans": spans} for w, spans in workers.items()],
-                    "artifacts": by_run.get(run, []),
-                    "error": self.error if self.error is not None and run == (self.prefix or ".") else None,
-                }
-                for run, workers in sorted(runs.items(), key=lambda kv: _run_sort_key(kv[0]))
-            ],
+            "runs": rows,
         }, loading
 
     # -- loading (the loader) -----------------------------------------------------------------

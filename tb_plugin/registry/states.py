@@ -11,9 +11,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..storage.fs import FileEntry
+
+if TYPE_CHECKING:
+    from ..analysis.overview import Overview
+    from .records import RankAggregate
 
 #: ``(records, unreadable)`` of a run's flight-recorder dumps (registry/hang.py ``read_dumps``)
 DumpRecords = tuple[list[dict[str, Any]], list[dict[str, Any]]]
@@ -48,11 +52,11 @@ class FileState:
     error: str | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)  # about the file; not warnings (Trace.notes)
-    overview: dict[str, Any] | None = None
+    overview: Overview | None = None
     load_seconds: float | None = None  # the whole load (s), including what follows READY (cache writes, index)
     ready_seconds: float | None = None  # from the load's start to READY (s): what the user waits for
     from_cache: bool = False
-    aggregate: dict[str, Any] | None = None  # per-rank aggregates (executors/task.py), once computed
+    aggregate: RankAggregate | None = None  # per-rank aggregates (executors/task.py), once computed
     contents: dict[str, bool] | None = None  # has_memory / has_modules (analysis/contents.py), once loaded
     # held while this file is parsed or its aggregate computed: concurrent requests wait for one load
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)

@@ -19,7 +19,7 @@ from ..analysis.graphs import graphs_document
 from ..analysis.kernels import kernel_rows, tensor_core_split
 from ..analysis.modules import module_tree
 from ..analysis.operators import operator_rows, operator_stacks
-from ..analysis.overview import compute_overview
+from ..analysis.overview import Overview, compute_overview
 from ..analysis.steps import compute_steps
 from ..analysis.timeline import pack_index, timeline_index, track_of_events, unpack_index
 from ..analysis.timeline_range import range_stats
@@ -127,7 +127,7 @@ class FileViews:
     def tensor_core_split(self) -> dict[str, float]:
         return self._get("tc", lambda: tensor_core_split(self.trace))
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> Overview:
         """The file's Overview (:func:`~tb_plugin.analysis.overview.compute_overview`)."""
         return self._get("overview", lambda: compute_overview(self.trace))
 

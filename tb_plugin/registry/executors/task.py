@@ -38,6 +38,7 @@ from ...storage.remote import StorageError
 from ...trace.errors import TraceReadError
 from ..cache import ParseCache
 from ..parse import open_views, parse_entry
+from ..records import RankAggregate
 from ..report import rank_aggregate
 from ..results import ResultCache
 
@@ -175,3 +176,13 @@ def pack(obj: Any) -> bytes:
 def unpack(data: bytes) -> Any:
     """The section :func:`pack` compressed (the result came from our own task, like every Dask result)."""
     return pickle.loads(zlib.decompress(data))
+
+
+def received_aggregate(aggregate: dict[str, Any]) -> RankAggregate:
+    """The typed record of a trace task's aggregate as it came back (its ``tables`` unpacked)."""
+    out: RankAggregate = {"distributed": aggregate["distributed"]}
+    if "insights" in aggregate:
+        out["insights"] = aggregate["insights"]
+    if "tables" in aggregate:
+        out["tables"] = unpack(aggregate["tables"])
+    return out
