@@ -80,6 +80,7 @@ SCALE = (
 import hashlib, json, pickle, sys, time
 sys.path.insert(0, sys.argv[2])
 from tb_plugin.registry.executors import open_executor
+from tb_plugin.registry.interface import RankRun
 from tb_plugin.registry.runs import RunRegistry
 from tb_plugin.registry.cache import ParseCache
 start_mb = hwm_mb()
@@ -91,7 +92,7 @@ warnings, failed = [], {}
 t = time.perf_counter()
 if not tensorboard:
     executor = open_executor(sys.argv[3], warnings.append)
-    reg.analyse(files, executor, tables=False, failed=failed, warn=warnings.append)
+    reg.analyse(files, executor, RankRun(tables=False, failed=failed, warn=warnings.append))
     executor.close()
 reduced_s = time.perf_counter() - t
 view = reg.distributed(files[0].run, files[0].span)

@@ -106,6 +106,7 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
     if not files:
         return
     from ..registry.executors import LocalExecutor, open_executor
+    from ..registry.interface import RankRun
     from ..trace import heap
 
     heap.tune_allocator()  # this process's large arrays from the heap (trace/heap.py)
@@ -115,7 +116,7 @@ def _analyse(registry: RunRegistry, files: list, executor: str | None, err: Text
 
     bar = ProgressBar(err, len(files), show_host=not isinstance(chosen, LocalExecutor))
     try:
-        registry.analyse(files, chosen, tables=True, progress=bar.rank, warn=warn)
+        registry.analyse(files, chosen, RankRun(tables=True, progress=bar.rank, warn=warn))
     finally:
         chosen.close()
     bar.done()

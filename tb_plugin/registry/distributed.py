@@ -15,6 +15,7 @@ from ..analysis import distributed as distributed_analysis
 from . import report_distributed
 from .executors import LocalExecutor, is_remote, open_executor, run_ranks
 from .executors.task import RankJob, received_aggregate
+from .interface import RankRun
 from .records import RankAggregate
 from .states import ERROR, LOADING, QUEUED, READY, FileState
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
     from .cache import ParseCache
     from .executors.base import Executor
-    from .executors.base import Progress as RankProgress
     from .trace_files import TraceFiles
 
 logger = logging.getLogger(__name__)
@@ -188,9 +188,7 @@ class DistributedAggregate:
                     self.analyse(
                         [st for st in mine if st.aggregate is None],
                         executor,
-                        tables=False,
-                        failed=failed,
-                        warn=messages.append,
+                        RankRun(tables=False, failed=failed, warn=messages.append),
                     )
                 finally:
                     for st in mine:
@@ -240,24 +238,17 @@ class DistributedAggregate:
             tables=tables,
         )
 
-    def analyse(
-        self,
-        states: list[FileState],
-        executor: Executor,
-        tables: bool = True,
-        progress: RankProgress | None = None,
-        warn: Callable[[str], object] | None = None,
-        failed: dict[str, str] | None = None,
-    ) -> None:
-        """Run the per-rank task of each file on ``executor`` (results in completion order, ``progress``
-        per rank). With ``tables`` (the report) each file ends READY with its overview and aggregate, or
-        ERROR with its message; without, only ``aggregate`` is set and errors go to ``failed``."""
+    def analyse(self, states: list[FileState], executor: Executor, how: RankRun = RankRun()) -> None:
+        """Run the per-rank task of each file on ``executor`` (results in completion order, ``how.progress``
+        per rank). With ``how.tables`` (the report) each file ends READY with its overview and aggregate,
+        or ERROR with its message; without, only ``aggregate`` is set and errors go to ``how.failed``."""
+        tables, failed = how.tables, how.failed
         by_key = {st.entry.rel: st for st in states}
         jobs = [self.rank_job(st, tables) for st in states]
         if tables:
             for st in states:
                 st.state, st.progress = LOADING, 0.0
-        for result in run_ranks(executor, jobs, progress, warn):
+        for result in run_ranks(executor, jobs, how.progress, how.warn):
             st = by_key[result.key]
             error = self._traces.client_message(result.error) if result.error else None
             if not tables:

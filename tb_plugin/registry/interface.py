@@ -6,6 +6,7 @@ server call on a registry. :class:`~.runs.RunRegistry` (one logdir) and :class:`
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -20,6 +21,18 @@ if TYPE_CHECKING:
 Progress = Callable[[float], None]
 #: ``progress(done, total, result)``: per rank of :meth:`Registry.analyse` (executors.base.Progress)
 RankProgress = Callable[[int, int, Any], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class RankRun:
+    """How :meth:`Registry.analyse` runs the per-rank tasks: ``tables`` (the report's per-worker
+    sections; each file ends READY or ERROR), ``progress`` per rank, ``warn`` for the executor's
+    messages, and ``failed`` (rel → message; filled without ``tables``, where errors go)."""
+
+    tables: bool = True
+    progress: RankProgress | None = None
+    warn: Callable[[str], object] | None = None
+    failed: dict[str, str] | None = None
 
 
 class Registry(abc.ABC):
@@ -115,12 +128,9 @@ class Registry(abc.ABC):
         self,
         states: list[FileState],
         executor: Any,  # an executors.base.Executor (not imported: executors import the report)
-        tables: bool = True,
-        progress: RankProgress | None = None,
-        warn: Callable[[str], object] | None = None,
-        failed: dict[str, str] | None = None,
+        how: RankRun = RankRun(),
     ) -> None:
-        """Run the per-rank task of each file on ``executor`` (the CLI's report)."""
+        """Run the per-rank task of each file on ``executor`` (the CLI's report), as ``how`` says."""
 
     # -- artifacts -------------------------------------------------------------------------------
     @abc.abstractmethod

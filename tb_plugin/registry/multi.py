@@ -10,12 +10,12 @@ import os
 import posixpath
 import re
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..settings import Settings
 from ..storage.urls import redact
 from .cache import ParseCache
-from .interface import Progress, RankProgress, Registry
+from .interface import Progress, RankRun, Registry
 from .records import RunsDocument
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
@@ -163,17 +163,9 @@ class MultiRegistry(Registry):
     def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
         return self._holder(run).span_advice(run, span)
 
-    def analyse(
-        self,
-        states: list[FileState],
-        executor: Any,  # an executors.base.Executor (not imported: executors import the report)
-        tables: bool = True,
-        progress: RankProgress | None = None,
-        warn: Callable[[str], object] | None = None,
-        failed: dict[str, str] | None = None,
-    ) -> None:
+    def analyse(self, states: list[FileState], executor: Any, how: RankRun = RankRun()) -> None:
         for reg, mine in self._by_holder(states):
-            reg.analyse(mine, executor, tables, progress, warn, failed)
+            reg.analyse(mine, executor, how)
 
     # artifacts
     def artifacts(self, run: str | None = None) -> list[ArtifactState]:

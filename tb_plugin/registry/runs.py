@@ -18,7 +18,7 @@ import os
 import posixpath
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..settings import Settings
 from ..storage.fs import FileEntry, list_files, open_logdir
@@ -30,7 +30,7 @@ from .artifacts import ArtifactStore, artifact_links
 from .cache import ParseCache
 from .distributed import DistributedAggregate
 from .hang import HangDumps
-from .interface import Progress, RankProgress, Registry
+from .interface import Progress, RankRun, Registry
 from .loader import Listing, TraceLoader
 from .records import LogdirError, RunRow, RunsDocument
 from .states import ERROR, LOADING, READY, ArtifactState, DumpRecords, FileState
@@ -364,16 +364,8 @@ class RunRegistry(Registry, TraceFiles):
     def rank_job(self, state: FileState, tables: bool = True) -> RankJob:
         return self._distributed.rank_job(state, tables)
 
-    def analyse(
-        self,
-        states: list[FileState],
-        executor: Any,
-        tables: bool = True,
-        progress: RankProgress | None = None,
-        warn: Callable[[str], object] | None = None,
-        failed: dict[str, str] | None = None,
-    ) -> None:
-        self._distributed.analyse(states, executor, tables, progress, warn, failed)
+    def analyse(self, states: list[FileState], executor: Any, how: RankRun = RankRun()) -> None:
+        self._distributed.analyse(states, executor, how)
 
     def fs_of(self, state: FileState) -> AbstractFileSystem:
         """The filesystem holding this file (:attr:`opened_fs`)."""
