@@ -6,9 +6,12 @@ status), so a CI job or a restart agent can act on it. Also prints the hang sect
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..settings import Settings
+
+if TYPE_CHECKING:
+    from ..registry.records import HangDocument
 
 # the registry, orjson and the analyses are imported by :func:`run` only: the text report, which prints
 # the hang section (:func:`print_report_hang`), pays nothing for the command
@@ -70,7 +73,7 @@ def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     return 3 if doc["findings"] or doc["unreadable"] else 0
 
 
-def json_document(doc: dict) -> dict:
+def json_document(doc: HangDocument) -> dict:
     """The ``--json`` answer: ``ranks``, ``groups``, ``findings`` (the issue's keys first), ``unreadable``,
     ``verdict``, ``traces``."""
     findings = [
@@ -88,7 +91,7 @@ def json_document(doc: dict) -> dict:
     }
 
 
-def print_document(doc: dict, out: TextIO, indent: str = "") -> None:
+def print_document(doc: HangDocument, out: TextIO, indent: str = "") -> None:
     """The verdict, then per group its stuck instance, then the unreadable dumps."""
     guessed = [r["rank"] for r in doc["ranks"] if r["rank_from"] == "name"]
     out.write(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
     from .executors import Executor
+    from .records import HangDocument
     from .states import ArtifactState, DumpRecords
     from .trace_files import TraceFiles
 
@@ -118,19 +119,27 @@ def compact(record: dict[str, Any]) -> dict[str, Any]:
 
 def job_document(
     records: list[dict[str, Any]], unreadable: list[dict[str, Any]], traces: dict[int, dict[str, Any]] | None = None
-) -> dict[str, Any]:
+) -> HangDocument:
     """The hang document: :func:`~tb_plugin.analysis.hang.analyse` ranked by
     :func:`~tb_plugin.analysis.hang_verdict.rank_findings`, with ``traces`` (rank → ``{"path",
     "worker", "span"}`` of a profiler trace of that rank) and, per finding, ``trace_ranks``: the
     ranks it names that have one."""
-    doc = hang_verdict.rank_findings(hang.analyse(records, unreadable))
+    ranked = hang_verdict.rank_findings(hang.analyse(records, unreadable))
     traces = traces or {}
-    doc["traces"] = {str(r): t for r, t in sorted(traces.items())}
-    for f in doc["findings"]:
+    findings: list[dict[str, Any]] = ranked["findings"]
+    for f in findings:
         named = set(f["missing_ranks"]) | set(f["ranks_present"])
         f["trace_ranks"] = sorted(r for r in named if r in traces)
-    doc["dumps"] = len(records) + len(doc["unreadable"])
-    return doc
+    return {
+        "ranks": ranked["ranks"],
+        "groups": ranked["groups"],
+        "findings": findings,
+        "unreadable": ranked["unreadable"],
+        "latest_ns": ranked["latest_ns"],
+        "verdict": ranked["verdict"],
+        "traces": {str(r): t for r, t in sorted(traces.items())},
+        "dumps": len(records) + len(ranked["unreadable"]),
+    }
 
 
 def traces_by_rank(names: Iterable[str]) -> dict[int, dict[str, Any]]:
@@ -150,7 +159,7 @@ def folder_document(
     executor: Executor | None = None,
     warn: Callable[[str], object] | None = None,
     link_traces: bool = True,
-) -> dict[str, Any]:
+) -> HangDocument:
     """The hang document of the dumps directly in ``folder`` (a path or URL), with the traces beside them
     (by rank; ``link_traces``: the findings linked to the collectives in them, :func:`link_folder_traces`).
     Raises :class:`HangError` when the folder holds no dump."""
@@ -171,7 +180,7 @@ def folder_document(
     return doc
 
 
-def link_folder_traces(doc: dict[str, Any], fs: AbstractFileSystem, root: str, limit: int = MAX_TRACES_LINKED) -> None:
+def link_folder_traces(doc: HangDocument, fs: AbstractFileSystem, root: str, limit: int = MAX_TRACES_LINKED) -> None:
     """Loads the traces beside the dumps of the first ``limit`` ranks the findings name (suspects first,
     in verdict order) and links the findings to them
     (:func:`~tb_plugin.analysis.hang_traces.link_findings`); a trace that cannot be read is listed in
@@ -280,7 +289,7 @@ class HangDumps:
             self._read[run] = (key, got)
             return got
 
-    def document(self, run: str) -> dict[str, Any] | None:
+    def document(self, run: str) -> HangDocument | None:
         """The run's hang document (:func:`job_document`), its traces linked by rank; the findings of a
         rank whose trace is loaded also say where its collectives stand in it
         (:func:`~tb_plugin.analysis.hang_traces.link_findings`). None without dumps."""

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
     from ..trace.model import Trace
-    from .records import RunsDocument
+    from .records import HangDocument, RunsDocument
     from .states import ArtifactState, FileState
     from .views import FileViews
 
@@ -168,5 +168,5 @@ class Registry(abc.ABC):
         """``(records, unreadable)`` of the run's flight-recorder dumps; None when it has none."""
 
     @abc.abstractmethod
-    def hang(self, run: str) -> dict[str, Any] | None:
+    def hang(self, run: str) -> HangDocument | None:
         """The run's hang document; None without dumps."""

@@ -16,7 +16,7 @@ from ..settings import Settings
 from ..storage.urls import redact
 from .cache import ParseCache
 from .interface import Progress, RankRun, Registry
-from .records import RunsDocument
+from .records import HangDocument, RunsDocument
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
 from .views import FileViews
@@ -196,7 +196,7 @@ class MultiRegistry(Registry):
         reg = self._owner(run)
         return reg.hang_records(run) if reg else None
 
-    def hang(self, run: str) -> dict[str, Any] | None:
+    def hang(self, run: str) -> HangDocument | None:
         reg = self._owner(run)
         return reg.hang(run) if reg else None
 

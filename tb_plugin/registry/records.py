@@ -1,5 +1,6 @@
 """The typed records the registry hands across a module boundary: the ``runs`` document
-(docs/http_api.md, ``GET runs``) and a rank's aggregate (registry/executors/task.py). They are
+(docs/http_api.md, ``GET runs``), a rank's aggregate (registry/executors/task.py) and the hang
+document (registry/hang.py). They are
 ``TypedDict``s: at run time plain dicts, so the JSON the routes, the CLI and the MCP tools return and
 the aggregates kept in the analysis cache are unchanged, while the type checker holds every key the
 callers read."""
@@ -81,3 +82,24 @@ class RankAggregate(RankAggregateBase, total=False):
 
     insights: dict[str, Any]
     tables: RankTables
+
+
+class HangDocumentBase(TypedDict):
+    """The hang document of a run's or a folder's flight-recorder dumps (registry/hang.py
+    ``job_document``; docs/http_api.md ``GET hang``), keys in the order the JSON shows them."""
+
+    ranks: list[dict[str, Any]]  # one row per dump read
+    groups: list[dict[str, Any]]  # the process groups, with their stuck instance
+    findings: list[dict[str, Any]]  # ranked: the root cause first (analysis/hang_verdict.py)
+    unreadable: list[dict[str, Any]]  # dumps that could not be read: path, rank, error
+    latest_ns: int | None  # the latest time any dump recorded (ns)
+    verdict: list[str]  # the findings' sentences in order
+    traces: dict[str, dict[str, Any]]  # rank → the profiler trace of that rank: path, worker, span
+    dumps: int  # dump files found (read or not)
+
+
+class HangDocument(HangDocumentBase, total=False):
+    """:class:`HangDocumentBase` and what a folder's document adds (``kinetoscope hang DIR``)."""
+
+    folder: str
+    trace_errors: list[dict[str, Any]]  # traces beside the dumps that could not be read

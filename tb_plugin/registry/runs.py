@@ -32,7 +32,7 @@ from .distributed import DistributedAggregate
 from .hang import HangDumps
 from .interface import Progress, RankRun, Registry
 from .loader import Listing, TraceLoader
-from .records import LogdirError, RunRow, RunsDocument
+from .records import HangDocument, LogdirError, RunRow, RunsDocument
 from .states import ERROR, LOADING, READY, ArtifactState, DumpRecords, FileState
 from .trace_files import TraceFiles
 
@@ -349,7 +349,7 @@ class RunRegistry(Registry, TraceFiles):
     def hang_records(self, run: str) -> DumpRecords | None:
         return self._dumps.records(run)
 
-    def hang(self, run: str) -> dict[str, Any] | None:
+    def hang(self, run: str) -> HangDocument | None:
         return self._dumps.document(run)
 
     def distributed(self, run: str, span: str = "1") -> dict[str, Any]:
