@@ -15,7 +15,10 @@ this module only chooses what one answer carries, computing nothing new:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..registry.records import DistributedResult
 
 MAX_PATH_RANKS = 16  # ranks listed in a critical-path step's by_rank (those of most time)
 MAX_PATH_STEPS = 1000  # critical-path steps in one answer (the first, in step order)
@@ -48,9 +51,9 @@ def bounded_path(steps: list[dict[str, Any]], step: str | None) -> tuple[list[di
     return out, len(steps)
 
 
-def bounded_view(doc: dict[str, Any], step: str | None, rank: int | None, offset: int, limit: int) -> dict[str, Any]:
+def bounded_view(doc: DistributedResult, step: str | None, rank: int | None, offset: int, limit: int) -> dict[str, Any]:
     """The registry's ``distributed`` document as the route answers it (see the module doc)."""
-    out = dict(doc)
+    out: dict[str, Any] = {**doc}
     single = doc.get("single_rank")
     if single:
         path, total = bounded_path(single.get("critical_path") or [], step)

@@ -394,9 +394,8 @@ def distributed(registry: Registry, args: Args) -> Answer:
     rank = integer(args, "rank", -1, -1, 10**9)
     offset = integer(args, "offset", 0, 0, 10**9)
     limit = integer(args, "limit", MAX_STEP_ROWS, 1, MAX_STEP_ROWS)
-    doc = registry.distributed(run, span)
     # the cached whole view, trimmed to the 2 MB bound: per-step rows and path details paged
-    doc = bounded_view(doc, step, rank if rank >= 0 else None, offset, limit)
+    doc = bounded_view(registry.distributed(run, span), step, rank if rank >= 0 else None, offset, limit)
     # the advice that holds on several ranks, said once for the run (as the report's and MCP's)
     advice = registry.span_advice(run, span)
     return 200, dict(doc, reason_code=no_view_code(doc["files"], doc["ranks_loaded"]), recommendations=advice)

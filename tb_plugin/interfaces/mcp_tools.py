@@ -21,6 +21,7 @@ from ..analysis.overview import Overview
 from ..registry import graph_siblings, report, report_distributed
 from ..registry.graph_siblings import sibling_capture_tables
 from ..registry.interface import Registry
+from ..registry.records import DistributedResult
 from ..registry.states import ERROR, READY, FileState
 from ..trace import jsonsafe
 from . import queries
@@ -296,7 +297,7 @@ class Tools:
             )
         )
 
-    def _run_distributed(self, run: str, span: str) -> tuple[dict[str, Any], str]:
+    def _run_distributed(self, run: str, span: str) -> tuple[DistributedResult, str]:
         """The run's distributed result and its Distributed tab link; Invalid for an unknown run."""
         self.registry.wait_scanned(self.wait_s)
         runs = queries.layout(self.registry)

@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from ..analysis import critical_path_overlay
 from ..analysis import distributed as distributed_analysis
@@ -16,7 +16,7 @@ from . import report_distributed
 from .executors import LocalExecutor, is_remote, open_executor, run_ranks
 from .executors.task import RankJob, received_aggregate
 from .interface import RankRun
-from .records import RankAggregate
+from .records import DistributedResult, RankAggregate
 from .states import ERROR, LOADING, QUEUED, READY, FileState
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 EXECUTOR_RETRY_S = 60.0  # after a remote executor failed, the local loads are used this long before a new try
 
 
@@ -51,22 +52,22 @@ class DistributedAggregate:
         # the last cross-rank answer per (kind, run, span[, worker]): (what it was computed from, answer).
         # Computed from the ranks' aggregates, it is reused while they are the same objects (held here,
         # so their ids are not reused), instead of being recombined at every request (256 ranks: 7 s).
-        self._combined: dict[tuple[str, ...], tuple[tuple[Any, ...], list[Any], dict[str, Any]]] = {}
+        self._combined: dict[tuple[str, ...], tuple[tuple[Any, ...], list[Any], Any]] = {}
 
     def _remembered(
         self,
         slot: tuple[str, ...],
         states: list[FileState],
         extra: tuple[Any, ...],
-        compute: Callable[[], dict[str, Any]],
-    ) -> dict[str, Any]:
+        compute: Callable[[], T],
+    ) -> T:
         """``compute()``, or the answer kept for ``slot`` when ``states`` (their file versions and
         aggregates) and ``extra`` are what it was computed from."""
         held = [st.aggregate for st in states]
         key = (tuple((st.entry.rel, st.entry.version, id(a)) for st, a in zip(states, held)), extra)
         got = self._combined.get(slot)
         if got is not None and got[0] == key:
-            return got[2]
+            return cast(T, got[2])  # what compute() returned for this slot
         doc = compute()
         self._combined[slot] = (key, held, doc)
         return doc
@@ -78,7 +79,7 @@ class DistributedAggregate:
                 self._executor.close()
                 self._executor = None
 
-    def distributed(self, run: str, span: str = "1") -> dict[str, Any]:
+    def distributed(self, run: str, span: str = "1") -> DistributedResult:
         """The distributed view of a run's ranks at one span (see analysis.distributed), combined from
         each rank's aggregate. Ranks not analysed yet go to the remote executor when one is chosen
         (``executor`` / ``$KINETOSCOPE_EXECUTOR``), else to the local process pool when they are
@@ -100,30 +101,26 @@ class DistributedAggregate:
         ranks: list[tuple[int, str, dict[str, Any]]],
         messages: list[str],
         guessed: list[str],
-    ) -> dict[str, Any]:
+    ) -> DistributedResult:
         spans = sorted({st.span for st in self._traces.files() if st.run == run}, key=int)
         # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
         # reason: why there is no view (null with one); the files' own failures are in messages
-        out = {
-            "state": "ready",
-            "run": run,
-            "span": span,
-            "spans": spans,
-            "files": len(states),
-            "ranks_loaded": len(ranks),
-            "reason": None,
-        }
         if len(ranks) < 2:  # one rank: no comparison, but its own groups and critical path
             own = distributed_analysis.single_rank_view(ranks[0][0], ranks[0][1], ranks[0][2]) if ranks else None
             # one rank compares with nothing: how its rank was read is a note, not a warning
-            return dict(
-                out,
-                reason=no_view_reason(span, len(states), len(ranks)),
-                view=None,
-                messages=messages,
-                notes=guessed,
-                single_rank=own,
-            )
+            return {
+                "state": "ready",
+                "run": run,
+                "span": span,
+                "spans": spans,
+                "files": len(states),
+                "ranks_loaded": len(ranks),
+                "reason": no_view_reason(span, len(states), len(ranks)),
+                "view": None,
+                "messages": messages,
+                "notes": guessed,
+                "single_rank": own,
+            }
         messages = guessed + messages
         view = distributed_analysis.combine_ranks(ranks)
         messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
@@ -131,7 +128,17 @@ class DistributedAggregate:
             messages.append(
                 "no communication kernels found (CPU-only or Gloo ranks): transfer and sync times need GPU collectives"
             )
-        return dict(out, view=view, messages=messages)
+        return {
+            "state": "ready",
+            "run": run,
+            "span": span,
+            "spans": spans,
+            "files": len(states),
+            "ranks_loaded": len(ranks),
+            "reason": None,
+            "view": view,
+            "messages": messages,
+        }
 
     def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
         """The advice that holds on several of the run's loaded files at ``span``, once for the run

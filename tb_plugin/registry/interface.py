@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
     from ..trace.model import Trace
-    from .records import HangDocument, RunsDocument
+    from .records import DistributedResult, HangDocument, RunsDocument
     from .states import ArtifactState, FileState
     from .views import FileViews
 
@@ -111,7 +111,7 @@ class Registry(abc.ABC):
 
     # -- the distributed aggregate ---------------------------------------------------------------
     @abc.abstractmethod
-    def distributed(self, run: str, span: str = "1") -> dict[str, Any]:
+    def distributed(self, run: str, span: str = "1") -> DistributedResult:
         """The distributed view of a run's ranks at one span."""
 
     @abc.abstractmethod

@@ -16,7 +16,7 @@ from ..settings import Settings
 from ..storage.urls import redact
 from .cache import ParseCache
 from .interface import Progress, RankRun, Registry
-from .records import HangDocument, RunsDocument
+from .records import DistributedResult, HangDocument, RunsDocument
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
 from .views import FileViews
@@ -154,7 +154,7 @@ class MultiRegistry(Registry):
         return max((reg.parse_in_parallel(mine) for reg, mine in self._by_holder(states)), default=0)
 
     # the distributed aggregate
-    def distributed(self, run: str, span: str = "1") -> dict[str, Any]:
+    def distributed(self, run: str, span: str = "1") -> DistributedResult:
         return self._holder(run).distributed(run, span)
 
     def critical_path_overlay(self, state: FileState) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The typed records the registry hands across a module boundary: the ``runs`` document
-(docs/http_api.md, ``GET runs``), a rank's aggregate (registry/executors/task.py) and the hang
-document (registry/hang.py). They are
+(docs/http_api.md, ``GET runs``), a rank's aggregate (registry/executors/task.py), the hang
+document (registry/hang.py) and the distributed view (registry/distributed.py) with its summary. They are
 ``TypedDict``s: at run time plain dicts, so the JSON the routes, the CLI and the MCP tools return and
 the aggregates kept in the analysis cache are unchanged, while the type checker holds every key the
 callers read."""
@@ -103,3 +103,39 @@ class HangDocument(HangDocumentBase, total=False):
 
     folder: str
     trace_errors: list[dict[str, Any]]  # traces beside the dumps that could not be read
+
+
+class DistributedResultBase(TypedDict):
+    """The distributed view of a run's ranks at one span (registry/distributed.py; docs/http_api.md
+    ``GET distributed``), keys in the order the JSON shows them."""
+
+    state: str  # "ready"
+    run: str
+    span: str
+    spans: list[str]  # the spans of the run's files
+    files: int  # the run's files at this span
+    ranks_loaded: int  # those that loaded: the ranks compared
+    reason: str | None  # why there is no view (None with one)
+    view: dict[str, Any] | None  # analysis/distributed.py combine_ranks; None with fewer than two ranks
+    messages: list[str]  # the files' own failures, how ranks were read, matching problems
+
+
+class DistributedResult(DistributedResultBase, total=False):
+    """:class:`DistributedResultBase` and, with one rank or none, that rank's own view."""
+
+    notes: list[str]  # how the one rank's number was read
+    single_rank: dict[str, Any] | None  # analysis/distributed.py single_rank_view
+
+
+class DistributedSummary(TypedDict):
+    """The report's ``distributed`` section (registry/report_distributed.py ``distributed_summary``)."""
+
+    world_size: int
+    ranks: list[dict[str, Any]]  # RANK_COLUMNS per rank (µs)
+    collectives: list[dict[str, Any]]  # COLLECTIVE_COLUMNS per collective (bytes, GB/s)
+    bandwidth_caveat: str | None
+    matching: dict[str, Any]  # how instances were matched across ranks: method, by_type
+    stragglers: list[dict[str, Any]]
+    groups: list[dict[str, Any]]  # group_summary per process group
+    arrivals: list[dict[str, Any]]  # ARRIVAL_COLUMNS per rank: the stragglers' evidence
+    messages: list[str]

@@ -10,6 +10,7 @@ from typing import Any
 from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
 from .interface import Registry
+from .records import DistributedResult, DistributedSummary
 from .states import FileState
 
 
@@ -54,7 +55,7 @@ COLLECTIVE_COLUMNS = (
 ARRIVAL_COLUMNS = ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler", "text")
 
 
-def distributed_summary(result: dict[str, Any]) -> dict[str, Any] | None:
+def distributed_summary(result: DistributedResult) -> DistributedSummary | None:
     """The report's ``distributed`` section from :meth:`RunRegistry.distributed` (None without a view)."""
     view = result["view"]
     if view is None:
@@ -93,12 +94,13 @@ def group_summary(group: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_critical_path(result: dict[str, Any]) -> list[dict[str, Any]]:
+def run_critical_path(result: DistributedResult) -> list[dict[str, Any]]:
     """The critical path per step of a ``registry.distributed`` result: across the ranks with a view,
     the one rank's own without (``single_rank``), else [] (see analysis.critical_path_combine)."""
     path: list[dict[str, Any]]
-    if result.get("view") is not None:
-        path = result["view"]["critical_path"]
+    view = result.get("view")
+    if view is not None:
+        path = view["critical_path"]
     else:
         path = (result.get("single_rank") or {}).get("critical_path", [])
     return path
@@ -131,7 +133,7 @@ def add_distributed(registry: Registry, doc: dict[str, Any], files: list[FileSta
                         w["critical_path"] = own["critical_path"]
             continue
         result = registry.distributed(entry["name"], "1")
-        summary = distributed_summary(result)
-        if summary is not None:
+        summary, view = distributed_summary(result), result["view"]
+        if summary is not None and view is not None:  # a summary comes with a view
             entry["distributed"] = summary
-            entry["critical_path"] = result["view"]["critical_path"]
+            entry["critical_path"] = view["critical_path"]

@@ -32,7 +32,7 @@ from .distributed import DistributedAggregate
 from .hang import HangDumps
 from .interface import Progress, RankRun, Registry
 from .loader import Listing, TraceLoader
-from .records import HangDocument, LogdirError, RunRow, RunsDocument
+from .records import DistributedResult, HangDocument, LogdirError, RunRow, RunsDocument
 from .states import ERROR, LOADING, READY, ArtifactState, DumpRecords, FileState
 from .trace_files import TraceFiles
 
@@ -352,7 +352,7 @@ class RunRegistry(Registry, TraceFiles):
     def hang(self, run: str) -> HangDocument | None:
         return self._dumps.document(run)
 
-    def distributed(self, run: str, span: str = "1") -> dict[str, Any]:
+    def distributed(self, run: str, span: str = "1") -> DistributedResult:
         return self._distributed.distributed(run, span)
 
     def critical_path_overlay(self, state: FileState) -> dict[str, Any]:
