@@ -1,6 +1,7 @@
 """The typed records the registry hands across a module boundary: the ``runs`` document
 (docs/http_api.md, ``GET runs``), a rank's aggregate (registry/executors/task.py), the hang
-document (registry/hang.py) and the distributed view (registry/distributed.py) with its summary. They are
+document (registry/hang.py), the distributed view (registry/distributed.py) with its summary, and
+the diff of two files (registry/report.py). They are
 ``TypedDict``s: at run time plain dicts, so the JSON the routes, the CLI and the MCP tools return and
 the aggregates kept in the analysis cache are unchanged, while the type checker holds every key the
 callers read."""
@@ -139,3 +140,20 @@ class DistributedSummary(TypedDict):
     groups: list[dict[str, Any]]  # group_summary per process group
     arrivals: list[dict[str, Any]]  # ARRIVAL_COLUMNS per rank: the stragglers' evidence
     messages: list[str]
+
+
+class DiffDocumentBase(TypedDict):
+    """Baseline vs experiment (registry/report.py ``diff_document``; docs/http_api.md ``GET diff``)."""
+
+    steps: dict[str, Any]  # the Overview's categories: base, exp and delta of the average step (µs)
+    thresholds: dict[str, float]  # the verdict rule's thresholds (analysis/diff.py)
+    category_labels: dict[str, str]
+    operators: list[dict[str, Any]]  # the tree level below ``path`` (the UI), or the whole tree flattened
+    kernels: list[dict[str, Any]]
+    waterfall: dict[str, Any]  # the level's rows, remainder and step-total Δ (µs per step)
+
+
+class DiffDocument(DiffDocumentBase, total=False):
+    """:class:`DiffDocumentBase` and, for the UI, the operator-tree ``path`` its rows are below."""
+
+    path: list[str]

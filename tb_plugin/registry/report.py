@@ -23,6 +23,7 @@ from .report_distributed import add_distributed, run_advice
 
 if TYPE_CHECKING:
     from ..analysis.overview import Overview
+    from .records import DiffDocument
     from .states import FileState
     from .views import FileViews
 
@@ -196,7 +197,7 @@ def diff_document(
     exp_state: FileState,
     exp_views: FileViews,
     path: list[str] | None = None,
-) -> dict[str, Any]:
+) -> DiffDocument:
     """Baseline vs experiment: ``steps`` (Overview categories), ``operators`` and ``kernels``. With
     ``path`` (the UI) the operator-tree level below that path and the first :data:`MAX_DIFF_KERNELS`
     kernels; without (the CLI) the whole tree flattened and every kernel. ``waterfall``: the level's
@@ -208,21 +209,28 @@ def diff_document(
     kernels = kernel_diff(b, e)
     assert base_state.overview is not None and exp_state.overview is not None, "a diff compares two loaded files"
     steps = step_diff(base_state.overview, exp_state.overview)
-    doc = {"steps": steps, "thresholds": thresholds(), "category_labels": dict(CATEGORY_LABELS)}
+    labels = dict(CATEGORY_LABELS)
     if path is None:
         operators = op_diff_flat(b, e)
         top = [r for r in operators if len(r["path"]) == 1]
-        return dict(
-            doc, operators=operators, kernels=kernels, waterfall=waterfall_totals(steps["delta"]["total_us"], top)
-        )
+        return {
+            "steps": steps,
+            "thresholds": thresholds(),
+            "category_labels": labels,
+            "operators": operators,
+            "kernels": kernels,
+            "waterfall": waterfall_totals(steps["delta"]["total_us"], top),
+        }
     operators = op_diff(b, e, tuple(path))
-    return dict(
-        doc,
-        path=path,
-        operators=operators,
-        kernels=kernels[:MAX_DIFF_KERNELS],
-        waterfall=waterfall_totals(steps["delta"]["total_us"], operators),
-    )
+    return {
+        "steps": steps,
+        "thresholds": thresholds(),
+        "category_labels": labels,
+        "path": path,
+        "operators": operators,
+        "kernels": kernels[:MAX_DIFF_KERNELS],
+        "waterfall": waterfall_totals(steps["delta"]["total_us"], operators),
+    }
 
 
 # -- the CLI's report -----------------------------------------------------------------------------
