@@ -22,16 +22,16 @@ def run_gate(args, base_reg, base, exp_reg, exp, out: TextIO, err: TextIO) -> in
     """The regression gate (tb_plugin/registry/gate.py): 3 on a regression, 2 for a kernel rule that
     matches no kernel, else 0."""
     try:
-        doc = gate.gate_document(args.rules, base, base_reg.views(base), exp, exp_reg.views(exp))
+        found = gate.gate_document(args.rules, base, base_reg.views(base), exp, exp_reg.views(exp))
     except gate.GateError as exc:
         err.write(f"kinetoscope: {printable(str(exc))}\n")
         return 2
-    doc = {"baseline": base.entry.path, "experiment": exp.entry.path, **doc}
     if args.json:
+        doc = {"baseline": base.entry.path, "experiment": exp.entry.path, **found}
         out.write(jsonsafe.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        out.write(f"baseline:   {printable(doc['baseline'])}\nexperiment: {printable(doc['experiment'])}\n")
-        for c in doc["checks"]:
+        out.write(f"baseline:   {printable(base.entry.path)}\nexperiment: {printable(exp.entry.path)}\n")
+        for c in found["checks"]:
             iv = c["interval_pct"] or c["interval_us"]
             unit = "%" if c["interval_pct"] else " µs"
             band = (
@@ -49,22 +49,22 @@ def run_gate(args, base_reg, base, exp_reg, exp, out: TextIO, err: TextIO) -> in
                 f"  {c['status'].upper():<14} {printable(c['rule'])}: median {change}{band}, "
                 f"{c['baseline_steps']} vs {c['experiment_steps']} steps\n"
             )
-        for r in doc["explain"]["operators"][:5]:
+        for r in found["explain"]["operators"][:5]:
             out.write(
                 f"    operator {printable(tail(' > '.join(r['path']), 80))}: {fixed(r['delta_us'], 1, sign=True)} µs/step\n"
             )
-        for k in doc["explain"]["kernels"][:5]:
+        for k in found["explain"]["kernels"][:5]:
             out.write(
                 f"    kernel {printable(tail(k['name'], 80))}: {fixed(k['delta_per_step_us'], 1, sign=True)} µs/step\n"
             )
-        out.write(f"verdict: {doc['verdict']}\n")
-    for c in doc["checks"]:
+        out.write(f"verdict: {found['verdict']}\n")
+    for c in found["checks"]:
         if c["status"] == "too_few_steps":
             err.write(
                 f"kinetoscope: {printable(c['rule'])}: fewer than {MIN_STEPS} steps on a side, the noise cannot be "
                 f"estimated; not counted as a regression\n"
             )
-    return 3 if doc["verdict"] == "regression" else 0
+    return 3 if found["verdict"] == "regression" else 0
 
 
 def printable(text: str) -> str:

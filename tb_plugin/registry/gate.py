@@ -5,7 +5,7 @@ selecting and ordering."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from ..analysis.step_metrics import kernel_step_times, matching_kernel_names
 
 if TYPE_CHECKING:
     from ..trace.model import Trace
+    from .records import GateDocument, GateExplain
     from .states import FileState
     from .views import FileViews
 
@@ -39,7 +40,7 @@ def gate_document(
     base_views: FileViews,
     exp_state: FileState,
     exp_views: FileViews,
-) -> dict[str, Any]:
+) -> GateDocument:
     """``verdict``, ``method``, ``checks`` (one per rule, :func:`..analysis.regression.compare`) and
     ``explain`` (the top operators by change of self time per average step, the top kernels by change
     of time per average step). Raises :class:`GateError` for a kernel rule matching no kernel on
@@ -73,7 +74,7 @@ def gate_document(
     }
 
 
-def explain(base_trace: Trace, exp_trace: Trace, limit: int = TOP_EXPLAIN) -> dict[str, list[dict[str, Any]]]:
+def explain(base_trace: Trace, exp_trace: Trace, limit: int = TOP_EXPLAIN) -> GateExplain:
     """The operator nodes (path, status) with the largest change of self time (device self time where
     the node has device time, else host self time; µs per average step; self times do not count a
     child's change twice), and the kernels with the largest change of time per average step."""

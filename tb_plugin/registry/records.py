@@ -1,7 +1,7 @@
 """The typed records the registry hands across a module boundary: the ``runs`` document
 (docs/http_api.md, ``GET runs``), a rank's aggregate (registry/executors/task.py), the hang
-document (registry/hang.py), the distributed view (registry/distributed.py) with its summary, and
-the diff of two files (registry/report.py). They are
+document (registry/hang.py), the distributed view (registry/distributed.py) with its summary, the
+diff of two files (registry/report.py) and the regression gate's document (registry/gate.py). They are
 ``TypedDict``s: at run time plain dicts, so the JSON the routes, the CLI and the MCP tools return and
 the aggregates kept in the analysis cache are unchanged, while the type checker holds every key the
 callers read."""
@@ -157,3 +157,19 @@ class DiffDocument(DiffDocumentBase, total=False):
     """:class:`DiffDocumentBase` and, for the UI, the operator-tree ``path`` its rows are below."""
 
     path: list[str]
+
+
+class GateExplain(TypedDict):
+    """What explains a gate's difference (registry/gate.py ``explain``; µs per average step)."""
+
+    operators: list[dict[str, Any]]  # path, status, compared, baseline_us, experiment_us, delta_us
+    kernels: list[dict[str, Any]]  # name, status, baseline/experiment/delta_per_step_us
+
+
+class GateDocument(TypedDict):
+    """The CI regression gate's document (registry/gate.py ``gate_document``)."""
+
+    verdict: str  # regression, improvement or no_regression (analysis/regression.py)
+    method: dict[str, Any]  # the test and its constants
+    checks: list[dict[str, Any]]  # one per --fail-on rule (analysis/regression.py compare)
+    explain: GateExplain
