@@ -103,11 +103,10 @@ class DistributedAggregate:
         guessed: list[str],
     ) -> DistributedResult:
         spans = sorted({st.span for st in self._traces.files() if st.run == run}, key=int)
-        # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
-        # reason: why there is no view (null with one); the files' own failures are in messages
-        if len(ranks) < 2:  # one rank: no comparison, but its own groups and critical path
-            own = distributed_analysis.single_rank_view(ranks[0][0], ranks[0][1], ranks[0][2]) if ranks else None
-            # one rank compares with nothing: how its rank was read is a note, not a warning
+
+        def result(reason: str | None, view: dict[str, Any] | None, messages: list[str]) -> DistributedResult:
+            # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
+            # reason: why there is no view (null with one); the files' own failures are in messages
             return {
                 "state": "ready",
                 "run": run,
@@ -115,12 +114,17 @@ class DistributedAggregate:
                 "spans": spans,
                 "files": len(states),
                 "ranks_loaded": len(ranks),
-                "reason": no_view_reason(span, len(states), len(ranks)),
-                "view": None,
+                "reason": reason,
+                "view": view,
                 "messages": messages,
-                "notes": guessed,
-                "single_rank": own,
             }
+
+        if len(ranks) < 2:  # one rank: no comparison, but its own groups and critical path
+            own = distributed_analysis.single_rank_view(ranks[0][0], ranks[0][1], ranks[0][2]) if ranks else None
+            alone = result(no_view_reason(span, len(states), len(ranks)), None, messages)
+            # one rank compares with nothing: how its rank was read is a note, not a warning
+            alone["notes"], alone["single_rank"] = guessed, own
+            return alone
         messages = guessed + messages
         view = distributed_analysis.combine_ranks(ranks)
         messages += view["matching"]["messages"]  # windows that do not line up, dtype/size mismatches
@@ -128,17 +132,7 @@ class DistributedAggregate:
             messages.append(
                 "no communication kernels found (CPU-only or Gloo ranks): transfer and sync times need GPU collectives"
             )
-        return {
-            "state": "ready",
-            "run": run,
-            "span": span,
-            "spans": spans,
-            "files": len(states),
-            "ranks_loaded": len(ranks),
-            "reason": None,
-            "view": view,
-            "messages": messages,
-        }
+        return result(None, view, messages)
 
     def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
         """The advice that holds on several of the run's loaded files at ``span``, once for the run
