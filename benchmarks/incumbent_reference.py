@@ -303,6 +303,34 @@ def sample_key(path, root):
     return os.path.abspath(path) if key.startswith("..") else key
 
 
+def load_each(args, load):
+    """Yield ``(key, result)`` for each file ``args.files`` names (paths or globs), keyed by its path
+    relative to ``args.root``: ``load(path, key)``'s document, or ``{"error": ...}`` where it raised
+    (recorded, not fought)."""
+    for path in expand(args.files):
+        key = sample_key(path, args.root)
+        print(f"loading {key} ...", file=sys.stderr, flush=True)
+        try:
+            yield key, load(path, key)
+        except Exception as ex:
+            yield key, {"error": f"{type(ex).__name__}: {ex}"}
+
+
+def collect(args, m, load, summary, breaks=('},{"name"',)):
+    """Load each file as :func:`load_each` does, print ``summary(result)`` (or its error) for each, and
+    write the results under ``_meta`` ``m`` as compact JSON with a line break after the comma of each of
+    ``breaks`` (one row a line: diffable). Returns the exit status."""
+    results = {"_meta": m}
+    for key, r in load_each(args, load):
+        results[key] = r
+        print("  " + ("FAILED: " + r["error"] if "error" in r else summary(r)), file=sys.stderr, flush=True)
+    text = json.dumps(results, indent=None, separators=(",", ":"), sort_keys=False)
+    for b in breaks:
+        text = text.replace(b, b[:2] + "\n" + b[2:])
+    write_output(text, args.out)
+    return 0
+
+
 def write_output(text, out):
     """Write text and a newline to the file out (making its folder), or print it when out is None."""
     if out:
