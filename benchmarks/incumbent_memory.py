@@ -35,7 +35,6 @@ Usage (from the repo root):
         --out tests/data/incumbent_memory.json FILE_OR_GLOB...
 """
 
-import argparse
 import collections
 import contextlib
 import os
@@ -315,15 +314,12 @@ def load_one(path, max_points, max_rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ref.add_common_args(ap)
+    ap = ref.parser(__doc__)
     ap.add_argument("--max-curve-points", type=int, default=2000)
     ap.add_argument("--max-event-rows", type=int, default=50)
     args = ap.parse_args()
 
-    m = ref.meta()
-    m["generated_by"] = "benchmarks/incumbent_memory.py"
-    m["note"] = (
+    note = (
         "Incumbent Memory view. stats: unrounded bytes, rows in the incumbent's order (by name). "
         "curve rows: [µs since curve_meta.first_ts, allocated B, reserved B], first "
         f"{args.max_curve_points} points, no step-plot patch. events first_rows: [op, size B, alloc µs, release µs, "
@@ -331,6 +327,7 @@ def main():
         "timing_s is machine-dependent. Keys other than _meta are paths relative to the samples "
         "root."
     )
+    m = ref.meta("benchmarks/incumbent_memory.py", note)
     load = lambda path, _: load_one(path, args.max_curve_points, args.max_event_rows)
     return ref.collect(args, m, load, _summary, breaks=('},{"name"', "],["))
 

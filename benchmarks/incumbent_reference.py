@@ -290,11 +290,13 @@ def expand(patterns):
     return files
 
 
-def add_common_args(ap):
-    """The arguments every incumbent script takes: the files, --root and --out."""
+def parser(description):
+    """An argument parser with the arguments every incumbent script takes: the files, --root and --out."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", help="trace files, directories or globs")
     ap.add_argument("--root", default=DEFAULT_ROOT, help="keys are paths relative to this (default %(default)s)")
     ap.add_argument("--out", help="write the JSON here (default: stdout)")
+    return ap
 
 
 def sample_key(path, root):
@@ -341,7 +343,8 @@ def write_output(text, out):
         print(text)
 
 
-def meta():
+def meta(generated_by="benchmarks/incumbent_reference.py", note=None):
+    """The ``_meta`` of a script's output: the script, the date, the versions, the machine and ``note``."""
     import importlib.metadata as md
 
     versions = {}
@@ -351,19 +354,19 @@ def meta():
         except md.PackageNotFoundError:
             versions[pkg] = None
     return {
-        "generated_by": "benchmarks/incumbent_reference.py",
+        "generated_by": generated_by,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "python": platform.python_version(),
         "packages": versions,
         "machine": f"{os.cpu_count()} cpus, {platform.platform()}",
-        "note": "Numbers are the incumbent's unrounded internals unless named *_displayed/displayed. "
+        "note": note
+        or "Numbers are the incumbent's unrounded internals unless named *_displayed/displayed. "
         "timing is machine-dependent. Keys other than _meta are paths relative to the samples root.",
     }
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_args(ap)
+    ap = parser(__doc__)
     ap.add_argument("--merge", action="store_true", help="update an existing --out file instead of replacing it")
     ap.add_argument(
         "--repeat",

@@ -35,7 +35,6 @@ Usage (from the repo root):
 key contains SUBSTR (to keep the JSON small); without it they are kept for every file.
 """
 
-import argparse
 import collections
 import os
 import sys
@@ -305,8 +304,7 @@ def _full_for(args, key):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ref.add_common_args(ap)
+    ap = ref.parser(__doc__)
     ap.add_argument(
         "--full-for",
         action="append",
@@ -316,13 +314,12 @@ def main():
     )
     args = ap.parse_args()
 
-    m = ref.meta()
-    m["generated_by"] = "benchmarks/incumbent_tables.py"
-    m["note"] = (
+    note = (
         "Unrounded incumbent aggregates in µs (occupancy and tc_* in %). Rows in the incumbent's "
         "display order. ops_by_name_input/kernels_by_name_op only where full_tables_for matches. "
         "timing_s is machine-dependent. Keys other than _meta are paths relative to the samples root."
     )
+    m = ref.meta("benchmarks/incumbent_tables.py", note)
     m["full_tables_for"] = args.full_for or ["*"]
     return ref.collect(args, m, lambda path, key: load_one(path, _full_for(args, key)), _summary)
 
