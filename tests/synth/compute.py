@@ -106,6 +106,11 @@ class Op:
     kernels: list[Kernel] = dataclasses.field(default_factory=list)
 
 
+def _event(cat: str, name: str, ts: float, dur: float, args: dict, pid: int = 1, tid: int = 1) -> dict:
+    """A complete (``"X"``) event (µs): host work on pid 1, tid 1 unless told."""
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
 def build(
     device: dict,
     ops: list[Op],
@@ -116,27 +121,14 @@ def build(
 ) -> dict:
     """The trace document. ``kernel_device``: the device index kernels carry (default: ``device["id"]``)."""
     dev = device["id"] if kernel_device is None else kernel_device
-    events: list[dict] = [
-        {
-            "ph": "X",
-            "cat": "user_annotation",
-            "name": "ProfilerStep#1",
-            "pid": 1,
-            "tid": 1,
-            "ts": 0.0,
-            "dur": step_us,
-            "args": {"External id": 1},
-        }
-    ]
+    events = [_event("user_annotation", "ProfilerStep#1", 0.0, step_us, {"External id": 1})]
     corr = 100
     for i, op in enumerate(ops):
         ext = 10 + i
         args: dict[str, Any] = {"External id": ext}
         if op.input_types is not None:
             args["Input type"] = op.input_types
-        events.append(
-            {"ph": "X", "cat": "cpu_op", "name": op.name, "pid": 1, "tid": 1, "ts": op.ts, "dur": op.dur, "args": args}
-        )
+        events.append(_event("cpu_op", op.name, op.ts, op.dur, args))
         for j, k in enumerate(op.kernels):
             corr += 1
             geometry = {}
@@ -144,35 +136,14 @@ def build(
                 geometry["grid"] = k.grid
             if k.block is not None:
                 geometry["block"] = k.block
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "cuda_runtime",
-                    "name": k.launch,
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": op.ts + 1 + j,
-                    "dur": 0.5,
-                    "args": {"External id": ext, "correlation": corr, **geometry},
-                }
-            )
+            call_args = {"External id": ext, "correlation": corr, **geometry}
+            events.append(_event("cuda_runtime", k.launch, op.ts + 1 + j, 0.5, call_args))
             kargs: dict[str, Any] = {"External id": ext, "device": dev, "stream": 7, "correlation": corr}
             if k.grid_on_kernel:
                 kargs.update(geometry)
             if k.blocks_per_sm is not None:
                 kargs["blocks per SM"] = k.blocks_per_sm
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "kernel",
-                    "name": k.name,
-                    "pid": dev,
-                    "tid": 7,
-                    "ts": k.ts,
-                    "dur": k.dur,
-                    "args": kargs,
-                }
-            )
+            events.append(_event("kernel", k.name, k.ts, k.dur, kargs, pid=dev, tid=7))
     doc = {"schemaVersion": 1, "deviceProperties": [device], "traceEvents": events}
     doc.update(top or {})
     return doc

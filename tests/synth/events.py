@@ -61,22 +61,14 @@ def table(text: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.split("|")] for line in text.splitlines() if line.strip()]
 
 
-def host_ops(text: str) -> list[dict]:
-    """Host events (pid 1, empty ``args``) from a :func:`table` of ``name | cat | ts | dur [| tid]`` rows
-    (µs; the thread is 1 where the row names none)."""
-    return [
-        {
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": 1,
-            "tid": int(tid[0]) if tid else 1,
-            "ts": _num(ts),
-            "dur": _num(dur),
-            "args": {},
-        }
-        for name, cat, ts, dur, *tid in table(text)
-    ]
+def host_ops(text: str, with_args: bool = True) -> list[dict]:
+    """Host events (pid 1; an empty ``args`` unless not ``with_args``: then none) from a :func:`table` of
+    ``name | cat | ts | dur [| tid]`` rows (µs; the thread is 1 where the row names none)."""
+    events = []
+    for name, cat, ts, dur, *tid in table(text):
+        ev = {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": int(tid[0]) if tid else 1}
+        events.append(dict(ev, ts=_num(ts), dur=_num(dur), **({"args": {}} if with_args else {})))
+    return events
 
 
 def _num(text: str) -> int | float:

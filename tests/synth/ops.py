@@ -43,7 +43,8 @@ def zero_length_siblings() -> dict:
             aten::empty       | cpu_op | 10.0 |  0.0
             aten::view        | cpu_op |  3.0 |  0.0 | 2
             aten::view        | cpu_op |  3.0 |  0.0 | 2
-            """
+            """,
+            with_args=False,
         )
     }
 
