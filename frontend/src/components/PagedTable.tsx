@@ -31,7 +31,7 @@ export interface TablePage<Row> {
   busy?: boolean;
 }
 
-interface PagedTableProps<Row> extends TablePage<Row> {
+export interface PagedTableProps<Row> extends TablePage<Row> {
   testId: string;
   /** data-testid of each body row; "table-row" unless given. */
   rowTestId?: string;
