@@ -149,6 +149,13 @@ def build(
     return doc
 
 
+def _elementwise_add(dtype: str, kernel_ts: float, kernel_dur: float, blocks: int, **kernel: Any) -> Op:
+    """``aten::add`` [300, 400] µs of two ``dtype`` tensors and a scalar, on one elementwise kernel of
+    ``blocks`` blocks of 128 threads over [``kernel_ts``, ``kernel_ts + kernel_dur``]."""
+    add = Kernel(ELEMENTWISE, kernel_ts, kernel_dur, grid=[blocks, 1, 1], block=[128, 1, 1], **kernel)
+    return Op("aten::add", 300, 100, [dtype, dtype, "Scalar"], [add])
+
+
 def bf16_nvjet() -> dict:
     """H100, BF16: ``aten::mm`` on an nvjet GEMM (300 µs) and ``aten::add`` on an elementwise kernel
     (100 µs). Tensor-core share 300 / 400 = 75 %; no AMP advice (the inputs are BF16 and the GEMM is on
@@ -163,13 +170,7 @@ def bf16_nvjet() -> dict:
                 [BF16, BF16],
                 [Kernel(NVJET, 150, 300, grid=[132, 1, 1], block=[384, 1, 1], blocks_per_sm=1.0)],
             ),
-            Op(
-                "aten::add",
-                300,
-                100,
-                [BF16, BF16, "Scalar"],
-                [Kernel(ELEMENTWISE, 500, 100, grid=[264, 1, 1], block=[128, 1, 1], blocks_per_sm=2.0)],
-            ),
+            _elementwise_add(BF16, 500, 100, 264, blocks_per_sm=2.0),
         ],
         top={"cuda_runtime_version": 12040},
     )
@@ -188,13 +189,7 @@ def fp8_blackwell() -> dict:
                 [FP8, FP8, "float", "float", "", "", "ScalarType"],
                 [Kernel(SM100_BLOCK_SCALED, 150, 200, grid=[148, 1, 1], block=[256, 1, 1])],
             ),
-            Op(
-                "aten::add",
-                300,
-                100,
-                [BF16, BF16, "Scalar"],
-                [Kernel(ELEMENTWISE, 400, 200, grid=[148, 1, 1], block=[128, 1, 1])],
-            ),
+            _elementwise_add(BF16, 400, 200, 148),
         ],
     )
 
@@ -207,13 +202,7 @@ def fp32_sgemm(device: dict = A100, gemm: str = SGEMM, mm_types: list[str] | Non
         device,
         [
             Op("aten::mm", 100, 200, types, [Kernel(gemm, 150, 300, grid=[108, 1, 1], block=[256, 1, 1])]),
-            Op(
-                "aten::add",
-                300,
-                100,
-                [FP32, FP32, "Scalar"],
-                [Kernel(ELEMENTWISE, 500, 100, grid=[108, 1, 1], block=[128, 1, 1])],
-            ),
+            _elementwise_add(FP32, 500, 100, 108),
         ],
     )
 
