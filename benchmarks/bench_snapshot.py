@@ -174,6 +174,12 @@ BYTES_PER_ENTRY = {0: 30, 8: 104}  # the synthesized history's pickle, per entry
 BARE_RSS_PER_FILE_BYTE = 12.5  # pickle.load's peak RSS over the file's size, measured on these files
 
 
+def _over_unpickle(bare: dict | None, **figures: tuple[float, str]) -> dict:
+    """Each figure over the bare unpickle's figure it is measured against, ``name=(value, bare's key)``;
+    none without a bare unpickle."""
+    return {name: value / bare[key] for name, (value, key) in figures.items()} if bare else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=1_000_000)
@@ -290,12 +296,14 @@ def main(argv: list[str] | None = None) -> int:
         open_rss_mb=(first["hwm_mb"], 0),
         reader_rss_mb=(first["child_hwm_mb"], 0),
     )
-    if bare:
-        figures.update(
-            first_over_unpickle=first["first_timeline_s"] / bare["seconds"],
-            first_cpu_over_unpickle_cpu=first["cpu_s"] / bare["cpu_s"],
-            reader_rss_over_unpickle=first["child_hwm_mb"] / bare["hwm_mb"],
+    figures.update(
+        _over_unpickle(
+            bare,
+            first_over_unpickle=(first["first_timeline_s"], "seconds"),
+            first_cpu_over_unpickle_cpu=(first["cpu_s"], "cpu_s"),
+            reader_rss_over_unpickle=(first["child_hwm_mb"], "hwm_mb"),
         )
+    )
     if "before: first open" in best:
         before = best["before: first open"]
         figures.update(before_first_open_s=before["seconds"], before_reader_rss_mb=(before["child_hwm_mb"], 0))
@@ -307,21 +315,23 @@ def main(argv: list[str] | None = None) -> int:
             report_child_rss_mb=(rep["child_hwm_mb"], 0),
             report_sum_rss_mb=(rep["sum_mb"], 0),
         )
-        if bare:
-            figures.update(
-                report_over_unpickle=rep["seconds"] / bare["seconds"],
-                report_cpu_over_unpickle_cpu=rep["cpu_s"] / bare["cpu_s"],
-                report_peak_over_unpickle=max(rep["hwm_mb"], rep["child_hwm_mb"]) / bare["hwm_mb"],
-                report_sum_over_unpickle=rep["sum_mb"] / bare["hwm_mb"],
+        peak = max(rep["hwm_mb"], rep["child_hwm_mb"])
+        figures.update(
+            _over_unpickle(
+                bare,
+                report_over_unpickle=(rep["seconds"], "seconds"),
+                report_cpu_over_unpickle_cpu=(rep["cpu_s"], "cpu_s"),
+                report_peak_over_unpickle=(peak, "hwm_mb"),
+                report_sum_over_unpickle=(rep["sum_mb"], "hwm_mb"),
             )
+        )
     figures.update(
         sum_rss_mb=(first["sum_mb"], 0),
         reopen_s=again["seconds"],
         reopen_timeline_s=again["first_timeline_s"],
         timeline_p95_ms=(again["timeline_p95_ms"], 1),
     )
-    if bare:
-        figures.update(sum_rss_over_unpickle=first["sum_mb"] / bare["hwm_mb"])
+    figures.update(_over_unpickle(bare, sum_rss_over_unpickle=(first["sum_mb"], "hwm_mb")))
     with open("/proc/loadavg") as f:
         load_after = " ".join(f.read().split()[:3])
     if bare and "report" in best:  # the target, side by side: report against a bare pickle.load of the same file

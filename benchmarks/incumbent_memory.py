@@ -35,24 +35,14 @@ Usage (from the repo root):
         --out tests/data/incumbent_memory.json FILE_OR_GLOB...
 """
 
-import argparse
 import collections
 import contextlib
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from incumbent_reference import (
-    _num,
-    _worker_and_span,
-    add_common_args,
-    expand,
-    incumbent_profile,
-    meta,
-    sample_key,
-    write_output,
-)
+import incumbent_reference as ref
+from incumbent_reference import _num, _worker_and_span, incumbent_profile
 
 # incumbent MemoryMetrics order in its raw lists; index 6 is calls (appended by get_memory_statistics)
 STAT_FIELDS = [
@@ -324,15 +314,12 @@ def load_one(path, max_points, max_rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_args(ap)
+    ap = ref.parser(__doc__)
     ap.add_argument("--max-curve-points", type=int, default=2000)
     ap.add_argument("--max-event-rows", type=int, default=50)
     args = ap.parse_args()
 
-    m = meta()
-    m["generated_by"] = "benchmarks/incumbent_memory.py"
-    m["note"] = (
+    note = (
         "Incumbent Memory view. stats: unrounded bytes, rows in the incumbent's order (by name). "
         "curve rows: [µs since curve_meta.first_ts, allocated B, reserved B], first "
         f"{args.max_curve_points} points, no step-plot patch. events first_rows: [op, size B, alloc µs, release µs, "
@@ -340,36 +327,22 @@ def main():
         "timing_s is machine-dependent. Keys other than _meta are paths relative to the samples "
         "root."
     )
-    results = {"_meta": m}
-    for path in expand(args.files):
-        key = sample_key(path, args.root)
-        print(f"loading {key} ...", file=sys.stderr, flush=True)
-        try:
-            r = load_one(path, args.max_curve_points, args.max_event_rows)
-        except Exception as ex:  # record, don't fight
-            r = {"error": f"{type(ex).__name__}: {ex}"}
-        results[key] = r
-        if "error" in r:
-            print("  FAILED: " + r["error"], file=sys.stderr, flush=True)
-        elif "stats" in r:
-            print(
-                "  stats rows {}, curve points {}, event rows {}, peaks {}, checks {}".format(
-                    {d: len(v) for d, v in r["stats"].items()},
-                    {d: v["points"] for d, v in r["curve"].items()},
-                    {d: v["rows"] for d, v in r["events"].items()},
-                    r["peak_allocated_bytes"],
-                    r["displayed_check"],
-                ),
-                file=sys.stderr,
-                flush=True,
-            )
-        else:
-            print("  " + r["note"], file=sys.stderr, flush=True)
+    m = ref.meta("benchmarks/incumbent_memory.py", note)
+    load = lambda path, _: load_one(path, args.max_curve_points, args.max_event_rows)
+    return ref.collect(args, m, load, _summary, breaks=('},{"name"', "],["))
 
-    text = json.dumps(results, indent=None, separators=(",", ":"), sort_keys=False)
-    text = text.replace('},{"name"', '},\n{"name"').replace("],[", "],\n[")  # one row per line: diffable
-    write_output(text, args.out)
-    return 0
+
+def _summary(r):
+    """One file's line in the run's log."""
+    if "stats" not in r:
+        return r["note"]
+    return "stats rows {}, curve points {}, event rows {}, peaks {}, checks {}".format(
+        {d: len(v) for d, v in r["stats"].items()},
+        {d: v["points"] for d, v in r["curve"].items()},
+        {d: v["rows"] for d, v in r["events"].items()},
+        r["peak_allocated_bytes"],
+        r["displayed_check"],
+    )
 
 
 if __name__ == "__main__":

@@ -290,17 +290,47 @@ def expand(patterns):
     return files
 
 
-def add_common_args(ap):
-    """The arguments every incumbent script takes: the files, --root and --out."""
+def parser(description):
+    """An argument parser with the arguments every incumbent script takes: the files, --root and --out."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", help="trace files, directories or globs")
     ap.add_argument("--root", default=DEFAULT_ROOT, help="keys are paths relative to this (default %(default)s)")
     ap.add_argument("--out", help="write the JSON here (default: stdout)")
+    return ap
 
 
 def sample_key(path, root):
     """A file's key in the results: its path relative to root, or its absolute path when outside root."""
     key = os.path.relpath(os.path.abspath(path), root)
     return os.path.abspath(path) if key.startswith("..") else key
+
+
+def load_each(args, load):
+    """Yield ``(key, result)`` for each file ``args.files`` names (paths or globs), keyed by its path
+    relative to ``args.root``: ``load(path, key)``'s document, or ``{"error": ...}`` where it raised
+    (recorded, not fought)."""
+    for path in expand(args.files):
+        key = sample_key(path, args.root)
+        print(f"loading {key} ...", file=sys.stderr, flush=True)
+        try:
+            yield key, load(path, key)
+        except Exception as ex:
+            yield key, {"error": f"{type(ex).__name__}: {ex}"}
+
+
+def collect(args, m, load, summary, breaks=('},{"name"',)):
+    """Load each file as :func:`load_each` does, print ``summary(result)`` (or its error) for each, and
+    write the results under ``_meta`` ``m`` as compact JSON with a line break after the comma of each of
+    ``breaks`` (one row a line: diffable). Returns the exit status."""
+    results = {"_meta": m}
+    for key, r in load_each(args, load):
+        results[key] = r
+        print("  " + ("FAILED: " + r["error"] if "error" in r else summary(r)), file=sys.stderr, flush=True)
+    text = json.dumps(results, indent=None, separators=(",", ":"), sort_keys=False)
+    for b in breaks:
+        text = text.replace(b, b[:2] + "\n" + b[2:])
+    write_output(text, args.out)
+    return 0
 
 
 def write_output(text, out):
@@ -313,7 +343,8 @@ def write_output(text, out):
         print(text)
 
 
-def meta():
+def meta(generated_by="benchmarks/incumbent_reference.py", note=None):
+    """The ``_meta`` of a script's output: the script, the date, the versions, the machine and ``note``."""
     import importlib.metadata as md
 
     versions = {}
@@ -323,19 +354,19 @@ def meta():
         except md.PackageNotFoundError:
             versions[pkg] = None
     return {
-        "generated_by": "benchmarks/incumbent_reference.py",
+        "generated_by": generated_by,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "python": platform.python_version(),
         "packages": versions,
         "machine": f"{os.cpu_count()} cpus, {platform.platform()}",
-        "note": "Numbers are the incumbent's unrounded internals unless named *_displayed/displayed. "
+        "note": note
+        or "Numbers are the incumbent's unrounded internals unless named *_displayed/displayed. "
         "timing is machine-dependent. Keys other than _meta are paths relative to the samples root.",
     }
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_args(ap)
+    ap = parser(__doc__)
     ap.add_argument("--merge", action="store_true", help="update an existing --out file instead of replacing it")
     ap.add_argument(
         "--repeat",

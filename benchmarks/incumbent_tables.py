@@ -35,23 +35,13 @@ Usage (from the repo root):
 key contains SUBSTR (to keep the JSON small); without it they are kept for every file.
 """
 
-import argparse
 import collections
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from incumbent_reference import (
-    _num,
-    _worker_and_span,
-    add_common_args,
-    expand,
-    incumbent_profile,
-    meta,
-    sample_key,
-    write_output,
-)
+import incumbent_reference as ref
+from incumbent_reference import _num, _worker_and_span, incumbent_profile
 
 OP_CATS = ("cpu_op", "operator")  # lower-cased categories of operator events
 RUNTIME_CATS = ("runtime", "cuda_runtime", "cuda_driver")
@@ -108,25 +98,26 @@ def _check_op_table(rows, table, show_gpu, with_input):
     return "ok"
 
 
+#: our kernel-row key ← the incumbent's ``kernel_stat`` column (unrounded numbers)
+KERNEL_STAT_COLUMNS = (
+    ("calls", "count"),
+    ("total_us", "sum"),
+    ("mean_us", "mean"),
+    ("max_us", "max"),
+    ("min_us", "min"),
+    ("mean_blocks_per_sm", "blocks_per_sm"),
+    ("mean_occupancy_pct", "occupancy"),
+)
+
+
 def _kernel_rows(data):
     ks = data.kernel_stat
     if ks is None:
         return []
     rows = []
     for name, r in ks.iterrows():
-        rows.append(
-            {
-                "name": str(name),
-                "tc_used": bool(r["tc_used"]),
-                "calls": _num(r["count"]),
-                "total_us": _num(r["sum"]),
-                "mean_us": _num(r["mean"]),
-                "max_us": _num(r["max"]),
-                "min_us": _num(r["min"]),
-                "mean_blocks_per_sm": _num(r["blocks_per_sm"]),
-                "mean_occupancy_pct": _num(r["occupancy"]),
-            }
-        )
+        stats = {ours: _num(r[theirs]) for ours, theirs in KERNEL_STAT_COLUMNS}
+        rows.append({"name": str(name), "tc_used": bool(r["tc_used"]), **stats})
     return rows
 
 
@@ -156,55 +147,37 @@ def _kernel_op_rows(data):
     return rows
 
 
-def _check_kernel_table(rows, table, gm):
+def _kernel_columns(ours):
+    """The incumbent's kernel-by-name row for one of ours, as displayed (before the GPU metrics)."""
+    return [
+        ours["name"],
+        "Yes" if ours["tc_used"] else "No",
+        *(round(ours[k]) for k in ("calls", "total_us", "mean_us", "max_us", "min_us")),
+    ]
+
+
+def _kernel_op_columns(ours):
+    """The incumbent's kernel-by-name-and-operator row for one of ours, as displayed (before the GPU metrics)."""
+    geometry = [ours[k] for k in ("name", "op_name", "grid", "block", "registers_per_thread", "shared_memory")]
+    tc = ["Yes" if ours[k] else "No" for k in ("tc_used", "op_tc_eligible")]
+    return [*geometry, *tc, ours["calls"], ours["total_us"], round(ours["mean_us"]), ours["max_us"], ours["min_us"]]
+
+
+def _check_kernel_table(rows, table, gm, by_op=False):
+    """ "ok", or the first of our kernel ``rows`` the incumbent's displayed ``table`` shows otherwise
+    (by kernel name, or with ``by_op`` by kernel name and launching operator)."""
     shown = table["data"]["rows"]
     if len(shown) != len(rows):
         return f"row count {len(rows)} != displayed {len(shown)}"
     for ours, disp in zip(rows, shown):
-        expect = [
-            ours["name"],
-            "Yes" if ours["tc_used"] else "No",
-            round(ours["calls"]),
-            round(ours["total_us"]),
-            round(ours["mean_us"]),
-            round(ours["max_us"]),
-            round(ours["min_us"]),
-        ]
+        expect = _kernel_op_columns(ours) if by_op else _kernel_columns(ours)
         if gm.has_blocks_per_sm:
             expect.append(round(ours["mean_blocks_per_sm"], 2))
         if gm.has_occupancy:
             expect.append(round(ours["mean_occupancy_pct"], 2))
         if list(disp) != expect:
-            return "row {!r}: ours {!r}, displayed {!r}".format(ours["name"], expect, list(disp))
-    return "ok"
-
-
-def _check_kernel_op_table(rows, table, gm):
-    shown = table["data"]["rows"]
-    if len(shown) != len(rows):
-        return f"row count {len(rows)} != displayed {len(shown)}"
-    for ours, disp in zip(rows, shown):
-        expect = [
-            ours["name"],
-            ours["op_name"],
-            ours["grid"],
-            ours["block"],
-            ours["registers_per_thread"],
-            ours["shared_memory"],
-            "Yes" if ours["tc_used"] else "No",
-            "Yes" if ours["op_tc_eligible"] else "No",
-            ours["calls"],
-            ours["total_us"],
-            round(ours["mean_us"]),
-            ours["max_us"],
-            ours["min_us"],
-        ]
-        if gm.has_blocks_per_sm:
-            expect.append(round(ours["mean_blocks_per_sm"], 2))
-        if gm.has_occupancy:
-            expect.append(round(ours["mean_occupancy_pct"], 2))
-        if list(disp) != expect:
-            return "row {!r}/{!r}: ours {!r}, displayed {!r}".format(ours["name"], ours["op_name"], expect, list(disp))
+            where = repr(ours["name"]) + (f"/{ours['op_name']!r}" if by_op else "")
+            return f"row {where}: ours {expect!r}, displayed {list(disp)!r}"
     return "ok"
 
 
@@ -268,7 +241,7 @@ def load_one(path, full):
     }
     if data.has_kernel:
         checks["kernels_by_name"] = _check_kernel_table(kernels, profile.kernel_table, gm)
-        checks["kernels_by_name_op"] = _check_kernel_op_table(kernels_op, profile.kernel_op_table, gm)
+        checks["kernels_by_name_op"] = _check_kernel_table(kernels_op, profile.kernel_op_table, gm, by_op=True)
     out["displayed_check"] = checks
 
     # Totals, to see at a glance what the tables cover.
@@ -325,9 +298,13 @@ def _per_op_name(kernels_op):
     return {k: {"calls": v[0], "us": _num(v[1])} for k, v in top if k in keep}
 
 
+def _full_for(args, key):
+    """Whether the file keyed ``key`` keeps its full tables (``--full-for``)."""
+    return args.full_for is None or any(s in key for s in args.full_for)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_args(ap)
+    ap = ref.parser(__doc__)
     ap.add_argument(
         "--full-for",
         action="append",
@@ -337,43 +314,21 @@ def main():
     )
     args = ap.parse_args()
 
-    m = meta()
-    m["generated_by"] = "benchmarks/incumbent_tables.py"
-    m["note"] = (
+    note = (
         "Unrounded incumbent aggregates in µs (occupancy and tc_* in %). Rows in the incumbent's "
         "display order. ops_by_name_input/kernels_by_name_op only where full_tables_for matches. "
         "timing_s is machine-dependent. Keys other than _meta are paths relative to the samples root."
     )
+    m = ref.meta("benchmarks/incumbent_tables.py", note)
     m["full_tables_for"] = args.full_for or ["*"]
-    results = {"_meta": m}
-    for path in expand(args.files):
-        key = sample_key(path, args.root)
-        full = args.full_for is None or any(s in key for s in args.full_for)
-        print(f"loading {key} ...", file=sys.stderr, flush=True)
-        try:
-            r = load_one(path, full)
-        except Exception as ex:  # record, don't fight
-            r = {"error": f"{type(ex).__name__}: {ex}"}
-        results[key] = r
-        if "error" not in r:
-            print(
-                "  {} op rows, {} kernel rows, {} zero-device launchers, checks {}".format(
-                    r["totals"]["op_rows"],
-                    r["totals"]["kernel_rows"],
-                    len(r["zero_device_launchers"]),
-                    r["displayed_check"],
-                ),
-                file=sys.stderr,
-                flush=True,
-            )
-        else:
-            print("  FAILED: " + r["error"], file=sys.stderr, flush=True)
+    return ref.collect(args, m, lambda path, key: load_one(path, _full_for(args, key)), _summary)
 
-    text = json.dumps(results, indent=None, separators=(",", ":"), sort_keys=False)
-    # one row per line: diffable, still compact
-    text = text.replace('},{"name"', '},\n{"name"')
-    write_output(text, args.out)
-    return 0
+
+def _summary(r):
+    """One file's line in the run's log."""
+    return "{} op rows, {} kernel rows, {} zero-device launchers, checks {}".format(
+        r["totals"]["op_rows"], r["totals"]["kernel_rows"], len(r["zero_device_launchers"]), r["displayed_check"]
+    )
 
 
 if __name__ == "__main__":

@@ -25,20 +25,14 @@ sys.path.insert(
 from synth.fts import write_memprofiler
 from synth.traces import SynthSpec, expected_overview, synthesize, write_trace
 
+#: what the two single-worker samples share: 4 steps of a 4-layer model, Python stacks recorded
+_ONE_WORKER: dict = {"steps": 4, "layers": 4, "with_python_stack": True}
 #: folder -> [(file name, spec)]. Timestamps in names are fixed so reruns are identical.
 SAMPLES: dict[str, list[tuple[str, SynthSpec]]] = {
     "synthetic_resnet": [
         (
             "worker0.1751410836000.pt.trace.json.gz",
-            SynthSpec(
-                style="pytorch2",
-                steps=4,
-                seed=1,
-                layers=4,
-                with_cuda_graph=True,
-                with_driver_launch=True,
-                with_python_stack=True,
-            ),
+            SynthSpec(style="pytorch2", seed=1, with_cuda_graph=True, with_driver_launch=True, **_ONE_WORKER),
         ),
     ],
     "synthetic_ddp": [
@@ -51,15 +45,7 @@ SAMPLES: dict[str, list[tuple[str, SynthSpec]]] = {
     "synthetic_kineto2021": [
         (
             "worker0.1623143089861.pt.trace.json.gz",
-            SynthSpec(
-                style="kineto2021",
-                steps=4,
-                seed=3,
-                layers=4,
-                backward_thread=True,
-                with_python_stack=True,
-                tail="truncated",
-            ),
+            SynthSpec(style="kineto2021", seed=3, backward_thread=True, tail="truncated", **_ONE_WORKER),
         ),
     ],
 }

@@ -180,6 +180,15 @@ def profiled(dev: str, out_dir: str, wait: int, warmup: int, active: int, memory
     )
 
 
+def profile_without_data(step_fn, dev: str, out_dir: str, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
+    """Profile ``wait + warmup + active`` calls of ``step_fn(None, None)`` (a step that feeds itself) under
+    the schedule; the record's step figures: the profiled steps' synchronized wall µs and their count."""
+    total = wait + warmup + active
+    with profiled(dev, out_dir, wait, warmup, active) as prof:
+        walls = timed_steps(step_fn, [(None, None)] * total, total, dev, prof)
+    return {"step_wall_us": walls[wait + warmup :], "profiled_steps": active}
+
+
 def rec_transformer_bf16(dev: str, out_dir: str) -> dict:
     model, opt = build(dev)
     step = train_step_fn(model, opt, dev)
@@ -266,13 +275,8 @@ def rec_fp8(dev: str, out_dir: str) -> dict:
         with record_function("gelu"):
             F.gelu(out + out16)
 
-    wait, warmup, active = 1, 1, 3
-    fake = [(None, None)] * (wait + warmup + active)
-    with profiled(dev, out_dir, wait, warmup, active) as prof:
-        walls = timed_steps(step, fake, wait + warmup + active, dev, prof)
     return {
-        "step_wall_us": walls[wait + warmup :],
-        "profiled_steps": active,
+        **profile_without_data(step, dev, out_dir),
         "gemm_shape_mnk": [m, n, k],
         "fp8_gemms_per_step": 4,
         "bf16_gemms_per_step": 1,
@@ -327,13 +331,8 @@ def rec_inference(dev: str, out_dir: str) -> dict:
                 idx = torch.cat([idx, nxt], dim=1)
         return idx
 
-    wait, warmup, active = 1, 1, 3
-    fake = [(None, None)] * (wait + warmup + active)
-    with profiled(dev, out_dir, wait, warmup, active) as prof:
-        walls = timed_steps(step, fake, wait + warmup + active, dev, prof)
     return {
-        "step_wall_us": walls[wait + warmup :],
-        "profiled_steps": active,
+        **profile_without_data(step, dev, out_dir),
         "prompts": BATCH,
         "prompt_tokens": 128,
         "new_tokens_per_step": new_tokens,

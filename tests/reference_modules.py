@@ -17,11 +17,11 @@ def module_tree(trace: Trace) -> list[dict] | None:
 
 
 def _module_tree(trace: Trace) -> list[dict]:
-    ev = trace.events
-    inputs = _module_inputs(trace)
+    inputs = _module_inputs(trace)  # the module's own inputs; the loops below are the reference
     if inputs is None:
         return []
     is_module, py_parent, label, times = inputs
+    ev = trace.events
 
     nearest: dict[int, int] = {}  # python row → nearest module row at or above it (-1: none)
 

@@ -36,7 +36,7 @@ from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
 from ..trace.model import Trace
 from .intervals import covers, merge
 from .op_tree import op_tree
-from .operators import op_times
+from .operators import op_times, summed_times
 from .overview import Overview
 from .steps import compute_steps
 
@@ -72,13 +72,7 @@ def op_path_tree(trace: Trace) -> dict[tuple, dict]:
         n = len(parent_pid)
         ids = pid[counted]
         sums = {"calls": np.bincount(ids, minlength=n).astype(float)}
-        for key, values in (
-            ("host_self_us", times.host_self),
-            ("host_total_us", ev.dur),
-            ("device_self_us", times.device_self),
-            ("device_total_us", times.device_total),
-            ("graph_replay_self_us", times.replay_self),
-        ):
+        for key, values in summed_times(trace).items():
             sums[key] = np.bincount(ids, weights=values[rows][counted], minlength=n)
         paths: list[tuple] = []
         for p in range(n):  # one pass per distinct path: a parent's id is always smaller than its child's

@@ -91,6 +91,19 @@ def op_times(trace: Trace) -> OpTimes:
     return trace.memo("op_times", lambda: _op_times(trace))
 
 
+def summed_times(trace: Trace) -> dict[str, np.ndarray | PerOp]:
+    """The operator times every grouping of operators sums, by their column name (µs; indexed by event
+    row): host self/total, device self/total (the kernels launched), device self time from graph replays."""
+    t = op_times(trace)
+    return {
+        "host_self_us": t.host_self,
+        "host_total_us": trace.events.dur,
+        "device_self_us": t.device_self,
+        "device_total_us": t.device_total,
+        "graph_replay_self_us": t.replay_self,
+    }
+
+
 def _op_times(trace: Trace) -> OpTimes:
     """Computed in operator space (each operator's position among the operator rows): the same sums in
     the same order as over every event row, in about half the memory."""
@@ -208,20 +221,13 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
         return np.bincount(inverse, weights=values[rows], minlength=size)
 
     calls = np.bincount(inverse, minlength=size)
-    sums = {
-        k: total(v)
-        for k, v in (
-            ("host_self_us", t.host_self),
-            ("host_total_us", ev.dur),
-            ("device_self_us", t.device_self),
-            ("device_total_us", t.device_total),
-            ("kernel_self", t.kernel_self),
-            ("kernel_total", t.kernel_total),
-            ("tc_self", t.tc_self),
-            ("tc_total", t.tc_total),
-            ("graph_replay_self_us", t.replay_self),
-        )
+    tc_parts = {
+        "kernel_self": t.kernel_self,
+        "kernel_total": t.kernel_total,
+        "tc_self": t.tc_self,
+        "tc_total": t.tc_total,
     }
+    sums = {k: total(v) for k, v in {**summed_times(trace), **tc_parts}.items()}
     flops_values = np.nan_to_num(ev.flops[rows], nan=0.0)
     has_flops = np.bincount(inverse, weights=(~np.isnan(ev.flops[rows])).astype(float), minlength=size) > 0
     flops = np.bincount(inverse, weights=flops_values, minlength=size)

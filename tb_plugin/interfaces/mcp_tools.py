@@ -140,6 +140,10 @@ class Tools:
     def _where(self, st: FileState) -> dict[str, str]:
         return {"run": st.run, "worker": st.worker, "span": st.span}
 
+    def _file_answer(self, st: FileState, view: str, /, **fields: Any) -> dict[str, Any]:
+        """A per-file tool's answer: the file (run, worker, span), ``fields``, then the link to ``view``."""
+        return _plain(dict(self._where(st), **fields, link=self.link(view, **self._where(st))))
+
     # -- tools ----------------------------------------------------------------------------------
     def list_runs(self) -> dict[str, Any]:
         self.registry.wait_scanned(self.wait_s)
@@ -175,17 +179,15 @@ class Tools:
     def overview(self, run: str, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
         st = self._file(run, worker, span)
         ov = self._overview(st)
-        return _plain(
-            dict(
-                self._where(st),
-                steps=len(ov["steps"]),
-                average_step=ov["average"],
-                configuration=ov["configuration"],
-                gpus=ov["gpus"],
-                **report.advice_document(ov, TOP_RUNTIME_CALLS),
-                warnings=st.warnings,
-                link=self.link("overview", **self._where(st)),
-            )
+        return self._file_answer(
+            st,
+            "overview",
+            steps=len(ov["steps"]),
+            average_step=ov["average"],
+            configuration=ov["configuration"],
+            gpus=ov["gpus"],
+            **report.advice_document(ov, TOP_RUNTIME_CALLS),
+            warnings=st.warnings,
         )
 
     def top_operators(
@@ -202,7 +204,7 @@ class Tools:
         g = queries.grouping(group_by, queries.OPERATOR_GROUPS, "group_by")
         sort = sort or ("device_self_us" if views.has_device else "host_self_us")
         doc = queries.top_rows(queries.operators(views, g), sort, limit, queries.operator_columns(g))
-        return _plain(dict(self._where(st), group_by=group_by, **doc, link=self.link("operator", **self._where(st))))
+        return self._file_answer(st, "operator", group_by=group_by, **doc)
 
     def top_kernels(
         self,
@@ -217,14 +219,12 @@ class Tools:
         views = self.registry.views(st)
         g = queries.grouping(group_by, queries.KERNEL_GROUPS, "group_by")
         doc = queries.top_rows(queries.kernels(views, g), sort, limit, queries.kernel_columns(g))
-        return _plain(
-            dict(
-                self._where(st),
-                group_by=group_by,
-                **doc,
-                tensor_core=views.tensor_core_split(),
-                link=self.link("kernel", **self._where(st)),
-            )
+        return self._file_answer(
+            st,
+            "kernel",
+            group_by=group_by,
+            **doc,
+            tensor_core=views.tensor_core_split(),
         )
 
     def top_modules(
@@ -239,36 +239,30 @@ class Tools:
         st = self._file(run, worker, span)
         rows = [r for r in queries.module_rows(self.registry.views(st).modules()) if r["depth"] < max_depth]
         doc = queries.top_rows(rows, sort, limit, queries.MODULE_COLUMNS)
-        return _plain(dict(self._where(st), max_depth=max_depth, **doc, link=self.link("module", **self._where(st))))
+        return self._file_answer(st, "module", max_depth=max_depth, **doc)
 
     def memory(self, run: str, worker: str | None = None, span: str | None = None, limit: int = 10) -> dict[str, Any]:
         st = self._file(run, worker, span)
         doc = self.registry.views(st).memory_summary()
         ops = doc["top_operators"]
-        return _plain(
-            dict(
-                self._where(st),
-                devices=doc["devices"],
-                top_operators=ops[:limit],
-                top_operators_total=len(ops),
-                link=self.link("memory", **self._where(st)),
-            )
+        return self._file_answer(
+            st,
+            "memory",
+            devices=doc["devices"],
+            top_operators=ops[:limit],
+            top_operators_total=len(ops),
         )
 
     def insights(self, run: str, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
         st = self._file(run, worker, span)
         found = self.registry.views(st).insights()
         syncs = found["syncs"]
-        return _plain(
-            dict(
-                self._where(st),
-                **report.report_insights(found),
-                syncs=dict(
-                    {k: v for k, v in syncs.items() if k != "by_operator"}, by_operator=syncs["by_operator"][:5]
-                ),
-                **report.advice_document(self._overview(st), TOP_RUNTIME_CALLS),
-                link=self.link("insights", **self._where(st)),
-            )
+        return self._file_answer(
+            st,
+            "insights",
+            **report.report_insights(found),
+            syncs=dict({k: v for k, v in syncs.items() if k != "by_operator"}, by_operator=syncs["by_operator"][:5]),
+            **report.advice_document(self._overview(st), TOP_RUNTIME_CALLS),
         )
 
     def graphs(self, run: str, worker: str | None = None, span: str | None = None, limit: int = 10) -> dict[str, Any]:
@@ -288,13 +282,11 @@ class Tools:
                 triton_kernels=compiled["triton_kernels"][:limit],
                 triton_kernels_total=len(compiled["triton_kernels"]),
             )
-        return _plain(
-            dict(
-                self._where(st),
-                cuda_graphs=dict(cuda, graph_list=graph_list),
-                compiled=compiled,
-                link=self.link("kernel", **self._where(st)),
-            )
+        return self._file_answer(
+            st,
+            "kernel",
+            cuda_graphs=dict(cuda, graph_list=graph_list),
+            compiled=compiled,
         )
 
     def _run_distributed(self, run: str, span: str) -> tuple[DistributedResult, str]:
@@ -458,15 +450,13 @@ class Tools:
             dict(zip(["row" if c == "rows" else c for c in cols], vals))
             for vals in zip(*(found[c][:limit] for c in cols))
         ]
-        return _plain(
-            dict(
-                self._where(st),
-                query=query,
-                regex=regex,
-                total=found["total"],
-                matches=matches,
-                link=self.link("trace", **self._where(st)),
-            )
+        return self._file_answer(
+            st,
+            "trace",
+            query=query,
+            regex=regex,
+            total=found["total"],
+            matches=matches,
         )
 
     def event(self, run: str, row: int, worker: str | None = None, span: str | None = None) -> dict[str, Any]:
@@ -477,11 +467,9 @@ class Tools:
                 f"row must be an event index from search_timeline, 0 to "
                 f"{len(self.registry.views(st).trace.events) - 1} (got {row})"
             )
-        return _plain(
-            dict(
-                self._where(st),
-                **doc,
-                call_stack=[p["name"] for p in doc["parents"]] + [doc["name"]],
-                link=self.link("trace", **self._where(st)),
-            )
+        return self._file_answer(
+            st,
+            "trace",
+            **doc,
+            call_stack=[p["name"] for p in doc["parents"]] + [doc["name"]],
         )

@@ -26,27 +26,19 @@ from ..settings import current
 from ..storage.fs import INODE_MARK
 from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..trace import jsonsafe
-from ..trace.model import (
-    COUNTER_COLUMNS,
-    EVENT_COLUMNS,
-    FLOW_COLUMNS,
-    MEMORY_COLUMNS,
-    DeviceInfo,
-    Table,
-    Trace,
-    compact_column,
-)
+from ..trace.model import TABLE_COLUMNS, DeviceInfo, Table, Trace, compact_column
 
 FORMAT_REVISION = 10  # 10: object addresses stripped from names; 9: CUPTI range-profiler ranges are not device work; 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
 # 5: "seq" column; group_size falls back to the length of "Process Group Ranks"
 # 6: "notes" (duration-less events, Composer trainer spans) split from "warnings"
 
 
+#: A Trace's column tables as an entry stores them: (Trace field, array-name prefix, the table's columns).
+_TABLES = tuple((field, field[0] + ".", columns) for field, columns in TABLE_COLUMNS.items())  # e. m. f. c.
+
+
 def _layout_fingerprint() -> str:
-    spec = repr(sorted((k, np.dtype(v).str) for k, v in EVENT_COLUMNS.items()))
-    spec += repr(sorted((k, np.dtype(v).str) for k, v in MEMORY_COLUMNS.items()))
-    spec += repr(sorted((k, np.dtype(v).str) for k, v in FLOW_COLUMNS.items()))
-    spec += repr(sorted((k, np.dtype(v).str) for k, v in COUNTER_COLUMNS.items()))
+    spec = "".join(repr(sorted((k, np.dtype(v).str) for k, v in columns.items())) for _, _, columns in _TABLES)
     spec += repr([f.name for f in dataclasses.fields(DeviceInfo)])
     return hashlib.sha256(spec.encode()).hexdigest()[:10]
 
@@ -182,12 +174,13 @@ class ParseCache:
             discard(path)
             return None
         try:
+            tables = {field: Table({k: arrays[prefix + k] for k in columns}) for field, prefix, columns in _TABLES}
             return Trace(
                 strings=header["strings"],
-                events=Table({k: arrays["e." + k] for k in EVENT_COLUMNS}),
-                memory=Table({k: arrays["m." + k] for k in MEMORY_COLUMNS}),
-                flows=Table({k: arrays["f." + k] for k in FLOW_COLUMNS}),
-                counters=Table({k: arrays["c." + k] for k in COUNTER_COLUMNS}),
+                events=tables["events"],
+                memory=tables["memory"],
+                flows=tables["flows"],
+                counters=tables["counters"],
                 devices=[DeviceInfo(**d) for d in header["devices"]],
                 distributed=header["distributed"],
                 meta=header["meta"],
@@ -219,10 +212,8 @@ class ParseCache:
             default=str,
         )
         arrays = {"header": np.frombuffer(header, dtype=np.uint8)}
-        arrays.update({"e." + k: v for k, v in trace.events.columns.items()})
-        arrays.update({"m." + k: v for k, v in trace.memory.columns.items()})
-        arrays.update({"f." + k: v for k, v in trace.flows.columns.items()})
-        arrays.update({"c." + k: v for k, v in trace.counters.columns.items()})
+        for field, prefix, _ in _TABLES:
+            arrays.update({prefix + k: v for k, v in getattr(trace, field).columns.items()})
         return path, arrays
 
     def write_prepared(self, path: str, arrays: dict[str, Any]) -> None:

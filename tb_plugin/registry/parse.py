@@ -7,7 +7,7 @@ from __future__ import annotations
 import mmap
 import os
 import stat
-from typing import IO, TYPE_CHECKING, Callable, cast
+from typing import IO, TYPE_CHECKING, Callable, TypeVar, cast
 
 from ..settings import current
 from ..storage.private_files import fsync_path, write_atomic
@@ -31,6 +31,7 @@ from .views import FileViews
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+_Read = TypeVar("_Read")
 READ_SHARE = 0.2  # share of the progress bar given to reading (gunzip is fast); the rest is decoding
 # A file larger than this (bytes on storage; gzip counts 8×) is decoded as a stream of chunks, on all
 # cores (trace/decode_stream.py); a smaller one as a whole document. A remote object is then read in
@@ -106,7 +107,7 @@ def _load_trace_file(
     sink_name = getattr(events_sink, "name", None)
     if spool_dir is None and isinstance(sink_name, str):
         spool_dir = os.path.dirname(os.path.abspath(sink_name))
-    data = read_bytes(fs, path, size, read_progress, spool_dir)
+    data = _read_error_as_trace_error(lambda: read_trace_bytes(fs, path, size, read_progress, spool_dir))
     decode_progress = (lambda x: progress(READ_SHARE + (1 - READ_SHARE) * x)) if progress else None
     trace = decode_trace(data, decode_progress, events_sink)
     del data
@@ -183,17 +184,18 @@ def _point_at_trace(trace: Trace, real: str, before: os.stat_result) -> None:
 
 
 def read_bytes(
-    fs: AbstractFileSystem,
-    path: str,
-    size: int | None = None,
-    progress: Callable[[float], None] | None = None,
-    spool_dir: str | None = None,
-    json_document: bool = True,
+    fs: AbstractFileSystem, path: str, size: int | None = None, json_document: bool = True
 ) -> bytearray | mmap.mmap:
-    """:func:`~tb_plugin.storage.read.read_trace_bytes`, its read error raised as :class:`TraceReadError`
-    (same message): every file kind the registry reads goes through here."""
+    """:func:`~tb_plugin.storage.read.read_trace_bytes` (no progress, the default spool), its read error
+    raised as :class:`TraceReadError`: every file kind the registry reads goes through here or
+    :func:`_read_error_as_trace_error`."""
+    return _read_error_as_trace_error(lambda: read_trace_bytes(fs, path, size, json_document=json_document))
+
+
+def _read_error_as_trace_error(read: Callable[[], _Read]) -> _Read:
+    """``read()``, a :class:`~tb_plugin.storage.read.ReadError` raised as :class:`TraceReadError` (same message)."""
     try:
-        return read_trace_bytes(fs, path, size, progress, spool_dir, json_document)
+        return read()
     except ReadError as exc:
         raise TraceReadError(str(exc)) from None
 

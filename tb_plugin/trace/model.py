@@ -111,6 +111,14 @@ MEMORY_COLUMNS: dict[str, Any] = {
     "device_id": np.int32,
 }
 
+#: The columns of each of a :class:`Trace`'s tables, by its field name (in the order the fields stand).
+TABLE_COLUMNS: dict[str, dict[str, Any]] = {
+    "events": EVENT_COLUMNS,
+    "memory": MEMORY_COLUMNS,
+    "flows": FLOW_COLUMNS,
+    "counters": COUNTER_COLUMNS,
+}
+
 
 @dataclasses.dataclass
 class Table:

@@ -8,6 +8,7 @@ import json
 import time
 import urllib.parse
 import urllib.request
+from typing import Callable
 
 API_POLL_S = 0.2
 API_POLLS = 3000  # 3000 × 0.2 s: a cold parse of the largest sample fits well inside
@@ -119,6 +120,19 @@ def wait_all_ready(base: str, run: str, count: int) -> None:
     raise TimeoutError(f"run {run} never had {count} ready workers")
 
 
+def ready_diff(base: str, base_run: str, exp_run: str) -> tuple[dict, dict]:
+    """The Diff of span 1 of ``worker0`` of two one-worker runs, once both are ready: ``(the query's
+    sides, the answer)``, the answer asserted ready."""
+    for run in (base_run, exp_run):
+        wait_all_ready(base, run, 1)
+    sides = dict(
+        base_run=base_run, base_worker="worker0", base_span=1, exp_run=exp_run, exp_worker="worker0", exp_span=1
+    )
+    doc = api(base, "diff", **sides)
+    assert doc["state"] == "ready", doc
+    return sides, doc
+
+
 def dlrm_ranks() -> list:
     """The 8 DLRM rank files (``dlrm_8ranks/*.pt.trace.json``), relative to the samples folder, sorted."""
     from conftest import SAMPLES
@@ -151,19 +165,37 @@ def open_distributed_tab(browser, base: str, height: int = 2600):
     return page, frame
 
 
+#: A unit ladder: the first step whose bound ``|µs|`` is below gives ``µs × times / per`` in its unit, to
+#: ``digits`` decimals; the last step has no bound.
+Ladder = tuple[tuple[float, int, int, str, int], ...]
+#: formatDuration's ladder (frontend/src/util/format.ts)
+DURATION_LADDER: Ladder = (
+    (10, 1, 1, "\u00b5s", 2),
+    (1000, 1, 1, "\u00b5s", 0),
+    (1_000_000, 1, 1000, "ms", 2),
+    (float("inf"), 1, 1_000_000, "s", 2),
+)
+#: the timeline's formatTimeUs ladder (frontend/src/timeline/math.ts)
+TIME_LADDER: Ladder = (
+    (1, 1000, 1, "ns", 1),
+    (1000, 1, 1, "µs", 3),
+    (1e6, 1, 1000, "ms", 3),
+    (float("inf"), 1, 1e6, "s", 3),
+)
+
+
+def on_ladder(us: float, ladder: Ladder, fixed: Callable[[float, int], str]) -> str:
+    """``us`` written on ``ladder``'s first step that takes it, its number by ``fixed(value, digits)``."""
+    bound, times, per, unit, digits = next(step for step in ladder if abs(us) < step[0])
+    return f"{fixed(us * times / per, digits)} {unit}"
+
+
 def format_duration(us: float) -> str:
     """The frontend's formatDuration (frontend/src/util/format.ts), for µs, with its rounding rule
     (tb_plugin/analysis/numfmt.py: the shortest decimal rounded half away from zero)."""
     from tb_plugin.analysis.numfmt import fixed
 
-    a = abs(us)
-    if a < 10:
-        return f"{fixed(us, 2)} \u00b5s"
-    if a < 1000:
-        return f"{fixed(us, 0)} \u00b5s"
-    if a < 1_000_000:
-        return f"{fixed(us / 1000, 2)} ms"
-    return f"{fixed(us / 1_000_000, 2)} s"
+    return on_ladder(us, DURATION_LADDER, fixed)
 
 
 def wait_spans_ready(base: str, count: int, polls: int = 1200) -> dict:

@@ -17,7 +17,7 @@ import pytest
 from conftest import SAMPLES
 
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, format_duration, plugin_frame, select_file, wait_all_ready
+from tests.e2e.helpers import api, format_duration, plugin_frame, ready_diff, select_file, wait_all_ready
 
 pytestmark = pytest.mark.corpus  # reads the external sample corpus (docs/TESTING.md)
 
@@ -59,13 +59,8 @@ def test_diff_drill_down_and_composer_overview(browser, logdir, tmp_path, artifa
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
-        for run in ("nw0", "nw4", "composer"):
-            wait_all_ready(base, run, 1)
-        sides = dict(
-            base_run="nw0", base_worker="worker0", base_span=1, exp_run="nw4", exp_worker="worker0", exp_span=1
-        )
-        doc = api(base, "diff", **sides)
-        assert doc["state"] == "ready", doc
+        wait_all_ready(base, "composer", 1)
+        sides, doc = ready_diff(base, "nw0", "nw4")
         delta = doc["steps"]["delta"]["dataloader_us"]
         assert delta < -50_000, "the DataLoader category shrinks with 4 workers"
         expected = _signed(delta)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import tensorboard
-from tests.e2e.helpers import api, format_duration, plugin_frame, select_file, wait_all_ready
+from tests.e2e.helpers import api, format_duration, plugin_frame, ready_diff, select_file
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 PREFIX = "autograd::engine::evaluate_function: "
@@ -65,13 +65,7 @@ def test_diff_verdicts_waterfall_and_long_names(browser, logdir, tmp_path, artif
     cache = tmp_path / "cache"
     cache.mkdir()
     with tensorboard(logdir, cache) as base:
-        for run in ("gpu", "cpu"):
-            wait_all_ready(base, run, 1)
-        sides = dict(
-            base_run="gpu", base_worker="worker0", base_span=1, exp_run="cpu", exp_worker="worker0", exp_span=1
-        )
-        top = api(base, "diff", **sides)
-        assert top["state"] == "ready", top
+        sides, top = ready_diff(base, "gpu", "cpu")
         step = top["steps"]["delta"]["total_us"]
         assert step == pytest.approx(6006.7, abs=0.1) and top["steps"]["relative_pct"]["total_us"] == pytest.approx(
             694.8, abs=0.05

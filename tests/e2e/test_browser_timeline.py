@@ -19,7 +19,7 @@ import pytest
 from conftest import SAMPLES
 
 from tests.e2e.conftest import build_logdir, tensorboard
-from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, select_file
+from tests.e2e.helpers import TIME_LADDER, api, enable_test_hooks, on_ladder, plugin_frame, select_file
 
 FIRST_PAINT_MS = float(os.environ.get("KINETOSCOPE_FIRST_PAINT_MS", "2000"))
 HOOK = "window.__kinetoscopeTimeline"
@@ -27,14 +27,7 @@ HOOK = "window.__kinetoscopeTimeline"
 
 def format_time_us(us: float) -> str:
     """The view's formatTimeUs (frontend/src/timeline/math.ts)."""
-    a = abs(us)
-    if a < 1:
-        return f"{us * 1000:.1f} ns"
-    if a < 1000:
-        return f"{us:.3f} µs"
-    if a < 1e6:
-        return f"{us / 1000:.3f} ms"
-    return f"{us / 1e6:.3f} s"
+    return on_ladder(us, TIME_LADDER, lambda v, digits: f"{v:.{digits}f}")
 
 
 def _pick_kernel(base: str, sel: dict, meta: dict) -> dict:

@@ -194,34 +194,24 @@ def fsdp_tp_job(named: bool = True):
     60 / exposed 50 on the lower rank (10 hidden), 40 / 40 on the higher. Without ``named`` the
     collectives carry no process-group args (the fallback: one group). Returns ``(job, expected)``."""
     out = [(r, f"rank{r}", decode_trace(json.dumps(doc).encode())) for r, doc in enumerate(fsdp_tp_docs(named))]
+
+    def group(role: str, us: tuple[float, float], exposed: tuple[float, float], nbytes: int, low: int, high: int):
+        """A group's expected row: its ranks' (time, exposed) µs (the lower rank first) and their means."""
+        by_rank = {low: (us[0], exposed[0]), high: (us[1], exposed[1])}
+        return {
+            "role": role,
+            "time_us": sum(us) / 2,
+            "exposed_us": sum(exposed) / 2,
+            "bytes": nbytes,
+            "by_rank": by_rank,
+        }
+
+    shard = ("FSDP shard", (100.0, 100.0), (40.0, 40.0), 8192)
+    tp = ("TP", (60.0, 40.0), (50.0, 40.0), 4096)
     expected = {
-        ("1", (0, 2)): {
-            "role": "FSDP shard",
-            "time_us": 100.0,
-            "exposed_us": 40.0,
-            "bytes": 8192,
-            "by_rank": {0: (100.0, 40.0), 2: (100.0, 40.0)},
-        },
-        ("2", (1, 3)): {
-            "role": "FSDP shard",
-            "time_us": 100.0,
-            "exposed_us": 40.0,
-            "bytes": 8192,
-            "by_rank": {1: (100.0, 40.0), 3: (100.0, 40.0)},
-        },
-        ("3", (0, 1)): {
-            "role": "TP",
-            "time_us": 50.0,
-            "exposed_us": 45.0,
-            "bytes": 4096,
-            "by_rank": {0: (60.0, 50.0), 1: (40.0, 40.0)},
-        },
-        ("4", (2, 3)): {
-            "role": "TP",
-            "time_us": 50.0,
-            "exposed_us": 45.0,
-            "bytes": 4096,
-            "by_rank": {2: (60.0, 50.0), 3: (40.0, 40.0)},
-        },
+        ("1", (0, 2)): group(*shard, 0, 2),
+        ("2", (1, 3)): group(*shard, 1, 3),
+        ("3", (0, 1)): group(*tp, 0, 1),
+        ("4", (2, 3)): group(*tp, 2, 3),
     }
     return out, expected

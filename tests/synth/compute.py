@@ -106,6 +106,11 @@ class Op:
     kernels: list[Kernel] = dataclasses.field(default_factory=list)
 
 
+def _event(cat: str, name: str, ts: float, dur: float, args: dict, pid: int = 1, tid: int = 1) -> dict:
+    """A complete (``"X"``) event (µs): host work on pid 1, tid 1 unless told."""
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
 def build(
     device: dict,
     ops: list[Op],
@@ -116,27 +121,14 @@ def build(
 ) -> dict:
     """The trace document. ``kernel_device``: the device index kernels carry (default: ``device["id"]``)."""
     dev = device["id"] if kernel_device is None else kernel_device
-    events: list[dict] = [
-        {
-            "ph": "X",
-            "cat": "user_annotation",
-            "name": "ProfilerStep#1",
-            "pid": 1,
-            "tid": 1,
-            "ts": 0.0,
-            "dur": step_us,
-            "args": {"External id": 1},
-        }
-    ]
+    events = [_event("user_annotation", "ProfilerStep#1", 0.0, step_us, {"External id": 1})]
     corr = 100
     for i, op in enumerate(ops):
         ext = 10 + i
         args: dict[str, Any] = {"External id": ext}
         if op.input_types is not None:
             args["Input type"] = op.input_types
-        events.append(
-            {"ph": "X", "cat": "cpu_op", "name": op.name, "pid": 1, "tid": 1, "ts": op.ts, "dur": op.dur, "args": args}
-        )
+        events.append(_event("cpu_op", op.name, op.ts, op.dur, args))
         for j, k in enumerate(op.kernels):
             corr += 1
             geometry = {}
@@ -144,38 +136,24 @@ def build(
                 geometry["grid"] = k.grid
             if k.block is not None:
                 geometry["block"] = k.block
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "cuda_runtime",
-                    "name": k.launch,
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": op.ts + 1 + j,
-                    "dur": 0.5,
-                    "args": {"External id": ext, "correlation": corr, **geometry},
-                }
-            )
+            call_args = {"External id": ext, "correlation": corr, **geometry}
+            events.append(_event("cuda_runtime", k.launch, op.ts + 1 + j, 0.5, call_args))
             kargs: dict[str, Any] = {"External id": ext, "device": dev, "stream": 7, "correlation": corr}
             if k.grid_on_kernel:
                 kargs.update(geometry)
             if k.blocks_per_sm is not None:
                 kargs["blocks per SM"] = k.blocks_per_sm
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "kernel",
-                    "name": k.name,
-                    "pid": dev,
-                    "tid": 7,
-                    "ts": k.ts,
-                    "dur": k.dur,
-                    "args": kargs,
-                }
-            )
+            events.append(_event("kernel", k.name, k.ts, k.dur, kargs, pid=dev, tid=7))
     doc = {"schemaVersion": 1, "deviceProperties": [device], "traceEvents": events}
     doc.update(top or {})
     return doc
+
+
+def _elementwise_add(dtype: str, kernel_ts: float, kernel_dur: float, blocks: int, **kernel: Any) -> Op:
+    """``aten::add`` [300, 400] µs of two ``dtype`` tensors and a scalar, on one elementwise kernel of
+    ``blocks`` blocks of 128 threads over [``kernel_ts``, ``kernel_ts + kernel_dur``]."""
+    add = Kernel(ELEMENTWISE, kernel_ts, kernel_dur, grid=[blocks, 1, 1], block=[128, 1, 1], **kernel)
+    return Op("aten::add", 300, 100, [dtype, dtype, "Scalar"], [add])
 
 
 def bf16_nvjet() -> dict:
@@ -192,13 +170,7 @@ def bf16_nvjet() -> dict:
                 [BF16, BF16],
                 [Kernel(NVJET, 150, 300, grid=[132, 1, 1], block=[384, 1, 1], blocks_per_sm=1.0)],
             ),
-            Op(
-                "aten::add",
-                300,
-                100,
-                [BF16, BF16, "Scalar"],
-                [Kernel(ELEMENTWISE, 500, 100, grid=[264, 1, 1], block=[128, 1, 1], blocks_per_sm=2.0)],
-            ),
+            _elementwise_add(BF16, 500, 100, 264, blocks_per_sm=2.0),
         ],
         top={"cuda_runtime_version": 12040},
     )
@@ -217,13 +189,7 @@ def fp8_blackwell() -> dict:
                 [FP8, FP8, "float", "float", "", "", "ScalarType"],
                 [Kernel(SM100_BLOCK_SCALED, 150, 200, grid=[148, 1, 1], block=[256, 1, 1])],
             ),
-            Op(
-                "aten::add",
-                300,
-                100,
-                [BF16, BF16, "Scalar"],
-                [Kernel(ELEMENTWISE, 400, 200, grid=[148, 1, 1], block=[128, 1, 1])],
-            ),
+            _elementwise_add(BF16, 400, 200, 148),
         ],
     )
 
@@ -236,13 +202,7 @@ def fp32_sgemm(device: dict = A100, gemm: str = SGEMM, mm_types: list[str] | Non
         device,
         [
             Op("aten::mm", 100, 200, types, [Kernel(gemm, 150, 300, grid=[108, 1, 1], block=[256, 1, 1])]),
-            Op(
-                "aten::add",
-                300,
-                100,
-                [FP32, FP32, "Scalar"],
-                [Kernel(ELEMENTWISE, 500, 100, grid=[108, 1, 1], block=[128, 1, 1])],
-            ),
+            _elementwise_add(FP32, 500, 100, 108),
         ],
     )
 

@@ -5,7 +5,7 @@ segments as ``(category, name, start, dur)`` in time order, and ``host_blocked_u
 
 from __future__ import annotations
 
-from .events import complete
+from .events import complete, table
 
 MAIN, ENGINE, SLEEPER = 1, 2, 9
 
@@ -27,6 +27,11 @@ class _Doc:
         return {"schemaVersion": 1, "traceEvents": self.events}
 
 
+def _path(text: str) -> list[tuple]:
+    """The path's segments ``(category, name, start, dur)`` (µs) from a :func:`table` of those columns."""
+    return [(cat, name, int(start), int(dur)) for cat, name, start, dur in table(text)]
+
+
 def _cats(kernel=0.0, cpu=0.0, comm=0.0, waiting=0.0) -> dict:
     return {"kernel": kernel, "cpu": cpu, "communication": comm, "waiting": waiting}
 
@@ -42,16 +47,18 @@ def annotation_step():
     d.launch(150, 10, "gemm", 310, 590)
     d.x("aten::item", "cpu_op", 350, 600)
     d.x("cudaStreamSynchronize", "cuda_runtime", 400, 505)
-    segs = [
-        ("cpu", "untraced host work", 0, 100),
-        ("cpu", "aten::mm", 100, 50),
-        ("cpu", "cudaLaunchKernel", 150, 10),
-        ("waiting", "idle", 160, 150),
-        ("kernel", "gemm", 310, 590),
-        ("cpu", "cudaStreamSynchronize", 900, 5),
-        ("cpu", "aten::item", 905, 45),
-        ("cpu", "untraced host work", 950, 50),
-    ]
+    segs = _path(
+        """
+        cpu     | untraced host work    |   0 | 100
+        cpu     | aten::mm              | 100 |  50
+        cpu     | cudaLaunchKernel      | 150 |  10
+        waiting | idle                  | 160 | 150
+        kernel  | gemm                  | 310 | 590
+        cpu     | cudaStreamSynchronize | 900 |   5
+        cpu     | aten::item            | 905 |  45
+        cpu     | untraced host work    | 950 |  50
+        """
+    )
     return d.doc(), {"by_category": _cats(kernel=590, cpu=260, waiting=150), "segments": segs, "host_blocked_us": 500.0}
 
 
@@ -73,16 +80,17 @@ def autograd_step():
         {"ph": "s", "id": 1, "pid": 1, "tid": MAIN, "ts": 0, "cat": "fwdbwd", "name": "fwdbwd"},
         {"ph": "f", "bp": "e", "id": 1, "pid": 1, "tid": ENGINE, "ts": 120, "cat": "fwdbwd", "name": "fwdbwd"},
     ]
-    blocked = "blocked on another thread (autograd)"
-    segs = [
-        ("cpu", "aten::mm", 0, 100),
-        ("waiting", blocked, 100, 20),
-        ("cpu", node, 120, 10),
-        ("cpu", "aten::mm", 130, 570),
-        ("cpu", node, 700, 100),
-        ("waiting", blocked, 800, 100),
-        ("cpu", "aten::add_", 900, 100),
-    ]
+    segs = _path(
+        """
+        cpu     | aten::mm                                         |   0 | 100
+        waiting | blocked on another thread (autograd)             | 100 |  20
+        cpu     | autograd::engine::evaluate_function: MmBackward0 | 120 |  10
+        cpu     | aten::mm                                         | 130 | 570
+        cpu     | autograd::engine::evaluate_function: MmBackward0 | 700 | 100
+        waiting | blocked on another thread (autograd)             | 800 | 100
+        cpu     | aten::add_                                       | 900 | 100
+        """
+    )
     return d.doc(), {"by_category": _cats(cpu=880, waiting=120), "segments": segs, "host_blocked_us": 0.0}
 
 
@@ -97,14 +105,16 @@ def polling_step():
     for i in range(50):
         d.x("cudaEventQuery", "cuda_runtime", 10 + 10 * i, 3)
     d.x("aten::add", "cpu_op", 510, 90)
-    segs = [
-        ("cpu", "cudaLaunchKernel", 0, 5),
-        ("waiting", "idle", 5, 5),
-        ("kernel", "dispatch", 10, 490),
-        ("cpu", "cudaEventQuery", 500, 3),
-        ("waiting", "idle (host)", 503, 7),
-        ("cpu", "aten::add", 510, 90),
-    ]
+    segs = _path(
+        """
+        cpu     | cudaLaunchKernel |   0 |   5
+        waiting | idle             |   5 |   5
+        kernel  | dispatch         |  10 | 490
+        cpu     | cudaEventQuery   | 500 |   3
+        waiting | idle (host)      | 503 |   7
+        cpu     | aten::add        | 510 |  90
+        """
+    )
     return d.doc(), {"by_category": _cats(kernel=490, cpu=98, waiting=12), "segments": segs, "host_blocked_us": 490.0}
 
 
@@ -116,14 +126,16 @@ def blocking_copy_step():
     d.launch(0, 5, "gemm", 10, 390)
     d.launch(20, 440, "Memcpy DtoH (Device -> Pageable)", 400, 50, api="cudaMemcpyAsync", cat="gpu_memcpy")
     d.x("aten::add", "cpu_op", 460, 40)
-    segs = [
-        ("cpu", "cudaLaunchKernel", 0, 5),
-        ("waiting", "idle", 5, 5),
-        ("kernel", "gemm", 10, 390),
-        ("kernel", "Memcpy DtoH (Device -> Pageable)", 400, 50),
-        ("cpu", "cudaMemcpyAsync", 450, 10),
-        ("cpu", "aten::add", 460, 40),
-    ]
+    segs = _path(
+        """
+        cpu     | cudaLaunchKernel                 |   0 |   5
+        waiting | idle                             |   5 |   5
+        kernel  | gemm                             |  10 | 390
+        kernel  | Memcpy DtoH (Device -> Pageable) | 400 |  50
+        cpu     | cudaMemcpyAsync                  | 450 |  10
+        cpu     | aten::add                        | 460 |  40
+        """
+    )
     return d.doc(), {"by_category": _cats(kernel=440, cpu=55, waiting=5), "segments": segs, "host_blocked_us": 430.0}
 
 
@@ -156,15 +168,17 @@ def sleeper_step():
     d.launch(10, 5, "gemm", 20, 280)
     d.x("cudaStreamSynchronize", "cuda_runtime", 60, 245)
     d.x("aten::add", "cpu_op", 305, 95)
-    segs = [
-        ("cpu", "aten::mm", 0, 10),
-        ("cpu", "cudaLaunchKernel", 10, 5),
-        ("waiting", "idle", 15, 5),
-        ("kernel", "gemm", 20, 280),
-        ("cpu", "cudaStreamSynchronize", 300, 5),
-        ("cpu", "aten::add", 305, 95),
-        ("waiting", "idle (host)", 400, 600),
-    ]
+    segs = _path(
+        """
+        cpu     | aten::mm              |   0 |  10
+        cpu     | cudaLaunchKernel      |  10 |   5
+        waiting | idle                  |  15 |   5
+        kernel  | gemm                  |  20 | 280
+        cpu     | cudaStreamSynchronize | 300 |   5
+        cpu     | aten::add             | 305 |  95
+        waiting | idle (host)           | 400 | 600
+        """
+    )
     return d.doc(), {"by_category": _cats(kernel=280, cpu=115, waiting=605), "segments": segs, "host_blocked_us": 240.0}
 
 

@@ -53,3 +53,24 @@ def memory_instant(ts: float, **args) -> dict:
         "ts": ts,
         "args": args,
     }
+
+
+def table(text: str) -> list[list[str]]:
+    """The rows of a text table, one a line, its cells split on ``|`` and stripped (blank lines skipped):
+    known answers written as aligned columns rather than one literal per value."""
+    return [[cell.strip() for cell in line.split("|")] for line in text.splitlines() if line.strip()]
+
+
+def host_ops(text: str, with_args: bool = True) -> list[dict]:
+    """Host events (pid 1; an empty ``args`` unless not ``with_args``: then none) from a :func:`table` of
+    ``name | cat | ts | dur [| tid]`` rows (µs; the thread is 1 where the row names none)."""
+    events = []
+    for name, cat, ts, dur, *tid in table(text):
+        ev = {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": int(tid[0]) if tid else 1}
+        events.append(dict(ev, ts=_num(ts), dur=_num(dur), **({"args": {}} if with_args else {})))
+    return events
+
+
+def _num(text: str) -> int | float:
+    """A cell's number as written: ``10`` an int, ``10.0`` a float."""
+    return float(text) if "." in text else int(text)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .events import host_ops
+
 #: the absolute start of :func:`ulp_kernels` (µs): near 7e12, where float64 steps are 2^-10 µs
 ULP_T0_US = 7.0e12 + 0.125
 
@@ -29,18 +31,21 @@ def zero_length_siblings() -> dict:
     """Trace document; calls: aten::add 1, aten::mul 3, aten::sub 1, aten::result_type 1,
     aten::empty 2, aten::view 2 (see the module docstring)."""
     return {
-        "traceEvents": [
-            _x("aten::add", "cpu_op", 0.0, 10.0),
-            _x("aten::mul", "cpu_op", 2.0, 0.0),
-            _x("aten::mul", "cpu_op", 2.0, 0.0),
-            _x("aten::mul", "cpu_op", 2.0, 0.0),
-            _x("aten::result_type", "cpu_op", 5.0, 0.0),
-            _x("aten::sub", "cpu_op", 5.0, 3.0),
-            _x("aten::empty", "cpu_op", 10.0, 0.0),
-            _x("aten::empty", "cpu_op", 10.0, 0.0),
-            _x("aten::view", "cpu_op", 3.0, 0.0, tid=2),
-            _x("aten::view", "cpu_op", 3.0, 0.0, tid=2),
-        ]
+        "traceEvents": host_ops(
+            """
+            aten::add         | cpu_op |  0.0 | 10.0
+            aten::mul         | cpu_op |  2.0 |  0.0
+            aten::mul         | cpu_op |  2.0 |  0.0
+            aten::mul         | cpu_op |  2.0 |  0.0
+            aten::result_type | cpu_op |  5.0 |  0.0
+            aten::sub         | cpu_op |  5.0 |  3.0
+            aten::empty       | cpu_op | 10.0 |  0.0
+            aten::empty       | cpu_op | 10.0 |  0.0
+            aten::view        | cpu_op |  3.0 |  0.0 | 2
+            aten::view        | cpu_op |  3.0 |  0.0 | 2
+            """,
+            with_args=False,
+        )
     }
 
 

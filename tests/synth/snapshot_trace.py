@@ -19,33 +19,33 @@ history too. Alive at the peak: A B C E F G H + 2 MiB + 3 MiB.
 
 from __future__ import annotations
 
+from .events import host_ops
+
 MIB = 1 << 20
 BASE_NS = 1_751_410_836_000_000_000
 BASE_US = BASE_NS // 1000
 
 
-def _x(name: str, cat: str, ts: int, dur: int, tid: int = 1) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": {}}
-
-
 def paired_trace(rank: int = 0) -> dict:
     """The trace described in the module docstring (a Kineto JSON object)."""
-    ev = [
-        _x("ProfilerStep#1", "user_annotation", 1000, 1000),
-        _x("nn.Module: Linear_0", "python_function", 1010, 200),
-        _x("aten::linear", "cpu_op", 1020, 100),
-        _x("aten::addmm", "cpu_op", 1030, 50),
-        _x("nn.Module: ReLU_0", "python_function", 1300, 100),
-        _x("aten::relu", "cpu_op", 1310, 50),
-        _x("## backward ##", "user_annotation", 1450, 400),
-        _x("autograd::engine::evaluate_function: AddmmBackward0", "cpu_op", 1500, 200, tid=2),
-        _x("aten::mm", "cpu_op", 1510, 50, tid=2),
-        _x("ProfilerStep#2", "user_annotation", 2000, 1000),
-        _x("nn.Module: Linear_0", "python_function", 2010, 200),
-        _x("aten::linear", "cpu_op", 2020, 100),
-        _x("aten::addmm", "cpu_op", 2030, 50),
-        _x("aten::empty", "cpu_op", 2500, 10),
-    ]
+    ev = host_ops(
+        """
+        ProfilerStep#1                                      | user_annotation | 1000 | 1000
+        nn.Module: Linear_0                                 | python_function | 1010 |  200
+        aten::linear                                        | cpu_op          | 1020 |  100
+        aten::addmm                                         | cpu_op          | 1030 |   50
+        nn.Module: ReLU_0                                   | python_function | 1300 |  100
+        aten::relu                                          | cpu_op          | 1310 |   50
+        ## backward ##                                      | user_annotation | 1450 |  400
+        autograd::engine::evaluate_function: AddmmBackward0 | cpu_op          | 1500 |  200 | 2
+        aten::mm                                            | cpu_op          | 1510 |   50 | 2
+        ProfilerStep#2                                      | user_annotation | 2000 | 1000
+        nn.Module: Linear_0                                 | python_function | 2010 |  200
+        aten::linear                                        | cpu_op          | 2020 |  100
+        aten::addmm                                         | cpu_op          | 2030 |   50
+        aten::empty                                         | cpu_op          | 2500 |   10
+        """
+    )
     return {
         "schemaVersion": 1,
         "baseTimeNanoseconds": BASE_NS,
@@ -76,27 +76,26 @@ ALLOCS = [
 EARLY = 2 * MIB  # a block allocated before the history, freed at 5200 (after the peak)
 WEIGHTS = 3 * MIB  # a block allocated before the history, held at the dump
 
+#: the blocks no operator, step or module of the trace can hold: H (after the trace), EARLY + WEIGHTS
+_UNPLACED = {"(outside the trace)": 512 << 10, "(before history)": 5 * MIB}
 EXPECTED_BY_OPERATOR = {
     "aten::addmm": 5 * MIB,
     "aten::relu": 2 * MIB,
     "aten::mm": 8 * MIB,
     "aten::empty": 32 * MIB,
     "(no operator)": 64 << 10,
-    "(outside the trace)": 512 << 10,
-    "(before history)": 5 * MIB,
+    **_UNPLACED,
 }
 EXPECTED_BY_STEP = {
     "ProfilerStep#1": 14 * MIB,
     "ProfilerStep#2": 33 * MIB + (64 << 10),
-    "(outside the trace)": 512 << 10,
-    "(before history)": 5 * MIB,
+    **_UNPLACED,
 }
 EXPECTED_BY_MODULE = {
     "Linear_0": 5 * MIB,
     "ReLU_0": 2 * MIB,
     "(no module)": 40 * MIB + (64 << 10),
-    "(outside the trace)": 512 << 10,
-    "(before history)": 5 * MIB,
+    **_UNPLACED,
 }
 EXPECTED_BY_FRAME = {
     "/work/train/model.py:10:linear_fwd": 5 * MIB,

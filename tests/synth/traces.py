@@ -51,7 +51,7 @@ __all__ = [
     "write_trace",
     "worked_example_trace",
     "CATEGORY_KEYS",
-    "TENSOR_CORE_NAME_PATTERNS",
+    "TENSOR_CORE_KERNELS",
 ]
 
 #: Breakdown keys in priority order (docs/http_api.md "categories").
@@ -69,32 +69,6 @@ CATEGORY_KEYS = (
 _TAGS = ("kernel", "memcpy", "memset", "comm", "runtime", "dataloader", "cpu")
 _TAG_KEY = dict(zip(_TAGS, CATEGORY_KEYS))
 
-#: Substrings that mark a tensor-core kernel (METRICS.md list plus the Ampere/Hopper names).
-#: Used here only to double-check the names this module picks; the analysis owns its own list.
-TENSOR_CORE_NAME_PATTERNS = (
-    "h884",
-    "s884",
-    "h1688",
-    "s1688",
-    "hmma",
-    "i8816",
-    "16816",
-    "dgrad_1x1_stride_2x2",
-    "first_layer_wgrad_kernel",
-    "conv1x1",
-    "conv2d_c1_k1",
-    "direct_group",
-    "xmma_implicit_gemm",
-    "xmma_sparse_conv",
-    "xmma_warp_specialized_implicit_gemm",
-    "xmma_gemm",
-    "xmma_sparse_gemm",
-    "c1688",
-    "sm80_xmma",
-    "sm90_xmma",
-    "wgmma",
-    "hgmma",
-)
 
 _DATALOADER_NAME = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 _MIB = 1 << 20
@@ -186,6 +160,11 @@ _NAMES = {
         "nccl": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
     },
 }
+#: The kernels that use tensor cores, known by construction: the first name of each (tensor-core name,
+#: plain name) pair above, a real cuDNN/cuBLAS name of a tensor-core kernel. No other kernel here uses them.
+TENSOR_CORE_KERNELS = frozenset(
+    pair[0] for style in _NAMES.values() for pair in style.values() if isinstance(pair, tuple)
+)
 _RELU_KERNEL = (
     "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
     "launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, "
@@ -698,7 +677,7 @@ class _Builder:
             bpsm = bpsm_exact if self.spec.omit_blocks_per_sm else bpsm_written
             # a 0 that Kineto writes when its occupancy calculation failed is unknown (-1), not 0 %
             occ = -1.0 if item.get("occ_not_computed") else float(item["occ"])
-            self.kernels.append(_KernelPlan(ts, ts + d, self.device, bpsm, occ, _is_tc(item["name"])))
+            self.kernels.append(_KernelPlan(ts, ts + d, self.device, bpsm, occ, item["name"] in TENSOR_CORE_KERNELS))
             tag = "comm" if item.get("comm") else "kernel"
         else:
             nbytes = item["bytes"]
@@ -828,11 +807,6 @@ class _Builder:
                 "args": {"External id": ext},
             }
         )
-
-
-def _is_tc(name: str) -> bool:
-    """Whether a kernel name marks tensor-core use (TENSOR_CORE_NAME_PATTERNS)."""
-    return any(p in name for p in TENSOR_CORE_NAME_PATTERNS)
 
 
 def _call_stack(name: str) -> str:

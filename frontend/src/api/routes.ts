@@ -208,9 +208,12 @@ function artifactUrl(route: string, a: ArtifactRef, extra: Record<string, string
   return `${route}?${new URLSearchParams({ run: a.run, path: a.path, ...extra }).toString()}`;
 }
 
-export function snapshotUrl(a: ArtifactRef): string {
-  return artifactUrl("snapshot", a);
+/** The URL builder of an artifact route that takes no parameter beyond the artifact's own. */
+function artifactRoute(route: string): (a: ArtifactRef) => string {
+  return (a) => artifactUrl(route, a);
 }
+
+export const snapshotUrl = artifactRoute("snapshot");
 
 export function snapshotTimelineUrl(
   a: ArtifactRef,
@@ -249,30 +252,13 @@ export function snapshotAttributionUrl(a: ArtifactRef, device: number): string {
   return artifactUrl("snapshot_attribution", a, { device: String(device) });
 }
 
-export function snapshotRanksUrl(a: ArtifactRef): string {
-  return artifactUrl("snapshot_ranks", a);
-}
-
-export function memoryHtmlUrl(a: ArtifactRef): string {
-  return artifactUrl("memory_html", a);
-}
-
+export const snapshotRanksUrl = artifactRoute("snapshot_ranks");
+export const memoryHtmlUrl = artifactRoute("memory_html");
 /** The PNG extracted from a memory-timeline HTML file (an <img> source, never a page). */
-export function memoryHtmlImageUrl(a: ArtifactRef): string {
-  return artifactUrl("memory_html_image", a);
-}
-
-export function memoryTimelineExportUrl(a: ArtifactRef): string {
-  return artifactUrl("memory_timeline_export", a);
-}
-
-export function memprofilerStatsUrl(a: ArtifactRef): string {
-  return artifactUrl("memprofiler_stats", a);
-}
-
-export function memprofilerLogUrl(a: ArtifactRef): string {
-  return artifactUrl("memprofiler_log", a);
-}
+export const memoryHtmlImageUrl = artifactRoute("memory_html_image");
+export const memoryTimelineExportUrl = artifactRoute("memory_timeline_export");
+export const memprofilerStatsUrl = artifactRoute("memprofiler_stats");
+export const memprofilerLogUrl = artifactRoute("memprofiler_log");
 
 // ---- distributed, insights
 

@@ -31,7 +31,12 @@ export interface TablePage<Row> {
   busy?: boolean;
 }
 
-interface PagedTableProps<Row> extends TablePage<Row> {
+/** The paging props of rows shown all on one page (no pager: every row is there). */
+export function wholePage<Row>(rows: Row[]): TablePage<Row> {
+  return { rows, totalRows: rows.length, offset: 0, limit: rows.length };
+}
+
+export interface PagedTableProps<Row> extends TablePage<Row> {
   testId: string;
   /** data-testid of each body row; "table-row" unless given. */
   rowTestId?: string;

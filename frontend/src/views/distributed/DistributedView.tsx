@@ -38,6 +38,11 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
   const data = remoteData(state);
   const spans = data?.spans ?? [];
   const spanChoices = spans.includes(span) ? spans : [span, ...spans];
+  const rankView: RankViewProps = {
+    theme,
+    detailUrl: (step) => distributedUrl(run, span, step),
+    onShowInTrace: onShowInTrace ? (worker, row) => onShowInTrace({ run, worker, span }, row) : undefined,
+  };
   return (
     <div className="dist-view" data-testid="distributed-page">
       <div className="dist-controls">
@@ -79,50 +84,27 @@ export function DistributedView({ run, theme, initialSpan = "1", onShowInTrace }
           <Notice>{noViewReason(data)}</Notice>
         </div>
       ) : null}
-      {data && data.view === null && data.single_rank ? (
-        <SingleRankContent
-          own={data.single_rank}
-          theme={theme}
-          detailUrl={(step) => distributedUrl(run, span, step)}
-          onShowInTrace={onShowInTrace ? (worker, row) => onShowInTrace({ run, worker, span }, row) : undefined}
-        />
-      ) : null}
-      {data?.view ? (
-        <DistributedContent
-          view={data.view}
-          theme={theme}
-          detailUrl={(step) => distributedUrl(run, span, step)}
-          onShowInTrace={onShowInTrace ? (worker, row) => onShowInTrace({ run, worker, span }, row) : undefined}
-        />
-      ) : null}
+      {data && data.view === null && data.single_rank ? <SingleRankContent own={data.single_rank} {...rankView} /> : null}
+      {data?.view ? <DistributedContent view={data.view} {...rankView} /> : null}
     </div>
   );
 }
 
 /** One loaded rank: no comparison, but its own process groups and critical path. */
-function SingleRankContent({
-  own,
-  theme,
-  onShowInTrace,
-  detailUrl,
-}: {
-  own: SingleRank;
-  theme: Theme;
-  onShowInTrace?: (worker: string, row: number) => void;
-  detailUrl: (step: string) => string;
-}) {
+function SingleRankContent({ own, ...rankView }: RankViewProps & { own: SingleRank }) {
   return (
     <div data-testid="single-rank">
-      <GroupsAndPathCards
-        groupsTitle={`Process groups of rank ${own.rank}`}
-        source={own}
-        ranks={[{ rank: own.rank, worker: own.worker }]}
-        theme={theme}
-        onShowInTrace={onShowInTrace}
-        detailUrl={detailUrl}
-      />
+      <GroupsAndPathCards groupsTitle={`Process groups of rank ${own.rank}`} source={own} ranks={[{ rank: own.rank, worker: own.worker }]} {...rankView} />
     </div>
   );
+}
+
+/** What every part of the view below the controls takes: the theme, step detail and "show in trace". */
+interface RankViewProps {
+  theme: Theme;
+  /** The `distributed` URL that details one critical-path step. */
+  detailUrl: (step: string) => string;
+  onShowInTrace?: ((worker: string, row: number) => void) | undefined;
 }
 
 /** The process-groups card and the critical-path card of the ranks ``source`` covers (one or many). */
@@ -133,13 +115,10 @@ function GroupsAndPathCards({
   theme,
   onShowInTrace,
   detailUrl,
-}: {
+}: RankViewProps & {
   groupsTitle: string;
   source: Pick<DistributedData, "groups" | "groups_messages" | "critical_path" | "critical_path_total">;
   ranks: Pick<RankRow, "rank" | "worker">[];
-  theme: Theme;
-  onShowInTrace?: (worker: string, row: number) => void;
-  detailUrl: (step: string) => string;
 }) {
   return (
     <>
@@ -161,15 +140,8 @@ function GroupsAndPathCards({
   );
 }
 
-interface ContentProps {
-  view: DistributedData;
-  theme: Theme;
-  /** The `distributed` URL that details one critical-path step. */
-  detailUrl: (step: string) => string;
-  onShowInTrace?: (worker: string, row: number) => void;
-}
-
-function DistributedContent({ view, theme, onShowInTrace, detailUrl }: ContentProps) {
+function DistributedContent({ view, ...rankView }: RankViewProps & { view: DistributedData }) {
+  const { theme } = rankView;
   const text = chartTextColor(theme);
   const ranks = useMemo(() => [...view.ranks].sort((a, b) => a.rank - b.rank), [view]);
   const stragglers = useMemo(() => new Set(view.stragglers), [view]);
@@ -198,14 +170,7 @@ function DistributedContent({ view, theme, onShowInTrace, detailUrl }: ContentPr
           <EChart option={transferSync} theme={theme} height={320} testId="transfer-sync-chart" ariaLabel="Per-rank transfer and sync time in collectives" />
         </Card>
       </div>
-      <GroupsAndPathCards
-        groupsTitle="Process groups"
-        source={view}
-        ranks={ranks}
-        theme={theme}
-        onShowInTrace={onShowInTrace}
-        detailUrl={detailUrl}
-      />
+      <GroupsAndPathCards groupsTitle="Process groups" source={view} ranks={ranks} {...rankView} />
       <Card title="Collectives">
         <CollectivesTable view={view} />
       </Card>

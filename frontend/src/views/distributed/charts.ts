@@ -8,6 +8,7 @@ import type { Histogram, StreamIdle } from "../../api/types";
 import { escapeHtml } from "../../util/escapeHtml";
 import { chooseTimeUnit, formatDuration, formatNumber } from "../../util/format";
 import { histogramBins } from "./model";
+import { barSeries, partBars, stackParts } from "./stackedBars";
 
 interface AxisParam {
   axisValueLabel?: string;
@@ -51,36 +52,12 @@ function rankAxis(ranks: RankRow[]) {
   return { type: "category", data: ranks.map((r) => String(r.rank)), name: "Rank", nameLocation: "middle", nameGap: 26 } as const;
 }
 
-interface Part<K extends string> {
-  readonly key: K;
-  readonly label: string;
-  readonly color: string;
-}
-
-/** One bar series per part, values in µs divided by ``divisor``; stacked when ``stack`` is given. */
-function barSeries<K extends string>(
-  parts: readonly Part<K>[],
-  rows: readonly { [key in K]?: number | null }[],
-  divisor: number,
-  barMaxWidth: number,
-  stack?: string,
-) {
-  return parts.map((p) => ({
-    type: "bar" as const,
-    name: p.label,
-    ...(stack ? { stack } : {}),
-    data: rows.map((r) => (r[p.key] ?? 0) / divisor),
-    itemStyle: { color: p.color },
-    barMaxWidth,
-  }));
-}
-
-export const RANK_PARTS = [
-  { key: "computation_us", label: "Computation only", color: "#4e79a7" },
-  { key: "overlap_us", label: "Overlap", color: "#76b7b2" },
-  { key: "communication_us", label: "Communication only", color: "#b07aa1" },
-  { key: "other_us", label: "Other", color: "#bab0ac" },
-] as const;
+export const RANK_PARTS = stackParts([
+  ["computation_us", "Computation only", "#4e79a7"],
+  ["overlap_us", "Overlap", "#76b7b2"],
+  ["communication_us", "Communication only", "#b07aa1"],
+  ["other_us", "Other", "#bab0ac"],
+]);
 
 /** One stacked bar per rank: computation only / overlap / communication only / other (per step). */
 export function rankBreakdownOption(ranks: RankRow[], textColor: string): ChartOption {
@@ -90,7 +67,7 @@ export function rankBreakdownOption(ranks: RankRow[], textColor: string): ChartO
     ...barsBase(textColor, titles, unit.divisor),
     xAxis: rankAxis(ranks),
     yAxis: { id: TIME_AXIS_ID, type: "value", name: `Time per step (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
-    series: barSeries(RANK_PARTS, ranks, unit.divisor, 56, "rank"),
+    series: barSeries(partBars(RANK_PARTS), ranks, unit.divisor, 56, "rank"),
   };
 }
 
@@ -98,23 +75,23 @@ export function rankBreakdownOption(ranks: RankRow[], textColor: string): ChartO
 export function transferSyncOption(ranks: RankRow[], textColor: string): ChartOption {
   const unit = chooseTimeUnit(Math.max(0, ...ranks.map((r) => Math.max(r.transfer_us ?? 0, r.sync_us ?? 0))));
   const titles = ranks.map((r) => `Rank ${r.rank} (${r.worker})`);
-  const parts = [
-    { key: "transfer_us", label: "Transfer", color: "#59a14f" },
-    { key: "sync_us", label: "Sync (waiting)", color: "#e15759" },
-  ] as const;
+  const parts = stackParts([
+    ["transfer_us", "Transfer", "#59a14f"],
+    ["sync_us", "Sync (waiting)", "#e15759"],
+  ]);
   return {
     ...barsBase(textColor, titles, unit.divisor),
     xAxis: rankAxis(ranks),
     yAxis: { id: TIME_AXIS_ID, type: "value", name: `Time (${unit.label})`, nameTextStyle: { align: "left" }, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
-    series: barSeries(parts, ranks, unit.divisor, 40),
+    series: barSeries(partBars(parts), ranks, unit.divisor, 40),
   };
 }
 
-export const IDLE_PARTS = [
-  { key: "host_wait_us", label: "Host wait", color: "#e15759" },
-  { key: "short_gap_us", label: "Short gap", color: "#edc948" },
-  { key: "other_us", label: "Other", color: "#bab0ac" },
-] as const;
+export const IDLE_PARTS = stackParts([
+  ["host_wait_us", "Host wait", "#e15759"],
+  ["short_gap_us", "Short gap", "#edc948"],
+  ["other_us", "Other", "#bab0ac"],
+]);
 
 export function streamLabel(s: Pick<StreamIdle, "device" | "stream"> & { carries?: StreamIdle["carries"] }): string {
   const carries = s.carries && s.carries !== "compute" ? ` (${s.carries} only)` : "";
@@ -130,7 +107,7 @@ export function streamIdleOption(streams: StreamIdle[], textColor: string): Char
     grid: { left: 16, right: 24, top: 40, bottom: 36, containLabel: true },
     yAxis: { type: "category", data: titles, inverse: true },
     xAxis: { id: TIME_AXIS_ID, type: "value", name: `Idle time (${unit.label})`, nameLocation: "middle", nameGap: 26, axisLabel: { formatter: (v: number) => formatNumber(v, 0) } },
-    series: barSeries(IDLE_PARTS, streams, unit.divisor, 28, "idle"),
+    series: barSeries(partBars(IDLE_PARTS), streams, unit.divisor, 28, "idle"),
   };
 }
 

@@ -7,13 +7,14 @@ import { TIME_AXIS_ID } from "../../charts/timeAxes";
 import type { CriticalPathStep } from "../../api/types";
 import { escapeHtml } from "../../util/escapeHtml";
 import { chooseTimeUnit, formatDuration, formatNumber } from "../../util/format";
+import { type Bar, barSeries, stackParts } from "./stackedBars";
 
-export const PATH_CATEGORIES = [
-  { key: "kernel", label: "Kernel", color: "#4e79a7" },
-  { key: "cpu", label: "Launch / CPU", color: "#f28e2b" },
-  { key: "communication", label: "Communication", color: "#b07aa1" },
-  { key: "waiting", label: "Waiting", color: "#bab0ac" },
-] as const;
+export const PATH_CATEGORIES = stackParts([
+  ["kernel", "Kernel", "#4e79a7"],
+  ["cpu", "Launch / CPU", "#f28e2b"],
+  ["communication", "Communication", "#b07aa1"],
+  ["waiting", "Waiting", "#bab0ac"],
+]);
 
 const RANK_COLORS = SERIES_PALETTE.slice(0, 10); // ranks cycle through the Tableau 10
 
@@ -53,14 +54,13 @@ export function pathByCategoryOption(steps: CriticalPathStep[], textColor: strin
   const { unit, option } = base(steps, textColor);
   return {
     ...option,
-    series: PATH_CATEGORIES.map((c) => ({
-      type: "bar",
-      name: c.label,
-      stack: "path",
-      data: steps.map((s) => s.by_category[c.key] / unit.divisor),
-      itemStyle: { color: c.color },
-      barMaxWidth: 56,
-    })),
+    series: barSeries(
+      PATH_CATEGORIES.map((c) => ({ name: c.label, color: c.color, value: (s: CriticalPathStep) => s.by_category[c.key] })),
+      steps,
+      unit.divisor,
+      56,
+      "path",
+    ),
   };
 }
 
@@ -74,23 +74,13 @@ const OTHER_RANKS_COLOR: string = "#9e9e9e";
 /** One stacked bar per step: the path's time on each rank (the ranks of most time; the rest as "Other ranks"). */
 export function pathByRankOption(steps: CriticalPathStep[], textColor: string): ChartOption {
   const { unit, option } = base(steps, textColor);
-  const bars: { name: string; color: string; us: (s: CriticalPathStep) => number }[] = pathRanks(steps).map((rank, i) => ({
+  const bars: Bar<CriticalPathStep>[] = pathRanks(steps).map((rank, i) => ({
     name: `Rank ${rank}`,
     color: RANK_COLORS[i % RANK_COLORS.length]!,
-    us: (s) => s.by_rank.find((r) => r.rank === rank)?.us ?? 0,
+    value: (s) => s.by_rank.find((r) => r.rank === rank)?.us ?? 0,
   }));
   if (steps.some((s) => (s.by_rank_other?.us ?? 0) > 0)) {
-    bars.push({ name: "Other ranks", color: OTHER_RANKS_COLOR, us: (s) => s.by_rank_other?.us ?? 0 });
+    bars.push({ name: "Other ranks", color: OTHER_RANKS_COLOR, value: (s) => s.by_rank_other?.us ?? 0 });
   }
-  return {
-    ...option,
-    series: bars.map((b) => ({
-      type: "bar",
-      name: b.name,
-      stack: "path",
-      data: steps.map((s) => b.us(s) / unit.divisor),
-      itemStyle: { color: b.color },
-      barMaxWidth: 56,
-    })),
-  };
+  return { ...option, series: barSeries(bars, steps, unit.divisor, 56, "path") };
 }

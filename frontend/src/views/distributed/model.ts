@@ -3,6 +3,7 @@
 import type { DistributedResponse } from "../../api/types";
 import type { Histogram, ExposedParts } from "../../api/types";
 import { formatNumber } from "../../util/format";
+import { stackParts } from "./stackedBars";
 
 /** An edge in µs as text without a unit: 0.5 -> "0.5", 5000 -> "5" (the caller picks ms). */
 function edgeValue(us: number, unit: "µs" | "ms"): string {
@@ -35,12 +36,12 @@ export function histogramBins(h: Histogram): { label: string; count: number }[] 
   return out;
 }
 
-export const EXPOSED_PARTS = [
-  { key: "compute_us", label: "Computation", color: "#4e79a7" },
-  { key: "exposed_comm_us", label: "Exposed communication", color: "#b07aa1" },
-  { key: "exposed_memcpy_us", label: "Exposed memcpy/memset", color: "#f28e2b" },
-  { key: "idle_us", label: "Idle", color: "#bab0ac" },
-] as const;
+export const EXPOSED_PARTS = stackParts([
+  ["compute_us", "Computation", "#4e79a7"],
+  ["exposed_comm_us", "Exposed communication", "#b07aa1"],
+  ["exposed_memcpy_us", "Exposed memcpy/memset", "#f28e2b"],
+  ["idle_us", "Idle", "#bab0ac"],
+]);
 
 export type ExposedKey = (typeof EXPOSED_PARTS)[number]["key"];
 

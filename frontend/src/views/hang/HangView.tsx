@@ -8,7 +8,7 @@ import { hangEntriesUrl, hangUrl } from "../../api/routes";
 import type { HangEntriesResponse, HangEntry, HangFinding, HangGroup, HangOp, HangRankRow, HangResponse } from "../../api/types";
 import { Card } from "../../components/Card";
 import { Notice } from "../../components/Notice";
-import { PagedTable, type Column } from "../../components/PagedTable";
+import { PagedTable, type Column, wholePage } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { FindingTraces } from "./FindingTraces";
@@ -143,11 +143,8 @@ function FindingsCard({
         testId="hang-findings-table"
         rowTestId="hang-finding-row"
         columns={columns}
-        rows={findings}
+        {...wholePage(findings)}
         rowKey={(_, i) => String(i)}
-        totalRows={findings.length}
-        offset={0}
-        limit={findings.length}
         expanded={open}
         onToggle={(key) => setOpen((prev) => toggled(prev, key))}
         renderExpanded={(f) => <FindingTraces finding={f} />}
@@ -181,12 +178,9 @@ function GroupCard({ group, onRank }: { group: HangGroup; onRank: (rank: number)
       <PagedTable
         testId="hang-group-table"
         columns={columns}
-        rows={group.per_rank}
+        {...wholePage(group.per_rank)}
         rowKey={(r) => String(r.rank)}
         onRowClick={(r) => onRank(r.rank)}
-        totalRows={group.per_rank.length}
-        offset={0}
-        limit={group.per_rank.length}
       />
     </Card>
   );
@@ -227,11 +221,8 @@ function RankEntries({ run, rank, ranks, onRank }: { run: string; rank: number; 
             testId="hang-entries-table"
             rowTestId="hang-entry-row"
             columns={columns}
-            rows={[...state.data.entries].reverse()}
+            {...wholePage([...state.data.entries].reverse())}
             rowKey={(e, i) => `${e.record_id ?? i}`}
-            totalRows={state.data.entries.length}
-            offset={0}
-            limit={state.data.entries.length}
             expanded={open}
             onToggle={(key) => setOpen((prev) => toggled(prev, key))}
             renderExpanded={(e) =>

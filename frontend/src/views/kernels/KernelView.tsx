@@ -3,9 +3,9 @@
 import { useMemo, useState } from "react";
 import { tableCsvUrl, tableUrl, type TableQuery } from "../../api/routes";
 import type { KernelGroupBy, KernelRow, KernelsReady, Selection } from "../../api/types";
-import { Card } from "../../components/Card";
 import { ErrorBoundary } from "../../components/ErrorBoundary";
-import { PagedTable, type Column } from "../../components/PagedTable";
+import type { Column } from "../../components/PagedTable";
+import { TableCard } from "../../components/TableCard";
 import { traceColumn } from "../../components/ShowInTrace";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { TableToolbar } from "../../components/TableToolbar";
@@ -15,7 +15,6 @@ import { remoteData, useRemote } from "../../hooks/useRemote";
 import { useServerTable } from "../../hooks/useServerTable";
 import type { Theme } from "../../hooks/useTheme";
 import { DASH, formatBool, formatDuration, formatNumber, formatPct, formatText } from "../../util/format";
-import { emptyTableText } from "../../util/emptyTable";
 import { KERNEL_DEFS } from "../../util/tableDefinitions";
 import { PAGE_SIZE } from "../operators/OperatorView";
 import { ElidedName } from "../../components/ElidedName";
@@ -128,15 +127,7 @@ export function KernelView({
               />
             </div>
           </ErrorBoundary>
-          <Card title="GPU Kernels">
-            <PagedTable
-              testId="kernel-table"
-              columns={columns}
-              rowKey={(r) => r.key}
-              {...table.page(data, shown, state.kind === "fetching")}
-              empty={emptyTableText("GPU kernels", [search, opSearch])}
-            />
-          </Card>
+          <TableCard title="GPU Kernels" what="GPU kernels" filters={[search, opSearch]} testId="kernel-table" columns={columns} {...table.page(data, shown, state.kind === "fetching")} />
           <ErrorBoundary title="CUDA graphs failed to render">
             <GraphsCards selection={selection} />
           </ErrorBoundary>

@@ -6,10 +6,10 @@ import type { Selection } from "../../api/types";
 import { Card } from "../../components/Card";
 import { CsvLink, TextField } from "../../components/Fields";
 import { Notice } from "../../components/Notice";
-import { PagedTable, type Column } from "../../components/PagedTable";
+import { PagedTable, type Column, type PagedTableProps, type TablePage } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useDebounced } from "../../hooks/useDebounced";
-import { remoteData, useRemote } from "../../hooks/useRemote";
+import { remoteData, useRemote, type RemoteState } from "../../hooks/useRemote";
 import { useSearchBox } from "../../hooks/useSearchBox";
 import { useServerTable } from "../../hooks/useServerTable";
 import { DASH, formatBytes, formatDuration, formatNumber } from "../../util/format";
@@ -59,6 +59,22 @@ function SearchAndCsv({ field, csv, what }: { field: ReturnType<typeof useSearch
   );
 }
 
+/** A memory table's load status, then its page once loaded (``memory-<noun>s-table``, rows ``memory-<noun>-row``). */
+function StatusAndPage<Row, T>({
+  noun,
+  what,
+  state,
+  page,
+  ...table
+}: { noun: string; what: string; state: RemoteState<T>; page: TablePage<Row> | null } & Omit<PagedTableProps<Row>, keyof TablePage<Row> | "testId">) {
+  return (
+    <>
+      <RemoteStatus state={state} what={what} />
+      {page ? <PagedTable testId={`memory-${noun}s-table`} rowTestId={`memory-${noun}-row`} {...table} {...page} /> : null}
+    </>
+  );
+}
+
 export interface EventsProps {
   selection: Selection;
   device: string;
@@ -104,18 +120,8 @@ export function MemoryEvents({ selection, device, range, reason, selectedKey, on
             <SizeField label="Max size" testId="memory-max-size" placeholder="e.g. 2 GiB" text={maxText} onChange={setMaxText} />
             <SearchAndCsv field={searchBox.field} csv={csv} what="events" />
           </div>
-          <RemoteStatus state={state} what="memory events" />
-          {data ? (
-            <PagedTable
-              testId="memory-events-table"
-              rowTestId="memory-event-row"
-              columns={columns}
-              rowKey={(r, i) => eventKey(r, i + (data.offset ?? 0))}
-              {...table.page(data, shown, state.kind === "fetching")}
-              selectedKey={selectedKey}
-              onRowClick={(row, key) => onSelect(key, row)}
-            />
-          ) : null}
+          <StatusAndPage noun="event" what="memory events" state={state} page={data && table.page(data, shown, state.kind === "fetching")}
+            columns={columns} rowKey={(r, i) => eventKey(r, i + (data?.offset ?? 0))} selectedKey={selectedKey} onRowClick={(row, key) => onSelect(key, row)} />
         </>
       )}
     </Card>
@@ -168,16 +174,7 @@ export function MemoryStats({ selection, device, range }: { selection: Selection
       <div className="mem-controls">
         <SearchAndCsv field={searchBox.field} csv={csv} what="stats" />
       </div>
-      <RemoteStatus state={state} what="memory statistics" />
-      {data ? (
-        <PagedTable
-          testId="memory-stats-table"
-          rowTestId="memory-stat-row"
-          columns={columns}
-          rowKey={(r) => r.name}
-          {...table.page(data, shown, state.kind === "fetching")}
-        />
-      ) : null}
+      <StatusAndPage noun="stat" what="memory statistics" state={state} page={data && table.page(data, shown, state.kind === "fetching")} columns={columns} rowKey={(r) => r.name} />
     </Card>
   );
 }

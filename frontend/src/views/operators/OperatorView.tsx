@@ -3,9 +3,9 @@
 import { useCallback, useMemo, useState } from "react";
 import { tableCsvUrl, tableUrl, type TableQuery } from "../../api/routes";
 import type { OperatorGroupBy, OperatorRow, OperatorsReady, Selection, StackFrame } from "../../api/types";
-import { Card } from "../../components/Card";
 import { ErrorBoundary } from "../../components/ErrorBoundary";
-import { PagedTable, type Column } from "../../components/PagedTable";
+import type { Column } from "../../components/PagedTable";
+import { TableCard } from "../../components/TableCard";
 import { traceColumn } from "../../components/ShowInTrace";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { Toast } from "../../components/Toast";
@@ -17,7 +17,6 @@ import { useExpanded, useServerTable } from "../../hooks/useServerTable";
 import type { Theme } from "../../hooks/useTheme";
 import { formatBool, formatDuration, formatNumber, formatPct, DASH } from "../../util/format";
 import { goToSource } from "../../util/gotoSource";
-import { emptyTableText } from "../../util/emptyTable";
 import { OP_DEFS } from "../../util/tableDefinitions";
 import { OperatorStacks } from "./OperatorStacks";
 import { ElidedName } from "../../components/ElidedName";
@@ -148,21 +147,18 @@ export function OperatorView({ selection, theme, onShowInTrace }: OperatorViewPr
               <TopDonut title="Host Total Time" items={data.top.host_total_us} theme={theme} testId="donut-host-total" />
             </div>
           </ErrorBoundary>
-          <Card title="Operators">
-            <PagedTable
-              testId="operator-table"
-              columns={columns}
-              rowKey={(r) => r.key}
-              {...table.page(data, shown, state.kind === "fetching")}
-              empty={emptyTableText("operators", [search])}
-              expanded={expanded}
-              onToggle={toggle}
-              expandTestId="op-expand"
-              renderExpanded={(row) => (
-                <OperatorStacks selection={selection} rowKey={row.key} groupBy={data.group_by} onGoto={onGoto} />
-              )}
-            />
-          </Card>
+          <TableCard
+            title="Operators"
+            what="operators"
+            filters={[search]}
+            testId="operator-table"
+            columns={columns}
+            {...table.page(data, shown, state.kind === "fetching")}
+            expanded={expanded}
+            onToggle={toggle}
+            expandTestId="op-expand"
+            renderExpanded={(row) => <OperatorStacks selection={selection} rowKey={row.key} groupBy={data.group_by} onGoto={onGoto} />}
+          />
         </>
       ) : null}
       <Toast text={toast} onDone={clearToast} />

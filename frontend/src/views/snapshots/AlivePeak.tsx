@@ -6,7 +6,7 @@ import type { AliveRow, SnapshotAttributionReady } from "../../api/types";
 import { Card } from "../../components/Card";
 import { SelectField } from "../../components/Fields";
 import { ElidedName } from "../../components/ElidedName";
-import { PagedTable, type Column } from "../../components/PagedTable";
+import { PagedTable, type Column, wholePage } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { useExpanded } from "../../hooks/useServerTable";
@@ -60,11 +60,8 @@ export function AlivePeak({ artifact, device }: { artifact: ArtifactRef; device:
         testId="snapshot-alive-table"
         rowTestId="snapshot-alive-row"
         columns={columns}
-        rows={rows}
+        {...wholePage(rows)}
         rowKey={(r) => r.name}
-        totalRows={rows.length}
-        offset={0}
-        limit={rows.length}
         expanded={expanded}
         onToggle={toggle}
         onRowClick={(_, key) => toggle(key)}

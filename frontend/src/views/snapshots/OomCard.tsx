@@ -4,7 +4,7 @@ import { snapshotOomUrl, type ArtifactRef } from "../../api/routes";
 import type { OomGrowthRow, OomLiveRow, OomStreamRow, SnapshotOomReady } from "../../api/types";
 import { Card } from "../../components/Card";
 import { Notice } from "../../components/Notice";
-import { PagedTable, type Column } from "../../components/PagedTable";
+import { PagedTable, type Column, wholePage } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { useExpanded } from "../../hooks/useServerTable";
@@ -92,15 +92,15 @@ export function OomCard({ artifact, timeUnit }: { artifact: ArtifactRef; timeUni
         </Notice>
       ) : null}
       <h3 className="mem-subtitle">Free and reserved memory per stream</h3>
-      <PagedTable testId="oom-streams" columns={STREAM_COLUMNS} rows={d.streams} rowKey={(r) => String(r.stream)} totalRows={d.streams.length} offset={0} limit={d.streams.length} empty="No segments on this device." />
+      <PagedTable testId="oom-streams" columns={STREAM_COLUMNS} {...wholePage(d.streams)} rowKey={(r) => String(r.stream)} empty="No segments on this device." />
       <h3 className="mem-subtitle">Largest live allocations</h3>
-      <PagedTable testId="oom-live" columns={liveColumns} rows={d.largest_live} rowKey={(_, i) => String(i)} totalRows={d.largest_live.length} offset={0} limit={d.largest_live.length} expanded={live.expanded} onToggle={live.toggle} renderExpanded={(r) => <StackFrames artifact={artifact} stack={r.stack} />} />
+      <PagedTable testId="oom-live" columns={liveColumns} {...wholePage(d.largest_live)} rowKey={(_, i) => String(i)} expanded={live.expanded} onToggle={live.toggle} renderExpanded={(r) => <StackFrames artifact={artifact} stack={r.stack} />} />
       {d.growth ? (
         <>
           <h3 className="mem-subtitle">
             What grew in the last {formatNumber(d.growth.entries)} entries before it: {formatBytes(d.growth.net_bytes)} net
           </h3>
-          <PagedTable testId="oom-growth" columns={growthColumns} rows={d.growth.rows} rowKey={(_, i) => String(i)} totalRows={d.growth.rows.length} offset={0} limit={d.growth.rows.length} expanded={grown.expanded} onToggle={grown.toggle} renderExpanded={(r) => <StackFrames artifact={artifact} stack={r.stack} />} />
+          <PagedTable testId="oom-growth" columns={growthColumns} {...wholePage(d.growth.rows)} rowKey={(_, i) => String(i)} expanded={grown.expanded} onToggle={grown.toggle} renderExpanded={(r) => <StackFrames artifact={artifact} stack={r.stack} />} />
         </>
       ) : null}
     </Card>

@@ -3,7 +3,7 @@ import { snapshotRanksUrl, type ArtifactRef } from "../../api/routes";
 import type { RankPeakRow, SnapshotRanksReady } from "../../api/types";
 import { Card } from "../../components/Card";
 import { Notice } from "../../components/Notice";
-import { PagedTable, type Column } from "../../components/PagedTable";
+import { PagedTable, type Column, wholePage } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { formatBytes, formatPct } from "../../util/format";
@@ -51,13 +51,10 @@ export function RankPeaks({ artifact, onSelect }: RankPeaksProps) {
         testId="snapshot-ranks-table"
         rowTestId="snapshot-rank-row"
         columns={columns}
-        rows={d.ranks}
+        {...wholePage(d.ranks)}
         rowKey={(r) => r.path}
         selectedKey={d.path}
         onRowClick={(r) => (r.run === artifact.run ? onSelect(r.path) : undefined)}
-        totalRows={d.ranks.length}
-        offset={0}
-        limit={d.ranks.length}
       />
     </Card>
   );

@@ -3,7 +3,7 @@ import { useMemo, useState } from "react";
 import { snapshotAllocationsUrl, snapshotSegmentsUrl, type ArtifactRef } from "../../api/routes";
 import type { SnapshotAllocationRow, SnapshotAllocationsReady, SnapshotBlock, SnapshotSegmentsReady } from "../../api/types";
 import { Card } from "../../components/Card";
-import { PagedTable, type Column } from "../../components/PagedTable";
+import { PagedTable, type Column, wholePage } from "../../components/PagedTable";
 import { RemoteStatus } from "../../components/RemoteStatus";
 import { useRemote } from "../../hooks/useRemote";
 import { useExpanded } from "../../hooks/useServerTable";
@@ -89,11 +89,8 @@ export function TopAllocations({ artifact, device, timeUnit }: { artifact: Artif
           testId="snapshot-allocations-table"
           rowTestId="snapshot-allocation-row"
           columns={columns}
-          rows={state.data.rows}
+          {...wholePage(state.data.rows)}
           rowKey={(_, i) => String(i)}
-          totalRows={state.data.rows.length}
-          offset={0}
-          limit={state.data.rows.length}
           expanded={expanded}
           onToggle={toggle}
           renderExpanded={(row) => <StackFrames artifact={artifact} stack={row.stack} />}
