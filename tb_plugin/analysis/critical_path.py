@@ -273,7 +273,8 @@ class RankGraph:
         self._run_inputs = (launch_end, (inf_end, inf_node))
         self._ts, self._te, self._prev = self.ts.tolist(), self.te.tolist(), self.prev.tolist()
         self._comm_of, self._row = self.comm_of.tolist(), self.dev.tolist()
-        self._names = np.asarray(self.trace.strings, dtype=object)[ev.name[self.dev]].tolist() if n else []
+        self._labels = _texts(self.trace.strings)  # every string of the trace, for numpy gathers
+        self._names = self._labels[ev.name[self.dev]].tolist() if n else []
         self._replayed_names()
 
     def _replayed_names(self) -> None:
@@ -284,8 +285,10 @@ class RankGraph:
         if not (src >= 0).any():
             return
         owner = np.where(src >= 0, op_tree(self.trace).op_parent[np.maximum(src, 0)], -1)
-        for i in np.flatnonzero(owner >= 0).tolist():
-            self._names[i] = self._name(int(owner[i])) + REPLAY_SUFFIX
+        hit = np.flatnonzero(owner >= 0)
+        names = _texts(self._names)
+        names[hit] = self._labels[self.trace.events.name[owner[hit]]] + REPLAY_SUFFIX
+        self._names = names.tolist()
 
     @property
     def waits_on(self) -> np.ndarray:
@@ -312,7 +315,7 @@ class RankGraph:
                 None if self.explicit else inferred,
                 self.comm_of,
             )
-            self._names_array = np.asarray(self._names + [""], dtype=object)[:-1]  # [""]: never 2-D
+            self._names_array = _texts(self._names)
         k = walk_run(
             w,
             top,
@@ -455,24 +458,13 @@ class RankGraph:
         order = np.argsort(-np.concatenate([cs, gap_s[g]]), kind="stable")  # the walk goes backward
         a_all, b_all = np.concatenate([cs, gap_s[g]])[order], np.concatenate([ce, gap_e[g]])[order]
         cats = np.concatenate([np.full(len(cs), CPU), np.full(int(g.sum()), WAIT)])[order]
-        label = self.trace.strings
-        idx = self.trace.events.name[names]
-        text = [
-            UNTRACED_NAME if m == UNTRACED else label[i] + ANNOTATION_SUFFIX if m == ANNOTATION else label[i]
-            for i, m in zip(idx.tolist(), kinds.tolist())
-        ] + ["idle (host)"] * int(g.sum())
+        label = self._labels[self.trace.events.name[names]]
+        label = np.where(kinds == ANNOTATION, label + ANNOTATION_SUFFIX, label)
+        label[kinds == UNTRACED] = UNTRACED_NAME
+        text = np.concatenate([label, np.full(int(g.sum()), "idle (host)", dtype=object)])[order]
         rows_all = np.concatenate([names, np.full(int(g.sum()), -1)])[order]
         n = len(order)
-        w.segs.extend(
-            zip(
-                a_all.tolist(),
-                b_all.tolist(),
-                cats.tolist(),
-                [text[i] for i in order.tolist()],
-                rows_all.tolist(),
-                [0.0] * n,
-            )
-        )
+        w.segs.extend(zip(a_all.tolist(), b_all.tolist(), cats.tolist(), text.tolist(), rows_all.tolist(), [0.0] * n))
 
     def context(self, row: int) -> dict:
         """The enclosing annotation and Python frame of host event ``row``; for a replayed kernel with a
@@ -480,5 +472,9 @@ class RankGraph:
         src = int(self.source[row]) if row >= 0 else -1
         return context(self.trace, src if src >= 0 else row, self.parent)
 
-    def _name(self, row: int) -> str:
-        return self.trace.strings[self.trace.events.name[row]]
+
+def _texts(strings: list[str]) -> np.ndarray:
+    """``strings`` as a 1-D object array (one element per string, whatever they hold)."""
+    out = np.empty(len(strings), dtype=object)
+    out[:] = strings
+    return out
