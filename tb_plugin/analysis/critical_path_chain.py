@@ -4,6 +4,7 @@ grouped by name, the time the host was blocked on the device)."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 
 import numpy as np
@@ -42,12 +43,11 @@ class Walk:
         ``items``: the work grouped by name, as a lazy :class:`Items`."""
         tail = self.tail[0].state(self.tail[1]) if self.tail is not None else None
         folded = Folded(self, tail)
-        marks = dict(self.marks)  # one node per segment: the last marked there
-        at = np.fromiter(marks, dtype=np.int64, count=len(marks))
-        nodes = np.fromiter(marks.values(), dtype=np.int64, count=len(marks))
-        inside = at < len(self.segs)
-        order = np.argsort(-at[inside], kind="stable")  # folding order: a node marked twice keeps its earlier segment
-        memo.update(zip(nodes[inside][order].tolist(), zip(itertools.repeat(folded), at[inside][order].tolist())))
+        marks = dict(self.marks)  # one node per segment (the last marked there), in segment order
+        at, nodes = list(marks), list(marks.values())
+        inside = bisect.bisect_left(at, len(self.segs))  # a mark past the last segment marks nothing
+        # in folding order (last segment first): a node marked twice keeps the state at its first segment
+        memo.update(zip(nodes[inside - 1 :: -1] if inside else [], zip(itertools.repeat(folded), at[inside - 1 :: -1])))
         return folded.state(0)
 
     def summary(self, ctx=None) -> dict:
@@ -135,21 +135,17 @@ class Items:
             out = {k: list(v) for k, v in self.tail.resolve().items()} if self.tail is not None else {}
             segs = self.segs[self.p :]
             if segs:
-                a, b, cat, name = (np.array(x, dtype=object) for x in list(zip(*segs))[:4])
-                keep = cat != WAIT
-                dur = np.array(b[keep], float) - np.array(a[keep], float)
-                cat = np.array(cat[keep], np.int64)
-                names, name_code = np.unique(name[keep], return_inverse=True)
-                codes, first, group = np.unique(
-                    name_code * len(CATEGORIES) + cat, return_index=True, return_inverse=True
-                )
-                keys = [(int(c % len(CATEGORIES)), names[c // len(CATEGORIES)]) for c in codes.tolist()]
+                a, b, cat, name = list(zip(*segs))[:4]
+                keep = np.array(cat) != WAIT
+                pairs = list(itertools.compress(zip(cat, name), keep.tolist()))
+                keys = list(dict.fromkeys(pairs))  # in order of their first segment
+                group = np.fromiter(map(dict(zip(keys, itertools.count())).__getitem__, pairs), np.int64, len(pairs))
                 total = np.array([out.get(key, (0.0, 0))[0] for key in keys], float)
-                np.add.at(total, group, dur)  # in segment order: the same sums as one by one
-                count = np.bincount(group, minlength=len(keys))
-                for g in np.argsort(first, kind="stable").tolist():  # new names in order of their first segment
-                    old = out.get(keys[g])
-                    out[keys[g]] = [float(total[g]), int(count[g]) + (old[1] if old is not None else 0)]
+                np.add.at(total, group, np.array(b)[keep] - np.array(a)[keep])  # in segment order: sums as one by one
+                count = np.bincount(group, minlength=len(keys)).tolist()
+                for key, us, n in zip(keys, total.tolist(), count):  # one pass per distinct name
+                    old = out.get(key)
+                    out[key] = [us, n + (old[1] if old is not None else 0)]
             self.done = out
         return self.done
 
