@@ -4,7 +4,7 @@
         [--incumbent-python /work/venv-incumbent/bin/python] [--hta-python /work/venv-hta/bin/python]
 
 Default TRACE: the 35 MB (gunzipped) V100 ResNet-50 sample of ``../shared/samples`` (the target:
-Kinetoscope <= 0.25x torch-tb-profiler 0.4.3 and <= 0.35x HolisticTraceAnalysis 0.5). The peers live in
+Kinetoscope <= 0.10x torch-tb-profiler 0.4.3 and <= 0.20x HolisticTraceAnalysis 0.5). The peers live in
 their own virtualenvs outside the repo (benchmarks/INCUMBENT.md; ``pip install HolisticTraceAnalysis==0.5.0``).
 
 Each measurement is one fresh process, timed from start to exit by this process (interpreter start,

@@ -62,9 +62,14 @@ Python frame as context), its longest non-waiting segment, its host-blocked µs 
 time): about a kilobyte, whatever the number of events. Chains of one step share their tails (a node
 already walked gives the rest of the chain), so each device node is walked once per step; a rank's
 walks visit at most :data:`MAX_VISITS` nodes, past that the rest of a chain is waiting and ``truncated``.
+A run of nodes that hand the walk to their stream predecessor is walked in one numpy pass
+(:mod:`analysis.critical_path_runs`), and a chain is folded into its summary in numpy
+(:class:`analysis.critical_path_chain.Folded`): the same segments and sums as node by node.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -75,6 +80,7 @@ from .blocking import STREAM_WAIT, blocking_calls
 from .clock import shared_origin
 from .critical_path_chain import CPU, KERNEL, WAIT, Walk
 from .critical_path_edges import linked_threads, wait_edges
+from .critical_path_runs import stream_steps, walk_run
 from .graph_capture import replay_source
 from .host_tiles import ANNOTATION, ANNOTATION_SUFFIX, LEAF, UNTRACED, UNTRACED_NAME, context, host_tiles
 from .op_tree import op_tree
@@ -127,12 +133,15 @@ class RankGraph:
         ev = trace.events
         self.trace, self.visits = trace, 0
         self.memo: dict = {}
+        self._memo_of: dict | None = None  # the memo dict _memo_mask is for, and its keys so far
+        self._memo_keys: list[int] = []
         kind = ev.kind
         finite = np.isfinite(ev.ts) & np.isfinite(ev.dur)  # a time that is not a number is on no path
         dev = np.flatnonzero(np.isin(kind, DEVICE_KINDS) & finite)
         order = np.lexsort((ev.ts[dev], ev.stream[dev], ev.device[dev]))
         dev = dev[order]
         self.dev, self.ts, self.te = dev, ev.ts[dev], ev.ts[dev] + ev.dur[dev]
+        self._memo_mask = np.zeros(len(dev), bool)
         same = np.zeros(len(dev), bool)
         same[1:] = (ev.stream[dev][1:] == ev.stream[dev][:-1]) & (ev.device[dev][1:] == ev.device[dev][:-1])
         self.prev = np.where(same, np.arange(len(dev)) - 1, -1)
@@ -254,17 +263,18 @@ class RankGraph:
         at = np.maximum(L, 0)
         key = self.thread_key[at] if n else np.zeros(0, np.int64)
         known = (L >= 0) & np.isin(key, np.fromiter(self.threads, dtype=np.int64, count=len(self.threads)))
-        self._l_end = np.where(known, ev.ts[at] + ev.dur[at], -np.inf).tolist() if n else []
-        self._l_key = key.tolist()
+        launch_end = np.where(known, ev.ts[at] + ev.dur[at], -np.inf) if n else np.zeros(0)
+        self._l_end, self._l_key = launch_end.tolist(), key.tolist()
         k = np.searchsorted(self.sorted_ends, self.ts, side="right") - 1 if n else np.zeros(0, np.int64)
         kk = np.maximum(k, 0)
-        self._inf_end = np.where(k >= 0, self.sorted_ends[kk] if n else 0.0, -np.inf).tolist()
-        self._inf_node = np.where(
-            (k >= 0) & (self.ends_order[kk] != np.arange(n)), self.ends_order[kk] if n else 0, -1
-        ).tolist()
+        inf_end = np.where(k >= 0, self.sorted_ends[kk] if n else 0.0, -np.inf)
+        inf_node = np.where((k >= 0) & (self.ends_order[kk] != np.arange(n)), self.ends_order[kk] if n else 0, -1)
+        self._inf_end, self._inf_node = inf_end.tolist(), inf_node.tolist()
+        self._run_inputs = (launch_end, (inf_end, inf_node))
         self._ts, self._te, self._prev = self.ts.tolist(), self.te.tolist(), self.prev.tolist()
         self._comm_of, self._row = self.comm_of.tolist(), self.dev.tolist()
-        self._names = np.asarray(self.trace.strings, dtype=object)[ev.name[self.dev]].tolist() if n else []
+        self._labels = _texts(self.trace.strings)  # every string of the trace, for numpy gathers
+        self._names = self._labels[ev.name[self.dev]].tolist() if n else []
         self._replayed_names()
 
     def _replayed_names(self) -> None:
@@ -275,8 +285,10 @@ class RankGraph:
         if not (src >= 0).any():
             return
         owner = np.where(src >= 0, op_tree(self.trace).op_parent[np.maximum(src, 0)], -1)
-        for i in np.flatnonzero(owner >= 0).tolist():
-            self._names[i] = self._name(int(owner[i])) + REPLAY_SUFFIX
+        hit = np.flatnonzero(owner >= 0)
+        names = _texts(self._names)
+        names[hit] = self._labels[self.trace.events.name[owner[hit]]] + REPLAY_SUFFIX
+        self._names = names.tolist()
 
     @property
     def waits_on(self) -> np.ndarray:
@@ -287,6 +299,48 @@ class RankGraph:
     def waits_on(self, value) -> None:
         self._waits_on = np.asarray(value)
         self._waits = self._waits_on.tolist()
+        self._stops: np.ndarray | None = None  # made again for the new waits (analysis.critical_path_runs)
+
+    def _stream_run(self, w: Walk, top: int) -> tuple:
+        """The stream-order run from device node ``top`` walked at once (:mod:`analysis.critical_path_runs`):
+        the state of the node the walk reaches after it."""
+        if self._stops is None:
+            launch_end, inferred = self._run_inputs
+            self._stops = stream_steps(
+                self.ts,
+                self.te,
+                self.prev,
+                launch_end,
+                self._waits_on,
+                None if self.explicit else inferred,
+                self.comm_of,
+            )
+            self._names_array = _texts(self._names)
+        k = walk_run(
+            w,
+            top,
+            self._stops,
+            self.ts,
+            self.te,
+            self._memoized(),
+            self._names_array,
+            self.dev,
+            MAX_VISITS - self.visits,
+        )
+        self.visits += top - k
+        return ("dev", k, self._ts[k + 1])
+
+    def _memoized(self) -> np.ndarray:
+        """Per device node, whether ``memo`` holds it (kept in step with the dict, which only grows
+        until a new walk replaces it)."""
+        if self._memo_of is not self.memo:
+            self._memo_mask[self._memo_keys] = False
+            self._memo_of, self._memo_keys = self.memo, []
+        if len(self._memo_keys) != len(self.memo):
+            new = list(itertools.islice(self.memo, len(self._memo_keys), None))
+            self._memo_mask[new] = True
+            self._memo_keys.extend(new)
+        return self._memo_mask
 
     # --- walks: each returns segment arrays (start, end, category, name) from the anchor backward
     def from_end(self, lo: float, hi: float) -> Walk:
@@ -341,6 +395,8 @@ class RankGraph:
                     return
                 w.add(self._ts[i], end, KERNEL, self._names[i], self._row[i])
                 state = self._before_dev(w, i)
+                if state is not None and state[1] == self._prev[i] >= 0 and state[0] == "dev":
+                    state = self._stream_run(w, state[1])  # the stream-order run before i, in one numpy pass
             else:
                 state = self._thread(w, state[1], state[2])
 
@@ -402,24 +458,13 @@ class RankGraph:
         order = np.argsort(-np.concatenate([cs, gap_s[g]]), kind="stable")  # the walk goes backward
         a_all, b_all = np.concatenate([cs, gap_s[g]])[order], np.concatenate([ce, gap_e[g]])[order]
         cats = np.concatenate([np.full(len(cs), CPU), np.full(int(g.sum()), WAIT)])[order]
-        label = self.trace.strings
-        idx = self.trace.events.name[names]
-        text = [
-            UNTRACED_NAME if m == UNTRACED else label[i] + ANNOTATION_SUFFIX if m == ANNOTATION else label[i]
-            for i, m in zip(idx.tolist(), kinds.tolist())
-        ] + ["idle (host)"] * int(g.sum())
+        label = self._labels[self.trace.events.name[names]]
+        label = np.where(kinds == ANNOTATION, label + ANNOTATION_SUFFIX, label)
+        label[kinds == UNTRACED] = UNTRACED_NAME
+        text = np.concatenate([label, np.full(int(g.sum()), "idle (host)", dtype=object)])[order]
         rows_all = np.concatenate([names, np.full(int(g.sum()), -1)])[order]
         n = len(order)
-        w.segs.extend(
-            zip(
-                a_all.tolist(),
-                b_all.tolist(),
-                cats.tolist(),
-                [text[i] for i in order.tolist()],
-                rows_all.tolist(),
-                [0.0] * n,
-            )
-        )
+        w.segs.extend(zip(a_all.tolist(), b_all.tolist(), cats.tolist(), text.tolist(), rows_all.tolist(), [0.0] * n))
 
     def context(self, row: int) -> dict:
         """The enclosing annotation and Python frame of host event ``row``; for a replayed kernel with a
@@ -427,5 +472,9 @@ class RankGraph:
         src = int(self.source[row]) if row >= 0 else -1
         return context(self.trace, src if src >= 0 else row, self.parent)
 
-    def _name(self, row: int) -> str:
-        return self.trace.strings[self.trace.events.name[row]]
+
+def _texts(strings: list[str]) -> np.ndarray:
+    """``strings`` as a 1-D object array (one element per string, whatever they hold)."""
+    out = np.empty(len(strings), dtype=object)
+    out[:] = strings
+    return out

@@ -4,6 +4,9 @@ grouped by name, the time the host was blocked on the device)."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
+
 import numpy as np
 
 CATEGORIES = ("kernel", "cpu", "communication", "waiting")
@@ -22,7 +25,7 @@ class Walk:
         self.lo, self.hi, self.memo = lo, hi, memo
         self.segs: list[tuple] = []
         self.marks: list[tuple[int, int]] = []
-        self.tail: tuple | None = None
+        self.tail: tuple | None = None  # (Folded, segment): the memoized rest of the walk
         self.stop, self.stop_at, self.truncated = -1, lo, False
         self.block = (0.0, -np.inf)
 
@@ -34,34 +37,18 @@ class Walk:
 
     def fold(self, memo: dict) -> tuple:
         """The summary state of the whole chain, ``(by_category, top, work, stop, stop_at, truncated,
-        blocked, items)``, folding segments from the last (earliest) to the first; each marked node's
-        suffix goes to ``memo``. ``items``: the work grouped by name, as a lazy :class:`Items`."""
-        tail = self.tail or ([0.0] * len(CATEGORIES), [], None, self.stop, self.stop_at, self.truncated, 0.0, None)
-        by_cat, top, work, stop, stop_at, trunc, blocked, tail_items = tail
-        by_cat, top = list(by_cat), list(top)
-        trunc = trunc or self.truncated
-        marks = dict(self.marks)
-        for p in range(len(self.segs) - 1, -1, -1):
-            a, b, cat, name, _, blk = seg = self.segs[p]
-            d = b - a
-            by_cat[cat] += d
-            blocked += blk
-            if len(top) < TOP or d > top[-1][1] - top[-1][0]:
-                top = sorted(top + [seg], key=lambda s: -(s[1] - s[0]))[:TOP]
-            if cat != WAIT and (work is None or d > work[1] - work[0]):
-                work = seg
-            if p in marks:
-                memo[marks[p]] = (
-                    tuple(by_cat),
-                    tuple(top),
-                    work,
-                    stop,
-                    stop_at,
-                    trunc,
-                    blocked,
-                    Items(self.segs, p, tail_items),
-                )
-        return by_cat, top, work, stop, stop_at, trunc, blocked, Items(self.segs, 0, tail_items)
+        blocked, items)``, folding segments from the last (earliest) to the first onto the memoized
+        tail; each marked node gets the state at its segment in ``memo``, as a ``(Folded, position)``
+        pair made into that state only when a later walk reaches the node (:meth:`Folded.state`).
+        ``items``: the work grouped by name, as a lazy :class:`Items`."""
+        tail = self.tail[0].state(self.tail[1]) if self.tail is not None else None
+        folded = Folded(self, tail)
+        marks = dict(self.marks)  # one node per segment (the last marked there), in segment order
+        at, nodes = list(marks), list(marks.values())
+        inside = bisect.bisect_left(at, len(self.segs))  # a mark past the last segment marks nothing
+        # in folding order (last segment first): a node marked twice keeps the state at its first segment
+        memo.update(zip(nodes[inside - 1 :: -1] if inside else [], zip(itertools.repeat(folded), at[inside - 1 :: -1])))
+        return folded.state(0)
 
     def summary(self, ctx=None) -> dict:
         """Bounds (common clock), µs per category, the ten longest segments, the longest work, the
@@ -83,6 +70,53 @@ class Walk:
         }
 
 
+class Folded:
+    """A walk's segments folded onto its tail, in numpy: the running µs per category and host-blocked µs
+    (sequential sums in folding order, so every partial sum is the one a segment-by-segment fold makes)
+    and each segment's duration, for the state at any segment (:meth:`state`)."""
+
+    def __init__(self, w: Walk, tail: tuple | None):
+        self.w = w
+        empty: tuple = ([0.0] * len(CATEGORIES), [], None, w.stop, w.stop_at, w.truncated, 0.0, None)
+        by_cat, top, self.work, self.stop, self.stop_at, trunc, blocked, self.items = tail or empty
+        self.top, self.trunc = list(top), trunc or w.truncated
+        n = len(w.segs)
+        a, b, cat, blk = _columns(w.segs, n)
+        self.dur = (b - a)[::-1]  # folding order: the last (earliest) segment first
+        self.cat = cat[::-1]
+        self.sums = np.cumsum(
+            np.vstack([np.r_[by_cat[c], np.where(self.cat == c, self.dur, 0.0)] for c in range(len(CATEGORIES))]),
+            axis=1,
+        )  # adding 0.0 leaves a sum as it is: each row is its category's running sum
+        self.blocked = np.cumsum(np.r_[blocked, blk[::-1]])
+        self.top_dur = np.r_[[s[1] - s[0] for s in self.top], self.dur]
+        self.work_dur = np.where(self.cat != WAIT, self.dur, -np.inf)
+
+    def state(self, p: int) -> tuple:
+        """The summary state once segment ``p`` (and every later one in the list: earlier in time) is
+        folded: ``(by_category, top, work, stop, stop_at, truncated, blocked, items)``."""
+        segs, n, k = self.w.segs, len(self.w.segs), len(self.top)
+        j = n - p  # segments folded
+        ranked = np.argsort(-self.top_dur[: k + j], kind="stable")[:TOP]  # ties: the earlier folded first
+        top = [self.top[i] if i < k else segs[n - 1 - (i - k)] for i in ranked.tolist()]
+        work = self.work
+        if j:
+            best = int(np.argmax(self.work_dur[:j]))  # the first of the longest
+            if self.work_dur[best] > -np.inf and (work is None or self.work_dur[best] > work[1] - work[0]):
+                work = segs[n - 1 - best]
+        by_cat = self.sums[:, j].tolist()
+        blocked = float(self.blocked[j])
+        return by_cat, top, work, self.stop, self.stop_at, self.trunc, blocked, Items(segs, p, self.items)
+
+
+def _columns(segs: list, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end, category and host-blocked µs of every segment (a C-level transpose)."""
+    if not n:
+        return np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
+    a, b, cat, _, _, blk = zip(*segs)
+    return np.array(a, float), np.array(b, float), np.array(cat, np.int64), np.array(blk, float)
+
+
 class Items:
     """The work of a chain's suffix grouped by ``(category, name)``: ``segs[p:]`` plus a memoized tail's
     items, added up on first use only (a copy at every marked node would cost the number of names per
@@ -95,17 +129,23 @@ class Items:
         self.done: dict | None = None
 
     def resolve(self) -> dict:
-        """``{(category, name): [µs, segments]}``."""
+        """``{(category, name): [µs, segments]}``, in the order a segment-by-segment pass inserts them
+        (the tail's first, then by first segment) with the same sequential sums."""
         if self.done is None:
             out = {k: list(v) for k, v in self.tail.resolve().items()} if self.tail is not None else {}
-            for a, b, cat, name, *_ in self.segs[self.p :]:
-                if cat != WAIT:
-                    it = out.get((cat, name))
-                    if it is None:
-                        out[(cat, name)] = [b - a, 1]
-                    else:
-                        it[0] += b - a
-                        it[1] += 1
+            segs = self.segs[self.p :]
+            if segs:
+                a, b, cat, name = list(zip(*segs))[:4]
+                keep = np.array(cat) != WAIT
+                pairs = list(itertools.compress(zip(cat, name), keep.tolist()))
+                keys = list(dict.fromkeys(pairs))  # in order of their first segment
+                group = np.fromiter(map(dict(zip(keys, itertools.count())).__getitem__, pairs), np.int64, len(pairs))
+                total = np.array([out.get(key, (0.0, 0))[0] for key in keys], float)
+                np.add.at(total, group, np.array(b)[keep] - np.array(a)[keep])  # in segment order: sums as one by one
+                count = np.bincount(group, minlength=len(keys)).tolist()
+                for key, us, n in zip(keys, total.tolist(), count):  # one pass per distinct name
+                    old = out.get(key)
+                    out[key] = [us, n + (old[1] if old is not None else 0)]
             self.done = out
         return self.done
 

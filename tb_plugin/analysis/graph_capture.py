@@ -25,6 +25,7 @@ Definitions (times µs):
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -37,10 +38,14 @@ END_CAPTURE_PREFIXES = ("cudaStreamEndCapture", "hipStreamEndCapture", "cuStream
 INSTANTIATE_PREFIXES = ("cudaGraphInstantiate", "hipGraphInstantiate", "cuGraphInstantiate")
 NODE_LAUNCH_MARKERS = ("LaunchKernel", "LaunchCooperativeKernel", "Memcpy", "Memset")
 
-# per-position multipliers of the name-sequence hash (fixed seed: a graph's key is stable across runs)
-_HASH_MULT = np.random.default_rng(20240611).integers(1, 2**63, size=4096, dtype=np.int64).astype(
-    np.uint64
-) | np.uint64(1)
+
+@functools.cache
+def _hash_mult() -> np.ndarray:
+    """Per-position multipliers of the name-sequence hash (fixed seed: a graph's key is stable across
+    runs); made on first use, so that a trace without graph replays never imports ``numpy.random``."""
+    return np.random.default_rng(20240611).integers(1, 2**63, size=4096, dtype=np.int64).astype(np.uint64) | np.uint64(
+        1
+    )
 
 
 @dataclasses.dataclass
@@ -114,7 +119,8 @@ def _replays(trace: Trace) -> Replays:
         sig = key.astype(np.uint64)
     else:
         key = np.full(len(launches), -1, dtype=np.int64)
-        mult = _HASH_MULT[np.minimum(position, len(_HASH_MULT) - 1)]
+        hash_mult = _hash_mult() if len(work) else np.ones(1, dtype=np.uint64)  # no replay: no numpy.random
+        mult = hash_mult[np.minimum(position, len(hash_mult) - 1)]
         terms = ev.name[work].astype(np.int64).astype(np.uint64) * mult + position.astype(np.uint64)
         sig = np.zeros(len(launches), dtype=np.uint64)
         if len(work):

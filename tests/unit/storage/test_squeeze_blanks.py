@@ -1,5 +1,6 @@
 """The whitespace squeeze of inflated JSON: the same bytes as the regular expression on every input,
-with the expression skipped when no run is long enough; and the per-rank job reads the files beside a
+with the expression skipped when no run is long enough (and a window read whole only when its sampled
+bytes are all whitespace); and the per-rank job reads the files beside a
 trace (Inductor's kernel_information.json) inside its own folder, with no refusal."""
 
 from __future__ import annotations
@@ -38,6 +39,19 @@ def test_the_squeeze_equals_the_expression_on_random_runs():
                 unit = bytes(rng.choice(b" \t\r\n") for _ in range(rng.randint(1, 3)))
                 parts.append(unit * rng.randint(0, RUN))
         data = b"".join(parts)
+        assert inflate.squeeze_blanks(data) == inflate._BLANK_RUN.sub(b" ", data)
+
+
+def test_windows_blank_at_every_sampled_byte_but_not_all_through():
+    """Whitespace windows with one other byte off the sampled positions (read whole, not squeezed) and
+    long runs at every offset (squeezed): the same bytes as the expression."""
+    rng = random.Random(11)
+    for _ in range(60):
+        data = bytearray(b" " * (4 * RUN))
+        for _ in range(rng.randint(0, 3)):
+            at = rng.randrange(len(data))
+            data[at if at % (inflate._PROBE_BYTES // inflate._SAMPLES) else at + 1] = ord("x")
+        data = b"x" * rng.randint(0, RUN) + bytes(data)
         assert inflate.squeeze_blanks(data) == inflate._BLANK_RUN.sub(b" ", data)
 
 

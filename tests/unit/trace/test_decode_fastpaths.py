@@ -110,3 +110,21 @@ def test_list_texts_equal_list_text_one_by_one():
     assert _list_texts(values) == [_list_text(v) for v in values]
     assert _list_texts(values)[:4] == [None, "[13, 1, 1]", "[1.5, 2, True]", "[a, 1]"]
     assert _list_texts([None, None]) == [None, None] and _list_texts([]) == []
+
+
+def test_struct_fields_transposed_in_c_equal_one_attribute_read_per_event():
+    """``arg_columns`` and ``event_columns`` (tuples of each struct, transposed by ``zip``) give, field by
+    field, what reading each attribute of each event gives: decoded events with every arg set, some
+    with none, and an empty batch."""
+    import msgspec
+
+    from tb_plugin.trace import events as E
+
+    names = {f.name: f.encode_name for f in msgspec.structs.fields(E._Args)}
+    full = {names[f]: f"{f}-{i}" for i, f in enumerate(E.ARG_FIELDS)}
+    docs = [_kernel(i, **(full if i % 3 else {})) for i in range(50)] + [{"ph": "X", "name": "bare", "ts": 1.0}]
+    decoded = msgspec.json.decode(orjson.dumps(docs), type=list[E._Event])
+    args = [e.args if e.args is not None else E._Args() for e in decoded]
+    assert E.arg_columns(args) == {f: [getattr(a, f) for a in args] for f in E.ARG_FIELDS}
+    assert E.event_columns(decoded) == [[getattr(e, f) for e in decoded] for f in E.EVENT_FIELDS]
+    assert E.arg_columns([]) == {f: [] for f in E.ARG_FIELDS} and E.event_columns([]) == [[] for _ in E.EVENT_FIELDS]
