@@ -106,7 +106,10 @@ class _Child(Protocol):
     def kill(self) -> None: ...
 
 
-def _child(argv: list[str]) -> _Child:
+def start_child(module: str, argv: list[str], stderr: int = subprocess.PIPE) -> subprocess.Popen:
+    """``python -m module *argv`` with pipes on stdin and stdout (and ``stderr``), run in this package's
+    folder with it first on the path (``-m`` puts the working folder first: the child must import this
+    package, never one there) and one thread per numeric library. :class:`OSError` when it cannot start."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
@@ -114,19 +117,15 @@ def _child(argv: list[str]) -> _Child:
         OPENBLAS_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
     )
+    argv = [sys.executable, "-m", module, *argv]
+    return subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=_PACKAGE_PARENT, env=env
+    )
+
+
+def _child(argv: list[str]) -> _Child:
     try:
-        # cwd: ``-m`` puts the working folder first on the path; the child must import this package
-        return cast(  # (three pipes asked for: none is None)
-            _Child,
-            subprocess.Popen(
-                [sys.executable, "-m", "tb_plugin.artifacts.snapshot_child", *argv],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=_PACKAGE_PARENT,
-                env=env,
-            ),
-        )
+        return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv))  # (three pipes: none is None)
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
 
