@@ -334,6 +334,15 @@ def main(argv: list[str] | None = None) -> int:
             f"({max(rep['hwm_mb'], rep['child_hwm_mb']) / bare['hwm_mb']:.2f}x), main + child "
             f"{rep['sum_mb']:.0f} MB ({rep['sum_mb'] / bare['hwm_mb']:.2f}x); load average {load_after}"
         )
+    if bare:  # the timeline route's first answer (what MCP and the notebook also open through), side by side
+        print(
+            f"first timeline vs bare pickle.load: wall {first['first_timeline_s']:.2f} s vs {bare['seconds']:.2f} s "
+            f"({first['first_timeline_s'] / bare['seconds']:.2f}x), CPU (with the benchmark's poller) "
+            f"{first['cpu_s']:.2f} s vs {bare['cpu_s']:.2f} s ({first['cpu_s'] / bare['cpu_s']:.2f}x), peak (reader "
+            f"child) {first['child_hwm_mb']:.0f} MB vs {bare['hwm_mb']:.0f} MB "
+            f"({first['child_hwm_mb'] / bare['hwm_mb']:.2f}x), this process {first['hwm_mb']:.0f} MB, both together "
+            f"{first['sum_mb']:.0f} MB ({first['sum_mb'] / bare['hwm_mb']:.2f}x); load average {load_after}"
+        )
     print(f"load average after: {load_after}")
     print_figures(**figures)
     return 0
