@@ -27,7 +27,7 @@ import numpy as np
 import orjson
 
 from ..settings import current
-from .snapshot_child import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits  # noqa: F401 - for the children
+from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits  # noqa: F401 - for the children
 
 BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for each MB of pickle
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
@@ -156,7 +156,7 @@ def parse_blocks_in_child(blocks: Iterable, size: int, again: Iterable | None = 
     exception from ``blocks`` (a read error, a bound) ends the child and is raised as it is.
     ``again``: the same blocks once more (e.g. ``blocks`` itself when it can be iterated twice), sent
     to a second child that streams them when the first one's whole read ran out of memory
-    (:data:`~.snapshot_child.EXIT_AGAIN`); None: that is the file's error."""
+    (:data:`~.child_terms.EXIT_AGAIN`); None: that is the file's error."""
     try:
         return _parse_blocks(blocks, size, [])
     except _Again:

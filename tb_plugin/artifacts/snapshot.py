@@ -25,6 +25,7 @@ import orjson
 
 from ..trace import jsonsafe
 from . import expansion, pickle_stream, whole_read
+from .child_terms import EXIT_REFUSED
 from .isolated import (
     SHARED_CHILD,
     SHARED_MAX_BYTES,
@@ -36,7 +37,6 @@ from .isolated import (
     read_shared,
     unpack_npz,
 )
-from .snapshot_child import EXIT_REFUSED
 from .snapshot_columns import (  # noqa: F401 - imported from here by the analyses
     _FIELDS,
     ACTIONS,
@@ -429,7 +429,7 @@ def batch_main(mode: str, memory: int) -> None:
 
 def _answer(read: Callable[[], Snapshot], memory: int, again: bool) -> int:
     """In the reader child: write the packed snapshot that ``read`` gives as ``.npz`` to stdout, then end
-    the process; a refused file's message to stderr (:data:`~.snapshot_child.EXIT_REFUSED`). ``again``:
+    the process; a refused file's message to stderr (:data:`~.child_terms.EXIT_REFUSED`). ``again``:
     a :class:`MemoryError` is raised as it is (the file is sent again, streamed)."""
     try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
         header, arrays = pack_snapshot(read())
@@ -455,9 +455,3 @@ def answer_stdin(argv: list[str], memory: int, stream: bool | None) -> int:
     """:func:`_answer` for the pickle on stdin, read into one buffer first (``argv[0]``: its size), then
     :func:`parse_pickle` with ``stream``."""
     return _answer(lambda: _parse_owned([_stdin(argv)], stream), memory, again=False)
-
-
-if __name__ == "__main__":
-    from .snapshot_child import child_main
-
-    sys.exit(child_main(sys.argv[1:]))

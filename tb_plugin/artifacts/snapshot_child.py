@@ -7,8 +7,8 @@ frame by frame, as a bare ``pickle.load`` of the file reads it: the file's bytes
 the object, and numpy and the parser are imported only after the read, when the unpickler's memo is
 freed. The child's peak is then what ``pickle.load``'s is. The bytes read cannot be read again: a
 :class:`MemoryError` on that path (a file that expands more than estimated, a memo bomb) ends the child
-with :data:`EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
-(:data:`STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
+with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
+(:data:`~.child_terms.STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
 into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes.
 """
 
@@ -20,31 +20,10 @@ import sys
 from typing import IO
 
 from . import expansion, whole_read
+from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits
 from .unpickle import RefusedPickle, load_whole
 
-EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
-EXIT_AGAIN = 4  # the whole read from the pipe ran out of memory: send the file again, streamed
-STREAMED = "streamed"  # the child's mode argument for that second reading
-BATCH_MODES = ("snapshot", "plain")  # length-prefixed files, one answer each (see isolated.read_many_in_child)
 LATER_BYTES = 256 << 20  # address space the imports after a whole read take (numpy maps ~130 MB)
-
-
-def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:
-    """In the child: limit its own address space and (unless None) CPU time; a no-op where
-    ``resource`` is missing (Windows: the wall-clock limit still holds)."""
-    try:
-        import resource
-    except ImportError:
-        return
-    limits = [(resource.RLIMIT_AS, address_space_bytes)] + ([(resource.RLIMIT_CPU, int(cpu_s) + 1)] if cpu_s else [])
-    for which, soft in limits:
-        _, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            soft = min(soft, hard)
-        try:
-            resource.setrlimit(which, (soft, hard))
-        except (ValueError, OSError):
-            pass
 
 
 class _Counted:
@@ -98,9 +77,9 @@ def read_piped(stdin: IO[bytes]) -> tuple[object, int]:
 
 def child_main(argv: list[str]) -> int:
     """``argv``: the pickle's size, the address-space limit (bytes), the CPU-time limit (s), and
-    optionally a mode (:data:`BATCH_MODES`, or :data:`STREAMED`). Alone: read a pickle from stdin and write
-    its packed snapshot as ``.npz`` to stdout (exit status :data:`EXIT_REFUSED` for a refused file, the
-    message on stderr; :data:`EXIT_AGAIN`, see the module docstring)."""
+    optionally a mode (:data:`~.child_terms.BATCH_MODES`, or :data:`~.child_terms.STREAMED`). Alone: read a pickle from stdin and write
+    its packed snapshot as ``.npz`` to stdout (exit status :data:`~.child_terms.EXIT_REFUSED` for a refused file, the
+    message on stderr; :data:`~.child_terms.EXIT_AGAIN`, see the module docstring)."""
     memory = int(argv[1]) if len(argv) > 1 else 1 << 40
     mode = argv[3] if len(argv) > 3 else ""
     batch = mode in BATCH_MODES
