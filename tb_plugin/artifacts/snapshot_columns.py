@@ -48,7 +48,7 @@ _FIELDS = ("action", "addr", "size", "time", "stack")
 
 def _field(entries: list[dict], key: str) -> list:
     try:
-        return [e[key] for e in entries]  # the common case: every entry has it
+        return list(map(operator.itemgetter(key), entries))  # the common case, every entry has it: C speed
     except KeyError:
         return [e.get(key) for e in entries]
 
@@ -208,7 +208,6 @@ class Interner:
 
 
 _FRAME_FIELDS = operator.itemgetter("filename", "line", "name")
-_ENTRY_FIELDS = operator.itemgetter("action", "addr", "size", "time_us", "frames")
 _IDENTITY_KEPT = 100_000
 _KEYED = 4096  # frame lists keyed at a time by Interner.stack_ids_of
 
@@ -232,22 +231,15 @@ def _stack_ids(frames, stack_of) -> np.ndarray:
 def trace_columns(entries: list[dict], stack_of) -> dict:
     """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
     ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``."""
-    actions: Sequence[Any]
-    addrs: Sequence[Any]
-    sizes: Sequence[Any]
-    times: Sequence[Any]
-    frames: Sequence[Any]
-    try:  # the common case, every field in every entry: read in one pass
-        actions, addrs, sizes, times, frames = zip(*map(_ENTRY_FIELDS, entries))
-    except KeyError:
-        actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
-        times, frames = _field(entries, "time_us"), _field(entries, "frames")  # each: fast unless it is missing
+    # a field at a time (one C-level pass each: faster than one pass of 5-tuples and their transpose)
+    actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
+    times, frames = _field(entries, "time_us"), _field(entries, "frames")
     timed = times.count(None) != len(times)
     cols = {
-        "action": _action_codes(entries, list(actions)),
-        "addr": _ints(list(addrs)),
-        "size": _ints(list(sizes)),
-        "time": _floats(list(times)) if timed else np.full(len(entries), np.nan),
+        "action": _action_codes(entries, actions),
+        "addr": _ints(addrs),
+        "size": _ints(sizes),
+        "time": _floats(times) if timed else np.full(len(entries), np.nan),
         "stack": _stack_ids(frames, stack_of),
     }
     ooms = [
