@@ -52,7 +52,8 @@ from .snapshot_columns import (  # noqa: F401 - imported from here by the analys
 from .unpickle import PICKLE_OPCODES, RefusedPickle, load_whole, restricted_loads
 
 _SLICE = 1 << 16  # history entries turned into columns at a time, when the history was read whole
-_FREED = 2 * _SLICE  # ... and how many of them a reader child frees once turned into columns
+_FREED = 4 * _SLICE  # ... and how many of them a reader child frees once turned into columns,
+_FIRST = 1 << 14  # ... this many at a time
 
 
 @dataclasses.dataclass
@@ -209,16 +210,21 @@ def parse_pickle_whole(data: bytes) -> Snapshot:
 
 def _whole_history(entries: list, stack_of: Callable[[Any], int], free: bool) -> list[dict]:
     """A history read whole as column batches of :data:`_SLICE` entries (small transients). ``free``:
-    ``entries`` is only the caller's, and the first :data:`_FREED` entries are dropped once turned
-    into columns: the memory they free holds the columns, so that the parse adds nothing to the peak
-    of the read (freeing them all would cost ~1 s per 10⁶ entries, the interpreter's deallocation)."""
+    ``entries`` is only the caller's, and its first :data:`_FREED` entries are turned into columns
+    :data:`_FIRST` at a time and dropped at once: the memory they free holds the parse's transients
+    and the columns, so that the parse adds little to the peak of the read (freeing them all would
+    cost ~1 s per 10⁶ entries, the interpreter's deallocation)."""
     if set(map(type, entries)) - {dict}:  # (the common case, dicts only, checked at C speed)
         entries = [e for e in entries if isinstance(e, dict)]
     batches = []
-    for i in range(0, len(entries), _SLICE):
-        batches.append(trace_columns(entries[i : i + _SLICE], stack_of))
-        if free and i < _FREED:
-            entries[i : i + _SLICE] = itertools.repeat(None, len(entries[i : i + _SLICE]))
+    i = 0
+    while i < len(entries):
+        freeing = free and i < _FREED
+        step = _FIRST if freeing else _SLICE
+        batches.append(trace_columns(entries[i : i + step], stack_of))
+        if freeing:
+            entries[i : i + step] = itertools.repeat(None, len(entries[i : i + step]))
+        i += step
     return batches
 
 
