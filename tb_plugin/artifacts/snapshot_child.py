@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import IO
+from typing import Protocol, cast
 
 from . import expansion, whole_read
 from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits
@@ -26,11 +26,23 @@ from .unpickle import RefusedPickle, load_whole
 LATER_BYTES = 256 << 20  # address space the imports after a whole read take (numpy maps ~130 MB)
 
 
+class _Stream(Protocol):
+    """A buffered binary stream (stdin's ``BufferedReader``)."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+    def readinto(self, buffer, /) -> int | None: ...
+
+    def readline(self) -> bytes: ...
+
+    def peek(self, n: int = 0, /) -> bytes: ...
+
+
 class _Counted:
     """A binary stream handed to the unpickler, counting the bytes it takes (the object bound is per
     byte). ``peek`` lets the C unpickler prefetch where a pickle has no frames."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: _Stream) -> None:
         self._stream = stream
         self.count = 0
 
@@ -50,7 +62,7 @@ class _Counted:
         return got
 
     def peek(self, n: int = 0) -> bytes:
-        return self._stream.peek(n)  # type: ignore[attr-defined]  # (a BufferedReader)
+        return self._stream.peek(n)
 
     def drain(self) -> None:
         """Read (and count) what follows the pickle: the bound counts the file's every byte, as before."""
@@ -58,14 +70,14 @@ class _Counted:
             pass
 
 
-def piped(stdin: IO[bytes], size: int) -> bool:
+def piped(stdin: _Stream, size: int) -> bool:
     """Whether the pickle on ``stdin`` (``size`` bytes, the parent's figure) is read whole from the pipe:
     protocol 4 or 5 (frames: the unpickler reads each in one call) and its object fits."""
-    head = stdin.peek(2)[:2]  # type: ignore[attr-defined]  # (a BufferedReader; nothing consumed)
+    head = stdin.peek(2)[:2]  # (nothing consumed)
     return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and whole_read.fits(size, LATER_BYTES)
 
 
-def read_piped(stdin: IO[bytes]) -> tuple[object, int]:
+def read_piped(stdin: _Stream) -> tuple[object, int]:
     """The object on ``stdin`` by the restricted C unpickler, and the bytes read; bounded after memo
     expansion (:func:`~.whole_read.check_snapshot`: :class:`~.expansion.TooManyObjects`)."""
     counted = _Counted(stdin)
@@ -90,7 +102,7 @@ def child_main(argv: list[str]) -> int:
 
         batch_main(mode, memory)
         return 0
-    stdin = sys.stdin.buffer
+    stdin = cast(_Stream, sys.stdin.buffer)  # (a BufferedReader: it peeks)
     size = int(argv[0]) if argv and argv[0].isdigit() else 0
     if mode != STREAMED and piped(stdin, size):
         try:
