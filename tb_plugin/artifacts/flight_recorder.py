@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import gc
 import operator
-import os
 import re
 import struct
 import subprocess
@@ -42,7 +41,7 @@ import orjson
 
 from ..storage.sniff import looks_like_flight_recorder as looks_like_dump  # noqa: F401 - the recognizer
 from . import expansion
-from .isolated import apply_limits, cpu_limit_for, memory_limit_bytes, time_limit_s
+from .isolated import apply_limits, cpu_limit_for, memory_limit_bytes, start_child, time_limit_s
 from .unpickle import RefusedPickle, restricted_loads
 
 MAX_TEXT = 200  # characters kept of any string from a dump (names, ops, frames)
@@ -53,7 +52,6 @@ STATES = ("scheduled", "started", "completed")
 CODED = ("pg_name", "pg_desc", "op", "state", "sizes", "dtypes")  # entry columns kept as indices into "vocab"
 _TRAILING_NUMBER = re.compile(r"(\d{1,9})(?:\.[A-Za-z]+)?$")
 _LEN = struct.Struct("<Q")
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 Record = dict  # the compact per-rank dump (see the module docstring)
 
@@ -379,16 +377,8 @@ def read_pickles(files: Iterable[tuple[str, bytes]]) -> dict[str, Record | DumpE
 
 def _run_child(files: list[tuple[str, bytes]], out: dict) -> int:
     """Send ``files`` to a new child; put its answers into ``out``; the number of files answered."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
     try:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "tb_plugin.artifacts.flight_recorder"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=_PACKAGE_PARENT,
-            env=env,
-        )
+        child = start_child("tb_plugin.artifacts.flight_recorder", [], stderr=subprocess.DEVNULL)
     except OSError as exc:
         for name, _ in files:
             out[name] = DumpError(f"cannot start the process that reads dumps: {exc}")

@@ -4,8 +4,8 @@ Unpickling runs C code on the file's structure: a pickle that names no global ca
 process (a deeply nested tuple hashed as a dict key overflows the C stack) or hang it (tuples that
 share halves hash in 2^depth steps); see :mod:`.unpickle`. When the bytes cannot rule that out
 (:func:`~.unpickle.tuple_nesting_bound` above :data:`~.unpickle.IN_PROCESS_NESTING`, which is every
-real snapshot of some size), the pickle is sent to ``python -m tb_plugin.artifacts.snapshot`` on stdin;
-the child (:func:`~.snapshot.child_main`) unpickles and parses it and answers the packed columns (:func:`~.snapshot.pack_snapshot`:
+real snapshot of some size), the pickle is sent to ``python -m tb_plugin.artifacts.snapshot_child`` on stdin;
+the child (:func:`~.snapshot_child.child_main`) unpickles and parses it and answers the packed columns (:func:`~.snapshot.pack_snapshot`:
 a JSON header and flat arrays) as an ``.npz`` on stdout. This process never unpickles the file. The
 child's crash (a signal), its time limit (:func:`time_limit_s`) or its error message becomes the
 file's :class:`SnapshotError`. The child's memory is returned to the system when it exits.
@@ -27,12 +27,12 @@ import numpy as np
 import orjson
 
 from ..settings import current
+from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits  # noqa: F401 - for the children
 
 BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for each MB of pickle
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
 MEMORY_PER_BYTE = 16  # the child's address space per byte of pickle (a bare pickle.load of a snapshot: ~13×)
 MEMORY_FLOOR_BYTES = 1 << 30  # ... and at least this (the interpreter with numpy maps ~150 MB)
-EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -55,24 +55,6 @@ def memory_limit_bytes(size: int) -> int:
     """The child's address-space limit (``RLIMIT_AS``) for a pickle of ``size`` bytes:
     :data:`MEMORY_PER_BYTE` × ``size``, at least :data:`MEMORY_FLOOR_BYTES`, at most :func:`memory_cap_bytes`."""
     return min(max(MEMORY_FLOOR_BYTES, MEMORY_PER_BYTE * int(size)), memory_cap_bytes())
-
-
-def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:
-    """In the child: limit its own address space and (unless None) CPU time; a no-op where
-    ``resource`` is missing (Windows: the wall-clock limit still holds)."""
-    try:
-        import resource
-    except ImportError:
-        return
-    limits = [(resource.RLIMIT_AS, address_space_bytes)] + ([(resource.RLIMIT_CPU, int(cpu_s) + 1)] if cpu_s else [])
-    for which, soft in limits:
-        _, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            soft = min(soft, hard)
-        try:
-            resource.setrlimit(which, (soft, hard))
-        except (ValueError, OSError):
-            pass
 
 
 def cpu_limit_for(size: int) -> None:
@@ -124,7 +106,10 @@ class _Child(Protocol):
     def kill(self) -> None: ...
 
 
-def _child(argv: list[str]) -> _Child:
+def start_child(module: str, argv: list[str], stderr: int = subprocess.PIPE) -> subprocess.Popen:
+    """``python -m module *argv`` with pipes on stdin and stdout (and ``stderr``), run in this package's
+    folder with it first on the path (``-m`` puts the working folder first: the child must import this
+    package, never one there) and one thread per numeric library. :class:`OSError` when it cannot start."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
@@ -132,19 +117,15 @@ def _child(argv: list[str]) -> _Child:
         OPENBLAS_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
     )
+    argv = [sys.executable, "-m", module, *argv]
+    return subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=_PACKAGE_PARENT, env=env
+    )
+
+
+def _child(argv: list[str]) -> _Child:
     try:
-        # cwd: ``-m`` puts the working folder first on the path; the child must import this package
-        return cast(  # (three pipes asked for: none is None)
-            _Child,
-            subprocess.Popen(
-                [sys.executable, "-m", "tb_plugin.artifacts.snapshot", *argv],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=_PACKAGE_PARENT,
-                env=env,
-            ),
-        )
+        return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv))  # (three pipes: none is None)
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
 
@@ -165,17 +146,36 @@ def parse_in_child(data: bytes) -> tuple[dict, dict]:
 
     Raises :class:`SnapshotError` with the child's message, or saying that it crashed
     (with the signal's name) or ran out of time or memory."""
-    return parse_blocks_in_child([data], len(data))
+    return parse_blocks_in_child([data], len(data), again=[data])
 
 
-def parse_blocks_in_child(blocks: Iterable, size: int) -> tuple[dict, dict]:
+def parse_blocks_in_child(blocks: Iterable, size: int, again: Iterable | None = None) -> tuple[dict, dict]:
     """:func:`parse_in_child` of the pickle that ``blocks`` (bytes-like) make up, written to the child
     as they come: this process holds one block at a time, never the file. ``size``: the pickle's
     size in bytes (the child's buffer and limits; a guess for a gzip file: the child grows it). An
-    exception from ``blocks`` (a read error, a bound) ends the child and is raised as it is."""
+    exception from ``blocks`` (a read error, a bound) ends the child and is raised as it is.
+    ``again``: the same blocks once more (e.g. ``blocks`` itself when it can be iterated twice), sent
+    to a second child that streams them when the first one's whole read ran out of memory
+    (:data:`~.child_terms.EXIT_AGAIN`); None: that is the file's error."""
+    try:
+        return _parse_blocks(blocks, size, [])
+    except _Again:
+        if again is None:
+            raise SnapshotError(
+                f"reading this pickle needed more than {memory_limit_bytes(size) >> 20} MB of memory, the "
+                "reader's limit for its size: not a memory snapshot (a hostile or corrupt file?)"
+            ) from None
+        return _parse_blocks(again, size, [STREAMED])
+
+
+class _Again(Exception):
+    """The child's whole read ran out of memory: the file is to be sent again, streamed."""
+
+
+def _parse_blocks(blocks: Iterable, size: int, mode: list[str]) -> tuple[dict, dict]:
     limit = time_limit_s(size)
     memory = memory_limit_bytes(size)
-    child = _child([str(size), str(memory), str(limit)])
+    child = _child([str(size), str(memory), str(limit), *mode])
     out, readers = _collect(child)
     deadline = time.monotonic() + limit
     try:
@@ -206,6 +206,8 @@ def parse_blocks_in_child(blocks: Iterable, size: int) -> tuple[dict, dict]:
     for t in readers:
         t.join()
     done = subprocess.CompletedProcess(child.args, child.returncode, out.get("stdout", b""), out.get("stderr", b""))
+    if done.returncode == EXIT_AGAIN and not mode:
+        raise _Again()
     if done.returncode == EXIT_REFUSED:
         raise SnapshotError(done.stderr.decode("utf-8", "replace").strip()[-2000:])
     if done.returncode < 0:

@@ -13,25 +13,23 @@ Entry actions: ``alloc``, ``free_requested``, ``free_completed`` (older: ``free`
 from __future__ import annotations
 
 import dataclasses
-import gc
 import io
 import itertools
 import os
 import struct
 import sys
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import orjson
 
 from ..trace import jsonsafe
 from . import expansion, pickle_stream, whole_read
+from .child_terms import EXIT_REFUSED
 from .isolated import (
-    EXIT_REFUSED,
     SHARED_CHILD,
     SHARED_MAX_BYTES,
     SnapshotError,
-    apply_limits,
     cpu_limit_for,
     parse_blocks_in_child,
     parse_in_child,
@@ -54,6 +52,8 @@ from .snapshot_columns import (  # noqa: F401 - imported from here by the analys
 from .unpickle import PICKLE_OPCODES, RefusedPickle, load_whole, restricted_loads
 
 _SLICE = 1 << 16  # history entries turned into columns at a time, when the history was read whole
+_FREED = 4 * _SLICE  # ... and how many of them a reader child frees once turned into columns,
+_FIRST = 1 << 14  # ... this many at a time
 
 
 @dataclasses.dataclass
@@ -93,6 +93,7 @@ def load_snapshot_blocks(blocks: Iterable, size: int) -> Snapshot:
     """:func:`load_snapshot` of the pickle that ``blocks`` (bytes-like, in order) make up, written to the
     reader child block by block (:func:`~.isolated.parse_blocks_in_child`): this process never holds
     the file. ``size``: the file's size in bytes."""
+    again = None if isinstance(blocks, Iterator) else blocks  # iterable twice: sent again if need be
     it = iter(blocks)
     head: list = []
     total = 0
@@ -104,7 +105,7 @@ def load_snapshot_blocks(blocks: Iterable, size: int) -> Snapshot:
     else:
         return load_snapshot(b"".join(head))
     _check_first_byte(head[0])
-    return _unpacked(parse_blocks_in_child(itertools.chain(head, it), max(size, total)))
+    return _unpacked(parse_blocks_in_child(itertools.chain(head, it), max(size, total), again))
 
 
 def load_snapshots(datas: Sequence[bytes]) -> list[Snapshot | SnapshotError]:
@@ -207,9 +208,31 @@ def parse_pickle_whole(data: bytes) -> Snapshot:
     return parse_snapshot(obj)
 
 
-def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot:
+def _whole_history(entries: list, stack_of: Callable[[Any], int], free: bool) -> list[dict]:
+    """A history read whole as column batches of :data:`_SLICE` entries (small transients). ``free``:
+    ``entries`` is only the caller's, and its first :data:`_FREED` entries are turned into columns
+    :data:`_FIRST` at a time and dropped at once: the memory they free holds the parse's transients
+    and the columns, so that the parse adds little to the peak of the read (freeing them all would
+    cost ~1 s per 10⁶ entries, the interpreter's deallocation)."""
+    if set(map(type, entries)) - {dict}:  # (the common case, dicts only, checked at C speed)
+        entries = [e for e in entries if isinstance(e, dict)]
+    batches = []
+    i = 0
+    while i < len(entries):
+        freeing = free and i < _FREED
+        step = _FIRST if freeing else _SLICE
+        batches.append(trace_columns(entries[i : i + step], stack_of))
+        if freeing:
+            entries[i : i + step] = itertools.repeat(None, len(entries[i : i + step]))
+        i += step
+    return batches
+
+
+def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None, consume: bool = False) -> Snapshot:
     """The snapshot in the unpickled ``obj``; ``streamed``: the histories already turned into
-    columns while reading (:func:`parse_pickle`), for the lists that hold them."""
+    columns while reading (:func:`parse_pickle`), for the lists that hold them. ``consume``: ``obj``
+    is the caller's to give away (a reader child's whole read): the parse frees history entries as it
+    goes (:func:`_whole_history`), and ``obj``'s histories are gone after it."""
     interner = streamed.interner if streamed is not None else Interner()
     stack_of = interner.stack_of
     traces_raw: Any  # the device traces as the file has them (checked below)
@@ -231,13 +254,15 @@ def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None) -> Snapshot
     segment_streams: list[dict] = []
     has_time = False
     # histories first (a streamed read interned their stacks while reading), then the segments' blocks
-    for dev, entries in enumerate(traces_raw):
+    for dev in range(len(traces_raw)):  # (not enumerate: its tuple would hold one more reference)
+        entries = traces_raw[dev]
         batches = streamed.of(entries) if streamed is not None else None
         if batches is None:
             if not isinstance(entries, list):
                 continue
-            entries = [e for e in entries if isinstance(e, dict)]  # a whole read: in slices (small transients)
-            batches = [trace_columns(entries[i : i + _SLICE], stack_of) for i in range(0, len(entries), _SLICE)]
+            # given away, and referred to by this list alone (and ``entries``, and getrefcount's argument)
+            free = consume and sys.getrefcount(entries) == 3
+            batches = _whole_history(entries, stack_of, free)
         if not batches or not sum(b["n"] for b in batches):
             continue
         devices[dev], dev_ooms, dev_streams, timed = joined(batches, dev)
@@ -387,7 +412,7 @@ def _refusal(exc: BaseException, memory: int) -> str:
 _REFUSALS = (SnapshotError, orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError)
 
 
-def _batch(mode: str, memory: int) -> None:
+def batch_main(mode: str, memory: int) -> None:
     """Answer each length-prefixed pickle on stdin (see :func:`~.isolated.read_many_in_child`)."""
     read_one = _packed_npz if mode == "snapshot" else _plain_json
     length = struct.Struct("<Q")
@@ -408,21 +433,16 @@ def _batch(mode: str, memory: int) -> None:
         stdout.flush()
 
 
-def child_main(argv: list[str]) -> int:
-    """The child of :mod:`.isolated`. ``argv``: the pickle's size, the address-space limit (bytes), the
-    CPU-time limit (s), and optionally a batch mode (``snapshot`` or ``plain``). Alone: read a pickle
-    from stdin, write its packed snapshot as ``.npz`` to stdout (exit status
-    :data:`~.isolated.EXIT_REFUSED` for a refused file, the message on stderr)."""
-    memory = int(argv[1]) if len(argv) > 1 else 1 << 40
-    apply_limits(memory, None if len(argv) > 3 else float(argv[2]) if len(argv) > 2 else 3600.0)  # batch: per file
-    gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
-    if len(argv) > 3:
-        _batch(argv[3], memory)
-        return 0
+def _answer(read: Callable[[], Snapshot], memory: int, again: bool) -> int:
+    """In the reader child: write the packed snapshot that ``read`` gives as ``.npz`` to stdout, then end
+    the process; a refused file's message to stderr (:data:`~.child_terms.EXIT_REFUSED`). ``again``:
+    a :class:`MemoryError` is raised as it is (the file is sent again, streamed)."""
     try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
-        header, arrays = pack_snapshot(_parse_owned([_stdin(argv[:1])]))
+        header, arrays = pack_snapshot(read())
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     except _REFUSALS as exc:
+        if again and isinstance(exc, MemoryError):
+            raise
         sys.stderr.write(_refusal(exc, memory))
         return EXIT_REFUSED
     np.savez(sys.stdout.buffer, header=np.frombuffer(body, dtype=np.uint8), **arrays)  # streamed, no copy
@@ -430,5 +450,14 @@ def child_main(argv: list[str]) -> int:
     os._exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
 
 
-if __name__ == "__main__":
-    sys.exit(child_main(sys.argv[1:]))
+def answer_object(obj: Any, memory: int) -> int:
+    """:func:`_answer` for the object a whole read from the pipe built (:mod:`.snapshot_child`); its
+    :class:`MemoryError` is raised (the pipe is consumed: the parent sends the file again)."""
+    # (``obj`` stays referred to here: the child ends by os._exit, its millions of objects never freed)
+    return _answer(lambda: parse_snapshot(obj, consume=True), memory, again=True)
+
+
+def answer_stdin(argv: list[str], memory: int, stream: bool | None) -> int:
+    """:func:`_answer` for the pickle on stdin, read into one buffer first (``argv[0]``: its size), then
+    :func:`parse_pickle` with ``stream``."""
+    return _answer(lambda: _parse_owned([_stdin(argv)], stream), memory, again=False)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pickle
 import pickletools
+from typing import Protocol, cast
 
 # Nesting that is safe to hash in this process. Depth costs C stack (~80 bytes a level, no recursion
 # check: 100 000 levels survived and 300 000 crashed an 8 MB thread on CPython 3.11) and, worse, time:
@@ -52,6 +53,14 @@ def tuple_nesting_bound(data: bytes) -> int:
     return sum(data.count(op) for op in _WRAPPING) + min(data.count(b"t"), data.count(b"("))
 
 
+class _Source(Protocol):
+    """A binary stream the unpickler reads: ``read`` and ``readline`` (``readinto`` and ``peek`` used when there)."""
+
+    def read(self, n: int = -1) -> bytes: ...
+
+    def readline(self) -> bytes: ...
+
+
 class _WholeInput:
     """The pickle's bytes handed to the unpickler in one ``read``: the C unpickler then runs on its own
     buffer, as ``pickle.loads`` does (2–3× faster than through ``io.BytesIO``, whose ``peek`` makes it
@@ -81,12 +90,22 @@ def restricted_loads(data: bytes):
         raise RefusedPickle(f"not a readable pickle: MemoryError: {exc}") from None
 
 
-def load_whole(data: bytes):
-    """:func:`restricted_loads`, except that :class:`MemoryError` is raised as it is (the caller may read
-    the file another way). Only in a process whose address space is limited: CPython's unpickler sizes
-    its memo from the file (``LONG_BINPUT 750000000`` asks for 6 GB)."""
+def _source(data: bytes | _Source) -> _Source:
+    """What the unpickler reads: a bytes-like object (bytes, bytearray, mmap) in one piece, a stream as it is."""
     try:
-        obj = _Restricted(_WholeInput(data)).load()
+        memoryview(data).release()  # type: ignore[arg-type]  # (a stream raises TypeError)
+    except TypeError:
+        return cast(_Source, data)
+    return _WholeInput(cast(bytes, data))
+
+
+def load_whole(data: bytes | _Source):
+    """:func:`restricted_loads`, except that :class:`MemoryError` is raised as it is (the caller may read
+    the file another way). ``data``: the pickle's bytes, or a binary stream it is read from (frame by
+    frame for protocols 4 and 5). Only in a process whose address space is limited: CPython's
+    unpickler sizes its memo from the file (``LONG_BINPUT 750000000`` asks for 6 GB)."""
+    try:
+        obj = _Restricted(_source(data)).load()
     except (RefusedPickle, MemoryError):
         raise
     except (

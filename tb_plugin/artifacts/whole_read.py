@@ -47,11 +47,12 @@ def _mapped_bytes() -> int | None:
     return None
 
 
-def fits(size: int) -> bool:
+def fits(size: int, later: int = 0) -> bool:
     """Whether a whole read of a ``size``-byte pickle should fit this process's address-space limit: only
-    in a process that has one (a reader child), with :data:`WHOLE_PER_BYTE` × ``size`` left under it."""
+    in a process that has one (a reader child), with :data:`WHOLE_PER_BYTE` × ``size`` left under it, and
+    ``later`` bytes more (what the process maps after the read: imports)."""
     limit, mapped = _address_space_limit(), _mapped_bytes()
-    return limit is not None and mapped is not None and mapped + WHOLE_PER_BYTE * int(size) <= limit
+    return limit is not None and mapped is not None and mapped + WHOLE_PER_BYTE * int(size) + later <= limit
 
 
 def check_snapshot(obj: Any, size: int) -> int:

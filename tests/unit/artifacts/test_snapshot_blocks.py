@@ -42,13 +42,13 @@ def test_a_streamed_snapshot_equals_the_whole_read(tmp_path, monkeypatch, big):
     sizes = []
     real = isolated.parse_blocks_in_child
 
-    def spy(blocks, size):
+    def spy(blocks, size, again=None):
         def each():
             for b in blocks:
                 sizes.append(len(b))
                 yield b
 
-        return real(each(), size)
+        return real(each(), size, again)
 
     monkeypatch.setattr("tb_plugin.artifacts.snapshot.parse_blocks_in_child", spy)
     art = _opened(tmp_path, "snapshot.pickle")

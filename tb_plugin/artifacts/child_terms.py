@@ -1,0 +1,27 @@
+"""What a reader child and its parent (:mod:`.isolated`) agree on: the exit statuses, the modes, and the
+limits the child sets on itself first. Imports nothing heavy: the child reads before numpy is loaded."""
+
+from __future__ import annotations
+
+EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
+EXIT_AGAIN = 4  # the whole read from the pipe ran out of memory: send the file again, streamed
+STREAMED = "streamed"  # the child's mode argument for that second reading
+BATCH_MODES = ("snapshot", "plain")  # length-prefixed files, one answer each (see isolated.read_many_in_child)
+
+
+def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:
+    """In the child: limit its own address space and (unless None) CPU time; a no-op where
+    ``resource`` is missing (Windows: the wall-clock limit still holds)."""
+    try:
+        import resource
+    except ImportError:
+        return
+    limits = [(resource.RLIMIT_AS, address_space_bytes)] + ([(resource.RLIMIT_CPU, int(cpu_s) + 1)] if cpu_s else [])
+    for which, soft in limits:
+        _, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (ValueError, OSError):
+            pass

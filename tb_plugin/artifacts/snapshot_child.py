@@ -1,0 +1,124 @@
+"""The reader child of :mod:`.isolated` (``python -m tb_plugin.artifacts.snapshot_child``): limits first, then
+the pickle on stdin read before anything else is imported.
+
+A pickle of protocol 4 or 5 (PyTorch's) whose whole object fits the child's address-space limit
+(:func:`~.whole_read.fits`) is unpickled by CPython's C unpickler (restricted) straight from the pipe,
+frame by frame, as a bare ``pickle.load`` of the file reads it: the file's bytes are never held beside
+the object, and numpy and the parser are imported only after the read, when the unpickler's memo is
+freed. The child's peak is then what ``pickle.load``'s is. The bytes read cannot be read again: a
+:class:`MemoryError` on that path (a file that expands more than estimated, a memo bomb) ends the child
+with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
+(:data:`~.child_terms.STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
+into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from typing import Protocol, cast
+
+from . import expansion, whole_read
+from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits
+from .unpickle import RefusedPickle, load_whole
+
+LATER_BYTES = 256 << 20  # address space the imports after a whole read take (numpy maps ~130 MB)
+
+
+class _Stream(Protocol):
+    """A buffered binary stream (stdin's ``BufferedReader``)."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+    def readinto(self, buffer, /) -> int | None: ...
+
+    def readline(self) -> bytes: ...
+
+    def peek(self, n: int = 0, /) -> bytes: ...
+
+
+class _Counted:
+    """A binary stream handed to the unpickler, counting the bytes it takes (the object bound is per
+    byte). ``peek`` lets the C unpickler prefetch where a pickle has no frames."""
+
+    def __init__(self, stream: _Stream) -> None:
+        self._stream = stream
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        got = self._stream.read(n)
+        self.count += len(got)
+        return got
+
+    def readinto(self, buffer) -> int:
+        got = self._stream.readinto(buffer) or 0
+        self.count += got
+        return got
+
+    def readline(self) -> bytes:
+        got = self._stream.readline()
+        self.count += len(got)
+        return got
+
+    def peek(self, n: int = 0) -> bytes:
+        return self._stream.peek(n)
+
+    def drain(self) -> None:
+        """Read (and count) what follows the pickle: the bound counts the file's every byte, as before."""
+        while self.read(1 << 20):
+            pass
+
+
+def piped(stdin: _Stream, size: int) -> bool:
+    """Whether the pickle on ``stdin`` (``size`` bytes, the parent's figure) is read whole from the pipe:
+    protocol 4 or 5 (frames: the unpickler reads each in one call) and its object fits."""
+    head = stdin.peek(2)[:2]  # (nothing consumed)
+    return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and whole_read.fits(size, LATER_BYTES)
+
+
+def read_piped(stdin: _Stream) -> tuple[object, int]:
+    """The object on ``stdin`` by the restricted C unpickler, and the bytes read; bounded after memo
+    expansion (:func:`~.whole_read.check_snapshot`: :class:`~.expansion.TooManyObjects`)."""
+    counted = _Counted(stdin)
+    obj = load_whole(counted)
+    counted.drain()
+    whole_read.check_snapshot(obj, counted.count)
+    return obj, counted.count
+
+
+def child_main(argv: list[str]) -> int:
+    """``argv``: the pickle's size, the address-space limit (bytes), the CPU-time limit (s), and
+    optionally a mode (:data:`~.child_terms.BATCH_MODES`, or :data:`~.child_terms.STREAMED`). Alone: read a pickle from stdin and write
+    its packed snapshot as ``.npz`` to stdout (exit status :data:`~.child_terms.EXIT_REFUSED` for a refused file, the
+    message on stderr; :data:`~.child_terms.EXIT_AGAIN`, see the module docstring)."""
+    memory = int(argv[1]) if len(argv) > 1 else 1 << 40
+    mode = argv[3] if len(argv) > 3 else ""
+    batch = mode in BATCH_MODES
+    apply_limits(memory, None if batch else float(argv[2]) if len(argv) > 2 else 3600.0)  # batch: per file
+    gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
+    if batch:
+        from .snapshot import batch_main
+
+        batch_main(mode, memory)
+        return 0
+    stdin = cast(_Stream, sys.stdin.buffer)  # (a BufferedReader: it peeks)
+    size = int(argv[0]) if argv and argv[0].isdigit() else 0
+    if mode != STREAMED and piped(stdin, size):
+        try:
+            obj, _ = read_piped(stdin)
+            from .snapshot import answer_object
+
+            return answer_object(obj, memory)
+        except MemoryError:  # the pipe is consumed: the parent sends the file again (nothing is on stdout yet)
+            os._exit(EXIT_AGAIN)
+        except (RefusedPickle, expansion.TooManyObjects) as exc:
+            sys.stderr.write(str(exc))
+            return EXIT_REFUSED
+    from .snapshot import answer_stdin
+
+    return answer_stdin(argv[:1], memory, stream=True if mode == STREAMED else None)
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(sys.argv[1:]))

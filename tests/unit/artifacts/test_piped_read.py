@@ -1,0 +1,113 @@
+"""The reader child's whole read from the pipe (:mod:`tb_plugin.artifacts.snapshot_child`) and the stacks
+keyed a run of entries at a time (:meth:`~tb_plugin.artifacts.snapshot_columns.Interner.stack_ids_of`):
+the same snapshot as before, field by field; a whole read that runs out of memory is sent again to a
+streaming child; the bound still counts every byte of the file."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import random
+
+import numpy as np
+import pytest
+from fuzz_files import memo_index_pickle
+from synth.snapshot_writer import write_snapshot_pickle
+from test_snapshot_stream import assert_same
+
+from tb_plugin.artifacts import snapshot_child, whole_read
+from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot, load_snapshot_blocks, parse_pickle
+from tb_plugin.artifacts.snapshot_columns import Interner, _stack_ids
+
+
+def _frame(i: int) -> dict:
+    return {"filename": f"f{i % 7}.py", "line": i % 5, "name": f"n{i % 3}"}
+
+
+def _odd_frames(rng: random.Random, n: int) -> list:
+    """Entries' frame lists: shared objects, equal contents in distinct lists, empty, missing, tuples,
+    lengths 1-12, and now and then a list that only the one-by-one reader reads (odd types)."""
+    shared = [[_frame(rng.randrange(40)) for _ in range(rng.randrange(1, 6))] for _ in range(5)]
+    out: list = []
+    for _ in range(n):
+        kind = rng.randrange(10)
+        if kind == 0:
+            out.append(rng.choice(shared))
+        elif kind == 1:
+            out.append(rng.choice([None, [], ()]))
+        elif kind == 2:
+            out.append(tuple(_frame(rng.randrange(40)) for _ in range(rng.randrange(1, 4))))
+        else:
+            out.append([_frame(rng.randrange(40)) for _ in range(rng.randrange(1, 13))])
+    return out
+
+
+ODD = [
+    [{"filename": "a.py", "line": 1}],  # a field missing: read with defaults
+    [{"filename": "a.py", "line": [1, 2], "name": "x"}],  # an unhashable field: kept as its text
+    "not frames",
+    {"filename": "a.py", "line": 1, "name": "x"},  # a dict where the list should be
+    [1, 2, 3],
+    [{"filename": "a.py", "line": 1, "name": "x"}, "junk"],
+]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stacks_keyed_at_once_equal_one_by_one(seed):
+    rng = random.Random(seed)
+    runs = [_odd_frames(rng, rng.randrange(1, 3000)) for _ in range(4)]
+    if seed % 2:  # odd lists in some runs: that run is read one by one, the numbering carries on
+        runs[1] = runs[1] + [rng.choice(ODD)] + runs[1][:50]
+    at_once, one_by_one = Interner(), Interner()
+    for frames in runs:
+        got = _stack_ids(tuple(frames), at_once.stack_of)
+        want = np.array([one_by_one.stack_of(f) if f else -1 for f in frames], dtype=np.int32)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert (at_once.stacks, at_once.frames) == (one_by_one.stacks, one_by_one.frames)
+    if not seed % 2:
+        assert at_once.stack_ids_of(tuple(runs[0])) is not None  # (the keyed path, not the fallback)
+
+
+def test_an_odd_list_falls_back_to_one_by_one():
+    for odd in ODD:
+        assert Interner().stack_ids_of(([_frame(1)], odd)) is None
+
+
+def _snapshot_pickle(tmp_path, entries: int, protocol: int) -> bytes:
+    path = tmp_path / "snap.pickle"
+    with open(path, "wb") as f:
+        write_snapshot_pickle(f, entries, frames=8, protocol=protocol, shared_frames=False)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("protocol", (2, 4, 5))  # (2: read into one buffer first, as before)
+def test_a_large_snapshot_through_the_child_equals_the_streamed_read(tmp_path, protocol):
+    data = _snapshot_pickle(tmp_path, 45_000, protocol)
+    assert len(data) > 4 << 20  # not the shared child's: a child of its own, read from the pipe (4, 5)
+    assert_same(load_snapshot(data), parse_pickle(data, stream=True))
+
+
+def test_the_pipe_is_read_whole_only_for_protocol_4_and_5_that_fit(monkeypatch):
+    monkeypatch.setattr(whole_read, "fits", lambda size, later=0: True)
+    small = {"segments": [], "device_traces": [[]]}
+    for protocol, piped in ((2, False), (3, False), (4, True), (5, True)):
+        assert snapshot_child.piped(io.BufferedReader(io.BytesIO(pickle.dumps(small, protocol=protocol))), 99) == piped
+    monkeypatch.setattr(whole_read, "fits", lambda size, later=0: False)
+    assert not snapshot_child.piped(io.BufferedReader(io.BytesIO(pickle.dumps(small, protocol=4))), 99)
+
+
+def test_the_bound_counts_every_byte_read_from_the_pipe():
+    data = pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "size": 1}] * 3]}, protocol=4)
+    stream = io.BufferedReader(io.BytesIO(data + bytes(1000)))  # bytes after the pickle count too
+    obj, count = snapshot_child.read_piped(stream)
+    assert count == len(data) + 1000 and obj == pickle.loads(data)
+
+
+def test_a_memo_bomb_read_from_the_pipe_is_sent_again_to_a_streaming_child():
+    # LONG_BINPUT 750 000 000: the C unpickler asks for a 6 GB memo, a MemoryError under the child's limit
+    # after the pipe is consumed; the file goes again to a child that streams it (padded: a child of its own)
+    data = memo_index_pickle(750_000_000) + bytes(5 << 20)
+    assert load_snapshot(data).devices[0].size.tolist() == [8, 8]
+    blocks = iter([data[: 3 << 20], data[3 << 20 :]])  # read once only: it cannot be sent again
+    with pytest.raises(SnapshotError, match="needed more than .* MB of memory"):
+        load_snapshot_blocks(blocks, len(data))
