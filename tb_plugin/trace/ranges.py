@@ -21,18 +21,23 @@ not place: the answer says so (``ok`` False) and the caller scans the document i
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from typing import Any, Iterator
 
+import msgspec
 import numpy as np
 
 from .errors import TraceReadError
+from .events import _RAW_LIST
 from .raw_positions import locate
-from .scan import Source, _decode, _events
+from .scan import Source, Unstreamable, _decode, _events
 
 _COMMA_CUT = re.compile(rb"\}[ \t\r\n]*,")  # the end of an element followed by the next one
 FIRST_WINDOW = 1 << 20  # bytes read first when looking for a cut; doubled until one is found
+MAX_CANDIDATES = 64  # candidate cuts tried at a range's start before the range is left to the scanner
+LOOK_AHEAD = 8  # a candidate is taken when the text up to one of the next this many decodes
 READ_BYTES = 8 << 20  # the last range's blocks
 
 
@@ -50,16 +55,28 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
 
 def _first_cut(fd: int, at: int, limit: int) -> tuple[int, int] | None:
     """``(end of the element, start after the comma)``: the first ``}`` + blanks + ``,`` at or past
-    file offset ``at``, read in doubling windows up to ``limit`` bytes; None when there is none."""
+    file offset ``at`` whose text up to one of the next :data:`LOOK_AHEAD` candidates decodes as whole
+    elements (a candidate inside a string rarely passes; one that does makes its range fail to decode),
+    read in doubling windows up to ``limit`` bytes; None when there is none."""
     window = FIRST_WINDOW
     while True:
         data = _pread(fd, min(window, limit), at)
-        m = _COMMA_CUT.search(data)  # (a "}" and blanks cut by the window's end match in the next window)
-        if m is not None:
-            return at + m.start() + 1, at + m.end()
-        if len(data) < min(window, limit) or window >= limit:
+        found = list(itertools.islice(_COMMA_CUT.finditer(data), MAX_CANDIDATES + 1))
+        for i, m in enumerate(found):  # (a "}" and blanks cut by the window's end match in the next window)
+            if any(_elements(data, m.end(), later.start() + 1) for later in found[i + 1 : i + 1 + LOOK_AHEAD]):
+                return at + m.start() + 1, at + m.end()
+        if len(found) > MAX_CANDIDATES or len(data) < min(window, limit) or window >= limit:
             return None
         window *= 2
+
+
+def _elements(data: bytes, start: int, end: int) -> bool:
+    """Whether ``data[start:end]`` is whole JSON values separated by commas."""
+    try:
+        _RAW_LIST.decode(b"".join((b"[", memoryview(data)[start:end], b"]")))
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def scan_range(path: str, skip: int, start: int, stop: int | None, first: bool, chunk_bytes: int) -> dict[str, Any]:
@@ -75,14 +92,17 @@ def scan_range(path: str, skip: int, start: int, stop: int | None, first: bool, 
                 return {"ok": False, "why": "no cut"}
             begin = cut[1] - skip
         if stop is None:
-            return _last_range(fd, skip, begin, chunk_bytes)
+            try:
+                return _last_range(fd, skip, begin, chunk_bytes)
+            except Unstreamable as exc:  # (a wrong start cut, or an array the scanner cannot split)
+                return {"ok": False, "why": str(exc)}
         cut = _first_cut(fd, stop + skip, chunk_bytes * 4)
         if cut is None:
             return {"ok": False, "why": "no cut at the end"}
         end, following = cut[0] - skip, cut[1] - skip
         if end <= begin:  # no element starts in this range (one event larger than it)
             empty = np.zeros(0, dtype=np.int64)
-            return {"ok": end >= begin - 1, "offsets": empty, "lengths": empty, "next": max(begin, following)}
+            return {"ok": True, "offsets": empty, "lengths": empty, "next": max(begin, following)}
         buf = _pread(fd, end - begin, begin + skip)
         facts = {"nonfinite": 0}
         raws = _decode(buf, 0, len(buf), facts)
