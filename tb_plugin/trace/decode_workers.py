@@ -259,13 +259,19 @@ class _NullSink:
         pass
 
 
-def decode_batch(parts: list[bytes], with_sink: bool) -> dict[str, Any]:
+def decode_batch(parts: list[bytes], with_sink: bool, spaced: bool = False) -> dict[str, Any]:
     """Consecutive batches (each ``[`` + events joined by ``,`` + ``]``) decoded one after the other by
     a fresh builder, as the whole-document decoder decodes them: its state (interned keys and texts in
-    id order, column chunks, rows, counts), which :func:`.decode_stream.merge` appends to the main builder."""
+    id order, column chunks, rows, counts), which :func:`.decode_stream.merge` appends to the main builder.
+    ``spaced``: each batch is ``[`` + its events as the file has them (blanks beside the commas) + ``]``,
+    the same events; their offsets are counted as if joined by bare commas, as the merge expects."""
     builder = ColumnBuilder(_NullSink() if with_sink else None)
     for joined in parts:
-        builder.add_batch(_RAW_LIST.decode(joined), joined)
+        raws = _RAW_LIST.decode(joined)
+        before = builder.sink_pos
+        builder.add_batch(raws, joined)
+        if spaced:
+            builder.sink_pos = before + 2 + sum(map(len, raws)) + max(len(raws) - 1, 0)
     state = {k: v for k, v in vars(builder).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
     state["keys"] = list(builder._ids)[1:]
     state["texts"] = builder.strings[1:]
@@ -350,7 +356,7 @@ def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> No
 
 def _decode_span(*args: Any) -> dict[str, Any]:
     """The state of the batches :func:`.ranges.span_batches` reads from the file (events in place)."""
-    return decode_batch(ranges.span_batches(*args), True)
+    return decode_batch(ranges.span_batches(*args), True, spaced=True)
 
 
 _CALLS: dict[str, Callable[..., Any]] = {"scan_range": ranges.scan_range, "decode_span": _decode_span}

@@ -11,8 +11,9 @@ nor copies the events:
   :mod:`.scan` checks its chunks): the first range starts at a true element, so by induction every
   cut whose range decodes is a true one (a cut inside a string leaves its range unbalanced). The last
   range is read to the array's ``]`` by the scanner's own chunking (:func:`.scan._events`).
-- :func:`span_batches` (second pass): the batches of one unit, rebuilt from the file as ``[`` + events
-  joined by ``,`` + ``]`` and decoded by :func:`.decode_workers.decode_batch`, as the serial path would.
+- :func:`span_batches` (second pass): the batches of one unit, each cut out of the file in one piece
+  (``[`` + its events with the separators the file has + ``]``: the same events the serial path joins
+  by bare commas) and decoded by :func:`.decode_workers.decode_batch`.
 
 Positions are document offsets (bytes after a byte order mark); the file is read at ``skip`` bytes
 further. A range that does not decode, events the scanner would have quoted (bare ``NaN``) or could
@@ -139,26 +140,25 @@ def _last_range(fd: int, skip: int, begin: int, chunk_bytes: int) -> dict[str, A
     return {"ok": True, "offsets": joined[0], "lengths": joined[1], "end": begin + source.offset}
 
 
-def joined_batches(data: bytes, lo: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> list[bytes]:
-    """The batches of ``sizes`` events each, ``[`` + events joined by ``,`` + ``]``, cut out of
-    ``data`` (the file's bytes from document offset ``lo``)."""
+def spans(data: bytes, lo: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> list[bytes]:
+    """The batches of ``sizes`` events each, ``[`` + the events as they stand in ``data`` (the file's
+    bytes from document offset ``lo``: commas and any blanks between them) + ``]``."""
     view = memoryview(data)
-    starts = (offsets - lo).tolist()
-    ends = (offsets - lo + lengths).tolist()
-    out, k = [], 0
-    for size in sizes:
-        parts = [b","] * (2 * size + 1) if size else [b"[", b"]"]
-        if size:
-            parts[1::2] = [view[a:b] for a, b in zip(starts[k : k + size], ends[k : k + size])]
-            parts[0], parts[-1] = b"[", b"]"
-        out.append(b"".join(parts))
-        k += size
+    ends = np.cumsum(sizes).tolist()
+    out = []
+    for size, end in zip(sizes, ends):
+        if not size:
+            out.append(b"[]")
+            continue
+        first, last = end - size, end - 1
+        a, b = int(offsets[first]) - lo, int(offsets[last] + lengths[last]) - lo
+        out.append(b"".join((b"[", view[a:b], b"]")))
     return out
 
 
 def span_batches(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> list[bytes]:
-    """The joined batches of one unit (``sizes`` events each, placed by ``offsets`` and ``lengths``),
-    read from the file (:func:`.decode_workers.decode_batch` decodes them)."""
+    """The batches of one unit (``sizes`` events each, placed by ``offsets`` and ``lengths``) read from
+    the file (:func:`spans`; :func:`.decode_workers.decode_batch` decodes them, ``spaced``)."""
     lo = int(offsets[0]) if len(offsets) else 0
     hi = int((offsets + lengths).max()) if len(offsets) else 0
     try:
@@ -171,4 +171,4 @@ def span_batches(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray,
         raise TraceReadError(f"cannot read file: {exc}") from None
     if len(data) != hi - lo:
         raise TraceReadError("the file shrank while it was read")
-    return joined_batches(data, lo, offsets, lengths, sizes)
+    return spans(data, lo, offsets, lengths, sizes)
