@@ -17,6 +17,11 @@ naming the budget.
 
 Anything :mod:`.scan` cannot split raises :class:`.scan.Unstreamable`; the caller then decodes the
 whole document (:func:`.decode.decode_trace`), whose errors and recoveries are the reference.
+
+A local uncompressed file decoded on several workers with its events left in place is read by the
+workers themselves (:mod:`.decode_ranges`): this process reads the document's top level, plans the
+units from the events the workers found, and merges the answers in the same order, so the columns
+are the same again; the 1-worker case decodes inline, as before.
 """
 
 from __future__ import annotations

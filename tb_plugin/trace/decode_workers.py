@@ -10,6 +10,8 @@ lengths; the batches, each ``[`` + events joined by ``,`` + ``]``) and answers e
 state of :func:`decode_batch`. Unit ``i`` goes to worker ``i % n``, :data:`DEPTH` units in
 flight per worker, written by one thread per worker: the caller never blocks on a write while a
 worker blocks on writing its answer, and answers are read in order, so no pipe can block both sides.
+A unit may instead be a :class:`Call` of one of :mod:`.ranges`' functions (the ranged parse: the
+worker reads its events from the file itself), sent pickled and answered the same way.
 """
 
 from __future__ import annotations
