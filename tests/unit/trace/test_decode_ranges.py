@@ -180,3 +180,38 @@ def test_small_documents_are_scanned_by_the_main_process(tmp_path, monkeypatch):
     got = parse(tmp_path, doc, 2)
     assert not calls  # under MIN_EVENTS_BYTES
     same(got, parse(tmp_path, doc, 1))
+
+
+def test_subprocess_workers_read_ranges_too(tmp_path, small_ranges, monkeypatch):
+    """Where a fork is not safe (a threaded server) the workers are ``python -c`` processes: the same
+    calls, pickled through their pipes."""
+    monkeypatch.setattr("tb_plugin.trace.decode_workers.can_fork", lambda: False)
+    doc = json.dumps({"traceEvents": events()}).encode()
+    check(tmp_path, doc, small_ranges, ranged=True)
+
+
+@pytest.mark.parametrize("phase", ["first", "second"])
+def test_a_worker_that_dies_leaves_its_work_to_this_process(tmp_path, small_ranges, monkeypatch, phase):
+    """An answer never comes (in the first pass, or the second): what is left is computed here, and
+    the columns are the same."""
+    from tb_plugin.trace import decode_workers
+
+    real_receive, real_decode = decode_workers.Workers.receive, decode_ranges.RangedEvents._decode
+    armed = [phase == "first"]
+
+    def receive(self, i):
+        if armed[0]:
+            armed[0] = False
+            self.broken = True
+            raise decode_workers.WorkerDied("gone")
+        return real_receive(self, i)
+
+    def second_pass(self, *args):
+        armed[0] = phase == "second"
+        return real_decode(self, *args)
+
+    monkeypatch.setattr(decode_workers.Workers, "receive", receive)
+    monkeypatch.setattr(decode_ranges.RangedEvents, "_decode", second_pass)
+    doc = json.dumps({"traceEvents": events(600)}).encode()
+    check(tmp_path, doc, small_ranges, ranged=None)
+    assert not armed[0]  # it died
