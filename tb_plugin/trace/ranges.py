@@ -102,8 +102,12 @@ def scan_range(path: str, skip: int, start: int, stop: int | None, first: bool, 
             return {"ok": False, "why": "no cut at the end"}
         end, following = cut[0] - skip, cut[1] - skip
         if end <= begin:  # no element starts in this range (one event larger than it)
-            empty = np.zeros(0, dtype=np.int64)
-            return {"ok": True, "offsets": empty, "lengths": empty, "next": max(begin, following)}
+            return {
+                "ok": True,
+                "offsets": np.zeros(0, dtype=np.int64),
+                "lengths": np.zeros(0, dtype=np.int32),
+                "next": max(begin, following),
+            }
         buf = _pread(fd, end - begin, begin + skip)
         facts = {"nonfinite": 0}
         raws = _decode(buf, 0, len(buf), facts)
@@ -112,7 +116,7 @@ def scan_range(path: str, skip: int, start: int, stop: int | None, first: bool, 
         where = locate(buf, 0, raws, quoted=False)
         if where is None:
             return {"ok": False, "why": "not placed"}
-        return {"ok": True, "offsets": where[0] + begin, "lengths": where[1], "next": following}
+        return {"ok": True, "offsets": where[0] + begin, "lengths": where[1].astype(np.int32), "next": following}
     finally:
         os.close(fd)
 
@@ -135,8 +139,8 @@ def _last_range(fd: int, skip: int, begin: int, chunk_bytes: int) -> dict[str, A
         if where is None or facts["nonfinite"] or facts["cut_off"] is not None:
             return {"ok": False, "why": "the last range needs the serial scan"}
         offsets.append(where[0] + begin)
-        lengths.append(where[1])
-    joined = [np.concatenate(a) if a else np.zeros(0, dtype=np.int64) for a in (offsets, lengths)]
+        lengths.append(where[1].astype(np.int32))  # (an event's length is a src_length: int32)
+    joined = [np.concatenate(a) if a else np.zeros(0, dtype=t) for a, t in ((offsets, np.int64), (lengths, np.int32))]
     return {"ok": True, "offsets": joined[0], "lengths": joined[1], "end": begin + source.offset}
 
 
