@@ -69,7 +69,6 @@ class RangedEvents:
         self.pool: Workers | None = None
         self.done = 0  # units merged, of ``total``: the parse's progress
         self.total = 0
-        self.used = False  # the events were read by ranges
 
     def fraction(self) -> float:
         return self.done / self.total if self.total else 0.0
@@ -90,7 +89,6 @@ class RangedEvents:
         if found is None:
             return None
         offsets, lengths, end = found
-        self.used = True
         self._decode(pool, skip, offsets, lengths)
         _reposition(source, self.path, skip, end)
         return iter(())
