@@ -100,6 +100,11 @@ def default_workers() -> int:
         return chosen
     if multiprocessing.parent_process() is not None:  # already one of a pool's workers (files in parallel)
         return 1
+    return usable_cores()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity: ``taskset``, a container's cpuset), else all."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -362,4 +367,4 @@ def _finish(builder: ColumnBuilder, facts: dict) -> Trace:
     return trace
 
 
-__all__ = ["decode_stream", "default_workers", "Unstreamable"]
+__all__ = ["decode_stream", "default_workers", "usable_cores", "Unstreamable"]

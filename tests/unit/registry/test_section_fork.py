@@ -1,6 +1,7 @@
 """The report's sections on two cores (registry/executors/sections.py): a forked child computes the
 distributed and insights sections while this process computes the tables. The aggregate must equal
-the one computed in turn, also when the child dies; small traces, one core or other threads: no fork."""
+the one computed in turn, also when the child dies; small traces, one core or other threads: no fork.
+Cores are the usable ones (``taskset``), for the file pool and the decode workers alike."""
 
 from __future__ import annotations
 
@@ -91,3 +92,18 @@ def test_forking_only_where_it_pays(monkeypatch):
     finally:
         stop.set()
         other.join()
+
+
+def test_the_pool_and_the_workers_count_the_usable_cores(monkeypatch):
+    """Pinned to one core (``taskset -c 0``), one process parses: neither the file pool nor the decode
+    workers count the machine's other cores."""
+    from tb_plugin.registry.executors import local
+    from tb_plugin.trace import decode_stream
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(local, "_available_memory", lambda: 1 << 40)
+    assert local.parallel_workers([100 << 20] * 8) == 1
+    assert decode_stream.usable_cores() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert local.parallel_workers([100 << 20] * 8) == 4
