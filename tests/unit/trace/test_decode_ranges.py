@@ -215,3 +215,41 @@ def test_a_worker_that_dies_leaves_its_work_to_this_process(tmp_path, small_rang
     doc = json.dumps({"traceEvents": events(600)}).encode()
     check(tmp_path, doc, small_ranges, ranged=None)
     assert not armed[0]  # it died
+
+
+def test_the_whole_report_is_the_same_on_one_worker_and_on_two(tmp_path, monkeypatch):
+    """``kinetoscope report --json`` of a local uncompressed trace: decoded inline with every section
+    here, and by the ranged parse with the sections split over a forked child: the same document."""
+    import contextlib
+    import gzip
+    import os
+
+    from tb_plugin.cli import main
+    from tb_plugin.registry.executors import sections
+
+    sample = os.path.join(os.path.dirname(__file__), "..", "..", "..", "samples", "gpu_transformer_bf16")
+    run = tmp_path / "logdir" / "run"
+    run.mkdir(parents=True)
+    with gzip.open(os.path.join(sample, "h200.1795664832269.pt.trace.json.gz")) as f:
+        (run / "h200.1795664832269.pt.trace.json").write_bytes(f.read())
+    monkeypatch.setattr(decode_ranges, "MIN_EVENTS_BYTES", 0)
+    monkeypatch.setattr(decode_ranges, "RANGE_BYTES", 64 << 10)
+    monkeypatch.setattr(sections, "FORK_ABOVE_ITEMS", 0)
+    monkeypatch.setattr(sections, "_memory_for_a_child", lambda: True)
+    monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")
+    forks, ranged = [], []
+    real_fork, real_decode = sections.SectionFork.__init__, decode_ranges.RangedEvents._decode
+    monkeypatch.setattr(sections.SectionFork, "__init__", lambda self, *a: forks.append(1) or real_fork(self, *a))
+    monkeypatch.setattr(
+        decode_ranges.RangedEvents, "_decode", lambda self, *a: ranged.append(1) or real_decode(self, *a)
+    )
+    documents = []
+    for workers in ("1", "2"):
+        monkeypatch.setenv("KINETOSCOPE_DECODE_WORKERS", workers)
+        monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / f"cache{workers}"))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["report", str(tmp_path / "logdir"), "--json"]) == 0
+        documents.append(out.getvalue())
+        assert (len(forks), len(ranged)) == ((0, 0) if workers == "1" else (1, 1))
+    assert documents[0] == documents[1]
