@@ -96,10 +96,17 @@ def advice_document(overview: Overview, top_calls: int | None = None) -> dict[st
     }
 
 
-def rank_aggregate(views: FileViews, tables: bool) -> dict[str, Any]:
+Sections = list[tuple[str, Callable[[], object]]]
+
+
+def rank_aggregate(
+    views: FileViews, tables: bool, run: Callable[[Sections, int], dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The aggregate of one parsed trace's views (pure; see registry/executors/task.py): ``distributed``,
-    ``insights`` and, with ``tables``, the report's per-worker sections."""
-    sections: list[tuple[str, Callable[[], object]]] = [
+    ``insights`` and, with ``tables``, the report's per-worker sections. ``run(sections, items)``, when
+    given, computes the named sections (each ``(key, make)``) into a dict, perhaps on two cores
+    (``registry/executors/sections.py``); by default one after the other with :func:`run_sections`."""
+    sections: Sections = [
         ("distributed", views.rank_reduce),
         ("insights", lambda: report_insights(views.insights())),
     ]
@@ -112,15 +119,21 @@ def rank_aggregate(views: FileViews, tables: bool) -> dict[str, Any]:
             ("memory", views.memory_summary),
             ("graphs", lambda: graph_siblings.graphs_report(views)),
         ]
-    got: dict[str, Any] = {}
     items = len(views.trace.events) + len(views.trace.memory)
-    for key, make in sections:
-        got[key] = make()
-        release_after(items)  # each section's temporaries (a large trace): the next one starts from what is kept
+    got = (run or run_sections)(sections, items)
     out: dict[str, Any] = {"distributed": got["distributed"], "insights": got["insights"]}
     if tables:
         out["tables"] = {key: got[key] for key in ("overview", "operators", "kernels", "modules", "memory", "graphs")}
     return out
+
+
+def run_sections(sections: Sections, items: int) -> dict[str, Any]:
+    """Each section computed in turn (``items``: the trace's events and memory events)."""
+    got: dict[str, Any] = {}
+    for key, make in sections:
+        got[key] = make()
+        release_after(items)  # each section's temporaries (a large trace): the next one starts from what is kept
+    return got
 
 
 def operator_table(

@@ -17,6 +17,11 @@ naming the budget.
 
 Anything :mod:`.scan` cannot split raises :class:`.scan.Unstreamable`; the caller then decodes the
 whole document (:func:`.decode.decode_trace`), whose errors and recoveries are the reference.
+
+A local uncompressed file decoded on several workers with its events left in place is read by the
+workers themselves (:mod:`.decode_ranges`): this process reads the document's top level, plans the
+units from the events the workers found, and merges the answers in the same order, so the columns
+are the same again; the 1-worker case decodes inline, as before.
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ import numpy as np
 
 from ..settings import current
 from .columns import ColumnBuilder, EventsSink
-from .decode_workers import decode_batch, run_parallel
+from .decode_ranges import RangedEvents
+from .decode_workers import WorkerDied, Workers, decode_batch, run_parallel
 from .errors import TraceReadError
 from .events import _OBJECT_DECODER, BATCH_EVENTS
 from .heap import gc_paused
 from .model import STRING_ID_COLUMNS, Trace, compact_column
-from .scan import Source, Unstreamable, scan_document
+from .scan import EventsHook, Source, Unstreamable, scan_document
 
 CHUNK_BYTES = 16 << 20  # document bytes per chunk cut by the scanner
 # Batches a worker decodes at once, one answer for them (each answer costs a pickle, a pipe transfer and
@@ -94,19 +100,26 @@ def default_workers() -> int:
         return chosen
     if multiprocessing.parent_process() is not None:  # already one of a pool's workers (files in parallel)
         return 1
+    return usable_cores()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity: ``taskset``, a container's cpuset), else all."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
 
 
-def _batches(source: Source, chunk_bytes: int, facts: dict, positions: bool = False) -> Iterable:
+def _batches(
+    source: Source, chunk_bytes: int, facts: dict, positions: bool = False, hook: EventsHook | None = None
+) -> Iterable:
     """The events regrouped into the batches of :data:`BATCH_EVENTS` the whole-document decoder uses;
     with ``positions``, pairs ``(raws, where)`` (see :func:`.scan.scan_document`; events the scanner
     could not place get offset and length −1)."""
     pending: list = []
     placed: list = []  # with positions: the pending events' (offsets, lengths, raw lengths), per chunk
-    for got in scan_document(source, chunk_bytes, facts, positions):
+    for got in scan_document(source, chunk_bytes, facts, positions, hook):
         raws, where = got if positions else (got, None)
         if positions:
             placed.append(where if where is not None else _unplaced(raws))
@@ -246,10 +259,27 @@ def decode_stream(
                 events_sink.write(joined)
         with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
             held += merge(builder, state, 0 if in_place else builder.sink_pos)
-        builder.sink_pos += sum(map(len, parts))
+        joined = getattr(parts, "joined_bytes", None)  # (a unit the workers read from the file: no bytes here)
+        builder.sink_pos += joined if joined is not None else sum(map(len, parts))
         check(held)
 
-    batches = _batches(source, chunk_bytes, facts, place)
+    # the events of a local uncompressed file, on several workers: read by the workers themselves
+    ranged = (
+        RangedEvents(
+            getattr(events_sink, "in_place_path", ""),
+            lambda: stripped.skipped,
+            lambda: stripped.raw,
+            take,
+            chunk_bytes,
+            FIRST_UNITS,
+            UNIT_BATCHES,
+        )
+        if place and workers > 1
+        else None
+    )
+    if ranged is not None:
+        stripped.override = ranged.fraction
+    batches = _batches(source, chunk_bytes, facts, place, ranged)
     if workers <= 1 and not place:
         for raws in batches:  # serially, the batches go straight into the builder, as in decode_trace
             builder.add_batch(raws)
@@ -258,7 +288,16 @@ def decode_stream(
         for unit in _units(batches, place):
             take(decode_batch(unit, True), unit)
     else:
-        run_parallel(_units(batches, place), workers, with_sink, take)
+        try:
+            pool = Workers(workers)
+        except WorkerDied:  # (no worker could start: decoded here)
+            for unit in _units(batches, place):
+                take(decode_batch(unit, with_sink), unit)
+        else:
+            with pool:
+                if ranged is not None:
+                    ranged.pool = pool
+                run_parallel(_units(batches, place), workers, with_sink, take, pool)
     if progress:
         progress(1.0)
     trace = _finish(builder, facts)
@@ -274,6 +313,7 @@ class _BomStripped:
     def __init__(self, blocks: Iterable[bytes]) -> None:
         self.blocks = blocks
         self.skipped = 0
+        self.override: Callable[[], float] | None = None  # the progress, when not the blocks' (ranged parse)
 
     def __iter__(self) -> Iterator[bytes]:
         first = True
@@ -290,6 +330,8 @@ class _BomStripped:
         return bool(getattr(self.blocks, "raw", False))
 
     def fraction(self) -> float:
+        if self.override is not None and self.override() > 0:
+            return self.override()
         fraction = getattr(self.blocks, "fraction", None)
         return fraction() if fraction is not None else 0.0
 
@@ -325,4 +367,4 @@ def _finish(builder: ColumnBuilder, facts: dict) -> Trace:
     return trace
 
 
-__all__ = ["decode_stream", "default_workers", "Unstreamable"]
+__all__ = ["decode_stream", "default_workers", "usable_cores", "Unstreamable"]

@@ -10,6 +10,8 @@ lengths; the batches, each ``[`` + events joined by ``,`` + ``]``) and answers e
 state of :func:`decode_batch`. Unit ``i`` goes to worker ``i % n``, :data:`DEPTH` units in
 flight per worker, written by one thread per worker: the caller never blocks on a write while a
 worker blocks on writing its answer, and answers are read in order, so no pipe can block both sides.
+A unit may instead be a :class:`Call` of one of :mod:`.ranges`' functions (the ranged parse: the
+worker reads its events from the file itself), sent pickled and answered the same way.
 """
 
 from __future__ import annotations
@@ -25,13 +27,17 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any, Callable, Iterable, Protocol, cast
+from typing import IO, Any, Callable, Iterable, Iterator, Protocol, cast
 
+import numpy as np
+
+from . import ranges
 from .columns import ColumnBuilder
 from .events import _RAW_LIST
 from .heap import gc_paused
 
-_HEADER = struct.Struct("<BI")  # with_sink, count of batches (their lengths follow)
+_HEADER = struct.Struct("<BI")  # with_sink (or _CALL), count of batches (their lengths follow)
+_CALL = 2  # the flag of a unit that is a pickled :class:`Call` (one part) instead of joined batches
 # Batches in flight per worker: the next one waits in its pipe while the worker decodes, so a worker
 # never idles while this process scans the document or merges another worker's answer
 DEPTH = 2
@@ -132,6 +138,19 @@ class _Forked:
             os.close(fd)
 
 
+class Call:
+    """A unit of work that is a call of one of :mod:`.ranges`' functions (the worker reads the file
+    itself): sent pickled, answered like a unit of batches; :meth:`run` makes it here."""
+
+    def __init__(self, name: str, *args: Any) -> None:
+        if name not in _CALLS:
+            raise ValueError(f"not a worker call: {name}")
+        self.name, self.args = name, args
+
+    def run(self) -> Any:
+        return _CALLS[self.name](*self.args)
+
+
 class WorkerDied(Exception):
     """A worker exited or answered nonsense; the caller decodes the remaining batches itself."""
 
@@ -151,6 +170,7 @@ class Workers:
         self.queues: list[queue.Queue] = []
         self.feeders: list[threading.Thread] = []
         self.failed: str | None = None  # a write failed: the worker is gone
+        self.broken = False  # an answer did not come: what is left runs in this process
         fork = can_fork()  # (before any feeder thread starts below)
         try:
             for _ in range(n):
@@ -186,9 +206,13 @@ class Workers:
                 self.failed = str(exc) or type(exc).__name__
                 return
 
-    def send(self, i: int, parts: list[bytes], with_sink: bool) -> None:
+    def send(self, i: int, parts: list[bytes] | Call, with_sink: bool) -> None:
         if self.failed is not None:
             raise WorkerDied(self.failed)
+        if isinstance(parts, Call):
+            body = pickle.dumps((parts.name, parts.args), protocol=pickle.HIGHEST_PROTOCOL)
+            self.queues[i % len(self.procs)].put((_HEADER.pack(_CALL, 1) + _LENGTH.pack(len(body)), [body]))
+            return
         lengths = [len(p) for p in parts]
         head = _HEADER.pack(with_sink, len(parts)) + struct.pack(f"<{len(parts)}Q", *lengths)
         self.queues[i % len(self.procs)].put((head, parts))
@@ -197,10 +221,12 @@ class Workers:
         out = self.procs[i % len(self.procs)].stdout
         head = out.read(_LENGTH.size)
         if len(head) != _LENGTH.size:
+            self.broken = True
             raise WorkerDied("a decode worker exited")
         (length,) = _LENGTH.unpack(head)
         body = out.read(length)
         if len(body) != length:
+            self.broken = True
             raise WorkerDied("a decode worker exited mid-answer")
         with gc_paused():  # a batch's rows: many small acyclic objects (heap.gc_paused)
             return pickle.loads(body)
@@ -237,50 +263,81 @@ class _NullSink:
         pass
 
 
-def decode_batch(parts: list[bytes], with_sink: bool) -> dict[str, Any]:
+def decode_batch(parts: list[bytes], with_sink: bool, spaced: bool = False) -> dict[str, Any]:
     """Consecutive batches (each ``[`` + events joined by ``,`` + ``]``) decoded one after the other by
     a fresh builder, as the whole-document decoder decodes them: its state (interned keys and texts in
-    id order, column chunks, rows, counts), which :func:`.decode_stream.merge` appends to the main builder."""
+    id order, column chunks, rows, counts), which :func:`.decode_stream.merge` appends to the main builder.
+    ``spaced``: each batch is ``[`` + its events as the file has them (blanks beside the commas) + ``]``,
+    the same events; their offsets are counted as if joined by bare commas, as the merge expects."""
     builder = ColumnBuilder(_NullSink() if with_sink else None)
     for joined in parts:
-        builder.add_batch(_RAW_LIST.decode(joined), joined)
+        raws = _RAW_LIST.decode(joined)
+        before = builder.sink_pos
+        builder.add_batch(raws, joined)
+        if spaced:
+            builder.sink_pos = before + 2 + sum(map(len, raws)) + max(len(raws) - 1, 0)
     state = {k: v for k, v in vars(builder).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
+    # one chunk per column for the unit: the merge handles each chunk in Python (a remap, a constant
+    # check), and the trace's columns are the chunks concatenated either way
+    state["chunks"] = {k: [np.concatenate(v)] if len(v) > 1 else v for k, v in builder.chunks.items()}
     state["keys"] = list(builder._ids)[1:]
     state["texts"] = builder.strings[1:]
     return state
 
 
-def run_parallel(units: Iterable[list[bytes]], n: int, with_sink: bool, take: Callable) -> None:
-    """``take(state, parts)`` for every unit of batches (``parts``: a list of joined batches) in order,
-    the states decoded by ``n`` workers (here, by :func:`decode_batch`, for the rest if one dies),
-    :data:`DEPTH` units in flight per worker."""
-    decode = decode_batch
+def local(unit: list[bytes] | Call, with_sink: bool) -> Any:
+    """A unit's answer computed in this process (no worker, or the worker died)."""
+    return unit.run() if isinstance(unit, Call) else decode_batch(unit, with_sink)
+
+
+def run_parallel(
+    units: Iterable[list[bytes] | Call], n: int, with_sink: bool, take: Callable, workers: Workers | None = None
+) -> None:
+    """``take(state, parts)`` for every unit (``parts``: a list of joined batches, or a :class:`Call`)
+    in order, the states decoded by ``n`` workers (``workers``, when given: started by the caller; else
+    started here), here for the rest if one dies, :data:`DEPTH` units in flight per worker."""
+    if workers is not None:
+        _run_on(workers, iter(units), with_sink, take)
+        return
+    try:
+        started = Workers(n)
+    except WorkerDied:
+        for unit in units:
+            take(local(unit, with_sink), unit)
+        return
+    with started:
+        _run_on(started, iter(units), with_sink, take)
+
+
+def _run_on(workers: Workers, units: Iterator, with_sink: bool, take: Callable) -> None:
     flight: collections.deque = collections.deque()  # (index, unit) sent, not yet taken
-    units = iter(units)
+    n = len(workers.procs)
     sent = 0
     try:
-        with Workers(n) as workers:
-            for unit in units:
-                flight.append((sent, unit))
-                sent += 1
-                workers.send(sent - 1, unit, with_sink)
-                if len(flight) == DEPTH * n:
-                    break
-            while flight:
-                index, unit = flight[0]
-                state = workers.receive(index)
-                flight.popleft()
-                take(state, unit)  # (the worker decodes its next unit meanwhile: DEPTH)
-                following = next(units, None)
-                if following is not None:  # unit index sent % n: this same worker
-                    flight.append((sent, following))
-                    sent += 1
-                    workers.send(sent - 1, following, with_sink)
-    except WorkerDied:
-        for _, unit in flight:
-            take(decode(unit, with_sink), unit)
+        if workers.broken:
+            raise WorkerDied("a decode worker died before")
         for unit in units:
-            take(decode(unit, with_sink), unit)
+            flight.append((sent, unit))
+            sent += 1
+            workers.send(sent - 1, unit, with_sink)
+            if len(flight) == DEPTH * n:
+                break
+        while flight:
+            index, unit = flight[0]
+            state = workers.receive(index)
+            flight.popleft()
+            take(state, unit)  # (the worker decodes its next unit meanwhile: DEPTH)
+            following = next(units, None)
+            if following is not None:  # unit index sent % n: this same worker
+                flight.append((sent, following))
+                sent += 1
+                workers.send(sent - 1, following, with_sink)
+    except WorkerDied:
+        workers.broken = True
+        for _, unit in flight:
+            take(local(unit, with_sink), unit)
+        for unit in units:
+            take(local(unit, with_sink), unit)
 
 
 def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> None:
@@ -291,13 +348,25 @@ def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> No
         head = source.read(_HEADER.size)
         if len(head) != _HEADER.size:
             return
-        with_sink, count = _HEADER.unpack(head)
+        flag, count = _HEADER.unpack(head)
         parts = [source.read(size) for size in struct.unpack(f"<{count}Q", source.read(8 * count))]
-        body = pickle.dumps(decode_batch(parts, bool(with_sink)), protocol=pickle.HIGHEST_PROTOCOL)
+        if flag == _CALL:  # (pickled by our own parent, like the answers it unpickles)
+            name, args = pickle.loads(parts[0])
+            answer = _CALLS[name](*args)
+        else:
+            answer = decode_batch(parts, bool(flag))
+        body = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         sink.write(_LENGTH.pack(len(body)))
         sink.write(body)
         sink.flush()
 
+
+def _decode_span(*args: Any) -> dict[str, Any]:
+    """The state of the batches :func:`.ranges.span_batches` reads from the file (events in place)."""
+    return decode_batch(ranges.span_batches(*args), True, spaced=True)
+
+
+_CALLS: dict[str, Callable[..., Any]] = {"scan_range": ranges.scan_range, "decode_span": _decode_span}
 
 if __name__ == "__main__":
     _serve()

@@ -23,7 +23,7 @@ the caller then parses the file as a whole document, whose errors and recoveries
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Optional
 
 import msgspec
 import numpy as np
@@ -95,24 +95,33 @@ class Source:
         return self.consumed + self.pos
 
 
-def scan_document(source: Source, chunk_bytes: int, facts: dict, positions: bool = False) -> Iterator:
+EventsHook = Callable[[Source, bool], Optional[Iterator]]
+
+
+def scan_document(
+    source: Source, chunk_bytes: int, facts: dict, positions: bool = False, hook: EventsHook | None = None
+) -> Iterator:
     """Yield the events as lists of ``msgspec.Raw`` (one list per chunk, in document order); with
     ``positions``, pairs ``(raws, where)``: ``where`` is ``(offsets, lengths, raw lengths)`` of each raw in
     the document (bytes; :func:`.raw_positions.locate`), or None where they are not known.
 
     Fills ``facts``: ``form`` ("object"/"array"), ``top`` (the JSON bytes of an object holding the
     top-level keys other than ``traceEvents``), ``nonfinite`` (bare literals quoted), ``cut_off``
-    (array form without its closing ``]``: the document length), ``length`` (bytes)."""
+    (array form without its closing ``]``: the document length), ``length`` (bytes).
+
+    ``hook(source, array_form)``, when given, is called where the events array starts (its ``[``
+    consumed): an iterator of what to yield instead of the array's chunks, having left ``source`` after
+    its ``]`` (:class:`.decode_ranges.RangedEvents`), or None to scan the array here."""
     facts.update(nonfinite=0, cut_off=None, top=b"{}")
     first = source.peek()
     if first == ord("["):
         facts["form"] = "array"
         source.pos += 1
-        yield from _events(source, chunk_bytes, facts, True, positions)
+        yield from _hooked(hook, source, chunk_bytes, facts, True, positions)
     elif first == ord("{"):
         facts["form"] = "object"
         source.pos += 1
-        yield from _object(source, chunk_bytes, facts, positions)
+        yield from _object(source, chunk_bytes, facts, positions, hook)
     else:
         raise Unstreamable("the document does not start with '{' or '['")
     if source.peek() is not None:
@@ -120,7 +129,14 @@ def scan_document(source: Source, chunk_bytes: int, facts: dict, positions: bool
     facts["length"] = source.offset
 
 
-def _object(source: Source, chunk_bytes: int, facts: dict, positions: bool) -> Iterator:
+def _hooked(
+    hook: EventsHook | None, source: Source, chunk_bytes: int, facts: dict, array_form: bool, positions: bool
+) -> Iterator:
+    got = hook(source, array_form) if hook is not None else None
+    return got if got is not None else _events(source, chunk_bytes, facts, array_form, positions)
+
+
+def _object(source: Source, chunk_bytes: int, facts: dict, positions: bool, hook: EventsHook | None) -> Iterator:
     pieces: list[bytes] = []
     seen_events = False
     if source.peek() == ord("}"):
@@ -140,7 +156,7 @@ def _object(source: Source, chunk_bytes: int, facts: dict, positions: bool) -> I
                 raise Unstreamable("traceEvents twice, or not an array")
             seen_events = True
             source.pos += 1
-            yield from _events(source, chunk_bytes, facts, False, positions)
+            yield from _hooked(hook, source, chunk_bytes, facts, False, positions)
         else:
             value = _value(source)
             quoted = quote_nonfinite(value)

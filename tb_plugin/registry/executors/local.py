@@ -6,10 +6,10 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import multiprocessing
-import os
 import sys
 from typing import Any, Callable, Iterator, Sequence
 
+from ...trace.decode_stream import usable_cores
 from .task import ProgressSlots, RankJob, RankResult, init_progress, reduce_rank
 
 PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
@@ -22,9 +22,9 @@ GZIP_RATIO_GUESS = 12  # decompressed ÷ compressed size assumed for .gz traces
 
 
 def parallel_workers(decompressed_sizes: list[int]) -> int:
-    """Worker processes for parallel parsing: at most the cores, and as many as fit in the available
+    """Worker processes for parallel parsing: at most the usable cores (``taskset``), and as many as fit in the available
     memory at :data:`PARSE_MEMORY_FACTOR` × the largest file's decompressed size each."""
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     biggest = max(decompressed_sizes) if decompressed_sizes else 0
     need = PARSE_MEMORY_FACTOR * biggest
     available = _available_memory()
@@ -138,6 +138,6 @@ def _auto_workers(jobs: Sequence[RankJob]) -> int:
 def _dump_batches(jobs: Sequence[RankJob]) -> Iterator[RankResult]:
     """Flight-recorder batches, one thread per core: each batch's work runs in its own reader child
     (:mod:`tb_plugin.artifacts.flight_recorder`), so threads use every core without a process pool."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(jobs), usable_cores())) as pool:
         for future in concurrent.futures.as_completed([pool.submit(reduce_rank, job) for job in jobs]):
             yield future.result()

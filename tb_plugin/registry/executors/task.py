@@ -41,6 +41,7 @@ from ..parse import open_views, parse_entry
 from ..records import RankAggregate
 from ..report import rank_aggregate
 from ..results import ResultCache
+from .sections import SectionFork, worth_forking
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,15 +132,21 @@ def reduce_rank(job: RankJob) -> RankResult:
                 Callable[[], None]
             ] = []  # the parse cache's column write, made on a thread while the analyses run
             writer = None
+            fork: SectionFork | None = None
             try:
                 trace, result.from_cache = parse_entry(
                     fs, path, job.url, job.version, job.size, cache, _reporter(job.progress_slot), deferred
                 )
+                views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
+                if views is not None and worth_forking(len(trace.events) + len(trace.memory)):
+                    fork = SectionFork(views, job.tables)  # (before the writer thread: a fork copies only this one)
                 writer = threading.Thread(target=lambda: [call() for call in deferred], name="kinetoscope-cache-write")
                 writer.start()
-                if job.aggregate:
-                    result.aggregate = rank_aggregate(open_views(trace, cache, job.url, job.version), job.tables)
+                if views is not None:
+                    result.aggregate = rank_aggregate(views, job.tables, run=fork.run if fork is not None else None)
             finally:
+                if fork is not None:
+                    fork.close()
                 if writer is not None:
                     writer.join()
             result.warnings, result.notes = list(trace.warnings), list(trace.notes)

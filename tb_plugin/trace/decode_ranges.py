@@ -1,0 +1,179 @@
+"""The ranged parse: the decode workers read a local uncompressed trace's events themselves.
+
+When :func:`.decode_stream.decode_stream` decodes a local uncompressed file on several workers with
+its events left in place, the main process reads only the top level of the document. At the
+``traceEvents`` array (:func:`.scan.scan_document` calls :class:`RangedEvents` there) it splits the
+rest of the file into byte ranges, one or more per worker, and:
+
+1. the workers find each range's events (:func:`.ranges.scan_range`: offsets and lengths, every cut
+   checked by a strict decode); the main process concatenates them;
+2. it groups them into the batches of :data:`~.events.BATCH_EVENTS` and the units the streamed parse
+   uses, in document order, and the workers read and decode each unit from the file
+   (:func:`.ranges.span_batches`); the answers are merged in order, exactly as the streamed parse
+   merges them, so the columns are byte for byte the same;
+3. the main process reads the document again from the array's closing ``]`` for the keys after it.
+
+So the main process neither reads, scans nor copies the events (on a 16-core host the streamed
+parse stopped gaining past 8 workers: its main process read and scanned every byte). When a range
+cannot be read this way (it does not decode, holds bare ``NaN`` literals, or events the scanner would
+not place) the events are scanned by the main process as before (the streamed parse), from the
+array's first element: nothing was merged yet.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .decode_workers import Call, Workers, run_parallel
+from .events import BATCH_EVENTS
+from .scan import Source
+
+RANGE_BYTES = 64 << 20  # the most document bytes one worker scans in one range (first pass)
+MIN_EVENTS_BYTES = 8 << 20  # an events array smaller than this is scanned by the main process
+READ_BYTES = 8 << 20  # blocks of the document after the events array
+
+
+class SpanUnit(Call):
+    """One unit of the second pass: its batches' placements (``where``, as the streamed parse's
+    units have them) and the bytes of its joined batches (``joined_bytes``)."""
+
+    def __init__(self, args: tuple, where: list[tuple[np.ndarray, np.ndarray, np.ndarray]], joined_bytes: int) -> None:
+        super().__init__("decode_span", *args)
+        self.where = where
+        self.joined_bytes = joined_bytes
+
+
+class RangedEvents:
+    """The hook :func:`.scan.scan_document` calls at the ``traceEvents`` array: the ranged parse of it
+    (see the module docstring), or None to let the scanner read the array itself.
+
+    ``path``: the file; ``skip()``: bytes before the document (a byte order mark), known once the first
+    block is read; ``raw()``: whether the blocks are the file's own bytes; ``take(state, unit)``: the
+    streamed parse's merge; ``pool``: the started workers (set before the scan reaches the array)."""
+
+    def __init__(
+        self,
+        path: str,
+        skip: Callable[[], int],
+        raw: Callable[[], bool],
+        take: Callable[[dict, Any], None],
+        chunk_bytes: int,
+        first_units: tuple[int, ...],
+        unit_batches: int,
+    ) -> None:
+        self.path, self.skip, self.raw, self.take = path, skip, raw, take
+        self.chunk_bytes, self.first_units, self.unit_batches = chunk_bytes, first_units, unit_batches
+        self.pool: Workers | None = None
+        self.done = 0  # units merged, of ``total``: the parse's progress
+        self.total = 0
+
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+    def __call__(self, source: Source, array_form: bool) -> Iterator | None:
+        pool = self.pool
+        if pool is None or pool.broken or not self.raw() or source.peek() in (None, ord("]")):
+            return None
+        skip = self.skip()
+        start = source.offset  # the first element
+        try:
+            size = os.path.getsize(self.path) - skip
+        except OSError:
+            return None
+        if size - start < MIN_EVENTS_BYTES:
+            return None
+        found = self._scan(pool, skip, start, size)
+        if found is None:
+            return None
+        offsets, lengths, end = found
+        self._decode(pool, skip, offsets, lengths)
+        _reposition(source, self.path, skip, end)
+        return iter(())
+
+    def _scan(self, pool: Workers, skip: int, start: int, size: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """The first pass: every event's offset and length, and the offset after the array's ``]``;
+        None when a range cannot be read this way."""
+        n = len(pool.procs)
+        count = n * max(1, -(-(size - start) // (n * RANGE_BYTES)))
+        bounds = [start + (size - start) * i // count for i in range(count)]
+        calls = [
+            Call(
+                "scan_range",
+                self.path,
+                skip,
+                bounds[i],
+                bounds[i + 1] if i + 1 < count else None,
+                i == 0,
+                self.chunk_bytes,
+            )
+            for i in range(count)
+        ]
+        answers: list[dict] = []
+        run_parallel(calls, n, True, lambda answer, _: answers.append(answer), pool)
+        if not all(a.get("ok") for a in answers):
+            return None
+        offsets = np.concatenate([a["offsets"] for a in answers])
+        lengths = np.concatenate([a["lengths"] for a in answers])
+        if len(offsets) and (np.any(np.diff(offsets) <= 0) or offsets[0] < start):  # (cannot happen: a guard)
+            return None
+        return offsets, lengths, int(answers[-1]["end"])
+
+    def _decode(self, pool: Workers, skip: int, offsets: np.ndarray, lengths: np.ndarray) -> None:
+        """The second pass: the units decoded by the workers from the file, merged in order."""
+        units = list(_units(len(offsets), self.first_units, self.unit_batches))
+        self.total = len(units)
+
+        firsts = np.cumsum([0] + [sum(sizes) for sizes in units]).tolist()
+
+        def calls() -> Iterator[SpanUnit]:
+            for sizes, a, b in zip(units, firsts, firsts[1:]):
+                offs, lens = offsets[a:b], lengths[a:b]
+                where, k = [], 0
+                for size in sizes:  # (offsets copied: the merge moves them past a byte order mark in place)
+                    where.append((offs[k : k + size].copy(), lens[k : k + size], lens[k : k + size]))
+                    k += size
+                joined = sum(2 + max(size - 1, 0) for size in sizes) + int(lens.sum())
+                yield SpanUnit((self.path, skip, offs, lens, sizes), where, joined)
+
+        def take(state: dict, unit: SpanUnit) -> None:
+            self.take(state, unit)
+            self.done += 1
+
+        run_parallel(calls(), len(pool.procs), True, take, pool)
+
+
+def _units(events: int, first_units: tuple[int, ...], unit_batches: int) -> Iterator[list[int]]:
+    """The units of the streamed parse for ``events`` events: lists of batch sizes, the first units
+    of ``first_units`` batches, then ``unit_batches`` each."""
+    sizes = [BATCH_EVENTS] * (events // BATCH_EVENTS) + ([events % BATCH_EVENTS] if events % BATCH_EVENTS else [])
+    plan = iter(first_units)
+    i = 0
+    while i < len(sizes):
+        step = next(plan, unit_batches)
+        yield sizes[i : i + step]
+        i += step
+
+
+def _reposition(source: Source, path: str, skip: int, end: int) -> None:
+    """Point ``source`` at document offset ``end`` (after the events array), reading the file from there."""
+    close = getattr(source.blocks, "close", None)
+    if close is not None:
+        close()
+    source.buf = bytearray()
+    source.pos = 0
+    source.consumed = end
+    source.eof = False
+    source.blocks = _file_blocks(path, skip + end)
+
+
+def _file_blocks(path: str, offset: int) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        while True:
+            block = f.read(READ_BYTES)
+            if not block:
+                return
+            yield block

@@ -1,0 +1,109 @@
+"""The report's sections on two cores (registry/executors/sections.py): a forked child computes the
+distributed and insights sections while this process computes the tables. The aggregate must equal
+the one computed in turn, also when the child dies; small traces, one core or other threads: no fork.
+Cores are the usable ones (``taskset``), for the file pool and the decode workers alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import fsspec
+import pytest
+
+from tb_plugin.registry.executors import sections
+from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.registry.report import rank_aggregate
+from tb_plugin.registry.views import FileViews
+
+SAMPLE = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "samples", "synthetic_ddp", "rank0.1751410900000.pt.trace.json.gz"
+)
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+
+
+def views() -> FileViews:
+    return FileViews(load_trace_file(SAMPLE, fs=fsspec.filesystem("file"), size=os.path.getsize(SAMPLE)))
+
+
+def text(aggregate: dict) -> str:
+    return json.dumps(aggregate, sort_keys=True, default=repr)
+
+
+@pytest.mark.parametrize("tables", [True, False])
+def test_forked_sections_equal_the_serial_ones(tables):
+    serial = rank_aggregate(views(), tables)
+    fork = sections.SectionFork(views(), tables)
+    try:
+        forked = rank_aggregate(views(), tables, run=fork.run)
+    finally:
+        fork.close()
+    assert fork.pid is None  # reaped
+    assert text(forked) == text(serial)
+    assert list(forked) == list(serial) and (not tables or list(forked["tables"]) == list(serial["tables"]))
+
+
+def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):
+    serial = rank_aggregate(views(), True)
+    monkeypatch.setattr(sections, "run_sections", _dies_in_child(sections.run_sections))
+    fork = sections.SectionFork(views(), True)
+    try:
+        forked = rank_aggregate(views(), True, run=fork.run)
+    finally:
+        fork.close()
+    assert text(forked) == text(serial)
+
+
+def _dies_in_child(real):
+    parent = os.getpid()
+
+    def run(part, items):
+        if os.getpid() != parent:
+            os._exit(3)
+        return real(part, items)
+
+    return run
+
+
+def test_close_ends_a_child_never_collected():
+    fork = sections.SectionFork(views(), True)
+    pid = fork.pid
+    fork.close()
+    assert fork.pid is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def test_forking_only_where_it_pays(monkeypatch):
+    monkeypatch.setattr(sections, "default_workers", lambda: 2)
+    assert not sections.worth_forking(sections.FORK_ABOVE_ITEMS - 1)  # small: the page faults cost what it saves
+    monkeypatch.setattr(sections, "_memory_for_a_child", lambda: True)
+    assert sections.worth_forking(sections.FORK_ABOVE_ITEMS)
+    monkeypatch.setattr(sections, "default_workers", lambda: 1)
+    assert not sections.worth_forking(10 * sections.FORK_ABOVE_ITEMS)  # one core
+    monkeypatch.setattr(sections, "default_workers", lambda: 2)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, name="someone-else")
+    other.start()
+    try:
+        assert not sections.worth_forking(10 * sections.FORK_ABOVE_ITEMS)  # another thread: a fork is not safe
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_the_pool_and_the_workers_count_the_usable_cores(monkeypatch):
+    """Pinned to one core (``taskset -c 0``), one process parses: neither the file pool nor the decode
+    workers count the machine's other cores."""
+    from tb_plugin.registry.executors import local
+    from tb_plugin.trace import decode_stream
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(local, "_available_memory", lambda: 1 << 40)
+    assert local.parallel_workers([100 << 20] * 8) == 1
+    assert decode_stream.usable_cores() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert local.parallel_workers([100 << 20] * 8) == 4
