@@ -7,6 +7,19 @@ EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message i
 EXIT_AGAIN = 4  # the whole read from the pipe ran out of memory: send the file again, streamed
 STREAMED = "streamed"  # the child's mode argument for that second reading
 BATCH_MODES = ("snapshot", "plain")  # length-prefixed files, one answer each (see isolated.read_many_in_child)
+WALL_GRACE_S = 30  # the child's own wall-clock bound is its parent's deadline plus this (the parent's message wins)
+
+
+def end_after(wall_s: float) -> None:
+    """In the child: end it (SIGALRM) after ``wall_s`` seconds of wall-clock time plus
+    :data:`WALL_GRACE_S`, whatever its parent does: a parent that stopped writing (a read that hangs, a
+    request abandoned) never leaves it waiting on its pipe for ever. A no-op where ``signal.alarm`` is
+    missing (Windows)."""
+    import math
+    import signal
+
+    if hasattr(signal, "alarm"):
+        signal.alarm(math.ceil(wall_s) + WALL_GRACE_S)
 
 
 def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:

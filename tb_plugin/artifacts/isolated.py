@@ -78,9 +78,10 @@ def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
         name = signal.Signals(-returncode).name
     except ValueError:
         name = f"signal {-returncode}"
-    if name in ("SIGXCPU", "SIGKILL"):
+    if name in ("SIGXCPU", "SIGKILL", "SIGALRM"):
+        of_what = " of CPU time" if name != "SIGALRM" else ""  # SIGALRM: the child's own wall-clock bound
         return (
-            f"reading this pickle took more than {cpu_s:.0f} s of CPU time, the limit for its size: "
+            f"reading this pickle took more than {cpu_s:.0f} s{of_what}, the limit for its size: "
             "it is not a memory snapshot (a hostile or corrupt file?)"
         )
     return (
@@ -259,6 +260,10 @@ def read_many_in_child(datas: Sequence[bytes], mode: str) -> list[bytes | Snapsh
             child.stdin.close()
         except BrokenPipeError:
             pass
+        except BaseException:  # ``datas``' own error: the child is not left waiting for the rest
+            child.kill()
+            child.wait()
+            raise
         try:
             child.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:

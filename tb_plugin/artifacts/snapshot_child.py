@@ -20,7 +20,7 @@ import sys
 from typing import Protocol, cast
 
 from . import expansion, whole_read
-from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits
+from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, end_after
 from .unpickle import RefusedPickle, load_whole
 
 LATER_BYTES = 256 << 20  # address space the imports after a whole read take (numpy maps ~130 MB)
@@ -95,7 +95,9 @@ def child_main(argv: list[str]) -> int:
     memory = int(argv[1]) if len(argv) > 1 else 1 << 40
     mode = argv[3] if len(argv) > 3 else ""
     batch = mode in BATCH_MODES
-    apply_limits(memory, None if batch else float(argv[2]) if len(argv) > 2 else 3600.0)  # batch: per file
+    wall_s = float(argv[2]) if len(argv) > 2 else 3600.0  # the parent's deadline (a batch: all its files')
+    apply_limits(memory, None if batch else wall_s)  # a batch's CPU time is bounded per file
+    end_after(wall_s)
     gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
     if batch:
         from .snapshot import batch_main
