@@ -164,11 +164,12 @@ where=(tests)
 [ "$ids" = 1 ] && where=()
 # both tiers run in 2 processes (pytest-xdist, from the test extra; $KINETOSCOPE_TEST_JOBS overrides, 1
 # runs in this process), a test module at a time per process so that its module fixtures (servers,
-# emulators, loaded samples) start once; test ids, or -n given, run as asked
+# emulators, loaded samples) start once, the slow folders first (tests/conftest.py); test ids, or -n
+# given, run as asked
 jobs=()
 case " $* " in *" -n "*|*" -n"[0-9]*) ;; *)
   n=${KINETOSCOPE_TEST_JOBS:-2}
-  [ "$ids" = 0 ] && [ "$n" -gt 1 ] && "$PYTHON" -c "import xdist" 2>/dev/null && jobs=(-n "$n" --dist loadfile) ;;
+  [ "$ids" = 0 ] && [ "$n" -gt 1 ] && "$PYTHON" -c "import xdist" 2>/dev/null && jobs=(-n "$n" --dist loadfile --no-loadscope-reorder) ;;
 esac
 if [ "$fast" = 1 ]; then
   echo "== python: pytest, fast tier (unit and known-answer: not corpus, e2e, integration or emulator)"

@@ -60,6 +60,20 @@ def pytest_collection_modifyitems(config, items) -> None:
                 item.add_marker(folders[parent])
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+    items.sort(key=_run_order)
+
+
+# The slow folders first (browsers, servers, emulators, subprocesses), in collection order within each:
+# run in 2 processes a module at a time (run_tests.sh: --dist loadfile --no-loadscope-reorder), a long
+# module that started last would leave one process idle while the other finishes it
+RUN_ORDER = ("tests/e2e/", "tests/integration/", "tests/unit/project/")
+
+
+def _run_order(item) -> int:
+    """The item's place in :data:`RUN_ORDER` (after them all: the rest)."""
+    path = Path(str(item.path))
+    rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
+    return next((i for i, folder in enumerate(RUN_ORDER) if rel.startswith(folder)), len(RUN_ORDER))
 
 
 @pytest.hookimpl(trylast=True)
