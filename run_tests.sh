@@ -3,16 +3,16 @@
 # missing (and skips what is there): the Python test extras (into ./.venv when no virtual environment is
 # active and python3 lacks them), Node/npm and the frontend's node_modules, Azurite for the Azure tests,
 # Debian's chromium for the browser tests. As root it installs system packages; otherwise it installs
-# what it can and skips, with one line each, the tests whose tools are missing. Then: frontend
+# what it can and skips, with one line each, the tests whose tools are missing. Then:
 # the static checks (ruff lint + format, mypy against .mypy-baseline, eslint), then frontend type-check +
-# unit tests + bundle freshness, then every Python test, the browser tests included. Fails loudly on the
-# first failing stage.
+# unit tests + bundle freshness, then every Python test, the browser tests included, in 2 processes
+# ($KINETOSCOPE_TEST_JOBS). Fails loudly on the first failing stage.
 #
 #   ./run_tests.sh                     set up what is missing, then run every check and test (CI runs this)
 #   ./run_tests.sh --static            the static checks only: ruff check, ruff format --check, mypy, eslint
 #   ./run_tests.sh --fast              ruff (lint + format), then the Python unit and known-answer tests
-#                                      (tests/unit/ without the external corpus or emulators), in 2 processes: no
-#                                      mypy, eslint, browser or servers
+#                                      (tests/unit/ without the external corpus or emulators): no mypy, eslint,
+#                                      browser or servers
 #   ./run_tests.sh TEST_ID...          just those tests (pytest ids: tests/test_x.py::test_y), no frontend
 #   ./run_tests.sh [--fast] -k EXPR    any other pytest arguments are passed on
 #   ./run_tests.sh --setup-only        set up what is missing, run nothing
@@ -162,15 +162,18 @@ fi
 
 where=(tests)
 [ "$ids" = 1 ] && where=()
+# both tiers run in 2 processes (pytest-xdist, from the test extra; $KINETOSCOPE_TEST_JOBS overrides, 1
+# runs in this process), a test module at a time per process so that its module fixtures (servers,
+# emulators, loaded samples) start once, the slow folders first (tests/conftest.py); test ids, or -n
+# given, run as asked
+jobs=()
+case " $* " in *" -n "*|*" -n"[0-9]*) ;; *)
+  n=${KINETOSCOPE_TEST_JOBS:-2}
+  [ "$ids" = 0 ] && [ "$n" -gt 1 ] && "$PYTHON" -c "import xdist" 2>/dev/null && jobs=(-n "$n" --dist loadfile --no-loadscope-reorder) ;;
+esac
 if [ "$fast" = 1 ]; then
-  # the fast tier in 2 processes (pytest-xdist, from the test extra; $KINETOSCOPE_TEST_JOBS overrides);
-  # test ids, or -n given, run as asked
-  jobs=()
-  case " $* " in *" -n "*|*" -n"[0-9]*) ;; *)
-    [ "$ids" = 0 ] && "$PYTHON" -c "import xdist" 2>/dev/null && jobs=(-n "${KINETOSCOPE_TEST_JOBS:-2}") ;;
-  esac
   echo "== python: pytest, fast tier (unit and known-answer: not corpus, e2e, integration or emulator)"
   exec "$PYTHON" -m pytest -q "${jobs[@]}" -m "not corpus and not e2e and not integration and not emulator" "${where[@]}" "$@"
 fi
 echo "== python: pytest (unit, known-answer, real samples, incumbent parity, browser)"
-exec "$PYTHON" -m pytest -q "${where[@]}" "$@"
+exec "$PYTHON" -m pytest -q "${jobs[@]}" "${where[@]}" "$@"

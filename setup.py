@@ -52,7 +52,7 @@ setup(
             "gcp-storage-emulator==2026.7.19",
             "ruff==0.17.6",  # the static checks in run_tests.sh: lint + format (ruff.toml)
             "mypy==2.4.1",  # type checks (mypy.ini) against .mypy-baseline
-            "pytest-xdist==3.8.0",  # ./run_tests.sh --fast runs in 2 processes
+            "pytest-xdist==3.8.0",  # ./run_tests.sh runs the tests in 2 processes
         ],
     },
     entry_points={

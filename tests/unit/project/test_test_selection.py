@@ -30,16 +30,16 @@ def test_unmarked():
 """
 
 
-def _pytest(tmp_path, source: str, **env) -> subprocess.CompletedProcess:
+def _pytest(tmp_path, source: str, *args: str, **env) -> subprocess.CompletedProcess:
     """pytest on one test module written into ``tests/`` (so the real conftest applies), without the
-    corpus unless ``env`` says otherwise."""
+    corpus unless ``env`` says otherwise; ``args``: more pytest arguments."""
     module = REPO / "tests" / f"test_zz_probe_{os.getpid()}_{tmp_path.name}.py"
     module.write_text(source)
     try:
         full = {k: v for k, v in os.environ.items() if k != "CI"}
         full.update(KINETOSCOPE_SAMPLES=str(tmp_path / "no-corpus"), PYTHONPATH=str(REPO), **env)
         return subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)],
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, str(module)],
             cwd=REPO,
             capture_output=True,
             text=True,
@@ -50,8 +50,10 @@ def _pytest(tmp_path, source: str, **env) -> subprocess.CompletedProcess:
         module.unlink()
 
 
-def test_missing_corpus_skips_its_tests_with_one_line(tmp_path):
-    done = _pytest(tmp_path, PROBE)
+@pytest.mark.parametrize("jobs", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_missing_corpus_skips_its_tests_with_one_line(tmp_path, jobs):
+    """Also when pytest-xdist workers collect (the full suite runs in 2 processes)."""
+    done = _pytest(tmp_path, PROBE, *jobs)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if "sample corpus" in line]
     assert len(lines) == 1 and lines[0].startswith("1 tests skipped: they read the sample corpus"), done.stdout
