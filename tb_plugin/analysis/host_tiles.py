@@ -66,6 +66,7 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     n = len(rows)
     o = np.lexsort((np.concatenate([s, e]), np.concatenate([thread, thread])))
     bt, bx = _at(thread, s, e, o, n)
+    del s
     new = np.r_[True, (bt[1:] != bt[:-1]) | (bx[1:] != bx[:-1])]
     # the innermost event over [lo, hi): the last one of the thread to start at or before lo (rows are
     # by start, longest first): the latest start position met in the merged order up to the last
@@ -89,13 +90,22 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
         if not up.any():
             break
         cand[up] = parent[cand[up]]
-    keep = cand >= 0
-    cand, p_thr, lo, hi = cand[keep], p_thr[keep], lo[keep], hi[keep]
+    # compacted one column at a time, so that only one old column is held beside its new one
+    keep = np.flatnonzero(cand >= 0)
+    cand = cand[keep]
+    p_thr = p_thr[keep]
+    lo = lo[keep]
+    hi = hi[keep]
+    del keep
     if len(cand):  # adjacent pieces of one event are one tile
         first = np.r_[True, (cand[1:] != cand[:-1]) | (lo[1:] != hi[:-1])]
         idx = np.flatnonzero(first)
-        last = np.r_[idx[1:], len(cand)] - 1
-        cand, p_thr, lo, hi = cand[idx], p_thr[idx], lo[idx], hi[last]
+        del first
+        hi = hi[np.r_[idx[1:], len(cand)] - 1]
+        cand = cand[idx]
+        p_thr = p_thr[idx]
+        lo = lo[idx]
+        del idx
     kind = ev.kind[rows[cand]]
     what = np.where(np.isin(kind, _LEAF_KINDS), LEAF, np.where(kind == Kind.PYTHON_FUNCTION, PYTHON, UNTRACED))
     # a thread with annotations only keeps them (nothing else names its time)
