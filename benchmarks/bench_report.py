@@ -14,7 +14,8 @@ run's peak; the targets are ratios, measured in one run).
 ``--no-floor`` skips the floor (``orjson.loads`` of a 4.5 GB trace needs ~30 GB of memory): the
 ratios to it are then left out. ``--baseline TRACE09`` first measures the cold report of a smaller
 trace in the same run and prints ``cold_over_baseline`` (the 4.5 GB trace's cold time
-≤ 5.5× the 0.9 GB trace's).
+≤ 5.0× the 0.9 GB trace's) and ``cpu_over_baseline`` (the same ratio of CPU seconds, this process and its
+decode workers: a loaded machine disturbs it less). Every line ends with the load averages.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ try:
     code = main(["report", os.path.dirname(os.path.abspath(sys.argv[1])), "--json"])
 finally:
     sys.stdout = stdout
-print(json.dumps({"seconds": time.perf_counter() - t, "rss_mb": hwm_mb(), "code": code, "bytes": len(out.getvalue())}))
+import resource
+cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": cpu, "rss_mb": hwm_mb(), "code": code, "bytes": len(out.getvalue())}))
 """
 )
 
@@ -70,13 +73,18 @@ def main(argv: list[str] | None = None) -> int:
     base = None
     if args.baseline:
         base = _measure(args.baseline, args.repeat, ("cold",))["cold"]  # as many runs as the trace: fastest vs fastest
-        print(f"baseline cold: {base['seconds']:.2f} s, peak RSS {base['rss_mb']:.0f} MB ({args.baseline})")
+        print(
+            f"baseline cold: {base['seconds']:.2f} s, CPU {base['cpu_s']:.2f} s, peak RSS {base['rss_mb']:.0f} MB"
+            f" ({args.baseline}; load {_load()})"
+        )
     cases = ("cold", "warm") if args.no_floor else ("floor", "cold", "warm")
     best = _measure(args.trace, args.repeat, cases)
     for name in cases:
         r = best[name]
         print(
-            f"{name}: {r['seconds']:.2f} s, peak RSS {r['rss_mb']:.0f} MB"
+            f"{name}: {r['seconds']:.2f} s"
+            + (f", CPU {r['cpu_s']:.2f} s" if "cpu_s" in r else "")
+            + f", peak RSS {r['rss_mb']:.0f} MB"
             + (f", exit {r['code']}, {r['bytes']} bytes of JSON" if "code" in r else "")
         )
     c, w = best["cold"]["seconds"], best["warm"]["seconds"]
@@ -90,8 +98,16 @@ def main(argv: list[str] | None = None) -> int:
     line += f"warm_over_cold={w / c:.3f} peak_rss_mb={best['cold']['rss_mb']:.0f}"
     if base is not None:
         line += f" baseline_cold_s={base['seconds']:.2f} cold_over_baseline={c / base['seconds']:.2f}"
+        line += f" cold_cpu_s={best['cold']['cpu_s']:.2f} baseline_cold_cpu_s={base['cpu_s']:.2f}"
+        line += f" cpu_over_baseline={best['cold']['cpu_s'] / base['cpu_s']:.2f}"
+    line += f" load={_load()}"
     print(line)
     return 0
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages now (the figures of a shared machine need them beside)."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _measure(trace_path: str, repeat: int, cases: tuple) -> dict[str, dict]:

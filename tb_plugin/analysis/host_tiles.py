@@ -60,32 +60,52 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     pge = _nearest_reaching(e, same_before, -1, strict=False)
     parent = _first_in_chain(pge, e > s)
     parent_all[rows] = np.where(parent >= 0, rows[np.maximum(parent, 0)], -1)
-    # elementary pieces between consecutive boundaries of a thread
-    bt = np.concatenate([thread, thread])
-    bx = np.concatenate([s, e])
-    o = np.lexsort((bx, bt))
-    bt, bx = bt[o], bx[o]
+    del pge
+    # elementary pieces between consecutive boundaries of a thread: the starts (positions 0..n−1) and
+    # ends (n..2n−1) merged in (thread, time) order, a start before an end of the same time
+    n = len(rows)
+    o = np.lexsort((np.concatenate([s, e]), np.concatenate([thread, thread])))
+    bt, bx = _at(thread, s, e, o, n)
+    del s
     new = np.r_[True, (bt[1:] != bt[:-1]) | (bx[1:] != bx[:-1])]
-    bt, bx = bt[new], bx[new]
-    piece = np.flatnonzero(bt[1:] == bt[:-1])
-    p_thr, lo, hi = bt[piece], bx[piece], bx[piece + 1]
     # the innermost event over [lo, hi): the last one of the thread to start at or before lo (rows are
-    # by start, longest first), climbed to enclosing events until one reaches hi (rounds: nesting depth)
-    pos = _search_pairs(thread, s, p_thr, lo)
+    # by start, longest first): the latest start position met in the merged order up to the last
+    # boundary equal to lo (positions grow with the thread, so an earlier thread's never wins)
+    latest = np.maximum.accumulate(np.where(o < n, o, -1))
+    del o
+    run_end = np.r_[np.flatnonzero(new)[1:] - 1, len(new) - 1]
+    latest = latest[run_end]
+    del run_end
+    bt, bx = bt[new], bx[new]
+    del new
+    piece = np.flatnonzero(bt[1:] == bt[:-1])
+    p_thr, lo, hi, pos = bt[piece], bx[piece], bx[piece + 1], latest[piece]
+    del bt, bx, piece, latest
+    # climbed to enclosing events until one reaches hi (rounds: nesting depth)
     cand = np.where((pos >= 0) & (thread[np.maximum(pos, 0)] == p_thr), pos, -1)
+    del pos
     while True:
         at = np.maximum(cand, 0)
         up = (cand >= 0) & (e[at] < hi)
         if not up.any():
             break
         cand[up] = parent[cand[up]]
-    keep = cand >= 0
-    cand, p_thr, lo, hi = cand[keep], p_thr[keep], lo[keep], hi[keep]
+    # compacted one column at a time, so that only one old column is held beside its new one
+    keep = np.flatnonzero(cand >= 0)
+    cand = cand[keep]
+    p_thr = p_thr[keep]
+    lo = lo[keep]
+    hi = hi[keep]
+    del keep
     if len(cand):  # adjacent pieces of one event are one tile
         first = np.r_[True, (cand[1:] != cand[:-1]) | (lo[1:] != hi[:-1])]
         idx = np.flatnonzero(first)
-        last = np.r_[idx[1:], len(cand)] - 1
-        cand, p_thr, lo, hi = cand[idx], p_thr[idx], lo[idx], hi[last]
+        del first
+        hi = hi[np.r_[idx[1:], len(cand)] - 1]
+        cand = cand[idx]
+        p_thr = p_thr[idx]
+        lo = lo[idx]
+        del idx
     kind = ev.kind[rows[cand]]
     what = np.where(np.isin(kind, _LEAF_KINDS), LEAF, np.where(kind == Kind.PYTHON_FUNCTION, PYTHON, UNTRACED))
     # a thread with annotations only keeps them (nothing else names its time)
@@ -96,18 +116,14 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     return Tiles(p_thr, rows[cand], lo, hi, what, parent_all)
 
 
-def _search_pairs(a: np.ndarray, b: np.ndarray, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
-    """Per query ``(qa, qb)``: the last position ``i`` of the (a, b)-sorted pairs with ``(a[i], b[i]) ≤
-    (qa, qb)``, −1 when none: one merge of both lists (pairs before queries on ties), then the running
-    latest pair position."""
-    n = len(a)
-    kind = np.r_[np.zeros(n, np.int8), np.ones(len(qa), np.int8)]
-    order = np.lexsort((kind, np.r_[b, qb], np.r_[a, qa]))
-    latest = np.maximum.accumulate(np.where(order < n, order, -1))
-    out = np.empty(len(qa), dtype=np.int64)
-    is_q = order >= n
-    out[order[is_q] - n] = latest[is_q]
-    return out
+def _at(thread: np.ndarray, s: np.ndarray, e: np.ndarray, o: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(thread, time)`` of the merged boundaries ``o`` (positions < ``n``: starts ``s``, else ends
+    ``e``), gathered without concatenating the columns again."""
+    is_start = o < n
+    k = np.where(is_start, o, o - n)
+    bt = thread[k]
+    bx = np.where(is_start, s[k], e[k])
+    return bt, bx
 
 
 def context(trace: Trace, row: int, parent: np.ndarray) -> dict:

@@ -125,7 +125,7 @@ def _build(trace: Trace) -> OpTree:
     op_parent = np.full(n, -1, dtype=np.int64)
     py_parent = np.full(n, -1, dtype=np.int64)
     kind = ev.kind
-    rank_table = np.full(256, -1, dtype=np.int64)
+    rank_table = np.full(256, -1, dtype=np.int8)  # one byte a row: the sort's first key, radix-sorted
     for k, r in _RANK.items():
         rank_table[k] = r
     rank = rank_table[kind]
@@ -137,6 +137,7 @@ def _build(trace: Trace) -> OpTree:
     end = start + ev.dur[rows]
     order = np.lexsort((rank[rows], -end, start, thread))
     rows, thread, start, end, rank = rows[order], thread[order], start[order], end[order], rank[rows][order]
+    del order
     # An event stays open until an event of its thread ends after it (ties stay nested); so the
     # enclosing events of event i are those j before it, on its thread, whose end is ≥ every end in
     # (j, i]: the chain of "previous greater-or-equal end" links from i. Its parent of a kind is the
@@ -150,6 +151,7 @@ def _build(trace: Trace) -> OpTree:
     for out, wanted in ((op_parent, opened & is_op_kind), (py_parent, opened & (rank == 0))):
         at = _first_in_chain(pge, wanted)  # a position in this sorted order
         out[rows] = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
+    del pge, at
     # a crossing: an open operator closed by an event that starts inside it and ends after it
     nxt = _nearest_reaching(e, np.r_[thread[1:] == thread[:-1], False], +1, strict=True)
     ops = np.flatnonzero(opened & is_op_kind & (nxt >= 0))
