@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,17 @@ def pytest_report_to_serializable(config, report):
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own parse-cache directory."""
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def runner_threads_fork_safe(monkeypatch):
+    """The test runner's own threads (pytest-xdist's execnet I/O thread in a worker) count as safe to
+    fork beside, as the plugin's cache writer does: a test of where the product forks then sees the
+    threads the product would see."""
+    from tb_plugin.trace import decode_workers
+
+    runner = tuple(t.name for t in threading.enumerate() if t is not threading.current_thread())
+    monkeypatch.setattr(decode_workers, "_FORK_SAFE_THREADS", decode_workers._FORK_SAFE_THREADS + runner)
 
 
 def flight_recorder_dump(path) -> bool:

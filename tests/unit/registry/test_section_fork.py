@@ -76,7 +76,7 @@ def test_close_ends_a_child_never_collected():
         os.waitpid(pid, 0)
 
 
-def test_forking_only_where_it_pays(monkeypatch):
+def test_forking_only_where_it_pays(monkeypatch, runner_threads_fork_safe):
     monkeypatch.setattr(sections, "default_workers", lambda: 2)
     assert not sections.worth_forking(sections.FORK_ABOVE_ITEMS - 1)  # small: the page faults cost what it saves
     monkeypatch.setattr(sections, "_memory_for_a_child", lambda: True)

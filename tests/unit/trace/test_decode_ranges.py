@@ -217,7 +217,7 @@ def test_a_worker_that_dies_leaves_its_work_to_this_process(tmp_path, small_rang
     assert not armed[0]  # it died
 
 
-def test_the_whole_report_is_the_same_on_one_worker_and_on_two(tmp_path, monkeypatch):
+def test_the_whole_report_is_the_same_on_one_worker_and_on_two(tmp_path, monkeypatch, runner_threads_fork_safe):
     """``kinetoscope report --json`` of a local uncompressed trace: decoded inline with every section
     here, and by the ranged parse with the sections split over a forked child: the same document."""
     import contextlib
