@@ -54,9 +54,6 @@ GROUPINGS = {
 }
 SETTLE_QUIET_S = 0.5  # no request in flight and no loading line for this long: the tab has rendered
 TAB_TIMEOUT_S = 60.0
-# the whole sweep (bounded: one TensorBoard, one page, tabs in sequence); a loaded machine (many
-# processes on two cores) may need more: KINETOSCOPE_WALK_BUDGET_S
-BUDGET_S = float(os.environ.get("KINETOSCOPE_WALK_BUDGET_S", "420"))
 
 # Hits known on the code before their fixes, each with the item that removes it: (pattern over
 # the failure line, item). Known hits alone make the test xfail; a known pattern that no longer matches
@@ -208,7 +205,6 @@ def _go(frame, **params) -> None:
 
 
 def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
-    started = time.time()
     failures: list[str] = []
     visited: list[str] = []
     with tensorboard(logdir, tmp_path) as base:
@@ -262,8 +258,6 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
                     views = ("overview",)
                 for view in views:
                     visit(path, view, groupings=i == 0, run=name, worker=worker, span=span)
-                if time.time() - started > BUDGET_S:
-                    break
             if run.get("artifacts"):
                 sel = {"run": name}
                 if files:
@@ -275,9 +269,6 @@ def test_no_null_on_any_tab_of_any_sample(browser, logdir, tmp_path, artifacts):
                 for value in options[1:]:
                     frame.select_option('[data-testid="artifact-select"]', value)
                     check(value, "snapshots")
-            if time.time() - started > BUDGET_S:
-                failures.append(f"time budget of {BUDGET_S:.0f} s spent after run {name}: later runs not visited")
-                break
         page.screenshot(path=str(artifacts / "no_null_last_view.png"), full_page=True)
         page.close()
     (artifacts / "no_null_visited.txt").write_text("\n".join(visited) + "\n")
