@@ -16,12 +16,14 @@ import re
 import shutil
 
 import pytest
-from conftest import REPO, SAMPLES
+from conftest import REPO, sample
 
 from tests.e2e.conftest import BERT_H100, tensorboard
 from tests.e2e.helpers import api, enable_test_hooks, plugin_frame, wait_spans_ready
 
 WIDTH = 1500
+
+pytestmark = pytest.mark.corpus  # the BERT and Composer runs come from the sample corpus
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +32,8 @@ def logdir(tmp_path_factory):
     for run, src, name in (
         ("cnn", next((REPO / "samples" / "torch_cpu_cnn").glob("*.gz")), None),
         ("cudagraph", next((REPO / "samples" / "gpu_cudagraph").glob("*.gz")), None),
-        ("bert", SAMPLES / BERT_H100, "bert.1.pt.trace.json.gz"),
-        ("composer", SAMPLES / "composer" / "rank_0.trace.json", "rank0.1.pt.trace.json"),
+        ("bert", sample(BERT_H100), "bert.1.pt.trace.json.gz"),
+        ("composer", sample("composer/rank_0.trace.json"), "rank0.1.pt.trace.json"),
     ):
         (root / run).mkdir()
         shutil.copy(src, root / run / (name or src.name))

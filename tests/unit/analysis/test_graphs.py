@@ -146,14 +146,19 @@ def test_real_compile_regions():
 
 
 def _every_sample():
-    found = sorted(glob.glob(str(REPO / "samples/**/*.pt.trace.json*"), recursive=True))
-    found += sorted(glob.glob(str(SAMPLES / "**/*.json*"), recursive=True))
+    """The repository's traces, then the corpus's (marked ``corpus``)."""
+    own = sorted(glob.glob(str(REPO / "samples/**/*.pt.trace.json*"), recursive=True))
+    corpus = sorted(glob.glob(str(SAMPLES / "**/*.json*"), recursive=True))
     return [
-        f for f in found if not f.endswith(".expected.json") and ".memory." not in f and not flight_recorder_dump(f)
+        pytest.param(
+            f, marks=[pytest.mark.corpus] if f in corpus else [], id=Path(f).parent.name + "/" + Path(f).name[:30]
+        )
+        for f in own + corpus
+        if not f.endswith(".expected.json") and ".memory." not in f and not flight_recorder_dump(f)
     ]
 
 
-@pytest.mark.parametrize("path", _every_sample(), ids=lambda p: Path(p).parent.name + "/" + Path(p).name[:30])
+@pytest.mark.parametrize("path", _every_sample())
 def test_kernel_time_is_attributed_or_listed(path):
     """Operators' kernel self time + kernel time listed as unattributed = the trace's kernel time."""
     try:

@@ -5,6 +5,7 @@ test that reads the corpus without the ``corpus`` mark fails instead of skipping
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -86,3 +87,16 @@ def test_run_tests_runs_only_the_test_ids_given(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "== frontend" not in done.stdout and "1 passed" in done.stdout, done.stdout
+
+
+def test_every_module_naming_the_corpus_is_marked():
+    """A test module that takes the corpus path from conftest marks its tests ``corpus`` (else, without the
+    corpus, its tests fail on a missing file instead of being skipped); helpers and conftests are not tests."""
+    unmarked = [
+        path.relative_to(REPO).as_posix()
+        for path in sorted((REPO / "tests").rglob("test_*.py"))
+        if ".azurite" not in path.parts
+        and re.search(r"from (tests\.)?conftest import [^\n]*\bSAMPLES\b", text := path.read_text())
+        and "mark.corpus" not in text
+    ]
+    assert unmarked == []
