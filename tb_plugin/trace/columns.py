@@ -14,8 +14,6 @@ import numpy as np
 from .categories import Kind, kind_of_category
 from .events import (
     _BATCH_DECODER,
-    _FLOW_PHASES,
-    _INSTANT_PHASES,
     _MAX_TIME,
     _ONE_BATCH_DECODER,
     _ONE_DECODER,
@@ -40,10 +38,10 @@ from .events import (
 )
 from .finish import Finishing
 from .heap import gc_paused
-from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
+from .model import EVENT_COLUMNS, compact_column
+from .other_events import add_other_events
 
 _GET_PH = operator.attrgetter("ph")
-MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
 
 
 def _graph_column(values: list) -> np.ndarray:
@@ -68,8 +66,7 @@ class ColumnBuilder(Finishing):
         self.strings: list[str] = [""]
         self._ids: dict[Any, int] = {None: 0}
         self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
-        self.memory_rows: list[tuple] = []  # this batch's [memory] events (then columns in memory_parts)
-        self.memory_parts: list[tuple] = []  # per batch: (ts, pids, tids, {column: values}), see _flush_memory
+        self.memory_parts: list[tuple] = []  # per batch: (ts, pids, tids, {column: values}), see other_events
         self.flow_rows: list[tuple] = []
         self.counter_rows: list[tuple] = []
         self.metadata_values: dict[str, Any] = {}
@@ -145,35 +142,9 @@ class ColumnBuilder(Finishing):
             x_index = list(itertools.compress(range(len(phases)), map(operator.eq, phases, itertools.repeat("X"))))
             xs = list(map(events.__getitem__, x_index))
             x_offsets = offsets[x_index] if offsets is not None else None
-            for i in itertools.compress(
-                range(len(phases)), map(operator.ne, phases, itertools.repeat("X"))
-            ):  # in order
-                e, ph = events[i], phases[i]
-                if ph is _SKIPPED:
-                    continue
-                if ph == "C":
-                    self._counter(e, raws[i])
-                    continue
-                if ph in _FLOW_PHASES:
-                    if e.cat == "fwdbwd":
-                        self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
-                else:
-                    self._other(e, ph, offsets[i] if offsets is not None else None)
+            add_other_events(self, events, phases, raws, offsets)
         if xs:
             self._add_complete_events(xs, x_offsets)
-        if self.memory_rows:
-            self._flush_memory()
-
-    def _flush_memory(self) -> None:
-        """This batch's ``[memory]`` rows as numeric columns (pid and tid stay values: they are
-        interned when the trace is finished, in order): a few bytes a row instead of a tuple of
-        Python objects."""
-        fields = list(zip(*self.memory_rows))
-        self.memory_rows = []
-        numbers = {
-            key: _int_column(list(values), MEMORY_COLUMNS[key]) for key, values in zip(MEMORY_VALUE_COLUMNS, fields[3:])
-        }
-        self.memory_parts.append((_float_column(list(fields[0])), list(fields[1]), list(fields[2]), numbers))
 
     def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
@@ -221,23 +192,8 @@ class ColumnBuilder(Finishing):
                 self.counter_rows.append((ev.ts, series, value))
 
     def _other(self, ev: _Event, ph: Any, offset: np.ndarray | None = None) -> None:
-        if ph in _INSTANT_PHASES:
-            if ev.name == "[memory]" and ev.args is not None:
-                a = ev.args
-                self.memory_rows.append(
-                    (
-                        ev.ts,
-                        ev.pid,
-                        ev.tid,
-                        a.bytes,
-                        a.addr,
-                        a.total_allocated,
-                        a.total_reserved,
-                        a.device_type,
-                        a.device_id,
-                    )
-                )
-        elif ph == "B" or ph == "E":
+        """``B``/``E`` rows to pair and metadata (``M``) names and values."""
+        if ph == "B" or ph == "E":
             self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end), offset))
         elif (
             ph == "M"

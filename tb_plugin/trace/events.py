@@ -113,8 +113,6 @@ _ONE_BATCH_DECODER = msgspec.json.Decoder(_Event)
 
 _MAX_TIME = 1e30  # µs; a timestamp or duration beyond this is garbage (now is about 1.7e15 µs since 1970)
 _SKIPPED = "\x00undecodable"  # the phase of a placeholder for an event that could not be decoded
-_INSTANT_PHASES = ("i", "I")
-_FLOW_PHASES = ("s", "t", "f")
 
 
 def _all_none(values: Sequence[Any]) -> bool:
