@@ -23,7 +23,7 @@ from .events import (
     _device_of_pid,
     _Event,
     _float_column,
-    _grid_size,
+    _grid_sizes,
     _int_column,
     _json_text,
     _list_texts,
@@ -31,6 +31,7 @@ from .events import (
     _mapped,
     _ranks_count,
     _ranks_text,
+    _reprs,
     _strings_only,
     _to_float,
     arg_columns,
@@ -39,7 +40,7 @@ from .events import (
 from .finish import Finishing
 from .heap import gc_paused
 from .model import EVENT_COLUMNS, compact_column
-from .other_events import add_other_events
+from .other_events import flow_rows, memory_part, phase_groups
 
 _GET_PH = operator.attrgetter("ph")
 
@@ -142,9 +143,26 @@ class ColumnBuilder(Finishing):
             x_index = list(itertools.compress(range(len(phases)), map(operator.eq, phases, itertools.repeat("X"))))
             xs = list(map(events.__getitem__, x_index))
             x_offsets = offsets[x_index] if offsets is not None else None
-            add_other_events(self, events, phases, raws, offsets)
+            self._add_other_events(events, phases, raws, offsets)
         if xs:
             self._add_complete_events(xs, x_offsets)
+
+    def _add_other_events(
+        self, events: list[_Event], phases: list, raws: list[msgspec.Raw], offsets: np.ndarray | None
+    ) -> None:
+        """The batch's non-``X`` events, a phase group at a time (see :mod:`.other_events`)."""
+        groups = phase_groups(phases)
+        if "instant" in groups:
+            part = memory_part(list(map(events.__getitem__, groups["instant"])))
+            if part is not None:
+                self.memory_parts.append(part)
+        if "flow" in groups:
+            at = groups["flow"]
+            self.flow_rows += flow_rows(list(map(events.__getitem__, at)), list(map(phases.__getitem__, at)))
+        for i in groups.get("counter", ()):
+            self._counter(events[i], raws[i])
+        for i in groups.get("one_by_one", ()):
+            self._other(events[i], phases[i], offsets[i] if offsets is not None else None)
 
     def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
@@ -262,7 +280,7 @@ class ColumnBuilder(Finishing):
         )
         device = np.where(device >= 0, device, pid_numeric)
         grid, ranks = a["grid"], a["group_ranks"]
-        no_grid = _all_none(grid)
+        grid_reprs = None if _all_none(grid) else _reprs(grid)
         columns = {
             "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
             "cat": cat,
@@ -275,12 +293,10 @@ class ColumnBuilder(Finishing):
             "external_id": external,
             "device": device,
             "stream": _int_column(a["stream"]),
-            "grid_size": np.full(n, -1, dtype=np.int64)
-            if no_grid
-            else np.array([_grid_size(g) if g is not None else -1 for g in grid], dtype=np.int64),
+            "grid_size": np.full(n, -1, dtype=np.int64) if grid_reprs is None else _grid_sizes(grid, grid_reprs),
             "blocks_per_sm": _float_column(a["blocks_per_sm"]),
             "occupancy_pct": _float_column(a["occupancy"]),
-            "grid": self.intern(_list_texts(grid)),
+            "grid": self.intern(_list_texts(grid, grid_reprs)),
             "block": self.intern(_list_texts(a["block"])),
             "registers": _int_column(a["registers"], np.int32),
             "shared_memory": _int_column(a["shared_memory"]),

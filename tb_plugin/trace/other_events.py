@@ -6,24 +6,18 @@ per instant or flow event: on a Kineto trace those are nearly all the non-``X`` 
 sample: 12,840 ``[memory]`` instants and 18,192 flow events against 20 metadata events). Counters, ``B``/``E``
 and metadata events, rare and each needing its own row logic, are still handled one by one.
 
-Each group keeps the batch's order of its events, which is all its rows depend on: the groups write
-to separate lists and dicts of :class:`~.columns.ColumnBuilder`.
+Each group keeps the batch's order of its events, which is all its rows depend on: the groups go to
+separate lists and dicts of :class:`~.columns.ColumnBuilder`.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from typing import TYPE_CHECKING, Any
-
-import msgspec
-import numpy as np
+from typing import Any
 
 from .events import _Event, _float_column, _int_column
 from .model import MEMORY_COLUMNS
-
-if TYPE_CHECKING:
-    from .columns import ColumnBuilder
 
 MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
 
@@ -39,6 +33,7 @@ _GROUP_OF_PHASE = {
     "E": "one_by_one",
     "M": "one_by_one",
 }
+_GROUPS = ("instant", "flow", "counter", "one_by_one")
 _GET_NAME = operator.attrgetter("name")
 _GET_ARGS = operator.attrgetter("args")
 _GET_CAT = operator.attrgetter("cat")
@@ -52,32 +47,17 @@ def _where(values: list, wanted: Any) -> list[int]:
     return list(itertools.compress(range(len(values)), map(operator.eq, values, itertools.repeat(wanted))))
 
 
-def add_other_events(
-    builder: ColumnBuilder,
-    events: list[_Event],
-    phases: list,
-    raws: list[msgspec.Raw],
-    offsets: np.ndarray | None,
-) -> None:
-    """Add the batch's non-``X`` events (``phases``: each event's hashable phase) to ``builder``."""
+def phase_groups(phases: list) -> dict[str, list[int]]:
+    """The positions of each group's events (``phases``: each event's hashable phase), in order;
+    groups without events are left out."""
     groups = list(map(_GROUP_OF_PHASE.get, phases))
     present = set(groups)
-    if "instant" in present:
-        _memory_events(builder, [events[i] for i in _where(groups, "instant")])
-    if "flow" in present:
-        at = _where(groups, "flow")
-        _flow_events(builder, [events[i] for i in at], [phases[i] for i in at])
-    if "counter" in present:
-        for i in _where(groups, "counter"):
-            builder._counter(events[i], raws[i])
-    if "one_by_one" in present:
-        for i in _where(groups, "one_by_one"):
-            builder._other(events[i], phases[i], offsets[i] if offsets is not None else None)
+    return {group: _where(groups, group) for group in _GROUPS if group in present}
 
 
-def _memory_events(builder: ColumnBuilder, instants: list[_Event]) -> None:
-    """The ``[memory]`` instants with args as one part of numeric columns (pid and tid stay values:
-    they are interned when the trace is finished, in order)."""
+def memory_part(instants: list[_Event]) -> tuple | None:
+    """The ``[memory]`` instants with args as ``(ts, pids, tids, {column: values})`` (pid and tid stay
+    values: they are interned when the trace is finished, in order); None if there are none."""
     names, args = list(map(_GET_NAME, instants)), list(map(_GET_ARGS, instants))
     is_memory = map(
         operator.and_,
@@ -86,18 +66,18 @@ def _memory_events(builder: ColumnBuilder, instants: list[_Event]) -> None:
     )
     at = list(itertools.compress(range(len(instants)), is_memory))
     if not at:
-        return
+        return None
     ts, pids, tids = map(list, zip(*map(_MEMORY_EVENT_FIELDS, map(instants.__getitem__, at))))
     values = zip(*map(_MEMORY_ARG_FIELDS, map(args.__getitem__, at)))
     numbers = {key: _int_column(list(column), MEMORY_COLUMNS[key]) for key, column in zip(MEMORY_VALUE_COLUMNS, values)}
-    builder.memory_parts.append((_float_column(ts), pids, tids, numbers))
+    return _float_column(ts), pids, tids, numbers
 
 
-def _flow_events(builder: ColumnBuilder, flows: list[_Event], phases: list) -> None:
+def flow_rows(flows: list[_Event], phases: list) -> list[tuple]:
     """The ``fwdbwd`` flow events as ``(id, 0 for a start else 1, ts, pid, tid)`` rows."""
     at = _where(list(map(_GET_CAT, flows)), "fwdbwd")
     if not at:
-        return
+        return []
     ids, ts, pids, tids = zip(*map(_FLOW_FIELDS, map(flows.__getitem__, at)))
     ends = map(int, map(operator.ne, map(phases.__getitem__, at), itertools.repeat("s")))
-    builder.flow_rows.extend(zip(ids, ends, ts, pids, tids))
+    return list(zip(ids, ends, ts, pids, tids))
