@@ -88,20 +88,22 @@ class ColumnBuilder(Finishing):
         table = self._ids
         if _all_none(values):  # None is id 0
             return np.zeros(len(values), dtype=np.int32)
+        try:  # C-speed lookups straight into the column; the first miss stops it
+            return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
+        except (KeyError, TypeError):
+            pass
         try:
-            ids = list(map(table.get, values))  # C-speed lookups; misses come back as None
+            distinct = dict.fromkeys(values)
         except TypeError:  # an unhashable value (a list where a name should be): use its text
             values = [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
-            ids = list(map(table.get, values))
-        if None in ids:
-            # first-occurrence order (not set order, which varies between processes): string ids
-            # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ
-            # (every value equal to a missed one is missed: filtering the distinct values keeps that order)
-            for v in [v for v in dict.fromkeys(values) if v not in table]:
-                table[v] = len(self.strings)
-                self.strings.append(v if isinstance(v, str) else str(v))
-            ids = list(map(table.get, values))
-        return np.array(ids, dtype=np.int32)
+            distinct = dict.fromkeys(values)
+        # first-occurrence order (not set order, which varies between processes): string ids
+        # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ
+        # (every value equal to a missed one is missed: filtering the distinct values keeps that order)
+        for v in [v for v in distinct if v not in table]:
+            table[v] = len(self.strings)
+            self.strings.append(v if isinstance(v, str) else str(v))
+        return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
 
     def intern_json(self, raws: list) -> np.ndarray:
         """String ids for raw JSON values (``msgspec.Raw``), shown as Python-style text."""
