@@ -302,11 +302,7 @@ class ColumnBuilder(Finishing):
             "block": self.intern(_list_texts(a["block"])),
             "registers": _int_column(a["registers"], np.int32),
             "shared_memory": _int_column(a["shared_memory"]),
-            "input_dims": self.intern_json(
-                a["input_dims"]
-                if not any(map(len, a["input_dims_old"]))
-                else [d if len(d) else o for d, o in zip(a["input_dims"], a["input_dims_old"])]
-            ),
+            "input_dims": self.intern_json(_either(a["input_dims"], a["input_dims_old"])),
             "call_stack": self.intern(_strings_only(a["call_stack"])),
             "flops": _float_column(a["flops"]),
             "python_id": _int_column(a["python_id"]),
@@ -372,6 +368,17 @@ class ColumnBuilder(Finishing):
                 ),
             )
         return unmatched_b, unmatched_e
+
+
+def _either(new: list, old: list) -> list:
+    """Each event's raw arg from ``new`` where it has one, else from ``old`` (an absent arg is an
+    empty ``msgspec.Raw``); a list whole when the other has none (C-level checks: the V100 traces of
+    2021 write only the old spelling)."""
+    if not any(map(len, old)):
+        return new
+    if not any(map(len, new)):
+        return old
+    return [d if len(d) else o for d, o in zip(new, old)]
 
 
 def _close_begins(rows: list[tuple], pairs: list[tuple]) -> tuple[int, int]:
