@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, SupportsInt
 
 import numpy as np
 
-from ..analysis import hang, hang_verdict
-from ..analysis.hang_table import narrow
 from ..storage.fs import open_logdir
 from ..storage.naming import is_certain_trace, snapshot_rank, split_worker
 from ..storage.remote import StorageError
@@ -113,6 +111,8 @@ def read_dumps(
 def compact(record: dict[str, Any]) -> dict[str, Any]:
     """``record`` with its entry columns narrowed (int32 where every value fits; times stay int64), as
     copies: the reader's answer they were views of is freed."""
+    from ..analysis.hang_table import narrow  # the hang modules load only for flight-recorder dumps
+
     cols = {k: v if k.endswith("_ns") else narrow(v) for k, v in record["entries"].items()}
     return dict(record, entries={k: np.array(v) for k, v in cols.items()})
 
@@ -124,6 +124,8 @@ def job_document(
     :func:`~tb_plugin.analysis.hang_verdict.rank_findings`, with ``traces`` (rank → ``{"path",
     "worker", "span"}`` of a profiler trace of that rank) and, per finding, ``trace_ranks``: the
     ranks it names that have one."""
+    from ..analysis import hang, hang_verdict  # the hang modules load only for flight-recorder dumps
+
     ranked = hang_verdict.rank_findings(hang.analyse(records, unreadable))
     traces = traces or {}
     findings: list[dict[str, Any]] = ranked["findings"]

@@ -14,8 +14,6 @@ import numpy as np
 from .categories import Kind, kind_of_category
 from .events import (
     _BATCH_DECODER,
-    _FLOW_PHASES,
-    _INSTANT_PHASES,
     _MAX_TIME,
     _ONE_BATCH_DECODER,
     _ONE_DECODER,
@@ -25,7 +23,7 @@ from .events import (
     _device_of_pid,
     _Event,
     _float_column,
-    _grid_size,
+    _grid_sizes,
     _int_column,
     _json_text,
     _list_texts,
@@ -33,6 +31,7 @@ from .events import (
     _mapped,
     _ranks_count,
     _ranks_text,
+    _reprs,
     _strings_only,
     _to_float,
     arg_columns,
@@ -40,10 +39,10 @@ from .events import (
 )
 from .finish import Finishing
 from .heap import gc_paused
-from .model import EVENT_COLUMNS, MEMORY_COLUMNS, compact_column
+from .model import EVENT_COLUMNS, compact_column
+from .other_events import flow_rows, memory_part, phase_groups
 
 _GET_PH = operator.attrgetter("ph")
-MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
 
 
 def _graph_column(values: list) -> np.ndarray:
@@ -68,8 +67,7 @@ class ColumnBuilder(Finishing):
         self.strings: list[str] = [""]
         self._ids: dict[Any, int] = {None: 0}
         self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
-        self.memory_rows: list[tuple] = []  # this batch's [memory] events (then columns in memory_parts)
-        self.memory_parts: list[tuple] = []  # per batch: (ts, pids, tids, {column: values}), see _flush_memory
+        self.memory_parts: list[tuple] = []  # per batch: (ts, pids, tids, {column: values}), see other_events
         self.flow_rows: list[tuple] = []
         self.counter_rows: list[tuple] = []
         self.metadata_values: dict[str, Any] = {}
@@ -90,20 +88,22 @@ class ColumnBuilder(Finishing):
         table = self._ids
         if _all_none(values):  # None is id 0
             return np.zeros(len(values), dtype=np.int32)
+        try:  # C-speed lookups straight into the column; the first miss stops it
+            return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
+        except (KeyError, TypeError):
+            pass
         try:
-            ids = list(map(table.get, values))  # C-speed lookups; misses come back as None
+            distinct = dict.fromkeys(values)
         except TypeError:  # an unhashable value (a list where a name should be): use its text
             values = [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
-            ids = list(map(table.get, values))
-        if None in ids:
-            # first-occurrence order (not set order, which varies between processes): string ids
-            # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ
-            # (every value equal to a missed one is missed: filtering the distinct values keeps that order)
-            for v in [v for v in dict.fromkeys(values) if v not in table]:
-                table[v] = len(self.strings)
-                self.strings.append(v if isinstance(v, str) else str(v))
-            ids = list(map(table.get, values))
-        return np.array(ids, dtype=np.int32)
+            distinct = dict.fromkeys(values)
+        # first-occurrence order (not set order, which varies between processes): string ids
+        # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ
+        # (every value equal to a missed one is missed: filtering the distinct values keeps that order)
+        for v in [v for v in distinct if v not in table]:
+            table[v] = len(self.strings)
+            self.strings.append(v if isinstance(v, str) else str(v))
+        return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
 
     def intern_json(self, raws: list) -> np.ndarray:
         """String ids for raw JSON values (``msgspec.Raw``), shown as Python-style text."""
@@ -145,35 +145,26 @@ class ColumnBuilder(Finishing):
             x_index = list(itertools.compress(range(len(phases)), map(operator.eq, phases, itertools.repeat("X"))))
             xs = list(map(events.__getitem__, x_index))
             x_offsets = offsets[x_index] if offsets is not None else None
-            for i in itertools.compress(
-                range(len(phases)), map(operator.ne, phases, itertools.repeat("X"))
-            ):  # in order
-                e, ph = events[i], phases[i]
-                if ph is _SKIPPED:
-                    continue
-                if ph == "C":
-                    self._counter(e, raws[i])
-                    continue
-                if ph in _FLOW_PHASES:
-                    if e.cat == "fwdbwd":
-                        self.flow_rows.append((e.id, 0 if ph == "s" else 1, e.ts, e.pid, e.tid))
-                else:
-                    self._other(e, ph, offsets[i] if offsets is not None else None)
+            self._add_other_events(events, phases, raws, offsets)
         if xs:
             self._add_complete_events(xs, x_offsets)
-        if self.memory_rows:
-            self._flush_memory()
 
-    def _flush_memory(self) -> None:
-        """This batch's ``[memory]`` rows as numeric columns (pid and tid stay values: they are
-        interned when the trace is finished, in order): a few bytes a row instead of a tuple of
-        Python objects."""
-        fields = list(zip(*self.memory_rows))
-        self.memory_rows = []
-        numbers = {
-            key: _int_column(list(values), MEMORY_COLUMNS[key]) for key, values in zip(MEMORY_VALUE_COLUMNS, fields[3:])
-        }
-        self.memory_parts.append((_float_column(list(fields[0])), list(fields[1]), list(fields[2]), numbers))
+    def _add_other_events(
+        self, events: list[_Event], phases: list, raws: list[msgspec.Raw], offsets: np.ndarray | None
+    ) -> None:
+        """The batch's non-``X`` events, a phase group at a time (see :mod:`.other_events`)."""
+        groups = phase_groups(phases)
+        if "instant" in groups:
+            part = memory_part(list(map(events.__getitem__, groups["instant"])))
+            if part is not None:
+                self.memory_parts.append(part)
+        if "flow" in groups:
+            at = groups["flow"]
+            self.flow_rows += flow_rows(list(map(events.__getitem__, at)), list(map(phases.__getitem__, at)))
+        for i in groups.get("counter", ()):
+            self._counter(events[i], raws[i])
+        for i in groups.get("one_by_one", ()):
+            self._other(events[i], phases[i], offsets[i] if offsets is not None else None)
 
     def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
@@ -221,23 +212,8 @@ class ColumnBuilder(Finishing):
                 self.counter_rows.append((ev.ts, series, value))
 
     def _other(self, ev: _Event, ph: Any, offset: np.ndarray | None = None) -> None:
-        if ph in _INSTANT_PHASES:
-            if ev.name == "[memory]" and ev.args is not None:
-                a = ev.args
-                self.memory_rows.append(
-                    (
-                        ev.ts,
-                        ev.pid,
-                        ev.tid,
-                        a.bytes,
-                        a.addr,
-                        a.total_allocated,
-                        a.total_reserved,
-                        a.device_type,
-                        a.device_id,
-                    )
-                )
-        elif ph == "B" or ph == "E":
+        """``B``/``E`` rows to pair and metadata (``M``) names and values."""
+        if ph == "B" or ph == "E":
             self.begin_end.append((ev.pid, ev.tid, ev.ts, ph, ev.name, ev.cat, ev.args, len(self.begin_end), offset))
         elif (
             ph == "M"
@@ -306,7 +282,7 @@ class ColumnBuilder(Finishing):
         )
         device = np.where(device >= 0, device, pid_numeric)
         grid, ranks = a["grid"], a["group_ranks"]
-        no_grid = _all_none(grid)
+        grid_reprs = None if _all_none(grid) else _reprs(grid)
         columns = {
             "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
             "cat": cat,
@@ -319,20 +295,14 @@ class ColumnBuilder(Finishing):
             "external_id": external,
             "device": device,
             "stream": _int_column(a["stream"]),
-            "grid_size": np.full(n, -1, dtype=np.int64)
-            if no_grid
-            else np.array([_grid_size(g) if g is not None else -1 for g in grid], dtype=np.int64),
+            "grid_size": np.full(n, -1, dtype=np.int64) if grid_reprs is None else _grid_sizes(grid, grid_reprs),
             "blocks_per_sm": _float_column(a["blocks_per_sm"]),
             "occupancy_pct": _float_column(a["occupancy"]),
-            "grid": self.intern(_list_texts(grid)),
+            "grid": self.intern(_list_texts(grid, grid_reprs)),
             "block": self.intern(_list_texts(a["block"])),
             "registers": _int_column(a["registers"], np.int32),
             "shared_memory": _int_column(a["shared_memory"]),
-            "input_dims": self.intern_json(
-                a["input_dims"]
-                if not any(map(len, a["input_dims_old"]))
-                else [d if len(d) else o for d, o in zip(a["input_dims"], a["input_dims_old"])]
-            ),
+            "input_dims": self.intern_json(_either(a["input_dims"], a["input_dims_old"])),
             "call_stack": self.intern(_strings_only(a["call_stack"])),
             "flops": _float_column(a["flops"]),
             "python_id": _int_column(a["python_id"]),
@@ -398,6 +368,17 @@ class ColumnBuilder(Finishing):
                 ),
             )
         return unmatched_b, unmatched_e
+
+
+def _either(new: list, old: list) -> list:
+    """Each event's raw arg from ``new`` where it has one, else from ``old`` (an absent arg is an
+    empty ``msgspec.Raw``); a list whole when the other has none (C-level checks: the V100 traces of
+    2021 write only the old spelling)."""
+    if not any(map(len, old)):
+        return new
+    if not any(map(len, new)):
+        return old
+    return [d if len(d) else o for d, o in zip(new, old)]
 
 
 def _close_begins(rows: list[tuple], pairs: list[tuple]) -> tuple[int, int]:

@@ -113,8 +113,6 @@ _ONE_BATCH_DECODER = msgspec.json.Decoder(_Event)
 
 _MAX_TIME = 1e30  # µs; a timestamp or duration beyond this is garbage (now is about 1.7e15 µs since 1970)
 _SKIPPED = "\x00undecodable"  # the phase of a placeholder for an event that could not be decoded
-_INSTANT_PHASES = ("i", "I")
-_FLOW_PHASES = ("s", "t", "f")
 
 
 def _all_none(values: Sequence[Any]) -> bool:
@@ -189,16 +187,31 @@ def _list_text(value: Any) -> Optional[str]:
     return str(value)
 
 
-def _list_texts(values: list) -> list:
-    """:func:`_list_text` of each value (None kept). A value's ``repr`` is the same text unless a string
-    is in it (strings are quoted by ``repr``, not by :func:`_list_text`), which a quote in the ``repr``
-    shows: the ``repr`` is computed in C and the rare quoted ones are converted one by one."""
+def _reprs(values: Sequence[Any]) -> tuple[list[str], dict[str, Any]]:
+    """Each value's ``repr`` and one value for each distinct ``repr`` (both made in C). Decoded JSON
+    values with the same ``repr`` are equal, so a conversion made once per distinct ``repr`` is each
+    value's: a batch's grids and blocks are a few launch configurations repeated."""
+    reprs = list(map(repr, values))
+    return reprs, dict(zip(reprs, values))
+
+
+def _list_texts(values: Sequence[Any], reprs: tuple[list[str], dict[str, Any]] | None = None) -> list:
+    """:func:`_list_text` of each value (None kept); ``reprs``: :func:`_reprs` of the values, when
+    already made. A value's ``repr`` is the same text unless a string is in it (strings are quoted by
+    ``repr``, not by :func:`_list_text`), which a quote in the ``repr`` shows: the rare quoted ones
+    are converted in Python, once per distinct value."""
     if _all_none(values):
         return list(values)
-    return [
-        None if v is None else r if "'" not in r and '"' not in r else _list_text(v)
-        for v, r in zip(values, map(repr, values))
-    ]
+    texts, first = reprs or _reprs(values)
+    text = {r: None if v is None else r if "'" not in r and '"' not in r else _list_text(v) for r, v in first.items()}
+    return list(map(text.__getitem__, texts))
+
+
+def _grid_sizes(values: Sequence[Any], reprs: tuple[list[str], dict[str, Any]]) -> np.ndarray:
+    """:func:`_grid_size` of each grid (-1 for None), computed once per distinct value."""
+    texts, first = reprs
+    size = {r: _grid_size(v) for r, v in first.items()}
+    return np.fromiter(map(size.__getitem__, texts), dtype=np.int64, count=len(texts))
 
 
 def _json_text(raw: bytes) -> str:
@@ -303,4 +316,9 @@ def _strings_only(values: Sequence[Any]) -> list:
     """The values that are strings, None for the others."""
     if _all_none(values):
         return list(values)
+    if set(map(type, values)) <= _STRING_OR_NONE:  # the usual case: nothing to replace (checked in C)
+        return list(values)
     return [v if isinstance(v, str) else None for v in values]
+
+
+_STRING_OR_NONE = {str, type(None)}

@@ -128,3 +128,28 @@ def test_struct_fields_transposed_in_c_equal_one_attribute_read_per_event():
     assert E.arg_columns(args) == {f: [getattr(a, f) for a in args] for f in E.ARG_FIELDS}
     assert E.event_columns(decoded) == [[getattr(e, f) for e in decoded] for f in E.EVENT_FIELDS]
     assert E.arg_columns([]) == {f: [] for f in E.ARG_FIELDS} and E.event_columns([]) == [[] for _ in E.EVENT_FIELDS]
+
+
+def test_interning_straight_into_the_column_equals_the_lookup_of_each_value():
+    """A miss before an unhashable value, an unhashable one before a miss, numbers and None: the ids
+    are the first-occurrence ones, the same for equal values, and lists are interned as their text."""
+    from tb_plugin.trace.columns import ColumnBuilder
+
+    b = ColumnBuilder()
+    assert b.intern(["a", "b", "a", None]).tolist() == [1, 2, 1, 0]
+    assert b.intern(["b", "new", ["x"], "a"]).tolist() == [2, 3, 4, 1]
+    assert b.intern([["y"], "later", ["x"]]).tolist() == [5, 6, 4]
+    assert b.intern([7, "7", 2.5, None]).tolist() == [7, 8, 9, 0]
+    assert b.strings == ["", "a", "b", "new", "['x']", "['y']", "later", "7", "7", "2.5"]
+
+
+def test_input_dims_in_either_spelling():
+    """ "Input Dims" (PyTorch 1.10+) where an event has it, else "Input dims" (2021's spelling): a batch
+    with only the old spelling, only the new one, or both mixed gives each event its own shapes."""
+    old = [{**_kernel(i), "args": {"Input dims": [[i, 2]]}} for i in range(3)]
+    new = [{**_kernel(3 + i), "args": {"Input Dims": [[3 + i, 4]]}} for i in range(3)]
+    for events in (old, new, old + new, [old[0], new[0], {**_kernel(9), "args": {}}]):
+        tr = decode_trace(orjson.dumps({"traceEvents": events}))
+        got = [tr.strings[i] for i in tr.events.input_dims.tolist()]
+        want = [str(e["args"].get("Input Dims", e["args"].get("Input dims", ""))) for e in events]
+        assert got == [w if w else "" for w in want]
