@@ -173,3 +173,140 @@ class GateDocument(TypedDict):
     method: dict[str, Any]  # the test and its constants
     checks: list[dict[str, Any]]  # one per --fail-on rule (analysis/regression.py compare)
     explain: GateExplain
+
+
+# -- the report document (registry/report.py, report_artifacts.py, report_distributed.py) ------------
+class WorkerDistributed(TypedDict):
+    """A single-rank worker's own process groups in the report (registry/report_distributed.py)."""
+
+    groups: list[dict[str, Any]]  # group_summary per process group (µs, bytes, GB/s)
+    messages: list[str]
+
+
+class RankOverview(TypedDict):
+    """A worker's Overview, what the advice across ranks reads (registry/report_distributed.py ``run_advice``)."""
+
+    worker: str
+    overview: Overview | None  # None when the file did not load
+
+
+class WorkerReportBase(TypedDict):
+    """One trace file of ``kinetoscope report`` (registry/report.py ``worker_entry``): its Overview and,
+    when analysed, the report's per-worker sections (None when the file did not load)."""
+
+    worker: str
+    span: str
+    path: str  # logdir-relative
+    error: str | None
+    warnings: list[str]
+    notes: list[str]
+    overview: Overview | None
+    operators: list[dict[str, Any]] | None  # OPERATOR_KEYS per row (µs)
+    kernels: list[dict[str, Any]] | None  # KERNEL_KEYS per row (µs)
+    modules: Any  # the module tree, or None without one
+    memory: Any  # the memory summary, or None without memory events
+    insights: dict[str, Any] | None  # report_insights (µs)
+    graphs: Any  # graph_siblings.graphs_report, or None
+
+
+class WorkerReport(WorkerReportBase, total=False):
+    """:class:`WorkerReportBase` and, for the worker of a single-rank run, its own process groups and
+    critical path (registry/report_distributed.py ``add_distributed``)."""
+
+    distributed: WorkerDistributed
+    critical_path: list[dict[str, Any]]  # per step (µs; analysis/critical_path_combine.py)
+
+
+class SnapshotDeviceItemBase(TypedDict):
+    """One device of an allocator snapshot in the report (bytes)."""
+
+    device: str
+    peak_active_bytes: int
+    allocated_at_dump_bytes: int | None
+    largest: list[dict[str, Any]]  # bytes, frame
+
+
+class SnapshotDeviceItem(SnapshotDeviceItemBase, total=False):
+    """:class:`SnapshotDeviceItemBase` and, when the report matched it, the bytes alive at its peak."""
+
+    alive_at_peak: dict[str, Any]  # by_operator/by_step/by_module/by_frame: top rows (name, bytes); trace
+
+
+class SnapshotItemBase(TypedDict):
+    """An allocator snapshot in the report (registry/report_artifacts.py ``snapshot_item``)."""
+
+    path: str
+    error: str | None
+    devices: list[SnapshotDeviceItem]
+
+
+class SnapshotItem(SnapshotItemBase, total=False):
+    """:class:`SnapshotItemBase` and, for a snapshot that was read, its OOM (None without one)."""
+
+    oom: dict[str, Any] | None  # report_artifacts.oom_item (bytes, %)
+
+
+class SnapshotRankGroup(TypedDict):
+    """A per-rank snapshot group in the report (registry/report_artifacts.py ``rank_groups``; bytes)."""
+
+    ranks: list[dict[str, Any]]  # rank, path, peak_active_bytes
+    median_peak_bytes: int | None
+    outlier_rank: int | None
+    outlier_peak_to_median: float | None
+    outlier_vs_median_pct: float | None  # analysis/snapshot_ranks.py: the one percentage
+
+
+class MemProfilerItemBase(TypedDict):
+    """A finetuning-scheduler MemProfiler file in the report (registry/report_artifacts.py
+    ``memprofiler_item``)."""
+
+    path: str
+    kind: str  # memprofiler_stats or memprofiler_log
+    error: str | None
+
+
+class MemProfilerItem(MemProfilerItemBase, total=False):
+    """:class:`MemProfilerItemBase` and what a file that was read adds: a log's size, a stats file's
+    rank, warnings and snapshots (values: bytes or counts)."""
+
+    size_bytes: int
+    truncated: bool
+    rank: int | None
+    warnings: list[str]
+    snapshots: list[dict[str, Any]]  # key, function, iteration, phase, values
+
+
+class ReportHang(TypedDict):
+    """A run's flight-recorder verdict in the report (the full document is ``kinetoscope hang``'s)."""
+
+    dumps: int
+    verdict: list[str]
+    findings: list[dict[str, Any]]
+    unreadable: list[dict[str, Any]]
+
+
+class RunReportBase(TypedDict):
+    """A run of ``kinetoscope report``: its trace files, one per worker and span."""
+
+    name: str  # logdir-relative, "." for the logdir itself
+    workers: list[WorkerReport]
+
+
+class RunReport(RunReportBase, total=False):
+    """:class:`RunReportBase` and the sections the report's builders add, keys in the order the JSON
+    shows them: the distributed view and the advice of several ranks, then (every run of a finished
+    report) ``snapshots``, the MemProfiler files, ``snapshot_ranks`` (every run) and the hang verdict."""
+
+    distributed: DistributedSummary
+    critical_path: list[dict[str, Any]]  # per step across the ranks (µs)
+    recommendations: list[dict[str, Any]]  # the advice that holds on several ranks (analysis/advice_ranks.py)
+    snapshots: list[SnapshotItem]
+    memprofiler: list[MemProfilerItem]
+    snapshot_ranks: list[SnapshotRankGroup]
+    hang: ReportHang | None
+
+
+class ReportDocument(TypedDict):
+    """``kinetoscope report --json`` (registry/report.py ``report_document``): one entry per run."""
+
+    runs: list[RunReport]

@@ -23,8 +23,8 @@ from .report_distributed import add_distributed, run_advice
 
 if TYPE_CHECKING:
     from ..analysis.overview import Overview
-    from .records import DiffDocument
-    from .states import FileState
+    from .records import DiffDocument, ReportDocument, RunReport, WorkerReport
+    from .states import ArtifactState, FileState
     from .views import FileViews
 
 logger = logging.getLogger(__name__)
@@ -247,11 +247,13 @@ def diff_document(
 
 
 # -- the CLI's report -----------------------------------------------------------------------------
-def report_document(registry: Registry, files: list[Any], run: str | None) -> tuple[dict[str, Any], list[Any]]:
+def report_document(
+    registry: Registry, files: list[FileState], run: str | None
+) -> tuple[ReportDocument, list[ArtifactState]]:
     """``(document, failed artifacts)`` of ``kinetoscope report`` over analysed ``files`` (see the
     README): per run its workers, ``distributed`` (runs of several ranks), ``snapshots`` and
     ``memprofiler``."""
-    doc: dict[str, Any] = {"runs": []}
+    doc: ReportDocument = {"runs": []}
     for st in files:
         if not doc["runs"] or doc["runs"][-1]["name"] != st.run:
             doc["runs"].append({"name": st.run, "workers": []})
@@ -264,7 +266,7 @@ def report_document(registry: Registry, files: list[Any], run: str | None) -> tu
     return doc, failed
 
 
-def _add_run_advice(entry: dict[str, Any]) -> None:
+def _add_run_advice(entry: RunReport) -> None:
     """A run of several ranks gains ``recommendations`` (:func:`run_advice`); each file's own list is
     unchanged."""
     found = run_advice(entry["workers"])
@@ -272,10 +274,10 @@ def _add_run_advice(entry: dict[str, Any]) -> None:
         entry["recommendations"] = found
 
 
-def worker_entry(registry: Registry, st: FileState) -> dict[str, Any]:
+def worker_entry(registry: Registry, st: FileState) -> WorkerReport:
     """One file of the report: its Overview and, when analysed, its tables and insight figures."""
     overview = overview_document(registry, st)
-    entry: dict[str, Any] = {
+    entry: WorkerReport = {
         "worker": st.worker,
         "span": st.span,
         "path": st.entry.rel,
