@@ -27,7 +27,7 @@ from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
 from .memory import gpu_peaks
 from .recommendations import STEP_RULES, ordered, recommend
-from .runtime_calls import runtime_calls
+from .runtime_calls import RuntimeCalls, runtime_calls
 from .series import reduce_to
 from .steps import compute_steps
 from .tensor_cores import fp32_eligible_kernel_us_by_device
@@ -50,7 +50,7 @@ class Overview(TypedDict):
     recommendations: list[str]  # the sentences of recommendation_details
     recommendation_details: list[dict[str, Any]]
     about: list[dict[str, Any]]  # "About this trace" warnings
-    runtime_calls: dict[str, Any]  # analysis/runtime_calls.py
+    runtime_calls: RuntimeCalls  # analysis/runtime_calls.py
     trainer_events: list[dict[str, Any]]
     system_metrics: list[dict[str, Any]]
 

@@ -11,6 +11,17 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from ..analysis.overview import Overview
+from ..analysis.runtime_calls import RuntimeCalls
+
+
+class AdviceDocument(TypedDict):
+    """A file's one list of recommendations as every interface serves it (registry/report.py
+    ``advice_document``, from the Overview's, computed once in analysis/overview.py)."""
+
+    recommendations: list[str]  # the sentences, most important first
+    recommendation_details: list[dict[str, Any]]  # RECOMMENDATION_KEYS and the rule's values (µs, bytes)
+    about: list[dict[str, Any]]  # the "About this trace" warnings
+    runtime_calls: RuntimeCalls  # its first rows (analysis/runtime_calls.py)
 
 
 class LoadingCounts(TypedDict):

@@ -23,7 +23,8 @@ from .report_distributed import add_distributed, run_advice
 
 if TYPE_CHECKING:
     from ..analysis.overview import Overview
-    from .records import DiffDocument, ReportDocument, RunReport, WorkerReport
+    from ..analysis.runtime_calls import RuntimeCalls
+    from .records import AdviceDocument, DiffDocument, ReportDocument, RunReport, WorkerReport
     from .states import ArtifactState, FileState
     from .views import FileViews
 
@@ -82,17 +83,18 @@ RUNTIME_CALL_KEYS = [
 ]
 
 
-def advice_document(overview: Overview, top_calls: int | None = None) -> dict[str, Any]:
+def advice_document(overview: Overview, top_calls: int | None = None) -> AdviceDocument:
     """A file's one list of recommendations as every interface serves it (the Overview's, computed once
     in analysis/overview.py): ``recommendations`` (sentences), ``recommendation_details`` (rule, addressed
     µs, threshold µs, basis and the rule's values), ``about`` (the "About this trace" warnings) and
     ``runtime_calls`` (its first ``top_calls`` rows, all without)."""
-    calls = overview.get("runtime_calls") or {"window_us": 0.0, "apis": 0, "rows": []}
+    calls: RuntimeCalls = (overview.get("runtime_calls") or {"window_us": 0.0, "apis": 0, "rows": []}).copy()
+    calls["rows"] = calls["rows"][:top_calls]  # in its place: the JSON's key order is the table's
     return {
         "recommendations": list(overview["recommendations"]),
         "recommendation_details": list(overview["recommendation_details"]),
         "about": list(overview.get("about") or []),
-        "runtime_calls": dict(calls, rows=calls["rows"][:top_calls]),
+        "runtime_calls": calls,
     }
 
 
