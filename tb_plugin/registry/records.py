@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from ..analysis.memory import MemorySummary
 from ..analysis.overview import Overview
 from ..analysis.runtime_calls import RuntimeCalls
 
@@ -73,7 +74,7 @@ class RankTablesBase(TypedDict):
     operators: list[dict[str, Any]]
     kernels: list[dict[str, Any]]
     modules: Any  # the module tree, or None without one
-    memory: Any  # the memory summary, or None without memory events
+    memory: MemorySummary
 
 
 class RankTables(RankTablesBase, total=False):
@@ -215,7 +216,7 @@ class WorkerReportBase(TypedDict):
     operators: list[dict[str, Any]] | None  # OPERATOR_KEYS per row (µs)
     kernels: list[dict[str, Any]] | None  # KERNEL_KEYS per row (µs)
     modules: Any  # the module tree, or None without one
-    memory: Any  # the memory summary, or None without memory events
+    memory: MemorySummary | None  # None when the file did not load
     insights: dict[str, Any] | None  # report_insights (µs)
     graphs: Any  # graph_siblings.graphs_report, or None
 

@@ -270,5 +270,5 @@ class FileViews:
             return self._get("memory_stats:" + device, lambda: memory_analysis.operator_stats(self.trace, device))
         return memory_analysis.operator_stats(self.trace, device, start_us, end_us)
 
-    def memory_summary(self) -> dict[str, Any]:
+    def memory_summary(self) -> memory_analysis.MemorySummary:
         return self._get("memory_summary", lambda: memory_analysis.memory_summary(self.trace))
