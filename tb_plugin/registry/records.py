@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 from ..analysis.memory import MemorySummary
 from ..analysis.overview import Overview
 from ..analysis.runtime_calls import RuntimeCalls
+from ..analysis.snapshot_ranks import RankOutlier
 
 
 class AdviceDocument(TypedDict):
@@ -23,6 +24,28 @@ class AdviceDocument(TypedDict):
     recommendation_details: list[dict[str, Any]]  # RECOMMENDATION_KEYS and the rule's values (µs, bytes)
     about: list[dict[str, Any]]  # the "About this trace" warnings
     runtime_calls: RuntimeCalls  # its first rows (analysis/runtime_calls.py)
+
+
+class SnapshotRankRow(TypedDict):
+    """One rank's snapshot of a rank group (registry/artifacts.py ``snapshot_ranks``; bytes)."""
+
+    rank: int
+    run: str
+    path: str  # logdir-relative
+    state: str  # the snapshot's load state (states.py): the route answers "loading" until each is read
+    error: str | None
+    peak_active_bytes: int | None  # the largest over its devices; None until read (or without devices)
+    device: str | None  # the device of that peak
+    peak_time: float | None  # when the peak was reached (the snapshot's clock; analysis/snapshot.py)
+    peak_to_median: float | None  # analysis/snapshot_ranks.py
+    vs_median_pct: float | None
+
+
+class SnapshotRanksDocument(RankOutlier):
+    """The snapshots of a rank group side by side (registry/artifacts.py ``snapshot_ranks``;
+    docs/http_api.md ``GET snapshot_ranks``): one row per rank and the outlier."""
+
+    ranks: list[SnapshotRankRow]
 
 
 class LoadingCounts(TypedDict):
