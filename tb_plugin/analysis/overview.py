@@ -140,12 +140,13 @@ def advise(trace: Trace, overview_recs: list[dict]) -> tuple[list[dict], list[di
     (:mod:`.advice`) and the CUDA-graph and torch.compile rules (:mod:`.graphs`, :mod:`.compiled_regions`),
     most important first; none on step time when the trace captures CUDA graphs."""
     about = advice.about(trace)
+    compiled = compiled_regions(trace)
     recs = (
         overview_recs
         + advice.call_rules(trace)
         + advice.idle_rules(trace, insights(trace))
         + graph_advice(trace)
-        + ((compiled_regions(trace) or {}).get("advice") or [])
+        + (compiled["advice"] if compiled is not None else [])
     )
     if any(a["kind"] == "graph_capture" for a in about):
         recs = [r for r in recs if r["rule"] not in STEP_RULES]

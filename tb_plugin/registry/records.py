@@ -10,10 +10,20 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from ..analysis.compiled_regions import CompiledRegions
+from ..analysis.graphs import GraphsDocument
 from ..analysis.memory import MemorySummary
 from ..analysis.overview import Overview
 from ..analysis.runtime_calls import RuntimeCalls
 from ..analysis.snapshot_ranks import RankOutlier
+
+
+class GraphsReport(TypedDict):
+    """CUDA graphs and torch.compile regions of one trace (registry/views.py ``FileViews.graphs``; the
+    report's ``graphs`` section and the ``graphs`` route's, registry/graph_siblings.py ``graphs_report``)."""
+
+    cuda_graphs: GraphsDocument  # analysis/graphs.py (µs)
+    compiled: CompiledRegions | None  # analysis/compiled_regions.py; None without a compiled region
 
 
 class AdviceDocument(TypedDict):
@@ -103,7 +113,7 @@ class RankTablesBase(TypedDict):
 class RankTables(RankTablesBase, total=False):
     """:class:`RankTablesBase` and the CUDA-graph section (missing from aggregates cached before it existed)."""
 
-    graphs: Any
+    graphs: GraphsReport
 
 
 class RankAggregateBase(TypedDict):
@@ -241,7 +251,7 @@ class WorkerReportBase(TypedDict):
     modules: Any  # the module tree, or None without one
     memory: MemorySummary | None  # None when the file did not load
     insights: dict[str, Any] | None  # report_insights (µs)
-    graphs: Any  # graph_siblings.graphs_report, or None
+    graphs: GraphsReport | None  # graph_siblings.graphs_report; None when the file did not load
 
 
 class WorkerReport(WorkerReportBase, total=False):
