@@ -41,7 +41,7 @@ def print_graphs(graphs: GraphsReport | None, out: TextIO) -> None:
             f"({fixed(acc['from_graph_replay_us'], 1)} µs from graph replay), "
             f"{fixed(acc['unattributed_us'], 1)} µs unattributed\n"
         )
-    compiled = graphs.get("compiled")
+    compiled = graphs["compiled"]
     if compiled:
         out.write("   compiled regions:\n")
         for r in compiled["regions"]:

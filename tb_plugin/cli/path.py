@@ -74,7 +74,7 @@ def _or_dash(value, text) -> str:
 def print_collectives(summary: DistributedSummary | None, out: TextIO) -> None:
     """A run's collectives (per collective and communicator size n): calls, bytes, algbw/busbw; unknown
     bytes and bandwidths read "–" (never 0 B or 0.0 GB/s); then the k-of-n caveat when there is one."""
-    if not summary or not summary.get("collectives"):
+    if not summary or not summary["collectives"]:
         return
     out.write("   collectives across ranks (bandwidths in GB/s over transfer time):\n")
     for c in summary["collectives"]:
@@ -84,7 +84,7 @@ def print_collectives(summary: DistributedSummary | None, out: TextIO) -> None:
             f"algbw {_or_dash(c['algbw_gbps'], lambda v: fixed(v, 2))}, "
             f"busbw {_or_dash(c['busbw_gbps'], lambda v: fixed(v, 2))}\n"
         )
-    if summary.get("bandwidth_caveat"):
+    if summary["bandwidth_caveat"]:
         out.write(f"     note: {summary['bandwidth_caveat']}\n")
 
 

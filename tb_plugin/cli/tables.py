@@ -58,7 +58,7 @@ def print_tables(doc: ReportDocument, out: TextIO) -> None:
                     f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n"
                 )
             print_advice(ov, out, run.get("recommendations"))
-            print_graphs(w.get("graphs"), out)
+            print_graphs(w["graphs"], out)
             print_critical_path(w.get("critical_path") or [], out, across=False)
         print_run_advice(run, out)
         print_critical_path(run.get("critical_path") or [], out, across=True)

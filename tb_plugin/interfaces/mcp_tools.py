@@ -353,7 +353,7 @@ class Tools:
             {
                 "run": run,
                 "span": span,
-                "cross_rank": result.get("view") is not None,
+                "cross_rank": result["view"] is not None,
                 "steps_total": len(paths),
                 "steps": [{"step": p["step"], "length_us": p["length_us"]} for p in longest],
                 "step": _path_brief(chosen, limit),

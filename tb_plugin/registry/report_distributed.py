@@ -99,7 +99,7 @@ def run_critical_path(result: DistributedResult) -> list[dict[str, Any]]:
     """The critical path per step of a ``registry.distributed`` result: across the ranks with a view,
     the one rank's own without (``single_rank``), else [] (see analysis.critical_path_combine)."""
     path: list[dict[str, Any]]
-    view = result.get("view")
+    view = result["view"]
     if view is not None:
         path = view["critical_path"]
     else:
