@@ -21,7 +21,13 @@ from tb_plugin.analysis.memory import MemorySummary
 from tb_plugin.cli.report import run_report
 from tb_plugin.cli.tables import print_tables
 from tb_plugin.registry import graph_siblings, report
-from tb_plugin.registry.records import AdviceDocument, GraphsReport, ReportDocument, SnapshotRanksDocument
+from tb_plugin.registry.records import (
+    AdviceDocument,
+    GraphsReport,
+    ReportDocument,
+    SnapshotRanksDocument,
+    WorkerReport,
+)
 from tb_plugin.registry.runs import RunRegistry
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 10), reason="the records' `X | None` hints evaluate on 3.10+")
@@ -119,21 +125,8 @@ def test_a_record_that_drifts_is_found():
 
 def test_the_text_report_names_a_file_without_an_overview():
     """A file neither failed nor loaded (no Overview) prints as not analysed, never a TypeError."""
-    worker = {
-        "worker": "w",
-        "span": "1",
-        "path": "w.pt.trace.json",
-        "error": None,
-        "warnings": [],
-        "notes": [],
-        "overview": None,
-        "operators": None,
-        "kernels": None,
-        "modules": None,
-        "memory": None,
-        "insights": None,
-        "graphs": None,
-    }
+    worker = dict.fromkeys(WorkerReport.__required_keys__)  # every section None: the file has no Overview
+    worker.update(worker="w", span="1", path="w.pt.trace.json", warnings=[], notes=[])
     out = io.StringIO()
     print_tables({"runs": [{"name": ".", "workers": [worker]}]}, out)
     assert "ERROR: not analysed" in out.getvalue()
