@@ -106,7 +106,7 @@ class RankTablesBase(TypedDict):
     overview: Overview
     operators: list[dict[str, Any]]
     kernels: list[dict[str, Any]]
-    modules: Any  # the module tree, or None without one
+    modules: list[dict[str, Any]] | None  # the module tree (analysis/modules.py), or None without one
     memory: MemorySummary
 
 
@@ -248,7 +248,7 @@ class WorkerReportBase(TypedDict):
     overview: Overview | None
     operators: list[dict[str, Any]] | None  # OPERATOR_KEYS per row (µs)
     kernels: list[dict[str, Any]] | None  # KERNEL_KEYS per row (µs)
-    modules: Any  # the module tree, or None without one
+    modules: list[dict[str, Any]] | None  # the module tree (analysis/modules.py), or None without one
     memory: MemorySummary | None  # None when the file did not load
     insights: dict[str, Any] | None  # report_insights (µs)
     graphs: GraphsReport | None  # graph_siblings.graphs_report; None when the file did not load
