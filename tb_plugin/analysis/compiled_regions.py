@@ -33,6 +33,7 @@ Definitions (µs):
 from __future__ import annotations
 
 import re
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -55,11 +56,20 @@ _TRITON = re.compile(r"^triton_(poi|red|per|tem|for|\w+?)_(?:fused_(.*?))?_?(\d+
 _KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent_reduction", "tem": "template", "for": "foreach"}
 
 
+class CompiledRegions(TypedDict):
+    """The torch.compile regions of a trace (:func:`compiled_regions`; µs, the module docstring)."""
+
+    regions: list[dict[str, Any]]  # per region name: calls, host/device µs, its Triton kernels
+    triton_kernels: list[dict[str, Any]]  # per Triton kernel: region, calls, total µs
+    steps: list[dict[str, Any]]  # per step: regions, frames, versions, recompilations, between/lookup µs
+    advice: list[dict[str, Any]]  # the compile.* recommendations that hold
+
+
 def _is_region(name: str) -> bool:
     return name.startswith(REGION_PREFIX) or name in REGION_NAMES
 
 
-def compiled_regions(trace: Trace) -> dict | None:
+def compiled_regions(trace: Trace) -> CompiledRegions | None:
     """``{"regions", "triton_kernels", "steps", "advice"}`` (see the module docstring), or None when the
     trace has no compiled region."""
     ev = trace.events

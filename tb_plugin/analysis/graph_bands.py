@@ -11,17 +11,31 @@ its streams) and its graph's attribution ``status`` (``attributed`` / ``ambiguou
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 import numpy as np
 
 from ..trace.model import Trace
 from .graph_capture import replays
+from .graphs import GraphsDocument
 from .timeline import track_of_events
 from .timeline_query import origin
 
 MAX_BANDS = 20_000  # per answer: past it the first MAX_BANDS in time are sent and ``shown`` < ``total``
 
 
-def replay_bands(trace: Trace, doc: dict) -> dict:
+class ReplayBands(TypedDict):
+    """The Trace view's replay bands (:func:`replay_bands`)."""
+
+    total: int  # bands of the trace
+    shown: int  # bands listed (at most MAX_BANDS, the first in time)
+    graphs: list[dict[str, Any]]  # per graph: graph, status, replays
+    bands: dict[
+        str, list[Any]
+    ]  # columns: start_us, end_us (µs, timeline clock), track, replay, graph, kernels, busy_us
+
+
+def replay_bands(trace: Trace, doc: GraphsDocument) -> ReplayBands:
     """``doc``: the trace's graphs document. Returns ``total``/``shown`` bands, ``graphs`` (per graph:
     ``status``, ``replays``) and ``bands`` as columns ``start_us``, ``end_us``, ``track``, ``replay``,
     ``graph``, ``kernels``, ``busy_us`` (the last three: the whole replay's), in start order."""
@@ -58,4 +72,4 @@ def replay_bands(trace: Trace, doc: dict) -> dict:
     return {"total": int(len(first)), "shown": int(len(by_time)), "graphs": graphs, "bands": bands}
 
 
-__all__ = ["MAX_BANDS", "replay_bands"]
+__all__ = ["MAX_BANDS", "ReplayBands", "replay_bands"]

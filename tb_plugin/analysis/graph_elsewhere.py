@@ -20,6 +20,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 from .graph_capture import captures, replays
+from .graphs import GraphsDocument
 from .op_tree import op_tree
 
 LOOKED_UP = ("partial", "no_capture")  # the statuses a capture in another trace can resolve
@@ -56,7 +57,7 @@ def capture_table(trace: Trace) -> list[dict]:
     return out
 
 
-def attribute_elsewhere(trace: Trace, doc: dict, others: list[tuple[str, list[dict]]]) -> dict:
+def attribute_elsewhere(trace: Trace, doc: GraphsDocument, others: list[tuple[str, list[dict]]]) -> GraphsDocument:
     """``doc`` (this trace's graphs document) with its ``partial``/``no_capture`` graphs attributed from
     ``others`` (``(file, capture table)`` in lookup order) where one capture there fits (see the module
     docstring); the advice is recomputed without the graphs so attributed. ``doc`` itself is not changed."""
@@ -87,7 +88,8 @@ def attribute_elsewhere(trace: Trace, doc: dict, others: list[tuple[str, list[di
                 g = dict(g, note=g["note"] + AMBIGUOUS_NOTE.format(n=len(fits), file=file, size=size))
                 break
         graph_list.append(g)
-    out = dict(doc, graph_list=graph_list)
+    out = doc.copy()
+    out["graph_list"] = graph_list
     advice = []
     for a in doc["advice"]:
         if a["rule"] == "graphs.capture_missing":

@@ -21,7 +21,7 @@ attributed kernel time that came through a matched capture.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -46,7 +46,31 @@ NOTES = {
 }
 
 
-def kernel_accounting(trace: Trace) -> dict:
+class KernelAccounting(TypedDict):
+    """Kernel time between the Operator table's rows and unattributed (µs; the module docstring)."""
+
+    kernel_us: float
+    attributed_us: float
+    unattributed_us: float
+    from_graph_replay_us: float
+
+
+class GraphsDocument(TypedDict):
+    """The CUDA graphs document (:func:`graphs_document`; µs, the module docstring)."""
+
+    replays: int
+    graphs: int
+    kernel_us: float
+    graph_kernel_us: float
+    graph_kernel_pct: float
+    graph_list: list[dict[str, Any]]  # per graph: replays, figures, status and note of its capture, kernels
+    replay_list: list[dict[str, Any]]  # per replay: replay, graph and its figures
+    captures: list[dict[str, Any]]  # per capture: start, launches, complete, instantiated, its graphs
+    accounting: KernelAccounting
+    advice: list[dict[str, Any]]  # the graphs.capture_missing recommendation, when it holds
+
+
+def kernel_accounting(trace: Trace) -> KernelAccounting:
     """Kernel time split between the Operator table's rows and unattributed (µs, see the docstring)."""
     ev = trace.events
     kernel = ev.kind == Kind.KERNEL
@@ -66,13 +90,13 @@ def kernel_accounting(trace: Trace) -> dict:
     }
 
 
-def graphs_document(trace: Trace) -> dict:
+def graphs_document(trace: Trace) -> GraphsDocument:
     """``{"replays", "graphs", "kernel_us", "graph_kernel_us", "graph_kernel_pct", "graph_list",
     "replay_list", "captures", "accounting", "advice"}`` (µs; see the module docstring)."""
     ev = trace.events
     rep = replays(trace)
     kernel_us = float(ev.dur[ev.kind == Kind.KERNEL].sum())
-    doc: dict[str, Any] = {
+    doc: GraphsDocument = {
         "replays": int(len(rep.launch)),
         "graphs": 0,
         "kernel_us": kernel_us,
@@ -91,11 +115,8 @@ def graphs_document(trace: Trace) -> dict:
     n_graphs = len(match.status)
     is_kernel = ev.kind[rep.rows] == Kind.KERNEL
     graph_kernel_us = float(ev.dur[rep.rows[is_kernel]].sum())
-    doc.update(
-        graphs=n_graphs,
-        graph_kernel_us=graph_kernel_us,
-        graph_kernel_pct=100.0 * graph_kernel_us / kernel_us if kernel_us > 0 else 0.0,
-    )
+    doc["graphs"], doc["graph_kernel_us"] = n_graphs, graph_kernel_us
+    doc["graph_kernel_pct"] = 100.0 * graph_kernel_us / kernel_us if kernel_us > 0 else 0.0
     doc["replay_list"] = [
         dict(replay=i, graph=int(rep.graph[i]), **{k: v[i] for k, v in per.items()}) for i in range(len(rep.launch))
     ]

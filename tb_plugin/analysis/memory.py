@@ -35,6 +35,7 @@ Definitions (bytes; times µs relative to the trace's first event):
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -406,7 +407,16 @@ def memory_window(curve: dict, start: float, end: float, width_px: int) -> dict:
     return out
 
 
-def memory_summary(trace: Trace, top: int = 20) -> dict:
+class MemorySummary(TypedDict):
+    """The report's ``memory`` section (:func:`memory_summary`)."""
+
+    devices: list[
+        dict[str, Any]
+    ]  # per device: device, peak_allocated_bytes, peak_allocated_ts (µs), peak_reserved_bytes
+    top_operators: list[dict[str, Any]]  # name, size_increase_bytes, allocation_bytes, allocations; most bytes first
+
+
+def memory_summary(trace: Trace, top: int = 20) -> MemorySummary:
     """The headless report's ``memory``: per-device peaks and the top operators over all devices."""
     devices = [
         {

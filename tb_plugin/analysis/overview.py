@@ -27,7 +27,7 @@ from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
 from .memory import gpu_peaks
 from .recommendations import STEP_RULES, ordered, recommend
-from .runtime_calls import runtime_calls
+from .runtime_calls import RuntimeCalls, runtime_calls
 from .series import reduce_to
 from .steps import compute_steps
 from .tensor_cores import fp32_eligible_kernel_us_by_device
@@ -50,7 +50,7 @@ class Overview(TypedDict):
     recommendations: list[str]  # the sentences of recommendation_details
     recommendation_details: list[dict[str, Any]]
     about: list[dict[str, Any]]  # "About this trace" warnings
-    runtime_calls: dict[str, Any]  # analysis/runtime_calls.py
+    runtime_calls: RuntimeCalls  # analysis/runtime_calls.py
     trainer_events: list[dict[str, Any]]
     system_metrics: list[dict[str, Any]]
 
@@ -140,12 +140,13 @@ def advise(trace: Trace, overview_recs: list[dict]) -> tuple[list[dict], list[di
     (:mod:`.advice`) and the CUDA-graph and torch.compile rules (:mod:`.graphs`, :mod:`.compiled_regions`),
     most important first; none on step time when the trace captures CUDA graphs."""
     about = advice.about(trace)
+    compiled = compiled_regions(trace)
     recs = (
         overview_recs
         + advice.call_rules(trace)
         + advice.idle_rules(trace, insights(trace))
         + graph_advice(trace)
-        + ((compiled_regions(trace) or {}).get("advice") or [])
+        + (compiled["advice"] if compiled is not None else [])
     )
     if any(a["kind"] == "graph_capture" for a in about):
         recs = [r for r in recs if r["rule"] not in STEP_RULES]

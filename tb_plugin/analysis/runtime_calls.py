@@ -17,6 +17,8 @@ time, share of the steps window, whether it blocks on the device, and who issued
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 import numpy as np
 
 from ..trace.categories import LAUNCH_KINDS, Kind
@@ -31,6 +33,14 @@ TOP_ISSUERS = 3  # operators and Python frames listed per API
 OUTSIDE_BUSY_SHARE = 0.10  # a blocking call is "outside the trace" when the device was busy < this share of it
 OUTSIDE_MIN_CALL_US = 1000.0  # … and the call lasted at least this long (shorter ones are launch noise)
 STEP_PREFIX = "ProfilerStep#"
+
+
+class RuntimeCalls(TypedDict):
+    """The runtime-calls table (:func:`runtime_calls`)."""
+
+    window_us: float  # the steps window (µs)
+    apis: int  # the runtime/driver APIs called, counted (the rows are the first TOP_APIS)
+    rows: list[dict[str, Any]]  # per API, most time first (the module docstring's columns)
 
 
 def issuing_operator(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -91,14 +101,14 @@ def _top(trace: Trace, group: np.ndarray, label: np.ndarray, dur: np.ndarray, gr
     return out
 
 
-def runtime_calls(trace: Trace) -> dict:
+def runtime_calls(trace: Trace) -> RuntimeCalls:
     """The table (module docstring): ``window_us``, ``apis`` (counted), ``rows`` (most time first, at
     most :data:`TOP_APIS`), each ``{"api", "calls", "total_us", "window_us", "window_pct", "blocks",
     "blocking_calls", "blocking_us", "blocking_kind", "operators", "frames"}``."""
     return trace.memo("runtime_calls", lambda: _runtime_calls(trace))
 
 
-def _runtime_calls(trace: Trace) -> dict:
+def _runtime_calls(trace: Trace) -> RuntimeCalls:
     ev = trace.events
     lo, hi = window(trace)
     span = max(hi - lo, 0.0)

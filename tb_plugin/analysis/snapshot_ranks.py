@@ -13,12 +13,34 @@
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 import numpy as np
 
 OUTLIER_DEVIATION = 0.10  # |peak / median − 1| at which a rank is named the outlier
 
 
-def compare(rows: list[dict]) -> dict:
+class RankOutlier(TypedDict):
+    """The group's figures of :func:`compare` (bytes; ratios; %)."""
+
+    median_peak_bytes: int | None
+    max_peak_bytes: int | None
+    min_peak_bytes: int | None
+    outlier_rank: int | None  # None: no rank is OUTLIER_DEVIATION away from the median
+    outlier_peak_to_median: float | None
+    outlier_vs_median_pct: float | None  # the one percentage every interface shows
+    outlier_threshold: float  # OUTLIER_DEVIATION
+    outlier_threshold_pct: float
+
+
+class SnapshotRanks(RankOutlier):
+    """:func:`compare`'s result: the rows given, each with ``peak_to_median`` and ``vs_median_pct``
+    added, and the group's figures."""
+
+    ranks: list[dict[str, Any]]
+
+
+def compare(rows: list[dict[str, Any]]) -> SnapshotRanks:
     """``rows``: ``{"rank", "peak_active_bytes" | None, …}`` per rank. Returns ``{"ranks": rows with
     "peak_to_median" and "vs_median_pct" added, "median_peak_bytes", "max_peak_bytes", "min_peak_bytes",
     "outlier_rank", "outlier_peak_to_median", "outlier_vs_median_pct", "outlier_threshold",

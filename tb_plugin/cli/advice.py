@@ -5,12 +5,15 @@ that holds on several ranks of a run is printed once for the run."""
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..analysis.advice_ranks import advice_key
 from ..analysis.numfmt import fixed
 from ..analysis.overview import Overview
 from ..registry import report
+
+if TYPE_CHECKING:
+    from ..registry.records import RunReport
 
 
 def bytes_text(n: float) -> str:
@@ -26,7 +29,7 @@ _BASIS = {
 }
 
 
-def print_run_advice(run: dict[str, Any], out: TextIO) -> None:
+def print_run_advice(run: RunReport, out: TextIO) -> None:
     """The advice that holds on several ranks of a run, once for the run (``run["recommendations"]``)."""
     recs = run.get("recommendations") or []
     if recs:

@@ -3,15 +3,18 @@ section (:func:`tb_plugin.registry.graph_siblings.graphs_report`); nothing is co
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..analysis.numfmt import fixed
+
+if TYPE_CHECKING:
+    from ..registry.records import GraphsReport
 
 MAX_KERNELS = 5  # kernels printed per graph
 MAX_TRITON = 5  # Triton kernels printed
 
 
-def print_graphs(graphs: dict[str, Any] | None, out: TextIO) -> None:
+def print_graphs(graphs: GraphsReport | None, out: TextIO) -> None:
     """Replays, graphs and their status, the kernel-time account; compiled regions, Triton kernels,
     recompilations and graph breaks per step; the advice of both."""
     if not graphs:
@@ -38,7 +41,7 @@ def print_graphs(graphs: dict[str, Any] | None, out: TextIO) -> None:
             f"({fixed(acc['from_graph_replay_us'], 1)} µs from graph replay), "
             f"{fixed(acc['unattributed_us'], 1)} µs unattributed\n"
         )
-    compiled = graphs.get("compiled")
+    compiled = graphs["compiled"]
     if compiled:
         out.write("   compiled regions:\n")
         for r in compiled["regions"]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..settings import Settings
 
 if TYPE_CHECKING:
-    from ..registry.records import HangDocument
+    from ..registry.records import HangDocument, RunReport
 
 # the registry, orjson and the analyses are imported by :func:`run` only: the text report, which prints
 # the hang section (:func:`print_report_hang`), pays nothing for the command
@@ -128,7 +128,7 @@ def print_document(doc: HangDocument, out: TextIO, indent: str = "") -> None:
         )
 
 
-def print_report_hang(run: dict, out: TextIO) -> None:
+def print_report_hang(run: RunReport, out: TextIO) -> None:
     """``kinetoscope report``'s hang section of a run (its ``hang`` key: the verdict and findings)."""
     doc = run.get("hang")
     if not doc:

@@ -6,9 +6,12 @@ device, and the collectives that waited for a late rank. The collectives (the
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..analysis.numfmt import fixed
+
+if TYPE_CHECKING:
+    from ..registry.records import DistributedSummary
 
 MAX_STEPS = 10  # steps printed; the rest are counted
 TOP = 3  # segments and late collectives printed per step
@@ -68,10 +71,10 @@ def _or_dash(value, text) -> str:
     return "\u2013" if value is None else text(value)
 
 
-def print_collectives(summary: dict[str, Any] | None, out: TextIO) -> None:
+def print_collectives(summary: DistributedSummary | None, out: TextIO) -> None:
     """A run's collectives (per collective and communicator size n): calls, bytes, algbw/busbw; unknown
     bytes and bandwidths read "–" (never 0 B or 0.0 GB/s); then the k-of-n caveat when there is one."""
-    if not summary or not summary.get("collectives"):
+    if not summary or not summary["collectives"]:
         return
     out.write("   collectives across ranks (bandwidths in GB/s over transfer time):\n")
     for c in summary["collectives"]:
@@ -81,7 +84,7 @@ def print_collectives(summary: dict[str, Any] | None, out: TextIO) -> None:
             f"algbw {_or_dash(c['algbw_gbps'], lambda v: fixed(v, 2))}, "
             f"busbw {_or_dash(c['busbw_gbps'], lambda v: fixed(v, 2))}\n"
         )
-    if summary.get("bandwidth_caveat"):
+    if summary["bandwidth_caveat"]:
         out.write(f"     note: {summary['bandwidth_caveat']}\n")
 
 

@@ -4,7 +4,7 @@ module only rounds (analysis/numfmt.py) and lays out."""
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.numfmt import fixed
@@ -15,24 +15,27 @@ from .graphs import print_graphs
 from .hang import print_report_hang
 from .path import print_collectives, print_critical_path
 
+if TYPE_CHECKING:
+    from ..registry.records import ReportDocument, RunReport
+
 
 def labels() -> list[str]:
     """The breakdown's category labels in the Overview's order (analysis/breakdown.py: the one table)."""
     return [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]
 
 
-def print_tables(doc: dict[str, Any], out: TextIO) -> None:
+def print_tables(doc: ReportDocument, out: TextIO) -> None:
     for run in doc["runs"]:
         for w in run["workers"]:
             out.write(f"\n== run {run['name']}  worker {w['worker']}  span {w['span']}  ({w['path']})\n")
-            if w["error"]:
-                out.write(f"   ERROR: {w['error']}\n")
+            ov = w["overview"]
+            if w["error"] or ov is None:  # a file that is not loaded has no Overview
+                out.write(f"   ERROR: {w['error'] or 'not analysed'}\n")
                 continue
             for warning in w["warnings"]:
                 out.write(f"   warning: {warning}\n")
             for note in w["notes"]:
                 out.write(f"   note: {note}\n")
-            ov = w["overview"]
             avg = ov["average"]
             out.write(f"   steps: {len(ov['steps'])}   average step: {fixed(avg['total_us'] / 1000, 3)} ms\n")
             out.write(f"   {'Category':<15}{'avg µs':>14}{'% of step':>11}\n")
@@ -55,7 +58,7 @@ def print_tables(doc: dict[str, Any], out: TextIO) -> None:
                     f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n"
                 )
             print_advice(ov, out, run.get("recommendations"))
-            print_graphs(w.get("graphs"), out)
+            print_graphs(w["graphs"], out)
             print_critical_path(w.get("critical_path") or [], out, across=False)
         print_run_advice(run, out)
         print_critical_path(run.get("critical_path") or [], out, across=True)
@@ -86,7 +89,7 @@ def _left_out(g: dict[str, Any], what: str) -> str:
 _MEMPROFILER_PEAKS = (("allocated_bytes.all.peak", "peak allocated"), ("reserved_bytes.all.peak", "peak reserved"))
 
 
-def _print_artifacts(run: dict[str, Any], out: TextIO) -> None:
+def _print_artifacts(run: RunReport, out: TextIO) -> None:
     """A run's memory artifacts: each allocator snapshot's peak active bytes per device, each
     MemProfiler stats file's snapshot count and largest peaks, each MemProfiler log's size."""
     snapshots, memprofiler = run.get("snapshots") or [], run.get("memprofiler") or []

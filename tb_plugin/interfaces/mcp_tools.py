@@ -276,17 +276,20 @@ class Tools:
         graph_list = [
             dict(g, kernels=g["kernels"][:limit], kernels_total=len(g["kernels"])) for g in cuda["graph_list"]
         ]
-        if compiled is not None:
-            compiled = dict(
+        compiled_cut = (
+            None
+            if compiled is None
+            else dict(
                 compiled,
                 triton_kernels=compiled["triton_kernels"][:limit],
                 triton_kernels_total=len(compiled["triton_kernels"]),
             )
+        )
         return self._file_answer(
             st,
             "kernel",
             cuda_graphs=dict(cuda, graph_list=graph_list),
-            compiled=compiled,
+            compiled=compiled_cut,
         )
 
     def _run_distributed(self, run: str, span: str) -> tuple[DistributedResult, str]:
@@ -350,7 +353,7 @@ class Tools:
             {
                 "run": run,
                 "span": span,
-                "cross_rank": result.get("view") is not None,
+                "cross_rank": result["view"] is not None,
                 "steps_total": len(paths),
                 "steps": [{"step": p["step"], "length_us": p["length_us"]} for p in longest],
                 "step": _path_brief(chosen, limit),

@@ -161,7 +161,8 @@ class Trace:
             max_replays=len(self.views.graphs()["cuda_graphs"]["replay_list"]),
             others=lambda: sibling_capture_tables(self.registry, self.state),
         )
-        cuda, compiled = found["cuda_graphs"], found["compiled"] or {}
+        cuda = found["cuda_graphs"]
+        compiled = found["compiled"] or {"regions": [], "triton_kernels": [], "steps": [], "advice": []}
         graphs = [{k: v for k, v in g.items() if k != "kernels"} for g in cuda["graph_list"]]
         return {
             "summary": {
@@ -172,10 +173,10 @@ class Trace:
             "replays": table(cuda["replay_list"]),
             "graph_kernels": table([k for g in cuda["graph_list"] for k in g["kernels"]]),
             "captures": table(cuda["captures"]),
-            "compiled_regions": table(compiled.get("regions", [])),
-            "triton_kernels": table(compiled.get("triton_kernels", [])),
-            "compile_steps": table(compiled.get("steps", [])),
-            "advice": cuda["advice"] + compiled.get("advice", []),
+            "compiled_regions": table(compiled["regions"]),
+            "triton_kernels": table(compiled["triton_kernels"]),
+            "compile_steps": table(compiled["steps"]),
+            "advice": cuda["advice"] + compiled["advice"],
         }
 
     def recommendations(self) -> Table:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from ..trace.model import Trace
     from .cache import ParseCache
+    from .records import SnapshotRanksDocument
     from .trace_files import TraceFiles
 
 logger = logging.getLogger(__name__)
@@ -226,10 +227,10 @@ class ArtifactStore:
                 out.append((got[1], other))
         return sorted(out, key=lambda ra: (ra[0], ra[1].entry.rel))
 
-    def snapshot_ranks(self, art: ArtifactState) -> dict[str, Any]:
+    def snapshot_ranks(self, art: ArtifactState) -> SnapshotRanksDocument:
         """Peak active bytes per rank of ``art``'s rank group (each snapshot loaded here unless another
         thread is loading it) and the outlier (:func:`~.analysis.snapshot_ranks.compare`)."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         for rank, other in self.rank_group(art):
             self.load_artifact(other, wait=False)
             row = {
@@ -252,7 +253,8 @@ class ArtifactStore:
             rows.append(row)
         from ..analysis.snapshot_ranks import compare
 
-        return compare(rows)
+        # compare keeps each row's keys (SnapshotRankRow's but the two it adds) and adds the ratios
+        return cast("SnapshotRanksDocument", compare(rows))
 
     def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict[str, Any] | None, Trace | None, int]:
         """The loaded trace of ``art``'s run that matches ``device`` of the snapshot best (largest

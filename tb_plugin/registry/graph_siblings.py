@@ -10,6 +10,7 @@ from .interface import Registry
 from .states import READY
 
 if TYPE_CHECKING:
+    from .records import GraphsReport
     from .states import FileState
     from .views import FileViews
 
@@ -39,7 +40,7 @@ def sibling_capture_tables(registry: Registry, state: FileState) -> SiblingTable
 
 def graphs_report(
     views: FileViews, max_replays: int = MAX_REPLAYS, others: Callable[[], SiblingTables] | None = None
-) -> dict[str, Any]:
+) -> GraphsReport:
     """CUDA graphs and compiled regions (:meth:`FileViews.graphs`) with the first ``max_replays``
     replays listed (``replays`` counts them all). ``others``: a callable giving the run's other traces'
     capture tables (:func:`~tb_plugin.registry.graph_siblings.sibling_capture_tables`), called only when
@@ -49,11 +50,12 @@ def graphs_report(
     cuda = found["cuda_graphs"]
     if others is not None and any(g["status"] in LOOKED_UP for g in cuda["graph_list"]):
         cuda = attribute_elsewhere(views.trace, cuda, others())
-    cuda = dict(cuda, replay_list=cuda["replay_list"][:max_replays])
+    cuda = cuda.copy()
+    cuda["replay_list"] = cuda["replay_list"][:max_replays]  # in its place: the JSON's key order is the document's
     return {"cuda_graphs": cuda, "compiled": found["compiled"]}
 
 
-def report_graphs(registry: Registry, state: FileState, graphs: dict[str, Any] | None) -> dict[str, Any] | None:
+def report_graphs(registry: Registry, state: FileState, graphs: GraphsReport | None) -> GraphsReport | None:
     """The report's ``graphs`` of ``state`` (its aggregate's ``graphs``), redone as the routes, MCP and the
     notebook do it (:func:`graphs_report` with the run's other traces) when one of its graphs has no matched
     capture and the run has other traces: so every interface names the same capture. Loads ``state`` in

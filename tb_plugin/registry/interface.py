@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
     from ..trace.model import Trace
-    from .records import DistributedResult, HangDocument, RunsDocument
+    from .records import DistributedResult, HangDocument, RunsDocument, SnapshotRanksDocument
     from .states import ArtifactState, FileState
     from .views import FileViews
 
@@ -150,7 +150,7 @@ class Registry(abc.ABC):
         """The snapshots of ``art``'s job, one per rank: ``[(rank, artifact)]``."""
 
     @abc.abstractmethod
-    def snapshot_ranks(self, art: ArtifactState) -> dict[str, Any]:
+    def snapshot_ranks(self, art: ArtifactState) -> SnapshotRanksDocument:
         """Peak active bytes per rank of ``art``'s rank group, and the outlier."""
 
     @abc.abstractmethod

@@ -16,7 +16,7 @@ from ..settings import Settings
 from ..storage.urls import redact
 from .cache import ParseCache
 from .interface import Progress, RankRun, Registry
-from .records import DistributedResult, HangDocument, RunsDocument
+from .records import DistributedResult, HangDocument, RunsDocument, SnapshotRanksDocument
 from .runs import RunRegistry
 from .states import ArtifactState, FileState
 from .views import FileViews
@@ -181,7 +181,7 @@ class MultiRegistry(Registry):
     def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]:
         return self._holder(art.run).rank_group(art)
 
-    def snapshot_ranks(self, art: ArtifactState) -> dict[str, Any]:
+    def snapshot_ranks(self, art: ArtifactState) -> SnapshotRanksDocument:
         return self._holder(art.run).snapshot_ranks(art)
 
     def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict[str, Any] | None, Trace | None, int]:

@@ -10,7 +10,52 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from ..analysis.compiled_regions import CompiledRegions
+from ..analysis.graphs import GraphsDocument
+from ..analysis.memory import MemorySummary
 from ..analysis.overview import Overview
+from ..analysis.runtime_calls import RuntimeCalls
+from ..analysis.snapshot_ranks import RankOutlier
+
+
+class GraphsReport(TypedDict):
+    """CUDA graphs and torch.compile regions of one trace (registry/views.py ``FileViews.graphs``; the
+    report's ``graphs`` section and the ``graphs`` route's, registry/graph_siblings.py ``graphs_report``)."""
+
+    cuda_graphs: GraphsDocument  # analysis/graphs.py (µs)
+    compiled: CompiledRegions | None  # analysis/compiled_regions.py; None without a compiled region
+
+
+class AdviceDocument(TypedDict):
+    """A file's one list of recommendations as every interface serves it (registry/report.py
+    ``advice_document``, from the Overview's, computed once in analysis/overview.py)."""
+
+    recommendations: list[str]  # the sentences, most important first
+    recommendation_details: list[dict[str, Any]]  # RECOMMENDATION_KEYS and the rule's values (µs, bytes)
+    about: list[dict[str, Any]]  # the "About this trace" warnings
+    runtime_calls: RuntimeCalls  # its first rows (analysis/runtime_calls.py)
+
+
+class SnapshotRankRow(TypedDict):
+    """One rank's snapshot of a rank group (registry/artifacts.py ``snapshot_ranks``; bytes)."""
+
+    rank: int
+    run: str
+    path: str  # logdir-relative
+    state: str  # the snapshot's load state (states.py): the route answers "loading" until each is read
+    error: str | None
+    peak_active_bytes: int | None  # the largest over its devices; None until read (or without devices)
+    device: str | None  # the device of that peak
+    peak_time: float | None  # when the peak was reached (the snapshot's clock; analysis/snapshot.py)
+    peak_to_median: float | None  # analysis/snapshot_ranks.py
+    vs_median_pct: float | None
+
+
+class SnapshotRanksDocument(RankOutlier):
+    """The snapshots of a rank group side by side (registry/artifacts.py ``snapshot_ranks``;
+    docs/http_api.md ``GET snapshot_ranks``): one row per rank and the outlier."""
+
+    ranks: list[SnapshotRankRow]
 
 
 class LoadingCounts(TypedDict):
@@ -61,14 +106,14 @@ class RankTablesBase(TypedDict):
     overview: Overview
     operators: list[dict[str, Any]]
     kernels: list[dict[str, Any]]
-    modules: Any  # the module tree, or None without one
-    memory: Any  # the memory summary, or None without memory events
+    modules: list[dict[str, Any]] | None  # the module tree (analysis/modules.py), or None without one
+    memory: MemorySummary
 
 
 class RankTables(RankTablesBase, total=False):
     """:class:`RankTablesBase` and the CUDA-graph section (missing from aggregates cached before it existed)."""
 
-    graphs: Any
+    graphs: GraphsReport
 
 
 class RankAggregateBase(TypedDict):
@@ -173,3 +218,140 @@ class GateDocument(TypedDict):
     method: dict[str, Any]  # the test and its constants
     checks: list[dict[str, Any]]  # one per --fail-on rule (analysis/regression.py compare)
     explain: GateExplain
+
+
+# -- the report document (registry/report.py, report_artifacts.py, report_distributed.py) ------------
+class WorkerDistributed(TypedDict):
+    """A single-rank worker's own process groups in the report (registry/report_distributed.py)."""
+
+    groups: list[dict[str, Any]]  # group_summary per process group (µs, bytes, GB/s)
+    messages: list[str]
+
+
+class RankOverview(TypedDict):
+    """A worker's Overview, what the advice across ranks reads (registry/report_distributed.py ``run_advice``)."""
+
+    worker: str
+    overview: Overview | None  # None when the file did not load
+
+
+class WorkerReportBase(TypedDict):
+    """One trace file of ``kinetoscope report`` (registry/report.py ``worker_entry``): its Overview and,
+    when analysed, the report's per-worker sections (None when the file did not load)."""
+
+    worker: str
+    span: str
+    path: str  # logdir-relative
+    error: str | None
+    warnings: list[str]
+    notes: list[str]
+    overview: Overview | None
+    operators: list[dict[str, Any]] | None  # OPERATOR_KEYS per row (µs)
+    kernels: list[dict[str, Any]] | None  # KERNEL_KEYS per row (µs)
+    modules: list[dict[str, Any]] | None  # the module tree (analysis/modules.py), or None without one
+    memory: MemorySummary | None  # None when the file did not load
+    insights: dict[str, Any] | None  # report_insights (µs)
+    graphs: GraphsReport | None  # graph_siblings.graphs_report; None when the file did not load
+
+
+class WorkerReport(WorkerReportBase, total=False):
+    """:class:`WorkerReportBase` and, for the worker of a single-rank run, its own process groups and
+    critical path (registry/report_distributed.py ``add_distributed``)."""
+
+    distributed: WorkerDistributed
+    critical_path: list[dict[str, Any]]  # per step (µs; analysis/critical_path_combine.py)
+
+
+class SnapshotDeviceItemBase(TypedDict):
+    """One device of an allocator snapshot in the report (bytes)."""
+
+    device: str
+    peak_active_bytes: int
+    allocated_at_dump_bytes: int | None
+    largest: list[dict[str, Any]]  # bytes, frame
+
+
+class SnapshotDeviceItem(SnapshotDeviceItemBase, total=False):
+    """:class:`SnapshotDeviceItemBase` and, when the report matched it, the bytes alive at its peak."""
+
+    alive_at_peak: dict[str, Any]  # by_operator/by_step/by_module/by_frame: top rows (name, bytes); trace
+
+
+class SnapshotItemBase(TypedDict):
+    """An allocator snapshot in the report (registry/report_artifacts.py ``snapshot_item``)."""
+
+    path: str
+    error: str | None
+    devices: list[SnapshotDeviceItem]
+
+
+class SnapshotItem(SnapshotItemBase, total=False):
+    """:class:`SnapshotItemBase` and, for a snapshot that was read, its OOM (None without one)."""
+
+    oom: dict[str, Any] | None  # report_artifacts.oom_item (bytes, %)
+
+
+class SnapshotRankGroup(TypedDict):
+    """A per-rank snapshot group in the report (registry/report_artifacts.py ``rank_groups``; bytes)."""
+
+    ranks: list[dict[str, Any]]  # rank, path, peak_active_bytes
+    median_peak_bytes: int | None
+    outlier_rank: int | None
+    outlier_peak_to_median: float | None
+    outlier_vs_median_pct: float | None  # analysis/snapshot_ranks.py: the one percentage
+
+
+class MemProfilerItemBase(TypedDict):
+    """A finetuning-scheduler MemProfiler file in the report (registry/report_artifacts.py
+    ``memprofiler_item``)."""
+
+    path: str
+    kind: str  # memprofiler_stats or memprofiler_log
+    error: str | None
+
+
+class MemProfilerItem(MemProfilerItemBase, total=False):
+    """:class:`MemProfilerItemBase` and what a file that was read adds: a log's size, a stats file's
+    rank, warnings and snapshots (values: bytes or counts)."""
+
+    size_bytes: int
+    truncated: bool
+    rank: int | None
+    warnings: list[str]
+    snapshots: list[dict[str, Any]]  # key, function, iteration, phase, values
+
+
+class ReportHang(TypedDict):
+    """A run's flight-recorder verdict in the report (the full document is ``kinetoscope hang``'s)."""
+
+    dumps: int
+    verdict: list[str]
+    findings: list[dict[str, Any]]
+    unreadable: list[dict[str, Any]]
+
+
+class RunReportBase(TypedDict):
+    """A run of ``kinetoscope report``: its trace files, one per worker and span."""
+
+    name: str  # logdir-relative, "." for the logdir itself
+    workers: list[WorkerReport]
+
+
+class RunReport(RunReportBase, total=False):
+    """:class:`RunReportBase` and the sections the report's builders add, keys in the order the JSON
+    shows them: the distributed view and the advice of several ranks, then (every run of a finished
+    report) ``snapshots``, the MemProfiler files, ``snapshot_ranks`` (every run) and the hang verdict."""
+
+    distributed: DistributedSummary
+    critical_path: list[dict[str, Any]]  # per step across the ranks (µs)
+    recommendations: list[dict[str, Any]]  # the advice that holds on several ranks (analysis/advice_ranks.py)
+    snapshots: list[SnapshotItem]
+    memprofiler: list[MemProfilerItem]
+    snapshot_ranks: list[SnapshotRankGroup]
+    hang: ReportHang | None
+
+
+class ReportDocument(TypedDict):
+    """``kinetoscope report --json`` (registry/report.py ``report_document``): one entry per run."""
+
+    runs: list[RunReport]

@@ -23,8 +23,9 @@ from .report_distributed import add_distributed, run_advice
 
 if TYPE_CHECKING:
     from ..analysis.overview import Overview
-    from .records import DiffDocument
-    from .states import FileState
+    from ..analysis.runtime_calls import RuntimeCalls
+    from .records import AdviceDocument, DiffDocument, ReportDocument, RunReport, WorkerReport
+    from .states import ArtifactState, FileState
     from .views import FileViews
 
 logger = logging.getLogger(__name__)
@@ -82,17 +83,18 @@ RUNTIME_CALL_KEYS = [
 ]
 
 
-def advice_document(overview: Overview, top_calls: int | None = None) -> dict[str, Any]:
+def advice_document(overview: Overview, top_calls: int | None = None) -> AdviceDocument:
     """A file's one list of recommendations as every interface serves it (the Overview's, computed once
     in analysis/overview.py): ``recommendations`` (sentences), ``recommendation_details`` (rule, addressed
     µs, threshold µs, basis and the rule's values), ``about`` (the "About this trace" warnings) and
     ``runtime_calls`` (its first ``top_calls`` rows, all without)."""
-    calls = overview.get("runtime_calls") or {"window_us": 0.0, "apis": 0, "rows": []}
+    calls: RuntimeCalls = (overview.get("runtime_calls") or {"window_us": 0.0, "apis": 0, "rows": []}).copy()
+    calls["rows"] = calls["rows"][:top_calls]  # in its place: the JSON's key order is the table's
     return {
         "recommendations": list(overview["recommendations"]),
         "recommendation_details": list(overview["recommendation_details"]),
         "about": list(overview.get("about") or []),
-        "runtime_calls": dict(calls, rows=calls["rows"][:top_calls]),
+        "runtime_calls": calls,
     }
 
 
@@ -247,11 +249,13 @@ def diff_document(
 
 
 # -- the CLI's report -----------------------------------------------------------------------------
-def report_document(registry: Registry, files: list[Any], run: str | None) -> tuple[dict[str, Any], list[Any]]:
+def report_document(
+    registry: Registry, files: list[FileState], run: str | None
+) -> tuple[ReportDocument, list[ArtifactState]]:
     """``(document, failed artifacts)`` of ``kinetoscope report`` over analysed ``files`` (see the
     README): per run its workers, ``distributed`` (runs of several ranks), ``snapshots`` and
     ``memprofiler``."""
-    doc: dict[str, Any] = {"runs": []}
+    doc: ReportDocument = {"runs": []}
     for st in files:
         if not doc["runs"] or doc["runs"][-1]["name"] != st.run:
             doc["runs"].append({"name": st.run, "workers": []})
@@ -264,7 +268,7 @@ def report_document(registry: Registry, files: list[Any], run: str | None) -> tu
     return doc, failed
 
 
-def _add_run_advice(entry: dict[str, Any]) -> None:
+def _add_run_advice(entry: RunReport) -> None:
     """A run of several ranks gains ``recommendations`` (:func:`run_advice`); each file's own list is
     unchanged."""
     found = run_advice(entry["workers"])
@@ -272,10 +276,10 @@ def _add_run_advice(entry: dict[str, Any]) -> None:
         entry["recommendations"] = found
 
 
-def worker_entry(registry: Registry, st: FileState) -> dict[str, Any]:
+def worker_entry(registry: Registry, st: FileState) -> WorkerReport:
     """One file of the report: its Overview and, when analysed, its tables and insight figures."""
     overview = overview_document(registry, st)
-    entry: dict[str, Any] = {
+    entry: WorkerReport = {
         "worker": st.worker,
         "span": st.span,
         "path": st.entry.rel,

@@ -6,19 +6,21 @@ selects and nests them."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..storage.naming import names_oom
 from .artifacts import MEMPROFILER_KINDS
 from .interface import Registry
 
 if TYPE_CHECKING:
+    from .records import MemProfilerItem, ReportDocument, SnapshotItem, SnapshotRankGroup
     from .states import ArtifactState
 
 logger = logging.getLogger(__name__)
+Item = TypeVar("Item")
 
 
-def add_hang(registry: Registry, doc: dict[str, Any]) -> None:
+def add_hang(registry: Registry, doc: ReportDocument) -> None:
     """Each run with flight-recorder dumps gains ``hang``: its verdict, findings and unreadable dumps
     (:meth:`~.hang.HangDumps.document`; the full document is ``kinetoscope hang``'s)."""
     runs = {r["name"]: r for r in doc["runs"]}
@@ -28,11 +30,20 @@ def add_hang(registry: Registry, doc: dict[str, Any]) -> None:
             entry = runs[name] = {"name": name, "workers": [], "snapshots": [], "snapshot_ranks": []}
             doc["runs"].append(entry)
         got = registry.hang(name)
-        entry["hang"] = None if got is None else {k: got[k] for k in ("dumps", "verdict", "findings", "unreadable")}
+        entry["hang"] = (
+            None
+            if got is None
+            else {
+                "dumps": got["dumps"],
+                "verdict": got["verdict"],
+                "findings": got["findings"],
+                "unreadable": got["unreadable"],
+            }
+        )
     doc["runs"].sort(key=lambda r: (r["name"] != ".", r["name"]))
 
 
-def add_artifacts(registry: Registry, doc: dict[str, Any], run: str | None) -> list[Any]:
+def add_artifacts(registry: Registry, doc: ReportDocument, run: str | None) -> list[ArtifactState]:
     """Each run gains ``snapshots`` (allocator snapshots: peaks and the largest live allocations) and,
     when it has finetuning-scheduler MemProfiler files, ``memprofiler`` (see :func:`memprofiler_item`)."""
     failed = []
@@ -45,18 +56,18 @@ def add_artifacts(registry: Registry, doc: dict[str, Any], run: str | None) -> l
         if entry is None:
             entry = runs[art.run] = {"name": art.run, "workers": []}
             doc["runs"].append(entry)
-        memprofiler = art.entry.kind != "snapshot"
-        item: dict[str, Any]
-        try:
-            item = memprofiler_item(art) if memprofiler else snapshot_item(art, registry)
-        except Exception as exc:  # an analysis bug on one odd file is that file's error, not a traceback
-            logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
-            art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
-            extra: dict[str, Any] = {"kind": art.entry.kind} if memprofiler else {"devices": []}
-            item = {"path": art.entry.rel, "error": art.error, **extra}
+        if art.entry.kind == "snapshot":
+            snapshot = _reported(art, lambda: snapshot_item(art, registry))
+            entry.setdefault("snapshots", []).append(
+                snapshot or {"path": art.entry.rel, "error": art.error, "devices": []}
+            )
+        else:
+            memprofiler = _reported(art, lambda: memprofiler_item(art))
+            entry.setdefault("memprofiler", []).append(
+                memprofiler or {"path": art.entry.rel, "error": art.error, "kind": art.entry.kind}
+            )
         if art.error:
             failed.append(art)
-        entry.setdefault("memprofiler" if memprofiler else "snapshots", []).append(item)
     for entry in doc["runs"]:
         entry.setdefault("snapshots", [])
         entry["snapshot_ranks"] = rank_groups(registry, entry["name"])
@@ -64,10 +75,21 @@ def add_artifacts(registry: Registry, doc: dict[str, Any], run: str | None) -> l
     return failed
 
 
-def snapshot_item(art: ArtifactState, registry: Registry | None = None) -> dict[str, Any]:
+def _reported(art: ArtifactState, make: Callable[[], Item]) -> Item | None:
+    """``make()``, or None when it raised: an analysis bug on one odd file is that file's error
+    (``art.error``), not a traceback."""
+    try:
+        return make()
+    except Exception as exc:
+        logger.debug("reporting %s failed", art.entry.rel, exc_info=True)
+        art.error = f"internal error while reporting this file: {type(exc).__name__}: {exc}"[:500]
+        return None
+
+
+def snapshot_item(art: ArtifactState, registry: Registry | None = None) -> SnapshotItem:
     """An allocator snapshot in the report: per device its peak active bytes, largest allocations and
     (with ``registry``) the bytes alive at the peak by operator/step/module/frame (:func:`alive_item`)."""
-    item: dict[str, Any] = {"path": art.entry.rel, "error": art.error, "devices": []}
+    item: SnapshotItem = {"path": art.entry.rel, "error": art.error, "devices": []}
     if not art.error:
         item["devices"] = [
             {
@@ -116,10 +138,10 @@ def oom_item(art: ArtifactState) -> dict[str, Any] | None:
     }
 
 
-def rank_groups(registry: Registry, run: str) -> list[dict[str, Any]]:
+def rank_groups(registry: Registry, run: str) -> list[SnapshotRankGroup]:
     """Per-rank snapshot groups of two ranks or more whose lowest rank lies in ``run`` (a group of
     ``rank_<N>/`` runs is reported once): peaks per rank and the outlier."""
-    out: list[dict[str, Any]] = []
+    out: list[SnapshotRankGroup] = []
     seen: set[Any] = set()
     for art in registry.artifacts(run):
         if art.entry.kind != "snapshot" or art.entry.rel in seen:
@@ -143,29 +165,27 @@ def rank_groups(registry: Registry, run: str) -> list[dict[str, Any]]:
     return out
 
 
-def memprofiler_item(art: ArtifactState) -> dict[str, Any]:
+def memprofiler_item(art: ArtifactState) -> MemProfilerItem:
     """A MemProfiler file in the report: stats files list each snapshot with its headline values
     (bytes or counts), text reports their size."""
-    item = {"path": art.entry.rel, "kind": art.entry.kind, "error": art.error}
+    item: MemProfilerItem = {"path": art.entry.rel, "kind": art.entry.kind, "error": art.error}
     if art.error:
         return item
     if art.entry.kind == "memprofiler_log":
-        doc = art.views.text()
-        return dict(item, size_bytes=doc["size_bytes"], truncated=doc["truncated"])
+        text = art.views.text()
+        item["size_bytes"], item["truncated"] = text["size_bytes"], text["truncated"]
+        return item
     doc = art.views.stats()
     keys = [m["key"] for m in doc["metrics"]]
-    return dict(
-        item,
-        rank=doc["rank"],
-        warnings=doc["warnings"],
-        snapshots=[
-            {
-                "key": s["key"],
-                "function": s["function"],
-                "iteration": s["iteration"],
-                "phase": s["phase"],
-                "values": {k: s["values"][k] for k in keys if k in s["values"]},
-            }
-            for s in doc["snapshots"]
-        ],
-    )
+    item["rank"], item["warnings"] = doc["rank"], doc["warnings"]
+    item["snapshots"] = [
+        {
+            "key": s["key"],
+            "function": s["function"],
+            "iteration": s["iteration"],
+            "phase": s["phase"],
+            "values": {k: s["values"][k] for k in keys if k in s["values"]},
+        }
+        for s in doc["snapshots"]
+    ]
+    return item

@@ -5,16 +5,17 @@ and a single-rank worker's own process groups. Numbers come from analysis/ throu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
 from .interface import Registry
-from .records import DistributedResult, DistributedSummary
+from .records import DistributedResult, DistributedSummary, RankOverview, ReportDocument
 from .states import FileState
 
 
-def run_advice(workers: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+def run_advice(workers: Sequence[RankOverview]) -> list[dict[str, Any]] | None:
     """The advice that holds on several ranks of a run, once for the run
     (:func:`~tb_plugin.analysis.advice_ranks.across_ranks`), from its workers' ``{"worker", "overview"}``
     (a worker's first span stands for its rank); None for fewer than two ranks."""
@@ -98,7 +99,7 @@ def run_critical_path(result: DistributedResult) -> list[dict[str, Any]]:
     """The critical path per step of a ``registry.distributed`` result: across the ranks with a view,
     the one rank's own without (``single_rank``), else [] (see analysis.critical_path_combine)."""
     path: list[dict[str, Any]]
-    view = result.get("view")
+    view = result["view"]
     if view is not None:
         path = view["critical_path"]
     else:
@@ -106,7 +107,7 @@ def run_critical_path(result: DistributedResult) -> list[dict[str, Any]]:
     return path
 
 
-def add_distributed(registry: Registry, doc: dict[str, Any], files: list[FileState]) -> None:
+def add_distributed(registry: Registry, doc: ReportDocument, files: list[FileState]) -> None:
     """Runs with more than one rank gain ``distributed`` and ``critical_path`` (span 1, across ranks);
     the workers of a single-rank run gain ``distributed.groups``, their own process groups, and their
     own ``critical_path`` (see analysis.critical_path_combine)."""

@@ -32,7 +32,7 @@ from .distributed import DistributedAggregate
 from .hang import HangDumps
 from .interface import Progress, RankRun, Registry
 from .loader import Listing, TraceLoader
-from .records import DistributedResult, HangDocument, LogdirError, RunRow, RunsDocument
+from .records import DistributedResult, HangDocument, LogdirError, RunRow, RunsDocument, SnapshotRanksDocument
 from .states import ERROR, LOADING, READY, ArtifactState, DumpRecords, FileState
 from .trace_files import TraceFiles
 
@@ -335,7 +335,7 @@ class RunRegistry(Registry, TraceFiles):
     def rank_group(self, art: ArtifactState) -> list[tuple[int, ArtifactState]]:
         return self._artifacts.rank_group(art)
 
-    def snapshot_ranks(self, art: ArtifactState) -> dict[str, Any]:
+    def snapshot_ranks(self, art: ArtifactState) -> SnapshotRanksDocument:
         return self._artifacts.snapshot_ranks(art)
 
     def snapshot_trace(self, art: ArtifactState, device: int) -> tuple[dict[str, Any] | None, Trace | None, int]:

@@ -13,7 +13,7 @@ from ..analysis import timeline_query
 from ..analysis.clock import shared_origin
 from ..analysis.compiled_regions import compiled_regions
 from ..analysis.counters import counter_bins, counters, warm_counter_inputs
-from ..analysis.graph_bands import replay_bands
+from ..analysis.graph_bands import ReplayBands, replay_bands
 from ..analysis.graph_elsewhere import capture_table
 from ..analysis.graphs import graphs_document
 from ..analysis.kernels import kernel_rows, tensor_core_split
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from . import memory_events
+    from .records import GraphsReport
     from .results import ResultCache
 
 T = TypeVar("T")
@@ -106,20 +107,22 @@ class FileViews:
     def modules(self) -> list[dict[str, Any]] | None:
         return self._get("modules", lambda: module_tree(self.trace))
 
-    def graphs(self) -> dict[str, Any]:
+    def graphs(self) -> GraphsReport:
         """``{"cuda_graphs": …, "compiled": … | None}``: CUDA graph replays and their captures
         (:func:`~tb_plugin.analysis.graphs.graphs_document`) and torch.compile regions
         (:func:`~tb_plugin.analysis.compiled_regions.compiled_regions`)."""
-        return self._get(
-            "graphs", lambda: {"cuda_graphs": graphs_document(self.trace), "compiled": compiled_regions(self.trace)}
-        )
+
+        def make() -> GraphsReport:
+            return {"cuda_graphs": graphs_document(self.trace), "compiled": compiled_regions(self.trace)}
+
+        return self._get("graphs", make)
 
     def capture_table(self) -> list[dict[str, Any]]:
         """The trace's complete CUDA graph captures with their launches' operators and frames
         (:func:`~tb_plugin.analysis.graph_elsewhere.capture_table`), for the run's other traces."""
         return self._get("graphs_captures", lambda: capture_table(self.trace))
 
-    def replay_bands(self) -> dict[str, Any]:
+    def replay_bands(self) -> ReplayBands:
         """CUDA graph replays as bands on the timeline's stream tracks
         (:func:`~tb_plugin.analysis.graph_bands.replay_bands`, from :meth:`graphs`)."""
         return self._get("replay_bands", lambda: replay_bands(self.trace, self.graphs()["cuda_graphs"]))
@@ -270,5 +273,5 @@ class FileViews:
             return self._get("memory_stats:" + device, lambda: memory_analysis.operator_stats(self.trace, device))
         return memory_analysis.operator_stats(self.trace, device, start_us, end_us)
 
-    def memory_summary(self) -> dict[str, Any]:
+    def memory_summary(self) -> memory_analysis.MemorySummary:
         return self._get("memory_summary", lambda: memory_analysis.memory_summary(self.trace))

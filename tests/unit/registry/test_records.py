@@ -1,0 +1,132 @@
+"""The typed records at the registry boundary hold the documents their builders make: every required key
+of a record is in the document, and the document has no key its record lacks, down every nested record
+(so a record that drifted from its builder is found here, not by a caller's KeyError). The documents
+are built from the repository's own samples and synthetic snapshots."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import sys
+import types
+import typing
+from pathlib import Path
+
+import pytest
+from synth.oom import MIB, rank_snapshot
+
+from tb_plugin.analysis.graph_bands import ReplayBands
+from tb_plugin.analysis.memory import MemorySummary
+from tb_plugin.cli.report import run_report
+from tb_plugin.cli.tables import print_tables
+from tb_plugin.registry import graph_siblings, report
+from tb_plugin.registry.records import (
+    AdviceDocument,
+    GraphsReport,
+    ReportDocument,
+    SnapshotRanksDocument,
+    WorkerReport,
+)
+from tb_plugin.registry.runs import RunRegistry
+
+pytestmark = pytest.mark.skipif(sys.version_info < (3, 10), reason="the records' `X | None` hints evaluate on 3.10+")
+
+REPO_SAMPLES = Path(__file__).resolve().parents[3] / "samples"
+
+
+def conforms(value: object, hint: object, where: str = "doc") -> list[str]:
+    """Where ``value`` differs from the type ``hint`` in the keys of its TypedDicts (their values'
+    other types are not checked): ``[]`` when it conforms."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return []
+        records = [a for a in args if a is not type(None)]
+        return conforms(value, records[0], where) if len(records) == 1 else []
+    if origin is list and isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in conforms(item, args[0], f"{where}[{i}]")]
+    if not typing.is_typeddict(hint):
+        return []
+    if not isinstance(value, dict):
+        return [f"{where}: a {type(value).__name__}, not a {hint.__name__}"]
+    required, optional = hint.__required_keys__, hint.__optional_keys__
+    problems = [f"{where}: no {key!r} ({hint.__name__})" for key in sorted(required - set(value))]
+    problems += [f"{where}: {key!r} is not in {hint.__name__}" for key in sorted(set(value) - required - optional)]
+    hints = typing.get_type_hints(hint)
+    for key in sorted(set(value) & set(hints)):
+        problems += conforms(value[key], hints[key], f"{where}[{key!r}]")
+    return problems
+
+
+def report_json(folder: Path) -> dict:
+    out, err = io.StringIO(), io.StringIO()
+    run_report(str(folder), None, True, False, out, err, executor="local")
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize(
+    "folder", ["gpu_cudagraph", "gpu_compile", "synthetic_ddp", "fts_memprofiler", "fr_gloo_skip", "gpu_snapshot"]
+)
+def test_the_report_document_conforms_to_its_record(folder):
+    doc = report_json(REPO_SAMPLES / folder)
+    assert doc["runs"], folder
+    assert conforms(doc, ReportDocument) == []
+
+
+def test_the_report_of_several_ranks_has_its_distributed_sections():
+    (run,) = report_json(REPO_SAMPLES / "synthetic_ddp")["runs"]
+    assert {"distributed", "critical_path", "snapshots", "snapshot_ranks"} <= set(run)
+    assert run["distributed"]["world_size"] == 2 and len(run["workers"]) == 2
+
+
+def test_the_views_documents_conform_to_their_records():
+    found = 0
+    for folder in ("gpu_cudagraph", "gpu_compile", "torch_cpu_cnn"):
+        reg = RunRegistry(str(REPO_SAMPLES / folder))
+        reg.scan()
+        for st in reg.files():
+            reg.load(st)
+            views = reg.views(st)
+            assert st.overview is not None
+            assert conforms(report.advice_document(st.overview, 5), AdviceDocument) == []
+            assert conforms(views.memory_summary(), MemorySummary) == []
+            assert conforms(views.graphs(), GraphsReport) == []
+            assert conforms(graph_siblings.graphs_report(views, max_replays=1), GraphsReport) == []
+            assert conforms(views.replay_bands(), ReplayBands) == []
+            found += 1
+    assert found == 3
+    cuda = RunRegistry(str(REPO_SAMPLES / "gpu_cudagraph"))
+    cuda.scan()
+    (st,) = cuda.files()
+    cuda.load(st)
+    assert cuda.views(st).graphs()["cuda_graphs"]["replays"] == 3  # a document with rows was checked
+
+
+def test_snapshot_ranks_conforms_to_its_record(tmp_path):
+    for rank, peak in ((0, 100 * MIB), (1, 150 * MIB)):
+        (tmp_path / f"rank{rank}_memory_snapshot.pickle").write_bytes(pickle.dumps(rank_snapshot(peak, rank)))
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    art = reg.find_artifact(".", "rank1_memory_snapshot.pickle")
+    assert art is not None
+    reg.load_artifact(art)
+    doc = reg.snapshot_ranks(art)
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1] and doc["outlier_rank"] is not None
+    assert conforms(doc, SnapshotRanksDocument) == []
+
+
+def test_a_record_that_drifts_is_found():
+    assert conforms({"runs": [{"name": ".", "workers": [], "extra": 1}]}, ReportDocument) == [
+        "doc['runs'][0]: 'extra' is not in RunReport"
+    ]
+    assert conforms({}, ReportDocument) == ["doc: no 'runs' (ReportDocument)"]
+
+
+def test_the_text_report_names_a_file_without_an_overview():
+    """A file neither failed nor loaded (no Overview) prints as not analysed, never a TypeError."""
+    worker = dict.fromkeys(WorkerReport.__required_keys__)  # every section None: the file has no Overview
+    worker.update(worker="w", span="1", path="w.pt.trace.json", warnings=[], notes=[])
+    out = io.StringIO()
+    print_tables({"runs": [{"name": ".", "workers": [worker]}]}, out)
+    assert "ERROR: not analysed" in out.getvalue()
