@@ -17,10 +17,11 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import Protocol, cast
+from typing import Callable, Protocol, cast
 
 from . import expansion, whole_read
 from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, end_after
+from .drain import Drain, Redo
 from .unpickle import RefusedPickle, load_whole
 
 LATER_BYTES = 256 << 20  # address space the imports after a whole read take (numpy maps ~130 MB)
@@ -42,11 +43,14 @@ class _Counted:
     """A binary stream handed to the unpickler, counting the bytes it takes (the object bound is per
     byte). ``peek`` lets the C unpickler prefetch where a pickle has no frames."""
 
-    def __init__(self, stream: _Stream) -> None:
+    def __init__(self, stream: _Stream, on_read: Callable[[int], None] | None = None) -> None:
         self._stream = stream
         self.count = 0
+        self._on_read = on_read  # called with the count before each read (the unpickler's state is whole then)
 
     def read(self, n: int = -1) -> bytes:
+        if self._on_read is not None:
+            self._on_read(self.count)
         got = self._stream.read(n)
         self.count += len(got)
         return got
@@ -77,13 +81,17 @@ def piped(stdin: _Stream, size: int) -> bool:
     return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and whole_read.fits(size, LATER_BYTES)
 
 
-def read_piped(stdin: _Stream) -> tuple[object, int]:
+def read_piped(stdin: _Stream, drain: Drain | None = None) -> tuple[object, int]:
     """The object on ``stdin`` by the restricted C unpickler, and the bytes read; bounded after memo
-    expansion (:func:`~.whole_read.check_snapshot`: :class:`~.expansion.TooManyObjects`)."""
-    counted = _Counted(stdin)
+    expansion (:func:`~.whole_read.check_snapshot`: :class:`~.expansion.TooManyObjects`). ``drain``: its
+    histories are turned into columns while reading (:mod:`.drain`; :class:`~.drain.Redo` when that may
+    differ from the file)."""
+    counted = _Counted(stdin, None if drain is None else drain.step)
     obj = load_whole(counted)
     counted.drain()
-    whole_read.check_snapshot(obj, counted.count)
+    if drain is not None:
+        drain.finish(obj)
+    whole_read.check_snapshot(obj, counted.count, drain.drained if drain is not None else 0)
     return obj, counted.count
 
 
@@ -108,11 +116,12 @@ def child_main(argv: list[str]) -> int:
     size = int(argv[0]) if argv and argv[0].isdigit() else 0
     if mode != STREAMED and piped(stdin, size):
         try:
-            obj, _ = read_piped(stdin)
+            drain = Drain()
+            obj, _ = read_piped(stdin, drain)
             from .snapshot import answer_object
 
-            return answer_object(obj, memory)
-        except MemoryError:  # the pipe is consumed: the parent sends the file again (nothing is on stdout yet)
+            return answer_object(obj, memory, drain.streamed)
+        except (MemoryError, Redo):  # the pipe is consumed: the parent sends the file again (nothing on stdout yet)
             os._exit(EXIT_AGAIN)
         except (RefusedPickle, expansion.TooManyObjects) as exc:
             sys.stderr.write(str(exc))

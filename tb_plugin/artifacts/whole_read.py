@@ -55,15 +55,16 @@ def fits(size: int, later: int = 0) -> bool:
     return limit is not None and mapped is not None and mapped + WHOLE_PER_BYTE * int(size) + later <= limit
 
 
-def check_snapshot(obj: Any, size: int) -> int:
+def check_snapshot(obj: Any, size: int, drained: int = 0) -> int:
     """The objects a snapshot's parse walks in ``obj`` (read whole from a ``size``-byte file), counted
-    with shared references expanded (see the module docstring); raises
-    :class:`~.expansion.TooManyObjects` past :func:`~.expansion.object_limit` ``(size)``."""
+    with shared references expanded (see the module docstring), plus ``drained`` history entries
+    already turned into columns (:mod:`.drain`); raises :class:`~.expansion.TooManyObjects` past
+    :func:`~.expansion.object_limit` ``(size)``."""
     if not (isinstance(obj, dict) and isinstance(obj.get("device_traces"), list)):
-        return expansion.check(obj, size)
+        return drained + expansion.check(obj, size)
     limit = expansion.object_limit(size)
     traces = obj["device_traces"]
-    rows = sum(len(t) for t in traces if isinstance(t, list))  # one step per device (≤ the file's bytes)
+    rows = drained + sum(len(t) for t in traces if isinstance(t, list))  # one step per device (≤ the file's bytes)
     if rows > limit:
         raise expansion.refusal(limit, size)
     rest = {k: v for k, v in obj.items() if k != "device_traces"}
