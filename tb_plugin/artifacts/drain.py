@@ -8,8 +8,8 @@ batches), removes them from the list and empties their dicts, so the memory they
 the entries read next: the child's peak stays under ``pickle.load``'s.
 
 The history lists are found among the lists the unpickler creates (:func:`gc.get_objects` of the
-generations not frozen: what was built since the last step): a list created empty whose
-first item, some steps later, is a dict with an ``action`` key.
+generations not frozen: what was built since the last step, which freezes them): a list whose first
+item is a dict with an ``action`` key, when it is met or (met empty) some steps later.
 
 An emptied dict is still in the unpickler's memo: a file that refers to an entry again (``BINGET``;
 PyTorch never does) would find it empty. :meth:`Drain.finish` tells: every emptied dict is referred
@@ -36,9 +36,13 @@ class Redo(Exception):
     file is to be read again by the streaming reader."""
 
 
-def _is_history_start(items: Any) -> bool:
-    first = items[0]
-    return type(first) is dict and "action" in first
+def _history_starts(lists: list[list]) -> list[list]:
+    """The lists of ``lists`` whose first item is a dict with an ``action`` key (C-level steps only)."""
+    full = list(itertools.compress(lists, lists))
+    firsts = list(map(operator.itemgetter(0), full))
+    dicts = list(map(operator.is_, map(type, firsts), itertools.repeat(dict)))
+    full, firsts = list(itertools.compress(full, dicts)), list(itertools.compress(firsts, dicts))
+    return list(itertools.compress(full, map(operator.contains, firsts, itertools.repeat("action"))))
 
 
 class Drain:
@@ -65,10 +69,11 @@ class Drain:
         gc.freeze()  # the next step sees only what is built after this one
         lists = list(itertools.compress(new, map(operator.is_, map(type, new), itertools.repeat(list))))
         del new
-        for group in self.watched:  # lists met empty: those filled since, their first item tells
-            for items in itertools.compress(group, group):
-                if _is_history_start(items) and not any(items is h for h in self.histories):
+        for group in (lists, *self.watched):  # new lists, and lists met empty: their first item tells
+            for items in _history_starts(group):
+                if not any(items is h for h in self.histories):
                     self.histories.append(items)
+        for group in self.watched:
             group[:] = itertools.filterfalse(None, group)
         self.watched.append(list(itertools.filterfalse(None, lists)))
         for history in self.histories:
