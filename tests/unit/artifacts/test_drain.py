@@ -90,9 +90,42 @@ def test_a_history_referred_to_twice_is_read_again():
             _drained(pickle.dumps(snap, protocol=4))
 
 
-def test_an_undrained_history_before_a_drained_one_is_read_again():
+def test_a_short_history_before_a_long_one_is_found_too():
+    early = [_entry(i, _frames(i + 2)) for i in range(10)]
     late = [_entry(i, _frames(i)) for i in range(6000)]
-    early = [_entry(i, _frames(i + 2)) for i in range(10)]  # too few to be found while reading
-    snap = {"device_traces": [early, late], "segments": []}
+    data = pickle.dumps({"device_traces": [early, late], "segments": []}, protocol=4)
+    drain, snap = _drained(data)
+    assert len(drain.histories) == 2 and drain.drained == 6010
+    assert_same(snap, parse_pickle_whole(data))
+
+
+def test_an_undrained_history_before_a_drained_one_is_read_again():
+    # (stacks are numbered in the order met: a history the drain missed would be numbered after a later one)
+    early = [_entry(i, _frames(i + 2)) for i in range(10)]
+    late = [_entry(i, _frames(i)) for i in range(6000)]
+    drain = Drain()
+    drain.histories.append(late)
+    drain._drain(late)
     with pytest.raises(Redo):
-        _drained(pickle.dumps(snap, protocol=4))
+        drain.finish({"device_traces": [early, late], "segments": []})
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ("mem_snapshot.pickle", "memory_forward_bf16_128.pickle"))
+def test_real_snapshots_drained_equal_the_whole_read(name):
+    from conftest import sample
+
+    data = sample(f"memory_snapshots/{name}").read_bytes()
+    drain, snap = _drained(data, step=4 << 10)  # (small steps: the files are small)
+    assert_same(snap, parse_pickle_whole(data))
+    assert drain.drained == sum(len(t.action) for t in snap.devices.values())
+
+
+def test_the_repo_samples_drained_equal_the_whole_read():
+    from conftest import REPO
+
+    for path in sorted((REPO / "samples" / "gpu_snapshot").glob("*.pickle")):
+        data = path.read_bytes()
+        drain, snap = _drained(data, step=4 << 10)
+        assert_same(snap, parse_pickle_whole(data))
+        assert drain.drained == sum(len(t.action) for t in snap.devices.values()) > 0
