@@ -4,10 +4,11 @@ the pickle on stdin read before anything else is imported.
 A pickle of protocol 4 or 5 (PyTorch's) whose whole object fits the child's address-space limit
 (:func:`~.whole_read.fits`) is unpickled by CPython's C unpickler (restricted) straight from the pipe,
 frame by frame, as a bare ``pickle.load`` of the file reads it: the file's bytes are never held beside
-the object, and numpy and the parser are imported only after the read, when the unpickler's memo is
-freed. The child's peak is then what ``pickle.load``'s is. The bytes read cannot be read again: a
-:class:`MemoryError` on that path (a file that expands more than estimated, a memo bomb) ends the child
-with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
+the object. Every MiB read, :class:`~.drain.Drain` turns the history entries appended so far into
+columns and empties their dicts (numpy is imported then), so the child peaks under ``pickle.load``.
+The bytes read cannot be read again: a :class:`MemoryError` on that path (a file that expands more
+than estimated, a memo bomb) or a drained entry referred to again (:class:`~.drain.Redo`) ends the
+child with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
 (:data:`~.child_terms.STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
 into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes.
 """
