@@ -25,7 +25,7 @@ from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_
 from .drain import Drain, Redo
 from .unpickle import RefusedPickle, load_whole
 
-LATER_BYTES = 256 << 20  # address space the imports after a whole read take (numpy maps ~130 MB)
+LATER_BYTES = 256 << 20  # address space the imports take (numpy maps ~130 MB: at the first drained batch)
 
 
 class _Stream(Protocol):
