@@ -79,7 +79,8 @@ def piped(stdin: _Stream, size: int) -> bool:
     """Whether the pickle on ``stdin`` (``size`` bytes, the parent's figure) is read whole from the pipe:
     protocol 4 or 5 (frames: the unpickler reads each in one call) and its object fits."""
     head = stdin.peek(2)[:2]  # (nothing consumed)
-    return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and whole_read.fits(size, LATER_BYTES)
+    fits = whole_read.fits(size, LATER_BYTES, per_byte=whole_read.DRAINED_PER_BYTE)  # (histories drained)
+    return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and fits
 
 
 def read_piped(stdin: _Stream, drain: Drain | None = None) -> tuple[object, int]:
