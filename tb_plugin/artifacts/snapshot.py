@@ -450,11 +450,12 @@ def _answer(read: Callable[[], Snapshot], memory: int, again: bool) -> int:
     os._exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
 
 
-def answer_object(obj: Any, memory: int) -> int:
-    """:func:`_answer` for the object a whole read from the pipe built (:mod:`.snapshot_child`); its
+def answer_object(obj: Any, memory: int, streamed: StreamedTraces | None = None) -> int:
+    """:func:`_answer` for the object a whole read from the pipe built (:mod:`.snapshot_child`), with
+    ``streamed``: its histories turned into columns while reading (:mod:`.drain`); its
     :class:`MemoryError` is raised (the pipe is consumed: the parent sends the file again)."""
     # (``obj`` stays referred to here: the child ends by os._exit, its millions of objects never freed)
-    return _answer(lambda: parse_snapshot(obj, consume=True), memory, again=True)
+    return _answer(lambda: parse_snapshot(obj, streamed, consume=True), memory, again=True)
 
 
 def answer_stdin(argv: list[str], memory: int, stream: bool | None) -> int:

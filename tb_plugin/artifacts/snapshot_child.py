@@ -4,10 +4,11 @@ the pickle on stdin read before anything else is imported.
 A pickle of protocol 4 or 5 (PyTorch's) whose whole object fits the child's address-space limit
 (:func:`~.whole_read.fits`) is unpickled by CPython's C unpickler (restricted) straight from the pipe,
 frame by frame, as a bare ``pickle.load`` of the file reads it: the file's bytes are never held beside
-the object, and numpy and the parser are imported only after the read, when the unpickler's memo is
-freed. The child's peak is then what ``pickle.load``'s is. The bytes read cannot be read again: a
-:class:`MemoryError` on that path (a file that expands more than estimated, a memo bomb) ends the child
-with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
+the object. Every MiB read, :class:`~.drain.Drain` turns the history entries appended so far into
+columns and empties their dicts (numpy is imported then), so the child peaks under ``pickle.load``.
+The bytes read cannot be read again: a :class:`MemoryError` on that path (a file that expands more
+than estimated, a memo bomb) or a drained entry referred to again (:class:`~.drain.Redo`) ends the
+child with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
 (:data:`~.child_terms.STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
 into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes.
 """
@@ -17,13 +18,14 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import Protocol, cast
+from typing import Callable, Protocol, cast
 
 from . import expansion, whole_read
 from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, end_after
+from .drain import Drain, Redo
 from .unpickle import RefusedPickle, load_whole
 
-LATER_BYTES = 256 << 20  # address space the imports after a whole read take (numpy maps ~130 MB)
+LATER_BYTES = 256 << 20  # address space the imports take (numpy maps ~130 MB: at the first drained batch)
 
 
 class _Stream(Protocol):
@@ -42,11 +44,14 @@ class _Counted:
     """A binary stream handed to the unpickler, counting the bytes it takes (the object bound is per
     byte). ``peek`` lets the C unpickler prefetch where a pickle has no frames."""
 
-    def __init__(self, stream: _Stream) -> None:
+    def __init__(self, stream: _Stream, on_read: Callable[[int], None] | None = None) -> None:
         self._stream = stream
         self.count = 0
+        self._on_read = on_read  # called with the count before each read (the unpickler's state is whole then)
 
     def read(self, n: int = -1) -> bytes:
+        if self._on_read is not None:
+            self._on_read(self.count)
         got = self._stream.read(n)
         self.count += len(got)
         return got
@@ -74,16 +79,21 @@ def piped(stdin: _Stream, size: int) -> bool:
     """Whether the pickle on ``stdin`` (``size`` bytes, the parent's figure) is read whole from the pipe:
     protocol 4 or 5 (frames: the unpickler reads each in one call) and its object fits."""
     head = stdin.peek(2)[:2]  # (nothing consumed)
-    return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and whole_read.fits(size, LATER_BYTES)
+    fits = whole_read.fits(size, LATER_BYTES, per_byte=whole_read.DRAINED_PER_BYTE)  # (histories drained)
+    return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and fits
 
 
-def read_piped(stdin: _Stream) -> tuple[object, int]:
+def read_piped(stdin: _Stream, drain: Drain | None = None) -> tuple[object, int]:
     """The object on ``stdin`` by the restricted C unpickler, and the bytes read; bounded after memo
-    expansion (:func:`~.whole_read.check_snapshot`: :class:`~.expansion.TooManyObjects`)."""
-    counted = _Counted(stdin)
+    expansion (:func:`~.whole_read.check_snapshot`: :class:`~.expansion.TooManyObjects`). ``drain``: its
+    histories are turned into columns while reading (:mod:`.drain`; :class:`~.drain.Redo` when that may
+    differ from the file)."""
+    counted = _Counted(stdin, None if drain is None else drain.step)
     obj = load_whole(counted)
     counted.drain()
-    whole_read.check_snapshot(obj, counted.count)
+    if drain is not None:
+        drain.finish(obj)
+    whole_read.check_snapshot(obj, counted.count, drain.drained if drain is not None else 0)
     return obj, counted.count
 
 
@@ -108,11 +118,12 @@ def child_main(argv: list[str]) -> int:
     size = int(argv[0]) if argv and argv[0].isdigit() else 0
     if mode != STREAMED and piped(stdin, size):
         try:
-            obj, _ = read_piped(stdin)
+            drain = Drain()
+            obj, _ = read_piped(stdin, drain)
             from .snapshot import answer_object
 
-            return answer_object(obj, memory)
-        except MemoryError:  # the pipe is consumed: the parent sends the file again (nothing is on stdout yet)
+            return answer_object(obj, memory, drain.streamed)
+        except (MemoryError, Redo):  # the pipe is consumed: the parent sends the file again (nothing on stdout yet)
             os._exit(EXIT_AGAIN)
         except (RefusedPickle, expansion.TooManyObjects) as exc:
             sys.stderr.write(str(exc))

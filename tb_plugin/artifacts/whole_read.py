@@ -23,6 +23,10 @@ from typing import Any
 from . import expansion
 
 WHOLE_PER_BYTE = 12  # address space a whole read may take per byte of pickle (measured: ~10×)
+# ... a protocol 4-5 read from the pipe whose histories are drained while reading (:mod:`.drain`): VmPeak
+# measured 8.9× a 104 MB snapshot with 8 distinct frames per entry, 9.1× (beyond numpy's mapping) with 32
+# and 6.6× with shared frame lists; a file that needs more ends in MemoryError and is streamed instead
+DRAINED_PER_BYTE = 10
 
 
 def _address_space_limit() -> int | None:
@@ -47,23 +51,24 @@ def _mapped_bytes() -> int | None:
     return None
 
 
-def fits(size: int, later: int = 0) -> bool:
+def fits(size: int, later: int = 0, per_byte: int = WHOLE_PER_BYTE) -> bool:
     """Whether a whole read of a ``size``-byte pickle should fit this process's address-space limit: only
-    in a process that has one (a reader child), with :data:`WHOLE_PER_BYTE` × ``size`` left under it, and
-    ``later`` bytes more (what the process maps after the read: imports)."""
+    in a process that has one (a reader child), with ``per_byte`` × ``size`` left under it, and
+    ``later`` bytes more (what the process maps besides the object: imports)."""
     limit, mapped = _address_space_limit(), _mapped_bytes()
-    return limit is not None and mapped is not None and mapped + WHOLE_PER_BYTE * int(size) + later <= limit
+    return limit is not None and mapped is not None and mapped + per_byte * int(size) + later <= limit
 
 
-def check_snapshot(obj: Any, size: int) -> int:
+def check_snapshot(obj: Any, size: int, drained: int = 0) -> int:
     """The objects a snapshot's parse walks in ``obj`` (read whole from a ``size``-byte file), counted
-    with shared references expanded (see the module docstring); raises
-    :class:`~.expansion.TooManyObjects` past :func:`~.expansion.object_limit` ``(size)``."""
+    with shared references expanded (see the module docstring), plus ``drained`` history entries
+    already turned into columns (:mod:`.drain`); raises :class:`~.expansion.TooManyObjects` past
+    :func:`~.expansion.object_limit` ``(size)``."""
     if not (isinstance(obj, dict) and isinstance(obj.get("device_traces"), list)):
-        return expansion.check(obj, size)
+        return drained + expansion.check(obj, size)
     limit = expansion.object_limit(size)
     traces = obj["device_traces"]
-    rows = sum(len(t) for t in traces if isinstance(t, list))  # one step per device (≤ the file's bytes)
+    rows = drained + sum(len(t) for t in traces if isinstance(t, list))  # one step per device (≤ the file's bytes)
     if rows > limit:
         raise expansion.refusal(limit, size)
     rest = {k: v for k, v in obj.items() if k != "device_traces"}

@@ -88,11 +88,11 @@ def test_a_large_snapshot_through_the_child_equals_the_streamed_read(tmp_path, p
 
 
 def test_the_pipe_is_read_whole_only_for_protocol_4_and_5_that_fit(monkeypatch):
-    monkeypatch.setattr(whole_read, "fits", lambda size, later=0: True)
+    monkeypatch.setattr(whole_read, "fits", lambda size, later=0, per_byte=0: True)
     small = {"segments": [], "device_traces": [[]]}
     for protocol, piped in ((2, False), (3, False), (4, True), (5, True)):
         assert snapshot_child.piped(io.BufferedReader(io.BytesIO(pickle.dumps(small, protocol=protocol))), 99) == piped
-    monkeypatch.setattr(whole_read, "fits", lambda size, later=0: False)
+    monkeypatch.setattr(whole_read, "fits", lambda size, later=0, per_byte=0: False)
     assert not snapshot_child.piped(io.BufferedReader(io.BytesIO(pickle.dumps(small, protocol=4))), 99)
 
 
@@ -111,3 +111,11 @@ def test_a_memo_bomb_read_from_the_pipe_is_sent_again_to_a_streaming_child():
     blocks = iter([data[: 3 << 20], data[3 << 20 :]])  # read once only: it cannot be sent again
     with pytest.raises(SnapshotError, match="needed more than .* MB of memory"):
         load_snapshot_blocks(blocks, len(data))
+
+
+def test_the_pipe_asks_for_the_drained_reads_address_space(monkeypatch):
+    asked = []
+    monkeypatch.setattr(whole_read, "fits", lambda size, later=0, per_byte=0: asked.append(per_byte) or True)
+    head = pickle.dumps({"device_traces": [[]]}, protocol=4)
+    assert snapshot_child.piped(io.BufferedReader(io.BytesIO(head)), 99)
+    assert asked == [whole_read.DRAINED_PER_BYTE] and whole_read.DRAINED_PER_BYTE < whole_read.WHOLE_PER_BYTE

@@ -1,0 +1,137 @@
+"""History entries turned into columns while the C unpickler is still reading (a reader child's whole read).
+
+A bare ``pickle.load`` of a snapshot peaks holding every history entry's dict (its key table and
+its ``addr``/``size``/``time_us`` integers: ~0.4 KB each). The reader child hands the unpickler its input
+through a counting stream (:mod:`.snapshot_child`); every :data:`STEP_BYTES` read, :meth:`Drain.step`
+turns the entries appended so far to each history list into columns (:class:`~.snapshot_columns.StreamedTraces`'
+batches), removes them from the list and empties their dicts, so the memory they held is reused by
+the entries read next: the child's peak stays under ``pickle.load``'s.
+
+The history lists are found among the lists the unpickler creates (:func:`gc.get_objects` of the
+generations not frozen: what was built since the last step, which freezes them): a list whose first
+item is a dict with an ``action`` key, when it is met or (met empty) some steps later.
+
+An emptied dict is still in the unpickler's memo: a file that refers to an entry again (``BINGET``;
+PyTorch never does) would find it empty. :meth:`Drain.finish` tells: every emptied dict is referred
+to by nothing but this object once the unpickler is gone (its reference count), every drained list
+is an item of ``device_traces`` once; otherwise :class:`Redo` (the child has the file read again by
+the streaming reader, which keeps such files right).
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import itertools
+import operator
+import sys
+from typing import Any
+
+STEP_BYTES = 1 << 20  # pickle bytes read between two steps
+WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
+
+
+class Redo(Exception):
+    """An emptied entry is referred to again, or a drained list is not (once) a device's history: the
+    file is to be read again by the streaming reader."""
+
+
+def _history_starts(lists: list[list]) -> list[list]:
+    """The lists of ``lists`` whose first item is a dict with an ``action`` key (C-level steps only)."""
+    full = list(itertools.compress(lists, lists))
+    firsts = list(map(operator.itemgetter(0), full))
+    dicts = list(map(operator.is_, map(type, firsts), itertools.repeat(dict)))
+    full, firsts = list(itertools.compress(full, dicts)), list(itertools.compress(firsts, dicts))
+    return list(itertools.compress(full, map(operator.contains, firsts, itertools.repeat("action"))))
+
+
+class Drain:
+    """The ``on_read`` of a reader child's counting stream (see the module docstring)."""
+
+    def __init__(self, step_bytes: int = STEP_BYTES) -> None:
+        self.step_bytes = step_bytes
+        self.next_at = step_bytes
+        self.streamed: Any = None  # a StreamedTraces, once a history is found (numpy is imported then)
+        self.histories: list[list] = []
+        self.drained = 0  # entries drained, all histories
+        self.shells: list[dict] = []  # the entries' emptied dicts
+        # their frame lists, kept: freeing the memo then frees nothing (the child ends by os._exit)
+        self.frames: list[list] = []
+        self.watched: collections.deque[list[list]] = collections.deque(maxlen=WATCHED_STEPS)
+        gc.freeze()  # (the objects of this process so far: not the unpickler's)
+
+    def step(self, count: int) -> None:
+        """After each read: ``count`` bytes read so far."""
+        if count < self.next_at:
+            return
+        self.next_at = count + self.step_bytes
+        new = gc.get_objects()  # (all but the frozen: what was built since the last step)
+        gc.freeze()  # the next step sees only what is built after this one
+        lists = list(itertools.compress(new, map(operator.is_, map(type, new), itertools.repeat(list))))
+        del new
+        for group in (lists, *self.watched):  # new lists, and lists met empty: their first item tells
+            for items in _history_starts(group):
+                if not any(items is h for h in self.histories):
+                    self.histories.append(items)
+        for group in self.watched:
+            group[:] = itertools.filterfalse(None, group)
+        self.watched.append(list(itertools.filterfalse(None, lists)))
+        for history in self.histories:
+            self._drain(history)
+
+    def _drain(self, history: list) -> None:
+        """The entries in ``history`` as columns; they leave the list, their dicts emptied."""
+        if not history:
+            return
+        if self.streamed is None:
+            from .snapshot_columns import StreamedTraces
+
+            self.streamed = StreamedTraces()
+        items = history[:]
+        del history[:]
+        if set(map(type, items)) - {dict}:  # (StreamedTraces drops what is not a dict, as the parse does)
+            items = [e for e in items if type(e) is dict]
+        if not items:
+            return
+        # referred to by ``items``, the memo and getrefcount's argument alone: nothing else holds them yet
+        import numpy as np
+
+        from .snapshot_columns import _field, trace_columns
+
+        refs = np.fromiter(map(sys.getrefcount, items), dtype=np.int64, count=len(items))
+        batches = self.streamed.batches.setdefault(id(history), (history, []))[1]
+        batches.append(trace_columns(items, self.streamed.interner.stack_of))
+        self.drained += len(items)
+        if (refs > 3).any():  # held elsewhere already (a shared entry): kept whole
+            items = [items[i] for i in np.flatnonzero(refs <= 3).tolist()]
+        self.frames.append(_field(items, "frames"))
+        collections.deque(map(dict.clear, items), maxlen=0)
+        self.shells += items
+
+    def finish(self, obj: Any) -> None:
+        """After the load (the unpickler and its memo freed): the rest of each history drained, then
+        checked (the module docstring); :class:`Redo` when the columns may differ from the file's."""
+        for history in self.histories:
+            self._drain(history)
+        if not self.histories:
+            return
+        import numpy as np
+
+        shells, self.shells = self.shells, []
+        # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it
+        if len(shells) and np.fromiter(map(sys.getrefcount, shells), dtype=np.int64, count=len(shells)).max() > 2:
+            raise Redo("a history entry is referred to twice")
+        del shells
+        traces = obj.get("device_traces") if isinstance(obj, dict) else None
+        if not isinstance(traces, list):
+            raise Redo("a history outside device_traces")
+        # the stacks are numbered in the order met: the drained histories must be the first with entries
+        ours = {id(h) for h in self.histories}
+        in_order = [t for t in traces if id(t) in ours or (isinstance(t, list) and t)]
+        if [id(t) for t in in_order[: len(self.histories)]] != [id(h) for h in self.histories]:
+            raise Redo("a device's history before a drained one")
+        del in_order
+        for history in self.histories:
+            # held by device_traces once, self.histories, the batches' tuple, this loop and the argument
+            if sys.getrefcount(history) != 5:
+                raise Redo("a history list is not one device's")

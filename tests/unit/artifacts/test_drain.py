@@ -1,0 +1,131 @@
+"""Histories turned into columns while the C unpickler reads (:mod:`tb_plugin.artifacts.drain`): the same
+snapshot as a whole-file read, field by field, on protocols 4 and 5 with a frame list per entry and with
+shared ones, several devices; a file that refers to a drained entry or history again is read again
+(:class:`~tb_plugin.artifacts.drain.Redo`)."""
+
+from __future__ import annotations
+
+import gc
+import io
+import pickle
+
+import pytest
+from synth.snapshot_writer import write_snapshot_pickle
+from test_snapshot_stream import assert_same
+
+from tb_plugin.artifacts import snapshot_child
+from tb_plugin.artifacts.drain import Drain, Redo
+from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle_whole, parse_snapshot
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen():
+    yield
+    gc.unfreeze()  # (Drain freezes this process's objects: the reader child never collects)
+
+
+def _drained(data: bytes, step: int = 32 << 10):
+    drain = Drain(step)
+    obj, count = snapshot_child.read_piped(io.BufferedReader(io.BytesIO(data)), drain)
+    assert count == len(data)
+    return drain, parse_snapshot(obj, drain.streamed, consume=True)
+
+
+@pytest.mark.parametrize("protocol", (4, 5))
+@pytest.mark.parametrize("shared", (False, True))
+def test_drained_equals_the_whole_read(protocol, shared):
+    out = io.BytesIO()
+    write_snapshot_pickle(out, 20_000, frames=8, protocol=protocol, shared_frames=shared)
+    data = out.getvalue()
+    drain, snap = _drained(data)
+    want = parse_pickle_whole(data)
+    assert drain.drained == len(want.devices[0].action) > 20_000 and len(drain.histories) == 1
+    assert_same(snap, want)
+
+
+def _entry(i: int, frames: list) -> dict:
+    return {
+        "action": "alloc" if i % 3 else "free_completed",
+        "addr": 1 << 40 | i,
+        "size": 512 * (i % 9 + 1),
+        "stream": 0,
+        "time_us": 1_700_000_000_000_000 + i,
+        "frames": frames,
+    }
+
+
+def _frames(i: int) -> list:
+    return [{"filename": f"m{i % 5}.py", "line": 10 + j, "name": f"f{(i + j) % 11}"} for j in range(4)]
+
+
+def test_several_devices_and_an_empty_one():
+    traces = [[_entry(i, _frames(i)) for i in range(6000)], [], [_entry(i, _frames(i + 1)) for i in range(5000)]]
+    snap = {
+        "segments": [{"device": 0, "address": 1, "total_size": 9, "blocks": [{"size": 9, "frames": _frames(3)}]}],
+        "device_traces": traces,
+    }
+    for protocol in (4, 5):
+        data = pickle.dumps(snap, protocol=protocol)
+        drain, got = _drained(data)
+        assert drain.drained == 11_000 and len(drain.histories) == 2
+        assert_same(got, parse_pickle_whole(data))
+
+
+def test_an_entry_referred_to_again_is_read_again():
+    entries = [_entry(i, _frames(i)) for i in range(6000)]
+    snap = {"device_traces": [entries], "segments": [], "external_annotations": [entries[5]]}
+    data = pickle.dumps(snap, protocol=4)
+    with pytest.raises(Redo):
+        _drained(data)
+    assert_same(load_snapshot(data + bytes(5 << 20)), parse_pickle_whole(data))  # (in a child: read again)
+
+
+def test_a_history_referred_to_twice_is_read_again():
+    entries = [_entry(i, _frames(i)) for i in range(6000)]
+    for snap in (
+        {"device_traces": [entries, entries], "segments": []},
+        {"device_traces": [entries], "segments": [], "external_annotations": [{"rows": entries}]},
+    ):
+        with pytest.raises(Redo):
+            _drained(pickle.dumps(snap, protocol=4))
+
+
+def test_a_short_history_before_a_long_one_is_found_too():
+    early = [_entry(i, _frames(i + 2)) for i in range(10)]
+    late = [_entry(i, _frames(i)) for i in range(6000)]
+    data = pickle.dumps({"device_traces": [early, late], "segments": []}, protocol=4)
+    drain, snap = _drained(data)
+    assert len(drain.histories) == 2 and drain.drained == 6010
+    assert_same(snap, parse_pickle_whole(data))
+
+
+def test_an_undrained_history_before_a_drained_one_is_read_again():
+    # (stacks are numbered in the order met: a history the drain missed would be numbered after a later one)
+    early = [_entry(i, _frames(i + 2)) for i in range(10)]
+    late = [_entry(i, _frames(i)) for i in range(6000)]
+    drain = Drain()
+    drain.histories.append(late)
+    drain._drain(late)
+    with pytest.raises(Redo):
+        drain.finish({"device_traces": [early, late], "segments": []})
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ("mem_snapshot.pickle", "memory_forward_bf16_128.pickle"))
+def test_real_snapshots_drained_equal_the_whole_read(name):
+    from conftest import sample
+
+    data = sample(f"memory_snapshots/{name}").read_bytes()
+    drain, snap = _drained(data, step=4 << 10)  # (small steps: the files are small)
+    assert_same(snap, parse_pickle_whole(data))
+    assert drain.drained == sum(len(t.action) for t in snap.devices.values())
+
+
+def test_the_repo_samples_drained_equal_the_whole_read():
+    from conftest import REPO
+
+    for path in sorted((REPO / "samples" / "gpu_snapshot").glob("*.pickle")):
+        data = path.read_bytes()
+        drain, snap = _drained(data, step=4 << 10)
+        assert_same(snap, parse_pickle_whole(data))
+        assert drain.drained == sum(len(t.action) for t in snap.devices.values()) > 0
