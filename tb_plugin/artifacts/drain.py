@@ -29,6 +29,7 @@ from typing import Any
 
 STEP_BYTES = 1 << 20  # pickle bytes read between two steps
 WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
+MAX_HISTORIES = 256  # history lists (one per device) beyond which the file is streamed instead
 
 
 class Redo(Exception):
@@ -72,6 +73,8 @@ class Drain:
         for group in (lists, *self.watched):  # new lists, and lists met empty: their first item tells
             for items in _history_starts(group):
                 if not any(items is h for h in self.histories):
+                    if len(self.histories) >= MAX_HISTORIES:  # (a crafted file: each new list a scan of these)
+                        raise Redo(f"more than {MAX_HISTORIES} history lists")
                     self.histories.append(items)
         for group in self.watched:
             group[:] = itertools.filterfalse(None, group)

@@ -129,3 +129,15 @@ def test_the_repo_samples_drained_equal_the_whole_read():
         drain, snap = _drained(data, step=4 << 10)
         assert_same(snap, parse_pickle_whole(data))
         assert drain.drained == sum(len(t.action) for t in snap.devices.values()) > 0
+
+
+def test_a_file_of_many_history_like_lists_is_streamed_not_scanned_quadratically():
+    """Each list starting with an ``action`` dict is taken for a history; past ``MAX_HISTORIES`` the file
+    goes to the streaming reader (else each new list is compared with every one found: quadratic)."""
+    from tb_plugin.artifacts.drain import MAX_HISTORIES
+
+    many = [[_entry(i, _frames(i))] for i in range(4 * MAX_HISTORIES)]
+    data = pickle.dumps({"device_traces": many, "segments": []}, protocol=4)
+    with pytest.raises(Redo, match="history lists"):
+        _drained(data)
+    assert_same(load_snapshot(data + bytes(5 << 20)), parse_pickle_whole(data))  # (in a child: read again)
