@@ -149,13 +149,14 @@ class RankGraph:
         pos[dev] = np.arange(len(dev))
         self.comm_rows = comm_rows
         self.comm_dev = pos[comm_rows] if len(comm_rows) else np.zeros(0, dtype=np.int64)
+        del pos  # one int64 per event: not held while the tiles are built
         self.comm_of = np.full(len(dev), -1, dtype=np.int64)
         self.comm_of[self.comm_dev[self.comm_dev >= 0]] = np.flatnonzero(self.comm_dev >= 0)
         self.is_comm = self.comm_of >= 0
         self.waits_on, self.explicit = wait_edges(trace, dev)
         launch = launch_of(trace)[dev]
         self.launch = launch
-        thread_key = ev.pid.astype(np.int64) * (1 << 32) + ev.tid.astype(np.int64)
+        thread_key = _ThreadKeys(ev)  # a row's thread key, computed for the rows asked (no full column)
         self.thread_key = thread_key
         # host threads: leaf tiles (not ProfilerStep#; analysis.host_tiles), the blocking calls that
         # waited (analysis.blocking) and the joins with linked threads (autograd)
@@ -220,7 +221,7 @@ class RankGraph:
         self._joins(trace, thread_key)
         self._scalars(ev)
 
-    def _joins(self, trace: Trace, thread_key: np.ndarray) -> None:
+    def _joins(self, trace: Trace, thread_key: _ThreadKeys) -> None:
         """Per thread, where it waited for a linked thread (see the module docstring): the ends of the
         linked thread's leaf work inside this thread's blocked time (no leaf work of its own), each with
         the end of that blocked time. Linked: the two threads of a ``fwdbwd`` flow (a forward operator
@@ -473,6 +474,16 @@ class RankGraph:
         matched capture, those of its captured launch."""
         src = int(self.source[row]) if row >= 0 else -1
         return context(self.trace, src if src >= 0 else row, self.parent)
+
+
+class _ThreadKeys:
+    """``keys[rows]``: the thread key ``pid << 32 + tid`` (int64) of event rows, made for those rows only."""
+
+    def __init__(self, ev) -> None:
+        self._pid, self._tid = ev.pid, ev.tid
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return self._pid[rows].astype(np.int64) * (1 << 32) + self._tid[rows].astype(np.int64)
 
 
 def _scalar_view(values: np.ndarray) -> memoryview:
