@@ -24,6 +24,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
+from ..trace.sparse import row_dtype
 from .op_tree import _first_in_chain, _nearest_reaching
 
 LEAF, PYTHON, UNTRACED, ANNOTATION = range(4)  # what a tile is (see the module docstring)
@@ -41,13 +42,15 @@ class Tiles:
     start: np.ndarray  # float64 µs
     end: np.ndarray  # float64 µs
     what: np.ndarray  # int8: LEAF, PYTHON, UNTRACED or ANNOTATION
-    parent: np.ndarray  # int64 per event of the trace: its innermost enclosing host event (−1: none)
+    parent: (
+        np.ndarray
+    )  # int32 (int64 from 2³¹ events) per event of the trace: its innermost enclosing host event (−1: none)
 
 
 def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     """Tiles of the host events ``rows`` (finite times, any order; see the module docstring)."""
     ev = trace.events
-    parent_all = np.full(len(ev), -1, dtype=np.int64)
+    parent_all = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     thread = ev.pid[rows].astype(np.int64) * (1 << 32) + ev.tid[rows].astype(np.int64)
     s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
     order = np.lexsort((-e, s, thread))

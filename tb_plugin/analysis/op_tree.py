@@ -20,6 +20,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
+from ..trace.sparse import row_dtype
 
 _RANK = {
     int(Kind.PYTHON_FUNCTION): 0,
@@ -32,7 +33,7 @@ _RANK = {
 
 @dataclasses.dataclass
 class OpTree:
-    op_parent: np.ndarray  # innermost enclosing operator row, or -1 (for every event)
+    op_parent: np.ndarray  # innermost enclosing operator row, or -1 (for every event; int32 under 2³¹ events)
     py_parent: np.ndarray  # innermost enclosing python_function row, or -1
     crossings: int  # malformed (crossing) events seen
     order: np.ndarray  # host rows in nesting order (parents before children)
@@ -122,8 +123,8 @@ def op_tree(trace: Trace) -> OpTree:
 def _build(trace: Trace) -> OpTree:
     ev = trace.events
     n = len(ev)
-    op_parent = np.full(n, -1, dtype=np.int64)
-    py_parent = np.full(n, -1, dtype=np.int64)
+    op_parent = np.full(n, -1, dtype=row_dtype(n))  # int32 rows under 2³¹ events: held for the trace's life
+    py_parent = np.full(n, -1, dtype=row_dtype(n))
     kind = ev.kind
     rank_table = np.full(256, -1, dtype=np.int8)  # one byte a row: the sort's first key, radix-sorted
     for k, r in _RANK.items():

@@ -36,6 +36,7 @@ import numpy as np
 from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
 from ..trace.links import device_mask, launch_mask, launch_of
 from ..trace.model import Trace
+from ..trace.sparse import SparseColumn, row_dtype
 from .call_stacks import stack_ids
 from .graph_capture import replay_source
 from .op_tree import op_tree, roll_up
@@ -51,21 +52,19 @@ EXCLUDED_PREFIXES = (
 GROUPINGS = ("operator", "input_shape", "call_stack")
 
 
-class PerOp:
+class PerOp(SparseColumn):
     """Per-event values that only operator rows have, held for the operator rows alone (``ops``: the
-    operator rows, ascending): ``values[rows]`` reads like a per-event array, 0 for other rows."""
+    operator rows, ascending): ``values[rows]`` reads like a per-event array, 0 for other rows (−1
+    among them)."""
+
+    wrap_negative = False
 
     def __init__(self, ops: np.ndarray, values: np.ndarray) -> None:
-        self.ops, self.values = ops, values
+        super().__init__(ops, values, 0.0, int(ops[-1]) + 1 if len(ops) else 0)
 
-    def __getitem__(self, rows) -> np.ndarray:
-        rows = np.asarray(rows)
-        if rows.dtype == bool:
-            rows = np.flatnonzero(rows)
-        if len(self.ops) == 0:
-            return np.zeros(rows.shape)
-        pos = np.minimum(np.searchsorted(self.ops, rows), len(self.ops) - 1)
-        return np.where(self.ops[pos] == rows, self.values[pos], 0.0)
+    @property
+    def ops(self) -> np.ndarray:
+        return self.rows
 
 
 @dataclasses.dataclass
@@ -129,7 +128,7 @@ def _op_times(trace: Trace) -> OpTimes:
 
     launcher = launch_of(trace)
     dev = np.flatnonzero(device_mask(trace) & (launcher >= 0))
-    owner = np.full(n, -1, dtype=np.int64)
+    owner = np.full(n, -1, dtype=row_dtype(n))  # held with the memo: int32 rows where they fit
     owner[dev] = parent[launcher[dev]]
     source = replay_source(trace)
     replayed = np.flatnonzero(source >= 0)
