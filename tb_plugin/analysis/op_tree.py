@@ -36,7 +36,7 @@ class OpTree:
     op_parent: np.ndarray  # innermost enclosing operator row, or -1 (for every event; int32 under 2³¹ events)
     py_parent: np.ndarray  # innermost enclosing python_function row, or -1
     crossings: int  # malformed (crossing) events seen
-    order: np.ndarray  # host rows in nesting order (parents before children)
+    order: np.ndarray  # host rows in nesting order (parents before children; the parents' dtype)
 
 
 def _nearest_reaching(e: np.ndarray, linked: np.ndarray, step: int, strict: bool) -> np.ndarray:
@@ -132,7 +132,7 @@ def _build(trace: Trace) -> OpTree:
     rank = rank_table[kind]
     rows = np.flatnonzero(rank >= 0)
     if len(rows) == 0:
-        return OpTree(op_parent, py_parent, 0, rows)
+        return OpTree(op_parent, py_parent, 0, rows.astype(op_parent.dtype))
     thread = ev.pid[rows].astype(np.int64) << 32 | ev.tid[rows].astype(np.int64)
     start = ev.ts[rows]
     end = start + ev.dur[rows]
@@ -157,19 +157,21 @@ def _build(trace: Trace) -> OpTree:
     nxt = _nearest_reaching(e, np.r_[thread[1:] == thread[:-1], False], +1, strict=True)
     ops = np.flatnonzero(opened & is_op_kind & (nxt >= 0))
     crossings = int(np.count_nonzero(start[nxt[ops]] < e[ops]))
-    return OpTree(op_parent, py_parent, crossings, rows)
+    return OpTree(op_parent, py_parent, crossings, rows.astype(op_parent.dtype))
 
 
 def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> None:
     """Add each of ``rows``' values into its parent's, deepest rows first, so sums climb whole chains
     (a row whose parent is also in ``rows`` passes on what it received). Depth is counted along
     ``parent`` within ``rows``; one ``np.add.at`` per depth level, no Python loop over rows."""
-    rows = np.asarray(rows, dtype=np.int64)
+    rows = np.asarray(rows)
+    if rows.dtype.kind not in "iu":
+        rows = rows.astype(np.int64)
     if len(rows) == 0:
         return
     inside = np.zeros(len(parent), dtype=bool)
     inside[rows] = True
-    depth = np.zeros(len(rows), dtype=np.int64)
+    depth = np.zeros(len(rows), dtype=np.int32)  # nesting levels
     anc = parent[rows]
     while True:  # one pass per nesting level
         climbing = anc >= 0
