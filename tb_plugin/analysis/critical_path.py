@@ -492,7 +492,7 @@ def _scalar_view(values: np.ndarray) -> memoryview:
     values = np.ascontiguousarray(values)
     if values.dtype.kind not in "fib":
         raise TypeError(f"no scalar view of {values.dtype}")
-    return memoryview(values)
+    return values.data  # the array's own buffer as a memoryview
 
 
 def _texts(strings: list[str]) -> np.ndarray:

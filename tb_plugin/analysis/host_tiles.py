@@ -50,7 +50,7 @@ class Tiles:
 def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     """Tiles of the host events ``rows`` (finite times, any order; see the module docstring)."""
     ev = trace.events
-    parent_all = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
+    parent_all: np.ndarray = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     thread = ev.pid[rows].astype(np.int64) * (1 << 32) + ev.tid[rows].astype(np.int64)
     s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
     order = np.lexsort((-e, s, thread))

@@ -123,8 +123,8 @@ def op_tree(trace: Trace) -> OpTree:
 def _build(trace: Trace) -> OpTree:
     ev = trace.events
     n = len(ev)
-    op_parent = np.full(n, -1, dtype=row_dtype(n))  # int32 rows under 2³¹ events: held for the trace's life
-    py_parent = np.full(n, -1, dtype=row_dtype(n))
+    op_parent: np.ndarray = np.full(n, -1, dtype=row_dtype(n))  # int32 rows under 2³¹ events: held for the trace's life
+    py_parent: np.ndarray = np.full(n, -1, dtype=row_dtype(n))
     kind = ev.kind
     rank_table = np.full(256, -1, dtype=np.int8)  # one byte a row: the sort's first key, radix-sorted
     for k, r in _RANK.items():

@@ -128,7 +128,7 @@ def _op_times(trace: Trace) -> OpTimes:
 
     launcher = launch_of(trace)
     dev = np.flatnonzero(device_mask(trace) & (launcher >= 0))
-    owner = np.full(n, -1, dtype=row_dtype(n))  # held with the memo: int32 rows where they fit
+    owner: np.ndarray = np.full(n, -1, dtype=row_dtype(n))  # held with the memo: int32 rows where they fit
     owner[dev] = parent[launcher[dev]]
     source = replay_source(trace)
     replayed = np.flatnonzero(source >= 0)

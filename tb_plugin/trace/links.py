@@ -35,7 +35,7 @@ def launch_of(trace: Trace) -> np.ndarray:
 
 def _launch_of(trace: Trace) -> np.ndarray:
     ev = trace.events
-    out = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
+    out: np.ndarray = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     launches = np.flatnonzero(launch_mask(trace) & (ev.correlation >= 0))
     devices = np.flatnonzero(device_mask(trace) & (ev.correlation >= 0))
     if len(launches) == 0 or len(devices) == 0:
