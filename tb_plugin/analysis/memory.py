@@ -40,6 +40,7 @@ import numpy as np
 
 from ..trace.devices import DEVICE_TYPE_NAMES, GPU_DEVICE_TYPES, memory_device_label
 from ..trace.model import Trace
+from ..trace.sparse import row_dtype
 from .op_tree import op_tree, roll_up
 from .operators import EXCLUDED_PREFIXES, op_times
 from .series import reduce_points
@@ -324,9 +325,10 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     del b, owner
     totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
     op_parent = tree.op_parent[ops]  # an operator's enclosing operator row, or -1
-    parent = np.where(op_parent >= 0, np.searchsorted(ops, op_parent), -1)
+    narrow = row_dtype(m)  # operator positions: int32 under 2³¹ operators
+    parent = np.where(op_parent >= 0, np.searchsorted(ops, op_parent).astype(narrow), narrow(-1))
     del op_parent
-    order = np.searchsorted(ops, tree.order[is_op[tree.order]])
+    order = np.searchsorted(ops, tree.order[is_op[tree.order]]).astype(narrow)
     roll_up(totals, order, parent)  # an operator's total holds its whole subtree
     del order
     merged = op_times(trace).merged[ops]  # an op's same-name only child is one call with it
