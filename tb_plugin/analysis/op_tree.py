@@ -137,7 +137,11 @@ def _build(trace: Trace) -> OpTree:
     start = ev.ts[rows]
     end = start + ev.dur[rows]
     order = np.lexsort((rank[rows], -end, start, thread))
-    rows, thread, start, end, rank = rows[order], thread[order], start[order], end[order], rank[rows][order]
+    rank = rank[rows][order]  # reordered one column at a time: one old column held beside its new one
+    rows = rows[order]
+    thread = thread[order]
+    start = start[order]
+    end = end[order]
     del order
     # An event stays open until an event of its thread ends after it (ties stay nested); so the
     # enclosing events of event i are those j before it, on its thread, whose end is ≥ every end in
@@ -145,7 +149,9 @@ def _build(trace: Trace) -> OpTree:
     # first event of that kind in the chain that has a length. A non-finite end neither closes nor
     # contains anything (it reads as -inf).
     e = np.where(np.isfinite(end), end, -np.inf)
-    same_thread_before = np.r_[False, thread[1:] == thread[:-1]]
+    same_thread = thread[1:] == thread[:-1]  # each position with the next: the keys are not needed again
+    del end, thread
+    same_thread_before = np.r_[False, same_thread]
     pge = _nearest_reaching(e, same_thread_before, -1, strict=False)
     opened = e > start
     is_op_kind = (rank == 1) | (rank == 2)
@@ -154,7 +160,7 @@ def _build(trace: Trace) -> OpTree:
         out[rows] = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
     del pge, at
     # a crossing: an open operator closed by an event that starts inside it and ends after it
-    nxt = _nearest_reaching(e, np.r_[thread[1:] == thread[:-1], False], +1, strict=True)
+    nxt = _nearest_reaching(e, np.r_[same_thread, False], +1, strict=True)
     ops = np.flatnonzero(opened & is_op_kind & (nxt >= 0))
     crossings = int(np.count_nonzero(start[nxt[ops]] < e[ops]))
     return OpTree(op_parent, py_parent, crossings, rows.astype(op_parent.dtype))
