@@ -335,7 +335,8 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     roll_up([self_inc, self_alloc, self_count, self_kept], np.flatnonzero(merged), parent)
     excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))[ops]
     rows = np.flatnonzero(~excluded & ~merged)
-    keys, inv = np.unique(ev.name[ops[rows]], return_inverse=True)
+    del excluded, merged, parent
+    keys, inv = _name_groups(ev.name[ops[rows]], len(trace.strings) + 1)
     g = len(keys)
 
     def s(arr):
@@ -362,6 +363,16 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
         )
     out.sort(key=lambda r: (-r["allocation_bytes"], r["name"]))
     return out
+
+
+def _name_groups(names: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(names, return_inverse=True)`` for string ids below ``bound``, by a table of the ids
+    present (no sort of the rows: the same sorted keys and group per row)."""
+    present = np.zeros(bound, dtype=bool)
+    present[names] = True
+    keys = np.flatnonzero(present)
+    group = np.cumsum(present) - 1
+    return keys, group[names]
 
 
 def downsample_curve(ts: np.ndarray, values: np.ndarray, start: float, end: float, max_points: int) -> dict:
