@@ -53,18 +53,18 @@ GROUPINGS = ("operator", "input_shape", "call_stack")
 
 
 class PerOp(SparseColumn):
-    """Per-event values that only operator rows have, held for the operator rows alone (``ops``: the
-    operator rows, ascending): ``values[rows]`` reads like a per-event array, 0 for other rows (−1
-    among them)."""
+    """Per-event values that only operator rows have (``ops``: the operator rows, ascending, ``values``
+    theirs): ``self[rows]`` reads like a per-event array, 0 for other rows (−1 among them). Held for the
+    operator rows alone, and for those whose value is not +0 alone when they are under two thirds of
+    them (device, tensor-core and replay times: most operators launch nothing)."""
 
     wrap_negative = False
 
     def __init__(self, ops: np.ndarray, values: np.ndarray) -> None:
+        held = (values != 0) | np.signbit(values)  # -0.0 and NaN are values too
+        if 3 * int(np.count_nonzero(held)) < 2 * len(values):
+            ops, values = ops[held], values[held]
         super().__init__(ops, values, 0.0, int(ops[-1]) + 1 if len(ops) else 0)
-
-    @property
-    def ops(self) -> np.ndarray:
-        return self.rows
 
 
 @dataclasses.dataclass
@@ -110,7 +110,7 @@ def _op_times(trace: Trace) -> OpTimes:
     n = len(ev)
     tree = op_tree(trace)
     is_op = (ev.kind == Kind.CPU_OP) | (ev.kind == Kind.USER_ANNOTATION)
-    ops = np.flatnonzero(is_op)
+    ops = np.flatnonzero(is_op).astype(row_dtype(n))  # held by the times (PerOp): int32 rows where they fit
     m = len(ops)
 
     def at(rows):  # operator rows → positions in ops

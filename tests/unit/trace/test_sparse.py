@@ -54,7 +54,17 @@ def test_per_op_reads_zero_off_the_operators_and_at_minus_one():
     ops = np.array([1, 4, 6])
     per_op = PerOp(ops, np.array([10.0, 20.0, 30.0]))
     assert per_op[np.array([0, 1, 4, 5, 6, -1])].tolist() == [0.0, 10.0, 20.0, 0.0, 30.0, 0.0]
-    assert per_op.ops is ops
+    assert per_op.rows is ops  # every operator has a value: the operator rows themselves
+
+
+def test_per_op_holds_only_the_operators_with_a_value():
+    ops = np.array([1, 4, 6, 9])
+    per_op = PerOp(ops, np.array([0.0, -0.0, 0.0, 2.0]))
+    assert per_op.rows.tolist() == [4, 9]  # -0.0 is kept: it reads back with its sign
+    got = per_op[np.arange(-1, 11)]
+    want = np.zeros(12)
+    want[[5, 10]] = [-0.0, 2.0]
+    assert got.tolist() == want.tolist() and np.signbit(got).tolist() == np.signbit(want).tolist()
 
 
 def test_row_dtype():
