@@ -110,7 +110,7 @@ def _op_times(trace: Trace) -> OpTimes:
     n = len(ev)
     tree = op_tree(trace)
     is_op = (ev.kind == Kind.CPU_OP) | (ev.kind == Kind.USER_ANNOTATION)
-    ops = np.flatnonzero(is_op).astype(row_dtype(n))  # held by the times (PerOp): int32 rows where they fit
+    ops: np.ndarray = np.flatnonzero(is_op).astype(row_dtype(n))  # held by the times (PerOp): int32 rows where they fit
     m = len(ops)
 
     def at(rows):  # operator rows → positions in ops
