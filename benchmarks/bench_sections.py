@@ -6,7 +6,8 @@ The trace is parsed into ``CACHE_DIR`` (kept: a second run reads it back, so the
 without the parse; the cache key holds the file's inode change time, so a hard link made to the file,
 as ``bench_report.py`` makes, spoils it: give this script a copy of its own). Each section runs as
 ``registry.report.rank_aggregate`` runs it, in the same order, without the analysis cache, and is
-followed by the same heap trim. ``--stacks``: a thread samples RSS every 20 ms and prints the main
+followed by the same heap trim; each section's VmHWM is its own peak (reset before it by writing 5 to
+``/proc/self/clear_refs``). ``--stacks``: a thread samples RSS every 20 ms and prints the main
 thread's innermost frames at every new maximum over 20 MB (where the peak is). ``--memos``: the bytes
 of the arrays each per-trace memo holds after the last section. Figures, not assertions.
 """
@@ -31,6 +32,17 @@ def _status() -> dict[str, int]:
             if line.startswith(("VmRSS:", "VmHWM:")):
                 out[line.split(":")[0]] = int(line.split()[1]) // 1024
     return out
+
+
+def _reset_peak() -> bool:
+    """Reset this process's VmHWM to its current RSS (Linux ``clear_refs`` 5), so that each section's
+    VmHWM is its own peak; False where that is not allowed (then VmHWM is the peak so far)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
 
 
 def _sample_stacks(main_id: int, stop: threading.Event) -> None:
@@ -111,15 +123,19 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=_sample_stacks, args=(threading.get_ident(), stop), daemon=True).start()
     items = len(trace.events) + len(trace.memory)
     total_wall = total_cpu = 0.0
+    peaks: dict[str, int] = {}  # VmHWM per section (reset before each where the kernel allows)
     for name, make in sections:
         if only is not None and name not in only:
             continue
+        _reset_peak()
         wall, cpu = time.perf_counter(), time.process_time()
         make()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         heap.release_after(items)
         total_wall, total_cpu = total_wall + wall, total_cpu + cpu
         print(f"{name:12s} {wall:8.2f} s  CPU {cpu:7.2f} s  {_status()}  load {os.getloadavg()[0]:.1f}", flush=True)
+        peaks[name] = _status()["VmHWM"]
+    peaks["all"] = max(peaks.values(), default=0)
     stop.set()
     if args.memos:
         seen: set[int] = set()
@@ -127,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         for size, key in sizes:
             if size >= 1 << 20:
                 print(f"  memo {key}: {size / 1e6:.1f} MB")
-    print(f"sections_wall_s={total_wall:.2f} sections_cpu_s={total_cpu:.2f} peak_rss_mb={_status()['VmHWM']}")
+    print(f"sections_wall_s={total_wall:.2f} sections_cpu_s={total_cpu:.2f} peak_rss_mb={peaks.get('all', 0)}")
     return 0
 
 

@@ -149,13 +149,14 @@ class RankGraph:
         pos[dev] = np.arange(len(dev))
         self.comm_rows = comm_rows
         self.comm_dev = pos[comm_rows] if len(comm_rows) else np.zeros(0, dtype=np.int64)
+        del pos  # one int64 per event: not held while the tiles are built
         self.comm_of = np.full(len(dev), -1, dtype=np.int64)
         self.comm_of[self.comm_dev[self.comm_dev >= 0]] = np.flatnonzero(self.comm_dev >= 0)
         self.is_comm = self.comm_of >= 0
         self.waits_on, self.explicit = wait_edges(trace, dev)
         launch = launch_of(trace)[dev]
         self.launch = launch
-        thread_key = ev.pid.astype(np.int64) * (1 << 32) + ev.tid.astype(np.int64)
+        thread_key = _ThreadKeys(ev)  # a row's thread key, computed for the rows asked (no full column)
         self.thread_key = thread_key
         # host threads: leaf tiles (not ProfilerStep#; analysis.host_tiles), the blocking calls that
         # waited (analysis.blocking) and the joins with linked threads (autograd)
@@ -220,7 +221,7 @@ class RankGraph:
         self._joins(trace, thread_key)
         self._scalars(ev)
 
-    def _joins(self, trace: Trace, thread_key: np.ndarray) -> None:
+    def _joins(self, trace: Trace, thread_key: _ThreadKeys) -> None:
         """Per thread, where it waited for a linked thread (see the module docstring): the ends of the
         linked thread's leaf work inside this thread's blocked time (no leaf work of its own), each with
         the end of that blocked time. Linked: the two threads of a ``fwdbwd`` flow (a forward operator
@@ -255,24 +256,26 @@ class RankGraph:
             mine[7], mine[8], mine[9] = at[o], to[o], be[o]
 
     def _scalars(self, ev) -> None:
-        """Per device node, as Python lists, every number the walk reads at that node (one numpy pass,
-        so that a visit is list lookups, not numpy scalar reads): start, end, stream predecessor, the
-        launch's end (−inf: no launch on a known thread) and thread, the latest end of any device work
-        at or before the node's start and that work (the inferred wait), comm index, row and name."""
+        """Per device node, every number the walk reads at that node, each as a memoryview of a numpy
+        array (a read gives a Python float or int, as fast as a list lookup, without a Python object
+        per node held): start, end, stream predecessor, the launch's end (−inf: no launch on a known
+        thread) and thread, the latest end of any device work at or before the node's start and that
+        work (the inferred wait), comm index and row; the names as a list of shared strings."""
         n, L = len(self.dev), self.launch
         at = np.maximum(L, 0)
         key = self.thread_key[at] if n else np.zeros(0, np.int64)
         known = (L >= 0) & np.isin(key, np.fromiter(self.threads, dtype=np.int64, count=len(self.threads)))
         launch_end = np.where(known, ev.ts[at] + ev.dur[at], -np.inf) if n else np.zeros(0)
-        self._l_end, self._l_key = launch_end.tolist(), key.tolist()
+        self._l_end, self._l_key = _scalar_view(launch_end), _scalar_view(key)
         k = np.searchsorted(self.sorted_ends, self.ts, side="right") - 1 if n else np.zeros(0, np.int64)
         kk = np.maximum(k, 0)
         inf_end = np.where(k >= 0, self.sorted_ends[kk] if n else 0.0, -np.inf)
         inf_node = np.where((k >= 0) & (self.ends_order[kk] != np.arange(n)), self.ends_order[kk] if n else 0, -1)
-        self._inf_end, self._inf_node = inf_end.tolist(), inf_node.tolist()
+        del k, kk
+        self._inf_end, self._inf_node = _scalar_view(inf_end), _scalar_view(inf_node)
         self._run_inputs = (launch_end, (inf_end, inf_node))
-        self._ts, self._te, self._prev = self.ts.tolist(), self.te.tolist(), self.prev.tolist()
-        self._comm_of, self._row = self.comm_of.tolist(), self.dev.tolist()
+        self._ts, self._te, self._prev = _scalar_view(self.ts), _scalar_view(self.te), _scalar_view(self.prev)
+        self._comm_of, self._row = _scalar_view(self.comm_of), _scalar_view(self.dev)
         self._labels = _texts(self.trace.strings)  # every string of the trace, for numpy gathers
         self._names = self._labels[ev.name[self.dev]].tolist() if n else []
         self._replayed_names()
@@ -298,7 +301,7 @@ class RankGraph:
     @waits_on.setter
     def waits_on(self, value) -> None:
         self._waits_on = np.asarray(value)
-        self._waits = self._waits_on.tolist()
+        self._waits = _scalar_view(self._waits_on)
         self._stops: np.ndarray | None = None  # made again for the new waits (analysis.critical_path_runs)
 
     def _stream_run(self, w: Walk, top: int) -> tuple:
@@ -471,6 +474,25 @@ class RankGraph:
         matched capture, those of its captured launch."""
         src = int(self.source[row]) if row >= 0 else -1
         return context(self.trace, src if src >= 0 else row, self.parent)
+
+
+class _ThreadKeys:
+    """``keys[rows]``: the thread key ``pid << 32 + tid`` (int64) of event rows, made for those rows only."""
+
+    def __init__(self, ev) -> None:
+        self._pid, self._tid = ev.pid, ev.tid
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return self._pid[rows].astype(np.int64) * (1 << 32) + self._tid[rows].astype(np.int64)
+
+
+def _scalar_view(values: np.ndarray) -> memoryview:
+    """``values`` (float64, int64 or bool) as a 1-D memoryview: ``view[i]`` is a Python float, int or bool,
+    read from the array's buffer (no copy, no Python object per element until read)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype.kind not in "fib":
+        raise TypeError(f"no scalar view of {values.dtype}")
+    return values.data  # the array's own buffer as a memoryview
 
 
 def _texts(strings: list[str]) -> np.ndarray:

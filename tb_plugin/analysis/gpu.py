@@ -41,6 +41,7 @@ from ..trace.categories import Kind
 from ..trace.geometry import block_threads, kernel_blocks
 from ..trace.model import DeviceInfo, Trace
 from ..trace.platform import AMD, accelerator_name, amd_architecture, device_vendor, has_matrix_units
+from ..trace.sparse import SparseColumn
 from .intervals import covered_length
 from .steps import Steps
 from .tensor_cores import uses_tensor_cores
@@ -149,7 +150,7 @@ def _not_a_gpu(summary: GpuSummary, accelerator: str) -> GpuSummary:
 MAX_THREADS_PER_SM = 2048
 
 
-def kernel_occupancy(trace: Trace) -> np.ndarray:
+def kernel_occupancy(trace: Trace) -> SparseColumn:
     """Per event, its kernel's ``est. achieved occupancy %``; NaN where unknown: no arg, a negative
     value, or a 0 that cannot be a result. Kineto writes min(blocks per SM, blocks the occupancy
     calculator allows) × threads per block ÷ the SM's threads × 100, rounded; an SM holds at least one
@@ -157,8 +158,9 @@ def kernel_occupancy(trace: Trace) -> np.ndarray:
     block ÷ :data:`MAX_THREADS_PER_SM` × 100. A 0 where that bound is ≥ 1 % is Kineto's "calculation
     failed" (CUDA's calculator refuses over 48 KiB of shared memory without the kernel's opt-in, as on
     every Hopper ``nvjet_*``/``*wgmma*`` kernel: 168 registers × 384 threads, 213 KB of shared memory, 1
-    block per SM, 18.75 %). A 0 on a tiny grid (1 block of 128 threads on 132 SMs: 0.05 %) stays 0."""
-    return trace.memo("kernel_occupancy", lambda: _kernel_occupancy(trace))
+    block per SM, 18.75 %). A 0 on a tiny grid (1 block of 128 threads on 132 SMs: 0.05 %) stays 0.
+    Held for the events whose value is known (:class:`..trace.sparse.SparseColumn`)."""
+    return trace.memo("kernel_occupancy", lambda: SparseColumn.of(_kernel_occupancy(trace), np.nan))
 
 
 def _kernel_occupancy(trace: Trace) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
+from ..trace.sparse import row_dtype
 from .op_tree import _first_in_chain, _nearest_reaching
 
 LEAF, PYTHON, UNTRACED, ANNOTATION = range(4)  # what a tile is (see the module docstring)
@@ -41,13 +42,15 @@ class Tiles:
     start: np.ndarray  # float64 µs
     end: np.ndarray  # float64 µs
     what: np.ndarray  # int8: LEAF, PYTHON, UNTRACED or ANNOTATION
-    parent: np.ndarray  # int64 per event of the trace: its innermost enclosing host event (−1: none)
+    parent: (
+        np.ndarray
+    )  # int32 (int64 from 2³¹ events) per event of the trace: its innermost enclosing host event (−1: none)
 
 
 def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     """Tiles of the host events ``rows`` (finite times, any order; see the module docstring)."""
     ev = trace.events
-    parent_all = np.full(len(ev), -1, dtype=np.int64)
+    parent_all: np.ndarray = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     thread = ev.pid[rows].astype(np.int64) * (1 << 32) + ev.tid[rows].astype(np.int64)
     s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
     order = np.lexsort((-e, s, thread))
@@ -63,15 +66,21 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     del pge
     # elementary pieces between consecutive boundaries of a thread: the starts (positions 0..n−1) and
     # ends (n..2n−1) merged in (thread, time) order, a start before an end of the same time
+    # positions and threads as int32 from here (the pieces are 2n long): a thread is its index among
+    # the sorted thread keys, which orders as the key does
     n = len(rows)
-    o = np.lexsort((np.concatenate([s, e]), np.concatenate([thread, thread])))
-    bt, bx = _at(thread, s, e, o, n)
+    keys = thread[np.r_[True, ~same_before[1:]]]
+    narrow = np.int32 if 2 * n < np.iinfo(np.int32).max else np.int64
+    tix = (np.cumsum(~same_before) - 1).astype(narrow)
+    del thread, same_before
+    o = np.lexsort((np.concatenate([s, e]), np.concatenate([tix, tix]))).astype(narrow)
+    bt, bx = _at(tix, s, e, o, n)
     del s
     new = np.r_[True, (bt[1:] != bt[:-1]) | (bx[1:] != bx[:-1])]
     # the innermost event over [lo, hi): the last one of the thread to start at or before lo (rows are
     # by start, longest first): the latest start position met in the merged order up to the last
     # boundary equal to lo (positions grow with the thread, so an earlier thread's never wins)
-    latest = np.maximum.accumulate(np.where(o < n, o, -1))
+    latest = np.maximum.accumulate(np.where(o < n, o, narrow(-1)))
     del o
     run_end = np.r_[np.flatnonzero(new)[1:] - 1, len(new) - 1]
     latest = latest[run_end]
@@ -82,8 +91,10 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     p_thr, lo, hi, pos = bt[piece], bx[piece], bx[piece + 1], latest[piece]
     del bt, bx, piece, latest
     # climbed to enclosing events until one reaches hi (rounds: nesting depth)
-    cand = np.where((pos >= 0) & (thread[np.maximum(pos, 0)] == p_thr), pos, -1)
-    del pos
+    same = tix[np.maximum(pos, 0)] == p_thr
+    same &= pos >= 0
+    cand = np.where(same, pos, narrow(-1))
+    del pos, same
     while True:
         at = np.maximum(cand, 0)
         up = (cand >= 0) & (e[at] < hi)
@@ -110,19 +121,19 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     what = np.where(np.isin(kind, _LEAF_KINDS), LEAF, np.where(kind == Kind.PYTHON_FUNCTION, PYTHON, UNTRACED))
     # a thread with annotations only keeps them (nothing else names its time)
     has_other = np.isin(ev.kind[rows], _LEAF_KINDS + (Kind.PYTHON_FUNCTION,))
-    threads_with_other = np.unique(thread[has_other])
+    threads_with_other = np.unique(tix[has_other])
     only_ann = ~np.isin(p_thr, threads_with_other)
     what = np.where(only_ann & (what == UNTRACED), ANNOTATION, what).astype(np.int8)
-    return Tiles(p_thr, rows[cand], lo, hi, what, parent_all)
+    return Tiles(keys[p_thr], rows[cand], lo, hi, what, parent_all)
 
 
 def _at(thread: np.ndarray, s: np.ndarray, e: np.ndarray, o: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """``(thread, time)`` of the merged boundaries ``o`` (positions < ``n``: starts ``s``, else ends
-    ``e``), gathered without concatenating the columns again."""
-    is_start = o < n
-    k = np.where(is_start, o, o - n)
-    bt = thread[k]
-    bx = np.where(is_start, s[k], e[k])
+    ``e``): the thread gathered with positions wrapped modulo ``n`` (no index column made), the time
+    from the two columns side by side."""
+    bt = np.take(thread, o, mode="wrap")
+    both = np.concatenate([s, e])
+    bx = both[o]
     return bt, bx
 
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..trace.devices import DEVICE_TYPE_NAMES, GPU_DEVICE_TYPES, memory_device_label
 from ..trace.model import Trace
+from ..trace.sparse import row_dtype
 from .op_tree import op_tree, roll_up
 from .operators import EXCLUDED_PREFIXES, op_times
 from .series import reduce_points
@@ -325,16 +326,18 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     del b, owner
     totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
     op_parent = tree.op_parent[ops]  # an operator's enclosing operator row, or -1
-    parent = np.where(op_parent >= 0, np.searchsorted(ops, op_parent), -1)
+    narrow = row_dtype(m)  # operator positions: int32 under 2³¹ operators
+    parent = np.where(op_parent >= 0, np.searchsorted(ops, op_parent).astype(narrow), narrow(-1))
     del op_parent
-    order = np.searchsorted(ops, tree.order[is_op[tree.order]])
+    order = np.searchsorted(ops, tree.order[is_op[tree.order]]).astype(narrow)
     roll_up(totals, order, parent)  # an operator's total holds its whole subtree
     del order
     merged = op_times(trace).merged[ops]  # an op's same-name only child is one call with it
     roll_up([self_inc, self_alloc, self_count, self_kept], np.flatnonzero(merged), parent)
     excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))[ops]
     rows = np.flatnonzero(~excluded & ~merged)
-    keys, inv = np.unique(ev.name[ops[rows]], return_inverse=True)
+    del excluded, merged, parent
+    keys, inv = _name_groups(ev.name[ops[rows]], len(trace.strings) + 1)
     g = len(keys)
 
     def s(arr):
@@ -361,6 +364,16 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
         )
     out.sort(key=lambda r: (-r["allocation_bytes"], r["name"]))
     return out
+
+
+def _name_groups(names: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(names, return_inverse=True)`` for string ids below ``bound``, by a table of the ids
+    present (no sort of the rows: the same sorted keys and group per row)."""
+    present = np.zeros(bound, dtype=bool)
+    present[names] = True
+    keys = np.flatnonzero(present)
+    group = np.cumsum(present) - 1
+    return keys, group[names]
 
 
 def downsample_curve(ts: np.ndarray, values: np.ndarray, start: float, end: float, max_points: int) -> dict:

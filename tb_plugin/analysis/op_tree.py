@@ -20,6 +20,7 @@ import numpy as np
 
 from ..trace.categories import Kind
 from ..trace.model import Trace
+from ..trace.sparse import row_dtype
 
 _RANK = {
     int(Kind.PYTHON_FUNCTION): 0,
@@ -32,10 +33,10 @@ _RANK = {
 
 @dataclasses.dataclass
 class OpTree:
-    op_parent: np.ndarray  # innermost enclosing operator row, or -1 (for every event)
+    op_parent: np.ndarray  # innermost enclosing operator row, or -1 (for every event; int32 under 2³¹ events)
     py_parent: np.ndarray  # innermost enclosing python_function row, or -1
     crossings: int  # malformed (crossing) events seen
-    order: np.ndarray  # host rows in nesting order (parents before children)
+    order: np.ndarray  # host rows in nesting order (parents before children; the parents' dtype)
 
 
 def _nearest_reaching(e: np.ndarray, linked: np.ndarray, step: int, strict: bool) -> np.ndarray:
@@ -122,8 +123,8 @@ def op_tree(trace: Trace) -> OpTree:
 def _build(trace: Trace) -> OpTree:
     ev = trace.events
     n = len(ev)
-    op_parent = np.full(n, -1, dtype=np.int64)
-    py_parent = np.full(n, -1, dtype=np.int64)
+    op_parent: np.ndarray = np.full(n, -1, dtype=row_dtype(n))  # int32 rows under 2³¹ events: held for the trace's life
+    py_parent: np.ndarray = np.full(n, -1, dtype=row_dtype(n))
     kind = ev.kind
     rank_table = np.full(256, -1, dtype=np.int8)  # one byte a row: the sort's first key, radix-sorted
     for k, r in _RANK.items():
@@ -131,12 +132,16 @@ def _build(trace: Trace) -> OpTree:
     rank = rank_table[kind]
     rows = np.flatnonzero(rank >= 0)
     if len(rows) == 0:
-        return OpTree(op_parent, py_parent, 0, rows)
+        return OpTree(op_parent, py_parent, 0, rows.astype(op_parent.dtype))
     thread = ev.pid[rows].astype(np.int64) << 32 | ev.tid[rows].astype(np.int64)
     start = ev.ts[rows]
     end = start + ev.dur[rows]
     order = np.lexsort((rank[rows], -end, start, thread))
-    rows, thread, start, end, rank = rows[order], thread[order], start[order], end[order], rank[rows][order]
+    rank = rank[rows][order]  # reordered one column at a time: one old column held beside its new one
+    rows = rows[order]
+    thread = thread[order]
+    start = start[order]
+    end = end[order]
     del order
     # An event stays open until an event of its thread ends after it (ties stay nested); so the
     # enclosing events of event i are those j before it, on its thread, whose end is ≥ every end in
@@ -144,7 +149,9 @@ def _build(trace: Trace) -> OpTree:
     # first event of that kind in the chain that has a length. A non-finite end neither closes nor
     # contains anything (it reads as -inf).
     e = np.where(np.isfinite(end), end, -np.inf)
-    same_thread_before = np.r_[False, thread[1:] == thread[:-1]]
+    same_thread = thread[1:] == thread[:-1]  # each position with the next: the keys are not needed again
+    del end, thread
+    same_thread_before = np.r_[False, same_thread]
     pge = _nearest_reaching(e, same_thread_before, -1, strict=False)
     opened = e > start
     is_op_kind = (rank == 1) | (rank == 2)
@@ -153,22 +160,24 @@ def _build(trace: Trace) -> OpTree:
         out[rows] = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
     del pge, at
     # a crossing: an open operator closed by an event that starts inside it and ends after it
-    nxt = _nearest_reaching(e, np.r_[thread[1:] == thread[:-1], False], +1, strict=True)
+    nxt = _nearest_reaching(e, np.r_[same_thread, False], +1, strict=True)
     ops = np.flatnonzero(opened & is_op_kind & (nxt >= 0))
     crossings = int(np.count_nonzero(start[nxt[ops]] < e[ops]))
-    return OpTree(op_parent, py_parent, crossings, rows)
+    return OpTree(op_parent, py_parent, crossings, rows.astype(op_parent.dtype))
 
 
 def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> None:
     """Add each of ``rows``' values into its parent's, deepest rows first, so sums climb whole chains
     (a row whose parent is also in ``rows`` passes on what it received). Depth is counted along
     ``parent`` within ``rows``; one ``np.add.at`` per depth level, no Python loop over rows."""
-    rows = np.asarray(rows, dtype=np.int64)
+    rows = np.asarray(rows)
+    if rows.dtype.kind not in "iu":
+        rows = rows.astype(np.int64)
     if len(rows) == 0:
         return
     inside = np.zeros(len(parent), dtype=bool)
     inside[rows] = True
-    depth = np.zeros(len(rows), dtype=np.int64)
+    depth = np.zeros(len(rows), dtype=np.int32)  # nesting levels
     anc = parent[rows]
     while True:  # one pass per nesting level
         climbing = anc >= 0

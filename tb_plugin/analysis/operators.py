@@ -36,6 +36,7 @@ import numpy as np
 from ..trace.categories import DATALOADER_PREFIXES, PROFILER_STEP_PREFIX, Kind
 from ..trace.links import device_mask, launch_mask, launch_of
 from ..trace.model import Trace
+from ..trace.sparse import SparseColumn, row_dtype
 from .call_stacks import stack_ids
 from .graph_capture import replay_source
 from .op_tree import op_tree, roll_up
@@ -51,21 +52,19 @@ EXCLUDED_PREFIXES = (
 GROUPINGS = ("operator", "input_shape", "call_stack")
 
 
-class PerOp:
-    """Per-event values that only operator rows have, held for the operator rows alone (``ops``: the
-    operator rows, ascending): ``values[rows]`` reads like a per-event array, 0 for other rows."""
+class PerOp(SparseColumn):
+    """Per-event values that only operator rows have (``ops``: the operator rows, ascending, ``values``
+    theirs): ``self[rows]`` reads like a per-event array, 0 for other rows (−1 among them). Held for the
+    operator rows alone, and for those whose value is not +0 alone when they are under two thirds of
+    them (device, tensor-core and replay times: most operators launch nothing)."""
+
+    wrap_negative = False
 
     def __init__(self, ops: np.ndarray, values: np.ndarray) -> None:
-        self.ops, self.values = ops, values
-
-    def __getitem__(self, rows) -> np.ndarray:
-        rows = np.asarray(rows)
-        if rows.dtype == bool:
-            rows = np.flatnonzero(rows)
-        if len(self.ops) == 0:
-            return np.zeros(rows.shape)
-        pos = np.minimum(np.searchsorted(self.ops, rows), len(self.ops) - 1)
-        return np.where(self.ops[pos] == rows, self.values[pos], 0.0)
+        held = (values != 0) | np.signbit(values)  # -0.0 and NaN are values too
+        if 3 * int(np.count_nonzero(held)) < 2 * len(values):
+            ops, values = ops[held], values[held]
+        super().__init__(ops, values, 0.0, int(ops[-1]) + 1 if len(ops) else 0)
 
 
 @dataclasses.dataclass
@@ -111,7 +110,7 @@ def _op_times(trace: Trace) -> OpTimes:
     n = len(ev)
     tree = op_tree(trace)
     is_op = (ev.kind == Kind.CPU_OP) | (ev.kind == Kind.USER_ANNOTATION)
-    ops = np.flatnonzero(is_op)
+    ops: np.ndarray = np.flatnonzero(is_op).astype(row_dtype(n))  # held by the times (PerOp): int32 rows where they fit
     m = len(ops)
 
     def at(rows):  # operator rows → positions in ops
@@ -129,7 +128,7 @@ def _op_times(trace: Trace) -> OpTimes:
 
     launcher = launch_of(trace)
     dev = np.flatnonzero(device_mask(trace) & (launcher >= 0))
-    owner = np.full(n, -1, dtype=np.int64)
+    owner: np.ndarray = np.full(n, -1, dtype=row_dtype(n))  # held with the memo: int32 rows where they fit
     owner[dev] = parent[launcher[dev]]
     source = replay_source(trace)
     replayed = np.flatnonzero(source >= 0)

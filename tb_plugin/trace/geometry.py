@@ -18,6 +18,7 @@ import numpy as np
 from .categories import Kind
 from .links import launch_of
 from .model import Trace
+from .sparse import SparseColumn
 
 #: Launch calls whose ``grid`` is in work-items (``globalWorkSizeX/Y/Z``), not blocks.
 WORK_ITEM_GRID_LAUNCHES = frozenset({"hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel"})
@@ -25,11 +26,11 @@ WORK_ITEM_GRID_LAUNCHES = frozenset({"hipExtModuleLaunchKernel", "hipHccModuleLa
 _INT = re.compile(r"-?\d+")
 
 
-def kernel_blocks(trace: Trace) -> np.ndarray:
+def kernel_blocks(trace: Trace) -> SparseColumn:
     """For every event, the number of blocks its kernel launch ran (float64); NaN for events that are
     not kernels and for kernels whose geometry is unknown (no ``grid`` on the kernel or its launch, or
-    a work-item grid without a ``block``)."""
-    return trace.memo("kernel_blocks", lambda: _kernel_blocks(trace))
+    a work-item grid without a ``block``). Held for the kernels whose count is known (:class:`SparseColumn`)."""
+    return trace.memo("kernel_blocks", lambda: SparseColumn.of(_kernel_blocks(trace), np.nan))
 
 
 def _kernel_blocks(trace: Trace) -> np.ndarray:
@@ -52,10 +53,11 @@ def _kernel_blocks(trace: Trace) -> np.ndarray:
     return out
 
 
-def block_threads(trace: Trace) -> np.ndarray:
+def block_threads(trace: Trace) -> SparseColumn:
     """For every event, the threads per block (work-items per work-group) of its kernel launch: the
-    product of its ``block`` (or its launch call's, as :func:`kernel_blocks`); NaN when unknown."""
-    return trace.memo("block_threads", lambda: _block_threads(trace))
+    product of its ``block`` (or its launch call's, as :func:`kernel_blocks`); NaN when unknown. Held for
+    the kernels whose size is known (:class:`SparseColumn`)."""
+    return trace.memo("block_threads", lambda: SparseColumn.of(_block_threads(trace), np.nan))
 
 
 def _block_threads(trace: Trace) -> np.ndarray:

@@ -11,6 +11,7 @@ import numpy as np
 
 from .categories import DEVICE_KINDS, LAUNCH_KINDS
 from .model import Trace
+from .sparse import row_dtype
 
 
 def device_mask(trace: Trace) -> np.ndarray:
@@ -26,14 +27,15 @@ def launch_mask(trace: Trace) -> np.ndarray:
 def launch_of(trace: Trace) -> np.ndarray:
     """For every event, the row of the launch with the same correlation id, or -1.
 
-    Only device events get a value; when several launches share an id, the first one wins.
+    Only device events get a value; when several launches share an id, the first one wins. int32
+    rows where the trace has under 2³¹ events (:func:`.sparse.row_dtype`), else int64.
     """
     return trace.memo("launch_of", lambda: _launch_of(trace))
 
 
 def _launch_of(trace: Trace) -> np.ndarray:
     ev = trace.events
-    out = np.full(len(ev), -1, dtype=np.int64)
+    out: np.ndarray = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     launches = np.flatnonzero(launch_mask(trace) & (ev.correlation >= 0))
     devices = np.flatnonzero(device_mask(trace) & (ev.correlation >= 0))
     if len(launches) == 0 or len(devices) == 0:

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import sample
 
-from tb_plugin.analysis.memory import allocation_pairs, curves, downsample_curve, memory_summary, operator_stats
+from tb_plugin.analysis.memory import (
+    _name_groups,
+    allocation_pairs,
+    curves,
+    downsample_curve,
+    memory_summary,
+    operator_stats,
+)
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.decode import decode_trace
 
@@ -196,3 +204,14 @@ def test_brushed_window_reaches_its_end_and_reports_its_own_peak(known):
     early = memory_window(gpu, 30.0, 50.0, 50)  # no event inside: the held value is the peak, at the start
     assert (early["range_peak_allocated_bytes"], early["range_peak_allocated_ts"]) == (1500, 30.0)
     assert early["allocated"] == {"ts_us": [25.0, 50.0], "bytes": [1500, 1500]}
+
+
+def test_name_groups_are_numpy_unique():
+    """The operator table's grouping by name (no sort): the same keys and per-row groups as np.unique."""
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 40, 5000):
+        names = rng.integers(0, 200, n).astype(np.int32)
+        keys, group = _name_groups(names, 200)
+        want_keys, want_group = np.unique(names, return_inverse=True)
+        assert keys.tolist() == want_keys.tolist()
+        assert group.tolist() == want_group.reshape(-1).tolist()
