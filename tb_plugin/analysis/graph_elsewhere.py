@@ -97,12 +97,9 @@ def attribute_elsewhere(trace: Trace, doc: GraphsDocument, others: list[tuple[st
             share = 100.0 * left / doc["kernel_us"] if doc["kernel_us"] > 0 else 0.0
             if share < a["threshold_pct"]:
                 continue
-            a = dict(
-                a,
-                addressed_us=left,
-                share_pct=share,
-                text=a["text"].replace("{:.1f}%".format(a["share_pct"]), f"{share:.1f}%", 1),
-            )
+            text = a["text"].replace("{:.1f}%".format(a["share_pct"]), f"{share:.1f}%", 1)
+            a = a.copy()  # the keys keep their order: the JSON is the same as the trace's own
+            a["addressed_us"], a["share_pct"], a["text"] = left, share, text
         advice.append(a)
     out["advice"] = advice
     return out

@@ -31,7 +31,7 @@ from .graph_capture import captures, graph_sizes, matches, replay_source, replay
 from .numfmt import fixed
 from .op_tree import op_tree
 from .operators import _groups, op_times
-from .recommendations import THRESHOLDS, recommendation, threshold_us
+from .recommendations import THRESHOLDS, Recommendation, recommendation, threshold_us
 
 UNMATCHED_PCT = THRESHOLDS["graphs.capture_missing"]
 NOTES = {
@@ -67,7 +67,7 @@ class GraphsDocument(TypedDict):
     replay_list: list[dict[str, Any]]  # per replay: replay, graph and its figures
     captures: list[dict[str, Any]]  # per capture: start, launches, complete, instantiated, its graphs
     accounting: KernelAccounting
-    advice: list[dict[str, Any]]  # the graphs.capture_missing recommendation, when it holds
+    advice: list[Recommendation]  # the graphs.capture_missing recommendation, when it holds
 
 
 def kernel_accounting(trace: Trace) -> KernelAccounting:
@@ -183,7 +183,7 @@ def graphs_document(trace: Trace) -> GraphsDocument:
     return doc
 
 
-def graph_advice(trace: Trace) -> list[dict]:
+def graph_advice(trace: Trace) -> list[Recommendation]:
     """The CUDA-graph rules of the one recommendation list (``graphs_document``'s ``advice``): none for a
     trace without replays, without building its document (the kernel accounting needs the operator tree)."""
     return graphs_document(trace)["advice"] if len(replays(trace).launch) else []

@@ -26,7 +26,7 @@ from .insights import insights
 from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
 from .memory import gpu_peaks
-from .recommendations import STEP_RULES, ordered, recommend
+from .recommendations import STEP_RULES, Recommendation, ordered, recommend
 from .runtime_calls import RuntimeCalls, runtime_calls
 from .series import reduce_to
 from .steps import compute_steps
@@ -48,7 +48,7 @@ class Overview(TypedDict):
     average_pct: dict[str, float | None]  # each category's share of the average step (%; None without steps)
     gpus: list[dict[str, Any]]
     recommendations: list[str]  # the sentences of recommendation_details
-    recommendation_details: list[dict[str, Any]]
+    recommendation_details: list[Recommendation]  # analysis/recommendations.py
     about: list[dict[str, Any]]  # "About this trace" warnings
     runtime_calls: RuntimeCalls  # analysis/runtime_calls.py
     trainer_events: list[dict[str, Any]]
@@ -135,7 +135,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> Overview:
     }
 
 
-def advise(trace: Trace, overview_recs: list[dict]) -> tuple[list[dict], list[dict]]:
+def advise(trace: Trace, overview_recs: list[Recommendation]) -> tuple[list[Recommendation], list[dict]]:
     """``(recommendations, about)``: the Overview's rules with the Insights' and the runtime calls'
     (:mod:`.advice`) and the CUDA-graph and torch.compile rules (:mod:`.graphs`, :mod:`.compiled_regions`),
     most important first; none on step time when the trace captures CUDA graphs."""

@@ -14,6 +14,7 @@ from ..analysis.compiled_regions import CompiledRegions
 from ..analysis.graphs import GraphsDocument
 from ..analysis.memory import MemorySummary
 from ..analysis.overview import Overview
+from ..analysis.recommendations import Recommendation
 from ..analysis.runtime_calls import RuntimeCalls
 from ..analysis.snapshot_ranks import RankOutlier
 
@@ -31,7 +32,7 @@ class AdviceDocument(TypedDict):
     ``advice_document``, from the Overview's, computed once in analysis/overview.py)."""
 
     recommendations: list[str]  # the sentences, most important first
-    recommendation_details: list[dict[str, Any]]  # RECOMMENDATION_KEYS and the rule's values (µs, bytes)
+    recommendation_details: list[Recommendation]  # analysis/recommendations.py (µs, bytes)
     about: list[dict[str, Any]]  # the "About this trace" warnings
     runtime_calls: RuntimeCalls  # its first rows (analysis/runtime_calls.py)
 

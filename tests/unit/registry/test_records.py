@@ -14,10 +14,15 @@ import typing
 from pathlib import Path
 
 import pytest
+from synth import graphs as synth_graphs
+from synth.advice import allocator_trace, item_copy_trace
 from synth.oom import MIB, rank_snapshot
 
+from tb_plugin.analysis.compiled_regions import compiled_regions
 from tb_plugin.analysis.graph_bands import ReplayBands
 from tb_plugin.analysis.memory import MemorySummary
+from tb_plugin.analysis.overview import compute_overview
+from tb_plugin.analysis.recommendations import Recommendation, recommend
 from tb_plugin.cli.report import run_report
 from tb_plugin.cli.tables import print_tables
 from tb_plugin.registry import graph_siblings, report
@@ -29,6 +34,7 @@ from tb_plugin.registry.records import (
     WorkerReport,
 )
 from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.trace.decode import decode_trace
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 10), reason="the records' `X | None` hints evaluate on 3.10+")
 
@@ -101,6 +107,67 @@ def test_the_views_documents_conform_to_their_records():
     (st,) = cuda.files()
     cuda.load(st)
     assert cuda.views(st).graphs()["cuda_graphs"]["replays"] == 3  # a document with rows was checked
+
+
+def _synthetic_recommendations() -> list[Recommendation]:
+    """The rules no repository sample fires: byte-based, per-GPU and step rules, the allocator and
+    blocking-copy calls, torch.compile's."""
+    gpu = types.SimpleNamespace(
+        id=0,
+        utilization_pct=20.0,
+        matrix_units=True,
+        tensor_core_us=0.0,
+        vendor="NVIDIA",
+        architecture=None,
+        compute_capability="8.0",
+        memory_bytes=80 * 2**30,
+    )
+    step = {"kernel_us": 200.0, "dataloader_us": 10.0, "other_us": 790.0}
+    recs = recommend(
+        {"total_us": 1750.0, "kernel_us": 200.0, "other_us": 1540.0, "dataloader_us": 10.0},
+        [1000.0, 1000.0, 1000.0, 4000.0],
+        ["1", "2", "3", "4"],
+        [gpu],
+        {0: 500.0},
+        {0: 79 * 2**30},
+        step_breakdown=[step, step, step, dict(step, other_us=3790.0)],
+        window_us=7000.0,
+    )
+    for doc in (allocator_trace(), item_copy_trace()):
+        recs += compute_overview(decode_trace(json.dumps(doc).encode()))["recommendation_details"]
+    compiled = compiled_regions(decode_trace(json.dumps(synth_graphs.compiled_steps()).encode()))
+    assert compiled is not None
+    return recs + compiled["advice"]
+
+
+def test_recommendation_rows_conform_to_their_record():
+    """Every rule's row, from the samples' reports and synthetic traces, has exactly keys of
+    :class:`Recommendation` (each rule only its own values)."""
+    recs = [
+        rec
+        for folder in ("gpu_cudagraph", "gpu_compile", "synthetic_ddp", "synthetic_resnet")
+        for run in report_json(REPO_SAMPLES / folder)["runs"]
+        for worker in run["workers"]
+        for rec in worker["overview"]["recommendation_details"]
+    ]
+    recs += _synthetic_recommendations()
+    assert conforms(recs, list[Recommendation]) == []
+    assert {r["rule"] for r in recs} >= {
+        "dataloader",
+        "communication",
+        "low_utilization",
+        "mixed_precision",
+        "memory_peak",
+        "unbalanced_steps",
+        "cuda_graphs",
+        "cpu_overhead",
+        "allocator",
+        "blocking_copy",
+        "synchronize",
+        "graphs.capture_missing",
+        "compile.graph_breaks",
+        "compile.recompilation",
+    }
 
 
 def test_snapshot_ranks_conforms_to_its_record(tmp_path):
