@@ -25,9 +25,10 @@ from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.analysis.recommendations import Recommendation, recommend
 from tb_plugin.cli.report import run_report
 from tb_plugin.cli.tables import print_tables
-from tb_plugin.registry import graph_siblings, report
+from tb_plugin.registry import graph_siblings, report, report_distributed
 from tb_plugin.registry.records import (
     AdviceDocument,
+    DistributedSummary,
     GraphsReport,
     ReportDocument,
     SnapshotRanksDocument,
@@ -84,6 +85,14 @@ def test_the_report_of_several_ranks_has_its_distributed_sections():
     (run,) = report_json(REPO_SAMPLES / "synthetic_ddp")["runs"]
     assert {"distributed", "critical_path", "snapshots", "snapshot_ranks"} <= set(run)
     assert run["distributed"]["world_size"] == 2 and len(run["workers"]) == 2
+    summary = run["distributed"]  # rows that the report's conformance check walked into
+    assert [len(summary[k]) for k in ("ranks", "collectives", "groups", "arrivals")] == [2, 1, 1, 2]
+    assert len(summary["groups"][0]["by_rank"]) == 2 and summary["matching"]["by_type"][0]["matched"] == 3
+    assert conforms(summary, DistributedSummary) == []
+    assert tuple(summary["ranks"][0]) == report_distributed.RANK_COLUMNS  # the columns are the record's keys
+    assert tuple(summary["collectives"][0]) == report_distributed.COLLECTIVE_COLUMNS
+    assert tuple(summary["arrivals"][0]) == report_distributed.ARRIVAL_COLUMNS
+    assert tuple(summary["groups"][0]) == report_distributed.GROUP_COLUMNS
 
 
 def test_the_views_documents_conform_to_their_records():
