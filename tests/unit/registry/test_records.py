@@ -25,6 +25,7 @@ from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.analysis.recommendations import Recommendation, recommend
 from tb_plugin.cli.report import run_report
 from tb_plugin.cli.tables import print_tables
+from tb_plugin.interfaces import queries
 from tb_plugin.registry import graph_siblings, report, report_distributed
 from tb_plugin.registry.records import (
     AdviceDocument,
@@ -111,6 +112,13 @@ def test_the_views_documents_conform_to_their_records():
             assert conforms(views.replay_bands(), ReplayBands) == []
             found += 1
     assert found == 3
+    memory = RunRegistry(str(REPO_SAMPLES / "gpu_compile"))
+    memory.scan()
+    (st,) = memory.files()
+    memory.load(st)
+    summary = memory.views(st).memory_summary()  # a memory section with rows was checked
+    assert [d["device"] for d in summary["devices"]] == ["CPU", "GPU0"] and len(summary["top_operators"]) == 20
+    assert list(summary["top_operators"][0]) == queries.MEMORY_TOP_COLUMNS  # the columns are the record's keys
     cuda = RunRegistry(str(REPO_SAMPLES / "gpu_cudagraph"))
     cuda.scan()
     (st,) = cuda.files()
