@@ -20,6 +20,7 @@ from synth.oom import MIB, rank_snapshot
 
 from tb_plugin.analysis.compiled_regions import compiled_regions
 from tb_plugin.analysis.graph_bands import ReplayBands
+from tb_plugin.analysis.graphs import GraphsDocument, graphs_document
 from tb_plugin.analysis.memory import MemorySummary
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.analysis.recommendations import Recommendation, recommend
@@ -185,6 +186,34 @@ def test_recommendation_rows_conform_to_their_record():
         "compile.graph_breaks",
         "compile.recompilation",
     }
+
+
+def test_graph_rows_conform_to_their_records(tmp_path):
+    """Graph, kernel, replay and capture rows of every status, an attribution from another trace of the
+    run (``capture_file``) included, have exactly their records' keys."""
+    docs = [
+        graphs_document(decode_trace(json.dumps(doc).encode()))
+        for doc in (synth_graphs.captured_replays(), synth_graphs.ambiguous_captures(), synth_graphs.partial_capture())
+    ]
+    capture, replayed = synth_graphs.split_capture()
+    for name, doc in (("a_capture", capture), ("b_replay", replayed)):
+        (tmp_path / "job").mkdir(exist_ok=True)
+        (tmp_path / "job" / f"{name}.pt.trace.json").write_text(json.dumps(doc))
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    for st in reg.files():
+        reg.load(st)
+    st = reg.find("job", "b_replay", "1")
+    assert st is not None
+    others = lambda: graph_siblings.sibling_capture_tables(reg, st)
+    docs.append(graph_siblings.graphs_report(reg.views(st), others=others)["cuda_graphs"])
+    for doc in docs:
+        assert conforms(doc, GraphsDocument) == []
+    rows = [g for doc in docs for g in doc["graph_list"]]
+    assert {g["status"] for g in rows} == {"attributed", "ambiguous", "partial", "other_trace"}
+    assert all(g["kernels"] for g in rows) and all(doc["replay_list"] for doc in docs)
+    assert sum(len(doc["captures"]) for doc in docs) >= 3
+    assert list(rows[-1])[-1] == "capture_file"  # added last: the JSON's key order
 
 
 def test_snapshot_ranks_conforms_to_its_record(tmp_path):
