@@ -36,7 +36,7 @@ from ..trace.model import Trace
 from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .breakdown import category_masks
 from .gpu_idle import Busy, gpu_idle, window
-from .insights import LAUNCH_BOUND_MIN_GAPS, graph_use
+from .insights import LAUNCH_BOUND_MIN_GAPS, Insights, graph_use
 from .numfmt import duration, fixed
 from .recommendations import Recommendation, recommendation, threshold_us
 from .runtime_calls import issuing_frame, issuing_operator, outside_rows, outside_trace
@@ -244,7 +244,7 @@ def call_rules(trace: Trace) -> list[Recommendation]:
     return sorted(out, key=lambda r: -r["addressed_us"])
 
 
-def idle_rules(trace: Trace, insights_doc: dict) -> list[Recommendation]:
+def idle_rules(trace: Trace, insights_doc: Insights) -> list[Recommendation]:
     """``cuda_graphs`` and ``cpu_overhead`` per GPU (module docstring)."""
     out = []
     graphs = graph_use(trace)

@@ -146,8 +146,7 @@ class Trace:
         other, µs), ``launch`` (launch delay percentiles, overhead vs queueing as time-unions), ``exposed``
         (communication and copies not hidden behind compute), ``syncs``, and the file's one list of
         ``recommendations`` with ``recommendation_details``, ``about`` and ``runtime_calls``."""
-        doc: dict[str, Any] = self.views.insights()
-        return doc
+        return dict(self.views.insights())
 
     def graphs(self) -> dict[str, Any]:
         """CUDA graph replays and torch.compile regions, as ``kinetoscope report --json``'s ``graphs``:

@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 from ..analysis.compiled_regions import CompiledRegions
 from ..analysis.graphs import GraphsDocument
+from ..analysis.insights import ExposedParts, Insights
 from ..analysis.memory import MemorySummary
 from ..analysis.overview import Overview
 from ..analysis.recommendations import Recommendation
@@ -117,6 +118,48 @@ class RankTables(RankTablesBase, total=False):
     graphs: GraphsReport
 
 
+class InsightsDocument(Insights):
+    """The Insights tab's document (registry/views.py ``FileViews.insights``; docs/http_api.md ``GET
+    insights``): the trace's figures and its one list of recommendations."""
+
+    recommendations: list[str]
+    recommendation_details: list[Recommendation]
+    about: list[dict[str, Any]]  # the "About this trace" warnings
+    runtime_calls: RuntimeCalls
+
+
+class ReportIdleRow(TypedDict):
+    """One GPU's idle time and its parts in the report (µs)."""
+
+    device: int
+    window_us: float
+    idle_us: float
+    host_wait_us: float
+    short_gap_us: float
+    other_us: float
+
+
+class ReportIdle(TypedDict):
+    gpus: list[ReportIdleRow]
+
+
+class ReportLaunchDelay(TypedDict):
+    """Launch delay percentiles and the overhead/queueing medians (µs; None without launched kernels)."""
+
+    p50: float | None
+    p95: float | None
+    overhead_p50: float | None
+    queueing_p50: float | None
+
+
+class ReportInsights(TypedDict):
+    """The insight figures the report prints (registry/report.py ``report_insights``; µs)."""
+
+    idle: ReportIdle
+    launch_delay_us: ReportLaunchDelay
+    exposed: ExposedParts  # over all GPUs
+
+
 class RankAggregateBase(TypedDict):
     """The part of a rank's aggregate every aggregate holds."""
 
@@ -127,7 +170,7 @@ class RankAggregate(RankAggregateBase, total=False):
     """A rank's aggregate (registry/executors/task.py): ``insights`` when a task computed it, ``tables``
     when the job asked for the report's sections (packed while it travels, see task.pack)."""
 
-    insights: dict[str, Any]
+    insights: ReportInsights
     tables: RankTables
 
 
@@ -335,7 +378,7 @@ class WorkerReportBase(TypedDict):
     kernels: list[dict[str, Any]] | None  # KERNEL_KEYS per row (µs)
     modules: list[dict[str, Any]] | None  # the module tree (analysis/modules.py), or None without one
     memory: MemorySummary | None  # None when the file did not load
-    insights: dict[str, Any] | None  # report_insights (µs)
+    insights: ReportInsights | None
     graphs: GraphsReport | None  # graph_siblings.graphs_report; None when the file did not load
 
 

@@ -22,9 +22,10 @@ from .report_artifacts import add_artifacts, add_hang
 from .report_distributed import add_distributed, run_advice
 
 if TYPE_CHECKING:
+    from ..analysis.insights import Insights
     from ..analysis.overview import Overview
     from ..analysis.runtime_calls import RuntimeCalls
-    from .records import AdviceDocument, DiffDocument, ReportDocument, RunReport, WorkerReport
+    from .records import AdviceDocument, DiffDocument, ReportDocument, ReportInsights, RunReport, WorkerReport
     from .states import ArtifactState, FileState
     from .views import FileViews
 
@@ -155,12 +156,20 @@ def kernel_table(views: FileViews, group_by: str = "kernel", keys: list[str] = K
     return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
 
 
-def report_insights(found: dict[str, Any]) -> dict[str, Any]:
+def report_insights(found: Insights) -> ReportInsights:
     """The insight figures the report prints, from :meth:`FileViews.insights` (µs)."""
+    exposed = found["exposed"]
     return {
         "idle": {
             "gpus": [
-                {k: g[k] for k in ("device", "window_us", "idle_us", "host_wait_us", "short_gap_us", "other_us")}
+                {
+                    "device": g["device"],
+                    "window_us": g["window_us"],
+                    "idle_us": g["idle_us"],
+                    "host_wait_us": g["host_wait_us"],
+                    "short_gap_us": g["short_gap_us"],
+                    "other_us": g["other_us"],
+                }
                 for g in found["idle"]["gpus"]
             ]
         },
@@ -170,7 +179,12 @@ def report_insights(found: dict[str, Any]) -> dict[str, Any]:
             "overhead_p50": found["launch"]["overhead_us"]["p50"],
             "queueing_p50": found["launch"]["queueing_us"]["p50"],
         },
-        "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us", "idle_us")},
+        "exposed": {
+            "compute_us": exposed["compute_us"],
+            "exposed_comm_us": exposed["exposed_comm_us"],
+            "exposed_memcpy_us": exposed["exposed_memcpy_us"],
+            "idle_us": exposed["idle_us"],
+        },
     }
 
 

@@ -32,6 +32,7 @@ from tb_plugin.registry.records import (
     AdviceDocument,
     DistributedSummary,
     GraphsReport,
+    InsightsDocument,
     ReportDocument,
     SnapshotRanksDocument,
     WorkerReport,
@@ -111,6 +112,7 @@ def test_the_views_documents_conform_to_their_records():
             assert conforms(views.graphs(), GraphsReport) == []
             assert conforms(graph_siblings.graphs_report(views, max_replays=1), GraphsReport) == []
             assert conforms(views.replay_bands(), ReplayBands) == []
+            assert conforms(views.insights(), InsightsDocument) == []
             found += 1
     assert found == 3
     memory = RunRegistry(str(REPO_SAMPLES / "gpu_compile"))
@@ -125,6 +127,8 @@ def test_the_views_documents_conform_to_their_records():
     (st,) = cuda.files()
     cuda.load(st)
     assert cuda.views(st).graphs()["cuda_graphs"]["replays"] == 3  # a document with rows was checked
+    found = cuda.views(st).insights()  # and insights with GPU, sync and exposed rows
+    assert [len(found["idle"]["gpus"]), len(found["exposed"]["gpus"])] == [1, 1] and found["syncs"]["by_operator"]
 
 
 def _synthetic_recommendations() -> list[Recommendation]:
