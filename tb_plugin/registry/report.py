@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import differing_frames, parse_frame
 from ..analysis.memory import memory_window
+from ..analysis.runtime_calls import RuntimeCallRow
 from ..trace.heap import release_after
 from . import graph_siblings
 from .interface import Registry
@@ -69,19 +70,7 @@ def overview_document(registry: Registry, state: FileState) -> Overview | None:
 
 #: The columns of one recommendation every interface shows (the rule's own values follow in the details).
 RECOMMENDATION_KEYS = ["rule", "addressed_us", "threshold_us", "basis", "addressed_bytes", "threshold_bytes", "text"]
-RUNTIME_CALL_KEYS = [
-    "api",
-    "calls",
-    "total_us",
-    "window_us",
-    "window_pct",
-    "blocks",
-    "blocking_calls",
-    "blocking_us",
-    "blocking_kind",
-    "operators",
-    "frames",
-]
+RUNTIME_CALL_KEYS = list(RuntimeCallRow.__annotations__)
 
 
 def advice_document(overview: Overview, top_calls: int | None = None) -> AdviceDocument:

@@ -127,6 +127,8 @@ def test_the_views_documents_conform_to_their_records():
     (st,) = cuda.files()
     cuda.load(st)
     assert cuda.views(st).graphs()["cuda_graphs"]["replays"] == 3  # a document with rows was checked
+    calls = report.advice_document(st.overview, 5)["runtime_calls"]["rows"]  # and runtime-call rows
+    assert len(calls) == 5 and calls[0]["operators"] and list(calls[0]) == report.RUNTIME_CALL_KEYS
     found = cuda.views(st).insights()  # and insights with GPU, sync and exposed rows
     assert [len(found["idle"]["gpus"]), len(found["exposed"]["gpus"])] == [1, 1] and found["syncs"]["by_operator"]
 
