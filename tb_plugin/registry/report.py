@@ -64,7 +64,8 @@ def overview_document(registry: Registry, state: FileState) -> Overview | None:
     if state.overview is None:
         return None
     doc = state.overview.copy()
-    doc["configuration"] = dict(doc.get("configuration", {}), workers_in_run=registry.workers_in_run(state.run))
+    doc["configuration"] = doc["configuration"].copy()  # the cached Overview is not changed
+    doc["configuration"]["workers_in_run"] = registry.workers_in_run(state.run)
     return doc
 
 

@@ -33,9 +33,9 @@ def run_advice(workers: Sequence[RankOverview]) -> list[dict[str, Any]] | None:
         if w["overview"] is None or w["worker"] in seen:
             continue
         seen.add(w["worker"])
-        info = (w["overview"].get("configuration") or {}).get("distributed")
+        info = w["overview"]["configuration"]["distributed"]
         rank, _ = distributed_analysis.rank_of_info(info, w["worker"], position)
-        per_rank.append((rank, w["overview"].get("recommendation_details") or []))
+        per_rank.append((rank, w["overview"]["recommendation_details"]))
     return advice_ranks.across_ranks(per_rank) if len(per_rank) >= 2 else None
 
 
