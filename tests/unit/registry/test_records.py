@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from synth import graphs as synth_graphs
-from synth.advice import allocator_trace, item_copy_trace
+from synth.advice import allocator_trace, gpu_summary, item_copy_trace
 from synth.oom import MIB, rank_snapshot
 
 from tb_plugin.analysis.compiled_regions import compiled_regions
@@ -136,16 +136,7 @@ def test_the_views_documents_conform_to_their_records():
 def _synthetic_recommendations() -> list[Recommendation]:
     """The rules no repository sample fires: byte-based, per-GPU and step rules, the allocator and
     blocking-copy calls, torch.compile's."""
-    gpu = types.SimpleNamespace(
-        id=0,
-        utilization_pct=20.0,
-        matrix_units=True,
-        tensor_core_us=0.0,
-        vendor="NVIDIA",
-        architecture=None,
-        compute_capability="8.0",
-        memory_bytes=80 * 2**30,
-    )
+    gpu = gpu_summary(utilization_pct=20.0)
     step = {"kernel_us": 200.0, "dataloader_us": 10.0, "other_us": 790.0}
     recs = recommend(
         {"total_us": 1750.0, "kernel_us": 200.0, "other_us": 1540.0, "dataloader_us": 10.0},
