@@ -36,9 +36,9 @@ from ..trace.model import Trace
 from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .breakdown import category_masks
 from .gpu_idle import Busy, gpu_idle, window
-from .insights import LAUNCH_BOUND_MIN_GAPS, graph_use
+from .insights import LAUNCH_BOUND_MIN_GAPS, Insights, graph_use
 from .numfmt import duration, fixed
-from .recommendations import recommendation, threshold_us
+from .recommendations import Recommendation, recommendation, threshold_us
 from .runtime_calls import issuing_frame, issuing_operator, outside_rows, outside_trace
 
 ALLOCATOR_CALLS = (
@@ -175,7 +175,7 @@ def _issuer_phrase(trace: Trace, rows: np.ndarray) -> tuple[str, str | None, str
     return where, op_name, top_frame
 
 
-def call_rules(trace: Trace) -> list[dict]:
+def call_rules(trace: Trace) -> list[Recommendation]:
     """``allocator``, ``blocking_copy`` and ``synchronize`` (module docstring), most time first."""
     ev = trace.events
     lo, hi = window(trace)
@@ -244,7 +244,7 @@ def call_rules(trace: Trace) -> list[dict]:
     return sorted(out, key=lambda r: -r["addressed_us"])
 
 
-def idle_rules(trace: Trace, insights_doc: dict) -> list[dict]:
+def idle_rules(trace: Trace, insights_doc: Insights) -> list[Recommendation]:
     """``cuda_graphs`` and ``cpu_overhead`` per GPU (module docstring)."""
     out = []
     graphs = graph_use(trace)

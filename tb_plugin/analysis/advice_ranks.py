@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .numfmt import duration, fixed
+from .recommendations import Recommendation
 
 MIN_RANKS = 2
 
@@ -34,7 +35,7 @@ def ranks_text(ranks: list[int]) -> str:
     return ", ".join(out)
 
 
-def advice_key(rec: dict) -> str:
+def advice_key(rec: Recommendation) -> str:
     """What makes two ranks' recommendations the same advice: the rule, and what it names (the call
     rules' API, the low-utilization rule's category)."""
     named = rec.get("api") or rec.get("category")
@@ -46,9 +47,9 @@ def _spread(values: list[float]) -> dict:
     return {"min": float(v[0]), "median": float(np.median(v)), "max": float(v[-1])}
 
 
-def across_ranks(per_rank: list[tuple[int, list[dict]]]) -> list[dict]:
+def across_ranks(per_rank: list[tuple[int, list[Recommendation]]]) -> list[dict]:
     """The run recommendations (module docstring) of ``[(rank, that rank's recommendation details)]``."""
-    found: dict[str, list[tuple[int, dict]]] = {}
+    found: dict[str, list[tuple[int, Recommendation]]] = {}
     for rank, recs in per_rank:
         seen = set()
         for rec in recs:
@@ -62,7 +63,9 @@ def across_ranks(per_rank: list[tuple[int, list[dict]]]) -> list[dict]:
             continue
         hits.sort(key=lambda h: h[0])
         unit = "addressed_us" if "addressed_us" in hits[0][1] else "addressed_bytes"
-        values = [h[1].get(unit, 0.0) for h in hits]
+        values = [
+            h[1].get("addressed_us", 0.0) if unit == "addressed_us" else h[1].get("addressed_bytes", 0) for h in hits
+        ]
         middle = sorted(range(len(hits)), key=lambda i: values[i])[(len(hits) - 1) // 2]
         ranks = [h[0] for h in hits]
         spread = _spread(values)

@@ -43,7 +43,7 @@ from ..trace.model import Trace
 from .launch_context import device_work_inside, operator_mask
 from .numfmt import duration, fixed
 from .op_tree import op_tree
-from .recommendations import THRESHOLDS, recommendation, threshold_us
+from .recommendations import THRESHOLDS, Recommendation, recommendation, threshold_us
 from .steps import compute_steps
 
 REGION_PREFIX = "Torch-Compiled Region"
@@ -62,7 +62,7 @@ class CompiledRegions(TypedDict):
     regions: list[dict[str, Any]]  # per region name: calls, host/device µs, its Triton kernels
     triton_kernels: list[dict[str, Any]]  # per Triton kernel: region, calls, total µs
     steps: list[dict[str, Any]]  # per step: regions, frames, versions, recompilations, between/lookup µs
-    advice: list[dict[str, Any]]  # the compile.* recommendations that hold
+    advice: list[Recommendation]  # the compile.* recommendations that hold
 
 
 def _is_region(name: str) -> bool:
@@ -208,7 +208,7 @@ def _between(trace: Trace, rows: np.ndarray) -> float:
     return float(np.maximum(gap[same], 0.0).sum())
 
 
-def _share_of_step(rule: str, us: float, mean_step_us: float, threshold_pct: float, text: str) -> dict:
+def _share_of_step(rule: str, us: float, mean_step_us: float, threshold_pct: float, text: str) -> Recommendation:
     """``rule``'s recommendation for ``us`` of the average step (µs); ``text``'s ``{pct}`` is that share (%)."""
     share_pct = 100.0 * us / mean_step_us
     return recommendation(
@@ -222,14 +222,14 @@ def _share_of_step(rule: str, us: float, mean_step_us: float, threshold_pct: flo
     )
 
 
-def _advice(steps: list[dict]) -> list[dict]:
+def _advice(steps: list[dict]) -> list[Recommendation]:
     """The compile rules of the one recommendation list (:mod:`.recommendations`), each only at or above
     its threshold (:data:`~.recommendations.THRESHOLDS`)."""
     if not steps:
         return []
     step_us = np.array([s["step_us"] for s in steps])
     mean = float(step_us.mean())
-    out: list[dict] = []
+    out: list[Recommendation] = []
     if mean <= 0:
         return out
     between = float(np.mean([s["between_us"] for s in steps]))

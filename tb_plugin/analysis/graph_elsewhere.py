@@ -20,7 +20,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 from .graph_capture import captures, replays
-from .graphs import GraphsDocument
+from .graphs import GraphKernelRow, GraphRow, GraphsDocument
 from .op_tree import op_tree
 
 LOOKED_UP = ("partial", "no_capture")  # the statuses a capture in another trace can resolve
@@ -63,7 +63,7 @@ def attribute_elsewhere(trace: Trace, doc: GraphsDocument, others: list[tuple[st
     docstring); the advice is recomputed without the graphs so attributed. ``doc`` itself is not changed."""
     if not others or not any(g["status"] in LOOKED_UP for g in doc["graph_list"]):
         return doc
-    graph_list = []
+    graph_list: list[GraphRow] = []
     resolved_us = 0.0
     for g in doc["graph_list"]:
         if g["status"] not in LOOKED_UP:
@@ -74,18 +74,15 @@ def attribute_elsewhere(trace: Trace, doc: GraphsDocument, others: list[tuple[st
             fits = [c for c in table if len(c["ops"]) == size]
             if len(fits) == 1:
                 c = fits[0]
-                g = dict(
-                    g,
-                    status="other_trace",
-                    method="launch order",
-                    capture_file=file,
-                    note=NOTE.format(capture=c["capture"], file=file),
-                    kernels=_kernels(trace, g["graph"], c),
-                )
+                g = g.copy()  # existing keys keep their place, ``capture_file`` comes last
+                g["status"], g["method"], g["capture_file"] = "other_trace", "launch order", file
+                g["note"] = NOTE.format(capture=c["capture"], file=file)
+                g["kernels"] = _kernels(trace, g["graph"], c)
                 resolved_us += g["kernel_us"]
                 break
             if len(fits) > 1:
-                g = dict(g, note=g["note"] + AMBIGUOUS_NOTE.format(n=len(fits), file=file, size=size))
+                g = g.copy()
+                g["note"] += AMBIGUOUS_NOTE.format(n=len(fits), file=file, size=size)
                 break
         graph_list.append(g)
     out = doc.copy()
@@ -97,18 +94,15 @@ def attribute_elsewhere(trace: Trace, doc: GraphsDocument, others: list[tuple[st
             share = 100.0 * left / doc["kernel_us"] if doc["kernel_us"] > 0 else 0.0
             if share < a["threshold_pct"]:
                 continue
-            a = dict(
-                a,
-                addressed_us=left,
-                share_pct=share,
-                text=a["text"].replace("{:.1f}%".format(a["share_pct"]), f"{share:.1f}%", 1),
-            )
+            text = a["text"].replace("{:.1f}%".format(a["share_pct"]), f"{share:.1f}%", 1)
+            a = a.copy()  # the keys keep their order: the JSON is the same as the trace's own
+            a["addressed_us"], a["share_pct"], a["text"] = left, share, text
         advice.append(a)
     out["advice"] = advice
     return out
 
 
-def _kernels(trace: Trace, graph: int, table: dict) -> list[dict]:
+def _kernels(trace: Trace, graph: int, table: dict) -> list[GraphKernelRow]:
     """Graph ``graph``'s kernels grouped by name, the capture's operator and frame at their position
     (replays of the capture's size only; the others by name alone): calls and total µs."""
     ev = trace.events
@@ -130,7 +124,7 @@ def _kernels(trace: Trace, graph: int, table: dict) -> list[dict]:
     inverse = inverse.reshape(-1)
     calls = np.bincount(inverse, minlength=len(uniq))
     total = np.bincount(inverse, weights=ev.dur[rows], minlength=len(uniq))
-    out = [
+    out: list[GraphKernelRow] = [
         {
             "graph": graph,
             "name": trace.strings[n],

@@ -21,7 +21,7 @@ attributed kernel time that came through a matched capture.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict, cast
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from .graph_capture import captures, graph_sizes, matches, replay_source, replay
 from .numfmt import fixed
 from .op_tree import op_tree
 from .operators import _groups, op_times
-from .recommendations import THRESHOLDS, recommendation, threshold_us
+from .recommendations import THRESHOLDS, Recommendation, recommendation, threshold_us
 
 UNMATCHED_PCT = THRESHOLDS["graphs.capture_missing"]
 NOTES = {
@@ -55,6 +55,70 @@ class KernelAccounting(TypedDict):
     from_graph_replay_us: float
 
 
+class GraphKernelRow(TypedDict):
+    """Replayed kernels of one graph with one name, owning operator and Python frame (µs)."""
+
+    graph: int
+    name: str
+    op: str | None  # the operator that launched it during the capture; None when not attributed
+    frame: str | None  # the Python frame around that launch
+    calls: int
+    total_us: float
+
+
+class GraphRowBase(TypedDict):
+    """One CUDA graph of the document: its replays' figures and its capture (µs)."""
+
+    graph: int  # its index in the document
+    graph_id: int | None  # the trace's graph id, when the trace records one
+    replays: int
+    events_per_replay: int
+    kernel_us: float  # over all its replays
+    busy_us: float
+    gap_us: float
+    launch_us: float  # host time of its launches
+    streams: list[int]
+    status: str  # "attributed", "ambiguous", "partial", "no_capture" or "other_trace" (analysis/graph_elsewhere.py)
+    method: str | None  # how replayed kernels were matched to captured launches; None when not attributed
+    capture: int | None  # the index of its capture in ``captures``
+    candidates: list[int]  # the captures of its size
+    note: str
+    kernels: list[GraphKernelRow]  # most time first within the graph
+
+
+class GraphRow(GraphRowBase, total=False):
+    """:class:`GraphRowBase` and, for a graph attributed from another trace of the run, that trace."""
+
+    capture_file: str
+
+
+class ReplayRow(TypedDict):
+    """One replay of a graph (µs; start and end in trace time)."""
+
+    replay: int
+    graph: int
+    start_us: float
+    end_us: float
+    events: int
+    kernels: int
+    kernel_us: float
+    busy_us: float  # the union of its work
+    gap_us: float  # its span minus busy
+    launch_us: float  # host time of its launch
+    launch_delay_us: float  # from the launch's start to its first device event
+
+
+class CaptureRow(TypedDict):
+    """One stream capture (µs, trace time)."""
+
+    capture: int
+    start_us: float
+    launches: int
+    complete: bool  # begin and end capture both in the trace
+    instantiated: bool
+    graphs: list[int]  # the graphs matched to it
+
+
 class GraphsDocument(TypedDict):
     """The CUDA graphs document (:func:`graphs_document`; µs, the module docstring)."""
 
@@ -63,11 +127,11 @@ class GraphsDocument(TypedDict):
     kernel_us: float
     graph_kernel_us: float
     graph_kernel_pct: float
-    graph_list: list[dict[str, Any]]  # per graph: replays, figures, status and note of its capture, kernels
-    replay_list: list[dict[str, Any]]  # per replay: replay, graph and its figures
-    captures: list[dict[str, Any]]  # per capture: start, launches, complete, instantiated, its graphs
+    graph_list: list[GraphRow]
+    replay_list: list[ReplayRow]
+    captures: list[CaptureRow]
     accounting: KernelAccounting
-    advice: list[dict[str, Any]]  # the graphs.capture_missing recommendation, when it holds
+    advice: list[Recommendation]  # the graphs.capture_missing recommendation, when it holds
 
 
 def kernel_accounting(trace: Trace) -> KernelAccounting:
@@ -118,7 +182,8 @@ def graphs_document(trace: Trace) -> GraphsDocument:
     doc["graphs"], doc["graph_kernel_us"] = n_graphs, graph_kernel_us
     doc["graph_kernel_pct"] = 100.0 * graph_kernel_us / kernel_us if kernel_us > 0 else 0.0
     doc["replay_list"] = [
-        dict(replay=i, graph=int(rep.graph[i]), **{k: v[i] for k, v in per.items()}) for i in range(len(rep.launch))
+        cast(ReplayRow, dict(replay=i, graph=int(rep.graph[i]), **{k: v[i] for k, v in per.items()}))
+        for i in range(len(rep.launch))
     ]
     doc["captures"] = _capture_list(trace, match)
     kernel_rows = _kernels_by_graph(trace)
@@ -135,7 +200,7 @@ def graphs_document(trace: Trace) -> GraphsDocument:
     event_graph = rep.graph[rep.replay]
     by_graph = np.argsort(event_graph, kind="stable")
     bounds = np.searchsorted(event_graph[by_graph], np.arange(n_graphs + 1))
-    kernels_of: dict[int, list] = {}
+    kernels_of: dict[int, list[GraphKernelRow]] = {}
     for row in kernel_rows:
         kernels_of.setdefault(row["graph"], []).append(row)
     for g in range(n_graphs):  # one pass per graph, each over its own events
@@ -183,7 +248,7 @@ def graphs_document(trace: Trace) -> GraphsDocument:
     return doc
 
 
-def graph_advice(trace: Trace) -> list[dict]:
+def graph_advice(trace: Trace) -> list[Recommendation]:
     """The CUDA-graph rules of the one recommendation list (``graphs_document``'s ``advice``): none for a
     trace without replays, without building its document (the kernel accounting needs the operator tree)."""
     return graphs_document(trace)["advice"] if len(replays(trace).launch) else []
@@ -227,7 +292,7 @@ def _per_replay(trace: Trace) -> dict:
     }
 
 
-def _kernels_by_graph(trace: Trace) -> list[dict]:
+def _kernels_by_graph(trace: Trace) -> list[GraphKernelRow]:
     """Replayed kernels grouped by graph, name, owning operator and the Python frame around the captured
     launch (the last two only when attributed): calls and total µs."""
     ev = trace.events
@@ -252,7 +317,7 @@ def _kernels_by_graph(trace: Trace) -> list[dict]:
     uniq = np.stack([c[order][new] for c in cols], axis=1)
     calls = np.bincount(inverse, minlength=len(uniq))
     total = np.bincount(inverse, weights=ev.dur[rows], minlength=len(uniq))
-    out = [
+    out: list[GraphKernelRow] = [
         {
             "graph": g,
             "name": trace.strings[n],
@@ -267,12 +332,12 @@ def _kernels_by_graph(trace: Trace) -> list[dict]:
     return out
 
 
-def _capture_list(trace: Trace, match) -> list[dict]:
+def _capture_list(trace: Trace, match) -> list[CaptureRow]:
     """Per capture: its start (µs, trace time), launches, whether it is complete and instantiated, and
     the graphs matched to it."""
     ev = trace.events
     cap = captures(trace)
-    out = []
+    out: list[CaptureRow] = []
     for i in range(len(cap.begin)):
         anchor = cap.begin[i] if cap.begin[i] >= 0 else cap.end[i]
         graphs = [] if match is None else [g for g, c in enumerate(match.capture.tolist()) if c == i]

@@ -31,6 +31,8 @@ Advice from these figures is in :mod:`.advice` (one list per file with the Overv
 
 from __future__ import annotations
 
+from typing import Any, TypedDict, cast
+
 import numpy as np
 
 from ..trace.categories import Kind
@@ -48,7 +50,120 @@ GRAPH_CAPTURE_MARKERS = ("StreamBeginCapture", "StreamGetCaptureInfo")
 LAUNCH_BOUND_MIN_GAPS = 50  # … over at least this many gaps ("many short kernels")
 
 
-def _histogram(values: np.ndarray) -> dict:
+class Histogram(TypedDict):
+    """Counts of lengths (µs) per bin of :data:`GAP_BINS_US`."""
+
+    edges_us: list[float | None]  # None: +∞
+    counts: list[int]
+
+
+class GpuIdleRow(TypedDict):
+    """One GPU's idle time inside the steps window and its parts (µs; analysis/gpu_idle.py)."""
+
+    device: int
+    window_us: float
+    busy_us: float
+    idle_us: float  # = host_wait_us + short_gap_us + other_us
+    host_wait_us: float
+    short_gap_us: float
+    other_us: float
+    launch_bound_us: float  # idle in gaps that ended with a kernel shorter than its launch
+    launch_bound_gaps: int
+
+
+class StreamIdle(TypedDict):
+    """GPU idle time per GPU and per stream (:func:`stream_idle`; µs)."""
+
+    short_gap_threshold_us: float
+    window_us: float
+    gpus: list[GpuIdleRow]
+    per_stream: list[dict[str, Any]]  # analysis/gpu_idle.py stream_idle_split
+    gap_histogram: Histogram
+
+
+class Spread(TypedDict):
+    """Percentiles of per-kernel values and the time-union of their intervals (µs; None: no kernel)."""
+
+    p50: float | None
+    p95: float | None
+    union_us: float
+
+
+class GraphUse(TypedDict):
+    """Graph replay and stream-capture calls in the trace."""
+
+    replays: int
+    captures: int
+
+
+class LaunchDelays(TypedDict):
+    """Launch delay and its split (:func:`launch_delays`; µs; None: no launched kernel)."""
+
+    kernels: int
+    p50: float | None
+    p95: float | None
+    max: float | None
+    short_kernel_share: float | None  # kernels shorter than their launch call
+    overhead_us: Spread
+    queueing_us: Spread
+    graphs: GraphUse
+    delay_histogram: Histogram
+    duration_histogram: Histogram
+
+
+class ExposedParts(TypedDict):
+    """A window split by priority: compute, then communication, then copies, then idle (µs)."""
+
+    compute_us: float
+    exposed_comm_us: float
+    exposed_memcpy_us: float
+    idle_us: float
+
+
+class ExposedGpuRow(ExposedParts):
+    """One GPU's :class:`ExposedParts`."""
+
+    device: int
+
+
+class ExposedTime(ExposedParts):
+    """Per GPU and in total (:func:`exposed_time`): the parts add up to the window per GPU (µs)."""
+
+    window_us: float
+    gpus: list[ExposedGpuRow]
+
+
+class SyncOperatorRow(TypedDict):
+    """The synchronizing calls one operator issued (µs)."""
+
+    op: str  # "(no operator)" for calls outside any operator
+    calls: int
+    sync_us: float
+    gpu_idle_after_us: float  # time-union of the GPU idle after its calls
+    apis: dict[str, int]  # calls per API, first seen first
+
+
+class HostSyncs(TypedDict):
+    """Synchronizing calls and ``cuda_sync`` events (:func:`host_syncs`; µs)."""
+
+    sync_calls: int
+    sync_us: float
+    cuda_sync_events: int
+    cuda_sync_us: float
+    gpu_idle_after_us: float
+    by_operator: list[SyncOperatorRow]  # most sync time first
+
+
+class Insights(TypedDict):
+    """The Insights tab's figures of one trace (:func:`insights`)."""
+
+    idle: StreamIdle
+    launch: LaunchDelays
+    exposed: ExposedTime
+    syncs: HostSyncs
+
+
+def _histogram(values: np.ndarray) -> Histogram:
     """The documented {edges_us, counts} shape over :data:`GAP_BINS_US` (null = +∞)."""
     return {
         "edges_us": [e if np.isfinite(e) else None for e in GAP_BINS_US],
@@ -56,23 +171,23 @@ def _histogram(values: np.ndarray) -> dict:
     }
 
 
-def stream_idle(trace: Trace) -> dict:
+def stream_idle(trace: Trace) -> StreamIdle:
     """Per GPU idle time (≤ the window) split into host wait / short gap / other; per-stream splits
     (``per_stream``, labelled per stream, never summed); a histogram of the GPUs' idle gap lengths."""
     lo, hi = window(trace)
-    gpus, lengths = [], []
+    gpus: list[GpuIdleRow] = []
+    lengths = []
     for g in gpu_idle(trace):
         gaps = g.gaps
-        gpus.append(
-            {
-                "device": g.device,
-                "window_us": hi - lo,
-                "busy_us": float(g.busy.cum[-1]),
-                **gaps.split(),
-                "launch_bound_us": float(gaps.length[gaps.launch_bound].sum()),
-                "launch_bound_gaps": int(gaps.launch_bound.sum()),
-            }
-        )
+        row = {
+            "device": g.device,
+            "window_us": hi - lo,
+            "busy_us": float(g.busy.cum[-1]),
+            **gaps.split(),
+            "launch_bound_us": float(gaps.length[gaps.launch_bound].sum()),
+            "launch_bound_gaps": int(gaps.launch_bound.sum()),
+        }
+        gpus.append(cast(GpuIdleRow, row))
         lengths.append(gaps.length)
     return {
         "short_gap_threshold_us": SHORT_GAP_US,
@@ -83,7 +198,7 @@ def stream_idle(trace: Trace) -> dict:
     }
 
 
-def graph_use(trace: Trace) -> dict:
+def graph_use(trace: Trace) -> GraphUse:
     """Counts of CUDA/HIP graph replay calls and stream-capture calls in the trace."""
     ev = trace.events
     replay = trace.name_mask(lambda s: s.startswith(GRAPH_LAUNCH_PREFIXES))
@@ -92,13 +207,13 @@ def graph_use(trace: Trace) -> dict:
     return {"replays": int((replay & host).sum()), "captures": int((capture & host).sum())}
 
 
-def _spread(values: np.ndarray, union_us: float = 0.0) -> dict:
+def _spread(values: np.ndarray, union_us: float = 0.0) -> Spread:
     if len(values) == 0:
         return {"p50": None, "p95": None, "union_us": 0.0}
     return {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)), "union_us": union_us}
 
 
-def launch_delays(trace: Trace) -> dict:
+def launch_delays(trace: Trace) -> LaunchDelays:
     """Launch delay (p50/p95/max) split into launch overhead and queueing (p50/p95/total), kernel
     duration histogram, the share of kernels shorter than their launch, and CUDA graph use."""
     ev = trace.events
@@ -152,7 +267,7 @@ def launch_delays(trace: Trace) -> dict:
     }
 
 
-def exposed_time(trace: Trace) -> dict:
+def exposed_time(trace: Trace) -> ExposedTime:
     """Per GPU and in total: computation, exposed communication, exposed memcpy, idle (sum = window)."""
     ev = trace.events
     lo, hi = window(trace)
@@ -160,7 +275,7 @@ def exposed_time(trace: Trace) -> dict:
     compute = masks["kernel"]
     comm = masks["communication"] & device_mask(trace)
     copy = masks["memcpy"] | masks["memset"]
-    out = []
+    out: list[ExposedGpuRow] = []
     for d in np.unique(ev.device[device_mask(trace) & (ev.device >= 0)]):
         on = ev.device == d
         parts = _priority_cover([compute & on, comm & on, copy & on], ev, lo, hi)
@@ -179,7 +294,7 @@ def exposed_time(trace: Trace) -> dict:
         if out
         else {"compute_us": 0.0, "exposed_comm_us": 0.0, "exposed_memcpy_us": 0.0, "idle_us": 0.0}
     )
-    return {"window_us": hi - lo, "gpus": out, **total}
+    return cast(ExposedTime, {"window_us": hi - lo, "gpus": out, **total})
 
 
 def _priority_cover(masks, ev, lo, hi) -> list[float]:
@@ -238,7 +353,7 @@ def idle_after_union(
     return np.bincount(keys // (len(dev_starts) + 1), weights=spans, minlength=n)
 
 
-def host_syncs(trace: Trace, top: int = 20) -> dict:
+def host_syncs(trace: Trace, top: int = 20) -> HostSyncs:
     """Synchronizing calls and ``cuda_sync`` events, grouped by the operator that issued them."""
     ev = trace.events
     bl = blocking_calls(trace)
@@ -270,7 +385,7 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     apis: list[dict] = [{} for _ in ops]
     for k in np.argsort(pair_first, kind="stable").tolist():  # per (operator, API), first seen first
         apis[int(pairs[k] >> 32)][trace.strings[int(pairs[k] & 0xFFFFFFFF)]] = int(pair_calls[k])
-    by_op = [
+    by_op: list[SyncOperatorRow] = [
         {
             "op": trace.strings[int(ops[g])] if ops[g] >= 0 else "(no operator)",
             "calls": calls[g],
@@ -293,13 +408,16 @@ def host_syncs(trace: Trace, top: int = 20) -> dict:
     }
 
 
-def insights(trace: Trace) -> dict:
-    return trace.memo(
-        "insights",
-        lambda: {
+def insights(trace: Trace) -> Insights:
+    """The Insights tab's figures (computed once per trace)."""
+
+    def build() -> Insights:
+        return {
             "idle": stream_idle(trace),
             "launch": launch_delays(trace),
             "exposed": exposed_time(trace),
             "syncs": host_syncs(trace),
-        },
-    )
+        }
+
+    found: Insights = trace.memo("insights", build)
+    return found

@@ -35,7 +35,7 @@ Definitions (bytes; times µs relative to the trace's first event):
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
@@ -420,18 +420,34 @@ def memory_window(curve: dict, start: float, end: float, width_px: int) -> dict:
     return out
 
 
+class MemoryDevicePeak(TypedDict):
+    """One device's peaks in the report's ``memory`` section (bytes; time in µs from :func:`memory_origin`)."""
+
+    device: str  # the device label (:func:`device_rows`)
+    peak_allocated_bytes: int
+    peak_allocated_ts: float  # when allocated memory peaked
+    peak_reserved_bytes: int | None  # None when the trace records no Total Reserved
+
+
+class MemoryOperatorRow(TypedDict):
+    """One operator's allocations over all devices (:func:`operator_stats` summed; bytes)."""
+
+    name: str
+    size_increase_bytes: int  # allocated minus freed, children included
+    allocation_bytes: int
+    allocations: int
+
+
 class MemorySummary(TypedDict):
     """The report's ``memory`` section (:func:`memory_summary`)."""
 
-    devices: list[
-        dict[str, Any]
-    ]  # per device: device, peak_allocated_bytes, peak_allocated_ts (µs), peak_reserved_bytes
-    top_operators: list[dict[str, Any]]  # name, size_increase_bytes, allocation_bytes, allocations; most bytes first
+    devices: list[MemoryDevicePeak]
+    top_operators: list[MemoryOperatorRow]  # most bytes allocated first
 
 
 def memory_summary(trace: Trace, top: int = 20) -> MemorySummary:
     """The headless report's ``memory``: per-device peaks and the top operators over all devices."""
-    devices = [
+    devices: list[MemoryDevicePeak] = [
         {
             "device": c["device"],
             "peak_allocated_bytes": c["peak_allocated_bytes"],
@@ -440,13 +456,14 @@ def memory_summary(trace: Trace, top: int = 20) -> MemorySummary:
         }
         for c in curves(trace)
     ]
-    merged: dict[str, dict] = {}
+    merged: dict[str, MemoryOperatorRow] = {}
     for d in devices:
         for row in operator_stats(trace, d["device"]):
             acc = merged.setdefault(
                 row["name"], {"name": row["name"], "size_increase_bytes": 0, "allocation_bytes": 0, "allocations": 0}
             )
-            for key in ("size_increase_bytes", "allocation_bytes", "allocations"):
-                acc[key] += row[key]
+            acc["size_increase_bytes"] += row["size_increase_bytes"]
+            acc["allocation_bytes"] += row["allocation_bytes"]
+            acc["allocations"] += row["allocations"]
     ranked = sorted(merged.values(), key=lambda r: (-r["allocation_bytes"], r["name"]))
     return {"devices": devices, "top_operators": ranked[:top]}

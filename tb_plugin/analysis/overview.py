@@ -9,7 +9,7 @@ HTTP route both call :func:`compute_overview`. All times are µs.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .insights import insights
 from .intervals import covered_in_windows, merge
 from .launch_context import device_work_inside, operator_mask
 from .memory import gpu_peaks
-from .recommendations import STEP_RULES, ordered, recommend
+from .recommendations import STEP_RULES, Recommendation, ordered, recommend
 from .runtime_calls import RuntimeCalls, runtime_calls
 from .series import reduce_to
 from .steps import compute_steps
@@ -35,20 +35,63 @@ from .tensor_cores import fp32_eligible_kernel_us_by_device
 CATEGORY_KEYS = [f"{c}_us" for c in CATEGORIES]
 
 
+class ClippedStep(TypedDict):
+    """A step whose annotation outlived the profiler, cut at its end (µs from the first step's start)."""
+
+    step: str
+    host_end_us: float
+    clipped_to_us: float
+
+
+class Configuration(TypedDict):
+    """The Overview's configuration: workers, device, steps and versions (µs)."""
+
+    workers_in_run: int
+    device_type: str  # the accelerator's name ("GPU", "MTIA"), or "CPU" without one
+    gpu_count: int
+    step_count: int
+    steps_window_us: float
+    average_step_us: float
+    has_step_markers: bool
+    dropped_tail_steps: list[str]  # trailing steps left out (analysis/steps.py)
+    clipped_steps: list[ClippedStep]
+    distributed: dict[str, Any] | None  # the trace's distributedInfo; None without one
+    trace_format: str | None
+    pytorch_version: str | None
+
+
+class GpuRow(TypedDict):
+    """One device of the Overview (analysis/gpu.py ``GpuSummary`` without its internal fields)."""
+
+    id: int
+    name: str | None
+    memory_bytes: int | None
+    vendor: str | None  # "NVIDIA", "AMD" or None
+    compute_capability: str | None  # None on AMD
+    architecture: str | None  # AMD gfx architecture; None on NVIDIA
+    utilization_pct: float
+    sm_efficiency_pct: float | None
+    kernel_us_without_geometry: float  # left out of SM efficiency
+    achieved_occupancy_pct: float | None
+    tensor_core_pct: float | None
+    kernel_us_without_occupancy: float  # left out of occupancy
+    device_type: str  # "GPU", or the accelerator's name ("MTIA"): GPU-only metrics are None there
+
+
 class Overview(TypedDict):
     """Everything the Overview page shows of one worker's trace file (:func:`compute_overview`; times
     in µs, step times from the first step's start). A plain dict at run time, so the JSON is the
     dict itself; the type checker holds the keys every interface reads."""
 
-    configuration: dict[str, Any]  # workers, device, step count and window, distributed info, versions
+    configuration: Configuration
     categories: list[str]  # CATEGORY_KEYS: the breakdown's columns
     category_labels: dict[str, str]
     steps: list[dict[str, Any]]  # per step: step, start_us, end_us, total_us and each category
     average: dict[str, float]  # the average step: total_us and each category
     average_pct: dict[str, float | None]  # each category's share of the average step (%; None without steps)
-    gpus: list[dict[str, Any]]
+    gpus: list[GpuRow]
     recommendations: list[str]  # the sentences of recommendation_details
-    recommendation_details: list[dict[str, Any]]
+    recommendation_details: list[Recommendation]  # analysis/recommendations.py
     about: list[dict[str, Any]]  # "About this trace" warnings
     runtime_calls: RuntimeCalls  # analysis/runtime_calls.py
     trainer_events: list[dict[str, Any]]
@@ -135,7 +178,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> Overview:
     }
 
 
-def advise(trace: Trace, overview_recs: list[dict]) -> tuple[list[dict], list[dict]]:
+def advise(trace: Trace, overview_recs: list[Recommendation]) -> tuple[list[Recommendation], list[dict]]:
     """``(recommendations, about)``: the Overview's rules with the Insights' and the runtime calls'
     (:mod:`.advice`) and the CUDA-graph and torch.compile rules (:mod:`.graphs`, :mod:`.compiled_regions`),
     most important first; none on step time when the trace captures CUDA graphs."""
@@ -212,11 +255,11 @@ def gpu_summary(trace: Trace) -> list:
     )
 
 
-def _gpu_json(gpu) -> dict[str, Any]:
+def _gpu_json(gpu) -> GpuRow:
     d = dataclasses.asdict(gpu)
     for key in INTERNAL_FIELDS:
         d.pop(key, None)
-    return d
+    return cast(GpuRow, d)
 
 
 def _distributed(trace: Trace) -> dict[str, Any] | None:

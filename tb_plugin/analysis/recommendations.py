@@ -32,6 +32,8 @@ Rules of this module (thresholds: :data:`THRESHOLDS`):
 
 from __future__ import annotations
 
+from typing import Any, TypedDict, cast
+
 import numpy as np
 
 from .breakdown import CATEGORY_LABELS, category_phrase
@@ -67,14 +69,60 @@ STEP_RULES = frozenset(
 )
 
 
+class RecommendationBase(TypedDict):
+    """What every recommendation holds."""
+
+    rule: str  # the rule's name (:data:`THRESHOLDS`, ``memory_peak``)
+    text: str  # its sentence
+
+
+class Recommendation(RecommendationBase, total=False):
+    """One recommendation of the one list every interface shows (module docstring): the time it
+    addresses and its threshold (µs over ``basis``) or, for byte-based advice, bytes, and the values of
+    its rule (only the rule's own are present)."""
+
+    addressed_us: float
+    threshold_us: float
+    basis: str  # "average_step", "steps_window", "median_step" or "kernel_time"
+    addressed_bytes: int  # memory_peak
+    threshold_bytes: int
+    gpu: int  # the device the rule speaks of
+    dataloader_pct: float  # % of the average step
+    communication_pct: float
+    utilization_pct: float  # low_utilization: the GPU's utilization
+    category: str  # the breakdown category it names (low_utilization, unbalanced_steps)
+    category_pct: float  # % of the average step
+    category_excess_us: float  # unbalanced_steps: over the median step
+    fp32_eligible_kernel_us: float  # mixed_precision
+    peak_allocated_bytes: int  # memory_peak
+    memory_bytes: int  # the device's memory
+    step: str  # unbalanced_steps: the slowest step's name
+    step_us: float
+    prior_us: float  # GPU time of work launched before the first step, left out of it
+    median_step_us: float
+    ratio: float  # the step over the median step
+    api: str  # runtime-call rules: the dominant API
+    calls: int
+    api_us: float
+    operator: str | None  # the operator that issued most of its time
+    frame: str | None  # the Python frame of that operator
+    gaps: int  # cuda_graphs: launch-bound gaps
+    threshold_pct: float  # graphs.*, compile.*: the rule's threshold, % of its basis
+    share_pct: float
+    steps: list[Any]  # compile.recompilation: the recompiling steps' names
+
+
 def threshold_us(rule: str, basis_us: float) -> float:
     """The rule's threshold in µs over a basis of ``basis_us`` (the average step or the steps window)."""
     return THRESHOLDS[rule] / 100.0 * max(basis_us, 0.0)
 
 
-def recommendation(rule: str, addressed_us: float, limit_us: float, basis: str, text: str, **values) -> dict:
-    """One recommendation in the documented shape (module docstring)."""
-    return {
+def recommendation(
+    rule: str, addressed_us: float, limit_us: float, basis: str, text: str, **values: Any
+) -> Recommendation:
+    """One recommendation in the documented shape (module docstring); ``values`` are keys of
+    :class:`Recommendation`."""
+    doc = {
         "rule": rule,
         **values,
         "addressed_us": float(addressed_us),
@@ -82,9 +130,10 @@ def recommendation(rule: str, addressed_us: float, limit_us: float, basis: str, 
         "basis": basis,
         "text": text,
     }
+    return cast(Recommendation, doc)
 
 
-def _basis_share(rec: dict) -> float:
+def _basis_share(rec: Recommendation) -> float:
     """The share of its basis a time-based recommendation addresses (its threshold is
     :data:`THRESHOLDS` % of that basis); 0 for byte-based advice."""
     if "addressed_us" not in rec or rec["threshold_us"] <= 0:
@@ -92,7 +141,7 @@ def _basis_share(rec: dict) -> float:
     return rec["addressed_us"] / rec["threshold_us"] * THRESHOLDS[rec["rule"]] / 100.0
 
 
-def ordered(recs: list[dict]) -> list[dict]:
+def ordered(recs: list[Recommendation]) -> list[Recommendation]:
     """Most important first: time-based advice by the share of its basis it addresses, then bytes."""
     return sorted(recs, key=lambda r: ("addressed_us" not in r, -_basis_share(r)))
 
@@ -126,14 +175,14 @@ def recommend(
     step_breakdown: list[dict] | None = None,
     explained_us: float = 0.0,
     window_us: float = 0.0,
-) -> list[dict]:
+) -> list[Recommendation]:
     """The Overview's recommendations (module docstring). ``average`` holds the ``*_us`` keys;
     ``fp32_eligible_kernel_us`` maps a device to the kernel time of its FP32 tensor-core-eligible ops;
     ``peak_memory`` a GPU index to its peak allocated bytes (:func:`.memory.gpu_peaks`);
     ``step_breakdown`` the per-step ``*_us`` categories (to name what makes a step long);
     ``explained_us`` the Runtime time per average step that the call rules address
     (:func:`.advice.named_call_idle_us` per step); ``window_us`` the steps window."""
-    out: list[dict] = []
+    out: list[Recommendation] = []
     total = average.get("total_us", 0.0)
     if total <= 0:
         return out
@@ -225,7 +274,7 @@ def recommend(
 
 def _unbalanced_step(
     step_totals: list[float], step_names: list[str], first_step_prior_us: float, step_breakdown: list[dict] | None
-) -> dict | None:
+) -> Recommendation | None:
     """The unbalanced-steps advice (module docstring), or None."""
     if len(step_totals) < 3:
         return None
@@ -257,7 +306,7 @@ def _unbalanced_step(
         excess = {k: step_breakdown[worst][k] - float(np.median([row[k] for row in step_breakdown])) for k in keys}
         top = max(excess, key=lambda k: excess[k]) if excess else None
         if top is not None and excess[top] > 0:
-            doc.update(category=top, category_excess_us=excess[top])
+            doc["category"], doc["category_excess_us"] = top, excess[top]
             text += (
                 f" Most of the extra time is {category_phrase(top)} (+{duration(excess[top])} over the median step)."
             )

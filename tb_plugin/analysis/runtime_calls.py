@@ -17,7 +17,7 @@ time, share of the steps window, whether it blocks on the device, and who issued
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
@@ -35,12 +35,36 @@ OUTSIDE_MIN_CALL_US = 1000.0  # … and the call lasted at least this long (shor
 STEP_PREFIX = "ProfilerStep#"
 
 
+class Issuer(TypedDict):
+    """An operator or Python frame that issued an API's calls (µs)."""
+
+    name: str
+    calls: int
+    total_us: float
+
+
+class RuntimeCallRow(TypedDict):
+    """One runtime/driver API (module docstring; µs)."""
+
+    api: str
+    calls: int
+    total_us: float
+    window_us: float  # inside the steps window
+    window_pct: float | None  # of the steps window; None without one
+    blocks: bool
+    blocking_calls: int
+    blocking_us: float
+    blocking_kind: str | None  # the kind of most of its blocking time (analysis/blocking.py)
+    operators: list[Issuer]  # the TOP_ISSUERS with most time
+    frames: list[Issuer]
+
+
 class RuntimeCalls(TypedDict):
     """The runtime-calls table (:func:`runtime_calls`)."""
 
     window_us: float  # the steps window (µs)
     apis: int  # the runtime/driver APIs called, counted (the rows are the first TOP_APIS)
-    rows: list[dict[str, Any]]  # per API, most time first (the module docstring's columns)
+    rows: list[RuntimeCallRow]  # per API, most time first
 
 
 def issuing_operator(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -79,9 +103,9 @@ def issuing_frame(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return cur
 
 
-def _top(trace: Trace, group: np.ndarray, label: np.ndarray, dur: np.ndarray, groups: int) -> list[list[dict]]:
+def _top(trace: Trace, group: np.ndarray, label: np.ndarray, dur: np.ndarray, groups: int) -> list[list[Issuer]]:
     """Per group, the :data:`TOP_ISSUERS` labels with most time: ``{"name", "calls", "total_us"}``."""
-    out: list[list[dict]] = [[] for _ in range(groups)]
+    out: list[list[Issuer]] = [[] for _ in range(groups)]
     if len(group) == 0:
         return out
     pairs, inv = np.unique(group.astype(np.int64) << 32 | (label + 1).astype(np.int64), return_inverse=True)
@@ -137,7 +161,7 @@ def _runtime_calls(trace: Trace) -> RuntimeCalls:
     ops = _top(trace, group, issuing_operator(trace, rows), dur, len(names))
     py = issuing_frame(trace, rows)
     frames = _top(trace, group[py >= 0], ev.name[py[py >= 0]].astype(np.int64), dur[py >= 0], len(names))
-    out = []
+    out: list[RuntimeCallRow] = []
     for g in order.tolist():
         out.append(
             {

@@ -9,7 +9,7 @@ answered with its state (:class:`~.params.Pending`) by :func:`file_route` / :fun
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..analysis.counters import counter_bins
 from ..analysis.distributed import no_view_code
@@ -107,7 +107,7 @@ def _loading(art: ArtifactState) -> Answer:
     return 200, {"state": LOADING, "path": art.entry.rel}
 
 
-def _file_view(registry: Registry, state: FileState, view: Callable[[FileViews], dict[str, Any]]) -> Answer:
+def _file_view(registry: Registry, state: FileState, view: Callable[[FileViews], Mapping[str, Any]]) -> Answer:
     """``view(FileViews)`` of a loaded file, with ``state: ready``."""
     return 200, dict(view(registry.views(state)), state="ready")
 

@@ -59,7 +59,7 @@ def print_advice(ov: Overview, out: TextIO, run_recs: list[dict] | None = None) 
     for rec in doc["recommendation_details"]:
         if advice_key(rec) in said:
             continue
-        if rec.get("addressed_us") is not None:
+        if "addressed_us" in rec:
             basis = _BASIS.get(rec["basis"], rec["basis"])
             why = (
                 f"addresses {fixed(rec['addressed_us'] / 1000, 3)} ms {basis}, threshold "

@@ -50,8 +50,8 @@ def print_graphs(graphs: GraphsReport | None, out: TextIO) -> None:
                 f"{fixed(r['device_us'], 1)} µs, {r['triton_kernels']} Triton kernels "
                 f"({fixed(r['triton_us'], 1)} µs)\n"
             )
-        for k in compiled["triton_kernels"][:MAX_TRITON]:
-            out.write(f"     {fixed(k['total_us'], 1):>10} µs  {k['calls']:>5}×  {k['name'][:80]}  in {k['region']}\n")
+        for t in compiled["triton_kernels"][:MAX_TRITON]:
+            out.write(f"     {fixed(t['total_us'], 1):>10} µs  {t['calls']:>5}×  {t['name'][:80]}  in {t['region']}\n")
         for s in compiled["steps"]:
             out.write(
                 f"     step {s['step']}: {s['regions']} regions, frames {s['frames']}, versions "

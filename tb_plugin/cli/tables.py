@@ -4,11 +4,11 @@ module only rounds (analysis/numfmt.py) and lays out."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.numfmt import fixed
-from ..analysis.overview import CATEGORY_KEYS
+from ..analysis.overview import CATEGORY_KEYS, GpuRow
 from .advice import bytes_text as _bytes
 from .advice import print_advice, print_run_advice
 from .graphs import print_graphs
@@ -46,15 +46,15 @@ def print_tables(doc: ReportDocument, out: TextIO) -> None:
             for g in ov["gpus"]:  # an accelerator that is no GPU (MTIA): the GPU-only measures do not apply
                 gpu_only = (
                     ""
-                    if g.get("device_type", "GPU") != "GPU"
+                    if g["device_type"] != "GPU"
                     else (
                         f", SM efficiency {_pct(g['sm_efficiency_pct'])}{_left_out(g, 'geometry')}, "
                         f"occupancy {_pct(g['achieved_occupancy_pct'])}{_left_out(g, 'occupancy')}, "
-                        f"{'matrix cores' if g.get('vendor') == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}"
+                        f"{'matrix cores' if g['vendor'] == 'AMD' else 'tensor cores'} {_pct(g['tensor_core_pct'])}"
                     )
                 )
                 out.write(
-                    f"   {g.get('device_type', 'GPU')} {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: "
+                    f"   {g['device_type']} {g['id']} {g['name'] or '(unknown device)'}{_gpu_kind(g)}: "
                     f"utilization {_pct(g['utilization_pct'])}{gpu_only}\n"
                 )
             print_advice(ov, out, run.get("recommendations"))
@@ -67,20 +67,20 @@ def print_tables(doc: ReportDocument, out: TextIO) -> None:
         print_report_hang(run, out)
 
 
-def _gpu_kind(g: dict[str, Any]) -> str:
+def _gpu_kind(g: GpuRow) -> str:
     """`` (AMD, architecture gfx94x)`` / `` (NVIDIA, compute capability 9.0)``; AMD's computeMajor/Minor
     is an architecture, never called a compute capability."""
-    parts = [g["vendor"]] if g.get("vendor") else []
-    if g.get("architecture"):
+    parts = [g["vendor"]] if g["vendor"] else []
+    if g["architecture"]:
         parts.append(f"architecture {g['architecture']}")
-    elif g.get("compute_capability"):
+    elif g["compute_capability"]:
         parts.append(f"compute capability {g['compute_capability']}")
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def _left_out(g: dict[str, Any], what: str) -> str:
+def _left_out(g: GpuRow, what: str) -> str:
     """Kernel time a GPU metric leaves out (``kernel_us_without_<what>``: geometry, occupancy)."""
-    us = g.get(f"kernel_us_without_{what}") or 0.0
+    us = g["kernel_us_without_geometry"] if what == "geometry" else g["kernel_us_without_occupancy"]
     why = "without launch geometry" if what == "geometry" else f"with unknown {what}"
     return f" (leaves out {fixed(us / 1000, 3)} ms of kernel time {why})" if us > 0 else ""
 

@@ -317,7 +317,7 @@ class Tools:
                 }
             )
         collectives = queries.top_rows(
-            summary["collectives"], "transfer_us", limit, list(report_distributed.COLLECTIVE_COLUMNS)
+            [dict(c) for c in summary["collectives"]], "transfer_us", limit, list(report_distributed.COLLECTIVE_COLUMNS)
         )
         return _plain(
             dict(

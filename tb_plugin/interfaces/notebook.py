@@ -17,7 +17,7 @@ when pandas is installed (``pip install kinetoscope[notebook]``), else lists of 
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 from ..analysis.overview import Overview
 from ..api.table_columns import MEMORY_STAT_COLUMNS
@@ -46,7 +46,7 @@ class LoadError(UnreadableFileError, RuntimeError):
 Table = Any  # a pandas DataFrame, or a list of dicts (no pandas, or KINETOSCOPE_TABLES=records)
 
 
-def table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> Table:
+def table(rows: Sequence[Mapping[str, Any]], columns: list[str] | None = None) -> Table:
     """``rows`` as a pandas DataFrame (``columns`` in that order) when pandas is installed, else the list."""
     if current().tables != "records":
         try:
@@ -146,8 +146,7 @@ class Trace:
         other, µs), ``launch`` (launch delay percentiles, overhead vs queueing as time-unions), ``exposed``
         (communication and copies not hidden behind compute), ``syncs``, and the file's one list of
         ``recommendations`` with ``recommendation_details``, ``about`` and ``runtime_calls``."""
-        doc: dict[str, Any] = self.views.insights()
-        return doc
+        return dict(self.views.insights())
 
     def graphs(self) -> dict[str, Any]:
         """CUDA graph replays and torch.compile regions, as ``kinetoscope report --json``'s ``graphs``:

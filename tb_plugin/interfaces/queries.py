@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.diff import OPERATOR_FIELDS
+from ..analysis.memory import MemoryOperatorRow
 from ..analysis.overview import CATEGORY_KEYS
 from ..api import paging
 from ..api.table_columns import kernel_columns as kernel_columns  # re-exported: the tools' columns
@@ -72,7 +73,7 @@ def top_rows(rows: list[dict[str, Any]], sort: str, limit: int, columns: list[st
 # the columns of the notebook's other tables, so an empty table still has them (µs, bytes)
 STEP_COLUMNS = ["step", "start_us", "end_us", "total_us", *CATEGORY_KEYS]
 MEMORY_DEVICE_COLUMNS = ["device", "peak_allocated_bytes", "peak_allocated_ts", "peak_reserved_bytes"]
-MEMORY_TOP_COLUMNS = ["name", "size_increase_bytes", "allocation_bytes", "allocations"]
+MEMORY_TOP_COLUMNS = list(MemoryOperatorRow.__annotations__)  # the memory section's operator rows
 FILE_COLUMNS = ["worker", "span", "path", "size_bytes", "state"]
 DIFF_STEP_COLUMNS = ["category", "baseline_us", "experiment_us", "delta_us", "relative_pct"]
 DIFF_OPERATOR_COLUMNS = [

@@ -12,8 +12,10 @@ from typing import Any, TypedDict
 
 from ..analysis.compiled_regions import CompiledRegions
 from ..analysis.graphs import GraphsDocument
+from ..analysis.insights import ExposedParts, Insights
 from ..analysis.memory import MemorySummary
 from ..analysis.overview import Overview
+from ..analysis.recommendations import Recommendation
 from ..analysis.runtime_calls import RuntimeCalls
 from ..analysis.snapshot_ranks import RankOutlier
 
@@ -31,7 +33,7 @@ class AdviceDocument(TypedDict):
     ``advice_document``, from the Overview's, computed once in analysis/overview.py)."""
 
     recommendations: list[str]  # the sentences, most important first
-    recommendation_details: list[dict[str, Any]]  # RECOMMENDATION_KEYS and the rule's values (µs, bytes)
+    recommendation_details: list[Recommendation]  # analysis/recommendations.py (µs, bytes)
     about: list[dict[str, Any]]  # the "About this trace" warnings
     runtime_calls: RuntimeCalls  # its first rows (analysis/runtime_calls.py)
 
@@ -116,6 +118,48 @@ class RankTables(RankTablesBase, total=False):
     graphs: GraphsReport
 
 
+class InsightsDocument(Insights):
+    """The Insights tab's document (registry/views.py ``FileViews.insights``; docs/http_api.md ``GET
+    insights``): the trace's figures and its one list of recommendations."""
+
+    recommendations: list[str]
+    recommendation_details: list[Recommendation]
+    about: list[dict[str, Any]]  # the "About this trace" warnings
+    runtime_calls: RuntimeCalls
+
+
+class ReportIdleRow(TypedDict):
+    """One GPU's idle time and its parts in the report (µs)."""
+
+    device: int
+    window_us: float
+    idle_us: float
+    host_wait_us: float
+    short_gap_us: float
+    other_us: float
+
+
+class ReportIdle(TypedDict):
+    gpus: list[ReportIdleRow]
+
+
+class ReportLaunchDelay(TypedDict):
+    """Launch delay percentiles and the overhead/queueing medians (µs; None without launched kernels)."""
+
+    p50: float | None
+    p95: float | None
+    overhead_p50: float | None
+    queueing_p50: float | None
+
+
+class ReportInsights(TypedDict):
+    """The insight figures the report prints (registry/report.py ``report_insights``; µs)."""
+
+    idle: ReportIdle
+    launch_delay_us: ReportLaunchDelay
+    exposed: ExposedParts  # over all GPUs
+
+
 class RankAggregateBase(TypedDict):
     """The part of a rank's aggregate every aggregate holds."""
 
@@ -126,7 +170,7 @@ class RankAggregate(RankAggregateBase, total=False):
     """A rank's aggregate (registry/executors/task.py): ``insights`` when a task computed it, ``tables``
     when the job asked for the report's sections (packed while it travels, see task.pack)."""
 
-    insights: dict[str, Any]
+    insights: ReportInsights
     tables: RankTables
 
 
@@ -173,17 +217,101 @@ class DistributedResult(DistributedResultBase, total=False):
     single_rank: dict[str, Any] | None  # analysis/distributed.py single_rank_view
 
 
+# The rows of the report's distributed section: each a selection, in this key order, of the rows of
+# analysis/distributed.py ``combine_ranks`` (registry/report_distributed.py takes its columns from here).
+class RankSummaryRow(TypedDict):
+    """One rank: its mean step split by overlap (analysis/distributed.py) and its collectives' time (µs)."""
+
+    rank: int
+    worker: str
+    computation_us: float
+    overlap_us: float
+    communication_us: float
+    other_us: float
+    transfer_us: float  # its collectives' data transfer (the instance's shortest kernel)
+    sync_us: float  # its collectives' waiting for the other ranks
+
+
+class CollectiveSummaryRow(TypedDict):
+    """One collective type across the ranks (bytes, µs, GB/s)."""
+
+    name: str
+    calls: int
+    bytes: int | None  # None when no call's size is known
+    calls_without_bytes: int
+    group_size: int
+    transfer_us: float
+    sync_us: float
+    algbw_gbps: float | None  # None without sized calls with transfer time
+    busbw_gbps: float | None
+    bus_factor: float
+
+
+class ArrivalSummaryRow(TypedDict):
+    """One rank's arrivals at collectives: the stragglers' evidence (analysis/stragglers.py, µs)."""
+
+    rank: int
+    instances: int  # matched collective instances it took part in
+    last: int  # those it arrived at last
+    wait_total_us: float  # how long the others waited for it
+    wait_mean_us: float
+    straggler: bool
+    text: str
+
+
+class GroupRankRow(TypedDict):
+    """One member rank of a process group (analysis/process_groups.py; µs, bytes)."""
+
+    rank: int
+    calls: int
+    time_us: float
+    bytes: int | None  # None when no kernel's size is known
+    exposed_us: float
+
+
+class GroupSummary(TypedDict):
+    """One process group of the report (analysis/process_groups.py ``combine_groups``; means per member
+    rank: µs, bytes, GB/s)."""
+
+    name: str
+    description: str | None
+    role: str | None
+    ranks: list[int]
+    size: int
+    calls: int
+    time_us: float
+    bytes: int | None
+    exposed_us: float
+    bandwidth_gbps: float | None
+    by_rank: list[GroupRankRow]
+
+
+class CollectiveTypeMatching(TypedDict):
+    """How the instances of one collective type matched across the ranks."""
+
+    name: str
+    matched: int
+    unmatched: int
+
+
+class MatchingSummary(TypedDict):
+    """How collective instances were matched across the ranks (analysis/collective_matching.py)."""
+
+    method: str
+    by_type: list[CollectiveTypeMatching]
+
+
 class DistributedSummary(TypedDict):
     """The report's ``distributed`` section (registry/report_distributed.py ``distributed_summary``)."""
 
     world_size: int
-    ranks: list[dict[str, Any]]  # RANK_COLUMNS per rank (µs)
-    collectives: list[dict[str, Any]]  # COLLECTIVE_COLUMNS per collective (bytes, GB/s)
+    ranks: list[RankSummaryRow]
+    collectives: list[CollectiveSummaryRow]
     bandwidth_caveat: str | None
-    matching: dict[str, Any]  # how instances were matched across ranks: method, by_type
-    stragglers: list[dict[str, Any]]
-    groups: list[dict[str, Any]]  # group_summary per process group
-    arrivals: list[dict[str, Any]]  # ARRIVAL_COLUMNS per rank: the stragglers' evidence
+    matching: MatchingSummary
+    stragglers: list[int]  # their ranks
+    groups: list[GroupSummary]
+    arrivals: list[ArrivalSummaryRow]
     messages: list[str]
 
 
@@ -224,7 +352,7 @@ class GateDocument(TypedDict):
 class WorkerDistributed(TypedDict):
     """A single-rank worker's own process groups in the report (registry/report_distributed.py)."""
 
-    groups: list[dict[str, Any]]  # group_summary per process group (µs, bytes, GB/s)
+    groups: list[GroupSummary]  # µs, bytes, GB/s
     messages: list[str]
 
 
@@ -250,7 +378,7 @@ class WorkerReportBase(TypedDict):
     kernels: list[dict[str, Any]] | None  # KERNEL_KEYS per row (µs)
     modules: list[dict[str, Any]] | None  # the module tree (analysis/modules.py), or None without one
     memory: MemorySummary | None  # None when the file did not load
-    insights: dict[str, Any] | None  # report_insights (µs)
+    insights: ReportInsights | None
     graphs: GraphsReport | None  # graph_siblings.graphs_report; None when the file did not load
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import differing_frames, parse_frame
 from ..analysis.memory import memory_window
+from ..analysis.runtime_calls import RuntimeCallRow
 from ..trace.heap import release_after
 from . import graph_siblings
 from .interface import Registry
@@ -22,9 +23,10 @@ from .report_artifacts import add_artifacts, add_hang
 from .report_distributed import add_distributed, run_advice
 
 if TYPE_CHECKING:
+    from ..analysis.insights import Insights
     from ..analysis.overview import Overview
     from ..analysis.runtime_calls import RuntimeCalls
-    from .records import AdviceDocument, DiffDocument, ReportDocument, RunReport, WorkerReport
+    from .records import AdviceDocument, DiffDocument, ReportDocument, ReportInsights, RunReport, WorkerReport
     from .states import ArtifactState, FileState
     from .views import FileViews
 
@@ -62,25 +64,14 @@ def overview_document(registry: Registry, state: FileState) -> Overview | None:
     if state.overview is None:
         return None
     doc = state.overview.copy()
-    doc["configuration"] = dict(doc.get("configuration", {}), workers_in_run=registry.workers_in_run(state.run))
+    doc["configuration"] = doc["configuration"].copy()  # the cached Overview is not changed
+    doc["configuration"]["workers_in_run"] = registry.workers_in_run(state.run)
     return doc
 
 
 #: The columns of one recommendation every interface shows (the rule's own values follow in the details).
 RECOMMENDATION_KEYS = ["rule", "addressed_us", "threshold_us", "basis", "addressed_bytes", "threshold_bytes", "text"]
-RUNTIME_CALL_KEYS = [
-    "api",
-    "calls",
-    "total_us",
-    "window_us",
-    "window_pct",
-    "blocks",
-    "blocking_calls",
-    "blocking_us",
-    "blocking_kind",
-    "operators",
-    "frames",
-]
+RUNTIME_CALL_KEYS = list(RuntimeCallRow.__annotations__)
 
 
 def advice_document(overview: Overview, top_calls: int | None = None) -> AdviceDocument:
@@ -155,12 +146,20 @@ def kernel_table(views: FileViews, group_by: str = "kernel", keys: list[str] = K
     return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
 
 
-def report_insights(found: dict[str, Any]) -> dict[str, Any]:
+def report_insights(found: Insights) -> ReportInsights:
     """The insight figures the report prints, from :meth:`FileViews.insights` (µs)."""
+    exposed = found["exposed"]
     return {
         "idle": {
             "gpus": [
-                {k: g[k] for k in ("device", "window_us", "idle_us", "host_wait_us", "short_gap_us", "other_us")}
+                {
+                    "device": g["device"],
+                    "window_us": g["window_us"],
+                    "idle_us": g["idle_us"],
+                    "host_wait_us": g["host_wait_us"],
+                    "short_gap_us": g["short_gap_us"],
+                    "other_us": g["other_us"],
+                }
                 for g in found["idle"]["gpus"]
             ]
         },
@@ -170,7 +169,12 @@ def report_insights(found: dict[str, Any]) -> dict[str, Any]:
             "overhead_p50": found["launch"]["overhead_us"]["p50"],
             "queueing_p50": found["launch"]["queueing_us"]["p50"],
         },
-        "exposed": {k: found["exposed"][k] for k in ("compute_us", "exposed_comm_us", "exposed_memcpy_us", "idle_us")},
+        "exposed": {
+            "compute_us": exposed["compute_us"],
+            "exposed_comm_us": exposed["exposed_comm_us"],
+            "exposed_memcpy_us": exposed["exposed_memcpy_us"],
+            "idle_us": exposed["idle_us"],
+        },
     }
 
 

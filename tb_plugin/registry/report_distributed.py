@@ -6,12 +6,21 @@ and a single-rank worker's own process groups. Numbers come from analysis/ throu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
 from .interface import Registry
-from .records import DistributedResult, DistributedSummary, RankOverview, ReportDocument
+from .records import (
+    ArrivalSummaryRow,
+    CollectiveSummaryRow,
+    DistributedResult,
+    DistributedSummary,
+    GroupSummary,
+    RankOverview,
+    RankSummaryRow,
+    ReportDocument,
+)
 from .states import FileState
 
 
@@ -24,36 +33,17 @@ def run_advice(workers: Sequence[RankOverview]) -> list[dict[str, Any]] | None:
         if w["overview"] is None or w["worker"] in seen:
             continue
         seen.add(w["worker"])
-        info = (w["overview"].get("configuration") or {}).get("distributed")
+        info = w["overview"]["configuration"]["distributed"]
         rank, _ = distributed_analysis.rank_of_info(info, w["worker"], position)
-        per_rank.append((rank, w["overview"].get("recommendation_details") or []))
+        per_rank.append((rank, w["overview"]["recommendation_details"]))
     return advice_ranks.across_ranks(per_rank) if len(per_rank) >= 2 else None
 
 
-# the distributed section's tables (µs, bytes, GB/s)
-RANK_COLUMNS = (
-    "rank",
-    "worker",
-    "computation_us",
-    "overlap_us",
-    "communication_us",
-    "other_us",
-    "transfer_us",
-    "sync_us",
-)
-COLLECTIVE_COLUMNS = (
-    "name",
-    "calls",
-    "bytes",
-    "calls_without_bytes",
-    "group_size",
-    "transfer_us",
-    "sync_us",
-    "algbw_gbps",
-    "busbw_gbps",
-    "bus_factor",
-)
-ARRIVAL_COLUMNS = ("rank", "instances", "last", "wait_total_us", "wait_mean_us", "straggler", "text")
+# the distributed section's tables (µs, bytes, GB/s): their records' keys, in order
+RANK_COLUMNS = tuple(RankSummaryRow.__annotations__)
+COLLECTIVE_COLUMNS = tuple(CollectiveSummaryRow.__annotations__)
+ARRIVAL_COLUMNS = tuple(ArrivalSummaryRow.__annotations__)
+GROUP_COLUMNS = tuple(GroupSummary.__annotations__)
 
 
 def distributed_summary(result: DistributedResult) -> DistributedSummary | None:
@@ -63,36 +53,23 @@ def distributed_summary(result: DistributedResult) -> DistributedSummary | None:
         return None
     return {
         "world_size": view["world_size"],
-        "ranks": [{k: r[k] for k in RANK_COLUMNS} for r in view["ranks"]],
-        "collectives": [{k: c.get(k) for k in COLLECTIVE_COLUMNS} for c in view["collectives"]],
+        "ranks": [cast(RankSummaryRow, {k: r[k] for k in RANK_COLUMNS}) for r in view["ranks"]],
+        "collectives": [
+            cast(CollectiveSummaryRow, {k: c.get(k) for k in COLLECTIVE_COLUMNS}) for c in view["collectives"]
+        ],
         "bandwidth_caveat": view.get("bandwidth_caveat"),
-        "matching": {k: view["matching"][k] for k in ("method", "by_type")},
+        "matching": {"method": view["matching"]["method"], "by_type": view["matching"]["by_type"]},
         "stragglers": view["stragglers"],
         "groups": [group_summary(g) for g in view["groups"]],
         # the evidence: per rank, how often it arrived last and how long the others waited for it
-        "arrivals": [{k: e[k] for k in ARRIVAL_COLUMNS} for e in view["arrivals"]],
+        "arrivals": [cast(ArrivalSummaryRow, {k: e[k] for k in ARRIVAL_COLUMNS}) for e in view["arrivals"]],
         "messages": result["messages"],
     }
 
 
-def group_summary(group: dict[str, Any]) -> dict[str, Any]:
+def group_summary(group: dict[str, Any]) -> GroupSummary:
     """One process group of the report (see analysis.process_groups.combine_groups)."""
-    return {
-        k: group[k]
-        for k in (
-            "name",
-            "description",
-            "role",
-            "ranks",
-            "size",
-            "calls",
-            "time_us",
-            "bytes",
-            "exposed_us",
-            "bandwidth_gbps",
-            "by_rank",
-        )
-    }
+    return cast(GroupSummary, {k: group[k] for k in GROUP_COLUMNS})
 
 
 def run_critical_path(result: DistributedResult) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from . import memory_events
-    from .records import GraphsReport
+    from .records import GraphsReport, InsightsDocument
     from .results import ResultCache
 
 T = TypeVar("T")
@@ -230,18 +230,18 @@ class FileViews:
         }
 
     # -- insights -------------------------------------------------------------------------------
-    def insights(self) -> dict[str, Any]:
-        def build() -> dict[str, Any]:
+    def insights(self) -> InsightsDocument:
+        def build() -> InsightsDocument:
             from ..analysis.insights import insights
 
             overview = self.overview()  # the file's one list of recommendations
-            return dict(
-                insights(self.trace),
-                recommendations=overview["recommendations"],
-                recommendation_details=overview["recommendation_details"],
-                about=overview["about"],
-                runtime_calls=overview["runtime_calls"],
-            )
+            return {
+                **insights(self.trace),
+                "recommendations": overview["recommendations"],
+                "recommendation_details": overview["recommendation_details"],
+                "about": overview["about"],
+                "runtime_calls": overview["runtime_calls"],
+            }
 
         return self._get("insights", build)
 

@@ -6,6 +6,8 @@ and asserted by ``tests/test_advice.py``; API and operator names are the real on
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from .events import DEVICE_WORK_CATEGORIES, work
 
 HOST_PID = 1
@@ -160,3 +162,20 @@ def with_events(doc: dict, *events: tuple[str, str, float, float]) -> dict:
         for name, cat, ts, dur in events
     ]
     return dict(doc, traceEvents=doc["traceEvents"] + extra)
+
+
+def gpu_summary(**kw) -> SimpleNamespace:
+    """A GPU as the recommendation rules read it (analysis/gpu.py GpuSummary's fields they use): an
+    NVIDIA compute capability 8.0 device with 80 GiB, 90 % utilized, no tensor-core kernel; ``kw``
+    overrides."""
+    base = dict(
+        id=0,
+        utilization_pct=90.0,
+        matrix_units=True,
+        tensor_core_us=0.0,
+        vendor="NVIDIA",
+        architecture=None,
+        compute_capability="8.0",
+        memory_bytes=80 * 2**30,
+    )
+    return SimpleNamespace(**dict(base, **kw))

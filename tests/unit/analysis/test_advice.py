@@ -6,13 +6,13 @@ come from the builders in ``tests/synth/advice.py``; real samples where they sho
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 from conftest import REPO, SAMPLES
 from synth.advice import (
     allocator_trace,
     early_launch_trace,
+    gpu_summary,
     item_copy_trace,
     outside_trace_trace,
     sync_trace,
@@ -194,20 +194,6 @@ def test_a_gap_ended_by_work_launched_early_is_not_host_wait():
 # -- item 4: materiality, compiled regions, graph captures ------------------------------------------
 
 
-def _gpu(**kw):
-    base = dict(
-        id=0,
-        utilization_pct=90.0,
-        matrix_units=True,
-        tensor_core_us=0.0,
-        vendor="NVIDIA",
-        architecture=None,
-        compute_capability="8.0",
-        memory_bytes=80 * 2**30,
-    )
-    return SimpleNamespace(**dict(base, **kw))
-
-
 @pytest.mark.parametrize("dataloader_us,fires", [(69.9, False), (70.0, True)])
 def test_dataloader_advice_only_at_its_threshold(dataloader_us, fires):
     recs = recommend({"total_us": 1400.0, "dataloader_us": dataloader_us}, [1400.0], ["1"], [], {}, {})
@@ -218,7 +204,7 @@ def test_dataloader_advice_only_at_its_threshold(dataloader_us, fires):
 
 def test_no_amp_advice_for_a_few_fp32_gemms():
     """204 µs of FP32 GEMMs in a 14 ms step (1.5 %) is under the 5 % threshold; 1 ms is not."""
-    args = ({"total_us": 14000.0, "kernel_us": 14000.0}, [14000.0], ["1"], [_gpu()])
+    args = ({"total_us": 14000.0, "kernel_us": 14000.0}, [14000.0], ["1"], [gpu_summary()])
     assert recommend(*args, {0: 204.0}, {}, window_us=14000.0) == []
     (rec,) = recommend(*args, {0: 1000.0}, {}, window_us=14000.0)
     assert (rec["rule"], rec["addressed_us"], rec["threshold_us"]) == ("mixed_precision", 1000.0, 700.0)

@@ -14,21 +14,31 @@ import typing
 from pathlib import Path
 
 import pytest
+from synth import graphs as synth_graphs
+from synth.advice import allocator_trace, gpu_summary, item_copy_trace
 from synth.oom import MIB, rank_snapshot
 
+from tb_plugin.analysis.compiled_regions import compiled_regions
 from tb_plugin.analysis.graph_bands import ReplayBands
+from tb_plugin.analysis.graphs import GraphsDocument, graphs_document
 from tb_plugin.analysis.memory import MemorySummary
+from tb_plugin.analysis.overview import compute_overview
+from tb_plugin.analysis.recommendations import Recommendation, recommend
 from tb_plugin.cli.report import run_report
 from tb_plugin.cli.tables import print_tables
-from tb_plugin.registry import graph_siblings, report
+from tb_plugin.interfaces import queries
+from tb_plugin.registry import graph_siblings, report, report_distributed
 from tb_plugin.registry.records import (
     AdviceDocument,
+    DistributedSummary,
     GraphsReport,
+    InsightsDocument,
     ReportDocument,
     SnapshotRanksDocument,
     WorkerReport,
 )
 from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.trace.decode import decode_trace
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 10), reason="the records' `X | None` hints evaluate on 3.10+")
 
@@ -78,6 +88,14 @@ def test_the_report_of_several_ranks_has_its_distributed_sections():
     (run,) = report_json(REPO_SAMPLES / "synthetic_ddp")["runs"]
     assert {"distributed", "critical_path", "snapshots", "snapshot_ranks"} <= set(run)
     assert run["distributed"]["world_size"] == 2 and len(run["workers"]) == 2
+    summary = run["distributed"]  # rows that the report's conformance check walked into
+    assert [len(summary[k]) for k in ("ranks", "collectives", "groups", "arrivals")] == [2, 1, 1, 2]
+    assert len(summary["groups"][0]["by_rank"]) == 2 and summary["matching"]["by_type"][0]["matched"] == 3
+    assert conforms(summary, DistributedSummary) == []
+    assert tuple(summary["ranks"][0]) == report_distributed.RANK_COLUMNS  # the columns are the record's keys
+    assert tuple(summary["collectives"][0]) == report_distributed.COLLECTIVE_COLUMNS
+    assert tuple(summary["arrivals"][0]) == report_distributed.ARRIVAL_COLUMNS
+    assert tuple(summary["groups"][0]) == report_distributed.GROUP_COLUMNS
 
 
 def test_the_views_documents_conform_to_their_records():
@@ -94,13 +112,105 @@ def test_the_views_documents_conform_to_their_records():
             assert conforms(views.graphs(), GraphsReport) == []
             assert conforms(graph_siblings.graphs_report(views, max_replays=1), GraphsReport) == []
             assert conforms(views.replay_bands(), ReplayBands) == []
+            assert conforms(views.insights(), InsightsDocument) == []
             found += 1
     assert found == 3
+    memory = RunRegistry(str(REPO_SAMPLES / "gpu_compile"))
+    memory.scan()
+    (st,) = memory.files()
+    memory.load(st)
+    summary = memory.views(st).memory_summary()  # a memory section with rows was checked
+    assert [d["device"] for d in summary["devices"]] == ["CPU", "GPU0"] and len(summary["top_operators"]) == 20
+    assert list(summary["top_operators"][0]) == queries.MEMORY_TOP_COLUMNS  # the columns are the record's keys
     cuda = RunRegistry(str(REPO_SAMPLES / "gpu_cudagraph"))
     cuda.scan()
     (st,) = cuda.files()
     cuda.load(st)
     assert cuda.views(st).graphs()["cuda_graphs"]["replays"] == 3  # a document with rows was checked
+    calls = report.advice_document(st.overview, 5)["runtime_calls"]["rows"]  # and runtime-call rows
+    assert len(calls) == 5 and calls[0]["operators"] and list(calls[0]) == report.RUNTIME_CALL_KEYS
+    found = cuda.views(st).insights()  # and insights with GPU, sync and exposed rows
+    assert [len(found["idle"]["gpus"]), len(found["exposed"]["gpus"])] == [1, 1] and found["syncs"]["by_operator"]
+
+
+def _synthetic_recommendations() -> list[Recommendation]:
+    """The rules no repository sample fires: byte-based, per-GPU and step rules, the allocator and
+    blocking-copy calls, torch.compile's."""
+    gpu = gpu_summary(utilization_pct=20.0)
+    step = {"kernel_us": 200.0, "dataloader_us": 10.0, "other_us": 790.0}
+    recs = recommend(
+        {"total_us": 1750.0, "kernel_us": 200.0, "other_us": 1540.0, "dataloader_us": 10.0},
+        [1000.0, 1000.0, 1000.0, 4000.0],
+        ["1", "2", "3", "4"],
+        [gpu],
+        {0: 500.0},
+        {0: 79 * 2**30},
+        step_breakdown=[step, step, step, dict(step, other_us=3790.0)],
+        window_us=7000.0,
+    )
+    for doc in (allocator_trace(), item_copy_trace()):
+        recs += compute_overview(decode_trace(json.dumps(doc).encode()))["recommendation_details"]
+    compiled = compiled_regions(decode_trace(json.dumps(synth_graphs.compiled_steps()).encode()))
+    assert compiled is not None
+    return recs + compiled["advice"]
+
+
+def test_recommendation_rows_conform_to_their_record():
+    """Every rule's row, from the samples' reports and synthetic traces, has exactly keys of
+    :class:`Recommendation` (each rule only its own values)."""
+    recs = [
+        rec
+        for folder in ("gpu_cudagraph", "gpu_compile", "synthetic_ddp", "synthetic_resnet")
+        for run in report_json(REPO_SAMPLES / folder)["runs"]
+        for worker in run["workers"]
+        for rec in worker["overview"]["recommendation_details"]
+    ]
+    recs += _synthetic_recommendations()
+    assert conforms(recs, list[Recommendation]) == []
+    assert {r["rule"] for r in recs} >= {
+        "dataloader",
+        "communication",
+        "low_utilization",
+        "mixed_precision",
+        "memory_peak",
+        "unbalanced_steps",
+        "cuda_graphs",
+        "cpu_overhead",
+        "allocator",
+        "blocking_copy",
+        "synchronize",
+        "graphs.capture_missing",
+        "compile.graph_breaks",
+        "compile.recompilation",
+    }
+
+
+def test_graph_rows_conform_to_their_records(tmp_path):
+    """Graph, kernel, replay and capture rows of every status, an attribution from another trace of the
+    run (``capture_file``) included, have exactly their records' keys."""
+    docs = [
+        graphs_document(decode_trace(json.dumps(doc).encode()))
+        for doc in (synth_graphs.captured_replays(), synth_graphs.ambiguous_captures(), synth_graphs.partial_capture())
+    ]
+    capture, replayed = synth_graphs.split_capture()
+    for name, doc in (("a_capture", capture), ("b_replay", replayed)):
+        (tmp_path / "job").mkdir(exist_ok=True)
+        (tmp_path / "job" / f"{name}.pt.trace.json").write_text(json.dumps(doc))
+    reg = RunRegistry(str(tmp_path))
+    reg.scan()
+    for st in reg.files():
+        reg.load(st)
+    st = reg.find("job", "b_replay", "1")
+    assert st is not None
+    others = lambda: graph_siblings.sibling_capture_tables(reg, st)
+    docs.append(graph_siblings.graphs_report(reg.views(st), others=others)["cuda_graphs"])
+    for doc in docs:
+        assert conforms(doc, GraphsDocument) == []
+    rows = [g for doc in docs for g in doc["graph_list"]]
+    assert {g["status"] for g in rows} == {"attributed", "ambiguous", "partial", "other_trace"}
+    assert all(g["kernels"] for g in rows) and all(doc["replay_list"] for doc in docs)
+    assert sum(len(doc["captures"]) for doc in docs) >= 3
+    assert list(rows[-1])[-1] == "capture_file"  # added last: the JSON's key order
 
 
 def test_snapshot_ranks_conforms_to_its_record(tmp_path):
