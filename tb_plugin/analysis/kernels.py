@@ -13,6 +13,8 @@ AMD alike; a missing launch arg leaves its cell ``null``.
 
 from __future__ import annotations
 
+from typing import Any, TypedDict, cast
+
 import numpy as np
 
 from ..trace.categories import Kind
@@ -25,13 +27,42 @@ from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 GROUPINGS = ("kernel", "kernel_op_config", "graph")
 
 
-def kernel_rows(trace: Trace, group_by: str = "kernel") -> list[dict]:
+class KernelRowBase(TypedDict):
+    """One row of the GPU Kernel table (:func:`kernel_rows`): a group of kernel calls (µs). The launch
+    configuration is None unless grouped per op and config."""
+
+    key: str  # the group's index in this grouping, as text
+    name: str
+    op: str | None  # the launching operator
+    grid: str | None
+    block: str | None
+    registers_per_thread: int | None
+    shared_memory_bytes: int | None
+    tc_eligible: bool | None  # the launching operator could run on tensor cores
+    calls: int
+    total_us: float
+    mean_us: float
+    min_us: float
+    max_us: float
+    blocks_per_sm: float | None  # duration-weighted mean; None when no call has it
+    achieved_occupancy_pct: float | None
+    tensor_cores: bool  # the name matches a tensor-core kernel pattern
+    longest_row: int  # the event row of the group's longest call
+
+
+class KernelRow(KernelRowBase, total=False):
+    """A kernel row; ``graph`` only grouped per graph."""
+
+    graph: int | None  # the CUDA graph index of the replay it ran in; None outside every replay
+
+
+def kernel_rows(trace: Trace, group_by: str = "kernel") -> list[KernelRow]:
     if group_by not in GROUPINGS:
         raise ValueError(f"group_by must be one of {GROUPINGS}")
     return trace.memo("kernel_rows:" + group_by, lambda: _kernel_rows(trace, group_by))
 
 
-def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
+def _kernel_rows(trace: Trace, group_by: str) -> list[KernelRow]:
     ev = trace.events
     rows = np.flatnonzero(ev.kind == Kind.KERNEL)
     if len(rows) == 0:
@@ -68,10 +99,10 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
     bps = _weighted_mean(ev.blocks_per_sm[rows], dur, inverse, size)
     occ = _weighted_mean(kernel_occupancy(trace)[rows], dur, inverse, size)
     longest = _longest_member(rows, inverse, dur, size)
-    out = []
+    out: list[KernelRow] = []
     for g in range(size):
         name = trace.strings[uniq[g, 0]]
-        row = {
+        row: dict[str, Any] = {
             "key": str(g),
             "name": name,
             "op": None,
@@ -104,7 +135,7 @@ def _kernel_rows(trace: Trace, group_by: str) -> list[dict]:
             tensor_cores=uses_tensor_cores(name),
             longest_row=int(longest[g]),
         )
-        out.append(row)
+        out.append(cast(KernelRow, row))  # built in the table's column order
     return out
 
 

@@ -22,6 +22,8 @@ Returns ``None`` when the trace has no module events.
 
 from __future__ import annotations
 
+from typing import TypedDict, cast
+
 import numpy as np
 
 from ..trace.categories import Kind
@@ -34,7 +36,27 @@ MAX_DEPTH = 100  # module levels shown; deeper calls are folded into their depth
 PL_MODULE_PREFIX = "[pl][module]"
 
 
-def module_tree(trace: Trace) -> list[dict] | None:
+class ModuleNodeBase(TypedDict):
+    """One node of the module tree (:func:`module_tree`): the calls with one path from the root (µs)."""
+
+    name: str  # the module's name (Lightning: ``name (Class)``)
+    occurrences: int  # its calls
+    operators: int  # operator calls whose innermost module it is
+    host_total_us: float
+    host_self_us: float
+    device_total_us: float
+    device_self_us: float
+    graph_replay_self_us: float  # the part of device self replayed from CUDA graphs
+    children: list[ModuleNode]  # most host total time first
+
+
+class ModuleNode(ModuleNodeBase, total=False):
+    """A module node; ``folded_calls`` only where deeper calls were folded into it."""
+
+    folded_calls: int  # calls nested past MAX_DEPTH, counted here
+
+
+def module_tree(trace: Trace) -> list[ModuleNode] | None:
     return trace.memo("module_tree", lambda: _module_tree(trace)) or None
 
 
@@ -63,7 +85,7 @@ def _module_inputs(trace: Trace):
     return is_module, py_parent, label, op_times(trace)
 
 
-def _module_tree(trace: Trace) -> list[dict]:
+def _module_tree(trace: Trace) -> list[ModuleNode]:
     ev = trace.events
     inputs = _module_inputs(trace)
     if inputs is None:
@@ -130,7 +152,7 @@ def _module_tree(trace: Trace) -> list[dict]:
         (made[node_parent[g]]["children"] if node_parent[g] >= 0 else roots).append(made[g])
     for g in sorted(range(size), key=lambda g: -depth[g]):  # deepest first: children rolled up before parents
         _roll_up(made[g])
-    return roots
+    return cast("list[ModuleNode]", roots)  # nodes built from _empty's keys
 
 
 def _python_module_name(text: str) -> str:

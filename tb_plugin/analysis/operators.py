@@ -29,7 +29,7 @@ is merged into it, its self times added to the parent's (as torch-tb-profiler co
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -207,7 +207,28 @@ def _groups(trace: Trace, group_by: str):
     return trace.memo("op_groups:" + group_by, build)
 
 
-def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
+class OperatorRow(TypedDict):
+    """One row of the Operator table (:func:`operator_rows`): a group of operator calls (µs)."""
+
+    key: str  # the group's index in this grouping, as text
+    name: str
+    input_shape: str | None  # grouped by input shape; else None
+    call_stack: str | None  # grouped by call stack; else None
+    calls: int
+    host_self_us: float
+    host_total_us: float
+    device_self_us: float
+    device_total_us: float
+    graph_replay_self_us: float  # device self time replayed from CUDA graphs
+    tc_eligible: bool  # the operator could run on Tensor Cores
+    tc_self_pct: float | None  # share of its self kernel time in tensor-core kernels (%); None without any
+    tc_total_pct: float | None
+    flops: float | None  # None when no call reported FLOPs
+    tflops_per_s: float | None
+    longest_row: int  # the event row of the group's longest call
+
+
+def operator_rows(trace: Trace, group_by: str = "operator") -> list[OperatorRow]:
     """Operator table rows, grouped as asked (see the module docstring)."""
     rows, inverse, uniq = _groups(trace, group_by)
     if len(rows) == 0:
@@ -231,7 +252,7 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[dict]:
     has_flops = np.bincount(inverse, weights=(~np.isnan(ev.flops[rows])).astype(float), minlength=size) > 0
     flops = np.bincount(inverse, weights=flops_values, minlength=size)
     longest = _longest_member(rows, inverse, ev.dur[rows], size)
-    out = []
+    out: list[OperatorRow] = []
     for g, key in enumerate(uniq.tolist()):
         name = trace.strings[key >> 32]
         sec = key & 0xFFFFFFFF

@@ -9,7 +9,7 @@ answered with its state (:class:`~.params.Pending`) by :func:`file_route` / :fun
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 from ..analysis.counters import counter_bins
 from ..analysis.distributed import no_view_code
@@ -143,7 +143,7 @@ def operators(registry: Registry, args: Args, state: FileState, as_csv: bool = F
     views = registry.views(state)
     default_sort = "device_self_us" if views.has_device else "host_self_us"
     q = dict(table_query(args, OPERATOR_COLUMNS, default_sort, paging.MAX_LIMIT), op_search="")  # no launching op
-    rows = views.operators(group_by)
+    rows = cast("list[paging.Row]", views.operators(group_by))  # the pager reads rows by column name
     columns = operator_columns(group_by)
     if as_csv:
         return 200, paging.to_csv(paging.selected(rows, q), columns)
@@ -166,7 +166,7 @@ def kernels(registry: Registry, args: Args, state: FileState, as_csv: bool = Fal
     group_by = choice(args, "group_by", KERNEL_GROUPS, "kernel")
     q = table_query(args, KERNEL_COLUMNS, "total_us", paging.MAX_LIMIT)
     views = registry.views(state)
-    rows = views.kernels(group_by)
+    rows = cast("list[paging.Row]", views.kernels(group_by))  # the pager reads rows by column name
     columns = kernel_columns(group_by)
     if as_csv:
         return 200, paging.to_csv(paging.selected(rows, q), columns)

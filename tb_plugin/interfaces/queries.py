@@ -9,7 +9,7 @@ top-N is the tab's own ``Other`` slice (:func:`tb_plugin.api.paging.top`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence, cast
 
 from ..analysis.diff import OPERATOR_FIELDS
 from ..analysis.memory import MemoryOperatorRow
@@ -21,6 +21,7 @@ from ..errors import InvalidArgumentError
 from ..registry import report
 from ..registry.interface import Registry
 from ..registry.states import FileState
+from ..registry.table_rows import KernelTableRow, OperatorTableRow
 from ..registry.views import FileViews
 
 # user-facing grouping → the views' grouping (the routes' ``group_by``); the views' names work too
@@ -42,26 +43,27 @@ def grouping(value: str, groups: dict[str, str], what: str) -> str:
     raise Invalid(f"{what} must be one of {', '.join(groups)} (got {value!r})")
 
 
-def operators(views: FileViews, group_by: str = "name") -> list[dict[str, Any]]:
+def operators(views: FileViews, group_by: str = "name") -> list[OperatorTableRow]:
     """The operator rows (µs) of a grouping, in the report's order (:func:`report.operator_table`)."""
     g = grouping(group_by, OPERATOR_GROUPS, "group_by")
-    return report.operator_table(views, g, operator_columns(g))
+    return cast("list[OperatorTableRow]", report.operator_table(views, g, operator_columns(g)))
 
 
-def kernels(views: FileViews, group_by: str = "name") -> list[dict[str, Any]]:
+def kernels(views: FileViews, group_by: str = "name") -> list[KernelTableRow]:
     """The kernel rows (µs) of a grouping, in the report's order (:func:`report.kernel_table`)."""
     g = grouping(group_by, KERNEL_GROUPS, "group_by")
-    return report.kernel_table(views, g, kernel_columns(g))
+    return cast("list[KernelTableRow]", report.kernel_table(views, g, kernel_columns(g)))
 
 
-def top_rows(rows: list[dict[str, Any]], sort: str, limit: int, columns: list[str]) -> dict[str, Any]:
+def top_rows(rows: Sequence[Mapping[str, Any]], sort: str, limit: int, columns: list[str]) -> dict[str, Any]:
     """The ``limit`` rows with the largest ``sort`` (missing values last), with ``rows_total`` (all rows)
     and ``rest``: the rows left out and their ``sort`` total as the tab's pie shows it (the ``Other``
     slice of :func:`paging.top`: positive values only)."""
     if sort not in columns:
         raise Invalid(f"sort must be one of {', '.join(columns)} (got {sort!r})")
-    ranked = paging.sort_rows(rows, sort, True)[:limit]
-    other = [p["value"] for p in paging.top(rows, sort, limit) if p["name"] == "Other"] if limit < len(rows) else []
+    table = cast("list[paging.Row]", rows)  # the pager reads rows by column name
+    ranked = paging.sort_rows(table, sort, True)[:limit]
+    other = [p["value"] for p in paging.top(table, sort, limit) if p["name"] == "Other"] if limit < len(rows) else []
     return {
         "sort": sort,
         "rows_total": len(rows),
@@ -114,7 +116,7 @@ MODULE_COLUMNS = [
 ]
 
 
-def module_rows(tree: list[dict[str, Any]] | None, parent: str = "", depth: int = 0) -> list[dict[str, Any]]:
+def module_rows(tree: Sequence[Mapping[str, Any]] | None, parent: str = "", depth: int = 0) -> list[dict[str, Any]]:
     """The Module tab's tree (:func:`~tb_plugin.analysis.modules.module_tree`) as rows, parents first:
     ``path`` ("Model/Linear_0"), ``depth`` (0: top level) and the node's own figures (µs)."""
     rows: list[dict[str, Any]] = []

@@ -14,10 +14,12 @@ from ..analysis.compiled_regions import CompiledRegions
 from ..analysis.graphs import GraphsDocument
 from ..analysis.insights import ExposedParts, Insights
 from ..analysis.memory import MemorySummary
+from ..analysis.modules import ModuleNode
 from ..analysis.overview import Overview
 from ..analysis.recommendations import Recommendation
 from ..analysis.runtime_calls import RuntimeCalls
 from ..analysis.snapshot_ranks import RankOutlier
+from .table_rows import KernelReportRow, OperatorReportRow
 
 
 class GraphsReport(TypedDict):
@@ -106,9 +108,9 @@ class RankTablesBase(TypedDict):
     """The report's per-worker sections of one rank (what every aggregate with tables holds)."""
 
     overview: Overview
-    operators: list[dict[str, Any]]
-    kernels: list[dict[str, Any]]
-    modules: list[dict[str, Any]] | None  # the module tree (analysis/modules.py), or None without one
+    operators: list[OperatorReportRow]  # registry/table_rows.py (µs)
+    kernels: list[KernelReportRow]
+    modules: list[ModuleNode] | None  # the module tree (analysis/modules.py), or None without one
     memory: MemorySummary
 
 
@@ -374,9 +376,9 @@ class WorkerReportBase(TypedDict):
     warnings: list[str]
     notes: list[str]
     overview: Overview | None
-    operators: list[dict[str, Any]] | None  # OPERATOR_KEYS per row (µs)
-    kernels: list[dict[str, Any]] | None  # KERNEL_KEYS per row (µs)
-    modules: list[dict[str, Any]] | None  # the module tree (analysis/modules.py), or None without one
+    operators: list[OperatorReportRow] | None  # registry/table_rows.py (µs)
+    kernels: list[KernelReportRow] | None
+    modules: list[ModuleNode] | None  # the module tree (analysis/modules.py), or None without one
     memory: MemorySummary | None  # None when the file did not load
     insights: ReportInsights | None
     graphs: GraphsReport | None  # graph_siblings.graphs_report; None when the file did not load

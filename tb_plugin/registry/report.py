@@ -10,7 +10,7 @@ sections are built in :mod:`.report_distributed`, its memory-artifact and hang s
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import differing_frames, parse_frame
@@ -133,17 +133,21 @@ def operator_table(
     views: FileViews, group_by: str = "operator", keys: list[str] = OPERATOR_KEYS
 ) -> list[dict[str, Any]]:
     """The operator rows of one grouping (:func:`~tb_plugin.analysis.operators.operator_rows`) with
-    ``keys``, most device self time first, then host self time, then name (µs)."""
+    ``keys``, most device self time first, then host self time, then name (µs): with the default
+    ``keys`` a :class:`~.table_rows.OperatorReportRow` each, with the tab's columns an ``OperatorTableRow``."""
+    rows: Sequence[Mapping[str, Any]] = views.operators(group_by)  # read by column name
     return [
         {k: r[k] for k in keys}
-        for r in sorted(views.operators(group_by), key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))
+        for r in sorted(rows, key=lambda r: (-r["device_self_us"], -r["host_self_us"], r["name"]))
     ]
 
 
 def kernel_table(views: FileViews, group_by: str = "kernel", keys: list[str] = KERNEL_KEYS) -> list[dict[str, Any]]:
     """The kernel rows of one grouping (:func:`~tb_plugin.analysis.kernels.kernel_rows`) with ``keys``,
-    most total time first, then name (µs)."""
-    return [{k: r[k] for k in keys} for r in sorted(views.kernels(group_by), key=lambda r: (-r["total_us"], r["name"]))]
+    most total time first, then name (µs): with the default ``keys`` a :class:`~.table_rows.KernelReportRow`
+    each, with the tab's columns a ``KernelTableRow``."""
+    rows: Sequence[Mapping[str, Any]] = views.kernels(group_by)  # read by column name
+    return [{k: r[k] for k in keys} for r in sorted(rows, key=lambda r: (-r["total_us"], r["name"]))]
 
 
 def report_insights(found: Insights) -> ReportInsights:

@@ -31,6 +31,9 @@ from .raw_events import read_raw_event
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..analysis.kernels import KernelRow
+    from ..analysis.modules import ModuleNode
+    from ..analysis.operators import OperatorRow
     from . import memory_events
     from .records import GraphsReport, InsightsDocument
     from .results import ResultCache
@@ -98,13 +101,13 @@ class FileViews:
                     self._memo[key] = make()
             return cast(T, self._memo[key])
 
-    def operators(self, group_by: str = "operator") -> list[dict[str, Any]]:
+    def operators(self, group_by: str = "operator") -> list[OperatorRow]:
         return self._get("ops:" + group_by, lambda: operator_rows(self.trace, group_by))
 
-    def kernels(self, group_by: str = "kernel") -> list[dict[str, Any]]:
+    def kernels(self, group_by: str = "kernel") -> list[KernelRow]:
         return self._get("kernels:" + group_by, lambda: kernel_rows(self.trace, group_by))
 
-    def modules(self) -> list[dict[str, Any]] | None:
+    def modules(self) -> list[ModuleNode] | None:
         return self._get("modules", lambda: module_tree(self.trace))
 
     def graphs(self) -> GraphsReport:

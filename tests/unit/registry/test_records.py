@@ -21,9 +21,13 @@ from synth.oom import MIB, rank_snapshot
 from tb_plugin.analysis.compiled_regions import compiled_regions
 from tb_plugin.analysis.graph_bands import ReplayBands
 from tb_plugin.analysis.graphs import GraphsDocument, graphs_document
+from tb_plugin.analysis.kernels import KernelRow
 from tb_plugin.analysis.memory import MemorySummary
+from tb_plugin.analysis.modules import ModuleNode
+from tb_plugin.analysis.operators import OperatorRow
 from tb_plugin.analysis.overview import compute_overview
 from tb_plugin.analysis.recommendations import Recommendation, recommend
+from tb_plugin.api.table_columns import KERNEL_GROUPS, OPERATOR_GROUPS
 from tb_plugin.cli.report import run_report
 from tb_plugin.cli.tables import print_tables
 from tb_plugin.interfaces import queries
@@ -38,6 +42,7 @@ from tb_plugin.registry.records import (
     WorkerReport,
 )
 from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.registry.table_rows import KernelReportRow, KernelTableRow, OperatorReportRow, OperatorTableRow
 from tb_plugin.trace.decode import decode_trace
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 10), reason="the records' `X | None` hints evaluate on 3.10+")
@@ -240,3 +245,32 @@ def test_the_text_report_names_a_file_without_an_overview():
     out = io.StringIO()
     print_tables({"runs": [{"name": ".", "workers": [worker]}]}, out)
     assert "ERROR: not analysed" in out.getvalue()
+
+
+def test_the_table_rows_conform_to_their_records():
+    """The operator, kernel and module rows of every grouping: the analysis rows, the report's and
+    the tab's (the routes', MCP's and the notebook's) have exactly their records' keys."""
+    counts = {}
+    for folder in ("gpu_cudagraph", "gpu_compile", "torch_cpu_cnn"):
+        reg = RunRegistry(str(REPO_SAMPLES / folder))
+        reg.scan()
+        for st in reg.files():
+            reg.load(st)
+            views = reg.views(st)
+            for g in OPERATOR_GROUPS:
+                assert conforms(views.operators(g), list[OperatorRow]) == []
+                assert conforms(queries.operators(views, g), list[OperatorTableRow]) == []
+                counts[folder, g] = len(views.operators(g))
+            for g in KERNEL_GROUPS:
+                assert conforms(views.kernels(g), list[KernelRow]) == []
+                assert conforms(queries.kernels(views, g), list[KernelTableRow]) == []
+                counts[folder, g] = len(views.kernels(g))
+            assert conforms(views.modules(), typing.Optional[list[ModuleNode]]) == []
+            counts[folder, "modules"] = len(queries.module_rows(views.modules()))
+            assert conforms(report.operator_table(views), list[OperatorReportRow]) == []
+            assert conforms(report.kernel_table(views), list[KernelReportRow]) == []
+    # rows were checked: every grouping's, GPU kernels and module trees
+    assert counts["gpu_compile", "call_stack"] == 410 and counts["gpu_cudagraph", "kernel_op_config"] == 69
+    assert counts["gpu_cudagraph", "graph"] == 49 and counts["torch_cpu_cnn", "modules"] == 10
+    assert report.OPERATOR_KEYS == list(OperatorReportRow.__annotations__)  # the report's columns are its keys
+    assert report.KERNEL_KEYS == list(KernelReportRow.__annotations__)
