@@ -28,6 +28,8 @@ and *graph capture* (:func:`graph_capture_share` of the steps window ≥ :data:`
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 
 from ..trace.categories import LAUNCH_KINDS
@@ -311,9 +313,26 @@ def idle_rules(trace: Trace, insights_doc: Insights) -> list[Recommendation]:
     return out
 
 
-def about(trace: Trace) -> list[dict]:
+class AboutNoteBase(TypedDict):
+    """An "About this trace" warning (:func:`about`): its kind and sentence."""
+
+    kind: str  # "work_outside_trace" or "graph_capture"
+    text: str
+
+
+class AboutNote(AboutNoteBase, total=False):
+    """An "About this trace" warning with its kind's own values."""
+
+    calls: int  # work_outside_trace: the blocking calls
+    call_us: float  # their time
+    device_busy_us: float  # the device's busy time within them
+    unexplained_us: float
+    capture_pct: float  # graph_capture: the steps window's share in CUDA-graph capture (%)
+
+
+def about(trace: Trace) -> list[AboutNote]:
     """The "About this trace" warnings (module docstring): ``{"kind", "text", <values>}``."""
-    out = []
+    out: list[AboutNote] = []
     lo, hi = window(trace)
     found = outside_trace(trace)
     if found["calls"] and found["unexplained_us"] >= threshold_us("cpu_overhead", hi - lo):

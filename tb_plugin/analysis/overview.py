@@ -17,6 +17,7 @@ from ..trace.categories import COMPOSER_BATCH, COMPOSER_EVENT_PREFIX
 from ..trace.model import Trace
 from ..trace.platform import accelerator_name
 from . import advice
+from .advice import AboutNote
 from .breakdown import CATEGORIES, CATEGORY_LABELS, compute_breakdown
 from .compiled_regions import compiled_regions
 from .counters import counter_series
@@ -78,6 +79,39 @@ class GpuRow(TypedDict):
     device_type: str  # "GPU", or the accelerator's name ("MTIA"): GPU-only metrics are None there
 
 
+class StepRow(TypedDict):
+    """One step of the Overview (µs from the first step's start; the breakdown per ``CATEGORY_KEYS``)."""
+
+    step: str  # the step's name ("5" for ``ProfilerStep#5``)
+    start_us: float
+    end_us: float
+    total_us: float
+    kernel_us: float
+    memcpy_us: float
+    memset_us: float
+    communication_us: float
+    runtime_us: float
+    dataloader_us: float
+    cpu_exec_us: float
+    other_us: float
+
+
+class TrainerEventRow(TypedDict):
+    """A Composer engine event (:func:`trainer_events`): its time inside the kept steps (µs)."""
+
+    name: str
+    total_us: float
+    mean_per_step_us: float
+
+
+class SystemMetric(TypedDict):
+    """A counter series (:func:`system_metrics`), reduced to at most ``MAX_METRIC_POINTS`` points."""
+
+    name: str
+    ts_us: list[float]  # µs from the first step's start
+    values: list[float]
+
+
 class Overview(TypedDict):
     """Everything the Overview page shows of one worker's trace file (:func:`compute_overview`; times
     in µs, step times from the first step's start). A plain dict at run time, so the JSON is the
@@ -86,16 +120,16 @@ class Overview(TypedDict):
     configuration: Configuration
     categories: list[str]  # CATEGORY_KEYS: the breakdown's columns
     category_labels: dict[str, str]
-    steps: list[dict[str, Any]]  # per step: step, start_us, end_us, total_us and each category
+    steps: list[StepRow]
     average: dict[str, float]  # the average step: total_us and each category
     average_pct: dict[str, float | None]  # each category's share of the average step (%; None without steps)
     gpus: list[GpuRow]
     recommendations: list[str]  # the sentences of recommendation_details
     recommendation_details: list[Recommendation]  # analysis/recommendations.py
-    about: list[dict[str, Any]]  # "About this trace" warnings
+    about: list[AboutNote]  # "About this trace" warnings (analysis/advice.py)
     runtime_calls: RuntimeCalls  # analysis/runtime_calls.py
-    trainer_events: list[dict[str, Any]]
-    system_metrics: list[dict[str, Any]]
+    trainer_events: list[TrainerEventRow]
+    system_metrics: list[SystemMetric]
 
 
 def compute_overview(trace: Trace, workers_in_run: int = 1) -> Overview:
@@ -165,7 +199,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> Overview:
         },
         "categories": CATEGORY_KEYS,
         "category_labels": dict(CATEGORY_LABELS),
-        "steps": step_rows,
+        "steps": cast("list[StepRow]", step_rows),  # built with breakdown.step's keys
         "average": average,
         "average_pct": average_pct,
         "gpus": [_gpu_json(g) for g in gpus],
@@ -178,7 +212,7 @@ def compute_overview(trace: Trace, workers_in_run: int = 1) -> Overview:
     }
 
 
-def advise(trace: Trace, overview_recs: list[Recommendation]) -> tuple[list[Recommendation], list[dict]]:
+def advise(trace: Trace, overview_recs: list[Recommendation]) -> tuple[list[Recommendation], list[AboutNote]]:
     """``(recommendations, about)``: the Overview's rules with the Insights' and the runtime calls'
     (:mod:`.advice`) and the CUDA-graph and torch.compile rules (:mod:`.graphs`, :mod:`.compiled_regions`),
     most important first; none on step time when the trace captures CUDA graphs."""
@@ -196,7 +230,7 @@ def advise(trace: Trace, overview_recs: list[Recommendation]) -> tuple[list[Reco
     return ordered(recs), about
 
 
-def trainer_events(trace: Trace, steps) -> list[dict]:
+def trainer_events(trace: Trace, steps) -> list[TrainerEventRow]:
     """Composer engine events (``event/forward``, ``event/backward``…) outside the exclusive breakdown:
     total µs inside the kept steps (the steps themselves, not the gaps between them: an event that
     spans them all, ``event/epoch``, has a mean per step of at most the average step) and the mean
@@ -215,7 +249,7 @@ def trainer_events(trace: Trace, steps) -> list[dict]:
     clipped = covered_in_windows(step_s, step_e, ev.ts[rows], ev.ts[rows] + ev.dur[rows])
     names, inv = np.unique(ev.name[rows], return_inverse=True)
     totals = np.bincount(inv, weights=clipped, minlength=len(names))
-    out = [
+    out: list[TrainerEventRow] = [
         {"name": trace.strings[n], "total_us": float(t), "mean_per_step_us": float(t) / len(steps)}
         for n, t in zip(names, totals)
     ]
@@ -225,12 +259,12 @@ def trainer_events(trace: Trace, steps) -> list[dict]:
 MAX_METRIC_POINTS = 2000
 
 
-def system_metrics(trace: Trace, origin: float) -> list[dict]:
+def system_metrics(trace: Trace, origin: float) -> list[SystemMetric]:
     """Counter series (``C`` events: Composer's cpu, memory, disk, network) relative to ``origin`` (the
     first step's start, µs): the series of :func:`.counters.counter_series` (the Trace view's counter
     tracks), each reduced to at most ``MAX_METRIC_POINTS`` points by :func:`.series.reduce_to` (per bin
     of its own span its largest and its last sample)."""
-    out = []
+    out: list[SystemMetric] = []
     for name, ts, values in counter_series(trace):
         if len(ts) == 0:
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from ..analysis.advice import AboutNote
 from ..analysis.compiled_regions import CompiledRegions
 from ..analysis.graphs import GraphsDocument
 from ..analysis.insights import ExposedParts, Insights
@@ -36,7 +37,7 @@ class AdviceDocument(TypedDict):
 
     recommendations: list[str]  # the sentences, most important first
     recommendation_details: list[Recommendation]  # analysis/recommendations.py (µs, bytes)
-    about: list[dict[str, Any]]  # the "About this trace" warnings
+    about: list[AboutNote]  # the "About this trace" warnings (analysis/advice.py)
     runtime_calls: RuntimeCalls  # its first rows (analysis/runtime_calls.py)
 
 
@@ -126,7 +127,7 @@ class InsightsDocument(Insights):
 
     recommendations: list[str]
     recommendation_details: list[Recommendation]
-    about: list[dict[str, Any]]  # the "About this trace" warnings
+    about: list[AboutNote]  # the "About this trace" warnings (analysis/advice.py)
     runtime_calls: RuntimeCalls
 
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from synth import graphs as synth_graphs
-from synth.advice import allocator_trace, gpu_summary, item_copy_trace
+from synth.advice import allocator_trace, gpu_summary, item_copy_trace, outside_trace_trace, with_events
+from synth.composer import composer_trace
+from synth.idle import tiny_kernels
 from synth.oom import MIB, rank_snapshot
 
 from tb_plugin.analysis.compiled_regions import compiled_regions
@@ -25,7 +27,7 @@ from tb_plugin.analysis.kernels import KernelRow
 from tb_plugin.analysis.memory import MemorySummary
 from tb_plugin.analysis.modules import ModuleNode
 from tb_plugin.analysis.operators import OperatorRow
-from tb_plugin.analysis.overview import compute_overview
+from tb_plugin.analysis.overview import Overview, compute_overview
 from tb_plugin.analysis.recommendations import Recommendation, recommend
 from tb_plugin.api.table_columns import KERNEL_GROUPS, OPERATOR_GROUPS
 from tb_plugin.cli.report import run_report
@@ -274,3 +276,28 @@ def test_the_table_rows_conform_to_their_records():
     assert counts["gpu_cudagraph", "graph"] == 49 and counts["torch_cpu_cnn", "modules"] == 10
     assert report.OPERATOR_KEYS == list(OperatorReportRow.__annotations__)  # the report's columns are its keys
     assert report.KERNEL_KEYS == list(KernelReportRow.__annotations__)
+
+
+def test_the_overview_rows_conform_to_their_records():
+    """The Overview's step, "About this trace", trainer-event and system-metric rows: a sample's and
+    synthetic traces' (both kinds of note, Composer's events and counters)."""
+    capture = with_events(
+        tiny_kernels(200),
+        ("cudaStreamBeginCapture", "cuda_runtime", 0, 1),
+        ("cudaStreamEndCapture", "cuda_runtime", 7990, 5),
+    )
+    composer = {"traceEvents": composer_trace()}
+    overviews = [
+        compute_overview(decode_trace(json.dumps(d).encode())) for d in (outside_trace_trace(), capture, composer)
+    ]
+    reg = RunRegistry(str(REPO_SAMPLES / "gpu_cudagraph"))
+    reg.scan()
+    (st,) = reg.files()
+    reg.load(st)
+    assert st.overview is not None
+    for ov in [*overviews, st.overview]:
+        assert conforms(ov, Overview) == []
+    assert [a["kind"] for ov in overviews for a in ov["about"]] == ["work_outside_trace", "graph_capture"]
+    rows = [len(overviews[2][k]) for k in ("steps", "trainer_events", "system_metrics")]
+    assert rows == [4, 2, 7] and len(st.overview["steps"]) == 3  # rows were checked
+    assert list(st.overview["steps"][0]) == queries.STEP_COLUMNS  # the columns are the record's keys
