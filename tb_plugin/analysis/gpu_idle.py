@@ -27,6 +27,7 @@ Definitions:
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -198,13 +199,26 @@ def gpu_idle(trace: Trace) -> list[GpuIdle]:
     return trace.memo("gpu_idle", build)
 
 
-def stream_idle_split(trace: Trace) -> list[dict]:
+class StreamIdleRow(TypedDict):
+    """One stream's busy time and the split of the window's rest (:func:`stream_idle_split`; µs)."""
+
+    device: int
+    stream: int
+    carries: str  # "compute", "communication" or "copy"
+    busy_us: float
+    idle_us: float  # = host_wait_us + short_gap_us + other_us
+    host_wait_us: float
+    short_gap_us: float
+    other_us: float
+
+
+def stream_idle_split(trace: Trace) -> list[StreamIdleRow]:
     """Per stream: its busy time and the host wait / short / other split of window − its busy time."""
     ev = trace.events
     lo, hi = window(trace)
     w = _work_rows(trace)
     rows = w["rows"]
-    out = []
+    out: list[StreamIdleRow] = []
     for i, key in enumerate(w["stream_keys"].tolist()):
         on = w["stream_of"] == i
         r = rows[on]
@@ -215,13 +229,12 @@ def stream_idle_split(trace: Trace) -> list[dict]:
         busy, gaps = _gaps(s, e, w["launch_end"][on], w["eligible"][on], w["short_kernel"][on], lo, hi)
         kinds = ev.kind[r]
         carries = "compute" if w["compute_stream"][i] else ("communication" if (kinds == Kind.KERNEL).any() else "copy")
-        out.append(
-            {
-                "device": int(key >> 32),
-                "stream": int(key & 0xFFFFFFFF),
-                "carries": carries,
-                "busy_us": float(busy.cum[-1]),
-                **gaps.split(),
-            }
-        )
+        row: dict[str, Any] = {
+            "device": int(key >> 32),
+            "stream": int(key & 0xFFFFFFFF),
+            "carries": carries,
+            "busy_us": float(busy.cum[-1]),
+            **gaps.split(),
+        }
+        out.append(cast(StreamIdleRow, row))  # the split's keys come from Gaps.split
     return out

@@ -31,7 +31,7 @@ Advice from these figures is in :mod:`.advice` (one list per file with the Overv
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
 from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .breakdown import category_masks
-from .gpu_idle import SHORT_GAP_US, Busy, gpu_idle, stream_idle_split, window
+from .gpu_idle import SHORT_GAP_US, Busy, StreamIdleRow, gpu_idle, stream_idle_split, window
 from .intervals import merge
 from .runtime_calls import issuing_operator
 
@@ -77,7 +77,7 @@ class StreamIdle(TypedDict):
     short_gap_threshold_us: float
     window_us: float
     gpus: list[GpuIdleRow]
-    per_stream: list[dict[str, Any]]  # analysis/gpu_idle.py stream_idle_split
+    per_stream: list[StreamIdleRow]  # analysis/gpu_idle.py stream_idle_split
     gap_histogram: Histogram
 
 

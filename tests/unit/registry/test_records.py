@@ -21,6 +21,7 @@ from synth.idle import tiny_kernels
 from synth.oom import MIB, rank_snapshot
 
 from tb_plugin.analysis.compiled_regions import compiled_regions
+from tb_plugin.analysis.gpu_idle import StreamIdleRow
 from tb_plugin.analysis.graph_bands import ReplayBands
 from tb_plugin.analysis.graphs import GraphsDocument, graphs_document
 from tb_plugin.analysis.kernels import KernelRow
@@ -138,6 +139,8 @@ def test_the_views_documents_conform_to_their_records():
     assert len(calls) == 5 and calls[0]["operators"] and list(calls[0]) == report.RUNTIME_CALL_KEYS
     found = cuda.views(st).insights()  # and insights with GPU, sync and exposed rows
     assert [len(found["idle"]["gpus"]), len(found["exposed"]["gpus"])] == [1, 1] and found["syncs"]["by_operator"]
+    streams = found["idle"]["per_stream"]  # and per-stream idle rows, with their record's keys in its order
+    assert streams and list(streams[0]) == list(StreamIdleRow.__annotations__)
 
 
 def _synthetic_recommendations() -> list[Recommendation]:
