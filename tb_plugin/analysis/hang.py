@@ -29,6 +29,8 @@ Definitions (docs/METRICS.md, "Hang"):
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 import numpy as np
 
 from .hang_finding import finding, rank_list
@@ -37,6 +39,28 @@ from .hang_p2p import p2p_findings
 from .hang_table import Cells, Table, per_key
 
 NS_PER_S = 1e9
+
+
+class DumpRankRow(TypedDict):
+    """One dump read (:func:`analyse`'s ``ranks``): its rank and what it records."""
+
+    rank: int
+    path: str | None  # the dump's logdir-relative path
+    rank_from: str | None  # "field" (the dump's own rank) or "name" (its file name)
+    version: str | None  # the dump format's version
+    entries: int  # its ring buffer's entries
+    states_tracked: bool  # it records collectives' states (started)
+    timing: bool  # it records start or completion times
+    wrapped: bool  # its ring buffer wrapped (its oldest record_id above 0)
+    pg_status: dict[str, Any]  # process group → its last enqueued/started/completed sequence numbers
+
+
+class UnreadableDump(TypedDict):
+    """A dump that could not be read, or a second dump of a rank (:func:`analyse`'s ``unreadable``)."""
+
+    path: str | None
+    rank: int | None  # None when neither the dump nor its name says
+    error: str
 
 
 def analyse(records: list[dict], unreadable: list[dict] | None = None) -> dict:
@@ -82,14 +106,14 @@ def analyse(records: list[dict], unreadable: list[dict] | None = None) -> dict:
     return {"ranks": ranks, "groups": groups, "findings": findings, "unreadable": unreadable, "latest_ns": latest}
 
 
-def _rank_rows(records: list[dict], t: Table) -> list[dict]:
+def _rank_rows(records: list[dict], t: Table) -> list[DumpRankRow]:
     """One row per dump read: where its rank came from, its entries, whether it tracks states and
     timing and whether its ring buffer wrapped (its oldest ``record_id`` above 0)."""
     started = t.per_rank_any(t.started)
     timing = t.per_rank_any((t.started_ns >= 0) | (t.completed_ns >= 0))
     big = np.iinfo(np.int64).max
     oldest = t.per_rank_min(np.where(t.record_id >= 0, t.record_id.astype(np.int64), big), big)
-    rows = []
+    rows: list[DumpRankRow] = []
     for rec in records:
         r, status = rec["rank"], rec.get("pg_status", {})
         rows.append(
@@ -111,7 +135,9 @@ def _rank_rows(records: list[dict], t: Table) -> list[dict]:
 class _Job:
     """What the per-group questions share: the table, its cells, the ranks' dumps and states."""
 
-    def __init__(self, t: Table, cells: Cells, records: list[dict], ranks: list[dict], unreadable, latest) -> None:
+    def __init__(
+        self, t: Table, cells: Cells, records: list[dict], ranks: list[DumpRankRow], unreadable, latest
+    ) -> None:
         self.t, self.cells, self.latest = t, cells, latest
         self.tracked = {r["rank"]: r["states_tracked"] for r in ranks}
         self.wrapped = {r["rank"] for r in ranks if r["wrapped"]}

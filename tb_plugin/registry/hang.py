@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
     from .executors import Executor
-    from .records import HangDocument
+    from .records import HangDocument, HangTrace, HangTraceError
     from .states import ArtifactState, DumpRecords
     from .trace_files import TraceFiles
 
@@ -118,7 +118,7 @@ def compact(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def job_document(
-    records: list[dict[str, Any]], unreadable: list[dict[str, Any]], traces: dict[int, dict[str, Any]] | None = None
+    records: list[dict[str, Any]], unreadable: list[dict[str, Any]], traces: dict[int, HangTrace] | None = None
 ) -> HangDocument:
     """The hang document: :func:`~tb_plugin.analysis.hang.analyse` ranked by
     :func:`~tb_plugin.analysis.hang_verdict.rank_findings`, with ``traces`` (rank → ``{"path",
@@ -144,11 +144,11 @@ def job_document(
     }
 
 
-def traces_by_rank(names: Iterable[str]) -> dict[int, dict[str, Any]]:
+def traces_by_rank(names: Iterable[str]) -> dict[int, HangTrace]:
     """rank → ``{"path", "worker", "span"}`` of the first trace file named for that rank
     (``rank<N>`` in the name, :func:`~tb_plugin.storage.naming.snapshot_rank`); span is always "1"
     here (the registry gives the real one)."""
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, HangTrace] = {}
     for name in sorted(names):
         got = snapshot_rank(name)
         if got is not None and is_certain_trace(posixpath.basename(name)):
@@ -197,7 +197,7 @@ def link_folder_traces(doc: HangDocument, fs: AbstractFileSystem, root: str, lim
             if str(r) in doc["traces"] and r not in wanted and len(wanted) < limit:
                 wanted.append(r)
     by_rank: dict[int, dict[str, Any]] = {}
-    errors: list[dict[str, Any]] = []
+    errors: list[HangTraceError] = []
     for r in wanted:
         path = doc["traces"][str(r)]["path"]
         try:
@@ -301,7 +301,7 @@ class HangDumps:
         got = self.records(run)
         if got is None:
             return None
-        traces: dict[int, dict[str, str]] = {}
+        traces: dict[int, HangTrace] = {}
         loaded: dict[int, Any] = {}
         for st in self._traces.files():
             found = snapshot_rank(st.entry.rel) if st.run == run else None

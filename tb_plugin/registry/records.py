@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 from ..analysis.advice import AboutNote
 from ..analysis.compiled_regions import CompiledRegions
 from ..analysis.graphs import GraphsDocument
+from ..analysis.hang import DumpRankRow, UnreadableDump
 from ..analysis.insights import ExposedParts, Insights
 from ..analysis.memory import MemorySummary
 from ..analysis.modules import ModuleNode
@@ -177,17 +178,33 @@ class RankAggregate(RankAggregateBase, total=False):
     tables: RankTables
 
 
+class HangTrace(TypedDict):
+    """The profiler trace of a rank beside its dump (registry/hang.py ``traces_by_rank``)."""
+
+    path: str  # logdir-relative
+    worker: str
+    span: str
+
+
+class HangTraceError(TypedDict):
+    """A trace beside the dumps that could not be read (registry/hang.py ``link_folder_traces``)."""
+
+    rank: int
+    path: str
+    error: str  # at most 500 characters
+
+
 class HangDocumentBase(TypedDict):
     """The hang document of a run's or a folder's flight-recorder dumps (registry/hang.py
     ``job_document``; docs/http_api.md ``GET hang``), keys in the order the JSON shows them."""
 
-    ranks: list[dict[str, Any]]  # one row per dump read
+    ranks: list[DumpRankRow]  # one row per dump read (analysis/hang.py)
     groups: list[dict[str, Any]]  # the process groups, with their stuck instance
     findings: list[dict[str, Any]]  # ranked: the root cause first (analysis/hang_verdict.py)
-    unreadable: list[dict[str, Any]]  # dumps that could not be read: path, rank, error
+    unreadable: list[UnreadableDump]  # dumps that could not be read
     latest_ns: int | None  # the latest time any dump recorded (ns)
     verdict: list[str]  # the findings' sentences in order
-    traces: dict[str, dict[str, Any]]  # rank → the profiler trace of that rank: path, worker, span
+    traces: dict[str, HangTrace]  # rank → the profiler trace of that rank
     dumps: int  # dump files found (read or not)
 
 
@@ -195,7 +212,7 @@ class HangDocument(HangDocumentBase, total=False):
     """:class:`HangDocumentBase` and what a folder's document adds (``kinetoscope hang DIR``)."""
 
     folder: str
-    trace_errors: list[dict[str, Any]]  # traces beside the dumps that could not be read
+    trace_errors: list[HangTraceError]
 
 
 class DistributedResultBase(TypedDict):
@@ -458,7 +475,7 @@ class ReportHang(TypedDict):
     dumps: int
     verdict: list[str]
     findings: list[dict[str, Any]]
-    unreadable: list[dict[str, Any]]
+    unreadable: list[UnreadableDump]
 
 
 class RunReportBase(TypedDict):

@@ -35,10 +35,13 @@ from tb_plugin.cli.report import run_report
 from tb_plugin.cli.tables import print_tables
 from tb_plugin.interfaces import queries
 from tb_plugin.registry import graph_siblings, report, report_distributed
+from tb_plugin.registry import hang as hang_registry
 from tb_plugin.registry.records import (
     AdviceDocument,
     DistributedSummary,
     GraphsReport,
+    HangDocument,
+    HangTrace,
     InsightsDocument,
     ReportDocument,
     SnapshotRanksDocument,
@@ -304,3 +307,14 @@ def test_the_overview_rows_conform_to_their_records():
     rows = [len(overviews[2][k]) for k in ("steps", "trainer_events", "system_metrics")]
     assert rows == [4, 2, 7] and len(st.overview["steps"]) == 3  # rows were checked
     assert list(st.overview["steps"][0]) == queries.STEP_COLUMNS  # the columns are the record's keys
+
+
+def test_the_hang_document_conforms_to_its_record():
+    """A folder's hang document: its dump, unreadable-dump and trace rows have exactly their records' keys."""
+    doc = hang_registry.folder_document(str(REPO_SAMPLES / "fr_gloo_skip"))
+    assert conforms(doc, HangDocument) == [] and len(doc["ranks"]) == 4
+    bad = {"path": "nccl_trace_rank_9", "rank": 9, "error": "not a dump"}
+    linked = hang_registry.traces_by_rank(["host_rank0.1700000000000.pt.trace.json"])
+    assert [list(t) for t in linked.values()] == [list(HangTrace.__annotations__)]  # a trace row's keys
+    doc = hang_registry.job_document([], [bad], linked)  # with an unreadable dump and a linked trace
+    assert conforms(doc, HangDocument) == [] and doc["unreadable"] == [bad] and doc["traces"] == {"0": linked[0]}
