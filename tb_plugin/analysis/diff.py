@@ -28,7 +28,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, Sequence, TypedDict, cast
 
 import numpy as np
 
@@ -45,6 +45,72 @@ CHANGE_US = 10.0
 QUANTITY = "host_total_us"  # the one time a verdict and the waterfall compare (µs per average step)
 _FIELDS = ("calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "graph_replay_self_us")
 OPERATOR_FIELDS = _FIELDS  # each side's figures of an operator row (calls; µs per step), for the notebook's columns
+
+
+#: A name of :class:`DiffFigures` (what ``compared`` names).
+DiffField = Literal[
+    "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us", "graph_replay_self_us"
+]
+
+
+class DiffFigures(TypedDict):
+    """One side's figures of an operator-tree node, or their difference (``_FIELDS``; per average step)."""
+
+    calls: float
+    host_self_us: float
+    host_total_us: float
+    device_self_us: float
+    device_total_us: float
+    graph_replay_self_us: float
+
+
+class OperatorDiffRow(TypedDict):
+    """One operator-tree node on both sides (:func:`op_diff`; µs per average step), with its verdict."""
+
+    name: str
+    path: list[str]  # the node's names from the root
+    status: str  # added, removed, unchanged, slower or faster (:func:`verdict`)
+    change_us: float  # experiment − baseline of ``compared``
+    change_pct: float | None  # of the baseline; None when it is 0
+    reason: str  # one_side, changed, within_us or within_pct
+    compared: DiffField  # the figure the verdict compares (QUANTITY)
+    moved_from: list[str] | None  # the baseline path of a node that moved; else None
+    has_children: bool
+    baseline: DiffFigures
+    experiment: DiffFigures
+    delta: DiffFigures
+    cumulative_delta_us: float  # Σ change_us of the level's rows up to this one (the waterfall)
+
+
+class KernelDiffRow(TypedDict):
+    """One kernel name on both sides (:func:`kernel_diff`; µs, and µs per step)."""
+
+    name: str
+    baseline_calls: int
+    experiment_calls: int
+    baseline_us: float
+    experiment_us: float
+    baseline_per_step_us: float
+    experiment_per_step_us: float
+    delta_per_step_us: float
+    status: str  # added, removed or present
+
+
+class StepDiff(TypedDict):
+    """The Overview's average step on both sides, per ``<category>_us`` and ``total_us`` (:func:`step_diff`)."""
+
+    baseline: dict[str, float]
+    experiment: dict[str, float]
+    delta: dict[str, float]
+    relative_pct: dict[str, float | None]  # of the baseline; None when it is 0
+
+
+class Waterfall(TypedDict):
+    """One level's waterfall (:func:`waterfall_totals`; µs per step)."""
+
+    rows_us: float
+    remainder_us: float
+    total_us: float
 
 
 def _label(name: str) -> str:
@@ -140,7 +206,7 @@ def verdict(base_us: float | None, exp_us: float | None) -> dict:
     return {"status": status, "change_us": delta, "change_pct": pct, "reason": reason}
 
 
-def op_diff(base: Trace, exp: Trace, path: tuple = ()) -> list[dict]:
+def op_diff(base: Trace, exp: Trace, path: tuple = ()) -> list[OperatorDiffRow]:
     """The children of ``path`` on either side, aligned by name (a moved node: by :func:`moved_nodes`),
     with both sides and the delta. ``path`` names an experiment node, or a baseline-only one."""
     return _level(_Sides(base, exp), tuple(path))
@@ -210,7 +276,7 @@ def moved_nodes(
     return pairs
 
 
-def _level(sides: _Sides, path: tuple) -> list[dict]:
+def _level(sides: _Sides, path: tuple) -> list[OperatorDiffRow]:
     b_parent = sides.moves.get(path, path)
     keys: list[tuple[tuple, tuple | None, tuple | None]] = []  # (row path, baseline path, experiment path)
     for name in sides.e_kids.get(path, ()):
@@ -221,7 +287,7 @@ def _level(sides: _Sides, path: tuple) -> list[dict]:
         if b_path in sides.moved_away or (b_parent == path and b_path in sides.e):
             continue  # shown where it moved to, or already listed as an experiment node
         keys.append((b_path, b_path, None))
-    rows = []
+    rows: list[dict[str, Any]] = []
     zero = dict.fromkeys(_FIELDS, 0.0)
     for key, bkey, ekey in keys:
         b, e = sides.b.get(bkey) if bkey else None, sides.e.get(ekey) if ekey else None
@@ -244,10 +310,10 @@ def _level(sides: _Sides, path: tuple) -> list[dict]:
     for r in rows:  # cumulative delta, largest changes first, for the waterfall chart
         running += r["change_us"]
         r["cumulative_delta_us"] = running
-    return rows
+    return cast("list[OperatorDiffRow]", rows)  # built with verdict's keys
 
 
-def waterfall_totals(step_delta_us: float, rows: list[dict]) -> dict:
+def waterfall_totals(step_delta_us: float, rows: Sequence[OperatorDiffRow]) -> Waterfall:
     """The waterfall of one level (µs per step): ``rows_us`` (the rows' summed Δ), ``remainder_us``
     (the step-total Δ not in them) and ``total_us`` (the step-total Δ, which the two add up to)."""
     rows_us = float(sum(r["change_us"] for r in rows))
@@ -263,10 +329,10 @@ def _kernel_table(trace: Trace) -> dict[str, tuple[int, float]]:
     return {trace.strings[n]: (int(c), float(t)) for n, c, t in zip(names, calls, total)}
 
 
-def kernel_diff(base: Trace, exp: Trace) -> list[dict]:
+def kernel_diff(base: Trace, exp: Trace) -> list[KernelDiffRow]:
     b, e = _kernel_table(base), _kernel_table(exp)
     b_steps, e_steps = max(len(compute_steps(base)), 1), max(len(compute_steps(exp)), 1)
-    out: list[dict[str, Any]] = []
+    out: list[KernelDiffRow] = []
     for name in sorted(set(b) | set(e)):
         bc, bt = b.get(name, (0, 0.0))
         ec, et = e.get(name, (0, 0.0))
@@ -287,7 +353,7 @@ def kernel_diff(base: Trace, exp: Trace) -> list[dict]:
     return out
 
 
-def step_diff(base_overview: Overview, exp_overview: Overview) -> dict:
+def step_diff(base_overview: Overview, exp_overview: Overview) -> StepDiff:
     b, e = base_overview["average"], exp_overview["average"]
     return {
         "baseline": b,
@@ -297,11 +363,11 @@ def step_diff(base_overview: Overview, exp_overview: Overview) -> dict:
     }
 
 
-def op_diff_flat(base: Trace, exp: Trace, max_nodes: int = 5000) -> list[dict]:
+def op_diff_flat(base: Trace, exp: Trace, max_nodes: int = 5000) -> list[OperatorDiffRow]:
     """Every aligned node, depth first (largest change first among siblings), for the headless report."""
     sides = _Sides(base, exp)
-    out: list[dict] = []
-    stack = [()]
+    out: list[OperatorDiffRow] = []
+    stack: list[tuple[str, ...]] = [()]
     while stack and len(out) < max_nodes:
         path = stack.pop()
         children = _level(sides, path)

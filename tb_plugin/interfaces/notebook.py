@@ -60,7 +60,7 @@ def table(rows: Sequence[Mapping[str, Any]], columns: list[str] | None = None) -
     return [{c: r.get(c) for c in columns} for r in rows]
 
 
-def _flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested dicts as flat columns: ``{"delta": {"host_total_us": 1}}`` → ``delta_host_total_us``."""
     out: dict[str, Any] = {}
     for k, v in row.items():

@@ -5,12 +5,12 @@ selecting and ordering."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..analysis import regression
-from ..analysis.diff import kernel_diff, op_diff_flat
+from ..analysis.diff import DiffField, kernel_diff, op_diff_flat
 from ..analysis.step_metrics import kernel_step_times, matching_kernel_names
 
 if TYPE_CHECKING:
@@ -78,10 +78,10 @@ def explain(base_trace: Trace, exp_trace: Trace, limit: int = TOP_EXPLAIN) -> Ga
     """The operator nodes (path, status) with the largest change of self time (device self time where
     the node has device time, else host self time; µs per average step; self times do not count a
     child's change twice), and the kernels with the largest change of time per average step."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in op_diff_flat(base_trace, exp_trace):
         has_device = r["baseline"]["device_total_us"] > 0 or r["experiment"]["device_total_us"] > 0
-        key = "device_self_us" if has_device else "host_self_us"
+        key: DiffField = "device_self_us" if has_device else "host_self_us"
         rows.append(
             {
                 "path": r["path"],

@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 from ..analysis.advice import AboutNote
 from ..analysis.compiled_regions import CompiledRegions
+from ..analysis.diff import KernelDiffRow, OperatorDiffRow, StepDiff, Waterfall
 from ..analysis.graphs import GraphsDocument
 from ..analysis.hang import DumpRankRow, UnreadableDump
 from ..analysis.insights import ExposedParts, Insights
@@ -338,12 +339,12 @@ class DistributedSummary(TypedDict):
 class DiffDocumentBase(TypedDict):
     """Baseline vs experiment (registry/report.py ``diff_document``; docs/http_api.md ``GET diff``)."""
 
-    steps: dict[str, Any]  # the Overview's categories: base, exp and delta of the average step (µs)
+    steps: StepDiff  # the Overview's categories: base, exp and delta of the average step (µs)
     thresholds: dict[str, float]  # the verdict rule's thresholds (analysis/diff.py)
     category_labels: dict[str, str]
-    operators: list[dict[str, Any]]  # the tree level below ``path`` (the UI), or the whole tree flattened
-    kernels: list[dict[str, Any]]
-    waterfall: dict[str, Any]  # the level's rows, remainder and step-total Δ (µs per step)
+    operators: list[OperatorDiffRow]  # the tree level below ``path`` (the UI), or the whole tree flattened
+    kernels: list[KernelDiffRow]
+    waterfall: Waterfall  # the level's rows, remainder and step-total Δ (µs per step)
 
 
 class DiffDocument(DiffDocumentBase, total=False):

@@ -38,6 +38,7 @@ from tb_plugin.registry import graph_siblings, report, report_distributed
 from tb_plugin.registry import hang as hang_registry
 from tb_plugin.registry.records import (
     AdviceDocument,
+    DiffDocument,
     DistributedSummary,
     GraphsReport,
     HangDocument,
@@ -318,3 +319,20 @@ def test_the_hang_document_conforms_to_its_record():
     assert [list(t) for t in linked.values()] == [list(HangTrace.__annotations__)]  # a trace row's keys
     doc = hang_registry.job_document([], [bad], linked)  # with an unreadable dump and a linked trace
     assert conforms(doc, HangDocument) == [] and doc["unreadable"] == [bad] and doc["traces"] == {"0": linked[0]}
+
+
+def test_the_diff_document_conforms_to_its_record():
+    """The diff of two samples, the CLI's (the whole tree flattened) and the UI's (one level): its step,
+    operator, kernel and waterfall rows have exactly their records' keys."""
+    sides = []
+    for folder in ("gpu_compile", "gpu_cudagraph"):
+        reg = RunRegistry(str(REPO_SAMPLES / folder))
+        reg.scan()
+        st = reg.files()[0]
+        reg.load(st)
+        sides += [st, reg.views(st)]
+    flat = report.diff_document(*sides)
+    level = report.diff_document(*sides, path=[])
+    assert conforms(flat, DiffDocument) == [] and conforms(level, DiffDocument) == []
+    assert len(flat["operators"]) > len(level["operators"]) > 0 and flat["kernels"]  # rows were checked
+    assert {r["status"] for r in flat["kernels"]} == {"added", "removed", "present"}
