@@ -41,6 +41,7 @@ from .collective_matching import match_collectives
 from .comm_bytes import communicator_sizes, instance_bytes, message
 from .critical_path import rank_chains
 from .critical_path_combine import critical_paths
+from .distributed_records import DistributedView, SingleRankView
 from .intervals import covered_in_windows, merge
 from .op_tree import op_tree
 from .overview import rank_devices
@@ -282,12 +283,12 @@ def _array(comm: dict, field: str) -> np.ndarray:
     return np.array([v or 0 for v in values], dtype=np.int64)
 
 
-def distributed_view(ranks: list[tuple[int, str, Trace]]) -> dict:
+def distributed_view(ranks: list[tuple[int, str, Trace]]) -> DistributedView:
     """Compare ranks of one job (``(rank, worker, trace)`` each, one span)."""
     return combine_ranks([(rank, worker, rank_reduce(tr)) for rank, worker, tr in ranks])
 
 
-def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
+def combine_ranks(ranks: list[tuple[int, str, dict]]) -> DistributedView:
     """The cross-rank half of :func:`distributed_view`: ``(rank, worker, rank_reduce(trace))`` each.
 
     Returns ``world_size``, ``ranks_present``, ``ranks`` (per rank: step parts, transfer/sync/latency
@@ -480,7 +481,7 @@ def combine_ranks(ranks: list[tuple[int, str, dict]]) -> dict:
     }
 
 
-def single_rank_view(rank: int, worker: str, agg: dict) -> dict:
+def single_rank_view(rank: int, worker: str, agg: dict) -> SingleRankView:
     """A run with one loaded rank: its own ``groups`` and ``groups_messages``
     (:func:`analysis.process_groups.combine_groups` of that rank) and ``critical_path`` (the walk
     without cross-rank edges; [] without chains), from its :func:`rank_reduce` aggregate ``agg``."""

@@ -22,6 +22,7 @@ from .states import ERROR, LOADING, QUEUED, READY, FileState
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+    from ..analysis.distributed_records import DistributedView
     from .cache import ParseCache
     from .executors.base import Executor
     from .trace_files import TraceFiles
@@ -104,7 +105,7 @@ class DistributedAggregate:
     ) -> DistributedResult:
         spans = sorted({st.span for st in self._traces.files() if st.run == run}, key=int)
 
-        def result(reason: str | None, view: dict[str, Any] | None, messages: list[str]) -> DistributedResult:
+        def result(reason: str | None, view: DistributedView | None, messages: list[str]) -> DistributedResult:
             # files: the run's files at this span; ranks_loaded: those that loaded (the ranks compared);
             # reason: why there is no view (null with one); the files' own failures are in messages
             return {

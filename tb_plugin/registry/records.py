@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 from ..analysis.advice import AboutNote
 from ..analysis.compiled_regions import CompiledRegions
 from ..analysis.diff import KernelDiffRow, OperatorDiffRow, StepDiff, Waterfall
+from ..analysis.distributed_records import DistributedView, SingleRankView
 from ..analysis.graphs import GraphsDocument
 from ..analysis.hang import DumpRankRow, UnreadableDump
 from ..analysis.insights import ExposedParts, Insights
@@ -227,7 +228,7 @@ class DistributedResultBase(TypedDict):
     files: int  # the run's files at this span
     ranks_loaded: int  # those that loaded: the ranks compared
     reason: str | None  # why there is no view (None with one)
-    view: dict[str, Any] | None  # analysis/distributed.py combine_ranks; None with fewer than two ranks
+    view: DistributedView | None  # analysis/distributed.py combine_ranks; None with fewer than two ranks
     messages: list[str]  # the files' own failures, how ranks were read, matching problems
 
 
@@ -235,7 +236,7 @@ class DistributedResult(DistributedResultBase, total=False):
     """:class:`DistributedResultBase` and, with one rank or none, that rank's own view."""
 
     notes: list[str]  # how the one rank's number was read
-    single_rank: dict[str, Any] | None  # analysis/distributed.py single_rank_view
+    single_rank: SingleRankView | None  # analysis/distributed.py single_rank_view
 
 
 # The rows of the report's distributed section: each a selection, in this key order, of the rows of

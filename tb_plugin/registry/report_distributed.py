@@ -6,7 +6,7 @@ and a single-rank worker's own process groups. Numbers come from analysis/ throu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Mapping, cast
 
 from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
@@ -80,7 +80,8 @@ def run_critical_path(result: DistributedResult) -> list[dict[str, Any]]:
     if view is not None:
         path = view["critical_path"]
     else:
-        path = (result.get("single_rank") or {}).get("critical_path", [])
+        single: Mapping[str, Any] = result.get("single_rank") or {}
+        path = single.get("critical_path", [])
     return path
 
 

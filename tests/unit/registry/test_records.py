@@ -39,6 +39,7 @@ from tb_plugin.registry import hang as hang_registry
 from tb_plugin.registry.records import (
     AdviceDocument,
     DiffDocument,
+    DistributedResult,
     DistributedSummary,
     GraphsReport,
     HangDocument,
@@ -336,3 +337,23 @@ def test_the_diff_document_conforms_to_its_record():
     assert conforms(flat, DiffDocument) == [] and conforms(level, DiffDocument) == []
     assert len(flat["operators"]) > len(level["operators"]) > 0 and flat["kernels"]  # rows were checked
     assert {r["status"] for r in flat["kernels"]} == {"added", "removed", "present"}
+
+
+def test_the_distributed_view_conforms_to_its_record():
+    """The distributed result of two ranks (``view``) and of one (``single_rank``) have exactly their
+    records' top-level keys, and the view's matching and instance counts theirs."""
+    two = RunRegistry(str(REPO_SAMPLES / "synthetic_ddp"))
+    two.scan()
+    for st in two.files():
+        two.load(st)
+    (run,) = {st.run for st in two.files()}
+    got = two.distributed(run)
+    assert got["view"] is not None and conforms(got, DistributedResult) == []
+    assert got["view"]["ranks_present"] == 2 and got["view"]["matching"]["by_type"]  # rows were checked
+    one = RunRegistry(str(REPO_SAMPLES / "gpu_cudagraph"))
+    one.scan()
+    (st,) = one.files()
+    one.load(st)
+    alone = one.distributed(st.run)
+    assert alone["view"] is None and alone.get("single_rank") is not None
+    assert conforms(alone, DistributedResult) == []
