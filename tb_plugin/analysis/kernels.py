@@ -27,18 +27,10 @@ from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 GROUPINGS = ("kernel", "kernel_op_config", "graph")
 
 
-class KernelRowBase(TypedDict):
-    """One row of the GPU Kernel table (:func:`kernel_rows`): a group of kernel calls (µs). The launch
-    configuration is None unless grouped per op and config."""
+class KernelFigures(TypedDict):
+    """A kernel group's name, calls and times (µs): the report's columns (registry/report.py)."""
 
-    key: str  # the group's index in this grouping, as text
     name: str
-    op: str | None  # the launching operator
-    grid: str | None
-    block: str | None
-    registers_per_thread: int | None
-    shared_memory_bytes: int | None
-    tc_eligible: bool | None  # the launching operator could run on tensor cores
     calls: int
     total_us: float
     mean_us: float
@@ -47,6 +39,19 @@ class KernelRowBase(TypedDict):
     blocks_per_sm: float | None  # duration-weighted mean; None when no call has it
     achieved_occupancy_pct: float | None
     tensor_cores: bool  # the name matches a tensor-core kernel pattern
+
+
+class KernelRowBase(KernelFigures):
+    """One row of the GPU Kernel table (:func:`kernel_rows`): a group of kernel calls (µs). The launch
+    configuration is None unless grouped per op and config."""
+
+    key: str  # the group's index in this grouping, as text
+    op: str | None  # the launching operator
+    grid: str | None
+    block: str | None
+    registers_per_thread: int | None
+    shared_memory_bytes: int | None
+    tc_eligible: bool | None  # the launching operator could run on tensor cores
     longest_row: int  # the event row of the group's longest call
 
 

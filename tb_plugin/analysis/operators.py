@@ -207,20 +207,25 @@ def _groups(trace: Trace, group_by: str):
     return trace.memo("op_groups:" + group_by, build)
 
 
-class OperatorRow(TypedDict):
-    """One row of the Operator table (:func:`operator_rows`): a group of operator calls (µs)."""
+class OperatorFigures(TypedDict):
+    """An operator group's name, calls and times (µs): the report's columns (registry/report.py)."""
 
-    key: str  # the group's index in this grouping, as text
     name: str
-    input_shape: str | None  # grouped by input shape; else None
-    call_stack: str | None  # grouped by call stack; else None
     calls: int
     host_self_us: float
     host_total_us: float
     device_self_us: float
     device_total_us: float
     graph_replay_self_us: float  # device self time replayed from CUDA graphs
-    tc_eligible: bool  # the operator could run on Tensor Cores
+    tc_eligible: bool  # the operator could run on tensor cores
+
+
+class OperatorRow(OperatorFigures):
+    """One row of the Operator table (:func:`operator_rows`): a group of operator calls (µs)."""
+
+    key: str  # the group's index in this grouping, as text
+    input_shape: str | None  # grouped by input shape; else None
+    call_stack: str | None  # grouped by call stack; else None
     tc_self_pct: float | None  # share of its self kernel time in tensor-core kernels (%); None without any
     tc_total_pct: float | None
     flops: float | None  # None when no call reported FLOPs

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..analysis import regression
-from ..analysis.diff import DiffField, kernel_diff, op_diff_flat
+from ..analysis.diff import kernel_diff, op_diff_flat
 from ..analysis.step_metrics import kernel_step_times, matching_kernel_names
 
 if TYPE_CHECKING:
+    from ..analysis.diff_records import DiffField
     from ..trace.model import Trace
     from .records import GateDocument, GateExplain
     from .states import FileState

@@ -12,10 +12,10 @@ from typing import Any, TypedDict
 
 from ..analysis.advice import AboutNote
 from ..analysis.compiled_regions import CompiledRegions
-from ..analysis.diff import KernelDiffRow, OperatorDiffRow, StepDiff, Waterfall
+from ..analysis.diff_records import KernelDiffRow, OperatorDiffRow, StepDiff, Waterfall
 from ..analysis.distributed_records import DistributedView, SingleRankView
 from ..analysis.graphs import GraphsDocument
-from ..analysis.hang import DumpRankRow, UnreadableDump
+from ..analysis.hang_records import DumpRankRow, UnreadableDump
 from ..analysis.insights import ExposedParts, Insights
 from ..analysis.memory import MemorySummary
 from ..analysis.modules import ModuleNode

@@ -1,28 +1,19 @@
 """The typed rows of the Operator and GPU Kernel tables as the registry hands them on
 (registry/report.py ``operator_table``/``kernel_table``): the report's rows (``OPERATOR_KEYS``,
-``KERNEL_KEYS``) and the tab's rows the routes, MCP and the notebook page through (the columns of
-api/table_columns.py). Plain dicts at run time; the full rows are analysis/operators.py ``OperatorRow``
-and analysis/kernels.py ``KernelRow``."""
+``KERNEL_KEYS``: analysis/operators.py ``OperatorFigures``, analysis/kernels.py ``KernelFigures``) and
+the tab's rows the routes, MCP and the notebook page through (the columns of api/table_columns.py).
+Plain dicts at run time; the full rows are ``OperatorRow`` and ``KernelRow``."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from ..analysis.kernels import KernelFigures
+from ..analysis.operators import OperatorFigures
+
+OperatorReportRow = OperatorFigures  # one operator row of ``kinetoscope report`` (µs)
+KernelReportRow = KernelFigures  # one kernel row of ``kinetoscope report`` (µs)
 
 
-class OperatorReportRow(TypedDict):
-    """One operator row of ``kinetoscope report`` (``OPERATOR_KEYS``; µs)."""
-
-    name: str
-    calls: int
-    host_self_us: float
-    host_total_us: float
-    device_self_us: float
-    device_total_us: float
-    graph_replay_self_us: float  # device self time replayed from CUDA graphs
-    tc_eligible: bool  # the operator could run on tensor cores
-
-
-class OperatorTableRowBase(OperatorReportRow):
+class OperatorTableRowBase(OperatorFigures):
     """The Operator tab's row: the report's keys, its tensor-core shares (%) and FLOPs."""
 
     tc_self_pct: float | None  # None without kernel time
@@ -38,21 +29,7 @@ class OperatorTableRow(OperatorTableRowBase, total=False):
     call_stack: str | None
 
 
-class KernelReportRow(TypedDict):
-    """One kernel row of ``kinetoscope report`` (``KERNEL_KEYS``; µs)."""
-
-    name: str
-    calls: int
-    total_us: float
-    mean_us: float
-    min_us: float
-    max_us: float
-    blocks_per_sm: float | None  # duration-weighted mean; None when no call has it
-    achieved_occupancy_pct: float | None
-    tensor_cores: bool  # the name matches a tensor-core kernel pattern
-
-
-class KernelTableRow(KernelReportRow, total=False):
+class KernelTableRow(KernelFigures, total=False):
     """A GPU Kernel tab row: ``graph`` only grouped per graph, the launch configuration only per op
     and config."""
 
