@@ -82,6 +82,15 @@ def conforms(value: object, hint: object, where: str = "doc") -> list[str]:
     return problems
 
 
+def loaded(folder: str) -> RunRegistry:
+    """A registry of a repository sample with every file loaded."""
+    reg = RunRegistry(str(REPO_SAMPLES / folder))
+    reg.scan()
+    for st in reg.files():
+        reg.load(st)
+    return reg
+
+
 def report_json(folder: Path) -> dict:
     out, err = io.StringIO(), io.StringIO()
     run_report(str(folder), None, True, False, out, err, executor="local")
@@ -114,10 +123,8 @@ def test_the_report_of_several_ranks_has_its_distributed_sections():
 def test_the_views_documents_conform_to_their_records():
     found = 0
     for folder in ("gpu_cudagraph", "gpu_compile", "torch_cpu_cnn"):
-        reg = RunRegistry(str(REPO_SAMPLES / folder))
-        reg.scan()
+        reg = loaded(folder)
         for st in reg.files():
-            reg.load(st)
             views = reg.views(st)
             assert st.overview is not None
             assert conforms(report.advice_document(st.overview, 5), AdviceDocument) == []
@@ -262,10 +269,8 @@ def test_the_table_rows_conform_to_their_records():
     the tab's (the routes', MCP's and the notebook's) have exactly their records' keys."""
     counts = {}
     for folder in ("gpu_cudagraph", "gpu_compile", "torch_cpu_cnn"):
-        reg = RunRegistry(str(REPO_SAMPLES / folder))
-        reg.scan()
+        reg = loaded(folder)
         for st in reg.files():
-            reg.load(st)
             views = reg.views(st)
             for g in OPERATOR_GROUPS:
                 assert conforms(views.operators(g), list[OperatorRow]) == []
@@ -298,10 +303,7 @@ def test_the_overview_rows_conform_to_their_records():
     overviews = [
         compute_overview(decode_trace(json.dumps(d).encode())) for d in (outside_trace_trace(), capture, composer)
     ]
-    reg = RunRegistry(str(REPO_SAMPLES / "gpu_cudagraph"))
-    reg.scan()
-    (st,) = reg.files()
-    reg.load(st)
+    (st,) = loaded("gpu_cudagraph").files()
     assert st.overview is not None
     for ov in [*overviews, st.overview]:
         assert conforms(ov, Overview) == []
@@ -327,10 +329,8 @@ def test_the_diff_document_conforms_to_its_record():
     operator, kernel and waterfall rows have exactly their records' keys."""
     sides = []
     for folder in ("gpu_compile", "gpu_cudagraph"):
-        reg = RunRegistry(str(REPO_SAMPLES / folder))
-        reg.scan()
+        reg = loaded(folder)
         st = reg.files()[0]
-        reg.load(st)
         sides += [st, reg.views(st)]
     flat = report.diff_document(*sides)
     level = report.diff_document(*sides, path=[])
@@ -342,18 +342,13 @@ def test_the_diff_document_conforms_to_its_record():
 def test_the_distributed_view_conforms_to_its_record():
     """The distributed result of two ranks (``view``) and of one (``single_rank``) have exactly their
     records' top-level keys, and the view's matching and instance counts theirs."""
-    two = RunRegistry(str(REPO_SAMPLES / "synthetic_ddp"))
-    two.scan()
-    for st in two.files():
-        two.load(st)
+    two = loaded("synthetic_ddp")
     (run,) = {st.run for st in two.files()}
     got = two.distributed(run)
     assert got["view"] is not None and conforms(got, DistributedResult) == []
     assert got["view"]["ranks_present"] == 2 and got["view"]["matching"]["by_type"]  # rows were checked
-    one = RunRegistry(str(REPO_SAMPLES / "gpu_cudagraph"))
-    one.scan()
+    one = loaded("gpu_cudagraph")
     (st,) = one.files()
-    one.load(st)
     alone = one.distributed(st.run)
     assert alone["view"] is None and alone.get("single_rank") is not None
     assert conforms(alone, DistributedResult) == []
