@@ -33,7 +33,7 @@ Definitions (µs):
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
@@ -56,12 +56,51 @@ _TRITON = re.compile(r"^triton_(poi|red|per|tem|for|\w+?)_(?:fused_(.*?))?_?(\d+
 _KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent_reduction", "tem": "template", "for": "foreach"}
 
 
+class RegionRow(TypedDict):
+    """One compiled region name: its calls and the work inside them (µs)."""
+
+    name: str
+    calls: int
+    host_us: float
+    device_us: float  # device work launched inside its calls
+    kernels: int
+    kernel_us: float
+    triton_kernels: int
+    triton_us: float
+
+
+class TritonKernelRow(TypedDict):
+    """One Triton kernel in its innermost region: its kind, fused ops and where Inductor made it (µs)."""
+
+    name: str
+    kind: str | None  # pointwise, reduction, …; None when the name does not say
+    fused: str | None  # the fused ops the name lists
+    region: str | None  # None when launched outside every region
+    calls: int
+    total_us: float
+    source_nodes: list[str] | None  # Inductor's graph nodes, when the trace has its provenance
+    source_lines: list[str] | None  # their stack traces
+
+
+class CompiledStepRow(TypedDict):
+    """One step's compiled regions: frames, versions, recompilations and the time around them (µs)."""
+
+    step: str
+    step_us: float
+    regions: int  # region calls in the step
+    frames: int
+    versions: list[str]  # "frame/version"
+    recompilations: int  # versions first seen in this step (above version 0)
+    cache_lookup_us: float
+    between_us: float  # Σ per thread of the gaps between regions
+
+
 class CompiledRegions(TypedDict):
     """The torch.compile regions of a trace (:func:`compiled_regions`; µs, the module docstring)."""
 
-    regions: list[dict[str, Any]]  # per region name: calls, host/device µs, its Triton kernels
-    triton_kernels: list[dict[str, Any]]  # per Triton kernel: region, calls, total µs
-    steps: list[dict[str, Any]]  # per step: regions, frames, versions, recompilations, between/lookup µs
+    regions: list[RegionRow]  # per region name
+    triton_kernels: list[TritonKernelRow]
+    steps: list[CompiledStepRow]
     advice: list[Recommendation]  # the compile.* recommendations that hold
 
 
@@ -79,7 +118,7 @@ def compiled_regions(trace: Trace) -> CompiledRegions | None:
     names = np.unique(ev.name[region_rows])
     kernel = ev.kind == Kind.KERNEL
     triton = kernel & trace.name_mask(lambda s: s.startswith("triton_"))
-    regions = []
+    regions: list[RegionRow] = []
     for name in names.tolist():  # a few distinct region names
         rows = region_rows[ev.name[region_rows] == name]
         mask = np.zeros(len(ev), dtype=bool)
@@ -126,7 +165,7 @@ def _innermost_region(trace: Trace, region_rows: np.ndarray, rows: np.ndarray) -
     return np.where(found >= 0, trace.events.name[np.maximum(found, 0)], -1)
 
 
-def _triton_rows(trace: Trace, triton: np.ndarray, region_rows: np.ndarray) -> list[dict]:
+def _triton_rows(trace: Trace, triton: np.ndarray, region_rows: np.ndarray) -> list[TritonKernelRow]:
     ev = trace.events
     rows = np.flatnonzero(triton)
     if len(rows) == 0:
@@ -137,7 +176,7 @@ def _triton_rows(trace: Trace, triton: np.ndarray, region_rows: np.ndarray) -> l
     uniq, inverse = np.unique(keys, return_inverse=True)
     calls = np.bincount(inverse, minlength=len(uniq))
     total = np.bincount(inverse, weights=ev.dur[rows], minlength=len(uniq))
-    out = []
+    out: list[TritonKernelRow] = []
     for g, key in enumerate(uniq.tolist()):
         name_id, region_id = key >> 32, (key & 0xFFFFFFFF) - 1
         name = trace.strings[name_id]
@@ -160,7 +199,7 @@ def _triton_rows(trace: Trace, triton: np.ndarray, region_rows: np.ndarray) -> l
     return out
 
 
-def _per_step(trace: Trace, region_rows: np.ndarray) -> list[dict]:
+def _per_step(trace: Trace, region_rows: np.ndarray) -> list[CompiledStepRow]:
     ev = trace.events
     steps = compute_steps(trace)
     uniq, which = np.unique(ev.name[region_rows], return_inverse=True)  # parse each distinct name once
@@ -171,7 +210,7 @@ def _per_step(trace: Trace, region_rows: np.ndarray) -> list[dict]:
     ver = np.array([int(v.group(2)) if v else -1 for v in version], dtype=np.int64)[which]
     lookup = np.array([s == "TorchDynamo Cache Lookup" for s in names], dtype=bool)[which]
     seen: set = set()
-    out = []
+    out: list[CompiledStepRow] = []
     for k, step in enumerate(steps.names):
         lo, hi = float(steps.host_start[k]), float(steps.host_end[k])
         here = (ev.ts[region_rows] >= lo) & (ev.ts[region_rows] < hi)
@@ -222,7 +261,7 @@ def _share_of_step(rule: str, us: float, mean_step_us: float, threshold_pct: flo
     )
 
 
-def _advice(steps: list[dict]) -> list[Recommendation]:
+def _advice(steps: list[CompiledStepRow]) -> list[Recommendation]:
     """The compile rules of the one recommendation list (:mod:`.recommendations`), each only at or above
     its threshold (:data:`~.recommendations.THRESHOLDS`)."""
     if not steps:

@@ -20,7 +20,7 @@ from synth.composer import composer_trace
 from synth.idle import tiny_kernels
 from synth.oom import MIB, rank_snapshot
 
-from tb_plugin.analysis.compiled_regions import compiled_regions
+from tb_plugin.analysis.compiled_regions import CompiledRegions, compiled_regions
 from tb_plugin.analysis.gpu_idle import StreamIdleRow
 from tb_plugin.analysis.graph_bands import ReplayBands
 from tb_plugin.analysis.graphs import GraphsDocument, graphs_document
@@ -352,3 +352,15 @@ def test_the_distributed_view_conforms_to_its_record():
     alone = one.distributed(st.run)
     assert alone["view"] is None and alone.get("single_rank") is not None
     assert conforms(alone, DistributedResult) == []
+
+
+def test_the_compiled_regions_rows_conform_to_their_records():
+    """A sample's and a synthetic trace's compiled regions: region, Triton-kernel and step rows."""
+    synthetic = compiled_regions(decode_trace(json.dumps(synth_graphs.compiled_steps()).encode()))
+    reg = loaded("gpu_compile")
+    (st,) = reg.files()
+    sample = reg.views(st).graphs()["compiled"]
+    for doc in (synthetic, sample):
+        assert doc is not None and conforms(doc, CompiledRegions) == []
+        assert doc["regions"] and doc["steps"]  # rows were checked
+    assert sample is not None and sample["triton_kernels"]
