@@ -13,7 +13,7 @@ ordered by how many ranks they hold on, then by their median addressed time.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -42,12 +42,40 @@ def advice_key(rec: Recommendation) -> str:
     return f"{rec['rule']}:{named}" if named else rec["rule"]
 
 
-def _spread(values: list[float]) -> dict:
+class RankSpread(TypedDict):
+    """The lowest, median and highest of a rule's value over the ranks it holds on (µs or bytes)."""
+
+    min: float
+    median: float
+    max: float
+
+
+class RunAdviceBase(TypedDict):
+    """A recommendation that holds on several ranks of a run (:func:`across_ranks`)."""
+
+    rule: str
+    key: str  # the rule, with the GPU or the name a per-item rule names
+    ranks: list[int]
+    ranks_text: str  # the ranks as ranges ("0-3, 5")
+    rank_count: int
+    text: str
+
+
+class RunAdvice(RunAdviceBase, total=False):
+    """A run recommendation with its spread: of ``addressed_us`` (and ``threshold_us``) for a time rule,
+    of ``addressed_bytes`` for a memory one."""
+
+    addressed_us: RankSpread
+    threshold_us: RankSpread
+    addressed_bytes: RankSpread
+
+
+def _spread(values: list[float]) -> RankSpread:
     v = np.sort(np.asarray(values, dtype=np.float64))
     return {"min": float(v[0]), "median": float(np.median(v)), "max": float(v[-1])}
 
 
-def across_ranks(per_rank: list[tuple[int, list[Recommendation]]]) -> list[dict]:
+def across_ranks(per_rank: list[tuple[int, list[Recommendation]]]) -> list[RunAdvice]:
     """The run recommendations (module docstring) of ``[(rank, that rank's recommendation details)]``."""
     found: dict[str, list[tuple[int, Recommendation]]] = {}
     for rank, recs in per_rank:
@@ -94,4 +122,5 @@ def across_ranks(per_rank: list[tuple[int, list[Recommendation]]]) -> list[dict]
             else f"Ranks {doc['ranks_text']}: {hits[middle][1]['text']} Peaks: {said}."
         )
         out.append(doc)
-    return sorted(out, key=lambda d: (-d["rank_count"], -(d.get("addressed_us") or d["addressed_bytes"])["median"]))
+    ranked = sorted(out, key=lambda d: (-d["rank_count"], -(d.get("addressed_us") or d["addressed_bytes"])["median"]))
+    return cast("list[RunAdvice]", ranked)  # built key by key above

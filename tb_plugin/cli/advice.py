@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from ..analysis.advice_ranks import advice_key
+from ..analysis.advice_ranks import RunAdvice, advice_key
 from ..analysis.numfmt import fixed
 from ..analysis.overview import Overview
 from ..registry import report
@@ -38,7 +38,7 @@ def print_run_advice(run: RunReport, out: TextIO) -> None:
         out.write(f"   * [{rec['rule']}] {rec['text']}\n")
 
 
-def print_advice(ov: Overview, out: TextIO, run_recs: list[dict] | None = None) -> None:
+def print_advice(ov: Overview, out: TextIO, run_recs: list[RunAdvice] | None = None) -> None:
     """The file's "About this trace" warnings, its runtime calls (most time first) and its one list of
     recommendations, each with its rule, the time it addresses and its threshold; advice said once for
     the run (``run_recs``, :func:`print_run_advice`) is not repeated here."""

@@ -22,6 +22,7 @@ from .states import ERROR, LOADING, QUEUED, READY, FileState
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+    from ..analysis.advice_ranks import RunAdvice
     from ..analysis.distributed_records import DistributedView
     from .cache import ParseCache
     from .executors.base import Executor
@@ -135,7 +136,7 @@ class DistributedAggregate:
             )
         return result(None, view, messages)
 
-    def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
+    def span_advice(self, run: str, span: str) -> list[RunAdvice] | None:
         """The advice that holds on several of the run's loaded files at ``span``, once for the run
         (:func:`.report_distributed.run_advice`): the ``distributed`` route's and the MCP tool's."""
         files = [st for st in self._traces.files() if st.run == run and st.span == span]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+    from ..analysis.advice_ranks import RunAdvice
     from ..trace.model import Trace
     from .records import DistributedResult, HangDocument, RunsDocument, SnapshotRanksDocument
     from .states import ArtifactState, FileState
@@ -119,7 +120,7 @@ class Registry(abc.ABC):
         """The critical path on one loaded file's timeline."""
 
     @abc.abstractmethod
-    def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
+    def span_advice(self, run: str, span: str) -> list[RunAdvice] | None:
         """The advice that holds on several of the run's loaded files at ``span``, said once for the run
         (None with fewer than two)."""
 

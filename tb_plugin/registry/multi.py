@@ -24,6 +24,7 @@ from .views import FileViews
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+    from ..analysis.advice_ranks import RunAdvice
     from ..trace.model import Trace
 
 _URI = re.compile(r"^[a-zA-Z][0-9a-zA-Z.+-]*://")
@@ -160,7 +161,7 @@ class MultiRegistry(Registry):
     def critical_path_overlay(self, state: FileState) -> dict[str, Any]:
         return self._holder(state.run).critical_path_overlay(state)
 
-    def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
+    def span_advice(self, run: str, span: str) -> list[RunAdvice] | None:
         return self._holder(run).span_advice(run, span)
 
     def analyse(self, states: list[FileState], executor: Any, how: RankRun = RankRun()) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from ..analysis.advice import AboutNote
+from ..analysis.advice_ranks import RunAdvice
 from ..analysis.compiled_regions import CompiledRegions
 from ..analysis.diff_records import KernelDiffRow, OperatorDiffRow, StepDiff, Waterfall
 from ..analysis.distributed_records import DistributedView, SingleRankView
@@ -494,7 +495,7 @@ class RunReport(RunReportBase, total=False):
 
     distributed: DistributedSummary
     critical_path: list[dict[str, Any]]  # per step across the ranks (µs)
-    recommendations: list[dict[str, Any]]  # the advice that holds on several ranks (analysis/advice_ranks.py)
+    recommendations: list[RunAdvice]  # the advice that holds on several ranks (analysis/advice_ranks.py)
     snapshots: list[SnapshotItem]
     memprofiler: list[MemProfilerItem]
     snapshot_ranks: list[SnapshotRankGroup]

@@ -10,6 +10,7 @@ from typing import Any, Mapping, cast
 
 from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
+from ..analysis.advice_ranks import RunAdvice
 from .interface import Registry
 from .records import (
     ArrivalSummaryRow,
@@ -24,7 +25,7 @@ from .records import (
 from .states import FileState
 
 
-def run_advice(workers: Sequence[RankOverview]) -> list[dict[str, Any]] | None:
+def run_advice(workers: Sequence[RankOverview]) -> list[RunAdvice] | None:
     """The advice that holds on several ranks of a run, once for the run
     (:func:`~tb_plugin.analysis.advice_ranks.across_ranks`), from its workers' ``{"worker", "overview"}``
     (a worker's first span stands for its rank); None for fewer than two ranks."""

@@ -39,6 +39,7 @@ from .trace_files import TraceFiles
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+    from ..analysis.advice_ranks import RunAdvice
     from ..trace.model import Trace
     from .executors.task import RankJob
     from .views import FileViews
@@ -358,7 +359,7 @@ class RunRegistry(Registry, TraceFiles):
     def critical_path_overlay(self, state: FileState) -> dict[str, Any]:
         return self._distributed.critical_path_overlay(state)
 
-    def span_advice(self, run: str, span: str) -> list[dict[str, Any]] | None:
+    def span_advice(self, run: str, span: str) -> list[RunAdvice] | None:
         return self._distributed.span_advice(run, span)
 
     def rank_job(self, state: FileState, tables: bool = True) -> RankJob:

@@ -20,6 +20,8 @@ from synth.composer import composer_trace
 from synth.idle import tiny_kernels
 from synth.oom import MIB, rank_snapshot
 
+from tb_plugin.analysis import advice_ranks
+from tb_plugin.analysis.advice_ranks import RunAdvice
 from tb_plugin.analysis.compiled_regions import CompiledRegions, compiled_regions
 from tb_plugin.analysis.gpu_idle import StreamIdleRow
 from tb_plugin.analysis.graph_bands import ReplayBands
@@ -364,3 +366,12 @@ def test_the_compiled_regions_rows_conform_to_their_records():
         assert doc is not None and conforms(doc, CompiledRegions) == []
         assert doc["regions"] and doc["steps"]  # rows were checked
     assert sample is not None and sample["triton_kernels"]
+
+
+def test_the_run_advice_rows_conform_to_their_record():
+    """Advice that holds on several ranks, of time and of memory rules: each row has exactly the keys of
+    :class:`RunAdvice` (a time rule its ``addressed_us``/``threshold_us``, a memory rule ``addressed_bytes``)."""
+    recs = _synthetic_recommendations()
+    rows = advice_ranks.across_ranks([(0, recs), (1, recs), (2, recs[1:])])
+    assert conforms(rows, list[RunAdvice]) == []
+    assert {"addressed_us" in r for r in rows} == {True, False} and rows[0]["rank_count"] == 3
