@@ -70,7 +70,7 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     # the sorted thread keys, which orders as the key does
     n = len(rows)
     keys = thread[np.r_[True, ~same_before[1:]]]
-    narrow = row_dtype(2 * n)
+    narrow: type[np.signedinteger] = row_dtype(2 * n)
     tix = (np.cumsum(~same_before) - 1).astype(narrow)
     del thread, same_before
     o = np.lexsort((np.concatenate([s, e]), np.concatenate([tix, tix]))).astype(narrow)
