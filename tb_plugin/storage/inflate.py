@@ -8,7 +8,10 @@ JSON whitespace as one space, so padding that stays under the ratio still costs 
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
+from typing import Iterator
 
 MAX_INFLATION = 200  # decompressed bytes per compressed byte read, at most (past the floor below)
 INFLATION_FLOOR_BYTES = 16 << 20  # streams inflating to less are never refused by the ratio
@@ -48,3 +51,55 @@ def squeeze_blanks(out: bytes | bytearray) -> bytes | bytearray:
         if not out[start:end:stride].translate(None, _BLANKS) and not out[start:end].translate(None, _BLANKS):
             return _BLANK_RUN.sub(b" ", out)
     return out
+
+
+AHEAD_BLOCKS = 2  # inflated blocks a reader thread may hold ahead of the decoder (each ≤ the read's block size)
+_DONE = object()  # the producer's end mark in the queue
+
+
+def inflated_ahead(blocks: Iterator[bytes | bytearray], depth: int = AHEAD_BLOCKS) -> Iterator[bytes | bytearray]:
+    """The blocks of ``blocks`` (a generator that inflates), produced by a thread up to ``depth`` blocks
+    ahead: zlib releases the GIL while it inflates, so the next blocks inflate on another core while
+    the caller scans and decodes the last. An exception of ``blocks`` is raised here, where its block
+    would have come; closing this generator early (the decoder stopped) stops the thread and ``blocks``."""
+    out: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for block in blocks:
+                while not stop.is_set():
+                    try:
+                        out.put(block, timeout=0.05)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            item: object = _DONE
+        except BaseException as exc:  # (raised in the consumer, where the block would have come)
+            item = exc
+        finally:
+            close = getattr(blocks, "close", None)
+            if close is not None:
+                close()
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    thread = threading.Thread(target=produce, name="kinetoscope-inflate", daemon=True)
+    thread.start()
+    try:
+        while True:
+            got = out.get()
+            if got is _DONE:
+                return
+            if isinstance(got, BaseException):
+                raise got
+            yield got
+    finally:
+        stop.set()
+        thread.join()

@@ -24,7 +24,7 @@ import zlib
 from typing import Callable
 
 from ..settings import current
-from .inflate import BLANK_RUN_BYTES, inflation_message, squeeze_blanks
+from .inflate import BLANK_RUN_BYTES, inflated_ahead, inflation_message, squeeze_blanks
 from .remote import attempts_for, attempts_per_request, is_local_fs, remote_message, with_retries
 from .sniff import GZIP_MAGIC, LEADING_BYTES
 
@@ -317,6 +317,14 @@ class Blocks:
                 chunk = f.read(CHUNK_BYTES)
                 self.read += len(chunk)
             return
+        # a trace's next blocks inflate on another core while the decoder scans the last (an allocator
+        # snapshot's reader child takes one block at a time: no more held here)
+        inflated = self._inflate(f, head, limit)
+        yield from inflated_ahead(inflated) if self.json_document else inflated
+
+    def _inflate(self, f, head: bytes, limit: int):
+        """The inflated blocks of a gzip file whose first :data:`CHUNK_BYTES` are ``head`` (run by
+        :func:`~.inflate.inflated_ahead`'s thread)."""
         inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
         consumed = total = 0
         chunk, checked = head, False

@@ -37,12 +37,11 @@ READ_BYTES = 8 << 20  # blocks of the document after the events array
 
 
 class SpanUnit(Call):
-    """One unit of the second pass: its batches' placements (``where``, as the streamed parse's
-    units have them) and the bytes of its joined batches (``joined_bytes``)."""
+    """One unit of the second pass: the bytes of its joined batches (``joined_bytes``); the worker places
+    its events in the file itself."""
 
-    def __init__(self, args: tuple, where: list[tuple[np.ndarray, np.ndarray, np.ndarray]], joined_bytes: int) -> None:
+    def __init__(self, args: tuple, joined_bytes: int) -> None:
         super().__init__("decode_span", *args)
-        self.where = where
         self.joined_bytes = joined_bytes
 
 
@@ -131,12 +130,8 @@ class RangedEvents:
         def calls() -> Iterator[SpanUnit]:
             for sizes, a, b in zip(units, firsts, firsts[1:]):
                 offs, lens = offsets[a:b], lengths[a:b]
-                where, k = [], 0
-                for size in sizes:  # (offsets copied: the merge moves them past a byte order mark in place)
-                    where.append((offs[k : k + size].copy(), lens[k : k + size], lens[k : k + size]))
-                    k += size
                 joined = sum(2 + max(size - 1, 0) for size in sizes) + int(lens.sum())
-                yield SpanUnit((self.path, skip, offs, lens, sizes), where, joined)
+                yield SpanUnit((self.path, skip, offs, lens, sizes), joined)
 
         def take(state: dict, unit: SpanUnit) -> None:
             self.take(state, unit)

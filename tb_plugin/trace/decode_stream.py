@@ -41,7 +41,8 @@ from .errors import TraceReadError
 from .events import _OBJECT_DECODER, BATCH_EVENTS
 from .heap import gc_paused
 from .model import STRING_ID_COLUMNS, Trace, compact_column
-from .scan import EventsHook, Source, Unstreamable, scan_document
+from .ranges import to_document
+from .scan import EventsHook, Positions, Source, Unstreamable, scan_document
 
 CHUNK_BYTES = 16 << 20  # document bytes per chunk cut by the scanner
 # Batches a worker decodes at once, one answer for them (each answer costs a pickle, a pipe transfer and
@@ -112,14 +113,19 @@ def usable_cores() -> int:
 
 
 def _batches(
-    source: Source, chunk_bytes: int, facts: dict, positions: bool = False, hook: EventsHook | None = None
+    source: Source,
+    chunk_bytes: int,
+    facts: dict,
+    positions: bool = False,
+    hook: EventsHook | None = None,
+    locate: Positions = True,
 ) -> Iterable:
     """The events regrouped into the batches of :data:`BATCH_EVENTS` the whole-document decoder uses;
     with ``positions``, pairs ``(raws, where)`` (see :func:`.scan.scan_document`; events the scanner
-    could not place get offset and length −1)."""
+    could not place get offset and length −1; all of them while ``locate`` says no)."""
     pending: list = []
     placed: list = []  # with positions: the pending events' (offsets, lengths, raw lengths), per chunk
-    for got in scan_document(source, chunk_bytes, facts, positions, hook):
+    for got in scan_document(source, chunk_bytes, facts, locate if positions else False, hook):
         raws, where = got if positions else (got, None)
         if positions:
             placed.append(where if where is not None else _unplaced(raws))
@@ -182,32 +188,6 @@ def _units(batches: Iterable, positions: bool = False) -> Iterable[_Unit]:
         yield unit
 
 
-def _to_document(state: dict, where: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
-    """Turn a decoded unit's raw-event offsets, counted by the worker in the unit's joined batches
-    (``[`` + raws joined by ``,`` + ``]``, one after the other), into offsets and lengths in the
-    document (−1: not placed)."""
-    offsets, lengths = (np.concatenate([w[i] for w in where]) for i in (0, 1))
-    starts, base = [], 0  # where each raw starts in the joined batches
-    for _, _, raw in where:
-        starts.append(base + 1 + np.concatenate(([0], np.cumsum(raw[:-1] + 1))))
-        base += 2 + int(raw.sum()) + max(len(raw) - 1, 0)
-    joined = np.concatenate(starts)
-
-    def relocate(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k = np.minimum(np.searchsorted(joined, col), max(len(joined) - 1, 0))
-        ok = (col >= 0) & (joined[k] == col) if len(joined) else np.zeros(len(col), dtype=bool)
-        return np.where(ok, offsets[k], -1), np.where(ok, lengths[k], -1)
-
-    chunks = state["chunks"]
-    for i, col in enumerate(chunks["src_offset"]):
-        chunks["src_offset"][i], length = relocate(np.asarray(col))
-        chunks["src_length"][i] = length.astype(np.int32)
-    state["begin_end"] = [
-        row if row[8] is None else row[:8] + (np.stack(relocate(np.asarray(row[8][:1]))).reshape(2),)
-        for row in state["begin_end"]
-    ]
-
-
 def _held(builder: ColumnBuilder) -> int:
     """Bytes of memory the builder's columns and rows hold (rows at :data:`ROW_BYTES`)."""
     rows = sum(len(getattr(builder, name)) for name in ("flow_rows", "counter_rows", "begin_end"))
@@ -249,12 +229,12 @@ def decode_stream(
     def take(state: dict, parts: _Unit) -> None:
         nonlocal held
         in_place = place and stripped.raw
-        if in_place:
+        if in_place and not state.pop("placed", False):  # (a ranged unit's worker placed its events)
             if stripped.skipped:  # document offsets → file offsets (a byte order mark)
                 for w in parts.where:
                     w[0][w[0] >= 0] += stripped.skipped
-            _to_document(state, parts.where)
-        elif events_sink is not None:
+            to_document(state, parts.where)
+        elif not in_place and events_sink is not None:
             for joined in parts:
                 events_sink.write(joined)
         with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
@@ -279,7 +259,7 @@ def decode_stream(
     )
     if ranged is not None:
         stripped.override = ranged.fraction
-    batches = _batches(source, chunk_bytes, facts, place, ranged)
+    batches = _batches(source, chunk_bytes, facts, place, ranged, lambda: stripped.raw)
     if workers <= 1 and not place:
         for raws in batches:  # serially, the batches go straight into the builder, as in decode_trace
             builder.add_batch(raws)

@@ -361,9 +361,17 @@ def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> No
         sink.flush()
 
 
-def _decode_span(*args: Any) -> dict[str, Any]:
-    """The state of the batches :func:`.ranges.span_batches` reads from the file (events in place)."""
-    return decode_batch(ranges.span_batches(*args), True, spaced=True)
+def _decode_span(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> dict[str, Any]:
+    """The state of the batches :func:`.ranges.span_batches` reads from the file, its events placed in the
+    file (:func:`.ranges.to_document`, here rather than in the merging process: ``placed`` True)."""
+    state = decode_batch(ranges.span_batches(path, skip, offsets, lengths, sizes), True, spaced=True)
+    where, k = [], 0
+    for size in sizes:  # file offsets: document offsets past a byte order mark
+        where.append((offsets[k : k + size] + skip, lengths[k : k + size], lengths[k : k + size]))
+        k += size
+    ranges.to_document(state, where)
+    state["placed"] = True
+    return state
 
 
 _CALLS: dict[str, Callable[..., Any]] = {"scan_range": ranges.scan_range, "decode_span": _decode_span}

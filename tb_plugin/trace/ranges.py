@@ -176,3 +176,29 @@ def span_batches(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray,
     if len(data) != hi - lo:
         raise TraceReadError("the file shrank while it was read")
     return spans(data, lo, offsets, lengths, sizes)
+
+
+def to_document(state: dict, where: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    """Turn a decoded unit's raw-event offsets, counted by the worker in the unit's joined batches
+    (``[`` + raws joined by ``,`` + ``]``, one after the other), into offsets and lengths in the
+    document (−1: not placed)."""
+    offsets, lengths = (np.concatenate([w[i] for w in where]) for i in (0, 1))
+    starts, base = [], 0  # where each raw starts in the joined batches
+    for _, _, raw in where:
+        starts.append(base + 1 + np.concatenate(([0], np.cumsum(raw[:-1] + 1))))
+        base += 2 + int(raw.sum()) + max(len(raw) - 1, 0)
+    joined = np.concatenate(starts)
+
+    def relocate(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k = np.minimum(np.searchsorted(joined, col), max(len(joined) - 1, 0))
+        ok = (col >= 0) & (joined[k] == col) if len(joined) else np.zeros(len(col), dtype=bool)
+        return np.where(ok, offsets[k], -1), np.where(ok, lengths[k], -1)
+
+    chunks = state["chunks"]
+    for i, col in enumerate(chunks["src_offset"]):
+        chunks["src_offset"][i], length = relocate(np.asarray(col))
+        chunks["src_length"][i] = length.astype(np.int32)
+    state["begin_end"] = [
+        row if row[8] is None else row[:8] + (np.stack(relocate(np.asarray(row[8][:1]))).reshape(2),)
+        for row in state["begin_end"]
+    ]

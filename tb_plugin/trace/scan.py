@@ -23,7 +23,7 @@ the caller then parses the file as a whole document, whose errors and recoveries
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Union
 
 import msgspec
 import numpy as np
@@ -96,14 +96,16 @@ class Source:
 
 
 EventsHook = Callable[[Source, bool], Optional[Iterator]]
+Positions = Union[bool, Callable[[], bool]]  # whether events are placed (a callable: asked at each chunk)
 
 
 def scan_document(
-    source: Source, chunk_bytes: int, facts: dict, positions: bool = False, hook: EventsHook | None = None
+    source: Source, chunk_bytes: int, facts: dict, positions: Positions = False, hook: EventsHook | None = None
 ) -> Iterator:
     """Yield the events as lists of ``msgspec.Raw`` (one list per chunk, in document order); with
     ``positions``, pairs ``(raws, where)``: ``where`` is ``(offsets, lengths, raw lengths)`` of each raw in
-    the document (bytes; :func:`.raw_positions.locate`), or None where they are not known.
+    the document (bytes; :func:`.raw_positions.locate`), or None where they are not known (or not
+    wanted: ``positions`` may be a callable, asked at each chunk; a gzip file's offsets are of no use).
 
     Fills ``facts``: ``form`` ("object"/"array"), ``top`` (the JSON bytes of an object holding the
     top-level keys other than ``traceEvents``), ``nonfinite`` (bare literals quoted), ``cut_off``
@@ -130,13 +132,13 @@ def scan_document(
 
 
 def _hooked(
-    hook: EventsHook | None, source: Source, chunk_bytes: int, facts: dict, array_form: bool, positions: bool
+    hook: EventsHook | None, source: Source, chunk_bytes: int, facts: dict, array_form: bool, positions: Positions
 ) -> Iterator:
     got = hook(source, array_form) if hook is not None else None
     return got if got is not None else _events(source, chunk_bytes, facts, array_form, positions)
 
 
-def _object(source: Source, chunk_bytes: int, facts: dict, positions: bool, hook: EventsHook | None) -> Iterator:
+def _object(source: Source, chunk_bytes: int, facts: dict, positions: Positions, hook: EventsHook | None) -> Iterator:
     pieces: list[bytes] = []
     seen_events = False
     if source.peek() == ord("}"):
@@ -221,7 +223,7 @@ def _windows(source: Source, window: int, message: str, skip: int = 0) -> Iterat
             raise Unstreamable(message)
 
 
-def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool, positions: bool) -> Iterator:
+def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool, positions: Positions) -> Iterator:
     """The elements of the array whose ``[`` was just consumed, as chunks of raws (with ``positions``,
     ``(raws, where)``: see :func:`scan_document`); consumes its ``]``."""
     if source.peek() == ord("]"):
@@ -242,7 +244,8 @@ def _events(source: Source, chunk_bytes: int, facts: dict, array_form: bool, pos
             return
         raws, end, closing = cut
         if positions:  # (buf and pos are final once _cut returns: offsets are consumed + position)
-            where = locate(source.buf, source.pos, raws, quoted=facts["nonfinite"] != quoted_before)
+            wanted = positions is True or (callable(positions) and positions())
+            where = locate(source.buf, source.pos, raws, quoted=facts["nonfinite"] != quoted_before) if wanted else None
             yield raws, (where[0] + source.consumed, where[1], where[2]) if where is not None else None
         else:
             yield raws
@@ -259,6 +262,15 @@ def _cut(source: Source, chunk_bytes: int, facts: dict) -> _Cut | None:
     or None when the array is not closed before the end of the document. The array's close is
     looked for first within ``chunk_bytes``, then a cut between events past ``chunk_bytes``."""
     buf, start = source.buf, source.pos
+    # The first cut past chunk_bytes, tried before the array's close is looked for in the whole chunk
+    # (a regular-expression pass over every byte, ~1 ns each): when it decodes, the array does not close
+    # inside the chunk (anything after the array's "]" would trail the wrapped list), so the cut is the
+    # one the search below would find after it failed to find a close
+    m = _CUT.search(buf, start + chunk_bytes) if len(buf) > start + chunk_bytes else None
+    if m is not None:
+        raws = _decode(buf, start, m.start() + 1, facts)
+        if raws is not None:
+            return raws, m.end(), m.group(1) == b"]"
     tries = 0
     for m in _CLOSE.finditer(buf, start, min(len(buf), start + chunk_bytes)):
         raws = _decode(buf, start, m.start() + 1, facts)
