@@ -33,7 +33,7 @@ import numpy as np
 from .errors import TraceReadError
 from .events import _RAW_LIST
 from .raw_positions import locate
-from .scan import Source, Unstreamable, _decode, _events
+from .scan import Source, Unstreamable, _events
 
 _COMMA_CUT = re.compile(rb"\}[ \t\r\n]*,")  # the end of an element followed by the next one
 FIRST_WINDOW = 1 << 20  # bytes read first when looking for a cut; doubled until one is found
@@ -52,6 +52,23 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
         parts.append(part)
         got += len(part)
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _bracketed(fd: int, size: int, offset: int) -> bytearray | None:
+    """``[`` + the ``size`` bytes at file offset ``offset`` + ``]``, read in place (no second copy of
+    the range, as joining the brackets to it would make); None when the file ends before them."""
+    text = bytearray(size + 2)
+    text[0], text[-1] = ord("["), ord("]")
+    view, got = memoryview(text), 0
+    try:
+        while got < size:
+            part = os.preadv(fd, [view[1 + got : 1 + min(size, got + (1 << 30))]], offset + got)
+            if not part:
+                return None
+            got += part
+    finally:
+        view.release()
+    return text
 
 
 def _first_cut(fd: int, at: int, limit: int) -> tuple[int, int] | None:
@@ -108,15 +125,18 @@ def scan_range(path: str, skip: int, start: int, stop: int | None, first: bool, 
                 "lengths": np.zeros(0, dtype=np.int32),
                 "next": max(begin, following),
             }
-        buf = _pread(fd, end - begin, begin + skip)
-        facts = {"nonfinite": 0}
-        raws = _decode(buf, 0, len(buf), facts)
-        if raws is None or facts["nonfinite"]:
+        text = _bracketed(fd, end - begin, begin + skip)
+        try:  # (bare NaN literals fail here too: the scanner quotes them)
+            raws = _RAW_LIST.decode(text) if text is not None else None
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+            raws = None
+        if raws is None:
             return {"ok": False, "why": "range does not decode"}
-        where = locate(buf, 0, raws, quoted=False)
+        where = locate(text, 1, raws, quoted=False)
         if where is None:
             return {"ok": False, "why": "not placed"}
-        return {"ok": True, "offsets": where[0] + begin, "lengths": where[1].astype(np.int32), "next": following}
+        offsets = where[0] + (begin - 1)  # (positions in the text, after its "[")
+        return {"ok": True, "offsets": offsets, "lengths": where[1].astype(np.int32), "next": following}
     finally:
         os.close(fd)
 

@@ -1,5 +1,5 @@
 """The report's sections on two cores (registry/executors/sections.py): a forked child computes the
-distributed and insights sections while this process computes the tables. The aggregate must equal
+distributed section while this process computes the insights and the tables. The aggregate must equal
 the one computed in turn, also when the child dies; small traces, one core or other threads: no fork.
 Cores are the usable ones (``taskset``), for the file pool and the decode workers alike."""
 
