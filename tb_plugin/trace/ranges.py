@@ -126,11 +126,11 @@ def scan_range(path: str, skip: int, start: int, stop: int | None, first: bool, 
                 "next": max(begin, following),
             }
         text = _bracketed(fd, end - begin, begin + skip)
+        if text is None:
+            return {"ok": False, "why": "the file shrank"}
         try:  # (bare NaN literals fail here too: the scanner quotes them)
-            raws = _RAW_LIST.decode(text) if text is not None else None
+            raws = _RAW_LIST.decode(text)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-            raws = None
-        if raws is None:
             return {"ok": False, "why": "range does not decode"}
         where = locate(text, 1, raws, quoted=False)
         if where is None:
