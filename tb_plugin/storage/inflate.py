@@ -65,16 +65,20 @@ def inflated_ahead(blocks: Iterator[bytes | bytearray], depth: int = AHEAD_BLOCK
     out: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
+    def put(item: object) -> bool:
+        """Queue ``item`` once there is room; False when the consumer stopped first."""
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce() -> None:
         try:
             for block in blocks:
-                while not stop.is_set():
-                    try:
-                        out.put(block, timeout=0.05)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(block):
                     return
             item: object = _DONE
         except BaseException as exc:  # (raised in the consumer, where the block would have come)
@@ -83,12 +87,7 @@ def inflated_ahead(blocks: Iterator[bytes | bytearray], depth: int = AHEAD_BLOCK
             close = getattr(blocks, "close", None)
             if close is not None:
                 close()
-        while not stop.is_set():
-            try:
-                out.put(item, timeout=0.05)
-                return
-            except queue.Full:
-                continue
+        put(item)
 
     thread = threading.Thread(target=produce, name="kinetoscope-inflate", daemon=True)
     thread.start()
