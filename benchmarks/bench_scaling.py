@@ -8,7 +8,8 @@ For each core count ``c`` (default: 1, 2, 4, 8, 16, those the machine has) the c
 inline), with an empty ``KINETOSCOPE_CACHE_DIR``. The core counts take turns within each repeat
 (1, 2, 4, …, then again), so a change of the machine's load hits every count alike; the reports
 must be byte-identical across counts (a hash of each is printed and compared). Printed per count:
-the median wall time, the median CPU seconds (the process and its workers), the speed-up over 1 core
+the median wall time, the median CPU seconds (the process and its workers; and the main process's own:
+the part more workers do not share), the speed-up over 1 core
 and the efficiency of each doubling (time at ``c/2`` over twice the time at ``c``: 100 % when doubling
 the cores halves the time), with the load average before and after.
 
@@ -35,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import REPO, print_figures
 
 REPORT = r"""
-import hashlib, io, json, os, sys, time
+import hashlib, io, json, os, resource, sys, time
 sys.path.insert(0, sys.argv[2])
 from tb_plugin.cli import main
 out = io.StringIO()
@@ -46,7 +47,8 @@ try:
 finally:
     sys.stdout = stdout
 text = out.getvalue().encode()
-print(json.dumps({"seconds": time.perf_counter() - t, "code": code, "bytes": len(text), "sha": hashlib.sha256(text).hexdigest()[:12]}))
+own = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": time.perf_counter() - t, "code": code, "bytes": len(text), "sha": hashlib.sha256(text).hexdigest()[:12], "main_cpu": own.ru_utime + own.ru_stime}))
 """
 
 
@@ -85,6 +87,7 @@ def run_pinned(cores: int, logdir: str, repo: str) -> dict:
         "code": got["code"],
         "bytes": got["bytes"],
         "sha": got["sha"],
+        "main_cpu": got["main_cpu"],
     }
 
 
@@ -126,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                     got = run_pinned(c, tmp, repo)
                     runs[name][c].append(got)
                     print(
-                        f"  round {r + 1} {name:8s} cores {c:2d}: {got['wall']:7.2f} s wall, {got['cpu']:7.2f} s CPU,"
+                        f"  round {r + 1} {name:8s} cores {c:2d}: {got['wall']:7.2f} s wall, {got['cpu']:7.2f} s CPU"
+                        f" ({got['main_cpu']:.2f} s in the main process),"
                         f" exit {got['code']}, {got['bytes']} bytes sha {got['sha']} (load {load()})",
                         flush=True,
                     )
@@ -146,18 +150,23 @@ def _table(runs: dict[int, list[dict]], counts: list[int]) -> dict[str, float | 
     doubling; return them as figures."""
     wall = {c: statistics.median(g["wall"] for g in runs[c]) for c in counts}
     cpu = {c: statistics.median(g["cpu"] for g in runs[c]) for c in counts}
+    main_cpu = {c: statistics.median(g["main_cpu"] for g in runs[c]) for c in counts}
     figures: dict[str, float | tuple[float, int]] = {}
-    print(f"{'cores':>5} {'wall (median)':>14} {'CPU (median)':>13} {'speed-up':>9} {'eff. of doubling':>17}")
+    print(
+        f"{'cores':>5} {'wall (median)':>14} {'CPU (median)':>13} {'main process':>13} {'speed-up':>9}"
+        f" {'eff. of doubling':>17}"
+    )
     base = wall[counts[0]]
     for i, c in enumerate(counts):
         half = c // 2
         eff = wall[half] / (2 * wall[c]) if half in wall else None
         print(
-            f"{c:5d} {wall[c]:12.2f} s {cpu[c]:11.2f} s {base / wall[c]:8.2f}x"
+            f"{c:5d} {wall[c]:12.2f} s {cpu[c]:11.2f} s {main_cpu[c]:11.2f} s {base / wall[c]:8.2f}x"
             + (f" {100 * eff:15.0f} %" if eff is not None else "")
         )
         figures[f"cores{c}_s"] = (wall[c], 2)
         figures[f"cores{c}_cpu_s"] = (cpu[c], 2)
+        figures[f"cores{c}_main_cpu_s"] = (main_cpu[c], 2)
         if i:
             figures[f"speedup{c}"] = base / wall[c]
         if eff is not None:
