@@ -108,15 +108,14 @@ def _imports_frozen(whole_process: bool) -> Iterator[None]:
     analyses make (a full one ran during the critical path). A cold report of the 35 MB V100 sample: the
     collector's 143 passes took 31-39 ms, now 90 passes 7.5-8 ms (load 3). Called from Python
     (``whole_process`` False) the caller's collector is left alone."""
-    if not whole_process or not gc.isenabled():
+    if not whole_process:
         yield
         return
-    gc.disable()
-    try:
+    from ..trace.heap import gc_paused
+
+    with gc_paused():
         yield
-    finally:
         gc.freeze()
-        gc.enable()
 
 
 def _local_logdir_problem(root: str) -> str | None:
