@@ -7,8 +7,10 @@ exist or cannot be read, or an unknown run."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Iterator, TextIO
 
 from ..settings import Settings
 from ..storage.local import is_plain_local, strip_protocol
@@ -31,6 +33,7 @@ def command(args: argparse.Namespace, parser: argparse.ArgumentParser, settings:
         sys.stderr,
         executor=args.executor,
         settings=settings,
+        whole_process=getattr(args, "whole_process", False),
     )
 
 
@@ -43,20 +46,25 @@ def run_report(
     err: TextIO,
     executor: str | None = None,
     settings: Settings | None = None,
+    whole_process: bool = False,
 ) -> int:
+    """``kinetoscope report``: the report of ``logdir`` on ``out`` (JSON or tables), progress and errors on
+    ``err``; the exit status. ``whole_process``: this report is all the process does (the command line),
+    so the collector may be tuned for it (:func:`_imports_frozen`)."""
     # a missing local logdir is answered before the registry, numpy and the analyses are imported
     problem = _local_logdir_problem(strip_protocol(logdir)) if is_plain_local(logdir) else None
     if problem is not None:
         err.write(f"kinetoscope: {logdir}: {problem}\n")
         return 2
-    import orjson
+    with _imports_frozen(whole_process):
+        import orjson
 
-    from ..registry import report
-    from ..registry.cache import ParseCache
-    from ..registry.runs import RunRegistry
-    from ..registry.states import ERROR
-    from ..storage.remote import is_local_fs
-    from ..trace import jsonsafe
+        from ..registry import report
+        from ..registry.cache import ParseCache
+        from ..registry.runs import RunRegistry
+        from ..registry.states import ERROR
+        from ..storage.remote import is_local_fs
+        from ..trace import jsonsafe
 
     settings = Settings.from_env() if settings is None else settings
     cache = ParseCache(settings.cache_dir) if use_cache else None
@@ -90,6 +98,24 @@ def run_report(
         err.write(f"kinetoscope: no trace files under {registry.logdir}\n")
         return 1  # an existing logdir with nothing to report: a CI job must notice
     return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def _imports_frozen(whole_process: bool) -> Iterator[None]:
+    """With ``whole_process``: the collector paused while the registry, numpy and the analyses are imported
+    (~48 000 tracked objects, none of them garbage), then everything made so far frozen (``gc.freeze``: it
+    lives until the process ends), so that later collections pass only over what the parse and the
+    analyses make (a full one ran during the critical path). A cold report of the 35 MB V100 sample: the
+    collector's 143 passes took 31-39 ms, now 90 passes 7.5-8 ms (load 3). Called from Python
+    (``whole_process`` False) the caller's collector is left alone."""
+    if not whole_process:
+        yield
+        return
+    from ..trace.heap import gc_paused
+
+    with gc_paused():
+        yield
+        gc.freeze()
 
 
 def _local_logdir_problem(root: str) -> str | None:

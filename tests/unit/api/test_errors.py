@@ -59,7 +59,7 @@ def test_a_route_answers_a_raised_error_with_its_status(tmp_path):
 
 
 def test_the_cli_answers_an_error_with_exit_status_2(monkeypatch, capsys):
-    def fails(argv):
+    def fails(argv, whole_process=False):
         raise errors.NotFoundError("no run 'x'")
 
     monkeypatch.setattr(cli, "_command", fails)

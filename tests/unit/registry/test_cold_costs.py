@@ -205,17 +205,79 @@ def test_rank_aggregate_trims_by_trace_size(monkeypatch):
 
 
 def test_entry_freezes_the_collector(monkeypatch, tmp_path):
-    """``kinetoscope`` (cli.entry) returns main's status with the collector frozen (nothing is left to
-    collect at exit); main() called directly freezes nothing."""
+    """``kinetoscope`` (cli.entry) runs main as the whole process, freezes the collector and ends the
+    process with main's status (here recorded instead); with another thread still running it returns
+    the status to the interpreter's own exit; main() called directly freezes nothing."""
+    import threading
+
     from tb_plugin import cli
 
-    monkeypatch.setattr(cli, "main", lambda: 7)
+    calls, ended = [], []
+    monkeypatch.setattr(cli, "main", lambda **kw: calls.append(kw) or 7)
+    monkeypatch.setattr(cli, "_exit_now", ended.append)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     gc.unfreeze()
     try:
         assert cli.entry() == 7
         assert gc.get_freeze_count() > 0
+        assert calls == [{"whole_process": True}] and ended == [7]
+        monkeypatch.setattr(threading, "active_count", lambda: 2)  # a thread left: the interpreter's exit
+        assert cli.entry() == 7 and ended == [7]
     finally:
         gc.unfreeze()
+
+
+def test_whole_process_report_freezes_its_imports(tmp_path):
+    """``kinetoscope report`` as the whole process (``python -m tb_plugin.cli``) collects with the
+    objects of its imports frozen and ends with the collector on and its answer complete; ``cli.main``
+    called from Python leaves the caller's collector as it was (nothing frozen, still enabled)."""
+    run = tmp_path / "logs"
+    run.mkdir()
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
+    (run / "w.1.pt.trace.json").write_text(json.dumps({"traceEvents": events}))
+    probe = (  # the collector's state when the registry scans the logdir (after the imports), and at the end
+        "import gc, sys\n"
+        "import tb_plugin.cli as c, tb_plugin.registry.runs as runs\n"
+        "scan = runs.RunRegistry.scan\n"
+        "def spy(self):\n"
+        "    sys.stderr.write('FROZEN %d ENABLED %s\\n' % (gc.get_freeze_count(), gc.isenabled()))\n"
+        "    return scan(self)\n"
+        "runs.RunRegistry.scan = spy\n"
+        f"status = c.main({['report', str(run), '--json']!r}, whole_process=WHOLE)\n"
+        "sys.stderr.write('STATUS %d ENABLED %s\\n' % (status, gc.isenabled()))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    for whole in (True, False):
+        got = subprocess.run(
+            [sys.executable, "-c", probe.replace("WHOLE", str(whole))],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        frozen = next(x for x in got.stderr.splitlines() if x.startswith("FROZEN "))
+        assert (int(frozen.split()[1]) > 10_000) == whole, got.stderr
+        assert frozen.endswith("ENABLED True") and "STATUS 0 ENABLED True" in got.stderr, got.stderr
+        assert json.loads(got.stdout)["runs"][0]["workers"][0]["error"] is None
+
+
+def test_the_command_ends_with_its_status_and_its_output_flushed(tmp_path):
+    """``python -m tb_plugin.cli report --json`` (ended by os._exit after the atexit functions) prints its
+    whole answer and exits 0; a logdir without traces still exits 1."""
+    run = tmp_path / "logs"
+    run.mkdir()
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
+    (run / "w.1.pt.trace.json").write_text(json.dumps({"traceEvents": events}))
+    env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    cmd = [sys.executable, "-m", "tb_plugin.cli", "report"]
+    got = subprocess.run([*cmd, str(run), "--json"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["runs"][0]["workers"][0]["error"] is None
+    (tmp_path / "empty").mkdir()
+    got = subprocess.run(
+        [*cmd, str(tmp_path / "empty")], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
+    assert got.returncode == 1 and "no trace files" in got.stderr
 
 
 def test_streamed_parse_trims_only_files_large_before_streaming(tmp_path, monkeypatch):
