@@ -243,6 +243,8 @@ def finish(started: Started) -> tuple[dict, dict]:
     whole read ran out of memory (the file is to be sent again, streamed)."""
     child = started.child
     try:
+        for t in started.readers:  # its pipes end when it exits (Popen.wait with a timeout polls every 50 ms)
+            t.join(max(0.0, started.deadline - time.monotonic()))
         child.wait(timeout=max(0.0, started.deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         started.kill()

@@ -167,20 +167,27 @@ class ArtifactStore:
                     # the summary too (its alloc/free matching sorts the whole history: seconds at 20 M entries)
                     got = self._cache.get_blob(url, entry.version, "snapshot-summary") if snap is not None else None
                     summary = got[0].get("summary") if got and got[0].get("analysis") == ANALYSIS_VERSION else None
+                writing = None
                 if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
                     snap = self._read_snapshot(fs, entry)
-                    if self._cache is not None:
-                        self._cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
-                art.views = SnapshotViews(snap, summary)
-                if summary is None and self._cache is not None:
-                    self._cache.put_blob(
-                        url,
-                        entry.version,
-                        "snapshot-summary",
-                        {"summary": art.views.summary(), "analysis": ANALYSIS_VERSION},
-                        {},
-                    )
-                art.views.summary()
+                    if self._cache is not None:  # written while the summary is computed (both release the GIL)
+                        args = (url, entry.version, "snapshot", *pack_snapshot(snap))
+                        writing = threading.Thread(target=self._cache.put_blob, args=args, daemon=True)
+                        writing.start()
+                try:
+                    art.views = SnapshotViews(snap, summary)
+                    if summary is None and self._cache is not None:
+                        self._cache.put_blob(
+                            url,
+                            entry.version,
+                            "snapshot-summary",
+                            {"summary": art.views.summary(), "analysis": ANALYSIS_VERSION},
+                            {},
+                        )
+                    art.views.summary()
+                finally:
+                    if writing is not None:
+                        writing.join()
             elif entry.kind == "memory_html":
                 with fs.open(entry.path, "rb") as f:
                     art.views = MemoryHtmlViews(extract_png(f.read(MAX_HTML_BYTES + 1)))
