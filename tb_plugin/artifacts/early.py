@@ -9,7 +9,8 @@ files go to the shared child) and starting with a pickle's protocol byte: the ch
 its stdin, under the limits of any reader child (:class:`~.isolated.Started`), while this process
 imports on the other core. When the registry reads that file it :func:`claim` s the child (the file's
 identity unchanged since the start: device, inode, size, modification time); otherwise the child is
-ended (:func:`drop`: the parse cache had it; at exit: never asked for). Nothing here reads the file's
+ended (:func:`drop`: the parse cache had it; at exit: never asked for). No child is started for a file
+the parse cache holds (:func:`~tb_plugin.storage.cache_keys.cached_blob_exists`). Nothing here reads the file's
 content beyond its first two bytes.
 """
 
@@ -19,6 +20,7 @@ import atexit
 import os
 import threading
 
+from ..storage.cache_keys import cached_blob_exists
 from ..storage.naming import artifact_kind
 from .isolated import SHARED_MAX_BYTES, Started, start_on_file
 
@@ -62,15 +64,18 @@ def _first_snapshot(root: str) -> str | None:
     return None
 
 
-def start(root: str) -> None:
+def start(root: str, cached: bool = True) -> None:
     """Start a reader child on the first large snapshot under the local folder ``root`` (see the
-    module docstring); nothing when there is none, or when it cannot be opened or started."""
-    path = _first_snapshot(root)
+    module docstring); nothing when there is none, when it cannot be opened or started, or (``cached``:
+    the command reads the parse cache) when the cache holds its snapshot."""
+    path = _first_snapshot(os.path.abspath(root))
     if path is None:
         return
     try:
         with open(path, "rb", buffering=0) as f:  # (the child gets its own descriptor: this one is closed)
             st = os.fstat(f.fileno())
+            if cached and cached_blob_exists(path, st, "snapshot"):
+                return
             head = os.pread(f.fileno(), 2, 0)
             if len(head) < 2 or head[0] != 0x80 or not 2 <= head[1] <= 5:  # a pickle (not gzip, not text)
                 return

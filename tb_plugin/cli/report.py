@@ -52,7 +52,7 @@ def run_report(
     if is_plain_local(logdir) and run is None:  # a large snapshot's reader child reads while this imports
         from ..artifacts.early import start as start_early_reader
 
-        start_early_reader(strip_protocol(logdir))
+        start_early_reader(strip_protocol(logdir), cached=use_cache)
     import orjson
 
     from ..registry import report

@@ -17,6 +17,7 @@ from tb_plugin.artifacts import early, isolated
 from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.storage.cache_keys import cached_blob_exists
 
 SMALL_SHARED = 1 << 20  # files above this get a child of their own (instead of 4 MiB: smaller test files)
 
@@ -81,10 +82,28 @@ def test_a_cached_snapshot_ends_the_early_child(logdir):
     root, children = logdir
     _write(root / "job" / "snapshot.pickle", 15_000)
     assert _load(root).state == "ready"  # cached
-    early.start(str(root))
+    early.start(str(root), cached=False)  # (as if started before the cache was written)
     art = _load(root)
     assert art.state == "ready" and not early._started
     assert children[0].child.returncode is not None  # ended, not left reading
+
+
+@pytest.mark.parametrize("hard_linked", (False, True))
+def test_no_child_is_started_for_a_file_the_parse_cache_holds(logdir, hard_linked):
+    """The cache's key as :mod:`tb_plugin.storage.cache_keys` forms it without the registry is the one the
+    registry wrote (plain and hard-linked files: the inode version)."""
+    root, children = logdir
+    path = root / "job" / "snapshot.pickle"
+    _write(path, 15_000)
+    if hard_linked:
+        os.link(path, root / "job" / "other-name.bin")
+    assert not cached_blob_exists(str(path), os.stat(path), "snapshot")
+    assert _load(root).state == "ready"  # cached
+    assert cached_blob_exists(str(path), os.stat(path), "snapshot")
+    early.start(str(root))
+    assert children == [] and not early._started
+    early.start(str(root), cached=False)  # --no-cache: the cache is not read, the child is needed
+    assert len(children) == 1
 
 
 def test_a_file_changed_since_the_start_is_read_again(logdir):
