@@ -22,11 +22,13 @@ import threading
 
 from ..storage.cache_keys import cached_blob_exists
 from ..storage.naming import artifact_kind
+from ..storage.private_files import open_regular
 from .isolated import SHARED_MAX_BYTES, Started, start_on_file
 
 MAX_WALKED = 2000  # directory entries looked at (a large logdir: its snapshots are read the usual way)
 _lock = threading.Lock()
 _started: dict[str, tuple[tuple[int, int, int, int], Started]] = {}  # real path → (identity, child)
+_registered = False  # _end_all registered to run at exit
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -68,11 +70,15 @@ def start(root: str, cached: bool = True) -> None:
     """Start a reader child on the first large snapshot under the local folder ``root`` (see the
     module docstring); nothing when there is none, when it cannot be opened or started, or (``cached``:
     the command reads the parse cache) when the cache holds its snapshot."""
+    if os.name != "posix":  # (pread, and the reader child's limits)
+        return
     path = _first_snapshot(os.path.abspath(root))
     if path is None:
         return
     try:
-        with open(path, "rb", buffering=0) as f:  # (the child gets its own descriptor: this one is closed)
+        # a regular file, its last component no symlink, never a FIFO that blocks (as the registry opens files);
+        # the child gets its own descriptor: this one is closed
+        with open_regular(path) as f:
             st = os.fstat(f.fileno())
             if cached and cached_blob_exists(path, st, "snapshot"):
                 return
@@ -82,10 +88,12 @@ def start(root: str, cached: bool = True) -> None:
             started = start_on_file(f, st.st_size)
     except OSError:
         return
+    global _registered
     with _lock:
         _started[os.path.realpath(path)] = (_identity(st), started)
-    if len(_started) == 1:
-        atexit.register(_end_all)
+        if not _registered:
+            _registered = True
+            atexit.register(_end_all)
 
 
 def claim(path: str) -> Started | None:

@@ -78,6 +78,20 @@ def test_only_a_large_pickle_named_as_a_snapshot_is_started_on(logdir):
     assert len(data) > SMALL_SHARED
 
 
+def test_a_fifo_or_a_link_swapped_in_is_not_opened(logdir, monkeypatch):
+    """Between the listing and the open, the file became a FIFO (an open would block) or a symlink to a
+    file outside the logdir: nothing is started."""
+    root, children = logdir
+    outside = root.parent / "outside.pickle"
+    _write(outside, 15_000)
+    path = root / "job" / "snapshot.pickle"
+    path.write_bytes(b"\x80\x04" + bytes(2 << 20))
+    for swap in (lambda: os.mkfifo(path), lambda: path.symlink_to(outside)):
+        monkeypatch.setattr(early, "_first_snapshot", lambda root, swap=swap: (path.unlink(), swap(), str(path))[2])
+        early.start(str(root))
+        assert children == [] and not early._started
+
+
 def test_a_cached_snapshot_ends_the_early_child(logdir):
     root, children = logdir
     _write(root / "job" / "snapshot.pickle", 15_000)
