@@ -12,8 +12,8 @@ folder under ``--dir`` (default: the system's temporary folder, ``/tmp``) and de
 Then (tb_plugin byte-compiled first, as an installed package is) measures, each in its own process: a bare ``pickle.load`` of the file (seconds, peak RSS);
 Kinetoscope's first open (read, parse in the reader child, cache write, summary: what ``report``
 does) and its first timeline, with the peak RSS of this process and of the reader child;
-``--before-repo``: the same first open by another checkout (the code before a change), in the same
-run; the reopen from the parse cache; timeline requests; the whole ``kinetoscope report DIR --json``
+``--before-repo``: the same first open and whole report by another checkout (the code before a change),
+in the same run; the reopen from the parse cache; timeline requests; the whole ``kinetoscope report DIR --json``
 process (wall, CPU, the main process's and the reader child's peak RSS, and their sum sampled together). A bare ``pickle.load`` needs ~12× the
 file's size in memory: it is skipped (and said so) when that exceeds 80 % of the available memory.
 With ``--repeat N`` every measurement runs N times, interleaved, and
@@ -107,8 +107,8 @@ print(json.dumps({"seconds": seconds, "first_timeline_s": first_timeline, "cpu_s
 )
 
 
-def report_process(folder: str, env: dict) -> dict:
-    """``kinetoscope report FOLDER --json`` in a fresh process (this checkout), to its exit: wall and CPU
+def report_process(folder: str, env: dict, repo: str = REPO) -> dict:
+    """``kinetoscope report FOLDER --json`` in a fresh process (``repo``'s checkout), to its exit: wall and CPU
     seconds (its own and its reaped children's), the peak RSS of the main process and of its largest child
     (the reader child), and the largest sum of their RSS sampled together (MB; every 20 ms)."""
     import psutil
@@ -120,8 +120,8 @@ def report_process(folder: str, env: dict) -> dict:
     t = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"],
-        cwd=REPO,
-        env=env,
+        cwd=repo,
+        env=dict(env, PYTHONPATH=repo),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", help="the pickle's size instead of --entries, e.g. 2GB (approximate)")
     parser.add_argument("--frames", type=int, default=8)
     parser.add_argument("--protocol", type=int, default=4, choices=(2, 3, 4, 5))
-    parser.add_argument("--before-repo", help="also time the first open by this checkout (older code)")
+    parser.add_argument("--before-repo", help="also time the first open and the report by this checkout (older code)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare pickle.load")
     parser.add_argument("--dir", default=None, help="where the snapshot is written (default: /tmp)")
     parser.add_argument("--repeat", type=int, default=1, help="run each measurement this many times; keep the best")
@@ -247,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
             runs.setdefault("first open", []).append(run_child(OPEN, [path, REPO], env))
             runs.setdefault("reopen from cache", []).append(run_child(OPEN, [path, REPO], env))
             if not args.no_report:
+                if before_repo:  # the old checkout's whole report, same run (before this one's)
+                    env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-report-before-{r}"))
+                    runs.setdefault("before: report", []).append(report_process(logdir, env, before_repo))
                 env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-report-{r}"))
                 runs.setdefault("report", []).append(report_process(logdir, env))
     # per figure, its best run (the least disturbed by other work on the machine)
@@ -254,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     bare = best.get("bare")
     rows = [
         (name, best[name])
-        for name in ("before: first open", "first open", "reopen from cache", "report")
+        for name in ("before: first open", "first open", "reopen from cache", "before: report", "report")
         if name in best
     ]
     first, again = best["first open"], best["reopen from cache"]
@@ -268,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{'bare pickle.load: CPU time':34s}{bare['cpu_s']:9.2f}{1:8.2f}")
     for name, r in rows:
-        whole = name == "report"  # the kinetoscope command, start to exit; the others: in-process registry
+        whole = name.endswith("report")  # the kinetoscope command, start to exit; the others: in-process registry
         for label, secs, hwm in (
             (f"{name}: whole process" if whole else f"{name} (load)", r["seconds"], r["hwm_mb"]),
             (f"{name}: first timeline", r.get("first_timeline_s"), None),
@@ -311,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     if "before: first open" in best:
         before = best["before: first open"]
         figures.update(before_first_open_s=before["seconds"], before_reader_rss_mb=(before["child_hwm_mb"], 0))
+    if "before: report" in best:
+        figures.update(_over_unpickle(bare, before_report_over_unpickle=(best["before: report"]["seconds"], "seconds")))
     if "report" in best:
         rep = best["report"]
         figures.update(
@@ -338,10 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     figures.update(_over_unpickle(bare, sum_rss_over_unpickle=(first["sum_mb"], "hwm_mb")))
     with open("/proc/loadavg") as f:
         load_after = " ".join(f.read().split()[:3])
-    if bare and "report" in best:  # the target, side by side: report against a bare pickle.load of the same file
-        rep = best["report"]
+    for name in ("before: report", "report") if bare else ():  # the target, side by side: against a bare pickle.load
+        if name not in best:
+            continue
+        rep = best[name]
         print(
-            f"report vs bare pickle.load: wall {rep['seconds']:.2f} s vs {bare['seconds']:.2f} s "
+            f"{name} vs bare pickle.load: wall {rep['seconds']:.2f} s vs {bare['seconds']:.2f} s "
             f"({rep['seconds'] / bare['seconds']:.2f}x), CPU {rep['cpu_s']:.2f} s vs {bare['cpu_s']:.2f} s "
             f"({rep['cpu_s'] / bare['cpu_s']:.2f}x), peak (largest process) "
             f"{max(rep['hwm_mb'], rep['child_hwm_mb']):.0f} MB vs {bare['hwm_mb']:.0f} MB "

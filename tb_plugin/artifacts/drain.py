@@ -68,7 +68,8 @@ class Drain:
         self.next_at = count + self.step_bytes
         new = gc.get_objects()  # (all but the frozen: what was built since the last step)
         gc.freeze()  # the next step sees only what is built after this one
-        lists = list(itertools.compress(new, map(operator.is_, map(type, new), itertools.repeat(list))))
+        # (the unpickler builds no list subclass: isinstance is the exact-type test, in one C call)
+        lists = list(itertools.compress(new, map(isinstance, new, itertools.repeat(list))))
         del new
         for group in (lists, *self.watched):  # new lists, and lists met empty: their first item tells
             for items in _history_starts(group):
@@ -103,11 +104,13 @@ class Drain:
 
         refs = np.fromiter(map(sys.getrefcount, items), dtype=np.int64, count=len(items))
         batches = self.streamed.batches.setdefault(id(history), (history, []))[1]
-        batches.append(trace_columns(items, self.streamed.interner.stack_of))
+        frames = _field(items, "frames")
+        batches.append(trace_columns(items, self.streamed.interner.stack_of, frames))
         self.drained += len(items)
         if (refs > 3).any():  # held elsewhere already (a shared entry): kept whole
-            items = [items[i] for i in np.flatnonzero(refs <= 3).tolist()]
-        self.frames.append(_field(items, "frames"))
+            kept = np.flatnonzero(refs <= 3).tolist()
+            items, frames = [items[i] for i in kept], [frames[i] for i in kept]
+        self.frames.append(frames)
         collections.deque(map(dict.clear, items), maxlen=0)
         self.shells += items
 

@@ -21,10 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any, Iterable, Protocol, Sequence, cast
-
-import numpy as np
-import orjson
+from typing import IO, Any, Callable, Iterable, Protocol, Sequence, cast
 
 from ..settings import current
 from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits  # noqa: F401 - for the children
@@ -107,8 +104,10 @@ class _Child(Protocol):
     def kill(self) -> None: ...
 
 
-def start_child(module: str, argv: list[str], stderr: int = subprocess.PIPE) -> subprocess.Popen:
-    """``python -m module *argv`` with pipes on stdin and stdout (and ``stderr``), run in this package's
+def start_child(
+    module: str, argv: list[str], stderr: int = subprocess.PIPE, stdin: int | IO[bytes] = subprocess.PIPE
+) -> subprocess.Popen:
+    """``python -m module *argv`` with pipes on stdin (or ``stdin``: a file) and stdout (and ``stderr``), run in this package's
     folder with it first on the path (``-m`` puts the working folder first: the child must import this
     package, never one there) and one thread per numeric library. :class:`OSError` when it cannot start."""
     env = dict(
@@ -119,14 +118,12 @@ def start_child(module: str, argv: list[str], stderr: int = subprocess.PIPE) -> 
         MKL_NUM_THREADS="1",
     )
     argv = [sys.executable, "-m", module, *argv]
-    return subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=_PACKAGE_PARENT, env=env
-    )
+    return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, cwd=_PACKAGE_PARENT, env=env)
 
 
-def _child(argv: list[str]) -> _Child:
-    try:
-        return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv))  # (three pipes: none is None)
+def _child(argv: list[str], stdin: int | IO[bytes] = subprocess.PIPE) -> _Child:
+    try:  # (three pipes, or stdin a file: stdin is then None and never written)
+        return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv, stdin=stdin))
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
 
@@ -158,8 +155,18 @@ def parse_blocks_in_child(blocks: Iterable, size: int, again: Iterable | None = 
     ``again``: the same blocks once more (e.g. ``blocks`` itself when it can be iterated twice), sent
     to a second child that streams them when the first one's whole read ran out of memory
     (:data:`~.child_terms.EXIT_AGAIN`); None: that is the file's error."""
+    return _or_streamed(lambda: _parse_blocks(blocks, size, []), size, again)
+
+
+def parse_started(started: Started, size: int, again: Iterable | None) -> tuple[dict, dict]:
+    """:func:`parse_blocks_in_child` of a child already reading the file (:func:`start_on_file`)."""
+    return _or_streamed(lambda: finish(started), size, again)
+
+
+def _or_streamed(answer: Callable[[], tuple[dict, dict]], size: int, again: Iterable | None) -> tuple[dict, dict]:
+    """``answer()``, or when that child's whole read ran out of memory, ``again`` read by a streaming child."""
     try:
-        return _parse_blocks(blocks, size, [])
+        return answer()
     except _Again:
         if again is None:
             raise SnapshotError(
@@ -173,18 +180,40 @@ class _Again(Exception):
     """The child's whole read ran out of memory: the file is to be sent again, streamed."""
 
 
+class Started:
+    """A reader child started on one pickle, its output collected by threads (see :func:`finish`)."""
+
+    def __init__(self, size: int, mode: list[str], stdin: int | IO[bytes] = subprocess.PIPE) -> None:
+        self.limit = time_limit_s(size)  # s, wall clock and CPU time
+        self.memory = memory_limit_bytes(size)  # bytes of address space
+        self.mode = mode
+        self.child = _child([str(size), str(self.memory), str(self.limit), *mode], stdin)
+        self.out, self.readers = _collect(self.child)
+        self.deadline = time.monotonic() + self.limit
+
+    def kill(self) -> None:
+        """End the child (its answer unwanted) and reap it."""
+        self.child.kill()
+        self.child.wait()
+        for t in self.readers:
+            t.join()
+
+
+def start_on_file(file: IO[bytes], size: int) -> Started:
+    """A reader child reading the pickle in ``file`` (a local file of ``size`` bytes, opened by the
+    caller) as its stdin, before this process is ready for the answer (:mod:`.early`)."""
+    return Started(size, [], stdin=file)
+
+
 def _parse_blocks(blocks: Iterable, size: int, mode: list[str]) -> tuple[dict, dict]:
-    limit = time_limit_s(size)
-    memory = memory_limit_bytes(size)
-    child = _child([str(size), str(memory), str(limit), *mode])
-    out, readers = _collect(child)
-    deadline = time.monotonic() + limit
+    started = Started(size, mode)
+    child = started.child
     try:
         try:
             for block in blocks:
                 child.stdin.write(block)
-                if time.monotonic() > deadline:
-                    raise subprocess.TimeoutExpired(child.args, limit)
+                if time.monotonic() > started.deadline:
+                    raise subprocess.TimeoutExpired(child.args, started.limit)
         except BrokenPipeError:  # the child ended early (refused the file, crashed): its answer says why
             pass
         finally:
@@ -192,27 +221,47 @@ def _parse_blocks(blocks: Iterable, size: int, mode: list[str]) -> tuple[dict, d
                 child.stdin.close()
             except BrokenPipeError:
                 pass
-        child.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-        raise SnapshotError(
-            f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
-            "it is not a memory snapshot (a hostile or corrupt file?)"
-        ) from None
+        started.kill()
+        raise SnapshotError(_too_slow(started.limit)) from None
     except BaseException:  # the blocks' own error (too big, unreadable): the child is not left running
-        child.kill()
-        child.wait()
+        started.kill()
         raise
-    for t in readers:
+    return finish(started)
+
+
+def _too_slow(limit: float) -> str:
+    return (
+        f"reading this pickle took more than {limit:.0f} s, the limit for its size: "
+        "it is not a memory snapshot (a hostile or corrupt file?)"
+    )
+
+
+def finish(started: Started) -> tuple[dict, dict]:
+    """The packed snapshot the child of ``started`` answers once it ends (its input all given):
+    :class:`SnapshotError` for a refused file, a crash or the time limit; :class:`_Again` when its
+    whole read ran out of memory (the file is to be sent again, streamed)."""
+    child = started.child
+    try:
+        for t in started.readers:  # its pipes end when it exits (Popen.wait with a timeout polls every 50 ms)
+            t.join(max(0.0, started.deadline - time.monotonic()))
+        child.wait(timeout=max(0.0, started.deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        started.kill()
+        raise SnapshotError(_too_slow(started.limit)) from None
+    except BaseException:
+        started.kill()
+        raise
+    for t in started.readers:
         t.join()
+    out = started.out
     done = subprocess.CompletedProcess(child.args, child.returncode, out.get("stdout", b""), out.get("stderr", b""))
-    if done.returncode == EXIT_AGAIN and not mode:
+    if done.returncode == EXIT_AGAIN and not started.mode:
         raise _Again()
     if done.returncode == EXIT_REFUSED:
         raise SnapshotError(done.stderr.decode("utf-8", "replace").strip()[-2000:])
     if done.returncode < 0:
-        raise SnapshotError(_crash_message(done.returncode, memory, limit))
+        raise SnapshotError(_crash_message(done.returncode, started.memory, started.limit))
     if done.returncode != 0:
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
         raise SnapshotError(f"the snapshot reader failed (exit status {done.returncode}): {tail[0][:500]}")
@@ -301,6 +350,8 @@ def read_pickles(datas: Sequence[bytes]) -> list[object | SnapshotError]:
     :func:`read_many_in_child`, or that file's :class:`SnapshotError`. Values come back as JSON
     (:func:`~tb_plugin.trace.jsonsafe.clean`: tuples as lists, keys as text, big integers as text).
     For many small files (a job's flight-recorder dumps): this process never unpickles them."""
+    import orjson
+
     out: list[object | SnapshotError] = []
     for got in read_many_in_child(datas, "plain"):
         if isinstance(got, SnapshotError):
@@ -315,6 +366,9 @@ def read_pickles(datas: Sequence[bytes]) -> list[object | SnapshotError]:
 
 def unpack_npz(payload: bytes) -> tuple[dict, dict]:
     """(header, arrays) of the child's ``.npz`` answer; :class:`SnapshotError` when it does not read."""
+    import numpy as np  # (here: this module is imported before numpy by :mod:`.early`)
+    import orjson
+
     try:
         with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
             header = orjson.loads(npz["header"].tobytes())

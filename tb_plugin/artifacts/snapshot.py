@@ -30,9 +30,11 @@ from .isolated import (
     SHARED_CHILD,
     SHARED_MAX_BYTES,
     SnapshotError,
+    Started,
     cpu_limit_for,
     parse_blocks_in_child,
     parse_in_child,
+    parse_started,
     read_many_in_child,
     read_shared,
     unpack_npz,
@@ -89,11 +91,14 @@ def load_snapshot(data: bytes) -> Snapshot:
     return _unpacked(parse_in_child(data))
 
 
-def load_snapshot_blocks(blocks: Iterable, size: int) -> Snapshot:
+def load_snapshot_blocks(blocks: Iterable, size: int, started: Started | None = None) -> Snapshot:
     """:func:`load_snapshot` of the pickle that ``blocks`` (bytes-like, in order) make up, written to the
     reader child block by block (:func:`~.isolated.parse_blocks_in_child`): this process never holds
-    the file. ``size``: the file's size in bytes."""
+    the file. ``size``: the file's size in bytes. ``started``: a child already reading that file
+    (:mod:`.early`): its answer (``blocks`` are read only if it asks for the file again, streamed)."""
     again = None if isinstance(blocks, Iterator) else blocks  # iterable twice: sent again if need be
+    if started is not None:
+        return _unpacked(parse_started(started, size, again))
     it = iter(blocks)
     head: list = []
     total = 0

@@ -228,12 +228,14 @@ def _stack_ids(frames, stack_of) -> np.ndarray:
     )
 
 
-def trace_columns(entries: list[dict], stack_of) -> dict:
+def trace_columns(entries: list[dict], stack_of, frames: list | None = None) -> dict:
     """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
-    ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``."""
+    ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``. ``frames``: the
+    entries' ``frames`` fields when the caller has read them already."""
     # a field at a time (one C-level pass each: faster than one pass of 5-tuples and their transpose)
     actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
-    times, frames = _field(entries, "time_us"), _field(entries, "frames")
+    times = _field(entries, "time_us")
+    frames = _field(entries, "frames") if frames is None else frames
     timed = times.count(None) != len(times)
     cols = {
         "action": _action_codes(entries, actions),

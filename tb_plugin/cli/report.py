@@ -56,6 +56,10 @@ def run_report(
     if problem is not None:
         err.write(f"kinetoscope: {logdir}: {problem}\n")
         return 2
+    if is_plain_local(logdir) and run is None:  # a large snapshot's reader child reads while this imports
+        from ..artifacts.early import start as start_early_reader
+
+        start_early_reader(strip_protocol(logdir), cached=use_cache)
     with _imports_frozen(whole_process):
         import orjson
 

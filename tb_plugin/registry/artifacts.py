@@ -32,10 +32,19 @@ MEMPROFILER_KINDS = ("memprofiler_stats", "memprofiler_log")
 
 
 def load_snapshot_blocks(blocks: Blocks, size: int) -> Any:
-    """:func:`~tb_plugin.artifacts.snapshot.load_snapshot_blocks` (imported when a snapshot is read)."""
+    """:func:`~tb_plugin.artifacts.snapshot.load_snapshot_blocks` (imported when a snapshot is read), by the
+    reader child :mod:`~tb_plugin.artifacts.early` started on this file, if any (``blocks``' bounds first)."""
+    from ..artifacts.early import claim
     from ..artifacts.snapshot import load_snapshot_blocks as load
 
-    return load(blocks, size)
+    started = claim(blocks.path)
+    if started is not None:
+        try:
+            blocks.check_raw_size()
+        except ReadError:
+            started.kill()
+            raise
+    return load(blocks, size, started)
 
 
 def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> dict[str, Any]:
@@ -132,6 +141,7 @@ class ArtifactStore:
         return art
 
     def _load_artifact(self, art: ArtifactState) -> None:
+        from ..artifacts.early import drop as drop_early
         from ..artifacts.isolated import SnapshotError
         from ..artifacts.memory_html import MAX_HTML_BYTES, MemoryHtmlError, extract_png
         from ..artifacts.memprofiler import MemProfilerError
@@ -152,23 +162,32 @@ class ArtifactStore:
                 if self._cache is not None:
                     got = self._cache.get_blob(url, entry.version, "snapshot")
                     snap = unpack_snapshot(*got) if got else None
+                    if snap is not None and is_local_fs(fs):
+                        drop_early(entry.path)  # a reader child started on it early is not needed
                     # the summary too (its alloc/free matching sorts the whole history: seconds at 20 M entries)
                     got = self._cache.get_blob(url, entry.version, "snapshot-summary") if snap is not None else None
                     summary = got[0].get("summary") if got and got[0].get("analysis") == ANALYSIS_VERSION else None
+                writing = None
                 if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
                     snap = self._read_snapshot(fs, entry)
-                    if self._cache is not None:
-                        self._cache.put_blob(url, entry.version, "snapshot", *pack_snapshot(snap))
-                art.views = SnapshotViews(snap, summary)
-                if summary is None and self._cache is not None:
-                    self._cache.put_blob(
-                        url,
-                        entry.version,
-                        "snapshot-summary",
-                        {"summary": art.views.summary(), "analysis": ANALYSIS_VERSION},
-                        {},
-                    )
-                art.views.summary()
+                    if self._cache is not None:  # written while the summary is computed (both release the GIL)
+                        args = (url, entry.version, "snapshot", *pack_snapshot(snap))
+                        writing = threading.Thread(target=self._cache.put_blob, args=args, daemon=True)
+                        writing.start()
+                try:
+                    art.views = SnapshotViews(snap, summary)
+                    if summary is None and self._cache is not None:
+                        self._cache.put_blob(
+                            url,
+                            entry.version,
+                            "snapshot-summary",
+                            {"summary": art.views.summary(), "analysis": ANALYSIS_VERSION},
+                            {},
+                        )
+                    art.views.summary()
+                finally:
+                    if writing is not None:
+                        writing.join()
             elif entry.kind == "memory_html":
                 with fs.open(entry.path, "rb") as f:
                     art.views = MemoryHtmlViews(extract_png(f.read(MAX_HTML_BYTES + 1)))

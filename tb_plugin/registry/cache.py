@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ..settings import current
-from ..storage.fs import INODE_MARK
+from ..storage.cache_keys import INODE_MARK, cache_root, entry_key, identity  # noqa: F401 - INODE_MARK for the tests
 from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..trace import jsonsafe
 from ..trace.model import TABLE_COLUMNS, DeviceInfo, Table, Trace, compact_column
@@ -47,12 +46,7 @@ CACHE_VERSION = f"v{FORMAT_REVISION}-{_layout_fingerprint()}"
 
 
 def default_cache_dir() -> str:
-    chosen = current().cache_dir
-    if chosen:
-        return chosen
-    import platformdirs
-
-    return platformdirs.user_cache_dir("kinetoscope", appauthor=False)
+    return cache_root()
 
 
 logger = logging.getLogger(__name__)
@@ -137,10 +131,10 @@ class ParseCache:
     @staticmethod
     def identity(url: str, version: str) -> str:
         """What the entry of (``url``, ``version``) is keyed by: files with one identity share it."""
-        return f"inode\0{version}" if INODE_MARK in version else f"{url}\0{version}"
+        return identity(url, version)
 
     def _path(self, url: str, version: str) -> str:
-        key = hashlib.sha256(self.identity(url, version).encode()).hexdigest()
+        key = entry_key(url, version)
         return os.path.join(self.directory, key[:2], key + ".npz")
 
     def events_path(self, url: str, version: str) -> str:

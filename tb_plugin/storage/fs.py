@@ -6,14 +6,12 @@ import dataclasses
 import os
 import posixpath
 
+from .cache_keys import INODE_MARK  # in a version string: the file is keyed by its inode (inode_version)
 from .confined import ConfinedLocalFileSystem, inside
 from .naming import artifact_kind, is_candidate, is_certain_trace, may_be_flight_recorder
 from .remote import StorageError, is_local_fs
 from .remote import open_logdir as _open_logdir
 from .sniff import SniffCache
-
-# In a version string: the file is keyed by its inode (see :func:`inode_version`), not its path.
-INODE_MARK = "|inode:"
 
 
 def inode_version(size: int, mtime: float, dev: int, ino: int) -> str:

@@ -286,6 +286,13 @@ class Blocks:
     def fraction(self) -> float:
         return min(1.0, self.read / self.size) if self.size else 0.0
 
+    def check_raw_size(self) -> None:
+        """The size bound a file that is not gzip meets before its first block (:class:`ReadError` past
+        it), for a reader given the file itself instead of these blocks."""
+        limit = self.limit_share * max_trace_bytes()
+        if (self.size or 0) > limit:
+            raise _too_big(limit, "file")
+
     def __iter__(self):
         try:
             with self.fs.open(self.path, "rb") as f:
@@ -303,8 +310,7 @@ class Blocks:
             raise ReadError("file is empty (0 bytes)")
         if head[:2] != GZIP_MAGIC:
             _check_not_gzip(head, _named_gz(self.path))
-            if (self.size or 0) > limit:  # refused from its size, as read_trace_bytes does
-                raise _too_big(limit, "file")
+            self.check_raw_size()  # refused from its size, as read_trace_bytes does
             if self.json_document:
                 check_json_head(head, len(head) < CHUNK_BYTES)
             self.raw = True

@@ -1,0 +1,130 @@
+"""A reader child started on a local allocator snapshot before ``kinetoscope report`` imports the registry.
+
+The report's process spends ~0.3 s importing the registry, numpy and the analyses before it lists the
+logdir; a snapshot's reader child (:mod:`.snapshot_child`) needs none of that. :func:`start` (called by
+the report command as soon as the logdir is found to exist) walks the first :data:`MAX_WALKED` entries
+of a local logdir and starts one reader child on the first file, in path order, named as a snapshot
+(:func:`~tb_plugin.storage.naming.artifact_kind`), over :data:`~.isolated.SHARED_MAX_BYTES` (smaller
+files go to the shared child) and starting with a pickle's protocol byte: the child reads the file as
+its stdin, under the limits of any reader child (:class:`~.isolated.Started`), while this process
+imports on the other core. When the registry reads that file it :func:`claim` s the child (the file's
+identity unchanged since the start: device, inode, size, modification time); otherwise the child is
+ended (:func:`drop`: the parse cache had it; at exit: never asked for). No child is started for a file
+the parse cache holds (:func:`~tb_plugin.storage.cache_keys.cached_blob_exists`). Nothing here reads the file's
+content beyond its first two bytes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+from ..storage.cache_keys import cached_blob_exists
+from ..storage.naming import artifact_kind
+from ..storage.private_files import open_regular
+from .isolated import SHARED_MAX_BYTES, Started, start_on_file
+
+MAX_WALKED = 2000  # directory entries looked at (a large logdir: its snapshots are read the usual way)
+_lock = threading.Lock()
+_started: dict[str, tuple[tuple[int, int, int, int], Started]] = {}  # real path → (identity, child)
+_registered = False  # _end_all registered to run at exit
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _first_snapshot(root: str) -> str | None:
+    """The first file under ``root`` (depth first, names sorted; symbolic links not followed) named as a
+    snapshot and larger than :data:`~.isolated.SHARED_MAX_BYTES`, among the first :data:`MAX_WALKED` entries."""
+    todo, walked = [root], 0
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        walked += len(entries)
+        if walked > MAX_WALKED:
+            return None
+        subfolders = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subfolders.append(e.path)
+                elif (
+                    artifact_kind(e.name) == "snapshot"
+                    and e.is_file(follow_symlinks=False)
+                    and e.stat(follow_symlinks=False).st_size > SHARED_MAX_BYTES
+                ):
+                    return e.path
+            except OSError:
+                continue
+        todo += reversed(subfolders)
+    return None
+
+
+def start(root: str, cached: bool = True) -> None:
+    """Start a reader child on the first large snapshot under the local folder ``root`` (see the
+    module docstring); nothing when there is none, when it cannot be opened or started, or (``cached``:
+    the command reads the parse cache) when the cache holds its snapshot."""
+    if os.name != "posix":  # (pread, and the reader child's limits)
+        return
+    path = _first_snapshot(os.path.abspath(root))
+    if path is None:
+        return
+    try:
+        # a regular file, its last component no symlink, never a FIFO that blocks (as the registry opens files);
+        # the child gets its own descriptor: this one is closed
+        with open_regular(path) as f:
+            st = os.fstat(f.fileno())
+            if cached and cached_blob_exists(path, st, "snapshot"):
+                return
+            head = os.pread(f.fileno(), 2, 0)
+            if len(head) < 2 or head[0] != 0x80 or not 2 <= head[1] <= 5:  # a pickle (not gzip, not text)
+                return
+            started = start_on_file(f, st.st_size)
+    except OSError:
+        return
+    global _registered
+    with _lock:
+        _started[os.path.realpath(path)] = (_identity(st), started)
+        if not _registered:
+            _registered = True
+            atexit.register(_end_all)
+
+
+def claim(path: str) -> Started | None:
+    """The child started on the local file ``path`` when it is still the file it reads (else that
+    child is ended), or None; a child is claimed once."""
+    real = os.path.realpath(path)
+    with _lock:
+        got = _started.pop(real, None)
+    if got is None:
+        return None
+    identity, started = got
+    try:
+        same = _identity(os.stat(real)) == identity
+    except OSError:
+        same = False
+    if not same:
+        started.kill()
+        return None
+    return started
+
+
+def drop(path: str) -> None:
+    """End the child started on ``path``, if any (its answer is not needed: the parse cache has it)."""
+    got = claim(path)
+    if got is not None:
+        got.kill()
+
+
+def _end_all() -> None:
+    with _lock:
+        left = [started for _, started in _started.values()]
+        _started.clear()
+    for started in left:
+        started.kill()

@@ -1,0 +1,190 @@
+"""The reader child ``kinetoscope report`` starts on a large local snapshot before its imports
+(:mod:`tb_plugin.artifacts.early`): the registry takes its answer (field by field the whole-file
+reference, protocols 2-5), the bounds and refusals of the usual path hold, and a child nobody asks
+for (the parse cache had the file, the file changed, the command ended) is ended."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import pytest
+from fuzz_files import memo_index_pickle
+from synth.snapshot_writer import write_snapshot_pickle
+from test_snapshot_stream import assert_same
+
+from tb_plugin.artifacts import early, isolated
+from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle
+from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+from tb_plugin.storage.cache_keys import cached_blob_exists
+
+SMALL_SHARED = 1 << 20  # files above this get a child of their own (instead of 4 MiB: smaller test files)
+
+
+@pytest.fixture
+def logdir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(early, "SHARED_MAX_BYTES", SMALL_SHARED)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", SMALL_SHARED)
+    children: list = []
+    real = isolated.start_on_file
+    monkeypatch.setattr(early, "start_on_file", lambda f, size: children.append(real(f, size)) or children[-1])
+    root = tmp_path / "logdir"
+    (root / "job").mkdir(parents=True)
+    yield root, children
+    early._end_all()
+
+
+def _write(path, entries: int, protocol: int = 4) -> bytes:
+    with open(path, "wb") as f:
+        write_snapshot_pickle(f, entries, frames=4, protocol=protocol)
+    return path.read_bytes()
+
+
+def _load(root, cache=True):
+    reg = RunRegistry(str(root), cache=ParseCache() if cache else None)
+    reg.scan()
+    (art,) = [a for a in reg.artifacts() if a.entry.kind == "snapshot"]
+    reg.load_artifact(art)
+    return art
+
+
+@pytest.mark.parametrize("protocol", (2, 3, 4, 5))
+def test_the_early_child_answers_the_whole_file_reference(logdir, protocol):
+    root, children = logdir
+    data = _write(root / "job" / "snapshot.pickle", 15_000, protocol)
+    assert len(data) > SMALL_SHARED
+    early.start(str(root))
+    assert len(children) == 1 and early._started  # started on the file, before the registry exists
+    art = _load(root)
+    assert art.state == "ready", art.error
+    assert not early._started and children[0].child.returncode == 0  # claimed, and its answer taken
+    assert_same(art.views.snapshot, parse_pickle(data, stream=True))
+    assert_same(art.views.snapshot, load_snapshot(data))
+
+
+def test_only_a_large_pickle_named_as_a_snapshot_is_started_on(logdir):
+    root, children = logdir
+    (root / "a.json").write_bytes(b"\x80\x04" + bytes(2 << 20))  # not a snapshot's name
+    (root / "small.pickle").write_bytes(pickle.dumps({"device_traces": []}, protocol=4))  # the shared child's
+    (root / "text.pickle").write_bytes(b"{" + bytes(2 << 20))  # not a pickle
+    early.start(str(root))
+    assert children == []
+    data = _write(root / "job" / "b.pkl", 15_000)
+    (root / "job" / "link.pickle").symlink_to(root / "job" / "b.pkl")  # (links are not followed)
+    early.start(str(root / "job"))
+    assert len(children) == 1 and list(early._started) == [os.path.realpath(root / "job" / "b.pkl")]
+    assert len(data) > SMALL_SHARED
+
+
+def test_a_fifo_or_a_link_swapped_in_is_not_opened(logdir, monkeypatch):
+    """Between the listing and the open, the file became a FIFO (an open would block) or a symlink to a
+    file outside the logdir: nothing is started."""
+    root, children = logdir
+    outside = root.parent / "outside.pickle"
+    _write(outside, 15_000)
+    path = root / "job" / "snapshot.pickle"
+    path.write_bytes(b"\x80\x04" + bytes(2 << 20))
+    for swap in (lambda: os.mkfifo(path), lambda: path.symlink_to(outside)):
+        monkeypatch.setattr(early, "_first_snapshot", lambda root, swap=swap: (path.unlink(), swap(), str(path))[2])
+        early.start(str(root))
+        assert children == [] and not early._started
+
+
+def test_a_cached_snapshot_ends_the_early_child(logdir):
+    root, children = logdir
+    _write(root / "job" / "snapshot.pickle", 15_000)
+    assert _load(root).state == "ready"  # cached
+    early.start(str(root), cached=False)  # (as if started before the cache was written)
+    art = _load(root)
+    assert art.state == "ready" and not early._started
+    assert children[0].child.returncode is not None  # ended, not left reading
+
+
+@pytest.mark.parametrize("hard_linked", (False, True))
+def test_no_child_is_started_for_a_file_the_parse_cache_holds(logdir, hard_linked):
+    """The cache's key as :mod:`tb_plugin.storage.cache_keys` forms it without the registry is the one the
+    registry wrote (plain and hard-linked files: the inode version)."""
+    root, children = logdir
+    path = root / "job" / "snapshot.pickle"
+    _write(path, 15_000)
+    if hard_linked:
+        os.link(path, root / "job" / "other-name.bin")
+    assert not cached_blob_exists(str(path), os.stat(path), "snapshot")
+    assert _load(root).state == "ready"  # cached
+    assert cached_blob_exists(str(path), os.stat(path), "snapshot")
+    early.start(str(root))
+    assert children == [] and not early._started
+    early.start(str(root), cached=False)  # --no-cache: the cache is not read, the child is needed
+    assert len(children) == 1
+
+
+def test_a_file_changed_since_the_start_is_read_again(logdir):
+    root, children = logdir
+    path = root / "job" / "snapshot.pickle"
+    _write(path, 15_000)
+    early.start(str(root))
+    data = _write(path, 16_000)  # another file under the same name
+    os.utime(path, ns=(1, 1))
+    art = _load(root, cache=False)
+    assert art.state == "ready" and children[0].child.returncode is not None
+    assert_same(art.views.snapshot, load_snapshot(data))
+
+
+def test_a_refused_file_gives_the_usual_message(logdir):
+    root, children = logdir
+    data = pickle.dumps([print] + [f"{i:01000d}" for i in range(3000)], protocol=4)
+    (root / "job" / "bad.pickle").write_bytes(data)
+    early.start(str(root))
+    art = _load(root, cache=False)
+    assert len(children) == 1 and art.state == "error" and "refused to load global" in art.error
+
+
+def test_a_file_over_the_size_bound_is_refused_and_its_child_ended(logdir, monkeypatch):
+    root, children = logdir
+    data = _write(root / "job" / "snapshot.pickle", 15_000)
+    early.start(str(root))
+    monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(len(data) // 2))
+    art = _load(root, cache=False)
+    assert art.state == "error" and "KINETOSCOPE_MAX_TRACE_BYTES" in art.error
+    assert children[0].child.returncode is not None
+
+
+def test_a_memo_bomb_read_early_is_sent_again_to_a_streaming_child(logdir):
+    root, children = logdir
+    data = memo_index_pickle(750_000_000) + bytes(2 << 20)  # a 6 GB memo: MemoryError in the early child
+    (root / "job" / "bomb.pickle").write_bytes(data)
+    early.start(str(root))
+    art = _load(root, cache=False)
+    assert len(children) == 1 and art.state == "ready", art.error
+    assert art.views.snapshot.devices[0].size.tolist() == [8, 8]
+
+
+def test_an_unclaimed_child_is_ended_at_exit(logdir):
+    root, children = logdir
+    _write(root / "job" / "snapshot.pickle", 15_000)
+    early.start(str(root))
+    early._end_all()
+    assert not early._started and children[0].child.returncode is not None
+
+
+def test_the_report_command_prints_the_same_with_the_early_child(tmp_path):
+    """``kinetoscope report DIR --json`` without the early child (``--run .``), with it, with it and the
+    parse cache written, and with the cache read (the child ended) print the same."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "logdir"
+    root.mkdir()
+    with open(root / "snapshot.pickle", "wb") as f:
+        write_snapshot_pickle(f, 45_000, frames=8, protocol=4)
+    assert (root / "snapshot.pickle").stat().st_size > isolated.SHARED_MAX_BYTES
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = dict(os.environ, PYTHONPATH=repo, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    outs = []
+    for extra in (["--no-cache", "--run", "."], ["--no-cache"], [], []):
+        cmd = [sys.executable, "-m", "tb_plugin.cli", "report", str(root), "--json", *extra]
+        done = subprocess.run(cmd, env=env, capture_output=True, cwd=repo, check=True)
+        outs.append(done.stdout)
+    assert outs[0] == outs[1] == outs[2] == outs[3] and b'"peak_active_bytes"' in outs[0]
