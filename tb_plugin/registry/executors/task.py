@@ -139,14 +139,20 @@ def reduce_rank(job: RankJob) -> RankResult:
                 )
                 views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
                 if views is not None and worth_forking(len(trace.events) + len(trace.memory)):
-                    fork = SectionFork(views, job.tables)  # (before the writer thread: a fork copies only this one)
-                writer = threading.Thread(target=lambda: [call() for call in deferred], name="kinetoscope-cache-write")
-                writer.start()
+                    fork = SectionFork(views, job.tables, deferred)  # the child writes the cache too
+                else:
+                    writer = threading.Thread(
+                        target=lambda: [call() for call in deferred], name="kinetoscope-cache-write"
+                    )
+                    writer.start()
                 if views is not None:
                     result.aggregate = rank_aggregate(views, job.tables, run=fork.run if fork is not None else None)
             finally:
                 if fork is not None:
                     fork.close()
+                    if not fork.wrote:  # (the child failed or was never collected: written here)
+                        for call in deferred:
+                            call()
                 if writer is not None:
                     writer.join()
             result.warnings, result.notes = list(trace.warnings), list(trace.notes)

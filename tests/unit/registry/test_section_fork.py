@@ -107,3 +107,53 @@ def test_the_pool_and_the_workers_count_the_usable_cores(monkeypatch):
     assert decode_stream.usable_cores() == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     assert local.parallel_workers([100 << 20] * 8) == 4
+
+
+def _write_pid(path):
+    def write():
+        path.write_text(str(os.getpid()))
+
+    return write
+
+
+def test_the_child_makes_the_cache_writes(tmp_path):
+    """The parse cache's deferred writes run in the child, beside this process's share of the sections."""
+    out = tmp_path / "written"
+    fork = sections.SectionFork(views(), True, [_write_pid(out)])
+    try:
+        rank_aggregate(views(), True, run=fork.run)
+    finally:
+        fork.close()
+    assert fork.wrote and out.read_text() != str(os.getpid())
+
+
+def test_a_failing_write_costs_no_section(tmp_path):
+    def fails():
+        raise OSError("disk full")
+
+    serial = rank_aggregate(views(), True)
+    fork = sections.SectionFork(views(), True, [fails])
+    try:
+        forked = rank_aggregate(views(), True, run=fork.run)
+    finally:
+        fork.close()
+    assert fork.wrote and text(forked) == text(serial)
+
+
+def test_a_rank_whose_child_dies_is_cached_by_this_process(tmp_path, monkeypatch, runner_threads_fork_safe):
+    """The child dies: this process computes its sections and makes the cache writes itself (the next
+    report reads the parse cache)."""
+    from tb_plugin.registry.executors import task
+
+    monkeypatch.setattr(task, "worth_forking", lambda items: True)
+    monkeypatch.setattr(sections, "run_sections", _dies_in_child(sections.run_sections))
+    job = task.RankJob(
+        key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), cache_dir=str(tmp_path), tables=True
+    )
+    first = task.reduce_rank(job)
+    assert first.error is None and not first.from_cache
+    monkeypatch.setattr(task, "ResultCache", lambda *a: None)  # (the parse cache, not the results)
+    again = task.reduce_rank(job)
+    assert again.error is None and again.from_cache
+    assert again.aggregate is not None and first.aggregate is not None
+    assert text(task.received_aggregate(again.aggregate)) == text(task.received_aggregate(first.aggregate))

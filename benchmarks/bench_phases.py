@@ -1,0 +1,206 @@
+"""Where a cold report's wall time goes on pinned cores: the phases of every process, as a timeline.
+
+    python benchmarks/bench_phases.py TRACE_OR_FOLDER [--cores 2] [--repo DIR] [--timeline]
+
+Runs one cold ``kinetoscope report --json`` of the folder pinned to cores ``0..cores-1`` (``taskset``,
+an empty ``KINETOSCOPE_CACHE_DIR``), with the phases wrapped from outside (nothing in ``tb_plugin``
+changes): each process (the main one, the decode workers, the section child; forks inherit the
+wrappers) appends ``pid, time.monotonic(), time.process_time(), phase`` to a file at the start and end
+of: the decode workers' start, the ranged parse's two passes (``_scan``, ``_decode``) and each
+worker's ``scan_range`` / ``decode_span``, every merge of an answer, the columns' finish, the section
+fork, each report section, the parse cache's write, the output. Printed: per process, each phase's
+count, wall and CPU seconds and its span; ``--timeline``: every mark in time order (merges folded).
+
+Last lines: the CPU of each phase on the critical path and their sum, the wall time a machine whose
+cores do nothing else would take (``idle_estimate_s``): the main process's start, the larger worker's
+first pass, the second pass (the larger worker's, or all workers' and the main process's CPU shared
+over the cores, whichever is larger), the finish, the larger side of the sections (the main process's,
+or the child's with the cache write), the rest. On a loaded box wall times stretch with the load; the
+CPU per process does much less, which is why the estimate is built from it. With ``--cores 1`` the
+estimate is the process's CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHILD = r"""
+import io, os, sys, time
+repo, logdir, out = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, repo)
+fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+def mark(what):
+    os.write(fd, f"{os.getpid()} {time.monotonic():.4f} {time.process_time():.4f} {what}\n".encode())
+mark("start")
+def timed(label, real):
+    def call(*a, **k):
+        mark("> " + label)
+        try:
+            return real(*a, **k)
+        finally:
+            mark("< " + label)
+    return call
+def wrap(obj, name, label=None):
+    if hasattr(obj, name):
+        setattr(obj, name, timed(label or name, getattr(obj, name)))
+from tb_plugin.cli import main
+from tb_plugin.trace import decode_stream, decode_ranges, decode_workers
+from tb_plugin.registry.executors import sections
+from tb_plugin.registry import report, cache
+wrap(decode_workers.Workers, "__init__", "workers started")
+wrap(decode_ranges.RangedEvents, "_scan", "first pass")
+wrap(decode_ranges.RangedEvents, "_decode", "second pass")
+for name in ("scan_range", "decode_span"):
+    if name in decode_workers._CALLS:
+        decode_workers._CALLS[name] = timed(name, decode_workers._CALLS[name])
+wrap(decode_stream, "merge")
+wrap(decode_stream, "_finish", "finish")
+wrap(cache.ParseCache, "write_prepared", "cache write")
+wrap(sections.SectionFork, "__init__", "section fork")
+real_run = report.run_sections
+def run_sections(secs, items):
+    return timed("sections", real_run)([(k, timed("section " + k, make)) for k, make in secs], items)
+report.run_sections = run_sections
+if hasattr(sections, "run_sections"):
+    sections.run_sections = run_sections
+text = io.StringIO()
+stdout, sys.stdout = sys.stdout, text
+try:
+    main(["report", logdir, "--json"])
+finally:
+    sys.stdout = stdout
+mark("output")
+"""
+
+
+def run(path: str, cores: int, repo: str) -> list[tuple[str, float, float, str]]:
+    """The marks of one pinned cold report: (pid, monotonic s, process CPU s, phase)."""
+    logdir = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    work = tempfile.mkdtemp(prefix="kinetoscope-bench-phases-")
+    marks = os.path.join(work, "marks")
+    env = {k: v for k, v in os.environ.items() if k != "KINETOSCOPE_DECODE_WORKERS"}
+    env["KINETOSCOPE_CACHE_DIR"] = os.path.join(work, "cache")
+    cpus = "0" if cores == 1 else f"0-{cores - 1}"
+    try:
+        subprocess.run(
+            ["taskset", "-c", cpus, sys.executable, "-c", CHILD, repo, logdir, marks],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        with open(marks) as f:
+            rows = [line.split(" ", 3) for line in f.read().splitlines()]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return [(pid, float(t), float(c), what) for pid, t, c, what in rows]
+
+
+Phase = collections.namedtuple("Phase", "count wall cpu first last")
+
+
+def phases(marks: list) -> tuple[dict[str, dict[str, Phase]], dict[str, float], float]:
+    """Per process (named by role), each phase's totals; each process's CPU at its last mark; the
+    first mark's time."""
+    t0 = min(t for _, t, _, _ in marks)
+    by_pid: dict[str, list] = collections.defaultdict(list)
+    for pid, t, cpu, what in marks:
+        by_pid[pid].append((t - t0, cpu, what))
+    out: dict[str, dict[str, Phase]] = {}
+    last_cpu: dict[str, float] = {}
+    workers = 0
+    for rows in by_pid.values():
+        names = {w[2:] for _, _, w in rows}
+        if any(w == "start" for _, _, w in rows):
+            role = "main"
+        elif names & {"scan_range", "decode_span"}:
+            workers += 1
+            role = f"worker {workers}"
+        else:
+            role = "section child"
+        open_at: dict[str, tuple[float, float]] = {}
+        got: dict[str, list] = {}
+        for t, cpu, what in rows:
+            name = what[2:]
+            if what.startswith("> "):
+                open_at[name] = (t, cpu)
+            elif what.startswith("< ") and name in open_at:
+                t1, c1 = open_at.pop(name)
+                g = got.setdefault(name, [0, 0.0, 0.0, t1, t])
+                g[0] += 1
+                g[1] += t - t1
+                g[2] += cpu - c1
+                g[4] = t
+        out[role] = {k: Phase(*v) for k, v in got.items()}
+        last_cpu[role] = rows[-1][1]
+    return out, last_cpu, t0
+
+
+def estimate(
+    found: dict[str, dict[str, Phase]], last_cpu: dict[str, float], started_cpu: float, cores: int
+) -> dict[str, float]:
+    """The critical path's CPU per phase (see the module docstring); ``started_cpu``: the main
+    process's CPU when it started the workers."""
+    main = found.get("main", {})
+    workers = [v for k, v in found.items() if k.startswith("worker")]
+    child = found.get("section child", {})
+
+    def cpu(phases: dict[str, Phase], name: str) -> float:
+        return phases[name].cpu if name in phases else 0.0
+
+    if cores == 1 or not workers:
+        return {"one process": last_cpu.get("main", 0.0)}
+    second = [cpu(w, "decode_span") for w in workers]
+    parts = {
+        "start": started_cpu,
+        "first pass": max(cpu(w, "scan_range") for w in workers),
+        "second pass": max(max(second), (sum(second) + cpu(main, "second pass")) / cores),
+        "finish": cpu(main, "finish"),
+        "sections": max(cpu(main, "sections"), cpu(child, "sections") + cpu(child, "cache write")),
+    }
+    counted = started_cpu + sum(cpu(main, k) for k in ("first pass", "second pass", "finish", "sections"))
+    parts["rest"] = max(0.0, last_cpu.get("main", 0.0) - counted)
+    return parts
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--repo", default=REPO)
+    ap.add_argument("--timeline", action="store_true")
+    args = ap.parse_args()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    marks = run(args.trace, args.cores, args.repo)
+    after = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    found, last_cpu, t0 = phases(marks)
+    started_cpu = next((cpu for _, _, cpu, what in marks if what == "> workers started"), 0.0)
+    if args.timeline:
+        pids = list(dict.fromkeys(pid for pid, *_ in marks))
+        for pid, t, cpu, what in marks:
+            if what not in ("> merge", "< merge"):
+                print(f"{t - t0:8.3f} s  cpu {cpu:7.3f}  process {pids.index(pid)}  {what}")
+    wall = max(t for _, t, _, _ in marks) - t0
+    print(f"cores {args.cores}: wall {wall:.2f} s (load {load} -> {after})")
+    for role, got in found.items():
+        print(f"{role}: CPU {last_cpu[role]:.3f} s")
+        for name, p in got.items():
+            print(
+                f"    {name:22s} x{p.count:<4d} wall {p.wall:7.3f} s  CPU {p.cpu:7.3f} s  {p.first:7.3f}-{p.last:7.3f} s"
+            )
+    parts = estimate(found, last_cpu, started_cpu, args.cores)
+    print("critical path (CPU s): " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))
+    total_cpu = sum(last_cpu.values())
+    print(f"cores={args.cores} wall_s={wall:.3f} cpu_s={total_cpu:.3f} idle_estimate_s={sum(parts.values()):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
