@@ -224,6 +224,7 @@ def test_rank_aggregate_trims_by_trace_size(monkeypatch):
     class Views:
         class trace:
             events, memory = [0] * 7, [0] * 5
+            derived: dict = {}
 
         rank_reduce = staticmethod(dict)
         insights = staticmethod(lambda: None)
