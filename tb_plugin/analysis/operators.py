@@ -166,21 +166,27 @@ def _op_times(trace: Trace) -> OpTimes:
     del op_children, n_children, names
     merged = np.zeros(n, dtype=bool)
     merged[ops[same]] = True
-    table_self = [host_self.copy(), device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self]
+    # the self times, read no more, become the table's (merged in place: no copies held beside them)
+    table_self = [host_self, device_self, kernel_self, tc_self, replay_self]
+    del host_self, device_self, kernel_self, tc_self, replay_self
     roll_up(table_self, same, parent_pos)  # deepest first, so chains of same-name ops fold all the way up
+    del same, parent_pos
+    # each operator-length array freed once held as its PerOp (popped: the lists hold them no more)
+    host_s, device_s, kernel_s, tc_s, replay_s = (PerOp(ops, table_self.pop(0)) for _ in range(5))
+    device_t, kernel_t, tc_t, replay_t = (PerOp(ops, totals.pop(0)) for _ in range(4))
     return OpTimes(
         is_op,
-        host_self=PerOp(ops, table_self[0]),
-        device_self=PerOp(ops, table_self[1]),
-        device_total=PerOp(ops, totals[0]),
-        tc_self=PerOp(ops, table_self[3]),
-        tc_total=PerOp(ops, totals[2]),
-        kernel_self=PerOp(ops, table_self[2]),
-        kernel_total=PerOp(ops, totals[1]),
+        host_self=host_s,
+        device_self=device_s,
+        device_total=device_t,
+        tc_self=tc_s,
+        tc_total=tc_t,
+        kernel_self=kernel_s,
+        kernel_total=kernel_t,
         owner=owner,
         merged=merged,
-        replay_self=PerOp(ops, table_self[4]),
-        replay_total=PerOp(ops, totals[3]),
+        replay_self=replay_s,
+        replay_total=replay_t,
     )
 
 
