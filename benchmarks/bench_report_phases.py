@@ -2,17 +2,23 @@
 the boundaries of one file's task (``registry/executors/task.py``: ``parse_entry``, ``open_views``,
 ``rank_aggregate``), the report run in this process as the command runs it.
 
-    KINETOSCOPE_CACHE_DIR=EMPTY_DIR python benchmarks/bench_report_phases.py LOGDIR > report.json
+    KINETOSCOPE_CACHE_DIR=EMPTY_DIR python benchmarks/bench_report_phases.py LOGDIR [--stacks] > report.json
 
 Give it an empty cache dir for a cold run (the parse cache and the analysis cache would answer otherwise).
 The phase lines go to stderr, the report to stdout (``cmp`` it with another code base's). Figures, not
 assertions; the sections forked to a child (``registry/executors/sections.py``) are not in these figures.
+``--stacks``: from the start of ``rank_aggregate`` (the decode workers and the sections' child are forked
+by then: a thread started earlier would keep them from being forks), a thread samples this process's RSS
+every 20 ms and prints (stderr) the main thread's two innermost frames at every new maximum over 20 MB.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
+import traceback
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,9 +44,11 @@ def _say(tag: str) -> dict[str, int]:
     return st
 
 
-def _wrapped(name: str, f: Callable[..., Any], seen: dict[str, int]) -> Callable[..., Any]:
+def _wrapped(name: str, f: Callable[..., Any], seen: dict[str, int], stacks: bool) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         _say(f"before {name}")
+        if stacks and name == "rank_aggregate":
+            threading.Thread(target=_sample_stacks, args=(threading.get_ident(),), daemon=True).start()
         try:
             return f(*args, **kwargs)
         finally:
@@ -49,14 +57,30 @@ def _wrapped(name: str, f: Callable[..., Any], seen: dict[str, int]) -> Callable
     return call
 
 
+def _sample_stacks(main_id: int) -> None:
+    """Print the main thread's innermost frames at every new RSS maximum (20 MB steps); a daemon."""
+    best = 0
+    while True:
+        rss = _status()["VmRSS"]
+        if rss > best + 20:
+            best = rss
+            frame = sys._current_frames().get(main_id)
+            where = traceback.format_stack(frame)[-2:] if frame is not None else []
+            del frame  # a held frame keeps its locals (and their buffers) alive
+            sys.stderr.write(f"  rss {rss} MB at {''.join(where).strip()}\n")
+        time.sleep(0.02)
+
+
 def main() -> int:
     import tb_plugin.registry.executors.task as task
     from tb_plugin import cli
 
+    argv = [a for a in sys.argv[1:] if a != "--stacks"]
+
     seen: dict[str, int] = {}
     for name in PHASES:
-        setattr(task, name, _wrapped(name, getattr(task, name), seen))
-    status = cli.main(["report", "--json", *sys.argv[1:]])
+        setattr(task, name, _wrapped(name, getattr(task, name), seen, "--stacks" in sys.argv[1:]))
+    status = cli.main(["report", "--json", *argv])
     end = _say("end")
     # the closing name=value line on stderr: stdout holds the report
     figures = " ".join(f"after_{k}_rss_mb={v}" for k, v in seen.items())
