@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
-import traceback
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -48,27 +46,18 @@ def _wrapped(name: str, f: Callable[..., Any], seen: dict[str, int], stacks: boo
     def call(*args: Any, **kwargs: Any) -> Any:
         _say(f"before {name}")
         if stacks and name == "rank_aggregate":
-            threading.Thread(target=_sample_stacks, args=(threading.get_ident(),), daemon=True).start()
+            from benchmarks.bench_sections import _sample_stacks  # (stdout holds the report: frames to stderr)
+
+            sampler = threading.Thread(
+                target=_sample_stacks, args=(threading.get_ident(), threading.Event(), sys.stderr), daemon=True
+            )
+            sampler.start()
         try:
             return f(*args, **kwargs)
         finally:
             seen[name] = _say(f"after {name}")["VmRSS"]
 
     return call
-
-
-def _sample_stacks(main_id: int) -> None:
-    """Print the main thread's innermost frames at every new RSS maximum (20 MB steps); a daemon."""
-    best = 0
-    while True:
-        rss = _status()["VmRSS"]
-        if rss > best + 20:
-            best = rss
-            frame = sys._current_frames().get(main_id)
-            where = traceback.format_stack(frame)[-2:] if frame is not None else []
-            del frame  # a held frame keeps its locals (and their buffers) alive
-            sys.stderr.write(f"  rss {rss} MB at {''.join(where).strip()}\n")
-        time.sleep(0.02)
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import TextIO
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,8 +47,9 @@ def _reset_peak() -> bool:
     return True
 
 
-def _sample_stacks(main_id: int, stop: threading.Event) -> None:
-    """Print the main thread's innermost frames at every new RSS maximum (20 MB steps)."""
+def _sample_stacks(main_id: int, stop: threading.Event, out: TextIO | None = None) -> None:
+    """Print (to ``out``, default stdout) the main thread's innermost frames at every new RSS maximum
+    (20 MB steps) until ``stop`` is set."""
     best = 0
     while not stop.is_set():
         rss = _status()["VmRSS"]
@@ -56,7 +58,7 @@ def _sample_stacks(main_id: int, stop: threading.Event) -> None:
             frame = sys._current_frames().get(main_id)
             where = traceback.format_stack(frame)[-2:] if frame is not None else []
             del frame  # a held frame keeps its locals (and their buffers) alive
-            print(f"  rss {rss} MB at {''.join(where).strip()}", flush=True)
+            print(f"  rss {rss} MB at {''.join(where).strip()}", file=out or sys.stdout, flush=True)
         time.sleep(0.02)
 
 
