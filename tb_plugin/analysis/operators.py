@@ -118,8 +118,20 @@ def _op_times(trace: Trace) -> OpTimes:
 
     parent = tree.op_parent  # an operator row (every operator's parent is one) or -1
     op_parent = parent[ops]
-    parent_pos = np.where(op_parent >= 0, at(op_parent), -1)
+    parent_pos = at(op_parent).astype(row_dtype(m))  # operator positions: int32 under 2³¹ operators
+    parent_pos[op_parent < 0] = -1
     del op_parent
+    # an op whose single child op has the same name: merge the child into it (found before the times
+    # exist, so its temporaries are not held beside them)
+    op_children = np.flatnonzero(parent_pos >= 0)  # positions of operators inside another operator
+    n_children = np.bincount(parent_pos[op_children], minlength=m)
+    names = ev.name[ops]
+    same = op_children[
+        (n_children[parent_pos[op_children]] == 1) & (names[op_children] == names[parent_pos[op_children]])
+    ]
+    del op_children, n_children, names
+    merged = np.zeros(n, dtype=bool)
+    merged[ops[same]] = True
     host_self = ev.dur[ops].copy()
     children = np.flatnonzero((is_op | launch_mask(trace)) & (parent >= 0))
     np.subtract.at(host_self, at(parent[children]), ev.dur[children])
@@ -154,18 +166,9 @@ def _op_times(trace: Trace) -> OpTimes:
     replay_self = accumulate(owner_pos, owned, source[owned] >= 0)
     del owner_pos, kind, tc, owned, source
     totals = [device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self.copy()]
-    order = tree.order
-    roll_up(totals, at(order[is_op[order]]), parent_pos)  # an operator's total holds its subtree
-    # an op whose single child op has the same name: merge the child into it
-    op_children = np.flatnonzero(parent_pos >= 0)  # positions of operators inside another operator
-    n_children = np.bincount(parent_pos[op_children], minlength=m)
-    names = ev.name[ops]
-    same = op_children[
-        (n_children[parent_pos[op_children]] == 1) & (names[op_children] == names[parent_pos[op_children]])
-    ]
-    del op_children, n_children, names
-    merged = np.zeros(n, dtype=bool)
-    merged[ops[same]] = True
+    order = at(tree.order[is_op[tree.order]]).astype(row_dtype(m))  # operators, the tree's order (int32)
+    roll_up(totals, order, parent_pos)  # an operator's total holds its subtree
+    del order
     # the self times, read no more, become the table's (merged in place: no copies held beside them)
     table_self = [host_self, device_self, kernel_self, tc_self, replay_self]
     del host_self, device_self, kernel_self, tc_self, replay_self
