@@ -9,7 +9,8 @@ as ``bench_report.py`` makes, spoils it: give this script a copy of its own). Ea
 followed by the same heap trim; each section's VmHWM is its own peak (reset before it by writing 5 to
 ``/proc/self/clear_refs``). ``--stacks``: a thread samples RSS every 20 ms and prints the main
 thread's innermost frames at every new maximum over 20 MB (where the peak is). ``--memos``: the bytes
-of the arrays each per-trace memo holds after the last section. Figures, not assertions.
+of the arrays each per-trace memo holds after the last section (without it, each section is followed by
+dropping the memos no later section reads, as the report does). Figures, not assertions.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import TextIO
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -45,8 +47,9 @@ def _reset_peak() -> bool:
     return True
 
 
-def _sample_stacks(main_id: int, stop: threading.Event) -> None:
-    """Print the main thread's innermost frames at every new RSS maximum (20 MB steps)."""
+def _sample_stacks(main_id: int, stop: threading.Event, out: TextIO | None = None) -> None:
+    """Print (to ``out``, default stdout) the main thread's innermost frames at every new RSS maximum
+    (20 MB steps) until ``stop`` is set."""
     best = 0
     while not stop.is_set():
         rss = _status()["VmRSS"]
@@ -55,7 +58,7 @@ def _sample_stacks(main_id: int, stop: threading.Event) -> None:
             frame = sys._current_frames().get(main_id)
             where = traceback.format_stack(frame)[-2:] if frame is not None else []
             del frame  # a held frame keeps its locals (and their buffers) alive
-            print(f"  rss {rss} MB at {''.join(where).strip()}", flush=True)
+            print(f"  rss {rss} MB at {''.join(where).strip()}", file=out or sys.stdout, flush=True)
         time.sleep(0.02)
 
 
@@ -114,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         ("operators", lambda: report.operator_table(views)),
         ("kernels", lambda: report.kernel_table(views)),
         ("modules", views.modules),
-        ("memory", views.memory_summary),
         ("graphs", lambda: graph_siblings.graphs_report(views)),
+        ("memory", views.memory_summary),
     ]
     only = set(args.only.split(",")) if args.only else None
     stop = threading.Event()
@@ -131,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         wall, cpu = time.perf_counter(), time.process_time()
         make()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if not args.memos:  # the memos no later section of the report reads, dropped as the report drops them
+            report.drop_unread(trace.derived, [key for key, _ in sections[sections.index((name, make)) + 1 :]])
         heap.release_after(items)
         total_wall, total_cpu = total_wall + wall, total_cpu + cpu
         print(f"{name:12s} {wall:8.2f} s  CPU {cpu:7.2f} s  {_status()}  load {os.getloadavg()[0]:.1f}", flush=True)

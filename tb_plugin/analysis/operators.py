@@ -118,8 +118,20 @@ def _op_times(trace: Trace) -> OpTimes:
 
     parent = tree.op_parent  # an operator row (every operator's parent is one) or -1
     op_parent = parent[ops]
-    parent_pos = np.where(op_parent >= 0, at(op_parent), -1)
+    parent_pos = at(op_parent).astype(row_dtype(m))  # operator positions: int32 under 2³¹ operators
+    parent_pos[op_parent < 0] = -1
     del op_parent
+    # an op whose single child op has the same name: merge the child into it (found before the times
+    # exist, so its temporaries are not held beside them)
+    op_children = np.flatnonzero(parent_pos >= 0)  # positions of operators inside another operator
+    n_children = np.bincount(parent_pos[op_children], minlength=m)
+    names = ev.name[ops]
+    same = op_children[
+        (n_children[parent_pos[op_children]] == 1) & (names[op_children] == names[parent_pos[op_children]])
+    ]
+    del op_children, n_children, names
+    merged = np.zeros(n, dtype=bool)
+    merged[ops[same]] = True
     host_self = ev.dur[ops].copy()
     children = np.flatnonzero((is_op | launch_mask(trace)) & (parent >= 0))
     np.subtract.at(host_self, at(parent[children]), ev.dur[children])
@@ -154,33 +166,30 @@ def _op_times(trace: Trace) -> OpTimes:
     replay_self = accumulate(owner_pos, owned, source[owned] >= 0)
     del owner_pos, kind, tc, owned, source
     totals = [device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self.copy()]
-    order = tree.order
-    roll_up(totals, at(order[is_op[order]]), parent_pos)  # an operator's total holds its subtree
-    # an op whose single child op has the same name: merge the child into it
-    op_children = np.flatnonzero(parent_pos >= 0)  # positions of operators inside another operator
-    n_children = np.bincount(parent_pos[op_children], minlength=m)
-    names = ev.name[ops]
-    same = op_children[
-        (n_children[parent_pos[op_children]] == 1) & (names[op_children] == names[parent_pos[op_children]])
-    ]
-    del op_children, n_children, names
-    merged = np.zeros(n, dtype=bool)
-    merged[ops[same]] = True
-    table_self = [host_self.copy(), device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self]
+    order = at(tree.order[is_op[tree.order]]).astype(row_dtype(m))  # operators, the tree's order (int32)
+    roll_up(totals, order, parent_pos)  # an operator's total holds its subtree
+    del order
+    # the self times, read no more, become the table's (merged in place: no copies held beside them)
+    table_self = [host_self, device_self, kernel_self, tc_self, replay_self]
+    del host_self, device_self, kernel_self, tc_self, replay_self
     roll_up(table_self, same, parent_pos)  # deepest first, so chains of same-name ops fold all the way up
+    del same, parent_pos
+    # each operator-length array freed once held as its PerOp (popped: the lists hold them no more)
+    host_s, device_s, kernel_s, tc_s, replay_s = (PerOp(ops, table_self.pop(0)) for _ in range(5))
+    device_t, kernel_t, tc_t, replay_t = (PerOp(ops, totals.pop(0)) for _ in range(4))
     return OpTimes(
         is_op,
-        host_self=PerOp(ops, table_self[0]),
-        device_self=PerOp(ops, table_self[1]),
-        device_total=PerOp(ops, totals[0]),
-        tc_self=PerOp(ops, table_self[3]),
-        tc_total=PerOp(ops, totals[2]),
-        kernel_self=PerOp(ops, table_self[2]),
-        kernel_total=PerOp(ops, totals[1]),
+        host_self=host_s,
+        device_self=device_s,
+        device_total=device_t,
+        tc_self=tc_s,
+        tc_total=tc_t,
+        kernel_self=kernel_s,
+        kernel_total=kernel_t,
         owner=owner,
         merged=merged,
-        replay_self=PerOp(ops, table_self[4]),
-        replay_total=PerOp(ops, totals[3]),
+        replay_self=replay_s,
+        replay_total=replay_t,
     )
 
 

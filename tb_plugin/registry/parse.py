@@ -20,7 +20,7 @@ from ..trace.decode import decode_trace
 from ..trace.decode_stream import Unstreamable, decode_stream, default_workers
 from ..trace.decode_workers import can_fork
 from ..trace.errors import TraceReadError
-from ..trace.heap import release_after, release_freed_memory
+from ..trace.heap import collect_and_release_after, release_after, release_freed_memory
 from ..trace.model import Trace
 from .cache import ParseCache, discard
 from .provenance import read_provenance
@@ -264,8 +264,9 @@ def parse_entry(
     else:
         cache.put(url, version, trace)
     # the parse's chunks and the cache writer's copies are freed but their heap pages stay in the
-    # process (about 0.5 GB after a 4.5 GB trace): give them back before the analyses run
-    release_after(_items(trace))
+    # process, some of them held by reference cycles the paused collector left: give them back before
+    # the analyses run
+    collect_and_release_after(_items(trace))
     return check_analysis_budget(trace), False
 
 

@@ -9,6 +9,7 @@ sections are built in :mod:`.report_distributed`, its memory-artifact and hang s
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -109,24 +110,73 @@ def rank_aggregate(
             ("operators", lambda: operator_table(views)),
             ("kernels", lambda: kernel_table(views)),
             ("modules", views.modules),
-            ("memory", views.memory_summary),
+            # the memory section last: its per-operator sums peak highest, and by then the memos only the
+            # graphs section read (launches, graph matches) are dropped
             ("graphs", lambda: graph_siblings.graphs_report(views)),
+            ("memory", views.memory_summary),
         ]
     items = len(views.trace.events) + len(views.trace.memory)
-    got = (run or run_sections)(sections, items)
+    got = (run or functools.partial(run_sections, memos=views.trace.derived))(sections, items)
     out: dict[str, Any] = {"distributed": got["distributed"], "insights": got["insights"]}
     if tables:
         out["tables"] = {key: got[key] for key in ("overview", "operators", "kernels", "modules", "memory", "graphs")}
     return out
 
 
-def run_sections(sections: Sections, items: int) -> dict[str, Any]:
-    """Each section computed in turn (``items``: the trace's events and memory events)."""
+#: The per-trace memos (:meth:`~tb_plugin.trace.model.Trace.memo` keys) each section reads, at any depth,
+#: when the sections run in :func:`rank_aggregate`'s order, all in one process or split as
+#: ``registry/executors/sections.py`` splits them (measured on the sample traces; the overview section
+#: reads the Overview the insights section computed). A memo missing here is computed again by the
+#: section that reads it: the same values, more time (``tests/unit/registry/test_section_memos.py``).
+SECTION_MEMOS: dict[str, frozenset[str]] = {
+    "distributed": frozenset(
+        "block_threads blocking_calls category_flags comm_kernels device_mask event_name_ids gpu_summary "
+        "graph_captures graph_matches graph_replays kernel_blocks kernel_occupancy launch_mask launch_of "
+        "op_tree steps".split()
+    ),
+    "insights": frozenset(
+        "blocking_calls category_flags counter_series device_mask event_name_ids gpu_idle gpu_idle_work_rows "
+        "gpu_summary graph_captures graph_matches graph_replays insights launch_mask launch_of memory_curves "
+        "memory_device_rows op_groups:operator op_times op_tree outside_trace_rows runtime_calls steps".split()
+    ),
+    "overview": frozenset(),
+    "operators": frozenset(
+        "device_mask event_name_ids graph_captures graph_matches graph_replays launch_mask launch_of "
+        "op_groups:operator op_times op_tree".split()
+    ),
+    "kernels": frozenset("block_threads kernel_occupancy kernel_rows:kernel launch_of op_times".split()),
+    "modules": frozenset("event_name_ids module_tree op_times op_tree".split()),
+    "graphs": frozenset(
+        "device_mask event_name_ids graph_captures graph_matches graph_replays launch_mask launch_of "
+        "op_groups:operator op_times op_tree steps".split()
+    ),
+    "memory": frozenset("event_name_ids memory_curves memory_data memory_device_rows op_times op_tree".split()),
+}
+
+
+def run_sections(sections: Sections, items: int, memos: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Each section computed in turn (``items``: the trace's events and memory events). With ``memos``
+    (the trace's :attr:`~tb_plugin.trace.model.Trace.derived`, which nothing reads after the sections),
+    each section is followed by dropping the memos no later section reads (:data:`SECTION_MEMOS`), so
+    that a section's peak does not stack on arrays only earlier sections needed (a 4.5 GB trace: the
+    idle-time, kernel and launch memos, ~0.2 GB, under the memory section's sums)."""
     got: dict[str, Any] = {}
-    for key, make in sections:
+    for done, (key, make) in enumerate(sections, 1):
         got[key] = make()
+        if memos is not None:
+            drop_unread(memos, [later for later, _ in sections[done:]])
         release_after(items)  # each section's temporaries (a large trace): the next one starts from what is kept
     return got
+
+
+def drop_unread(memos: dict[str, Any], sections: Sequence[str]) -> None:
+    """Drop from ``memos`` every key that none of ``sections`` reads (:data:`SECTION_MEMOS`; a section
+    not listed there keeps every memo)."""
+    if any(key not in SECTION_MEMOS for key in sections):
+        return
+    wanted = frozenset().union(*(SECTION_MEMOS[key] for key in sections))
+    for key in [k for k in memos if k not in wanted]:
+        del memos[key]
 
 
 def operator_table(

@@ -71,6 +71,18 @@ def release_after(trace_items: int) -> bool:
     return release_freed_memory() if trace_items >= TRIM_ABOVE_EVENTS else False
 
 
+def collect_and_release_after(trace_items: int) -> bool:
+    """:func:`release_after` preceded by a full cyclic collection, for the end of a parse of at least
+    :data:`TRIM_ABOVE_EVENTS` events: the collector, paused while the batches decode (:func:`gc_paused`),
+    has not yet freed the parse's reference cycles, and the heap pages they hold stay resident until it
+    does (a 4.5 GB trace: 47 MB, 1056 → 1009 MB after the parse, against none given back by the trim
+    alone). Else nothing (False)."""
+    if trace_items < TRIM_ABOVE_EVENTS:
+        return False
+    gc.collect()
+    return release_freed_memory()
+
+
 @contextlib.contextmanager
 def gc_paused():
     """The cyclic garbage collector paused for one batch: decoding allocates tens of thousands of

@@ -26,11 +26,10 @@ from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
 from ..report import Sections, rank_aggregate, run_sections
 
-# The distributed section (the critical path): about half of the sections' time (0.3 GB trace: ~1.0 s of
-# ~2.1 s of CPU). The insights stay here with the tables: the overview is built from the same memos
-# (``insights``, GPU idle, memory curves), which a child computing the insights built a second time
-# (with them in the child: 1.65 s here against 1.61 s there, 3.3 s of CPU in all; without: 1.4 against 1.1 s)
-CHILD_SECTIONS = frozenset({"distributed"})
+# about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
+# (its recommendations): the overview section, after it in the child, only reads it back, where this
+# process would compute it again (a 0.9 GB trace: 3.1 s of CPU and the idle-time memos, 0.1 GB at 4.5 GB)
+CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000
@@ -71,17 +70,19 @@ class SectionFork:
             code = 1
             try:
                 os.close(read)
-                rank_aggregate(views, tables, run=lambda sections, items: self._send(sections, items, write))
+                memos = views.trace.derived
+                rank_aggregate(views, tables, run=lambda sections, items: self._send(sections, items, memos, write))
             except _Sent:
                 code = 0
             finally:
                 os._exit(code)
         os.close(write)
+        self.memos = views.trace.derived  # dropped as the sections no longer need them (run_sections)
         self.pid: int | None = pid
         self.read = read
 
-    def _send(self, sections: Sections, items: int, fd: int) -> dict[str, Any]:
-        got = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items)
+    def _send(self, sections: Sections, items: int, memos: dict[str, Any], fd: int) -> dict[str, Any]:
+        got = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items, memos)
         for call in self.writes:  # (each logs its own failure: a cache entry less, never the sections)
             try:
                 call()
@@ -93,10 +94,10 @@ class SectionFork:
 
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
-        got = run_sections([s for s in sections if s[0] not in CHILD_SECTIONS], items)
+        got = run_sections([s for s in sections if s[0] not in CHILD_SECTIONS], items, self.memos)
         theirs = self._collect()
         if theirs is None or set(theirs) != CHILD_SECTIONS & {key for key, _ in sections}:
-            theirs = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items)
+            theirs = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items, self.memos)
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
 

@@ -187,6 +187,35 @@ def test_heap_trims_only_for_large_traces(monkeypatch):
     assert heap.release_after(heap.TRIM_ABOVE_EVENTS) is True and asked == [1]
 
 
+def test_collect_before_the_trim_only_for_large_traces(monkeypatch):
+    """collect_and_release_after runs a full cyclic collection, then the trim, from TRIM_ABOVE_EVENTS on;
+    below it does neither."""
+    calls = []
+    monkeypatch.setattr(heap.gc, "collect", lambda *a: calls.append("collect") or 0)
+    monkeypatch.setattr(heap, "release_freed_memory", lambda: calls.append("trim") or True)
+    assert heap.collect_and_release_after(heap.TRIM_ABOVE_EVENTS - 1) is False and calls == []
+    assert heap.collect_and_release_after(heap.TRIM_ABOVE_EVENTS) is True and calls == ["collect", "trim"]
+
+
+def test_parse_entry_collects_before_its_last_trim(tmp_path, monkeypatch):
+    """A parsed (not cached) file ends with collect_and_release_after of its events + memory events;
+    a cache hit only trims (release_after)."""
+    trace_path = tmp_path / "w.1.pt.trace.json"
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(7)]
+    trace_path.write_text(json.dumps({"traceEvents": events}))
+    collected, trimmed = [], []
+    monkeypatch.setattr(parse_mod, "collect_and_release_after", collected.append)
+    monkeypatch.setattr(parse_mod, "release_after", trimmed.append)
+    cache = ParseCache(str(tmp_path / "c"))
+    size = trace_path.stat().st_size
+    trace, hit = parse_mod.parse_entry(LocalFS(), str(trace_path), "u", "v", size, cache)
+    assert not hit and len(trace.events) == 7 and collected == [7]
+    collected.clear()
+    trimmed.clear()
+    _, hit = parse_mod.parse_entry(LocalFS(), str(trace_path), "u", "v", size, cache)
+    assert hit and collected == [] and trimmed == [7]
+
+
 def test_rank_aggregate_trims_by_trace_size(monkeypatch):
     """rank_aggregate passes the trace's events + memory events to release_after after each section."""
     seen = []
@@ -195,6 +224,7 @@ def test_rank_aggregate_trims_by_trace_size(monkeypatch):
     class Views:
         class trace:
             events, memory = [0] * 7, [0] * 5
+            derived: dict = {}
 
         rank_reduce = staticmethod(dict)
         insights = staticmethod(lambda: None)

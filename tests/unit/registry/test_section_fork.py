@@ -1,5 +1,5 @@
 """The report's sections on two cores (registry/executors/sections.py): a forked child computes the
-distributed section while this process computes the insights and the tables. The aggregate must equal
+distributed, insights and overview sections while this process computes the other tables. The aggregate must equal
 the one computed in turn, also when the child dies; small traces, one core or other threads: no fork.
 Cores are the usable ones (``taskset``), for the file pool and the decode workers alike."""
 
@@ -59,10 +59,10 @@ def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):
 def _dies_in_child(real):
     parent = os.getpid()
 
-    def run(part, items):
+    def run(part, items, memos=None):
         if os.getpid() != parent:
             os._exit(3)
-        return real(part, items)
+        return real(part, items, memos)
 
     return run
 
