@@ -135,11 +135,10 @@ def _same_column(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and np.ascontiguousarray(a).tobytes() == b.tobytes()
 
 
-def test_numeric_columns_in_one_block_equal_each_column_converted_alone():
-    """``_numeric_columns`` (one ``np.array`` of every field that holds a value) gives, column by column,
-    what ``_float_column``/``_int_column`` give alone: floats, ints at the edges of int32/int64 and
-    beyond 2**53, numeric strings, bools, None, NaN/inf, all-None columns; and a block numpy cannot take
-    (a list or an odd string where a number belongs, an int beyond float64) falls back column by column."""
+def test_numeric_columns_equal_each_column_converted_alone():
+    """``_numeric_columns`` (an all-None list as one stride-0 missing value) gives, column by column,
+    what ``_float_column``/``_int_column`` give: floats, ints at the edges of int32/int64 and beyond
+    2**53, numeric strings, bools, None, NaN/inf, all-None columns, hostile values."""
     from tb_plugin.trace.events import _float_column, _int_column, _numeric_columns
 
     types = [None, np.int64, np.int32, np.int64, None, np.int32]
@@ -156,6 +155,21 @@ def test_numeric_columns_in_one_block_equal_each_column_converted_alone():
         alone = [_float_column(v) if t is None else _int_column(v, t) for v, t in zip(values, dtypes)]
         at_once = _numeric_columns([tuple(v) for v in values], dtypes)
         assert len(at_once) == len(alone) and all(map(_same_column, at_once, alone))
+
+
+def test_int_columns_of_plain_ints_read_in_c_equal_the_float_path():
+    """A column of Python ints only (read by ``np.fromiter`` as int64) keeps what the float path keeps
+    (a None in the column sends it there): -1 outside each dtype's range as its float comparison decides
+    (the dtype's maximum itself is out; an int64 at or above 2**63 - 512 is 2**63 as a float), exact
+    values above 2**53, ints beyond int64."""
+    from tb_plugin.trace.events import _int_column
+
+    edges = [0, 5, -1, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**53 + 1, 2**63 - 513, 2**63 - 512, 2**63 - 1]
+    for values in (edges, [-(2**63), *edges], [2**64, 1], [True, 2]):
+        for dtype in (np.int64, np.int32, np.int16):
+            fast = _int_column(values, dtype)
+            assert _same_column(fast, _int_column([*values, None], dtype)[:-1])
+    assert _int_column(edges, np.int64)[-4:].tolist() == [2**53 + 1, 2**63 - 513, -1, -1]
 
 
 def test_interning_straight_into_the_column_equals_the_lookup_of_each_value():
