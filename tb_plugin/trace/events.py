@@ -162,13 +162,6 @@ def _int_column(values: Sequence[Any], dtype: npt.DTypeLike = np.int64) -> np.nd
     """Integer column; None and unparseable values become -1."""
     if _all_none(values):  # an arg no event of the batch has (C-speed check)
         return np.full(len(values), -1, dtype=dtype)
-    if set(map(type, values)) == _INT_ONLY:  # the usual case: read in C as int64, half the time of floats
-        try:
-            exact = np.fromiter(values, dtype=np.int64, count=len(values))
-        except OverflowError:  # beyond int64: below
-            pass
-        else:
-            return _int_range(exact, np.dtype(dtype))
     as_float = _float_column(values)
     out = np.full(len(values), -1, dtype=dtype)
     info = np.iinfo(dtype)
@@ -212,22 +205,6 @@ def _numeric_columns(values: Sequence[Sequence[Any]], dtypes: Sequence[Optional[
         else _int_column(column, dtype)
         for column, dtype in zip(values, dtypes)
     ]
-
-
-_INT_ONLY = {int}
-
-
-def _int_range(exact: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """int64 values as :func:`_int_column` keeps them: -1 outside ``dtype``'s range, where the float
-    comparison it makes decides (an int64 at or above 2**63 - 512 is 2**63 as a float: out)."""
-    if dtype == np.int64:
-        bad = exact >= 2**63 - 512
-    else:
-        info = np.iinfo(dtype)
-        bad = (exact < info.min) | (exact >= info.max)  # (its float test: max itself is out)
-    if bad.any():
-        exact = np.where(bad, -1, exact)
-    return exact.astype(dtype, copy=False)
 
 
 def _list_text(value: Any) -> Optional[str]:

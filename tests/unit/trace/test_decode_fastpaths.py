@@ -157,21 +157,6 @@ def test_numeric_columns_equal_each_column_converted_alone():
         assert len(at_once) == len(alone) and all(map(_same_column, at_once, alone))
 
 
-def test_int_columns_of_plain_ints_read_in_c_equal_the_float_path():
-    """A column of Python ints only (read by ``np.fromiter`` as int64) keeps what the float path keeps
-    (a None in the column sends it there): -1 outside each dtype's range as its float comparison decides
-    (the dtype's maximum itself is out; an int64 at or above 2**63 - 512 is 2**63 as a float), exact
-    values above 2**53, ints beyond int64."""
-    from tb_plugin.trace.events import _int_column
-
-    edges = [0, 5, -1, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**53 + 1, 2**63 - 513, 2**63 - 512, 2**63 - 1]
-    for values in (edges, [-(2**63), *edges], [2**64, 1], [True, 2]):
-        for dtype in (np.int64, np.int32, np.int16):
-            fast = _int_column(values, dtype)
-            assert _same_column(fast, _int_column([*values, None], dtype)[:-1])
-    assert _int_column(edges, np.int64)[-4:].tolist() == [2**53 + 1, 2**63 - 513, -1, -1]
-
-
 def test_interning_straight_into_the_column_equals_the_lookup_of_each_value():
     """A miss before an unhashable value, an unhashable one before a miss, numbers and None: the ids
     are the first-occurrence ones, the same for equal values, and lists are interned as their text."""
