@@ -51,40 +51,36 @@ def _graph_ids(col: np.ndarray) -> np.ndarray:
     return np.where(col > 0, col, -1) if (col == 0).any() else col
 
 
-# The numeric args of complete events, each converted as a float column (None) or an int column of
-# that dtype; the last two are not args as such: the group size (else counted from the group's
-# ranks) and the numeric pid (the device a pid names)
-_NUMERIC_ARGS = (
-    "correlation",
-    "external_id",
-    "external_id_old",
-    "device",
-    "stream",
-    "blocks_per_sm",
-    "occupancy",
-    "registers",
-    "shared_memory",
-    "flops",
-    "python_id",
-    "python_parent_id",
-    "in_msg_nelems",
-    "out_msg_nelems",
-    "seq",
-    "group_id",
-    "wait_record",
-    "wait_stream",
-    "graph_id",
-    "graph_node_id",
-    "epoch",
-    "batch",
-    "group_size",
-    "pid",
-)
-_I64, _I32 = np.int64, np.int32
-_NUMERIC_TYPES = (
-    *(_I64, _I64, _I64, _I32, _I64, None, None, _I32, _I64, None, _I64, _I64, _I64, _I64, _I64, _I32),
-    *(_I64, _I32, _I64, _I64, _I32, _I64, _I32, _I32),
-)
+# The numeric args of complete events and each one's column: float (None) or an int dtype. The last two
+# are not args as such: the group size (else counted from the group's ranks) and the numeric pid (the
+# device a pid names).
+_NUMERIC_ARGS: dict[str, type[np.integer] | None] = {
+    "correlation": np.int64,
+    "external_id": np.int64,
+    "external_id_old": np.int64,
+    "device": np.int32,
+    "stream": np.int64,
+    "blocks_per_sm": None,
+    "occupancy": None,
+    "registers": np.int32,
+    "shared_memory": np.int64,
+    "flops": None,
+    "python_id": np.int64,
+    "python_parent_id": np.int64,
+    "in_msg_nelems": np.int64,
+    "out_msg_nelems": np.int64,
+    "seq": np.int64,
+    "group_id": np.int32,
+    "wait_record": np.int64,
+    "wait_stream": np.int32,
+    "graph_id": np.int64,
+    "graph_node_id": np.int64,
+    "epoch": np.int32,
+    "batch": np.int64,
+    "group_size": np.int32,
+    "pid": np.int32,
+}
+_NUMERIC_ONLY_ARGS = tuple(_NUMERIC_ARGS)[:-2]
 
 
 class EventsSink(Protocol):
@@ -316,12 +312,8 @@ class ColumnBuilder(Finishing):
             if pid_types <= {int, float}
             else [p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values]
         )
-        numbers = dict(
-            zip(
-                _NUMERIC_ARGS,
-                _numeric_columns([*map(a.__getitem__, _NUMERIC_ARGS[:-2]), group_size, pid_numeric], _NUMERIC_TYPES),
-            )
-        )
+        numeric = [*map(a.__getitem__, _NUMERIC_ONLY_ARGS), group_size, pid_numeric]
+        numbers = dict(zip(_NUMERIC_ARGS, _numeric_columns(numeric, list(_NUMERIC_ARGS.values()))))
         external = numbers["external_id"]
         external = np.where(external >= 0, external, numbers["external_id_old"])
         device = numbers["device"]
