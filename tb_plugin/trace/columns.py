@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import itertools
 import operator
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import msgspec
@@ -24,11 +25,11 @@ from .events import (
     _Event,
     _float_column,
     _grid_sizes,
-    _int_column,
     _json_text,
     _list_texts,
     _LooseEvent,
     _mapped,
+    _numeric_columns,
     _ranks_count,
     _ranks_text,
     _reprs,
@@ -45,10 +46,41 @@ from .other_events import flow_rows, memory_part, phase_groups
 _GET_PH = operator.attrgetter("ph")
 
 
-def _graph_column(values: list) -> np.ndarray:
+def _graph_ids(col: np.ndarray) -> np.ndarray:
     """A CUDA graph id column: Kineto writes 0 for kernels outside a graph, kept as -1 (none)."""
-    col = _int_column(values)
     return np.where(col > 0, col, -1) if (col == 0).any() else col
+
+
+# The numeric args of complete events and each one's column: float (None) or an int dtype. The last two
+# are not args as such: the group size (else counted from the group's ranks) and the numeric pid (the
+# device a pid names).
+_NUMERIC_ARGS: dict[str, type[np.integer] | None] = {
+    "correlation": np.int64,
+    "external_id": np.int64,
+    "external_id_old": np.int64,
+    "device": np.int32,
+    "stream": np.int64,
+    "blocks_per_sm": None,
+    "occupancy": None,
+    "registers": np.int32,
+    "shared_memory": np.int64,
+    "flops": None,
+    "python_id": np.int64,
+    "python_parent_id": np.int64,
+    "in_msg_nelems": np.int64,
+    "out_msg_nelems": np.int64,
+    "seq": np.int64,
+    "group_id": np.int32,
+    "wait_record": np.int64,
+    "wait_stream": np.int32,
+    "graph_id": np.int64,
+    "graph_node_id": np.int64,
+    "epoch": np.int32,
+    "batch": np.int64,
+    "group_size": np.int32,
+    "pid": np.int32,
+}
+_NUMERIC_ONLY_ARGS = tuple(_NUMERIC_ARGS)[:-2]
 
 
 class EventsSink(Protocol):
@@ -83,7 +115,7 @@ class ColumnBuilder(Finishing):
         self.string_pids = 0
 
     # -- interning -------------------------------------------------------------------------
-    def intern(self, values: list) -> np.ndarray:
+    def intern(self, values: Sequence[Any]) -> np.ndarray:
         """String-table ids of ``values`` (ints and other scalars are interned as their text)."""
         table = self._ids
         if _all_none(values):  # None is id 0
@@ -105,7 +137,7 @@ class ColumnBuilder(Finishing):
             self.strings.append(v if isinstance(v, str) else str(v))
         return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
 
-    def intern_json(self, raws: list) -> np.ndarray:
+    def intern_json(self, raws: Sequence[msgspec.Raw]) -> np.ndarray:
         """String ids for raw JSON values (``msgspec.Raw``), shown as Python-style text."""
         table = self._json_ids
         if not any(map(len, raws)):  # the arg is absent from every event
@@ -232,7 +264,7 @@ class ColumnBuilder(Finishing):
         cat, name, pid, tid, ts, dur, args = event_columns(xs)  # one C-level pass per field
         if None in args:
             none = _Args()
-            args = [a if a is not None else none for a in args]
+            args = tuple(a if a is not None else none for a in args)
         self._append(
             cat=self.intern(cat),
             name=self.intern(name),
@@ -249,11 +281,11 @@ class ColumnBuilder(Finishing):
         *,
         cat: np.ndarray,
         name: np.ndarray,
-        pid_values: list,
+        pid_values: Sequence[Any],
         tid: np.ndarray,
         ts: np.ndarray,
         dur: np.ndarray,
-        args: list,
+        args: Sequence[_Args],
         offsets: np.ndarray | None = None,
     ) -> None:
         n = len(ts)
@@ -270,18 +302,23 @@ class ColumnBuilder(Finishing):
         self.no_dur += int(missing_dur.sum())
         dur = np.where(missing_dur, 0.0, np.maximum(dur, 0.0))
         a = arg_columns(args)
-        external = _int_column(a["external_id"])
-        old_external = _int_column(a["external_id_old"])
-        external = np.where(external >= 0, external, old_external)
-        device = _int_column(a["device"], np.int32)
-        pid_numeric = _int_column(
+        group_size = (
+            a["group_size"]
+            if _all_none(ranks := a["group_ranks"])
+            else [s if s is not None else _ranks_count(r) for s, r in zip(a["group_size"], ranks)]
+        )
+        pid_numeric = (
             pid_values
             if pid_types <= {int, float}
-            else [p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values],
-            np.int32,
+            else [p if isinstance(p, (int, float)) else _device_of_pid(p) for p in pid_values]
         )
-        device = np.where(device >= 0, device, pid_numeric)
-        grid, ranks = a["grid"], a["group_ranks"]
+        numeric = [*map(a.__getitem__, _NUMERIC_ONLY_ARGS), group_size, pid_numeric]
+        numbers = dict(zip(_NUMERIC_ARGS, _numeric_columns(numeric, list(_NUMERIC_ARGS.values()))))
+        external = numbers["external_id"]
+        external = np.where(external >= 0, external, numbers["external_id_old"])
+        device = numbers["device"]
+        device = np.where(device >= 0, device, numbers["pid"])
+        grid = a["grid"]
         grid_reprs = None if _all_none(grid) else _reprs(grid)
         columns = {
             "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
@@ -291,44 +328,39 @@ class ColumnBuilder(Finishing):
             "tid": tid,
             "ts": ts,
             "dur": dur,
-            "correlation": _int_column(a["correlation"]),
+            "correlation": numbers["correlation"],
             "external_id": external,
             "device": device,
-            "stream": _int_column(a["stream"]),
+            "stream": numbers["stream"],
             "grid_size": np.full(n, -1, dtype=np.int64) if grid_reprs is None else _grid_sizes(grid, grid_reprs),
-            "blocks_per_sm": _float_column(a["blocks_per_sm"]),
-            "occupancy_pct": _float_column(a["occupancy"]),
+            "blocks_per_sm": numbers["blocks_per_sm"],
+            "occupancy_pct": numbers["occupancy"],
             "grid": self.intern(_list_texts(grid, grid_reprs)),
             "block": self.intern(_list_texts(a["block"])),
-            "registers": _int_column(a["registers"], np.int32),
-            "shared_memory": _int_column(a["shared_memory"]),
+            "registers": numbers["registers"],
+            "shared_memory": numbers["shared_memory"],
             "input_dims": self.intern_json(_either(a["input_dims"], a["input_dims_old"])),
             "call_stack": self.intern(_strings_only(a["call_stack"])),
-            "flops": _float_column(a["flops"]),
-            "python_id": _int_column(a["python_id"]),
-            "python_parent_id": _int_column(a["python_parent_id"]),
+            "flops": numbers["flops"],
+            "python_id": numbers["python_id"],
+            "python_parent_id": numbers["python_parent_id"],
             "input_types": self.intern_json(a["input_types"]),
             "collective": self.intern(_strings_only(a["collective"])),
-            "in_msg_nelems": _int_column(a["in_msg_nelems"]),
-            "out_msg_nelems": _int_column(a["out_msg_nelems"]),
+            "in_msg_nelems": numbers["in_msg_nelems"],
+            "out_msg_nelems": numbers["out_msg_nelems"],
             "dtype": self.intern(_strings_only(a["dtype"])),
-            "group_size": _int_column(
-                list(a["group_size"])
-                if _all_none(ranks)
-                else [s if s is not None else _ranks_count(r) for s, r in zip(a["group_size"], ranks)],
-                np.int32,
-            ),
-            "seq": _int_column(a["seq"]),
+            "group_size": numbers["group_size"],
+            "seq": numbers["seq"],
             "process_group": self.intern(_mapped(a["process_group"], str)),
             "process_group_desc": self.intern(_strings_only(a["group_desc"])),
             "process_group_ranks": self.intern(list(ranks) if _all_none(ranks) else [_ranks_text(r) for r in ranks]),
-            "process_group_id": _int_column(a["group_id"], np.int32),
-            "wait_event_correlation": _int_column(a["wait_record"]),
-            "wait_stream": _int_column(a["wait_stream"], np.int32),
-            "graph_id": _graph_column(a["graph_id"]),
-            "graph_node_id": _graph_column(a["graph_node_id"]),
-            "epoch": _int_column(a["epoch"], np.int32),
-            "batch": _int_column(a["batch"]),
+            "process_group_id": numbers["group_id"],
+            "wait_event_correlation": numbers["wait_record"],
+            "wait_stream": numbers["wait_stream"],
+            "graph_id": _graph_ids(numbers["graph_id"]),
+            "graph_node_id": _graph_ids(numbers["graph_node_id"]),
+            "epoch": numbers["epoch"],
+            "batch": numbers["batch"],
             "src_offset": offsets[:, 0] if offsets is not None else np.full(n, -1, dtype=np.int64),
             "src_length": offsets[:, 1].astype(np.int32) if offsets is not None else np.full(n, -1, dtype=np.int32),
         }
@@ -370,7 +402,7 @@ class ColumnBuilder(Finishing):
         return unmatched_b, unmatched_e
 
 
-def _either(new: list, old: list) -> list:
+def _either(new: Sequence[msgspec.Raw], old: Sequence[msgspec.Raw]) -> Sequence[msgspec.Raw]:
     """Each event's raw arg from ``new`` where it has one, else from ``old`` (an absent arg is an
     empty ``msgspec.Raw``); a list whole when the other has none (C-level checks: the V100 traces of
     2021 write only the old spelling)."""

@@ -183,7 +183,7 @@ def test_skipped_symlinks_are_named_in_the_runs_notices(tmp_path):
     assert reg.runs_document()["notices"] == []  # a rescan clears it
 
 
-def test_background_writer_keeps_order_and_reports_errors(tmp_path):
+def test_background_writer_keeps_order_and_reports_errors(tmp_path, monkeypatch):
     """The events side file is written by a thread: every chunk lands, in order; a failing write is
     raised to the parser (which then parses without the side file)."""
     from tb_plugin.storage.writer import BackgroundWriter
@@ -194,6 +194,19 @@ def test_background_writer_keeps_order_and_reports_errors(tmp_path):
         for c in chunks:
             assert w.write(c) == len(c)
     assert (tmp_path / "out.bin").read_bytes() == b"".join(chunks)
+
+    # chunks handed to the thread in lists of HANDOFF_BYTES: several hand-offs, in order; rewind drops
+    # what was pending and starts the file over
+    from tb_plugin.storage import writer
+
+    monkeypatch.setattr(writer, "HANDOFF_BYTES", 5000)
+    with open(tmp_path / "out2.bin", "wb") as f, BackgroundWriter(f) as w:
+        w.write(b"dropped" * 1000)
+        w.write(b"pending")
+        w.rewind()
+        for c in chunks:
+            w.write(c)
+    assert (tmp_path / "out2.bin").read_bytes() == b"".join(chunks)
 
     class Full:
         name = "full"

@@ -125,9 +125,36 @@ def test_struct_fields_transposed_in_c_equal_one_attribute_read_per_event():
     docs = [_kernel(i, **(full if i % 3 else {})) for i in range(50)] + [{"ph": "X", "name": "bare", "ts": 1.0}]
     decoded = msgspec.json.decode(orjson.dumps(docs), type=list[E._Event])
     args = [e.args if e.args is not None else E._Args() for e in decoded]
-    assert E.arg_columns(args) == {f: [getattr(a, f) for a in args] for f in E.ARG_FIELDS}
-    assert E.event_columns(decoded) == [[getattr(e, f) for e in decoded] for f in E.EVENT_FIELDS]
-    assert E.arg_columns([]) == {f: [] for f in E.ARG_FIELDS} and E.event_columns([]) == [[] for _ in E.EVENT_FIELDS]
+    assert E.arg_columns(args) == {f: tuple(getattr(a, f) for a in args) for f in E.ARG_FIELDS}
+    assert E.event_columns(decoded) == [tuple(getattr(e, f) for e in decoded) for f in E.EVENT_FIELDS]
+    assert E.arg_columns([]) == {f: () for f in E.ARG_FIELDS} and E.event_columns([]) == [() for _ in E.EVENT_FIELDS]
+
+
+def _same_column(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal dtype, length and bits (NaN equal to NaN)."""
+    return a.dtype == b.dtype and a.shape == b.shape and np.ascontiguousarray(a).tobytes() == b.tobytes()
+
+
+def test_numeric_columns_equal_each_column_converted_alone():
+    """``_numeric_columns`` (an all-None list as one stride-0 missing value) gives, column by column,
+    what ``_float_column``/``_int_column`` give: floats, ints at the edges of int32/int64 and beyond
+    2**53, numeric strings, bools, None, NaN/inf, all-None columns, hostile values."""
+    from tb_plugin.trace.events import _float_column, _int_column, _numeric_columns
+
+    types = [None, np.int64, np.int32, np.int64, None, np.int32]
+    columns = [
+        [1.5, None, -0.0, float("nan")],
+        [2**53 + 1, -(2**63), 2**63 - 1, "7"],
+        [2**31 - 1, 2**31, -(2**31), -1.9],
+        [None, None, None, None],
+        ["1e3", True, float("inf"), None],
+        [None, None, None, None],
+    ]
+    hostile = [*columns[:3], [[1, 2], None, 3, 4], ["x", 1, 2, 3], [10**400, 1, 2, 3]]
+    for values, dtypes in ((columns, types), (hostile, types), ([], []), ([[], []], [None, np.int32])):
+        alone = [_float_column(v) if t is None else _int_column(v, t) for v, t in zip(values, dtypes)]
+        at_once = _numeric_columns([tuple(v) for v in values], dtypes)
+        assert len(at_once) == len(alone) and all(map(_same_column, at_once, alone))
 
 
 def test_interning_straight_into_the_column_equals_the_lookup_of_each_value():
