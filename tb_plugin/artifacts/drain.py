@@ -59,6 +59,8 @@ class Drain:
         # their frame lists, kept: freeing the memo then frees nothing (the child ends by os._exit)
         self.frames: list[list] = []
         self.watched: collections.deque[list[list]] = collections.deque(maxlen=WATCHED_STEPS)
+        self.clearing = True  # the drained entries' frame dicts are emptied too (see _clear_frames)
+        self.cleared: list[list] = []  # the frame lists whose dicts were emptied
         gc.freeze()  # (the objects of this process so far: not the unpickler's)
 
     def step(self, count: int) -> None:
@@ -114,8 +116,40 @@ class Drain:
             kept = np.flatnonzero(refs <= 3).tolist()
             items, frames = [items[i] for i in kept], [frames[i] for i in kept]
         self.frames.append(frames)
+        self._clear_frames(frames)
         collections.deque(map(dict.clear, items), maxlen=0)
         self.shells += items
+
+    def _clear_frames(self, frames: list) -> None:
+        """Empty the frame dicts of a drained batch (their stacks are keyed: most of what a history with
+        a frame list per entry holds) while no list or frame dict has been met twice; from the first
+        one met twice (a shared list, a dict in two lists, a list held elsewhere in the object) on, none
+        is, and a file that refers again to one already emptied is read again (:class:`Redo`)."""
+        if not self.clearing:
+            return
+        import numpy as np
+
+        full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
+        lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
+        del full
+        dicts = list(itertools.chain.from_iterable(lists))
+        # unshared: a list held by the memo, its entry, ``frames`` and ``lists``; a dict by the memo, its
+        # list and ``dicts`` (each +1: getrefcount's argument)
+        shared = set(map(type, dicts)) - {dict} or (
+            len(lists)
+            and (
+                np.fromiter(map(sys.getrefcount, lists), dtype=np.int64, count=len(lists)).max() > 5
+                or (len(dicts) and np.fromiter(map(sys.getrefcount, dicts), np.int64, len(dicts)).max() > 4)
+            )
+        )
+        if shared:
+            self.clearing = False
+            # (a frame emptied here, met again, is empty: and a list of other things may hold one)
+            if self.cleared and not (set(map(type, dicts)) <= {dict} and all(dicts)):
+                raise Redo("an emptied frame is referred to again")
+            return
+        collections.deque(map(dict.clear, dicts), maxlen=0)
+        self.cleared += lists
 
     def finish(self, obj: Any) -> None:
         """After the load (the unpickler and its memo freed): the rest of each history drained, then
@@ -131,6 +165,17 @@ class Drain:
         if len(shells) and np.fromiter(map(sys.getrefcount, shells), dtype=np.int64, count=len(shells)).max() > 2:
             raise Redo("a history entry is referred to twice")
         del shells
+        # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone, each of its dicts
+        # by that list alone: nothing in the object refers to them
+        self.watched.clear()  # (a list met empty at the last step, filled since)
+        cleared, self.cleared = self.cleared, []
+        if len(cleared) and (
+            np.fromiter(map(sys.getrefcount, cleared), dtype=np.int64, count=len(cleared)).max() > 3
+            or np.fromiter(map(sys.getrefcount, itertools.chain.from_iterable(cleared)), dtype=np.int64).max(initial=0)
+            > 2
+        ):
+            raise Redo("an emptied frame is referred to again")
+        del cleared
         traces = obj.get("device_traces") if isinstance(obj, dict) else None
         if not isinstance(traces, list):
             raise Redo("a history outside device_traces")
