@@ -5,7 +5,9 @@ its ``addr``/``size``/``time_us`` integers: ~0.4 KB each). The reader child hand
 through a counting stream (:mod:`.snapshot_child`); every :data:`STEP_BYTES` read, :meth:`Drain.step`
 turns the entries appended so far to each history list into columns (:class:`~.snapshot_columns.StreamedTraces`'
 batches), removes them from the list and empties their dicts, so the memory they held is reused by
-the entries read next: the child's peak stays under ``pickle.load``'s.
+the entries read next: the child's peak stays under ``pickle.load``'s. The entries' frame dicts are
+emptied too once their stacks are keyed (with a frame list per entry, as PyTorch writes them, they are
+most of what a history holds), until a frame list or dict is met twice (:meth:`Drain._clear_frames`).
 
 The history lists are found among the lists the unpickler creates (:func:`gc.get_objects` of the
 generations not frozen: what was built since the last step, which freezes them): a list whose first
@@ -13,9 +15,9 @@ item is a dict with an ``action`` key, when it is met or (met empty) some steps 
 
 An emptied dict is still in the unpickler's memo: a file that refers to an entry again (``BINGET``;
 PyTorch never does) would find it empty. :meth:`Drain.finish` tells: every emptied dict is referred
-to by nothing but this object once the unpickler is gone (its reference count), every drained list
-is an item of ``device_traces`` once; otherwise :class:`Redo` (the child has the file read again by
-the streaming reader, which keeps such files right).
+to by nothing but this object once the unpickler is gone (its reference count), so is every emptied
+frame list and dict, every drained list is an item of ``device_traces`` once; otherwise :class:`Redo`
+(the child has the file read again by the streaming reader, which keeps such files right).
 """
 
 from __future__ import annotations
