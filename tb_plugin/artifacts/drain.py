@@ -32,6 +32,7 @@ from typing import Any
 STEP_BYTES = 1 << 20  # pickle bytes read between two steps
 WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
 MAX_HISTORIES = 256  # history lists (one per device) beyond which the file is streamed instead
+DICTS_CHECKED = 1 << 16  # frame dicts whose sharing is looked for before they are emptied (then: finish)
 
 
 class Redo(Exception):
@@ -63,6 +64,7 @@ class Drain:
         self.watched: collections.deque[list[list]] = collections.deque(maxlen=WATCHED_STEPS)
         self.clearing = True  # the drained entries' frame dicts are emptied too (see _clear_frames)
         self.cleared: list[list] = []  # the frame lists whose dicts were emptied
+        self.dicts_checked = 0  # frame dicts whose references were counted before emptying
         gc.freeze()  # (the objects of this process so far: not the unpickler's)
 
     def step(self, count: int) -> None:
@@ -124,9 +126,10 @@ class Drain:
 
     def _clear_frames(self, frames: list) -> None:
         """Empty the frame dicts of a drained batch (their stacks are keyed: most of what a history with
-        a frame list per entry holds) while no list or frame dict has been met twice; from the first
-        one met twice (a shared list, a dict in two lists, a list held elsewhere in the object) on, none
-        is, and a file that refers again to one already emptied is read again (:class:`Redo`)."""
+        a frame list per entry holds) while no frame list (and, in the first :data:`DICTS_CHECKED`
+        frames, no frame dict) has been met twice; from the first one met twice (a shared list, a list
+        held elsewhere in the object, a dict in two lists) on, none is. :meth:`finish` checks every
+        emptied list and dict: a file that refers to one again is read again (:class:`Redo`)."""
         if not self.clearing:
             return
         import numpy as np
@@ -134,24 +137,26 @@ class Drain:
         full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
         lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
         del full
-        dicts = list(itertools.chain.from_iterable(lists))
         # unshared: a list held by the memo, its entry, ``frames`` and ``lists``; a dict by the memo, its
         # list and ``dicts`` (each +1: getrefcount's argument)
-        shared = set(map(type, dicts)) - {dict} or (
-            len(lists)
-            and (
-                np.fromiter(map(sys.getrefcount, lists), dtype=np.int64, count=len(lists)).max() > 5
-                or (len(dicts) and np.fromiter(map(sys.getrefcount, dicts), np.int64, len(dicts)).max() > 4)
-            )
-        )
+        shared = len(lists) and np.fromiter(map(sys.getrefcount, lists), np.int64, len(lists)).max() > 5
+        if not shared and self.dicts_checked < DICTS_CHECKED:  # (a layout that shares dicts shows it early)
+            dicts = list(itertools.chain.from_iterable(lists))
+            self.dicts_checked += len(dicts)
+            shared = len(dicts) and np.fromiter(map(sys.getrefcount, dicts), np.int64, len(dicts)).max() > 4
+            del dicts
         if shared:
             self.clearing = False
-            # (a frame emptied here, met again, is empty: and a list of other things may hold one)
+            # (a frame emptied here, met again, is empty; and a list of other things may hold one)
+            dicts = list(itertools.chain.from_iterable(lists))
             if self.cleared and not (set(map(type, dicts)) <= {dict} and all(dicts)):
                 raise Redo("an emptied frame is referred to again")
             return
-        collections.deque(map(dict.clear, dicts), maxlen=0)
-        self.cleared += lists
+        self.cleared += lists  # (checked by finish, emptied or not)
+        try:
+            collections.deque(map(dict.clear, itertools.chain.from_iterable(lists)), maxlen=0)
+        except TypeError:  # a frame that is not a dict: the rest of the file keeps its frames
+            self.clearing = False
 
     def finish(self, obj: Any) -> None:
         """After the load (the unpickler and its memo freed): the rest of each history drained, then
