@@ -39,7 +39,7 @@ def write_answer(out: IO[bytes], header_json: bytes, arrays: dict[str, np.ndarra
     out.write(head + bytes(_pad(len(head))))
     for a in flat.values():
         if a.nbytes:
-            out.write(memoryview(a).cast("B"))
+            out.write(a.data.cast("B"))
         out.write(bytes(_pad(a.nbytes)))
 
 
