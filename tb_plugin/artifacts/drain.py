@@ -161,6 +161,7 @@ class Drain:
     def finish(self, obj: Any) -> None:
         """After the load (the unpickler and its memo freed): the rest of each history drained, then
         checked (the module docstring); :class:`Redo` when the columns may differ from the file's."""
+        self.watched.clear()  # (a list met empty at the last step, filled since, is not a history's)
         for history in self.histories:
             self._drain(history)
         if not self.histories:
@@ -174,7 +175,6 @@ class Drain:
         del shells
         # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone, each of its dicts
         # by that list alone: nothing in the object refers to them
-        self.watched.clear()  # (a list met empty at the last step, filled since)
         cleared, self.cleared = self.cleared, []
         if len(cleared) and (
             np.fromiter(map(sys.getrefcount, cleared), dtype=np.int64, count=len(cleared)).max() > 3

@@ -13,6 +13,7 @@ import pytest
 from synth.snapshot_writer import write_snapshot_pickle
 from test_snapshot_stream import assert_same
 
+from tb_plugin.artifacts import drain as drain_module
 from tb_plugin.artifacts import snapshot_child
 from tb_plugin.artifacts.drain import Drain, Redo
 from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle_whole, parse_snapshot
@@ -81,8 +82,8 @@ def test_an_entry_referred_to_again_is_read_again():
     assert_same(load_snapshot(data + bytes(5 << 20)), parse_pickle_whole(data))  # (in a child: read again)
 
 
-@pytest.mark.parametrize("again", ("list", "dict", "segment"))
-def test_an_emptied_frame_referred_to_again_is_read_again(again):
+@pytest.mark.parametrize("again", ("list", "dict", "dict, not counted before emptying", "segment"))
+def test_an_emptied_frame_referred_to_again_is_read_again(again, monkeypatch):
     """The drained entries' frame dicts are emptied while no frame list or dict has been met twice: a
     later entry (or a segment after the histories) that refers to one of them again makes the file be
     read again (an emptied frame would otherwise read as a frame without a file, line or name)."""
@@ -90,8 +91,10 @@ def test_an_emptied_frame_referred_to_again_is_read_again(again):
     snap: dict = {"device_traces": [entries], "segments": []}
     if again == "list":
         entries[-1]["frames"] = entries[0]["frames"]
-    elif again == "dict":
+    elif again.startswith("dict"):
         entries[-1]["frames"] = [entries[0]["frames"][1], *_frames(7)]
+        if again != "dict":  # (found by finish's count)
+            monkeypatch.setattr(drain_module, "DICTS_CHECKED", 0)
     else:  # (after device_traces in the file)
         snap["segments"] = [{"device": 0, "address": 1, "total_size": 9, "blocks": [{"frames": entries[3]["frames"]}]}]
     data = pickle.dumps(snap, protocol=4)
