@@ -5,7 +5,9 @@ its ``addr``/``size``/``time_us`` integers: ~0.4 KB each). The reader child hand
 through a counting stream (:mod:`.snapshot_child`); every :data:`STEP_BYTES` read, :meth:`Drain.step`
 turns the entries appended so far to each history list into columns (:class:`~.snapshot_columns.StreamedTraces`'
 batches), removes them from the list and empties their dicts, so the memory they held is reused by
-the entries read next: the child's peak stays under ``pickle.load``'s.
+the entries read next: the child's peak stays under ``pickle.load``'s. The entries' frame dicts are
+emptied too once their stacks are keyed (with a frame list per entry, as PyTorch writes them, they are
+most of what a history holds), until a frame list or dict is met twice (:meth:`Drain._clear_frames`).
 
 The history lists are found among the lists the unpickler creates (:func:`gc.get_objects` of the
 generations not frozen: what was built since the last step, which freezes them): a list whose first
@@ -13,9 +15,9 @@ item is a dict with an ``action`` key, when it is met or (met empty) some steps 
 
 An emptied dict is still in the unpickler's memo: a file that refers to an entry again (``BINGET``;
 PyTorch never does) would find it empty. :meth:`Drain.finish` tells: every emptied dict is referred
-to by nothing but this object once the unpickler is gone (its reference count), every drained list
-is an item of ``device_traces`` once; otherwise :class:`Redo` (the child has the file read again by
-the streaming reader, which keeps such files right).
+to by nothing but this object once the unpickler is gone (its reference count), so is every emptied
+frame list and dict, every drained list is an item of ``device_traces`` once; otherwise :class:`Redo`
+(the child has the file read again by the streaming reader, which keeps such files right).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 STEP_BYTES = 1 << 20  # pickle bytes read between two steps
 WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
 MAX_HISTORIES = 256  # history lists (one per device) beyond which the file is streamed instead
+DICTS_CHECKED = 1 << 16  # frame dicts whose sharing is looked for before they are emptied (then: finish)
 
 
 class Redo(Exception):
@@ -59,6 +62,9 @@ class Drain:
         # their frame lists, kept: freeing the memo then frees nothing (the child ends by os._exit)
         self.frames: list[list] = []
         self.watched: collections.deque[list[list]] = collections.deque(maxlen=WATCHED_STEPS)
+        self.clearing = True  # the drained entries' frame dicts are emptied too (see _clear_frames)
+        self.cleared: list[list] = []  # the frame lists whose dicts were emptied
+        self.dicts_checked = 0  # frame dicts whose references were counted before emptying
         gc.freeze()  # (the objects of this process so far: not the unpickler's)
 
     def step(self, count: int) -> None:
@@ -68,8 +74,11 @@ class Drain:
         self.next_at = count + self.step_bytes
         new = gc.get_objects()  # (all but the frozen: what was built since the last step)
         gc.freeze()  # the next step sees only what is built after this one
-        # (the unpickler builds no list subclass: isinstance is the exact-type test, in one C call)
-        lists = list(itertools.compress(new, map(isinstance, new, itertools.repeat(list))))
+        # the lists that are empty or start with an entry-like dict (the unpickler builds no list or
+        # dict subclass) in one comprehension: CPython 3.11 specialises its exact-type tests (~20 ns an
+        # object) where ``map(isinstance, new, repeat(list))`` and ``compress`` take two C calls (~45 ns),
+        # and each entry's frame list (10 objects an entry: the entry, its list, 8 frames) is dropped here
+        lists = [o for o in new if type(o) is list and (not o or (type(o[0]) is dict and "action" in o[0]))]
         del new
         for group in (lists, *self.watched):  # new lists, and lists met empty: their first item tells
             for items in _history_starts(group):
@@ -111,12 +120,48 @@ class Drain:
             kept = np.flatnonzero(refs <= 3).tolist()
             items, frames = [items[i] for i in kept], [frames[i] for i in kept]
         self.frames.append(frames)
+        self._clear_frames(frames)
         collections.deque(map(dict.clear, items), maxlen=0)
         self.shells += items
+
+    def _clear_frames(self, frames: list) -> None:
+        """Empty the frame dicts of a drained batch (their stacks are keyed: most of what a history with
+        a frame list per entry holds) while no frame list (and, in the first :data:`DICTS_CHECKED`
+        frames, no frame dict) has been met twice; from the first one met twice (a shared list, a list
+        held elsewhere in the object, a dict in two lists) on, none is. :meth:`finish` checks every
+        emptied list and dict: a file that refers to one again is read again (:class:`Redo`)."""
+        if not self.clearing:
+            return
+        import numpy as np
+
+        full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
+        lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
+        del full
+        # unshared: a list held by the memo, its entry, ``frames`` and ``lists``; a dict by the memo, its
+        # list and ``dicts`` (each +1: getrefcount's argument)
+        shared = len(lists) and np.fromiter(map(sys.getrefcount, lists), np.int64, len(lists)).max() > 5
+        if not shared and self.dicts_checked < DICTS_CHECKED:  # (a layout that shares dicts shows it early)
+            dicts = list(itertools.chain.from_iterable(lists))
+            self.dicts_checked += len(dicts)
+            shared = len(dicts) and np.fromiter(map(sys.getrefcount, dicts), np.int64, len(dicts)).max() > 4
+            del dicts
+        if shared:
+            self.clearing = False
+            # (a frame emptied here, met again, is empty; and a list of other things may hold one)
+            dicts = list(itertools.chain.from_iterable(lists))
+            if self.cleared and not (set(map(type, dicts)) <= {dict} and all(dicts)):
+                raise Redo("an emptied frame is referred to again")
+            return
+        self.cleared += lists  # (checked by finish, emptied or not)
+        try:
+            collections.deque(map(dict.clear, itertools.chain.from_iterable(lists)), maxlen=0)
+        except TypeError:  # a frame that is not a dict: the rest of the file keeps its frames
+            self.clearing = False
 
     def finish(self, obj: Any) -> None:
         """After the load (the unpickler and its memo freed): the rest of each history drained, then
         checked (the module docstring); :class:`Redo` when the columns may differ from the file's."""
+        self.watched.clear()  # (a list met empty at the last step, filled since, is not a history's)
         for history in self.histories:
             self._drain(history)
         if not self.histories:
@@ -128,6 +173,16 @@ class Drain:
         if len(shells) and np.fromiter(map(sys.getrefcount, shells), dtype=np.int64, count=len(shells)).max() > 2:
             raise Redo("a history entry is referred to twice")
         del shells
+        # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone, each of its dicts
+        # by that list alone: nothing in the object refers to them
+        cleared, self.cleared = self.cleared, []
+        if len(cleared) and (
+            np.fromiter(map(sys.getrefcount, cleared), dtype=np.int64, count=len(cleared)).max() > 3
+            or np.fromiter(map(sys.getrefcount, itertools.chain.from_iterable(cleared)), dtype=np.int64).max(initial=0)
+            > 2
+        ):
+            raise Redo("an emptied frame is referred to again")
+        del cleared
         traces = obj.get("device_traces") if isinstance(obj, dict) else None
         if not isinstance(traces, list):
             raise Redo("a history outside device_traces")

@@ -6,14 +6,13 @@ share halves hash in 2^depth steps); see :mod:`.unpickle`. When the bytes cannot
 (:func:`~.unpickle.tuple_nesting_bound` above :data:`~.unpickle.IN_PROCESS_NESTING`, which is every
 real snapshot of some size), the pickle is sent to ``python -m tb_plugin.artifacts.snapshot_child`` on stdin;
 the child (:func:`~.snapshot_child.child_main`) unpickles and parses it and answers the packed columns (:func:`~.snapshot.pack_snapshot`:
-a JSON header and flat arrays) as an ``.npz`` on stdout. This process never unpickles the file. The
+a JSON header and flat arrays) as raw arrays on stdout (:mod:`.answer`). This process never unpickles the file. The
 child's crash (a signal), its time limit (:func:`time_limit_s`) or its error message becomes the
 file's :class:`SnapshotError`. The child's memory is returned to the system when it exits.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import struct
@@ -128,11 +127,21 @@ def _child(argv: list[str], stdin: int | IO[bytes] = subprocess.PIPE) -> _Child:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
 
 
+def _read_to_end(f: IO[bytes]) -> bytearray:
+    """All of ``f`` in one ``bytearray`` (the answer's arrays are views of it, writable as
+    ``np.load``'s were; joined once, as ``read()`` joins its chunks)."""
+    return bytearray().join(iter(lambda: f.read(1 << 20), b""))
+
+
+def _read_bytes(f: IO[bytes]) -> bytes:
+    return f.read()
+
+
 def _collect(child: _Child) -> tuple[dict, list]:
-    out: dict[str, bytes] = {}
+    out: dict[str, bytes | bytearray] = {}
     readers = [
-        threading.Thread(target=lambda name, f: out.__setitem__(name, f.read()), args=(name, f), daemon=True)
-        for name, f in (("stdout", child.stdout), ("stderr", child.stderr))
+        threading.Thread(target=lambda name, f, read: out.__setitem__(name, read(f)), args=item, daemon=True)
+        for item in (("stdout", child.stdout, _read_to_end), ("stderr", child.stderr, _read_bytes))
     ]
     for t in readers:
         t.start()
@@ -265,7 +274,7 @@ def finish(started: Started) -> tuple[dict, dict]:
     if done.returncode != 0:
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
         raise SnapshotError(f"the snapshot reader failed (exit status {done.returncode}): {tail[0][:500]}")
-    return unpack_npz(done.stdout)
+    return unpack_answer(done.stdout)
 
 
 # Many small files, one child (a job's flight-recorder dumps, a folder of snapshots): the child's start
@@ -290,7 +299,7 @@ def _frames(raw: bytes) -> list[tuple[int, bytes]]:
 
 def read_many_in_child(datas: Sequence[bytes], mode: str) -> list[bytes | SnapshotError]:
     """Each file of ``datas`` read by one bounded child in ``mode`` (``"snapshot"``: the packed
-    snapshot's ``.npz``; ``"plain"``: the restricted reader's value as JSON), in order: the payload, or
+    snapshot's answer (:mod:`.answer`); ``"plain"``: the restricted reader's value as JSON), in order: the payload, or
     the file's :class:`SnapshotError`. The child's address space is sized from the largest file
     (:func:`memory_limit_bytes`), its CPU and wall time from all of them (:func:`time_limit_s` each)."""
     answers: list[bytes | SnapshotError] = []
@@ -364,18 +373,15 @@ def read_pickles(datas: Sequence[bytes]) -> list[object | SnapshotError]:
     return out
 
 
-def unpack_npz(payload: bytes) -> tuple[dict, dict]:
-    """(header, arrays) of the child's ``.npz`` answer; :class:`SnapshotError` when it does not read."""
-    import numpy as np  # (here: this module is imported before numpy by :mod:`.early`)
-    import orjson
+def unpack_answer(payload: bytes | bytearray) -> tuple[dict, dict]:
+    """(header, arrays) of the child's answer (:mod:`.answer`; the arrays are views of ``payload``);
+    :class:`SnapshotError` when it does not read."""
+    from .answer import read_answer  # (here: this module is imported before numpy by :mod:`.early`)
 
     try:
-        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
-            header = orjson.loads(npz["header"].tobytes())
-            arrays = {k: npz[k] for k in npz.files if k != "header"}
-    except (OSError, ValueError, KeyError, orjson.JSONDecodeError) as exc:
+        return read_answer(payload)
+    except (ValueError, TypeError) as exc:  # (orjson.JSONDecodeError is a ValueError)
         raise SnapshotError(f"the snapshot reader answered unreadable data: {exc}") from None
-    return header, arrays
 
 
 # One reader child kept for small files: its start (~0.1 s, seconds on a busy machine) is paid once
@@ -388,7 +394,7 @@ _shared_lock = threading.Lock()
 _shared: list[_Child] = []  # the live shared child, if any
 
 
-def _read_exact(fd: int, n: int, deadline: float) -> bytes | None:
+def _read_exact(fd: int, n: int, deadline: float) -> bytearray | None:
     import select
 
     got = bytearray()
@@ -400,10 +406,10 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes | None:
         if not chunk:
             return None
         got += chunk
-    return bytes(got)
+    return got
 
 
-def read_shared(data: bytes, mode: str) -> bytes | SnapshotError:
+def read_shared(data: bytes, mode: str) -> bytes | bytearray | SnapshotError:
     """:func:`read_many_in_child` of one small file (up to :data:`SHARED_MAX_BYTES`) on the shared
     child: the payload or the file's :class:`SnapshotError`. One file at a time (a lock)."""
     limit = time_limit_s(len(data))

@@ -25,6 +25,7 @@ import orjson
 
 from ..trace import jsonsafe
 from . import expansion, pickle_stream, whole_read
+from .answer import write_answer
 from .child_terms import EXIT_REFUSED
 from .isolated import (
     SHARED_CHILD,
@@ -37,7 +38,7 @@ from .isolated import (
     parse_started,
     read_many_in_child,
     read_shared,
-    unpack_npz,
+    unpack_answer,
 )
 from .snapshot_columns import (  # noqa: F401 - imported from here by the analyses
     _FIELDS,
@@ -87,7 +88,7 @@ def load_snapshot(data: bytes) -> Snapshot:
         got = read_shared(data, "snapshot")
         if isinstance(got, SnapshotError):
             raise got
-        return _unpacked(unpack_npz(got))
+        return _unpacked(unpack_answer(got))
     return _unpacked(parse_in_child(data))
 
 
@@ -126,7 +127,7 @@ def load_snapshots(datas: Sequence[bytes]) -> list[Snapshot | SnapshotError]:
             out[i] = exc
     for i, got in zip(todo, read_many_in_child([datas[i] for i in todo], "snapshot")):
         try:
-            out[i] = got if isinstance(got, SnapshotError) else _unpacked(unpack_npz(got))
+            out[i] = got if isinstance(got, SnapshotError) else _unpacked(unpack_answer(got))
         except SnapshotError as exc:
             out[i] = exc
     return out
@@ -384,12 +385,11 @@ def _stdin(argv: list[str]) -> bytearray:
     return buf
 
 
-def _packed_npz(data) -> bytes:
-    """The ``.npz`` (JSON header and arrays) of the snapshot in the pickle ``data``."""
+def _packed_answer(data) -> bytes:
+    """The answer (:mod:`.answer`: JSON header and raw arrays) of the snapshot in the pickle ``data``."""
     header, arrays = pack_snapshot(parse_pickle(data))
-    body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     out = io.BytesIO()
-    np.savez(out, header=np.frombuffer(body, dtype=np.uint8), **arrays)
+    write_answer(out, jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY), arrays)
     return out.getvalue()
 
 
@@ -419,7 +419,7 @@ _REFUSALS = (SnapshotError, orjson.JSONEncodeError, TypeError, ValueError, Overf
 
 def batch_main(mode: str, memory: int) -> None:
     """Answer each length-prefixed pickle on stdin (see :func:`~.isolated.read_many_in_child`)."""
-    read_one = _packed_npz if mode == "snapshot" else _plain_json
+    read_one = _packed_answer if mode == "snapshot" else _plain_json
     length = struct.Struct("<Q")
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
@@ -439,7 +439,7 @@ def batch_main(mode: str, memory: int) -> None:
 
 
 def _answer(read: Callable[[], Snapshot], memory: int, again: bool) -> int:
-    """In the reader child: write the packed snapshot that ``read`` gives as ``.npz`` to stdout, then end
+    """In the reader child: write the packed snapshot that ``read`` gives (:mod:`.answer`) to stdout, then end
     the process; a refused file's message to stderr (:data:`~.child_terms.EXIT_REFUSED`). ``again``:
     a :class:`MemoryError` is raised as it is (the file is sent again, streamed)."""
     try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
@@ -450,7 +450,7 @@ def _answer(read: Callable[[], Snapshot], memory: int, again: bool) -> int:
             raise
         sys.stderr.write(_refusal(exc, memory))
         return EXIT_REFUSED
-    np.savez(sys.stdout.buffer, header=np.frombuffer(body, dtype=np.uint8), **arrays)  # streamed, no copy
+    write_answer(sys.stdout.buffer, body, arrays)  # each array's memory written as it is
     sys.stdout.buffer.flush()
     os._exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
 

@@ -100,7 +100,7 @@ def read_piped(stdin: _Stream, drain: Drain | None = None) -> tuple[object, int]
 def child_main(argv: list[str]) -> int:
     """``argv``: the pickle's size, the address-space limit (bytes), the CPU-time limit (s), and
     optionally a mode (:data:`~.child_terms.BATCH_MODES`, or :data:`~.child_terms.STREAMED`). Alone: read a pickle from stdin and write
-    its packed snapshot as ``.npz`` to stdout (exit status :data:`~.child_terms.EXIT_REFUSED` for a refused file, the
+    its packed snapshot (:mod:`.answer`) to stdout (exit status :data:`~.child_terms.EXIT_REFUSED` for a refused file, the
     message on stderr; :data:`~.child_terms.EXIT_AGAIN`, see the module docstring)."""
     memory = int(argv[1]) if len(argv) > 1 else 1 << 40
     mode = argv[3] if len(argv) > 3 else ""

@@ -13,6 +13,7 @@ import pytest
 from synth.snapshot_writer import write_snapshot_pickle
 from test_snapshot_stream import assert_same
 
+from tb_plugin.artifacts import drain as drain_module
 from tb_plugin.artifacts import snapshot_child
 from tb_plugin.artifacts.drain import Drain, Redo
 from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle_whole, parse_snapshot
@@ -40,6 +41,7 @@ def test_drained_equals_the_whole_read(protocol, shared):
     drain, snap = _drained(data)
     want = parse_pickle_whole(data)
     assert drain.drained == len(want.devices[0].action) > 20_000 and len(drain.histories) == 1
+    assert drain.clearing is not shared  # (frame dicts emptied while none is shared: a list per entry)
     assert_same(snap, want)
 
 
@@ -78,6 +80,36 @@ def test_an_entry_referred_to_again_is_read_again():
     with pytest.raises(Redo):
         _drained(data)
     assert_same(load_snapshot(data + bytes(5 << 20)), parse_pickle_whole(data))  # (in a child: read again)
+
+
+@pytest.mark.parametrize("again", ("list", "dict", "dict, not counted before emptying", "segment"))
+def test_an_emptied_frame_referred_to_again_is_read_again(again, monkeypatch):
+    """The drained entries' frame dicts are emptied while no frame list or dict has been met twice: a
+    later entry (or a segment after the histories) that refers to one of them again makes the file be
+    read again (an emptied frame would otherwise read as a frame without a file, line or name)."""
+    entries = [_entry(i, _frames(i)) for i in range(6000)]
+    snap: dict = {"device_traces": [entries], "segments": []}
+    if again == "list":
+        entries[-1]["frames"] = entries[0]["frames"]
+    elif again.startswith("dict"):
+        entries[-1]["frames"] = [entries[0]["frames"][1], *_frames(7)]
+        if again != "dict":  # (found by finish's count)
+            monkeypatch.setattr(drain_module, "DICTS_CHECKED", 0)
+    else:  # (after device_traces in the file)
+        snap["segments"] = [{"device": 0, "address": 1, "total_size": 9, "blocks": [{"frames": entries[3]["frames"]}]}]
+    data = pickle.dumps(snap, protocol=4)
+    with pytest.raises(Redo, match="emptied frame"):
+        _drained(data)
+    assert_same(load_snapshot(data + bytes(5 << 20)), parse_pickle_whole(data))  # (in a child: read again)
+
+
+def test_frames_shared_before_any_is_emptied_are_kept():
+    shared = _frames(1)
+    entries = [_entry(i, shared if i % 2 else _frames(i)) for i in range(6000)]
+    data = pickle.dumps({"segments": [], "device_traces": [entries]}, protocol=4)
+    drain, snap = _drained(data)
+    assert not drain.clearing and drain.drained == 6000
+    assert_same(snap, parse_pickle_whole(data))
 
 
 def test_a_history_referred_to_twice_is_read_again():
