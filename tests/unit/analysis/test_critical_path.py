@@ -6,6 +6,7 @@ the late rank of collectives on the real DLRM sample, and the report's ``critica
 
 from __future__ import annotations
 
+import gc
 import glob
 import json
 import pickle
@@ -117,6 +118,21 @@ def test_rank_summary_is_compact():
     assert sizes[1] < 1.1 * sizes[0] < 20_000
     for by_cat in cpu:  # the ops' 30 µs and aten::mm's first 5 as cpu; the gaps between the ops wait
         assert by_cat == pytest.approx([100.0, 35.0, 0.0, 35.0])
+
+
+def test_walks_leave_no_cycles_and_the_collector_as_found():
+    """The walks run with the collector paused: each step's memo is cleared at its end, so nothing they
+    made is left for the collector (no unreachable cycles), and the collector is on again after."""
+    trace = decode_trace(json.dumps(dataloader_docs([[50, 60, 40]])[1]).encode())
+    rows = comm_kernels(trace)["rows"]
+    gc.collect()
+    gc.disable()
+    try:
+        expected = rank_chains(trace, rows)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    assert rank_chains(trace, rows) == expected and gc.isenabled()
 
 
 @pytest.mark.corpus
