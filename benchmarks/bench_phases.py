@@ -15,9 +15,9 @@ Last lines: the CPU of each phase on the critical path and their sum, the wall t
 cores do nothing else would take (``idle_estimate_s``): the main process's start, the larger worker's
 first pass, the second pass (the larger worker's, or all workers' and the main process's CPU shared
 over the cores, whichever is larger), the finish, the larger side of the sections (the main process's,
-or the child's with the cache write), the rest. On a loaded box wall times stretch with the load; the
-CPU per process does much less, which is why the estimate is built from it. With ``--cores 1`` the
-estimate is the process's CPU.
+or the child's, each with the cache write where it makes it), the rest. On a loaded box wall times
+stretch with the load; the CPU per process does much less, which is why the estimate is built from it.
+With ``--cores 1`` the estimate is the process's CPU.
 """
 
 from __future__ import annotations
@@ -163,9 +163,14 @@ def estimate(
         "first pass": max(cpu(w, "scan_range") for w in workers),
         "second pass": max(max(second), (sum(second) + cpu(main, "second pass")) / cores),
         "finish": cpu(main, "finish"),
-        "sections": max(cpu(main, "sections"), cpu(child, "sections") + cpu(child, "cache write")),
+        # (the cache write is made by whichever side the tree under test gives it)
+        "sections": max(
+            cpu(main, "sections") + cpu(main, "cache write"), cpu(child, "sections") + cpu(child, "cache write")
+        ),
     }
-    counted = started_cpu + sum(cpu(main, k) for k in ("first pass", "second pass", "finish", "sections"))
+    counted = started_cpu + sum(
+        cpu(main, k) for k in ("first pass", "second pass", "finish", "sections", "cache write")
+    )
     parts["rest"] = max(0.0, last_cpu.get("main", 0.0) - counted)
     return parts
 

@@ -4,14 +4,15 @@ this process computes the rest.
 After a large trace is parsed, its sections (:func:`~tb_plugin.registry.report.rank_aggregate`) take a
 quarter of a cold report on one core; the distributed section (the critical path) alone about half of
 them. :class:`SectionFork` forks this process right after the parse (before any other thread starts:
-the parse-cache writer starts after it), the child computes :data:`CHILD_SECTIONS` from its
+no thread runs beside the sections), the child computes :data:`CHILD_SECTIONS` from its
 copy-on-write view of the columns and sends them back pickled (plain dicts, a few tens of KB), and this
-process computes the others meanwhile. The child also makes the parse cache's deferred writes (``writes``:
-its copy of the columns is the parsed trace's), which would otherwise run on a thread beside this
-process's larger share of the sections (0.3 GB trace: the write ~0.25 s of CPU, the child's section ~0.9 s
-against ~1.2 s here); :attr:`SectionFork.wrote` says whether they were made. Each section is computed by the same function either way, so
-the aggregate is the same. When the child fails (killed, out of memory), this process computes its
-sections too. Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
+process computes the others meanwhile. This process then makes the parse cache's deferred writes
+(``writes``) while the child still computes: the child's share is the larger (0.3 GB trace: ~1.5 s of
+CPU against ~1.0 s here), and the write (~0.15–0.25 s of CPU) would lengthen it there, while here it fills
+the wait; made after this process's sections, whose memos are dropped by then, its copies do not stack
+on a section's peak. :attr:`SectionFork.wrote` says whether they were made. Each section is
+computed by the same function either way, so the aggregate is the same. When the child fails (killed,
+out of memory), this process computes its sections too. Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
 cores, a fork that is safe (:func:`~tb_plugin.trace.decode_workers.can_fork`), and free memory for the
 child's temporaries.
 """
@@ -26,10 +27,13 @@ from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
 from ..report import Sections, rank_aggregate, run_sections
 
-# about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
-# (its recommendations): the overview section, after it in the child, only reads it back, where this
-# process would compute it again (a 0.9 GB trace: 3.1 s of CPU and the idle-time memos, 0.1 GB at 4.5 GB)
-CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
+# about half of the sections' time (0.3 GB trace: ~1.3 s of CPU each side, the cache write here besides).
+# The insights section computes the file's Overview (its recommendations): the overview section, after
+# it in the child, only reads it back, where this process would compute it again (a 0.9 GB trace: 3.1 s
+# of CPU and the idle-time memos, 0.1 GB at 4.5 GB); the memory section reads the insights' memory curves.
+# The distributed section's critical path (``critical_path``, half of it) is computed here, beside the
+# tables, which build most of its memos (the op tree, launches, kernel occupancy, steps).
+CHILD_SECTIONS = frozenset({"distributed", "insights", "overview", "memory"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000
@@ -63,7 +67,7 @@ class SectionFork:
 
     def __init__(self, views: Any, tables: bool, writes: Sequence[Callable[[], None]] = ()) -> None:
         self.writes = writes
-        self.wrote = False  # the child answered: its sections are computed and ``writes`` made
+        self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: compute, send, leave without the parent's exit handlers
@@ -83,11 +87,6 @@ class SectionFork:
 
     def _send(self, sections: Sections, items: int, memos: dict[str, Any], fd: int) -> dict[str, Any]:
         got = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items, memos)
-        for call in self.writes:  # (each logs its own failure: a cache entry less, never the sections)
-            try:
-                call()
-            except Exception:
-                pass
         with open(fd, "wb") as f:
             f.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
         raise _Sent
@@ -95,11 +94,23 @@ class SectionFork:
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
         got = run_sections([s for s in sections if s[0] not in CHILD_SECTIONS], items, self.memos)
+        self._write()  # (while the child computes the larger share)
         theirs = self._collect()
         if theirs is None or set(theirs) != CHILD_SECTIONS & {key for key, _ in sections}:
             theirs = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items, self.memos)
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
+
+    def _write(self) -> None:
+        """Make ``writes`` once; a failed one costs a cache entry, never the sections."""
+        if self.wrote:
+            return
+        self.wrote = True
+        for call in self.writes:
+            try:
+                call()
+            except Exception:
+                pass
 
     def _collect(self) -> dict[str, Any] | None:
         """The child's sections (None when it failed); the child is reaped."""
@@ -113,8 +124,7 @@ class SectionFork:
             got = pickle.loads(data)
         except Exception:  # a truncated answer: computed here instead
             return None
-        self.wrote = isinstance(got, dict)
-        return got if self.wrote else None
+        return got if isinstance(got, dict) else None
 
     def close(self) -> None:
         """End the child if :meth:`run` was not reached (an error before it)."""

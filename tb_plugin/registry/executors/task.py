@@ -139,7 +139,7 @@ def reduce_rank(job: RankJob) -> RankResult:
                 )
                 views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
                 if views is not None and worth_forking(len(trace.events) + len(trace.memory)):
-                    fork = SectionFork(views, job.tables, deferred)  # the child writes the cache too
+                    fork = SectionFork(views, job.tables, deferred)  # writes after its own sections
                 else:
                     writer = threading.Thread(
                         target=lambda: [call() for call in deferred], name="kinetoscope-cache-write"
@@ -150,7 +150,7 @@ def reduce_rank(job: RankJob) -> RankResult:
             finally:
                 if fork is not None:
                     fork.close()
-                    if not fork.wrote:  # (the child failed or was never collected: written here)
+                    if not fork.wrote:  # (an error before the sections were computed: written here)
                         for call in deferred:
                             call()
                 if writer is not None:

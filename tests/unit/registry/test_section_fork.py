@@ -116,15 +116,30 @@ def _write_pid(path):
     return write
 
 
-def test_the_child_makes_the_cache_writes(tmp_path):
-    """The parse cache's deferred writes run in the child, beside this process's share of the sections."""
+def test_this_process_makes_the_cache_writes_after_its_sections(tmp_path, monkeypatch):
+    """The parse cache's deferred writes run in this process, after its own share of the sections and
+    while the child computes the larger one (the child makes none)."""
     out = tmp_path / "written"
-    fork = sections.SectionFork(views(), True, [_write_pid(out)])
+    done: list[str] = []
+    real = sections.run_sections
+
+    def logged(chosen, items, memos=None):
+        got = real(chosen, items, memos)
+        done.append("sections")
+        return got
+
+    def write():
+        done.append("write")
+        _write_pid(out)()
+
+    monkeypatch.setattr(sections, "run_sections", logged)
+    fork = sections.SectionFork(views(), True, [write])
     try:
         rank_aggregate(views(), True, run=fork.run)
     finally:
         fork.close()
-    assert fork.wrote and out.read_text() != str(os.getpid())
+    assert fork.wrote and out.read_text() == str(os.getpid())
+    assert done == ["sections", "write"]  # (the child's sections are logged in the child)
 
 
 def test_a_failing_write_costs_no_section(tmp_path):
