@@ -234,15 +234,14 @@ def step_overlap(trace: Trace) -> list[dict]:
     ]
 
 
-def rank_reduce(trace: Trace, critical_path: bool = True) -> dict:
+def rank_reduce(trace: Trace) -> dict:
     """The per-rank half of :func:`distributed_view`: everything it needs of one trace, as a small
     picklable dict (no event columns): ``distributed_info`` (the integer ``rank`` and ``world_size``
     of ``distributedInfo`` and ``pg_sizes``, process group name → ``pg_size`` from its ``pg_config``),
     ``comm`` (per communication kernel in time order: collective, process group, group size or None,
     dtype or None, message bytes or None, ``Seq`` or −1, duration µs), ``steps`` (:func:`step_overlap`),
     ``groups`` (:func:`analysis.process_groups.rank_groups`) and ``critical_path`` (the per-rank chains
-    of :func:`analysis.critical_path.rank_chains`; without ``critical_path``, left out: the report computes
-    it apart, :func:`rank_critical_path`, on the other core)."""
+    of :func:`analysis.critical_path.rank_chains`)."""
     info = trace.distributed or {}
     kernels = comm_kernels(trace)
     dur = trace.events.dur
@@ -254,7 +253,7 @@ def rank_reduce(trace: Trace, critical_path: bool = True) -> dict:
             pg_sizes[str(pg["pg_name"])] = pg["pg_size"]
     if pg_sizes:
         dist["pg_sizes"] = pg_sizes
-    out = {
+    return {
         "distributed_info": dist,
         "devices": rank_devices(trace),
         "comm": {
@@ -269,16 +268,8 @@ def rank_reduce(trace: Trace, critical_path: bool = True) -> dict:
         },
         "steps": step_overlap(trace),
         "groups": rank_groups(trace, kernels),
+        "critical_path": rank_chains(trace, kernels["rows"]),
     }
-    if critical_path:
-        out["critical_path"] = rank_critical_path(trace)
-    return out
-
-
-def rank_critical_path(trace: Trace) -> dict:
-    """``rank_reduce(trace)["critical_path"]``: the per-rank chains of
-    :func:`analysis.critical_path.rank_chains` over the trace's communication kernels."""
-    return rank_chains(trace, comm_kernels(trace)["rows"])
 
 
 _FIELDS = ("dur", "bytes", "group_size", "size_from_buffers")

@@ -101,9 +101,7 @@ def rank_aggregate(
     given, computes the named sections (each ``(key, make)``) into a dict, perhaps on two cores
     (``registry/executors/sections.py``); by default one after the other with :func:`run_sections`."""
     sections: Sections = [
-        # the distributed section in two: its critical path (about half of it) can go to the other core
-        ("distributed", views.rank_reduce_without_path),
-        ("critical_path", views.rank_critical_path),
+        ("distributed", views.rank_reduce),
         ("insights", lambda: report_insights(views.insights())),
     ]
     if tables:
@@ -119,8 +117,7 @@ def rank_aggregate(
         ]
     items = len(views.trace.events) + len(views.trace.memory)
     got = (run or functools.partial(run_sections, memos=views.trace.derived))(sections, items)
-    distributed = views.rank_reduce_joined(got["distributed"], got["critical_path"])
-    out: dict[str, Any] = {"distributed": distributed, "insights": got["insights"]}
+    out: dict[str, Any] = {"distributed": got["distributed"], "insights": got["insights"]}
     if tables:
         out["tables"] = {key: got[key] for key in ("overview", "operators", "kernels", "modules", "memory", "graphs")}
     return out
@@ -131,14 +128,12 @@ def rank_aggregate(
 #: ``registry/executors/sections.py`` splits them (measured on the sample traces; the overview section
 #: reads the Overview the insights section computed). A memo missing here is computed again by the
 #: section that reads it: the same values, more time (``tests/unit/registry/test_section_memos.py``).
-_DISTRIBUTED_MEMOS = frozenset(  # (both parts of the distributed section: the memos of the whole)
-    "block_threads blocking_calls category_flags comm_kernels device_mask event_name_ids gpu_summary "
-    "graph_captures graph_matches graph_replays kernel_blocks kernel_occupancy launch_mask launch_of "
-    "op_tree steps".split()
-)
 SECTION_MEMOS: dict[str, frozenset[str]] = {
-    "distributed": _DISTRIBUTED_MEMOS,
-    "critical_path": _DISTRIBUTED_MEMOS,
+    "distributed": frozenset(
+        "block_threads blocking_calls category_flags comm_kernels device_mask event_name_ids gpu_summary "
+        "graph_captures graph_matches graph_replays kernel_blocks kernel_occupancy launch_mask launch_of "
+        "op_tree steps".split()
+    ),
     "insights": frozenset(
         "blocking_calls category_flags counter_series device_mask event_name_ids gpu_idle gpu_idle_work_rows "
         "gpu_summary graph_captures graph_matches graph_replays insights launch_mask launch_of memory_curves "
@@ -155,11 +150,7 @@ SECTION_MEMOS: dict[str, frozenset[str]] = {
         "device_mask event_name_ids graph_captures graph_matches graph_replays launch_mask launch_of "
         "op_groups:operator op_times op_tree steps".split()
     ),
-    # (the launches and graph replays: the op times' inputs, where no section before the memory one built them)
-    "memory": frozenset(
-        "device_mask event_name_ids graph_captures graph_matches graph_replays launch_mask launch_of "
-        "memory_curves memory_data memory_device_rows op_times op_tree".split()
-    ),
+    "memory": frozenset("event_name_ids memory_curves memory_data memory_device_rows op_times op_tree".split()),
 }
 
 

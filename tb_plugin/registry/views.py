@@ -141,22 +141,6 @@ class FileViews:
         """This rank's part of the distributed view (:func:`~tb_plugin.analysis.distributed.rank_reduce`)."""
         return self._get("rank_reduce", lambda: distributed_analysis.rank_reduce(self.trace))
 
-    def rank_reduce_without_path(self) -> dict[str, Any]:
-        """:meth:`rank_reduce` without its ``critical_path`` (the report computes that apart, perhaps in
-        another process: :meth:`rank_critical_path`, then :meth:`rank_reduce_joined`). Not kept in the
-        analysis cache: the joined whole is."""
-        return self._get(
-            "rank_parts:without_path", lambda: distributed_analysis.rank_reduce(self.trace, critical_path=False)
-        )
-
-    def rank_critical_path(self) -> dict[str, Any]:
-        """:meth:`rank_reduce`'s ``critical_path`` (:func:`~tb_plugin.analysis.distributed.rank_critical_path`)."""
-        return self._get("rank_parts:critical_path", lambda: distributed_analysis.rank_critical_path(self.trace))
-
-    def rank_reduce_joined(self, without_path: dict[str, Any], critical_path: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`rank_reduce` from its two parts (kept as it, in the analysis cache where there is one)."""
-        return self._get("rank_reduce", lambda: {**without_path, "critical_path": critical_path})
-
     def compute_all(self) -> None:
         """Warm the default views (the loader calls this, so table requests only page and sort).
         The timeline index goes first: it is the slowest to build and the Trace view waits on it."""

@@ -27,13 +27,10 @@ from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
 from ..report import Sections, rank_aggregate, run_sections
 
-# about half of the sections' time (0.3 GB trace: ~1.3 s of CPU each side, the cache write here besides).
-# The insights section computes the file's Overview (its recommendations): the overview section, after
-# it in the child, only reads it back, where this process would compute it again (a 0.9 GB trace: 3.1 s
-# of CPU and the idle-time memos, 0.1 GB at 4.5 GB); the memory section reads the insights' memory curves.
-# The distributed section's critical path (``critical_path``, half of it) is computed here, beside the
-# tables, which build most of its memos (the op tree, launches, kernel occupancy, steps).
-CHILD_SECTIONS = frozenset({"distributed", "insights", "overview", "memory"})
+# about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
+# (its recommendations): the overview section, after it in the child, only reads it back, where this
+# process would compute it again (a 0.9 GB trace: 3.1 s of CPU and the idle-time memos, 0.1 GB at 4.5 GB)
+CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000

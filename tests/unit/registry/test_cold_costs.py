@@ -226,14 +226,12 @@ def test_rank_aggregate_trims_by_trace_size(monkeypatch):
             events, memory = [0] * 7, [0] * 5
             derived: dict = {}
 
-        rank_reduce_without_path = staticmethod(dict)
-        rank_critical_path = staticmethod(dict)
-        rank_reduce_joined = staticmethod(lambda rest, path: {**rest, "critical_path": path})
+        rank_reduce = staticmethod(dict)
         insights = staticmethod(lambda: None)
 
     monkeypatch.setattr(report_mod, "report_insights", lambda found: {})
     report_mod.rank_aggregate(Views(), False)
-    assert seen == [12, 12, 12]
+    assert seen == [12, 12]
 
 
 def test_entry_freezes_the_collector(monkeypatch, tmp_path):

@@ -86,7 +86,6 @@ def test_split_sections_drop_memos_and_compute_each_once(rel, made):
         report.rank_aggregate(v, True, run=run)
         assert made and max(made.values()) == 1, made
         assert v.trace.derived == {}
-    got["distributed"] = {**got["distributed"], "critical_path": got.pop("critical_path")}
     assert text(got) == text(expected)
 
 
@@ -98,16 +97,3 @@ def test_a_section_not_listed_keeps_every_memo():
     assert memos == {"op_times": 1}
     report.drop_unread(memos, [])
     assert memos == {}
-
-
-@pytest.mark.parametrize("rel", TRACES[:2])
-def test_the_distributed_sections_parts_join_to_rank_reduce(rel):
-    """The report computes the distributed section in two parts (the critical path apart, perhaps in the
-    other process); joined they are the views' one ``rank_reduce``, key order included."""
-    whole = views(rel).rank_reduce()
-    v = views(rel)
-    rest, path = v.rank_reduce_without_path(), v.rank_critical_path()
-    assert "critical_path" not in rest and path == whole["critical_path"]
-    joined = v.rank_reduce_joined(rest, path)
-    assert list(joined) == list(whole) and text(joined) == text(whole)
-    assert v.rank_reduce() is joined  # (the joined whole is the view, kept as it)
