@@ -13,7 +13,7 @@ import os
 
 from ..settings import current
 
-INODE_MARK = "|inode:"  # in a version string: the file is keyed by its inode, not its path (storage.fs)
+INODE_MARK = "|inode:"  # in a version string: the file is keyed by its inode, not its path (inode_version)
 
 
 def cache_root() -> str:
@@ -37,11 +37,19 @@ def entry_key(url: str, version: str) -> str:
     return hashlib.sha256(identity(url, version).encode()).hexdigest()
 
 
+def inode_version(size: int, mtime: float, dev: int, ino: int) -> str:
+    """The version of a local file that has several hard links: size and mtime as usual, plus the
+    device and inode. the parse cache (registry/cache.py) keys such a version by itself, without the path, so every
+    link to the same content shares one cache entry (parsed once). Different device/inode pairs are
+    different files, and a rewrite changes size or mtime, so no two contents share a key."""
+    return f"{size}:{mtime}{INODE_MARK}{dev}:{ino}"
+
+
 def local_version(st: os.stat_result) -> str:
     """A local file's version as the logdir listing forms it from ``os.stat`` (size and mtime; with
     the device and inode for a file of several hard links)."""
     if st.st_nlink > 1:
-        return f"{st.st_size}:{st.st_mtime}{INODE_MARK}{st.st_dev}:{st.st_ino}"
+        return inode_version(st.st_size, st.st_mtime, st.st_dev, st.st_ino)
     return f"{st.st_size}:{st.st_mtime}"
 
 

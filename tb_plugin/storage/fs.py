@@ -6,20 +6,12 @@ import dataclasses
 import os
 import posixpath
 
-from .cache_keys import INODE_MARK  # in a version string: the file is keyed by its inode (inode_version)
+from .cache_keys import inode_version
 from .confined import ConfinedLocalFileSystem, inside
 from .naming import artifact_kind, is_candidate, is_certain_trace, may_be_flight_recorder
 from .remote import StorageError, is_local_fs
 from .remote import open_logdir as _open_logdir
 from .sniff import SniffCache
-
-
-def inode_version(size: int, mtime: float, dev: int, ino: int) -> str:
-    """The version of a local file that has several hard links: size and mtime as usual, plus the
-    device and inode. the parse cache (registry/cache.py) keys such a version by itself, without the path, so every
-    link to the same content shares one cache entry (parsed once). Different device/inode pairs are
-    different files, and a rewrite changes size or mtime, so no two contents share a key."""
-    return f"{size}:{mtime}{INODE_MARK}{dev}:{ino}"
 
 
 @dataclasses.dataclass(frozen=True)
