@@ -91,15 +91,16 @@ class SectionFork:
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
         got = run_sections([s for s in sections if s[0] not in CHILD_SECTIONS], items, self.memos)
-        self._write()  # (while the child computes the larger share)
+        self.write_pending()  # (while the child computes the larger share)
         theirs = self._collect()
         if theirs is None or set(theirs) != CHILD_SECTIONS & {key for key, _ in sections}:
             theirs = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items, self.memos)
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
 
-    def _write(self) -> None:
-        """Make ``writes`` once; a failed one costs a cache entry, never the sections."""
+    def write_pending(self) -> None:
+        """Make ``writes`` unless made already (by :meth:`run`, or after an error before it); a failed
+        one costs a cache entry, never the sections."""
         if self.wrote:
             return
         self.wrote = True

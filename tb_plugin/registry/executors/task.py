@@ -150,9 +150,7 @@ def reduce_rank(job: RankJob) -> RankResult:
             finally:
                 if fork is not None:
                     fork.close()
-                    if not fork.wrote:  # (an error before the sections were computed: written here)
-                        for call in deferred:
-                            call()
+                    fork.write_pending()  # (an error before the sections were computed: written here)
                 if writer is not None:
                     writer.join()
             result.warnings, result.notes = list(trace.warnings), list(trace.notes)
