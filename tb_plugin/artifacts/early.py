@@ -23,6 +23,7 @@ import threading
 from ..storage.cache_keys import cached_blob_exists
 from ..storage.naming import artifact_kind
 from ..storage.private_files import open_regular
+from ..storage.sniff import is_pickle_head
 from .isolated import SHARED_MAX_BYTES, Started, start_on_file
 
 MAX_WALKED = 2000  # directory entries looked at (a large logdir: its snapshots are read the usual way)
@@ -83,7 +84,7 @@ def start(root: str, cached: bool = True) -> None:
             if cached and cached_blob_exists(path, st, "snapshot"):
                 return
             head = os.pread(f.fileno(), 2, 0)
-            if len(head) < 2 or head[0] != 0x80 or not 2 <= head[1] <= 5:  # a pickle (not gzip, not text)
+            if not is_pickle_head(head):  # (not gzip, not text)
                 return
             started = start_on_file(f, st.st_size)
     except OSError:

@@ -42,6 +42,11 @@ def looks_like_trace(head: bytes) -> bool:
     return False
 
 
+def is_pickle_head(head: bytes) -> bool:
+    """True when ``head`` (a file's first bytes) starts a pickle of protocol 2–5 (its PROTO opcode)."""
+    return head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")
+
+
 FLIGHT_RECORDER_HEAD = 4096  # bytes of a file's head that :func:`looks_like_flight_recorder` reads
 
 
@@ -51,7 +56,7 @@ def looks_like_flight_recorder(head: bytes) -> bool:
     snapshot names ``segments``), or a JSON object naming ``pg_config`` and ``pg_status``, or ``entries``
     with an entry's ``collective_seq_id`` (a trace names ``traceEvents``)."""
     head = head[:FLIGHT_RECORDER_HEAD]
-    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+    if is_pickle_head(head):
         return b"version" in head and (b"pg_config" in head or b"entries" in head) and b"segments" not in head
     text = head.lstrip(LEADING_BYTES)
     # JSON keys may come sorted ("entries" first, "version" last): an entry's own keys then show it
