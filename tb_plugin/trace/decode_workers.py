@@ -82,6 +82,8 @@ class _Forked:
     def __init__(self, inherited: list[int]) -> None:
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
+        _widen(from_parent)
+        _widen(from_child)
         pid = os.fork()
         if pid == 0:  # the child: serve, then leave without running the parent's exit handlers or flushing its buffers
             code = 1
@@ -136,6 +138,22 @@ class _Forked:
             return bool(select.select([fd], [], [], timeout)[0])
         finally:
             os.close(fd)
+
+
+# The most bytes a worker's pipe holds (Linux: 64 KiB by default, at most ``/proc/sys/fs/pipe-max-size``,
+# 1 MiB unless raised): an answer of the ranged parse is ~1.5 MB pickled, and with the default a worker
+# waits on the write of every answer until this process has read it, which it does in order
+PIPE_BYTES = 1 << 20
+
+
+def _widen(fd: int) -> None:
+    """Let the pipe of ``fd`` hold :data:`PIPE_BYTES` (where the system allows; else left as it is)."""
+    try:
+        import fcntl  # (forked workers run on Linux only: can_fork)
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError):  # over the system's limit, or not Linux
+        pass
 
 
 class Call:

@@ -161,3 +161,25 @@ def test_a_unit_of_batches_decodes_as_the_whole_document_decoder_decodes_them():
     assert sum(len(c) for c in state["chunks"]["ts"]) == 600
     offsets = np.concatenate(state["chunks"]["src_offset"])  # counted across the unit's batches
     assert offsets[0] == 1 and offsets[200] == len(parts[0]) + 1
+
+
+@pytest.mark.skipif(not FORKS, reason="forked workers run on Linux only")
+def test_a_forked_workers_pipes_hold_a_whole_answer_where_the_system_allows():
+    """A worker's answer (~1.5 MB for a unit of the ranged parse) waits in its pipe instead of the worker
+    waiting on the write: the pipes are widened to PIPE_BYTES, or left as they are past the system's limit."""
+    import fcntl
+
+    limit = int(open("/proc/sys/fs/pipe-max-size").read())
+    worker = dw._Forked([])
+    try:
+        sizes = [fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032)) for fd in worker.fds()]
+    finally:
+        worker.stdin.close()
+        worker.wait(timeout=5)
+        worker.stdout.close()
+    assert sizes == [dw.PIPE_BYTES] * 2 if limit >= dw.PIPE_BYTES else all(s >= 4096 for s in sizes)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        dw._widen(null)  # not a pipe: left alone, nothing raised
+    finally:
+        os.close(null)
