@@ -66,8 +66,8 @@ wrap(decode_stream, "_finish", "finish")
 wrap(cache.ParseCache, "write_prepared", "cache write")
 wrap(sections.SectionFork, "__init__", "section fork")
 real_run = report.run_sections
-def run_sections(secs, items, *memos):
-    return timed("sections", real_run)([(k, timed("section " + k, make)) for k, make in secs], items, *memos)
+def run_sections(secs, items, *memos, **named):
+    return timed("sections", real_run)([(k, timed("section " + k, make)) for k, make in secs], items, *memos, **named)
 report.run_sections = run_sections
 if hasattr(sections, "run_sections"):
     sections.run_sections = run_sections
