@@ -7,10 +7,9 @@ locks a fork could copy held) a ``python -c`` started with :mod:`subprocess` (~0
 and this package). Never :mod:`multiprocessing`: ``spawn`` would import the caller's main script again.
 Through its pipes it reads units of batches (a header: a flag byte and the count of batches; their
 lengths; the batches, each ``[`` + events joined by ``,`` + ``]``) and answers each with the pickled
-state of :func:`decode_batch`. The first units go to the workers in turn, then each worker gets its
-next unit as soon as one of its answers comes (:func:`_run_on`: :data:`DEPTH` unanswered at most,
-:data:`FLIGHT` not yet taken), written by one thread per worker and read by another (:func:`_drain`):
-neither side of a pipe waits on the other while the caller takes the answers in order.
+state of :func:`decode_batch`. Unit ``i`` goes to worker ``i % n``, :data:`DEPTH` units in
+flight per worker, written by one thread per worker: the caller never blocks on a write while a
+worker blocks on writing its answer, and answers are read in order, so no pipe can block both sides.
 A unit may instead be a :class:`Call` of one of :mod:`.ranges`' functions (the ranged parse: the
 worker reads its events from the file itself), sent pickled and answered the same way.
 """
@@ -42,8 +41,6 @@ _CALL = 2  # the flag of a unit that is a pickled :class:`Call` (one part) inste
 # Batches in flight per worker: the next one waits in its pipe while the worker decodes, so a worker
 # never idles while this process scans the document or merges another worker's answer
 DEPTH = 2
-# Units sent and not taken per worker: answers that came before their turn wait here (as bytes) meanwhile
-FLIGHT = 2 * DEPTH
 _LENGTH = struct.Struct("<Q")
 
 
@@ -190,13 +187,6 @@ class Workers:
         forked: list[_Forked] = []  # (each child closes the parent's ends of those before it)
         self.queues: list[queue.Queue] = []
         self.feeders: list[threading.Thread] = []
-        # (worker, answer bytes) as the drain threads read them (None: that worker ended); moved to
-        # ``answered`` by :meth:`wait_any`, where :meth:`receive` takes each worker's in order
-        self.arrived: queue.Queue = queue.Queue()
-        self.answered: list[collections.deque] = [collections.deque() for _ in range(n)]
-        self.arrivals = [0] * n  # answers come from each worker (its end included)
-        self.ended = [False] * n
-        self.drains: list[threading.Thread] = []
         self.failed: str | None = None  # a write failed: the worker is gone
         self.broken = False  # an answer did not come: what is left runs in this process
         fork = can_fork()  # (before any feeder thread starts below)
@@ -213,17 +203,12 @@ class Workers:
         except OSError as exc:
             self.__exit__(type(exc), exc, None)
             raise WorkerDied(f"cannot start a decode worker: {exc}") from None
-        for w, proc in enumerate(self.procs):
+        for proc in self.procs:
             q: queue.Queue = queue.Queue()
             thread = threading.Thread(target=self._feed, args=(proc, q), name="kinetoscope-decode-feed", daemon=True)
             thread.start()
             self.queues.append(q)
             self.feeders.append(thread)
-            drain = threading.Thread(
-                target=_drain, args=(proc.stdout, w, self.arrived), name="kinetoscope-decode-drain", daemon=True
-            )
-            drain.start()
-            self.drains.append(drain)
 
     def _feed(self, proc: _WorkerProcess, q: queue.Queue) -> None:
         while True:
@@ -250,23 +235,17 @@ class Workers:
         head = _HEADER.pack(with_sink, len(parts)) + struct.pack(f"<{len(parts)}Q", *lengths)
         self.queues[i % len(self.procs)].put((head, parts))
 
-    def wait_any(self) -> int:
-        """Wait for the next answer of any worker (or its end) and keep it; its worker."""
-        w, body = self.arrived.get()
-        self.answered[w].append(body)
-        self.arrivals[w] += 1
-        self.ended[w] = self.ended[w] or body is None
-        return w
-
     def receive(self, i: int) -> dict:
-        """The next answer of worker ``i % n``, in the order of the units sent to it."""
-        w = i % len(self.procs)
-        while not self.answered[w]:
-            self.wait_any()
-        body = self.answered[w].popleft()
-        if body is None:
+        out = self.procs[i % len(self.procs)].stdout
+        head = out.read(_LENGTH.size)
+        if len(head) != _LENGTH.size:
             self.broken = True
             raise WorkerDied("a decode worker exited")
+        (length,) = _LENGTH.unpack(head)
+        body = out.read(length)
+        if len(body) != length:
+            self.broken = True
+            raise WorkerDied("a decode worker exited mid-answer")
         with gc_paused():  # a batch's rows: many small acyclic objects (heap.gc_paused)
             return pickle.loads(body)
 
@@ -292,31 +271,7 @@ class Workers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        for drain in self.drains:  # (each ends at its worker's exit: the end of its pipe)
-            drain.join(timeout=5)
-        for proc in self.procs:
             proc.stdout.close()
-
-
-def _drain(out: IO[bytes], worker: int, arrived: queue.Queue) -> None:
-    """Read a worker's answers from ``out`` as they come (each a length, then that many bytes) into
-    ``arrived`` as ``(worker, bytes)``, then ``(worker, None)`` at the end of the pipe (the worker exited,
-    perhaps mid-answer). Without this thread a worker whose answer is larger than its pipe waits on the
-    write until the caller, which takes the answers in order, reaches it."""
-    try:
-        while True:
-            head = out.read(_LENGTH.size)
-            if len(head) != _LENGTH.size:
-                return
-            (length,) = _LENGTH.unpack(head)
-            body = out.read(length)
-            if len(body) != length:
-                return
-            arrived.put((worker, body))
-    except (OSError, ValueError):  # (closed under it: the workers are being stopped)
-        return
-    finally:
-        arrived.put((worker, None))
 
 
 class _NullSink:
@@ -373,57 +328,31 @@ def run_parallel(
 
 
 def _run_on(workers: Workers, units: Iterator, with_sink: bool, take: Callable) -> None:
-    """``take`` every unit's answer in order. Each worker is sent its next unit as soon as one of its
-    answers arrives (not when that answer's turn to be taken comes: a worker whose unit ended first would
-    wait for the others'), with at most :data:`DEPTH` units unanswered and :data:`FLIGHT` sent and not
-    taken per worker (a worker that runs ahead of the one whose answer is due waits at that bound: what
-    waits here to be taken stays bounded, and the other worker is never kept waiting for it)."""
-    flight: collections.deque = collections.deque()  # (unit, worker) sent, not yet taken, in order
+    flight: collections.deque = collections.deque()  # (index, unit) sent, not yet taken
     n = len(workers.procs)
-    sent_to = [0] * n
-    taken = [0] * n
-    exhausted = False
-
-    def send_one(w: int) -> bool:
-        """Send worker ``w`` the next unit; False when there is none."""
-        nonlocal exhausted
-        unit = None if exhausted else next(units, None)
-        if unit is None:
-            exhausted = True
-            return False
-        flight.append((unit, w))
-        sent_to[w] += 1
-        workers.send(w, unit, with_sink)
-        return True
-
-    def refill(w: int) -> None:
-        while (
-            not workers.ended[w]
-            and sent_to[w] - workers.arrivals[w] < DEPTH
-            and sent_to[w] - taken[w] < FLIGHT
-            and send_one(w)
-        ):
-            pass
-
+    sent = 0
     try:
         if workers.broken:
             raise WorkerDied("a decode worker died before")
-        for _ in range(DEPTH):  # the first units in turn: unit i to worker i % n
-            for w in range(n):
-                send_one(w)
+        for unit in units:
+            flight.append((sent, unit))
+            sent += 1
+            workers.send(sent - 1, unit, with_sink)
+            if len(flight) == DEPTH * n:
+                break
         while flight:
-            unit, w = flight[0]
-            if not workers.answered[w]:  # its answer has not come: the next arrival, and that worker fed
-                refill(workers.wait_any())
-                continue
-            state = workers.receive(w)
+            index, unit = flight[0]
+            state = workers.receive(index)
             flight.popleft()
-            taken[w] += 1
-            take(state, unit)
-            refill(w)  # (room again under FLIGHT)
+            take(state, unit)  # (the worker decodes its next unit meanwhile: DEPTH)
+            following = next(units, None)
+            if following is not None:  # unit index sent % n: this same worker
+                flight.append((sent, following))
+                sent += 1
+                workers.send(sent - 1, following, with_sink)
     except WorkerDied:
         workers.broken = True
-        for unit, _ in flight:
+        for _, unit in flight:
             take(local(unit, with_sink), unit)
         for unit in units:
             take(local(unit, with_sink), unit)

@@ -183,39 +183,3 @@ def test_a_forked_workers_pipes_hold_a_whole_answer_where_the_system_allows():
         dw._widen(null)  # not a pipe: left alone, nothing raised
     finally:
         os.close(null)
-
-
-def _wait_for(path: str) -> str:
-    """A worker call that returns only once ``path`` exists (or after 60 s, so a failing test ends)."""
-    import time
-
-    for _ in range(6000):
-        if os.path.exists(path):
-            return "waited"
-        time.sleep(0.01)
-    return "timed out"
-
-
-def _touch(path: str) -> str:
-    open(path, "w").close()
-    return "touched"
-
-
-@pytest.mark.skipif(not FORKS, reason="the calls below reach forked workers only")
-def test_a_worker_is_fed_when_its_answer_comes_not_when_its_turn_to_be_taken_comes(tmp_path, monkeypatch):
-    """Unit 0 (worker 0) waits until a later unit has run: that unit reaches worker 1 only if worker 1
-    gets its next unit as soon as it answers, while unit 0's answer, due first, has not come (fed in
-    turn, as answers are taken, it would never come). Answers are still taken in order."""
-    monkeypatch.setattr(dw, "can_fork", lambda: True)
-    monkeypatch.setitem(dw._CALLS, "wait_for", _wait_for)
-    monkeypatch.setitem(dw._CALLS, "touch", _touch)
-    flag = str(tmp_path / "flag")
-    # unit i goes first to worker i % 2 (DEPTH each): 0 and 2 to worker 0, 1 and 3 to worker 1; unit 4
-    # goes to the first worker with room, worker 1, which touches the flag
-    units = [dw.Call("wait_for", flag)] + [dw.Call("touch", str(tmp_path / f"u{i}")) for i in range(1, 4)]
-    units.append(dw.Call("touch", flag))
-    got = []
-    with time_bound(120):
-        run_parallel(iter(units), 2, False, lambda state, unit: got.append((state, unit.args[0])))
-    assert [state for state, _ in got] == ["waited"] + ["touched"] * 4
-    assert [path for _, path in got] == [u.args[0] for u in units]
