@@ -56,7 +56,13 @@ def run_report(
     if problem is not None:
         err.write(f"kinetoscope: {logdir}: {problem}\n")
         return 2
-    if is_plain_local(logdir) and run is None:  # a large snapshot's reader child reads while this imports
+    if (
+        is_plain_local(logdir) and run is None
+    ):  # a child reads the one gzip trace or a large snapshot while this imports
+        if whole_process:  # (a fork: the command line only)
+            from ..storage.early_read import start as start_early_read
+
+            start_early_read(strip_protocol(logdir), cached=use_cache)
         from ..artifacts.early import start as start_early_reader
 
         start_early_reader(strip_protocol(logdir), cached=use_cache)
