@@ -102,11 +102,15 @@ def _only_trace(root: str) -> str | None:
             try:
                 if e.is_dir(follow_symlinks=False):
                     todo.append(e.path)
-                elif is_certain_trace(e.name) or is_candidate(e.name):
+                elif _named_as_trace(e.name):
                     found.append(e.path)
             except OSError:
                 continue
     return found[0] if len(found) == 1 else None
+
+
+def _named_as_trace(name: str) -> bool:
+    return is_certain_trace(name) or is_candidate(name)
 
 
 def _second_core() -> bool:
@@ -119,12 +123,13 @@ def _second_core() -> bool:
 
 
 def start(root: str, cached: bool = True) -> None:
-    """Start the child reading the one gzip trace under the local folder ``root`` (see the module
-    docstring); nothing when there is no such file, no second core, no safe fork (another thread
+    """Start the child reading the one gzip trace under the local folder ``root``, or the file ``root``
+    (see the module docstring); nothing when there is no such file, no second core, no safe fork (another thread
     runs), or (``cached``: the command reads the parse cache) when the cache holds its parse."""
     if not hasattr(os, "memfd_create") or threading.active_count() > 1 or not _second_core():
         return
-    path = _only_trace(os.path.abspath(root))
+    root = os.path.abspath(root)
+    path = (root if _named_as_trace(os.path.basename(root)) else None) if os.path.isfile(root) else _only_trace(root)
     if path is None or not path.lower().endswith(".gz"):
         return
     try:

@@ -60,6 +60,14 @@ def test_the_claimed_bytes_are_the_registrys(tmp_path, monkeypatch):
     assert not er._started
 
 
+def test_a_trace_file_given_as_the_logdir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    path = str(logdir(tmp_path, "w.1.pt.trace.json.gz") / "sub" / "w.1.pt.trace.json.gz")
+    er.start(path)
+    got = er.claim(path)
+    assert got is not None and bytes(got) == bytes(read_trace_bytes(LocalFS(), path))
+
+
 @pytest.mark.parametrize(
     "names", [("a.pt.trace.json.gz", "b.pt.trace.json.gz"), ("a.pt.trace.json",), ("notes.txt",), ()]
 )
