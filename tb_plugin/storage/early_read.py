@@ -22,6 +22,7 @@ import os
 import signal
 import stat
 import threading
+from typing import NamedTuple
 
 from ..settings import current
 from .cache_keys import cached_entry_exists
@@ -34,8 +35,7 @@ MAX_WALKED = 2000  # directory entries looked at (a larger logdir is read the us
 # (registry/parse.FORKED_STREAM_ABOVE_BYTES): its whole bytes are never wanted
 MAX_GZIP_BYTES = 4 << 20
 _lock = threading.Lock()
-_started: dict[str, tuple[tuple[int, int, int, int], _Reading]] = {}  # real path → (identity, child)
-_registered = False  # _end_all registered to run at exit
+_pending: _Started | None = None  # the one child started (a command reads one logdir), until claimed
 
 
 class _Reading:
@@ -122,11 +122,18 @@ def _second_core() -> bool:
     return cores > 1 and current().decode_workers != 1
 
 
+class _Started(NamedTuple):
+    real: str  # the file's real path
+    identity: tuple[int, int, int, int]  # its device, inode, size and modification time at the start
+    reading: _Reading
+
+
 def start(root: str, cached: bool = True) -> None:
     """Start the child reading the one gzip trace under the local folder ``root``, or the file ``root``
     (see the module docstring); nothing when there is no such file, no second core, no safe fork (another thread
     runs), or (``cached``: the command reads the parse cache) when the cache holds its parse."""
-    if not hasattr(os, "memfd_create") or threading.active_count() > 1 or not _second_core():
+    global _pending
+    if _pending is not None or not hasattr(os, "memfd_create") or threading.active_count() > 1 or not _second_core():
         return
     root = os.path.abspath(root)
     path = (root if _named_as_trace(os.path.basename(root)) else None) if os.path.isfile(root) else _only_trace(root)
@@ -137,39 +144,36 @@ def start(root: str, cached: bool = True) -> None:
         limit = min(MAX_GZIP_BYTES, (current().stream_above_bytes or MAX_GZIP_BYTES << 3) >> 3)
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (cached and cached_entry_exists(path, st)):
             return
-        reading = _Reading(path, st.st_size)
+        _pending = _Started(os.path.realpath(path), _identity(st), _Reading(path, st.st_size))
     except OSError:
         return
-    global _registered
-    with _lock:
-        _started[os.path.realpath(path)] = (_identity(st), reading)
-        if not _registered:
-            _registered = True
-            atexit.register(_end_all)
+    atexit.register(_end)
 
 
 def claim(path: str) -> mmap.mmap | None:
-    """The bytes of the local file ``path`` read by a child started on it, when it is still the file it
-    read (else that child is ended), or None; claimed once."""
-    if not _started:
+    """The bytes of the local file ``path`` read by the child started on it, when it is still the file it
+    read, or None (that child reaped); claimed once."""
+    global _pending
+    if _pending is None:
         return None
-    real = os.path.realpath(path)
     with _lock:
-        got = _started.pop(real, None)
+        got = _pending if _pending is not None and _pending.real == os.path.realpath(path) else None
+        if got is not None:
+            _pending = None
     if got is None:
         return None
-    identity, reading = got
-    data = reading.result()
+    data = got.reading.result()
     try:
-        same = _identity(os.stat(real)) == identity
+        same = _identity(os.stat(got.real)) == got.identity
     except OSError:
         same = False
     return data if same else None
 
 
-def _end_all() -> None:
+def _end() -> None:
+    """At exit: the child never claimed is ended and reaped."""
+    global _pending
     with _lock:
-        left = [reading for _, reading in _started.values()]
-        _started.clear()
-    for reading in left:
-        reading.end()
+        got, _pending = _pending, None
+    if got is not None:
+        got.reading.end()

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="no memf
 def two_cores(monkeypatch):
     monkeypatch.setattr(er, "_second_core", lambda: True)
     yield
-    er._end_all()
+    er._end()
 
 
 def trace_bytes(n: int = 300) -> bytes:
@@ -53,11 +53,11 @@ def test_the_claimed_bytes_are_the_registrys(tmp_path, monkeypatch):
     run = logdir(tmp_path, "w.1.pt.trace.json.gz", "notes.txt")
     path = str(run / "sub" / "w.1.pt.trace.json.gz")
     er.start(str(run))
-    assert path in er._started
+    assert er._pending is not None and er._pending.real == path
     got = er.claim(path)
     assert got is not None and bytes(got) == bytes(read_trace_bytes(LocalFS(), path))
     assert er.claim(path) is None  # claimed once
-    assert not er._started
+    assert er._pending is None
 
 
 def test_a_trace_file_given_as_the_logdir(tmp_path, monkeypatch):
@@ -74,7 +74,7 @@ def test_a_trace_file_given_as_the_logdir(tmp_path, monkeypatch):
 def test_no_child_but_for_one_gzip_trace(tmp_path, monkeypatch, names):
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     er.start(str(logdir(tmp_path, *names)))
-    assert not er._started
+    assert er._pending is None
 
 
 def test_no_child_for_a_large_file_one_core_another_thread_or_a_cached_parse(tmp_path, monkeypatch):
@@ -83,12 +83,12 @@ def test_no_child_for_a_large_file_one_core_another_thread_or_a_cached_parse(tmp
     path = run / "sub" / "w.pt.trace.json.gz"
     monkeypatch.setattr(er, "MAX_GZIP_BYTES", path.stat().st_size - 1)  # streamed by the registry
     er.start(str(run))
-    assert not er._started
+    assert er._pending is None
     monkeypatch.undo()
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(er, "_second_core", lambda: False)
     er.start(str(run))
-    assert not er._started
+    assert er._pending is None
     monkeypatch.setattr(er, "_second_core", lambda: True)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
@@ -98,12 +98,12 @@ def test_no_child_for_a_large_file_one_core_another_thread_or_a_cached_parse(tmp
     finally:
         stop.set()
         other.join()
-    assert not er._started
+    assert er._pending is None
     monkeypatch.setattr(er, "cached_entry_exists", lambda p, st: p == str(path))
     er.start(str(run))
-    assert not er._started
+    assert er._pending is None
     er.start(str(run), cached=False)  # --no-cache: the cache is not read
-    assert er._started
+    assert er._pending is not None
 
 
 def test_a_file_changed_since_the_start_is_read_again(tmp_path, monkeypatch):
@@ -111,7 +111,7 @@ def test_a_file_changed_since_the_start_is_read_again(tmp_path, monkeypatch):
     run = logdir(tmp_path, "w.pt.trace.json.gz")
     path = run / "sub" / "w.pt.trace.json.gz"
     er.start(str(run))
-    pid = er._started[str(path)][1].pid
+    pid = er._pending.reading.pid
     path.write_bytes(gzip.compress(trace_bytes(400)))
     assert er.claim(str(path)) is None
     with pytest.raises(ChildProcessError):
@@ -125,20 +125,19 @@ def test_a_failed_read_leaves_the_error_to_the_registry(tmp_path, monkeypatch):
     run = logdir(tmp_path, "w.pt.trace.json.gz", data=gzip.compress(trace_bytes())[:-20])  # cut off
     path = str(run / "sub" / "w.pt.trace.json.gz")
     er.start(str(run))
-    assert path in er._started
+    assert er._pending is not None
     with pytest.raises(TraceReadError, match="truncated"):
         load_trace_file(path, fs=LocalFS())  # (claims the failed child's nothing, then reads)
-    assert not er._started
+    assert er._pending is None
 
 
 def test_an_unclaimed_child_is_ended_at_exit(tmp_path, monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     run = logdir(tmp_path, "w.pt.trace.json.gz")
     er.start(str(run))
-    (_, reading) = next(iter(er._started.values()))
-    pid = reading.pid
-    er._end_all()
-    assert not er._started
+    pid = er._pending.reading.pid
+    er._end()
+    assert er._pending is None
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
 
