@@ -43,7 +43,11 @@ class _Reading:
 
     def __init__(self, path: str, size: int) -> None:
         self.fd = os.memfd_create("kinetoscope-early-read", os.MFD_CLOEXEC)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(self.fd)
+            raise
         if pid == 0:  # the child: read, write, leave without the parent's exit handlers or buffers
             code = 1
             try:

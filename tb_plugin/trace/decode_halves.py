@@ -54,7 +54,12 @@ def decode_batches(
     second half by a forked child. ``progress``: the fraction of the batches done."""
     total = len(raws)
     cut = _cut(total)
-    child = _SecondHalf(raws, cut, builder.sink is not None) if halves and wanted(total) else None
+    child = None
+    if halves and wanted(total):
+        try:
+            child = _SecondHalf(raws, cut, builder.sink is not None)
+        except OSError:  # no fork now (a process limit, memory): decoded here
+            child = None
     try:
         _decode_range(builder, raws, 0, total if child is None else cut, progress)
     except BaseException:
@@ -96,7 +101,12 @@ class _SecondHalf:
 
     def __init__(self, raws: list[msgspec.Raw], cut: int, with_sink: bool) -> None:
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            raise
         if pid == 0:  # the child: decode, answer, and leave without the parent's exit handlers or buffers
             code = 1
             try:

@@ -106,6 +106,18 @@ def test_no_child_for_a_large_file_one_core_another_thread_or_a_cached_parse(tmp
     assert er._pending is not None
 
 
+def test_no_fork_now_starts_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.pt.trace.json.gz")
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(er.os, "fork", no_fork)
+    er.start(str(run))
+    assert er._pending is None
+
+
 def test_a_file_changed_since_the_start_is_read_again(tmp_path, monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     run = logdir(tmp_path, "w.pt.trace.json.gz")

@@ -123,6 +123,17 @@ def test_a_failed_child_leaves_its_half_to_this_process(forks, monkeypatch):
     assert_same(ref, got)
 
 
+def test_no_fork_now_decodes_here(forks, monkeypatch):
+    data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(dh.os, "fork", no_fork)
+    assert_same(decode_trace(data), decode_trace(data, halves=True))
+    assert not forks
+
+
 def test_a_failing_parent_reaps_its_child(forks, monkeypatch):
     data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
     real = ColumnBuilder.add_batch
