@@ -70,7 +70,7 @@ def decode_batches(
         return
     state = child.result()
     if state is None:  # the child failed: its half is decoded here
-        _decode_range(builder, raws, cut, total, None)
+        _decode_range(builder, raws, cut, total, progress)
         return
     base = builder.sink_pos
     if builder.sink is not None:  # the side file gets the second half's batches as a serial decode writes them
@@ -80,6 +80,8 @@ def decode_batches(
             builder.sink_pos += len(joined)
     with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
         merge(builder, state, base)
+    if progress:
+        progress(1.0)
 
 
 def _cut(total: int) -> int:

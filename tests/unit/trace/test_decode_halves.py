@@ -110,6 +110,13 @@ def test_array_form_in_halves(forks):
     assert forks
 
 
+def test_progress_ends_at_one(forks):
+    data = json.dumps({"traceEvents": mixed_events(3 * BATCH_EVENTS)}).encode()
+    seen: list[float] = []
+    decode_trace(data, progress=seen.append, halves=True)
+    assert forks and seen == sorted(seen) and 0 < seen[0] < 1 and seen[-1] == 1.0
+
+
 def test_a_failed_child_leaves_its_half_to_this_process(forks, monkeypatch):
     data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
     ref = decode_trace(data)
