@@ -109,12 +109,15 @@ def _load_trace_file(
     if spool_dir is None and isinstance(sink_name, str):
         spool_dir = os.path.dirname(os.path.abspath(sink_name))
     # read by a child while the command line imported (storage/early_read.py), else here
-    data = claim_early_read(path) if is_local_fs(fs) else None
-    if data is None:
-        data = _read_error_as_trace_error(lambda: read_trace_bytes(fs, path, size, read_progress, spool_dir))
+    early = claim_early_read(path) if is_local_fs(fs) else None
+    data = (
+        early
+        if early is not None
+        else _read_error_as_trace_error(lambda: read_trace_bytes(fs, path, size, read_progress, spool_dir))
+    )
     decode_progress = (lambda x: progress(READ_SHARE + (1 - READ_SHARE) * x)) if progress else None
     trace = decode_trace(data, decode_progress, events_sink, halves=True)  # on two cores where that pays
-    del data
+    del data, early
     release_after(_items(trace))
     return trace
 
