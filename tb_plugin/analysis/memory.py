@@ -35,7 +35,7 @@ Definitions (bytes; times µs relative to the trace's first event):
 from __future__ import annotations
 
 import dataclasses
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -310,7 +310,7 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     if sums is None:
         return []
     names, calls, cols = sums
-    out = [
+    out: list[dict[str, Any]] = [
         {
             "name": name,
             "calls": int(calls[k]),
