@@ -35,7 +35,7 @@ Definitions (bytes; times µs relative to the trace's first event):
 from __future__ import annotations
 
 import dataclasses
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -300,17 +300,46 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
     largest allocation size first.
 
     With a time range (µs relative to the first event), only memory events inside it count."""
-    mem = trace.memory
-    ev = trace.events
     data = memory_data(trace)
     on_device = np.isin(data.device_code, [k + 1 for k, label in enumerate(data.labels) if label == device])
     if start_us is not None:
-        on_device &= mem.ts - data.origin >= start_us
+        on_device &= trace.memory.ts - data.origin >= start_us
     if end_us is not None:
-        on_device &= mem.ts - data.origin <= end_us
-    idx = np.flatnonzero(on_device & (data.op >= 0))
-    if len(idx) == 0:
+        on_device &= trace.memory.ts - data.origin <= end_us
+    sums = _operator_sums(trace, on_device)
+    if sums is None:
         return []
+    names, calls, cols = sums
+    out: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "calls": int(calls[k]),
+            "self_size_increase_bytes": int(cols[0][k]),
+            "self_allocation_bytes": int(cols[1][k]),
+            "self_allocations": int(cols[2][k]),
+            "size_increase_bytes": int(cols[3][k]),
+            "allocation_bytes": int(cols[4][k]),
+            "allocations": int(cols[5][k]),
+            "self_not_freed_bytes": int(cols[6][k]) if data.has_addr else None,
+        }
+        for k, name in enumerate(names)
+    ]
+    out.sort(key=lambda r: (-r["allocation_bytes"], r["name"]))
+    return out
+
+
+def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndarray, list[np.ndarray]] | None:
+    """Per operator name, over the memory events ``chosen`` (a mask over them) that happened inside an
+    operator: ``(names, calls, sums)``, ``sums`` the seven float columns of :func:`operator_stats` in
+    its order (self size increase, self allocation bytes, self allocations, the three with children,
+    self bytes not freed; bytes), names that touched none of the chosen memory left out; None when no
+    chosen event is inside an operator."""
+    mem = trace.memory
+    ev = trace.events
+    data = memory_data(trace)
+    idx = np.flatnonzero(chosen & (data.op >= 0))
+    if len(idx) == 0:
+        return None
     # in operator space (position among the operator rows, not event row): every sum below is over
     # the operators only, in the same order, so the values are the same with half the memory
     tree = op_tree(trace)
@@ -345,25 +374,9 @@ def operator_stats(trace: Trace, device: str, start_us: float | None = None, end
 
     calls = np.bincount(inv, minlength=g)
     cols = [s(x) for x in (self_inc, self_alloc, self_count, *totals, self_kept)]
-    out = []
-    for k in range(g):
-        if cols[1][k] == 0 and cols[4][k] == 0 and cols[0][k] == 0 and cols[3][k] == 0:
-            continue  # an operator that never touched this device's memory
-        out.append(
-            {
-                "name": trace.strings[keys[k]],
-                "calls": int(calls[k]),
-                "self_size_increase_bytes": int(cols[0][k]),
-                "self_allocation_bytes": int(cols[1][k]),
-                "self_allocations": int(cols[2][k]),
-                "size_increase_bytes": int(cols[3][k]),
-                "allocation_bytes": int(cols[4][k]),
-                "allocations": int(cols[5][k]),
-                "self_not_freed_bytes": int(cols[6][k]) if data.has_addr else None,
-            }
-        )
-    out.sort(key=lambda r: (-r["allocation_bytes"], r["name"]))
-    return out
+    # an operator that never touched the chosen memory is left out
+    touched = np.flatnonzero((cols[1] != 0) | (cols[4] != 0) | (cols[0] != 0) | (cols[3] != 0))
+    return [trace.strings[k] for k in keys[touched].tolist()], calls[touched], [c[touched] for c in cols]
 
 
 def _name_groups(names: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
@@ -456,14 +469,18 @@ def memory_summary(trace: Trace, top: int = 20) -> MemorySummary:
         }
         for c in curves(trace)
     ]
-    merged: dict[str, MemoryOperatorRow] = {}
-    for d in devices:
-        for row in operator_stats(trace, d["device"]):
-            acc = merged.setdefault(
-                row["name"], {"name": row["name"], "size_increase_bytes": 0, "allocation_bytes": 0, "allocations": 0}
-            )
-            acc["size_increase_bytes"] += row["size_increase_bytes"]
-            acc["allocation_bytes"] += row["allocation_bytes"]
-            acc["allocations"] += row["allocations"]
-    ranked = sorted(merged.values(), key=lambda r: (-r["allocation_bytes"], r["name"]))
+    # one pass over the memory events of every device: each column is a sum of whole bytes or counts,
+    # exact in float64, so the per-device sums of :func:`operator_stats` added up are these; an operator
+    # shown for no device has zeros on each (its allocations are never negative)
+    data = memory_data(trace)
+    shown = {d["device"] for d in devices}
+    sums = _operator_sums(trace, np.isin(data.device_code, [k + 1 for k, lb in enumerate(data.labels) if lb in shown]))
+    rows: list[MemoryOperatorRow] = []
+    if sums is not None:
+        names, _, cols = sums
+        rows = [
+            {"name": name, "size_increase_bytes": int(inc), "allocation_bytes": int(alloc), "allocations": int(n)}
+            for name, inc, alloc, n in zip(names, cols[3].tolist(), cols[4].tolist(), cols[5].tolist())
+        ]
+    ranked = sorted(rows, key=lambda r: (-r["allocation_bytes"], r["name"]))
     return {"devices": devices, "top_operators": ranked[:top]}

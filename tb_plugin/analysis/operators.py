@@ -295,12 +295,21 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[OperatorRow]
 
 
 def _longest_member(rows: np.ndarray, inverse: np.ndarray, dur: np.ndarray, size: int) -> np.ndarray:
-    """Per group, the event row of its longest call (for "show in trace")."""
-    order = np.lexsort((-dur, inverse))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = inverse[order[1:]] != inverse[order[:-1]]
+    """Per group, the event row of its longest call (for "show in trace"): of equal longest calls the
+    first in ``rows``; NaN durations count only in a group of nothing else (its first); -1 for an empty
+    group. Linear: per group the longest duration, then the first position that has it (no sort)."""
+    n = len(dur)
+    longest = np.full(size, -np.inf)
+    np.fmax.at(longest, inverse, dur)  # (fmax: a NaN loses to any number)
+    at = np.flatnonzero(dur == longest[inverse])
+    first = np.full(size, n, dtype=np.int64)
+    np.minimum.at(first, inverse[at], at)
+    only_nan = first == n  # (and empty groups, which stay at n)
+    if only_nan.any():
+        np.minimum.at(first, inverse, np.where(only_nan[inverse], np.arange(n), n))
     out = np.full(size, -1, dtype=np.int64)
-    out[inverse[order[first]]] = rows[order[first]]
+    found = first < n
+    out[found] = rows[first[found]]
     return out
 
 

@@ -56,7 +56,13 @@ def run_report(
     if problem is not None:
         err.write(f"kinetoscope: {logdir}: {problem}\n")
         return 2
-    if is_plain_local(logdir) and run is None:  # a large snapshot's reader child reads while this imports
+    # a child reads the one gzip trace, another a large snapshot, while this process imports
+    if is_plain_local(logdir) and run is None:
+        chosen = executor or (settings or Settings.from_env()).executor or "local"
+        if whole_process and chosen.startswith("local"):  # (a fork: the command line, parsing here)
+            from ..storage.early_read import start as start_early_read
+
+            start_early_read(strip_protocol(logdir), cached=use_cache)
         from ..artifacts.early import start as start_early_reader
 
         start_early_reader(strip_protocol(logdir), cached=use_cache)

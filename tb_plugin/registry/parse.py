@@ -10,6 +10,7 @@ import stat
 from typing import IO, TYPE_CHECKING, Callable, TypeVar, cast
 
 from ..settings import current
+from ..storage.early_read import claim as claim_early_read
 from ..storage.private_files import fsync_path, write_atomic
 from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
 from ..storage.remote import is_local_fs, url_to_fs
@@ -107,10 +108,16 @@ def _load_trace_file(
     sink_name = getattr(events_sink, "name", None)
     if spool_dir is None and isinstance(sink_name, str):
         spool_dir = os.path.dirname(os.path.abspath(sink_name))
-    data = _read_error_as_trace_error(lambda: read_trace_bytes(fs, path, size, read_progress, spool_dir))
+    # read by a child while the command line imported (storage/early_read.py), else here
+    early = claim_early_read(path) if is_local_fs(fs) else None
+    data = (
+        early
+        if early is not None
+        else _read_error_as_trace_error(lambda: read_trace_bytes(fs, path, size, read_progress, spool_dir))
+    )
     decode_progress = (lambda x: progress(READ_SHARE + (1 - READ_SHARE) * x)) if progress else None
-    trace = decode_trace(data, decode_progress, events_sink)
-    del data
+    trace = decode_trace(data, decode_progress, events_sink, halves=True)  # on two cores where that pays
+    del data, early
     release_after(_items(trace))
     return trace
 

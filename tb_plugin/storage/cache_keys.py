@@ -56,6 +56,14 @@ def local_version(st: os.stat_result) -> str:
 def cached_blob_exists(path: str, st: os.stat_result, kind: str) -> bool:
     """Whether the parse cache holds a ``kind`` blob for the local file ``path`` (absolute, as listed)
     in any of its format versions (a stale version's blob answers True: then nothing is started early)."""
+    return _cached(path, st, f".{kind}.npz")
+
+
+def cached_entry_exists(path: str, st: os.stat_result) -> bool:
+    """Whether the parse cache holds the parsed trace of the local file ``path`` (as :func:`cached_blob_exists`)."""
+    return _cached(path, st, ".npz")
+
+
+def _cached(path: str, st: os.stat_result, suffix: str) -> bool:
     key = entry_key("file://" + path, local_version(st))
-    pattern = os.path.join(glob.escape(cache_root()), "v*", key[:2], f"{key}.{kind}.npz")
-    return bool(glob.glob(pattern))
+    return bool(glob.glob(os.path.join(glob.escape(cache_root()), "v*", key[:2], key + suffix)))

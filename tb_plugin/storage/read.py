@@ -113,6 +113,12 @@ def read_trace_bytes(
         raise ReadError(f"cannot read file: {exc}") from None
 
 
+def read_open_file(f, size: int | None, path: str) -> bytearray:
+    """:func:`read_trace_bytes` of the local file ``path`` already open as ``f`` (no progress): the early
+    reader's child (early_read.py) reads with it."""
+    return _read_stream(f, size, None, _named_gz(path))
+
+
 class _ChunkError(Exception):
     def __init__(self, start: int, exc: BaseException) -> None:
         super().__init__(str(exc))

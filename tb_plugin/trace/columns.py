@@ -152,6 +152,16 @@ class ColumnBuilder(Finishing):
             table.update(zip(texts.keys(), ids.tolist()))
         return np.fromiter(map(table.get, keys, itertools.repeat(0)), dtype=np.int32, count=len(keys))  # b"": 0
 
+    def state(self) -> dict[str, Any]:
+        """What :func:`.decode_stream.merge` appends to another builder (a decode worker's answer, the
+        second half's in :mod:`.decode_halves`): the interned keys and texts in id order, one chunk per
+        column (the merge handles each chunk in Python: a remap, a constant check), the rows and counts."""
+        state = {k: v for k, v in vars(self).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
+        state["chunks"] = {k: [np.concatenate(v)] if len(v) > 1 else v for k, v in self.chunks.items()}
+        state["keys"] = list(self._ids)[1:]
+        state["texts"] = self.strings[1:]
+        return state
+
     # -- batches ---------------------------------------------------------------------------
     def add_batch(self, raws: list[msgspec.Raw], joined: bytes | None = None) -> None:
         """Decode one batch; ``joined``, when given, is ``[`` + ``,``.join(raws) + ``]`` already."""

@@ -5,7 +5,8 @@ Decoding is two-pass and never builds a dict per event:
 1. msgspec splits the document into the top-level facts and a list of ``msgspec.Raw`` slices, one
    per event (zero-copy views into the input buffer);
 2. the slices are decoded in batches into small typed structs that keep only the fields we use,
-   and each batch is turned into numpy columns at once, so peak memory stays near the input size.
+   and each batch is turned into numpy columns at once, so peak memory stays near the input size
+   (the command line's parse decodes the second half's batches in a forked child: :mod:`.decode_halves`).
 
 Both forms are accepted: the object form ``{"traceEvents": [...], ...}`` and the array form
 ``[{...}, ...]``, whose closing ``]`` may be missing (the Chrome trace format allows that). Bare
@@ -26,8 +27,9 @@ from typing import Any, Callable
 import msgspec
 
 from .columns import ColumnBuilder, EventsSink
+from .decode_halves import decode_batches
 from .errors import TraceReadError
-from .events import _OBJECT_DECODER, _RAW_LIST, BATCH_EVENTS
+from .events import _OBJECT_DECODER, _RAW_LIST
 from .heap import gc_paused
 from .model import Trace
 from .nonfinite import quote_nonfinite, token_at
@@ -37,11 +39,14 @@ def decode_trace(
     data: bytes | bytearray | memoryview | mmap.mmap,
     progress: Callable[[float], None] | None = None,
     events_sink: EventsSink | None = None,
+    halves: bool = False,
 ) -> Trace:
     """Decode a whole trace document. Raises :class:`TraceReadError` when it is not a trace.
 
     With ``events_sink`` (a binary file), the raw JSON of every event is written there and each
     duration event records where (``src_offset``/``src_length``), so its full args can be read back.
+    With ``halves``, the second half of the events may be decoded by a fork of this process
+    (:mod:`.decode_halves`: the same trace, sooner on two cores).
     """
     buf = memoryview(data)
     if buf[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark (Windows editors and tools write one)
@@ -70,11 +75,7 @@ def decode_trace(
             f"{count} bare NaN/Infinity literals (not valid JSON) were read as the non-finite numbers they stand for"
         )
     builder = ColumnBuilder(events_sink)
-    total = len(raws)
-    for start in range(0, total, BATCH_EVENTS):  # the stream decoder cuts at the same events
-        builder.add_batch(raws[start : start + BATCH_EVENTS])
-        if progress:
-            progress(min(1.0, (start + BATCH_EVENTS) / max(total, 1)))
+    decode_batches(builder, raws, progress, halves)
     del raws
     with gc_paused():  # (heap.gc_paused)
         trace = builder.finish(top, form)

@@ -294,13 +294,7 @@ def decode_batch(parts: list[bytes], with_sink: bool, spaced: bool = False) -> d
         builder.add_batch(raws, joined)
         if spaced:
             builder.sink_pos = before + 2 + sum(map(len, raws)) + max(len(raws) - 1, 0)
-    state = {k: v for k, v in vars(builder).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
-    # one chunk per column for the unit: the merge handles each chunk in Python (a remap, a constant
-    # check), and the trace's columns are the chunks concatenated either way
-    state["chunks"] = {k: [np.concatenate(v)] if len(v) > 1 else v for k, v in builder.chunks.items()}
-    state["keys"] = list(builder._ids)[1:]
-    state["texts"] = builder.strings[1:]
-    return state
+    return builder.state()
 
 
 def local(unit: list[bytes] | Call, with_sink: bool) -> Any:

@@ -236,7 +236,8 @@ class Trace:
         strings = self.strings
         lookup = np.zeros(len(strings) + 1, dtype=bool)
         lookup[names[np.fromiter((predicate(strings[i]) for i in names.tolist()), dtype=bool, count=len(names))]] = True
-        return lookup[self.events.name]
+        # ``take``: the same gather as ``lookup[...]`` (-1, no name, is the last entry: False), ~2× faster
+        return lookup.take(self.events.name)
 
     def device_info(self, device_id: int) -> DeviceInfo | None:
         for info in self.devices:

@@ -215,3 +215,39 @@ def test_name_groups_are_numpy_unique():
         want_keys, want_group = np.unique(names, return_inverse=True)
         assert keys.tolist() == want_keys.tolist()
         assert group.tolist() == want_group.reshape(-1).tolist()
+
+
+def _summed_over_devices(trace) -> list[dict]:
+    """The report's top operators as :func:`operator_stats` of each device added up (name → three sums)."""
+    merged: dict[str, dict] = {}
+    for d in curves(trace):
+        for row in operator_stats(trace, d["device"]):
+            acc = merged.setdefault(
+                row["name"], {"name": row["name"], "size_increase_bytes": 0, "allocation_bytes": 0, "allocations": 0}
+            )
+            for key in ("size_increase_bytes", "allocation_bytes", "allocations"):
+                acc[key] += row[key]
+    return sorted(merged.values(), key=lambda r: (-r["allocation_bytes"], r["name"]))
+
+
+def test_summary_is_the_devices_operator_stats_added_up(known):
+    # one pass over every device's memory events: mm allocated on both devices (GPU 500, CPU 4 bytes),
+    # linear holds mm and empty; the free outside any operator counts for none
+    top = memory_summary(known)["top_operators"]
+    assert top == _summed_over_devices(known)
+    assert {r["name"]: (r["allocation_bytes"], r["allocations"]) for r in top} == {
+        "aten::linear": (1504, 3),
+        "aten::empty": (1000, 1),
+        "aten::mm": (504, 2),
+        "aten::relu": (300, 1),
+    }
+
+
+@pytest.mark.corpus
+def test_summary_is_the_devices_operator_stats_added_up_on_samples():
+    for rel in (
+        "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+        "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+    ):
+        trace = load_trace_file(str(sample(rel)))
+        assert memory_summary(trace, top=10**6)["top_operators"] == _summed_over_devices(trace)

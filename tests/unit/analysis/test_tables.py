@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import sample
 from synth.events import complete
 
 from tb_plugin.analysis.kernels import kernel_rows
 from tb_plugin.analysis.modules import module_tree
-from tb_plugin.analysis.operators import operator_rows
+from tb_plugin.analysis.operators import _longest_member, operator_rows
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.decode import decode_trace
 
@@ -179,3 +180,29 @@ def test_flops_and_tflops():
     assert ops["aten::mm"]["flops"] == 4e9
     assert ops["aten::mm"]["tflops_per_s"] == pytest.approx(4e9 / 200e-6 / 1e12)  # 20 TFLOP/s
     assert ops["aten::relu"]["flops"] is None and ops["aten::relu"]["tflops_per_s"] is None
+
+
+def _longest_by_sort(rows, inverse, dur, size):
+    """The reference: per group the first row of the stable sort by group, then longest first."""
+    order = np.lexsort((-dur, inverse))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = inverse[order[1:]] != inverse[order[:-1]]
+    out = np.full(size, -1, dtype=np.int64)
+    out[inverse[order[first]]] = rows[order[first]]
+    return out
+
+
+def test_longest_member_is_the_first_longest_call():
+    # group 1: 2.5 then 3.0 (the 3.0); group 3: a tie (the first); group 4: NaN only (its first);
+    # group 2: empty; group 0: -inf beside NaN (the -inf)
+    inverse = np.array([1, 1, 3, 3, 4, 4, 0, 0])
+    dur = np.array([2.5, 3.0, 7.0, 7.0, np.nan, np.nan, np.nan, -np.inf])
+    rows = np.arange(8) * 10
+    assert _longest_member(rows, inverse, dur, 5).tolist() == [70, 10, -1, 20, 40]
+    rng = np.random.default_rng(7)  # ties, zeros of both signs, infinities and NaN against the sort
+    for _ in range(200):
+        n, size = int(rng.integers(0, 60)), int(rng.integers(1, 12))
+        inverse = rng.integers(0, size, n)
+        dur = rng.choice([0.0, -0.0, 1.0, 2.5, 3.0, np.nan, np.inf, -np.inf], n)
+        rows = rng.permutation(10 * n + 1)[:n].astype(np.int64)
+        assert (_longest_member(rows, inverse, dur, size) == _longest_by_sort(rows, inverse, dur, size)).all()

@@ -22,7 +22,7 @@ from tb_plugin import cli
 from tb_plugin.registry import parse
 from tb_plugin.storage import read
 from tb_plugin.storage.read import Blocks, read_trace_bytes
-from tb_plugin.trace import decode
+from tb_plugin.trace import decode_halves
 from tb_plugin.trace import decode_stream as ds
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.decode_stream import Unstreamable, decode_stream
@@ -170,7 +170,7 @@ def test_undecodable_documents_are_left_to_the_whole_document_decoder():
 
 
 def _batches_of(monkeypatch, n):
-    monkeypatch.setattr(decode, "BATCH_EVENTS", n)
+    monkeypatch.setattr(decode_halves, "BATCH_EVENTS", n)  # (the whole-document decoder's batches)
     monkeypatch.setattr(ds, "BATCH_EVENTS", n)
 
 

@@ -1,0 +1,183 @@
+"""A logdir's one gzip trace read and inflated by a forked child while ``kinetoscope report`` imports.
+
+The report's process imports the registry, numpy and the analyses (~0.2 s of CPU) before it reads a
+byte of a trace; reading and inflating the trace (~0.07 s for the 35 MB V100 sample, 1.2 MB gzipped)
+needs none of that, so on a second core it can be done meanwhile. :func:`start` (the command line's
+report, once the logdir is found to exist) walks the first :data:`MAX_WALKED` entries of a local logdir;
+when they hold exactly one file named as a trace, gzipped, of at most :data:`MAX_GZIP_BYTES` (above it
+the registry streams the file, chunk by chunk), not held by the parse cache, with a second core, it
+forks a child that reads the file as the registry would (:func:`~.read.read_open_file`: the same bounds,
+checks and bytes) into an anonymous memory file and exits; any failure is its exit status, and the
+registry then reads the file itself (and meets the error there). The registry's read of that file
+:func:`claim` s the bytes (a read-only map of the memory file, no copy) when the file's identity is
+unchanged since the start (device, inode, size, modification time). A child never claimed is reaped
+at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import mmap
+import os
+import signal
+import stat
+import threading
+from typing import NamedTuple
+
+from ..settings import current
+from .cache_keys import cached_entry_exists
+from .naming import is_candidate, is_certain_trace
+from .private_files import open_regular
+from .read import read_open_file
+
+MAX_WALKED = 2000  # directory entries looked at (a larger logdir is read the usual way)
+# A larger gzip file (8× its size inflated: registry/parse.GZIP_RATIO) is decoded as a stream above 32 MB
+# (registry/parse.FORKED_STREAM_ABOVE_BYTES): its whole bytes are never wanted
+MAX_GZIP_BYTES = 4 << 20
+_lock = threading.Lock()
+_pending: _Started | None = None  # the one child started (a command reads one logdir), until claimed
+
+
+class _Reading:
+    """The forked child reading one file into the memory file ``fd``."""
+
+    def __init__(self, path: str, size: int) -> None:
+        self.fd = os.memfd_create("kinetoscope-early-read", os.MFD_CLOEXEC)
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(self.fd)
+            raise
+        if pid == 0:  # the child: read, write, leave without the parent's exit handlers or buffers
+            code = 1
+            try:
+                with open_regular(path) as f:
+                    data = memoryview(read_open_file(f, size, path))
+                while data:
+                    data = data[os.write(self.fd, data) :]
+                code = 0
+            finally:
+                os._exit(code)
+        self.pid: int | None = pid
+
+    def result(self) -> mmap.mmap | None:
+        """The file's bytes as the child read them (None when it failed); the child is reaped."""
+        try:
+            ok = self._reap() == 0
+            size = os.fstat(self.fd).st_size
+            return mmap.mmap(self.fd, size, prot=mmap.PROT_READ) if ok and size else None
+        except OSError:
+            return None
+        finally:
+            os.close(self.fd)
+
+    def end(self) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._reap()
+            os.close(self.fd)
+
+    def _reap(self) -> int:
+        pid, self.pid = self.pid, None
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) if pid is not None else 1
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _only_trace(root: str) -> str | None:
+    """The one file under ``root`` (symbolic links not followed) named as a trace, among the first
+    :data:`MAX_WALKED` entries; None when there are none, several, or more entries."""
+    todo, walked, found = [root], 0, []
+    while todo:
+        try:
+            with os.scandir(todo.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        walked += len(entries)
+        if walked > MAX_WALKED:
+            return None
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    todo.append(e.path)
+                elif _named_as_trace(e.name):
+                    found.append(e.path)
+            except OSError:
+                continue
+    return found[0] if len(found) == 1 else None
+
+
+def _named_as_trace(name: str) -> bool:
+    return is_certain_trace(name) or is_candidate(name)
+
+
+def _second_core() -> bool:
+    """Whether a second core may take the read (one allowed decode worker: nothing runs beside)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return cores > 1 and current().decode_workers != 1
+
+
+class _Started(NamedTuple):
+    real: str  # the file's real path
+    identity: tuple[int, int, int, int]  # its device, inode, size and modification time at the start
+    reading: _Reading
+
+
+def start(root: str, cached: bool = True) -> None:
+    """Start the child reading the one gzip trace under the local folder ``root``, or the file ``root``
+    (see the module docstring); nothing when there is no such file, no second core, no safe fork (another thread
+    runs), or (``cached``: the command reads the parse cache) when the cache holds its parse."""
+    global _pending
+    if _pending is not None or not hasattr(os, "memfd_create") or threading.active_count() > 1 or not _second_core():
+        return
+    root = os.path.abspath(root)
+    path = (root if _named_as_trace(os.path.basename(root)) else None) if os.path.isfile(root) else _only_trace(root)
+    if path is None or not path.lower().endswith(".gz"):
+        return
+    try:
+        st = os.stat(path, follow_symlinks=False)
+        limit = min(MAX_GZIP_BYTES, (current().stream_above_bytes or MAX_GZIP_BYTES << 3) >> 3)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (cached and cached_entry_exists(path, st)):
+            return
+        _pending = _Started(os.path.realpath(path), _identity(st), _Reading(path, st.st_size))
+    except OSError:
+        return
+    atexit.register(_end)
+
+
+def claim(path: str) -> mmap.mmap | None:
+    """The bytes of the local file ``path`` read by the child started on it, when it is still the file it
+    read, or None (that child reaped); claimed once."""
+    global _pending
+    if _pending is None:
+        return None
+    with _lock:
+        got = _pending if _pending is not None and _pending.real == os.path.realpath(path) else None
+        if got is not None:
+            _pending = None
+    if got is None:
+        return None
+    data = got.reading.result()
+    try:
+        same = _identity(os.stat(got.real)) == got.identity
+    except OSError:
+        same = False
+    return data if same else None
+
+
+def _end() -> None:
+    """At exit: the child never claimed is ended and reaped."""
+    global _pending
+    with _lock:
+        got, _pending = _pending, None
+    if got is not None:
+        got.reading.end()

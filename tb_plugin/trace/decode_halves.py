@@ -1,0 +1,149 @@
+"""A whole document's batches on two cores: the second half decoded by a fork of this process.
+
+:func:`.decode.decode_trace` splits the document into raw events (one msgspec pass), then decodes them
+in batches of :data:`.events.BATCH_EVENTS` into its :class:`~.columns.ColumnBuilder`. Where
+:func:`wanted` says so (the command line's parse of a file of some tens of thousands of events, with a
+second core), a child forked after the split decodes the second half's batches into a fresh builder (it
+reads the raw events where they lie, shared copy-on-write: nothing is sent to it) and sends its state
+back through a pipe, pickled, while this process decodes the first half. :func:`.decode_stream.merge`
+then appends that state as the streamed decoder appends a worker's answer, and this process writes the
+second half's batches to the events side file, so the trace is the one a serial decode builds: the same
+string ids, columns, counts and side file. A child that fails leaves its half to this process.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from typing import Any, Callable
+
+import msgspec
+
+from .columns import ColumnBuilder
+from .decode_stream import _joined, default_workers, merge
+from .decode_workers import _NullSink, can_fork
+from .events import BATCH_EVENTS
+from .heap import gc_paused
+
+# Fewer events than this are decoded in one process: the fork, the pickled answer and the merge
+# (~10 ms) would take most of what the second core saves on a small file.
+HALVES_FROM_EVENTS = 20_000
+# The share of the batches this process decodes: it also merges the child's and its first batches cost
+# more (the interning tables are filled then). The 35 MB V100 sample's 31 batches, CPU of this process
+# from the fork to the answer against the child's (medians of 6, load 3.2): 15 here 0.282 / 0.235 s,
+# 14 here 0.265 / 0.250 s, 13 here 0.262 / 0.265 s.
+PARENT_SHARE = 0.46
+
+
+def wanted(events: int) -> bool:
+    """Whether ``events`` raw events are worth decoding in two halves here: enough of them, more than
+    one decode worker allowed (:func:`.decode_stream.default_workers`: ``$KINETOSCOPE_DECODE_WORKERS``,
+    the usable cores, one inside a process pool's worker) and a fork that is safe
+    (:func:`.decode_workers.can_fork`: no other thread that holds locks)."""
+    return events >= HALVES_FROM_EVENTS and default_workers() > 1 and can_fork()
+
+
+def decode_batches(
+    builder: ColumnBuilder,
+    raws: list[msgspec.Raw],
+    progress: Callable[[float], None] | None = None,
+    halves: bool = False,
+) -> None:
+    """Every batch of ``raws`` into ``builder`` in order; with ``halves`` (see :func:`wanted`) the
+    second half by a forked child. ``progress``: the fraction of the batches done."""
+    total = len(raws)
+    cut = _cut(total)
+    child = None
+    if halves and wanted(total):
+        try:
+            child = _SecondHalf(raws, cut, builder.sink is not None)
+        except OSError:  # no fork now (a process limit, memory): decoded here
+            child = None
+    try:
+        _decode_range(builder, raws, 0, total if child is None else cut, progress)
+    except BaseException:
+        if child is not None:
+            child.stop()
+        raise
+    if child is None:
+        return
+    state = child.result()
+    if state is None:  # the child failed: its half is decoded here
+        _decode_range(builder, raws, cut, total, progress)
+        return
+    base = builder.sink_pos
+    if builder.sink is not None:  # the side file gets the second half's batches as a serial decode writes them
+        for start in range(cut, total, BATCH_EVENTS):
+            joined = _joined(raws[start : start + BATCH_EVENTS])
+            builder.sink.write(joined)
+            builder.sink_pos += len(joined)
+    with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
+        merge(builder, state, base)
+    if progress:
+        progress(1.0)
+
+
+def _cut(total: int) -> int:
+    """Where the child's batches start: :data:`PARENT_SHARE` of them stay here."""
+    return BATCH_EVENTS * int(-(-total // BATCH_EVENTS) * PARENT_SHARE)
+
+
+def _decode_range(
+    builder: ColumnBuilder, raws: list[msgspec.Raw], first: int, end: int, progress: Callable[[float], None] | None
+) -> None:
+    for start in range(first, end, BATCH_EVENTS):  # the stream decoder cuts at the same events
+        builder.add_batch(raws[start : min(start + BATCH_EVENTS, end)])
+        if progress:
+            progress(min(1.0, (start + BATCH_EVENTS) / len(raws)))
+
+
+class _SecondHalf:
+    """The forked child that decodes ``raws[cut:]``; :meth:`result` is its builder's state."""
+
+    def __init__(self, raws: list[msgspec.Raw], cut: int, with_sink: bool) -> None:
+        read_end, write_end = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            raise
+        if pid == 0:  # the child: decode, answer, and leave without the parent's exit handlers or buffers
+            code = 1
+            try:
+                os.close(read_end)
+                builder = ColumnBuilder(_NullSink() if with_sink else None)  # offsets counted from 0
+                _decode_range(builder, raws, cut, len(raws), None)
+                with open(write_end, "wb") as out:
+                    pickle.dump(builder.state(), out, protocol=pickle.HIGHEST_PROTOCOL)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        self.pid = pid
+        self.source = open(read_end, "rb")
+
+    def result(self) -> dict[str, Any] | None:
+        """The child's builder state, or None when it failed (it is reaped either way)."""
+        try:
+            body = self.source.read()
+        finally:
+            self.source.close()
+        if os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1]) != 0:
+            return None
+        try:
+            with gc_paused():
+                state = pickle.loads(body)  # (pickled by this process's own fork)
+        except Exception:  # a cut answer: never a crash, the half is decoded here instead
+            return None
+        return state if isinstance(state, dict) else None
+
+    def stop(self) -> None:
+        """Kill and reap the child (this process is failing: its answer is not wanted)."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.source.close()
+        os.waitpid(self.pid, 0)

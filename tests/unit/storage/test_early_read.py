@@ -1,0 +1,183 @@
+"""The early read (storage/early_read.py): a logdir's one gzip trace read by a forked child while the
+command line imports. The bytes claimed are the ones the registry would read; no child where it cannot
+pay or the answer would not be used (several traces, plain JSON, a large file, a cached parse, another
+thread, one core); a file changed since the start, a failed read or an unclaimed child leave nothing
+behind and the registry reads (and reports errors) as before; the whole command's report is the same."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.storage import early_read as er
+from tb_plugin.storage.local import LocalFS
+from tb_plugin.storage.read import read_trace_bytes
+from tb_plugin.trace.errors import TraceReadError
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="no memfd here")
+
+
+@pytest.fixture(autouse=True)
+def two_cores(monkeypatch):
+    monkeypatch.setattr(er, "_second_core", lambda: True)
+    yield
+    er._end()
+
+
+def trace_bytes(n: int = 300) -> bytes:
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i % 5}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(n)
+    ]
+    return json.dumps({"traceEvents": events}).encode()
+
+
+def logdir(tmp_path, *names: str, data: bytes | None = None):
+    run = tmp_path / "logs"
+    (run / "sub").mkdir(parents=True)
+    for name in names:
+        raw = trace_bytes() if data is None else data
+        (run / "sub" / name).write_bytes(gzip.compress(raw) if name.endswith(".gz") and data is None else raw)
+    return run
+
+
+def test_the_claimed_bytes_are_the_registrys(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.1.pt.trace.json.gz", "notes.txt")
+    path = str(run / "sub" / "w.1.pt.trace.json.gz")
+    er.start(str(run))
+    assert er._pending is not None and er._pending.real == path
+    got = er.claim(path)
+    assert got is not None and bytes(got) == bytes(read_trace_bytes(LocalFS(), path))
+    assert er.claim(path) is None  # claimed once
+    assert er._pending is None
+
+
+def test_a_trace_file_given_as_the_logdir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    path = str(logdir(tmp_path, "w.1.pt.trace.json.gz") / "sub" / "w.1.pt.trace.json.gz")
+    er.start(path)
+    got = er.claim(path)
+    assert got is not None and bytes(got) == bytes(read_trace_bytes(LocalFS(), path))
+
+
+@pytest.mark.parametrize(
+    "names", [("a.pt.trace.json.gz", "b.pt.trace.json.gz"), ("a.pt.trace.json",), ("notes.txt",), ()]
+)
+def test_no_child_but_for_one_gzip_trace(tmp_path, monkeypatch, names):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    er.start(str(logdir(tmp_path, *names)))
+    assert er._pending is None
+
+
+def test_no_child_for_a_large_file_one_core_another_thread_or_a_cached_parse(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.pt.trace.json.gz")
+    path = run / "sub" / "w.pt.trace.json.gz"
+    monkeypatch.setattr(er, "MAX_GZIP_BYTES", path.stat().st_size - 1)  # streamed by the registry
+    er.start(str(run))
+    assert er._pending is None
+    monkeypatch.undo()
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(er, "_second_core", lambda: False)
+    er.start(str(run))
+    assert er._pending is None
+    monkeypatch.setattr(er, "_second_core", lambda: True)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        er.start(str(run))
+    finally:
+        stop.set()
+        other.join()
+    assert er._pending is None
+    monkeypatch.setattr(er, "cached_entry_exists", lambda p, st: p == str(path))
+    er.start(str(run))
+    assert er._pending is None
+    er.start(str(run), cached=False)  # --no-cache: the cache is not read
+    assert er._pending is not None
+
+
+def test_no_fork_now_starts_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.pt.trace.json.gz")
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(er.os, "fork", no_fork)
+    er.start(str(run))
+    assert er._pending is None
+
+
+def test_a_file_changed_since_the_start_is_read_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.pt.trace.json.gz")
+    path = run / "sub" / "w.pt.trace.json.gz"
+    er.start(str(run))
+    pid = er._pending.reading.pid
+    path.write_bytes(gzip.compress(trace_bytes(400)))
+    assert er.claim(str(path)) is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped
+    trace = load_trace_file(str(path), fs=LocalFS())
+    assert len(trace.events) == 400
+
+
+def test_a_failed_read_leaves_the_error_to_the_registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.pt.trace.json.gz", data=gzip.compress(trace_bytes())[:-20])  # cut off
+    path = str(run / "sub" / "w.pt.trace.json.gz")
+    er.start(str(run))
+    assert er._pending is not None
+    with pytest.raises(TraceReadError, match="truncated"):
+        load_trace_file(path, fs=LocalFS())  # (claims the failed child's nothing, then reads)
+    assert er._pending is None
+
+
+def test_an_unclaimed_child_is_ended_at_exit(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.pt.trace.json.gz")
+    er.start(str(run))
+    pid = er._pending.reading.pid
+    er._end()
+    assert er._pending is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
+    run = logdir(tmp_path, "w.1.pt.trace.json.gz")
+    probe = (  # the command as the console script runs it, with the read counted
+        "import sys\n"
+        "from tb_plugin.storage import early_read as er\n"
+        "er._second_core = lambda: True\n"
+        "claim = er.claim\n"
+        "def spy(path):\n"
+        "    got = claim(path)\n"
+        "    sys.stderr.write('CLAIMED %s\\n' % (got is not None))\n"
+        "    return got\n"
+        "er.claim = spy\n"
+        "import tb_plugin.registry.parse as parse\n"
+        "parse.claim_early_read = spy\n"
+        f"sys.argv = ['kinetoscope', 'report', {str(run)!r}, '--json']\n"
+        "from tb_plugin.cli import entry\n"
+        "entry()\n"
+    )
+    outputs = []
+    for early in (True, False):
+        env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / f"cache{early}"))
+        code = probe if early else probe.replace("er._second_core = lambda: True", "er._second_core = lambda: False")
+        got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert got.returncode == 0, got.stderr
+        assert f"CLAIMED {early}" in got.stderr, got.stderr
+        outputs.append(got.stdout)
+    assert outputs[0] == outputs[1] and json.loads(outputs[0])
