@@ -39,35 +39,84 @@ class OpTree:
     order: np.ndarray  # host rows in nesting order (parents before children; the parents' dtype)
 
 
+BLOCK = 1 << 15  # positions a pointer-jumping pass keeps to (~1.5 MB of its arrays: inside a core's L2)
+FEW = (
+    BLOCK >> 6
+)  # a block's last positions, left to the pass over the whole array (rounds of a few positions cost their calls)
+
+
 def _nearest_reaching(e: np.ndarray, linked: np.ndarray, step: int, strict: bool) -> np.ndarray:
     """Per position i: the nearest j in direction ``step`` (−1: before, +1: after) with ``e[j] >= e[i]``
     (``e[j] > e[i]`` when ``strict``), or −1, not reaching past a position whose ``linked`` is False
-    (a thread's first event going back, its last going forward). Pointer jumping, all positions at
-    once: a failed candidate c is replaced by its own link, since everything between c and its link
-    fails c's own test, so it fails i's too (c failed it). Rounds grow with the nesting depth's logarithm."""
-    cand = np.arange(len(e)) + step
+    (a thread's first event going back, its last going forward). ``e`` holds no NaN (callers read a
+    non-finite end as −inf). Pointer jumping: a failed candidate c is replaced by its own link, since
+    everything between c and its link fails c's own test, so it fails i's too (c failed it). Rounds
+    grow with the nesting depth's logarithm. The rounds run block by block (:data:`BLOCK` positions,
+    whose arrays stay in the cache) while a candidate stays in its block; the positions whose
+    candidate leaves it, and a block's last few, jump on together over the whole array."""
+    n = len(e)
+    cand = np.arange(n) + step
     cand[~linked] = -1
-    todo = np.flatnonzero(cand >= 0)
-    while len(todo):
+    left = [
+        _reach_rounds(e, cand, lo + np.flatnonzero(cand[lo : lo + BLOCK] >= 0), step, strict, lo, FEW)
+        for lo in range(0, n, BLOCK)
+    ]
+    _reach_rounds(e, cand, np.concatenate(left) if left else np.zeros(0, np.int64), step, strict, -1, 0)
+    return cand
+
+
+def _reach_rounds(
+    e: np.ndarray, cand: np.ndarray, todo: np.ndarray, step: int, strict: bool, lo: int, few: int
+) -> np.ndarray:
+    """:func:`_nearest_reaching`'s rounds for positions ``todo`` (sorted), in place on ``cand``, within
+    the block starting at ``lo`` (−1: the whole array) until ``few`` or fewer remain; returns the
+    positions not resolved (a candidate outside the block, or the last ``few``), sorted."""
+    hi = lo + BLOCK if lo >= 0 else len(e)
+    left = []
+    while len(todo) > few:
         c = cand[todo]
+        out = c < lo if step < 0 else c >= hi
+        if lo >= 0 and out.any():
+            left.append(todo[out])
+            keep = ~out
+            todo, c = todo[keep], c[keep]
         done = e[c] > e[todo] if strict else e[c] >= e[todo]
         todo = todo[~done]
         cand[todo] = cand[cand[todo]]
         todo = todo[cand[todo] >= 0]
-    return cand
+    left.append(todo)
+    return np.sort(np.concatenate(left)) if len(left) > 1 else todo
 
 
 def _first_in_chain(link: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Per position i: the first of ``link[i]``, ``link[link[i]]``, … that is ``wanted``, or −1;
-    a position like ``i``. Pointer jumping on "the nearest
-    wanted at or before me in the chain", so rounds grow with the chain length's logarithm."""
-    nearest = np.where(wanted, np.arange(len(link)), link)  # self if wanted, else follow the link
-    while True:
-        step = (nearest >= 0) & ~wanted[np.maximum(nearest, 0)]
-        if not step.any():
-            break
-        nearest[step] = nearest[nearest[step]]
-    first = np.full(len(link), -1, dtype=np.int64)
+    a position like ``i``. Pointer jumping on "the nearest wanted at or before me in the chain", so
+    rounds grow with the chain length's logarithm; block by block as in :func:`_nearest_reaching`
+    while the chain stays in the block (a parent is near its children in nesting order), then the
+    positions whose chain left their block, together."""
+    n = len(link)
+    nearest = np.where(wanted, np.arange(n), link)  # self if wanted, else follow the link
+    left = []
+    for lo in range(0, n, BLOCK):
+        hi = min(lo + BLOCK, n)
+        todo = lo + np.flatnonzero(~wanted[lo:hi] & (nearest[lo:hi] >= 0))
+        while len(todo) > FEW:
+            c = nearest[todo]
+            out = (c < lo) | (c >= hi)
+            if out.any():
+                left.append(todo[out])
+                keep = ~out
+                todo, c = todo[keep], c[keep]
+            todo = todo[~wanted[c]]
+            nearest[todo] = nearest[nearest[todo]]
+            todo = todo[nearest[todo] >= 0]
+        left.append(todo)
+    todo = np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
+    while len(todo):
+        todo = todo[~wanted[nearest[todo]]]
+        nearest[todo] = nearest[nearest[todo]]
+        todo = todo[nearest[todo] >= 0]
+    first = np.full(n, -1, dtype=np.int64)
     has = link >= 0
     first[has] = nearest[link[has]]
     return first
