@@ -95,12 +95,12 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     same &= pos >= 0
     cand = np.where(same, pos, narrow(-1))
     del pos, same
-    while True:
-        at = np.maximum(cand, 0)
-        up = (cand >= 0) & (e[at] < hi)
-        if not up.any():
-            break
-        cand[up] = parent[cand[up]]
+    todo = np.flatnonzero(cand >= 0)  # the pieces still climbing: each round passes over fewer
+    while len(todo):
+        todo = todo[e[cand[todo]] < hi[todo]]
+        cand[todo] = parent[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+    del todo
     # compacted one column at a time, so that only one old column is held beside its new one
     keep = np.flatnonzero(cand >= 0)
     cand = cand[keep]
