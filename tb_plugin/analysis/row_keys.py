@@ -16,15 +16,32 @@ from __future__ import annotations
 
 import numpy as np
 
+FEW_VALUES = 4096  # distinct values searched by bisection (a 32 KB table)
 _KEY_LIMIT = 1 << 62  # a folded key stays below this (int64, with room for one more column's count)
 
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(distinct, code)``: the distinct values sorted and each value's index among them, as
-    ``np.unique(values, return_inverse=True)`` (``values`` 1-D integers; no NaN)."""
+    ``np.unique(values, return_inverse=True)`` (``values`` 1-D integers; no NaN). Few distinct values
+    (:data:`FEW_VALUES` or fewer: threads, devices, names) are found by bisection in a table that
+    stays in the cache; many, by carrying the positions through the sort."""
     ordered = np.sort(values)  # (``np.unique(values)`` takes ~7× this sort's time on int64)
-    distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
-    return distinct, np.searchsorted(distinct, values)
+    first = np.empty(len(ordered), dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    distinct = ordered[first]
+    if len(distinct) <= FEW_VALUES:
+        return distinct, np.searchsorted(distinct, values)
+    del ordered, first
+    order = np.argsort(values)
+    first = np.empty(len(order), dtype=bool)
+    first[:1] = True
+    ordered = values[order]
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    del ordered
+    code = np.empty(len(order), dtype=np.intp)
+    code[order] = np.cumsum(first) - 1
+    return distinct, code
 
 
 def unique_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

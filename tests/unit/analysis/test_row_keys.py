@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.row_keys import unique_rows
+from tb_plugin.analysis.row_keys import dense_codes, unique_rows
 
 
 def _reference(columns):
@@ -45,3 +45,14 @@ def test_empty_and_extremes():
     got, want = unique_rows([big, big[::-1].copy(), big]), _reference([big, big[::-1].copy(), big])
     for g, w in zip(got, want):
         assert np.array_equal(g, w)
+
+
+@pytest.mark.parametrize("distinct", [1, 3, 4096, 4097, 50_000])
+def test_dense_codes_equal_numpys_inverse(distinct):
+    rng = np.random.default_rng(distinct)
+    for dtype in (np.int64, np.int32, np.uint8 if distinct < 256 else np.int64):
+        values = rng.integers(-(distinct // 2), distinct - distinct // 2, 20_000).astype(dtype)
+        got, want = dense_codes(values), np.unique(values, return_inverse=True)
+        assert np.array_equal(got[0], want[0]) and got[0].dtype == want[0].dtype
+        assert np.array_equal(got[1], want[1].reshape(-1))
+    assert [len(a) for a in dense_codes(np.zeros(0, np.int64))] == [0, 0]
