@@ -227,16 +227,20 @@ def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> N
     inside = np.zeros(len(parent), dtype=bool)
     inside[rows] = True
     depth = np.zeros(len(rows), dtype=np.int32)  # nesting levels
-    anc = parent[rows]
-    while True:  # one pass per nesting level
-        climbing = anc >= 0
-        climbing[climbing] = inside[anc[climbing]]
-        if not climbing.any():
-            break
-        depth += climbing
-        anc = np.where(climbing, parent[np.maximum(anc, 0)], -1)
-    has_parent = parent[rows] >= 0
-    for level in range(int(depth.max()), -1, -1):
-        sel = rows[(depth == level) & has_parent]
+    todo = np.flatnonzero(parent[rows] >= 0)  # the rows still climbing: fewer each pass
+    anc = parent[rows[todo]]
+    while len(todo):  # one pass per nesting level
+        keep = inside[anc]
+        todo, anc = todo[keep], anc[keep]
+        depth[todo] += 1
+        anc = parent[anc]
+        keep = anc >= 0
+        todo, anc = todo[keep], anc[keep]
+    del todo, anc, inside
+    has_parent = np.flatnonzero(parent[rows] >= 0)
+    by_depth = has_parent[np.argsort(depth[has_parent], kind="stable")]  # each level's rows in their order
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+    for level in range(len(bounds) - 2, -1, -1):
+        sel = rows[by_depth[bounds[level] : bounds[level + 1]]]
         for arr in arrays:
             np.add.at(arr, parent[sel], arr[sel])

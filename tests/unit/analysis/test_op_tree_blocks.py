@@ -141,3 +141,45 @@ def test_tree_with_nan_and_infinite_times_equals_the_old_kernels(monkeypatch):
     for name in ("op_parent", "py_parent", "order"):
         assert np.array_equal(getattr(got, name), getattr(want, name)), name
     assert (got.op_parent >= 0).sum() > 100
+
+
+def _old_roll_up(arrays, rows, parent):
+    """The roll-up before its passes shrank: every row each pass, every row each level."""
+    if len(rows) == 0:
+        return
+    inside = np.zeros(len(parent), dtype=bool)
+    inside[rows] = True
+    depth = np.zeros(len(rows), dtype=np.int32)
+    anc = parent[rows]
+    while True:
+        climbing = anc >= 0
+        climbing[climbing] = inside[anc[climbing]]
+        if not climbing.any():
+            break
+        depth += climbing
+        anc = np.where(climbing, parent[np.maximum(anc, 0)], -1)
+    has_parent = parent[rows] >= 0
+    for level in range(int(depth.max()), -1, -1):
+        sel = rows[(depth == level) & has_parent]
+        for arr in arrays:
+            np.add.at(arr, parent[sel], arr[sel])
+
+
+def test_roll_up_equals_the_old_passes_bit_for_bit():
+    """Random forests (parents anywhere in the rows), subsets of the rows, float values whose sums
+    depend on their order: the same bits as the passes over every row."""
+    rng = np.random.default_rng(11)
+    for _ in range(100):
+        n = int(rng.integers(1, 400))
+        e, back, _ = _case(rng, n)
+        parent = _whole_nearest(e, back, -1, False)
+        perm = rng.permutation(n)
+        inv = np.argsort(perm)
+        parent = np.where(parent[perm] >= 0, inv[np.maximum(parent[perm], 0)], -1)
+        rows = np.flatnonzero(rng.random(n) < rng.choice([0.3, 1.0]))
+        values = [rng.normal(0, 1e6, n) * 1.1, rng.random(n) / 3]
+        got, want = [v.copy() for v in values], [v.copy() for v in values]
+        ot.roll_up(got, rows, parent)
+        _old_roll_up(want, rows, parent)
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes()
