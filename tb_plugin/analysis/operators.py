@@ -296,12 +296,21 @@ def operator_rows(trace: Trace, group_by: str = "operator") -> list[OperatorRow]
 
 
 def _longest_member(rows: np.ndarray, inverse: np.ndarray, dur: np.ndarray, size: int) -> np.ndarray:
-    """Per group, the event row of its longest call (for "show in trace")."""
-    order = np.lexsort((-dur, inverse))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = inverse[order[1:]] != inverse[order[:-1]]
+    """Per group, the event row of its longest call (for "show in trace"): the first of its calls of
+    the longest duration (a NaN duration is never the longest, unless the group has nothing else:
+    then its first call). No sort (a sort by group and duration took 7–9× the time for 5× the
+    calls): the longest per group, then the first call that reaches it."""
+    n = len(inverse)
+    longest = np.full(size, -np.inf)
+    np.fmax.at(longest, inverse, dur)  # (NaN ignored)
+    first = np.full(size, n, dtype=np.int64)
+    hit = np.flatnonzero(dur == longest[inverse])
+    np.minimum.at(first, inverse[hit], hit)
+    if (first[inverse] == n).any():  # a group of NaN durations only: its first call
+        np.minimum.at(first, inverse, np.where(first[inverse] == n, np.arange(n), n))
     out = np.full(size, -1, dtype=np.int64)
-    out[inverse[order[first]]] = rows[order[first]]
+    held = first < n
+    out[held] = rows[first[held]]
     return out
 
 
