@@ -25,13 +25,12 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 from ..trace.sparse import row_dtype
-from .op_tree import _first_in_chain, _nearest_reaching
+from .op_tree import _first_in_chain, _nearest_reaching, by_thread_and_start
 
 LEAF, PYTHON, UNTRACED, ANNOTATION = range(4)  # what a tile is (see the module docstring)
 UNTRACED_NAME = "untraced host work"
 ANNOTATION_SUFFIX = " [annotation]"
 _LEAF_KINDS = (Kind.CPU_OP, Kind.RUNTIME, Kind.DRIVER)
-_FEW_THREADS = 64  # threads grouped one pass each (more: one sort)
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     parent_all: np.ndarray = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     thread = ev.pid[rows].astype(np.int64) * (1 << 32) + ev.tid[rows].astype(np.int64)
     s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
-    order = _nesting_order(thread, s, e)
+    order = by_thread_and_start(thread, s, (-e,))
     rows, thread, s, e = rows[order], thread[order], s[order], e[order]
     if not len(rows):
         z = np.zeros(0)
@@ -126,19 +125,6 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     only_ann = ~np.isin(p_thr, threads_with_other)
     what = np.where(only_ann & (what == UNTRACED), ANNOTATION, what).astype(np.int8)
     return Tiles(keys[p_thr], rows[cand], lo, hi, what, parent_all)
-
-
-def _nesting_order(thread: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Positions by thread, start, longest first, then position (``np.lexsort((−e, s, thread))``). When
-    the starts strictly increase (the decode leaves the rows in time order) no tie is left for the end
-    to break: the order is each thread's positions in turn (one pass per thread, for a few threads;
-    the three-key sort costs ~5× that and slows faster than the rows grow)."""
-    if len(s) > 1 and bool(np.all(s[1:] > s[:-1])):
-        ordered = np.sort(thread)
-        distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
-        if len(distinct) <= _FEW_THREADS:
-            return np.concatenate([np.flatnonzero(thread == key) for key in distinct.tolist()])
-    return np.lexsort((-e, s, thread))
 
 
 def _boundary_order(cuts: np.ndarray, s: np.ndarray, e: np.ndarray, narrow: type[np.signedinteger]) -> np.ndarray:

@@ -165,6 +165,33 @@ def path_nodes(parent: np.ndarray, label: np.ndarray, max_depth: int | None = No
     return node, folded, np.concatenate(node_parent), np.concatenate(node_label)
 
 
+FEW_THREADS = 64  # threads taken one pass each by :func:`by_thread_and_start` (more: one sort)
+
+
+def by_thread_and_start(thread: np.ndarray, start: np.ndarray, ties: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort(ties + (start, thread))``: positions by thread, then start, then the ``ties`` keys
+    (the last one first, as lexsort reads them), then position. When the starts never decrease (the
+    decode leaves the events in time order) and the threads are few, the positions are each
+    thread's in turn, and only the runs of equal (thread, start) are sorted by the tie keys: a pass
+    per thread instead of a sort per key (a four-key sort of 5.3 M events took ~0.6 s, and slowed
+    faster than the events grew)."""
+    if len(start) > 1 and bool(np.all(start[1:] >= start[:-1])):
+        ordered = np.sort(thread)
+        distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+        if len(distinct) <= FEW_THREADS:
+            order = np.concatenate([np.flatnonzero(thread == key) for key in distinct.tolist()])
+            st, th = start[order], thread[order]
+            tie = (st[1:] == st[:-1]) & (th[1:] == th[:-1])  # each position with the next
+            del st, th
+            if tie.any():
+                at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])  # positions in a run of ties
+                run = np.cumsum(np.r_[True, ~tie])[at]  # the run each belongs to
+                sub = order[at]
+                order[at] = sub[np.lexsort(tuple(key[sub] for key in ties) + (run,))]
+            return order
+    return np.lexsort(ties + (start, thread))
+
+
 def op_tree(trace: Trace) -> OpTree:
     return trace.memo("op_tree", lambda: _build(trace))
 
@@ -185,7 +212,7 @@ def _build(trace: Trace) -> OpTree:
     thread = ev.pid[rows].astype(np.int64) << 32 | ev.tid[rows].astype(np.int64)
     start = ev.ts[rows]
     end = start + ev.dur[rows]
-    order = np.lexsort((rank[rows], -end, start, thread))
+    order = by_thread_and_start(thread, start, (rank[rows], -end))
     rank = rank[rows][order]  # reordered one column at a time: one old column held beside its new one
     rows = rows[order]
     thread = thread[order]

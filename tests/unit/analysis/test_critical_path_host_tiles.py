@@ -185,8 +185,8 @@ def test_tiles_equal_piece_by_piece_reference_on_random_nesting():
 
 def test_nesting_and_boundary_orders_equal_the_sorts_they_replace():
     """The two orders without a multi-key sort equal ``np.lexsort``'s: starts strictly increasing (the
-    decode's order) or not (ties, out of order: the sort itself), few or many threads, equal ends,
-    zero lengths and ends equal to another event's start."""
+    decode's order), ascending with ties, or in any order (the sort itself), few or many threads,
+    equal ends, zero lengths and ends equal to another event's start."""
     from tb_plugin.analysis import host_tiles as ht
 
     rng = np.random.default_rng(3)
@@ -194,12 +194,14 @@ def test_nesting_and_boundary_orders_equal_the_sorts_they_replace():
         n = int(rng.integers(1, 300))
         threads = rng.choice([2, 5, 100])
         thread = rng.integers(0, threads, n).astype(np.int64) * (1 << 32) + rng.integers(0, 3, n)
-        if case % 2:
+        if case % 3 == 0:
             s = np.cumsum(rng.integers(1, 4, n)).astype(np.float64)  # strictly increasing
+        elif case % 3 == 1:
+            s = np.sort(rng.integers(0, 40, n)).astype(np.float64)  # ascending, with ties
         else:
             s = rng.integers(0, 40, n).astype(np.float64)  # ties, any order
         e = s + rng.choice([0.0, 1.0, 2.0, 7.0], n)
-        order = ht._nesting_order(thread, s, e)
+        order = ht.by_thread_and_start(thread, s, (-e,))
         assert np.array_equal(order, np.lexsort((-e, s, thread)))
         s, e, thread = s[order], e[order], thread[order]
         tix = np.r_[0, np.cumsum(thread[1:] != thread[:-1])].astype(np.int32)

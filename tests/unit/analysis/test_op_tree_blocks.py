@@ -183,3 +183,23 @@ def test_roll_up_equals_the_old_passes_bit_for_bit():
         _old_roll_up(want, rows, parent)
         for g, w in zip(got, want):
             assert g.tobytes() == w.tobytes()
+
+
+def test_by_thread_and_start_equals_lexsort():
+    """Ascending starts with runs of ties broken by the end and the kind's rank (the operator tree's
+    keys), NaN and infinite ends, few threads and more than :data:`FEW_THREADS`; starts out of order or
+    NaN (the sort itself)."""
+    rng = np.random.default_rng(21)
+    for case in range(300):
+        n = int(rng.integers(1, 300))
+        threads = int(rng.choice([1, 3, ot.FEW_THREADS + 5]))
+        thread = rng.integers(0, threads, n).astype(np.int64) << 32 | rng.integers(0, 2, n)
+        start = np.sort(rng.integers(0, int(rng.choice([5, 50, 5000])), n)).astype(np.float64)
+        if case % 10 == 0:
+            start = rng.permutation(start)
+        if case % 13 == 0:
+            start[-1] = np.nan
+        end = start + rng.choice([0.0, 1.0, 3.0, np.inf, np.nan], n)
+        rank = rng.integers(0, 4, n).astype(np.int8)
+        ties = (rank, -end)
+        assert np.array_equal(ot.by_thread_and_start(thread, start, ties), np.lexsort(ties + (start, thread)))
