@@ -178,11 +178,16 @@ def by_thread_and_start(thread: np.ndarray, start: np.ndarray, ties: tuple[np.nd
     if len(start) > 1 and bool(np.all(start[1:] >= start[:-1])):
         ordered = np.sort(thread)
         distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+        del ordered
         if len(distinct) <= FEW_THREADS:
             order = np.concatenate([np.flatnonzero(thread == key) for key in distinct.tolist()])
-            st, th = start[order], thread[order]
-            tie = (st[1:] == st[:-1]) & (th[1:] == th[:-1])  # each position with the next
-            del st, th
+            # each position with the next: the same start and thread (one gathered column at a time)
+            st = start[order]
+            tie = st[1:] == st[:-1]
+            del st
+            th = thread[order]
+            tie &= th[1:] == th[:-1]
+            del th
             if tie.any():
                 at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])  # positions in a run of ties
                 run = np.cumsum(np.r_[True, ~tie])[at]  # the run each belongs to
