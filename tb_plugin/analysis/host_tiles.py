@@ -25,7 +25,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 from ..trace.sparse import row_dtype
-from .op_tree import _first_in_chain, _nearest_reaching
+from .op_tree import FEW_THREADS, _first_in_chain, _nearest_reaching, by_thread_and_start
 
 LEAF, PYTHON, UNTRACED, ANNOTATION = range(4)  # what a tile is (see the module docstring)
 UNTRACED_NAME = "untraced host work"
@@ -53,7 +53,7 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     parent_all: np.ndarray = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     thread = ev.pid[rows].astype(np.int64) * (1 << 32) + ev.tid[rows].astype(np.int64)
     s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
-    order = np.lexsort((-e, s, thread))
+    order = by_thread_and_start(thread, s, (-e,))
     rows, thread, s, e = rows[order], thread[order], s[order], e[order]
     if not len(rows):
         z = np.zeros(0)
@@ -73,7 +73,7 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     narrow: type[np.signedinteger] = row_dtype(2 * n)
     tix = (np.cumsum(~same_before) - 1).astype(narrow)
     del thread, same_before
-    o = np.lexsort((np.concatenate([s, e]), np.concatenate([tix, tix]))).astype(narrow)
+    o = _boundary_order(tix, s, e, narrow)
     bt, bx = _at(tix, s, e, o, n)
     del s
     new = np.r_[True, (bt[1:] != bt[:-1]) | (bx[1:] != bx[:-1])]
@@ -95,12 +95,12 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     same &= pos >= 0
     cand = np.where(same, pos, narrow(-1))
     del pos, same
-    while True:
-        at = np.maximum(cand, 0)
-        up = (cand >= 0) & (e[at] < hi)
-        if not up.any():
-            break
-        cand[up] = parent[cand[up]]
+    todo = np.flatnonzero(cand >= 0)  # the pieces still climbing: each round passes over fewer
+    while len(todo):
+        todo = todo[e[cand[todo]] < hi[todo]]
+        cand[todo] = parent[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+    del todo
     # compacted one column at a time, so that only one old column is held beside its new one
     keep = np.flatnonzero(cand >= 0)
     cand = cand[keep]
@@ -125,6 +125,23 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     only_ann = ~np.isin(p_thr, threads_with_other)
     what = np.where(only_ann & (what == UNTRACED), ANNOTATION, what).astype(np.int8)
     return Tiles(keys[p_thr], rows[cand], lo, hi, what, parent_all)
+
+
+def _boundary_order(tix: np.ndarray, s: np.ndarray, e: np.ndarray, narrow: type[np.signedinteger]) -> np.ndarray:
+    """The starts (positions 0..n−1) and ends (n..2n−1) merged in (thread, time) order, a start before
+    an end of the same time, ties in position order: ``np.lexsort((np.r_[s, e], np.r_[tix, tix]))`` for
+    positions grouped by thread (``tix``: each position's thread index, ascending). For a few threads,
+    one stable sort of each thread's times (its starts a ready run), not a sort by thread over all 2n
+    (~25 % less on 5.3 M events); for many (one per event, in a malformed file), that sort."""
+    n = len(s)
+    cuts = np.r_[0, np.flatnonzero(np.diff(tix)) + 1, n]
+    if len(cuts) - 1 > FEW_THREADS:
+        return np.lexsort((np.concatenate([s, e]), np.concatenate([tix, tix]))).astype(narrow)
+    o = np.empty(2 * n, dtype=narrow)
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        k = np.argsort(np.concatenate([s[a:b], e[a:b]]), kind="stable")
+        o[2 * a : 2 * b] = np.where(k < b - a, k + a, k + (n + a - (b - a)))
+    return o
 
 
 def _at(thread: np.ndarray, s: np.ndarray, e: np.ndarray, o: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

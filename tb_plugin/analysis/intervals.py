@@ -80,8 +80,27 @@ def covers(merged_starts: np.ndarray, merged_ends: np.ndarray, points: np.ndarra
     """For each point, whether it lies inside one of the merged (disjoint, sorted) intervals."""
     if len(merged_starts) == 0:
         return np.zeros(len(points), dtype=bool)
+    n = len(points)
+    if n > len(merged_starts) and _ascending(points) and _disjoint(merged_starts, merged_ends):
+        # sorted points (the breakdown's segment edges): each interval covers a run of them, found by
+        # two bisections per interval, not one per point (the points' bisections into a long
+        # array of starts miss the caches, 7–9× the time for 5× the events)
+        first = np.searchsorted(points, merged_starts, side="left")
+        past = np.searchsorted(points, merged_ends, side="left")
+        depth = np.bincount(first, minlength=n + 1) - np.bincount(past, minlength=n + 1)
+        return np.cumsum(depth[:n]) > 0
     idx = np.searchsorted(merged_starts, points, side="right") - 1
     ok = idx >= 0
     out = np.zeros(len(points), dtype=bool)
     out[ok] = points[ok] < merged_ends[idx[ok]]
     return out
+
+
+def _ascending(values: np.ndarray) -> bool:
+    """Whether ``values`` never decrease (False with a NaN among them)."""
+    return bool(np.all(values[1:] >= values[:-1]))
+
+
+def _disjoint(starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether the intervals are sorted, each not inverted and none overlapping the next (no NaN)."""
+    return bool(np.all(ends >= starts) and np.all(starts[1:] >= ends[:-1]))

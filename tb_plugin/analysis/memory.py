@@ -44,6 +44,7 @@ from ..trace.model import Trace
 from ..trace.sparse import row_dtype
 from .op_tree import op_tree, roll_up
 from .operators import EXCLUDED_PREFIXES, op_times
+from .row_keys import dense_codes, unique_rows
 from .series import reduce_points
 
 
@@ -140,19 +141,21 @@ def innermost_ops_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarr
     def thread_key(p, q):  # (pid, tid) as one int64: both are 32-bit ids
         return p.astype(np.int64) << 32 | (q.astype(np.int64) & 0xFFFFFFFF)
 
-    _, code = np.unique(
-        np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(pid, tid)]), return_inverse=True
-    )
-    code = code.reshape(-1)
+    _, code = dense_codes(np.concatenate([thread_key(ev.pid[ops], ev.tid[ops]), thread_key(pid, tid)]))
     op_code, q_code = code[: len(ops)], code[len(ops) :]
     op_start = ev.ts[ops]
-    order = np.lexsort((np.arange(len(ops)), op_start, op_code))  # by thread, then start; nesting order kept
-    ops, op_code, op_start = ops[order], op_code[order], op_start[order]
+    # by thread, then start; nesting order kept: the tree's order is that already, but for a thread key
+    # the tree reads otherwise (a negative tid), so the sort is made only where the check fails
+    same = op_code[1:] == op_code[:-1]
+    if not np.all((op_code[1:] > op_code[:-1]) | (same & (op_start[1:] >= op_start[:-1]))):
+        order = np.lexsort((np.arange(len(ops)), op_start, op_code))
+        ops, op_code, op_start = ops[order], op_code[order], op_start[order]
+    del same
     bounds = np.searchsorted(op_code, np.arange(int(code.max()) + 2))
     end_of = ev.ts + ev.dur
     t = np.asarray(t, dtype=np.float64)
     cand = out
-    for th in np.unique(q_code).tolist():  # one pass per thread (threads, not queries)
+    for th in np.flatnonzero(np.bincount(q_code)).tolist():  # one pass per thread (threads, not queries)
         lo, hi = bounds[th], bounds[th + 1]
         if lo == hi:
             continue
@@ -187,7 +190,7 @@ def device_rows(trace: Trace) -> list[tuple[str, int | None, np.ndarray]]:
         dtype, did = mem.device_type.astype(np.int64), mem.device_id.astype(np.int64)
         placed = np.isin(dtype, list(DEVICE_TYPE_NAMES))
         labels: dict[str, list] = {}
-        for t, d in np.unique(np.stack([dtype[placed], did[placed]], axis=1), axis=0).tolist():
+        for t, d in unique_rows([dtype[placed], did[placed]])[0].tolist():
             label = memory_device_label(t, d)
             if label is not None:  # (a placed type always has one)
                 labels.setdefault(label, []).append((t, d))

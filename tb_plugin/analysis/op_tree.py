@@ -39,35 +39,84 @@ class OpTree:
     order: np.ndarray  # host rows in nesting order (parents before children; the parents' dtype)
 
 
+BLOCK = 1 << 15  # positions a pointer-jumping pass keeps to (~1.5 MB of its arrays: inside a core's L2)
+FEW = (
+    BLOCK >> 6
+)  # a block's last positions, left to the pass over the whole array (rounds of a few positions cost their calls)
+
+
 def _nearest_reaching(e: np.ndarray, linked: np.ndarray, step: int, strict: bool) -> np.ndarray:
     """Per position i: the nearest j in direction ``step`` (−1: before, +1: after) with ``e[j] >= e[i]``
     (``e[j] > e[i]`` when ``strict``), or −1, not reaching past a position whose ``linked`` is False
-    (a thread's first event going back, its last going forward). Pointer jumping, all positions at
-    once: a failed candidate c is replaced by its own link, since everything between c and its link
-    fails c's own test, so it fails i's too (c failed it). Rounds grow with the nesting depth's logarithm."""
-    cand = np.arange(len(e)) + step
+    (a thread's first event going back, its last going forward). ``e`` holds no NaN (callers read a
+    non-finite end as −inf). Pointer jumping: a failed candidate c is replaced by its own link, since
+    everything between c and its link fails c's own test, so it fails i's too (c failed it). Rounds
+    grow with the nesting depth's logarithm. The rounds run block by block (:data:`BLOCK` positions,
+    whose arrays stay in the cache) while a candidate stays in its block; the positions whose
+    candidate leaves it, and a block's last few, jump on together over the whole array."""
+    n = len(e)
+    cand = np.arange(n) + step
     cand[~linked] = -1
-    todo = np.flatnonzero(cand >= 0)
-    while len(todo):
+    left = [
+        _reach_rounds(e, cand, lo + np.flatnonzero(cand[lo : lo + BLOCK] >= 0), step, strict, lo, FEW)
+        for lo in range(0, n, BLOCK)
+    ]
+    _reach_rounds(e, cand, np.concatenate(left) if left else np.zeros(0, np.int64), step, strict, -1, 0)
+    return cand
+
+
+def _reach_rounds(
+    e: np.ndarray, cand: np.ndarray, todo: np.ndarray, step: int, strict: bool, lo: int, few: int
+) -> np.ndarray:
+    """:func:`_nearest_reaching`'s rounds for positions ``todo`` (sorted), in place on ``cand``, within
+    the block starting at ``lo`` (−1: the whole array) until ``few`` or fewer remain; returns the
+    positions not resolved (a candidate outside the block, or the last ``few``), sorted."""
+    hi = lo + BLOCK if lo >= 0 else len(e)
+    left = []
+    while len(todo) > few:
         c = cand[todo]
+        out = c < lo if step < 0 else c >= hi
+        if lo >= 0 and out.any():
+            left.append(todo[out])
+            keep = ~out
+            todo, c = todo[keep], c[keep]
         done = e[c] > e[todo] if strict else e[c] >= e[todo]
         todo = todo[~done]
         cand[todo] = cand[cand[todo]]
         todo = todo[cand[todo] >= 0]
-    return cand
+    left.append(todo)
+    return np.sort(np.concatenate(left)) if len(left) > 1 else todo
 
 
 def _first_in_chain(link: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Per position i: the first of ``link[i]``, ``link[link[i]]``, … that is ``wanted``, or −1;
-    a position like ``i``. Pointer jumping on "the nearest
-    wanted at or before me in the chain", so rounds grow with the chain length's logarithm."""
-    nearest = np.where(wanted, np.arange(len(link)), link)  # self if wanted, else follow the link
-    while True:
-        step = (nearest >= 0) & ~wanted[np.maximum(nearest, 0)]
-        if not step.any():
-            break
-        nearest[step] = nearest[nearest[step]]
-    first = np.full(len(link), -1, dtype=np.int64)
+    a position like ``i``. Pointer jumping on "the nearest wanted at or before me in the chain", so
+    rounds grow with the chain length's logarithm; block by block as in :func:`_nearest_reaching`
+    while the chain stays in the block (a parent is near its children in nesting order), then the
+    positions whose chain left their block, together."""
+    n = len(link)
+    nearest = np.where(wanted, np.arange(n), link)  # self if wanted, else follow the link
+    left = []
+    for lo in range(0, n, BLOCK):
+        hi = min(lo + BLOCK, n)
+        todo = lo + np.flatnonzero(~wanted[lo:hi] & (nearest[lo:hi] >= 0))
+        while len(todo) > FEW:
+            c = nearest[todo]
+            out = (c < lo) | (c >= hi)
+            if out.any():
+                left.append(todo[out])
+                keep = ~out
+                todo, c = todo[keep], c[keep]
+            todo = todo[~wanted[c]]
+            nearest[todo] = nearest[nearest[todo]]
+            todo = todo[nearest[todo] >= 0]
+        left.append(todo)
+    todo = np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
+    while len(todo):
+        todo = todo[~wanted[nearest[todo]]]
+        nearest[todo] = nearest[nearest[todo]]
+        todo = todo[nearest[todo] >= 0]
+    first = np.full(n, -1, dtype=np.int64)
     has = link >= 0
     first[has] = nearest[link[has]]
     return first
@@ -116,6 +165,38 @@ def path_nodes(parent: np.ndarray, label: np.ndarray, max_depth: int | None = No
     return node, folded, np.concatenate(node_parent), np.concatenate(node_label)
 
 
+FEW_THREADS = 64  # threads taken one pass each by :func:`by_thread_and_start` (more: one sort)
+
+
+def by_thread_and_start(thread: np.ndarray, start: np.ndarray, ties: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort(ties + (start, thread))``: positions by thread, then start, then the ``ties`` keys
+    (the last one first, as lexsort reads them), then position. When the starts never decrease (the
+    decode leaves the events in time order) and the threads are few, the positions are each
+    thread's in turn, and only the runs of equal (thread, start) are sorted by the tie keys: a pass
+    per thread instead of a sort per key (a four-key sort of 5.3 M events took ~0.6 s, and slowed
+    faster than the events grew)."""
+    if len(start) > 1 and bool(np.all(start[1:] >= start[:-1])):
+        ordered = np.sort(thread)
+        distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+        del ordered
+        if len(distinct) <= FEW_THREADS:
+            order = np.concatenate([np.flatnonzero(thread == key) for key in distinct.tolist()])
+            # each position with the next: the same start and thread (one gathered column at a time)
+            st = start[order]
+            tie = st[1:] == st[:-1]
+            del st
+            th = thread[order]
+            tie &= th[1:] == th[:-1]
+            del th
+            if tie.any():
+                at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])  # positions in a run of ties
+                run = np.cumsum(np.r_[True, ~tie])[at]  # the run each belongs to
+                sub = order[at]
+                order[at] = sub[np.lexsort(tuple(key[sub] for key in ties) + (run,))]
+            return order
+    return np.lexsort(ties + (start, thread))
+
+
 def op_tree(trace: Trace) -> OpTree:
     return trace.memo("op_tree", lambda: _build(trace))
 
@@ -136,7 +217,7 @@ def _build(trace: Trace) -> OpTree:
     thread = ev.pid[rows].astype(np.int64) << 32 | ev.tid[rows].astype(np.int64)
     start = ev.ts[rows]
     end = start + ev.dur[rows]
-    order = np.lexsort((rank[rows], -end, start, thread))
+    order = by_thread_and_start(thread, start, (rank[rows], -end))
     rank = rank[rows][order]  # reordered one column at a time: one old column held beside its new one
     rows = rows[order]
     thread = thread[order]
@@ -178,16 +259,20 @@ def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> N
     inside = np.zeros(len(parent), dtype=bool)
     inside[rows] = True
     depth = np.zeros(len(rows), dtype=np.int32)  # nesting levels
-    anc = parent[rows]
-    while True:  # one pass per nesting level
-        climbing = anc >= 0
-        climbing[climbing] = inside[anc[climbing]]
-        if not climbing.any():
-            break
-        depth += climbing
-        anc = np.where(climbing, parent[np.maximum(anc, 0)], -1)
-    has_parent = parent[rows] >= 0
-    for level in range(int(depth.max()), -1, -1):
-        sel = rows[(depth == level) & has_parent]
+    todo = np.flatnonzero(parent[rows] >= 0)  # the rows still climbing: fewer each pass
+    anc = parent[rows[todo]]
+    while len(todo):  # one pass per nesting level
+        keep = inside[anc]
+        todo, anc = todo[keep], anc[keep]
+        depth[todo] += 1
+        anc = parent[anc]
+        keep = anc >= 0
+        todo, anc = todo[keep], anc[keep]
+    del todo, anc, inside
+    has_parent = np.flatnonzero(parent[rows] >= 0)
+    by_depth = has_parent[np.argsort(depth[has_parent], kind="stable")]  # each level's rows in their order
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+    for level in range(len(bounds) - 2, -1, -1):
+        sel = rows[by_depth[bounds[level] : bounds[level + 1]]]
         for arr in arrays:
             np.add.at(arr, parent[sel], arr[sel])

@@ -40,6 +40,7 @@ from ..trace.sparse import SparseColumn, row_dtype
 from .call_stacks import stack_ids
 from .graph_capture import replay_source
 from .op_tree import op_tree, roll_up
+from .row_keys import dense_codes
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
 EXCLUDED_PREFIXES = (
@@ -210,7 +211,7 @@ def _groups(trace: Trace, group_by: str):
         else:
             second = stack_ids(trace)[rows].astype(np.int64)
         keys = ev.name[rows].astype(np.int64) << 32 | second
-        uniq, inverse = np.unique(keys, return_inverse=True)
+        uniq, inverse = dense_codes(keys)
         return rows, inverse, uniq
 
     return trace.memo("op_groups:" + group_by, build)
@@ -325,7 +326,7 @@ def operator_stacks(trace: Trace, group_by: str, key: int) -> list[dict]:
     defines them). ``text`` is the stack, innermost frame first; "" for calls without one."""
     members = group_members(trace, group_by, key)
     t = op_times(trace)
-    stacks, which = np.unique(stack_ids(trace)[members], return_inverse=True)
+    stacks, which = dense_codes(stack_ids(trace)[members])
     n = len(stacks)
     sums = [
         np.bincount(which, weights=w[members], minlength=n)

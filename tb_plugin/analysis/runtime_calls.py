@@ -27,6 +27,7 @@ from ..trace.model import Trace
 from .blocking import BLOCKING_KINDS, STREAM_WAIT, blocking_calls
 from .gpu_idle import Busy, window
 from .op_tree import op_tree
+from .row_keys import dense_codes
 
 TOP_APIS = 50  # rows of the table (most time first); the rest are counted
 TOP_ISSUERS = 3  # operators and Python frames listed per API
@@ -108,7 +109,7 @@ def _top(trace: Trace, group: np.ndarray, label: np.ndarray, dur: np.ndarray, gr
     out: list[list[Issuer]] = [[] for _ in range(groups)]
     if len(group) == 0:
         return out
-    pairs, inv = np.unique(group.astype(np.int64) << 32 | (label + 1).astype(np.int64), return_inverse=True)
+    pairs, inv = dense_codes(group.astype(np.int64) << 32 | (label + 1).astype(np.int64))
     inv = inv.reshape(-1)
     calls = np.bincount(inv, minlength=len(pairs))
     total = np.bincount(inv, weights=dur, minlength=len(pairs))
@@ -139,7 +140,7 @@ def _runtime_calls(trace: Trace) -> RuntimeCalls:
     rows = np.flatnonzero(np.isin(ev.kind, LAUNCH_KINDS) & (ev.name >= 0))
     if len(rows) == 0:
         return {"window_us": span, "apis": 0, "rows": []}
-    names, group = np.unique(ev.name[rows], return_inverse=True)
+    names, group = dense_codes(ev.name[rows])
     group = group.reshape(-1)
     dur = ev.dur[rows]
     inside = np.clip(ev.ts[rows] + dur, lo, hi) - np.clip(ev.ts[rows], lo, hi)

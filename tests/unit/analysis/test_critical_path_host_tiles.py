@@ -181,3 +181,30 @@ def test_tiles_equal_piece_by_piece_reference_on_random_nesting():
         t = host_tiles(trace, np.arange(len(trace.events)))
         got = [(int(trace.events.tid[r]), r, a, b) for r, a, b in zip(t.row.tolist(), t.start.tolist(), t.end.tolist())]
         assert got == _reference_tiles(trace), seed
+
+
+def test_nesting_and_boundary_orders_equal_the_sorts_they_replace():
+    """The two orders without a multi-key sort equal ``np.lexsort``'s: starts strictly increasing (the
+    decode's order), ascending with ties, or in any order (the sort itself), few or many threads,
+    equal ends, zero lengths and ends equal to another event's start."""
+    from tb_plugin.analysis import host_tiles as ht
+
+    rng = np.random.default_rng(3)
+    for case in range(200):
+        n = int(rng.integers(1, 300))
+        threads = rng.choice([2, 5, 100])
+        thread = rng.integers(0, threads, n).astype(np.int64) * (1 << 32) + rng.integers(0, 3, n)
+        if case % 3 == 0:
+            s = np.cumsum(rng.integers(1, 4, n)).astype(np.float64)  # strictly increasing
+        elif case % 3 == 1:
+            s = np.sort(rng.integers(0, 40, n)).astype(np.float64)  # ascending, with ties
+        else:
+            s = rng.integers(0, 40, n).astype(np.float64)  # ties, any order
+        e = s + rng.choice([0.0, 1.0, 2.0, 7.0], n)
+        order = ht.by_thread_and_start(thread, s, (-e,))
+        assert np.array_equal(order, np.lexsort((-e, s, thread)))
+        s, e, thread = s[order], e[order], thread[order]
+        tix = np.r_[0, np.cumsum(thread[1:] != thread[:-1])].astype(np.int32)
+        got = ht._boundary_order(tix, s, e, np.int32)
+        assert got.dtype == np.int32
+        assert np.array_equal(got, np.lexsort((np.concatenate([s, e]), np.concatenate([tix, tix]))))
