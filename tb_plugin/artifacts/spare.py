@@ -1,0 +1,95 @@
+"""The spare reader child: one :mod:`.isolated` reader child started ahead, so that a snapshot's first
+read pays no process start.
+
+In a live server, MCP server or notebook a snapshot's first read has no imports to overlap the child's
+start with (its interpreter and numpy: ~0.1-0.2 s of CPU, seconds on a busy machine), so the registry
+keeps one child started ahead while a large snapshot awaits its first read
+(:meth:`~tb_plugin.registry.artifacts.ArtifactStore.tend_spare`). The spare starts under the largest
+address-space limit any reader child gets (:func:`~.isolated.memory_cap_bytes`) and
+:data:`~.child_terms.SPARE_START_CPU_S` of CPU time, imports what a read imports, and waits on stdin for
+one file's terms (size, limits, mode: :func:`take_spare`); it lowers its limits to that file's before it
+acknowledges them (:data:`~.child_terms.ACCEPTED` on stdout), and is then a reader child like any other
+(:class:`~.isolated.Started`), used once. Waiting longer than :data:`~.child_terms.SPARE_IDLE_S` it ends
+itself. A spare that died, or that does not acknowledge within :data:`SPARE_ACK_S`, is ended and a fresh
+child reads the file.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from typing import cast
+
+from .child_pipes import SHARED_CHILD, ChildProcess, end_child, memory_cap_bytes, read_exact, start_child
+from .child_terms import ACCEPTED, SPARE, SPARE_IDLE_S
+
+SPARE_ACK_S = 30.0  # s: a spare's start and acknowledgement, at most (a fresh child would start as slowly)
+_spare_lock = threading.Lock()
+_spare: list[ChildProcess] = []  # the spare child, if any
+_spare_at_exit: list[bool] = []  # end_spare registered to run at exit
+
+
+def keep_spare() -> None:
+    """Have one spare reader child started (see the module docstring): nothing when one is alive (a dead one is
+    replaced), nor where children have no limits (not POSIX) or cannot start."""
+    if not SHARED_CHILD:
+        return
+    with _spare_lock:
+        if _spare and _spare[0].poll() is None:
+            return
+        if _spare:
+            _end_spare(_spare.pop())
+        argv = ["0", str(memory_cap_bytes()), str(SPARE_IDLE_S), SPARE]
+        try:
+            _spare.append(cast(ChildProcess, start_child("tb_plugin.artifacts.snapshot_child", argv)))
+        except OSError:
+            return
+        if not _spare_at_exit:
+            _spare_at_exit.append(True)
+            import atexit
+
+            atexit.register(end_spare)
+
+
+def end_spare() -> None:
+    """End the spare child, if any (nothing awaits a read; the registry stops; at exit)."""
+    with _spare_lock:
+        while _spare:
+            _end_spare(_spare.pop())
+
+
+def spare_pid() -> int | None:
+    """The spare child's process id while it is alive, else None."""
+    with _spare_lock:
+        return cast(subprocess.Popen, _spare[0]).pid if _spare and _spare[0].poll() is None else None
+
+
+def take_spare(terms: list[str]) -> ChildProcess | None:
+    """The spare child, given a file's ``terms`` (``child_main``'s arguments) and acknowledging them; None
+    when there is none, or it died or did not acknowledge (it is ended: a fresh child reads the file)."""
+    with _spare_lock:
+        child = _spare.pop() if _spare else None
+    if child is None:
+        return None
+    line = " ".join(terms + ["-"] * (4 - len(terms))) + "\n"
+    got = None
+    if child.poll() is None:
+        try:
+            child.stdin.write(line.encode("ascii"))
+            child.stdin.flush()
+            got = read_exact(child.stdout.fileno(), len(ACCEPTED), time.monotonic() + SPARE_ACK_S)
+        except OSError:  # (BrokenPipeError: it ended meanwhile)
+            got = None
+    if got == ACCEPTED:
+        return child
+    _end_spare(child)
+    return None
+
+
+def _end_spare(child: ChildProcess) -> None:
+    end_child(child)
+    try:
+        child.stderr.close()
+    except OSError:
+        pass

@@ -1,0 +1,178 @@
+"""The spare reader child a live registry keeps started ahead (:mod:`tb_plugin.artifacts.spare`):
+a large snapshot's first read takes it (field by field the whole-file reference, protocols 2-5) under
+that file's limits; a dead spare gives way to a fresh child; refusals and the memo bomb's second,
+streamed reading hold; no spare is kept when nothing awaits a read, and none outlives its registry or
+its process."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+
+import pytest
+from fuzz_files import memo_index_pickle
+from synth.snapshot_writer import write_snapshot_pickle
+from test_snapshot_stream import assert_same
+
+from tb_plugin.artifacts import isolated, spare
+from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle
+from tb_plugin.registry.cache import ParseCache
+from tb_plugin.registry.runs import RunRegistry
+
+SMALL_SHARED = 1 << 20  # files above this get a child of their own (instead of 4 MiB: smaller test files)
+
+
+@pytest.fixture
+def logdir(tmp_path, monkeypatch):
+    """A logdir folder, the shared child's size lowered, and every reader child started recorded."""
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(isolated, "SHARED_MAX_BYTES", SMALL_SHARED)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", SMALL_SHARED)
+    started: list[isolated.Started] = []
+    real = isolated.Started.__init__
+
+    def record(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        started.append(self)
+
+    monkeypatch.setattr(isolated.Started, "__init__", record)
+    root = tmp_path / "logdir"
+    (root / "job").mkdir(parents=True)
+    yield root, started
+    spare.end_spare()
+
+
+def _write(path, entries: int, protocol: int = 4) -> bytes:
+    with open(path, "wb") as f:
+        write_snapshot_pickle(f, entries, frames=4, protocol=protocol)
+    return path.read_bytes()
+
+
+def _registry(root, cache: bool = False) -> RunRegistry:
+    reg = RunRegistry(str(root), cache=ParseCache() if cache else None)
+    reg.keep_spare_reader()
+    reg.scan()
+    return reg
+
+
+def _load(reg: RunRegistry):
+    (art,) = [a for a in reg.artifacts() if a.entry.kind == "snapshot" and (a.entry.size or 0) > SMALL_SHARED]
+    reg.load_artifact(art)
+    return art
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("protocol", (2, 3, 4, 5))
+def test_the_spare_answers_the_whole_file_reference(logdir, protocol):
+    root, started = logdir
+    data = _write(root / "job" / "snapshot.pickle", 15_000, protocol)
+    assert len(data) > SMALL_SHARED
+    reg = _registry(root)
+    pid = spare.spare_pid()
+    assert pid is not None  # a large snapshot awaits its first read
+    art = _load(reg)
+    assert art.state == "ready", art.error
+    assert [s.from_spare for s in started] == [True] and started[0].child.pid == pid
+    assert started[0].child.returncode == 0 and spare.spare_pid() is None  # used once; nothing else waits
+    assert_same(art.views.snapshot, parse_pickle(data, stream=True))
+    assert_same(art.views.snapshot, load_snapshot(data))
+    reg.stop()
+
+
+def test_the_spare_reads_under_the_files_limits(logdir):
+    spare.keep_spare()
+    size = 5 << 20
+    got = isolated.Started(size, [])  # acknowledged: it waits for the file's bytes
+    try:
+        assert got.from_spare
+        with open(f"/proc/{got.child.pid}/limits") as f:
+            limits = {line[:26].strip(): line[26:].split() for line in f}
+        assert int(limits["Max address space"][0]) == isolated.memory_limit_bytes(size)
+        assert int(limits["Max address space"][0]) < isolated.memory_cap_bytes()
+        assert int(limits["Max cpu time"][0]) <= int(isolated.time_limit_s(size)) + 1 + 60  # (+ its start's)
+    finally:
+        got.kill()
+
+
+def test_a_dead_spare_gives_way_to_a_fresh_child(logdir):
+    root, started = logdir
+    data = _write(root / "job" / "snapshot.pickle", 15_000)
+    reg = _registry(root)
+    pid = spare.spare_pid()
+    os.kill(pid, signal.SIGKILL)
+    art = _load(reg)
+    assert art.state == "ready", art.error
+    assert [s.from_spare for s in started] == [False] and started[0].child.pid != pid
+    assert _gone(pid)  # reaped
+    assert_same(art.views.snapshot, load_snapshot(data))
+    reg.stop()
+
+
+def test_a_spare_that_gets_no_acknowledged_terms_is_ended(logdir, monkeypatch):
+    spare.keep_spare()
+    pid = spare.spare_pid()
+    monkeypatch.setattr(spare, "ACCEPTED", b"?")  # never what it answers
+    assert spare.take_spare(["100", str(1 << 30), "30"]) is None
+    assert _gone(pid) and spare.spare_pid() is None
+
+
+def test_a_refused_file_gives_the_usual_message(logdir):
+    root, started = logdir
+    data = pickle.dumps([print] + [f"{i:01000d}" for i in range(3000)], protocol=4)
+    (root / "job" / "bad.pickle").write_bytes(data)
+    art = _load(_registry(root))
+    assert started[0].from_spare and art.state == "error" and "refused to load global" in art.error
+
+
+def test_a_memo_bomb_on_the_spare_is_sent_again_to_a_streaming_child(logdir):
+    root, started = logdir
+    data = memo_index_pickle(750_000_000) + bytes(2 << 20)  # a 6 GB memo: MemoryError under the file's limit
+    (root / "job" / "bomb.pickle").write_bytes(data)
+    art = _load(_registry(root))
+    assert art.state == "ready", art.error
+    assert [s.mode for s in started] == [[], [isolated.STREAMED]] and started[0].from_spare
+    assert art.views.snapshot.devices[0].size.tolist() == [8, 8]
+
+
+def test_no_spare_without_a_large_uncached_snapshot(logdir):
+    root, started = logdir
+    (root / "job" / "small.pickle").write_bytes(pickle.dumps({"device_traces": []}, protocol=4))
+    _registry(root)
+    assert spare.spare_pid() is None
+    _write(root / "job" / "snapshot.pickle", 15_000)
+    reg = _registry(root, cache=True)
+    assert spare.spare_pid() is not None
+    art = _load(reg)  # read, and written to the parse cache
+    assert art.state == "ready" and spare.spare_pid() is None
+    _registry(root, cache=True)  # the cache holds it: no spare
+    assert spare.spare_pid() is None
+
+
+def test_the_spare_is_ended_when_its_registry_stops(logdir):
+    root, _ = logdir
+    _write(root / "job" / "snapshot.pickle", 15_000)
+    reg = _registry(root)
+    pid = spare.spare_pid()
+    assert pid is not None and not _gone(pid)
+    reg.stop()
+    assert _gone(pid) and spare.spare_pid() is None
+
+
+def test_the_spare_is_ended_at_exit(tmp_path):
+    """A process that keeps a spare and exits without stopping anything leaves no child behind."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    script = "from tb_plugin.artifacts import spare; spare.keep_spare(); print(spare.spare_pid())"
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=dict(os.environ, PYTHONPATH=repo), capture_output=True, check=True
+    )
+    assert _gone(int(done.stdout))
