@@ -10,7 +10,8 @@ The bytes read cannot be read again: a :class:`MemoryError` on that path (a file
 than estimated, a memo bomb) or a drained entry referred to again (:class:`~.drain.Redo`) ends the
 child with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
 (:data:`~.child_terms.STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
-into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes.
+into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes. A spare child (:mod:`.spare`) imports
+first and takes its file's terms and limits from stdin (:func:`_spare_terms`), then reads as above.
 """
 
 from __future__ import annotations
