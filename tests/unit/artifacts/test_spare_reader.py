@@ -176,3 +176,26 @@ def test_the_spare_is_ended_at_exit(tmp_path):
         [sys.executable, "-c", script], env=dict(os.environ, PYTHONPATH=repo), capture_output=True, check=True
     )
     assert _gone(int(done.stdout))
+
+
+def test_a_started_registry_reads_its_first_snapshot_with_the_spare(logdir):
+    """``start()`` (the plugin's, ``serve``'s and the MCP server's registry) keeps the spare before its
+    first listing; its artifact thread's read takes it; ``stop()`` leaves no reader child."""
+    import time
+
+    root, started = logdir
+    data = _write(root / "job" / "snapshot.pickle", 15_000)
+    reg = RunRegistry(str(root), cache=None, reload_interval=60).start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+            a.state in ("ready", "error") for a in reg.artifacts() if a.entry.kind == "snapshot"
+        ):
+            time.sleep(0.05)
+        art = _load(reg)
+        assert art.state == "ready", art.error
+        assert [s.from_spare for s in started] == [True]
+        assert_same(art.views.snapshot, load_snapshot(data))
+    finally:
+        reg.stop()
+    assert spare.spare_pid() is None
