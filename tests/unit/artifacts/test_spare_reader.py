@@ -14,7 +14,7 @@ import sys
 
 import pytest
 from fuzz_files import memo_index_pickle
-from synth.snapshot_writer import write_snapshot_pickle
+from test_early_reader import _write
 from test_snapshot_stream import assert_same
 
 from tb_plugin.artifacts import isolated, spare
@@ -43,12 +43,6 @@ def logdir(tmp_path, monkeypatch):
     (root / "job").mkdir(parents=True)
     yield root, started
     spare.end_spare()
-
-
-def _write(path, entries: int, protocol: int = 4) -> bytes:
-    with open(path, "wb") as f:
-        write_snapshot_pickle(f, entries, frames=4, protocol=protocol)
-    return path.read_bytes()
 
 
 def _registry(root, cache: bool = False) -> RunRegistry:
