@@ -28,14 +28,17 @@ SPARE_ACK_S = 30.0  # s: a spare's start and acknowledgement, at most (a fresh c
 _spare_lock = threading.Lock()
 _spare: list[ChildProcess] = []  # the spare child, if any
 _spare_at_exit: list[bool] = []  # end_spare registered to run at exit
+_wanted: set[int] = set()  # who wants a spare (the ids of the registries' artifact stores)
 
 
-def keep_spare() -> None:
-    """Have one spare reader child started (see the module docstring): nothing when one is alive (a dead one is
-    replaced), nor where children have no limits (not POSIX) or cannot start."""
+def keep_spare(owner: object = None) -> None:
+    """Have one spare reader child started (see the module docstring), wanted by ``owner`` until its
+    :func:`end_spare`: nothing when one is alive (a dead one is replaced), nor where children have no
+    limits (not POSIX) or cannot start."""
     if not SHARED_CHILD:
         return
     with _spare_lock:
+        _wanted.add(id(owner))
         if _spare and _spare[0].poll() is None:
             return
         if _spare:
@@ -52,10 +55,15 @@ def keep_spare() -> None:
             atexit.register(end_spare)
 
 
-def end_spare() -> None:
-    """End the spare child, if any (nothing awaits a read; the registry stops; at exit)."""
+def end_spare(owner: object = None) -> None:
+    """``owner`` no longer wants a spare (nothing it lists awaits a read; its registry stops): the spare
+    child is ended once nobody wants it. Without ``owner`` (at exit): ended whoever wants it."""
     with _spare_lock:
-        while _spare:
+        if owner is None:
+            _wanted.clear()
+        else:
+            _wanted.discard(id(owner))
+        while _spare and not _wanted:
             _end_spare(_spare.pop())
 
 

@@ -116,15 +116,16 @@ class ArtifactStore:
         """With :attr:`spare_reader` (a live server, MCP server or notebook): keep one reader child started
         ahead (:func:`~tb_plugin.artifacts.isolated.keep_spare`) while a local snapshot too large for the
         shared child awaits its first read and the parse cache lacks it, or before the first listing;
-        otherwise end it (an idle process is not kept for nothing)."""
+        otherwise end it (an idle process is not kept for nothing) unless another registry of this
+        process wants it."""
         if not self.spare_reader:
             return
         from ..artifacts.spare import end_spare, keep_spare
 
         if not self._listed or self._awaits_reader():
-            keep_spare()
+            keep_spare(self)
         else:
-            end_spare()
+            end_spare(self)
 
     def _awaits_reader(self) -> bool:
         """Whether a queued local snapshot over the shared child's size has no parse-cache blob (the

@@ -154,7 +154,7 @@ class RunRegistry(Registry, TraceFiles):
             from ..artifacts.spare import end_spare
 
             self._artifacts.spare_reader = False
-            end_spare()
+            end_spare(self._artifacts)
         self._distributed.close()
         self._artifacts.wake()
         with self._wake:

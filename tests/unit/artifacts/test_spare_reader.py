@@ -193,3 +193,21 @@ def test_a_started_registry_reads_its_first_snapshot_with_the_spare(logdir):
     finally:
         reg.stop()
     assert spare.spare_pid() is None
+
+
+def test_a_registry_with_nothing_to_read_leaves_anothers_spare(logdir, tmp_path):
+    """Two live registries in one process (a ``--logdir_spec``): the one with no large snapshot does not
+    end the spare the other keeps; the spare ends when neither wants it."""
+    root, _ = logdir
+    _write(root / "job" / "snapshot.pickle", 15_000)
+    other = tmp_path / "other"
+    other.mkdir()
+    wants = _registry(root)
+    pid = spare.spare_pid()
+    idle = _registry(other)
+    idle.scan()
+    assert spare.spare_pid() == pid
+    idle.stop()
+    assert spare.spare_pid() == pid
+    wants.stop()
+    assert spare.spare_pid() is None and _gone(pid)
