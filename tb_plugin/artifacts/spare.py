@@ -29,30 +29,41 @@ _spare_lock = threading.Lock()
 _spare: list[ChildProcess] = []  # the spare child, if any
 _spare_at_exit: list[bool] = []  # end_spare registered to run at exit
 _wanted: set[int] = set()  # who wants a spare (the ids of the registries' artifact stores)
+_again: set[int] = set()  # ... of them, who wants another one started as soon as this one is taken
 
 
-def keep_spare(owner: object = None) -> None:
+def keep_spare(owner: object = None, again: bool = False) -> None:
     """Have one spare reader child started (see the module docstring), wanted by ``owner`` until its
     :func:`end_spare`: nothing when one is alive (a dead one is replaced), nor where children have no
-    limits (not POSIX) or cannot start."""
+    limits (not POSIX) or cannot start. ``again``: ``owner`` has more than one file to read, so the
+    next spare starts when this one is taken (its start runs beside that file's read)."""
     if not SHARED_CHILD:
         return
     with _spare_lock:
         _wanted.add(id(owner))
+        if again:
+            _again.add(id(owner))
+        else:
+            _again.discard(id(owner))
         if _spare and _spare[0].poll() is None:
             return
-        if _spare:
-            _end_spare(_spare.pop())
-        argv = ["0", str(memory_cap_bytes()), str(SPARE_IDLE_S), SPARE]
-        try:
-            _spare.append(cast(ChildProcess, start_child("tb_plugin.artifacts.snapshot_child", argv)))
-        except OSError:
-            return
-        if not _spare_at_exit:
-            _spare_at_exit.append(True)
-            import atexit
+        _start_spare()
 
-            atexit.register(end_spare)
+
+def _start_spare() -> None:
+    """Start the spare child, ending a dead one first (under the lock)."""
+    if _spare:
+        _end_spare(_spare.pop())
+    argv = ["0", str(memory_cap_bytes()), str(SPARE_IDLE_S), SPARE]
+    try:
+        _spare.append(cast(ChildProcess, start_child("tb_plugin.artifacts.snapshot_child", argv)))
+    except OSError:
+        return
+    if not _spare_at_exit:
+        _spare_at_exit.append(True)
+        import atexit
+
+        atexit.register(end_spare)
 
 
 def end_spare(owner: object = None) -> None:
@@ -61,8 +72,10 @@ def end_spare(owner: object = None) -> None:
     with _spare_lock:
         if owner is None:
             _wanted.clear()
+            _again.clear()
         else:
             _wanted.discard(id(owner))
+            _again.discard(id(owner))
         while _spare and not _wanted:
             _end_spare(_spare.pop())
 
@@ -78,6 +91,8 @@ def take_spare(terms: list[str]) -> ChildProcess | None:
     when there is none, or it died or did not acknowledge (it is ended: a fresh child reads the file)."""
     with _spare_lock:
         child = _spare.pop() if _spare else None
+        if child is not None and _again:  # the next spare starts beside this file's read
+            _start_spare()
     if child is None:
         return None
     line = " ".join(terms + ["-"] * (4 - len(terms))) + "\n"

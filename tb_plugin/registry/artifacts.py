@@ -114,7 +114,8 @@ class ArtifactStore:
 
     def tend_spare(self) -> None:
         """With :attr:`spare_reader` (a live server, MCP server or notebook): keep one reader child started
-        ahead (:func:`~tb_plugin.artifacts.isolated.keep_spare`) while a local snapshot too large for the
+        ahead (:func:`~tb_plugin.artifacts.spare.keep_spare`; with more than one to read, the next starts
+        beside each read) while a local snapshot too large for the
         shared child awaits its first read and the parse cache lacks it, or before the first listing;
         otherwise end it (an idle process is not kept for nothing) unless another registry of this
         process wants it."""
@@ -122,31 +123,35 @@ class ArtifactStore:
             return
         from ..artifacts.spare import end_spare, keep_spare
 
-        if not self._listed or self._awaits_reader():
-            keep_spare(self)
+        waiting = self._awaits_reader() if self._listed else 1
+        if waiting:
+            keep_spare(self, again=waiting > 1)  # (more than one: the next spare starts beside each read)
         else:
             end_spare(self)
 
-    def _awaits_reader(self) -> bool:
-        """Whether a queued local snapshot over the shared child's size has no parse-cache blob (the
-        first few such snapshots looked at: each is one ``stat``)."""
+    def _awaits_reader(self) -> int:
+        """How many queued local snapshots over the shared child's size have no parse-cache blob (0, 1 or
+        2: more than one; the first few such snapshots looked at, each one ``stat``)."""
         from ..artifacts.isolated import SHARED_MAX_BYTES
 
         fs = self._fs
         if fs is None or not is_local_fs(fs):
-            return False
+            return 0
         with self._wake:
             queued = [
                 a.entry
                 for a in self._artifacts.values()
                 if a.entry.kind == "snapshot" and a.state == QUEUED and (a.entry.size or 0) > SHARED_MAX_BYTES
             ]
+        found = 0
         for entry in queued[:SPARE_CHECKED]:
             if self._cache is None or not self._cache.has_blob(
                 fs.unstrip_protocol(entry.path), entry.version, "snapshot"
             ):
-                return True
-        return False
+                found += 1
+                if found > 1:
+                    break
+        return found
 
     def wake(self) -> None:
         """Wake the loader thread (:meth:`run`): to stop, or to look at the artifacts again."""

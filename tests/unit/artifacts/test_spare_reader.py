@@ -211,3 +211,19 @@ def test_a_registry_with_nothing_to_read_leaves_anothers_spare(logdir, tmp_path)
     assert spare.spare_pid() == pid
     wants.stop()
     assert spare.spare_pid() is None and _gone(pid)
+
+
+def test_several_snapshots_each_take_a_spare_started_beside_the_read_before(logdir):
+    """Three large snapshots (a job's ranks): each read takes a spare, the next one started while the
+    one before was read; none is left after the last."""
+    root, started = logdir
+    datas = [_write(root / "job" / f"rank{r}.pickle", 15_000 + r) for r in range(3)]
+    reg = _registry(root)
+    arts = sorted((a for a in reg.artifacts() if a.entry.kind == "snapshot"), key=lambda a: a.entry.rel)
+    for art, data in zip(arts, datas):
+        reg.load_artifact(art)
+        assert art.state == "ready", art.error
+        assert_same(art.views.snapshot, parse_pickle(data, stream=True))
+    assert [s.from_spare for s in started] == [True, True, True]
+    assert len({s.child.pid for s in started}) == 3 and spare.spare_pid() is None
+    reg.stop()
