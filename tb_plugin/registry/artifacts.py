@@ -113,7 +113,7 @@ class ArtifactStore:
         self.tend_spare()
 
     def tend_spare(self) -> None:
-        """With :attr:`spare_reader` (a live server, MCP server or notebook): keep one reader child started
+        """With :attr:`spare_reader` (a live server, MCP server or notebook; the report command): keep one reader child started
         ahead (:func:`~tb_plugin.artifacts.spare.keep_spare`; with more than one to read, the next starts
         beside each read) while a local snapshot too large for the
         shared child awaits its first read and the parse cache lacks it, or before the first listing;
@@ -130,8 +130,10 @@ class ArtifactStore:
             end_spare(self)
 
     def _awaits_reader(self) -> int:
-        """How many queued local snapshots over the shared child's size have no parse-cache blob (0, 1 or
-        2: more than one; the first few such snapshots looked at, each one ``stat``)."""
+        """How many queued local snapshots over the shared child's size have no parse-cache blob nor a
+        child started early (:mod:`~tb_plugin.artifacts.early`): 0, 1 or 2 (more than one); the first few
+        such snapshots looked at, each one ``stat``."""
+        from ..artifacts.early import has_child
         from ..artifacts.isolated import SHARED_MAX_BYTES
 
         fs = self._fs
@@ -145,6 +147,8 @@ class ArtifactStore:
             ]
         found = 0
         for entry in queued[:SPARE_CHECKED]:
+            if has_child(entry.path):  # read by the child the report command started early
+                continue
             if self._cache is None or not self._cache.has_blob(
                 fs.unstrip_protocol(entry.path), entry.version, "snapshot"
             ):

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 from fuzz_files import memo_index_pickle
+from synth.snapshot_writer import write_snapshot_pickle
 from test_early_reader import _write
 from test_snapshot_stream import assert_same
 
@@ -227,3 +228,48 @@ def test_several_snapshots_each_take_a_spare_started_beside_the_read_before(logd
     assert [s.from_spare for s in started] == [True, True, True]
     assert len({s.child.pid for s in started}) == 3 and spare.spare_pid() is None
     reg.stop()
+
+
+def test_the_report_commands_spare_reads_what_the_early_child_does_not(logdir, monkeypatch):
+    """The report command: the first large snapshot has its early child (:mod:`tb_plugin.artifacts.early`),
+    the others each take a spare; none is kept for the early child's file."""
+    from tb_plugin.artifacts import early
+
+    root, started = logdir
+    monkeypatch.setattr(early, "SHARED_MAX_BYTES", SMALL_SHARED)
+    _write(root / "job" / "a.pickle", 15_000)
+    early.start(str(root))
+    assert early.has_child(str(root / "job" / "a.pickle"))
+    try:
+        reg = _registry(root)
+        assert spare.spare_pid() is None  # only the early child's file awaits
+        datas = [_write(root / "job" / f"{name}.pickle", 15_001) for name in ("b", "c")]
+        reg.scan()
+        assert spare.spare_pid() is not None
+        arts = sorted((a for a in reg.artifacts() if a.entry.kind == "snapshot"), key=lambda a: a.entry.rel)
+        for art in arts:
+            reg.load_artifact(art)
+            assert art.state == "ready", art.error
+        assert [s.from_spare for s in started] == [False, True, True]  # (the early child's stdin is the file)
+        for art, data in zip(arts[1:], datas):
+            assert_same(art.views.snapshot, load_snapshot(data))
+        assert spare.spare_pid() is None
+    finally:
+        early._end_all()
+
+
+def test_the_report_command_prints_the_same_with_spares(tmp_path):
+    """``kinetoscope report DIR --json`` on three large snapshots: with the early child and spares, with
+    spares alone (``--run .``: no early child), and from the parse cache, the same output."""
+    root = tmp_path / "logdir"
+    root.mkdir()
+    for r in range(3):
+        with open(root / f"rank{r}.pickle", "wb") as f:
+            write_snapshot_pickle(f, 45_000 + r, frames=8, protocol=4)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = dict(os.environ, PYTHONPATH=repo, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    outs = []
+    for extra in (["--no-cache", "--run", "."], ["--no-cache"], [], []):
+        cmd = [sys.executable, "-m", "tb_plugin.cli", "report", str(root), "--json", *extra]
+        outs.append(subprocess.run(cmd, env=env, capture_output=True, cwd=repo, check=True).stdout)
+    assert outs[0] == outs[1] == outs[2] == outs[3] and outs[0].count(b'"peak_active_bytes"') >= 3
