@@ -121,11 +121,13 @@ def _spare_terms(stdin: _Stream) -> list[str] | None:
 
     line = stdin.readline()  # (the parent's one short line; a spare reads nothing else before it)
     terms = line.decode("ascii", "replace").split()
-    if len(terms) != 4 or not all(t.isdigit() for t in terms[:2]):
+    if len(terms) != 4 or not all(t.isdigit() for t in terms[:2]) or terms[3] not in ("-", STREAMED):
         return None
     try:
         memory, wall_s = int(terms[1]), float(terms[2])
     except ValueError:
+        return None
+    if not 0 < wall_s < 1e7:  # (a finite time limit)
         return None
     apply_limits(memory, None)  # (only ever lowered: the spare started under the largest limit any child gets)
     limit_cpu_from_now(wall_s)

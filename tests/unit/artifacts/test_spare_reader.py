@@ -273,3 +273,14 @@ def test_the_report_command_prints_the_same_with_spares(tmp_path):
         cmd = [sys.executable, "-m", "tb_plugin.cli", "report", str(root), "--json", *extra]
         outs.append(subprocess.run(cmd, env=env, capture_output=True, cwd=repo, check=True).stdout)
     assert outs[0] == outs[1] == outs[2] == outs[3] and outs[0].count(b'"peak_active_bytes"') >= 3
+
+
+@pytest.mark.parametrize("line", [b"x 1 2 -\n", b"100 1073741824 nan -\n", b"100 1073741824 30 snapshot\n", b"\n"])
+def test_a_spare_given_malformed_terms_ends_without_reading(line):
+    """Terms that do not parse (a size that is no number, an unbounded time, a batch mode, none) end the
+    spare with nothing written: no acknowledgement, so its parent starts a fresh child."""
+    from tb_plugin.artifacts.child_pipes import start_child
+
+    child = start_child("tb_plugin.artifacts.snapshot_child", ["0", str(1 << 30), "60", "spare"])
+    out, _ = child.communicate(line + b"\x80\x04N.", timeout=60)
+    assert child.returncode == 0 and out == b""
