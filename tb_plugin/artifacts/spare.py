@@ -16,6 +16,7 @@ child reads the file.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -116,3 +117,23 @@ def _end_spare(child: ChildProcess) -> None:
         child.stderr.close()
     except OSError:
         pass
+
+
+def _release_in_fork() -> None:
+    """In a process forked from this one (a decode worker, the sections' fork): the waiting spare's stdin
+    pointed at the null device. A fork holding that pipe's write end would keep the spare from seeing
+    its file's end (the reader reads to it) until the fork exits; the descriptor's number stays open
+    (``Popen``'s file object still names it), so nothing can reuse it."""
+    for child in list(_spare):  # (no lock: a thread of the parent may have held it at the fork)
+        try:
+            null = os.open(os.devnull, os.O_RDONLY)
+            try:
+                os.dup2(null, child.stdin.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError):
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_release_in_fork)

@@ -284,3 +284,16 @@ def test_a_spare_given_malformed_terms_ends_without_reading(line):
     child = start_child("tb_plugin.artifacts.snapshot_child", ["0", str(1 << 30), "60", "spare"])
     out, _ = child.communicate(line + b"\x80\x04N.", timeout=60)
     assert child.returncode == 0 and out == b""
+
+
+def test_a_fork_made_while_a_spare_waits_does_not_hold_its_input_open(logdir):
+    """A process forked while the spare waits (a decode worker) holds the null device where the spare's
+    stdin was: the spare sees its file's end when its parent closes that pipe, not when the fork exits."""
+    spare.keep_spare()
+    fd = spare._spare[0].stdin.fileno()
+    pid = os.fork()
+    if pid == 0:  # the fork: exit status 0 when the descriptor is the null device
+        os._exit(0 if os.readlink(f"/proc/self/fd/{fd}") == os.devnull else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")  # (this process's pipe is untouched)
