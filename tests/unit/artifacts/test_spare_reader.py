@@ -15,7 +15,7 @@ import sys
 import pytest
 from fuzz_files import memo_index_pickle
 from synth.snapshot_writer import write_snapshot_pickle
-from test_early_reader import _write
+from test_early_reader import _write, report_outputs
 from test_snapshot_stream import assert_same
 
 from tb_plugin.artifacts import isolated, spare
@@ -266,12 +266,7 @@ def test_the_report_command_prints_the_same_with_spares(tmp_path):
     for r in range(3):
         with open(root / f"rank{r}.pickle", "wb") as f:
             write_snapshot_pickle(f, 45_000 + r, frames=8, protocol=4)
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env = dict(os.environ, PYTHONPATH=repo, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
-    outs = []
-    for extra in (["--no-cache", "--run", "."], ["--no-cache"], [], []):
-        cmd = [sys.executable, "-m", "tb_plugin.cli", "report", str(root), "--json", *extra]
-        outs.append(subprocess.run(cmd, env=env, capture_output=True, cwd=repo, check=True).stdout)
+    outs = report_outputs(root, tmp_path / "cache")
     assert outs[0] == outs[1] == outs[2] == outs[3] and outs[0].count(b'"peak_active_bytes"') >= 3
 
 
