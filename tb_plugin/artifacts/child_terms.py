@@ -8,6 +8,10 @@ EXIT_AGAIN = 4  # the whole read from the pipe ran out of memory: send the file 
 STREAMED = "streamed"  # the child's mode argument for that second reading
 BATCH_MODES = ("snapshot", "plain")  # length-prefixed files, one answer each (see isolated.read_many_in_child)
 WALL_GRACE_S = 30  # the child's own wall-clock bound is its parent's deadline plus this (the parent's message wins)
+SPARE = "spare"  # the mode of a spare child: started ahead, its imports done, it waits for one file's terms
+SPARE_IDLE_S = 600  # a spare child that got no file after this long ends itself (s, wall clock)
+SPARE_START_CPU_S = 60  # the CPU time a spare child may take for its start, before any file (s)
+ACCEPTED = b"\x01"  # what a spare child writes on stdout once it took a file's terms and limits
 
 
 def end_after(wall_s: float) -> None:
@@ -20,6 +24,22 @@ def end_after(wall_s: float) -> None:
 
     if hasattr(signal, "alarm"):
         signal.alarm(math.ceil(wall_s) + WALL_GRACE_S)
+
+
+def limit_cpu_from_now(cpu_s: float) -> None:
+    """In the child: it may use ``cpu_s`` more seconds of CPU time than it has used so far (SIGXCPU
+    ends it past that); a no-op where ``resource`` is missing."""
+    try:
+        import resource
+    except ImportError:
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + cpu_s) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    except (ValueError, OSError):
+        pass
 
 
 def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:

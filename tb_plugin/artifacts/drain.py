@@ -112,6 +112,9 @@ class Drain:
         from .snapshot_columns import _field, trace_columns
 
         refs = np.fromiter(map(sys.getrefcount, items), dtype=np.int64, count=len(items))
+        # (an entry emptied at an earlier step and met again in a history is held by ``shells`` too: empty)
+        if (refs > 3).any() and not all(map(items.__getitem__, np.flatnonzero(refs > 3).tolist())):
+            raise Redo("an emptied history entry is referred to again")
         batches = self.streamed.batches.setdefault(id(history), (history, []))[1]
         frames = _field(items, "frames")
         batches.append(trace_columns(items, self.streamed.interner.stack_of, frames))
@@ -166,23 +169,22 @@ class Drain:
             self._drain(history)
         if not self.histories:
             return
-        import numpy as np
 
         shells, self.shells = self.shells, []
-        # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it
-        if len(shells) and np.fromiter(map(sys.getrefcount, shells), dtype=np.int64, count=len(shells)).max() > 2:
+        # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it (each
+        # count is at least 2, so their sum is twice their number exactly when none is more: one C-level pass)
+        if sum(map(sys.getrefcount, shells)) != 2 * len(shells):
             raise Redo("a history entry is referred to twice")
         del shells
-        # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone, each of its dicts
-        # by that list alone: nothing in the object refers to them
+        # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone (and the argument: 3),
+        # each of its dicts by that list alone (2): nothing in the object refers to them
         cleared, self.cleared = self.cleared, []
-        if len(cleared) and (
-            np.fromiter(map(sys.getrefcount, cleared), dtype=np.int64, count=len(cleared)).max() > 3
-            or np.fromiter(map(sys.getrefcount, itertools.chain.from_iterable(cleared)), dtype=np.int64).max(initial=0)
-            > 2
+        dicts = itertools.chain.from_iterable(cleared)
+        if sum(map(sys.getrefcount, cleared)) != 3 * len(cleared) or sum(map(sys.getrefcount, dicts)) != 2 * sum(
+            map(len, cleared)
         ):
             raise Redo("an emptied frame is referred to again")
-        del cleared
+        del cleared, dicts
         traces = obj.get("device_traces") if isinstance(obj, dict) else None
         if not isinstance(traces, list):
             raise Redo("a history outside device_traces")

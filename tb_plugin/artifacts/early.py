@@ -116,6 +116,13 @@ def claim(path: str) -> Started | None:
     return started
 
 
+def has_child(path: str) -> bool:
+    """Whether a child was started early on the local file ``path`` and not yet claimed."""
+    real = os.path.realpath(path)
+    with _lock:
+        return real in _started
+
+
 def drop(path: str) -> None:
     """End the child started on ``path``, if any (its answer is not needed: the parse cache has it)."""
     got = claim(path)

@@ -13,23 +13,32 @@ file's :class:`SnapshotError`. The child's memory is returned to the system when
 
 from __future__ import annotations
 
-import os
 import signal
 import struct
 import subprocess
-import sys
 import threading
 import time
-from typing import IO, Any, Callable, Iterable, Protocol, Sequence, cast
+from typing import IO, Callable, Iterable, Sequence, cast
 
-from ..settings import current
-from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits  # noqa: F401 - for the children
+from .child_pipes import (  # noqa: F401 - (MEMORY_FLOOR_BYTES, start_child: imported from here)
+    MEMORY_FLOOR_BYTES,
+    SHARED_CHILD,
+    ChildProcess,
+    end_child,
+    memory_cap_bytes,
+    read_exact,
+    start_child,
+)
+from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, limit_cpu_from_now  # noqa: F401 - for the children
 
 BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for each MB of pickle
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
 MEMORY_PER_BYTE = 16  # the child's address space per byte of pickle (a bare pickle.load of a snapshot: ~13×)
-MEMORY_FLOOR_BYTES = 1 << 30  # ... and at least this (the interpreter with numpy maps ~150 MB)
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+_Child = ChildProcess  # (the names this module's code and its tests use)
+_read_exact = read_exact
+_end = end_child
 
 
 class SnapshotError(Exception):
@@ -41,12 +50,6 @@ def time_limit_s(size: int) -> float:
     return BASE_TIME_S + PER_MB_TIME_S * size / 1e6
 
 
-def memory_cap_bytes() -> int:
-    """The most address space any reader child gets: the memory-budget setting
-    (``KINETOSCOPE_MEMORY_BUDGET_MB``, default 1536 MB), at least :data:`MEMORY_FLOOR_BYTES`."""
-    return max(MEMORY_FLOOR_BYTES, current().memory_budget_bytes)
-
-
 def memory_limit_bytes(size: int) -> int:
     """The child's address-space limit (``RLIMIT_AS``) for a pickle of ``size`` bytes:
     :data:`MEMORY_PER_BYTE` × ``size``, at least :data:`MEMORY_FLOOR_BYTES`, at most :func:`memory_cap_bytes`."""
@@ -56,17 +59,7 @@ def memory_limit_bytes(size: int) -> int:
 def cpu_limit_for(size: int) -> None:
     """In a reader child, before a file of ``size`` bytes: it may use :func:`time_limit_s` more seconds of CPU
     time than the child has used so far (SIGXCPU ends the child past it: that file's error)."""
-    try:
-        import resource
-    except ImportError:
-        return
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    soft = int(used.ru_utime + used.ru_stime + time_limit_s(size)) + 1
-    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-    except (ValueError, OSError):
-        pass
+    limit_cpu_from_now(time_limit_s(size))
 
 
 def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
@@ -85,39 +78,6 @@ def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
         f"deeply, or more than {size_limit >> 20} MB of memory, the reader's limit for its size: a hostile "
         "or corrupt file?)"
     )
-
-
-class _Child(Protocol):
-    """What a reader child is used through: a :class:`subprocess.Popen` started with all three pipes."""
-
-    stdin: IO[bytes]
-    stdout: IO[bytes]
-    stderr: IO[bytes]
-    args: list[str]
-    returncode: Any  # (typeshed: int | Any) the exit status once waited for, None before
-
-    def poll(self) -> int | None: ...
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-    def kill(self) -> None: ...
-
-
-def start_child(
-    module: str, argv: list[str], stderr: int = subprocess.PIPE, stdin: int | IO[bytes] = subprocess.PIPE
-) -> subprocess.Popen:
-    """``python -m module *argv`` with pipes on stdin (or ``stdin``: a file) and stdout (and ``stderr``), run in this package's
-    folder with it first on the path (``-m`` puts the working folder first: the child must import this
-    package, never one there) and one thread per numeric library. :class:`OSError` when it cannot start."""
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
-        OMP_NUM_THREADS="1",
-        OPENBLAS_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-    )
-    argv = [sys.executable, "-m", module, *argv]
-    return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, cwd=_PACKAGE_PARENT, env=env)
 
 
 def _child(argv: list[str], stdin: int | IO[bytes] = subprocess.PIPE) -> _Child:
@@ -190,13 +150,21 @@ class _Again(Exception):
 
 
 class Started:
-    """A reader child started on one pickle, its output collected by threads (see :func:`finish`)."""
+    """A reader child started on one pickle, its output collected by threads (see :func:`finish`): the
+    spare child (:func:`~.spare.keep_spare`) when one is ready and the pickle comes through a pipe, else a fresh one."""
 
     def __init__(self, size: int, mode: list[str], stdin: int | IO[bytes] = subprocess.PIPE) -> None:
         self.limit = time_limit_s(size)  # s, wall clock and CPU time
         self.memory = memory_limit_bytes(size)  # bytes of address space
         self.mode = mode
-        self.child = _child([str(size), str(self.memory), str(self.limit), *mode], stdin)
+        terms = [str(size), str(self.memory), str(self.limit), *mode]
+        spare = None
+        if stdin == subprocess.PIPE:
+            from .spare import take_spare  # (imported here: it builds on this module)
+
+            spare = take_spare(terms)
+        self.from_spare = spare is not None
+        self.child = spare or _child(terms, stdin)
         self.out, self.readers = _collect(self.child)
         self.deadline = time.monotonic() + self.limit
 
@@ -389,24 +357,8 @@ def unpack_answer(payload: bytes | bytearray) -> tuple[dict, dict]:
 # (address space) and, before each file, that file's CPU time (see snapshot._batch); a file that
 # crashes it or runs out of time ends it, and the next file starts a fresh one.
 SHARED_MAX_BYTES = 4 << 20  # files up to this size are read by the shared child
-SHARED_CHILD = os.name == "posix"  # its answers are awaited with select(), which takes no pipe on Windows
 _shared_lock = threading.Lock()
 _shared: list[_Child] = []  # the live shared child, if any
-
-
-def _read_exact(fd: int, n: int, deadline: float) -> bytearray | None:
-    import select
-
-    got = bytearray()
-    while len(got) < n:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return None
-        chunk = os.read(fd, min(n - len(got), 1 << 20))
-        if not chunk:
-            return None
-        got += chunk
-    return got
 
 
 def read_shared(data: bytes, mode: str) -> bytes | bytearray | SnapshotError:
@@ -449,14 +401,3 @@ def read_shared(data: bytes, mode: str) -> bytes | bytearray | SnapshotError:
             if (child.returncode or 0) < 0
             else f"the snapshot reader failed (exit status {child.returncode})"
         )
-
-
-def _end(child: _Child) -> None:
-    if child.poll() is None:
-        child.kill()
-    child.wait()
-    for f in (child.stdin, child.stdout):
-        try:
-            f.close()
-        except OSError:
-            pass

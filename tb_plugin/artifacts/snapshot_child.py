@@ -10,7 +10,8 @@ The bytes read cannot be read again: a :class:`MemoryError` on that path (a file
 than estimated, a memo bomb) or a drained entry referred to again (:class:`~.drain.Redo`) ends the
 child with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
 (:data:`~.child_terms.STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
-into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes.
+into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes. A spare child (:mod:`.spare`) imports
+first and takes its file's terms and limits from stdin (:func:`_spare_terms`), then reads as above.
 """
 
 from __future__ import annotations
@@ -21,7 +22,18 @@ import sys
 from typing import Callable, Protocol, cast
 
 from . import expansion, whole_read
-from .child_terms import BATCH_MODES, EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, end_after
+from .child_terms import (
+    ACCEPTED,
+    BATCH_MODES,
+    EXIT_AGAIN,
+    EXIT_REFUSED,
+    SPARE,
+    SPARE_START_CPU_S,
+    STREAMED,
+    apply_limits,
+    end_after,
+    limit_cpu_from_now,
+)
 from .drain import Drain, Redo
 from .unpickle import RefusedPickle, load_whole
 
@@ -75,11 +87,12 @@ class _Counted:
             pass
 
 
-def piped(stdin: _Stream, size: int) -> bool:
+def piped(stdin: _Stream, size: int, later: int = LATER_BYTES) -> bool:
     """Whether the pickle on ``stdin`` (``size`` bytes, the parent's figure) is read whole from the pipe:
-    protocol 4 or 5 (frames: the unpickler reads each in one call) and its object fits."""
+    protocol 4 or 5 (frames: the unpickler reads each in one call) and its object fits (``later``: the
+    address space the imports still to come take)."""
     head = stdin.peek(2)[:2]  # (nothing consumed)
-    fits = whole_read.fits(size, LATER_BYTES, per_byte=whole_read.DRAINED_PER_BYTE)  # (histories drained)
+    fits = whole_read.fits(size, later, per_byte=whole_read.DRAINED_PER_BYTE)  # (histories drained)
     return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and fits
 
 
@@ -97,17 +110,46 @@ def read_piped(stdin: _Stream, drain: Drain | None = None) -> tuple[object, int]
     return obj, counted.count
 
 
+def _spare_terms(stdin: _Stream) -> list[str] | None:
+    """In a spare child (:data:`~.child_terms.SPARE`): import what reading and answering a file import,
+    then wait for one file's terms on stdin (a line: size, address-space limit, CPU/wall limit, mode or
+    ``-``), take its limits and say so (:data:`~.child_terms.ACCEPTED` on stdout). The terms as
+    ``child_main``'s arguments, or None when none came (the parent ended, or sent something else)."""
+    import numpy  # noqa: F401 - (the drain's first batch and the answer import it; here before any file)
+
+    from . import snapshot  # noqa: F401
+
+    line = stdin.readline()  # (the parent's one short line; a spare reads nothing else before it)
+    terms = line.decode("ascii", "replace").split()
+    if len(terms) != 4 or not all(t.isdigit() for t in terms[:2]) or terms[3] not in ("-", STREAMED):
+        return None
+    try:
+        memory, wall_s = int(terms[1]), float(terms[2])
+    except ValueError:
+        return None
+    if not 0 < wall_s < 1e7:  # (a finite time limit)
+        return None
+    apply_limits(memory, None)  # (only ever lowered: the spare started under the largest limit any child gets)
+    limit_cpu_from_now(wall_s)
+    end_after(wall_s)
+    sys.stdout.buffer.write(ACCEPTED)
+    sys.stdout.buffer.flush()
+    return terms[:3] + ([] if terms[3] == "-" else [terms[3]])
+
+
 def child_main(argv: list[str]) -> int:
     """``argv``: the pickle's size, the address-space limit (bytes), the CPU-time limit (s), and
-    optionally a mode (:data:`~.child_terms.BATCH_MODES`, or :data:`~.child_terms.STREAMED`). Alone: read a pickle from stdin and write
+    optionally a mode (:data:`~.child_terms.BATCH_MODES`, :data:`~.child_terms.STREAMED`, or
+    :data:`~.child_terms.SPARE`: the terms come later, on stdin). Alone: read a pickle from stdin and write
     its packed snapshot (:mod:`.answer`) to stdout (exit status :data:`~.child_terms.EXIT_REFUSED` for a refused file, the
     message on stderr; :data:`~.child_terms.EXIT_AGAIN`, see the module docstring)."""
     memory = int(argv[1]) if len(argv) > 1 else 1 << 40
     mode = argv[3] if len(argv) > 3 else ""
     batch = mode in BATCH_MODES
     wall_s = float(argv[2]) if len(argv) > 2 else 3600.0  # the parent's deadline (a batch: all its files')
-    apply_limits(memory, None if batch else wall_s)  # a batch's CPU time is bounded per file
-    end_after(wall_s)
+    spare = mode == SPARE
+    apply_limits(memory, SPARE_START_CPU_S if spare else None if batch else wall_s)  # a batch: per file
+    end_after(wall_s)  # (a spare: how long it waits for a file)
     gc.disable()  # the reader builds containers that all stay alive until it ends: collecting finds nothing
     if batch:
         from .snapshot import batch_main
@@ -115,8 +157,13 @@ def child_main(argv: list[str]) -> int:
         batch_main(mode, memory)
         return 0
     stdin = cast(_Stream, sys.stdin.buffer)  # (a BufferedReader: it peeks)
+    if spare:
+        terms = _spare_terms(stdin)
+        if terms is None:
+            return 0
+        argv, memory, mode = terms, int(terms[1]), terms[3] if len(terms) > 3 else ""
     size = int(argv[0]) if argv and argv[0].isdigit() else 0
-    if mode != STREAMED and piped(stdin, size):
+    if mode != STREAMED and piped(stdin, size, 0 if spare else LATER_BYTES):
         try:
             drain = Drain()
             obj, _ = read_piped(stdin, drain)

@@ -49,7 +49,11 @@ _FIELDS = ("action", "addr", "size", "time", "stack")
 def _field(entries: list[dict], key: str) -> list:
     try:
         return list(map(operator.itemgetter(key), entries))  # the common case, every entry has it: C speed
-    except KeyError:
+    except KeyError:  # (some lack it: None for those, still one C-level pass)
+        pass
+    try:
+        return list(map(dict.get, entries, itertools.repeat(key)))
+    except TypeError:  # (not all dicts)
         return [e.get(key) for e in entries]
 
 
@@ -183,16 +187,20 @@ class Interner:
         n = len(frames)
         out = np.full(n, -1, dtype=np.int32)
         try:
-            full = np.flatnonzero(np.fromiter(map(bool, frames), dtype=bool, count=n))
-            if not len(full):
-                return out
+            if all(frames):  # (the common case, every entry has a stack: its list's id in one C pass)
+                full: Any = slice(None)
+                ids = np.fromiter(map(id, frames), dtype=np.int64, count=n)
+            else:
+                full = np.flatnonzero(np.fromiter(map(bool, frames), dtype=bool, count=n))
+                if not len(full):
+                    return out
+                ids = np.fromiter(map(id, map(frames.__getitem__, full.tolist())), dtype=np.int64, count=len(full))
             # each list object once, in the order first met (they are all alive: their ids are unique)
-            ids = np.fromiter(map(id, map(frames.__getitem__, full.tolist())), dtype=np.int64, count=len(full))
             _, first, which = np.unique(ids, return_index=True, return_inverse=True)
             order = np.argsort(first, kind="stable")
             rank = np.empty_like(order)
             rank[order] = np.arange(len(order))
-            distinct = full[first[order]].tolist()
+            distinct = (first[order] if isinstance(full, slice) else full[first[order]]).tolist()
             sids = np.empty(len(distinct), dtype=np.int64)
             for at in range(0, len(distinct), _KEYED):  # (the keys of a chunk at a time: ~0.6 KB each)
                 lists = map(frames.__getitem__, distinct[at : at + _KEYED])

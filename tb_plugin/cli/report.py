@@ -89,6 +89,7 @@ def run_report(
     if registry.error is not None:  # missing extra, no credentials, access denied, missing bucket
         err.write(f"kinetoscope: {registry.logdir}: {registry.error}\n")
         return 2
+    registry.keep_spare_reader()  # the large snapshots the early child does not read: no child start each
     files = [st for st in registry.files() if run is None or st.run == run]
     if run is not None and not files and not registry.artifacts(run):  # a run of snapshots only is a run too
         err.write(f"kinetoscope: no run named {run!r} under {registry.logdir}\n")

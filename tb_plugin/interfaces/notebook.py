@@ -215,6 +215,7 @@ def _open(target: str, cache: bool, settings: Settings | None) -> tuple[RunRegis
     registry.scan()
     if registry.error is not None:
         raise LoadError(f"{target}: {registry.error}")
+    registry.keep_spare_reader()  # a large snapshot's first read pays no reader start
     return registry, (root.rstrip("/").rsplit("/", 1)[-1] if is_file else None)
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MEMPROFILER_KINDS = ("memprofiler_stats", "memprofiler_log")
+SPARE_CHECKED = 8  # queued snapshots looked up in the parse cache when deciding on a spare reader child
 
 
 def load_snapshot_blocks(blocks: Blocks, size: int) -> Any:
@@ -92,6 +93,8 @@ class ArtifactStore:
         self._artifacts: dict[str, ArtifactState] = {}  # rel → artifact
         self._wake = threading.Condition(threading.Lock())  # notified when the artifacts change or at stop
         self._match_facts_memo: dict[tuple[str, str], dict[str, Any]] = {}  # (rel, version) → match facts
+        self.spare_reader = False  # keep a spare reader child for the next large snapshot (:meth:`tend_spare`)
+        self._listed = False  # reconciled with a listing at least once
 
     def reconcile(self, entries: list[FileEntry]) -> None:
         """Make the artifacts those of a listing: new or changed ones queued, gone ones dropped."""
@@ -105,7 +108,54 @@ class ArtifactStore:
             for rel in list(self._artifacts):
                 if rel not in seen:
                     del self._artifacts[rel]
+            self._listed = True
             self._wake.notify_all()
+        self.tend_spare()
+
+    def tend_spare(self) -> None:
+        """With :attr:`spare_reader` (a live server, MCP server or notebook; the report command): keep one reader child started
+        ahead (:func:`~tb_plugin.artifacts.spare.keep_spare`; with more than one to read, the next starts
+        beside each read) while a local snapshot too large for the
+        shared child awaits its first read and the parse cache lacks it, or before the first listing;
+        otherwise end it (an idle process is not kept for nothing) unless another registry of this
+        process wants it."""
+        if not self.spare_reader:
+            return
+        from ..artifacts.spare import end_spare, keep_spare
+
+        waiting = self._awaits_reader() if self._listed else 1
+        if waiting:
+            keep_spare(self, again=waiting > 1)  # (more than one: the next spare starts beside each read)
+        else:
+            end_spare(self)
+
+    def _awaits_reader(self) -> int:
+        """How many queued local snapshots over the shared child's size have no parse-cache blob nor a
+        child started early (:mod:`~tb_plugin.artifacts.early`): 0, 1 or 2 (more than one); the first few
+        such snapshots looked at, each one ``stat``."""
+        from ..artifacts.early import has_child
+        from ..artifacts.isolated import SHARED_MAX_BYTES
+
+        fs = self._fs
+        if fs is None or not is_local_fs(fs):
+            return 0
+        with self._wake:
+            queued = [
+                a.entry
+                for a in self._artifacts.values()
+                if a.entry.kind == "snapshot" and a.state == QUEUED and (a.entry.size or 0) > SHARED_MAX_BYTES
+            ]
+        found = 0
+        for entry in queued[:SPARE_CHECKED]:
+            if has_child(entry.path):  # read by the child the report command started early
+                continue
+            if self._cache is None or not self._cache.has_blob(
+                fs.unstrip_protocol(entry.path), entry.version, "snapshot"
+            ):
+                found += 1
+                if found > 1:
+                    break
+        return found
 
     def wake(self) -> None:
         """Wake the loader thread (:meth:`run`): to stop, or to look at the artifacts again."""
@@ -215,6 +265,8 @@ class ArtifactStore:
             )
         else:
             art.state = READY
+        if entry.kind == "snapshot":
+            self.tend_spare()  # the spare used: another one for the next snapshot, if one waits
 
     def _read_snapshot(self, fs: AbstractFileSystem, entry: FileEntry) -> Any:
         """The snapshot in ``entry``: a local file streamed to the reader child in blocks (this

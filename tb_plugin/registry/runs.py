@@ -128,8 +128,16 @@ class RunRegistry(Registry, TraceFiles):
         self._error = message
 
     # -- lifecycle ----------------------------------------------------------------------------
+    def keep_spare_reader(self) -> None:
+        """Keep a snapshot reader child started ahead while a large local snapshot awaits its first read
+        (a live server, MCP server or notebook: see :meth:`~.artifacts.ArtifactStore.tend_spare`); ended by
+        :meth:`stop` or at exit."""
+        self._artifacts.spare_reader = True
+        self._artifacts.tend_spare()
+
     def start(self) -> RunRegistry:
-        """Start the scanner and loader threads (daemons)."""
+        """Start the scanner and loader threads (daemons), and the spare snapshot reader (:meth:`keep_spare_reader`)."""
+        self.keep_spare_reader()
         for target, name in (
             (self._scan_loop, "kinetoscope-scan"),
             (lambda: self._artifacts.run(self._stop, self.reload_interval), "kinetoscope-artifacts"),
@@ -142,6 +150,11 @@ class RunRegistry(Registry, TraceFiles):
 
     def stop(self) -> None:
         self._stop.set()
+        if self._artifacts.spare_reader:
+            from ..artifacts.spare import end_spare
+
+            self._artifacts.spare_reader = False
+            end_spare(self._artifacts)
         self._distributed.close()
         self._artifacts.wake()
         with self._wake:

@@ -82,6 +82,18 @@ def test_an_entry_referred_to_again_is_read_again():
     assert_same(load_snapshot(data + bytes(5 << 20)), parse_pickle_whole(data))  # (in a child: read again)
 
 
+@pytest.mark.parametrize("at", (4000, 6000))
+def test_an_entry_met_again_later_in_its_history_is_read_again(at):
+    """A history that lists one entry twice, the second time after the first was drained and emptied
+    (mid-file, the memo still holding it; or in the last batch, drained after the load) is read again."""
+    entries = [_entry(i, _frames(i)) for i in range(6000)]
+    entries.insert(at, entries[0])
+    data = pickle.dumps({"device_traces": [entries], "segments": []}, protocol=4)
+    with pytest.raises(Redo, match="referred to"):
+        _drained(data)
+    assert_same(load_snapshot(data + bytes(5 << 20)), parse_pickle_whole(data))  # (in a child: read again)
+
+
 @pytest.mark.parametrize("again", ("list", "dict", "dict, not counted before emptying", "segment"))
 def test_an_emptied_frame_referred_to_again_is_read_again(again, monkeypatch):
     """The drained entries' frame dicts are emptied while no frame list or dict has been met twice: a

@@ -169,22 +169,28 @@ def test_an_unclaimed_child_is_ended_at_exit(logdir):
     assert not early._started and children[0].child.returncode is not None
 
 
-def test_the_report_command_prints_the_same_with_the_early_child(tmp_path):
-    """``kinetoscope report DIR --json`` without the early child (``--run .``), with it, with it and the
-    parse cache written, and with the cache read (the child ended) print the same."""
+def report_outputs(root, cache_dir) -> list[bytes]:
+    """``kinetoscope report ROOT --json``'s output without the early child (``--run .``), with it, with it
+    and the parse cache written, and with the cache read (the child ended)."""
     import subprocess
     import sys
 
-    root = tmp_path / "logdir"
-    root.mkdir()
-    with open(root / "snapshot.pickle", "wb") as f:
-        write_snapshot_pickle(f, 45_000, frames=8, protocol=4)
-    assert (root / "snapshot.pickle").stat().st_size > isolated.SHARED_MAX_BYTES
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env = dict(os.environ, PYTHONPATH=repo, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, PYTHONPATH=repo, KINETOSCOPE_CACHE_DIR=str(cache_dir))
     outs = []
     for extra in (["--no-cache", "--run", "."], ["--no-cache"], [], []):
         cmd = [sys.executable, "-m", "tb_plugin.cli", "report", str(root), "--json", *extra]
         done = subprocess.run(cmd, env=env, capture_output=True, cwd=repo, check=True)
         outs.append(done.stdout)
+    return outs
+
+
+def test_the_report_command_prints_the_same_with_the_early_child(tmp_path):
+    """``kinetoscope report DIR --json`` prints the same with and without the early child, cached or not."""
+    root = tmp_path / "logdir"
+    root.mkdir()
+    with open(root / "snapshot.pickle", "wb") as f:
+        write_snapshot_pickle(f, 45_000, frames=8, protocol=4)
+    assert (root / "snapshot.pickle").stat().st_size > isolated.SHARED_MAX_BYTES
+    outs = report_outputs(root, tmp_path / "cache")
     assert outs[0] == outs[1] == outs[2] == outs[3] and b'"peak_active_bytes"' in outs[0]

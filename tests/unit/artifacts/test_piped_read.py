@@ -58,6 +58,8 @@ def test_stacks_keyed_at_once_equal_one_by_one(seed):
     runs = [_odd_frames(rng, rng.randrange(1, 3000)) for _ in range(4)]
     if seed % 2:  # odd lists in some runs: that run is read one by one, the numbering carries on
         runs[1] = runs[1] + [rng.choice(ODD)] + runs[1][:50]
+    if seed >= 3:  # every entry with a stack: the lists' ids in one pass
+        runs = [[f for f in frames if f] or [[_frame(1)]] for frames in runs]
     at_once, one_by_one = Interner(), Interner()
     for frames in runs:
         got = _stack_ids(tuple(frames), at_once.stack_of)
