@@ -14,6 +14,7 @@ import sys
 
 import pytest
 from fuzz_files import memo_index_pickle
+from method_spy import record_after
 from synth.snapshot_writer import write_snapshot_pickle
 from test_early_reader import _write, report_outputs
 from test_snapshot_stream import assert_same
@@ -32,14 +33,7 @@ def logdir(tmp_path, monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(isolated, "SHARED_MAX_BYTES", SMALL_SHARED)
     monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", SMALL_SHARED)
-    started: list[isolated.Started] = []
-    real = isolated.Started.__init__
-
-    def record(self, *args, **kwargs):
-        real(self, *args, **kwargs)
-        started.append(self)
-
-    monkeypatch.setattr(isolated.Started, "__init__", record)
+    started: list[isolated.Started] = record_after(monkeypatch, isolated.Started, "__init__")
     root = tmp_path / "logdir"
     (root / "job").mkdir(parents=True)
     yield root, started

@@ -14,6 +14,7 @@ import threading
 
 import pytest
 from conftest import sample
+from method_spy import record_after
 from test_decode_stream import assert_same
 
 from tb_plugin.trace import decode_halves as dh
@@ -30,14 +31,7 @@ def forks(monkeypatch):
     monkeypatch.setattr(dh, "HALVES_FROM_EVENTS", 10)
     monkeypatch.setattr(dh, "default_workers", lambda: 2)
     monkeypatch.setattr(dh, "can_fork", lambda: True)
-    started: list[int] = []
-    real = dh._SecondHalf.__init__
-
-    def init(self, *args):
-        real(self, *args)
-        started.append(self.pid)
-
-    monkeypatch.setattr(dh._SecondHalf, "__init__", init)
+    started: list[int] = record_after(monkeypatch, dh._SecondHalf, "__init__", lambda half: half.pid)
     return started
 
 

@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 import pytest
+from method_spy import record_after
 
 from tb_plugin.trace import decode_ranges, ranges
 from tb_plugin.trace.decode import decode_trace
@@ -46,14 +47,7 @@ def small_ranges(monkeypatch):
     monkeypatch.setattr(decode_ranges, "MIN_EVENTS_BYTES", 0)
     monkeypatch.setattr(decode_ranges, "RANGE_BYTES", 3000)
     monkeypatch.setattr(ranges, "FIRST_WINDOW", 64)
-    used: list[int] = []
-    real = decode_ranges.RangedEvents._decode
-
-    def spy(self, *args):
-        real(self, *args)
-        used.append(self.total)
-
-    monkeypatch.setattr(decode_ranges.RangedEvents, "_decode", spy)
+    used: list[int] = record_after(monkeypatch, decode_ranges.RangedEvents, "_decode", lambda parse: parse.total)
     return used
 
 
