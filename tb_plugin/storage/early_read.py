@@ -117,6 +117,12 @@ def _named_as_trace(name: str) -> bool:
     return is_certain_trace(name) or is_candidate(name)
 
 
+def _alone() -> bool:
+    """Whether no other thread runs (a fork copies only this thread: a lock another one holds would
+    stay held in the child)."""
+    return threading.active_count() == 1
+
+
 def _second_core() -> bool:
     """Whether a second core may take the read (one allowed decode worker: nothing runs beside)."""
     try:
@@ -137,7 +143,7 @@ def start(root: str, cached: bool = True) -> None:
     (see the module docstring); nothing when there is no such file, no second core, no safe fork (another thread
     runs), or (``cached``: the command reads the parse cache) when the cache holds its parse."""
     global _pending
-    if _pending is not None or not hasattr(os, "memfd_create") or threading.active_count() > 1 or not _second_core():
+    if _pending is not None or not hasattr(os, "memfd_create") or not _alone() or not _second_core():
         return
     root = os.path.abspath(root)
     path = (root if _named_as_trace(os.path.basename(root)) else None) if os.path.isfile(root) else _only_trace(root)

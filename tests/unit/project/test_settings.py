@@ -15,7 +15,7 @@ from tb_plugin.storage.read import default_max_bytes, max_trace_bytes
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[3] / "tb_plugin"
 # modules that touch os.environ for other reasons: a child process's environment, the storage emulators'
-OTHER_ENVIRONMENT = {"artifacts/isolated.py", "artifacts/flight_recorder.py", "storage/remote.py"}
+OTHER_ENVIRONMENT = {"artifacts/child_pipes.py", "artifacts/flight_recorder.py", "storage/remote.py"}
 
 
 def test_every_variable_parsed_with_its_default():
