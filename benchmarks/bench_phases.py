@@ -1,6 +1,6 @@
 """Where a cold report's wall time goes on pinned cores: the phases of every process, as a timeline.
 
-    python benchmarks/bench_phases.py TRACE_OR_FOLDER [--cores 2] [--repo DIR] [--timeline]
+    python benchmarks/bench_phases.py TRACE_OR_FOLDER [--cores 2] [--repo DIR] [--timeline] [--baseline TRACE]
 
 Runs one cold ``kinetoscope report --json`` of the folder pinned to cores ``0..cores-1`` (``taskset``,
 an empty ``KINETOSCOPE_CACHE_DIR``), with the phases wrapped from outside (nothing in ``tb_plugin``
@@ -18,6 +18,10 @@ over the cores, whichever is larger), the finish, the larger side of the section
 or the child's, each with the cache write where it makes it), the rest. On a loaded box wall times
 stretch with the load; the CPU per process does much less, which is why the estimate is built from it.
 With ``--cores 1`` the estimate is the process's CPU.
+
+``--baseline TRACE``: the baseline's cold report first, then this one's, and the CPU of each phase of
+this one over the baseline's (the workers summed; the traces' bytes ratio beside it), each phase
+above 1.1× the bytes ratio marked ``<`` : which phase grows faster than the input.
 """
 
 from __future__ import annotations
@@ -175,35 +179,74 @@ def estimate(
     return parts
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("trace")
-    ap.add_argument("--cores", type=int, default=2)
-    ap.add_argument("--repo", default=REPO)
-    ap.add_argument("--timeline", action="store_true")
-    args = ap.parse_args()
+def ratios(base: dict[str, dict[str, Phase]], this: dict[str, dict[str, Phase]]) -> list[tuple[str, float, float]]:
+    """(process: phase, baseline CPU s, this CPU s) of every phase both runs have, the workers' phases
+    summed over the workers (their split between workers is the scheduler's)."""
+
+    def summed(found: dict[str, dict[str, Phase]]) -> dict[str, float]:
+        out: dict[str, float] = collections.defaultdict(float)
+        for role, got in found.items():
+            for name, p in got.items():
+                out[("workers" if role.startswith("worker") else role) + ": " + name] += p.cpu
+        return out
+
+    a, b = summed(base), summed(this)
+    return [(key, a[key], b[key]) for key in a if key in b]
+
+
+def _size(path: str) -> int:
+    """The bytes of a trace, or of every file in a folder."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
+
+
+def report(path: str, cores: int, repo: str, timeline: bool) -> tuple[dict[str, dict[str, Phase]], float]:
+    """One pinned cold report of ``path``, printed; its phases and its processes' CPU seconds."""
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    marks = run(args.trace, args.cores, args.repo)
+    marks = run(path, cores, repo)
     after = " ".join(f"{x:.2f}" for x in os.getloadavg())
     found, last_cpu, t0 = phases(marks)
     started_cpu = next((cpu for _, _, cpu, what in marks if what == "> workers started"), 0.0)
-    if args.timeline:
+    if timeline:
         pids = list(dict.fromkeys(pid for pid, *_ in marks))
         for pid, t, cpu, what in marks:
             if what not in ("> merge", "< merge"):
                 print(f"{t - t0:8.3f} s  cpu {cpu:7.3f}  process {pids.index(pid)}  {what}")
     wall = max(t for _, t, _, _ in marks) - t0
-    print(f"cores {args.cores}: wall {wall:.2f} s (load {load} -> {after})")
+    print(f"{path}, cores {cores}: wall {wall:.2f} s (load {load} -> {after})")
     for role, got in found.items():
         print(f"{role}: CPU {last_cpu[role]:.3f} s")
         for name, p in got.items():
             print(
                 f"    {name:22s} x{p.count:<4d} wall {p.wall:7.3f} s  CPU {p.cpu:7.3f} s  {p.first:7.3f}-{p.last:7.3f} s"
             )
-    parts = estimate(found, last_cpu, started_cpu, args.cores)
+    parts = estimate(found, last_cpu, started_cpu, cores)
     print("critical path (CPU s): " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))
     total_cpu = sum(last_cpu.values())
-    print(f"cores={args.cores} wall_s={wall:.3f} cpu_s={total_cpu:.3f} idle_estimate_s={sum(parts.values()):.3f}")
+    print(f"cores={cores} wall_s={wall:.3f} cpu_s={total_cpu:.3f} idle_estimate_s={sum(parts.values()):.3f}")
+    return found, total_cpu
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--repo", default=REPO)
+    ap.add_argument("--timeline", action="store_true")
+    ap.add_argument("--baseline", help="a smaller trace or folder: print each phase's CPU ratio to it")
+    args = ap.parse_args()
+    if args.baseline is None:
+        report(args.trace, args.cores, args.repo, args.timeline)
+        return 0
+    base, base_cpu = report(args.baseline, args.cores, args.repo, args.timeline)
+    this, this_cpu = report(args.trace, args.cores, args.repo, args.timeline)
+    size_ratio = _size(args.trace) / _size(args.baseline)
+    print(f"CPU s, this over baseline (bytes {size_ratio:.2f}x; '<': above 1.1x that):")
+    for key, a, b in ratios(base, this):
+        ratio = b / a if a > 0 else float("inf")
+        print(f"    {key:36s} {a:8.3f} -> {b:8.3f} s  {ratio:6.2f}x{'  <' if ratio > 1.1 * size_ratio else ''}")
+    print(f"cpu_ratio={this_cpu / base_cpu:.3f} bytes_ratio={size_ratio:.3f}")
     return 0
 
 

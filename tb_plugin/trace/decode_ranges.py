@@ -114,10 +114,10 @@ class RangedEvents:
         run_parallel(calls, n, True, lambda answer, _: answers.append(answer), pool)
         if not all(a.get("ok") for a in answers):
             return None
+        if not _in_order([a["offsets"] for a in answers], start):  # (cannot happen: a guard)
+            return None
         offsets = np.concatenate([a["offsets"] for a in answers])
         lengths = np.concatenate([a["lengths"] for a in answers])
-        if len(offsets) and (np.any(np.diff(offsets) <= 0) or offsets[0] < start):  # (cannot happen: a guard)
-            return None
         return offsets, lengths, int(answers[-1]["end"])
 
     def _decode(self, pool: Workers, skip: int, offsets: np.ndarray, lengths: np.ndarray) -> None:
@@ -138,6 +138,20 @@ class RangedEvents:
             self.done += 1
 
         run_parallel(calls(), len(pool.procs), True, take, pool)
+
+
+def _in_order(parts: list[np.ndarray], start: int) -> bool:
+    """Whether the ranges' offsets, one after the other, rise strictly from ``start`` on. Checked range
+    by range (each one's arrays stay in the caches; the whole file's difference array was 8 bytes an
+    event, page-faulted fresh: 22× the time for 5× the events)."""
+    last = start - 1
+    for offsets in parts:
+        if not len(offsets):
+            continue
+        if offsets[0] <= last or np.any(offsets[1:] <= offsets[:-1]):
+            return False
+        last = int(offsets[-1])
+    return True
 
 
 def _units(events: int, first_units: tuple[int, ...], unit_batches: int) -> Iterator[list[int]]:

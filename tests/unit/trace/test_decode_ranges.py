@@ -247,3 +247,14 @@ def test_the_whole_report_is_the_same_on_one_worker_and_on_two(tmp_path, monkeyp
         documents.append(out.getvalue())
         assert (len(forks), len(ranged)) == ((0, 0) if workers == "1" else (1, 1))
     assert documents[0] == documents[1]
+
+
+def test_ranges_offsets_in_order_checked_range_by_range():
+    a = np.array([5, 9, 12], dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    assert decode_ranges._in_order([a, empty, np.array([13, 40], dtype=np.int64)], 5)
+    assert decode_ranges._in_order([empty, empty], 0)
+    assert not decode_ranges._in_order([a], 6)  # the first event before the array's first element
+    assert not decode_ranges._in_order([a, empty, np.array([12, 40], dtype=np.int64)], 0)  # across ranges
+    assert not decode_ranges._in_order([np.array([1, 3, 3], dtype=np.int64)], 0)  # within one
+    assert not decode_ranges._in_order([np.array([1, 4, 2], dtype=np.int64)], 0)
