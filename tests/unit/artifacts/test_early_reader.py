@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from pathlib import Path
 
 import pytest
 from fuzz_files import memo_index_pickle
@@ -22,16 +23,24 @@ from tb_plugin.storage.cache_keys import cached_blob_exists
 SMALL_SHARED = 1 << 20  # files above this get a child of their own (instead of 4 MiB: smaller test files)
 
 
+def small_files_logdir(tmp_path, monkeypatch, reader_module) -> Path:
+    """A logdir folder ``logdir/job`` with its own parse cache, and the size above which a snapshot gets
+    a reader child of its own lowered to :data:`SMALL_SHARED` in ``reader_module`` and the snapshot
+    module; its root."""
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(reader_module, "SHARED_MAX_BYTES", SMALL_SHARED)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", SMALL_SHARED)
+    root = tmp_path / "logdir"
+    (root / "job").mkdir(parents=True)
+    return root
+
+
 @pytest.fixture
 def logdir(tmp_path, monkeypatch):
-    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(early, "SHARED_MAX_BYTES", SMALL_SHARED)
-    monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", SMALL_SHARED)
+    root = small_files_logdir(tmp_path, monkeypatch, early)
     children: list = []
     real = isolated.start_on_file
     monkeypatch.setattr(early, "start_on_file", lambda f, size: children.append(real(f, size)) or children[-1])
-    root = tmp_path / "logdir"
-    (root / "job").mkdir(parents=True)
     yield root, children
     early._end_all()
 

@@ -16,7 +16,7 @@ import pytest
 from fuzz_files import memo_index_pickle
 from method_spy import record_after
 from synth.snapshot_writer import write_snapshot_pickle
-from test_early_reader import _write, report_outputs
+from test_early_reader import SMALL_SHARED, _write, report_outputs, small_files_logdir
 from test_snapshot_stream import assert_same
 
 from tb_plugin.artifacts import isolated, spare
@@ -24,18 +24,12 @@ from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import RunRegistry
 
-SMALL_SHARED = 1 << 20  # files above this get a child of their own (instead of 4 MiB: smaller test files)
-
 
 @pytest.fixture
 def logdir(tmp_path, monkeypatch):
     """A logdir folder, the shared child's size lowered, and every reader child started recorded."""
-    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(isolated, "SHARED_MAX_BYTES", SMALL_SHARED)
-    monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", SMALL_SHARED)
+    root = small_files_logdir(tmp_path, monkeypatch, isolated)
     started: list[isolated.Started] = record_after(monkeypatch, isolated.Started, "__init__")
-    root = tmp_path / "logdir"
-    (root / "job").mkdir(parents=True)
     yield root, started
     spare.end_spare()
 
