@@ -21,6 +21,7 @@ import os
 import threading
 
 from ..storage.cache_keys import cached_blob_exists
+from ..storage.local_walk import FileIdentity, TooManyEntries, file_identity, walk_files
 from ..storage.naming import artifact_kind
 from ..storage.private_files import open_regular
 from ..storage.sniff import is_pickle_head
@@ -28,34 +29,17 @@ from .isolated import SHARED_MAX_BYTES, Started, start_on_file
 
 MAX_WALKED = 2000  # directory entries looked at (a large logdir: its snapshots are read the usual way)
 _lock = threading.Lock()
-_started: dict[str, tuple[tuple[int, int, int, int], Started]] = {}  # real path → (identity, child)
+_started: dict[str, tuple[FileIdentity, Started]] = {}  # real path → (identity, child)
 _registered = False  # _end_all registered to run at exit
-
-
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _first_snapshot(root: str) -> str | None:
     """The first file under ``root`` (depth first, names sorted; symbolic links not followed) named as a
     snapshot and larger than :data:`~.isolated.SHARED_MAX_BYTES`, among the first :data:`MAX_WALKED` entries."""
-    todo, walked = [root], 0
-    while todo:
-        folder = todo.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        walked += len(entries)
-        if walked > MAX_WALKED:
-            return None
-        subfolders = []
-        for e in entries:
+    try:
+        for e in walk_files(root, MAX_WALKED):
             try:
-                if e.is_dir(follow_symlinks=False):
-                    subfolders.append(e.path)
-                elif (
+                if (
                     artifact_kind(e.name) == "snapshot"
                     and e.is_file(follow_symlinks=False)
                     and e.stat(follow_symlinks=False).st_size > SHARED_MAX_BYTES
@@ -63,7 +47,8 @@ def _first_snapshot(root: str) -> str | None:
                     return e.path
             except OSError:
                 continue
-        todo += reversed(subfolders)
+    except TooManyEntries:
+        return None
     return None
 
 
@@ -91,7 +76,7 @@ def start(root: str, cached: bool = True) -> None:
         return
     global _registered
     with _lock:
-        _started[os.path.realpath(path)] = (_identity(st), started)
+        _started[os.path.realpath(path)] = (file_identity(st), started)
         if not _registered:
             _registered = True
             atexit.register(_end_all)
@@ -107,7 +92,7 @@ def claim(path: str) -> Started | None:
         return None
     identity, started = got
     try:
-        same = _identity(os.stat(real)) == identity
+        same = file_identity(os.stat(real)) == identity
     except OSError:
         same = False
     if not same:

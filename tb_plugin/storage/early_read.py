@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from ..settings import current
 from .cache_keys import cached_entry_exists
+from .local_walk import FileIdentity, TooManyEntries, file_identity, walk_files
 from .naming import is_candidate, is_certain_trace
 from .private_files import open_regular
 from .read import read_open_file
@@ -85,31 +86,13 @@ class _Reading:
         return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) if pid is not None else 1
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 def _only_trace(root: str) -> str | None:
     """The one file under ``root`` (symbolic links not followed) named as a trace, among the first
     :data:`MAX_WALKED` entries; None when there are none, several, or more entries."""
-    todo, walked, found = [root], 0, []
-    while todo:
-        try:
-            with os.scandir(todo.pop()) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        walked += len(entries)
-        if walked > MAX_WALKED:
-            return None
-        for e in entries:
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    todo.append(e.path)
-                elif _named_as_trace(e.name):
-                    found.append(e.path)
-            except OSError:
-                continue
+    try:
+        found = [e.path for e in walk_files(root, MAX_WALKED) if _named_as_trace(e.name)]
+    except TooManyEntries:
+        return None
     return found[0] if len(found) == 1 else None
 
 
@@ -134,7 +117,7 @@ def _second_core() -> bool:
 
 class _Started(NamedTuple):
     real: str  # the file's real path
-    identity: tuple[int, int, int, int]  # its device, inode, size and modification time at the start
+    identity: FileIdentity  # its device, inode, size and modification time at the start
     reading: _Reading
 
 
@@ -154,7 +137,7 @@ def start(root: str, cached: bool = True) -> None:
         limit = min(MAX_GZIP_BYTES, (current().stream_above_bytes or MAX_GZIP_BYTES << 3) >> 3)
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (cached and cached_entry_exists(path, st)):
             return
-        _pending = _Started(os.path.realpath(path), _identity(st), _Reading(path, st.st_size))
+        _pending = _Started(os.path.realpath(path), file_identity(st), _Reading(path, st.st_size))
     except OSError:
         return
     atexit.register(_end)
@@ -174,7 +157,7 @@ def claim(path: str) -> mmap.mmap | None:
         return None
     data = got.reading.result()
     try:
-        same = _identity(os.stat(got.real)) == got.identity
+        same = file_identity(os.stat(got.real)) == got.identity
     except OSError:
         same = False
     return data if same else None
