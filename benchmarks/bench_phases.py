@@ -9,7 +9,9 @@ wrappers) appends ``pid, time.monotonic(), time.process_time(), phase`` to a fil
 of: the decode workers' start, the ranged parse's two passes (``_scan``, ``_decode``) and each
 worker's ``scan_range`` / ``decode_span``, every merge of an answer, the columns' finish, the section
 fork, each report section, the parse cache's write, the output. Printed: per process, each phase's
-count, wall and CPU seconds and its span; ``--timeline``: every mark in time order (merges folded).
+count, wall and CPU seconds, the seconds it slept (neither running nor runnable, from
+``/proc/self/schedstat``: waiting on a pipe, a child, the disk; an idle core on a quiet box, however
+loaded this one is) and its span, and the same from the process's first mark to its last; ``--timeline``: every mark in time order (merges folded).
 
 Last lines: the CPU of each phase on the critical path and their sum, the wall time a machine whose
 cores do nothing else would take (``idle_estimate_s``): the main process's start, the larger worker's
@@ -42,7 +44,12 @@ repo, logdir, out = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, repo)
 fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 def mark(what):
-    os.write(fd, f"{os.getpid()} {time.monotonic():.4f} {time.process_time():.4f} {what}\n".encode())
+    try:
+        with open("/proc/self/schedstat") as f:
+            queued = int(f.read().split()[1]) / 1e9  # seconds runnable but not running
+    except (OSError, IndexError, ValueError):
+        queued = 0.0
+    os.write(fd, f"{os.getpid()} {time.monotonic():.4f} {time.process_time():.4f} {queued:.4f} {what}\n".encode())
 mark("start")
 def timed(label, real):
     def call(*a, **k):
@@ -86,7 +93,7 @@ mark("output")
 
 
 def run(path: str, cores: int, repo: str) -> list[tuple[str, float, float, str]]:
-    """The marks of one pinned cold report: (pid, monotonic s, process CPU s, phase)."""
+    """The marks of one pinned cold report: (pid, monotonic s, process CPU s, run-queue wait s, phase)."""
     logdir = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     work = tempfile.mkdtemp(prefix="kinetoscope-bench-phases-")
     marks = os.path.join(work, "marks")
@@ -101,47 +108,52 @@ def run(path: str, cores: int, repo: str) -> list[tuple[str, float, float, str]]
             capture_output=True,
         )
         with open(marks) as f:
-            rows = [line.split(" ", 3) for line in f.read().splitlines()]
+            rows = [line.split(" ", 4) for line in f.read().splitlines()]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return [(pid, float(t), float(c), what) for pid, t, c, what in rows]
+    return [(pid, float(t), float(c), float(q), what) for pid, t, c, q, what in rows]
 
 
-Phase = collections.namedtuple("Phase", "count wall cpu first last")
+# asleep: wall seconds neither running nor runnable (waiting on a pipe, a child, the disk): an idle
+# core on a quiet box, whatever the load (the run queue's wait, the other jobs' share, is left out)
+Phase = collections.namedtuple("Phase", "count wall cpu first last asleep")
 
 
 def phases(marks: list) -> tuple[dict[str, dict[str, Phase]], dict[str, float], float]:
     """Per process (named by role), each phase's totals; each process's CPU at its last mark; the
     first mark's time."""
-    t0 = min(t for _, t, _, _ in marks)
+    t0 = min(t for _, t, _, _, _ in marks)
     by_pid: dict[str, list] = collections.defaultdict(list)
-    for pid, t, cpu, what in marks:
-        by_pid[pid].append((t - t0, cpu, what))
+    for pid, t, cpu, queued, what in marks:
+        by_pid[pid].append((t - t0, cpu, queued, what))
     out: dict[str, dict[str, Phase]] = {}
     last_cpu: dict[str, float] = {}
     workers = 0
     for rows in by_pid.values():
-        names = {w[2:] for _, _, w in rows}
-        if any(w == "start" for _, _, w in rows):
+        names = {w[2:] for _, _, _, w in rows}
+        if any(w == "start" for _, _, _, w in rows):
             role = "main"
         elif names & {"scan_range", "decode_span"}:
             workers += 1
             role = f"worker {workers}"
         else:
             role = "section child"
-        open_at: dict[str, tuple[float, float]] = {}
+        open_at: dict[str, tuple[float, float, float]] = {}
         got: dict[str, list] = {}
-        for t, cpu, what in rows:
+        for t, cpu, queued, what in rows:
             name = what[2:]
             if what.startswith("> "):
-                open_at[name] = (t, cpu)
+                open_at[name] = (t, cpu, queued)
             elif what.startswith("< ") and name in open_at:
-                t1, c1 = open_at.pop(name)
-                g = got.setdefault(name, [0, 0.0, 0.0, t1, t])
+                t1, c1, q1 = open_at.pop(name)
+                g = got.setdefault(name, [0, 0.0, 0.0, t1, t, 0.0])
                 g[0] += 1
                 g[1] += t - t1
                 g[2] += cpu - c1
                 g[4] = t
+                g[5] += max(0.0, (t - t1) - (cpu - c1) - (queued - q1))
+        (t1, c1, q1, _), (t2, c2, q2, _) = rows[0], rows[-1]
+        got["(first to last mark)"] = [1, t2 - t1, c2 - c1, t1, t2, max(0.0, (t2 - t1) - (c2 - c1) - (q2 - q1))]
         out[role] = {k: Phase(*v) for k, v in got.items()}
         last_cpu[role] = rows[-1][1]
     return out, last_cpu, t0
@@ -207,19 +219,20 @@ def report(path: str, cores: int, repo: str, timeline: bool) -> tuple[dict[str, 
     marks = run(path, cores, repo)
     after = " ".join(f"{x:.2f}" for x in os.getloadavg())
     found, last_cpu, t0 = phases(marks)
-    started_cpu = next((cpu for _, _, cpu, what in marks if what == "> workers started"), 0.0)
+    started_cpu = next((cpu for _, _, cpu, _, what in marks if what == "> workers started"), 0.0)
     if timeline:
         pids = list(dict.fromkeys(pid for pid, *_ in marks))
-        for pid, t, cpu, what in marks:
+        for pid, t, cpu, _, what in marks:
             if what not in ("> merge", "< merge"):
                 print(f"{t - t0:8.3f} s  cpu {cpu:7.3f}  process {pids.index(pid)}  {what}")
-    wall = max(t for _, t, _, _ in marks) - t0
+    wall = max(t for _, t, _, _, _ in marks) - t0
     print(f"{path}, cores {cores}: wall {wall:.2f} s (load {load} -> {after})")
     for role, got in found.items():
         print(f"{role}: CPU {last_cpu[role]:.3f} s")
         for name, p in got.items():
             print(
-                f"    {name:22s} x{p.count:<4d} wall {p.wall:7.3f} s  CPU {p.cpu:7.3f} s  {p.first:7.3f}-{p.last:7.3f} s"
+                f"    {name:22s} x{p.count:<4d} wall {p.wall:7.3f} s  CPU {p.cpu:7.3f} s  asleep {p.asleep:6.3f} s"
+                f"  {p.first:7.3f}-{p.last:7.3f} s"
             )
     parts = estimate(found, last_cpu, started_cpu, cores)
     print("critical path (CPU s): " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))

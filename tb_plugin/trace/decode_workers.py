@@ -353,24 +353,47 @@ def _run_on(workers: Workers, units: Iterator, with_sink: bool, take: Callable) 
 
 
 def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> None:
-    """Answer batches from ``source`` (default: standard input) on ``sink`` (standard output) until EOF."""
+    """Answer batches from ``source`` (default: standard input) on ``sink`` (standard output) until EOF.
+
+    The answers are written by a thread of their own (:func:`_write_answers`): the caller reads them in
+    order, so an answer waits in its pipe while the caller waits on another worker's, and meanwhile
+    this worker decodes its next unit instead of waiting on the write. It holds at most the answers of
+    the units sent and not taken (:data:`DEPTH`)."""
     source = sys.stdin.buffer if source is None else source
     sink = sys.stdout.buffer if sink is None else sink
+    answers: queue.Queue = queue.Queue()
+    writer = threading.Thread(target=_write_answers, args=(answers, sink), name="kinetoscope-answers", daemon=True)
+    writer.start()
+    try:
+        while writer.is_alive():  # (it ends when the caller closed its end: nobody reads the answers)
+            head = source.read(_HEADER.size)
+            if len(head) != _HEADER.size:
+                return
+            flag, count = _HEADER.unpack(head)
+            parts = [source.read(size) for size in struct.unpack(f"<{count}Q", source.read(8 * count))]
+            if flag == _CALL:  # (pickled by our own parent, like the answers it unpickles)
+                name, args = pickle.loads(parts[0])
+                answer = _CALLS[name](*args)
+            else:
+                answer = decode_batch(parts, bool(flag))
+            answers.put(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        answers.put(None)
+        writer.join()
+
+
+def _write_answers(answers: queue.Queue, sink: IO[bytes]) -> None:
+    """Write each pickled answer taken from ``answers`` to ``sink``, its length first, until None."""
     while True:
-        head = source.read(_HEADER.size)
-        if len(head) != _HEADER.size:
+        body = answers.get()
+        if body is None:
             return
-        flag, count = _HEADER.unpack(head)
-        parts = [source.read(size) for size in struct.unpack(f"<{count}Q", source.read(8 * count))]
-        if flag == _CALL:  # (pickled by our own parent, like the answers it unpickles)
-            name, args = pickle.loads(parts[0])
-            answer = _CALLS[name](*args)
-        else:
-            answer = decode_batch(parts, bool(flag))
-        body = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-        sink.write(_LENGTH.pack(len(body)))
-        sink.write(body)
-        sink.flush()
+        try:
+            sink.write(_LENGTH.pack(len(body)))
+            sink.write(body)
+            sink.flush()
+        except (BrokenPipeError, OSError, ValueError):  # the caller is gone: nothing more to answer
+            return
 
 
 def _decode_span(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> dict[str, Any]:
