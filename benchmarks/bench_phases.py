@@ -116,7 +116,7 @@ def run(path: str, cores: int, repo: str) -> list[tuple[str, float, float, str]]
 
 # asleep: wall seconds neither running nor runnable (waiting on a pipe, a child, the disk): an idle
 # core on a quiet box, whatever the load (the run queue's wait, the other jobs' share, is left out)
-Phase = collections.namedtuple("Phase", "count wall cpu first last asleep")
+Phase = collections.namedtuple("Phase", "count wall cpu first last asleep", defaults=(0.0,))
 
 
 def phases(marks: list) -> tuple[dict[str, dict[str, Phase]], dict[str, float], float]:

@@ -373,6 +373,8 @@ def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> No
             parts = [source.read(size) for size in struct.unpack(f"<{count}Q", source.read(8 * count))]
             if flag == _CALL:  # (pickled by our own parent, like the answers it unpickles)
                 name, args = pickle.loads(parts[0])
+                if name != "scan_range":  # the first pass is over: its range buffer is not wanted again
+                    ranges.drop_buffer()
                 answer = _CALLS[name](*args)
             else:
                 answer = decode_batch(parts, bool(flag))

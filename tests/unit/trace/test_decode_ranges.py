@@ -258,3 +258,31 @@ def test_ranges_offsets_in_order_checked_range_by_range():
     assert not decode_ranges._in_order([a, empty, np.array([12, 40], dtype=np.int64)], 0)  # across ranges
     assert not decode_ranges._in_order([np.array([1, 3, 3], dtype=np.int64)], 0)  # within one
     assert not decode_ranges._in_order([np.array([1, 4, 2], dtype=np.int64)], 0)
+
+
+def test_a_range_scanned_in_the_buffer_of_an_earlier_one_is_the_same(tmp_path):
+    """The first pass's buffer is kept from one range to the next (grown, never shrunk): each range's
+    events, scanned after larger and smaller ranges and after a range that does not decode, are those
+    of a fresh process's scan; the buffer is freed by drop_buffer."""
+    doc = json.dumps({"traceEvents": events(300)}).encode()
+    path = tmp_path / "t.pt.trace.json"
+    path.write_bytes(doc)
+    bad = tmp_path / "bad.pt.trace.json"
+    bad.write_bytes(doc.replace(b'"ph": "X"', b'"ph": X', 5))
+    start = doc.index(b"[") + 1
+    bounds = [(start, 9000), (start, 30000), (9000, 12000), (12000, 40000)]
+    fresh = []
+    for lo, hi in bounds:
+        ranges.drop_buffer()
+        fresh.append(ranges.scan_range(str(path), 0, lo, hi, lo == start, 4096))
+    assert all(got["ok"] and len(got["offsets"]) for got in fresh)
+    assert not ranges.scan_range(str(bad), 0, start, 30000, True, 4096)["ok"]
+    for (lo, hi), want in zip(bounds[::-1], fresh[::-1]):
+        got = ranges.scan_range(str(path), 0, lo, hi, lo == start, 4096)
+        assert (
+            got["offsets"].tolist() == want["offsets"].tolist() and got["lengths"].tolist() == want["lengths"].tolist()
+        )
+        assert got["next"] == want["next"]
+    assert len(ranges._buffer) >= 30000 - start
+    ranges.drop_buffer()
+    assert len(ranges._buffer) == 0
