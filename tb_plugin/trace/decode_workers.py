@@ -7,9 +7,11 @@ locks a fork could copy held) a ``python -c`` started with :mod:`subprocess` (~0
 and this package). Never :mod:`multiprocessing`: ``spawn`` would import the caller's main script again.
 Through its pipes it reads units of batches (a header: a flag byte and the count of batches; their
 lengths; the batches, each ``[`` + events joined by ``,`` + ``]``) and answers each with the pickled
-state of :func:`decode_batch`. Unit ``i`` goes to worker ``i % n``, :data:`DEPTH` units in
-flight per worker, written by one thread per worker: the caller never blocks on a write while a
-worker blocks on writing its answer, and answers are read in order, so no pipe can block both sides.
+state of :func:`decode_batch`. Each worker holds :data:`DEPTH` units; the caller reads an answer as
+soon as one arrives, from whichever worker (``select``), and sends that worker the next unit, so a
+worker slowed by anything (this process's merges on its core, another job) gets fewer units; the
+answers are taken in the units' order. Units are written by one thread per worker and answers by one
+thread in each worker (:func:`_serve`): no side blocks on a write while the other waits on it.
 A unit may instead be a :class:`Call` of one of :mod:`.ranges`' functions (the ranged parse: the
 worker reads its events from the file itself), sent pickled and answered the same way.
 """
@@ -236,18 +238,31 @@ class Workers:
         self.queues[i % len(self.procs)].put((head, parts))
 
     def receive(self, i: int) -> dict:
-        out = self.procs[i % len(self.procs)].stdout
-        head = out.read(_LENGTH.size)
-        if len(head) != _LENGTH.size:
+        """The next answer of worker ``i % n`` (read from its pipe's descriptor, never through a buffered
+        reader: :meth:`answering` asks the descriptors which answers are there)."""
+        fd = self.procs[i % len(self.procs)].stdout.fileno()
+        head = _read_exact(fd, _LENGTH.size)
+        if head is None:
             self.broken = True
             raise WorkerDied("a decode worker exited")
         (length,) = _LENGTH.unpack(head)
-        body = out.read(length)
-        if len(body) != length:
+        body = _read_exact(fd, length)
+        if body is None:
             self.broken = True
             raise WorkerDied("a decode worker exited mid-answer")
         with gc_paused():  # a batch's rows: many small acyclic objects (heap.gc_paused)
             return pickle.loads(body)
+
+    def answering(self, candidates: list[int]) -> int:
+        """One of the workers ``candidates`` (indices) whose next answer has begun to arrive (or whose
+        pipe ended), waiting until one has."""
+        fds = {self.procs[w].stdout.fileno(): w for w in candidates}
+        while True:
+            try:
+                ready = select.select(list(fds), [], [])[0]
+            except InterruptedError:  # (retried by Python itself since 3.5; kept for clarity)
+                continue
+            return fds[ready[0]]
 
     def __enter__(self) -> Workers:
         return self
@@ -321,33 +336,61 @@ def run_parallel(
         _run_on(started, iter(units), with_sink, take)
 
 
+def _read_exact(fd: int, size: int) -> bytearray | None:
+    """``size`` bytes read from the descriptor ``fd`` (a pipe gives them in pieces), or None at its end."""
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    try:
+        while got < size:
+            part = os.readv(fd, [view[got:]])
+            if not part:
+                return None
+            got += part
+    finally:
+        view.release()
+    return data
+
+
 def _run_on(workers: Workers, units: Iterator, with_sink: bool, take: Callable) -> None:
-    flight: collections.deque = collections.deque()  # (index, unit) sent, not yet taken
+    """The units fed to the workers as they answer: each worker holds :data:`DEPTH` units, and an answer
+    is read as soon as it arrives (whichever worker's), so the next unit goes to the worker that is
+    free, not to a fixed one (a worker slowed by this process's merges, or by another job on its core,
+    gets fewer); the answers are taken in the units' order, each once."""
     n = len(workers.procs)
-    sent = 0
+    held: list[collections.deque] = [collections.deque() for _ in range(n)]  # per worker: units sent, not read
+    sent: dict[int, Any] = {}  # index -> unit, not yet taken
+    read: dict[int, dict] = {}  # index -> its answer, read and not yet taken (at most DEPTH * n)
+    count = taken = 0
+
+    def feed(w: int) -> None:
+        nonlocal count
+        unit = next(units, None)
+        if unit is not None:
+            sent[count] = unit
+            held[w].append(count)
+            count += 1
+            workers.send(w, unit, with_sink)
+
     try:
         if workers.broken:
             raise WorkerDied("a decode worker died before")
-        for unit in units:
-            flight.append((sent, unit))
-            sent += 1
-            workers.send(sent - 1, unit, with_sink)
-            if len(flight) == DEPTH * n:
-                break
-        while flight:
-            index, unit = flight[0]
-            state = workers.receive(index)
-            flight.popleft()
-            take(state, unit)  # (the worker decodes its next unit meanwhile: DEPTH)
-            following = next(units, None)
-            if following is not None:  # unit index sent % n: this same worker
-                flight.append((sent, following))
-                sent += 1
-                workers.send(sent - 1, following, with_sink)
+        for _ in range(DEPTH):
+            for w in range(n):
+                feed(w)
+        while taken < count:
+            while taken not in read:
+                w = workers.answering([k for k in range(n) if held[k]])
+                read[held[w][0]] = workers.receive(w)
+                held[w].popleft()
+                feed(w)
+            state, unit = read.pop(taken), sent.pop(taken)
+            taken += 1
+            take(state, unit)
     except WorkerDied:
         workers.broken = True
-        for _, unit in flight:
-            take(local(unit, with_sink), unit)
+        for index in sorted(sent):  # (in order; the answers already read are used)
+            unit = sent.pop(index)
+            take(read.pop(index) if index in read else local(unit, with_sink), unit)
         for unit in units:
             take(local(unit, with_sink), unit)
 

@@ -183,3 +183,32 @@ def test_a_forked_workers_pipes_hold_a_whole_answer_where_the_system_allows():
         dw._widen(null)  # not a pipe: left alone, nothing raised
     finally:
         os.close(null)
+
+
+@pytest.mark.skipif(not FORKS, reason="forked workers run on Linux only")
+def test_the_next_unit_goes_to_the_worker_that_answered(tmp_path, monkeypatch):
+    """Unit 0 waits for a file that only unit 2 * DEPTH makes: fed to a fixed worker (unit i to worker
+    i % 2), that unit would wait behind unit 0 on the same worker; fed to the worker that answered
+    first, it runs on the other one and unit 0 sees the file. Answers are still taken in order."""
+    monkeypatch.setattr(dw, "can_fork", lambda: True)
+    flag = tmp_path / "flag"
+
+    def step(i: int, make: bool) -> dict:
+        if make:
+            flag.write_text("made")
+        if i == 0:
+            import time
+
+            deadline = time.monotonic() + 60
+            while not flag.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return {"i": i, "saw": flag.exists()}
+        return {"i": i}
+
+    monkeypatch.setitem(dw._CALLS, "test_step", step)
+    units = [dw.Call("test_step", i, i == 2 * dw.DEPTH) for i in range(2 * dw.DEPTH + 3)]
+    got: list[dict] = []
+    with time_bound(120):
+        run_parallel(iter(units), 2, False, lambda state, unit: got.append(state))
+    assert [g["i"] for g in got] == list(range(len(units)))
+    assert got[0]["saw"]
