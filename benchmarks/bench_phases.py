@@ -69,6 +69,7 @@ from tb_plugin.registry import report, cache
 wrap(decode_workers.Workers, "__init__", "workers started")
 wrap(decode_ranges.RangedEvents, "_scan", "first pass")
 wrap(decode_ranges.RangedEvents, "_decode", "second pass")
+wrap(decode_ranges.RangedEvents, "_parse", "second pass")  # (both passes in one, the second begun early)
 for name in ("scan_range", "decode_span"):
     if name in decode_workers._CALLS:
         decode_workers._CALLS[name] = timed(name, decode_workers._CALLS[name])

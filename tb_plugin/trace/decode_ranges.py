@@ -10,7 +10,9 @@ rest of the file into byte ranges, one or more per worker, and:
 2. it groups them into the batches of :data:`~.events.BATCH_EVENTS` and the units the streamed parse
    uses, in document order, and the workers read and decode each unit from the file
    (:func:`.ranges.span_batches`); the answers are merged in order, exactly as the streamed parse
-   merges them, so the columns are byte for byte the same;
+   merges them, so the columns are byte for byte the same. A unit is sent as soon as the ranges taken
+   so far (in order) hold all its events (:class:`_Plan`): a worker that found its ranges' events
+   decodes while the other still scans;
 3. the main process reads the document again from the array's closing ``]`` for the keys after it.
 
 So the main process neither reads, scans nor copies the events (on a 16-core host the streamed
@@ -22,12 +24,13 @@ array's first element: nothing was merged yet.
 
 from __future__ import annotations
 
+import collections
 import os
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .decode_workers import Call, Workers, run_parallel
+from .decode_workers import PENDING, Call, Workers, run_parallel
 from .events import BATCH_EVENTS
 from .scan import Source
 
@@ -84,17 +87,17 @@ class RangedEvents:
             return None
         if size - start < MIN_EVENTS_BYTES:
             return None
-        found = self._scan(pool, skip, start, size)
-        if found is None:
+        end = self._parse(pool, skip, start, size)
+        if end is None:
             return None
-        offsets, lengths, end = found
-        self._decode(pool, skip, offsets, lengths)
         _reposition(source, self.path, skip, end)
         return iter(())
 
-    def _scan(self, pool: Workers, skip: int, start: int, size: int) -> tuple[np.ndarray, np.ndarray, int] | None:
-        """The first pass: every event's offset and length, and the offset after the array's ``]``;
-        None when a range cannot be read this way."""
+    def _parse(self, pool: Workers, skip: int, start: int, size: int) -> int | None:
+        """Both passes on the workers, the second begun as soon as the first's answers (taken in order)
+        place a whole unit, not once every range is found (a worker that finished its ranges waited for
+        the other's): the offset after the array's ``]``, or None when a range cannot be read this way
+        (known when the last range's answer is taken, before any unit's answer is: nothing merged)."""
         n = len(pool.procs)
         count = n * max(1, -(-(size - start) // (n * RANGE_BYTES)))
         bounds = [start + (size - start) * i // count for i in range(count)]
@@ -110,34 +113,100 @@ class RangedEvents:
             )
             for i in range(count)
         ]
-        answers: list[dict] = []
-        run_parallel(calls, n, True, lambda answer, _: answers.append(answer), pool)
-        if not all(a.get("ok") for a in answers):
-            return None
-        if not _in_order([a["offsets"] for a in answers], start):  # (cannot happen: a guard)
-            return None
-        offsets = np.concatenate([a["offsets"] for a in answers])
-        lengths = np.concatenate([a["lengths"] for a in answers])
-        return offsets, lengths, int(answers[-1]["end"])
+        plan = _Plan(start, count, self.first_units, self.unit_batches)
 
-    def _decode(self, pool: Workers, skip: int, offsets: np.ndarray, lengths: np.ndarray) -> None:
-        """The second pass: the units decoded by the workers from the file, merged in order."""
-        units = list(_units(len(offsets), self.first_units, self.unit_batches))
-        self.total = len(units)
-
-        firsts = np.cumsum([0] + [sum(sizes) for sizes in units]).tolist()
-
-        def calls() -> Iterator[SpanUnit]:
-            for sizes, a, b in zip(units, firsts, firsts[1:]):
-                offs, lens = offsets[a:b], lengths[a:b]
+        def units() -> Iterator[Any]:  # (Calls, and PENDING)
+            yield from calls
+            while True:
+                got = plan.next_unit()
+                if got is None:
+                    return
+                if got is PENDING:
+                    yield PENDING
+                    continue
+                sizes, offs, lens = got
                 joined = sum(2 + max(size - 1, 0) for size in sizes) + int(lens.sum())
                 yield SpanUnit((self.path, skip, offs, lens, sizes), joined)
 
-        def take(state: dict, unit: SpanUnit) -> None:
-            self.take(state, unit)
-            self.done += 1
+        def take(state: dict, unit: Call) -> None:
+            if not isinstance(unit, SpanUnit):  # a range's events (the first pass)
+                plan.add(state)
+                self.total = plan.total
+            elif not plan.failed:  # (a unit planned before a later range failed: dropped)
+                self.take(state, unit)
+                self.done += 1
 
-        run_parallel(calls(), len(pool.procs), True, take, pool)
+        run_parallel(units(), n, True, take, pool)
+        return None if plan.failed else plan.end
+
+
+class _Plan:
+    """The second pass's units (those of the streamed parse: :func:`_units`), planned from the first
+    pass's answers as they are taken, range by range in order; each range's arrays are dropped once
+    its events are planned."""
+
+    def __init__(self, start: int, ranges: int, first_units: tuple[int, ...], unit_batches: int) -> None:
+        self.ranges, self.taken = ranges, 0
+        self.pieces: collections.deque = collections.deque()  # (first event, offsets, lengths) per range
+        self.known = 0  # events of the ranges taken
+        self.last = start - 1  # the last event's offset so far (every next one must be larger)
+        self.failed = False
+        self.end: int | None = None  # the offset after the array's "]", once every range is taken
+        self.total = 0  # units, once every range is taken
+        self.steps, self.unit_batches = iter(first_units), unit_batches
+        self.step: int | None = None  # batches of the next unit
+        self.first = 0  # the next unit's first event
+        self.first_units = first_units
+
+    def add(self, answer: dict) -> None:
+        """The next range's answer (``scan_range``'s)."""
+        if self.failed:
+            return
+        if not answer.get("ok") or not _in_order([answer["offsets"]], self.last + 1):  # (a guard)
+            self.failed = True
+            return
+        offsets, lengths = answer["offsets"], answer["lengths"]
+        if len(offsets):
+            self.last = int(offsets[-1])
+            self.pieces.append((self.known, offsets, lengths))
+            self.known += len(offsets)
+        self.taken += 1
+        if self.taken == self.ranges:
+            self.end = int(answer["end"])
+            self.total = sum(1 for _ in _units(self.known, self.first_units, self.unit_batches))
+
+    def next_unit(self) -> tuple[list[int], np.ndarray, np.ndarray] | None | Any:
+        """``(batch sizes, offsets, lengths)`` of the next unit; :data:`PENDING` while its events are
+        not all known; None when every unit is planned (or a range failed)."""
+        if self.failed:
+            return None
+        if self.step is None:
+            self.step = next(self.steps, self.unit_batches)
+        stop = self.first + self.step * BATCH_EVENTS
+        if self.end is None:
+            if stop > self.known:
+                return PENDING
+        elif self.first >= self.known:
+            return None
+        a, b = self.first, min(stop, self.known)
+        self.first, self.step = b, None
+        full, rest = divmod(b - a, BATCH_EVENTS)
+        return [BATCH_EVENTS] * full + ([rest] if rest else []), *self._slice(a, b)
+
+    def _slice(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Offsets and lengths of events ``a`` to ``b`` (the ranges before them dropped)."""
+        while self.pieces and self.pieces[0][0] + len(self.pieces[0][1]) <= a:
+            self.pieces.popleft()
+        offsets, lengths = [], []
+        for first, offs, lens in self.pieces:
+            if first >= b:
+                break
+            lo, hi = max(a - first, 0), min(b - first, len(offs))
+            offsets.append(offs[lo:hi])
+            lengths.append(lens[lo:hi])
+        if len(offsets) == 1:
+            return offsets[0], lengths[0]
+        return np.concatenate(offsets), np.concatenate(lengths)
 
 
 def _in_order(parts: list[np.ndarray], start: int) -> bool:

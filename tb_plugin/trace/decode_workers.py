@@ -171,6 +171,11 @@ class Call:
         return _CALLS[self.name](*self.args)
 
 
+# What a unit iterator yields when it has nothing to send until an answer sent before is taken (the
+# ranged parse plans its second pass from the first pass's answers): asked again after the next take
+PENDING: Any = object()
+
+
 class WorkerDied(Exception):
     """A worker exited or answered nonsense; the caller decodes the remaining batches itself."""
 
@@ -322,15 +327,15 @@ def run_parallel(
 ) -> None:
     """``take(state, parts)`` for every unit (``parts``: a list of joined batches, or a :class:`Call`)
     in order, the states decoded by ``n`` workers (``workers``, when given: started by the caller; else
-    started here), here for the rest if one dies, :data:`DEPTH` units in flight per worker."""
+    started here), here for the rest if one dies, :data:`DEPTH` units in flight per worker. ``units``
+    may yield :data:`PENDING` while what it yields next depends on answers not yet taken."""
     if workers is not None:
         _run_on(workers, iter(units), with_sink, take)
         return
     try:
         started = Workers(n)
     except WorkerDied:
-        for unit in units:
-            take(local(unit, with_sink), unit)
+        _run_here(iter(units), with_sink, take)
         return
     with started:
         _run_on(started, iter(units), with_sink, take)
@@ -361,15 +366,21 @@ def _run_on(workers: Workers, units: Iterator, with_sink: bool, take: Callable) 
     sent: dict[int, Any] = {}  # index -> unit, not yet taken
     read: dict[int, dict] = {}  # index -> its answer, read and not yet taken (at most DEPTH * n)
     count = taken = 0
+    starved = False  # the units said PENDING: workers to feed once an answer is taken
 
-    def feed(w: int) -> None:
-        nonlocal count
+    def feed(w: int) -> bool:
+        """Send worker ``w`` the next unit; False when there is none (now, or at all)."""
+        nonlocal count, starved
         unit = next(units, None)
-        if unit is not None:
-            sent[count] = unit
-            held[w].append(count)
-            count += 1
-            workers.send(w, unit, with_sink)
+        if unit is PENDING:
+            starved = True
+        if unit is None or unit is PENDING:
+            return False
+        sent[count] = unit
+        held[w].append(count)
+        count += 1
+        workers.send(w, unit, with_sink)
+        return True
 
     try:
         if workers.broken:
@@ -386,13 +397,28 @@ def _run_on(workers: Workers, units: Iterator, with_sink: bool, take: Callable) 
             state, unit = read.pop(taken), sent.pop(taken)
             taken += 1
             take(state, unit)
+            if starved:
+                starved = False
+                for w in range(n):
+                    while len(held[w]) < DEPTH and feed(w):
+                        pass
+        if next(units, None) is not None:  # (PENDING with nothing in flight: the iterator's error)
+            raise RuntimeError("units left that wait for answers that were all taken")
     except WorkerDied:
         workers.broken = True
         for index in sorted(sent):  # (in order; the answers already read are used)
             unit = sent.pop(index)
             take(read.pop(index) if index in read else local(unit, with_sink), unit)
-        for unit in units:
-            take(local(unit, with_sink), unit)
+        _run_here(units, with_sink, take)
+
+
+def _run_here(units: Iterator, with_sink: bool, take: Callable) -> None:
+    """The units decoded in this process, in order (each taken before the next is asked for, so the
+    iterator never has to wait on an answer: :data:`PENDING` here is a caller's error)."""
+    for unit in units:
+        if unit is PENDING:
+            raise RuntimeError("a unit waits for an answer that was taken")
+        take(local(unit, with_sink), unit)
 
 
 def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> None:

@@ -11,7 +11,6 @@ import json
 
 import numpy as np
 import pytest
-from method_spy import record_after
 
 from tb_plugin.trace import decode_ranges, ranges
 from tb_plugin.trace.decode import decode_trace
@@ -47,7 +46,16 @@ def small_ranges(monkeypatch):
     monkeypatch.setattr(decode_ranges, "MIN_EVENTS_BYTES", 0)
     monkeypatch.setattr(decode_ranges, "RANGE_BYTES", 3000)
     monkeypatch.setattr(ranges, "FIRST_WINDOW", 64)
-    used: list[int] = record_after(monkeypatch, decode_ranges.RangedEvents, "_decode", lambda parse: parse.total)
+    used: list[int] = []
+    real = decode_ranges.RangedEvents._parse
+
+    def spy(self, *args):
+        end = real(self, *args)
+        if end is not None:  # (the workers read the events)
+            used.append(self.total)
+        return end
+
+    monkeypatch.setattr(decode_ranges.RangedEvents, "_parse", spy)
     return used
 
 
@@ -170,7 +178,7 @@ def test_small_documents_are_scanned_by_the_main_process(tmp_path, monkeypatch):
     monkeypatch.setattr(ranges, "FIRST_WINDOW", 64)
     doc = json.dumps({"traceEvents": events(50)}).encode()
     calls = []
-    monkeypatch.setattr(decode_ranges.RangedEvents, "_scan", lambda *a: calls.append(a))
+    monkeypatch.setattr(decode_ranges.RangedEvents, "_parse", lambda *a: calls.append(a))
     got = parse(tmp_path, doc, 2)
     assert not calls  # under MIN_EVENTS_BYTES
     same(got, parse(tmp_path, doc, 1))
@@ -190,8 +198,9 @@ def test_a_worker_that_dies_leaves_its_work_to_this_process(tmp_path, small_rang
     the columns are the same."""
     from tb_plugin.trace import decode_workers
 
-    real_receive, real_decode = decode_workers.Workers.receive, decode_ranges.RangedEvents._decode
+    real_receive, real_next = decode_workers.Workers.receive, decode_ranges._Plan.next_unit
     armed = [phase == "first"]
+    planned = []
 
     def receive(self, i):
         if armed[0]:
@@ -200,12 +209,15 @@ def test_a_worker_that_dies_leaves_its_work_to_this_process(tmp_path, small_rang
             raise decode_workers.WorkerDied("gone")
         return real_receive(self, i)
 
-    def second_pass(self, *args):
-        armed[0] = phase == "second"
-        return real_decode(self, *args)
+    def next_unit(self):
+        got = real_next(self)
+        if isinstance(got, tuple) and not planned:  # the second pass's first unit
+            planned.append(1)
+            armed[0] = phase == "second"
+        return got
 
     monkeypatch.setattr(decode_workers.Workers, "receive", receive)
-    monkeypatch.setattr(decode_ranges.RangedEvents, "_decode", second_pass)
+    monkeypatch.setattr(decode_ranges._Plan, "next_unit", next_unit)
     doc = json.dumps({"traceEvents": events(600)}).encode()
     check(tmp_path, doc, small_ranges, ranged=None)
     assert not armed[0]  # it died
@@ -232,11 +244,9 @@ def test_the_whole_report_is_the_same_on_one_worker_and_on_two(tmp_path, monkeyp
     monkeypatch.setattr(sections, "_memory_for_a_child", lambda: True)
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")
     forks, ranged = [], []
-    real_fork, real_decode = sections.SectionFork.__init__, decode_ranges.RangedEvents._decode
+    real_fork, real_parse = sections.SectionFork.__init__, decode_ranges.RangedEvents._parse
     monkeypatch.setattr(sections.SectionFork, "__init__", lambda self, *a: forks.append(1) or real_fork(self, *a))
-    monkeypatch.setattr(
-        decode_ranges.RangedEvents, "_decode", lambda self, *a: ranged.append(1) or real_decode(self, *a)
-    )
+    monkeypatch.setattr(decode_ranges.RangedEvents, "_parse", lambda self, *a: ranged.append(1) or real_parse(self, *a))
     documents = []
     for workers in ("1", "2"):
         monkeypatch.setenv("KINETOSCOPE_DECODE_WORKERS", workers)
@@ -286,3 +296,35 @@ def test_a_range_scanned_in_the_buffer_of_an_earlier_one_is_the_same(tmp_path):
     assert len(ranges._buffer) >= 30000 - start
     ranges.drop_buffer()
     assert len(ranges._buffer) == 0
+
+
+@pytest.mark.parametrize("per_range", [[0, 5, 0], [7], [3, 0, 4, 9, 1], [0], [0, 0], [50, 50, 1], [2, 2, 2, 2]])
+def test_units_planned_range_by_range_are_the_streamed_parses(monkeypatch, per_range):
+    """The second pass's units, planned as each range's events are taken: the streamed parse's units
+    (1, 2, then 4 batches), with the same events, whatever the ranges' sizes; PENDING while a unit's
+    events are not all known; nothing planned after a range fails."""
+    monkeypatch.setattr(decode_ranges, "BATCH_EVENTS", 2)
+    start, offset, answers = 10, 10, []
+    for i, n in enumerate(per_range):
+        offsets = np.arange(offset, offset + 3 * n, 3, dtype=np.int64)
+        offset += 3 * n + 1
+        answers.append({"ok": True, "offsets": offsets, "lengths": np.full(n, 2, dtype=np.int32), "end": offset})
+    plan = decode_ranges._Plan(start, len(answers), (1, 2), 4)
+    planned = []
+    for answer in answers:
+        assert plan.next_unit() is decode_ranges.PENDING
+        plan.add(answer)
+        while (got := plan.next_unit()) not in (None, decode_ranges.PENDING):
+            planned.append(got)
+    assert plan.next_unit() is None and plan.end == offset
+    total = sum(per_range)
+    want = list(decode_ranges._units(total, (1, 2), 4))
+    assert [sizes for sizes, _, _ in planned] == want and plan.total == len(want)
+    every = np.concatenate([a["offsets"] for a in answers])
+    assert np.concatenate([o for _, o, _ in planned] or [every[:0]]).tolist() == every.tolist()
+    assert all(len(o) == len(n) == sum(s) for s, o, n in planned)
+
+    failing = decode_ranges._Plan(start, 2, (1, 2), 4)
+    failing.add(answers[0])
+    failing.add({"ok": False})
+    assert failing.failed and failing.next_unit() is None and failing.end is None
