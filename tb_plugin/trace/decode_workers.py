@@ -8,7 +8,7 @@ and this package). Never :mod:`multiprocessing`: ``spawn`` would import the call
 Through its pipes it reads units of batches (a header: a flag byte and the count of batches; their
 lengths; the batches, each ``[`` + events joined by ``,`` + ``]``) and answers each with the pickled
 state of :func:`decode_batch`. Each worker holds :data:`DEPTH` units; the caller reads an answer as
-soon as one arrives, from whichever worker (``select``), and sends that worker the next unit, so a
+soon as one arrives, from whichever worker (``poll``), and sends that worker the next unit, so a
 worker slowed by anything (this process's merges on its core, another job) gets fewer units; the
 answers are taken in the units' order. Units are written by one thread per worker and answers by one
 thread in each worker (:func:`_serve`): no side blocks on a write while the other waits on it.
@@ -258,16 +258,21 @@ class Workers:
         with gc_paused():  # a batch's rows: many small acyclic objects (heap.gc_paused)
             return pickle.loads(body)
 
-    def answering(self, candidates: list[int]) -> int:
+    def answering(self, candidates: list[int], in_order: int) -> int:
         """One of the workers ``candidates`` (indices) whose next answer has begun to arrive (or whose
-        pipe ended), waiting until one has."""
-        fds = {self.procs[w].stdout.fileno(): w for w in candidates}
+        pipe ended), waiting until one has; where pipes cannot be polled (Windows), ``in_order``: the
+        worker whose answer is taken next."""
+        if not hasattr(select, "poll"):
+            return in_order
+        poller = select.poll()  # (not select(): no limit on the descriptors' numbers)
+        fds = {}
+        for w in candidates:
+            fds[self.procs[w].stdout.fileno()] = w
+            poller.register(self.procs[w].stdout.fileno(), select.POLLIN)  # (an end or error: reported too)
         while True:
-            try:
-                ready = select.select(list(fds), [], [])[0]
-            except InterruptedError:  # (retried by Python itself since 3.5; kept for clarity)
-                continue
-            return fds[ready[0]]
+            ready = poller.poll()
+            if ready:
+                return fds[ready[0][0]]
 
     def __enter__(self) -> Workers:
         return self
@@ -347,7 +352,12 @@ def _read_exact(fd: int, size: int) -> bytearray | None:
     view, got = memoryview(data), 0
     try:
         while got < size:
-            part = os.readv(fd, [view[got:]])
+            if hasattr(os, "readv"):
+                part = os.readv(fd, [view[got:]])
+            else:  # (Windows: a copy more)
+                chunk = os.read(fd, size - got)
+                view[got : got + len(chunk)] = chunk
+                part = len(chunk)
             if not part:
                 return None
             got += part
@@ -390,7 +400,9 @@ def _run_on(workers: Workers, units: Iterator, with_sink: bool, take: Callable) 
                 feed(w)
         while taken < count:
             while taken not in read:
-                w = workers.answering([k for k in range(n) if held[k]])
+                w = workers.answering(
+                    [k for k in range(n) if held[k]], next(k for k in range(n) if held[k] and held[k][0] == taken)
+                )
                 read[held[w][0]] = workers.receive(w)
                 held[w].popleft()
                 feed(w)

@@ -212,3 +212,11 @@ def test_the_next_unit_goes_to_the_worker_that_answered(tmp_path, monkeypatch):
         run_parallel(iter(units), 2, False, lambda state, unit: got.append(state))
     assert [g["i"] for g in got] == list(range(len(units)))
     assert got[0]["saw"]
+
+
+def test_where_pipes_cannot_be_polled_the_answers_are_read_in_order(monkeypatch, start_method):
+    """Without ``select.poll`` (Windows: ``select`` takes no pipe) the next answer read is the one taken
+    next, as before the workers were fed as they answer: the same states, in order."""
+    monkeypatch.delattr(dw.select, "poll")
+    got = _states(BATCHES, 2)
+    assert [j for j, _, _ in got] == BATCHES
