@@ -189,3 +189,15 @@ def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
         assert f"CLAIMED {early}" in got.stderr, got.stderr
         outputs.append(got.stdout)
     assert outputs[0] == outputs[1] and json.loads(outputs[0])
+
+
+def test_the_started_bytes_are_the_object_the_registry_claims(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.1.pt.trace.json.gz")
+    path = str(run / "sub" / "w.1.pt.trace.json.gz")
+    assert er.started_bytes() is None  # nothing started
+    er.start(str(run), cached=False)
+    got = er.started_bytes()
+    assert got is not None and got[1] is False and bytes(got[0]) == bytes(read_trace_bytes(LocalFS(), path))
+    assert er.claim(path) is got[0]  # the same object: the early split of it is taken (trace/decode.start_early)
+    assert er._pending is None and er.started_bytes() is None

@@ -17,9 +17,11 @@ from conftest import sample
 from method_spy import record_after
 from test_decode_stream import assert_same
 
+from tb_plugin.trace import decode
 from tb_plugin.trace import decode_halves as dh
 from tb_plugin.trace.columns import ColumnBuilder
 from tb_plugin.trace.decode import decode_trace
+from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.trace.events import BATCH_EVENTS
 
 pytestmark = pytest.mark.skipif(not (sys.platform.startswith("linux") and hasattr(os, "fork")), reason="no fork")
@@ -192,3 +194,38 @@ def _reaped(pid: int) -> bool:
     except ChildProcessError:
         return True
     return False
+
+
+def test_an_early_split_is_taken_by_the_decode_of_the_same_data(forks):
+    # the command line's report splits and forks before it imports the registry (decode.start_early)
+    data = json.dumps({"traceEvents": mixed_events(3 * BATCH_EVENTS), "deviceProperties": []}).encode()
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    decode.start_early(data, with_sink=True)
+    assert len(forks) == 1 and decode._early is not None
+    got = decode_trace(data, events_sink=sink, halves=True)
+    assert len(forks) == 1 and decode._early is None and _reaped(forks[0])  # its child, no other
+    assert_same(ref, got)
+    assert ref_sink.getvalue() == sink.getvalue()
+
+
+def test_an_early_split_not_matching_the_decode_is_dropped(forks):
+    data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
+    ref = decode_trace(data, events_sink=io.BytesIO())
+    decode.start_early(data, with_sink=False)  # no side file counted: its offsets would differ
+    assert_same(ref, decode_trace(data, events_sink=io.BytesIO(), halves=True))
+    assert len(forks) == 2 and all(_reaped(pid) for pid in forks)
+    decode.start_early(data, with_sink=True)
+    assert_same(ref, decode_trace(bytes(data), events_sink=io.BytesIO()))  # other data: split again, here
+    assert len(forks) == 3 and _reaped(forks[-1]) and decode._early is None
+    decode.start_early(data, with_sink=True)
+    decode._drop_early()  # at exit, never taken
+    assert len(forks) == 4 and _reaped(forks[-1]) and decode._early is None
+
+
+@pytest.mark.parametrize("data", [b"", b"  ", b"nope", b'{"traceEvents": [{"ph": NaN', b"[" * 100_000])
+def test_an_early_split_of_what_is_no_trace_leaves_it_to_the_parse(forks, data):
+    decode.start_early(data, with_sink=True)
+    assert decode._early is None and not forks
+    with pytest.raises(TraceReadError):
+        decode_trace(data, halves=True)
