@@ -135,13 +135,15 @@ def _start_early_decode() -> None:
     """The trace the early child read (storage/early_read.py), if any: split now, its second half's
     decode forked (trace/decode.start_early), so that the child decodes while this process imports the
     registry and the analyses (~0.06 s of CPU); the parse takes both."""
-    from ..storage.early_read import started_bytes
+    from ..storage.early_read import pending
 
-    got = started_bytes()
-    if got is not None:
-        from ..trace.decode import start_early
+    if pending():
+        from ..storage.early_read import started_bytes
+        from ..trace.decode import start_early  # (numpy and the decoder: while the child still reads)
 
-        start_early(*got)
+        got = started_bytes()
+        if got is not None:
+            start_early(*got)
 
 
 def _local_logdir_problem(root: str) -> str | None:

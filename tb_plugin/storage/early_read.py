@@ -171,6 +171,11 @@ def claim(path: str) -> mmap.mmap | None:
     return data if same else None
 
 
+def pending() -> bool:
+    """Whether a child was started and its bytes are not claimed yet."""
+    return _pending is not None
+
+
 def started_bytes() -> tuple[mmap.mmap, bool] | None:
     """The bytes the started child read (waiting for it) and whether the command reads the parse cache,
     before the registry's :func:`claim` of the file takes the same object; None when no child was started

@@ -37,7 +37,7 @@ PARENT_SHARE = 0.46
 # The share when the child is forked before the report's registry and analyses are imported
 # (:func:`.decode.start_early`): this process imports them (~0.06 s of CPU) beside the child before it
 # decodes, so it keeps fewer batches.
-EARLY_PARENT_SHARE = 0.40
+EARLY_PARENT_SHARE = 0.30
 
 
 def wanted(events: int) -> bool:
