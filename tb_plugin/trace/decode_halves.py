@@ -8,7 +8,9 @@ reads the raw events where they lie, shared copy-on-write: nothing is sent to it
 back through a pipe, pickled, while this process decodes the first half. :func:`.decode_stream.merge`
 then appends that state as the streamed decoder appends a worker's answer, and this process writes the
 second half's batches to the events side file, so the trace is the one a serial decode builds: the same
-string ids, columns, counts and side file. A child that fails leaves its half to this process.
+string ids, columns, counts and side file. A child that fails leaves its half to this process. The
+command line's report may fork it earlier, before it imports the registry (:func:`start_second_half`
+from :func:`.decode.start_early`), and hand it to :func:`decode_batches` as ``started``.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ HALVES_FROM_EVENTS = 20_000
 # 14 here 0.265 / 0.250 s, 13 here 0.262 / 0.265 s.
 PARENT_SHARE = 0.46
 # The share when the child is forked before the report's registry and analyses are imported
-# (:func:`.decode.start_early`): this process imports them (~0.06 s of CPU) beside the child before it
-# decodes, so it keeps fewer batches.
+# (:func:`.decode.start_early`): this process imports them (~0.1 s of CPU at load 2-3) beside the child
+# before it decodes, so it keeps fewer batches. The V100 sample, CPU from the fork to the answer here
+# against the child's (load 2-3): 12 of 31 here 0.37-0.41 / 0.21 s; 6 here 0.19-0.29 / 0.29-0.47 s;
+# 9 here (kept) 0.338 / 0.355 s (medians of 8).
 EARLY_PARENT_SHARE = 0.30
 
 
