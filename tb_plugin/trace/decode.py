@@ -104,21 +104,23 @@ class _Early(NamedTuple):
 _early: _Early | None = None  # split by start_early, until decode_trace takes it
 
 
-def start_early(data: bytes | bytearray | memoryview | mmap.mmap, with_sink: bool) -> None:
+def start_early(data: bytes | bytearray | memoryview | mmap.mmap, with_sink: bool) -> bool:
     """Split ``data`` now and fork the child decoding its second half (:mod:`.decode_halves`, with
     :data:`~.decode_halves.EARLY_PARENT_SHARE`; ``with_sink``: the parse will write an events side
     file), for the :func:`decode_trace` of the same ``data`` object to take: the command line's report
     does this before it imports the registry and the analyses, which the child's decode then overlaps.
-    Nothing when a split was started already, or when this one fails (the parse meets the error)."""
+    Nothing when a split was started already, or when this one fails (the parse meets the error).
+    Whether a child was forked now."""
     global _early
     if _early is not None:
-        return
+        return False
     try:
         split = _split_document(data)
     except Exception:  # (not a trace, hostile, bare NaN literals: the parse splits and reports it)
-        return
+        return False
     _early = _Early(data, split, start_second_half(split[0], EARLY_PARENT_SHARE, with_sink))
     atexit.register(_drop_early)
+    return _early.child is not None
 
 
 def _take_early(data: object) -> _Early | None:

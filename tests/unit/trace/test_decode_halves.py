@@ -201,8 +201,9 @@ def test_an_early_split_is_taken_by_the_decode_of_the_same_data(forks):
     data = json.dumps({"traceEvents": mixed_events(3 * BATCH_EVENTS), "deviceProperties": []}).encode()
     ref_sink, sink = io.BytesIO(), io.BytesIO()
     ref = decode_trace(data, events_sink=ref_sink)
-    decode.start_early(data, with_sink=True)
+    assert decode.start_early(data, with_sink=True)  # a child forked
     assert len(forks) == 1 and decode._early is not None
+    assert not decode.start_early(data, with_sink=True)  # one split at a time
     got = decode_trace(data, events_sink=sink, halves=True)
     assert len(forks) == 1 and decode._early is None and _reaped(forks[0])  # its child, no other
     assert_same(ref, got)
@@ -225,7 +226,18 @@ def test_an_early_split_not_matching_the_decode_is_dropped(forks):
 
 @pytest.mark.parametrize("data", [b"", b"  ", b"nope", b'{"traceEvents": [{"ph": NaN', b"[" * 100_000])
 def test_an_early_split_of_what_is_no_trace_leaves_it_to_the_parse(forks, data):
-    decode.start_early(data, with_sink=True)
+    assert not decode.start_early(data, with_sink=True)
     assert decode._early is None and not forks
     with pytest.raises(TraceReadError):
         decode_trace(data, halves=True)
+
+
+def test_an_early_split_too_small_for_a_child_says_so_and_is_still_taken(forks, monkeypatch):
+    # (the command line imports numpy's masked arrays beside the child only when one was forked)
+    monkeypatch.setattr(dh, "HALVES_FROM_EVENTS", 10**9)
+    data = json.dumps({"traceEvents": mixed_events(BATCH_EVENTS)}).encode()
+    ref = decode_trace(data, events_sink=io.BytesIO())
+    assert not decode.start_early(data, with_sink=True)
+    assert decode._early is not None and decode._early.child is None and not forks
+    assert_same(ref, decode_trace(data, events_sink=io.BytesIO(), halves=True))
+    assert decode._early is None and not forks
