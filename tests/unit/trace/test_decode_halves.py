@@ -241,3 +241,64 @@ def test_an_early_split_too_small_for_a_child_says_so_and_is_still_taken(forks, 
     assert decode._early is not None and decode._early.child is None and not forks
     assert_same(ref, decode_trace(data, events_sink=io.BytesIO(), halves=True))
     assert decode._early is None and not forks
+
+
+def test_claims_give_each_batch_to_one_side_only():
+    # the child takes batches from the front one at a time, this process takes back the later half of
+    # what is left: every batch once, the child's a run that ends where the first part taken back starts
+    claims = dh._Claims(3, 12)
+    try:
+        assert claims.take_next() == 3
+        assert claims.take_back() == (8, 12)  # 8 left (4..11): the later 4
+        assert claims.take_next() == 4
+        assert claims.take_back() == (7, 8)  # 3 left (5..7): the later 1
+        assert claims.take_next() == 5
+        assert claims.take_back() is None  # one left (6): the child's
+        assert claims.take_next() == 6
+        assert claims.take_next() is None and claims.take_back() is None
+    finally:
+        claims.close()
+
+
+def test_a_slow_child_has_its_later_batches_taken_back(forks, monkeypatch):
+    # the child slowed (a loaded core): this process decodes the batches it takes back from it into
+    # parts appended after the child's state, and the trace and side file are a serial decode's
+    import time
+
+    real_next = dh._Claims.take_next
+
+    def slow_next(claims):
+        time.sleep(0.05)  # (only the child takes next)
+        return real_next(claims)
+
+    monkeypatch.setattr(dh._Claims, "take_next", slow_next)
+    taken = record_after(monkeypatch, dh._Claims, "take_back", lambda claims: claims)
+    data = json.dumps({"traceEvents": mixed_events(6 * BATCH_EVENTS), "deviceProperties": []}).encode()
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    got = decode_trace(data, events_sink=sink, halves=True)
+    assert len(forks) == 1 and _reaped(forks[0]) and len(taken) >= 2  # one or more parts taken back
+    assert_same(ref, got)
+    assert ref_sink.getvalue() == sink.getvalue()
+    assert_same(decode_trace(data), decode_trace(data, halves=True))  # without a side file too
+    assert len(forks) == 2 and _reaped(forks[1]) and len(taken) >= 4
+
+
+def test_a_slow_child_that_fails_leaves_its_batches_and_those_taken_back_to_this_process(forks, monkeypatch):
+    import time
+
+    real_next = dh._Claims.take_next
+    monkeypatch.setattr(dh._Claims, "take_next", lambda claims: (time.sleep(0.05), real_next(claims))[1])
+    taken = record_after(monkeypatch, dh._Claims, "take_back", lambda claims: claims)
+
+    def broken(self):
+        raise RuntimeError("the child's state cannot be made")
+
+    monkeypatch.setattr(ColumnBuilder, "state", broken)  # (the parts taken back are not merged then)
+    data = json.dumps({"traceEvents": mixed_events(6 * BATCH_EVENTS)}).encode()
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    got = decode_trace(data, events_sink=sink, halves=True)
+    assert len(forks) == 1 and _reaped(forks[0]) and len(taken) >= 2
+    assert_same(ref, got)
+    assert ref_sink.getvalue() == sink.getvalue()
