@@ -28,7 +28,6 @@ import os
 import pickle
 import signal
 import struct
-import tempfile
 from typing import Any, Callable, Iterator
 
 import msgspec
@@ -215,25 +214,25 @@ class _Claims:
     _FORMAT = "<qq"
 
     def __init__(self, first: int, end: int) -> None:
-        self.file = tempfile.TemporaryFile()  # (a file of the temp folder, unlinked: only its descriptor)
+        self.fd = _unnamed_file()
         try:
-            self.file.truncate(mmap.PAGESIZE)
-            self.page = mmap.mmap(self.file.fileno(), mmap.PAGESIZE)  # shared with a forked child
+            os.ftruncate(self.fd, mmap.PAGESIZE)
+            self.page = mmap.mmap(self.fd, mmap.PAGESIZE)  # shared with a forked child
         except BaseException:
-            self.file.close()
+            os.close(self.fd)
             raise
         self.page[:16] = struct.pack(self._FORMAT, first, end)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[list[int]]:
         """The two numbers, written back on leaving, under the lock."""
-        fcntl.lockf(self.file.fileno(), fcntl.LOCK_EX)
+        fcntl.lockf(self.fd, fcntl.LOCK_EX)
         try:
             both = list(struct.unpack(self._FORMAT, self.page[:16]))
             yield both
             self.page[:16] = struct.pack(self._FORMAT, *both)
         finally:
-            fcntl.lockf(self.file.fileno(), fcntl.LOCK_UN)
+            fcntl.lockf(self.fd, fcntl.LOCK_UN)
 
     def take_next(self) -> int | None:
         """(The child) the next batch to decode, or None when none is left."""
@@ -256,4 +255,15 @@ class _Claims:
 
     def close(self) -> None:
         self.page.close()
-        self.file.close()
+        os.close(self.fd)
+
+
+def _unnamed_file() -> int:
+    """A descriptor of a file with no name: a memory file where the system has them (Linux), else an
+    unlinked file of the temp folder."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("kinetoscope-decode-claims", os.MFD_CLOEXEC)
+    import tempfile  # (only here: the command line's imports before the decode's fork stay few)
+
+    with tempfile.TemporaryFile() as file:
+        return os.dup(file.fileno())
