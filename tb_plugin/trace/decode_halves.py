@@ -22,7 +22,6 @@ end within about a batch of each other.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import mmap
 import os
 import pickle
@@ -226,6 +225,8 @@ class _Claims:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[list[int]]:
         """The two numbers, written back on leaving, under the lock."""
+        import fcntl  # (POSIX: the halves run only where forks are safe, see can_fork)
+
         fcntl.lockf(self.fd, fcntl.LOCK_EX)
         try:
             both = list(struct.unpack(self._FORMAT, self.page[:16]))
@@ -244,14 +245,17 @@ class _Claims:
 
     def take_back(self) -> tuple[int, int] | None:
         """(This process) the batches ``[first, end)`` it takes back: the later half of those the child
-        has not begun; None when fewer than two are left."""
-        with self._locked() as both:
-            left = both[1] - both[0]
-            if left < 2:
-                return None
-            end = both[1]
-            both[1] -= left // 2
-            return both[1], end
+        has not begun; None when fewer than two are left (or the lock fails: the child keeps them)."""
+        try:
+            with self._locked() as both:
+                left = both[1] - both[0]
+                if left < 2:
+                    return None
+                end = both[1]
+                both[1] -= left // 2
+                return both[1], end
+        except OSError:
+            return None
 
     def close(self) -> None:
         self.page.close()
