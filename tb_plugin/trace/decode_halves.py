@@ -13,10 +13,10 @@ command line's report may fork it earlier, before it imports the registry (:func
 from :func:`.decode.start_early`), and hand it to :func:`decode_batches` as ``started``.
 
 The child takes its batches one at a time from a page both processes share (:class:`_Claims`). When this
-process has decoded its own share and the child is still at work, it takes back the later half of the
-batches the child has not begun, decodes them into a fresh builder and appends that after the child's
-state (again while batches remain): whichever side the load or the imports beside it slow down, the two
-end within about a batch of each other.
+process has decoded its own share and the child is still at work, it takes back the later (larger) half
+of the batches the child has not begun, decodes them into a fresh builder and appends that after the child's
+state (again while any remain): whichever side the load or the imports beside it slow down, the two end
+within about a batch of each other.
 """
 
 from __future__ import annotations
@@ -245,14 +245,16 @@ class _Claims:
 
     def take_back(self) -> tuple[int, int] | None:
         """(This process) the batches ``[first, end)`` it takes back: the later half of those the child
-        has not begun; None when fewer than two are left (or the lock fails: the child keeps them)."""
+        has not begun, the larger half (the child's answer, ~15 ms of pickling for the V100 sample's 22
+        batches, then follows its last batch while this process decodes); None when none is left (or
+        the lock fails: the child keeps them)."""
         try:
             with self._locked() as both:
                 left = both[1] - both[0]
-                if left < 2:
+                if left < 1:
                     return None
                 end = both[1]
-                both[1] -= left // 2
+                both[1] -= (left + 1) // 2
                 return both[1], end
         except OSError:
             return None

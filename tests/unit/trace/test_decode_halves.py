@@ -244,18 +244,21 @@ def test_an_early_split_too_small_for_a_child_says_so_and_is_still_taken(forks, 
 
 
 def test_claims_give_each_batch_to_one_side_only():
-    # the child takes batches from the front one at a time, this process takes back the later half of
-    # what is left: every batch once, the child's a run that ends where the first part taken back starts
+    # the child takes batches from the front one at a time, this process takes back the later (larger)
+    # half of what is left: every batch once, the child's a run ending where the first part taken back starts
     claims = dh._Claims(3, 12)
     try:
         assert claims.take_next() == 3
         assert claims.take_back() == (8, 12)  # 8 left (4..11): the later 4
         assert claims.take_next() == 4
-        assert claims.take_back() == (7, 8)  # 3 left (5..7): the later 1
+        assert claims.take_back() == (6, 8)  # 3 left (5..7): the later 2
         assert claims.take_next() == 5
-        assert claims.take_back() is None  # one left (6): the child's
-        assert claims.take_next() == 6
         assert claims.take_next() is None and claims.take_back() is None
+        later = dh._Claims(0, 3)
+        assert later.take_next() == 0 and later.take_next() == 1
+        assert later.take_back() == (2, 3)  # the last one left: taken back
+        assert later.take_next() is None
+        later.close()
     finally:
         claims.close()
 
@@ -300,5 +303,19 @@ def test_a_slow_child_that_fails_leaves_its_batches_and_those_taken_back_to_this
     ref = decode_trace(data, events_sink=ref_sink)
     got = decode_trace(data, events_sink=sink, halves=True)
     assert len(forks) == 1 and _reaped(forks[0]) and len(taken) >= 2
+    assert_same(ref, got)
+    assert ref_sink.getvalue() == sink.getvalue()
+
+
+def test_a_child_that_begins_nothing_has_every_batch_taken_back(forks, monkeypatch):
+    import time
+
+    real_next = dh._Claims.take_next
+    monkeypatch.setattr(dh._Claims, "take_next", lambda claims: (time.sleep(2), real_next(claims))[1])
+    data = json.dumps({"traceEvents": mixed_events(3 * BATCH_EVENTS), "deviceProperties": []}).encode()
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    got = decode_trace(data, events_sink=sink, halves=True)  # the child's state: an empty builder's
+    assert len(forks) == 1 and _reaped(forks[0])
     assert_same(ref, got)
     assert ref_sink.getvalue() == sink.getvalue()
