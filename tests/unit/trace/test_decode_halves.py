@@ -17,9 +17,11 @@ from conftest import sample
 from method_spy import record_after
 from test_decode_stream import assert_same
 
+from tb_plugin.trace import decode
 from tb_plugin.trace import decode_halves as dh
 from tb_plugin.trace.columns import ColumnBuilder
 from tb_plugin.trace.decode import decode_trace
+from tb_plugin.trace.errors import TraceReadError
 from tb_plugin.trace.events import BATCH_EVENTS
 
 pytestmark = pytest.mark.skipif(not (sys.platform.startswith("linux") and hasattr(os, "fork")), reason="no fork")
@@ -192,3 +194,128 @@ def _reaped(pid: int) -> bool:
     except ChildProcessError:
         return True
     return False
+
+
+def test_an_early_split_is_taken_by_the_decode_of_the_same_data(forks):
+    # the command line's report splits and forks before it imports the registry (decode.start_early)
+    data = json.dumps({"traceEvents": mixed_events(3 * BATCH_EVENTS), "deviceProperties": []}).encode()
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    assert decode.start_early(data, with_sink=True)  # a child forked
+    assert len(forks) == 1 and decode._early is not None
+    assert not decode.start_early(data, with_sink=True)  # one split at a time
+    got = decode_trace(data, events_sink=sink, halves=True)
+    assert len(forks) == 1 and decode._early is None and _reaped(forks[0])  # its child, no other
+    assert_same(ref, got)
+    assert ref_sink.getvalue() == sink.getvalue()
+
+
+def test_an_early_split_not_matching_the_decode_is_dropped(forks):
+    data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
+    ref = decode_trace(data, events_sink=io.BytesIO())
+    decode.start_early(data, with_sink=False)  # no side file counted: its offsets would differ
+    assert_same(ref, decode_trace(data, events_sink=io.BytesIO(), halves=True))
+    assert len(forks) == 2 and all(_reaped(pid) for pid in forks)
+    decode.start_early(data, with_sink=True)
+    assert_same(ref, decode_trace(bytes(data), events_sink=io.BytesIO()))  # other data: split again, here
+    assert len(forks) == 3 and _reaped(forks[-1]) and decode._early is None
+    decode.start_early(data, with_sink=True)
+    decode._drop_early()  # at exit, never taken
+    assert len(forks) == 4 and _reaped(forks[-1]) and decode._early is None
+
+
+@pytest.mark.parametrize("data", [b"", b"  ", b"nope", b'{"traceEvents": [{"ph": NaN', b"[" * 100_000])
+def test_an_early_split_of_what_is_no_trace_leaves_it_to_the_parse(forks, data):
+    assert not decode.start_early(data, with_sink=True)
+    assert decode._early is None and not forks
+    with pytest.raises(TraceReadError):
+        decode_trace(data, halves=True)
+
+
+def test_an_early_split_too_small_for_a_child_says_so_and_is_still_taken(forks, monkeypatch):
+    # (the command line imports numpy's masked arrays beside the child only when one was forked)
+    monkeypatch.setattr(dh, "HALVES_FROM_EVENTS", 10**9)
+    data = json.dumps({"traceEvents": mixed_events(BATCH_EVENTS)}).encode()
+    ref = decode_trace(data, events_sink=io.BytesIO())
+    assert not decode.start_early(data, with_sink=True)
+    assert decode._early is not None and decode._early.child is None and not forks
+    assert_same(ref, decode_trace(data, events_sink=io.BytesIO(), halves=True))
+    assert decode._early is None and not forks
+
+
+def test_claims_give_each_batch_to_one_side_only():
+    # the child takes batches from the front one at a time, this process takes back the later (larger)
+    # half of what is left: every batch once, the child's a run ending where the first part taken back starts
+    claims = dh._Claims(3, 12)
+    try:
+        assert claims.take_next() == 3
+        assert claims.take_back() == (8, 12)  # 8 left (4..11): the later 4
+        assert claims.take_next() == 4
+        assert claims.take_back() == (6, 8)  # 3 left (5..7): the later 2
+        assert claims.take_next() == 5
+        assert claims.take_next() is None and claims.take_back() is None
+        later = dh._Claims(0, 3)
+        assert later.take_next() == 0 and later.take_next() == 1
+        assert later.take_back() == (2, 3)  # the last one left: taken back
+        assert later.take_next() is None
+        later.close()
+    finally:
+        claims.close()
+
+
+def test_a_slow_child_has_its_later_batches_taken_back(forks, monkeypatch):
+    # the child slowed (a loaded core): this process decodes the batches it takes back from it into
+    # parts appended after the child's state, and the trace and side file are a serial decode's
+    import time
+
+    real_next = dh._Claims.take_next
+
+    def slow_next(claims):
+        time.sleep(0.05)  # (only the child takes next)
+        return real_next(claims)
+
+    monkeypatch.setattr(dh._Claims, "take_next", slow_next)
+    taken = record_after(monkeypatch, dh._Claims, "take_back", lambda claims: claims)
+    data = json.dumps({"traceEvents": mixed_events(6 * BATCH_EVENTS), "deviceProperties": []}).encode()
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    got = decode_trace(data, events_sink=sink, halves=True)
+    assert len(forks) == 1 and _reaped(forks[0]) and len(taken) >= 2  # one or more parts taken back
+    assert_same(ref, got)
+    assert ref_sink.getvalue() == sink.getvalue()
+    assert_same(decode_trace(data), decode_trace(data, halves=True))  # without a side file too
+    assert len(forks) == 2 and _reaped(forks[1]) and len(taken) >= 4
+
+
+def test_a_slow_child_that_fails_leaves_its_batches_and_those_taken_back_to_this_process(forks, monkeypatch):
+    import time
+
+    real_next = dh._Claims.take_next
+    monkeypatch.setattr(dh._Claims, "take_next", lambda claims: (time.sleep(0.05), real_next(claims))[1])
+    taken = record_after(monkeypatch, dh._Claims, "take_back", lambda claims: claims)
+
+    def broken(self):
+        raise RuntimeError("the child's state cannot be made")
+
+    monkeypatch.setattr(ColumnBuilder, "state", broken)  # (the parts taken back are not merged then)
+    data = json.dumps({"traceEvents": mixed_events(6 * BATCH_EVENTS)}).encode()
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    got = decode_trace(data, events_sink=sink, halves=True)
+    assert len(forks) == 1 and _reaped(forks[0]) and len(taken) >= 2
+    assert_same(ref, got)
+    assert ref_sink.getvalue() == sink.getvalue()
+
+
+def test_a_child_that_begins_nothing_has_every_batch_taken_back(forks, monkeypatch):
+    import time
+
+    real_next = dh._Claims.take_next
+    monkeypatch.setattr(dh._Claims, "take_next", lambda claims: (time.sleep(2), real_next(claims))[1])
+    data = json.dumps({"traceEvents": mixed_events(3 * BATCH_EVENTS), "deviceProperties": []}).encode()
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    got = decode_trace(data, events_sink=sink, halves=True)  # the child's state: an empty builder's
+    assert len(forks) == 1 and _reaped(forks[0])
+    assert_same(ref, got)
+    assert ref_sink.getvalue() == sink.getvalue()
