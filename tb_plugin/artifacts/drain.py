@@ -49,6 +49,15 @@ def _history_starts(lists: list[list]) -> list[list]:
     return list(itertools.compress(full, map(operator.contains, firsts, itertools.repeat("action"))))
 
 
+def _frame_lists(frames: list) -> tuple[list, bool]:
+    """The lists among a batch's ``frames`` fields that hold frames, and whether one of them is held by
+    more than the memo, its entry, ``frames`` and the returned list (met twice, or held elsewhere)."""
+    full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
+    lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
+    del full
+    return lists, max(map(sys.getrefcount, lists), default=0) > 5  # (+1: getrefcount's argument)
+
+
 class Drain:
     """The ``on_read`` of a reader child's counting stream (see the module docstring)."""
 
@@ -114,30 +123,30 @@ class Drain:
             raise Redo("an emptied history entry is referred to again")
         batches = self.streamed.batches.setdefault(id(history), (history, []))[1]
         frames = _field(items, "frames")
-        batches.append(trace_columns(items, self.streamed.interner.stack_of, frames))
+        lists, shared = _frame_lists(frames) if self.clearing else ([], None)
+        # (no list met twice: its stack keyed as it comes, without looking for copies of it)
+        batches.append(
+            trace_columns(items, self.streamed.interner.stack_of, frames, None if shared is None else not shared)
+        )
         self.drained += len(items)
         if held:  # held elsewhere already (a shared entry): kept whole
             kept = list(map(operator.ge, itertools.repeat(3), refs))
             items, frames = list(itertools.compress(items, kept)), list(itertools.compress(frames, kept))
+            lists, shared = _frame_lists(frames) if self.clearing else ([], None)
         self.frames.append(frames)
-        self._clear_frames(frames)
+        if self.clearing:
+            self._clear_frames(lists, bool(shared))
         collections.deque(map(dict.clear, items), maxlen=0)
         self.shells += items
 
-    def _clear_frames(self, frames: list) -> None:
-        """Empty the frame dicts of a drained batch (their stacks are keyed: most of what a history with
+    def _clear_frames(self, lists: list, shared: bool) -> None:
+        """Empty the frame dicts of a drained batch's frame ``lists`` (:func:`_frame_lists`; ``shared``:
+        one is held elsewhere too) (their stacks are keyed: most of what a history with
         a frame list per entry holds) while no frame list (and, in the first :data:`DICTS_CHECKED`
         frames, no frame dict) has been met twice; from the first one met twice (a shared list, a list
         held elsewhere in the object, a dict in two lists) on, none is. :meth:`finish` checks every
         emptied list and dict: a file that refers to one again is read again (:class:`Redo`)."""
-        if not self.clearing:
-            return
-        full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
-        lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
-        del full
-        # unshared: a list held by the memo, its entry, ``frames`` and ``lists``; a dict by the memo, its
-        # list and ``dicts`` (each +1: getrefcount's argument)
-        shared = max(map(sys.getrefcount, lists), default=0) > 5
+        # unshared: a dict held by the memo, its list and ``dicts`` (+1: getrefcount's argument)
         if not shared and self.dicts_checked < DICTS_CHECKED:  # (a layout that shares dicts shows it early)
             dicts = list(itertools.chain.from_iterable(lists))
             self.dicts_checked += len(dicts)

@@ -229,16 +229,20 @@ class Interner:
             self.stacks.append(ids)
         return got
 
-    def stack_ids_of(self, frames: Sequence[Any]) -> array | None:
+    def stack_ids_of(self, frames: Sequence[Any], distinct: bool | None = None) -> array | None:
         """int32 stack index per item of ``frames`` (entries' raw frame lists; −1: empty), as
         :meth:`stack_of` gives one by one, with no Python step per entry: each distinct list object
         is keyed once (C-level ``map``), its stack found in one dict lookup (the empty key ``()``
         gives −1); only stacks not met before take a step each. None when a list is not a list of
-        frame dicts with hashable fields (then :meth:`stack_of`, one by one, which reads those too)."""
+        frame dicts with hashable fields (then :meth:`stack_of`, one by one, which reads those too).
+        ``distinct``: whether no list with frames is met twice, when the caller knows (else counted)."""
         # an object met k times in ``frames`` is held by k entries and k times by ``frames`` (and by
-        # getrefcount's argument): ≥ 2k + 1 references. None over 4: each list is met once (PyTorch's
-        # layout: each entry its own list), keyed as it comes
-        if max(map(sys.getrefcount, frames), default=0) <= 4:
+        # getrefcount's argument): ≥ 2k + 1 references. No list with frames over 4: each is met once
+        # (PyTorch's layout: each entry its own list), keyed as it comes (a list keyed twice would give
+        # the same stack: the count only spares work). Empty ones give () → −1 however often met
+        if distinct is None:
+            distinct = max(map(sys.getrefcount, itertools.compress(frames, frames)), default=0) <= 4
+        if distinct:
             try:
                 return array("i", self._keyed(frames if isinstance(frames, list) else list(frames)))
             except (KeyError, TypeError):  # not frame dicts, a field missing, an unhashable field
@@ -299,12 +303,12 @@ def _index(items: list, value: int, start: int) -> int:
         return -1
 
 
-def _stack_ids(frames: list, stack_of) -> array:
+def _stack_ids(frames: list, stack_of, distinct: bool | None = None) -> array:
     """int32 stack index per entry's frames (−1: none); a list read before is found by identity here
-    (what :meth:`Interner.stack_of` does first) without a call."""
+    (what :meth:`Interner.stack_of` does first) without a call. ``distinct``: see :meth:`Interner.stack_ids_of`."""
     known = getattr(stack_of, "__self__", None)
     if isinstance(known, Interner):
-        got = known.stack_ids_of(frames)
+        got = known.stack_ids_of(frames, distinct)
         if got is not None:
             return got
     table: dict[int, tuple[Any, int]] = known.by_identity if isinstance(known, Interner) else {}
@@ -328,10 +332,11 @@ def _rows_of(codes: bytes, code: int) -> list[int]:
 _SEGMENT_BYTES = bytes(1 if i in _SEGMENT_CODES else 0 for i in range(256))  # (bytes.translate: segment codes as 1)
 
 
-def trace_columns(entries: list[dict], stack_of, frames: list | None = None) -> dict:
+def trace_columns(entries: list[dict], stack_of, frames: list | None = None, distinct: bool | None = None) -> dict:
     """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
     ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``. ``frames``: the
-    entries' ``frames`` fields when the caller has read them already."""
+    entries' ``frames`` fields when the caller has read them already (``distinct``: no list of them met
+    twice, when the caller knows: :meth:`Interner.stack_ids_of`)."""
     # a field at a time (one C-level pass each: faster than one pass of 5-tuples and their transpose)
     actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
     times = _field(entries, "time_us")
@@ -342,7 +347,7 @@ def trace_columns(entries: list[dict], stack_of, frames: list | None = None) -> 
         "addr": _ints(addrs),
         "size": _ints(sizes),
         "time": _floats(times) if timed else array("d", [_NAN]) * len(entries),
-        "stack": _stack_ids(frames, stack_of),
+        "stack": _stack_ids(frames, stack_of, distinct),
     }
     codes = cols["action"].tobytes()
     ooms = [
