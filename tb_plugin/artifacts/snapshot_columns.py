@@ -254,17 +254,17 @@ class Interner:
             return array("i", got)
         # each list object with frames once, in the order first met (alive while ``frames`` is: ids unique)
         full = list(itertools.compress(frames, map(bool, frames)))
-        distinct = dict(zip(map(id, full), full))
+        firsts = dict(zip(map(id, full), full))
         try:
-            by_id = dict(zip(distinct, self._keyed(list(distinct.values()))))
+            by_id = dict(zip(firsts, self._keyed(list(firsts.values()))))
         except (KeyError, TypeError):
             return None
-        if len(distinct) * 4 <= len(full):  # lists met 4 times each or more: kept for the runs to come
-            if len(known) + len(distinct) > _IDENTITY_KEPT:
+        if len(firsts) * 4 <= len(full):  # lists met 4 times each or more: kept for the runs to come
+            if len(known) + len(firsts) > _IDENTITY_KEPT:
                 known.clear()
                 self.shared_lists.clear()
             known.update(by_id)
-            self.shared_lists += distinct.values()  # (alive while their ids are keys)
+            self.shared_lists += firsts.values()  # (alive while their ids are keys)
         return array("i", self._looked_up(by_id, ids, frames))
 
     @staticmethod
