@@ -76,7 +76,7 @@ def _action_codes(entries: list[dict], names: list | None = None) -> array:
     uniq = {a for a in set(names) if isinstance(a, str)} if len(names) else set()
     table = {a: _ACTION_CODE.get(a, _ACTION_CODE["other"]) for a in uniq}
     other = _ACTION_CODE["other"]
-    return array("B", map(table.get, names, itertools.repeat(other)))
+    return array("B", bytes(map(table.get, names, itertools.repeat(other))))  # (bytes: its length found once)
 
 
 _NAN = float("nan")
@@ -240,18 +240,21 @@ class Interner:
         # getrefcount's argument): ≥ 2k + 1 references. No list with frames over 4: each is met once
         # (PyTorch's layout: each entry its own list), keyed as it comes (a list keyed twice would give
         # the same stack: the count only spares work). Empty ones give () → −1 however often met
-        if distinct is None:
+        ids: list[int] | None = None
+        known = self.shared_ids
+        if known and distinct is not True:  # (lists shared in earlier runs: most runs find all of theirs)
+            ids = list(map(id, frames))
+            got = self._looked_up(known, ids, frames)
+            if _NEW not in got:
+                return array("i", got)
+        elif distinct is None:
             distinct = max(map(sys.getrefcount, itertools.compress(frames, frames)), default=0) <= 4
         if distinct:
             try:
                 return array("i", self._keyed(frames if isinstance(frames, list) else list(frames)))
             except (KeyError, TypeError):  # not frame dicts, a field missing, an unhashable field
                 return None
-        ids = list(map(id, frames))
-        known = self.shared_ids
-        got = self._looked_up(known, ids, frames) if known else None
-        if got is not None and _NEW not in got:  # (shared lists all met in earlier runs)
-            return array("i", got)
+        ids = list(map(id, frames)) if ids is None else ids
         # each list object with frames once, in the order first met (alive while ``frames`` is: ids unique)
         full = list(itertools.compress(frames, map(bool, frames)))
         firsts = dict(zip(map(id, full), full))
