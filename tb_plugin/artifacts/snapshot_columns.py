@@ -79,6 +79,9 @@ def _action_codes(entries: list[dict], names: list | None = None) -> array:
     return array("B", bytes(map(table.get, names, itertools.repeat(other))))  # (bytes: its length found once)
 
 
+# the int64 typecode: C ``long`` where it is 8 bytes (its conversion reads a multi-digit int directly;
+# ``long long``'s, in CPython 3.11, byte by byte)
+INT64 = "l" if array("l").itemsize == 8 else "q"
 _NAN = float("nan")
 _NONE_NAN = {None: _NAN}  # (``get(v, v)``: None as NaN, any other value as it is)
 _NONE_ZERO = {None: 0}
@@ -101,13 +104,13 @@ def _ints(values: list) -> array:
     """int64 column; missing or odd values become 0. Integers in int64 by ``array``; None as 0; other
     values (text, floats, integers beyond 64 bits) by numpy's conversion as before (``_ints_numpy``)."""
     try:
-        return array("q", values)
+        return array(INT64, values)
     except (TypeError, OverflowError):
         pass
     try:
-        return array("q", map(_NONE_ZERO.get, values, values))
+        return array(INT64, map(_NONE_ZERO.get, values, values))
     except (TypeError, OverflowError):
-        return _numpy_column(_ints_numpy(values), "q")
+        return _numpy_column(_ints_numpy(values), INT64)
 
 
 def _numpy_column(values: np.ndarray, typecode: str) -> array:
@@ -282,13 +285,20 @@ class Interner:
         out: list[int] = []
         for at in range(0, len(lists), _KEYED):
             keys = list(map(tuple, map(map, itertools.repeat(_FRAME_FIELDS), lists[at : at + _KEYED])))
-            got = list(map(self.stack_ids.get, keys, itertools.repeat(_NEW)))
-            i = _index(got, _NEW, 0)
-            while i >= 0:  # a step per stack not met before (a later copy of one finds it added)
-                got[i] = self._intern_key(keys[i])
-                i = _index(got, _NEW, i + 1)
-            out += got
+            try:  # (most runs meet no new stack: no value to look for among the ids)
+                out += list(map(self.stack_ids.__getitem__, keys))
+            except KeyError:
+                out += self._with_new(keys)
         return out
+
+    def _with_new(self, keys: list[tuple]) -> list[int]:
+        """The stack index of each of ``keys``, some not met before: added in the order met."""
+        got = list(map(self.stack_ids.get, keys, itertools.repeat(_NEW)))
+        i = _index(got, _NEW, 0)
+        while i >= 0:  # a step per stack not met before (a later copy of one finds it added)
+            got[i] = self._intern_key(keys[i])
+            i = _index(got, _NEW, i + 1)
+        return got
 
 
 _FRAME_FIELDS = operator.itemgetter("filename", "line", "name")

@@ -17,7 +17,7 @@ from array import array
 from typing import IO, Any, Callable
 
 from ..trace import jsonsafe
-from .snapshot_columns import _FIELDS, Interner, StreamedTraces, _int, _list, _scalar, joined_rows, trace_columns
+from .snapshot_columns import _FIELDS, INT64, Interner, StreamedTraces, _int, _list, _scalar, joined_rows, trace_columns
 
 _SLICE = 1 << 16  # history entries turned into columns at a time, when the history was read whole
 _FREED = 4 * _SLICE  # ... and how many of them a reader child frees once turned into columns,
@@ -159,7 +159,7 @@ def packed_header(
 def stack_arrays(stacks: list[list[int]]) -> tuple[array, array]:
     """The interned stacks as ``stack_lengths`` (int64 frames per stack) and ``stack_frames`` (int32
     frame indices, the stacks one after the other)."""
-    return array("q", map(len, stacks)), array("i", itertools.chain.from_iterable(stacks))
+    return array(INT64, map(len, stacks)), array("i", itertools.chain.from_iterable(stacks))
 
 
 def packed(parsed: Parsed) -> tuple[dict, dict[str, list]]:
