@@ -39,7 +39,7 @@ from .child_terms import (
 from .drain import Drain, Redo
 from .unpickle import RefusedPickle, load_whole
 
-LATER_BYTES = 256 << 20  # address space the imports take (numpy maps ~130 MB: at the first drained batch)
+LATER_BYTES = 256 << 20  # address space later imports may take (numpy maps ~130 MB: only for a column of odd values)
 
 
 class _Stream(Protocol):
