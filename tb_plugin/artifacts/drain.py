@@ -49,13 +49,22 @@ def _history_starts(lists: list[list]) -> list[list]:
     return list(itertools.compress(full, map(operator.contains, firsts, itertools.repeat("action"))))
 
 
+def _frame_lists(frames: list) -> tuple[list, bool]:
+    """The lists among a batch's ``frames`` fields that hold frames, and whether one of them is held by
+    more than the memo, its entry, ``frames`` and the returned list (met twice, or held elsewhere)."""
+    full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
+    lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
+    del full
+    return lists, max(map(sys.getrefcount, lists), default=0) > 5  # (+1: getrefcount's argument)
+
+
 class Drain:
     """The ``on_read`` of a reader child's counting stream (see the module docstring)."""
 
     def __init__(self, step_bytes: int = STEP_BYTES) -> None:
         self.step_bytes = step_bytes
         self.next_at = step_bytes
-        self.streamed: Any = None  # a StreamedTraces, once a history is found (numpy is imported then)
+        self.streamed: Any = None  # a StreamedTraces, once a history is found
         self.histories: list[list] = []
         self.drained = 0  # entries drained, all histories
         self.shells: list[dict] = []  # the entries' emptied dicts
@@ -96,9 +105,9 @@ class Drain:
         """The entries in ``history`` as columns; they leave the list, their dicts emptied."""
         if not history:
             return
-        if self.streamed is None:
-            from .snapshot_columns import StreamedTraces
+        from .snapshot_columns import StreamedTraces, _field, trace_columns  # (numpy-free: see that module)
 
+        if self.streamed is None:
             self.streamed = StreamedTraces()
         items = history[:]
         del history[:]
@@ -107,46 +116,41 @@ class Drain:
         if not items:
             return
         # referred to by ``items``, the memo and getrefcount's argument alone: nothing else holds them yet
-        import numpy as np
-
-        from .snapshot_columns import _field, trace_columns
-
-        refs = np.fromiter(map(sys.getrefcount, items), dtype=np.int64, count=len(items))
+        refs = list(map(sys.getrefcount, items))
+        held = max(refs) > 3
         # (an entry emptied at an earlier step and met again in a history is held by ``shells`` too: empty)
-        if (refs > 3).any() and not all(map(items.__getitem__, np.flatnonzero(refs > 3).tolist())):
+        if held and not all(itertools.compress(items, map(operator.lt, itertools.repeat(3), refs))):
             raise Redo("an emptied history entry is referred to again")
         batches = self.streamed.batches.setdefault(id(history), (history, []))[1]
         frames = _field(items, "frames")
-        batches.append(trace_columns(items, self.streamed.interner.stack_of, frames))
+        lists, shared = _frame_lists(frames) if self.clearing else ([], None)
+        # (no list met twice: its stack keyed as it comes, without looking for copies of it)
+        batches.append(
+            trace_columns(items, self.streamed.interner.stack_of, frames, None if shared is None else not shared)
+        )
         self.drained += len(items)
-        if (refs > 3).any():  # held elsewhere already (a shared entry): kept whole
-            kept = np.flatnonzero(refs <= 3).tolist()
-            items, frames = [items[i] for i in kept], [frames[i] for i in kept]
+        if held:  # held elsewhere already (a shared entry): kept whole
+            kept = list(map(operator.ge, itertools.repeat(3), refs))
+            items, frames = list(itertools.compress(items, kept)), list(itertools.compress(frames, kept))
+            lists, shared = _frame_lists(frames) if self.clearing else ([], None)
         self.frames.append(frames)
-        self._clear_frames(frames)
+        if self.clearing:
+            self._clear_frames(lists, bool(shared))
         collections.deque(map(dict.clear, items), maxlen=0)
         self.shells += items
 
-    def _clear_frames(self, frames: list) -> None:
-        """Empty the frame dicts of a drained batch (their stacks are keyed: most of what a history with
+    def _clear_frames(self, lists: list, shared: bool) -> None:
+        """Empty the frame dicts of a drained batch's frame ``lists`` (:func:`_frame_lists`; ``shared``:
+        one is held elsewhere too) (their stacks are keyed: most of what a history with
         a frame list per entry holds) while no frame list (and, in the first :data:`DICTS_CHECKED`
         frames, no frame dict) has been met twice; from the first one met twice (a shared list, a list
         held elsewhere in the object, a dict in two lists) on, none is. :meth:`finish` checks every
         emptied list and dict: a file that refers to one again is read again (:class:`Redo`)."""
-        if not self.clearing:
-            return
-        import numpy as np
-
-        full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
-        lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
-        del full
-        # unshared: a list held by the memo, its entry, ``frames`` and ``lists``; a dict by the memo, its
-        # list and ``dicts`` (each +1: getrefcount's argument)
-        shared = len(lists) and np.fromiter(map(sys.getrefcount, lists), np.int64, len(lists)).max() > 5
+        # unshared: a dict held by the memo, its list and ``dicts`` (+1: getrefcount's argument)
         if not shared and self.dicts_checked < DICTS_CHECKED:  # (a layout that shares dicts shows it early)
             dicts = list(itertools.chain.from_iterable(lists))
             self.dicts_checked += len(dicts)
-            shared = len(dicts) and np.fromiter(map(sys.getrefcount, dicts), np.int64, len(dicts)).max() > 4
+            shared = max(map(sys.getrefcount, dicts), default=0) > 4
             del dicts
         if shared:
             self.clearing = False

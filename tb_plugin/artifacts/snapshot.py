@@ -52,11 +52,8 @@ from .snapshot_columns import (  # noqa: F401 - imported from here by the analys
     joined,
     trace_columns,
 )
+from .snapshot_parse import FORMAT, packed_header, parse_object, refusal, stack_arrays
 from .unpickle import PICKLE_OPCODES, RefusedPickle, load_whole, restricted_loads
-
-_SLICE = 1 << 16  # history entries turned into columns at a time, when the history was read whole
-_FREED = 4 * _SLICE  # ... and how many of them a reader child frees once turned into columns,
-_FIRST = 1 << 14  # ... this many at a time
 
 
 @dataclasses.dataclass
@@ -214,108 +211,30 @@ def parse_pickle_whole(data: bytes) -> Snapshot:
     return parse_snapshot(obj)
 
 
-def _whole_history(entries: list, stack_of: Callable[[Any], int], free: bool) -> list[dict]:
-    """A history read whole as column batches of :data:`_SLICE` entries (small transients). ``free``:
-    ``entries`` is only the caller's, and its first :data:`_FREED` entries are turned into columns
-    :data:`_FIRST` at a time and dropped at once: the memory they free holds the parse's transients
-    and the columns, so that the parse adds little to the peak of the read (freeing them all would
-    cost ~1 s per 10⁶ entries, the interpreter's deallocation)."""
-    if set(map(type, entries)) - {dict}:  # (the common case, dicts only, checked at C speed)
-        entries = [e for e in entries if isinstance(e, dict)]
-    batches = []
-    i = 0
-    while i < len(entries):
-        freeing = free and i < _FREED
-        step = _FIRST if freeing else _SLICE
-        batches.append(trace_columns(entries[i : i + step], stack_of))
-        if freeing:
-            entries[i : i + step] = itertools.repeat(None, len(entries[i : i + step]))
-        i += step
-    return batches
-
-
 def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None, consume: bool = False) -> Snapshot:
     """The snapshot in the unpickled ``obj``; ``streamed``: the histories already turned into
     columns while reading (:func:`parse_pickle`), for the lists that hold them. ``consume``: ``obj``
     is the caller's to give away (a reader child's whole read): the parse frees history entries as it
-    goes (:func:`_whole_history`), and ``obj``'s histories are gone after it."""
-    interner = streamed.interner if streamed is not None else Interner()
-    stack_of = interner.stack_of
-    traces_raw: Any  # the device traces as the file has them (checked below)
-    if isinstance(obj, list):
-        layout, segments_raw, traces_raw, annotations = "segments-only", obj, [], []
-    elif isinstance(obj, dict) and ("segments" in obj or "device_traces" in obj):
-        layout = "snapshot"
-        segments_raw = obj.get("segments") or []
-        traces_raw = obj.get("device_traces") or []
-        annotations = _list(obj.get("external_annotations")) + _list(obj.get("user_metadata"))
-    else:
-        raise SnapshotError(
-            "not a CUDA allocator snapshot: expected a dict with 'segments'/'device_traces' or a list of segments"
-        )
-    if not isinstance(segments_raw, list) or not isinstance(traces_raw, list):
-        raise SnapshotError("not a CUDA allocator snapshot: 'segments' and 'device_traces' must be lists")
+    goes (:func:`~.snapshot_parse._whole_history`), and ``obj``'s histories are gone after it. The
+    parse is :func:`~.snapshot_parse.parse_object`'s; here each device's batches become numpy arrays."""
+    parsed = parse_object(obj, streamed, consume)
     devices: dict[int, DeviceTrace] = {}
     ooms: list[dict] = []
     segment_streams: list[dict] = []
     has_time = False
-    # histories first (a streamed read interned their stacks while reading), then the segments' blocks
-    for dev in range(len(traces_raw)):  # (not enumerate: its tuple would hold one more reference)
-        entries = traces_raw[dev]
-        batches = streamed.of(entries) if streamed is not None else None
-        if batches is None:
-            if not isinstance(entries, list):
-                continue
-            # given away, and referred to by this list alone (and ``entries``, and getrefcount's argument)
-            free = consume and sys.getrefcount(entries) == 3
-            batches = _whole_history(entries, stack_of, free)
-        if not batches or not sum(b["n"] for b in batches):
-            continue
+    for dev, batches in parsed.devices.items():
         devices[dev], dev_ooms, dev_streams, timed = joined(batches, dev)
         ooms += dev_ooms
         segment_streams += dev_streams
         has_time = has_time or timed
-    segments = []
-    for seg in segments_raw:
-        if not isinstance(seg, dict):
-            continue
-        blocks = []
-        next_address = _int(seg.get("address", 0))  # a block without "address" follows the one before it
-        for b in _list(seg.get("blocks")):
-            if not isinstance(b, dict):
-                continue
-            address = _int(b.get("address", next_address))
-            size = _int(b.get("size", 0))
-            blocks.append(
-                {
-                    "address": address,
-                    "size": size,
-                    "requested_size": _int(b.get("requested_size", size)),
-                    "state": str(b.get("state", "")),
-                    "stack": stack_of(b.get("frames")),
-                }
-            )
-            next_address = _int(address + size)
-        segments.append(
-            {
-                "device": _int(seg.get("device", 0)),
-                "address": _int(seg.get("address", 0)),
-                "total_size": _int(seg.get("total_size", 0)),
-                "stream": _scalar(seg.get("stream")),
-                "segment_type": _scalar(seg.get("segment_type")),
-                "blocks": blocks,
-            }
-        )
-    # frame fields and annotations are kept as written: integers beyond 64 bits become decimal strings and
-    # nesting deeper than jsonsafe.MAX_DEPTH a marker now, so a snapshot reads the same from the cache
-    annotations = jsonsafe.clean([a for a in annotations if isinstance(a, dict)])
+    interner = parsed.interner
     return Snapshot(
         devices,
-        segments,
+        parsed.segments,
         interner.stacks,
-        annotations,
+        parsed.annotations,
         has_time,
-        layout,
+        parsed.layout,
         jsonsafe.clean(interner.frames),
         ooms,
         segment_streams,
@@ -323,27 +242,27 @@ def parse_snapshot(obj: Any, streamed: StreamedTraces | None = None, consume: bo
 
 
 def pack_snapshot(snap: Snapshot) -> tuple[dict, dict]:
-    """A snapshot as a JSON header plus flat arrays, for the parse cache."""
-    header = {
-        "format": 2,
-        "segments": snap.segments,
-        "frames": snap.frames,
-        "annotations": snap.annotations,
-        "has_time": snap.has_time,
-        "layout": snap.layout,
-        "devices": sorted(snap.devices),
-        "ooms": snap.ooms,
-        "segment_streams": snap.segment_streams,
-    }
+    """A snapshot as a JSON header plus flat arrays, for the parse cache (the reader child's answer
+    holds the same: :func:`~.snapshot_parse.packed`)."""
+    header = packed_header(
+        snap.segments,
+        snap.frames,
+        snap.annotations,
+        snap.has_time,
+        snap.layout,
+        list(snap.devices),
+        snap.ooms,
+        snap.segment_streams,
+    )
     arrays = {f"{d}.{f}": getattr(t, f) for d, t in snap.devices.items() for f in _FIELDS}
-    lengths = np.array([len(x) for x in snap.stacks], dtype=np.int64)
-    arrays["stack_lengths"] = lengths
-    arrays["stack_frames"] = np.fromiter((i for x in snap.stacks for i in x), dtype=np.int32, count=int(lengths.sum()))
+    lengths, frames = stack_arrays(snap.stacks)
+    arrays["stack_lengths"] = np.frombuffer(lengths, dtype=np.int64)
+    arrays["stack_frames"] = np.frombuffer(frames, dtype=np.int32)
     return header, arrays
 
 
 def unpack_snapshot(header: dict, arrays: dict) -> Snapshot | None:
-    if header.get("format") != 2:
+    if header.get("format") != FORMAT:
         return None
     devices = {int(d): DeviceTrace(**{f: arrays[f"{d}.{f}"] for f in _FIELDS}) for d in header["devices"]}
     flat = arrays["stack_frames"].tolist()
@@ -403,17 +322,6 @@ def _plain_json(data) -> bytes:
     return jsonsafe.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=str)
 
 
-def _refusal(exc: BaseException, memory: int) -> str:
-    if isinstance(exc, SnapshotError):
-        return str(exc)
-    if isinstance(exc, MemoryError):
-        return (
-            f"reading this pickle needed more than {memory >> 20} MB of memory, the reader's limit for its "
-            "size: not a memory snapshot (a hostile or corrupt file?)"
-        )
-    return f"not a memory snapshot: {type(exc).__name__}: {exc}"
-
-
 _REFUSALS = (SnapshotError, orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError, MemoryError)
 
 
@@ -431,39 +339,29 @@ def batch_main(mode: str, memory: int) -> None:
         try:
             status, payload = 0, read_one(data)
         except _REFUSALS as exc:
-            status, payload = 1, _refusal(exc, memory).encode()
+            status, payload = 1, refusal(exc, memory).encode()
         del data
         stdout.write(bytes([status]) + length.pack(len(payload)))
         stdout.write(payload)
         stdout.flush()
 
 
-def _answer(read: Callable[[], Snapshot], memory: int, again: bool) -> int:
+def _answer(read: Callable[[], Snapshot], memory: int) -> int:
     """In the reader child: write the packed snapshot that ``read`` gives (:mod:`.answer`) to stdout, then end
-    the process; a refused file's message to stderr (:data:`~.child_terms.EXIT_REFUSED`). ``again``:
-    a :class:`MemoryError` is raised as it is (the file is sent again, streamed)."""
+    the process; a refused file's message to stderr (:data:`~.child_terms.EXIT_REFUSED`). (A whole read
+    from the pipe answers by :func:`~.snapshot_parse.answer_object`.)"""
     try:  # the file's bytes (and the reader's memo) are freed before the columns are joined and written
         header, arrays = pack_snapshot(read())
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
     except _REFUSALS as exc:
-        if again and isinstance(exc, MemoryError):
-            raise
-        sys.stderr.write(_refusal(exc, memory))
+        sys.stderr.write(refusal(exc, memory))
         return EXIT_REFUSED
     write_answer(sys.stdout.buffer, body, arrays)  # each array's memory written as it is
     sys.stdout.buffer.flush()
     os._exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
 
 
-def answer_object(obj: Any, memory: int, streamed: StreamedTraces | None = None) -> int:
-    """:func:`_answer` for the object a whole read from the pipe built (:mod:`.snapshot_child`), with
-    ``streamed``: its histories turned into columns while reading (:mod:`.drain`); its
-    :class:`MemoryError` is raised (the pipe is consumed: the parent sends the file again)."""
-    # (``obj`` stays referred to here: the child ends by os._exit, its millions of objects never freed)
-    return _answer(lambda: parse_snapshot(obj, streamed, consume=True), memory, again=True)
-
-
 def answer_stdin(argv: list[str], memory: int, stream: bool | None) -> int:
     """:func:`_answer` for the pickle on stdin, read into one buffer first (``argv[0]``: its size), then
     :func:`parse_pickle` with ``stream``."""
-    return _answer(lambda: _parse_owned([_stdin(argv)], stream), memory, again=False)
+    return _answer(lambda: _parse_owned([_stdin(argv)], stream), memory)

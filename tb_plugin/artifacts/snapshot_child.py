@@ -5,7 +5,9 @@ A pickle of protocol 4 or 5 (PyTorch's) whose whole object fits the child's addr
 (:func:`~.whole_read.fits`) is unpickled by CPython's C unpickler (restricted) straight from the pipe,
 frame by frame, as a bare ``pickle.load`` of the file reads it: the file's bytes are never held beside
 the object. Every MiB read, :class:`~.drain.Drain` turns the history entries appended so far into
-columns and empties their dicts (numpy is imported then), so the child peaks under ``pickle.load``.
+columns and empties their dicts, so the child peaks under ``pickle.load``; the columns are
+``array.array`` buffers, written as the answer as they are (:func:`~.snapshot_parse.answer_object`):
+that path never imports numpy.
 The bytes read cannot be read again: a :class:`MemoryError` on that path (a file that expands more
 than estimated, a memo bomb) or a drained entry referred to again (:class:`~.drain.Redo`) ends the
 child with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
@@ -37,7 +39,7 @@ from .child_terms import (
 from .drain import Drain, Redo
 from .unpickle import RefusedPickle, load_whole
 
-LATER_BYTES = 256 << 20  # address space the imports take (numpy maps ~130 MB: at the first drained batch)
+LATER_BYTES = 256 << 20  # address space later imports may take (numpy maps ~130 MB: only for a column of odd values)
 
 
 class _Stream(Protocol):
@@ -115,9 +117,7 @@ def _spare_terms(stdin: _Stream) -> list[str] | None:
     then wait for one file's terms on stdin (a line: size, address-space limit, CPU/wall limit, mode or
     ``-``), take its limits and say so (:data:`~.child_terms.ACCEPTED` on stdout). The terms as
     ``child_main``'s arguments, or None when none came (the parent ended, or sent something else)."""
-    import numpy  # noqa: F401 - (the drain's first batch and the answer import it; here before any file)
-
-    from . import snapshot  # noqa: F401
+    from . import answer, snapshot_parse  # noqa: F401 - (what a whole read from the pipe imports; no numpy)
 
     line = stdin.readline()  # (the parent's one short line; a spare reads nothing else before it)
     terms = line.decode("ascii", "replace").split()
@@ -167,7 +167,7 @@ def child_main(argv: list[str]) -> int:
         try:
             drain = Drain()
             obj, _ = read_piped(stdin, drain)
-            from .snapshot import answer_object
+            from .snapshot_parse import answer_object
 
             return answer_object(obj, memory, drain.streamed)
         except (MemoryError, Redo):  # the pipe is consumed: the parent sends the file again (nothing on stdout yet)

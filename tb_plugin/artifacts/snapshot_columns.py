@@ -3,6 +3,12 @@
 :func:`trace_columns` turns a run of history entries (dicts) into :class:`DeviceTrace` columns;
 :class:`StreamedTraces` does it batch by batch while :mod:`.pickle_stream` reads the file, so the
 entries' dicts are never all alive; :class:`Interner` keeps each distinct stack and frame once.
+
+The batches' columns are :class:`array.array` buffers built by C-level passes (``map``,
+``operator.itemgetter``, ``array(typecode, values)``), so the reader child (:mod:`.drain`) answers
+without importing numpy; a column whose values ``array`` does not take as they are (text, floats in an
+integer field, integers beyond 64 bits) is converted by numpy as before (imported then), and
+:func:`joined` makes a device's numpy arrays in the parent.
 """
 
 from __future__ import annotations
@@ -10,10 +16,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import operator
+import sys
+from array import array
 from collections.abc import Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 ACTIONS = (
     "alloc",
@@ -57,7 +66,7 @@ def _field(entries: list[dict], key: str) -> list:
         return [e.get(key) for e in entries]
 
 
-def _action_codes(entries: list[dict], names: list | None = None) -> np.ndarray:
+def _action_codes(entries: list[dict], names: list | None = None) -> array:
     """uint8 codes into ACTIONS of the entries' ``action`` (given as ``names`` when already read)."""
     names = _field(entries, "action") if names is None else names
     try:
@@ -67,19 +76,61 @@ def _action_codes(entries: list[dict], names: list | None = None) -> np.ndarray:
     uniq = {a for a in set(names) if isinstance(a, str)} if len(names) else set()
     table = {a: _ACTION_CODE.get(a, _ACTION_CODE["other"]) for a in uniq}
     other = _ACTION_CODE["other"]
-    return np.fromiter(map(table.get, names, itertools.repeat(other)), dtype=np.uint8, count=len(names))
+    return array("B", bytes(map(table.get, names, itertools.repeat(other))))  # (bytes: its length found once)
 
 
-def _floats(values: list) -> np.ndarray:
-    """float64 column; None becomes NaN."""
+# the int64 typecode: C ``long`` where it is 8 bytes (its conversion reads a multi-digit int directly;
+# ``long long``'s, in CPython 3.11, byte by byte)
+INT64 = "l" if array("l").itemsize == 8 else "q"
+_NAN = float("nan")
+_NONE_NAN = {None: _NAN}  # (``get(v, v)``: None as NaN, any other value as it is)
+_NONE_ZERO = {None: 0}
+
+
+def _floats(values: list) -> array:
+    """float64 column; None becomes NaN. Numbers (``int``, ``float``, ``bool``) by ``array`` as numpy
+    reads them (correctly rounded); other values by numpy's own conversion (``_floats_numpy``)."""
+    try:
+        return array("d", values)
+    except (TypeError, OverflowError):
+        pass
+    try:  # (None among numbers: an entry without ``time_us``)
+        return array("d", map(_NONE_NAN.get, values, values))
+    except (TypeError, OverflowError):
+        return _numpy_column(_floats_numpy(values), "d")
+
+
+def _ints(values: list) -> array:
+    """int64 column; missing or odd values become 0. Integers in int64 by ``array``; None as 0; other
+    values (text, floats, integers beyond 64 bits) by numpy's conversion as before (``_ints_numpy``)."""
+    try:
+        return array(INT64, values)
+    except (TypeError, OverflowError):
+        pass
+    try:
+        return array(INT64, map(_NONE_ZERO.get, values, values))
+    except (TypeError, OverflowError):
+        return _numpy_column(_ints_numpy(values), INT64)
+
+
+def _numpy_column(values: np.ndarray, typecode: str) -> array:
+    out = array(typecode)
+    out.frombytes(values.tobytes())
+    return out
+
+
+def _floats_numpy(values: list) -> np.ndarray:
+    import numpy as np
+
     try:
         return np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
         return np.array([v if isinstance(v, (int, float)) else np.nan for v in values], dtype=np.float64)
 
 
-def _ints(values: list) -> np.ndarray:
-    """int64 column; missing or odd values become 0."""
+def _ints_numpy(values: list) -> np.ndarray:
+    import numpy as np
+
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
@@ -133,6 +184,9 @@ class Interner:
         # the streaming reader's frame-list cache) lets many entries share one list: each distinct list
         # object is read once. Emptied when large: a list not shared is then read again, never wrongly.
         self.by_identity: dict[int, tuple[Any, int]] = {}
+        # stack_ids_of's: id(a list met several times in a run) -> its stack, the lists kept alive beside
+        self.shared_ids: dict[int, int] = {}
+        self.shared_lists: list = []
 
     def stack_of(self, raw_frames) -> int:
         if not raw_frames:
@@ -178,68 +232,124 @@ class Interner:
             self.stacks.append(ids)
         return got
 
-    def stack_ids_of(self, frames: Sequence[Any]) -> np.ndarray | None:
+    def stack_ids_of(self, frames: Sequence[Any], distinct: bool | None = None) -> array | None:
         """int32 stack index per item of ``frames`` (entries' raw frame lists; −1: empty), as
         :meth:`stack_of` gives one by one, with no Python step per entry: each distinct list object
-        is keyed once (C-level ``map``), its stack found in one dict lookup; only stacks not met before
-        take a step each. None when a list is not a list of frame dicts with hashable fields (then
-        :meth:`stack_of`, one by one, which reads those too)."""
-        n = len(frames)
-        out = np.full(n, -1, dtype=np.int32)
+        is keyed once (C-level ``map``), its stack found in one dict lookup (the empty key ``()``
+        gives −1); only stacks not met before take a step each. None when a list is not a list of
+        frame dicts with hashable fields (then :meth:`stack_of`, one by one, which reads those too).
+        ``distinct``: whether no list with frames is met twice, when the caller knows (else counted)."""
+        # an object met k times in ``frames`` is held by k entries and k times by ``frames`` (and by
+        # getrefcount's argument): ≥ 2k + 1 references. No list with frames over 4: each is met once
+        # (PyTorch's layout: each entry its own list), keyed as it comes (a list keyed twice would give
+        # the same stack: the count only spares work). Empty ones give () → −1 however often met
+        ids: list[int] | None = None
+        known = self.shared_ids
+        if known and distinct is not True:  # (lists shared in earlier runs: most runs find all of theirs)
+            ids = list(map(id, frames))
+            got = self._looked_up(known, ids, frames)
+            if _NEW not in got:
+                return array("i", got)
+        elif distinct is None:
+            distinct = max(map(sys.getrefcount, itertools.compress(frames, frames)), default=0) <= 4
+        if distinct:
+            try:
+                return array("i", self._keyed(frames if isinstance(frames, list) else list(frames)))
+            except (KeyError, TypeError):  # not frame dicts, a field missing, an unhashable field
+                return None
+        ids = list(map(id, frames)) if ids is None else ids
+        # each list object with frames once, in the order first met (alive while ``frames`` is: ids unique)
+        full = list(itertools.compress(frames, map(bool, frames)))
+        firsts = dict(zip(map(id, full), full))
         try:
-            if all(frames):  # (the common case, every entry has a stack: its list's id in one C pass)
-                full: Any = slice(None)
-                ids = np.fromiter(map(id, frames), dtype=np.int64, count=n)
-            else:
-                full = np.flatnonzero(np.fromiter(map(bool, frames), dtype=bool, count=n))
-                if not len(full):
-                    return out
-                ids = np.fromiter(map(id, map(frames.__getitem__, full.tolist())), dtype=np.int64, count=len(full))
-            # each list object once, in the order first met (they are all alive: their ids are unique)
-            _, first, which = np.unique(ids, return_index=True, return_inverse=True)
-            order = np.argsort(first, kind="stable")
-            rank = np.empty_like(order)
-            rank[order] = np.arange(len(order))
-            distinct = (first[order] if isinstance(full, slice) else full[first[order]]).tolist()
-            sids = np.empty(len(distinct), dtype=np.int64)
-            for at in range(0, len(distinct), _KEYED):  # (the keys of a chunk at a time: ~0.6 KB each)
-                lists = map(frames.__getitem__, distinct[at : at + _KEYED])
-                keys = list(map(tuple, map(map, itertools.repeat(_FRAME_FIELDS), lists)))
-                got = sids[at : at + len(keys)]
-                got[:] = np.fromiter(map(self.stack_ids.get, keys, itertools.repeat(-1)), dtype=np.int64)
-                for i in np.flatnonzero(got < 0).tolist():  # stacks not met before, in the order met
-                    got[i] = self._intern_key(keys[i])
-        except (KeyError, TypeError):  # not frame dicts, a field missing, an unhashable field
+            by_id = dict(zip(firsts, self._keyed(list(firsts.values()))))
+        except (KeyError, TypeError):
             return None
-        out[full] = sids[rank[which]]
+        if len(firsts) * 4 <= len(full):  # lists met 4 times each or more: kept for the runs to come
+            if len(known) + len(firsts) > _IDENTITY_KEPT:
+                known.clear()
+                self.shared_lists.clear()
+            known.update(by_id)
+            self.shared_lists += firsts.values()  # (alive while their ids are keys)
+        return array("i", self._looked_up(by_id, ids, frames))
+
+    @staticmethod
+    def _looked_up(table: dict[int, int], ids: list[int], frames: Sequence[Any]) -> list[int]:
+        """``table``'s stack for each id, −1 for an empty (falsy) item, :data:`_NEW` for one not in it."""
+        return list(map(table.get, ids, map(_EMPTY_OR_NEW.__getitem__, map(bool, frames))))
+
+    def _keyed(self, lists: list) -> list[int]:
+        """The stack index of each of ``lists`` (distinct frame lists), :data:`_KEYED` at a time (their
+        keys: ~0.6 KB each); stacks not met before are added in the order met."""
+        self.stack_ids.setdefault((), -1)  # (an empty list: no stack)
+        out: list[int] = []
+        for at in range(0, len(lists), _KEYED):
+            keys = list(map(tuple, map(map, itertools.repeat(_FRAME_FIELDS), lists[at : at + _KEYED])))
+            try:  # (most runs meet no new stack: no value to look for among the ids)
+                out += list(map(self.stack_ids.__getitem__, keys))
+            except KeyError:
+                out += self._with_new(keys)
         return out
+
+    def _with_new(self, keys: list[tuple]) -> list[int]:
+        """The stack index of each of ``keys``, some not met before: added in the order met."""
+        got = list(map(self.stack_ids.get, keys, itertools.repeat(_NEW)))
+        i = _index(got, _NEW, 0)
+        while i >= 0:  # a step per stack not met before (a later copy of one finds it added)
+            got[i] = self._intern_key(keys[i])
+            i = _index(got, _NEW, i + 1)
+        return got
 
 
 _FRAME_FIELDS = operator.itemgetter("filename", "line", "name")
 _IDENTITY_KEPT = 100_000
 _KEYED = 4096  # frame lists keyed at a time by Interner.stack_ids_of
+_NEW = -2  # Interner._keyed: a key not met before
+_EMPTY_OR_NEW = (-1, _NEW)  # (indexed by bool(frames): no stack; not met before)
 
 
-def _stack_ids(frames, stack_of) -> np.ndarray:
+def _index(items: list, value: int, start: int) -> int:
+    """``items.index(value, start)``, −1 when absent."""
+    try:
+        return items.index(value, start)
+    except ValueError:
+        return -1
+
+
+def _stack_ids(frames: list, stack_of, distinct: bool | None = None) -> array:
     """int32 stack index per entry's frames (−1: none); a list read before is found by identity here
-    (what :meth:`Interner.stack_of` does first) without a call."""
+    (what :meth:`Interner.stack_of` does first) without a call. ``distinct``: see :meth:`Interner.stack_ids_of`."""
     known = getattr(stack_of, "__self__", None)
     if isinstance(known, Interner):
-        got = known.stack_ids_of(frames)
+        got = known.stack_ids_of(frames, distinct)
         if got is not None:
             return got
     table: dict[int, tuple[Any, int]] = known.by_identity if isinstance(known, Interner) else {}
     get = table.get
-    return np.array(
-        [(s[1] if (s := get(id(f))) is not None and s[0] is f else stack_of(f)) if f else -1 for f in frames],
-        dtype=np.int32,
+    return array(
+        "i", [(s[1] if (s := get(id(f))) is not None and s[0] is f else stack_of(f)) if f else -1 for f in frames]
     )
 
 
-def trace_columns(entries: list[dict], stack_of, frames: list | None = None) -> dict:
+def _rows_of(codes: bytes, code: int) -> list[int]:
+    """The positions of the byte ``code`` in ``codes`` (a step per one found: oom and segment
+    entries, each given a record by the caller)."""
+    rows = []
+    at = codes.find(code)
+    while at >= 0:
+        rows.append(at)
+        at = codes.find(code, at + 1)
+    return rows
+
+
+_SEGMENT_BYTES = bytes(1 if i in _SEGMENT_CODES else 0 for i in range(256))  # (bytes.translate: segment codes as 1)
+
+
+def trace_columns(entries: list[dict], stack_of, frames: list | None = None, distinct: bool | None = None) -> dict:
     """Columns of a run of history entries (dicts): the :class:`DeviceTrace` fields, ``timed`` (any
     ``time_us``), and the rows (in ``entries``) of ``ooms`` and ``segment_streams``. ``frames``: the
-    entries' ``frames`` fields when the caller has read them already."""
+    entries' ``frames`` fields when the caller has read them already (``distinct``: no list of them met
+    twice, when the caller knows: :meth:`Interner.stack_ids_of`)."""
     # a field at a time (one C-level pass each: faster than one pass of 5-tuples and their transpose)
     actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
     times = _field(entries, "time_us")
@@ -249,20 +359,20 @@ def trace_columns(entries: list[dict], stack_of, frames: list | None = None) -> 
         "action": _action_codes(entries, actions),
         "addr": _ints(addrs),
         "size": _ints(sizes),
-        "time": _floats(times) if timed else np.full(len(entries), np.nan),
-        "stack": _stack_ids(frames, stack_of),
+        "time": _floats(times) if timed else array("d", [_NAN]) * len(entries),
+        "stack": _stack_ids(frames, stack_of, distinct),
     }
+    codes = cols["action"].tobytes()
     ooms = [
         {
             "index": i,
             "stream": _scalar(entries[i].get("stream")),
             "device_free": _int(entries[i].get("device_free", entries[i].get("addr")), None),
         }
-        for i in np.flatnonzero(cols["action"] == _ACTION_CODE["oom"]).tolist()
+        for i in _rows_of(codes, _ACTION_CODE["oom"])
     ]
     streams = [
-        {"index": i, "stream": _scalar(entries[i].get("stream"))}
-        for i in np.flatnonzero(np.isin(cols["action"], _SEGMENT_CODES)).tolist()
+        {"index": i, "stream": _scalar(entries[i].get("stream"))} for i in _rows_of(codes.translate(_SEGMENT_BYTES), 1)
     ]
     return {"cols": cols, "timed": timed, "ooms": ooms, "segment_streams": streams, "n": len(entries)}
 
@@ -293,12 +403,25 @@ class StreamedTraces:
 
 
 def joined(batches: list[dict], dev: int) -> tuple[DeviceTrace, list, list, bool]:
-    """One device's trace from its batches: (trace, ooms, segment_streams, timed)."""
-    offsets = np.concatenate([[0], np.cumsum([b["n"] for b in batches])]).tolist()
+    """One device's trace from its batches: (trace as numpy arrays, ooms, segment_streams, timed)."""
+    import numpy as np
+
     # field by field, each batch's array dropped once joined: the columns are never all there twice
-    trace = DeviceTrace(**{f: np.concatenate([b["cols"].pop(f) for b in batches]) for f in _FIELDS})
+    trace = DeviceTrace(
+        **{f: np.concatenate([np.frombuffer(b["cols"].pop(f), _DTYPES[f]) for b in batches]) for f in _FIELDS}
+    )
+    return (trace, *joined_rows(batches, dev))
+
+
+_DTYPES = {"action": "u1", "addr": "i8", "size": "i8", "time": "f8", "stack": "i4"}
+
+
+def joined_rows(batches: list[dict], dev: int) -> tuple[list, list, bool]:
+    """A device's ooms and segment_streams (each row's index in the device's whole history) and
+    whether any entry is timed, from its batches."""
+    offsets = [0, *itertools.accumulate(b["n"] for b in batches)]
     ooms = [dict(o, device=dev, index=o["index"] + off) for b, off in zip(batches, offsets) for o in b["ooms"]]
     streams = [
         dict(s, device=dev, index=s["index"] + off) for b, off in zip(batches, offsets) for s in b["segment_streams"]
     ]
-    return trace, ooms, streams, any(b["timed"] for b in batches)
+    return ooms, streams, any(b["timed"] for b in batches)

@@ -11,9 +11,9 @@ cost nothing extra. The parse-cache header, every JSON response and the CLI's ``
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any, Callable
 
-import numpy as np
 import orjson
 
 MAX_DEPTH = 200  # containers nested deeper below the document root are replaced by DEEP_MARKER
@@ -68,7 +68,8 @@ def jsonable(obj: Any, depth: int = MAX_DEPTH) -> Any:
         if isinstance(obj, (list, tuple, set, frozenset)):
             return [jsonable(v, depth - 1) for v in obj]
         return {f.name: jsonable(getattr(obj, f.name), depth - 1) for f in dataclasses.fields(obj)}
-    if isinstance(obj, np.ndarray):
+    np = sys.modules.get("numpy")  # (not imported: no value is a numpy array; a snapshot's reader child has none)
+    if np is not None and isinstance(obj, np.ndarray):
         if obj.dtype.kind in "biuf" and obj.ndim < depth:
             return obj
         return jsonable(obj.tolist(), depth)

@@ -60,14 +60,38 @@ def test_stacks_keyed_at_once_equal_one_by_one(seed):
         runs[1] = runs[1] + [rng.choice(ODD)] + runs[1][:50]
     if seed >= 3:  # every entry with a stack: the lists' ids in one pass
         runs = [[f for f in frames if f] or [[_frame(1)]] for frames in runs]
+    _assert_keyed_at_once(runs)
+    if not seed % 2:
+        assert Interner().stack_ids_of(tuple(runs[0])) is not None  # (the keyed path, not the fallback)
+
+
+def _assert_keyed_at_once(runs: list[list]) -> None:
+    """Each run's stack ids (int32 buffers) and the interned stacks equal the one-by-one reader's."""
     at_once, one_by_one = Interner(), Interner()
     for frames in runs:
         got = _stack_ids(tuple(frames), at_once.stack_of)
         want = np.array([one_by_one.stack_of(f) if f else -1 for f in frames], dtype=np.int32)
-        assert got.dtype == want.dtype and np.array_equal(got, want)
+        assert np.array_equal(np.frombuffer(got, dtype=np.int32), want)
     assert (at_once.stacks, at_once.frames) == (one_by_one.stacks, one_by_one.frames)
-    if not seed % 2:
-        assert at_once.stack_ids_of(tuple(runs[0])) is not None  # (the keyed path, not the fallback)
+
+
+@pytest.mark.parametrize("kept", (10, 100_000))
+def test_lists_met_again_in_later_runs_are_found_by_identity(monkeypatch, kept):
+    """A layout whose entries share a few lists (and many have none): the lists met in a run are kept by
+    identity for the runs after it; a bound on them (``kept``) empties the table, never a wrong stack."""
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot_columns._IDENTITY_KEPT", kept)
+    rng = random.Random(7)
+    shared = [[_frame(rng.randrange(40)) for _ in range(rng.randrange(1, 6))] for _ in range(30)]
+    runs = [
+        [rng.choice(shared) if rng.random() < 0.4 else rng.choice([None, [], ()]) for _ in range(2000)]
+        for _ in range(3)
+    ]
+    runs.append(runs[0][:100] + [[_frame(99)]] + shared[:5])  # a new stack later
+    _assert_keyed_at_once(runs)
+    interner = Interner()
+    for frames in runs[:2]:
+        interner.stack_ids_of(frames)
+    assert interner.shared_ids or kept == 10  # (kept for the next run unless the bound emptied it)
 
 
 def test_an_odd_list_falls_back_to_one_by_one():
