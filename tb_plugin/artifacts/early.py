@@ -52,10 +52,11 @@ def _first_snapshot(root: str) -> str | None:
     return None
 
 
-def start(root: str, cached: bool = True) -> None:
+def start(root: str, cached: bool = True, fork: bool = False) -> None:
     """Start a reader child on the first large snapshot under the local folder ``root`` (see the
     module docstring); nothing when there is none, when it cannot be opened or started, or (``cached``:
-    the command reads the parse cache) when the cache holds its snapshot."""
+    the command reads the parse cache) when the cache holds its snapshot. ``fork``: the child is forked
+    from this process where it may be (:mod:`.forked`: the command line, before its imports)."""
     if os.name != "posix":  # (pread, and the reader child's limits)
         return
     path = _first_snapshot(os.path.abspath(root))
@@ -71,7 +72,7 @@ def start(root: str, cached: bool = True) -> None:
             head = os.pread(f.fileno(), 2, 0)
             if not is_pickle_head(head):  # (not gzip, not text)
                 return
-            started = start_on_file(f, st.st_size)
+            started = start_on_file(f, st.st_size, fork)
     except OSError:
         return
     global _registered

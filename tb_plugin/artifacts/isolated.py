@@ -175,10 +175,54 @@ class Started:
         for t in self.readers:
             t.join()
 
+    def completed(self) -> subprocess.CompletedProcess:
+        """The child's exit status, answer and messages, once it has exited (its output read to the end):
+        :class:`subprocess.TimeoutExpired` past the deadline (the child left running)."""
+        child = self.child
+        for t in self.readers:  # its pipes end when it exits (Popen.wait with a timeout polls every 50 ms)
+            t.join(max(0.0, self.deadline - time.monotonic()))
+        child.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        for t in self.readers:
+            t.join()
+        out = self.out
+        return subprocess.CompletedProcess(child.args, child.returncode, out.get("stdout", b""), out.get("stderr", b""))
 
-def start_on_file(file: IO[bytes], size: int) -> Started:
+
+class ForkedStarted(Started):
+    """A reader child forked on a local file (:class:`~.forked.ForkedReader`), under the limits of
+    :class:`Started`; its answer is read from memory files once it exits (no threads)."""
+
+    def __init__(self, file: IO[bytes], size: int) -> None:
+        from .forked import ForkedReader
+
+        self.limit = time_limit_s(size)
+        self.memory = memory_limit_bytes(size)
+        self.mode = []
+        self.from_spare = False
+        self.forked = ForkedReader(file.fileno(), [str(size), str(self.memory), str(self.limit)])
+        self.child = cast(_Child, self.forked)
+        self.out, self.readers = {}, []
+        self.deadline = time.monotonic() + self.limit
+
+    def kill(self) -> None:
+        super().kill()
+        self.forked.close()
+
+    def completed(self) -> subprocess.CompletedProcess:
+        code = self.forked.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        out, err = self.forked.answer()
+        return subprocess.CompletedProcess(self.forked.args, code, out, err)
+
+
+def start_on_file(file: IO[bytes], size: int, fork: bool = False) -> Started:
     """A reader child reading the pickle in ``file`` (a local file of ``size`` bytes, opened by the
-    caller) as its stdin, before this process is ready for the answer (:mod:`.early`)."""
+    caller) as its stdin, before this process is ready for the answer (:mod:`.early`). ``fork``: forked
+    from this process where it may be (:func:`~.forked.can_fork`), else a fresh interpreter."""
+    if fork:
+        from .forked import can_fork
+
+        if can_fork():
+            return ForkedStarted(file, size)
     return Started(size, [], stdin=file)
 
 
@@ -218,21 +262,14 @@ def finish(started: Started) -> tuple[dict, dict]:
     """The packed snapshot the child of ``started`` answers once it ends (its input all given):
     :class:`SnapshotError` for a refused file, a crash or the time limit; :class:`_Again` when its
     whole read ran out of memory (the file is to be sent again, streamed)."""
-    child = started.child
     try:
-        for t in started.readers:  # its pipes end when it exits (Popen.wait with a timeout polls every 50 ms)
-            t.join(max(0.0, started.deadline - time.monotonic()))
-        child.wait(timeout=max(0.0, started.deadline - time.monotonic()))
+        done = started.completed()
     except subprocess.TimeoutExpired:
         started.kill()
         raise SnapshotError(_too_slow(started.limit)) from None
     except BaseException:
         started.kill()
         raise
-    for t in started.readers:
-        t.join()
-    out = started.out
-    done = subprocess.CompletedProcess(child.args, child.returncode, out.get("stdout", b""), out.get("stderr", b""))
     if done.returncode == EXIT_AGAIN and not started.mode:
         raise _Again()
     if done.returncode == EXIT_REFUSED:

@@ -11,7 +11,9 @@ than estimated, a memo bomb) or a drained entry referred to again (:class:`~.dra
 child with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
 (:data:`~.child_terms.STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
 into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes. A spare child (:mod:`.spare`) imports
-first and takes its file's terms and limits from stdin (:func:`_spare_terms`), then reads as above.
+first and takes its file's terms and limits from stdin (:func:`_spare_terms`), then reads as above. A
+child forked from ``kinetoscope report`` (:mod:`.forked`) runs :func:`forked_main`: the same, with its
+standard streams pointed at the file and at two memory files first.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import Callable, Protocol, cast
+from typing import Callable, NoReturn, Protocol, cast
 
 from . import expansion, whole_read
 from .child_terms import (
@@ -178,6 +180,48 @@ def child_main(argv: list[str]) -> int:
     from .snapshot import answer_stdin
 
     return answer_stdin(argv[:1], memory, stream=True if mode == STREAMED else None)
+
+
+# what a started child's environment holds (child_pipes.start_child): one thread per numeric library
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int) -> NoReturn:
+    """In a child forked from a nearly empty parent (:class:`~.forked.ForkedReader`): :func:`child_main`
+    of ``argv`` with ``stdin_fd`` (the file, from its current offset) as stdin and ``out_fd``, ``err_fd``
+    as stdout and stderr, then the process ends with its exit status (never the parent's exit handlers
+    or buffers). The parent's other descriptors are closed, its signal handlers for the limits' signals
+    reset (the limits end the child as they end a started one), and an uncaught error is a traceback on
+    stderr and exit status 1, as in a started child."""
+    code = 1
+    try:
+        for fd, std in ((stdin_fd, 0), (out_fd, 1), (err_fd, 2)):
+            os.dup2(fd, std)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+        import io
+        import signal
+
+        for sig in ("SIGALRM", "SIGXCPU", "SIGTERM"):
+            if hasattr(signal, sig):
+                signal.signal(getattr(signal, sig), signal.SIG_DFL)
+        os.environ.update(ONE_THREAD)
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "rb", closefd=False)))
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "wb", closefd=False)))
+        sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "wb", closefd=False)), errors="backslashreplace")
+        code = child_main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -35,12 +35,20 @@ def small_files_logdir(tmp_path, monkeypatch, reader_module) -> Path:
     return root
 
 
-@pytest.fixture
-def logdir(tmp_path, monkeypatch):
+@pytest.fixture(params=("forked", "started"))
+def logdir(tmp_path, monkeypatch, request):
+    """A logdir (:func:`small_files_logdir`) and the early children started on it: each test runs with the
+    child forked from this process (the command line's) and with a fresh interpreter (the fallback)."""
     root = small_files_logdir(tmp_path, monkeypatch, early)
     children: list = []
-    real = isolated.start_on_file
-    monkeypatch.setattr(early, "start_on_file", lambda f, size: children.append(real(f, size)) or children[-1])
+    real, fork = isolated.start_on_file, request.param == "forked"
+
+    def start_on_file(f, size, fork_asked=False):
+        children.append(real(f, size, fork))
+        assert isinstance(children[-1], isolated.ForkedStarted) == fork  # (pytest runs one thread here)
+        return children[-1]
+
+    monkeypatch.setattr(early, "start_on_file", start_on_file)
     yield root, children
     early._end_all()
 

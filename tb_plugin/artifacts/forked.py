@@ -1,0 +1,136 @@
+"""A reader child forked from this process instead of started as a fresh interpreter (:mod:`.early`).
+
+``kinetoscope report`` starts the reader child of a large snapshot right after its arguments are read,
+while the process is still nearly empty (~15 MB: the interpreter, ``site``, argparse and the settings).
+A fresh interpreter (``python -m tb_plugin.artifacts.snapshot_child``) pays its start, ``site`` and its
+imports first (~0.07-0.15 s on a quiet box) before it reads a byte; a fork is ready at once. The forked
+child (:func:`~.snapshot_child.forked_main`) takes the same limits as the started one, first thing
+(address space, CPU and wall time: :mod:`.child_terms`), reads the file as its stdin and writes its
+answer and messages into two anonymous memory files, which this process maps once the child has
+exited: no pipe, so no thread reads them (a fork made later, :mod:`~tb_plugin.storage.early_read`, still
+finds this process alone).
+
+A fork copies only the calling thread, so :func:`can_fork` is false unless this is the only thread
+(another thread could hold a lock the child would then wait on for ever); the caller then starts a fresh
+interpreter as before. Nothing here is imported by the child before it forks but ``os``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import mmap
+
+ANSWER_MEMFD = "kinetoscope-snapshot-answer"  # the memory files' names (seen in /proc/PID/fd)
+MESSAGE_MEMFD = "kinetoscope-snapshot-message"
+
+
+def can_fork() -> bool:
+    """Whether a reader child may be forked here: POSIX with memory files, and no other thread."""
+    return (
+        hasattr(os, "fork")
+        and hasattr(os, "memfd_create")
+        and threading.active_count() == 1
+        and threading.current_thread() is threading.main_thread()
+    )
+
+
+class ForkedReader:
+    """A reader child forked on one open file (its descriptor ``file_fd``, read from its current
+    offset) with the child's arguments ``terms`` (:func:`~.snapshot_child.child_main`'s). Used as a
+    :class:`subprocess.Popen` is (``pid``, ``args``, ``returncode``, :meth:`poll`, :meth:`wait`,
+    :meth:`kill`); its output is :meth:`answer` once it has exited."""
+
+    def __init__(self, file_fd: int, terms: list[str]) -> None:
+        self.args = ["fork", *terms]
+        self.returncode: int | None = None
+        self._out = os.memfd_create(ANSWER_MEMFD, os.MFD_CLOEXEC)
+        self._err = os.memfd_create(MESSAGE_MEMFD, os.MFD_CLOEXEC)
+        try:
+            pid = os.fork()
+        except OSError:
+            self.close()
+            raise
+        if pid == 0:  # the child: never returns
+            from .snapshot_child import forked_main
+
+            forked_main(terms, file_fd, self._out, self._err)
+        self.pid = pid
+        try:  # a descriptor readable when the child exits (Linux 5.3+), else waitpid is polled
+            self._exited: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._exited = None
+
+    def poll(self) -> int | None:
+        """The exit status (a negative signal number for a signal), or None while it runs."""
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._reaped(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the child to exit (at most ``timeout`` seconds: :class:`subprocess.TimeoutExpired`
+        past it, the child left running); its exit status."""
+        if self.returncode is not None:
+            return self.returncode
+        if timeout is not None and not self._exits_within(timeout):
+            import subprocess
+
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        self._reaped(os.waitpid(self.pid, 0)[1])
+        return self.returncode  # type: ignore[return-value]  # (set by _reaped)
+
+    def kill(self) -> None:
+        """SIGKILL to the child, unless it was reaped already (its pid could be another's then)."""
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, 9)  # (signal.SIGKILL: the signal module is not imported for it)
+            except ProcessLookupError:
+                pass
+
+    def answer(self) -> tuple[bytes | mmap.mmap, bytes]:
+        """What the exited child wrote: its answer (a private, writable map of the memory file: no copy)
+        and its messages. Called once; the memory files are closed."""
+        import mmap
+
+        try:
+            size = os.fstat(self._out).st_size
+            out = mmap.mmap(self._out, size, access=mmap.ACCESS_COPY) if size else b""
+            err = os.pread(self._err, os.fstat(self._err).st_size, 0)
+        finally:
+            self.close()
+        return out, err
+
+    def _exits_within(self, timeout: float) -> bool:
+        if self._exited is not None:
+            import select
+
+            return bool(select.select([self._exited], [], [], max(0.0, timeout))[0])
+        end, pause = time.monotonic() + timeout, 0.0005
+        while self.poll() is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.02)
+        return True
+
+    def _reaped(self, status: int) -> None:
+        self.returncode = os.waitstatus_to_exitcode(status)
+        if self._exited is not None:
+            os.close(self._exited)
+            self._exited = None
+
+    def close(self) -> None:
+        """Close the memory files (the answer unwanted, or read)."""
+        for fd in (self._out, self._err):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._out = self._err = -1
