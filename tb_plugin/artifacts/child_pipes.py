@@ -18,6 +18,19 @@ SHARED_CHILD = os.name == "posix"
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+ONE_THREAD = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}  # a child's numeric libraries
+
+
+def one_thread_here() -> None:
+    """In a child forked from this process (:mod:`.forked`): the environment a started child gets
+    (:data:`ONE_THREAD`), before its numeric libraries are imported."""
+    os.environ.update(ONE_THREAD)
+
+
 def memory_cap_bytes() -> int:
     """The most address space any reader child gets: the memory-budget setting
     (``KINETOSCOPE_MEMORY_BUDGET_MB``, default 1536 MB), at least :data:`MEMORY_FLOOR_BYTES`."""
@@ -49,9 +62,7 @@ def start_child(
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
-        OMP_NUM_THREADS="1",
-        OPENBLAS_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
+        **ONE_THREAD,
     )
     argv = [sys.executable, "-m", module, *argv]
     return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, cwd=_PACKAGE_PARENT, env=env)

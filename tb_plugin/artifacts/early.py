@@ -21,10 +21,10 @@ import os
 import threading
 
 from ..storage.cache_keys import cached_blob_exists
+from ..storage.file_heads import is_pickle_head
 from ..storage.local_walk import FileIdentity, TooManyEntries, file_identity, walk_files
 from ..storage.naming import artifact_kind
 from ..storage.private_files import open_regular
-from ..storage.sniff import is_pickle_head
 from .isolated import SHARED_MAX_BYTES, Started, start_on_file
 
 MAX_WALKED = 2000  # directory entries looked at (a large logdir: its snapshots are read the usual way)
@@ -72,7 +72,12 @@ def start(root: str, cached: bool = True, fork: bool = False) -> None:
             head = os.pread(f.fileno(), 2, 0)
             if not is_pickle_head(head):  # (not gzip, not text)
                 return
-            started = start_on_file(f, st.st_size, fork)
+            if fork:  # (its modules imported here: the child needs them before it reads)
+                from .snapshot_child import forked_main
+
+                started = start_on_file(f, st.st_size, forked_main)
+            else:
+                started = start_on_file(f, st.st_size)
     except OSError:
         return
     global _registered

@@ -12,7 +12,7 @@ finds this process alone).
 
 A fork copies only the calling thread, so :func:`can_fork` is false unless this is the only thread
 (another thread could hold a lock the child would then wait on for ever); the caller then starts a fresh
-interpreter as before. Nothing here is imported by the child before it forks but ``os``.
+interpreter as before.
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, NoReturn
 
 if TYPE_CHECKING:
     import mmap
+
+# the child's body: (terms, its stdin's descriptor, its answer's and its messages' memory files); never returns
+ForkedMain = Callable[[list[str], int, int, int], NoReturn]
 
 ANSWER_MEMFD = "kinetoscope-snapshot-answer"  # the memory files' names (seen in /proc/PID/fd)
 MESSAGE_MEMFD = "kinetoscope-snapshot-message"
@@ -41,11 +44,12 @@ def can_fork() -> bool:
 
 class ForkedReader:
     """A reader child forked on one open file (its descriptor ``file_fd``, read from its current
-    offset) with the child's arguments ``terms`` (:func:`~.snapshot_child.child_main`'s). Used as a
+    offset), running ``forked_main`` (:func:`~.snapshot_child.forked_main`: given by the caller, which
+    may import it) with the child's arguments ``terms`` (:func:`~.snapshot_child.child_main`'s). Used as a
     :class:`subprocess.Popen` is (``pid``, ``args``, ``returncode``, :meth:`poll`, :meth:`wait`,
     :meth:`kill`); its output is :meth:`answer` once it has exited."""
 
-    def __init__(self, file_fd: int, terms: list[str]) -> None:
+    def __init__(self, file_fd: int, terms: list[str], forked_main: ForkedMain) -> None:
         self.args = ["fork", *terms]
         self.returncode: int | None = None
         self._out = os.memfd_create(ANSWER_MEMFD, os.MFD_CLOEXEC)
@@ -56,8 +60,6 @@ class ForkedReader:
             self.close()
             raise
         if pid == 0:  # the child: never returns
-            from .snapshot_child import forked_main
-
             forked_main(terms, file_fd, self._out, self._err)
         self.pid = pid
         try:  # a descriptor readable when the child exits (Linux 5.3+), else waitpid is polled

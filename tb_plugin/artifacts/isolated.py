@@ -18,7 +18,7 @@ import struct
 import subprocess
 import threading
 import time
-from typing import IO, Callable, Iterable, Sequence, cast
+from typing import IO, TYPE_CHECKING, Callable, Iterable, Sequence, cast
 
 from .child_pipes import (  # noqa: F401 - (MEMORY_FLOOR_BYTES, start_child: imported from here)
     MEMORY_FLOOR_BYTES,
@@ -35,6 +35,9 @@ BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for 
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
 MEMORY_PER_BYTE = 16  # the child's address space per byte of pickle (a bare pickle.load of a snapshot: ~13×)
 
+
+if TYPE_CHECKING:
+    from .forked import ForkedMain
 
 _Child = ChildProcess  # (the names this module's code and its tests use)
 _read_exact = read_exact
@@ -192,14 +195,14 @@ class ForkedStarted(Started):
     """A reader child forked on a local file (:class:`~.forked.ForkedReader`), under the limits of
     :class:`Started`; its answer is read from memory files once it exits (no threads)."""
 
-    def __init__(self, file: IO[bytes], size: int) -> None:
+    def __init__(self, file: IO[bytes], size: int, forked_main: ForkedMain) -> None:
         from .forked import ForkedReader
 
         self.limit = time_limit_s(size)
         self.memory = memory_limit_bytes(size)
         self.mode = []
         self.from_spare = False
-        self.forked = ForkedReader(file.fileno(), [str(size), str(self.memory), str(self.limit)])
+        self.forked = ForkedReader(file.fileno(), [str(size), str(self.memory), str(self.limit)], forked_main)
         self.child = cast(_Child, self.forked)
         self.out, self.readers = {}, []
         self.deadline = time.monotonic() + self.limit
@@ -214,15 +217,16 @@ class ForkedStarted(Started):
         return subprocess.CompletedProcess(self.forked.args, code, out, err)
 
 
-def start_on_file(file: IO[bytes], size: int, fork: bool = False) -> Started:
+def start_on_file(file: IO[bytes], size: int, forked_main: ForkedMain | None = None) -> Started:
     """A reader child reading the pickle in ``file`` (a local file of ``size`` bytes, opened by the
-    caller) as its stdin, before this process is ready for the answer (:mod:`.early`). ``fork``: forked
-    from this process where it may be (:func:`~.forked.can_fork`), else a fresh interpreter."""
-    if fork:
+    caller) as its stdin, before this process is ready for the answer (:mod:`.early`). ``forked_main``
+    (:func:`~.snapshot_child.forked_main`): the child is forked from this process and runs it where a fork
+    may be made (:func:`~.forked.can_fork`), else it is a fresh interpreter."""
+    if forked_main is not None:
         from .forked import can_fork
 
         if can_fork():
-            return ForkedStarted(file, size)
+            return ForkedStarted(file, size, forked_main)
     return Started(size, [], stdin=file)
 
 

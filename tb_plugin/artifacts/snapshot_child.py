@@ -182,10 +182,6 @@ def child_main(argv: list[str]) -> int:
     return answer_stdin(argv[:1], memory, stream=True if mode == STREAMED else None)
 
 
-# what a started child's environment holds (child_pipes.start_child): one thread per numeric library
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
 def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int) -> NoReturn:
     """In a child forked from a nearly empty parent (:class:`~.forked.ForkedReader`): :func:`child_main`
     of ``argv`` with ``stdin_fd`` (the file, from its current offset) as stdin and ``out_fd``, ``err_fd``
@@ -204,7 +200,9 @@ def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int) -> NoR
         for sig in ("SIGALRM", "SIGXCPU", "SIGTERM"):
             if hasattr(signal, sig):
                 signal.signal(getattr(signal, sig), signal.SIG_DFL)
-        os.environ.update(ONE_THREAD)
+        from .child_pipes import one_thread_here  # (imported by the parent already)
+
+        one_thread_here()
         sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "rb", closefd=False)))
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "wb", closefd=False)))
         sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "wb", closefd=False)), errors="backslashreplace")

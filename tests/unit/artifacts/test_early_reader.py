@@ -14,7 +14,8 @@ from fuzz_files import memo_index_pickle
 from synth.snapshot_writer import write_snapshot_pickle
 from test_snapshot_stream import assert_same
 
-from tb_plugin.artifacts import early, isolated
+from tb_plugin.artifacts import early, isolated, snapshot_child
+from tb_plugin.artifacts.forked import can_fork
 from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import RunRegistry
@@ -39,13 +40,16 @@ def small_files_logdir(tmp_path, monkeypatch, reader_module) -> Path:
 def logdir(tmp_path, monkeypatch, request):
     """A logdir (:func:`small_files_logdir`) and the early children started on it: each test runs with the
     child forked from this process (the command line's) and with a fresh interpreter (the fallback)."""
+    fork = request.param == "forked"
+    if fork and not can_fork():
+        pytest.skip("another thread runs in this test process (left by an earlier test): no fork")
     root = small_files_logdir(tmp_path, monkeypatch, early)
     children: list = []
-    real, fork = isolated.start_on_file, request.param == "forked"
+    real = isolated.start_on_file
 
-    def start_on_file(f, size, fork_asked=False):
-        children.append(real(f, size, fork))
-        assert isinstance(children[-1], isolated.ForkedStarted) == fork  # (pytest runs one thread here)
+    def start_on_file(f, size, forked_main=None):
+        children.append(real(f, size, snapshot_child.forked_main if fork else None))
+        assert isinstance(children[-1], isolated.ForkedStarted) == fork
         return children[-1]
 
     monkeypatch.setattr(early, "start_on_file", start_on_file)

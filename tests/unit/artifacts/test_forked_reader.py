@@ -15,6 +15,7 @@ from conftest import REPO
 
 from tb_plugin.artifacts import child_terms, isolated
 from tb_plugin.artifacts.forked import ForkedReader, can_fork
+from tb_plugin.artifacts.snapshot_child import forked_main
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="needs fork, memory files and one thread")
 
@@ -45,7 +46,7 @@ def test_the_forked_child_takes_its_limits_and_holds_no_other_descriptor():
     stdin_r, stdin_w = os.pipe()
     other_r, other_w = os.pipe()
     memory, limit = 1 << 30, 40.0
-    child = ForkedReader(stdin_r, ["100", str(memory), str(limit)])
+    child = ForkedReader(stdin_r, ["100", str(memory), str(limit)], forked_main)
     try:
         os.close(stdin_r)
         got = _wait_for_limits(child.pid, memory)
@@ -77,7 +78,7 @@ def _forked_child(argv: list[str], data: bytes, tmp_path) -> tuple[int, bytes, b
     path = tmp_path / "input.pickle"
     path.write_bytes(data)
     with open(path, "rb") as f:
-        child = ForkedReader(f.fileno(), argv)
+        child = ForkedReader(f.fileno(), argv, forked_main)
     code = child.wait(timeout=120)
     out, err = child.answer()
     return code, bytes(out), err
@@ -109,7 +110,7 @@ def test_a_forked_child_ends_on_its_own_wall_clock_bound(monkeypatch):
     previous = signal.signal(signal.SIGALRM, lambda *_: None)
     stdin_r, stdin_w = os.pipe()
     try:
-        child = ForkedReader(stdin_r, ["100", str(1 << 30), "1"])
+        child = ForkedReader(stdin_r, ["100", str(1 << 30), "1"], forked_main)
         os.close(stdin_r)
         assert child.wait(timeout=60) == -signal.SIGALRM  # (60 s: a guard against a hang, not a timing)
         child.close()
@@ -121,8 +122,8 @@ def test_a_forked_child_ends_on_its_own_wall_clock_bound(monkeypatch):
 def test_a_killed_forked_child_is_reaped_and_its_files_are_closed():
     stdin_r, stdin_w = os.pipe()
     with open(os.devnull, "rb") as devnull:
-        started = isolated.ForkedStarted(devnull, 1000)
-    child = ForkedReader(stdin_r, ["100", str(1 << 30), "60"])
+        started = isolated.ForkedStarted(devnull, 1000, forked_main)
+    child = ForkedReader(stdin_r, ["100", str(1 << 30), "60"], forked_main)
     os.close(stdin_r)
     try:
         child.kill()
