@@ -3,6 +3,10 @@ limits the child sets on itself first. Imports nothing heavy: the child reads be
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import NoReturn
+
 EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
 EXIT_AGAIN = 4  # the whole read from the pipe ran out of memory: send the file again, streamed
 STREAMED = "streamed"  # the child's mode argument for that second reading
@@ -58,3 +62,28 @@ def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:
             resource.setrlimit(which, (soft, hard))
         except (ValueError, OSError):
             pass
+
+
+_status_fd: list[int] = []  # a forked child's status pipe (:mod:`.forked`), set by :func:`tell_exit_status`
+
+
+def tell_exit_status(fd: int) -> None:
+    """In a forked child: :func:`child_exit` writes its exit status (one byte) on ``fd`` first."""
+    _status_fd[:] = [fd]
+
+
+def child_exit(code: int) -> NoReturn:
+    """End the reader child with exit status ``code`` at once (its objects are never freed one by one). A
+    forked child first flushes its output and says ``code`` on its status pipe: its parent takes the answer
+    then, without waiting while the kernel frees the child's memory (~20 ms per 100 MB)."""
+    if _status_fd:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            os.write(_status_fd[0], bytes([code & 0xFF]))
+        except OSError:
+            pass
+    os._exit(code)

@@ -17,16 +17,18 @@ interpreter as before.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
-import time
 from typing import TYPE_CHECKING, Callable, NoReturn
 
 if TYPE_CHECKING:
     import mmap
 
-# the child's body: (terms, its stdin's descriptor, its answer's and its messages' memory files); never returns
-ForkedMain = Callable[[list[str], int, int, int], NoReturn]
+# the child's body: (terms, its stdin's descriptor, its answer's and its messages' memory files, its status
+# pipe); never returns
+ForkedMain = Callable[[list[str], int, int, int, int], NoReturn]
+_unreaped: set[int] = set()  # children whose status came on their pipe, still exiting: reaped later
 
 ANSWER_MEMFD = "kinetoscope-snapshot-answer"  # the memory files' names (seen in /proc/PID/fd)
 MESSAGE_MEMFD = "kinetoscope-snapshot-message"
@@ -50,45 +52,54 @@ class ForkedReader:
     :meth:`kill`); its output is :meth:`answer` once it has exited."""
 
     def __init__(self, file_fd: int, terms: list[str], forked_main: ForkedMain) -> None:
+        _reap_exited()
         self.args = ["fork", *terms]
         self.returncode: int | None = None
         self._out = os.memfd_create(ANSWER_MEMFD, os.MFD_CLOEXEC)
         self._err = os.memfd_create(MESSAGE_MEMFD, os.MFD_CLOEXEC)
+        # the child's status pipe: one byte, its exit status, written once its output is whole and before
+        # the kernel frees its memory; nothing (the end of the pipe) when a signal ends it
+        self._status, status_w = os.pipe()
         try:
             pid = os.fork()
         except OSError:
+            os.close(status_w)
             self.close()
             raise
         if pid == 0:  # the child: never returns
-            forked_main(terms, file_fd, self._out, self._err)
+            forked_main(terms, file_fd, self._out, self._err, status_w)
+        os.close(status_w)
         self.pid = pid
-        try:  # a descriptor readable when the child exits (Linux 5.3+), else waitpid is polled
-            self._exited: int | None = os.pidfd_open(pid)
-        except (AttributeError, OSError):
-            self._exited = None
 
     def poll(self) -> int | None:
         """The exit status (a negative signal number for a signal), or None while it runs."""
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self._reaped(status)
+        if self.returncode is None and self._said_within(0.0):
+            self.wait()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        """Wait for the child to exit (at most ``timeout`` seconds: :class:`subprocess.TimeoutExpired`
-        past it, the child left running); its exit status."""
+        """Wait for the child's exit status (at most ``timeout`` seconds: :class:`subprocess.TimeoutExpired`
+        past it, the child left running). Said on its status pipe, the child may still be exiting (it is
+        reaped later); a child ended by a signal is reaped here."""
         if self.returncode is not None:
             return self.returncode
-        if timeout is not None and not self._exits_within(timeout):
+        if timeout is not None and not self._said_within(timeout):
             import subprocess
 
             raise subprocess.TimeoutExpired(self.args, timeout)
-        self._reaped(os.waitpid(self.pid, 0)[1])
-        return self.returncode  # type: ignore[return-value]  # (set by _reaped)
+        said = os.read(self._status, 1)
+        os.close(self._status)
+        self._status = -1
+        if said:
+            self.returncode = said[0]
+            _unreaped.add(self.pid)
+        else:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
 
     def kill(self) -> None:
-        """SIGKILL to the child, unless it was reaped already (its pid could be another's then)."""
+        """SIGKILL to the child, unless it said its status (it is exiting, or reaped: its pid could be
+        another's then) or was reaped."""
         if self.returncode is None:
             try:
                 os.kill(self.pid, 9)  # (signal.SIGKILL: the signal module is not imported for it)
@@ -108,31 +119,40 @@ class ForkedReader:
             self.close()
         return out, err
 
-    def _exits_within(self, timeout: float) -> bool:
-        if self._exited is not None:
-            import select
+    def _said_within(self, timeout: float) -> bool:
+        """Whether the status pipe has the status, or its end, within ``timeout`` seconds."""
+        import select
 
-            return bool(select.select([self._exited], [], [], max(0.0, timeout))[0])
-        end, pause = time.monotonic() + timeout, 0.0005
-        while self.poll() is None:
-            left = end - time.monotonic()
-            if left <= 0:
-                return False
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, 0.02)
-        return True
-
-    def _reaped(self, status: int) -> None:
-        self.returncode = os.waitstatus_to_exitcode(status)
-        if self._exited is not None:
-            os.close(self._exited)
-            self._exited = None
+        return bool(select.select([self._status], [], [], max(0.0, timeout))[0])
 
     def close(self) -> None:
-        """Close the memory files (the answer unwanted, or read)."""
-        for fd in (self._out, self._err):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._out = self._err = -1
+        """Close the memory files and the status pipe (the answer unwanted, or read)."""
+        for fd in (self._out, self._err, self._status):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._out = self._err = self._status = -1
+
+
+def _reap(pid: int, block: bool = False) -> int | None:
+    """Reap ``pid`` (a child that said its status): its pid once reaped, None while it still exits."""
+    try:
+        got, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:  # (reaped already)
+        got = pid
+    if got:
+        _unreaped.discard(pid)
+        return pid
+    return None
+
+
+def _reap_exited(block: bool = False) -> None:
+    """Reap the children that said their status and have exited since (``block``: wait for them)."""
+    for pid in list(_unreaped):
+        _reap(pid, block)
+
+
+# a child still exiting when this process ends is waited for: its CPU time counts in this process's children's
+atexit.register(_reap_exited, True)

@@ -33,8 +33,10 @@ from .child_terms import (
     SPARE_START_CPU_S,
     STREAMED,
     apply_limits,
+    child_exit,
     end_after,
     limit_cpu_from_now,
+    tell_exit_status,
 )
 from .drain import Drain, Redo
 from .unpickle import RefusedPickle, load_whole
@@ -173,7 +175,7 @@ def child_main(argv: list[str]) -> int:
 
             return answer_object(obj, memory, drain.streamed)
         except (MemoryError, Redo):  # the pipe is consumed: the parent sends the file again (nothing on stdout yet)
-            os._exit(EXIT_AGAIN)
+            child_exit(EXIT_AGAIN)
         except (RefusedPickle, expansion.TooManyObjects) as exc:
             sys.stderr.write(str(exc))
             return EXIT_REFUSED
@@ -182,18 +184,20 @@ def child_main(argv: list[str]) -> int:
     return answer_stdin(argv[:1], memory, stream=True if mode == STREAMED else None)
 
 
-def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int) -> NoReturn:
+def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int, status_fd: int) -> NoReturn:
     """In a child forked from a nearly empty parent (:class:`~.forked.ForkedReader`): :func:`child_main`
     of ``argv`` with ``stdin_fd`` (the file, from its current offset) as stdin and ``out_fd``, ``err_fd``
-    as stdout and stderr, then the process ends with its exit status (never the parent's exit handlers
-    or buffers). The parent's other descriptors are closed, its signal handlers for the limits' signals
-    reset (the limits end the child as they end a started one), and an uncaught error is a traceback on
-    stderr and exit status 1, as in a started child."""
+    as stdout and stderr, then the process ends with its exit status, said first on ``status_fd``
+    (:func:`~.child_terms.child_exit`; never the parent's exit handlers or buffers). The parent's other
+    descriptors are closed, its signal handlers for the limits' signals reset (the limits end the child
+    as they end a started one), and an uncaught error is a traceback on stderr and exit status 1, as in
+    a started child."""
     code = 1
     try:
-        for fd, std in ((stdin_fd, 0), (out_fd, 1), (err_fd, 2)):
+        for fd, std in ((stdin_fd, 0), (out_fd, 1), (err_fd, 2), (status_fd, 3)):
             os.dup2(fd, std)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+        os.closerange(4, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+        tell_exit_status(3)
         import io
         import signal
 
@@ -214,12 +218,7 @@ def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int) -> NoR
 
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
-        os._exit(code)
+        child_exit(code)  # (its output flushed first)
 
 
 if __name__ == "__main__":

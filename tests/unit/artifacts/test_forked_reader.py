@@ -13,7 +13,7 @@ import sys
 import pytest
 from conftest import REPO
 
-from tb_plugin.artifacts import child_terms, isolated
+from tb_plugin.artifacts import child_terms, forked, isolated
 from tb_plugin.artifacts.forked import ForkedReader, can_fork
 from tb_plugin.artifacts.snapshot_child import forked_main
 
@@ -79,8 +79,10 @@ def _forked_child(argv: list[str], data: bytes, tmp_path) -> tuple[int, bytes, b
     path.write_bytes(data)
     with open(path, "rb") as f:
         child = ForkedReader(f.fileno(), argv, forked_main)
-    code = child.wait(timeout=120)
+    code = child.wait(timeout=120)  # (said on its status pipe, or its end: the child is reaped now or later)
     out, err = child.answer()
+    forked._reap_exited(block=True)
+    assert child.pid not in forked._unreaped
     return code, bytes(out), err
 
 
