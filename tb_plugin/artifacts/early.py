@@ -7,7 +7,8 @@ of a local logdir and starts one reader child on the first file, in path order, 
 (:func:`~tb_plugin.storage.naming.artifact_kind`), over :data:`~.isolated.SHARED_MAX_BYTES` (smaller
 files go to the shared child) and starting with a pickle's protocol byte: the child reads the file as
 its stdin, under the limits of any reader child (:class:`~.isolated.Started`), while this process
-imports on the other core. When the registry reads that file it :func:`claim` s the child (the file's
+imports on the other core. On the command line (``fork``) the child is forked from this still nearly
+empty process (:mod:`.forked`), so it reads at once. When the registry reads that file it :func:`claim` s the child (the file's
 identity unchanged since the start: device, inode, size, modification time); otherwise the child is
 ended (:func:`drop`: the parse cache had it; at exit: never asked for). No child is started for a file
 the parse cache holds (:func:`~tb_plugin.storage.cache_keys.cached_blob_exists`). Nothing here reads the file's
