@@ -10,7 +10,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from fuzz_files import memo_index_pickle
+from fuzz_files import deep_tuple_pickle, doubling_tuple_pickle, memo_index_pickle
 from synth.snapshot_writer import write_snapshot_pickle
 from test_snapshot_stream import assert_same
 
@@ -215,3 +215,25 @@ def test_the_report_command_prints_the_same_with_the_early_child(tmp_path):
     assert (root / "snapshot.pickle").stat().st_size > isolated.SHARED_MAX_BYTES
     outs = report_outputs(root, tmp_path / "cache")
     assert outs[0] == outs[1] == outs[2] == outs[3] and b'"peak_active_bytes"' in outs[0]
+
+
+def test_a_deep_tuple_crashes_only_the_early_child(logdir):
+    """A pickle whose dict key is a tuple nested 10⁶ deep (the C stack overflows while it is hashed): the
+    file's error, as from any reader child."""
+    root, children = logdir
+    (root / "job" / "deep.pickle").write_bytes(deep_tuple_pickle("key", 10**6) + bytes(2 << 20))
+    early.start(str(root))
+    art = _load(root, cache=False)
+    assert len(children) == 1 and art.state == "error"
+    assert "crashed the reader (SIGSEGV)" in art.error or "not a CUDA allocator snapshot" in art.error
+
+
+def test_an_early_child_past_its_time_limit_is_the_files_error(logdir, monkeypatch):
+    """Tuples sharing halves (2^60 hash steps): the child's limit ends it (its CPU limit, or the wait's
+    deadline) and the message names the limit."""
+    root, children = logdir
+    monkeypatch.setattr(isolated, "BASE_TIME_S", 2.0)
+    (root / "job" / "slow.pickle").write_bytes(doubling_tuple_pickle(60) + bytes(2 << 20))
+    early.start(str(root))
+    art = _load(root, cache=False)
+    assert len(children) == 1 and art.state == "error" and "took more than" in art.error
