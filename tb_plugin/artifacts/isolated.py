@@ -24,9 +24,11 @@ from .child_pipes import (  # noqa: F401 - (MEMORY_FLOOR_BYTES, start_child: imp
     MEMORY_FLOOR_BYTES,
     SHARED_CHILD,
     ChildProcess,
+    close_status,
     end_child,
     memory_cap_bytes,
     read_exact,
+    said_status,
     start_child,
 )
 from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, limit_cpu_from_now  # noqa: F401 - for the children
@@ -83,9 +85,9 @@ def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
     )
 
 
-def _child(argv: list[str], stdin: int | IO[bytes] = subprocess.PIPE) -> _Child:
+def _child(argv: list[str], stdin: int | IO[bytes] = subprocess.PIPE, status: bool = False) -> _Child:
     try:  # (three pipes, or stdin a file: stdin is then None and never written)
-        return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv, stdin=stdin))
+        return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv, stdin=stdin, status=status))
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
 
@@ -167,7 +169,7 @@ class Started:
 
             spare = take_spare(terms)
         self.from_spare = spare is not None
-        self.child = spare or _child(terms, stdin)
+        self.child = spare or _child(terms, stdin, status=True)
         self.out, self.readers = _collect(self.child)
         self.deadline = time.monotonic() + self.limit
 
@@ -175,6 +177,7 @@ class Started:
         """End the child (its answer unwanted) and reap it."""
         self.child.kill()
         self.child.wait()
+        close_status(self.child)
         for t in self.readers:
             t.join()
 
@@ -182,13 +185,15 @@ class Started:
         """The child's exit status, answer and messages, once it has exited (its output read to the end):
         :class:`subprocess.TimeoutExpired` past the deadline (the child left running)."""
         child = self.child
-        for t in self.readers:  # its pipes end when it exits (Popen.wait with a timeout polls every 50 ms)
+        for t in self.readers:  # its pipes end when it closes them or exits (Popen.wait with a timeout polls)
             t.join(max(0.0, self.deadline - time.monotonic()))
-        child.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        code = said_status(child, self.deadline)  # (said once its output is whole: it may still be exiting)
+        if code is None:
+            code = child.wait(timeout=max(0.0, self.deadline - time.monotonic()))
         for t in self.readers:
             t.join()
         out = self.out
-        return subprocess.CompletedProcess(child.args, child.returncode, out.get("stdout", b""), out.get("stderr", b""))
+        return subprocess.CompletedProcess(child.args, code, out.get("stdout", b""), out.get("stderr", b""))
 
 
 class ForkedStarted(Started):

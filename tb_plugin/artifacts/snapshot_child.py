@@ -31,6 +31,7 @@ from .child_terms import (
     EXIT_REFUSED,
     SPARE,
     SPARE_START_CPU_S,
+    STATUS_ARG,
     STREAMED,
     apply_limits,
     child_exit,
@@ -222,4 +223,7 @@ def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int, status
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] and sys.argv[1].startswith(STATUS_ARG):  # its exit status said on that pipe first
+        tell_exit_status(int(sys.argv[1][len(STATUS_ARG) :]))
+        child_exit(child_main(sys.argv[2:]))
     sys.exit(child_main(sys.argv[1:]))

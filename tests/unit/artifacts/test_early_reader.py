@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -36,18 +38,30 @@ def small_files_logdir(tmp_path, monkeypatch, reader_module) -> Path:
     return root
 
 
+def _alone() -> bool:
+    """Whether this test process may fork a reader child, once the threads that reap earlier reader children
+    (and any other thread about to end) have ended."""
+    end = time.monotonic() + 10  # (a reaping thread ends once its child has exited: milliseconds)
+    for t in threading.enumerate():
+        if t is not threading.current_thread():
+            t.join(max(0.0, end - time.monotonic()))
+    return can_fork()
+
+
 @pytest.fixture(params=("forked", "started"))
 def logdir(tmp_path, monkeypatch, request):
     """A logdir (:func:`small_files_logdir`) and the early children started on it: each test runs with the
     child forked from this process (the command line's) and with a fresh interpreter (the fallback)."""
     fork = request.param == "forked"
-    if fork and not can_fork():
+    if fork and not _alone():
         pytest.skip("another thread runs in this test process (left by an earlier test): no fork")
     root = small_files_logdir(tmp_path, monkeypatch, early)
     children: list = []
     real = isolated.start_on_file
 
     def start_on_file(f, size, forked_main=None):
+        if fork and not _alone():
+            pytest.skip("another thread runs in this test process: no fork")
         children.append(real(f, size, snapshot_child.forked_main if fork else None))
         assert isinstance(children[-1], isolated.ForkedStarted) == fork
         return children[-1]

@@ -137,3 +137,28 @@ def test_a_killed_forked_child_is_reaped_and_its_files_are_closed():
     fds = set(os.listdir("/proc/self/fd"))
     started.kill()  # the answer unwanted: reaped, its memory files closed
     assert started.child.returncode is not None and len(set(os.listdir("/proc/self/fd"))) < len(fds)
+
+
+def test_a_started_child_says_its_status_on_its_pipe_and_is_reaped_beside():
+    """A started reader child with a status pipe (``start_child(status=True)``: the spare, a fresh child)
+    says its exit status once its output is closed; it is reaped by a thread, its Popen never waits."""
+    import threading
+    import time
+
+    from tb_plugin.artifacts.child_pipes import said_status, start_child
+
+    data = pickle.dumps([print], protocol=4)  # a global: refused, exit status 3
+    child = start_child("tb_plugin.artifacts.snapshot_child", ["0", str(1 << 30), "60"], status=True)
+    child.stdin.write(data)
+    child.stdin.close()
+    err = child.stderr.read()  # (its end: the child closed it before saying its status)
+    assert child.stdout.read() == b"" and b"refused" in err
+    assert said_status(child, time.monotonic() + 60) == child_terms.EXIT_REFUSED == child.returncode
+    assert child.status_fd is None  # (read once, closed)
+    for t in threading.enumerate():  # the reaping thread ends once the child has exited
+        if t is not threading.current_thread() and t.daemon:
+            t.join(60)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)  # reaped
+    child.stdout.close()
+    child.stderr.close()
