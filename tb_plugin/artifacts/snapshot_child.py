@@ -185,6 +185,22 @@ def child_main(argv: list[str]) -> int:
     return answer_stdin(argv[:1], memory, stream=True if mode == STREAMED else None)
 
 
+def _close_inherited(first: int) -> None:
+    """Close every descriptor from ``first`` on: those listed in ``/proc/self/fd`` (a loop to the descriptor
+    limit can be a million ``close`` calls where ``close_range`` is missing), else a range to that limit."""
+    try:
+        listed = [int(name) for name in os.listdir("/proc/self/fd")]
+    except (OSError, ValueError):
+        os.closerange(first, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+        return
+    for fd in listed:
+        if fd >= first:
+            try:
+                os.close(fd)
+            except OSError:  # (the listing's own descriptor, closed already)
+                pass
+
+
 def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int, status_fd: int) -> NoReturn:
     """In a child forked from a nearly empty parent (:class:`~.forked.ForkedReader`): :func:`child_main`
     of ``argv`` with ``stdin_fd`` (the file, from its current offset) as stdin and ``out_fd``, ``err_fd``
@@ -197,7 +213,7 @@ def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int, status
     try:
         for fd, std in ((stdin_fd, 0), (out_fd, 1), (err_fd, 2), (status_fd, 3)):
             os.dup2(fd, std)
-        os.closerange(4, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+        _close_inherited(4)
         tell_exit_status(3)
         import io
         import signal
