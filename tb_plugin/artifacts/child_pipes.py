@@ -96,6 +96,10 @@ def start_child(
     return child
 
 
+REAPER = "kinetoscope-reap-reader"  # the name of the thread that reaps a child that said its status
+_join_at_exit: list[bool] = []  # _join_reapers registered
+
+
 def said_status(child: ChildProcess, deadline: float) -> int | None:
     """The exit status ``child`` said on its status pipe (:func:`start_child`'s ``status``), read once; it
     may still be exiting (the kernel freeing its memory). None when it has no such pipe or ended without
@@ -113,8 +117,21 @@ def said_status(child: ChildProcess, deadline: float) -> int | None:
     if not said:
         return None
     child.returncode = said[0]  # (its Popen never waits for it now: reaped beside, its CPU time then counted)
-    threading.Thread(target=_reap, args=(cast(subprocess.Popen, child).pid,), daemon=True).start()
+    threading.Thread(target=_reap, args=(cast(subprocess.Popen, child).pid,), name=REAPER, daemon=True).start()
+    if not _join_at_exit:
+        import atexit
+
+        _join_at_exit.append(True)
+        atexit.register(_join_reapers)
     return said[0]
+
+
+def _join_reapers() -> None:
+    """At exit: the children still exiting are reaped first (their CPU time counts in this process's
+    children's; the kernel frees a child's memory in milliseconds)."""
+    for t in threading.enumerate():
+        if t.name == REAPER:
+            t.join(10)
 
 
 def _reap(pid: int) -> None:
