@@ -246,12 +246,12 @@ def top_frame(frames: list[dict]) -> dict | None:
     (the user's code), else the first ``.py`` frame, else the first frame that is not the unwinder's or
     the allocator's (:func:`_is_internal`), else the first frame; None for no frames."""
     py = [f for f in frames if str(f.get("filename") or "").endswith(".py")]
-    user = [f for f in py if not any(d in str(f["filename"]) for d in _LIBRARY_DIRS)]
-    native = [f for f in frames if not _is_internal(f)]
-    for group in (user, py, native, frames):
-        if group:
-            return group[0]
-    return None
+    for f in py:  # each group looked at only when the one before is empty (most stacks have user code)
+        if not any(d in str(f["filename"]) for d in _LIBRARY_DIRS):
+            return f
+    if py:
+        return py[0]
+    return next((f for f in frames if not _is_internal(f)), frames[0] if frames else None)
 
 
 def frame_summary(snapshot: Snapshot, stack: int) -> str | None:

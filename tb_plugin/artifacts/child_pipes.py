@@ -6,16 +6,31 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, cast
 
 from ..settings import current
+from .child_terms import STATUS_ARG
 
 MEMORY_FLOOR_BYTES = 1 << 30  # a reader child's address space, at least (the interpreter with numpy maps ~150 MB)
 # children kept for later files (the shared child, the spare): their answers are awaited with select(),
 # which takes no pipe on Windows
 SHARED_CHILD = os.name == "posix"
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+ONE_THREAD = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}  # a child's numeric libraries
+
+
+def one_thread_here() -> None:
+    """In a child forked from this process (:mod:`.forked`): the environment a started child gets
+    (:data:`ONE_THREAD`), before its numeric libraries are imported."""
+    os.environ.update(ONE_THREAD)
 
 
 def memory_cap_bytes() -> int:
@@ -41,20 +56,97 @@ class ChildProcess(Protocol):
 
 
 def start_child(
-    module: str, argv: list[str], stderr: int = subprocess.PIPE, stdin: int | IO[bytes] = subprocess.PIPE
+    module: str,
+    argv: list[str],
+    stderr: int = subprocess.PIPE,
+    stdin: int | IO[bytes] = subprocess.PIPE,
+    status: bool = False,
 ) -> subprocess.Popen:
     """``python -m module *argv`` with pipes on stdin (or ``stdin``: a file) and stdout (and ``stderr``), run in this package's
     folder with it first on the path (``-m`` puts the working folder first: the child must import this
-    package, never one there) and one thread per numeric library. :class:`OSError` when it cannot start."""
+    package, never one there) and one thread per numeric library. :class:`OSError` when it cannot start.
+    ``status``: the child (a snapshot reader) says its exit status on a pipe of its own before it exits
+    (:data:`STATUS_ARG`, its first argument; :func:`said_status`); the pipe's end is ``status_fd``."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
-        OMP_NUM_THREADS="1",
-        OPENBLAS_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
+        **ONE_THREAD,
     )
-    argv = [sys.executable, "-m", module, *argv]
-    return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, cwd=_PACKAGE_PARENT, env=env)
+    status_r, status_w = os.pipe() if status else (None, None)
+    if status_w is not None:
+        argv = [f"{STATUS_ARG}{status_w}", *argv]
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", module, *argv],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=_PACKAGE_PARENT,
+            env=env,
+            pass_fds=() if status_w is None else (status_w,),
+        )
+    except BaseException:
+        if status_r is not None:
+            os.close(status_r)
+        raise
+    finally:
+        if status_w is not None:
+            os.close(status_w)
+    child.status_fd = status_r  # type: ignore[attr-defined]  # (read by said_status)
+    return child
+
+
+REAPER = "kinetoscope-reap-reader"  # the name of the thread that reaps a child that said its status
+_join_at_exit: list[bool] = []  # _join_reapers registered
+
+
+def said_status(child: ChildProcess, deadline: float) -> int | None:
+    """The exit status ``child`` said on its status pipe (:func:`start_child`'s ``status``), read once; it
+    may still be exiting (the kernel freeing its memory). None when it has no such pipe or ended without
+    saying (a signal: :meth:`~subprocess.Popen.wait` tells). :class:`subprocess.TimeoutExpired` when
+    ``deadline`` (``time.monotonic``) passes first."""
+    fd = getattr(child, "status_fd", None)
+    if fd is None:
+        return None
+    import select
+
+    if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        raise subprocess.TimeoutExpired(child.args, 0)
+    said = os.read(fd, 1)
+    close_status(child)
+    if not said:
+        return None
+    child.returncode = said[0]  # (its Popen never waits for it now: reaped beside, its CPU time then counted)
+    threading.Thread(target=_reap, args=(cast(subprocess.Popen, child).pid,), name=REAPER, daemon=True).start()
+    if not _join_at_exit:
+        import atexit
+
+        _join_at_exit.append(True)
+        atexit.register(_join_reapers)
+    return said[0]
+
+
+def _join_reapers() -> None:
+    """At exit: the children still exiting are reaped first (their CPU time counts in this process's
+    children's; the kernel frees a child's memory in milliseconds)."""
+    for t in threading.enumerate():
+        if t.name == REAPER:
+            t.join(10)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def close_status(child: ChildProcess) -> None:
+    """Close ``child``'s status pipe, if it has one."""
+    fd = getattr(child, "status_fd", None)
+    if fd is not None:
+        child.status_fd = None  # type: ignore[attr-defined]
+        os.close(fd)
 
 
 def read_exact(fd: int, n: int, deadline: float) -> bytearray | None:
@@ -73,10 +165,11 @@ def read_exact(fd: int, n: int, deadline: float) -> bytearray | None:
 
 
 def end_child(child: ChildProcess) -> None:
-    """End ``child`` if it runs, reap it, and close its stdin and stdout."""
+    """End ``child`` if it runs, reap it, and close its stdin, stdout and status pipe."""
     if child.poll() is None:
         child.kill()
     child.wait()
+    close_status(child)
     for f in (child.stdin, child.stdout):
         try:
             f.close()

@@ -3,6 +3,10 @@ limits the child sets on itself first. Imports nothing heavy: the child reads be
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import NoReturn
+
 EXIT_REFUSED = 3  # the child's exit status for a file it refused (the message is on stderr)
 EXIT_AGAIN = 4  # the whole read from the pipe ran out of memory: send the file again, streamed
 STREAMED = "streamed"  # the child's mode argument for that second reading
@@ -12,6 +16,7 @@ SPARE = "spare"  # the mode of a spare child: started ahead, its imports done, i
 SPARE_IDLE_S = 600  # a spare child that got no file after this long ends itself (s, wall clock)
 SPARE_START_CPU_S = 60  # the CPU time a spare child may take for its start, before any file (s)
 ACCEPTED = b"\x01"  # what a spare child writes on stdout once it took a file's terms and limits
+STATUS_ARG = "--status-fd="  # a started child's first argument when it says its exit status on that pipe
 
 
 def end_after(wall_s: float) -> None:
@@ -58,3 +63,30 @@ def apply_limits(address_space_bytes: int, cpu_s: float | None) -> None:
             resource.setrlimit(which, (soft, hard))
         except (ValueError, OSError):
             pass
+
+
+_status_fd: list[int] = []  # a forked child's status pipe (:mod:`.forked`), set by :func:`tell_exit_status`
+
+
+def tell_exit_status(fd: int) -> None:
+    """In a forked child: :func:`child_exit` writes its exit status (one byte) on ``fd`` first."""
+    _status_fd[:] = [fd]
+
+
+def child_exit(code: int) -> NoReturn:
+    """End the reader child with exit status ``code`` at once (its objects are never freed one by one). A
+    child with a status pipe (forked, or started with :data:`STATUS_ARG`) first flushes and closes its
+    stdout and stderr (their readers see their end) and says ``code`` on that pipe: its parent takes the
+    answer then, without waiting while the kernel frees the child's memory (~20 ms per 100 MB)."""
+    if _status_fd:
+        for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+            try:
+                stream.flush()
+                os.close(fd)
+            except (OSError, ValueError):
+                pass
+        try:
+            os.write(_status_fd[0], bytes([code & 0xFF]))
+        except OSError:
+            pass
+    os._exit(code)

@@ -7,7 +7,8 @@ of a local logdir and starts one reader child on the first file, in path order, 
 (:func:`~tb_plugin.storage.naming.artifact_kind`), over :data:`~.isolated.SHARED_MAX_BYTES` (smaller
 files go to the shared child) and starting with a pickle's protocol byte: the child reads the file as
 its stdin, under the limits of any reader child (:class:`~.isolated.Started`), while this process
-imports on the other core. When the registry reads that file it :func:`claim` s the child (the file's
+imports on the other core. On the command line (``fork``) the child is forked from this still nearly
+empty process (:mod:`.forked`), so it reads at once. When the registry reads that file it :func:`claim` s the child (the file's
 identity unchanged since the start: device, inode, size, modification time); otherwise the child is
 ended (:func:`drop`: the parse cache had it; at exit: never asked for). No child is started for a file
 the parse cache holds (:func:`~tb_plugin.storage.cache_keys.cached_blob_exists`). Nothing here reads the file's
@@ -21,10 +22,10 @@ import os
 import threading
 
 from ..storage.cache_keys import cached_blob_exists
+from ..storage.file_heads import is_pickle_head
 from ..storage.local_walk import FileIdentity, TooManyEntries, file_identity, walk_files
 from ..storage.naming import artifact_kind
 from ..storage.private_files import open_regular
-from ..storage.sniff import is_pickle_head
 from .isolated import SHARED_MAX_BYTES, Started, start_on_file
 
 MAX_WALKED = 2000  # directory entries looked at (a large logdir: its snapshots are read the usual way)
@@ -52,10 +53,11 @@ def _first_snapshot(root: str) -> str | None:
     return None
 
 
-def start(root: str, cached: bool = True) -> None:
+def start(root: str, cached: bool = True, fork: bool = False) -> None:
     """Start a reader child on the first large snapshot under the local folder ``root`` (see the
     module docstring); nothing when there is none, when it cannot be opened or started, or (``cached``:
-    the command reads the parse cache) when the cache holds its snapshot."""
+    the command reads the parse cache) when the cache holds its snapshot. ``fork``: the child is forked
+    from this process where it may be (:mod:`.forked`: the command line, before its imports)."""
     if os.name != "posix":  # (pread, and the reader child's limits)
         return
     path = _first_snapshot(os.path.abspath(root))
@@ -71,7 +73,12 @@ def start(root: str, cached: bool = True) -> None:
             head = os.pread(f.fileno(), 2, 0)
             if not is_pickle_head(head):  # (not gzip, not text)
                 return
-            started = start_on_file(f, st.st_size)
+            if fork:  # (its modules imported here: the child needs them before it reads)
+                from .snapshot_child import forked_main
+
+                started = start_on_file(f, st.st_size, forked_main)
+            else:
+                started = start_on_file(f, st.st_size)
     except OSError:
         return
     global _registered

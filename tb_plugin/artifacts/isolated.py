@@ -18,15 +18,17 @@ import struct
 import subprocess
 import threading
 import time
-from typing import IO, Callable, Iterable, Sequence, cast
+from typing import IO, TYPE_CHECKING, Callable, Iterable, Sequence, cast
 
 from .child_pipes import (  # noqa: F401 - (MEMORY_FLOOR_BYTES, start_child: imported from here)
     MEMORY_FLOOR_BYTES,
     SHARED_CHILD,
     ChildProcess,
+    close_status,
     end_child,
     memory_cap_bytes,
     read_exact,
+    said_status,
     start_child,
 )
 from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, limit_cpu_from_now  # noqa: F401 - for the children
@@ -35,6 +37,9 @@ BASE_TIME_S = 30.0  # the child's time limit: this much, plus PER_MB_TIME_S for 
 PER_MB_TIME_S = 2.0  # real snapshots parse at ~0.03 s per MB; 60× headroom for a slow, busy machine
 MEMORY_PER_BYTE = 16  # the child's address space per byte of pickle (a bare pickle.load of a snapshot: ~13×)
 
+
+if TYPE_CHECKING:
+    from .forked import ForkedMain
 
 _Child = ChildProcess  # (the names this module's code and its tests use)
 _read_exact = read_exact
@@ -80,9 +85,9 @@ def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
     )
 
 
-def _child(argv: list[str], stdin: int | IO[bytes] = subprocess.PIPE) -> _Child:
+def _child(argv: list[str], stdin: int | IO[bytes] = subprocess.PIPE, status: bool = False) -> _Child:
     try:  # (three pipes, or stdin a file: stdin is then None and never written)
-        return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv, stdin=stdin))
+        return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv, stdin=stdin, status=status))
     except OSError as exc:
         raise SnapshotError(f"cannot start the process that reads snapshots: {exc}") from None
 
@@ -164,7 +169,7 @@ class Started:
 
             spare = take_spare(terms)
         self.from_spare = spare is not None
-        self.child = spare or _child(terms, stdin)
+        self.child = spare or _child(terms, stdin, status=True)
         self.out, self.readers = _collect(self.child)
         self.deadline = time.monotonic() + self.limit
 
@@ -172,13 +177,61 @@ class Started:
         """End the child (its answer unwanted) and reap it."""
         self.child.kill()
         self.child.wait()
+        close_status(self.child)
         for t in self.readers:
             t.join()
 
+    def completed(self) -> subprocess.CompletedProcess:
+        """The child's exit status, answer and messages, once it has exited (its output read to the end):
+        :class:`subprocess.TimeoutExpired` past the deadline (the child left running)."""
+        child = self.child
+        for t in self.readers:  # its pipes end when it closes them or exits (Popen.wait with a timeout polls)
+            t.join(max(0.0, self.deadline - time.monotonic()))
+        code = said_status(child, self.deadline)  # (said once its output is whole: it may still be exiting)
+        if code is None:
+            code = child.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        for t in self.readers:
+            t.join()
+        out = self.out
+        return subprocess.CompletedProcess(child.args, code, out.get("stdout", b""), out.get("stderr", b""))
 
-def start_on_file(file: IO[bytes], size: int) -> Started:
+
+class ForkedStarted(Started):
+    """A reader child forked on a local file (:class:`~.forked.ForkedReader`), under the limits of
+    :class:`Started`; its answer is read from memory files once it exits (no threads)."""
+
+    def __init__(self, file: IO[bytes], size: int, forked_main: ForkedMain) -> None:
+        from .forked import ForkedReader
+
+        self.limit = time_limit_s(size)
+        self.memory = memory_limit_bytes(size)
+        self.mode = []
+        self.from_spare = False
+        self.forked = ForkedReader(file.fileno(), [str(size), str(self.memory), str(self.limit)], forked_main)
+        self.child = cast(_Child, self.forked)
+        self.out, self.readers = {}, []
+        self.deadline = time.monotonic() + self.limit
+
+    def kill(self) -> None:
+        super().kill()
+        self.forked.close()
+
+    def completed(self) -> subprocess.CompletedProcess:
+        code = self.forked.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        out, err = self.forked.answer()
+        return subprocess.CompletedProcess(self.forked.args, code, out, err)
+
+
+def start_on_file(file: IO[bytes], size: int, forked_main: ForkedMain | None = None) -> Started:
     """A reader child reading the pickle in ``file`` (a local file of ``size`` bytes, opened by the
-    caller) as its stdin, before this process is ready for the answer (:mod:`.early`)."""
+    caller) as its stdin, before this process is ready for the answer (:mod:`.early`). ``forked_main``
+    (:func:`~.snapshot_child.forked_main`): the child is forked from this process and runs it where a fork
+    may be made (:func:`~.forked.can_fork`), else it is a fresh interpreter."""
+    if forked_main is not None:
+        from .forked import can_fork
+
+        if can_fork():
+            return ForkedStarted(file, size, forked_main)
     return Started(size, [], stdin=file)
 
 
@@ -218,21 +271,14 @@ def finish(started: Started) -> tuple[dict, dict]:
     """The packed snapshot the child of ``started`` answers once it ends (its input all given):
     :class:`SnapshotError` for a refused file, a crash or the time limit; :class:`_Again` when its
     whole read ran out of memory (the file is to be sent again, streamed)."""
-    child = started.child
     try:
-        for t in started.readers:  # its pipes end when it exits (Popen.wait with a timeout polls every 50 ms)
-            t.join(max(0.0, started.deadline - time.monotonic()))
-        child.wait(timeout=max(0.0, started.deadline - time.monotonic()))
+        done = started.completed()
     except subprocess.TimeoutExpired:
         started.kill()
         raise SnapshotError(_too_slow(started.limit)) from None
     except BaseException:
         started.kill()
         raise
-    for t in started.readers:
-        t.join()
-    out = started.out
-    done = subprocess.CompletedProcess(child.args, child.returncode, out.get("stdout", b""), out.get("stderr", b""))
     if done.returncode == EXIT_AGAIN and not started.mode:
         raise _Again()
     if done.returncode == EXIT_REFUSED:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import itertools
-import os
 import struct
 import sys
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -26,7 +25,7 @@ import orjson
 from ..trace import jsonsafe
 from . import expansion, pickle_stream, whole_read
 from .answer import write_answer
-from .child_terms import EXIT_REFUSED
+from .child_terms import EXIT_REFUSED, child_exit
 from .isolated import (
     SHARED_CHILD,
     SHARED_MAX_BYTES,
@@ -358,7 +357,7 @@ def _answer(read: Callable[[], Snapshot], memory: int) -> int:
         return EXIT_REFUSED
     write_answer(sys.stdout.buffer, body, arrays)  # each array's memory written as it is
     sys.stdout.buffer.flush()
-    os._exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
+    child_exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
 
 
 def answer_stdin(argv: list[str], memory: int, stream: bool | None) -> int:

@@ -13,7 +13,9 @@ than estimated, a memo bomb) or a drained entry referred to again (:class:`~.dra
 child with :data:`~.child_terms.EXIT_AGAIN`, and the parent sends the file once more to a child told to stream it
 (:data:`~.child_terms.STREAMED`: :mod:`.pickle_stream`, which never builds the whole object). Other pickles are read
 into one buffer first, as :func:`~.snapshot.parse_pickle` reads bytes. A spare child (:mod:`.spare`) imports
-first and takes its file's terms and limits from stdin (:func:`_spare_terms`), then reads as above.
+first and takes its file's terms and limits from stdin (:func:`_spare_terms`), then reads as above. A
+child forked from ``kinetoscope report`` (:mod:`.forked`) runs :func:`forked_main`: the same, with its
+standard streams pointed at the file and at two memory files first.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import Callable, Protocol, cast
+from typing import Callable, NoReturn, Protocol, cast
 
 from . import expansion, whole_read
 from .child_terms import (
@@ -31,10 +33,13 @@ from .child_terms import (
     EXIT_REFUSED,
     SPARE,
     SPARE_START_CPU_S,
+    STATUS_ARG,
     STREAMED,
     apply_limits,
+    child_exit,
     end_after,
     limit_cpu_from_now,
+    tell_exit_status,
 )
 from .drain import Drain, Redo
 from .unpickle import RefusedPickle, load_whole
@@ -171,7 +176,7 @@ def child_main(argv: list[str]) -> int:
 
             return answer_object(obj, memory, drain.streamed)
         except (MemoryError, Redo):  # the pipe is consumed: the parent sends the file again (nothing on stdout yet)
-            os._exit(EXIT_AGAIN)
+            child_exit(EXIT_AGAIN)
         except (RefusedPickle, expansion.TooManyObjects) as exc:
             sys.stderr.write(str(exc))
             return EXIT_REFUSED
@@ -180,5 +185,61 @@ def child_main(argv: list[str]) -> int:
     return answer_stdin(argv[:1], memory, stream=True if mode == STREAMED else None)
 
 
+def _close_inherited(first: int) -> None:
+    """Close every descriptor from ``first`` on: those listed in ``/proc/self/fd`` (a loop to the descriptor
+    limit can be a million ``close`` calls where ``close_range`` is missing), else a range to that limit."""
+    try:
+        listed = [int(name) for name in os.listdir("/proc/self/fd")]
+    except (OSError, ValueError):
+        os.closerange(first, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+        return
+    for fd in listed:
+        if fd >= first:
+            try:
+                os.close(fd)
+            except OSError:  # (the listing's own descriptor, closed already)
+                pass
+
+
+def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int, status_fd: int) -> NoReturn:
+    """In a child forked from a nearly empty parent (:class:`~.forked.ForkedReader`): :func:`child_main`
+    of ``argv`` with ``stdin_fd`` (the file, from its current offset) as stdin and ``out_fd``, ``err_fd``
+    as stdout and stderr, then the process ends with its exit status, said first on ``status_fd``
+    (:func:`~.child_terms.child_exit`; never the parent's exit handlers or buffers). The parent's other
+    descriptors are closed, its signal handlers for the limits' signals reset (the limits end the child
+    as they end a started one), and an uncaught error is a traceback on stderr and exit status 1, as in
+    a started child."""
+    code = 1
+    try:
+        for fd, std in ((stdin_fd, 0), (out_fd, 1), (err_fd, 2), (status_fd, 3)):
+            os.dup2(fd, std)
+        _close_inherited(4)
+        tell_exit_status(3)
+        import io
+        import signal
+
+        for sig in ("SIGALRM", "SIGXCPU", "SIGTERM"):
+            if hasattr(signal, sig):
+                signal.signal(getattr(signal, sig), signal.SIG_DFL)
+        from .child_pipes import one_thread_here  # (imported by the parent already)
+
+        one_thread_here()
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "rb", closefd=False)))
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "wb", closefd=False)))
+        sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "wb", closefd=False)), errors="backslashreplace")
+        code = child_main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        child_exit(code)  # (its output flushed first)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] and sys.argv[1].startswith(STATUS_ARG):  # its exit status said on that pipe first
+        tell_exit_status(int(sys.argv[1][len(STATUS_ARG) :]))
+        child_exit(child_main(sys.argv[2:]))
     sys.exit(child_main(sys.argv[1:]))

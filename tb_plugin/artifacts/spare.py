@@ -57,7 +57,7 @@ def _start_spare() -> None:
         _end_spare(_spare.pop())
     argv = ["0", str(memory_cap_bytes()), str(SPARE_IDLE_S), SPARE]
     try:
-        _spare.append(cast(ChildProcess, start_child("tb_plugin.artifacts.snapshot_child", argv)))
+        _spare.append(cast(ChildProcess, start_child("tb_plugin.artifacts.snapshot_child", argv, status=True)))
     except OSError:
         return
     if not _spare_at_exit:

@@ -56,16 +56,17 @@ def run_report(
     if problem is not None:
         err.write(f"kinetoscope: {logdir}: {problem}\n")
         return 2
-    # a child reads the one gzip trace, another a large snapshot, while this process imports
+    # a child reads a large snapshot, another the one gzip trace, while this process imports; the snapshot's
+    # first, before the early trace reader's imports (the command line: forked, no interpreter to start)
     if is_plain_local(logdir) and run is None:
+        from ..artifacts.early import start as start_early_reader
+
+        start_early_reader(strip_protocol(logdir), cached=use_cache, fork=whole_process)
         chosen = executor or (settings or Settings.from_env()).executor or "local"
         if whole_process and chosen.startswith("local"):  # (a fork: the command line, parsing here)
             from ..storage.early_read import start as start_early_read
 
             start_early_read(strip_protocol(logdir), cached=use_cache)
-        from ..artifacts.early import start as start_early_reader
-
-        start_early_reader(strip_protocol(logdir), cached=use_cache)
     with _imports_frozen(whole_process):
         if whole_process and _start_early_decode():
             # numpy's masked arrays: the analyses' first plain ``np.unique`` imports them (numpy 2.x asks

@@ -221,7 +221,7 @@ class ArtifactStore:
                 if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
                     snap = self._read_snapshot(fs, entry)
                     if self._cache is not None:  # written while the summary is computed (both release the GIL)
-                        args = (url, entry.version, "snapshot", *pack_snapshot(snap))
+                        args = (url, entry.version, "snapshot", *pack_snapshot(snap), False)  # (not fsynced)
                         writing = threading.Thread(target=self._cache.put_blob, args=args, daemon=True)
                         writing.start()
                 try:
@@ -233,6 +233,7 @@ class ArtifactStore:
                             "snapshot-summary",
                             {"summary": art.views.summary(), "analysis": ANALYSIS_VERSION},
                             {},
+                            durable=False,  # (derived again when unreadable: no fsync on the first answer's path)
                         )
                     art.views.summary()
                 finally:

@@ -153,9 +153,14 @@ class ParseCache:
         """A derived index stored beside the parsed columns (``kind`` names it), or None."""
         return _read_npz(self._blob_path(url, version, kind))
 
-    def put_blob(self, url: str, version: str, kind: str, header: dict[str, Any], arrays: dict[str, Any]) -> None:
+    def put_blob(
+        self, url: str, version: str, kind: str, header: dict[str, Any], arrays: dict[str, Any], durable: bool = True
+    ) -> None:
+        """Store a derived index beside the parsed columns. ``durable=False``: not fsynced (a blob whose
+        reading fails, a zip's CRC included, is a miss and derived again: :func:`_read_npz`)."""
         path = self._blob_path(url, version, kind)
-        self._write(path, dict(arrays, header=np.frombuffer(jsonsafe.dumps(header, default=str), dtype=np.uint8)))
+        header_bytes = np.frombuffer(jsonsafe.dumps(header, default=str), dtype=np.uint8)
+        self._write(path, dict(arrays, header=header_bytes), durable)
 
     def get(self, url: str, version: str) -> Trace | None:
         path = self._path(url, version)
@@ -218,10 +223,11 @@ class ParseCache:
             logger.warning("cannot write parse cache entry %s: %s", path, exc)
 
     @staticmethod
-    def _write(path: str, arrays: dict[str, Any]) -> None:
-        """Write an npz privately and atomically; a failure only costs the cache entry."""
+    def _write(path: str, arrays: dict[str, Any], durable: bool = True) -> None:
+        """Write an npz privately and atomically (fsynced unless not ``durable``); a failure only costs
+        the cache entry."""
         try:
-            write_atomic(path, lambda f: np.savez(f, **arrays))
+            write_atomic(path, lambda f: np.savez(f, **arrays), durable=durable)
         except OSError as exc:
             logger.warning("cannot write parse cache entry %s: %s", path, exc)
 

@@ -8,12 +8,12 @@ import re
 import threading
 import zlib
 
+from .file_heads import GZIP_MAGIC, is_pickle_head
 from .private_files import open_regular, write_atomic
 
 logger = logging.getLogger(__name__)
 
 SNIFF_BYTES = 64 * 1024
-GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip member
 LEADING_BYTES = b"\xef\xbb\xbf \t\r\n"  # a UTF-8 byte order mark and whitespace, allowed before JSON
 _OBJECT_HINT = re.compile(rb'"traceEvents"\s*:')
 _ARRAY_EVENT = re.compile(rb"^\[\s*\{")
@@ -40,11 +40,6 @@ def looks_like_trace(head: bytes) -> bool:
     if text.startswith(b"["):
         return bool(_ARRAY_EVENT.match(text)) and bool(_EVENT_KEYS.search(text))
     return False
-
-
-def is_pickle_head(head: bytes) -> bool:
-    """True when ``head`` (a file's first bytes) starts a pickle of protocol 2–5 (its PROTO opcode)."""
-    return head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")
 
 
 FLIGHT_RECORDER_HEAD = 4096  # bytes of a file's head that :func:`looks_like_flight_recorder` reads

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from fuzz_files import memo_index_pickle
+from fuzz_files import deep_tuple_pickle, doubling_tuple_pickle, memo_index_pickle
 from synth.snapshot_writer import write_snapshot_pickle
 from test_snapshot_stream import assert_same
 
-from tb_plugin.artifacts import early, isolated
+from tb_plugin.artifacts import early, isolated, snapshot_child
+from tb_plugin.artifacts.forked import can_fork
 from tb_plugin.artifacts.snapshot import load_snapshot, parse_pickle
 from tb_plugin.registry.cache import ParseCache
 from tb_plugin.registry.runs import RunRegistry
@@ -35,12 +38,35 @@ def small_files_logdir(tmp_path, monkeypatch, reader_module) -> Path:
     return root
 
 
-@pytest.fixture
-def logdir(tmp_path, monkeypatch):
+def _alone() -> bool:
+    """Whether this test process may fork a reader child, once the threads that reap earlier reader children
+    (and any other thread about to end) have ended."""
+    end = time.monotonic() + 10  # (a reaping thread ends once its child has exited: milliseconds)
+    for t in threading.enumerate():
+        if t is not threading.current_thread():
+            t.join(max(0.0, end - time.monotonic()))
+    return can_fork()
+
+
+@pytest.fixture(params=("forked", "started"))
+def logdir(tmp_path, monkeypatch, request):
+    """A logdir (:func:`small_files_logdir`) and the early children started on it: each test runs with the
+    child forked from this process (the command line's) and with a fresh interpreter (the fallback)."""
+    fork = request.param == "forked"
+    if fork and not _alone():
+        pytest.skip("another thread runs in this test process (left by an earlier test): no fork")
     root = small_files_logdir(tmp_path, monkeypatch, early)
     children: list = []
     real = isolated.start_on_file
-    monkeypatch.setattr(early, "start_on_file", lambda f, size: children.append(real(f, size)) or children[-1])
+
+    def start_on_file(f, size, forked_main=None):
+        if fork and not _alone():
+            pytest.skip("another thread runs in this test process: no fork")
+        children.append(real(f, size, snapshot_child.forked_main if fork else None))
+        assert isinstance(children[-1], isolated.ForkedStarted) == fork
+        return children[-1]
+
+    monkeypatch.setattr(early, "start_on_file", start_on_file)
     yield root, children
     early._end_all()
 
@@ -203,3 +229,25 @@ def test_the_report_command_prints_the_same_with_the_early_child(tmp_path):
     assert (root / "snapshot.pickle").stat().st_size > isolated.SHARED_MAX_BYTES
     outs = report_outputs(root, tmp_path / "cache")
     assert outs[0] == outs[1] == outs[2] == outs[3] and b'"peak_active_bytes"' in outs[0]
+
+
+def test_a_deep_tuple_crashes_only_the_early_child(logdir):
+    """A pickle whose dict key is a tuple nested 10⁶ deep (the C stack overflows while it is hashed): the
+    file's error, as from any reader child."""
+    root, children = logdir
+    (root / "job" / "deep.pickle").write_bytes(deep_tuple_pickle("key", 10**6) + bytes(2 << 20))
+    early.start(str(root))
+    art = _load(root, cache=False)
+    assert len(children) == 1 and art.state == "error"
+    assert "crashed the reader (SIGSEGV)" in art.error or "not a CUDA allocator snapshot" in art.error
+
+
+def test_an_early_child_past_its_time_limit_is_the_files_error(logdir, monkeypatch):
+    """Tuples sharing halves (2^60 hash steps): the child's limit ends it (its CPU limit, or the wait's
+    deadline) and the message names the limit."""
+    root, children = logdir
+    monkeypatch.setattr(isolated, "BASE_TIME_S", 2.0)
+    (root / "job" / "slow.pickle").write_bytes(doubling_tuple_pickle(60) + bytes(2 << 20))
+    early.start(str(root))
+    art = _load(root, cache=False)
+    assert len(children) == 1 and art.state == "error" and "took more than" in art.error
