@@ -68,10 +68,6 @@ def run_report(
 
             start_early_read(strip_protocol(logdir), cached=use_cache)
     with _imports_frozen(whole_process):
-        if whole_process and _start_early_decode():
-            # numpy's masked arrays: the analyses' first plain ``np.unique`` imports them (numpy 2.x asks
-            # ``np.ma.is_masked``), ~0.01 s of CPU; imported here, beside the decode's child, instead
-            import numpy.ma  # noqa: F401
         import orjson
 
         from ..registry import report
@@ -132,21 +128,6 @@ def _imports_frozen(whole_process: bool) -> Iterator[None]:
     with gc_paused():
         yield
         gc.freeze()
-
-
-def _start_early_decode() -> bool:
-    """The trace the early child read (storage/early_read.py), if any: split now, its second half's
-    decode forked (trace/decode.start_early), so that the child decodes while this process imports the
-    registry and the analyses (~0.06 s of CPU); the parse takes both. Whether that child was forked."""
-    from ..storage.early_read import pending
-
-    if not pending():
-        return False
-    from ..storage.early_read import started_bytes
-    from ..trace.decode import start_early  # (numpy and the decoder: while the child still reads)
-
-    got = started_bytes()
-    return got is not None and start_early(*got)
 
 
 def _local_logdir_problem(root: str) -> str | None:

@@ -60,16 +60,9 @@ class _Reading:
             finally:
                 os._exit(code)
         self.pid: int | None = pid
-        self.got: tuple[mmap.mmap | None] | None = None  # result's answer, once given
 
     def result(self) -> mmap.mmap | None:
-        """The file's bytes as the child read them (None when it failed); the child is reaped. The same
-        object each call."""
-        if self.got is None:
-            self.got = (self._result(),)
-        return self.got[0]
-
-    def _result(self) -> mmap.mmap | None:
+        """The file's bytes as the child read them (None when it failed); the child is reaped."""
         try:
             ok = self._reap() == 0
             size = os.fstat(self.fd).st_size
@@ -80,7 +73,7 @@ class _Reading:
             os.close(self.fd)
 
     def end(self) -> None:
-        if self.pid is not None and self.got is None:
+        if self.pid is not None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -126,7 +119,6 @@ class _Started(NamedTuple):
     real: str  # the file's real path
     identity: FileIdentity  # its device, inode, size and modification time at the start
     reading: _Reading
-    cached: bool  # the command reads (and writes) the parse cache
 
 
 def start(root: str, cached: bool = True) -> None:
@@ -145,7 +137,7 @@ def start(root: str, cached: bool = True) -> None:
         limit = min(MAX_GZIP_BYTES, (current().stream_above_bytes or MAX_GZIP_BYTES << 3) >> 3)
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (cached and cached_entry_exists(path, st)):
             return
-        _pending = _Started(os.path.realpath(path), file_identity(st), _Reading(path, st.st_size), cached)
+        _pending = _Started(os.path.realpath(path), file_identity(st), _Reading(path, st.st_size))
     except OSError:
         return
     atexit.register(_end)
@@ -169,20 +161,6 @@ def claim(path: str) -> mmap.mmap | None:
     except OSError:
         same = False
     return data if same else None
-
-
-def pending() -> bool:
-    """Whether a child was started and its bytes are not claimed yet."""
-    return _pending is not None
-
-
-def started_bytes() -> tuple[mmap.mmap, bool] | None:
-    """The bytes the started child read (waiting for it) and whether the command reads the parse cache,
-    before the registry's :func:`claim` of the file takes the same object; None when no child was started
-    or it failed."""
-    got = _pending
-    data = got.reading.result() if got is not None else None
-    return (data, got.cached) if got is not None and data is not None else None
 
 
 def _end() -> None:

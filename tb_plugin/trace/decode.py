@@ -20,15 +20,14 @@ typed event structs, :mod:`.columns` turns batches into columns (and pairs ``B``
 
 from __future__ import annotations
 
-import atexit
 import mmap
 import re
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import msgspec
 
 from .columns import ColumnBuilder, EventsSink
-from .decode_halves import EARLY_PARENT_SHARE, _SecondHalf, decode_batches, start_second_half
+from .decode_halves import decode_batches
 from .errors import TraceReadError
 from .events import _OBJECT_DECODER, _RAW_LIST
 from .heap import gc_paused
@@ -49,23 +48,6 @@ def decode_trace(
     With ``halves``, the second half of the events may be decoded by a fork of this process
     (:mod:`.decode_halves`: the same trace, sooner on two cores).
     """
-    early = _take_early(data)
-    raws, top, form, warnings = early.split if early is not None else _split_document(data)
-    builder = ColumnBuilder(events_sink)
-    decode_batches(builder, raws, progress, halves, early.child if early is not None else None)
-    del raws
-    with gc_paused():  # (heap.gc_paused)
-        trace = builder.finish(top, form)
-    trace.warnings[:0] = warnings
-    return trace
-
-
-_Split = tuple[list[msgspec.Raw], dict[str, Any], str, list[str]]
-
-
-def _split_document(data: bytes | bytearray | memoryview | mmap.mmap) -> _Split:
-    """The document's raw events, its other top-level fields, its form ("object" or "array") and the
-    warnings so far. Raises :class:`TraceReadError` when it is not a trace."""
     buf = memoryview(data)
     if buf[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark (Windows editors and tools write one)
         buf = buf[3:]
@@ -92,52 +74,13 @@ def _split_document(data: bytes | bytearray | memoryview | mmap.mmap) -> _Split:
         warnings.append(
             f"{count} bare NaN/Infinity literals (not valid JSON) were read as the non-finite numbers they stand for"
         )
-    return raws, top, form, warnings
-
-
-class _Early(NamedTuple):
-    data: object  # the document split (compared by identity)
-    split: _Split
-    child: _SecondHalf | None  # decoding the second half's batches, or None
-
-
-_early: _Early | None = None  # split by start_early, until decode_trace takes it
-
-
-def start_early(data: bytes | bytearray | memoryview | mmap.mmap, with_sink: bool) -> bool:
-    """Split ``data`` now and fork the child decoding its second half (:mod:`.decode_halves`, with
-    :data:`~.decode_halves.EARLY_PARENT_SHARE`; ``with_sink``: the parse will write an events side
-    file), for the :func:`decode_trace` of the same ``data`` object to take: the command line's report
-    does this before it imports the registry and the analyses, which the child's decode then overlaps.
-    Nothing when a split was started already, or when this one fails (the parse meets the error).
-    Whether a child was forked now."""
-    global _early
-    if _early is not None:
-        return False
-    try:
-        split = _split_document(data)
-    except Exception:  # (not a trace, hostile, bare NaN literals: the parse splits and reports it)
-        return False
-    _early = _Early(data, split, start_second_half(split[0], EARLY_PARENT_SHARE, with_sink))
-    atexit.register(_drop_early)
-    return _early.child is not None
-
-
-def _take_early(data: object) -> _Early | None:
-    """The split :func:`start_early` made of ``data`` (this very object), taken once; one made of
-    other data is dropped (its child ended)."""
-    global _early
-    got, _early = _early, None
-    if got is not None and got.data is not data:
-        if got.child is not None:
-            got.child.stop()
-        return None
-    return got
-
-
-def _drop_early() -> None:
-    """At exit: a split never taken, and its child, are dropped."""
-    _take_early(None)
+    builder = ColumnBuilder(events_sink)
+    decode_batches(builder, raws, progress, halves)
+    del raws
+    with gc_paused():  # (heap.gc_paused)
+        trace = builder.finish(top, form)
+    trace.warnings[:0] = warnings
+    return trace
 
 
 def _split(buf: memoryview, first: int, warnings: list[str]) -> tuple[list[msgspec.Raw], dict[str, Any], str]:

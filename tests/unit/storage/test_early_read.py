@@ -176,15 +176,6 @@ def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
         "er.claim = spy\n"
         "import tb_plugin.registry.parse as parse\n"
         "parse.claim_early_read = spy\n"
-        "import tb_plugin.trace.decode as decode\n"
-        "import tb_plugin.trace.decode_halves as dh\n"
-        "dh.HALVES_FROM_EVENTS, dh.default_workers = 10, lambda: 2\n"  # the second half's child too (early, or in the parse)
-        "take = decode._take_early\n"
-        "def took(data):\n"
-        "    got = take(data)\n"
-        "    sys.stderr.write('EARLY SPLIT %s\\n' % (got is not None and got.child is not None))\n"
-        "    return got\n"
-        "decode._take_early = took\n"
         f"sys.argv = ['kinetoscope', 'report', {str(run)!r}, '--json']\n"
         "from tb_plugin.cli import entry\n"
         "entry()\n"
@@ -196,18 +187,5 @@ def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
         got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
         assert got.returncode == 0, got.stderr
         assert f"CLAIMED {early}" in got.stderr, got.stderr
-        assert f"EARLY SPLIT {early}" in got.stderr, got.stderr  # split and forked before the registry
         outputs.append(got.stdout)
     assert outputs[0] == outputs[1] and json.loads(outputs[0])
-
-
-def test_the_started_bytes_are_the_object_the_registry_claims(tmp_path, monkeypatch):
-    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    run = logdir(tmp_path, "w.1.pt.trace.json.gz")
-    path = str(run / "sub" / "w.1.pt.trace.json.gz")
-    assert er.started_bytes() is None  # nothing started
-    er.start(str(run), cached=False)
-    got = er.started_bytes()
-    assert got is not None and got[1] is False and bytes(got[0]) == bytes(read_trace_bytes(LocalFS(), path))
-    assert er.claim(path) is got[0]  # the same object: the early split of it is taken (trace/decode.start_early)
-    assert er._pending is None and er.started_bytes() is None
