@@ -5,6 +5,7 @@ a call, an object build, out-of-band buffers: the ways a pickle runs code)."""
 from __future__ import annotations
 
 import codecs
+import pickle
 import struct
 
 from .unpickle import RefusedPickle
@@ -113,4 +114,6 @@ def rare(m, op: int, pos: int, stack: list, marks: list) -> int:
                 raise ValueError("the STRING opcode argument must be quoted")
             stack.append(codecs.escape_decode(line[1:-1])[0].decode("ascii"))
         return nl + 1
-    raise ValueError(f"invalid load key, {bytes([op])!r}")
+    # worded as CPython's C unpickler words it, so a file reads the same whichever reader met it
+    shown = chr(op) if 0x20 <= op <= 0x7E and op not in (0x27, 0x5C) else f"\\x{op:02x}"
+    raise pickle.UnpicklingError(f"invalid load key, '{shown}'.")

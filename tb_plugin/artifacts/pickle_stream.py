@@ -29,6 +29,7 @@ reference; pickle never writes that) changes a copy: the lists elsewhere keep th
 from __future__ import annotations
 
 import codecs
+import pickle
 import re
 import struct
 from typing import Callable
@@ -79,6 +80,7 @@ def read(data: bytes | bytearray, on_rows: Callable[[list, list], bool] | None =
         MemoryError,
         RecursionError,
         AttributeError,
+        pickle.UnpicklingError,
     ) as exc:
         raise RefusedPickle(f"not a readable pickle: {type(exc).__name__}: {exc}") from None
 

@@ -17,7 +17,7 @@ from synth.snapshot_writer import write_snapshot_pickle
 from tb_plugin.analysis.snapshot import device_summary
 from tb_plugin.artifacts import pickle_stream
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot, parse_pickle, parse_pickle_whole
-from tb_plugin.artifacts.unpickle import RefusedPickle
+from tb_plugin.artifacts.unpickle import RefusedPickle, restricted_loads
 
 PROTOCOLS = (2, 3, 4, 5)
 REAL = ("mem_snapshot.pickle", "memory_forward_bf16_128.pickle")
@@ -322,3 +322,15 @@ def test_a_template_matches_only_the_same_bytes_with_the_put_numbers_shifted():
     assert _template_hit(bucket, as_int(frame_list(5000, line=9)), 5000) is None  # another frame
     skipped = frame_list(5000)[:21] + pack("<I", 5003) + frame_list(5000)[25:]  # the last PUT one slot on
     assert _template_hit(bucket, as_int(skipped), 5000) is None
+
+
+@pytest.mark.parametrize("data", [b"not a pickle", b"\x01x", b"'x", b"\\x", b"\xfe"])
+def test_an_unknown_opcode_reads_as_the_c_unpicklers_refusal(data):
+    """A file the streaming reader refuses for an unknown opcode is refused in the words the restricted
+    C unpickler's refusal uses (a reader child may meet it with either reader)."""
+    with pytest.raises(RefusedPickle) as c_reader:
+        restricted_loads(data)
+    with pytest.raises(RefusedPickle) as streamed:
+        pickle_stream.read(data)
+    assert str(streamed.value) == str(c_reader.value)
+    assert str(streamed.value).startswith("not a readable pickle: UnpicklingError: invalid load key, '")
