@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import atexit
 import os
-import threading
 from typing import TYPE_CHECKING, Callable, NoReturn
+
+from ..storage.fork_alone import may_fork_alone
 
 if TYPE_CHECKING:
     import mmap
@@ -36,12 +37,7 @@ MESSAGE_MEMFD = "kinetoscope-snapshot-message"
 
 def can_fork() -> bool:
     """Whether a reader child may be forked here: POSIX with memory files, and no other thread."""
-    return (
-        hasattr(os, "fork")
-        and hasattr(os, "memfd_create")
-        and threading.active_count() == 1
-        and threading.current_thread() is threading.main_thread()
-    )
+    return may_fork_alone()
 
 
 class ForkedReader:

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from ..settings import current
 from .cache_keys import cached_entry_exists
+from .fork_alone import may_fork_alone
 from .local_walk import FileIdentity, TooManyEntries, file_identity, walk_files
 from .naming import is_candidate, is_certain_trace
 from .private_files import open_regular
@@ -100,12 +101,6 @@ def _named_as_trace(name: str) -> bool:
     return is_certain_trace(name) or is_candidate(name)
 
 
-def _alone() -> bool:
-    """Whether no other thread runs (a fork copies only this thread: a lock another one holds would
-    stay held in the child)."""
-    return threading.active_count() == 1
-
-
 def _second_core() -> bool:
     """Whether a second core may take the read (one allowed decode worker: nothing runs beside)."""
     try:
@@ -126,7 +121,7 @@ def start(root: str, cached: bool = True) -> None:
     (see the module docstring); nothing when there is no such file, no second core, no safe fork (another thread
     runs), or (``cached``: the command reads the parse cache) when the cache holds its parse."""
     global _pending
-    if _pending is not None or not hasattr(os, "memfd_create") or not _alone() or not _second_core():
+    if _pending is not None or not may_fork_alone() or not _second_core():
         return
     root = os.path.abspath(root)
     path = (root if _named_as_trace(os.path.basename(root)) else None) if os.path.isfile(root) else _only_trace(root)
