@@ -62,6 +62,12 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             ).start()
         self._static = {name for name in os.listdir(STATIC_DIR)} if os.path.isdir(STATIC_DIR) else set()
 
+    def close(self) -> None:
+        """Stop the registry's threads (scanner, loader, artifacts) and its spare reader child: a standalone
+        server that could not listen ends its app this way."""
+        if self._registry is not None:
+            self._registry.stop()
+
     # -- TBPlugin interface -------------------------------------------------------------------
     def get_plugin_apps(self):
         """Every route, each answering with X-Frame-Options/CSP frame-ancestors (``http_headers``)."""

@@ -221,6 +221,7 @@ def serve_forever(
     prefix or port; 1 when the address cannot be bound. ``allow_hosts``: more ``Host`` names to answer;
     ``settings``: the CLI's (default: read from the environment)."""
     from waitress.server import create_server
+    from waitress.task import ThreadedTaskDispatcher
 
     from .trace.heap import tune_allocator
 
@@ -237,9 +238,14 @@ def serve_forever(
         err.write(f"kinetoscope: --port {port}: must be 0..65535\n")
         return 2
     app = create_app(logdir, prefix, hosts=allowed_hosts(host, allow_hosts), settings=settings)
+    # waitress starts its worker threads before it binds: with the dispatcher ours, a failed bind ends them
+    # (and the registry's threads) instead of leaving them running in a process that goes on
+    dispatcher = ThreadedTaskDispatcher()
+    dispatcher.set_thread_count(THREADS)
     try:
         server = create_server(
             app,
+            _dispatcher=dispatcher,
             host=host,
             port=port,
             threads=THREADS,
@@ -251,6 +257,8 @@ def serve_forever(
             clear_untrusted_proxy_headers=True,
         )
     except (OSError, ValueError) as exc:
+        dispatcher.shutdown()
+        app.kinetoscope_plugin.close()
         err.write(f"kinetoscope: cannot listen on {host}:{port}: {exc}\n")
         return 1
     server.channel_class = _JsonErrorChannel

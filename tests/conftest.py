@@ -152,6 +152,31 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _registries_stopped():
+    """Every registry a test module starts (in its tests or its fixtures, a ``create_app`` client too) is
+    stopped when the module ends and its threads (scan, artifacts, load) joined: a registry left running
+    kept its threads in the test process, and the early readers, which fork only when no other thread
+    runs, were skipped in every later test of that process."""
+    from tb_plugin.registry.runs import RunRegistry
+
+    started: list[RunRegistry] = []
+    start = RunRegistry.start
+
+    def recorded_start(self: RunRegistry) -> RunRegistry:
+        started.append(self)
+        return start(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RunRegistry, "start", recorded_start)
+        yield
+    for registry in started:
+        registry.stop()
+    for registry in started:
+        for thread in registry._threads:
+            thread.join(30)
+
+
 @pytest.fixture
 def runner_threads_fork_safe(monkeypatch):
     """The test runner's own threads (pytest-xdist's execnet I/O thread in a worker) count as safe to

@@ -54,7 +54,8 @@ def logdir(tmp_path, monkeypatch, request):
     child forked from this process (the command line's) and with a fresh interpreter (the fallback)."""
     fork = request.param == "forked"
     if fork and not _alone():
-        pytest.skip("another thread runs in this test process (left by an earlier test): no fork")
+        others = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+        pytest.skip(f"other threads run in this test process (left by an earlier test): no fork: {others}")
     root = small_files_logdir(tmp_path, monkeypatch, early)
     children: list = []
     real = isolated.start_on_file

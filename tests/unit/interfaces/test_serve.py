@@ -9,6 +9,7 @@ import io
 import json
 import shutil
 import socket
+import threading
 
 import pytest
 from conftest import SAMPLES, settled
@@ -123,6 +124,7 @@ def test_the_start_message_says_who_can_connect():
 
 
 def test_bad_arguments_and_a_taken_port(tmp_path):
+    before = set(threading.enumerate())
     err = io.StringIO()
     assert serve_forever(str(tmp_path / "missing"), "127.0.0.1", 6006, "", err) == 2 and "no such" in err.getvalue()
     err = io.StringIO()
@@ -135,3 +137,8 @@ def test_bad_arguments_and_a_taken_port(tmp_path):
         err = io.StringIO()
         assert serve_forever(str(tmp_path), "127.0.0.1", s.getsockname()[1], "", err) == 1
         assert "cannot listen" in err.getvalue()
+    # the server's worker threads and the registry's are ended, not left running in the process
+    started = [t for t in threading.enumerate() if t not in before]
+    for t in started:
+        t.join(10)
+    assert [t.name for t in started if t.is_alive()] == []
