@@ -352,12 +352,10 @@ def run_parallel(
 
 def _read_exact(fd: int, size: int) -> bytearray | None:
     """``size`` bytes read from the descriptor ``fd`` (a pipe gives them in pieces), or None at its end."""
-    got = _read_parts(fd, [size])
-    return None if got is None else got[0]
+    return None if (got := _read_parts(fd, [size])) is None else got[0]
 
 
-# The most buffers one ``readv`` call fills (POSIX guarantees at least 16; Linux takes 1024)
-_IOV_MAX = 512
+_IOV_MAX = 512  # the most buffers one ``readv`` call fills (POSIX guarantees at least 16; Linux takes 1024)
 
 
 def _read_parts(fd: int, sizes: list[int]) -> list[bytearray] | None:
