@@ -14,7 +14,8 @@ and the efficiency of each doubling (time at ``c/2`` over twice the time at ``c`
 the cores halves the time), with the load average before and after.
 
 ``--repo`` measures another checkout (its ``tb_plugin``) instead of this one; ``--baseline DIR`` also
-measures the checkout DIR, in turn with this one at each count (paired runs: the same load for both),
+measures the checkout DIR, in turn with this one at each count (paired runs: the same load for both;
+the baseline first in odd rounds, this one first in even ones, so a load that rises or falls favours neither),
 and prints its table first. Last line (this checkout's): ``cores1_s= cores1_cpu_s= cores2_s= …
 speedup2= … eff2= …``.
 """
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         runs: dict[str, dict[int, list[dict]]] = {name: {c: [] for c in counts} for name, _ in repos}
         for r in range(max(1, args.repeat)):
             for c in counts:
-                for name, repo in repos:
+                for name, repo in repos if r % 2 == 0 else repos[::-1]:  # (a load that drifts hits both alike)
                     got = run_pinned(c, tmp, repo)
                     runs[name][c].append(got)
                     print(

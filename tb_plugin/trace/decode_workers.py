@@ -7,7 +7,8 @@ locks a fork could copy held) a ``python -c`` started with :mod:`subprocess` (~0
 and this package). Never :mod:`multiprocessing`: ``spawn`` would import the caller's main script again.
 Through its pipes it reads units of batches (a header: a flag byte and the count of batches; their
 lengths; the batches, each ``[`` + events joined by ``,`` + ``]``) and answers each with the pickled
-state of :func:`decode_batch`. Each worker holds :data:`DEPTH` units; the caller reads an answer as
+state of :func:`decode_batch`, its arrays' bytes out of band (:func:`_pickled`: neither side copies them
+into or out of the pickle). Each worker holds :data:`DEPTH` units; the caller reads an answer as
 soon as one arrives, from whichever worker (``poll``), and sends that worker the next unit, so a
 worker slowed by anything (this process's merges on its core, another job) gets fewer units; the
 answers are taken in the units' order. Units are written by one thread per worker and answers by one
@@ -44,6 +45,7 @@ _CALL = 2  # the flag of a unit that is a pickled :class:`Call` (one part) inste
 # never idles while this process scans the document or merges another worker's answer
 DEPTH = 2
 _LENGTH = struct.Struct("<Q")
+_ANSWER = struct.Struct("<QI")  # an answer: bytes of its pickle, count of out-of-band buffers (their lengths follow)
 
 
 # Threads that may run while workers are forked: the events side file's writer (storage/writer.py)
@@ -244,19 +246,21 @@ class Workers:
 
     def receive(self, i: int) -> dict:
         """The next answer of worker ``i % n`` (read from its pipe's descriptor, never through a buffered
-        reader: :meth:`answering` asks the descriptors which answers are there)."""
+        reader: :meth:`answering` asks the descriptors which answers are there): its pickle, then its
+        out-of-band buffers, each read into a buffer of its own that the unpickled array adopts."""
         fd = self.procs[i % len(self.procs)].stdout.fileno()
-        head = _read_exact(fd, _LENGTH.size)
+        head = _read_exact(fd, _ANSWER.size)
         if head is None:
             self.broken = True
             raise WorkerDied("a decode worker exited")
-        (length,) = _LENGTH.unpack(head)
-        body = _read_exact(fd, length)
-        if body is None:
+        length, count = _ANSWER.unpack(head)
+        sizes = _read_exact(fd, 8 * count)
+        parts = _read_parts(fd, [length, *struct.unpack(f"<{count}Q", sizes)]) if sizes is not None else None
+        if parts is None:
             self.broken = True
             raise WorkerDied("a decode worker exited mid-answer")
         with gc_paused():  # a batch's rows: many small acyclic objects (heap.gc_paused)
-            return pickle.loads(body)
+            return pickle.loads(parts[0], buffers=parts[1:])
 
     def answering(self, candidates: list[int], in_order: int) -> int:
         """One of the workers ``candidates`` (indices) whose next answer has begun to arrive (or whose
@@ -348,22 +352,37 @@ def run_parallel(
 
 def _read_exact(fd: int, size: int) -> bytearray | None:
     """``size`` bytes read from the descriptor ``fd`` (a pipe gives them in pieces), or None at its end."""
-    data = bytearray(size)
-    view, got = memoryview(data), 0
+    return None if (got := _read_parts(fd, [size])) is None else got[0]
+
+
+_IOV_MAX = 512  # the most buffers one ``readv`` call fills (POSIX guarantees at least 16; Linux takes 1024)
+
+
+def _read_parts(fd: int, sizes: list[int]) -> list[bytearray] | None:
+    """Consecutive parts of ``sizes`` bytes read from the descriptor ``fd``, each into a buffer of its own,
+    in as few calls as the pipe allows (``readv`` fills several buffers at once); None at its end."""
+    parts = [bytearray(size) for size in sizes]
+    views = [memoryview(part) for part in parts if part]
     try:
-        while got < size:
+        k = 0  # the first view not yet full
+        while k < len(views):
             if hasattr(os, "readv"):
-                part = os.readv(fd, [view[got:]])
+                got = os.readv(fd, views[k : k + _IOV_MAX])
             else:  # (Windows: a copy more)
-                chunk = os.read(fd, size - got)
-                view[got : got + len(chunk)] = chunk
-                part = len(chunk)
-            if not part:
+                chunk = os.read(fd, len(views[k]))
+                views[k][: len(chunk)] = chunk
+                got = len(chunk)
+            if not got:
                 return None
-            got += part
+            while got:  # past the views filled, and into the one filled in part
+                step = min(got, len(views[k]))
+                got -= step
+                views[k] = views[k][step:]
+                k += not len(views[k])
     finally:
-        view.release()
-    return data
+        for view in views:
+            view.release()
+    return parts
 
 
 def _run_on(workers: Workers, units: Iterator, with_sink: bool, take: Callable) -> None:
@@ -459,21 +478,33 @@ def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> No
                 answer = _CALLS[name](*args)
             else:
                 answer = decode_batch(parts, bool(flag))
-            answers.put(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+            answers.put(_pickled(answer))
     finally:
         answers.put(None)
         writer.join()
 
 
+def _pickled(answer: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    """``answer`` pickled with its arrays' bytes out of band: the pickle, and the buffers it refers to
+    (views of the arrays, written to the pipe as they are: the pickle holds no copy of them)."""
+    buffers: list[pickle.PickleBuffer] = []
+    return pickle.dumps(answer, protocol=5, buffer_callback=buffers.append), buffers
+
+
 def _write_answers(answers: queue.Queue, sink: IO[bytes]) -> None:
-    """Write each pickled answer taken from ``answers`` to ``sink``, its length first, until None."""
+    """Write each answer taken from ``answers`` (:func:`_pickled`) to ``sink`` until None: the pickle's
+    length, the count and lengths of the buffers, the pickle, the buffers."""
     while True:
-        body = answers.get()
-        if body is None:
+        got = answers.get()
+        if got is None:
             return
+        body, buffers = got
         try:
-            sink.write(_LENGTH.pack(len(body)))
+            views = [buffer.raw() for buffer in buffers]  # (contiguous: the pickler takes no other out of band)
+            sink.write(_ANSWER.pack(len(body), len(views)) + struct.pack(f"<{len(views)}Q", *map(len, views)))
             sink.write(body)
+            for view in views:
+                sink.write(view)
             sink.flush()
         except (BrokenPipeError, OSError, ValueError):  # the caller is gone: nothing more to answer
             return

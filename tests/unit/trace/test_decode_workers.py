@@ -220,3 +220,65 @@ def test_where_pipes_cannot_be_polled_the_answers_are_read_in_order(monkeypatch,
     monkeypatch.delattr(dw.select, "poll")
     got = _states(BATCHES, 2)
     assert [j for j, _, _ in got] == BATCHES
+
+
+def test_an_answers_arrays_travel_out_of_band_and_come_back_equal():
+    """An answer's arrays are written after its pickle, not inside it (no copy into the pickle), and the
+    arrays read back equal the worker's, dtypes, shapes and strides of one value included."""
+    state = decode_batch([BATCHES[0]], False)
+    state["extra"] = [np.arange(5, dtype=np.int32), np.broadcast_to(np.float64(2.5), (4,)), np.zeros(0)]
+    body, buffers = dw._pickled(state)
+    assert any(bytes(b.raw()) == np.arange(5, dtype=np.int32).tobytes() for b in buffers)  # outside the pickle
+    assert np.arange(5, dtype=np.int32).tobytes() not in body
+    read, write = os.pipe()
+    writer = threading.Thread(target=lambda: dw._write_answers(_queue([(body, buffers), None]), open(write, "wb")))
+    writer.start()
+
+    class _Proc:
+        stdout = open(read, "rb")
+
+    workers = dw.Workers.__new__(dw.Workers)
+    workers.procs = [_Proc()]
+    workers.broken = False
+    got = workers.receive(0)
+    writer.join()
+    _Proc.stdout.close()
+    assert got["keys"] == state["keys"] and got["texts"] == state["texts"]
+    for key, chunks in state["chunks"].items():
+        for a, b in zip(chunks, got["chunks"][key], strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    for a, b in zip(state["extra"], got["extra"], strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _queue(items):
+    import queue
+
+    q: queue.Queue = queue.Queue()
+    for item in items:
+        q.put(item)
+    return q
+
+
+@pytest.mark.parametrize("readv", [True, False])
+def test_parts_are_read_whole_however_the_pipe_cuts_them(monkeypatch, readv):
+    """``_read_parts`` fills consecutive parts (empty ones too) from a pipe written a few bytes at a time,
+    with ``readv`` and without it (Windows), and says None when the pipe ends early."""
+    if not readv:
+        monkeypatch.delattr(os, "readv", raising=False)
+    data = bytes(range(256)) * 40
+    sizes = [3, 0, 1000, 1, 0, len(data) - 1004]
+    read, write = os.pipe()
+
+    def dribble():
+        for i in range(0, len(data), 7):
+            os.write(write, data[i : i + 7])
+        os.close(write)
+
+    writer = threading.Thread(target=dribble)
+    writer.start()
+    parts = dw._read_parts(read, sizes)
+    assert parts is not None and [len(p) for p in parts] == sizes and b"".join(parts) == data
+    assert dw._read_parts(read, [1]) is None  # (the writer closed its end)
+    writer.join()
+    os.close(read)
