@@ -33,6 +33,7 @@ STEP_BYTES = 1 << 20  # pickle bytes read between two steps
 WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
 MAX_HISTORIES = 256  # history lists (one per device) beyond which the file is streamed instead
 DICTS_CHECKED = 1 << 16  # frame dicts whose sharing is looked for before they are emptied (then: finish)
+_FRAMES = operator.itemgetter("frames")
 
 
 class Redo(Exception):
@@ -55,7 +56,21 @@ def _frame_lists(frames: list) -> tuple[list, bool]:
     full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
     lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
     del full
-    return lists, max(map(sys.getrefcount, lists), default=0) > 5  # (+1: getrefcount's argument)
+    # (each held by its entry, ``frames``, ``lists`` and getrefcount's argument at least: 4; +1 the memo)
+    return lists, not _each_of(list(map(sys.getrefcount, lists)), 5, 4)
+
+
+def _each_of(refs: list[int], *counts: int) -> bool:
+    """Whether each of the reference counts ``refs`` is one of ``counts`` (the usual one first): a
+    ``list.count`` pass while some are left (a small int found is the same object: a few instructions
+    an item, where ``max`` or ``sum`` compare or add numbers). Each count is at least the least of
+    ``counts`` (the caller's own references)."""
+    left = len(refs)
+    for count in counts:
+        left -= refs.count(count)
+        if not left:
+            break
+    return not left
 
 
 class Drain:
@@ -111,18 +126,21 @@ class Drain:
             self.streamed = StreamedTraces()
         items = history[:]
         del history[:]
-        if set(map(type, items)) - {dict}:  # (StreamedTraces drops what is not a dict, as the parse does)
-            items = [e for e in items if type(e) is dict]
-        if not items:
-            return
+        try:  # (each item a dict with ``frames``: no other type the restricted unpickler builds takes a text key)
+            frames = list(map(_FRAMES, items))
+        except (KeyError, TypeError):
+            if set(map(type, items)) - {dict}:  # (StreamedTraces drops what is not a dict, as the parse does)
+                items = [e for e in items if type(e) is dict]
+            if not items:
+                return
+            frames = _field(items, "frames")
         # referred to by ``items``, the memo and getrefcount's argument alone: nothing else holds them yet
         refs = list(map(sys.getrefcount, items))
-        held = max(refs) > 3
+        held = not _each_of(refs, 3, 2)  # (at least ``items`` and the argument)
         # (an entry emptied at an earlier step and met again in a history is held by ``shells`` too: empty)
         if held and not all(itertools.compress(items, map(operator.lt, itertools.repeat(3), refs))):
             raise Redo("an emptied history entry is referred to again")
         batches = self.streamed.batches.setdefault(id(history), (history, []))[1]
-        frames = _field(items, "frames")
         lists, shared = _frame_lists(frames) if self.clearing else ([], None)
         # (no list met twice: its stack keyed as it comes, without looking for copies of it)
         batches.append(
@@ -146,11 +164,11 @@ class Drain:
         frames, no frame dict) has been met twice; from the first one met twice (a shared list, a list
         held elsewhere in the object, a dict in two lists) on, none is. :meth:`finish` checks every
         emptied list and dict: a file that refers to one again is read again (:class:`Redo`)."""
-        # unshared: a dict held by the memo, its list and ``dicts`` (+1: getrefcount's argument)
+        # unshared: a dict held by the memo, its list and ``dicts`` (+1: getrefcount's argument; 3 without the memo)
         if not shared and self.dicts_checked < DICTS_CHECKED:  # (a layout that shares dicts shows it early)
             dicts = list(itertools.chain.from_iterable(lists))
             self.dicts_checked += len(dicts)
-            shared = max(map(sys.getrefcount, dicts), default=0) > 4
+            shared = not _each_of(list(map(sys.getrefcount, dicts)), 4, 3)
             del dicts
         if shared:
             self.clearing = False
@@ -175,18 +193,15 @@ class Drain:
             return
 
         shells, self.shells = self.shells, []
-        # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it (each
-        # count is at least 2, so their sum is twice their number exactly when none is more: one C-level pass)
-        if sum(map(sys.getrefcount, shells)) != 2 * len(shells):
+        # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it
+        if not _each_of(list(map(sys.getrefcount, shells)), 2):
             raise Redo("a history entry is referred to twice")
         del shells
         # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone (and the argument: 3),
         # each of its dicts by that list alone (2): nothing in the object refers to them
         cleared, self.cleared = self.cleared, []
         dicts = itertools.chain.from_iterable(cleared)
-        if sum(map(sys.getrefcount, cleared)) != 3 * len(cleared) or sum(map(sys.getrefcount, dicts)) != 2 * sum(
-            map(len, cleared)
-        ):
+        if not (_each_of(list(map(sys.getrefcount, cleared)), 3) and _each_of(list(map(sys.getrefcount, dicts)), 2)):
             raise Redo("an emptied frame is referred to again")
         del cleared, dicts
         traces = obj.get("device_traces") if isinstance(obj, dict) else None
