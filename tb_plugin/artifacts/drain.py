@@ -33,7 +33,6 @@ STEP_BYTES = 1 << 20  # pickle bytes read between two steps
 WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
 MAX_HISTORIES = 256  # history lists (one per device) beyond which the file is streamed instead
 DICTS_CHECKED = 1 << 16  # frame dicts whose sharing is looked for before they are emptied (then: finish)
-_FRAMES = operator.itemgetter("frames")
 
 
 class Redo(Exception):
@@ -120,14 +119,15 @@ class Drain:
         """The entries in ``history`` as columns; they leave the list, their dicts emptied."""
         if not history:
             return
-        from .snapshot_columns import StreamedTraces, _field, trace_columns  # (numpy-free: see that module)
+        from .snapshot_columns import StreamedTraces, _field, own_key, trace_columns  # (numpy-free: see that module)
 
         if self.streamed is None:
             self.streamed = StreamedTraces()
         items = history[:]
         del history[:]
         try:  # (each item a dict with ``frames``: no other type the restricted unpickler builds takes a text key)
-            frames = list(map(_FRAMES, items))
+            key = own_key(items[0]).get("frames", "frames") if type(items[0]) is dict else "frames"  # (the file's)
+            frames = list(map(operator.itemgetter(key), items))
         except (KeyError, TypeError):
             if set(map(type, items)) - {dict}:  # (StreamedTraces drops what is not a dict, as the parse does)
                 items = [e for e in items if type(e) is dict]
@@ -142,6 +142,7 @@ class Drain:
             raise Redo("an emptied history entry is referred to again")
         batches = self.streamed.batches.setdefault(id(history), (history, []))[1]
         lists, shared = _frame_lists(frames) if self.clearing else ([], None)
+        self.streamed.interner.own_keys(frames)
         # (no list met twice: its stack keyed as it comes, without looking for copies of it)
         batches.append(
             trace_columns(items, self.streamed.interner.stack_of, frames, None if shared is None else not shared)

@@ -5,9 +5,9 @@
 entries' dicts are never all alive; :class:`Interner` keeps each distinct stack and frame once.
 
 The batches' columns are :class:`array.array` buffers built by C-level passes (``map``,
-``operator.itemgetter``, ``array(typecode, values)``), so the reader child (:mod:`.drain`) answers
-without importing numpy; a column whose values ``array`` does not take as they are (text, floats in an
-integer field, integers beyond 64 bits) is converted by numpy as before (imported then), and
+``operator.itemgetter`` with the file's own key strings, ``struct.pack``), so the reader child
+(:mod:`.drain`) answers without importing numpy; a column whose values ``array`` does not take as they
+are (text, floats in an integer field, integers beyond 64 bits) is converted by numpy as before, and
 :func:`joined` makes a device's numpy arrays in the parent.
 """
 
@@ -92,7 +92,7 @@ _NONE_ZERO = {None: 0}
 
 
 def _packed(typecode: str, values: list) -> array:
-    """``array(typecode, values)`` for ``l``, ``q`` and ``d``: the same values taken, the same refused
+    """``array(typecode, values)`` for ``i``, ``l``, ``q`` and ``d``: the same values taken, the same refused
     (``struct``'s conversion, without ``array``'s argument parsing per item: ~half the instructions)."""
     return array(typecode, struct.pack(f"{len(values)}{typecode}", *values))
 
@@ -200,6 +200,17 @@ class Interner:
         # stack_ids_of's: id(a list met several times in a run) -> its stack, the lists kept alive beside
         self.shared_ids: dict[int, int] = {}
         self.shared_lists: list = []
+        # _FRAME_FIELDS with a file's own key strings (see own_keys), once one is met
+        self.frame_fields: operator.itemgetter | None = None
+
+    def own_keys(self, frames: list) -> None:
+        """Key frames by the key strings of the first frame dict among ``frames`` (entries' frame lists)
+        from here on: a dict finds its own key object by identity, where an equal string is compared
+        byte by byte (a file whose dicts do not share their key strings is keyed as before)."""
+        first = next(filter(None, frames), None)
+        frame = first[0] if isinstance(first, list) else None
+        if self.frame_fields is None and type(frame) is dict:
+            self.frame_fields = operator.itemgetter(*map(own_key(frame).get, _FRAME_NAMES, _FRAME_NAMES))
 
     def stack_of(self, raw_frames) -> int:
         if not raw_frames:
@@ -262,12 +273,12 @@ class Interner:
             ids = list(map(id, frames))
             got = self._looked_up(known, ids, frames)
             if _NEW not in got:
-                return array("i", got)
+                return _packed("i", got)
         elif distinct is None:
             distinct = max(map(sys.getrefcount, itertools.compress(frames, frames)), default=0) <= 4
         if distinct:
             try:
-                return array("i", self._keyed(frames if isinstance(frames, list) else list(frames)))
+                return _packed("i", self._keyed(frames if isinstance(frames, list) else list(frames)))
             except (KeyError, TypeError):  # not frame dicts, a field missing, an unhashable field
                 return None
         ids = list(map(id, frames)) if ids is None else ids
@@ -284,7 +295,7 @@ class Interner:
                 self.shared_lists.clear()
             known.update(by_id)
             self.shared_lists += firsts.values()  # (alive while their ids are keys)
-        return array("i", self._looked_up(by_id, ids, frames))
+        return _packed("i", self._looked_up(by_id, ids, frames))
 
     @staticmethod
     def _looked_up(table: dict[int, int], ids: list[int], frames: Sequence[Any]) -> list[int]:
@@ -295,15 +306,14 @@ class Interner:
         """The stack index of each of ``lists`` (distinct frame lists), :data:`_KEYED` at a time (their
         keys: ~0.6 KB each); stacks not met before are added in the order met."""
         self.stack_ids.setdefault((), -1)  # (an empty list: no stack)
+        fields = _FRAME_FIELDS if self.frame_fields is None else self.frame_fields
         out: list[int] = []
         for at in range(0, len(lists), _KEYED):
             part = lists[at : at + _KEYED]
             try:  # (most runs meet no new stack: each key looked up as it is made, and freed)
-                out += list(
-                    map(self.stack_ids.__getitem__, map(tuple, map(map, itertools.repeat(_FRAME_FIELDS), part)))
-                )
+                out += list(map(self.stack_ids.__getitem__, map(tuple, map(map, itertools.repeat(fields), part))))
             except KeyError:  # (a new stack, or a frame without a field: the keys made again, kept)
-                out += self._with_new(list(map(tuple, map(map, itertools.repeat(_FRAME_FIELDS), part))))
+                out += self._with_new(list(map(tuple, map(map, itertools.repeat(fields), part))))
         return out
 
     def _with_new(self, keys: list[tuple]) -> list[int]:
@@ -316,7 +326,16 @@ class Interner:
         return got
 
 
-_FRAME_FIELDS = operator.itemgetter("filename", "line", "name")
+_FRAME_NAMES = ("filename", "line", "name")
+_FRAME_FIELDS = operator.itemgetter(*_FRAME_NAMES)
+
+
+def own_key(entry: dict) -> dict:
+    """Each key of ``entry`` by itself: ``own_key(entry).get(name, name)`` is the file's own string for
+    ``name`` (an entry's dicts share the unpickler's key objects; a lookup by that object is an identity test)."""
+    return dict(zip(entry, entry))
+
+
 _IDENTITY_KEPT = 100_000
 _KEYED = 4096  # frame lists keyed at a time by Interner.stack_ids_of
 _NEW = -2  # Interner._keyed: a key not met before
@@ -357,6 +376,7 @@ def _rows_of(codes: bytes, code: int) -> list[int]:
     return rows
 
 
+_SAME: dict = {}  # (``_SAME.get(name, name)``: no entry to take key strings from)
 _SEGMENT_BYTES = bytes(1 if i in _SEGMENT_CODES else 0 for i in range(256))  # (bytes.translate: segment codes as 1)
 
 
@@ -366,9 +386,10 @@ def trace_columns(entries: list[dict], stack_of, frames: list | None = None, dis
     entries' ``frames`` fields when the caller has read them already (``distinct``: no list of them met
     twice, when the caller knows: :meth:`Interner.stack_ids_of`)."""
     # a field at a time (one C-level pass each: faster than one pass of 5-tuples and their transpose)
-    actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
-    times = _field(entries, "time_us")
-    frames = _field(entries, "frames") if frames is None else frames
+    own = own_key(entries[0]).get if entries and type(entries[0]) is dict else _SAME.get
+    actions, addrs = _field(entries, own("action", "action")), _field(entries, own("addr", "addr"))
+    sizes, times = _field(entries, own("size", "size")), _field(entries, own("time_us", "time_us"))
+    frames = _field(entries, own("frames", "frames")) if frames is None else frames
     timed = times.count(None) != len(times)
     cols = {
         "action": _action_codes(entries, actions),
