@@ -27,7 +27,7 @@ import gc
 import itertools
 import operator
 import sys
-from typing import Any
+from typing import Any, Iterable
 
 STEP_BYTES = 1 << 20  # pickle bytes read between two steps
 WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
@@ -70,6 +70,19 @@ def _each_of(refs: list[int], *counts: int) -> bool:
         if not left:
             break
     return not left
+
+
+def _each_held(objects: Iterable[Any], count: int) -> bool:
+    """Whether each of ``objects`` has the reference count ``count`` (getrefcount's argument counted; no
+    object fewer): :func:`_each_of` a chunk at a time, so the counts are never a list as long as a history."""
+    left = iter(objects)
+    while refs := list(map(sys.getrefcount, itertools.islice(left, _CHUNK))):
+        if refs.count(count) != len(refs):
+            return False
+    return True
+
+
+_CHUNK = 1 << 16  # reference counts taken at a time by _each_held
 
 
 class Drain:
@@ -195,14 +208,14 @@ class Drain:
 
         shells, self.shells = self.shells, []
         # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it
-        if not _each_of(list(map(sys.getrefcount, shells)), 2):
+        if not _each_held(shells, 2):
             raise Redo("a history entry is referred to twice")
         del shells
         # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone (and the argument: 3),
         # each of its dicts by that list alone (2): nothing in the object refers to them
         cleared, self.cleared = self.cleared, []
         dicts = itertools.chain.from_iterable(cleared)
-        if not (_each_of(list(map(sys.getrefcount, cleared)), 3) and _each_of(list(map(sys.getrefcount, dicts)), 2)):
+        if not (_each_held(cleared, 3) and _each_held(dicts, 2)):
             raise Redo("an emptied frame is referred to again")
         del cleared, dicts
         traces = obj.get("device_traces") if isinstance(obj, dict) else None

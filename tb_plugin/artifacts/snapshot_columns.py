@@ -76,11 +76,8 @@ def _action_codes(entries: list[dict], names: list | None = None) -> array:
         names = [a if isinstance(a, str) else None for a in names]
         uniq = set(names)
     other = _ACTION_CODE["other"]
-    # every distinct value a code (not text: "other"), so one C call looks all of them up
-    table = {a: _ACTION_CODE.get(a, other) if isinstance(a, str) else other for a in uniq}
-    if len(names) < 2:  # (``itemgetter`` of one item gives it, not a tuple)
-        return array("B", bytes(map(table.__getitem__, names)))
-    return array("B", bytes(operator.itemgetter(*names)(table)))
+    table = {a: _ACTION_CODE.get(a, other) if isinstance(a, str) else other for a in uniq}  # (not text: "other")
+    return array("B", bytes(map(table.__getitem__, names)))  # (bytes: its length found once)
 
 
 # the int64 typecode: C ``long`` where it is 8 bytes (its conversion reads a multi-digit int directly;
@@ -93,10 +90,17 @@ _NONE_ZERO = {None: 0}
 
 def _packed(typecode: str, values: list) -> array:
     """``array(typecode, values)`` for ``i``, ``l``, ``q`` and ``d``: the same values taken, the same refused
-    (``struct``'s conversion, without ``array``'s argument parsing per item: ~half the instructions)."""
-    return array(typecode, struct.pack(f"{len(values)}{typecode}", *values))
+    (``struct``'s conversion, without ``array``'s argument parsing per item: ~half the instructions),
+    :data:`_PACKED` values at a time (their argument tuple is all that lives beside the array)."""
+    out = array(typecode, _ZERO) * len(values)
+    for at in range(0, len(values), _PACKED):
+        part = values[at : at + _PACKED]
+        struct.pack_into(f"{len(part)}{typecode}", out, at * out.itemsize, *part)
+    return out
 
 
+_PACKED = 4096
+_ZERO = (0,)
 _REFUSED = (struct.error, TypeError, OverflowError)  # (struct's error for a value array refuses)
 
 
