@@ -211,9 +211,11 @@ class Interner:
         """Key frames by the key strings of the first frame dict among ``frames`` (entries' frame lists)
         from here on: a dict finds its own key object by identity, where an equal string is compared
         byte by byte (a file whose dicts do not share their key strings is keyed as before)."""
+        if self.frame_fields is not None:
+            return
         first = next(filter(None, frames), None)
         frame = first[0] if isinstance(first, list) else None
-        if self.frame_fields is None and type(frame) is dict:
+        if type(frame) is dict:
             self.frame_fields = operator.itemgetter(*map(own_key(frame).get, _FRAME_NAMES, _FRAME_NAMES))
 
     def stack_of(self, raw_frames) -> int:
