@@ -27,7 +27,7 @@ import gc
 import itertools
 import operator
 import sys
-from typing import Any
+from typing import Any, Iterable
 
 STEP_BYTES = 1 << 20  # pickle bytes read between two steps
 WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
@@ -55,7 +55,34 @@ def _frame_lists(frames: list) -> tuple[list, bool]:
     full = list(itertools.compress(frames, frames))  # (an empty list holds nothing; it may be watched)
     lists = list(itertools.compress(full, map(operator.is_, map(type, full), itertools.repeat(list))))
     del full
-    return lists, max(map(sys.getrefcount, lists), default=0) > 5  # (+1: getrefcount's argument)
+    # (each held by its entry, ``frames``, ``lists`` and getrefcount's argument at least: 4; +1 the memo)
+    return lists, not _each_of(list(map(sys.getrefcount, lists)), 5, 4)
+
+
+def _each_of(refs: list[int], *counts: int) -> bool:
+    """Whether each of the reference counts ``refs`` is one of ``counts`` (the usual one first): a
+    ``list.count`` pass while some are left (a small int found is the same object: a few instructions
+    an item, where ``max`` or ``sum`` compare or add numbers). Each count is at least the least of
+    ``counts`` (the caller's own references)."""
+    left = len(refs)
+    for count in counts:
+        left -= refs.count(count)
+        if not left:
+            break
+    return not left
+
+
+def _each_held(objects: Iterable[Any], count: int) -> bool:
+    """Whether each of ``objects`` has the reference count ``count`` (getrefcount's argument counted; no
+    object fewer): :func:`_each_of` a chunk at a time, so the counts are never a list as long as a history."""
+    left = iter(objects)
+    while refs := list(map(sys.getrefcount, itertools.islice(left, _CHUNK))):
+        if refs.count(count) != len(refs):
+            return False
+    return True
+
+
+_CHUNK = 1 << 16  # reference counts taken at a time by _each_held
 
 
 class Drain:
@@ -105,25 +132,30 @@ class Drain:
         """The entries in ``history`` as columns; they leave the list, their dicts emptied."""
         if not history:
             return
-        from .snapshot_columns import StreamedTraces, _field, trace_columns  # (numpy-free: see that module)
+        from .snapshot_columns import StreamedTraces, _field, own_key, trace_columns  # (numpy-free: see that module)
 
         if self.streamed is None:
             self.streamed = StreamedTraces()
         items = history[:]
         del history[:]
-        if set(map(type, items)) - {dict}:  # (StreamedTraces drops what is not a dict, as the parse does)
-            items = [e for e in items if type(e) is dict]
-        if not items:
-            return
+        try:  # (each item a dict with ``frames``: no other type the restricted unpickler builds takes a text key)
+            key = own_key(items[0]).get("frames", "frames") if type(items[0]) is dict else "frames"  # (the file's)
+            frames = list(map(operator.itemgetter(key), items))
+        except (KeyError, TypeError):
+            if set(map(type, items)) - {dict}:  # (StreamedTraces drops what is not a dict, as the parse does)
+                items = [e for e in items if type(e) is dict]
+            if not items:
+                return
+            frames = _field(items, "frames")
         # referred to by ``items``, the memo and getrefcount's argument alone: nothing else holds them yet
         refs = list(map(sys.getrefcount, items))
-        held = max(refs) > 3
+        held = not _each_of(refs, 3, 2)  # (at least ``items`` and the argument)
         # (an entry emptied at an earlier step and met again in a history is held by ``shells`` too: empty)
         if held and not all(itertools.compress(items, map(operator.lt, itertools.repeat(3), refs))):
             raise Redo("an emptied history entry is referred to again")
         batches = self.streamed.batches.setdefault(id(history), (history, []))[1]
-        frames = _field(items, "frames")
         lists, shared = _frame_lists(frames) if self.clearing else ([], None)
+        self.streamed.interner.own_keys(frames)
         # (no list met twice: its stack keyed as it comes, without looking for copies of it)
         batches.append(
             trace_columns(items, self.streamed.interner.stack_of, frames, None if shared is None else not shared)
@@ -146,11 +178,11 @@ class Drain:
         frames, no frame dict) has been met twice; from the first one met twice (a shared list, a list
         held elsewhere in the object, a dict in two lists) on, none is. :meth:`finish` checks every
         emptied list and dict: a file that refers to one again is read again (:class:`Redo`)."""
-        # unshared: a dict held by the memo, its list and ``dicts`` (+1: getrefcount's argument)
+        # unshared: a dict held by the memo, its list and ``dicts`` (+1: getrefcount's argument; 3 without the memo)
         if not shared and self.dicts_checked < DICTS_CHECKED:  # (a layout that shares dicts shows it early)
             dicts = list(itertools.chain.from_iterable(lists))
             self.dicts_checked += len(dicts)
-            shared = max(map(sys.getrefcount, dicts), default=0) > 4
+            shared = not _each_of(list(map(sys.getrefcount, dicts)), 4, 3)
             del dicts
         if shared:
             self.clearing = False
@@ -175,18 +207,15 @@ class Drain:
             return
 
         shells, self.shells = self.shells, []
-        # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it (each
-        # count is at least 2, so their sum is twice their number exactly when none is more: one C-level pass)
-        if sum(map(sys.getrefcount, shells)) != 2 * len(shells):
+        # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it
+        if not _each_held(shells, 2):
             raise Redo("a history entry is referred to twice")
         del shells
         # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone (and the argument: 3),
         # each of its dicts by that list alone (2): nothing in the object refers to them
         cleared, self.cleared = self.cleared, []
         dicts = itertools.chain.from_iterable(cleared)
-        if sum(map(sys.getrefcount, cleared)) != 3 * len(cleared) or sum(map(sys.getrefcount, dicts)) != 2 * sum(
-            map(len, cleared)
-        ):
+        if not (_each_held(cleared, 3) and _each_held(dicts, 2)):
             raise Redo("an emptied frame is referred to again")
         del cleared, dicts
         traces = obj.get("device_traces") if isinstance(obj, dict) else None

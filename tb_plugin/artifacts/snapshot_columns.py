@@ -5,9 +5,9 @@
 entries' dicts are never all alive; :class:`Interner` keeps each distinct stack and frame once.
 
 The batches' columns are :class:`array.array` buffers built by C-level passes (``map``,
-``operator.itemgetter``, ``array(typecode, values)``), so the reader child (:mod:`.drain`) answers
-without importing numpy; a column whose values ``array`` does not take as they are (text, floats in an
-integer field, integers beyond 64 bits) is converted by numpy as before (imported then), and
+``operator.itemgetter`` with the file's own key strings, ``struct.pack``), so the reader child
+(:mod:`.drain`) answers without importing numpy; a column whose values ``array`` does not take as they
+are (text, floats in an integer field, integers beyond 64 bits) is converted by numpy as before, and
 :func:`joined` makes a device's numpy arrays in the parent.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import operator
+import struct
 import sys
 from array import array
 from collections.abc import Sequence
@@ -70,13 +71,13 @@ def _action_codes(entries: list[dict], names: list | None = None) -> array:
     """uint8 codes into ACTIONS of the entries' ``action`` (given as ``names`` when already read)."""
     names = _field(entries, "action") if names is None else names
     try:
-        set(names)
+        uniq = set(names)
     except TypeError:  # a list or dict where the action's name should be: an "other" entry
         names = [a if isinstance(a, str) else None for a in names]
-    uniq = {a for a in set(names) if isinstance(a, str)} if len(names) else set()
-    table = {a: _ACTION_CODE.get(a, _ACTION_CODE["other"]) for a in uniq}
+        uniq = set(names)
     other = _ACTION_CODE["other"]
-    return array("B", bytes(map(table.get, names, itertools.repeat(other))))  # (bytes: its length found once)
+    table = {a: _ACTION_CODE.get(a, other) if isinstance(a, str) else other for a in uniq}  # (not text: "other")
+    return array("B", bytes(map(table.__getitem__, names)))  # (bytes: its length found once)
 
 
 # the int64 typecode: C ``long`` where it is 8 bytes (its conversion reads a multi-digit int directly;
@@ -87,29 +88,45 @@ _NONE_NAN = {None: _NAN}  # (``get(v, v)``: None as NaN, any other value as it i
 _NONE_ZERO = {None: 0}
 
 
+def _packed(typecode: str, values: list) -> array:
+    """``array(typecode, values)`` for ``i``, ``l``, ``q`` and ``d``: the same values taken, the same refused
+    (``struct``'s conversion, without ``array``'s argument parsing per item: ~half the instructions),
+    :data:`_PACKED` values at a time (their argument tuple is all that lives beside the array)."""
+    out = array(typecode, _ZERO) * len(values)
+    for at in range(0, len(values), _PACKED):
+        part = values[at : at + _PACKED]
+        struct.pack_into(f"{len(part)}{typecode}", out, at * out.itemsize, *part)
+    return out
+
+
+_PACKED = 4096
+_ZERO = (0,)
+_REFUSED = (struct.error, TypeError, OverflowError)  # (struct's error for a value array refuses)
+
+
 def _floats(values: list) -> array:
-    """float64 column; None becomes NaN. Numbers (``int``, ``float``, ``bool``) by ``array`` as numpy
-    reads them (correctly rounded); other values by numpy's own conversion (``_floats_numpy``)."""
+    """float64 column; None becomes NaN. Numbers (``int``, ``float``, ``bool``) as ``array`` reads them
+    (correctly rounded, as numpy); other values by numpy's own conversion (``_floats_numpy``)."""
     try:
-        return array("d", values)
-    except (TypeError, OverflowError):
+        return _packed("d", values)
+    except _REFUSED:
         pass
     try:  # (None among numbers: an entry without ``time_us``)
-        return array("d", map(_NONE_NAN.get, values, values))
-    except (TypeError, OverflowError):
+        return _packed("d", list(map(_NONE_NAN.get, values, values)))
+    except _REFUSED:
         return _numpy_column(_floats_numpy(values), "d")
 
 
 def _ints(values: list) -> array:
-    """int64 column; missing or odd values become 0. Integers in int64 by ``array``; None as 0; other
-    values (text, floats, integers beyond 64 bits) by numpy's conversion as before (``_ints_numpy``)."""
+    """int64 column; missing or odd values become 0. Integers in int64 as ``array`` takes them; None as 0;
+    other values (text, floats, integers beyond 64 bits) by numpy's conversion as before (``_ints_numpy``)."""
     try:
-        return array(INT64, values)
-    except (TypeError, OverflowError):
+        return _packed(INT64, values)
+    except _REFUSED:
         pass
     try:
-        return array(INT64, map(_NONE_ZERO.get, values, values))
-    except (TypeError, OverflowError):
+        return _packed(INT64, list(map(_NONE_ZERO.get, values, values)))
+    except _REFUSED:
         return _numpy_column(_ints_numpy(values), INT64)
 
 
@@ -187,6 +204,19 @@ class Interner:
         # stack_ids_of's: id(a list met several times in a run) -> its stack, the lists kept alive beside
         self.shared_ids: dict[int, int] = {}
         self.shared_lists: list = []
+        # _FRAME_FIELDS with a file's own key strings (see own_keys), once one is met
+        self.frame_fields: operator.itemgetter | None = None
+
+    def own_keys(self, frames: list) -> None:
+        """Key frames by the key strings of the first frame dict among ``frames`` (entries' frame lists)
+        from here on: a dict finds its own key object by identity, where an equal string is compared
+        byte by byte (a file whose dicts do not share their key strings is keyed as before)."""
+        if self.frame_fields is not None:
+            return
+        first = next(filter(None, frames), None)
+        frame = first[0] if isinstance(first, list) else None
+        if type(frame) is dict:
+            self.frame_fields = operator.itemgetter(*map(own_key(frame).get, _FRAME_NAMES, _FRAME_NAMES))
 
     def stack_of(self, raw_frames) -> int:
         if not raw_frames:
@@ -249,12 +279,12 @@ class Interner:
             ids = list(map(id, frames))
             got = self._looked_up(known, ids, frames)
             if _NEW not in got:
-                return array("i", got)
+                return _packed("i", got)
         elif distinct is None:
             distinct = max(map(sys.getrefcount, itertools.compress(frames, frames)), default=0) <= 4
         if distinct:
             try:
-                return array("i", self._keyed(frames if isinstance(frames, list) else list(frames)))
+                return _packed("i", self._keyed(frames if isinstance(frames, list) else list(frames)))
             except (KeyError, TypeError):  # not frame dicts, a field missing, an unhashable field
                 return None
         ids = list(map(id, frames)) if ids is None else ids
@@ -271,7 +301,7 @@ class Interner:
                 self.shared_lists.clear()
             known.update(by_id)
             self.shared_lists += firsts.values()  # (alive while their ids are keys)
-        return array("i", self._looked_up(by_id, ids, frames))
+        return _packed("i", self._looked_up(by_id, ids, frames))
 
     @staticmethod
     def _looked_up(table: dict[int, int], ids: list[int], frames: Sequence[Any]) -> list[int]:
@@ -282,13 +312,14 @@ class Interner:
         """The stack index of each of ``lists`` (distinct frame lists), :data:`_KEYED` at a time (their
         keys: ~0.6 KB each); stacks not met before are added in the order met."""
         self.stack_ids.setdefault((), -1)  # (an empty list: no stack)
+        fields = _FRAME_FIELDS if self.frame_fields is None else self.frame_fields
         out: list[int] = []
         for at in range(0, len(lists), _KEYED):
-            keys = list(map(tuple, map(map, itertools.repeat(_FRAME_FIELDS), lists[at : at + _KEYED])))
-            try:  # (most runs meet no new stack: no value to look for among the ids)
-                out += list(map(self.stack_ids.__getitem__, keys))
-            except KeyError:
-                out += self._with_new(keys)
+            part = lists[at : at + _KEYED]
+            try:  # (most runs meet no new stack: each key looked up as it is made, and freed)
+                out += list(map(self.stack_ids.__getitem__, map(tuple, map(map, itertools.repeat(fields), part))))
+            except KeyError:  # (a new stack, or a frame without a field: the keys made again, kept)
+                out += self._with_new(list(map(tuple, map(map, itertools.repeat(fields), part))))
         return out
 
     def _with_new(self, keys: list[tuple]) -> list[int]:
@@ -301,7 +332,16 @@ class Interner:
         return got
 
 
-_FRAME_FIELDS = operator.itemgetter("filename", "line", "name")
+_FRAME_NAMES = ("filename", "line", "name")
+_FRAME_FIELDS = operator.itemgetter(*_FRAME_NAMES)
+
+
+def own_key(entry: dict) -> dict:
+    """Each key of ``entry`` by itself: ``own_key(entry).get(name, name)`` is the file's own string for
+    ``name`` (an entry's dicts share the unpickler's key objects; a lookup by that object is an identity test)."""
+    return dict(zip(entry, entry))
+
+
 _IDENTITY_KEPT = 100_000
 _KEYED = 4096  # frame lists keyed at a time by Interner.stack_ids_of
 _NEW = -2  # Interner._keyed: a key not met before
@@ -342,6 +382,7 @@ def _rows_of(codes: bytes, code: int) -> list[int]:
     return rows
 
 
+_SAME: dict = {}  # (``_SAME.get(name, name)``: no entry to take key strings from)
 _SEGMENT_BYTES = bytes(1 if i in _SEGMENT_CODES else 0 for i in range(256))  # (bytes.translate: segment codes as 1)
 
 
@@ -351,9 +392,10 @@ def trace_columns(entries: list[dict], stack_of, frames: list | None = None, dis
     entries' ``frames`` fields when the caller has read them already (``distinct``: no list of them met
     twice, when the caller knows: :meth:`Interner.stack_ids_of`)."""
     # a field at a time (one C-level pass each: faster than one pass of 5-tuples and their transpose)
-    actions, addrs, sizes = _field(entries, "action"), _field(entries, "addr"), _field(entries, "size")
-    times = _field(entries, "time_us")
-    frames = _field(entries, "frames") if frames is None else frames
+    own = own_key(entries[0]).get if entries and type(entries[0]) is dict else _SAME.get
+    actions, addrs = _field(entries, own("action", "action")), _field(entries, own("addr", "addr"))
+    sizes, times = _field(entries, own("size", "size")), _field(entries, own("time_us", "time_us"))
+    frames = _field(entries, own("frames", "frames")) if frames is None else frames
     timed = times.count(None) != len(times)
     cols = {
         "action": _action_codes(entries, actions),

@@ -185,3 +185,13 @@ def test_a_file_of_many_history_like_lists_is_streamed_not_scanned_quadratically
     with pytest.raises(Redo, match="history lists"):
         _drained(data)
     assert_same(load_snapshot(data + bytes(5 << 20)), parse_pickle_whole(data))  # (in a child: read again)
+
+
+def test_reference_counts_are_checked_as_max_and_sum_checked_them():
+    # (list.count passes, the usual count first; each count at least the least one given)
+    assert drain_module._each_of([3, 3, 2], 3, 2) and drain_module._each_of([], 3, 2)
+    assert not drain_module._each_of([3, 4, 2], 3, 2) and not drain_module._each_of([5, 2**40], 5, 4)
+    fresh = [{} for _ in range(drain_module._CHUNK + 2)]  # each held by the list and the argument: 2
+    assert drain_module._each_held(fresh, 2) and drain_module._each_held([], 2)
+    fresh.append(fresh[0])  # (one held twice by it, in the second chunk: 3)
+    assert not drain_module._each_held(fresh, 2)
