@@ -255,9 +255,18 @@ def top_frame(frames: list[dict]) -> dict | None:
 
 
 def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
-    """:func:`top_frame` of a stack as ``file:line:function``; None without a stack."""
+    """:func:`top_frame` of a stack as ``file:line:function``; None without a stack. Kept per stack on the
+    snapshot (at most one string per stack it holds): the summary, the OOM report and each timeline
+    request (its 200 bands) name the same stacks again."""
     if stack < 0:
         return None
+    kept: dict[int, str | None] = snapshot.__dict__.setdefault("_frame_summaries", {})
+    if stack not in kept:
+        kept[stack] = _frame_summary(snapshot, stack)
+    return kept[stack]
+
+
+def _frame_summary(snapshot: Snapshot, stack: int) -> str | None:
     f = top_frame(snapshot.stack_frames(stack) or [])  # (an index beyond the stacks: no frames)
     if f is None:
         return None
