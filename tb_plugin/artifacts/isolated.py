@@ -24,12 +24,14 @@ from .child_pipes import (  # noqa: F401 - (MEMORY_FLOOR_BYTES, start_child: imp
     MEMORY_FLOOR_BYTES,
     SHARED_CHILD,
     ChildProcess,
+    close_answer,
     close_status,
     end_child,
     memory_cap_bytes,
     read_exact,
     said_status,
     start_child,
+    take_answer,
 )
 from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, limit_cpu_from_now  # noqa: F401 - for the children
 
@@ -178,6 +180,7 @@ class Started:
         self.child.kill()
         self.child.wait()
         close_status(self.child)
+        close_answer(self.child)
         for t in self.readers:
             t.join()
 
@@ -193,7 +196,8 @@ class Started:
         for t in self.readers:
             t.join()
         out = self.out
-        return subprocess.CompletedProcess(child.args, code, out.get("stdout", b""), out.get("stderr", b""))
+        answer = take_answer(child, out.get("stdout", b""))  # (its memory file, where it wrote into one)
+        return subprocess.CompletedProcess(child.args, code, answer, out.get("stderr", b""))
 
 
 class ForkedStarted(Started):
