@@ -79,13 +79,22 @@ def start(root: str, cached: bool = True, fork: bool = False) -> None:
                 started = start_on_file(f, st.st_size, forked_main)
             else:
                 started = start_on_file(f, st.st_size)
-        # a forked child starts first, then the cache is looked at (its key's hashing module, ~3 ms, is
-        # imported after the fork): a cached file's child is ended at once
-        if fork and cached and _cached(path, st):
-            started.kill()
-            return
     except OSError:
         return
+    # a forked child starts first, then the cache is looked at (its key's hashing module, ~3 ms, is imported
+    # after the fork): a cached file's child is ended at once, as is one whose lookup failed (the registry
+    # then reads the file the usual way)
+    if fork and cached:
+        try:
+            hit = _cached(path, st)
+        except OSError:
+            hit = True
+        except BaseException:
+            started.kill()
+            raise
+        if hit:
+            started.kill()
+            return
     global _registered
     with _lock:
         _started[os.path.realpath(path)] = (file_identity(st), started)
