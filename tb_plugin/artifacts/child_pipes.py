@@ -79,7 +79,7 @@ def start_child(
         **ONE_THREAD,
     )
     status_r, status_w = os.pipe() if status else (None, None)
-    answer = os.memfd_create(ANSWER_MEMFD, os.MFD_CLOEXEC) if status and hasattr(os, "memfd_create") else None
+    answer = _answer_file() if status else None
     if status_w is not None:
         argv = [f"{STATUS_ARG}{status_w}", *([] if answer is None else [f"{ANSWER_ARG}{answer}"]), *argv]
     passed = tuple(fd for fd in (status_w, answer) if fd is not None)
@@ -106,7 +106,15 @@ def start_child(
     return child
 
 
-ANSWER_MEMFD = "kinetoscope-snapshot-answer"  # the answer file's name (seen in /proc/PID/fd)
+def _answer_file() -> int | None:
+    """A new anonymous memory file for a child's answer (close-on-exec here), or None where the system has
+    none or cannot make one now (the answer then comes through the stdout pipe)."""
+    from .forked import ANSWER_MEMFD  # (the forked child's answer file's name: seen in /proc/PID/fd)
+
+    try:
+        return os.memfd_create(ANSWER_MEMFD, os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
 
 
 def take_answer(child: ChildProcess, piped: bytes | bytearray) -> bytes | bytearray | mmap.mmap:
