@@ -260,6 +260,8 @@ def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
     request (its 200 bands) name the same stacks again."""
     if stack < 0:
         return None
+    if stack >= len(snapshot.stacks):  # (no such stack: not kept, so what is kept stays one per stack held)
+        return _frame_summary(snapshot, stack)
     kept: dict[int, str | None] = snapshot.__dict__.setdefault("_frame_summaries", {})
     if stack not in kept:
         kept[stack] = _frame_summary(snapshot, stack)
