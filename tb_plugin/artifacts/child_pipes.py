@@ -4,7 +4,6 @@ ended, and the largest address space any of them gets."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -15,6 +14,9 @@ from .child_terms import ANSWER_ARG, STATUS_ARG
 
 if TYPE_CHECKING:
     import mmap
+    import subprocess
+
+PIPE = -1  # subprocess.PIPE: ``subprocess`` is imported where a child is started (the early fork needs none of it)
 
 MEMORY_FLOOR_BYTES = 1 << 30  # a reader child's address space, at least (the interpreter with numpy maps ~150 MB)
 # children kept for later files (the shared child, the spare): their answers are awaited with select(),
@@ -61,8 +63,8 @@ class ChildProcess(Protocol):
 def start_child(
     module: str,
     argv: list[str],
-    stderr: int = subprocess.PIPE,
-    stdin: int | IO[bytes] = subprocess.PIPE,
+    stderr: int = PIPE,
+    stdin: int | IO[bytes] = PIPE,
     status: bool = False,
 ) -> subprocess.Popen:
     """``python -m module *argv`` with pipes on stdin (or ``stdin``: a file) and stdout (and ``stderr``), run in this package's
@@ -73,6 +75,8 @@ def start_child(
     answer then goes into a memory file (:data:`ANSWER_ARG`, its second argument; ``answer_fd``, read by
     :func:`take_answer`) where the system has them: a 6 MB answer took 11-17 ms through the stdout pipe
     into a reader thread, 4-6 ms so (a forked child, load 4)."""
+    import subprocess
+
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
@@ -154,6 +158,7 @@ def said_status(child: ChildProcess, deadline: float) -> int | None:
     if fd is None:
         return None
     import select
+    import subprocess
 
     if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
         raise subprocess.TimeoutExpired(child.args, 0)
@@ -162,7 +167,7 @@ def said_status(child: ChildProcess, deadline: float) -> int | None:
     if not said:
         return None
     child.returncode = said[0]  # (its Popen never waits for it now: reaped beside, its CPU time then counted)
-    threading.Thread(target=_reap, args=(cast(subprocess.Popen, child).pid,), name=REAPER, daemon=True).start()
+    threading.Thread(target=_reap, args=(cast("subprocess.Popen", child).pid,), name=REAPER, daemon=True).start()
     if not _join_at_exit:
         import atexit
 
