@@ -255,9 +255,20 @@ def top_frame(frames: list[dict]) -> dict | None:
 
 
 def frame_summary(snapshot: Snapshot, stack: int) -> str | None:
-    """:func:`top_frame` of a stack as ``file:line:function``; None without a stack."""
+    """:func:`top_frame` of a stack as ``file:line:function``; None without a stack. Kept per stack on the
+    snapshot (at most one string per stack it holds): the summary, the OOM report and each timeline
+    request (its 200 bands) name the same stacks again."""
     if stack < 0:
         return None
+    if stack >= len(snapshot.stacks):  # (no such stack: not kept, so what is kept stays one per stack held)
+        return _frame_summary(snapshot, stack)
+    kept: dict[int, str | None] = snapshot.__dict__.setdefault("_frame_summaries", {})
+    if stack not in kept:
+        kept[stack] = _frame_summary(snapshot, stack)
+    return kept[stack]
+
+
+def _frame_summary(snapshot: Snapshot, stack: int) -> str | None:
     f = top_frame(snapshot.stack_frames(stack) or [])  # (an index beyond the stacks: no frames)
     if f is None:
         return None
@@ -418,14 +429,10 @@ def timeline(
     free_t = np.where(frees < n, t[np.minimum(frees, n - 1)], np.inf)
     alloc_t = t[allocs]
     inside = (alloc_t <= hi) & (free_t >= lo)
-    chosen = allocs[inside]
-    chosen_free = free_t[inside]
-    by_size = np.argsort(-trace.size[chosen], kind="stable")
-    left_out = chosen[by_size[bands:]]
-    pick = by_size[:bands]
-    chosen, chosen_free = chosen[pick], chosen_free[pick]
-    order = np.argsort(chosen, kind="stable")
-    chosen, chosen_free = chosen[order], chosen_free[order]
+    chosen = allocs[inside]  # (by row: ``allocs`` is)
+    pick, left_out_max = largest_first_met(trace.size[chosen], bands)
+    left_out = len(chosen) - len(pick)
+    chosen, chosen_free = chosen[pick], free_t[inside][pick]
     drawn = [
         {
             "alloc_time": float(t[i]),
@@ -446,10 +453,30 @@ def timeline(
         "reserved_bytes": per_bin(reserved),
         "bands": before_history_bands(snapshot, device, lo) + drawn,
         "bands_alive": int(inside.sum()),
-        "bands_left_out": len(left_out),
-        "left_out_max_bytes": int(trace.size[left_out].max()) if len(left_out) else None,
+        "bands_left_out": left_out,
+        "left_out_max_bytes": left_out_max,
         "markers": [m for m in markers(snapshot, device) if lo <= m["time"] <= hi],
     }
+
+
+def largest_first_met(sizes: np.ndarray, k: int) -> tuple[np.ndarray, int | None]:
+    """The places of the ``k`` largest of ``sizes`` (a tie: the first met), in place order, and the
+    largest size left out (None when none is): the set a stable sort by size, largest first, takes
+    first, found in linear time (a partition, then the places at the threshold in order)."""
+    n = len(sizes)
+    if n <= k:
+        return np.arange(n), None
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64), int(sizes.max())
+    threshold = np.partition(sizes, n - k)[n - k]  # the k-th largest
+    above = sizes > threshold
+    at = np.flatnonzero(sizes == threshold)
+    taken_at = at[: k - int(np.count_nonzero(above))]  # the first met of those equal to it
+    keep = above
+    keep[taken_at] = True
+    # what is left out: the rest at the threshold, else the largest below it
+    left_max = int(threshold) if len(at) > len(taken_at) else int(sizes[~keep].max())
+    return np.flatnonzero(keep), left_max
 
 
 def before_history_bands(snapshot: Snapshot, device: int, lo: float) -> list[dict]:

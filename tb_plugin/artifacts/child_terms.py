@@ -17,6 +17,7 @@ SPARE_IDLE_S = 600  # a spare child that got no file after this long ends itself
 SPARE_START_CPU_S = 60  # the CPU time a spare child may take for its start, before any file (s)
 ACCEPTED = b"\x01"  # what a spare child writes on stdout once it took a file's terms and limits
 STATUS_ARG = "--status-fd="  # a started child's first argument when it says its exit status on that pipe
+ANSWER_ARG = "--answer-fd="  # ... and its second: the memory file its answer is written into (not its stdout pipe)
 
 
 def end_after(wall_s: float) -> None:
@@ -71,6 +72,25 @@ _status_fd: list[int] = []  # a forked child's status pipe (:mod:`.forked`), set
 def tell_exit_status(fd: int) -> None:
     """In a forked child: :func:`child_exit` writes its exit status (one byte) on ``fd`` first."""
     _status_fd[:] = [fd]
+
+
+_answer_fd: list[int] = []  # a started child's answer file (:data:`ANSWER_ARG`), until stdout points at it
+
+
+def answer_into(fd: int) -> None:
+    """In a started child: its answer goes into the memory file ``fd`` (:func:`answer_to_memory` points
+    stdout at it), which its parent maps once the child said its status: no pipe to copy it through."""
+    _answer_fd[:] = [fd]
+
+
+def answer_to_memory() -> None:
+    """In a started child with an answer file (:func:`answer_into`): point stdout at it, once what the
+    parent reads on the stdout pipe is written (a spare's acknowledgement); the pipe's end then reaches
+    the parent. A no-op otherwise."""
+    if _answer_fd:
+        sys.stdout.flush()
+        os.dup2(_answer_fd[0], 1)
+        os.close(_answer_fd.pop())
 
 
 def child_exit(code: int) -> NoReturn:

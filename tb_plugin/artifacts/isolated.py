@@ -15,21 +15,23 @@ from __future__ import annotations
 
 import signal
 import struct
-import subprocess
 import threading
 import time
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Sequence, cast
 
 from .child_pipes import (  # noqa: F401 - (MEMORY_FLOOR_BYTES, start_child: imported from here)
     MEMORY_FLOOR_BYTES,
+    PIPE,
     SHARED_CHILD,
     ChildProcess,
+    close_answer,
     close_status,
     end_child,
     memory_cap_bytes,
     read_exact,
     said_status,
     start_child,
+    take_answer,
 )
 from .child_terms import EXIT_AGAIN, EXIT_REFUSED, STREAMED, apply_limits, limit_cpu_from_now  # noqa: F401 - for the children
 
@@ -39,7 +41,12 @@ MEMORY_PER_BYTE = 16  # the child's address space per byte of pickle (a bare pic
 
 
 if TYPE_CHECKING:
+    import subprocess
+
     from .forked import ForkedMain
+
+# ``subprocess`` is imported by the functions that start or await a child, not here: the report command forks its
+# early reader child after importing this module, and the forked path needs none of it (~3 ms before the fork)
 
 _Child = ChildProcess  # (the names this module's code and its tests use)
 _read_exact = read_exact
@@ -85,7 +92,7 @@ def _crash_message(returncode: int, size_limit: int, cpu_s: float) -> str:
     )
 
 
-def _child(argv: list[str], stdin: int | IO[bytes] = subprocess.PIPE, status: bool = False) -> _Child:
+def _child(argv: list[str], stdin: int | IO[bytes] = PIPE, status: bool = False) -> _Child:
     try:  # (three pipes, or stdin a file: stdin is then None and never written)
         return cast(_Child, start_child("tb_plugin.artifacts.snapshot_child", argv, stdin=stdin, status=status))
     except OSError as exc:
@@ -158,13 +165,13 @@ class Started:
     """A reader child started on one pickle, its output collected by threads (see :func:`finish`): the
     spare child (:func:`~.spare.keep_spare`) when one is ready and the pickle comes through a pipe, else a fresh one."""
 
-    def __init__(self, size: int, mode: list[str], stdin: int | IO[bytes] = subprocess.PIPE) -> None:
+    def __init__(self, size: int, mode: list[str], stdin: int | IO[bytes] = PIPE) -> None:
         self.limit = time_limit_s(size)  # s, wall clock and CPU time
         self.memory = memory_limit_bytes(size)  # bytes of address space
         self.mode = mode
         terms = [str(size), str(self.memory), str(self.limit), *mode]
         spare = None
-        if stdin == subprocess.PIPE:
+        if stdin == PIPE:
             from .spare import take_spare  # (imported here: it builds on this module)
 
             spare = take_spare(terms)
@@ -178,12 +185,15 @@ class Started:
         self.child.kill()
         self.child.wait()
         close_status(self.child)
+        close_answer(self.child)
         for t in self.readers:
             t.join()
 
     def completed(self) -> subprocess.CompletedProcess:
         """The child's exit status, answer and messages, once it has exited (its output read to the end):
         :class:`subprocess.TimeoutExpired` past the deadline (the child left running)."""
+        import subprocess
+
         child = self.child
         for t in self.readers:  # its pipes end when it closes them or exits (Popen.wait with a timeout polls)
             t.join(max(0.0, self.deadline - time.monotonic()))
@@ -193,7 +203,8 @@ class Started:
         for t in self.readers:
             t.join()
         out = self.out
-        return subprocess.CompletedProcess(child.args, code, out.get("stdout", b""), out.get("stderr", b""))
+        answer = take_answer(child, out.get("stdout", b""))  # (its memory file, where it wrote into one)
+        return subprocess.CompletedProcess(child.args, code, answer, out.get("stderr", b""))
 
 
 class ForkedStarted(Started):
@@ -217,6 +228,8 @@ class ForkedStarted(Started):
         self.forked.close()
 
     def completed(self) -> subprocess.CompletedProcess:
+        import subprocess
+
         code = self.forked.wait(timeout=max(0.0, self.deadline - time.monotonic()))
         out, err = self.forked.answer()
         return subprocess.CompletedProcess(self.forked.args, code, out, err)
@@ -236,6 +249,8 @@ def start_on_file(file: IO[bytes], size: int, forked_main: ForkedMain | None = N
 
 
 def _parse_blocks(blocks: Iterable, size: int, mode: list[str]) -> tuple[dict, dict]:
+    import subprocess
+
     started = Started(size, mode)
     child = started.child
     try:
@@ -271,6 +286,8 @@ def finish(started: Started) -> tuple[dict, dict]:
     """The packed snapshot the child of ``started`` answers once it ends (its input all given):
     :class:`SnapshotError` for a refused file, a crash or the time limit; :class:`_Again` when its
     whole read ran out of memory (the file is to be sent again, streamed)."""
+    import subprocess
+
     try:
         done = started.completed()
     except subprocess.TimeoutExpired:
@@ -316,6 +333,8 @@ def read_many_in_child(datas: Sequence[bytes], mode: str) -> list[bytes | Snapsh
     snapshot's answer (:mod:`.answer`); ``"plain"``: the restricted reader's value as JSON), in order: the payload, or
     the file's :class:`SnapshotError`. The child's address space is sized from the largest file
     (:func:`memory_limit_bytes`), its CPU and wall time from all of them (:func:`time_limit_s` each)."""
+    import subprocess
+
     answers: list[bytes | SnapshotError] = []
     rest = list(datas)
     while rest:
@@ -410,6 +429,8 @@ _shared: list[_Child] = []  # the live shared child, if any
 def read_shared(data: bytes, mode: str) -> bytes | bytearray | SnapshotError:
     """:func:`read_many_in_child` of one small file (up to :data:`SHARED_MAX_BYTES`) on the shared
     child: the payload or the file's :class:`SnapshotError`. One file at a time (a lock)."""
+    import subprocess
+
     limit = time_limit_s(len(data))
     with _shared_lock:
         if _shared and (_shared[0].poll() is not None or _shared[0].args[-1] != mode):

@@ -28,6 +28,7 @@ from typing import Callable, NoReturn, Protocol, cast
 from . import expansion, whole_read
 from .child_terms import (
     ACCEPTED,
+    ANSWER_ARG,
     BATCH_MODES,
     EXIT_AGAIN,
     EXIT_REFUSED,
@@ -35,6 +36,8 @@ from .child_terms import (
     SPARE_START_CPU_S,
     STATUS_ARG,
     STREAMED,
+    answer_into,
+    answer_to_memory,
     apply_limits,
     child_exit,
     end_after,
@@ -167,6 +170,7 @@ def child_main(argv: list[str]) -> int:
         if terms is None:
             return 0
         argv, memory, mode = terms, int(terms[1]), terms[3] if len(terms) > 3 else ""
+    answer_to_memory()  # (a spare: after its acknowledgement on the pipe)
     size = int(argv[0]) if argv and argv[0].isdigit() else 0
     if mode != STREAMED and piped(stdin, size, 0 if spare else LATER_BYTES):
         try:
@@ -241,5 +245,8 @@ def forked_main(argv: list[str], stdin_fd: int, out_fd: int, err_fd: int, status
 if __name__ == "__main__":
     if sys.argv[1:2] and sys.argv[1].startswith(STATUS_ARG):  # its exit status said on that pipe first
         tell_exit_status(int(sys.argv[1][len(STATUS_ARG) :]))
-        child_exit(child_main(sys.argv[2:]))
+        args = sys.argv[2:]
+        if args[:1] and args[0].startswith(ANSWER_ARG):  # its answer written into that memory file
+            answer_into(int(args.pop(0)[len(ANSWER_ARG) :]))
+        child_exit(child_main(args))
     sys.exit(child_main(sys.argv[1:]))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 import sys
 from array import array
 from typing import IO, Any, Callable
@@ -201,9 +200,9 @@ def answer_object(obj: Any, memory: int, streamed: StreamedTraces | None, out: I
     import orjson
 
     from .answer import write_answer
-    from .child_terms import EXIT_REFUSED
+    from .child_terms import EXIT_REFUSED, child_exit
 
-    # (``obj`` stays referred to here: the child ends by os._exit, its millions of objects never freed)
+    # (``obj`` stays referred to here: the child ends by child_exit, its millions of objects never freed)
     try:
         header, arrays = packed(parse_object(obj, streamed, consume=True))
         body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -221,7 +220,9 @@ def answer_object(obj: Any, memory: int, streamed: StreamedTraces | None, out: I
     out = sys.stdout.buffer if out is None else out
     write_answer(out, body, arrays)
     out.flush()
-    os._exit(0)  # the answer is written: the millions of objects a whole read built are not freed one by one
+    # the answer is written: the millions of objects a whole read built are not freed one by one, and the
+    # status is said first (a parent waiting on it takes the answer before the kernel frees this memory)
+    child_exit(0)
 
 
 def refusal(exc: BaseException, memory: int) -> str:

@@ -126,6 +126,8 @@ class ArtifactStore:
         waiting = self._awaits_reader() if self._listed else 1
         if waiting:
             keep_spare(self, again=waiting > 1)  # (more than one: the next spare starts beside each read)
+            if self._listed:  # a snapshot awaits its first read: what that read imports, imported now
+                _import_snapshot_load()
         else:
             end_spare(self)
 
@@ -420,3 +422,11 @@ class ArtifactStore:
                     self._wake.wait(timeout=interval)
                     continue
             self.load_artifact(art)
+
+
+def _import_snapshot_load() -> None:
+    """Import what a snapshot's first load imports beyond the listing's (the reader's parent side, the
+    views and their analyses: ~9 ms of CPU), while the process waits for that load: a live server's,
+    MCP server's or notebook's first snapshot request then does not pay them."""
+    from ..artifacts import snapshot  # noqa: F401
+    from . import artifact_views  # noqa: F401

@@ -156,6 +156,19 @@ def test_no_child_is_started_for_a_file_the_parse_cache_holds(logdir, hard_linke
     assert len(children) == 1
 
 
+def test_a_forked_child_on_a_cached_file_is_ended_at_once(logdir):
+    """On the command line the child is forked before the cache's key is looked up: for a file the parse
+    cache holds it is ended at once (reaped), and no child is left for the registry to claim."""
+    root, children = logdir
+    path = root / "job" / "snapshot.pickle"
+    _write(path, 15_000)
+    assert _load(root).state == "ready"  # cached
+    early.start(str(root), fork=True)
+    assert len(children) == 1 and children[0].child.returncode is not None and not early._started
+    early.start(str(root), cached=False, fork=True)  # --no-cache: the child is needed
+    assert len(children) == 2 and early.has_child(str(path))
+
+
 def test_a_file_changed_since_the_start_is_read_again(logdir):
     root, children = logdir
     path = root / "job" / "snapshot.pickle"

@@ -162,3 +162,25 @@ def test_a_started_child_says_its_status_on_its_pipe_and_is_reaped_beside():
         os.waitpid(child.pid, os.WNOHANG)  # reaped
     child.stdout.close()
     child.stderr.close()
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_a_forked_child_that_answers_says_its_status_first(protocol, tmp_path):
+    """A reader child that answered (a whole read from the pipe on protocols 4-5, a buffered one before)
+    says its exit status on its pipe before it exits: its parent takes the answer without waiting while
+    the kernel frees the child's memory (the child is reaped later)."""
+    import sys as _sys
+
+    _sys.path.insert(0, os.path.join(REPO, "tests"))
+    from synth.snapshot_writer import write_snapshot_pickle
+
+    path = tmp_path / "input.pickle"
+    with open(path, "wb") as f:
+        write_snapshot_pickle(f, 200, frames=2, protocol=protocol)
+    with open(path, "rb") as f:
+        child = ForkedReader(f.fileno(), [str(path.stat().st_size), str(1 << 30), "60"], forked_main)
+    assert child.wait(timeout=120) == 0  # (a guard against a hang, not a timing)
+    assert child.pid in forked._unreaped  # said on the pipe: not reaped by the wait
+    out, err = child.answer()
+    assert len(out) > 0 and err == b""
+    forked._reap_exited(block=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import pickle
+import subprocess
 
 import pytest
 from synth.snapshot import synthesize_snapshot
@@ -94,13 +95,13 @@ def test_a_file_over_the_bound_is_refused_and_the_child_ended(tmp_path, monkeypa
     monkeypatch.setattr("tb_plugin.artifacts.snapshot.SHARED_MAX_BYTES", 1 << 20)  # a child of its own
     (tmp_path / "snapshot.pickle").write_bytes(big)
     children = []
-    real_popen = isolated.subprocess.Popen
+    real_popen = subprocess.Popen
 
     def popen(*a, **k):
         children.append(real_popen(*a, **k))
         return children[-1]
 
-    monkeypatch.setattr(isolated.subprocess, "Popen", popen)
+    monkeypatch.setattr(subprocess, "Popen", popen)  # (as the reader module starts its children)
     art = _opened(tmp_path, "snapshot.pickle")
     assert art.state == "error" and "KINETOSCOPE_MAX_TRACE_BYTES" in art.error and children == []
     gz = tmp_path / "snapshot.pickle.gz"

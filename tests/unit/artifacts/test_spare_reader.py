@@ -280,3 +280,67 @@ def test_a_fork_made_while_a_spare_waits_does_not_hold_its_input_open(logdir):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")  # (this process's pipe is untouched)
+
+
+@pytest.mark.parametrize("from_spare", (True, False))
+@pytest.mark.parametrize("protocol", (2, 4))
+def test_a_started_childs_answer_comes_in_its_memory_file(logdir, from_spare, protocol):
+    """A started reader child with a status pipe (the spare, after its acknowledgement; a fresh child)
+    writes its answer into a memory file its parent maps: the same bytes as a child's answer through
+    its stdout pipe, and the file closed once taken."""
+    import mmap
+
+    from conftest import REPO
+
+    root, _ = logdir
+    data = _write(root / "job" / "snapshot.pickle", 15_000, protocol)
+    terms = [str(len(data)), str(isolated.memory_limit_bytes(len(data))), "600"]
+    piped = subprocess.run(  # (no status pipe: the answer on stdout)
+        [sys.executable, "-m", "tb_plugin.artifacts.snapshot_child", *terms],
+        input=data,
+        capture_output=True,
+        check=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=REPO),
+    ).stdout
+    if from_spare:
+        spare.keep_spare()
+    else:
+        spare.end_spare()
+    got = isolated.Started(len(data), [])
+    assert got.from_spare == from_spare and got.child.answer_fd is not None
+    got.child.stdin.write(data)
+    got.child.stdin.close()
+    done = got.completed()
+    assert done.returncode == 0 and isinstance(done.stdout, mmap.mmap)
+    assert bytes(done.stdout) == piped and got.child.answer_fd is None
+
+
+@pytest.mark.parametrize("large", (True, False))
+def test_a_registry_that_keeps_a_spare_imports_the_snapshot_load_ahead(tmp_path, large):
+    """A registry whose listing holds a large snapshot awaiting its first read imports what that read
+    imports (the views, their analyses) while it waits; one with nothing to read does not."""
+    from conftest import REPO
+
+    root = tmp_path / "logdir" / "job"
+    root.mkdir(parents=True)
+    _write(root / "snapshot.pickle", 70_000 if large else 2_000)  # (over / under the shared child's 4 MiB)
+    script = (
+        "import sys\n"
+        "from tb_plugin.registry.runs import RunRegistry\n"
+        "reg = RunRegistry(sys.argv[1])\n"
+        "reg.keep_spare_reader()\n"
+        "reg.scan()\n"
+        "print('tb_plugin.registry.artifact_views' in sys.modules, 'tb_plugin.analysis.snapshot' in sys.modules)\n"
+        "reg.stop()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root.parent)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache")),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(large)] * 2
