@@ -42,6 +42,7 @@ from ..records import RankAggregate
 from ..report import rank_aggregate
 from ..results import ResultCache
 from .sections import SectionFork, worth_forking
+from .small_sections import SMALL_CHILD_SECTIONS, worth_splitting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,9 +139,12 @@ def reduce_rank(job: RankJob) -> RankResult:
                     fs, path, job.url, job.version, job.size, cache, _reporter(job.progress_slot), deferred
                 )
                 views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
-                if views is not None and worth_forking(len(trace.events) + len(trace.memory)):
+                items = len(trace.events) + len(trace.memory)
+                if views is not None and worth_forking(items):
                     fork = SectionFork(views, job.tables, deferred)  # writes after its own sections
                 else:
+                    if views is not None and worth_splitting(items):  # (forked before the writes' thread starts)
+                        fork = SectionFork(views, job.tables, child=SMALL_CHILD_SECTIONS)
                     writer = threading.Thread(
                         target=lambda: [call() for call in deferred], name="kinetoscope-cache-write"
                     )

@@ -1,0 +1,26 @@
+"""The sections of a small trace on two cores: which ones a forked child computes, and from what size.
+
+Below :data:`~.sections.FORK_ABOVE_ITEMS` events the large traces' split (the child computing the
+distributed, insights and overview sections) does not pay: the child's copy-on-write page faults and the
+memos both sides compute cost about what it saves. The distributed section alone (the critical path, about
+half of the sections' CPU) does pay from :data:`SPLIT_ABOVE_ITEMS` events: a cold report of the 35 MB V100
+sample (57 500 events) computes it and the graphs section (a few ms, with no memo the others read) in the
+child, ~0.1 s of CPU, while this process computes the others and the parse cache's writes run on their
+thread beside both. This module holds only the small traces' choice (size and sections); the fork itself
+is :class:`~.sections.SectionFork`.
+"""
+
+from __future__ import annotations
+
+from .sections import FORK_ABOVE_ITEMS, can_fork_beside
+
+#: the sections a small trace's child computes
+SMALL_CHILD_SECTIONS = frozenset({"distributed", "graphs"})
+#: from this many events and memory events a small trace's distributed section pays for a child
+SPLIT_ABOVE_ITEMS = 50_000
+
+
+def worth_splitting(items: int) -> bool:
+    """Whether a trace of ``items`` events and memory events, too small for the large traces' split, has
+    :data:`SMALL_CHILD_SECTIONS` computed in a child."""
+    return SPLIT_ABOVE_ITEMS <= items < FORK_ABOVE_ITEMS and can_fork_beside()

@@ -1,0 +1,106 @@
+"""A small trace's sections on two cores (registry/executors/small_sections.py): from
+``SPLIT_ABOVE_ITEMS`` events up to the large traces' split, a forked child computes the distributed and
+graphs sections while this process computes the others and the parse cache's writes run on their
+thread. The aggregate, and the cache a later report reads, equal a serial run's."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import fsspec
+import pytest
+
+from tb_plugin.registry.executors import sections, small_sections, task
+from tb_plugin.registry.parse import load_trace_file
+from tb_plugin.registry.report import rank_aggregate
+from tb_plugin.registry.views import FileViews
+
+SAMPLE = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "samples", "synthetic_ddp", "rank0.1751410900000.pt.trace.json.gz"
+)
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+
+
+def views() -> FileViews:
+    return FileViews(load_trace_file(SAMPLE, fs=fsspec.filesystem("file"), size=os.path.getsize(SAMPLE)))
+
+
+def text(aggregate: dict) -> str:
+    return json.dumps(aggregate, sort_keys=True, default=repr)
+
+
+def test_the_small_split_takes_the_sizes_the_large_one_leaves(monkeypatch):
+    monkeypatch.setattr(small_sections, "can_fork_beside", lambda: True)
+    split, large = small_sections.SPLIT_ABOVE_ITEMS, sections.FORK_ABOVE_ITEMS
+    assert [small_sections.worth_splitting(n) for n in (split - 1, split, large - 1, large)] == [
+        False,
+        True,
+        True,
+        False,  # (the large traces' split from there)
+    ]
+    monkeypatch.setattr(small_sections, "can_fork_beside", lambda: False)  # one core, another thread, no memory
+    assert not small_sections.worth_splitting(split)
+
+
+def test_the_child_computes_the_small_sections_and_the_aggregate_is_the_serial_one():
+    serial = rank_aggregate(views(), True)
+    fork = sections.SectionFork(views(), True, child=small_sections.SMALL_CHILD_SECTIONS)
+    try:
+        forked = rank_aggregate(views(), True, run=fork.run)
+    finally:
+        fork.close()
+    assert fork.pid is None and text(forked) == text(serial)
+
+
+def _split_here(monkeypatch) -> list[frozenset[str]]:
+    """Every small split reduce_rank makes, by its child's sections (this sample is under the threshold)."""
+    made: list[frozenset[str]] = []
+    real = sections.SectionFork.__init__
+
+    def init(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        made.append(self.child)
+
+    monkeypatch.setattr(task, "worth_splitting", lambda items: True)
+    monkeypatch.setattr(sections.SectionFork, "__init__", init)
+    return made
+
+
+def test_a_rank_split_small_is_cached_on_the_writes_thread(tmp_path, monkeypatch, runner_threads_fork_safe):
+    serial = task.reduce_rank(
+        task.RankJob(key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), tables=True)
+    )
+    made = _split_here(monkeypatch)
+    job = task.RankJob(
+        key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), cache_dir=str(tmp_path), tables=True
+    )
+    first = task.reduce_rank(job)
+    assert made == [small_sections.SMALL_CHILD_SECTIONS]
+    assert first.error is None and not first.from_cache
+    monkeypatch.setattr(task, "ResultCache", lambda *a: None)  # (the parse cache, not the results)
+    again = task.reduce_rank(job)
+    assert again.error is None and again.from_cache  # the writes' thread wrote the parse cache
+    for result in (first, again):
+        assert result.aggregate is not None and serial.aggregate is not None
+        assert text(task.received_aggregate(result.aggregate)) == text(task.received_aggregate(serial.aggregate))
+
+
+def test_a_small_split_whose_child_dies_is_computed_here(monkeypatch, runner_threads_fork_safe):
+    parent = os.getpid()
+    real = sections.run_sections
+
+    def dies_in_child(chosen, items, memos=None):
+        if os.getpid() != parent:
+            os._exit(3)
+        return real(chosen, items, memos)
+
+    serial = task.reduce_rank(
+        task.RankJob(key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), tables=True)
+    )
+    made = _split_here(monkeypatch)
+    monkeypatch.setattr(sections, "run_sections", dies_in_child)
+    split = task.reduce_rank(task.RankJob(key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), tables=True))
+    assert made and split.error is None and split.aggregate is not None and serial.aggregate is not None
+    assert text(task.received_aggregate(split.aggregate)) == text(task.received_aggregate(serial.aggregate))
