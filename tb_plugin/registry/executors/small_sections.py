@@ -6,13 +6,15 @@ memos both sides compute cost about what it saves. The distributed section alone
 half of the sections' CPU) does pay from :data:`SPLIT_ABOVE_ITEMS` events: a cold report of the 35 MB V100
 sample (57 500 events) computes it and the graphs section (a few ms, with no memo the others read) in the
 child, ~0.1 s of CPU, while this process computes the others and the parse cache's writes run on their
-thread beside both. This module holds only the small traces' choice (size and sections); the fork itself
-is :class:`~.sections.SectionFork`.
+thread beside both. This module holds only the small traces' choice (size and sections) and what the
+fork needs first; the fork itself is :class:`~.sections.SectionFork`.
 """
 
 from __future__ import annotations
 
-from .sections import FORK_ABOVE_ITEMS, can_fork_beside
+from typing import Any
+
+from .sections import FORK_ABOVE_ITEMS, SectionFork, can_fork_beside
 
 #: the sections a small trace's child computes
 SMALL_CHILD_SECTIONS = frozenset({"distributed", "graphs"})
@@ -24,3 +26,12 @@ def worth_splitting(items: int) -> bool:
     """Whether a trace of ``items`` events and memory events, too small for the large traces' split, has
     :data:`SMALL_CHILD_SECTIONS` computed in a child."""
     return SPLIT_ABOVE_ITEMS <= items < FORK_ABOVE_ITEMS and can_fork_beside()
+
+
+def split(views: Any, tables: bool) -> SectionFork:
+    """The child forked for :data:`SMALL_CHILD_SECTIONS` of ``rank_aggregate(views, tables)``. numpy's masked
+    arrays are imported first (numpy 2's ``np.unique`` imports them on its first call, 20-40 ms of CPU):
+    each side's sections call it, and imported after the fork both processes would pay for it."""
+    import numpy.ma  # noqa: F401  (see above)
+
+    return SectionFork(views, tables, child=SMALL_CHILD_SECTIONS)

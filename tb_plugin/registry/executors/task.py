@@ -41,8 +41,8 @@ from ..parse import open_views, parse_entry
 from ..records import RankAggregate
 from ..report import rank_aggregate
 from ..results import ResultCache
+from . import small_sections
 from .sections import SectionFork, worth_forking
-from .small_sections import SMALL_CHILD_SECTIONS, worth_splitting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,8 +143,8 @@ def reduce_rank(job: RankJob) -> RankResult:
                 if views is not None and worth_forking(items):
                     fork = SectionFork(views, job.tables, deferred)  # writes after its own sections
                 else:
-                    if views is not None and worth_splitting(items):  # (forked before the writes' thread starts)
-                        fork = SectionFork(views, job.tables, child=SMALL_CHILD_SECTIONS)
+                    if views is not None and small_sections.worth_splitting(items):  # (before the writes' thread)
+                        fork = small_sections.split(views, job.tables)
                     writer = threading.Thread(
                         target=lambda: [call() for call in deferred], name="kinetoscope-cache-write"
                     )

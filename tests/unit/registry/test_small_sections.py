@@ -46,7 +46,7 @@ def test_the_small_split_takes_the_sizes_the_large_one_leaves(monkeypatch):
 
 def test_the_child_computes_the_small_sections_and_the_aggregate_is_the_serial_one():
     serial = rank_aggregate(views(), True)
-    fork = sections.SectionFork(views(), True, child=small_sections.SMALL_CHILD_SECTIONS)
+    fork = small_sections.split(views(), True)
     try:
         forked = rank_aggregate(views(), True, run=fork.run)
     finally:
@@ -63,7 +63,7 @@ def _split_here(monkeypatch) -> list[frozenset[str]]:
         real(self, *args, **kwargs)
         made.append(self.child)
 
-    monkeypatch.setattr(task, "worth_splitting", lambda items: True)
+    monkeypatch.setattr(small_sections, "worth_splitting", lambda items: True)
     monkeypatch.setattr(sections.SectionFork, "__init__", init)
     return made
 
