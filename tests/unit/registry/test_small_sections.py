@@ -34,14 +34,41 @@ def text(aggregate: dict) -> str:
 def test_the_small_split_takes_the_sizes_the_large_one_leaves(monkeypatch):
     monkeypatch.setattr(small_sections, "can_fork_beside", lambda: True)
     split, large = small_sections.SPLIT_ABOVE_ITEMS, sections.FORK_ABOVE_ITEMS
+    monkeypatch.setattr(small_sections, "a_core_idle", lambda: True)
     assert [small_sections.worth_splitting(n) for n in (split - 1, split, large - 1, large)] == [
         False,
         True,
         True,
         False,  # (the large traces' split from there)
     ]
+    monkeypatch.setattr(small_sections, "a_core_idle", lambda: False)  # every core busy: no child
+    assert not small_sections.worth_splitting(split)
+    monkeypatch.setattr(small_sections, "a_core_idle", lambda: True)
     monkeypatch.setattr(small_sections, "can_fork_beside", lambda: False)  # one core, another thread, no memory
     assert not small_sections.worth_splitting(split)
+
+
+@pytest.mark.parametrize(
+    ("loadavg", "cores", "idle"),
+    [("0.50 0.40 0.30 1/200 999\n", 2, True), ("3.1 3.0 2.9 2/200 999\n", 2, False), ("4 4 4 3/90 9\n", 4, True)],
+)
+def test_a_core_is_idle_when_fewer_threads_run_than_cores(tmp_path, monkeypatch, loadavg, cores, idle):
+    real_open = open
+    fake = tmp_path / "loadavg"
+    fake.write_text(loadavg)
+    monkeypatch.setattr(
+        "builtins.open", lambda path, *a, **k: real_open(fake if path == "/proc/loadavg" else path, *a, **k)
+    )
+    monkeypatch.setattr(small_sections, "default_workers", lambda: cores)
+    assert small_sections.a_core_idle() is idle
+
+
+def test_without_the_load_file_a_core_counts_as_idle(monkeypatch):
+    def missing(path, *a, **k):
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr("builtins.open", missing)
+    assert small_sections.a_core_idle()
 
 
 def test_the_child_computes_the_small_sections_and_the_aggregate_is_the_serial_one():
