@@ -5,30 +5,15 @@ thread. The aggregate, and the cache a later report reads, equal a serial run's.
 
 from __future__ import annotations
 
-import json
 import os
 
-import fsspec
 import pytest
+from test_section_fork import SAMPLE, text, views
 
 from tb_plugin.registry.executors import sections, small_sections, task
-from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.report import rank_aggregate
-from tb_plugin.registry.views import FileViews
-
-SAMPLE = os.path.join(
-    os.path.dirname(__file__), "..", "..", "..", "samples", "synthetic_ddp", "rank0.1751410900000.pt.trace.json.gz"
-)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
-
-
-def views() -> FileViews:
-    return FileViews(load_trace_file(SAMPLE, fs=fsspec.filesystem("file"), size=os.path.getsize(SAMPLE)))
-
-
-def text(aggregate: dict) -> str:
-    return json.dumps(aggregate, sort_keys=True, default=repr)
 
 
 def test_the_small_split_takes_the_sizes_the_large_one_leaves(monkeypatch):
