@@ -56,14 +56,15 @@ def test_without_the_load_file_a_core_counts_as_idle(monkeypatch):
     assert small_sections.a_core_idle()
 
 
-def test_the_child_computes_the_small_sections_and_the_aggregate_is_the_serial_one():
-    serial = rank_aggregate(views(), True)
-    fork = small_sections.split(views(), True)
+@pytest.mark.parametrize("tables", [True, False])  # (without the tables: no graphs section, the child's other one)
+def test_the_child_computes_the_small_sections_and_the_aggregate_is_the_serial_one(tables):
+    serial = rank_aggregate(views(), tables)
+    fork = small_sections.split(views(), tables)
     try:
-        forked = rank_aggregate(views(), True, run=fork.run)
+        forked = rank_aggregate(views(), tables, run=fork.run)
     finally:
         fork.close()
-    assert fork.pid is None and text(forked) == text(serial)
+    assert fork.pid is None and text(forked) == text(serial) and list(forked) == list(serial)
 
 
 def _split_here(monkeypatch) -> list[frozenset[str]]:
