@@ -33,7 +33,7 @@ HALVES_FROM_EVENTS = 20_000
 # more (the interning tables are filled then). The 35 MB V100 sample's 31 batches, CPU of this process
 # from the fork to the answer against the child's (medians of 6, load 3.2): 15 here 0.282 / 0.235 s,
 # 14 here 0.265 / 0.250 s, 13 here 0.262 / 0.265 s.
-PARENT_SHARE = 0.49
+PARENT_SHARE = 0.46
 
 
 def wanted(events: int) -> bool:
