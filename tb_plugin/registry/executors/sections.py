@@ -38,7 +38,13 @@ FORK_ABOVE_ITEMS = 300_000
 
 def worth_forking(items: int) -> bool:
     """Whether the sections of a trace of ``items`` events and memory events are computed on two cores."""
-    return items >= FORK_ABOVE_ITEMS and default_workers() >= 2 and can_fork() and _memory_for_a_child()
+    return items >= FORK_ABOVE_ITEMS and can_fork_beside()
+
+
+def can_fork_beside() -> bool:
+    """Whether a child may compute sections beside this process now: two usable cores, a fork that is
+    safe, free memory for the child's temporaries (whatever the trace's size)."""
+    return default_workers() >= 2 and can_fork() and _memory_for_a_child()
 
 
 def _memory_for_a_child() -> bool:
@@ -59,11 +65,19 @@ class _Sent(Exception):
 
 
 class SectionFork:
-    """A child forked now that computes :data:`CHILD_SECTIONS` of ``rank_aggregate(views, tables)``;
-    :meth:`run` (``rank_aggregate``'s ``run``) computes the rest here and adds the child's."""
+    """A child forked now that computes ``child`` (by default :data:`CHILD_SECTIONS`) of
+    ``rank_aggregate(views, tables)``; :meth:`run` (``rank_aggregate``'s ``run``) computes the rest here
+    and adds the child's."""
 
-    def __init__(self, views: Any, tables: bool, writes: Sequence[Callable[[], None]] = ()) -> None:
+    def __init__(
+        self,
+        views: Any,
+        tables: bool,
+        writes: Sequence[Callable[[], None]] = (),
+        child: frozenset[str] = CHILD_SECTIONS,
+    ) -> None:
         self.writes = writes
+        self.child = child  # the sections the child computes
         self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
         read, write = os.pipe()
         pid = os.fork()
@@ -83,18 +97,18 @@ class SectionFork:
         self.read = read
 
     def _send(self, sections: Sections, items: int, memos: dict[str, Any], fd: int) -> dict[str, Any]:
-        got = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items, memos)
+        got = run_sections([s for s in sections if s[0] in self.child], items, memos)
         with open(fd, "wb") as f:
             f.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
         raise _Sent
 
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
-        got = run_sections([s for s in sections if s[0] not in CHILD_SECTIONS], items, self.memos)
+        got = run_sections([s for s in sections if s[0] not in self.child], items, self.memos)
         self.write_pending()  # (while the child computes the larger share)
         theirs = self._collect()
-        if theirs is None or set(theirs) != CHILD_SECTIONS & {key for key, _ in sections}:
-            theirs = run_sections([s for s in sections if s[0] in CHILD_SECTIONS], items, self.memos)
+        if theirs is None or set(theirs) != self.child & {key for key, _ in sections}:
+            theirs = run_sections([s for s in sections if s[0] in self.child], items, self.memos)
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
 

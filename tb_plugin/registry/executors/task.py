@@ -41,6 +41,7 @@ from ..parse import open_views, parse_entry
 from ..records import RankAggregate
 from ..report import rank_aggregate
 from ..results import ResultCache
+from . import small_sections
 from .sections import SectionFork, worth_forking
 
 
@@ -138,9 +139,12 @@ def reduce_rank(job: RankJob) -> RankResult:
                     fs, path, job.url, job.version, job.size, cache, _reporter(job.progress_slot), deferred
                 )
                 views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
-                if views is not None and worth_forking(len(trace.events) + len(trace.memory)):
+                items = len(trace.events) + len(trace.memory)
+                if views is not None and worth_forking(items):
                     fork = SectionFork(views, job.tables, deferred)  # writes after its own sections
                 else:
+                    if views is not None and small_sections.worth_splitting(items):  # (before the writes' thread)
+                        fork = small_sections.split(views, job.tables)
                     writer = threading.Thread(
                         target=lambda: [call() for call in deferred], name="kinetoscope-cache-write"
                     )
