@@ -77,6 +77,15 @@ def current() -> Settings:
     return Settings.from_env()
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity: ``taskset``, a container's cpuset), else all; ≥ 1.
+    What ``decode_workers`` defaults to, and whether a second core may take an early read."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _positive_float(text: str) -> float | None:
     try:
         value = float(text) if text else 0.0

@@ -24,7 +24,7 @@ import stat
 import threading
 from typing import NamedTuple
 
-from ..settings import current
+from ..settings import current, usable_cores
 from .cache_keys import cached_entry_exists
 from .fork_alone import may_fork_alone
 from .local_walk import FileIdentity, TooManyEntries, file_identity, walk_files
@@ -103,11 +103,7 @@ def _named_as_trace(name: str) -> bool:
 
 def _second_core() -> bool:
     """Whether a second core may take the read (one allowed decode worker: nothing runs beside)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return cores > 1 and current().decode_workers != 1
+    return usable_cores() > 1 and current().decode_workers != 1
 
 
 class _Started(NamedTuple):

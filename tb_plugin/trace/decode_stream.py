@@ -27,13 +27,12 @@ are the same again; the 1-worker case decodes inline, as before.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from typing import Any, Callable, Iterable, Iterator
 
 import msgspec
 import numpy as np
 
-from ..settings import current
+from ..settings import current, usable_cores
 from .columns import ColumnBuilder, EventsSink
 from .decode_ranges import RangedEvents
 from .decode_workers import WorkerDied, Workers, decode_batch, run_parallel
@@ -102,14 +101,6 @@ def default_workers() -> int:
     if multiprocessing.parent_process() is not None:  # already one of a pool's workers (files in parallel)
         return 1
     return usable_cores()
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity: ``taskset``, a container's cpuset), else all."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _batches(
@@ -347,4 +338,4 @@ def _finish(builder: ColumnBuilder, facts: dict) -> Trace:
     return trace
 
 
-__all__ = ["decode_stream", "default_workers", "usable_cores", "Unstreamable"]
+__all__ = ["decode_stream", "default_workers", "Unstreamable"]

@@ -9,7 +9,7 @@ import multiprocessing
 import sys
 from typing import Any, Callable, Iterator, Sequence
 
-from ...trace.decode_stream import usable_cores
+from ...settings import usable_cores
 from .task import ProgressSlots, RankJob, RankResult, init_progress, reduce_rank
 
 PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)

@@ -96,17 +96,22 @@ def test_forking_only_where_it_pays(monkeypatch, runner_threads_fork_safe):
 
 def test_the_pool_and_the_workers_count_the_usable_cores(monkeypatch):
     """Pinned to one core (``taskset -c 0``), one process parses: neither the file pool nor the decode
-    workers count the machine's other cores."""
+    workers count the machine's other cores, and the early read takes no second core."""
     from tb_plugin.registry.executors import local
+    from tb_plugin.settings import usable_cores
+    from tb_plugin.storage import early_read
     from tb_plugin.trace import decode_stream
+
+    monkeypatch.delenv("KINETOSCOPE_DECODE_WORKERS", raising=False)
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     monkeypatch.setattr(local, "_available_memory", lambda: 1 << 40)
     assert local.parallel_workers([100 << 20] * 8) == 1
-    assert decode_stream.usable_cores() == 1
+    assert usable_cores() == decode_stream.default_workers() == 1 and not early_read._second_core()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     assert local.parallel_workers([100 << 20] * 8) == 4
+    assert usable_cores() == decode_stream.default_workers() == 4 and early_read._second_core()
 
 
 def _write_pid(path):
