@@ -32,14 +32,19 @@ def text(aggregate: dict) -> str:
     return json.dumps(aggregate, sort_keys=True, default=repr)
 
 
+def aggregate_through(fork: sections.SectionFork, tables: bool) -> dict:
+    """The rank's aggregate with ``fork`` computing its child's sections; the fork closed after."""
+    try:
+        return rank_aggregate(views(), tables, run=fork.run)
+    finally:
+        fork.close()
+
+
 @pytest.mark.parametrize("tables", [True, False])
 def test_forked_sections_equal_the_serial_ones(tables):
     serial = rank_aggregate(views(), tables)
     fork = sections.SectionFork(views(), tables)
-    try:
-        forked = rank_aggregate(views(), tables, run=fork.run)
-    finally:
-        fork.close()
+    forked = aggregate_through(fork, tables)
     assert fork.pid is None  # reaped
     assert text(forked) == text(serial)
     assert list(forked) == list(serial) and (not tables or list(forked["tables"]) == list(serial["tables"]))

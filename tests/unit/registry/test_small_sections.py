@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from test_section_fork import SAMPLE, text, views
+from test_section_fork import SAMPLE, aggregate_through, text, views
 
 from tb_plugin.registry.executors import sections, small_sections, task
 from tb_plugin.registry.report import rank_aggregate
@@ -60,10 +60,7 @@ def test_without_the_load_file_a_core_counts_as_idle(monkeypatch):
 def test_the_child_computes_the_small_sections_and_the_aggregate_is_the_serial_one(tables):
     serial = rank_aggregate(views(), tables)
     fork = small_sections.split(views(), tables)
-    try:
-        forked = rank_aggregate(views(), tables, run=fork.run)
-    finally:
-        fork.close()
+    forked = aggregate_through(fork, tables)
     assert fork.pid is None and text(forked) == text(serial) and list(forked) == list(serial)
 
 
