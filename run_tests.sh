@@ -171,6 +171,8 @@ case " $* " in *" -n "*|*" -n"[0-9]*) ;; *)
   n=${KINETOSCOPE_TEST_JOBS:-2}
   [ "$ids" = 0 ] && [ "$n" -gt 1 ] && "$PYTHON" -c "import xdist" 2>/dev/null && jobs=(-n "$n" --dist loadfile --no-loadscope-reorder) ;;
 esac
+# a passing test's tmp_path is removed when it ends (a full run wrote ~8 GB there, and pytest keeps three runs)
+set -- -o tmp_path_retention_policy=failed "$@"
 if [ "$fast" = 1 ]; then
   echo "== python: pytest, fast tier (unit and known-answer: not corpus, e2e, integration or emulator)"
   exec "$PYTHON" -m pytest -q "${jobs[@]}" -m "not corpus and not e2e and not integration and not emulator" "${where[@]}" "$@"
