@@ -128,11 +128,10 @@ def take_answer(child: ChildProcess, piped: bytes | bytearray) -> bytes | bytear
     fd = getattr(child, "answer_fd", None)
     if fd is None:
         return piped
-    import mmap
+    from .forked import mapped_answer
 
     try:
-        size = os.fstat(fd).st_size
-        return mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else piped
+        return mapped_answer(fd, piped)
     finally:
         close_answer(child)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import atexit
 import os
-from typing import TYPE_CHECKING, Callable, NoReturn
+from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 
 from ..storage.fork_alone import may_fork_alone
 
@@ -105,11 +105,8 @@ class ForkedReader:
     def answer(self) -> tuple[bytes | mmap.mmap, bytes]:
         """What the exited child wrote: its answer (a private, writable map of the memory file: no copy)
         and its messages. Called once; the memory files are closed."""
-        import mmap
-
         try:
-            size = os.fstat(self._out).st_size
-            out = mmap.mmap(self._out, size, access=mmap.ACCESS_COPY) if size else b""
+            out = mapped_answer(self._out, b"")
             err = os.pread(self._err, os.fstat(self._err).st_size, 0)
         finally:
             self.close()
@@ -152,3 +149,15 @@ def _reap_exited(block: bool = False) -> None:
 
 # a child still exiting when this process ends is waited for: its CPU time counts in this process's children's
 atexit.register(_reap_exited, True)
+
+
+Empty = TypeVar("Empty", bound="bytes | bytearray")
+
+
+def mapped_answer(fd: int, empty: Empty) -> Empty | mmap.mmap:
+    """A child's answer memory file ``fd`` as a private, writable map (no copy), or ``empty`` when the
+    child wrote nothing into it."""
+    import mmap
+
+    size = os.fstat(fd).st_size
+    return mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else empty
