@@ -44,6 +44,7 @@ setup(
         "test": [
             "pytest>=8",
             "flask>=2.2",
+            "waitress>=3.0",  # kinetoscope serve's server: tests/unit/interfaces/test_serve.py, tests/e2e/test_serve_waitress.py
             "pandas>=2.0",
             "mcp>=2.3,<3",
             "hypothesis>=6.100",
