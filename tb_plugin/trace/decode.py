@@ -102,6 +102,10 @@ def _first_non_space(buf: memoryview) -> int | None:
 
 
 def _decode_error(exc: Exception) -> TraceReadError:
+    # msgspec 0.23 reports bad UTF-8 as a DecodeError ("Invalid UTF-8 encoded string"), older ones raised a
+    # UnicodeDecodeError (_hostile_error): the same message for both
+    if "utf-8" in str(exc).lower():
+        return TraceReadError(f"invalid UTF-8 in the JSON text: {exc}")
     return TraceReadError(f"invalid JSON: {exc}")
 
 
