@@ -34,15 +34,19 @@ def _drained(data: bytes, step: int = 32 << 10):
 
 @pytest.mark.parametrize("protocol", (4, 5))
 @pytest.mark.parametrize("shared", (False, True))
-def test_drained_equals_the_whole_read(protocol, shared):
+@pytest.mark.parametrize("step", (32 << 10, drain_module.STEP_BYTES))
+def test_drained_equals_the_whole_read(protocol, shared, step):
     out = io.BytesIO()
     write_snapshot_pickle(out, 20_000, frames=8, protocol=protocol, shared_frames=shared)
     data = out.getvalue()
-    drain, snap = _drained(data)
+    assert len(data) > 4 * step  # (several steps at the child's own step size too)
+    drain, snap = _drained(data, step)
     want = parse_pickle_whole(data)
     assert drain.drained == len(want.devices[0].action) > 20_000 and len(drain.histories) == 1
     assert drain.clearing is not shared  # (frame dicts emptied while none is shared: a list per entry)
     assert_same(snap, want)
+    # the emptied entries are kept past the checks (the child ends without freeing them one by one)
+    assert len(drain.shells) == drain.drained and not any(drain.shells)
 
 
 def _entry(i: int, frames: list) -> dict:
