@@ -120,8 +120,9 @@ class Drain:
         # dict subclass) in one comprehension: CPython 3.11 specialises its exact-type tests (~20 ns an
         # object) where ``map(isinstance, new, repeat(list))`` and ``compress`` take two C calls (~45 ns),
         # and each entry's frame list (10 objects an entry: the entry, its list, 8 frames) is dropped here
-        lists = [o for o in new if type(o) is list and (not o or (type(o[0]) is dict and "action" in o[0]))]
-        del new
+        fresh = itertools.islice(new, self._fresh_from(new), None)
+        lists = [o for o in fresh if type(o) is list and (not o or (type(o[0]) is dict and "action" in o[0]))]
+        del new, fresh
         # the lists met empty (most of them entries' empty frame lists) are looked at again once every
         # LOOK_STEPS steps' bytes, not every step: each is looked at WATCHED_STEPS times, as many as before
         look = count >= self.look_at
@@ -139,6 +140,24 @@ class Drain:
             self.pending = []
         for history in self.histories:
             self._drain(history)
+
+    def _fresh_from(self, new: list) -> int:
+        """Where the search for histories starts in ``new`` (what was built since the last step, in the order
+        built): after the entry appended last to a known history, if built since. What comes before it is
+        that history's entries and their frame lists (the pickler writes a device's history whole, then the
+        next), passed over without a look at each (ids only: their memory is not read)."""
+        lasts = [h[-1] for h in self.histories if h]  # (the entries appended since the last step, not drained)
+        if not lasts:
+            return 0
+        ids = list(map(id, new))
+        ids.reverse()  # (the entry appended last is near the end: searched from there)
+        back = len(ids)
+        for last in lasts:
+            try:
+                back = min(back, ids.index(id(last)))
+            except ValueError:  # (built before the last step)
+                pass
+        return len(ids) - back
 
     def _find(self, groups: Iterable[list[list]]) -> None:
         """The histories among ``groups`` of lists (new ones, and ones met empty: their first item tells)
