@@ -35,6 +35,7 @@ STEP_BYTES = 1 << 18  # pickle bytes read between two steps (the entries drained
 WATCHED_STEPS = 3
 LOOK_STEPS = 4
 MAX_HISTORIES = 256  # history lists (one per device) beyond which the file is streamed instead
+_TAILS = (1 << 10, 1 << 12)  # the last objects of a step's new ones where the entry appended last is looked for first
 DICTS_CHECKED = 1 << 16  # frame dicts whose sharing is looked for before they are emptied (then: finish)
 
 
@@ -149,15 +150,18 @@ class Drain:
         lasts = [h[-1] for h in self.histories if h]  # (the entries appended since the last step, not drained)
         if not lasts:
             return 0
-        ids = list(map(id, new))
-        ids.reverse()  # (the entry appended last is near the end: searched from there)
-        back = len(ids)
-        for last in lasts:
-            try:
-                back = min(back, ids.index(id(last)))
-            except ValueError:  # (built before the last step)
-                pass
-        return len(ids) - back
+        back = len(new)
+        for window in (*_TAILS, len(new)):  # (the batch being read follows it: most steps find it in the tail)
+            ids = list(map(id, new[-window:]))
+            ids.reverse()  # (searched from the end)
+            for last in lasts:
+                try:
+                    back = min(back, ids.index(id(last)))
+                except ValueError:  # (before the tail, or built before the last step)
+                    pass
+            if back < len(new) or window >= len(new):
+                break
+        return len(new) - back
 
     def _find(self, groups: Iterable[list[list]]) -> None:
         """The histories among ``groups`` of lists (new ones, and ones met empty: their first item tells)
