@@ -29,9 +29,13 @@ import operator
 import sys
 from typing import Any, Iterable
 
-STEP_BYTES = 1 << 20  # pickle bytes read between two steps
-WATCHED_STEPS = 4  # a list created empty is watched this many steps for its first entries
+STEP_BYTES = 1 << 18  # pickle bytes read between two steps (the entries drained while still in the caches)
+# a list created empty is watched for its first entries: at the next step, then WATCHED_STEPS times more, once
+# every LOOK_STEPS steps' bytes (the child's: 3-4 MiB in all, as when a step was a MiB and a list was watched 4)
+WATCHED_STEPS = 3
+LOOK_STEPS = 4
 MAX_HISTORIES = 256  # history lists (one per device) beyond which the file is streamed instead
+_TAILS = (1 << 10, 1 << 12)  # the last objects of a step's new ones where the entry appended last is looked for first
 DICTS_CHECKED = 1 << 16  # frame dicts whose sharing is looked for before they are emptied (then: finish)
 
 
@@ -98,6 +102,9 @@ class Drain:
         # their frame lists, kept: freeing the memo then frees nothing (the child ends by os._exit)
         self.frames: list[list] = []
         self.watched: collections.deque[list[list]] = collections.deque(maxlen=WATCHED_STEPS)
+        self.last: list[list] = []  # the lists met empty at the last step
+        self.pending: list[list] = []  # the lists met empty before, since the watched ones were last looked at
+        self.look_at = LOOK_STEPS * step_bytes  # the pickle bytes read at the next look at them
         self.clearing = True  # the drained entries' frame dicts are emptied too (see _clear_frames)
         self.cleared: list[list] = []  # the frame lists whose dicts were emptied
         self.dicts_checked = 0  # frame dicts whose references were counted before emptying
@@ -114,19 +121,57 @@ class Drain:
         # dict subclass) in one comprehension: CPython 3.11 specialises its exact-type tests (~20 ns an
         # object) where ``map(isinstance, new, repeat(list))`` and ``compress`` take two C calls (~45 ns),
         # and each entry's frame list (10 objects an entry: the entry, its list, 8 frames) is dropped here
-        lists = [o for o in new if type(o) is list and (not o or (type(o[0]) is dict and "action" in o[0]))]
-        del new
-        for group in (lists, *self.watched):  # new lists, and lists met empty: their first item tells
+        fresh = itertools.islice(new, self._fresh_from(new), None)
+        lists = [o for o in fresh if type(o) is list and (not o or (type(o[0]) is dict and "action" in o[0]))]
+        del new, fresh
+        # the lists met empty (most of them entries' empty frame lists) are looked at again once every
+        # LOOK_STEPS steps' bytes, not every step: each is looked at WATCHED_STEPS times, as many as before
+        look = count >= self.look_at
+        if look:
+            self.look_at = count + LOOK_STEPS * self.step_bytes
+        self._find((lists, self.last, self.pending, *self.watched) if look else (lists, self.last))
+        # (a list the last step came in the middle of, an entry's frame list, is full now: not kept, it would
+        # be held here when its entry is drained, and taken for a shared one)
+        self.pending += itertools.filterfalse(None, self.last)
+        self.last = list(itertools.filterfalse(None, lists))
+        if look:
+            for group in self.watched:
+                group[:] = itertools.filterfalse(None, group)
+            self.watched.append(list(itertools.filterfalse(None, self.pending)))
+            self.pending = []
+        for history in self.histories:
+            self._drain(history)
+
+    def _fresh_from(self, new: list) -> int:
+        """Where the search for histories starts in ``new`` (what was built since the last step, in the order
+        built): after the entry appended last to a known history, if built since. What comes before it is
+        that history's entries and their frame lists (the pickler writes a device's history whole, then the
+        next), passed over without a look at each (ids only: their memory is not read)."""
+        lasts = [h[-1] for h in self.histories if h]  # (the entries appended since the last step, not drained)
+        if not lasts:
+            return 0
+        back = len(new)
+        for window in (*_TAILS, len(new)):  # (the batch being read follows it: most steps find it in the tail)
+            ids = list(map(id, new[-window:]))
+            ids.reverse()  # (searched from the end)
+            for last in lasts:
+                try:
+                    back = min(back, ids.index(id(last)))
+                except ValueError:  # (before the tail, or built before the last step)
+                    pass
+            if back < len(new) or window >= len(new):
+                break
+        return len(new) - back
+
+    def _find(self, groups: Iterable[list[list]]) -> None:
+        """The histories among ``groups`` of lists (new ones, and ones met empty: their first item tells)
+        added to :attr:`histories` (a method: no group stays referred to by a variable while draining)."""
+        for group in groups:
             for items in _history_starts(group):
                 if not any(items is h for h in self.histories):
                     if len(self.histories) >= MAX_HISTORIES:  # (a crafted file: each new list a scan of these)
                         raise Redo(f"more than {MAX_HISTORIES} history lists")
                     self.histories.append(items)
-        for group in self.watched:
-            group[:] = itertools.filterfalse(None, group)
-        self.watched.append(list(itertools.filterfalse(None, lists)))
-        for history in self.histories:
-            self._drain(history)
 
     def _drain(self, history: list) -> None:
         """The entries in ``history`` as columns; they leave the list, their dicts emptied."""
@@ -201,16 +246,16 @@ class Drain:
         """After the load (the unpickler and its memo freed): the rest of each history drained, then
         checked (the module docstring); :class:`Redo` when the columns may differ from the file's."""
         self.watched.clear()  # (a list met empty at the last step, filled since, is not a history's)
+        self.last, self.pending = [], []
         for history in self.histories:
             self._drain(history)
         if not self.histories:
             return
 
-        shells, self.shells = self.shells, []
         # each referred to by ``shells`` and getrefcount's argument alone: no part of the object holds it
-        if not _each_held(shells, 2):
+        # (kept, not freed: the child ends without freeing them, ~8 ms of deallocation at 200 000 entries)
+        if not _each_held(self.shells, 2):
             raise Redo("a history entry is referred to twice")
-        del shells
         # each emptied frame list held by ``cleared`` and its batch's ``frames`` alone (and the argument: 3),
         # each of its dicts by that list alone (2): nothing in the object refers to them
         cleared, self.cleared = self.cleared, []

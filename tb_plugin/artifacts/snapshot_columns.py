@@ -13,6 +13,7 @@ are (text, floats in an integer field, integers beyond 64 bits) is converted by 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import operator
@@ -313,14 +314,21 @@ class Interner:
         keys: ~0.6 KB each); stacks not met before are added in the order met."""
         self.stack_ids.setdefault((), -1)  # (an empty list: no stack)
         fields = _FRAME_FIELDS if self.frame_fields is None else self.frame_fields
+        # only the lists with frames are keyed (most entries of a history may have none: each made a map
+        # object, an empty key and a lookup for its −1); the others are −1, as their empty key gives
+        full = list(itertools.compress(lists, lists))
         out: list[int] = []
-        for at in range(0, len(lists), _KEYED):
-            part = lists[at : at + _KEYED]
+        for at in range(0, len(full), _KEYED):
+            part = full[at : at + _KEYED]
             try:  # (most runs meet no new stack: each key looked up as it is made, and freed)
                 out += list(map(self.stack_ids.__getitem__, map(tuple, map(map, itertools.repeat(fields), part))))
             except KeyError:  # (a new stack, or a frame without a field: the keys made again, kept)
                 out += self._with_new(list(map(tuple, map(map, itertools.repeat(fields), part))))
-        return out
+        if len(full) == len(lists):
+            return out
+        spread = [-1] * len(lists)
+        collections.deque(map(spread.__setitem__, itertools.compress(range(len(lists)), lists), out), maxlen=0)
+        return spread
 
     def _with_new(self, keys: list[tuple]) -> list[int]:
         """The stack index of each of ``keys``, some not met before: added in the order met."""

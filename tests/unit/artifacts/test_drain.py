@@ -34,15 +34,19 @@ def _drained(data: bytes, step: int = 32 << 10):
 
 @pytest.mark.parametrize("protocol", (4, 5))
 @pytest.mark.parametrize("shared", (False, True))
-def test_drained_equals_the_whole_read(protocol, shared):
+@pytest.mark.parametrize("step", (32 << 10, drain_module.STEP_BYTES))
+def test_drained_equals_the_whole_read(protocol, shared, step):
     out = io.BytesIO()
     write_snapshot_pickle(out, 20_000, frames=8, protocol=protocol, shared_frames=shared)
     data = out.getvalue()
-    drain, snap = _drained(data)
+    assert len(data) > 4 * step  # (several steps at the child's own step size too)
+    drain, snap = _drained(data, step)
     want = parse_pickle_whole(data)
     assert drain.drained == len(want.devices[0].action) > 20_000 and len(drain.histories) == 1
     assert drain.clearing is not shared  # (frame dicts emptied while none is shared: a list per entry)
     assert_same(snap, want)
+    # the emptied entries are kept past the checks (the child ends without freeing them one by one)
+    assert len(drain.shells) == drain.drained and not any(drain.shells)
 
 
 def _entry(i: int, frames: list) -> dict:
@@ -195,3 +199,21 @@ def test_reference_counts_are_checked_as_max_and_sum_checked_them():
     assert drain_module._each_held(fresh, 2) and drain_module._each_held([], 2)
     fresh.append(fresh[0])  # (one held twice by it, in the second chunk: 3)
     assert not drain_module._each_held(fresh, 2)
+
+
+@pytest.mark.parametrize("after", (0, 5, 1500, 5000, 20_000))
+def test_the_search_starts_after_the_entry_appended_last(after):
+    """What a step built before the entry appended last to a known history is passed over: the search
+    starts right after that entry, found from the end whether the batch being read after it is short or
+    long; after the later of two histories' last entries; at the start when none was built since."""
+    drain = Drain(1 << 20)
+    new = [[i] for i in range(3000)]
+    first, last = {"action": "alloc"}, {"action": "free_completed"}
+    new[100:100] = [first]
+    new += [last] + [[] for _ in range(after)]  # (the batch being read, after the last entry appended)
+    drain.histories = [[first]]
+    assert drain._fresh_from(new) == 101
+    drain.histories = [[{"action": "alloc"}, first], [], [last]]  # (another device's, appended later)
+    assert drain._fresh_from(new) == len(new) - after
+    drain.histories = [[{"action": "alloc"}]]  # (an entry built before this step)
+    assert drain._fresh_from(new) == 0

@@ -94,6 +94,26 @@ def test_lists_met_again_in_later_runs_are_found_by_identity(monkeypatch, kept):
     assert interner.shared_ids or kept == 10  # (kept for the next run unless the bound emptied it)
 
 
+@pytest.mark.parametrize("empty_share", (0.0, 0.67, 1.0))
+def test_distinct_lists_among_empty_ones_keyed_at_once_equal_one_by_one(empty_share):
+    """PyTorch's layout (each entry its own list; many entries with none): only the lists with frames are
+    keyed, the empty ones (``[]``, ``()``, None) are −1 in their places, the stacks numbered as one by one."""
+    rng = random.Random(11)
+    runs = [
+        [
+            rng.choice([[], (), None]) if rng.random() < empty_share else [_frame(rng.randrange(60)) for _ in range(8)]
+            for _ in range(rng.randrange(1, 5000))
+        ]
+        for _ in range(3)
+    ]
+    _assert_keyed_at_once(runs)
+    at_once, one_by_one = Interner(), Interner()
+    for frames in runs:  # (told the lists are distinct, as the drain tells it)
+        got = np.frombuffer(at_once.stack_ids_of(frames, distinct=True), dtype=np.int32)
+        assert got.tolist() == [one_by_one.stack_of(f) if f else -1 for f in frames]
+    assert (at_once.stacks, at_once.frames) == (one_by_one.stacks, one_by_one.frames)
+
+
 def test_an_odd_list_falls_back_to_one_by_one():
     for odd in ODD:
         assert Interner().stack_ids_of(([_frame(1)], odd)) is None
