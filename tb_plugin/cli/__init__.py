@@ -27,7 +27,6 @@ import gc
 import os
 import sys
 import threading
-from typing import MutableMapping
 
 from .. import __version__
 
@@ -129,7 +128,7 @@ def entry() -> int:
 
     When nothing but the main thread is left, the process ends here (:func:`_exit_now`); otherwise
     (a thread still running) main's status is returned to the interpreter's usual exit."""
-    _numeric_libraries_one_thread(os.environ)
+    _numeric_libraries_one_thread()
     status = main(whole_process=True)
     gc.freeze()  # its passes over every object at interpreter exit cost ~30 ms of a cold report
     if threading.active_count() == 1:
@@ -137,17 +136,17 @@ def entry() -> int:
     return status
 
 
-def _numeric_libraries_one_thread(environ: MutableMapping[str, str]) -> None:
+def _numeric_libraries_one_thread() -> None:
     """One thread for the numeric libraries of this process and the children it starts, unless the
-    caller's environment names a count (``environ``: ``os.environ``, before numpy is imported). numpy's
-    OpenBLAS otherwise starts a thread per core at its import, which spins ~0.1 s waiting for work that
-    never comes: no analysis calls a BLAS routine. On 2 cores a cold report of the 35 MB V100 sample
-    took 20-40 ms more CPU with it, beside the early read's child (the reader children already get
-    the same settings: artifacts/child_pipes.ONE_THREAD)."""
+    caller's environment names a count (before numpy is imported). numpy's OpenBLAS otherwise starts a
+    thread per core at its import, which spins waiting for work that never comes (no analysis calls a
+    BLAS routine) until the first fork shuts it down: on 2 cores a cold report of the 35 MB V100 sample
+    spent ~15-20 ms of CPU in it, beside the early read's child. The reader children already get the
+    same settings (artifacts/child_pipes.ONE_THREAD)."""
     from ..artifacts.child_pipes import ONE_THREAD
+    from ..settings import default_environment
 
-    for name, value in ONE_THREAD.items():
-        environ.setdefault(name, value)
+    default_environment(ONE_THREAD)
 
 
 def _exit_now(status: int) -> None:
