@@ -133,6 +133,7 @@ def load_one(path):
     t1 = time.perf_counter()
     profile = RunGenerator(worker, span, data).generate_run_profile()
     t2 = time.perf_counter()
+    _remove_if_empty(cache_dir)  # (after the timing: each run left an empty folder in /tmp)
 
     def costs_dict(costs):
         return {ours: _num(costs.costs[getattr(ProfileRole, role)]) for ours, role in ROLE_FIELDS}
@@ -215,6 +216,14 @@ def load_one(path):
     }
 
 
+def _remove_if_empty(folder):
+    """The incumbent's cache folder removed when nothing was written into it (a local trace is read in place)."""
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
 def incumbent_profile(path):
     """One file through the incumbent as its RunLoader does it (read, parse, generate the views):
     (RunProfileData, RunProfile, the trace's JSON document, wall seconds of those steps). Imports the incumbent, so only the
@@ -230,7 +239,9 @@ def incumbent_profile(path):
     data = RunProfileData.from_json(worker, span, trace_json)
     data.trace_file_path = trace_path
     profile = RunGenerator(worker, span, data).generate_run_profile()
-    return data, profile, trace_json, time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    _remove_if_empty(cache_dir)  # (a remote file's download is kept: data.trace_file_path points at it)
+    return data, profile, trace_json, seconds
 
 
 def child_main(path, result_path):

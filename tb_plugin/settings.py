@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Literal, Mapping
+from typing import Literal, Mapping, MutableMapping
 
 DEFAULT_MEMORY_BUDGET_MB = 1536.0
 DEFAULT_MCP_MAX_ANSWER_BYTES = 32 << 10
@@ -86,6 +86,15 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def default_environment(values: Mapping[str, str], environ: MutableMapping[str, str] | None = None) -> None:
+    """Each of ``values`` set in ``environ`` (default ``os.environ``: this process and the children it
+    starts) where the caller's environment does not name it already. The command line's one write of
+    its own environment: the numeric libraries' thread counts, before numpy is imported (cli.entry)."""
+    env = os.environ if environ is None else environ
+    for name, value in values.items():
+        env.setdefault(name, value)
+
+
 def _positive_float(text: str) -> float | None:
     try:
         value = float(text) if text else 0.0
@@ -100,4 +109,4 @@ def _positive_int(text: str) -> int | None:
     return int(value) if value is not None and value >= 1 else None
 
 
-__all__ = ["ENV_NAMES", "Settings", "current"]
+__all__ = ["ENV_NAMES", "Settings", "current", "default_environment"]

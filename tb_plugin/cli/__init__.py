@@ -128,11 +128,25 @@ def entry() -> int:
 
     When nothing but the main thread is left, the process ends here (:func:`_exit_now`); otherwise
     (a thread still running) main's status is returned to the interpreter's usual exit."""
+    _numeric_libraries_one_thread()
     status = main(whole_process=True)
     gc.freeze()  # its passes over every object at interpreter exit cost ~30 ms of a cold report
     if threading.active_count() == 1:
         _exit_now(status)
     return status
+
+
+def _numeric_libraries_one_thread() -> None:
+    """One thread for the numeric libraries of this process and the children it starts, unless the
+    caller's environment names a count (before numpy is imported). numpy's OpenBLAS otherwise starts a
+    thread per core at its import, which spins waiting for work that never comes (no analysis calls a
+    BLAS routine) until the first fork shuts it down: on 2 cores a cold report of the 35 MB V100 sample
+    spent ~15-20 ms of CPU in it, beside the early read's child. The reader children already get the
+    same settings (artifacts/child_pipes.ONE_THREAD)."""
+    from ..artifacts.child_pipes import ONE_THREAD
+    from ..settings import default_environment
+
+    default_environment(ONE_THREAD)
 
 
 def _exit_now(status: int) -> None:

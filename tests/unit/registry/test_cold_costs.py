@@ -257,6 +257,34 @@ def test_entry_freezes_the_collector(monkeypatch, tmp_path):
         gc.unfreeze()
 
 
+def test_the_command_keeps_one_thread_for_numeric_libraries():
+    """``kinetoscope`` (cli.entry) sets one thread for OpenBLAS (and OpenMP, MKL) before anything imports
+    numpy, in its own environment and so its children's, unless the caller named a count; numpy imported
+    by the command then starts no OpenBLAS thread (its import starts one per core otherwise)."""
+    probe = (  # main replaced: the environment entry() leaves, then numpy imported under it
+        "import os, sys, threading\n"
+        "import tb_plugin.cli as c\n"
+        "def main(whole_process):\n"
+        "    print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('OMP_NUM_THREADS'))\n"
+        "    import numpy\n"
+        "    print(len(os.listdir('/proc/self/task')))\n"
+        "    return 0\n"
+        "c.main = main\n"
+        "sys.exit(c.entry())\n"
+    )
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    }
+    for preset, expected in ((None, "1 1"), ("3", "3 1")):
+        env = dict(base, PYTHONPATH=REPO, **({"OPENBLAS_NUM_THREADS": preset} if preset else {}))
+        got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+        assert got.returncode == 0, got.stderr
+        lines = got.stdout.splitlines()
+        assert lines[0] == expected, got.stdout
+        if preset is None and os.path.isdir("/proc/self/task"):
+            assert lines[1] == "1", got.stdout  # numpy's import started no thread
+
+
 def test_whole_process_report_freezes_its_imports(tmp_path):
     """``kinetoscope report`` as the whole process (``python -m tb_plugin.cli``) collects with the
     objects of its imports frozen and ends with the collector on and its answer complete; ``cli.main``
