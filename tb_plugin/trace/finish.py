@@ -4,6 +4,7 @@ counter, memory and flow tables, devices, metadata and the warnings and notes ab
 from __future__ import annotations
 
 import collections
+import itertools
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -138,10 +139,10 @@ class Finishing(ABC):
         if not self.memory_parts:
             return Table.empty(MEMORY_COLUMNS)
         parts, self.memory_parts = self.memory_parts, []
-        cols = {
+        cols = {  # (the parts' pid and tid lists joined at C speed: no Python step per memory event)
             "ts": np.concatenate([p[0] for p in parts]),
-            "pid": self.intern([v for p in parts for v in p[1]]),
-            "tid": self.intern([v for p in parts for v in p[2]]),
+            "pid": self.intern(list(itertools.chain.from_iterable(p[1] for p in parts))),
+            "tid": self.intern(list(itertools.chain.from_iterable(p[2] for p in parts))),
         }
         for key in parts[0][3]:
             cols[key] = np.concatenate([p[3][key] for p in parts])

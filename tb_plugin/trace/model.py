@@ -155,6 +155,9 @@ def compact_column(col: np.ndarray) -> np.ndarray:
     return np.broadcast_to(col[:1].copy(), col.shape) if _constant(col) else col
 
 
+_PREFIX = 256  # rows :func:`_constant` compares first
+
+
 def _constant(col: np.ndarray) -> bool:
     """Whether a 1-D column of two rows or more holds one value in every row (compared as bits)."""
     if col.ndim != 1 or len(col) < 2 or col.strides[0] == 0:
@@ -162,6 +165,8 @@ def _constant(col: np.ndarray) -> bool:
     bits = col.view(f"u{col.itemsize}") if col.dtype.kind in "fc" and col.itemsize in (1, 2, 4, 8) else col
     step = 1 << 20  # in slices, so a column that differs early costs little and no N-sized mask is made
     first = bits[0]
+    if not (bits[:_PREFIX] == first).all():  # most columns differ within their first rows: no 1 M-row slice
+        return False
     for lo in range(0, len(bits), step):
         if not (bits[lo : lo + step] == first).all():
             return False
