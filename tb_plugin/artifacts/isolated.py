@@ -165,7 +165,11 @@ class Started:
     """A reader child started on one pickle, its output collected by threads (see :func:`finish`): the
     spare child (:func:`~.spare.keep_spare`) when one is ready and the pickle comes through a pipe, else a fresh one."""
 
-    def __init__(self, size: int, mode: list[str], stdin: int | IO[bytes] = PIPE) -> None:
+    def __init__(
+        self, size: int, mode: list[str], stdin: int | IO[bytes] = PIPE, fresh_stdin: IO[bytes] | None = None
+    ) -> None:
+        """``fresh_stdin``: with ``stdin`` a pipe, the file a fresh child reads as its stdin when no spare
+        is ready (the spare's pipe is then the caller's to fill: :func:`_parse_file`)."""
         self.limit = time_limit_s(size)  # s, wall clock and CPU time
         self.memory = memory_limit_bytes(size)  # bytes of address space
         self.mode = mode
@@ -176,7 +180,7 @@ class Started:
 
             spare = take_spare(terms)
         self.from_spare = spare is not None
-        self.child = spare or _child(terms, stdin, status=True)
+        self.child = spare or _child(terms, stdin if fresh_stdin is None else fresh_stdin, status=True)
         self.out, self.readers = _collect(self.child)
         self.deadline = time.monotonic() + self.limit
 
@@ -246,6 +250,39 @@ def start_on_file(file: IO[bytes], size: int, forked_main: ForkedMain | None = N
         if can_fork():
             return ForkedStarted(file, size, forked_main)
     return Started(size, [], stdin=file)
+
+
+def parse_file_in_child(file: IO[bytes], size: int, again: Iterable | None = None) -> tuple[dict, dict]:
+    """:func:`parse_blocks_in_child` of the pickle in the local ``file`` (``size`` bytes, opened by
+    :func:`~.file_send.open_pickle`), never held in this process: the spare child, when one is ready, gets
+    its bytes through its pipe by ``sendfile`` (:func:`~.file_send.send_file`), else a fresh child reads
+    the file as its stdin. ``again``: as :func:`parse_blocks_in_child`'s."""
+    return _or_streamed(lambda: _parse_file(file, size), size, again)
+
+
+def _parse_file(file: IO[bytes], size: int) -> tuple[dict, dict]:
+    from .file_send import SendTimeout, send_file
+
+    started = Started(size, [], fresh_stdin=file)
+    if started.from_spare:
+        child = started.child
+        try:
+            try:
+                send_file(file, child.stdin.fileno(), size, started.deadline)
+            except BrokenPipeError:  # the child ended early (refused the file, crashed): its answer says why
+                pass
+            finally:
+                try:
+                    child.stdin.close()
+                except BrokenPipeError:
+                    pass
+        except SendTimeout:
+            started.kill()
+            raise SnapshotError(_too_slow(started.limit)) from None
+        except BaseException:  # (a read error of the file: the child is not left running)
+            started.kill()
+            raise
+    return finish(started)
 
 
 def _parse_blocks(blocks: Iterable, size: int, mode: list[str]) -> tuple[dict, dict]:

@@ -34,9 +34,15 @@ SPARE_CHECKED = 8  # queued snapshots looked up in the parse cache when deciding
 
 def load_snapshot_blocks(blocks: Blocks, size: int) -> Any:
     """:func:`~tb_plugin.artifacts.snapshot.load_snapshot_blocks` (imported when a snapshot is read), by the
-    reader child :mod:`~tb_plugin.artifacts.early` started on this file, if any (``blocks``' bounds first)."""
+    reader child :mod:`~tb_plugin.artifacts.early` started on this file, if any (``blocks``' bounds first);
+    else a plain pickle file of the listed size over the shared child's is read by a child from the file
+    itself (:mod:`~tb_plugin.artifacts.file_send`: no block of it held here), and any other file in
+    ``blocks``."""
     from ..artifacts.early import claim
+    from ..artifacts.file_send import open_pickle
+    from ..artifacts.isolated import SHARED_MAX_BYTES
     from ..artifacts.snapshot import load_snapshot_blocks as load
+    from ..artifacts.snapshot import load_snapshot_file
 
     started = claim(blocks.path)
     if started is not None:
@@ -45,7 +51,16 @@ def load_snapshot_blocks(blocks: Blocks, size: int) -> Any:
         except ReadError:
             started.kill()
             raise
-    return load(blocks, size, started)
+        return load(blocks, size, started)
+    opened = open_pickle(blocks.path, SHARED_MAX_BYTES)
+    if opened is None:
+        return load(blocks, size)
+    file, file_size = opened
+    with file:
+        if file_size != size:  # changed since it was listed: read in blocks, which bound what they read
+            return load(blocks, size)
+        blocks.check_raw_size()
+        return load_snapshot_file(file, file_size, blocks)
 
 
 def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> dict[str, Any]:

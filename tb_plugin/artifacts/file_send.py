@@ -1,0 +1,63 @@
+"""A local snapshot file handed to its reader child by the kernel, never through this process's memory.
+
+A registry (a live server, MCP server, notebook, the report command) read a local snapshot in 8 MiB
+blocks and wrote each into the reader child's stdin pipe (:func:`~.isolated.parse_blocks_in_child`):
+this process held a block beside the child (8 MiB of both processes' peak together) and copied every
+byte twice (the file into the block, the block into the pipe). A plain pickle file (not gzip, not
+named ``.gz``) over :data:`~.isolated.SHARED_MAX_BYTES` is instead opened here (:func:`open_pickle`)
+and either given as stdin to a fresh reader child, which reads it as the report's early child does, or
+copied into the spare reader child's pipe by ``sendfile`` (:func:`send_file`: the kernel moves the
+page cache's pages, no buffer in this process). The child reads the same bytes either way, so its
+answer is the same.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import IO
+
+from ..storage.file_heads import is_pickle_head
+from ..storage.private_files import open_regular
+
+SEND_BYTES = 8 << 20  # bytes given to one sendfile call: the deadline is checked between calls
+
+
+def open_pickle(path: str, larger_than: int) -> tuple[IO[bytes], int] | None:
+    """``path`` opened for reading (a regular file, its last component no symlink; never a FIFO) and its
+    size in bytes, when it is a pickle (protocol 2-5) of more than ``larger_than`` bytes, not named
+    ``.gz``; else None (read in blocks, as before: a gzip file, a small one, a misnamed one)."""
+    if path.lower().endswith(".gz") or not hasattr(os, "sendfile"):
+        return None
+    try:
+        f = open_regular(path)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(f.fileno()).st_size
+        if size > larger_than and is_pickle_head(os.pread(f.fileno(), 2, 0)):
+            return f, size
+    except OSError:
+        pass
+    f.close()
+    return None
+
+
+class SendTimeout(Exception):
+    """The deadline passed while the file was being sent (the child took too long to read it)."""
+
+
+def send_file(file: IO[bytes], out_fd: int, size: int, deadline: float) -> int:
+    """Copy the first ``size`` bytes of ``file`` into ``out_fd`` (a pipe to a reader child) with
+    ``sendfile``, from offset 0 (the file's own offset is left alone); the bytes sent (fewer when the
+    file shrank). :class:`SendTimeout` once ``time.monotonic()`` passes ``deadline`` between calls;
+    :class:`BrokenPipeError` when the child stopped reading (it refused the file, or crashed)."""
+    sent = 0
+    while sent < size:
+        if time.monotonic() > deadline:
+            raise SendTimeout()
+        n = os.sendfile(out_fd, file.fileno(), sent, min(SEND_BYTES, size - sent))
+        if n == 0:  # (the file is shorter than it was)
+            break
+        sent += n
+    return sent
