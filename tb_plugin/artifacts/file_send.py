@@ -3,8 +3,7 @@
 A registry (a live server, MCP server, notebook, the report command) read a local snapshot in 8 MiB
 blocks and wrote each into the reader child's stdin pipe (:func:`~.isolated.parse_blocks_in_child`):
 this process held a block beside the child (8 MiB of both processes' peak together) and copied every
-byte twice (the file into the block, the block into the pipe). A plain pickle file (not gzip, not
-named ``.gz``) over :data:`~.isolated.SHARED_MAX_BYTES` is instead opened here (:func:`open_pickle`)
+byte twice (the file into the block, the block into the pipe). A plain pickle file (not gzip) over :data:`~.isolated.SHARED_MAX_BYTES` is instead opened here (:func:`open_pickle`)
 and either given as stdin to a fresh reader child, which reads it as the report's early child does, or
 copied into the spare reader child's pipe by ``sendfile`` (:func:`send_file`: the kernel moves the
 page cache's pages, no buffer in this process). The child reads the same bytes either way, so its
@@ -25,9 +24,9 @@ SEND_BYTES = 8 << 20  # bytes given to one sendfile call: the deadline is checke
 
 def open_pickle(path: str, larger_than: int) -> tuple[IO[bytes], int] | None:
     """``path`` opened for reading (a regular file, its last component no symlink; never a FIFO) and its
-    size in bytes, when it is a pickle (protocol 2-5) of more than ``larger_than`` bytes, not named
-    ``.gz``; else None (read in blocks, as before: a gzip file, a small one, a misnamed one)."""
-    if path.lower().endswith(".gz") or not hasattr(os, "sendfile"):
+    size in bytes, when it starts as a pickle (protocol 2-5) and has more than ``larger_than`` bytes; else
+    None (read in blocks, as before: a gzip file, a small one, another format)."""
+    if not hasattr(os, "sendfile"):
         return None
     try:
         f = open_regular(path)
