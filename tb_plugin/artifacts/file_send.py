@@ -12,7 +12,9 @@ answer is the same.
 
 from __future__ import annotations
 
+import errno
 import os
+import sys
 import time
 from typing import IO
 
@@ -26,7 +28,7 @@ def open_pickle(path: str, larger_than: int) -> tuple[IO[bytes], int] | None:
     """``path`` opened for reading (a regular file, its last component no symlink; never a FIFO) and its
     size in bytes, when it starts as a pickle (protocol 2-5) and has more than ``larger_than`` bytes; else
     None (read in blocks, as before: a gzip file, a small one, another format)."""
-    if not hasattr(os, "sendfile"):
+    if not sys.platform.startswith("linux"):  # (sendfile into a pipe: Linux's; elsewhere a socket only)
         return None
     try:
         f = open_regular(path)
@@ -48,15 +50,39 @@ class SendTimeout(Exception):
 
 def send_file(file: IO[bytes], out_fd: int, size: int, deadline: float) -> int:
     """Copy the first ``size`` bytes of ``file`` into ``out_fd`` (a pipe to a reader child) with
-    ``sendfile``, from offset 0 (the file's own offset is left alone); the bytes sent (fewer when the
-    file shrank). :class:`SendTimeout` once ``time.monotonic()`` passes ``deadline`` between calls;
+    ``sendfile`` (where the kernel refuses it, through a buffer of :data:`COPY_BYTES`), from offset 0 (the
+    file's own offset is left alone); the bytes sent (fewer when the file shrank). :class:`SendTimeout` once ``time.monotonic()`` passes ``deadline`` between calls;
     :class:`BrokenPipeError` when the child stopped reading (it refused the file, or crashed)."""
     sent = 0
+    copy = False  # sendfile refused by this kernel (or a filter): the bytes copied through a small buffer
     while sent < size:
         if time.monotonic() > deadline:
             raise SendTimeout()
-        n = os.sendfile(out_fd, file.fileno(), sent, min(SEND_BYTES, size - sent))
+        count = min(SEND_BYTES, size - sent)
+        if not copy:
+            try:
+                n = os.sendfile(out_fd, file.fileno(), sent, count)
+            except OSError as exc:
+                if exc.errno not in _NO_SENDFILE or sent:
+                    raise
+                copy = True
+                continue
+        else:
+            n = _copy(file.fileno(), out_fd, sent, min(count, COPY_BYTES))
         if n == 0:  # (the file is shorter than it was)
             break
         sent += n
     return sent
+
+
+COPY_BYTES = 1 << 20  # the buffer of the copy without sendfile (bytes)
+_NO_SENDFILE = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP))
+
+
+def _copy(in_fd: int, out_fd: int, offset: int, count: int) -> int:
+    """Up to ``count`` bytes of ``in_fd`` from ``offset`` written whole into ``out_fd``; the bytes copied."""
+    data = os.pread(in_fd, count, offset)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(out_fd, view) :]
+    return len(data)

@@ -5,6 +5,7 @@ small and changed files still go in blocks; refusals, the size bound and the dea
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import pickle
@@ -173,3 +174,19 @@ def test_a_file_that_shrank_sends_what_it_has(tmp_path):
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_without_sendfile_the_bytes_are_copied(tmp_path, monkeypatch):
+    path = tmp_path / "f.bin"
+    body = os.urandom(3 << 20)
+    path.write_bytes(body)
+
+    def refused(*args):
+        raise OSError(errno.EINVAL, "sendfile refused")
+
+    monkeypatch.setattr(os, "sendfile", refused)
+    monkeypatch.setattr(file_send, "COPY_BYTES", 1 << 16)
+    out = tmp_path / "out.bin"
+    with open(path, "rb") as f, open(out, "wb") as o:
+        assert file_send.send_file(f, o.fileno(), len(body), float("inf")) == len(body)
+    assert out.read_bytes() == body
