@@ -261,52 +261,50 @@ def parse_file_in_child(file: IO[bytes], size: int, again: Iterable | None = Non
 
 
 def _parse_file(file: IO[bytes], size: int) -> tuple[dict, dict]:
-    from .file_send import SendTimeout, send_file
+    from .file_send import send_file
 
     started = Started(size, [], fresh_stdin=file)
-    if started.from_spare:
-        child = started.child
-        try:
-            try:
-                send_file(file, child.stdin.fileno(), size, started.deadline)
-            except BrokenPipeError:  # the child ended early (refused the file, crashed): its answer says why
-                pass
-            finally:
-                try:
-                    child.stdin.close()
-                except BrokenPipeError:
-                    pass
-        except SendTimeout:
-            started.kill()
-            raise SnapshotError(_too_slow(started.limit)) from None
-        except BaseException:  # (a read error of the file: the child is not left running)
-            started.kill()
-            raise
-    return finish(started)
+    if not started.from_spare:  # (a fresh child reads the file itself)
+        return finish(started)
+    return _fed(started, lambda stdin: send_file(file, stdin.fileno(), size, started.deadline))
 
 
 def _parse_blocks(blocks: Iterable, size: int, mode: list[str]) -> tuple[dict, dict]:
-    import subprocess
+    from .file_send import SendTimeout
 
     started = Started(size, mode)
+
+    def feed(stdin: IO[bytes]) -> None:
+        for block in blocks:
+            stdin.write(block)
+            if time.monotonic() > started.deadline:
+                raise SendTimeout()
+
+    return _fed(started, feed)
+
+
+def _fed(started: Started, feed: Callable[[IO[bytes]], object]) -> tuple[dict, dict]:
+    """The answer (:func:`finish`) of the child of ``started`` once ``feed`` wrote the pickle into its stdin
+    (closed then). The child's early end (a refused file, a crash) is for its answer to tell; past the
+    deadline (:class:`~.file_send.SendTimeout`) or on any other error of ``feed`` (the file's: too big,
+    unreadable) the child is ended, not left running."""
+    from .file_send import SendTimeout
+
     child = started.child
     try:
         try:
-            for block in blocks:
-                child.stdin.write(block)
-                if time.monotonic() > started.deadline:
-                    raise subprocess.TimeoutExpired(child.args, started.limit)
-        except BrokenPipeError:  # the child ended early (refused the file, crashed): its answer says why
+            feed(child.stdin)
+        except BrokenPipeError:
             pass
         finally:
             try:
                 child.stdin.close()
             except BrokenPipeError:
                 pass
-    except subprocess.TimeoutExpired:
+    except SendTimeout:
         started.kill()
         raise SnapshotError(_too_slow(started.limit)) from None
-    except BaseException:  # the blocks' own error (too big, unreadable): the child is not left running
+    except BaseException:
         started.kill()
         raise
     return finish(started)
