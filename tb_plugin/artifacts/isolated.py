@@ -255,7 +255,7 @@ def start_on_file(file: IO[bytes], size: int, forked_main: ForkedMain | None = N
 def parse_file_in_child(file: IO[bytes], size: int, again: Iterable | None = None) -> tuple[dict, dict]:
     """:func:`parse_blocks_in_child` of the pickle in the local ``file`` (``size`` bytes, opened by
     :func:`~.file_send.open_pickle`), never held in this process: the spare child, when one is ready, gets
-    its bytes through its pipe by ``sendfile`` (:func:`~.file_send.send_file`), else a fresh child reads
+    its bytes through its pipe from one 1 MiB buffer (:func:`~.file_send.send_file`), else a fresh child reads
     the file as its stdin. ``again``: as :func:`parse_blocks_in_child`'s."""
     return _or_streamed(lambda: _parse_file(file, size), size, again)
 
