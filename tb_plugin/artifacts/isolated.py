@@ -165,7 +165,11 @@ class Started:
     """A reader child started on one pickle, its output collected by threads (see :func:`finish`): the
     spare child (:func:`~.spare.keep_spare`) when one is ready and the pickle comes through a pipe, else a fresh one."""
 
-    def __init__(self, size: int, mode: list[str], stdin: int | IO[bytes] = PIPE) -> None:
+    def __init__(
+        self, size: int, mode: list[str], stdin: int | IO[bytes] = PIPE, fresh_stdin: IO[bytes] | None = None
+    ) -> None:
+        """``fresh_stdin``: with ``stdin`` a pipe, the file a fresh child reads as its stdin when no spare
+        is ready (the spare's pipe is then the caller's to fill: :func:`_parse_file`)."""
         self.limit = time_limit_s(size)  # s, wall clock and CPU time
         self.memory = memory_limit_bytes(size)  # bytes of address space
         self.mode = mode
@@ -176,7 +180,7 @@ class Started:
 
             spare = take_spare(terms)
         self.from_spare = spare is not None
-        self.child = spare or _child(terms, stdin, status=True)
+        self.child = spare or _child(terms, stdin if fresh_stdin is None else fresh_stdin, status=True)
         self.out, self.readers = _collect(self.child)
         self.deadline = time.monotonic() + self.limit
 
@@ -248,28 +252,59 @@ def start_on_file(file: IO[bytes], size: int, forked_main: ForkedMain | None = N
     return Started(size, [], stdin=file)
 
 
+def parse_file_in_child(file: IO[bytes], size: int, again: Iterable | None = None) -> tuple[dict, dict]:
+    """:func:`parse_blocks_in_child` of the pickle in the local ``file`` (``size`` bytes, opened by
+    :func:`~.file_send.open_pickle`), never held in this process: the spare child, when one is ready, gets
+    its bytes through its pipe from one 1 MiB buffer (:func:`~.file_send.send_file`), else a fresh child reads
+    the file as its stdin. ``again``: as :func:`parse_blocks_in_child`'s."""
+    return _or_streamed(lambda: _parse_file(file, size), size, again)
+
+
+def _parse_file(file: IO[bytes], size: int) -> tuple[dict, dict]:
+    from .file_send import send_file
+
+    started = Started(size, [], fresh_stdin=file)
+    if not started.from_spare:  # (a fresh child reads the file itself)
+        return finish(started)
+    return _fed(started, lambda stdin: send_file(file, stdin.fileno(), size, started.deadline))
+
+
 def _parse_blocks(blocks: Iterable, size: int, mode: list[str]) -> tuple[dict, dict]:
-    import subprocess
+    from .file_send import SendTimeout
 
     started = Started(size, mode)
+
+    def feed(stdin: IO[bytes]) -> None:
+        for block in blocks:
+            stdin.write(block)
+            if time.monotonic() > started.deadline:
+                raise SendTimeout()
+
+    return _fed(started, feed)
+
+
+def _fed(started: Started, feed: Callable[[IO[bytes]], object]) -> tuple[dict, dict]:
+    """The answer (:func:`finish`) of the child of ``started`` once ``feed`` wrote the pickle into its stdin
+    (closed then). The child's early end (a refused file, a crash) is for its answer to tell; past the
+    deadline (:class:`~.file_send.SendTimeout`) or on any other error of ``feed`` (the file's: too big,
+    unreadable) the child is ended, not left running."""
+    from .file_send import SendTimeout
+
     child = started.child
     try:
         try:
-            for block in blocks:
-                child.stdin.write(block)
-                if time.monotonic() > started.deadline:
-                    raise subprocess.TimeoutExpired(child.args, started.limit)
-        except BrokenPipeError:  # the child ended early (refused the file, crashed): its answer says why
+            feed(child.stdin)
+        except BrokenPipeError:
             pass
         finally:
             try:
                 child.stdin.close()
             except BrokenPipeError:
                 pass
-    except subprocess.TimeoutExpired:
+    except SendTimeout:
         started.kill()
         raise SnapshotError(_too_slow(started.limit)) from None
-    except BaseException:  # the blocks' own error (too big, unreadable): the child is not left running
+    except BaseException:
         started.kill()
         raise
     return finish(started)

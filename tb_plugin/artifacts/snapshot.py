@@ -17,7 +17,7 @@ import io
 import itertools
 import struct
 import sys
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import orjson
@@ -33,6 +33,7 @@ from .isolated import (
     Started,
     cpu_limit_for,
     parse_blocks_in_child,
+    parse_file_in_child,
     parse_in_child,
     parse_started,
     read_many_in_child,
@@ -108,6 +109,14 @@ def load_snapshot_blocks(blocks: Iterable, size: int, started: Started | None = 
         return load_snapshot(b"".join(head))
     _check_first_byte(head[0])
     return _unpacked(parse_blocks_in_child(itertools.chain(head, it), max(size, total), again))
+
+
+def load_snapshot_file(file: IO[bytes], size: int, again: Iterable | None = None) -> Snapshot:
+    """:func:`load_snapshot_blocks` of the pickle in the local ``file`` (``size`` bytes:
+    :func:`~.file_send.open_pickle`), which the reader child reads without this process holding any of it
+    (:func:`~.isolated.parse_file_in_child`); ``again``: the file's blocks, sent to a streaming child if the
+    whole read runs out of memory."""
+    return _unpacked(parse_file_in_child(file, size, again))
 
 
 def load_snapshots(datas: Sequence[bytes]) -> list[Snapshot | SnapshotError]:

@@ -34,9 +34,15 @@ SPARE_CHECKED = 8  # queued snapshots looked up in the parse cache when deciding
 
 def load_snapshot_blocks(blocks: Blocks, size: int) -> Any:
     """:func:`~tb_plugin.artifacts.snapshot.load_snapshot_blocks` (imported when a snapshot is read), by the
-    reader child :mod:`~tb_plugin.artifacts.early` started on this file, if any (``blocks``' bounds first)."""
+    reader child :mod:`~tb_plugin.artifacts.early` started on this file, if any (``blocks``' bounds first);
+    else a plain pickle file of the listed size over the shared child's is read by a child from the file
+    itself (:mod:`~tb_plugin.artifacts.file_send`: no block of it held here), and any other file in
+    ``blocks``."""
     from ..artifacts.early import claim
+    from ..artifacts.file_send import open_pickle
+    from ..artifacts.isolated import SHARED_MAX_BYTES
     from ..artifacts.snapshot import load_snapshot_blocks as load
+    from ..artifacts.snapshot import load_snapshot_file
 
     started = claim(blocks.path)
     if started is not None:
@@ -45,7 +51,16 @@ def load_snapshot_blocks(blocks: Blocks, size: int) -> Any:
         except ReadError:
             started.kill()
             raise
-    return load(blocks, size, started)
+        return load(blocks, size, started)
+    opened = open_pickle(blocks.path, SHARED_MAX_BYTES)
+    if opened is None:
+        return load(blocks, size)
+    file, file_size = opened
+    with file:
+        if file_size != size:  # changed since it was listed: read in blocks, which bound what they read
+            return load(blocks, size)
+        blocks.check_raw_size()
+        return load_snapshot_file(file, file_size, blocks)
 
 
 def artifact_links(art: ArtifactState, traces: dict[str, tuple[str, str]]) -> dict[str, Any]:
@@ -127,7 +142,7 @@ class ArtifactStore:
         if waiting:
             keep_spare(self, again=waiting > 1)  # (more than one: the next spare starts beside each read)
             if self._listed:  # a snapshot awaits its first read: what that read imports, imported now
-                _import_snapshot_load()
+                _import_snapshot_load(cached=self._cache is not None)
         else:
             end_spare(self)
 
@@ -194,6 +209,7 @@ class ArtifactStore:
 
     def _load_artifact(self, art: ArtifactState) -> None:
         from ..artifacts.early import drop as drop_early
+        from ..artifacts.early import has_child
         from ..artifacts.isolated import SnapshotError
         from ..artifacts.memory_html import MAX_HTML_BYTES, MemoryHtmlError, extract_png
         from ..artifacts.memprofiler import MemProfilerError
@@ -220,6 +236,8 @@ class ArtifactStore:
                     got = self._cache.get_blob(url, entry.version, "snapshot-summary") if snap is not None else None
                     summary = got[0].get("summary") if got and got[0].get("analysis") == ANALYSIS_VERSION else None
                 writing = None
+                if snap is None and self._cache is not None and is_local_fs(fs) and has_child(entry.path):
+                    _import_cache_write()  # (a reader child started early reads the file meanwhile)
                 if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
                     snap = self._read_snapshot(fs, entry)
                     if self._cache is not None:  # written while the summary is computed (both release the GIL)
@@ -424,9 +442,19 @@ class ArtifactStore:
             self.load_artifact(art)
 
 
-def _import_snapshot_load() -> None:
+def _import_snapshot_load(cached: bool) -> None:
     """Import what a snapshot's first load imports beyond the listing's (the reader's parent side, the
-    views and their analyses: ~9 ms of CPU), while the process waits for that load: a live server's,
-    MCP server's or notebook's first snapshot request then does not pay them."""
+    views and their analyses: ~9 ms of CPU; ``cached``: the parse cache's write, :func:`_import_cache_write`),
+    while the process waits for that load: a live server's, MCP server's or notebook's first snapshot
+    request then does not pay them."""
     from ..artifacts import snapshot  # noqa: F401
     from . import artifact_views  # noqa: F401
+
+    if cached:
+        _import_cache_write()
+
+
+def _import_cache_write() -> None:
+    """Import what the first parse-cache write imports (``np.savez``'s ``zipfile``: ~4 ms of CPU, in the
+    writer thread beside the first summary otherwise)."""
+    import zipfile  # noqa: F401

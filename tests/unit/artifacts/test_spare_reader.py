@@ -316,10 +316,12 @@ def test_a_started_childs_answer_comes_in_its_memory_file(logdir, from_spare, pr
     assert bytes(done.stdout) == piped and got.child.answer_fd is None
 
 
+@pytest.mark.parametrize("cached", (True, False))
 @pytest.mark.parametrize("large", (True, False))
-def test_a_registry_that_keeps_a_spare_imports_the_snapshot_load_ahead(tmp_path, large):
+def test_a_registry_that_keeps_a_spare_imports_the_snapshot_load_ahead(tmp_path, large, cached):
     """A registry whose listing holds a large snapshot awaiting its first read imports what that read
-    imports (the views, their analyses) while it waits; one with nothing to read does not."""
+    imports (the views, their analyses; with a parse cache, its write's ``zipfile``) while it waits; one
+    with nothing to read does not."""
     from conftest import REPO
 
     root = tmp_path / "logdir" / "job"
@@ -327,15 +329,17 @@ def test_a_registry_that_keeps_a_spare_imports_the_snapshot_load_ahead(tmp_path,
     _write(root / "snapshot.pickle", 70_000 if large else 2_000)  # (over / under the shared child's 4 MiB)
     script = (
         "import sys\n"
+        "from tb_plugin.registry.cache import ParseCache\n"
         "from tb_plugin.registry.runs import RunRegistry\n"
-        "reg = RunRegistry(sys.argv[1])\n"
+        "reg = RunRegistry(sys.argv[1], cache=ParseCache() if sys.argv[2] == 'True' else None)\n"
         "reg.keep_spare_reader()\n"
         "reg.scan()\n"
-        "print('tb_plugin.registry.artifact_views' in sys.modules, 'tb_plugin.analysis.snapshot' in sys.modules)\n"
+        "print('tb_plugin.registry.artifact_views' in sys.modules, 'tb_plugin.analysis.snapshot' in sys.modules,"
+        " 'zipfile' in sys.modules)\n"
         "reg.stop()\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(root.parent)],
+        [sys.executable, "-c", script, str(root.parent), str(cached)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -343,4 +347,32 @@ def test_a_registry_that_keeps_a_spare_imports_the_snapshot_load_ahead(tmp_path,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [str(large)] * 2
+    assert done.stdout.split() == [str(large)] * 2 + [str(large and cached)]
+
+
+@pytest.mark.parametrize("early", (True, False))
+def test_the_cache_writes_import_comes_while_an_early_child_reads(logdir, monkeypatch, early):
+    """With a reader child started early on the file (the report command), the parse cache's write's
+    imports are done before this process waits for its answer; without one, not before the read (a child
+    is still to start: nothing delays it)."""
+    from tb_plugin.artifacts import early as early_mod
+    from tb_plugin.registry import artifacts as registry_artifacts
+
+    root, started = logdir
+    _write(root / "job" / "snapshot.pickle", 15_000)
+    order: list[str] = []
+    monkeypatch.setattr(early_mod, "has_child", lambda path: early)
+    monkeypatch.setattr(registry_artifacts, "_import_cache_write", lambda: order.append("import"))
+    real = registry_artifacts.ArtifactStore._read_snapshot
+
+    def read(self, fs, entry):
+        order.append("read")
+        return real(self, fs, entry)
+
+    monkeypatch.setattr(registry_artifacts.ArtifactStore, "_read_snapshot", read)
+    reg = RunRegistry(str(root), cache=ParseCache())  # (no spare: its listing would import them ahead)
+    reg.scan()
+    art = _load(reg)
+    reg.stop()
+    assert art.state == "ready", art.error
+    assert order == (["import", "read"] if early else ["read"])
