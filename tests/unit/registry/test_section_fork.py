@@ -1,7 +1,6 @@
 """The report's sections on two cores (registry/executors/sections.py): a forked child computes the
-distributed section while this process computes the others; the side that finishes first makes the
-parse cache's writes. The aggregate must equal the one computed in turn, also when the child dies; small
-traces, one core or other threads: no fork.
+distributed, insights and overview sections while this process computes the other tables. The aggregate must equal
+the one computed in turn, also when the child dies; small traces, one core or other threads: no fork.
 Cores are the usable ones (``taskset``), for the file pool and the decode workers alike."""
 
 from __future__ import annotations
@@ -9,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 
 import fsspec
 import pytest
@@ -121,96 +119,37 @@ def test_the_pool_and_the_workers_count_the_usable_cores(monkeypatch):
     assert usable_cores() == decode_stream.default_workers() == 4 and early_read._second_core()
 
 
-def _wait_for(path, seconds=60.0):
-    """Block until ``path`` exists (another process made it); fails the test after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never made"
-        time.sleep(0.005)
-
-
-def _logged(log, real, hold_until=None, hold_in_child=False):
-    """``run_sections`` appending ``sections PID`` to ``log`` after each side's share; the side named by
-    ``hold_in_child`` first waits until ``hold_until`` exists (made by the other side's write)."""
-    parent = os.getpid()
-
-    def run(chosen, items, memos=None):
-        if hold_until is not None and (os.getpid() != parent) == hold_in_child:
-            _wait_for(hold_until)
-        got = real(chosen, items, memos)
-        with open(log, "a") as f:
-            f.write(f"sections {os.getpid()}\n")
-        return got
-
-    return run
-
-
-def _logged_write(log, made=None):
+def _write_pid(path):
     def write():
-        with open(log, "a") as f:
-            f.write(f"write {os.getpid()}\n")
-        if made is not None:
-            made.write_text("")
+        path.write_text(str(os.getpid()))
 
     return write
 
 
-@pytest.mark.parametrize("first", ["this process", "the child"])
-def test_the_side_that_finishes_its_sections_first_makes_the_writes_once(tmp_path, monkeypatch, first):
-    """The parse cache's deferred writes are made once, by whichever side finishes its share of the
-    sections first (here the other side waits until they are made), after that share: the other side
-    makes none, and this process knows they were made."""
-    log, made = tmp_path / "log", tmp_path / "made"
-    hold_child = first == "this process"
-    monkeypatch.setattr(sections, "run_sections", _logged(log, sections.run_sections, made, hold_child))
-    fork = sections.SectionFork(views(), True, [_logged_write(log, made)])
-    try:
-        forked = rank_aggregate(views(), True, run=fork.run)
-    finally:
-        fork.close()
-    assert fork.wrote and fork.turn is None  # (its end closed)
-    lines = log.read_text().splitlines()
-    writes = [line for line in lines if line.startswith("write")]
-    assert len(writes) == 1 and len(lines) == 3, lines
-    writer = writes[0].split()[1]
-    assert (writer == str(os.getpid())) == (first == "this process")
-    assert lines.index(f"sections {writer}") < lines.index(writes[0])  # after the writer's own sections
-    monkeypatch.undo()
-    assert text(forked) == text(rank_aggregate(views(), True))
+def test_this_process_makes_the_cache_writes_after_its_sections(tmp_path, monkeypatch):
+    """The parse cache's deferred writes run in this process, after its own share of the sections and
+    while the child computes the larger one (the child makes none)."""
+    out = tmp_path / "written"
+    done: list[str] = []
+    real = sections.run_sections
 
-
-def test_a_child_that_dies_in_the_writes_is_replaced_by_this_process(tmp_path, monkeypatch):
-    """The child takes the turn and dies while writing: this process makes the writes after its own
-    sections and the child's, which it computes itself."""
-    log, taken = tmp_path / "log", tmp_path / "taken"
-    parent = os.getpid()
+    def logged(chosen, items, memos=None):
+        got = real(chosen, items, memos)
+        done.append("sections")
+        return got
 
     def write():
-        if os.getpid() != parent:
-            taken.write_text("")
-            os._exit(3)
-        _logged_write(log)()
+        done.append("write")
+        _write_pid(out)()
 
-    serial = rank_aggregate(views(), True)
-    monkeypatch.setattr(sections, "run_sections", _logged(log, sections.run_sections, taken, hold_in_child=False))
+    monkeypatch.setattr(sections, "run_sections", logged)
     fork = sections.SectionFork(views(), True, [write])
     try:
-        forked = rank_aggregate(views(), True, run=fork.run)
+        rank_aggregate(views(), True, run=fork.run)
     finally:
         fork.close()
-    lines = log.read_text().splitlines()
-    assert fork.wrote and lines[-1] == f"write {parent}" and lines.count(f"write {parent}") == 1, lines
-    assert text(forked) == text(serial)
-
-
-def test_one_process_of_two_takes_the_turn():
-    turn = sections._Turn()
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0 if turn.take() else 1)
-    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0  # the child took it
-    assert not turn.take() and not turn.take()
-    turn.close()
+    assert fork.wrote and out.read_text() == str(os.getpid())
+    assert done == ["sections", "write"]  # (the child's sections are logged in the child)
 
 
 def test_a_failing_write_costs_no_section(tmp_path):
