@@ -14,7 +14,6 @@ import collections
 import dataclasses
 import itertools
 import logging
-import multiprocessing
 import os
 import threading
 import time
@@ -346,6 +345,8 @@ class TraceLoader:
         if workers < 2:
             return 0
         busy = [st for st in busy if st.state == QUEUED]
+        import multiprocessing  # only for a pool (~3 ms the report of one file does not need)
+
         slots = multiprocessing.get_context("spawn").RawArray("d", len(todo))  # each job's parse progress
         slot_of = {path: i for i, (path, _, _, _) in enumerate(todo)}
         for st in busy:  # shown as loading, with the pool's progress; queued again for the (cached) load

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import multiprocessing
 import sys
 from typing import Any, Callable, Iterator, Sequence
 
@@ -87,6 +86,8 @@ class LocalExecutor:
                 yield reduce_rank(job)
             return
         self.used_workers = workers
+        import multiprocessing  # only for a pool (~3 ms the report of one file does not need)
+
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx, initializer=init_progress, initargs=(self.progress,)

@@ -26,7 +26,6 @@ import dataclasses
 import os
 import pickle
 import posixpath
-import socket
 import threading
 import time
 import zlib
@@ -101,10 +100,20 @@ class RankResult:
     lost: bool = False  # the executor lost the task (worker died, cluster gone): retry it elsewhere
 
 
+def host_name() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it (on POSIX both read ``uname``'s node
+    name): ``socket`` is imported only where ``os.uname`` is missing (~2 ms of a small file's start)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
 def reduce_rank(job: RankJob) -> RankResult:
     """Read, parse and reduce one file (see the module docstring). Never raises."""
     started = time.perf_counter()
-    result = RankResult(key=job.key, where=f"{socket.gethostname()}:{os.getpid()}")
+    result = RankResult(key=job.key, where=f"{host_name()}:{os.getpid()}")
     if job.kind == "flight_recorder":
         from .dump_task import read_dump_batch
 

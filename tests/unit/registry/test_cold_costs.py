@@ -102,7 +102,7 @@ def _cli_in_child(tmp_path, argv: list[str], unwanted: str):
 def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
     """A local ``report --json`` never imports fsspec, the MCP tools, the diff gate, the diff, the Memory
     view's pair index or the memory artifacts' views (their modules cost a cold report ~50 ms of
-    imports); its answer is complete."""
+    imports), nor ``multiprocessing`` and ``socket`` (a pool's, ~4 ms); its answer is complete."""
     run = tmp_path / "logs"
     run.mkdir()
     events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
@@ -112,7 +112,8 @@ def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
         ["report", str(run), "--json"],
         (
             "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli.gate', 'tb_plugin.analysis.diff', "
-            "'tb_plugin.registry.memory_events', 'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot')"
+            "'tb_plugin.registry.memory_events', 'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot', "
+            "'multiprocessing', 'socket')"
         ),
     )
     assert (status, bad) == (0, "[]"), got.stderr
@@ -380,3 +381,30 @@ print(faults() - before)
         for flag in ("1", "0")
     )
     assert tuned < 100 < default  # 5 × 64 MB: ~16 000 faults of 4 KiB (or ~160 of 2 MiB) without
+
+
+def test_host_name_is_the_socket_modules():
+    """The rank results' host name without ``socket`` is the one ``socket.gethostname`` gives."""
+    import socket
+
+    from tb_plugin.registry.executors.task import host_name
+
+    assert host_name() == socket.gethostname()
+
+
+def test_pool_worker_known_without_importing_multiprocessing(monkeypatch):
+    """A process that never imported ``multiprocessing`` is no pool worker; where it is imported, its own
+    ``parent_process`` answers (a worker decodes on one core)."""
+    import multiprocessing
+    import types
+
+    from tb_plugin.trace import decode_stream
+
+    monkeypatch.delenv("KINETOSCOPE_DECODE_WORKERS", raising=False)
+    assert decode_stream._in_pool_worker() is False  # the test process: multiprocessing imported, no parent
+    monkeypatch.setitem(sys.modules, "multiprocessing", types.SimpleNamespace(parent_process=lambda: object()))
+    assert decode_stream._in_pool_worker() is True
+    assert decode_stream.current().decode_workers is None and decode_stream.default_workers() == 1
+    monkeypatch.delitem(sys.modules, "multiprocessing")
+    assert decode_stream._in_pool_worker() is False
+    assert multiprocessing.parent_process() is None
