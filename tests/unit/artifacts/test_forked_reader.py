@@ -145,7 +145,7 @@ def test_a_started_child_says_its_status_on_its_pipe_and_is_reaped_beside():
     import threading
     import time
 
-    from tb_plugin.artifacts.child_pipes import said_status, start_child
+    from tb_plugin.artifacts.child_pipes import REAPER, said_status, start_child
 
     data = pickle.dumps([print], protocol=4)  # a global: refused, exit status 3
     child = start_child("tb_plugin.artifacts.snapshot_child", ["0", str(1 << 30), "60"], status=True)
@@ -155,9 +155,12 @@ def test_a_started_child_says_its_status_on_its_pipe_and_is_reaped_beside():
     assert child.stdout.read() == b"" and b"refused" in err
     assert said_status(child, time.monotonic() + 60) == child_terms.EXIT_REFUSED == child.returncode
     assert child.status_fd is None  # (read once, closed)
-    for t in threading.enumerate():  # the reaping thread ends once the child has exited
-        if t is not threading.current_thread() and t.daemon:
-            t.join(60)
+    # the reaping thread ends once the child has exited (only the reapers: a test process that ran the
+    # cloud, Dask or browser tests holds their daemon threads for good, and each would be waited 60 s)
+    reapers = [t for t in threading.enumerate() if t.name == REAPER]
+    for t in reapers:
+        t.join(60)
+    assert not any(t.is_alive() for t in reapers)
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, os.WNOHANG)  # reaped
     child.stdout.close()
