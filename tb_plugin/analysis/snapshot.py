@@ -66,16 +66,18 @@ def time_axis(trace: DeviceTrace) -> np.ndarray:
 
 
 def _time_axis(trace: DeviceTrace) -> np.ndarray:
-    if np.isnan(trace.time).all():
-        return np.arange(len(trace.time), dtype=np.float64)
-    t = trace.time.copy()
+    time = trace.time  # (``fmin`` passes over NaN as ``nanmin`` does: NaN when no entry is timed)
+    lo = np.fmin.reduce(time) if len(time) else np.nan
+    if np.isnan(lo):
+        return np.arange(len(time), dtype=np.float64)
+    bad = np.isnan(time)
+    if not bad.any():
+        return time - lo
     # entries without a time inherit the previous one
-    bad = np.isnan(t)
-    if bad.any():
-        idx = np.where(~bad, np.arange(len(t)), 0)
-        np.maximum.accumulate(idx, out=idx)
-        t = t[idx]
-    return t - np.nanmin(trace.time)
+    idx = np.where(~bad, np.arange(len(time)), 0)
+    np.maximum.accumulate(idx, out=idx)
+    t = time[idx]
+    return np.subtract(t, lo, out=t)
 
 
 def is_free(trace: DeviceTrace) -> np.ndarray:
@@ -99,33 +101,43 @@ def free_matches(trace: DeviceTrace) -> np.ndarray:
     return _kept(trace, "free_matches", lambda: _free_matches(trace))
 
 
-def _by_address(trace: DeviceTrace) -> np.ndarray:
-    """The rows of the ``alloc`` and free entries, by address, then row (kept: the free matching and the
-    addresses live at the end both walk it)."""
+def _by_address(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the ``alloc`` and free entries, by address, then row, and whether each but the last has the
+    next one's address (kept: the free matching and the addresses live at the end both walk them)."""
     return _kept(trace, "by_address", lambda: _by_address_of(trace))
 
 
-def _by_address_of(trace: DeviceTrace) -> np.ndarray:
+def _by_address_of(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
     rows = np.flatnonzero((trace.action == _ALLOC) | is_free(trace))
     if len(rows) < 2:
-        return rows
-    addr = trace.addr[rows]
+        return rows, np.zeros(0, dtype=bool)
+    addr = trace.addr[rows]  # (a copy: the key is made in it)
     lo, n = int(addr.min()), len(rows)
-    if (int(addr.max()) - lo + 1) * n < 2**63:  # one int64 key per row, (address, row): a plain sort
-        key = (addr - lo) * n + np.arange(n)
-        key.sort()
-        return rows[key % n]
-    return rows[np.lexsort((rows, addr))]  # (addresses too far apart for one key: two keys)
+    span, bits = int(addr.max()) - lo + 1, (n - 1).bit_length()
+    if span << bits <= 2**63:  # one int64 key per row, (address, row), the row in the low bits: a plain sort
+        addr -= lo
+        addr <<= bits
+        addr |= np.arange(n)
+        addr.sort()
+        same = np.diff(addr >> bits) == 0
+        addr &= (1 << bits) - 1  # (the row's place, taken from the key without a division)
+        return rows[addr], same
+    if span * n > 2**63:  # (addresses too far apart for one key: two keys)
+        order = rows[np.lexsort((rows, addr))]
+        return order, trace.addr[order[1:]] == trace.addr[order[:-1]]
+    key = (addr - lo) * n + np.arange(n)  # (the same key, the row as a multiple's remainder)
+    key.sort()
+    return rows[key % n], np.diff(key // n) == 0
 
 
 def _free_matches(trace: DeviceTrace) -> np.ndarray:
     n = len(trace.action)
     is_alloc = trace.action == _ALLOC
-    order = _by_address(trace)
+    order, same = _by_address(trace)
     match = np.full(n, -1, dtype=np.int64)
     if len(order) > 1:
         a, b = order[:-1], order[1:]
-        ok = is_alloc[a] & is_free(trace)[b] & (trace.addr[a] == trace.addr[b])
+        ok = same & is_alloc[a] & is_free(trace)[b]
         match[b[ok]] = a[ok]
     return match
 
@@ -136,11 +148,11 @@ def _live_at_end(trace: DeviceTrace) -> np.ndarray:
 
 
 def _live_at_end_of(trace: DeviceTrace) -> np.ndarray:
-    order = _by_address(trace)
+    order, same = _by_address(trace)
     if len(order) == 0:
         return np.zeros(0, dtype=np.int64)
     last = np.ones(len(order), dtype=bool)
-    last[:-1] = trace.addr[order[:-1]] != trace.addr[order[1:]]
+    np.logical_not(same, out=last[:-1])
     ends = order[last]
     return np.sort(trace.addr[ends[trace.action[ends] == _ALLOC]])
 
@@ -184,21 +196,20 @@ def _active_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
     initial = int(trace.size[frees[~matched]].sum()) + sum(
         b["bytes"] for b in segment_blocks_before_history(snapshot, device)
     )
-    return initial + np.cumsum(delta)
+    return np.add(np.cumsum(delta, out=delta), initial, out=delta)  # (in place: no array of the history's length)
 
 
 def reserved_bytes(snapshot: Snapshot, device: int) -> np.ndarray:
     """Reserved bytes after each entry of ``device``'s history, segments from before it included."""
     trace = snapshot.devices[device]
-    delta = np.where(_any_of(trace.action, _SEG_UP), trace.size, 0) - np.where(
-        _any_of(trace.action, _SEG_DOWN), trace.size, 0
-    )
-    replay = np.cumsum(delta)
+    delta = np.where(_any_of(trace.action, _SEG_UP), trace.size, 0)
+    np.subtract(delta, trace.size, out=delta, where=_any_of(trace.action, _SEG_DOWN))  # (no entry up and down)
+    replay = np.cumsum(delta, out=delta)  # (in place: all 0 exactly when every delta is)
     at_dump = sum(int(seg["total_size"]) for seg in snapshot.segments if seg["device"] == device)
-    if at_dump == 0 and not delta.any():
+    if at_dump == 0 and not replay.any():
         return replay  # no segment information: no reserved curve (all 0), not a copy of Active
     before = max(at_dump - (int(replay[-1]) if len(replay) else 0), 0)
-    return np.maximum(before + replay, active_bytes(snapshot, device))
+    return np.maximum(np.add(replay, before, out=replay), active_bytes(snapshot, device), out=replay)
 
 
 def lifetimes(trace: DeviceTrace) -> tuple[np.ndarray, np.ndarray]:
@@ -292,7 +303,7 @@ def alive_at_peak(snapshot: Snapshot, device: int) -> dict:
         "peak": peak,
         "peak_bytes": int(active[peak]) if len(active) else 0,
         "allocs": allocs[(allocs <= peak) & (frees > peak)],
-        "early": np.flatnonzero(is_free(trace) & (match < 0) & (np.arange(len(match)) > peak)),
+        "early": np.flatnonzero(is_free(trace)[peak + 1 :] & (match[peak + 1 :] < 0)) + (peak + 1),
         "blocks": segment_blocks_before_history(snapshot, device),
     }
 

@@ -66,7 +66,8 @@ def _plain_largest(snapshot: Snapshot, device: int, top: int) -> list[dict]:
 @pytest.mark.parametrize(
     "pool",
     (
-        np.arange(1, 40) * 512 + (1 << 40),  # near addresses: one int64 key
+        np.arange(1, 40) * 512 + (1 << 40),  # near addresses: one int64 key, the row in its low bits
+        np.array([0, 3, 2**51 + 5]),  # too far apart for the row's bits, not for the row as a remainder
         np.array([-(2**63), -5, 0, 3, 2**62, 2**63 - 1]),  # the int64 extremes: two keys
     ),
 )
@@ -75,7 +76,9 @@ def test_the_vectorised_summary_steps_equal_their_definitions(pool, seed):
     rng = np.random.default_rng(seed)
     trace = _trace(rng, 3000, pool)
     rows = np.flatnonzero(np.isin(trace.action, (_CODE["alloc"], _CODE["free_completed"], _CODE["free"])))
-    assert snap._by_address(trace).tolist() == rows[np.lexsort((rows, trace.addr[rows]))].tolist()
+    order, same = snap._by_address(trace)
+    assert order.tolist() == rows[np.lexsort((rows, trace.addr[rows]))].tolist()
+    assert same.tolist() == (trace.addr[order[1:]] == trace.addr[order[:-1]]).tolist()
     assert snap.free_matches(trace).tolist() == _plain_free_matches(trace).tolist()
     ends = {}
     for r in rows.tolist():
@@ -106,3 +109,68 @@ def test_an_empty_and_a_one_entry_history():
         trace = _trace(np.random.default_rng(5), n, np.array([512]))
         summary = snap.device_summary(_snapshot(trace), 0)
         assert summary["largest"] == _plain_largest(_snapshot(trace), 0, 10)
+
+
+def _plain_time_axis(times: list[float]) -> list[float]:
+    """The definition: µs since the least time, an entry without one taking the one before it (NaN before
+    the first timed entry); the entry index when none is timed."""
+    timed = [x for x in times if x == x]
+    if not timed:
+        return [float(i) for i in range(len(times))]
+    out, last = [], float("nan")
+    for x in times:
+        last = x if x == x else last
+        out.append(last - min(timed))
+    return out
+
+
+@pytest.mark.parametrize(
+    "times",
+    (
+        [],
+        [float("nan")] * 4,
+        [5.0, 3.0, 9.0],
+        [float("nan"), 7.0, float("nan"), float("nan"), 2.5, float("nan")],
+        [4.0, float("nan"), -1.5],
+    ),
+)
+def test_the_time_axis_equals_its_definition(times):
+    n = len(times)
+    trace = DeviceTrace(
+        action=np.zeros(n, np.uint8),
+        addr=np.zeros(n, np.int64),
+        size=np.zeros(n, np.int64),
+        time=np.array(times, np.float64),
+        stack=np.full(n, -1, np.int32),
+    )
+    got = snap.time_axis(trace)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.array(_plain_time_axis(times), np.float64))  # (NaN where NaN)
+    assert not np.shares_memory(got, trace.time)  # (the column itself is never changed or handed out)
+
+
+@pytest.mark.parametrize("seed", (0, 3))
+@pytest.mark.parametrize("segments", (True, False))
+def test_the_reserved_curve_and_the_early_frees_equal_their_definitions(seed, segments):
+    rng = np.random.default_rng(seed)
+    trace = _trace(rng, 2000, np.arange(1, 30) * 512)
+    trace.action[rng.choice(2000, 40, replace=False)] = _CODE["segment_free"]
+    snapshot = _snapshot(trace)
+    if not segments:  # (no segment information at all: an all-0 curve)
+        trace.action[np.isin(trace.action, (_CODE["segment_alloc"], _CODE["segment_free"]))] = _CODE["snapshot"]
+        snapshot.segments.clear()
+    active, sizes, replay, up_down = snap.active_bytes(snapshot, 0).tolist(), trace.size.tolist(), [], 0
+    for a, z in zip(trace.action.tolist(), sizes):
+        up_down += z if a == _CODE["segment_alloc"] else -z if a == _CODE["segment_free"] else 0
+        replay.append(up_down)
+    at_dump = sum(s["total_size"] for s in snapshot.segments)
+    if not segments:
+        expected = [0] * len(replay)
+    else:
+        before = max(at_dump - replay[-1], 0)
+        expected = [max(before + r, x) for r, x in zip(replay, active)]
+    assert snap.reserved_bytes(snapshot, 0).tolist() == expected
+    alive, match = snap.alive_at_peak(snapshot, 0), _plain_free_matches(trace)
+    frees = (_CODE["free_completed"], _CODE["free"])
+    early = [i for i, a in enumerate(trace.action.tolist()) if a in frees and match[i] < 0 and i > alive["peak"]]
+    assert alive["early"].tolist() == early
