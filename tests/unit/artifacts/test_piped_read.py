@@ -87,6 +87,7 @@ def test_lists_met_again_in_later_runs_are_found_by_identity(monkeypatch, kept):
         for _ in range(3)
     ]
     runs.append(runs[0][:100] + [[_frame(99)]] + shared[:5])  # a new stack later
+    runs += [[rng.choice(shared) for _ in range(500)], [rng.choice([None, [], ()]) for _ in range(500)]]  # all, none
     _assert_keyed_at_once(runs)
     interner = Interner()
     for frames in runs[:2]:
