@@ -15,8 +15,9 @@ a pickle whose bound is above :data:`IN_PROCESS_NESTING` is read in a child proc
 
 from __future__ import annotations
 
-import pickle
-import pickletools
+# the C unpickler itself (``pickle`` re-exports it): ``pickle.py`` and ``pickletools`` (~1.3 ms of imports) are
+# then not imported before the report's reader child is forked, nor in that child
+import _pickle
 from typing import Protocol, cast
 
 # Nesting that is safe to hash in this process. Depth costs C stack (~80 bytes a level, no recursion
@@ -29,15 +30,17 @@ IN_PROCESS_NESTING = 16
 _WRAPPING = (b"\x85", b"\x86", b"\x87", b"\x91")
 
 
-# Every byte a pickle can start with (its first opcode); 0x00, a sparse file's first byte, is none.
-PICKLE_OPCODES = frozenset(bytes([ord(op.code)]) for op in pickletools.opcodes)
+# Every byte a pickle can start with (its first opcode: ``pickletools.opcodes``' codes, a test compares); 0x00, a
+# sparse file's first byte, is none.
+_OPCODE_BYTES = b"().012BCFGIJKLMNPQRSTUVX]abcdeghijlopqrstu}" + bytes(range(0x80, 0x99))
+PICKLE_OPCODES = frozenset(bytes([c]) for c in _OPCODE_BYTES)
 
 
 class RefusedPickle(Exception):
     """The pickle needs a global that is not allowed, or is not a pickle."""
 
 
-class _Restricted(pickle.Unpickler):
+class _Restricted(_pickle.Unpickler):
     def find_class(self, module: str, name: str):
         raise RefusedPickle(
             f"refused to load global '{module}.{name}': only plain containers and scalars are allowed in "
@@ -109,7 +112,7 @@ def load_whole(data: bytes | _Source):
     except (RefusedPickle, MemoryError):
         raise
     except (
-        pickle.UnpicklingError,
+        _pickle.UnpicklingError,
         EOFError,
         ValueError,
         TypeError,
