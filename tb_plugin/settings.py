@@ -11,9 +11,8 @@ The table of settings, with units and defaults, is in docs/GUIDE.md ("Settings")
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from typing import Literal, Mapping, MutableMapping
+from typing import Literal, Mapping, MutableMapping, NamedTuple
 
 DEFAULT_MEMORY_BUDGET_MB = 1536.0
 DEFAULT_MCP_MAX_ANSWER_BYTES = 32 << 10
@@ -33,10 +32,11 @@ ENV_NAMES = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """What the environment configures; ``None`` means the built-in default, computed where it is used
-    (it depends on the machine: its memory, its cores, the platform's cache directory)."""
+    (it depends on the machine: its memory, its cores, the platform's cache directory). Immutable. A named
+    tuple, not a dataclass: ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``, ``tokenize``: ~6 ms
+    of CPU), and every command builds its settings first, before it has anything else to import."""
 
     memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB  # MB of loaded traces' views kept in memory
     max_trace_bytes: int | None = None  # bytes one trace may read or decompress to (None: 1/8 of memory)
