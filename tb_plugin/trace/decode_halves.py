@@ -118,7 +118,7 @@ def _decode_range(
             progress(min(1.0, (start + BATCH_EVENTS) / len(raws)))
 
 
-def _descriptor(sink: object) -> int | None:
+def _descriptor(sink: Any) -> int | None:
     """The file descriptor of the side file ``sink`` writes into (a :class:`~tb_plugin.storage.writer.
     BackgroundWriter`'s file, or a file itself), or None (a memory buffer: no descriptor to share)."""
     try:
