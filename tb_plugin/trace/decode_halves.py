@@ -61,9 +61,9 @@ def decode_batches(
     child = None
     if halves and wanted(total):
         sink = builder.sink
-        fd = None if sink is None else _descriptor(sink)
+        place = None if sink is None else _placement(sink)
         try:
-            child = _SecondHalf(raws, cut, sink is not None, fd, builder.sink_pos)
+            child = _SecondHalf(raws, cut, sink is not None, *(place or (None, 0)))
         except OSError:  # no fork now (a process limit, memory): decoded here
             child = None
     try:
@@ -118,14 +118,22 @@ def _decode_range(
             progress(min(1.0, (start + BATCH_EVENTS) / len(raws)))
 
 
-def _descriptor(sink: Any) -> int | None:
-    """The file descriptor of the side file ``sink`` writes into (a :class:`~tb_plugin.storage.writer.
-    BackgroundWriter`'s file, or a file itself), or None (a memory buffer: no descriptor to share)."""
+def _placement(sink: Any) -> tuple[int, int] | None:
+    """``(descriptor, position)`` of the side file ``sink`` writes into (a :class:`~tb_plugin.storage.writer.
+    BackgroundWriter` on a file, or a file itself): where its next batch goes, for a child to write the
+    batches after this process's; None for a memory buffer, a file opened to append (``pwrite`` would
+    append there too) or one whose position is unknown."""
+    import fcntl  # (POSIX only: here the halves run on Linux, where they fork)
+
     try:
         fd = getattr(sink, "file", sink).fileno()
+        position = sink.tell()
+        appends = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND
     except (AttributeError, OSError, ValueError):  # (io.UnsupportedOperation is an OSError and a ValueError)
         return None
-    return fd if isinstance(fd, int) and fd >= 0 else None
+    if appends or not (isinstance(fd, int) and isinstance(position, int) and fd >= 0 and position >= 0):
+        return None
+    return fd, position
 
 
 def joined_bytes(raws: Sequence[msgspec.Raw]) -> int:
@@ -154,8 +162,8 @@ class _PositionalWriter:
 
 class _SecondHalf:
     """The forked child that decodes ``raws[cut:]``; :meth:`result` is its builder's state. With ``fd``
-    (the side file's descriptor; ``at``: where this process's first batch starts in it), the child also
-    writes its batches there, after this process's: ``wrote`` is then their bytes, once answered."""
+    (the side file's descriptor; ``at``: the file position where this process's first batch goes), the
+    child also writes its batches there, after this process's: ``wrote`` is then their bytes, once answered."""
 
     def __init__(self, raws: list[msgspec.Raw], cut: int, with_sink: bool, fd: int | None = None, at: int = 0) -> None:
         self.wrote: int | None = None

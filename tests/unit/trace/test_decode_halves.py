@@ -125,9 +125,11 @@ def test_a_failed_child_leaves_its_half_to_this_process(forks, monkeypatch):
     assert_same(ref, got)
 
 
-def _file_decode(path, data: bytes, background: bool):
-    """``decode_trace(data, halves=True)`` with the side file ``path`` (a file, or a BackgroundWriter on it)."""
-    with open(path, "wb") as file:
+def _file_decode(path, data: bytes, background: bool, mode: str = "wb", prefix: bytes = b""):
+    """``decode_trace(data, halves=True)`` with the side file ``path`` (a file opened in ``mode`` holding
+    ``prefix`` first, or a BackgroundWriter on it)."""
+    with open(path, mode) as file:
+        file.write(prefix)
         if not background:
             return decode_trace(data, events_sink=file, halves=True)
         with BackgroundWriter(file) as sink:
@@ -148,6 +150,23 @@ def test_the_child_writes_its_half_into_a_side_file_with_a_descriptor(forks, mon
     assert forks and joined_here == []
     assert_same(ref, got)
     assert (tmp_path / "events").read_bytes() == ref_sink.getvalue()
+
+
+@pytest.mark.parametrize("background", [False, True])
+@pytest.mark.parametrize("mode", ["wb", "ab", "w+b"])
+def test_the_side_file_after_bytes_already_there(forks, tmp_path, background, mode):
+    """A side file that holds bytes before the events (its position not 0) gets the events after them,
+    as the serial decode writes them; one opened to append gets them from this process (``pwrite``
+    would append)."""
+    data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
+    ref_sink = io.BytesIO()
+    decode_trace(data, events_sink=ref_sink)
+    prefix = b"x" * 1001
+    path = tmp_path / "events"
+    path.write_bytes(b"old" if mode == "ab" else b"")
+    _file_decode(path, data, background, mode, prefix)
+    assert forks
+    assert path.read_bytes() == (b"old" if mode == "ab" else b"") + prefix + ref_sink.getvalue()
 
 
 def test_a_failed_writing_child_leaves_the_same_side_file(forks, monkeypatch, tmp_path):
