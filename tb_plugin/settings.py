@@ -11,7 +11,6 @@ The table of settings, with units and defaults, is in docs/GUIDE.md ("Settings")
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Literal, Mapping, MutableMapping
 
@@ -33,19 +32,68 @@ ENV_NAMES = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
 class Settings:
     """What the environment configures; ``None`` means the built-in default, computed where it is used
-    (it depends on the machine: its memory, its cores, the platform's cache directory)."""
+    (it depends on the machine: its memory, its cores, the platform's cache directory). Immutable; equal
+    and hashed by its values. A plain class, not a dataclass: ``dataclasses`` imports ``inspect`` (with
+    ``ast``, ``dis``, ``tokenize``: ~6 ms of CPU), and every command builds its settings first, before it
+    has anything else to import. (A ``NamedTuple`` would cost as little, but equals and unpacks as a tuple.)"""
 
-    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB  # MB of loaded traces' views kept in memory
-    max_trace_bytes: int | None = None  # bytes one trace may read or decompress to (None: 1/8 of memory)
-    stream_above_bytes: int | None = None  # bytes above which a trace is decoded as a stream
-    decode_workers: int | None = None  # processes decoding one streamed trace (None: the usable cores)
-    cache_dir: str | None = None  # the parse cache's directory (None: the platform's user cache)
-    executor: str | None = None  # where per-rank work runs: "local" or "dask://HOST:PORT" (None: local)
-    mcp_max_answer_bytes: int = DEFAULT_MCP_MAX_ANSWER_BYTES  # bytes of one MCP answer (compact JSON)
-    tables: TableForm = "dataframe"  # the notebook API's tables: pandas DataFrames, or lists of dicts
+    __slots__ = tuple(ENV_NAMES)  # the settings, in the constructor's order
+
+    memory_budget_mb: float  # MB of loaded traces' views kept in memory
+    max_trace_bytes: int | None  # bytes one trace may read or decompress to (None: 1/8 of memory)
+    stream_above_bytes: int | None  # bytes above which a trace is decoded as a stream
+    decode_workers: int | None  # processes decoding one streamed trace (None: the usable cores)
+    cache_dir: str | None  # the parse cache's directory (None: the platform's user cache)
+    executor: str | None  # where per-rank work runs: "local" or "dask://HOST:PORT" (None: local)
+    mcp_max_answer_bytes: int  # bytes of one MCP answer (compact JSON)
+    tables: TableForm  # the notebook API's tables: pandas DataFrames, or lists of dicts
+
+    def __init__(
+        self,
+        memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
+        max_trace_bytes: int | None = None,
+        stream_above_bytes: int | None = None,
+        decode_workers: int | None = None,
+        cache_dir: str | None = None,
+        executor: str | None = None,
+        mcp_max_answer_bytes: int = DEFAULT_MCP_MAX_ANSWER_BYTES,
+        tables: TableForm = "dataframe",
+    ) -> None:
+        values = (
+            memory_budget_mb,
+            max_trace_bytes,
+            stream_above_bytes,
+            decode_workers,
+            cache_dir,
+            executor,
+            mcp_max_answer_bytes,
+            tables,
+        )
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"the settings are immutable: cannot assign to {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"the settings are immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if isinstance(other, Settings) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
+
+    def __reduce__(self) -> tuple:
+        return (Settings, self._values())  # (pickled through the constructor: no attribute is assigned)
 
     @property
     def memory_budget_bytes(self) -> int:

@@ -35,6 +35,7 @@ import numpy as np
 from ..trace.categories import LAUNCH_KINDS
 from ..trace.links import device_mask
 from ..trace.model import Trace
+from ..trace.uniques import setdiff, unique_values
 from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .breakdown import category_masks
 from .gpu_idle import Busy, gpu_idle, window
@@ -105,7 +106,7 @@ def _named_calls(trace: Trace) -> dict[str, np.ndarray]:
     ev = trace.events
     bl = blocking_calls(trace)
     allocator = np.flatnonzero(trace.name_mask(lambda s: s in ALLOCATOR_CALLS) & np.isin(ev.kind, LAUNCH_KINDS))
-    blocking = np.setdiff1d(bl.rows, np.concatenate([allocator, outside_rows(trace)[0]]))
+    blocking = setdiff(bl.rows, np.concatenate([allocator, outside_rows(trace)[0]]))
     kind = np.full(len(ev), -1, dtype=np.int8)
     kind[bl.rows] = bl.kind
     return {
@@ -146,7 +147,7 @@ def named_call_idle_us(trace: Trace) -> float:
     while no device works (the part of the Runtime category they explain; µs)."""
     ev = trace.events
     lo, hi = window(trace)
-    rows = np.unique(np.concatenate(list(_named_calls(trace).values()) + [outside_rows(trace)[0]]))
+    rows = unique_values(np.concatenate(list(_named_calls(trace).values()) + [outside_rows(trace)[0]]))
     if len(rows) == 0:
         return 0.0
     dev = device_mask(trace)
@@ -253,7 +254,7 @@ def idle_rules(trace: Trace, insights_doc: Insights) -> list[Recommendation]:
     uses_graphs = graphs["replays"] + graphs["captures"] > 0
     compiled = compiled_regions(trace) > 0
     named = _named_calls(trace)
-    spans = blocked_spans(trace, np.unique(np.concatenate(list(named.values()) + [outside_rows(trace)[0]])))
+    spans = blocked_spans(trace, unique_values(np.concatenate(list(named.values()) + [outside_rows(trace)[0]])))
     ev = trace.events
     loading = category_masks(trace)["dataloader"]  # the host was loading data: the DataLoader rule's time
     blocked = Busy.of(

@@ -43,6 +43,7 @@ from ..trace.categories import (
 )
 from ..trace.links import launch_of
 from ..trace.model import Trace
+from ..trace.uniques import unique_values
 from .intervals import covered_before, covers, cumulative_lengths, merge
 from .steps import Steps
 from .ticks import tick_scale
@@ -136,7 +137,7 @@ def compute_breakdown(trace: Trace, steps: Steps) -> Breakdown:
     if n == 0:
         return Breakdown(per_step)
     scale, step_start, step_end, merged = _category_ticks(trace, steps)
-    edges = np.unique(np.concatenate([step_start, step_end] + [a for pair in merged for a in pair]))
+    edges = unique_values(np.concatenate([step_start, step_end] + [a for pair in merged for a in pair]))
     seg_start, seg_len = edges[:-1], np.diff(edges)
     owner = np.full(len(seg_start), len(CATEGORIES) - 1)
     unclaimed = np.ones(len(seg_start), dtype=bool)
@@ -189,7 +190,7 @@ def _category_ticks(trace: Trace, steps: Steps):
 def _launched_by(trace: Trace, ops: np.ndarray) -> np.ndarray:
     """Device events whose launch carries the External id of one of the ``ops`` events."""
     ev = trace.events
-    ids = np.unique(ev.external_id[ops & (ev.external_id >= 0)])
+    ids = unique_values(ev.external_id[ops & (ev.external_id >= 0)])
     out = np.zeros(len(ev), dtype=bool)
     if len(ids) == 0:
         return out

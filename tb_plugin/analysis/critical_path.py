@@ -77,6 +77,7 @@ from ..trace.categories import DEVICE_KINDS, HOST_WORK_KINDS, LAUNCH_KINDS, PROF
 from ..trace.heap import gc_paused
 from ..trace.links import launch_of
 from ..trace.model import Trace
+from ..trace.uniques import unique_values
 from .blocking import STREAM_WAIT, blocking_calls
 from .clock import shared_origin
 from .critical_path_chain import CPU, KERNEL, WAIT, Walk
@@ -238,7 +239,7 @@ class RankGraph:
         pairs = linked_threads(trace)
         if not len(pairs) and self.main is not None:
             engine = trace.name_mask(lambda s: s.startswith("autograd::engine::"))
-            eng = np.unique(thread_key[np.flatnonzero(engine)])
+            eng = unique_values(thread_key[np.flatnonzero(engine)])
             pairs = np.array([(self.main, int(t)) for t in eng.tolist() if t != self.main], dtype=np.int64).reshape(
                 -1, 2
             )

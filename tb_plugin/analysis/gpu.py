@@ -42,6 +42,7 @@ from ..trace.geometry import block_threads, kernel_blocks
 from ..trace.model import DeviceInfo, Trace
 from ..trace.platform import AMD, accelerator_name, amd_architecture, device_vendor, has_matrix_units
 from ..trace.sparse import SparseColumn
+from ..trace.uniques import unique_values
 from .intervals import covered_length
 from .steps import Steps
 from .tensor_cores import uses_tensor_cores
@@ -74,7 +75,7 @@ def gpu_devices(trace: Trace) -> list[int]:
     """Device indices of every kernel, memcpy or memset in the trace, ascending."""
     ev = trace.events
     dev = ev.device[np.isin(ev.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)) & (ev.device >= 0)]
-    return [int(d) for d in np.unique(dev)]
+    return [int(d) for d in unique_values(dev)]
 
 
 def device_properties(trace: Trace, dev: int) -> DeviceInfo | None:

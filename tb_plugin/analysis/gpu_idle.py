@@ -34,6 +34,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
+from ..trace.uniques import unique_values
 from .breakdown import category_masks
 from .intervals import covered_before, cumulative_lengths, merge
 from .steps import compute_steps
@@ -188,7 +189,7 @@ def gpu_idle(trace: Trace) -> list[GpuIdle]:
         rows = w["rows"]
         out = []
         dev_of = ev.device[rows]
-        for d in np.unique(dev_of):
+        for d in unique_values(dev_of):
             on = dev_of == d
             r = rows[on]
             s, e = ev.ts[r], ev.ts[r] + ev.dur[r]

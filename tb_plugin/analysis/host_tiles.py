@@ -25,6 +25,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.model import Trace
 from ..trace.sparse import row_dtype
+from ..trace.uniques import unique_values
 from .op_tree import FEW_THREADS, _first_in_chain, _nearest_reaching, by_thread_and_start
 
 LEAF, PYTHON, UNTRACED, ANNOTATION = range(4)  # what a tile is (see the module docstring)
@@ -121,7 +122,7 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     what = np.where(np.isin(kind, _LEAF_KINDS), LEAF, np.where(kind == Kind.PYTHON_FUNCTION, PYTHON, UNTRACED))
     # a thread with annotations only keeps them (nothing else names its time)
     has_other = np.isin(ev.kind[rows], _LEAF_KINDS + (Kind.PYTHON_FUNCTION,))
-    threads_with_other = np.unique(tix[has_other])
+    threads_with_other = unique_values(tix[has_other])
     only_ann = ~np.isin(p_thr, threads_with_other)
     what = np.where(only_ann & (what == UNTRACED), ANNOTATION, what).astype(np.int8)
     return Tiles(keys[p_thr], rows[cand], lo, hi, what, parent_all)

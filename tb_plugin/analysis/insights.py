@@ -38,6 +38,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
+from ..trace.uniques import percentile, unique_values
 from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .breakdown import category_masks
 from .gpu_idle import SHORT_GAP_US, Busy, StreamIdleRow, gpu_idle, stream_idle_split, window
@@ -210,7 +211,7 @@ def graph_use(trace: Trace) -> GraphUse:
 def _spread(values: np.ndarray, union_us: float = 0.0) -> Spread:
     if len(values) == 0:
         return {"p50": None, "p95": None, "union_us": 0.0}
-    return {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)), "union_us": union_us}
+    return {"p50": float(percentile(values, 50)), "p95": float(percentile(values, 95)), "union_us": union_us}
 
 
 def launch_delays(trace: Trace) -> LaunchDelays:
@@ -242,7 +243,7 @@ def launch_delays(trace: Trace) -> LaunchDelays:
     dev = device_mask(trace)
     lo, hi = window(trace)
     union_overhead = union_queueing = 0.0
-    for d in np.unique(ev.device[k]):
+    for d in unique_values(ev.device[k]):
         on = ev.device[k] == d
         work = dev & (ev.device == d)
         busy = Busy.of(ev.ts[work], ev.ts[work] + ev.dur[work])
@@ -255,8 +256,8 @@ def launch_delays(trace: Trace) -> LaunchDelays:
     queueing = delay - overhead
     return {
         "kernels": int(len(k)),
-        "p50": float(np.percentile(delay, 50)),
-        "p95": float(np.percentile(delay, 95)),
+        "p50": float(percentile(delay, 50)),
+        "p95": float(percentile(delay, 95)),
         "max": float(delay.max()),
         "short_kernel_share": float((ev.dur[k] < ev.dur[src]).mean()),
         "overhead_us": _spread(overhead, union_overhead),
@@ -276,7 +277,7 @@ def exposed_time(trace: Trace) -> ExposedTime:
     comm = masks["communication"] & device_mask(trace)
     copy = masks["memcpy"] | masks["memset"]
     out: list[ExposedGpuRow] = []
-    for d in np.unique(ev.device[device_mask(trace) & (ev.device >= 0)]):
+    for d in unique_values(ev.device[device_mask(trace) & (ev.device >= 0)]):
         on = ev.device == d
         parts = _priority_cover([compute & on, comm & on, copy & on], ev, lo, hi)
         span = hi - lo

@@ -11,6 +11,7 @@ import numpy as np
 from ..trace.categories import Kind
 from ..trace.links import launch_mask, launch_of
 from ..trace.model import Trace
+from ..trace.uniques import unique_values
 from .intervals import merge
 
 
@@ -24,7 +25,7 @@ def launches_inside(trace: Trace, hosts: np.ndarray) -> np.ndarray:
         return out
     host_key = ev.pid[host_rows].astype(np.int64) << 32 | ev.tid[host_rows].astype(np.int64)
     launch_key = ev.pid[launches].astype(np.int64) << 32 | ev.tid[launches].astype(np.int64)
-    for key in np.unique(launch_key):
+    for key in unique_values(launch_key):
         mine = host_rows[host_key == key]
         if len(mine) == 0:
             continue

@@ -36,6 +36,7 @@ from typing import Any, TypedDict, cast
 
 import numpy as np
 
+from ..trace import uniques
 from .breakdown import CATEGORY_LABELS, category_phrase
 from .numfmt import duration, fixed
 
@@ -281,7 +282,7 @@ def _unbalanced_step(
     footing = np.asarray(step_totals, dtype=np.float64).copy()
     prior = min(max(first_step_prior_us, 0.0), footing[0])
     footing[0] -= prior
-    median = float(np.median(footing))
+    median = float(uniques.median(footing))
     worst = int(np.argmax(footing))
     if not (median > 0 and footing[worst] > UNBALANCED_RATIO * median and footing[worst] > 1.1 * footing.mean()):
         return None
@@ -303,7 +304,7 @@ def _unbalanced_step(
     text = f"{took}, {fixed(doc['ratio'], 1)}× the median step ({duration(median)})."
     if step_breakdown and len(step_breakdown) == len(footing):
         keys = [k for k in CATEGORY_LABELS if all(k in row for row in step_breakdown)]
-        excess = {k: step_breakdown[worst][k] - float(np.median([row[k] for row in step_breakdown])) for k in keys}
+        excess = {k: step_breakdown[worst][k] - float(uniques.median([row[k] for row in step_breakdown])) for k in keys}
         top = max(excess, key=lambda k: excess[k]) if excess else None
         if top is not None and excess[top] > 0:
             doc["category"], doc["category_excess_us"] = top, excess[top]

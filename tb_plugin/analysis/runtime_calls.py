@@ -24,6 +24,7 @@ import numpy as np
 from ..trace.categories import LAUNCH_KINDS, Kind
 from ..trace.links import device_mask, launch_of
 from ..trace.model import Trace
+from ..trace.uniques import unique_values
 from .blocking import BLOCKING_KINDS, STREAM_WAIT, blocking_calls
 from .gpu_idle import Busy, window
 from .op_tree import op_tree
@@ -204,7 +205,7 @@ def outside_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z = np.clip(ev.ts[rows] + ev.dur[rows], lo, hi)
         busy = np.zeros(len(rows))
         target = waited_dev[rows]
-        for d in np.unique(target).tolist():
+        for d in unique_values(target).tolist():
             on = target == d
             work = dev if d < 0 else dev & (ev.device == d)
             u = Busy.of(ev.ts[work], ev.ts[work] + ev.dur[work])

@@ -24,6 +24,8 @@ class BackgroundWriter:
         self._queue: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=QUEUED_CHUNKS)
         self._pending: list[bytes] = []  # chunks not handed to the thread yet
         self._pending_bytes = 0
+        self._origin = _position(file)  # where the first chunk goes in the file (None: not seekable)
+        self._given = 0  # bytes taken by :meth:`write` since then
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._drain, name="kinetoscope-writer", daemon=True)
         self._thread.start()
@@ -45,6 +47,7 @@ class BackgroundWriter:
             raise self._error
         self._pending.append(chunk)
         self._pending_bytes += len(chunk)
+        self._given += len(chunk)
         if self._pending_bytes >= HANDOFF_BYTES:
             self._hand_off()
         return len(chunk)
@@ -63,8 +66,16 @@ class BackgroundWriter:
         self.close()
         self.file.seek(0)
         self.file.truncate()
+        self._origin, self._given = 0, 0
         self._thread = threading.Thread(target=self._drain, name="kinetoscope-writer", daemon=True)
         self._thread.start()
+
+    def tell(self) -> int:
+        """Where in the file the next chunk written will go (as a file's ``tell``, whether or not the
+        thread has written the earlier ones yet); OSError when the file is not seekable."""
+        if self._origin is None:
+            raise OSError("the file is not seekable")
+        return self._origin + self._given
 
     def close(self) -> None:
         """Flush the pending chunks and the queue into the file (the file itself stays open: its owner
@@ -87,3 +98,10 @@ class BackgroundWriter:
                 self.close()
             except BaseException:
                 pass
+
+
+def _position(file) -> int | None:
+    try:
+        return file.tell()
+    except (AttributeError, OSError, ValueError):
+        return None

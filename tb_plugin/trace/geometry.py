@@ -19,6 +19,7 @@ from .categories import Kind
 from .links import launch_of
 from .model import Trace
 from .sparse import SparseColumn
+from .uniques import unique_values
 
 #: Launch calls whose ``grid`` is in work-items (``globalWorkSizeX/Y/Z``), not blocks.
 WORK_ITEM_GRID_LAUNCHES = frozenset({"hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel"})
@@ -45,7 +46,7 @@ def _kernel_blocks(trace: Trace) -> np.ndarray:
         is_work_item_call = np.zeros(len(trace.strings) + 1, dtype=bool)
         is_work_item_call[trace.name_ids(lambda s: s in WORK_ITEM_GRID_LAUNCHES)] = True
         work_items[linked] = is_work_item_call[ev.name[launch[linked]]]
-    dims = _dims_table(trace, np.unique(np.concatenate([grid, block])))
+    dims = _dims_table(trace, unique_values(np.concatenate([grid, block])))
     g, b = dims[grid], dims[block]  # (n, 3) each, NaN where unknown
     with np.errstate(invalid="ignore", divide="ignore"):
         per_dim = np.where(work_items[:, None], np.ceil(g / np.where(b > 0, b, np.nan)), g)
@@ -65,7 +66,7 @@ def _block_threads(trace: Trace) -> np.ndarray:
     rows, _, block, _ = _kernel_geometry(trace, "block")
     if len(rows) == 0:
         return out
-    out[rows] = _dims_table(trace, np.unique(block))[block].prod(axis=1)
+    out[rows] = _dims_table(trace, unique_values(block))[block].prod(axis=1)
     return out
 
 

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .uniques import unique_values
+
 #: Duration-event columns: name → dtype. The on-disk cache stores exactly these.
 EVENT_COLUMNS: dict[str, Any] = {
     "kind": np.uint8,  # trace.categories.Kind
@@ -237,7 +239,7 @@ class Trace:
     def name_mask(self, predicate: Callable[[str], object]) -> np.ndarray:
         """Boolean mask over events whose name satisfies ``predicate`` (tested once per distinct event
         name, not on every string of the table: call stacks and shapes are most of it, and long)."""
-        names = self.memo("event_name_ids", lambda: (u := np.unique(self.events.name))[u >= 0])
+        names = self.memo("event_name_ids", lambda: (u := unique_values(self.events.name))[u >= 0])
         strings = self.strings
         lookup = np.zeros(len(strings) + 1, dtype=bool)
         lookup[names[np.fromiter((predicate(strings[i]) for i in names.tolist()), dtype=bool, count=len(names))]] = True

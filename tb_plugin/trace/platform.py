@@ -17,6 +17,7 @@ import numpy as np
 
 from .categories import DEVICE_KINDS, LAUNCH_KINDS
 from .model import DeviceInfo, Trace
+from .uniques import unique_values
 
 AMD, NVIDIA = "AMD", "NVIDIA"
 
@@ -99,7 +100,7 @@ def accelerator_name(trace: Trace) -> str:
     """What the trace's device work runs on, for the Overview's "Device type": ``"MTIA"`` when it is
     MTIA's (``mtia_*`` categories), else ``"GPU"`` (CUDA and ROCm)."""
     ev = trace.events
-    cats = np.unique(ev.cat[np.isin(ev.kind, DEVICE_KINDS) & (ev.cat >= 0)])
+    cats = unique_values(ev.cat[np.isin(ev.kind, DEVICE_KINDS) & (ev.cat >= 0)])
     if any(trace.strings[c].lower().startswith("mtia") for c in cats.tolist()):
         return "MTIA"
     return "GPU"

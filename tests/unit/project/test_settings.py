@@ -40,6 +40,30 @@ def test_every_variable_parsed_with_its_default():
     assert Settings.from_env({"KINETOSCOPE_MAX_TRACE_BYTES": "-5"}).max_trace_bytes is None
 
 
+def test_settings_are_an_immutable_value():
+    """Equal and hashed by value, a dataclass's repr, immutable, pickled and copied whole."""
+    import copy
+    import pickle
+
+    import pytest
+
+    a = Settings(memory_budget_mb=7, executor="local:1")
+    assert a == Settings(7, None, None, None, None, "local:1") and hash(a) == hash(Settings(7, executor="local:1"))
+    assert a != Settings() and a != (7, None, None, None, None, "local:1", 32 << 10, "dataframe")
+    assert repr(a) == (
+        "Settings(memory_budget_mb=7, max_trace_bytes=None, stream_above_bytes=None, decode_workers=None, "
+        "cache_dir=None, executor='local:1', mcp_max_answer_bytes=32768, tables='dataframe')"
+    )
+    with pytest.raises(AttributeError):
+        a.executor = "dask://x:1"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del a.cache_dir
+    with pytest.raises(AttributeError):
+        a.other = 1  # type: ignore[attr-defined]
+    assert pickle.loads(pickle.dumps(a)) == a == copy.copy(a) == copy.deepcopy(a)
+    assert tuple(ENV_NAMES) == Settings.__slots__  # every setting has its variable, in the same order
+
+
 def test_a_library_call_reads_the_environment_as_it_is(monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_MAX_TRACE_BYTES", str(3 << 20))
     monkeypatch.setenv("KINETOSCOPE_MCP_MAX_ANSWER_BYTES", "100")  # below the floor: 4096

@@ -190,9 +190,10 @@ def test_background_writer_keeps_order_and_reports_errors(tmp_path, monkeypatch)
 
     chunks = [bytes([i % 251]) * (1000 + i) for i in range(200)]
     with open(tmp_path / "out.bin", "wb") as f, BackgroundWriter(f) as w:
-        assert w.name == str(tmp_path / "out.bin")
+        assert w.name == str(tmp_path / "out.bin") and w.tell() == 0
         for c in chunks:
             assert w.write(c) == len(c)
+        assert w.tell() == sum(map(len, chunks))  # where the next chunk goes, written yet or not
     assert (tmp_path / "out.bin").read_bytes() == b"".join(chunks)
 
     # chunks handed to the thread in lists of HANDOFF_BYTES: several hand-offs, in order; rewind drops
@@ -204,9 +205,15 @@ def test_background_writer_keeps_order_and_reports_errors(tmp_path, monkeypatch)
         w.write(b"dropped" * 1000)
         w.write(b"pending")
         w.rewind()
+        assert w.tell() == 0
         for c in chunks:
             w.write(c)
     assert (tmp_path / "out2.bin").read_bytes() == b"".join(chunks)
+    with open(tmp_path / "out3.bin", "wb") as f:
+        f.write(b"head")
+        with BackgroundWriter(f) as w:
+            w.write(b"tail")
+            assert w.tell() == 8
 
     class Full:
         name = "full"

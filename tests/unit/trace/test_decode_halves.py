@@ -17,6 +17,7 @@ from conftest import sample
 from method_spy import record_after
 from test_decode_stream import assert_same
 
+from tb_plugin.storage.writer import BackgroundWriter
 from tb_plugin.trace import decode_halves as dh
 from tb_plugin.trace.columns import ColumnBuilder
 from tb_plugin.trace.decode import decode_trace
@@ -122,6 +123,73 @@ def test_a_failed_child_leaves_its_half_to_this_process(forks, monkeypatch):
     got = decode_trace(data, halves=True)
     assert forks and all(_reaped(pid) for pid in forks)
     assert_same(ref, got)
+
+
+def _file_decode(path, data: bytes, background: bool, mode: str = "wb", prefix: bytes = b""):
+    """``decode_trace(data, halves=True)`` with the side file ``path`` (a file opened in ``mode`` holding
+    ``prefix`` first, or a BackgroundWriter on it)."""
+    with open(path, mode) as file:
+        file.write(prefix)
+        if not background:
+            return decode_trace(data, events_sink=file, halves=True)
+        with BackgroundWriter(file) as sink:
+            return decode_trace(data, events_sink=sink, halves=True)
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_the_child_writes_its_half_into_a_side_file_with_a_descriptor(forks, monkeypatch, tmp_path, background):
+    """The side file's bytes and the events' offsets are the serial decode's; this process joined none
+    of the second half's batches (the child wrote them: ``pwrite`` at the serial offset)."""
+    data = json.dumps({"traceEvents": mixed_events(3 * BATCH_EVENTS + 5)}).encode()
+    ref_sink = io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+    joined_here: list[int] = []
+    real_joined = dh._joined
+    monkeypatch.setattr(dh, "_joined", lambda raws: joined_here.append(len(raws)) or real_joined(raws))
+    got = _file_decode(tmp_path / "events", data, background)
+    assert forks and joined_here == []
+    assert_same(ref, got)
+    assert (tmp_path / "events").read_bytes() == ref_sink.getvalue()
+
+
+@pytest.mark.parametrize("background", [False, True])
+@pytest.mark.parametrize("mode", ["wb", "ab", "w+b"])
+def test_the_side_file_after_bytes_already_there(forks, tmp_path, background, mode):
+    """A side file that holds bytes before the events (its position not 0) gets the events after them,
+    as the serial decode writes them; one opened to append gets them from this process (``pwrite``
+    would append)."""
+    data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
+    ref_sink = io.BytesIO()
+    decode_trace(data, events_sink=ref_sink)
+    prefix = b"x" * 1001
+    path = tmp_path / "events"
+    path.write_bytes(b"old" if mode == "ab" else b"")
+    _file_decode(path, data, background, mode, prefix)
+    assert forks
+    assert path.read_bytes() == (b"old" if mode == "ab" else b"") + prefix + ref_sink.getvalue()
+
+
+def test_a_failed_writing_child_leaves_the_same_side_file(forks, monkeypatch, tmp_path):
+    """A child that wrote its batches and then failed: this process decodes and writes that half
+    itself, over the same bytes at the same place."""
+    data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
+    ref_sink = io.BytesIO()
+    ref = decode_trace(data, events_sink=ref_sink)
+
+    def broken(self):
+        raise RuntimeError("the child's state cannot be made")
+
+    monkeypatch.setattr(ColumnBuilder, "state", broken)  # (in the child, after its writes)
+    got = _file_decode(tmp_path / "events", data, True)
+    assert forks and all(_reaped(pid) for pid in forks)
+    assert_same(ref, got)
+    assert (tmp_path / "events").read_bytes() == ref_sink.getvalue()
+
+
+def test_joined_bytes_is_the_joined_batches_length():
+    raws = [b'{"a":1}', b"{}", b'{"name":"x"}'] * (BATCH_EVENTS // 2 + 3)
+    expected = sum(len(dh._joined(raws[s : s + BATCH_EVENTS])) for s in range(0, len(raws), BATCH_EVENTS))
+    assert dh.joined_bytes(raws) == expected and dh.joined_bytes([]) == 0
 
 
 def test_no_fork_now_decodes_here(forks, monkeypatch):
