@@ -64,10 +64,10 @@ def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):
 def _dies_in_child(real):
     parent = os.getpid()
 
-    def run(part, items, memos=None):
+    def run(part, items, memos=None, trim=True):
         if os.getpid() != parent:
             os._exit(3)
-        return real(part, items, memos)
+        return real(part, items, memos, trim)
 
     return run
 
@@ -133,8 +133,8 @@ def test_this_process_makes_the_cache_writes_after_its_sections(tmp_path, monkey
     done: list[str] = []
     real = sections.run_sections
 
-    def logged(chosen, items, memos=None):
-        got = real(chosen, items, memos)
+    def logged(chosen, items, memos=None, trim=True):
+        got = real(chosen, items, memos, trim)
         done.append("sections")
         return got
 
