@@ -5,6 +5,7 @@ Cores are the usable ones (``taskset``), for the file pool and the decode worker
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import threading
@@ -12,6 +13,7 @@ import threading
 import fsspec
 import pytest
 
+from tb_plugin.registry import report
 from tb_plugin.registry.executors import sections
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.report import rank_aggregate
@@ -182,3 +184,64 @@ def test_a_rank_whose_child_dies_is_cached_by_this_process(tmp_path, monkeypatch
     assert again.error is None and again.from_cache
     assert again.aggregate is not None and first.aggregate is not None
     assert text(task.received_aggregate(again.aggregate)) == text(task.received_aggregate(first.aggregate))
+
+
+def test_the_child_keeps_its_freed_pages_and_never_collects_what_it_inherited(tmp_path, monkeypatch):
+    """The child computes its sections without giving freed pages back between them (each would be
+    faulted in again by the next section) and with the objects it inherited frozen (a collection would
+    write to each one's header); this process's sections give them back as before."""
+    out = tmp_path / "child"
+    parent = os.getpid()
+    real = sections.run_sections
+    here: list[bool] = []
+
+    def run(part, items, memos=None, trim=True):
+        if os.getpid() != parent:
+            out.write_text(f"trim={trim} frozen={gc.get_freeze_count() > 0}")
+        else:
+            here.append(trim)
+        return real(part, items, memos, trim)
+
+    monkeypatch.setattr(sections, "run_sections", run)
+    serial = rank_aggregate(views(), True)
+    fork = sections.SectionFork(views(), True)
+    forked = aggregate_through(fork, True)
+    assert out.read_text() == "trim=False frozen=True" and here == [True]
+    assert text(forked) == text(serial)
+
+
+def test_sections_give_freed_pages_back_unless_told_not_to(monkeypatch):
+    calls: list[int] = []
+    monkeypatch.setattr(report, "release_after", calls.append)
+    made = [("a", lambda: 1), ("b", lambda: 2)]
+    assert report.run_sections(made, 7) == {"a": 1, "b": 2} and calls == [7, 7]
+    calls.clear()
+    assert report.run_sections(made, 7, trim=False) == {"a": 1, "b": 2} and calls == []
+
+
+@pytest.mark.parametrize("forking", [True, False])
+def test_the_parse_is_collected_after_the_section_fork(tmp_path, monkeypatch, runner_threads_fork_safe, forking):
+    """A rank whose sections fork collects the parse's cycles in this process once the child is forked
+    (one core was idle while it did before); without the fork, before the sections, as before. The
+    parse itself leaves them to the caller."""
+    from tb_plugin.registry import parse
+    from tb_plugin.registry.executors import task
+
+    order: list[str] = []
+    monkeypatch.setattr(task, "worth_forking", lambda items: forking)
+    monkeypatch.setattr(task.small_sections, "worth_splitting", lambda items: False)
+    monkeypatch.setattr(parse, "collect_and_release_after", lambda items: order.append("parse collects"))
+    monkeypatch.setattr(task, "collect_and_release_after", lambda items: order.append("collect"))
+    real_init = sections.SectionFork.__init__
+
+    def init(self, *args, **kwargs):
+        order.append("fork")
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(sections.SectionFork, "__init__", init)
+    job = task.RankJob(
+        key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), cache_dir=str(tmp_path), tables=True
+    )
+    got = task.reduce_rank(job)
+    assert got.error is None and not got.from_cache
+    assert order == (["fork", "collect"] if forking else ["collect"])
