@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
 from ..report import Sections, rank_aggregate, run_sections
+from .handed_memos import Arriving, hand_over
 
 # about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
 # (its recommendations): the overview section, after it in the child, only reads it back, where this
@@ -76,11 +77,13 @@ class SectionFork:
         tables: bool,
         writes: Sequence[Callable[[], None]] = (),
         child: frozenset[str] = CHILD_SECTIONS,
+        hand: bool = False,
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
         self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
         read, write = os.pipe()
+        handed = os.pipe() if hand else None  # (handed_memos: computed here, read by the child)
         pid = os.fork()
         if pid == 0:  # the child: compute, send, leave without the parent's exit handlers
             code = 1
@@ -90,6 +93,9 @@ class SectionFork:
                 # this process collects meanwhile (registry/executors/task.py)
                 gc.freeze()
                 os.close(read)
+                if handed is not None:
+                    os.close(handed[1])
+                    views.trace.derived = Arriving(views.trace.derived, handed[0])
                 memos = views.trace.derived
                 rank_aggregate(views, tables, run=lambda sections, items: self._send(sections, items, memos, write))
             except _Sent:
@@ -100,6 +106,9 @@ class SectionFork:
         self.memos = views.trace.derived  # dropped as the sections no longer need them (run_sections)
         self.pid: int | None = pid
         self.read = read
+        if handed is not None:
+            os.close(handed[0])
+            hand_over(views.trace, handed[1])
 
     def _send(self, sections: Sections, items: int, memos: dict[str, Any], fd: int) -> dict[str, Any]:
         # (no trims between them: the child exits after its sections; given back, its freed pages cost a

@@ -152,7 +152,7 @@ def reduce_rank(job: RankJob) -> RankResult:
                 views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
                 items = len(trace.events) + len(trace.memory)
                 if views is not None and worth_forking(items):
-                    fork = SectionFork(views, job.tables, deferred)  # writes after its own sections
+                    fork = SectionFork(views, job.tables, deferred, hand=True)  # writes after its own sections
                     # the parse's cycles collected while the child computes (the 0.3 GB trace: ~20 ms,
                     # one core idle when collected before the fork; the child never collects them)
                     collect_and_release_after(items)
