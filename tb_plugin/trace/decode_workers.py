@@ -281,7 +281,7 @@ def run_parallel(
         _run_on(started, iter(units), with_sink, take)
 
 
-def _read_exact(fd: int, size: int) -> bytearray | np.ndarray | None:
+def _read_exact(fd: int, size: int) -> bytearray | memoryview | None:
     """``size`` bytes read from the descriptor ``fd`` (a pipe gives them in pieces), or None at its end."""
     return None if (got := _read_parts(fd, [size])) is None else got[0]
 
@@ -290,12 +290,12 @@ _IOV_MAX = 512  # the most buffers one ``readv`` call fills (POSIX guarantees at
 _UNCLEARED = 1 << 12  # from this size a part is read into an uncleared array (_read_parts)
 
 
-def _read_parts(fd: int, sizes: list[int]) -> list[bytearray | np.ndarray] | None:
+def _read_parts(fd: int, sizes: list[int]) -> list[bytearray | memoryview] | None:
     """Consecutive parts of ``sizes`` bytes read from the descriptor ``fd``, each into a buffer of its own,
     in as few calls as the pipe allows (``readv`` fills several buffers at once); None at its end. A part
     of :data:`_UNCLEARED` bytes or more is a byte array left uncleared (every byte is read into it): a
     ``bytearray`` writes zeros first (the 0.3 GB trace's ~120 MB of answers: ~0.03 s of this process's CPU)."""
-    parts = [bytearray(size) if size < _UNCLEARED else np.empty(size, np.uint8) for size in sizes]
+    parts = [bytearray(size) if size < _UNCLEARED else np.empty(size, np.uint8).data for size in sizes]
     views = [memoryview(part) for part in parts if len(part)]
     try:
         k = 0  # the first view not yet full

@@ -47,7 +47,7 @@ def _compute(trace: Any) -> None:
     gpu_summary(trace)
 
 
-class Arriving(dict):
+class Arriving(dict[str, Any]):
     """The section child's memos (``trace.derived``): a memo missing here is looked for among those
     :func:`hand_over` sent, once they have all arrived; never waited for."""
 

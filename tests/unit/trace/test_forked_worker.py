@@ -95,25 +95,33 @@ def test_a_worker_that_does_not_exit_is_killed_when_waited_for():
     assert forked_worker.unreaped() == 0 and worker.returncode == -9
 
 
+# a process that leaves a worker whose exit takes 0.3 s of CPU, then ends (argv[1]: this checkout)
+LEAVES_A_SLOW_WORKER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from tb_plugin.trace import forked_worker
+
+def serve(source, sink):
+    source.read()
+    started = time.process_time()
+    while time.process_time() - started < 0.3:  # CPU spent after its input ended
+        pass
+
+worker = forked_worker.ForkedWorker([], serve)
+worker.stdin.close()
+forked_worker.reap_later(worker)
+print(forked_worker.unreaped())
+"""
+
+
 def test_a_process_that_ends_waits_for_the_workers_it_left():
     """The workers' CPU counts in the process's children's (whole-process benchmarks read it): the exit
     waits for the workers still exiting; a worker slowed at its exit keeps its parent until it ends."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    code = (
-        f"import sys, time; sys.path.insert(0, {root!r})\n"
-        "from tb_plugin.trace import forked_worker\n"
-        "def serve(source, sink):\n"
-        "    source.read()\n"
-        "    t = time.process_time()\n"
-        "    while time.process_time() - t < 0.3: pass\n"  # CPU spent after its input ended
-        "w = forked_worker.ForkedWorker([], serve)\n"
-        "w.stdin.close(); forked_worker.reap_later(w)\n"
-        "print(forked_worker.unreaped())\n"
-    )
     import resource
 
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", LEAVES_A_SLOW_WORKER, checkout], capture_output=True, timeout=60)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert out.returncode == 0, out.stderr
     assert out.stdout == b"1\n"
