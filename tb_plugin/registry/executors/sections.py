@@ -106,9 +106,18 @@ class SectionFork:
         self.memos = views.trace.derived  # dropped as the sections no longer need them (run_sections)
         self.pid: int | None = pid
         self.read = read
+        self.handing: int | None = None  # the pipe's end to the child, until :meth:`hand_over`
         if handed is not None:
             os.close(handed[0])
-            hand_over(views.trace, handed[1])
+            self.handing = handed[1]
+        self.trace = views.trace
+
+    def hand_over(self) -> None:
+        """With ``hand``: compute the memos the child reads late and this process never does, and hand
+        them to it (:mod:`.handed_memos`); the child computes them itself if they come too late."""
+        if self.handing is not None:
+            fd, self.handing = self.handing, None
+            hand_over(self.trace, fd)
 
     def _send(self, sections: Sections, items: int, memos: dict[str, Any], fd: int) -> dict[str, Any]:
         # (no trims between them: the child exits after its sections; given back, its freed pages cost a
@@ -120,6 +129,7 @@ class SectionFork:
 
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
+        self.hand_over()  # (unless made already)
         got = run_sections([s for s in sections if s[0] not in self.child], items, self.memos)
         self.write_pending()  # (while the child computes the larger share)
         theirs = self._collect()
@@ -156,6 +166,9 @@ class SectionFork:
 
     def close(self) -> None:
         """End the child if :meth:`run` was not reached (an error before it)."""
+        if self.handing is not None:
+            os.close(self.handing)
+            self.handing = None
         if self.pid is not None:
             try:
                 os.kill(self.pid, 9)

@@ -154,8 +154,10 @@ def reduce_rank(job: RankJob) -> RankResult:
                 if views is not None and worth_forking(items):
                     fork = SectionFork(views, job.tables, deferred, hand=True)  # writes after its own sections
                     # the parse's cycles collected while the child computes (the 0.3 GB trace: ~20 ms,
-                    # one core idle when collected before the fork; the child never collects them)
+                    # one core idle when collected before the fork; the child never collects them), then
+                    # the memos the child reads later computed for it (handed_memos)
                     collect_and_release_after(items)
+                    fork.hand_over()
                 else:
                     collect_and_release_after(items)
                     if views is not None and small_sections.worth_splitting(items):  # (before the writes' thread)

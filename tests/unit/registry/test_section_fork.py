@@ -222,8 +222,8 @@ def test_sections_give_freed_pages_back_unless_told_not_to(monkeypatch):
 @pytest.mark.parametrize("forking", [True, False])
 def test_the_parse_is_collected_after_the_section_fork(tmp_path, monkeypatch, runner_threads_fork_safe, forking):
     """A rank whose sections fork collects the parse's cycles in this process once the child is forked
-    (one core was idle while it did before); without the fork, before the sections, as before. The
-    parse itself leaves them to the caller."""
+    (one core was idle while it did before), then computes the memos it hands to the child; without the
+    fork, before the sections, as before. The parse itself leaves them to the caller."""
     from tb_plugin.registry import parse
     from tb_plugin.registry.executors import task
 
@@ -239,12 +239,14 @@ def test_the_parse_is_collected_after_the_section_fork(tmp_path, monkeypatch, ru
         real_init(self, *args, **kwargs)
 
     monkeypatch.setattr(sections.SectionFork, "__init__", init)
+    real_hand = sections.SectionFork.hand_over
+    monkeypatch.setattr(sections.SectionFork, "hand_over", lambda self: order.append("hand") or real_hand(self))
     job = task.RankJob(
         key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), cache_dir=str(tmp_path), tables=True
     )
     got = task.reduce_rank(job)
     assert got.error is None and not got.from_cache
-    assert order == (["fork", "collect"] if forking else ["collect"])
+    assert order == (["fork", "collect", "hand", "hand"] if forking else ["collect"])  # (the second: run's, a no-op)
 
 
 # -- the memos this process hands to the child (registry/executors/handed_memos.py): the child takes them
@@ -267,7 +269,9 @@ def _forked(monkeypatch, tmp_path, wait: bool) -> tuple[str, str]:
     v = views()
     fork = sections.SectionFork(v, True, hand=True)
     try:
-        assert set(v.trace.derived) <= {"device_mask"}  # (this process kept none of what it handed)
+        kept = set(v.trace.derived)
+        fork.hand_over()
+        assert set(v.trace.derived) == kept  # (this process kept none of what it computed for the child)
         forked = rank_aggregate(v, True, run=fork.run)
     finally:
         fork.close()
