@@ -245,7 +245,9 @@ def test_the_whole_report_is_the_same_on_one_worker_and_on_two(tmp_path, monkeyp
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")
     forks, ranged = [], []
     real_fork, real_parse = sections.SectionFork.__init__, decode_ranges.RangedEvents._parse
-    monkeypatch.setattr(sections.SectionFork, "__init__", lambda self, *a: forks.append(1) or real_fork(self, *a))
+    monkeypatch.setattr(
+        sections.SectionFork, "__init__", lambda self, *a, **k: forks.append(1) or real_fork(self, *a, **k)
+    )
     monkeypatch.setattr(decode_ranges.RangedEvents, "_parse", lambda self, *a: ranged.append(1) or real_parse(self, *a))
     documents = []
     for workers in ("1", "2"):
