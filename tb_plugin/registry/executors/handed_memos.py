@@ -17,6 +17,8 @@ import os
 import pickle
 from typing import Any
 
+from ...trace.heap import release_after
+
 #: the memos handed to the section child, and what computes them here (read by the child's distributed
 #: and insights sections, by none of this process's large-trace sections)
 HANDED = ("gpu_summary", "steps")
@@ -38,6 +40,9 @@ def hand_over(trace: Any, fd: int) -> None:
         os.close(fd)
         for key in [k for k in trace.derived if k not in before]:
             del trace.derived[key]
+        # their temporaries' pages given back (a large trace), as after each section: this process's
+        # sections start from the heap they started from before
+        release_after(len(trace.events) + len(trace.memory))
 
 
 def _compute(trace: Any) -> None:
