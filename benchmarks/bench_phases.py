@@ -16,8 +16,9 @@ loaded this one is) and its span, and the same from the process's first mark to 
 Last lines: the CPU of each phase on the critical path and their sum, the wall time a machine whose
 cores do nothing else would take (``idle_estimate_s``): the main process's start, the larger worker's
 first pass, the second pass (the larger worker's, or all workers' and the main process's CPU shared
-over the cores, whichever is larger), the finish, the larger side of the sections (the main process's,
-or the child's, each with the cache write where it makes it), the rest. On a loaded box wall times
+over the cores, whichever is larger), the finish, the longest side of the sections (the main process's,
+or a section child's, each with the cache write where it makes it; or all sides' CPU shared over the cores,
+whichever is larger), the rest. On a loaded box wall times
 stretch with the load; the CPU per process does much less, which is why the estimate is built from it.
 With ``--cores 1`` the estimate is the process's CPU.
 
@@ -129,7 +130,7 @@ def phases(marks: list) -> tuple[dict[str, dict[str, Phase]], dict[str, float], 
         by_pid[pid].append((t - t0, cpu, queued, what))
     out: dict[str, dict[str, Phase]] = {}
     last_cpu: dict[str, float] = {}
-    workers = 0
+    workers = children = 0
     for rows in by_pid.values():
         names = {w[2:] for _, _, _, w in rows}
         if any(w == "start" for _, _, _, w in rows):
@@ -137,8 +138,9 @@ def phases(marks: list) -> tuple[dict[str, dict[str, Phase]], dict[str, float], 
         elif names & {"scan_range", "decode_span"}:
             workers += 1
             role = f"worker {workers}"
-        else:
-            role = "section child"
+        else:  # (numbered from the second: a tree with one section child names it as before)
+            children += 1
+            role = "section child" + (f" {children}" if children > 1 else "")
         open_at: dict[str, tuple[float, float, float]] = {}
         got: dict[str, list] = {}
         for t, cpu, queued, what in rows:
@@ -167,7 +169,7 @@ def estimate(
     process's CPU when it started the workers."""
     main = found.get("main", {})
     workers = [v for k, v in found.items() if k.startswith("worker")]
-    child = found.get("section child", {})
+    children = [v for k, v in found.items() if k.startswith("section child")]
 
     def cpu(phases: dict[str, Phase], name: str) -> float:
         return phases[name].cpu if name in phases else 0.0
@@ -175,15 +177,15 @@ def estimate(
     if cores == 1 or not workers:
         return {"one process": last_cpu.get("main", 0.0)}
     second = [cpu(w, "decode_span") for w in workers]
+    sides = [cpu(p, "sections") + cpu(p, "cache write") for p in (main, *children)]
     parts = {
         "start": started_cpu,
         "first pass": max(cpu(w, "scan_range") for w in workers),
         "second pass": max(max(second), (sum(second) + cpu(main, "second pass")) / cores),
         "finish": cpu(main, "finish"),
-        # (the cache write is made by whichever side the tree under test gives it)
-        "sections": max(
-            cpu(main, "sections") + cpu(main, "cache write"), cpu(child, "sections") + cpu(child, "cache write")
-        ),
+        # (the cache write is made by whichever side the tree under test gives it; with more sides than
+        # cores, the sides' CPU shared over the cores where that is longer than the longest side)
+        "sections": max(max(sides), sum(sides) / cores),
     }
     counted = started_cpu + sum(
         cpu(main, k) for k in ("first pass", "second pass", "finish", "sections", "cache write")

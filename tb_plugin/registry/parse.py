@@ -216,12 +216,16 @@ def parse_entry(
     cache: ParseCache | None,
     report: Callable[[float], None] | None = None,
     deferred: list[Callable[[], None]] | None = None,
+    collect: bool = True,
 ) -> tuple[Trace, bool]:
     """``(trace, came from the cache)`` for one file of ``fs``: read back from the parse cache, else
     parsed (progress through ``report``, fraction 0–1) and stored there with its raw events file.
     With ``deferred``, the parsed columns are taken now and their write (a second or two on a 0.9 GB
     trace) is appended to it as a call, for the caller to make when it suits: once the file is shown,
-    or on a thread while the analyses run (its raw events file is written during the parse, as always)."""
+    or on a thread while the analyses run (its raw events file is written during the parse, as always).
+    Without ``collect``, the parse's reference cycles are left for the caller to collect
+    (:func:`~tb_plugin.trace.heap.collect_and_release_after`: after forking a section child, this
+    process collects them while the child computes)."""
     report = report or (lambda _: None)
     if cache is not None:
         cached = cache.get(url, version)
@@ -273,7 +277,8 @@ def parse_entry(
     # the parse's chunks and the cache writer's copies are freed but their heap pages stay in the
     # process, some of them held by reference cycles the paused collector left: give them back before
     # the analyses run
-    collect_and_release_after(_items(trace))
+    if collect:
+        collect_and_release_after(_items(trace))
     return check_analysis_budget(trace), False
 
 

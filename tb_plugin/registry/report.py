@@ -154,18 +154,23 @@ SECTION_MEMOS: dict[str, frozenset[str]] = {
 }
 
 
-def run_sections(sections: Sections, items: int, memos: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_sections(
+    sections: Sections, items: int, memos: dict[str, Any] | None = None, trim: bool = True
+) -> dict[str, Any]:
     """Each section computed in turn (``items``: the trace's events and memory events). With ``memos``
     (the trace's :attr:`~tb_plugin.trace.model.Trace.derived`, which nothing reads after the sections),
     each section is followed by dropping the memos no later section reads (:data:`SECTION_MEMOS`), so
     that a section's peak does not stack on arrays only earlier sections needed (a 4.5 GB trace: the
-    idle-time, kernel and launch memos, ~0.2 GB, under the memory section's sums)."""
+    idle-time, kernel and launch memos, ~0.2 GB, under the memory section's sums). ``trim``: the freed
+    heap pages given back after each section (``release_after``); a section child that exits after its
+    few sections keeps them for the next one instead (no page faults to take them again)."""
     got: dict[str, Any] = {}
     for done, (key, make) in enumerate(sections, 1):
         got[key] = make()
         if memos is not None:
             drop_unread(memos, [later for later, _ in sections[done:]])
-        release_after(items)  # each section's temporaries (a large trace): the next one starts from what is kept
+        if trim:
+            release_after(items)  # each section's temporaries (a large trace): the next one starts from what is kept
     return got
 
 

@@ -5,6 +5,7 @@ Cores are the usable ones (``taskset``), for the file pool and the decode worker
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import threading
@@ -12,7 +13,8 @@ import threading
 import fsspec
 import pytest
 
-from tb_plugin.registry.executors import sections
+from tb_plugin.registry import report
+from tb_plugin.registry.executors import handed_memos, sections
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.report import rank_aggregate
 from tb_plugin.registry.views import FileViews
@@ -64,10 +66,10 @@ def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):
 def _dies_in_child(real):
     parent = os.getpid()
 
-    def run(part, items, memos=None):
+    def run(part, items, memos=None, trim=True):
         if os.getpid() != parent:
             os._exit(3)
-        return real(part, items, memos)
+        return real(part, items, memos, trim)
 
     return run
 
@@ -133,8 +135,8 @@ def test_this_process_makes_the_cache_writes_after_its_sections(tmp_path, monkey
     done: list[str] = []
     real = sections.run_sections
 
-    def logged(chosen, items, memos=None):
-        got = real(chosen, items, memos)
+    def logged(chosen, items, memos=None, trim=True):
+        got = real(chosen, items, memos, trim)
         done.append("sections")
         return got
 
@@ -182,3 +184,156 @@ def test_a_rank_whose_child_dies_is_cached_by_this_process(tmp_path, monkeypatch
     assert again.error is None and again.from_cache
     assert again.aggregate is not None and first.aggregate is not None
     assert text(task.received_aggregate(again.aggregate)) == text(task.received_aggregate(first.aggregate))
+
+
+def test_the_child_keeps_its_freed_pages_and_never_collects_what_it_inherited(tmp_path, monkeypatch):
+    """The child computes its sections without giving freed pages back between them (each would be
+    faulted in again by the next section) and with the objects it inherited frozen (a collection would
+    write to each one's header); this process's sections give them back as before."""
+    out = tmp_path / "child"
+    parent = os.getpid()
+    real = sections.run_sections
+    here: list[bool] = []
+
+    def run(part, items, memos=None, trim=True):
+        if os.getpid() != parent:
+            out.write_text(f"trim={trim} frozen={gc.get_freeze_count() > 0}")
+        else:
+            here.append(trim)
+        return real(part, items, memos, trim)
+
+    monkeypatch.setattr(sections, "run_sections", run)
+    serial = rank_aggregate(views(), True)
+    fork = sections.SectionFork(views(), True)
+    forked = aggregate_through(fork, True)
+    assert out.read_text() == "trim=False frozen=True" and here == [True]
+    assert text(forked) == text(serial)
+
+
+def test_sections_give_freed_pages_back_unless_told_not_to(monkeypatch):
+    calls: list[int] = []
+    monkeypatch.setattr(report, "release_after", calls.append)
+    made = [("a", lambda: 1), ("b", lambda: 2)]
+    assert report.run_sections(made, 7) == {"a": 1, "b": 2} and calls == [7, 7]
+    calls.clear()
+    assert report.run_sections(made, 7, trim=False) == {"a": 1, "b": 2} and calls == []
+
+
+@pytest.mark.parametrize("forking", [True, False])
+def test_the_parse_is_collected_after_the_section_fork(tmp_path, monkeypatch, runner_threads_fork_safe, forking):
+    """A rank whose sections fork collects the parse's cycles in this process once the child is forked
+    (one core was idle while it did before), then computes the memos it hands to the child; without the
+    fork, before the sections, as before. The parse itself leaves them to the caller."""
+    from tb_plugin.registry import parse
+    from tb_plugin.registry.executors import task
+
+    order: list[str] = []
+    monkeypatch.setattr(task, "worth_forking", lambda items: forking)
+    monkeypatch.setattr(task.small_sections, "worth_splitting", lambda items: False)
+    monkeypatch.setattr(parse, "collect_and_release_after", lambda items: order.append("parse collects"))
+    monkeypatch.setattr(task, "collect_and_release_after", lambda items: order.append("collect"))
+    real_init = sections.SectionFork.__init__
+
+    def init(self, *args, **kwargs):
+        order.append("fork")
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(sections.SectionFork, "__init__", init)
+    real_hand = sections.SectionFork.hand_over
+    monkeypatch.setattr(sections.SectionFork, "hand_over", lambda self: order.append("hand") or real_hand(self))
+    job = task.RankJob(
+        key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), cache_dir=str(tmp_path), tables=True
+    )
+    got = task.reduce_rank(job)
+    assert got.error is None and not got.from_cache
+    assert order == (["fork", "collect", "hand", "hand"] if forking else ["collect"])  # (the second: run's, a no-op)
+
+
+# -- the memos this process hands to the child (registry/executors/handed_memos.py): the child takes them
+# when they arrived before it asks, computes them itself otherwise (never waiting); the aggregate is the
+# serial one either way, and this process keeps none of the memos it added
+
+
+def _forked(monkeypatch, tmp_path, wait: bool) -> tuple[str, str]:
+    """(the forked aggregate, what the child's memos took from the pipe: 'taken' or 'computed'), the
+    child made to ask once this process has handed them over (``wait``) or before (the pipe not yet read)."""
+    out = tmp_path / "child"
+    real_take = handed_memos.Arriving._take
+    _asks_once_handed(monkeypatch, wait)
+
+    def take(self):
+        real_take(self)
+        out.write_text("taken" if all(dict.__contains__(self, k) for k in handed_memos.HANDED) else "missing")
+
+    monkeypatch.setattr(handed_memos.Arriving, "_take", take)
+    v = views()
+    fork = sections.SectionFork(v, True, hand=True)
+    try:
+        kept = set(v.trace.derived)
+        fork.hand_over()
+        assert set(v.trace.derived) == kept  # (this process kept none of what it computed for the child)
+        forked = rank_aggregate(v, True, run=fork.run)
+    finally:
+        fork.close()
+    return text(forked), out.read_text() if out.exists() else "computed"
+
+
+def _asks_once_handed(monkeypatch, wait: bool) -> None:
+    """The child's first ask waits until this process has closed its end (everything written), or
+    (not ``wait``) finds nothing there."""
+    real_readable = handed_memos._readable
+
+    def readable(fd):
+        if not wait:
+            return False
+        import select
+
+        poller = select.poll()
+        poller.register(fd, select.POLLHUP)
+        poller.poll(10_000)
+        return real_readable(fd)
+
+    monkeypatch.setattr(handed_memos, "_readable", readable)
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_the_child_takes_the_handed_memos_or_computes_them(monkeypatch, tmp_path, wait):
+    serial = text(rank_aggregate(views(), True))
+    forked, how = _forked(monkeypatch, tmp_path, wait)
+    assert forked == serial
+    assert how == ("taken" if wait else "computed")
+
+
+def test_nothing_is_handed_when_computing_them_fails(monkeypatch, tmp_path):
+    """This process's computation fails: the pipe closes empty and the child computes them."""
+    serial = text(rank_aggregate(views(), True))
+    monkeypatch.setattr(handed_memos, "_compute", lambda trace: 1 / 0)
+    _asks_once_handed(monkeypatch, True)
+    out = tmp_path / "child"
+    real_take = handed_memos.Arriving._take
+
+    def take(self):
+        real_take(self)
+        out.write_text(",".join(sorted(k for k in handed_memos.HANDED if dict.__contains__(self, k))) or "none")
+
+    monkeypatch.setattr(handed_memos.Arriving, "_take", take)
+    v = views()
+    fork = sections.SectionFork(v, True, hand=True)
+    try:
+        forked = text(rank_aggregate(v, True, run=fork.run))
+    finally:
+        fork.close()
+    assert forked == serial and out.read_text() == "none"
+
+
+def test_arriving_memos_are_looked_up_only_for_the_handed_keys():
+    read, write = os.pipe()
+    os.write(write, __import__("pickle").dumps({"gpu_summary": [1], "steps": 2, "other": 3}))
+    os.close(write)
+    memos = handed_memos.Arriving({"device_mask": 0}, read)
+    with pytest.raises(KeyError):
+        memos["op_tree"]  # (not handed: the pipe is not read)
+    assert memos.fd is not None
+    assert memos["steps"] == 2 and memos["gpu_summary"] == [1] and "other" not in memos and memos.fd is None
+    with pytest.raises(KeyError):
+        memos["insights"]

@@ -245,7 +245,9 @@ def test_the_whole_report_is_the_same_on_one_worker_and_on_two(tmp_path, monkeyp
     monkeypatch.setenv("KINETOSCOPE_STREAM_ABOVE_BYTES", "0")
     forks, ranged = [], []
     real_fork, real_parse = sections.SectionFork.__init__, decode_ranges.RangedEvents._parse
-    monkeypatch.setattr(sections.SectionFork, "__init__", lambda self, *a: forks.append(1) or real_fork(self, *a))
+    monkeypatch.setattr(
+        sections.SectionFork, "__init__", lambda self, *a, **k: forks.append(1) or real_fork(self, *a, **k)
+    )
     monkeypatch.setattr(decode_ranges.RangedEvents, "_parse", lambda self, *a: ranged.append(1) or real_parse(self, *a))
     documents = []
     for workers in ("1", "2"):
@@ -298,18 +300,19 @@ def test_a_range_scanned_in_the_buffer_of_an_earlier_one_is_the_same(tmp_path):
     assert len(ranges._buffer) == 0
 
 
+@pytest.mark.parametrize("last_single", [0, 3])
 @pytest.mark.parametrize("per_range", [[0, 5, 0], [7], [3, 0, 4, 9, 1], [0], [0, 0], [50, 50, 1], [2, 2, 2, 2]])
-def test_units_planned_range_by_range_are_the_streamed_parses(monkeypatch, per_range):
+def test_units_planned_range_by_range_are_the_streamed_parses(monkeypatch, per_range, last_single):
     """The second pass's units, planned as each range's events are taken: the streamed parse's units
-    (1, 2, then 4 batches), with the same events, whatever the ranges' sizes; PENDING while a unit's
-    events are not all known; nothing planned after a range fails."""
+    (1, 2, then 4 batches; the last ``last_single`` batches one per unit), with the same events, whatever
+    the ranges' sizes; PENDING while a unit's events are not all known; nothing planned after a range fails."""
     monkeypatch.setattr(decode_ranges, "BATCH_EVENTS", 2)
     start, offset, answers = 10, 10, []
     for i, n in enumerate(per_range):
         offsets = np.arange(offset, offset + 3 * n, 3, dtype=np.int64)
         offset += 3 * n + 1
         answers.append({"ok": True, "offsets": offsets, "lengths": np.full(n, 2, dtype=np.int32), "end": offset})
-    plan = decode_ranges._Plan(start, len(answers), (1, 2), 4)
+    plan = decode_ranges._Plan(start, len(answers), (1, 2), 4, last_single)
     planned = []
     for answer in answers:
         assert plan.next_unit() is decode_ranges.PENDING
@@ -318,8 +321,14 @@ def test_units_planned_range_by_range_are_the_streamed_parses(monkeypatch, per_r
             planned.append(got)
     assert plan.next_unit() is None and plan.end == offset
     total = sum(per_range)
-    want = list(decode_ranges._units(total, (1, 2), 4))
+    want = list(decode_ranges._units(total, (1, 2), 4, last_single))
     assert [sizes for sizes, _, _ in planned] == want and plan.total == len(want)
+    batches, at = -(-total // 2), 0  # (a unit begun within the last ``last_single`` batches: one batch)
+    for sizes in want:  # (and no unit runs into them)
+        assert len(sizes) == 1 or at + len(sizes) <= batches - last_single
+        at += len(sizes)
+    tail = min(last_single, len(want))
+    assert at == batches and [len(sizes) for sizes in want[len(want) - tail :]] == [1] * tail
     every = np.concatenate([a["offsets"] for a in answers])
     assert np.concatenate([o for _, o, _ in planned] or [every[:0]]).tolist() == every.tolist()
     assert all(len(o) == len(n) == sum(s) for s, o, n in planned)
