@@ -220,13 +220,13 @@ class RankGraph:
         else:
             leaf_us: np.ndarray | list = (
                 np.bincount(
-                    np.searchsorted(np.unique(tiles.thread), tiles.thread),
+                    np.searchsorted(unique_values(tiles.thread), tiles.thread),
                     weights=np.where(leaf, tiles.end - tiles.start, 0.0),
                 )
                 if len(leaf)
                 else []
             )
-            self.main = int(np.unique(tiles.thread)[int(np.argmax(leaf_us))]) if len(leaf_us) else None
+            self.main = int(unique_values(tiles.thread)[int(np.argmax(leaf_us))]) if len(leaf_us) else None
         self._joins(trace, thread_key)
         self._scalars(ev)
 

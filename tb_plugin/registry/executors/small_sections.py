@@ -44,9 +44,6 @@ def a_core_idle() -> bool:
 
 
 def split(views: Any, tables: bool) -> SectionFork:
-    """The child forked for :data:`SMALL_CHILD_SECTIONS` of ``rank_aggregate(views, tables)``. numpy's masked
-    arrays are imported first (numpy 2's ``np.unique`` imports them on its first call, 20-40 ms of CPU):
-    each side's sections call it, and imported after the fork both processes would pay for it."""
-    import numpy.ma  # noqa: F401  (see above)
-
+    """The child forked for :data:`SMALL_CHILD_SECTIONS` of ``rank_aggregate(views, tables)``. Neither side
+    imports numpy's masked arrays (``trace/uniques`` stands in for the numpy calls that would)."""
     return SectionFork(views, tables, child=SMALL_CHILD_SECTIONS)
