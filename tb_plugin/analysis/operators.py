@@ -129,14 +129,11 @@ def _op_times(trace: Trace) -> OpTimes:
     ops: np.ndarray = np.flatnonzero(is_op).astype(row_dtype(n))  # held by the times (PerOp): int32 rows where they fit
     m = len(ops)
 
-    rank = positions_among(is_op)
-
-    def at(rows):  # operator rows → positions in ops (np.searchsorted(ops, rows), one gather)
-        return rank[rows]
+    at = positions_among(is_op)  # at[operator rows]: their positions in ops (np.searchsorted(ops, rows))
 
     parent = tree.op_parent  # an operator row (every operator's parent is one) or -1
     op_parent = parent[ops]
-    parent_pos = at(op_parent).astype(row_dtype(m))  # operator positions: int32 under 2³¹ operators
+    parent_pos = at[op_parent].astype(row_dtype(m))  # operator positions: int32 under 2³¹ operators
     parent_pos[op_parent < 0] = -1
     del op_parent
     # an op whose single child op has the same name: merge the child into it (found before the times
@@ -152,7 +149,7 @@ def _op_times(trace: Trace) -> OpTimes:
     merged[ops[same]] = True
     host_self = ev.dur[ops].copy()
     children = np.flatnonzero((is_op | launch_mask(trace)) & (parent >= 0))
-    np.subtract.at(host_self, at(parent[children]), ev.dur[children])
+    np.subtract.at(host_self, at[parent[children]], ev.dur[children])
     del children
     host_self = np.maximum(host_self, 0.0)
 
@@ -166,7 +163,7 @@ def _op_times(trace: Trace) -> OpTimes:
     del replayed
     owned = dev[owner[dev] >= 0]
     del dev
-    owner_pos = at(owner[owned])
+    owner_pos = at[owner[owned]]
     kind = ev.kind[owned]
     tc = (kind == Kind.KERNEL) & trace.name_mask(uses_tensor_cores)[owned]
 
@@ -184,8 +181,8 @@ def _op_times(trace: Trace) -> OpTimes:
     replay_self = accumulate(owner_pos, owned, source[owned] >= 0)
     del owner_pos, kind, tc, owned, source
     totals = [device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self.copy()]
-    order = at(tree.order[is_op[tree.order]]).astype(row_dtype(m))  # operators, the tree's order (int32)
-    del rank  # (an int per event: not held beside the sums below)
+    order = at[tree.order[is_op[tree.order]]].astype(row_dtype(m))  # operators, the tree's order (int32)
+    del at  # (an int per event: not held beside the sums below)
     roll_up(totals, order, parent_pos)  # an operator's total holds its subtree
     del order
     # the self times, read no more, become the table's (merged in place: no copies held beside them)
