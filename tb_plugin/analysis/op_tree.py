@@ -252,7 +252,7 @@ def positions_among(mask: np.ndarray) -> np.ndarray:
     its position among them: ``np.searchsorted(np.flatnonzero(mask), rows)`` read as one gather
     ``positions_among(mask)[rows]`` (rows ≥ 0) instead of a binary search per row, whose probes miss
     the cache once the rows outgrow it. int32 under 2³¹ rows."""
-    pos = np.cumsum(mask, dtype=row_dtype(len(mask)))
+    pos: np.ndarray = np.cumsum(mask, dtype=row_dtype(len(mask)))
     pos -= mask  # exclusive: the rows before, not this one
     return pos
 
