@@ -347,21 +347,22 @@ def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndar
     is_op = op_times(trace).is_op
     ops = np.flatnonzero(is_op)
     m = len(ops)
-    b = mem.bytes[idx].astype(np.float64)
+    # the positions first, so that the operator-space arrays below are not held beside the rank array
     rank = positions_among(is_op)  # operator row → its position in ops (np.searchsorted(ops, rows))
     owner = rank[data.op[idx]]  # memory events are attributed to operator rows only
+    op_parent = tree.op_parent[ops]  # an operator's enclosing operator row, or -1
+    narrow = row_dtype(m)  # operator positions: int32 under 2³¹ operators
+    parent = np.where(op_parent >= 0, rank[op_parent].astype(narrow), narrow(-1))
+    del op_parent
+    order = rank[tree.order[is_op[tree.order]]].astype(narrow, copy=False)
+    del rank
+    b = mem.bytes[idx].astype(np.float64)
     self_inc = np.bincount(owner, weights=b, minlength=m)
     self_alloc = np.bincount(owner, weights=np.where(b > 0, b, 0), minlength=m)
     self_count = np.bincount(owner, weights=(b > 0).astype(float), minlength=m)
     self_kept = np.bincount(owner, weights=np.where(data.unfreed[idx], b, 0), minlength=m)
     del b, owner
     totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
-    op_parent = tree.op_parent[ops]  # an operator's enclosing operator row, or -1
-    narrow = row_dtype(m)  # operator positions: int32 under 2³¹ operators
-    parent = np.where(op_parent >= 0, rank[op_parent].astype(narrow), narrow(-1))
-    del op_parent
-    order = rank[tree.order[is_op[tree.order]]].astype(narrow)
-    del rank
     roll_up(totals, order, parent)  # an operator's total holds its whole subtree
     del order
     merged = op_times(trace).merged[ops]  # an op's same-name only child is one call with it

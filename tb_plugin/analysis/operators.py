@@ -136,6 +136,7 @@ def _op_times(trace: Trace) -> OpTimes:
     parent_pos = at[op_parent].astype(row_dtype(m))  # operator positions: int32 under 2³¹ operators
     parent_pos[op_parent < 0] = -1
     del op_parent
+    order = at[tree.order[is_op[tree.order]]].astype(row_dtype(m), copy=False)  # operators, the tree's order
     # an op whose single child op has the same name: merge the child into it (found before the times
     # exist, so its temporaries are not held beside them)
     op_children = np.flatnonzero(parent_pos >= 0)  # positions of operators inside another operator
@@ -164,6 +165,7 @@ def _op_times(trace: Trace) -> OpTimes:
     owned = dev[owner[dev] >= 0]
     del dev
     owner_pos = at[owner[owned]]
+    del at  # (an int per event: not held beside the times below)
     kind = ev.kind[owned]
     tc = (kind == Kind.KERNEL) & trace.name_mask(uses_tensor_cores)[owned]
 
@@ -181,8 +183,6 @@ def _op_times(trace: Trace) -> OpTimes:
     replay_self = accumulate(owner_pos, owned, source[owned] >= 0)
     del owner_pos, kind, tc, owned, source
     totals = [device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self.copy()]
-    order = at[tree.order[is_op[tree.order]]].astype(row_dtype(m))  # operators, the tree's order (int32)
-    del at  # (an int per event: not held beside the sums below)
     roll_up(totals, order, parent_pos)  # an operator's total holds its subtree
     del order
     # the self times, read no more, become the table's (merged in place: no copies held beside them)
