@@ -83,13 +83,13 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     # boundary equal to lo (positions grow with the thread, so an earlier thread's never wins)
     latest = np.maximum.accumulate(np.where(o < n, o, narrow(-1)))
     del o
-    run_end = np.r_[np.flatnonzero(new)[1:] - 1, len(new) - 1]
-    latest = latest[run_end]
-    del run_end
+    # masks, not index arrays: each selection one streaming pass, without 8-byte positions to write and
+    # read back (a 4.5 GB trace's 2n boundaries: ~100 MB of them per index array)
+    latest = latest[np.r_[new[1:], True]]  # each run's last boundary
     bt, bx = bt[new], bx[new]
     del new
-    piece = np.flatnonzero(bt[1:] == bt[:-1])
-    p_thr, lo, hi, pos = bt[piece], bx[piece], bx[piece + 1], latest[piece]
+    piece = bt[1:] == bt[:-1]  # [boundary, next boundary) inside one thread
+    p_thr, lo, hi, pos = bt[:-1][piece], bx[:-1][piece], bx[1:][piece], latest[:-1][piece]
     del bt, bx, piece, latest
     # climbed to enclosing events until one reaches hi (rounds: nesting depth)
     same = tix[np.maximum(pos, 0)] == p_thr
@@ -103,7 +103,7 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
         todo = todo[cand[todo] >= 0]
     del todo
     # compacted one column at a time, so that only one old column is held beside its new one
-    keep = np.flatnonzero(cand >= 0)
+    keep = cand >= 0
     cand = cand[keep]
     p_thr = p_thr[keep]
     lo = lo[keep]
@@ -111,13 +111,11 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     del keep
     if len(cand):  # adjacent pieces of one event are one tile
         first = np.r_[True, (cand[1:] != cand[:-1]) | (lo[1:] != hi[:-1])]
-        idx = np.flatnonzero(first)
+        hi = hi[np.r_[first[1:], True]]  # each tile's last piece's end
+        cand = cand[first]
+        p_thr = p_thr[first]
+        lo = lo[first]
         del first
-        hi = hi[np.r_[idx[1:], len(cand)] - 1]
-        cand = cand[idx]
-        p_thr = p_thr[idx]
-        lo = lo[idx]
-        del idx
     kind = ev.kind[rows[cand]]
     what = np.where(np.isin(kind, _LEAF_KINDS), LEAF, np.where(kind == Kind.PYTHON_FUNCTION, PYTHON, UNTRACED))
     # a thread with annotations only keeps them (nothing else names its time)

@@ -42,7 +42,7 @@ import numpy as np
 from ..trace.devices import DEVICE_TYPE_NAMES, GPU_DEVICE_TYPES, memory_device_label
 from ..trace.model import Trace
 from ..trace.sparse import row_dtype
-from .op_tree import op_tree, roll_up
+from .op_tree import op_tree, positions_among, roll_up
 from .operators import EXCLUDED_PREFIXES, op_times
 from .row_keys import dense_codes, unique_rows
 from .series import reduce_points
@@ -152,7 +152,6 @@ def innermost_ops_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarr
         ops, op_code, op_start = ops[order], op_code[order], op_start[order]
     del same
     bounds = np.searchsorted(op_code, np.arange(int(code.max()) + 2))
-    end_of = ev.ts + ev.dur
     t = np.asarray(t, dtype=np.float64)
     cand = out
     for th in np.flatnonzero(np.bincount(q_code)).tolist():  # one pass per thread (threads, not queries)
@@ -163,13 +162,12 @@ def innermost_ops_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarr
         k = np.searchsorted(op_start[lo:hi], t[here], side="right") - 1
         cand[here] = np.where(k >= 0, ops[lo:hi][np.maximum(k, 0)], -1)
     parent = tree.op_parent
-    while True:  # climb while the candidate closed at or before t (or is not an operator)
-        live = cand >= 0
-        closed = np.zeros(len(cand), dtype=bool)
-        closed[live] = (end_of[cand[live]] <= t[live]) | ~is_op[cand[live]]
-        if not closed.any():
-            break
-        cand[closed] = parent[cand[closed]]
+    todo = np.flatnonzero(cand >= 0)  # the queries still climbing: fewer each pass
+    while len(todo):  # climb while the candidate closed at or before t (or is not an operator)
+        c = cand[todo]
+        todo = todo[(ev.ts[c] + ev.dur[c] <= t[todo]) | ~is_op[c]]  # its end, for it alone
+        cand[todo] = parent[cand[todo]]
+        todo = todo[cand[todo] >= 0]
     return cand
 
 
@@ -349,19 +347,22 @@ def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndar
     is_op = op_times(trace).is_op
     ops = np.flatnonzero(is_op)
     m = len(ops)
+    # the positions first, so that the operator-space arrays below are not held beside the rank array
+    rank = positions_among(is_op)  # operator row → its position in ops (np.searchsorted(ops, rows))
+    owner = rank[data.op[idx]]  # memory events are attributed to operator rows only
+    op_parent = tree.op_parent[ops]  # an operator's enclosing operator row, or -1
+    narrow = row_dtype(m)  # operator positions: int32 under 2³¹ operators
+    parent = np.where(op_parent >= 0, rank[op_parent].astype(narrow), narrow(-1))
+    del op_parent
+    order = rank[tree.order[is_op[tree.order]]].astype(narrow, copy=False)
+    del rank
     b = mem.bytes[idx].astype(np.float64)
-    owner = np.searchsorted(ops, data.op[idx])  # memory events are attributed to operator rows only
     self_inc = np.bincount(owner, weights=b, minlength=m)
     self_alloc = np.bincount(owner, weights=np.where(b > 0, b, 0), minlength=m)
     self_count = np.bincount(owner, weights=(b > 0).astype(float), minlength=m)
     self_kept = np.bincount(owner, weights=np.where(data.unfreed[idx], b, 0), minlength=m)
     del b, owner
     totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
-    op_parent = tree.op_parent[ops]  # an operator's enclosing operator row, or -1
-    narrow = row_dtype(m)  # operator positions: int32 under 2³¹ operators
-    parent = np.where(op_parent >= 0, np.searchsorted(ops, op_parent).astype(narrow), narrow(-1))
-    del op_parent
-    order = np.searchsorted(ops, tree.order[is_op[tree.order]]).astype(narrow)
     roll_up(totals, order, parent)  # an operator's total holds its whole subtree
     del order
     merged = op_times(trace).merged[ops]  # an op's same-name only child is one call with it

@@ -247,6 +247,16 @@ def _build(trace: Trace) -> OpTree:
     return OpTree(op_parent, py_parent, crossings, rows.astype(op_parent.dtype))
 
 
+def positions_among(mask: np.ndarray) -> np.ndarray:
+    """Per row ``r``: the number of rows before ``r`` where ``mask`` is True, so for a row of the mask
+    its position among them: ``np.searchsorted(np.flatnonzero(mask), rows)`` read as one gather
+    ``positions_among(mask)[rows]`` (rows ≥ 0) instead of a binary search per row, whose probes miss
+    the cache once the rows outgrow it. int32 under 2³¹ rows."""
+    pos: np.ndarray = np.cumsum(mask, dtype=row_dtype(len(mask)))
+    pos -= mask  # exclusive: the rows before, not this one
+    return pos
+
+
 def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> None:
     """Add each of ``rows``' values into its parent's, deepest rows first, so sums climb whole chains
     (a row whose parent is also in ``rows`` passes on what it received). Depth is counted along
@@ -270,9 +280,14 @@ def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> N
         todo, anc = todo[keep], anc[keep]
     del todo, anc, inside
     has_parent = np.flatnonzero(parent[rows] >= 0)
-    by_depth = has_parent[np.argsort(depth[has_parent], kind="stable")]  # each level's rows in their order
+    levels = depth[has_parent]
+    if len(levels) and int(levels.max()) <= np.iinfo(np.uint16).max:
+        levels = levels.astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort: linear
+    by_depth = has_parent[np.argsort(levels, kind="stable")]  # each level's rows in their order
+    del levels
     bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
     for level in range(len(bounds) - 2, -1, -1):
         sel = rows[by_depth[bounds[level] : bounds[level + 1]]]
+        up = parent[sel]  # gathered once for all the arrays
         for arr in arrays:
-            np.add.at(arr, parent[sel], arr[sel])
+            np.add.at(arr, up, arr[sel])

@@ -39,7 +39,7 @@ from ..trace.model import Trace
 from ..trace.sparse import SparseColumn, row_dtype
 from .call_stacks import stack_ids
 from .graph_capture import replay_source
-from .op_tree import op_tree, roll_up
+from .op_tree import op_tree, positions_among, roll_up
 from .row_keys import dense_codes
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
@@ -66,6 +66,21 @@ class PerOp(SparseColumn):
         if 3 * int(np.count_nonzero(held)) < 2 * len(values):
             ops, values = ops[held], values[held]
         super().__init__(ops, values, 0.0, int(ops[-1]) + 1 if len(ops) else 0)
+
+    def __getitem__(self, rows):
+        """As :class:`SparseColumn` reads, for many integer rows (a table's, a quarter of the events or
+        more) by a table of each event row's position among the held rows (one gather a row, no
+        binary search whose probes miss the cache on a large trace); the same values."""
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or rows.dtype.kind not in "iu" or 4 * len(rows) < self.size or not len(self.rows):
+            return super().__getitem__(rows)
+        held = np.zeros(self.size + 1, dtype=bool)  # one more: rows outside [0, size) read it (never held)
+        held[self.rows] = True
+        inside = np.where((rows >= 0) & (rows < self.size), rows, self.size)
+        hit = held[inside]
+        out = np.full(len(rows), self.fill, dtype=self.values.dtype)
+        out[hit] = self.values[positions_among(held)[inside[hit]]]
+        return out
 
 
 @dataclasses.dataclass
@@ -114,14 +129,14 @@ def _op_times(trace: Trace) -> OpTimes:
     ops: np.ndarray = np.flatnonzero(is_op).astype(row_dtype(n))  # held by the times (PerOp): int32 rows where they fit
     m = len(ops)
 
-    def at(rows):  # operator rows → positions in ops
-        return np.searchsorted(ops, rows)
+    at = positions_among(is_op)  # at[operator rows]: their positions in ops (np.searchsorted(ops, rows))
 
     parent = tree.op_parent  # an operator row (every operator's parent is one) or -1
     op_parent = parent[ops]
-    parent_pos = at(op_parent).astype(row_dtype(m))  # operator positions: int32 under 2³¹ operators
+    parent_pos = at[op_parent].astype(row_dtype(m))  # operator positions: int32 under 2³¹ operators
     parent_pos[op_parent < 0] = -1
     del op_parent
+    order = at[tree.order[is_op[tree.order]]].astype(row_dtype(m), copy=False)  # operators, the tree's order
     # an op whose single child op has the same name: merge the child into it (found before the times
     # exist, so its temporaries are not held beside them)
     op_children = np.flatnonzero(parent_pos >= 0)  # positions of operators inside another operator
@@ -135,7 +150,7 @@ def _op_times(trace: Trace) -> OpTimes:
     merged[ops[same]] = True
     host_self = ev.dur[ops].copy()
     children = np.flatnonzero((is_op | launch_mask(trace)) & (parent >= 0))
-    np.subtract.at(host_self, at(parent[children]), ev.dur[children])
+    np.subtract.at(host_self, at[parent[children]], ev.dur[children])
     del children
     host_self = np.maximum(host_self, 0.0)
 
@@ -149,7 +164,8 @@ def _op_times(trace: Trace) -> OpTimes:
     del replayed
     owned = dev[owner[dev] >= 0]
     del dev
-    owner_pos = at(owner[owned])
+    owner_pos = at[owner[owned]]
+    del at  # (an int per event: not held beside the times below)
     kind = ev.kind[owned]
     tc = (kind == Kind.KERNEL) & trace.name_mask(uses_tensor_cores)[owned]
 
@@ -167,7 +183,6 @@ def _op_times(trace: Trace) -> OpTimes:
     replay_self = accumulate(owner_pos, owned, source[owned] >= 0)
     del owner_pos, kind, tc, owned, source
     totals = [device_self.copy(), kernel_self.copy(), tc_self.copy(), replay_self.copy()]
-    order = at(tree.order[is_op[tree.order]]).astype(row_dtype(m))  # operators, the tree's order (int32)
     roll_up(totals, order, parent_pos)  # an operator's total holds its subtree
     del order
     # the self times, read no more, become the table's (merged in place: no copies held beside them)
