@@ -95,7 +95,8 @@ def _first_in_chain(link: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     while the chain stays in the block (a parent is near its children in nesting order), then the
     positions whose chain left their block, together."""
     n = len(link)
-    nearest = np.where(wanted, np.arange(n), link)  # self if wanted, else follow the link
+    nearest = np.arange(n)  # self if wanted, else follow the link (written in place: no third column)
+    np.copyto(nearest, link, where=~wanted)
     left = []
     for lo in range(0, n, BLOCK):
         hi = min(lo + BLOCK, n)
@@ -116,9 +117,10 @@ def _first_in_chain(link: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         todo = todo[~wanted[nearest[todo]]]
         nearest[todo] = nearest[nearest[todo]]
         todo = todo[nearest[todo] >= 0]
-    first = np.full(n, -1, dtype=np.int64)
-    has = link >= 0
-    first[has] = nearest[link[has]]
+    # one gather over every position (a link of −1 reads the last position: overwritten), not a
+    # compress, a gather and a masked scatter (4.5 GB trace: ~4 passes over 5.3 M positions fewer)
+    first = nearest[link]
+    np.copyto(first, -1, where=link < 0)
     return first
 
 

@@ -203,3 +203,21 @@ def test_by_thread_and_start_equals_lexsort():
         rank = rng.integers(0, 4, n).astype(np.int8)
         ties = (rank, -end)
         assert np.array_equal(ot.by_thread_and_start(thread, start, ties), np.lexsort(ties + (start, thread)))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_first_in_chain_reads_no_link_of_minus_one(dtype):
+    """The final gather reads every position's link, −1 included (it reads the last position, then is
+    overwritten): roots give −1 whatever the last position holds, in int64 for int32 or int64 links,
+    and the result equals the loop's."""
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        n = int(rng.integers(1, 200))
+        e, back, _ = _case(rng, n)
+        link = _whole_nearest(e, back, -1, False).astype(dtype)
+        for wanted in (np.ones(n, bool), np.zeros(n, bool), rng.random(n) < 0.5):
+            wanted[-1] = True  # the last position its own nearest: a −1 link that read it would not give −1
+            got = ot._first_in_chain(link, wanted)
+            assert got.dtype == np.int64
+            assert np.array_equal(got[link < 0], np.full(int((link < 0).sum()), -1))
+            assert np.array_equal(got, _loop_first(link.astype(np.int64), wanted))
