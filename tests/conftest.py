@@ -67,10 +67,16 @@ def pytest_collection_modifyitems(config, items) -> None:
 # The slow folders first (browsers, servers, emulators, subprocesses), in collection order within each:
 # run in 2 processes a module at a time (run_tests.sh: --dist loadfile --no-loadscope-reorder), a long
 # module that started last would leave one process idle while the other finishes it. Before them, the
-# module whose early reader forks only in a process with no other thread: a test process that ran the
-# cloud or Dask tests keeps their libraries' threads (fsspec's IO loop, Dask's) for good, and its forked
-# cases would be skipped there
-RUN_ORDER = ("tests/unit/artifacts/test_early_reader.py", "tests/e2e/", "tests/integration/", "tests/unit/project/")
+# modules whose early reader and decode workers fork only in a process with no other thread: a test
+# process that ran the cloud or Dask tests keeps their libraries' threads (fsspec's IO loop, Dask's) for
+# good, and their forked cases would be skipped there
+RUN_ORDER = (
+    "tests/unit/artifacts/test_early_reader.py",
+    "tests/unit/trace/test_forked_worker.py",
+    "tests/e2e/",
+    "tests/integration/",
+    "tests/unit/project/",
+)
 
 
 def _run_order(item) -> int:
