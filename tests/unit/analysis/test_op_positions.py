@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from conftest import sample
 
 from tb_plugin.analysis.memory import innermost_ops_at
@@ -80,8 +81,7 @@ def _op(name, ts, dur, tid=1):
 
 def test_innermost_ops_climb_equals_the_passes_over_every_query():
     """Nested operators four deep on two threads, a kernel-free gap, queries at every boundary and
-    between: each query's innermost open operator as the old passes found it; then a real trace's
-    memory events."""
+    between: each query's innermost open operator as the old passes found it."""
     events = [
         _op("a", 0, 100),
         _op("b", 10, 50),
@@ -103,6 +103,11 @@ def test_innermost_ops_climb_equals_the_passes_over_every_query():
         assert got.tolist() == _old_innermost_ops_at(trace, pid, tids, t).tolist()
         assert (got >= 0).any() == (tid != other)
     assert len(set(innermost_ops_at(trace, pid, np.full(len(t), ev.tid[0]), t).tolist())) == 7  # a..f, none
+
+
+@pytest.mark.corpus
+def test_innermost_ops_climb_equals_the_passes_on_a_real_traces_memory_events():
+    """400 of the V100 sample's memory events: each one's innermost open operator as the old passes found it."""
     resnet = load_trace_file(str(sample("kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")))
     mem = resnet.memory
     pick = np.arange(0, len(mem), max(1, len(mem) // 400))
