@@ -147,7 +147,15 @@ def reduce_rank(job: RankJob) -> RankResult:
             fork: SectionFork | None = None
             try:
                 trace, result.from_cache = parse_entry(
-                    fs, path, job.url, job.version, job.size, cache, _reporter(job.progress_slot), deferred, False
+                    fs,
+                    path,
+                    job.url,
+                    job.version,
+                    job.size,
+                    cache,
+                    _reporter(job.progress_slot),
+                    deferred,
+                    collect=False,
                 )
                 views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
                 items = len(trace.events) + len(trace.memory)
