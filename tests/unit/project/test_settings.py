@@ -14,8 +14,9 @@ from tb_plugin.settings import ENV_NAMES, Settings, current
 from tb_plugin.storage.read import default_max_bytes, max_trace_bytes
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[3] / "tb_plugin"
-# modules that touch os.environ for other reasons: a child process's environment, the storage emulators'
-OTHER_ENVIRONMENT = {"artifacts/child_pipes.py", "artifacts/flight_recorder.py", "storage/remote.py"}
+# modules that touch os.environ for other reasons: a child process's environment, the storage emulators',
+# numpy's NUMPY_MADVISE_HUGEPAGE (trace/heap.py)
+OTHER_ENVIRONMENT = {"artifacts/child_pipes.py", "artifacts/flight_recorder.py", "storage/remote.py", "trace/heap.py"}
 
 
 def test_every_variable_parsed_with_its_default():
