@@ -1,0 +1,87 @@
+"""The finish's event columns in time order (``Finishing._time_ordered_columns``): joined into one reused
+buffer and gathered from there, they equal the columns joined first and then gathered (the rule before)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tb_plugin.trace.finish import Finishing
+from tb_plugin.trace.model import EVENT_COLUMNS, compact_column, held_bytes
+
+
+class _Chunks(Finishing):
+    """Only the chunks: the step under test reads nothing else of the builder."""
+
+    def __init__(self, chunks: dict[str, list[np.ndarray]]) -> None:
+        self.chunks = chunks
+
+    def intern(self, values: list) -> np.ndarray:
+        raise AssertionError("not used")
+
+    def _pair_begin_end(self) -> tuple[int, int]:
+        raise AssertionError("not used")
+
+
+def _joined_then_gathered(chunks: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+    """The reference: every column joined (as its dtype, constant ones as a stride-0 view), then the
+    columns that vary gathered by a stable sort of ``ts``."""
+    cols = {
+        k: compact_column((np.concatenate(v) if v else np.zeros(0, EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k]))
+        for k, v in chunks.items()
+    }
+    order = np.argsort(cols["ts"], kind="stable")
+    return {k: c[order] if held_bytes(c) == c.nbytes else c for k, c in cols.items()}
+
+
+def _chunks(rng: np.random.Generator, sizes: list[int], ts_of) -> dict[str, list[np.ndarray]]:
+    out: dict[str, list[np.ndarray]] = {k: [] for k in ("name", "ts", "dur", "correlation", "grid_size", "stream")}
+    for i, n in enumerate(sizes):
+        out["name"].append(rng.integers(0, 50, n).astype(np.int32))
+        out["ts"].append(ts_of(i, n))
+        out["dur"].append(rng.random(n))
+        out["correlation"].append(rng.integers(-1, 1 << 40, n))
+        out["grid_size"].append(compact_column(np.full(n, 7, dtype=np.int64)))  # constant: a stride-0 chunk
+        # a chunk not of its column's dtype (int64): joined and cast as before, then gathered
+        out["stream"].append(rng.integers(0, 9, n).astype(np.int32 if i == 1 else np.int64))
+    return out
+
+
+def _same(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
+    assert list(got) == list(want)
+    for k in want:
+        assert got[k].dtype == want[k].dtype, k
+        assert np.array_equal(got[k], want[k]), k
+        assert (held_bytes(got[k]) < got[k].nbytes) == (held_bytes(want[k]) < want[k].nbytes), k
+
+
+def test_out_of_order_chunks_are_gathered_into_time_order_with_ties_in_file_order():
+    rng = np.random.default_rng(3)
+    # times repeat across chunks (ties keep file order) and the chunks overlap in time
+    chunks = _chunks(rng, [700, 5, 1300], lambda i, n: rng.integers(0, 400, n).astype(np.float64))
+    want = _joined_then_gathered({k: list(v) for k, v in chunks.items()})
+    file_ts, file_names = np.concatenate(chunks["ts"]), np.concatenate(chunks["name"])
+    got = _Chunks(chunks)._time_ordered_columns()
+    _same(got, want)
+    assert np.all(np.diff(got["ts"]) >= 0)
+    # each row's columns moved together: the row with the latest time, the last of its ties in the file
+    last = len(file_ts) - 1 - int(np.argmax(file_ts[::-1]))
+    assert got["name"][-1] == file_names[last] and not np.array_equal(got["name"], file_names)
+    assert got["grid_size"].strides == (0,) and int(got["grid_size"][0]) == 7
+
+
+def test_columns_already_in_time_order_are_joined_as_they_are():
+    rng = np.random.default_rng(5)
+    chunks = _chunks(rng, [400, 600], lambda i, n: np.arange(n, dtype=np.float64) + 1000.0 * i)
+    names = np.concatenate(chunks["name"])
+    got = _Chunks({k: list(v) for k, v in chunks.items()})._time_ordered_columns()
+    _same(got, _joined_then_gathered(chunks))
+    assert np.array_equal(got["name"], names)
+
+
+@pytest.mark.parametrize("sizes", [[0], []])
+def test_no_events(sizes):
+    chunks = _chunks(np.random.default_rng(1), sizes, lambda i, n: np.zeros(n))
+    got = _Chunks({k: list(v) for k, v in chunks.items()})._time_ordered_columns()
+    _same(got, _joined_then_gathered(chunks))
+    assert all(len(c) == 0 for c in got.values())
