@@ -115,10 +115,10 @@ class Finishing(ABC):
         keys = list(chunks)
         n = sum(len(c) for c in chunks.get("ts", []))
         cols: dict[str, np.ndarray] = {"ts": self._joined("ts", chunks.pop("ts", []))}
-        order = np.argsort(cols["ts"], kind="stable")
-        if not len(order) or np.all(order[1:] > order[:-1]):
-            order = None  # already in time order (or empty)
-        else:
+        by_time = np.argsort(cols["ts"], kind="stable")
+        order: np.ndarray | None = None  # None: already in time order (or empty)
+        if len(by_time) and not np.all(by_time[1:] > by_time[:-1]):
+            order = by_time
             cols["ts"] = cols["ts"][order]
         if cols["ts"].nbytes >= TRIM_ABOVE_BYTES:
             release_freed_memory()
