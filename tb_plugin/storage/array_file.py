@@ -5,17 +5,22 @@ The parse cache's entries were ``.npz`` files: ``np.savez`` copies each array in
 CPU for a 1.75 GB entry); reading runs the CRC again and copies out of the archive. Here a write is
 one ``write`` of each C-contiguous array's memory, and a read one ``readinto`` per array into memory
 allocated for it (one copy, from the page cache), so each array is its own allocation and a caller
-may drop one (a constant column made one value) while reading the next.
+may drop one (a constant column made one value) while reading the next. An array whose elements all
+share one address (a constant column that :meth:`~tb_plugin.trace.model.Table.compact` made a stride-0
+view: 47% of the 0.9 GB trace's entry's bytes) is stored as that one value and read back as the same
+read-only stride-0 view, so it is neither written nor read row by row.
 
 Layout: :data:`MAGIC` (8 bytes); the index's length in bytes and the file's whole length (two
-little-endian u64); the index (JSON: ``[name, dtype, shape, offset]`` per array, ``dtype`` numpy's
-``dtype.str``, ``offset`` from the data's start); padding to a multiple of :data:`ALIGN` bytes, where
+little-endian u64); the index (JSON: ``[name, dtype, shape, offset, repeated]`` per array, ``dtype``
+numpy's ``dtype.str``, ``offset`` from the data's start, ``repeated`` true when one item stands for
+every element); padding to a multiple of :data:`ALIGN` bytes, where
 the data starts; then each array's bytes in C order at its offset (a multiple of :data:`ALIGN`), in
 the index's order with nothing but padding between them. No pickle, no object or structured dtype.
 
 The file is read as untrusted: a wrong magic, a length other than the file's, a malformed index,
 an unknown dtype, or an array reaching beyond the file or over another one is a :class:`ValueError`
-raised before any array is allocated, so a read never allocates more than the file's size.
+raised before any array is allocated, so a read never allocates more than the file's size; a repeated
+array may not have more elements than the file has bytes (no small file stands for a huge column).
 """
 
 from __future__ import annotations
@@ -59,14 +64,24 @@ def write_arrays(out: IO[bytes], arrays: Mapping[str, Any]) -> None:
     at = 0  # from the data's start, which follows the index (aligned)
     for name, a in items:
         _checked_dtype(a.dtype)
-        index.append([name, a.dtype.str, list(a.shape), at])
-        at = _aligned(at + a.nbytes)
+        repeated = _repeated(a)
+        index.append([name, a.dtype.str, list(a.shape), at, repeated])
+        at = _aligned(at + (a.itemsize if repeated else a.nbytes))
     body = orjson.dumps(index)
     start = _aligned(_PRELUDE + len(body))
     out.write(MAGIC + _LENGTHS.pack(len(body), start + at) + body + bytes(start - _PRELUDE - len(body)))
-    for _name, a in items:
+    for (_name, a), item in zip(items, index):
+        if item[4]:
+            out.write(_raw(np.ascontiguousarray(a.reshape(-1)[:1])))
+            out.write(bytes(-a.itemsize % ALIGN))
+            continue
         _write_one(out, a)
         out.write(bytes(-a.nbytes % ALIGN))
+
+
+def _repeated(a: np.ndarray) -> bool:
+    """Whether every element of ``a`` (two or more) is the same memory (every stride 0)."""
+    return a.size > 1 and not any(a.strides)
 
 
 def _raw(a: np.ndarray) -> memoryview:
@@ -86,20 +101,20 @@ def _write_one(out: IO[bytes], a: np.ndarray) -> None:
         out.write(_raw(np.ascontiguousarray(a[lo : lo + rows])))
 
 
-def _layout(index: object, start: int, total: int) -> list[tuple[str, np.dtype, tuple[int, ...], int]]:
-    """The validated ``(name, dtype, shape, offset from the file's start)`` of each array of ``index``
+def _layout(index: object, start: int, total: int) -> list[tuple[str, np.dtype, tuple[int, ...], int, bool]]:
+    """The validated ``(name, dtype, shape, offset from the file's start, repeated)`` of each array of ``index``
     (offsets from ``start``, the data's): names unique, dtypes
     :func:`_checked_dtype` accepts, shapes of non-negative integers, each array within ``total`` bytes,
     after the previous one and aligned. :class:`ValueError` otherwise."""
     if not isinstance(index, list):
         raise ValueError("an array file's index is not a list")
-    out: list[tuple[str, np.dtype, tuple[int, ...], int]] = []
+    out: list[tuple[str, np.dtype, tuple[int, ...], int, bool]] = []
     names: set[str] = set()
     floor = 0  # where the next array may start, from ``start``
     for item in index:
-        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str) and isinstance(item[1], str)):
+        if not (isinstance(item, list) and len(item) == 5 and isinstance(item[0], str) and isinstance(item[1], str)):
             raise ValueError("an array file's array is not described")
-        name, dtype_str, shape, offset = item
+        name, dtype_str, shape, offset, repeated = item
         dtype = _checked_dtype(np.dtype(dtype_str))
         if dtype.str != dtype_str:
             raise ValueError(f"an array file's dtype {dtype_str!r} is not in its canonical form")
@@ -107,21 +122,24 @@ def _layout(index: object, start: int, total: int) -> list[tuple[str, np.dtype, 
             raise ValueError(f"an array file's shape of {name!r} is malformed")
         if type(offset) is not int or offset < floor or offset % ALIGN or name in names:
             raise ValueError(f"an array file's offset of {name!r} is malformed")
-        nbytes = dtype.itemsize
+        count = 1
         for n in shape:  # Python integers: a product beyond 64 bits is only a large number
-            nbytes *= n
+            count *= n
+        if type(repeated) is not bool or (repeated and not 1 < count <= total):
+            raise ValueError(f"an array file's {name!r} is repeated beyond measure")
+        nbytes = dtype.itemsize * (1 if repeated else count)
         if start + offset + nbytes > total:
             raise ValueError(f"an array file's {name!r} reaches beyond the file")
         names.add(name)
-        out.append((name, dtype, tuple(shape), start + offset))
+        out.append((name, dtype, tuple(shape), start + offset, repeated))
         floor = offset + nbytes
     return out
 
 
 def read_arrays(f: IO[bytes], compact: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The arrays of the file ``f`` (opened for binary reading at its start; a regular file), each read
-    into its own writable array; ``compact`` (an array → array function) is applied to each as soon as it
-    is read. :class:`ValueError` when the file is not one :func:`write_arrays` wrote whole (nothing is
+    into its own writable array (a repeated one: a read-only stride-0 view of its value); ``compact`` (an array → array function) is applied to each array read
+    whole as soon as it is read. :class:`ValueError` when the file is not one :func:`write_arrays` wrote whole (nothing is
     allocated for the arrays before the whole index is checked against the file's size)."""
     size = os.fstat(f.fileno()).st_size
     prelude = f.read(_PRELUDE)
@@ -137,11 +155,14 @@ def read_arrays(f: IO[bytes], compact: Callable[[np.ndarray], np.ndarray] | None
         raise ValueError("an array file's index is truncated")
     layout = _layout(orjson.loads(body), _aligned(_PRELUDE + index_len), size)
     arrays: dict[str, np.ndarray] = {}
-    for name, dtype, shape, offset in layout:
-        a = np.empty(shape, dtype=dtype)
+    for name, dtype, shape, offset, repeated in layout:
+        a = np.empty(1 if repeated else shape, dtype=dtype)
         if a.nbytes:
             f.seek(offset)
             _read_into(f, _raw(a))
+        if repeated:  # as Table.compact makes a constant column: a read-only stride-0 view of one value
+            arrays[name] = np.broadcast_to(a, shape)
+            continue
         arrays[name] = compact(a) if compact is not None else a
     return arrays
 

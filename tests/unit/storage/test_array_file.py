@@ -63,7 +63,23 @@ def test_every_dtype_shape_and_layout_reads_back_as_written():
     assert list(got) == list(arrays)
     for name, want in arrays.items():
         _same(got[name], want)
-        assert got[name].flags.writeable and got[name].flags.c_contiguous  # each its own array
+        if any(want.strides) or want.size < 2:
+            assert got[name].flags.writeable and got[name].flags.c_contiguous  # each its own array
+
+
+def test_a_stride_0_array_is_stored_as_one_value_and_read_back_as_one():
+    column = np.broadcast_to(np.float64(-0.0), (100_000,))  # what Table.compact makes of a constant column
+    grid = np.broadcast_to(np.array([7], dtype=">i2"), (30, 40))
+    full = np.zeros(100_000)  # constant but its own memory: stored whole
+    buf = io.BytesIO()
+    write_arrays(buf, {"column": column, "grid": grid, "full": full})
+    assert len(buf.getvalue()) < full.nbytes + 4096
+    got = _read(buf.getvalue())
+    for name, want in (("column", column), ("grid", grid)):
+        _same(got[name], want)
+        assert not any(got[name].strides) and not got[name].flags.writeable  # as compact_column gives
+    _same(got["full"], full)
+    assert got["full"].strides == (8,)
 
 
 def test_the_same_fields_as_the_npz_it_replaces():
@@ -106,8 +122,10 @@ def test_arrays_start_aligned_and_the_file_has_its_stated_length():
 
 def test_compact_is_applied_to_each_array_as_it_is_read():
     seen = []
-    got = _roundtrip({"a": np.ones(4), "b": np.arange(3)}, compact=lambda a: seen.append(len(a)) or a[:1])
-    assert seen == [4, 3] and len(got["a"]) == 1 and len(got["b"]) == 1
+    arrays = {"a": np.ones(4), "b": np.arange(3), "c": np.broadcast_to(np.int8(1), (5,))}
+    got = _roundtrip(arrays, compact=lambda a: seen.append(len(a)) or a[:1])
+    assert seen == [4, 3] and len(got["a"]) == 1 and len(got["b"]) == 1  # (c is one value already)
+    _same(got["c"], arrays["c"])
 
 
 @pytest.mark.parametrize(
@@ -130,31 +148,36 @@ def _file(index: list, data_bytes: int = 64, total: int | None = None) -> bytes:
 
 
 def test_a_handmade_file_reads():
-    got = _read(_file([["a", "<i8", [8], 0]]))
+    got = _read(_file([["a", "<i8", [8], 0, False], ["b", "|u1", [3, 5], 64, True]], data_bytes=128))
     _same(got["a"], np.zeros(8, dtype=np.int64))
+    _same(got["b"], np.zeros((3, 5), dtype=np.uint8))
 
 
 @pytest.mark.parametrize(
     "index",
     [
-        [["a", "<i8", [9], 0]],  # one item beyond the data
-        [["a", "<i8", [1 << 40], 0]],  # far beyond: refused before the allocation
-        [["a", "<i8", [1 << 30, 1 << 30, 1 << 30], 0]],  # a product beyond 64 bits
-        [["a", "<i8", [-1], 0]],
-        [["a", "<i8", [True], 0]],
-        [["a", "<i8", [1.0], 0]],
-        [["a", "<i8", 4, 0]],
-        [["a", "<i8", [4], 8]],  # not aligned
-        [["a", "<i8", [4], -64]],
-        [["a", "<i8", [4], 0], ["b", "<i8", [4], 0]],  # overlapping
-        [["a", "<i8", [1], 0], ["a", "<i8", [1], 64]],  # a name twice (with data to hold both)
-        [["a", "|O", [1], 0]],  # an object: a pickle
-        [["a", "|V8", [1], 0]],
-        [["a", "|S0", [1 << 60], 0]],  # zero-sized items: any count
-        [["a", "i8", [1], 0]],  # not numpy's dtype.str
-        [["a", [["x", "<i4"]], [1], 0]],
-        [["a", "<i8", [1]]],
-        [[1, "<i8", [1], 0]],
+        [["a", "<i8", [9], 0, False]],  # one item beyond the data
+        [["a", "<i8", [1 << 40], 0, False]],  # far beyond: refused before the allocation
+        [["a", "<i8", [1 << 30, 1 << 30, 1 << 30], 0, False]],  # a product beyond 64 bits
+        [["a", "<i8", [-1], 0, False]],
+        [["a", "<i8", [True], 0, False]],
+        [["a", "<i8", [1.0], 0, False]],
+        [["a", "<i8", 4, 0, False]],
+        [["a", "<i8", [4], 8, False]],  # not aligned
+        [["a", "<i8", [4], -64, False]],
+        [["a", "<i8", [4], 0, False], ["b", "<i8", [4], 0, False]],  # overlapping
+        [["a", "<i8", [1], 0, False], ["a", "<i8", [1], 64, False]],  # a name twice (with data to hold both)
+        [["a", "|O", [1], 0, False]],  # an object: a pickle
+        [["a", "|V8", [1], 0, False]],
+        [["a", "|S0", [1 << 60], 0, False]],  # zero-sized items: any count
+        [["a", "i8", [1], 0, False]],  # not numpy's dtype.str
+        [["a", [["x", "<i4"]], [1], 0, False]],
+        [["a", "<i8", [1], 0]],  # the last format's items
+        [["a", "<i8", [1], 0, 0]],
+        [["a", "<i8", [1], 0, True]],  # one element repeated
+        [["a", "<i8", [1 << 20], 0, True]],  # more elements than the file has bytes
+        [["a", "<i8", [0], 0, True]],
+        [[1, "<i8", [1], 0, False]],
         {"a": 1},
         "a",
     ],
@@ -163,7 +186,9 @@ def test_a_malformed_index_is_refused_before_any_array_is_allocated(index, monke
     made = []
     real = np.empty
     monkeypatch.setattr(array_file.np, "empty", lambda *a, **k: made.append(a) or real(*a, **k))
-    data = _file(index, data_bytes=128 if isinstance(index, list) and index[:1] == [["a", "<i8", [1], 0]] else 64)
+    data = _file(
+        index, data_bytes=128 if isinstance(index, list) and index[:1] == [["a", "<i8", [1], 0, False]] else 64
+    )
     with pytest.raises((ValueError, TypeError)):
         _read(data)
     assert made == []
@@ -181,7 +206,7 @@ def test_truncated_padded_or_foreign_files_are_refused():
     with pytest.raises(ValueError):
         _read(b"PK\x03\x04" + data[4:])  # a zip (an npz of an older cache)
     with pytest.raises(ValueError):
-        _read(_file([["a", "<i8", [1], 0]], total=10**6))  # says it is longer than it is
+        _read(_file([["a", "<i8", [1], 0, False]], total=10**6))  # says it is longer than it is
     huge = MAGIC + struct.pack("<QQ", 1 << 62, 1 << 62)
     with pytest.raises(ValueError):
         _read(huge)  # an index said to be beyond the file
