@@ -4,7 +4,8 @@
 
 ``ENTRY``: a parse-cache entry of any format that ``np.load`` reads (an ``.npz`` of a warm cache, e.g.
 the 0.9 GB trace's 350 MB entry): its arrays (the JSON header included) are what a parse hands the
-cache. Each round runs one fresh process per tree (the baseline first, then this one): it loads the
+cache (the events' and memory events' constant columns made stride-0 views, as the parse's finish
+makes them: ``Table.compact``). Each round runs one fresh process per tree (the baseline first, then this one): it loads the
 arrays (not timed), then times that tree's ``ParseCache._write`` of them (fsynced, as a parse's entry)
 and its entry reader on the file written (``compact=True``, as :meth:`ParseCache.get`): CPU seconds
 (``time.process_time``), of which user (``os.times``: the rest is the kernel's, mostly the page cache's
@@ -31,8 +32,9 @@ repo, entry, out = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, repo)
 import numpy as np
 from tb_plugin.registry import cache
-with np.load(entry, allow_pickle=False) as data:
-    arrays = {k: data[k] for k in data.files}
+from tb_plugin.trace.model import compact_column
+with np.load(entry, allow_pickle=False) as data:  # the events' and memory's columns as finish leaves them
+    arrays = {k: compact_column(data[k]) if k[:2] in ("e.", "m.") else data[k] for k in data.files}
 target = os.path.join(out, "entry")
 c, w, u = time.process_time(), time.perf_counter(), os.times().user
 cache.ParseCache._write(target, arrays)
