@@ -56,9 +56,10 @@ def _checked_dtype(dtype: np.dtype) -> np.dtype:
 
 def write_arrays(out: IO[bytes], arrays: Mapping[str, Any]) -> None:
     """Write ``arrays`` (name → array or anything ``np.asarray`` takes) to ``out``, a file opened for
-    binary writing at its start. A C-contiguous array's memory is written as it is (no copy); any other
-    is made contiguous :data:`_CHUNK` bytes at a time (a stride-0 column never becomes whole in memory).
-    :class:`ValueError` for a dtype :func:`_checked_dtype` refuses (nothing written then)."""
+    binary writing at its start. A C-contiguous array's memory is written as it is (no copy); one whose
+    elements share one address (:func:`_repeated`) as that one item; any other is made contiguous
+    :data:`_CHUNK` bytes at a time. :class:`ValueError` for a dtype :func:`_checked_dtype` refuses
+    (nothing written then)."""
     items = [(str(name), np.asarray(a)) for name, a in arrays.items()]
     index = []
     at = 0  # from the data's start, which follows the index (aligned)
@@ -102,10 +103,10 @@ def _write_one(out: IO[bytes], a: np.ndarray) -> None:
 
 
 def _layout(index: object, start: int, total: int) -> list[tuple[str, np.dtype, tuple[int, ...], int, bool]]:
-    """The validated ``(name, dtype, shape, offset from the file's start, repeated)`` of each array of ``index``
-    (offsets from ``start``, the data's): names unique, dtypes
-    :func:`_checked_dtype` accepts, shapes of non-negative integers, each array within ``total`` bytes,
-    after the previous one and aligned. :class:`ValueError` otherwise."""
+    """The validated ``(name, dtype, shape, offset from the file's start, repeated)`` of each array of
+    ``index`` (whose offsets are from ``start``, the data's): names unique, dtypes :func:`_checked_dtype`
+    accepts, shapes of non-negative integers, each array within ``total`` bytes, after the previous one
+    and aligned, a repeated one of 2 to ``total`` elements. :class:`ValueError` otherwise."""
     if not isinstance(index, list):
         raise ValueError("an array file's index is not a list")
     out: list[tuple[str, np.dtype, tuple[int, ...], int, bool]] = []
@@ -138,9 +139,10 @@ def _layout(index: object, start: int, total: int) -> list[tuple[str, np.dtype, 
 
 def read_arrays(f: IO[bytes], compact: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The arrays of the file ``f`` (opened for binary reading at its start; a regular file), each read
-    into its own writable array (a repeated one: a read-only stride-0 view of its value); ``compact`` (an array → array function) is applied to each array read
-    whole as soon as it is read. :class:`ValueError` when the file is not one :func:`write_arrays` wrote whole (nothing is
-    allocated for the arrays before the whole index is checked against the file's size)."""
+    into its own writable array (a repeated one: a read-only stride-0 view of its one item); ``compact``
+    (array → array) is applied to each array read whole as soon as it is read. :class:`ValueError` when
+    the file is not one :func:`write_arrays` wrote whole (nothing is allocated for the arrays before
+    the whole index is checked against the file's size)."""
     size = os.fstat(f.fileno()).st_size
     prelude = f.read(_PRELUDE)
     if len(prelude) < _PRELUDE or prelude[: len(MAGIC)] != MAGIC:
