@@ -6,7 +6,9 @@ includes a fingerprint of the column layout, is part of the directory name: a ne
 reads an old entry (self-invalidating). Entries are private (0600 in 0700 directories), written
 atomically and fsynced (:mod:`.private_files`). Any entry that cannot be read back (zero-length,
 truncated, corrupt, a FIFO or a symlink put in its place) is a miss, removed, and rewritten by the
-next parse; temp files of writers that died are swept when a cache is opened.
+next parse; temp files of writers that died are swept when a cache is opened. An entry (the parsed
+columns, or a derived blob such as ``*.timeline.arrays``) is an array file (:mod:`..storage.array_file`:
+raw array bytes after a validated index, no zip CRC, no pickle) whose ``header`` array is JSON.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ..storage.cache_keys import INODE_MARK, cache_root, entry_key, identity  # noqa: F401 - INODE_MARK for the tests
+from ..storage.array_file import read_arrays, write_arrays
+from ..storage.cache_keys import ENTRY_SUFFIX, INODE_MARK, cache_root, entry_key, identity  # noqa: F401 - INODE_MARK for the tests
 from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
 from ..trace import jsonsafe
 from ..trace.model import TABLE_COLUMNS, DeviceInfo, Table, Trace, compact_column
 
-FORMAT_REVISION = 10  # 10: object addresses stripped from names; 9: CUPTI range-profiler ranges are not device work; 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
+FORMAT_REVISION = 11  # 11: array files, not npz; 10: object addresses stripped from names; 9: CUPTI range-profiler ranges are not device work; 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
 # 5: "seq" column; group_size falls back to the length of "Process Group Ranks"
 # 6: "notes" (duration-less events, Composer trainer spans) split from "warnings"
 
@@ -54,14 +57,14 @@ _SWEPT: set[str] = set()  # cache directories this process has swept
 _SWEPT_LOCK = threading.Lock()
 
 
-def _read_npz(path: str, compact: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """``(header, {name: array})`` of the npz at ``path``, or None when it is missing or unreadable
+def _read_entry(path: str, compact: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """``(header, {name: array})`` of the entry at ``path``, or None when it is missing or unreadable
     in any way (then it is removed, so the next write replaces it)."""
     try:
-        with open_regular(path) as f, np.load(f, allow_pickle=False) as data:
-            header = orjson.loads(data["header"].tobytes())
+        with open_regular(path) as f:
             # each constant column is made one value as soon as it is read, so they are never all held
-            arrays = {k: compact_column(data[k]) if compact else data[k] for k in data.files if k != "header"}
+            arrays = read_arrays(f, compact_column if compact else None)
+        header = orjson.loads(arrays.pop("header").tobytes())
         if not isinstance(header, dict):
             raise ValueError("header is not a JSON object")
         return header, arrays
@@ -135,36 +138,36 @@ class ParseCache:
 
     def _path(self, url: str, version: str) -> str:
         key = entry_key(url, version)
-        return os.path.join(self.directory, key[:2], key + ".npz")
+        return os.path.join(self.directory, key[:2], key + ENTRY_SUFFIX)
 
     def events_path(self, url: str, version: str) -> str:
         """Where the raw events of this file go (for the timeline's full event args)."""
         return (
-            self._path(url, version)[: -len(".npz")] + ".events.bin"
+            self._path(url, version)[: -len(ENTRY_SUFFIX)] + ".events.bin"
         )  # not ".json": a logdir scan must never take it for a trace
 
     def _blob_path(self, url: str, version: str, kind: str) -> str:
-        return self._path(url, version)[: -len(".npz")] + f".{kind}.npz"
+        return self._path(url, version)[: -len(ENTRY_SUFFIX)] + f".{kind}{ENTRY_SUFFIX}"
 
     def has_blob(self, url: str, version: str, kind: str) -> bool:
         return os.path.exists(self._blob_path(url, version, kind))
 
     def get_blob(self, url: str, version: str, kind: str) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
         """A derived index stored beside the parsed columns (``kind`` names it), or None."""
-        return _read_npz(self._blob_path(url, version, kind))
+        return _read_entry(self._blob_path(url, version, kind))
 
     def put_blob(
         self, url: str, version: str, kind: str, header: dict[str, Any], arrays: dict[str, Any], durable: bool = True
     ) -> None:
         """Store a derived index beside the parsed columns. ``durable=False``: not fsynced (a blob whose
-        reading fails, a zip's CRC included, is a miss and derived again: :func:`_read_npz`)."""
+        reading fails, its lengths checked against the file's, is a miss and derived again: :func:`_read_entry`)."""
         path = self._blob_path(url, version, kind)
         header_bytes = np.frombuffer(jsonsafe.dumps(header, default=str), dtype=np.uint8)
         self._write(path, dict(arrays, header=header_bytes), durable)
 
     def get(self, url: str, version: str) -> Trace | None:
         path = self._path(url, version)
-        got = _read_npz(path, compact=True)
+        got = _read_entry(path, compact=True)
         if got is None:
             return None
         header, arrays = got
@@ -224,11 +227,11 @@ class ParseCache:
 
     @staticmethod
     def _write(path: str, arrays: dict[str, Any], durable: bool = True) -> None:
-        """Write an npz privately and atomically (fsynced unless not ``durable``); a failure only costs
-        the cache entry."""
+        """Write an array file privately and atomically (fsynced unless not ``durable``); a failure (an
+        array of a dtype it cannot hold included) only costs the cache entry."""
         try:
-            write_atomic(path, lambda f: np.savez(f, **arrays), durable=durable)
-        except OSError as exc:
+            write_atomic(path, lambda f: write_arrays(f, arrays), durable=durable)
+        except (OSError, ValueError) as exc:
             logger.warning("cannot write parse cache entry %s: %s", path, exc)
 
 

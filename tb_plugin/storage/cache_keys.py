@@ -13,6 +13,7 @@ import os
 
 from ..settings import current
 
+ENTRY_SUFFIX = ".arrays"  # an entry's file (and, after ".<kind>", a derived blob's): storage/array_file.py
 INODE_MARK = "|inode:"  # in a version string: the file is keyed by its inode, not its path (inode_version)
 
 
@@ -56,12 +57,12 @@ def local_version(st: os.stat_result) -> str:
 def cached_blob_exists(path: str, st: os.stat_result, kind: str) -> bool:
     """Whether the parse cache holds a ``kind`` blob for the local file ``path`` (absolute, as listed)
     in any of its format versions (a stale version's blob answers True: then nothing is started early)."""
-    return _cached(path, st, f".{kind}.npz")
+    return _cached(path, st, f".{kind}{ENTRY_SUFFIX}")
 
 
 def cached_entry_exists(path: str, st: os.stat_result) -> bool:
     """Whether the parse cache holds the parsed trace of the local file ``path`` (as :func:`cached_blob_exists`)."""
-    return _cached(path, st, ".npz")
+    return _cached(path, st, ENTRY_SUFFIX)
 
 
 def _cached(path: str, st: os.stat_result, suffix: str) -> bool:

@@ -44,7 +44,7 @@ def _entries(cache_dir, pattern):
     return sorted(glob.glob(os.path.join(str(cache_dir), "*", "*", pattern)))
 
 
-@pytest.mark.parametrize("pattern", ["[0-9a-f]" * 64 + ".npz", "*.events.bin"])
+@pytest.mark.parametrize("pattern", ["[0-9a-f]" * 64 + ".arrays", "*.events.bin"])
 def test_zero_length_and_fifo_entries_are_misses_and_rewritten(tmp_path, pattern):
     logdir, _ = _logdir(tmp_path)
     cache_dir = tmp_path / "cache"
@@ -52,7 +52,7 @@ def test_zero_length_and_fifo_entries_are_misses_and_rewritten(tmp_path, pattern
     assert code == 200
     (entry,) = _entries(cache_dir, pattern)
     size = os.path.getsize(entry)
-    open(entry, "wb").close()  # zero bytes: np.load raised EOFError, "internal error" at every restart
+    open(entry, "wb").close()  # zero bytes: (as an npz) np.load raised EOFError, "internal error" at every restart
     _, code, again = _overview(logdir, cache_dir)
     assert code == 200 and json.dumps(again, sort_keys=True) == json.dumps(first, sort_keys=True)
     assert os.path.getsize(entry) == size  # rewritten whole
@@ -72,13 +72,13 @@ def test_derived_blob_of_zero_bytes_is_a_miss(tmp_path):
     logdir, _ = _logdir(tmp_path)
     cache_dir = tmp_path / "cache"
     reg, _, _ = _overview(logdir, cache_dir)
-    reg.views(reg._files[next(iter(reg._files))]).compute_all()  # writes the derived *.<kind>.npz blobs
-    blobs = [p for p in _entries(cache_dir, "*.*.npz")]
+    reg.views(reg._files[next(iter(reg._files))]).compute_all()  # writes the derived *.<kind>.arrays blobs
+    blobs = [p for p in _entries(cache_dir, "*.*.arrays")]
     assert blobs
     for blob in blobs:
         open(blob, "wb").close()
     for p in blobs:
-        assert cache_mod._read_npz(p) is None and not os.path.exists(p)  # a miss, and removed
+        assert cache_mod._read_entry(p) is None and not os.path.exists(p)  # a miss, and removed
 
 
 def test_open_regular_refuses_fifo_and_symlink_without_blocking(tmp_path):
@@ -117,7 +117,7 @@ def test_cache_files_are_private(tmp_path):
     os.umask(0o022)
     _overview(logdir, cache_dir)
     files = [p for p in glob.glob(os.path.join(str(cache_dir), "**"), recursive=True) if os.path.isfile(p)]
-    assert any(p.endswith(".events.bin") for p in files) and any(p.endswith(".npz") for p in files)
+    assert any(p.endswith(".events.bin") for p in files) and any(p.endswith(".arrays") for p in files)
     for p in files:
         assert stat.S_IMODE(os.stat(p).st_mode) == 0o600, p
     for d in [p for p in glob.glob(os.path.join(str(cache_dir), "*", "**"), recursive=True) if os.path.isdir(p)]:
