@@ -40,6 +40,7 @@ from .events import (
 )
 from .finish import Finishing
 from .heap import gc_paused
+from .joined import joined_chunks
 from .model import EVENT_COLUMNS, compact_column
 from .other_events import flow_rows, memory_part, phase_groups
 
@@ -157,7 +158,7 @@ class ColumnBuilder(Finishing):
         second half's in :mod:`.decode_halves`): the interned keys and texts in id order, one chunk per
         column (the merge handles each chunk in Python: a remap, a constant check), the rows and counts."""
         state = {k: v for k, v in vars(self).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
-        state["chunks"] = {k: [np.concatenate(v)] if len(v) > 1 else v for k, v in self.chunks.items()}
+        state["chunks"] = {k: [joined_chunks(v)] if len(v) > 1 else v for k, v in self.chunks.items()}
         state["keys"] = list(self._ids)[1:]
         state["texts"] = self.strings[1:]
         return state

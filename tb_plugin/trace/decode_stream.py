@@ -68,10 +68,12 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     added = 0
     for key, chunks in state["chunks"].items():
         for col in chunks:
+            held = col[:1] if _one_value(col) else col  # (a constant chunk: its one value mapped, not each row)
             if key in STRING_ID_COLUMNS:
-                col = remap[col]
+                held = remap[held]
             elif key == "src_offset" and into.sink is not None and base:
-                col = col + base
+                held = held + base
+            col = np.broadcast_to(held, col.shape) if held is not col else col
             into.chunks[key].append(compact_column(col))  # a constant chunk holds one value
             added += col.nbytes
     first = len(into.begin_end)
@@ -90,6 +92,12 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     for name in ("no_dur", "no_ts", "bad_args", "bad_events", "string_pids"):
         setattr(into, name, getattr(into, name) + state[name])
     return added
+
+
+def _one_value(col: np.ndarray) -> bool:
+    """Whether ``col`` is a stride-0 view of one value over two rows or more (``compact_column``'s, or
+    a decode worker's answer: :class:`.decode_workers._AnswerPickler`)."""
+    return col.ndim == 1 and len(col) > 1 and col.strides[0] == 0
 
 
 def default_workers() -> int:

@@ -21,6 +21,7 @@ forked worker is left to exit while this process goes on (:mod:`.forked_worker`)
 from __future__ import annotations
 
 import collections
+import io
 import os
 import pickle
 import queue
@@ -420,9 +421,25 @@ def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> No
 
 def _pickled(answer: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
     """``answer`` pickled with its arrays' bytes out of band: the pickle, and the buffers it refers to
-    (views of the arrays, written to the pipe as they are: the pickle holds no copy of them)."""
+    (views of the arrays, written to the pipe as they are: the pickle holds no copy of them); a column
+    whose rows all hold one value (a stride-0 view) as that value (:class:`_AnswerPickler`)."""
     buffers: list[pickle.PickleBuffer] = []
-    return pickle.dumps(answer, protocol=5, buffer_callback=buffers.append), buffers
+    out = io.BytesIO()
+    _AnswerPickler(out, protocol=5, buffer_callback=buffers.append).dump(answer)
+    return out.getvalue(), buffers
+
+
+class _AnswerPickler(pickle.Pickler):
+    """A pickler that sends a stride-0 column (a batch's column whose rows all hold one value, as
+    :func:`.model.compact_column` keeps it) as its one value and length, unpickled as the same read-only
+    stride-0 view. numpy would write every row into the pickle (a stride-0 array is not contiguous, so not
+    out of band): 20 of the 0.3 GB trace's 42 event columns, ~40 % of its answers' bytes, copied by this
+    worker, the pipe and the reading process, then scanned again there to find them constant."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is np.ndarray and obj.ndim == 1 and obj.shape[0] > 1 and obj.strides[0] == 0:
+            return np.broadcast_to, (obj[:1].copy(), obj.shape)
+        return NotImplemented
 
 
 def _write_answers(answers: queue.Queue, sink: IO[bytes]) -> None:

@@ -15,6 +15,7 @@ from .categories import CUPTI_RANGE_CATEGORY, Kind, is_composer_trainer_event, k
 from .devices import unplaceable_warning
 from .events import _float_column, _int_column
 from .heap import release_freed_memory
+from .joined import joined_column
 from .model import (
     COUNTER_COLUMNS,
     EVENT_COLUMNS,
@@ -23,7 +24,6 @@ from .model import (
     DeviceInfo,
     Table,
     Trace,
-    compact_column,
     held_bytes,
 )
 from .names import strip_addresses
@@ -64,9 +64,7 @@ class Finishing(ABC):
         cols: dict[str, np.ndarray] = {}
         for k in list(self.chunks):  # one column at a time: the chunks and the result are never all held twice
             v = self.chunks.pop(k)
-            cols[k] = compact_column(
-                (np.concatenate(v) if v else np.zeros(0, dtype=EVENT_COLUMNS[k])).astype(EVENT_COLUMNS[k], copy=False)
-            )
+            cols[k] = joined_column(v, EVENT_COLUMNS[k])
             del v
             if cols[k].nbytes >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
                 release_freed_memory()
