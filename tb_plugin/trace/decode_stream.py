@@ -57,24 +57,27 @@ ROW_BYTES = 200
 def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     """Append a decoded batch to ``into`` (``base``: the side file's length before it); returns the
     bytes of memory it adds."""
-    ids, strings = into._ids, into.strings
-    remap = np.zeros(len(state["keys"]) + 1, dtype=np.int32)
-    for i, (key, text) in enumerate(zip(state["keys"], state["texts"]), 1):
-        got = ids.get(key)
-        if got is None:
-            got = ids[key] = len(strings)
-            strings.append(text)
-        remap[i] = got
+    ids, strings, keys = into._ids, into.strings, state["keys"]
+    got = list(map(ids.get, keys))  # (most of an answer's texts are interned already: C-speed lookups)
+    if None in got:
+        for i, key in enumerate(keys):  # the new texts appended in the answer's order
+            if got[i] is None:
+                found = ids.get(key)  # (None unless the answer named one text twice)
+                if found is None:
+                    found = ids[key] = len(strings)
+                    strings.append(state["texts"][i])
+                got[i] = found
+    remap = np.zeros(len(keys) + 1, dtype=np.int32)
+    remap[1:] = got
     added = 0
     for key, chunks in state["chunks"].items():
         for col in chunks:
-            held = col[:1] if _one_value(col) else col  # (a constant chunk: its one value mapped, not each row)
+            one = _one_value(col)  # a constant chunk (compact_column's, or as an answer carries it): one value
             if key in STRING_ID_COLUMNS:
-                held = remap[held]
+                col = np.broadcast_to(remap[col[:1]], col.shape) if one else remap[col]
             elif key == "src_offset" and into.sink is not None and base:
-                held = held + base
-            col = np.broadcast_to(held, col.shape) if held is not col else col
-            into.chunks[key].append(compact_column(col))  # a constant chunk holds one value
+                col = np.broadcast_to(col[:1] + base, col.shape) if one else col + base
+            into.chunks[key].append(col if one else compact_column(col))
             added += col.nbytes
     first = len(into.begin_end)
     for row in state["begin_end"]:

@@ -142,3 +142,26 @@ def test_merging_answers_of_one_value_gives_the_columns_of_merging_every_row(sin
 class _Sink:
     def write(self, data):  # (the merge reads only whether there is one)
         return len(data)
+
+
+def test_the_merge_appends_an_answers_new_texts_in_its_order():
+    """The texts an answer interned that this builder has not are appended in the answer's order, and
+    every id is renumbered to this builder's, as the merge's loop over each text did (its reference here)."""
+    into = ColumnBuilder(None)
+    into.intern(["b", "d"])
+    state = decode_batch([_batch(False)], False)
+    state["keys"], state["texts"] = ["a", "b", "c", "d", "e"], ["a", "b", "c", "d", "e"]
+    state["chunks"] = {"name": [np.array([1, 2, 3, 4, 5, 1], np.int32)], "pid": [_one(3, 4, np.int32)]}
+    for key in ("begin_end", "memory_parts", "flow_rows", "counter_rows"):
+        state[key] = []
+    reference = list(into.strings)
+    ids = {text: i for i, text in enumerate(reference) if i}
+    for text in state["texts"]:
+        ids.setdefault(text, len(reference))
+        if len(reference) == ids[text]:
+            reference.append(text)
+    merge(into, state, 0)
+    assert into.strings == reference == [into.strings[0], "b", "d", "a", "c", "e"]
+    expect = [ids[t] for t in ("a", "b", "c", "d", "e", "a")]
+    assert into.chunks["name"][-1].tolist() == expect
+    _same(into.chunks["pid"][-1], _one(ids["c"], 4, np.int32))
