@@ -99,7 +99,7 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
 
 def _one_value(col: np.ndarray) -> bool:
     """Whether ``col`` is a stride-0 view of one value over two rows or more (``compact_column``'s, or
-    a decode worker's answer: :class:`.decode_workers._AnswerPickler`)."""
+    a decode process's answer: :class:`.joined.OneValuePickler`)."""
     return col.ndim == 1 and len(col) > 1 and col.strides[0] == 0
 
 

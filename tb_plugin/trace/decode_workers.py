@@ -40,6 +40,7 @@ from .events import _RAW_LIST
 from .forked_worker import PIPE_BYTES, ForkedWorker, reap_exited, reap_later  # noqa: F401  (PIPE_BYTES: named here as before)
 from .forked_worker import widen as _widen  # noqa: F401  (named here as before)
 from .heap import gc_paused
+from .joined import OneValuePickler
 
 _HEADER = struct.Struct("<BI")  # with_sink (or _CALL), count of batches (their lengths follow)
 _CALL = 2  # the flag of a unit that is a pickled :class:`Call` (one part) instead of joined batches
@@ -422,24 +423,11 @@ def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> No
 def _pickled(answer: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
     """``answer`` pickled with its arrays' bytes out of band: the pickle, and the buffers it refers to
     (views of the arrays, written to the pipe as they are: the pickle holds no copy of them); a column
-    whose rows all hold one value (a stride-0 view) as that value (:class:`_AnswerPickler`)."""
+    whose rows all hold one value (a stride-0 view) as that value (:class:`.joined.OneValuePickler`)."""
     buffers: list[pickle.PickleBuffer] = []
     out = io.BytesIO()
-    _AnswerPickler(out, protocol=5, buffer_callback=buffers.append).dump(answer)
+    OneValuePickler(out, protocol=5, buffer_callback=buffers.append).dump(answer)
     return out.getvalue(), buffers
-
-
-class _AnswerPickler(pickle.Pickler):
-    """A pickler that sends a stride-0 column (a batch's column whose rows all hold one value, as
-    :func:`.model.compact_column` keeps it) as its one value and length, unpickled as the same read-only
-    stride-0 view. numpy would write every row into the pickle (a stride-0 array is not contiguous, so not
-    out of band): 20 of the 0.3 GB trace's 42 event columns, ~40 % of its answers' bytes, copied by this
-    worker, the pipe and the reading process, then scanned again there to find them constant."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray and obj.ndim == 1 and obj.shape[0] > 1 and obj.strides[0] == 0:
-            return np.broadcast_to, (obj[:1].copy(), obj.shape)
-        return NotImplemented
 
 
 def _write_answers(answers: queue.Queue, sink: IO[bytes]) -> None:

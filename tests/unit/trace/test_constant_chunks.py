@@ -1,5 +1,5 @@
 """Columns whose rows all hold one value travel and join as that value (trace/joined.py, the decode
-workers' ``_AnswerPickler``, ``decode_stream.merge``): a worker's answer carries the value and the length,
+``OneValuePickler``, ``decode_stream.merge``): a worker's answer carries the value and the length,
 not every row; a unit's batches join into one stride-0 chunk; the merge maps the one value; the finish
 makes the column from it without joining the chunks. Each gives the arrays (values, dtype, strides) the
 joined rows gave."""
@@ -165,3 +165,22 @@ def test_the_merge_appends_an_answers_new_texts_in_its_order():
     expect = [ids[t] for t in ("a", "b", "c", "d", "e", "a")]
     assert into.chunks["name"][-1].tolist() == expect
     _same(into.chunks["pid"][-1], _one(ids["c"], 4, np.int32))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+def test_the_second_halfs_child_answers_a_constant_column_as_one_value():
+    """The whole-document decode's second half (trace/decode_halves.py) comes back from its child with
+    a constant column as one value (numpy's own pickle: every row, contiguous), its rows those of the
+    same batches decoded here."""
+    from tb_plugin.trace import decode_halves as dh
+    from tb_plugin.trace.events import _RAW_LIST
+
+    raws = _RAW_LIST.decode(_batch(True, 600))
+    half = dh._SecondHalf(raws, 300, False)
+    state = half.result()
+    here = ColumnBuilder(None)
+    here.add_batch(raws[300:])
+    assert state is not None and state["chunks"]["pid"][0].strides == (0,)
+    for key in ("pid", "seq", "name", "ts"):
+        (got,) = state["chunks"][key]
+        assert got.tobytes() == np.concatenate(here.chunks[key]).tobytes()
