@@ -43,6 +43,7 @@ from .heap import gc_paused
 from .joined import joined_chunks
 from .model import EVENT_COLUMNS, compact_column
 from .other_events import flow_rows, memory_part, phase_groups
+from .placed_raws import PlacedRaws, raw_lengths
 
 _GET_PH = operator.attrgetter("ph")
 
@@ -173,6 +174,8 @@ class ColumnBuilder(Finishing):
         if joined is None:
             joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)
+        if isinstance(raws, PlacedRaws):  # (the ranged parse's batches: split only if the placement is off)
+            raws.settle(events)
         offsets = self._sink(joined, raws)
         phases = list(map(_GET_PH, events))
         try:
@@ -213,7 +216,7 @@ class ColumnBuilder(Finishing):
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
         if self.sink is None:
             return None
-        lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+        lengths = raw_lengths(raws)
         starts = 1 + np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) + self.sink_pos
         self.sink.write(joined)
         self.sink_pos += len(joined)

@@ -41,6 +41,7 @@ from .forked_worker import PIPE_BYTES, ForkedWorker, reap_exited, reap_later  # 
 from .forked_worker import widen as _widen  # noqa: F401  (named here as before)
 from .heap import gc_paused
 from .joined import OneValuePickler
+from .placed_raws import PlacedRaws, raw_lengths
 
 _HEADER = struct.Struct("<BI")  # with_sink (or _CALL), count of batches (their lengths follow)
 _CALL = 2  # the flag of a unit that is a pickled :class:`Call` (one part) instead of joined batches
@@ -243,19 +244,23 @@ class _NullSink:
         pass
 
 
-def decode_batch(parts: list[bytes], with_sink: bool, spaced: bool = False) -> dict[str, Any]:
+def decode_batch(
+    parts: list[bytes], with_sink: bool, spaced: bool = False, placed: list[tuple[np.ndarray, np.ndarray]] | None = None
+) -> dict[str, Any]:
     """Consecutive batches (each ``[`` + events joined by ``,`` + ``]``) decoded one after the other by
     a fresh builder, as the whole-document decoder decodes them: its state (interned keys and texts in
     id order, column chunks, rows, counts), which :func:`.decode_stream.merge` appends to the main builder.
     ``spaced``: each batch is ``[`` + its events as the file has them (blanks beside the commas) + ``]``,
-    the same events; their offsets are counted as if joined by bare commas, as the merge expects."""
+    the same events; their offsets are counted as if joined by bare commas, as the merge expects.
+    ``placed``: per batch, its events' starts in it and lengths, as the ranged parse's first pass found
+    them (:class:`.placed_raws.PlacedRaws`: the batch is not split into raw events again)."""
     builder = ColumnBuilder(_NullSink() if with_sink else None)
-    for joined in parts:
-        raws = _RAW_LIST.decode(joined)
+    for k, joined in enumerate(parts):
+        raws = _RAW_LIST.decode(joined) if placed is None else PlacedRaws(joined, *placed[k])
         before = builder.sink_pos
         builder.add_batch(raws, joined)
         if spaced:
-            builder.sink_pos = before + 2 + sum(map(len, raws)) + max(len(raws) - 1, 0)
+            builder.sink_pos = before + 2 + int(raw_lengths(raws).sum()) + max(len(raws) - 1, 0)
     return builder.state()
 
 
@@ -452,7 +457,12 @@ def _write_answers(answers: queue.Queue, sink: IO[bytes]) -> None:
 def _decode_span(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> dict[str, Any]:
     """The state of the batches :func:`.ranges.span_batches` reads from the file, its events placed in the
     file (:func:`.ranges.to_document`, here rather than in the merging process: ``placed`` True)."""
-    state = decode_batch(ranges.span_batches(path, skip, offsets, lengths, sizes), True, spaced=True)
+    placed, k = [], 0
+    for size in sizes:  # each event's start in its batch ("[" + the file's bytes from its first event)
+        at = offsets[k : k + size]
+        placed.append((1 + at - at[0] if size else at, lengths[k : k + size]))
+        k += size
+    state = decode_batch(ranges.span_batches(path, skip, offsets, lengths, sizes), True, spaced=True, placed=placed)
     where, k = [], 0
     for size in sizes:  # file offsets: document offsets past a byte order mark
         where.append((offsets[k : k + size] + skip, lengths[k : k + size], lengths[k : k + size]))
