@@ -165,12 +165,12 @@ class ColumnBuilder(Finishing):
         return state
 
     # -- batches ---------------------------------------------------------------------------
-    def add_batch(self, raws: list[msgspec.Raw], joined: bytes | None = None) -> None:
+    def add_batch(self, raws: Sequence[msgspec.Raw], joined: bytes | None = None) -> None:
         """Decode one batch; ``joined``, when given, is ``[`` + ``,``.join(raws) + ``]`` already."""
         with gc_paused():
             self._add_batch(raws, joined)
 
-    def _add_batch(self, raws: list[msgspec.Raw], joined: bytes | None) -> None:
+    def _add_batch(self, raws: Sequence[msgspec.Raw], joined: bytes | None) -> None:
         if joined is None:
             joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)
@@ -196,7 +196,7 @@ class ColumnBuilder(Finishing):
             self._add_complete_events(xs, x_offsets)
 
     def _add_other_events(
-        self, events: list[_Event], phases: list, raws: list[msgspec.Raw], offsets: np.ndarray | None
+        self, events: list[_Event], phases: list, raws: Sequence[msgspec.Raw], offsets: np.ndarray | None
     ) -> None:
         """The batch's non-``X`` events, a phase group at a time (see :mod:`.other_events`)."""
         groups = phase_groups(phases)
@@ -212,7 +212,7 @@ class ColumnBuilder(Finishing):
         for i in groups.get("one_by_one", ()):
             self._other(events[i], phases[i], offsets[i] if offsets is not None else None)
 
-    def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
+    def _sink(self, joined: bytes, raws: Sequence[msgspec.Raw]) -> np.ndarray | None:
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
         if self.sink is None:
             return None
@@ -222,7 +222,7 @@ class ColumnBuilder(Finishing):
         self.sink_pos += len(joined)
         return np.stack([starts, lengths], axis=1)
 
-    def _decode_batch(self, joined: bytes, raws: list[msgspec.Raw]) -> list[_Event]:
+    def _decode_batch(self, joined: bytes, raws: Sequence[msgspec.Raw]) -> list[_Event]:
         try:
             return _BATCH_DECODER.decode(joined)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):

@@ -58,7 +58,7 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     """Append a decoded batch to ``into`` (``base``: the side file's length before it); returns the
     bytes of memory it adds."""
     ids, strings, keys = into._ids, into.strings, state["keys"]
-    got = list(map(ids.get, keys))  # (most of an answer's texts are interned already: C-speed lookups)
+    got: list[Any] = list(map(ids.get, keys))  # (most of an answer's texts are interned already: C-speed lookups)
     if None in got:
         for i, key in enumerate(keys):  # the new texts appended in the answer's order
             if got[i] is None:

@@ -22,7 +22,7 @@ import numpy as np
 from .events import _RAW_LIST
 
 
-class PlacedRaws(Sequence):
+class PlacedRaws(Sequence[msgspec.Raw]):
     """The raw events of ``joined`` (``[`` + the events as the file has them + ``]``) that start at
     ``starts`` (byte positions in ``joined``) and are ``lengths`` bytes long."""
 
