@@ -82,7 +82,7 @@ class Finishing(ABC):
         # old exports without categories (pre-Kineto Lightning): ATen-style names are operators
         op_like = np.array([s.startswith(_OP_NAME_PREFIXES) for s in self.strings] + [False], dtype=bool)
         cols["kind"] = np.where((cols["cat"] == 0) & op_like[cols["name"]], np.uint8(Kind.CPU_OP), cols["kind"])
-        is_device = np.isin(cols["kind"], (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION))
+        is_device = _PLACED_ON_DEVICE[cols["kind"]]  # (a lookup per row: np.isin compared each kind in turn)
         cols["device"] = np.where(is_device, cols["device"], -1).astype(np.int32)
         warnings, notes = self._warnings(cols, known, unmatched_b, unmatched_e)
         meta = _meta(top, form, self.strings, cols, self.phase_counts)
@@ -247,6 +247,9 @@ def _cupti_ranges_warning(strings: list[str], cats: np.ndarray, dur: np.ndarray)
     )
 
 
+# the kinds (uint8) whose events keep their device index: kernels, copies, sets, GPU user annotations
+_PLACED_ON_DEVICE = np.zeros(256, dtype=bool)
+_PLACED_ON_DEVICE[[Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION]] = True
 _OP_NAME_PREFIXES = ("aten::", "prim::", "c10d::", "torch::", "quantized::", "cudnn::")
 _PHASE_NAMES = {
     "i": "instant",
