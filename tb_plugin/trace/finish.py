@@ -65,8 +65,9 @@ class Finishing(ABC):
         for k in list(self.chunks):  # one column at a time: the chunks and the result are never all held twice
             v = self.chunks.pop(k)
             cols[k] = joined_column(v, EVENT_COLUMNS[k])
+            held = sum(map(held_bytes, v))  # (chunks of one value each held one: nothing of theirs to give back)
             del v
-            if cols[k].nbytes >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
+            if held >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
                 release_freed_memory()
         self.chunks = {}
         order = np.argsort(cols["ts"], kind="stable")
