@@ -7,7 +7,7 @@ import collections
 import itertools
 import operator
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 import numpy as np
@@ -165,12 +165,12 @@ class ColumnBuilder(Finishing):
         return state
 
     # -- batches ---------------------------------------------------------------------------
-    def add_batch(self, raws: Sequence[msgspec.Raw], joined: bytes | None = None) -> None:
+    def add_batch(self, raws: Sequence[msgspec.Raw], joined: bytes | memoryview | None = None) -> None:
         """Decode one batch; ``joined``, when given, is ``[`` + ``,``.join(raws) + ``]`` already."""
         with gc_paused():
             self._add_batch(raws, joined)
 
-    def _add_batch(self, raws: Sequence[msgspec.Raw], joined: bytes | None) -> None:
+    def _add_batch(self, raws: Sequence[msgspec.Raw], joined: bytes | memoryview | None) -> None:
         if joined is None:
             joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)
@@ -212,17 +212,19 @@ class ColumnBuilder(Finishing):
         for i in groups.get("one_by_one", ()):
             self._other(events[i], phases[i], offsets[i] if offsets is not None else None)
 
-    def _sink(self, joined: bytes, raws: Sequence[msgspec.Raw]) -> np.ndarray | None:
+    def _sink(self, joined: bytes | memoryview, raws: Sequence[msgspec.Raw]) -> np.ndarray | None:
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
         if self.sink is None:
             return None
         lengths = raw_lengths(raws)
         starts = 1 + np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) + self.sink_pos
-        self.sink.write(joined)
+        # (a batch read into a buffer of its own, a memoryview, comes only from a ranged parse's worker,
+        # whose sink counts offsets and writes nothing: decode_workers._NullSink)
+        self.sink.write(cast(bytes, joined))
         self.sink_pos += len(joined)
         return np.stack([starts, lengths], axis=1)
 
-    def _decode_batch(self, joined: bytes, raws: Sequence[msgspec.Raw]) -> list[_Event]:
+    def _decode_batch(self, joined: bytes | memoryview, raws: Sequence[msgspec.Raw]) -> list[_Event]:
         try:
             return _BATCH_DECODER.decode(joined)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):

@@ -30,7 +30,7 @@ import struct
 import subprocess
 import sys
 import threading
-from typing import IO, Any, Callable, Iterable, Iterator, Protocol, cast
+from typing import IO, Any, Callable, Iterable, Iterator, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -240,12 +240,15 @@ class Workers:
 class _NullSink:
     """Stands in for the events side file in a worker: offsets are counted from 0, nothing written."""
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         pass
 
 
 def decode_batch(
-    parts: list[bytes], with_sink: bool, spaced: bool = False, placed: list[tuple[np.ndarray, np.ndarray]] | None = None
+    parts: Sequence[bytes | memoryview],
+    with_sink: bool,
+    spaced: bool = False,
+    placed: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> dict[str, Any]:
     """Consecutive batches (each ``[`` + events joined by ``,`` + ``]``) decoded one after the other by
     a fresh builder, as the whole-document decoder decodes them: its state (interned keys and texts in

@@ -26,7 +26,7 @@ class PlacedRaws(Sequence[msgspec.Raw]):
     """The raw events of ``joined`` (``[`` + the events as the file has them + ``]``) that start at
     ``starts`` (byte positions in ``joined``) and are ``lengths`` bytes long."""
 
-    def __init__(self, joined: bytes, starts: np.ndarray, lengths: np.ndarray) -> None:
+    def __init__(self, joined: bytes | memoryview, starts: np.ndarray, lengths: np.ndarray) -> None:
         self.joined = joined
         self.starts = np.asarray(starts, dtype=np.int64)
         self.lengths = np.asarray(lengths, dtype=np.int64)

@@ -94,3 +94,29 @@ def test_a_placement_that_does_not_agree_is_replaced_by_the_split(wrong):
         decode_batch(batches, True, spaced=True, placed=[wrong(starts, lengths)]),
         decode_batch(batches, True, spaced=True),
     )
+
+
+def test_a_units_batches_are_read_each_into_its_own_buffer(tmp_path):
+    """``ranges.span_batches``: each batch is ``[`` + the file's bytes from its first event's start to its
+    last event's end + ``]`` (read straight into its buffer: the unit is not read whole and copied), an
+    empty batch ``[]``; a file that ends before a batch's last event is refused as before."""
+    from tb_plugin.trace import ranges
+    from tb_plugin.trace.errors import TraceReadError
+
+    head = b'\xef\xbb\xbf{"traceEvents": ['
+    body = _batch(X[:30], b"\n  ")[1:-1]
+    path = tmp_path / "t.json"
+    path.write_bytes(head + body + b"]}")
+    starts, lengths = _placement(b"[" + body + b"]")
+    offsets = starts - 1 + len(head) - 3  # (document offsets: past the byte order mark)
+    sizes = [10, 0, 15, 5]
+    got = ranges.span_batches(str(path), 3, offsets, lengths, sizes)
+    text, want, k = path.read_bytes()[3:], [], 0
+    for size in sizes:
+        first, last = k, k + size - 1
+        want.append(b"[" + text[offsets[first] : offsets[last] + lengths[last]] + b"]" if size else b"[]")
+        k += size
+    assert [bytes(b) for b in got] == want
+    path.write_bytes(head + body[:-40])
+    with pytest.raises(TraceReadError, match="shrank"):
+        ranges.span_batches(str(path), 3, offsets, lengths, sizes)
