@@ -7,7 +7,7 @@ import collections
 import itertools
 import operator
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 import numpy as np
@@ -40,8 +40,10 @@ from .events import (
 )
 from .finish import Finishing
 from .heap import gc_paused
+from .joined import joined_chunks
 from .model import EVENT_COLUMNS, compact_column
 from .other_events import flow_rows, memory_part, phase_groups
+from .placed_raws import PlacedRaws, raw_lengths
 
 _GET_PH = operator.attrgetter("ph")
 
@@ -157,21 +159,23 @@ class ColumnBuilder(Finishing):
         second half's in :mod:`.decode_halves`): the interned keys and texts in id order, one chunk per
         column (the merge handles each chunk in Python: a remap, a constant check), the rows and counts."""
         state = {k: v for k, v in vars(self).items() if k not in ("sink", "_json_ids", "_ids", "strings")}
-        state["chunks"] = {k: [np.concatenate(v)] if len(v) > 1 else v for k, v in self.chunks.items()}
+        state["chunks"] = {k: [joined_chunks(v)] if len(v) > 1 else v for k, v in self.chunks.items()}
         state["keys"] = list(self._ids)[1:]
         state["texts"] = self.strings[1:]
         return state
 
     # -- batches ---------------------------------------------------------------------------
-    def add_batch(self, raws: list[msgspec.Raw], joined: bytes | None = None) -> None:
+    def add_batch(self, raws: Sequence[msgspec.Raw], joined: bytes | memoryview | None = None) -> None:
         """Decode one batch; ``joined``, when given, is ``[`` + ``,``.join(raws) + ``]`` already."""
         with gc_paused():
             self._add_batch(raws, joined)
 
-    def _add_batch(self, raws: list[msgspec.Raw], joined: bytes | None) -> None:
+    def _add_batch(self, raws: Sequence[msgspec.Raw], joined: bytes | memoryview | None) -> None:
         if joined is None:
             joined = b"[" + b",".join(raws) + b"]"
         events = self._decode_batch(joined, raws)
+        if isinstance(raws, PlacedRaws):  # (the ranged parse's batches: split only if the placement is off)
+            raws.settle(events)
         offsets = self._sink(joined, raws)
         phases = list(map(_GET_PH, events))
         try:
@@ -192,7 +196,7 @@ class ColumnBuilder(Finishing):
             self._add_complete_events(xs, x_offsets)
 
     def _add_other_events(
-        self, events: list[_Event], phases: list, raws: list[msgspec.Raw], offsets: np.ndarray | None
+        self, events: list[_Event], phases: list, raws: Sequence[msgspec.Raw], offsets: np.ndarray | None
     ) -> None:
         """The batch's non-``X`` events, a phase group at a time (see :mod:`.other_events`)."""
         groups = phase_groups(phases)
@@ -208,17 +212,19 @@ class ColumnBuilder(Finishing):
         for i in groups.get("one_by_one", ()):
             self._other(events[i], phases[i], offsets[i] if offsets is not None else None)
 
-    def _sink(self, joined: bytes, raws: list[msgspec.Raw]) -> np.ndarray | None:
+    def _sink(self, joined: bytes | memoryview, raws: Sequence[msgspec.Raw]) -> np.ndarray | None:
         """Write the batch to the events side file; return ``[offset, length]`` rows per event."""
         if self.sink is None:
             return None
-        lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+        lengths = raw_lengths(raws)
         starts = 1 + np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) + self.sink_pos
-        self.sink.write(joined)
+        # (a batch read into a buffer of its own, a memoryview, comes only from a ranged parse's worker,
+        # whose sink counts offsets and writes nothing: decode_workers._NullSink)
+        self.sink.write(cast(bytes, joined))
         self.sink_pos += len(joined)
         return np.stack([starts, lengths], axis=1)
 
-    def _decode_batch(self, joined: bytes, raws: list[msgspec.Raw]) -> list[_Event]:
+    def _decode_batch(self, joined: bytes | memoryview, raws: Sequence[msgspec.Raw]) -> list[_Event]:
         try:
             return _BATCH_DECODER.decode(joined)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):

@@ -29,6 +29,7 @@ from .decode_stream import _joined, default_workers, merge
 from .decode_workers import _NullSink, can_fork
 from .events import BATCH_EVENTS
 from .heap import gc_paused
+from .joined import OneValuePickler
 
 # Fewer events than this are decoded in one process: the fork, the pickled answer and the merge
 # (~10 ms) would take most of what the second core saves on a small file.
@@ -184,7 +185,9 @@ class _SecondHalf:
                 _decode_range(builder, raws, cut, len(raws), None, write)
                 with open(write_end, "wb") as out:
                     answer = (builder.state(), write.written if write is not None else None)
-                    pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
+                    OneValuePickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(
+                        answer
+                    )  # (a constant column: one value)
                 code = 0
             finally:
                 os._exit(code)

@@ -57,22 +57,27 @@ ROW_BYTES = 200
 def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     """Append a decoded batch to ``into`` (``base``: the side file's length before it); returns the
     bytes of memory it adds."""
-    ids, strings = into._ids, into.strings
-    remap = np.zeros(len(state["keys"]) + 1, dtype=np.int32)
-    for i, (key, text) in enumerate(zip(state["keys"], state["texts"]), 1):
-        got = ids.get(key)
-        if got is None:
-            got = ids[key] = len(strings)
-            strings.append(text)
-        remap[i] = got
+    ids, strings, keys = into._ids, into.strings, state["keys"]
+    got: list[Any] = list(map(ids.get, keys))  # (most of an answer's texts are interned already: C-speed lookups)
+    if None in got:
+        for i, key in enumerate(keys):  # the new texts appended in the answer's order
+            if got[i] is None:
+                found = ids.get(key)  # (None unless the answer named one text twice)
+                if found is None:
+                    found = ids[key] = len(strings)
+                    strings.append(state["texts"][i])
+                got[i] = found
+    remap = np.zeros(len(keys) + 1, dtype=np.int32)
+    remap[1:] = got
     added = 0
     for key, chunks in state["chunks"].items():
         for col in chunks:
+            one = _one_value(col)  # a constant chunk (compact_column's, or as an answer carries it): one value
             if key in STRING_ID_COLUMNS:
-                col = remap[col]
+                col = np.broadcast_to(remap[col[:1]], col.shape) if one else remap[col]
             elif key == "src_offset" and into.sink is not None and base:
-                col = col + base
-            into.chunks[key].append(compact_column(col))  # a constant chunk holds one value
+                col = np.broadcast_to(col[:1] + base, col.shape) if one else col + base
+            into.chunks[key].append(col if one else compact_column(col))
             added += col.nbytes
     first = len(into.begin_end)
     for row in state["begin_end"]:
@@ -90,6 +95,12 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     for name in ("no_dur", "no_ts", "bad_args", "bad_events", "string_pids"):
         setattr(into, name, getattr(into, name) + state[name])
     return added
+
+
+def _one_value(col: np.ndarray) -> bool:
+    """Whether ``col`` is a stride-0 view of one value over two rows or more (``compact_column``'s, or
+    a decode process's answer: :class:`.joined.OneValuePickler`)."""
+    return col.ndim == 1 and len(col) > 1 and col.strides[0] == 0
 
 
 def default_workers() -> int:

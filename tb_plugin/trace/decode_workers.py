@@ -21,6 +21,7 @@ forked worker is left to exit while this process goes on (:mod:`.forked_worker`)
 from __future__ import annotations
 
 import collections
+import io
 import os
 import pickle
 import queue
@@ -29,7 +30,7 @@ import struct
 import subprocess
 import sys
 import threading
-from typing import IO, Any, Callable, Iterable, Iterator, Protocol, cast
+from typing import IO, Any, Callable, Iterable, Iterator, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -39,6 +40,8 @@ from .events import _RAW_LIST
 from .forked_worker import PIPE_BYTES, ForkedWorker, reap_exited, reap_later  # noqa: F401  (PIPE_BYTES: named here as before)
 from .forked_worker import widen as _widen  # noqa: F401  (named here as before)
 from .heap import gc_paused
+from .joined import OneValuePickler
+from .placed_raws import PlacedRaws, raw_lengths
 
 _HEADER = struct.Struct("<BI")  # with_sink (or _CALL), count of batches (their lengths follow)
 _CALL = 2  # the flag of a unit that is a pickled :class:`Call` (one part) instead of joined batches
@@ -237,23 +240,30 @@ class Workers:
 class _NullSink:
     """Stands in for the events side file in a worker: offsets are counted from 0, nothing written."""
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         pass
 
 
-def decode_batch(parts: list[bytes], with_sink: bool, spaced: bool = False) -> dict[str, Any]:
+def decode_batch(
+    parts: Sequence[bytes | memoryview],
+    with_sink: bool,
+    spaced: bool = False,
+    placed: list[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> dict[str, Any]:
     """Consecutive batches (each ``[`` + events joined by ``,`` + ``]``) decoded one after the other by
     a fresh builder, as the whole-document decoder decodes them: its state (interned keys and texts in
     id order, column chunks, rows, counts), which :func:`.decode_stream.merge` appends to the main builder.
     ``spaced``: each batch is ``[`` + its events as the file has them (blanks beside the commas) + ``]``,
-    the same events; their offsets are counted as if joined by bare commas, as the merge expects."""
+    the same events; their offsets are counted as if joined by bare commas, as the merge expects.
+    ``placed``: per batch, its events' starts in it and lengths, as the ranged parse's first pass found
+    them (:class:`.placed_raws.PlacedRaws`: the batch is not split into raw events again)."""
     builder = ColumnBuilder(_NullSink() if with_sink else None)
-    for joined in parts:
-        raws = _RAW_LIST.decode(joined)
+    for k, joined in enumerate(parts):
+        raws = _RAW_LIST.decode(joined) if placed is None else PlacedRaws(joined, *placed[k])
         before = builder.sink_pos
         builder.add_batch(raws, joined)
         if spaced:
-            builder.sink_pos = before + 2 + sum(map(len, raws)) + max(len(raws) - 1, 0)
+            builder.sink_pos = before + 2 + int(raw_lengths(raws).sum()) + max(len(raws) - 1, 0)
     return builder.state()
 
 
@@ -420,9 +430,12 @@ def _serve(source: IO[bytes] | None = None, sink: IO[bytes] | None = None) -> No
 
 def _pickled(answer: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
     """``answer`` pickled with its arrays' bytes out of band: the pickle, and the buffers it refers to
-    (views of the arrays, written to the pipe as they are: the pickle holds no copy of them)."""
+    (views of the arrays, written to the pipe as they are: the pickle holds no copy of them); a column
+    whose rows all hold one value (a stride-0 view) as that value (:class:`.joined.OneValuePickler`)."""
     buffers: list[pickle.PickleBuffer] = []
-    return pickle.dumps(answer, protocol=5, buffer_callback=buffers.append), buffers
+    out = io.BytesIO()
+    OneValuePickler(out, protocol=5, buffer_callback=buffers.append).dump(answer)
+    return out.getvalue(), buffers
 
 
 def _write_answers(answers: queue.Queue, sink: IO[bytes]) -> None:
@@ -447,7 +460,12 @@ def _write_answers(answers: queue.Queue, sink: IO[bytes]) -> None:
 def _decode_span(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> dict[str, Any]:
     """The state of the batches :func:`.ranges.span_batches` reads from the file, its events placed in the
     file (:func:`.ranges.to_document`, here rather than in the merging process: ``placed`` True)."""
-    state = decode_batch(ranges.span_batches(path, skip, offsets, lengths, sizes), True, spaced=True)
+    placed, k = [], 0
+    for size in sizes:  # each event's start in its batch ("[" + the file's bytes from its first event)
+        at = offsets[k : k + size]
+        placed.append((1 + at - at[0] if size else at, lengths[k : k + size]))
+        k += size
+    state = decode_batch(ranges.span_batches(path, skip, offsets, lengths, sizes), True, spaced=True, placed=placed)
     where, k = [], 0
     for size in sizes:  # file offsets: document offsets past a byte order mark
         where.append((offsets[k : k + size] + skip, lengths[k : k + size], lengths[k : k + size]))

@@ -15,6 +15,7 @@ from .categories import CUPTI_RANGE_CATEGORY, Kind, is_composer_trainer_event, k
 from .devices import unplaceable_warning
 from .events import _float_column, _int_column
 from .heap import release_freed_memory
+from .joined import joined_column
 from .model import (
     COUNTER_COLUMNS,
     EVENT_COLUMNS,
@@ -67,7 +68,7 @@ class Finishing(ABC):
         # old exports without categories (pre-Kineto Lightning): ATen-style names are operators
         op_like = np.array([s.startswith(_OP_NAME_PREFIXES) for s in self.strings] + [False], dtype=bool)
         cols["kind"] = np.where((cols["cat"] == 0) & op_like[cols["name"]], np.uint8(Kind.CPU_OP), cols["kind"])
-        is_device = np.isin(cols["kind"], (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION))
+        is_device = _PLACED_ON_DEVICE[cols["kind"]]  # (a lookup per row: np.isin compared each kind in turn)
         cols["device"] = np.where(is_device, cols["device"], -1).astype(np.int32)
         warnings, notes = self._warnings(cols, known, unmatched_b, unmatched_e)
         meta = _meta(top, form, self.strings, cols, self.phase_counts)
@@ -108,26 +109,32 @@ class Finishing(ABC):
     def _time_ordered_columns(self) -> dict[str, np.ndarray]:
         """The event columns joined from their chunks, in time order (a stable sort of ``ts``), one column
         at a time: the chunks and the result are never all held twice. A column whose chunks have its
-        dtype is joined into one reused buffer and gathered from there in time order: one new column each,
-        not a joined one and then a gathered one, whose fresh pages the kernel would fault in and zero
-        twice (a 4.5 GB trace's 6.7 M events: ~50 MB a column)."""
+        dtype and hold rows is joined into one reused buffer and gathered from there in time order: one
+        new column each, not a joined one and then a gathered one, whose fresh pages the kernel would
+        fault in and zero twice (a 4.5 GB trace's 6.7 M events: ~50 MB a column). Other columns are
+        joined as :func:`~.joined.joined_column` joins them (a column of one value without its rows)."""
         chunks, self.chunks = self.chunks, {}
         keys = list(chunks)
-        n = sum(len(c) for c in chunks.get("ts", []))
-        cols: dict[str, np.ndarray] = {"ts": self._joined("ts", chunks.pop("ts", []))}
+        ts_chunks = chunks.pop("ts", [])
+        n = sum(len(c) for c in ts_chunks)
+        cols: dict[str, np.ndarray] = {"ts": joined_column(ts_chunks, EVENT_COLUMNS["ts"])}
+        held = sum(map(held_bytes, ts_chunks))
+        del ts_chunks
         by_time = np.argsort(cols["ts"], kind="stable")
         order: np.ndarray | None = None  # None: already in time order (or empty)
         if len(by_time) and not np.all(by_time[1:] > by_time[:-1]):
             order = by_time
             cols["ts"] = cols["ts"][order]
-        if cols["ts"].nbytes >= TRIM_ABOVE_BYTES:
+        if held >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
             release_freed_memory()
         widest = max((np.dtype(EVENT_COLUMNS[k]).itemsize for k in chunks), default=1)
         buffer = np.empty(n * widest if order is not None else 0, dtype=np.uint8)
         for k in list(chunks):
             v, dtype = chunks.pop(k), np.dtype(EVENT_COLUMNS[k])
-            if order is None or not v or any(c.dtype != dtype for c in v):
-                col = self._joined(k, v)
+            held = sum(map(held_bytes, v))  # (chunks of one value each held one: nothing of theirs to give back)
+            rows_held = any(held_bytes(c) == c.nbytes and len(c) > 1 for c in v)  # else nothing to gather
+            if order is None or not rows_held or any(c.dtype != dtype for c in v):
+                col = joined_column(v, dtype)
                 if order is not None and held_bytes(col) == col.nbytes:  # a constant column: in any order
                     col = col[order]
             else:
@@ -137,17 +144,9 @@ class Finishing(ABC):
                 col = col[order] if col is joined else col  # (a constant column holds a copy of its value)
             del v
             cols[k] = col
-            if col.nbytes >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
+            if held >= TRIM_ABOVE_BYTES:
                 release_freed_memory()
         return {k: cols[k] for k in keys}
-
-    @staticmethod
-    def _joined(key: str, chunks: list[np.ndarray]) -> np.ndarray:
-        """A column's chunks joined in file order, as its dtype, a constant column as a stride-0 view."""
-        dtype = EVENT_COLUMNS[key]
-        return compact_column(
-            (np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)).astype(dtype, copy=False)
-        )
 
     def _counter_table(self) -> Table:
         if not self.counter_rows:
@@ -276,6 +275,9 @@ def _cupti_ranges_warning(strings: list[str], cats: np.ndarray, dur: np.ndarray)
     )
 
 
+# the kinds (uint8) whose events keep their device index: kernels, copies, sets, GPU user annotations
+_PLACED_ON_DEVICE = np.zeros(256, dtype=bool)
+_PLACED_ON_DEVICE[[Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION]] = True
 _OP_NAME_PREFIXES = ("aten::", "prim::", "c10d::", "torch::", "quantized::", "cudnn::")
 _PHASE_NAMES = {
     "i": "instant",

@@ -185,38 +185,50 @@ def _last_range(fd: int, skip: int, begin: int, chunk_bytes: int) -> dict[str, A
     return {"ok": True, "offsets": joined[0], "lengths": joined[1], "end": begin + source.offset}
 
 
-def spans(data: bytes, lo: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> list[bytes]:
-    """The batches of ``sizes`` events each, ``[`` + the events as they stand in ``data`` (the file's
-    bytes from document offset ``lo``: commas and any blanks between them) + ``]``."""
-    view = memoryview(data)
-    ends = np.cumsum(sizes).tolist()
-    out = []
-    for size, end in zip(sizes, ends):
-        if not size:
-            out.append(b"[]")
-            continue
-        first, last = end - size, end - 1
-        a, b = int(offsets[first]) - lo, int(offsets[last] + lengths[last]) - lo
-        out.append(b"".join((b"[", view[a:b], b"]")))
-    return out
-
-
-def span_batches(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> list[bytes]:
-    """The batches of one unit (``sizes`` events each, placed by ``offsets`` and ``lengths``) read from
-    the file (:func:`spans`; :func:`.decode_workers.decode_batch` decodes them, ``spaced``)."""
-    lo = int(offsets[0]) if len(offsets) else 0
-    hi = int((offsets + lengths).max()) if len(offsets) else 0
+def span_batches(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray, sizes: list[int]) -> list[memoryview]:
+    """The batches of one unit (``sizes`` events each, placed by ``offsets`` and ``lengths``), each ``[`` +
+    its events as they stand in the file (commas and any blanks between them) + ``]``, read from the file
+    straight into a buffer of its own (:func:`.decode_workers.decode_batch` decodes them, ``spaced``): the
+    unit's bytes are not read whole first and then copied into the batches (on the 0.3 GB trace 0.25 ->
+    0.07 s of the workers' CPU for the reads, one round over the file)."""
+    out, end = [], 0
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
-            data = _pread(fd, hi - lo, lo + skip)
+            for size in sizes:
+                if not size:
+                    out.append(memoryview(b"[]"))
+                    continue
+                first, last = end, end + size - 1
+                end += size
+                a, b = int(offsets[first]), int(offsets[last] + lengths[last])
+                batch = np.empty(b - a + 2, dtype=np.uint8)  # (uncleared: every byte between is read)
+                batch[0], batch[-1] = ord("["), ord("]")
+                if _pread_into(fd, batch.data[1:-1], a + skip) != b - a:
+                    raise _Shrank
+                out.append(batch.data)
         finally:
             os.close(fd)
     except OSError as exc:
         raise TraceReadError(f"cannot read file: {exc}") from None
-    if len(data) != hi - lo:
-        raise TraceReadError("the file shrank while it was read")
-    return spans(data, lo, offsets, lengths, sizes)
+    except _Shrank:
+        raise TraceReadError("the file shrank while it was read") from None
+    return out
+
+
+class _Shrank(Exception):
+    """The file ended before a batch's last event (:func:`span_batches`)."""
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """Bytes read into ``view`` from ``offset`` (fewer at the end of the file)."""
+    got = 0
+    while got < len(view):
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if not n:
+            break
+        got += n
+    return got
 
 
 def to_document(state: dict, where: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
