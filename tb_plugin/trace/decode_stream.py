@@ -39,7 +39,7 @@ from .decode_workers import WorkerDied, Workers, decode_batch, run_parallel
 from .errors import TraceReadError
 from .events import _OBJECT_DECODER, BATCH_EVENTS
 from .heap import gc_paused
-from .model import STRING_ID_COLUMNS, Trace, compact_column
+from .model import STRING_ID_COLUMNS, Trace, compact_column, is_one_value
 from .ranges import to_document
 from .scan import EventsHook, Positions, Source, Unstreamable, scan_document
 
@@ -72,7 +72,7 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     added = 0
     for key, chunks in state["chunks"].items():
         for col in chunks:
-            one = _one_value(col)  # a constant chunk (compact_column's, or as an answer carries it): one value
+            one = is_one_value(col)  # a constant chunk (compact_column's, or as an answer carries it): one value
             if key in STRING_ID_COLUMNS:
                 col = np.broadcast_to(remap[col[:1]], col.shape) if one else remap[col]
             elif key == "src_offset" and into.sink is not None and base:
@@ -95,12 +95,6 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
     for name in ("no_dur", "no_ts", "bad_args", "bad_events", "string_pids"):
         setattr(into, name, getattr(into, name) + state[name])
     return added
-
-
-def _one_value(col: np.ndarray) -> bool:
-    """Whether ``col`` is a stride-0 view of one value over two rows or more (``compact_column``'s, or
-    a decode process's answer: :class:`.joined.OneValuePickler`)."""
-    return col.ndim == 1 and len(col) > 1 and col.strides[0] == 0
 
 
 def default_workers() -> int:

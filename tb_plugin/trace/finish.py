@@ -26,6 +26,7 @@ from .model import (
     Trace,
     compact_column,
     held_bytes,
+    is_one_value,
 )
 from .names import strip_addresses
 
@@ -132,7 +133,7 @@ class Finishing(ABC):
         for k in list(chunks):
             v, dtype = chunks.pop(k), np.dtype(EVENT_COLUMNS[k])
             held = sum(map(held_bytes, v))  # (chunks of one value each held one: nothing of theirs to give back)
-            rows_held = any(held_bytes(c) == c.nbytes and len(c) > 1 for c in v)  # else nothing to gather
+            rows_held = any(len(c) > 1 and not is_one_value(c) for c in v)  # else nothing to gather
             if order is None or not rows_held or any(c.dtype != dtype for c in v):
                 col = joined_column(v, dtype)
                 if order is not None and held_bytes(col) == col.nbytes:  # a constant column: in any order

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .model import compact_column
+from .model import compact_column, is_one_value
 
 
 def joined_column(chunks: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
@@ -70,6 +70,6 @@ class OneValuePickler(pickle.Pickler):
     read it all again to find it constant."""
 
     def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray and obj.ndim == 1 and obj.shape[0] > 1 and obj.strides[0] == 0:
+        if type(obj) is np.ndarray and is_one_value(obj):
             return np.broadcast_to, (obj[:1].copy(), obj.shape)
         return NotImplemented

@@ -175,9 +175,15 @@ def _constant(col: np.ndarray) -> bool:
     return True
 
 
+def is_one_value(col: np.ndarray) -> bool:
+    """Whether ``col`` is a 1-D stride-0 view of one value over two rows or more (:func:`compact_column`'s,
+    or a decode process's answer's)."""
+    return col.ndim == 1 and len(col) > 1 and col.strides[0] == 0
+
+
 def held_bytes(col: np.ndarray) -> int:
     """The bytes a column really holds: a stride-0 view (see :meth:`Table.compact`) holds one value."""
-    return col.itemsize if col.ndim == 1 and len(col) > 1 and col.strides[0] == 0 else col.nbytes
+    return col.itemsize if is_one_value(col) else col.nbytes
 
 
 @dataclasses.dataclass

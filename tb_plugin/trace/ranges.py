@@ -54,6 +54,17 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """Bytes read into ``view`` from ``offset`` (fewer at the end of the file)."""
+    got = 0
+    while got < len(view):
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if not n:
+            break
+        got += n
+    return got
+
+
 # The buffer of the ranges a worker scans, kept from one range to the next (:func:`_bracketed`): a fresh
 # one is zeroed and page-faulted first, a quarter of a 50 MB range's scan; dropped by :func:`drop_buffer`
 _buffer = bytearray()
@@ -69,13 +80,9 @@ def _bracketed(fd: int, size: int, offset: int) -> memoryview | None:
         _buffer = bytearray(size + 2)
     view = memoryview(_buffer)[: size + 2]
     view[0], view[-1] = ord("["), ord("]")
-    got = 0
-    while got < size:
-        part = os.preadv(fd, [view[1 + got : 1 + min(size, got + (1 << 30))]], offset + got)
-        if not part:
-            view.release()
-            return None
-        got += part
+    if _pread_into(fd, view[1:-1], offset) != size:
+        view.release()
+        return None
     return view
 
 
@@ -218,17 +225,6 @@ def span_batches(path: str, skip: int, offsets: np.ndarray, lengths: np.ndarray,
 
 class _Shrank(Exception):
     """The file ended before a batch's last event (:func:`span_batches`)."""
-
-
-def _pread_into(fd: int, view: memoryview, offset: int) -> int:
-    """Bytes read into ``view`` from ``offset`` (fewer at the end of the file)."""
-    got = 0
-    while got < len(view):
-        n = os.preadv(fd, [view[got:]], offset + got)
-        if not n:
-            break
-        got += n
-    return got
 
 
 def to_document(state: dict, where: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
