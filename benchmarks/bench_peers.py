@@ -4,8 +4,9 @@
         [--incumbent-python /work/venv-incumbent/bin/python] [--hta-python /work/venv-hta/bin/python]
 
 Default TRACE: the 35 MB (gunzipped) V100 ResNet-50 sample of ``../shared/samples`` (the target:
-Kinetoscope <= 0.10x torch-tb-profiler 0.4.3 and <= 0.20x HolisticTraceAnalysis 0.5). The peers live in
-their own virtualenvs outside the repo (benchmarks/INCUMBENT.md; ``pip install HolisticTraceAnalysis==0.5.0``).
+Kinetoscope <= 0.10x torch-tb-profiler 0.4.3 and <= 0.20x HolisticTraceAnalysis 0.5, parse and temporal
+breakdown). The peers live in their own virtualenvs outside the repo (benchmarks/INCUMBENT.md; ``pip install
+HolisticTraceAnalysis==0.5.0``).
 
 Each measurement is one fresh process, timed from start to exit by this process (interpreter start,
 imports, read, parse, analyses, output):
@@ -15,10 +16,18 @@ imports, read, parse, analyses, output):
   the shared environment's ``.pth`` files add ~60 ms to every start) (stdout to a file) on a folder holding
   only the trace, with ``KINETOSCOPE_CACHE_DIR`` an empty folder (no parse or analysis cache to read;
   the cache writes are counted);
-- ``incumbent``: torch-tb-profiler's load of one worker file, ``benchmarks/incumbent_reference.py
-  --child`` (``RunProfileData`` parse, ``RunGenerator.generate_run_profile``; its RunLoader does this per
-  file);
-- ``hta``: ``TraceAnalysis(trace_dir=DIR)`` (HTA reads every trace of a folder as one rank each).
+- ``incumbent``: torch-tb-profiler's whole load of the folder as its plugin makes it when a run appears,
+  ``benchmarks/incumbent_reference.py --run-loader DIR``: the plugin's file cache (``io.Cache``: a
+  ``multiprocessing`` manager process) and ``RunLoader.load()`` (a *spawned* process per worker file that
+  parses it, generates the views and the distributed data and sends them back through a queue; then the
+  spans' distributed profiles). On the V100 file (2 cores, 2026-11-30): imports 0.25 s, the cache 0.27 s,
+  ``load()`` 2.75 s, the rest exit;
+- ``incumbent_files``: only the two calls that ``RunLoader._process_data`` makes on one file, in one
+  process (``incumbent_reference.py --child``: ``RunProfileData.parse``, ``RunGenerator.generate_run_profile``;
+  no spawned process, queue, distributed data or cache): the incumbent's parse and views alone, a lower
+  bound of what its users wait for (about 0.6x ``incumbent``);
+- ``hta``: ``TraceAnalysis(trace_dir=DIR)`` and ``get_temporal_breakdown()`` (HTA reads every trace of a
+  folder as one rank each; the breakdown is its nearest answer to the report's Overview).
 
 Before timing, tb_plugin is byte-compiled (as ``pip install`` does for the peers; this machine sets
 PYTHONDONTWRITEBYTECODE) and each tool runs once untimed (warm OS file cache). The runs then take turns
@@ -28,9 +37,9 @@ and median wall seconds, CPU seconds (user + system, less sensitive to a shared 
 
 ``--baseline COMMIT`` times this repo's tb_plugin at COMMIT too (tool ``baseline``), in the same turns.
 
-Last line: ``kinetoscope_s= incumbent_s= hta_s= over_incumbent= over_hta= over_incumbent_median=
-over_hta_median=`` (best wall times and their ratios, then the medians' ratios; with ``--baseline``,
-also ``baseline_s=`` and the baseline's ratios).
+Last line: ``kinetoscope_s= incumbent_s= incumbent_files_s= hta_s= over_incumbent= over_incumbent_files=
+over_hta= over_incumbent_median= over_incumbent_files_median= over_hta_median=`` (best wall times and their
+ratios, then the medians' ratios; with ``--baseline``, also ``baseline_s=`` and the baseline's ratios).
 """
 
 from __future__ import annotations
@@ -48,9 +57,12 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(os.path.dirname(REPO), "shared", "samples")
 DEFAULT_TRACE = os.path.join(SAMPLES, "kineto", "resnet50_num_workers_0", "worker0.1623143089861.pt.trace.json.gz")
-TOOLS = ("kinetoscope", "incumbent", "hta", "baseline")
+TOOLS = ("kinetoscope", "incumbent", "incumbent_files", "hta", "baseline")
 KINETOSCOPE_VENV = "/work/venv-kinetoscope/bin/python"  # setup.py's install_requires only, like the peers' venvs
-HTA_LOAD = "import sys\nfrom hta.trace_analysis import TraceAnalysis\nTraceAnalysis(trace_dir=sys.argv[1])\n"
+HTA_LOAD = (
+    "import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
+    "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n"
+)
 
 
 def measure(cmd: list[str], env: dict, cwd: str, out_path: str) -> dict:
@@ -75,8 +87,10 @@ def commands(tool: str, folder: str, trace: str, args, tmp: str) -> tuple[list[s
         env["KINETOSCOPE_CACHE_DIR"] = tempfile.mkdtemp(dir=tmp, prefix="cache-")  # empty: cold
         cwd = REPO if tool == "kinetoscope" else args.baseline_dir  # python -m imports tb_plugin from there
         return [args.kinetoscope_python, "-m", "tb_plugin.cli", "report", folder, "--json"], env, cwd
+    script = os.path.join(REPO, "benchmarks", "incumbent_reference.py")
     if tool == "incumbent":
-        script = os.path.join(REPO, "benchmarks", "incumbent_reference.py")
+        return [args.incumbent_python, script, "--run-loader", folder], env, REPO
+    if tool == "incumbent_files":
         return [args.incumbent_python, script, "--child", trace, os.path.join(tmp, "incumbent.json")], env, REPO
     return [args.hta_python, "-c", HTA_LOAD, folder], env, REPO
 
@@ -120,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--incumbent-python", default="/work/venv-incumbent/bin/python")
     parser.add_argument("--hta-python", default="/work/venv-hta/bin/python")
-    parser.add_argument("--tools", default=",".join(TOOLS[:3]), help="comma-separated subset of " + ",".join(TOOLS[:3]))
+    parser.add_argument("--tools", default=",".join(TOOLS[:4]), help="comma-separated subset of " + ",".join(TOOLS[:4]))
     parser.add_argument(
         "--baseline",
         metavar="COMMIT",
@@ -129,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     args.tools = [t for t in args.tools.split(",") if t]
-    if set(args.tools) - set(TOOLS[:3]) or "kinetoscope" not in args.tools:
-        parser.error(f"--tools: kinetoscope and any of {', '.join(TOOLS[1:3])}")
+    if set(args.tools) - set(TOOLS[:4]) or "kinetoscope" not in args.tools:
+        parser.error(f"--tools: kinetoscope and any of {', '.join(TOOLS[1:4])}")
     compileall.compile_dir(os.path.join(REPO, "tb_plugin"), quiet=1)
     base_tmp = tempfile.TemporaryDirectory(prefix="kinetoscope-bench-base-")
     if args.baseline:
@@ -159,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 best[tool].append(min(walls))
                 med[tool].append(statistics.median(walls))
                 print(
-                    f"  {tool:<12} wall best {min(walls):6.2f} s  median {statistics.median(walls):6.2f} s"
+                    f"  {tool:<15} wall best {min(walls):6.2f} s  median {statistics.median(walls):6.2f} s"
                     f"   cpu best {min(cpus):6.2f} s  median {statistics.median(cpus):6.2f} s"
                     f"   peak RSS {rss:5.0f} MB   ({len(walls)} runs)",
                     flush=True,

@@ -244,6 +244,22 @@ def incumbent_profile(path):
     return data, profile, trace_json, seconds
 
 
+def load_run(folder):
+    """The incumbent's whole load of one run folder, as its plugin does it when the run appears: the
+    plugin's file cache (``io.Cache``, which starts a ``multiprocessing`` manager process), then
+    ``RunLoader.load()`` (a spawned process per worker file that parses it, generates the views and
+    the distributed data and sends them back through a queue; then the spans' distributed profiles).
+    Returns {(worker, span): profile class name}; raises when a file of the folder gave no profile."""
+    from torch_tb_profiler import io
+    from torch_tb_profiler.profiler.loader import RunLoader
+
+    run = RunLoader(os.path.basename(os.path.normpath(folder)), folder, io.Cache()).load()
+    profiles = {key: type(profile).__name__ for key, profile in run.profiles.items()}
+    if not any(name == "RunProfile" for name in profiles.values()):
+        raise RuntimeError(f"the incumbent loaded no profile from {folder}: {profiles}")
+    return profiles
+
+
 def child_main(path, result_path):
     try:
         result = load_one(path)
@@ -386,8 +402,17 @@ def main():
         help="load each file N times (each in a fresh process) and keep the fastest run's timing",
     )
     ap.add_argument("--child", nargs=2, metavar=("PATH", "RESULT"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--run-loader",
+        metavar="FOLDER",
+        help="load FOLDER as the incumbent's plugin does (io.Cache, RunLoader.load) and exit: "
+        "bench_peers.py times this whole process",
+    )
     args = ap.parse_args()
 
+    if args.run_loader:
+        print(load_run(args.run_loader), file=sys.stderr)
+        return 0
     if args.child:
         child_main(*args.child)
         return 0
