@@ -142,7 +142,7 @@ class ArtifactStore:
         if waiting:
             keep_spare(self, again=waiting > 1)  # (more than one: the next spare starts beside each read)
             if self._listed:  # a snapshot awaits its first read: what that read imports, imported now
-                _import_snapshot_load(cached=self._cache is not None)
+                _import_snapshot_load()
         else:
             end_spare(self)
 
@@ -209,7 +209,6 @@ class ArtifactStore:
 
     def _load_artifact(self, art: ArtifactState) -> None:
         from ..artifacts.early import drop as drop_early
-        from ..artifacts.early import has_child
         from ..artifacts.isolated import SnapshotError
         from ..artifacts.memory_html import MAX_HTML_BYTES, MemoryHtmlError, extract_png
         from ..artifacts.memprofiler import MemProfilerError
@@ -236,8 +235,6 @@ class ArtifactStore:
                     got = self._cache.get_blob(url, entry.version, "snapshot-summary") if snap is not None else None
                     summary = got[0].get("summary") if got and got[0].get("analysis") == ANALYSIS_VERSION else None
                 writing = None
-                if snap is None and self._cache is not None and is_local_fs(fs) and has_child(entry.path):
-                    _import_cache_write()  # (a reader child started early reads the file meanwhile)
                 if snap is None:  # bounded like a trace (a sparse 2 GiB file is refused, not read whole)
                     snap = self._read_snapshot(fs, entry)
                     if self._cache is not None:  # written while the summary is computed (both release the GIL)
@@ -442,19 +439,10 @@ class ArtifactStore:
             self.load_artifact(art)
 
 
-def _import_snapshot_load(cached: bool) -> None:
+def _import_snapshot_load() -> None:
     """Import what a snapshot's first load imports beyond the listing's (the reader's parent side, the
-    views and their analyses: ~9 ms of CPU; ``cached``: the parse cache's write, :func:`_import_cache_write`),
-    while the process waits for that load: a live server's, MCP server's or notebook's first snapshot
-    request then does not pay them."""
+    views and their analyses: ~9 ms of CPU) while the process waits for that load: a live server's, MCP
+    server's or notebook's first snapshot request then does not pay them. (The parse cache's write imports
+    nothing more: its array files need no ``zipfile``.)"""
     from ..artifacts import snapshot  # noqa: F401
     from . import artifact_views  # noqa: F401
-
-    if cached:
-        _import_cache_write()
-
-
-def _import_cache_write() -> None:
-    """Import what the first parse-cache write imports (``np.savez``'s ``zipfile``: ~4 ms of CPU, in the
-    writer thread beside the first summary otherwise)."""
-    import zipfile  # noqa: F401

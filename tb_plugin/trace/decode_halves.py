@@ -35,10 +35,11 @@ from .joined import OneValuePickler
 # (~10 ms) would take most of what the second core saves on a small file.
 HALVES_FROM_EVENTS = 20_000
 # The share of the batches this process decodes: it also merges the child's and its first batches cost
-# more (the interning tables are filled then). The 35 MB V100 sample's 31 batches, CPU of this process
-# from the fork to the answer against the child's (medians of 6, load 3.2): 15 here 0.282 / 0.235 s,
-# 14 here 0.265 / 0.250 s, 13 here 0.262 / 0.265 s.
-PARENT_SHARE = 0.46
+# more (the interning tables are filled then), but the child's answer (pickled, sent, its exit) follows its
+# last batch. The 35 MB V100 sample's 31 batches on an idle second core (five cold reports each, 13:00 UTC
+# on 2026-11-30, load 0.5-1): 14 here, this process waited 8.5-23.3 ms for the answer; 15 here, 6.7-13.3 ms
+# and the decode ended ~10 ms sooner; 16 here, 7.0-11.0 ms, but this process's own share was the longer.
+PARENT_SHARE = 0.5
 
 
 def wanted(events: int) -> bool:
