@@ -14,6 +14,7 @@ import ctypes
 import gc
 import os
 import sys
+from collections.abc import Iterator
 
 _trim = _mallopt = None
 if sys.platform.startswith("linux"):
@@ -121,7 +122,7 @@ _step_items = 0  # the trace's events and memory events while trimmed_steps is o
 
 
 @contextlib.contextmanager
-def trimmed_steps(trace_items: int):
+def trimmed_steps(trace_items: int) -> Iterator[None]:
     """Within it, :func:`release_after_step` gives freed heap pages back (for a trace of
     ``trace_items`` events and memory events, from :data:`STEP_TRIM_ABOVE_ITEMS` on); the setting
     before it is restored at its end."""
