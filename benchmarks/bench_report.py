@@ -2,7 +2,8 @@
 
     python benchmarks/bench_report.py TRACE [--repeat 1]
 
-Each measurement runs in its own process (peak RSS is that process's ``VmHWM``):
+Each measurement runs in its own process (peak RSS is that process's ``VmHWM``; a cold report's line
+also gives the largest peak of the processes it forked, its section child's, which may be higher):
 
 - ``floor``: read the file (gunzip if needed) and ``orjson.loads`` it: what any JSON reader pays;
 - ``cold``: ``kinetoscope report --json`` on the trace's folder with an empty parse cache;
@@ -58,7 +59,8 @@ finally:
     sys.stdout = stdout
 import resource
 cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
-print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": cpu, "rss_mb": hwm_mb(), "code": code, "bytes": len(out.getvalue())}))
+child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KB: its forked children's largest peak
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": cpu, "rss_mb": hwm_mb(), "child_rss_mb": child, "code": code, "bytes": len(out.getvalue())}))
 """
 )
 
@@ -69,22 +71,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each case; the fastest counts")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor (it holds the whole document)")
     parser.add_argument("--baseline", help="a smaller trace whose cold report is measured first, in this run")
+    parser.add_argument("--repo", default=REPO, help="the checkout whose tb_plugin is measured (default: this one)")
     args = parser.parse_args(argv)
     base = None
     if args.baseline:
-        base = _measure(args.baseline, args.repeat, ("cold",))["cold"]  # as many runs as the trace: fastest vs fastest
+        # as many runs as the trace: fastest vs fastest
+        base = _measure(args.baseline, args.repeat, ("cold",), args.repo)["cold"]
         print(
             f"baseline cold: {base['seconds']:.2f} s, CPU {base['cpu_s']:.2f} s, peak RSS {base['rss_mb']:.0f} MB"
             f" ({args.baseline}; load {_load()})"
         )
     cases = ("cold", "warm") if args.no_floor else ("floor", "cold", "warm")
-    best = _measure(args.trace, args.repeat, cases)
+    best = _measure(args.trace, args.repeat, cases, args.repo)
     for name in cases:
         r = best[name]
         print(
             f"{name}: {r['seconds']:.2f} s"
             + (f", CPU {r['cpu_s']:.2f} s" if "cpu_s" in r else "")
             + f", peak RSS {r['rss_mb']:.0f} MB"
+            + (f" (its largest child {r['child_rss_mb']:.0f} MB)" if "child_rss_mb" in r else "")
             + (f", exit {r['code']}, {r['bytes']} bytes of JSON" if "code" in r else "")
         )
     c, w = best["cold"]["seconds"], best["warm"]["seconds"]
@@ -96,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if "floor" in best:
         line += f"cold_over_floor={c / f:.2f} "
     line += f"warm_over_cold={w / c:.3f} peak_rss_mb={best['cold']['rss_mb']:.0f}"
+    line += f" child_peak_rss_mb={best['cold']['child_rss_mb']:.0f}"
     if base is not None:
         line += f" baseline_cold_s={base['seconds']:.2f} cold_over_baseline={c / base['seconds']:.2f}"
         line += f" cold_cpu_s={best['cold']['cpu_s']:.2f} baseline_cold_cpu_s={base['cpu_s']:.2f}"
@@ -110,8 +116,9 @@ def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def _measure(trace_path: str, repeat: int, cases: tuple) -> dict[str, dict]:
-    """The fastest of ``repeat`` runs of each case on ``trace_path``, hard-linked into a fresh folder."""
+def _measure(trace_path: str, repeat: int, cases: tuple, repo: str = REPO) -> dict[str, dict]:
+    """The fastest of ``repeat`` runs of each case on ``trace_path``, hard-linked into a fresh folder,
+    with ``repo``'s tb_plugin."""
     with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-report-") as tmp:
         run_dir = os.path.join(tmp, "run")
         os.mkdir(run_dir)
@@ -129,7 +136,7 @@ def _measure(trace_path: str, repeat: int, cases: tuple) -> dict[str, dict]:
             for name, script in (("floor", FLOOR), ("cold", REPORT), ("warm", REPORT)):
                 if name not in cases:
                     continue
-                got = run_child(script, [trace, REPO], env=env)
+                got = run_child(script, [trace, os.path.abspath(repo)], env=env)
                 if name not in best or got["seconds"] < best[name]["seconds"]:
                     best[name] = got
     return best

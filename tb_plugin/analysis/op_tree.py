@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from ..trace.categories import Kind
+from ..trace.heap import release_after_step
 from ..trace.model import Trace
 from ..trace.sparse import row_dtype
 
@@ -280,6 +281,7 @@ def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> N
         anc = parent[anc]
         keep = anc >= 0
         todo, anc = todo[keep], anc[keep]
+        release_after_step()  # (each pass's arrays are shorter than the last's: their pages are rarely reused)
     del todo, anc, inside
     has_parent = np.flatnonzero(parent[rows] >= 0)
     levels = depth[has_parent]
@@ -293,3 +295,4 @@ def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> N
         up = parent[sel]  # gathered once for all the arrays
         for arr in arrays:
             np.add.at(arr, up, arr[sel])
+        release_after_step()  # the level's gathers (sizes differ per level: freed, rarely reused)

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .heap import release_after_step
 from .uniques import unique_values
 
 #: Duration-event columns: name → dtype. The on-disk cache stores exactly these.
@@ -233,6 +234,7 @@ class Trace:
             return self.derived[key]
         except KeyError:
             value = self.derived[key] = make()
+            release_after_step()  # make's temporaries (a large trace's sections: trace/heap.trimmed_steps)
             return value
 
     def string(self, index: int) -> str | None:

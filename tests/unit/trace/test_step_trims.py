@@ -1,0 +1,84 @@
+"""The steps inside a very large trace's sections give freed heap pages back (trace/heap.trimmed_steps):
+only inside ``trimmed_steps`` of at least STEP_TRIM_ABOVE_ITEMS events, after a memo is made (not when
+it is read back) and after each pass and level of op_tree.roll_up, whose sums stay the same; the
+report's sections open it with ``trim`` (this process), never in the section child (``trim=False``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tb_plugin.analysis import op_tree as ot
+from tb_plugin.registry import report as report_mod
+from tb_plugin.trace import heap
+from tb_plugin.trace.decode import decode_trace
+
+BIG = heap.STEP_TRIM_ABOVE_ITEMS
+
+
+@pytest.fixture
+def trims(monkeypatch):
+    """The malloc_trim calls made (heap._trim recorded, not called)."""
+    asked: list[int] = []
+    monkeypatch.setattr(heap, "_trim", lambda pad: asked.append(pad) or 1)
+    return asked
+
+
+def test_steps_trim_only_inside_for_very_large_traces(trims):
+    assert heap.release_after_step() is False and trims == []  # outside: nothing
+    with heap.trimmed_steps(BIG - 1):
+        assert heap.release_after_step() is False and trims == []
+    with heap.trimmed_steps(BIG):
+        assert heap.release_after_step() is True and trims == [0]
+        with heap.trimmed_steps(0):  # (the section child's) nested: off, then the outer setting again
+            assert heap.release_after_step() is False
+        assert heap.release_after_step() is True and trims == [0, 0]
+    assert heap.release_after_step() is False and trims == [0, 0]
+
+
+def test_the_setting_is_restored_after_an_error(trims):
+    with pytest.raises(ValueError), heap.trimmed_steps(BIG):
+        raise ValueError
+    assert heap.release_after_step() is False and trims == []
+
+
+def _trace():
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(5)]
+    return decode_trace(json.dumps({"traceEvents": events}).encode())
+
+
+def test_a_memo_made_trims_and_a_memo_read_does_not(trims):
+    trace = _trace()
+    with heap.trimmed_steps(BIG):
+        assert trace.memo("k", lambda: 7) == 7 and trims == [0]
+        assert trace.memo("k", lambda: 8) == 7 and trims == [0]  # kept: nothing made, nothing freed
+    assert trace.memo("k2", lambda: 9) == 9 and trims == [0]  # outside the sections' steps
+
+
+def test_roll_up_trims_each_pass_and_level_and_sums_the_same(trims):
+    """A chain 0 <- 1 <- 2 <- 3 and a second root 4 <- 5: sums as without the trims (every row's
+    subtree), one trim per climbing pass and per level inside trimmed_steps, none outside."""
+    parent = np.array([-1, 0, 1, 2, -1, 4])
+    rows = np.arange(6)
+    values = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    want = values.copy()
+    ot.roll_up([want], rows, parent)
+    assert trims == [] and want.tolist() == [15.0, 14.0, 12.0, 8.0, 48.0, 32.0]
+    got = values.copy()
+    with heap.trimmed_steps(BIG):
+        ot.roll_up([got], rows, parent)
+    assert got.tobytes() == want.tobytes()
+    assert len(trims) == 3 + 4  # three climbing passes (depths 1-3), then the levels 3, 2, 1 and 0
+
+
+def test_run_sections_trims_steps_only_where_it_trims_sections(monkeypatch, trims):
+    """This process's sections (trim) open trimmed_steps with the trace's items; the section child's
+    (trim=False) do not; after them the steps trim no more."""
+    monkeypatch.setattr(report_mod, "release_after", lambda items: False)  # (the sections' own trims)
+    inside = [("a", heap.release_after_step), ("b", heap.release_after_step)]
+    assert report_mod.run_sections(inside, BIG, trim=False) == {"a": False, "b": False} and trims == []
+    assert report_mod.run_sections(inside, BIG - 1) == {"a": False, "b": False} and trims == []
+    assert report_mod.run_sections(inside, BIG) == {"a": True, "b": True} and trims == [0, 0]
+    assert heap.release_after_step() is False
