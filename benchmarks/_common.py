@@ -41,12 +41,26 @@ def hwm_mb():
 """
 
 
-def run_child(script: str, args: list[str], env: dict | None = None, cwd: str | None = None) -> dict:
-    """Run ``python -c script *args`` in a fresh process (in ``cwd``); its last stdout line, parsed as JSON."""
-    out = subprocess.run(
-        [sys.executable, "-c", script, *args], env=env, check=True, capture_output=True, text=True, cwd=cwd
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def run_child(
+    script: str, args: list[str], env: dict | None = None, cwd: str | None = None, tree_memory: bool = False
+) -> dict:
+    """Run ``python -c script *args`` in a fresh process (in ``cwd``); its last stdout line, parsed as JSON.
+    With ``tree_memory``, also ``tree_pss_mb``: the peak of the anonymous memory the process and its
+    descendants held together (:class:`benchmarks.tree_memory.TreeMemory`)."""
+    cmd = [sys.executable, "-c", script, *args]
+    if not tree_memory:
+        out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, cwd=cwd)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    from benchmarks.tree_memory import TreeMemory
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    with TreeMemory(proc.pid) as tree:
+        stdout, stderr = proc.communicate()
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, stdout, stderr)
+    got = json.loads(stdout.strip().splitlines()[-1])
+    got["tree_pss_mb"] = tree.peak_mb
+    return got
 
 
 def print_figures(**figures: float | tuple[float, int]) -> None:

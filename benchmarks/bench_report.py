@@ -3,7 +3,10 @@
     python benchmarks/bench_report.py TRACE [--repeat 1]
 
 Each measurement runs in its own process (peak RSS is that process's ``VmHWM``; a cold report's line
-also gives the largest peak of the processes it forked, its section child's, which may be higher):
+also gives the largest peak of the processes it forked, its section child's, which may be higher, and
+the peak of the memory the whole process tree held at once: the summed anonymous PSS sampled every 50 ms
+from this process (``benchmarks/tree_memory.py``; a forked child's RSS counts the pages it shares with
+its parent, this counts each page once); ``--no-tree-memory`` leaves the sampling out):
 
 - ``floor``: read the file (gunzip if needed) and ``orjson.loads`` it: what any JSON reader pays;
 - ``cold``: ``kinetoscope report --json`` on the trace's folder with an empty parse cache;
@@ -72,17 +75,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-floor", action="store_true", help="skip the floor (it holds the whole document)")
     parser.add_argument("--baseline", help="a smaller trace whose cold report is measured first, in this run")
     parser.add_argument("--repo", default=REPO, help="the checkout whose tb_plugin is measured (default: this one)")
+    parser.add_argument(
+        "--no-tree-memory", action="store_true", help="do not sample the cold report's process tree's memory"
+    )
     args = parser.parse_args(argv)
     base = None
     if args.baseline:
         # as many runs as the trace: fastest vs fastest
-        base = _measure(args.baseline, args.repeat, ("cold",), args.repo)["cold"]
+        base = _measure(args.baseline, args.repeat, ("cold",), args.repo, not args.no_tree_memory)["cold"]
         print(
             f"baseline cold: {base['seconds']:.2f} s, CPU {base['cpu_s']:.2f} s, peak RSS {base['rss_mb']:.0f} MB"
             f" ({args.baseline}; load {_load()})"
         )
     cases = ("cold", "warm") if args.no_floor else ("floor", "cold", "warm")
-    best = _measure(args.trace, args.repeat, cases, args.repo)
+    best = _measure(args.trace, args.repeat, cases, args.repo, not args.no_tree_memory)
     for name in cases:
         r = best[name]
         print(
@@ -90,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             + (f", CPU {r['cpu_s']:.2f} s" if "cpu_s" in r else "")
             + f", peak RSS {r['rss_mb']:.0f} MB"
             + (f" (its largest child {r['child_rss_mb']:.0f} MB)" if "child_rss_mb" in r else "")
+            + (f", the process tree's memory {r['tree_pss_mb']:.0f} MB" if "tree_pss_mb" in r else "")
             + (f", exit {r['code']}, {r['bytes']} bytes of JSON" if "code" in r else "")
         )
     c, w = best["cold"]["seconds"], best["warm"]["seconds"]
@@ -102,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         line += f"cold_over_floor={c / f:.2f} "
     line += f"warm_over_cold={w / c:.3f} peak_rss_mb={best['cold']['rss_mb']:.0f}"
     line += f" child_peak_rss_mb={best['cold']['child_rss_mb']:.0f}"
+    if "tree_pss_mb" in best["cold"]:
+        line += f" tree_peak_mb={best['cold']['tree_pss_mb']:.0f}"
     if base is not None:
         line += f" baseline_cold_s={base['seconds']:.2f} cold_over_baseline={c / base['seconds']:.2f}"
         line += f" cold_cpu_s={best['cold']['cpu_s']:.2f} baseline_cold_cpu_s={base['cpu_s']:.2f}"
@@ -116,9 +125,9 @@ def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def _measure(trace_path: str, repeat: int, cases: tuple, repo: str = REPO) -> dict[str, dict]:
+def _measure(trace_path: str, repeat: int, cases: tuple, repo: str = REPO, tree: bool = True) -> dict[str, dict]:
     """The fastest of ``repeat`` runs of each case on ``trace_path``, hard-linked into a fresh folder,
-    with ``repo``'s tb_plugin."""
+    with ``repo``'s tb_plugin; with ``tree``, the cold runs' process tree's memory sampled too."""
     with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-report-") as tmp:
         run_dir = os.path.join(tmp, "run")
         os.mkdir(run_dir)
@@ -136,7 +145,7 @@ def _measure(trace_path: str, repeat: int, cases: tuple, repo: str = REPO) -> di
             for name, script in (("floor", FLOOR), ("cold", REPORT), ("warm", REPORT)):
                 if name not in cases:
                     continue
-                got = run_child(script, [trace, os.path.abspath(repo)], env=env)
+                got = run_child(script, [trace, os.path.abspath(repo)], env=env, tree_memory=tree and name == "cold")
                 if name not in best or got["seconds"] < best[name]["seconds"]:
                     best[name] = got
     return best
