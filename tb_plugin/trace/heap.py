@@ -10,6 +10,7 @@ cyclic collector from walking the decoder's many short-lived objects.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import ctypes
 import gc
 import os
@@ -118,26 +119,27 @@ def collect_and_release_after(trace_items: int) -> bool:
 # at their free; tune_allocator keeps them on the heap instead). Freed but not reused within a section they
 # stayed resident: a 4.5 GB trace's operators section peaked with ~0.4 GB of them, its memory section ~0.2 GB.
 STEP_TRIM_ABOVE_ITEMS = 4_000_000
-_step_items = 0  # the trace's events and memory events while trimmed_steps is open, else 0
+# The trace's events and memory events while trimmed_steps is open, else 0. A context variable, so that a
+# server's threads (each its own context) never see another's setting, and each exit restores its own.
+_step_items: contextvars.ContextVar[int] = contextvars.ContextVar("step_items", default=0)
 
 
 @contextlib.contextmanager
 def trimmed_steps(trace_items: int) -> Iterator[None]:
-    """Within it, :func:`release_after_step` gives freed heap pages back (for a trace of
-    ``trace_items`` events and memory events, from :data:`STEP_TRIM_ABOVE_ITEMS` on); the setting
+    """Within it (in this thread), :func:`release_after_step` gives freed heap pages back (for a trace
+    of ``trace_items`` events and memory events, from :data:`STEP_TRIM_ABOVE_ITEMS` on); the setting
     before it is restored at its end."""
-    global _step_items
-    before, _step_items = _step_items, trace_items
+    token = _step_items.set(trace_items)
     try:
         yield
     finally:
-        _step_items = before
+        _step_items.reset(token)
 
 
 def release_after_step() -> bool:
     """:func:`release_freed_memory` after one step of an analysis inside :func:`trimmed_steps` of a trace
     of at least :data:`STEP_TRIM_ABOVE_ITEMS` events; else nothing (False)."""
-    return release_freed_memory() if _step_items >= STEP_TRIM_ABOVE_ITEMS else False
+    return release_freed_memory() if _step_items.get() >= STEP_TRIM_ABOVE_ITEMS else False
 
 
 @contextlib.contextmanager

@@ -44,6 +44,37 @@ def test_the_setting_is_restored_after_an_error(trims):
     assert heap.release_after_step() is False and trims == []
 
 
+def test_another_thread_never_sees_the_setting_and_interleaved_exits_restore_their_own(trims):
+    """A server computes sections in several threads: one's trimmed_steps must not turn trims on (or, at its
+    exit, leave them on) in another."""
+    import threading
+
+    entered, leave_a, seen = threading.Event(), threading.Event(), []
+
+    def a():
+        with heap.trimmed_steps(BIG):
+            entered.set()
+            leave_a.wait(10)
+        seen.append(("a after", heap.release_after_step()))
+
+    ta = threading.Thread(target=a)
+    ta.start()
+    assert entered.wait(10)
+    seen.append(("main while a is inside", heap.release_after_step()))
+    with heap.trimmed_steps(BIG):  # entered while a's is open, left after a's exit
+        leave_a.set()
+        ta.join(10)
+        seen.append(("main inside", heap.release_after_step()))
+    seen.append(("main after", heap.release_after_step()))
+    assert sorted(seen) == [
+        ("a after", False),
+        ("main after", False),
+        ("main inside", True),
+        ("main while a is inside", False),
+    ]
+    assert trims == [0]
+
+
 def _trace():
     events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(5)]
     return decode_trace(json.dumps({"traceEvents": events}).encode())
