@@ -249,14 +249,21 @@ def load_run(folder):
     plugin's file cache (``io.Cache``, which starts a ``multiprocessing`` manager process), then
     ``RunLoader.load()`` (a spawned process per worker file that parses it, generates the views and
     the distributed data and sends them back through a queue; then the spans' distributed profiles).
-    Returns {(worker, span): profile class name}; raises when a file of the folder gave no profile."""
-    from torch_tb_profiler import io
+    Returns {(worker, span): profile class name}; raises when a file the loader picks gave no profile
+    (a file that fails is only logged by the loader, and left out of the run)."""
+    from torch_tb_profiler import consts, io
     from torch_tb_profiler.profiler.loader import RunLoader
 
+    picked = [
+        f for f in os.listdir(folder) if consts.WORKER_PATTERN.match(f) and os.path.isfile(os.path.join(folder, f))
+    ]
     run = RunLoader(os.path.basename(os.path.normpath(folder)), folder, io.Cache()).load()
     profiles = {key: type(profile).__name__ for key, profile in run.profiles.items()}
-    if not any(name == "RunProfile" for name in profiles.values()):
-        raise RuntimeError(f"the incumbent loaded no profile from {folder}: {profiles}")
+    loaded = sum(name == "RunProfile" for name in profiles.values())
+    if not picked or loaded != len(picked):
+        raise RuntimeError(
+            f"the incumbent loaded {loaded} profiles from {len(picked)} trace files in {folder}: {profiles}"
+        )
     return profiles
 
 

@@ -48,16 +48,12 @@ class TreeMemory:
     def __init__(self, pid: int, interval: float = 0.05) -> None:
         self.pid, self.interval = pid, interval
         self.peak_mb = 0.0
-        self.processes_at_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pids = _descendants(self.pid)
-            total = sum(anon_pss_mb(p) for p in pids)
-            if total > self.peak_mb:
-                self.peak_mb, self.processes_at_peak = total, len(pids)
+            self.peak_mb = max(self.peak_mb, sum(anon_pss_mb(p) for p in _descendants(self.pid)))
             self._stop.wait(self.interval)
 
     def __enter__(self) -> TreeMemory:
