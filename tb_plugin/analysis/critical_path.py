@@ -70,6 +70,7 @@ A run of nodes that hand the walk to their stream predecessor is walked in one n
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -84,7 +85,18 @@ from .critical_path_chain import CPU, KERNEL, WAIT, Walk
 from .critical_path_edges import linked_threads, wait_edges
 from .critical_path_runs import stream_steps, walk_run
 from .graph_capture import replay_source
-from .host_tiles import ANNOTATION, ANNOTATION_SUFFIX, LEAF, UNTRACED, UNTRACED_NAME, context, host_tiles
+from .critical_path_groups import GROUP_HOST_EVENTS, step_groups, walks_stay_behind
+from .host_tiles import (
+    ANNOTATION,
+    ANNOTATION_SUFFIX,
+    LEAF,
+    NOT_ANNOTATION_KINDS,
+    UNTRACED,
+    UNTRACED_NAME,
+    Tiles,
+    context,
+    host_tiles,
+)
 from .op_tree import op_tree
 from .steps import compute_steps
 
@@ -100,7 +112,7 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     ``end``, ``name``, ``row``, ``chain`` per communication kernel, None outside every step) and
     ``truncated``."""
     offset = shared_origin(trace, 0.0)[0]
-    g = RankGraph(trace, np.asarray(comm_rows, dtype=np.int64))
+    g = RankGraph(trace, np.asarray(comm_rows, dtype=np.int64), host_side=False)
     steps = compute_steps(trace)
     out_steps = []
     chains: list = [None] * len(g.comm_rows)
@@ -117,12 +129,20 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
     # step's memo holds its folded chains, which hold their walks, which hold the memo) is broken at
     # the step's end, so reference counting frees each step's walks there
     with gc_paused():
-        for k, (name, lo, hi) in enumerate(zip(steps.names, steps.start.tolist(), steps.end.tolist())):
-            g.memo = {}  # chains of one step share their tails (the same lower bound)
-            out_steps.append({"step": name, "start": lo, "end": hi, "chain": g.from_end(lo, hi).summary(g.context)})
-            for c in members[bounds[k] : bounds[k + 1]]:
-                chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary(g.context)
-            g.memo.clear()
+        # the host side a group of steps at a time (analysis.critical_path_groups): a group's walks read
+        # its host events only
+        starts, ends = steps.start.tolist(), steps.end.tolist()
+        for k0, k1, rows in g.groups(steps.start, steps.end):
+            g.set_host(rows)
+            del rows
+            for k in range(k0, k1):
+                lo, hi = starts[k], ends[k]
+                g.memo = {}  # chains of one step share their tails (the same lower bound)
+                chain = g.from_end(lo, hi).summary(g.context)
+                out_steps.append({"step": steps.names[k], "start": lo, "end": hi, "chain": chain})
+                for c in members[bounds[k] : bounds[k + 1]]:
+                    chains[c] = g.from_kernel(int(g.comm_dev[c]), lo).summary(g.context)
+                g.memo.clear()
     ev = trace.events
     rows = g.comm_rows
     comm = {
@@ -138,7 +158,8 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
 class RankGraph:
     """One rank's nodes: device work by stream, host threads' tiles and waiting syncs."""
 
-    def __init__(self, trace: Trace, comm_rows: np.ndarray):
+    def __init__(self, trace: Trace, comm_rows: np.ndarray, host_side: bool = True):
+        """``host_side``: the whole trace's host side made here (else by :meth:`set_host`, a group at a time)."""
         ev = trace.events
         self.trace, self.visits = trace, 0
         self.memo: dict = {}
@@ -167,57 +188,54 @@ class RankGraph:
         self.launch = launch
         thread_key = _ThreadKeys(ev)  # a row's thread key, computed for the rows asked (no full column)
         self.thread_key = thread_key
-        # host threads: leaf tiles (not ProfilerStep#; analysis.host_tiles), the blocking calls that
-        # waited (analysis.blocking) and the joins with linked threads (autograd)
-        host = np.flatnonzero(np.isin(kind, HOST_WORK_KINDS + LAUNCH_KINDS) & finite)
+        # host threads: leaf tiles (not ProfilerStep#; analysis.host_tiles, made a group of steps at a time:
+        # set_host), the blocking calls that waited (analysis.blocking) and the joins with linked threads
+        host = np.isin(kind, HOST_WORK_KINDS + LAUNCH_KINDS) & finite
+        del finite
         step_ids = trace.name_mask(lambda s: s.startswith(PROFILER_STEP_PREFIX))
-        marker = host[step_ids[host]] if len(host) else host
-        host = host[~step_ids[host]] if len(host) else host
-        self.threads: dict[int, list[np.ndarray]] = {}
+        marker = np.flatnonzero(host & step_ids)
+        host &= ~step_ids
+        self.host = host  # a mask per event: the rows the tiles are made of
         ends_order = np.argsort(self.te, kind="stable")
         sorted_ends = self.te[ends_order]
         self.ends_order, self.sorted_ends = ends_order, sorted_ends
         bc = blocking_calls(trace)
         held = (bc.kind != STREAM_WAIT) & np.isfinite(bc.waited_end_us)  # the calls that held a host thread
         b_rows, b_end, b_from = bc.rows[held], bc.waited_end_us[held], bc.blocked_from_us[held]
-        tiles = host_tiles(trace, host)
-        self.parent = tiles.parent
-        t_cuts = np.flatnonzero(np.diff(tiles.thread)) + 1 if len(tiles.thread) else np.zeros(0, np.int64)
-        t_first = np.r_[0, t_cuts] if len(tiles.thread) else t_cuts
-        t_bounds = np.r_[t_first, len(tiles.thread)]
-        leaf = tiles.what == LEAF
         b_key = thread_key[b_rows]
-        for lo_i, hi_i in zip(t_bounds[:-1].tolist(), t_bounds[1:].tolist()):  # one slice per thread
-            key = int(tiles.thread[lo_i])
+        # the threads that have tiles (a host event of positive length), decided over the whole trace, and
+        # those with events other than annotations (host_tiles keeps annotation tiles on the others only)
+        rows = np.flatnonzero(host)
+        keys = thread_key[rows]
+        self.known = unique_values(keys[ev.ts[rows] + ev.dur[rows] > ev.ts[rows]])
+        self.other_threads = unique_values(keys[np.isin(kind[rows], NOT_ANNOTATION_KINDS)])
+        del rows, keys
+        self.syncs: dict[int, list[np.ndarray]] = {}
+        for key in self.known.tolist():
             mine = b_key == key
             jump, call_start = b_end[mine], b_from[mine]
             k = np.searchsorted(sorted_ends, jump, side="left")  # the first node (device order) ending there
             waited = ends_order[np.minimum(k, len(ends_order) - 1)] if len(ends_order) else k
             o = np.argsort(jump, kind="stable")
-            sl = slice(lo_i, hi_i)
-            self.threads[key] = [
-                tiles.row[sl],
-                tiles.start[sl],
-                tiles.end[sl],
-                tiles.what[sl],
-                jump[o],
-                waited[o],
-                call_start[o],
-            ]
+            self.syncs[key] = [jump[o], waited[o], call_start[o]]
         # the thread the step's host chain follows: the one that launches or waits for device work
         # (the step marker's thread among them first, then the most launches); with no device work, the
         # step marker's thread, else the one with the most leaf-operator time. A thread that launches
         # nothing and waits for nothing is never chosen (a sleeping background thread).
+        known = set(self.known.tolist())
         launches = launch[launch >= 0]
         busy_keys = np.r_[thread_key[launches], b_key]
         marked = int(thread_key[marker[0]]) if len(marker) else None
+        tiles = None
         if len(busy_keys):
             uk, counts = np.unique(busy_keys, return_counts=True)
             ranked = uk[np.lexsort((uk, -counts))].tolist()
-            self.main = marked if marked in ranked else next((t for t in ranked if t in self.threads), None)
-        elif marked in self.threads:
+            self.main = marked if marked in ranked else next((t for t in ranked if t in known), None)
+        elif marked in known:
             self.main = marked
-        else:
+        else:  # leaf time counted over the whole trace's tiles: the trace is one group
+            tiles = host_tiles(trace, np.flatnonzero(host), self.other_threads)
+            leaf = tiles.what == LEAF
             leaf_us: np.ndarray | list = (
                 np.bincount(
                     np.searchsorted(unique_values(tiles.thread), tiles.thread),
@@ -227,15 +245,50 @@ class RankGraph:
                 else []
             )
             self.main = int(unique_values(tiles.thread)[int(np.argmax(leaf_us))]) if len(leaf_us) else None
-        self._joins(trace, thread_key)
+        self.pairs = self._linked(trace, thread_key)
         self._scalars(ev)
+        # one group when a step's walks could reach outside it (analysis.critical_path_groups)
+        waited = np.concatenate([v[1] for v in self.syncs.values()]) if self.syncs else np.zeros(0, np.int64)
+        jumps = np.concatenate([v[0] for v in self.syncs.values()]) if self.syncs else np.zeros(0)
+        self.whole = (
+            tiles is not None
+            or bool((self.source[dev] >= 0).any())
+            or not walks_stay_behind(self.ts, self.te, self._waits_on, waited, jumps)
+        )
+        self.threads: dict[int, list[np.ndarray]] = {}
+        self.parent = np.zeros(0, np.int64)
+        if tiles is not None or host_side:
+            self.set_host(np.flatnonzero(host), tiles)
 
-    def _joins(self, trace: Trace, thread_key: _ThreadKeys) -> None:
-        """Per thread, where it waited for a linked thread (see the module docstring): the ends of the
-        linked thread's leaf work inside this thread's blocked time (no leaf work of its own), each with
-        the end of that blocked time. Linked: the two threads of a ``fwdbwd`` flow (a forward operator
-        and its backward node on the autograd engine's thread), and, without flows, the threads running
-        ``autograd::engine::`` nodes with the main thread."""
+    def groups(self, start: np.ndarray, end: np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
+        """Groups of consecutive steps (``start``/``end`` µs) and their host rows
+        (:func:`analysis.critical_path_groups.step_groups`); one group when the trace must be one."""
+        ev = self.trace.events
+        budget = len(ev) + 1 if self.whole else GROUP_HOST_EVENTS
+        return step_groups(ev.ts, ev.dur, self.host, start, end, budget)
+
+    def set_host(self, rows: np.ndarray, tiles: Tiles | None = None) -> None:
+        """The host side made of the host events ``rows`` (all of them, or those of a group of steps):
+        each known thread's tiles (empty where it has none in ``rows``) with its blocking calls, the
+        joins, and the enclosing events (``parent``) for the segments' context."""
+        if tiles is None:
+            self.threads, self.parent = {}, np.zeros(0, np.int64)  # the last group's, freed first
+            tiles = host_tiles(self.trace, rows, self.other_threads)
+        self.parent = tiles.parent
+        t_cuts = np.flatnonzero(np.diff(tiles.thread)) + 1 if len(tiles.thread) else np.zeros(0, np.int64)
+        t_first = np.r_[0, t_cuts] if len(tiles.thread) else t_cuts
+        t_bounds = np.r_[t_first, len(tiles.thread)]
+        empty = [np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8)]
+        threads = {key: empty + self.syncs[key] for key in self.known.tolist()}
+        for lo_i, hi_i in zip(t_bounds[:-1].tolist(), t_bounds[1:].tolist()):  # one slice per thread
+            key = int(tiles.thread[lo_i])
+            sl = slice(lo_i, hi_i)
+            threads[key] = [tiles.row[sl], tiles.start[sl], tiles.end[sl], tiles.what[sl]] + self.syncs[key]
+        self.threads = threads
+        self._joins()
+
+    def _linked(self, trace: Trace, thread_key: _ThreadKeys) -> np.ndarray:
+        """The linked threads' key pairs, both ways (see :meth:`_joins`)."""
         pairs = linked_threads(trace)
         if not len(pairs) and self.main is not None:
             engine = trace.name_mask(lambda s: s.startswith("autograd::engine::"))
@@ -243,10 +296,17 @@ class RankGraph:
             pairs = np.array([(self.main, int(t)) for t in eng.tolist() if t != self.main], dtype=np.int64).reshape(
                 -1, 2
             )
-        pairs = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if len(pairs) else pairs
+        return np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if len(pairs) else pairs
+
+    def _joins(self) -> None:
+        """Per thread, where it waited for a linked thread (see the module docstring): the ends of the
+        linked thread's leaf work inside this thread's blocked time (no leaf work of its own), each with
+        the end of that blocked time. Linked: the two threads of a ``fwdbwd`` flow (a forward operator
+        and its backward node on the autograd engine's thread), and, without flows, the threads running
+        ``autograd::engine::`` nodes with the main thread."""
         for state in self.threads.values():
             state.extend([np.zeros(0), np.zeros(0, np.int64), np.zeros(0)])
-        for key, other in pairs.tolist():
+        for key, other in self.pairs.tolist():
             if key not in self.threads or other not in self.threads:
                 continue
             mine, theirs = self.threads[key], self.threads[other]
@@ -273,7 +333,7 @@ class RankGraph:
         n, L = len(self.dev), self.launch
         at = np.maximum(L, 0)
         key = self.thread_key[at] if n else np.zeros(0, np.int64)
-        known = (L >= 0) & np.isin(key, np.fromiter(self.threads, dtype=np.int64, count=len(self.threads)))
+        known = (L >= 0) & np.isin(key, self.known)
         launch_end = np.where(known, ev.ts[at] + ev.dur[at], -np.inf) if n else np.zeros(0)
         self._l_end, self._l_key = _scalar_view(launch_end), _scalar_view(key)
         k = np.searchsorted(self.sorted_ends, self.ts, side="right") - 1 if n else np.zeros(0, np.int64)

@@ -32,6 +32,7 @@ LEAF, PYTHON, UNTRACED, ANNOTATION = range(4)  # what a tile is (see the module 
 UNTRACED_NAME = "untraced host work"
 ANNOTATION_SUFFIX = " [annotation]"
 _LEAF_KINDS = (Kind.CPU_OP, Kind.RUNTIME, Kind.DRIVER)
+NOT_ANNOTATION_KINDS = _LEAF_KINDS + (Kind.PYTHON_FUNCTION,)  # a thread with one of these keeps no annotation tile
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,10 @@ class Tiles:
     )  # int32 (int64 from 2³¹ events) per event of the trace: its innermost enclosing host event (−1: none)
 
 
-def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
-    """Tiles of the host events ``rows`` (finite times, any order; see the module docstring)."""
+def host_tiles(trace: Trace, rows: np.ndarray, other_threads: np.ndarray | None = None) -> Tiles:
+    """Tiles of the host events ``rows`` (finite times, any order; see the module docstring).
+    ``other_threads``: the sorted thread keys that have events other than annotations, when ``rows`` are
+    part of a larger set that decides it (the critical path's rows of a few steps); default: from ``rows``."""
     ev = trace.events
     parent_all: np.ndarray = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     thread = ev.pid[rows].astype(np.int64) * (1 << 32) + ev.tid[rows].astype(np.int64)
@@ -119,9 +122,11 @@ def host_tiles(trace: Trace, rows: np.ndarray) -> Tiles:
     kind = ev.kind[rows[cand]]
     what = np.where(np.isin(kind, _LEAF_KINDS), LEAF, np.where(kind == Kind.PYTHON_FUNCTION, PYTHON, UNTRACED))
     # a thread with annotations only keeps them (nothing else names its time)
-    has_other = np.isin(ev.kind[rows], _LEAF_KINDS + (Kind.PYTHON_FUNCTION,))
-    threads_with_other = unique_values(tix[has_other])
-    only_ann = ~np.isin(p_thr, threads_with_other)
+    if other_threads is None:
+        has_other = np.isin(ev.kind[rows], NOT_ANNOTATION_KINDS)
+        only_ann = ~np.isin(p_thr, unique_values(tix[has_other]))
+    else:
+        only_ann = ~np.isin(keys[p_thr], other_threads)
     what = np.where(only_ann & (what == UNTRACED), ANNOTATION, what).astype(np.int8)
     return Tiles(keys[p_thr], rows[cand], lo, hi, what, parent_all)
 

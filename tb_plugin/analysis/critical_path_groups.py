@@ -1,0 +1,64 @@
+"""The critical path's host side built a few steps at a time (:mod:`analysis.critical_path`), so that its
+memory grows with a group of steps, not with the trace.
+
+A step's walks never leave ``[step start, step end]`` and never go forward in time (where a trace could
+make them, :func:`walks_stay_behind` says so and the trace is one group). So the host tiles, joins and
+enclosing events that a walk of a step reads are those of the host events overlapping the step: built
+over the host events that overlap a **group** of consecutive steps, they give the same segments inside
+the group's window ``[first start, latest end]`` as built over the whole trace (a tile that reaches past
+the window is cut differently there, where no walk of the group reads it). The device side and what is
+decided over the whole trace (the main thread, the threads that have tiles, linked threads, the blocking
+calls) stay global. Steps are grouped by the host events that start inside them: at most
+:data:`GROUP_HOST_EVENTS` per group (and at least one step); a trace with fewer is one group, all its
+host events, as before the groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+GROUP_HOST_EVENTS = 1_000_000  # host events that start inside one group's steps (a group holds ≥ 1 step)
+
+
+def step_groups(
+    ts: np.ndarray, dur: np.ndarray, host: np.ndarray, start: np.ndarray, end: np.ndarray, budget: int
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Per group of consecutive steps ``[k0, k1)`` (``start``/``end``: the steps' bounds in µs, by start),
+    the rows of the host events (``host``: a mask per event) that overlap its window (``ts``/``dur``: the
+    events' µs); one group of every host event when they are at most ``budget`` or there are no steps.
+    Made one group at a time (the rows of one group held at once)."""
+    n = len(start)
+    count = int(np.count_nonzero(host))
+    if count <= budget or n < 2:
+        yield 0, n, np.flatnonzero(host)
+        return
+    which = np.searchsorted(start, ts[host], side="right") - 1  # the step each host event starts in
+    per_step = np.bincount(which[which >= 0], minlength=n)
+    del which
+    before = np.cumsum(per_step) - per_step  # host events starting in the earlier steps
+    group = before // max(budget, 1)
+    cuts = np.r_[0, np.flatnonzero(np.diff(group)) + 1, n].tolist()
+    if len(cuts) == 2:
+        yield 0, n, np.flatnonzero(host)
+        return
+    for k0, k1 in zip(cuts[:-1], cuts[1:]):
+        lo, hi = float(start[k0]), float(np.max(end[k0:k1]))
+        inside = host & (ts <= hi)
+        inside &= ts + dur >= lo  # the same sum as the tiles' ends
+        yield k0, k1, np.flatnonzero(inside)
+
+
+def walks_stay_behind(ts: np.ndarray, te: np.ndarray, waits_on: np.ndarray, waited: np.ndarray, jump: np.ndarray) -> bool:
+    """Whether no walk can reach a time later than where it stands (then a step's walks stay inside the
+    step): every device node ends at or after its start, every recorded wait is on work that starts no
+    later than the waiting node, and every blocking call's waited node starts no later than the call's
+    jump. Device nodes in device order (``ts``/``te`` µs, ``waits_on``: −1 none); ``waited``/``jump``: the
+    blocking calls' nodes and times."""
+    if (te < ts).any():
+        return False
+    w = np.flatnonzero(waits_on >= 0)
+    if len(w) and (ts[waits_on[w]] > ts[w]).any():
+        return False
+    return not (len(waited) and (ts[waited] > jump).any())
