@@ -64,7 +64,8 @@ already walked gives the rest of the chain), so each device node is walked once 
 walks visit at most :data:`MAX_VISITS` nodes, past that the rest of a chain is waiting and ``truncated``.
 A run of nodes that hand the walk to their stream predecessor is walked in one numpy pass
 (:mod:`analysis.critical_path_runs`), and a chain is folded into its summary in numpy
-(:class:`analysis.critical_path_chain.Folded`): the same segments and sums as node by node.
+(:class:`analysis.critical_path_chain.Folded`): the same segments and sums as node by node. The host
+side (tiles, joins) is made for a group of steps at a time (:mod:`analysis.critical_path_groups`).
 """
 
 from __future__ import annotations
@@ -82,21 +83,11 @@ from ..trace.uniques import unique_values
 from .blocking import STREAM_WAIT, blocking_calls
 from .clock import shared_origin
 from .critical_path_chain import CPU, KERNEL, WAIT, Walk
-from .critical_path_edges import linked_threads, wait_edges
+from .critical_path_edges import add_joins, linked_pairs, wait_edges
+from .critical_path_groups import GROUP_HOST_EVENTS, step_groups, thread_sets, walks_stay_behind
 from .critical_path_runs import stream_steps, walk_run
 from .graph_capture import replay_source
-from .critical_path_groups import GROUP_HOST_EVENTS, step_groups, walks_stay_behind
-from .host_tiles import (
-    ANNOTATION,
-    ANNOTATION_SUFFIX,
-    LEAF,
-    NOT_ANNOTATION_KINDS,
-    UNTRACED,
-    UNTRACED_NAME,
-    Tiles,
-    context,
-    host_tiles,
-)
+from .host_tiles import ANNOTATION, ANNOTATION_SUFFIX, LEAF, UNTRACED, UNTRACED_NAME, Tiles, context, host_tiles
 from .op_tree import op_tree
 from .steps import compute_steps
 
@@ -203,13 +194,7 @@ class RankGraph:
         held = (bc.kind != STREAM_WAIT) & np.isfinite(bc.waited_end_us)  # the calls that held a host thread
         b_rows, b_end, b_from = bc.rows[held], bc.waited_end_us[held], bc.blocked_from_us[held]
         b_key = thread_key[b_rows]
-        # the threads that have tiles (a host event of positive length), decided over the whole trace, and
-        # those with events other than annotations (host_tiles keeps annotation tiles on the others only)
-        rows = np.flatnonzero(host)
-        keys = thread_key[rows]
-        self.known = unique_values(keys[ev.ts[rows] + ev.dur[rows] > ev.ts[rows]])
-        self.other_threads = unique_values(keys[np.isin(kind[rows], NOT_ANNOTATION_KINDS)])
-        del rows, keys
+        self.known, self.other_threads = thread_sets(ev, host, thread_key)
         self.syncs: dict[int, list[np.ndarray]] = {}
         for key in self.known.tolist():
             mine = b_key == key
@@ -245,7 +230,7 @@ class RankGraph:
                 else []
             )
             self.main = int(unique_values(tiles.thread)[int(np.argmax(leaf_us))]) if len(leaf_us) else None
-        self.pairs = self._linked(trace, thread_key)
+        self.pairs = linked_pairs(trace, self.main, thread_key)
         self._scalars(ev)
         # one group when a step's walks could reach outside it (analysis.critical_path_groups)
         waited = np.concatenate([v[1] for v in self.syncs.values()]) if self.syncs else np.zeros(0, np.int64)
@@ -285,44 +270,7 @@ class RankGraph:
             sl = slice(lo_i, hi_i)
             threads[key] = [tiles.row[sl], tiles.start[sl], tiles.end[sl], tiles.what[sl]] + self.syncs[key]
         self.threads = threads
-        self._joins()
-
-    def _linked(self, trace: Trace, thread_key: _ThreadKeys) -> np.ndarray:
-        """The linked threads' key pairs, both ways (see :meth:`_joins`)."""
-        pairs = linked_threads(trace)
-        if not len(pairs) and self.main is not None:
-            engine = trace.name_mask(lambda s: s.startswith("autograd::engine::"))
-            eng = unique_values(thread_key[np.flatnonzero(engine)])
-            pairs = np.array([(self.main, int(t)) for t in eng.tolist() if t != self.main], dtype=np.int64).reshape(
-                -1, 2
-            )
-        return np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if len(pairs) else pairs
-
-    def _joins(self) -> None:
-        """Per thread, where it waited for a linked thread (see the module docstring): the ends of the
-        linked thread's leaf work inside this thread's blocked time (no leaf work of its own), each with
-        the end of that blocked time. Linked: the two threads of a ``fwdbwd`` flow (a forward operator
-        and its backward node on the autograd engine's thread), and, without flows, the threads running
-        ``autograd::engine::`` nodes with the main thread."""
-        for state in self.threads.values():
-            state.extend([np.zeros(0), np.zeros(0, np.int64), np.zeros(0)])
-        for key, other in self.pairs.tolist():
-            if key not in self.threads or other not in self.threads:
-                continue
-            mine, theirs = self.threads[key], self.threads[other]
-            my_leaf = mine[3] == LEAF
-            ls, le = mine[1][my_leaf], mine[2][my_leaf]
-            x = theirs[2][theirs[3] == LEAF]  # the other thread's leaf ends
-            k = np.searchsorted(ls, x, side="left") - 1
-            inside = (k >= 0) & (le[np.maximum(k, 0)] >= x) if len(ls) else np.zeros(len(x), bool)
-            x = x[~inside]
-            nxt = np.searchsorted(ls, x, side="left")
-            block_end = np.where(nxt < len(ls), ls[np.minimum(nxt, len(ls) - 1)] if len(ls) else 0.0, np.inf)
-            at = np.r_[mine[7], x]
-            to = np.r_[mine[8], np.full(len(x), other, dtype=np.int64)]
-            be = np.r_[mine[9], block_end]
-            o = np.argsort(at, kind="stable")
-            mine[7], mine[8], mine[9] = at[o], to[o], be[o]
+        add_joins(threads, self.pairs, LEAF)
 
     def _scalars(self, ev) -> None:
         """Per device node, every number the walk reads at that node, each as a memoryview of a numpy

@@ -6,7 +6,47 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.model import Trace
+from ..trace.uniques import unique_values
 from .blocking import recorded_waits
+
+
+def linked_pairs(trace: Trace, main: int | None, thread_key) -> np.ndarray:
+    """The linked threads' key pairs, both ways (see :func:`add_joins`): :func:`linked_threads`, else the
+    threads running ``autograd::engine::`` nodes with the ``main`` thread (``thread_key[rows]``: the rows'
+    thread keys)."""
+    pairs = linked_threads(trace)
+    if not len(pairs) and main is not None:
+        engine = trace.name_mask(lambda s: s.startswith("autograd::engine::"))
+        eng = unique_values(thread_key[np.flatnonzero(engine)])
+        pairs = np.array([(main, int(t)) for t in eng.tolist() if t != main], dtype=np.int64).reshape(-1, 2)
+    return np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0) if len(pairs) else pairs
+
+
+def add_joins(threads: dict[int, list[np.ndarray]], pairs: np.ndarray, leaf: int) -> None:
+    """Per thread, where it waited for a linked thread (see :mod:`analysis.critical_path`): the ends of
+    the linked thread's leaf work (tiles of kind ``leaf``) inside this thread's blocked time (no leaf
+    work of its own), each with the end of that blocked time, appended to each thread's state (its
+    tiles' rows, starts, ends and kinds first, then its blocking calls) as join times, threads and
+    blocked-time ends (µs). Linked: ``pairs`` (:func:`linked_pairs`)."""
+    for state in threads.values():
+        state.extend([np.zeros(0), np.zeros(0, np.int64), np.zeros(0)])
+    for key, other in pairs.tolist():
+        if key not in threads or other not in threads:
+            continue
+        mine, theirs = threads[key], threads[other]
+        my_leaf = mine[3] == leaf
+        ls, le = mine[1][my_leaf], mine[2][my_leaf]
+        x = theirs[2][theirs[3] == leaf]  # the other thread's leaf ends
+        k = np.searchsorted(ls, x, side="left") - 1
+        inside = (k >= 0) & (le[np.maximum(k, 0)] >= x) if len(ls) else np.zeros(len(x), bool)
+        x = x[~inside]
+        nxt = np.searchsorted(ls, x, side="left")
+        block_end = np.where(nxt < len(ls), ls[np.minimum(nxt, len(ls) - 1)] if len(ls) else 0.0, np.inf)
+        at = np.r_[mine[7], x]
+        to = np.r_[mine[8], np.full(len(x), other, dtype=np.int64)]
+        be = np.r_[mine[9], block_end]
+        o = np.argsort(at, kind="stable")
+        mine[7], mine[8], mine[9] = at[o], to[o], be[o]
 
 
 def linked_threads(trace: Trace) -> np.ndarray:

@@ -19,6 +19,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..trace.uniques import unique_values
+from .host_tiles import NOT_ANNOTATION_KINDS
+
 GROUP_HOST_EVENTS = 1_000_000  # host events that start inside one group's steps (a group holds ≥ 1 step)
 
 
@@ -50,7 +53,9 @@ def step_groups(
         yield k0, k1, np.flatnonzero(inside)
 
 
-def walks_stay_behind(ts: np.ndarray, te: np.ndarray, waits_on: np.ndarray, waited: np.ndarray, jump: np.ndarray) -> bool:
+def walks_stay_behind(
+    ts: np.ndarray, te: np.ndarray, waits_on: np.ndarray, waited: np.ndarray, jump: np.ndarray
+) -> bool:
     """Whether no walk can reach a time later than where it stands (then a step's walks stay inside the
     step): every device node ends at or after its start, every recorded wait is on work that starts no
     later than the waiting node, and every blocking call's waited node starts no later than the call's
@@ -62,3 +67,14 @@ def walks_stay_behind(ts: np.ndarray, te: np.ndarray, waits_on: np.ndarray, wait
     if len(w) and (ts[waits_on[w]] > ts[w]).any():
         return False
     return not (len(waited) and (ts[waited] > jump).any())
+
+
+def thread_sets(ev, host: np.ndarray, thread_key) -> tuple[np.ndarray, np.ndarray]:
+    """Decided over the whole trace: the sorted keys of the threads that have host tiles (a host event of
+    positive length among ``host``, a mask per event of ``ev``) and of those with events other than
+    annotations (:func:`analysis.host_tiles.host_tiles` keeps annotation tiles on the others only);
+    ``thread_key[rows]``: the rows' thread keys."""
+    rows = np.flatnonzero(host)
+    keys = thread_key[rows]
+    known = unique_values(keys[ev.ts[rows] + ev.dur[rows] > ev.ts[rows]])
+    return known, unique_values(keys[np.isin(ev.kind[rows], NOT_ANNOTATION_KINDS)])
