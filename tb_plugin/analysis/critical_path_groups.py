@@ -22,35 +22,51 @@ import numpy as np
 from ..trace.uniques import unique_values
 from .host_tiles import NOT_ANNOTATION_KINDS
 
-GROUP_HOST_EVENTS = 1_000_000  # host events that start inside one group's steps (a group holds ≥ 1 step)
+GROUP_HOST_EVENTS = 250_000  # host events that start inside one group's steps (a group holds ≥ 1 step)
 
 
 def step_groups(
     ts: np.ndarray, dur: np.ndarray, host: np.ndarray, start: np.ndarray, end: np.ndarray, budget: int
 ) -> Iterator[tuple[int, int, np.ndarray]]:
     """Per group of consecutive steps ``[k0, k1)`` (``start``/``end``: the steps' bounds in µs, by start),
-    the rows of the host events (``host``: a mask per event) that overlap its window (``ts``/``dur``: the
-    events' µs); one group of every host event when they are at most ``budget`` or there are no steps.
-    Made one group at a time (the rows of one group held at once)."""
+    rows of the host events (``host``: a mask per event) that include every one overlapping its window
+    (``ts``/``dur``: the events' µs); one group of every host event when they are at most ``budget`` or
+    there are no steps. Made one group at a time (the rows of one group held at once). Where the host
+    events' rows are in the order of their steps (a trace written in time order), a group's rows are
+    those of its range of rows plus the earlier ones that reach its start (carried from the group
+    before: no pass over the whole trace per group); else each group is one pass over the events."""
     n = len(start)
-    count = int(np.count_nonzero(host))
-    if count <= budget or n < 2:
-        yield 0, n, np.flatnonzero(host)
+    rows = np.flatnonzero(host)
+    if len(rows) <= budget or n < 2:
+        yield 0, n, rows
         return
-    which = np.searchsorted(start, ts[host], side="right") - 1  # the step each host event starts in
+    which = np.searchsorted(start, ts[rows], side="right") - 1  # the step each host event starts in
     per_step = np.bincount(which[which >= 0], minlength=n)
-    del which
     before = np.cumsum(per_step) - per_step  # host events starting in the earlier steps
-    group = before // max(budget, 1)
-    cuts = np.r_[0, np.flatnonzero(np.diff(group)) + 1, n].tolist()
+    del per_step
+    cuts = np.r_[0, np.flatnonzero(np.diff(before // max(budget, 1))) + 1, n]
     if len(cuts) == 2:
-        yield 0, n, np.flatnonzero(host)
+        yield 0, n, rows
         return
-    for k0, k1 in zip(cuts[:-1], cuts[1:]):
+    in_order = bool((which[1:] >= which[:-1]).all())
+    # the first row of each group's steps (the events' count past the last)
+    first = np.r_[rows, len(host)][np.searchsorted(which, cuts)].tolist() if in_order else []
+    del rows, which
+    cuts = cuts.tolist()
+    carry = np.flatnonzero(host[: first[0]]) if in_order else np.zeros(0, np.int64)  # before the first step
+    for g, (k0, k1) in enumerate(zip(cuts[:-1], cuts[1:])):
         lo, hi = float(start[k0]), float(np.max(end[k0:k1]))
-        inside = host & (ts <= hi)
-        inside &= ts + dur >= lo  # the same sum as the tiles' ends
-        yield k0, k1, np.flatnonzero(inside)
+        if in_order:
+            carry = carry[ts[carry] + dur[carry] >= lo]  # the earlier events that reach this group
+            a, b = first[g], first[g + 1]
+            got = np.concatenate([carry, a + np.flatnonzero(host[a:b])])
+            carry = got
+        else:
+            inside = host & (ts <= hi)
+            inside &= ts + dur >= lo  # the same sum as the tiles' ends
+            got = np.flatnonzero(inside)
+        yield k0, k1, got
+        del got
 
 
 def walks_stay_behind(

@@ -55,20 +55,29 @@ def test_chains_across_step_boundaries_are_the_same_in_groups(recorded, monkeypa
     assert sum(NCCL == n for n in out["comm"]["name"]) == 12
 
 
-def test_groups_hold_the_rows_of_their_steps_only():
-    """A group's rows are the host events that overlap its steps: fewer than the trace's, every one
-    that overlaps, and one group (all rows) under the budget."""
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_groups_hold_the_rows_of_their_steps_only(shuffled):
+    """A group's rows include every host event that overlaps its steps, and fewer than the trace's
+    (events in time order: a range of rows and the earlier events that reach the group; else a pass
+    over the events per group, the same rows as the window's); one group (all rows) under the budget."""
     trace = decode_trace(json.dumps(steps_doc(10)).encode())
     ev, steps = trace.events, compute_steps(trace)
     host = cp.RankGraph(trace, np.zeros(0, np.int64), host_side=False).host  # host work, no step markers
-    groups = list(step_groups(ev.ts, ev.dur, host, steps.start, steps.end, 60))
+    ts, dur = ev.ts.copy(), ev.dur.copy()
+    if shuffled:
+        order = np.random.default_rng(7).permutation(len(ev))
+        ts, dur, host = ts[order], dur[order], host[order]
+    groups = list(step_groups(ts, dur, host, steps.start, steps.end, 60))
     assert 1 < len(groups) < len(steps) and groups[0][0] == 0 and groups[-1][1] == len(steps)
     assert all(a[1] == b[0] for a, b in zip(groups, groups[1:]))  # consecutive steps, each in one group
     for k0, k1, rows in groups:
         lo, hi = steps.start[k0], steps.end[k0:k1].max()
-        want = np.flatnonzero(host & (ev.ts <= hi) & (ev.ts + ev.dur >= lo))
-        assert np.array_equal(rows, want) and len(rows) < host.sum()
-    ((k0, k1, rows),) = step_groups(ev.ts, ev.dur, host, steps.start, steps.end, int(host.sum()))
+        want = np.flatnonzero(host & (ts <= hi) & (ts + dur >= lo))
+        assert set(want.tolist()) <= set(rows.tolist()) and host[rows].all() and len(rows) < host.sum()
+        assert len(np.unique(rows)) == len(rows)
+        if shuffled:
+            assert np.array_equal(rows, want)
+    ((k0, k1, rows),) = step_groups(ts, dur, host, steps.start, steps.end, int(host.sum()))
     assert (k0, k1) == (0, len(steps)) and np.array_equal(rows, np.flatnonzero(host))
 
 
