@@ -263,8 +263,8 @@ class RankGraph:
         t_cuts = np.flatnonzero(np.diff(tiles.thread)) + 1 if len(tiles.thread) else np.zeros(0, np.int64)
         t_first = np.r_[0, t_cuts] if len(tiles.thread) else t_cuts
         t_bounds = np.r_[t_first, len(tiles.thread)]
-        empty = [np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8)]
-        threads = {key: empty + self.syncs[key] for key in self.known.tolist()}
+        empty: list[np.ndarray] = [np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8)]
+        threads: dict[int, list[np.ndarray]] = {key: empty + self.syncs[key] for key in self.known.tolist()}
         for lo_i, hi_i in zip(t_bounds[:-1].tolist(), t_bounds[1:].tolist()):  # one slice per thread
             key = int(tiles.thread[lo_i])
             sl = slice(lo_i, hi_i)
