@@ -18,6 +18,7 @@ from tb_plugin.analysis.distributed import comm_kernels
 from tb_plugin.analysis.steps import compute_steps
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.decode import decode_trace
+from tb_plugin.trace.uniques import unique_values
 
 
 def _chains(trace, budget: int, monkeypatch) -> tuple[dict, int]:
@@ -92,15 +93,20 @@ def test_a_walk_that_could_go_forward_makes_one_group():
     assert not walks_stay_behind(ts, te, none, np.array([2]), np.array([15.0]))
 
 
-def test_whole_trace_thread_sets_are_those_of_the_tiles():
-    """The threads that have tiles (decided once over the trace) are those host_tiles finds."""
+def _thread_sets_match(trace) -> bool:
+    """The threads that have tiles (decided once over the trace: a host event of positive length) are
+    those host_tiles finds over all the host events, and the graph's thread states are those threads."""
     from tb_plugin.analysis.host_tiles import host_tiles
 
+    g = cp.RankGraph(trace, np.asarray(comm_kernels(trace)["rows"], dtype=np.int64))
+    tiles = host_tiles(trace, np.flatnonzero(g.host))
+    assert sorted(g.threads) == g.known.tolist()
+    return np.array_equal(unique_values(tiles.thread), g.known) and not g.whole
+
+
+def test_whole_trace_thread_sets_are_those_of_the_tiles():
     for doc in (steps_doc(4), steps_doc(3, False)):
-        trace = decode_trace(json.dumps(doc).encode())
-        g = cp.RankGraph(trace, np.asarray(comm_kernels(trace)["rows"], dtype=np.int64))
-        tiles = host_tiles(trace, np.flatnonzero(g.host))
-        assert np.array_equal(np.unique(tiles.thread), g.known) and not g.whole
+        assert _thread_sets_match(decode_trace(json.dumps(doc).encode()))
 
 
 LOCAL = sorted(str(p.relative_to(REPO)) for p in (REPO / "samples").glob("gpu_*/*.pt.trace.json.gz"))
@@ -114,7 +120,9 @@ SHARED = [
 @pytest.mark.corpus
 @pytest.mark.parametrize("rel", SHARED)
 def test_real_samples_are_the_same_in_groups(rel, monkeypatch):
-    _same_in_groups(load_trace_file(str(sample(rel))), monkeypatch)
+    trace = load_trace_file(str(sample(rel)))
+    _same_in_groups(trace, monkeypatch)
+    assert _thread_sets_match(trace)
 
 
 @pytest.mark.parametrize("rel", LOCAL)
@@ -123,3 +131,4 @@ def test_local_samples_are_the_same_in_groups(rel, monkeypatch):
     if len(compute_steps(trace)) < 2:
         pytest.skip("one step: one group")
     _same_in_groups(trace, monkeypatch)
+    assert _thread_sets_match(trace)
