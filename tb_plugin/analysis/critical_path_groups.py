@@ -28,7 +28,8 @@ GROUP_HOST_EVENTS = 250_000  # host events that start inside one group's steps (
 def step_groups(
     ts: np.ndarray, dur: np.ndarray, host: np.ndarray, start: np.ndarray, end: np.ndarray, budget: int
 ) -> Iterator[tuple[int, int, np.ndarray]]:
-    """Per group of consecutive steps ``[k0, k1)`` (``start``/``end``: the steps' bounds in µs, by start),
+    """Per group of consecutive steps ``[k0, k1)`` (``start``/``end``: the steps' bounds in µs, by start;
+    else one group),
     rows of the host events (``host``: a mask per event) that include every one overlapping its window
     (``ts``/``dur``: the events' µs); one group of every host event when they are at most ``budget`` or
     there are no steps. Made one group at a time (the rows of one group held at once). Where the host
@@ -37,7 +38,9 @@ def step_groups(
     before: no pass over the whole trace per group); else each group is one pass over the events."""
     n = len(start)
     rows = np.flatnonzero(host)
-    if len(rows) <= budget or n < 2:
+    # steps out of start order (a step's device work that outlasts the next ones) would leave a step
+    # outside its group's window: one group
+    if len(rows) <= budget or n < 2 or not (start[1:] >= start[:-1]).all():
         yield 0, n, rows
         return
     which = np.searchsorted(start, ts[rows], side="right") - 1  # the step each host event starts in

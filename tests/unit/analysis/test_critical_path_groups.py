@@ -80,6 +80,10 @@ def test_groups_hold_the_rows_of_their_steps_only(shuffled):
             assert np.array_equal(rows, want)
     ((k0, k1, rows),) = step_groups(ts, dur, host, steps.start, steps.end, int(host.sum()))
     assert (k0, k1) == (0, len(steps)) and np.array_equal(rows, np.flatnonzero(host))
+    unsorted = steps.start.copy()
+    unsorted[3] = unsorted[5]  # a step that starts after the next one: its window would miss it
+    ((k0, k1, rows),) = step_groups(ts, dur, host, unsorted, steps.end, 60)
+    assert (k0, k1) == (0, len(steps)) and np.array_equal(rows, np.flatnonzero(host))
 
 
 def test_a_walk_that_could_go_forward_makes_one_group():
