@@ -42,8 +42,8 @@ import numpy as np
 from ..trace.devices import DEVICE_TYPE_NAMES, GPU_DEVICE_TYPES, memory_device_label
 from ..trace.model import Trace
 from ..trace.sparse import row_dtype
-from .op_tree import op_tree, positions_among, roll_up
-from .operators import EXCLUDED_PREFIXES, op_times
+from .op_tree import climb, op_tree, positions_among
+from .operators import EXCLUDED_PREFIXES, op_rows
 from .row_keys import dense_codes, unique_rows
 from .series import reduce_points
 
@@ -132,7 +132,7 @@ def innermost_ops_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarr
     out = np.full(len(t), -1, dtype=np.int64)
     if len(t) == 0:
         return out
-    is_op = op_times(trace).is_op
+    is_op = op_rows(trace)[0]
     tree = op_tree(trace)
     ops = tree.order[is_op[tree.order]]
     if len(ops) == 0:
@@ -344,7 +344,7 @@ def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndar
     # in operator space (position among the operator rows, not event row): every sum below is over
     # the operators only, in the same order, so the values are the same with half the memory
     tree = op_tree(trace)
-    is_op = op_times(trace).is_op
+    is_op, merged = op_rows(trace)
     ops = np.flatnonzero(is_op)
     m = len(ops)
     # the positions first, so that the operator-space arrays below are not held beside the rank array
@@ -356,28 +356,47 @@ def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndar
     del op_parent
     order = rank[tree.order[is_op[tree.order]]].astype(narrow, copy=False)
     del rank
-    b = mem.bytes[idx].astype(np.float64)
-    self_inc = np.bincount(owner, weights=b, minlength=m)
-    self_alloc = np.bincount(owner, weights=np.where(b > 0, b, 0), minlength=m)
-    self_count = np.bincount(owner, weights=(b > 0).astype(float), minlength=m)
-    self_kept = np.bincount(owner, weights=np.where(data.unfreed[idx], b, 0), minlength=m)
-    del b, owner
-    totals = [self_inc.copy(), self_alloc.copy(), self_count.copy()]
-    roll_up(totals, order, parent)  # an operator's total holds its whole subtree
+    # the climbs' levels made once, before any column: then each column is summed, climbed and
+    # reduced to its names before the next is made (a 4.5 GB trace: 3.5 M operators, 28 MB a column;
+    # seven held at once were ~0.2 GB of the section's peak)
+    whole = climb(order, parent)  # an operator's total holds its whole subtree
     del order
-    merged = op_times(trace).merged[ops]  # an op's same-name only child is one call with it
-    roll_up([self_inc, self_alloc, self_count, self_kept], np.flatnonzero(merged), parent)
+    merged = merged[ops]  # an op's same-name only child is one call with it
+    folded = climb(np.flatnonzero(merged), parent)
     excluded = trace.name_mask(lambda s: s.startswith(EXCLUDED_PREFIXES))[ops]
-    rows = np.flatnonzero(~excluded & ~merged)
+    rows = ~excluded & ~merged
     del excluded, merged, parent
-    keys, inv = _name_groups(ev.name[ops[rows]], len(trace.strings) + 1)
+    keys, group = _name_groups(ev.name[ops[rows]], len(trace.strings) + 1)
     g = len(keys)
+    name_of = np.full(m, g, dtype=narrow)  # per operator its name's group; g: not a table row
+    name_of[rows] = group
+    del rows, group, ops
 
-    def s(arr):
-        return np.bincount(inv, weights=arr[rows], minlength=g)
+    def by_name(arr: np.ndarray) -> np.ndarray:  # per name, in operator order (the rows' order)
+        return np.bincount(name_of, weights=arr, minlength=g + 1)[:g]
 
-    calls = np.bincount(inv, minlength=g)
-    cols = [s(x) for x in (self_inc, self_alloc, self_count, *totals, self_kept)]
+    b = mem.bytes[idx].astype(np.float64)
+    weights = (  # made one at a time: size increase, allocation size, allocations, bytes not freed
+        lambda: b,
+        lambda: np.where(b > 0, b, 0),
+        lambda: (b > 0).astype(float),
+        lambda: np.where(data.unfreed[idx], b, 0),
+    )
+    sums: list[np.ndarray] = []
+    totals: list[np.ndarray] = []
+    for weight in weights:
+        own = np.bincount(owner, weights=weight(), minlength=m)
+        if len(totals) < 3:  # the first three have totals too
+            total = own.copy()
+            whole.add_up([total])
+            totals.append(by_name(total))
+            del total
+        folded.add_up([own])
+        sums.append(by_name(own))
+        del own
+    del b, owner
+    calls = np.bincount(name_of, minlength=g + 1)[:g]
+    cols = [*sums[:3], *totals, sums[3]]
     # an operator that never touched the chosen memory is left out
     touched = np.flatnonzero((cols[1] != 0) | (cols[4] != 0) | (cols[0] != 0) | (cols[3] != 0))
     return [trace.strings[k] for k in keys[touched].tolist()], calls[touched], [c[touched] for c in cols]
