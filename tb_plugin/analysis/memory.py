@@ -35,7 +35,7 @@ Definitions (bytes; times µs relative to the trace's first event):
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypedDict
+from typing import Any, Iterator, TypedDict
 
 import numpy as np
 
@@ -376,16 +376,10 @@ def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndar
         return np.bincount(name_of, weights=arr, minlength=g + 1)[:g]
 
     b = mem.bytes[idx].astype(np.float64)
-    weights = (  # made one at a time: size increase, allocation size, allocations, bytes not freed
-        lambda: b,
-        lambda: np.where(b > 0, b, 0),
-        lambda: (b > 0).astype(float),
-        lambda: np.where(data.unfreed[idx], b, 0),
-    )
     sums: list[np.ndarray] = []
     totals: list[np.ndarray] = []
-    for weight in weights:
-        own = np.bincount(owner, weights=weight(), minlength=m)
+    for weight in _weights(b, data.unfreed[idx]):
+        own = np.bincount(owner, weights=weight, minlength=m)
         if len(totals) < 3:  # the first three have totals too
             total = own.copy()
             whole.add_up([total])
@@ -400,6 +394,15 @@ def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndar
     # an operator that never touched the chosen memory is left out
     touched = np.flatnonzero((cols[1] != 0) | (cols[4] != 0) | (cols[0] != 0) | (cols[3] != 0))
     return [trace.strings[k] for k in keys[touched].tolist()], calls[touched], [c[touched] for c in cols]
+
+
+def _weights(b: np.ndarray, unfreed: np.ndarray) -> Iterator[np.ndarray]:
+    """Per memory event (``b``: its bytes), one at a time: the weights of the size increase, the
+    allocation size, the allocations and the bytes not freed (``unfreed``: an allocation never freed)."""
+    yield b
+    yield np.where(b > 0, b, 0)
+    yield (b > 0).astype(float)
+    yield np.where(unfreed, b, 0)
 
 
 def _name_groups(names: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
