@@ -231,3 +231,65 @@ def test_the_memory_section_reads_op_rows_not_op_times(monkeypatch):
     kept = report.rank_aggregate(FileViews(load_trace_file(path)), True, run=report.run_sections)
     assert json.dumps(got, sort_keys=True, default=repr) == json.dumps(kept, sort_keys=True, default=repr)
     assert memory_summary(load_trace_file(path)) == got["tables"]["memory"]
+
+
+def _reference_memory_data(trace) -> dict:
+    """memory._memory_data as it was: every per-event column held, in int64 (and the labels per event)."""
+    mem = trace.memory
+    label_of = np.full(len(mem), "", dtype=object)
+    device_code = np.zeros(len(mem), dtype=np.int64)
+    for k, (label, _, rows) in enumerate(memory.device_rows(trace)):
+        label_of[rows] = label
+        device_code[rows] = k + 1
+    op = memory._innermost_ops(trace)
+    alloc_op = op.copy()
+    unfreed = np.zeros(len(mem), dtype=bool)
+    freed_at = np.full(len(mem), -1, dtype=np.int64)
+    ends = np.full(len(mem), -1, dtype=np.int64)
+    if len(mem) and bool((mem.addr >= 0).any()):
+        memory._link_frees(mem.addr, mem.bytes, device_code, freed_at, ends, unfreed)
+        freed = ends >= 0
+        alloc_op[freed] = op[ends[freed]]
+    return {"device": label_of.tolist(), "device_code": device_code, "op": op, "alloc_op": alloc_op}, {
+        "unfreed": unfreed,
+        "freed_at": freed_at,
+        "ends": ends,
+    }
+
+
+def _assert_same_memory_data(trace) -> None:
+    data = memory_data(trace)
+    first, second = _reference_memory_data(trace)
+    assert data.device == first["device"] and all(type(x) is str for x in data.device)
+    for key, want in [*first.items(), *second.items()]:
+        if key == "device":
+            continue
+        got = getattr(data, key)
+        assert len(got) == len(want) and np.array_equal(got, want), key
+        assert got.dtype == want.dtype or (want.dtype == np.int64 and got.dtype == np.int32), key
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_memory_data_narrowed_holds_the_same_values_on_synthetic_nesting(seed):
+    _assert_same_memory_data(_nested_trace(seed))
+
+
+def test_memory_data_narrowed_holds_the_same_values_on_repository_samples():
+    for rel in (
+        "gpu_transformer_bf16/h200.1795664832269.pt.trace.json.gz",
+        "synthetic_resnet/worker0.1751410836000.pt.trace.json.gz",
+    ):
+        trace = load_trace_file(os.path.join(SAMPLES, rel))
+        assert len(trace.memory)
+        _assert_same_memory_data(trace)
+
+
+@pytest.mark.corpus
+def test_memory_data_narrowed_holds_the_same_values_on_the_corpus():
+    for rel in (
+        "kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+        "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+    ):
+        trace = load_trace_file(str(sample(rel)))
+        assert len(trace.memory)
+        _assert_same_memory_data(trace)
