@@ -88,10 +88,10 @@ def _memory_data(trace: Trace) -> MemoryData:
         device_code[rows] = k + 1
     names = [label for label, _, _ in device_rows(trace)]
     origin = memory_origin(trace)
-    op = _innermost_ops(trace).astype(narrow)  # (rows below 2³¹: the same values)
+    op: np.ndarray = _innermost_ops(trace).astype(narrow)  # (rows below 2³¹: the same values)
     unfreed = np.zeros(len(mem), dtype=bool)
-    freed_at = np.full(len(mem), -1, dtype=narrow)
-    ends = np.full(len(mem), -1, dtype=narrow)
+    freed_at: np.ndarray = np.full(len(mem), -1, dtype=narrow)
+    ends: np.ndarray = np.full(len(mem), -1, dtype=narrow)
     has_addr = bool((mem.addr >= 0).any()) if len(mem) else False
     if has_addr:  # link each free to the allocation it ends
         _link_frees(mem.addr, mem.bytes, device_code, freed_at, ends, unfreed)
@@ -377,7 +377,7 @@ def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndar
     del excluded, merged, parent
     keys, group = _name_groups(ev.name[ops[rows]], len(trace.strings) + 1)
     g = len(keys)
-    name_of = np.full(m, g, dtype=narrow)  # per operator its name's group; g: not a table row
+    name_of: np.ndarray = np.full(m, g, dtype=narrow)  # per operator its name's group; g: not a table row
     name_of[rows] = group
     del rows, group, ops
 

@@ -302,7 +302,7 @@ def climb(rows: np.ndarray, parent: np.ndarray) -> Climb:
     inside = np.zeros(len(parent), dtype=bool)
     inside[rows] = True
     depth = np.zeros(len(rows), dtype=np.int32)  # nesting levels
-    todo = np.flatnonzero(parent[rows] >= 0).astype(narrow)  # the rows still climbing: fewer each pass
+    todo: np.ndarray = np.flatnonzero(parent[rows] >= 0).astype(narrow)  # the rows still climbing: fewer each pass
     anc = parent[rows[todo]]
     while len(todo):  # one pass per nesting level
         keep = inside[anc]
@@ -313,7 +313,7 @@ def climb(rows: np.ndarray, parent: np.ndarray) -> Climb:
         todo, anc = todo[keep], anc[keep]
         release_after_step()  # (each pass's arrays are shorter than the last's: their pages are rarely reused)
     del todo, anc, inside
-    has_parent = np.flatnonzero(parent[rows] >= 0).astype(narrow)
+    has_parent: np.ndarray = np.flatnonzero(parent[rows] >= 0).astype(narrow)
     top = int(depth.max(initial=0))
     levels = top - depth[has_parent]  # deepest first
     if len(levels) and top <= np.iinfo(np.uint16).max:

@@ -27,32 +27,24 @@ SAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "samples")
 
 
 def _reference_roll_up(arrays, rows, parent):
-    """op_tree.roll_up as it was: the depths, then per level (deepest first) each array in turn."""
-    rows = np.asarray(rows)
-    if rows.dtype.kind not in "iu":
-        rows = rows.astype(np.int64)
-    if len(rows) == 0:
-        return
-    inside = np.zeros(len(parent), dtype=bool)
-    inside[rows] = True
-    depth = np.zeros(len(rows), dtype=np.int32)
-    todo = np.flatnonzero(parent[rows] >= 0)
-    anc = parent[rows[todo]]
-    while len(todo):
-        keep = inside[anc]
-        todo, anc = todo[keep], anc[keep]
-        depth[todo] += 1
-        anc = parent[anc]
-        keep = anc >= 0
-        todo, anc = todo[keep], anc[keep]
-    has_parent = np.flatnonzero(parent[rows] >= 0)
-    by_depth = has_parent[np.argsort(depth[has_parent], kind="stable")]
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
-    for level in range(len(bounds) - 2, -1, -1):
-        sel = rows[by_depth[bounds[level] : bounds[level + 1]]]
-        up = parent[sel]
+    """What op_tree.roll_up computes, one row at a time: each row's depth (its ancestors among ``rows``),
+    then the rows with a parent, deepest first and in the order of ``rows`` within a depth, each adding
+    its value into its parent's (np.add.at's order: the same float sums, bit for bit)."""
+    rows = [int(r) for r in np.asarray(rows).tolist()]
+    inside = set(rows)
+    depth = {}
+    for r in rows:
+        d, up = 0, int(parent[r])
+        while up >= 0:
+            d += up in inside
+            up = int(parent[up])
+        depth[r] = d
+    for level in sorted(set(depth.values()), reverse=True):
+        climbing = [r for r in rows if depth[r] == level and parent[r] >= 0]
         for arr in arrays:
-            np.add.at(arr, up, arr[sel])
+            values = [arr[r] for r in climbing]  # (each level's values read before its additions)
+            for r, v in zip(climbing, values):
+                arr[parent[r]] += v
 
 
 def _reference_sums(trace, chosen):
