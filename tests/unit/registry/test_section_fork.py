@@ -221,10 +221,9 @@ def test_sections_give_freed_pages_back_unless_told_not_to(monkeypatch):
 
 @pytest.mark.parametrize("forking", [True, False])
 def test_the_parse_is_collected_after_the_section_fork(tmp_path, monkeypatch, runner_threads_fork_safe, forking):
-    """A rank whose sections fork builds the op tree both sides read (share_before_fork), forks, collects
-    the parse's cycles in this process once the child is forked (one core was idle while it did before),
-    then computes the memos it hands to the child; without the fork, before the sections, as before. The
-    parse itself leaves them to the caller."""
+    """A rank whose sections fork collects the parse's cycles in this process once the child is forked
+    (one core was idle while it did before), then computes the memos it hands to the child; without the
+    fork, before the sections, as before. The parse itself leaves them to the caller."""
     from tb_plugin.registry import parse
     from tb_plugin.registry.executors import task
 
@@ -242,15 +241,12 @@ def test_the_parse_is_collected_after_the_section_fork(tmp_path, monkeypatch, ru
     monkeypatch.setattr(sections.SectionFork, "__init__", init)
     real_hand = sections.SectionFork.hand_over
     monkeypatch.setattr(sections.SectionFork, "hand_over", lambda self: order.append("hand") or real_hand(self))
-    real_share = task.share_before_fork
-    monkeypatch.setattr(task, "share_before_fork", lambda *a: order.append("share") or real_share(*a))
     job = task.RankJob(
         key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), cache_dir=str(tmp_path), tables=True
     )
     got = task.reduce_rank(job)
     assert got.error is None and not got.from_cache
-    # the op tree built before the fork; the second hand-over: run's, a no-op
-    assert order == (["share", "fork", "collect", "hand", "hand"] if forking else ["collect"])
+    assert order == (["fork", "collect", "hand", "hand"] if forking else ["collect"])  # (the second: run's, a no-op)
 
 
 # -- the memos this process hands to the child (registry/executors/handed_memos.py): the child takes them
@@ -341,30 +337,3 @@ def test_arriving_memos_are_looked_up_only_for_the_handed_keys():
     assert memos["steps"] == 2 and memos["gpu_summary"] == [1] and "other" not in memos and memos.fd is None
     with pytest.raises(KeyError):
         memos["insights"]
-
-
-def test_the_op_tree_built_before_the_fork_is_read_by_both_sides_and_built_once(monkeypatch, tmp_path):
-    """share_before_fork builds the op tree here; the child and this process read it, neither builds
-    another (each build is logged with its process), and the aggregate is the serial one."""
-    from tb_plugin.analysis import op_tree as op_tree_mod
-
-    serial = rank_aggregate(views(), True)
-    log = tmp_path / "builds"
-    real = op_tree_mod._build
-
-    def build(trace):
-        with open(log, "a") as f:
-            f.write(f"{os.getpid()}\n")
-        return real(trace)
-
-    monkeypatch.setattr(op_tree_mod, "_build", build)
-    v = views()
-    sections.share_before_fork(v.trace, len(v.trace.events) + len(v.trace.memory))
-    assert "op_tree" in v.trace.derived
-    fork = sections.SectionFork(v, True)
-    try:
-        forked = rank_aggregate(v, True, run=fork.run)
-    finally:
-        fork.close()
-    assert log.read_text().split() == [str(os.getpid())]  # once, here, before the fork
-    assert text(forked) == text(serial)
