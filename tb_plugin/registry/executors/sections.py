@@ -24,10 +24,8 @@ import os
 import pickle
 from typing import Any, Callable, Sequence
 
-from ...analysis.op_tree import op_tree
 from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
-from ...trace.heap import release_after
 from ..report import Sections, rank_aggregate, run_sections
 from .handed_memos import Arriving, hand_over
 
@@ -38,17 +36,6 @@ CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000
-
-
-def share_before_fork(trace: Any, items: int) -> None:
-    """Build the op tree (:func:`~tb_plugin.analysis.op_tree.op_tree`), which both sides read first (the
-    child's distributed section, this process's operators section), once before the fork: both then
-    read the same pages copy-on-write instead of each building and holding its own (a 4.5 GB trace:
-    ~70 MB and its build, ~3 s of CPU, once less). The child, the longer side, starts later by the build
-    and builds nothing: it ends when it did. The build's freed pages are given back before the fork
-    (``items``: the trace's events and memory events), so neither side inherits them."""
-    op_tree(trace)
-    release_after(items)
 
 
 def worth_forking(items: int) -> bool:

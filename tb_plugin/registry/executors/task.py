@@ -43,7 +43,7 @@ from ..records import RankAggregate
 from ..report import rank_aggregate
 from ..results import ResultCache
 from . import small_sections
-from .sections import SectionFork, share_before_fork, worth_forking
+from .sections import SectionFork, worth_forking
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +160,6 @@ def reduce_rank(job: RankJob) -> RankResult:
                 views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
                 items = len(trace.events) + len(trace.memory)
                 if views is not None and worth_forking(items):
-                    share_before_fork(trace, items)  # (the op tree: built once, read by both sides)
                     fork = SectionFork(views, job.tables, deferred, hand=True)  # writes after its own sections
                     # the parse's cycles collected while the child computes (the 0.3 GB trace: ~20 ms,
                     # one core idle when collected before the fork; the child never collects them), then
