@@ -264,15 +264,45 @@ def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> N
     """Add each of ``rows``' values into its parent's, deepest rows first, so sums climb whole chains
     (a row whose parent is also in ``rows`` passes on what it received). Depth is counted along
     ``parent`` within ``rows``; one ``np.add.at`` per depth level, no Python loop over rows."""
+    climb(rows, parent).add_up(arrays)
+
+
+@dataclasses.dataclass
+class Climb:
+    """:func:`roll_up`'s levels, made once for several arrays summed one after another (the memory
+    section's seven columns: each rolled up and reduced before the next is made, not all held at once).
+    ``sel[bounds[k]:bounds[k + 1]]``: the rows of the k-th level, deepest first, each level's rows in
+    the order of ``rows``; ``up``: each one's parent."""
+
+    sel: np.ndarray
+    up: np.ndarray
+    bounds: list[int]
+
+    def add_up(self, arrays: list[np.ndarray]) -> None:
+        """Each level's values added into its parents', deepest level first, for each of ``arrays``
+        (in place; the same additions in the same order as one roll-up of each)."""
+        for lo, hi in zip(self.bounds[:-1], self.bounds[1:]):
+            sel, up = self.sel[lo:hi], self.up[lo:hi]
+            for arr in arrays:
+                np.add.at(arr, up, arr[sel])
+            release_after_step()  # the level's gathers (sizes differ per level: freed, rarely reused)
+
+
+def climb(rows: np.ndarray, parent: np.ndarray) -> Climb:
+    """The levels of ``rows`` (positions into ``parent``; −1: a root) for :meth:`Climb.add_up`: a row's
+    level is its number of ancestors inside ``rows``; the rows without a parent take no part. Row
+    positions are held in ``parent``'s row dtype (int32 under 2³¹)."""
     rows = np.asarray(rows)
     if rows.dtype.kind not in "iu":
         rows = rows.astype(np.int64)
+    narrow = row_dtype(len(parent))
     if len(rows) == 0:
-        return
+        return Climb(np.zeros(0, narrow), np.zeros(0, narrow), [0])
+    rows = rows.astype(narrow, copy=False)
     inside = np.zeros(len(parent), dtype=bool)
     inside[rows] = True
     depth = np.zeros(len(rows), dtype=np.int32)  # nesting levels
-    todo = np.flatnonzero(parent[rows] >= 0)  # the rows still climbing: fewer each pass
+    todo: np.ndarray = np.flatnonzero(parent[rows] >= 0).astype(narrow)  # the rows still climbing: fewer each pass
     anc = parent[rows[todo]]
     while len(todo):  # one pass per nesting level
         keep = inside[anc]
@@ -283,16 +313,14 @@ def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> N
         todo, anc = todo[keep], anc[keep]
         release_after_step()  # (each pass's arrays are shorter than the last's: their pages are rarely reused)
     del todo, anc, inside
-    has_parent = np.flatnonzero(parent[rows] >= 0)
-    levels = depth[has_parent]
-    if len(levels) and int(levels.max()) <= np.iinfo(np.uint16).max:
+    has_parent: np.ndarray = np.flatnonzero(parent[rows] >= 0).astype(narrow)
+    top = int(depth.max(initial=0))
+    levels = top - depth[has_parent]  # deepest first
+    if len(levels) and top <= np.iinfo(np.uint16).max:
         levels = levels.astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort: linear
-    by_depth = has_parent[np.argsort(levels, kind="stable")]  # each level's rows in their order
+    by_level = np.argsort(levels, kind="stable")  # each level's rows in their order
+    bounds = np.searchsorted(levels[by_level], np.arange(top + 2)).tolist()
     del levels
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
-    for level in range(len(bounds) - 2, -1, -1):
-        sel = rows[by_depth[bounds[level] : bounds[level + 1]]]
-        up = parent[sel]  # gathered once for all the arrays
-        for arr in arrays:
-            np.add.at(arr, up, arr[sel])
-        release_after_step()  # the level's gathers (sizes differ per level: freed, rarely reused)
+    sel = rows[has_parent[by_level]]
+    del by_level, has_parent
+    return Climb(sel, parent[sel], bounds)

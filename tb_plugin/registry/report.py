@@ -150,7 +150,7 @@ SECTION_MEMOS: dict[str, frozenset[str]] = {
         "device_mask event_name_ids graph_captures graph_matches graph_replays launch_mask launch_of "
         "op_groups:operator op_times op_tree steps".split()
     ),
-    "memory": frozenset("event_name_ids memory_curves memory_data memory_device_rows op_times op_tree".split()),
+    "memory": frozenset("event_name_ids memory_curves memory_data memory_device_rows op_rows op_tree".split()),
 }
 
 

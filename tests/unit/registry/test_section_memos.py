@@ -90,10 +90,10 @@ def test_split_sections_drop_memos_and_compute_each_once(rel, made):
 
 
 def test_a_section_not_listed_keeps_every_memo():
-    memos = {"op_times": 1, "gpu_idle": 2}
+    memos = {"op_rows": 1, "gpu_idle": 2}
     report.drop_unread(memos, ["memory", "a section nobody listed"])
-    assert memos == {"op_times": 1, "gpu_idle": 2}
+    assert memos == {"op_rows": 1, "gpu_idle": 2}
     report.drop_unread(memos, ["memory"])
-    assert memos == {"op_times": 1}
+    assert memos == {"op_rows": 1}
     report.drop_unread(memos, [])
     assert memos == {}
