@@ -17,7 +17,7 @@ from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import differing_frames, parse_frame
 from ..analysis.memory import memory_window
 from ..analysis.runtime_calls import RuntimeCallRow
-from ..trace.heap import release_after, release_freed_memory, trimmed_steps
+from ..trace.heap import release_after, trimmed_steps
 from . import graph_siblings
 from .interface import Registry
 from .report_artifacts import add_artifacts, add_hang
@@ -159,7 +159,6 @@ def run_sections(
     items: int,
     memos: dict[str, Any] | None = None,
     trim: bool = True,
-    trim_between: bool = False,
 ) -> dict[str, Any]:
     """Each section computed in turn (``items``: the trace's events and memory events). With ``memos``
     (the trace's :attr:`~tb_plugin.trace.model.Trace.derived`, which nothing reads after the sections),
@@ -167,11 +166,10 @@ def run_sections(
     that a section's peak does not stack on arrays only earlier sections needed (a 4.5 GB trace: the
     idle-time, kernel and launch memos, ~0.2 GB, under the memory section's sums). ``trim``: the freed
     heap pages given back after each section (``release_after``); a section child that exits after its
-    few sections keeps them for the next one instead (no page faults to take them again). With ``trim``,
+    few sections keeps them for the next one instead (no page faults to take them again), unless the trace
+    is very large (:class:`~.executors.sections.SectionFork`). With ``trim``,
     a very large trace's steps inside each section give them back too (``trimmed_steps``: its sections'
-    peaks held ~0.2-0.4 GB of freed temporaries). ``trim_between`` (without ``trim``): the freed heap pages
-    given back between sections only (the section child of a very large trace, whose critical path frees
-    its graph before the next sections)."""
+    peaks held ~0.2-0.4 GB of freed temporaries)."""
     got: dict[str, Any] = {}
     with trimmed_steps(items if trim else 0):
         for done, (key, make) in enumerate(sections, 1):
@@ -180,8 +178,6 @@ def run_sections(
                 drop_unread(memos, [later for later, _ in sections[done:]])
             if trim:
                 release_after(items)  # the section's temporaries (a large trace): the next starts from what is kept
-            elif trim_between and done < len(sections):
-                release_freed_memory()
     return got
 
 

@@ -121,13 +121,13 @@ class SectionFork:
             hand_over(self.trace, fd)
 
     def _send(self, sections: Sections, items: int, memos: dict[str, Any], fd: int) -> dict[str, Any]:
-        # (no trims inside them: the child exits after its sections; given back, its freed pages cost a
-        # page fault each when the next section takes them again: 0.3 GB trace, 41 000 → 27 000 faults;
-        # but a very large trace's are given back between its sections: the critical path's graph, freed
-        # at the distributed section's end, is ~0.2-0.4 GB of a 4.5 GB trace's, held beside this
-        # process's heaviest sections)
+        # (no trims for most traces: the child exits after its sections; given back, its freed pages cost a
+        # page fault each when the next section or step takes them again: 0.3 GB trace, 41 000 → 27 000
+        # faults; but a very large trace's are given back as in this process, after each step and section:
+        # the 4.5 GB trace's child held ~0.2 GB of freed temporaries of its memos before its critical path,
+        # and its graph after it, beside this process's heaviest sections; docs/PERFORMANCE.md)
         big = items >= STEP_TRIM_ABOVE_ITEMS
-        got = run_sections([s for s in sections if s[0] in self.child], items, memos, trim=False, trim_between=big)
+        got = run_sections([s for s in sections if s[0] in self.child], items, memos, trim=big)
         with open(fd, "wb") as f:
             f.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
         raise _Sent

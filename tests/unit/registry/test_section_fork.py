@@ -18,7 +18,6 @@ from tb_plugin.registry.executors import handed_memos, sections
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.report import rank_aggregate
 from tb_plugin.registry.views import FileViews
-from tb_plugin.trace import heap
 
 SAMPLE = os.path.join(
     os.path.dirname(__file__), "..", "..", "..", "samples", "synthetic_ddp", "rank0.1751410900000.pt.trace.json.gz"
@@ -67,10 +66,10 @@ def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):
 def _dies_in_child(real):
     parent = os.getpid()
 
-    def run(part, items, memos=None, trim=True, trim_between=False):
+    def run(part, items, memos=None, trim=True):
         if os.getpid() != parent:
             os._exit(3)
-        return real(part, items, memos, trim, trim_between)
+        return real(part, items, memos, trim)
 
     return run
 
@@ -136,8 +135,8 @@ def test_this_process_makes_the_cache_writes_after_its_sections(tmp_path, monkey
     done: list[str] = []
     real = sections.run_sections
 
-    def logged(chosen, items, memos=None, trim=True, trim_between=False):
-        got = real(chosen, items, memos, trim, trim_between)
+    def logged(chosen, items, memos=None, trim=True):
+        got = real(chosen, items, memos, trim)
         done.append("sections")
         return got
 
@@ -189,9 +188,9 @@ def test_a_rank_whose_child_dies_is_cached_by_this_process(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("very_large", [False, True])
 def test_the_child_keeps_its_freed_pages_and_never_collects_what_it_inherited(tmp_path, monkeypatch, very_large):
-    """The child computes its sections without giving freed pages back between them (each would be
-    faulted in again by the next section), except for a very large trace (STEP_TRIM_ABOVE_ITEMS items:
-    its critical path's graph), and with the objects it inherited frozen (a collection would write to
+    """The child computes its sections without giving freed pages back (each would be faulted in again
+    by the next section or step), except for a very large trace (STEP_TRIM_ABOVE_ITEMS items: its memos'
+    temporaries, its critical path's graph), and with the objects it inherited frozen (a collection would write to
     each one's header); this process's sections give them back as before."""
     if very_large:
         monkeypatch.setattr(sections, "STEP_TRIM_ABOVE_ITEMS", 1)
@@ -200,29 +199,19 @@ def test_the_child_keeps_its_freed_pages_and_never_collects_what_it_inherited(tm
     real = sections.run_sections
     here: list[bool] = []
 
-    def run(part, items, memos=None, trim=True, trim_between=False):
+    def run(part, items, memos=None, trim=True):
         if os.getpid() != parent:
-            out.write_text(f"trim={trim} between={trim_between} frozen={gc.get_freeze_count() > 0}")
+            out.write_text(f"trim={trim} frozen={gc.get_freeze_count() > 0}")
         else:
             here.append(trim)
-        return real(part, items, memos, trim, trim_between)
+        return real(part, items, memos, trim)
 
     monkeypatch.setattr(sections, "run_sections", run)
     serial = rank_aggregate(views(), True)
     fork = sections.SectionFork(views(), True)
     forked = aggregate_through(fork, True)
-    assert out.read_text() == f"trim=False between={very_large} frozen=True" and here == [True]
+    assert out.read_text() == f"trim={very_large} frozen=True" and here == [True]
     assert text(forked) == text(serial)
-
-
-def test_sections_give_freed_pages_back_between_them_only_when_told(monkeypatch):
-    """``trim_between``: freed pages given back after each section but the last, and no step trims."""
-    calls: list[str] = []
-    monkeypatch.setattr(report, "release_freed_memory", lambda: calls.append("between"))
-    monkeypatch.setattr(report, "release_after", lambda items: calls.append("after"))
-    made = [("a", heap.release_after_step), ("b", lambda: 2), ("c", lambda: 3)]
-    got = report.run_sections(made, heap.STEP_TRIM_ABOVE_ITEMS, trim=False, trim_between=True)
-    assert got == {"a": False, "b": 2, "c": 3} and calls == ["between", "between"]
 
 
 def test_sections_give_freed_pages_back_unless_told_not_to(monkeypatch):
