@@ -79,6 +79,7 @@ from ..trace.categories import DEVICE_KINDS, HOST_WORK_KINDS, LAUNCH_KINDS, PROF
 from ..trace.heap import gc_paused
 from ..trace.links import launch_of
 from ..trace.model import Trace
+from ..trace.sparse import row_dtype
 from ..trace.uniques import unique_values
 from .blocking import STREAM_WAIT, blocking_calls
 from .clock import shared_origin
@@ -242,6 +243,7 @@ class RankGraph:
         )
         self.threads: dict[int, list[np.ndarray]] = {}
         self.parent = np.zeros(0, np.int64)
+        self._parent_rows = np.zeros(0, np.int64)  # the rows whose ``parent`` entries the last tiles wrote
         if tiles is not None or host_side:
             self.set_host(np.flatnonzero(host), tiles)
 
@@ -257,9 +259,14 @@ class RankGraph:
         each known thread's tiles (empty where it has none in ``rows``) with its blocking calls, the
         joins, and the enclosing events (``parent``) for the segments' context."""
         if tiles is None:
-            self.threads, self.parent = {}, np.zeros(0, np.int64)  # the last group's, freed first
-            tiles = host_tiles(self.trace, rows, self.other_threads)
-        self.parent = tiles.parent
+            self.threads = {}  # the last group's, freed first
+            n = len(self.trace.events)
+            if len(self.parent) == n:  # the last group's entries back to −1: one fill for all the groups
+                self.parent[self._parent_rows] = -1
+            else:
+                self.parent = np.full(n, -1, dtype=row_dtype(n))
+            tiles = host_tiles(self.trace, rows, self.other_threads, self.parent)
+        self.parent, self._parent_rows = tiles.parent, rows
         t_cuts = np.flatnonzero(np.diff(tiles.thread)) + 1 if len(tiles.thread) else np.zeros(0, np.int64)
         t_first = np.r_[0, t_cuts] if len(tiles.thread) else t_cuts
         t_bounds = np.r_[t_first, len(tiles.thread)]

@@ -49,12 +49,18 @@ class Tiles:
     )  # int32 (int64 from 2³¹ events) per event of the trace: its innermost enclosing host event (−1: none)
 
 
-def host_tiles(trace: Trace, rows: np.ndarray, other_threads: np.ndarray | None = None) -> Tiles:
+def host_tiles(
+    trace: Trace, rows: np.ndarray, other_threads: np.ndarray | None = None, parent_all: np.ndarray | None = None
+) -> Tiles:
     """Tiles of the host events ``rows`` (finite times, any order; see the module docstring).
     ``other_threads``: the sorted thread keys that have events other than annotations, when ``rows`` are
-    part of a larger set that decides it (the critical path's rows of a few steps); default: from ``rows``."""
+    part of a larger set that decides it (the critical path's rows of a few steps); default: from ``rows``.
+    ``parent_all``: the per-event array (every entry −1, :func:`~..trace.sparse.row_dtype`) that
+    :attr:`Tiles.parent` is written into, so that a caller making the tiles of a few steps at a time
+    fills it once, not once a group; default: a new one."""
     ev = trace.events
-    parent_all: np.ndarray = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
+    if parent_all is None:
+        parent_all = np.full(len(ev), -1, dtype=row_dtype(len(ev)))
     thread = ev.pid[rows].astype(np.int64) * (1 << 32) + ev.tid[rows].astype(np.int64)
     s, e = ev.ts[rows], ev.ts[rows] + ev.dur[rows]
     order = by_thread_and_start(thread, s, (-e,))

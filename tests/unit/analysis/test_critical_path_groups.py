@@ -15,6 +15,7 @@ from synth.critical_groups import NCCL, steps_doc
 from tb_plugin.analysis import critical_path as cp
 from tb_plugin.analysis.critical_path_groups import step_groups, walks_stay_behind
 from tb_plugin.analysis.distributed import comm_kernels
+from tb_plugin.analysis.host_tiles import host_tiles
 from tb_plugin.analysis.steps import compute_steps
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.decode import decode_trace
@@ -54,6 +55,20 @@ def test_chains_across_step_boundaries_are_the_same_in_groups(recorded, monkeypa
     assert {"side", "blocked on another thread (autograd)", "untraced host work", "train.py(12): loop"} <= names
     assert any(c is None for c in out["comm"]["chain"])  # the all-reduces outside every step
     assert sum(NCCL == n for n in out["comm"]["name"]) == 12
+
+
+def test_each_group_s_enclosing_events_are_those_of_its_rows_alone():
+    """The per-event ``parent`` array, filled once and reused by every group, holds after each group
+    exactly what a fresh ``host_tiles`` of that group's rows gives (no entry left by an earlier group)."""
+    trace = decode_trace(json.dumps(steps_doc(10)).encode())
+    ev, steps = trace.events, compute_steps(trace)
+    g = cp.RankGraph(trace, np.zeros(0, np.int64), host_side=False)
+    groups = list(step_groups(ev.ts, ev.dur, g.host, steps.start, steps.end, 1))  # a group per step
+    assert len(groups) == len(steps) > 1
+    for _, _, rows in groups:
+        g.set_host(rows)
+        fresh = host_tiles(trace, rows, g.other_threads).parent
+        assert (fresh >= 0).any() and g.parent.dtype == fresh.dtype and np.array_equal(g.parent, fresh)
 
 
 @pytest.mark.parametrize("shuffled", [False, True])
