@@ -41,7 +41,7 @@ from ..trace.categories import Kind
 from ..trace.geometry import block_threads, kernel_blocks
 from ..trace.model import DeviceInfo, Trace
 from ..trace.platform import AMD, accelerator_name, amd_architecture, device_vendor, has_matrix_units
-from ..trace.sparse import SparseColumn, row_dtype
+from ..trace.sparse import SparseColumn
 from ..trace.uniques import unique_values
 from .intervals import covered_length
 from .steps import Steps
@@ -172,12 +172,11 @@ def _kernel_occupancy(trace: Trace) -> SparseColumn:
     rows = np.flatnonzero(ev.occupancy_pct >= 0)  # NaN compares False
     occ = ev.occupancy_pct[rows].astype(np.float64, copy=False)
     zero = np.flatnonzero(occ == 0)
-    keep = np.ones(len(rows), dtype=bool)
     if len(zero):
         at = rows[zero]
         floor = np.minimum(ev.blocks_per_sm[at], 1.0) * block_threads(trace)[at] / MAX_THREADS_PER_SM * 100
-        keep[zero[floor >= 1.0]] = False  # NaN bounds (unknown geometry) keep the 0
-    return SparseColumn(rows[keep].astype(row_dtype(len(ev))), occ[keep], np.nan, len(ev))
+        occ[zero[floor >= 1.0]] = np.nan  # NaN bounds (unknown geometry) keep the 0
+    return SparseColumn.at(rows, occ, np.nan, len(ev))
 
 
 def has_geometry(trace: Trace, rows: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 from .categories import Kind
 from .links import launch_of
 from .model import Trace
-from .sparse import SparseColumn, row_dtype
+from .sparse import SparseColumn
 from .uniques import unique_values
 
 #: Launch calls whose ``grid`` is in work-items (``globalWorkSizeX/Y/Z``), not blocks.
@@ -67,10 +67,8 @@ def _block_threads(trace: Trace) -> SparseColumn:
     n = len(trace.events)
     rows, _, block, _ = _kernel_geometry(trace, "block")
     if len(rows) == 0:
-        return SparseColumn(np.zeros(0, dtype=row_dtype(n)), np.zeros(0), np.nan, n)
-    threads = _dims_table(trace, unique_values(block))[block].prod(axis=1)
-    known = ~np.isnan(threads)
-    return SparseColumn(rows[known].astype(row_dtype(n)), threads[known], np.nan, n)
+        return SparseColumn.at(rows, np.zeros(0), np.nan, n)
+    return SparseColumn.at(rows, _dims_table(trace, unique_values(block))[block].prod(axis=1), np.nan, n)
 
 
 def _kernel_geometry(trace: Trace, needed: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -28,9 +28,15 @@ class SparseColumn:
     @classmethod
     def of(cls, dense: np.ndarray, fill: float | int) -> SparseColumn:
         """The rows of ``dense`` that are not ``fill`` (NaN fill: the rows that are not NaN)."""
-        held = ~np.isnan(dense) if isinstance(fill, float) and np.isnan(fill) else dense != fill
-        rows = np.flatnonzero(held)
+        rows = np.flatnonzero(_not_fill(dense, fill))
         return cls(rows.astype(row_dtype(len(dense))), dense[rows], fill, len(dense))
+
+    @classmethod
+    def at(cls, rows: np.ndarray, values: np.ndarray, fill: float | int, size: int) -> SparseColumn:
+        """The column of ``size`` events whose ``values`` at the ascending event ``rows`` are given (the
+        fill elsewhere): :meth:`of` of that dense column, without making it."""
+        held = _not_fill(values, fill)
+        return cls(rows[held].astype(row_dtype(size)), values[held], fill, size)
 
     def __len__(self) -> int:
         return self.size
@@ -51,6 +57,11 @@ class SparseColumn:
             hit = self.rows[pos] == rows
             out[hit] = self.values[pos[hit]]
         return out[()] if out.ndim == 0 else out
+
+
+def _not_fill(values: np.ndarray, fill: float | int) -> np.ndarray:
+    """Per value, whether it differs from ``fill`` (NaN fill: whether it is not NaN)."""
+    return ~np.isnan(values) if isinstance(fill, float) and np.isnan(fill) else values != fill
 
 
 def row_dtype(size: int) -> type:

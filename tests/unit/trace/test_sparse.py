@@ -70,3 +70,15 @@ def test_per_op_holds_only_the_operators_with_a_value():
 def test_row_dtype():
     assert row_dtype(1000) is np.int32
     assert row_dtype(2**31) is np.int64
+
+
+@pytest.mark.parametrize("fill", [np.nan, 0.0, -1.0])
+def test_a_column_from_given_rows_holds_what_one_from_the_dense_column_holds(fill):
+    """``SparseColumn.at(rows, values, …)``: the rows whose value is not the fill, as ``of`` of the
+    dense column with those values at those rows keeps them (fill values given at a row are left out)."""
+    dense = np.where(np.isnan(_dense()), fill, _dense())
+    rows = np.array([1, 2, 3, 7, 9, 11])
+    got, want = SparseColumn.at(rows, dense[rows], fill, len(dense)), SparseColumn.of(dense, fill)
+    assert np.array_equal(got.rows, want.rows) and got.rows.dtype == want.rows.dtype == row_dtype(12)
+    assert np.array_equal(got.values, want.values) and len(got) == len(want) == 12
+    assert np.array_equal(got[np.arange(12)], dense, equal_nan=True)
