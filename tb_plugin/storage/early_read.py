@@ -6,8 +6,8 @@ needs none of that, so on a second core it can be done meanwhile. :func:`start` 
 report, once the logdir is found to exist) walks the first :data:`MAX_WALKED` entries of a local logdir;
 when they hold exactly one file named as a trace, gzipped, of at most :data:`MAX_GZIP_BYTES` (above it
 the registry streams the file, chunk by chunk), not held by the parse cache, with a second core, it
-forks a child that reads the file as the registry would (:func:`~.read.read_open_file`: the same bounds,
-checks and bytes) into an anonymous memory file and exits; any failure is its exit status, and the
+forks a child that reads the file as the registry would (:func:`~.read.read_open_file_to`: the same bounds,
+checks and bytes) into an anonymous memory file, a step at a time as it inflates, and exits; any failure is its exit status, and the
 registry then reads the file itself (and meets the error there). The registry's read of that file
 :func:`claim` s the bytes (a read-only map of the memory file, no copy) when the file's identity is
 unchanged since the start (device, inode, size, modification time). A child never claimed is reaped
@@ -30,7 +30,7 @@ from .fork_alone import may_fork_alone
 from .local_walk import FileIdentity, TooManyEntries, file_identity, walk_files
 from .naming import is_candidate, is_certain_trace
 from .private_files import open_regular
-from .read import read_open_file
+from .read import read_open_file_to
 
 MAX_WALKED = 2000  # directory entries looked at (a larger logdir is read the usual way)
 # A larger gzip file (8× its size inflated: registry/parse.GZIP_RATIO) is decoded as a stream above 32 MB
@@ -54,13 +54,17 @@ class _Reading:
             code = 1
             try:
                 with open_regular(path) as f:
-                    data = memoryview(read_open_file(f, size, path))
-                while data:
-                    data = data[os.write(self.fd, data) :]
+                    read_open_file_to(f, size, path, self._write)
                 code = 0
             finally:
                 os._exit(code)
         self.pid: int | None = pid
+
+    def _write(self, data: bytes) -> None:
+        """All of ``data`` to the memory file (in the child)."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
 
     def result(self) -> mmap.mmap | None:
         """The file's bytes as the child read them (None when it failed); the child is reaped."""
