@@ -66,7 +66,7 @@ def run_report(
         if whole_process and chosen.startswith("local"):  # (a fork: the command line, parsing here)
             from ..storage.early_read import start as start_early_read
 
-            start_early_read(strip_protocol(logdir), cached=use_cache)
+            start_early_read(strip_protocol(logdir), cached=use_cache, then=_split_writer)
     with _imports_frozen(whole_process):
         import orjson
 
@@ -128,6 +128,14 @@ def _imports_frozen(whole_process: bool) -> Iterator[None]:
     with gc_paused():
         yield
         gc.freeze()
+
+
+def _split_writer():
+    """What the early reader's child does once it has read the trace: split it into joined batches
+    (trace/early_split.py), which this process's decode then takes instead of splitting it itself."""
+    from ..trace.early_split import write_split
+
+    return write_split
 
 
 def _local_logdir_problem(root: str) -> str | None:

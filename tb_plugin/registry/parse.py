@@ -10,7 +10,7 @@ import stat
 from typing import IO, TYPE_CHECKING, Callable, TypeVar, cast
 
 from ..settings import current
-from ..storage.early_read import claim as claim_early_read
+from ..storage.early_read import claim_both as claim_early_read
 from ..storage.private_files import fsync_path, write_atomic
 from ..storage.read import Blocks, ReadError, max_trace_bytes, read_trace_bytes
 from ..storage.remote import is_local_fs, url_to_fs
@@ -20,6 +20,7 @@ from ..trace.columns import EventsSink
 from ..trace.decode import decode_trace
 from ..trace.decode_stream import Unstreamable, decode_stream, default_workers
 from ..trace.decode_workers import can_fork
+from ..trace.early_split import read_split
 from ..trace.errors import TraceReadError
 from ..trace.heap import collect_and_release_after, release_after, release_freed_memory
 from ..trace.model import Trace
@@ -109,15 +110,17 @@ def _load_trace_file(
     if spool_dir is None and isinstance(sink_name, str):
         spool_dir = os.path.dirname(os.path.abspath(sink_name))
     # read by a child while the command line imported (storage/early_read.py), else here
-    early = claim_early_read(path) if is_local_fs(fs) else None
+    # (and split into joined batches there too: trace/early_split.py)
+    early, early_split = claim_early_read(path) if is_local_fs(fs) else (None, None)
     data = (
         early
         if early is not None
         else _read_error_as_trace_error(lambda: read_trace_bytes(fs, path, size, read_progress, spool_dir))
     )
+    split = read_split(early_split) if early_split is not None else None
     decode_progress = (lambda x: progress(READ_SHARE + (1 - READ_SHARE) * x)) if progress else None
-    trace = decode_trace(data, decode_progress, events_sink, halves=True)  # on two cores where that pays
-    del data, early
+    trace = decode_trace(data, decode_progress, events_sink, halves=True, split=split)  # on two cores where that pays
+    del data, early, early_split, split
     release_after(_items(trace))
     return trace
 

@@ -22,7 +22,7 @@ import os
 import signal
 import stat
 import threading
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from ..settings import current, usable_cores
 from .cache_keys import cached_entry_exists
@@ -40,15 +40,22 @@ _lock = threading.Lock()
 _pending: _Started | None = None  # the one child started (a command reads one logdir), until claimed
 
 
-class _Reading:
-    """The forked child reading one file into the memory file ``fd``."""
+# What the child does next with the bytes it read (mapped) and an empty memory file of its own to write
+# into (trace/early_split.write_split, handed down by the command line); anything it raises leaves that file empty
+Then = Callable[[mmap.mmap, int], object]
 
-    def __init__(self, path: str, size: int) -> None:
+
+class _Reading:
+    """The forked child reading one file into the memory file ``fd``, and then (``then``) writing what
+    ``then`` makes of it into the memory file ``then_fd``."""
+
+    def __init__(self, path: str, size: int, then: Then | None = None) -> None:
         self.fd = os.memfd_create("kinetoscope-early-read", os.MFD_CLOEXEC)
         try:
+            self.then_fd = os.memfd_create("kinetoscope-early-then", os.MFD_CLOEXEC) if then is not None else None
             pid = os.fork()
         except OSError:
-            os.close(self.fd)
+            self._close()
             raise
         if pid == 0:  # the child: read, write, leave without the parent's exit handlers or buffers
             code = 1
@@ -56,6 +63,8 @@ class _Reading:
                 with open_regular(path) as f:
                     read_open_file_to(f, size, path, self._write)
                 code = 0
+                if then is not None and self.then_fd is not None:
+                    self._then(then, self.then_fd)
             finally:
                 os._exit(code)
         self.pid: int | None = pid
@@ -66,16 +75,36 @@ class _Reading:
         while view:
             view = view[os.write(self.fd, view) :]
 
-    def result(self) -> mmap.mmap | None:
-        """The file's bytes as the child read them (None when it failed); the child is reaped."""
+    def _then(self, then: Then, fd: int) -> None:
+        """``then`` on the bytes read (in the child); its file left empty when it fails."""
+        try:
+            size = os.fstat(self.fd).st_size
+            if size:
+                then(mmap.mmap(self.fd, size, prot=mmap.PROT_READ), fd)
+        except BaseException:
+            os.ftruncate(fd, 0)
+
+    def result(self) -> tuple[mmap.mmap | None, mmap.mmap | None]:
+        """The file's bytes as the child read them and what ``then`` wrote (None when the child failed or
+        wrote nothing); the child is reaped."""
         try:
             ok = self._reap() == 0
-            size = os.fstat(self.fd).st_size
-            return mmap.mmap(self.fd, size, prot=mmap.PROT_READ) if ok and size else None
+            return self._mapped(self.fd, ok), self._mapped(self.then_fd, ok)
+        finally:
+            self._close()
+
+    @staticmethod
+    def _mapped(fd: int | None, ok: bool) -> mmap.mmap | None:
+        try:
+            size = os.fstat(fd).st_size if ok and fd is not None else 0
+            return mmap.mmap(fd, size, prot=mmap.PROT_READ) if size and fd is not None else None
         except OSError:
             return None
-        finally:
-            os.close(self.fd)
+
+    def _close(self) -> None:
+        for fd in (self.fd, getattr(self, "then_fd", None)):
+            if fd is not None:
+                os.close(fd)
 
     def end(self) -> None:
         if self.pid is not None:
@@ -84,7 +113,7 @@ class _Reading:
             except ProcessLookupError:
                 pass
             self._reap()
-            os.close(self.fd)
+            self._close()
 
     def _reap(self) -> int:
         pid, self.pid = self.pid, None
@@ -116,10 +145,12 @@ class _Started(NamedTuple):
     reading: _Reading
 
 
-def start(root: str, cached: bool = True) -> None:
+def start(root: str, cached: bool = True, then: Callable[[], Then] | None = None) -> None:
     """Start the child reading the one gzip trace under the local folder ``root``, or the file ``root``
     (see the module docstring); nothing when there is no such file, no second core, no safe fork (another thread
-    runs), or (``cached``: the command reads the parse cache) when the cache holds its parse."""
+    runs), or (``cached``: the command reads the parse cache) when the cache holds its parse. ``then``: gives
+    what the child does next with the bytes (see :data:`Then`; :func:`claim_both` gives what it wrote), called
+    only when a child is started, before the fork (its imports made once, here)."""
     global _pending
     if _pending is not None or not may_fork_alone() or not _second_core():
         return
@@ -132,7 +163,9 @@ def start(root: str, cached: bool = True) -> None:
         limit = min(MAX_GZIP_BYTES, (current().stream_above_bytes or MAX_GZIP_BYTES << 3) >> 3)
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (cached and cached_entry_exists(path, st)):
             return
-        _pending = _Started(os.path.realpath(path), file_identity(st), _Reading(path, st.st_size))
+        _pending = _Started(
+            os.path.realpath(path), file_identity(st), _Reading(path, st.st_size, then() if then is not None else None)
+        )
     except OSError:
         return
     atexit.register(_end)
@@ -141,21 +174,27 @@ def start(root: str, cached: bool = True) -> None:
 def claim(path: str) -> mmap.mmap | None:
     """The bytes of the local file ``path`` read by the child started on it, when it is still the file it
     read, or None (that child reaped); claimed once."""
+    return claim_both(path)[0]
+
+
+def claim_both(path: str) -> tuple[mmap.mmap | None, mmap.mmap | None]:
+    """:func:`claim`'s bytes and what the child's ``then`` wrote (None when nothing: no ``then``, it failed,
+    or no bytes)."""
     global _pending
     if _pending is None:
-        return None
+        return None, None
     with _lock:
         got = _pending if _pending is not None and _pending.real == os.path.realpath(path) else None
         if got is not None:
             _pending = None
     if got is None:
-        return None
-    data = got.reading.result()
+        return None, None
+    data, then = got.reading.result()
     try:
         same = file_identity(os.stat(got.real)) == got.identity
     except OSError:
         same = False
-    return data if same else None
+    return (data, then if data is not None else None) if same else (None, None)
 
 
 def _end() -> None:

@@ -28,6 +28,7 @@ import msgspec
 
 from .columns import ColumnBuilder, EventsSink
 from .decode_halves import decode_batches
+from .early_split import EarlySplit
 from .errors import TraceReadError
 from .events import _OBJECT_DECODER, _RAW_LIST
 from .heap import gc_paused
@@ -40,16 +41,20 @@ def decode_trace(
     progress: Callable[[float], None] | None = None,
     events_sink: EventsSink | None = None,
     halves: bool = False,
+    split: EarlySplit | None = None,
 ) -> Trace:
     """Decode a whole trace document. Raises :class:`TraceReadError` when it is not a trace.
 
     With ``events_sink`` (a binary file), the raw JSON of every event is written there and each
     duration event records where (``src_offset``/``src_length``), so its full args can be read back.
     With ``halves``, the second half of the events may be decoded by a fork of this process
-    (:mod:`.decode_halves`: the same trace, sooner on two cores).
+    (:mod:`.decode_halves`: the same trace, sooner on two cores). ``split``: the document's object form
+    already split into joined batches by the early reader's child (:mod:`.early_split`), taken instead of
+    splitting ``data`` here when ``data`` starts as that child requires.
     """
     buf = memoryview(data)
-    if buf[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark (Windows editors and tools write one)
+    marked = buf[:3] == b"\xef\xbb\xbf"
+    if marked:  # a UTF-8 byte order mark (Windows editors and tools write one)
         buf = buf[3:]
     first = _first_non_space(buf)
     if first is None:
@@ -57,6 +62,11 @@ def decode_trace(
     warnings: list[str] = []
     if first not in (ord("{"), ord("[")):
         raise TraceReadError(f"not a JSON trace: the document starts with {chr(first)!r}, expected '{{' or '['")
+    if split is not None and not marked and first == ord("{"):  # (as write_split requires)
+        builder = ColumnBuilder(events_sink)
+        decode_batches(builder, split.batches, progress, halves, events=split.events)
+        with gc_paused():  # (heap.gc_paused)
+            return builder.finish(split.top, "object")
     try:
         raws, top, form = _split(buf, first, warnings)
     except _NonFiniteLiteral as exc:

@@ -30,6 +30,7 @@ from .decode_workers import _NullSink, can_fork
 from .events import BATCH_EVENTS
 from .heap import gc_paused
 from .joined import OneValuePickler
+from .placed_raws import PlacedRaws
 
 # Fewer events than this are decoded in one process: the fork, the pickled answer and the merge
 # (~10 ms) would take most of what the second core saves on a small file.
@@ -52,24 +53,28 @@ def wanted(events: int) -> bool:
 
 def decode_batches(
     builder: ColumnBuilder,
-    raws: list[msgspec.Raw],
+    raws: Sequence[Any],
     progress: Callable[[float], None] | None = None,
     halves: bool = False,
+    events: int | None = None,
 ) -> None:
     """Every batch of ``raws`` into ``builder`` in order; with ``halves`` (see :func:`wanted`) the
-    second half by a forked child. ``progress``: the fraction of the batches done."""
-    total = len(raws)
-    cut = _cut(total)
+    second half by a forked child. ``progress``: the fraction of the batches done. ``raws``: the raw
+    events, or (``events``: their count) their batches already joined, as :class:`.placed_raws.PlacedRaws`
+    (the early reader's split: :mod:`.early_split`)."""
+    batches = _batches(raws) if events is None else list(raws)
+    total = len(raws) if events is None else events
+    cut = int(len(batches) * PARENT_SHARE)  # the child's first batch: PARENT_SHARE of them stay here
     child = None
     if halves and wanted(total):
         sink = builder.sink
         place = None if sink is None else _placement(sink)
         try:
-            child = _SecondHalf(raws, cut, sink is not None, *(place or (None, 0)))
+            child = _SecondHalf(batches, cut, sink is not None, *(place or (None, 0)))
         except OSError:  # no fork now (a process limit, memory): decoded here
             child = None
     try:
-        _decode_range(builder, raws, 0, total if child is None else cut, progress)
+        _decode_range(builder, batches, 0, len(batches) if child is None else cut, progress)
     except BaseException:
         if child is not None:
             child.stop()
@@ -78,14 +83,14 @@ def decode_batches(
         return
     state = child.result()
     if state is None:  # the child failed: its half is decoded here
-        _decode_range(builder, raws, cut, total, progress)
+        _decode_range(builder, batches, cut, len(batches), progress)
         return
     base = builder.sink_pos
     if child.wrote is not None:  # the child wrote its batches where a serial decode puts them
         builder.sink_pos += child.wrote
     elif builder.sink is not None:  # the side file gets the second half's batches as a serial decode writes them
-        for start in range(cut, total, BATCH_EVENTS):
-            joined = _joined(raws[start : start + BATCH_EVENTS])
+        for batch in batches[cut:]:
+            joined = _joined_of(batch)
             builder.sink.write(joined)
             builder.sink_pos += len(joined)
     with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
@@ -94,30 +99,36 @@ def decode_batches(
         progress(1.0)
 
 
-def _cut(total: int) -> int:
-    """Where the child's batches start: :data:`PARENT_SHARE` of them stay here."""
-    return BATCH_EVENTS * int(-(-total // BATCH_EVENTS) * PARENT_SHARE)
+def _batches(raws: Sequence[msgspec.Raw]) -> list[Sequence[msgspec.Raw]]:
+    """``raws`` cut into batches of :data:`.events.BATCH_EVENTS`, as the stream decoder cuts them."""
+    return [raws[start : start + BATCH_EVENTS] for start in range(0, len(raws), BATCH_EVENTS)]
+
+
+def _joined_of(batch: Sequence[Any]) -> bytes | memoryview:
+    """A batch's joined bytes: a placed batch's own, else joined here."""
+    return batch.joined if isinstance(batch, PlacedRaws) else _joined(batch)
 
 
 def _decode_range(
     builder: ColumnBuilder,
-    raws: list[msgspec.Raw],
+    batches: Sequence[Sequence[Any]],
     first: int,
     end: int,
     progress: Callable[[float], None] | None,
-    write: Callable[[bytes], None] | None = None,
+    write: Callable[[bytes | memoryview], None] | None = None,
 ) -> None:
-    """Batches ``raws[first:end]`` into ``builder``; each batch's joined bytes also to ``write``."""
-    for start in range(first, end, BATCH_EVENTS):  # the stream decoder cuts at the same events
-        batch = raws[start : min(start + BATCH_EVENTS, end)]
-        if write is None:
-            builder.add_batch(batch)
-        else:
+    """Batches ``batches[first:end]`` into ``builder``; each batch's joined bytes also to ``write``."""
+    events = (len(batches) - 1) * BATCH_EVENTS + len(batches[-1]) if batches else 0
+    for k in range(first, end):  # the stream decoder cuts at the same events
+        batch = batches[k]
+        joined = batch.joined if isinstance(batch, PlacedRaws) else None
+        if write is not None and joined is None:
             joined = _joined(batch)
-            builder.add_batch(batch, joined)
+        builder.add_batch(batch, joined)
+        if write is not None and joined is not None:
             write(joined)
         if progress:
-            progress(min(1.0, (start + BATCH_EVENTS) / len(raws)))
+            progress(min(1.0, (k + 1) * BATCH_EVENTS / events))
 
 
 def _placement(sink: Any) -> tuple[int, int] | None:
@@ -138,11 +149,21 @@ def _placement(sink: Any) -> tuple[int, int] | None:
     return fd, position
 
 
-def joined_bytes(raws: Sequence[msgspec.Raw]) -> int:
+def joined_bytes(raws: Sequence[Any]) -> int:
     """Bytes of ``raws``' batches joined as the decoder joins them (``[`` + ``,``-joined events + ``]``
-    per :data:`.events.BATCH_EVENTS`): where the batches after them start in the events side file."""
+    per :data:`.events.BATCH_EVENTS`): where the batches after them start in the events side file. ``raws``:
+    the raw events, or their batches already placed (:class:`.placed_raws.PlacedRaws`)."""
+    if raws and isinstance(raws[0], PlacedRaws):
+        return sum(len(batch.joined) for batch in raws)  # (a batch at a time)
     batches = -(-len(raws) // BATCH_EVENTS)
     return sum(map(len, raws)) + len(raws) - batches + 2 * batches
+
+
+def _batches_bytes(batches: Sequence[Sequence[Any]]) -> int:
+    """Bytes of ``batches`` joined (:func:`joined_bytes` of their events)."""
+    if batches and isinstance(batches[0], PlacedRaws):
+        return joined_bytes(batches)
+    return sum(joined_bytes(batch) for batch in batches)  # (a batch at a time)
 
 
 class _PositionalWriter:
@@ -167,7 +188,9 @@ class _SecondHalf:
     (the side file's descriptor; ``at``: the file position where this process's first batch goes), the
     child also writes its batches there, after this process's: ``wrote`` is then their bytes, once answered."""
 
-    def __init__(self, raws: list[msgspec.Raw], cut: int, with_sink: bool, fd: int | None = None, at: int = 0) -> None:
+    def __init__(
+        self, batches: Sequence[Sequence[Any]], cut: int, with_sink: bool, fd: int | None = None, at: int = 0
+    ) -> None:
         self.wrote: int | None = None
         self._writes = fd is not None
         read_end, write_end = os.pipe()
@@ -182,8 +205,8 @@ class _SecondHalf:
             try:
                 os.close(read_end)
                 builder = ColumnBuilder(_NullSink() if with_sink else None)  # offsets counted from 0
-                write = _PositionalWriter(fd, at + joined_bytes(raws[:cut])) if fd is not None else None
-                _decode_range(builder, raws, cut, len(raws), None, write)
+                write = _PositionalWriter(fd, at + _batches_bytes(batches[:cut])) if fd is not None else None
+                _decode_range(builder, batches, cut, len(batches), None, write)
                 with open(write_end, "wb") as out:
                     answer = (builder.state(), write.written if write is not None else None)
                     OneValuePickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(

@@ -33,6 +33,7 @@ import msgspec
 import numpy as np
 
 from ..settings import current, usable_cores
+from .batching import join_batch as _joined
 from .columns import ColumnBuilder, EventsSink
 from .decode_ranges import RangedEvents
 from .decode_workers import WorkerDied, Workers, decode_batch, run_parallel
@@ -150,16 +151,6 @@ def _batches(
 def _unplaced(raws: list[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     unknown = np.full(len(raws), -1, dtype=np.int64)
     return unknown, unknown, np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
-
-
-def _joined(raws: list[msgspec.Raw]) -> bytes:
-    """A batch as the whole-document decoder joins it, ``[`` + ``,``.join(raws) + ``]``."""
-    if not raws:
-        return b"[]"
-    parts = [b","] * (2 * len(raws) + 1)  # "[", raw, ",", raw, …, "]": one copy of the events
-    parts[1::2] = raws
-    parts[0], parts[-1] = b"[", b"]"
-    return b"".join(parts)
 
 
 class _Unit(list):

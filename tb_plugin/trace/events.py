@@ -5,19 +5,13 @@ conversions of decoded values into numpy columns (see :mod:`.decode`)."""
 # annotations with typing.ForwardRef, compiling each (the decoders are built at import: ~10 ms a start).
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-# Events decoded into columns at once. Both decoders (whole document, stream) cut at the same
-# multiples of it, which makes their string interning, and so their Traces, equal byte for byte; the
-# whole-document decoder reports progress once per batch. Smaller batches keep a batch's structs and
-# joined bytes in the CPU caches: decoding the 35 MB V100 sample takes 262 ms with 10 000, 205 with
-# 5 000, 190 with 2 500, 197 with 1 000 (a 150 MB H100 trace: 2.31, 1.73, 1.42, 1.36 s).
-BATCH_EVENTS = 2_500
-
+from .batching import BATCH_EVENTS, OBJECT_DECODER, _ObjectForm  # noqa: F401 (imported from here too)
 
 # Both structs untracked by the cyclic collector (``gc=False``): a decoded event holds only JSON values and
 # its args, never itself, so no cycle can form; tracking and untracking each of the millions of events a
@@ -90,27 +84,10 @@ class _LooseEvent(_Event):
     args: Any = None
 
 
-class _ObjectForm(msgspec.Struct):
-    traceEvents: Union[list[msgspec.Raw], msgspec.UnsetType] = msgspec.UNSET
-    deviceProperties: Any = None
-    computeProperties: Any = None
-    distributedInfo: Any = None
-    schemaVersion: Any = None
-    displayTimeUnit: Any = None
-    traceName: Any = None
-    baseTimeNanoseconds: Any = None
-    cuda_runtime_version: Any = None
-    cuda_driver_version: Any = None
-    hip_runtime_version: Any = None
-    roctracer_version: Any = None
-    rocprof_version: Any = None
-    pytorch_version: Any = None  # not written by Kineto today; kept if a tool adds it
-
-
 _BATCH_DECODER = msgspec.json.Decoder(list[_Event])
 _ONE_DECODER = msgspec.json.Decoder(_LooseEvent)
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-_OBJECT_DECODER = msgspec.json.Decoder(_ObjectForm)
+_OBJECT_DECODER = OBJECT_DECODER
 _ONE_BATCH_DECODER = msgspec.json.Decoder(_Event)
 
 
