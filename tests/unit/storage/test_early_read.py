@@ -169,12 +169,12 @@ def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
         "import sys\n"
         "from tb_plugin.storage import early_read as er\n"
         "er._second_core = lambda: True\n"
-        "claim = er.claim\n"
+        "claim = er.claim_both\n"
         "def spy(path):\n"
         "    got = claim(path)\n"
-        "    sys.stderr.write('CLAIMED %s\\n' % (got is not None))\n"
+        "    sys.stderr.write('CLAIMED %s SPLIT %s\\n' % (got[0] is not None, got[1] is not None))\n"
         "    return got\n"
-        "er.claim = spy\n"
+        "er.claim_both = spy\n"
         "import tb_plugin.registry.parse as parse\n"
         "parse.claim_early_read = spy\n"
         f"sys.argv = ['kinetoscope', 'report', {str(run)!r}, '--json']\n"
@@ -187,6 +187,6 @@ def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
         code = probe if early else probe.replace("er._second_core = lambda: True", "er._second_core = lambda: False")
         got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
         assert got.returncode == 0, got.stderr
-        assert f"CLAIMED {early}" in got.stderr, got.stderr
+        assert f"CLAIMED {early} SPLIT {early}" in got.stderr, got.stderr  # (split by the child: early_split.py)
         outputs.append(got.stdout)
     assert outputs[0] == outputs[1] and json.loads(outputs[0])

@@ -176,7 +176,7 @@ def test_the_second_halfs_child_answers_a_constant_column_as_one_value():
     from tb_plugin.trace.events import _RAW_LIST
 
     raws = _RAW_LIST.decode(_batch(True, 600))
-    half = dh._SecondHalf(raws, 300, False)
+    half = dh._SecondHalf([raws[:300], raws[300:]], 1, False)  # (batches; the child decodes from the second)
     state = half.result()
     here = ColumnBuilder(None)
     here.add_batch(raws[300:])
