@@ -8,7 +8,9 @@ when they hold exactly one file named as a trace, gzipped, of at most :data:`MAX
 the registry streams the file, chunk by chunk), not held by the parse cache, with a second core, it
 forks a child that reads the file as the registry would (:func:`~.read.read_open_file_to`: the same bounds,
 checks and bytes) into an anonymous memory file, a step at a time as it inflates, and exits; any failure is its exit status, and the
-registry then reads the file itself (and meets the error there). The registry's read of that file
+registry then reads the file itself (and meets the error there). The command line hands the child a
+``then`` (:data:`Then`): the document split into the decode's joined batches in a second memory file
+(``trace/early_split.py``), while this process still imports. The registry's read of that file
 :func:`claim` s the bytes (a read-only map of the memory file, no copy) when the file's identity is
 unchanged since the start (device, inode, size, modification time). A child never claimed is reaped
 at exit.

@@ -190,3 +190,23 @@ def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
         assert f"CLAIMED {early} SPLIT {early}" in got.stderr, got.stderr  # (split by the child: early_split.py)
         outputs.append(got.stdout)
     assert outputs[0] == outputs[1] and json.loads(outputs[0])
+
+
+def test_then_writes_beside_the_bytes_and_a_failing_then_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.1.pt.trace.json.gz")
+    path = str(run / "sub" / "w.1.pt.trace.json.gz")
+
+    def then(data, fd):  # (in the child) its bytes, reversed, into its own file
+        os.write(fd, bytes(data)[::-1])
+
+    def failing(data, fd):
+        os.write(fd, b"half")
+        raise MemoryError
+
+    expected = bytes(read_trace_bytes(LocalFS(), path))
+    for make, wrote in ((lambda: then, expected[::-1]), (lambda: failing, None)):
+        er.start(str(run), then=make)
+        got, after = er.claim_both(path)
+        assert got is not None and bytes(got) == expected
+        assert (after if after is None else bytes(after)) == wrote
