@@ -5,7 +5,7 @@ by ~0.10 s into a cold report of the 35 MB V100 sample; the main process then im
 analyses until ~0.16 s and splits the document (msgspec, ~27 ms), then joins each batch of
 :data:`.batching.BATCH_EVENTS` raw events for its decode. :func:`write_split`, in the child (no numpy:
 msgspec only), makes that same split and those same joins (:data:`.batching.OBJECT_DECODER`,
-:func:`.batching.join_batch`) and writes into a second memory file: the joined batches one after the
+:func:`.batching.join_batch`'s bytes) and writes into a second memory file: the joined batches one after the
 other, then each event's raw length (int64), then a pickled header ``(events, joined bytes, top-level
 fields)``, then the header's length (8 bytes, little-endian). :func:`read_split`, in the main process,
 gives each batch as a :class:`.placed_raws.PlacedRaws` over that file (no copy), whose events the
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
-from .batching import BATCH_EVENTS, OBJECT_DECODER, join_batch
+from .batching import BATCH_EVENTS, OBJECT_DECODER
 
 if TYPE_CHECKING:
     import mmap
@@ -34,12 +34,33 @@ if TYPE_CHECKING:
 
 _BLANKS = b" \t\r\n"
 _HEADER_LENGTH_BYTES = 8
+_IOV_MAX = 1024  # buffers one writev takes (Linux's IOV_MAX)
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _write_joined(fd: int, raws: list[msgspec.Raw]) -> int:
+    """:func:`.batching.join_batch` of ``raws`` written to ``fd`` without joining them first (``writev`` of
+    the raw events where they lie, :data:`_IOV_MAX` parts a call: one copy of the events, not two); its bytes."""
+    if not raws:
+        _write_all(fd, b"[]")
+        return 2
+    parts: list[Any] = [b","] * (2 * len(raws) + 1)  # "[", raw, ",", raw, …, "]", as join_batch joins them
+    parts[1::2] = raws
+    parts[0], parts[-1] = b"[", b"]"
+    total = 0
+    for at in range(0, len(parts), _IOV_MAX):  # (a call per _IOV_MAX parts)
+        chunk = parts[at : at + _IOV_MAX]
+        size = sum(map(len, chunk))
+        wrote = os.writev(fd, chunk)
+        if wrote != size:  # (a short write: the rest at once)
+            _write_all(fd, b"".join(chunk)[wrote:])
+        total += size
+    return total
 
 
 def _object_form(doc: Any) -> bool:
@@ -66,9 +87,7 @@ def write_split(doc: Any, fd: int) -> bool:
     lengths = array.array("q", map(len, raws))
     joined = 0
     for start in range(0, len(raws), BATCH_EVENTS):  # (a batch at a time)
-        batch = join_batch(raws[start : start + BATCH_EVENTS])
-        _write_all(fd, batch)
-        joined += len(batch)
+        joined += _write_joined(fd, raws[start : start + BATCH_EVENTS])
     _write_all(fd, lengths.tobytes())
     header = pickle.dumps((len(raws), joined, top), protocol=pickle.HIGHEST_PROTOCOL)
     _write_all(fd, header)

@@ -117,3 +117,11 @@ def test_the_child_never_imports_numpy():
         [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=root)
     )
     assert got.returncode == 0 and got.stdout.strip() == "False", got.stderr
+
+
+def test_short_writes_are_completed(monkeypatch):
+    doc = _document(BATCH_EVENTS + 600)
+    whole = _split_file(doc)
+    monkeypatch.setattr(os, "writev", lambda fd, parts: os.write(fd, bytes(parts[0])[:1]))  # one byte a call
+    short = _split_file(doc)
+    assert whole is not None and short is not None and bytes(short) == bytes(whole)
