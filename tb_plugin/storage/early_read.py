@@ -71,7 +71,7 @@ class _Reading:
                 os._exit(code)
         self.pid: int | None = pid
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | bytearray) -> None:
         """All of ``data`` to the memory file (in the child)."""
         view = memoryview(data)
         while view:

@@ -127,7 +127,7 @@ def read_open_file(f, size: int | None, path: str) -> bytearray:
     return _read_stream(f, size, None, _named_gz(path))
 
 
-def read_open_file_to(f, size: int | None, path: str, write: Callable[[bytes], object]) -> None:
+def read_open_file_to(f, size: int | None, path: str, write: Callable[[bytes | bytearray], object]) -> None:
     """:func:`read_open_file`'s bytes given to ``write``: a gzip file's a step at a time as it inflates
     (:func:`gunzip_to`: never held whole), any other's at once. ``f`` must be seekable."""
     head = f.read(CHUNK_BYTES)
@@ -412,7 +412,12 @@ def _gunzip_stream(f, head: bytes | bytearray, size: int | None, progress, json_
 
 
 def gunzip_to(
-    f, head: bytes | bytearray, size: int | None, progress, write: Callable[[bytes], object], json_document: bool = True
+    f,
+    head: bytes | bytearray,
+    size: int | None,
+    progress,
+    write: Callable[[bytes | bytearray], object],
+    json_document: bool = True,
 ) -> int:
     """Inflate the gzip file ``f`` whose first bytes are ``head`` into ``write``, bounded, checked and
     squeezed as the module docstring says, in steps of at most :data:`INFLATE_STEP` bytes (each step's
@@ -453,8 +458,9 @@ def gunzip_to(
             if json_document and len(step) >= BLANK_RUN_BYTES:  # after the head's check
                 squeezed = squeeze_blanks(step)  # most steps come back as they are
                 length -= len(step) - len(squeezed)
-                step = squeezed
-            write(step)
+                write(squeezed)
+            else:
+                write(step)
         if progress and size:
             progress(min(1.0, consumed / size))
         chunk = f.read(CHUNK_BYTES)

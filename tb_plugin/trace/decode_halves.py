@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import msgspec
 
@@ -91,7 +91,7 @@ def decode_batches(
     elif builder.sink is not None:  # the side file gets the second half's batches as a serial decode writes them
         for batch in batches[cut:]:
             joined = _joined_of(batch)
-            builder.sink.write(joined)
+            builder.sink.write(cast(bytes, joined))  # (a memoryview of a placed batch: written as bytes are)
             builder.sink_pos += len(joined)
     with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
         merge(builder, state, base)
@@ -173,7 +173,7 @@ class _PositionalWriter:
     def __init__(self, fd: int, offset: int) -> None:
         self.fd, self.offset, self.written = fd, offset, 0
 
-    def __call__(self, data: bytes) -> None:
+    def __call__(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
         while view:
             n = os.pwrite(self.fd, view, self.offset + self.written)
