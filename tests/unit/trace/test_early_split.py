@@ -125,3 +125,15 @@ def test_short_writes_are_completed(monkeypatch):
     monkeypatch.setattr(os, "writev", lambda fd, parts: os.write(fd, bytes(parts[0])[:1]))  # one byte a call
     short = _split_file(doc)
     assert whole is not None and short is not None and bytes(short) == bytes(whole)
+
+
+def test_odd_events_decode_as_the_document_split_here():
+    events = mixed_events(40)
+    events[3:3] = [17, "text", None, {"ph": "X", "ts": "late", "dur": [1]}, [], {"ph": "C", "args": 5}]
+    doc = json.dumps({"traceEvents": events}).encode()
+    split = read_split(_split_file(doc))
+    assert split is not None and split.events == len(events)
+    ref_sink, sink = io.BytesIO(), io.BytesIO()
+    ref = decode_trace(doc, events_sink=ref_sink)
+    assert_same(ref, decode_trace(doc, events_sink=sink, split=split))
+    assert sink.getvalue() == ref_sink.getvalue()
