@@ -12,7 +12,8 @@ CPU against ~1.0 s here), and the write (~0.15–0.25 s of CPU) would lengthen i
 the wait; made after this process's sections, whose memos are dropped by then, its copies do not stack
 on a section's peak. :attr:`SectionFork.wrote` says whether they were made. Each section is
 computed by the same function either way, so the aggregate is the same. When the child fails (killed,
-out of memory), this process computes its sections too. Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
+out of memory), this process computes its sections too. A very large trace's memos that both sides
+read are made once before the fork (:func:`shared_before_fork`). Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
 cores, a fork that is safe (:func:`~tb_plugin.trace.decode_workers.can_fork`), and free memory for the
 child's temporaries.
 """
