@@ -128,9 +128,8 @@ def rank_chains(trace: Trace, comm_rows: np.ndarray) -> dict:
         for k0, k1, rows in g.groups(steps.start, steps.end):
             g.set_host(rows)
             del rows
-            # the temporaries of the tiles and of the group before given back (a very large trace's
-            # sections: trace/heap.trimmed_steps): of varying sizes, rarely reused by the next group, they
-            # stayed resident (4.5 GB trace: the section child's heap grew ~0.2 GB over its 22 groups)
+            # the tiles' and the last group's temporaries given back (trace/heap.trimmed_steps): rarely
+            # reused by the next group, they stayed resident (4.5 GB trace's child: ~0.3 GB over 22 groups)
             release_after_step()
             for k in range(k0, k1):
                 lo, hi = starts[k], ends[k]
