@@ -12,7 +12,8 @@ CPU against ~1.0 s here), and the write (~0.15–0.25 s of CPU) would lengthen i
 the wait; made after this process's sections, whose memos are dropped by then, its copies do not stack
 on a section's peak. :attr:`SectionFork.wrote` says whether they were made. Each section is
 computed by the same function either way, so the aggregate is the same. When the child fails (killed,
-out of memory), this process computes its sections too. Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
+out of memory), this process computes its sections too. A very large trace's memos that both sides
+read are made once before the fork (:func:`shared_before_fork`). Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
 cores, a fork that is safe (:func:`~tb_plugin.trace.decode_workers.can_fork`), and free memory for the
 child's temporaries.
 """
@@ -37,6 +38,25 @@ CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000
+
+
+def shared_before_fork(trace: Any, items: int) -> bool:
+    """For a very large trace (:data:`~tb_plugin.trace.heap.STEP_TRIM_ABOVE_ITEMS` events and memory
+    events or more), make the memos both processes' sections read before the fork: the operator tree,
+    and the GPU summary with the step, launch and kernel memos it makes (:data:`.handed_memos.HANDED`,
+    then already made). Made after the fork, each process built its own copy at the same moment, and their
+    temporaries' peaks stacked (4.5 GB trace: the child's operator tree ~0.4 GB at its peak beside this
+    process's GPU summary ~0.3 GB: the process tree's peak); made here, they are made once, shared, and
+    their temporaries freed before the fork (the caller then collects the parse there too). True when
+    made; else nothing (False)."""
+    if items < STEP_TRIM_ABOVE_ITEMS:
+        return False
+    from ...analysis.op_tree import op_tree  # (the analyses are imported by then)
+    from ...analysis.overview import gpu_summary
+
+    op_tree(trace)
+    gpu_summary(trace)
+    return True
 
 
 def worth_forking(items: int) -> bool:

@@ -223,15 +223,27 @@ def test_sections_give_freed_pages_back_unless_told_not_to(monkeypatch):
     assert report.run_sections(made, 7, trim=False) == {"a": 1, "b": 2} and calls == []
 
 
-@pytest.mark.parametrize("forking", [True, False])
-def test_the_parse_is_collected_after_the_section_fork(tmp_path, monkeypatch, runner_threads_fork_safe, forking):
+@pytest.mark.parametrize(("forking", "very_large"), [(True, False), (False, False), (True, True)])
+def test_the_parse_is_collected_after_the_section_fork(
+    tmp_path, monkeypatch, runner_threads_fork_safe, forking, very_large
+):
     """A rank whose sections fork collects the parse's cycles in this process once the child is forked
     (one core was idle while it did before), then computes the memos it hands to the child; without the
-    fork, before the sections, as before. The parse itself leaves them to the caller."""
+    fork, before the sections, as before. The parse itself leaves them to the caller. A very large trace
+    makes the memos both processes read and collects before the fork (shared_before_fork)."""
     from tb_plugin.registry import parse
     from tb_plugin.registry.executors import task
 
     order: list[str] = []
+    monkeypatch.setattr(sections, "STEP_TRIM_ABOVE_ITEMS", 1 if very_large else 10**12)
+    real_shared = sections.shared_before_fork
+
+    def shared(trace, items):
+        made = real_shared(trace, items)
+        order.append(f"shared {made} {'op_tree' in trace.derived} {'gpu_summary' in trace.derived}")
+        return made
+
+    monkeypatch.setattr(task, "shared_before_fork", shared)
     monkeypatch.setattr(task, "worth_forking", lambda items: forking)
     monkeypatch.setattr(task.small_sections, "worth_splitting", lambda items: False)
     monkeypatch.setattr(parse, "collect_and_release_after", lambda items: order.append("parse collects"))
@@ -250,7 +262,19 @@ def test_the_parse_is_collected_after_the_section_fork(tmp_path, monkeypatch, ru
     )
     got = task.reduce_rank(job)
     assert got.error is None and not got.from_cache
-    assert order == (["fork", "collect", "hand", "hand"] if forking else ["collect"])  # (the second: run's, a no-op)
+    if very_large:  # (made before the fork: the child inherits them, computed once)
+        assert order == ["shared True True True", "collect", "fork", "hand", "hand"]
+    else:  # (the second hand: run's, a no-op)
+        assert order == (["shared False False False", "fork", "collect", "hand", "hand"] if forking else ["collect"])
+    assert text(task.received_aggregate(got.aggregate)) == text(_serial_with_tables())
+
+
+def _serial_with_tables() -> dict:
+    """The sample's aggregate with its tables, computed in turn (as the task's comes back)."""
+    from tb_plugin.registry.executors import task
+
+    serial = rank_aggregate(views(), True)
+    return task.received_aggregate(dict(serial, tables=task.pack(serial["tables"])))
 
 
 # -- the memos this process hands to the child (registry/executors/handed_memos.py): the child takes them
