@@ -159,7 +159,6 @@ def run_sections(
     items: int,
     memos: dict[str, Any] | None = None,
     trim: bool = True,
-    after: Callable[[str], object] | None = None,
 ) -> dict[str, Any]:
     """Each section computed in turn (``items``: the trace's events and memory events). With ``memos``
     (the trace's :attr:`~tb_plugin.trace.model.Trace.derived`, which nothing reads after the sections),
@@ -170,14 +169,11 @@ def run_sections(
     few sections keeps them for the next one instead (no page faults to take them again), unless the trace
     is very large (:class:`~.executors.sections.SectionFork`). With ``trim``,
     a very large trace's steps inside each section give them back too (``trimmed_steps``: its sections'
-    peaks held ~0.2-0.4 GB of freed temporaries). ``after``: called with each section's key once it is
-    computed, before its memos are dropped."""
+    peaks held ~0.2-0.4 GB of freed temporaries)."""
     got: dict[str, Any] = {}
     with trimmed_steps(items if trim else 0):
         for done, (key, make) in enumerate(sections, 1):
             got[key] = make()
-            if after is not None:
-                after(key)
             if memos is not None:
                 drop_unread(memos, [later for later, _ in sections[done:]])
             if trim:

@@ -18,7 +18,6 @@ import pickle
 from typing import Any
 
 from ...trace.heap import release_after
-from .late_memos import LATE, LateMemos
 
 #: the memos handed to the section child, and what computes them here (read by the child's distributed
 #: and insights sections, by none of this process's large-trace sections)
@@ -55,19 +54,13 @@ def _compute(trace: Any) -> None:
 
 class Arriving(dict[str, Any]):
     """The section child's memos (``trace.derived``): a memo missing here is looked for among those
-    :func:`hand_over` sent, once they have all arrived, and among the ``late`` ones this process's
-    parent shares once published (:mod:`.late_memos`); never waited for."""
+    :func:`hand_over` sent, once they have all arrived; never waited for."""
 
-    def __init__(self, memos: dict[str, Any], fd: int, late: LateMemos | None = None) -> None:
+    def __init__(self, memos: dict[str, Any], fd: int) -> None:
         super().__init__(memos)
         self.fd: int | None = fd
-        self.late = late
 
     def __missing__(self, key: str) -> Any:
-        if key in LATE and self.late is not None:
-            self.late.take_into(self)
-            if dict.__contains__(self, key):
-                return dict.__getitem__(self, key)
         if key in HANDED and self.fd is not None and _readable(self.fd):
             self._take()
             if dict.__contains__(self, key):

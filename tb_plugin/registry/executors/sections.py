@@ -30,7 +30,6 @@ from ...trace.decode_workers import can_fork
 from ...trace.heap import STEP_TRIM_ABOVE_ITEMS
 from ..report import Sections, rank_aggregate, run_sections
 from .handed_memos import Arriving, hand_over
-from .late_memos import LateMemos
 
 # about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
 # (its recommendations): the overview section, after it in the child, only reads it back, where this
@@ -100,15 +99,12 @@ class SectionFork:
         writes: Sequence[Callable[[], None]] = (),
         child: frozenset[str] = CHILD_SECTIONS,
         hand: bool = False,
-        late: bool = False,
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
         self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
         read, write = os.pipe()
         handed = os.pipe() if hand else None  # (handed_memos: computed here, read by the child)
-        # (late_memos, with ``hand``: made here in the operators section, shared with the child's insights)
-        self.late = LateMemos() if late and hand else None
         pid = os.fork()
         if pid == 0:  # the child: compute, send, leave without the parent's exit handlers
             code = 1
@@ -118,11 +114,9 @@ class SectionFork:
                 # this process collects meanwhile (registry/executors/task.py)
                 gc.freeze()
                 os.close(read)
-                if self.late is not None:
-                    self.late.in_child()
                 if handed is not None:
                     os.close(handed[1])
-                    views.trace.derived = Arriving(views.trace.derived, handed[0], self.late)
+                    views.trace.derived = Arriving(views.trace.derived, handed[0])
                 memos = views.trace.derived
                 rank_aggregate(views, tables, run=lambda sections, items: self._send(sections, items, memos, write))
             except _Sent:
@@ -130,8 +124,6 @@ class SectionFork:
             finally:
                 os._exit(code)
         os.close(write)
-        if self.late is not None:
-            self.late.in_parent()
         self.memos = views.trace.derived  # dropped as the sections no longer need them (run_sections)
         self.pid: int | None = pid
         self.read = read
@@ -163,22 +155,13 @@ class SectionFork:
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
         self.hand_over()  # (unless made already)
-        mine = [s for s in sections if s[0] not in self.child]
-        if self.late is not None:  # (the operator memos shared once made; else run_sections as before)
-            got = run_sections(mine, items, self.memos, after=self._share)
-        else:
-            got = run_sections(mine, items, self.memos)
+        got = run_sections([s for s in sections if s[0] not in self.child], items, self.memos)
         self.write_pending()  # (while the child computes the larger share)
         theirs = self._collect()
         if theirs is None or set(theirs) != self.child & {key for key, _ in sections}:
             theirs = run_sections([s for s in sections if s[0] in self.child], items, self.memos)
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
-
-    def _share(self, key: str) -> None:
-        """After this process's operators section: its operator memos shared with the child (``late``)."""
-        if key == "operators" and self.late is not None:
-            self.late.publish(self.memos)
 
     def write_pending(self) -> None:
         """Make ``writes`` unless made already (by :meth:`run`, or after an error before it); a failed
@@ -211,8 +194,6 @@ class SectionFork:
         if self.handing is not None:
             os.close(self.handing)
             self.handing = None
-        if self.late is not None:
-            self.late.close()
         if self.pid is not None:
             try:
                 os.kill(self.pid, 9)
