@@ -27,10 +27,9 @@ from typing import Any, Callable, Sequence
 
 from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
-from ...trace.heap import STEP_TRIM_ABOVE_ITEMS, collect_and_release_after, release_after, trimmed_steps
+from ...trace.heap import STEP_TRIM_ABOVE_ITEMS
 from ..report import Sections, rank_aggregate, run_sections
 from .handed_memos import Arriving, hand_over
-from .memos_beside import made_beside
 
 # about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
 # (its recommendations): the overview section, after it in the child, only reads it back, where this
@@ -48,22 +47,15 @@ def shared_before_fork(trace: Any, items: int) -> bool:
     then already made). Made after the fork, each process built its own copy at the same moment, and their
     temporaries' peaks stacked (4.5 GB trace: the child's operator tree ~0.4 GB at its peak beside this
     process's GPU summary ~0.3 GB: the process tree's peak); made here, they are made once, shared, and
-    their temporaries freed before the fork. The parse's cycles are collected first (their pages given
-    back), then the GPU summary is made by a helper forked beside this process's operator tree
-    (:func:`.memos_beside.made_beside`: two cores, where one idled), and the heap trimmed after them. True
-    when made; else nothing (False)."""
+    their temporaries freed before the fork (the caller then collects the parse there too). True when
+    made; else nothing (False)."""
     if items < STEP_TRIM_ABOVE_ITEMS:
         return False
     from ...analysis.op_tree import op_tree  # (the analyses are imported by then)
     from ...analysis.overview import gpu_summary
 
-    def summary(trace: Any) -> None:  # (the helper gives each memo's freed pages back: they stack on ours)
-        with trimmed_steps(items):
-            gpu_summary(trace)
-
-    collect_and_release_after(items)  # (before the helper's fork: it inherits no garbage)
-    made_beside(trace, summary, op_tree)
-    release_after(items)
+    op_tree(trace)
+    gpu_summary(trace)
     return True
 
 

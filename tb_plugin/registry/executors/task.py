@@ -160,9 +160,11 @@ def reduce_rank(job: RankJob) -> RankResult:
                 views = open_views(trace, cache, job.url, job.version) if job.aggregate else None
                 items = len(trace.events) + len(trace.memory)
                 if views is not None and worth_forking(items):
-                    # a very large trace: the parse's cycles collected and the memos both processes read
-                    # made once before the fork (pages freed after it are left to the child alone)
+                    # a very large trace: the memos both processes read made once, and the parse's cycles
+                    # collected, before the fork (pages freed after it are left to the child alone)
                     shared = shared_before_fork(trace, items)
+                    if shared:
+                        collect_and_release_after(items)
                     fork = SectionFork(views, job.tables, deferred, hand=True)  # writes after its own sections
                     # else the parse's cycles collected while the child computes (the 0.3 GB trace: ~20 ms,
                     # one core idle when collected before the fork; the child never collects them), then

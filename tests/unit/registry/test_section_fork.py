@@ -263,7 +263,7 @@ def test_the_parse_is_collected_after_the_section_fork(
     got = task.reduce_rank(job)
     assert got.error is None and not got.from_cache
     if very_large:  # (made before the fork: the child inherits them, computed once)
-        assert order == ["shared True True True", "fork", "hand", "hand"]
+        assert order == ["shared True True True", "collect", "fork", "hand", "hand"]
     else:  # (the second hand: run's, a no-op)
         assert order == (["shared False False False", "fork", "collect", "hand", "hand"] if forking else ["collect"])
     assert text(task.received_aggregate(got.aggregate)) == text(_serial_with_tables())
