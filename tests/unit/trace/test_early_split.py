@@ -137,3 +137,42 @@ def test_odd_events_decode_as_the_document_split_here():
     ref = decode_trace(doc, events_sink=ref_sink)
     assert_same(ref, decode_trace(doc, events_sink=sink, split=split))
     assert sink.getvalue() == ref_sink.getvalue()
+
+
+@pytest.mark.parametrize("groups", [BATCH_EVENTS // 3, 2 * BATCH_EVENTS + 11])
+def test_placed_batches_in_halves_are_all_written_here_after_this_half(forks, monkeypatch, tmp_path, groups):  # noqa: F811
+    """With the early reader's placed batches and a background writer on a file, the child writes none of
+    its batches (no positional writer made) and this process's writes of its own half are held until
+    that half is decoded: the side file holds the serial decode's bytes, the events their offsets."""
+    from tb_plugin.storage.writer import BackgroundWriter
+    from tb_plugin.trace import decode_halves
+
+    doc = _document(groups)
+    ref_sink = io.BytesIO()
+    ref = decode_trace(doc, events_sink=ref_sink)
+    real = decode_halves._PositionalWriter.__init__
+
+    def spied(self, fd, offset):
+        os.write(report_w, b"w")  # (through a pipe: a child's own memory is lost at its exit)
+        real(self, fd, offset)
+
+    report_r, report_w = os.pipe()
+    monkeypatch.setattr(decode_halves._PositionalWriter, "__init__", spied)
+    held_at: list[int] = []  # the side file's size when the hold ends (this half's batches not written yet)
+    real_release = BackgroundWriter.release
+
+    def release(self):
+        held_at.append(os.path.getsize(self.name))
+        real_release(self)
+
+    monkeypatch.setattr(BackgroundWriter, "release", release)
+    split = read_split(_split_file(doc))
+    path = tmp_path / "events"
+    with open(path, "wb") as file, BackgroundWriter(file) as sink:
+        got = decode_trace(doc, events_sink=sink, halves=True, split=split)
+    os.close(report_w)
+    with os.fdopen(report_r, "rb") as r:
+        assert r.read() == b""  # no child made a positional writer
+    assert forks and held_at and held_at[0] == 0  # nothing of this half reached the file before its end
+    assert_same(ref, got)
+    assert path.read_bytes() == ref_sink.getvalue()
