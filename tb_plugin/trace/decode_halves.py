@@ -69,7 +69,7 @@ def decode_batches(
     total = len(raws) if events is None else events
     cut = int(len(batches) * PARENT_SHARE)  # the child's first batch: PARENT_SHARE of them stay here
     child = None
-    held: Any = None  # a side file (a BackgroundWriter) whose writes of this half wait for that half's end
+    held = None  # a side file whose writes of this process's half wait for the end of that half
     if halves and wanted(total):
         sink = builder.sink
         deferred = _defers(sink, batches)
@@ -79,7 +79,7 @@ def decode_batches(
         except OSError:  # no fork now (a process limit, memory): decoded here
             child = None
         if child is not None and deferred:
-            held = cast(Any, sink)
+            held = sink
             held.hold()
     try:
         _decode_range(builder, batches, 0, len(batches) if child is None else cut, progress)
