@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import os
 import queue
 import threading
 
@@ -11,8 +9,6 @@ QUEUED_CHUNKS = 8  # hand-offs waiting to be written at most (each HANDOFF_BYTES
 # Chunks reach the thread in lists of about this many bytes: a decode batch is ~1 MB, and each hand-off
 # wakes the thread, which then takes the GIL from the decoder (31 hand-offs for a 35 MB trace, now 9)
 HANDOFF_BYTES = 4 << 20
-# The most chunks one ``writev`` takes (POSIX's IOV_MAX is at least 16; Linux's is 1024)
-VECTOR_CHUNKS = int(os.sysconf("SC_IOV_MAX")) if hasattr(os, "sysconf") and "SC_IOV_MAX" in os.sysconf_names else 16
 
 
 class BackgroundWriter:
@@ -31,7 +27,6 @@ class BackgroundWriter:
         self._origin = _position(file)  # where the first chunk goes in the file (None: not seekable)
         self._given = 0  # bytes taken by :meth:`write` since then
         self._error: BaseException | None = None
-        self.holding = False  # :meth:`hold`: chunks stay pending until :meth:`release`
         self._thread = threading.Thread(target=self._drain, name="kinetoscope-writer", daemon=True)
         self._thread.start()
 
@@ -42,30 +37,10 @@ class BackgroundWriter:
                 return
             if self._error is None:
                 try:
-                    self._write_chunks(chunks)
+                    for chunk in chunks:
+                        self.file.write(chunk)
                 except BaseException as exc:  # reported by close(); later chunks are dropped
                     self._error = exc
-
-    def _write_chunks(self, chunks: list[bytes]) -> None:
-        """Write one hand-off: into a plain file's descriptor with ``writev`` (the GIL released once for
-        all of it: the thread waits for the GIL after every call, up to the switch interval, 5 ms, while
-        the decoder holds it), else a chunk at a time through the file object."""
-        fd = _descriptor(self.file) if len(chunks) > 1 and hasattr(os, "writev") else None
-        if fd is None:
-            for chunk in chunks:
-                self.file.write(chunk)
-            return
-        self.file.flush()  # (its buffered bytes go first)
-        views = [memoryview(chunk).cast("B") for chunk in chunks]
-        views = [view for view in views if view.nbytes]
-        while views:
-            n = os.writev(fd, views[:VECTOR_CHUNKS])
-            if n <= 0:
-                raise OSError("the file took no bytes")
-            while views and n >= views[0].nbytes:  # the chunks written whole; the rest of a cut one
-                n -= views.pop(0).nbytes
-            if n:
-                views[0] = views[0][n:]
 
     def write(self, chunk: bytes) -> int:
         if self._error is not None:
@@ -73,19 +48,9 @@ class BackgroundWriter:
         self._pending.append(chunk)
         self._pending_bytes += len(chunk)
         self._given += len(chunk)
-        if self._pending_bytes >= HANDOFF_BYTES and not self.holding:
+        if self._pending_bytes >= HANDOFF_BYTES:
             self._hand_off()
         return len(chunk)
-
-    def hold(self) -> None:
-        """Keep the chunks written from now on pending (none reaches the thread) until :meth:`release`: for
-        chunks that are views of memory held anyway (a map), written later while a core is idle."""
-        self.holding = True
-
-    def release(self) -> None:
-        """End :meth:`hold`: every pending chunk goes to the thread now, in one hand-off."""
-        self.holding = False
-        self._hand_off()
 
     def _hand_off(self) -> None:
         """Queue the pending chunks for the thread (waits while QUEUED_CHUNKS hand-offs are queued)."""
@@ -98,7 +63,6 @@ class BackgroundWriter:
         """Empty the file and start over (a decoder that gave up half way and decodes again)."""
         self._pending = []
         self._pending_bytes = 0
-        self.holding = False
         self.close()
         self.file.seek(0)
         self.file.truncate()
@@ -134,24 +98,6 @@ class BackgroundWriter:
                 self.close()
             except BaseException:
                 pass
-
-
-def _descriptor(file) -> int | None:
-    """The descriptor of a plain binary file (:class:`io.FileIO`, or exactly :class:`io.BufferedWriter`
-    over one) that ``writev`` may write into as its ``write`` would, not appending; None for anything else
-    (a compressing or other wrapping file object, a memory buffer)."""
-    if type(file) is io.BufferedWriter:
-        raw = file.raw
-    elif type(file) is io.FileIO:
-        raw = file
-    else:
-        return None
-    if type(raw) is not io.FileIO or "a" in raw.mode:
-        return None
-    try:
-        return raw.fileno()
-    except (OSError, ValueError):
-        return None
 
 
 def _position(file) -> int | None:

@@ -12,10 +12,7 @@ half's batches into the events side file itself, at the offset where a serial de
 descriptor is shared; ``pwrite`` leaves this process's sequential writes of the first half alone), since
 it joins them anyway: ~6 ms of this process's CPU after the answer on the 35 MB V100 sample. A side file
 without a descriptor (a memory buffer) gets them from this process. A child that fails leaves its half
-to this process (which writes the same bytes at the same place). Batches the early reader placed in a
-map (:mod:`.early_split`: joined already, views) written through a background writer are all written by
-this process's writer thread, after this process's half (:func:`_defers`): the kernel's copy then runs
-where a core is idle, not beside the two decodes.
+to this process (which writes the same bytes at the same place).
 """
 
 from __future__ import annotations
@@ -69,27 +66,19 @@ def decode_batches(
     total = len(raws) if events is None else events
     cut = int(len(batches) * PARENT_SHARE)  # the child's first batch: PARENT_SHARE of them stay here
     child = None
-    held = None  # a side file whose writes of this process's half wait for the end of that half
     if halves and wanted(total):
         sink = builder.sink
-        deferred = _defers(sink, batches)
-        place = None if sink is None or deferred else _placement(sink)
+        place = None if sink is None else _placement(sink)
         try:
             child = _SecondHalf(batches, cut, sink is not None, *(place or (None, 0)))
         except OSError:  # no fork now (a process limit, memory): decoded here
             child = None
-        if child is not None and deferred:
-            held = sink
-            held.hold()
     try:
         _decode_range(builder, batches, 0, len(batches) if child is None else cut, progress)
     except BaseException:
         if child is not None:
             child.stop()
         raise
-    finally:
-        if held is not None:  # (written by its thread while this process waits for the answer)
-            held.release()
     if child is None:
         return
     state = child.result()
@@ -100,14 +89,10 @@ def decode_batches(
     if child.wrote is not None:  # the child wrote its batches where a serial decode puts them
         builder.sink_pos += child.wrote
     elif builder.sink is not None:  # the side file gets the second half's batches as a serial decode writes them
-        if held is not None:  # (in one hand-off: one ``writev`` of the thread)
-            held.hold()
         for batch in batches[cut:]:
             joined = _joined_of(batch)
             builder.sink.write(cast(bytes, joined))  # (a memoryview of a placed batch: written as bytes are)
             builder.sink_pos += len(joined)
-        if held is not None:
-            held.release()
     with gc_paused():  # unpickled rows and merged tables: acyclic (see heap.gc_paused)
         merge(builder, state, base)
     if progress:
@@ -144,15 +129,6 @@ def _decode_range(
             write(joined)
         if progress:
             progress(min(1.0, (k + 1) * BATCH_EVENTS / events))
-
-
-def _defers(sink: Any, batches: Sequence[Sequence[Any]]) -> bool:
-    """Whether this process writes both halves' batches into the side file ``sink`` after its own half,
-    the child writing none: batches placed in a map (their joined bytes are views, held anyway) and a sink
-    that can hold its writes (:meth:`~tb_plugin.storage.writer.BackgroundWriter.hold`). Its thread then
-    copies them into the file while a core is idle (this process waiting for the answer, then merging
-    after the child's exit), not beside the two halves' decodes, and the child answers sooner."""
-    return bool(batches) and isinstance(batches[0], PlacedRaws) and callable(getattr(sink, "hold", None))
 
 
 def _placement(sink: Any) -> tuple[int, int] | None:
