@@ -15,14 +15,19 @@ import msgspec
 BATCH_EVENTS = 2_500
 
 
-def join_batch(raws: Sequence[msgspec.Raw]) -> bytes:
-    """A batch as the whole-document decoder joins it, ``[`` + ``,``.join(raws) + ``]``."""
+def batch_parts(raws: Sequence[msgspec.Raw]) -> list[Any]:
+    """The pieces a batch is joined from, in order: ``[``, each raw event with a ``,`` between them, ``]``."""
     if not raws:
-        return b"[]"
-    parts: list[Any] = [b","] * (2 * len(raws) + 1)  # "[", raw, ",", raw, …, "]": one copy of the events
+        return [b"[]"]
+    parts: list[Any] = [b","] * (2 * len(raws) + 1)
     parts[1::2] = raws
     parts[0], parts[-1] = b"[", b"]"
-    return b"".join(parts)
+    return parts
+
+
+def join_batch(raws: Sequence[msgspec.Raw]) -> bytes:
+    """A batch as the whole-document decoder joins it, ``[`` + ``,``.join(raws) + ``]`` (one copy of the events)."""
+    return b"".join(batch_parts(raws))
 
 
 class _ObjectForm(msgspec.Struct):

@@ -151,19 +151,14 @@ def _placement(sink: Any) -> tuple[int, int] | None:
 
 def joined_bytes(raws: Sequence[Any]) -> int:
     """Bytes of ``raws``' batches joined as the decoder joins them (``[`` + ``,``-joined events + ``]``
-    per :data:`.events.BATCH_EVENTS`): where the batches after them start in the events side file. ``raws``:
-    the raw events, or their batches already placed (:class:`.placed_raws.PlacedRaws`)."""
-    if raws and isinstance(raws[0], PlacedRaws):
-        return sum(len(batch.joined) for batch in raws)  # (a batch at a time)
+    per :data:`.events.BATCH_EVENTS`): where the batches after them start in the events side file."""
     batches = -(-len(raws) // BATCH_EVENTS)
     return sum(map(len, raws)) + len(raws) - batches + 2 * batches
 
 
 def _batches_bytes(batches: Sequence[Sequence[Any]]) -> int:
-    """Bytes of ``batches`` joined (:func:`joined_bytes` of their events)."""
-    if batches and isinstance(batches[0], PlacedRaws):
-        return joined_bytes(batches)
-    return sum(joined_bytes(batch) for batch in batches)  # (a batch at a time)
+    """Bytes of ``batches`` joined: a placed batch's own joined bytes, else :func:`joined_bytes` of its events."""
+    return sum(len(b.joined) if isinstance(b, PlacedRaws) else joined_bytes(b) for b in batches)  # (a batch at a time)
 
 
 class _PositionalWriter:

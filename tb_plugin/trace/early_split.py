@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
-from .batching import BATCH_EVENTS, OBJECT_DECODER
+from .batching import BATCH_EVENTS, OBJECT_DECODER, batch_parts
 
 if TYPE_CHECKING:
     import mmap
@@ -46,12 +46,7 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 def _write_joined(fd: int, raws: list[msgspec.Raw]) -> int:
     """:func:`.batching.join_batch` of ``raws`` written to ``fd`` without joining them first (``writev`` of
     the raw events where they lie, :data:`_IOV_MAX` parts a call: one copy of the events, not two); its bytes."""
-    if not raws:
-        _write_all(fd, b"[]")
-        return 2
-    parts: list[Any] = [b","] * (2 * len(raws) + 1)  # "[", raw, ",", raw, …, "]", as join_batch joins them
-    parts[1::2] = raws
-    parts[0], parts[-1] = b"[", b"]"
+    parts = batch_parts(raws)
     total = 0
     for at in range(0, len(parts), _IOV_MAX):  # (a call per _IOV_MAX parts)
         chunk = parts[at : at + _IOV_MAX]

@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from .batching import BATCH_EVENTS, OBJECT_DECODER, _ObjectForm  # noqa: F401 (imported from here too)
+from .batching import BATCH_EVENTS, OBJECT_DECODER  # noqa: F401 (BATCH_EVENTS imported from here too)
 
 # Both structs untracked by the cyclic collector (``gc=False``): a decoded event holds only JSON values and
 # its args, never itself, so no cycle can form; tracking and untracking each of the millions of events a
