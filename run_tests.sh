@@ -68,7 +68,7 @@ echo "== setup: install what is missing"
 # package, else a new ./.venv (Debian's python3 refuses pip installs into the system)
 has_extras() {
   "$1" - <<'EOF' 2>/dev/null
-import importlib.metadata, pytest, hypothesis, playwright.sync_api, moto.server, gcp_storage_emulator, s3fs, gcsfs, adlfs, distributed, flask, waitress, pandas, mcp, mypy
+import importlib.metadata, isal, pytest, hypothesis, playwright.sync_api, moto.server, gcp_storage_emulator, s3fs, gcsfs, adlfs, distributed, flask, waitress, pandas, mcp, mypy
 importlib.metadata.distribution("kinetoscope"), importlib.metadata.distribution("ruff"), importlib.metadata.distribution("pytest-xdist")
 EOF
 }

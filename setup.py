@@ -27,6 +27,7 @@ setup(
         "numpy>=1.22",
         "fsspec>=2023.1.0",
         "msgspec>=0.18",
+        "isal>=1.6",  # ISA-L's gzip inflater: a small gzip trace read 2.4x faster than zlib (storage/inflate.py)
         "orjson>=3.9",
         "platformdirs>=3",
         "regex>=2022.1.18",  # timeline search: a regex engine with a timeout (ReDoS bound)

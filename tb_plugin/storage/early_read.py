@@ -63,7 +63,7 @@ class _Reading:
             code = 1
             try:
                 with open_regular(path) as f:
-                    read_open_file_to(f, size, path, self._write)
+                    read_open_file_to(f, size, path, self._write, fast=True)
                 code = 0
                 if then is not None and self.then_fd is not None:
                     self._then(then, self.then_fd)

@@ -24,7 +24,7 @@ import zlib
 from typing import Callable
 
 from ..settings import current
-from .inflate import BLANK_RUN_BYTES, inflated_ahead, inflation_message, squeeze_blanks
+from .inflate import BLANK_RUN_BYTES, gzip_inflater, inflated_ahead, inflation_message, squeeze_blanks
 from .remote import attempts_for, attempts_per_request, is_local_fs, remote_message, with_retries
 from .sniff import GZIP_MAGIC, LEADING_BYTES
 
@@ -127,12 +127,15 @@ def read_open_file(f, size: int | None, path: str) -> bytearray:
     return _read_stream(f, size, None, _named_gz(path))
 
 
-def read_open_file_to(f, size: int | None, path: str, write: Callable[[bytes | bytearray], object]) -> None:
+def read_open_file_to(
+    f, size: int | None, path: str, write: Callable[[bytes | bytearray], object], fast: bool = False
+) -> None:
     """:func:`read_open_file`'s bytes given to ``write``: a gzip file's a step at a time as it inflates
-    (:func:`gunzip_to`: never held whole), any other's at once. ``f`` must be seekable."""
+    (:func:`gunzip_to`: never held whole; ``fast``: see :func:`.inflate.gzip_inflater`), any other's at
+    once. ``f`` must be seekable."""
     head = f.read(CHUNK_BYTES)
     if head[:2] == GZIP_MAGIC:
-        gunzip_to(f, head, size, None, write)
+        gunzip_to(f, head, size, None, write, fast=fast)
         return
     f.seek(0)
     write(read_open_file(f, size, path))
@@ -418,13 +421,15 @@ def gunzip_to(
     progress,
     write: Callable[[bytes | bytearray], object],
     json_document: bool = True,
+    fast: bool = False,
 ) -> int:
     """Inflate the gzip file ``f`` whose first bytes are ``head`` into ``write``, bounded, checked and
     squeezed as the module docstring says, in steps of at most :data:`INFLATE_STEP` bytes (each step's
     buffer freed before the next: the same pages serve them all); returns the document's length in bytes.
-    On :class:`ReadError` part of the document may have been written already."""
+    On :class:`ReadError` part of the document may have been written already. ``fast``: the inflater
+    of :func:`.inflate.gzip_inflater` (the same bytes; a corrupt stream's message may differ)."""
     limit = max_trace_bytes()
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    inflater, inflate_error = gzip_inflater(fast)
     consumed = inflated = length = 0  # compressed bytes read, bytes inflated, the document's bytes (squeezed)
     held: list[bytes] | None = [] if json_document else None  # the steps inflated before the JSON head's check
     chunk = head
@@ -434,7 +439,7 @@ def gunzip_to(
         while data:
             try:  # inflate in steps of INFLATE_STEP at most, never past the limit (a gzip bomb)
                 step = inflater.decompress(data, min(INFLATE_STEP, limit - length + 1))
-            except zlib.error as exc:
+            except inflate_error as exc:
                 raise ReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
             inflated += len(step)
             length += len(step)
@@ -444,7 +449,7 @@ def gunzip_to(
             if inflater.eof:  # a concatenated gzip member may follow
                 data = inflater.unused_data
                 if data:
-                    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+                    inflater = gzip_inflater(fast)[0]
             else:
                 data = inflater.unconsumed_tail
             if held is not None and (length >= JSON_HEAD_BYTES or bytes(step[:JSON_HEAD_BYTES]).lstrip(LEADING_BYTES)):

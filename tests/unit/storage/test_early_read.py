@@ -210,3 +210,21 @@ def test_then_writes_beside_the_bytes_and_a_failing_then_leaves_nothing(tmp_path
         got, after = er.claim_both(path)
         assert got is not None and bytes(got) == expected
         assert (after if after is None else bytes(after)) == wrote
+
+
+def test_a_corrupt_stream_is_reported_in_zlibs_words(tmp_path, monkeypatch):
+    """The child inflates with ISA-L (when installed), whose errors say less: its failure leaves the read to
+    the registry, whose message is zlib's."""
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    packed = gzip.compress(trace_bytes(3000))
+    bad = packed[:100] + bytes(b ^ 0x5A for b in packed[100:140]) + packed[140:]
+    run = logdir(tmp_path, "w.pt.trace.json.gz", data=bad)
+    path = str(run / "sub" / "w.pt.trace.json.gz")
+    with pytest.raises(TraceReadError) as alone:
+        load_trace_file(path, fs=LocalFS())  # no child: the registry's own read
+    er.start(str(run))
+    assert er._pending is not None
+    with pytest.raises(TraceReadError) as after_child:
+        load_trace_file(path, fs=LocalFS())
+    assert str(after_child.value) == str(alone.value) and "corrupt gzip data" in str(alone.value)
+    assert er._pending is None

@@ -91,3 +91,58 @@ def test_read_open_file_to_gives_a_plain_file_whole(tmp_path):
     with open(path, "rb") as f:
         read_open_file_to(f, os.path.getsize(path), str(path), got.append)
     assert got == [doc]
+
+
+def _fast_steps(data: bytes) -> list[bytes]:
+    got: list[bytes] = []
+    f = io.BytesIO(data)
+    gunzip_to(f, f.read(rd.CHUNK_BYTES), len(data), None, got.append, fast=True)
+    return got
+
+
+@pytest.mark.parametrize("step", [1 << 12, 1 << 20])
+def test_the_fast_inflater_gives_zlibs_steps(monkeypatch, step):
+    pytest.importorskip("isal")
+    monkeypatch.setattr(rd, "INFLATE_STEP", step)
+    doc = _document(3000)
+    data = gzip.compress(doc[:40_000]) + gzip.compress(doc[40_000:])  # two members
+    fast = _fast_steps(data)
+    assert b"".join(fast) == doc
+    assert fast == _steps(data)  # the same steps, cut at the same places
+    # (and it is ISA-L's inflater that ran: its decompressor type, not zlib's)
+    from tb_plugin.storage.inflate import gzip_inflater
+
+    assert type(gzip_inflater(True)[0]).__module__ != type(gzip_inflater(False)[0]).__module__
+
+
+def test_the_fast_inflater_refuses_what_zlibs_refuses(monkeypatch):
+    pytest.importorskip("isal")
+    doc = _document(2000)
+    for bad in (gzip.compress(doc)[:-30], gzip.compress(doc)[:200] + b"\xff" * 64 + gzip.compress(doc)[264:]):
+        with pytest.raises(ReadError):
+            _steps(bad)
+        with pytest.raises(ReadError):
+            _fast_steps(bad)
+    monkeypatch.setattr(rd, "max_trace_bytes", lambda: len(doc) - 1)
+    with pytest.raises(ReadError, match="decompressed"):
+        _fast_steps(gzip.compress(doc))
+
+
+def test_without_isal_the_fast_inflater_is_zlibs(monkeypatch):
+    import builtins
+    import zlib
+
+    real_import = builtins.__import__
+
+    def no_isal(name, *args, **kwargs):
+        if name == "isal" or name.startswith("isal."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_isal)
+    from tb_plugin.storage.inflate import gzip_inflater
+
+    inflater, error = gzip_inflater(True)
+    assert error is zlib.error and type(inflater) is type(zlib.decompressobj())
+    doc = _document(500)
+    assert b"".join(_fast_steps(gzip.compress(doc))) == doc
