@@ -117,7 +117,8 @@ def _imports_frozen(whole_process: bool) -> Iterator[None]:
     """With ``whole_process``: the collector paused while the registry, numpy and the analyses are imported
     (~48 000 tracked objects, none of them garbage), then everything made so far frozen (``gc.freeze``: it
     lives until the process ends), so that later collections pass only over what the parse and the
-    analyses make (a full one ran during the critical path). A cold report of the 35 MB V100 sample: the
+    analyses make (a full one ran during the critical path), and the collector enabled (``entry`` paused
+    it before the command line's first imports). A cold report of the 35 MB V100 sample: the
     collector's 143 passes took 31-39 ms, now 90 passes 7.5-8 ms (load 3). Called from Python
     (``whole_process`` False) the caller's collector is left alone."""
     if not whole_process:
@@ -128,6 +129,7 @@ def _imports_frozen(whole_process: bool) -> Iterator[None]:
     with gc_paused():
         yield
         gc.freeze()
+    gc.enable()  # (entry disabled it before this command's first imports: then gc_paused left it so)
 
 
 def _split_writer():

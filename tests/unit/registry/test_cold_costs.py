@@ -338,6 +338,38 @@ def test_whole_process_report_freezes_its_imports(tmp_path):
         assert json.loads(got.stdout)["runs"][0]["workers"][0]["error"] is None
 
 
+def test_entry_pauses_the_collector_until_the_commands_imports_are_made(tmp_path):
+    """``kinetoscope`` (cli.entry) runs the command line's first imports without the collector: ``report``
+    enables it once its imports are frozen (before it scans the logdir), any other command before it
+    starts; it is on when the command returns."""
+    run = tmp_path / "logs"
+    run.mkdir()
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
+    (run / "w.1.pt.trace.json").write_text(json.dumps({"traceEvents": events}))
+    probe = (
+        "import gc, os, sys\n"
+        "import tb_plugin.cli as c, tb_plugin.cli.hang as hang, tb_plugin.artifacts.early as early\n"
+        "import tb_plugin.registry.runs as runs\n"
+        "say = lambda what: sys.stderr.write('%s %s\\n' % (what, gc.isenabled()))\n"
+        "start, scan = early.start, runs.RunRegistry.scan\n"
+        "early.start = lambda *a, **k: (say('EARLY'), start(*a, **k))[1]\n"
+        "runs.RunRegistry.scan = lambda self: (say('SCAN'), scan(self))[1]\n"
+        "hang.command = lambda *a: (say('HANG'), 0)[1]\n"
+        "c._exit_now = lambda status: (say('EXIT'), sys.stderr.flush(), os._exit(status))\n"
+        "sys.argv = ['kinetoscope'] + sys.argv[1:]\n"
+        "c.entry()\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO, KINETOSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    for argv, expected in (
+        (["report", str(run), "--json"], ["EARLY False", "SCAN True", "EXIT True"]),
+        (["hang", str(run)], ["HANG True", "EXIT True"]),
+    ):
+        got = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=env, timeout=120)
+        assert got.returncode == 0, got.stderr
+        said = [x for x in got.stderr.splitlines() if x.split(" ")[0] in ("EARLY", "SCAN", "HANG", "EXIT")]
+        assert said == expected, got.stderr
+
+
 def test_the_command_ends_with_its_status_and_its_output_flushed(tmp_path):
     """``python -m tb_plugin.cli report --json`` (ended by os._exit after the atexit functions) prints its
     whole answer and exits 0; a logdir without traces still exits 1."""
