@@ -1,5 +1,6 @@
 """A decode worker forked from this process (:mod:`.decode_workers`' :class:`~.decode_workers.Workers`
-uses it where a fork is safe), and the reaping of those whose input has ended.
+uses it where a fork is safe), and the reaping of those whose input has ended (and of the other forked
+children whose answer was read whole: :func:`leave_to_exit`).
 
 A worker that has answered every unit exits once its input pipe is closed; the kernel then frees its
 memory (a few hundred MB on a large trace: 10-20 ms of wall time). :func:`reap_later` lets this process go
@@ -24,7 +25,57 @@ from typing import IO, Callable
 PIPE_BYTES = 1 << 20
 
 
-class ForkedWorker:
+class ForkedChild:
+    """A child forked from this process, known by its ``pid``, with the part of :class:`subprocess.Popen`
+    that :func:`reap_exited` calls (``kill``, ``wait``, ``poll``)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds. Woken by
+        the exit itself where a process file descriptor can be waited on (Linux), else polled."""
+        if self.returncode is None and timeout is not None and not self._exited(timeout):
+            raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout)
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+    def poll(self) -> int | None:
+        """The exit status if the child has exited (it is then reaped), else None; never waits."""
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == 0:
+                return None
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def _exited(self, timeout: float) -> bool:
+        """Whether the child exits within ``timeout`` seconds (it is not reaped here)."""
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # no pidfd here: poll
+            deadline = time.monotonic() + timeout
+            while not os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.001)
+            return True
+        try:
+            return bool(select.select([fd], [], [], timeout)[0])
+        finally:
+            os.close(fd)
+
+
+class ForkedWorker(ForkedChild):
     """A worker forked from this process, with the part of :class:`subprocess.Popen` that
     :class:`~.decode_workers.Workers` uses (``stdin``, ``stdout``, ``kill``, ``wait``); the child runs
     ``serve(source, sink)`` on its ends of the two pipes. ``inherited``: the parent's ends of the workers
@@ -50,54 +101,12 @@ class ForkedWorker:
                 os._exit(code)
         os.close(to_child)
         os.close(from_child)
-        self.pid = pid
+        super().__init__(pid)
         self.stdin: IO[bytes] = open(from_parent, "wb")
         self.stdout: IO[bytes] = open(to_parent, "rb")
-        self.returncode: int | None = None
 
     def fds(self) -> list[int]:
         return [self.stdin.fileno(), self.stdout.fileno()]
-
-    def kill(self) -> None:
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-    def wait(self, timeout: float | None = None) -> int:
-        """The exit status; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds. Woken by
-        the exit itself where a process file descriptor can be waited on (Linux), else polled."""
-        if self.returncode is None and timeout is not None and not self._exited(timeout):
-            raise subprocess.TimeoutExpired(f"decode worker {self.pid}", timeout)
-        if self.returncode is None:
-            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
-        return self.returncode
-
-    def poll(self) -> int | None:
-        """The exit status if the worker has exited (it is then reaped), else None; never waits."""
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid == 0:
-                return None
-            self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def _exited(self, timeout: float) -> bool:
-        """Whether the child exits within ``timeout`` seconds (it is not reaped here)."""
-        try:
-            fd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):  # no pidfd here: poll
-            deadline = time.monotonic() + timeout
-            while not os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(0.001)
-            return True
-        try:
-            return bool(select.select([fd], [], [], timeout)[0])
-        finally:
-            os.close(fd)
 
 
 def widen(fd: int) -> None:
@@ -110,8 +119,9 @@ def widen(fd: int) -> None:
         pass
 
 
-# workers whose input is closed, not yet reaped (their exit status collected by reap_exited)
-_exiting: list[ForkedWorker] = []
+# workers whose input is closed, and children whose answer was read whole, not yet reaped (their exit
+# status collected by reap_exited)
+_exiting: list[ForkedChild] = []
 
 
 def reap_later(worker: ForkedWorker) -> None:
@@ -119,6 +129,13 @@ def reap_later(worker: ForkedWorker) -> None:
     status is collected by :func:`reap_exited`, its output pipe closed now."""
     worker.stdout.close()
     _exiting.append(worker)
+
+
+def leave_to_exit(pid: int) -> None:
+    """Leave the forked child ``pid``, whose whole answer this process has read, to exit on its own (the
+    kernel frees its memory meanwhile: ~2 ms of waiting for a 35 MB trace's decode child); its status is
+    collected by :func:`reap_exited`."""
+    _exiting.append(ForkedChild(pid))
 
 
 def reap_exited(block: bool = False, timeout: float = 5.0) -> None:

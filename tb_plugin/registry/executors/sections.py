@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
+from ...trace.forked_worker import leave_to_exit
 from ...trace.heap import STEP_TRIM_ABOVE_ITEMS
 from ..report import Sections, rank_aggregate, run_sections
 from .handed_memos import Arriving, hand_over
@@ -176,17 +177,21 @@ class SectionFork:
                 pass
 
     def _collect(self) -> dict[str, Any] | None:
-        """The child's sections (None when it failed); the child is reaped."""
+        """The child's sections (None when it failed: then reaped here). A whole answer is the child's
+        last act: it is left to exit while this process goes on (:func:`~tb_plugin.trace.forked_worker.
+        leave_to_exit`: the kernel frees its memory meanwhile)."""
         with open(self.read, "rb") as f:
             data = f.read()
-        status = os.waitpid(self.pid, 0)[1] if self.pid is not None else 1
-        self.pid = None
-        if os.waitstatus_to_exitcode(status) != 0 or not data:
-            return None
-        try:  # (pickled by our own child, like the decode workers' answers)
+        pid, self.pid = self.pid, None
+        try:  # (pickled by our own child, like the decode workers' answers; cut, it fails to load)
             got = pickle.loads(data)
-        except Exception:  # a truncated answer: computed here instead
-            return None
+        except Exception:  # a truncated or missing answer: computed here instead
+            got = None
+        if pid is not None:
+            if got is None:
+                os.waitpid(pid, 0)
+            else:
+                leave_to_exit(pid)
         return got if isinstance(got, dict) else None
 
     def close(self) -> None:

@@ -47,9 +47,32 @@ def test_forked_sections_equal_the_serial_ones(tables):
     serial = rank_aggregate(views(), tables)
     fork = sections.SectionFork(views(), tables)
     forked = aggregate_through(fork, tables)
-    assert fork.pid is None  # reaped
+    assert fork.pid is None  # its answer taken
     assert text(forked) == text(serial)
     assert list(forked) == list(serial) and (not tables or list(forked["tables"]) == list(serial["tables"]))
+
+
+def test_a_child_that_answered_is_left_to_exit_and_reaped_later(monkeypatch):
+    """Its whole answer read, the child is not waited for (the kernel frees its memory while this process
+    goes on): no blocking wait on it; :func:`~tb_plugin.trace.forked_worker.reap_exited` collects it."""
+    from tb_plugin.trace import forked_worker
+
+    blocking: list[int] = []
+    real_waitpid = os.waitpid
+
+    def waitpid(pid, options):
+        if options == 0:
+            blocking.append(pid)
+        return real_waitpid(pid, options)
+
+    monkeypatch.setattr(sections.os, "waitpid", waitpid)
+    fork = sections.SectionFork(views(), True)
+    pid = fork.pid
+    assert text(aggregate_through(fork, True)) == text(rank_aggregate(views(), True))
+    assert pid not in blocking and pid in [child.pid for child in forked_worker._exiting]
+    forked_worker.reap_exited(block=True)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):

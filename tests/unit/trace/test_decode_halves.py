@@ -203,6 +203,29 @@ def test_no_fork_now_decodes_here(forks, monkeypatch):
     assert not forks
 
 
+def test_a_child_that_answered_is_left_to_exit_and_reaped_later(forks, monkeypatch):
+    """Its whole answer read, the child is not waited for (the kernel frees its memory while this process
+    merges): no blocking wait on it in :meth:`_SecondHalf.result`; :func:`.forked_worker.reap_exited`
+    collects it later."""
+    from tb_plugin.trace import forked_worker
+
+    data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
+    blocking: list[int] = []
+    real_waitpid = os.waitpid
+
+    def waitpid(pid, options):
+        if options == 0:
+            blocking.append(pid)
+        return real_waitpid(pid, options)
+
+    monkeypatch.setattr(dh.os, "waitpid", waitpid)
+    assert_same(decode_trace(data), decode_trace(data, halves=True))
+    assert len(forks) == 1 and forks[0] not in blocking
+    assert forks[0] in [child.pid for child in forked_worker._exiting]
+    forked_worker.reap_exited(block=True)
+    assert _reaped(forks[0]) and forks[0] not in [child.pid for child in forked_worker._exiting]
+
+
 def test_a_failing_parent_reaps_its_child(forks, monkeypatch):
     data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
     real = ColumnBuilder.add_batch
