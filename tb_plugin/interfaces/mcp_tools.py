@@ -317,7 +317,10 @@ class Tools:
                 }
             )
         collectives = queries.top_rows(
-            [dict(c) for c in summary["collectives"]], "transfer_us", limit, list(report_distributed.COLLECTIVE_COLUMNS)
+            [dict(c) for c in summary["collectives"]],
+            "transfer_us",
+            limit,
+            list(report_distributed.summary_columns().collectives),
         )
         return _plain(
             dict(

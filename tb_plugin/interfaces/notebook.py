@@ -294,9 +294,9 @@ class Run:
             return {"reason": result["reason"], "messages": result["messages"]}
         return dict(
             summary,
-            ranks=table(summary["ranks"], list(report_distributed.RANK_COLUMNS)),
-            collectives=table(summary["collectives"], list(report_distributed.COLLECTIVE_COLUMNS)),
-            arrivals=table(summary["arrivals"], list(report_distributed.ARRIVAL_COLUMNS)),
+            ranks=table(summary["ranks"], list(report_distributed.summary_columns().ranks)),
+            collectives=table(summary["collectives"], list(report_distributed.summary_columns().collectives)),
+            arrivals=table(summary["arrivals"], list(report_distributed.summary_columns().arrivals)),
         )
 
     def critical_path(self, span: str | int = "1") -> PathFrames:

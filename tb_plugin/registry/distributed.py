@@ -16,7 +16,6 @@ from . import report_distributed
 from .executors import LocalExecutor, is_remote, open_executor, run_ranks
 from .executors.task import RankJob, received_aggregate
 from .interface import RankRun
-from .records import DistributedResult, RankAggregate
 from .states import ERROR, LOADING, QUEUED, READY, FileState
 
 if TYPE_CHECKING:
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from ..analysis.distributed_records import DistributedView
     from .cache import ParseCache
     from .executors.base import Executor
+    from .records import DistributedResult, RankAggregate  # (types only: a report never imports them, ~3 ms)
     from .trace_files import TraceFiles
 
 logger = logging.getLogger(__name__)

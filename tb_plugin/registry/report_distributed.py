@@ -5,24 +5,27 @@ and a single-rank worker's own process groups. Numbers come from analysis/ throu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, cast
 
 from ..analysis import advice_ranks
 from ..analysis import distributed as distributed_analysis
 from ..analysis.advice_ranks import RunAdvice
 from .interface import Registry
-from .records import (
-    ArrivalSummaryRow,
-    CollectiveSummaryRow,
-    DistributedResult,
-    DistributedSummary,
-    GroupSummary,
-    RankOverview,
-    RankSummaryRow,
-    ReportDocument,
-)
 from .states import FileState
+
+if TYPE_CHECKING:  # (types only: a report without a process group never imports the records, ~3 ms)
+    from .records import (
+        ArrivalSummaryRow,
+        CollectiveSummaryRow,
+        DistributedResult,
+        DistributedSummary,
+        GroupSummary,
+        RankOverview,
+        RankSummaryRow,
+        ReportDocument,
+    )
 
 
 def run_advice(workers: Sequence[RankOverview]) -> list[RunAdvice] | None:
@@ -40,11 +43,26 @@ def run_advice(workers: Sequence[RankOverview]) -> list[RunAdvice] | None:
     return advice_ranks.across_ranks(per_rank) if len(per_rank) >= 2 else None
 
 
-# the distributed section's tables (µs, bytes, GB/s): their records' keys, in order
-RANK_COLUMNS = tuple(RankSummaryRow.__annotations__)
-COLLECTIVE_COLUMNS = tuple(CollectiveSummaryRow.__annotations__)
-ARRIVAL_COLUMNS = tuple(ArrivalSummaryRow.__annotations__)
-GROUP_COLUMNS = tuple(GroupSummary.__annotations__)
+class SummaryColumns(NamedTuple):
+    """The distributed section's tables' columns (µs, bytes, GB/s): their records' keys, in order."""
+
+    ranks: tuple[str, ...]
+    collectives: tuple[str, ...]
+    arrivals: tuple[str, ...]
+    groups: tuple[str, ...]
+
+
+@functools.cache
+def summary_columns() -> SummaryColumns:
+    """:class:`SummaryColumns`, read off the records (registry/records.py) when first asked."""
+    from .records import ArrivalSummaryRow, CollectiveSummaryRow, GroupSummary, RankSummaryRow
+
+    return SummaryColumns(
+        tuple(RankSummaryRow.__annotations__),
+        tuple(CollectiveSummaryRow.__annotations__),
+        tuple(ArrivalSummaryRow.__annotations__),
+        tuple(GroupSummary.__annotations__),
+    )
 
 
 def distributed_summary(result: DistributedResult) -> DistributedSummary | None:
@@ -52,25 +70,26 @@ def distributed_summary(result: DistributedResult) -> DistributedSummary | None:
     view = result["view"]
     if view is None:
         return None
+    columns = summary_columns()
     return {
         "world_size": view["world_size"],
-        "ranks": [cast(RankSummaryRow, {k: r[k] for k in RANK_COLUMNS}) for r in view["ranks"]],
+        "ranks": [cast("RankSummaryRow", {k: r[k] for k in columns.ranks}) for r in view["ranks"]],
         "collectives": [
-            cast(CollectiveSummaryRow, {k: c.get(k) for k in COLLECTIVE_COLUMNS}) for c in view["collectives"]
+            cast("CollectiveSummaryRow", {k: c.get(k) for k in columns.collectives}) for c in view["collectives"]
         ],
         "bandwidth_caveat": view.get("bandwidth_caveat"),
         "matching": {"method": view["matching"]["method"], "by_type": view["matching"]["by_type"]},
         "stragglers": view["stragglers"],
         "groups": [group_summary(g) for g in view["groups"]],
         # the evidence: per rank, how often it arrived last and how long the others waited for it
-        "arrivals": [cast(ArrivalSummaryRow, {k: e[k] for k in ARRIVAL_COLUMNS}) for e in view["arrivals"]],
+        "arrivals": [cast("ArrivalSummaryRow", {k: e[k] for k in columns.arrivals}) for e in view["arrivals"]],
         "messages": result["messages"],
     }
 
 
 def group_summary(group: dict[str, Any]) -> GroupSummary:
     """One process group of the report (see analysis.process_groups.combine_groups)."""
-    return cast(GroupSummary, {k: group[k] for k in GROUP_COLUMNS})
+    return cast("GroupSummary", {k: group[k] for k in summary_columns().groups})
 
 
 def run_critical_path(result: DistributedResult) -> list[dict[str, Any]]:

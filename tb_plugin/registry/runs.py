@@ -32,7 +32,6 @@ from .distributed import DistributedAggregate
 from .hang import HangDumps
 from .interface import Progress, RankRun, Registry
 from .loader import Listing, TraceLoader
-from .records import DistributedResult, HangDocument, LogdirError, RunRow, RunsDocument, SnapshotRanksDocument
 from .states import ERROR, LOADING, READY, ArtifactState, DumpRecords, FileState
 from .trace_files import TraceFiles
 
@@ -42,6 +41,14 @@ if TYPE_CHECKING:
     from ..analysis.advice_ranks import RunAdvice
     from ..trace.model import Trace
     from .executors.task import RankJob
+    from .records import (  # (types only: a report never imports them, ~3 ms)
+        DistributedResult,
+        HangDocument,
+        LogdirError,
+        RunRow,
+        RunsDocument,
+        SnapshotRanksDocument,
+    )
     from .views import FileViews
 
 logger = logging.getLogger(__name__)

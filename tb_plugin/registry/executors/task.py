@@ -29,7 +29,7 @@ import posixpath
 import threading
 import time
 import zlib
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ...storage.fs import open_logdir
 from ...storage.read import max_trace_bytes
@@ -39,11 +39,13 @@ from ...trace.forked_worker import reap_exited
 from ...trace.heap import collect_and_release_after
 from ..cache import ParseCache
 from ..parse import open_views, parse_entry
-from ..records import RankAggregate
 from ..report import rank_aggregate
 from ..results import ResultCache
 from . import small_sections
 from .sections import SectionFork, shared_before_fork, worth_forking
+
+if TYPE_CHECKING:  # (a type only: a report without a process group never imports the records, ~3 ms)
+    from ..records import RankAggregate
 
 
 @dataclasses.dataclass(frozen=True)
