@@ -31,6 +31,7 @@ from ...trace.forked_worker import leave_to_exit
 from ...trace.heap import STEP_TRIM_ABOVE_ITEMS
 from ..report import Sections, rank_aggregate, run_sections
 from .handed_memos import Arriving, hand_over
+from .memo_swap import MemoSwap
 
 # about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
 # (its recommendations): the overview section, after it in the child, only reads it back, where this
@@ -100,13 +101,24 @@ class SectionFork:
         writes: Sequence[Callable[[], None]] = (),
         child: frozenset[str] = CHILD_SECTIONS,
         hand: bool = False,
+        swap: bool = False,
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
         self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
+        # (memo_swap: the memos both sides read, made half by each side; a small trace's split)
+        self.swap = MemoSwap() if swap else None
+        self.trace = views.trace
         read, write = os.pipe()
         handed = os.pipe() if hand else None  # (handed_memos: computed here, read by the child)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (read, write, *(handed or ())):
+                os.close(fd)
+            if self.swap is not None:
+                self.swap.close()
+            raise
         if pid == 0:  # the child: compute, send, leave without the parent's exit handlers
             code = 1
             try:
@@ -115,6 +127,8 @@ class SectionFork:
                 # this process collects meanwhile (registry/executors/task.py)
                 gc.freeze()
                 os.close(read)
+                if self.swap is not None:
+                    self.swap.side(child=True)
                 if handed is not None:
                     os.close(handed[1])
                     views.trace.derived = Arriving(views.trace.derived, handed[0])
@@ -125,6 +139,8 @@ class SectionFork:
             finally:
                 os._exit(code)
         os.close(write)
+        if self.swap is not None:
+            self.swap.side(child=False)
         self.memos = views.trace.derived  # dropped as the sections no longer need them (run_sections)
         self.pid: int | None = pid
         self.read = read
@@ -132,7 +148,6 @@ class SectionFork:
         if handed is not None:
             os.close(handed[0])
             self.handing = handed[1]
-        self.trace = views.trace
 
     def hand_over(self) -> None:
         """With ``hand``: compute the memos the child reads late and this process never does, and hand
@@ -148,6 +163,8 @@ class SectionFork:
         # the 4.5 GB trace's child held ~0.2 GB of freed temporaries of its memos before its critical path,
         # and its graph after it, beside this process's heaviest sections; docs/PERFORMANCE.md)
         big = items >= STEP_TRIM_ABOVE_ITEMS
+        if self.swap is not None:
+            self.swap.swap(self.trace)
         got = run_sections([s for s in sections if s[0] in self.child], items, memos, trim=big)
         with open(fd, "wb") as f:
             f.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
@@ -156,6 +173,8 @@ class SectionFork:
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
         self.hand_over()  # (unless made already)
+        if self.swap is not None:
+            self.swap.swap(self.trace)
         got = run_sections([s for s in sections if s[0] not in self.child], items, self.memos)
         self.write_pending()  # (while the child computes the larger share)
         theirs = self._collect()
@@ -199,6 +218,8 @@ class SectionFork:
         if self.handing is not None:
             os.close(self.handing)
             self.handing = None
+        if self.swap is not None:
+            self.swap.close()
         if self.pid is not None:
             try:
                 os.kill(self.pid, 9)

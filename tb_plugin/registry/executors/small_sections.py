@@ -46,4 +46,4 @@ def a_core_idle() -> bool:
 def split(views: Any, tables: bool) -> SectionFork:
     """The child forked for :data:`SMALL_CHILD_SECTIONS` of ``rank_aggregate(views, tables)``. Neither side
     imports numpy's masked arrays (``trace/uniques`` stands in for the numpy calls that would)."""
-    return SectionFork(views, tables, child=SMALL_CHILD_SECTIONS)
+    return SectionFork(views, tables, child=SMALL_CHILD_SECTIONS, swap=True)
