@@ -4,11 +4,11 @@ are :mod:`.artifact_views`, imported with their analysis and reader modules when
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..analysis import timeline_query
+from ..logs import module_logger
 from ..storage.fs import FileEntry
 from ..storage.naming import companion_traces, composer_rank_batch, names_oom, snapshot_rank
 from ..storage.read import Blocks, ReadError
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .records import SnapshotRanksDocument
     from .trace_files import TraceFiles
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 MEMPROFILER_KINDS = ("memprofiler_stats", "memprofiler_log")
 SPARE_CHECKED = 8  # queued snapshots looked up in the parse cache when deciding on a spare reader child

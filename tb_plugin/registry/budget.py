@@ -12,7 +12,6 @@ kept views stayed under 4 GB. ``malloc_trim(0)`` returns the free pages of every
 from __future__ import annotations
 
 import collections
-import logging
 import sys
 import threading
 import time
@@ -20,12 +19,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..logs import module_logger
 from ..settings import current
 from ..trace.heap import release_freed_memory
 from ..trace.model import Trace, held_bytes
 from .views import FileViews
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 # Parsed traces kept in memory for the detail views (least recently used evicted; reloaded from the
 # parse cache on demand), unless the registry was given its own (Settings.memory_budget_mb). Set
 # KINETOSCOPE_MEMORY_BUDGET_MB to change it.

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
 import os
 import stat
 import threading
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from ..logs import module_logger
 from ..storage.array_file import read_arrays, write_arrays
 from ..storage.cache_keys import ENTRY_SUFFIX, INODE_MARK, cache_root, entry_key, identity  # noqa: F401 - INODE_MARK for the tests
 from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sweep_temps, write_atomic
@@ -52,7 +52,7 @@ def default_cache_dir() -> str:
     return cache_root()
 
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 _SWEPT: set[str] = set()  # cache directories this process has swept
 _SWEPT_LOCK = threading.Lock()
 

@@ -4,7 +4,6 @@ registry)."""
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from ..analysis import critical_path_overlay
 from ..analysis import distributed as distributed_analysis
+from ..logs import module_logger
 from . import report_distributed
 from .executors import LocalExecutor, is_remote, open_executor, run_ranks
 from .executors.task import RankJob, received_aggregate
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .records import DistributedResult, RankAggregate  # (types only: a report never imports them, ~3 ms)
     from .trace_files import TraceFiles
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 T = TypeVar("T")
 EXECUTOR_RETRY_S = 60.0  # after a remote executor failed, the local loads are used this long before a new try

@@ -13,13 +13,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import itertools
-import logging
 import os
 import threading
 import time
 from typing import TYPE_CHECKING, Callable
 
 from ..analysis.contents import file_contents
+from ..logs import module_logger
 from ..storage.remote import StorageError
 from ..trace.errors import TraceReadError
 from ..trace.model import Trace
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from .cache import ParseCache
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 PARALLEL_BATCH_BYTES = 512 << 20  # a parallel batch holds about this much per core, so a wanted file waits little
 PARSE_SHARE = 0.9  # share of a load's progress given to parsing; the rest is the Overview and indexes

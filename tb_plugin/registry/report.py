@@ -10,13 +10,13 @@ sections are built in :mod:`.report_distributed`, its memory-artifact and hang s
 from __future__ import annotations
 
 import functools
-import logging
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..analysis.breakdown import CATEGORY_LABELS
 from ..analysis.call_stacks import differing_frames, parse_frame
 from ..analysis.memory import memory_window
 from ..analysis.runtime_calls import RuntimeCallRow
+from ..logs import module_logger
 from ..trace.heap import release_after, trimmed_steps
 from . import graph_siblings
 from .interface import Registry
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .states import ArtifactState, FileState
     from .views import FileViews
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 OPERATOR_KEYS = [
     "name",

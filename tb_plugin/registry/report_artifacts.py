@@ -5,9 +5,9 @@ selects and nests them."""
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from ..logs import module_logger
 from ..storage.naming import names_oom
 from .artifacts import MEMPROFILER_KINDS
 from .interface import Registry
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .records import MemProfilerItem, ReportDocument, SnapshotItem, SnapshotRankGroup
     from .states import ArtifactState
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 Item = TypeVar("Item")
 
 

@@ -24,17 +24,17 @@ beyond 64 bits, a lone surrogate) is simply not cached.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from typing import Any, Callable
 
 import msgspec
 import numpy as np
 
+from ..logs import module_logger
 from ..storage.private_files import open_regular, write_atomic
 from .cache import CACHE_VERSION, ParseCache, discard
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SOURCES = (

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import logging
 import os
 import posixpath
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ..logs import module_logger
 from ..settings import Settings
 from ..storage.fs import FileEntry, list_files, open_logdir
 from ..storage.naming import assign_spans
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     )
     from .views import FileViews
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 RUNS_PROGRESS_S = 0.5  # while a file loads, the runs document shows its progress at most this stale
 

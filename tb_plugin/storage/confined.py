@@ -20,15 +20,15 @@ through the logdir's filesystem.
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import stat
 
+from ..logs import module_logger
 from .local import LocalFS
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _PROC_FD = "/proc/self/fd"
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 
 class OutsideLogdirError(PermissionError):

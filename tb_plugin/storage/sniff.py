@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
 import threading
 import zlib
 
+from ..logs import module_logger
 from .file_heads import GZIP_MAGIC, is_pickle_head
 from .private_files import open_regular, write_atomic
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 SNIFF_BYTES = 64 * 1024
 LEADING_BYTES = b"\xef\xbb\xbf \t\r\n"  # a UTF-8 byte order mark and whitespace, allowed before JSON

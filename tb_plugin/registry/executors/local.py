@@ -3,13 +3,15 @@ sized to the cores and the memory available (also for the registry's parallel pa
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import sys
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ...settings import usable_cores
 from .task import ProgressSlots, RankJob, RankResult, init_progress, reduce_rank
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 PARALLEL_MIN_BYTES = 64 << 20  # a process pool only pays for batches at least this big (decompressed)
 # Peak RSS of one parse ≤ this × the decompressed trace size. Measured (peak minus the interpreter's 41 MB):
@@ -86,6 +88,7 @@ class LocalExecutor:
                 yield reduce_rank(job)
             return
         self.used_workers = workers
+        import concurrent.futures  # only for a pool, like multiprocessing (with logging: ~4 ms)
         import multiprocessing  # only for a pool (~3 ms the report of one file does not need)
 
         ctx = multiprocessing.get_context("spawn")
@@ -139,6 +142,8 @@ def _auto_workers(jobs: Sequence[RankJob]) -> int:
 def _dump_batches(jobs: Sequence[RankJob]) -> Iterator[RankResult]:
     """Flight-recorder batches, one thread per core: each batch's work runs in its own reader child
     (:mod:`tb_plugin.artifacts.flight_recorder`), so threads use every core without a process pool."""
+    import concurrent.futures  # (only here and for a pool: the report of one file does not need it)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(jobs), usable_cores())) as pool:
         for future in concurrent.futures.as_completed([pool.submit(reduce_rank, job) for job in jobs]):
             yield future.result()

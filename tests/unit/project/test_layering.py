@@ -12,8 +12,8 @@
 - ``interfaces/`` (notebook API, MCP server) imports the layers up to ``api/``, but never the HTTP routes
   (``api.routes``, ``api.routes_hang``): what they share with the routes (the tables' columns, paging)
   lives in modules of its own; ``public/`` only ``interfaces/``.
-- ``errors`` (the error hierarchy) and ``settings`` (the settings record) import nothing of ours, and
-  every layer may import them.
+- ``errors`` (the error hierarchy), ``settings`` (the settings record) and ``logs`` (the module loggers)
+  import nothing of ours, and every layer may import them.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ ALLOWED = {
     "public": {"interfaces"},  # public/kinetoscope: the notebook API's published name (setup.py)
     "errors": set(),
     "settings": set(),
+    "logs": set(),
 }
-BASE = ("errors", "settings")  # leaves every layer may import
+BASE = ("errors", "settings", "logs")  # leaves every layer may import
 TOP = ("cli", "plugin", "standalone")
 # the HTTP routes: the routes' own, imported by plugin (and the tests), never by the notebook API or MCP
 ROUTES_ONLY = ("tb_plugin.api.routes", "tb_plugin.api.routes_hang")

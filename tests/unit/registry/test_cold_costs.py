@@ -103,7 +103,9 @@ def _cli_in_child(tmp_path, argv: list[str], unwanted: str):
 def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
     """A local ``report --json`` never imports fsspec, the MCP tools, the diff gate, the diff, the Memory
     view's pair index or the memory artifacts' views (their modules cost a cold report ~50 ms of
-    imports), nor ``multiprocessing`` and ``socket`` (a pool's, ~4 ms); its answer is complete."""
+    imports), nor ``multiprocessing`` and ``socket`` (a pool's, ~4 ms), nor ``logging`` and
+    ``concurrent.futures`` (~4 ms: the module loggers are made when first used, tb_plugin/logs.py) nor the
+    report's records (types only, ~3 ms); its answer is complete."""
     run = tmp_path / "logs"
     run.mkdir()
     events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
@@ -114,7 +116,7 @@ def test_cold_report_imports_no_fsspec_nor_other_commands(tmp_path):
         (
             "m in ('fsspec', 'tb_plugin.interfaces.mcp_tools', 'tb_plugin.cli.gate', 'tb_plugin.analysis.diff', "
             "'tb_plugin.registry.memory_events', 'tb_plugin.registry.artifact_views', 'tb_plugin.artifacts.snapshot', "
-            "'multiprocessing', 'socket')"
+            "'multiprocessing', 'socket', 'logging', 'concurrent.futures', 'tb_plugin.registry.records')"
         ),
     )
     assert (status, bad) == (0, "[]"), got.stderr
