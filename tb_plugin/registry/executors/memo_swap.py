@@ -53,6 +53,11 @@ PARENT_SHARE: Callable[[Any], None] = _parent_share
 CHILD_SHARE: Callable[[Any], None] = _child_share
 
 
+def available() -> bool:
+    """Whether memory files exist here (Linux): elsewhere both sides make every memo they read."""
+    return hasattr(os, "memfd_create")
+
+
 class MemoSwap:
     """Made before the fork: a memory file and a pipe for each side. After it, each side calls
     :meth:`side` once (which side it is), then :meth:`swap` with the trace before its sections."""

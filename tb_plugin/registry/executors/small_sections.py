@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...trace.decode_stream import default_workers
+from . import memo_swap
 from .sections import FORK_ABOVE_ITEMS, SectionFork, can_fork_beside
 
 #: the sections a small trace's child computes
@@ -44,6 +45,7 @@ def a_core_idle() -> bool:
 
 
 def split(views: Any, tables: bool) -> SectionFork:
-    """The child forked for :data:`SMALL_CHILD_SECTIONS` of ``rank_aggregate(views, tables)``. Neither side
+    """The child forked for :data:`SMALL_CHILD_SECTIONS` of ``rank_aggregate(views, tables)``, the memos
+    both sides read made half by each (:mod:`.memo_swap`, where memory files exist). Neither side
     imports numpy's masked arrays (``trace/uniques`` stands in for the numpy calls that would)."""
-    return SectionFork(views, tables, child=SMALL_CHILD_SECTIONS, swap=True)
+    return SectionFork(views, tables, child=SMALL_CHILD_SECTIONS, swap=memo_swap.available())

@@ -140,3 +140,15 @@ def test_close_before_the_fork_sides_closes_every_descriptor():
     swap.close()
     swap.close()
     assert set(os.listdir("/proc/self/fd")) == before
+
+
+def test_without_memory_files_the_split_makes_every_memo_on_both_sides(monkeypatch):
+    from tb_plugin.registry.executors import small_sections
+
+    monkeypatch.delattr(memo_swap.os, "memfd_create")  # (macOS: no memory files)
+    assert not memo_swap.available()
+    mine = views()
+    fork = small_sections.split(mine, True)
+    assert fork.swap is None
+    assert text(rank_aggregate(mine, True, run=fork.run)) == text(rank_aggregate(views(), True))
+    fork.close()
