@@ -19,3 +19,20 @@ def record_after(monkeypatch: Any, owner: type, name: str, pick: Callable[[Any],
 
     monkeypatch.setattr(owner, name, spy)
     return seen
+
+
+def blocking_waits(monkeypatch: Any) -> list[int]:
+    """Patch ``os.waitpid`` so that each blocking call (no ``WNOHANG``) appends its pid to the returned
+    list; the real call still runs."""
+    import os
+
+    seen: list[int] = []
+    real = os.waitpid
+
+    def waitpid(pid: int, options: int) -> tuple[int, int]:
+        if not options & os.WNOHANG:
+            seen.append(pid)
+        return real(pid, options)
+
+    monkeypatch.setattr(os, "waitpid", waitpid)
+    return seen

@@ -12,6 +12,7 @@ import threading
 
 import fsspec
 import pytest
+from method_spy import blocking_waits
 
 from tb_plugin.registry import report
 from tb_plugin.registry.executors import handed_memos, sections
@@ -57,15 +58,7 @@ def test_a_child_that_answered_is_left_to_exit_and_reaped_later(monkeypatch):
     goes on): no blocking wait on it; :func:`~tb_plugin.trace.forked_worker.reap_exited` collects it."""
     from tb_plugin.trace import forked_worker
 
-    blocking: list[int] = []
-    real_waitpid = os.waitpid
-
-    def waitpid(pid, options):
-        if options == 0:
-            blocking.append(pid)
-        return real_waitpid(pid, options)
-
-    monkeypatch.setattr(sections.os, "waitpid", waitpid)
+    blocking = blocking_waits(monkeypatch)
     fork = sections.SectionFork(views(), True)
     pid = fork.pid
     assert text(aggregate_through(fork, True)) == text(rank_aggregate(views(), True))

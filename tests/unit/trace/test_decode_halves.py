@@ -14,7 +14,7 @@ import threading
 
 import pytest
 from conftest import sample
-from method_spy import record_after
+from method_spy import blocking_waits, record_after
 from test_decode_stream import assert_same
 
 from tb_plugin.storage.writer import BackgroundWriter
@@ -210,15 +210,7 @@ def test_a_child_that_answered_is_left_to_exit_and_reaped_later(forks, monkeypat
     from tb_plugin.trace import forked_worker
 
     data = json.dumps({"traceEvents": mixed_events(2 * BATCH_EVENTS)}).encode()
-    blocking: list[int] = []
-    real_waitpid = os.waitpid
-
-    def waitpid(pid, options):
-        if options == 0:
-            blocking.append(pid)
-        return real_waitpid(pid, options)
-
-    monkeypatch.setattr(dh.os, "waitpid", waitpid)
+    blocking = blocking_waits(monkeypatch)
     assert_same(decode_trace(data), decode_trace(data, halves=True))
     assert len(forks) == 1 and forks[0] not in blocking
     assert forks[0] in [child.pid for child in forked_worker._exiting]
