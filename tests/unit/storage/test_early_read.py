@@ -228,3 +228,17 @@ def test_a_corrupt_stream_is_reported_in_zlibs_words(tmp_path, monkeypatch):
         load_trace_file(path, fs=LocalFS())
     assert str(after_child.value) == str(alone.value) and "corrupt gzip data" in str(alone.value)
     assert er._pending is None
+
+
+def test_the_commands_split_is_imported_by_the_child():
+    """The command line's ``then`` (cli/report.py) imports the split's modules (msgspec, ~13 ms) only when
+    the child calls it, after its inflate: the child is forked before them."""
+    code = (
+        "import sys\n"
+        "import tb_plugin.cli.report as r\n"
+        "then = r._split_writer()\n"
+        "print('tb_plugin.trace.early_split' in sys.modules, 'msgspec' in sys.modules)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO)
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert got.stdout.split() == ["False", "False"], got.stderr
