@@ -28,13 +28,20 @@ from typing import Any, Callable, Sequence
 from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
 from ...trace.heap import STEP_TRIM_ABOVE_ITEMS
-from ..report import Sections, rank_aggregate, run_sections
+from ..report import SECTION_MEMOS, Sections, rank_aggregate, run_sections
 from .handed_memos import Arriving, hand_over
 
 # about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
 # (its recommendations): the overview section, after it in the child, only reads it back, where this
 # process would compute it again (a 0.9 GB trace: 3.1 s of CPU and the idle-time memos, 0.1 GB at 4.5 GB)
 CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
+# A very large trace's child (:func:`shared_before_fork`) computes the distributed section only, and this
+# process the insights and overview sections once its own are made and the child has exited
+# (:data:`LATE_SECTIONS`): the child's three took ~15.8 s of the 4.5 GB trace's wall against ~7.5 s here,
+# one core then idle ~8 s; made beside the child's critical path instead, this process's insights stacked
+# on its peak (the process tree 2111-2159 MB against 1.95 GB; docs/PERFORMANCE.md)
+LARGE_CHILD_SECTIONS = frozenset({"distributed"})
+LATE_SECTIONS = frozenset({"insights", "overview"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000
@@ -99,9 +106,11 @@ class SectionFork:
         writes: Sequence[Callable[[], None]] = (),
         child: frozenset[str] = CHILD_SECTIONS,
         hand: bool = False,
+        late: frozenset[str] = frozenset(),
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
+        self.late = late - child  # the sections made here after the child's answer (the child exited)
         self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
         read, write = os.pipe()
         handed = os.pipe() if hand else None  # (handed_memos: computed here, read by the child)
@@ -155,11 +164,24 @@ class SectionFork:
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
         self.hand_over()  # (unless made already)
-        got = run_sections([s for s in sections if s[0] not in self.child], items, self.memos)
+        late = [s for s in sections if s[0] in self.late]
+        # the memos the late sections read that are made already (before the fork: shared with the child)
+        # are kept through this process's sections; those its sections make are dropped as before
+        keep = frozenset(self.memos) & frozenset().union(*(SECTION_MEMOS.get(key, frozenset()) for key, _ in late))
+        mine = [s for s in sections if s[0] not in self.child and s[0] not in self.late]
+        got = run_sections(mine, items, self.memos, keep=keep)
         self.write_pending()  # (while the child computes the larger share)
+        if any(key == "insights" for key, _ in late):
+            from ...analysis.insights import insights  # (the analyses are imported by then)
+
+            # its figures (a memo) made while the child still computes: the other core's time, not the tail's
+            # (4.5 GB trace: ~1.5 s of the ~5 s the late sections took), their freed pages given back
+            run_sections([("insights memo", lambda: insights(self.trace))], items)
         theirs = self._collect()
         if theirs is None or set(theirs) != self.child & {key for key, _ in sections}:
-            theirs = run_sections([s for s in sections if s[0] in self.child], items, self.memos)
+            theirs = run_sections([s for s in sections if s[0] in self.child] + late, items, self.memos)
+        elif late:  # the child has exited: these sections' peaks stack on this process's only
+            theirs.update(run_sections(late, items, self.memos))
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
 
