@@ -107,11 +107,13 @@ class SectionFork:
         child: frozenset[str] = CHILD_SECTIONS,
         hand: bool = False,
         late: frozenset[str] = frozenset(),
+        child_writes: bool = False,
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
-        self.late = late - child  # the sections made here after the child's answer (the child exited)
-        self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
+        self.late = late - child  # the sections made here after the child's answer
+        self.child_writes = child_writes  # ``writes`` made by the child after its answer (else here)
+        self.wrote = False  # ``writes`` made (by :meth:`run`, here or by the child)
         read, write = os.pipe()
         handed = os.pipe() if hand else None  # (handed_memos: computed here, read by the child)
         pid = os.fork()
@@ -159,6 +161,8 @@ class SectionFork:
         got = run_sections([s for s in sections if s[0] in self.child], items, memos, trim=big)
         with open(fd, "wb") as f:
             f.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
+        if self.child_writes:  # (answered first: this process's late sections need only the answer)
+            self.write_pending()
         raise _Sent
 
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
@@ -170,20 +174,32 @@ class SectionFork:
         keep = frozenset(self.memos) & frozenset().union(*(SECTION_MEMOS.get(key, frozenset()) for key, _ in late))
         mine = [s for s in sections if s[0] not in self.child and s[0] not in self.late]
         got = run_sections(mine, items, self.memos, keep=keep)
-        self.write_pending()  # (while the child computes the larger share)
+        if not self.child_writes:
+            self.write_pending()  # (while the child computes the larger share)
         if any(key == "insights" for key, _ in late):
             from ...analysis.insights import insights  # (the analyses are imported by then)
 
             # its figures (a memo) made while the child still computes: the other core's time, not the tail's
             # (4.5 GB trace: ~1.5 s of the ~5 s the late sections took), their freed pages given back
             run_sections([("insights memo", lambda: insights(self.trace))], items)
-        theirs = self._collect()
+        theirs = self._collect(reap=not self.child_writes)
         if theirs is None or set(theirs) != self.child & {key for key, _ in sections}:
             theirs = run_sections([s for s in sections if s[0] in self.child] + late, items, self.memos)
-        elif late:  # the child has exited: these sections' peaks stack on this process's only
+        elif late:  # the child's sections are over: these sections' peaks stack on its writes only
             theirs.update(run_sections(late, items, self.memos))
+        if self.child_writes:
+            self._reap_writer()
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
+
+    def _reap_writer(self) -> None:
+        """Wait for a child that makes ``writes``: made when it exited cleanly, else made here (a write is
+        atomic: one the child began is replaced)."""
+        status = os.waitpid(self.pid, 0)[1] if self.pid is not None else 1
+        self.pid = None
+        if os.waitstatus_to_exitcode(status) == 0:
+            self.wrote = True
+        self.write_pending()
 
     def write_pending(self) -> None:
         """Make ``writes`` unless made already (by :meth:`run`, or after an error before it); a failed
@@ -197,13 +213,18 @@ class SectionFork:
             except Exception:
                 pass
 
-    def _collect(self) -> dict[str, Any] | None:
-        """The child's sections (None when it failed); the child is reaped."""
+    def _collect(self, reap: bool = True) -> dict[str, Any] | None:
+        """The child's sections (None when it failed); the child is reaped (``reap``) or left to its
+        writes (its answer whole, or it fails to load)."""
         with open(self.read, "rb") as f:
             data = f.read()
-        status = os.waitpid(self.pid, 0)[1] if self.pid is not None else 1
-        self.pid = None
-        if os.waitstatus_to_exitcode(status) != 0 or not data:
+        self.read = -1  # (closed)
+        if reap:
+            status = os.waitpid(self.pid, 0)[1] if self.pid is not None else 1
+            self.pid = None
+            if os.waitstatus_to_exitcode(status) != 0:
+                return None
+        if not data:
             return None
         try:  # (pickled by our own child, like the decode workers' answers)
             got = pickle.loads(data)
@@ -223,7 +244,9 @@ class SectionFork:
             except (ProcessLookupError, ChildProcessError):
                 pass
             self.pid = None
-            try:
-                os.close(self.read)
-            except OSError:
-                pass
+            if self.read >= 0:
+                try:
+                    os.close(self.read)
+                except OSError:
+                    pass
+                self.read = -1

@@ -172,9 +172,12 @@ def reduce_rank(job: RankJob) -> RankResult:
                     shared = shared_before_fork(trace, items)
                     if shared:
                         collect_and_release_after(items)
-                    # (writes after its own sections; a very large trace's insights and overview after the child)
+                    # (writes after its own sections; a very large trace's insights and overview here after the
+                    # child's answer, the writes by the child after it)
                     child, late = (LARGE_CHILD_SECTIONS, LATE_SECTIONS) if shared else (CHILD_SECTIONS, frozenset())
-                    fork = SectionFork(views, job.tables, deferred, child=child, hand=True, late=late)
+                    fork = SectionFork(
+                        views, job.tables, deferred, child=child, hand=True, late=late, child_writes=shared
+                    )
                     # else the parse's cycles collected while the child computes (the 0.3 GB trace: ~20 ms,
                     # one core idle when collected before the fork; the child never collects them), then
                     # the memos the child reads later computed for it (handed_memos)
