@@ -10,7 +10,8 @@ process computes the others meanwhile. This process then makes the parse cache's
 (``writes``) while the child still computes: the child's share is the larger (0.3 GB trace: ~1.5 s of
 CPU against ~1.0 s here), and the write (~0.15–0.25 s of CPU) would lengthen it there, while here it fills
 the wait; made after this process's sections, whose memos are dropped by then, its copies do not stack
-on a section's peak. :attr:`SectionFork.wrote` says whether they were made. Each section is
+on a section's peak (a very large trace's child, whose share is then the smaller, makes them after its
+answer: ``child_writes``). :attr:`SectionFork.wrote` says whether they were made. Each section is
 computed by the same function either way, so the aggregate is the same. When the child fails (killed,
 out of memory), this process computes its sections too. A very large trace's memos that both sides
 read are made once before the fork (:func:`shared_before_fork`). Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
@@ -35,11 +36,12 @@ from .handed_memos import Arriving, hand_over
 # (its recommendations): the overview section, after it in the child, only reads it back, where this
 # process would compute it again (a 0.9 GB trace: 3.1 s of CPU and the idle-time memos, 0.1 GB at 4.5 GB)
 CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
-# A very large trace's child (:func:`shared_before_fork`) computes the distributed section only, and this
-# process the insights and overview sections once its own are made and the child has exited
-# (:data:`LATE_SECTIONS`): the child's three took ~15.8 s of the 4.5 GB trace's wall against ~7.5 s here,
-# one core then idle ~8 s; made beside the child's critical path instead, this process's insights stacked
-# on its peak (the process tree 2111-2159 MB against 1.95 GB; docs/PERFORMANCE.md)
+# A very large trace's child (:func:`shared_before_fork`) computes the distributed section only and then
+# makes the writes, and this process its own sections, the insights memo, and the insights and overview
+# sections once the child's answer is in (:data:`LATE_SECTIONS`): the child's three sections took 10-12 s
+# of the 4.5 GB trace's wall against ~7 s here with the writes, one core then idle; made beside the child's
+# critical path instead, this process's insights sections stacked on its peak (the process tree 2111-2159 MB
+# against 1.95 GB; docs/PERFORMANCE.md)
 LARGE_CHILD_SECTIONS = frozenset({"distributed"})
 LATE_SECTIONS = frozenset({"insights", "overview"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
