@@ -6,31 +6,16 @@ writes are made by this process when the child did not make them; smaller traces
 
 from __future__ import annotations
 
-import json
 import os
 
-import fsspec
 import pytest
+from test_section_fork import SAMPLE, _dies_in_child, _write_pid, text, views
 
 from tb_plugin.registry import report
 from tb_plugin.registry.executors import sections
-from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.report import rank_aggregate
-from tb_plugin.registry.views import FileViews
-
-SAMPLE = os.path.join(
-    os.path.dirname(__file__), "..", "..", "..", "samples", "synthetic_ddp", "rank0.1751410900000.pt.trace.json.gz"
-)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
-
-
-def views() -> FileViews:
-    return FileViews(load_trace_file(SAMPLE, fs=fsspec.filesystem("file"), size=os.path.getsize(SAMPLE)))
-
-
-def text(aggregate: dict) -> str:
-    return json.dumps(aggregate, sort_keys=True, default=repr)
 
 
 def _logged_runs(monkeypatch, child_log) -> list[str]:
@@ -116,23 +101,14 @@ def test_the_late_sections_equal_the_serial_ones(tables):
     assert text(forked) == text(serial) and list(forked) == list(serial)
 
 
-def test_a_dead_child_s_section_is_computed_here_with_the_late_ones(monkeypatch, tmp_path):
-    parent = os.getpid()
-    real = sections.run_sections
-
-    def dies_in_child(part, items, memos=None, trim=True, **kw):
-        if os.getpid() != parent:
-            os._exit(3)
-        return real(part, items, memos, trim, **kw)
-
+def test_a_dead_child_s_section_is_computed_here_with_the_late_ones(monkeypatch):
     serial = rank_aggregate(views(), True)
-    monkeypatch.setattr(sections, "run_sections", dies_in_child)
+    monkeypatch.setattr(sections, "run_sections", _dies_in_child(sections.run_sections))
     fork = sections.SectionFork(views(), True, child=sections.LARGE_CHILD_SECTIONS, late=sections.LATE_SECTIONS)
     try:
-        forked = rank_aggregate(views(), True, run=fork.run)
+        assert text(rank_aggregate(views(), True, run=fork.run)) == text(serial)
     finally:
         fork.close()
-    assert text(forked) == text(serial)
 
 
 def test_the_memos_made_before_the_fork_are_kept_for_the_late_sections(monkeypatch):
@@ -166,14 +142,6 @@ def test_kept_memos_are_never_dropped():
     assert memos == {"op_rows": 1, "steps": 3}
 
 
-def _write_pid(path, calls):
-    def write():
-        calls.append(os.getpid())
-        path.write_text(str(os.getpid()))
-
-    return write
-
-
 @pytest.mark.parametrize("dies", [False, True])
 def test_the_child_s_writes_or_this_process_s(monkeypatch, tmp_path, dies):
     """With ``child_writes`` the child makes the writes after its answer, and this process none; a child
@@ -194,7 +162,7 @@ def test_the_child_s_writes_or_this_process_s(monkeypatch, tmp_path, dies):
     fork = sections.SectionFork(
         views(),
         True,
-        [_write_pid(out, calls)],
+        [lambda: calls.append(os.getpid()), _write_pid(out)],
         child=sections.LARGE_CHILD_SECTIONS,
         late=sections.LATE_SECTIONS,
         child_writes=True,
