@@ -159,7 +159,6 @@ def run_sections(
     items: int,
     memos: dict[str, Any] | None = None,
     trim: bool = True,
-    keep: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Each section computed in turn (``items``: the trace's events and memory events). With ``memos``
     (the trace's :attr:`~tb_plugin.trace.model.Trace.derived`, which nothing reads after the sections),
@@ -170,25 +169,24 @@ def run_sections(
     few sections keeps them for the next one instead (no page faults to take them again), unless the trace
     is very large (:class:`~.executors.sections.SectionFork`). With ``trim``,
     a very large trace's steps inside each section give them back too (``trimmed_steps``: its sections'
-    peaks held ~0.2-0.4 GB of freed temporaries). ``keep``: memos never dropped (read by sections computed
-    after these: :meth:`~.executors.sections.SectionFork.run`)."""
+    peaks held ~0.2-0.4 GB of freed temporaries)."""
     got: dict[str, Any] = {}
     with trimmed_steps(items if trim else 0):
         for done, (key, make) in enumerate(sections, 1):
             got[key] = make()
             if memos is not None:
-                drop_unread(memos, [later for later, _ in sections[done:]], keep)
+                drop_unread(memos, [later for later, _ in sections[done:]])
             if trim:
                 release_after(items)  # the section's temporaries (a large trace): the next starts from what is kept
     return got
 
 
-def drop_unread(memos: dict[str, Any], sections: Sequence[str], keep: frozenset[str] = frozenset()) -> None:
+def drop_unread(memos: dict[str, Any], sections: Sequence[str]) -> None:
     """Drop from ``memos`` every key that none of ``sections`` reads (:data:`SECTION_MEMOS`; a section
-    not listed there keeps every memo) and that ``keep`` does not name."""
+    not listed there keeps every memo)."""
     if any(key not in SECTION_MEMOS for key in sections):
         return
-    wanted = keep.union(*(SECTION_MEMOS[key] for key in sections))
+    wanted = frozenset().union(*(SECTION_MEMOS[key] for key in sections))
     for key in [k for k in memos if k not in wanted]:
         del memos[key]
 

@@ -10,8 +10,7 @@ process computes the others meanwhile. This process then makes the parse cache's
 (``writes``) while the child still computes: the child's share is the larger (0.3 GB trace: ~1.5 s of
 CPU against ~1.0 s here), and the write (~0.15–0.25 s of CPU) would lengthen it there, while here it fills
 the wait; made after this process's sections, whose memos are dropped by then, its copies do not stack
-on a section's peak (a very large trace's child, whose share is then the smaller, makes them after its
-answer: ``child_writes``). :attr:`SectionFork.wrote` says whether they were made. Each section is
+on a section's peak. :attr:`SectionFork.wrote` says whether they were made. Each section is
 computed by the same function either way, so the aggregate is the same. When the child fails (killed,
 out of memory), this process computes its sections too. A very large trace's memos that both sides
 read are made once before the fork (:func:`shared_before_fork`). Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
@@ -29,21 +28,13 @@ from typing import Any, Callable, Sequence
 from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
 from ...trace.heap import STEP_TRIM_ABOVE_ITEMS
-from ..report import SECTION_MEMOS, Sections, rank_aggregate, run_sections
+from ..report import Sections, rank_aggregate, run_sections
 from .handed_memos import Arriving, hand_over
 
 # about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
 # (its recommendations): the overview section, after it in the child, only reads it back, where this
 # process would compute it again (a 0.9 GB trace: 3.1 s of CPU and the idle-time memos, 0.1 GB at 4.5 GB)
 CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
-# A very large trace's child (:func:`shared_before_fork`) computes the distributed section only and then
-# makes the writes, and this process its own sections, the insights memo, and the insights and overview
-# sections once the child's answer is in (:data:`LATE_SECTIONS`): the child's three sections took 10-12 s
-# of the 4.5 GB trace's wall against ~7 s here with the writes, one core then idle; made beside the child's
-# critical path instead, this process's insights sections stacked on its peak (the process tree 2111-2159 MB
-# against 1.95 GB; docs/PERFORMANCE.md)
-LARGE_CHILD_SECTIONS = frozenset({"distributed"})
-LATE_SECTIONS = frozenset({"insights", "overview"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000
@@ -108,14 +99,10 @@ class SectionFork:
         writes: Sequence[Callable[[], None]] = (),
         child: frozenset[str] = CHILD_SECTIONS,
         hand: bool = False,
-        late: frozenset[str] = frozenset(),
-        child_writes: bool = False,
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
-        self.late = late - child  # the sections made here after the child's answer
-        self.child_writes = child_writes  # ``writes`` made by the child after its answer (else here)
-        self.wrote = False  # ``writes`` made (by :meth:`run`, here or by the child)
+        self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
         read, write = os.pipe()
         handed = os.pipe() if hand else None  # (handed_memos: computed here, read by the child)
         pid = os.fork()
@@ -163,45 +150,18 @@ class SectionFork:
         got = run_sections([s for s in sections if s[0] in self.child], items, memos, trim=big)
         with open(fd, "wb") as f:
             f.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
-        if self.child_writes:  # (answered first: this process's late sections need only the answer)
-            self.write_pending()
         raise _Sent
 
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
         self.hand_over()  # (unless made already)
-        late = [s for s in sections if s[0] in self.late]
-        # the memos the late sections read that are made already (before the fork: shared with the child)
-        # are kept through this process's sections; those its sections make are dropped as before
-        keep = frozenset(self.memos) & frozenset().union(*(SECTION_MEMOS.get(key, frozenset()) for key, _ in late))
-        mine = [s for s in sections if s[0] not in self.child and s[0] not in self.late]
-        got = run_sections(mine, items, self.memos, keep=keep)
-        if not self.child_writes:
-            self.write_pending()  # (while the child computes the larger share)
-        if any(key == "insights" for key, _ in late):
-            from ...analysis.insights import insights  # (the analyses are imported by then)
-
-            # its figures (a memo) made while the child still computes: the other core's time, not the tail's
-            # (4.5 GB trace: ~1.5 s of the ~5 s the late sections took), their freed pages given back
-            run_sections([("insights memo", lambda: insights(self.trace))], items)
-        theirs = self._collect(reap=not self.child_writes)
+        got = run_sections([s for s in sections if s[0] not in self.child], items, self.memos)
+        self.write_pending()  # (while the child computes the larger share)
+        theirs = self._collect()
         if theirs is None or set(theirs) != self.child & {key for key, _ in sections}:
-            theirs = run_sections([s for s in sections if s[0] in self.child] + late, items, self.memos)
-        elif late:  # the child's sections are over: these sections' peaks stack on its writes only
-            theirs.update(run_sections(late, items, self.memos))
-        if self.child_writes:
-            self._reap_writer()
+            theirs = run_sections([s for s in sections if s[0] in self.child], items, self.memos)
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
-
-    def _reap_writer(self) -> None:
-        """Wait for a child that makes ``writes``: made when it exited cleanly, else made here (a write is
-        atomic: one the child began is replaced)."""
-        status = os.waitpid(self.pid, 0)[1] if self.pid is not None else 1
-        self.pid = None
-        if os.waitstatus_to_exitcode(status) == 0:
-            self.wrote = True
-        self.write_pending()
 
     def write_pending(self) -> None:
         """Make ``writes`` unless made already (by :meth:`run`, or after an error before it); a failed
@@ -215,18 +175,13 @@ class SectionFork:
             except Exception:
                 pass
 
-    def _collect(self, reap: bool = True) -> dict[str, Any] | None:
-        """The child's sections (None when it failed); the child is reaped (``reap``) or left to its
-        writes (its answer whole, or it fails to load)."""
+    def _collect(self) -> dict[str, Any] | None:
+        """The child's sections (None when it failed); the child is reaped."""
         with open(self.read, "rb") as f:
             data = f.read()
-        self.read = -1  # (closed)
-        if reap:
-            status = os.waitpid(self.pid, 0)[1] if self.pid is not None else 1
-            self.pid = None
-            if os.waitstatus_to_exitcode(status) != 0:
-                return None
-        if not data:
+        status = os.waitpid(self.pid, 0)[1] if self.pid is not None else 1
+        self.pid = None
+        if os.waitstatus_to_exitcode(status) != 0 or not data:
             return None
         try:  # (pickled by our own child, like the decode workers' answers)
             got = pickle.loads(data)
@@ -246,9 +201,7 @@ class SectionFork:
             except (ProcessLookupError, ChildProcessError):
                 pass
             self.pid = None
-            if self.read >= 0:
-                try:
-                    os.close(self.read)
-                except OSError:
-                    pass
-                self.read = -1
+            try:
+                os.close(self.read)
+            except OSError:
+                pass

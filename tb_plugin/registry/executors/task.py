@@ -43,14 +43,7 @@ from ..records import RankAggregate
 from ..report import rank_aggregate
 from ..results import ResultCache
 from . import small_sections
-from .sections import (
-    CHILD_SECTIONS,
-    LARGE_CHILD_SECTIONS,
-    LATE_SECTIONS,
-    SectionFork,
-    shared_before_fork,
-    worth_forking,
-)
+from .sections import SectionFork, shared_before_fork, worth_forking
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,12 +165,7 @@ def reduce_rank(job: RankJob) -> RankResult:
                     shared = shared_before_fork(trace, items)
                     if shared:
                         collect_and_release_after(items)
-                    # (writes after its own sections; a very large trace's insights and overview here after the
-                    # child's answer, the writes by the child after it)
-                    child, late = (LARGE_CHILD_SECTIONS, LATE_SECTIONS) if shared else (CHILD_SECTIONS, frozenset())
-                    fork = SectionFork(
-                        views, job.tables, deferred, child=child, hand=True, late=late, child_writes=shared
-                    )
+                    fork = SectionFork(views, job.tables, deferred, hand=True)  # writes after its own sections
                     # else the parse's cycles collected while the child computes (the 0.3 GB trace: ~20 ms,
                     # one core idle when collected before the fork; the child never collects them), then
                     # the memos the child reads later computed for it (handed_memos)

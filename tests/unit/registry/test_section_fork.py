@@ -66,10 +66,10 @@ def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):
 def _dies_in_child(real):
     parent = os.getpid()
 
-    def run(part, items, memos=None, trim=True, **kw):
+    def run(part, items, memos=None, trim=True):
         if os.getpid() != parent:
             os._exit(3)
-        return real(part, items, memos, trim, **kw)
+        return real(part, items, memos, trim)
 
     return run
 
@@ -135,8 +135,8 @@ def test_this_process_makes_the_cache_writes_after_its_sections(tmp_path, monkey
     done: list[str] = []
     real = sections.run_sections
 
-    def logged(chosen, items, memos=None, trim=True, **kw):
-        got = real(chosen, items, memos, trim, **kw)
+    def logged(chosen, items, memos=None, trim=True):
+        got = real(chosen, items, memos, trim)
         done.append("sections")
         return got
 
@@ -199,12 +199,12 @@ def test_the_child_keeps_its_freed_pages_and_never_collects_what_it_inherited(tm
     real = sections.run_sections
     here: list[bool] = []
 
-    def run(part, items, memos=None, trim=True, **kw):
+    def run(part, items, memos=None, trim=True):
         if os.getpid() != parent:
             out.write_text(f"trim={trim} frozen={gc.get_freeze_count() > 0}")
         else:
             here.append(trim)
-        return real(part, items, memos, trim, **kw)
+        return real(part, items, memos, trim)
 
     monkeypatch.setattr(sections, "run_sections", run)
     serial = rank_aggregate(views(), True)

@@ -101,10 +101,10 @@ def test_a_small_split_whose_child_dies_is_computed_here(monkeypatch, runner_thr
     parent = os.getpid()
     real = sections.run_sections
 
-    def dies_in_child(chosen, items, memos=None, **kw):
+    def dies_in_child(chosen, items, memos=None):
         if os.getpid() != parent:
             os._exit(3)
-        return real(chosen, items, memos, **kw)
+        return real(chosen, items, memos)
 
     serial = task.reduce_rank(
         task.RankJob(key="r0", url=SAMPLE, version="v", size=os.path.getsize(SAMPLE), tables=True)
