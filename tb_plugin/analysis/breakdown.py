@@ -44,7 +44,7 @@ from ..trace.categories import (
 from ..trace.links import launch_of
 from ..trace.model import Trace
 from ..trace.uniques import unique_values
-from .intervals import covered_before, covers, cumulative_lengths, merge
+from .intervals import covered_before, cumulative_lengths, first_cover, merge
 from .steps import Steps
 from .ticks import tick_scale
 
@@ -139,12 +139,7 @@ def compute_breakdown(trace: Trace, steps: Steps) -> Breakdown:
     scale, step_start, step_end, merged = _category_ticks(trace, steps)
     edges = unique_values(np.concatenate([step_start, step_end] + [a for pair in merged for a in pair]))
     seg_start, seg_len = edges[:-1], np.diff(edges)
-    owner = np.full(len(seg_start), len(CATEGORIES) - 1)
-    unclaimed = np.ones(len(seg_start), dtype=bool)
-    for c, (s, e) in enumerate(merged):
-        hit = unclaimed & covers(s, e, seg_start)
-        owner[hit] = c
-        unclaimed &= ~hit
+    owner = first_cover(merged, seg_start)  # the first category in priority order, else "other"
     step_idx = np.searchsorted(step_start, seg_start, side="right") - 1
     inside = (step_idx >= 0) & (seg_start < step_end[np.maximum(step_idx, 0)])
     flat = step_idx[inside] * len(CATEGORIES) + owner[inside]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 import numpy as np
 
 
@@ -94,6 +97,45 @@ def covers(merged_starts: np.ndarray, merged_ends: np.ndarray, points: np.ndarra
     out = np.zeros(len(points), dtype=bool)
     out[ok] = points[ok] < merged_ends[idx[ok]]
     return out
+
+
+def first_cover(merged: Sequence[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> np.ndarray:
+    """For each point, the index in ``merged`` (sets of merged intervals, ``(starts, ends)`` each, in
+    priority order) of the first set one of whose intervals covers it (as :func:`covers`), or
+    ``len(merged)`` where none does (int64)."""
+    k, n = len(merged), len(points)
+    if not 0 < k <= _MAX_BIT_SETS or not _ascending(points) or not all(_disjoint(s, e) for s, e in merged):
+        owner = np.full(n, k)
+        unclaimed = np.ones(n, dtype=bool)
+        for c, (s, e) in enumerate(merged):
+            hit = unclaimed & covers(s, e, points)
+            owner[hit] = c
+            unclaimed &= ~hit
+        return owner
+    # sorted points, disjoint intervals: set c covers a run of points per interval (covers' two bisections),
+    # counted as bit c; every set's runs are added into one array and summed once (one bincount and one
+    # cumsum for all the sets, not two and one per set: the 4.5 GB trace's breakdown, 7 sets of ~10^7 points)
+    pos = np.concatenate([np.searchsorted(points, a, side="left") for s, e in merged for a in (s, e)])
+    bit = np.concatenate(
+        [np.full(len(a), sign * float(1 << c)) for c, (s, e) in enumerate(merged) for a, sign in ((s, 1), (e, -1))]
+    )
+    bits = np.bincount(pos, weights=bit, minlength=n + 1)[:n]
+    del pos, bit
+    np.cumsum(bits, out=bits)  # exact: sums of at most k distinct powers of two
+    return _lowest_bits(k)[bits.astype(np.intp)]
+
+
+_MAX_BIT_SETS = 16  # (a table of 2^k entries per k)
+
+
+@functools.cache
+def _lowest_bits(k: int) -> np.ndarray:
+    """Per k-bit mask, the index of its lowest set bit; ``k`` for the empty mask (int64)."""
+    masks = np.arange(1 << k)
+    low = np.full(1 << k, k, dtype=np.int64)
+    for c in range(k - 1, -1, -1):  # (k steps: the lowest set bit written last)
+        low[(masks >> c) & 1 == 1] = c
+    return low
 
 
 def _ascending(values: np.ndarray) -> bool:
