@@ -66,7 +66,9 @@ def run_report(
         if whole_process and chosen.startswith("local"):  # (a fork: the command line, parsing here)
             from ..storage.early_read import start as start_early_read
 
-            start_early_read(strip_protocol(logdir), cached=use_cache, then=_split_writer)
+            start_early_read(
+                strip_protocol(logdir), cached=use_cache, then=_split_writer, then_dir=_cache_folder(use_cache)
+            )
     with _imports_frozen(whole_process):
         import orjson
 
@@ -130,6 +132,22 @@ def _imports_frozen(whole_process: bool) -> Iterator[None]:
         yield
         gc.freeze()
     gc.enable()  # (entry disabled it before this command's first imports: then gc_paused left it so)
+
+
+def _cache_folder(use_cache: bool) -> str | None:
+    """The parse cache's folder (made when missing), where the early split's file may lie on disk and become
+    the trace's events file; None without the cache, or when it cannot be made."""
+    if not use_cache:
+        return None
+    from ..storage.cache_keys import cache_root
+    from ..storage.private_files import make_private_dir
+
+    try:
+        root = cache_root()
+        make_private_dir(root)
+    except OSError:
+        return None
+    return root
 
 
 def _split_writer():

@@ -51,10 +51,11 @@ class _Reading:
     """The forked child reading one file into the memory file ``fd``, and then (``then``) writing what
     ``then`` makes of it into the memory file ``then_fd``."""
 
-    def __init__(self, path: str, size: int, then: Then | None = None) -> None:
+    def __init__(self, path: str, size: int, then: Then | None = None, then_dir: str | None = None) -> None:
         self.fd = os.memfd_create("kinetoscope-early-read", os.MFD_CLOEXEC)
+        self.then_on_disk = False  # what ``then`` writes goes to an unnamed file in ``then_dir`` (else memory)
         try:
-            self.then_fd = os.memfd_create("kinetoscope-early-then", os.MFD_CLOEXEC) if then is not None else None
+            self.then_fd = self._then_file(then_dir) if then is not None else None
             pid = os.fork()
         except OSError:
             self._close()
@@ -71,6 +72,19 @@ class _Reading:
                 os._exit(code)
         self.pid: int | None = pid
 
+    def _then_file(self, then_dir: str | None) -> int:
+        """The file ``then`` writes into: an unnamed file (``O_TMPFILE``) in ``then_dir`` where the system
+        makes one there (the registry may then link it as the parse cache's events file), else a memory file."""
+        if then_dir is not None and hasattr(os, "O_TMPFILE"):
+            try:
+                fd = os.open(then_dir, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            except OSError:  # (no such folder, or a file system without unnamed files)
+                pass
+            else:
+                self.then_on_disk = True
+                return fd
+        return os.memfd_create("kinetoscope-early-then", os.MFD_CLOEXEC)
+
     def _write(self, data: bytes | bytearray) -> None:
         """All of ``data`` to the memory file (in the child)."""
         view = memoryview(data)
@@ -86,12 +100,17 @@ class _Reading:
         except BaseException:
             os.ftruncate(fd, 0)
 
-    def result(self) -> tuple[mmap.mmap | None, mmap.mmap | None]:
+    def result(self) -> Claimed:
         """The file's bytes as the child read them and what ``then`` wrote (None when the child failed or
-        wrote nothing); the child is reaped."""
+        wrote nothing), and the file ``then`` wrote when it is on disk (left open for the caller); the
+        child is reaped."""
+        kept = None
         try:
             ok = self._reap() == 0
-            return self._mapped(self.fd, ok), self._mapped(self.then_fd, ok)
+            then = self._mapped(self.then_fd, ok)
+            if then is not None and self.then_on_disk:
+                kept, self.then_fd = self.then_fd, None
+            return Claimed(self._mapped(self.fd, ok), then, kept)
         finally:
             self._close()
 
@@ -141,18 +160,30 @@ def _second_core() -> bool:
     return usable_cores() > 1 and current().decode_workers != 1
 
 
+class Claimed(NamedTuple):
+    """What a claim gives: the file's bytes, what the child's ``then`` wrote (each None when nothing),
+    and the descriptor of the unnamed file on disk ``then`` wrote into (None when it wrote into memory;
+    the caller closes it)."""
+
+    data: mmap.mmap | None
+    then: mmap.mmap | None
+    then_file: int | None
+
+
 class _Started(NamedTuple):
     real: str  # the file's real path
     identity: FileIdentity  # its device, inode, size and modification time at the start
     reading: _Reading
 
 
-def start(root: str, cached: bool = True, then: Callable[[], Then] | None = None) -> None:
+def start(root: str, cached: bool = True, then: Callable[[], Then] | None = None, then_dir: str | None = None) -> None:
     """Start the child reading the one gzip trace under the local folder ``root``, or the file ``root``
     (see the module docstring); nothing when there is no such file, no second core, no safe fork (another thread
     runs), or (``cached``: the command reads the parse cache) when the cache holds its parse. ``then``: gives
     what the child does next with the bytes (see :data:`Then`; :func:`claim_both` gives what it wrote), called
-    only when a child is started, before the fork (its imports made once, here)."""
+    only when a child is started, before the fork. ``then_dir``: a folder where what ``then`` writes goes
+    as an unnamed file (the parse cache's folder: its events file can be that file, linked), where
+    the file system allows."""
     global _pending
     if _pending is not None or not may_fork_alone() or not _second_core():
         return
@@ -166,7 +197,9 @@ def start(root: str, cached: bool = True, then: Callable[[], Then] | None = None
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (cached and cached_entry_exists(path, st)):
             return
         _pending = _Started(
-            os.path.realpath(path), file_identity(st), _Reading(path, st.st_size, then() if then is not None else None)
+            os.path.realpath(path),
+            file_identity(st),
+            _Reading(path, st.st_size, then() if then is not None else None, then_dir),
         )
     except OSError:
         return
@@ -176,27 +209,37 @@ def start(root: str, cached: bool = True, then: Callable[[], Then] | None = None
 def claim(path: str) -> mmap.mmap | None:
     """The bytes of the local file ``path`` read by the child started on it, when it is still the file it
     read, or None (that child reaped); claimed once."""
-    return claim_both(path)[0]
+    got = claim_both(path)
+    if got.then_file is not None:
+        os.close(got.then_file)
+    return got.data
 
 
-def claim_both(path: str) -> tuple[mmap.mmap | None, mmap.mmap | None]:
-    """:func:`claim`'s bytes and what the child's ``then`` wrote (None when nothing: no ``then``, it failed,
-    or no bytes)."""
+_NOTHING = Claimed(None, None, None)
+
+
+def claim_both(path: str) -> Claimed:
+    """:func:`claim`'s bytes, what the child's ``then`` wrote (None when nothing: no ``then``, it failed,
+    or no bytes) and, when that is on disk, its file (see :class:`Claimed`: the caller closes it)."""
     global _pending
     if _pending is None:
-        return None, None
+        return _NOTHING
     with _lock:
         got = _pending if _pending is not None and _pending.real == os.path.realpath(path) else None
         if got is not None:
             _pending = None
     if got is None:
-        return None, None
-    data, then = got.reading.result()
+        return _NOTHING
+    claimed = got.reading.result()
     try:
         same = file_identity(os.stat(got.real)) == got.identity
     except OSError:
         same = False
-    return (data, then if data is not None else None) if same else (None, None)
+    if same and claimed.data is not None:
+        return claimed
+    if claimed.then_file is not None:
+        os.close(claimed.then_file)
+    return Claimed(claimed.data, None, None) if same else _NOTHING
 
 
 def _end() -> None:

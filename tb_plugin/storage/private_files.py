@@ -91,6 +91,64 @@ def write_atomic(path: str, write: Callable[[IO[bytes]], object], durable: bool 
         raise
 
 
+def put_in_place(fd: int, length: int, path: str, durable: bool = True) -> None:
+    """Make ``path`` the first ``length`` bytes of the open file ``fd`` (an unnamed file, ``O_TMPFILE``, in
+    a folder of the same file system): cut to ``length``, fsynced (``durable``), named through
+    ``/proc/self/fd`` and renamed over ``path``; where it cannot be named there, its bytes are copied into
+    a new file that is renamed over ``path``. ``fd`` is closed. Raises ``OSError``."""
+    try:
+        os.ftruncate(fd, length)
+        if durable:
+            os.fsync(fd)
+        tmp = temp_name(path)
+        if not _name_unnamed(fd, tmp):  # (another file system, no /proc, not allowed): the bytes copied
+            write_atomic(path, lambda f: _copy_from(fd, length, f), durable)
+            return
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            _unlink_quietly(tmp)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _name_unnamed(fd: int, path: str) -> bool:
+    """Give the unnamed file ``fd`` the name ``path``: ``linkat`` through ``/proc/self/fd`` (what any user
+    may do), else ``linkat(fd, "", …, AT_EMPTY_PATH)`` (a privileged process, where procfs refuses the first
+    one: some sandboxes); False when neither is allowed."""
+    try:
+        os.link(f"/proc/self/fd/{fd}", path, follow_symlinks=True)
+        return True
+    except OSError:
+        pass
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        at_fdcwd, at_empty_path = -100, 0x1000  # (Linux's values)
+        return libc.linkat(fd, b"", at_fdcwd, os.fsencode(path), at_empty_path) == 0
+    except (OSError, AttributeError):  # (no libc or no linkat here)
+        return False
+
+
+def _copy_from(fd: int, length: int, out: IO[bytes]) -> None:
+    out.flush()
+    at = 0
+    while at < length:
+        sent = os.sendfile(out.fileno(), fd, at, length - at)
+        if sent <= 0:
+            raise OSError("the file to copy ended early")
+        at += sent
+
+
 def fsync_path(path: str) -> None:
     """fsync the file at ``path`` (a :func:`write_atomic` made with ``durable=False``); a file that is
     gone or cannot be opened is left as it is (its entry is then a miss)."""

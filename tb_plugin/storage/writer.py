@@ -21,6 +21,9 @@ class BackgroundWriter:
         self.name = getattr(file, "name", None)
         # the trace file's real path when its raw events may be left in it (see trace/decode_stream.py)
         self.in_place_path: str | None = None
+        # (descriptor, bytes): an unnamed file that already holds what this writer would have written, taken
+        # in place of the file it writes (the early reader's split on disk: registry/parse.py links it)
+        self.taken: tuple[int, int] | None = None
         self._queue: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=QUEUED_CHUNKS)
         self._pending: list[bytes] = []  # chunks not handed to the thread yet
         self._pending_bytes = 0
@@ -41,6 +44,15 @@ class BackgroundWriter:
                         self.file.write(chunk)
                 except BaseException as exc:  # reported by close(); later chunks are dropped
                     self._error = exc
+
+    def can_take(self) -> bool:
+        """Whether nothing has been written here and the file starts where this writer does (offset 0)."""
+        return self._origin == 0 and self._given == 0 and self.taken is None
+
+    def take(self, fd: int, length: int) -> None:
+        """The first ``length`` bytes of the open file ``fd`` are this writer's bytes (nothing is written
+        here): the file's owner puts that file in place of its own (:func:`~.private_files.put_in_place`)."""
+        self.taken = (fd, length)
 
     def write(self, chunk: bytes) -> int:
         if self._error is not None:

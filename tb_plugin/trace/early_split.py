@@ -96,6 +96,7 @@ class EarlySplit(NamedTuple):
     batches: list[PlacedRaws]
     events: int
     top: dict[str, Any]
+    joined: int  # bytes of the joined batches: the file's first bytes (the events file's, as the decode writes it)
 
 
 def read_split(data: mmap.mmap) -> EarlySplit | None:
@@ -129,4 +130,4 @@ def read_split(data: mmap.mmap) -> EarlySplit | None:
         part = lengths[k * BATCH_EVENTS : (k + 1) * BATCH_EVENTS]
         starts = 1 + np.concatenate(([0], np.cumsum(part[:-1] + 1)))  # "[" then each event and its ","
         batches.append(PlacedRaws(view[end - int(batch_bytes[k]) : end], starts, part))
-    return EarlySplit(batches, events, top)
+    return EarlySplit(batches, events, top, joined)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import threading
@@ -172,7 +173,7 @@ def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
         "claim = er.claim_both\n"
         "def spy(path):\n"
         "    got = claim(path)\n"
-        "    sys.stderr.write('CLAIMED %s SPLIT %s\\n' % (got[0] is not None, got[1] is not None))\n"
+        "    sys.stderr.write('CLAIMED %s SPLIT %s ON DISK %s\\n' % (got[0] is not None, got[1] is not None, got[2] is not None))\n"
         "    return got\n"
         "er.claim_both = spy\n"
         "import tb_plugin.registry.parse as parse\n"
@@ -187,7 +188,8 @@ def test_the_commands_report_is_the_same_with_the_early_read(tmp_path):
         code = probe if early else probe.replace("er._second_core = lambda: True", "er._second_core = lambda: False")
         got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
         assert got.returncode == 0, got.stderr
-        assert f"CLAIMED {early} SPLIT {early}" in got.stderr, got.stderr  # (split by the child: early_split.py)
+        # (split by the child, early_split.py, into a file of the cache's folder that becomes the events file)
+        assert f"CLAIMED {early} SPLIT {early} ON DISK {early}" in got.stderr, got.stderr
         outputs.append(got.stdout)
     assert outputs[0] == outputs[1] and json.loads(outputs[0])
 
@@ -207,7 +209,8 @@ def test_then_writes_beside_the_bytes_and_a_failing_then_leaves_nothing(tmp_path
     expected = bytes(read_trace_bytes(LocalFS(), path))
     for make, wrote in ((lambda: then, expected[::-1]), (lambda: failing, None)):
         er.start(str(run), then=make)
-        got, after = er.claim_both(path)
+        got, after, on_disk = er.claim_both(path)
+        assert on_disk is None  # (no folder given: a memory file)
         assert got is not None and bytes(got) == expected
         assert (after if after is None else bytes(after)) == wrote
 
@@ -242,3 +245,74 @@ def test_the_commands_split_is_imported_by_the_child():
     env = dict(os.environ, PYTHONPATH=REPO)
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert got.stdout.split() == ["False", "False"], got.stderr
+
+
+def test_then_writes_into_an_unnamed_file_of_then_dir(tmp_path, monkeypatch):
+    """With a folder (the parse cache's), what ``then`` writes lies in an unnamed file there, handed to the
+    claimer open (its bytes those mapped); without one, or a folder that cannot hold it, in memory."""
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.1.pt.trace.json.gz")
+    path = str(run / "sub" / "w.1.pt.trace.json.gz")
+    folder = tmp_path / "cache"
+    folder.mkdir()
+
+    def then(data, fd):  # (in the child) its bytes, reversed, into its own file
+        os.write(fd, bytes(data)[::-1])
+
+    expected = bytes(read_trace_bytes(LocalFS(), path))[::-1]
+    er.start(str(run), then=lambda: then, then_dir=str(folder))
+    got = er.claim_both(path)
+    assert got.then is not None and bytes(got.then) == expected
+    assert got.then_file is not None and os.pread(got.then_file, len(expected) + 1, 0) == expected
+    assert os.readlink(f"/proc/self/fd/{got.then_file}").startswith(str(folder))  # (an unnamed file there)
+    assert list(folder.iterdir()) == []
+    os.close(got.then_file)
+    for then_dir in (None, str(tmp_path / "missing")):
+        er.start(str(run), then=lambda: then, then_dir=then_dir)
+        got = er.claim_both(path)
+        assert got.then is not None and bytes(got.then) == expected and got.then_file is None
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_the_split_on_disk_becomes_the_events_file(tmp_path, monkeypatch, deferred):
+    """The early split written into an unnamed file of the cache's folder is put in place as the parse
+    cache's events file (the same bytes as the decode writes without it), and nothing is written through
+    the side file's writer; the cached trace reads back the same."""
+    from tb_plugin.registry.cache import ParseCache
+    from tb_plugin.registry.parse import parse_entry
+    from tb_plugin.storage.writer import BackgroundWriter
+    from tb_plugin.trace.early_split import write_split
+
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.1.pt.trace.json.gz", data=gzip.compress(trace_bytes(7_000)))
+    path = str(run / "sub" / "w.1.pt.trace.json.gz")
+    size = os.path.getsize(path)
+    written: list[int] = []
+    real_write = BackgroundWriter.write
+    monkeypatch.setattr(
+        BackgroundWriter, "write", lambda self, chunk: written.append(len(chunk)) or real_write(self, chunk)
+    )
+
+    def parse(folder: str, early: bool):
+        cache = ParseCache(str(tmp_path / folder))
+        if early:
+            er.start(str(run), then=lambda: write_split, then_dir=str(tmp_path / folder))
+            assert er._pending is not None and er._pending.reading.then_on_disk
+        later: list = []
+        trace, hit = parse_entry(LocalFS(), path, "u", "v", size, cache, None, later if deferred else None)
+        for write in later:
+            write()
+        assert not hit and er._pending is None
+        return trace, cache
+
+    ref, _ = parse("ref", False)
+    assert sum(written) == len(open(ref.meta["events_file"], "rb").read()) > 0
+    written.clear()
+    got, cache = parse("cache", True)
+    assert written == []  # (the decode only counted the offsets)
+    events = open(got.meta["events_file"], "rb").read()
+    assert events == open(ref.meta["events_file"], "rb").read() and got.meta["events_bytes"] == len(events)
+    assert sorted(p.name for p in pathlib.Path(got.meta["events_file"]).parent.iterdir() if p.suffix == ".tmp") == []
+    back = cache.get("u", "v")
+    assert back is not None and back.meta["events_file"] == got.meta["events_file"]
+    assert (back.events.ts == ref.events.ts).all() and len(back.events) == len(ref.events)
