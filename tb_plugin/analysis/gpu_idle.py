@@ -214,6 +214,18 @@ def gpu_idle(trace: Trace) -> list[GpuIdle]:
     return trace.memo("gpu_idle", build)
 
 
+def device_busy(trace: Trace) -> Busy:
+    """All device work of the trace (every device, the device mask's rows) merged (µs): the one GPU's
+    whole-trace busy intervals when that GPU holds every device row (the same rows in the same order,
+    so the same arrays, with no copy held), else merged here."""
+    ev = trace.events
+    dev = device_mask(trace)
+    gpus = gpu_idle(trace)
+    if len(gpus) == 1 and len(_work_rows(trace)["rows"]) == int(np.count_nonzero(dev)):
+        return gpus[0].busy_all
+    return Busy.of(ev.ts[dev], ev.ts[dev] + ev.dur[dev])
+
+
 class StreamIdleRow(TypedDict):
     """One stream's busy time and the split of the window's rest (:func:`stream_idle_split`; µs)."""
 

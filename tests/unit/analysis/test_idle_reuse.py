@@ -120,3 +120,36 @@ def test_graph_use_counted_once_each_caller_its_own_dict():
     first["replays"] = -1
     assert insights_mod.graph_use(trace)["replays"] > 0
     assert "graph_use" in trace.derived
+
+
+def test_device_busy_equals_the_merge_of_all_device_work():
+    reused = merged = 0
+    for name, trace in _traces():
+        ev = trace.events
+        dev = idle_mod.device_mask(trace)
+        want = idle_mod.Busy.of(ev.ts[dev], ev.ts[dev] + ev.dur[dev])
+        got = idle_mod.device_busy(trace)
+        gpus = idle_mod.gpu_idle(trace)
+        if gpus and got is gpus[0].busy_all:
+            reused += 1
+        else:
+            merged += 1
+        for field in ("start", "end", "cum"):
+            assert getattr(got, field).tobytes() == getattr(want, field).tobytes(), (name, field)
+    assert reused >= 5 and merged >= 5  # the one GPU's arrays taken, and two GPUs' merged here
+
+
+def test_name_table_at_rows_equals_the_name_mask():
+    rng = np.random.default_rng(3)
+    for name, trace in _traces():
+        ev = trace.events
+        for predicate in (
+            lambda s: s.startswith("ProfilerStep#"),
+            lambda s: s.startswith("<built-in"),
+            lambda s: "a" in s,
+        ):
+            mask = trace.name_mask(predicate)
+            table = trace.name_table(predicate)
+            rows = rng.integers(0, max(len(ev), 1), 50) if len(ev) else np.zeros(0, dtype=np.int64)
+            assert np.array_equal(table[ev.name], mask), name
+            assert np.array_equal(table[ev.name[rows]], mask[rows]), name
