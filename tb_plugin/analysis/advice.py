@@ -38,7 +38,7 @@ from ..trace.model import Trace
 from ..trace.uniques import setdiff, unique_values
 from .blocking import BLOCKING_COPY, SYNCHRONIZE, blocking_calls
 from .breakdown import category_masks
-from .gpu_idle import Busy, gpu_idle, window
+from .gpu_idle import Busy, device_busy, gpu_idle, window
 from .insights import LAUNCH_BOUND_MIN_GAPS, Insights, graph_use
 from .numfmt import duration, fixed
 from .recommendations import Recommendation, recommendation, threshold_us
@@ -102,18 +102,24 @@ def graph_capture_share(trace: Trace) -> float:
 
 def _named_calls(trace: Trace) -> dict[str, np.ndarray]:
     """Rows of the calls the call rules address, per rule (allocator, blocking_copy, synchronize); the
-    blocking calls outside the trace are left to the "About this trace" warning."""
-    ev = trace.events
-    bl = blocking_calls(trace)
-    allocator = np.flatnonzero(trace.name_mask(lambda s: s in ALLOCATOR_CALLS) & np.isin(ev.kind, LAUNCH_KINDS))
-    blocking = setdiff(bl.rows, np.concatenate([allocator, outside_rows(trace)[0]]))
-    kind = np.full(len(ev), -1, dtype=np.int8)
-    kind[bl.rows] = bl.kind
-    return {
-        "allocator": allocator,
-        "blocking_copy": blocking[kind[blocking] == BLOCKING_COPY],
-        "synchronize": blocking[kind[blocking] == SYNCHRONIZE],
-    }
+    blocking calls outside the trace are left to the "About this trace" warning. Found once per trace
+    (three readers; each time two masks over all events); the arrays are read, never written."""
+
+    def build() -> dict[str, np.ndarray]:
+        ev = trace.events
+        bl = blocking_calls(trace)
+        allocator = np.flatnonzero(trace.name_mask(lambda s: s in ALLOCATOR_CALLS) & np.isin(ev.kind, LAUNCH_KINDS))
+        blocking = setdiff(bl.rows, np.concatenate([allocator, outside_rows(trace)[0]]))
+        kind = np.full(len(ev), -1, dtype=np.int8)
+        kind[bl.rows] = bl.kind
+        return {
+            "allocator": allocator,
+            "blocking_copy": blocking[kind[blocking] == BLOCKING_COPY],
+            "synchronize": blocking[kind[blocking] == SYNCHRONIZE],
+        }
+
+    found: dict[str, np.ndarray] = trace.memo("named_calls", build)
+    return found
 
 
 def blocked_spans(trace: Trace, rows: np.ndarray) -> Busy:
@@ -133,11 +139,9 @@ def device_idle_cost(trace: Trace, rows: np.ndarray) -> float:
     """The device idle time the calls ``rows`` explain, inside the steps window (µs): while they run and
     from each one's end until the next device work starts (a call that blocks drains the device's
     queue; nothing new runs until the host launches it)."""
-    ev = trace.events
     if len(rows) == 0:
         return 0.0
-    dev = device_mask(trace)
-    busy = Busy.of(ev.ts[dev], ev.ts[dev] + ev.dur[dev])
+    busy = device_busy(trace)
     spans = blocked_spans(trace, rows)
     return float(busy.idle_in(spans.start, spans.end).sum())
 
@@ -150,8 +154,7 @@ def named_call_idle_us(trace: Trace) -> float:
     rows = unique_values(np.concatenate(list(_named_calls(trace).values()) + [outside_rows(trace)[0]]))
     if len(rows) == 0:
         return 0.0
-    dev = device_mask(trace)
-    busy = Busy.of(ev.ts[dev], ev.ts[dev] + ev.dur[dev])
+    busy = device_busy(trace)
     calls = Busy.of(np.clip(ev.ts[rows], lo, hi), np.clip(ev.ts[rows] + ev.dur[rows], lo, hi))
     return float(busy.idle_in(calls.start, calls.end).sum())
 

@@ -200,12 +200,18 @@ def stream_idle(trace: Trace) -> StreamIdle:
 
 
 def graph_use(trace: Trace) -> GraphUse:
-    """Counts of CUDA/HIP graph replay calls and stream-capture calls in the trace."""
-    ev = trace.events
-    replay = trace.name_mask(lambda s: s.startswith(GRAPH_LAUNCH_PREFIXES))
-    capture = trace.name_mask(lambda s: any(m in s for m in GRAPH_CAPTURE_MARKERS))
-    host = ~device_mask(trace) & (ev.kind != Kind.GPU_USER_ANNOTATION)
-    return {"replays": int((replay & host).sum()), "captures": int((capture & host).sum())}
+    """Counts of CUDA/HIP graph replay calls and stream-capture calls in the trace (counted once per
+    trace: the launch figures and the advice both read them; each caller gets its own dict)."""
+
+    def build() -> GraphUse:
+        ev = trace.events
+        replay = trace.name_mask(lambda s: s.startswith(GRAPH_LAUNCH_PREFIXES))
+        capture = trace.name_mask(lambda s: any(m in s for m in GRAPH_CAPTURE_MARKERS))
+        host = ~device_mask(trace) & (ev.kind != Kind.GPU_USER_ANNOTATION)
+        return {"replays": int((replay & host).sum()), "captures": int((capture & host).sum())}
+
+    counted: GraphUse = trace.memo("graph_use", build)
+    return {"replays": counted["replays"], "captures": counted["captures"]}
 
 
 def _spread(values: np.ndarray, union_us: float = 0.0) -> Spread:
@@ -243,10 +249,14 @@ def launch_delays(trace: Trace) -> LaunchDelays:
     dev = device_mask(trace)
     lo, hi = window(trace)
     union_overhead = union_queueing = 0.0
+    # each GPU's device work over the whole trace, merged: the idle-time memo's (the same rows, in order)
+    merged = {g.device: g.busy_all for g in gpu_idle(trace)}
     for d in unique_values(ev.device[k]):
         on = ev.device[k] == d
-        work = dev & (ev.device == d)
-        busy = Busy.of(ev.ts[work], ev.ts[work] + ev.dur[work])
+        busy = merged.get(int(d))
+        if busy is None:  # (no device index: not one of the GPUs')
+            work = dev & (ev.device == d)
+            busy = Busy.of(ev.ts[work], ev.ts[work] + ev.dur[work])
         overhead[on] = busy.idle_in(launch_end[on], start[on])
         waits = Busy.of(np.clip(launch_end[on], lo, hi), np.clip(np.maximum(start[on], launch_end[on]), lo, hi))
         idle = float(busy.idle_in(waits.start, waits.end).sum())
@@ -358,7 +368,7 @@ def host_syncs(trace: Trace, top: int = 20) -> HostSyncs:
     """Synchronizing calls and ``cuda_sync`` events, grouped by the operator that issued them."""
     ev = trace.events
     bl = blocking_calls(trace)
-    cuda_sync = trace.name_mask(lambda s: False)
+    cuda_sync = np.zeros(len(ev), dtype=bool)
     cat_sync = {i for i, s in enumerate(trace.strings) if s == "cuda_sync"}
     if cat_sync:
         cuda_sync = np.isin(ev.cat, list(cat_sync))

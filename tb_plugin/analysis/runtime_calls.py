@@ -73,14 +73,14 @@ def issuing_operator(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """Per row, the string id of the operator that issued it (module docstring), or -1."""
     ev = trace.events
     parent = op_tree(trace).op_parent
-    step_names = trace.name_mask(lambda s: s.startswith(STEP_PREFIX))
+    step_name = trace.name_table(lambda s: s.startswith(STEP_PREFIX))  # read at the few rows visited
     cur = parent[rows].copy()
     fallback = np.full(len(rows), -1, dtype=np.int64)
     todo = np.flatnonzero(cur >= 0)
     while len(todo):  # rounds = nesting depth
         c = cur[todo]
         is_op = ev.kind[c] == Kind.CPU_OP
-        ann = ~is_op & (ev.kind[c] == Kind.USER_ANNOTATION) & ~step_names[c] & (fallback[todo] < 0)
+        ann = ~is_op & (ev.kind[c] == Kind.USER_ANNOTATION) & ~step_name[ev.name[c]] & (fallback[todo] < 0)
         fallback[todo[ann]] = c[ann]
         todo = todo[~is_op]
         cur[todo] = parent[cur[todo]]
@@ -93,15 +93,16 @@ def issuing_frame(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """Per row, the innermost enclosing Python frame that is not a ``<built-in …>`` one (the innermost
     built-in when all are), or -1."""
     py_parent = op_tree(trace).py_parent
-    builtin = trace.name_mask(lambda s: s.startswith("<built-in"))
+    name = trace.events.name
+    builtin = trace.name_table(lambda s: s.startswith("<built-in"))  # read at the few rows visited
     cur = py_parent[rows].copy()
-    todo = np.flatnonzero((cur >= 0) & builtin[np.maximum(cur, 0)])
+    todo = np.flatnonzero((cur >= 0) & builtin[name[np.maximum(cur, 0)]])
     while len(todo):  # rounds = nesting depth of built-in frames
         up = py_parent[cur[todo]]
         move = up >= 0
         cur[todo[move]] = up[move]
         todo = todo[move]
-        todo = todo[builtin[cur[todo]]]
+        todo = todo[builtin[name[cur[todo]]]]
     return cur
 
 

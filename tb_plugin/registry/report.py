@@ -135,7 +135,7 @@ SECTION_MEMOS: dict[str, frozenset[str]] = {
         "op_tree steps".split()
     ),
     "insights": frozenset(
-        "blocking_calls category_flags counter_series device_mask event_name_ids gpu_idle gpu_idle_work_rows "
+        "blocking_calls category_flags counter_series device_mask event_name_ids gpu_idle gpu_idle_work_rows graph_use named_calls "
         "gpu_summary graph_captures graph_matches graph_replays insights launch_mask launch_of memory_curves "
         "memory_device_rows op_groups:operator op_times op_tree outside_trace_rows runtime_calls steps".split()
     ),

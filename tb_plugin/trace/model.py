@@ -244,15 +244,21 @@ class Trace:
         """Indices of strings for which ``predicate(str)`` holds (for vectorized name tests)."""
         return np.fromiter((i for i, s in enumerate(self.strings) if predicate(s)), dtype=np.int64)
 
-    def name_mask(self, predicate: Callable[[str], object]) -> np.ndarray:
-        """Boolean mask over events whose name satisfies ``predicate`` (tested once per distinct event
-        name, not on every string of the table: call stacks and shapes are most of it, and long)."""
+    def name_table(self, predicate: Callable[[str], object]) -> np.ndarray:
+        """Per string id, whether it is an event's name that satisfies ``predicate``, and a last entry
+        (False) that id -1 (no name) reads: ``name_table(p)[events.name[rows]]`` is ``name_mask(p)[rows]``
+        without a mask over all events (tested once per distinct event name, not on every string of the
+        table: call stacks and shapes are most of it, and long)."""
         names = self.memo("event_name_ids", lambda: (u := unique_values(self.events.name))[u >= 0])
         strings = self.strings
         lookup = np.zeros(len(strings) + 1, dtype=bool)
         lookup[names[np.fromiter((predicate(strings[i]) for i in names.tolist()), dtype=bool, count=len(names))]] = True
+        return lookup
+
+    def name_mask(self, predicate: Callable[[str], object]) -> np.ndarray:
+        """Boolean mask over events whose name satisfies ``predicate`` (:meth:`name_table`'s, per event)."""
         # ``take``: the same gather as ``lookup[...]`` (-1, no name, is the last entry: False), ~2× faster
-        return lookup.take(self.events.name)
+        return self.name_table(predicate).take(self.events.name)
 
     def device_info(self, device_id: int) -> DeviceInfo | None:
         for info in self.devices:
