@@ -60,6 +60,10 @@ try:
     code = main(["report", os.path.dirname(os.path.abspath(sys.argv[1])), "--json"])
 finally:
     sys.stdout = stdout
+# the children left to exit (their answers read: trace/forked_worker.leave_to_exit) reaped as the command
+# line's exit reaps them, so that their exit and CPU are counted
+from tb_plugin.trace.forked_worker import reap_exited
+reap_exited(True)
 import resource
 cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
 child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KB: its forked children's largest peak

@@ -102,12 +102,16 @@ class SectionFork:
         child: frozenset[str] = CHILD_SECTIONS,
         hand: bool = False,
         swap: bool = False,
+        leave: bool = False,
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
         self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
         # (memo_swap: the memos both sides read, made half by each side; a small trace's split)
         self.swap = MemoSwap() if swap else None
+        # its answer read, the child is left to exit (a small trace's); a large trace's is waited for: the
+        # kernel freeing its memory beside what this process does next would raise the tree's peak
+        self.leave = leave
         self.trace = views.trace
         read, write = os.pipe()
         handed = os.pipe() if hand else None  # (handed_memos: computed here, read by the child)
@@ -197,8 +201,8 @@ class SectionFork:
 
     def _collect(self) -> dict[str, Any] | None:
         """The child's sections (None when it failed: then reaped here). A whole answer is the child's
-        last act: it is left to exit while this process goes on (:func:`~tb_plugin.trace.forked_worker.
-        leave_to_exit`: the kernel frees its memory meanwhile)."""
+        last act: with ``leave`` it is left to exit while this process goes on (:func:`~tb_plugin.trace.
+        forked_worker.leave_to_exit`: the kernel frees its memory meanwhile), else reaped here."""
         with open(self.read, "rb") as f:
             data = f.read()
         pid, self.pid = self.pid, None
@@ -207,10 +211,10 @@ class SectionFork:
         except Exception:  # a truncated or missing answer: computed here instead
             got = None
         if pid is not None:
-            if got is None:
-                os.waitpid(pid, 0)
-            else:
+            if got is not None and self.leave:
                 leave_to_exit(pid)
+            else:
+                os.waitpid(pid, 0)
         return got if isinstance(got, dict) else None
 
     def close(self) -> None:

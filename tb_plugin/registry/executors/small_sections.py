@@ -48,4 +48,4 @@ def split(views: Any, tables: bool) -> SectionFork:
     """The child forked for :data:`SMALL_CHILD_SECTIONS` of ``rank_aggregate(views, tables)``, the memos
     both sides read made half by each (:mod:`.memo_swap`, where memory files exist). Neither side
     imports numpy's masked arrays (``trace/uniques`` stands in for the numpy calls that would)."""
-    return SectionFork(views, tables, child=SMALL_CHILD_SECTIONS, swap=memo_swap.available())
+    return SectionFork(views, tables, child=SMALL_CHILD_SECTIONS, swap=memo_swap.available(), leave=True)

@@ -54,15 +54,21 @@ def test_forked_sections_equal_the_serial_ones(tables):
 
 
 def test_a_child_that_answered_is_left_to_exit_and_reaped_later(monkeypatch):
-    """Its whole answer read, the child is not waited for (the kernel frees its memory while this process
-    goes on): no blocking wait on it; :func:`~tb_plugin.trace.forked_worker.reap_exited` collects it."""
+    """Its whole answer read, a small trace's child is not waited for (the kernel frees its memory while
+    this process goes on): no blocking wait on it; :func:`~tb_plugin.trace.forked_worker.reap_exited`
+    collects it. A large trace's child is waited for."""
     from tb_plugin.trace import forked_worker
 
     blocking = blocking_waits(monkeypatch)
-    fork = sections.SectionFork(views(), True)
+    fork = sections.SectionFork(views(), True, leave=True)  # (a small trace's: small_sections.split)
     pid = fork.pid
     assert text(aggregate_through(fork, True)) == text(rank_aggregate(views(), True))
     assert pid not in blocking and pid in [child.pid for child in forked_worker._exiting]
+    # a large trace's child is waited for: its memory freed before this process goes on
+    fork = sections.SectionFork(views(), True)
+    large = fork.pid
+    assert text(aggregate_through(fork, True)) == text(rank_aggregate(views(), True))
+    assert large in blocking and large not in [child.pid for child in forked_worker._exiting]
     forked_worker.reap_exited(block=True)
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
