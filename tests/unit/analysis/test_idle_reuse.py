@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from synth.events import work
 from synth.idle import multi_stream_idle, queued_launches, tiny_kernels
 from test_vectorized import _real_traces
@@ -49,8 +50,7 @@ def _random_doc(seed: int) -> dict:
     return {"traceEvents": events}
 
 
-def _traces():
-    yield from _real_traces()
+def _synthetic():
     for seed in range(20):
         yield f"random {seed}", decode_trace(json.dumps(_random_doc(seed)).encode())
     for name, doc in (
@@ -59,6 +59,10 @@ def _traces():
         ("tiny_kernels", tiny_kernels(graphs=True)),
     ):
         yield name, decode_trace(json.dumps(doc).encode())
+
+
+# the traces each comparison runs on: the synthetic ones always, the real samples where the corpus is
+SOURCES = [pytest.param(_synthetic, id="synthetic"), pytest.param(_real_traces, id="real", marks=pytest.mark.corpus)]
 
 
 def _bytes(value) -> str:
@@ -83,9 +87,10 @@ def test_sorted_unique_equals_numpy_on_random_sorted_starts():
         assert first.tobytes() == want_first.tobytes() and first.dtype == want_first.dtype
 
 
-def test_stream_split_reusing_the_gpus_gaps_equals_the_stream_by_stream_split(monkeypatch):
+@pytest.mark.parametrize("traces", SOURCES)
+def test_stream_split_reusing_the_gpus_gaps_equals_the_stream_by_stream_split(monkeypatch, traces):
     reused = 0
-    for name, trace in _traces():
+    for name, trace in traces():
         calls = []
         gaps = idle_mod._gaps
         monkeypatch.setattr(idle_mod, "_gaps", lambda *a: calls.append(1) or gaps(*a))
@@ -101,9 +106,10 @@ def test_stream_split_reusing_the_gpus_gaps_equals_the_stream_by_stream_split(mo
     assert reused >= 3  # the reuse was taken (devices with one stream), not only the old path
 
 
-def test_launch_delays_with_the_idle_memos_merged_work_equal_their_own(monkeypatch):
+@pytest.mark.parametrize("traces", SOURCES)
+def test_launch_delays_with_the_idle_memos_merged_work_equal_their_own(monkeypatch, traces):
     compared = 0
-    for name, trace in _traces():
+    for name, trace in traces():
         fast = _bytes(insights_mod.launch_delays(trace))
         compared += bool(insights_mod.gpu_idle(trace)) and fast != _bytes({})
         monkeypatch.setattr(insights_mod, "gpu_idle", lambda t: [])  # each device's work merged here
@@ -122,9 +128,10 @@ def test_graph_use_counted_once_each_caller_its_own_dict():
     assert "graph_use" in trace.derived
 
 
-def test_device_busy_equals_the_merge_of_all_device_work():
+@pytest.mark.parametrize("traces", SOURCES)
+def test_device_busy_equals_the_merge_of_all_device_work(traces):
     reused = merged = 0
-    for name, trace in _traces():
+    for name, trace in traces():
         ev = trace.events
         dev = idle_mod.device_mask(trace)
         want = idle_mod.Busy.of(ev.ts[dev], ev.ts[dev] + ev.dur[dev])
@@ -136,12 +143,13 @@ def test_device_busy_equals_the_merge_of_all_device_work():
             merged += 1
         for field in ("start", "end", "cum"):
             assert getattr(got, field).tobytes() == getattr(want, field).tobytes(), (name, field)
-    assert reused >= 5 and merged >= 5  # the one GPU's arrays taken, and two GPUs' merged here
+    assert reused >= 3 and merged >= 3  # the one GPU's arrays taken, and two GPUs' merged here (each source)
 
 
-def test_name_table_at_rows_equals_the_name_mask():
+@pytest.mark.parametrize("traces", SOURCES)
+def test_name_table_at_rows_equals_the_name_mask(traces):
     rng = np.random.default_rng(3)
-    for name, trace in _traces():
+    for name, trace in traces():
         ev = trace.events
         for predicate in (
             lambda s: s.startswith("ProfilerStep#"),
