@@ -149,6 +149,14 @@ def _can_take(sink: EventsSink | None) -> bool:
     return isinstance(sink, BackgroundWriter) and sink.can_take()
 
 
+def _close_taken(sinks: list[BackgroundWriter]) -> None:
+    """Close the file a writer took (the events file's write failed: it is never put in place)."""
+    for sink in sinks:
+        if sink.taken is not None:
+            os.close(sink.taken[0])
+            sink.taken = None
+
+
 def _items(trace: Trace) -> int:
     return len(trace.events) + len(trace.memory)
 
@@ -278,7 +286,11 @@ def parse_entry(
 
     in_place = False
     try:  # private, renamed, no temp file survives; fsynced now, or by the deferred write before the columns
-        write_atomic(events_path, parse_into, durable=deferred is None)
+        try:
+            write_atomic(events_path, parse_into, durable=deferred is None)
+        except BaseException:
+            _close_taken(sinks)
+            raise
         if sinks and sinks[0].taken is not None:  # (the early split's file on disk holds the events)
             put_in_place(*sinks[0].taken, events_path, durable=deferred is None)
         trace = parsed[0]

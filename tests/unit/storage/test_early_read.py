@@ -316,3 +316,31 @@ def test_the_split_on_disk_becomes_the_events_file(tmp_path, monkeypatch, deferr
     back = cache.get("u", "v")
     assert back is not None and back.meta["events_file"] == got.meta["events_file"]
     assert (back.events.ts == ref.events.ts).all() and len(back.events) == len(ref.events)
+
+
+def test_a_failed_events_write_closes_the_split_file(tmp_path, monkeypatch):
+    """When the events file cannot be written (its rename fails), the trace is still parsed (without the full
+    event args, as for an unwritable cache) and the split's file taken by the writer is closed."""
+    from tb_plugin.registry import parse as parse_mod
+    from tb_plugin.registry.cache import ParseCache
+    from tb_plugin.trace.early_split import write_split
+
+    monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = logdir(tmp_path, "w.1.pt.trace.json.gz", data=gzip.compress(trace_bytes(3_000)))
+    path = str(run / "sub" / "w.1.pt.trace.json.gz")
+    cache = ParseCache(str(tmp_path / "cache"))
+    real_write_atomic = parse_mod.write_atomic
+
+    def failing(target, write, durable=True):
+        if target.endswith(".events.bin"):
+            real_write_atomic(target + ".x", write, durable)  # (the parse runs, then the rename fails)
+            raise PermissionError(target)
+        return real_write_atomic(target, write, durable)
+
+    monkeypatch.setattr(parse_mod, "write_atomic", failing)
+    before = set(os.listdir("/proc/self/fd"))
+    er.start(str(run), then=lambda: write_split, then_dir=str(tmp_path / "cache"))
+    assert er._pending is not None and er._pending.reading.then_on_disk
+    trace, hit = parse_mod.parse_entry(LocalFS(), path, "u", "v", os.path.getsize(path), cache)
+    assert not hit and len(trace.events) == 3_000 and "events_file" not in trace.meta
+    assert set(os.listdir("/proc/self/fd")) <= before  # (the split's file closed, not leaked)
