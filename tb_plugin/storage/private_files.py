@@ -84,10 +84,7 @@ def write_atomic(path: str, write: Callable[[IO[bytes]], object], durable: bool 
                 os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quietly(tmp)
         raise
 
 

@@ -19,7 +19,6 @@ import io
 import mmap
 import os
 import threading
-import zlib
 from typing import Callable
 
 from ..settings import current
@@ -363,7 +362,7 @@ class Blocks:
     def _inflate(self, f, head: bytes, limit: int):
         """The inflated blocks of a gzip file whose first :data:`CHUNK_BYTES` are ``head`` (run by
         :func:`~.inflate.inflated_ahead`'s thread)."""
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        inflater, inflate_error = gzip_inflater()
         consumed = total = 0
         chunk, checked = head, False
         while chunk:
@@ -372,7 +371,7 @@ class Blocks:
             while data:
                 try:
                     out: bytes | bytearray = inflater.decompress(data, CHUNK_BYTES)
-                except zlib.error as exc:
+                except inflate_error as exc:
                     raise ReadError(f"corrupt gzip data near compressed byte {consumed}: {exc}") from None
                 total += len(out)
                 if total > limit:
@@ -388,7 +387,7 @@ class Blocks:
                 if inflater.eof:
                     data = inflater.unused_data
                     if data:
-                        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+                        inflater = gzip_inflater()[0]
                 else:
                     data = inflater.unconsumed_tail
             chunk = f.read(CHUNK_BYTES)

@@ -9,6 +9,7 @@ import zlib
 
 from ..logs import module_logger
 from .file_heads import GZIP_MAGIC, is_pickle_head
+from .inflate import GZIP_WBITS
 from .private_files import open_regular, write_atomic
 
 logger = module_logger(__name__)
@@ -24,7 +25,7 @@ def _head_text(head: bytes) -> bytes | None:
     """The first 64 KB as text (gunzipped when needed, BOM and leading whitespace stripped)."""
     if head[:2] == GZIP_MAGIC:
         try:
-            head = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+            head = zlib.decompressobj(wbits=GZIP_WBITS).decompress(head, SNIFF_BYTES)
         except zlib.error:
             return None
     return head[:SNIFF_BYTES].lstrip(LEADING_BYTES)
