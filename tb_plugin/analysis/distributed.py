@@ -100,15 +100,21 @@ def normalize_collective(text: str | None) -> str | None:
     return None
 
 
+def comm_kernel_rows(trace: Trace) -> np.ndarray:
+    """The rows of the communication kernels in time order (:func:`comm_kernels`' ``rows``), without the
+    operators they were launched under (no operator tree)."""
+    ev = trace.events
+    rows = np.flatnonzero(category_masks(trace)["communication"] & (ev.kind == Kind.KERNEL))
+    return rows[np.argsort(ev.ts[rows], kind="stable")]
+
+
 def comm_kernels(trace: Trace) -> dict:
     """Communication kernels in time order with their launching communication op (row, −1 when none),
     collective, process group, group size (None when unknown), dtype (canonical name or None), message bytes (or None) and ``Seq`` (−1 when absent)."""
 
     def build():
         ev = trace.events
-        masks = category_masks(trace)
-        rows = np.flatnonzero(masks["communication"] & (ev.kind == Kind.KERNEL))
-        rows = rows[np.argsort(ev.ts[rows], kind="stable")]
+        rows = comm_kernel_rows(trace)
         parent = op_tree(trace).op_parent
         op = _comm_ops(trace, launch_of(trace)[rows], parent)
         outer = _outermost_comm_ops(trace, op, parent)
@@ -242,6 +248,9 @@ def rank_reduce(trace: Trace) -> dict:
     dtype or None, message bytes or None, ``Seq`` or −1, duration µs), ``steps`` (:func:`step_overlap`),
     ``groups`` (:func:`analysis.process_groups.rank_groups`) and ``critical_path`` (the per-rank chains
     of :func:`analysis.critical_path.rank_chains`)."""
+    # the critical path first: it reads neither the operator tree nor the GPU summary, so a section child
+    # (registry/executors/sections.py) walks it while its parent makes those and hands the summary over
+    chains = rank_chains(trace, comm_kernel_rows(trace))
     info = trace.distributed or {}
     kernels = comm_kernels(trace)
     dur = trace.events.dur
@@ -268,7 +277,7 @@ def rank_reduce(trace: Trace) -> dict:
         },
         "steps": step_overlap(trace),
         "groups": rank_groups(trace, kernels),
-        "critical_path": rank_chains(trace, kernels["rows"]),
+        "critical_path": chains,
     }
 
 

@@ -44,20 +44,23 @@ FORK_ABOVE_ITEMS = 300_000
 
 def shared_before_fork(trace: Any, items: int) -> bool:
     """For a very large trace (:data:`~tb_plugin.trace.heap.STEP_TRIM_ABOVE_ITEMS` events and memory
-    events or more), make the memos both processes' sections read before the fork: the operator tree,
-    and the GPU summary with the step, launch and kernel memos it makes (:data:`.handed_memos.HANDED`,
-    then already made). Made after the fork, each process built its own copy at the same moment, and their
-    temporaries' peaks stacked (4.5 GB trace: the child's operator tree ~0.4 GB at its peak beside this
-    process's GPU summary ~0.3 GB: the process tree's peak); made here, they are made once, shared, and
-    their temporaries freed before the fork (the caller then collects the parse there too). True when
-    made; else nothing (False)."""
+    events or more), make the memos both processes' sections read early before the fork: the operator
+    tree, the launches and the steps. Made after the fork, each process built its own copy at the same
+    moment, and their temporaries' peaks stacked (4.5 GB trace: the child's operator tree ~0.4 GB at its
+    peak beside this process's GPU summary ~0.3 GB: the process tree's peak); made here, they are made
+    once, shared, and their temporaries freed before the fork (the caller then collects the parse there
+    too). The GPU summary is not: only the child reads it, after its critical path, and this process
+    makes it after the fork and hands it over (:mod:`.handed_memos`; 4.5 GB trace: ~1.5 s that kept the
+    other core idle here). True when made; else nothing (False)."""
     if items < STEP_TRIM_ABOVE_ITEMS:
         return False
     from ...analysis.op_tree import op_tree  # (the analyses are imported by then)
-    from ...analysis.overview import gpu_summary
+    from ...analysis.steps import compute_steps
+    from ...trace.links import launch_of
 
     op_tree(trace)
-    gpu_summary(trace)
+    launch_of(trace)
+    compute_steps(trace)
     return True
 
 

@@ -53,6 +53,29 @@ def test_single_rank_known_chain():
         )
 
 
+def test_rank_reduce_walks_the_critical_path_before_the_operator_tree_and_gpu_summary(monkeypatch):
+    """The per-rank half walks the chains first, from the communication kernels' rows alone: a section
+    child (registry/executors/sections.py) walks them while its parent makes the operator tree's and GPU
+    summary's memos and hands them over. The rows are comm_kernels' rows; the summary is the same."""
+    from tb_plugin.analysis import distributed
+
+    trace = decode_trace(json.dumps(dataloader_docs([[50, 60]])[1]).encode())
+    seen: list[set] = []
+    real = distributed.rank_chains
+
+    def walked(t, rows):
+        seen.append(set(t.derived))
+        return real(t, rows)
+
+    monkeypatch.setattr(distributed, "rank_chains", walked)
+    red = rank_reduce(trace)
+    (before,) = seen
+    assert not {"op_tree", "gpu_summary", "comm_kernels"} & before
+    assert distributed.comm_kernel_rows(trace).tolist() == comm_kernels(trace)["rows"].tolist() != []
+    again = decode_trace(json.dumps(dataloader_docs([[50, 60]])[1]).encode())
+    assert red["critical_path"] == real(again, comm_kernels(again)["rows"])
+
+
 @pytest.mark.parametrize("dl", [[[60, 50], [50, 500]], [[50, 50, 50, 180], [50, 50, 900, 50], [40, 30, 20, 10]]])
 def test_slow_dataloader_rank_is_on_the_path(dl):
     """One rank loads its batch slowly in one step: the path runs through that rank's data loader and
