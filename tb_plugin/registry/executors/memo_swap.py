@@ -92,7 +92,7 @@ class MemoSwap:
         try:
             share(trace)
             added = {key: value for key, value in trace.derived.items() if key not in before}
-            _write(self._files[self._mine], added)
+            write_memos(self._files[self._mine], added)
         except Exception:  # (a bad trace: the sections raise it on either side; nothing published)
             return
         try:
@@ -109,7 +109,7 @@ class MemoSwap:
         if said != b"1":
             return {}
         try:
-            return _read(self._files[theirs])
+            return read_memos(self._files[theirs])
         except Exception:  # (a cut or foreign file: never a crash, the sections make what they miss)
             return {}
 
@@ -131,7 +131,7 @@ class MemoSwap:
         return fds + [self._pipes[self._mine][1], self._pipes[1 - self._mine][0]]
 
 
-def _write(fd: int, memos: dict[str, Any]) -> None:
+def write_memos(fd: int, memos: dict[str, Any]) -> None:
     """``memos`` pickled into the empty memory file ``fd``: the head, each buffer's length, the stream,
     then each buffer at an aligned offset."""
     buffers: list[pickle.PickleBuffer] = []
@@ -156,8 +156,8 @@ def _write_in_turn(fd: int, parts: list[Any]) -> int:
     return at
 
 
-def _read(fd: int) -> dict[str, Any]:
-    """What :func:`_write` wrote into ``fd``, the buffers read in place (a private writable mapping)."""
+def read_memos(fd: int) -> dict[str, Any]:
+    """What :func:`write_memos` wrote into ``fd``, the buffers read in place (a private writable mapping)."""
     size = os.fstat(fd).st_size
     data = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     view = memoryview(data)

@@ -12,10 +12,12 @@ CPU against ~1.0 s here), and the write (~0.15–0.25 s of CPU) would lengthen i
 the wait; made after this process's sections, whose memos are dropped by then, its copies do not stack
 on a section's peak. :attr:`SectionFork.wrote` says whether they were made. Each section is
 computed by the same function either way, so the aggregate is the same. When the child fails (killed,
-out of memory), this process computes its sections too. A very large trace's memos that both sides
-read are made once before the fork (:func:`shared_before_fork`). Used only where it pays: a trace of at least :data:`FORK_ABOVE_ITEMS` events, two usable
-cores, a fork that is safe (:func:`~tb_plugin.trace.decode_workers.can_fork`), and free memory for the
-child's temporaries.
+out of memory), this process computes its sections too. With ``hand``, this process first computes the
+operator tree and the GPU summary, which the child reads only after its critical path, and hands them
+over (:mod:`.handed_memos`); a very large trace's memos that both sides read first are made once before
+the fork (:func:`shared_before_fork`). Used only where it pays: a trace of at least
+:data:`FORK_ABOVE_ITEMS` events, two usable cores, a fork that is safe
+(:func:`~tb_plugin.trace.decode_workers.can_fork`), and free memory for the child's temporaries.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
 from ...trace.forked_worker import leave_to_exit
 from ...trace.heap import STEP_TRIM_ABOVE_ITEMS
-from ..report import Sections, rank_aggregate, run_sections
-from .handed_memos import Arriving, hand_over
+from ..report import SECTION_MEMOS, Sections, rank_aggregate, run_sections
+from .handed_memos import Handing, hand_over
 from .memo_swap import MemoSwap
 
 # about half of the sections' time (0.3 GB trace). The insights section computes the file's Overview
@@ -44,21 +46,17 @@ FORK_ABOVE_ITEMS = 300_000
 
 def shared_before_fork(trace: Any, items: int) -> bool:
     """For a very large trace (:data:`~tb_plugin.trace.heap.STEP_TRIM_ABOVE_ITEMS` events and memory
-    events or more), make the memos both processes' sections read early before the fork: the operator
-    tree, the launches and the steps. Made after the fork, each process built its own copy at the same
-    moment, and their temporaries' peaks stacked (4.5 GB trace: the child's operator tree ~0.4 GB at its
-    peak beside this process's GPU summary ~0.3 GB: the process tree's peak); made here, they are made
-    once, shared, and their temporaries freed before the fork (the caller then collects the parse there
-    too). The GPU summary is not: only the child reads it, after its critical path, and this process
-    makes it after the fork and hands it over (:mod:`.handed_memos`; 4.5 GB trace: ~1.5 s that kept the
-    other core idle here). True when made; else nothing (False)."""
+    events or more), make the memos both processes' sections read first before the fork: the launches and
+    the steps (the child's critical path and this process's GPU summary start with them). Made after the
+    fork, each process built its own copy; made here, once and shared (the caller then collects the parse
+    there too). The operator tree and the GPU summary are not: the child reads them after its critical
+    path, and this process makes them after the fork and hands them over (:mod:`.handed_memos`; 4.5 GB
+    trace: ~2.8 s made here with the other core idle). True when made; else nothing (False)."""
     if items < STEP_TRIM_ABOVE_ITEMS:
         return False
-    from ...analysis.op_tree import op_tree  # (the analyses are imported by then)
-    from ...analysis.steps import compute_steps
+    from ...analysis.steps import compute_steps  # (the analyses are imported by then)
     from ...trace.links import launch_of
 
-    op_tree(trace)
     launch_of(trace)
     compute_steps(trace)
     return True
@@ -106,6 +104,7 @@ class SectionFork:
         hand: bool = False,
         swap: bool = False,
         leave: bool = False,
+        hand_dir: str | None = None,
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
@@ -116,13 +115,16 @@ class SectionFork:
         # kernel freeing its memory beside what this process does next would raise the tree's peak
         self.leave = leave
         self.trace = views.trace
+        # (handed_memos: computed here, read by the child; their file in ``hand_dir``, the parse cache's folder)
+        handed = Handing(hand_dir) if hand else None
         read, write = os.pipe()
-        handed = os.pipe() if hand else None  # (handed_memos: computed here, read by the child)
         try:
             pid = os.fork()
         except OSError:
-            for fd in (read, write, *(handed or ())):
+            for fd in (read, write):
                 os.close(fd)
+            if handed is not None:
+                handed.close()
             if self.swap is not None:
                 self.swap.close()
             raise
@@ -137,8 +139,7 @@ class SectionFork:
                 if self.swap is not None:
                     self.swap.side(child=True)
                 if handed is not None:
-                    os.close(handed[1])
-                    views.trace.derived = Arriving(views.trace.derived, handed[0])
+                    views.trace.derived = handed.child(views.trace.derived)
                 memos = views.trace.derived
                 rank_aggregate(views, tables, run=lambda sections, items: self._send(sections, items, memos, write))
             except _Sent:
@@ -151,17 +152,18 @@ class SectionFork:
         self.memos = views.trace.derived  # dropped as the sections no longer need them (run_sections)
         self.pid: int | None = pid
         self.read = read
-        self.handing: int | None = None  # the pipe's end to the child, until :meth:`hand_over`
-        if handed is not None:
-            os.close(handed[0])
-            self.handing = handed[1]
+        # the memos' file and the pipe's end to the child, until :meth:`hand_over`
+        self.handing: tuple[int, int] | None = handed.parent() if handed is not None else None
+        # what this process keeps of the memos it computes for the child: those its own sections read
+        mine = [key for key in SECTION_MEMOS if key not in child and (tables or key in ("distributed", "insights"))]
+        self.keep = frozenset().union(*(SECTION_MEMOS[key] for key in mine))
 
     def hand_over(self) -> None:
-        """With ``hand``: compute the memos the child reads late and this process never does, and hand
-        them to it (:mod:`.handed_memos`); the child computes them itself if they come too late."""
+        """With ``hand``: compute the memos the child reads after its critical path, and hand them to it
+        (:mod:`.handed_memos`); the child computes them itself if they come too late."""
         if self.handing is not None:
-            fd, self.handing = self.handing, None
-            hand_over(self.trace, fd)
+            (file, fd), self.handing = self.handing, None
+            hand_over(self.trace, file, fd, self.keep)
 
     def _send(self, sections: Sections, items: int, memos: dict[str, Any], fd: int) -> dict[str, Any]:
         # (no trims for most traces: the child exits after its sections; given back, its freed pages cost a
@@ -223,7 +225,8 @@ class SectionFork:
     def close(self) -> None:
         """End the child if :meth:`run` was not reached (an error before it)."""
         if self.handing is not None:
-            os.close(self.handing)
+            for fd in self.handing:
+                os.close(fd)
             self.handing = None
         if self.swap is not None:
             self.swap.close()

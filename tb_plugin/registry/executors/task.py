@@ -167,7 +167,7 @@ def reduce_rank(job: RankJob) -> RankResult:
                     shared = shared_before_fork(trace, items)
                     if shared:
                         collect_and_release_after(items)
-                    fork = SectionFork(views, job.tables, deferred, hand=True)  # writes after its own sections
+                    fork = SectionFork(views, job.tables, deferred, hand=True, hand_dir=cache.root if cache else None)
                     # else the parse's cycles collected while the child computes (the 0.3 GB trace: ~20 ms,
                     # one core idle when collected before the fork; the child never collects them), then
                     # the memos the child reads later computed for it (handed_memos)

@@ -78,8 +78,8 @@ def test_the_file_holds_exactly_the_memos_written_their_arrays_writable(tmp_path
     trace = _trace_with_memos()
     fd = os.memfd_create("test")
     try:
-        memo_swap._write(fd, dict(trace.derived))
-        got = memo_swap._read(fd)
+        memo_swap.write_memos(fd, dict(trace.derived))
+        got = memo_swap.read_memos(fd)
     finally:
         os.close(fd)
     assert sorted(got) == sorted(trace.derived)
@@ -95,10 +95,10 @@ def test_a_cut_file_is_refused():
     trace = _trace_with_memos()
     fd = os.memfd_create("test")
     try:
-        memo_swap._write(fd, {"op_tree": trace.derived["op_tree"]})
+        memo_swap.write_memos(fd, {"op_tree": trace.derived["op_tree"]})
         os.ftruncate(fd, os.fstat(fd).st_size - 1)
         with pytest.raises(ValueError):
-            memo_swap._read(fd)
+            memo_swap.read_memos(fd)
     finally:
         os.close(fd)
 

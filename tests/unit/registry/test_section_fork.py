@@ -11,11 +11,12 @@ import os
 import threading
 
 import fsspec
+import numpy as np
 import pytest
 from method_spy import blocking_waits
 
 from tb_plugin.registry import report
-from tb_plugin.registry.executors import handed_memos, sections
+from tb_plugin.registry.executors import handed_memos, memo_swap, sections
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.registry.report import rank_aggregate
 from tb_plugin.registry.views import FileViews
@@ -252,9 +253,9 @@ def test_the_parse_is_collected_after_the_section_fork(
     """A rank whose sections fork collects the parse's cycles in this process once the child is forked
     (one core was idle while it did before), then computes the memos it hands to the child; without the
     fork, before the sections, as before. The parse itself leaves them to the caller. A very large trace
-    makes the memos both processes read early (the operator tree, not the GPU summary: only the child reads
-    it, after its critical path, and this process hands it over) and collects before the fork
-    (shared_before_fork)."""
+    makes the memos both processes read first (the launches and steps; not the operator tree and the GPU
+    summary: the child reads them after its critical path, and this process hands them over) and collects
+    before the fork (shared_before_fork)."""
     from tb_plugin.registry import parse
     from tb_plugin.registry.executors import task
 
@@ -287,7 +288,7 @@ def test_the_parse_is_collected_after_the_section_fork(
     got = task.reduce_rank(job)
     assert got.error is None and not got.from_cache
     if very_large:  # (made before the fork: the child inherits them, computed once)
-        assert order == ["shared True True False", "collect", "fork", "hand", "hand"]
+        assert order == ["shared True False False", "collect", "fork", "hand", "hand"]
     else:  # (the second hand: run's, a no-op)
         assert order == (["shared False False False", "fork", "collect", "hand", "hand"] if forking else ["collect"])
     assert text(task.received_aggregate(got.aggregate)) == text(_serial_with_tables())
@@ -303,7 +304,7 @@ def _serial_with_tables() -> dict:
 
 # -- the memos this process hands to the child (registry/executors/handed_memos.py): the child takes them
 # when they arrived before it asks, computes them itself otherwise (never waiting); the aggregate is the
-# serial one either way, and this process keeps none of the memos it added
+# serial one either way, and this process keeps of the memos it added only those its own sections read
 
 
 def _forked(monkeypatch, tmp_path, wait: bool) -> tuple[str, str]:
@@ -323,7 +324,8 @@ def _forked(monkeypatch, tmp_path, wait: bool) -> tuple[str, str]:
     try:
         kept = set(v.trace.derived)
         fork.hand_over()
-        assert set(v.trace.derived) == kept  # (this process kept none of what it computed for the child)
+        added = set(v.trace.derived) - kept  # (what this process's sections read: the operator tree among them)
+        assert "op_tree" in added and "gpu_summary" not in added and added <= fork.keep
         forked = rank_aggregate(v, True, run=fork.run)
     finally:
         fork.close()
@@ -379,13 +381,29 @@ def test_nothing_is_handed_when_computing_them_fails(monkeypatch, tmp_path):
 
 
 def test_arriving_memos_are_looked_up_only_for_the_handed_keys():
-    read, write = os.pipe()
-    os.write(write, __import__("pickle").dumps({"gpu_summary": [1], "steps": 2, "other": 3}))
-    os.close(write)
-    memos = handed_memos.Arriving({"device_mask": 0}, read)
+    handing = handed_memos.Handing()  # (both sides' ends in this one process)
+    memo_swap.write_memos(handing.file, {"gpu_summary": [1], "steps": np.arange(3), "other": 3})
+    os.write(handing.write, b"1")
+    os.close(handing.write)
+    memos = handed_memos.Arriving({"device_mask": 0}, handing.read, handing.file)
     with pytest.raises(KeyError):
-        memos["op_tree"]  # (not handed: the pipe is not read)
+        memos["insights"]  # (not handed: the pipe is not read)
     assert memos.fd is not None
-    assert memos["steps"] == 2 and memos["gpu_summary"] == [1] and "other" not in memos and memos.fd is None
+    assert memos["steps"].tolist() == [0, 1, 2] and memos["gpu_summary"] == [1]
+    assert "other" not in memos and memos.fd is None
     with pytest.raises(KeyError):
-        memos["insights"]
+        memos["op_tree"]  # (a handed key not in the file: computed by the caller)
+
+
+def test_handed_memos_lie_in_an_unnamed_file_of_the_cache_folder(tmp_path):
+    """Where the parse cache's folder is given, the memos' file is an unnamed file in it (page cache the
+    system may take back), else a memory file; the arrays read back equal those written."""
+    for folder, where in ((str(tmp_path), str(tmp_path)), (None, "/memfd:")):
+        handing = handed_memos.Handing(folder)
+        try:
+            assert os.readlink(f"/proc/self/fd/{handing.file}").startswith(where)
+            assert list(tmp_path.iterdir()) == []
+            memo_swap.write_memos(handing.file, {"op_tree": np.arange(5.0)})
+            assert memo_swap.read_memos(handing.file)["op_tree"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+        finally:
+            handing.close()
