@@ -115,9 +115,13 @@ class SectionFork:
         # kernel freeing its memory beside what this process does next would raise the tree's peak
         self.leave = leave
         self.trace = views.trace
-        # (handed_memos: computed here, read by the child; their file in ``hand_dir``, the parse cache's folder)
-        handed = Handing(hand_dir) if hand else None
         read, write = os.pipe()
+        try:  # (handed_memos: computed here, read by the child; their file in ``hand_dir``, the cache's folder)
+            handed = Handing(hand_dir) if hand else None
+        except OSError:
+            os.close(read)
+            os.close(write)
+            raise
         try:
             pid = os.fork()
         except OSError:
