@@ -115,12 +115,16 @@ class SectionFork:
         # kernel freeing its memory beside what this process does next would raise the tree's peak
         self.leave = leave
         self.trace = views.trace
-        read, write = os.pipe()
-        try:  # (handed_memos: computed here, read by the child; their file in ``hand_dir``, the cache's folder)
+        # (handed_memos: computed here, read by the child; their file in ``hand_dir``, the parse cache's folder)
+        try:
             handed = Handing(hand_dir) if hand else None
+        except OSError:  # (no file for them: the child computes them itself)
+            handed = None
+        try:
+            read, write = os.pipe()
         except OSError:
-            os.close(read)
-            os.close(write)
+            if handed is not None:
+                handed.close()
             raise
         try:
             pid = os.fork()

@@ -380,6 +380,26 @@ def test_nothing_is_handed_when_computing_them_fails(monkeypatch, tmp_path):
     assert forked == serial and out.read_text() == "none"
 
 
+def test_no_file_for_the_handed_memos_leaves_them_to_the_child(monkeypatch):
+    """Where the memos' file cannot be made (no memory files, a full folder), the fork goes on without
+    handing: the child computes them, the aggregate is the serial one."""
+    serial = text(rank_aggregate(views(), True))
+
+    def no_file(folder=None):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(sections, "Handing", no_file)
+    v = views()
+    fork = sections.SectionFork(v, True, hand=True)
+    try:
+        assert fork.handing is None
+        fork.hand_over()  # (nothing to hand)
+        forked = text(rank_aggregate(v, True, run=fork.run))
+    finally:
+        fork.close()
+    assert forked == serial
+
+
 def test_arriving_memos_are_looked_up_only_for_the_handed_keys():
     handing = handed_memos.Handing()  # (both sides' ends in this one process)
     memo_swap.write_memos(handing.file, {"gpu_summary": [1], "steps": np.arange(3), "other": 3})
