@@ -31,7 +31,7 @@ from .cache_keys import cached_entry_exists
 from .fork_alone import may_fork_alone
 from .local_walk import FileIdentity, TooManyEntries, file_identity, walk_files
 from .naming import is_candidate, is_certain_trace
-from .private_files import open_regular
+from .private_files import open_regular, unnamed_file
 from .read import read_open_file_to
 
 MAX_WALKED = 2000  # directory entries looked at (a larger logdir is read the usual way)
@@ -73,17 +73,10 @@ class _Reading:
         self.pid: int | None = pid
 
     def _then_file(self, then_dir: str | None) -> int:
-        """The file ``then`` writes into: an unnamed file (``O_TMPFILE``) in ``then_dir`` where the system
-        makes one there (the registry may then link it as the parse cache's events file), else a memory file."""
-        if then_dir is not None and hasattr(os, "O_TMPFILE"):
-            try:
-                fd = os.open(then_dir, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
-            except OSError:  # (no such folder, or a file system without unnamed files)
-                pass
-            else:
-                self.then_on_disk = True
-                return fd
-        return os.memfd_create("kinetoscope-early-then", os.MFD_CLOEXEC)
+        """The file ``then`` writes into: an unnamed file in ``then_dir`` where the system makes one there
+        (the registry may then link it as the parse cache's events file), else a memory file."""
+        fd, self.then_on_disk = unnamed_file(then_dir, "kinetoscope-early-then")
+        return fd
 
     def _write(self, data: bytes | bytearray) -> None:
         """All of ``data`` to the memory file (in the child)."""

@@ -63,6 +63,18 @@ def open_regular(path: str) -> IO[bytes]:
         raise
 
 
+def unnamed_file(folder: str | None, name: str) -> tuple[int, bool]:
+    """``(fd, on disk)``: an unnamed file (``O_TMPFILE``, mode 0600) in ``folder`` where the system makes
+    one there (its pages the page cache's; it can be named later, :func:`put_in_place`), else a memory
+    file called ``name`` (Linux)."""
+    if folder is not None and hasattr(os, "O_TMPFILE"):
+        try:
+            return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600), True
+        except OSError:  # (no such folder, or a file system without unnamed files)
+            pass
+    return os.memfd_create(name, os.MFD_CLOEXEC), False
+
+
 def temp_name(path: str) -> str:
     """The temp file a write of ``path`` goes through (its writer's pid is in the name)."""
     head, tail = os.path.split(path)

@@ -23,6 +23,7 @@ import os
 import select
 from typing import Any
 
+from ...storage.private_files import unnamed_file
 from ...trace.heap import release_after, trimmed_steps
 from .memo_swap import read_memos, write_memos
 
@@ -36,7 +37,7 @@ class Handing:
     :meth:`child` (its :class:`Arriving` memos)."""
 
     def __init__(self, folder: str | None = None) -> None:
-        self.file = _unnamed_file(folder)
+        self.file = unnamed_file(folder, "kinetoscope-handed-memos")[0]
         try:
             self.read, self.write = os.pipe()
         except OSError:
@@ -60,16 +61,6 @@ class Handing:
                 os.close(fd)
             except OSError:
                 pass
-
-
-def _unnamed_file(folder: str | None) -> int:
-    """An unnamed file (``O_TMPFILE``) in ``folder`` where the system makes one there, else a memory file."""
-    if folder is not None and hasattr(os, "O_TMPFILE"):
-        try:
-            return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        except OSError:  # (no such folder, or a file system without unnamed files)
-            pass
-    return os.memfd_create("kinetoscope-handed-memos", os.MFD_CLOEXEC)
 
 
 def hand_over(trace: Any, file: int, fd: int, keep: frozenset[str] = frozenset()) -> None:
