@@ -93,6 +93,18 @@ def advice_document(overview: Overview, top_calls: int | None = None) -> AdviceD
 Sections = list[tuple[str, Callable[[], object]]]
 
 
+#: The sections of every aggregate, then those only a report with ``tables`` computes, in the order
+#: :func:`rank_aggregate` computes them: the memory section last (its per-operator sums peak highest, and
+#: by then the memos only the graphs section read, launches and graph matches, are dropped).
+AGGREGATE_SECTIONS = ("distributed", "insights")
+TABLE_SECTIONS = ("overview", "operators", "kernels", "modules", "graphs", "memory")
+
+
+def section_keys(tables: bool) -> tuple[str, ...]:
+    """The sections :func:`rank_aggregate` computes, in its order (``tables``: the report's tables too)."""
+    return AGGREGATE_SECTIONS + TABLE_SECTIONS if tables else AGGREGATE_SECTIONS
+
+
 def rank_aggregate(
     views: FileViews, tables: bool, run: Callable[[Sections, int], dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -100,21 +112,17 @@ def rank_aggregate(
     ``insights`` and, with ``tables``, the report's per-worker sections. ``run(sections, items)``, when
     given, computes the named sections (each ``(key, make)``) into a dict, perhaps on two cores
     (``registry/executors/sections.py``); by default one after the other with :func:`run_sections`."""
-    sections: Sections = [
-        ("distributed", views.rank_reduce),
-        ("insights", lambda: report_insights(views.insights())),
-    ]
-    if tables:
-        sections += [
-            ("overview", views.overview),
-            ("operators", lambda: operator_table(views)),
-            ("kernels", lambda: kernel_table(views)),
-            ("modules", views.modules),
-            # the memory section last: its per-operator sums peak highest, and by then the memos only the
-            # graphs section read (launches, graph matches) are dropped
-            ("graphs", lambda: graph_siblings.graphs_report(views)),
-            ("memory", views.memory_summary),
-        ]
+    makers: dict[str, Callable[[], Any]] = {
+        "distributed": views.rank_reduce,
+        "insights": lambda: report_insights(views.insights()),
+        "overview": views.overview,
+        "operators": lambda: operator_table(views),
+        "kernels": lambda: kernel_table(views),
+        "modules": views.modules,
+        "graphs": lambda: graph_siblings.graphs_report(views),
+        "memory": views.memory_summary,
+    }
+    sections: Sections = [(key, makers[key]) for key in section_keys(tables)]
     items = len(views.trace.events) + len(views.trace.memory)
     got = (run or functools.partial(run_sections, memos=views.trace.derived))(sections, items)
     out: dict[str, Any] = {"distributed": got["distributed"], "insights": got["insights"]}

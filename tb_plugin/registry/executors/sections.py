@@ -31,7 +31,7 @@ from ...trace.decode_stream import default_workers
 from ...trace.decode_workers import can_fork
 from ...trace.forked_worker import leave_to_exit
 from ...trace.heap import STEP_TRIM_ABOVE_ITEMS
-from ..report import SECTION_MEMOS, Sections, rank_aggregate, run_sections
+from ..report import SECTION_MEMOS, Sections, rank_aggregate, run_sections, section_keys
 from .handed_memos import Handing, hand_over
 from .memo_swap import MemoSwap
 
@@ -163,7 +163,7 @@ class SectionFork:
         # the memos' file and the pipe's end to the child, until :meth:`hand_over`
         self.handing: tuple[int, int] | None = handed.parent() if handed is not None else None
         # what this process keeps of the memos it computes for the child: those its own sections read
-        mine = [key for key in SECTION_MEMOS if key not in child and (tables or key in ("distributed", "insights"))]
+        mine = [key for key in section_keys(tables) if key not in child]
         self.keep = frozenset().union(*(SECTION_MEMOS[key] for key in mine))
 
     def hand_over(self) -> None:

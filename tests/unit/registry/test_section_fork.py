@@ -427,3 +427,20 @@ def test_handed_memos_lie_in_an_unnamed_file_of_the_cache_folder(tmp_path):
             assert memo_swap.read_memos(handing.file)["op_tree"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
         finally:
             handing.close()
+
+
+@pytest.mark.parametrize("tables", [True, False])
+def test_this_process_keeps_the_memos_of_the_sections_it_computes(tables):
+    """``keep``: the memos of the aggregate's sections outside the child's, with the tables' sections only
+    when the aggregate has them (a report without tables computes the distributed and insights sections,
+    both in the child: nothing kept)."""
+    computed = report.section_keys(tables)
+    assert computed[:2] == ("distributed", "insights") and set(computed) <= set(report.SECTION_MEMOS)
+    fork = sections.SectionFork(views(), tables)
+    try:
+        mine = [key for key in computed if key not in sections.CHILD_SECTIONS]
+        assert mine == (["operators", "kernels", "modules", "graphs", "memory"] if tables else [])
+        assert fork.keep == frozenset().union(*(report.SECTION_MEMOS[key] for key in mine))
+        assert bool(fork.keep) is tables
+    finally:
+        fork.close()
