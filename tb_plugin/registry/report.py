@@ -128,7 +128,7 @@ def rank_aggregate(
     got = (run or functools.partial(run_sections, memos=views.trace.derived))(sections, items)
     out: dict[str, Any] = {"distributed": got["distributed"], "insights": got["insights"]}
     if tables:
-        out["tables"] = {key: got[key] for key in ("overview", "operators", "kernels", "modules", "memory", "graphs")}
+        out["tables"] = {key: got[key] for key in TABLE_SECTIONS}
     return out
 
 
