@@ -56,7 +56,7 @@ def _nearest_reaching(e: np.ndarray, linked: np.ndarray, step: int, strict: bool
     whose arrays stay in the cache) while a candidate stays in its block; the positions whose
     candidate leaves it, and a block's last few, jump on together over the whole array."""
     n = len(e)
-    cand = np.arange(n) + step
+    cand = np.arange(step, n + step, dtype=row_dtype(n + 1))  # int32 positions under 2³¹: half the bytes
     cand[~linked] = -1
     left = [
         _reach_rounds(e, cand, lo + np.flatnonzero(cand[lo : lo + BLOCK] >= 0), step, strict, lo, FEW)
@@ -96,7 +96,7 @@ def _first_in_chain(link: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     while the chain stays in the block (a parent is near its children in nesting order), then the
     positions whose chain left their block, together."""
     n = len(link)
-    nearest = np.arange(n)  # self if wanted, else follow the link (written in place: no third column)
+    nearest = np.arange(n, dtype=link.dtype)  # self if wanted, else follow the link (written in place: no third column)
     np.copyto(nearest, link, where=~wanted)
     left = []
     for lo in range(0, n, BLOCK):
@@ -183,7 +183,8 @@ def by_thread_and_start(thread: np.ndarray, start: np.ndarray, ties: tuple[np.nd
         distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
         del ordered
         if len(distinct) <= FEW_THREADS:
-            order = np.concatenate([np.flatnonzero(thread == key) for key in distinct.tolist()])
+            narrow = row_dtype(len(start))  # int32 positions under 2³¹: half the bytes of flatnonzero's
+            order = np.concatenate([np.flatnonzero(thread == key).astype(narrow) for key in distinct.tolist()])
             # each position with the next: the same start and thread (one gathered column at a time)
             st = start[order]
             tie = st[1:] == st[:-1]
@@ -197,7 +198,7 @@ def by_thread_and_start(thread: np.ndarray, start: np.ndarray, ties: tuple[np.nd
                 sub = order[at]
                 order[at] = sub[np.lexsort(tuple(key[sub] for key in ties) + (run,))]
             return order
-    return np.lexsort(ties + (start, thread))
+    return np.lexsort(ties + (start, thread)).astype(row_dtype(len(start)), copy=False)
 
 
 def op_tree(trace: Trace) -> OpTree:
@@ -214,9 +215,9 @@ def _build(trace: Trace) -> OpTree:
     for k, r in _RANK.items():
         rank_table[k] = r
     rank = rank_table[kind]
-    rows = np.flatnonzero(rank >= 0)
+    rows = np.flatnonzero(rank >= 0).astype(op_parent.dtype)  # row numbers, int32 under 2³¹ events
     if len(rows) == 0:
-        return OpTree(op_parent, py_parent, 0, rows.astype(op_parent.dtype))
+        return OpTree(op_parent, py_parent, 0, rows)
     thread = ev.pid[rows].astype(np.int64) << 32 | ev.tid[rows].astype(np.int64)
     start = ev.ts[rows]
     end = start + ev.dur[rows]
@@ -241,13 +242,15 @@ def _build(trace: Trace) -> OpTree:
     is_op_kind = (rank == 1) | (rank == 2)
     for out, wanted in ((op_parent, opened & is_op_kind), (py_parent, opened & (rank == 0))):
         at = _first_in_chain(pge, wanted)  # a position in this sorted order
-        out[rows] = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
-    del pge, at
+        hit = rows[np.maximum(at, 0)]
+        hit[at < 0] = -1
+        out[rows] = hit
+    del pge, at, hit
     # a crossing: an open operator closed by an event that starts inside it and ends after it
     nxt = _nearest_reaching(e, np.r_[same_thread, False], +1, strict=True)
     ops = np.flatnonzero(opened & is_op_kind & (nxt >= 0))
     crossings = int(np.count_nonzero(start[nxt[ops]] < e[ops]))
-    return OpTree(op_parent, py_parent, crossings, rows.astype(op_parent.dtype))
+    return OpTree(op_parent, py_parent, crossings, rows)
 
 
 def positions_among(mask: np.ndarray) -> np.ndarray:
