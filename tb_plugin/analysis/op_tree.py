@@ -56,7 +56,7 @@ def _nearest_reaching(e: np.ndarray, linked: np.ndarray, step: int, strict: bool
     whose arrays stay in the cache) while a candidate stays in its block; the positions whose
     candidate leaves it, and a block's last few, jump on together over the whole array."""
     n = len(e)
-    cand = np.arange(step, n + step, dtype=row_dtype(n + 1))  # int32 positions under 2³¹: half the bytes
+    cand: np.ndarray = np.arange(step, n + step, dtype=row_dtype(n + 1))  # int32 positions under 2³¹: half the bytes
     cand[~linked] = -1
     left = [
         _reach_rounds(e, cand, lo + np.flatnonzero(cand[lo : lo + BLOCK] >= 0), step, strict, lo, FEW)
