@@ -26,7 +26,7 @@ from ..trace.categories import Kind
 from ..trace.model import Trace
 from ..trace.sparse import row_dtype
 from ..trace.uniques import unique_values
-from .op_tree import FEW_THREADS, _first_in_chain, _nearest_reaching, by_thread_and_start
+from .op_tree import FEW_THREADS, _first_in_chain, _nearest_reaching, by_thread_and_start, rows_at
 
 LEAF, PYTHON, UNTRACED, ANNOTATION = range(4)  # what a tile is (see the module docstring)
 UNTRACED_NAME = "untraced host work"
@@ -72,7 +72,7 @@ def host_tiles(
     same_before = np.r_[False, thread[1:] == thread[:-1]]
     pge = _nearest_reaching(e, same_before, -1, strict=False)
     parent = _first_in_chain(pge, e > s)
-    parent_all[rows] = np.where(parent >= 0, rows[np.maximum(parent, 0)], -1)
+    parent_all[rows] = rows_at(rows, parent)
     del pge
     # elementary pieces between consecutive boundaries of a thread: the starts (positions 0..n−1) and
     # ends (n..2n−1) merged in (thread, time) order, a start before an end of the same time

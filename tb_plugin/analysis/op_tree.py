@@ -178,12 +178,12 @@ def by_thread_and_start(thread: np.ndarray, start: np.ndarray, ties: tuple[np.nd
     thread's in turn, and only the runs of equal (thread, start) are sorted by the tie keys: a pass
     per thread instead of a sort per key (a four-key sort of 5.3 M events took ~0.6 s, and slowed
     faster than the events grew)."""
+    narrow = row_dtype(len(start))  # int32 positions under 2³¹: half the bytes of int64
     if len(start) > 1 and bool(np.all(start[1:] >= start[:-1])):
         ordered = np.sort(thread)
         distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
         del ordered
         if len(distinct) <= FEW_THREADS:
-            narrow = row_dtype(len(start))  # int32 positions under 2³¹: half the bytes of flatnonzero's
             order = np.concatenate([np.flatnonzero(thread == key).astype(narrow) for key in distinct.tolist()])
             # each position with the next: the same start and thread (one gathered column at a time)
             st = start[order]
@@ -198,7 +198,14 @@ def by_thread_and_start(thread: np.ndarray, start: np.ndarray, ties: tuple[np.nd
                 sub = order[at]
                 order[at] = sub[np.lexsort(tuple(key[sub] for key in ties) + (run,))]
             return order
-    return np.lexsort(ties + (start, thread)).astype(row_dtype(len(start)), copy=False)
+    return np.lexsort(ties + (start, thread)).astype(narrow, copy=False)
+
+
+def rows_at(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``rows[at]``, −1 where ``at`` is −1 (in ``rows``' dtype): the row of each position a pass found."""
+    hit: np.ndarray = rows[np.maximum(at, 0)]
+    hit[at < 0] = -1
+    return hit
 
 
 def op_tree(trace: Trace) -> OpTree:
@@ -242,10 +249,8 @@ def _build(trace: Trace) -> OpTree:
     is_op_kind = (rank == 1) | (rank == 2)
     for out, wanted in ((op_parent, opened & is_op_kind), (py_parent, opened & (rank == 0))):
         at = _first_in_chain(pge, wanted)  # a position in this sorted order
-        hit = rows[np.maximum(at, 0)]
-        hit[at < 0] = -1
-        out[rows] = hit
-    del pge, at, hit
+        out[rows] = rows_at(rows, at)
+    del pge, at
     # a crossing: an open operator closed by an event that starts inside it and ends after it
     nxt = _nearest_reaching(e, np.r_[same_thread, False], +1, strict=True)
     ops = np.flatnonzero(opened & is_op_kind & (nxt >= 0))
