@@ -63,6 +63,10 @@ CATEGORY_LABELS: dict[str, str] = {
 }
 #: What a label leaves unsaid, where a sentence needs it ("Runtime (CUDA/HIP API calls)").
 CATEGORY_NOTES: dict[str, str] = {"runtime_us": "CUDA/HIP API calls", "other_us": "host idle or unprofiled work"}
+#: Category interval edges the breakdown counts segments of at once: its arrays are a chunk's segments
+#: long (8 bytes each), not the whole trace's (the 4.5 GB trace's ~10^7 segments: +530 MB of temporaries
+#: in its section child, where the process tree peaked)
+CHUNK_EDGES = 1 << 21
 
 
 def category_phrase(key: str) -> str:
@@ -137,11 +141,46 @@ def compute_breakdown(trace: Trace, steps: Steps) -> Breakdown:
     if n == 0:
         return Breakdown(per_step)
     scale, step_start, step_end, merged = _category_ticks(trace, steps)
-    edges = unique_values(np.concatenate([step_start, step_end] + [a for pair in merged for a in pair]))
+    ticks = np.zeros(n * len(CATEGORIES))
+    bounds = _chunk_bounds(step_start, merged)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        # integer tick counts below 2^52: float64 sums of them are exact, in any order
+        ticks += _chunk_ticks(step_start, step_end, merged, lo, hi)
+    return Breakdown(scale.us(ticks.reshape(n, -1)))
+
+
+def _chunk_bounds(step_start: np.ndarray, merged: list[tuple[np.ndarray, np.ndarray]]) -> list[float]:
+    """The time chunks the segments are counted in, ``[bounds[i], bounds[i + 1])`` ticks: −inf, some step
+    starts (each an edge, so no segment straddles two chunks), +inf; about :data:`CHUNK_EDGES` category
+    edges each (one chunk for a small trace, or steps out of start order)."""
+    edges = 2 * sum(len(s) for s, _ in merged)
+    if edges <= CHUNK_EDGES or not bool(np.all(step_start[1:] >= step_start[:-1])):
+        return [-np.inf, np.inf]
+    before = 2 * sum(np.searchsorted(s, step_start, side="left") for s, _ in merged)  # edges before each step
+    cut = np.flatnonzero(np.diff(before // CHUNK_EDGES)) + 1
+    return [-np.inf, *unique_values(step_start[cut]).tolist(), np.inf]
+
+
+def _chunk_ticks(
+    step_start: np.ndarray, step_end: np.ndarray, merged: list[tuple[np.ndarray, np.ndarray]], lo: float, hi: float
+) -> np.ndarray:
+    """Per step and category (flattened), the ticks of the elementary segments that start in ``[lo, hi)``:
+    each segment between consecutive edges (step bounds, category interval bounds) owned by the first
+    category active at its start (every segment lies wholly inside or outside each merged interval)."""
+    n = len(step_start)
+    whole = lo == -np.inf and hi == np.inf  # (every value, as they are: a NaN too)
+    merged_edges = [a if whole else _within(a, lo, hi) for pair in merged for a in pair]
+    steps_in = [step_start, step_end] if whole else [a[(a >= lo) & (a <= hi)] for a in (step_start, step_end)]
+    bounds = [np.array([x for x in (lo, hi) if np.isfinite(x)])]
+    edges = unique_values(np.concatenate(bounds + steps_in + merged_edges))
+    del merged_edges, steps_in
+    if len(edges) < 2:
+        return np.zeros(n * len(CATEGORIES))
     seg_start, seg_len = edges[:-1], np.diff(edges)
-    owner = first_cover(merged, seg_start)  # the first category in priority order, else "other"
-    # (in place where they can be: each array of the ~10^7 segments of a 4.5 GB trace is 80 MB, and this
-    # is the section child's peak)
+    # the category intervals that reach into the chunk (sorted, disjoint: as first_cover takes them)
+    near = merged if whole else [(s[a:b], e[a:b]) for s, e in merged for a, b in [_overlapping(s, e, lo, hi)]]
+    owner = first_cover(near, seg_start)  # the first category in priority order, else "other"
+    # (in place where they can be: each array is a chunk's segments long)
     step_idx = np.searchsorted(step_start, seg_start, side="right")
     step_idx -= 1
     inside = step_idx >= 0
@@ -151,9 +190,17 @@ def compute_breakdown(trace: Trace, steps: Steps) -> Breakdown:
     del step_idx
     flat *= len(CATEGORIES)
     flat += owner[inside]
-    # integer tick counts below 2^52: float64 sums of them are exact
-    ticks = np.bincount(flat, weights=seg_len[inside], minlength=n * len(CATEGORIES)).reshape(n, -1)
-    return Breakdown(scale.us(ticks))
+    return np.bincount(flat, weights=seg_len[inside], minlength=n * len(CATEGORIES))
+
+
+def _within(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """The values of the sorted ``values`` in ``[lo, hi]``."""
+    return values[np.searchsorted(values, lo, side="left") : np.searchsorted(values, hi, side="right")]
+
+
+def _overlapping(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> tuple[int, int]:
+    """The index range of the sorted, disjoint intervals that reach into ``[lo, hi)``."""
+    return int(np.searchsorted(ends, lo, side="right")), int(np.searchsorted(starts, hi, side="left"))
 
 
 def category_unions(trace: Trace, steps: Steps) -> np.ndarray:
@@ -182,11 +229,19 @@ def _category_ticks(trace: Trace, steps: Steps):
     masks = category_masks(trace)
     merged = []
     for name in CATEGORIES[:-1]:
-        rows = masks[name]
+        rows = masks.pop(name)
+        # (in place where they can be: a 4.5 GB trace's host work is ~4.5 M events, 36 MB an array)
         start = ev.ts[rows]
-        s, e = merge(scale.ticks(np.clip(start, lo, hi)), scale.ticks(np.clip(start + ev.dur[rows], lo, hi)))
+        end = ev.dur[rows]
+        del rows
+        end += start
+        s = scale.ticks_in_place(np.clip(start, lo, hi, out=start))
+        e = scale.ticks_in_place(np.clip(end, lo, hi, out=end))
+        del start, end
+        s, e = merge(s, e)
         keep = e > s
         merged.append((s[keep], e[keep]))
+        del s, e, keep
     return scale, scale.ticks(steps.start), scale.ticks(steps.end), merged
 
 

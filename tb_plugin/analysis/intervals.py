@@ -11,9 +11,12 @@ import numpy as np
 def sorted_groups(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(s, reach, new_group)`` for non-empty intervals sorted by start: ``s`` the sorted starts (µs),
     ``reach`` the furthest end so far (µs), ``new_group`` True where an overlapping group begins."""
-    order = np.argsort(starts, kind="stable")
-    s = np.asarray(starts, dtype=np.float64)[order]
-    e = np.asarray(ends, dtype=np.float64)[order]
+    s = np.asarray(starts, dtype=np.float64)
+    e = np.asarray(ends, dtype=np.float64)
+    if not _ascending(s):  # (a time-ordered trace's events are in start order already: no sort, no copies)
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+        del order
     reach = np.maximum.accumulate(e)
     # a new group starts where the start is past everything seen before it
     new_group = np.empty(len(s), dtype=bool)

@@ -30,6 +30,12 @@ class TickScale:
         """Integer ticks (as float64) of absolute times in µs."""
         return np.rint((np.asarray(us, dtype=np.float64) - self.origin_us) * self.per_us)
 
+    def ticks_in_place(self, us: np.ndarray) -> np.ndarray:
+        """:meth:`ticks` of a float64 array of µs, computed in that array (overwritten) and returned."""
+        us -= self.origin_us
+        us *= self.per_us
+        return np.rint(us, out=us)
+
     def us(self, ticks) -> np.ndarray:
         """µs (lengths or times relative to the origin) of tick counts; exact below 2^53 ticks."""
         return np.asarray(ticks, dtype=np.float64) / self.per_us
