@@ -168,6 +168,7 @@ def run_sections(
     items: int,
     memos: dict[str, Any] | None = None,
     trim: bool = True,
+    untrimmed: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Each section computed in turn (``items``: the trace's events and memory events). With ``memos``
     (the trace's :attr:`~tb_plugin.trace.model.Trace.derived`, which nothing reads after the sections),
@@ -178,15 +179,17 @@ def run_sections(
     few sections keeps them for the next one instead (no page faults to take them again), unless the trace
     is very large (:class:`~.executors.sections.SectionFork`). With ``trim``,
     a very large trace's steps inside each section give them back too (``trimmed_steps``: its sections'
-    peaks held ~0.2-0.4 GB of freed temporaries)."""
+    peaks held ~0.2-0.4 GB of freed temporaries). The sections named in ``untrimmed`` keep theirs
+    (neither their steps nor their end give pages back)."""
     got: dict[str, Any] = {}
-    with trimmed_steps(items if trim else 0):
-        for done, (key, make) in enumerate(sections, 1):
+    for done, (key, make) in enumerate(sections, 1):
+        trims = trim and key not in untrimmed
+        with trimmed_steps(items if trims else 0):
             got[key] = make()
-            if memos is not None:
-                drop_unread(memos, [later for later, _ in sections[done:]])
-            if trim:
-                release_after(items)  # the section's temporaries (a large trace): the next starts from what is kept
+        if memos is not None:
+            drop_unread(memos, [later for later, _ in sections[done:]])
+        if trims:
+            release_after(items)  # the section's temporaries (a large trace): the next starts from what is kept
     return got
 
 

@@ -39,6 +39,11 @@ from .memo_swap import MemoSwap
 # (its recommendations): the overview section, after it in the child, only reads it back, where this
 # process would compute it again (a 0.9 GB trace: 3.1 s of CPU and the idle-time memos, 0.1 GB at 4.5 GB)
 CHILD_SECTIONS = frozenset({"distributed", "insights", "overview"})
+# A very large trace's child gives its freed pages back in its distributed section, beside this process's
+# operator tree and operators section (where the process tree peaks), but not in these: by then this
+# process is past its peak, and each page given back cost a page fault when taken again (4.5 GB trace:
+# the insights' 0.5 M faults, ~1.5 s of the report's wall; the tree's peak unchanged, 1881-1943 MB)
+UNTRIMMED_CHILD_SECTIONS = frozenset({"insights", "overview"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000
@@ -178,11 +183,13 @@ class SectionFork:
         # page fault each when the next section or step takes them again: 0.3 GB trace, 41 000 → 27 000
         # faults; but a very large trace's are given back as in this process, after each step and section:
         # the 4.5 GB trace's child held ~0.2 GB of freed temporaries of its memos before its critical path,
-        # and its graph after it, beside this process's heaviest sections; docs/PERFORMANCE.md)
+        # and its graph after it, beside this process's heaviest sections; not in UNTRIMMED_CHILD_SECTIONS,
+        # after that peak; docs/PERFORMANCE.md)
         big = items >= STEP_TRIM_ABOVE_ITEMS
         if self.swap is not None:
             self.swap.swap(self.trace)
-        got = run_sections([s for s in sections if s[0] in self.child], items, memos, trim=big)
+        mine = [s for s in sections if s[0] in self.child]
+        got = run_sections(mine, items, memos, trim=big, untrimmed=UNTRIMMED_CHILD_SECTIONS)
         with open(fd, "wb") as f:
             f.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
         raise _Sent

@@ -89,10 +89,10 @@ def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):
 def _dies_in_child(real):
     parent = os.getpid()
 
-    def run(part, items, memos=None, trim=True):
+    def run(part, items, memos=None, trim=True, untrimmed=frozenset()):
         if os.getpid() != parent:
             os._exit(3)
-        return real(part, items, memos, trim)
+        return real(part, items, memos, trim, untrimmed)
 
     return run
 
@@ -158,8 +158,8 @@ def test_this_process_makes_the_cache_writes_after_its_sections(tmp_path, monkey
     done: list[str] = []
     real = sections.run_sections
 
-    def logged(chosen, items, memos=None, trim=True):
-        got = real(chosen, items, memos, trim)
+    def logged(chosen, items, memos=None, trim=True, untrimmed=frozenset()):
+        got = real(chosen, items, memos, trim, untrimmed)
         done.append("sections")
         return got
 
@@ -222,18 +222,19 @@ def test_the_child_keeps_its_freed_pages_and_never_collects_what_it_inherited(tm
     real = sections.run_sections
     here: list[bool] = []
 
-    def run(part, items, memos=None, trim=True):
+    def run(part, items, memos=None, trim=True, untrimmed=frozenset()):
         if os.getpid() != parent:
-            out.write_text(f"trim={trim} frozen={gc.get_freeze_count() > 0}")
+            out.write_text(f"trim={trim} frozen={gc.get_freeze_count() > 0} untrimmed={sorted(untrimmed)}")
         else:
             here.append(trim)
-        return real(part, items, memos, trim)
+        return real(part, items, memos, trim, untrimmed)
 
     monkeypatch.setattr(sections, "run_sections", run)
     serial = rank_aggregate(views(), True)
     fork = sections.SectionFork(views(), True)
     forked = aggregate_through(fork, True)
-    assert out.read_text() == f"trim={very_large} frozen=True" and here == [True]
+    # (its insights and overview keep theirs even then: sections.UNTRIMMED_CHILD_SECTIONS)
+    assert out.read_text() == f"trim={very_large} frozen=True untrimmed=['insights', 'overview']" and here == [True]
     assert text(forked) == text(serial)
 
 

@@ -113,3 +113,18 @@ def test_run_sections_trims_steps_only_where_it_trims_sections(monkeypatch, trim
     assert report_mod.run_sections(inside, BIG - 1) == {"a": False, "b": False} and trims == []
     assert report_mod.run_sections(inside, BIG) == {"a": True, "b": True} and trims == [0, 0]
     assert heap.release_after_step() is False
+
+
+def test_untrimmed_sections_keep_their_freed_pages(monkeypatch, trims):
+    """A section named ``untrimmed`` neither trims its steps nor is trimmed after; the others are, before
+    and after it (the section child of a very large trace: its insights and overview keep theirs)."""
+    after: list[str] = []
+    monkeypatch.setattr(report_mod, "release_after", lambda items: after.append("trim") or True)
+    sections = [("distributed", heap.release_after_step), ("insights", heap.release_after_step)]
+    sections.append(("overview", heap.release_after_step))
+    got = report_mod.run_sections(sections, BIG, untrimmed=frozenset({"insights"}))
+    assert got == {"distributed": True, "insights": False, "overview": True}
+    assert trims == [0, 0] and after == ["trim", "trim"]
+    from tb_plugin.registry.executors.sections import UNTRIMMED_CHILD_SECTIONS
+
+    assert UNTRIMMED_CHILD_SECTIONS == {"insights", "overview"}
