@@ -44,7 +44,7 @@ from ..trace.categories import (
 from ..trace.links import launch_of
 from ..trace.model import Trace
 from ..trace.uniques import unique_values
-from .intervals import covered_before, cumulative_lengths, first_cover, merge
+from .intervals import ascending, covered_before, cumulative_lengths, first_cover, merge
 from .steps import Steps
 from .ticks import tick_scale
 
@@ -154,7 +154,7 @@ def _chunk_bounds(step_start: np.ndarray, merged: list[tuple[np.ndarray, np.ndar
     starts (each an edge, so no segment straddles two chunks), +inf; about :data:`CHUNK_EDGES` category
     edges each (one chunk for a small trace, or steps out of start order)."""
     edges = 2 * sum(len(s) for s, _ in merged)
-    if edges <= CHUNK_EDGES or not bool(np.all(step_start[1:] >= step_start[:-1])):
+    if edges <= CHUNK_EDGES or not ascending(step_start):
         return [-np.inf, np.inf]
     before = 2 * sum(np.searchsorted(s, step_start, side="left") for s, _ in merged)  # edges before each step
     cut = np.flatnonzero(np.diff(before // CHUNK_EDGES)) + 1

@@ -13,7 +13,7 @@ def sorted_groups(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.
     ``reach`` the furthest end so far (µs), ``new_group`` True where an overlapping group begins."""
     s = np.asarray(starts, dtype=np.float64)
     e = np.asarray(ends, dtype=np.float64)
-    if not _ascending(s):  # (a time-ordered trace's events are in start order already: no sort, no copies)
+    if not ascending(s):  # (a time-ordered trace's events are in start order already: no sort, no copies)
         order = np.argsort(s, kind="stable")
         s, e = s[order], e[order]
         del order
@@ -87,7 +87,7 @@ def covers(merged_starts: np.ndarray, merged_ends: np.ndarray, points: np.ndarra
     if len(merged_starts) == 0:
         return np.zeros(len(points), dtype=bool)
     n = len(points)
-    if n > len(merged_starts) and _ascending(points) and _disjoint(merged_starts, merged_ends):
+    if n > len(merged_starts) and ascending(points) and _disjoint(merged_starts, merged_ends):
         # sorted points (the breakdown's segment edges): each interval covers a run of them, found by
         # two bisections per interval, not one per point (the points' bisections into a long
         # array of starts miss the caches, 7–9× the time for 5× the events)
@@ -107,7 +107,7 @@ def first_cover(merged: Sequence[tuple[np.ndarray, np.ndarray]], points: np.ndar
     priority order) of the first set one of whose intervals covers it (as :func:`covers`), or
     ``len(merged)`` where none does (uint8 below 255 sets, else int64: a byte per point, not eight)."""
     k, n = len(merged), len(points)
-    if not 0 < k <= _MAX_BIT_SETS or not _ascending(points) or not all(_disjoint(s, e) for s, e in merged):
+    if not 0 < k <= _MAX_BIT_SETS or not ascending(points) or not all(_disjoint(s, e) for s, e in merged):
         owner = np.full(n, k, dtype=np.uint8 if k < 255 else np.int64)
         unclaimed = np.ones(n, dtype=bool)
         for c, (s, e) in enumerate(merged):
@@ -144,7 +144,7 @@ def _lowest_bits(k: int) -> np.ndarray:
     return low
 
 
-def _ascending(values: np.ndarray) -> bool:
+def ascending(values: np.ndarray) -> bool:
     """Whether ``values`` never decrease (False with a NaN among them)."""
     return bool(np.all(values[1:] >= values[:-1]))
 
