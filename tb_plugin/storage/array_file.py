@@ -61,13 +61,7 @@ def write_arrays(out: IO[bytes], arrays: Mapping[str, Any]) -> None:
     :data:`_CHUNK` bytes at a time. :class:`ValueError` for a dtype :func:`_checked_dtype` refuses
     (nothing written then)."""
     items = [(str(name), np.asarray(a)) for name, a in arrays.items()]
-    index = []
-    at = 0  # from the data's start, which follows the index (aligned)
-    for name, a in items:
-        _checked_dtype(a.dtype)
-        repeated = _repeated(a)
-        index.append([name, a.dtype.str, list(a.shape), at, repeated])
-        at = _aligned(at + (a.itemsize if repeated else a.nbytes))
+    index, at = _index(items)
     body = orjson.dumps(index)
     start = _aligned(_PRELUDE + len(body))
     out.write(MAGIC + _LENGTHS.pack(len(body), start + at) + body + bytes(start - _PRELUDE - len(body)))
@@ -78,6 +72,25 @@ def write_arrays(out: IO[bytes], arrays: Mapping[str, Any]) -> None:
             continue
         _write_one(out, a)
         out.write(bytes(-a.nbytes % ALIGN))
+
+
+def stored_bytes(arrays: Mapping[str, np.ndarray]) -> int:
+    """About how many bytes :func:`write_arrays` writes for ``arrays`` (the arrays' data as stored,
+    without the index)."""
+    return _index([(str(name), np.asarray(a)) for name, a in arrays.items()])[1]
+
+
+def _index(items: list[tuple[str, np.ndarray]]) -> tuple[list[list[Any]], int]:
+    """The file's index of ``items`` (``[name, dtype, shape, offset, repeated]`` each, offsets from the
+    data's start) and the data's length in bytes; :class:`ValueError` for a dtype a file cannot hold."""
+    index: list[list[Any]] = []
+    at = 0  # from the data's start, which follows the index (aligned)
+    for name, a in items:
+        _checked_dtype(a.dtype)
+        repeated = _repeated(a)
+        index.append([name, a.dtype.str, list(a.shape), at, repeated])
+        at = _aligned(at + (a.itemsize if repeated else a.nbytes))
+    return index, at
 
 
 def _repeated(a: np.ndarray) -> bool:

@@ -25,6 +25,8 @@ import stat
 import threading
 from typing import IO, Callable
 
+from .direct_file import DirectWriter, open_direct
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -81,19 +83,30 @@ def temp_name(path: str) -> str:
     return os.path.join(head, f".{tail}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
-def write_atomic(path: str, write: Callable[[IO[bytes]], object], durable: bool = True) -> None:
+def write_atomic(path: str, write: Callable[[IO[bytes]], object], durable: bool = True, direct: bool = False) -> None:
     """Create ``path`` (mode 0600, in a 0700 directory) from what ``write(file)`` writes: temp file,
-    fsync (unless not ``durable``: see the module docstring), rename. Raises ``OSError``; the temp
-    file never survives a failure."""
+    fsync (unless not ``durable``: see the module docstring), rename. ``direct``: written past the page
+    cache where the file system allows it (a large file: :mod:`.direct_file`; the same bytes either
+    way). Raises ``OSError``; the temp file never survives a failure."""
     make_private_dir(os.path.dirname(path) or ".")
     tmp = temp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
+        if direct:
+            fd, through = open_direct(tmp, flags, FILE_MODE)
+            try:
+                with DirectWriter(fd, through) as out:
+                    write(out)  # type: ignore[arg-type]  # (a binary writer: write() is all it is asked for)
+                if durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        else:
+            with os.fdopen(os.open(tmp, flags, FILE_MODE), "wb") as f:
+                write(f)
+                f.flush()
+                if durable:
+                    os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)

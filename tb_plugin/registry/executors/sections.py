@@ -6,11 +6,13 @@ quarter of a cold report on one core; the distributed section (the critical path
 them. :class:`SectionFork` forks this process right after the parse (before any other thread starts:
 no thread runs beside the sections), the child computes :data:`CHILD_SECTIONS` from its
 copy-on-write view of the columns and sends them back pickled (plain dicts, a few tens of KB), and this
-process computes the others meanwhile. This process then makes the parse cache's deferred writes
-(``writes``) while the child still computes: the child's share is the larger (0.3 GB trace: ~1.5 s of
-CPU against ~1.0 s here), and the write (~0.15–0.25 s of CPU) would lengthen it there, while here it fills
-the wait; made after this process's sections, whose memos are dropped by then, its copies do not stack
-on a section's peak. :attr:`SectionFork.wrote` says whether they were made. Each section is
+process computes the others meanwhile. This process makes the parse cache's deferred writes
+(``writes``) on a thread beside its own sections (:meth:`SectionFork.start_writes`): a large entry goes
+past the page cache (``storage/direct_file.py``) and mostly waits on the disk (the 4.5 GB trace's 918 MB:
+0.2 s of CPU in 2 s, the rest asleep), which the sections fill; made in the child, it would lengthen the
+larger share, and made after this process's sections (until 2026-12-02), it ended the report 0.1-2 s after
+the child. The write copies nothing but a 16 MiB buffer, so it adds nothing to a section's peak.
+:attr:`SectionFork.wrote` says whether they were begun. Each section is
 computed by the same function either way, so the aggregate is the same. When the child fails (killed,
 out of memory), this process computes its sections too. With ``hand``, this process first computes the
 operator tree and the GPU summary, which the child reads only after its critical path, and hands them
@@ -25,6 +27,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import threading
 from typing import Any, Callable, Sequence
 
 from ...trace.decode_stream import default_workers
@@ -113,7 +116,8 @@ class SectionFork:
     ) -> None:
         self.writes = writes
         self.child = child  # the sections the child computes
-        self.wrote = False  # ``writes`` made (by :meth:`run`, after this process's sections)
+        self.wrote = False  # ``writes`` begun (:meth:`start_writes`, or :meth:`write_pending` after an error)
+        self._writer: threading.Thread | None = None  # the thread making them, until joined
         # (memo_swap: the memos both sides read, made half by each side; a small trace's split)
         self.swap = MemoSwap() if swap else None
         # its answer read, the child is left to exit (a small trace's); a large trace's is waited for: the
@@ -196,23 +200,38 @@ class SectionFork:
 
     def run(self, sections: Sections, items: int) -> dict[str, Any]:
         """Every section of ``sections``: the child's, and the others computed here meanwhile."""
+        self.start_writes()  # (unless begun already)
         self.hand_over()  # (unless made already)
         if self.swap is not None:
             self.swap.swap(self.trace)
         got = run_sections([s for s in sections if s[0] not in self.child], items, self.memos)
-        self.write_pending()  # (while the child computes the larger share)
+        self.write_pending()  # (joined while the child computes the larger share)
         theirs = self._collect()
         if theirs is None or set(theirs) != self.child & {key for key, _ in sections}:
             theirs = run_sections([s for s in sections if s[0] in self.child], items, self.memos)
         got.update(theirs)
         return {key: got[key] for key, _ in sections}
 
-    def write_pending(self) -> None:
-        """Make ``writes`` unless made already (by :meth:`run`, or after an error before it); a failed
-        one costs a cache entry, never the sections."""
-        if self.wrote:
+    def start_writes(self) -> None:
+        """Begin ``writes`` on a thread of this process (once; none when there are none). Called after
+        the fork: no thread may run while this process forks."""
+        if self.wrote or not self.writes:
             return
         self.wrote = True
+        self._writer = threading.Thread(target=self._make_writes, name="kinetoscope-cache-write")
+        self._writer.start()
+
+    def write_pending(self) -> None:
+        """Wait for ``writes`` begun by :meth:`start_writes`, or make them here unless made already (an
+        error before :meth:`run`); a failed one costs a cache entry, never the sections."""
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+        if not self.wrote:
+            self.wrote = True
+            self._make_writes()
+
+    def _make_writes(self) -> None:
         for call in self.writes:
             try:
                 call()

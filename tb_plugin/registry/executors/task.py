@@ -171,6 +171,7 @@ def reduce_rank(job: RankJob) -> RankResult:
                     # else the parse's cycles collected while the child computes (the 0.3 GB trace: ~20 ms,
                     # one core idle when collected before the fork; the child never collects them), then
                     # the memos the child reads later computed for it (handed_memos)
+                    fork.start_writes()  # (on a thread, beside what this process computes from here)
                     if not shared:
                         collect_and_release_after(items)
                     fork.hand_over()

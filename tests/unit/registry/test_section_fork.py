@@ -151,30 +151,34 @@ def _write_pid(path):
     return write
 
 
-def test_this_process_makes_the_cache_writes_after_its_sections(tmp_path, monkeypatch):
-    """The parse cache's deferred writes run in this process, after its own share of the sections and
-    while the child computes the larger one (the child makes none)."""
+def test_this_process_makes_the_cache_writes_on_a_thread_beside_its_sections(tmp_path, monkeypatch):
+    """The parse cache's deferred writes run in this process, on their own thread, while this process
+    computes its share of the sections (the child makes none), and are done when ``run`` returns."""
     out = tmp_path / "written"
     done: list[str] = []
     real = sections.run_sections
+    writing, parent = threading.Event(), os.getpid()
 
     def logged(chosen, items, memos=None, trim=True, untrimmed=frozenset()):
+        assert os.getpid() != parent or writing.wait(30)  # here, the write began before these sections end
         got = real(chosen, items, memos, trim, untrimmed)
         done.append("sections")
         return got
 
     def write():
-        done.append("write")
+        writing.set()
+        done.append("write on " + threading.current_thread().name)
         _write_pid(out)()
 
     monkeypatch.setattr(sections, "run_sections", logged)
     fork = sections.SectionFork(views(), True, [write])
     try:
         rank_aggregate(views(), True, run=fork.run)
+        assert fork.wrote and fork._writer is None  # begun and joined
     finally:
         fork.close()
-    assert fork.wrote and out.read_text() == str(os.getpid())
-    assert done == ["sections", "write"]  # (the child's sections are logged in the child)
+    assert out.read_text() == str(os.getpid())
+    assert done == ["write on kinetoscope-cache-write", "sections"]  # (the child's sections are logged in the child)
 
 
 def test_a_failing_write_costs_no_section(tmp_path):
