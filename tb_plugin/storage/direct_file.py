@@ -10,7 +10,7 @@ file nobody reads until the next start.
 ``O_DIRECT`` wants the memory, the file offset and the length of every write aligned to the file
 system's block: the bytes go through a page-aligned buffer of :data:`BUFFER_BYTES`; the last block
 is padded with zeros and the file cut back to its length. Where the file system refuses
-``O_DIRECT`` (at the open or at a write: ``EINVAL``) or the system has none, the same bytes are
+``O_DIRECT`` (at the open or at a write: ``EINVAL``, ``EOPNOTSUPP``) or the system has none, the same bytes are
 written buffered: the file's contents never depend on the path taken.
 """
 
@@ -24,16 +24,18 @@ from typing import Any
 BUFFER_BYTES = 16 << 20  # the bounce buffer: one write to the disk per this many bytes
 BLOCK = 4096  # every direct write's offset and length are multiples of this (bytes; the page size)
 _O_DIRECT = getattr(os, "O_DIRECT", 0)  # (none on macOS and Windows: always buffered there)
+# what a file system that takes no direct writes answers (EINVAL; some FUSE and network ones EOPNOTSUPP)
+_REFUSED = frozenset({errno.EINVAL, errno.EOPNOTSUPP})
 
 
 def open_direct(path: str, flags: int, mode: int) -> tuple[int, bool]:
     """``(fd, direct)``: ``path`` opened with ``flags`` and ``O_DIRECT`` where the system and the file
-    system take it (``direct`` True), else with ``flags`` alone. Raises ``OSError``."""
+    system take it (``direct`` True), else with ``flags`` alone (:data:`_REFUSED`). Raises ``OSError``."""
     if _O_DIRECT:
         try:
             return os.open(path, flags | _O_DIRECT, mode), True
         except OSError as exc:
-            if exc.errno != errno.EINVAL:
+            if exc.errno not in _REFUSED:
                 raise
     return os.open(path, flags, mode), False
 
@@ -77,7 +79,7 @@ class DirectWriter:
                 try:
                     at += os.write(self._fd, view[at:])
                 except OSError as exc:  # a refused write wrote nothing: the rest again, buffered
-                    if exc.errno != errno.EINVAL or not self._direct:
+                    if exc.errno not in _REFUSED or not self._direct:
                         raise
                     self._direct = False
                     _clear_direct(self._fd)

@@ -69,12 +69,13 @@ def test_a_refused_direct_write_is_made_buffered_with_the_same_bytes(tmp_path, m
     assert calls[:3] == [direct_file.BUFFER_BYTES] * 3  # the refused one made again, whole
 
 
-def test_a_file_system_without_o_direct_is_written_buffered(tmp_path, monkeypatch):
+@pytest.mark.parametrize("refusal", [errno.EINVAL, errno.EOPNOTSUPP])
+def test_a_file_system_without_o_direct_is_written_buffered(tmp_path, monkeypatch, refusal):
     real_open = os.open
 
     def no_direct(path, flags, mode=0o777):
         if flags & getattr(os, "O_DIRECT", 0):
-            raise OSError(errno.EINVAL, "Invalid argument")
+            raise OSError(refusal, os.strerror(refusal))
         return real_open(path, flags, mode)
 
     monkeypatch.setattr(direct_file.os, "open", no_direct)
