@@ -15,7 +15,8 @@ the child. The write copies nothing but a 16 MiB buffer, so it adds nothing to a
 :attr:`SectionFork.wrote` says whether they were begun. Each section is
 computed by the same function either way, so the aggregate is the same. When the child fails (killed,
 out of memory), this process computes its sections too. With ``hand``, this process first computes the
-operator tree and the GPU summary, which the child reads only after its critical path, and hands them
+operator tree and the GPU summary, which the child reads only after its critical path, then the
+Insights figures and GPU idle gaps, which it reads after its distributed section, and hands each stage
 over (:mod:`.handed_memos`); a very large trace's memos that both sides read first are made once before
 the fork (:func:`shared_before_fork`). Used only where it pays: a trace of at least
 :data:`FORK_ABOVE_ITEMS` events, two usable cores, a fork that is safe
@@ -170,17 +171,18 @@ class SectionFork:
         self.pid: int | None = pid
         self.read = read
         # the memos' file and the pipe's end to the child, until :meth:`hand_over`
-        self.handing: tuple[int, int] | None = handed.parent() if handed is not None else None
+        self.handing: list[tuple[int, int]] | None = handed.parent() if handed is not None else None
         # what this process keeps of the memos it computes for the child: those its own sections read
         mine = [key for key in section_keys(tables) if key not in child]
         self.keep = frozenset().union(*(SECTION_MEMOS[key] for key in mine))
 
     def hand_over(self) -> None:
-        """With ``hand``: compute the memos the child reads after its critical path, and hand them to it
-        (:mod:`.handed_memos`); the child computes them itself if they come too late."""
+        """With ``hand``: compute the memos the child reads after its critical path and after its
+        distributed section, and hand them to it (:mod:`.handed_memos`); the child computes those that
+        come too late itself."""
         if self.handing is not None:
-            (file, fd), self.handing = self.handing, None
-            hand_over(self.trace, file, fd, self.keep)
+            stages, self.handing = self.handing, None
+            hand_over(self.trace, stages, self.keep)
 
     def _send(self, sections: Sections, items: int, memos: dict[str, Any], fd: int) -> dict[str, Any]:
         # (no trims for most traces: the child exits after its sections; given back, its freed pages cost a
@@ -259,8 +261,9 @@ class SectionFork:
     def close(self) -> None:
         """End the child if :meth:`run` was not reached (an error before it)."""
         if self.handing is not None:
-            for fd in self.handing:
-                os.close(fd)
+            for fds in self.handing:
+                for fd in fds:
+                    os.close(fd)
             self.handing = None
         if self.swap is not None:
             self.swap.close()

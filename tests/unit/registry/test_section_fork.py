@@ -319,9 +319,11 @@ def _forked(monkeypatch, tmp_path, wait: bool) -> tuple[str, str]:
     real_take = handed_memos.Arriving._take
     _asks_once_handed(monkeypatch, wait)
 
-    def take(self):
-        real_take(self)
-        out.write_text("taken" if all(dict.__contains__(self, k) for k in handed_memos.HANDED) else "missing")
+    def take(self, stage):
+        real_take(self, stage)
+        whole = all(dict.__contains__(self, k) for k in handed_memos.STAGES[stage])
+        with open(out, "a") as f:
+            f.write(f"{stage}:{'taken' if whole else 'missing'} ")
 
     monkeypatch.setattr(handed_memos.Arriving, "_take", take)
     v = views()
@@ -334,7 +336,7 @@ def _forked(monkeypatch, tmp_path, wait: bool) -> tuple[str, str]:
         forked = rank_aggregate(v, True, run=fork.run)
     finally:
         fork.close()
-    return text(forked), out.read_text() if out.exists() else "computed"
+    return text(forked), out.read_text().strip() if out.exists() else "computed"
 
 
 def _asks_once_handed(monkeypatch, wait: bool) -> None:
@@ -360,20 +362,21 @@ def test_the_child_takes_the_handed_memos_or_computes_them(monkeypatch, tmp_path
     serial = text(rank_aggregate(views(), True))
     forked, how = _forked(monkeypatch, tmp_path, wait)
     assert forked == serial
-    assert how == ("taken" if wait else "computed")
+    assert how == ("0:taken 1:taken" if wait else "computed")  # (each stage taken when first asked for)
 
 
 def test_nothing_is_handed_when_computing_them_fails(monkeypatch, tmp_path):
     """This process's computation fails: the pipe closes empty and the child computes them."""
     serial = text(rank_aggregate(views(), True))
-    monkeypatch.setattr(handed_memos, "_compute", lambda trace: 1 / 0)
+    monkeypatch.setattr(handed_memos, "_compute", lambda trace, keys: 1 / 0)
     _asks_once_handed(monkeypatch, True)
     out = tmp_path / "child"
     real_take = handed_memos.Arriving._take
 
-    def take(self):
-        real_take(self)
-        out.write_text(",".join(sorted(k for k in handed_memos.HANDED if dict.__contains__(self, k))) or "none")
+    def take(self, stage):
+        real_take(self, stage)
+        with open(out, "a") as f:
+            f.write(",".join(sorted(k for k in handed_memos.STAGES[stage] if dict.__contains__(self, k))) or "none")
 
     monkeypatch.setattr(handed_memos.Arriving, "_take", take)
     v = views()
@@ -382,7 +385,7 @@ def test_nothing_is_handed_when_computing_them_fails(monkeypatch, tmp_path):
         forked = text(rank_aggregate(v, True, run=fork.run))
     finally:
         fork.close()
-    assert forked == serial and out.read_text() == "none"
+    assert forked == serial and out.read_text() == "none" * len(handed_memos.STAGES)  # (every stage empty)
 
 
 def test_no_file_for_the_handed_memos_leaves_them_to_the_child(monkeypatch):
@@ -407,29 +410,60 @@ def test_no_file_for_the_handed_memos_leaves_them_to_the_child(monkeypatch):
 
 def test_arriving_memos_are_looked_up_only_for_the_handed_keys():
     handing = handed_memos.Handing()  # (both sides' ends in this one process)
-    memo_swap.write_memos(handing.file, {"gpu_summary": [1], "steps": np.arange(3), "other": 3})
-    os.write(handing.write, b"1")
-    os.close(handing.write)
-    memos = handed_memos.Arriving({"device_mask": 0}, handing.read, handing.file)
+    assert handed_memos.STAGES == (("op_tree", "gpu_summary", "steps"), ("insights", "gpu_idle"))
+    (first, read0, write0), (second, read1, write1) = handing.stages
+    memo_swap.write_memos(first, {"gpu_summary": [1], "steps": np.arange(3), "other": 3})
+    os.write(write0, b"1")
+    os.close(write0)
+    memos = handed_memos.Arriving({"device_mask": 0}, [(read0, first), (read1, second)])
     with pytest.raises(KeyError):
-        memos["insights"]  # (not handed: the pipe is not read)
-    assert memos.fd is not None
+        memos["blocking_calls"]  # (not handed: no pipe is read)
+    with pytest.raises(KeyError):
+        memos["insights"]  # (the second stage has not arrived: its pipe is still open)
+    assert set(memos.stages) == {0, 1}
     assert memos["steps"].tolist() == [0, 1, 2] and memos["gpu_summary"] == [1]
-    assert "other" not in memos and memos.fd is None
+    assert "other" not in memos and set(memos.stages) == {1}
     with pytest.raises(KeyError):
         memos["op_tree"]  # (a handed key not in the file: computed by the caller)
+    memo_swap.write_memos(second, {"insights": {"idle": 1}, "op_tree": "late"})
+    os.write(write1, b"1")
+    os.close(write1)
+    assert memos["insights"] == {"idle": 1} and memos.stages == {}
+    assert "op_tree" not in memos  # (a key of another stage is not taken from this one)
+
+
+@pytest.mark.parametrize("tables", [True, False])
+def test_a_later_stage_recomputes_nothing_an_earlier_one_dropped(tables):
+    """After each stage this process drops what neither its sections (``keep``) nor a later stage read
+    (:data:`~handed_memos.LATER_READS`): computing the next stage then makes none of them again, and
+    what is dropped includes the GPU summary (not read here, made for the child)."""
+    trace = views().trace
+    mine = [key for key in report.section_keys(tables) if key not in sections.CHILD_SECTIONS]
+    keep = frozenset().union(*(report.SECTION_MEMOS[key] for key in mine))
+    before = set(trace.derived)
+    handed_memos._compute(trace, handed_memos.STAGES[0])
+    first = set(trace.derived) - before
+    assert {"op_tree", "gpu_summary", "steps"} <= first and handed_memos.LATER_READS <= first | before
+    handed_memos._drop(trace, before, keep | handed_memos.LATER_READS)
+    dropped = first - set(trace.derived)
+    assert "gpu_summary" in dropped
+    handed_memos._compute(trace, handed_memos.STAGES[1])
+    assert {"insights", "gpu_idle"} <= set(trace.derived)
+    assert not dropped & set(trace.derived)  # (none made again)
 
 
 def test_handed_memos_lie_in_an_unnamed_file_of_the_cache_folder(tmp_path):
-    """Where the parse cache's folder is given, the memos' file is an unnamed file in it (page cache the
-    system may take back), else a memory file; the arrays read back equal those written."""
+    """Where the parse cache's folder is given, the memos' files are unnamed files in it (page cache the
+    system may take back), else memory files; the arrays read back equal those written."""
     for folder, where in ((str(tmp_path), str(tmp_path)), (None, "/memfd:")):
         handing = handed_memos.Handing(folder)
         try:
-            assert os.readlink(f"/proc/self/fd/{handing.file}").startswith(where)
+            assert len(handing.stages) == len(handed_memos.STAGES)
+            for file, _, _ in handing.stages:
+                assert os.readlink(f"/proc/self/fd/{file}").startswith(where)
+                memo_swap.write_memos(file, {"op_tree": np.arange(5.0)})
+                assert memo_swap.read_memos(file)["op_tree"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
             assert list(tmp_path.iterdir()) == []
-            memo_swap.write_memos(handing.file, {"op_tree": np.arange(5.0)})
-            assert memo_swap.read_memos(handing.file)["op_tree"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
         finally:
             handing.close()
 
