@@ -9,9 +9,10 @@ file nobody reads until the next start.
 
 ``O_DIRECT`` wants the memory, the file offset and the length of every write aligned to the file
 system's block: the bytes go through a page-aligned buffer of :data:`BUFFER_BYTES`; the last block
-is padded with zeros and the file cut back to its length. Where the file system refuses
-``O_DIRECT`` (at the open or at a write: ``EINVAL``, ``EOPNOTSUPP``) or the system has none, the same bytes are
-written buffered: the file's contents never depend on the path taken.
+is padded with zeros and the file cut back to its length. Where the system has no ``O_DIRECT`` or the
+file system refuses it at the open (``EINVAL``, ``EOPNOTSUPP``), :func:`open_direct` says so and the
+caller writes buffered; refused at a write, the writer clears the flag and writes that buffer and the
+rest buffered: the file's contents never depend on the path taken.
 """
 
 from __future__ import annotations
@@ -41,23 +42,21 @@ def open_direct(path: str, flags: int, mode: int) -> tuple[int, bool]:
 
 
 class DirectWriter:
-    """A binary file-like writer over the open descriptor ``fd`` (at offset 0; opened with ``O_DIRECT``
-    when ``direct``): :meth:`write` takes any bytes-like object, :meth:`close` writes what is left and
-    cuts the file to the bytes written. The descriptor stays open (its owner fsyncs and closes it)."""
+    """A binary file-like writer over the descriptor ``fd``, opened with ``O_DIRECT`` at offset 0
+    (:func:`open_direct`): :meth:`write` takes any bytes-like object, :meth:`close` writes what is left
+    and cuts the file to the bytes written. The descriptor stays open (its owner fsyncs and closes it)."""
 
-    def __init__(self, fd: int, direct: bool) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._direct = direct
-        self._buffer: mmap.mmap | None = mmap.mmap(-1, BUFFER_BYTES) if direct else None
+        self._direct = True  # until a write is refused (then the flag is cleared on the descriptor)
+        self._buffer: mmap.mmap | None = mmap.mmap(-1, BUFFER_BYTES)
         self._filled = 0  # bytes waiting in the buffer
         self.written = 0  # bytes taken by :meth:`write` so far (the file's length once closed)
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
         self.written += len(view)
-        if self._buffer is None:
-            _write_all(self._fd, view)
-            return len(view)
+        assert self._buffer is not None, "written after close"
         at = 0
         while at < len(view):  # one pass per BUFFER_BYTES: the count is bytes / 16 MiB
             n = min(len(view) - at, BUFFER_BYTES - self._filled)
@@ -116,13 +115,6 @@ class DirectWriter:
                 buffer.close()
             except BufferError:  # a failed write's traceback still holds a view of it: freed with it
                 pass
-
-
-def _write_all(fd: int, view: memoryview) -> None:
-    """``os.write`` until every byte of ``view`` is written."""
-    at = 0
-    while at < len(view):
-        at += os.write(fd, view[at:])
 
 
 def _clear_direct(fd: int) -> None:

@@ -92,17 +92,17 @@ def write_atomic(path: str, write: Callable[[IO[bytes]], object], durable: bool 
     tmp = temp_name(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
     try:
-        if direct:
-            fd, through = open_direct(tmp, flags, FILE_MODE)
+        fd, through = open_direct(tmp, flags, FILE_MODE) if direct else (os.open(tmp, flags, FILE_MODE), False)
+        if through:
             try:
-                with DirectWriter(fd, through) as out:
+                with DirectWriter(fd) as out:
                     write(out)  # type: ignore[arg-type]  # (a binary writer: write() is all it is asked for)
                 if durable:
                     os.fsync(fd)
             finally:
                 os.close(fd)
         else:
-            with os.fdopen(os.open(tmp, flags, FILE_MODE), "wb") as f:
+            with os.fdopen(fd, "wb") as f:
                 write(f)
                 f.flush()
                 if durable:

@@ -35,6 +35,7 @@ from .memo_swap import read_memos, write_memos
 #: critical path, its insights section the second after the distributed one
 STAGES: tuple[tuple[str, ...], ...] = (("op_tree", "gpu_summary", "steps"), ("insights", "gpu_idle"))
 HANDED = tuple(key for stage in STAGES for key in stage)
+_STAGE_OF = {key: k for k, stage in enumerate(STAGES) for key in stage}
 #: the memos an earlier stage makes that a later one reads (measured on the samples:
 #: tests/unit/registry/test_section_fork.py); the others an earlier stage made and this process's sections
 #: do not read (the GPU summary, the kernels' blocks) are dropped before the next stage is computed, beside
@@ -93,21 +94,18 @@ def hand_over(trace: Any, stages: list[tuple[int, int]], keep: frozenset[str] = 
     computes them)."""
     before = set(trace.derived)
     failed = False
-    try:
-        for keys, (file, fd) in zip(STAGES, stages):
-            try:
-                if not failed:
-                    _compute(trace, keys)
-                    write_memos(file, {key: trace.derived[key] for key in keys if key in trace.derived})
-                    os.write(fd, b"1")
-            except Exception:  # (a bad trace: its sections raise it in either process, as before; a dead child)
-                failed = True
-            finally:
-                os.close(file)
-                os.close(fd)
-                _drop(trace, before, keep | LATER_READS)
-    finally:
-        _drop(trace, before, keep)
+    for keys, (file, fd) in zip(STAGES, stages):
+        try:
+            if not failed:
+                _compute(trace, keys)
+                write_memos(file, {key: trace.derived[key] for key in keys if key in trace.derived})
+                os.write(fd, b"1")
+        except Exception:  # (a bad trace: its sections raise it in either process, as before; a dead child)
+            failed = True
+        finally:
+            os.close(file)
+            os.close(fd)
+            _drop(trace, before, keep if keys is STAGES[-1] else keep | LATER_READS)
 
 
 def _drop(trace: Any, before: set[str], keep: frozenset[str]) -> None:
@@ -151,7 +149,7 @@ class Arriving(dict[str, Any]):
         self.stages: dict[int, tuple[int, int]] = dict(enumerate(stages))  # the stages not taken yet
 
     def __missing__(self, key: str) -> Any:
-        stage = next((k for k, keys in enumerate(STAGES) if key in keys), None)
+        stage = _STAGE_OF.get(key)
         if stage in self.stages and _readable(self.stages[stage][0]):
             self._take(stage)
             if dict.__contains__(self, key):

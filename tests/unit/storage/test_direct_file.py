@@ -102,7 +102,7 @@ def test_a_writer_left_by_an_error_frees_its_buffer(tmp_path):
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         with pytest.raises(RuntimeError):
-            with DirectWriter(fd, True) as out:
+            with DirectWriter(fd) as out:
                 out.write(b"x" * 10)
                 raise RuntimeError("the caller failed")
         assert out._buffer is None and out.written == 10
