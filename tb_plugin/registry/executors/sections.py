@@ -5,8 +5,9 @@ After a large trace is parsed, its sections (:func:`~tb_plugin.registry.report.r
 quarter of a cold report on one core; the distributed section (the critical path) alone about half of
 them. :class:`SectionFork` forks this process right after the parse (before any other thread starts:
 no thread runs beside the sections), the child computes :data:`CHILD_SECTIONS` from its
-copy-on-write view of the columns and sends them back pickled (plain dicts, a few tens of KB), and this
-process computes the others meanwhile. This process makes the parse cache's deferred writes
+copy-on-write view of the columns and sends them back pickled (plain dicts: tens of KB, ~1 MB for the
+4.5 GB trace's tables; a thread of this process reads them as they come, so the child exits as soon as
+it is done), and this process computes the others meanwhile. This process makes the parse cache's deferred writes
 (``writes``) on a thread beside its own sections (:meth:`SectionFork.start_writes`): a large entry goes
 past the page cache (``storage/direct_file.py``) and mostly waits on the disk (the 4.5 GB trace's 918 MB:
 0.2 s of CPU in 2 s, the rest asleep), which the sections fill; made in the child, it would lengthen the
@@ -99,6 +100,42 @@ class _Sent(Exception):
     """The child's sections are sent: leave rank_aggregate."""
 
 
+class _Answer:
+    """The child's answer read from the pipe's end ``fd`` by a thread of this process as the child writes
+    it: the child's write completes, and the child exits and its memory is freed, as soon as its sections
+    are done, not when this process has finished its own (an answer larger than the pipe's 64 KiB waited
+    there: the 4.5 GB trace's 1 MB kept the child's ~1 GB alive for the last 1.1 s of this process's
+    memory section, where the process tree peaked). Where no thread can be started, the end is read in
+    :meth:`bytes`, as before."""
+
+    def __init__(self, fd: int) -> None:
+        self._source = open(fd, "rb")
+        self._data: bytes | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._read, name="kinetoscope-section-answer", daemon=True
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # (no thread now: read when asked)
+            self._thread = None
+
+    def _read(self) -> None:
+        try:
+            with self._source:
+                self._data = self._source.read()
+        except (OSError, ValueError):  # (an unreadable end: no answer; the sections are computed here)
+            self._data = b""
+
+    def bytes(self) -> bytes:
+        """Everything the child wrote, once it has closed its end (exited or killed)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        elif self._data is None:
+            self._read()
+        return self._data or b""
+
+
 class SectionFork:
     """A child forked now that computes ``child`` (by default :data:`CHILD_SECTIONS`) of
     ``rank_aggregate(views, tables)``; :meth:`run` (``rank_aggregate``'s ``run``) computes the rest here
@@ -165,11 +202,11 @@ class SectionFork:
             finally:
                 os._exit(code)
         os.close(write)
+        self.answer = _Answer(read)  # (the pipe's end is the reader's from here)
         if self.swap is not None:
             self.swap.side(child=False)
         self.memos = views.trace.derived  # dropped as the sections no longer need them (run_sections)
         self.pid: int | None = pid
-        self.read = read
         # the memos' file and the pipe's end to the child, until :meth:`hand_over`
         self.handing: list[tuple[int, int]] | None = handed.parent() if handed is not None else None
         # what this process keeps of the memos it computes for the child: those its own sections read
@@ -244,8 +281,7 @@ class SectionFork:
         """The child's sections (None when it failed: then reaped here). A whole answer is the child's
         last act: with ``leave`` it is left to exit while this process goes on (:func:`~tb_plugin.trace.
         forked_worker.leave_to_exit`: the kernel frees its memory meanwhile), else reaped here."""
-        with open(self.read, "rb") as f:
-            data = f.read()
+        data = self.answer.bytes()
         pid, self.pid = self.pid, None
         try:  # (pickled by our own child, like the decode workers' answers; cut, it fails to load)
             got = pickle.loads(data)
@@ -274,7 +310,4 @@ class SectionFork:
             except (ProcessLookupError, ChildProcessError):
                 pass
             self.pid = None
-            try:
-                os.close(self.read)
-            except OSError:
-                pass
+            self.answer.bytes()  # (the child's end closed: the reader ends, and closes its own)

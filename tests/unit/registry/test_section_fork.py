@@ -97,6 +97,40 @@ def _dies_in_child(real):
     return run
 
 
+def _state(pid: int) -> str:
+    """A process's state letter from ``/proc/PID/stat`` (``Z``: exited, not yet reaped)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+def test_a_child_whose_answer_outgrows_the_pipe_exits_before_it_is_asked_for(monkeypatch):
+    """An answer larger than the pipe holds (the 4.5 GB trace's is ~1 MB) is read by a thread of this
+    process as the child writes it, so the child exits (and its memory is freed) while this process is
+    still busy with its own sections; before, it waited in its write until :meth:`_collect`. The
+    aggregate is the serial one."""
+    import pickle
+    import time
+    import types
+
+    padded = types.SimpleNamespace(  # (bytes past a pickle are ignored by pickle.loads)
+        dumps=lambda obj, protocol: pickle.dumps(obj, protocol=protocol) + bytes(4 << 20),
+        loads=pickle.loads,
+        HIGHEST_PROTOCOL=pickle.HIGHEST_PROTOCOL,
+    )
+    monkeypatch.setattr(sections, "pickle", padded)
+    fork = sections.SectionFork(views(), True)
+    pid = fork.pid
+    deadline = time.monotonic() + 120  # (a bound on a wait that before this change never ended)
+    while _state(pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _state(pid) == "Z"  # exited, its answer not yet asked for
+    assert text(aggregate_through(fork, True)) == text(rank_aggregate(views(), True))
+    assert fork.pid is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped by _collect
+
+
 def test_close_ends_a_child_never_collected():
     fork = sections.SectionFork(views(), True)
     pid = fork.pid
