@@ -151,7 +151,7 @@ SECTION_MEMOS: dict[str, frozenset[str]] = {
     "overview": frozenset(),
     "operators": frozenset(
         "device_mask event_name_ids graph_captures graph_matches graph_replays launch_mask launch_of "
-        "op_groups:operator op_times op_tree".split()
+        "op_groups:operator op_rows op_times op_tree".split()
     ),
     "kernels": frozenset("block_threads kernel_occupancy kernel_rows:kernel launch_of op_times".split()),
     "modules": frozenset("event_name_ids module_tree op_times op_tree".split()),

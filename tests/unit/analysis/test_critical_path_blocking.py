@@ -97,3 +97,28 @@ def test_event_polling_loop_last_query_waits():
     assert _found(ev) == [("cudaEventQuery", "event_poll", 110.0)]
     trace = decode_trace(json.dumps({"traceEvents": ev}).encode())
     assert blocking_calls(trace).blocked_from_us.tolist() == [20.0]  # the loop's first query
+
+
+def test_the_same_calls_when_the_rows_are_not_in_time_order():
+    """A parsed trace's rows are in time order, and the polling loops are found per thread taking each
+    thread's rows in turn (``op_tree.by_thread_and_start``); rows in any other order (a trace built
+    another way) are sorted on thread and start: the same calls, kinds and ends, the rows renumbered."""
+    import dataclasses
+
+    from tb_plugin.trace.model import Table
+
+    ev = [_x("cudaStreamSynchronize", "cuda_runtime", 40, 80), _k("a", 10, 35, 1)]  # a ends at 45
+    ev += [_x("cudaLaunchKernel", "cuda_runtime", 0, 5, correlation=1)]
+    ev += [_x("cudaEventQuery", "cuda_runtime", 20 + 10 * i, 3, tid=2) for i in range(4)]
+    ev += [_x("cudaMemcpyAsync", "cuda_runtime", 130, 30, correlation=3), _k("copy", 140, 10, 3, cat="gpu_memcpy")]
+    trace = decode_trace(json.dumps({"traceEvents": ev}).encode())
+    perm = np.arange(len(trace.events))[::-1].copy()  # latest first
+    shuffled = dataclasses.replace(
+        trace, events=Table({k: v[perm] for k, v in trace.events.columns.items()}), derived={}
+    )
+    assert not np.all(np.diff(shuffled.events.ts) >= 0)
+    ordered, other = blocking_calls(trace), blocking_calls(shuffled)
+    assert sorted(zip(perm[other.rows].tolist(), other.kind.tolist(), other.waited_end_us.tolist())) == sorted(
+        zip(ordered.rows.tolist(), ordered.kind.tolist(), ordered.waited_end_us.tolist())
+    )
+    assert sorted(BLOCKING_KINDS[k] for k in ordered.kind.tolist()) == ["blocking_copy", "event_poll", "synchronize"]

@@ -396,7 +396,8 @@ def test_the_child_takes_the_handed_memos_or_computes_them(monkeypatch, tmp_path
     serial = text(rank_aggregate(views(), True))
     forked, how = _forked(monkeypatch, tmp_path, wait)
     assert forked == serial
-    assert how == ("0:taken 1:taken" if wait else "computed")  # (each stage taken when first asked for)
+    taken = " ".join(f"{k}:taken" for k in range(len(handed_memos.STAGES)))
+    assert how == (taken if wait else "computed")  # (each stage taken when first asked for)
 
 
 def test_nothing_is_handed_when_computing_them_fails(monkeypatch, tmp_path):
@@ -444,26 +445,28 @@ def test_no_file_for_the_handed_memos_leaves_them_to_the_child(monkeypatch):
 
 def test_arriving_memos_are_looked_up_only_for_the_handed_keys():
     handing = handed_memos.Handing()  # (both sides' ends in this one process)
-    assert handed_memos.STAGES == (("op_tree", "gpu_summary", "steps"), ("insights", "gpu_idle"))
-    (first, read0, write0), (second, read1, write1) = handing.stages
+    assert handed_memos.STAGES[:2] == (("op_tree", "gpu_summary", "steps"), ("insights", "gpu_idle"))
+    (first, read0, write0), (second, read1, write1), (third, read2, write2) = handing.stages
     memo_swap.write_memos(first, {"gpu_summary": [1], "steps": np.arange(3), "other": 3})
     os.write(write0, b"1")
     os.close(write0)
-    memos = handed_memos.Arriving({"device_mask": 0}, [(read0, first), (read1, second)])
+    memos = handed_memos.Arriving({"device_mask": 0}, [(read0, first), (read1, second), (read2, third)])
     with pytest.raises(KeyError):
         memos["blocking_calls"]  # (not handed: no pipe is read)
     with pytest.raises(KeyError):
         memos["insights"]  # (the second stage has not arrived: its pipe is still open)
-    assert set(memos.stages) == {0, 1}
+    assert set(memos.stages) == {0, 1, 2}
     assert memos["steps"].tolist() == [0, 1, 2] and memos["gpu_summary"] == [1]
-    assert "other" not in memos and set(memos.stages) == {1}
+    assert "other" not in memos and set(memos.stages) == {1, 2}
     with pytest.raises(KeyError):
         memos["op_tree"]  # (a handed key not in the file: computed by the caller)
     memo_swap.write_memos(second, {"insights": {"idle": 1}, "op_tree": "late"})
     os.write(write1, b"1")
     os.close(write1)
-    assert memos["insights"] == {"idle": 1} and memos.stages == {}
+    assert memos["insights"] == {"idle": 1} and set(memos.stages) == {2}
     assert "op_tree" not in memos  # (a key of another stage is not taken from this one)
+    os.close(write2)
+    memos.close()
 
 
 @pytest.mark.parametrize("tables", [True, False])
@@ -475,15 +478,18 @@ def test_a_later_stage_recomputes_nothing_an_earlier_one_dropped(tables):
     mine = [key for key in report.section_keys(tables) if key not in sections.CHILD_SECTIONS]
     keep = frozenset().union(*(report.SECTION_MEMOS[key] for key in mine))
     before = set(trace.derived)
-    handed_memos._compute(trace, handed_memos.STAGES[0])
-    first = set(trace.derived) - before
-    assert {"op_tree", "gpu_summary", "steps"} <= first and handed_memos.LATER_READS <= first | before
-    handed_memos._drop(trace, before, keep | handed_memos.LATER_READS)
-    dropped = first - set(trace.derived)
-    assert "gpu_summary" in dropped
-    handed_memos._compute(trace, handed_memos.STAGES[1])
-    assert {"insights", "gpu_idle"} <= set(trace.derived)
-    assert not dropped & set(trace.derived)  # (none made again)
+    dropped: set[str] = set()
+    for k, stage in enumerate(handed_memos.STAGES):
+        handed_memos._compute(trace, stage)
+        made = set(trace.derived) - before
+        assert set(stage) <= made
+        assert not dropped & made  # (none made again)
+        if k == 0:
+            assert handed_memos.LATER_READS <= made | before
+        handed_memos._drop(trace, before, keep | handed_memos.LATER_READS)
+        dropped |= made - set(trace.derived)
+        if k == 0:
+            assert "gpu_summary" in dropped
 
 
 def test_handed_memos_lie_in_an_unnamed_file_of_the_cache_folder(tmp_path):
@@ -512,7 +518,7 @@ def test_this_process_keeps_the_memos_of_the_sections_it_computes(tables):
     fork = sections.SectionFork(views(), tables)
     try:
         mine = [key for key in computed if key not in sections.CHILD_SECTIONS]
-        assert mine == (["operators", "kernels", "modules", "graphs", "memory"] if tables else [])
+        assert mine == (["operators", "kernels", "modules", "graphs"] if tables else [])
         assert fork.keep == frozenset().union(*(report.SECTION_MEMOS[key] for key in mine))
         assert bool(fork.keep) is tables
     finally:
