@@ -28,12 +28,11 @@ when nothing ended inside the call (the call returned without waiting on traced 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..trace.links import device_mask, launch_mask, launch_of
-from ..trace.model import Trace
+from ..trace.model import Table, Trace
 from .op_tree import by_thread_and_start
 
 BLOCKING_KINDS = ("synchronize", "blocking_copy", "event_poll", "stream_wait")
@@ -82,9 +81,9 @@ def blocking_calls(trace: Trace) -> BlockingCalls:
 
 
 def _blocking_calls(trace: Trace) -> BlockingCalls:
-    # every step reads only the launches and the device work, never a column of every event: a temporary
-    # as long as the trace (6.7 M events: 54 MB a float column) is fresh memory each time it is made, and
-    # the 4.5 GB trace's blocking calls cost 9.6-15x the 0.9 GB one's (0.68-1.0 s against 0.07 s)
+    # every step reads only the launches and the device work, never a column of every event: such a
+    # temporary (6.7 M events: 54 MB a float column) is fresh memory each time it is made, and made these
+    # calls grow much faster than the trace (docs/PERFORMANCE.md, twenty-third session)
     ev = trace.events
     calls = _finite(ev, np.flatnonzero(launch_mask(trace)))
     dev = _finite(ev, np.flatnonzero(device_mask(trace)))
@@ -153,7 +152,7 @@ def _blocking_calls(trace: Trace) -> BlockingCalls:
     )
 
 
-def _finite(ev: Any, rows: np.ndarray) -> np.ndarray:
+def _finite(ev: Table, rows: np.ndarray) -> np.ndarray:
     """The rows of ``rows`` whose start and duration are finite."""
     return rows[np.isfinite(ev.ts[rows]) & np.isfinite(ev.dur[rows])]
 

@@ -113,8 +113,8 @@ _KIND_BITS = {
 
 def _category_flags(trace: Trace) -> np.ndarray:
     """The flags byte per event: the kind's categories (one lookup per event), then the names' corrections
-    read on the rows they can change (host work, kernels) rather than as masks over every event (a 4.5 GB
-    trace's 6.7 M events: ~15 such temporaries made the flags 6.9x the 0.9 GB trace's time).
+    read on the rows they can change (host work, kernels) rather than as ~15 masks over every event, each
+    fresh memory on a large trace.
     A communication kernel (by name, or launched under a communication operator) is not a kernel; host
     work named as a DataLoader is the DataLoader's, not CPU execution, and a profiler step marker neither;
     a communication operator is communication (and CPU execution)."""
