@@ -129,9 +129,10 @@ def _category_flags(trace: Trace) -> np.ndarray:
     marker = trace.name_table(lambda s: s.startswith(PROFILER_STEP_PREFIX))[names]
     flags[host[loader]] |= _BIT["dataloader"]
     flags[host[loader | marker]] &= ~np.uint8(_BIT["cpu_exec"])
-    host_op = (ev.kind[host] == Kind.CPU_OP) | (ev.kind[host] == Kind.USER_ANNOTATION)
+    host_kind = ev.kind[host]
+    host_op = (host_kind == Kind.CPU_OP) | (host_kind == Kind.USER_ANNOTATION)
     comm_ops = host[host_op & trace.name_table(is_comm_op_name)[names]]
-    del host, names, loader, marker, host_op
+    del host, names, loader, marker, host_kind, host_op
     flags[comm_ops] |= _BIT["communication"]
     kernels = np.flatnonzero(ev.kind == Kind.KERNEL)
     comm = trace.name_table(is_comm_kernel_name)[ev.name[kernels]] | _launched_by(trace, comm_ops, kernels)

@@ -42,7 +42,7 @@ import numpy as np
 from ..trace.devices import DEVICE_TYPE_NAMES, GPU_DEVICE_TYPES, memory_device_label
 from ..trace.model import Trace
 from ..trace.sparse import row_dtype
-from .op_tree import climb, op_tree, positions_among
+from .op_tree import climb, op_tree, parent_positions, positions_among
 from .operators import EXCLUDED_PREFIXES, op_rows
 from .row_keys import dense_codes, unique_rows
 from .series import reduce_points
@@ -359,10 +359,8 @@ def _operator_sums(trace: Trace, chosen: np.ndarray) -> tuple[list[str], np.ndar
     # the positions first, so that the operator-space arrays below are not held beside the rank array
     rank = positions_among(is_op)  # operator row → its position in ops (np.searchsorted(ops, rows))
     owner = rank[data.op[idx]]  # memory events are attributed to operator rows only
-    op_parent = tree.op_parent[ops]  # an operator's enclosing operator row, or -1
     narrow = row_dtype(m)  # operator positions: int32 under 2³¹ operators
-    parent = np.where(op_parent >= 0, rank[op_parent].astype(narrow), narrow(-1))
-    del op_parent
+    parent = parent_positions(rank, tree.op_parent[ops])
     order = rank[tree.order[is_op[tree.order]]].astype(narrow, copy=False)
     del rank
     # the climbs' levels made once, before any column: then each column is summed, climbed and

@@ -268,6 +268,15 @@ def positions_among(mask: np.ndarray) -> np.ndarray:
     return pos
 
 
+def parent_positions(at: np.ndarray, op_parent: np.ndarray) -> np.ndarray:
+    """Per operator, its enclosing operator's position among the operators, or -1 (``op_parent``: the
+    operators' parent rows, -1 for none; ``at``: :func:`positions_among` of the operator mask). int32
+    under 2³¹ operators."""
+    pos: np.ndarray = at[op_parent].astype(row_dtype(len(op_parent)))
+    pos[op_parent < 0] = -1
+    return pos
+
+
 def roll_up(arrays: list[np.ndarray], rows: np.ndarray, parent: np.ndarray) -> None:
     """Add each of ``rows``' values into its parent's, deepest rows first, so sums climb whole chains
     (a row whose parent is also in ``rows`` passes on what it received). Depth is counted along

@@ -39,7 +39,7 @@ from ..trace.model import Trace
 from ..trace.sparse import SparseColumn, row_dtype
 from .call_stacks import stack_ids
 from .graph_capture import replay_source
-from .op_tree import op_tree, positions_among, roll_up
+from .op_tree import op_tree, parent_positions, positions_among, roll_up
 from .row_keys import dense_codes
 from .tensor_cores import is_tensor_core_eligible_op, uses_tensor_cores
 
@@ -118,10 +118,7 @@ def _op_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     ev = trace.events
     is_op = (ev.kind == Kind.CPU_OP) | (ev.kind == Kind.USER_ANNOTATION)
     ops = np.flatnonzero(is_op)
-    op_parent = op_tree(trace).op_parent[ops]
-    parent_pos = positions_among(is_op)[op_parent].astype(row_dtype(len(ops)))
-    parent_pos[op_parent < 0] = -1
-    del op_parent
+    parent_pos = parent_positions(positions_among(is_op), op_tree(trace).op_parent[ops])
     op_children = np.flatnonzero(parent_pos >= 0)  # positions of operators inside another operator
     n_children = np.bincount(parent_pos[op_children], minlength=len(ops))
     names = ev.name[ops]
@@ -159,10 +156,7 @@ def _op_times(trace: Trace) -> OpTimes:
     at = positions_among(is_op)  # at[operator rows]: their positions in ops (np.searchsorted(ops, rows))
 
     parent = tree.op_parent  # an operator row (every operator's parent is one) or -1
-    op_parent = parent[ops]
-    parent_pos = at[op_parent].astype(row_dtype(m))  # operator positions: int32 under 2³¹ operators
-    parent_pos[op_parent < 0] = -1
-    del op_parent
+    parent_pos = parent_positions(at, parent[ops])
     order = at[tree.order[is_op[tree.order]]].astype(row_dtype(m), copy=False)  # operators, the tree's order
     same = np.flatnonzero(merged[ops])  # positions of the operators merged into their parent (op_rows)
     host_self = ev.dur[ops].copy()
