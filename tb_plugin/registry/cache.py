@@ -30,7 +30,7 @@ from ..storage.private_files import DIR_MODE, make_private_dir, open_regular, sw
 from ..trace import jsonsafe
 from ..trace.model import TABLE_COLUMNS, DeviceInfo, Table, Trace, compact_column
 
-FORMAT_REVISION = 11  # 11: array files, not npz; 10: object addresses stripped from names; 9: CUPTI range-profiler ranges are not device work; 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
+FORMAT_REVISION = 12  # 12: no grid-size or Python-id columns (read by nothing); 11: array files, not npz; 10: object addresses stripped from names; 9: CUPTI range-profiler ranges are not device work; 8: MTIA and CUPTI range events are device work, string device pids; 7: memory events of unplaceable device types are a warning; 2: canonical pid/tid ids; 3: ATen-named uncategorized events are ops; 4: deterministic string ids
 # 5: "seq" column; group_size falls back to the length of "Process Group Ranks"
 # 6: "notes" (duration-less events, Composer trainer spans) split from "warnings"
 

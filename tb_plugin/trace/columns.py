@@ -24,7 +24,6 @@ from .events import (
     _device_of_pid,
     _Event,
     _float_column,
-    _grid_sizes,
     _json_text,
     _list_texts,
     _LooseEvent,
@@ -32,7 +31,6 @@ from .events import (
     _numeric_columns,
     _ranks_count,
     _ranks_text,
-    _reprs,
     _strings_only,
     _to_float,
     arg_columns,
@@ -67,8 +65,6 @@ _NUMERIC_ARGS: dict[str, type[np.integer] | None] = {
     "registers": np.int32,
     "shared_memory": np.int64,
     "flops": None,
-    "python_id": np.int64,
-    "python_parent_id": np.int64,
     "in_msg_nelems": np.int64,
     "out_msg_nelems": np.int64,
     "seq": np.int64,
@@ -334,8 +330,6 @@ class ColumnBuilder(Finishing):
         external = np.where(external >= 0, external, numbers["external_id_old"])
         device = numbers["device"]
         device = np.where(device >= 0, device, numbers["pid"])
-        grid = a["grid"]
-        grid_reprs = None if _all_none(grid) else _reprs(grid)
         columns = {
             "kind": np.zeros(n, dtype=np.uint8),  # filled in finish() from the category table
             "cat": cat,
@@ -348,18 +342,15 @@ class ColumnBuilder(Finishing):
             "external_id": external,
             "device": device,
             "stream": numbers["stream"],
-            "grid_size": np.full(n, -1, dtype=np.int64) if grid_reprs is None else _grid_sizes(grid, grid_reprs),
             "blocks_per_sm": numbers["blocks_per_sm"],
             "occupancy_pct": numbers["occupancy"],
-            "grid": self.intern(_list_texts(grid, grid_reprs)),
+            "grid": self.intern(_list_texts(a["grid"])),
             "block": self.intern(_list_texts(a["block"])),
             "registers": numbers["registers"],
             "shared_memory": numbers["shared_memory"],
             "input_dims": self.intern_json(_either(a["input_dims"], a["input_dims_old"])),
             "call_stack": self.intern(_strings_only(a["call_stack"])),
             "flops": numbers["flops"],
-            "python_id": numbers["python_id"],
-            "python_parent_id": numbers["python_parent_id"],
             "input_types": self.intern_json(a["input_types"]),
             "collective": self.intern(_strings_only(a["collective"])),
             "in_msg_nelems": numbers["in_msg_nelems"],

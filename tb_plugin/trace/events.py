@@ -43,8 +43,6 @@ class _Args(msgspec.Struct, gc=False):
     input_dims_old: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
     call_stack: Any = msgspec.field(default=None, name="Call stack")
     flops: Any = None
-    python_id: Any = msgspec.field(default=None, name="Python id")
-    python_parent_id: Any = msgspec.field(default=None, name="Python parent id")
     input_types: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
     collective: Any = msgspec.field(default=None, name="Collective name")
     in_msg_nelems: Any = msgspec.field(default=None, name="In msg nelems")
@@ -208,23 +206,15 @@ def _reprs(values: Sequence[Any]) -> tuple[list[str], dict[str, Any]]:
     return reprs, dict(zip(reprs, values))
 
 
-def _list_texts(values: Sequence[Any], reprs: tuple[list[str], dict[str, Any]] | None = None) -> list:
-    """:func:`_list_text` of each value (None kept); ``reprs``: :func:`_reprs` of the values, when
-    already made. A value's ``repr`` is the same text unless a string is in it (strings are quoted by
-    ``repr``, not by :func:`_list_text`), which a quote in the ``repr`` shows: the rare quoted ones
-    are converted in Python, once per distinct value."""
+def _list_texts(values: Sequence[Any]) -> list:
+    """:func:`_list_text` of each value (None kept). A value's ``repr`` is the same text unless a string
+    is in it (strings are quoted by ``repr``, not by :func:`_list_text`), which a quote in the ``repr``
+    shows: the rare quoted ones are converted in Python, once per distinct value."""
     if _all_none(values):
         return list(values)
-    texts, first = reprs or _reprs(values)
+    texts, first = _reprs(values)
     text = {r: None if v is None else r if "'" not in r and '"' not in r else _list_text(v) for r, v in first.items()}
     return list(map(text.__getitem__, texts))
-
-
-def _grid_sizes(values: Sequence[Any], reprs: tuple[list[str], dict[str, Any]]) -> np.ndarray:
-    """:func:`_grid_size` of each grid (-1 for None), computed once per distinct value."""
-    texts, first = reprs
-    size = {r: _grid_size(v) for r, v in first.items()}
-    return np.fromiter(map(size.__getitem__, texts), dtype=np.int64, count=len(texts))
 
 
 def _json_text(raw: bytes) -> str:
@@ -246,15 +236,6 @@ def _device_of_pid(pid: object) -> Optional[int]:
     return None
 
 
-def _grid_size(grid: Any) -> int:
-    try:
-        x, y, z = grid
-        size = int(x) * int(y) * int(z)
-    except (TypeError, ValueError, OverflowError):
-        return -1
-    return size if -1 <= size < 2**63 else -1
-
-
 # The args of complete events that become columns, read from every event at once (one C-level pass and
 # a transpose instead of a Python loop per arg)
 ARG_FIELDS = (
@@ -273,8 +254,6 @@ ARG_FIELDS = (
     "input_dims_old",
     "call_stack",
     "flops",
-    "python_id",
-    "python_parent_id",
     "input_types",
     "collective",
     "in_msg_nelems",

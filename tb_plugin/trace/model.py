@@ -29,7 +29,6 @@ EVENT_COLUMNS: dict[str, Any] = {
     "external_id": np.int64,  # operator ↔ launch link ("External id" / "external id")
     "device": np.int32,  # device index of device work: args.device, else the integer pid
     "stream": np.int64,
-    "grid_size": np.int64,  # gridX·gridY·gridZ of a kernel
     "blocks_per_sm": np.float64,  # kernel arg "blocks per SM"
     "occupancy_pct": np.float64,  # kernel arg "est. achieved occupancy %"
     "grid": np.int32,  # kernel launch grid as text "[x, y, z]" (string id; 0 = missing)
@@ -39,8 +38,6 @@ EVENT_COLUMNS: dict[str, Any] = {
     "input_dims": np.int32,  # operator "Input Dims" as text (string id)
     "call_stack": np.int32,  # operator "Call stack" (2021 traces; frames joined by ";"), string id
     "flops": np.float64,  # operator "flops" (with_flops=True)
-    "python_id": np.int64,  # python_function "Python id"
-    "python_parent_id": np.int64,  # python_function "Python parent id"
     "input_types": np.int32,  # operator "Input type" as text (string id)
     "collective": np.int32,  # "Collective name" (PyTorch 2.x comms), string id
     "in_msg_nelems": np.int64,  # "In msg nelems"

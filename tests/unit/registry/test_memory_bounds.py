@@ -64,15 +64,15 @@ def test_compact_keeps_values_and_holds_one():
 
 @pytest.mark.corpus
 def test_parse_and_cache_hold_constant_columns_once(tmp_path):
-    """The 2021 V100 trace has no comms, Python-id or FLOPs args: those columns hold one value each,
+    """The 2021 V100 trace has no comms, graph or FLOPs args: those columns hold one value each,
     from the parse and from the parse cache, and the registry's budget counts them so."""
     trace = parse.load_trace_file(str(sample(V100)))
     n = len(trace.events)
     assert n > 40_000
-    for key in ("python_id", "python_parent_id", "seq", "flops", "collective", "process_group_ranks"):
+    for key in ("graph_id", "graph_node_id", "seq", "flops", "collective", "process_group_ranks"):
         col = trace.events.columns[key]
         assert col.strides == (0,) and len(col) == n, key
-    assert trace.events.python_id[0] == -1 and np.isnan(trace.events.flops[-1])
+    assert trace.events.graph_id[0] == -1 and np.isnan(trace.events.flops[-1])
     assert trace.events.ts.strides != (0,) and trace.events.name.strides != (0,)
     full = sum(a.nbytes for t in (trace.events, trace.memory, trace.flows, trace.counters) for a in t.columns.values())
     assert _trace_bytes(trace) < 0.75 * full  # ~40% of the columns' bytes are constant columns

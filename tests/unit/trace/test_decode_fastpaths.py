@@ -46,8 +46,7 @@ def test_an_arg_present_in_one_batch_only():
     n = BATCH_EVENTS + 5
     order = np.argsort(ev.correlation)
     assert len(ev) == n and ev.correlation[order].tolist() == list(range(n))
-    grid_size, seq, flops = ev.grid_size[order], ev.seq[order], ev.flops[order]
-    assert grid_size[-1] == 24 and (grid_size[:-1] == -1).all()
+    seq, flops = ev.seq[order], ev.flops[order]
     assert seq[-1] == 9 and (seq[:-1] == -1).all()
     assert flops[-1] == 2.5 and np.isnan(flops[:-1]).all()
     tr = decode_trace(_trace(first, second))

@@ -35,13 +35,13 @@ def _joined_then_gathered(chunks: dict[str, list[np.ndarray]]) -> dict[str, np.n
 
 
 def _chunks(rng: np.random.Generator, sizes: list[int], ts_of) -> dict[str, list[np.ndarray]]:
-    out: dict[str, list[np.ndarray]] = {k: [] for k in ("name", "ts", "dur", "correlation", "grid_size", "stream")}
+    out: dict[str, list[np.ndarray]] = {k: [] for k in ("name", "ts", "dur", "correlation", "shared_memory", "stream")}
     for i, n in enumerate(sizes):
         out["name"].append(rng.integers(0, 50, n).astype(np.int32))
         out["ts"].append(ts_of(i, n))
         out["dur"].append(rng.random(n))
         out["correlation"].append(rng.integers(-1, 1 << 40, n))
-        out["grid_size"].append(compact_column(np.full(n, 7, dtype=np.int64)))  # constant: a stride-0 chunk
+        out["shared_memory"].append(compact_column(np.full(n, 7, dtype=np.int64)))  # constant: a stride-0 chunk
         # a chunk not of its column's dtype (int64): joined and cast as before, then gathered
         out["stream"].append(rng.integers(0, 9, n).astype(np.int32 if i == 1 else np.int64))
     return out
@@ -67,7 +67,7 @@ def test_out_of_order_chunks_are_gathered_into_time_order_with_ties_in_file_orde
     # each row's columns moved together: the row with the latest time, the last of its ties in the file
     last = len(file_ts) - 1 - int(np.argmax(file_ts[::-1]))
     assert got["name"][-1] == file_names[last] and not np.array_equal(got["name"], file_names)
-    assert got["grid_size"].strides == (0,) and int(got["grid_size"][0]) == 7
+    assert got["shared_memory"].strides == (0,) and int(got["shared_memory"][0]) == 7
 
 
 def test_columns_already_in_time_order_are_joined_as_they_are():
