@@ -18,10 +18,16 @@ Last line: ``floor_s= cold_s= warm_s= cold_over_floor= warm_over_cold= peak_rss_
 run's peak; the targets are ratios, measured in one run).
 
 ``--no-floor`` skips the floor (``orjson.loads`` of a 4.5 GB trace needs ~30 GB of memory): the
-ratios to it are then left out. ``--baseline TRACE09`` first measures the cold report of a smaller
-trace in the same run and prints ``cold_over_baseline`` (the 4.5 GB trace's cold time
+ratios to it are then left out. ``--baseline TRACE09`` also measures the cold report of a smaller
+trace in the same run (in turns with the trace's runs, first in each round) and prints ``cold_over_baseline`` (the 4.5 GB trace's cold time
 ≤ 5.0× the 0.9 GB trace's) and ``cpu_over_baseline`` (the same ratio of CPU seconds, this process and its
 decode workers: a loaded machine disturbs it less). Every line ends with the load averages.
+
+"Cold" is an empty parse cache with the trace in the page cache: before each floor and cold run the
+trace is read once, untimed, unless all of it is resident (``benchmarks/page_cache.py``; a line per run
+says what was found). On a box whose reclaim drops a file's pages a minute after its last read (DAMON's
+``pageout`` here) a cold report would otherwise also time the disk, by how much depending on when the
+file was last read.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._common import HWM, REPO, run_child
+from benchmarks.page_cache import ensure_resident
 
 FLOOR = (
     HWM
@@ -79,22 +86,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trace")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each case; the fastest counts")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor (it holds the whole document)")
-    parser.add_argument("--baseline", help="a smaller trace whose cold report is measured first, in this run")
+    parser.add_argument("--baseline", help="a smaller trace whose cold report is measured in this run, in turns")
     parser.add_argument("--repo", default=REPO, help="the checkout whose tb_plugin is measured (default: this one)")
     parser.add_argument(
         "--no-tree-memory", action="store_true", help="do not sample the cold report's process tree's memory"
     )
     args = parser.parse_args(argv)
-    base = None
-    if args.baseline:
-        # as many runs as the trace: fastest vs fastest
-        base = _measure(args.baseline, args.repeat, ("cold",), args.repo, not args.no_tree_memory)["cold"]
+    cases = ("cold", "warm") if args.no_floor else ("floor", "cold", "warm")
+    traces = {"trace": (args.trace, cases)}
+    if args.baseline:  # measured in turns with the trace, first in each round: fastest vs fastest
+        traces = {"baseline": (args.baseline, ("cold",)), **traces}
+    measured = _measure(traces, args.repeat, args.repo, not args.no_tree_memory)
+    base = measured["baseline"]["cold"] if args.baseline else None
+    if base is not None:
         print(
             f"baseline cold: {base['seconds']:.2f} s, CPU {base['cpu_s']:.2f} s, peak RSS {base['rss_mb']:.0f} MB"
             f" ({args.baseline}; load {_load()})"
         )
-    cases = ("cold", "warm") if args.no_floor else ("floor", "cold", "warm")
-    best = _measure(args.trace, args.repeat, cases, args.repo, not args.no_tree_memory)
+    best = measured["trace"]
     for name in cases:
         r = best[name]
         print(
@@ -131,34 +140,45 @@ def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def _measure(trace_path: str, repeat: int, cases: tuple, repo: str = REPO, tree: bool = True) -> dict[str, dict]:
-    """The fastest of ``repeat`` runs of each case on ``trace_path``, hard-linked into a fresh folder,
-    with ``repo``'s tb_plugin; with ``tree``, one more cold run samples its process tree's memory
-    (``tree_pss_mb``; the sampling slows the run it samples: its time is not counted)."""
+def _measure(traces: dict[str, tuple[str, tuple]], repeat: int, repo: str = REPO, tree: bool = True) -> dict:
+    """Per label of ``traces`` (``label -> (trace path, cases)``), the fastest of ``repeat`` runs of each
+    case, each trace hard-linked into a fresh folder, with ``repo``'s tb_plugin; the traces in turns,
+    round by round. Before each floor and cold run the trace is made resident in the page cache
+    (:func:`~benchmarks.page_cache.ensure_resident`: this box's reclaim drops a file's pages a minute after
+    its last read, and a report read from the disk measures the disk). With ``tree``, one more cold run of
+    each samples its process tree's memory (``tree_pss_mb``; the sampling slows the run it samples: its
+    time is not counted)."""
     with tempfile.TemporaryDirectory(prefix="kinetoscope-bench-report-") as tmp:
-        run_dir = os.path.join(tmp, "run")
-        os.mkdir(run_dir)
-        trace = os.path.join(run_dir, os.path.basename(trace_path))
-        try:  # a hard link (a symlink out of the logdir would not be listed); a copy across filesystems
-            os.link(os.path.abspath(trace_path), trace)
-        except OSError:
-            import shutil
+        linked = {}
+        for label, (trace_path, _) in traces.items():
+            run_dir = os.path.join(tmp, label)
+            os.mkdir(run_dir)
+            linked[label] = os.path.join(run_dir, os.path.basename(trace_path))
+            try:  # a hard link (a symlink out of the logdir would not be listed); a copy across filesystems
+                os.link(os.path.abspath(trace_path), linked[label])
+            except OSError:
+                import shutil
 
-            shutil.copyfile(trace_path, trace)
-        best: dict[str, dict] = {}
+                shutil.copyfile(trace_path, linked[label])
+        best: dict[str, dict[str, dict]] = {label: {} for label in traces}
         for _ in range(max(1, repeat)):
-            cache = tempfile.mkdtemp(dir=tmp)
-            env = dict(os.environ, KINETOSCOPE_CACHE_DIR=cache)
-            for name, script in (("floor", FLOOR), ("cold", REPORT), ("warm", REPORT)):
-                if name not in cases:
-                    continue
-                got = run_child(script, [trace, os.path.abspath(repo)], env=env)
-                if name not in best or got["seconds"] < best[name]["seconds"]:
-                    best[name] = got
-        if tree and "cold" in best:
-            env = dict(os.environ, KINETOSCOPE_CACHE_DIR=tempfile.mkdtemp(dir=tmp))
-            sampled = run_child(REPORT, [trace, os.path.abspath(repo)], env=env, tree_memory=True)
-            best["cold"]["tree_pss_mb"] = sampled["tree_pss_mb"]
+            for label, (_, cases) in traces.items():
+                trace = linked[label]
+                env = dict(os.environ, KINETOSCOPE_CACHE_DIR=tempfile.mkdtemp(dir=tmp))
+                for name, script in (("floor", FLOOR), ("cold", REPORT), ("warm", REPORT)):
+                    if name not in cases:
+                        continue
+                    if name != "warm":
+                        print(f"{label} {name}: {ensure_resident(trace)}", flush=True)
+                    got = run_child(script, [trace, os.path.abspath(repo)], env=env)
+                    if name not in best[label] or got["seconds"] < best[label][name]["seconds"]:
+                        best[label][name] = got
+        if tree:
+            for label in traces:
+                env = dict(os.environ, KINETOSCOPE_CACHE_DIR=tempfile.mkdtemp(dir=tmp))
+                ensure_resident(linked[label])
+                sampled = run_child(REPORT, [linked[label], os.path.abspath(repo)], env=env, tree_memory=True)
+                best[label]["cold"]["tree_pss_mb"] = sampled["tree_pss_mb"]
     return best
 
 
