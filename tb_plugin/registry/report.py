@@ -17,7 +17,7 @@ from ..analysis.call_stacks import differing_frames, parse_frame
 from ..analysis.memory import memory_window
 from ..analysis.runtime_calls import RuntimeCallRow
 from ..logs import module_logger
-from ..trace.heap import release_after, trimmed_steps
+from ..trace.heap import STEP_TRIM_GROWTH_BYTES, release_after, trimmed_steps
 from . import graph_siblings
 from .interface import Registry
 from .report_artifacts import add_artifacts, add_hang
@@ -169,6 +169,7 @@ def run_sections(
     memos: dict[str, Any] | None = None,
     trim: bool = True,
     untrimmed: frozenset[str] = frozenset(),
+    lazily_trimmed: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Each section computed in turn (``items``: the trace's events and memory events). With ``memos``
     (the trace's :attr:`~tb_plugin.trace.model.Trace.derived`, which nothing reads after the sections),
@@ -180,11 +181,12 @@ def run_sections(
     is very large (:class:`~.executors.sections.SectionFork`). With ``trim``,
     a very large trace's steps inside each section give them back too (``trimmed_steps``: its sections'
     peaks held ~0.2-0.4 GB of freed temporaries). The sections named in ``untrimmed`` keep theirs
-    (neither their steps nor their end give pages back)."""
+    (neither their steps nor their end give pages back); those in ``lazily_trimmed`` give their steps'
+    back only past :data:`~tb_plugin.trace.heap.STEP_TRIM_GROWTH_BYTES` of growth (their end, all)."""
     got: dict[str, Any] = {}
     for done, (key, make) in enumerate(sections, 1):
         trims = trim and key not in untrimmed
-        with trimmed_steps(items if trims else 0):
+        with trimmed_steps(items if trims else 0, STEP_TRIM_GROWTH_BYTES if key in lazily_trimmed else 0):
             got[key] = make()
         if memos is not None:
             drop_unread(memos, [later for later, _ in sections[done:]])

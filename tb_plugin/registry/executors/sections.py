@@ -52,6 +52,10 @@ CHILD_SECTIONS = frozenset({"distributed", "insights", "overview", "memory"})
 # process is past its peak, and each page given back cost a page fault when taken again (4.5 GB trace:
 # the insights' 0.5 M faults, ~1.5 s of the report's wall; the tree's peak unchanged, 1881-1943 MB)
 UNTRIMMED_CHILD_SECTIONS = frozenset({"insights", "overview"})
+# ... and its distributed section's steps (the critical path's groups) give theirs back only past
+# STEP_TRIM_GROWTH_BYTES of growth: it ends before the tree's peak (this process's operators section beside
+# the child's insights), and its end gives back everything (trace/heap.STEP_TRIM_GROWTH_BYTES' figures)
+LAZILY_TRIMMED_CHILD_SECTIONS = frozenset({"distributed"})
 # Below this many events and memory events the child's copy-on-write page faults cost about what it
 # saves (a side process for a 35 MB trace's distributed section saved 7 ms of 70)
 FORK_ABOVE_ITEMS = 300_000
@@ -235,7 +239,14 @@ class SectionFork:
         if self.swap is not None:
             self.swap.swap(self.trace)
         mine = [s for s in sections if s[0] in self.child]
-        got = run_sections(mine, items, memos, trim=big, untrimmed=UNTRIMMED_CHILD_SECTIONS)
+        got = run_sections(
+            mine,
+            items,
+            memos,
+            trim=big,
+            untrimmed=UNTRIMMED_CHILD_SECTIONS,
+            lazily_trimmed=LAZILY_TRIMMED_CHILD_SECTIONS,
+        )
         with open(fd, "wb") as f:
             f.write(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
         raise _Sent

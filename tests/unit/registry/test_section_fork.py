@@ -89,10 +89,10 @@ def test_a_child_that_dies_is_replaced_by_this_process(monkeypatch):
 def _dies_in_child(real):
     parent = os.getpid()
 
-    def run(part, items, memos=None, trim=True, untrimmed=frozenset()):
+    def run(part, items, memos=None, trim=True, untrimmed=frozenset(), lazily_trimmed=frozenset()):
         if os.getpid() != parent:
             os._exit(3)
-        return real(part, items, memos, trim, untrimmed)
+        return real(part, items, memos, trim, untrimmed, lazily_trimmed)
 
     return run
 
@@ -193,9 +193,9 @@ def test_this_process_makes_the_cache_writes_on_a_thread_beside_its_sections(tmp
     real = sections.run_sections
     writing, parent = threading.Event(), os.getpid()
 
-    def logged(chosen, items, memos=None, trim=True, untrimmed=frozenset()):
+    def logged(chosen, items, memos=None, trim=True, untrimmed=frozenset(), lazily_trimmed=frozenset()):
         assert os.getpid() != parent or writing.wait(30)  # here, the write began before these sections end
-        got = real(chosen, items, memos, trim, untrimmed)
+        got = real(chosen, items, memos, trim, untrimmed, lazily_trimmed)
         done.append("sections")
         return got
 
@@ -260,19 +260,26 @@ def test_the_child_keeps_its_freed_pages_and_never_collects_what_it_inherited(tm
     real = sections.run_sections
     here: list[bool] = []
 
-    def run(part, items, memos=None, trim=True, untrimmed=frozenset()):
+    def run(part, items, memos=None, trim=True, untrimmed=frozenset(), lazily_trimmed=frozenset()):
         if os.getpid() != parent:
-            out.write_text(f"trim={trim} frozen={gc.get_freeze_count() > 0} untrimmed={sorted(untrimmed)}")
+            out.write_text(
+                f"trim={trim} frozen={gc.get_freeze_count() > 0} untrimmed={sorted(untrimmed)} "
+                f"lazily={sorted(lazily_trimmed)}"
+            )
         else:
-            here.append(trim)
-        return real(part, items, memos, trim, untrimmed)
+            here.append((trim, sorted(lazily_trimmed)))
+        return real(part, items, memos, trim, untrimmed, lazily_trimmed)
 
     monkeypatch.setattr(sections, "run_sections", run)
     serial = rank_aggregate(views(), True)
     fork = sections.SectionFork(views(), True)
     forked = aggregate_through(fork, True)
-    # (its insights and overview keep theirs even then: sections.UNTRIMMED_CHILD_SECTIONS)
-    assert out.read_text() == f"trim={very_large} frozen=True untrimmed=['insights', 'overview']" and here == [True]
+    # (its insights and overview keep theirs even then: sections.UNTRIMMED_CHILD_SECTIONS; its distributed
+    # section's steps trim lazily, sections.LAZILY_TRIMMED_CHILD_SECTIONS; this process's steps after each)
+    assert out.read_text() == (
+        f"trim={very_large} frozen=True untrimmed=['insights', 'overview'] lazily=['distributed']"
+    )
+    assert here == [(True, [])]
     assert text(forked) == text(serial)
 
 

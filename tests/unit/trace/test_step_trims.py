@@ -6,6 +6,7 @@ report's sections open it with ``trim`` (this process), never in the section chi
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -128,3 +129,78 @@ def test_untrimmed_sections_keep_their_freed_pages(monkeypatch, trims):
     from tb_plugin.registry.executors.sections import UNTRIMMED_CHILD_SECTIONS
 
     assert UNTRIMMED_CHILD_SECTIONS == {"insights", "overview"}
+
+
+@pytest.fixture
+def resident(monkeypatch):
+    """This process's anonymous resident bytes as the test sets them (heap.anon_resident_bytes)."""
+    now = [0]
+    monkeypatch.setattr(heap, "anon_resident_bytes", lambda: now[0])
+    monkeypatch.setattr(heap, "_trimmed_to", [0])
+    return now
+
+
+MB = 1 << 20
+
+
+def test_a_lazy_step_trims_only_past_its_growth_since_the_last_trim(trims, resident):
+    resident[0] = 500 * MB
+    assert heap.release_freed_memory() is True and trims == [0]  # a full trim: growth counts from 500 MB
+    resident[0] = 627 * MB
+    assert heap.release_if_grown(128 * MB) is False and trims == [0]  # 127 MB grown: left to the next steps
+    resident[0] = 628 * MB
+    assert heap.release_if_grown(128 * MB) is True and trims == [0, 0]
+    resident[0] = 700 * MB  # (the trim measured 700 MB after it: from there)
+    heap.release_freed_memory()
+    resident[0] = 600 * MB  # shrunk below it (freed and given back otherwise): growth counts from 600 MB
+    assert heap.release_if_grown(128 * MB) is False
+    resident[0] = 727 * MB
+    assert heap.release_if_grown(128 * MB) is False and trims == [0, 0, 0]
+    resident[0] = 728 * MB
+    assert heap.release_if_grown(128 * MB) is True and trims == [0, 0, 0, 0]
+
+
+def test_a_lazy_step_trims_where_nothing_is_known(trims, resident):
+    """No trim yet, or no resident figure (no /proc): every lazy step trims, as a plain one."""
+    resident[0] = 900 * MB
+    assert heap.release_if_grown(128 * MB) is True and trims == [0]  # no trim before it
+    resident[0] = 0
+    assert heap.release_if_grown(128 * MB) is True and trims == [0, 0]
+
+
+def test_trimmed_steps_growth_makes_its_steps_lazy_and_is_restored(trims, resident):
+    resident[0] = 500 * MB
+    heap.release_freed_memory()
+    resident[0] = 560 * MB
+    with heap.trimmed_steps(BIG, 128 * MB):
+        assert heap.release_after_step() is False  # lazily: 60 MB grown
+        with heap.trimmed_steps(BIG):  # nested, not lazy: every step
+            assert heap.release_after_step() is True
+        resident[0] = 600 * MB
+        assert heap.release_after_step() is False  # lazily again, from the last trim's 560 MB
+    assert heap.release_after_step() is False and trims == [0, 0]  # outside: nothing
+
+
+def test_lazily_trimmed_sections_trim_their_steps_past_the_growth_and_their_end_fully(monkeypatch, trims, resident):
+    """A section named ``lazily_trimmed`` trims its steps only past STEP_TRIM_GROWTH_BYTES of growth and is
+    trimmed fully after; the others trim every step (the section child of a very large trace: its
+    distributed section, sections.LAZILY_TRIMMED_CHILD_SECTIONS)."""
+    after: list[str] = []
+    monkeypatch.setattr(report_mod, "release_after", lambda items: after.append("trim") or True)
+    resident[0] = 800 * MB
+    heap.release_freed_memory()
+    resident[0] = 800 * MB + heap.STEP_TRIM_GROWTH_BYTES - 1
+    sections = [("distributed", heap.release_after_step), ("insights", heap.release_after_step)]
+    got = report_mod.run_sections(sections, BIG, lazily_trimmed=frozenset({"distributed"}))
+    assert got == {"distributed": False, "insights": True} and trims == [0, 0] and after == ["trim", "trim"]
+    from tb_plugin.registry.executors.sections import LAZILY_TRIMMED_CHILD_SECTIONS
+
+    assert LAZILY_TRIMMED_CHILD_SECTIONS == {"distributed"}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux's /proc")
+def test_the_resident_figure_is_this_process_s():
+    with open("/proc/self/status") as f:
+        listed = next(int(line.split()[1]) << 10 for line in f if line.startswith("RssAnon:"))
+    got = heap.anon_resident_bytes()
+    assert got > 0 and abs(got - listed) < 64 * MB  # (read a moment apart)
