@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..trace.proc_status import status_bytes
 from . import expansion
 
 WHOLE_PER_BYTE = 12  # address space a whole read may take per byte of pickle (measured: ~10×)
@@ -41,14 +42,7 @@ def _address_space_limit() -> int | None:
 
 def _mapped_bytes() -> int | None:
     """This process's mapped address space now (``VmSize``, bytes), or None where /proc is missing."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmSize:"):
-                    return int(line.split()[1]) << 10
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return status_bytes(b"VmSize:")
 
 
 def fits(size: int, later: int = 0, per_byte: int = WHOLE_PER_BYTE) -> bool:

@@ -17,6 +17,8 @@ import os
 import sys
 from collections.abc import Iterator
 
+from .proc_status import status_bytes
+
 _trim = _mallopt = None
 if sys.platform.startswith("linux"):
     try:
@@ -98,14 +100,7 @@ _trimmed_to = [0]
 def anon_resident_bytes() -> int:
     """This process's anonymous resident memory (``RssAnon`` of ``/proc/self/status``), bytes; 0 where
     it cannot be read."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"RssAnon:"):
-                    return int(line.split()[1]) << 10
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+    return status_bytes(b"RssAnon:") or 0
 
 
 def release_if_grown(growth: int) -> bool:

@@ -204,3 +204,14 @@ def test_the_resident_figure_is_this_process_s():
         listed = next(int(line.split()[1]) << 10 for line in f if line.startswith("RssAnon:"))
     got = heap.anon_resident_bytes()
     assert got > 0 and abs(got - listed) < 64 * MB  # (read a moment apart)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux's /proc")
+def test_a_status_field_in_bytes_and_none_for_a_missing_one():
+    from tb_plugin.trace.proc_status import status_bytes
+
+    with open("/proc/self/status") as f:
+        listed = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
+    got = status_bytes(b"VmSize:")
+    assert got is not None and got % 1024 == 0 and abs(got - listed) < 64 * MB
+    assert status_bytes(b"NoSuchField:") is None
