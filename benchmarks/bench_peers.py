@@ -56,7 +56,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-from benchmarks.page_cache import ensure_resident  # noqa: E402
+from benchmarks.page_cache import ensure_all_resident  # noqa: E402
 
 SAMPLES = os.path.join(os.path.dirname(REPO), "shared", "samples")
 DEFAULT_TRACE = os.path.join(SAMPLES, "kineto", "resnet50_num_workers_0", "worker0.1623143089861.pt.trace.json.gz")
@@ -111,9 +111,8 @@ def bench_file(path: str, args, tmp: str) -> dict[str, list[dict]]:
         k = rnd % len(args.tools)
         for tool in args.tools[k:] + args.tools[:k]:
             cmd, env, cwd = commands(tool, folder, trace, args, tmp)
-            cached = ensure_resident(trace)  # (this box's reclaim drops a file a minute after its last read)
-            if "read once" in cached:
-                print(f"  {cached}", file=sys.stderr, flush=True)
+            for line in ensure_all_resident(trace, only_read=True):  # (this box drops a file a minute after its read)
+                print(f"  {line}", file=sys.stderr, flush=True)
             got = measure(cmd, env, cwd, os.path.join(tmp, f"{tool}.out"))
             if tool in ("kinetoscope", "baseline") and os.path.getsize(os.path.join(tmp, f"{tool}.out")) < 1000:
                 raise RuntimeError("kinetoscope printed no report")

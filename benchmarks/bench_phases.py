@@ -40,7 +40,7 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-from benchmarks.page_cache import ensure_resident  # noqa: E402
+from benchmarks.page_cache import ensure_all_resident  # noqa: E402
 
 CHILD = r"""
 import io, os, sys, time
@@ -221,10 +221,8 @@ def _size(path: str) -> int:
 
 def report(path: str, cores: int, repo: str, timeline: bool) -> tuple[dict[str, dict[str, Phase]], float]:
     """One pinned cold report of ``path``, printed; its phases and its processes' CPU seconds."""
-    files = [path] if not os.path.isdir(path) else [os.path.join(path, n) for n in sorted(os.listdir(path))]
-    for file in files:  # (an empty parse cache, the trace in the page cache: benchmarks/page_cache.py)
-        if os.path.isfile(file):
-            print(ensure_resident(file), flush=True)
+    for line in ensure_all_resident(path):  # (an empty parse cache, the trace in the page cache: page_cache.py)
+        print(line, flush=True)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     marks = run(path, cores, repo)
     after = " ".join(f"{x:.2f}" for x in os.getloadavg())

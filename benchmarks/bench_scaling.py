@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import REPO, print_figures
-from page_cache import ensure_resident
+from page_cache import ensure_all_resident
 
 REPORT = r"""
 import hashlib, io, json, os, resource, sys, time
@@ -66,11 +66,8 @@ def run_pinned(cores: int, logdir: str, repo: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "KINETOSCOPE_DECODE_WORKERS"}
     env["KINETOSCOPE_CACHE_DIR"] = cache
     cpu_list = "0" if cores == 1 else f"0-{cores - 1}"
-    for name in sorted(os.listdir(logdir)):  # the trace in the page cache (benchmarks/page_cache.py)
-        if os.path.isfile(os.path.join(logdir, name)):
-            cached = ensure_resident(os.path.join(logdir, name))
-            if "read once" in cached:
-                print(f"  {cached}", flush=True)
+    for line in ensure_all_resident(logdir, only_read=True):  # the trace in the page cache (page_cache.py)
+        print(f"  {line}", flush=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     try:

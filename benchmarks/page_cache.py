@@ -78,13 +78,26 @@ def make_resident(path: str) -> float:
 
 def ensure_resident(path: str, label: str = "") -> str:
     """Make ``path`` resident when less than all of it is; the line saying what was found and done."""
+    return _ensure(path, label)[0]
+
+
+def ensure_all_resident(path: str, only_read: bool = False) -> list[str]:
+    """:func:`ensure_resident` for the file ``path``, or for every file in the folder ``path``; their lines
+    (with ``only_read``, only those of files that had to be read)."""
+    files = [path] if not os.path.isdir(path) else [os.path.join(path, n) for n in sorted(os.listdir(path))]
+    lines = [_ensure(file, "") for file in files if os.path.isfile(file)]
+    return [line for line, read in lines if read or not only_read]
+
+
+def _ensure(path: str, label: str) -> tuple[str, bool]:
+    """:func:`ensure_resident`'s line, and whether the file was read."""
     before = resident_fraction(path)
     name = label or os.path.basename(path)
     if before is None:
-        return f"page cache: {name}: residency unknown"
+        return f"page cache: {name}: residency unknown", False
     if before >= 0.999:
-        return f"page cache: {name}: {before:.1%} resident"
+        return f"page cache: {name}: {before:.1%} resident", False
     took = make_resident(path)
     after = resident_fraction(path)
     shown = "unknown" if after is None else f"{after:.1%}"
-    return f"page cache: {name}: {before:.1%} resident, read once (untimed, {took:.1f} s): {shown}"
+    return f"page cache: {name}: {before:.1%} resident, read once (untimed, {took:.1f} s): {shown}", True

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from benchmarks.page_cache import ensure_resident, make_resident, resident_fraction
+from benchmarks.page_cache import ensure_all_resident, ensure_resident, make_resident, resident_fraction
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mincore: Linux")
 
@@ -46,3 +46,18 @@ def test_pages_dropped_are_read_again(tmp_path):
     line = ensure_resident(path)
     assert f"{dropped:.1%} resident, read once" in line and line.endswith(": 100.0%")
     assert resident_fraction(path) == 1.0
+
+
+def test_a_folder_s_files_each_and_only_those_read_when_asked(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "sub").mkdir()  # (a folder inside: not a file, left out)
+    for name in ("a.json", "b.json"):
+        (folder / name).write_bytes(b"y" * (4 * mmap.PAGESIZE))
+        make_resident(str(folder / name))
+    assert ensure_all_resident(str(folder)) == [
+        "page cache: a.json: 100.0% resident",
+        "page cache: b.json: 100.0% resident",
+    ]
+    assert ensure_all_resident(str(folder), only_read=True) == []
+    assert ensure_all_resident(str(folder / "a.json")) == ["page cache: a.json: 100.0% resident"]
