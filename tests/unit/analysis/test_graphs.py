@@ -7,16 +7,20 @@ import glob
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import REPO, SAMPLES, flight_recorder_dump
 from synth import graphs as G
+from synth.critical import chain_doc
 
 from tb_plugin.analysis.compiled_regions import compiled_regions
+from tb_plugin.analysis.graph_capture import replay_source
 from tb_plugin.analysis.graphs import graphs_document, kernel_accounting
 from tb_plugin.analysis.modules import module_tree
 from tb_plugin.analysis.operators import operator_rows
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.decode import decode_trace
+from tb_plugin.trace.model import held_bytes
 
 OPS = dict(zip(G.CAPTURED_OPS, ("gemm", "relu_k", "add_k", "mul_k")))
 
@@ -61,6 +65,20 @@ def test_capture_attributes_replayed_kernels(node_ids):
         "from_graph_replay_us": total,
     }
     assert doc["advice"] == []
+
+
+def test_replay_source_without_replays_holds_no_column():
+    """A trace without graph replays: every event's source is -1 (int64, one per event), as one read-only
+    value, not a column of pages; with replays it is the matched column (each replayed kernel's launch)."""
+    plain = _decode(chain_doc())
+    assert graphs_document(plain)["replays"] == 0
+    src = replay_source(plain)
+    assert src.shape == (len(plain.events),) and src.dtype == np.int64 and held_bytes(src) == 8
+    assert (src == -1).all() and not src.flags.writeable
+    replayed = _decode(G.captured_replays(True))
+    src = replay_source(replayed)
+    assert held_bytes(src) == src.nbytes == 8 * len(replayed.events)
+    assert int((src >= 0).sum()) == len(G.REPLAYS) * len(G.CAPTURED_OPS)
 
 
 def test_two_captures_of_one_size_are_ambiguous():
