@@ -17,7 +17,7 @@ from tb_plugin.analysis.compiled_regions import compiled_regions
 from tb_plugin.analysis.graph_capture import replay_source
 from tb_plugin.analysis.graphs import graphs_document, kernel_accounting
 from tb_plugin.analysis.modules import module_tree
-from tb_plugin.analysis.operators import operator_rows
+from tb_plugin.analysis.operators import op_times, operator_rows
 from tb_plugin.registry.parse import load_trace_file
 from tb_plugin.trace.decode import decode_trace
 from tb_plugin.trace.model import held_bytes
@@ -79,6 +79,21 @@ def test_replay_source_without_replays_holds_no_column():
     src = replay_source(replayed)
     assert held_bytes(src) == src.nbytes == 8 * len(replayed.events)
     assert int((src >= 0).sum()) == len(G.REPLAYS) * len(G.CAPTURED_OPS)
+
+
+def test_operator_times_nothing_accumulates_into_are_zero_and_held_nowhere():
+    """Without graph replays or tensor-core kernels the replay and tensor-core times are never summed:
+    +0 on every operator (no -0.0), no row held; the device times still roll up (each total is its self
+    time plus its children's totals, the root's the whole device time launched under it)."""
+    trace = _decode(chain_doc())
+    t = op_times(trace)
+    ops = np.flatnonzero(t.is_op)
+    for per_op in (t.replay_self, t.replay_total, t.tc_self, t.tc_total):
+        got = per_op[ops]
+        assert len(per_op.rows) == 0 and (got == 0).all() and not np.signbit(got).any()
+    device_self, device_total = t.device_self[ops], t.device_total[ops]
+    assert device_self.sum() > 0 and device_total.max() == pytest.approx(device_self.sum())
+    assert t.kernel_total[ops].max() == pytest.approx(t.kernel_self[ops].sum())
 
 
 def test_two_captures_of_one_size_are_ambiguous():
