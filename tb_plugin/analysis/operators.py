@@ -180,13 +180,15 @@ def _op_times(trace: Trace) -> OpTimes:
     kind = ev.kind[owned]
     tc = (kind == Kind.KERNEL) & trace.name_mask(uses_tensor_cores)[owned]
 
-    def accumulate(pos: np.ndarray, rows: np.ndarray, weights_mask) -> np.ndarray | None:
-        """The device time of ``rows`` (those of ``weights_mask``) summed per operator position; None
-        where the mask holds no row: every operator's time +0, never made, copied nor rolled up (a trace
-        without graph replays or tensor-core kernels: 4.5 GB trace, 4 arrays of 27 MB fewer at the
-        operators section, where the process tree peaks)."""
+    zero = np.broadcast_to(0.0, (m,))  # (a time nothing accumulates into: +0 for every operator)
+
+    def accumulate(pos: np.ndarray, rows: np.ndarray, weights_mask) -> np.ndarray:
+        """The device time of ``rows`` (those of ``weights_mask``) summed per operator position; ``zero``
+        where the mask holds no row: never made, copied nor rolled up (a trace without graph replays or
+        tensor-core kernels: 4.5 GB trace, up to 4 arrays of 27 MB fewer at the operators section, where
+        the process tree peaks)."""
         if weights_mask is not None and not weights_mask.any():
-            return None
+            return zero
         out = np.zeros(m)
         if weights_mask is None:
             np.add.at(out, pos, ev.dur[rows])
@@ -194,27 +196,25 @@ def _op_times(trace: Trace) -> OpTimes:
             np.add.at(out, pos[weights_mask], ev.dur[rows[weights_mask]])
         return out
 
+    def made(arrays: list[np.ndarray]) -> list[np.ndarray]:
+        return [a for a in arrays if a is not zero]
+
     device_self = accumulate(owner_pos, owned, None)
     kernel_self = accumulate(owner_pos, owned, kind == Kind.KERNEL)
     tc_self = accumulate(owner_pos, owned, tc)
     replay_self = accumulate(owner_pos, owned, source[owned] >= 0)
     del owner_pos, kind, tc, owned, source
-    totals = [None if a is None else a.copy() for a in (device_self, kernel_self, tc_self, replay_self)]
-    roll_up([a for a in totals if a is not None], order, parent_pos)  # an operator's total holds its subtree
+    totals = [a if a is zero else a.copy() for a in (device_self, kernel_self, tc_self, replay_self)]
+    roll_up(made(totals), order, parent_pos)  # an operator's total holds its subtree
     del order
     # the self times, read no more, become the table's (merged in place: no copies held beside them)
     table_self = [host_self, device_self, kernel_self, tc_self, replay_self]
     del host_self, device_self, kernel_self, tc_self, replay_self
-    # deepest first, so chains of same-name ops fold all the way up
-    roll_up([a for a in table_self if a is not None], same, parent_pos)
+    roll_up(made(table_self), same, parent_pos)  # deepest first, so chains of same-name ops fold all the way up
     del same, parent_pos
-    zero = np.broadcast_to(0.0, (m,))  # (the times never made: +0 for every operator)
-    selfs: list[np.ndarray] = [zero if a is None else a for a in table_self]
-    rolled: list[np.ndarray] = [zero if a is None else a for a in totals]
-    del table_self, totals
     # each operator-length array freed once held as its PerOp (popped: the lists hold them no more)
-    host_s, device_s, kernel_s, tc_s, replay_s = (PerOp(ops, selfs.pop(0)) for _ in range(5))
-    device_t, kernel_t, tc_t, replay_t = (PerOp(ops, rolled.pop(0)) for _ in range(4))
+    host_s, device_s, kernel_s, tc_s, replay_s = (PerOp(ops, table_self.pop(0)) for _ in range(5))
+    device_t, kernel_t, tc_t, replay_t = (PerOp(ops, totals.pop(0)) for _ in range(4))
     return OpTimes(
         is_op,
         host_self=host_s,
