@@ -12,11 +12,10 @@ import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import sample
+from conftest import REPO, sample
 from synth.critical import CHAIN_EXPECTED, DATALOADER, chain_doc, dataloader_docs, dataloader_expected, dataloader_job
 
 from tb_plugin.analysis.collective_matching import match_collectives
@@ -169,8 +168,7 @@ def test_walks_leave_no_cycles_and_the_collector_as_found():
 
     In a child of its own: in a pytest worker, threads and finalizers left by earlier tests can make
     garbage while the collector is paused, which is not the walks' (CI saw 35 such objects once)."""
-    tests = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
     done = subprocess.run(
         [sys.executable, "-c", _NO_CYCLES_PROBE], capture_output=True, text=True, env=env, timeout=300
     )
