@@ -97,7 +97,7 @@ class ColumnBuilder(Finishing):
         self.strings: list[str] = [""]
         self._ids: dict[Any, int] = {None: 0}
         self.chunks: dict[str, list[np.ndarray]] = {k: [] for k in EVENT_COLUMNS}
-        self.memory_parts: list[tuple] = []  # per batch: (ts, pids, tids, {column: values}), see other_events
+        self.memory_parts: list[tuple] = []  # per batch: (ts, coded pids, coded tids, {column: values}): other_events
         self.flow_rows: list[tuple] = []
         self.counter_rows: list[tuple] = []
         self.metadata_values: dict[str, Any] = {}

@@ -41,6 +41,7 @@ from .errors import TraceReadError
 from .events import _OBJECT_DECODER, BATCH_EVENTS
 from .heap import gc_paused
 from .model import STRING_ID_COLUMNS, Trace, compact_column, is_one_value
+from .other_events import memory_part_bytes
 from .ranges import to_document
 from .scan import EventsHook, Positions, Source, Unstreamable, scan_document
 
@@ -85,7 +86,7 @@ def merge(into: ColumnBuilder, state: dict[str, Any], base: int) -> int:
         offset = row[8] if row[8] is None or into.sink is None else row[8] + np.array([base, 0])
         into.begin_end.append(row[:7] + (first + row[7], offset))
     into.memory_parts.extend(state["memory_parts"])
-    added += sum(p[0].nbytes * 8 + 72 * len(p[1]) for p in state["memory_parts"])
+    added += sum(map(memory_part_bytes, state["memory_parts"]))
     for name in ("flow_rows", "counter_rows"):
         getattr(into, name).extend(state[name])
         added += ROW_BYTES * len(state[name])
@@ -186,7 +187,7 @@ def _units(batches: Iterable, positions: bool = False) -> Iterable[_Unit]:
 def _held(builder: ColumnBuilder) -> int:
     """Bytes of memory the builder's columns and rows hold (rows at :data:`ROW_BYTES`)."""
     rows = sum(len(getattr(builder, name)) for name in ("flow_rows", "counter_rows", "begin_end"))
-    memory = sum(p[0].nbytes * 8 + 72 * len(p[1]) for p in builder.memory_parts)
+    memory = sum(map(memory_part_bytes, builder.memory_parts))
     return sum(c.nbytes for chunks in builder.chunks.values() for c in chunks) + ROW_BYTES * rows + memory
 
 

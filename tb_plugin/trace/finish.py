@@ -4,7 +4,6 @@ counter, memory and flow tables, devices, metadata and the warnings and notes ab
 from __future__ import annotations
 
 import collections
-import itertools
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -153,9 +152,7 @@ class Finishing(ABC):
         if not self.counter_rows:
             return Table.empty(COUNTER_COLUMNS)
         ts, series, value = (list(c) for c in zip(*self.counter_rows))
-        cols = {"ts": _float_column(ts), "series": self.intern(series), "value": _float_column(value)}
-        order = np.argsort(cols["ts"], kind="stable")
-        return Table({k: v[order] for k, v in cols.items()})
+        return _in_time_order({"ts": _float_column(ts), "series": self.intern(series), "value": _float_column(value)})
 
     def _canonical_ids(self) -> np.ndarray:
         """For every string id, the first id with the same text."""
@@ -166,16 +163,14 @@ class Finishing(ABC):
         if not self.memory_parts:
             return Table.empty(MEMORY_COLUMNS)
         parts, self.memory_parts = self.memory_parts, []
-        cols = {  # (the parts' pid and tid lists joined at C speed: no Python step per memory event)
-            "ts": np.concatenate([p[0] for p in parts]),
-            "pid": self.intern(list(itertools.chain.from_iterable(p[1] for p in parts))),
-            "tid": self.intern(list(itertools.chain.from_iterable(p[2] for p in parts))),
-        }
+        cols = {"ts": np.concatenate([p[0] for p in parts])}
+        # each part's distinct pids (then tids) interned in turn: the ids of interning every value in turn
+        for at, key in ((1, "pid"), (2, "tid")):
+            cols[key] = np.concatenate([self.intern(p[at][0])[p[at][1]] for p in parts])
         for key in parts[0][3]:
             cols[key] = np.concatenate([p[3][key] for p in parts])
         del parts
-        order = np.argsort(cols["ts"], kind="stable")
-        return Table({k: v[order] for k, v in cols.items()})
+        return _in_time_order(cols)
 
     def _flow_table(self) -> Table:
         if not self.flow_rows:
@@ -250,6 +245,17 @@ class Finishing(ABC):
             )
             notes.append(f"{sum(no_duration.values())} events carry no duration ({listed}); they are not step work")
         return out, notes
+
+
+def _in_time_order(cols: dict[str, np.ndarray]) -> Table:
+    """The table of ``cols`` with its rows in a stable sort of ``ts``: as they are where ``ts`` never
+    decreases already (a Kineto trace's memory events and counters, in the file's order), else gathered (a
+    copy of every column: the 4.5 GB trace's 1.9 M memory events, 0.23 s, and their argsort, 0.05 s)."""
+    ts = cols["ts"]
+    if len(ts) < 2 or bool(np.all(ts[1:] >= ts[:-1])):  # (NaN compares False: sorted, it goes last)
+        return Table(cols)
+    order = np.argsort(ts, kind="stable")
+    return Table({k: v[order] for k, v in cols.items()})
 
 
 def _cupti_ranges_warning(strings: list[str], cats: np.ndarray, dur: np.ndarray) -> str | None:

@@ -5,6 +5,7 @@ names and phases left out rather than crashing, and metadata and ``B``/``E`` eve
 
 from __future__ import annotations
 
+import numpy as np
 import orjson
 
 from tb_plugin.trace.decode import decode_trace
@@ -84,3 +85,46 @@ def test_rows_across_batches_keep_the_document_order():
     flow_ids = [i for i in range(BATCH_EVENTS + 10) if i % 5 == 0]
     assert tr.flows.id.tolist() == flow_ids
     assert tr.flows.phase.tolist() == [0 if i % 2 else 1 for i in flow_ids]
+
+
+def test_memory_pids_and_tids_keep_the_ids_of_interning_every_value_in_turn(monkeypatch):
+    """Each batch sends its memory events' pids and tids as distinct values and codes (``coded``): the
+    finish still gives them the string ids, in the order, of interning every pid and then every tid in
+    turn (texts no event named before it), whatever the batches and workers; a list pid is its text."""
+    from tb_plugin.trace import decode_stream as ds
+    from tb_plugin.trace.decode_stream import decode_stream
+
+    monkeypatch.setattr(ds, "UNIT_BATCHES", 1)
+    monkeypatch.setattr(ds, "FIRST_UNITS", ())
+    monkeypatch.setattr(ds, "BATCH_EVENTS", 4)
+    pids = [1, "p9", 1, 7, "7", [3, 4], "p9", 8, True, 7, "p10", 8]
+    tids = ["t1", 2, "t1", "t3", 2, "t4", "t4", "t1", "t5", 2, "t6", "t3"]
+    events = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 2, "ts": 0.0, "dur": 1.0}]
+    for i, (pid, tid) in enumerate(zip(pids, tids)):
+        events.append({**_memory(100.0 - i, i + 1), "pid": pid, "tid": tid})  # newest first: rows reversed
+    body = orjson.dumps({"traceEvents": events})
+    whole = decode_trace(body)
+    chunks = [body[i : i + 64] for i in range(0, len(body), 64)]
+    for workers in (1, 2):
+        tr = decode_stream(chunks, workers=workers, chunk_bytes=96)
+        assert tr.strings == whole.strings
+        # after "cpu_op", "op", "1", "2": the new pids, then the new tids, each in first-occurrence order
+        assert tr.strings[-11:] == ["p9", "7", "7", "[3, 4]", "8", "p10", "t1", "t3", "t4", "t5", "t6"]
+        mem = tr.memory
+        assert mem.bytes.tolist() == list(range(len(pids), 0, -1))
+        # 7 and "7" (and 1 and True) name one text: the finish keeps the first id of a text
+        assert [tr.strings[p] for p in mem.pid.tolist()] == [str(p) if p is not True else "1" for p in pids][::-1]
+        assert [tr.strings[t] for t in mem.tid.tolist()] == [str(t) for t in tids][::-1]
+
+
+def test_coded_values_rebuild_the_list():
+    from tb_plugin.trace.other_events import coded
+
+    values = [3, "a", 3, None, 3.0, "a", True, [1, 2], "b"]
+    distinct, codes = coded(values)
+    # a dict's keys: 3.0 is 3 (its first form kept); the unhashable list as its text
+    assert codes.dtype == np.int32
+    assert distinct == [3, "a", None, True, "[1, 2]", "b"]
+    assert codes.tolist() == [0, 1, 0, 2, 0, 1, 3, 4, 5]
+    none, no_codes = coded([])
+    assert none == [] and no_codes.dtype == np.int32 and len(no_codes) == 0
