@@ -37,7 +37,9 @@ def _made_here(monkeypatch, which: str) -> Callable[[], list[int]]:
 
         real = module._compute_steps
         monkeypatch.setattr(
-            module, "_compute_steps", lambda trace: (os.write(write, b"%d\n" % os.getpid()), real(trace))[1]
+            module,
+            "_compute_steps",
+            lambda trace, staged: (os.write(write, b"%d\n" % os.getpid()), real(trace, staged))[1],
         )
     seen: list[int] = []
 

@@ -530,3 +530,58 @@ def test_this_process_keeps_the_memos_of_the_sections_it_computes(tables):
         assert bool(fork.keep) is tables
     finally:
         fork.close()
+
+
+def test_the_launch_links_are_made_on_a_thread_beside_the_steps_first_stage(monkeypatch):
+    """A very large trace's memos made before the fork: the launch links on a thread of their own while
+    this thread makes the steps' first stage (which reads no link), joined before it returns (no thread
+    may run at the fork); the links and steps are those made in turn."""
+    from tb_plugin.analysis import steps as steps_module
+    from tb_plugin.trace import links
+
+    ran: dict[str, str] = {}
+    real_links, real_stage = links._launch_of, steps_module.host_step_launches
+
+    def spied_links(trace):
+        ran["links"] = threading.current_thread().name
+        return real_links(trace)
+
+    def spied_stage(trace):
+        ran["stage"] = threading.current_thread().name
+        return real_stage(trace)
+
+    monkeypatch.setattr(links, "_launch_of", spied_links)
+    monkeypatch.setattr(steps_module, "host_step_launches", spied_stage)
+    monkeypatch.setattr(sections, "STEP_TRIM_ABOVE_ITEMS", 1)
+    before = set(threading.enumerate())
+    trace = views().trace
+    assert sections.shared_before_fork(trace, len(trace.events))
+    assert ran == {"links": "kinetoscope-launch-links", "stage": threading.current_thread().name}
+    assert set(threading.enumerate()) == before
+    serial = views().trace
+    made_links = real_links(serial)
+    assert trace.derived["launch_of"].tobytes() == made_links.tobytes() and (made_links >= 0).sum() == 75
+    got, want = trace.derived["steps"], steps_module._compute_steps(serial, real_stage(serial))
+    assert got.names == want.names and len(want.names) > 1
+    for field in ("start", "end", "host_start", "host_end", "device_events"):
+        assert getattr(got, field).tobytes() == getattr(want, field).tobytes(), field
+    assert got.first_step_prior_work_us == want.first_step_prior_work_us
+
+
+def test_links_that_fail_on_the_thread_fail_where_the_steps_make_them(monkeypatch):
+    from tb_plugin.trace import links
+
+    calls: list[str] = []
+
+    def failing(trace):
+        calls.append(threading.current_thread().name)
+        raise MemoryError("no room for the links")
+
+    monkeypatch.setattr(links, "_launch_of", failing)
+    monkeypatch.setattr(sections, "STEP_TRIM_ABOVE_ITEMS", 1)
+    before = set(threading.enumerate())
+    trace = views().trace
+    with pytest.raises(MemoryError, match="no room"):
+        sections.shared_before_fork(trace, len(trace.events))
+    assert calls == ["kinetoscope-launch-links", threading.current_thread().name]
+    assert set(threading.enumerate()) == before and "steps" not in trace.derived
