@@ -100,7 +100,7 @@ def graph_capture_share(trace: Trace) -> float:
     return float(span.cum[-1]) / (hi - lo)
 
 
-def _named_calls(trace: Trace) -> dict[str, np.ndarray]:
+def named_calls(trace: Trace) -> dict[str, np.ndarray]:
     """Rows of the calls the call rules address, per rule (allocator, blocking_copy, synchronize); the
     blocking calls outside the trace are left to the "About this trace" warning. Found once per trace
     (three readers; each time two masks over all events); the arrays are read, never written."""
@@ -151,7 +151,7 @@ def named_call_idle_us(trace: Trace) -> float:
     while no device works (the part of the Runtime category they explain; µs)."""
     ev = trace.events
     lo, hi = window(trace)
-    rows = unique_values(np.concatenate(list(_named_calls(trace).values()) + [outside_rows(trace)[0]]))
+    rows = unique_values(np.concatenate(list(named_calls(trace).values()) + [outside_rows(trace)[0]]))
     if len(rows) == 0:
         return 0.0
     busy = device_busy(trace)
@@ -187,7 +187,7 @@ def call_rules(trace: Trace) -> list[Recommendation]:
     lo, hi = window(trace)
     span = hi - lo
     out = []
-    for rule, rows in _named_calls(trace).items():
+    for rule, rows in named_calls(trace).items():
         inside = np.clip(ev.ts[rows] + ev.dur[rows], lo, hi) - np.clip(ev.ts[rows], lo, hi)
         rows, inside = rows[inside > 0], inside[inside > 0]
         addressed, limit = device_idle_cost(trace, rows), threshold_us(rule, span)
@@ -256,7 +256,7 @@ def idle_rules(trace: Trace, insights_doc: Insights) -> list[Recommendation]:
     graphs = graph_use(trace)
     uses_graphs = graphs["replays"] + graphs["captures"] > 0
     compiled = compiled_regions(trace) > 0
-    named = _named_calls(trace)
+    named = named_calls(trace)
     spans = blocked_spans(trace, unique_values(np.concatenate(list(named.values()) + [outside_rows(trace)[0]])))
     ev = trace.events
     loading = category_masks(trace)["dataloader"]  # the host was loading data: the DataLoader rule's time

@@ -8,11 +8,11 @@ of ~5 s, or that were made before the fork with the other core idle. :func:`hand
 right after the fork, writes them into a file made before it (:class:`Handing`: pickle protocol 5, the
 arrays' bytes out of band, :func:`~.memo_swap.write_memos`) and says so with a byte on a pipe; then, in a
 second stage (its own file and pipe), the memos only the child's insights section reads, after its
-distributed one: the Insights tab's figures and the GPU idle gaps (4.5 GB trace: ~2.5 s of CPU, with the
-blocking calls and category flags they read, which the child's critical path also makes; the post-fork
-CPU of the two sides 12.3 and 12.5 s against 10.9 and 14.9 s with them in the child). The child's memos
-(:class:`Arriving`) take a stage when a section first asks for one of its memos, if it has arrived by
-then, reading the arrays where they lie (a private mapping of the file: nothing is copied until
+distributed one: the Insights tab's figures, the GPU idle gaps, the runtime-call table and the calls the
+advice names (4.5 GB trace: ~2.7 s of CPU, with the blocking calls and category flags they read, which
+the child's critical path also makes; the post-fork CPU of the two sides 12.3 and 12.5 s against 10.9
+and 14.9 s with them in the child). The child's memos (:class:`Arriving`) take a stage when a section
+first asks for one of its memos, if it has arrived by then, reading the arrays where they lie (a private mapping of the file: nothing is copied until
 written), and otherwise compute them as before (no side ever waits for the other). The files are unnamed,
 in the parse cache's folder where there is one (its pages then belong to the page cache, which the
 system may take back, not to either process), else in memory. Every memo is a pure function of the trace
@@ -32,12 +32,14 @@ from ...trace.heap import release_after, trimmed_steps
 from .memo_swap import read_memos, write_memos
 
 #: the memos handed to the section child, in stages: its distributed section reads the first after its
-#: critical path, its insights section the second after the distributed one, its memory section the third
-#: (the memory events' operators and the operator rows: 4.5 GB trace ~0.7 s, made here while the child
-#: walks its critical path)
+#: critical path, its insights section the second after the distributed one (with the runtime-call table
+#: and the calls the advice names, which read the blocking calls this stage makes: the two sides of the
+#: 4.5 GB trace's sections then end within ~0.1 s, where the child ended ~0.5 s after this process), its
+#: memory section the third (the memory events' operators and the operator rows: 4.5 GB trace ~0.7 s,
+#: made here while the child walks its critical path)
 STAGES: tuple[tuple[str, ...], ...] = (
     ("op_tree", "gpu_summary", "steps"),
-    ("insights", "gpu_idle"),
+    ("insights", "gpu_idle", "runtime_calls", "named_calls", "outside_trace_rows"),
     ("op_rows", "memory_data"),
 )
 HANDED = tuple(key for stage in STAGES for key in stage)
@@ -123,19 +125,24 @@ def _drop(trace: Any, before: set[str], keep: frozenset[str]) -> None:
 
 
 def _compute(trace: Any, keys: tuple[str, ...]) -> None:
-    """The memos ``keys`` (a stage of :data:`STAGES`) of ``trace`` once this returns. Their steps give
-    freed pages back as a section's do (a very large trace: :func:`~tb_plugin.trace.heap.trimmed_steps`),
-    and so does the operator tree before the GPU summary: their peaks beside the child's critical path
-    were the process tree's (4.5 GB trace)."""
-    from ...analysis.gpu_idle import gpu_idle  # (the analyses are imported by then)
+    """The memos ``keys`` (a stage of :data:`STAGES`) of ``trace`` once this returns. The operator tree
+    gives its freed pages back before the GPU summary, and each stage's end (:func:`_drop`) those of the
+    stage; the memos' own steps keep theirs for the next step, as the child's insights section does: the
+    process tree peaks later, at this process's operators section beside the child's insights (4.5 GB
+    trace: 755 000 → 499 000 page faults and 6.1 → 5.7 s of CPU here, the tree at once 1879 MB; until
+    2026-12-03 they were given back after every step, when the stages' peaks beside the child's critical
+    path were the tree's)."""
+    from ...analysis.advice import named_calls  # (the analyses are imported by then)
+    from ...analysis.gpu_idle import gpu_idle
     from ...analysis.insights import insights
     from ...analysis.memory import memory_data
     from ...analysis.op_tree import op_tree
     from ...analysis.operators import op_rows
     from ...analysis.overview import gpu_summary
+    from ...analysis.runtime_calls import outside_rows, runtime_calls
 
     items = len(trace.events) + len(trace.memory)
-    with trimmed_steps(items):
+    with trimmed_steps(0):  # (no step gives its pages back: the docstring)
         if "op_tree" in keys:
             op_tree(trace)
             release_after(items)
@@ -145,6 +152,12 @@ def _compute(trace: Any, keys: tuple[str, ...]) -> None:
             insights(trace)
         if "gpu_idle" in keys:
             gpu_idle(trace)
+        if "runtime_calls" in keys:
+            runtime_calls(trace)
+        if "named_calls" in keys:
+            named_calls(trace)
+        if "outside_trace_rows" in keys:
+            outside_rows(trace)
         if "op_rows" in keys:
             op_rows(trace)
         if "memory_data" in keys:

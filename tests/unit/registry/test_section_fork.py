@@ -452,7 +452,10 @@ def test_no_file_for_the_handed_memos_leaves_them_to_the_child(monkeypatch):
 
 def test_arriving_memos_are_looked_up_only_for_the_handed_keys():
     handing = handed_memos.Handing()  # (both sides' ends in this one process)
-    assert handed_memos.STAGES[:2] == (("op_tree", "gpu_summary", "steps"), ("insights", "gpu_idle"))
+    assert handed_memos.STAGES[:2] == (
+        ("op_tree", "gpu_summary", "steps"),
+        ("insights", "gpu_idle", "runtime_calls", "named_calls", "outside_trace_rows"),
+    )
     (first, read0, write0), (second, read1, write1), (third, read2, write2) = handing.stages
     memo_swap.write_memos(first, {"gpu_summary": [1], "steps": np.arange(3), "other": 3})
     os.write(write0, b"1")
