@@ -13,23 +13,16 @@ from . import jsonsafe
 from .categories import CUPTI_RANGE_CATEGORY, Kind, is_composer_trainer_event, kind_of_category
 from .devices import unplaceable_warning
 from .events import _float_column, _int_column
-from .heap import release_freed_memory
-from .joined import joined_column
 from .model import (
     COUNTER_COLUMNS,
-    EVENT_COLUMNS,
     FLOW_COLUMNS,
     MEMORY_COLUMNS,
     DeviceInfo,
     Table,
     Trace,
-    compact_column,
-    held_bytes,
-    is_one_value,
 )
 from .names import strip_addresses
-
-TRIM_ABOVE_BYTES = 8 << 20  # a column this large gives its chunks' freed heap pages back at once
+from .ordered_columns import time_ordered_columns
 
 
 class Finishing(ABC):
@@ -107,46 +100,9 @@ class Finishing(ABC):
         )
 
     def _time_ordered_columns(self) -> dict[str, np.ndarray]:
-        """The event columns joined from their chunks, in time order (a stable sort of ``ts``), one column
-        at a time: the chunks and the result are never all held twice. A column whose chunks have its
-        dtype and hold rows is joined into one reused buffer and gathered from there in time order: one
-        new column each, not a joined one and then a gathered one, whose fresh pages the kernel would
-        fault in and zero twice (a 4.5 GB trace's 6.7 M events: ~50 MB a column). Other columns are
-        joined as :func:`~.joined.joined_column` joins them (a column of one value without its rows)."""
+        """The event columns in time order (:func:`~.ordered_columns.time_ordered_columns`)."""
         chunks, self.chunks = self.chunks, {}
-        keys = list(chunks)
-        ts_chunks = chunks.pop("ts", [])
-        n = sum(len(c) for c in ts_chunks)
-        cols: dict[str, np.ndarray] = {"ts": joined_column(ts_chunks, EVENT_COLUMNS["ts"])}
-        held = sum(map(held_bytes, ts_chunks))
-        del ts_chunks
-        by_time = np.argsort(cols["ts"], kind="stable")
-        order: np.ndarray | None = None  # None: already in time order (or empty)
-        if len(by_time) and not np.all(by_time[1:] > by_time[:-1]):
-            order = by_time
-            cols["ts"] = cols["ts"][order]
-        if held >= TRIM_ABOVE_BYTES:  # the chunks' heap pages (heap.py): else RSS holds them twice
-            release_freed_memory()
-        widest = max((np.dtype(EVENT_COLUMNS[k]).itemsize for k in chunks), default=1)
-        buffer = np.empty(n * widest if order is not None else 0, dtype=np.uint8)
-        for k in list(chunks):
-            v, dtype = chunks.pop(k), np.dtype(EVENT_COLUMNS[k])
-            held = sum(map(held_bytes, v))  # (chunks of one value each held one: nothing of theirs to give back)
-            rows_held = any(len(c) > 1 and not is_one_value(c) for c in v)  # else nothing to gather
-            if order is None or not rows_held or any(c.dtype != dtype for c in v):
-                col = joined_column(v, dtype)
-                if order is not None and held_bytes(col) == col.nbytes:  # a constant column: in any order
-                    col = col[order]
-            else:
-                joined = buffer[: n * dtype.itemsize].view(dtype)
-                np.concatenate(v, out=joined)
-                col = compact_column(joined)
-                col = col[order] if col is joined else col  # (a constant column holds a copy of its value)
-            del v
-            cols[k] = col
-            if held >= TRIM_ABOVE_BYTES:
-                release_freed_memory()
-        return {k: cols[k] for k in keys}
+        return time_ordered_columns(chunks)
 
     def _counter_table(self) -> Table:
         if not self.counter_rows:

@@ -1,4 +1,4 @@
-"""The finish's event columns (trace/finish.py): the device kinds' lookup table gives, for every kind,
+"""The finish's event columns (trace/finish.py, trace/ordered_columns.py): the device kinds' lookup table gives, for every kind,
 what comparing it with each of those kinds gave; the heap's freed pages are given back after a column
 joined from chunks that held rows, not after one made from chunks of one value (nothing freed)."""
 
@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 
-from tb_plugin.trace import finish
+from tb_plugin.trace import finish, ordered_columns
 from tb_plugin.trace.categories import Kind
 from tb_plugin.trace.columns import ColumnBuilder
 from tb_plugin.trace.events import _RAW_LIST
@@ -24,8 +24,8 @@ def test_the_device_kinds_table_is_the_comparison_with_each_kind():
 
 def test_pages_are_given_back_after_joined_rows_only(monkeypatch):
     asked: list[int] = []
-    monkeypatch.setattr(finish, "release_freed_memory", lambda: asked.append(1))
-    monkeypatch.setattr(finish, "TRIM_ABOVE_BYTES", 100)  # (150 rows of any column; not one value per chunk)
+    monkeypatch.setattr(ordered_columns, "release_freed_memory", lambda: asked.append(1))
+    monkeypatch.setattr(ordered_columns, "TRIM_ABOVE_BYTES", 100)  # (150 rows of any column; not one value per chunk)
     builder = ColumnBuilder(None)
     for b in range(3):  # (times in order: the columns are not reordered, which gives pages back too)
         events = [

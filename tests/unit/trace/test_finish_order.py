@@ -85,3 +85,64 @@ def test_no_events(sizes):
     got = _Chunks({k: list(v) for k, v in chunks.items()})._time_ordered_columns()
     _same(got, _joined_then_gathered(chunks))
     assert all(len(c) == 0 for c in got.values())
+
+
+def test_columns_made_on_two_threads_equal_those_made_on_one(monkeypatch):
+    """From THREADS_ABOVE_ROWS rows on two usable cores, the columns are made on two threads (each with
+    its own buffer): the same columns, dtypes and stride-0 constants, both threads used, none left."""
+    import threading
+
+    from tb_plugin.trace import ordered_columns
+
+    rng = np.random.default_rng(11)
+    chunks = _chunks(rng, [900, 40, 1100], lambda i, n: rng.integers(0, 500, n).astype(np.float64))
+    want = _joined_then_gathered({k: list(v) for k, v in chunks.items()})
+    made_on: list[str] = []
+    real = ordered_columns._column
+
+    def spied(*args):
+        made_on.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(ordered_columns, "_column", spied)
+    monkeypatch.setattr(ordered_columns, "usable_cores", lambda: 2)
+    monkeypatch.setattr(ordered_columns, "THREADS_ABOVE_ROWS", 1000)
+    before = set(threading.enumerate())
+    got = _Chunks(chunks)._time_ordered_columns()
+    _same(got, want)
+    assert set(threading.enumerate()) == before and len(made_on) == len(want) - 1  # (ts made first)
+    assert {"kinetoscope-finish-columns", threading.current_thread().name} >= set(made_on)
+    monkeypatch.setattr(ordered_columns, "usable_cores", lambda: 1)
+    made_on.clear()
+    chunks = _chunks(np.random.default_rng(11), [900, 40, 1100], lambda i, n: np.arange(n, dtype=np.float64)[::-1])
+    _same(_Chunks({k: list(v) for k, v in chunks.items()})._time_ordered_columns(), _joined_then_gathered(chunks))
+    assert set(made_on) == {threading.current_thread().name}  # (one core: this thread alone)
+
+
+def test_an_error_on_the_second_thread_is_raised_here(monkeypatch):
+    """The second thread fails on its column (this one waits until it has taken one): the error is
+    raised by the finish once both threads have ended."""
+    import threading
+
+    from tb_plugin.trace import ordered_columns
+
+    taken = threading.Event()
+    calls: list[str] = []
+
+    def column(*args):
+        name = threading.current_thread().name
+        calls.append(name)
+        if name == "kinetoscope-finish-columns":
+            taken.set()
+            raise MemoryError("no room for the column")
+        taken.wait(5)
+        return np.zeros(0)
+
+    monkeypatch.setattr(ordered_columns, "_column", column)
+    monkeypatch.setattr(ordered_columns, "usable_cores", lambda: 2)
+    monkeypatch.setattr(ordered_columns, "THREADS_ABOVE_ROWS", 10)
+    chunks = _chunks(np.random.default_rng(2), [30, 30], lambda i, n: np.arange(n, dtype=np.float64)[::-1])
+    before = set(threading.enumerate())
+    with pytest.raises(MemoryError, match="no room"):
+        _Chunks(chunks)._time_ordered_columns()
+    assert set(threading.enumerate()) == before and calls.count("kinetoscope-finish-columns") == 1
