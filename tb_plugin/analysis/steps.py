@@ -168,7 +168,7 @@ class HostStepLaunches:
     host_end: np.ndarray  # µs, clipped
     has_markers: bool
     clipped: list[dict]
-    launch_step: np.ndarray  # per event: the step index of a launch inside a step, else -1
+    launch_step: np.ndarray  # int32 per event: the step of a launch inside one, else -1 (none: no steps or device work)
 
 
 def compute_steps(trace: Trace, staged: HostStepLaunches | None = None) -> Steps:

@@ -12,8 +12,9 @@ distributed one: the Insights tab's figures, the GPU idle gaps, the runtime-call
 advice names (4.5 GB trace: ~2.7 s of CPU, with the blocking calls and category flags they read, which
 the child's critical path also makes; the post-fork CPU of the two sides 12.3 and 12.5 s against 10.9
 and 14.9 s with them in the child). The child's memos (:class:`Arriving`) take a stage when a section
-first asks for one of its memos, if it has arrived by then, reading the arrays where they lie (a private mapping of the file: nothing is copied until
-written), and otherwise compute them as before (no side ever waits for the other). The files are unnamed,
+first asks for one of its memos, if it has arrived by then, reading the arrays where they lie (a private
+mapping of the file: nothing is copied until written), and otherwise compute them as before (no side
+ever waits for the other). The files are unnamed,
 in the parse cache's folder where there is one (its pages then belong to the page cache, which the
 system may take back, not to either process), else in memory. Every memo is a pure function of the trace
 (trace/model.py's ``memo``): the values are the same whichever process computes them. This process keeps
