@@ -35,6 +35,7 @@ from .events import (
     _to_float,
     arg_columns,
     event_columns,
+    interned_keys,
 )
 from .finish import Finishing
 from .heap import gc_paused
@@ -125,7 +126,7 @@ class ColumnBuilder(Finishing):
         try:
             distinct = dict.fromkeys(values)
         except TypeError:  # an unhashable value (a list where a name should be): use its text
-            values = [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
+            values = interned_keys(values)
             distinct = dict.fromkeys(values)
         # first-occurrence order (not set order, which varies between processes): string ids
         # must not depend on PYTHONHASHSEED, or a cached parse and a fresh one would differ

@@ -298,6 +298,12 @@ def event_columns(events: list) -> list[tuple]:
     return _fields(events, _EVENT_AT)
 
 
+def interned_keys(values: Sequence[Any]) -> list:
+    """``values`` as the string table keys them where one of them is unhashable (a list or dict where a
+    name or id should be): None, strings and numbers as they are, anything else as its text."""
+    return [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
+
+
 def _mapped(values: Sequence[Any], convert: Callable[[Any], Any]) -> list:
     """``convert(v)`` of each value, None kept (all-None columns at C speed)."""
     if _all_none(values):

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .events import _Event, _float_column, _int_column
+from .events import _Event, _float_column, _int_column, interned_keys
 from .model import MEMORY_COLUMNS
 
 MEMORY_VALUE_COLUMNS = ("bytes", "addr", "total_allocated", "total_reserved", "device_type", "device_id")
@@ -86,7 +86,7 @@ def coded(values: list) -> tuple[list, np.ndarray]:
     try:
         distinct = dict.fromkeys(values)
     except TypeError:  # (as ColumnBuilder.intern takes them)
-        values = [v if v is None or isinstance(v, (str, int, float)) else str(v) for v in values]
+        values = interned_keys(values)
         distinct = dict.fromkeys(values)
     for i, key in enumerate(distinct):
         distinct[key] = i

@@ -146,3 +146,13 @@ def test_an_error_on_the_second_thread_is_raised_here(monkeypatch):
     with pytest.raises(MemoryError, match="no room"):
         _Chunks(chunks)._time_ordered_columns()
     assert set(threading.enumerate()) == before and calls.count("kinetoscope-finish-columns") == 1
+
+
+def test_the_stable_time_order_is_none_where_the_rows_are_in_it():
+    from tb_plugin.trace.ordered_columns import stable_time_order
+
+    assert stable_time_order(np.array([1.0, 1.0, 2.0, 5.0])) is None
+    assert stable_time_order(np.array([3.0])) is None and stable_time_order(np.zeros(0)) is None
+    assert stable_time_order(np.array([1.0, 2.0, np.nan])) is None  # (NaN sorts last: nothing moves)
+    assert stable_time_order(np.array([2.0, 1.0, 2.0, 1.0])).tolist() == [1, 3, 0, 2]  # (ties in file order)
+    assert stable_time_order(np.array([np.nan, 1.0])).tolist() == [1, 0]
