@@ -3,11 +3,12 @@
 cache reopen, timeline requests.
 
     python benchmarks/bench_snapshot.py [--entries 1000000 | --size 2GB] [--frames 8] [--protocol 4]
-                                        [--shared-frames] [--before-repo /path/to/an/older/checkout]
+                                        [--shared-frames | --shared-dicts] [--before-repo /path/to/an/older/checkout]
                                         [--no-bare] [--no-report]
 
 Writes a PyTorch-shaped snapshot (``benchmarks/snapshot_input.py``: a frame list per entry, or with
-``--shared-frames`` one list per stack; streamed: any size) in a fresh
+``--shared-frames`` one list per stack, ``--shared-dicts`` a list per entry of shared frame dicts as
+PyTorch 2.x dumps hold them; streamed: any size) in a fresh
 folder under ``--dir`` (default: the system's temporary folder, ``/tmp``) and deletes it at the end.
 Then (tb_plugin byte-compiled first, as an installed package is) measures, each in its own process: a bare ``pickle.load`` of the file (seconds, peak RSS);
 Kinetoscope's first open (read, parse in the reader child, cache write, summary: what ``report``
@@ -227,17 +228,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-bare", action="store_true", help="skip the bare pickle.load")
     parser.add_argument("--dir", default=None, help="where the snapshot is written (default: /tmp)")
     parser.add_argument("--repeat", type=int, default=1, help="run each measurement this many times; keep the best")
-    parser.add_argument(
+    layout = parser.add_mutually_exclusive_group()
+    layout.add_argument(
         "--shared-frames",
         action="store_true",
-        help="entries with one stack share its frame list (default: a list per entry, as PyTorch)",
+        help="entries with one stack share its frame list (default: a list per entry, its own frame dicts)",
+    )
+    layout.add_argument(
+        "--shared-dicts",
+        action="store_true",
+        help="a list per entry whose frame dicts are shared (the PyTorch 2.x dumps' layout)",
     )
     parser.add_argument("--no-report", action="store_true", help="skip the whole-process kinetoscope report")
     args = parser.parse_args(argv)
     entries = args.entries
     if args.size:
         entries = max(1, _size(args.size) // BYTES_PER_ENTRY.get(args.frames, 30 + 10 * args.frames))
-    from benchmarks.snapshot_input import build
+    from benchmarks.snapshot_input import build, layout_name
 
     # byte-compiled first, as an installed package is (this machine sets PYTHONDONTWRITEBYTECODE: without
     # it every process compiled tb_plugin from source, ~1 s of the report's CPU that a bare pickle.load never pays)
@@ -250,10 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         os.mkdir(logdir)
         path = os.path.join(logdir, "snapshot.pickle")
         t = time.perf_counter()
-        size = build(path, entries, args.frames, args.protocol, args.shared_frames)
+        size = build(path, entries, args.frames, args.protocol, args.shared_frames, args.shared_dicts)
         print(
             f"snapshot: {entries} history entries, {args.frames} frames each "
-            f"({'shared' if args.shared_frames else 'a list per entry'}), protocol {args.protocol}, "
+            f"({layout_name(args.shared_frames, args.shared_dicts)}), protocol {args.protocol}, "
             f"{size / 1e6:.0f} MB pickle (written in {time.perf_counter() - t:.0f} s)",
             flush=True,
         )

@@ -231,6 +231,7 @@ class Drain:
             del dicts
         if shared:
             self.clearing = False
+            self.streamed.interner.key_by_dicts()  # (met twice: a dict likely, a list perhaps; it tells)
             # (a frame emptied here, met again, is empty; and a list of other things may hold one)
             dicts = list(itertools.chain.from_iterable(lists))
             if self.cleared and not (set(map(type, dicts)) <= {dict} and all(dicts)):

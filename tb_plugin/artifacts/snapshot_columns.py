@@ -21,7 +21,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 if TYPE_CHECKING:
     import numpy as np
@@ -207,6 +207,17 @@ class Interner:
         self.shared_lists: list = []
         # _FRAME_FIELDS with a file's own key strings (see own_keys), once one is met
         self.frame_fields: operator.itemgetter | None = None
+        # _by_dicts' table (after key_by_dicts): the ids of a list's frame dicts -> its stack, the dicts kept
+        # alive beside (their ids unique while keys)
+        self.by_dicts: dict[tuple, int] | None = None
+        self.dicts_kept: list = []
+
+    def key_by_dicts(self) -> None:
+        """Key frame lists by their dicts' identities from here on, where the caller has found a file's
+        frame dicts shared (PyTorch's dumps: one dict object per distinct frame, a list per entry):
+        :meth:`_by_dicts`."""
+        if self.by_dicts is None:
+            self.by_dicts = {}
 
     def own_keys(self, frames: list) -> None:
         """Key frames by the key strings of the first frame dict among ``frames`` (entries' frame lists)
@@ -324,15 +335,43 @@ class Interner:
         out: list[int] = []
         for at in range(0, len(full), _KEYED):
             part = full[at : at + _KEYED]
-            try:  # (most runs meet no new stack: each key looked up as it is made, and freed)
-                out += list(map(self.stack_ids.__getitem__, map(tuple, map(map, itertools.repeat(fields), part))))
-            except KeyError:  # (a new stack, or a frame without a field: the keys made again, kept)
-                out += self._with_new(list(map(tuple, map(map, itertools.repeat(fields), part))))
+            out += self._by_content(part, fields) if self.by_dicts is None else self._by_dicts(part, fields)
         if len(full) == len(lists):
             return out
         spread = [-1] * len(lists)
         collections.deque(map(spread.__setitem__, itertools.compress(range(len(lists)), lists), out), maxlen=0)
         return spread
+
+    def _by_content(self, part: list, fields: operator.itemgetter) -> list[int]:
+        """The stack index of each of ``part`` (frame lists) by their frames' ``fields``."""
+        try:  # (most runs meet no new stack: each key looked up as it is made, and freed)
+            return list(map(self.stack_ids.__getitem__, map(tuple, map(map, itertools.repeat(fields), part))))
+        except KeyError:  # (a new stack, or a frame without a field: the keys made again, kept)
+            return self._with_new(list(map(tuple, map(map, itertools.repeat(fields), part))))
+
+    def _by_dicts(self, part: list, fields: operator.itemgetter) -> list[int]:
+        """:meth:`_by_content` of ``part``, each list looked up first by the ids of its frame dicts (a tuple of
+        ints: ~half the time of a key of the frames' contents, whose every field is hashed); the lists not
+        found are keyed by content and added, their dicts kept. Given up for good once most of a part are
+        lists of dicts not met before (the dicts are not shared: each list would pay both keys)."""
+        table = cast(dict, self.by_dicts)
+        ids = list(map(tuple, map(map, itertools.repeat(id), part)))
+        got = list(map(table.get, ids, itertools.repeat(_NEW)))
+        new = list(itertools.compress(range(len(got)), map(operator.eq, got, itertools.repeat(_NEW))))
+        if not new:
+            return got
+        stacks = self._by_content(list(map(part.__getitem__, new)), fields)
+        collections.deque(map(got.__setitem__, new, stacks), maxlen=0)
+        firsts = dict(zip(map(ids.__getitem__, new), new))  # (each new key once: its last list)
+        if 2 * len(firsts) > len(part):
+            self.by_dicts, self.dicts_kept = None, []
+            return got
+        if len(table) + len(firsts) > _IDENTITY_KEPT:
+            table.clear()
+            self.dicts_kept = []
+        table.update(zip(firsts, map(got.__getitem__, firsts.values())))
+        self.dicts_kept += itertools.chain.from_iterable(map(part.__getitem__, firsts.values()))
+        return got
 
     def _with_new(self, keys: list[tuple]) -> list[int]:
         """The stack index of each of ``keys``, some not met before: added in the order met."""

@@ -1,6 +1,6 @@
 """Histories turned into columns while the C unpickler reads (:mod:`tb_plugin.artifacts.drain`): the same
-snapshot as a whole-file read, field by field, on protocols 4 and 5 with a frame list per entry and with
-shared ones, several devices; a file that refers to a drained entry or history again is read again
+snapshot as a whole-file read, field by field, on protocols 4 and 5 with a frame list per entry (its own
+frame dicts, or shared ones as PyTorch 2.x writes them) and with shared lists, several devices; a file that refers to a drained entry or history again is read again
 (:class:`~tb_plugin.artifacts.drain.Redo`)."""
 
 from __future__ import annotations
@@ -33,17 +33,25 @@ def _drained(data: bytes, step: int = 32 << 10):
 
 
 @pytest.mark.parametrize("protocol", (4, 5))
-@pytest.mark.parametrize("shared", (False, True))
+@pytest.mark.parametrize("layout", ("own dicts", "shared lists", "shared dicts"))
 @pytest.mark.parametrize("step", (32 << 10, drain_module.STEP_BYTES))
-def test_drained_equals_the_whole_read(protocol, shared, step):
+def test_drained_equals_the_whole_read(protocol, layout, step):
     out = io.BytesIO()
-    write_snapshot_pickle(out, 20_000, frames=8, protocol=protocol, shared_frames=shared)
+    write_snapshot_pickle(
+        out,
+        20_000 if layout != "shared dicts" else 40_000,
+        frames=8,
+        protocol=protocol,
+        shared_frames=layout == "shared lists",
+        shared_dicts=layout == "shared dicts",
+    )
     data = out.getvalue()
     assert len(data) > 4 * step  # (several steps at the child's own step size too)
     drain, snap = _drained(data, step)
     want = parse_pickle_whole(data)
     assert drain.drained == len(want.devices[0].action) > 20_000 and len(drain.histories) == 1
-    assert drain.clearing is not shared  # (frame dicts emptied while none is shared: a list per entry)
+    # frame dicts emptied while none is shared: only with a list per entry and its own dicts
+    assert drain.clearing is (layout == "own dicts")
     assert_same(snap, want)
     # the emptied entries are kept past the checks (the child ends without freeing them one by one)
     assert len(drain.shells) == drain.drained and not any(drain.shells)

@@ -75,6 +75,37 @@ def _assert_keyed_at_once(runs: list[list]) -> None:
     assert (at_once.stacks, at_once.frames) == (one_by_one.stacks, one_by_one.frames)
 
 
+def _dict_frames(rng: random.Random, dicts: list[dict], n: int) -> list:
+    """Entries' frame lists, a list each (some empty), made of the shared frame ``dicts`` (PyTorch's dumps)."""
+    stacks = [[rng.choice(dicts) for _ in range(rng.randrange(1, 9))] for _ in range(60)]
+    return [list(rng.choice(stacks)) if rng.random() < 0.7 else [] for _ in range(n)]
+
+
+@pytest.mark.parametrize("kept", (50, 100_000))
+def test_lists_of_shared_dicts_keyed_by_their_identities(monkeypatch, kept):
+    """Once told the frame dicts are shared, the lists are found by their dicts' ids: the same stacks as one
+    by one, a bound on the table (``kept``) empties it, never a wrong stack; the dicts stay alive (ids
+    unique); a run of lists of new dicts gives the lookup up and keys by content as before."""
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot_columns._IDENTITY_KEPT", kept)
+    rng = random.Random(3)
+    dicts = [_frame(i) for i in range(40)] + [dict(_frame(i)) for i in range(10)]  # (equal frames, other dicts)
+    runs = [_dict_frames(rng, dicts, rng.randrange(500, 6000)) for _ in range(4)]
+    at_once, one_by_one = Interner(), Interner()
+    at_once.key_by_dicts()
+    for frames in runs:
+        got = np.frombuffer(at_once.stack_ids_of(frames, distinct=True), dtype=np.int32)
+        assert got.tolist() == [one_by_one.stack_of(f) if f else -1 for f in frames]
+        assert at_once.by_dicts is not None  # (not given up: the dicts are shared)
+    assert (at_once.stacks, at_once.frames) == (one_by_one.stacks, one_by_one.frames)
+    assert 0 < len(at_once.by_dicts) <= max(kept, 60)
+    assert {id(d) for d in at_once.dicts_kept} <= {id(d) for d in dicts}
+    own = [[_frame(rng.randrange(40)) for _ in range(4)] for _ in range(5000)]  # a dict per frame: not shared
+    got = np.frombuffer(at_once.stack_ids_of(own, distinct=True), dtype=np.int32)
+    assert got.tolist() == [one_by_one.stack_of(f) for f in own]
+    assert at_once.by_dicts is None and at_once.dicts_kept == []
+    assert at_once.stack_ids_of([[_frame(1)], ODD[0]], distinct=True) is None  # (odd lists: one by one, as before)
+
+
 @pytest.mark.parametrize("kept", (10, 100_000))
 def test_lists_met_again_in_later_runs_are_found_by_identity(monkeypatch, kept):
     """A layout whose entries share a few lists (and many have none): the lists met in a run are kept by

@@ -1,6 +1,7 @@
-"""The benchmarks' snapshot builder (benchmarks/snapshot_input.py): PyTorch's shape (each entry its own
-frame list, strings shared) and the shared-frames variant unpickle to the synthesized snapshot, and the
-streamed reader reads both field by field as the whole-file reader does, on protocols 2-5."""
+"""The benchmarks' snapshot builder (benchmarks/snapshot_input.py): each entry its own frame list (strings
+shared), the shared-frames variant and the shared-dicts one (PyTorch 2.x dumps' layout) unpickle to the
+synthesized snapshot, and the streamed reader and the reader child read each field by field as the
+whole-file reader does, on protocols 2-5."""
 
 from __future__ import annotations
 
@@ -38,3 +39,26 @@ def test_distinct_and_shared_frame_lists(tmp_path, protocol):
         assert_same(parse_pickle(data, stream=True), parse_pickle_whole(data))
         got[shared] = len(data)
     assert got[True] < got[False]
+
+
+@pytest.mark.parametrize("protocol", (2, 3, 4, 5))
+def test_shared_frame_dicts(tmp_path, protocol):
+    expected = synthesize_snapshot("current", entries=2600, frames=8)
+    path = tmp_path / "dicts.pickle"
+    build(str(path), 2600, frames=8, protocol=protocol, shared_dicts=True)
+    data = path.read_bytes()
+    obj = pickle.loads(data)
+    assert obj == expected
+    lists = _stacks(obj)
+    frames = [f for fr in lists for f in fr]
+    distinct = {(f["filename"], f["line"], f["name"]) for f in frames}
+    assert len({id(fr) for fr in lists}) == len(lists)  # a list per entry, as PyTorch writes them
+    assert len({id(f) for f in frames}) == len(distinct) < len(frames) / 2  # one dict per distinct frame
+    assert_same(parse_pickle(data, stream=True), parse_pickle_whole(data))  # (the drain: test_drain.py)
+    build(str(tmp_path / "own.pickle"), 2600, frames=8, protocol=protocol)
+    assert len(data) < (tmp_path / "own.pickle").stat().st_size
+
+
+def test_one_layout_at_a_time(tmp_path):
+    with pytest.raises(ValueError):
+        build(str(tmp_path / "x.pickle"), 10, shared_frames=True, shared_dicts=True)
