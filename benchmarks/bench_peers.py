@@ -56,12 +56,12 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+from benchmarks._common import kinetoscope_python  # noqa: E402
 from benchmarks.page_cache import ensure_all_resident  # noqa: E402
 
 SAMPLES = os.path.join(os.path.dirname(REPO), "shared", "samples")
 DEFAULT_TRACE = os.path.join(SAMPLES, "kineto", "resnet50_num_workers_0", "worker0.1623143089861.pt.trace.json.gz")
 TOOLS = ("kinetoscope", "incumbent", "incumbent_files", "hta", "baseline")
-KINETOSCOPE_VENV = "/work/venv-kinetoscope/bin/python"  # setup.py's install_requires only, like the peers' venvs
 HTA_LOAD = (
     "import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
     "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n"
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each tool per trace")
     parser.add_argument(
         "--kinetoscope-python",
-        default=KINETOSCOPE_VENV if os.path.exists(KINETOSCOPE_VENV) else sys.executable,
+        default=kinetoscope_python(),
         help="a python with Kinetoscope's requirements (default: its own venv "
         "when there is one, else this one); it runs this checkout's tb_plugin",
     )

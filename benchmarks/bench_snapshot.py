@@ -17,7 +17,10 @@ spare reader child started while it waits for the first request), with the peak 
 and of the reader child;
 ``--before-repo``: the same first open and whole report by another checkout (the code before a change),
 in the same run; the reopen from the parse cache; timeline requests; the whole ``kinetoscope report DIR --json``
-process (wall, CPU, the main process's and the reader child's peak RSS, and their sum sampled together). A bare ``pickle.load`` needs ~12× the
+process (wall, CPU, the main process's and the reader child's peak RSS, and their sum sampled together) run by
+``--python`` (default: a venv of setup.py's requirements when there is one, as a user's ``pip install .``: the
+development venv's editable-install finder adds ~15 ms to each start), beside a bare ``pickle.load`` as a
+whole process of the same python (``python -c``: the interpreter's start in both). A bare ``pickle.load`` needs ~12× the
 file's size in memory: it is skipped (and said so) when that exceeds 80 % of the available memory.
 With ``--repeat N`` every measurement runs N times, interleaved, and
 each figure is its best run. CPU times (this process and its reader child; for ``pickle.load`` its own) are given beside: on a
@@ -35,7 +38,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._common import CHILD_REGISTRY, HWM, REPO, print_figures, run_child
+from benchmarks._common import CHILD_REGISTRY, HWM, REPO, kinetoscope_python, print_figures, run_child
 
 BARE = (
     HWM
@@ -144,10 +147,21 @@ print(json.dumps({"seconds": seconds, "first_timeline_s": first_timeline, "cpu_s
 )
 
 
-def report_process(folder: str, env: dict, repo: str = REPO) -> dict:
-    """``kinetoscope report FOLDER --json`` in a fresh process (``repo``'s checkout), to its exit: wall and CPU
-    seconds (its own and its reaped children's), the peak RSS of the main process and of its largest child
-    (the reader child), and the largest sum of their RSS sampled together (MB; every 20 ms)."""
+def bare_process(path: str, python: str) -> dict:
+    """A bare ``pickle.load`` of ``path`` as a whole process of ``python`` (``python -c``), to its exit: its
+    wall seconds, the interpreter's start included as in :func:`report_process`."""
+    t = time.perf_counter()
+    subprocess.run([python, "-c", BARE_PROCESS, path], check=True)
+    return {"seconds": time.perf_counter() - t}
+
+
+BARE_PROCESS = "import pickle, sys\nwith open(sys.argv[1], 'rb') as f:\n    pickle.load(f)"
+
+
+def report_process(folder: str, env: dict, repo: str = REPO, python: str = sys.executable) -> dict:
+    """``kinetoscope report FOLDER --json`` in a fresh process of ``python`` (``repo``'s checkout), to its exit:
+    wall and CPU seconds (its own and its reaped children's), the peak RSS of the main process and of its
+    largest child (the reader child), and the largest sum of their RSS sampled together (MB; every 20 ms)."""
     import psutil
 
     def kb(pid: int, key: str) -> int:
@@ -156,7 +170,7 @@ def report_process(folder: str, env: dict, repo: str = REPO) -> dict:
 
     t = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tb_plugin.cli", "report", folder, "--json"],
+        [python, "-m", "tb_plugin.cli", "report", folder, "--json"],
         cwd=repo,
         env=dict(env, PYTHONPATH=repo),
         stdout=subprocess.DEVNULL,
@@ -240,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a list per entry whose frame dicts are shared (the PyTorch 2.x dumps' layout)",
     )
     parser.add_argument("--no-report", action="store_true", help="skip the whole-process kinetoscope report")
+    parser.add_argument(
+        "--python",
+        default=kinetoscope_python(),
+        help="the python of the whole-process report and bare load (default: a venv of setup.py's requirements "
+        "when there is one, as a user's install; else this one)",
+    )
     args = parser.parse_args(argv)
     entries = args.entries
     if args.size:
@@ -281,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.repeat):  # interleaved, so that a busy spell of the machine hits all alike
             if run_bare:
                 runs.setdefault("bare", []).append(run_child(BARE, [path]))
+                if not args.no_report:
+                    runs.setdefault("bare process", []).append(bare_process(path, args.python))
             if before_repo:
                 env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-before-{r}"))
                 runs.setdefault("before: first open", []).append(
@@ -292,9 +314,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_report:
                 if before_repo:  # the old checkout's whole report, same run (before this one's)
                     env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-report-before-{r}"))
-                    runs.setdefault("before: report", []).append(report_process(logdir, env, before_repo))
+                    runs.setdefault("before: report", []).append(report_process(logdir, env, before_repo, args.python))
                 env = dict(os.environ, KINETOSCOPE_CACHE_DIR=os.path.join(tmp, f"cache-report-{r}"))
-                runs.setdefault("report", []).append(report_process(logdir, env))
+                runs.setdefault("report", []).append(report_process(logdir, env, python=args.python))
     # per figure, its best run (the least disturbed by other work on the machine)
     best = {name: {k: min(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
     bare = best.get("bare")
@@ -313,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{bare['hwm_mb'] / mb:8.2f}"
         )
         print(f"{'bare pickle.load: CPU time':34s}{bare['cpu_s']:9.2f}{1:8.2f}")
+        if "bare process" in best:  # (python -c: the interpreter's start too, as the report's whole process)
+            secs = best["bare process"]["seconds"]
+            print(f"{'bare pickle.load: whole process':34s}{secs:9.2f}{secs / bare['seconds']:8.2f}")
     for name, r in rows:
         whole = name.endswith("report")  # the kinetoscope command, start to exit; the others: in-process registry
         for label, secs, hwm in (
@@ -377,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
                 report_sum_over_unpickle=(rep["sum_mb"], "hwm_mb"),
             )
         )
+        if "bare process" in best:  # whole process against whole process (python -c, the same python)
+            figures.update(report_over_unpickle_process=rep["seconds"] / best["bare process"]["seconds"])
     figures.update(
         sum_rss_mb=(first["sum_mb"], 0),
         reopen_s=again["seconds"],
@@ -398,6 +425,12 @@ def main(argv: list[str] | None = None) -> int:
             f"({max(rep['hwm_mb'], rep['child_hwm_mb']) / bare['hwm_mb']:.2f}x), main + child "
             f"{rep['sum_mb']:.0f} MB ({rep['sum_mb'] / bare['hwm_mb']:.2f}x); load average {load_after}"
         )
+        if "bare process" in best:
+            whole = best["bare process"]["seconds"]
+            print(
+                f"{name} vs a bare pickle.load's whole process (python -c, the interpreter's start in both): "
+                f"{rep['seconds']:.2f} s vs {whole:.2f} s ({rep['seconds'] / whole:.2f}x)"
+            )
     if bare:  # the timeline route's first answer (what MCP and the notebook also open through), side by side
         print(
             f"first timeline vs bare pickle.load: wall {first['first_timeline_s']:.2f} s vs {bare['seconds']:.2f} s "
