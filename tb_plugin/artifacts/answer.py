@@ -14,13 +14,13 @@ length, dtype or name is a :class:`ValueError`, and no array reaches beyond the 
 
 from __future__ import annotations
 
+import json
 import struct
 import sys
 from array import array
 from typing import IO, TYPE_CHECKING, Any, Mapping, Sequence, Union
 
-import orjson
-
+# (orjson is imported by the parent's read alone: the reader child writes its answer without it)
 if TYPE_CHECKING:
     import numpy as np
 
@@ -62,7 +62,7 @@ def write_answer(out: IO[bytes], header_json: bytes, arrays: Mapping[str, Column
         if len(dtypes) > 1:
             raise ValueError(f"the parts of {name} differ in type")
         index.append([name, dtypes.pop() if dtypes else "|u1", sum(len(p) for p in ps)])
-    index_json = orjson.dumps(index)
+    index_json = json.dumps(index, separators=(",", ":")).encode()  # (names, dtypes and counts: ASCII)
     head = MAGIC + _LENGTHS.pack(len(header_json), len(index_json)) + header_json + index_json
     out.write(head + bytes(_pad(len(head))))
     for ps in parts.values():
@@ -89,6 +89,7 @@ def read_answer(payload: bytes | bytearray) -> tuple[dict, dict[str, np.ndarray]
     ``bytearray``). :class:`ValueError` (or :class:`orjson.JSONDecodeError`, a subclass) when it does
     not read as one."""
     import numpy as np
+    import orjson
 
     start = len(MAGIC) + _LENGTHS.size
     if len(payload) < start or bytes(payload[: len(MAGIC)]) != MAGIC:

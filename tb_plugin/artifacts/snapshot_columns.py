@@ -14,7 +14,6 @@ are (text, floats in an integer field, integers beyond 64 bits) is converted by 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import operator
 import struct
@@ -43,15 +42,16 @@ _ACTION_CODE = {a: i for i, a in enumerate(ACTIONS)}
 _SEGMENT_CODES = [_ACTION_CODE[a] for a in ("segment_alloc", "segment_free", "segment_map", "segment_unmap")]
 
 
-@dataclasses.dataclass
 class DeviceTrace:
-    """One device's history: parallel arrays, in recorded order."""
+    """One device's history: parallel arrays, in recorded order. A plain class, not a dataclass: the
+    reader child, which imports this module, imports no ``dataclasses`` (nor its ``inspect``)."""
 
-    action: np.ndarray  # uint8 code into ACTIONS
-    addr: np.ndarray  # int64
-    size: np.ndarray  # int64 bytes
-    time: np.ndarray  # float64 µs, NaN when the snapshot has no time_us
-    stack: np.ndarray  # int32 index into Snapshot.stacks (-1: no frames)
+    def __init__(self, action: np.ndarray, addr: np.ndarray, size: np.ndarray, time: np.ndarray, stack: np.ndarray):
+        self.action = action  # uint8 code into ACTIONS
+        self.addr = addr  # int64
+        self.size = size  # int64 bytes
+        self.time = time  # float64 µs, NaN when the snapshot has no time_us
+        self.stack = stack  # int32 index into Snapshot.stacks (-1: no frames)
 
 
 _FIELDS = ("action", "addr", "size", "time", "stack")

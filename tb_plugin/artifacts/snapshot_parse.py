@@ -9,7 +9,6 @@ are (:func:`answer_object`, :mod:`.answer`'s layout), so it never imports numpy.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import sys
 from array import array
@@ -24,16 +23,24 @@ _FIRST = 1 << 14  # ... this many at a time
 FORMAT = 2  # the packed form's ``format`` (the parse cache's and the reader child's answer)
 
 
-@dataclasses.dataclass
 class Parsed:
     """A snapshot's parse before its columns are joined: ``devices`` maps a device to its history's
-    column batches (:func:`~.snapshot_columns.trace_columns`; devices with no entries left out)."""
+    column batches (:func:`~.snapshot_columns.trace_columns`; devices with no entries left out). A plain
+    class, not a dataclass: the reader child imports no ``dataclasses`` (nor its ``inspect``)."""
 
-    devices: dict[int, list[dict]]
-    segments: list[dict]  # as Snapshot.segments
-    interner: Interner  # the stacks and frames, in the order met (histories first, then the blocks)
-    annotations: list[dict]  # cleaned (jsonsafe.clean)
-    layout: str
+    def __init__(
+        self,
+        devices: dict[int, list[dict]],
+        segments: list[dict],
+        interner: Interner,
+        annotations: list[dict],
+        layout: str,
+    ) -> None:
+        self.devices = devices
+        self.segments = segments  # as Snapshot.segments
+        self.interner = interner  # the stacks and frames, in the order met (histories first, then the blocks)
+        self.annotations = annotations  # cleaned (jsonsafe.clean)
+        self.layout = layout
 
 
 def not_a_snapshot(message: str) -> Exception:
@@ -98,8 +105,14 @@ def parse_object(obj: Any, streamed: StreamedTraces | None = None, consume: bool
     segments = [_segment(seg, stack_of) for seg in segments_raw if isinstance(seg, dict)]
     # frame fields and annotations are kept as written: integers beyond 64 bits become decimal strings and
     # nesting deeper than jsonsafe.MAX_DEPTH a marker now, so a snapshot reads the same from the cache
-    annotations = jsonsafe.clean([a for a in annotations if isinstance(a, dict)])
+    annotations = _cleaned([a for a in annotations if isinstance(a, dict)])
     return Parsed(devices, segments, interner, annotations, layout)
+
+
+def _cleaned(values: list) -> list:
+    """:func:`~tb_plugin.trace.jsonsafe.clean` of ``values``, or ``values`` itself where that is equal
+    (:func:`~tb_plugin.trace.jsonsafe.plain_values`: no orjson imported for it)."""
+    return values if jsonsafe.plain_values(values) else jsonsafe.clean(values)
 
 
 def _segment(seg: dict, stack_of: Callable[[Any], int]) -> dict:
@@ -172,7 +185,7 @@ def packed(parsed: Parsed) -> tuple[dict, dict[str, list]]:
         ooms += dev_ooms
         segment_streams += dev_streams
         has_time = has_time or timed
-    frames = jsonsafe.clean(parsed.interner.frames)
+    frames = _cleaned(parsed.interner.frames)
     header = packed_header(
         parsed.segments,
         frames,
@@ -197,23 +210,20 @@ def answer_object(obj: Any, memory: int, streamed: StreamedTraces | None, out: I
     :mod:`.drain`) to stdout (``out``), then end the process; a refused file's message to stderr
     (:data:`~.child_terms.EXIT_REFUSED`). Its :class:`MemoryError` is raised (the pipe is consumed:
     the parent sends the file again)."""
-    import orjson
-
     from .answer import write_answer
     from .child_terms import EXIT_REFUSED, child_exit
 
     # (``obj`` stays referred to here: the child ends by child_exit, its millions of objects never freed)
     try:
         header, arrays = packed(parse_object(obj, streamed, consume=True))
-        body = jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
+        body = header_json(header)
     except MemoryError:
         raise
     except Exception as exc:
         from .isolated import SnapshotError  # (imported only here: the refusals that :mod:`.snapshot` lists)
 
-        if not isinstance(
-            exc, (SnapshotError, orjson.JSONEncodeError, TypeError, ValueError, OverflowError, RecursionError)
-        ):
+        # (orjson's JSONEncodeError is a TypeError)
+        if not isinstance(exc, (SnapshotError, TypeError, ValueError, OverflowError, RecursionError)):
             raise
         sys.stderr.write(refusal(exc, memory))
         return EXIT_REFUSED
@@ -223,6 +233,22 @@ def answer_object(obj: Any, memory: int, streamed: StreamedTraces | None, out: I
     # the answer is written: the millions of objects a whole read built are not freed one by one, and the
     # status is said first (a parent waiting on it takes the answer before the kernel frees this memory)
     child_exit(0)
+
+
+def header_json(header: dict) -> bytes:
+    """The packed header (:func:`packed`'s) as JSON that reads back as ``jsonsafe.dumps``'s: by the
+    standard library's encoder where it may be (no NaN or infinity, no lone surrogate, nothing but JSON's
+    types; the header's integers are within 64 bits and its keys text by construction, the frames and
+    annotations :func:`_cleaned`), else by ``jsonsafe.dumps`` (orjson imported then)."""
+    import json
+
+    try:
+        text = json.dumps(header, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError):  # (UnicodeEncodeError is a ValueError)
+        import orjson
+
+        return jsonsafe.dumps(header, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def refusal(exc: BaseException, memory: int) -> str:
