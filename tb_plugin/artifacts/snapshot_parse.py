@@ -10,6 +10,7 @@ are (:func:`answer_object`, :mod:`.answer`'s layout), so it never imports numpy.
 from __future__ import annotations
 
 import itertools
+import operator
 import sys
 from array import array
 from typing import IO, Any, Callable
@@ -115,6 +116,23 @@ def _cleaned(values: list) -> list:
     return values if jsonsafe.plain_values(values) else jsonsafe.clean(values)
 
 
+def _plain_frames(frames: list[dict]) -> bool:
+    """:func:`~tb_plugin.trace.jsonsafe.plain_values` of the interner's frames (each a dict of
+    ``filename``, ``line``, ``name``, as it builds them) in C-level passes: text without lone
+    surrogates for the file and function, an integer within 64 bits for the line."""
+    if not frames:
+        return True
+    texts = list(map(operator.itemgetter("filename"), frames)) + list(map(operator.itemgetter("name"), frames))
+    lines = list(map(operator.itemgetter("line"), frames))
+    if set(map(type, texts)) != {str} or set(map(type, lines)) != {int}:
+        return False
+    try:
+        "".join(texts).encode("utf-8")  # (any surrogate code point refused, as orjson refuses it)
+    except UnicodeEncodeError:
+        return False
+    return jsonsafe.plain_values(min(lines)) and jsonsafe.plain_values(max(lines))
+
+
 def _segment(seg: dict, stack_of: Callable[[Any], int]) -> dict:
     """One segment record (Snapshot.segments) of the file's segment dict."""
     blocks = []
@@ -185,7 +203,8 @@ def packed(parsed: Parsed) -> tuple[dict, dict[str, list]]:
         ooms += dev_ooms
         segment_streams += dev_streams
         has_time = has_time or timed
-    frames = _cleaned(parsed.interner.frames)
+    frames = parsed.interner.frames
+    frames = frames if _plain_frames(frames) else jsonsafe.clean(frames)
     header = packed_header(
         parsed.segments,
         frames,

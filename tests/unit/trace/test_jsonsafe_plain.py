@@ -79,3 +79,31 @@ def test_the_header_reads_back_as_orjsons(extra):
     assert orjson.loads(got) == orjson.loads(want)
     if isinstance(extra, str) or extra is None or type(extra) is int:
         assert got == want  # (no float: the same bytes)
+
+
+def _frame(filename="a.py", line=3, name="f") -> dict:
+    return {"filename": filename, "line": line, "name": name}
+
+
+@pytest.mark.parametrize(
+    "odd, changed",
+    [
+        (_frame(line=2**64), True),
+        (_frame(filename=b"a.py"), True),
+        (_frame(name="\ud83d"), True),
+        (_frame(filename="\ude00"), True),
+        (_frame(line=True), False),  # (kept equal by clean, left to it all the same: not an int)
+        (_frame(line=1.0), False),
+        (_frame(line=None), False),
+        (_frame(name=None), False),
+    ],
+)
+def test_the_interners_frames_kept_only_where_clean_keeps_them(odd, changed):
+    from tb_plugin.artifacts.snapshot_parse import _plain_frames
+
+    plain = [_frame(), _frame("é.py", -(2**63), "g"), _frame(line=2**64 - 1)]
+    assert _plain_frames(plain) and _plain_frames([]) and jsonsafe.clean(plain) == plain
+    frames = [*plain, odd]
+    assert not _plain_frames(frames) and (jsonsafe.clean(frames) != frames) == changed
+    # a pair of surrogates split over two texts is two lone ones: refused as orjson refuses them
+    assert not _plain_frames([_frame(name="x\ud83d"), _frame(filename="\ude00")])
