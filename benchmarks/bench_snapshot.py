@@ -3,12 +3,14 @@
 cache reopen, timeline requests.
 
     python benchmarks/bench_snapshot.py [--entries 1000000 | --size 2GB] [--frames 8] [--protocol 4]
-                                        [--shared-frames | --shared-dicts] [--before-repo /path/to/an/older/checkout]
+                                        [--shared-frames | --shared-dicts | --from-recording [PICKLE]]
+                                        [--before-repo /path/to/an/older/checkout]
                                         [--no-bare] [--no-report]
 
 Writes a PyTorch-shaped snapshot (``benchmarks/snapshot_input.py``: a frame list per entry, or with
 ``--shared-frames`` one list per stack, ``--shared-dicts`` a list per entry of shared frame dicts as
-PyTorch 2.x dumps hold them; streamed: any size) in a fresh
+PyTorch 2.x dumps hold them; streamed: any size; ``--from-recording`` a real PyTorch recording's history
+repeated, its frees sharing their allocation's list of ~40 shared frame dicts) in a fresh
 folder under ``--dir`` (default: the system's temporary folder, ``/tmp``) and deletes it at the end.
 Then (tb_plugin byte-compiled first, as an installed package is) measures, each in its own process: a bare ``pickle.load`` of the file (seconds, peak RSS);
 Kinetoscope's first open (read, parse in the reader child, cache write, summary: what ``report``
@@ -39,6 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._common import CHILD_REGISTRY, HWM, REPO, kinetoscope_python, print_figures, run_child
+from benchmarks.snapshot_input import RECORDING
 
 BARE = (
     HWM
@@ -253,6 +256,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="a list per entry whose frame dicts are shared (the PyTorch 2.x dumps' layout)",
     )
+    layout.add_argument(
+        "--from-recording",
+        nargs="?",
+        const=RECORDING,
+        metavar="PICKLE",
+        help="a real recording's history repeated to --entries (default: the PyTorch 2.x sample of ../shared)",
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the whole-process kinetoscope report")
     parser.add_argument(
         "--python",
@@ -264,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     entries = args.entries
     if args.size:
         entries = max(1, _size(args.size) // BYTES_PER_ENTRY.get(args.frames, 30 + 10 * args.frames))
-    from benchmarks.snapshot_input import build, layout_name
+    from benchmarks.snapshot_input import build, build_from_recording, layout_name
 
     # byte-compiled first, as an installed package is (this machine sets PYTHONDONTWRITEBYTECODE: without
     # it every process compiled tb_plugin from source, ~1 s of the report's CPU that a bare pickle.load never pays)
@@ -277,10 +287,14 @@ def main(argv: list[str] | None = None) -> int:
         os.mkdir(logdir)
         path = os.path.join(logdir, "snapshot.pickle")
         t = time.perf_counter()
-        size = build(path, entries, args.frames, args.protocol, args.shared_frames, args.shared_dicts)
+        if args.from_recording:
+            size = build_from_recording(path, entries, args.from_recording, args.protocol)
+            kind = f"{os.path.basename(args.from_recording)}'s history repeated"
+        else:
+            size = build(path, entries, args.frames, args.protocol, args.shared_frames, args.shared_dicts)
+            kind = f"{args.frames} frames each ({layout_name(args.shared_frames, args.shared_dicts)})"
         print(
-            f"snapshot: {entries} history entries, {args.frames} frames each "
-            f"({layout_name(args.shared_frames, args.shared_dicts)}), protocol {args.protocol}, "
+            f"snapshot: {entries} history entries, {kind}, protocol {args.protocol}, "
             f"{size / 1e6:.0f} MB pickle (written in {time.perf_counter() - t:.0f} s)",
             flush=True,
         )

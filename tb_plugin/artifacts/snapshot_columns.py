@@ -207,10 +207,11 @@ class Interner:
         self.shared_lists: list = []
         # _FRAME_FIELDS with a file's own key strings (see own_keys), once one is met
         self.frame_fields: operator.itemgetter | None = None
-        # _by_dicts' table (after key_by_dicts): the ids of a list's frame dicts -> its stack, the dicts kept
-        # alive beside (their ids unique while keys)
-        self.by_dicts: dict[tuple, int] | None = None
-        self.dicts_kept: list = []
+        # _by_dicts' table (after key_by_dicts): a frame list's sampled key (_sampled_keys) -> its bucket: the
+        # copies of the distinct lists met with that key, then _ANY, and their stacks, then _NEW; the copies
+        # keep their dicts alive (ids unique while keys). Lists looked up, and new (key, stack)s, so far.
+        self.by_dicts: dict[tuple, tuple[list, list[int]]] | None = None
+        self.dict_lists = self.dict_misses = 0
 
     def key_by_dicts(self) -> None:
         """Key frame lists by their dicts' identities from here on, where the caller has found a file's
@@ -350,27 +351,43 @@ class Interner:
             return self._with_new(list(map(tuple, map(map, itertools.repeat(fields), part))))
 
     def _by_dicts(self, part: list, fields: operator.itemgetter) -> list[int]:
-        """:meth:`_by_content` of ``part``, each list looked up first by the ids of its frame dicts (a tuple of
-        ints: ~half the time of a key of the frames' contents, whose every field is hashed); the lists not
-        found are keyed by content and added, their dicts kept. Given up for good once most of a part are
-        lists of dicts not met before (the dicts are not shared: each list would pay both keys)."""
+        """:meth:`_by_content` of ``part``, each list first looked up by a few of its dicts' ids
+        (:func:`_sampled_keys`: five ints whatever the stack's depth, where a key of every frame's fields,
+        or of every dict's id, costs a step per frame: PyTorch's stacks hold ~40) among the distinct lists
+        met with that key (``list.index``: list comparisons in C, identity first, item by item); the others
+        keyed by content and added. Given up for good once most lists need their content (the dicts are not
+        shared: each list would pay both): most lists bring a new (key, stack)."""
         table = cast(dict, self.by_dicts)
-        ids = list(map(tuple, map(map, itertools.repeat(id), part)))
-        got = list(map(table.get, ids, itertools.repeat(_NEW)))
+        try:
+            keys = _sampled_keys(part)
+        except (TypeError, IndexError, KeyError):  # (not lists: by content, which tells)
+            return self._by_content(part, fields)
+        buckets = list(map(table.get, keys, itertools.repeat(_EMPTY_BUCKET)))
+        at = map(list.index, map(operator.itemgetter(0), buckets), part)  # (_ANY, last: every list found)
+        got = list(map(operator.getitem, map(operator.itemgetter(1), buckets), at))
         new = list(itertools.compress(range(len(got)), map(operator.eq, got, itertools.repeat(_NEW))))
+        self.dict_lists += len(part)
         if not new:
             return got
         stacks = self._by_content(list(map(part.__getitem__, new)), fields)
         collections.deque(map(got.__setitem__, new, stacks), maxlen=0)
-        firsts = dict(zip(map(ids.__getitem__, new), new))  # (each new key once: its last list)
-        if 2 * len(firsts) > len(part):
-            self.by_dicts, self.dicts_kept = None, []
+        # each new (key, stack)'s first list, for its key's bucket (a step per distinct stack met)
+        firsts = dict(
+            zip(zip(map(keys.__getitem__, reversed(new)), map(got.__getitem__, reversed(new))), reversed(new))
+        )
+        self.dict_misses += len(firsts)  # (lists of new dicts: each its own key)
+        # (past the first lists, which all bring theirs: in all, or in this part alone)
+        past_trial = self.dict_lists >= _SAMPLED_TRIAL
+        if past_trial and (2 * self.dict_misses > self.dict_lists or 2 * len(firsts) > len(part)):
+            self.by_dicts = None
             return got
         if len(table) + len(firsts) > _IDENTITY_KEPT:
             table.clear()
-            self.dicts_kept = []
-        table.update(zip(firsts, map(got.__getitem__, firsts.values())))
-        self.dicts_kept += itertools.chain.from_iterable(map(part.__getitem__, firsts.values()))
+        for (key, stack), i in firsts.items():
+            reps, ids = table.get(key) or table.setdefault(key, ([_ANY], [_NEW]))
+            if stack not in ids:
+                reps.insert(-1, list(part[i]))
+                ids.insert(-1, stack)
         return got
 
     def _with_new(self, keys: list[tuple]) -> list[int]:
@@ -387,6 +404,21 @@ _FRAME_NAMES = ("filename", "line", "name")
 _FRAME_FIELDS = operator.itemgetter(*_FRAME_NAMES)
 
 
+def _sampled_keys(lists: list) -> list[tuple]:
+    """Per list (of frame dicts), its length and the ids of four of its dicts: at a quarter, half and three
+    quarters of it and its last (PyTorch's stacks: the allocator's frames first, the operator's C++ frames,
+    then the Python ones). Equal lists of shared dicts have equal keys; a key tells nothing more (the
+    caller compares the lists)."""
+    lens = list(map(len, lists))
+    at = (
+        map(operator.rshift, lens, itertools.repeat(2)),
+        map(operator.rshift, lens, itertools.repeat(1)),
+        map(operator.rshift, map(operator.mul, lens, itertools.repeat(3)), itertools.repeat(2)),
+        itertools.repeat(-1),
+    )
+    return list(zip(lens, *(list(map(id, map(operator.getitem, lists, index))) for index in at)))
+
+
 def own_key(entry: dict) -> dict:
     """Each key of ``entry`` by itself: ``own_key(entry).get(name, name)`` is the file's own string for
     ``name`` (an entry's dicts share the unpickler's key objects; a lookup by that object is an identity test)."""
@@ -396,6 +428,20 @@ def own_key(entry: dict) -> dict:
 _IDENTITY_KEPT = 100_000
 _KEYED = 4096  # frame lists keyed at a time by Interner.stack_ids_of
 _NEW = -2  # Interner._keyed: a key not met before
+_SAMPLED_TRIAL = 4 * _KEYED  # lists Interner._by_dicts looks up before it may give up
+
+
+class _Anything:
+    """Equal to anything: a bucket's last item, where ``list.index`` stops when no list is equal."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_ANY = _Anything()
+_EMPTY_BUCKET: tuple[list, list[int]] = ([_ANY], [_NEW])  # (never added to: a new key gets its own)
 _EMPTY_OR_NEW = (-1, _NEW)  # (indexed by bool(frames): no stack; not met before)
 
 

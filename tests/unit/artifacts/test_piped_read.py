@@ -76,17 +76,22 @@ def _assert_keyed_at_once(runs: list[list]) -> None:
 
 
 def _dict_frames(rng: random.Random, dicts: list[dict], n: int) -> list:
-    """Entries' frame lists, a list each (some empty), made of the shared frame ``dicts`` (PyTorch's dumps)."""
-    stacks = [[rng.choice(dicts) for _ in range(rng.randrange(1, 9))] for _ in range(60)]
+    """Entries' frame lists, a list each (some empty), made of the shared frame ``dicts`` (PyTorch's dumps),
+    among them stacks that differ only where their sampled keys do not look (their first frame)."""
+    stacks = [[rng.choice(dicts) for _ in range(rng.randrange(1, 12))] for _ in range(60)]
+    stacks += [[d, *stacks[-1][1:]] for d in dicts[:5] if len(stacks[-1]) > 1]
     return [list(rng.choice(stacks)) if rng.random() < 0.7 else [] for _ in range(n)]
 
 
 @pytest.mark.parametrize("kept", (50, 100_000))
 def test_lists_of_shared_dicts_keyed_by_their_identities(monkeypatch, kept):
-    """Once told the frame dicts are shared, the lists are found by their dicts' ids: the same stacks as one
-    by one, a bound on the table (``kept``) empties it, never a wrong stack; the dicts stay alive (ids
-    unique); a run of lists of new dicts gives the lookup up and keys by content as before."""
+    """Once told the frame dicts are shared, the lists are found among those met with the same sampled key
+    (their length and four dicts' ids): the same stacks as one by one, lists that differ where the key does
+    not look told apart, a bound on the table (``kept``) empties it, never a wrong stack; the lists kept hold
+    the file's dicts (alive: their ids unique); lists of new dicts give the lookup up and are keyed by
+    content as before."""
     monkeypatch.setattr("tb_plugin.artifacts.snapshot_columns._IDENTITY_KEPT", kept)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot_columns._SAMPLED_TRIAL", 3000)
     rng = random.Random(3)
     dicts = [_frame(i) for i in range(40)] + [dict(_frame(i)) for i in range(10)]  # (equal frames, other dicts)
     runs = [_dict_frames(rng, dicts, rng.randrange(500, 6000)) for _ in range(4)]
@@ -97,12 +102,23 @@ def test_lists_of_shared_dicts_keyed_by_their_identities(monkeypatch, kept):
         assert got.tolist() == [one_by_one.stack_of(f) if f else -1 for f in frames]
         assert at_once.by_dicts is not None  # (not given up: the dicts are shared)
     assert (at_once.stacks, at_once.frames) == (one_by_one.stacks, one_by_one.frames)
-    assert 0 < len(at_once.by_dicts) <= max(kept, 60)
-    assert {id(d) for d in at_once.dicts_kept} <= {id(d) for d in dicts}
+    table = at_once.by_dicts
+    assert 0 < len(table) and max(len(reps) for reps, _ in table.values()) > 2  # (a key with two lists)
+    kept_dicts = {id(d) for reps, _ in table.values() for rep in reps[:-1] for d in rep}
+    assert kept_dicts <= {id(d) for d in dicts}
+    # two stacks the sampled key cannot tell apart (they differ in their first frame only), met in turns
+    a, b = [dicts[0], *dicts[1:5]], [dicts[9], *dicts[1:5]]
+    both = Interner()
+    both.key_by_dicts()
+    turns = [list(a), list(b), list(b), list(a)] * 3
+    got = np.frombuffer(both.stack_ids_of(turns, distinct=True), dtype=np.int32).tolist()
+    assert got == [0, 1, 1, 0] * 3 and [len(reps) for reps, _ in both.by_dicts.values()] == [3]
+    got = np.frombuffer(both.stack_ids_of([list(b), list(a)], distinct=True), dtype=np.int32).tolist()
+    assert got == [1, 0]  # (found in the bucket, in either order)
     own = [[_frame(rng.randrange(40)) for _ in range(4)] for _ in range(5000)]  # a dict per frame: not shared
     got = np.frombuffer(at_once.stack_ids_of(own, distinct=True), dtype=np.int32)
     assert got.tolist() == [one_by_one.stack_of(f) for f in own]
-    assert at_once.by_dicts is None and at_once.dicts_kept == []
+    assert at_once.by_dicts is None
     assert at_once.stack_ids_of([[_frame(1)], ODD[0]], distinct=True) is None  # (odd lists: one by one, as before)
 
 
