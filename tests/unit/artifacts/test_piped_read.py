@@ -17,7 +17,7 @@ from test_snapshot_stream import assert_same
 
 from tb_plugin.artifacts import snapshot_child, whole_read
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot, load_snapshot_blocks, parse_pickle
-from tb_plugin.artifacts.snapshot_columns import Interner, _stack_ids
+from tb_plugin.artifacts.snapshot_columns import _BUCKET_LISTS, Interner, _stack_ids
 
 
 def _frame(i: int) -> dict:
@@ -115,6 +115,11 @@ def test_lists_of_shared_dicts_keyed_by_their_identities(monkeypatch, kept):
     assert got == [0, 1, 1, 0] * 3 and [len(reps) for reps, _ in both.by_dicts.values()] == [3]
     got = np.frombuffer(both.stack_ids_of([list(b), list(a)], distinct=True), dtype=np.int32).tolist()
     assert got == [1, 0]  # (found in the bucket, in either order)
+    # more such stacks than a key holds: the others keyed by content each time, as right
+    many = [[d, *dicts[1:5]] for d in dicts[10:40]]
+    got = np.frombuffer(both.stack_ids_of([list(m) for m in many * 2], distinct=True), dtype=np.int32).tolist()
+    assert got == list(range(2, 32)) * 2
+    assert [len(reps) for reps, _ in both.by_dicts.values()] == [_BUCKET_LISTS + 1]
     own = [[_frame(rng.randrange(40)) for _ in range(4)] for _ in range(5000)]  # a dict per frame: not shared
     got = np.frombuffer(at_once.stack_ids_of(own, distinct=True), dtype=np.int32)
     assert got.tolist() == [one_by_one.stack_of(f) for f in own]
