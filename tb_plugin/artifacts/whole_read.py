@@ -24,10 +24,14 @@ from ..trace.proc_status import status_bytes
 from . import expansion
 
 WHOLE_PER_BYTE = 12  # address space a whole read may take per byte of pickle (measured: ~10×)
-# ... a protocol 4-5 read from the pipe whose histories are drained while reading (:mod:`.drain`): VmPeak
-# measured 8.9× a 104 MB snapshot with 8 distinct frames per entry, 9.1× (beyond numpy's mapping) with 32
-# and 6.6× with shared frame lists; a file that needs more ends in MemoryError and is streamed instead
-DRAINED_PER_BYTE = 10
+# ... a protocol 4-5 read from the pipe whose histories are drained while reading (:mod:`.drain`), which
+# empties each entry and (a frame dict per frame) its frames as it goes: VmPeak less the child's start,
+# measured 2026-12-03 (benchmarks/snapshot_input.py's layouts): 4.30× a 1 M-entry file with 8 frame dicts
+# of its own per entry (104 MB), 4.16× with 32 (200 000 entries), 3.86× with shared frame dicts, 3.76× with
+# shared frame lists, 2.07× a PyTorch recording's history repeated to 1 M entries (199 MB; 10× before,
+# taken for it: streamed, 2.3× a bare pickle.load). A file that needs more ends in MemoryError and is
+# streamed instead
+DRAINED_PER_BYTE = 5
 
 
 def _address_space_limit() -> int | None:
