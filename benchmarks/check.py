@@ -11,7 +11,9 @@ each stop. The benchmarks (each prints ``name=value`` figures on its last line):
   modules it imports, and a cold report of the 35 MB V100 sample over ``orjson.loads`` of it (wall and
   CPU), its peak RSS;
 - ``bench_snapshot.py --entries 200000 --repeat 2``: a PyTorch-shaped snapshot (a frame list per entry), the first
-  timeline and the whole ``kinetoscope report`` over a bare ``pickle.load``, their peak RSS over its.
+  timeline and the whole ``kinetoscope report`` over a bare ``pickle.load``, their peak RSS over its; the same
+  (figures named ``recording_…``) on a PyTorch recording's history repeated (``--from-recording``: skipped
+  where ``../shared`` is missing).
 
 Every judged figure is lower-is-better and is a same-run ratio of CPU seconds, a count or a peak RSS:
 on a shared machine the wall times, and even their ratios, move with the load (a run at load 11 and one
@@ -33,31 +35,39 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ACCEPTED = os.path.join(REPO, "benchmarks", "accepted.json")
 TOLERANCE = 1.25  # a figure more than 25 % above its accepted value is a regression
 
-# (benchmark, its arguments, the figures judged, the figures shown only)
+RECORDING = os.path.join(
+    os.path.dirname(REPO), "shared", "samples", "memory_snapshots", "memory_forward_bf16_128.pickle"
+)
+_SNAPSHOT_JUDGED = (
+    "first_cpu_over_unpickle_cpu",
+    "report_cpu_over_unpickle_cpu",
+    "report_peak_over_unpickle",
+    "report_sum_over_unpickle",
+)
+_SNAPSHOT_SHOWN = ("first_over_unpickle", "report_over_unpickle", "unpickle_s", "first_timeline_s", "report_s")
+
+# (benchmark, its arguments, the figures judged, the figures shown only, their names' prefix here)
 BENCHES = (
     (
         "bench_startup.py",
         ["--repeat", "7"],  # medians of 7: a 0.05 s process's CPU ratio moved 0.8-1.3x over medians of 3
         ("missing_cpu_over_python", "missing_modules", "one_file_cpu_over_orjson", "one_file_rss_mb"),
         ("missing_over_python", "one_file_over_orjson", "python_s", "missing_s", "one_file_s", "orjson_s"),
+        "",
     ),
     (
         "bench_snapshot.py",
         ["--entries", "200000", "--protocol", "4", "--repeat", "2"],
-        (
-            "first_cpu_over_unpickle_cpu",
-            "report_cpu_over_unpickle_cpu",
-            "report_peak_over_unpickle",
-            "report_sum_over_unpickle",
-        ),
-        (
-            "first_over_unpickle",
-            "report_over_unpickle",
-            "unpickle_s",
-            "first_timeline_s",
-            "report_s",
-            "unpickle_rss_mb",
-        ),
+        _SNAPSHOT_JUDGED,
+        (*_SNAPSHOT_SHOWN, "unpickle_rss_mb"),
+        "",
+    ),
+    (  # PyTorch's own layout (shared frame dicts, ~40 a stack, frees sharing their allocation's list)
+        "bench_snapshot.py",
+        ["--entries", "200000", "--from-recording", RECORDING, "--repeat", "2"],
+        _SNAPSHOT_JUDGED,
+        _SNAPSHOT_SHOWN,
+        "recording_",
     ),
 )
 
@@ -106,15 +116,18 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     print(f"{'figure':<30}{'now':>10}{'accepted':>10}{'ratio':>8}")
-    for script, bench_args, judged, shown in BENCHES:
-        got = run_bench(script, bench_args)
-        for name in judged + shown:
+    for script, bench_args, judged, shown, prefix in BENCHES:
+        if RECORDING in bench_args and not os.path.exists(RECORDING):
+            print(f"{prefix}*: skipped (no {os.path.relpath(RECORDING, REPO)})")
+            continue
+        got = {prefix + name: value for name, value in run_bench(script, bench_args).items()}
+        for name in (prefix + n for n in judged + shown):
             value = got[name]
             ref = accepted.get("figures", {}).get(name, {}).get("value")
-            mark = "" if name in judged else "   (shown, not judged)"
+            mark = "" if name[len(prefix) :] in judged else "   (shown, not judged)"
             ratio = f"{value / ref:8.2f}" if ref else f"{'':8s}"
             print(f"{name:<30}{value:10.3f}{ref if ref is not None else float('nan'):10.3f}{ratio}{mark}", flush=True)
-            if name in judged:
+            if name[len(prefix) :] in judged:
                 figures[name] = value
     after = load_average()
     print(f"load average after: {after}")

@@ -27,7 +27,7 @@ import gc
 import itertools
 import operator
 import sys
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 STEP_BYTES = 1 << 18  # pickle bytes read between two steps (the entries drained while still in the caches)
 # a list created empty is watched for its first entries: at the next step, then WATCHED_STEPS times more, once
@@ -92,8 +92,9 @@ _CHUNK = 1 << 16  # reference counts taken at a time by _each_held
 class Drain:
     """The ``on_read`` of a reader child's counting stream (see the module docstring)."""
 
-    def __init__(self, step_bytes: int = STEP_BYTES) -> None:
+    def __init__(self, step_bytes: int = STEP_BYTES, watch: Callable[[int], None] | None = None) -> None:
         self.step_bytes = step_bytes
+        self.watch = watch  # called with the bytes read at each step (whole_read.Projection.check: may raise)
         self.next_at = step_bytes
         self.streamed: Any = None  # a StreamedTraces, once a history is found
         self.histories: list[list] = []
@@ -115,6 +116,8 @@ class Drain:
         if count < self.next_at:
             return
         self.next_at = count + self.step_bytes
+        if self.watch is not None:
+            self.watch(count)
         new = gc.get_objects()  # (all but the frozen: what was built since the last step)
         gc.freeze()  # the next step sees only what is built after this one
         # the lists that are empty or start with an entry-like dict (the unpickler builds no list or

@@ -102,7 +102,8 @@ def piped(stdin: _Stream, size: int, later: int = LATER_BYTES) -> bool:
     protocol 4 or 5 (frames: the unpickler reads each in one call) and its object fits (``later``: the
     address space the imports still to come take)."""
     head = stdin.peek(2)[:2]  # (nothing consumed)
-    fits = whole_read.fits(size, later, per_byte=whole_read.DRAINED_PER_BYTE)  # (histories drained)
+    # (histories drained; tried at the least expansion measured, then watched: whole_read.Projection)
+    fits = whole_read.fits(size, later, per_byte=whole_read.DRAINED_LEAST_PER_BYTE)
     return len(head) == 2 and head[0] == 0x80 and head[1] >= 4 and fits
 
 
@@ -172,9 +173,10 @@ def child_main(argv: list[str]) -> int:
         argv, memory, mode = terms, int(terms[1]), terms[3] if len(terms) > 3 else ""
     answer_to_memory()  # (a spare: after its acknowledgement on the pipe)
     size = int(argv[0]) if argv and argv[0].isdigit() else 0
-    if mode != STREAMED and piped(stdin, size, 0 if spare else LATER_BYTES):
+    later = 0 if spare else LATER_BYTES
+    if mode != STREAMED and piped(stdin, size, later):
         try:
-            drain = Drain()
+            drain = Drain(watch=whole_read.Projection(size, later).check)
             obj, _ = read_piped(stdin, drain)
             from .snapshot_parse import answer_object
 

@@ -217,4 +217,6 @@ def test_the_pipe_asks_for_the_drained_reads_address_space(monkeypatch):
     monkeypatch.setattr(whole_read, "fits", lambda size, later=0, per_byte=0: asked.append(per_byte) or True)
     head = pickle.dumps({"device_traces": [[]]}, protocol=4)
     assert snapshot_child.piped(io.BufferedReader(io.BytesIO(head)), 99)
-    assert asked == [whole_read.DRAINED_PER_BYTE] and whole_read.DRAINED_PER_BYTE < whole_read.WHOLE_PER_BYTE
+    assert (
+        asked == [whole_read.DRAINED_LEAST_PER_BYTE] and whole_read.DRAINED_LEAST_PER_BYTE < whole_read.WHOLE_PER_BYTE
+    )

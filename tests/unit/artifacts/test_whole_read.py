@@ -108,3 +108,42 @@ def test_a_limited_child_reads_whole_and_a_memo_bomb_falls_back_to_the_streaming
     # the C unpickler asks for a 6 GB memo: MemoryError under the limit, then the streaming reader
     got = _in_child(memo_index_pickle(750_000_000))
     assert got.startswith("True [8, 8] ") and int(got.rsplit(" ", 1)[1]) >= 1, got
+
+
+def test_a_drained_read_projected_past_the_limit_ends_early(monkeypatch):
+    """The projection of a drained whole read's growth (``whole_read.Projection``): nothing before its first
+    point (4 MiB or 1/32 of the file), then every 4 MiB; it ends the read with MemoryError as soon as the
+    growth so far, carried to the file's end, with the bytes later imports take, passes the limit."""
+    mb = 1 << 20
+    mapped, reads = [100 * mb], []
+    monkeypatch.setattr(whole_read, "_address_space_limit", lambda: 1000 * mb)
+    monkeypatch.setattr(whole_read, "_mapped_bytes", lambda: reads.append(mapped[0]) or mapped[0])
+    watch = whole_read.Projection(400 * mb, later=100 * mb)  # (its start: 100 MiB mapped)
+    reads.clear()
+    mapped[0] = 150 * mb
+    watch.check(3 * mb)  # before 400/32 = 12.5 MiB read: not projected
+    assert reads == []
+    mapped[0] = 120 * mb
+    watch.check(13 * mb)  # 20 MiB grown in 13: 100 + 20 * 400 / 13 + 100 = 815 MiB, under the limit
+    watch.check(14 * mb)  # (the next projection 4 MiB later)
+    assert len(reads) == 1
+    mapped[0] = 140 * mb
+    with pytest.raises(MemoryError):  # 40 MiB grown in 17: 100 + 941 + 100 MiB, past the limit
+        watch.check(17 * mb)
+
+
+def test_a_drained_read_that_grows_as_projected_is_not_ended(monkeypatch):
+    mb = 1 << 20
+    mapped = [100 * mb]
+    monkeypatch.setattr(whole_read, "_address_space_limit", lambda: 1000 * mb)
+    monkeypatch.setattr(whole_read, "_mapped_bytes", lambda: mapped[0])
+    watch = whole_read.Projection(400 * mb, later=100 * mb)
+    for read in range(1, 401):  # 2 bytes mapped per byte read: 100 + 800 + 100 = 1000 MiB, the limit
+        mapped[0] = 100 * mb + 2 * read * mb
+        watch.check(read * mb)
+    mapped[0] += 4 * mb
+    watch.next_at = 0
+    with pytest.raises(MemoryError):  # (a little more: ended)
+        watch.check(400 * mb)
+    monkeypatch.setattr(whole_read, "_address_space_limit", lambda: None)
+    whole_read.Projection(400 * mb).check(400 * mb)  # (no limit: never ended)
