@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{accepted.get('measured', {}).get('load', '-')}",
         flush=True,
     )
-    print(f"{'figure':<30}{'now':>10}{'accepted':>10}{'ratio':>8}")
+    print(f"{'figure':<40}{'now':>10}{'accepted':>10}{'ratio':>8}")
     for script, bench_args, judged, shown, prefix in BENCHES:
         if RECORDING in bench_args and not os.path.exists(RECORDING):
             print(f"{prefix}*: skipped (no {os.path.relpath(RECORDING, REPO)})")
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             ref = accepted.get("figures", {}).get(name, {}).get("value")
             mark = "" if name[len(prefix) :] in judged else "   (shown, not judged)"
             ratio = f"{value / ref:8.2f}" if ref else f"{'':8s}"
-            print(f"{name:<30}{value:10.3f}{ref if ref is not None else float('nan'):10.3f}{ratio}{mark}", flush=True)
+            print(f"{name:<40}{value:10.3f}{ref if ref is not None else float('nan'):10.3f}{ratio}{mark}", flush=True)
             if name[len(prefix) :] in judged:
                 figures[name] = value
     after = load_average()

@@ -4,7 +4,7 @@ the pickle on stdin read before anything else is imported.
 A pickle of protocol 4 or 5 (PyTorch's) whose whole object fits the child's address-space limit
 (:func:`~.whole_read.fits`) is unpickled by CPython's C unpickler (restricted) straight from the pipe,
 frame by frame, as a bare ``pickle.load`` of the file reads it: the file's bytes are never held beside
-the object. Every MiB read, :class:`~.drain.Drain` turns the history entries appended so far into
+the object. Every 256 KiB read, :class:`~.drain.Drain` turns the history entries appended so far into
 columns and empties their dicts, so the child peaks under ``pickle.load``; the columns are
 ``array.array`` buffers, written as the answer as they are (:func:`~.snapshot_parse.answer_object`):
 that path never imports numpy.
