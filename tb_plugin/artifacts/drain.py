@@ -180,7 +180,8 @@ class Drain:
         """The entries in ``history`` as columns; they leave the list, their dicts emptied."""
         if not history:
             return
-        from .snapshot_columns import StreamedTraces, _field, own_key, trace_columns  # (numpy-free: see that module)
+        from .snapshot_columns import StreamedTraces, _field, trace_columns  # (numpy-free: see that module)
+        from .snapshot_stacks import own_key
 
         if self.streamed is None:
             self.streamed = StreamedTraces()

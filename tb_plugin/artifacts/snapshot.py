@@ -44,7 +44,6 @@ from .snapshot_columns import (  # noqa: F401 - imported from here by the analys
     _FIELDS,
     ACTIONS,
     DeviceTrace,
-    Interner,
     StreamedTraces,
     _int,
     _list,

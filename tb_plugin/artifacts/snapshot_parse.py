@@ -16,7 +16,9 @@ from array import array
 from typing import IO, Any, Callable
 
 from ..trace import jsonsafe
-from .snapshot_columns import _FIELDS, INT64, Interner, StreamedTraces, _int, _list, _scalar, joined_rows, trace_columns
+from .packed_arrays import INT64
+from .snapshot_columns import _FIELDS, StreamedTraces, _int, _list, _scalar, joined_rows, trace_columns
+from .snapshot_stacks import Interner
 
 _SLICE = 1 << 16  # history entries turned into columns at a time, when the history was read whole
 _FREED = 4 * _SLICE  # ... and how many of them a reader child frees once turned into columns,

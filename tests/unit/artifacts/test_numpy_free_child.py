@@ -19,9 +19,11 @@ import orjson
 import pytest
 from synth.snapshot_writer import write_snapshot_pickle
 
+from tb_plugin.artifacts import packed_arrays
 from tb_plugin.artifacts import snapshot_columns as columns
 from tb_plugin.artifacts.answer import read_answer, write_answer
 from tb_plugin.artifacts.snapshot import pack_snapshot, parse_pickle_whole
+from tb_plugin.artifacts.snapshot_stacks import Interner
 from tb_plugin.trace import jsonsafe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -88,16 +90,16 @@ def test_each_column_equals_numpys_conversion(seed):
 def test_packed_takes_and_refuses_what_array_does(seed):
     # (struct's conversion in place of array's, in parts: across a part's end too)
     rng = random.Random(seed)
-    long = [rng.randrange(-(2**31), 2**31) for _ in range(columns._PACKED * 2 + 5)]
+    long = [rng.randrange(-(2**31), 2**31) for _ in range(packed_arrays.PACKED_AT_ONCE * 2 + 5)]
     for values in [*_odd_lists(seed), long, long[:-1] + [1.5], long[:-1] + [2**64]]:
         for typecode in ("i", "l", "q", "d"):
             try:
                 want = array(typecode, values)
             except (TypeError, OverflowError):
-                with pytest.raises(columns._REFUSED):
-                    columns._packed(typecode, values)
+                with pytest.raises(packed_arrays.REFUSED):
+                    packed_arrays.packed(typecode, values)
                 continue
-            got = columns._packed(typecode, values)
+            got = packed_arrays.packed(typecode, values)
             assert got.typecode == typecode and got.tobytes() == want.tobytes(), values
 
 
@@ -105,7 +107,7 @@ def test_action_codes_and_empty_time_columns_are_numpys():
     names = ["alloc", "oom", "segment_map", "x", None, ["a"], "free_completed", 5, (1,), math.nan, b"alloc"]
     got = columns._action_codes([], names)
     assert got.typecode == "B" and list(got) == [0, 8, 5, 10, 10, 10, 2, 10, 10, 10, 10]
-    cols = columns.trace_columns([{"action": "alloc"}] * 3, columns.Interner().stack_of)
+    cols = columns.trace_columns([{"action": "alloc"}] * 3, Interner().stack_of)
     assert np.frombuffer(cols["cols"]["time"], np.float64).tobytes() == np.full(3, np.nan).tobytes()
     assert not cols["timed"]
 

@@ -1,5 +1,5 @@
 """The reader child's whole read from the pipe (:mod:`tb_plugin.artifacts.snapshot_child`) and the stacks
-keyed a run of entries at a time (:meth:`~tb_plugin.artifacts.snapshot_columns.Interner.stack_ids_of`):
+keyed a run of entries at a time (:meth:`~tb_plugin.artifacts.snapshot_stacks.Interner.stack_ids_of`):
 the same snapshot as before, field by field; a whole read that runs out of memory is sent again to a
 streaming child; the bound still counts every byte of the file."""
 
@@ -17,7 +17,7 @@ from test_snapshot_stream import assert_same
 
 from tb_plugin.artifacts import snapshot_child, whole_read
 from tb_plugin.artifacts.snapshot import SnapshotError, load_snapshot, load_snapshot_blocks, parse_pickle
-from tb_plugin.artifacts.snapshot_columns import _BUCKET_LISTS, Interner, _stack_ids
+from tb_plugin.artifacts.snapshot_stacks import _BUCKET_LISTS, Interner, stack_ids
 
 
 def _frame(i: int) -> dict:
@@ -69,7 +69,7 @@ def _assert_keyed_at_once(runs: list[list]) -> None:
     """Each run's stack ids (int32 buffers) and the interned stacks equal the one-by-one reader's."""
     at_once, one_by_one = Interner(), Interner()
     for frames in runs:
-        got = _stack_ids(tuple(frames), at_once.stack_of)
+        got = stack_ids(tuple(frames), at_once.stack_of)
         want = np.array([one_by_one.stack_of(f) if f else -1 for f in frames], dtype=np.int32)
         assert np.array_equal(np.frombuffer(got, dtype=np.int32), want)
     assert (at_once.stacks, at_once.frames) == (one_by_one.stacks, one_by_one.frames)
@@ -90,8 +90,8 @@ def test_lists_of_shared_dicts_keyed_by_their_identities(monkeypatch, kept):
     not look told apart, a bound on the table (``kept``) empties it, never a wrong stack; the lists kept hold
     the file's dicts (alive: their ids unique); lists of new dicts give the lookup up and are keyed by
     content as before."""
-    monkeypatch.setattr("tb_plugin.artifacts.snapshot_columns._IDENTITY_KEPT", kept)
-    monkeypatch.setattr("tb_plugin.artifacts.snapshot_columns._SAMPLED_TRIAL", 3000)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot_stacks._IDENTITY_KEPT", kept)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot_stacks._SAMPLED_TRIAL", 3000)
     rng = random.Random(3)
     dicts = [_frame(i) for i in range(40)] + [dict(_frame(i)) for i in range(10)]  # (equal frames, other dicts)
     runs = [_dict_frames(rng, dicts, rng.randrange(500, 6000)) for _ in range(4)]
@@ -131,7 +131,7 @@ def test_lists_of_shared_dicts_keyed_by_their_identities(monkeypatch, kept):
 def test_lists_met_again_in_later_runs_are_found_by_identity(monkeypatch, kept):
     """A layout whose entries share a few lists (and many have none): the lists met in a run are kept by
     identity for the runs after it; a bound on them (``kept``) empties the table, never a wrong stack."""
-    monkeypatch.setattr("tb_plugin.artifacts.snapshot_columns._IDENTITY_KEPT", kept)
+    monkeypatch.setattr("tb_plugin.artifacts.snapshot_stacks._IDENTITY_KEPT", kept)
     rng = random.Random(7)
     shared = [[_frame(rng.randrange(40)) for _ in range(rng.randrange(1, 6))] for _ in range(30)]
     runs = [
