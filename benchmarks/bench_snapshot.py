@@ -226,6 +226,7 @@ def _available_mb() -> float:
 
 
 BYTES_PER_ENTRY = {0: 30, 8: 104}  # the synthesized history's pickle, per entry (protocol 4), roughly
+RECORDING_BYTES_PER_ENTRY = 199  # the PyTorch recording's history repeated (--from-recording), per entry
 BARE_RSS_PER_FILE_BYTE = 12.5  # pickle.load's peak RSS over the file's size, measured on these files
 
 
@@ -273,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     entries = args.entries
     if args.size:
-        entries = max(1, _size(args.size) // BYTES_PER_ENTRY.get(args.frames, 30 + 10 * args.frames))
+        per_entry = BYTES_PER_ENTRY.get(args.frames, 30 + 10 * args.frames)
+        entries = max(1, _size(args.size) // (RECORDING_BYTES_PER_ENTRY if args.from_recording else per_entry))
     from benchmarks.snapshot_input import build, build_from_recording, layout_name
 
     # byte-compiled first, as an installed package is (this machine sets PYTHONDONTWRITEBYTECODE: without
