@@ -41,7 +41,7 @@ class Interner:
         # copies of the distinct lists met with that key, then _ANY, and their stacks, then _NEW; the copies
         # keep their dicts alive (ids unique while keys). Lists looked up, new (key, stack)s, and copies kept.
         self.by_dicts: dict[tuple, tuple[list, list[int]]] | None = None
-        self.dict_lists = self.dict_misses = self.dict_copies = 0
+        self.dict_lists = self.dict_new_keys = self.dict_copies = 0
 
     def key_by_dicts(self) -> None:
         """Look frame lists up by their dicts' identities from here on (:meth:`_by_dicts`), where the caller
@@ -147,12 +147,9 @@ class Interner:
         """``table``'s stack for each item of ``frames`` by its id, −1 for an empty (falsy) item, :data:`_NEW`
         for one not in it. Only the items with frames are looked up (``compress`` tests the others in C,
         without a call each: ~30 ns less an entry than an id, a test and a default for each)."""
-        got = list(map(table.get, map(id, itertools.compress(frames, frames)), itertools.repeat(_NEW)))
-        if len(got) == len(frames):
-            return got
-        spread = [-1] * len(frames)
-        collections.deque(map(spread.__setitem__, itertools.compress(range(len(frames)), frames), got), maxlen=0)
-        return spread
+        return _spread(
+            list(map(table.get, map(id, itertools.compress(frames, frames)), itertools.repeat(_NEW))), frames
+        )
 
     def _keyed(self, lists: list) -> list[int]:
         """The stack index of each of ``lists`` (distinct frame lists), :data:`_KEYED` at a time (their
@@ -166,11 +163,7 @@ class Interner:
         for at in range(0, len(full), _KEYED):
             part = full[at : at + _KEYED]
             out += self._by_content(part, fields) if self.by_dicts is None else self._by_dicts(part, fields)
-        if len(full) == len(lists):
-            return out
-        spread = [-1] * len(lists)
-        collections.deque(map(spread.__setitem__, itertools.compress(range(len(lists)), lists), out), maxlen=0)
-        return spread
+        return _spread(out, lists)
 
     def _by_content(self, part: list, fields: operator.itemgetter) -> list[int]:
         """The stack index of each of ``part`` (frame lists) by their frames' ``fields``."""
@@ -204,10 +197,10 @@ class Interner:
         firsts = dict(
             zip(zip(map(keys.__getitem__, reversed(new)), map(got.__getitem__, reversed(new))), reversed(new))
         )
-        self.dict_misses += len(firsts)  # (lists of new dicts: each its own key)
+        self.dict_new_keys += len(firsts)  # (lists of new dicts: each its own key)
         # (past the first lists, which all bring theirs: in all, or in this part alone)
         past_trial = self.dict_lists >= _SAMPLED_TRIAL
-        if past_trial and (2 * self.dict_misses > self.dict_lists or 2 * len(firsts) > len(part)):
+        if past_trial and (2 * self.dict_new_keys > self.dict_lists or 2 * len(firsts) > len(part)):
             self.by_dicts = None
             return got
         if self.dict_copies + len(firsts) > _IDENTITY_KEPT:  # (emptied when large: never a wrong stack)
@@ -233,6 +226,16 @@ class Interner:
 
 _FRAME_NAMES = ("filename", "line", "name")
 _FRAME_FIELDS = operator.itemgetter(*_FRAME_NAMES)
+
+
+def _spread(got: list[int], items: Sequence[Any]) -> list[int]:
+    """``got`` (a value per truthy item of ``items``, in order) spread over ``items``: −1 for each falsy one
+    (an entry without frames); ``got`` itself where every item is truthy."""
+    if len(got) == len(items):
+        return got
+    spread = [-1] * len(items)
+    collections.deque(map(spread.__setitem__, itertools.compress(range(len(items)), items), got), maxlen=0)
+    return spread
 
 
 def _sampled_keys(lists: list) -> list[tuple]:
